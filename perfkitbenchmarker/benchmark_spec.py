@@ -1,0 +1,171 @@
+"""BenchmarkSpec: one benchmark's config, VMs, run record and sample sink.
+
+The spec turns the merged config into VMs of the chosen provider, provisions
+and tears them down through the run record, and carries what the benchmark
+module needs while it runs: `EmitSamples` publishes samples as soon as they
+exist; `metadata` is added to every sample (PKB's group metadata).
+"""
+
+import logging
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import virtual_machine
+
+_VM_SPEC_INT_KEYS = ('num_cpus', 'memory_mib', 'boot_disk_size')
+
+
+class Deadline:
+  """Seconds left before --timeout_minutes; the clock is injectable."""
+
+  def __init__(self, timeout_s: Optional[float],
+               clock: Callable[[], float] = time.monotonic):
+    self._clock = clock
+    self._end = None if timeout_s is None else clock() + timeout_s
+
+  def Remaining(self) -> float:
+    if self._end is None:
+      return float('inf')
+    return max(0.0, self._end - self._clock())
+
+
+class BenchmarkSpec:
+  """Everything one benchmark run needs, built from its merged config."""
+
+  def __init__(self, module, config: Dict[str, Any], run_uri: str, cloud: str,
+               record, flag_values, catalog: pricing.PriceCatalog,
+               emit: Callable[[List[sample_lib.Sample]], None],
+               reporter=None, deadline: Optional[Deadline] = None):
+    self.module = module
+    self.name = module.BENCHMARK_NAME
+    self.config = config
+    self.run_uri = run_uri
+    self.cloud = cloud
+    self.record = record
+    self.flags = flag_values
+    self.catalog = catalog
+    self._emit = emit
+    self.reporter = reporter
+    self.deadline = deadline or Deadline(None)
+    self.vm_groups: Dict[str, List[virtual_machine.BaseVirtualMachine]] = {}
+    self.vms: List[virtual_machine.BaseVirtualMachine] = []
+    self.metadata: Dict[str, Any] = {}
+    self.state: Dict[str, Any] = {}
+    self.emitted: List[sample_lib.Sample] = []
+
+  @property
+  def provider(self):
+    # Looked up only when VMs are built, so --dry_run works for every cloud.
+    return providers.GetProvider(self.cloud)
+
+  # VM specs ----------------------------------------------------------------
+
+  def GroupSpecs(self) -> Dict[str, virtual_machine.VmSpec]:
+    """vm_group name -> VmSpec for this cloud, with dedicated flags applied."""
+    specs = {}
+    for group, group_config in self.config.get('vm_groups', {}).items():
+      cloud_spec = dict((group_config.get('vm_spec') or {}).get(self.cloud)
+                        or {})
+      if not cloud_spec:
+        raise errors.ConfigError(
+            f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
+            'with --benchmark_config_file or --config_override.')
+      if self.flags.machine_type:
+        cloud_spec['machine_type'] = self.flags.machine_type
+      if self.flags.zone:
+        cloud_spec['zone'] = self.flags.zone
+      for key in _VM_SPEC_INT_KEYS:
+        if cloud_spec.get(key) is not None:
+          try:
+            cloud_spec[key] = int(cloud_spec[key])
+          except (TypeError, ValueError):
+            raise errors.ConfigError(
+                f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
+                f'integer, not "{cloud_spec[key]}".') from None
+      unknown = set(cloud_spec) - set(virtual_machine.VmSpec.__dataclass_fields__)
+      if unknown:
+        raise errors.ConfigError(
+            f'Unknown key(s) {", ".join(sorted(unknown))} in '
+            f'vm_groups.{group}.vm_spec.{self.cloud}.')
+      if 'machine_type' not in cloud_spec:
+        raise errors.ConfigError(
+            f'vm_groups.{group}.vm_spec.{self.cloud} needs a machine_type.')
+      cloud_spec.setdefault('os_type', group_config.get('os_type') or
+                            self.flags.os_type)
+      specs[group] = virtual_machine.VmSpec(cloud=self.cloud, **cloud_spec)
+    return specs
+
+  def GroupCounts(self) -> Dict[str, int]:
+    counts = {}
+    for group, group_config in self.config.get('vm_groups', {}).items():
+      count = group_config.get('vm_count', 1)
+      if not isinstance(count, int) or count < 1:
+        raise errors.ConfigError(
+            f'vm_groups.{group}.vm_count must be a positive integer, not '
+            f'"{count}".')
+      counts[group] = count
+    return counts
+
+  def GroupPrice(self, group: str) -> pricing.HourlyPrice:
+    spec = self.GroupSpecs()[group]
+    if self.cloud == 'Local':
+      cloud, region, machine_type = pricing.ParsePricedAs(
+          spec.priced_as or self.flags.local_priced_as)
+      return self.catalog.Lookup(cloud, region, machine_type)
+    return self.catalog.Lookup(self.cloud, spec.zone, spec.machine_type)
+
+  # Stages ------------------------------------------------------------------
+
+  def ConstructVirtualMachines(self) -> None:
+    self.vm_groups = self.provider.ConstructVms(self)
+    self.vms = [vm for vms in self.vm_groups.values() for vm in vms]
+
+  def Provision(self) -> None:
+    provision = getattr(self.provider, 'Provision', None)
+    if provision is not None:
+      provision(self)
+      return
+    for vm in self.vms:
+      logging.info('Creating %s VM %s (%s)', self.cloud, vm.name,
+                   vm.machine_type)
+      vm.Create()
+
+  def Teardown(self) -> List[str]:
+    return resource.TeardownFromRecord(self.record)
+
+  # Samples -----------------------------------------------------------------
+
+  def EmitSamples(self, samples: List[sample_lib.Sample]) -> None:
+    """Publishes samples now (with the spec's metadata) and remembers them."""
+    samples = [self.WithSpecMetadata(s) for s in samples]
+    self.emitted.extend(samples)
+    self._emit(samples)
+
+  def WithSpecMetadata(self, s: sample_lib.Sample) -> sample_lib.Sample:
+    merged = dict(self.metadata)
+    merged.update(s.metadata)
+    return sample_lib.Sample(s.metric, s.value, s.unit, merged, s.timestamp)
+
+  def GroupMetadata(self) -> Dict[str, Any]:
+    """PKB-style <group>_machine_type, <group>_vm_count, ... metadata."""
+    metadata: Dict[str, Any] = {'cloud': self.cloud}
+    zones = set()
+    for group, vms in self.vm_groups.items():
+      if not vms:
+        continue
+      first = vms[0]
+      metadata[f'{group}_machine_type'] = first.machine_type
+      metadata[f'{group}_vm_count'] = len(vms)
+      metadata[f'{group}_num_cpus'] = first.num_cpus
+      metadata[f'{group}_zone'] = first.zone
+      metadata[f'{group}_os_type'] = first.os_type
+      if first.cpu_set is not None:
+        metadata[f'{group}_cpu_set'] = ','.join(map(str, first.cpu_set))
+      zones.update(vm.zone for vm in vms if vm.zone)
+    metadata['zone'] = ','.join(sorted(zones)) if zones else 'local'
+    return metadata

@@ -1,0 +1,37 @@
+"""Error types. Anything derived from `Error` is shown to the user as one line.
+
+`pkb.Main` catches `Error` and prints `str(error)` with no traceback, so every
+message must name the problem and what to do about it.
+"""
+
+
+class Error(Exception):
+  """Base class for errors that are reported as a single line."""
+
+
+class UsageError(Error):
+  """Bad flags, config or other user input; raised before anything starts."""
+
+
+class ConfigError(UsageError):
+  """The benchmark configuration is malformed or names an unknown key."""
+
+
+class PrerequisiteError(Error):
+  """A program or resource the run needs is missing."""
+
+
+class ProcessError(Error):
+  """A program the run started failed."""
+
+
+class NoResultError(Error):
+  """The run finished without a result it could report."""
+
+
+class RunInterrupted(Error):
+  """The run was stopped by SIGINT/SIGTERM or by its deadline."""
+
+
+class ResourceError(Error):
+  """Creating or deleting a (cloud) resource failed."""

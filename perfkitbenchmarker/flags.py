@@ -1,0 +1,66 @@
+"""Core command-line flags, named as in PerfKit Benchmarker.
+
+Benchmark-, package- and provider-specific flags live next to the code that
+reads them (for example `linux_packages/redis_server.py`), as in PKB; this
+module only holds the flags every run has.
+"""
+
+from absl import flags
+
+CLOUDS = ('Local', 'GCP', 'AWS')
+RUN_STAGES = ('provision', 'prepare', 'run', 'cleanup', 'teardown')
+
+flags.DEFINE_list('benchmarks', ['redis_memtier'],
+                  'Benchmarks to run, by BENCHMARK_NAME.')
+flags.DEFINE_enum('cloud', 'Local', CLOUDS,
+                  'Where the VMs run. Local needs no cloud account.')
+flags.DEFINE_string('machine_type', None,
+                    'Machine type for every VM group; overrides the config.')
+flags.DEFINE_string('zone', None, 'Zone for every VM group, e.g. us-central1-a.')
+flags.DEFINE_string('project', None, 'GCP project to create resources in.')
+flags.DEFINE_string('os_type', 'debian12',
+                    'Guest OS image family, e.g. debian12, ubuntu2204.')
+flags.DEFINE_string('owner', None,
+                    'Owner label on samples and resources (default: $USER).')
+flags.DEFINE_string('run_uri', None,
+                    'Name of this run (8 lowercase letters/digits); generated '
+                    'when absent. Needed to resume or tear down a run.')
+flags.DEFINE_list('run_stage', ['all'],
+                  'Stages to run: provision, prepare, run, cleanup, teardown '
+                  'or all.')
+flags.DEFINE_multi_string('config_override', [],
+                          'Overrides one config value: '
+                          '<benchmark>.<path.to.key>=<yaml value>.')
+flags.DEFINE_string('benchmark_config_file', None,
+                    'YAML file merged over the benchmark configs.')
+flags.DEFINE_float('timeout_minutes', 60,
+                   'Deadline for the whole run; when reached the run stops, '
+                   'cleans up, tears down and keeps its samples.')
+flags.DEFINE_string('results_dir', None,
+                    'Directory for run records (default: results/runs under '
+                    'the repository).')
+flags.DEFINE_string('json_path', None,
+                    'PKB-format JSON lines output (default: '
+                    'results/runs/<run_uri>/perfkitbenchmarker_results.json).')
+flags.DEFINE_string('csv_path', None,
+                    'CSV output (default: results/runs/<run_uri>/results.csv).')
+flags.DEFINE_boolean('collapse_labels', True,
+                     'Write metadata as a labels string |k:v|,|k:v| in the '
+                     'JSON output; --nocollapse_labels writes an object.')
+flags.DEFINE_boolean('dry_run', False,
+                     'Print the plan (VMs, software, search, cost) and exit '
+                     'without creating anything.')
+flags.DEFINE_string('local_priced_as', 'GCP:n2d-standard-2',
+                    'Catalog machine type that prices Local VMs, as '
+                    '<cloud>:<machine_type>[@<region>].')
+flags.DEFINE_boolean('official', False, 'Mark samples as official results.')
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string('static_vm_file', None,
+                    'JSON file of existing machines (PKB format: ip_address, '
+                    'user_name, keyfile_path, optional internal_ip, ssh_port, '
+                    'os_type, zone). No cloud API is called in such a run.')
+flags.DEFINE_enum('placement_group_style', 'cluster',
+                  ['cluster', 'none'],
+                  'Place the run\'s VMs close together (GCP compact '
+                  'placement policy, AWS cluster placement group) or not.')

@@ -1,0 +1,346 @@
+"""redis-server shards: install, start, cluster, query and stop.
+
+Each shard is one redis-server process with its own port, config file and
+per-run password (`requirepass`; the password is only ever in the 0600 config
+file on the VM, in the environment of redis-cli, and on load generator command
+lines, and is masked in logs). Every shard is written to the run record as a
+`redis_process` resource before it starts, so teardown finds it by PID later.
+
+Extension seam: `ShardOptions` carries the server settings; `StartShards`
+and `CreateCluster` are what a benchmark calls; another Redis-compatible
+server would be a sibling module with the same functions.
+"""
+
+import dataclasses
+import re
+import secrets
+import shlex
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+from absl import flags
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
+
+flags.DEFINE_string('redis_server_version', 'distro',
+                    'Redis version to install on remote VMs; "distro" uses '
+                    "the OS's package. Local runs use the installed "
+                    'redis-server.')
+flags.DEFINE_boolean('redis_server_cluster_mode', False,
+                     'Run the shards as one Redis Cluster.')
+flags.DEFINE_integer('redis_total_num_processes', 1,
+                     'Redis shards (processes) per server VM.', lower_bound=1)
+flags.DEFINE_integer('redis_cluster_replicas', 0,
+                     'Replicas per primary in cluster mode.', lower_bound=0)
+flags.DEFINE_integer('redis_start_port', 7001,
+                     'First port tried for shards; taken ports are skipped.')
+flags.DEFINE_list('redis_server_options', [],
+                  'Extra redis.conf lines as "directive value" items.')
+flags.DEFINE_float('redis_memory_fraction', 0.7,
+                   'Share of a server VM\'s memory given to maxmemory, split '
+                   'across its shards.')
+
+CLUSTER_SLOTS = 16384
+START_TIMEOUT_S = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardOptions:
+  cluster_mode: bool = False
+  maxmemory_mb: int = 1024
+  extra_config: Sequence[str] = ()
+  bind: str = '127.0.0.1'
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+  vm_name: str
+  host: str
+  port: int
+  pid: int
+  config_path: str
+
+  @property
+  def address(self) -> str:
+    return f'{self.host}:{self.port}'
+
+
+def Install(vm: virtual_machine.BaseVirtualMachine) -> None:
+  """Checks for (Local) or installs (remote) redis-server and redis-cli."""
+  if vm.CLOUD == 'Local':
+    virtual_machine.RequireCommands(
+        vm, ['redis-server', 'redis-cli'],
+        'run ./scripts/setup.sh (installs Debian\'s redis-server and '
+        'redis-tools).')
+    return
+  installer = getattr(vm, 'InstallRedis', None)
+  if installer is None:
+    raise errors.PrerequisiteError(f'No way to install Redis on {vm.name}.')
+  installer()
+
+
+def GetVersion(vm: virtual_machine.BaseVirtualMachine) -> str:
+  out, _ = vm.RemoteCommand('redis-server --version')
+  match = re.search(r'v=(\S+)', out)
+  return match.group(1) if match else out.strip()
+
+
+def NewPassword() -> str:
+  password = secrets.token_urlsafe(24)
+  vm_util.RegisterSecret(password)
+  return password
+
+
+def MaxMemoryPerShardMb(vm_memory_mib: int, shards: int,
+                        fraction: float) -> int:
+  return max(64, int(vm_memory_mib * fraction / max(1, shards)))
+
+
+def ConfigText(port: int, password: str, options: ShardOptions,
+               directory: str) -> str:
+  lines = [
+      f'port {port}',
+      f'bind {options.bind}',
+      'protected-mode no',
+      'daemonize yes',
+      f'pidfile {directory}/redis-{port}.pid',
+      f'logfile {directory}/redis-{port}.log',
+      f'dir {directory}',
+      f'dbfilename dump-{port}.rdb',
+      'save ""',
+      'appendonly no',
+      f'maxmemory {options.maxmemory_mb}mb',
+      'maxmemory-policy noeviction',
+      f'requirepass {password}',
+      f'masterauth {password}',
+  ]
+  if options.cluster_mode:
+    lines += ['cluster-enabled yes',
+              f'cluster-config-file nodes-{port}.conf',
+              'cluster-node-timeout 5000']
+  lines += list(options.extra_config)
+  return '\n'.join(lines) + '\n'
+
+
+def ListeningPorts(vm: virtual_machine.BaseVirtualMachine) -> set:
+  out, _, rc = vm.RemoteCommandWithReturnCode('ss -Htln 2>/dev/null')
+  ports = set()
+  if rc == 0:
+    for line in out.splitlines():
+      fields = line.split()
+      if len(fields) >= 4:
+        port = fields[3].rsplit(':', 1)[-1]
+        if port.isdigit():
+          ports.add(int(port))
+  return ports
+
+
+def _CliCommand(shard_host: str, port: int, args: str) -> str:
+  return f'redis-cli -h {shard_host} -p {port} --no-auth-warning {args}'
+
+
+def Cli(vm: virtual_machine.BaseVirtualMachine, host: str, port: int,
+        password: str, args: str, timeout: float = 30) -> str:
+  """Runs redis-cli with the password in the environment, not argv."""
+  out, _ = vm.RemoteCommand(_CliCommand(host, port, args), timeout=timeout,
+                            env={'REDISCLI_AUTH': password},
+                            what=f'redis-cli {args.split()[0]}')
+  return out
+
+
+class RedisProcess(resource.BaseResource):
+  """One redis-server shard as a resource of the run."""
+
+  KIND = 'redis_process'
+  CREATE_RETRIES = 1
+
+  def __init__(self, vm, port: int, password: str, options: ShardOptions,
+               **kwargs):
+    super().__init__(f'{vm.name}:{port}', **kwargs)
+    self.vm = vm
+    self.port = port
+    self.password = password
+    self.options = options
+    self.config_path = f'{vm.scratch_dir}/redis-{port}.conf'
+    self.pidfile = f'{vm.scratch_dir}/redis-{port}.pid'
+    self.logfile = f'{vm.scratch_dir}/redis-{port}.log'
+    self.pid: Optional[int] = None
+
+  def RecordData(self):
+    return {'vm_name': self.vm.name, 'port': self.port, 'pid': self.pid,
+            'config_path': self.config_path, 'pidfile': self.pidfile}
+
+  def _Create(self) -> None:
+    self.vm.WriteFile(self.config_path, ConfigText(
+        self.port, self.password, self.options, self.vm.scratch_dir))
+    _, err, rc = self.vm.RemoteCommandWithReturnCode(
+        self.vm.Pinned(f'redis-server {shlex.quote(self.config_path)}'),
+        timeout=START_TIMEOUT_S)
+    if rc != 0:
+      self._Fail(vm_util.Tail(err, 3))
+    deadline = self._clock() + START_TIMEOUT_S
+    while self._clock() < deadline:
+      pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
+          f'cat {self.pidfile} 2>/dev/null')
+      if self.pid is None and pid_text.strip().isdigit():
+        self.pid = int(pid_text.strip())
+        if self.record is not None:
+          self.record.UpdateResource(self.KIND, self.name, pid=self.pid)
+      if self.pid is not None:
+        _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
+            _CliCommand(self.options.bind, self.port, 'PING'),
+            env={'REDISCLI_AUTH': self.password}, timeout=5)
+        if ping_rc == 0:
+          return
+        _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
+            f'kill -0 {self.pid}')
+        if alive_rc != 0:
+          self._Fail('')
+      self._sleep(0.1)
+    self._Fail(f'not answering after {START_TIMEOUT_S}s')
+
+  def _Fail(self, detail: str) -> None:
+    raise errors.ProcessError(
+        f'redis-server on {self.vm.name} port {self.port} did not start: '
+        f'{self._LogTail() or detail or "no log output"}')
+
+  def _LogTail(self) -> str:
+    out, _, _ = self.vm.RemoteCommandWithReturnCode(
+        f'tail -n 5 {self.logfile} 2>/dev/null')
+    interesting = [l for l in out.splitlines()
+                   if re.search(r'FATAL|Bad directive|error|Error|failed', l)]
+    return vm_util.Tail('\n'.join(interesting or []), 3)
+
+  def _Delete(self) -> None:
+    pid = self.pid
+    if pid is None:
+      pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
+          f'cat {self.pidfile} 2>/dev/null')
+      pid = int(pid_text) if pid_text.strip().isdigit() else None
+    if pid is not None:
+      self.vm.KillProcess(pid, marker=self.config_path)
+
+  @classmethod
+  def FromRecord(cls, entry, record) -> 'RedisProcess':
+    data = entry['data']
+    vm = virtual_machine.VmFromRecord(record, data['vm_name'])
+    proc = cls(vm, data['port'], '', ShardOptions())
+    proc.config_path = data['config_path']
+    proc.pidfile = data['pidfile']
+    proc.pid = data.get('pid')
+    return proc
+
+
+resource.RegisterKind(RedisProcess.KIND, RedisProcess.FromRecord)
+
+
+def StartShards(vm: virtual_machine.BaseVirtualMachine, count: int,
+                password: str, options: ShardOptions, record,
+                start_port: int = 7001) -> List[RedisProcess]:
+  """Starts `count` shards on free ports, recording each before it starts."""
+  taken = ListeningPorts(vm)
+  started: List[RedisProcess] = []
+  port = start_port
+  while len(started) < count:
+    while port in taken:
+      port += 1
+    if port > 65535:
+      raise errors.ProcessError(f'No free port for redis-server on {vm.name}.')
+    proc = RedisProcess(vm, port, password, options, record=record)
+    try:
+      proc.Create()
+    except errors.ProcessError as e:
+      if 'Address already in use' in str(e):
+        taken.add(port)  # Taken between our check and the start; skip it.
+        proc.Delete()
+        continue
+      proc.Delete()
+      raise
+    started.append(proc)
+    port += 1
+  return started
+
+
+def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
+                  shards: Sequence[Shard], password: str, replicas: int = 0,
+                  sleep: Callable[[float], None] = time.sleep,
+                  clock: Callable[[], float] = time.monotonic,
+                  timeout_s: float = 60) -> None:
+  """Joins the shards into one cluster and waits until it serves all slots.
+
+  redis-cli --cluster create refuses fewer than 3 primaries, so smaller
+  clusters get their slots assigned directly with CLUSTER ADDSLOTSRANGE.
+  """
+  primaries = len(shards) // (1 + replicas)
+  if primaries >= 3:
+    addresses = ' '.join(s.address for s in shards)
+    vm.RemoteCommand(
+        f'redis-cli --no-auth-warning --cluster create {addresses} '
+        f'--cluster-replicas {replicas} --cluster-yes',
+        env={'REDISCLI_AUTH': password}, timeout=120,
+        what='redis-cli --cluster create')
+  else:
+    if replicas:
+      raise errors.UsageError(
+          'Cluster replicas need at least 3 primaries; raise '
+          '--redis_total_num_processes or set --redis_cluster_replicas=0.')
+    first = shards[0]
+    for other in shards[1:]:
+      Cli(vm, first.host, first.port, password,
+          f'CLUSTER MEET {other.host} {other.port}')
+    per = CLUSTER_SLOTS // len(shards)
+    for i, shard in enumerate(shards):
+      low = i * per
+      high = CLUSTER_SLOTS - 1 if i == len(shards) - 1 else low + per - 1
+      Cli(vm, shard.host, shard.port, password,
+          f'CLUSTER ADDSLOTSRANGE {low} {high}')
+  WaitForClusterOk(vm, shards, password, sleep, clock, timeout_s)
+
+
+def ClusterInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
+  out = Cli(vm, shard.host, shard.port, password, 'CLUSTER INFO')
+  info = {}
+  for line in out.splitlines():
+    if ':' in line:
+      key, value = line.strip().split(':', 1)
+      info[key] = value
+  return info
+
+
+def WaitForClusterOk(vm, shards: Sequence[Shard], password: str,
+                     sleep=time.sleep, clock=time.monotonic,
+                     timeout_s: float = 60) -> None:
+  deadline = clock() + timeout_s
+  while True:
+    infos = [ClusterInfo(vm, s, password) for s in shards]
+    if all(i.get('cluster_state') == 'ok' and
+           i.get('cluster_slots_assigned') == str(CLUSTER_SLOTS) and
+           i.get('cluster_known_nodes') == str(len(shards)) for i in infos):
+      return
+    if clock() > deadline:
+      states = ', '.join(f'{s.port}:{i.get("cluster_state")}'
+                         for s, i in zip(shards, infos))
+      raise errors.ProcessError(
+          f'Redis cluster not ok after {timeout_s:.0f}s ({states}).')
+    sleep(0.2)
+
+
+def DbSize(vm, shards: Sequence[Shard], password: str) -> int:
+  """Keys held by primaries (replicas would double count)."""
+  total = 0
+  for shard in shards:
+    role = Cli(vm, shard.host, shard.port, password, 'ROLE').split()
+    if role and role[0] != 'master':
+      continue
+    total += int(Cli(vm, shard.host, shard.port, password, 'DBSIZE').strip())
+  return total
+
+
+def FlushAll(vm, shards: Sequence[Shard], password: str) -> None:
+  for shard in shards:
+    role = Cli(vm, shard.host, shard.port, password, 'ROLE').split()
+    if role and role[0] == 'master':
+      Cli(vm, shard.host, shard.port, password, 'FLUSHALL')

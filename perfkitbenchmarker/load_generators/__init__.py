@@ -1,0 +1,1 @@
+"""Load generators behind one interface (see base.py for the extension seam)."""

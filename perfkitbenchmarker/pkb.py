@@ -1,0 +1,292 @@
+"""The command-line driver: flags, stages, signals, deadline, publishing.
+
+Stages run in PKB's order (provision, prepare, run, cleanup, teardown). When a
+stage fails or the run is interrupted (SIGINT, SIGTERM, --timeout_minutes),
+the requested cleanup and teardown still run, every sample already published
+stays in the results files, and the user sees one line saying what happened.
+"""
+
+import getpass
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from typing import List, Optional
+
+from absl import flags
+
+from perfkitbenchmarker import benchmark_spec as spec_lib
+from perfkitbenchmarker import configs
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import linux_benchmarks
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.publishers import csv_publisher
+from perfkitbenchmarker.publishers import json_publisher
+from perfkitbenchmarker.publishers import publisher
+
+FLAGS = pkb_flags.FLAGS
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Interrupts:
+  """Turns SIGINT/SIGTERM/the deadline alarm into one RunInterrupted."""
+
+  def __init__(self):
+    self.reason: Optional[str] = None
+    self._previous = {}
+
+  def Install(self, timeout_s: Optional[float]) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
+      self._previous[sig] = signal.signal(sig, self._Handle)
+    if timeout_s:
+      signal.setitimer(signal.ITIMER_REAL, timeout_s)
+
+  def _Handle(self, signum, frame):  # pylint: disable=unused-argument
+    if self.reason is not None:
+      logging.warning('Already stopping (%s); cleaning up, please wait.',
+                      self.reason)
+      return
+    self.reason = ('deadline (--timeout_minutes) reached'
+                   if signum == signal.SIGALRM else
+                   f'interrupted by {signal.Signals(signum).name}')
+    raise errors.RunInterrupted(self.reason)
+
+  def Restore(self) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)
+
+
+def _SetUpLogging(run_dir: Optional[str]) -> None:
+  root = logging.getLogger()
+  for h in list(root.handlers):
+    root.removeHandler(h)
+  root.setLevel(logging.DEBUG)
+  console = logging.StreamHandler(sys.stderr)
+  console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
+                   logging.WARNING)
+  console.setFormatter(logging.Formatter('%(levelname)s %(message)s'))
+  root.addHandler(console)
+  if run_dir:
+    os.makedirs(run_dir, exist_ok=True)
+    handler = logging.FileHandler(os.path.join(run_dir, 'pkb.log'))
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter(
+        '%(asctime)s %(levelname)s %(module)s:%(lineno)d %(message)s'))
+    root.addHandler(handler)
+  vm_util.InstallSecretFilter()
+
+
+def _Stages() -> List[str]:
+  stages = [s.strip() for s in FLAGS.run_stage]
+  if stages == ['all']:
+    return list(pkb_flags.RUN_STAGES)
+  bad = [s for s in stages if s not in pkb_flags.RUN_STAGES]
+  if bad or not stages:
+    raise errors.UsageError(
+        f'--run_stage has unknown stage(s) {", ".join(bad) or "(none)"}; use '
+        f'{", ".join(pkb_flags.RUN_STAGES)} or all.')
+  return [s for s in pkb_flags.RUN_STAGES if s in stages]
+
+
+def _RunUri(stages: List[str]) -> str:
+  if FLAGS.run_uri:
+    if not re.fullmatch(r'[a-z0-9]{1,12}', FLAGS.run_uri):
+      raise errors.UsageError(
+          f'--run_uri="{FLAGS.run_uri}" must be 1-12 lowercase letters or '
+          'digits.')
+    return FLAGS.run_uri
+  if 'provision' not in stages:
+    raise errors.UsageError(
+        f'--run_stage={",".join(stages)} continues an earlier run; give its '
+        '--run_uri.')
+  from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
+  return local.NewRunUri()
+
+
+def _ResultsDir() -> str:
+  return FLAGS.results_dir or os.path.join(REPO_ROOT, 'results', 'runs')
+
+
+def _LoadConfig(module, names: List[str]) -> dict:
+  text = None
+  if FLAGS.benchmark_config_file:
+    try:
+      with open(FLAGS.benchmark_config_file) as f:
+        text = f.read()
+    except OSError as e:
+      raise errors.UsageError(
+          f'--benchmark_config_file: cannot read '
+          f'{FLAGS.benchmark_config_file}: {e.strerror}.') from None
+  configs.CheckOverridesNameBenchmarks(FLAGS.config_override, names)
+  return module.GetConfig({'file': text, 'overrides': FLAGS.config_override})
+
+
+def _TeardownOnly(run_dir: str) -> int:
+  record = run_record_lib.RunRecord.Load(run_dir)
+  providers.LoadAllKinds()
+  linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
+  failures = resource.TeardownFromRecord(record)
+  if failures:
+    print(f'Teardown left {len(failures)} resource(s): {"; ".join(failures)}',
+          file=sys.stderr)
+    return EXIT_FAILED
+  record.SetStatus('torn_down')
+  print(f'Run {record.run_uri}: every recorded resource is deleted.')
+  return EXIT_OK
+
+
+def RunBenchmarks(argv: List[str]) -> int:
+  """Runs the benchmarks named by --benchmarks; returns the exit code."""
+  stages = _Stages()
+  run_uri = _RunUri(stages)
+  names = FLAGS.benchmarks
+  modules = [linux_benchmarks.Get(n) for n in names]
+  run_dir = os.path.join(_ResultsDir(), run_uri)
+  if stages == ['teardown']:
+    _SetUpLogging(run_dir)
+    return _TeardownOnly(run_dir)
+
+  catalog = pricing.PriceCatalog.Load()
+  loaded = [(m, _LoadConfig(m, names)) for m in modules]
+  if FLAGS.dry_run:
+    for module, config in loaded:
+      spec = spec_lib.BenchmarkSpec(module, config, run_uri, FLAGS.cloud,
+                                    None, FLAGS, catalog, lambda s: None)
+      module.CheckPrerequisites(config)
+      print('\n'.join(reporting.DryRunPlan(spec, module.DescribePlan(spec),
+                                           FLAGS.timeout_minutes)))
+    return EXIT_OK
+
+  for module, config in loaded:
+    module.CheckPrerequisites(config)
+    providers.GetProvider(FLAGS.cloud)
+
+  _SetUpLogging(run_dir)
+  record = run_record_lib.RunRecord.Create(
+      run_dir, run_uri, cloud=FLAGS.cloud, benchmarks=names, argv=[
+          vm_util.Mask(a) for a in argv])
+  run_info = publisher.RunInfo(run_uri=run_uri,
+                               owner=FLAGS.owner or getpass.getuser(),
+                               official=FLAGS.official)
+  json_path = FLAGS.json_path or os.path.join(
+      run_dir, 'perfkitbenchmarker_results.json')
+  csv_path = FLAGS.csv_path or os.path.join(run_dir, 'results.csv')
+  collector = publisher.SampleCollector(
+      [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
+       csv_publisher.CSVPublisher(csv_path)], run_info)
+  reporter = reporting.ConsoleReporter(sys.stdout)
+  reporter.Line(f'Run {run_uri}: {", ".join(names)} on {FLAGS.cloud}; '
+                f'results in {os.path.relpath(run_dir)}')
+
+  interrupts = _Interrupts()
+  timeout_s = FLAGS.timeout_minutes * 60 if FLAGS.timeout_minutes else None
+  deadline = spec_lib.Deadline(timeout_s)
+  interrupts.Install(timeout_s)
+  exit_code = EXIT_OK
+  try:
+    for module, config in loaded:
+      code = _RunOne(module, config, run_uri, record, catalog, collector,
+                     reporter, deadline, stages, interrupts)
+      exit_code = max(exit_code, code)
+  finally:
+    interrupts.Restore()
+    collector.Close()
+  reporter.Line(f'Samples: {os.path.relpath(json_path)} and '
+                f'{os.path.relpath(csv_path)} ({len(collector.samples)} '
+                'samples).')
+  return exit_code
+
+
+def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
+            deadline, stages, interrupts) -> int:
+  spec = spec_lib.BenchmarkSpec(
+      module, config, run_uri, FLAGS.cloud, record, FLAGS, catalog,
+      lambda samples: collector.Add(samples, module.BENCHMARK_NAME),
+      reporter=reporter, deadline=deadline)
+  failure: Optional[BaseException] = None
+  try:
+    spec.ConstructVirtualMachines()
+    if 'provision' in stages:
+      spec.Provision()
+      record.MarkStageDone('provision')
+    if 'prepare' in stages:
+      module.Prepare(spec)
+      record.MarkStageDone('prepare')
+    if 'run' in stages:
+      samples = module.Run(spec)
+      emitted = {id(s) for s in spec.emitted}
+      spec.EmitSamples([s for s in samples if id(s) not in emitted])
+      record.MarkStageDone('run')
+  except (errors.Error, KeyboardInterrupt) as e:
+    failure = e
+  finally:
+    cleanup_errors = _Finish(module, spec, stages, failure)
+  if failure is not None:
+    message = str(failure) or type(failure).__name__
+    if isinstance(failure, KeyboardInterrupt):
+      message = 'interrupted by SIGINT'
+    print(f'pkb: {module.BENCHMARK_NAME} stopped: {vm_util.Mask(message)}',
+          file=sys.stderr)
+    if spec.emitted:
+      print(f'pkb: the {len(spec.emitted)} samples measured before that are '
+            'kept in the results files.', file=sys.stderr)
+  for line in cleanup_errors:
+    print(f'pkb: {line}', file=sys.stderr)
+  record.SetStatus('failed' if failure or cleanup_errors else 'succeeded')
+  if isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt)):
+    return EXIT_INTERRUPTED
+  return EXIT_FAILED if failure or cleanup_errors else EXIT_OK
+
+
+def _Finish(module, spec, stages, failure) -> List[str]:
+  """Runs cleanup and teardown (as requested) whatever happened before."""
+  problems = []
+  if 'cleanup' in stages or failure is not None:
+    try:
+      module.Cleanup(spec)
+      spec.record.MarkStageDone('cleanup')
+    except Exception as e:  # pylint: disable=broad-except
+      logging.exception('Cleanup failed')
+      problems.append(f'cleanup failed: {vm_util.Mask(str(e))}')
+  if 'teardown' in stages:
+    failures = spec.Teardown()
+    if failures:
+      problems.append('teardown left resources (retry with --run_stage='
+                      f'teardown --run_uri={spec.run_uri}): '
+                      + '; '.join(failures))
+    else:
+      spec.record.MarkStageDone('teardown')
+  return problems
+
+
+def Main(argv: Optional[List[str]] = None) -> int:
+  argv = list(sys.argv if argv is None else argv)
+  try:
+    FLAGS(argv)
+  except flags.Error as e:
+    print(f'pkb: {e}; see ./pkb.py --helpfull.', file=sys.stderr)
+    return EXIT_USAGE
+  try:
+    return RunBenchmarks(argv)
+  except errors.UsageError as e:
+    print(f'pkb: {vm_util.Mask(str(e))}', file=sys.stderr)
+    return EXIT_USAGE
+  except errors.RunInterrupted as e:
+    print(f'pkb: {e}', file=sys.stderr)
+    return EXIT_INTERRUPTED
+  except KeyboardInterrupt:
+    print('pkb: interrupted', file=sys.stderr)
+    return EXIT_INTERRUPTED
+  except errors.Error as e:
+    print(f'pkb: {vm_util.Mask(str(e))}', file=sys.stderr)
+    return EXIT_FAILED

@@ -1,0 +1,132 @@
+"""Samples for probes, the latency-capped result and throughput per dollar.
+
+Pure functions from measurements and prices to `Sample`s; metric names are a
+public contract (other tools read them), so they are constants here.
+
+Price basis: price_performance divides the capped throughput of the whole
+deployment by the hourly price of ALL server VMs. The per-server-VM figure
+(the one some published studies quote) and the whole-deployment figure
+(servers + clients) are given in the metadata, never silently swapped.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import sample
+
+THROUGHPUT = 'throughput'
+AVERAGE_LATENCY = 'average_latency'
+CAPPED_THROUGHPUT = 'latency_capped_throughput'
+PKB_UNDER_1MS = 'max_throughput_for_completion_latency_under_1ms'
+HOURLY_COST = 'hourly_cost'
+PRICE_PERFORMANCE = 'price_performance'
+OPS_PER_SEC = 'ops/sec'
+PRICE_PERFORMANCE_UNIT = 'ops/s per $/hr'
+PRICE_BASIS = 'all server VMs'
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupCost:
+  group: str
+  vm_count: int
+  price: pricing.HourlyPrice
+
+  @property
+  def usd_per_hour(self) -> float:
+    return self.vm_count * self.price.usd_per_hour
+
+
+def MeasurementMetadata(m: measurement.Measurement) -> Dict[str, Any]:
+  metadata: Dict[str, Any] = {
+      'threads': m.load.threads,
+      'clients': m.load.clients,
+      'pipeline': m.load.pipeline,
+      'connections': m.load.connections,
+      'average_latency_ms': round(m.average_latency_ms, 5),
+      'p50_latency_ms': m.p50_latency_ms,
+      'p99_latency_ms': m.p99_latency_ms,
+      'p99.9_latency_ms': m.p999_latency_ms,
+      'probe_duration_s': round(m.duration_s, 3),
+      'ops': m.ops,
+      'client_saturated': m.client_saturated,
+  }
+  if m.client_cpu_busy_fraction is not None:
+    metadata['client_cpu_busy_pct'] = round(100 * m.client_cpu_busy_fraction,
+                                            1)
+  metadata.update(m.metadata)
+  return metadata
+
+
+def ProbeSamples(index: int, m: measurement.Measurement, cap_ms: float,
+                 role: str = 'search') -> List[sample.Sample]:
+  metadata = MeasurementMetadata(m)
+  metadata.update({'probe_index': index, 'probe_role': role,
+                   'latency_cap_ms': cap_ms,
+                   'under_latency_cap': m.UnderCap(cap_ms)})
+  return [
+      sample.Sample(THROUGHPUT, m.throughput, OPS_PER_SEC, metadata),
+      sample.Sample(AVERAGE_LATENCY, m.average_latency_ms, 'ms', metadata),
+  ]
+
+
+def CappedSamples(best: measurement.Measurement, cap_ms: float,
+                  value: Optional[float] = None,
+                  extra: Optional[Mapping[str, Any]] = None
+                  ) -> List[sample.Sample]:
+  """latency_capped_throughput (and PKB's 1 ms metric when the cap is 1 ms).
+
+  Args:
+    best: the chosen probe.
+    cap_ms: the average-latency cap.
+    value: the reported throughput when it is not the probe's own (e.g. the
+      mean of confirmation repeats).
+    extra: search facts (policy, probes, confidence interval).
+  """
+  metadata = MeasurementMetadata(best)
+  metadata['latency_cap_ms'] = cap_ms
+  metadata.update(extra or {})
+  throughput = best.throughput if value is None else value
+  samples = [sample.Sample(CAPPED_THROUGHPUT, throughput, OPS_PER_SEC,
+                           metadata)]
+  if abs(cap_ms - 1.0) < 1e-9:
+    samples.append(sample.Sample(PKB_UNDER_1MS, throughput, OPS_PER_SEC,
+                                 metadata))
+  return samples
+
+
+def CostSamples(server: GroupCost,
+                others: List[GroupCost]) -> List[sample.Sample]:
+  deployment = server.usd_per_hour + sum(g.usd_per_hour for g in others)
+  base = server.price.Metadata('servers_')
+  base['servers_vm_count'] = server.vm_count
+  for g in others:
+    base.update(g.price.Metadata(f'{g.group}_'))
+    base[f'{g.group}_vm_count'] = g.vm_count
+  return [
+      sample.Sample(HOURLY_COST, server.usd_per_hour, '$/hr',
+                    dict(base, cost_scope='server VMs')),
+      sample.Sample(HOURLY_COST, deployment, '$/hr',
+                    dict(base, cost_scope='whole deployment')),
+  ]
+
+
+def PricePerformanceSample(capped_throughput: float, server: GroupCost,
+                           others: List[GroupCost],
+                           extra: Optional[Mapping[str, Any]] = None
+                           ) -> sample.Sample:
+  deployment = server.usd_per_hour + sum(g.usd_per_hour for g in others)
+  metadata = server.price.Metadata('servers_')
+  metadata.update(extra or {})
+  metadata.update({
+      'price_basis': PRICE_BASIS,
+      'servers_usd_per_hour_total': server.usd_per_hour,
+      'price_performance_per_server_vm':
+          capped_throughput / server.price.usd_per_hour,
+      'price_performance_whole_deployment': capped_throughput / deployment,
+      'deployment_usd_per_hour': deployment,
+  })
+  return sample.Sample(PRICE_PERFORMANCE,
+                       capped_throughput / server.usd_per_hour,
+                       PRICE_PERFORMANCE_UNIT, metadata)

@@ -1,0 +1,54 @@
+"""Providers: where VMs come from. One package per cloud under providers/.
+
+Extension seam: a provider is a module (providers/<cloud>/provider.py) with
+  ConstructVms(spec) -> {group name: [BaseVirtualMachine, ...]}
+      builds (does not create) the run's VMs from spec.GroupSpecs() and
+      spec.GroupCounts();
+  Provision(spec)   (optional)
+      creates shared resources (networks, firewalls, placement groups) and
+      then the VMs, each through BaseResource.Create so it is in the run
+      record before the call that creates it returns; without it every VM's
+      Create() is called in turn;
+  CheckPrerequisites(flag_values)   (optional)
+      refuses bad provider flags (one-line errors) before anything starts.
+It registers each of its resource kinds with resource.RegisterKind at import,
+so `--run_stage=teardown --run_uri=X` can delete them from the record alone.
+Add the cloud's name to `_PROVIDERS`; --static_vm_file selects 'Static'.
+"""
+
+import importlib
+
+from perfkitbenchmarker import errors
+
+_PROVIDERS = {
+    'Local': 'perfkitbenchmarker.providers.local.provider',
+    'GCP': 'perfkitbenchmarker.providers.gcp.provider',
+    'AWS': 'perfkitbenchmarker.providers.aws.provider',
+    'Static': 'perfkitbenchmarker.providers.static.provider',
+}
+
+
+def GetProvider(cloud: str):
+  module_name = _PROVIDERS.get(cloud)
+  try:
+    if module_name is None:
+      raise ModuleNotFoundError(module_name)
+    return importlib.import_module(module_name)
+  except ModuleNotFoundError as e:
+    if module_name and e.name and not module_name.startswith(e.name):
+      raise errors.PrerequisiteError(
+          f'--cloud={cloud} needs the Python package "{e.name}"; run '
+          './scripts/setup.sh.') from None
+    raise errors.UsageError(
+        f'--cloud={cloud} is not available yet in this build; run with '
+        '--cloud=Local (the default), or use --dry_run to see the plan.'
+    ) from None
+
+
+def LoadAllKinds() -> None:
+  """Imports every provider so their resource kinds can be torn down."""
+  for cloud in _PROVIDERS:
+    try:
+      GetProvider(cloud)
+    except errors.Error:
+      pass  # Not built yet or its SDK is missing: it recorded nothing.

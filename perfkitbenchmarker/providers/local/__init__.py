@@ -1,0 +1,1 @@
+"""The Local provider: each VM is a scratch directory and a set of cores."""

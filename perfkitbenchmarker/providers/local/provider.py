@@ -1,0 +1,158 @@
+"""Local VMs: processes on this machine, each VM pinned to its own cores.
+
+A Local VM is a scratch directory plus a set of CPU cores. Its commands run as
+local processes (bash -c) in that directory, under `taskset` when the VM has
+cores of its own. Servers get the first cores and clients the next, so on a
+2-core machine the server runs on core 0 and the client on core 1.
+
+Local VMs have no price of their own; the benchmark prices them as the catalog
+machine type named by --local_priced_as and says so in the metadata.
+"""
+
+import os
+import shutil
+import uuid
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
+
+CLOUD = 'Local'
+SCRATCH_ROOT = os.environ.get('PKB_LOCAL_SCRATCH', '/tmp')
+
+
+class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
+  """A VM that is a directory and some cores of this machine."""
+
+  CLOUD = CLOUD
+  KIND = 'local_vm'
+
+  def __init__(self, spec, name, group_name, run_uri: str = '', **kwargs):
+    super().__init__(spec, name, group_name, **kwargs)
+    self.scratch_dir = os.path.join(SCRATCH_ROOT, f'pkb-{run_uri}', name)
+    self.ip_address = '127.0.0.1'
+    self.internal_ip = '127.0.0.1'
+
+  def _Create(self) -> None:
+    os.makedirs(self.scratch_dir, mode=0o700, exist_ok=True)
+
+  def _Delete(self) -> None:
+    # Only ever remove our own scratch directories.
+    if f'{os.sep}pkb-' in self.scratch_dir and os.path.isdir(
+        self.scratch_dir):
+      shutil.rmtree(self.scratch_dir, ignore_errors=True)
+      parent = os.path.dirname(self.scratch_dir)
+      try:
+        os.rmdir(parent)
+      except OSError:
+        pass
+
+  def _Exists(self) -> bool:
+    return os.path.isdir(self.scratch_dir)
+
+  def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
+                                  stdin=None):
+    cwd = self.scratch_dir if os.path.isdir(self.scratch_dir) else None
+    return vm_util.RunLocal(command, cwd=cwd, timeout=timeout, env=env,
+                            stdin=stdin)
+
+  def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, 'w') as f:
+      f.write(content)
+    os.chmod(path, mode)
+
+  def ReadFile(self, path: str) -> str:
+    with open(path) as f:
+      return f.read()
+
+  def GetResourceMetadata(self):
+    metadata = super().GetResourceMetadata()
+    metadata['cpu_set'] = ','.join(map(str, self.cpu_set or [])) or 'unpinned'
+    return metadata
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'LocalVirtualMachine':
+    data = entry['data']
+    spec = virtual_machine.VmSpec(cloud=CLOUD,
+                                  machine_type=data.get('machine_type') or
+                                  'local', num_cpus=data.get('num_cpus'))
+    vm = cls(spec, entry['name'], data.get('group', ''))
+    vm.scratch_dir = data['scratch_dir']
+    vm.cpu_set = data.get('cpu_set')
+    vm.created = True
+    return vm
+
+
+resource.RegisterKind(LocalVirtualMachine.KIND, LocalVirtualMachine.FromRecord)
+
+
+def AvailableCores() -> List[int]:
+  return sorted(os.sched_getaffinity(0))
+
+
+def AssignCores(requests: Sequence[Tuple[str, Optional[int]]],
+                cores: Sequence[int]) -> Dict[str, Optional[List[int]]]:
+  """Gives each VM its own cores when there are enough.
+
+  Args:
+    requests: (vm name, cores wanted or None) in placement order, servers
+      first.
+    cores: the cores this process may use.
+  Returns:
+    vm name -> list of cores, or None (unpinned) when the machine has too few
+    cores for every VM to have at least one of its own.
+  """
+  cores = list(cores)
+  if len(requests) > len(cores) or not requests:
+    return {name: None for name, _ in requests}
+  wanted = [max(1, n or 1) for _, n in requests]
+  # Shrink the largest requests until they fit; every VM keeps >= 1 core.
+  while sum(wanted) > len(cores):
+    wanted[wanted.index(max(wanted))] -= 1
+  assignment, start = {}, 0
+  for (name, _), count in zip(requests, wanted):
+    assignment[name] = cores[start:start + count]
+    start += count
+  return assignment
+
+
+def HostMemoryMib() -> int:
+  with open('/proc/meminfo') as f:
+    for line in f:
+      if line.startswith('MemTotal:'):
+        return int(line.split()[1]) // 1024
+  return 1024
+
+
+def NewRunUri() -> str:
+  return uuid.uuid4().hex[:8]
+
+
+def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
+  """Builds the run's Local VMs, servers placed first on the cores."""
+  import dataclasses  # pylint: disable=g-import-not-at-top
+  group_specs = spec.GroupSpecs()
+  counts = spec.GroupCounts()
+  order = sorted(group_specs, key=lambda g: (g != 'servers', g))
+  requests = [(f'{group}-{i}', group_specs[group].num_cpus)
+              for group in order for i in range(counts[group])]
+  cores = AvailableCores()
+  assignment = AssignCores(requests, cores)
+  memory_each = HostMemoryMib() // max(1, len(requests))
+  groups: Dict[str, List[LocalVirtualMachine]] = {}
+  for group in order:
+    for i in range(counts[group]):
+      name = f'{group}-{i}'
+      vm_spec = group_specs[group]
+      pinned = assignment[name]
+      vm_spec = dataclasses.replace(
+          vm_spec,
+          num_cpus=len(pinned) if pinned else (vm_spec.num_cpus or len(cores)),
+          memory_mib=vm_spec.memory_mib or memory_each)
+      vm = LocalVirtualMachine(vm_spec, name, group, run_uri=spec.run_uri,
+                               record=spec.record)
+      vm.cpu_set = pinned
+      groups.setdefault(group, []).append(vm)
+  return groups

@@ -1,0 +1,97 @@
+"""What a person sees: a live line per probe, a summary table, the dry-run plan.
+
+Extension seam: `ConsoleReporter` writes to any text stream (tests pass a
+StringIO); a richer front end would implement the same three methods.
+"""
+
+import math
+from typing import IO, List, Optional, Sequence
+
+from perfkitbenchmarker import measurement
+
+
+class ConsoleReporter:
+  """Prints progress lines and the final summary."""
+
+  def __init__(self, stream: IO[str]):
+    self.stream = stream
+
+  def Line(self, text: str) -> None:
+    self.stream.write(text + '\n')
+    self.stream.flush()
+
+  def Probe(self, index: int, m: measurement.Measurement, cap_ms: float,
+            role: str = 'search') -> None:
+    distance = (m.average_latency_ms - cap_ms) / cap_ms * 100
+    p99 = ('   n/a' if m.p99_latency_ms is None else
+           f'{m.p99_latency_ms:6.3f}')
+    flags = []
+    if not m.UnderCap(cap_ms):
+      flags.append('OVER CAP')
+    if m.client_saturated:
+      flags.append('CLIENT SATURATED')
+    if role != 'search':
+      flags.append(role)
+    self.Line(
+        f'  probe {index:2d}  load {m.load.Describe():>9} '
+        f'({m.load.connections:4d} conn)  {m.throughput:>11,.0f} ops/s  '
+        f'avg {m.average_latency_ms:6.3f} ms  p99 {p99} ms  '
+        f'cap {distance:+6.1f}%' + (f'  [{", ".join(flags)}]' if flags else ''))
+
+  def Summary(self, rows: Sequence[dict]) -> None:
+    headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
+               'ops/s per $/hr', 'price basis')
+    table = [headers]
+    for r in rows:
+      table.append((
+          r['machine_type'],
+          _Num(r.get('throughput'), '{:,.0f}'),
+          _Num(r.get('average_latency_ms'), '{:.3f}'),
+          _Num(r.get('p99_latency_ms'), '{:.3f}'),
+          _Num(r.get('usd_per_hour'), '{:.4f}'),
+          _Num(r.get('price_performance'), '{:,.0f}'),
+          r.get('price_basis', ''),
+      ))
+    widths = [max(len(str(row[i])) for row in table)
+              for i in range(len(headers))]
+    self.Line('')
+    for n, row in enumerate(table):
+      self.Line('  '.join(str(c).ljust(w) if i in (0, 6) else
+                          str(c).rjust(w) for i, (c, w) in
+                          enumerate(zip(row, widths))))
+      if n == 0:
+        self.Line('  '.join('-' * w for w in widths))
+
+
+def _Num(value: Optional[float], fmt: str) -> str:
+  if value is None or (isinstance(value, float) and math.isnan(value)):
+    return 'n/a'
+  return fmt.format(value)
+
+
+def DryRunPlan(spec, plan_lines: List[str],
+               timeout_minutes: float) -> List[str]:
+  """The VMs, software, search and cost of a run, without creating anything."""
+  lines = [f'Dry run of {spec.name} on {spec.cloud} (nothing is created).',
+           'VMs:']
+  hourly_total = 0.0
+  counts = spec.GroupCounts()
+  for group, vm_spec in spec.GroupSpecs().items():
+    price = spec.GroupPrice(group)
+    count = counts[group]
+    hourly_total += price.usd_per_hour * count
+    where = vm_spec.zone or ('this machine' if spec.cloud == 'Local' else '?')
+    priced = ('' if spec.cloud != 'Local' else
+              f' priced as {price.cloud} {price.machine_type}')
+    lines.append(
+        f'  {group}: {count} x {vm_spec.machine_type} in {where}{priced}, '
+        f'${price.usd_per_hour:.4f}/hr each ({price.region}; '
+        f'{price.source_date})')
+  lines += plan_lines
+  estimate = spec.module.EstimatedMinutes(spec) if hasattr(
+      spec.module, 'EstimatedMinutes') else timeout_minutes
+  lines.append(f'Cost: ${hourly_total:.4f}/hr for all VMs; estimated '
+               f'${hourly_total * estimate / 60:.4f} for about '
+               f'{estimate:.0f} min; at most ${hourly_total * timeout_minutes / 60:.2f} '
+               f'if it runs to --timeout_minutes={timeout_minutes:g}.')
+  return lines

@@ -1,0 +1,155 @@
+"""The run record: what a run created, on disk, before it is used.
+
+results/runs/<run_uri>/run_record.json is rewritten atomically whenever the
+run creates or deletes something, so that a crashed run can be torn down later
+from the record alone (`./pkb.py --run_stage=teardown --run_uri=X`).
+
+Extension seam: a resource is any dict with `kind`, `name` and the data its
+provider needs to delete it; providers register a deleter per kind
+(see resource.py). Secrets never go into the record.
+"""
+
+import json
+import os
+import threading
+import time
+from typing import Any, Dict, Iterator, List, Optional
+
+from perfkitbenchmarker import errors
+
+FORMAT_VERSION = 1
+RECORD_FILE = 'run_record.json'
+
+
+class RunRecord:
+  """A versioned, atomically rewritten JSON record of one run."""
+
+  def __init__(self, run_dir: str, data: Dict[str, Any]):
+    self.run_dir = run_dir
+    self._data = data
+    self._lock = threading.RLock()
+
+  @classmethod
+  def Create(cls, run_dir: str, run_uri: str, **info: Any) -> 'RunRecord':
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, RECORD_FILE)
+    if os.path.exists(path):
+      return cls.Load(run_dir)
+    record = cls(run_dir, {
+        'format_version': FORMAT_VERSION,
+        'run_uri': run_uri,
+        'created': time.time(),
+        'info': info,
+        'stages_done': [],
+        'resources': [],
+        'state': {},
+        'status': 'running',
+    })
+    record.Save()
+    return record
+
+  @classmethod
+  def Load(cls, run_dir: str) -> 'RunRecord':
+    path = os.path.join(run_dir, RECORD_FILE)
+    if not os.path.exists(path):
+      raise errors.UsageError(
+          f'No run record at {path}; check --run_uri (runs are listed under '
+          f'{os.path.dirname(run_dir)}).')
+    try:
+      with open(path) as f:
+        data = json.load(f)
+    except (OSError, ValueError) as e:
+      raise errors.UsageError(f'Run record {path} is unreadable: {e}') from None
+    version = data.get('format_version')
+    if version != FORMAT_VERSION:
+      raise errors.UsageError(
+          f'Run record {path} has format version {version}; this tool reads '
+          f'version {FORMAT_VERSION}.')
+    return cls(run_dir, data)
+
+  @property
+  def path(self) -> str:
+    return os.path.join(self.run_dir, RECORD_FILE)
+
+  @property
+  def run_uri(self) -> str:
+    return self._data['run_uri']
+
+  @property
+  def info(self) -> Dict[str, Any]:
+    return self._data['info']
+
+  def Save(self) -> None:
+    with self._lock:
+      tmp = self.path + '.tmp'
+      with open(tmp, 'w') as f:
+        json.dump(self._data, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(tmp, self.path)
+
+  # Resources ---------------------------------------------------------------
+
+  def AddResource(self, kind: str, name: str, **data: Any) -> Dict[str, Any]:
+    """Records a resource as 'creating' before the call that creates it."""
+    with self._lock:
+      entry = {'kind': kind, 'name': name, 'status': 'creating',
+               'data': data, 'recorded': time.time()}
+      self._data['resources'].append(entry)
+      self.Save()
+      return entry
+
+  def UpdateResource(self, kind: str, name: str, status: Optional[str] = None,
+                     **data: Any) -> None:
+    with self._lock:
+      entry = self.FindResource(kind, name)
+      if entry is None:
+        raise KeyError(f'{kind}/{name} is not in the run record')
+      if status:
+        entry['status'] = status
+      entry['data'].update(data)
+      self.Save()
+
+  def FindResource(self, kind: str, name: str) -> Optional[Dict[str, Any]]:
+    for entry in self._data['resources']:
+      if entry['kind'] == kind and entry['name'] == name:
+        return entry
+    return None
+
+  def LiveResources(self) -> Iterator[Dict[str, Any]]:
+    """Resources not yet deleted, newest first (reverse dependency order)."""
+    for entry in reversed(list(self._data['resources'])):
+      if entry['status'] != 'deleted':
+        yield entry
+
+  def Resources(self) -> List[Dict[str, Any]]:
+    return list(self._data['resources'])
+
+  # Run state ----------------------------------------------------------------
+
+  def MarkStageDone(self, stage: str) -> None:
+    with self._lock:
+      if stage not in self._data['stages_done']:
+        self._data['stages_done'].append(stage)
+      self.Save()
+
+  @property
+  def stages_done(self) -> List[str]:
+    return list(self._data['stages_done'])
+
+  def SetState(self, key: str, value: Any) -> None:
+    with self._lock:
+      self._data['state'][key] = value
+      self.Save()
+
+  def GetState(self, key: str, default: Any = None) -> Any:
+    return self._data['state'].get(key, default)
+
+  def SetStatus(self, status: str) -> None:
+    with self._lock:
+      self._data['status'] = status
+      self.Save()
+
+  @property
+  def status(self) -> str:
+    return self._data['status']

@@ -1,0 +1,175 @@
+"""The VM interface every provider implements.
+
+Extension seam: a provider (providers/<cloud>/) subclasses `BaseVirtualMachine`
+and implements the resource hooks (`_Create`, `_Delete`, ...) plus
+`RemoteCommandWithReturnCode`, `WriteFile` and `ReadFile`. Everything above
+(packages, load generators, benchmarks) uses only this interface, so a
+benchmark runs unchanged on Local, SSH-reached, GCP and AWS machines.
+"""
+
+import dataclasses
+import importlib
+import logging
+import shlex
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import vm_util
+
+
+@dataclasses.dataclass(frozen=True)
+class VmSpec:
+  """What a config's vm_spec.<cloud> asks for."""
+  cloud: str
+  machine_type: str
+  zone: Optional[str] = None
+  num_cpus: Optional[int] = None
+  memory_mib: Optional[int] = None
+  os_type: str = 'debian12'
+  image: Optional[str] = None
+  boot_disk_size: Optional[int] = None
+  priced_as: Optional[str] = None
+
+
+class BaseVirtualMachine(resource.BaseResource):
+  """A machine that runs shell commands for the benchmark."""
+
+  CLOUD = ''
+  KIND = 'vm'
+
+  def __init__(self, spec: VmSpec, name: str, group_name: str, **kwargs):
+    super().__init__(name, **kwargs)
+    self.spec = spec
+    self.group_name = group_name
+    self.machine_type = spec.machine_type
+    self.zone = spec.zone
+    self.num_cpus: Optional[int] = spec.num_cpus
+    self.memory_mib: Optional[int] = spec.memory_mib
+    self.os_type = spec.os_type
+    self.ip_address: Optional[str] = None
+    self.internal_ip: Optional[str] = None
+    # Cores the benchmark's processes are pinned to; None means unpinned.
+    self.cpu_set: Optional[List[int]] = None
+    self.scratch_dir = '/tmp/pkb'
+    self._installed: set = set()
+
+  # Provider hooks ---------------------------------------------------------
+
+  def RemoteCommandWithReturnCode(
+      self, command: str, timeout: Optional[float] = None,
+      env: Optional[Dict[str, str]] = None,
+      stdin: Optional[str] = None) -> Tuple[str, str, int]:
+    raise NotImplementedError
+
+  def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
+    raise NotImplementedError
+
+  def ReadFile(self, path: str) -> str:
+    out, _ = self.RemoteCommand(f'cat {shlex.quote(path)}')
+    return out
+
+  # Shared behaviour -------------------------------------------------------
+
+  def RemoteCommand(self, command: str, timeout: Optional[float] = None,
+                    ignore_failure: bool = False,
+                    env: Optional[Dict[str, str]] = None,
+                    what: Optional[str] = None,
+                    stdin: Optional[str] = None) -> Tuple[str, str]:
+    logging.debug('[%s] %s', self.name, vm_util.Mask(command))
+    out, err, rc = self.RemoteCommandWithReturnCode(command, timeout=timeout,
+                                                    env=env, stdin=stdin)
+    if not ignore_failure:
+      vm_util.CheckedOutput(out, err, rc, command, what)
+    return out, err
+
+  def Pinned(self, command: str) -> str:
+    """Prefixes a command so it runs on this VM's cores only."""
+    if not self.cpu_set:
+      return command
+    cores = ','.join(str(c) for c in self.cpu_set)
+    return f'taskset -c {cores} {command}'
+
+  def HasCommand(self, program: str) -> bool:
+    _, _, rc = self.RemoteCommandWithReturnCode(
+        f'command -v {shlex.quote(program)} >/dev/null 2>&1')
+    return rc == 0
+
+  def Install(self, package_name: str) -> None:
+    """Installs linux_packages/<package_name>.py on this VM, once."""
+    if package_name in self._installed:
+      return
+    module = importlib.import_module(
+        f'perfkitbenchmarker.linux_packages.{package_name}')
+    module.Install(self)
+    self._installed.add(package_name)
+
+  def CpuTimes(self) -> Tuple[float, float]:
+    """(busy, total) jiffies over this VM's pinned cores (or all cores)."""
+    out, _ = self.RemoteCommand('cat /proc/stat')
+    wanted = (None if not self.cpu_set else
+              {f'cpu{c}' for c in self.cpu_set})
+    busy = total = 0.0
+    for line in out.splitlines():
+      fields = line.split()
+      if not fields or not fields[0].startswith('cpu'):
+        continue
+      if wanted is None and fields[0] != 'cpu':
+        continue
+      if wanted is not None and fields[0] not in wanted:
+        continue
+      values = [float(v) for v in fields[1:9]]
+      idle = values[3] + values[4]
+      total += sum(values)
+      busy += sum(values) - idle
+    return busy, total
+
+  def KillProcess(self, pid: int, marker: Optional[str] = None) -> None:
+    """Kills pid if it is still the process we started (matched by marker)."""
+    check = ''
+    if marker:
+      check = (f'tr "\\0" " " < /proc/{pid}/cmdline 2>/dev/null | '
+               f'grep -qF -- {shlex.quote(marker)} && ')
+    self.RemoteCommandWithReturnCode(
+        f'{check}kill {pid} 2>/dev/null; '
+        f'for i in $(seq 50); do kill -0 {pid} 2>/dev/null || exit 0; '
+        f'sleep 0.1; done; kill -9 {pid} 2>/dev/null; true')
+
+  def GetResourceMetadata(self) -> Dict[str, Any]:
+    return {
+        'machine_type': self.machine_type,
+        'num_cpus': self.num_cpus,
+        'zone': self.zone,
+        'cloud': self.CLOUD,
+        'os_type': self.os_type,
+        'vm_count': 1,
+    }
+
+  def RecordData(self) -> Dict[str, Any]:
+    return {
+        'cloud': self.CLOUD,
+        'group': self.group_name,
+        'machine_type': self.machine_type,
+        'zone': self.zone,
+        'num_cpus': self.num_cpus,
+        'scratch_dir': self.scratch_dir,
+        'ip_address': self.ip_address,
+        'internal_ip': self.internal_ip,
+        'cpu_set': self.cpu_set,
+    }
+
+
+def RequireCommands(vm: BaseVirtualMachine, programs: Sequence[str],
+                    hint: str) -> None:
+  missing = [p for p in programs if not vm.HasCommand(p)]
+  if missing:
+    raise errors.PrerequisiteError(
+        f'{", ".join(missing)} not found on {vm.name}; {hint}')
+
+
+def VmFromRecord(record, name: str) -> BaseVirtualMachine:
+  """Rebuilds the VM called `name` from a run record (for late teardown)."""
+  for entry in record.Resources():
+    if entry['name'] == name and 'group' in entry['data']:
+      return resource.FromRecord(entry, record)
+  raise errors.ResourceError(f'VM {name} is not in the run record.')

@@ -1,0 +1,133 @@
+"""Process running and secret masking shared by every VM implementation.
+
+Secrets (Redis passwords, keys) are registered once with `RegisterSecret`; the
+logging filter installed by `InstallSecretFilter` and `Mask` replace them with
+'****' everywhere text leaves the process (logs, errors, results).
+"""
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+from typing import Callable, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+
+_SECRETS: set = set()
+_SECRETS_LOCK = threading.Lock()
+MASK = '****'
+
+
+def RegisterSecret(secret: str) -> None:
+  if secret:
+    with _SECRETS_LOCK:
+      _SECRETS.add(secret)
+
+
+def Mask(text: str) -> str:
+  if not isinstance(text, str):
+    return text
+  with _SECRETS_LOCK:
+    secrets = sorted(_SECRETS, key=len, reverse=True)
+  for secret in secrets:
+    text = text.replace(secret, MASK)
+  return text
+
+
+class SecretFilter(logging.Filter):
+  """Masks registered secrets in every log record."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    masked = Mask(message)
+    if masked != message:
+      record.msg = masked
+      record.args = None
+    return True
+
+
+def InstallSecretFilter() -> None:
+  for handler in logging.getLogger().handlers:
+    if not any(isinstance(f, SecretFilter) for f in handler.filters):
+      handler.addFilter(SecretFilter())
+
+
+def Tail(text: str, lines: int = 5) -> str:
+  kept = [l for l in (text or '').strip().splitlines() if l.strip()]
+  return Mask(' | '.join(kept[-lines:]))
+
+
+def RunLocal(command: str, cwd: Optional[str] = None,
+             timeout: Optional[float] = None,
+             env: Optional[dict] = None,
+             on_start: Optional[Callable[[int], None]] = None,
+             stdin: Optional[str] = None) -> Tuple[str, str, int]:
+  """Runs a shell command in its own process group and waits for it.
+
+  Whatever happens while waiting (timeout, SIGINT, a deadline exception), the
+  whole process group is killed before this returns or raises, so nothing it
+  started is left running.
+
+  Returns:
+    (stdout, stderr, returncode); returncode is -9 after a timeout.
+  """
+  full_env = dict(os.environ)
+  if env:
+    full_env.update(env)
+  proc = subprocess.Popen(
+      ['bash', '-c', command], cwd=cwd, env=full_env, text=True,
+      stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+  if on_start:
+    on_start(proc.pid)
+  try:
+    out, err = proc.communicate(input=stdin, timeout=timeout)
+    return out, err, proc.returncode
+  except subprocess.TimeoutExpired:
+    KillGroup(proc.pid)
+    out, err = proc.communicate()
+    return out, err, -9
+  except BaseException:
+    KillGroup(proc.pid)
+    try:
+      proc.communicate(timeout=5)
+    except Exception:  # pylint: disable=broad-except
+      pass
+    raise
+
+
+def KillGroup(pid: int, sig: int = signal.SIGKILL) -> None:
+  try:
+    os.killpg(pid, sig)
+  except (ProcessLookupError, PermissionError):
+    pass
+
+
+def CheckedOutput(out: str, err: str, rc: int, command: str,
+                  what: Optional[str] = None) -> str:
+  if rc != 0:
+    name = what or command.split()[0]
+    reason = 'timed out' if rc == -9 else f'exited with status {rc}'
+    raise errors.ProcessError(
+        f'{name} {reason}: {Tail(err) or Tail(out) or "no output"}')
+  return out
+
+
+def ProcessAlive(pid: int, marker: Optional[str] = None) -> bool:
+  """True if pid runs and (when given) its command line contains marker."""
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
+    with open(f'/proc/{pid}/stat') as f:
+      state = f.read().rsplit(')', 1)[1].split()[0]
+  except OSError:
+    return False
+  if state == 'Z':
+    return False
+  return marker is None or marker in cmdline
+
+
+def QuoteAll(argv: Sequence[str]) -> str:
+  import shlex  # pylint: disable=g-import-not-at-top
+  return ' '.join(shlex.quote(str(a)) for a in argv)

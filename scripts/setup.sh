@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine to run ./pkb.py and the tests:
+#   Debian's redis-server and redis-tools (redis-benchmark is the local load
+#   generator; memtier_benchmark is used instead when it is on PATH),
+#   openssh for the SSH provider, util-linux's taskset for CPU pinning,
+#   and the Python requirements in ./.venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+packages=(redis-server redis-tools openssh-server openssh-client util-linux
+          python3 python3-venv iproute2 procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "Installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Debian starts a system redis-server on port 6379; the harness starts its own
+# shards on free ports and does not need it, so it is left alone.
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -r requirements.txt
+echo "Setup done. Run ./pkb.py for the default Local study."

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the test suite in the virtualenv made by scripts/setup.sh.
+# Extra arguments go to pytest, e.g. ./scripts/test.sh -k search.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  echo "No .venv: run ./scripts/setup.sh first." >&2
+  exit 2
+fi
+exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"

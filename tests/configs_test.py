@@ -1,0 +1,118 @@
+"""Config merging: module YAML < config file < overrides < dedicated flags."""
+
+import pytest
+
+from perfkitbenchmarker import configs
+from perfkitbenchmarker import errors
+
+DEFAULT = configs.LoadYaml("""
+bench:
+  description: d
+  vm_groups:
+    servers:
+      vm_spec: &spec
+        Local: {machine_type: local, num_cpus: 1}
+        GCP: {machine_type: t2d-standard-16, zone: us-central1-a}
+      vm_count: 1
+    clients:
+      vm_spec: *spec
+      vm_count: 1
+  flags: {}
+""", 'test')['bench']
+
+
+def test_anchor_is_shared_but_merge_does_not_alias():
+  config = configs.MergeConfigs(
+      'bench', DEFAULT, None,
+      ['bench.vm_groups.clients.vm_spec.GCP.machine_type=n2-standard-32'])
+  assert config['vm_groups']['clients']['vm_spec']['GCP'][
+      'machine_type'] == 'n2-standard-32'
+  assert config['vm_groups']['servers']['vm_spec']['GCP'][
+      'machine_type'] == 't2d-standard-16'
+
+
+def test_file_then_override_order():
+  text = """
+bench:
+  vm_groups:
+    servers:
+      vm_count: 2
+  flags:
+    memtier_run_duration: 5
+"""
+  config = configs.MergeConfigs(
+      'bench', DEFAULT, text, ['bench.vm_groups.servers.vm_count=3'])
+  assert config['vm_groups']['servers']['vm_count'] == 3
+  assert config['flags'] == {'memtier_run_duration': 5}
+  # The file's value stands when no override touches it.
+  config = configs.MergeConfigs('bench', DEFAULT, text, [])
+  assert config['vm_groups']['servers']['vm_count'] == 2
+
+
+def test_override_yaml_types():
+  config = configs.MergeConfigs('bench', DEFAULT, None, [
+      'bench.vm_groups.servers.vm_spec.Local.num_cpus=2',
+      'bench.flags.redis_server_cluster_mode=true'])
+  assert config['vm_groups']['servers']['vm_spec']['Local']['num_cpus'] == 2
+  assert config['flags']['redis_server_cluster_mode'] is True
+
+
+def test_override_for_other_benchmark_ignored():
+  config = configs.MergeConfigs('bench', DEFAULT, None,
+                                ['other.vm_groups.servers.vm_count=9'])
+  assert config['vm_groups']['servers']['vm_count'] == 1
+
+
+@pytest.mark.parametrize('override,needle', [
+    ('bench.vm_groups.servers.vm_count', 'has no "="'),
+    ('bench=3', 'must be <benchmark>.<path.to.key>'),
+    ('bench.vm_groupz.servers.vm_count=2', 'unknown key "vm_groupz"'),
+    ('bench.vm_groups.servers.vm_cnt=2', 'unknown key "vm_groups.servers.vm_cnt"'),
+    ('bench.vm_groups.servers.vm_spec.GCP.machine_typo=x',
+     'unknown key "vm_groups.servers.vm_spec.GCP.machine_typo"'),
+    ('bench.vm_groups.servers.vm_count=[1, 2', 'invalid YAML'),
+    ('bench.description.x=1', '"description" is a value, not a section'),
+])
+def test_bad_overrides(override, needle):
+  with pytest.raises(errors.ConfigError) as e:
+    configs.MergeConfigs('bench', DEFAULT, None, [override])
+  assert needle in str(e.value)
+  assert '\n' not in str(e.value)
+
+
+def test_unknown_key_in_file_is_named():
+  with pytest.raises(errors.ConfigError, match='vm_groups.servers.colour'):
+    configs.MergeConfigs('bench', DEFAULT,
+                         'bench:\n  vm_groups:\n    servers:\n      colour: 1\n',
+                         [])
+
+
+def test_optional_vm_spec_keys_allowed():
+  config = configs.MergeConfigs(
+      'bench', DEFAULT, None,
+      ['bench.vm_groups.servers.vm_spec.Local.priced_as=AWS:c6gn.xlarge'])
+  assert config['vm_groups']['servers']['vm_spec']['Local'][
+      'priced_as'] == 'AWS:c6gn.xlarge'
+
+
+def test_override_naming_absent_benchmark_is_error():
+  with pytest.raises(errors.ConfigError, match='not in --benchmarks'):
+    configs.CheckOverridesNameBenchmarks(['nope.a=1'], ['bench'])
+
+
+def test_apply_config_flags(pkb_flags):
+  configs.ApplyConfigFlags({'memtier_run_duration': 7,
+                            'redis_server_cluster_mode': True}, pkb_flags)
+  assert pkb_flags.memtier_run_duration == 7
+  assert pkb_flags.redis_server_cluster_mode is True
+  with pytest.raises(errors.ConfigError, match='unknown flag "no_such_flag"'):
+    configs.ApplyConfigFlags({'no_such_flag': 1}, pkb_flags)
+  with pytest.raises(errors.ConfigError, match='memtier_run_duration'):
+    configs.ApplyConfigFlags({'memtier_run_duration': 'soon'}, pkb_flags)
+
+
+def test_command_line_flag_wins_over_config(pkb_flags):
+  pkb_flags['memtier_run_duration'].parse('3')
+  pkb_flags['memtier_run_duration'].present = 1
+  configs.ApplyConfigFlags({'memtier_run_duration': 9}, pkb_flags)
+  assert pkb_flags.memtier_run_duration == 3

@@ -1,0 +1,31 @@
+"""Shared test set-up: the repo on sys.path, flags parsed, a fixture path."""
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(REPO, 'tests', 'data')
+if REPO not in sys.path:
+  sys.path.insert(0, REPO)
+
+
+@pytest.fixture
+def data_path():
+  return lambda name: os.path.join(DATA, name)
+
+
+@pytest.fixture
+def pkb_flags():
+  """absl FLAGS parsed with defaults, restored after the test."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top,unused-import
+  fv = flags.FLAGS
+  if not fv.is_parsed():
+    fv(['pkb'])
+  saved = fv.flag_values_dict()
+  yield fv
+  for name, value in saved.items():
+    fv[name].value = value
+    fv[name].present = 0

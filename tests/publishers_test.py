@@ -1,0 +1,96 @@
+"""Exact PKB JSON-lines and CSV formats, streamed as samples arrive."""
+
+import csv
+import json
+
+from perfkitbenchmarker import sample
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.publishers import csv_publisher
+from perfkitbenchmarker.publishers import json_publisher
+from perfkitbenchmarker.publishers import publisher
+
+RUN = publisher.RunInfo(run_uri='abc12345', owner='tester')
+
+
+def _Samples():
+  return [
+      sample.Sample('throughput', 1000, 'ops/sec', {'threads': 1, 'b': 'x'},
+                    timestamp=1.5),
+      sample.Sample('average_latency', 0.5, 'ms', {'threads': 2, 'z': True},
+                    timestamp=2.5),
+  ]
+
+
+def test_json_lines_collapsed_labels(tmp_path):
+  path = tmp_path / 'out.json'
+  collector = publisher.SampleCollector(
+      [json_publisher.JSONPublisher(str(path))], RUN)
+  collector.Add(_Samples()[:1], 'redis_memtier')
+  # Written at once, before the next sample exists.
+  first = json.loads(path.read_text().splitlines()[0])
+  collector.Add(_Samples()[1:], 'redis_memtier')
+  lines = path.read_text().splitlines()
+  assert len(lines) == 2
+  assert set(first) == {'metric', 'value', 'unit', 'timestamp', 'test',
+                        'product_name', 'official', 'owner', 'run_uri',
+                        'sample_uri', 'labels'}
+  assert first['labels'] == '|b:x|,|threads:1|'
+  assert first['product_name'] == 'PerfKitBenchmarker'
+  assert first['test'] == 'redis_memtier'
+  assert first['run_uri'] == 'abc12345'
+  assert first['value'] == 1000.0
+  assert first['timestamp'] == 1.5
+  assert first['official'] is False
+  assert json.loads(lines[1])['labels'] == '|threads:2|,|z:True|'
+
+
+def test_json_nocollapse_labels(tmp_path):
+  path = tmp_path / 'out.json'
+  collector = publisher.SampleCollector(
+      [json_publisher.JSONPublisher(str(path), collapse_labels=False)], RUN)
+  collector.Add(_Samples(), 't')
+  row = json.loads(path.read_text().splitlines()[0])
+  assert 'labels' not in row
+  assert row['metadata'] == {'threads': 1, 'b': 'x'}
+
+
+def test_csv_fixed_columns_then_metadata_union(tmp_path):
+  path = tmp_path / 'out.csv'
+  collector = publisher.SampleCollector(
+      [csv_publisher.CSVPublisher(str(path))], RUN)
+  collector.Add(_Samples()[:1], 't')
+  with open(path) as f:
+    assert len(list(csv.DictReader(f))) == 1
+  collector.Add(_Samples()[1:], 't')
+  with open(path) as f:
+    reader = csv.reader(f)
+    header = next(reader)
+    rows = list(reader)
+  assert header == ['timestamp', 'test', 'metric', 'value', 'unit',
+                    'product_name', 'official', 'owner', 'run_uri',
+                    'sample_uri', 'b', 'threads', 'z']
+  assert rows[0][2] == 'throughput' and rows[0][10] == 'x'
+  assert rows[1][12] == 'True' and rows[1][10] == ''
+
+
+def test_secrets_masked_in_published_metadata(tmp_path):
+  vm_util.RegisterSecret('hunter2-secret')
+  path = tmp_path / 'out.json'
+  collector = publisher.SampleCollector(
+      [json_publisher.JSONPublisher(str(path))], RUN)
+  collector.Add([sample.Sample('m', 1, 'u', {'cmd': 'x -a hunter2-secret'})],
+                't')
+  text = path.read_text()
+  assert 'hunter2-secret' not in text
+  assert '-a ****' in text
+
+
+def test_sample_is_immutable():
+  s = _Samples()[0]
+  try:
+    s.metadata['threads'] = 5
+    raise AssertionError('metadata was mutable')
+  except TypeError:
+    pass
+  assert s.WithMetadata(threads=5).metadata['threads'] == 5
+  assert s.metadata['threads'] == 1

@@ -1,0 +1,84 @@
+"""Run record: recorded before use, atomic, versioned, teardown walks it."""
+
+import json
+
+import pytest
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
+
+
+class _Thing(resource.BaseResource):
+  KIND = 'test_thing'
+  log = []
+  fail_creates = 0
+
+  def _Create(self):
+    if _Thing.fail_creates:
+      _Thing.fail_creates -= 1
+      raise resource.RetryableError('flaky')
+    _Thing.log.append(('create', self.name))
+
+  def _Delete(self):
+    _Thing.log.append(('delete', self.name))
+
+
+resource.RegisterKind(_Thing.KIND,
+                      lambda entry, record: _Thing(entry['name']))
+
+
+def test_resource_recorded_before_create(tmp_path):
+  record = run_record.RunRecord.Create(str(tmp_path), 'r1')
+  seen = {}
+
+  class Spy(_Thing):
+    def _Create(self):
+      seen['status'] = run_record.RunRecord.Load(str(tmp_path)).FindResource(
+          self.KIND, self.name)['status']
+
+  Spy('a', record=record).Create()
+  assert seen['status'] == 'creating'
+  assert record.FindResource('test_thing', 'a')['status'] == 'created'
+
+
+def test_retries_then_teardown_in_reverse(tmp_path):
+  _Thing.log.clear()
+  _Thing.fail_creates = 2
+  record = run_record.RunRecord.Create(str(tmp_path), 'r2')
+  for name in ('first', 'second', 'third'):
+    _Thing(name, record=record, sleep=lambda s: None).Create()
+  reloaded = run_record.RunRecord.Load(str(tmp_path))
+  assert resource.TeardownFromRecord(reloaded) == []
+  deletes = [n for op, n in _Thing.log if op == 'delete']
+  assert deletes == ['third', 'second', 'first']
+  assert list(run_record.RunRecord.Load(str(tmp_path)).LiveResources()) == []
+
+
+def test_retries_exhausted_is_one_line_error(tmp_path):
+  _Thing.fail_creates = 5
+  with pytest.raises(errors.ResourceError, match='after 3 attempts'):
+    _Thing('x', sleep=lambda s: None).Create()
+  _Thing.fail_creates = 0
+
+
+def test_version_checked(tmp_path):
+  run_record.RunRecord.Create(str(tmp_path), 'r3')
+  path = tmp_path / run_record.RECORD_FILE
+  data = json.loads(path.read_text())
+  data['format_version'] = 99
+  path.write_text(json.dumps(data))
+  with pytest.raises(errors.UsageError, match='format version 99'):
+    run_record.RunRecord.Load(str(tmp_path))
+
+
+def test_missing_record_is_usage_error(tmp_path):
+  with pytest.raises(errors.UsageError, match='No run record'):
+    run_record.RunRecord.Load(str(tmp_path / 'nope'))
+
+
+def test_unknown_kind_reported_not_raised(tmp_path):
+  record = run_record.RunRecord.Create(str(tmp_path), 'r4')
+  record.AddResource('martian', 'm1')
+  failures = resource.TeardownFromRecord(record)
+  assert len(failures) == 1 and 'unknown kind "martian"' in failures[0]
