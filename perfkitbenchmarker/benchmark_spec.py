@@ -162,7 +162,7 @@ class BenchmarkSpec:
       metadata[f'{group}_machine_type'] = first.machine_type
       metadata[f'{group}_vm_count'] = len(vms)
       metadata[f'{group}_num_cpus'] = first.num_cpus
-      metadata[f'{group}_zone'] = first.zone
+      metadata[f'{group}_zone'] = first.zone or self.cloud.lower()
       metadata[f'{group}_os_type'] = first.os_type
       if first.cpu_set is not None:
         metadata[f'{group}_cpu_set'] = ','.join(map(str, first.cpu_set))

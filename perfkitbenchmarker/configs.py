@@ -176,14 +176,17 @@ def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
       raise errors.ConfigError(
           f'Config sets unknown flag "{name}"; see ./pkb.py --helpfull for '
           'flag names.')
-    if flag_values[name].present:
+    flag = flag_values[name]
+    if flag.present:
       continue
     try:
       if isinstance(value, list):
         value = ','.join(str(v) for v in value)
-      flag_values[name].parse(value if isinstance(value, str) else
-                              str(value).lower() if isinstance(value, bool)
-                              else str(value))
+      flag.parse(value if isinstance(value, str) else
+                 str(value).lower() if isinstance(value, bool) else str(value))
     except Exception as e:  # pylint: disable=broad-except  (absl raises many)
       raise errors.ConfigError(
           f'Config flag {name}={value!r} is invalid: {e}') from None
+    finally:
+      # parse() counts as "given on the command line"; a config value is not.
+      flag.present = 0

@@ -229,6 +229,12 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       record.MarkStageDone('run')
   except (errors.Error, KeyboardInterrupt) as e:
     failure = e
+  except Exception as e:  # pylint: disable=broad-except
+    # A bug, not bad input: keep the traceback in pkb.log, show one line.
+    logging.exception('Unexpected error')
+    failure = errors.Error(
+        f'internal error {type(e).__name__}: {e} (traceback in '
+        f'{os.path.join(record.run_dir, "pkb.log")})')
   finally:
     cleanup_errors = _Finish(module, spec, stages, failure)
   if failure is not None:
@@ -289,4 +295,9 @@ def Main(argv: Optional[List[str]] = None) -> int:
     return EXIT_INTERRUPTED
   except errors.Error as e:
     print(f'pkb: {vm_util.Mask(str(e))}', file=sys.stderr)
+    return EXIT_FAILED
+  except Exception as e:  # pylint: disable=broad-except
+    logging.exception('Unexpected error')
+    print(f'pkb: internal error {type(e).__name__}: {vm_util.Mask(str(e))}',
+          file=sys.stderr)
     return EXIT_FAILED

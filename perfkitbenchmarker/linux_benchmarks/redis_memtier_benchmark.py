@@ -15,7 +15,6 @@ from absl import flags
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import latency_search
-from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import redis_study as setup
@@ -73,7 +72,7 @@ def GetConfig(user_config):
   config = configs.MergeConfigs(BENCHMARK_NAME, default,
                                 user_config.get('file'),
                                 user_config.get('overrides', []))
-  setup.ApplyConfigFlags(config.get('flags') or {}, FLAGS)
+  configs.ApplyConfigFlags(config.get('flags') or {}, FLAGS)
   return config
 
 
@@ -124,21 +123,20 @@ def Run(spec) -> List[sample.Sample]:
   """Runs the latency-capped search and returns every sample."""
   cap = FLAGS.memtier_latency_cap
   driver = setup.ProbeDriver(spec, FLAGS)
-  probe_index = [0]
 
-  def Measure(load: measurement.Load) -> measurement.Measurement:
-    m = driver(load)
-    spec.reporter.Probe(probe_index[0], m, cap)
-    spec.EmitSamples(price_performance.ProbeSamples(probe_index[0], m, cap))
-    probe_index[0] += 1
-    return m
+  def OnProbe(record: latency_search.ProbeRecord) -> None:
+    m = record.measurement
+    spec.reporter.Probe(record.index, m, cap, record.role)
+    spec.EmitSamples(price_performance.ProbeSamples(record.index, m, cap,
+                                                    record.role))
 
   spec.reporter.Line(
       f'Searching for the most ops/s under {cap:g} ms average latency '
       f'({FLAGS.memtier_latency_capped_search}, '
       f'{driver.duration_s:g} s probes):')
   result = latency_search.FindLatencyCappedMaximum(
-      Measure, cap, _Policy(), max_probes=FLAGS.memtier_max_probes)
+      driver, cap, _Policy(), max_probes=FLAGS.memtier_max_probes,
+      on_probe=OnProbe)
   if result.best is None:
     lowest = min(p.measurement.average_latency_ms for p in result.probes)
     raise errors.NoResultError(

@@ -56,8 +56,13 @@ class LoadGenerator(abc.ABC):
 
   @abc.abstractmethod
   def Preload(self, endpoints: Sequence[Endpoint], password: str,
-              workload: Workload) -> None:
-    """Writes every key of the workload's key range exactly once."""
+              workload: Workload) -> int:
+    """Writes every key the probes read exactly once.
+
+    Returns:
+      How many keys the servers must hold afterwards, summed over databases
+      (each standalone shard is a database of its own), for the DBSIZE check.
+    """
 
   @abc.abstractmethod
   def Probe(self, endpoints: Sequence[Endpoint], password: str,

@@ -1,0 +1,449 @@
+"""Adaptive latency-capped search: grow, predict with Little's law, confirm.
+
+A closed-loop Redis server reaches its throughput plateau with a few dozen
+connections but crosses a 1 ms cap only past a hundred, so a linear walk
+spends most probes on the flat part. This policy instead
+1. doubles the connections until throughput stops growing by more than the
+   noise the probes show, or latency reaches the target (cap x margin);
+2. on a plateau, predicts with Little's law (outstanding requests =
+   throughput x latency) where the target is reached and probes there,
+   correcting a miss with the same law from the newest probe;
+3. bisects between the last load under the target and the first over it only
+   while throughput still rises across that bracket;
+4. confirms the answer with repeats (mean and 95 % interval), backing off to
+   a lower load if they average at or over the cap.
+Decisions use the target, not the cap, so a probe that landed under the cap
+by luck does not become the answer; the repeats are checked against the cap.
+A saturated load generator is reported (`client_limited`, stop reason), never
+passed off as the server's plateau.
+
+Extension seam: `AdaptiveStepPolicy` is a `latency_search.StepPolicy`;
+`LoadForConnections` (fixed threads, variable clients) is the one place that
+maps a connection count to a Load. Pure: no flags, VMs, I/O, sleep or clock.
+"""
+
+import dataclasses
+import math
+import statistics
+from typing import ClassVar, Dict, List, Optional
+
+from perfkitbenchmarker import latency_search
+from perfkitbenchmarker import measurement
+
+Load = measurement.Load
+ProbeRecord = latency_search.ProbeRecord
+InvalidSearchArgument = latency_search.InvalidSearchArgument
+
+
+def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
+  """A probe's throughput noise as a fraction, never below `floor`.
+
+  It is the coefficient of variation of the per-second operation counts,
+  warm-up seconds left out. The CV rather than the standard error of the mean:
+  what separates two probes is run-to-run variation (process placement,
+  neighbours), which the within-probe spread bounds from below far better
+  than the standard error does. The floor covers short or missing series.
+  """
+  ops = [s.ops for s in result.per_second if not s.warmup]
+  if len(ops) < 2:
+    return floor
+  mean = statistics.fmean(ops)
+  if mean <= 0:
+    return floor
+  return max(floor, statistics.stdev(ops) / mean)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveStepPolicy:
+  """Geometric growth, Little's-law prediction, bisection, confirmation.
+
+  Attributes:
+    threads: load generator threads; connections vary through clients.
+    pipeline: requests in flight per connection.
+    min_connections: the floor when the first probe is already over target.
+    start_connections: the first probe.
+    max_connections: never offer more.
+    growth_factor: connections multiply by this while throughput grows.
+    cap_margin: decisions aim under cap_ms x cap_margin (the target).
+    noise_floor: smallest relative throughput noise assumed.
+    bracket_tolerance: stop refining when the bracket's relative width, or a
+      probe's distance below the target, is within this.
+    max_corrections: Little's-law re-predictions after the first prediction.
+    max_bisections: bisection probes at most.
+    confirm_repeats: repeats of the chosen load (0 skips confirming).
+    max_backoffs: lower loads tried when a confirmation fails.
+  """
+  NAME: ClassVar[str] = 'adaptive'
+
+  threads: int = 1
+  pipeline: int = 1
+  min_connections: int = 1
+  start_connections: int = 4
+  max_connections: int = 1024
+  growth_factor: float = 2.0
+  cap_margin: float = 0.95
+  noise_floor: float = 0.03
+  bracket_tolerance: float = 0.05
+  max_corrections: int = 2
+  max_bisections: int = 4
+  confirm_repeats: int = 3
+  max_backoffs: int = 2
+
+  def __post_init__(self):
+    for name in ('threads', 'pipeline', 'min_connections',
+                 'start_connections', 'max_connections'):
+      value = getattr(self, name)
+      if not isinstance(value, int) or value < 1:
+        raise InvalidSearchArgument(
+            f'{name}={value!r}: must be a whole number of at least 1.')
+    for name in ('max_corrections', 'max_bisections', 'confirm_repeats',
+                 'max_backoffs'):
+      value = getattr(self, name)
+      if not isinstance(value, int) or value < 0:
+        raise InvalidSearchArgument(
+            f'{name}={value!r}: must be a whole number of at least 0.')
+    checks = (
+        (self.min_connections <= self.max_connections,
+         f'min_connections={self.min_connections} is above max_connections='
+         f'{self.max_connections}; lower one or raise the other.'),
+        (self.threads <= self.max_connections,
+         f'max_connections={self.max_connections} is below threads='
+         f'{self.threads}: every thread needs a connection; raise '
+         'max_connections or use fewer threads.'),
+        (self.min_clients <= self.max_clients,
+         f'no multiple of threads={self.threads} lies between min_connections='
+         f'{self.min_connections} and max_connections={self.max_connections};'
+         ' widen the range.'),
+        (self.growth_factor > 1,
+         f'growth_factor={self.growth_factor!r}: must be above 1, e.g. 2.'),
+        (0 < self.cap_margin <= 1,
+         f'cap_margin={self.cap_margin!r}: must be in (0, 1], e.g. 0.95 to '
+         'aim 5 % under the cap.'),
+        (0 <= self.noise_floor < 1,
+         f'noise_floor={self.noise_floor!r}: must be a fraction in [0, 1), '
+         'e.g. 0.03.'),
+        (0 < self.bracket_tolerance < 1,
+         f'bracket_tolerance={self.bracket_tolerance!r}: must be a fraction '
+         'in (0, 1), e.g. 0.05.'),
+    )
+    for holds, message in checks:
+      if not holds:
+        raise InvalidSearchArgument(message)
+
+  @classmethod
+  def FromThreadsAndClients(cls, min_threads: int, max_threads: int,
+                            clients: int, pipeline: int = 1,
+                            **overrides) -> 'AdaptiveStepPolicy':
+    """The adaptive policy over the loads a linear walk's settings span.
+
+    Threads stay at min_threads; the search starts at the walk's first load
+    (min_threads x clients), may halve down to one connection per thread and
+    never offers more than the walk's largest load (max_threads x clients).
+    """
+    if min_threads > max_threads:
+      raise InvalidSearchArgument(
+          f'min_threads={min_threads} is above max_threads={max_threads}; '
+          'lower min_threads or raise max_threads.')
+    if clients < 1:
+      raise InvalidSearchArgument(
+          f'clients={clients}: each thread needs at least 1 connection.')
+    arguments = dict(threads=min_threads, pipeline=pipeline,
+                     min_connections=min_threads,
+                     start_connections=min_threads * clients,
+                     max_connections=max_threads * clients)
+    arguments.update(overrides)
+    return cls(**arguments)
+
+  @property
+  def min_clients(self) -> int:
+    return max(1, math.ceil(self.min_connections / self.threads))
+
+  @property
+  def max_clients(self) -> int:
+    return self.max_connections // self.threads
+
+  def LoadForClients(self, clients: int) -> Load:
+    return Load(self.threads, clients, self.pipeline)
+
+  def LoadForConnections(self, connections: int) -> Load:
+    """The load closest to `connections` that this policy can offer."""
+    clients = round(connections / self.threads)
+    return self.LoadForClients(
+        min(self.max_clients, max(self.min_clients, clients)))
+
+  def Steps(self, cap_ms: float) -> latency_search.PolicySteps:
+    return _AdaptiveRun(self, cap_ms).Run()
+
+
+# The name the benchmark module knows it by.
+AdaptivePolicy = AdaptiveStepPolicy
+
+
+class _AdaptiveRun:
+  """The state of one search. Loads are counted in clients per thread.
+
+  A bracket (lo, hi) holds the most clients known under the target and the
+  fewest known at or over it (None: not found yet).
+  """
+
+  def __init__(self, policy: AdaptiveStepPolicy, cap_ms: float):
+    self._policy = policy
+    self._cap_ms = cap_ms
+    self._target_ms = cap_ms * policy.cap_margin
+    self._min = policy.min_clients
+    self._max = policy.max_clients
+    self._start = policy.LoadForConnections(policy.start_connections).clients
+    self._search: Dict[int, ProbeRecord] = {}
+    self._notes: List[str] = []
+
+  def Run(self) -> latency_search.PolicySteps:
+    first = yield from self._Probe(self._start, 'start')
+    if self._UnderTarget(first):
+      lo, hi = yield from self._Grow(self._start)
+    else:
+      lo, hi = yield from self._Shrink(self._start)
+    if lo is not None:
+      lo, hi = yield from self._ApproachTarget(lo, hi)
+    saturated = sorted(c for c, r in self._search.items()
+                       if r.measurement.client_saturated)
+    if saturated:
+      self._notes.append(
+          f'load generator CPU saturated from {self._Conns(saturated[0])} '
+          'connections: the plateau there is the client\'s, not the '
+          'server\'s; treat the result as a lower bound')
+    return (yield from self._DecideAndConfirm())
+
+  # Phases.
+
+  def _Grow(self, clients: int):
+    """Multiplies the load until the target, a plateau or the maximum."""
+    while clients < self._max:
+      grown = min(self._max, max(clients + 1,
+                                 round(clients * self._policy.growth_factor)))
+      before = self._search[clients]
+      record = yield from self._Probe(grown, 'growth')
+      if not self._UnderTarget(record):
+        self._notes.append(
+            f'target {self._target_ms:.3g} ms crossed between '
+            f'{self._Conns(clients)} and {self._Conns(grown)} connections')
+        return clients, grown
+      if not self._Gained(before, record):
+        self._notes.append(
+            f'throughput plateaued near {record.throughput:,.0f} ops/s at '
+            f'{self._Conns(grown)} connections')
+        return grown, None
+      clients = grown
+    self._notes.append(f'reached max_connections={self._policy.max_connections}'
+                       ' still under the target')
+    return clients, None
+
+  def _Shrink(self, clients: int):
+    """Halves an over-target start down to the minimum."""
+    hi = clients
+    while clients > self._min:
+      clients = max(self._min, clients // 2)
+      record = yield from self._Probe(clients, 'halving')
+      if self._UnderTarget(record):
+        self._notes.append(
+            f'start was over the target; under it at {self._Conns(clients)} '
+            'connections')
+        return clients, hi
+      hi = clients
+    self._notes.append(
+        f'over the {self._target_ms:.3g} ms target down to min_connections='
+        f'{self._policy.min_connections}')
+    return None, hi
+
+  def _ApproachTarget(self, lo: int, hi: Optional[int]):
+    """Closes in on the target from a plateau or a rising bracket."""
+    if hi is not None and self._Gained(self._search[lo], self._search[hi]):
+      self._notes.append('throughput still rising at the target: bisecting')
+      return (yield from self._Bisect(lo, hi))
+    # Extrapolate from whichever end is nearer the target in latency.
+    anchor = min((self._search[c] for c in (lo, hi) if c is not None),
+                 key=lambda r: abs(math.log(max(r.latency_ms, 1e-9) /
+                                            self._target_ms)))
+    predictions = 0
+    for attempt in range(1 + self._policy.max_corrections):
+      predicted = self._LittlePrediction(anchor)
+      if predicted is None:
+        break
+      if hi is None:
+        predicted = min(predicted, self._max)
+      elif predicted >= hi:
+        break  # Inconsistent with what hi measured; leave it to bisection.
+      if predicted <= lo or predicted in self._search:
+        break
+      record = yield from self._Probe(
+          predicted, 'Little prediction' if attempt == 0 else
+          'Little correction')
+      predictions += 1
+      if self._UnderTarget(record):
+        lo = predicted
+        close = (record.latency_ms >=
+                 self._target_ms * (1 - self._policy.bracket_tolerance))
+        if close or lo == self._max:
+          break
+      else:
+        hi = predicted
+      if hi is not None and self._Narrow(lo, hi):
+        break
+      anchor = record
+    if predictions:
+      over = f', over it at {self._Conns(hi)}' if hi is not None else ''
+      self._notes.append(
+          f'{predictions} Little\'s-law probe(s): under the target at '
+          f'{self._Conns(lo)} connections{over}')
+    if (hi is not None and not self._Narrow(lo, hi) and
+        self._Gained(self._search[lo], self._search[hi])):
+      lo, hi = yield from self._Bisect(lo, hi)
+    return lo, hi
+
+  def _Bisect(self, lo: int, hi: int):
+    for _ in range(self._policy.max_bisections):
+      if self._Narrow(lo, hi):
+        break
+      middle = (lo + hi) // 2
+      if middle in self._search:
+        break
+      record = yield from self._Probe(middle, 'bisection')
+      if self._UnderTarget(record):
+        lo = middle
+      else:
+        hi = middle
+    return lo, hi
+
+  def _DecideAndConfirm(self):
+    ceiling = self._max + 1  # loads at or above a failed confirmation are out
+    held = {}  # clients -> repeats whose average latency was under the cap
+    for attempt in range(1 + self._policy.max_backoffs):
+      candidates = self._Candidates(ceiling)
+      if not candidates:
+        break
+      contenders = self._Contenders(candidates)
+      if not self._policy.confirm_repeats:
+        top = max(candidates.values(), key=lambda r: r.throughput)
+        self._notes.append(f'chose {top.load.Describe()} unconfirmed')
+        return latency_search.Outcome('; '.join(self._notes), top.index)
+      failed = {}
+      for clients in contenders:
+        if clients in held:
+          continue
+        repeats = yield from self._Confirm(clients)
+        latency = self._MeanLatency(repeats)
+        if latency < self._cap_ms:
+          held[clients] = repeats
+        else:
+          failed[clients] = latency
+          self._notes.append(
+              f'repeats at {self._Conns(clients)} connections averaged '
+              f'{latency:.3f} ms, not under the {self._cap_ms} ms cap')
+      if not failed:
+        break
+      ceiling = min(failed)
+      backed_off = yield from self._BackOff(ceiling, failed[ceiling])
+      if held and not backed_off:
+        break
+    if not held:
+      self._notes.append(
+          'no load held under the cap when confirmed' if ceiling <= self._max
+          else f'every probe was at or over the {self._cap_ms} ms cap: no '
+          'capped throughput')
+      return latency_search.Outcome('; '.join(self._notes))
+    # Every held load is a valid answer; the repeats, free of the selection
+    # bias of the search probes, pick among them.
+    clients = max(held, key=lambda c: statistics.fmean(
+        r.throughput for r in held[c]))
+    self._notes.append(
+        f'confirmed {self._policy.LoadForClients(clients).Describe()} '
+        f'({self._Conns(clients)} connections) with {len(held[clients])} '
+        f'repeats averaging {self._MeanLatency(held[clients]):.3f} ms')
+    return latency_search.Outcome('; '.join(self._notes),
+                                  self._search[clients].index,
+                                  tuple(r.index for r in held[clients]))
+
+  def _BackOff(self, failed: int, latency_ms: float):
+    """Probes where Little's law puts the target below a failed load.
+
+    Only when that lies above every load already known under it; otherwise
+    the next round simply falls back to those loads.
+    """
+    lower = [c for c in self._search if c < failed]
+    clients = max(self._min, math.floor(failed * self._target_ms / latency_ms))
+    if clients < failed and clients not in self._search and (
+        not lower or clients > max(lower)):
+      yield from self._Probe(clients, 'back-off')
+      return True
+    return False
+
+  # Helpers.
+
+  def _Probe(self, clients: int, note: str,
+             role: str = latency_search.ROLE_SEARCH):
+    record = yield latency_search.ProbeRequest(
+        self._policy.LoadForClients(clients), role, note)
+    if role == latency_search.ROLE_SEARCH:
+      self._search[clients] = record
+    return record
+
+  def _Confirm(self, clients: int):
+    repeats = []
+    for i in range(self._policy.confirm_repeats):
+      record = yield from self._Probe(
+          clients, f'confirmation {i + 1}/{self._policy.confirm_repeats}',
+          latency_search.ROLE_CONFIRM)
+      repeats.append(record)
+    return repeats
+
+  def _MeanLatency(self, repeats: List[ProbeRecord]) -> float:
+    return latency_search.WeightedLatencyMs([r.measurement for r in repeats])
+
+  def _Candidates(self, ceiling: int) -> Dict[int, ProbeRecord]:
+    """Search probes below `ceiling` under the target, else under the cap."""
+    below = {c: r for c, r in self._search.items() if c < ceiling}
+    return ({c: r for c, r in below.items() if self._UnderTarget(r)} or
+            {c: r for c, r in below.items() if r.under_cap})
+
+  def _Contenders(self, candidates: Dict[int, ProbeRecord]) -> List[int]:
+    """The top load by throughput and the loads at the ends of its noise band.
+
+    Single probes within the noise of the top cannot be told apart, so the
+    repeats decide among them. On a plateau the true maximum lies at an end of
+    that band (its first load when throughput then sags, its last when it
+    keeps creeping up) or at the top, so only those are worth repeats.
+    """
+    top = max(candidates, key=lambda c: candidates[c].throughput)
+    noise = RelativeNoise(candidates[top].measurement,
+                          self._policy.noise_floor)
+    floor = candidates[top].throughput * (1 - noise)
+    band = [c for c, r in candidates.items() if r.throughput >= floor]
+    return sorted({top, min(band), max(band)}, reverse=True)
+
+  def _Gained(self, before: ProbeRecord, after: ProbeRecord) -> bool:
+    """Whether `after` has more throughput than `before`, beyond noise."""
+    noise = max(RelativeNoise(before.measurement, self._policy.noise_floor),
+                RelativeNoise(after.measurement, self._policy.noise_floor))
+    return after.throughput > before.throughput * (1 + noise)
+
+  def _LittlePrediction(self, record: ProbeRecord) -> Optional[int]:
+    """Clients per thread at which Little's law puts the target latency.
+
+    Uses the throughput the probe's own latency implies (outstanding /
+    latency), so a load generator whose latency misses some client-side wait
+    still extrapolates consistently. Rounds down to stay under the target.
+    """
+    if record.latency_ms <= 0:
+      return None
+    outstanding = (record.load.outstanding_requests * self._target_ms /
+                   record.latency_ms)
+    per_client = self._policy.threads * self._policy.pipeline
+    return max(self._min, math.floor(outstanding / per_client))
+
+  def _Narrow(self, lo: int, hi: int) -> bool:
+    return hi - lo <= 1 or hi / lo - 1 <= self._policy.bracket_tolerance
+
+  def _UnderTarget(self, record: ProbeRecord) -> bool:
+    return record.under_cap and record.latency_ms < self._target_ms
+
+  def _Conns(self, clients: int) -> int:
+    return clients * self._policy.threads

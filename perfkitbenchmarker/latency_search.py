@@ -1,0 +1,406 @@
+"""Latency-capped throughput search: the driver, its records, the linear policy.
+
+A search finds the highest throughput a server sustains while the average
+request latency stays under a cap. It is split like a controller and an
+actuator:
+
+* a step policy (the controller) decides which load to offer next, and when
+  to stop, from what the earlier probes measured;
+* `FindLatencyCappedMaximum` (the actuator) calls the injected
+  `measure(load) -> Measurement`, records every probe in order, enforces a
+  hard probe budget and turns the policy's conclusion into a frozen
+  `SearchResult`.
+
+Extension seam: a new policy implements `StepPolicy`: a `NAME` and a
+`Steps(cap_ms)` generator that yields `ProbeRequest`s, is sent the
+`ProbeRecord` of each probe, and returns an `Outcome`. The generator's frame
+holds the state of one search, so a policy object is immutable configuration
+that can run any number of searches. `adaptive_search.py` is such a policy.
+
+Everything here is pure: no flags, no VMs, no I/O, no sleeping, no clock. The
+only effect is calling `measure`, so tests drive it with scripted curves.
+"""
+
+import dataclasses
+import math
+import statistics
+from typing import (Callable, ClassVar, Generator, Optional, Protocol,
+                    Sequence, Tuple)
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
+
+Load = measurement.Load
+Measurement = measurement.Measurement
+
+ROLE_SEARCH = 'search'    # a probe that explores the load curve
+ROLE_CONFIRM = 'confirm'  # a repeat of a chosen load, averaged for the result
+
+DEFAULT_MAX_PROBES = 40
+
+# Two-sided 95 % Student t critical values, indexed by degrees of freedom.
+_T95 = (None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+        2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
+        2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
+        2.042)
+
+
+class InvalidSearchArgument(errors.UsageError, ValueError):
+  """A search was configured with a value it cannot work with.
+
+  It is a `ValueError` for callers of this pure module and a `UsageError`, so
+  that pkb reports it as one line before anything is provisioned.
+  """
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeRequest:
+  """What a policy asks the driver to measure next.
+
+  Attributes:
+    load: the load to offer.
+    role: ROLE_SEARCH or ROLE_CONFIRM.
+    note: why the policy chose this load; kept in the record for reports.
+  """
+  load: Load
+  role: str = ROLE_SEARCH
+  note: str = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeRecord:
+  """One probe as it happened.
+
+  Attributes:
+    index: position in the search, from 0.
+    measurement: what `measure` returned.
+    role: ROLE_SEARCH or ROLE_CONFIRM.
+    under_cap: average latency strictly below the cap.
+    note: the policy's reason for the probe.
+  """
+  index: int
+  measurement: Measurement
+  role: str
+  under_cap: bool
+  note: str = ''
+
+  @property
+  def load(self) -> Load:
+    return self.measurement.load
+
+  @property
+  def throughput(self) -> float:
+    return self.measurement.throughput
+
+  @property
+  def latency_ms(self) -> float:
+    return self.measurement.average_latency_ms
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """What a policy concludes when it stops.
+
+  Attributes:
+    stop_reason: why it stopped and what it found, for people.
+    best_index: index of the probe whose load is the answer (it must be under
+      the cap), or None when the policy found no load under the cap.
+    confirmation_indices: indices of the repeats whose mean is the answer.
+  """
+  stop_reason: str
+  best_index: Optional[int] = None
+  confirmation_indices: Tuple[int, ...] = ()
+
+
+PolicySteps = Generator[ProbeRequest, ProbeRecord, Outcome]
+
+
+class StepPolicy(Protocol):
+  """A search policy: decides loads from earlier probes, never measures."""
+
+  NAME: ClassVar[str]
+
+  def Steps(self, cap_ms: float) -> PolicySteps:
+    """Starts one search; see the module docstring for the protocol."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+  """Everything a latency-capped search did and found.
+
+  Attributes:
+    probes: every probe in the order it ran, search and confirmation alike.
+    best: the measurement of the answer's load: the highest-throughput probe
+      strictly under the cap that the policy accepted; None when no load was
+      found under the cap.
+    best_index: index of `best` in `probes`, or None.
+    cap_ms: the average-latency cap in milliseconds.
+    policy: the policy's NAME.
+    stop_reason: why the search stopped, in words.
+    confirmation_probes: the repeats at the answer's load (empty if the policy
+      did not confirm); they exclude the search probe that picked the load, so
+      their mean is not biased upwards by that selection.
+    confirmed_throughput_mean: mean throughput of the repeats, the figure to
+      report when present.
+    confirmed_throughput_ci95: half-width of its 95 % confidence interval
+      (Student t); None with fewer than two repeats.
+    confirmed_latency_mean_ms: the repeats' average latency, weighted by
+      operation counts.
+    client_limited: some probe saturated the load generator's CPU, so part of
+      the curve is the client's, not the server's; samples should say so.
+  """
+  probes: Tuple[ProbeRecord, ...]
+  best: Optional[Measurement]
+  best_index: Optional[int]
+  cap_ms: float
+  policy: str
+  stop_reason: str
+  confirmation_probes: Tuple[ProbeRecord, ...] = ()
+  confirmed_throughput_mean: Optional[float] = None
+  confirmed_throughput_ci95: Optional[float] = None
+  confirmed_latency_mean_ms: Optional[float] = None
+  client_limited: bool = False
+
+  @property
+  def probe_seconds(self) -> float:
+    """Measured seconds spent on all probes: the search's cost."""
+    return sum(p.measurement.duration_s for p in self.probes)
+
+  @property
+  def all_over_cap(self) -> bool:
+    return bool(self.probes) and not any(p.under_cap for p in self.probes)
+
+  @property
+  def search_probes(self) -> Tuple[ProbeRecord, ...]:
+    return tuple(p for p in self.probes if p.role == ROLE_SEARCH)
+
+  @property
+  def capped_throughput(self) -> Optional[float]:
+    """The answer: the confirmed mean if there is one, else best's figure."""
+    if self.confirmed_throughput_mean is not None:
+      return self.confirmed_throughput_mean
+    return self.best.throughput if self.best is not None else None
+
+
+def StudentT95(degrees_of_freedom: int) -> float:
+  """Two-sided 95 % critical value of Student's t distribution."""
+  if degrees_of_freedom < 1:
+    raise InvalidSearchArgument(
+        f'degrees_of_freedom={degrees_of_freedom}: a confidence interval needs '
+        'at least two values (one degree of freedom).')
+  if degrees_of_freedom < len(_T95):
+    return _T95[degrees_of_freedom]
+  # Past the table, the first term of the Cornish-Fisher expansion is within
+  # 0.003 of the exact value.
+  z = 1.959964
+  return z + (z ** 3 + z) / (4 * degrees_of_freedom)
+
+
+def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:
+  """Mean and 95 % confidence half-width (None for a single value)."""
+  if not values:
+    raise InvalidSearchArgument('MeanAndCi95 needs at least one value.')
+  mean = statistics.fmean(values)
+  if len(values) < 2:
+    return mean, None
+  half_width = (StudentT95(len(values) - 1) * statistics.stdev(values) /
+                math.sqrt(len(values)))
+  return mean, half_width
+
+
+def WeightedLatencyMs(measurements: Sequence[Measurement]) -> float:
+  """Average latency over several probes, weighted by operation counts.
+
+  Falls back to the plain mean when a probe does not report its count.
+  """
+  if not measurements:
+    raise InvalidSearchArgument('WeightedLatencyMs needs a measurement.')
+  total_ops = sum(m.ops for m in measurements)
+  if total_ops <= 0 or any(m.ops <= 0 for m in measurements):
+    return statistics.fmean(m.average_latency_ms for m in measurements)
+  return sum(m.average_latency_ms * m.ops for m in measurements) / total_ops
+
+
+def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
+  """Index of the highest-throughput probe under the cap (earliest on ties)."""
+  best = None
+  for probe in probes:
+    if probe.under_cap and (best is None or probe.throughput > best.throughput):
+      best = probe
+  return best.index if best is not None else None
+
+
+def _CheckLoad(load: Load, policy_name: str) -> None:
+  if not isinstance(load, Load):
+    raise TypeError(f'policy {policy_name!r} asked to measure {load!r}, which '
+                    'is not a measurement.Load; fix the policy.')
+  if load.threads < 1 or load.clients < 1 or load.pipeline < 1:
+    raise InvalidSearchArgument(
+        f'policy {policy_name!r} asked for load {load}: threads, clients and '
+        'pipeline must each be at least 1; fix the policy or its bounds.')
+
+
+def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
+            outcome: Outcome) -> SearchResult:
+  """Checks the policy's conclusion and freezes it with the statistics."""
+  best = None
+  if outcome.best_index is not None:
+    if not 0 <= outcome.best_index < len(probes):
+      raise InvalidSearchArgument(
+          f'policy {policy_name!r} named probe {outcome.best_index} as best '
+          f'but only {len(probes)} probes ran; fix the policy.')
+    if not probes[outcome.best_index].under_cap:
+      raise InvalidSearchArgument(
+          f'policy {policy_name!r} named probe {outcome.best_index} as best '
+          f'but its average latency is not under the {cap_ms} ms cap; fix the '
+          'policy.')
+    best = probes[outcome.best_index].measurement
+  confirmations = tuple(probes[i] for i in outcome.confirmation_indices)
+  mean = ci95 = latency = None
+  if confirmations:
+    mean, ci95 = MeanAndCi95([p.throughput for p in confirmations])
+    latency = WeightedLatencyMs([p.measurement for p in confirmations])
+  return SearchResult(
+      probes=tuple(probes),
+      best=best,
+      best_index=outcome.best_index,
+      cap_ms=cap_ms,
+      policy=policy_name,
+      stop_reason=outcome.stop_reason,
+      confirmation_probes=confirmations,
+      confirmed_throughput_mean=mean,
+      confirmed_throughput_ci95=ci95,
+      confirmed_latency_mean_ms=latency,
+      client_limited=any(p.measurement.client_saturated for p in probes))
+
+
+def FindLatencyCappedMaximum(
+    measure: Callable[[Load], Measurement],
+    cap_ms: float,
+    policy: StepPolicy,
+    max_probes: int = DEFAULT_MAX_PROBES,
+    on_probe: Optional[Callable[[ProbeRecord], None]] = None
+) -> SearchResult:
+  """Runs `policy` against `measure` until it stops or `max_probes` ran.
+
+  Args:
+    measure: offers one load and returns what it measured; the only effect.
+    cap_ms: the average-latency cap; a probe is under it when strictly below.
+    policy: chooses loads; see `StepPolicy`.
+    max_probes: hard bound on calls to `measure`, so every search ends even
+      if a policy never would.
+    on_probe: called with each ProbeRecord as soon as it exists (the caller
+      publishes live samples from it); it cannot change the search.
+
+  Returns:
+    A SearchResult. When the budget runs out first, best is the
+    highest-throughput probe under the cap and nothing is confirmed.
+
+  Raises:
+    InvalidSearchArgument: a bad cap or budget, or a policy that broke the
+      protocol (asked for an impossible load or named an over-cap answer).
+  """
+  if not (isinstance(cap_ms, (int, float)) and cap_ms > 0 and
+          math.isfinite(cap_ms)):
+    raise InvalidSearchArgument(
+        f'cap_ms={cap_ms!r}: the latency cap must be a positive, finite '
+        'number of milliseconds, e.g. 1.0.')
+  if not isinstance(max_probes, int) or max_probes < 1:
+    raise InvalidSearchArgument(
+        f'max_probes={max_probes!r}: the probe budget must be a whole number '
+        'of at least 1.')
+  probes = []
+  steps = policy.Steps(cap_ms)
+  try:
+    request = next(steps)
+    while len(probes) < max_probes:
+      _CheckLoad(request.load, policy.NAME)
+      result = measure(request.load)
+      record = ProbeRecord(index=len(probes), measurement=result,
+                           role=request.role,
+                           under_cap=result.UnderCap(cap_ms),
+                           note=request.note)
+      probes.append(record)
+      if on_probe is not None:
+        on_probe(record)
+      request = steps.send(record)
+  except StopIteration as stop:
+    outcome = stop.value
+    if not isinstance(outcome, Outcome):
+      raise TypeError(f'policy {policy.NAME!r} stopped without returning an '
+                      'Outcome; fix the policy.') from None
+    return _Result(probes, cap_ms, policy.NAME, outcome)
+  finally:
+    steps.close()
+  fallback = Outcome(
+      stop_reason=(f'probe budget of {max_probes} exhausted before the '
+                   f'{policy.NAME} policy finished; best is the highest-'
+                   'throughput probe under the cap, unconfirmed'),
+      best_index=HighestUnderCapIndex(probes))
+  return _Result(probes, cap_ms, policy.NAME, fallback)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearStepPolicy:
+  """Adds threads at a fixed step until the cap, as the Redis-on-T2D study did.
+
+  Probes min_threads, min_threads + thread_increment, ... (never more than
+  max_threads; the last step is not stretched to hit it), each with `clients`
+  connections per thread. It stops after the first probe whose average
+  latency is at or over the cap, or after the largest thread count. The
+  answer is the highest-throughput probe strictly under the cap, wherever it
+  lies in the walk, so a dip before the cap does not hide an earlier peak.
+  """
+  NAME: ClassVar[str] = 'linear'
+
+  min_threads: int
+  max_threads: int
+  thread_increment: int
+  clients: int
+  pipeline: int = 1
+
+  def __post_init__(self):
+    for name in ('min_threads', 'max_threads', 'thread_increment', 'clients',
+                 'pipeline'):
+      value = getattr(self, name)
+      if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidSearchArgument(
+            f'{name}={value!r}: must be a whole number.')
+    if self.min_threads < 1:
+      raise InvalidSearchArgument(
+          f'min_threads={self.min_threads}: start with at least 1 thread.')
+    if self.min_threads > self.max_threads:
+      raise InvalidSearchArgument(
+          f'min_threads={self.min_threads} is above max_threads='
+          f'{self.max_threads}; lower min_threads or raise max_threads.')
+    if self.thread_increment <= 0:
+      raise InvalidSearchArgument(
+          f'thread_increment={self.thread_increment}: the walk must add at '
+          'least 1 thread per probe.')
+    if self.clients < 1:
+      raise InvalidSearchArgument(
+          f'clients={self.clients}: each thread needs at least 1 connection.')
+    if self.pipeline < 1:
+      raise InvalidSearchArgument(
+          f'pipeline={self.pipeline}: use 1 for no pipelining.')
+
+  def Steps(self, cap_ms: float) -> PolicySteps:
+    records = []
+    threads = self.min_threads
+    while True:
+      load = Load(threads, self.clients, self.pipeline)
+      record = yield ProbeRequest(load, ROLE_SEARCH, f'{threads} threads')
+      records.append(record)
+      if not record.under_cap:
+        reason = (f'average latency {record.latency_ms:.3f} ms reached the '
+                  f'{cap_ms} ms cap at {load.Describe()}')
+        break
+      if threads + self.thread_increment > self.max_threads:
+        reason = (f'reached max_threads={self.max_threads} without reaching '
+                  f'the {cap_ms} ms cap')
+        break
+      threads += self.thread_increment
+    best_index = HighestUnderCapIndex(records)
+    if best_index is None:
+      reason += '; no probe was under the cap'
+    return Outcome(stop_reason=reason, best_index=best_index)

@@ -1,0 +1,219 @@
+"""Command lines for memtier_benchmark, redis-benchmark and redis-cli.
+
+Extension seam: every builder is a pure function from `base.Endpoint`,
+`base.Workload`, `measurement.Load` and paths to an argv list; a load
+generator runs the list on its client VM (logging it through `MaskSecrets`).
+Nothing here executes anything, so each flag is covered by unit tests.
+
+Key names each tool reads differ, so a preload must suit the tool probing:
+  * memtier_benchmark: `<key_prefix><i>` for i in [key_minimum, key_maximum],
+    unpadded (memtier-1 ... memtier-100000).
+  * redis-benchmark's SET/GET tests with `-r N`: `key:%012d` for i in
+    [0, N-1] (key:000000000000 ...). With `--cluster` the keys are
+    `key:{tag}:%012d`, the tag chosen per master by redis-benchmark so that it
+    hashes to one of that master's slots, and every master gets all N.
+  Neither tool can be made to read the other's names with its built-in tests.
+"""
+
+import dataclasses
+import shlex
+from typing import Iterable, Iterator, List, Optional, Sequence
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker.load_generators import base
+
+MASK = '****'
+REDIS_BENCHMARK_KEY_WIDTH = 12  # Digits of __rand_int__ in redis-benchmark.
+
+
+def _Connection(endpoint: base.Endpoint, password: Optional[str],
+                host_flag: str) -> List[str]:
+  argv = [host_flag, endpoint.host, '-p', str(endpoint.port)]
+  if password:
+    argv += ['-a', password]
+  return argv
+
+
+def _MemtierKeyRange(workload: base.Workload, key_maximum: int) -> List[str]:
+  return ['-d', str(workload.data_size),
+          '--key-prefix', workload.key_prefix,
+          '--key-minimum', str(workload.key_minimum),
+          '--key-maximum', str(key_maximum)]
+
+
+def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
+                          password: Optional[str], workload: base.Workload,
+                          threads: int = 1, clients: int = 1,
+                          pipeline: int = 100, json_out: Optional[str] = None,
+                          key_pattern: str = 'S:S') -> List[str]:
+  """Writes every key of `workload` once (memtier's `-n allkeys`).
+
+  `-n allkeys` sends key_maximum - key_minimum requests per client, one short
+  of the range (the preload fixture writes 99,999 keys for 1..100000), so
+  with S:S --key-maximum is raised by one and each client writes exactly
+  key_minimum..key_maximum. Prefer one client for S:S: every client walks the
+  same sequence. With P:P memtier already adds the missing request (each of
+  the N clients sends (max - min) // N + 1 over its own slice, the last one
+  taking the leftover), so the range is passed as is.
+  """
+  if key_pattern not in ('S:S', 'P:P'):
+    raise ValueError(f'Preload needs S:S or P:P, not {key_pattern}')
+  key_maximum = workload.key_maximum
+  if key_pattern == 'S:S':
+    key_maximum += 1
+  else:
+    span = workload.key_maximum - workload.key_minimum
+    per_client = span // (threads * clients) + 1
+    if (threads * clients - 1) * per_client > span:
+      raise ValueError('Too many preload clients for the key range')
+  argv = [memtier_path, *_Connection(endpoint, password, '-s'),
+          '--ratio', '1:0', '--pipeline', str(pipeline),
+          *_MemtierKeyRange(workload, key_maximum),
+          '--key-pattern', key_pattern, '-n', 'allkeys',
+          '-t', str(threads), '-c', str(clients), '--hide-histogram']
+  if json_out:
+    argv += ['--json-out-file', json_out]
+  if workload.cluster_mode:
+    argv.append('--cluster-mode')
+  return argv
+
+
+@dataclasses.dataclass(frozen=True)
+class StaircaseSpec:
+  """memtier's staircase ramp: clients per thread grow every step.
+
+  Second s runs clients_start + clients_step * (s // step_duration_s) clients
+  per thread, capped at the probe's -c (memtier requires clients_start < -c).
+  """
+  clients_start: int
+  clients_step: int
+  step_duration_s: int
+
+  def Steps(self, max_clients: int) -> List[int]:
+    """Clients per thread of each step up to `max_clients`."""
+    return list(range(self.clients_start, max_clients, self.clients_step)) + [
+        max_clients]
+
+  def TestTime(self, max_clients: int) -> int:
+    """--test-time that gives every step, the last included, a full step."""
+    return len(self.Steps(max_clients)) * self.step_duration_s
+
+
+def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
+                        password: Optional[str], workload: base.Workload,
+                        load: measurement.Load, test_time_s: float,
+                        json_out: str, print_percentiles: str = '50,99,99.9',
+                        staircase: Optional[StaircaseSpec] = None
+                        ) -> List[str]:
+  """Offers `load` for `test_time_s` seconds (whole seconds, as memtier takes).
+
+  memtier copies `-a` into its JSON ('configuration' / 'authenticate'); mask
+  the password in that file before it is stored anywhere.
+  """
+  if test_time_s < 1 or float(test_time_s) != int(test_time_s):
+    raise ValueError(f'memtier --test-time takes whole seconds: {test_time_s}')
+  argv = [memtier_path, *_Connection(endpoint, password, '-s'),
+          '--ratio', workload.ratio, '--pipeline', str(load.pipeline),
+          *_MemtierKeyRange(workload, workload.key_maximum),
+          '--key-pattern', workload.key_pattern,
+          '--test-time', str(int(test_time_s)),
+          '-t', str(load.threads), '-c', str(load.clients),
+          '--hide-histogram', '--print-percentiles', print_percentiles,
+          '--json-out-file', json_out]
+  if workload.cluster_mode:
+    argv.append('--cluster-mode')
+  if staircase:
+    if not 0 < staircase.clients_start < load.clients:
+      raise ValueError('Staircase clients_start must be in (0, load.clients)')
+    if staircase.clients_step < 1 or staircase.step_duration_s < 1:
+      raise ValueError('Staircase step and duration must be positive')
+    argv += ['--clients-start', str(staircase.clients_start),
+             '--clients-step', str(staircase.clients_step),
+             '--step-duration', str(staircase.step_duration_s)]
+  return argv
+
+
+def RedisBenchmarkCommand(path: str, endpoint: base.Endpoint,
+                          password: Optional[str], test: str, clients: int,
+                          threads: int, pipeline: int, requests: int,
+                          data_size: int, key_space: int, cluster_mode: bool,
+                          csv: bool = True) -> List[str]:
+  """One redis-benchmark test ('set' or 'get') over `key_space` random keys.
+
+  `-c` is the total of connections, spread over `--threads`. The keys read
+  are `key:%012d` below key_space (see the module docstring); preload them
+  with `RedisBenchmarkPreloadResp` so that every GET finds a value.
+  """
+  if test not in ('set', 'get'):
+    raise ValueError(f'Unsupported redis-benchmark test {test!r}')
+  argv = [path, *_Connection(endpoint, password, '-h'),
+          '-t', test, '-c', str(clients), '-n', str(requests),
+          '-P', str(pipeline), '-d', str(data_size), '-r', str(key_space),
+          '--threads', str(threads)]
+  if cluster_mode:
+    argv.append('--cluster')
+  if csv:
+    argv.append('--csv')
+  return argv
+
+
+def RespSetCommands(prefix: str, key_minimum: int, key_maximum: int,
+                    data_size: int, width: int = 0) -> Iterator[str]:
+  """RESP `SET <prefix><i> <value>` for i in [key_minimum, key_maximum].
+
+  Feed the joined text to `redis-cli --pipe` (`RedisCliPipeCommand`): it
+  writes each key exactly once, which `redis-benchmark -t set -r N` cannot
+  promise (it draws keys at random). `width` zero-pads i. The value is
+  `data_size` bytes of 'x'. redis-cli --pipe does not follow MOVED, so in a
+  cluster send each master only keys of its own slots.
+  """
+  value = 'x' * data_size
+  tail = f'${data_size}\r\n{value}\r\n'
+  for i in range(key_minimum, key_maximum + 1):
+    key = f'{prefix}{i:0{width}d}'
+    yield f'*3\r\n$3\r\nSET\r\n${len(key.encode())}\r\n{key}\r\n{tail}'
+
+
+def RedisBenchmarkKeyPrefix(cluster_tag: Optional[str] = None) -> str:
+  """'key:' or, in cluster mode, 'key:{tag}:' for one master's tag.
+
+  redis-benchmark picks the tags at run time; they can be learnt from a short
+  `--cluster -t set -r 1` run, which leaves `key:{tag}:000000000000` on each
+  master.
+  """
+  return f'key:{{{cluster_tag}}}:' if cluster_tag else 'key:'
+
+
+def RedisBenchmarkPreloadResp(workload: base.Workload,
+                              cluster_tag: Optional[str] = None) -> str:
+  """RESP text writing exactly the keys `-r workload.key_count` reads."""
+  return ''.join(RespSetCommands(
+      RedisBenchmarkKeyPrefix(cluster_tag), 0, workload.key_count - 1,
+      workload.data_size, width=REDIS_BENCHMARK_KEY_WIDTH))
+
+
+def MemtierKeysPreloadResp(workload: base.Workload) -> str:
+  """RESP text writing exactly memtier's keys (single-shard servers)."""
+  return ''.join(RespSetCommands(workload.key_prefix, workload.key_minimum,
+                                 workload.key_maximum, workload.data_size))
+
+
+def RedisCliPipeCommand(redis_cli_path: str, endpoint: base.Endpoint,
+                        password: Optional[str]) -> List[str]:
+  """redis-cli reading RESP from stdin (mass insertion)."""
+  argv = [redis_cli_path, *_Connection(endpoint, password, '-h')]
+  if password:
+    argv.append('--no-auth-warning')
+  return argv + ['--pipe']
+
+
+def MaskSecrets(argv: Sequence[str], secrets: Iterable[Optional[str]]) -> str:
+  """`argv` as a shell-quoted line with every secret replaced by '****'."""
+  # Longest first, so a secret containing another is masked whole.
+  ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
+  masked = []
+  for arg in argv:
+    for secret in ordered:
+      arg = arg.replace(secret, MASK)
+    masked.append(arg)
+  return shlex.join(masked)

@@ -1,0 +1,547 @@
+"""Parses memtier_benchmark output into `measurement.Measurement`s.
+
+Extension seam: a caller runs memtier with `--json-out-file`, passes the JSON
+(and optionally stdout) to `MemtierResult.FromOutputs` and turns the result
+into a `Measurement` with `ToMeasurement`. Several memtier processes that load
+one server together are folded with `CombineMemtierResults`; a staircase run
+(`--clients-start`) becomes one `Measurement` per step via `StaircaseSteps`.
+Nothing here runs a tool or reads a flag.
+
+Facts about memtier's output this parser relies on (see tests/data):
+  * The printed Ops/sec is Count / 'Total duration', and Total duration can be
+    a second short (redis/memtier_benchmark PR #209), so throughput here is
+    Count / real test duration, cross-checked with the per-second series.
+  * JSON 'Average Latency' of Totals is truncated to whole ms in mixed runs;
+    'Accumulated Latency' is the exact sum truncated to whole ms, so
+    Accumulated Latency / Count is the mean.
+  * The stdout 'Avg. Latency' is the HDR histogram mean (bucket midpoints),
+    slightly above the exact mean; it is kept only as a reference figure.
+  * JSON percentiles and the compressed HDR histogram are exact to the
+    histogram's resolution; stdout prints the same percentiles.
+"""
+
+import base64
+import collections
+import dataclasses
+import json
+import math
+import re
+import struct
+import zlib
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import measurement
+
+LOAD_GENERATOR = 'memtier_benchmark'
+PERCENTILES = (50.0, 99.0, 99.9)
+# memtier's duration bug is up to a whole second (20 % of a 5 s run), while
+# honest runs agree to a fraction of a percent.
+DURATION_BUG_TOLERANCE = 0.01
+_V2_ENCODING_COOKIE = 0x1c849303  # HdrHistogram V2 encoding, word size masked.
+
+Percentiles = Tuple[Tuple[float, float], ...]  # (percentile, latency ms)
+
+
+def _Lookup(percentiles: Percentiles, percentile: float) -> Optional[float]:
+  for key, value in percentiles:
+    if abs(key - percentile) < 1e-6:
+      return value
+  return None
+
+
+def _ParsePercentiles(entry: Mapping[str, object]) -> Percentiles:
+  """Reads keys such as 'p50.00' and 'p99.90'."""
+  found = []
+  for key, value in entry.items():
+    match = re.fullmatch(r'p(\d+(?:\.\d+)?)', key)
+    if match and isinstance(value, (int, float)):
+      found.append((float(match.group(1)), float(value)))
+  return tuple(sorted(found))
+
+
+def _ZigZagValues(data: bytes) -> Iterator[int]:
+  """Decodes HdrHistogram's ZigZag LEB128 (at most 9 bytes, last one whole)."""
+  pos = 0
+  while pos < len(data):
+    raw = shift = 0
+    for i in range(9):
+      byte = data[pos]
+      pos += 1
+      if i == 8:
+        raw |= byte << 56
+        break
+      raw |= (byte & 0x7f) << shift
+      shift += 7
+      if byte < 0x80:
+        break
+    yield (raw >> 1) ^ -(raw & 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyHistogram:
+  """memtier's HDR latency histogram as (highest value in us, count) pairs.
+
+  Merging histograms is the only exact way to get percentiles of several
+  processes together.
+  """
+  buckets: Tuple[Tuple[int, int], ...]
+
+  @property
+  def total_count(self) -> int:
+    return sum(count for _, count in self.buckets)
+
+  @classmethod
+  def FromCompressed(cls, text: str) -> 'LatencyHistogram':
+    """Decodes the 'Compressed Histogram' string of memtier's JSON."""
+    raw = base64.b64decode(text)
+    (length,) = struct.unpack_from('>i', raw, 4)
+    payload = zlib.decompress(raw[8:8 + length])
+    cookie, payload_len, _, significant_figures, lowest = struct.unpack_from(
+        '>Iiiiq', payload)
+    if cookie & ~0xf0 != _V2_ENCODING_COOKIE:
+      raise ValueError(f'Unsupported HDR histogram encoding {cookie:#x}')
+    half_magnitude = math.ceil(math.log2(2 * 10**significant_figures)) - 1
+    unit_magnitude = math.floor(math.log2(lowest))
+    counts = {}
+    index = 0
+    for value in _ZigZagValues(payload[40:40 + payload_len]):
+      if value < 0:  # A run of empty buckets.
+        index -= value
+        continue
+      if value:
+        bucket = max((index >> half_magnitude) - 1, 0)
+        sub_bucket = index - (bucket << half_magnitude)
+        shift = bucket + unit_magnitude
+        counts[(sub_bucket << shift) + (1 << shift) - 1] = value
+      index += 1
+    return cls(tuple(sorted(counts.items())))
+
+  def Merge(self, other: 'LatencyHistogram') -> 'LatencyHistogram':
+    counts = collections.Counter(dict(self.buckets))
+    counts.update(dict(other.buckets))
+    return LatencyHistogram(tuple(sorted(counts.items())))
+
+  def ValueAtPercentile(self, percentile: float) -> Optional[float]:
+    """Latency in ms, chosen as memtier's hdr_value_at_percentile does."""
+    target = max(1, int(percentile / 100 * self.total_count + 0.5))
+    seen = 0
+    for value_us, count in self.buckets:
+      seen += count
+      if seen >= target:
+        return value_us / 1000
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class MemtierSecond:
+  """One second of memtier's per-second 'Time-Serie'."""
+  second: int
+  count: int
+  total_latency_ms: float
+  min_latency_ms: Optional[float] = None
+  max_latency_ms: Optional[float] = None
+  percentiles: Percentiles = ()
+
+  @property
+  def average_latency_ms(self) -> Optional[float]:
+    return self.total_latency_ms / self.count if self.count else None
+
+  @classmethod
+  def FromJson(cls, second: int, entry: Mapping) -> 'MemtierSecond':
+    count = int(entry.get('Count', 0))
+    accumulated = float(entry.get('Accumulated Latency', 0))
+    average = entry.get('Average Latency')
+    # The sum is truncated to whole ms and the average rounded to 1 us; for a
+    # sparse second the average is the finer bound, for a busy one the sum.
+    total = accumulated
+    if average is not None:
+      total = min(max(float(average) * count, accumulated), accumulated + 1)
+    return cls(second, count, total, entry.get('Min Latency'),
+               entry.get('Max Latency'), _ParsePercentiles(entry))
+
+
+@dataclasses.dataclass(frozen=True)
+class MemtierCommandStats:
+  """Whole-run figures for one command type (Sets, Gets or Totals)."""
+  count: int
+  reported_ops_per_sec: float
+  accumulated_latency_ms: float
+  percentiles: Percentiles
+  time_series: Tuple[MemtierSecond, ...]
+  histogram: Optional[LatencyHistogram] = None
+
+  @property
+  def average_latency_ms(self) -> Optional[float]:
+    return self.accumulated_latency_ms / self.count if self.count else None
+
+  def Percentile(self, percentile: float) -> Optional[float]:
+    return _Lookup(self.percentiles, percentile)
+
+  @classmethod
+  def FromJson(cls, section: Mapping) -> 'MemtierCommandStats':
+    latencies = section.get('Percentile Latencies', {})
+    encoded = latencies.get('Histogram log format', {}).get(
+        'Compressed Histogram')
+    histogram = LatencyHistogram.FromCompressed(encoded) if encoded else None
+    count = int(section.get('Count', 0))
+    percentiles = dict(_ParsePercentiles(latencies)) if count else {}
+    for percentile in PERCENTILES:  # Not printed unless asked for.
+      if percentile not in percentiles and histogram and count:
+        percentiles[percentile] = histogram.ValueAtPercentile(percentile)
+    series = sorted((int(second), entry) for second, entry in
+                    section.get('Time-Serie', {}).items())
+    return cls(count, float(section.get('Ops/sec', 0.0)),
+               float(section.get('Accumulated Latency', 0)),
+               tuple(sorted(percentiles.items())),
+               tuple(MemtierSecond.FromJson(s, e) for s, e in series),
+               histogram)
+
+
+def ParseStdoutTable(stdout_text: str) -> Dict[str, Dict[str, Optional[float]]]:
+  """The ALL STATS table of memtier's stdout, by row type then column name.
+
+  Columns are found by header name, so cluster output (extra MOVED/sec and
+  ASK/sec columns) and other percentile lists parse alike.
+  """
+  lines = stdout_text.splitlines()
+  starts = [i for i, line in enumerate(lines) if line.strip() == 'ALL STATS']
+  rows, header = {}, None
+  for line in lines[starts[-1] if starts else 0:]:
+    if line.startswith('Type ') and 'Ops/sec' in line:
+      header = re.findall(r'\S+(?: Latency)?', line)
+      continue
+    fields = line.split()
+    if header and len(fields) == len(header) and fields[0].isalpha():
+      rows[fields[0]] = {
+          name: None if value == '---' else float(value)
+          for name, value in zip(header[1:], fields[1:])}
+  return rows
+
+
+def _Knots(second: MemtierSecond) -> Sequence[Tuple[float, float]]:
+  """(latency, cumulative fraction) points known for one second's CDF."""
+  points = [(p / 100, v) for p, v in second.percentiles]
+  if second.min_latency_ms is not None:
+    points.insert(0, (0.0, float(second.min_latency_ms)))
+  if second.max_latency_ms is not None:
+    points.append((1.0, float(second.max_latency_ms)))
+  knots, floor = [], 0.0
+  for fraction, latency in sorted(points):
+    floor = max(floor, latency)  # Bucket rounding can put p50 above max.
+    knots.append((floor, fraction))
+  return knots
+
+
+def _Cdf(knots: Sequence[Tuple[float, float]], latency: float) -> float:
+  if latency < knots[0][0]:
+    return 0.0
+  for (x0, f0), (x1, f1) in zip(knots, knots[1:]):
+    if x0 <= latency < x1:
+      return f0 + (f1 - f0) * (latency - x0) / (x1 - x0)
+  return knots[-1][1]
+
+
+def MixturePercentile(seconds: Sequence[MemtierSecond],
+                      percentile: float) -> Optional[float]:
+  """A percentile of several seconds together, from per-second summaries.
+
+  The CDF of a union of samples is the count-weighted mean of the parts'
+  CDFs, so the union's percentile is where that mean crosses percentile/100.
+  Each second's CDF is known at its min, reported percentiles and max and is
+  taken as linear in between. The answer is exact when the seconds share a
+  distribution and always lies between the smallest and largest per-second
+  value at that percentile; averaging percentiles has neither property.
+  """
+  parts = [(s.count, _Knots(s)) for s in seconds if s.count and s.percentiles]
+  if not parts:
+    return None
+  total = sum(count for count, _ in parts)
+  target = percentile / 100
+
+  def Mixture(latency):
+    return sum(count * _Cdf(knots, latency) for count, knots in parts) / total
+
+  latencies = sorted({x for _, knots in parts for x, _ in knots})
+  prev_x, prev_f = latencies[0], Mixture(latencies[0])
+  if prev_f >= target:
+    return prev_x
+  for x in latencies[1:]:
+    f = Mixture(x)
+    if f >= target:  # The mixture is linear between neighbouring knots.
+      return prev_x + (x - prev_x) * (target - prev_f) / (f - prev_f)
+    prev_x, prev_f = x, f
+  return latencies[-1]
+
+
+def _RealDuration(doc: Mapping, test_time_s: Optional[float]):
+  """Seconds the run really lasted, and where that figure came from."""
+  if test_time_s:
+    return float(test_time_s), 'test_time_argument'
+  runtime = doc['ALL STATS'].get('Runtime', {})
+  interrupted = str(runtime.get('Interrupted', 'false')).lower() == 'true'
+  configured = doc.get('configuration', {}).get('test_time') or 0
+  if configured and not interrupted:
+    return float(configured), 'json_configuration_test_time'
+  # Request-count runs (preload) only have the wall-clock span, which the
+  # duration bug can shorten; the per-second cross-check still applies.
+  span_ms = runtime.get('Finish time', 0) - runtime.get('Start time', 0)
+  if span_ms <= 0:
+    raise ValueError('memtier JSON has no usable run duration')
+  return span_ms / 1000, 'json_runtime_start_finish'
+
+
+def _SecondStats(seconds, warmup_s) -> Tuple[measurement.SecondStats, ...]:
+  return tuple(measurement.SecondStats(s.second, s.count,
+                                       s.average_latency_ms,
+                                       warmup=s.second < warmup_s)
+               for s in seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemtierResult:
+  """What one memtier run (or several, combined) measured.
+
+  throughput, average_latency_ms, percentiles, ops and duration_s cover the
+  run after the warm-up; `per_second` keeps every second, warm-up tagged.
+  """
+  sets: MemtierCommandStats
+  gets: MemtierCommandStats
+  totals: MemtierCommandStats
+  throughput: float
+  average_latency_ms: float
+  p50_latency_ms: Optional[float]
+  p99_latency_ms: Optional[float]
+  p999_latency_ms: Optional[float]
+  percentile_basis: str
+  ops: int
+  duration_s: float
+  real_duration_s: float
+  duration_source: str
+  warmup_s: int
+  per_second: Tuple[measurement.SecondStats, ...]
+  reported_ops_per_sec: float
+  reported_duration_s: float
+  series_throughput: Optional[float]
+  duration_bug_detected: bool
+  histogram_mean_latency_ms: Optional[float] = None
+  moved_per_sec: Optional[float] = None
+  ask_per_sec: Optional[float] = None
+  processes: int = 1
+
+  @classmethod
+  def FromOutputs(cls, json_text: str, stdout_text: Optional[str] = None,
+                  test_time_s: Optional[float] = None,
+                  warmup_s: int = 0) -> 'MemtierResult':
+    """Parses one run from its --json-out-file text and stdout.
+
+    Args:
+      json_text: memtier's JSON output.
+      stdout_text: memtier's stdout, if kept; supplies MOVED/ASK rates and
+        the histogram mean (its percentiles equal the JSON's).
+      test_time_s: the --test-time given; else the JSON's configured test
+        time, else its start/finish span.
+      warmup_s: leading seconds left out of the figures (kept, tagged, in
+        `per_second`). Percentiles then come from the remaining seconds'
+        per-second summaries (`MixturePercentile`), since memtier keeps no
+        per-second histogram; `percentile_basis` says which was used.
+    """
+    doc = json.loads(json_text)
+    stats = doc['ALL STATS']
+    sets, gets, totals = (MemtierCommandStats.FromJson(stats.get(name, {}))
+                          for name in ('Sets', 'Gets', 'Totals'))
+    real_duration_s, duration_source = _RealDuration(doc, test_time_s)
+    row = ParseStdoutTable(stdout_text).get('Totals', {}) if stdout_text else {}
+    measured = [s for s in totals.time_series if s.second >= warmup_s]
+    if warmup_s:
+      ops = sum(s.count for s in measured)
+      total_latency = sum(s.total_latency_ms for s in measured)
+      duration_s = real_duration_s - warmup_s
+      basis = 'per_second_cdf_mixture_after_warmup'
+      percentiles = [MixturePercentile(measured, p) for p in PERCENTILES]
+    else:
+      ops, total_latency = totals.count, totals.accumulated_latency_ms
+      duration_s = real_duration_s
+      basis = 'whole_run_histogram'
+      percentiles = [totals.Percentile(p) for p in PERCENTILES]
+    if ops <= 0 or duration_s <= 0:
+      raise ValueError(f'No operations measured after {warmup_s}s warm-up')
+    # Complete seconds only: the last entry holds replies still in flight.
+    full = [s.count for s in totals.time_series
+            if s.second < int(real_duration_s + 1e-9)]
+    series_throughput = sum(full) / len(full) if full else None
+    references = [series_throughput]
+    if duration_source != 'json_runtime_start_finish':
+      references.append(totals.count / real_duration_s)
+    reported = totals.reported_ops_per_sec
+    bug = any(ref and abs(reported / ref - 1) > DURATION_BUG_TOLERANCE
+              for ref in references)
+    runtime = stats.get('Runtime', {})
+    return cls(
+        sets=sets, gets=gets, totals=totals,
+        throughput=ops / duration_s,
+        average_latency_ms=total_latency / ops,
+        p50_latency_ms=percentiles[0], p99_latency_ms=percentiles[1],
+        p999_latency_ms=percentiles[2], percentile_basis=basis,
+        ops=ops, duration_s=duration_s, real_duration_s=real_duration_s,
+        duration_source=duration_source, warmup_s=warmup_s,
+        per_second=_SecondStats(totals.time_series, warmup_s),
+        reported_ops_per_sec=reported,
+        reported_duration_s=float(runtime.get('Total duration', 0)) / 1000,
+        series_throughput=series_throughput, duration_bug_detected=bug,
+        histogram_mean_latency_ms=row.get('Avg. Latency'),
+        moved_per_sec=row.get('MOVED/sec'), ask_per_sec=row.get('ASK/sec'))
+
+  def ToMeasurement(self, load: measurement.Load,
+                    metadata: Optional[Mapping[str, object]] = None
+                    ) -> measurement.Measurement:
+    """The result as a search `Measurement`; `metadata` entries win."""
+    facts = {
+        'load_generator': LOAD_GENERATOR,
+        'histogram_mean_latency_ms': self.histogram_mean_latency_ms,
+        'moved_per_sec': self.moved_per_sec,
+        'ask_per_sec': self.ask_per_sec,
+        'latency_basis': 'accumulated_latency_over_count',
+        'percentile_basis': self.percentile_basis,
+        'reported_ops_per_sec': self.reported_ops_per_sec,
+        'reported_duration_s': self.reported_duration_s,
+        'duration_bug_detected': self.duration_bug_detected,
+        'real_duration_s': self.real_duration_s,
+        'duration_source': self.duration_source,
+        'series_throughput': self.series_throughput,
+        'warmup_s': self.warmup_s,
+        'processes': self.processes,
+        'set_ops': self.sets.count,
+        'get_ops': self.gets.count,
+    }
+    facts = {k: v for k, v in facts.items() if v is not None}
+    facts.update(metadata or {})
+    return measurement.Measurement(
+        load=load, throughput=self.throughput,
+        average_latency_ms=self.average_latency_ms,
+        p50_latency_ms=self.p50_latency_ms, p99_latency_ms=self.p99_latency_ms,
+        p999_latency_ms=self.p999_latency_ms, duration_s=self.duration_s,
+        ops=self.ops, per_second=self.per_second, metadata=facts)
+
+
+def _CombineCommandStats(parts: Sequence[MemtierCommandStats]):
+  """Sums counts per second; per-second percentiles cannot be merged, so the
+  combined series has none (combined percentiles use the parts' seconds)."""
+  counts, latencies = collections.Counter(), collections.Counter()
+  for s in (s for part in parts for s in part.time_series):
+    counts[s.second] += s.count
+    latencies[s.second] += s.total_latency_ms
+  histogram = None
+  if all(part.histogram for part in parts):
+    histogram = parts[0].histogram
+    for part in parts[1:]:
+      histogram = histogram.Merge(part.histogram)
+  keys = sorted({p for part in parts for p, _ in part.percentiles})
+  if histogram:
+    percentiles = tuple((p, histogram.ValueAtPercentile(p)) for p in keys)
+  else:
+    percentiles = tuple((p, max(part.Percentile(p) or 0 for part in parts))
+                        for p in keys)
+  return MemtierCommandStats(
+      sum(p.count for p in parts), sum(p.reported_ops_per_sec for p in parts),
+      sum(p.accumulated_latency_ms for p in parts), percentiles,
+      tuple(MemtierSecond(s, counts[s], latencies[s]) for s in sorted(counts)),
+      histogram)
+
+
+def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
+  """Folds memtier processes that ran side by side into one result.
+
+  Throughputs, counts and reported rates add up; average latency is weighted
+  by operation counts. Percentiles come from the merged HDR histograms (exact)
+  when there is no warm-up, else from the count-weighted CDF mixture of every
+  process's measured seconds; `percentile_basis` records which.
+  """
+  if not results:
+    raise ValueError('Nothing to combine')
+  if len(results) == 1:
+    return results[0]
+  if len({r.warmup_s for r in results}) != 1:
+    raise ValueError('Results with different warm-ups cannot be combined')
+  warmup_s = results[0].warmup_s
+  sets, gets, totals = (
+      _CombineCommandStats([getattr(r, name) for r in results])
+      for name in ('sets', 'gets', 'totals'))
+  ops = sum(r.ops for r in results)
+  if warmup_s == 0 and totals.histogram:
+    basis = 'merged_histograms'
+    percentiles = [totals.Percentile(p) for p in PERCENTILES]
+  else:
+    basis = 'per_second_cdf_mixture_across_processes'
+    measured = [s for r in results for s in r.totals.time_series
+                if s.second >= warmup_s]
+    percentiles = [MixturePercentile(measured, p) for p in PERCENTILES]
+  series = [r.series_throughput for r in results]
+  return MemtierResult(
+      sets=sets, gets=gets, totals=totals,
+      throughput=sum(r.throughput for r in results),
+      average_latency_ms=sum(r.average_latency_ms * r.ops
+                             for r in results) / ops,
+      p50_latency_ms=percentiles[0], p99_latency_ms=percentiles[1],
+      p999_latency_ms=percentiles[2], percentile_basis=basis, ops=ops,
+      duration_s=max(r.duration_s for r in results),
+      real_duration_s=max(r.real_duration_s for r in results),
+      duration_source=','.join(sorted({r.duration_source for r in results})),
+      warmup_s=warmup_s, per_second=_SecondStats(totals.time_series, warmup_s),
+      reported_ops_per_sec=sum(r.reported_ops_per_sec for r in results),
+      reported_duration_s=max(r.reported_duration_s for r in results),
+      series_throughput=None if None in series else sum(series),
+      duration_bug_detected=any(r.duration_bug_detected for r in results),
+      processes=sum(r.processes for r in results))
+
+
+def StaircaseSteps(json_text: str, clients_start: int, clients_step: int,
+                   step_duration_s: int, threads: int, pipeline: int,
+                   warmup_s_per_step: int = 0) -> list[measurement.Measurement]:
+  """One `Measurement` per client step of a `--clients-start` run.
+
+  Second s ran with clients_start + clients_step * (s // step_duration_s)
+  clients per thread (capped at --clients, as memtier does). Each step's
+  figures come from its per-second Totals: throughput is its operations over
+  its measured seconds, average latency is count-weighted, percentiles use
+  `MixturePercentile`. The first `warmup_s_per_step` seconds of a step are
+  kept in `per_second` but tagged as warm-up and left out of the figures.
+  Seconds at or past the configured test time only drain replies in flight
+  and are dropped.
+  """
+  if not 0 <= warmup_s_per_step < step_duration_s:
+    raise ValueError('warmup_s_per_step must be shorter than a step')
+  doc = json.loads(json_text)
+  totals = MemtierCommandStats.FromJson(doc['ALL STATS']['Totals'])
+  config = doc.get('configuration', {})
+  max_clients, test_time = config.get('clients'), config.get('test_time')
+  steps = collections.defaultdict(list)
+  for s in totals.time_series:
+    if test_time and s.second >= test_time:
+      continue
+    clients = clients_start + clients_step * (s.second // step_duration_s)
+    steps[min(clients, max_clients) if max_clients else clients].append(s)
+  found = []
+  for index, clients in enumerate(sorted(steps)):
+    seconds = steps[clients]
+    first = seconds[0].second
+    warm = {s.second for s in seconds if s.second - first < warmup_s_per_step}
+    measured = [s for s in seconds if s.second not in warm]
+    ops = sum(s.count for s in measured)
+    if not ops:
+      continue
+    found.append(measurement.Measurement(
+        load=measurement.Load(threads, clients, pipeline),
+        throughput=ops / len(measured),
+        average_latency_ms=sum(s.total_latency_ms for s in measured) / ops,
+        p50_latency_ms=MixturePercentile(measured, 50.0),
+        p99_latency_ms=MixturePercentile(measured, 99.0),
+        p999_latency_ms=MixturePercentile(measured, 99.9),
+        duration_s=float(len(measured)), ops=ops,
+        per_second=tuple(measurement.SecondStats(
+            s.second, s.count, s.average_latency_ms, warmup=s.second in warm)
+                         for s in seconds),
+        metadata={'load_generator': LOAD_GENERATOR, 'staircase_step': index,
+                  'warmup_s': warmup_s_per_step,
+                  'latency_basis': 'per_second_accumulated_latency',
+                  'percentile_basis': 'per_second_cdf_mixture'}))
+  return found

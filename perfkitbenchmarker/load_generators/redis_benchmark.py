@@ -1,0 +1,188 @@
+"""redis-benchmark (Debian's redis-tools) as the local stand-in for memtier.
+
+redis-benchmark has no SET:GET mix and no test time, so a probe runs a SET
+process and a GET process side by side (connections split by the ratio), each
+sized to last about the probe duration from the last measured rate. Its own
+latency leaves out client queueing, so the average latency reported is the
+closed-loop figure, outstanding requests / throughput (Little's law), and
+the tool's own numbers are kept in the metadata (redis_benchmark_results.py).
+
+Keys: redis-benchmark reads `key:%012d` below the key count, so the preload
+writes exactly those keys with `redis-cli --pipe`. In cluster mode it reads
+`key:{tag}:%012d` on every master, with a tag per master chosen by the tool;
+the tags are learnt from a one-key run and each master is preloaded with its
+own.
+"""
+
+import re
+from typing import Dict, List, Sequence
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import redis_benchmark as package
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.load_generators import concurrent
+from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
+
+PATH = 'redis-benchmark'
+INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
+MIN_REQUESTS = 2000
+
+
+def SplitConnections(connections: int, set_ratio: int,
+                     get_ratio: int) -> Dict[str, int]:
+  """Connections per test, by the SET:GET ratio (each side >= 1 if used)."""
+  if set_ratio == 0:
+    return {'get': connections}
+  if get_ratio == 0:
+    return {'set': connections}
+  if connections < 2:
+    raise errors.UsageError(
+        'redis-benchmark needs at least 2 connections for a SET:GET mix; '
+        'raise --memtier_clients.')
+  sets = round(connections * set_ratio / (set_ratio + get_ratio))
+  sets = min(max(1, sets), connections - 1)
+  return {'set': sets, 'get': connections - sets}
+
+
+class RedisBenchmarkGenerator(base.LoadGenerator):
+  """Drives redis-benchmark on one client VM."""
+
+  NAME = rb.LOAD_GENERATOR
+
+  def __init__(self, vm):
+    self.vm = vm
+    self._version = None
+    self._rate_per_connection: Dict[str, float] = {}
+    self._probes = 0
+
+  def Version(self) -> str:
+    if self._version is None:
+      self._version = package.GetVersion(self.vm)
+    return self._version
+
+  # Preload -------------------------------------------------------------------
+
+  def _Pipe(self, endpoint: base.Endpoint, password: str, resp: str) -> None:
+    argv = commands.RedisCliPipeCommand('redis-cli', endpoint, None)
+    out, _ = self.vm.RemoteCommand(
+        vm_util.QuoteAll(argv), stdin=resp, env={'REDISCLI_AUTH': password},
+        timeout=600, what='redis-cli --pipe')
+    match = re.search(r'errors:\s*(\d+),\s*replies:\s*(\d+)', out)
+    if not match or int(match.group(1)) != 0:
+      raise errors.ProcessError(
+          f'Preload of {endpoint.host}:{endpoint.port} failed: '
+          f'{out.strip().splitlines()[-1:] or "no summary"}')
+
+  def _Masters(self, seed: base.Endpoint, password: str):
+    nodes, _ = self.vm.RemoteCommand(
+        f'redis-cli -h {seed.host} -p {seed.port} --no-auth-warning '
+        'CLUSTER NODES', env={'REDISCLI_AUTH': password})
+    masters = []
+    for line in nodes.splitlines():
+      fields = line.split()
+      if len(fields) >= 3 and 'master' in fields[2]:
+        host, port = fields[1].split('@')[0].rsplit(':', 1)
+        masters.append(base.Endpoint(host, int(port)))
+    return masters
+
+  def _ClusterTags(self, seed: base.Endpoint, password: str,
+                   workload: base.Workload) -> Dict[base.Endpoint, str]:
+    """Learns the hash tag redis-benchmark uses on each master.
+
+    A one-key SET run leaves key:{tag}:000000000000 on every master that one
+    of its clients is bound to; clients go round-robin over the masters, so
+    two per master reach them all.
+    """
+    masters = self._Masters(seed, password)
+    clients = 2 * len(masters)
+    argv = commands.RedisBenchmarkCommand(
+        PATH, seed, password, 'set', clients=clients, threads=1, pipeline=1,
+        requests=50 * clients, data_size=workload.data_size, key_space=1,
+        cluster_mode=True)
+    self.vm.RemoteCommand(vm_util.QuoteAll(argv), timeout=60,
+                          what='redis-benchmark')
+    tags = {}
+    for endpoint in masters:
+      keys, _ = self.vm.RemoteCommand(
+          f"redis-cli -h {endpoint.host} -p {endpoint.port} --no-auth-warning "
+          "--scan --pattern 'key:{*}:000000000000'",
+          env={'REDISCLI_AUTH': password})
+      # A tag may itself end in '}' (key:{8M}}:...): take up to the last '}:'.
+      match = re.search(r'key:\{(.+)\}:0{12}', keys)
+      if not match:
+        raise errors.ProcessError(
+            'Could not learn redis-benchmark\'s key tag for '
+            f'{endpoint.host}:{endpoint.port}.')
+      tags[endpoint] = match.group(1)
+    return tags
+
+  def Preload(self, endpoints: Sequence[base.Endpoint], password: str,
+              workload: base.Workload) -> int:
+    if workload.cluster_mode:
+      tags = self._ClusterTags(endpoints[0], password, workload)
+      for endpoint, tag in tags.items():
+        self.vm.RemoteCommand(
+            f'redis-cli -h {endpoint.host} -p {endpoint.port} '
+            '--no-auth-warning FLUSHALL', env={'REDISCLI_AUTH': password})
+        self._Pipe(endpoint, password,
+                   commands.RedisBenchmarkPreloadResp(workload, tag))
+      return workload.key_count * len(tags)
+    resp = commands.RedisBenchmarkPreloadResp(workload)
+    for endpoint in endpoints:
+      self._Pipe(endpoint, password, resp)
+    return workload.key_count * len(endpoints)
+
+  # Probes --------------------------------------------------------------------
+
+  def _Requests(self, test: str, connections: int, duration_s: float) -> int:
+    rate = self._rate_per_connection.get(test)
+    if rate is None:
+      per_process = INITIAL_RATE_PER_PROCESS
+    else:
+      per_process = rate * connections
+    return max(MIN_REQUESTS, int(per_process * duration_s))
+
+  def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
+            workload: base.Workload, load: measurement.Load,
+            duration_s: float) -> measurement.Measurement:
+    self._probes += 1
+    split = SplitConnections(load.connections, workload.set_ratio,
+                             workload.get_ratio)
+    argvs, tests = [], []
+    for endpoint in endpoints:
+      for test, connections in split.items():
+        # Threads past the client's cores only contend with each other.
+        threads = max(1, min(load.threads, connections,
+                             self.vm.num_cpus or load.threads))
+        argvs.append(commands.RedisBenchmarkCommand(
+            PATH, endpoint, password, test, clients=connections,
+            threads=threads, pipeline=load.pipeline,
+            requests=self._Requests(test, connections, duration_s),
+            data_size=workload.data_size, key_space=workload.key_count,
+            cluster_mode=workload.cluster_mode, csv=False))
+        tests.append((endpoint, test, connections))
+    outputs = concurrent.RunSideBySide(
+        self.vm, f'redis-benchmark-{self._probes}', argvs,
+        duration_s * 4 + 30)
+    per_endpoint: Dict[base.Endpoint, List[rb.RedisBenchmarkTestResult]] = {}
+    seconds = []
+    for (endpoint, test, connections), out in zip(tests, outputs):
+      parsed = rb.ParseOutput(out.stdout)
+      if not parsed:
+        raise errors.ProcessError(
+            f'redis-benchmark printed no result: {out.stdout[-200:]!r}')
+      result = parsed[-1]
+      per_endpoint.setdefault(endpoint, []).append(result)
+      seconds.append(out.seconds)
+      self._rate_per_connection[test] = result.rps / connections
+    parts = [rb.CombineConcurrent(results, load, max(seconds), {
+        'load_generator_version': self.Version(),
+        'process_seconds': ','.join(f'{s:.2f}' for s in seconds),
+    }) for results in per_endpoint.values()]
+    if len(parts) == 1:
+      return parts[0]
+    from perfkitbenchmarker.load_generators import driver  # pylint: disable=g-import-not-at-top
+    return driver.Combine(parts, load)

@@ -1,0 +1,278 @@
+"""Parses redis-benchmark output (redis-tools 7.0) into measurements.
+
+Extension seam: each output shape redis-benchmark can print (`--csv`, the
+default report, `-q`, or a run cut short by a deadline) has a parser that
+yields `RedisBenchmarkTestResult`s; `CombineConcurrent` turns the results of
+processes run side by side (say one SET and one GET process) into one
+`measurement.Measurement`. Nothing here runs a tool or reads a flag.
+
+Why the latency is recomputed: redis-benchmark is one event loop per thread
+and saturates its own CPU near 100k requests/s; the latency it reports leaves
+out the time a reply waits for the busy client, so requests/s x its average
+latency comes to about connections / 2 instead of the connections a closed
+loop must have in flight (Little's law). To compare with memtier, the average
+latency of a `Measurement` is outstanding requests / throughput; the tool's
+own figures are kept in the metadata, labelled as tool-reported.
+"""
+
+import csv
+import dataclasses
+import math
+import re
+from typing import Iterable, List, Mapping, Optional, Sequence
+
+from perfkitbenchmarker import measurement
+
+LOAD_GENERATOR = 'redis-benchmark'
+
+_PROGRESS = re.compile(
+    r'(?P<test>[^\r\n:]+): rps=(?P<rps>\S+) \(overall: (?P<overall_rps>\S+)\) '
+    r'avg_msec=(?P<avg>\S+) \(overall: (?P<overall_avg>[^)\s]+)\)')
+_QUIET_FINAL = re.compile(
+    r'(?P<test>[^\r\n:]+): (?P<rps>[\d.]+) requests per second'
+    r'(?:, p50=(?P<p50>[\d.]+) msec)?')
+_PERCENTILE_LINE = re.compile(r'([\d.]+)% <= ([\d.]+) milliseconds')
+
+
+def _Segments(text: str) -> List[str]:
+  """Output lines; progress updates are separated by carriage returns."""
+  return [s.strip() for s in re.split(r'[\r\n]', text)]
+
+
+@dataclasses.dataclass(frozen=True)
+class RedisBenchmarkProgress:
+  """One progress line: 'SET: rps=... (overall: ...) avg_msec=... (...)'."""
+  test: str
+  rps: float
+  overall_rps: float
+  avg_latency_ms: float
+  overall_avg_latency_ms: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RedisBenchmarkTestResult:
+  """What redis-benchmark reported for one test (SET, GET, ...).
+
+  Latencies are the tool's own (see the module docstring); None where the
+  output shape does not carry them. `source` names the shape parsed.
+  """
+  test: str
+  rps: float
+  avg_latency_ms: Optional[float] = None
+  min_latency_ms: Optional[float] = None
+  p50_latency_ms: Optional[float] = None
+  p95_latency_ms: Optional[float] = None
+  p99_latency_ms: Optional[float] = None
+  p999_latency_ms: Optional[float] = None
+  max_latency_ms: Optional[float] = None
+  requests: Optional[int] = None
+  seconds: Optional[float] = None
+  clients: Optional[int] = None
+  source: str = 'csv'
+
+  @classmethod
+  def FromProgress(cls, progress: RedisBenchmarkProgress,
+                   seconds: Optional[float] = None,
+                   clients: Optional[int] = None) -> 'RedisBenchmarkTestResult':
+    """A result from the overall figures of a run stopped before its end."""
+    requests = round(progress.overall_rps * seconds) if seconds else None
+    return cls(progress.test, progress.overall_rps,
+               avg_latency_ms=progress.overall_avg_latency_ms,
+               requests=requests, seconds=seconds, clients=clients,
+               source='progress')
+
+
+def _Float(text: str) -> Optional[float]:
+  try:
+    value = float(text)
+  except ValueError:
+    return None
+  return None if math.isnan(value) else value
+
+
+def ParseCsv(text: str) -> List[RedisBenchmarkTestResult]:
+  """Parses `--csv` output, skipping a cluster-mode preamble if present."""
+  lines = text.splitlines()
+  starts = [i for i, line in enumerate(lines) if line.startswith('"test"')]
+  if not starts:
+    raise ValueError('No redis-benchmark CSV header found')
+  results = []
+  for row in csv.DictReader(lines[starts[0]:]):
+    if not row.get('test') or row.get('rps') is None:
+      continue
+    results.append(RedisBenchmarkTestResult(
+        test=row['test'], rps=float(row['rps']),
+        avg_latency_ms=_Float(row.get('avg_latency_ms', '')),
+        min_latency_ms=_Float(row.get('min_latency_ms', '')),
+        p50_latency_ms=_Float(row.get('p50_latency_ms', '')),
+        p95_latency_ms=_Float(row.get('p95_latency_ms', '')),
+        p99_latency_ms=_Float(row.get('p99_latency_ms', '')),
+        max_latency_ms=_Float(row.get('max_latency_ms', '')),
+        source='csv'))
+  return results
+
+
+def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
+  """One '====== TEST ======' block of the default report."""
+  fields = {}
+  distribution = []
+  section = None
+  for i, line in enumerate(lines):
+    if match := re.match(r'(\d+) requests completed in ([\d.]+) seconds', line):
+      fields['requests'] = int(match.group(1))
+      fields['seconds'] = float(match.group(2))
+    elif match := re.match(r'(\d+) parallel clients', line):
+      fields['clients'] = int(match.group(1))
+    elif line.endswith(':') and not line.startswith('host configuration'):
+      section = line
+    elif section == 'Latency by percentile distribution:' and (
+        match := _PERCENTILE_LINE.match(line)):
+      distribution.append((float(match.group(1)), float(match.group(2))))
+    elif match := re.match(r'throughput summary: ([\d.]+) requests', line):
+      fields['rps'] = float(match.group(1))
+    elif (section == 'latency summary (msec):' and line.startswith('avg')
+          and i + 1 < len(lines)):
+      for name, value in zip(line.split(), lines[i + 1].split()):
+        if name in ('avg', 'min', 'p50', 'p95', 'p99', 'max'):
+          fields[f'{name}_latency_ms'] = _Float(value)
+  if 'rps' not in fields:
+    raise ValueError(f'No throughput summary for redis-benchmark test {test}')
+  # The first line at or past 99.9 % bounds p99.9 from above, like the tool's
+  # own percentiles, which are read off the same histogram.
+  p999 = next((ms for pct, ms in distribution if pct >= 99.9), None)
+  return RedisBenchmarkTestResult(test=test, p999_latency_ms=p999,
+                                  source='plain', **fields)
+
+
+def ParsePlain(text: str) -> List[RedisBenchmarkTestResult]:
+  """Parses the default report: one block per test, progress lines ignored."""
+  blocks = []
+  for line in _Segments(text):
+    if match := re.fullmatch(r'====== (.+) ======', line):
+      blocks.append((match.group(1), []))
+    elif blocks and line:
+      blocks[-1][1].append(line)
+  return [_PlainBlock(test, lines) for test, lines in blocks]
+
+
+def ParseProgress(text: str) -> List[RedisBenchmarkProgress]:
+  """Every complete progress line with numeric overall figures, in order."""
+  found = []
+  for segment in _Segments(text):
+    match = _PROGRESS.fullmatch(segment)
+    if not match:
+      continue  # Cut off mid-line, or a final summary.
+    values = [_Float(match.group(g)) for g in
+              ('rps', 'overall_rps', 'avg', 'overall_avg')]
+    if None not in values and values[1] > 0:  # The first update is '-nan'.
+      found.append(RedisBenchmarkProgress(match.group('test'), *values))
+  return found
+
+
+def LastProgress(text: str, test: Optional[str] = None
+                 ) -> Optional[RedisBenchmarkProgress]:
+  """The last progress line (of `test`, if given) of possibly cut-off output.
+
+  Used when a run is stopped by a deadline: redis-benchmark then prints no
+  summary, but each progress line carries the overall rate and latency.
+  """
+  lines = [p for p in ParseProgress(text) if test in (None, p.test)]
+  return lines[-1] if lines else None
+
+
+def ParseQuiet(text: str) -> List[RedisBenchmarkTestResult]:
+  """Parses `-q` output: final rps and p50 per test.
+
+  The average latency is the overall figure of the test's last progress
+  line, the only average `-q` prints (a few hundred ms before the end).
+  """
+  results = []
+  for segment in _Segments(text):
+    match = _QUIET_FINAL.fullmatch(segment)
+    if match:
+      test = match.group('test')
+      last = LastProgress(text, test)
+      results.append(RedisBenchmarkTestResult(
+          test=test, rps=float(match.group('rps')),
+          p50_latency_ms=_Float(match.group('p50') or ''),
+          avg_latency_ms=last.overall_avg_latency_ms if last else None,
+          source='quiet'))
+  return results
+
+
+def ParseOutput(text: str) -> List[RedisBenchmarkTestResult]:
+  """Parses whichever shape `text` has (CSV, default report or `-q`)."""
+  if re.search(r'^"test","rps"', text, re.MULTILINE):
+    return ParseCsv(text)
+  if '====== ' in text:
+    return ParsePlain(text)
+  return ParseQuiet(text)
+
+
+def _Max(values: Iterable[Optional[float]]) -> Optional[float]:
+  known = [v for v in values if v is not None]
+  return max(known) if known else None
+
+
+def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
+                      load: measurement.Load, duration_s: float,
+                      metadata: Optional[Mapping[str, object]] = None
+                      ) -> measurement.Measurement:
+  """One `Measurement` for redis-benchmark processes run side by side.
+
+  Args:
+    results: one result per process (e.g. a SET and a GET process).
+    load: the load of all processes together: connections = the sum of their
+      -c, pipeline = their -P; redis-benchmark splits -c over --threads, so
+      Load(threads, c_total // threads, P) describes it.
+    duration_s: how long the processes ran together.
+    metadata: extra facts (tool version, ...); its entries win.
+
+  Returns:
+    throughput = the sum of rps. average_latency_ms is the closed-loop
+    latency, load.outstanding_requests / throughput, since the tool's own
+    leaves out client queueing. The tool's average (weighted by rps, i.e. by
+    operations over the shared window) is kept as
+    'reported_average_latency_ms'. Percentiles are the tool's, taking for
+    each the largest across processes (an upper bound of the percentile of
+    the processes together); they are not closed-loop figures.
+  """
+  if not results:
+    raise ValueError('Nothing to combine')
+  throughput = sum(r.rps for r in results)
+  if throughput <= 0 or duration_s <= 0:
+    raise ValueError('redis-benchmark measured no throughput')
+  weighted = [r for r in results if r.avg_latency_ms is not None]
+  reported_average = (
+      sum(r.rps * r.avg_latency_ms for r in weighted) /
+      sum(r.rps for r in weighted) if weighted else None)
+  p50 = _Max(r.p50_latency_ms for r in results)
+  p99 = _Max(r.p99_latency_ms for r in results)
+  p999 = _Max(r.p999_latency_ms for r in results)
+  requests = [r.requests for r in results]
+  ops = (sum(requests) if None not in requests
+         else round(throughput * duration_s))
+  clients = [r.clients for r in results]
+  facts = {
+      'load_generator': LOAD_GENERATOR,
+      'latency_basis': 'closed_loop_littles_law',
+      'outstanding_requests': load.outstanding_requests,
+      'reported_average_latency_ms': reported_average,
+      'percentile_basis': 'tool_reported_max_across_processes_not_closed_loop',
+      'reported_p50_latency_ms': p50,
+      'reported_p95_latency_ms': _Max(r.p95_latency_ms for r in results),
+      'reported_p99_latency_ms': p99,
+      'reported_p999_latency_ms': p999,
+      'reported_max_latency_ms': _Max(r.max_latency_ms for r in results),
+      'tests': ','.join(r.test for r in results),
+      'test_rps': ','.join(f'{r.test}={r.rps:.2f}' for r in results),
+      'tool_clients': None if None in clients else sum(clients),
+      'output_sources': ','.join(sorted({r.source for r in results})),
+  }
+  facts = {k: v for k, v in facts.items() if v is not None}
+  facts.update(metadata or {})
+  return measurement.Measurement(
+      load=load, throughput=throughput,
+      average_latency_ms=load.outstanding_requests / throughput * 1000,
+      p50_latency_ms=p50, p99_latency_ms=p99, p999_latency_ms=p999,
+      duration_s=float(duration_s), ops=ops, metadata=facts)

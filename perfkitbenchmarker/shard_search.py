@@ -1,0 +1,168 @@
+"""Hill-climb over the number of Redis shards per server VM.
+
+Redis is single-threaded, so a server VM's capped throughput depends on how
+many redis-server processes (shards) share its vCPUs: too few leave cores
+idle, too many fight over them and over the network interrupts. Each point
+of this curve costs a full latency-capped search, so the climb evaluates as
+few counts as it can: it starts where callers expect the optimum (vCPUs // 2),
+tries a neighbour `step` away, moves while that improves, halves the step
+when neither neighbour does, and stops at a local maximum at step 1. It never
+evaluates a count twice.
+
+Extension seam: `evaluate(shards)` is injected and may return a
+`latency_search.SearchResult` (its `capped_throughput` is the score) or a
+plain number. Pure: no flags, VMs, I/O, sleeping or clock.
+"""
+
+import dataclasses
+import math
+from typing import Callable, Dict, Optional, Tuple, Union
+
+from perfkitbenchmarker import latency_search
+
+InvalidSearchArgument = latency_search.InvalidSearchArgument
+
+Evaluation = Union[latency_search.SearchResult, float, int, None]
+
+DEFAULT_MAX_EVALUATIONS = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardPoint:
+  """One evaluated shard count.
+
+  Attributes:
+    shards: redis-server processes per server VM.
+    throughput: capped throughput; None when no load was under the cap.
+    search: the latency search behind it, when `evaluate` returned one.
+  """
+  shards: int
+  throughput: Optional[float]
+  search: Optional[latency_search.SearchResult] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSearchResult:
+  """Every shard count evaluated, in order, and the best of them.
+
+  Attributes:
+    points: each evaluated count once, in evaluation order.
+    best: the highest throughput (fewest shards on ties); None if no count
+      had any throughput under the cap.
+    stop_reason: why the climb stopped.
+  """
+  points: Tuple[ShardPoint, ...]
+  best: Optional[ShardPoint]
+  stop_reason: str
+
+  @property
+  def evaluated_shards(self) -> Tuple[int, ...]:
+    return tuple(p.shards for p in self.points)
+
+
+def _Score(shards: int, value: Evaluation) -> ShardPoint:
+  if isinstance(value, latency_search.SearchResult):
+    return ShardPoint(shards, value.capped_throughput, value)
+  if value is None:
+    return ShardPoint(shards, None)
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    raise TypeError(f'evaluate({shards}) returned {value!r}; it must return '
+                    'a latency_search.SearchResult, a number or None.')
+  return ShardPoint(shards, float(value) if math.isfinite(value) else None)
+
+
+def _Better(candidate: ShardPoint, incumbent: ShardPoint,
+            min_improvement: float) -> bool:
+  if candidate.throughput is None:
+    return False
+  if incumbent.throughput is None:
+    return True
+  return candidate.throughput > incumbent.throughput * (1 + min_improvement)
+
+
+def OptimizeShardCount(
+    evaluate: Callable[[int], Evaluation],
+    start: int,
+    *,
+    max_shards: int,
+    min_shards: int = 1,
+    initial_step: Optional[int] = None,
+    min_improvement: float = 0.0,
+    max_evaluations: int = DEFAULT_MAX_EVALUATIONS) -> ShardSearchResult:
+  """Finds a locally best shard count by pattern search.
+
+  Args:
+    evaluate: measures the capped throughput with that many shards.
+    start: first count evaluated, typically vCPUs // 2.
+    max_shards: largest count to try (keyword-only: there is no safe default).
+    min_shards: smallest count to try.
+    initial_step: first distance to the neighbours; defaults to start // 2
+      (at least 1), so the first moves are coarse.
+    min_improvement: a neighbour must beat the current count by this
+      fraction to count as better; set it to the run-to-run noise so the
+      climb does not chase noise. 0 means any increase.
+    max_evaluations: hard bound on calls to `evaluate`.
+
+  Returns:
+    A ShardSearchResult with every point evaluated.
+
+  Raises:
+    InvalidSearchArgument: bounds that exclude `start` or are not positive.
+  """
+  if not isinstance(min_shards, int) or min_shards < 1:
+    raise InvalidSearchArgument(
+        f'min_shards={min_shards!r}: a server needs at least 1 shard.')
+  if not isinstance(max_shards, int) or max_shards < min_shards:
+    raise InvalidSearchArgument(
+        f'max_shards={max_shards!r} is below min_shards={min_shards}; raise '
+        'max_shards.')
+  if not isinstance(start, int) or not min_shards <= start <= max_shards:
+    raise InvalidSearchArgument(
+        f'start={start!r} is outside [{min_shards}, {max_shards}]; start '
+        'inside the bounds, e.g. at vCPUs // 2.')
+  step = max(1, start // 2) if initial_step is None else initial_step
+  if not isinstance(step, int) or step < 1:
+    raise InvalidSearchArgument(
+        f'initial_step={initial_step!r}: must be a whole number of at least 1.')
+  if not min_improvement >= 0:
+    raise InvalidSearchArgument(
+        f'min_improvement={min_improvement!r}: must be a fraction of at least '
+        '0, e.g. 0.03 for 3 % noise.')
+  if not isinstance(max_evaluations, int) or max_evaluations < 1:
+    raise InvalidSearchArgument(
+        f'max_evaluations={max_evaluations!r}: must be at least 1.')
+
+  points: Dict[int, ShardPoint] = {}  # insertion order is evaluation order
+
+  def Point(shards: int) -> ShardPoint:
+    if shards not in points:
+      points[shards] = _Score(shards, evaluate(shards))
+    return points[shards]
+
+  current = Point(start)
+  directions = (1, -1)  # more shards first; after a move, its direction
+  stop_reason = None
+  while stop_reason is None:
+    moved = False
+    for direction in directions:
+      shards = current.shards + direction * step
+      if not min_shards <= shards <= max_shards:
+        continue
+      if shards not in points and len(points) >= max_evaluations:
+        stop_reason = (f'evaluation budget of {max_evaluations} spent at step '
+                       f'{step}')
+        break
+      neighbour = Point(shards)
+      if _Better(neighbour, current, min_improvement):
+        current, moved = neighbour, True
+        directions = (direction, -direction)
+        break
+    if stop_reason is None and not moved:
+      if step == 1:
+        stop_reason = (f'local maximum at {current.shards} shards: no '
+                       'neighbour one shard away is better')
+      step //= 2
+  evaluated = tuple(points.values())
+  scored = [p for p in evaluated if p.throughput is not None]
+  best = max(scored, key=lambda p: (p.throughput, -p.shards), default=None)
+  return ShardSearchResult(evaluated, best, stop_reason)

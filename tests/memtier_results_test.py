@@ -1,0 +1,335 @@
+"""memtier_results on outputs recorded from the real memtier_benchmark."""
+
+import glob
+import json
+import os
+
+import pytest
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker.load_generators import memtier_results
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
+STAIRCASE = 'memtier_single_staircase_c16-256_step16_2s'
+
+
+def _Read(name):
+  with open(os.path.join(DATA, name)) as f:
+    return f.read()
+
+
+def _Json(stem):
+  return json.loads(_Read(stem + '.json'))
+
+
+def _Parse(stem, **kwargs):
+  return memtier_results.MemtierResult.FromOutputs(
+      _Read(stem + '.json'), _Read(stem + '.txt'), **kwargs)
+
+
+MEMTIER_STEMS = sorted(
+    os.path.basename(p)[:-len('.json')]
+    for p in glob.glob(os.path.join(DATA, 'memtier_*.json')))
+
+
+def test_every_memtier_fixture_is_covered():
+  assert len(MEMTIER_STEMS) == 8
+  for stem in MEMTIER_STEMS:
+    assert os.path.exists(os.path.join(DATA, stem + '.txt'))
+
+
+@pytest.mark.parametrize('stem', MEMTIER_STEMS)
+def test_every_fixture_parses_consistently(stem):
+  doc = _Json(stem)
+  result = _Parse(stem)
+  totals = doc['ALL STATS']['Totals']
+  assert result.totals.count == totals['Count']
+  assert result.sets.count + result.gets.count == totals['Count']
+  # The per-second series accounts for every operation.
+  assert sum(s.count for s in result.totals.time_series) == totals['Count']
+  assert sum(s.ops for s in result.per_second) == totals['Count']
+  assert result.average_latency_ms == pytest.approx(
+      totals['Accumulated Latency'] / totals['Count'])
+  # Percentiles match what memtier printed on stdout.
+  row = memtier_results.ParseStdoutTable(_Read(stem + '.txt'))['Totals']
+  assert result.p50_latency_ms == pytest.approx(row['p50 Latency'])
+  assert result.p99_latency_ms == pytest.approx(row['p99 Latency'])
+  assert result.p999_latency_ms == pytest.approx(row['p99.9 Latency'])
+  assert result.histogram_mean_latency_ms == pytest.approx(row['Avg. Latency'])
+
+
+@pytest.mark.parametrize('stem', MEMTIER_STEMS)
+def test_decoded_histogram_reproduces_memtier_percentiles(stem):
+  doc = _Json(stem)
+  for name in ('Sets', 'Gets', 'Totals'):
+    section = doc['ALL STATS'][name]
+    if not section['Count']:
+      continue
+    histogram = memtier_results.LatencyHistogram.FromCompressed(
+        section['Percentile Latencies']['Histogram log format']
+        ['Compressed Histogram'])
+    for key, percentile in (('p50.00', 50), ('p99.00', 99), ('p99.90', 99.9)):
+      assert histogram.ValueAtPercentile(percentile) == pytest.approx(
+          section['Percentile Latencies'][key]), (name, key)
+    if 'cluster' not in stem:  # Cluster runs also record slot-map requests.
+      assert histogram.total_count == section['Count']
+
+
+def test_single_t1c32_under_cap():
+  result = _Parse('memtier_single_t1c32_tt5_under1ms')
+  assert result.throughput == pytest.approx(577850 / 5)
+  assert result.throughput == pytest.approx(115.5e3, rel=0.002)
+  assert result.average_latency_ms == pytest.approx(0.2767, abs=1e-4)
+  assert result.average_latency_ms == pytest.approx(0.277, abs=0.001)
+  assert result.p50_latency_ms == pytest.approx(0.263)
+  assert result.p99_latency_ms == pytest.approx(0.431)
+  assert result.p999_latency_ms == pytest.approx(1.007)
+  assert result.reported_ops_per_sec == pytest.approx(115541.0)
+  assert not result.duration_bug_detected
+  assert result.series_throughput == pytest.approx((577850 - 32) / 5)
+  assert result.duration_source == 'json_configuration_test_time'
+  assert result.sets.count == 288930 and result.gets.count == 288920
+  assert result.sets.average_latency_ms == pytest.approx(80041 / 288930)
+  assert result.gets.Percentile(99.9) == pytest.approx(0.927)
+  assert [s.second for s in result.per_second] == [0, 1, 2, 3, 4, 5]
+  assert not any(s.warmup for s in result.per_second)
+  assert result.histogram_mean_latency_ms == pytest.approx(0.27723)
+  assert result.moved_per_sec is None  # Not a cluster run.
+
+
+def test_duration_bug_is_detected_and_not_believed():
+  result = _Parse('memtier_single_t2c16_tt5_durationbug')
+  assert result.reported_ops_per_sec == pytest.approx(126180.21)
+  assert result.reported_duration_s == pytest.approx(4.001)
+  assert result.throughput == pytest.approx(504830 / 5)
+  assert result.throughput == pytest.approx(100966, abs=1)
+  assert result.series_throughput == pytest.approx(100959.6)
+  assert result.duration_bug_detected
+  m = result.ToMeasurement(measurement.Load(2, 16))
+  assert m.throughput == pytest.approx(100966, abs=1)
+  assert m.metadata['duration_bug_detected'] is True
+  assert m.metadata['reported_ops_per_sec'] == pytest.approx(126180.21)
+
+
+def test_duration_bug_detected_from_series_when_duration_unknown():
+  doc = _Json('memtier_single_t2c16_tt5_durationbug')
+  doc['ALL STATS']['Runtime']['Interrupted'] = 'true'
+  result = memtier_results.MemtierResult.FromOutputs(json.dumps(doc))
+  # Only the (wrong) start/finish span is left, but the series disagrees.
+  assert result.duration_source == 'json_runtime_start_finish'
+  assert result.real_duration_s == pytest.approx(4.001)
+  assert result.duration_bug_detected
+
+
+def test_test_time_argument_wins():
+  result = memtier_results.MemtierResult.FromOutputs(
+      _Read('memtier_single_t2c16_tt5_durationbug.json'), None, test_time_s=5)
+  assert result.duration_source == 'test_time_argument'
+  assert result.throughput == pytest.approx(100966, abs=1)
+  assert result.histogram_mean_latency_ms is None
+
+
+def test_t1c256_average_not_truncated():
+  doc = _Json('memtier_single_t1c256_tt5_over1ms')
+  assert doc['ALL STATS']['Totals']['Average Latency'] == 2.0
+  result = _Parse('memtier_single_t1c256_tt5_over1ms')
+  assert result.average_latency_ms == pytest.approx(2.296, abs=0.002)
+  assert result.throughput == pytest.approx(558890 / 5)
+  assert result.p99_latency_ms == pytest.approx(3.391)
+  m = result.ToMeasurement(measurement.Load(1, 256), {'tool_version': 'x'})
+  assert not m.UnderCap(1.0)
+  assert m.metadata['tool_version'] == 'x'
+  assert m.metadata['load_generator'] == 'memtier_benchmark'
+
+
+@pytest.mark.parametrize('stem', ['memtier_single_preload_p100',
+                                  'memtier_cluster3_preload_p100'])
+def test_preload_writes_one_key_short(stem):
+  result = _Parse(stem)
+  assert result.sets.count == 99999
+  assert result.gets.count == 0
+  assert result.gets.average_latency_ms is None
+  assert result.duration_source == 'json_runtime_start_finish'
+  assert result.series_throughput is None  # Shorter than a second.
+  assert not result.duration_bug_detected
+
+
+def test_single_preload_figures():
+  result = _Parse('memtier_single_preload_p100')
+  assert result.real_duration_s == pytest.approx(0.169)
+  assert result.throughput == pytest.approx(99999 / 0.169)
+  assert result.average_latency_ms == pytest.approx(16076 / 99999)
+  assert result.p99_latency_ms == pytest.approx(0.335)
+
+
+def test_cluster_stdout_has_moved_and_ask_columns():
+  table = memtier_results.ParseStdoutTable(
+      _Read('memtier_cluster3_preload_p100.txt'))
+  assert set(table) == {'Sets', 'Gets', 'Waits', 'Totals'}
+  assert table['Totals']['MOVED/sec'] == 0.0
+  assert table['Totals']['ASK/sec'] == 0.0
+  assert table['Totals']['p99.9 Latency'] == pytest.approx(1.103)
+  assert table['Totals']['Ops/sec'] == pytest.approx(1000750.57)
+  assert table['Gets']['Avg. Latency'] is None
+  single = memtier_results.ParseStdoutTable(
+      _Read('memtier_single_preload_p100.txt'))
+  assert 'MOVED/sec' not in single['Totals']
+  assert single['Totals']['KB/sec'] == pytest.approx(83938.11)
+
+
+def test_cluster_t1c32_average_under_cap_p99_over():
+  result = _Parse('memtier_cluster3_t1c32_tt5_under1ms')
+  assert result.average_latency_ms == pytest.approx(0.975, abs=0.001)
+  assert result.p99_latency_ms == pytest.approx(1.743)
+  assert result.moved_per_sec == 0.0 and result.ask_per_sec == 0.0
+  m = result.ToMeasurement(measurement.Load(1, 32))
+  assert m.UnderCap(1.0)
+  assert m.p99_latency_ms > 1.0
+  assert m.metadata['moved_per_sec'] == 0.0
+
+
+def test_cluster_t1c64_over_cap():
+  result = _Parse('memtier_cluster3_t1c64_tt5_over1ms')
+  assert result.average_latency_ms == pytest.approx(1.763, abs=0.001)
+  assert result.throughput == pytest.approx(545092 / 5)
+  assert not result.ToMeasurement(measurement.Load(1, 64)).UnderCap(1.0)
+
+
+def test_warmup_left_out_but_kept_tagged():
+  doc = _Json('memtier_single_t1c32_tt5_under1ms')
+  series = doc['ALL STATS']['Totals']['Time-Serie']
+  result = _Parse('memtier_single_t1c32_tt5_under1ms', warmup_s=1)
+  assert [s.warmup for s in result.per_second] == [True] + [False] * 5
+  kept = [series[str(s)] for s in range(1, 6)]
+  assert result.ops == 577850 - series['0']['Count']
+  assert result.duration_s == 4
+  assert result.throughput == pytest.approx(result.ops / 4)
+  assert result.average_latency_ms == pytest.approx(
+      sum(e['Accumulated Latency'] for e in kept) / result.ops, rel=1e-4)
+  assert result.percentile_basis.startswith('per_second_cdf_mixture')
+  for attr, key in (('p50_latency_ms', 'p50.00'), ('p99_latency_ms', 'p99.00'),
+                    ('p999_latency_ms', 'p99.90')):
+    values = [e[key] for e in kept]
+    assert min(values) <= getattr(result, attr) <= max(values)
+  m = result.ToMeasurement(measurement.Load(1, 32))
+  assert m.metadata['warmup_s'] == 1
+  assert m.per_second[0].warmup and m.ops == result.ops
+
+
+def test_warmup_longer_than_run_is_refused():
+  with pytest.raises(ValueError):
+    _Parse('memtier_single_t1c32_tt5_under1ms', warmup_s=6)
+
+
+def _Second(second, count, p50, p99, p999, low, high):
+  return memtier_results.MemtierSecond(
+      second, count, count * p50, low, high,
+      ((50.0, p50), (99.0, p99), (99.9, p999)))
+
+
+def test_mixture_of_identical_seconds_is_exact():
+  seconds = [_Second(i, 1000 + i, 0.3, 0.9, 2.0, 0.1, 4.0) for i in range(4)]
+  for percentile, expected in ((50, 0.3), (99, 0.9), (99.9, 2.0)):
+    assert memtier_results.MixturePercentile(
+        seconds, percentile) == pytest.approx(expected)
+
+
+def test_mixture_weights_by_count():
+  fast = _Second(0, 9000, 0.2, 0.4, 0.5, 0.1, 0.6)
+  slow = _Second(1, 1000, 2.0, 3.0, 4.0, 1.0, 5.0)
+  # 90 % of requests are fast, so the median is the fast second's 55.6th
+  # percentile, between its p50 and p99.
+  p50 = memtier_results.MixturePercentile([fast, slow], 50)
+  assert p50 == pytest.approx(0.2 + 0.2 * (0.5 / 0.9 - 0.5) / 0.49)
+  # The slowest 1 % all come from the slow second (its 90th percentile).
+  p99 = memtier_results.MixturePercentile([fast, slow], 99)
+  assert p99 == pytest.approx(2.0 + 1.0 * 0.4 / 0.49)
+  # A count-weighted mean of percentiles would say 0.38 and 0.66.
+  assert memtier_results.MixturePercentile([], 50) is None
+
+
+def test_staircase_crosses_cap_between_112_and_128_clients():
+  steps = memtier_results.StaircaseSteps(
+      _Read(STAIRCASE + '.json'), clients_start=16, clients_step=16,
+      step_duration_s=2, threads=1, pipeline=1)
+  assert [m.load.clients for m in steps] == list(range(16, 257, 16))
+  assert all(m.load == measurement.Load(1, m.load.clients, 1) for m in steps)
+  by_clients = {m.load.clients: m for m in steps}
+  assert by_clients[112].UnderCap(1.0)
+  assert not by_clients[128].UnderCap(1.0)
+  first_over = next(m.load.clients for m in steps if not m.UnderCap(1.0))
+  assert first_over == 128
+  series = _Json(STAIRCASE)['ALL STATS']['Totals']['Time-Serie']
+  assert by_clients[16].throughput == pytest.approx(
+      (series['0']['Count'] + series['1']['Count']) / 2)
+  assert by_clients[112].average_latency_ms == pytest.approx(
+      (series['12']['Accumulated Latency'] +
+       series['13']['Accumulated Latency']) /
+      (series['12']['Count'] + series['13']['Count']), rel=1e-4)
+  assert sum(m.ops for m in steps) == 3935161
+
+
+def test_staircase_clients_match_memtier_active_clients():
+  steps = memtier_results.StaircaseSteps(
+      _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1)
+  active = _Json(STAIRCASE)['ALL STATS']['Active Clients']
+  for m in steps:
+    for s in m.per_second:
+      assert active[str(s.second)]['Clients per thread'] == m.load.clients
+
+
+def test_staircase_warmup_per_step():
+  steps = memtier_results.StaircaseSteps(
+      _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1,
+      warmup_s_per_step=1)
+  series = _Json(STAIRCASE)['ALL STATS']['Totals']['Time-Serie']
+  first = steps[0]
+  assert [s.warmup for s in first.per_second] == [True, False]
+  assert first.throughput == series['1']['Count']
+  assert first.duration_s == 1
+  with pytest.raises(ValueError):
+    memtier_results.StaircaseSteps(_Read(STAIRCASE + '.json'), 16, 16, 2, 1, 1,
+                                   warmup_s_per_step=2)
+
+
+def test_combine_sums_throughput_and_weights_latency():
+  a = _Parse('memtier_single_t1c32_tt5_under1ms')
+  b = _Parse('memtier_single_t2c16_tt5_durationbug')
+  combined = memtier_results.CombineMemtierResults([a, b])
+  assert combined.throughput == pytest.approx(577850 / 5 + 504830 / 5)
+  assert combined.ops == 577850 + 504830
+  assert combined.average_latency_ms == pytest.approx(
+      (159906 + 159873) / (577850 + 504830))
+  assert combined.reported_ops_per_sec == pytest.approx(115541.0 + 126180.21)
+  assert combined.duration_bug_detected
+  assert combined.processes == 2
+  assert combined.percentile_basis == 'merged_histograms'
+  # Merged histograms: the p99 of both lies between the two processes' p99.
+  assert 0.431 <= combined.p99_latency_ms <= 0.943
+  assert combined.p99_latency_ms != pytest.approx((0.431 + 0.943) / 2)
+  merged = a.totals.histogram.Merge(b.totals.histogram)
+  assert combined.p99_latency_ms == merged.ValueAtPercentile(99)
+  assert combined.totals.count == 577850 + 504830
+  assert [s.ops for s in combined.per_second][:1] == [122756 + 101035]
+  m = combined.ToMeasurement(measurement.Load(3, 16))
+  assert m.metadata['processes'] == 2
+
+
+def test_combine_with_warmup_uses_measured_seconds():
+  a = _Parse('memtier_single_t1c32_tt5_under1ms', warmup_s=1)
+  b = _Parse('memtier_single_t1c256_tt5_over1ms', warmup_s=1)
+  combined = memtier_results.CombineMemtierResults([a, b])
+  assert combined.percentile_basis.startswith('per_second_cdf_mixture')
+  assert combined.ops == a.ops + b.ops
+  assert a.p99_latency_ms < combined.p99_latency_ms < b.p99_latency_ms
+  assert combined.per_second[0].warmup
+
+
+def test_combine_refuses_bad_input():
+  a = _Parse('memtier_single_t1c32_tt5_under1ms')
+  assert memtier_results.CombineMemtierResults([a]) is a
+  with pytest.raises(ValueError):
+    memtier_results.CombineMemtierResults([])
+  with pytest.raises(ValueError):
+    memtier_results.CombineMemtierResults(
+        [a, _Parse('memtier_single_t1c32_tt5_under1ms', warmup_s=1)])
