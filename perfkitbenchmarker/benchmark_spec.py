@@ -69,8 +69,11 @@ class BenchmarkSpec:
     """vm_group name -> VmSpec for this cloud, with dedicated flags applied."""
     specs = {}
     for group, group_config in self.config.get('vm_groups', {}).items():
-      cloud_spec = dict((group_config.get('vm_spec') or {}).get(self.cloud)
-                        or {})
+      vm_specs = group_config.get('vm_spec') or {}
+      # Existing machines take the Local entry unless the config has its own.
+      spec_cloud = ('Local' if self.cloud == 'Static' and
+                    'Static' not in vm_specs else self.cloud)
+      cloud_spec = dict(vm_specs.get(spec_cloud) or {})
       if not cloud_spec:
         raise errors.ConfigError(
             f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
@@ -113,7 +116,7 @@ class BenchmarkSpec:
 
   def GroupPrice(self, group: str) -> pricing.HourlyPrice:
     spec = self.GroupSpecs()[group]
-    if self.cloud == 'Local':
+    if self.cloud in ('Local', 'Static'):
       cloud, region, machine_type = pricing.ParsePricedAs(
           spec.priced_as or self.flags.local_priced_as)
       return self.catalog.Lookup(cloud, region, machine_type)
@@ -124,6 +127,22 @@ class BenchmarkSpec:
   def ConstructVirtualMachines(self) -> None:
     self.vm_groups = self.provider.ConstructVms(self)
     self.vms = [vm for vms in self.vm_groups.values() for vm in vms]
+
+  def RestoreVirtualMachines(self) -> None:
+    """Rebuilds the VMs an earlier invocation of this run provisioned."""
+    groups: Dict[str, List[virtual_machine.BaseVirtualMachine]] = {}
+    for entry in self.record.Resources():
+      if 'group' in entry['data'] and entry['status'] == 'created':
+        vm = resource.FromRecord(entry, self.record)
+        vm.record = self.record
+        groups.setdefault(entry['data']['group'], []).append(vm)
+    missing = set(self.GroupCounts()) - set(groups)
+    if missing:
+      raise errors.UsageError(
+          f'Run {self.run_uri} has no provisioned {", ".join(sorted(missing))}'
+          ' VMs; start with --run_stage=provision (or all).')
+    self.vm_groups = groups
+    self.vms = [vm for vms in groups.values() for vm in vms]
 
   def Provision(self) -> None:
     provision = getattr(self.provider, 'Provision', None)

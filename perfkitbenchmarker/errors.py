@@ -29,8 +29,13 @@ class NoResultError(Error):
   """The run finished without a result it could report."""
 
 
-class RunInterrupted(Error):
-  """The run was stopped by SIGINT/SIGTERM or by its deadline."""
+class RunInterrupted(BaseException):
+  """The run was stopped by SIGINT/SIGTERM or by its deadline.
+
+  A BaseException, like KeyboardInterrupt, because it is raised from a signal
+  handler anywhere in the code: `except Exception` blocks (logging's among
+  them) must not swallow it.
+  """
 
 
 class ResourceError(Error):

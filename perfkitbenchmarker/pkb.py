@@ -113,6 +113,11 @@ def _RunUri(stages: List[str]) -> str:
   return local.NewRunUri()
 
 
+def _Cloud() -> str:
+  """The provider: --static_vm_file selects existing machines over SSH."""
+  return 'Static' if FLAGS.static_vm_file else FLAGS.cloud
+
+
 def _ResultsDir() -> str:
   return FLAGS.results_dir or os.path.join(REPO_ROOT, 'results', 'runs')
 
@@ -158,22 +163,25 @@ def RunBenchmarks(argv: List[str]) -> int:
 
   catalog = pricing.PriceCatalog.Load()
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
-  if FLAGS.dry_run:
-    for module, config in loaded:
-      spec = spec_lib.BenchmarkSpec(module, config, run_uri, FLAGS.cloud,
-                                    None, FLAGS, catalog, lambda s: None)
-      module.CheckPrerequisites(config)
-      print('\n'.join(reporting.DryRunPlan(spec, module.DescribePlan(spec),
-                                           FLAGS.timeout_minutes)))
-    return EXIT_OK
-
   for module, config in loaded:
     module.CheckPrerequisites(config)
-    providers.GetProvider(FLAGS.cloud)
+    # Refuse unpriced machine types and bad VM specs before anything starts.
+    plan_spec = spec_lib.BenchmarkSpec(module, config, run_uri, _Cloud(),
+                                       None, FLAGS, catalog, lambda s: None)
+    for group in plan_spec.GroupCounts():
+      plan_spec.GroupPrice(group)
+    if FLAGS.dry_run:
+      print('\n'.join(reporting.DryRunPlan(
+          plan_spec, module.DescribePlan(plan_spec), FLAGS.timeout_minutes)))
+  if FLAGS.dry_run:
+    return EXIT_OK
+  provider = providers.GetProvider(_Cloud())
+  if hasattr(provider, 'CheckPrerequisites'):
+    provider.CheckPrerequisites(FLAGS)
 
   _SetUpLogging(run_dir)
   record = run_record_lib.RunRecord.Create(
-      run_dir, run_uri, cloud=FLAGS.cloud, benchmarks=names, argv=[
+      run_dir, run_uri, cloud=_Cloud(), benchmarks=names, argv=[
           vm_util.Mask(a) for a in argv])
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
@@ -185,7 +193,7 @@ def RunBenchmarks(argv: List[str]) -> int:
       [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
        csv_publisher.CSVPublisher(csv_path)], run_info)
   reporter = reporting.ConsoleReporter(sys.stdout)
-  reporter.Line(f'Run {run_uri}: {", ".join(names)} on {FLAGS.cloud}; '
+  reporter.Line(f'Run {run_uri}: {", ".join(names)} on {_Cloud()}; '
                 f'results in {os.path.relpath(run_dir)}')
 
   interrupts = _Interrupts()
@@ -210,12 +218,15 @@ def RunBenchmarks(argv: List[str]) -> int:
 def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
             deadline, stages, interrupts) -> int:
   spec = spec_lib.BenchmarkSpec(
-      module, config, run_uri, FLAGS.cloud, record, FLAGS, catalog,
+      module, config, run_uri, _Cloud(), record, FLAGS, catalog,
       lambda samples: collector.Add(samples, module.BENCHMARK_NAME),
       reporter=reporter, deadline=deadline)
   failure: Optional[BaseException] = None
   try:
-    spec.ConstructVirtualMachines()
+    if 'provision' in stages:
+      spec.ConstructVirtualMachines()
+    else:
+      spec.RestoreVirtualMachines()
     if 'provision' in stages:
       spec.Provision()
       record.MarkStageDone('provision')
@@ -227,7 +238,7 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       emitted = {id(s) for s in spec.emitted}
       spec.EmitSamples([s for s in samples if id(s) not in emitted])
       record.MarkStageDone('run')
-  except (errors.Error, KeyboardInterrupt) as e:
+  except (errors.Error, errors.RunInterrupted, KeyboardInterrupt) as e:
     failure = e
   except Exception as e:  # pylint: disable=broad-except
     # A bug, not bad input: keep the traceback in pkb.log, show one line.

@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
 from perfkitbenchmarker.linux_packages import redis_server
@@ -88,12 +89,19 @@ def PrepareServers(spec, f) -> None:
   if f.redis_server_cluster_mode:
     redis_server.CreateCluster(servers[0], shards, password,
                                replicas=f.redis_cluster_replicas)
+  _SetMetadata(spec, f)
+
+
+def _SetMetadata(spec, f) -> None:
+  shards = spec.state['shards']
+  generators = spec.state['generators']
+  servers = spec.vm_groups['servers']
   primaries = (len(shards) // (1 + f.redis_cluster_replicas)
                if f.redis_server_cluster_mode else len(shards))
   spec.metadata.update(spec.GroupMetadata())
   spec.metadata.update({
       'redis_server_version': redis_server.GetVersion(servers[0]),
-      'redis_total_num_processes': shards_per_vm,
+      'redis_total_num_processes': len(shards) // len(servers),
       'redis_shards_total': len(shards),
       'redis_primaries': primaries,
       'redis_server_cluster_mode': f.redis_server_cluster_mode,
@@ -107,6 +115,41 @@ def PrepareServers(spec, f) -> None:
   if spec.cloud == 'Local':
     price = spec.GroupPrice('servers')
     spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
+
+
+def RestoreState(spec, f) -> None:
+  """Rebuilds shards, password and generators for a resumed run.
+
+  `--run_stage=run --run_uri=X` starts with none of what `prepare` made in an
+  earlier invocation; the shards are in the run record and the password is in
+  their config files on the server VMs (it is never written to the record).
+  """
+  if 'shards' in spec.state:
+    return
+  processes = [resource.FromRecord(e, spec.record)
+               for e in spec.record.Resources()
+               if e['kind'] == redis_server.RedisProcess.KIND and
+               e['status'] == 'created']
+  if not processes:
+    raise errors.UsageError(
+        f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
+        'first.')
+  config = processes[0].vm.ReadFile(processes[0].config_path)
+  match = re.search(r'^requirepass (\S+)$', config, re.M)
+  if not match:
+    raise errors.ProcessError('The shards\' config has no password.')
+  password = match.group(1)
+  redis_server.RegisterPassword(password)
+  for p in processes:
+    p.password = password
+  spec.state['password'] = password
+  spec.state['redis_processes'] = processes
+  spec.state['shards'] = [
+      redis_server.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
+                         p.config_path) for p in processes]
+  spec.state['generators'] = [ChooseGenerator(vm, f)
+                              for vm in spec.vm_groups['clients']]
+  _SetMetadata(spec, f)
 
 
 def Endpoints(spec, f) -> List[base.Endpoint]:
@@ -137,6 +180,7 @@ def Preload(spec, f) -> None:
 
 
 def ProbeDriver(spec, f) -> driver.ProbeDriver:
+  RestoreState(spec, f)
   return driver.ProbeDriver(
       spec.vm_groups['clients'], spec.state['generators'], Endpoints(spec, f),
       spec.state['password'], Workload(f), f.memtier_run_duration,
@@ -190,6 +234,7 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
   rows = [{
       'machine_type': machine,
       'throughput': capped.value,
+      'throughput_ci95': capped.metadata.get('throughput_ci95_ops'),
       'average_latency_ms': capped.metadata.get(
           'confirmed_average_latency_ms') or capped.metadata.get(
               'average_latency_ms'),
@@ -203,10 +248,21 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
 
 
 def AdaptivePolicy(f):
+  """--memtier_adaptive_*_connections at --memtier_min_threads threads.
+
+  The thread flags of the linear walk span too few loads (1..8 x 32), so the
+  adaptive search takes its connection range from its own flags; it starts
+  at the walk's first load unless told otherwise.
+  """
   from perfkitbenchmarker import adaptive_search  # pylint: disable=g-import-not-at-top
-  return adaptive_search.AdaptivePolicy.FromThreadsAndClients(
-      min_threads=f.memtier_min_threads, max_threads=f.memtier_max_threads,
-      clients=f.memtier_clients, pipeline=f.memtier_pipeline)
+  return adaptive_search.AdaptivePolicy.FromConnectionRange(
+      threads=f.memtier_min_threads,
+      min_connections=f.memtier_adaptive_min_connections,
+      max_connections=f.memtier_adaptive_max_connections,
+      start_connections=(f.memtier_adaptive_start_connections or
+                         f.memtier_min_threads * f.memtier_clients),
+      pipeline=f.memtier_pipeline, cap_margin=f.memtier_cap_margin,
+      confirm_repeats=f.memtier_confirm_repeats)
 
 
 def _LinearProbeCount(f) -> int:

@@ -45,7 +45,9 @@ class ConsoleReporter:
     for r in rows:
       table.append((
           r['machine_type'],
-          _Num(r.get('throughput'), '{:,.0f}'),
+          _Num(r.get('throughput'), '{:,.0f}') + (
+              '' if r.get('throughput_ci95') is None else
+              f' ± {r["throughput_ci95"]:,.0f}'),
           _Num(r.get('average_latency_ms'), '{:.3f}'),
           _Num(r.get('p99_latency_ms'), '{:.3f}'),
           _Num(r.get('usd_per_hour'), '{:.4f}'),

@@ -124,16 +124,22 @@ class BaseVirtualMachine(resource.BaseResource):
       busy += sum(values) - idle
     return busy, total
 
-  def KillProcess(self, pid: int, marker: Optional[str] = None) -> None:
-    """Kills pid if it is still the process we started (matched by marker)."""
-    check = ''
-    if marker:
-      check = (f'tr "\\0" " " < /proc/{pid}/cmdline 2>/dev/null | '
-               f'grep -qF -- {shlex.quote(marker)} && ')
+  def KillProcess(self, pid: int, markers: Sequence[str] = ()) -> None:
+    """Stops pid, but only if it is still the process we started.
+
+    Args:
+      pid: the process id recorded when it started.
+      markers: strings its command line must all contain (a PID may have
+        been reused since, e.g. after a reboot); none skips the check.
+    """
+    checks = ''.join(
+        f'tr "\\0" " " < /proc/{pid}/cmdline 2>/dev/null | '
+        f'grep -qF -- {shlex.quote(m)} || exit 0; ' for m in markers)
     self.RemoteCommandWithReturnCode(
-        f'{check}kill {pid} 2>/dev/null; '
-        f'for i in $(seq 50); do kill -0 {pid} 2>/dev/null || exit 0; '
-        f'sleep 0.1; done; kill -9 {pid} 2>/dev/null; true')
+        f'{checks}kill {pid} 2>/dev/null || exit 0; '
+        f'for i in $(seq 100); do kill -0 {pid} 2>/dev/null || exit 0; '
+        f'grep -q "^State:.*Z" /proc/{pid}/status 2>/dev/null && exit 0; '
+        f'sleep 0.05; done; kill -9 {pid} 2>/dev/null; true')
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     return {
@@ -152,6 +158,8 @@ class BaseVirtualMachine(resource.BaseResource):
         'machine_type': self.machine_type,
         'zone': self.zone,
         'num_cpus': self.num_cpus,
+        'memory_mib': self.memory_mib,
+        'os_type': self.os_type,
         'scratch_dir': self.scratch_dir,
         'ip_address': self.ip_address,
         'internal_ip': self.internal_ip,

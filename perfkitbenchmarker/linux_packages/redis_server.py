@@ -90,8 +90,13 @@ def GetVersion(vm: virtual_machine.BaseVirtualMachine) -> str:
 
 def NewPassword() -> str:
   password = secrets.token_urlsafe(24)
-  vm_util.RegisterSecret(password)
+  RegisterPassword(password)
   return password
+
+
+def RegisterPassword(password: str) -> None:
+  """Masks the password in logs and results from now on."""
+  vm_util.RegisterSecret(password)
 
 
 def MaxMemoryPerShardMb(vm_memory_mib: int, shards: int,
@@ -221,7 +226,9 @@ class RedisProcess(resource.BaseResource):
           f'cat {self.pidfile} 2>/dev/null')
       pid = int(pid_text) if pid_text.strip().isdigit() else None
     if pid is not None:
-      self.vm.KillProcess(pid, marker=self.config_path)
+      # redis-server retitles itself "redis-server <bind>:<port>", so its
+      # command line no longer holds the config path.
+      self.vm.KillProcess(pid, markers=('redis-server', f':{self.port}'))
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'RedisProcess':

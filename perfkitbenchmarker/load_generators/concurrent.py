@@ -2,7 +2,9 @@
 
 All processes of a probe start together from one shell script on the VM, each
 with its stdout/stderr in its own file under the VM's scratch directory and
-its own `timeout`, so none can outlive the probe. A failing process is
+its own `timeout`, so none can outlive the probe. `timeout --foreground` keeps
+them in the script's process group, so killing that group (SIGINT, deadline)
+stops them too. A failing process is
 reported with the tail of its stderr.
 """
 
@@ -31,7 +33,7 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
   for i, argv in enumerate(commands):
     command = vm.Pinned(vm_util.QuoteAll(argv))
     lines.append(
-        f'( s=$(date +%s.%N); timeout -s INT -k 5 {int(timeout_s)} {command} '
+        f'( s=$(date +%s.%N); timeout --foreground -s INT -k 5 {int(timeout_s)} {command} '
         f'> {base}.{i}.out 2> {base}.{i}.err; rc=$?; e=$(date +%s.%N); '
         f'echo "$rc $s $e" > {base}.{i}.rc ) & pids+=($!)')
   lines.append('for p in "${pids[@]}"; do wait "$p"; done')

@@ -44,6 +44,7 @@ def Combine(parts: Sequence[measurement.Measurement],
       duration_s=max(p.duration_s for p in parts),
       ops=sum(p.ops for p in parts),
       client_saturated=any(p.client_saturated for p in parts),
+      client_cpu_busy_fraction=Worst('client_cpu_busy_fraction'),
       metadata=metadata)
 
 

@@ -181,6 +181,9 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     parts = [rb.CombineConcurrent(results, load, max(seconds), {
         'load_generator_version': self.Version(),
         'process_seconds': ','.join(f'{s:.2f}' for s in seconds),
+        # No per-second series, so no warm-up can be left out.
+        'warmup_s': 0,
+        'warmup_supported': False,
     }) for results in per_endpoint.values()]
     if len(parts) == 1:
       return parts[0]

@@ -80,6 +80,7 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
                                   'local', num_cpus=data.get('num_cpus'))
     vm = cls(spec, entry['name'], data.get('group', ''))
     vm.scratch_dir = data['scratch_dir']
+    vm.memory_mib = data.get('memory_mib')
     vm.cpu_set = data.get('cpu_set')
     vm.created = True
     return vm

@@ -1,0 +1,115 @@
+"""Runs ./pkb.py as a user would, in a subprocess, and inspects what it left.
+
+Shared by the end-to-end and fault tests. Each run gets its own results
+directory and run_uri; `LeftoverProcesses` finds anything the run started
+(redis-server shards retitle themselves "redis-server 127.0.0.1:<port>", so
+they are found through the ports in the run record).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKB = os.path.join(REPO, 'pkb.py')
+FAST = ['--memtier_run_duration=1', '--memtier_max_threads=3',
+        '--memtier_key_maximum=20000']
+
+
+def NewRunUri() -> str:
+  return 't' + uuid.uuid4().hex[:7]
+
+
+def Command(args, run_uri, results_dir):
+  return [sys.executable, PKB, f'--run_uri={run_uri}',
+          f'--results_dir={results_dir}'] + list(args)
+
+
+def Run(args, results_dir, run_uri=None, timeout=240, env=None):
+  run_uri = run_uri or NewRunUri()
+  proc = subprocess.run(Command(args, run_uri, results_dir),
+                        capture_output=True, text=True, timeout=timeout,
+                        env=env, cwd=REPO)
+  return proc, run_uri
+
+
+def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
+                   timeout=120):
+  """Starts a run, sends `sig` once stdout shows `marker`, returns output."""
+  run_uri = NewRunUri()
+  proc = subprocess.Popen(Command(args, run_uri, results_dir),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=REPO)
+  seen = []
+  deadline = time.monotonic() + timeout
+  try:
+    for line in proc.stdout:
+      seen.append(line)
+      if marker in line:
+        proc.send_signal(sig)
+        break
+      if time.monotonic() > deadline:
+        break
+    out, err = proc.communicate(timeout=timeout)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  return proc.returncode, ''.join(seen) + out, err, run_uri
+
+
+def Record(results_dir, run_uri):
+  with open(os.path.join(results_dir, run_uri, 'run_record.json')) as f:
+    return json.load(f)
+
+
+def Samples(results_dir, run_uri):
+  path = os.path.join(results_dir, run_uri, 'perfkitbenchmarker_results.json')
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def Labels(row):
+  labels = {}
+  for item in row['labels'].split('|,|'):
+    key, _, value = item.strip('|').partition(':')
+    labels[key] = value
+  return labels
+
+
+def _Cmdline(pid):
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      text = f.read().replace(b'\0', b' ').decode(errors='replace')
+    with open(f'/proc/{pid}/stat') as f:
+      state = f.read().rsplit(')', 1)[1].split()[0]
+  except OSError:
+    return None
+  return None if state == 'Z' else text
+
+
+def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
+  """Live processes the run started: its shards and its load generators."""
+  record = Record(results_dir, run_uri)
+  ports = [e['data']['port'] for e in record['resources']
+           if e['kind'] == 'redis_process']
+  needles = [f'127.0.0.1:{p}' for p in ports] + [f'pkb-{run_uri}']
+  deadline = time.monotonic() + settle_s
+  while True:
+    found = []
+    for pid in os.listdir('/proc'):
+      if not pid.isdigit() or int(pid) == os.getpid():
+        continue
+      cmdline = _Cmdline(pid)
+      if cmdline and any(n in cmdline for n in needles) and (
+          'redis-server' in cmdline or 'redis-benchmark' in cmdline or
+          'memtier' in cmdline):
+        found.append(cmdline)
+    if not found or time.monotonic() > deadline:
+      return found
+    time.sleep(0.2)

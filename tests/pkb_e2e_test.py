@@ -1,0 +1,109 @@
+"""End-to-end Local runs of ./pkb.py with real redis-server and load generator."""
+
+import csv
+import os
+
+import pytest
+
+import e2e_support as e2e
+
+EXPECTED_METRICS = {
+    'throughput', 'average_latency', 'latency_capped_throughput',
+    'max_throughput_for_completion_latency_under_1ms', 'hourly_cost',
+    'price_performance'}
+
+
+def _CheckRun(proc, results_dir, run_uri):
+  assert proc.returncode == 0, proc.stderr
+  assert 'Traceback' not in proc.stderr
+  rows = e2e.Samples(results_dir, run_uri)
+  metrics = {r['metric'] for r in rows}
+  assert EXPECTED_METRICS <= metrics
+  probes = [r for r in rows if r['metric'] == 'throughput']
+  assert len(probes) >= 2
+  capped = [r for r in rows if r['metric'] == 'latency_capped_throughput'][0]
+  labels = e2e.Labels(capped)
+  assert float(labels['average_latency_ms']) < 1.0
+  assert capped['value'] > 1000
+  perf = [r for r in rows if r['metric'] == 'price_performance'][0]
+  perf_labels = e2e.Labels(perf)
+  assert perf['unit'] == 'ops/s per $/hr'
+  assert perf_labels['price_basis'] == 'all server VMs'
+  # 0.084492 $/hr: the n2d-standard-2 the Local VM is priced as.
+  assert perf['value'] == pytest.approx(capped['value'] / 0.084492, rel=1e-6)
+  costs = sorted(r['value'] for r in rows if r['metric'] == 'hourly_cost')
+  assert costs == pytest.approx([0.084492, 2 * 0.084492])
+  for row in rows:
+    labels = e2e.Labels(row)
+    for key in ('servers_machine_type', 'servers_vm_count',
+                'servers_num_cpus', 'clients_machine_type', 'cloud', 'zone',
+                'redis_server_version', 'redis_shards_total',
+                'redis_server_cluster_mode', 'load_generator',
+                'load_generator_version'):
+      assert key in labels, (row['metric'], key)
+  for probe in probes:
+    labels = e2e.Labels(probe)
+    for key in ('threads', 'clients', 'pipeline', 'connections',
+                'p50_latency_ms', 'p99_latency_ms', 'p99.9_latency_ms',
+                'probe_index', 'probe_duration_s'):
+      assert key in labels, key
+  with open(os.path.join(results_dir, run_uri, 'results.csv')) as f:
+    csv_rows = list(csv.DictReader(f))
+  assert len(csv_rows) == len(rows)
+  assert list(csv_rows[0])[:10] == [
+      'timestamp', 'test', 'metric', 'value', 'unit', 'product_name',
+      'official', 'owner', 'run_uri', 'sample_uri']
+  assert e2e.LeftoverProcesses(results_dir, run_uri) == []
+  record = e2e.Record(results_dir, run_uri)
+  assert record['status'] == 'succeeded'
+  assert all(r['status'] == 'deleted' for r in record['resources'])
+  return rows
+
+
+def test_default_local_study(tmp_path):
+  proc, run_uri = e2e.Run(e2e.FAST, str(tmp_path))
+  rows = _CheckRun(proc, str(tmp_path), run_uri)
+  # The live probe lines and the summary table reach the user.
+  assert 'probe  0' in proc.stdout
+  assert 'ops/s per $/hr' in proc.stdout
+  assert 'local (priced as GCP:n2d-standard-2)' in proc.stdout
+  preloaded = e2e.Labels(rows[0])['preloaded_keys']
+  assert preloaded == '20000'
+  # The Redis password never reaches results or logs.
+  run_dir = tmp_path / run_uri
+  for name in os.listdir(run_dir):
+    text = (run_dir / name).read_text()
+    assert 'requirepass' not in text
+    assert ' -a ' not in text or ' -a ****' in text
+
+
+def test_three_shard_cluster(tmp_path):
+  proc, run_uri = e2e.Run(e2e.FAST + ['--redis_server_cluster_mode',
+                                      '--redis_total_num_processes=3'],
+                          str(tmp_path))
+  rows = _CheckRun(proc, str(tmp_path), run_uri)
+  labels = e2e.Labels(rows[0])
+  assert labels['redis_server_cluster_mode'] == 'True'
+  assert labels['redis_shards_total'] == '3'
+  assert labels['redis_primaries'] == '3'
+
+
+def test_staged_run_and_teardown_from_record(tmp_path):
+  results = str(tmp_path)
+  run_uri = e2e.NewRunUri()
+  proc, _ = e2e.Run(['--run_stage=provision,prepare'] + e2e.FAST, results,
+                    run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  record = e2e.Record(results, run_uri)
+  assert [r['status'] for r in record['resources']] == ['created'] * 3
+  proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST, results, run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  assert 'latency_capped_throughput' in {
+      r['metric'] for r in e2e.Samples(results, run_uri)}
+  # A later invocation tears down from the record alone.
+  proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  assert 'every recorded resource is deleted' in proc.stdout
+  assert e2e.LeftoverProcesses(results, run_uri) == []
+  record = e2e.Record(results, run_uri)
+  assert all(r['status'] == 'deleted' for r in record['resources'])

@@ -1,0 +1,181 @@
+"""Bad input and faults: one line, non-zero exit, nothing left, samples kept."""
+
+import os
+import signal
+import socket
+import stat
+
+import pytest
+
+import e2e_support as e2e
+
+
+def _OneLineError(proc_or_err):
+  err = proc_or_err if isinstance(proc_or_err, str) else proc_or_err.stderr
+  assert 'Traceback' not in err
+  lines = [l for l in err.splitlines() if l.startswith('pkb:')]
+  assert lines, err
+  return lines[0]
+
+
+@pytest.mark.parametrize('args,needle', [
+    (['--benchmarks=nope'], 'Unknown benchmark "nope"'),
+    (['--cloud=Azure'], 'value should be one of <Local|GCP|AWS>'),
+    (['--no_such_flag'], "Unknown command line flag 'no_such_flag'"),
+    (['--config_override=redis_memtier.vm_groups'], 'has no "="'),
+    (['--config_override=redis_memtier.vm_groups.servers.bogus=1'],
+     'unknown key "vm_groups.servers.bogus"'),
+    (['--config_override=redis_memtier.vm_groups.servers.vm_count=[1'],
+     'invalid YAML'),
+    (['--config_override=other.x=1'], 'not in --benchmarks'),
+    (['--local_priced_as=GCP:n9-huge'],
+     'Machine type "n9-huge" is not in the price catalog'),
+    (['--cloud=GCP', '--machine_type=t2d-standard-17', '--dry_run'],
+     '"t2d-standard-17" is not in the price catalog'),
+    (['--memtier_latency_cap=0'], '--memtier_latency_cap=0 must be above 0'),
+    (['--memtier_latency_cap=-1'], 'must be above 0'),
+    (['--memtier_min_threads=5', '--memtier_max_threads=2'],
+     '--memtier_min_threads=5 is above --memtier_max_threads=2'),
+    (['--run_stage=fly'], 'unknown stage(s) fly'),
+    (['--memtier_ratio=0:0'], 'must be SET:GET'),
+    (['--benchmark_config_file=/nonexistent.yaml'], 'cannot read'),
+])
+def test_bad_input_is_refused_before_anything_starts(tmp_path, args, needle):
+  proc, run_uri = e2e.Run(args, str(tmp_path))
+  assert proc.returncode == 2
+  assert needle in _OneLineError(proc)
+  assert not os.path.exists(tmp_path / run_uri)  # Nothing was created.
+
+
+def test_unknown_key_in_config_file(tmp_path):
+  config = tmp_path / 'c.yaml'
+  config.write_text('redis_memtier:\n  vm_groups:\n    servers:\n'
+                    '      vm_cuont: 2\n')
+  proc, _ = e2e.Run([f'--benchmark_config_file={config}'], str(tmp_path))
+  assert proc.returncode == 2
+  assert 'vm_groups.servers.vm_cuont' in _OneLineError(proc)
+
+
+def test_redis_server_missing(tmp_path):
+  # A PATH holding everything in /usr/bin and /bin except redis-server.
+  bin_dir = tmp_path / 'bin'
+  bin_dir.mkdir()
+  for directory in ('/usr/local/bin', '/usr/bin', '/bin'):
+    for name in os.listdir(directory):
+      target = bin_dir / name
+      if name != 'redis-server' and not target.exists():
+        target.symlink_to(os.path.join(directory, name))
+  env = dict(os.environ, PATH=str(bin_dir))
+  proc, run_uri = e2e.Run(e2e.FAST, str(tmp_path / 'r'), env=env)
+  assert proc.returncode == 1
+  line = _OneLineError(proc)
+  assert 'redis-server not found' in line and 'setup.sh' in line
+  assert e2e.LeftoverProcesses(str(tmp_path / 'r'), run_uri) == []
+
+
+def test_taken_port_is_skipped(tmp_path):
+  with socket.socket() as blocker:
+    blocker.bind(('127.0.0.1', 0))
+    blocker.listen()
+    port = blocker.getsockname()[1]
+    proc, run_uri = e2e.Run(e2e.FAST + [f'--redis_start_port={port}'],
+                            str(tmp_path))
+  assert proc.returncode == 0, proc.stderr
+  record = e2e.Record(str(tmp_path), run_uri)
+  ports = [r['data']['port'] for r in record['resources']
+           if r['kind'] == 'redis_process']
+  assert ports and port not in ports
+
+
+def test_bad_server_option_is_reported(tmp_path):
+  proc, run_uri = e2e.Run(
+      e2e.FAST + ['--redis_server_options=no-such-directive yes'],
+      str(tmp_path))
+  assert proc.returncode == 1
+  line = _OneLineError(proc)
+  assert 'did not start' in line and 'no-such-directive' in line
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+
+
+def test_load_generator_exiting_non_zero(tmp_path):
+  # A stand-in for a broken memtier binary: real enough to fail like one.
+  fake = tmp_path / 'memtier_benchmark'
+  fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then '
+                  'echo "memtier_benchmark 2.4.4"; exit 0; fi\n'
+                  'echo "connection to 127.0.0.1 refused (bad auth?)" >&2\n'
+                  'exit 3\n')
+  fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+  proc, run_uri = e2e.Run(e2e.FAST + ['--load_generator=memtier',
+                                      f'--memtier_path={fake}'],
+                          str(tmp_path / 'r'))
+  assert proc.returncode == 1
+  line = _OneLineError(proc)
+  assert 'exited with status 3' in line and 'connection to 127.0.0.1' in line
+  assert e2e.LeftoverProcesses(str(tmp_path / 'r'), run_uri) == []
+
+
+def test_load_generator_missing(tmp_path):
+  proc, _ = e2e.Run(e2e.FAST + ['--load_generator=memtier',
+                                '--memtier_path=/nonexistent/memtier'],
+                    str(tmp_path))
+  assert proc.returncode == 1
+  assert 'memtier_benchmark not found' in _OneLineError(proc)
+
+
+def test_every_probe_over_cap(tmp_path):
+  proc, run_uri = e2e.Run(e2e.FAST + ['--memtier_latency_cap=0.001',
+                                      '--memtier_latency_capped_search=linear'],
+                          str(tmp_path))
+  assert proc.returncode == 1
+  line = _OneLineError(proc)
+  assert 'Every probe was over the 0.001 ms cap' in line
+  assert 'lower load' in line
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  # The probes are kept; no zero is reported as a result.
+  assert {r['metric'] for r in rows} == {'throughput', 'average_latency'}
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+
+
+def test_sigint_during_probe_keeps_samples(tmp_path):
+  rc, out, err, run_uri = e2e.StartAndSignal(
+      ['--memtier_run_duration=3', '--memtier_max_threads=8',
+       '--memtier_key_maximum=20000', '--memtier_latency_cap=100'],
+      str(tmp_path), marker='probe  1')
+  assert rc == 130, err
+  assert 'interrupted by SIGINT' in _OneLineError(err)
+  assert len([r for r in e2e.Samples(str(tmp_path), run_uri)
+              if r['metric'] == 'throughput']) >= 2
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+  record = e2e.Record(str(tmp_path), run_uri)
+  assert all(r['status'] == 'deleted' for r in record['resources'])
+
+
+def test_sigint_during_preload(tmp_path):
+  rc, _, err, run_uri = e2e.StartAndSignal(
+      ['--memtier_key_maximum=3000000', '--memtier_run_duration=1'],
+      str(tmp_path), marker='Preloading')
+  assert rc == 130, err
+  assert 'interrupted by SIGINT' in _OneLineError(err)
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+
+
+def test_deadline_stops_tears_down_and_keeps_samples(tmp_path):
+  proc, run_uri = e2e.Run(
+      ['--timeout_minutes=0.2', '--memtier_run_duration=4',
+       '--memtier_max_threads=20', '--memtier_key_maximum=20000',
+       '--memtier_latency_cap=100', '--memtier_latency_capped_search=linear'],
+      str(tmp_path))
+  assert proc.returncode == 130
+  assert 'deadline (--timeout_minutes) reached' in _OneLineError(proc)
+  assert 'samples measured before that are kept' in proc.stderr
+  assert [r for r in e2e.Samples(str(tmp_path), run_uri)
+          if r['metric'] == 'throughput']
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+
+
+def test_sigterm_also_tears_down(tmp_path):
+  rc, _, err, run_uri = e2e.StartAndSignal(
+      e2e.FAST + ['--memtier_run_duration=3'], str(tmp_path),
+      marker='probe  0', sig=signal.SIGTERM)
+  assert rc == 130, err
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
