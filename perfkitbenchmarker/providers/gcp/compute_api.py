@@ -1,0 +1,285 @@
+"""Compute Engine API access: clients, operations, errors, one resource shape.
+
+Every GCP object a run creates is a `GceResource`: an insert call, a delete
+call and a get call, each returning a long-running Operation that is waited
+on through the zone, region or global operations service before the resource
+counts as created or deleted. Extension seam: a new kind of Compute object
+subclasses `GceResource`, implements `_InsertCall`, `_GetCall` and
+`_DeleteCall`, and registers `FromRecord` with `resource.RegisterKind`.
+
+The clients are built once per run by `ComputeClients.Create` and handed to
+every resource through its constructor, so tests point them at a local fake
+endpoint. The endpoint goes into the run record, so a later teardown talks to
+the same API the run created things in.
+"""
+
+import dataclasses
+import ipaddress
+import logging
+import time
+import urllib.parse
+from typing import Any, Callable, Dict, Optional, Tuple, Type
+
+from google.api_core import client_options as client_options_lib
+from google.api_core import exceptions as api_exceptions
+import google.auth
+from google.auth import credentials as auth_credentials
+from google.auth import exceptions as auth_exceptions
+from google.cloud import compute_v1
+import requests
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+
+OPERATION_TIMEOUT_S = 900
+CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
+DONE = compute_v1.Operation.Status.DONE
+# Operation error codes after which the same request may well succeed.
+RETRYABLE_OPERATION_ERRORS = frozenset({
+    'RESOURCE_OPERATION_RATE_EXCEEDED', 'RATE_LIMIT_EXCEEDED',
+    'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'RESOURCE_NOT_READY',
+})
+STOCKOUT_ERRORS = frozenset({
+    'ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS',
+})
+
+
+def LastSegment(url: str) -> str:
+  """'https://.../zones/us-central1-a' -> 'us-central1-a'."""
+  return url.rstrip('/').rsplit('/', 1)[-1] if url else ''
+
+
+def IsLoopbackEndpoint(endpoint: Optional[str]) -> bool:
+  if not endpoint:
+    return False
+  host = urllib.parse.urlsplit(
+      endpoint if '//' in endpoint else f'//{endpoint}').hostname or ''
+  if host == 'localhost':
+    return True
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeClients:
+  """The Compute API clients one run uses, all on the same endpoint."""
+  instances: Any
+  firewalls: Any
+  networks: Any
+  subnetworks: Any
+  resource_policies: Any
+  images: Any
+  machine_types: Any
+  zone_operations: Any
+  region_operations: Any
+  global_operations: Any
+  endpoint: Optional[str] = None
+
+  @classmethod
+  def Create(cls, endpoint: Optional[str] = None,
+             credentials=None) -> 'ComputeClients':
+    """REST clients for `endpoint` (default: the public Compute API).
+
+    A loopback endpoint is a local fake or proxy: it gets anonymous
+    credentials, so real ones are never sent over plain HTTP. Anything else
+    uses the google-auth default credentials unless `credentials` is given.
+    """
+    options = (client_options_lib.ClientOptions(api_endpoint=endpoint)
+               if endpoint else None)
+    try:
+      if credentials is None and IsLoopbackEndpoint(endpoint):
+        credentials = auth_credentials.AnonymousCredentials()
+      elif credentials is None:
+        # Looked up once for all clients rather than once per client.
+        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+
+      def Make(client_class):
+        return client_class(credentials=credentials, client_options=options,
+                            transport='rest')
+
+      return cls(
+          instances=Make(compute_v1.InstancesClient),
+          firewalls=Make(compute_v1.FirewallsClient),
+          networks=Make(compute_v1.NetworksClient),
+          subnetworks=Make(compute_v1.SubnetworksClient),
+          resource_policies=Make(compute_v1.ResourcePoliciesClient),
+          images=Make(compute_v1.ImagesClient),
+          machine_types=Make(compute_v1.MachineTypesClient),
+          zone_operations=Make(compute_v1.ZoneOperationsClient),
+          region_operations=Make(compute_v1.RegionOperationsClient),
+          global_operations=Make(compute_v1.GlobalOperationsClient),
+          endpoint=endpoint)
+    except auth_exceptions.DefaultCredentialsError:
+      raise errors.PrerequisiteError(
+          '--cloud=GCP found no Google credentials; run "gcloud auth '
+          'application-default login" or set GOOGLE_APPLICATION_CREDENTIALS.'
+      ) from None
+
+
+# Errors ----------------------------------------------------------------------
+
+
+class OperationError(errors.ResourceError):
+  """A Compute operation finished with an error."""
+
+  def __init__(self, code: str, message: str):
+    super().__init__(f'{code}: {message}')
+    self.code = code
+
+
+def Call(what: str, function: Callable[..., Any], *args,
+         passthrough: Tuple[Type[Exception], ...] = (), **kwargs) -> Any:
+  """Calls the API, mapping its errors to retryable or one-line errors.
+
+  Exceptions in `passthrough` (e.g. NotFound for a get) reach the caller,
+  which knows what they mean there.
+  """
+  try:
+    return function(*args, **kwargs)
+  except passthrough:
+    raise
+  except (api_exceptions.TooManyRequests, api_exceptions.ServerError,
+          requests.exceptions.ConnectionError,
+          requests.exceptions.Timeout) as e:
+    raise resource.RetryableError(f'{what}: {_Message(e)}') from None
+  except api_exceptions.Forbidden as e:
+    raise errors.ResourceError(
+        f'{what}: {_Message(e)} (check --project, that the Compute Engine API '
+        'is enabled there and that your account may use it)') from None
+  except api_exceptions.GoogleAPICallError as e:
+    raise errors.ResourceError(f'{what}: {_Message(e)}') from None
+
+
+def _Message(e: Exception) -> str:
+  return getattr(e, 'message', None) or str(e)
+
+
+def WaitForOperation(clients: ComputeClients, project: str, operation,
+                     timeout_s: float = OPERATION_TIMEOUT_S,
+                     clock: Callable[[], float] = time.monotonic):
+  """Waits until `operation` is DONE; raises OperationError if it failed.
+
+  Uses the operations' `wait` method (the server holds the call until the
+  operation is done or about two minutes pass), on the service that matches
+  where the operation lives: zone, region or global.
+  """
+  deadline = clock() + timeout_s
+  while operation.status != DONE:
+    if clock() > deadline:
+      raise errors.ResourceError(
+          f'Operation {operation.name} ({operation.operation_type} '
+          f'{LastSegment(operation.target_link)}) was not done after '
+          f'{timeout_s:.0f}s.')
+    if operation.zone:
+      operation = Call('Waiting for an operation',
+                       clients.zone_operations.wait, project=project,
+                       zone=LastSegment(operation.zone),
+                       operation=operation.name)
+    elif operation.region:
+      operation = Call('Waiting for an operation',
+                       clients.region_operations.wait, project=project,
+                       region=LastSegment(operation.region),
+                       operation=operation.name)
+    else:
+      operation = Call('Waiting for an operation',
+                       clients.global_operations.wait, project=project,
+                       operation=operation.name)
+  if operation.error.errors:
+    first = operation.error.errors[0]
+    raise OperationError(
+        first.code, '; '.join(e.message for e in operation.error.errors))
+  return operation
+
+
+# The shared resource shape ---------------------------------------------------
+
+
+class GceResource(resource.BaseResource):
+  """A Compute object created by an insert and removed by a delete.
+
+  Names are scoped by run_uri, so an insert that finds the name taken
+  (a retry after a lost response) means the object is already ours.
+  """
+
+  KIND = 'gcp_resource'
+
+  def __init__(self, name: str, clients: ComputeClients, project: str,
+               operation_timeout_s: float = OPERATION_TIMEOUT_S, **kwargs):
+    super().__init__(name, **kwargs)
+    self.clients = clients
+    self.project = project
+    self.operation_timeout_s = operation_timeout_s
+
+  # Subclass hooks -------------------------------------------------------------
+
+  def _InsertCall(self):
+    raise NotImplementedError
+
+  def _GetCall(self):
+    raise NotImplementedError
+
+  def _DeleteCall(self):
+    raise NotImplementedError
+
+  def _CreateFailureHint(self, error: OperationError) -> str:
+    del error
+    return ''
+
+  # BaseResource hooks ---------------------------------------------------------
+
+  def _Create(self) -> None:
+    what = f'Creating {self.KIND} {self.name}'
+    try:
+      operation = Call(what, self._InsertCall,
+                       passthrough=(api_exceptions.Conflict,))
+    except api_exceptions.Conflict:
+      logging.info('%s %s already exists (an earlier attempt made it).',
+                   self.KIND, self.name)
+      return
+    try:
+      self._Wait(operation)
+    except OperationError as e:
+      if e.code == 'RESOURCE_ALREADY_EXISTS':
+        return
+      if e.code in RETRYABLE_OPERATION_ERRORS:
+        raise resource.RetryableError(f'{what}: {e}') from None
+      raise errors.ResourceError(
+          f'{what} failed: {e}{self._CreateFailureHint(e)}') from None
+
+  def _Delete(self) -> None:
+    what = f'Deleting {self.KIND} {self.name}'
+    try:
+      operation = Call(what, self._DeleteCall,
+                       passthrough=(api_exceptions.NotFound,))
+    except api_exceptions.NotFound:
+      return
+    try:
+      self._Wait(operation)
+    except OperationError as e:
+      if e.code == 'RESOURCE_NOT_FOUND':
+        return
+      if e.code in RETRYABLE_OPERATION_ERRORS:
+        raise resource.RetryableError(f'{what}: {e}') from None
+      raise errors.ResourceError(f'{what} failed: {e}') from None
+
+  def _Exists(self) -> bool:
+    try:
+      Call(f'Looking up {self.KIND} {self.name}', self._GetCall,
+           passthrough=(api_exceptions.NotFound,))
+      return True
+    except api_exceptions.NotFound:
+      return False
+
+  def _Wait(self, operation) -> None:
+    WaitForOperation(self.clients, self.project, operation,
+                     self.operation_timeout_s, self._clock)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return {'project': self.project, 'api_endpoint': self.clients.endpoint}
+
+
+def ClientsFromRecord(data: Dict[str, Any]) -> ComputeClients:
+  """Clients for a resource rebuilt from the run record (late teardown)."""
+  return ComputeClients.Create(data.get('api_endpoint'))

@@ -1,0 +1,87 @@
+"""Which public image a VM boots, chosen by --os_type (or vm_spec os_type).
+
+Extension seam: supporting another OS is one row in `_FAMILIES` (its image
+project and the x86-64 and Arm64 image families). Images are resolved through
+images.getFromFamily at creation time, so a run always boots the newest
+non-deprecated image of the family and records which one it was. A vm_spec
+`image` (an image URL or projects/<p>/global/images/<name>) bypasses this.
+"""
+
+import dataclasses
+from typing import Dict, Tuple
+
+from google.api_core import exceptions as api_exceptions
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.providers.gcp import compute_api
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageFamily:
+  project: str
+  family: str
+
+
+# os_type -> (image project, x86-64 family, Arm64 family).
+_FAMILIES: Dict[str, Tuple[str, str, str]] = {
+    'debian12': ('debian-cloud', 'debian-12', 'debian-12-arm64'),
+    'debian13': ('debian-cloud', 'debian-13', 'debian-13-arm64'),
+    'ubuntu2204': ('ubuntu-os-cloud', 'ubuntu-2204-lts',
+                   'ubuntu-2204-lts-arm64'),
+    'ubuntu2404': ('ubuntu-os-cloud', 'ubuntu-2404-lts-amd64',
+                   'ubuntu-2404-lts-arm64'),
+    'rocky9': ('rocky-linux-cloud', 'rocky-linux-9', 'rocky-linux-9-arm64'),
+}
+# Known os_types that are past their end of life, with when it was.
+_END_OF_LIFE = {
+    'centos7': 'CentOS 7 reached end of life in June 2024',
+    'centos8': 'CentOS 8 reached end of life in December 2021',
+    'centos_stream8': 'CentOS Stream 8 reached end of life in May 2024',
+    'rhel7': 'RHEL 7 maintenance ended in June 2024',
+    'debian9': 'Debian 9 reached end of life in June 2022',
+    'debian10': 'Debian 10 reached end of life in June 2024',
+    'debian11': 'Debian 11 reached end of life in August 2026',
+    'ubuntu1604': 'Ubuntu 16.04 standard support ended in April 2021',
+    'ubuntu1804': 'Ubuntu 18.04 standard support ended in May 2023',
+    'ubuntu2004': 'Ubuntu 20.04 standard support ended in May 2025',
+}
+# Machine series whose CPUs are Arm64 and need the Arm64 image.
+ARM64_SERIES = ('t2a', 'c4a')
+
+SUPPORTED_OS_TYPES = tuple(sorted(_FAMILIES))
+
+
+def CheckOsType(os_type: str) -> None:
+  if os_type in _FAMILIES:
+    return
+  why = _END_OF_LIFE.get(os_type)
+  reason = f': {why}' if why else ''
+  raise errors.UsageError(
+      f'--os_type={os_type} is not supported on GCP{reason}; use one of '
+      f'{", ".join(SUPPORTED_OS_TYPES)}.')
+
+
+def IsArm64(machine_type: str) -> bool:
+  return machine_type.split('-', 1)[0] in ARM64_SERIES
+
+
+def FamilyFor(os_type: str, machine_type: str) -> ImageFamily:
+  CheckOsType(os_type)
+  project, x86_family, arm_family = _FAMILIES[os_type]
+  return ImageFamily(project,
+                     arm_family if IsArm64(machine_type) else x86_family)
+
+
+def ResolveImage(clients: compute_api.ComputeClients,
+                 family: ImageFamily) -> str:
+  """The self link of the newest image in `family`."""
+  what = f'Looking up image family {family.project}/{family.family}'
+  try:
+    image = compute_api.Call(what, clients.images.get_from_family,
+                             project=family.project, family=family.family,
+                             passthrough=(api_exceptions.NotFound,))
+  except api_exceptions.NotFound:
+    raise errors.ResourceError(
+        f'{what}: no such family; give the vm_spec an explicit image or '
+        f'another --os_type ({", ".join(SUPPORTED_OS_TYPES)}).') from None
+  return image.self_link

@@ -1,0 +1,67 @@
+"""The run's SSH key pair, as a resource of the run.
+
+Each run gets its own ed25519 key (ssh_vm.GenerateKeyPair: ssh-keygen, mode
+0600, in the run directory), given to its instances through the `ssh-keys`
+metadata, so no personal key is put on a VM. Recorded first, the key pair is
+deleted last at teardown, after every instance it opened (and every process
+teardown still had to stop over SSH on them) is gone. Only the key's path is
+recorded, never its contents.
+"""
+
+import os
+from typing import Any, Callable, Dict, Optional
+
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import ssh_vm
+
+
+class SshKeyPair(resource.BaseResource):
+  """The private key and its .pub in the run directory."""
+
+  KIND = 'gcp_ssh_key'
+  NAME = 'run-ssh-key'
+
+  def __init__(self, directory: str, comment: str = 'pkb',
+               generate: Callable[..., ssh_vm.KeyPair] = ssh_vm.GenerateKeyPair,
+               **kwargs):
+    super().__init__(self.NAME, **kwargs)
+    self.directory = directory
+    self.comment = comment
+    self._generate = generate
+    self.private_key_path: Optional[str] = None
+    self.public_key: Optional[str] = None
+
+  def _Create(self) -> None:
+    # Reuses an existing key: a re-provisioned run's instances trust it.
+    key_pair = self._generate(self.directory, comment=self.comment)
+    self.private_key_path = key_pair.private_key_path
+    self.public_key = key_pair.public_key
+
+  def _Delete(self) -> None:
+    if not self.private_key_path:
+      return
+    for path in (self.private_key_path, self.private_key_path + '.pub'):
+      try:
+        os.remove(path)
+      except FileNotFoundError:
+        pass
+
+  def _Exists(self) -> bool:
+    return bool(self.private_key_path) and os.path.exists(
+        self.private_key_path)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return {'directory': self.directory,
+            'private_key_path': self.private_key_path}
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'SshKeyPair':
+    del record
+    data = entry['data']
+    key = cls(data['directory'])
+    key.private_key_path = data.get('private_key_path')
+    key.created = True
+    return key
+
+
+resource.RegisterKind(SshKeyPair.KIND, SshKeyPair.FromRecord)

@@ -1,0 +1,240 @@
+"""The run's network objects: VPC network, subnetworks, firewall, placement.
+
+Why a network per run: a new VPC network starts with no ingress allowed, so
+the run's two firewall rules are the whole truth about who can reach its VMs.
+The project's 'default' network instead ships rules such as
+default-allow-ssh (0.0.0.0/0) and default-allow-internal, which would open SSH
+to everyone and Redis to every VM in the project. --gcp_network uses an
+existing network anyway (it is then neither created nor deleted).
+
+The rules:
+  pkb-<run_uri>-ssh    tcp:22 from --gcp_ssh_source_range only;
+  pkb-<run_uri>-redis  the Redis shard and cluster-bus ports, only from
+                       instances with the run's network tag.
+Both target only the run's network tag. A compact placement policy
+(COLLOCATED) keeps the VMs close when --placement_group_style=cluster.
+
+Each class is a GceResource registered for teardown from the record; teardown
+walks the record newest first: instances, firewall rules, placement policy,
+subnetworks, network.
+"""
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from google.cloud import compute_v1
+
+from perfkitbenchmarker import resource
+from perfkitbenchmarker.providers.gcp import compute_api
+
+API_PREFIX = 'https://www.googleapis.com/compute/v1'
+
+
+def NetworkUrl(project: str, network: str) -> str:
+  return f'projects/{project}/global/networks/{network}'
+
+
+def SubnetworkUrl(project: str, region: str, subnetwork: str) -> str:
+  return f'projects/{project}/regions/{region}/subnetworks/{subnetwork}'
+
+
+def PlacementPolicyUrl(project: str, region: str, policy: str) -> str:
+  return f'projects/{project}/regions/{region}/resourcePolicies/{policy}'
+
+
+class GceNetwork(compute_api.GceResource):
+  """A custom-mode VPC network (subnetworks are made per region)."""
+
+  KIND = 'gcp_network'
+
+  def _InsertCall(self):
+    return self.clients.networks.insert_unary(
+        project=self.project,
+        network_resource=compute_v1.Network(
+            name=self.name, auto_create_subnetworks=False,
+            description='PerfKit Benchmarker run network'))
+
+  def _GetCall(self):
+    return self.clients.networks.get(project=self.project, network=self.name)
+
+  def _DeleteCall(self):
+    return self.clients.networks.delete_unary(project=self.project,
+                                              network=self.name)
+
+  @property
+  def url(self) -> str:
+    return NetworkUrl(self.project, self.name)
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'GceNetwork':
+    del record
+    data = entry['data']
+    return cls(entry['name'], compute_api.ClientsFromRecord(data),
+               data['project'])
+
+
+class GceSubnetwork(compute_api.GceResource):
+  """The run's subnetwork in one region."""
+
+  KIND = 'gcp_subnetwork'
+
+  def __init__(self, name: str, clients, project: str, region: str,
+               network_url: str = '', ip_range: str = '', **kwargs):
+    super().__init__(name, clients, project, **kwargs)
+    self.region = region
+    self.network_url = network_url
+    self.ip_range = ip_range
+
+  def _InsertCall(self):
+    return self.clients.subnetworks.insert_unary(
+        project=self.project, region=self.region,
+        subnetwork_resource=compute_v1.Subnetwork(
+            name=self.name, network=self.network_url,
+            ip_cidr_range=self.ip_range))
+
+  def _GetCall(self):
+    return self.clients.subnetworks.get(
+        project=self.project, region=self.region, subnetwork=self.name)
+
+  def _DeleteCall(self):
+    return self.clients.subnetworks.delete_unary(
+        project=self.project, region=self.region, subnetwork=self.name)
+
+  @property
+  def url(self) -> str:
+    return SubnetworkUrl(self.project, self.region, self.name)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), region=self.region,
+                ip_range=self.ip_range)
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'GceSubnetwork':
+    del record
+    data = entry['data']
+    return cls(entry['name'], compute_api.ClientsFromRecord(data),
+               data['project'], data['region'])
+
+
+class GceFirewallRule(compute_api.GceResource):
+  """An ingress rule to the run's tagged instances.
+
+  Exactly one of `source_ranges` and `source_tags` is given, so a rule is
+  either "from the operator" or "from the run's own VMs", never both.
+  """
+
+  KIND = 'gcp_firewall'
+
+  def __init__(self, name: str, clients, project: str, network_url: str = '',
+               ports: Sequence[str] = (), target_tags: Sequence[str] = (),
+               source_ranges: Sequence[str] = (),
+               source_tags: Sequence[str] = (), description: str = '',
+               **kwargs):
+    super().__init__(name, clients, project, **kwargs)
+    if bool(source_ranges) == bool(source_tags) and ports:
+      raise ValueError('give exactly one of source_ranges and source_tags')
+    if any(r in ('0.0.0.0/0', '::/0') for r in source_ranges):
+      raise ValueError('a run never opens a port to the whole internet')
+    self.network_url = network_url
+    self.ports = list(ports)
+    self.target_tags = list(target_tags)
+    self.source_ranges = list(source_ranges)
+    self.source_tags = list(source_tags)
+    self.description = description
+
+  def _InsertCall(self):
+    firewall = compute_v1.Firewall(
+        name=self.name, network=self.network_url, direction='INGRESS',
+        description=self.description,
+        allowed=[compute_v1.Allowed(I_p_protocol='tcp', ports=self.ports)],
+        target_tags=self.target_tags)
+    if self.source_ranges:
+      firewall.source_ranges = self.source_ranges
+    else:
+      firewall.source_tags = self.source_tags
+    return self.clients.firewalls.insert_unary(project=self.project,
+                                               firewall_resource=firewall)
+
+  def _GetCall(self):
+    return self.clients.firewalls.get(project=self.project,
+                                      firewall=self.name)
+
+  def _DeleteCall(self):
+    return self.clients.firewalls.delete_unary(project=self.project,
+                                               firewall=self.name)
+
+  def RecordData(self) -> Dict[str, Any]:
+    # What the rule opened, so the record shows it; not needed to delete it.
+    return dict(super().RecordData(), ports=self.ports,
+                source_ranges=self.source_ranges,
+                source_tags=self.source_tags)
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'GceFirewallRule':
+    del record
+    data = entry['data']
+    return cls(entry['name'], compute_api.ClientsFromRecord(data),
+               data['project'])
+
+
+class GcePlacementPolicy(compute_api.GceResource):
+  """A compact (COLLOCATED) group placement policy in one region."""
+
+  KIND = 'gcp_placement_policy'
+
+  def __init__(self, name: str, clients, project: str, region: str,
+               **kwargs):
+    super().__init__(name, clients, project, **kwargs)
+    self.region = region
+
+  def _InsertCall(self):
+    placement = compute_v1.ResourcePolicyGroupPlacementPolicy(
+        collocation='COLLOCATED')
+    return self.clients.resource_policies.insert_unary(
+        project=self.project, region=self.region,
+        resource_policy_resource=compute_v1.ResourcePolicy(
+            name=self.name, region=self.region,
+            description='PerfKit Benchmarker compact placement',
+            group_placement_policy=placement))
+
+  def _GetCall(self):
+    return self.clients.resource_policies.get(
+        project=self.project, region=self.region, resource_policy=self.name)
+
+  def _DeleteCall(self):
+    return self.clients.resource_policies.delete_unary(
+        project=self.project, region=self.region, resource_policy=self.name)
+
+  @property
+  def url(self) -> str:
+    return PlacementPolicyUrl(self.project, self.region, self.name)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), region=self.region)
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'GcePlacementPolicy':
+    del record
+    data = entry['data']
+    return cls(entry['name'], compute_api.ClientsFromRecord(data),
+               data['project'], data['region'])
+
+
+def SubnetRanges(regions: Sequence[str]) -> Dict[str, str]:
+  """One private /20 per region of the run, in a network only it uses."""
+  return {region: f'10.{i}.0.0/20'
+          for i, region in enumerate(sorted(set(regions)))}
+
+
+def RedisPorts(start_port: int, span: int) -> List[str]:
+  """Shard ports from start_port, and their cluster-bus ports (+10000)."""
+  end = start_port + span - 1
+  return [f'{start_port}-{end}', f'{start_port + 10000}-{end + 10000}']
+
+
+def RegisterKinds(kinds: Optional[Sequence[type]] = None) -> None:
+  for cls in kinds or (GceNetwork, GceSubnetwork, GceFirewallRule,
+                       GcePlacementPolicy):
+    resource.RegisterKind(cls.KIND, cls.FromRecord)
+
+
+RegisterKinds()

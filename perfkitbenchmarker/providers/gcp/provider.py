@@ -1,0 +1,299 @@
+"""GCP provider: the run's Compute Engine VMs and what they need around them.
+
+Provider contract (see providers/__init__.py):
+  ConstructVms(spec)   one GceVirtualMachine per VM of spec.GroupCounts(),
+                       named pkb-<run_uri>-<group>-<i>; in a resumed run the
+                       VMs take their addresses from the run record;
+  Provision(spec)      creates, each recorded before it is made: the SSH key
+                       pair, the run's network and subnetworks (unless
+                       --gcp_network), the compact placement policy
+                       (--placement_group_style=cluster), the SSH and Redis
+                       firewall rules and then the instances, in parallel;
+  CheckPrerequisites(flag_values)  refuses a missing --project or
+                       --gcp_ssh_source_range and unsupported --os_type.
+Teardown needs nothing from here: every kind registers FromRecord, and the
+record's newest-first order deletes instances, then firewall rules, then the
+placement policy, then subnetworks and the network.
+
+Test seam: `GceProvider` takes its clients, SSH waiter, sleep and clocks in
+its constructor; the module-level functions build one from the flags.
+"""
+
+import concurrent.futures
+import dataclasses
+import getpass
+import ipaddress
+import logging
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.providers.gcp import compute_api
+from perfkitbenchmarker.providers.gcp import flags as gcp_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.providers.gcp import images
+from perfkitbenchmarker.providers.gcp import keys
+from perfkitbenchmarker.providers.gcp import naming
+from perfkitbenchmarker.providers.gcp import network
+from perfkitbenchmarker.providers.gcp import vm as vm_lib
+
+CLOUD = 'GCP'
+DEFAULT_REDIS_START_PORT = 7001
+# Shards take consecutive free ports from --redis_start_port; 1000 leaves
+# room for any shard count a VM can run.
+REDIS_PORT_SPAN = 1000
+MAX_PARALLEL_CREATES = 16
+# Narrower than this is a deliberate address; wider is almost surely a slip.
+MIN_SSH_PREFIX = 8
+
+
+def SshSourceRanges(values: Sequence[str]) -> List[str]:
+  """--gcp_ssh_source_range as normalized IPv4 CIDRs; refuses bad ones."""
+  if not values:
+    raise errors.UsageError(
+        '--cloud=GCP needs --gcp_ssh_source_range=<your public IPv4>/32: SSH '
+        'to the VMs is opened to that range only (it is not guessed, and '
+        'never 0.0.0.0/0).')
+  ranges = []
+  for value in values:
+    try:
+      cidr = ipaddress.ip_network(value.strip(), strict=False)
+    except ValueError:
+      raise errors.UsageError(
+          f'--gcp_ssh_source_range="{value}" is not an IPv4 address or CIDR '
+          'range such as 203.0.113.7/32.') from None
+    if cidr.version != 4:
+      raise errors.UsageError(
+          f'--gcp_ssh_source_range="{value}" is IPv6; the run\'s network is '
+          'IPv4 only, give your public IPv4 address.')
+    if cidr.prefixlen < MIN_SSH_PREFIX:
+      raise errors.UsageError(
+          f'--gcp_ssh_source_range="{value}" would open SSH to '
+          f'{cidr.num_addresses} addresses; give your own address (/32) or '
+          f'a range of at most /{MIN_SSH_PREFIX}.')
+    ranges.append(str(cidr))
+  return ranges
+
+
+def _Project(flag_values) -> str:
+  if not flag_values.project:
+    raise errors.UsageError(
+        '--cloud=GCP needs --project=<GCP project id> to create the VMs in.')
+  return flag_values.project
+
+
+def CheckPrerequisites(flag_values) -> None:
+  """Refuses flags that cannot work, before anything is created."""
+  _Project(flag_values)
+  SshSourceRanges(flag_values.gcp_ssh_source_range)
+  images.CheckOsType(flag_values.os_type)
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunLayout:
+  """Names and URLs shared by the run's VMs and network objects."""
+  project: str
+  run_uri: str
+  network_name: str
+  creates_network: bool
+  subnet_ranges: Dict[str, str]  # region -> CIDR; empty without a subnet.
+  placement_region: Optional[str]
+
+  @property
+  def network_url(self) -> str:
+    return network.NetworkUrl(self.project, self.network_name)
+
+  @property
+  def placement_policy_name(self) -> str:
+    return naming.ResourceName(self.run_uri, 'compact')
+
+  @property
+  def placement_policy_url(self) -> Optional[str]:
+    if not self.placement_region:
+      return None
+    return network.PlacementPolicyUrl(self.project, self.placement_region,
+                                      self.placement_policy_name)
+
+  def SubnetworkUrl(self, region: str) -> Optional[str]:
+    if region not in self.subnet_ranges:
+      return None
+    return network.SubnetworkUrl(self.project, region, self.network_name)
+
+
+class GceProvider:
+  """Builds and provisions a run's GCP resources through injected clients."""
+
+  def __init__(self, clients: compute_api.ComputeClients, flag_values,
+               ssh_waiter: Optional[Callable[[vm_lib.GceVirtualMachine],
+                                             None]] = None,
+               sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.monotonic,
+               wall_clock: Callable[[], float] = time.time):
+    self.clients = clients
+    self.flags = flag_values
+    self._ssh_waiter = ssh_waiter
+    self._sleep = sleep
+    self._clock = clock
+    self._wall_clock = wall_clock
+
+  @classmethod
+  def FromFlags(cls, flag_values) -> 'GceProvider':
+    return cls(compute_api.ComputeClients.Create(
+        flag_values.gcp_compute_endpoint), flag_values)
+
+  def _ResourceArgs(self, spec) -> dict:
+    return {'record': spec.record, 'sleep': self._sleep, 'clock': self._clock}
+
+  def _Layout(self, spec, zones: Sequence[str], vm_count: int) -> _RunLayout:
+    regions = sorted({naming.RegionOf(z) for z in zones})
+    cluster = (self.flags.placement_group_style == 'cluster' and
+               vm_count > 1)
+    if cluster and len(set(zones)) > 1:
+      raise errors.UsageError(
+          f'--placement_group_style=cluster needs every VM in one zone, not '
+          f'{", ".join(sorted(set(zones)))}; set --zone or use '
+          '--placement_group_style=none.')
+    creates_network = not self.flags.gcp_network
+    return _RunLayout(
+        project=_Project(self.flags), run_uri=spec.run_uri,
+        network_name=(naming.ResourceName(spec.run_uri) if creates_network
+                      else self.flags.gcp_network),
+        creates_network=creates_network,
+        subnet_ranges=(network.SubnetRanges(regions) if creates_network
+                       else {}),
+        placement_region=regions[0] if cluster else None)
+
+  # Provider contract ------------------------------------------------------
+
+  def ConstructVms(self, spec) -> Dict[str, List[vm_lib.GceVirtualMachine]]:
+    if spec.record is None:
+      raise errors.UsageError('GCP VMs need a run record (not a dry run).')
+    group_specs = spec.GroupSpecs()
+    counts = spec.GroupCounts()
+    for group, vm_spec in group_specs.items():
+      if not vm_spec.zone:
+        raise errors.ConfigError(
+            f'vm_groups.{group}.vm_spec.GCP needs a zone (or give --zone).')
+      if not vm_spec.image:
+        images.CheckOsType(vm_spec.os_type)
+    layout = self._Layout(
+        spec, [s.zone for s in group_specs.values()], sum(counts.values()))
+    labels = naming.RunLabels(
+        self.flags.owner or getpass.getuser(), spec.run_uri, spec.name,
+        naming.ExpiryLabel(self._wall_clock(), self.flags.timeout_minutes))
+    groups: Dict[str, List[vm_lib.GceVirtualMachine]] = {}
+    order = sorted(group_specs, key=lambda g: (g != 'servers', g))
+    for group in order:
+      vm_spec = group_specs[group]
+      config = vm_lib.InstanceConfig(
+          project=layout.project, zone=vm_spec.zone,
+          machine_type=vm_spec.machine_type, network_url=layout.network_url,
+          subnetwork_url=layout.SubnetworkUrl(naming.RegionOf(vm_spec.zone)),
+          image=vm_spec.image,
+          image_family=(None if vm_spec.image else images.FamilyFor(
+              vm_spec.os_type, vm_spec.machine_type)),
+          boot_disk_gb=vm_spec.boot_disk_size or vm_lib.DEFAULT_BOOT_DISK_GB,
+          boot_disk_type=self.flags.gcp_boot_disk_type,
+          tags=(naming.NetworkTag(spec.run_uri),), labels=labels,
+          placement_policy_url=layout.placement_policy_url)
+      for i in range(counts[group]):
+        vm = vm_lib.GceVirtualMachine(
+            vm_spec, naming.ResourceName(spec.run_uri, group, str(i)), group,
+            clients=self.clients, project=layout.project, config=config,
+            ssh_waiter=self._ssh_waiter, user=self.flags.gcp_ssh_user,
+            run_uri=spec.run_uri, **self._ResourceArgs(spec))
+        _RestoreFromRecord(vm, spec.record)
+        groups.setdefault(group, []).append(vm)
+    return groups
+
+  def Provision(self, spec) -> None:
+    vms = [vm for vm in spec.vms if isinstance(vm, vm_lib.GceVirtualMachine)]
+    if not vms:
+      return
+    ssh_ranges = SshSourceRanges(self.flags.gcp_ssh_source_range)
+    layout = self._Layout(spec, [vm.zone for vm in vms], len(vms))
+    args = dict(self._ResourceArgs(spec), clients=self.clients,
+                project=layout.project)
+    tag = naming.NetworkTag(spec.run_uri)
+
+    key = keys.SshKeyPair(spec.record.run_dir, comment=f'pkb-{spec.run_uri}',
+                          **self._ResourceArgs(spec))
+    key.Create()
+    for vm in vms:
+      vm.keyfile = key.private_key_path
+      vm.ssh_public_key = key.public_key
+    if layout.creates_network:
+      network.GceNetwork(layout.network_name, **args).Create()
+      for region, ip_range in sorted(layout.subnet_ranges.items()):
+        network.GceSubnetwork(layout.network_name, region=region,
+                              network_url=layout.network_url,
+                              ip_range=ip_range, **args).Create()
+    else:
+      logging.warning(
+          'Using existing network %s: its own firewall rules apply too.',
+          layout.network_name)
+    if layout.placement_region:
+      network.GcePlacementPolicy(layout.placement_policy_name,
+                                 region=layout.placement_region,
+                                 **args).Create()
+    network.GceFirewallRule(
+        naming.ResourceName(spec.run_uri, 'ssh'),
+        network_url=layout.network_url, ports=['22'], target_tags=[tag],
+        source_ranges=ssh_ranges,
+        description=f'SSH to run {spec.run_uri} from its operator',
+        **args).Create()
+    start_port = getattr(self.flags, 'redis_start_port', None)
+    network.GceFirewallRule(
+        naming.ResourceName(spec.run_uri, 'redis'),
+        network_url=layout.network_url,
+        ports=network.RedisPorts(start_port or DEFAULT_REDIS_START_PORT,
+                                 REDIS_PORT_SPAN),
+        target_tags=[tag], source_tags=[tag],
+        description=f'Redis between the VMs of run {spec.run_uri}',
+        **args).Create()
+    _CreateAll([vm for vm in vms if not vm.created])
+
+
+def _RestoreFromRecord(vm: vm_lib.GceVirtualMachine, record) -> None:
+  """In a resumed run, takes what provisioning learned from the record."""
+  entry = record.FindResource(vm.KIND, vm.name)
+  if not entry or entry['status'] != 'created':
+    return
+  data = entry['data']
+  vm.ip_address = data.get('ip_address')
+  vm.internal_ip = data.get('internal_ip')
+  vm.keyfile = data.get('keyfile')
+  vm.image = data.get('image')
+  vm.num_cpus = vm.num_cpus or data.get('num_cpus')
+  vm.memory_mib = vm.memory_mib or data.get('memory_mib')
+  vm.created = True
+
+
+def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:
+  """Creates the instances in parallel; raises the first failure after all.
+
+  Waiting for every create keeps the record true: each instance that was
+  asked for is recorded and, when it exists, marked created.
+  """
+  if not vms:
+    return
+  workers = min(len(vms), MAX_PARALLEL_CREATES)
+  with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+    futures = [pool.submit(vm.Create) for vm in vms]
+  failures = [f.exception() for f in futures if f.exception() is not None]
+  if failures:
+    if len(failures) > 1:
+      logging.error('%d instances failed: %s', len(failures),
+                    '; '.join(str(e) for e in failures))
+    raise failures[0]
+
+
+def _ProviderFor(spec) -> GceProvider:
+  return GceProvider.FromFlags(spec.flags)
+
+
+def ConstructVms(spec) -> Dict[str, List[vm_lib.GceVirtualMachine]]:
+  return _ProviderFor(spec).ConstructVms(spec)
+
+
+def Provision(spec) -> None:
+  _ProviderFor(spec).Provision(spec)

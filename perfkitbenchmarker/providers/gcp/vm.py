@@ -1,0 +1,281 @@
+"""GceVirtualMachine: a Compute Engine instance driven over SSH.
+
+The VM is an SshVirtualMachine (commands, files and installs come from there)
+whose resource hooks call the instances API: `_Create` inserts the instance
+and waits on its zone operation, `_IsReady` waits for RUNNING, takes the
+external and internal IPs from the instance and then waits for SSH, and
+`_Delete` deletes it (its boot disk goes with it). The instance body is built
+by the pure `BuildInstance` from an `InstanceConfig`, so what is sent is
+testable without any API.
+
+Test seam: `ssh_waiter` replaces the SSH wait (the fake API's instances have
+addresses nobody listens on).
+"""
+
+import dataclasses
+import logging
+from typing import Any, Callable, Dict, Optional, Sequence
+
+from google.api_core import exceptions as api_exceptions
+from google.cloud import compute_v1
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.providers.gcp import compute_api
+from perfkitbenchmarker.providers.gcp import images
+
+CLOUD = 'GCP'
+SSH_TIMEOUT_S = 300
+DEFAULT_BOOT_DISK_GB = 20
+# Series whose machines attach only Hyperdisk (no pd-* boot disks).
+HYPERDISK_ONLY_SERIES = ('c4', 'c4a', 'c4d', 'n4', 'n4d', 'h4d', 'm4', 'x4')
+# Instance states from which it will not become RUNNING by itself.
+_DEAD_STATES = ('STOPPING', 'STOPPED', 'SUSPENDING', 'SUSPENDED',
+                'TERMINATED', 'REPAIRING')
+
+
+def DefaultBootDiskType(machine_type: str) -> str:
+  series = machine_type.split('-', 1)[0]
+  return ('hyperdisk-balanced' if series in HYPERDISK_ONLY_SERIES
+          else 'pd-balanced')
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceConfig:
+  """Everything an instance is created with, besides its name and image."""
+  project: str
+  zone: str
+  machine_type: str
+  network_url: str
+  subnetwork_url: Optional[str] = None
+  image: Optional[str] = None  # An explicit image wins over the family.
+  image_family: Optional[images.ImageFamily] = None
+  boot_disk_gb: int = DEFAULT_BOOT_DISK_GB
+  boot_disk_type: Optional[str] = None
+  tags: Sequence[str] = ()
+  labels: Dict[str, str] = dataclasses.field(default_factory=dict)
+  placement_policy_url: Optional[str] = None
+
+
+def MachineTypeUrl(project: str, zone: str, machine_type: str) -> str:
+  return f'projects/{project}/zones/{zone}/machineTypes/{machine_type}'
+
+
+def BuildInstance(name: str, config: InstanceConfig, image_link: str,
+                  ssh_user: str, public_key: str) -> compute_v1.Instance:
+  """The instances.insert body for one VM of the run."""
+  disk_type = config.boot_disk_type or DefaultBootDiskType(config.machine_type)
+  boot_disk = compute_v1.AttachedDisk(
+      boot=True, auto_delete=True, type_='PERSISTENT',
+      initialize_params=compute_v1.AttachedDiskInitializeParams(
+          source_image=image_link, disk_size_gb=config.boot_disk_gb,
+          disk_type=(f'projects/{config.project}/zones/{config.zone}/'
+                     f'diskTypes/{disk_type}'),
+          labels=dict(config.labels)))
+  nic = compute_v1.NetworkInterface(
+      network=config.network_url,
+      # An external address so the operator can SSH in; the firewall keeps
+      # everyone else out.
+      access_configs=[compute_v1.AccessConfig(
+          name='External NAT', type_='ONE_TO_ONE_NAT')])
+  if config.subnetwork_url:
+    nic.subnetwork = config.subnetwork_url
+  instance = compute_v1.Instance(
+      name=name,
+      machine_type=MachineTypeUrl(config.project, config.zone,
+                                  config.machine_type),
+      disks=[boot_disk],
+      network_interfaces=[nic],
+      tags=compute_v1.Tags(items=list(config.tags)),
+      labels=dict(config.labels),
+      metadata=compute_v1.Metadata(items=[
+          compute_v1.Items(key='ssh-keys', value=f'{ssh_user}:{public_key}'),
+          # ssh-keys metadata is ignored where OS Login is on.
+          compute_v1.Items(key='enable-oslogin', value='FALSE'),
+      ]))
+  if config.placement_policy_url:
+    instance.resource_policies = [config.placement_policy_url]
+    # Compact placement needs VMs that stop, not migrate, for maintenance.
+    instance.scheduling = compute_v1.Scheduling(
+        on_host_maintenance='TERMINATE', automatic_restart=True)
+  return instance
+
+
+class _Instance(compute_api.GceResource):
+  """The instances API calls of one VM (recorded as the VM, not itself)."""
+
+  KIND = 'gcp_instance'
+
+  def __init__(self, name: str, clients, project: str, zone: str,
+               build: Optional[Callable[[], compute_v1.Instance]] = None,
+               **kwargs):
+    super().__init__(name, clients, project, **kwargs)
+    self.zone = zone
+    self._build = build
+
+  def _InsertCall(self):
+    return self.clients.instances.insert_unary(
+        project=self.project, zone=self.zone,
+        instance_resource=self._build())
+
+  def _GetCall(self):
+    return self.clients.instances.get(project=self.project, zone=self.zone,
+                                      instance=self.name)
+
+  def _DeleteCall(self):
+    return self.clients.instances.delete_unary(
+        project=self.project, zone=self.zone, instance=self.name)
+
+  def Get(self) -> compute_v1.Instance:
+    return compute_api.Call(f'Looking up instance {self.name}', self._GetCall,
+                            passthrough=(api_exceptions.NotFound,))
+
+  def _CreateFailureHint(self, error: compute_api.OperationError) -> str:
+    if error.code in compute_api.STOCKOUT_ERRORS:
+      return (f' (zone {self.zone} is out of this machine type; try another '
+              '--zone)')
+    text = str(error).lower()
+    if 'placement' in text or 'resourcepolic' in text:
+      return ' (--placement_group_style=none runs without compact placement)'
+    return ''
+
+
+class GceVirtualMachine(ssh_vm.SshVirtualMachine):
+  """A Compute Engine instance of the run, reached over SSH."""
+
+  CLOUD = CLOUD
+  KIND = 'gcp_vm'
+
+  def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
+               *, clients: compute_api.ComputeClients, project: str,
+               config: Optional[InstanceConfig] = None,
+               ssh_waiter: Optional[Callable[['GceVirtualMachine'],
+                                             None]] = None,
+               ssh_timeout_s: float = SSH_TIMEOUT_S, **kwargs):
+    super().__init__(spec, name, group_name, **kwargs)
+    self.clients = clients
+    self.project = project
+    self.config = config
+    self.image: Optional[str] = None
+    # The run's public key for the ssh-keys metadata; set by Provision.
+    self.ssh_public_key: Optional[str] = None
+    self.ssh_timeout_s = ssh_timeout_s
+    self._ssh_waiter = ssh_waiter or (
+        lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
+    self._instance = _Instance(name, clients, project, spec.zone,
+                               build=self._BuildInstance, sleep=self._sleep,
+                               clock=self._clock)
+
+  # Resource hooks ---------------------------------------------------------
+
+  def _BuildInstance(self) -> compute_v1.Instance:
+    config = self.config
+    if config is None:
+      raise errors.ResourceError(
+          f'VM {self.name} was rebuilt from the run record and can only be '
+          'deleted, not created.')
+    self._LearnMachineType()
+    if config.image:
+      self.image = config.image
+    else:
+      self.image = images.ResolveImage(self.clients, config.image_family)
+    if not self.ssh_public_key:
+      raise errors.ResourceError(
+          f'VM {self.name} has no SSH key to create it with; the provider\'s '
+          'Provision makes the run\'s key first.')
+    return BuildInstance(self.name, config, self.image, self.user,
+                         self.ssh_public_key)
+
+  def _LearnMachineType(self) -> None:
+    """Fills num_cpus and memory_mib from the machine type, and checks it."""
+    what = f'Looking up machine type {self.machine_type} in {self.zone}'
+    try:
+      machine = compute_api.Call(
+          what, self.clients.machine_types.get, project=self.project,
+          zone=self.zone, machine_type=self.machine_type,
+          passthrough=(api_exceptions.NotFound,))
+    except api_exceptions.NotFound:
+      raise errors.ResourceError(
+          f'Machine type {self.machine_type} is not offered in zone '
+          f'{self.zone}; pick another --machine_type or --zone.') from None
+    self.num_cpus = self.num_cpus or machine.guest_cpus or None
+    self.memory_mib = self.memory_mib or machine.memory_mb or None
+
+  def _Create(self) -> None:
+    logging.info('Creating GCE instance %s (%s in %s)', self.name,
+                 self.machine_type, self.zone)
+    self._instance._Create()  # pylint: disable=protected-access
+
+  def _IsReady(self) -> bool:
+    try:
+      instance = self._instance.Get()
+    except api_exceptions.NotFound:
+      raise errors.ResourceError(
+          f'Instance {self.name} disappeared while starting.') from None
+    if instance.status in _DEAD_STATES:
+      raise errors.ResourceError(
+          f'Instance {self.name} is {instance.status} instead of RUNNING '
+          f'({instance.status_message or "no reason given"}).')
+    if instance.status != 'RUNNING':
+      return False
+    nic = instance.network_interfaces[0]
+    self.internal_ip = nic.network_i_p or None
+    self.ip_address = (nic.access_configs[0].nat_i_p
+                       if nic.access_configs else None) or self.internal_ip
+    if not self.ip_address:
+      return False
+    self._ssh_waiter(self)
+    return True
+
+  def _Delete(self) -> None:
+    self._instance._Delete()  # pylint: disable=protected-access
+
+  def _Exists(self) -> bool:
+    return self._instance._Exists()  # pylint: disable=protected-access
+
+  # Record and metadata ------------------------------------------------------
+
+  def RecordData(self) -> Dict[str, Any]:
+    # The SSH and VM fields come from the base classes; these find the
+    # instance again.
+    data = super().RecordData()
+    data.update(project=self.project, api_endpoint=self.clients.endpoint,
+                image=self.image)
+    return data
+
+  def GetResourceMetadata(self) -> Dict[str, Any]:
+    metadata = super().GetResourceMetadata()
+    metadata['image'] = self.image
+    if self.config is not None:
+      metadata['placement_policy'] = (
+          'compact' if self.config.placement_policy_url else 'none')
+    return metadata
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'GceVirtualMachine':
+    """Rebuilds the VM for later stages and teardown.
+
+    SSH works and so does deleting the instance; creating it does not.
+    """
+    data = entry['data']
+    spec = virtual_machine.VmSpec(
+        cloud=CLOUD, machine_type=data['machine_type'], zone=data['zone'],
+        num_cpus=data.get('num_cpus'), memory_mib=data.get('memory_mib'),
+        os_type=data.get('os_type') or 'debian12')
+    vm = cls(spec, entry['name'], data.get('group', ''),
+             clients=compute_api.ClientsFromRecord(data),
+             project=data['project'], user=data.get('user') or 'pkb',
+             ip_address=data.get('ip_address'),
+             internal_ip=data.get('internal_ip'),
+             keyfile=data.get('keyfile'), port=data.get('port') or 22,
+             known_hosts_file=data.get('known_hosts_file'), record=record)
+    vm.image = data.get('image')
+    vm.cpu_set = data.get('cpu_set')
+    vm.scratch_dir = data.get('scratch_dir') or vm.scratch_dir
+    vm.created = True
+    return vm
+
+
+resource.RegisterKind(GceVirtualMachine.KIND, GceVirtualMachine.FromRecord)

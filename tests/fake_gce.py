@@ -1,0 +1,360 @@
+"""A fake Compute Engine REST API on 127.0.0.1, for provider tests.
+
+Test support code, not product code. It implements just the calls the GCP
+provider makes, with the real URL shapes, so the real google-cloud-compute
+clients (REST transport) talk to it unchanged:
+  instances, firewalls, networks, subnetworks, resourcePolicies:
+      insert (POST), get, delete;
+  machineTypes get; images getFromFamily;
+  zone, region and global operations get and wait.
+Missing things are 404s, duplicate names 409s, and deleting something still
+used by another resource a 400 (resourceInUseByAnotherResource), as in GCE,
+so teardown order is checked too. Inserts and deletes return operations that
+are RUNNING until they are waited on (or DONE at once with
+`operations_done=True`).
+
+Every request is recorded (`requests`). Failures are injected per
+collection: the nth insert returns an HTTP error or an operation that ends
+in an error, once or from then on (`FailInsert`); deletes can fail a few
+times (`FailDelete`).
+"""
+
+import collections
+import dataclasses
+import http.server
+import json
+import re
+import threading
+import urllib.parse
+from typing import Any, Dict, List, Optional, Tuple
+
+API = 'https://www.googleapis.com/compute/v1'
+_PATH = re.compile(
+    r'/compute/v1/projects/(?P<project>[^/]+)/'
+    r'(?P<scope>global|zones/[^/]+|regions/[^/]+)/(?P<collection>[A-Za-z]+)'
+    r'(?:/(?P<name>[^/]+))?(?:/(?P<extra>[^/]+))?')
+_SCOPES = {
+    'instances': 'zones', 'machineTypes': 'zones', 'firewalls': 'global',
+    'networks': 'global', 'images': 'global', 'subnetworks': 'regions',
+    'resourcePolicies': 'regions',
+}
+_MEMORY_PER_CPU_MB = {'standard': 4096, 'highmem': 8192, 'highcpu': 1024}
+
+
+@dataclasses.dataclass
+class _Failure:
+  collection: str
+  nth: int
+  mode: str  # 'http' or 'operation'
+  status: int
+  code: str
+  persistent: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+  method: str
+  path: str
+  body: Optional[Dict[str, Any]]
+
+
+class FakeGce:
+  """The fake API's state, failure plan and HTTP server."""
+
+  def __init__(self, operations_done: bool = False,
+               missing_families: Tuple[str, ...] = ()):
+    self.operations_done = operations_done
+    self.missing_families = set(missing_families)
+    # (collection, project, scope, name) -> resource JSON.
+    self.resources: Dict[Tuple[str, str, str, str], Dict[str, Any]] = {}
+    self.operations: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+    self.requests: List[Request] = []
+    self._inserts = collections.Counter()
+    self._delete_failures = collections.Counter()
+    self._delete_status: Dict[str, int] = {}
+    self._failures: List[_Failure] = []
+    self._ids = iter(range(1000, 10**9))
+    self._lock = threading.RLock()
+    self._server: Optional[http.server.ThreadingHTTPServer] = None
+    self.endpoint = ''
+
+  # Server -------------------------------------------------------------------
+
+  def Start(self) -> str:
+    fake = self
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+      protocol_version = 'HTTP/1.1'
+      wbufsize = 1 << 16  # One send per response: no Nagle stalls.
+
+      def _Serve(self, method):
+        length = int(self.headers.get('Content-Length') or 0)
+        raw = self.rfile.read(length) if length else b''
+        body = json.loads(raw) if raw else None
+        status, payload = fake.Handle(method, self.path, body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+      def do_GET(self):  # pylint: disable=invalid-name
+        self._Serve('GET')
+
+      def do_POST(self):  # pylint: disable=invalid-name
+        self._Serve('POST')
+
+      def do_DELETE(self):  # pylint: disable=invalid-name
+        self._Serve('DELETE')
+
+      def log_message(self, *args):  # Quiet: requests are recorded instead.
+        pass
+
+    self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    self._server.daemon_threads = True
+    threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                     daemon=True).start()
+    self.endpoint = f'http://127.0.0.1:{self._server.server_address[1]}'
+    return self.endpoint
+
+  def Stop(self) -> None:
+    if self._server:
+      self._server.shutdown()
+      self._server.server_close()
+
+  def __enter__(self) -> 'FakeGce':
+    self.Start()
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.Stop()
+
+  # Failure injection --------------------------------------------------------
+
+  def FailInsert(self, collection: str, nth: int = 1, mode: str = 'http',
+                 status: int = 500, code: str = 'QUOTA_EXCEEDED',
+                 persistent: bool = True) -> None:
+    """Makes the nth insert into `collection` (and later ones) fail."""
+    self._failures.append(_Failure(collection, nth, mode, status, code,
+                                   persistent))
+
+  def FailDelete(self, collection: str, times: int = 1,
+                 status: int = 503) -> None:
+    """Answers the next `times` deletes in `collection` with `status`."""
+    self._delete_failures[collection] += times
+    self._delete_status[collection] = status
+
+  def ClearFailures(self) -> None:
+    self._failures.clear()
+    self._delete_failures.clear()
+
+  # Inspection ---------------------------------------------------------------
+
+  def Live(self, collection: Optional[str] = None) -> List[Dict[str, Any]]:
+    with self._lock:
+      return [r for (c, _, _, _), r in sorted(self.resources.items())
+              if collection in (None, c)]
+
+  def Inserted(self, collection: str) -> List[Dict[str, Any]]:
+    """The bodies of every insert request into `collection`."""
+    return [r.body for r in self.requests
+            if r.method == 'POST' and r.body is not None and
+            _Route(r.path) and _Route(r.path)['collection'] == collection and
+            not _Route(r.path)['name']]
+
+  def Calls(self, collection: str, method: str) -> List[Request]:
+    return [r for r in self.requests if r.method == method and
+            _Route(r.path) and _Route(r.path)['collection'] == collection]
+
+  # Request handling ---------------------------------------------------------
+
+  def Handle(self, method: str, raw_path: str,
+             body: Optional[Dict[str, Any]]) -> Tuple[int, Dict[str, Any]]:
+    path = urllib.parse.urlsplit(raw_path).path
+    with self._lock:
+      self.requests.append(Request(method, path, body))
+      route = _Route(path)
+      if route is None:
+        return _Error(404, f'No such API path {path}')
+      project, scope = route['project'], route['scope']
+      collection, name = route['collection'], route['name']
+      extra = route['extra']
+      if collection == 'operations':
+        return self._Operation(project, scope, name)
+      if collection == 'images' and name == 'family' and method == 'GET':
+        return self._ImageFromFamily(project, extra)
+      if collection == 'machineTypes' and method == 'GET':
+        return self._MachineType(project, scope, name)
+      if collection not in _SCOPES or extra:
+        return _Error(404, f'Unsupported call {method} {path}')
+      if method == 'POST' and not name:
+        return self._Insert(project, scope, collection, body or {})
+      key = (collection, project, scope, name)
+      if method == 'GET' and name:
+        if key not in self.resources:
+          return _NotFound(collection, name)
+        return 200, self.resources[key]
+      if method == 'DELETE' and name:
+        return self._Delete(key)
+      return _Error(404, f'Unsupported call {method} {path}')
+
+  def _Insert(self, project, scope, collection, body):
+    name = body.get('name')
+    if not name:
+      return _Error(400, 'Required field "name" is missing.', 'required')
+    self._inserts[collection] += 1
+    failure = self._FailureFor(collection)
+    if failure and failure.mode == 'http':
+      return _Error(failure.status, f'Injected failure of {collection} insert')
+    key = (collection, project, scope, name)
+    if key in self.resources:
+      return _Error(409, f'The resource {collection}/{name} already exists',
+                    'alreadyExists')
+    if failure:
+      return 200, self._NewOperation(
+          project, scope, 'insert', _SelfLink(project, scope, collection,
+                                              name),
+          error={'errors': [{'code': failure.code,
+                             'message': f'Injected {failure.code}'}]})
+    problem = self._MissingReference(project, collection, body)
+    if problem:
+      return _Error(400, problem, 'invalid')
+    item = dict(body, id=str(next(self._ids)),
+                selfLink=_SelfLink(project, scope, collection, name),
+                creationTimestamp='2026-11-21T00:00:00.000-08:00')
+    if scope != 'global':
+      item[scope.split('/')[0][:-1]] = f'{API}/projects/{project}/{scope}'
+    if collection == 'instances':
+      self._StartInstance(item)
+    self.resources[key] = item
+    return 200, self._NewOperation(project, scope, 'insert',
+                                   item['selfLink'])
+
+  def _StartInstance(self, item):
+    n = len(self.Live('instances')) + 2
+    for nic_index, nic in enumerate(item.get('networkInterfaces', [])):
+      nic['name'] = f'nic{nic_index}'
+      nic['networkIP'] = f'10.0.0.{n}'
+      for access in nic.get('accessConfigs', []):
+        # Loopback, so even a stray SSH attempt never leaves this machine.
+        access['natIP'] = f'127.0.2.{n}'
+    item['status'] = 'RUNNING'
+
+  def _MissingReference(self, project, collection, body) -> Optional[str]:
+    """What a new resource names that does not exist (GCE refuses those)."""
+    wanted = []
+    if collection in ('firewalls', 'subnetworks'):
+      wanted.append(body.get('network', ''))
+    if collection == 'instances':
+      for nic in body.get('networkInterfaces', []):
+        wanted += [nic.get('network', ''), nic.get('subnetwork', '')]
+      wanted += body.get('resourcePolicies', [])
+    for url in filter(None, wanted):
+      route = _Route('/compute/v1/' + url.split('/compute/v1/')[-1].lstrip(
+          '/'))
+      if route is None or (route['collection'], route['project'],
+                           route['scope'], route['name']) not in self.resources:
+        if not (route and route['collection'] == 'networks' and
+                route['name'] == 'default'):
+          return f'The resource {url} was not found'
+    return None
+
+  def _Delete(self, key):
+    collection, project, scope, name = key
+    if self._delete_failures[collection] > 0:
+      self._delete_failures[collection] -= 1
+      return _Error(self._delete_status[collection],
+                    f'Injected failure of {collection} delete')
+    if key not in self.resources:
+      return _NotFound(collection, name)
+    user = self._UserOf(key)
+    if user:
+      return _Error(400, f'The {collection[:-1]} resource {name} is already '
+                    f'being used by {user}',
+                    'resourceInUseByAnotherResource')
+    item = self.resources.pop(key)
+    return 200, self._NewOperation(project, scope, 'delete', item['selfLink'])
+
+  def _UserOf(self, key) -> Optional[str]:
+    collection, _, _, name = key
+    suffix = f'/{collection}/{name}'
+    for (other_collection, _, _, other_name), item in self.resources.items():
+      refs = [item.get('network', '')] + list(item.get('resourcePolicies', []))
+      for nic in item.get('networkInterfaces', []):
+        refs += [nic.get('network', ''), nic.get('subnetwork', '')]
+      if any(ref.endswith(suffix) for ref in refs if ref):
+        return f'{other_collection}/{other_name}'
+    return None
+
+  def _FailureFor(self, collection) -> Optional[_Failure]:
+    count = self._inserts[collection]
+    for failure in self._failures:
+      if failure.collection == collection and (
+          count == failure.nth or (failure.persistent and count > failure.nth)):
+        return failure
+    return None
+
+  def _NewOperation(self, project, scope, kind, target, error=None):
+    name = f'operation-{next(self._ids)}'
+    operation = {
+        'kind': 'compute#operation', 'id': name.split('-')[1], 'name': name,
+        'operationType': kind, 'targetLink': target,
+        'status': ('DONE' if self.operations_done or error else 'RUNNING'),
+        'progress': 100 if self.operations_done or error else 0,
+        'selfLink': _SelfLink(project, scope, 'operations', name),
+    }
+    if scope != 'global':
+      operation[scope.split('/')[0][:-1]] = f'{API}/projects/{project}/{scope}'
+    if error:
+      operation['error'] = error
+      operation['httpErrorStatusCode'] = 403
+    self.operations[(project, scope, name)] = operation
+    return dict(operation)
+
+  def _Operation(self, project, scope, name):
+    operation = self.operations.get((project, scope, name))
+    if operation is None:
+      return _NotFound('operations', name)
+    operation['status'] = 'DONE'
+    operation['progress'] = 100
+    return 200, dict(operation)
+
+  def _ImageFromFamily(self, project, family):
+    if family in self.missing_families:
+      return _NotFound('images', f'family/{family}')
+    name = f'{family}-v20261101'
+    return 200, {'kind': 'compute#image', 'name': name, 'family': family,
+                 'status': 'READY',
+                 'selfLink': _SelfLink(project, 'global', 'images', name)}
+
+  def _MachineType(self, project, scope, name):
+    match = re.fullmatch(r'[a-z0-9]+-(standard|highmem|highcpu)-(\d+)',
+                         name or '')
+    if not match:
+      return _NotFound('machineTypes', name)
+    cpus = int(match.group(2))
+    return 200, {'kind': 'compute#machineType', 'name': name,
+                 'guestCpus': cpus,
+                 'memoryMb': cpus * _MEMORY_PER_CPU_MB[match.group(1)],
+                 'selfLink': _SelfLink(project, scope, 'machineTypes', name)}
+
+
+def _Route(path: str) -> Optional[Dict[str, str]]:
+  match = _PATH.fullmatch(path)
+  return match.groupdict() if match else None
+
+
+def _SelfLink(project, scope, collection, name) -> str:
+  return f'{API}/projects/{project}/{scope}/{collection}/{name}'
+
+
+def _Error(status: int, message: str, reason: str = 'backendError'):
+  return status, {'error': {'code': status, 'message': message,
+                            'errors': [{'message': message, 'domain': 'global',
+                                        'reason': reason}]}}
+
+
+def _NotFound(collection, name):
+  return _Error(404, f'The resource \'{collection}/{name}\' was not found',
+                'notFound')

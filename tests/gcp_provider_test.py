@@ -1,0 +1,473 @@
+"""GCP provider against a local fake Compute API, through the real clients.
+
+The google-cloud-compute REST clients talk to tests/fake_gce.py on
+127.0.0.1; nothing is mocked inside the provider. The SSH wait is replaced
+through the provider's `ssh_waiter` seam (the fake's instances have
+loopback addresses nobody listens on), sleeps are no-ops and the wall clock
+is fixed.
+"""
+
+import os
+import re
+import stat
+import types
+
+import pytest
+
+from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker.providers.gcp import compute_api
+from perfkitbenchmarker.providers.gcp import images
+from perfkitbenchmarker.providers.gcp import naming
+from perfkitbenchmarker.providers.gcp import provider as gcp_provider
+from perfkitbenchmarker.providers.gcp import vm as gcp_vm
+
+import fake_gce  # pylint: disable=g-bad-import-order
+
+PROJECT = 'pkb-test-project'
+ZONE = 'us-central1-a'
+OPERATOR = '203.0.113.7/32'
+NOW = 1795000000.0  # 2026-11-18 11:06:40 UTC.
+LABEL_VALUE = re.compile(r'[a-z0-9_-]{0,63}')
+RESOURCE_NAME = re.compile(r'[a-z]([-a-z0-9]{0,61}[a-z0-9])?')
+
+
+@pytest.fixture
+def fake():
+  with fake_gce.FakeGce() as server:
+    yield server
+
+
+def _Flags(**overrides):
+  values = dict(
+      machine_type=None, zone=None, os_type='debian12', project=PROJECT,
+      owner='Jane.Doe', timeout_minutes=60, placement_group_style='cluster',
+      gcp_ssh_source_range=[OPERATOR], gcp_network=None,
+      gcp_compute_endpoint=None, gcp_boot_disk_type=None, gcp_ssh_user='pkb')
+  values.update(overrides)
+  return types.SimpleNamespace(**values)
+
+
+def _Config(servers='t2d-standard-16', clients='n2-standard-32',
+            client_count=2, client_zone=ZONE):
+  return {'vm_groups': {
+      'servers': {'vm_spec': {'GCP': {'machine_type': servers, 'zone': ZONE}},
+                  'vm_count': 1},
+      'clients': {'vm_spec': {'GCP': {'machine_type': clients,
+                                      'zone': client_zone}},
+                  'vm_count': client_count},
+  }}
+
+
+class _Run:
+  """One run's spec, record and provider, as pkb would build them."""
+
+  def __init__(self, fake, run_dir, run_uri='abc123', config=None,
+               **flag_overrides):
+    self.fake = fake
+    self.run_dir = str(run_dir)
+    self.record = run_record.RunRecord.Create(self.run_dir, run_uri,
+                                              cloud='GCP')
+    self.flags = _Flags(**flag_overrides)
+    module = types.SimpleNamespace(BENCHMARK_NAME='redis_memtier')
+    self.spec = benchmark_spec.BenchmarkSpec(
+        module, config or _Config(), run_uri, 'GCP', self.record, self.flags,
+        None, lambda samples: None)
+    self.ssh_waits = []
+    self.provider = gcp_provider.GceProvider(
+        compute_api.ComputeClients.Create(fake.endpoint), self.flags,
+        ssh_waiter=lambda vm: self.ssh_waits.append(vm.name),
+        sleep=lambda s: None, wall_clock=lambda: NOW)
+
+  def Construct(self):
+    self.spec.vm_groups = self.provider.ConstructVms(self.spec)
+    self.spec.vms = [v for vms in self.spec.vm_groups.values() for v in vms]
+    return self.spec.vms
+
+  def Provision(self):
+    self.Construct()
+    self.provider.Provision(self.spec)
+    return self.spec.vms
+
+  def TeardownFromDisk(self):
+    """Teardown as `--run_stage=teardown` does it: from the file alone."""
+    return resource.TeardownFromRecord(run_record.RunRecord.Load(self.run_dir))
+
+
+def _Only(items):
+  assert len(items) == 1, items
+  return items[0]
+
+
+def _Rule(fake, suffix):
+  return _Only([f for f in fake.Inserted('firewalls')
+                if f['name'].endswith(suffix)])
+
+
+# Provisioning -----------------------------------------------------------------
+
+
+def test_provision_creates_the_run_and_teardown_from_record_removes_it(
+    fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  vms = run.Provision()
+
+  kinds = sorted(collection for collection, _, _, _ in fake.resources)
+  assert kinds == ['firewalls', 'firewalls', 'instances', 'instances',
+                   'instances', 'networks', 'resourcePolicies', 'subnetworks']
+  assert [vm.name for vm in vms] == ['pkb-abc123-servers-0',
+                                     'pkb-abc123-clients-0',
+                                     'pkb-abc123-clients-1']
+  for vm in vms:
+    assert RESOURCE_NAME.fullmatch(vm.name)
+    assert vm.ip_address.startswith('127.0.2.')
+    assert vm.internal_ip.startswith('10.0.0.')
+    assert vm.image.endswith('/images/debian-12-v20261101')
+  assert sorted(run.ssh_waits) == sorted(vm.name for vm in vms)
+  assert (vms[0].num_cpus, vms[0].memory_mib) == (16, 65536)
+  entry = run.record.FindResource('gcp_vm', 'pkb-abc123-servers-0')
+  assert entry['status'] == 'created'
+  assert entry['data']['ip_address'] == vms[0].ip_address
+  assert entry['data']['api_endpoint'] == fake.endpoint
+
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+  assert not os.path.exists(os.path.join(run.run_dir, 'pkb_ssh_key'))
+
+
+def test_teardown_deletes_in_reverse_dependency_order(fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  run.Provision()
+  del fake.requests[:]
+  assert run.TeardownFromDisk() == []
+  deleted = [r.path.split('/')[-2] for r in fake.requests
+             if r.method == 'DELETE']
+  assert deleted == ['instances'] * 3 + ['firewalls'] * 2 + [
+      'resourcePolicies', 'subnetworks', 'networks']
+
+
+def test_firewall_opens_redis_only_to_the_run_and_ssh_only_to_operator(
+    fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  run.Provision()
+  tag = naming.NetworkTag('abc123')
+
+  ssh = _Rule(fake, '-ssh')
+  assert ssh['sourceRanges'] == [OPERATOR]
+  assert 'sourceTags' not in ssh
+  assert ssh['allowed'] == [{'IPProtocol': 'tcp', 'ports': ['22']}]
+  assert ssh['targetTags'] == [tag]
+  assert ssh['direction'] == 'INGRESS'
+
+  redis = _Rule(fake, '-redis')
+  assert redis['sourceTags'] == [tag]
+  assert 'sourceRanges' not in redis
+  assert redis['targetTags'] == [tag]
+  assert redis['allowed'] == [{'IPProtocol': 'tcp',
+                               'ports': ['7001-8000', '17001-18000']}]
+  for rule in fake.Inserted('firewalls'):
+    assert rule['network'] == f'projects/{PROJECT}/global/networks/pkb-abc123'
+    assert '0.0.0.0/0' not in rule.get('sourceRanges', [])
+  for instance in fake.Inserted('instances'):
+    assert instance['tags']['items'] == [tag]
+
+
+def test_instance_body(fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  run.Provision()
+  public_key = open(os.path.join(run.run_dir, 'pkb_ssh_key.pub')).read()
+  policy = _Only(fake.Inserted('resourcePolicies'))
+  assert policy['name'] == 'pkb-abc123-compact'
+  assert policy['groupPlacementPolicy'] == {'collocation': 'COLLOCATED'}
+  policy_url = (f'projects/{PROJECT}/regions/us-central1/resourcePolicies/'
+                'pkb-abc123-compact')
+
+  instances = {i['name']: i for i in fake.Inserted('instances')}
+  server = instances['pkb-abc123-servers-0']
+  assert server['machineType'] == (
+      f'projects/{PROJECT}/zones/{ZONE}/machineTypes/t2d-standard-16')
+  assert instances['pkb-abc123-clients-1']['machineType'].endswith(
+      '/machineTypes/n2-standard-32')
+  for instance in instances.values():
+    assert instance['labels'] == {'owner': 'jane-doe', 'run_uri': 'abc123',
+                                  'benchmark': 'redis_memtier',
+                                  'timeout': '20261118t1206z'}
+    assert all(LABEL_VALUE.fullmatch(v) for v in instance['labels'].values())
+    metadata = {i['key']: i['value'] for i in instance['metadata']['items']}
+    assert metadata['ssh-keys'] == f'pkb:{public_key.strip()}'
+    assert metadata['ssh-keys'].startswith('pkb:ssh-ed25519 ')
+    assert instance['resourcePolicies'] == [policy_url]
+    assert instance['scheduling']['onHostMaintenance'] == 'TERMINATE'
+    disk = _Only(instance['disks'])
+    assert disk['autoDelete'] and disk['boot']
+    assert disk['initializeParams']['diskType'].endswith(
+        '/diskTypes/pd-balanced')
+    nic = _Only(instance['networkInterfaces'])
+    assert nic['subnetwork'] == (
+        f'projects/{PROJECT}/regions/us-central1/subnetworks/pkb-abc123')
+    assert nic['accessConfigs'][0]['type'] == 'ONE_TO_ONE_NAT'
+  subnet = _Only(fake.Inserted('subnetworks'))
+  assert subnet['ipCidrRange'] == '10.0.0.0/20'
+  assert _Only(fake.Inserted('networks'))['autoCreateSubnetworks'] is False
+
+
+def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  vms = run.Provision()
+  key = os.path.join(run.run_dir, 'pkb_ssh_key')
+  assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+  assert all(vm.keyfile == key and vm.user == 'pkb' for vm in vms)
+  record_text = open(run.record.path).read()
+  assert 'PRIVATE KEY' not in record_text
+
+
+def test_operations_are_waited_on_in_their_scope(fake, tmp_path):
+  _Run(fake, tmp_path).Provision()
+  waits = [r.path for r in fake.requests if r.path.endswith('/wait')]
+  assert any(f'/zones/{ZONE}/operations/' in p for p in waits)
+  assert any('/regions/us-central1/operations/' in p for p in waits)
+  assert any('/global/operations/' in p for p in waits)
+  inserts = [r for r in fake.requests
+             if r.method == 'POST' and not r.path.endswith('/wait')]
+  assert len(waits) == len(inserts)
+
+
+@pytest.mark.parametrize('os_type,machine_type,project,family', [
+    ('debian12', 'n2-standard-4', 'debian-cloud', 'debian-12'),
+    ('debian13', 'n2-standard-4', 'debian-cloud', 'debian-13'),
+    ('ubuntu2204', 'n2-standard-4', 'ubuntu-os-cloud', 'ubuntu-2204-lts'),
+    ('ubuntu2404', 'n2-standard-4', 'ubuntu-os-cloud',
+     'ubuntu-2404-lts-amd64'),
+    ('rocky9', 'n2-standard-4', 'rocky-linux-cloud', 'rocky-linux-9'),
+    ('ubuntu2404', 't2a-standard-4', 'ubuntu-os-cloud',
+     'ubuntu-2404-lts-arm64'),
+    ('debian12', 'c4a-standard-4', 'debian-cloud', 'debian-12-arm64'),
+])
+def test_image_for_each_os_type(fake, tmp_path, os_type, machine_type,
+                                project, family):
+  run = _Run(fake, tmp_path, os_type=os_type,
+             config=_Config(machine_type, machine_type, client_count=1))
+  run.Provision()
+  lookups = [r.path for r in fake.requests if '/images/family/' in r.path]
+  assert set(lookups) == {
+      f'/compute/v1/projects/{project}/global/images/family/{family}'}
+  for instance in fake.Inserted('instances'):
+    assert instance['disks'][0]['initializeParams']['sourceImage'] == (
+        f'{fake_gce.API}/projects/{project}/global/images/'
+        f'{family}-v20261101')
+
+
+@pytest.mark.parametrize('os_type', ['centos7', 'ubuntu2004', 'windows'])
+def test_unsupported_os_type_is_one_clear_line(fake, tmp_path, os_type):
+  with pytest.raises(errors.UsageError) as raised:
+    gcp_provider.CheckPrerequisites(_Flags(os_type=os_type))
+  message = str(raised.value)
+  assert '\n' not in message
+  assert f'--os_type={os_type} is not supported' in message
+  assert 'debian12, debian13, rocky9, ubuntu2204, ubuntu2404' in message
+  with pytest.raises(errors.UsageError):
+    _Run(fake, tmp_path, os_type=os_type).Construct()
+  assert fake.requests == []
+
+
+def test_explicit_image_skips_the_family(fake, tmp_path):
+  config = _Config(client_count=1)
+  image = 'projects/my-images/global/images/redis-golden'
+  for group in config['vm_groups'].values():
+    group['vm_spec']['GCP']['image'] = image
+  _Run(fake, tmp_path, os_type='centos7', config=config).Provision()
+  assert not [r for r in fake.requests if '/images/' in r.path]
+  assert {i['disks'][0]['initializeParams']['sourceImage']
+          for i in fake.Inserted('instances')} == {image}
+
+
+def test_no_placement_policy_without_cluster_style(fake, tmp_path):
+  _Run(fake, tmp_path, placement_group_style='none').Provision()
+  assert fake.Inserted('resourcePolicies') == []
+  for instance in fake.Inserted('instances'):
+    assert 'resourcePolicies' not in instance
+    assert 'scheduling' not in instance
+
+
+def test_cluster_style_needs_one_zone(fake, tmp_path):
+  run = _Run(fake, tmp_path, config=_Config(client_zone='us-central1-b'))
+  with pytest.raises(errors.UsageError, match='one zone'):
+    run.Construct()
+  _Run(fake, tmp_path / 'b', config=_Config(client_zone='us-east1-b'),
+       placement_group_style='none').Provision()
+  assert sorted(s['ipCidrRange'] for s in fake.Inserted('subnetworks')) == [
+      '10.0.0.0/20', '10.1.0.0/20']
+
+
+def test_existing_network_is_used_not_created_or_deleted(fake, tmp_path):
+  run = _Run(fake, tmp_path, gcp_network='default')
+  run.Provision()
+  assert fake.Inserted('networks') == [] and fake.Inserted('subnetworks') == []
+  for rule in fake.Inserted('firewalls'):
+    assert rule['network'] == f'projects/{PROJECT}/global/networks/default'
+  assert run.TeardownFromDisk() == []
+  assert fake.Calls('networks', 'DELETE') == []
+  assert fake.Live() == []
+
+
+# Flags ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('ranges,message', [
+    ([], 'needs --gcp_ssh_source_range'),
+    (['0.0.0.0/0'], 'would open SSH'),
+    (['10.0.0.0/4'], 'would open SSH'),
+    (['::/0'], 'IPv6'),
+    (['my-laptop'], 'not an IPv4 address'),
+])
+def test_ssh_source_range_is_required_and_never_the_internet(
+    fake, tmp_path, ranges, message):
+  with pytest.raises(errors.UsageError, match=message):
+    gcp_provider.CheckPrerequisites(_Flags(gcp_ssh_source_range=ranges))
+  run = _Run(fake, tmp_path, gcp_ssh_source_range=ranges)
+  with pytest.raises(errors.UsageError, match=message):
+    run.Provision()
+  assert fake.resources == {}
+  assert list(run.record.LiveResources()) == []
+
+
+def test_ssh_source_range_normalized():
+  assert gcp_provider.SshSourceRanges(['203.0.113.7', '198.51.100.9/24']) == [
+      '203.0.113.7/32', '198.51.100.0/24']
+
+
+def test_project_is_required():
+  with pytest.raises(errors.UsageError, match='--project'):
+    gcp_provider.CheckPrerequisites(_Flags(project=None))
+
+
+def test_flags_module_imports_only_absl():
+  # pylint: disable=g-import-not-at-top
+  from absl import flags
+  from perfkitbenchmarker.providers.gcp import flags as gcp_flags
+  source = open(gcp_flags.__file__).read()
+  imports = re.findall(r'^(?:from|import) (\S+)', source, re.M)
+  assert imports == ['absl']
+  for name in ('gcp_ssh_source_range', 'gcp_network', 'gcp_compute_endpoint',
+               'gcp_boot_disk_type', 'gcp_ssh_user'):
+    assert name in flags.FLAGS
+  assert flags.FLAGS['gcp_ssh_source_range'].default in ([], None)
+
+
+# Naming -----------------------------------------------------------------------
+
+
+def test_label_values_follow_gcp_rules():
+  assert naming.LabelValue('Jane.Doe@Example.COM') == 'jane-doe-example-com'
+  assert len(naming.LabelValue('x' * 100)) == 63
+  assert naming.ExpiryLabel(NOW, 0) == 'none'
+  assert naming.ExpiryLabel(NOW, 90) == '20261118t1236z'
+  long_name = naming.ResourceName('abc123', 'A_Very.Long--group' * 5, '12')
+  assert RESOURCE_NAME.fullmatch(long_name) and len(long_name) <= 63
+
+
+def test_images_table():
+  assert images.FamilyFor('rocky9', 't2a-standard-8') == images.ImageFamily(
+      'rocky-linux-cloud', 'rocky-linux-9-arm64')
+  with pytest.raises(errors.UsageError, match='end of life'):
+    images.FamilyFor('centos7', 'n2-standard-4')
+
+
+def test_boot_disk_type_follows_the_machine_series():
+  assert gcp_vm.DefaultBootDiskType('c4-standard-8') == 'hyperdisk-balanced'
+  assert gcp_vm.DefaultBootDiskType('n2-standard-8') == 'pd-balanced'
+
+
+# Failures and teardown ------------------------------------------------------
+
+_FAILURE_POINTS = [
+    ('networks', 1), ('subnetworks', 1), ('firewalls', 1), ('firewalls', 2),
+    ('resourcePolicies', 1), ('instances', 1), ('instances', 3),
+]
+
+
+@pytest.mark.parametrize('mode', ['http', 'operation'])
+@pytest.mark.parametrize('collection,nth', _FAILURE_POINTS)
+def test_failure_after_each_kind_leaves_nothing_after_teardown(
+    fake, tmp_path, collection, nth, mode):
+  fake.FailInsert(collection, nth=nth, mode=mode)
+  run = _Run(fake, tmp_path)
+  with pytest.raises(errors.ResourceError) as raised:
+    run.Provision()
+  assert '\n' not in str(raised.value)
+  if mode == 'operation':
+    assert 'QUOTA_EXCEEDED' in str(raised.value)
+  else:  # A 500 is retried before it is given up on.
+    assert 'after 3 attempts' in str(raised.value)
+  assert list(run.record.LiveResources()), 'something was made before'
+
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+  assert list(run_record.RunRecord.Load(run.run_dir).LiveResources()) == []
+
+
+def test_teardown_retries_a_transient_delete_failure(fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  run.Provision()
+  fake.FailDelete('resourcePolicies', times=1)
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+def test_teardown_reports_what_it_could_not_delete_and_can_be_rerun(
+    fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  run.Provision()
+  fake.FailDelete('instances', times=100, status=403)
+  failures = run.TeardownFromDisk()
+  # Three instances are left, and so is what they still use.
+  assert len(failures) == 6, failures
+  assert all('\n' not in f for f in failures)
+  assert {c for c, _, _, _ in fake.resources} == {
+      'instances', 'resourcePolicies', 'subnetworks', 'networks'}
+  fake.ClearFailures()
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+def test_stockout_and_unknown_machine_type_are_explained(fake, tmp_path):
+  fake.FailInsert('instances', mode='operation',
+                  code='ZONE_RESOURCE_POOL_EXHAUSTED')
+  with pytest.raises(errors.ResourceError, match='try another --zone'):
+    _Run(fake, tmp_path).Provision()
+  fake2_dir = tmp_path / 'other'
+  run = _Run(fake, fake2_dir, run_uri='def456',
+             config=_Config(servers='bogus', client_count=1))
+  with pytest.raises(errors.ResourceError, match='not offered in zone'):
+    run.Provision()
+  assert run.TeardownFromDisk() == []
+
+
+def test_resumed_run_takes_vms_from_the_record(fake, tmp_path):
+  first = _Run(fake, tmp_path)
+  created = {vm.name: vm.ip_address for vm in first.Provision()}
+  inserts = len(fake.Inserted('instances'))
+
+  resumed = _Run(fake, tmp_path)  # Same run dir and run_uri: pkb resuming.
+  vms = resumed.Construct()
+  assert {vm.name: vm.ip_address for vm in vms} == created
+  assert all(vm.created and vm.internal_ip for vm in vms)
+  resumed.provider.Provision(resumed.spec)
+  assert len(fake.Inserted('instances')) == inserts
+
+
+def test_vm_rebuilt_from_record_can_be_reached_and_deleted(fake, tmp_path):
+  run = _Run(fake, tmp_path)
+  original = run.Provision()[0]
+  record = run_record.RunRecord.Load(run.run_dir)
+  vm = resource.FromRecord(
+      record.FindResource('gcp_vm', original.name), record)
+  assert isinstance(vm, gcp_vm.GceVirtualMachine)
+  assert (vm.ip_address, vm.internal_ip, vm.user, vm.keyfile, vm.zone) == (
+      original.ip_address, original.internal_ip, 'pkb', original.keyfile,
+      ZONE)
+  assert original.name in [i['name'] for i in fake.Live('instances')]
+  vm.Delete()
+  assert original.name not in [i['name'] for i in fake.Live('instances')]
