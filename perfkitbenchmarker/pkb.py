@@ -27,7 +27,10 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.providers.gcp import flags as _gcp_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.publishers import csv_publisher
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
@@ -288,6 +291,10 @@ def _Finish(module, spec, stages, failure) -> List[str]:
 
 def Main(argv: Optional[List[str]] = None) -> int:
   argv = list(sys.argv if argv is None else argv)
+  if any(a in ('-h', '--help', '--helpshort', '--helpfull') for a in argv[1:]):
+    print('Usage: ./pkb.py [--flags]; with no flags runs the Local study.\n')
+    print(FLAGS.get_help(include_special_flags=False))
+    return EXIT_OK
   try:
     FLAGS(argv)
   except flags.Error as e:

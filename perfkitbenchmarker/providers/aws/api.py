@@ -1,0 +1,217 @@
+"""boto3 clients, EC2 error translation, and the shape of every AWS resource.
+
+Extension seam: a new kind of EC2 object subclasses `AwsResource`, creates
+itself with its tags in the create call (naming.TagSpecifications), calls
+`Remember(id=...)` as soon as EC2 returns an id (so the run record holds it
+even if the next call fails), and in `_Delete` finds the object by that id or
+else by its tags (`FindByTags`), treating "not found" as done. It registers a
+`FromRecord` factory that rebuilds it from the record entry alone, with
+clients from `DEFAULT_CLIENTS`.
+
+Clients are injected: every resource takes an `AwsClients` (tests pass
+moto-backed or failure-injecting clients); only record-rebuilt resources use
+the default factory.
+"""
+
+import contextlib
+import dataclasses
+import threading
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Tuple)
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker.providers.aws import naming
+
+ClientError = botocore.exceptions.ClientError
+
+# botocore's own retries absorb throttling and 5xx before we see them.
+_BOTO_CONFIG = botocore.config.Config(
+    retries={'mode': 'standard', 'max_attempts': 8})
+
+# Worth another try: throttling, and EC2's eventual consistency (a VPC or
+# group made a moment ago is not yet visible to the next call).
+TRANSIENT_CODES = frozenset({
+    'RequestLimitExceeded', 'Throttling', 'ThrottlingException',
+    'InternalError', 'InternalFailure', 'ServiceUnavailable', 'Unavailable',
+    'IncorrectState', 'InvalidVpcID.NotFound', 'InvalidSubnetID.NotFound',
+    'InvalidGroup.NotFound', 'InvalidInternetGatewayID.NotFound',
+    'InvalidRouteTableID.NotFound', 'InvalidKeyPair.NotFound',
+    'InvalidPlacementGroup.Unknown',
+})
+# Deleting something that something else still uses: wait and try again.
+DEPENDENCY_CODES = frozenset({
+    'DependencyViolation', 'InvalidPlacementGroup.InUse', 'IncorrectState',
+    'RequestLimitExceeded', 'Throttling', 'InternalError', 'Unavailable',
+})
+
+
+def ErrorCode(error: ClientError) -> str:
+  return error.response.get('Error', {}).get('Code', '')
+
+
+def ErrorMessage(error: ClientError) -> str:
+  err = error.response.get('Error', {})
+  return f'{err.get("Code", "error")}: {err.get("Message", "")}'.strip()
+
+
+@contextlib.contextmanager
+def Translated(what: str, retry: Iterable[str] = (),
+               gone: Iterable[str] = ()) -> Iterator[None]:
+  """Turns boto errors into the harness's: retryable, done, or one line.
+
+  Args:
+    what: what the block does, for the message ("creating VPC pkb-x").
+    retry: error codes raised as resource.RetryableError.
+    gone: error codes meaning there is nothing (more) to do: the object is
+      already gone, or the change already made. Checked before `retry`; the
+      block ends quietly (the rest of it is skipped).
+  """
+  try:
+    yield
+  except ClientError as e:
+    code = ErrorCode(e)
+    if code in gone:
+      return
+    if code in retry:
+      raise resource.RetryableError(f'{what}: {ErrorMessage(e)}') from None
+    raise errors.ResourceError(f'AWS refused {what}: {ErrorMessage(e)}') \
+        from None
+  except botocore.exceptions.ParamValidationError:
+    raise  # A bug here, not a cloud condition: keep the traceback.
+  except botocore.exceptions.NoCredentialsError:
+    raise errors.PrerequisiteError(
+        f'{what}: no AWS credentials; set AWS_PROFILE (or --aws_profile) or '
+        'run `aws configure`.') from None
+  except botocore.exceptions.BotoCoreError as e:
+    raise resource.RetryableError(f'{what}: {e}') from None
+
+
+@dataclasses.dataclass(frozen=True)
+class AwsClients:
+  """The clients one region's resources use."""
+  region: str
+  ec2: Any
+  ssm: Any
+  profile: Optional[str] = None  # Recorded, so teardown uses the same one.
+
+
+class ClientFactory:
+  """Makes (and keeps) AwsClients per region and profile.
+
+  A boto3 session loads the large EC2 model once, and its clients are
+  thread-safe, so one set per region serves every resource of a run.
+  """
+
+  def __init__(self,
+               session_factory: Callable[..., Any] = boto3.session.Session):
+    self._session_factory = session_factory
+    self._clients: Dict[Tuple[str, Optional[str]], AwsClients] = {}
+    self._lock = threading.Lock()
+
+  def ForRegion(self, region: str,
+                profile: Optional[str] = None) -> AwsClients:
+    with self._lock:
+      clients = self._clients.get((region, profile))
+      if clients is None:
+        kwargs = {'region_name': region}
+        if profile:
+          kwargs['profile_name'] = profile
+        try:
+          session = self._session_factory(**kwargs)
+        except botocore.exceptions.ProfileNotFound as e:
+          raise errors.UsageError(f'--aws_profile: {e}') from None
+        clients = AwsClients(
+            region, session.client('ec2', config=_BOTO_CONFIG),
+            session.client('ssm', config=_BOTO_CONFIG), profile)
+        self._clients[(region, profile)] = clients
+    return clients
+
+
+# Used only to rebuild resources from a run record (teardown by run_uri).
+DEFAULT_CLIENTS = ClientFactory()
+
+
+class AwsResource(resource.BaseResource):
+  """An EC2 object of one run, tagged at creation, found by id or tags."""
+
+  KIND = 'aws_resource'
+  # Teardown waits out DependencyViolation while EC2 releases what the
+  # deleted instances held (network interfaces, public addresses).
+  DELETE_RETRIES = 10
+
+  def __init__(self, clients: AwsClients, run_uri: str,
+               tags: Optional[Dict[str, str]] = None, **kwargs):
+    super().__init__(naming.ResourceName(run_uri), **kwargs)
+    self.clients = clients
+    self.ec2 = clients.ec2
+    self.region = clients.region
+    self.run_uri = run_uri
+    self.tags = tags or {}
+    self.id: Optional[str] = None
+
+  def TagSpecifications(self, *resource_types: str) -> List[Dict]:
+    return naming.TagSpecifications(self.tags, self.name, *resource_types)
+
+  def Filters(self) -> List[Dict]:
+    return naming.RunFilters(self.run_uri, self.name)
+
+  def FindIds(self, describe: Callable[..., Dict], list_key: str,
+              id_key: str) -> List[str]:
+    """Ids of this object found by its tags (normally one, or none)."""
+    with Translated(f'looking up {self.KIND} {self.name}',
+                    retry=TRANSIENT_CODES):
+      items = describe(Filters=self.Filters())[list_key]
+    return [item[id_key] for item in items]
+
+  def KnownIds(self, describe: Callable[..., Dict], list_key: str,
+               id_key: str) -> List[str]:
+    """The recorded id plus any found by tags: everything to delete."""
+    ids = [self.id] if self.id else []
+    return ids + [i for i in self.FindIds(describe, list_key, id_key)
+                  if i not in ids]
+
+  def Remember(self, **data: Any) -> None:
+    """Sets attributes and writes them to the run record at once."""
+    for key, value in data.items():
+      setattr(self, key, value)
+    if self.record is not None and self.record.FindResource(self.KIND,
+                                                            self.name):
+      self.record.UpdateResource(self.KIND, self.name, **data)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return {'region': self.region, 'profile': self.clients.profile,
+            'id': self.id}
+
+  @classmethod
+  def FromRecord(cls, entry: Dict[str, Any], record) -> 'AwsResource':
+    data = entry['data']
+    res = cls(DEFAULT_CLIENTS.ForRegion(data['region'], data.get('profile')),
+              record.run_uri, record=record)
+    res.Restore(data)
+    res.created = True
+    return res
+
+  def Restore(self, data: Dict[str, Any]) -> None:
+    self.id = data.get('id')
+
+
+def Poll(done: Callable[[], bool], timeout_s: float, what: str, run_uri: str,
+         sleep: Callable[[float], None], clock: Callable[[], float],
+         interval_s: float = 5) -> None:
+  """Waits until done(), with the resource's injected clock and sleep."""
+  deadline = clock() + timeout_s
+  while not done():
+    if clock() > deadline:
+      raise errors.ResourceError(
+          f'{what} took more than {timeout_s:.0f}s; run `./pkb.py '
+          f'--run_stage=teardown --run_uri={run_uri}` again later.')
+    sleep(interval_s)
+
+
+def Register(cls) -> None:
+  resource.RegisterKind(cls.KIND, cls.FromRecord)

@@ -1,0 +1,383 @@
+"""The run's network: VPC, subnet, internet gateway, route table, firewall.
+
+By default a run gets a VPC of its own (one subnet in its zone, an internet
+gateway and a route table sending 0.0.0.0/0 to it, so the VMs can reach
+package mirrors and the operator can reach them); --aws_use_default_vpc puts
+the VMs in the region's default VPC instead. Either way the run has its own
+security group, which admits only:
+  * SSH (tcp/22) from the operator's CIDRs (--aws_ssh_source_cidr), and
+  * the Redis ports (--aws_redis_ports) from members of the group itself,
+so the servers are reachable from the run's clients and from nobody else.
+Created in that order, the objects are deleted in the reverse one by the run
+record; deletes wait out DependencyViolation while EC2 lets go of the
+terminated instances' interfaces and addresses.
+"""
+
+import ipaddress
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.providers.aws import api
+
+VPC_CIDR = '10.0.0.0/16'
+SUBNET_CIDR = '10.0.0.0/24'
+# A single operator or an office network; anything wider is a mistake.
+MIN_SSH_PREFIX = 16
+
+PortRange = Tuple[int, int]
+
+
+def SshSourceCidrs(values: Sequence[str]) -> Tuple[str, ...]:
+  """Validates --aws_ssh_source_cidr; returns normalised IPv4 CIDRs."""
+  if not values:
+    raise errors.UsageError(
+        '--cloud=AWS needs --aws_ssh_source_cidr=<your public IPv4 '
+        'address>/32 (e.g. 203.0.113.7/32): SSH to the VMs is opened to it '
+        'only, and it is never guessed.')
+  cidrs = []
+  for value in values:
+    try:
+      network = ipaddress.ip_network(value.strip(), strict=False)
+    except ValueError:
+      raise errors.UsageError(
+          f'--aws_ssh_source_cidr: "{value}" is not an IPv4 address or CIDR '
+          '(e.g. 203.0.113.7/32).') from None
+    if network.version != 4:
+      raise errors.UsageError(
+          f'--aws_ssh_source_cidr: "{value}" is IPv6; the run\'s VMs are '
+          'reached over IPv4, so give your public IPv4 address.')
+    if network.prefixlen < MIN_SSH_PREFIX:
+      raise errors.UsageError(
+          f'--aws_ssh_source_cidr: "{value}" would open SSH to '
+          f'{network.num_addresses} addresses; give your own address as a '
+          f'/32 (at most a /{MIN_SSH_PREFIX}).')
+    cidrs.append(str(network))
+  return tuple(dict.fromkeys(cidrs))
+
+
+def PortRanges(values: Sequence[str]) -> Tuple[PortRange, ...]:
+  """Parses --aws_redis_ports ("6379" or "7000-7999" items)."""
+  ranges = []
+  for value in values:
+    low, _, high = value.strip().partition('-')
+    try:
+      port_range = (int(low), int(high or low))
+    except ValueError:
+      raise errors.UsageError(
+          f'--aws_redis_ports: "{value}" is not a port or LOW-HIGH range.'
+      ) from None
+    if not 1 <= port_range[0] <= port_range[1] <= 65535 or port_range[0] == 22:
+      raise errors.UsageError(
+          f'--aws_redis_ports: "{value}" is not a range within 1-65535 '
+          '(SSH, 22, is opened separately).')
+    ranges.append(port_range)
+  if not ranges:
+    raise errors.UsageError('--aws_redis_ports must name at least one port.')
+  return tuple(ranges)
+
+
+def IngressPermissions(group_id: str, ssh_cidrs: Sequence[str],
+                       redis_ports: Sequence[PortRange]) -> List[Dict]:
+  """SSH from the operator only; Redis from the group's own members only."""
+  permissions = [{
+      'IpProtocol': 'tcp', 'FromPort': 22, 'ToPort': 22,
+      'IpRanges': [{'CidrIp': c, 'Description': 'operator SSH'}
+                   for c in ssh_cidrs],
+  }]
+  for low, high in redis_ports:
+    permissions.append({
+        'IpProtocol': 'tcp', 'FromPort': low, 'ToPort': high,
+        'UserIdGroupPairs': [{'GroupId': group_id,
+                              'Description': 'Redis within the run'}],
+    })
+  return permissions
+
+
+def DefaultNetwork(clients: api.AwsClients, zone: str) -> Tuple[str, str]:
+  """(vpc id, subnet id) of the region's default VPC in `zone`."""
+  ec2 = clients.ec2
+  with api.Translated('looking up the default VPC',
+                      retry=api.TRANSIENT_CODES):
+    vpcs = ec2.describe_vpcs(
+        Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs']
+    if not vpcs:
+      raise errors.UsageError(
+          f'--aws_use_default_vpc: {clients.region} has no default VPC; drop '
+          'the flag to let the run create its own.')
+    vpc_id = vpcs[0]['VpcId']
+    subnets = ec2.describe_subnets(Filters=[
+        {'Name': 'vpc-id', 'Values': [vpc_id]},
+        {'Name': 'availability-zone', 'Values': [zone]},
+        {'Name': 'default-for-az', 'Values': ['true']}])['Subnets']
+  if not subnets:
+    raise errors.UsageError(
+        f'--aws_use_default_vpc: the default VPC {vpc_id} has no default '
+        f'subnet in {zone}; drop the flag or choose another --zone.')
+  return vpc_id, subnets[0]['SubnetId']
+
+
+class Vpc(api.AwsResource):
+  """A VPC of the run's own."""
+
+  KIND = 'aws_vpc'
+
+  def __init__(self, clients, run_uri, cidr: str = VPC_CIDR, **kwargs):
+    super().__init__(clients, run_uri, **kwargs)
+    self.cidr = cidr
+
+  def _Find(self) -> List[str]:
+    return self.FindIds(self.ec2.describe_vpcs, 'Vpcs', 'VpcId')
+
+  def _Create(self) -> None:
+    found = self._Find()
+    if found:
+      self.Remember(id=found[0])
+      return
+    with api.Translated(f'creating VPC {self.name}',
+                        retry=api.TRANSIENT_CODES):
+      vpc = self.ec2.create_vpc(
+          CidrBlock=self.cidr,
+          TagSpecifications=self.TagSpecifications('vpc'))['Vpc']
+    self.Remember(id=vpc['VpcId'])
+
+  def _IsReady(self) -> bool:
+    vpcs = []
+    # A VPC made a moment ago may not be visible yet: not ready, not gone.
+    with api.Translated(f'checking VPC {self.id}',
+                        gone={'InvalidVpcID.NotFound'}):
+      vpcs = self.ec2.describe_vpcs(VpcIds=[self.id])['Vpcs']
+    return bool(vpcs) and vpcs[0]['State'] == 'available'
+
+  def _Delete(self) -> None:
+    for vpc_id in self.KnownIds(self.ec2.describe_vpcs, 'Vpcs', 'VpcId'):
+      with api.Translated(f'deleting VPC {vpc_id}', retry=api.DEPENDENCY_CODES,
+                          gone={'InvalidVpcID.NotFound'}):
+        self.ec2.delete_vpc(VpcId=vpc_id)
+
+
+class Subnet(api.AwsResource):
+  """The run's one subnet, in its zone."""
+
+  KIND = 'aws_subnet'
+
+  def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
+               zone: Optional[str] = None, cidr: str = SUBNET_CIDR,
+               **kwargs):
+    super().__init__(clients, run_uri, **kwargs)
+    self.vpc_id = vpc_id
+    self.zone = zone
+    self.cidr = cidr
+
+  def _Create(self) -> None:
+    found = self.FindIds(self.ec2.describe_subnets, 'Subnets', 'SubnetId')
+    if found:
+      self.Remember(id=found[0])
+      return
+    with api.Translated(f'creating subnet {self.name} in {self.zone}',
+                        retry=api.TRANSIENT_CODES):
+      subnet = self.ec2.create_subnet(
+          VpcId=self.vpc_id, CidrBlock=self.cidr, AvailabilityZone=self.zone,
+          TagSpecifications=self.TagSpecifications('subnet'))['Subnet']
+    self.Remember(id=subnet['SubnetId'])
+
+  def _Delete(self) -> None:
+    for subnet_id in self.KnownIds(self.ec2.describe_subnets, 'Subnets',
+                                   'SubnetId'):
+      with api.Translated(f'deleting subnet {subnet_id}',
+                          retry=api.DEPENDENCY_CODES,
+                          gone={'InvalidSubnetID.NotFound'}):
+        self.ec2.delete_subnet(SubnetId=subnet_id)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), vpc_id=self.vpc_id, zone=self.zone)
+
+
+class InternetGateway(api.AwsResource):
+  """The run VPC's way out, attached to it."""
+
+  KIND = 'aws_internet_gateway'
+
+  def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
+               **kwargs):
+    super().__init__(clients, run_uri, **kwargs)
+    self.vpc_id = vpc_id
+
+  def _Describe(self, gateway_id: str) -> Optional[Dict]:
+    with api.Translated(f'looking up internet gateway {gateway_id}',
+                        retry=api.TRANSIENT_CODES,
+                        gone={'InvalidInternetGatewayID.NotFound'}):
+      gateways = self.ec2.describe_internet_gateways(
+          InternetGatewayIds=[gateway_id])['InternetGateways']
+      return gateways[0] if gateways else None
+    return None  # Not found.
+
+  def _Create(self) -> None:
+    found = self.FindIds(self.ec2.describe_internet_gateways,
+                         'InternetGateways', 'InternetGatewayId')
+    if found:
+      self.Remember(id=found[0])
+    else:
+      with api.Translated(f'creating internet gateway {self.name}',
+                          retry=api.TRANSIENT_CODES):
+        gateway = self.ec2.create_internet_gateway(
+            TagSpecifications=self.TagSpecifications('internet-gateway'))
+      self.Remember(id=gateway['InternetGateway']['InternetGatewayId'])
+    attached = [a['VpcId'] for a in
+                (self._Describe(self.id) or {}).get('Attachments', [])]
+    if self.vpc_id not in attached:
+      with api.Translated(f'attaching {self.id} to {self.vpc_id}',
+                          retry=api.TRANSIENT_CODES):
+        self.ec2.attach_internet_gateway(InternetGatewayId=self.id,
+                                         VpcId=self.vpc_id)
+
+  def _Delete(self) -> None:
+    for gateway_id in self.KnownIds(self.ec2.describe_internet_gateways,
+                                    'InternetGateways', 'InternetGatewayId'):
+      gateway = self._Describe(gateway_id)
+      if gateway is None:
+        continue
+      for attachment in gateway.get('Attachments', []):
+        # Fails with DependencyViolation while public addresses of the
+        # terminated instances are still mapped in the VPC.
+        with api.Translated(f'detaching {gateway_id}',
+                            retry=api.DEPENDENCY_CODES,
+                            gone={'Gateway.NotAttached',
+                                  'InvalidInternetGatewayID.NotFound'}):
+          self.ec2.detach_internet_gateway(InternetGatewayId=gateway_id,
+                                           VpcId=attachment['VpcId'])
+      with api.Translated(f'deleting internet gateway {gateway_id}',
+                          retry=api.DEPENDENCY_CODES,
+                          gone={'InvalidInternetGatewayID.NotFound'}):
+        self.ec2.delete_internet_gateway(InternetGatewayId=gateway_id)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), vpc_id=self.vpc_id)
+
+
+class RouteTable(api.AwsResource):
+  """Sends the subnet's internet traffic to the gateway."""
+
+  KIND = 'aws_route_table'
+
+  def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
+               gateway_id: Optional[str] = None,
+               subnet_id: Optional[str] = None, **kwargs):
+    super().__init__(clients, run_uri, **kwargs)
+    self.vpc_id = vpc_id
+    self.gateway_id = gateway_id
+    self.subnet_id = subnet_id
+
+  def _Describe(self, table_id: str) -> Optional[Dict]:
+    with api.Translated(f'looking up route table {table_id}',
+                        retry=api.TRANSIENT_CODES,
+                        gone={'InvalidRouteTableID.NotFound'}):
+      tables = self.ec2.describe_route_tables(
+          RouteTableIds=[table_id])['RouteTables']
+      return tables[0] if tables else None
+    return None  # Not found.
+
+  def _Create(self) -> None:
+    found = self.FindIds(self.ec2.describe_route_tables, 'RouteTables',
+                         'RouteTableId')
+    if found:
+      self.Remember(id=found[0])
+    else:
+      with api.Translated(f'creating route table {self.name}',
+                          retry=api.TRANSIENT_CODES):
+        table = self.ec2.create_route_table(
+            VpcId=self.vpc_id,
+            TagSpecifications=self.TagSpecifications('route-table'))
+      self.Remember(id=table['RouteTable']['RouteTableId'])
+    # A retried create finds the table and adds only what is missing.
+    table = self._Describe(self.id) or {}
+    if not any(r.get('DestinationCidrBlock') == '0.0.0.0/0'
+               for r in table.get('Routes', [])):
+      with api.Translated(f'adding the default route to {self.id}',
+                          retry=api.TRANSIENT_CODES):
+        self.ec2.create_route(RouteTableId=self.id,
+                              DestinationCidrBlock='0.0.0.0/0',
+                              GatewayId=self.gateway_id)
+    if not any(a.get('SubnetId') == self.subnet_id
+               for a in table.get('Associations', [])):
+      with api.Translated(f'associating {self.id} with {self.subnet_id}',
+                          retry=api.TRANSIENT_CODES):
+        self.ec2.associate_route_table(RouteTableId=self.id,
+                                       SubnetId=self.subnet_id)
+
+  def _Delete(self) -> None:
+    for table_id in self.KnownIds(self.ec2.describe_route_tables,
+                                  'RouteTables', 'RouteTableId'):
+      table = self._Describe(table_id)
+      if table is None:
+        continue
+      for association in table.get('Associations', []):
+        if association.get('Main'):
+          continue
+        with api.Translated(f'disassociating route table {table_id}',
+                            retry=api.TRANSIENT_CODES,
+                            gone={'InvalidAssociationID.NotFound'}):
+          self.ec2.disassociate_route_table(
+              AssociationId=association['RouteTableAssociationId'])
+      with api.Translated(f'deleting route table {table_id}',
+                          retry=api.DEPENDENCY_CODES,
+                          gone={'InvalidRouteTableID.NotFound'}):
+        self.ec2.delete_route_table(RouteTableId=table_id)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), vpc_id=self.vpc_id,
+                subnet_id=self.subnet_id)
+
+
+class SecurityGroup(api.AwsResource):
+  """The run's firewall: operator SSH, and Redis among its own members."""
+
+  KIND = 'aws_security_group'
+
+  def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
+               ssh_cidrs: Sequence[str] = (),
+               redis_ports: Sequence[PortRange] = (), **kwargs):
+    super().__init__(clients, run_uri, **kwargs)
+    self.vpc_id = vpc_id
+    self.ssh_cidrs = tuple(ssh_cidrs)
+    self.redis_ports = tuple(redis_ports)
+
+  def _Create(self) -> None:
+    # Checked here too, so no caller can open SSH to the world.
+    SshSourceCidrs(self.ssh_cidrs)
+    found = self.FindIds(self.ec2.describe_security_groups, 'SecurityGroups',
+                         'GroupId')
+    if found:
+      self.Remember(id=found[0])
+    else:
+      with api.Translated(f'creating security group {self.name}',
+                          retry=api.TRANSIENT_CODES):
+        group = self.ec2.create_security_group(
+            GroupName=self.name, VpcId=self.vpc_id,
+            Description=f'PKB run {self.run_uri}: SSH from the operator, '
+            'Redis within the group',
+            TagSpecifications=self.TagSpecifications('security-group'))
+      self.Remember(id=group['GroupId'])
+    # Duplicate: an earlier attempt added the rules (they go in at once).
+    with api.Translated(f'adding rules to {self.id}',
+                        retry=api.TRANSIENT_CODES,
+                        gone={'InvalidPermission.Duplicate'}):
+      self.ec2.authorize_security_group_ingress(
+          GroupId=self.id,
+          IpPermissions=IngressPermissions(self.id, self.ssh_cidrs,
+                                           self.redis_ports),
+          TagSpecifications=self.TagSpecifications('security-group-rule'))
+
+  def _Delete(self) -> None:
+    for group_id in self.KnownIds(self.ec2.describe_security_groups,
+                                  'SecurityGroups', 'GroupId'):
+      with api.Translated(f'deleting security group {group_id}',
+                          retry=api.DEPENDENCY_CODES,
+                          gone={'InvalidGroup.NotFound'}):
+        self.ec2.delete_security_group(GroupId=group_id)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), vpc_id=self.vpc_id)
+
+
+for _kind in (Vpc, Subnet, InternetGateway, RouteTable, SecurityGroup):
+  api.Register(_kind)

@@ -1,0 +1,229 @@
+"""The AWS provider: EC2 VMs in a network, key and placement group of the run.
+
+Provider contract (see providers/__init__.py):
+  CheckPrerequisites(flag_values)  refuses bad --aws_* flags and --os_type;
+  ConstructVms(spec)               builds AwsVirtualMachines (no API writes);
+  Provision(spec)                  checks machine types and images, then
+                                   creates, in this order, VPC, subnet,
+                                   internet gateway, route table (or uses the
+                                   default VPC), security group, key pair,
+                                   placement group and the instances.
+Each of those is a resource recorded before it is created, so teardown
+(spec.Teardown, or `--run_stage=teardown --run_uri=X` from the record alone)
+deletes them newest first: instances (waited for until terminated),
+placement group, key pair, security group, route table, internet gateway,
+subnet, VPC.
+
+`AwsProvisioner` does the work with injected clients, clock, sleep and SSH
+wait; the module functions build it from the flags and the boto3 default
+credential chain (or --aws_profile).
+"""
+
+import dataclasses
+import getpass
+import subprocess
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.providers.aws import api
+from perfkitbenchmarker.providers.aws import flags as aws_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.providers.aws import images
+from perfkitbenchmarker.providers.aws import keys
+from perfkitbenchmarker.providers.aws import naming
+from perfkitbenchmarker.providers.aws import network
+from perfkitbenchmarker.providers.aws import placement
+from perfkitbenchmarker.providers.aws import vm as aws_vm
+
+CLOUD = aws_vm.CLOUD
+AwsVirtualMachine = aws_vm.AwsVirtualMachine
+
+
+@dataclasses.dataclass(frozen=True)
+class AwsOptions:
+  """What the --aws_* and core flags ask of the provider, validated."""
+  ssh_source_cidrs: Tuple[str, ...]
+  redis_ports: Tuple[network.PortRange, ...] = ((6379, 8999), (16379, 18999))
+  use_default_vpc: bool = False
+  placement_group_style: str = 'cluster'
+  owner: str = ''
+  timeout_minutes: Optional[float] = None
+  profile: Optional[str] = None
+
+  def __post_init__(self):
+    # Whoever builds the options, SSH is never opened wider than allowed.
+    object.__setattr__(self, 'ssh_source_cidrs',
+                       network.SshSourceCidrs(self.ssh_source_cidrs))
+    if self.placement_group_style not in ('cluster', 'none'):
+      raise errors.UsageError(
+          f'--placement_group_style={self.placement_group_style}: AWS runs '
+          'support cluster or none.')
+
+  @classmethod
+  def FromFlags(cls, flag_values) -> 'AwsOptions':
+    return cls(
+        ssh_source_cidrs=network.SshSourceCidrs(
+            flag_values.aws_ssh_source_cidr),
+        redis_ports=network.PortRanges(flag_values.aws_redis_ports),
+        use_default_vpc=flag_values.aws_use_default_vpc,
+        placement_group_style=flag_values.placement_group_style,
+        owner=flag_values.owner or getpass.getuser(),
+        timeout_minutes=flag_values.timeout_minutes,
+        profile=flag_values.aws_profile)
+
+
+def CheckPrerequisites(flag_values) -> None:
+  """One-line refusals before anything starts (no API calls)."""
+  AwsOptions.FromFlags(flag_values)
+  images.OsImageFor(flag_values.os_type)
+  if flag_values.zone:
+    naming.RegionOf(flag_values.zone)
+
+
+def ZoneOf(group_specs: Dict[str, virtual_machine.VmSpec]) -> str:
+  """The one zone every group is in (one subnet, one placement group)."""
+  zones = {spec.zone for spec in group_specs.values()}
+  if None in zones or '' in zones:
+    raise errors.UsageError(
+        'AWS VMs need a zone: set vm_spec.AWS.zone in the config or --zone '
+        '(e.g. us-east-1a).')
+  if len(zones) != 1:
+    raise errors.UsageError(
+        f'AWS VM groups are in different zones ({", ".join(sorted(zones))}); '
+        'a run uses one zone (set --zone).')
+  zone = zones.pop()
+  naming.RegionOf(zone)
+  return zone
+
+
+class AwsProvisioner:
+  """Builds and provisions one run's VMs with injected clients."""
+
+  def __init__(self, options: AwsOptions, clients: api.AwsClients,
+               run_uri: str, record, benchmark: str = '',
+               ssh_waiter: Optional[Callable[[AwsVirtualMachine],
+                                             None]] = None,
+               sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.monotonic,
+               now: Callable[[], float] = time.time,
+               run: Callable[..., subprocess.CompletedProcess] = (
+                   subprocess.run)):
+    self.options = options
+    self.clients = clients
+    self.run_uri = run_uri
+    self.record = record
+    self.tags = naming.RunTags(
+        options.owner, run_uri, benchmark,
+        naming.ExpiryTag(now(), options.timeout_minutes))
+    self._ssh_waiter = ssh_waiter
+    self._sleep = sleep
+    self._clock = clock
+    self._run = run
+
+  def _Common(self) -> dict:
+    return dict(record=self.record, sleep=self._sleep, clock=self._clock)
+
+  def _Resource(self, cls, **kwargs):
+    return cls(self.clients, self.run_uri, tags=self.tags, **kwargs,
+               **self._Common())
+
+  def ConstructVms(
+      self, group_specs: Dict[str, virtual_machine.VmSpec],
+      counts: Dict[str, int]) -> Dict[str, List[AwsVirtualMachine]]:
+    """The run's VMs, servers first; resumed runs get back what they had."""
+    zone = ZoneOf(group_specs)
+    if naming.RegionOf(zone) != self.clients.region:
+      raise errors.UsageError(
+          f'Zone {zone} is not in the clients\' region {self.clients.region}.')
+    key_path = keys.KeyPath(self.record.run_dir)
+    groups: Dict[str, List[AwsVirtualMachine]] = {}
+    for group in sorted(group_specs, key=lambda g: (g != 'servers', g)):
+      spec = group_specs[group]
+      images.OsImageFor(spec.os_type)
+      for i in range(counts[group]):
+        vm = AwsVirtualMachine(
+            spec, f'{group}-{i}', group, clients=self.clients,
+            run_uri=self.run_uri, keyfile=key_path, tags=self.tags,
+            ssh_waiter=self._ssh_waiter, **self._Common())
+        entry = self.record.FindResource(vm.KIND, vm.name)
+        if entry and entry['status'] == 'created':
+          vm.Restore(entry['data'])
+        groups.setdefault(group, []).append(vm)
+    return groups
+
+  def _Check(self, vms: Sequence[AwsVirtualMachine]) -> None:
+    """Machine types and images, before anything is created."""
+    machines: Dict[str, images.MachineInfo] = {}
+    chosen: Dict[Tuple, images.ImageChoice] = {}
+    for vm in vms:
+      if vm.machine_type not in machines:
+        machines[vm.machine_type] = images.DescribeMachine(
+            self.clients, vm.machine_type, vm.zone)
+      machine = machines[vm.machine_type]
+      key = (vm.os_type, machine.architecture, vm.spec.image)
+      if key not in chosen:
+        chosen[key] = images.LookUpImage(self.clients, *key)
+      vm.image = chosen[key]
+      vm.num_cpus = machine.vcpus
+      vm.memory_mib = machine.memory_mib
+
+  def _Network(self, zone: str) -> Tuple[str, str]:
+    """(vpc id, subnet id): the run's own, or the default VPC's."""
+    if self.options.use_default_vpc:
+      return network.DefaultNetwork(self.clients, zone)
+    vpc = self._Resource(network.Vpc)
+    vpc.Create()
+    subnet = self._Resource(network.Subnet, vpc_id=vpc.id, zone=zone)
+    subnet.Create()
+    gateway = self._Resource(network.InternetGateway, vpc_id=vpc.id)
+    gateway.Create()
+    self._Resource(network.RouteTable, vpc_id=vpc.id, gateway_id=gateway.id,
+                   subnet_id=subnet.id).Create()
+    return vpc.id, subnet.id
+
+  def Provision(self, vms: Sequence[AwsVirtualMachine]) -> None:
+    if not vms:
+      return
+    self._Check(vms)
+    vpc_id, subnet_id = self._Network(vms[0].zone)
+    group = self._Resource(network.SecurityGroup, vpc_id=vpc_id,
+                           ssh_cidrs=self.options.ssh_source_cidrs,
+                           redis_ports=self.options.redis_ports)
+    group.Create()
+    key_pair = self._Resource(keys.KeyPair, key_path=vms[0].keyfile,
+                              run=self._run)
+    key_pair.Create()
+    group_name = None
+    if self.options.placement_group_style == 'cluster':
+      placement_group = self._Resource(placement.PlacementGroup)
+      placement_group.Create()
+      group_name = placement_group.name
+    for vm in vms:
+      vm.subnet_id = subnet_id
+      vm.security_group_id = group.id
+      vm.key_name = key_pair.name
+      vm.placement_group = group_name
+    # Every instance boots while the first is waited for.
+    for vm in vms:
+      vm.Launch()
+    for vm in vms:
+      vm.AwaitReady()
+
+
+def _Provisioner(spec) -> AwsProvisioner:
+  options = AwsOptions.FromFlags(spec.flags)
+  zone = ZoneOf(spec.GroupSpecs())
+  clients = api.DEFAULT_CLIENTS.ForRegion(naming.RegionOf(zone),
+                                          options.profile)
+  return AwsProvisioner(options, clients, spec.run_uri, spec.record,
+                        benchmark=spec.name)
+
+
+def ConstructVms(spec) -> Dict[str, List[AwsVirtualMachine]]:
+  return _Provisioner(spec).ConstructVms(spec.GroupSpecs(),
+                                         spec.GroupCounts())
+
+
+def Provision(spec) -> None:
+  _Provisioner(spec).Provision(spec.vms)

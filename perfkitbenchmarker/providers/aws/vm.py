@@ -1,0 +1,252 @@
+"""AwsVirtualMachine: an SshVirtualMachine on an EC2 instance.
+
+The instance is launched into the run's subnet, security group and placement
+group with the run's key pair, tagged (instance, volumes, interfaces) in the
+launch call itself. It is ready once EC2 says running and SSH answers; its
+public address is what the harness reaches, its private address is what the
+VMs use between them (the security group admits Redis only from the group).
+
+Creating is split into Launch() and AwaitReady() (Create() is both, as for
+any resource) so the provider can start every instance before waiting for
+the first to boot. Deleting terminates the instance and waits until EC2 says
+terminated, so the placement group, key pair and security group that are
+deleted after it are free.
+
+Extension seam: the SSH wait is injected (`ssh_waiter`), so tests against a
+fake EC2 skip it; everything a VM does once up comes from SshVirtualMachine.
+"""
+
+import uuid
+from typing import Any, Callable, Dict, List, Optional
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.providers.aws import api
+from perfkitbenchmarker.providers.aws import images
+from perfkitbenchmarker.providers.aws import naming
+
+CLOUD = 'AWS'
+_LIVE_STATES = ['pending', 'running', 'stopping', 'stopped', 'shutting-down']
+_NOT_FOUND = 'InvalidInstanceID.NotFound'
+
+
+class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
+  """One EC2 instance of the run."""
+
+  CLOUD = CLOUD
+  KIND = 'aws_vm'
+  READY_TIMEOUT_S = 900  # Boot plus the SSH wait.
+  SSH_TIMEOUT_S = 300
+  TERMINATE_TIMEOUT_S = 600
+
+  def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
+               *, clients: api.AwsClients, run_uri: str,
+               keyfile: Optional[str] = None, user: Optional[str] = None,
+               tags: Optional[Dict[str, str]] = None,
+               ssh_waiter: Optional[Callable[['AwsVirtualMachine'],
+                                             None]] = None,
+               **kwargs):
+    super().__init__(spec, name, group_name,
+                     user=user or images.SshUser(spec.os_type),
+                     ip_address=None, keyfile=keyfile, internal_ip=None,
+                     **kwargs)
+    self.clients = clients
+    self.ec2 = clients.ec2
+    self.region = clients.region
+    self.run_uri = run_uri
+    self.name_tag = naming.ResourceName(run_uri, name)
+    self.tags = tags or {}
+    self._ssh_waiter = ssh_waiter or (
+        lambda vm: vm.WaitForSsh(self.SSH_TIMEOUT_S))
+    self.instance_id: Optional[str] = None
+    # Set by the provider before Create().
+    self.image: Optional[images.ImageChoice] = None
+    self.subnet_id: Optional[str] = None
+    self.security_group_id: Optional[str] = None
+    self.key_name: Optional[str] = None
+    self.placement_group: Optional[str] = None
+    # Makes a retried RunInstances of this object idempotent; a new object
+    # (a new provision attempt) gets a new token.
+    self._client_token = f'{self.name_tag}-{uuid.uuid4().hex[:12]}'[-64:]
+
+  # Lifecycle ---------------------------------------------------------------
+
+  def Launch(self) -> None:
+    """Create() up to the launch: recorded first, then RunInstances."""
+    if self.record is not None:
+      self.record.AddResource(self.KIND, self.name, **self.RecordData())
+    self._Retry(self._Create, self.CREATE_RETRIES, 'Creating')
+    self.created = True
+
+  def AwaitReady(self) -> None:
+    """The rest of Create(): running, SSH answers, recorded as created."""
+    self.WaitUntilReady()
+    if self.record is not None:
+      self.record.UpdateResource(self.KIND, self.name, status='created',
+                                 **self.RecordData())
+
+  def Create(self) -> None:
+    self.Launch()
+    self.AwaitReady()
+
+  def _FindInstances(self, states: List[str]) -> List[str]:
+    filters = naming.RunFilters(self.run_uri, self.name_tag) + [
+        {'Name': 'instance-state-name', 'Values': states}]
+    with api.Translated(f'looking up instance {self.name_tag}',
+                        retry=api.TRANSIENT_CODES):
+      reservations = self.ec2.describe_instances(
+          Filters=filters)['Reservations']
+    return [i['InstanceId'] for r in reservations for i in r['Instances']]
+
+  def LaunchArguments(self) -> Dict[str, Any]:
+    """The RunInstances arguments for this VM."""
+    if not (self.image and self.subnet_id and self.security_group_id and
+            self.key_name):
+      raise errors.ResourceError(
+          f'{self.name}: image, subnet, security group and key pair must be '
+          'set before the instance is launched.')
+    placement = {'AvailabilityZone': self.zone}
+    if self.placement_group:
+      placement['GroupName'] = self.placement_group
+    arguments = {
+        'ImageId': self.image.image_id,
+        'InstanceType': self.machine_type,
+        'MinCount': 1, 'MaxCount': 1,
+        'KeyName': self.key_name,
+        'ClientToken': self._client_token,
+        'Placement': placement,
+        'NetworkInterfaces': [{
+            'DeviceIndex': 0, 'SubnetId': self.subnet_id,
+            'Groups': [self.security_group_id],
+            'AssociatePublicIpAddress': True, 'DeleteOnTermination': True}],
+        'TagSpecifications': naming.TagSpecifications(
+            self.tags, self.name_tag, 'instance', 'volume',
+            'network-interface'),
+        'MetadataOptions': {'HttpTokens': 'required',
+                            'HttpEndpoint': 'enabled'},
+        # A stray VM that shuts itself down also stops costing money.
+        'InstanceInitiatedShutdownBehavior': 'terminate',
+    }
+    if self.spec.boot_disk_size:
+      arguments['BlockDeviceMappings'] = [{
+          'DeviceName': self.image.root_device_name,
+          'Ebs': {'VolumeSize': self.spec.boot_disk_size,
+                  'VolumeType': 'gp3', 'DeleteOnTermination': True}}]
+    return arguments
+
+  def _Create(self) -> None:
+    # An earlier attempt whose reply was lost may have launched it already.
+    found = self._FindInstances(['pending', 'running'])
+    if found:
+      self._Remember(instance_id=found[0])
+      return
+    arguments = self.LaunchArguments()
+    with api.Translated(f'launching {self.name} ({self.machine_type} in '
+                        f'{self.zone})', retry=api.TRANSIENT_CODES):
+      reply = self.ec2.run_instances(**arguments)
+    self._Remember(instance_id=reply['Instances'][0]['InstanceId'])
+
+  def _Describe(self, instance_id: str) -> Optional[Dict[str, Any]]:
+    reservations = []
+    # Just launched instances can be invisible for a moment; gone ones too.
+    with api.Translated(f'looking up instance {instance_id}',
+                        gone={_NOT_FOUND}):
+      reservations = self.ec2.describe_instances(
+          InstanceIds=[instance_id])['Reservations']
+    instances = [i for r in reservations for i in r['Instances']]
+    return instances[0] if instances else None
+
+  def _IsReady(self) -> bool:
+    instance = self._Describe(self.instance_id)
+    if instance is None or instance['State']['Name'] == 'pending':
+      return False
+    state = instance['State']['Name']
+    if state != 'running':
+      reason = instance.get('StateReason', {}).get('Message', 'no reason given')
+      raise errors.ResourceError(
+          f'{self.name}: instance {self.instance_id} is {state} instead of '
+          f'running ({reason}).')
+    if not instance.get('PublicIpAddress'):
+      return False
+    self._Remember(ip_address=instance['PublicIpAddress'],
+                   internal_ip=instance.get('PrivateIpAddress'))
+    self._ssh_waiter(self)
+    return True
+
+  def _Delete(self) -> None:
+    ids = [self.instance_id] if self.instance_id else []
+    ids += [i for i in self._FindInstances(_LIVE_STATES) if i not in ids]
+    for instance_id in ids:
+      with api.Translated(f'terminating {self.name} ({instance_id})',
+                          retry=api.TRANSIENT_CODES, gone={_NOT_FOUND}):
+        self.ec2.terminate_instances(InstanceIds=[instance_id])
+
+    def AllTerminated() -> bool:
+      for instance_id in ids:
+        instance = self._Describe(instance_id)
+        if instance is not None and instance['State']['Name'] != 'terminated':
+          return False
+      return True
+
+    api.Poll(AllTerminated, self.TERMINATE_TIMEOUT_S,
+             f'terminating {self.name}', self.run_uri, self._sleep,
+             self._clock)
+
+  # Record ------------------------------------------------------------------
+
+  def _Remember(self, **data: Any) -> None:
+    for key, value in data.items():
+      setattr(self, key, value)
+    if self.record is not None and self.record.FindResource(self.KIND,
+                                                            self.name):
+      self.record.UpdateResource(self.KIND, self.name, **data)
+
+  def RecordData(self) -> Dict[str, Any]:
+    data = super().RecordData()
+    data.update({
+        'region': self.region, 'profile': self.clients.profile,
+        'instance_id': self.instance_id,
+        'name_tag': self.name_tag, 'user': self.user,
+        'keyfile': self.keyfile, 'os_type': self.os_type,
+        'memory_mib': self.memory_mib,
+        'image_id': self.image.image_id if self.image else None,
+        'placement_group': self.placement_group,
+    })
+    return data
+
+  def Restore(self, data: Dict[str, Any]) -> None:
+    """Takes back what an earlier stage of the run recorded."""
+    self.instance_id = data.get('instance_id')
+    self.ip_address = data.get('ip_address')
+    self.internal_ip = data.get('internal_ip')
+    self.placement_group = data.get('placement_group')
+    self.memory_mib = data.get('memory_mib') or self.memory_mib
+    self.num_cpus = data.get('num_cpus') or self.num_cpus
+
+  @classmethod
+  def FromRecord(cls, entry: Dict[str, Any], record) -> 'AwsVirtualMachine':
+    data = entry['data']
+    spec = virtual_machine.VmSpec(
+        cloud=CLOUD, machine_type=data.get('machine_type') or 'unknown',
+        zone=data.get('zone'), num_cpus=data.get('num_cpus'),
+        memory_mib=data.get('memory_mib'),
+        os_type=data.get('os_type') or 'debian12')
+    vm = cls(spec, entry['name'], data.get('group', ''),
+             clients=api.DEFAULT_CLIENTS.ForRegion(data['region'],
+                                                   data.get('profile')),
+             run_uri=record.run_uri, keyfile=data.get('keyfile'),
+             user=data.get('user'), record=record)
+    vm.Restore(data)
+    vm.created = True
+    return vm
+
+  def GetResourceMetadata(self) -> Dict[str, Any]:
+    metadata = super().GetResourceMetadata()
+    metadata['placement_group'] = self.placement_group or 'none'
+    if self.image:
+      metadata['image'] = self.image.image_id
+    return metadata
+
+
+api.Register(AwsVirtualMachine)

@@ -1,0 +1,619 @@
+"""AWS provider against moto: firewall, tags, placement, AMIs, teardown.
+
+boto3 talks to moto (mock_aws) through its real client code. Two gaps in
+moto 5 are filled here, in the test set-up only:
+  * moto serves the /aws/service/ami-amazon-linux-latest parameters but not
+    Canonical's or Debian's, and refuses PutParameter under /aws, so the
+    Debian and Ubuntu parameters are put straight into moto's SSM backend,
+    pointing at moto's bundled arm64 and x86_64 AMIs;
+  * moto implements no placement-group calls, so CreatePlacementGroup,
+    DescribePlacementGroups and DeletePlacementGroup are added to moto's EC2
+    responder (an in-memory table per test), and the group an instance asks
+    for is read from the RunInstances arguments the provider sent.
+No test reaches a moto instance over SSH: the SSH wait is injected.
+"""
+
+import datetime
+import os
+import stat
+import threading
+import types
+import uuid
+
+import botocore.exceptions
+import pytest
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.responses import ActionResult
+from moto.ec2.exceptions import EC2ClientError
+from moto.ec2.responses import EC2Response
+from moto.ssm.models import Parameter
+from moto.ssm.models import ssm_backends
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.providers.aws import api
+from perfkitbenchmarker.providers.aws import images
+from perfkitbenchmarker.providers.aws import naming
+from perfkitbenchmarker.providers.aws import network
+from perfkitbenchmarker.providers.aws import provider
+
+REGION = 'us-east-1'
+ZONE = 'us-east-1a'
+RUN_URI = 'awstest1'
+OPERATOR = '203.0.113.7/32'
+# Images moto bundles, with the architectures the lookup must match.
+ARM_AMI = 'ami-0e9271c829888680e'
+X86_AMI = 'ami-076f415166b04f5fe'
+FACTORY = api.ClientFactory()
+LIVE = ['pending', 'running', 'stopping', 'stopped', 'shutting-down']
+RUN_FILTER = [{'Name': 'tag:run_uri', 'Values': [RUN_URI]}]
+
+
+# moto set-up ------------------------------------------------------------------
+
+
+def _SeedSsmParameters():
+  backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+  for os_type in ('debian12', 'ubuntu2204', 'ubuntu2404'):
+    for arch, ami in ((images.ARM64, ARM_AMI), (images.X86_64, X86_AMI)):
+      name = images.ParameterName(os_type, arch)
+      parameters = backend._parameters  # pylint: disable=protected-access
+      parameters[name].append(Parameter(
+          account_id=DEFAULT_ACCOUNT_ID, name=name, value=ami,
+          parameter_type='String', description=None, allowed_pattern=None,
+          keyid=None, last_modified_date=datetime.datetime.now(), version=1,
+          data_type='aws:ec2:image'))
+
+
+def _AddPlacementGroupsToMoto(monkeypatch):
+  """CreatePlacementGroup & co. on moto's EC2 responder; returns the table."""
+  groups = {}
+
+  def Unknown(name):
+    return EC2ClientError('InvalidPlacementGroup.Unknown',
+                          f'The Placement Group \'{name}\' is unknown.')
+
+  def create_placement_group(self):
+    name = self._get_param('GroupName')
+    if name in groups:
+      raise EC2ClientError('InvalidPlacementGroup.Duplicate',
+                           f'The Placement Group \'{name}\' already exists.')
+    tags = self._parse_tag_specification().get('placement-group', {})
+    groups[name] = {
+        'GroupName': name, 'Strategy': self._get_param('Strategy'),
+        'State': 'available', 'GroupId': f'pg-{uuid.uuid4().hex[:17]}',
+        'Tags': [{'Key': k, 'Value': v} for k, v in tags.items()]}
+    return ActionResult({'PlacementGroup': groups[name]})
+
+  def describe_placement_groups(self):
+    names = self._get_param('GroupNames', []) or list(groups)
+    for name in names:
+      if name not in groups:
+        raise Unknown(name)
+    return ActionResult({'PlacementGroups': [groups[n] for n in names]})
+
+  def delete_placement_group(self):
+    name = self._get_param('GroupName')
+    if groups.pop(name, None) is None:
+      raise Unknown(name)
+    return ActionResult({})
+
+  for method in (create_placement_group, describe_placement_groups,
+                 delete_placement_group):
+    monkeypatch.setattr(EC2Response, method.__name__, method, raising=False)
+  return groups
+
+
+@pytest.fixture
+def moto(monkeypatch):
+  for key in ('AWS_PROFILE', 'AWS_DEFAULT_PROFILE'):
+    monkeypatch.delenv(key, raising=False)
+  monkeypatch.setenv('AWS_ACCESS_KEY_ID', 'testing')
+  monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', 'testing')
+  monkeypatch.setenv('AWS_DEFAULT_REGION', REGION)
+  groups = _AddPlacementGroupsToMoto(monkeypatch)
+  with mock_aws():
+    _SeedSsmParameters()
+    clients = FACTORY.ForRegion(REGION)
+    yield clients, groups
+
+
+class FlakyEc2:
+  """An EC2 client that fails chosen calls of one method and logs all calls.
+
+  The failure is a botocore ClientError raised either before the call
+  reaches moto, or after it did (a lost reply: the object exists).
+  """
+
+  def __init__(self, client, method=None, nth=1, after=False,
+               code='InjectedFailure', times=1):
+    self._client = client
+    self.method, self.nth, self.after = method, nth, after
+    self.code, self.times = code, times
+    self.calls = []
+    self.failed = 0
+    self._lock = threading.Lock()
+
+  def Calls(self, method):
+    return [kwargs for name, kwargs in self.calls if name == method]
+
+  def __getattr__(self, name):
+    real = getattr(self._client, name)
+    if not callable(real):
+      return real
+
+    def Call(**kwargs):
+      with self._lock:
+        self.calls.append((name, kwargs))
+        n = len(self.Calls(name))
+      fail = name == self.method and self.nth <= n < self.nth + self.times
+      if fail and not self.after:
+        self.failed += 1
+        raise self._Error(name)
+      result = real(**kwargs)
+      if fail:
+        self.failed += 1
+        raise self._Error(name)
+      return result
+    return Call
+
+  def _Error(self, operation):
+    return botocore.exceptions.ClientError(
+        {'Error': {'Code': self.code, 'Message': 'injected by the test'}},
+        operation)
+
+
+# Helpers ----------------------------------------------------------------------
+
+
+def _Options(**overrides):
+  values = dict(ssh_source_cidrs=(OPERATOR,), owner='tester',
+                timeout_minutes=60)
+  values.update(overrides)
+  return provider.AwsOptions(**values)
+
+
+def _GroupSpecs(server_type='c6gn.16xlarge', client_type='i4i.4xlarge',
+                os_type='debian12'):
+  return {
+      'servers': virtual_machine.VmSpec(cloud='AWS', machine_type=server_type,
+                                        zone=ZONE, os_type=os_type,
+                                        boot_disk_size=50),
+      'clients': virtual_machine.VmSpec(cloud='AWS', machine_type=client_type,
+                                        zone=ZONE, os_type=os_type),
+  }
+
+
+class Run:
+  """One provisioning attempt with injected clients and no SSH or sleep."""
+
+  def __init__(self, tmp_path, clients, ec2=None, options=None,
+               ssh_waiter=None):
+    self.run_dir = str(tmp_path / RUN_URI)
+    self.record = run_record.RunRecord.Create(self.run_dir, RUN_URI)
+    self.ec2 = ec2 or FlakyEc2(clients.ec2)
+    self.ssh_waited = []
+    self.sleeps = []
+    injected = api.AwsClients(REGION, self.ec2, clients.ssm)
+    self.provisioner = provider.AwsProvisioner(
+        options or _Options(), injected, RUN_URI, self.record,
+        benchmark='redis_memtier',
+        ssh_waiter=ssh_waiter or self.ssh_waited.append,
+        sleep=self.sleeps.append, now=lambda: 1_800_000_000.0)
+
+  def Provision(self, counts=None):
+    self.groups = self.provisioner.ConstructVms(
+        _GroupSpecs(), counts or {'servers': 1, 'clients': 1})
+    self.vms = [vm for vms in self.groups.values() for vm in vms]
+    self.provisioner.Provision(self.vms)
+    return self.vms
+
+
+def _Inventory(ec2, placement_groups):
+  """Counts of everything in moto's region, and of what the run tagged."""
+  instances = [i for r in ec2.describe_instances(Filters=[
+      {'Name': 'instance-state-name', 'Values': LIVE}])['Reservations']
+               for i in r['Instances']]
+  key_pairs = ec2.describe_key_pairs()['KeyPairs']
+  listed = {
+      'instances': instances,
+      'vpcs': ec2.describe_vpcs()['Vpcs'],
+      'subnets': ec2.describe_subnets()['Subnets'],
+      'security_groups': ec2.describe_security_groups()['SecurityGroups'],
+      'internet_gateways':
+          ec2.describe_internet_gateways()['InternetGateways'],
+      'route_tables': ec2.describe_route_tables()['RouteTables'],
+      'key_pairs': key_pairs,
+  }
+  totals = {kind: len(items) for kind, items in listed.items()}
+  totals['placement_groups'] = len(placement_groups)
+
+  def OfRun(item):
+    tags = {t['Key']: t['Value'] for t in item.get('Tags', [])}
+    names = (item.get('KeyName'), item.get('GroupName'))
+    return (tags.get('run_uri') == RUN_URI or
+            any(n and RUN_URI in n for n in names))
+  of_run = {kind: sum(map(OfRun, items)) for kind, items in listed.items()}
+  of_run['placement_groups'] = sum(RUN_URI in n for n in placement_groups)
+  return totals, of_run
+
+
+def _Tags(item):
+  return {t['Key']: t['Value'] for t in item.get('Tags', [])}
+
+
+def _AssertNothingLeft(ec2, placement_groups, baseline):
+  totals, of_run = _Inventory(ec2, placement_groups)
+  assert of_run == {kind: 0 for kind in of_run}
+  assert totals == baseline
+
+
+# Provisioning -----------------------------------------------------------------
+
+
+def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
+    moto, tmp_path):
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  run = Run(tmp_path, clients)
+  vms = run.Provision()
+  ec2 = clients.ec2
+  name = f'pkb-{RUN_URI}'
+
+  # Recorded in creation order, so teardown (newest first) is reversed.
+  assert [e['kind'] for e in run.record.Resources()] == [
+      'aws_vpc', 'aws_subnet', 'aws_internet_gateway', 'aws_route_table',
+      'aws_security_group', 'aws_key_pair', 'aws_placement_group',
+      'aws_vm', 'aws_vm']
+  assert {e['status'] for e in run.record.Resources()} == {'created'}
+
+  # Firewall: SSH from the operator only, Redis from the group only.
+  group = ec2.describe_security_groups(Filters=RUN_FILTER)['SecurityGroups']
+  assert len(group) == 1
+  group = group[0]
+  assert group['GroupName'] == name
+  rules = {(p['FromPort'], p['ToPort']): p for p in group['IpPermissions']}
+  assert set(rules) == {(22, 22), (6379, 8999), (16379, 18999)}
+  assert [r['CidrIp'] for r in rules[22, 22]['IpRanges']] == [OPERATOR]
+  assert not rules[22, 22]['UserIdGroupPairs']
+  for ports in ((6379, 8999), (16379, 18999)):
+    assert rules[ports]['IpProtocol'] == 'tcp'
+    assert not rules[ports]['IpRanges'] and not rules[ports]['Ipv6Ranges']
+    assert [p['GroupId'] for p in rules[ports]['UserIdGroupPairs']] == [
+        group['GroupId']]
+  for permission in group['IpPermissions']:
+    assert '0.0.0.0/0' not in [r['CidrIp'] for r in permission['IpRanges']]
+    assert not permission['Ipv6Ranges']
+
+  # Tags on everything that takes them.
+  expected = {'Name': name, 'owner': 'tester', 'run_uri': RUN_URI,
+              'benchmark': 'redis_memtier',
+              'timeout': naming.ExpiryTag(1_800_000_000.0, 60)}
+  assert expected['timeout'] == '20270115t0900z'
+  for items in (ec2.describe_vpcs(Filters=RUN_FILTER)['Vpcs'],
+                ec2.describe_subnets(Filters=RUN_FILTER)['Subnets'],
+                ec2.describe_internet_gateways(
+                    Filters=RUN_FILTER)['InternetGateways'],
+                ec2.describe_route_tables(Filters=RUN_FILTER)['RouteTables'],
+                [group],
+                ec2.describe_key_pairs(KeyNames=[name])['KeyPairs'],
+                list(placement_groups.values())):
+    assert len(items) == 1
+    assert _Tags(items[0]) == expected
+  instances = {_Tags(i)['Name']: i for r in ec2.describe_instances(
+      Filters=RUN_FILTER)['Reservations'] for i in r['Instances']}
+  assert set(instances) == {f'{name}-servers-0', f'{name}-clients-0'}
+  for instance in instances.values():
+    assert dict(_Tags(instance), Name=name) == expected
+  volumes = ec2.describe_volumes(Filters=RUN_FILTER)['Volumes']
+  assert sorted(v['Size'] for v in volumes) == [8, 50]  # Only servers asked.
+
+  # Cluster placement group, asked for by every instance.
+  assert list(placement_groups) == [name]
+  assert placement_groups[name]['Strategy'] == 'cluster'
+  launches = run.ec2.Calls('run_instances')
+  assert [c['Placement'] for c in launches] == [
+      {'AvailabilityZone': ZONE, 'GroupName': name}] * 2
+  assert all(c['NetworkInterfaces'][0]['Groups'] == [group['GroupId']]
+             for c in launches)
+
+  # Architecture-matched AMIs: Graviton server, x86 client.
+  server = instances[f'{name}-servers-0']
+  client = instances[f'{name}-clients-0']
+  assert (server['ImageId'], server['Architecture']) == (ARM_AMI, 'arm64')
+  assert (client['ImageId'], client['Architecture']) == (X86_AMI, 'x86_64')
+  assert server['InstanceType'] == 'c6gn.16xlarge'
+  assert server['KeyName'] == name
+
+  # VMs are reachable objects; SSH was waited for (by the injected hook).
+  assert run.ssh_waited == vms
+  servers_vm, clients_vm = vms
+  assert servers_vm.ip_address == server['PublicIpAddress']
+  assert servers_vm.internal_ip == server['PrivateIpAddress']
+  assert (servers_vm.num_cpus, servers_vm.memory_mib) == (64, 131072)
+  assert clients_vm.num_cpus == 16
+  assert servers_vm.user == 'admin'
+  assert oct(stat.S_IMODE(os.stat(servers_vm.keyfile).st_mode)) == '0o600'
+  assert os.path.dirname(servers_vm.keyfile) == run.run_dir
+  with open(servers_vm.keyfile + '.pub') as f:
+    assert f.read().startswith('ssh-ed25519 ')
+
+  # Teardown from the record alone, with new objects and default clients.
+  record = run_record.RunRecord.Load(run.run_dir)
+  assert resource.TeardownFromRecord(record) == []
+  assert not list(record.LiveResources())
+  _AssertNothingLeft(ec2, placement_groups, baseline)
+  assert not os.path.exists(servers_vm.keyfile)
+
+
+def test_default_vpc_without_placement_group(moto, tmp_path):
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  run = Run(tmp_path, clients, options=_Options(
+      use_default_vpc=True, placement_group_style='none'))
+  run.Provision()
+  default_vpc = clients.ec2.describe_vpcs(
+      Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs'][0]
+  group = clients.ec2.describe_security_groups(
+      Filters=RUN_FILTER)['SecurityGroups'][0]
+  assert group['VpcId'] == default_vpc['VpcId']
+  assert [e['kind'] for e in run.record.Resources()] == [
+      'aws_security_group', 'aws_key_pair', 'aws_vm', 'aws_vm']
+  assert not placement_groups
+  assert all('GroupName' not in c['Placement']
+             for c in run.ec2.Calls('run_instances'))
+  assert resource.TeardownFromRecord(
+      run_record.RunRecord.Load(run.run_dir)) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+
+
+def test_resumed_run_gets_its_vms_back_from_the_record(moto, tmp_path):
+  clients, _ = moto
+  run = Run(tmp_path, clients)
+  vms = run.Provision()
+  again = Run(tmp_path, clients).provisioner.ConstructVms(
+      _GroupSpecs(), {'servers': 1, 'clients': 1})
+  assert [(vm.instance_id, vm.ip_address, vm.internal_ip, vm.num_cpus)
+          for vm in again['servers'] + again['clients']] == [
+              (vm.instance_id, vm.ip_address, vm.internal_ip, vm.num_cpus)
+              for vm in vms]
+  rebuilt = virtual_machine.VmFromRecord(run.record, 'servers-0')
+  assert isinstance(rebuilt, provider.AwsVirtualMachine)
+  assert (rebuilt.ip_address, rebuilt.user, rebuilt.keyfile) == (
+      vms[0].ip_address, 'admin', vms[0].keyfile)
+  assert f'pkb-{RUN_URI}' in rebuilt.scratch_dir
+  assert resource.TeardownFromRecord(run.record) == []
+
+
+def test_module_functions_build_vms_from_flags(moto, tmp_path, pkb_flags):
+  del moto  # Only needed active.
+  pkb_flags.aws_ssh_source_cidr = ['203.0.113.7']
+  pkb_flags.owner = 'flag-owner'
+  run_dir = str(tmp_path / RUN_URI)
+  spec = types.SimpleNamespace(
+      flags=pkb_flags, run_uri=RUN_URI, name='redis_memtier',
+      record=run_record.RunRecord.Create(run_dir, RUN_URI),
+      GroupSpecs=_GroupSpecs, GroupCounts=lambda: {'servers': 2, 'clients': 1})
+  groups = provider.ConstructVms(spec)
+  assert [vm.name for vm in groups['servers'] + groups['clients']] == [
+      'servers-0', 'servers-1', 'clients-0']
+  vm = groups['servers'][1]
+  assert (vm.CLOUD, vm.zone, vm.clients.region) == ('AWS', ZONE, REGION)
+  assert vm.keyfile == os.path.join(run_dir, 'aws_ssh_key')
+  assert vm.tags['owner'] == 'flag-owner' and vm.tags['run_uri'] == RUN_URI
+  assert vm.name_tag == f'pkb-{RUN_URI}-servers-1'
+  assert not spec.record.Resources()  # Constructing creates nothing.
+
+
+# Failure injection ------------------------------------------------------------
+
+# (method, which call fails, whether it fails after reaching moto).
+FAILURES = [
+    ('create_vpc', 1, False), ('create_vpc', 1, True),
+    ('create_subnet', 1, False), ('create_subnet', 1, True),
+    ('create_internet_gateway', 1, False),
+    ('create_internet_gateway', 1, True),
+    ('attach_internet_gateway', 1, False),
+    ('create_route_table', 1, False), ('create_route_table', 1, True),
+    ('create_route', 1, False), ('associate_route_table', 1, False),
+    ('create_security_group', 1, False), ('create_security_group', 1, True),
+    ('authorize_security_group_ingress', 1, False),
+    ('import_key_pair', 1, False), ('import_key_pair', 1, True),
+    ('create_placement_group', 1, False),
+    ('create_placement_group', 1, True),
+    ('run_instances', 1, False), ('run_instances', 1, True),
+    ('run_instances', 2, False), ('run_instances', 2, True),
+    # While waiting for the first instance to run.
+    ('describe_instances', 3, False),
+]
+
+
+@pytest.mark.parametrize('method,nth,after', FAILURES)
+def test_failed_provision_is_torn_down_from_the_record(moto, tmp_path, method,
+                                                       nth, after):
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  flaky = FlakyEc2(clients.ec2, method, nth=nth, after=after)
+  run = Run(tmp_path, clients, ec2=flaky)
+  with pytest.raises(errors.ResourceError, match='InjectedFailure'):
+    run.Provision()
+  assert flaky.failed == 1
+  _, of_run = _Inventory(clients.ec2, placement_groups)
+  if after:
+    assert any(of_run.values())  # The failed call did create something.
+  record = run_record.RunRecord.Load(run.run_dir)
+  assert resource.TeardownFromRecord(record) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+
+
+def test_failed_ssh_wait_is_torn_down(moto, tmp_path):
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+
+  def RefuseSecond(vm):
+    if vm.name == 'clients-0':
+      raise errors.ResourceError('SSH to clients-0 never answered')
+
+  run = Run(tmp_path, clients, ssh_waiter=RefuseSecond)
+  with pytest.raises(errors.ResourceError, match='never answered'):
+    run.Provision()
+  assert resource.TeardownFromRecord(
+      run_record.RunRecord.Load(run.run_dir)) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+
+
+@pytest.mark.parametrize('method', ['create_vpc', 'create_security_group',
+                                    'run_instances'])
+def test_lost_reply_is_retried_without_duplicates(moto, tmp_path, method):
+  clients, placement_groups = moto
+  flaky = FlakyEc2(clients.ec2, method, after=True,
+                   code='RequestLimitExceeded')
+  run = Run(tmp_path, clients, ec2=flaky)
+  run.Provision()
+  assert flaky.failed == 1 and run.sleeps  # Retried after a back-off.
+  _, of_run = _Inventory(clients.ec2, placement_groups)
+  assert of_run['vpcs'] == 1 and of_run['security_groups'] == 1
+  assert of_run['instances'] == 2
+  assert resource.TeardownFromRecord(run.record) == []
+
+
+def test_delete_waits_out_dependency_violation(moto, tmp_path):
+  clients, placement_groups = moto
+  run = Run(tmp_path, clients, options=_Options(use_default_vpc=True))
+  run.Provision()
+  flaky = FlakyEc2(clients.ec2, 'delete_security_group',
+                   code='DependencyViolation', times=2)
+  sleeps = []
+  group = network.SecurityGroup(
+      api.AwsClients(REGION, flaky, clients.ssm), RUN_URI, sleep=sleeps.append)
+  for vm in reversed(run.vms):
+    vm.Delete()
+  group.Delete()
+  assert len(flaky.Calls('delete_security_group')) == 3
+  assert len(sleeps) == 2
+  _, of_run = _Inventory(clients.ec2, placement_groups)
+  assert of_run['security_groups'] == 0 and of_run['instances'] == 0
+  assert resource.TeardownFromRecord(run.record) == []
+
+
+def test_vpc_in_use_fails_in_one_line_after_retries(moto, tmp_path):
+  clients, _ = moto
+  run = Run(tmp_path, clients)
+  vms = run.Provision()
+  vpc_entry = next(e for e in run.record.Resources()
+                   if e['kind'] == 'aws_vpc')
+  sleeps = []
+  vpc = network.Vpc(clients, RUN_URI, sleep=sleeps.append)
+  vpc.Restore(vpc_entry['data'])
+  with pytest.raises(errors.ResourceError, match='DependencyViolation'):
+    vpc.Delete()
+  assert len(sleeps) == network.Vpc.DELETE_RETRIES - 1
+  assert vms[0].instance_id
+  assert resource.TeardownFromRecord(run.record) == []
+
+
+# Refusals ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('cidrs,match', [
+    ([], 'needs --aws_ssh_source_cidr'),
+    (['0.0.0.0/0'], 'would open SSH'),
+    (['10.0.0.0/8'], 'would open SSH'),
+    (['::/0'], 'IPv6'),
+    (['my-laptop'], 'not an IPv4'),
+])
+def test_ssh_source_must_be_the_operator(cidrs, match):
+  with pytest.raises(errors.UsageError, match=match) as raised:
+    network.SshSourceCidrs(cidrs)
+  assert '\n' not in str(raised.value)
+  with pytest.raises(errors.UsageError):
+    _Options(ssh_source_cidrs=tuple(cidrs))
+
+
+def test_ssh_source_is_normalised():
+  assert network.SshSourceCidrs(['203.0.113.7', '198.51.100.0/24']) == (
+      '203.0.113.7/32', '198.51.100.0/24')
+
+
+def test_security_group_refuses_world_ssh_even_when_called_directly(moto):
+  clients, _ = moto
+  group = network.SecurityGroup(clients, RUN_URI, vpc_id='vpc-1',
+                                ssh_cidrs=('0.0.0.0/0',),
+                                redis_ports=((6379, 6379),))
+  with pytest.raises(errors.UsageError):
+    group.Create()
+  assert not clients.ec2.describe_security_groups(
+      Filters=RUN_FILTER)['SecurityGroups']
+
+
+@pytest.mark.parametrize('os_type', ['centos7', 'ubuntu2004', 'windows'])
+def test_unsupported_os_type_is_one_line_naming_alternatives(os_type):
+  with pytest.raises(errors.UsageError) as raised:
+    images.OsImageFor(os_type)
+  message = str(raised.value)
+  assert '\n' not in message and os_type in message
+  assert 'debian12' in message and 'ubuntu2404' in message
+
+
+def test_check_prerequisites_reads_the_flags(pkb_flags):
+  pkb_flags.os_type = 'debian12'
+  pkb_flags.aws_ssh_source_cidr = []
+  with pytest.raises(errors.UsageError, match='aws_ssh_source_cidr'):
+    provider.CheckPrerequisites(pkb_flags)
+  pkb_flags.aws_ssh_source_cidr = ['203.0.113.7']
+  provider.CheckPrerequisites(pkb_flags)
+  pkb_flags.os_type = 'centos7'
+  with pytest.raises(errors.UsageError, match='centos7'):
+    provider.CheckPrerequisites(pkb_flags)
+  pkb_flags.os_type = 'debian12'
+  pkb_flags.zone = 'us-east-1'
+  with pytest.raises(errors.UsageError, match='availability zone'):
+    provider.CheckPrerequisites(pkb_flags)
+
+
+def test_groups_must_share_one_zone():
+  specs = _GroupSpecs()
+  specs['clients'] = virtual_machine.VmSpec(
+      cloud='AWS', machine_type='m6i.large', zone='us-east-1b')
+  with pytest.raises(errors.UsageError, match='different zones'):
+    provider.ZoneOf(specs)
+
+
+def test_image_and_machine_lookup(moto):
+  clients, _ = moto
+  assert images.ParameterName('ubuntu2404', images.ARM64) == (
+      '/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/'
+      'ebs-gp3/ami-id')
+  assert images.ParameterName('debian12', images.X86_64) == (
+      '/aws/service/debian/release/12/latest/amd64')
+  assert images.ParameterName('al2023', images.ARM64) == (
+      '/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64')
+  for machine_type, arch in (('c6gn.16xlarge', 'arm64'), ('c7g.8xlarge',
+                                                          'arm64'),
+                             ('m6g.large', 'arm64'), ('i4i.4xlarge', 'x86_64'),
+                             ('c6i.large', 'x86_64')):
+    info = images.DescribeMachine(clients, machine_type, ZONE)
+    assert info.architecture == arch, machine_type
+  choice = images.LookUpImage(clients, 'ubuntu2204', images.ARM64)
+  assert (choice.image_id, choice.root_device_name) == (ARM_AMI, '/dev/xvda')
+  with pytest.raises(errors.UsageError, match='is x86_64 but'):
+    images.LookUpImage(clients, 'debian12', images.ARM64, image_id=X86_AMI)
+  with pytest.raises(errors.UsageError, match='not an EC2 instance type'):
+    images.DescribeMachine(clients, 'zz9.huge', ZONE)
+
+
+@pytest.mark.parametrize('zone,region', [
+    ('us-east-1a', 'us-east-1'), ('us-gov-west-1b', 'us-gov-west-1'),
+    ('us-west-2-lax-1a', 'us-west-2'), ('ap-southeast-3c', 'ap-southeast-3'),
+])
+def test_region_of_zone(zone, region):
+  assert naming.RegionOf(zone) == region
+
+
+def test_region_refuses_non_zones():
+  for value in ('us-east-1', 'us-central1-a', ''):
+    with pytest.raises(errors.UsageError):
+      naming.RegionOf(value)
