@@ -1,18 +1,132 @@
 """VMs reached over SSH: shared by GCP, AWS and existing (static) machines.
 
-INTERFACE STUB: being implemented. Cloud providers subclass
-`SshVirtualMachine`, implement the resource hooks (_Create/_Delete/_IsReady)
-for their instance API, and set `ip_address` (and `internal_ip`) once the
-instance is up; everything else (commands, files, installs) comes from here.
+Extension seam: a cloud provider subclasses `SshVirtualMachine`, overrides
+`_Create` (create the instance, set `ip_address`/`internal_ip`, then call
+`WaitForSsh(timeout)`) and `_Delete` (delete the instance); everything else
+(commands, files, long detached commands, installs, system tuning, OS
+metadata) comes from here. Used as is, the class is an existing machine:
+`_Create` only connects and makes the run's scratch directory, `_Delete`
+only removes that directory.
+
+How commands run: the system `ssh` (as PKB does) with the user's ssh config
+ignored (`-F /dev/null`) so runs behave the same everywhere; one master
+connection per host reused through a control socket in a private 0700
+directory; host keys accepted on first contact into a per-run known_hosts
+file (machines are throwaway, and a changed key within a run still fails).
+Every command runs under `timeout` on the VM and a slightly longer local
+timeout. Only connection failures are retried (ssh exit 255 before the remote
+shell started, detected by a marker the remote shell writes first), never a
+command's own failure. `RunDetached` starts a command with setsid/nohup,
+writing its output and exit code to files in the scratch directory, and polls
+for them, so a dropped connection only delays it. The shell text itself is
+built in linux_packages/remote_shell.py; the install scripts in
+package_commands.py, run by remote_install.py.
 """
 
-from typing import Optional
+import atexit
+import dataclasses
+import logging
+import os
+import shlex
+import shutil
+import tempfile
+import threading
+import uuid
+from typing import Any, Dict, Optional, Tuple
 
+from absl import flags
+
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import remote_install
+from perfkitbenchmarker.linux_packages import remote_shell
+from perfkitbenchmarker.linux_packages import system_info as system_info_lib
+
+flags.DEFINE_boolean(
+    'system_tuning', True,
+    'On remote VMs, turn transparent huge pages off and raise somaxconn, '
+    'vm.overcommit_memory and open-file limits before starting Redis (until '
+    'reboot). --nosystem_tuning only records the settings in force.')
+
+FLAGS = flags.FLAGS
+CONNECT_TIMEOUT_S = 10
+COMMAND_TIMEOUT_S = 600
+# Short, so a master left by a killed run goes away by itself soon.
+CONTROL_PERSIST_S = 60
+LOCAL_GRACE_S = 15  # local timeout beyond the remote one
+
+_control_lock = threading.Lock()
+_control_dir: Optional[str] = None
+
+
+class SshError(errors.Error):
+  """A machine could not be reached over SSH, even after retries."""
+
+
+def _DefaultControlDir() -> str:
+  """A private directory for control sockets, removed at exit."""
+  global _control_dir
+  with _control_lock:
+    if _control_dir is None:
+      _control_dir = tempfile.mkdtemp(prefix='pkb-ssh-')  # mode 0700
+      atexit.register(CloseAllConnections)
+    return _control_dir
+
+
+def CloseAllConnections() -> None:
+  """Stops every master connection this process opened (run at exit).
+
+  Goes by socket rather than by VM object: VMs rebuilt for a moment (e.g.
+  from the run record) are long gone by now, their masters are not.
+  """
+  global _control_dir
+  with _control_lock:
+    directory, _control_dir = _control_dir, None
+  if not directory or not os.path.isdir(directory):
+    return
+  for socket_name in os.listdir(directory):
+    path = os.path.join(directory, socket_name)
+    # With an explicit ControlPath the destination is only a placeholder.
+    vm_util.RunLocal(vm_util.QuoteAll(
+        ['ssh', '-F', '/dev/null', '-o', f'ControlPath={path}', '-O', 'exit',
+         'pkb-master']), timeout=10)
+  shutil.rmtree(directory, ignore_errors=True)
+
+
+def _FlagOr(name: str, default: Any) -> Any:
+  try:
+    return getattr(FLAGS, name)
+  except (AttributeError, flags.UnparsedFlagAccessError):
+    return default
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyPair:
+  private_key_path: str
+  public_key: str  # "ssh-ed25519 AAAA... comment", for instance metadata
+
+
+def GenerateKeyPair(directory: str, comment: str = 'pkb',
+                    run_local=vm_util.RunLocal) -> KeyPair:
+  """The run's ed25519 key pair in `directory` (reused when it exists)."""
+  path = os.path.join(directory, 'pkb_ssh_key')
+  if not os.path.exists(path):
+    os.makedirs(directory, exist_ok=True)
+    _, err, rc = run_local(vm_util.QuoteAll(
+        ['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', comment,
+         '-f', path]), timeout=60)
+    if rc != 0:
+      raise errors.PrerequisiteError(
+          f'ssh-keygen failed ({vm_util.Tail(err, 2)}); is openssh-client '
+          'installed?')
+  os.chmod(path, 0o600)
+  with open(path + '.pub') as f:
+    return KeyPair(path, f.read().strip())
 
 
 class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
-  """A Linux machine driven with the system ssh/scp."""
+  """A Linux machine driven with the system ssh."""
 
   KIND = 'ssh_vm'
 
@@ -20,10 +134,291 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                group_name: str, *, user: str = 'pkb',
                ip_address: Optional[str] = None,
                keyfile: Optional[str] = None, port: int = 22,
-               internal_ip: Optional[str] = None, **kwargs):
+               internal_ip: Optional[str] = None,
+               known_hosts_file: Optional[str] = None,
+               control_dir: Optional[str] = None,
+               run_local=vm_util.RunLocal,
+               connect_timeout: float = CONNECT_TIMEOUT_S,
+               connect_retries: int = 3,
+               command_timeout: float = COMMAND_TIMEOUT_S, **kwargs):
+    run_uri = kwargs.pop('run_uri', None)
     super().__init__(spec, name, group_name, **kwargs)
     self.user = user
     self.ip_address = ip_address
     self.internal_ip = internal_ip or ip_address
     self.keyfile = keyfile
-    self.port = port
+    self.port = int(port)
+    run_uri = run_uri or (self.record.run_uri if self.record else 'norun')
+    self.scratch_dir = f'/tmp/pkb-{run_uri}/{name}'
+    self._known_hosts = known_hosts_file
+    self._control_dir = control_dir
+    self._run_local = run_local
+    self.connect_timeout = connect_timeout
+    self.connect_retries = max(1, connect_retries)
+    self.command_timeout = command_timeout
+    self.system_info: Optional[system_info_lib.SystemInfo] = None
+    self.tuning: Dict[str, str] = {}
+
+  # Connection --------------------------------------------------------------
+
+  @property
+  def known_hosts_file(self) -> str:
+    if self._known_hosts is None:
+      directory = (self.record.run_dir if self.record is not None else
+                   self.control_dir)
+      self._known_hosts = os.path.join(directory, 'known_hosts')
+    return self._known_hosts
+
+  @property
+  def control_dir(self) -> str:
+    return self._control_dir or _DefaultControlDir()
+
+  def _Target(self) -> str:
+    if not self.ip_address:
+      raise SshError(f'{self.name} has no IP address yet.')
+    return f'{self.user}@{self.ip_address}'
+
+  def SshOptions(self) -> list:
+    options = {
+        'BatchMode': 'yes', 'IdentitiesOnly': 'yes',
+        'StrictHostKeyChecking': 'accept-new',
+        'UserKnownHostsFile': self.known_hosts_file,
+        'GlobalKnownHostsFile': '/dev/null',
+        'ConnectTimeout': str(int(self.connect_timeout)),
+        'ServerAliveInterval': '15', 'ServerAliveCountMax': '4',
+        'ControlMaster': 'auto',
+        'ControlPath': os.path.join(self.control_dir, '%C'),
+        'ControlPersist': str(CONTROL_PERSIST_S), 'LogLevel': 'ERROR',
+    }
+    args = ['-F', '/dev/null']
+    if self.keyfile:
+      args += ['-i', self.keyfile]
+    for key, value in options.items():
+      args += ['-o', f'{key}={value}']
+    return args
+
+  def _RunSsh(self, remote: str, timeout: float,
+              stdin: Optional[str] = None) -> Tuple[str, str, int]:
+    """One ssh invocation, no retries."""
+    argv = (['ssh'] + self.SshOptions() + ['-p', str(self.port),
+                                           self._Target(), remote])
+    return self._run_local(vm_util.QuoteAll(argv), timeout=timeout,
+                           stdin=stdin)
+
+  def StopMaster(self) -> None:
+    """Closes the shared connection (the next command opens a new one)."""
+    if not self.ip_address:
+      return
+    argv = ['ssh'] + self.SshOptions() + ['-p', str(self.port), '-O', 'exit',
+                                          self._Target()]
+    self._run_local(vm_util.QuoteAll(argv), timeout=10)
+
+  def _ConnectionError(self, attempts: int, err: str) -> SshError:
+    return SshError(
+        f'Cannot reach {self.name} over SSH ({self._Target()} port '
+        f'{self.port}) after {attempts} attempt(s): '
+        f'{vm_util.Tail(err, 2) or "no error output"}; check the address, '
+        'port, user, key and firewall.')
+
+  # BaseVirtualMachine hooks ------------------------------------------------
+
+  def RemoteCommandWithReturnCode(
+      self, command: str, timeout: Optional[float] = None,
+      env: Optional[Dict[str, str]] = None,
+      stdin: Optional[str] = None) -> Tuple[str, str, int]:
+    timeout = timeout or self.command_timeout
+    remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
+                                        env_on_stdin=bool(env))
+    if env:
+      stdin = remote_shell.EnvLine(env) + (stdin or '')
+    delay = 1.0
+    for attempt in range(1, self.connect_retries + 1):
+      start = self._clock()
+      out, err, rc = self._RunSsh(remote, timeout + LOCAL_GRACE_S, stdin)
+      if rc != 255 or remote_shell.Started(err):
+        break
+      # The remote shell never started: safe to try again.
+      if attempt == self.connect_retries:
+        raise self._ConnectionError(attempt, remote_shell.CleanStderr(err))
+      logging.warning('SSH to %s failed (%s); retrying in %.0fs', self.name,
+                      vm_util.Tail(err, 1), delay)
+      self._sleep(delay)
+      delay *= 2
+    if rc in (124, 137) and self._clock() - start >= timeout:
+      rc = -9  # Timed out on the VM: report it like a local timeout.
+    return out, remote_shell.CleanStderr(err), rc
+
+  def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
+    """Writes atomically (temp file, chmod, rename) with the given mode."""
+    quoted = shlex.quote(path)
+    self.RemoteCommand(
+        f'umask 077; t=$(mktemp "$(dirname {quoted})/.pkb-write.XXXXXX") && '
+        f'cat > "$t" && chmod {mode:o} "$t" && mv -f "$t" {quoted}',
+        stdin=content, what=f'writing {path} on {self.name}')
+
+  # Long commands -----------------------------------------------------------
+
+  def RunDetached(self, command: str, timeout: float,
+                  env: Optional[Dict[str, str]] = None,
+                  poll_interval_s: float = 2.0) -> Tuple[str, str, int]:
+    """Runs a long command that survives dropped SSH connections.
+
+    Returns (stdout, stderr, returncode) like RemoteCommandWithReturnCode;
+    returncode is -9 if it ran past `timeout` (it is then killed on the VM).
+    """
+    job = f'{self.scratch_dir}/detached/{uuid.uuid4().hex[:12]}'
+    seconds = remote_shell.Seconds(timeout)
+    self.RemoteCommand(remote_shell.DetachedStartScript(job, command, timeout),
+                       stdin=remote_shell.EnvScript(env or {}), timeout=60,
+                       what=f'starting a command on {self.name}')
+    start = self._clock()
+    deadline = start + seconds + remote_shell.KILL_GRACE_S + 30
+    interval = 0.2
+    try:
+      while True:
+        try:
+          out, _, rc = self.RemoteCommandWithReturnCode(
+              f'cat {shlex.quote(job)}/rc 2>/dev/null', timeout=30)
+          if rc == 0 and out.strip().lstrip('-').isdigit():
+            code = int(out)
+            break
+        except SshError as e:
+          logging.warning('%s; still waiting for the detached command', e)
+        if self._clock() > deadline:
+          self._KillDetached(job)
+          code = -9
+          break
+        self._sleep(interval)
+        interval = min(poll_interval_s, interval * 1.5)
+    except BaseException:
+      self._KillDetached(job)
+      raise
+    quoted = shlex.quote(job)
+    out, _, _ = self.RemoteCommandWithReturnCode(f'cat {quoted}/stdout')
+    err, _, _ = self.RemoteCommandWithReturnCode(f'cat {quoted}/stderr')
+    self.RemoteCommandWithReturnCode(f'rm -rf {quoted}')
+    if code in (124, 137) and self._clock() - start >= seconds:
+      code = -9
+    return out, err, code
+
+  def _KillDetached(self, job: str) -> None:
+    try:
+      self.RemoteCommandWithReturnCode(remote_shell.DetachedKillScript(job),
+                                       timeout=30)
+    except errors.Error as e:
+      logging.warning('Could not stop a detached command on %s: %s',
+                      self.name, e)
+
+  # Lifecycle ---------------------------------------------------------------
+
+  def WaitForSsh(self, timeout: float) -> None:
+    """Waits until a shell answers, then makes the scratch dir and probes."""
+    deadline = self._clock() + timeout
+    remote = remote_shell.CommandScript('true', self.scratch_dir,
+                                        self.connect_timeout)
+    while True:
+      _, err, rc = self._RunSsh(remote, self.connect_timeout + LOCAL_GRACE_S)
+      if rc == 0:
+        break
+      if rc != 255 or remote_shell.Started(err):
+        raise SshError(f'{self.name}: SSH works but the shell failed '
+                       f'(exit {rc}): {vm_util.Tail(err, 2)}; the VM needs '
+                       'bash and coreutils `timeout`.')
+      if self._clock() >= deadline:
+        raise SshError(
+            f'{self.name}: no SSH at {self._Target()} port {self.port} '
+            f'after {timeout:.0f}s: {vm_util.Tail(err, 2) or "no output"}.')
+      self._sleep(min(2.0, max(0.0, deadline - self._clock())))
+    self.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(self.scratch_dir)}',
+                       what=f'mkdir on {self.name}')
+    self.DetectSystem()
+
+  def CleanUpScratch(self) -> None:
+    # Only ever remove the run's own directories.
+    if '/pkb-' not in self.scratch_dir:
+      return
+    quoted = shlex.quote(self.scratch_dir)
+    self.RemoteCommand(f'rm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
+                       '2>/dev/null; true', what=f'cleaning {self.name}')
+
+  def _Create(self) -> None:
+    self.WaitForSsh(self.connect_timeout * self.connect_retries + 5)
+
+  def _Delete(self) -> None:
+    self.CleanUpScratch()
+    self.StopMaster()
+
+  # System ------------------------------------------------------------------
+
+  def DetectSystem(self) -> system_info_lib.SystemInfo:
+    if self.system_info is None:
+      out, _ = self.RemoteCommand(system_info_lib.PROBE_COMMAND,
+                                  what=f'probing {self.name}')
+      self.system_info = system_info_lib.SystemInfo.Parse(out)
+      self.num_cpus = self.num_cpus or self.system_info.num_cpus
+      self.memory_mib = self.memory_mib or self.system_info.memory_mib
+    return self.system_info
+
+  def Sudo(self, command: str) -> str:
+    if self.user == 'root' or self.DetectSystem().is_root:
+      return command
+    return f'sudo -n bash -c {shlex.quote(command)}'
+
+  # Software hooks: called by linux_packages/redis_server.py, memtier.py and
+  # redis_benchmark.py on non-Local VMs; bodies in remote_install.py.
+
+  def InstallRedis(self) -> None:
+    remote_install.InstallRedis(
+        self, _FlagOr('redis_server_version', 'distro'))
+
+  def InstallRedisTools(self) -> None:
+    remote_install.InstallRedisTools(self)
+
+  def InstallMemtier(self) -> None:
+    remote_install.InstallMemtier(self)
+
+  def ApplySystemTuning(self, enabled: Optional[bool] = None
+                        ) -> Dict[str, str]:
+    """Applies system_tuning.py (unless --nosystem_tuning); returns the
+    settings in force, which SystemMetadata() then includes."""
+    if enabled is None:
+      enabled = bool(_FlagOr('system_tuning', True))
+    self.tuning = remote_install.ApplySystemTuning(self, enabled)
+    return dict(self.tuning)
+
+  def SystemMetadata(self) -> Dict[str, Any]:
+    """OS, kernel, architecture and tuning, for sample metadata."""
+    metadata: Dict[str, Any] = dict(self.DetectSystem().Metadata())
+    metadata.update(self.tuning)
+    return metadata
+
+  def GetResourceMetadata(self) -> Dict[str, Any]:
+    metadata = super().GetResourceMetadata()
+    if self.system_info is not None:
+      metadata.update(self.SystemMetadata())
+    return metadata
+
+  def RecordData(self) -> Dict[str, Any]:
+    data = super().RecordData()
+    data.update({'user': self.user, 'keyfile': self.keyfile,
+                 'port': self.port,
+                 'known_hosts_file': self.known_hosts_file})
+    return data
+
+  @classmethod
+  def FromRecord(cls, entry, record=None) -> 'SshVirtualMachine':
+    """Rebuilds the VM for teardown (killing its processes, cleaning up)."""
+    data = entry['data']
+    spec = virtual_machine.VmSpec(
+        cloud=data.get('cloud') or cls.CLOUD,
+        machine_type=data.get('machine_type') or 'unknown',
+        zone=data.get('zone'), num_cpus=data.get('num_cpus'),
+        os_type=data.get('os_type') or 'unknown')
+    vm = cls(spec, entry['name'], data.get('group', ''), user=data['user'],
+             ip_address=data['ip_address'], keyfile=data.get('keyfile'),
+             port=data.get('port', 22), internal_ip=data.get('internal_ip'),
+             known_hosts_file=data.get('known_hosts_file'), record=record)
+    vm.scratch_dir = data['scratch_dir']
+    vm.memory_mib = data.get('memory_mib')
+    vm.created = True
+    return vm

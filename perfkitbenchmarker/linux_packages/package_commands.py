@@ -1,0 +1,172 @@
+"""Install commands for Redis, redis-tools and memtier, per OS family.
+
+Pure functions: each takes a `system_info.SystemInfo` (and the wanted version)
+and returns one shell script to run as root; `ssh_vm.SshVirtualMachine` runs
+it (under sudo when needed) in its install hooks. Keeping them pure lets the
+tests check every OS family's commands without reaching a package registry.
+
+Where the software comes from:
+  * Redis at --redis_server_version=distro: the OS package (Debian/Ubuntu
+    `redis-server`, RHEL-like `redis`, Amazon Linux 2023 `redis6`).
+  * Redis at a release number (e.g. 7.2.4): Redis's official APT repository
+    (packages.redis.io), the newest package of that release, pinned with
+    `apt-get install redis-server=<version>`. Chosen over building the release
+    tarball: no compiler on the VM, signed packages, minutes saved per VM. The
+    repository has Debian/Ubuntu packages only, so RHEL-like systems take
+    'distro' only.
+  * memtier_benchmark: `memtier-benchmark` from the same APT repository
+    (>= 2.4.4, the first release with a correct Ops/sec); never built from
+    source, so RHEL-like systems are refused with a clear message.
+The distribution's redis-server service is stopped and disabled after
+installing: the benchmark starts its own shards, and a stray server on 6379
+would take memory and CPU from them.
+"""
+
+import re
+import shlex
+
+from perfkitbenchmarker import errors
+
+REDIS_APT_KEY_URL = 'https://packages.redis.io/gpg'
+REDIS_APT_URL = 'https://packages.redis.io/deb'
+REDIS_APT_KEYRING = '/usr/share/keyrings/redis-archive-keyring.gpg'
+REDIS_APT_SOURCE = '/etc/apt/sources.list.d/redis.list'
+MEMTIER_MIN_VERSION = (2, 4, 4)
+# Fresh cloud VMs often run unattended-upgrades at boot; wait for its lock.
+_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
+        '-y -q')
+_VERSION_RE = re.compile(r'\d+\.\d+(\.\d+)?')
+_STOP_DISTRO_SERVICE = (
+    '(systemctl disable --now {unit} >/dev/null 2>&1 || '
+    'service {unit} stop >/dev/null 2>&1 || true)')
+
+
+def _Script(lines) -> str:
+  return '\n'.join(['set -eo pipefail'] + list(lines))
+
+
+def _RequireFamily(info, program: str) -> None:
+  if info.family not in ('debian', 'rhel'):
+    raise errors.PrerequisiteError(
+        f'Cannot install {program} on {info.os_pretty_name or info.os_id}: '
+        'only Debian/Ubuntu (apt) and RHEL-like (dnf/yum) systems are '
+        'supported; install it by hand and rerun.')
+
+
+def CheckRedisVersion(version: str) -> None:
+  if version != 'distro' and not _VERSION_RE.fullmatch(version):
+    raise errors.UsageError(
+        f'--redis_server_version="{version}" must be "distro" or a Redis '
+        'release such as 7.2.4.')
+
+
+def RedisAptRepoLines(codename: str):
+  """Adds packages.redis.io with its signing key (idempotent)."""
+  if not codename:
+    raise errors.PrerequisiteError(
+        'Cannot add the Redis APT repository: /etc/os-release has no '
+        'VERSION_CODENAME.')
+  source = (f'deb [signed-by={REDIS_APT_KEYRING}] {REDIS_APT_URL} '
+            f'{codename} main')
+  return [
+      f'{_APT} update',
+      f'{_APT} install ca-certificates curl gpg',
+      f'if [ ! -s {REDIS_APT_KEYRING} ]; then '
+      f'curl -fsSL {REDIS_APT_KEY_URL} | gpg --batch --yes --dearmor -o '
+      f'{REDIS_APT_KEYRING}.tmp && mv {REDIS_APT_KEYRING}.tmp '
+      f'{REDIS_APT_KEYRING}; fi',
+      f'chmod 644 {REDIS_APT_KEYRING}',
+      f'echo {shlex.quote(source)} > {REDIS_APT_SOURCE}',
+      f'{_APT} update',
+  ]
+
+
+def _PinnedVersionLines(package: str, version: str, codename: str):
+  """Sets $v to the newest packaged build of `version`, or fails clearly."""
+  pattern = r'^([0-9]+:)?' + re.escape(version) + r'[-.]'
+  listing = (f"apt-cache madison {package} | awk -F'|' "
+             "'{gsub(/ /, \"\", $2); print $2}'")
+  message = (f'Redis {version} is not in packages.redis.io for {codename}; '
+             'packaged versions:')
+  return [
+      f'v=$({listing} | grep -E {shlex.quote(pattern)} | head -n 1 || true)',
+      f'if [ -z "$v" ]; then echo {shlex.quote(message)} '
+      f'$({listing} | tr "\\n" " ") >&2; exit 3; fi',
+  ]
+
+
+def RedisServerInstall(info, version: str) -> str:
+  """Installs redis-server and redis-cli at `version` ('distro' or X.Y.Z)."""
+  CheckRedisVersion(version)
+  _RequireFamily(info, 'Redis')
+  if info.family == 'rhel':
+    if version != 'distro':
+      raise errors.UsageError(
+          f'--redis_server_version={version} needs Redis\'s APT repository, '
+          f'which has no packages for {info.os_pretty_name or info.os_id}; '
+          'use --redis_server_version=distro or a Debian/Ubuntu image.')
+    pm = info.package_manager
+    return _Script([
+        # Amazon Linux 2023 names the package and binaries redis6.
+        f'{pm} install -y redis || {{ {pm} install -y redis6 && '
+        'for b in server cli benchmark; do '
+        'ln -sf /usr/bin/redis6-$b /usr/local/bin/redis-$b; done; }',
+        _STOP_DISTRO_SERVICE.format(unit='redis'),
+        _STOP_DISTRO_SERVICE.format(unit='redis6'),
+        'redis-server --version',
+    ])
+  lines = []
+  if version == 'distro':
+    lines += [f'{_APT} update',
+              f'{_APT} install redis-server redis-tools']
+  else:
+    lines += RedisAptRepoLines(info.os_codename)
+    lines += _PinnedVersionLines('redis-server', version, info.os_codename)
+    lines += [f'{_APT} install --allow-downgrades '
+              'redis-server="$v" redis-tools="$v"']
+  lines += [_STOP_DISTRO_SERVICE.format(unit='redis-server'),
+            'redis-server --version']
+  return _Script(lines)
+
+
+def RedisToolsInstall(info) -> str:
+  """redis-cli and redis-benchmark (Debian's redis-tools)."""
+  _RequireFamily(info, 'redis-tools')
+  if info.family == 'rhel':
+    # RHEL-like systems ship the tools inside the server package.
+    return RedisServerInstall(info, 'distro')
+  return _Script([f'{_APT} update', f'{_APT} install redis-tools',
+                  'redis-benchmark --version'])
+
+
+def MemtierInstall(info) -> str:
+  """memtier-benchmark from Redis's APT repository (apt systems only)."""
+  if info.family != 'debian':
+    raise errors.PrerequisiteError(
+        'memtier_benchmark is installed only from Redis\'s APT repository, '
+        f'which has no packages for {info.os_pretty_name or info.os_id}; use '
+        'a Debian/Ubuntu image (--os_type=debian12) or '
+        '--load_generator=redis_benchmark.')
+  return _Script(RedisAptRepoLines(info.os_codename) + [
+      f'{_APT} install memtier-benchmark',
+      'memtier_benchmark --version'])
+
+
+def ParseVersion(text: str):
+  """(major, minor, patch) from the first X.Y[.Z] in text, or None."""
+  match = re.search(r'(\d+)\.(\d+)(?:\.(\d+))?', text or '')
+  if not match:
+    return None
+  return tuple(int(g or 0) for g in match.groups())
+
+
+def RedisServerVersion(text: str) -> str:
+  """'7.0.15' from `redis-server --version` output."""
+  match = re.search(r'v=(\S+)', text or '')
+  return match.group(1) if match else ''
+
+
+def MemtierVersionOk(text: str) -> bool:
+  version = ParseVersion(text)
+  # Builds between releases print 255.255.255; they are newer than any.
+  return version is not None and version >= MEMTIER_MIN_VERSION

@@ -1,0 +1,96 @@
+"""Runs the install and tuning scripts on a remote (SSH) VM.
+
+These are the bodies of the SSH VM's hooks `InstallRedis`,
+`InstallRedisTools`, `InstallMemtier` and `ApplySystemTuning`, which
+redis_server.py, redis_benchmark.py and memtier.py call on non-Local VMs.
+Each checks what is already there first (so reruns and existing machines cost
+one command), runs the script from package_commands.py as root through
+`vm.RunDetached` (an apt run survives a dropped connection) and verifies the
+result. Running them on several VMs at once is the caller's job.
+
+Extension seam: the VM needs `RemoteCommandWithReturnCode`, `HasCommand`,
+`RunDetached`, `Sudo` and `DetectSystem`; any VM class with those can use
+these functions.
+"""
+
+import logging
+from typing import Dict, Optional
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import package_commands
+from perfkitbenchmarker.linux_packages import system_tuning
+
+INSTALL_TIMEOUT_S = 1200
+
+
+def RunAsRoot(vm, script: str, what: str,
+              timeout: float = INSTALL_TIMEOUT_S) -> str:
+  out, err, rc = vm.RunDetached(vm.Sudo(script), timeout)
+  if rc != 0:
+    reason = 'timed out' if rc == -9 else f'exit {rc}'
+    hint = ('; give the user passwordless sudo'
+            if 'password is required' in err else '')
+    raise errors.PrerequisiteError(
+        f'{what} on {vm.name} failed ({reason}): '
+        f'{vm_util.Tail(err, 3) or vm_util.Tail(out, 3)}{hint}')
+  return out
+
+
+def _RedisVersion(vm) -> str:
+  out, _, rc = vm.RemoteCommandWithReturnCode('redis-server --version')
+  return package_commands.RedisServerVersion(out) if rc == 0 else ''
+
+
+def VersionMatches(installed: str, wanted: str) -> bool:
+  """'distro' takes any; '7.2' takes 7.2.x; '7.2.4' takes only 7.2.4."""
+  return bool(installed) and (wanted == 'distro' or installed == wanted or
+                              installed.startswith(wanted + '.'))
+
+
+def InstallRedis(vm, version: str) -> None:
+  package_commands.CheckRedisVersion(version)
+  if (VersionMatches(_RedisVersion(vm), version) and
+      vm.HasCommand('redis-cli')):
+    return
+  RunAsRoot(vm, package_commands.RedisServerInstall(vm.DetectSystem(),
+                                                     version),
+            f'Installing Redis {version}')
+  installed = _RedisVersion(vm)
+  if not VersionMatches(installed, version):
+    raise errors.PrerequisiteError(
+        f'{vm.name} has Redis {installed or "(none)"} after installing '
+        f'--redis_server_version={version}.')
+
+
+def InstallRedisTools(vm) -> None:
+  if vm.HasCommand('redis-benchmark') and vm.HasCommand('redis-cli'):
+    return
+  RunAsRoot(vm, package_commands.RedisToolsInstall(vm.DetectSystem()),
+            'Installing redis-tools')
+
+
+def InstallMemtier(vm) -> None:
+  # memtier.Install has already looked for a usable binary.
+  RunAsRoot(vm, package_commands.MemtierInstall(vm.DetectSystem()),
+            'Installing memtier-benchmark')
+  out, err, _ = vm.RemoteCommandWithReturnCode('memtier_benchmark --version')
+  if not package_commands.MemtierVersionOk(out + err):
+    raise errors.PrerequisiteError(
+        f'memtier_benchmark on {vm.name} is "{vm_util.Tail(out + err, 1)}"; '
+        'need >= 2.4.4 (packages.redis.io has it).')
+
+
+def ApplySystemTuning(vm, enabled: bool) -> Dict[str, str]:
+  """Applies system_tuning.py's settings if enabled; reads them back."""
+  applied: Optional[str] = ''
+  if enabled:
+    out, err, rc = vm.RemoteCommandWithReturnCode(
+        vm.Sudo(system_tuning.ApplyCommand()), timeout=60)
+    applied = out if rc == 0 else 'tuning_failed=sudo\n'
+    if rc != 0:
+      logging.warning('System tuning on %s failed: %s', vm.name,
+                      vm_util.Tail(err, 2))
+  current, _ = vm.RemoteCommand(system_tuning.ReadCommand(), timeout=60,
+                                what=f'reading settings on {vm.name}')
+  return system_tuning.Parse(applied + current, enabled)

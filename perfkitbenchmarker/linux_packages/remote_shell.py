@@ -1,0 +1,96 @@
+"""Shell text that ssh_vm.py sends to a remote Linux VM.
+
+Pure functions, so the quoting and the timeouts are testable without a
+machine:
+  * `CommandScript` wraps one command the way Local VMs run it (bash, in the
+    scratch directory) under `timeout`, after printing a marker that tells
+    "the remote shell started" apart from an ssh connection failure (both can
+    end with exit 255), and after reading the environment, if any, from the
+    first line of stdin so secrets never appear in any process's argv;
+  * `Detached*Script` start, and kill, a command that outlives the SSH
+    connection: setsid + nohup, output and exit code in files of a job dir.
+
+Extension seam: another remote shell convention (e.g. no coreutils
+`timeout`) is a change here only.
+"""
+
+import base64
+import math
+import re
+import shlex
+from typing import Dict
+
+STARTED_MARKER = '\x1epkb-started\x1e'
+_MARKER_PRINTF = "printf '\\036pkb-started\\036' >&2"
+KILL_GRACE_S = 5  # after `timeout` sends TERM, before KILL
+# Lines ssh prints about connection sharing that are not the command's.
+_SSH_NOISE = re.compile(
+    r'^(ControlSocket .* already exists, disabling multiplexing|'
+    r'mux_client_\w+: .*|Control socket connect\(.*\): .*)\r?\n?', re.M)
+_ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+
+def Seconds(timeout_s: float) -> int:
+  return max(1, math.ceil(timeout_s))
+
+
+def EnvScript(env: Dict[str, str]) -> str:
+  bad = [k for k in env if not _ENV_NAME.fullmatch(k)]
+  if bad:
+    raise ValueError(f'Bad environment variable name(s): {bad}')
+  return ''.join(f'export {k}={shlex.quote(str(v))}\n' for k, v in env.items())
+
+
+def EnvLine(env: Dict[str, str]) -> str:
+  """The first stdin line CommandScript(env_on_stdin=True) reads."""
+  return base64.b64encode(EnvScript(env).encode()).decode() + '\n'
+
+
+def CommandScript(command: str, scratch_dir: str, timeout_s: float,
+                  env_on_stdin: bool = False) -> str:
+  """The remote shell command that runs `command` under `timeout`."""
+  lines = [_MARKER_PRINTF]
+  if env_on_stdin:
+    lines.append('IFS= read -r __pkb_env; '
+                 'eval "$(printf %s "$__pkb_env" | base64 -d)"; '
+                 'unset __pkb_env')
+  lines += [f'cd {shlex.quote(scratch_dir)} 2>/dev/null',
+            # Redis clients need many sockets; the hard limit is the ceiling.
+            'ulimit -n "$(ulimit -Hn)" 2>/dev/null',
+            f'exec timeout -k {KILL_GRACE_S} {Seconds(timeout_s)} '
+            f'bash -c {shlex.quote(command)}']
+  return 'bash -c ' + shlex.quote('\n'.join(lines))
+
+
+def Started(stderr: str) -> bool:
+  return STARTED_MARKER in stderr
+
+
+def CleanStderr(stderr: str) -> str:
+  """The command's own stderr: without the marker and ssh's mux chatter."""
+  return _SSH_NOISE.sub('', stderr.replace(STARTED_MARKER, '', 1))
+
+
+def DetachedStartScript(job_dir: str, command: str, timeout_s: float) -> str:
+  """Starts `command` in its own session; reads its env file from stdin.
+
+  The job writes stdout, stderr and finally rc into job_dir, and its session
+  id into job_dir/sid; `timeout` bounds it even if nobody polls any more.
+  """
+  job = shlex.quote(job_dir)
+  runner = (f'. {job}/env; rm -f {job}/env; '
+            f'timeout -k {KILL_GRACE_S} {Seconds(timeout_s)} bash -c '
+            f'{shlex.quote(command)} > {job}/stdout 2> {job}/stderr; '
+            f'echo $? > {job}/rc.tmp; mv {job}/rc.tmp {job}/rc')
+  return (f'set -e; umask 077; mkdir -p {job}; cat > {job}/env\n'
+          f'setsid nohup bash -c {shlex.quote(runner)} '
+          f'</dev/null >/dev/null 2>&1 &\necho $! > {job}/sid')
+
+
+def DetachedKillScript(job_dir: str) -> str:
+  """Stops every process of the job's session (TERM, then KILL)."""
+  job = shlex.quote(job_dir)
+  return (f'sid=$(cat {job}/sid 2>/dev/null) && [ -n "$sid" ] && '
+          '{ pkill -TERM -s "$sid" || kill -TERM -- -"$sid"; sleep 1; '
+          'pkill -KILL -s "$sid" || kill -KILL -- -"$sid"; } 2>/dev/null; '
+          'true')

@@ -1,0 +1,246 @@
+"""Existing machines from --static_vm_file, reached over SSH.
+
+The file is PKB's static VM JSON. Either a list of machines, assigned to the
+config's vm_groups in order (servers first, then the other groups by name, as
+many as each group's vm_count):
+
+  [{"ip_address": "10.0.0.5", "user_name": "pkb",
+    "keyfile_path": "~/.ssh/id_ed25519"},
+   {"ip_address": "10.0.0.6", "user_name": "pkb",
+    "keyfile_path": "~/.ssh/id_ed25519", "internal_ip": "192.168.0.6",
+    "ssh_port": 2222, "os_type": "ubuntu2204", "zone": "rack-3"}]
+
+or one list per group: {"servers": [...], "clients": [...]}.
+
+Required keys: ip_address, user_name, keyfile_path (relative paths are taken
+from the file's directory; the key must not be readable by others). Optional:
+internal_ip (what clients use to reach Redis; default ip_address), ssh_port
+(22), os_type (default: detected), zone and machine_type (a label, default
+'static'). Prices come from --local_priced_as (or a vm_spec entry's
+priced_as), as for Local runs. PKB's install_packages, disk_specs,
+local_disks and scratch_disk_mountpoints are accepted and ignored. The same
+machine may be listed more than once (e.g. server and client on one host):
+each listing gets its own scratch directory.
+
+Creating a static VM only checks that SSH works and makes the run's scratch
+directory; deleting it only removes that directory. Nothing is bought or
+destroyed, and no cloud API is called.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import stat
+from typing import Any, Dict, List, Sequence, Union
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
+
+CLOUD = 'Static'
+REQUIRED_KEYS = ('ip_address', 'user_name', 'keyfile_path')
+OPTIONAL_KEYS = ('internal_ip', 'ssh_port', 'os_type', 'zone', 'machine_type')
+# Keys PKB's format allows that mean nothing here.
+IGNORED_PKB_KEYS = ('install_packages', 'disk_specs', 'local_disks',
+                    'scratch_disk_mountpoints')
+SSH_TIMEOUT_S = 30
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticMachine:
+  """One machine of the file, validated."""
+  ip_address: str
+  user_name: str
+  keyfile_path: str
+  internal_ip: str = ''
+  ssh_port: int = 22
+  os_type: str = ''
+  zone: str = ''
+  machine_type: str = ''
+
+
+def _Fail(path: str, message: str) -> errors.UsageError:
+  return errors.UsageError(f'--static_vm_file {path}: {message}')
+
+
+def _CheckKeyfile(path: str, where: str, keyfile: str) -> str:
+  full = os.path.join(os.path.dirname(os.path.abspath(path)),
+                      os.path.expanduser(keyfile))
+  try:
+    mode = os.stat(full).st_mode
+  except OSError:
+    raise _Fail(path, f'{where}: keyfile_path {full} does not exist; give '
+                'the private key that logs in as user_name.') from None
+  if not stat.S_ISREG(mode):
+    raise _Fail(path, f'{where}: keyfile_path {full} is not a file.')
+  if mode & 0o077:
+    raise _Fail(path, f'{where}: keyfile_path {full} has mode '
+                f'{stat.S_IMODE(mode):o}; run chmod 600 {full} (ssh refuses '
+                'keys others can read).')
+  return full
+
+
+def _ParseMachine(path: str, where: str, item: Any) -> StaticMachine:
+  if not isinstance(item, dict):
+    raise _Fail(path, f'{where} must be an object with ip_address, user_name '
+                'and keyfile_path.')
+  missing = [k for k in REQUIRED_KEYS if not item.get(k)]
+  if missing:
+    raise _Fail(path, f'{where} lacks {", ".join(missing)}; every machine '
+                f'needs {", ".join(REQUIRED_KEYS)}.')
+  unknown = set(item) - set(REQUIRED_KEYS + OPTIONAL_KEYS + IGNORED_PKB_KEYS)
+  if unknown:
+    raise _Fail(path, f'{where} has unknown key(s) '
+                f'{", ".join(sorted(unknown))}; allowed: '
+                f'{", ".join(REQUIRED_KEYS + OPTIONAL_KEYS)}.')
+  ignored = sorted(set(item) & set(IGNORED_PKB_KEYS))
+  if ignored:
+    logging.warning('%s: ignoring %s in %s', path, ', '.join(ignored), where)
+  port = item.get('ssh_port', 22)
+  if isinstance(port, str) and port.isdigit():
+    port = int(port)
+  if not isinstance(port, int) or isinstance(port, bool) or not (
+      0 < port < 65536):
+    raise _Fail(path, f'{where}: ssh_port must be a number 1-65535, not '
+                f'{port!r}.')
+  text = {k: item.get(k) for k in REQUIRED_KEYS + OPTIONAL_KEYS
+          if k != 'ssh_port'}
+  bad = [k for k, v in text.items() if v is not None and not isinstance(v, str)]
+  if bad:
+    raise _Fail(path, f'{where}: {", ".join(bad)} must be text.')
+  return StaticMachine(
+      ip_address=item['ip_address'], user_name=item['user_name'],
+      keyfile_path=_CheckKeyfile(path, where, item['keyfile_path']),
+      internal_ip=item.get('internal_ip') or item['ip_address'],
+      ssh_port=port, os_type=item.get('os_type') or '',
+      zone=item.get('zone') or '', machine_type=item.get('machine_type') or '')
+
+
+def LoadStaticVmFile(path: str) -> Union[List[StaticMachine],
+                                         Dict[str, List[StaticMachine]]]:
+  """Reads and validates the file: a list, or {group: list}."""
+  try:
+    with open(os.path.expanduser(path)) as f:
+      data = json.load(f)
+  except FileNotFoundError:
+    raise _Fail(path, 'no such file; give the JSON list of existing '
+                'machines.') from None
+  except OSError as e:
+    raise _Fail(path, f'cannot read it: {e.strerror}.') from None
+  except ValueError as e:
+    raise _Fail(path, f'not valid JSON ({e}).') from None
+
+  def ParseList(items: Any, label: str, prefix: str) -> List[StaticMachine]:
+    if not isinstance(items, list) or not items:
+      raise _Fail(path, f'{label} must be a non-empty list of machines.')
+    return [_ParseMachine(path, f'{prefix}entry {i}', item)
+            for i, item in enumerate(items)]
+
+  if isinstance(data, dict):
+    return {group: ParseList(items, f'"{group}"', f'"{group}" ')
+            for group, items in data.items()}
+  return ParseList(data, 'the file', '')
+
+
+def GroupOrder(groups: Sequence[str]) -> List[str]:
+  """servers first, then the other groups by name (as the Local provider)."""
+  return sorted(groups, key=lambda g: (g != 'servers', g))
+
+
+def AssignGroups(machines, counts: Dict[str, int],
+                 path: str) -> Dict[str, List[StaticMachine]]:
+  """Gives each vm_group its vm_count machines from the parsed file."""
+  order = GroupOrder(counts)
+  if isinstance(machines, dict):
+    unknown = sorted(set(machines) - set(counts))
+    if unknown:
+      raise _Fail(path, f'group(s) {", ".join(unknown)} are not in the '
+                  f'benchmark config (its groups: {", ".join(order)}).')
+    assigned = {}
+    for group in order:
+      have = machines.get(group, [])
+      if len(have) < counts[group]:
+        raise _Fail(path, f'"{group}" lists {len(have)} machine(s) but the '
+                    f'config needs vm_count={counts[group]}; add machines or '
+                    f'lower vm_groups.{group}.vm_count.')
+      assigned[group] = have[:counts[group]]
+    return assigned
+  needed = sum(counts.values())
+  if len(machines) < needed:
+    wants = ', '.join(f'{g}={counts[g]}' for g in order)
+    raise _Fail(path, f'lists {len(machines)} machine(s) but the config '
+                f'needs {needed} ({wants}); add machines (the same machine '
+                'may be listed twice) or lower the vm_counts.')
+  if len(machines) > needed:
+    logging.warning('%s lists %d machines; using the first %d.', path,
+                    len(machines), needed)
+  assigned, start = {}, 0
+  for group in order:
+    assigned[group] = list(machines[start:start + counts[group]])
+    start += counts[group]
+  return assigned
+
+
+class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
+  """An existing machine: connected to, never created or destroyed."""
+
+  CLOUD = CLOUD
+  KIND = 'static_vm'
+
+  def _Create(self) -> None:
+    self.WaitForSsh(SSH_TIMEOUT_S)
+    if self.os_type in ('', 'detected'):
+      info = self.DetectSystem()
+      self.os_type = f'{info.os_id}{info.os_version_id.split(".")[0]}'
+
+  def _Delete(self) -> None:
+    try:
+      super()._Delete()
+    except ssh_vm.SshError as e:
+      # Nothing is billed on a static machine; a leftover scratch directory
+      # on an unreachable one is not worth failing teardown for.
+      logging.warning('Could not clean %s: %s', self.name, e)
+
+
+resource.RegisterKind(StaticVirtualMachine.KIND,
+                      StaticVirtualMachine.FromRecord)
+
+
+def CheckPrerequisites(flag_values) -> None:
+  """Validates the file before anything starts (counts come later)."""
+  if not flag_values.static_vm_file:
+    raise errors.UsageError(
+        '--cloud=Static needs --static_vm_file=<JSON list of machines>.')
+  LoadStaticVmFile(flag_values.static_vm_file)
+
+
+def ConstructVms(spec) -> Dict[str, List[StaticVirtualMachine]]:
+  """One StaticVirtualMachine per configured VM, from the file."""
+  CheckPrerequisites(spec.flags)
+  path = spec.flags.static_vm_file
+  counts = spec.GroupCounts()
+  assigned = AssignGroups(LoadStaticVmFile(path), counts, path)
+  groups: Dict[str, List[StaticVirtualMachine]] = {}
+  for group in GroupOrder(counts):
+    group_config = spec.config.get('vm_groups', {}).get(group) or {}
+    # A vm_spec.Static entry in the config is optional defaults.
+    defaults = dict((group_config.get('vm_spec') or {}).get(CLOUD) or {})
+    for i, machine in enumerate(assigned[group]):
+      vm_spec = virtual_machine.VmSpec(
+          cloud=CLOUD,
+          machine_type=(machine.machine_type or
+                        defaults.get('machine_type') or 'static'),
+          zone=machine.zone or defaults.get('zone'),
+          num_cpus=defaults.get('num_cpus'),
+          memory_mib=defaults.get('memory_mib'),
+          os_type=(machine.os_type or defaults.get('os_type') or
+                   group_config.get('os_type') or 'detected'),
+          priced_as=defaults.get('priced_as'))
+      groups.setdefault(group, []).append(StaticVirtualMachine(
+          vm_spec, f'{group}-{i}', group, user=machine.user_name,
+          ip_address=machine.ip_address, keyfile=machine.keyfile_path,
+          port=machine.ssh_port, internal_ip=machine.internal_ip,
+          record=spec.record, run_uri=spec.run_uri))
+  return groups

@@ -1,0 +1,373 @@
+"""SshVirtualMachine against a real sshd on 127.0.0.1, plus its pure parts."""
+
+import os
+import platform
+import stat
+import subprocess
+import threading
+import time
+
+import pytest
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import package_commands
+from perfkitbenchmarker.linux_packages import remote_install
+from perfkitbenchmarker.linux_packages import remote_shell
+from perfkitbenchmarker.linux_packages import system_info
+from perfkitbenchmarker.linux_packages import system_tuning
+
+from sshd_fixture import FreePort
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+SPEC = virtual_machine.VmSpec(cloud='Static', machine_type='static')
+
+
+class RecordingRunner:
+  """vm_util.RunLocal that remembers each local command line."""
+
+  def __init__(self):
+    self.commands = []
+
+  def __call__(self, command, **kwargs):
+    self.commands.append(command)
+    return vm_util.RunLocal(command, **kwargs)
+
+
+@pytest.fixture
+def make_vm(sshd, tmp_path):  # pylint: disable=redefined-outer-name
+  made = []
+
+  def Make(name='vm-0', **kwargs):
+    kwargs.setdefault('user', sshd.user)
+    kwargs.setdefault('ip_address', sshd.host)
+    kwargs.setdefault('keyfile', sshd.user_key)
+    kwargs.setdefault('port', sshd.port)
+    kwargs.setdefault('known_hosts_file', str(tmp_path / 'known_hosts'))
+    kwargs.setdefault('run_uri', f'st{os.getpid()}')  # parallel sessions
+    vm = ssh_vm.SshVirtualMachine(SPEC, name, 'servers', **kwargs)
+    made.append(vm)
+    return vm
+
+  yield Make
+  for vm in made:
+    if vm.port == sshd.port and vm.user == sshd.user:
+      vm.CleanUpScratch()
+      vm.StopMaster()
+
+
+@pytest.fixture
+def vm(make_vm):  # pylint: disable=redefined-outer-name
+  machine = make_vm()
+  machine.WaitForSsh(20)
+  return machine
+
+
+def test_command_output_exit_code_and_scratch_dir(vm):
+  out, err, rc = vm.RemoteCommandWithReturnCode(
+      'echo out; echo err >&2; echo "$BASH_VERSION" | cut -c1; pwd; exit 3')
+  assert rc == 3
+  assert out.splitlines() == ['out', out.splitlines()[1], vm.scratch_dir]
+  assert out.splitlines()[1].isdigit()  # ran in bash, like Local VMs
+  assert err == 'err\n'  # no started-marker, no ssh noise
+  with pytest.raises(errors.ProcessError, match='exited with status 3'):
+    vm.RemoteCommand('exit 3')
+  assert stat.S_IMODE(os.stat(vm.known_hosts_file).st_mode) & 0o022 == 0
+  with open(vm.known_hosts_file) as f:
+    assert f'[127.0.0.1]:{vm.port}' in f.read()  # accept-new, per run
+
+
+def test_stdin_and_secret_env_stay_out_of_argv(make_vm):
+  runner = RecordingRunner()
+  machine = make_vm(run_local=runner)
+  secret = "s3cr3t value with 'quotes' and $dollars"
+  out, _, rc = machine.RemoteCommandWithReturnCode(
+      'printf "%s|" "$PKB_SECRET"; cat', env={'PKB_SECRET': secret},
+      stdin='line one\nline two\n')
+  assert rc == 0
+  assert out == f'{secret}|line one\nline two\n'
+  assert not any('s3cr3t' in c for c in runner.commands)
+  out, _ = machine.RemoteCommand('wc -c', stdin='x' * 100000)
+  assert out.strip() == '100000'
+
+
+def test_timeout_kills_the_remote_command(vm):
+  start = time.monotonic()
+  _, _, rc = vm.RemoteCommandWithReturnCode('sleep 41.5', timeout=1)
+  assert rc == -9
+  assert time.monotonic() - start < 10
+  time.sleep(0.5)
+  _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 41.5"')
+  assert alive == 1
+
+
+def test_write_and_read_file_with_modes(vm):
+  path = f'{vm.scratch_dir}/conf'
+  vm.WriteFile(path, 'secret: 1\n')
+  assert vm.RemoteCommand(f'stat -c %a {path}')[0].strip() == '600'
+  vm.WriteFile(path, 'line\n' * 3, mode=0o644)
+  assert vm.RemoteCommand(f'stat -c %a {path}')[0].strip() == '644'
+  assert vm.ReadFile(path) == 'line\n' * 3
+  with pytest.raises(errors.ProcessError):
+    vm.WriteFile('/nonexistent-dir/x', 'y')
+
+
+def test_closed_port_is_retried_then_one_line_error(make_vm):
+  runner, sleeps = RecordingRunner(), []
+  machine = make_vm(port=FreePort(), run_local=runner, sleep=sleeps.append,
+                    connect_retries=3)
+  with pytest.raises(ssh_vm.SshError) as raised:
+    machine.RemoteCommandWithReturnCode('true')
+  message = str(raised.value)
+  assert '\n' not in message
+  assert 'after 3 attempt(s)' in message and 'Connection refused' in message
+  assert len(runner.commands) == 3
+  assert sleeps == [1.0, 2.0]
+
+
+def test_failing_commands_are_not_retried(make_vm):
+  runner = RecordingRunner()
+  machine = make_vm(run_local=runner, sleep=lambda s: None)
+  assert machine.RemoteCommandWithReturnCode('exit 7')[2] == 7
+  # 255 is ssh's own failure code too; the started marker tells them apart.
+  assert machine.RemoteCommandWithReturnCode('exit 255')[2] == 255
+  assert len(runner.commands) == 2
+
+
+def test_wait_for_ssh_gives_up_at_its_timeout(make_vm):
+  now = [0.0]
+
+  def Sleep(seconds):
+    now[0] += seconds
+
+  machine = make_vm(port=FreePort(), clock=lambda: now[0], sleep=Sleep)
+  with pytest.raises(ssh_vm.SshError, match=r'no SSH at .* after 7s'):
+    machine.WaitForSsh(7)
+  assert now[0] >= 7
+
+
+def _MasterPid(machine):
+  argv = (['ssh'] + machine.SshOptions() +
+          ['-p', str(machine.port), '-O', 'check', machine._Target()])  # pylint: disable=protected-access
+  check = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+  return int(check.stderr.split('pid=')[1].split(')')[0])
+
+
+def test_run_detached_survives_a_killed_master_connection(vm):
+  results = {}
+
+  def Detached():
+    results['detached'] = vm.RunDetached('sleep 2; echo done; exit 4',
+                                         timeout=30, env={'X': 'y'})
+
+  def Attached():
+    results['attached'] = vm.RemoteCommandWithReturnCode('sleep 2; echo x')
+
+  threads = [threading.Thread(target=Detached),
+             threading.Thread(target=Attached)]
+  for t in threads:
+    t.start()
+  time.sleep(0.8)
+  os.kill(_MasterPid(vm), 9)
+  for t in threads:
+    t.join(60)
+  assert results['detached'] == ('done\n', '', 4)
+  # The ordinary command lost its connection after starting: not retried.
+  assert results['attached'][2] == 255
+
+
+def test_master_connections_are_closed_at_exit(make_vm):
+  machine = make_vm(name='vm-exit')
+  machine.WaitForSsh(20)
+  pid = _MasterPid(machine)
+  directory = machine.control_dir
+  ssh_vm.CloseAllConnections()  # what atexit runs
+  assert not os.path.exists(directory)
+  time.sleep(0.2)
+  assert not vm_util.ProcessAlive(pid)
+  assert machine.RemoteCommand('echo again')[0] == 'again\n'  # new master
+
+
+def test_run_detached_timeout_kills_the_job(vm):
+  start = time.monotonic()
+  out, _, rc = vm.RunDetached('echo started; sleep 42.5', timeout=1,
+                              poll_interval_s=0.2)
+  assert rc == -9 and out == 'started\n'
+  assert time.monotonic() - start < 15
+  _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 42.5"')
+  assert alive == 1
+
+
+def test_key_pair_is_private_and_logs_in(
+    tmp_path, sshd, make_vm):  # pylint: disable=redefined-outer-name
+  pair = ssh_vm.GenerateKeyPair(str(tmp_path / 'run'), comment='pkb-test')
+  assert stat.S_IMODE(os.stat(pair.private_key_path).st_mode) == 0o600
+  assert pair.public_key.startswith('ssh-ed25519 ')
+  assert pair.public_key.endswith('pkb-test')
+  again = ssh_vm.GenerateKeyPair(str(tmp_path / 'run'))
+  assert again == pair  # a resumed run keeps its key
+  sshd.AuthorizeKey(pair.public_key)
+  machine = make_vm(keyfile=pair.private_key_path)
+  assert machine.RemoteCommand('echo ok')[0] == 'ok\n'
+
+
+def _LocalOsRelease():
+  with open('/etc/os-release') as f:
+    return system_info.SystemInfo.Parse(f.read())
+
+
+def test_detects_os_arch_and_kernel_of_this_machine(vm):
+  info = vm.DetectSystem()
+  local = _LocalOsRelease()
+  assert info.os_id == local.os_id and info.family == local.family
+  assert info.arch == platform.machine()
+  assert info.kernel == platform.release()
+  assert info.is_root == (os.geteuid() == 0)
+  assert vm.num_cpus == os.cpu_count()
+  if local.os_id == 'debian':
+    assert info.package_manager == 'apt'
+  metadata = vm.SystemMetadata()
+  assert metadata['cpu_arch'] == platform.machine()
+  assert metadata['kernel_version'] == platform.release()
+  assert vm.GetResourceMetadata()['os_release'] == info.os_pretty_name
+
+
+def test_system_tuning_read_only_on_this_machine(vm):
+  settings = vm.ApplySystemTuning(enabled=False)  # harmless: reads only
+  assert settings['system_tuning'] == 'off'
+  assert settings['vm_overcommit_memory'] in ('0', '1', '2')
+  assert settings['net_core_somaxconn'].isdigit()
+  assert settings['nofile_limit'] not in ('', 'unknown')
+  assert vm.SystemMetadata()['system_tuning'] == 'off'
+
+
+def test_install_hooks_do_nothing_when_software_is_there(make_vm):
+  if not ssh_vm.shutil.which('redis-server'):
+    pytest.skip('redis-server not installed here')
+  runner = RecordingRunner()
+  machine = make_vm(run_local=runner)
+  machine.WaitForSsh(20)
+  machine.InstallRedis()
+  machine.InstallRedisTools()
+  assert not any('setsid' in c or 'DPkg' in c for c in runner.commands)
+
+
+def test_sudo_only_when_not_root(make_vm):
+  machine = make_vm(user='pkb')
+  machine.system_info = system_info.SystemInfo(uid=1000)
+  assert machine.Sudo('id -u') == "sudo -n bash -c 'id -u'"
+  machine.system_info = system_info.SystemInfo(uid=0)
+  assert machine.Sudo('id -u') == 'id -u'
+  assert make_vm(user='root').Sudo('x') == 'x'
+
+
+# Pure parts -----------------------------------------------------------------
+
+UBUNTU = system_info.SystemInfo.Parse(
+    'NAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n'
+    'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nVERSION_CODENAME=jammy\n'
+    '__arch=aarch64\n__kernel=6.5.0-1016-aws\n__uid=1000\n__nproc=64\n'
+    '__mem_kb=131072000\n__pm=apt-get\n')
+AMAZON = system_info.SystemInfo.Parse(
+    'NAME="Amazon Linux"\nVERSION_ID="2023"\nID="amzn"\n'
+    'ID_LIKE="fedora"\nPRETTY_NAME="Amazon Linux 2023"\n__arch=x86_64\n'
+    '__uid=0\n__pm=dnf\n__pm=yum\n')
+UNKNOWN = system_info.SystemInfo.Parse('ID=alpine\n__pm=\n')
+
+
+def test_parse_system_info():
+  assert (UBUNTU.family, UBUNTU.package_manager, UBUNTU.os_codename) == (
+      'debian', 'apt', 'jammy')
+  assert (UBUNTU.arch, UBUNTU.num_cpus, UBUNTU.memory_mib) == (
+      'aarch64', 64, 128000)
+  assert not UBUNTU.is_root
+  assert (AMAZON.family, AMAZON.package_manager, AMAZON.is_root) == (
+      'rhel', 'dnf', True)
+  assert UNKNOWN.family == 'unknown' and UNKNOWN.package_manager is None
+  assert UBUNTU.Metadata() == {
+      'os_release': 'Ubuntu 22.04.4 LTS', 'os_family': 'debian',
+      'package_manager': 'apt', 'cpu_arch': 'aarch64',
+      'kernel_version': '6.5.0-1016-aws'}
+
+
+def _BashParses(script):
+  subprocess.run(['bash', '-n', '-c', script], check=True)
+
+
+def test_install_commands_per_os_family():
+  distro = package_commands.RedisServerInstall(UBUNTU, 'distro')
+  assert 'apt-get -o DPkg::Lock::Timeout=600 -y -q install redis-server ' \
+         'redis-tools' in distro
+  assert 'systemctl disable --now redis-server' in distro
+  assert 'packages.redis.io' not in distro
+  pinned = package_commands.RedisServerInstall(UBUNTU, '7.2.4')
+  assert ('deb [signed-by=/usr/share/keyrings/redis-archive-keyring.gpg] '
+          'https://packages.redis.io/deb jammy main') in pinned
+  assert 'gpg --batch --yes --dearmor' in pinned
+  assert r"'^([0-9]+:)?7\.2\.4[-.]'" in pinned
+  assert 'redis-server="$v" redis-tools="$v"' in pinned
+  memtier = package_commands.MemtierInstall(UBUNTU)
+  assert 'install memtier-benchmark' in memtier and 'jammy main' in memtier
+  tools = package_commands.RedisToolsInstall(UBUNTU)
+  assert 'install redis-tools' in tools
+  rhel = package_commands.RedisServerInstall(AMAZON, 'distro')
+  assert 'dnf install -y redis ||' in rhel and 'redis6' in rhel
+  for script in (distro, pinned, memtier, tools, rhel):
+    assert script.startswith('set -eo pipefail\n')
+    _BashParses(script)
+
+
+def test_install_commands_refuse_clearly():
+  with pytest.raises(errors.PrerequisiteError, match='APT repository.*'
+                     'load_generator=redis_benchmark'):
+    package_commands.MemtierInstall(AMAZON)
+  with pytest.raises(errors.UsageError, match='redis_server_version=distro'):
+    package_commands.RedisServerInstall(AMAZON, '7.2.4')
+  with pytest.raises(errors.UsageError, match='must be "distro" or'):
+    package_commands.RedisServerInstall(UBUNTU, 'latest; rm -rf /')
+  with pytest.raises(errors.PrerequisiteError, match='only Debian'):
+    package_commands.RedisServerInstall(UNKNOWN, 'distro')
+
+
+def test_versions():
+  assert remote_install.VersionMatches('7.2.4', '7.2')
+  assert remote_install.VersionMatches('7.0.15', 'distro')
+  assert not remote_install.VersionMatches('7.2.40', '7.2.4')
+  assert not remote_install.VersionMatches('', 'distro')
+  assert package_commands.MemtierVersionOk('memtier_benchmark 2.4.4')
+  assert package_commands.MemtierVersionOk('memtier_benchmark 255.255.255')
+  assert not package_commands.MemtierVersionOk('memtier_benchmark 2.1.0')
+  assert package_commands.RedisServerVersion(
+      'Redis server v=7.0.15 sha=00000000:0') == '7.0.15'
+
+
+def test_system_tuning_commands():
+  apply = system_tuning.ApplyCommand()
+  assert 'echo never > /sys/kernel/mm/transparent_hugepage/enabled' in apply
+  assert 'echo 1 > /proc/sys/vm/overcommit_memory' in apply
+  assert 'echo 65535 > /proc/sys/net/core/somaxconn' in apply
+  assert 'nofile 1048576' in apply
+  _BashParses(apply)
+  _BashParses(system_tuning.ReadCommand())
+  parsed = system_tuning.Parse(
+      'tuning_failed=transparent_hugepage\ntransparent_hugepage=madvise\n'
+      'vm_overcommit_memory=1\nnofile_limit=\n', applied=True)
+  assert parsed == {'transparent_hugepage': 'madvise',
+                    'vm_overcommit_memory': '1', 'nofile_limit': 'unknown',
+                    'system_tuning': 'applied',
+                    'system_tuning_failed': 'transparent_hugepage'}
+
+
+def test_remote_shell_quotes_and_bounds_the_command():
+  script = remote_shell.CommandScript("echo 'a b'", '/tmp/pkb-x/vm-0', 2.5)
+  assert script.startswith('bash -c ')
+  assert 'timeout -k 5 3 bash -c' in script
+  assert remote_shell.CleanStderr(
+      remote_shell.STARTED_MARKER + 'ControlSocket /x already exists, '
+      'disabling multiplexing\nreal error\n') == 'real error\n'
+  _BashParses(remote_shell.DetachedStartScript('/tmp/j k', 'sleep 1', 3))
+  _BashParses(remote_shell.DetachedKillScript('/tmp/j k'))
+  with pytest.raises(ValueError):
+    remote_shell.EnvScript({'BAD NAME': 'x'})

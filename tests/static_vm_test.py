@@ -1,0 +1,242 @@
+"""--static_vm_file: parser, provider and a full run over a real sshd."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.providers.static import provider
+
+from sshd_fixture import FreePort
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Run ids (and so scratch dirs /tmp/pkb-<id>) unique to this test session.
+PID = os.getpid()
+
+
+@pytest.fixture
+def keyfile(tmp_path):
+  path = tmp_path / 'id_test'
+  path.write_text('not really a key\n')
+  path.chmod(0o600)
+  return str(path)
+
+
+def _Write(tmp_path, data, name='static.json'):
+  path = tmp_path / name
+  path.write_text(data if isinstance(data, str) else json.dumps(data))
+  return str(path)
+
+
+def _Machine(keyfile, ip='10.0.0.1', **extra):
+  return dict({'ip_address': ip, 'user_name': 'pkb',
+               'keyfile_path': keyfile}, **extra)
+
+
+def _Error(path, counts=None):
+  with pytest.raises(errors.UsageError) as raised:
+    machines = provider.LoadStaticVmFile(path)
+    provider.AssignGroups(machines, counts or {'servers': 1, 'clients': 1},
+                          path)
+  message = str(raised.value)
+  assert '\n' not in message and message.startswith('--static_vm_file ')
+  return message
+
+
+def test_bad_files_give_one_line_errors(tmp_path, keyfile):
+  assert 'no such file' in _Error(str(tmp_path / 'missing.json'))
+  assert 'not valid JSON' in _Error(_Write(tmp_path, '[{"ip_address": '))
+  assert 'must be a non-empty list' in _Error(_Write(tmp_path, '{"a": 1}'))
+  assert 'must be a non-empty list' in _Error(_Write(tmp_path, '[]'))
+  assert 'must be an object' in _Error(_Write(tmp_path, '["10.0.0.1"]'))
+  message = _Error(_Write(tmp_path, [{'ip_address': '10.0.0.1'}]))
+  assert 'entry 0 lacks user_name, keyfile_path' in message
+  message = _Error(_Write(tmp_path, {'servers': [_Machine(keyfile),
+                                                 {'ip_address': 'x'}]}))
+  assert '"servers" entry 1 lacks user_name' in message
+  message = _Error(_Write(tmp_path, [_Machine(keyfile, password='x')]))
+  assert 'unknown key(s) password' in message
+  message = _Error(_Write(tmp_path, [_Machine(keyfile, ssh_port='ssh')]))
+  assert 'ssh_port must be a number' in message
+  message = _Error(_Write(tmp_path, [_Machine(keyfile, zone=3)]))
+  assert 'zone must be text' in message
+
+
+def test_keyfile_must_exist_and_be_private(tmp_path, keyfile):
+  message = _Error(_Write(tmp_path, [_Machine(str(tmp_path / 'nokey'))]))
+  assert 'does not exist' in message
+  os.chmod(keyfile, 0o644)
+  message = _Error(_Write(tmp_path, [_Machine(keyfile)]))
+  assert f'has mode 644; run chmod 600 {keyfile}' in message
+
+
+def test_too_few_machines_for_the_config(tmp_path, keyfile):
+  path = _Write(tmp_path, [_Machine(keyfile)])
+  message = _Error(path, {'servers': 1, 'clients': 2})
+  assert 'lists 1 machine(s) but the config needs 3' in message
+  path = _Write(tmp_path, {'servers': [_Machine(keyfile)],
+                           'clients': [_Machine(keyfile)]})
+  message = _Error(path, {'servers': 2, 'clients': 1})
+  assert '"servers" lists 1 machine(s)' in message
+  path = _Write(tmp_path, {'workers': [_Machine(keyfile)]})
+  assert 'group(s) workers are not in the benchmark config' in _Error(path)
+
+
+def test_list_is_assigned_servers_first_and_keeps_optional_keys(
+    tmp_path, keyfile):
+  relative = os.path.basename(keyfile)  # relative to the file's directory
+  path = _Write(tmp_path, [
+      _Machine(relative, '10.0.0.1', internal_ip='192.168.0.1',
+               ssh_port=2222, os_type='ubuntu2204', zone='rack-1',
+               install_packages=True),
+      _Machine(keyfile, '10.0.0.2'), _Machine(keyfile, '10.0.0.3')])
+  assigned = provider.AssignGroups(provider.LoadStaticVmFile(path),
+                                   {'clients': 1, 'servers': 1}, path)
+  server, = assigned['servers']
+  assert (server.ip_address, server.internal_ip, server.ssh_port,
+          server.os_type, server.zone, server.keyfile_path) == (
+              '10.0.0.1', '192.168.0.1', 2222, 'ubuntu2204', 'rack-1',
+              keyfile)
+  client, = assigned['clients']
+  assert (client.ip_address, client.internal_ip, client.ssh_port) == (
+      '10.0.0.2', '10.0.0.2', 22)
+
+
+def _Spec(tmp_path, static_file, counts=(1, 1), run_uri=f'sa{PID}'):
+  config = {'vm_groups': {
+      'servers': {'vm_spec': {'Local': {'machine_type': 'local'}},
+                  'vm_count': counts[0]},
+      'clients': {'vm_spec': {'Local': {'machine_type': 'local'}},
+                  'vm_count': counts[1]}}}
+  record = run_record.RunRecord.Create(str(tmp_path / 'runs' / run_uri),
+                                       run_uri)
+  flag_values = types.SimpleNamespace(static_vm_file=static_file,
+                                      machine_type=None, zone=None)
+  module = types.SimpleNamespace(BENCHMARK_NAME='redis_memtier')
+  return benchmark_spec.BenchmarkSpec(module, config, run_uri, 'Static',
+                                      record, flag_values, None,
+                                      lambda samples: None)
+
+
+def test_construct_vms_calls_nothing(tmp_path, keyfile):
+  path = _Write(tmp_path, {'servers': [_Machine(keyfile, machine_type='m5')],
+                           'clients': [_Machine(keyfile, '10.0.0.2')]})
+  spec = _Spec(tmp_path, path)
+  spec.ConstructVirtualMachines()
+  server, client = spec.vms
+  assert (server.name, server.CLOUD, server.KIND) == (
+      'servers-0', 'Static', 'static_vm')
+  assert server.machine_type == 'm5' and client.machine_type == 'static'
+  assert client.internal_ip == '10.0.0.2'
+  assert server.scratch_dir == f'/tmp/pkb-sa{PID}/servers-0'
+  assert spec.record.Resources() == []  # nothing contacted or recorded yet
+  with pytest.raises(errors.UsageError, match='needs --static_vm_file'):
+    provider.CheckPrerequisites(types.SimpleNamespace(static_vm_file=None))
+
+
+def _SshdFile(tmp_path, sshd_server, count=2):
+  return _Write(tmp_path, [{
+      'ip_address': sshd_server.host, 'user_name': sshd_server.user,
+      'keyfile_path': sshd_server.user_key, 'ssh_port': sshd_server.port,
+  }] * count, name='sshd_vms.json')
+
+
+def test_provision_and_teardown_from_the_record_kill_redis(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  spec = _Spec(tmp_path, _SshdFile(tmp_path, sshd), run_uri=f'sb{PID}')
+  spec.ConstructVirtualMachines()
+  spec.Provision()
+  server = spec.vm_groups['servers'][0]
+  assert server.RemoteCommand(f'test -d {server.scratch_dir} && echo y')[0]
+  assert server.os_type not in ('', 'detected')  # e.g. debian12
+  assert server.num_cpus and server.memory_mib
+  password = redis_server.NewPassword()
+  shard, = redis_server.StartShards(
+      server, 1, password, redis_server.ShardOptions(maxmemory_mb=64),
+      spec.record, start_port=FreePort())
+  marker = f':{shard.port}'  # redis-server retitles itself "<bind>:<port>"
+  assert vm_util.ProcessAlive(shard.pid, marker=marker)
+  # A later `--run_stage=teardown` has only the record on disk.
+  loaded = run_record.RunRecord.Load(spec.record.run_dir)
+  assert resource.TeardownFromRecord(loaded) == []
+  assert not vm_util.ProcessAlive(shard.pid, marker=marker)
+  assert not os.path.exists(server.scratch_dir)
+  assert not os.path.exists(f'/tmp/pkb-sb{PID}')
+  assert {e['status'] for e in loaded.Resources()} == {'deleted'}
+  server.StopMaster()
+
+
+def test_unreachable_machine_fails_provision_in_one_line(tmp_path, keyfile):
+  path = _Write(tmp_path, [_Machine(keyfile, '127.0.0.1',
+                                    ssh_port=FreePort())] * 2)
+  spec = _Spec(tmp_path, path, run_uri=f'sc{PID}')
+  spec.ConstructVirtualMachines()
+  now = [0.0]
+  for vm in spec.vms:
+    vm._clock = lambda: now[0]  # pylint: disable=protected-access
+    vm._sleep = lambda s: now.__setitem__(0, now[0] + s)  # pylint: disable=protected-access
+  with pytest.raises(errors.Error) as raised:
+    spec.Provision()
+  assert '\n' not in str(raised.value)
+  assert 'Connection refused' in str(raised.value)
+
+
+# End to end ------------------------------------------------------------------
+
+
+def _RunPkb(tmp_path, run_uri, *extra):
+  argv = [os.path.join(REPO, '.venv', 'bin', 'python'),
+          os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
+          f'--results_dir={tmp_path / "results"}',
+          '--memtier_run_duration=1', '--memtier_max_threads=3',
+          '--memtier_latency_capped_search=linear', '--memtier_clients=4',
+          # A busy test machine must not push every probe over the cap: this
+          # test compares which metrics are reported, not their values.
+          '--memtier_latency_cap=100', '--memtier_key_maximum=20000',
+          '--timeout_minutes=3', *extra]
+  done = subprocess.run(argv, capture_output=True, text=True, timeout=240,
+                        cwd=REPO, check=False)
+  assert done.returncode == 0, done.stderr[-2000:]
+  path = tmp_path / 'results' / run_uri / 'perfkitbenchmarker_results.json'
+  with open(path) as f:
+    return {json.loads(line)['metric'] for line in f if line.strip()}
+
+
+def _RedisServersOf(run_uri):
+  """redis-servers still running in the run's scratch directories."""
+  pids = []
+  for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      with open(f'/proc/{pid}/comm') as f:
+        is_redis = f.read().startswith('redis-server')
+      cwd = os.readlink(f'/proc/{pid}/cwd')
+    except OSError:
+      continue
+    if is_redis and f'/pkb-{run_uri}/' in cwd and vm_util.ProcessAlive(
+        int(pid)):
+      pids.append(int(pid))
+  return pids
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(REPO, '.venv')),
+                    reason='needs the repo virtualenv (scripts/setup.sh)')
+def test_static_run_over_ssh_reports_the_same_metrics_as_local(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  local = _RunPkb(tmp_path, f'el{PID}')
+  static = _RunPkb(tmp_path, f'es{PID}',
+                   f'--static_vm_file={_SshdFile(tmp_path, sshd)}',
+                   '--nosystem_tuning')  # never retune the test machine
+  assert static == local
+  assert _RedisServersOf(f'es{PID}') == []
+  assert _RedisServersOf(f'el{PID}') == []
+  assert sys.platform.startswith('linux')
