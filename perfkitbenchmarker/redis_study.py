@@ -67,6 +67,8 @@ def PrepareServers(spec, f) -> None:
   clients = spec.vm_groups['clients']
   for vm in servers:
     vm.Install('redis_server')
+    if hasattr(vm, 'ApplySystemTuning'):
+      vm.ApplySystemTuning()
   generators = [ChooseGenerator(vm, f) for vm in clients]
   spec.state['generators'] = generators
   password = redis_server.NewPassword()
@@ -79,7 +81,9 @@ def PrepareServers(spec, f) -> None:
         maxmemory_mb=redis_server.MaxMemoryPerShardMb(
             vm.memory_mib or 1024, shards_per_vm, f.redis_memory_fraction),
         extra_config=tuple(f.redis_server_options),
-        bind='127.0.0.1' if vm.CLOUD == 'Local' else '0.0.0.0')
+        # Only the address the run's clients use: on an existing machine a
+        # wildcard bind would expose Redis on every interface.
+        bind=vm.internal_ip or '127.0.0.1')
     processes.extend(redis_server.StartShards(
         vm, shards_per_vm, password, options, spec.record,
         start_port=f.redis_start_port))
@@ -99,6 +103,10 @@ def _SetMetadata(spec, f) -> None:
   primaries = (len(shards) // (1 + f.redis_cluster_replicas)
                if f.redis_server_cluster_mode else len(shards))
   spec.metadata.update(spec.GroupMetadata())
+  for group, vms in spec.vm_groups.items():
+    if vms and hasattr(vms[0], 'SystemMetadata'):
+      spec.metadata.update({f'{group}_{k}': v
+                            for k, v in vms[0].SystemMetadata().items()})
   spec.metadata.update({
       'redis_server_version': redis_server.GetVersion(servers[0]),
       'redis_total_num_processes': len(shards) // len(servers),

@@ -38,7 +38,12 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
         f'echo "$rc $s $e" > {base}.{i}.rc ) & pids+=($!)')
   lines.append('for p in "${pids[@]}"; do wait "$p"; done')
   script = '\n'.join(lines)
-  vm.RemoteCommand(script, timeout=timeout_s + 30, what=name)
+  if hasattr(vm, 'RunDetached'):
+    # Over SSH: the probe goes on if the connection drops, and is picked up.
+    out, err, rc = vm.RunDetached(script, timeout_s + 30)
+    vm_util.CheckedOutput(out, err, rc, script, name)
+  else:
+    vm.RemoteCommand(script, timeout=timeout_s + 30, what=name)
   outputs = []
   for i in range(len(commands)):
     rc_text = vm.ReadFile(f'{base}.{i}.rc').split()
