@@ -9,11 +9,11 @@ object (TagSpecifications), so nothing ever exists untagged, and teardown can
 find an object by its tags even when the run died before recording its id.
 """
 
-import datetime
 import re
 from typing import Dict, List, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.providers import operator_access
 
 # EC2 tag values may be up to 256 characters; names are kept short anyway.
 MAX_NAME_LENGTH = 63
@@ -31,12 +31,8 @@ def ResourceName(run_uri: str, *parts: str) -> str:
 
 
 def ExpiryTag(now_s: float, timeout_minutes: Optional[float]) -> str:
-  """The run's deadline as a tag value, e.g. 20261121t1511z; 'none' if unset."""
-  if not timeout_minutes:
-    return 'none'
-  expiry = datetime.datetime.fromtimestamp(
-      now_s + timeout_minutes * 60, tz=datetime.timezone.utc)
-  return expiry.strftime('%Y%m%dt%H%Mz')
+  """The run's deadline as a tag value (see operator_access.ExpiryStamp)."""
+  return operator_access.ExpiryStamp(now_s, timeout_minutes)
 
 
 def RunTags(owner: str, run_uri: str, benchmark: str,

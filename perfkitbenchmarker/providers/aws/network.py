@@ -13,46 +13,22 @@ record; deletes wait out DependencyViolation while EC2 lets go of the
 terminated instances' interfaces and addresses.
 """
 
-import ipaddress
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.providers.aws import api
+from perfkitbenchmarker.providers import operator_access
 
 VPC_CIDR = '10.0.0.0/16'
 SUBNET_CIDR = '10.0.0.0/24'
 # A single operator or an office network; anything wider is a mistake.
-MIN_SSH_PREFIX = 16
 
 PortRange = Tuple[int, int]
 
 
 def SshSourceCidrs(values: Sequence[str]) -> Tuple[str, ...]:
   """Validates --aws_ssh_source_cidr; returns normalised IPv4 CIDRs."""
-  if not values:
-    raise errors.UsageError(
-        '--cloud=AWS needs --aws_ssh_source_cidr=<your public IPv4 '
-        'address>/32 (e.g. 203.0.113.7/32): SSH to the VMs is opened to it '
-        'only, and it is never guessed.')
-  cidrs = []
-  for value in values:
-    try:
-      network = ipaddress.ip_network(value.strip(), strict=False)
-    except ValueError:
-      raise errors.UsageError(
-          f'--aws_ssh_source_cidr: "{value}" is not an IPv4 address or CIDR '
-          '(e.g. 203.0.113.7/32).') from None
-    if network.version != 4:
-      raise errors.UsageError(
-          f'--aws_ssh_source_cidr: "{value}" is IPv6; the run\'s VMs are '
-          'reached over IPv4, so give your public IPv4 address.')
-    if network.prefixlen < MIN_SSH_PREFIX:
-      raise errors.UsageError(
-          f'--aws_ssh_source_cidr: "{value}" would open SSH to '
-          f'{network.num_addresses} addresses; give your own address as a '
-          f'/32 (at most a /{MIN_SSH_PREFIX}).')
-    cidrs.append(str(network))
-  return tuple(dict.fromkeys(cidrs))
+  return operator_access.OperatorCidrs(values, '--aws_ssh_source_cidr', 'AWS')
 
 
 def PortRanges(values: Sequence[str]) -> Tuple[PortRange, ...]:

@@ -9,8 +9,8 @@ are at most 63 characters; label values are lowercase letters, digits,
 underscores and hyphens, at most 63 characters.
 """
 
-import datetime
 import re
+from perfkitbenchmarker.providers import operator_access
 from typing import Dict, Optional
 
 MAX_LENGTH = 63
@@ -35,12 +35,8 @@ def LabelValue(text: Optional[str]) -> str:
 
 
 def ExpiryLabel(now_s: float, timeout_minutes: Optional[float]) -> str:
-  """The deadline as a label value, e.g. 20261121t1511z; 'none' if unset."""
-  if not timeout_minutes:
-    return 'none'
-  expiry = datetime.datetime.fromtimestamp(
-      now_s + timeout_minutes * 60, tz=datetime.timezone.utc)
-  return expiry.strftime('%Y%m%dt%H%Mz')
+  """The deadline as a label value (see operator_access.ExpiryStamp)."""
+  return operator_access.ExpiryStamp(now_s, timeout_minutes)
 
 
 def RunLabels(owner: str, run_uri: str, benchmark: str,

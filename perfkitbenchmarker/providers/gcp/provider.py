@@ -22,7 +22,6 @@ its constructor; the module-level functions build one from the flags.
 import concurrent.futures
 import dataclasses
 import getpass
-import ipaddress
 import logging
 import time
 from typing import Callable, Dict, List, Optional, Sequence
@@ -35,6 +34,7 @@ from perfkitbenchmarker.providers.gcp import keys
 from perfkitbenchmarker.providers.gcp import naming
 from perfkitbenchmarker.providers.gcp import network
 from perfkitbenchmarker.providers.gcp import vm as vm_lib
+from perfkitbenchmarker.providers import operator_access
 
 CLOUD = 'GCP'
 DEFAULT_REDIS_START_PORT = 7001
@@ -42,36 +42,12 @@ DEFAULT_REDIS_START_PORT = 7001
 # room for any shard count a VM can run.
 REDIS_PORT_SPAN = 1000
 MAX_PARALLEL_CREATES = 16
-# Narrower than this is a deliberate address; wider is almost surely a slip.
-MIN_SSH_PREFIX = 8
 
 
 def SshSourceRanges(values: Sequence[str]) -> List[str]:
   """--gcp_ssh_source_range as normalized IPv4 CIDRs; refuses bad ones."""
-  if not values:
-    raise errors.UsageError(
-        '--cloud=GCP needs --gcp_ssh_source_range=<your public IPv4>/32: SSH '
-        'to the VMs is opened to that range only (it is not guessed, and '
-        'never 0.0.0.0/0).')
-  ranges = []
-  for value in values:
-    try:
-      cidr = ipaddress.ip_network(value.strip(), strict=False)
-    except ValueError:
-      raise errors.UsageError(
-          f'--gcp_ssh_source_range="{value}" is not an IPv4 address or CIDR '
-          'range such as 203.0.113.7/32.') from None
-    if cidr.version != 4:
-      raise errors.UsageError(
-          f'--gcp_ssh_source_range="{value}" is IPv6; the run\'s network is '
-          'IPv4 only, give your public IPv4 address.')
-    if cidr.prefixlen < MIN_SSH_PREFIX:
-      raise errors.UsageError(
-          f'--gcp_ssh_source_range="{value}" would open SSH to '
-          f'{cidr.num_addresses} addresses; give your own address (/32) or '
-          f'a range of at most /{MIN_SSH_PREFIX}.')
-    ranges.append(str(cidr))
-  return ranges
+  return list(operator_access.OperatorCidrs(
+      values, '--gcp_ssh_source_range', 'GCP'))
 
 
 def _Project(flag_values) -> str:
