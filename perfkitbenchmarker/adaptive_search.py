@@ -154,6 +154,27 @@ class AdaptiveStepPolicy:
     arguments.update(overrides)
     return cls(**arguments)
 
+  @classmethod
+  def FromConnectionRange(cls, threads: int, min_connections: int,
+                          max_connections: int,
+                          start_connections: Optional[int] = None,
+                          pipeline: int = 1,
+                          **overrides) -> 'AdaptiveStepPolicy':
+    """The adaptive policy over an explicit range of connections.
+
+    A linear walk's thread settings span too narrow a range for this policy
+    (1..8 threads x 32 clients cannot go below 32 or above 256 connections),
+    so the connection range is given directly and only the thread count is
+    shared with the walk. A start outside the range is moved into it; None
+    starts at the range's lower end.
+    """
+    start = min_connections if start_connections is None else start_connections
+    start = min(max_connections, max(min_connections, start))
+    return cls(threads=threads, pipeline=pipeline,
+               min_connections=min_connections,
+               start_connections=start, max_connections=max_connections,
+               **overrides)
+
   @property
   def min_clients(self) -> int:
     return max(1, math.ceil(self.min_connections / self.threads))

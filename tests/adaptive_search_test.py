@@ -338,6 +338,25 @@ class AdaptiveSearchTest(unittest.TestCase):
     with self.assertRaisesRegex(ValueError, 'min_threads=9 is above'):
       adaptive_search.AdaptivePolicy.FromThreadsAndClients(9, 8, 4)
 
+  def testFromConnectionRangeSpansFourToThousandConnections(self):
+    policy = adaptive_search.AdaptivePolicy.FromConnectionRange(
+        threads=1, min_connections=4, max_connections=1024,
+        start_connections=32, confirm_repeats=2)
+    self.assertEqual(
+        (policy.min_clients, policy.LoadForConnections(
+            policy.start_connections).clients, policy.max_clients,
+         policy.confirm_repeats), (4, 32, 1024, 2))
+    # A start outside the range is moved into it; None starts at the floor.
+    self.assertEqual(adaptive_search.AdaptivePolicy.FromConnectionRange(
+        2, 8, 64, start_connections=500).start_connections, 64)
+    self.assertEqual(adaptive_search.AdaptivePolicy.FromConnectionRange(
+        2, 8, 64).start_connections, 8)
+    with self.assertRaisesRegex(ValueError, 'min_connections=100 is above'):
+      adaptive_search.AdaptivePolicy.FromConnectionRange(1, 100, 10)
+    # The whole range is reachable: a server far from its cap grows to 1024.
+    result = Search(ScriptedServer(lambda n: 10.0 ** 7), policy)
+    self.assertEqual(max(p.load.connections for p in result.probes), 1024)
+
   def testLoadForConnections(self):
     policy = adaptive_search.AdaptiveStepPolicy(threads=4, max_connections=64)
     self.assertEqual(policy.LoadForConnections(16), measurement.Load(4, 4))
@@ -375,3 +394,21 @@ class ValidationTest(unittest.TestCase):
 
 if __name__ == '__main__':
   unittest.main()
+
+
+def test_benchmark_flags_map_to_the_connection_range(pkb_flags):
+  """The benchmark's default is adaptive over 4..1024 connections."""
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench  # pylint: disable=g-import-not-at-top
+  assert pkb_flags.memtier_latency_capped_search == 'adaptive'
+  policy = bench._Policy()  # pylint: disable=protected-access
+  assert (policy.threads, policy.min_connections, policy.start_connections,
+          policy.max_connections, policy.confirm_repeats,
+          policy.cap_margin) == (1, 4, 32, 1024, 3, 0.95)
+  pkb_flags.memtier_adaptive_max_connections = 512
+  pkb_flags.memtier_confirm_repeats = 5
+  pkb_flags.memtier_cap_margin = 0.9
+  policy = bench._Policy(start_connections=2000)  # pylint: disable=protected-access
+  assert (policy.max_connections, policy.start_connections,
+          policy.confirm_repeats, policy.cap_margin) == (512, 512, 5, 0.9)
+  pkb_flags.memtier_latency_capped_search = 'linear'
+  assert isinstance(bench._Policy(), latency_search.LinearStepPolicy)  # pylint: disable=protected-access

@@ -3,9 +3,17 @@
 One memtier process per shard endpoint (or one with --cluster-mode against a
 cluster), all side by side; throughput comes from operation counts and the
 real duration, never memtier's printed Ops/sec (see memtier_results.py).
+
+Warm-up: a probe of d seconds runs d + warmup_s; the parser leaves the first
+warmup_s seconds out of the figures and keeps them, tagged, in `per_second`.
+
+Staircase (memtier >= 2.3, `--clients-start/--clients-step/--step-duration`):
+one process per endpoint walks all the client steps of a search in one run;
+`Staircase` returns one Measurement per step (memtier_results.StaircaseSteps).
 """
 
-from typing import Sequence
+import re
+from typing import List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
@@ -15,6 +23,20 @@ from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier_results
 
 PRELOAD_THREADS, PRELOAD_CLIENTS = 1, 4
+# The first release with --clients-start/--clients-step/--step-duration.
+STAIRCASE_VERSION = (2, 3, 0)
+
+
+def SupportsStaircase(version: str) -> Optional[bool]:
+  """Whether a memtier version string has the staircase options.
+
+  None when the string is no version (source builds between releases print
+  the placeholder 255.255.255, which compares as new enough).
+  """
+  match = re.search(r'(\d+)\.(\d+)\.(\d+)', version or '')
+  if not match:
+    return None
+  return tuple(int(x) for x in match.groups()) >= STAIRCASE_VERSION
 
 
 class MemtierGenerator(base.LoadGenerator):
@@ -50,27 +72,93 @@ class MemtierGenerator(base.LoadGenerator):
     return workload.key_count * (1 if workload.cluster_mode else
                                  len(endpoints))
 
-  def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
-            workload: base.Workload, load: measurement.Load,
-            duration_s: float) -> measurement.Measurement:
-    test_time = max(1, int(round(duration_s)))
+  def _Run(self, endpoints, password, workload, load, test_time, staircase):
+    """Runs one memtier per endpoint; returns (json texts, stdouts)."""
     self._probes += 1
     json_paths = [f'{self.vm.scratch_dir}/probe-{self._probes}-{e.port}.json'
                   for e in endpoints]
     argvs = [commands.MemtierProbeCommand(self.path, e, password, workload,
-                                          load, test_time, path)
+                                          load, test_time, path,
+                                          staircase=staircase)
              for e, path in zip(endpoints, json_paths)]
     outputs = concurrent.RunSideBySide(self.vm, f'memtier-{self._probes}',
                                        argvs, test_time * 3 + 30)
-    results = [memtier_results.MemtierResult.FromOutputs(
-        self.vm.ReadFile(path), out.stdout, test_time, self.warmup_s)
-               for path, out in zip(json_paths, outputs)]
-    combined = memtier_results.CombineMemtierResults(results)
+    return ([self.vm.ReadFile(path) for path in json_paths],
+            [out.stdout for out in outputs])
+
+  def _Facts(self, endpoints, load) -> dict:
     # Every process offered `load`; the whole probe offered it per endpoint.
     total = measurement.Load(load.threads * len(endpoints), load.clients,
                              load.pipeline)
-    return combined.ToMeasurement(load, {
-        'load_generator_version': self.Version(),
-        'client_processes': len(endpoints),
-        'connections_total': total.connections,
-    })
+    return {'load_generator_version': self.Version(),
+            'client_processes': len(endpoints),
+            'connections_total': total.connections,
+            'warmup_supported': True}
+
+  def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
+            workload: base.Workload, load: measurement.Load,
+            duration_s: float) -> measurement.Measurement:
+    # The warm-up comes on top, so the measured part lasts duration_s.
+    test_time = max(1, int(round(duration_s))) + self.warmup_s
+    texts, stdouts = self._Run(endpoints, password, workload, load,
+                               test_time, None)
+    results = [memtier_results.MemtierResult.FromOutputs(
+        text, stdout, test_time, self.warmup_s)
+               for text, stdout in zip(texts, stdouts)]
+    combined = memtier_results.CombineMemtierResults(results)
+    return combined.ToMeasurement(load, self._Facts(endpoints, load))
+
+  def Staircase(self, endpoints: Sequence[base.Endpoint], password: str,
+                workload: base.Workload, load: measurement.Load,
+                staircase: commands.StaircaseSpec,
+                warmup_s_per_step: int = 0) -> List[measurement.Measurement]:
+    """Walks clients from staircase.clients_start up to load.clients.
+
+    Returns one Measurement per step, in order, each for the whole probe
+    (all endpoints' processes summed at that step).
+    """
+    test_time = staircase.TestTime(load.clients)
+    texts, _ = self._Run(endpoints, password, workload, load, test_time,
+                         staircase)
+    per_process = [memtier_results.StaircaseSteps(
+        text, staircase.clients_start, staircase.clients_step,
+        staircase.step_duration_s, load.threads, load.pipeline,
+        warmup_s_per_step) for text in texts]
+    # Match steps by clients: a step with no operations is left out.
+    by_clients = [{m.load.clients: m for m in steps} for steps in per_process]
+    steps = []
+    for clients in sorted(set.intersection(*(set(d) for d in by_clients))):
+      parts = [d[clients] for d in by_clients]
+      step_load = parts[0].load
+      facts = dict(self._Facts(endpoints, step_load),
+                   staircase_clients_start=staircase.clients_start,
+                   staircase_clients_step=staircase.clients_step,
+                   staircase_step_duration_s=staircase.step_duration_s)
+      steps.append(_Sum(parts, step_load, facts))
+    return steps
+
+
+def _Sum(parts: Sequence[measurement.Measurement], load: measurement.Load,
+         facts: dict) -> measurement.Measurement:
+  """One step of processes that ran side by side: rates add, latency is
+  weighted by operations, percentiles are the worst process's (labelled)."""
+  ops = sum(p.ops for p in parts)
+  metadata = dict(parts[0].metadata)
+  metadata.update(facts)
+  if len(parts) > 1:
+    metadata['percentile_merge'] = 'max over client processes'
+
+  def Worst(attr):
+    values = [getattr(p, attr) for p in parts if getattr(p, attr) is not None]
+    return max(values) if values else None
+
+  return measurement.Measurement(
+      load=load, throughput=sum(p.throughput for p in parts),
+      average_latency_ms=sum(p.average_latency_ms * p.ops for p in parts) /
+      ops if ops else parts[0].average_latency_ms,
+      p50_latency_ms=Worst('p50_latency_ms'),
+      p99_latency_ms=Worst('p99_latency_ms'),
+      p999_latency_ms=Worst('p999_latency_ms'),
+      duration_s=max(p.duration_s for p in parts), ops=ops,
+      per_second=parts[0].per_second if len(parts) == 1 else (),
+      metadata=metadata)

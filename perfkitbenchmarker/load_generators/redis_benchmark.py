@@ -29,6 +29,7 @@ from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 PATH = 'redis-benchmark'
 INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
 MIN_REQUESTS = 2000
+PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
 
 
 def SplitConnections(connections: int, set_ratio: int,
@@ -56,6 +57,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     self.vm = vm
     self._version = None
     self._rate_per_connection: Dict[str, float] = {}
+    self._fastest_rate: Dict[str, float] = {}
     self._probes = 0
 
   def Version(self) -> str:
@@ -142,7 +144,11 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     if rate is None:
       per_process = INITIAL_RATE_PER_PROCESS
     else:
-      per_process = rate * connections
+      # A closed loop's rate saturates as connections grow, so scaling the
+      # last per-connection rate up would plan probes several times too long;
+      # never plan much above the fastest rate this test has shown.
+      per_process = min(rate * connections,
+                        PLAN_HEADROOM * self._fastest_rate[test])
     return max(MIN_REQUESTS, int(per_process * duration_s))
 
   def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
@@ -178,6 +184,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
       per_endpoint.setdefault(endpoint, []).append(result)
       seconds.append(out.seconds)
       self._rate_per_connection[test] = result.rps / connections
+      self._fastest_rate[test] = max(result.rps,
+                                     self._fastest_rate.get(test, 0.0))
     parts = [rb.CombineConcurrent(results, load, max(seconds), {
         'load_generator_version': self.Version(),
         'process_seconds': ','.join(f'{s:.2f}' for s in seconds),

@@ -1,0 +1,121 @@
+"""Latency-capped search over a staircase run: pick a step, then confirm it.
+
+memtier's staircase mode (`--clients-start/--clients-step/--step-duration`)
+measures every client step of a ramp in one run, so the search part costs one
+process start instead of one per load. This module turns those steps into a
+search that `latency_search.FindLatencyCappedMaximum` can run like any other:
+
+* `StaircasePolicy` asks for each step's load in order (search probes), picks
+  the highest-throughput step strictly under the cap and, if asked, confirms
+  it with ordinary probes at that load, backing off to the next best lower
+  step when the repeats average at or over the cap;
+* `ReplayThenMeasure` is the `measure` for it: it answers the step requests
+  from the staircase's measurements and hands every later request (the
+  confirmations) to the real probe driver.
+
+Each step so becomes a ProbeRecord with its own samples, and the result is a
+normal SearchResult. Extension seam: any tool that measures a ramp in one run
+can feed its per-step Measurements here. Pure: no flags, VMs, I/O or clock.
+"""
+
+import dataclasses
+from typing import Callable, ClassVar, List, Sequence, Tuple
+
+from perfkitbenchmarker import latency_search
+from perfkitbenchmarker import measurement
+
+Load = measurement.Load
+InvalidSearchArgument = latency_search.InvalidSearchArgument
+
+
+@dataclasses.dataclass(frozen=True)
+class StaircasePolicy:
+  """Replays staircase steps as search probes and confirms the best.
+
+  Attributes:
+    steps: the loads of the staircase's steps, in the order they ran.
+    confirm_repeats: ordinary probes at the chosen step's load (0: take the
+      step's own figures).
+    max_backoffs: lower steps tried when a confirmation fails.
+  """
+  NAME: ClassVar[str] = 'staircase'
+
+  steps: Tuple[Load, ...]
+  confirm_repeats: int = 0
+  max_backoffs: int = 2
+
+  def __post_init__(self):
+    if not self.steps:
+      raise InvalidSearchArgument('a staircase needs at least one step.')
+    for name in ('confirm_repeats', 'max_backoffs'):
+      value = getattr(self, name)
+      if not isinstance(value, int) or value < 0:
+        raise InvalidSearchArgument(
+            f'{name}={value!r}: must be a whole number of at least 0.')
+
+  def Steps(self, cap_ms: float) -> latency_search.PolicySteps:
+    records = []
+    for i, load in enumerate(self.steps):
+      record = yield latency_search.ProbeRequest(
+          load, latency_search.ROLE_SEARCH, f'staircase step {i}')
+      records.append(record)
+    under = [r for r in records if r.under_cap]
+    if not under:
+      return latency_search.Outcome(
+          f'every one of the {len(records)} staircase steps was at or over '
+          f'the {cap_ms} ms cap')
+    best = max(under, key=lambda r: r.throughput)
+    notes = [f'best staircase step under the cap: {best.load.Describe()} '
+             f'({best.throughput:,.0f} ops/s, {best.latency_ms:.3f} ms)']
+    if not self.confirm_repeats:
+      return latency_search.Outcome('; '.join(notes + ['unconfirmed']),
+                                    best.index)
+    candidate = best
+    for _ in range(1 + self.max_backoffs):
+      repeats = []
+      for i in range(self.confirm_repeats):
+        repeats.append((yield latency_search.ProbeRequest(
+            candidate.load, latency_search.ROLE_CONFIRM,
+            f'confirmation {i + 1}/{self.confirm_repeats}')))
+      latency = latency_search.WeightedLatencyMs(
+          [r.measurement for r in repeats])
+      if latency < cap_ms:
+        notes.append(f'confirmed {candidate.load.Describe()} with '
+                     f'{len(repeats)} probes averaging {latency:.3f} ms')
+        return latency_search.Outcome('; '.join(notes), candidate.index,
+                                      tuple(r.index for r in repeats))
+      notes.append(f'repeats at {candidate.load.Describe()} averaged '
+                   f'{latency:.3f} ms, not under the {cap_ms} ms cap')
+      lower = [r for r in under if r.load.connections <
+               candidate.load.connections]
+      if not lower:
+        break
+      candidate = max(lower, key=lambda r: r.throughput)
+    notes.append('no step held under the cap when confirmed')
+    return latency_search.Outcome('; '.join(notes))
+
+
+class ReplayThenMeasure:
+  """`measure` that serves the staircase's steps first, then real probes.
+
+  The n-th call for n < len(steps) must ask for the n-th step's load (as
+  StaircasePolicy does) and gets that step's measurement; later calls go to
+  `measure`.
+  """
+
+  def __init__(self, steps: Sequence[measurement.Measurement],
+               measure: Callable[[Load], measurement.Measurement]):
+    self._steps: List[measurement.Measurement] = list(steps)
+    self._measure = measure
+    self._served = 0
+
+  def __call__(self, load: Load) -> measurement.Measurement:
+    if self._served < len(self._steps):
+      step = self._steps[self._served]
+      if step.load != load:
+        raise InvalidSearchArgument(
+            f'staircase step {self._served} measured {step.load.Describe()} '
+            f'but {load.Describe()} was asked for; replay the steps in order.')
+      self._served += 1
+      return step
+    return self._measure(load)

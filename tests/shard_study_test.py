@@ -1,0 +1,129 @@
+"""--redis_optimize_shards: bounds, shard restarts, and a whole Local run.
+
+The restart test starts real redis-server processes on loopback through a
+Local VM; the end-to-end test runs ./pkb.py as a user would, with tiny
+settings (at most 3 shards, 1 s probes, a 100 ms cap so that a busy test
+machine cannot push every probe over it: it checks the orchestration and
+the samples, not the figures).
+"""
+
+import os
+import shutil
+import types
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import latency_search
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import shard_study
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.providers.local import provider as local
+
+needs_redis = pytest.mark.skipif(
+    not shutil.which('redis-server') or not shutil.which('redis-cli'),
+    reason='needs redis-server and redis-cli (scripts/setup.sh)')
+
+
+def _Flags(**values):
+  defaults = dict(redis_optimize_shards=True, redis_min_shards=1,
+                  redis_max_shards=None, redis_shard_max_points=8,
+                  redis_shard_reuse_load=True, redis_start_port=7001,
+                  redis_memory_fraction=0.1, redis_server_cluster_mode=False,
+                  redis_cluster_replicas=0)
+  defaults.update(values)
+  return types.SimpleNamespace(**defaults)
+
+
+def test_bounds_start_at_half_the_vcpus():
+  assert shard_study.Bounds(_Flags(), 1) == (1, 1, 2)
+  assert shard_study.Bounds(_Flags(), 16) == (1, 8, 16)
+  assert shard_study.Bounds(_Flags(redis_max_shards=3), 16) == (1, 3, 3)
+  assert shard_study.Bounds(_Flags(redis_min_shards=4), 2) == (4, 4, 4)
+  assert shard_study.Bounds(_Flags(), None) == (1, 1, 2)
+
+
+def test_next_point_starts_at_the_best_load_over_all_shards():
+  best = measurement.Measurement(measurement.Load(1, 48), 1e5, 0.9)
+  result = latency_search.SearchResult((), best, 0, 1.0, 'adaptive', '')
+  # pylint: disable=protected-access
+  point = shard_study._Point(2, 0, {}, (), result)
+  start = shard_study._StartConnections
+  assert start(_Flags(), point, 4) == 24
+  assert start(_Flags(), point, 1) == 96
+  assert start(_Flags(redis_shard_reuse_load=False), point, 4) is None
+  assert start(_Flags(), None, 4) is None
+
+
+@needs_redis
+def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path):
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local',
+                             memory_mib=1024), 'servers-0', 'servers')
+  vm.scratch_dir = str(tmp_path / 'servers-0')
+  vm.Create()
+  password = redis_server.NewPassword()
+  spec = types.SimpleNamespace(
+      state={'password': password}, vm_groups={'servers': [vm]},
+      record=None, metadata={})
+  flag_values = _Flags()
+  try:
+    shard_study.RestartShards(spec, flag_values, 1)
+    first = list(spec.state['redis_processes'])
+    shard_study.RestartShards(spec, flag_values, 2)
+    second = spec.state['redis_processes']
+    assert len(second) == 2
+    assert min(p.port for p in second) > first[0].port
+    for proc in second:
+      assert redis_server.Cli(vm, '127.0.0.1', proc.port, password,
+                              'PING').strip() == 'PONG'
+    assert not os.path.exists(f'/proc/{first[0].pid}/cmdline') or open(
+        f'/proc/{first[0].pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'
+    assert spec.metadata['redis_total_num_processes'] == 2
+    assert spec.metadata['redis_shards_total'] == 2
+    assert [s.port for s in spec.state['shards']] == [p.port for p in second]
+  finally:
+    for proc in spec.state.get('redis_processes', []):
+      proc.Delete()
+
+
+@needs_redis
+def test_local_shard_search_reports_every_point_and_the_best(tmp_path):
+  proc, run_uri = e2e.Run(
+      ['--redis_optimize_shards', '--redis_max_shards=3',
+       '--memtier_run_duration=1', '--memtier_key_maximum=5000',
+       '--memtier_latency_cap=100', '--memtier_adaptive_max_connections=64',
+       '--memtier_confirm_repeats=2', '--timeout_minutes=3'],
+      str(tmp_path), timeout=120)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  labelled = [(r, e2e.Labels(r)) for r in rows]
+  points = {}
+  for row, labels in labelled:
+    if labels.get('shard_search_role') == 'point':
+      points.setdefault(labels['shard_search_point'], set()).add(
+          (labels['redis_total_num_processes'], row['metric']))
+  assert len(points) >= 2
+  for metrics in points.values():
+    assert len({shards for shards, _ in metrics}) == 1
+    assert {'throughput', 'latency_capped_throughput',
+            'price_performance'} <= {m for _, m in metrics}
+  optimal = [(r, l) for r, l in labelled
+             if r['metric'] == 'optimal_shard_count']
+  assert len(optimal) == 1
+  row, labels = optimal[0]
+  assert 1 <= row['value'] <= 3
+  assert labels['redis_total_num_processes'] == str(int(row['value']))
+  optimum = {r['metric']: l for r, l in labelled
+             if l.get('shard_search_role') == 'optimum'}
+  assert {'latency_capped_throughput', 'price_performance',
+          'optimal_shard_count'} <= set(optimum)
+  assert optimum['latency_capped_throughput']['shard_search_point'] == labels[
+      'shard_search_point']
+  assert 'Shard search (capped ops/s per shard count)' in proc.stdout
+  record = e2e.Record(str(tmp_path), run_uri)
+  shards = [r for r in record['resources'] if r['kind'] == 'redis_process']
+  assert len({r['name'] for r in shards}) == len(shards)
+  assert all(r['status'] == 'deleted' for r in record['resources'])
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []

@@ -1,0 +1,249 @@
+"""memtier's staircase search and warm-up, through a recorded client VM.
+
+memtier_benchmark is not installed here (it is in no Debian release), so
+these tests put a test double at the VM boundary: `RecordedClientVm` records
+the shell scripts the load generator would run and, when the generator reads
+the files memtier would have written, serves the outputs recorded from the
+real tool (tests/data, see its README). Everything above the VM - command
+building, the memtier parser, StaircaseSteps, the search and the samples -
+is the real code.
+"""
+
+import io
+
+import pytest
+
+from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import latency_search
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker import staircase_search
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.load_generators import memtier
+from perfkitbenchmarker.load_generators import redis_benchmark
+
+STAIRCASE = 'memtier_single_staircase_c16-256_step16_2s'
+UNDER_CAP = 'memtier_single_t1c32_tt5_under1ms'
+ENDPOINT = base.Endpoint('127.0.0.1', 7001)
+Load = measurement.Load
+
+
+class RecordedClientVm:
+  """A client VM double serving recorded outputs (see module docstring).
+
+  `outputs` maps 'staircase' and 'probe' to (json, stdout) texts; which one
+  a run gets depends on whether its script passed --clients-start. CPU
+  counters advance by `busy_fraction` of each reading's jiffies.
+  """
+
+  CLOUD = 'Recorded'
+
+  def __init__(self, outputs, busy_fraction=0.5, name='clients-0'):
+    self.name = name
+    self.machine_type = 'local'
+    self.scratch_dir = '/recorded'
+    self.num_cpus = 1
+    self.cpu_set = None
+    self.outputs = outputs
+    self.scripts = []
+    self._busy_fraction = busy_fraction
+    self._jiffies = 0.0
+
+  def Pinned(self, command):
+    return command
+
+  def RemoteCommand(self, command, timeout=None, ignore_failure=False,
+                    env=None, what=None, stdin=None):
+    del timeout, ignore_failure, env, what, stdin
+    self.scripts.append(command)
+    return '', ''
+
+  def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
+                                  stdin=None):
+    del timeout, env, stdin
+    if '--version' in command:
+      return 'memtier_benchmark 255.255.255\n', '', 0
+    return '', '', 0
+
+  def ReadFile(self, path):
+    kind = 'staircase' if '--clients-start' in self.scripts[-1] else 'probe'
+    json_text, stdout = self.outputs[kind]
+    if path.endswith('.json'):
+      return json_text
+    if path.endswith('.out'):
+      return stdout
+    if path.endswith('.rc'):
+      return '0 100.0 132.5'
+    return ''
+
+  def CpuTimes(self):
+    self._jiffies += 1000
+    return self._jiffies * self._busy_fraction, self._jiffies
+
+
+def _Fixture(data_path, stem):
+  with open(data_path(stem + '.json')) as f:
+    json_text = f.read()
+  with open(data_path(stem + '.txt')) as f:
+    return json_text, f.read()
+
+
+@pytest.fixture
+def client_vm(data_path):
+  return RecordedClientVm({'staircase': _Fixture(data_path, STAIRCASE),
+                           'probe': _Fixture(data_path, UNDER_CAP)})
+
+
+def _Generator(vm, warmup_s=0):
+  return memtier.MemtierGenerator(vm, 'memtier_benchmark', warmup_s=warmup_s)
+
+
+def test_staircase_run_gives_one_measurement_per_step(client_vm, pkb_flags):
+  del pkb_flags
+  steps = _Generator(client_vm).Staircase(
+      [ENDPOINT], 'secret', base.Workload(), Load(1, 256),
+      commands.StaircaseSpec(16, 16, 2))
+  script = client_vm.scripts[-1]
+  for fragment in ('--clients-start 16', '--clients-step 16',
+                   '--step-duration 2', '--test-time 32', '-c 256'):
+    assert fragment in script
+  assert [m.load for m in steps] == [Load(1, c) for c in range(16, 257, 16)]
+  assert all(m.duration_s == 2 for m in steps)
+  assert steps[3].metadata['staircase_step'] == 3
+  assert steps[3].metadata['staircase_clients_step'] == 16
+  assert steps[0].metadata['warmup_supported'] is True
+
+
+def test_staircase_policy_picks_best_step_and_confirms_it():
+  steps = [measurement.Measurement(Load(1, c), t, lat, duration_s=2, ops=t * 2)
+           for c, t, lat in ((16, 100e3, 0.2), (32, 120e3, 0.5),
+                             (48, 118e3, 0.9), (64, 110e3, 1.4))]
+  confirmations = []
+
+  def Measure(load):
+    confirmations.append(load)
+    return measurement.Measurement(load, 119e3, 0.6, duration_s=2, ops=238e3)
+
+  policy = staircase_search.StaircasePolicy(tuple(m.load for m in steps),
+                                            confirm_repeats=2)
+  result = latency_search.FindLatencyCappedMaximum(
+      staircase_search.ReplayThenMeasure(steps, Measure), 1.0, policy)
+  assert [p.role for p in result.probes] == ['search'] * 4 + ['confirm'] * 2
+  assert result.best.load == Load(1, 32)
+  assert confirmations == [Load(1, 32)] * 2
+  assert result.capped_throughput == pytest.approx(119e3)
+  assert result.confirmed_throughput_ci95 == pytest.approx(0.0)
+  assert 'confirmed 1x32' in result.stop_reason
+
+
+def test_staircase_policy_backs_off_when_the_repeats_fail():
+  steps = [measurement.Measurement(Load(1, c), t, lat)
+           for c, t, lat in ((16, 100e3, 0.2), (32, 120e3, 0.95))]
+
+  def Measure(load):
+    return measurement.Measurement(load, 100e3, 1.1 if load.clients == 32
+                                   else 0.3)
+
+  result = latency_search.FindLatencyCappedMaximum(
+      staircase_search.ReplayThenMeasure(steps, Measure), 1.0,
+      staircase_search.StaircasePolicy((Load(1, 16), Load(1, 32)),
+                                       confirm_repeats=1))
+  assert result.best.load == Load(1, 16)
+  assert 'not under the 1.0 ms cap' in result.stop_reason
+  with pytest.raises(ValueError, match='at least one step'):
+    staircase_search.StaircasePolicy(())
+
+
+def _Spec(client_vm, flag_values):
+  out = io.StringIO()
+  emitted = []
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'stairs', 'Local', None, flag_values,
+      pricing.PriceCatalog.Load(), emitted.extend,
+      reporter=reporting.ConsoleReporter(out))
+  server = RecordedClientVm({}, name='servers-0')
+  spec.vm_groups = {'servers': [server], 'clients': [client_vm]}
+  spec.state.update(
+      generators=[_Generator(client_vm)], password='secret',
+      shards=[redis_server.Shard('servers-0', '127.0.0.1', 7001, 1, 'c')])
+  return spec, out
+
+
+def test_benchmark_staircase_run_reports_steps_and_confirmed_answer(
+    client_vm, pkb_flags):
+  pkb_flags.memtier_staircase = True
+  pkb_flags.memtier_run_duration = 5
+  pkb_flags.memtier_confirm_repeats = 2
+  spec, out = _Spec(client_vm, pkb_flags)
+  samples = bench.Run(spec)
+  probes = [s for s in samples if s.metric == 'throughput']
+  steps = [s for s in probes if s.metadata['probe_role'] == 'search']
+  assert [s.metadata['clients'] for s in steps] == list(range(16, 257, 16))
+  assert all(s.metadata['client_cpu_scope'] == 'whole staircase'
+             for s in steps)
+  assert len(probes) == 16 + 2
+  capped = next(s for s in samples
+                if s.metric == 'latency_capped_throughput')
+  # The best step under the cap is 64 clients (131,510 ops/s); its repeats
+  # (the 5 s probe recorded at 115,541 ops/s) are what is reported.
+  assert capped.metadata['clients'] == 64
+  assert capped.metadata['search_policy'] == 'staircase'
+  assert capped.value == pytest.approx(577850 / 5)
+  assert capped.metadata['confirmation_repeats'] == 2
+  perf = next(s for s in samples if s.metric == 'price_performance')
+  assert perf.value == pytest.approx(capped.value / 0.084492, rel=1e-6)
+  assert len([s for s in client_vm.scripts if '--clients-start' in s]) == 1
+  assert 'staircase' in out.getvalue()
+
+
+def test_staircase_refuses_redis_benchmark(pkb_flags):
+  pkb_flags.memtier_staircase = True
+  pkb_flags.load_generator = 'redis_benchmark'
+  with pytest.raises(errors.UsageError, match='redis-benchmark has no '
+                     'staircase mode'):
+    bench.CheckPrerequisites({})
+  pkb_flags.load_generator = 'auto'
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'stairs', 'Local', None, pkb_flags,
+      pricing.PriceCatalog.Load(), lambda s: None)
+  spec.state['generators'] = [
+      redis_benchmark.RedisBenchmarkGenerator(RecordedClientVm({}))]
+  with pytest.raises(errors.PrerequisiteError, match='no staircase mode'):
+    bench._RequireStaircaseGenerator(spec)  # pylint: disable=protected-access
+
+
+def test_supports_staircase_by_version():
+  assert memtier.SupportsStaircase('2.3.0')
+  assert memtier.SupportsStaircase('255.255.255')  # source build placeholder
+  assert memtier.SupportsStaircase('2.1.3') is False
+  assert memtier.SupportsStaircase('unknown') is None
+
+
+def test_memtier_probe_runs_warmup_on_top_of_the_duration(client_vm,
+                                                          pkb_flags):
+  del pkb_flags
+  m = _Generator(client_vm, warmup_s=2).Probe(
+      [ENDPOINT], 'secret', base.Workload(), Load(1, 32), duration_s=3)
+  assert '--test-time 5' in client_vm.scripts[-1]
+  assert m.duration_s == 3
+  assert [s.warmup for s in m.per_second][:3] == [True, True, False]
+  assert m.ops == sum(s.ops for s in m.per_second if not s.warmup)
+  assert m.metadata['warmup_s'] == 2
+  assert m.metadata['warmup_supported'] is True
+
+
+def test_redis_benchmark_says_it_has_no_warmup(data_path):
+  with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
+    plain = f.read()
+  vm = RecordedClientVm({'probe': ('', plain)})
+  generator = redis_benchmark.RedisBenchmarkGenerator(vm)
+  generator._version = '7.0.15'  # pylint: disable=protected-access
+  m = generator.Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 32), 2)
+  assert m.metadata['warmup_s'] == 0
+  assert m.metadata['warmup_supported'] is False
+  assert m.per_second == ()
