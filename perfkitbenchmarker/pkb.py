@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import sys
-import time
 from typing import List, Optional
 
 from absl import flags

@@ -54,6 +54,7 @@ sys.path.insert(0, _REPO)
 from absl import flags
 
 from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import capped_search
 from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
@@ -167,7 +168,7 @@ def Policies():
         latency_search.LinearStepPolicy(
             min_threads=threads, max_threads=FLAGS.linear_max_threads,
             thread_increment=1, clients=clients, pipeline=pipeline))
-  policies['adaptive'] = bench._Policy()  # pylint: disable=protected-access
+  policies['adaptive'] = capped_search.Policy()
   if FLAGS.policies:
     policies = {k: v for k, v in policies.items() if k in FLAGS.policies}
   return policies

@@ -398,17 +398,17 @@ if __name__ == '__main__':
 
 def test_benchmark_flags_map_to_the_connection_range(pkb_flags):
   """The benchmark's default is adaptive over 4..1024 connections."""
-  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import capped_search  # pylint: disable=g-import-not-at-top
   assert pkb_flags.memtier_latency_capped_search == 'adaptive'
-  policy = bench._Policy()  # pylint: disable=protected-access
+  policy = capped_search.Policy()
   assert (policy.threads, policy.min_connections, policy.start_connections,
           policy.max_connections, policy.confirm_repeats,
           policy.cap_margin) == (1, 4, 32, 1024, 3, 0.95)
   pkb_flags.memtier_adaptive_max_connections = 512
   pkb_flags.memtier_confirm_repeats = 5
   pkb_flags.memtier_cap_margin = 0.9
-  policy = bench._Policy(start_connections=2000)  # pylint: disable=protected-access
+  policy = capped_search.Policy(start_connections=2000)
   assert (policy.max_connections, policy.start_connections,
           policy.confirm_repeats, policy.cap_margin) == (512, 512, 5, 0.9)
   pkb_flags.memtier_latency_capped_search = 'linear'
-  assert isinstance(bench._Policy(), latency_search.LinearStepPolicy)  # pylint: disable=protected-access
+  assert isinstance(capped_search.Policy(), latency_search.LinearStepPolicy)

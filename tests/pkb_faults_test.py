@@ -1,6 +1,7 @@
 """Bad input and faults: one line, non-zero exit, nothing left, samples kept."""
 
 import os
+import random
 import signal
 import socket
 import stat
@@ -74,10 +75,16 @@ def test_redis_server_missing(tmp_path):
 
 
 def test_taken_port_is_skipped(tmp_path):
+  # A port below the kernel's ephemeral range, so that no client connection
+  # of this or another test can be holding the ports next to it.
   with socket.socket() as blocker:
-    blocker.bind(('127.0.0.1', 0))
+    for port in random.Random().sample(range(20000, 30000, 10), 50):
+      try:
+        blocker.bind(('127.0.0.1', port))
+        break
+      except OSError:
+        continue
     blocker.listen()
-    port = blocker.getsockname()[1]
     proc, run_uri = e2e.Run(e2e.FAST + [f'--redis_start_port={port}'],
                             str(tmp_path))
   assert proc.returncode == 0, proc.stderr

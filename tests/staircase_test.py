@@ -14,6 +14,7 @@ import io
 import pytest
 
 from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import capped_search
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
@@ -214,7 +215,7 @@ def test_staircase_refuses_redis_benchmark(pkb_flags):
   spec.state['generators'] = [
       redis_benchmark.RedisBenchmarkGenerator(RecordedClientVm({}))]
   with pytest.raises(errors.PrerequisiteError, match='no staircase mode'):
-    bench._RequireStaircaseGenerator(spec)  # pylint: disable=protected-access
+    capped_search.RequireStaircaseGenerator(spec)  # pylint: disable=protected-access
 
 
 def test_supports_staircase_by_version():

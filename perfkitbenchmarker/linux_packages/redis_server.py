@@ -215,8 +215,10 @@ class RedisProcess(resource.BaseResource):
   def _LogTail(self) -> str:
     out, _, _ = self.vm.RemoteCommandWithReturnCode(
         f'tail -n 5 {self.logfile} 2>/dev/null')
+    # Redis marks warnings with '#' after the timestamp (e.g. a bind that
+    # failed with 'Address already in use').
     interesting = [l for l in out.splitlines()
-                   if re.search(r'FATAL|Bad directive|error|Error|failed', l)]
+                   if re.search(r' # |FATAL|Bad directive|[Ee]rror|failed', l)]
     return vm_util.Tail('\n'.join(interesting or []), 3)
 
   def _Delete(self) -> None:
