@@ -88,6 +88,16 @@ def test_three_shard_cluster(tmp_path):
   assert labels['redis_primaries'] == '3'
 
 
+def test_two_primary_cluster_gets_its_slots_assigned_directly(tmp_path):
+  # redis-cli --cluster create refuses fewer than 3 primaries.
+  proc, run_uri = e2e.Run(e2e.FAST + ['--redis_server_cluster_mode',
+                                      '--redis_total_num_processes=2',
+                                      '--memtier_confirm_repeats=2'],
+                          str(tmp_path))
+  rows = _CheckRun(proc, str(tmp_path), run_uri)
+  assert e2e.Labels(rows[0])['redis_primaries'] == '2'
+
+
 def test_staged_run_and_teardown_from_record(tmp_path):
   results = str(tmp_path)
   run_uri = e2e.NewRunUri()

@@ -99,6 +99,11 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     two per master reach them all.
     """
     masters = self._Masters(seed, password)
+    if len(masters) < 2:
+      raise errors.UsageError(
+          'redis-benchmark --cluster refuses a one-primary cluster; use '
+          '--redis_total_num_processes=2 or more, or drop '
+          '--redis_server_cluster_mode.')
     clients = 2 * len(masters)
     argv = commands.RedisBenchmarkCommand(
         PATH, seed, password, 'set', clients=clients, threads=1, pipeline=1,
