@@ -79,6 +79,18 @@ class BaseResource(abc.ABC):
     """What teardown needs to find and delete this resource later."""
     return {}
 
+  def Remember(self, **data: Any) -> None:
+    """Sets attributes and writes them to the run record at once.
+
+    For facts learnt while creating (an instance id, a PID) that teardown
+    needs even if the run dies before Create() returns.
+    """
+    for key, value in data.items():
+      setattr(self, key, value)
+    if self.record is not None and self.record.FindResource(self.KIND,
+                                                            self.name):
+      self.record.UpdateResource(self.KIND, self.name, **data)
+
   # Lifecycle ------------------------------------------------------------------
 
   def _Retry(self, operation: Callable[[], None], retries: int,

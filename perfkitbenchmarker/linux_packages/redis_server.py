@@ -191,9 +191,7 @@ class RedisProcess(resource.BaseResource):
       pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
           f'cat {self.pidfile} 2>/dev/null')
       if self.pid is None and pid_text.strip().isdigit():
-        self.pid = int(pid_text.strip())
-        if self.record is not None:
-          self.record.UpdateResource(self.KIND, self.name, pid=self.pid)
+        self.Remember(pid=int(pid_text.strip()))
       if self.pid is not None:
         _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
             _CliCommand(self.options.bind, self.port, 'PING'),

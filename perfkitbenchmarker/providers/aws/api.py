@@ -175,14 +175,6 @@ class AwsResource(resource.BaseResource):
     return ids + [i for i in self.FindIds(describe, list_key, id_key)
                   if i not in ids]
 
-  def Remember(self, **data: Any) -> None:
-    """Sets attributes and writes them to the run record at once."""
-    for key, value in data.items():
-      setattr(self, key, value)
-    if self.record is not None and self.record.FindResource(self.KIND,
-                                                            self.name):
-      self.record.UpdateResource(self.KIND, self.name, **data)
-
   def RecordData(self) -> Dict[str, Any]:
     return {'region': self.region, 'profile': self.clients.profile,
             'id': self.id}

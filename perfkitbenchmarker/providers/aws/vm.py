@@ -139,13 +139,13 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     # An earlier attempt whose reply was lost may have launched it already.
     found = self._FindInstances(['pending', 'running'])
     if found:
-      self._Remember(instance_id=found[0])
+      self.Remember(instance_id=found[0])
       return
     arguments = self.LaunchArguments()
     with api.Translated(f'launching {self.name} ({self.machine_type} in '
                         f'{self.zone})', retry=api.TRANSIENT_CODES):
       reply = self.ec2.run_instances(**arguments)
-    self._Remember(instance_id=reply['Instances'][0]['InstanceId'])
+    self.Remember(instance_id=reply['Instances'][0]['InstanceId'])
 
   def _Describe(self, instance_id: str) -> Optional[Dict[str, Any]]:
     reservations = []
@@ -169,7 +169,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
           f'running ({reason}).')
     if not instance.get('PublicIpAddress'):
       return False
-    self._Remember(ip_address=instance['PublicIpAddress'],
+    self.Remember(ip_address=instance['PublicIpAddress'],
                    internal_ip=instance.get('PrivateIpAddress'))
     self._ssh_waiter(self)
     return True
@@ -194,13 +194,6 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
              self._clock)
 
   # Record ------------------------------------------------------------------
-
-  def _Remember(self, **data: Any) -> None:
-    for key, value in data.items():
-      setattr(self, key, value)
-    if self.record is not None and self.record.FindResource(self.KIND,
-                                                            self.name):
-      self.record.UpdateResource(self.KIND, self.name, **data)
 
   def RecordData(self) -> Dict[str, Any]:
     data = super().RecordData()
