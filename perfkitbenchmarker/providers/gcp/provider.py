@@ -42,6 +42,9 @@ DEFAULT_REDIS_START_PORT = 7001
 # room for any shard count a VM can run.
 REDIS_PORT_SPAN = 1000
 MAX_PARALLEL_CREATES = 16
+# Test seam: the SSH wait of the VMs FromFlags' providers build (None: wait
+# for SSH). Only tests against a fake Compute API replace it.
+SSH_WAITER: Optional[Callable[['vm_lib.GceVirtualMachine'], None]] = None
 
 
 def SshSourceRanges(values: Sequence[str]) -> List[str]:
@@ -114,7 +117,7 @@ class GceProvider:
   @classmethod
   def FromFlags(cls, flag_values) -> 'GceProvider':
     return cls(compute_api.ComputeClients.Create(
-        flag_values.gcp_compute_endpoint), flag_values)
+        flag_values.gcp_compute_endpoint), flag_values, ssh_waiter=SSH_WAITER)
 
   def _ResourceArgs(self, spec) -> dict:
     return {'record': spec.record, 'sleep': self._sleep, 'clock': self._clock}
