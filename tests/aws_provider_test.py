@@ -212,7 +212,7 @@ class Run:
     return self.vms
 
 
-def _Inventory(ec2, placement_groups):
+def _Inventory(ec2, placement_groups, run_uri=RUN_URI):
   """Counts of everything in moto's region, and of what the run tagged."""
   instances = [i for r in ec2.describe_instances(Filters=[
       {'Name': 'instance-state-name', 'Values': LIVE}])['Reservations']
@@ -234,10 +234,10 @@ def _Inventory(ec2, placement_groups):
   def OfRun(item):
     tags = {t['Key']: t['Value'] for t in item.get('Tags', [])}
     names = (item.get('KeyName'), item.get('GroupName'))
-    return (tags.get('run_uri') == RUN_URI or
-            any(n and RUN_URI in n for n in names))
+    return (tags.get('run_uri') == run_uri or
+            any(n and run_uri in n for n in names))
   of_run = {kind: sum(map(OfRun, items)) for kind, items in listed.items()}
-  of_run['placement_groups'] = sum(RUN_URI in n for n in placement_groups)
+  of_run['placement_groups'] = sum(run_uri in n for n in placement_groups)
   return totals, of_run
 
 

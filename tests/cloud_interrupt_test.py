@@ -48,7 +48,6 @@ OPERATOR = '203.0.113.7/32'
 AWS_RUN_URI = 'intaws1'
 GCP_RUN_URI = 'intgcp1'
 GCP_PROJECT = 'pkb-interrupt-test'
-LIVE_EC2_STATES = aws_provider_test.LIVE
 INTERRUPT = 'interrupted by SIGINT'
 
 STUB_CONFIG = """
@@ -225,26 +224,7 @@ def _AssertInterruptedAndTornDown(run, module, vm_kind, vm_count):
 
 def _AwsOfRun(ec2, placement_groups, run_uri):
   """What moto holds that belongs to the run (by its tags or names)."""
-  def OfRun(item):
-    tags = {t['Key']: t['Value'] for t in item.get('Tags', [])}
-    names = [item.get('KeyName'), item.get('GroupName')]
-    return tags.get('run_uri') == run_uri or any(
-        n and run_uri in n for n in names)
-
-  listed = {
-      'instances': [i for r in ec2.describe_instances(Filters=[
-          {'Name': 'instance-state-name', 'Values': LIVE_EC2_STATES}])[
-              'Reservations'] for i in r['Instances']],
-      'vpcs': ec2.describe_vpcs()['Vpcs'],
-      'subnets': ec2.describe_subnets()['Subnets'],
-      'security_groups': ec2.describe_security_groups()['SecurityGroups'],
-      'internet_gateways':
-          ec2.describe_internet_gateways()['InternetGateways'],
-      'route_tables': ec2.describe_route_tables()['RouteTables'],
-      'key_pairs': ec2.describe_key_pairs()['KeyPairs'],
-      'placement_groups': list(placement_groups.values()),
-  }
-  return {kind: sum(map(OfRun, items)) for kind, items in listed.items()}
+  return aws_provider_test._Inventory(ec2, placement_groups, run_uri)[1]  # pylint: disable=protected-access
 
 
 def test_aws_run_interrupted_mid_probe_leaves_nothing_in_moto(
