@@ -273,19 +273,8 @@ def AdaptivePolicy(f):
       confirm_repeats=f.memtier_confirm_repeats)
 
 
-def _LinearProbeCount(f) -> int:
-  return min(f.memtier_max_probes,
-             (f.memtier_max_threads - f.memtier_min_threads) //
-             f.memtier_thread_increment + 1)
-
-
-def EstimatedMinutes(spec, f) -> float:
-  del spec
-  probes = _LinearProbeCount(f)
-  return (probes * (f.memtier_run_duration + PROBE_OVERHEAD_S) + 60) / 60
-
-
 def DescribePlan(spec, f) -> List[str]:
+  """Software and workload lines of the dry-run plan (the search adds its own)."""
   counts = spec.GroupCounts()
   shards = f.redis_total_num_processes * counts['servers']
   mode = 'one Redis Cluster' if f.redis_server_cluster_mode else 'standalone'
@@ -300,11 +289,4 @@ def DescribePlan(spec, f) -> List[str]:
       f'  preload {f.memtier_key_maximum - f.memtier_key_minimum + 1:,} keys '
       f'x {f.memtier_data_size} B; probes SET:GET {f.memtier_ratio}, '
       f'keys {f.memtier_key_pattern}',
-      'Search:',
-      f'  {f.memtier_latency_capped_search}: threads '
-      f'{f.memtier_min_threads}..{f.memtier_max_threads} step '
-      f'{f.memtier_thread_increment} x {f.memtier_clients} clients, pipeline '
-      f'{f.memtier_pipeline}; {f.memtier_run_duration} s probes; stop at '
-      f'average latency >= {f.memtier_latency_cap:g} ms; at most '
-      f'{_LinearProbeCount(f)} probes',
   ]

@@ -84,10 +84,7 @@ def CheckPrerequisites(config):
 
 
 def DescribePlan(spec) -> List[str]:
-  lines = setup.DescribePlan(spec, FLAGS)
-  if 'Search:' in lines:
-    lines = lines[:lines.index('Search:')]
-  return lines + capped_search.SearchPlan()
+  return setup.DescribePlan(spec, FLAGS) + capped_search.SearchPlan()
 
 
 def EstimatedMinutes(spec) -> float:
