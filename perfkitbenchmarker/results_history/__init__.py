@@ -1,0 +1,20 @@
+"""Result history: every stored PKB sample as one typed frame, and its views.
+
+One loader (`loader.Load`) turns result directories, PKB JSON-lines files or a
+BigQuery table into one pandas DataFrame; everything else is a view of it:
+
+  loader.py        sources -> rows -> typed frame (metadata flattened)
+  cells.py         the comparison cell of each sample: machine type, engine,
+                   topology, workload
+  nights.py        which night each run belongs to
+  leaderboard.py   the latest night's ranking, with intervals and noise calls
+  changepoints.py  per-series history over nights and its change points
+                   (Apache Otava's E-divisive)
+  charts.py        matplotlib figures of those views, as embeddable PNG
+  report.py        text, Markdown and the self-contained HTML page (Jinja2
+                   templates in templates/)
+  synthetic.py     histories generated from real runs with known noise and
+                   steps (tests, scripts/bench_changepoints.py)
+
+scripts/compare.py is the command line over these modules.
+"""

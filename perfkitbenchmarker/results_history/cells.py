@@ -1,0 +1,123 @@
+"""The comparison cell of each sample: machine type x engine x topology x workload.
+
+A cell is what one leaderboard row and one history series are about. It is
+derived from sample metadata only, so any source (files, BigQuery) gives the
+same cells:
+
+  machine_type  `servers_machine_type`; for Local runs the catalog type that
+                priced them (`local_priced_as`), shown as "local as <type>"
+                so a laptop is never mistaken for the cloud machine
+  engine        `engine` (or `redis_server_engine`) when a run records one,
+                else "redis"; the version is provenance, not identity, so an
+                engine upgrade shows up as a change point, not a new series
+  topology      cluster mode, shards per server VM, server VM count
+  workload      SET:GET ratio, key pattern, value size, key range, cap
+
+Seam: a new cell dimension is one more entry in `CELL_COLUMNS` and a
+function filling it in `AddCellColumns`. Fields some samples lack (the cost
+samples carry no latency cap) are taken from the other samples of the same
+run.
+"""
+
+from typing import Any
+
+import pandas as pd
+
+CELL_COLUMNS = ('machine_type', 'engine', 'topology', 'workload')
+ENGINE_KEYS = ('engine', 'redis_server_engine', 'server_engine')
+# Metadata a run's samples share but not every sample carries.
+RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
+                  'memtier_data_size', 'memtier_key_maximum',
+                  'redis_server_cluster_mode', 'redis_total_num_processes',
+                  'servers_vm_count', 'local_priced_as', 'cloud',
+                  'redis_server_version', 'load_generator',
+                  'load_generator_version', 'price_basis',
+                  'servers_price_source', 'servers_price_date',
+                  'servers_price_region', 'servers_price_cloud') + ENGINE_KEYS
+
+
+def _Present(value: Any) -> bool:
+  return value is not None and not (isinstance(value, float) and value != value
+                                   ) and value is not pd.NA
+
+
+def _Number(value: Any) -> str:
+  if not _Present(value):
+    return '?'
+  if isinstance(value, float) and value.is_integer():
+    return str(int(value))
+  return str(value)
+
+
+def MachineType(row: pd.Series) -> str:
+  priced_as = row.get('local_priced_as')
+  if row.get('cloud') == 'Local' and _Present(priced_as):
+    return f'local as {priced_as}'
+  machine = row.get('servers_machine_type')
+  return str(machine) if _Present(machine) else 'unknown'
+
+
+def Engine(row: pd.Series) -> str:
+  for key in ENGINE_KEYS:
+    if _Present(row.get(key)):
+      return str(row.get(key))
+  return 'redis'
+
+
+def Topology(row: pd.Series) -> str:
+  mode = row.get('redis_server_cluster_mode')
+  mode_text = 'cluster' if (_Present(mode) and bool(mode)) else 'standalone'
+  shards = _Number(row.get('redis_total_num_processes'))
+  text = f'{mode_text}, {shards} shard{"" if shards == "1" else "s"}/VM'
+  vms = row.get('servers_vm_count')
+  if _Present(vms) and int(vms) > 1:
+    text += f' x {int(vms)} VMs'
+  return text
+
+
+def Workload(row: pd.Series) -> str:
+  size = _Number(row.get('memtier_data_size'))
+  return (f'{row.get("memtier_ratio", "?")} {row.get("memtier_key_pattern", "?")}'
+          f' {size}B keys {_Number(row.get("memtier_key_maximum"))}'
+          f' cap {_Number(row.get("latency_cap_ms"))}ms')
+
+
+def FillRunLevel(frame: pd.DataFrame) -> pd.DataFrame:
+  """Fills run-level metadata a sample lacks from its run's other samples."""
+  frame = frame.copy()
+  for key in RUN_LEVEL_KEYS:
+    if key in frame.columns and frame[key].isna().any():
+      first = frame.groupby('run_uri')[key].transform('first')
+      frame[key] = frame[key].where(frame[key].notna(), first)
+  return frame
+
+
+def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
+  """The frame with `machine_type, engine, topology, workload, cell` added."""
+  frame = FillRunLevel(frame.drop(columns=[
+      c for c in CELL_COLUMNS + ('cell',) if c in frame.columns]))
+  if frame.empty:
+    for name in CELL_COLUMNS + ('cell',):
+      frame[name] = pd.Series(dtype='string')
+    return frame
+  # Labels depend on a few columns only: compute them once per combination.
+  keys = [k for k in ('cloud', 'local_priced_as', 'servers_machine_type',
+                      'redis_server_cluster_mode', 'redis_total_num_processes',
+                      'servers_vm_count', 'memtier_ratio',
+                      'memtier_key_pattern', 'memtier_data_size',
+                      'memtier_key_maximum', 'latency_cap_ms') + ENGINE_KEYS
+          if k in frame.columns]
+  combos = frame[keys].drop_duplicates().reset_index(drop=True)
+  labels = pd.DataFrame({
+      'machine_type': combos.apply(MachineType, axis=1),
+      'engine': combos.apply(Engine, axis=1),
+      'topology': combos.apply(Topology, axis=1),
+      'workload': combos.apply(Workload, axis=1),
+  })
+  combos = pd.concat([combos, labels], axis=1)
+  combos['cell'] = (combos['machine_type'] + ' | ' + combos['engine'] + ' | '
+                    + combos['topology'] + ' | ' + combos['workload'])
+  index = frame.index
+  merged = frame.merge(combos, on=keys, how='left')
+  merged.index = index
+  return merged

@@ -1,0 +1,194 @@
+"""Per-series history over nights and its change points (Apache Otava).
+
+A series is one cell (machine type x engine x topology x workload) and one
+metric; its points are nights, each the mean of that night's runs of the
+cell. Change points come from Apache Otava's E-divisive (the Hunter variant:
+windowed split, then a merge that keeps points whose Student's t-test p-value
+is below `max_pvalue`), so a step counts only when it stands out from the
+series' own night-to-night noise. A point must also step by at least
+`noise_multiple` times that noise (measured around it, `NoisePct`), which
+keeps false alarms near 1 in 75 noise-only histories (docs/compare.md);
+`min_change_pct` can additionally ignore significant but negligible steps.
+
+Direction: a regression is a step the worse way for the metric (lower
+throughput or ops/s per $/hr; higher latency or cost). Regressions on the
+latest nights come first.
+
+Seams: `SERIES_METRICS` says where each series metric comes from and which
+way is better (add a metric there); `Detect` takes any frame of the
+`HistoryPoints` shape, so generated histories and real ones go through the
+same code.
+"""
+
+import dataclasses
+from typing import Dict, List, Optional, Sequence
+
+import pandas as pd
+
+from otava import series as otava_series
+
+from perfkitbenchmarker.results_history import cells
+from perfkitbenchmarker.results_history import nights
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesMetric:
+  """Where a series' value comes from and which way is better."""
+  name: str
+  label: str
+  unit: str
+  sample_metric: str
+  higher_is_better: bool
+  metadata_key: Optional[str] = None  # value from this key, not the sample's
+  cost_scope: Optional[str] = None    # only samples with this cost_scope
+
+
+SERIES_METRICS: Dict[str, SeriesMetric] = {m.name: m for m in (
+    SeriesMetric('latency_capped_throughput', 'capped throughput', 'ops/s',
+                 'latency_capped_throughput', True),
+    SeriesMetric('price_performance', 'ops/s per $/hr', 'ops/s per $/hr',
+                 'price_performance', True),
+    SeriesMetric('p99_latency_ms', 'p99 latency at the capped load', 'ms',
+                 'latency_capped_throughput', False,
+                 metadata_key='p99_latency_ms'),
+    SeriesMetric('hourly_cost', 'server VMs $/hr', '$/hr', 'hourly_cost',
+                 False, cost_scope='server VMs'),
+)}
+DEFAULT_METRICS = ('latency_capped_throughput', 'price_performance',
+                   'p99_latency_ms', 'hourly_cost')
+MIN_NIGHTS = 4
+POINT_COLUMNS = cells.CELL_COLUMNS + ('cell', 'metric', nights.NIGHT_COLUMN,
+                                      nights.NIGHT_START_COLUMN, 'value',
+                                      'runs')
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangePoint:
+  """One significant step in one series, at the first night after it."""
+  cell: str
+  machine_type: str
+  engine: str
+  topology: str
+  workload: str
+  metric: str
+  night: str
+  nights_ago: int      # 0: the latest night of the whole history
+  mean_before: float
+  mean_after: float
+  change_pct: float    # (after / before - 1) * 100
+  pvalue: float
+  noise_pct: float     # night-to-night noise around it, % (NoisePct)
+  regression: bool
+
+  @property
+  def direction(self) -> str:
+    return 'regression' if self.regression else 'improvement'
+
+
+def HistoryPoints(frame: pd.DataFrame,
+                  metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
+  """One row per (cell, metric, night): the mean over that night's runs."""
+  parts = []
+  for name in metrics:
+    spec = SERIES_METRICS[name]
+    rows = frame[frame['metric'] == spec.sample_metric]
+    if spec.cost_scope is not None:
+      if 'cost_scope' not in rows.columns:
+        continue
+      rows = rows[rows['cost_scope'] == spec.cost_scope]
+    if spec.metadata_key is not None:
+      if spec.metadata_key not in rows.columns:
+        continue
+      rows = rows.assign(value=pd.to_numeric(rows[spec.metadata_key],
+                                             errors='coerce'))
+    rows = rows.dropna(subset=['value'])
+    if rows.empty:
+      continue
+    # A run counts once per night: its last sample of the metric.
+    per_run = rows.sort_values('timestamp').groupby(
+        ['cell', 'run_uri'], as_index=False).last()
+    keys = list(cells.CELL_COLUMNS) + ['cell', nights.NIGHT_COLUMN,
+                                       nights.NIGHT_START_COLUMN]
+    points = per_run.groupby(keys, as_index=False).agg(
+        value=('value', 'mean'), runs=('run_uri', 'nunique'))
+    points['metric'] = name
+    parts.append(points)
+  if not parts:
+    return pd.DataFrame(columns=POINT_COLUMNS)
+  points = pd.concat(parts, ignore_index=True)
+  return points.sort_values(['cell', 'metric', nights.NIGHT_START_COLUMN]
+                           ).reset_index(drop=True)[list(POINT_COLUMNS)]
+
+
+def NoisePct(point) -> float:
+  """Night-to-night noise around a change point, % of the level before it.
+
+  The pooled standard deviation of the nights on either side (Otava's
+  segment statistics), relative to the mean before the step.
+  """
+  before = point.mean_before()
+  if not before:
+    return float('inf')
+  pooled = ((point.stddev_before() ** 2 + point.stddev_after() ** 2) / 2) ** 0.5
+  return 100.0 * pooled / abs(before)
+
+
+def Detect(points: pd.DataFrame, max_pvalue: float = 1e-4,
+           min_change_pct: float = 0.0, noise_multiple: float = 2.0,
+           window_len: int = 50) -> List[ChangePoint]:
+  """Change points of every series in `points`, regressions first.
+
+  A point counts when Otava finds it at `max_pvalue`, its step is at least
+  `min_change_pct` % and at least `noise_multiple` times the night-to-night
+  noise around it (`NoisePct`).
+
+  Within regressions and then improvements, the most recent night first, then
+  the largest step.
+  """
+  all_nights = sorted(set(zip(points[nights.NIGHT_START_COLUMN],
+                              points[nights.NIGHT_COLUMN])))
+  age = {label: len(all_nights) - 1 - i
+         for i, (_, label) in enumerate(all_nights)}
+  options = otava_series.AnalysisOptions()
+  options.max_pvalue = max_pvalue
+  options.min_magnitude = min_change_pct / 100.0
+  options.window_len = window_len
+  found = []
+  for (cell, metric), one in points.groupby(['cell', 'metric'], sort=True):
+    one = one.sort_values(nights.NIGHT_START_COLUMN)
+    if len(one) < MIN_NIGHTS:
+      continue
+    values = [float(v) for v in one['value']]
+    times = [int(t.timestamp()) for t in one[nights.NIGHT_START_COLUMN]]
+    analyzed = otava_series.Series(
+        test_name=cell, branch=None, time=times,
+        metrics={metric: otava_series.Metric(
+            1 if SERIES_METRICS[metric].higher_is_better else -1)},
+        data={metric: values}, attributes={}).analyze(options)
+    first = one.iloc[0]
+    for point in analyzed.change_points.get(metric, []):
+      night = one[nights.NIGHT_COLUMN].iloc[int(point.index)]
+      change = point.forward_change_percent()
+      noise = NoisePct(point)
+      if abs(change) < max(min_change_pct, noise_multiple * noise):
+        continue
+      worse = change < 0 if SERIES_METRICS[metric].higher_is_better else (
+          change > 0)
+      found.append(ChangePoint(
+          cell=cell, machine_type=first['machine_type'],
+          engine=first['engine'], topology=first['topology'],
+          workload=first['workload'], metric=metric, night=night,
+          nights_ago=age[night], mean_before=float(point.mean_before()),
+          mean_after=float(point.mean_after()), change_pct=float(change),
+          pvalue=float(point.pvalue()), noise_pct=float(noise),
+          regression=bool(worse)))
+  found.sort(key=lambda c: (not c.regression, c.nights_ago,
+                            -abs(c.change_pct), c.cell, c.metric))
+  return found
+
+
+def RecentRegressions(change_points: Sequence[ChangePoint],
+                      recent_nights: int) -> List[ChangePoint]:
+  """Regressions whose night is among the latest `recent_nights` nights."""
+  return [c for c in change_points
+          if c.regression and c.nights_ago < recent_nights]

@@ -1,0 +1,204 @@
+"""Charts of the history views, as PNG bytes ready to embed (base64).
+
+Each function takes a view (the leaderboard, the probe samples of a night,
+the history points and change points) and returns one `Chart`: PNG bytes
+plus alt text. matplotlib's object API with the Agg canvas is used directly
+(no pyplot state), so charts render without a display and in any order.
+
+Seam: a new figure is one more function returning a `Chart`; report.py
+places it in the page with its provenance caption.
+"""
+
+import base64
+import dataclasses
+import io
+from typing import Dict, List, Sequence
+
+from matplotlib.backends import backend_agg
+from matplotlib import figure as mpl_figure
+import pandas as pd
+
+from perfkitbenchmarker.results_history import changepoints as cp_lib
+from perfkitbenchmarker.results_history import nights
+
+COLORS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2',
+          '#17becf', '#bcbd22', '#7f7f7f', '#d62728')
+REGRESSION_COLOR = '#d62728'
+IMPROVEMENT_COLOR = '#2ca02c'
+DPI = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class Chart:
+  png: bytes
+  alt: str
+  key: str = ''  # what it shows, e.g. the metric of a history chart
+
+  @property
+  def data_uri(self) -> str:
+    return 'data:image/png;base64,' + base64.b64encode(self.png).decode()
+
+
+def _Png(fig: mpl_figure.Figure, alt: str) -> Chart:
+  backend_agg.FigureCanvasAgg(fig)
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format='png', dpi=DPI, bbox_inches='tight',
+              facecolor='white')
+  return Chart(buffer.getvalue(), alt)
+
+
+def _Plain(text: str) -> str:
+  """Text matplotlib must not read as mathtext ('$/hr' twice is math)."""
+  return text.replace('$', r'\$')
+
+
+def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
+  """cell -> a label naming only the cell dimensions that vary."""
+  parts = ['machine_type']
+  for column in ('engine', 'topology', 'workload'):
+    if rows[column].nunique() > 1:
+      parts.append(column)
+  unique = rows.drop_duplicates('cell')
+  return {row['cell']: ' | '.join(str(row[p]) for p in parts)
+          for _, row in unique.iterrows()}
+
+
+def PricePerformanceBars(board: pd.DataFrame) -> Chart:
+  """Horizontal bars of ops/s per $/hr, best on top, with 95 % error bars."""
+  labels = ShortLabels(board.assign(cell=board['machine_type'] + '|' +
+                                    board['engine'] + '|' + board['topology'] +
+                                    '|' + board['workload']))
+  names = list(labels.values())
+  fig = mpl_figure.Figure(figsize=(10, 0.45 * len(board) + 1.3))
+  ax = fig.add_subplot()
+  y = list(range(len(board)))[::-1]
+  errors = board['price_performance_ci95'].fillna(0).tolist()
+  colors = ['#2b6cb0' if i == 0 else '#90a4c0' for i in range(len(board))]
+  ax.barh(y, board['price_performance'], xerr=errors, color=colors,
+          height=0.6, error_kw={'capsize': 4, 'ecolor': '#333333'})
+  right = max(v + e for v, e in zip(board['price_performance'], errors))
+  for yy, value, error, verdict in zip(y, board['price_performance'], errors,
+                                       board['verdict']):
+    ax.text(value + error + right * 0.015, yy, f'{value:,.0f}  {verdict}',
+            va='center', ha='left', fontsize=9, color='#111111')
+  ax.set_yticks(y)
+  ax.set_yticklabels(names, fontsize=9)
+  ax.set_xlabel(_Plain('ops/s per $/hr (server VMs); bars: 95 % interval'))
+  ax.xaxis.set_major_formatter(lambda v, _: f'{v:,.0f}')
+  ax.set_xlim(0, right * 1.45)
+  ax.grid(axis='x', alpha=0.3)
+  ax.set_title(f'Price-performance, night {board["night"].iloc[0]}',
+               loc='left', fontsize=11)
+  return _Png(fig, 'Bar chart of ops/s per $/hr per machine type with 95 % '
+              'error bars')
+
+
+def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
+  """One row per probe: throughput, average latency, connections, cell."""
+  probes = night_frame[night_frame['metric'].isin(
+      ['throughput', 'average_latency'])]
+  if probes.empty or 'probe_index' not in probes.columns:
+    return pd.DataFrame(columns=['cell', 'run_uri', 'probe_index',
+                                 'throughput', 'average_latency'])
+  keys = ['cell', 'run_uri', 'probe_index']
+  wide = probes.pivot_table(index=keys, columns='metric', values='value',
+                            aggfunc='mean').reset_index()
+  extra = probes.drop_duplicates(keys)[keys + [
+      c for c in ('connections', 'latency_cap_ms', 'probe_role')
+      if c in probes.columns]]
+  wide = wide.merge(extra, on=keys, how='left')
+  return wide.dropna(subset=['throughput', 'average_latency'])
+
+
+def ProbeCurves(night_frame: pd.DataFrame) -> Chart:
+  """Throughput vs average latency from each cell's probes, cap drawn."""
+  pairs = ProbePairs(night_frame)
+  labels = ShortLabels(night_frame)
+  cells = [c for c in labels if c in set(pairs['cell'])]
+  columns = 2 if len(cells) > 1 else 1
+  rows = max(1, (len(cells) + columns - 1) // columns)
+  fig = mpl_figure.Figure(figsize=(10, 3.2 * rows + 0.3))
+  capped = night_frame[night_frame['metric'] == 'latency_capped_throughput']
+  for i, cell in enumerate(cells):
+    ax = fig.add_subplot(rows, columns, i + 1)
+    mine = pairs[pairs['cell'] == cell]
+    color = COLORS[i % len(COLORS)]
+    ax.scatter(mine['throughput'], mine['average_latency'], s=18,
+               color=color, alpha=0.8, label='probes')
+    # One line per run through its probes in load order: runs of a cell on
+    # one night can sit at different levels, and a line across runs would
+    # zig-zag between them.
+    for _, run in mine.groupby('run_uri'):
+      run = run.sort_values(['connections', 'probe_index'])
+      ax.plot(run['throughput'], run['average_latency'], color=color,
+              linewidth=0.9, alpha=0.6)
+    cap = mine.get('latency_cap_ms', pd.Series(dtype=float)).dropna()
+    if not cap.empty:
+      ax.axhline(float(cap.iloc[0]), color=REGRESSION_COLOR, linestyle='--',
+                 linewidth=1, label=f'cap {float(cap.iloc[0]):g} ms')
+    chosen = capped[capped['cell'] == cell]
+    if not chosen.empty:
+      latency = chosen.get('confirmed_average_latency_ms',
+                           chosen.get('average_latency_ms'))
+      ax.scatter(chosen['value'], latency, marker='*', s=160,
+                 color='black', zorder=5, label='capped result')
+    ax.set_title(labels[cell], fontsize=9, loc='left')
+    ax.set_xlabel('throughput (ops/s)', fontsize=8)
+    ax.set_ylabel('average latency (ms)', fontsize=8)
+    ax.xaxis.set_major_formatter(lambda v, _: f'{v:,.0f}')
+    ax.tick_params(labelsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc='upper left')
+  if not cells:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, 'no probe samples this night', ha='center')
+    ax.set_axis_off()
+  fig.tight_layout()
+  return _Png(fig, 'Throughput versus average latency of every probe, one '
+              'panel per machine type, with the latency cap drawn')
+
+
+def HistoryCharts(points: pd.DataFrame,
+                  change_points: Sequence[cp_lib.ChangePoint]
+                 ) -> List[Chart]:
+  """One chart per metric: a line per cell over nights, change points marked."""
+  charts = []
+  labels = ShortLabels(points) if not points.empty else {}
+  order = {m: i for i, m in enumerate(cp_lib.SERIES_METRICS)}
+  for metric in sorted(set(points['metric']), key=order.get):
+    rows = points[points['metric'] == metric]
+    spec = cp_lib.SERIES_METRICS[metric]
+    fig = mpl_figure.Figure(figsize=(10, 3.6))
+    ax = fig.add_subplot()
+    for i, (cell, one) in enumerate(rows.groupby('cell', sort=True)):
+      one = one.sort_values(nights.NIGHT_START_COLUMN)
+      when = one[nights.NIGHT_START_COLUMN].dt.tz_localize(None)
+      ax.plot(when, one['value'], marker='o', markersize=3, linewidth=1.2,
+              color=COLORS[i % len(COLORS)], label=labels[cell])
+      for change in change_points:
+        if change.cell != cell or change.metric != metric:
+          continue
+        at = one[one[nights.NIGHT_COLUMN] == change.night]
+        color = REGRESSION_COLOR if change.regression else IMPROVEMENT_COLOR
+        ax.axvline(at[nights.NIGHT_START_COLUMN].dt.tz_localize(None).iloc[0],
+                   color=color, linestyle=':', linewidth=1)
+        ax.scatter(at[nights.NIGHT_START_COLUMN].dt.tz_localize(None),
+                   at['value'], s=90, facecolors='none', edgecolors=color,
+                   linewidths=2, zorder=5)
+        ax.annotate(f'{change.change_pct:+.1f}%',
+                    (at[nights.NIGHT_START_COLUMN].dt.tz_localize(None).iloc[0],
+                     at['value'].iloc[0]), textcoords='offset points',
+                    xytext=(4, 6), fontsize=8, color=color)
+    ax.set_title(_Plain(f'{spec.label} ({spec.unit}) per night; circles: '
+                        'change points (red worse, green better)'),
+                 loc='left', fontsize=10)
+    ax.yaxis.set_major_formatter(lambda v, _: f'{v:,.3g}' if abs(v) < 10
+                                 else f'{v:,.0f}')
+    ax.grid(alpha=0.3)
+    ax.tick_params(labelsize=8)
+    fig.autofmt_xdate()
+    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+    chart = _Png(fig, f'History of {spec.label} per night with change '
+                 'points marked')
+    charts.append(dataclasses.replace(chart, key=metric))
+  return charts

@@ -1,0 +1,344 @@
+"""Text, Markdown and HTML renderings of the history views.
+
+`Analysis` holds the views computed once (leaderboard, history points, change
+points, provenance); `FormatText`, `RenderMarkdown` and `RenderHtml` only
+format it. The Markdown summary and the HTML page are Jinja2 templates in
+templates/ (autoescaped HTML, no markup built from strings); the text tables
+share their cell strings with the Markdown ones, so the golden tests of one
+cover the other's numbers.
+
+Seam: a new section is a field on `Analysis`, filled in `Analyze`, and a
+block in the templates.
+"""
+
+import dataclasses
+import datetime
+import importlib.metadata
+import platform
+from typing import Any, Dict, List, Optional, Sequence
+
+import jinja2
+import pandas as pd
+
+from perfkitbenchmarker.results_history import changepoints as cp_lib
+from perfkitbenchmarker.results_history import charts as charts_lib
+from perfkitbenchmarker.results_history import leaderboard as board_lib
+from perfkitbenchmarker.results_history import nights
+
+TOOL_PACKAGES = ('apache-otava', 'pandas', 'matplotlib', 'Jinja2', 'numpy',
+                 'scipy')
+NOT_RECORDED = 'not recorded (no run_record.json beside the samples)'
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """How the analysis was asked for; shown on the page as provenance."""
+  command_line: str = ''
+  max_pvalue: float = 1e-4
+  min_change_pct: float = 0.0
+  noise_multiple: float = 2.0
+  recent_nights: int = 7
+  night_hours: float = 24.0
+  metrics: Sequence[str] = cp_lib.DEFAULT_METRICS
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+  night: str
+  nights: List[str]
+  board: pd.DataFrame
+  night_frame: pd.DataFrame
+  points: pd.DataFrame
+  change_points: List[cp_lib.ChangePoint]
+  recent_regressions: List[cp_lib.ChangePoint]
+  settings: Settings
+  frame: pd.DataFrame
+
+
+def Analyze(frame: pd.DataFrame, settings: Settings,
+            night: Optional[str] = None) -> Analysis:
+  """Every view of a prepared frame (cells and nights assigned)."""
+  all_nights = nights.Nights(frame)
+  night = night or all_nights[-1]
+  points = cp_lib.HistoryPoints(frame, settings.metrics)
+  found = cp_lib.Detect(points, max_pvalue=settings.max_pvalue,
+                        min_change_pct=settings.min_change_pct,
+                        noise_multiple=settings.noise_multiple)
+  return Analysis(
+      night=night, nights=all_nights,
+      board=board_lib.Leaderboard(frame, night),
+      night_frame=frame[frame[nights.NIGHT_COLUMN] == night],
+      points=points, change_points=found,
+      recent_regressions=cp_lib.RecentRegressions(found,
+                                                  settings.recent_nights),
+      settings=settings, frame=frame)
+
+
+def _Number(value: Any, digits: int = 0) -> str:
+  if value is None or pd.isna(value):
+    return '?'
+  return f'{value:,.{digits}f}'
+
+
+def _Price(value: Any) -> str:
+  return '?' if value is None or pd.isna(value) else f'{value:.4f}'
+
+
+def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
+  """The leaderboard as display strings (shared by text, Markdown, HTML)."""
+  rows = []
+  for i, row in board.iterrows():
+    if i == 0:
+      versus = '1.00'
+    elif pd.isna(row['ratio_ci_high']):
+      versus = f'{row["ratio_to_best"]:.2f}'
+    else:
+      versus = (f'{row["ratio_to_best"]:.2f} [{max(row["ratio_ci_low"], 0):.2f},'
+                f' {row["ratio_ci_high"]:.2f}]')
+    rows.append({
+        'rank': str(i + 1),
+        'machine_type': str(row['machine_type']),
+        'engine': str(row['engine']),
+        'topology': str(row['topology']),
+        'workload': str(row['workload']),
+        'capped_ops': (f'{_Number(row["capped_ops"])} ± '
+                       f'{_Number(row["capped_ops_ci95"])}'),
+        'p99_ms': _Number(row['p99_latency_ms'], 3),
+        'usd_per_hour': _Price(row['usd_per_hour']),
+        'price_performance': (f'{_Number(row["price_performance"])} ± '
+                              f'{_Number(row["price_performance_ci95"])}'),
+        'versus_best': versus,
+        'verdict': str(row['verdict']),
+        'notes': 'client-bound' if row['client_bound'] else '',
+        'runs': str(row['runs']),
+    })
+  return rows
+
+
+TEXT_COLUMNS = (('rank', '#'), ('machine_type', 'machine type'),
+                ('engine', 'engine'), ('topology', 'topology'),
+                ('capped_ops', 'capped ops/s (95%)'), ('p99_ms', 'p99 ms'),
+                ('usd_per_hour', '$/hr'),
+                ('price_performance', 'ops/s per $/hr (95%)'),
+                ('versus_best', 'vs best [95%]'), ('verdict', 'verdict'),
+                ('runs', 'runs'), ('notes', 'notes'))
+
+
+def _TextTable(columns, rows: List[Dict[str, str]]) -> List[str]:
+  widths = [max([len(title)] + [len(r[key]) for r in rows])
+            for key, title in columns]
+  lines = ['  '.join(title.ljust(w) for (_, title), w in zip(columns, widths))
+           .rstrip(),
+           '  '.join('-' * w for w in widths)]
+  for row in rows:
+    lines.append('  '.join(row[key].ljust(w) for (key, _), w in
+                           zip(columns, widths)).rstrip())
+  return lines
+
+
+def _Workloads(board: pd.DataFrame) -> str:
+  return '; '.join(sorted(set(board['workload'])))
+
+
+def FormatLeaderboardText(board: pd.DataFrame) -> str:
+  if board.empty:
+    return 'No latency-capped throughput samples on this night.'
+  header = (f'Leaderboard for night {board["night"].iloc[0]} '
+            f'(workload {_Workloads(board)}), by ops/s per $/hr:')
+  return '\n'.join([header] + _TextTable(TEXT_COLUMNS,
+                                          LeaderboardCells(board)))
+
+
+def ChangePointCells(change_points: Sequence[cp_lib.ChangePoint]
+                    ) -> List[Dict[str, str]]:
+  rows = []
+  for c in change_points:
+    spec = cp_lib.SERIES_METRICS[c.metric]
+    digits = 0 if abs(c.mean_before) >= 100 else 4
+    rows.append({
+        'direction': c.direction.upper() if c.regression else c.direction,
+        'night': c.night,
+        'nights_ago': str(c.nights_ago),
+        'machine_type': c.machine_type,
+        'engine': c.engine,
+        'topology': c.topology,
+        'metric': c.metric,
+        'change': (f'{_Number(c.mean_before, digits)} -> '
+                   f'{_Number(c.mean_after, digits)} {spec.unit} '
+                   f'({c.change_pct:+.1f}%)'),
+        'pvalue': f'{c.pvalue:.1e}',
+        'noise': f'{c.noise_pct:.1f}%',
+    })
+  return rows
+
+
+CHANGE_COLUMNS = (('direction', 'direction'), ('night', 'night'),
+                  ('nights_ago', 'nights ago'),
+                  ('machine_type', 'machine type'), ('engine', 'engine'),
+                  ('topology', 'topology'), ('metric', 'metric'),
+                  ('change', 'change'), ('pvalue', 'p-value'),
+                  ('noise', 'noise'))
+
+
+def DetectorDescription(settings: Settings) -> str:
+  return (f'E-divisive (Apache Otava), '
+          f'p < {settings.max_pvalue:g}, step >= '
+          f'{settings.noise_multiple:g}x night-to-night noise'
+          + (f' and >= {settings.min_change_pct:g}%'
+             if settings.min_change_pct else ''))
+
+
+def FormatChangePointsText(analysis: Analysis) -> str:
+  series = analysis.points.groupby(['cell', 'metric']).ngroups
+  head = (f'Change points over {len(analysis.nights)} night(s), {series} '
+          f'series; {DetectorDescription(analysis.settings)}; regressions on '
+          'the latest nights first:')
+  if not analysis.change_points:
+    return head + '\nNone.'
+  return '\n'.join([head] + _TextTable(
+      CHANGE_COLUMNS, ChangePointCells(analysis.change_points)))
+
+
+def Verdict(analysis: Analysis) -> str:
+  count = len(analysis.recent_regressions)
+  window = analysis.settings.recent_nights
+  if count:
+    return (f'REGRESSION: {count} significant regression(s) in the last '
+            f'{window} night(s).')
+  return f'No significant regression in the last {window} night(s).'
+
+
+def FormatText(analysis: Analysis) -> str:
+  return '\n\n'.join([FormatLeaderboardText(analysis.board),
+                      FormatChangePointsText(analysis), Verdict(analysis)])
+
+
+def _Version(package: str) -> str:
+  try:
+    return importlib.metadata.version(package)
+  except importlib.metadata.PackageNotFoundError:
+    return 'not installed'
+
+
+def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
+  if column not in frame.columns:
+    return []
+  return sorted({str(v) for v in frame[column].dropna()})
+
+
+def Provenance(frame: pd.DataFrame) -> Dict[str, Any]:
+  """How the samples in `frame` were obtained, from their own metadata."""
+  prices = set()
+  if 'servers_price_source' in frame.columns:
+    for _, row in frame.dropna(subset=['servers_price_source']
+                              ).drop_duplicates('servers_price_source'
+                                                ).iterrows():
+      prices.add(f'{row.get("servers_price_cloud", "?")} '
+                 f'{row.get("servers_price_region", "?")}: '
+                 f'{row["servers_price_source"]} '
+                 f'(price date {row.get("servers_price_date", "?")})')
+  generators = set()
+  if 'load_generator' in frame.columns:
+    for _, row in frame.dropna(subset=['load_generator']).drop_duplicates(
+        ['load_generator', 'load_generator_version']).iterrows():
+      generators.add(f'{row["load_generator"]} '
+                     f'{row.get("load_generator_version", "?")}')
+  command_lines = _Unique(frame, 'command_line') or [NOT_RECORDED]
+  return {
+      'runs': frame['run_uri'].nunique(),
+      'run_uris': _Unique(frame, 'run_uri'),
+      'command_lines': command_lines,
+      'redis_versions': _Unique(frame, 'redis_server_version'),
+      'load_generators': sorted(generators),
+      'prices': sorted(prices),
+      'price_bases': _Unique(frame, 'price_basis'),
+      'search_policies': _Unique(frame, 'search_policy'),
+      'latency_caps': _Unique(frame, 'latency_cap_ms'),
+  }
+
+
+def ToolVersions() -> Dict[str, str]:
+  versions = {'python': platform.python_version()}
+  versions.update({p: _Version(p) for p in TOOL_PACKAGES})
+  return versions
+
+
+def _Environment() -> jinja2.Environment:
+  return jinja2.Environment(
+      loader=jinja2.PackageLoader('perfkitbenchmarker.results_history',
+                                  'templates'),
+      autoescape=jinja2.select_autoescape(['html', 'html.j2']),
+      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+      keep_trailing_newline=True)
+
+
+def _CommonContext(analysis: Analysis) -> Dict[str, Any]:
+  return {
+      'night': analysis.night,
+      'nights': analysis.nights,
+      'board_rows': LeaderboardCells(analysis.board),
+      'workloads': _Workloads(analysis.board) if not analysis.board.empty
+                   else '',
+      'change_rows': ChangePointCells(analysis.change_points),
+      'regression_rows': ChangePointCells(analysis.recent_regressions),
+      'verdict': Verdict(analysis),
+      'detector': DetectorDescription(analysis.settings),
+      'settings': analysis.settings,
+      'series_count': analysis.points.groupby(['cell', 'metric']).ngroups,
+  }
+
+
+def RenderMarkdown(analysis: Analysis, max_change_rows: int = 20) -> str:
+  context = _CommonContext(analysis)
+  context['change_rows'] = context['change_rows'][:max_change_rows]
+  context['more_changes'] = max(
+      0, len(analysis.change_points) - max_change_rows)
+  return _Environment().get_template('summary.md.j2').render(**context)
+
+
+def RenderHtml(analysis: Analysis,
+               generated: Optional[datetime.datetime] = None) -> str:
+  """The self-contained page: every chart embedded as a data: URI."""
+  generated = generated or datetime.datetime.now(datetime.timezone.utc)
+  figures = []
+  tonight = Provenance(analysis.night_frame)
+  if not analysis.board.empty:
+    figures.append({
+        'id': 'price-performance', 'title': 'Ops/s per $/hr',
+        'chart': charts_lib.PricePerformanceBars(analysis.board),
+        'how': ('metric price_performance (capped throughput / hourly price '
+                'of all server VMs) of each cell\'s runs this night; error '
+                'bars: 95 % interval (t over runs, or the search\'s '
+                'confirming repeats for a single run)'),
+        'provenance': tonight})
+  figures.append({
+      'id': 'probe-curves', 'title': 'Throughput vs latency',
+      'chart': charts_lib.ProbeCurves(analysis.night_frame),
+      'how': ('metrics throughput and average_latency of every probe '
+              '(paired by run and probe_index), a line per run in load order; '
+              'dashed: latency_cap_ms; star: latency_capped_throughput'),
+      'provenance': tonight})
+  history = Provenance(analysis.frame)
+  for chart in charts_lib.HistoryCharts(analysis.points,
+                                        analysis.change_points):
+    spec = cp_lib.SERIES_METRICS[chart.key]
+    figures.append({
+        'id': f'history-{chart.key}', 'title': f'History: {spec.label}',
+        'chart': chart,
+        'how': (f'per night, the mean of each cell\'s runs of '
+                f'{spec.sample_metric}'
+                + (f' (metadata {spec.metadata_key})' if spec.metadata_key
+                   else '')
+                + (f' (cost_scope {spec.cost_scope})' if spec.cost_scope
+                   else '')
+                + f'; change points: {DetectorDescription(analysis.settings)}'),
+        'provenance': history})
+  context = _CommonContext(analysis)
+  context.update({
+      'figures': figures,
+      'tools': ToolVersions(),
+      'generated': generated.strftime('%Y-%m-%d %H:%M UTC'),
+      'command_line': analysis.settings.command_line,
+      'history_runs': analysis.frame['run_uri'].nunique(),
+  })
+  return _Environment().get_template('report.html.j2').render(**context)

@@ -1,0 +1,141 @@
+"""Change points on histories generated from real sample rows.
+
+Each history replays the real runs in tests/data/history night after night
+with 2-3 % night-to-night noise per cell (synthetic.py); one has a 10 % step
+in one cell. The detector must flag exactly that cell's throughput series
+(capped throughput and ops/s per $/hr, which move together) at exactly that
+night, and nothing on noise alone. The same histories also go through
+scripts/compare.py as PKB JSON-lines files.
+"""
+
+import importlib.util
+import os
+import warnings
+
+import pandas as pd
+import pytest
+
+from perfkitbenchmarker.results_history import changepoints
+from perfkitbenchmarker.results_history import leaderboard
+from perfkitbenchmarker.results_history import loader
+from perfkitbenchmarker.results_history import nights
+from perfkitbenchmarker.results_history import synthetic
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HISTORY = os.path.join(HERE, 'data', 'history')
+COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
+STEP_NIGHT = 20
+NIGHTS = 30
+
+
+@pytest.fixture(scope='module')
+def templates():
+  return synthetic.TemplateRuns(leaderboard.Prepare(loader.Load([HISTORY])))
+
+
+@pytest.fixture(scope='module')
+def compare():
+  spec = importlib.util.spec_from_file_location('compare_script', COMPARE)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _History(templates, seed, step_cell=None, step=-0.10):
+  spec = synthetic.HistorySpec(nights=NIGHTS, step_cell=step_cell,
+                               step_night=STEP_NIGHT, step=step, seed=seed)
+  return nights.AssignNights(synthetic.Generate(templates, spec))
+
+
+def _Detect(history):
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', RuntimeWarning)
+    return changepoints.Detect(changepoints.HistoryPoints(history))
+
+
+@pytest.mark.parametrize('seed', [11, 12, 13])
+def test_a_ten_percent_step_is_flagged_in_exactly_its_series_and_night(
+    templates, seed):
+  cell = sorted(templates['cell'].unique())[seed % 5]
+  history = _History(templates, seed, step_cell=cell)
+  found = _Detect(history)
+  step_night = nights.Nights(history)[STEP_NIGHT]
+  assert {(c.cell, c.metric) for c in found} == synthetic.SeriesOf(cell)
+  assert {c.night for c in found} == {step_night}
+  for c in found:
+    assert c.regression and c.direction == 'regression'
+    assert -14 < c.change_pct < -6
+    assert c.pvalue < 1e-4
+    assert c.nights_ago == NIGHTS - 1 - STEP_NIGHT
+    assert 1.0 < c.noise_pct < 4.5  # the 2-3 % noise, measured
+
+
+@pytest.mark.parametrize('seed', [21, 22, 23, 24])
+def test_noise_alone_flags_nothing(templates, seed):
+  assert _Detect(_History(templates, seed)) == []
+
+
+def test_a_rise_in_throughput_is_an_improvement(templates):
+  cell = sorted(templates['cell'].unique())[0]
+  found = _Detect(_History(templates, 31, step_cell=cell, step=0.10))
+  assert found and all(not c.regression for c in found)
+  assert {c.metric for c in found} == {'latency_capped_throughput',
+                                       'price_performance'}
+
+
+def _Points(values_by_cell, metric):
+  rows = []
+  for cell, values in values_by_cell.items():
+    for i, value in enumerate(values):
+      start = pd.Timestamp('2026-01-01', tz='UTC') + pd.Timedelta(days=i)
+      rows.append({'machine_type': cell, 'engine': 'redis', 'topology': 't',
+                   'workload': 'w', 'cell': cell, 'metric': metric,
+                   'night': start.strftime('%Y-%m-%d'), 'night_start': start,
+                   'value': value, 'runs': 1})
+  return pd.DataFrame(rows)
+
+
+def test_higher_latency_and_cost_are_regressions_latest_first():
+  flat = [1.0, 1.02, 0.99, 1.01, 0.98, 1.0, 1.01, 0.99]
+  later_up = flat + [1.5, 1.52, 1.49, 1.5]
+  earlier_up = flat[:4] + [1.5, 1.52, 1.49, 1.5, 1.51, 1.5, 1.49, 1.5]
+  latency = _Points({'late': later_up, 'early': earlier_up}, 'p99_latency_ms')
+  cost = _Points({'price': [0.5] * 6 + [0.45] * 6}, 'hourly_cost')
+  found = changepoints.Detect(pd.concat([latency, cost], ignore_index=True))
+  assert [(c.cell, c.regression) for c in found] == [
+      ('late', True), ('early', True), ('price', False)]
+  assert found[0].night == '2026-01-09' and found[0].nights_ago == 3
+  assert found[2].change_pct == pytest.approx(-10.0)
+
+
+def test_compare_flags_the_step_from_files_and_fails_on_it(
+    templates, compare, tmp_path, capsys):
+  cell = sorted(templates['cell'].unique())[2]
+  history = _History(templates, 12, step_cell=cell)
+  synthetic.WriteJsonLines(history, str(tmp_path / 'history.json'))
+  step_night = nights.Nights(history)[STEP_NIGHT]
+  code = compare.Main(['compare', str(tmp_path / 'history.json'),
+                       '--fail_on_regression', '--recent_nights=10'])
+  out = capsys.readouterr().out
+  assert code == compare.EXIT_REGRESSION
+  flagged = [l for l in out.splitlines() if l.startswith('REGRESSION ')]
+  assert len(flagged) == 2
+  machine, topology = cell.split(' | ')[0], cell.split(' | ')[2]
+  for line in flagged:
+    assert step_night in line and machine in line and topology in line
+  # The step is 9 nights old: outside a 5-night window it no longer fails.
+  assert compare.Main(['compare', str(tmp_path / 'history.json'),
+                       '--fail_on_regression', '--recent_nights=5']) == 0
+  # Without the flag a regression is reported but the exit code stays 0.
+  assert compare.Main(['compare', str(tmp_path / 'history.json')]) == 0
+
+
+def test_compare_on_noise_only_exits_zero(templates, compare, tmp_path,
+                                          capsys):
+  synthetic.WriteJsonLines(_History(templates, 22),
+                           str(tmp_path / 'history.json'))
+  code = compare.Main(['compare', str(tmp_path / 'history.json'),
+                       '--fail_on_regression'])
+  out = capsys.readouterr().out
+  assert code == 0
+  assert 'No significant regression' in out and 'REGRESSION' not in out

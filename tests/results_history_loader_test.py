@@ -1,0 +1,219 @@
+"""The one loader, cells and nights, on real PKB result files (tests/data/history)."""
+
+import json
+import os
+import shutil
+
+import pandas as pd
+import pytest
+
+from perfkitbenchmarker.results_history import cells
+from perfkitbenchmarker.results_history import leaderboard
+from perfkitbenchmarker.results_history import loader
+from perfkitbenchmarker.results_history import nights
+
+HISTORY = os.path.join(os.path.dirname(__file__), 'data', 'history')
+RUNS = os.path.join(HISTORY, 'runs')
+METADATA_FORM_RUN = '8f0c3fbd'  # --nocollapse_labels
+
+
+def _Lines(run_uri):
+  path = os.path.join(RUNS, run_uri, loader.RESULTS_FILE)
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope='module')
+def frame():
+  return loader.Load([HISTORY])
+
+
+def test_directory_is_searched_recursively_for_every_run(frame):
+  expected = {uri: len(_Lines(uri)) for uri in os.listdir(RUNS)}
+  assert frame.groupby('run_uri').size().to_dict() == expected
+
+
+def test_columns_are_typed(frame):
+  assert str(frame['timestamp'].dtype) == 'datetime64[ns, UTC]'
+  assert frame['client_saturated'].dtype == 'boolean'
+  assert frame['redis_server_cluster_mode'].dtype == 'boolean'
+  assert pd.api.types.is_integer_dtype(frame['redis_total_num_processes'])
+  assert pd.api.types.is_float_dtype(frame['throughput_ci95_ops'])
+  assert pd.api.types.is_float_dtype(frame['value'])
+  # Text that merely contains digits stays text.
+  assert frame['servers_price_date'].dropna().iloc[0] == '2026-07-30' or (
+      frame['servers_price_date'].dropna().iloc[0] == '2026-01-19')
+  assert not pd.api.types.is_numeric_dtype(frame['process_seconds'])
+  assert not pd.api.types.is_numeric_dtype(frame['memtier_ratio'])
+
+
+def test_timestamps_are_the_files_epoch_seconds(frame):
+  first = _Lines('40b2bc68')[0]
+  row = frame[frame['sample_uri'] == first['sample_uri']].iloc[0]
+  assert row['timestamp'].timestamp() == pytest.approx(first['timestamp'])
+  assert row['value'] == pytest.approx(first['value'])
+
+
+def test_collapsed_labels_and_metadata_object_load_alike(frame):
+  mine = frame[frame['run_uri'] == METADATA_FORM_RUN]
+  raw = _Lines(METADATA_FORM_RUN)
+  assert 'metadata' in raw[0] and 'labels' not in raw[0]
+  capped = mine[mine['metric'] == 'latency_capped_throughput'].iloc[0]
+  meta = [r for r in raw
+          if r['metric'] == 'latency_capped_throughput'][0]['metadata']
+  assert capped['throughput_ci95_ops'] == pytest.approx(
+      meta['throughput_ci95_ops'])
+  assert bool(capped['client_saturated']) is meta['client_saturated']
+  assert capped['local_priced_as'] == 'GCP:t2d-standard-2'
+  # Alone, the metadata form types the same way.
+  alone = loader.Load([os.path.join(RUNS, METADATA_FORM_RUN,
+                                    loader.RESULTS_FILE)])
+  assert alone['client_saturated'].dtype == 'boolean'
+  assert pd.api.types.is_integer_dtype(alone['redis_total_num_processes'])
+
+
+def test_labels_with_commas_and_colons_in_values():
+  labels = '|local_priced_as:GCP:n2d-standard-2|,|test_rps:SET=1.5,GET=2|,|x:|'
+  assert loader.ParseLabels(labels) == {
+      'local_priced_as': 'GCP:n2d-standard-2', 'test_rps': 'SET=1.5,GET=2',
+      'x': ''}
+
+
+def test_command_line_comes_from_the_run_record(frame):
+  by_run = frame.drop_duplicates('run_uri').set_index('run_uri')
+  assert by_run.loc['40b2bc68', 'command_line'] == (
+      './pkb.py --redis_server_cluster_mode --redis_total_num_processes=3')
+  assert by_run.loc['04066aa3', 'command_line'] == './pkb.py'
+
+
+def test_run_record_of_unknown_version_is_not_trusted(tmp_path):
+  run = tmp_path / 'r'
+  shutil.copytree(os.path.join(RUNS, '40b2bc68'), run)
+  record = json.loads((run / 'run_record.json').read_text())
+  record['format_version'] = 99
+  (run / 'run_record.json').write_text(json.dumps(record))
+  loaded = loader.Load([str(tmp_path)])
+  assert loaded['command_line'].isna().all()
+
+
+def test_same_samples_from_two_sources_are_not_doubled(frame):
+  one_file = os.path.join(RUNS, '40b2bc68', loader.RESULTS_FILE)
+  both = loader.Load([HISTORY, one_file])
+  assert len(both) == len(frame)
+
+
+@pytest.mark.parametrize('content, message', [
+    ('not json at all\n', ':1: not JSON'),
+    ('{"metric": "throughput"}\n', 'not a PKB sample'),
+    ('[1, 2]\n', 'not a JSON object'),
+])
+def test_bad_files_are_one_line_errors(tmp_path, content, message):
+  path = tmp_path / 'bad.json'
+  path.write_text(content)
+  with pytest.raises(loader.LoadError) as e:
+    loader.Load([str(path)])
+  assert message in str(e.value) and str(path) in str(e.value)
+  assert '\n' not in str(e.value)
+
+
+def test_missing_path_and_empty_directory_are_errors(tmp_path):
+  with pytest.raises(loader.LoadError, match='no such file or directory'):
+    loader.Load([str(tmp_path / 'nope')])
+  with pytest.raises(loader.LoadError, match='no perfkitbenchmarker_results'):
+    loader.Load([str(tmp_path)])
+
+
+def test_bigquery_rows_go_through_the_same_typing(frame):
+  """Rows as a table returns them: metadata object, timestamps as datetimes."""
+  raw = _Lines('40b2bc68')
+  table_rows = []
+  for line in raw:
+    row = dict(line)
+    row['metadata'] = loader.ParseLabels(row.pop('labels'))
+    row['timestamp'] = pd.Timestamp(row['timestamp'], unit='s', tz='UTC')
+    table_rows.append(row)
+  asked = []
+
+  def ReadRows(table, client):
+    asked.append((table, client))
+    return table_rows
+
+  client = object()
+  from_table = loader.Load([], bigquery_table='p.d.t', bq_client=client,
+                           read_rows=ReadRows)
+  assert asked == [('p.d.t', client)]
+  from_file = frame[frame['run_uri'] == '40b2bc68'].reset_index(drop=True)
+  assert list(from_table['sample_uri']) == list(from_file['sample_uri'])
+  # BigQuery keeps microseconds; the files keep float seconds.
+  assert ((from_table['timestamp'] - from_file['timestamp']).abs()
+          < pd.Timedelta(microseconds=2)).all()
+  assert from_table['client_saturated'].dtype == 'boolean'
+  pd.testing.assert_series_equal(from_table['p99_latency_ms'],
+                                 from_file['p99_latency_ms'])
+
+
+def test_bigquery_failure_is_a_load_error():
+  def ReadRows(table, client):
+    raise RuntimeError('403 Access Denied: Table p:d.t\nmore detail')
+
+  with pytest.raises(loader.LoadError, match='403 Access Denied') as e:
+    loader.Load([], bigquery_table='p.d.t', bq_client=object(),
+                read_rows=ReadRows)
+  assert '\n' not in str(e.value)
+
+
+def test_cells_name_local_runs_by_their_price_and_topology(frame):
+  with_cells = cells.AddCellColumns(frame)
+  per_run = with_cells.drop_duplicates('run_uri').set_index('run_uri')
+  assert per_run.loc['40b2bc68', 'machine_type'] == 'local as GCP:n2d-standard-2'
+  assert per_run.loc['40b2bc68', 'topology'] == 'cluster, 3 shards/VM'
+  assert per_run.loc['f83499c1', 'machine_type'] == 'local as AWS:c6gn.xlarge'
+  assert per_run.loc['f83499c1', 'topology'] == 'standalone, 2 shards/VM'
+  assert per_run.loc['04066aa3', 'engine'] == 'redis'
+  assert per_run.loc['04066aa3', 'workload'] == (
+      '1:1 R:R 100B keys 100000 cap 1ms')
+  # Cost samples carry no cap, yet land in the run's own cell.
+  assert with_cells.groupby('run_uri')['cell'].nunique().max() == 1
+  # Repeats of one configuration share a cell.
+  assert per_run.loc['04066aa3', 'cell'] == per_run.loc['5822e54c', 'cell']
+  assert with_cells['cell'].nunique() == 5
+
+
+def _Shifted(frame, run_uri, start):
+  rows = frame[frame['run_uri'] == run_uri].copy()
+  rows['timestamp'] = start + (rows['timestamp'] - rows['timestamp'].min())
+  return rows
+
+
+def test_nights_are_utc_dates_and_matrix_runs_share_one(frame):
+  t0 = pd.Timestamp('2026-03-01 23:50', tz='UTC')
+  # Two runs back to back across midnight (one matrix), then one next night.
+  first = _Shifted(frame, '04066aa3', t0)
+  second = _Shifted(frame, '40b2bc68',
+                    first['timestamp'].max() + pd.Timedelta(minutes=20))
+  third = _Shifted(frame, '82ea2788', t0 + pd.Timedelta(hours=24))
+  assert second['timestamp'].min().date().isoformat() == '2026-03-02'
+  got = nights.AssignNights(pd.concat([first, second, third]))
+  by_run = got.drop_duplicates('run_uri').set_index('run_uri')['night']
+  assert by_run.to_dict() == {'04066aa3': '2026-03-01',
+                              '40b2bc68': '2026-03-01',
+                              '82ea2788': '2026-03-02'}
+  # Without matrix chaining the second run falls on its own UTC date.
+  split = nights.AssignNights(pd.concat([first, second, third]),
+                              matrix_gap_minutes=0)
+  assert split.drop_duplicates('run_uri').set_index('run_uri')[
+      'night'].to_dict()['40b2bc68'] == '2026-03-02'
+
+
+def test_night_window_is_configurable(frame):
+  t0 = pd.Timestamp('2026-03-01 01:00', tz='UTC')
+  a = _Shifted(frame, '04066aa3', t0)
+  b = _Shifted(frame, '40b2bc68', t0 + pd.Timedelta(hours=13))
+  got = nights.AssignNights(pd.concat([a, b]), night_hours=12,
+                            matrix_gap_minutes=0)
+  assert nights.Nights(got) == ['2026-03-01 00:00', '2026-03-01 12:00']
+
+
+def test_prepare_puts_real_runs_on_one_night(frame):
+  prepared = leaderboard.Prepare(frame)
+  assert nights.Nights(prepared) == ['2026-11-23']

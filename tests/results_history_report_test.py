@@ -1,0 +1,151 @@
+"""Reports from stored records: golden text and Markdown, the HTML page in
+headless Chromium, and compare.py's exit codes for bad input.
+
+Golden files (tests/data/history/golden/) are reviewed renderings of the real
+runs in tests/data/history; after an intended change, regenerate them with
+UPDATE_GOLDEN=1 and review the diff.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from perfkitbenchmarker.results_history import leaderboard
+from perfkitbenchmarker.results_history import loader
+from perfkitbenchmarker.results_history import report
+from perfkitbenchmarker.results_history import synthetic
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+HISTORY = os.path.join(HERE, 'data', 'history')
+GOLDEN = os.path.join(HISTORY, 'golden')
+COMPARE = os.path.join(REPO, 'scripts', 'compare.py')
+
+
+@pytest.fixture(scope='module')
+def analysis():
+  frame = leaderboard.Prepare(loader.Load([HISTORY]))
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', RuntimeWarning)
+    return report.Analyze(frame, report.Settings(command_line='test'))
+
+
+def _Golden(name, text):
+  path = os.path.join(GOLDEN, name)
+  if os.environ.get('UPDATE_GOLDEN'):
+    os.makedirs(GOLDEN, exist_ok=True)
+    with open(path, 'w') as f:
+      f.write(text)
+  with open(path) as f:
+    assert text == f.read(), f'{name} differs from the golden file'
+
+
+def test_text_report_matches_golden(analysis):
+  _Golden('compare.txt', report.FormatText(analysis) + '\n')
+
+
+def test_markdown_summary_matches_golden(analysis):
+  _Golden('summary.md', report.RenderMarkdown(analysis))
+
+
+def test_leaderboard_ranks_by_price_performance_with_noise_calls(analysis):
+  board = analysis.board
+  assert list(board['price_performance']) == sorted(
+      board['price_performance'], reverse=True)
+  assert board['verdict'].iloc[0] == 'best'
+  # The two-run cells get a t-interval over their runs.
+  two = board[board['runs'] == 2]
+  assert len(two) == 2 and (two['price_performance_ci95'] > 0).all()
+  # A ratio whose interval reaches 1 is called noise, one below it is not.
+  for _, row in board.iloc[1:].iterrows():
+    within = row['ratio_ci_high'] >= 1.0
+    assert (row['verdict'] == 'within noise of best') == within
+  assert board['client_bound'].all()  # every probe on 2 cores was
+
+
+def _Chromium():
+  return shutil.which('chromium') or shutil.which('chromium-browser')
+
+
+def _ReportFromFiles(tmp_path):
+  """Real runs plus a 20-night history generated from them, as files."""
+  frame = leaderboard.Prepare(loader.Load([HISTORY]))
+  templates = synthetic.TemplateRuns(frame)
+  step_cell = sorted(templates['cell'].unique())[1]
+  history = synthetic.Generate(templates, synthetic.HistorySpec(
+      nights=20, step_cell=step_cell, step_night=14, seed=5,
+      keep_probes=False))
+  synthetic.WriteJsonLines(history, str(tmp_path / 'history.json'))
+  page = tmp_path / 'report.html'
+  summary = tmp_path / 'summary.md'
+  result = subprocess.run(
+      [sys.executable, COMPARE, HISTORY, str(tmp_path / 'history.json'),
+       f'--report={page}', f'--markdown={summary}', '--fail_on_regression',
+       '--recent_nights=400'],
+      capture_output=True, text=True, timeout=120, check=False)
+  return result, page, summary
+
+
+@pytest.mark.skipif(_Chromium() is None,
+                    reason='needs Debian\'s chromium (scripts/setup.sh)')
+def test_html_report_renders_in_headless_chromium(tmp_path):
+  result, page, summary = _ReportFromFiles(tmp_path)
+  assert result.returncode == 1, result.stderr  # the generated step
+  html = page.read_text()
+  # Self-contained: no external URL in any attribute, every image inline.
+  assert not re.search(r'(src|href)="(https?:)?//', html)
+  images = re.findall(r'<img src="([^"]+)"', html)
+  assert len(images) == 6  # bars, probe curves, 4 history charts
+  assert all(i.startswith('data:image/png;base64,') for i in images)
+  assert 'REGRESSION' in html and './pkb.py --redis_server_cluster_mode' in html
+  assert '## Redis price-performance' in summary.read_text()
+
+  shot = tmp_path / 'shot.png'
+  subprocess.run(
+      [_Chromium(), '--headless', '--no-sandbox', '--disable-gpu',
+       '--hide-scrollbars', f'--screenshot={shot}', '--window-size=1280,2400',
+       f'file://{page}'], capture_output=True, timeout=60, check=True)
+  pixels = np.asarray(Image.open(shot).convert('L'), dtype=float)
+  assert pixels.shape == (2400, 1280)
+  assert pixels.std() > 20  # not blank
+  # Charts drew something in the lower part of the page: rows with dark,
+  # non-text-sized ink runs (plot frames, bars, lines) below the tables.
+  lower = pixels[900:, :]
+  non_white = (lower < 200).mean(axis=1)
+  assert (non_white > 0.3).sum() >= 5  # horizontal axes / bar rows
+  assert (lower < 250).mean() > 0.05
+
+
+def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
+  bad = tmp_path / 'bad.json'
+  bad.write_text('<html>not samples</html>\n')
+  for args in ([str(tmp_path / 'missing')], [str(bad)],
+               [HISTORY, '--night_hours=-1'], [HISTORY, '--since=yesterday!'],
+               [HISTORY, '--report=/no/such/dir/r.html']):
+    result = subprocess.run([sys.executable, COMPARE] + args,
+                            capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 2, (args, result.stderr)
+    assert result.stderr.count('\n') == 1 and 'Traceback' not in result.stderr
+    assert result.stderr.startswith('compare: ')
+    assert result.stdout == ''
+
+
+def test_default_source_is_the_results_tree(monkeypatch, tmp_path, capsys):
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location('compare_default', COMPARE)
+  compare = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(compare)
+  results = tmp_path / 'results'
+  shutil.copytree(os.path.join(HISTORY, 'runs'), results / 'runs')
+  monkeypatch.setattr(compare, 'DEFAULT_RESULTS', str(results))
+  assert compare.Main(['compare']) == 0
+  out = capsys.readouterr().out
+  assert out.startswith('Leaderboard for night 2026-11-23')
