@@ -1,0 +1,193 @@
+"""BigQuery publishing flags and the one validated options object they become.
+
+Flags keep PKB's names: `--bigquery_table` (`project.dataset.table`, PKB's
+`project:dataset.table`, or `dataset.table` with `--bq_project`),
+`--bq_project` (the project the load and query jobs run and are billed in),
+`--service_account` and `--service_account_private_key` (here a JSON key
+file: the client library is used, never the bq CLI, so P12 keys do not
+apply). `--bq_api_endpoint` and `--bq_timeout_seconds` are ours.
+
+`BigQueryOptions.FromFlags(FLAGS)` is the only place these flags are read;
+it fails with one-line `errors.UsageError`s before a run starts, and every
+layer below takes the frozen options object. This module imports only absl,
+so pkb can load it at start-up; the client code is in bigquery_publisher.py.
+"""
+
+import dataclasses
+import ipaddress
+import json
+import os
+import re
+import urllib.parse
+from typing import Optional
+
+from absl import flags
+
+from perfkitbenchmarker import errors
+
+flags.DEFINE_string(
+    'bigquery_table', None,
+    'BigQuery table to publish the run\'s samples to at the end of the run: '
+    'project.dataset.table, project:dataset.table, or dataset.table with '
+    '--bq_project. The dataset must exist; the table is created when '
+    'missing. See docs/bigquery.md.')
+flags.DEFINE_string(
+    'bq_project', None,
+    'Project the BigQuery load and query jobs run (and are billed) in; also '
+    'the table\'s project when --bigquery_table is dataset.table.')
+flags.DEFINE_string(
+    'service_account', None,
+    'Service account email; with --service_account_private_key it must be '
+    'the key\'s client_email.')
+flags.DEFINE_string(
+    'service_account_private_key', None,
+    'JSON service-account key file for BigQuery (default: the google-auth '
+    'application-default credentials).')
+flags.DEFINE_string(
+    'bq_api_endpoint', None,
+    'BigQuery API endpoint, e.g. http://127.0.0.1:9050 for a local fake or '
+    'emulator. Loopback endpoints are called without credentials.')
+flags.DEFINE_float(
+    'bq_timeout_seconds', 300,
+    'How long each BigQuery call may keep retrying, and how long to wait for '
+    'a load or query job.')
+
+# Project ids: 6-30 of [a-z0-9-], optionally domain-scoped (example.com:p).
+_PROJECT = re.compile(r'(?:[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+:)?'
+                      r'[a-z][a-z0-9-]{4,28}[a-z0-9]')
+_DATASET = re.compile(r'[A-Za-z0-9_]{1,1024}')
+# BigQuery allows more (Unicode letters, spaces); these are the portable ones.
+_TABLE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_-]{0,1023}')
+
+
+@dataclasses.dataclass(frozen=True)
+class TableId:
+  """A fully qualified table: project, dataset and table."""
+  project: str
+  dataset: str
+  table: str
+
+  def __str__(self) -> str:
+    return f'{self.project}.{self.dataset}.{self.table}'
+
+
+def ParseTableId(text: str, default_project: Optional[str] = None,
+                 what: str = '--bigquery_table') -> TableId:
+  """'p.d.t', 'p:d.t' or 'd.t' (with default_project) -> TableId.
+
+  Raises:
+    errors.UsageError: one line saying what is wrong and the accepted forms.
+  """
+  forms = ('project.dataset.table, project:dataset.table, or dataset.table '
+           'with --bq_project')
+  text = (text or '').strip()
+  project = None
+  head, colon, rest = text.rpartition(':')
+  if colon and rest.count('.') == 1:  # PKB / bq CLI form.
+    project, (dataset, table) = head, rest.split('.')
+  else:
+    parts = text.rsplit('.', 2)
+    if len(parts) == 3:
+      project, dataset, table = parts
+    elif len(parts) == 2:
+      dataset, table = parts
+    else:
+      raise errors.UsageError(f'{what}="{text}" is not a table id; use '
+                              f'{forms}.')
+  if project is None:
+    if not default_project:
+      raise errors.UsageError(
+          f'{what}="{text}" names no project; use {forms}.')
+    project = default_project
+  if not _PROJECT.fullmatch(project):
+    raise errors.UsageError(
+        f'{what}="{text}": "{project}" is not a project id (6-30 lowercase '
+        'letters, digits or hyphens, starting with a letter).')
+  if not _DATASET.fullmatch(dataset):
+    raise errors.UsageError(
+        f'{what}="{text}": dataset "{dataset}" may only hold letters, digits '
+        'and underscores.')
+  if not _TABLE.fullmatch(table):
+    raise errors.UsageError(
+        f'{what}="{text}": table "{table}" may only hold letters, digits, '
+        'underscores and hyphens.')
+  return TableId(project, dataset, table)
+
+
+def IsLoopback(endpoint: Optional[str]) -> bool:
+  host = urllib.parse.urlsplit(endpoint or '').hostname or ''
+  if host == 'localhost':
+    return True
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class BigQueryOptions:
+  """Where and how to publish; built once from flags, read everywhere below."""
+  table: TableId
+  job_project: str
+  key_file: Optional[str] = None
+  api_endpoint: Optional[str] = None
+  timeout_s: float = 300.0
+
+  @classmethod
+  def FromFlags(cls, flag_values) -> Optional['BigQueryOptions']:
+    """The options, or None when --bigquery_table is not set."""
+    if not flag_values.bigquery_table:
+      return None
+    bq_project = flag_values.bq_project
+    if bq_project and not _PROJECT.fullmatch(bq_project):
+      raise errors.UsageError(
+          f'--bq_project="{bq_project}" is not a project id (6-30 lowercase '
+          'letters, digits or hyphens, starting with a letter).')
+    table = ParseTableId(flag_values.bigquery_table, bq_project)
+    key_file = _CheckKeyFile(flag_values.service_account_private_key,
+                             flag_values.service_account)
+    endpoint = flag_values.bq_api_endpoint
+    if endpoint:
+      parts = urllib.parse.urlsplit(endpoint)
+      if parts.scheme not in ('http', 'https') or not parts.hostname:
+        raise errors.UsageError(
+            f'--bq_api_endpoint="{endpoint}" must be http(s)://host[:port].')
+      if parts.scheme == 'http' and not IsLoopback(endpoint):
+        raise errors.UsageError(
+            f'--bq_api_endpoint="{endpoint}": plain http is only for loopback '
+            'fakes; use https.')
+    if not flag_values.bq_timeout_seconds > 0:
+      raise errors.UsageError('--bq_timeout_seconds must be more than 0.')
+    return cls(table=table, job_project=bq_project or table.project,
+               key_file=key_file, api_endpoint=endpoint or None,
+               timeout_s=float(flag_values.bq_timeout_seconds))
+
+
+def _CheckKeyFile(path: Optional[str],
+                  service_account: Optional[str]) -> Optional[str]:
+  if not path:
+    if service_account:
+      raise errors.UsageError(
+          '--service_account needs --service_account_private_key (a JSON '
+          'key file); without both, application-default credentials are '
+          'used.')
+    return None
+  path = os.path.abspath(os.path.expanduser(path))
+  try:
+    with open(path) as f:
+      key = json.load(f)
+  except OSError as e:
+    raise errors.UsageError(
+        f'--service_account_private_key: cannot read {path}: '
+        f'{e.strerror}.') from None
+  except ValueError:
+    key = None
+  if not isinstance(key, dict) or key.get('type') != 'service_account':
+    raise errors.UsageError(
+        f'--service_account_private_key: {path} is not a JSON service-account '
+        'key (P12 keys of the bq CLI are not supported).')
+  if service_account and key.get('client_email') != service_account:
+    raise errors.UsageError(
+        f'--service_account={service_account} is not the account of the key '
+        f'in {path}.')
+  return path

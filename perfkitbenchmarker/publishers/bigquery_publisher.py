@@ -1,0 +1,346 @@
+"""Publishes a run's PKB samples to BigQuery with load jobs, and reads back.
+
+Stable API (other modules rely on these names and signatures):
+
+  ReadRows(table, client) -> list[dict]
+      Every row of `table` ('project.dataset.table', 'project:dataset.table',
+      or 'dataset.table' in `client.project`) as a dict shaped like one line
+      of perfkitbenchmarker_results.json: metric, value, unit, timestamp
+      (epoch seconds, float), test, product_name, official, owner, run_uri,
+      sample_uri, labels ('|key:value|,...' as publisher.FormatLabels);
+      sorted by timestamp, then sample_uri. `client` is a
+      google.cloud.bigquery.Client. The results-history loader uses it.
+
+  PublishFiles(options, paths, run_uri=None, client=None) -> PublishResult
+      Publishes the samples in PKB JSON files or result directories.
+  PublishRun(options, json_path, run_uri, ...) -> bool
+      pkb's end-of-run hook: publishes the run's JSON file and prints one
+      line, whatever happens; never raises for a publishing failure.
+
+What is published is what the run wrote to its JSON file, so every sample
+keeps the sample_uri it was written with. Publishing the same samples twice
+adds nothing: before loading, a query (bounded to the samples' days through
+the partitioning column and to their run_uris) finds the sample_uris already
+in the table and only the others are loaded. The load job's id is derived
+from the table and the rows, so a retried identical load is a 409 Conflict
+that is treated as "already submitted" (its outcome is awaited); when that
+earlier job failed it loaded nothing (load jobs are atomic) and the next id
+in a fixed sequence is used. Rows go in with load jobs (free, atomic), never
+streaming inserts. The table is created when missing (schema, partitioning
+and clustering in bigquery_schema.py and docs/bigquery.md); the dataset must
+exist.
+
+The client is injected (tests point one at a local fake endpoint); every
+call has a retry deadline and a per-request timeout from the options.
+"""
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import shlex
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from google.api_core import exceptions as api_exceptions
+from google.auth import credentials as auth_credentials
+from google.auth import exceptions as auth_exceptions
+from google.cloud import bigquery
+from google.cloud.bigquery import retry as bq_retry
+from google.oauth2 import service_account
+import requests
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.publishers import bigquery_options
+from perfkitbenchmarker.publishers import bigquery_schema as schema
+
+BIGQUERY_SCOPE = 'https://www.googleapis.com/auth/bigquery'
+# Below this size an upload is one multipart request; above it, resumable.
+MULTIPART_MAX_BYTES = 4 * 1024 * 1024
+READ_PAGE_SIZE = 10000
+# Deterministic load job ids tried in turn when an earlier one failed.
+MAX_JOB_ATTEMPTS = 5
+# One HTTP request's own timeout (retries come on top, up to timeout_s).
+REQUEST_TIMEOUT_S = 60.0
+
+
+class PublishError(errors.Error):
+  """Publishing failed; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PublishResult:
+  table: str
+  loaded: int  # Rows this call loaded.
+  already: int  # Rows the table held before.
+  job_id: Optional[str] = None
+
+  def Summary(self, what: str = 'samples') -> str:
+    if not self.loaded and not self.already:
+      return f'no {what} to publish to {self.table}.'
+    if not self.loaded:
+      return (f'{self.table} already holds all {self.already} {what}; '
+              'nothing loaded.')
+    return (f'{self.loaded} new {what} loaded into {self.table} '
+            f'({self.already} already there; job {self.job_id}).')
+
+
+def Describe(error: BaseException) -> str:
+  """One line for any error the client or this module raises."""
+  if isinstance(error, api_exceptions.RetryError) and error.cause:
+    return f'gave up retrying: {Describe(error.cause)}'
+  text = ''
+  if isinstance(error, api_exceptions.GoogleAPICallError):
+    # The client prefixes "GET https://...: "; the URL adds nothing here.
+    message = re.sub(r'^[A-Z]+ \S+: ', '', error.message or '')
+    text = f'{error.code or ""} {message}'.strip()
+  text = text or str(error) or type(error).__name__
+  line = ' '.join(text.split())
+  return vm_util.Mask(line[:300] + ('...' if len(line) > 300 else ''))
+
+
+def MakeClient(options: bigquery_options.BigQueryOptions) -> bigquery.Client:
+  """A client for the options' endpoint and credentials."""
+  credentials = None
+  if bigquery_options.IsLoopback(options.api_endpoint):
+    credentials = auth_credentials.AnonymousCredentials()
+  elif options.key_file:
+    credentials = service_account.Credentials.from_service_account_file(
+        options.key_file, scopes=[BIGQUERY_SCOPE])
+  client_options = ({'api_endpoint': options.api_endpoint}
+                    if options.api_endpoint else None)
+  try:
+    return bigquery.Client(project=options.job_project,
+                           credentials=credentials,
+                           client_options=client_options)
+  except auth_exceptions.DefaultCredentialsError:
+    raise PublishError(
+        'no Google credentials for BigQuery; run "gcloud auth '
+        'application-default login", set GOOGLE_APPLICATION_CREDENTIALS or '
+        'give --service_account_private_key.') from None
+
+
+class BigQueryPublisher:
+  """Loads PKB rows into one table, skipping rows it already holds."""
+
+  def __init__(self, client: bigquery.Client,
+               options: bigquery_options.BigQueryOptions,
+               multipart_max_bytes: int = MULTIPART_MAX_BYTES,
+               upload_retries: int = 3):
+    self.client = client
+    self.options = options
+    self.multipart_max_bytes = multipart_max_bytes
+    self.upload_retries = upload_retries
+    self._retry = bq_retry.DEFAULT_RETRY.with_timeout(options.timeout_s)
+    self._request_timeout = min(REQUEST_TIMEOUT_S, options.timeout_s)
+    self._ref = bigquery.TableReference(
+        bigquery.DatasetReference(options.table.project,
+                                  options.table.dataset),
+        options.table.table)
+
+  def Publish(self, rows: Sequence[Dict[str, Any]]) -> PublishResult:
+    """Loads the rows (PKB JSON line dicts) the table does not hold yet."""
+    table_rows = {}
+    for row in rows:
+      converted = schema.ToTableRow(row)
+      table_rows.setdefault(converted['sample_uri'], converted)
+    name = str(self.options.table)
+    if not table_rows:
+      return PublishResult(name, 0, 0)
+    try:
+      location = self._DatasetLocation()
+      table = self._EnsureTable()
+      columns = {field.name for field in table.schema}
+      present = self._PresentSampleUris(list(table_rows.values()), location,
+                                        columns)
+      new = sorted((r for uri, r in table_rows.items() if uri not in present),
+                   key=lambda r: (r['timestamp'], r['sample_uri']))
+      if not new:
+        return PublishResult(name, 0, len(table_rows))
+      job_id = self._Load(new, location, columns)
+    except (api_exceptions.GoogleAPIError,
+            requests.exceptions.RequestException) as e:
+      raise PublishError(Describe(e)) from None
+    except concurrent.futures.TimeoutError:
+      raise PublishError(f'a BigQuery job took longer than '
+                         f'{self.options.timeout_s:g} s '
+                         '(--bq_timeout_seconds).') from None
+    return PublishResult(name, len(new), len(table_rows) - len(new), job_id)
+
+  def _DatasetLocation(self) -> Optional[str]:
+    dataset_id = self._ref.dataset_id
+    try:
+      dataset = self.client.get_dataset(
+          bigquery.DatasetReference(self._ref.project, dataset_id),
+          retry=self._retry, timeout=self._request_timeout)
+    except api_exceptions.NotFound:
+      raise PublishError(
+          f'dataset {self._ref.project}.{dataset_id} does not exist; create '
+          'it first, in the location the results should live in.') from None
+    return dataset.location
+
+  def _EnsureTable(self) -> bigquery.Table:
+    """The table, created with our schema, partitioning and clustering."""
+    try:
+      table = self.client.get_table(self._ref, retry=self._retry,
+                                    timeout=self._request_timeout)
+    except api_exceptions.NotFound:
+      table = bigquery.Table(self._ref, schema=TableSchema())
+      table.time_partitioning = bigquery.TimePartitioning(
+          type_=bigquery.TimePartitioningType.DAY,
+          field=schema.PARTITION_COLUMN)
+      table.clustering_fields = list(schema.CLUSTERING)
+      table.description = ('PerfKitBenchmarker samples (redis price-'
+                           'performance harness); see docs/bigquery.md.')
+      logging.info('Creating BigQuery table %s', self.options.table)
+      table = self.client.create_table(table, exists_ok=True,
+                                       retry=self._retry,
+                                       timeout=self._request_timeout)
+    missing = [c for c in schema.CORE_COLUMNS
+               if c not in {f.name for f in table.schema}]
+    if missing:
+      raise PublishError(
+          f'table {self.options.table} has no column(s) {", ".join(missing)}; '
+          'it does not hold PKB samples, publish to another table.')
+    return table
+
+  def _PresentSampleUris(self, rows, location, columns) -> set:
+    """Which of the rows' sample_uris the table holds already."""
+    run_uris = sorted({r['run_uri'] for r in rows})
+    params = [bigquery.ArrayQueryParameter('run_uris', 'STRING', run_uris)]
+    sql = (f'SELECT DISTINCT sample_uri FROM `{self.options.table}` '
+           'WHERE run_uri IN UNNEST(@run_uris)')
+    if schema.PARTITION_COLUMN in columns:
+      # Scans only the samples' own days (a sample's time never changes).
+      times = sorted(r['timestamp'] for r in rows)
+      sql += (f' AND {schema.PARTITION_COLUMN} BETWEEN '
+              'TIMESTAMP_SECONDS(@first) AND TIMESTAMP_SECONDS(@last)')
+      params += [
+          bigquery.ScalarQueryParameter('first', 'INT64', int(times[0]) - 1),
+          bigquery.ScalarQueryParameter('last', 'INT64', int(times[-1]) + 2)]
+    job = self.client.query(
+        sql, job_config=bigquery.QueryJobConfig(query_parameters=params),
+        location=location, project=self.options.job_project,
+        retry=self._retry, timeout=self._request_timeout, job_retry=None)
+    result = job.result(retry=self._retry, timeout=self.options.timeout_s)
+    return {row['sample_uri'] for row in result}
+
+  def _Load(self, rows, location, columns) -> str:
+    """Loads rows with a deterministic job id; returns the id that did."""
+    data = ''.join(
+        json.dumps({k: v for k, v in r.items() if k in columns},
+                   sort_keys=True) + '\n' for r in rows).encode()
+    base_id = LoadJobId(str(self.options.table), rows, data)
+    config = bigquery.LoadJobConfig(
+        source_format=bigquery.SourceFormat.NEWLINE_DELIMITED_JSON,
+        write_disposition=bigquery.WriteDisposition.WRITE_APPEND,
+        create_disposition=bigquery.CreateDisposition.CREATE_NEVER)
+    for attempt in range(MAX_JOB_ATTEMPTS):
+      job_id = base_id if attempt == 0 else f'{base_id}_retry{attempt}'
+      fresh = True
+      try:
+        job = self.client.load_table_from_file(
+            io.BytesIO(data), self._ref, job_id=job_id, location=location,
+            project=self.options.job_project, job_config=config,
+            size=len(data) if len(data) < self.multipart_max_bytes else None,
+            num_retries=self.upload_retries, timeout=self._request_timeout)
+      except api_exceptions.Conflict:
+        # Submitted before (a retry, or a concurrent publish of the same rows).
+        fresh = False
+        job = self.client.get_job(job_id, project=self.options.job_project,
+                                  location=location, retry=self._retry,
+                                  timeout=self._request_timeout)
+      try:
+        job.result(retry=self._retry, timeout=self.options.timeout_s)
+        return job_id
+      except api_exceptions.GoogleAPICallError as e:
+        if fresh or job.error_result is None:
+          raise PublishError(f'load job {job_id} failed: {Describe(e)}'
+                             ) from None
+        logging.info('Earlier load job %s failed (%s); trying the next id.',
+                     job_id, Describe(e))
+    raise PublishError(f'load jobs {base_id}[_retryN] all failed before; '
+                       'see their errors in the BigQuery console.')
+
+
+def TableSchema() -> List[bigquery.SchemaField]:
+  def Field(name, kind, mode, description, fields=()):
+    return bigquery.SchemaField(name, kind, mode=mode, description=description,
+                                fields=fields)
+  nested = [Field(*f) for f in schema.METADATA_FIELDS]
+  return [Field(*c, fields=nested if c[1] == 'RECORD' else ())
+          for c in schema.COLUMNS]
+
+
+def LoadJobId(table: str, rows: Sequence[Dict[str, Any]], data: bytes) -> str:
+  """pkb_load_<run>_<hash of table and rows>: the same rows, the same id."""
+  run_uris = sorted({r['run_uri'] for r in rows})
+  run = run_uris[0] if len(run_uris) == 1 else f'{len(run_uris)}runs'
+  run = re.sub(r'[^A-Za-z0-9_-]', '_', run)[:40]
+  digest = hashlib.sha256(table.encode() + b'\n' + data).hexdigest()[:40]
+  return f'pkb_load_{run}_{digest}'
+
+
+def PublishFiles(options: bigquery_options.BigQueryOptions,
+                 paths: Sequence[str], run_uri: Optional[str] = None,
+                 client: Optional[bigquery.Client] = None,
+                 **publisher_args) -> PublishResult:
+  """Publishes the PKB samples in files/directories (of one run if given).
+
+  Raises:
+    bigquery_schema.ResultsFileError: a file is not PKB samples (bad input).
+    PublishError: BigQuery refused or could not be reached.
+  """
+  rows = schema.ReadResultsFiles(paths, run_uri)
+  if not rows:
+    return PublishResult(str(options.table), 0, 0)
+  client = client or MakeClient(options)
+  return BigQueryPublisher(client, options, **publisher_args).Publish(rows)
+
+
+def PublishRun(options: bigquery_options.BigQueryOptions, json_path: str,
+               run_uri: str, out=None, err=None,
+               client: Optional[bigquery.Client] = None,
+               **publisher_args) -> bool:
+  """pkb's end-of-run hook: one line on `out` (success) or `err` (failure).
+
+  Local files are only read. A failure never changes the run's exit code;
+  the line says how to publish again later.
+  """
+  out, err = out or sys.stdout, err or sys.stderr
+  if not os.path.exists(json_path):
+    print(f'BigQuery: run {run_uri} wrote no samples; nothing to publish.',
+          file=out)
+    return True
+  try:
+    result = PublishFiles(options, [json_path], run_uri=run_uri,
+                          client=client, **publisher_args)
+  except Exception as e:  # pylint: disable=broad-except
+    # Any failure, bugs included: the traceback goes to pkb.log only.
+    logging.debug('Publishing to BigQuery failed', exc_info=True)
+    command = [os.path.join('scripts', 'publish_bigquery.py'), json_path,
+               f'--bigquery_table={options.table}']
+    if options.job_project != options.table.project:
+      command.append(f'--bq_project={options.job_project}')
+    print(f'pkb: publishing run {run_uri} to BigQuery table {options.table} '
+          f'failed: {Describe(e)}. The local results are intact and the exit '
+          'code is the run\'s own; publish later with: '
+          f'{shlex.join(command)}', file=err)
+    return False
+  print(f'BigQuery: {result.Summary(f"samples of run {run_uri}")}', file=out)
+  return True
+
+
+def ReadRows(table: str, client: bigquery.Client) -> List[Dict[str, Any]]:
+  """Every row of `table` as a PKB JSON line dict (see the module doc)."""
+  ref = bigquery_options.ParseTableId(table, client.project, what='table')
+  rows = client.list_rows(str(ref), page_size=READ_PAGE_SIZE)
+  result = [schema.FromTableRow(dict(row.items())) for row in rows]
+  result.sort(key=lambda r: (r['timestamp'] is None, r['timestamp'] or 0,
+                             r['sample_uri'] or ''))
+  return result

@@ -1,0 +1,204 @@
+"""The BigQuery table's columns and the row conversions both ways (pure).
+
+A table row is a PKB sample row (the columns of PKB's results table schema:
+metric, value, unit, timestamp as epoch seconds, test, product_name,
+official, owner, run_uri, sample_uri, labels) plus two columns of ours:
+  * `sample_time` TIMESTAMP, the same instant as `timestamp`; the table is
+    partitioned by DAY on it, so a query bounded in time reads only its days;
+  * `metadata` REPEATED RECORD<key STRING, value STRING>, the labels as
+    pairs, so a query filters on a key without parsing the labels string:
+      WHERE EXISTS (SELECT 1 FROM UNNEST(metadata) m
+                    WHERE m.key = 'servers_machine_type'
+                      AND m.value = 't2d-standard-16')
+Values are the text the labels hold (`str(value)`), as in PKB.
+
+Input rows are PKB JSON lines as this harness writes them (labels collapsed
+or, with --nocollapse_labels, a `metadata` object); `ReadResultsFiles` reads
+files or result directories and refuses anything that is not a PKB sample.
+"""
+
+import datetime
+import json
+import math
+import os
+import uuid
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from perfkitbenchmarker import errors
+
+RESULTS_FILE = 'perfkitbenchmarker_results.json'
+# (name, type, mode, description); types are the REST API's names.
+COLUMNS: Tuple[Tuple[str, str, str, str], ...] = (
+    ('metric', 'STRING', 'REQUIRED', 'Sample metric, e.g. throughput.'),
+    ('value', 'FLOAT', 'REQUIRED', 'Sample value.'),
+    ('unit', 'STRING', 'NULLABLE', 'Unit of value, e.g. ops/sec.'),
+    ('timestamp', 'FLOAT', 'REQUIRED', 'Sample time, epoch seconds (PKB).'),
+    ('sample_time', 'TIMESTAMP', 'REQUIRED',
+     'Same instant as timestamp; the partitioning column.'),
+    ('test', 'STRING', 'NULLABLE', 'Benchmark name, e.g. redis_memtier.'),
+    ('product_name', 'STRING', 'NULLABLE', 'PerfKitBenchmarker.'),
+    ('official', 'BOOLEAN', 'NULLABLE', '--official.'),
+    ('owner', 'STRING', 'NULLABLE', '--owner or the user who ran it.'),
+    ('run_uri', 'STRING', 'REQUIRED', 'The run that produced the sample.'),
+    ('sample_uri', 'STRING', 'REQUIRED', 'Unique id of the sample.'),
+    ('labels', 'STRING', 'NULLABLE', 'PKB labels |key:value|,|key:value|.'),
+    ('metadata', 'RECORD', 'REPEATED', 'The labels as key/value pairs.'),
+)
+METADATA_FIELDS = (('key', 'STRING', 'REQUIRED', 'Metadata key.'),
+                   ('value', 'STRING', 'NULLABLE', 'Value as labels text.'))
+PARTITION_COLUMN = 'sample_time'
+CLUSTERING = ('test', 'metric', 'run_uri')
+# Columns a table made elsewhere (e.g. by PKB's bq load) must have.
+CORE_COLUMNS = ('metric', 'value', 'timestamp', 'run_uri', 'sample_uri')
+PKB_FIELDS = ('metric', 'value', 'unit', 'timestamp', 'test', 'product_name',
+              'official', 'owner', 'run_uri', 'sample_uri')
+_REQUIRED = ('metric', 'value', 'timestamp', 'run_uri')
+
+
+class ResultsFileError(errors.UsageError):
+  """A results file that cannot be read as PKB samples."""
+
+
+def FormatLabels(metadata: Mapping[str, Any]) -> str:
+  """PKB's |key:value|,... sorted by key (as publisher.FormatLabels)."""
+  return ','.join(f'|{k}:{metadata[k]}|' for k in sorted(metadata))
+
+
+def ParseLabels(labels: str) -> Dict[str, str]:
+  """|k:v|,|k:v| -> {k: v}; values may hold ',' and ':'."""
+  text = (labels or '').strip()
+  if not text:
+    return {}
+  if len(text) < 2 or text[0] != '|' or text[-1] != '|':
+    raise ValueError(f'labels are not |key:value|,...: {text[:40]!r}')
+  pairs = (item.partition(':') for item in text[1:-1].split('|,|'))
+  return {key: value for key, _, value in pairs}
+
+
+def SampleUri(row: Mapping[str, Any]) -> str:
+  """The row's sample_uri, or a stable one derived from its content."""
+  if row.get('sample_uri'):
+    return str(row['sample_uri'])
+  canonical = json.dumps(row, sort_keys=True, default=str)
+  return str(uuid.uuid5(uuid.NAMESPACE_URL, 'pkb-sample:' + canonical))
+
+
+def _Float(value: Any) -> Any:
+  """FLOAT cells: NaN and infinities as the strings BigQuery accepts."""
+  value = float(value)
+  if math.isnan(value):
+    return 'NaN'
+  if math.isinf(value):
+    return 'Infinity' if value > 0 else '-Infinity'
+  return value
+
+
+def ToTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
+  """A PKB JSON line (validated by ReadResultsFiles) -> a table row."""
+  if isinstance(row.get('metadata'), Mapping):
+    metadata = {str(k): v for k, v in row['metadata'].items()}
+    labels = FormatLabels(metadata)
+  else:
+    labels = row.get('labels') or ''
+    metadata = ParseLabels(labels)
+  when = datetime.datetime.fromtimestamp(float(row['timestamp']),
+                                         datetime.timezone.utc)
+  official = row.get('official')
+  if isinstance(official, str):
+    official = official.strip().lower() in ('true', '1')
+  return {
+      'metric': str(row['metric']),
+      'value': _Float(row['value']),
+      'unit': None if row.get('unit') is None else str(row['unit']),
+      'timestamp': float(row['timestamp']),
+      'sample_time': when.strftime('%Y-%m-%dT%H:%M:%S.%fZ'),
+      'test': row.get('test'),
+      'product_name': row.get('product_name'),
+      'official': None if official is None else bool(official),
+      'owner': row.get('owner'),
+      'run_uri': str(row['run_uri']),
+      'sample_uri': SampleUri(row),
+      'labels': labels,
+      'metadata': [{'key': k, 'value': str(v)}  # The labels' text.
+                   for k, v in sorted(metadata.items())],
+  }
+
+
+def FromTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
+  """A table row (as the client returns it) -> a PKB JSON line dict."""
+  timestamp = row.get('timestamp')
+  if timestamp is None and row.get('sample_time') is not None:
+    timestamp = row['sample_time'].timestamp()
+  labels = row.get('labels')
+  if labels is None:
+    pairs = row.get('metadata') or []
+    labels = FormatLabels({p['key']: p['value'] for p in pairs})
+  result = {k: row.get(k) for k in PKB_FIELDS}
+  result['timestamp'] = None if timestamp is None else float(timestamp)
+  result['labels'] = labels
+  return result
+
+
+def _CheckRow(row: Any, where: str) -> Dict[str, Any]:
+  if not isinstance(row, dict):
+    raise ResultsFileError(f'{where} is not a JSON object.')
+  missing = [k for k in _REQUIRED if row.get(k) in (None, '')]
+  if missing:
+    raise ResultsFileError(f'{where} is not a PKB sample: no '
+                           f'{", ".join(missing)}.')
+  try:
+    float(row['value'])
+    if not math.isfinite(float(row['timestamp'])):
+      raise ValueError(f'timestamp {row["timestamp"]} is not a time')
+    if not isinstance(row.get('metadata'), Mapping):
+      ParseLabels(row.get('labels') or '')
+  except (TypeError, ValueError) as e:
+    raise ResultsFileError(f'{where} is not a PKB sample: {e}.') from None
+  return row
+
+
+def FindResultsFiles(paths: Iterable[str]) -> List[str]:
+  """Files as given; directories searched recursively for RESULTS_FILE."""
+  found = []
+  for path in paths:
+    if os.path.isdir(path):
+      for root, dirs, files in os.walk(path):
+        dirs.sort()
+        if RESULTS_FILE in files:
+          found.append(os.path.join(root, RESULTS_FILE))
+    elif os.path.isfile(path):
+      found.append(path)
+    else:
+      raise ResultsFileError(f'{path}: no such file or directory.')
+  return found
+
+
+def ReadResultsFiles(paths: Iterable[str],
+                     run_uri: Optional[str] = None) -> List[Dict[str, Any]]:
+  """The PKB rows in `paths` (of run `run_uri` only, when given).
+
+  Rows repeated across or within files (same sample_uri) are kept once.
+  """
+  rows, seen = [], set()
+  for path in FindResultsFiles(paths):
+    try:
+      with open(path) as f:
+        lines = list(f)
+    except (OSError, UnicodeDecodeError) as e:
+      raise ResultsFileError(f'{path}: cannot read it ({e}).') from None
+    for number, line in enumerate(lines, 1):
+      if not line.strip():
+        continue
+      where = f'{path}:{number}'
+      try:
+        parsed = json.loads(line)
+      except ValueError as e:
+        raise ResultsFileError(f'{where} is not JSON ({e}).') from None
+      row = _CheckRow(parsed, where)
+      if run_uri and row['run_uri'] != run_uri:
+        continue
+      uri = SampleUri(row)
+      if uri not in seen:
+        seen.add(uri)
+        rows.append(row)
+  return rows

@@ -1,0 +1,547 @@
+"""BigQuery publishing through the real google-cloud-bigquery client.
+
+The client talks to tests/fake_bigquery.py on 127.0.0.1 with anonymous
+credentials; nothing inside the publisher is mocked. Results files are
+written by the harness's own SampleCollector and JSONPublisher, as a run
+writes them, or are real recorded runs (tests/data/history).
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import types
+
+from google.auth import credentials as auth_credentials
+from google.cloud import bigquery
+import pytest
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import sample
+from perfkitbenchmarker.publishers import bigquery_options
+from perfkitbenchmarker.publishers import bigquery_publisher
+from perfkitbenchmarker.publishers import bigquery_schema
+from perfkitbenchmarker.publishers import json_publisher
+from perfkitbenchmarker.publishers import publisher
+
+import e2e_support as e2e  # pylint: disable=g-bad-import-order
+import fake_bigquery  # pylint: disable=g-bad-import-order
+
+PROJECT = 'pkb-test-project'
+TABLE = f'{PROJECT}.pkb_results.samples'
+# 2026-11-19 23:59:00 UTC: a run that crosses midnight spans two partitions.
+START = 1795132740.0
+HISTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
+                       'history', 'runs')
+
+
+@pytest.fixture
+def fake():
+  with fake_bigquery.FakeBigQuery() as server:
+    server.AddDataset(PROJECT, 'pkb_results', location='us-central1')
+    yield server
+
+
+def _Client(endpoint, project=PROJECT):
+  return bigquery.Client(project=project,
+                         credentials=auth_credentials.AnonymousCredentials(),
+                         client_options={'api_endpoint': endpoint})
+
+
+def _Options(endpoint, table=TABLE, timeout_s=20.0):
+  return bigquery_options.BigQueryOptions(
+      table=bigquery_options.ParseTableId(table), job_project=PROJECT,
+      api_endpoint=endpoint, timeout_s=timeout_s)
+
+
+def _WriteRun(path, run_uri, count, first=0, collapse_labels=True):
+  """Appends `count` samples of run `run_uri` as pkb's publishers do."""
+  collector = publisher.SampleCollector(
+      [json_publisher.JSONPublisher(str(path), collapse_labels)],
+      publisher.RunInfo(run_uri=run_uri, owner='jane'))
+  samples = []
+  for i in range(first, first + count):
+    metric, unit = (('throughput', 'ops/sec') if i % 2 == 0 else
+                    ('average_latency', 'ms'))
+    samples.append(sample.Sample(
+        metric, 50000.0 + 97 * i if i % 2 == 0 else 0.3 + i / 1000, unit,
+        {'probe_index': i // 2, 'client_saturated': i % 3 == 0,
+         'servers_machine_type': 't2d-standard-16',
+         'test_rps': 'SET=43501.90,GET=43336.95', 'memtier_ratio': '1:1'},
+        timestamp=START + 10 * i + 0.123456))
+  collector.Add(samples, 'redis_memtier')
+  return path
+
+
+def _FileRows(path):
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def _Digest(directory):
+  return {name: hashlib.sha256((directory / name).read_bytes()).hexdigest()
+          for name in sorted(os.listdir(directory))}
+
+
+def test_creates_partitioned_clustered_table_and_loads_the_run(fake,
+                                                                tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 12)
+  result = bigquery_publisher.PublishFiles(_Options(fake.endpoint), [path],
+                                           client=_Client(fake.endpoint))
+  assert (result.loaded, result.already) == (12, 0)
+  table = fake.Table(TABLE)
+  fields = [(f['name'], f['type'], f['mode'])
+            for f in table['schema']['fields']]
+  assert fields == [
+      ('metric', 'STRING', 'REQUIRED'), ('value', 'FLOAT', 'REQUIRED'),
+      ('unit', 'STRING', 'NULLABLE'), ('timestamp', 'FLOAT', 'REQUIRED'),
+      ('sample_time', 'TIMESTAMP', 'REQUIRED'),
+      ('test', 'STRING', 'NULLABLE'), ('product_name', 'STRING', 'NULLABLE'),
+      ('official', 'BOOLEAN', 'NULLABLE'), ('owner', 'STRING', 'NULLABLE'),
+      ('run_uri', 'STRING', 'REQUIRED'), ('sample_uri', 'STRING', 'REQUIRED'),
+      ('labels', 'STRING', 'NULLABLE'), ('metadata', 'RECORD', 'REPEATED')]
+  metadata = table['schema']['fields'][-1]
+  assert [(f['name'], f['type']) for f in metadata['fields']] == [
+      ('key', 'STRING'), ('value', 'STRING')]
+  assert table['timePartitioning'] == {'type': 'DAY', 'field': 'sample_time'}
+  assert table['clustering'] == {'fields': ['test', 'metric', 'run_uri']}
+  # Rows went in with one load job, never streaming inserts.
+  assert len(fake.LoadJobs()) == 1
+  assert not [r for r in fake.requests if r.path.endswith('/insertAll')]
+  stored = {r['sample_uri']: r for r in fake.Rows(TABLE)}
+  for row in _FileRows(path):
+    got = stored[row['sample_uri']]
+    for key in ('metric', 'value', 'unit', 'timestamp', 'test', 'owner',
+                'run_uri', 'official', 'product_name', 'labels'):
+      assert got[key] == row[key], key
+    assert got['sample_time'] == round(row['timestamp'] * 1e6)
+    pairs = {p['key']: p['value'] for p in got['metadata']}
+    assert pairs == bigquery_schema.ParseLabels(row['labels'])
+  assert pairs['test_rps'] == 'SET=43501.90,GET=43336.95'
+  assert pairs['client_saturated'] in ('True', 'False')
+
+
+def test_republishing_the_same_run_adds_no_rows(fake, tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 8)
+  options, client = _Options(fake.endpoint), _Client(fake.endpoint)
+  first = bigquery_publisher.PublishFiles(options, [path], client=client)
+  second = bigquery_publisher.PublishFiles(options, [path], client=client)
+  assert (first.loaded, second.loaded, second.already) == (8, 0, 8)
+  assert len(fake.Rows(TABLE)) == 8
+  assert len(fake.LoadJobs()) == 1
+  # The look-up is bounded to the run and, through the partitioning column,
+  # to the samples' own days.
+  query = fake.queries[-1]
+  assert 'sample_time BETWEEN' in query['sql']
+  assert [v['value'] for v in query['parameters']['run_uris']['arrayValues']
+         ] == ['abc123']
+  assert int(query['parameters']['first']['value']) <= START
+  assert int(query['parameters']['last']['value']) >= START + 70
+
+
+def test_a_resumed_run_publishes_only_its_new_samples(fake, tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 6)
+  options, client = _Options(fake.endpoint), _Client(fake.endpoint)
+  bigquery_publisher.PublishFiles(options, [path], client=client)
+  _WriteRun(path, 'abc123', 5, first=6)  # --run_stage=run --run_uri=abc123
+  result = bigquery_publisher.PublishFiles(options, [path], client=client)
+  assert (result.loaded, result.already) == (5, 6)
+  uris = [r['sample_uri'] for r in fake.Rows(TABLE)]
+  assert len(uris) == len(set(uris)) == 11
+  assert set(uris) == {r['sample_uri'] for r in _FileRows(path)}
+
+
+def test_hook_publishes_only_its_own_run_from_a_shared_json_path(fake,
+                                                                 tmp_path):
+  path = _WriteRun(tmp_path / 'shared.json', 'run1', 4)
+  _WriteRun(path, 'run2', 3, first=4)
+  out, err = _Streams()
+  assert bigquery_publisher.PublishRun(_Options(fake.endpoint), str(path),
+                                       'run2', out=out, err=err,
+                                       client=_Client(fake.endpoint))
+  assert err.text == ''
+  assert out.text == (f'BigQuery: 3 new samples of run run2 loaded into '
+                      f'{TABLE} (0 already there; job '
+                      f'{fake.LoadJobs()[0]["jobReference"]["jobId"]}).\n')
+  assert {r['run_uri'] for r in fake.Rows(TABLE)} == {'run2'}
+
+
+def test_a_lost_load_response_is_a_conflict_not_a_duplicate(fake, tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 6)
+  fake.DropLoadResponses(1)  # Job created, the client sees a 503, retries.
+  result = bigquery_publisher.PublishFiles(_Options(fake.endpoint), [path],
+                                           client=_Client(fake.endpoint))
+  uploads = [r for r in fake.requests if r.path.startswith('/upload/')]
+  assert len(uploads) == 2  # The retry hit the same job id: a 409.
+  assert result.loaded == 6 and not result.job_id.endswith('_retry1')
+  assert len(fake.Rows(TABLE)) == 6 and len(fake.LoadJobs()) == 1
+
+
+def test_a_failed_load_is_reported_and_the_next_publish_loads_once(fake,
+                                                                   tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 6)
+  options, client = _Options(fake.endpoint), _Client(fake.endpoint)
+  fake.FailLoadJobs(1)
+  with pytest.raises(bigquery_publisher.PublishError) as failure:
+    bigquery_publisher.PublishFiles(options, [path], client=client)
+  assert 'failed' in str(failure.value) and '\n' not in str(failure.value)
+  assert fake.Rows(TABLE) == []
+  # The same rows give the same job id, which failed: the next id is used.
+  result = bigquery_publisher.PublishFiles(options, [path], client=client)
+  assert result.loaded == 6 and result.job_id.endswith('_retry1')
+  assert len(fake.Rows(TABLE)) == 6
+
+
+def test_large_uploads_are_resumable(fake, tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 7)
+  result = bigquery_publisher.PublishFiles(
+      _Options(fake.endpoint), [path], client=_Client(fake.endpoint),
+      multipart_max_bytes=1)
+  assert result.loaded == 7 and len(fake.Rows(TABLE)) == 7
+  assert [r.method for r in fake.requests if r.path.startswith('/upload/')
+         ] == ['POST', 'PUT']
+
+
+def test_publishes_recorded_runs_in_both_label_forms(fake):
+  if not os.path.isdir(HISTORY):
+    pytest.skip('tests/data/history is not in this tree')
+  options, client = _Options(fake.endpoint), _Client(fake.endpoint)
+  result = bigquery_publisher.PublishFiles(options, [HISTORY], client=client)
+  files = bigquery_schema.FindResultsFiles([HISTORY])
+  rows = [r for f in files for r in _FileRows(f)]
+  assert result.loaded == len(rows) > 100
+  stored = {r['sample_uri']: r for r in fake.Rows(TABLE)}
+  nocollapse = [r for r in rows if 'metadata' in r]
+  assert nocollapse  # The --nocollapse_labels run.
+  for row in nocollapse:
+    got = stored[row['sample_uri']]
+    pairs = {p['key']: p['value'] for p in got['metadata']}
+    assert pairs == {k: str(v) for k, v in row['metadata'].items()}
+    assert stored[row['sample_uri']]['labels'] == publisher.FormatLabels(
+        row['metadata'])
+  again = bigquery_publisher.PublishFiles(options, [HISTORY], client=client)
+  assert (again.loaded, again.already) == (0, len(rows))
+
+
+def test_history_loader_reads_the_same_frame_from_bigquery(fake):
+  loader = pytest.importorskip('perfkitbenchmarker.results_history.loader')
+  if not os.path.isdir(HISTORY):
+    pytest.skip('tests/data/history is not in this tree')
+  client = _Client(fake.endpoint)
+  bigquery_publisher.PublishFiles(_Options(fake.endpoint), [HISTORY],
+                                  client=client)
+  from_files = loader.Load([HISTORY])
+  from_table = loader.Load(bigquery_table=TABLE, bq_client=client)
+  columns = [c for c in from_files.columns
+             if c not in (loader.SOURCE_COLUMN, loader.COMMAND_LINE_COLUMN)]
+  assert len(columns) > 50
+
+  def Ordered(frame):
+    return frame[columns].sort_values(['timestamp', 'sample_uri']
+                                      ).reset_index(drop=True)
+  pd = pytest.importorskip('pandas')
+  pd.testing.assert_frame_equal(Ordered(from_files), Ordered(from_table),
+                                check_dtype=False)
+
+
+def test_read_rows_returns_what_was_published(fake, tmp_path):
+  # More rows than one page of the fake, so paging is read through.
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 120)
+  bigquery_publisher.PublishFiles(_Options(fake.endpoint), [path],
+                                  client=_Client(fake.endpoint))
+  got = bigquery_publisher.ReadRows(TABLE.replace('.', ':', 1),
+                                    _Client(fake.endpoint))
+  expected = sorted(_FileRows(path), key=lambda r: r['timestamp'])
+  assert got == expected
+  assert isinstance(got[0]['timestamp'], float)
+  # dataset.table is read in the client's project.
+  assert bigquery_publisher.ReadRows('pkb_results.samples',
+                                     _Client(fake.endpoint)) == expected
+
+
+def test_existing_pkb_table_gets_pkb_columns_only(fake, tmp_path):
+  pkb_schema = [{'name': n, 'type': t, 'mode': 'NULLABLE'} for n, t in (
+      ('test', 'STRING'), ('official', 'BOOLEAN'), ('product_name', 'STRING'),
+      ('owner', 'STRING'), ('labels', 'STRING'), ('metric', 'STRING'),
+      ('value', 'FLOAT'), ('unit', 'STRING'), ('timestamp', 'FLOAT'),
+      ('sample_uri', 'STRING'), ('run_uri', 'STRING'))]
+  fake.AddTable(PROJECT, 'pkb_results', 'samples', pkb_schema)
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 4)
+  options, client = _Options(fake.endpoint), _Client(fake.endpoint)
+  assert bigquery_publisher.PublishFiles(options, [path],
+                                         client=client).loaded == 4
+  assert 'BETWEEN' not in fake.queries[-1]['sql']
+  assert bigquery_publisher.PublishFiles(options, [path],
+                                         client=client).loaded == 0
+  assert bigquery_publisher.ReadRows(TABLE, client) == _FileRows(path)
+
+
+def test_table_without_pkb_columns_and_missing_dataset_are_one_line(
+    fake, tmp_path):
+  path = _WriteRun(tmp_path / 'results.json', 'abc123', 2)
+  fake.AddTable(PROJECT, 'pkb_results', 'other',
+                [{'name': 'x', 'type': 'STRING', 'mode': 'NULLABLE'}])
+  client = _Client(fake.endpoint)
+  for table, needle in (
+      (f'{PROJECT}.pkb_results.other', 'has no column(s) metric, value'),
+      (f'{PROJECT}.nope.samples', f'dataset {PROJECT}.nope does not exist')):
+    with pytest.raises(bigquery_publisher.PublishError) as failure:
+      bigquery_publisher.PublishFiles(_Options(fake.endpoint, table), [path],
+                                      client=client)
+    assert needle in str(failure.value) and '\n' not in str(failure.value)
+  assert fake.LoadJobs() == []
+
+
+class _Stream:
+
+  def __init__(self):
+    self.text = ''
+
+  def write(self, text):
+    self.text += text
+
+
+def _Streams():
+  return _Stream(), _Stream()
+
+
+def _FreePort():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+@pytest.mark.parametrize('kind', ['erroring', 'unreachable'])
+def test_publish_failure_is_one_line_and_keeps_local_files(fake, tmp_path,
+                                                           kind):
+  run_dir = tmp_path / 'runs' / 'abc123'
+  run_dir.mkdir(parents=True)
+  path = _WriteRun(run_dir / bigquery_schema.RESULTS_FILE, 'abc123', 6)
+  (run_dir / 'results.csv').write_text('timestamp,test\n')
+  before = _Digest(run_dir)
+  if kind == 'erroring':
+    fake.FailRequests(403, 'accessDenied')
+    endpoint = fake.endpoint
+  else:
+    endpoint = f'http://127.0.0.1:{_FreePort()}'  # Nothing listens there.
+  options = _Options(endpoint, timeout_s=1.5)
+  out, err = _Streams()
+  started = time.monotonic()
+  assert not bigquery_publisher.PublishRun(options, str(path), 'abc123',
+                                           out=out, err=err,
+                                           client=_Client(endpoint))
+  assert time.monotonic() - started < 15
+  assert out.text == ''
+  assert err.text.count('\n') == 1 and 'Traceback' not in err.text
+  assert err.text.startswith(f'pkb: publishing run abc123 to BigQuery table '
+                             f'{TABLE} failed: ')
+  assert ('403' in err.text if kind == 'erroring' else
+          'gave up retrying' in err.text)
+  assert f'scripts/publish_bigquery.py {path} --bigquery_table={TABLE}' in (
+      err.text)
+  assert _Digest(run_dir) == before
+  assert fake.LoadJobs() == []
+
+
+@pytest.mark.parametrize('table,project,expected', [
+    ('my-project.ds.t1', None, ('my-project', 'ds', 't1')),
+    ('my-project:ds.t1', None, ('my-project', 'ds', 't1')),
+    ('ds.t1', 'my-project', ('my-project', 'ds', 't1')),
+    ('example.com:my-project.ds.t-1', None,
+     ('example.com:my-project', 'ds', 't-1')),
+    ('other-project.ds.t1', 'my-project', ('other-project', 'ds', 't1')),
+])
+def test_table_ids_accepted(table, project, expected):
+  options = bigquery_options.BigQueryOptions.FromFlags(_Flags(
+      bigquery_table=table, bq_project=project))
+  assert dataclasses.astuple(options.table) == expected
+  assert options.job_project == (project or expected[0])
+
+
+@pytest.mark.parametrize('flag_values,needle', [
+    ({'bigquery_table': 'justatable'}, 'is not a table id'),
+    ({'bigquery_table': 'ds.t1'}, 'names no project'),
+    ({'bigquery_table': 'My_Project.ds.t1'}, '"My_Project" is not a project'),
+    ({'bigquery_table': 'a.b.c.d'}, '"a.b" is not a project id'),
+    ({'bigquery_table': 'my-project.bad-ds.t1'}, 'dataset "bad-ds"'),
+    ({'bigquery_table': 'my-project.ds.t$1'}, 'table "t$1"'),
+    ({'bigquery_table': 'my-project.ds.'}, 'table ""'),
+    ({'bigquery_table': 'ds.t1', 'bq_project': 'x'}, '--bq_project="x"'),
+    ({'bq_api_endpoint': 'http://bigquery.example.com'}, 'plain http'),
+    ({'bq_api_endpoint': 'ftp://127.0.0.1'}, 'must be http(s)'),
+    ({'bq_timeout_seconds': 0}, '--bq_timeout_seconds must be more than 0'),
+    ({'service_account': 'a@b.iam.gserviceaccount.com'},
+     'needs --service_account_private_key'),
+    ({'service_account_private_key': '/nonexistent/key.json'}, 'cannot read'),
+])
+def test_bad_options_are_one_line_usage_errors(flag_values, needle):
+  values = dict(bigquery_table='my-project.ds.t1')
+  values.update(flag_values)
+  with pytest.raises(errors.UsageError) as failure:
+    bigquery_options.BigQueryOptions.FromFlags(_Flags(**values))
+  assert needle in str(failure.value)
+  assert '\n' not in str(failure.value)
+
+
+def test_key_files_must_be_json_service_account_keys(tmp_path):
+  p12 = tmp_path / 'key.p12'
+  p12.write_bytes(b'\x30\x82\x09\x00binary')
+  with pytest.raises(errors.UsageError, match='not a JSON service-account'):
+    bigquery_options.BigQueryOptions.FromFlags(_Flags(
+        bigquery_table='my-project.ds.t1',
+        service_account_private_key=str(p12)))
+  key = tmp_path / 'key.json'
+  key.write_text(json.dumps({'type': 'service_account',
+                             'client_email': 'pub@p.iam.gserviceaccount.com'}))
+  with pytest.raises(errors.UsageError, match='is not the account of the key'):
+    bigquery_options.BigQueryOptions.FromFlags(_Flags(
+        bigquery_table='my-project.ds.t1', service_account='x@y.com',
+        service_account_private_key=str(key)))
+  options = bigquery_options.BigQueryOptions.FromFlags(_Flags(
+      bigquery_table='my-project.ds.t1',
+      service_account='pub@p.iam.gserviceaccount.com',
+      service_account_private_key=str(key)))
+  assert options.key_file == str(key)
+
+
+def test_no_table_means_no_publishing():
+  assert bigquery_options.BigQueryOptions.FromFlags(_Flags()) is None
+
+
+def _Flags(**values):
+  defaults = dict(bigquery_table=None, bq_project=None, service_account=None,
+                  service_account_private_key=None, bq_api_endpoint=None,
+                  bq_timeout_seconds=300)
+  defaults.update(values)
+  return types.SimpleNamespace(**defaults)
+
+
+def test_bad_results_files_are_refused_with_file_and_line(tmp_path):
+  bad = tmp_path / 'bad.json'
+  good_line = json.dumps(_FileRows(_WriteRun(tmp_path / 'ok.json', 'r1',
+                                             1))[0])
+  for content, needle in (
+      (good_line + '\n{"metric": "x"\n', 'bad.json:2 is not JSON'),
+      ('{"metric": "x", "value": 1, "timestamp": 2}\n',
+       'bad.json:1 is not a PKB sample: no run_uri'),
+      ('[1, 2]\n', 'bad.json:1 is not a JSON object'),
+      ('{"metric": "x", "value": 1, "timestamp": 2, "run_uri": "r", '
+       '"labels": "no pipes"}\n', 'bad.json:1 is not a PKB sample')):
+    bad.write_text(content)
+    with pytest.raises(bigquery_schema.ResultsFileError) as failure:
+      bigquery_schema.ReadResultsFiles([str(bad)])
+    assert needle in str(failure.value)
+  with pytest.raises(bigquery_schema.ResultsFileError, match='no such file'):
+    bigquery_schema.ReadResultsFiles([str(tmp_path / 'missing')])
+
+
+def _Script(args, timeout=60):
+  script = os.path.join(e2e.REPO, 'scripts', 'publish_bigquery.py')
+  return subprocess.run([sys.executable, script] + args, capture_output=True,
+                        text=True, timeout=timeout, cwd=e2e.REPO)
+
+
+def test_script_publishes_directories_and_is_safe_to_repeat(fake, tmp_path):
+  for run_uri in ('run1', 'run2'):
+    (tmp_path / run_uri).mkdir()
+    _WriteRun(tmp_path / run_uri / bigquery_schema.RESULTS_FILE, run_uri, 3)
+  args = [str(tmp_path), f'--bigquery_table={TABLE}',
+          f'--bq_api_endpoint={fake.endpoint}']
+  first = _Script(args)
+  assert first.returncode == 0, first.stderr
+  assert first.stdout.startswith(f'6 new samples loaded into {TABLE}')
+  second = _Script(args)
+  assert second.returncode == 0, second.stderr
+  assert second.stdout == f'{TABLE} already holds all 6 samples; ' + (
+      'nothing loaded.\n')
+  only = _Script(args + ['--run_uri=run1'])
+  assert only.stdout.startswith(f'{TABLE} already holds all 3 samples')
+  assert len(fake.Rows(TABLE)) == 6
+  bad = _Script([str(tmp_path), '--bigquery_table=nope'])
+  assert bad.returncode == 2 and bad.stderr.count('\n') == 1
+  assert 'is not a table id' in bad.stderr
+  missing = _Script([str(tmp_path / 'none'), f'--bigquery_table={TABLE}'])
+  assert missing.returncode == 2 and 'no such file' in missing.stderr
+  fake.FailRequests(500, 'backendError', match='/datasets/')
+  failed = _Script(args + ['--bq_timeout_seconds=1'])
+  assert failed.returncode == 1 and failed.stderr.count('\n') == 1
+  assert 'Traceback' not in failed.stderr
+
+
+def test_pkb_refuses_a_bad_table_before_anything_starts(tmp_path):
+  proc, run_uri = e2e.Run(['--bigquery_table=nodots'], str(tmp_path))
+  assert proc.returncode == 2
+  assert proc.stderr.strip() == (
+      'pkb: --bigquery_table="nodots" is not a table id; use project.dataset.'
+      'table, project:dataset.table, or dataset.table with --bq_project.')
+  assert not os.path.exists(tmp_path / run_uri)
+
+
+def test_sample_time_is_the_sample_timestamp_in_utc():
+  row = bigquery_schema.ToTableRow({
+      'metric': 'm', 'value': float('nan'), 'timestamp': START + 0.5,
+      'run_uri': 'r', 'labels': '', 'official': 'True'})
+  assert row['sample_time'] == datetime.datetime.fromtimestamp(
+      START + 0.5, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+  assert row['sample_time'] == '2026-11-19T23:59:00.500000Z'
+  assert row['value'] == 'NaN' and row['official'] is True
+  # A row without a sample_uri gets one derived from its content: stable.
+  assert row['sample_uri'] == bigquery_schema.ToTableRow(
+      {'metric': 'm', 'value': float('nan'), 'timestamp': START + 0.5,
+       'run_uri': 'r', 'labels': '', 'official': 'True'})['sample_uri']
+
+
+def test_a_staged_run_publishes_at_the_end_of_each_invocation(fake, tmp_path):
+  bq = [f'--bigquery_table={TABLE}', f'--bq_api_endpoint={fake.endpoint}']
+  proc, run_uri = e2e.Run(e2e.FAST + bq + ['--run_stage=provision,prepare,run'],
+                          str(tmp_path))
+  assert proc.returncode == 0, proc.stderr
+  written = e2e.Samples(str(tmp_path), run_uri)
+  assert len(written) >= 6
+  assert proc.stdout.splitlines()[-1].startswith(
+      f'BigQuery: {len(written)} new samples of run {run_uri} loaded into '
+      f'{TABLE} (0 already there; job pkb_load_{run_uri}_')
+  # Resumed: the run stage again appends samples; only those are loaded.
+  proc, _ = e2e.Run(e2e.FAST + bq + ['--run_stage=run'], str(tmp_path),
+                    run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  resumed = e2e.Samples(str(tmp_path), run_uri)
+  added = len(resumed) - len(written)
+  assert added > 0
+  assert proc.stdout.splitlines()[-1].startswith(
+      f'BigQuery: {added} new samples of run {run_uri} loaded into {TABLE} '
+      f'({len(written)} already there; job ')
+  assert bigquery_publisher.ReadRows(TABLE, _Client(fake.endpoint)) == sorted(
+      resumed, key=lambda r: (r['timestamp'], r['sample_uri']))
+  # A broken endpoint at the last stage: one line, the run's exit code, and
+  # the local files untouched.
+  fake.FailRequests(403, 'accessDenied')
+  before = _Digest(tmp_path / run_uri)
+  before.pop('pkb.log'), before.pop('run_record.json')  # This run's own.
+  proc, _ = e2e.Run(bq + ['--run_stage=cleanup,teardown'], str(tmp_path),
+                    run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stderr.splitlines() == [
+      f'pkb: publishing run {run_uri} to BigQuery table {TABLE} failed: 403 '
+      'Injected failure. The local results are intact and the exit code is '
+      'the run\'s own; publish later with: scripts/publish_bigquery.py '
+      f'{tmp_path / run_uri / bigquery_schema.RESULTS_FILE} '
+      f'--bigquery_table={TABLE}']
+  after = _Digest(tmp_path / run_uri)
+  assert {k: after[k] for k in before} == before
+  assert len(fake.Rows(TABLE)) == len(resumed)
+
+
+def test_missing_credentials_are_one_line(monkeypatch):
+  # An explicit, missing key file: google-auth fails at once, offline.
+  monkeypatch.setenv('GOOGLE_APPLICATION_CREDENTIALS', '/nonexistent/key.json')
+  options = bigquery_options.BigQueryOptions(
+      table=bigquery_options.ParseTableId(TABLE), job_project=PROJECT)
+  with pytest.raises(bigquery_publisher.PublishError,
+                     match='^no Google credentials for BigQuery; run'):
+    bigquery_publisher.MakeClient(options)
