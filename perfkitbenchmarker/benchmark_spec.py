@@ -2,8 +2,10 @@
 
 The spec turns the merged config into VMs of the chosen provider, provisions
 and tears them down through the run record, and carries what the benchmark
-module needs while it runs: `EmitSamples` publishes samples as soon as they
-exist; `metadata` is added to every sample (PKB's group metadata).
+module needs while it runs: `EmitSamples` is the one sample channel (it
+publishes samples as soon as they exist; `published` lists them); `metadata`
+is added to every sample (PKB's group metadata); `options` and `deployment`
+hold the benchmark's frozen options and what its prepare stage built.
 """
 
 import logging
@@ -40,7 +42,8 @@ class BenchmarkSpec:
   def __init__(self, module, config: Dict[str, Any], run_uri: str, cloud: str,
                record, flag_values, catalog: pricing.PriceCatalog,
                emit: Callable[[List[sample_lib.Sample]], None],
-               reporter=None, deadline: Optional[Deadline] = None):
+               reporter=None, deadline: Optional[Deadline] = None,
+               ssh_waiter: Optional[Callable[[Any], None]] = None):
     self.module = module
     self.name = module.BENCHMARK_NAME
     self.config = config
@@ -52,11 +55,16 @@ class BenchmarkSpec:
     self._emit = emit
     self.reporter = reporter
     self.deadline = deadline or Deadline(None)
+    # How cloud VMs wait for SSH (None: really wait); tests against fake
+    # cloud endpoints inject one, as nothing there answers SSH.
+    self.ssh_waiter = ssh_waiter
     self.vm_groups: Dict[str, List[virtual_machine.BaseVirtualMachine]] = {}
     self.vms: List[virtual_machine.BaseVirtualMachine] = []
     self.metadata: Dict[str, Any] = {}
-    self.state: Dict[str, Any] = {}
-    self.emitted: List[sample_lib.Sample] = []
+    # Typed by the benchmark module: its options record and its deployment.
+    self.options: Any = None
+    self.deployment: Any = None
+    self._published: List[sample_lib.Sample] = []
 
   @property
   def provider(self):
@@ -160,10 +168,15 @@ class BenchmarkSpec:
   # Samples -----------------------------------------------------------------
 
   def EmitSamples(self, samples: List[sample_lib.Sample]) -> None:
-    """Publishes samples now (with the spec's metadata) and remembers them."""
+    """Publishes samples now, with the spec's metadata: the one channel."""
     samples = [self.WithSpecMetadata(s) for s in samples]
-    self.emitted.extend(samples)
+    self._published.extend(samples)
     self._emit(samples)
+
+  @property
+  def published(self) -> List[sample_lib.Sample]:
+    """Every sample published so far, in order (a copy)."""
+    return list(self._published)
 
   def WithSpecMetadata(self, s: sample_lib.Sample) -> sample_lib.Sample:
     merged = dict(self.metadata)

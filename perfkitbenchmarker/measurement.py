@@ -7,7 +7,9 @@ these records; a new search policy by consuming them.
 """
 
 import dataclasses
-from typing import Mapping, Optional, Tuple
+from typing import Mapping, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import latency_histogram
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -62,6 +64,8 @@ class Measurement:
     per_second: per-second series (warm-up seconds kept but tagged).
     client_saturated: the load generator's CPU, not the server, was the limit.
     client_cpu_busy_fraction: busy share of the client's cores, if measured.
+    histogram: the latency histogram of the measured part, when the tool
+      gives one (memtier without warm-up); lets `Combine` merge percentiles.
     metadata: load generator name and version and other facts for samples.
   """
   load: Load
@@ -75,7 +79,69 @@ class Measurement:
   per_second: Tuple[SecondStats, ...] = ()
   client_saturated: bool = False
   client_cpu_busy_fraction: Optional[float] = None
+  histogram: Optional[latency_histogram.LatencyHistogram] = None
   metadata: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
   def UnderCap(self, cap_ms: float) -> bool:
     return self.average_latency_ms < cap_ms
+
+
+def WeightedAverageLatencyMs(parts: Sequence[Measurement]) -> float:
+  """Average latency of several measurements, weighted by operation counts.
+
+  The one rule for every combination (client processes side by side, client
+  VMs side by side, repeats of one load). A part that did not count its
+  operations is weighted by throughput x duration, the count it implies.
+  """
+  if not parts:
+    raise ValueError('WeightedAverageLatencyMs needs a measurement.')
+  weights = [p.ops if p.ops > 0 else p.throughput * max(p.duration_s, 1e-9)
+             for p in parts]
+  total = sum(weights)
+  if total <= 0:
+    raise ValueError('WeightedAverageLatencyMs: no operations measured.')
+  return sum(w * p.average_latency_ms for w, p in zip(weights, parts)) / total
+
+
+def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
+  """One Measurement for measurements that ran side by side.
+
+  Throughputs and operation counts add up; the average latency is weighted
+  by operation counts; percentiles come from the merged histograms when
+  every part has one (exact), else the worst part's (an upper bound), and
+  `percentile_merge` says which.
+  """
+  if not parts:
+    raise ValueError('Nothing to combine.')
+  if len(parts) == 1:
+    return dataclasses.replace(parts[0], load=load)
+  histogram = None
+  if all(p.histogram is not None for p in parts):
+    histogram = parts[0].histogram
+    for p in parts[1:]:
+      histogram = histogram.Merge(p.histogram)
+
+  def Percentile(attr: str, percentile: float) -> Optional[float]:
+    if histogram is not None:
+      return histogram.ValueAtPercentile(percentile)
+    values = [getattr(p, attr) for p in parts if getattr(p, attr) is not None]
+    return max(values) if values else None
+
+  busy = [p.client_cpu_busy_fraction for p in parts
+          if p.client_cpu_busy_fraction is not None]
+  metadata = dict(parts[0].metadata)
+  metadata['percentile_merge'] = ('merged_histograms' if histogram is not None
+                                  else 'max_over_parts')
+  metadata['client_processes'] = sum(
+      int(p.metadata.get('client_processes', 1)) for p in parts)
+  return Measurement(
+      load=load, throughput=sum(p.throughput for p in parts),
+      average_latency_ms=WeightedAverageLatencyMs(parts),
+      p50_latency_ms=Percentile('p50_latency_ms', 50.0),
+      p99_latency_ms=Percentile('p99_latency_ms', 99.0),
+      p999_latency_ms=Percentile('p999_latency_ms', 99.9),
+      duration_s=max(p.duration_s for p in parts),
+      ops=sum(p.ops for p in parts),
+      client_saturated=any(p.client_saturated for p in parts),
+      client_cpu_busy_fraction=max(busy) if busy else None,
+      histogram=histogram, metadata=metadata)

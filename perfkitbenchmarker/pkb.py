@@ -30,6 +30,7 @@ from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.providers.gcp import flags as _gcp_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.publishers import bigquery_options  # (flags)
 from perfkitbenchmarker.publishers import csv_publisher
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
@@ -162,6 +163,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   if stages == ['teardown']:
     _SetUpLogging(run_dir)
     return _TeardownOnly(run_dir)
+  bq_options = bigquery_options.BigQueryOptions.FromFlags(FLAGS)
 
   catalog = pricing.PriceCatalog.Load()
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
@@ -214,15 +216,18 @@ def RunBenchmarks(argv: List[str]) -> int:
   reporter.Line(f'Samples: {os.path.relpath(json_path)} and '
                 f'{os.path.relpath(csv_path)} ({len(collector.samples)} '
                 'samples).')
+  if bq_options:  # A failure is one line; the exit code stays the run's.
+    from perfkitbenchmarker.publishers import bigquery_publisher  # pylint: disable=g-import-not-at-top
+    bigquery_publisher.PublishRun(bq_options, json_path, run_uri)
   return exit_code
 
 
 def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
-            deadline, stages, interrupts) -> int:
+            deadline, stages, interrupts, ssh_waiter=None) -> int:
   spec = spec_lib.BenchmarkSpec(
       module, config, run_uri, _Cloud(), record, FLAGS, catalog,
       lambda samples: collector.Add(samples, module.BENCHMARK_NAME),
-      reporter=reporter, deadline=deadline)
+      reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
   failure: Optional[BaseException] = None
   try:
     if 'provision' in stages:
@@ -236,9 +241,14 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       module.Prepare(spec)
       record.MarkStageDone('prepare')
     if 'run' in stages:
-      samples = module.Run(spec)
-      emitted = {id(s) for s in spec.emitted}
-      spec.EmitSamples([s for s in samples if id(s) not in emitted])
+      samples = list(module.Run(spec))
+      # One channel: a benchmark publishes through spec.EmitSamples as it
+      # measures, and Run returns what it published (PKB's contract).
+      if len(samples) != len(spec.published):
+        raise errors.Error(
+            f'internal error: {module.BENCHMARK_NAME}.Run returned '
+            f'{len(samples)} samples but published {len(spec.published)}; '
+            'publish every sample with spec.EmitSamples.')
       record.MarkStageDone('run')
   except (errors.Error, errors.RunInterrupted, KeyboardInterrupt) as e:
     failure = e
@@ -256,8 +266,8 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       message = 'interrupted by SIGINT'
     print(f'pkb: {module.BENCHMARK_NAME} stopped: {vm_util.Mask(message)}',
           file=sys.stderr)
-    if spec.emitted:
-      print(f'pkb: the {len(spec.emitted)} samples measured before that are '
+    if spec.published:
+      print(f'pkb: the {len(spec.published)} samples measured before that are '
             'kept in the results files.', file=sys.stderr)
   for line in cleanup_errors:
     print(f'pkb: {line}', file=sys.stderr)

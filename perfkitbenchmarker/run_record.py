@@ -42,7 +42,6 @@ class RunRecord:
         'info': info,
         'stages_done': [],
         'resources': [],
-        'state': {},
         'status': 'running',
     })
     record.Save()
@@ -136,14 +135,6 @@ class RunRecord:
   @property
   def stages_done(self) -> List[str]:
     return list(self._data['stages_done'])
-
-  def SetState(self, key: str, value: Any) -> None:
-    with self._lock:
-      self._data['state'][key] = value
-      self.Save()
-
-  def GetState(self, key: str, default: Any = None) -> Any:
-    return self._data['state'].get(key, default)
 
   def SetStatus(self, status: str) -> None:
     with self._lock:

@@ -5,9 +5,6 @@ import time
 import types
 from typing import Any, Mapping
 
-PERCENTILES = (50, 99, 99.9)
-
-
 def _Freeze(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
   return types.MappingProxyType(dict(metadata))
 
@@ -30,12 +27,3 @@ class Sample:
     merged = dict(self.metadata)
     merged.update(extra)
     return dataclasses.replace(self, metadata=merged)
-
-  def asdict(self) -> dict:
-    return {
-        'metric': self.metric,
-        'value': self.value,
-        'unit': self.unit,
-        'metadata': dict(self.metadata),
-        'timestamp': self.timestamp,
-    }

@@ -49,7 +49,6 @@ flags.DEFINE_boolean(
     'vm.overcommit_memory and open-file limits before starting Redis (until '
     'reboot). --nosystem_tuning only records the settings in force.')
 
-FLAGS = flags.FLAGS
 CONNECT_TIMEOUT_S = 10
 COMMAND_TIMEOUT_S = 600
 # Short, so a master left by a killed run goes away by itself soon.
@@ -92,13 +91,6 @@ def CloseAllConnections() -> None:
         ['ssh', '-F', '/dev/null', '-o', f'ControlPath={path}', '-O', 'exit',
          'pkb-master']), timeout=10)
   shutil.rmtree(directory, ignore_errors=True)
-
-
-def _FlagOr(name: str, default: Any) -> Any:
-  try:
-    return getattr(FLAGS, name)
-  except (AttributeError, flags.UnparsedFlagAccessError):
-    return default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,25 +356,12 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       return command
     return f'sudo -n bash -c {shlex.quote(command)}'
 
-  # Software hooks: called by linux_packages/redis_server.py, memtier.py and
-  # redis_benchmark.py on non-Local VMs; bodies in remote_install.py.
+  # Installs are in linux_packages/ (one module per program, run through
+  # remote_install.py); tuning is a property of the machine, so it is here.
 
-  def InstallRedis(self) -> None:
-    remote_install.InstallRedis(
-        self, _FlagOr('redis_server_version', 'distro'))
-
-  def InstallRedisTools(self) -> None:
-    remote_install.InstallRedisTools(self)
-
-  def InstallMemtier(self) -> None:
-    remote_install.InstallMemtier(self)
-
-  def ApplySystemTuning(self, enabled: Optional[bool] = None
-                        ) -> Dict[str, str]:
-    """Applies system_tuning.py (unless --nosystem_tuning); returns the
-    settings in force, which SystemMetadata() then includes."""
-    if enabled is None:
-      enabled = bool(_FlagOr('system_tuning', True))
+  def ApplySystemTuning(self, enabled: bool) -> Dict[str, str]:
+    """Applies system_tuning.py if enabled (--nosystem_tuning turns it off);
+    returns the settings in force, which SystemMetadata() then includes."""
     self.tuning = remote_install.ApplySystemTuning(self, enabled)
     return dict(self.tuning)
 

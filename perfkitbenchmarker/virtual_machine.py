@@ -95,13 +95,16 @@ class BaseVirtualMachine(resource.BaseResource):
         f'command -v {shlex.quote(program)} >/dev/null 2>&1')
     return rc == 0
 
-  def Install(self, package_name: str) -> None:
-    """Installs linux_packages/<package_name>.py on this VM, once."""
+  def Install(self, package_name: str, **settings) -> None:
+    """Installs linux_packages/<package_name>.py on this VM, once.
+
+    `settings` (e.g. version=, path=) go to the module's Install.
+    """
     if package_name in self._installed:
       return
     module = importlib.import_module(
         f'perfkitbenchmarker.linux_packages.{package_name}')
-    module.Install(self)
+    module.Install(self, **settings)
     self._installed.add(package_name)
 
   def CpuTimes(self) -> Tuple[float, float]:

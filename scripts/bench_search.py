@@ -55,7 +55,6 @@ from absl import flags
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import capped_search
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import pricing
@@ -64,6 +63,8 @@ from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
 
 flags.DEFINE_integer('repetitions', 5, 'Repetitions of each policy.',
                      lower_bound=1)
@@ -111,10 +112,10 @@ class SweepPolicy:
   def Steps(self, cap_ms):
     records = []
     for load in self.loads:
-      records.append((yield latency_search.ProbeRequest(
-          load, latency_search.ROLE_SEARCH, 'sweep')))
-    best = latency_search.HighestUnderCapIndex(records)
-    return latency_search.Outcome('swept every load', best)
+      records.append((yield search_driver.ProbeRequest(
+          load, search_driver.ROLE_SEARCH, 'sweep')))
+    best = search_driver.HighestUnderCapIndex(records)
+    return search_driver.Outcome('swept every load', best)
 
 
 class CpuAccount:
@@ -165,7 +166,7 @@ def Policies():
   policies = {'sweep': SweepPolicy(sweep)}
   for i, clients in enumerate(int(c) for c in FLAGS.linear_clients_per_thread):
     policies['linear' if i == 0 else f'linear_c{clients}'] = (
-        latency_search.LinearStepPolicy(
+        linear.LinearStepPolicy(
             min_threads=threads, max_threads=FLAGS.linear_max_threads,
             thread_increment=1, clients=clients, pipeline=pipeline))
   policies['adaptive'] = capped_search.Policy()
@@ -187,7 +188,7 @@ def GroundTruth(sweeps, cap_ms):
     mean = statistics.fmean(throughputs)
     cv = (statistics.stdev(throughputs) / mean * 100
           if len(ms) > 1 and mean else 0.0)
-    table.append((load, mean, latency_search.WeightedLatencyMs(ms), cv))
+    table.append((load, mean, measurement.WeightedAverageLatencyMs(ms), cv))
   under = [row for row in table if row[2] < cap_ms]
   best = max(under, key=lambda row: row[1]) if under else None
   return table, best
@@ -340,7 +341,7 @@ def Main(argv):
       for name in order:
         while True:
           before = account.Snapshot()
-          result = latency_search.FindLatencyCappedMaximum(
+          result = search_driver.FindLatencyCappedMaximum(
               driver, cap, policies[name], max_probes=budget)
           after = account.Snapshot()
           foreign = account.ForeignPct(before, after)

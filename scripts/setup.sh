@@ -11,7 +11,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 packages=(redis-server redis-tools openssh-server openssh-client util-linux
-          python3 python3-venv iproute2 procps)
+          python3 python3-venv iproute2 procps chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

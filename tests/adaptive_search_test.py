@@ -13,9 +13,10 @@ import math
 import random
 import unittest
 
-from perfkitbenchmarker import adaptive_search
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
 
 CAP_MS = 1.0
 PROBE_SECONDS = 10
@@ -120,14 +121,14 @@ class ScriptedServer:
 
 
 def Search(server, policy=None, **kwargs):
-  return latency_search.FindLatencyCappedMaximum(
-      server, CAP_MS, policy or adaptive_search.AdaptiveStepPolicy(), **kwargs)
+  return search_driver.FindLatencyCappedMaximum(
+      server, CAP_MS, policy or adaptive.AdaptiveStepPolicy(), **kwargs)
 
 
 def LinearWalk(server):
   """The linear walk with 1-thread steps, 4 connections per thread."""
-  return latency_search.FindLatencyCappedMaximum(
-      server, CAP_MS, latency_search.LinearStepPolicy(
+  return search_driver.FindLatencyCappedMaximum(
+      server, CAP_MS, linear.LinearStepPolicy(
           min_threads=1, max_threads=256, thread_increment=1, clients=4))
 
 
@@ -145,13 +146,13 @@ class NoiseTest(unittest.TestCase):
 
   def testIgnoresWarmupAndKeepsFloor(self):
     result = ScriptedServer(MachineCurve)(measurement.Load(1, 32))
-    noise = adaptive_search.RelativeNoise(result, floor=0.0)
+    noise = adaptive.RelativeNoise(result, floor=0.0)
     self.assertLess(noise, 0.02)  # the 30 % warm-up second would dominate
-    self.assertEqual(adaptive_search.RelativeNoise(result, floor=0.03), 0.03)
+    self.assertEqual(adaptive.RelativeNoise(result, floor=0.03), 0.03)
 
   def testShortSeriesGivesFloor(self):
     result = measurement.Measurement(measurement.Load(1, 1), 1000.0, 0.5)
-    self.assertEqual(adaptive_search.RelativeNoise(result, floor=0.025), 0.025)
+    self.assertEqual(adaptive.RelativeNoise(result, floor=0.025), 0.025)
 
 
 class AdaptiveSearchTest(unittest.TestCase):
@@ -288,7 +289,7 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertFindsBest(CreepingCurve, result)
 
   def testWithoutConfirmation(self):
-    policy = adaptive_search.AdaptiveStepPolicy(confirm_repeats=0)
+    policy = adaptive.AdaptiveStepPolicy(confirm_repeats=0)
     result = Search(ScriptedServer(MachineCurve), policy)
     self.assertEqual(result.confirmation_probes, ())
     self.assertIsNone(result.confirmed_throughput_mean)
@@ -296,7 +297,7 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertFindsBest(MachineCurve, result)
 
   def testThreadsAndPipelineCountOutstandingRequests(self):
-    policy = adaptive_search.AdaptiveStepPolicy(
+    policy = adaptive.AdaptiveStepPolicy(
         threads=2, pipeline=4, start_connections=2, max_connections=256)
     result = Search(ScriptedServer(MachineCurve), policy)
     self.assertFindsBest(MachineCurve, result)
@@ -315,31 +316,20 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertIsNotNone(result.best)
 
   def testMaxConnectionsStopsGrowth(self):
-    policy = adaptive_search.AdaptiveStepPolicy(max_connections=20)
+    policy = adaptive.AdaptiveStepPolicy(max_connections=20)
     result = Search(ScriptedServer(RisingCurve), policy)
     self.assertEqual(max(p.load.connections for p in result.probes), 20)
     self.assertIn('max_connections=20', result.stop_reason)
     self.assertEqual(result.best.load.connections, 20)
 
   def testPolicyIsReusable(self):
-    policy = adaptive_search.AdaptiveStepPolicy()
+    policy = adaptive.AdaptiveStepPolicy()
     first = Search(ScriptedServer(MachineCurve), policy)
     second = Search(ScriptedServer(MachineCurve), policy)
     self.assertEqual(first, second)
 
-  def testFromThreadsAndClients(self):
-    policy = adaptive_search.AdaptivePolicy.FromThreadsAndClients(
-        min_threads=2, max_threads=32, clients=4, pipeline=2)
-    self.assertEqual(
-        (policy.threads, policy.pipeline, policy.min_connections,
-         policy.start_connections, policy.max_connections), (2, 2, 2, 8, 128))
-    self.assertEqual(adaptive_search.AdaptivePolicy.FromThreadsAndClients(
-        1, 8, 8, confirm_repeats=5).confirm_repeats, 5)
-    with self.assertRaisesRegex(ValueError, 'min_threads=9 is above'):
-      adaptive_search.AdaptivePolicy.FromThreadsAndClients(9, 8, 4)
-
   def testFromConnectionRangeSpansFourToThousandConnections(self):
-    policy = adaptive_search.AdaptivePolicy.FromConnectionRange(
+    policy = adaptive.AdaptivePolicy.FromConnectionRange(
         threads=1, min_connections=4, max_connections=1024,
         start_connections=32, confirm_repeats=2)
     self.assertEqual(
@@ -347,18 +337,18 @@ class AdaptiveSearchTest(unittest.TestCase):
             policy.start_connections).clients, policy.max_clients,
          policy.confirm_repeats), (4, 32, 1024, 2))
     # A start outside the range is moved into it; None starts at the floor.
-    self.assertEqual(adaptive_search.AdaptivePolicy.FromConnectionRange(
+    self.assertEqual(adaptive.AdaptivePolicy.FromConnectionRange(
         2, 8, 64, start_connections=500).start_connections, 64)
-    self.assertEqual(adaptive_search.AdaptivePolicy.FromConnectionRange(
+    self.assertEqual(adaptive.AdaptivePolicy.FromConnectionRange(
         2, 8, 64).start_connections, 8)
     with self.assertRaisesRegex(ValueError, 'min_connections=100 is above'):
-      adaptive_search.AdaptivePolicy.FromConnectionRange(1, 100, 10)
+      adaptive.AdaptivePolicy.FromConnectionRange(1, 100, 10)
     # The whole range is reachable: a server far from its cap grows to 1024.
     result = Search(ScriptedServer(lambda n: 10.0 ** 7), policy)
     self.assertEqual(max(p.load.connections for p in result.probes), 1024)
 
   def testLoadForConnections(self):
-    policy = adaptive_search.AdaptiveStepPolicy(threads=4, max_connections=64)
+    policy = adaptive.AdaptiveStepPolicy(threads=4, max_connections=64)
     self.assertEqual(policy.LoadForConnections(16), measurement.Load(4, 4))
     self.assertEqual(policy.LoadForConnections(1), measurement.Load(4, 1))
     self.assertEqual(policy.LoadForConnections(1000), measurement.Load(4, 16))
@@ -368,7 +358,7 @@ class ValidationTest(unittest.TestCase):
 
   def assertRejects(self, fragment, **kwargs):
     with self.assertRaises(ValueError) as context:
-      adaptive_search.AdaptiveStepPolicy(**kwargs)
+      adaptive.AdaptiveStepPolicy(**kwargs)
     self.assertIn(fragment, str(context.exception))
 
   def testBadArguments(self):
@@ -387,8 +377,8 @@ class ValidationTest(unittest.TestCase):
   def testBadCap(self):
     server = ScriptedServer(MachineCurve)
     with self.assertRaisesRegex(ValueError, 'cap_ms=0'):
-      latency_search.FindLatencyCappedMaximum(
-          server, 0, adaptive_search.AdaptiveStepPolicy())
+      search_driver.FindLatencyCappedMaximum(
+          server, 0, adaptive.AdaptiveStepPolicy())
     self.assertEqual(server.loads, [])  # rejected before any probe
 
 
@@ -398,17 +388,19 @@ if __name__ == '__main__':
 
 def test_benchmark_flags_map_to_the_connection_range(pkb_flags):
   """The benchmark's default is adaptive over 4..1024 connections."""
-  from perfkitbenchmarker import capped_search  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import options  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
   assert pkb_flags.memtier_latency_capped_search == 'adaptive'
-  policy = capped_search.Policy()
+  policy = search_runner.Policy(options.RedisStudyOptions.FromFlags(pkb_flags))
   assert (policy.threads, policy.min_connections, policy.start_connections,
           policy.max_connections, policy.confirm_repeats,
           policy.cap_margin) == (1, 4, 32, 1024, 3, 0.95)
   pkb_flags.memtier_adaptive_max_connections = 512
   pkb_flags.memtier_confirm_repeats = 5
   pkb_flags.memtier_cap_margin = 0.9
-  policy = capped_search.Policy(start_connections=2000)
+  policy = search_runner.Policy(
+      options.RedisStudyOptions.FromFlags(pkb_flags), start_connections=2000)
   assert (policy.max_connections, policy.start_connections,
           policy.confirm_repeats, policy.cap_margin) == (512, 512, 5, 0.9)
   pkb_flags.memtier_latency_capped_search = 'linear'
-  assert isinstance(capped_search.Policy(), latency_search.LinearStepPolicy)
+  assert isinstance(search_runner.Policy(options.RedisStudyOptions.FromFlags(pkb_flags)), linear.LinearStepPolicy)

@@ -394,7 +394,7 @@ def test_module_functions_build_vms_from_flags(moto, tmp_path, pkb_flags):
   pkb_flags.owner = 'flag-owner'
   run_dir = str(tmp_path / RUN_URI)
   spec = types.SimpleNamespace(
-      flags=pkb_flags, run_uri=RUN_URI, name='redis_memtier',
+      flags=pkb_flags, run_uri=RUN_URI, name='redis_memtier', ssh_waiter=None,
       record=run_record.RunRecord.Create(run_dir, RUN_URI),
       GroupSpecs=_GroupSpecs, GroupCounts=lambda: {'servers': 2, 'clients': 1})
   groups = provider.ConstructVms(spec)

@@ -10,17 +10,18 @@ import io
 
 import pytest
 
-from perfkitbenchmarker import adaptive_search
 from perfkitbenchmarker import benchmark_spec
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
-from perfkitbenchmarker import redis_study
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.study import results
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
 
 Load = measurement.Load
 
@@ -89,8 +90,8 @@ def test_several_clients_keep_the_busiest_share():
 
 
 def test_adaptive_search_reports_the_client_limit():
-  result = latency_search.FindLatencyCappedMaximum(
-      _Driver([0.95]), 1.0, adaptive_search.AdaptiveStepPolicy(
+  result = search_driver.FindLatencyCappedMaximum(
+      _Driver([0.95]), 1.0, adaptive.AdaptiveStepPolicy(
           min_connections=4, start_connections=32, confirm_repeats=2))
   assert result.client_limited
   assert 'load generator CPU saturated' in result.stop_reason
@@ -104,9 +105,9 @@ def test_result_samples_say_client_limited_and_the_run_warns(pkb_flags):
       bench, bench.GetConfig({}), 'sat', 'Local', None, pkb_flags,
       pricing.PriceCatalog.Load(), lambda s: None,
       reporter=reporting.ConsoleReporter(out))
-  result = latency_search.FindLatencyCappedMaximum(
-      _Driver([0.95]), 1.0, latency_search.LinearStepPolicy(1, 4, 1, 8))
-  samples = redis_study.ResultSamples(spec, result, 1.0, pkb_flags)
+  result = search_driver.FindLatencyCappedMaximum(
+      _Driver([0.95]), 1.0, linear.LinearStepPolicy(1, 4, 1, 8))
+  samples = results.ResultSamples(spec, result, 1.0)
   capped = next(s for s in samples
                 if s.metric == price_performance.CAPPED_THROUGHPUT)
   assert capped.metadata['client_limited'] is True

@@ -12,7 +12,7 @@ The clouds are local: AWS is moto's mock_aws (in-process, with the SSM
 parameters and placement-group calls the AWS provider tests add), GCP is
 tests/fake_gce.py on 127.0.0.1 named by --gcp_compute_endpoint (a loopback
 endpoint gets anonymous credentials). The SSH wait is skipped through the
-providers' module-level SSH_WAITER seam. A guard refuses any socket
+spec's injected ssh_waiter (pkb._RunOne passes it to the BenchmarkSpec). A guard refuses any socket
 connection or name lookup that is not loopback, so a mistake fails the test
 instead of reaching a real cloud or the GCE metadata server.
 """
@@ -172,7 +172,7 @@ def _StubBenchmark(snapshot):
   return module
 
 
-def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys):
+def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys, ssh_waiter):
   """pkb._RunOne over every stage, as RunBenchmarks calls it."""
   config = module.GetConfig({'file': None, 'overrides': []})
   run_dir = str(tmp_path / 'runs' / run_uri)
@@ -187,7 +187,8 @@ def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys):
     code = pkb._RunOne(  # pylint: disable=protected-access
         module, config, run_uri, record, None, collector,
         reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        stages, pkb._Interrupts())  # pylint: disable=protected-access
+        stages, pkb._Interrupts(),  # pylint: disable=protected-access
+        ssh_waiter=ssh_waiter)
   finally:
     collector.Close()
   with open(json_path) as f:
@@ -232,8 +233,6 @@ def test_aws_run_interrupted_mid_probe_leaves_nothing_in_moto(
   clients, placement_groups = moto
   del loopback_only
   ssh_waited = []
-  monkeypatch.setattr(aws_provider, 'SSH_WAITER',
-                      lambda vm: ssh_waited.append(vm.name))
   pkb_flags.cloud = 'AWS'
   pkb_flags.run_uri = AWS_RUN_URI
   pkb_flags.zone = 'us-east-1a'
@@ -252,7 +251,8 @@ def test_aws_run_interrupted_mid_probe_leaves_nothing_in_moto(
         statuses={e['status'] for e in spec.record.Resources()})
 
   module = _StubBenchmark(Snapshot)
-  run = _RunInterrupted(module, AWS_RUN_URI, 'AWS', tmp_path, capsys)
+  run = _RunInterrupted(module, AWS_RUN_URI, 'AWS', tmp_path, capsys,
+                        lambda vm: ssh_waited.append(vm.name))
 
   # Mid-probe, the whole run existed in moto and was recorded as created.
   during = module.during_run
@@ -295,8 +295,6 @@ def test_gcp_run_interrupted_mid_probe_leaves_nothing_in_the_fake(
     fake, loopback_only, pkb_flags, tmp_path, monkeypatch, capsys):
   del loopback_only
   ssh_waited = []
-  monkeypatch.setattr(gcp_provider, 'SSH_WAITER',
-                      lambda vm: ssh_waited.append(vm.name))
   pkb_flags.cloud = 'GCP'
   pkb_flags.run_uri = GCP_RUN_URI
   pkb_flags.project = GCP_PROJECT
@@ -317,7 +315,8 @@ def test_gcp_run_interrupted_mid_probe_leaves_nothing_in_the_fake(
         statuses={e['status'] for e in spec.record.Resources()})
 
   module = _StubBenchmark(Snapshot)
-  run = _RunInterrupted(module, GCP_RUN_URI, 'GCP', tmp_path, capsys)
+  run = _RunInterrupted(module, GCP_RUN_URI, 'GCP', tmp_path, capsys,
+                        lambda vm: ssh_waited.append(vm.name))
 
   # Mid-probe, the whole run existed in the fake and was recorded as created.
   during = module.during_run

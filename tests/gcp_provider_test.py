@@ -77,7 +77,8 @@ class _Run:
         None, lambda samples: None)
     self.ssh_waits = []
     self.provider = gcp_provider.GceProvider(
-        compute_api.ComputeClients.Create(fake.endpoint), self.flags,
+        compute_api.ComputeClients.Create(fake.endpoint),
+        gcp_provider.GcpOptions.FromFlags(self.flags),
         ssh_waiter=lambda vm: self.ssh_waits.append(vm.name),
         sleep=lambda s: None, wall_clock=lambda: NOW)
 

@@ -5,8 +5,10 @@ import statistics
 import unittest
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.search import stats
 
 Load = measurement.Load
 
@@ -43,13 +45,13 @@ class Script:
         duration_s=self._duration_s, ops=int(throughput * self._duration_s))
 
 
-def Linear(measure, cap_ms=1.0, max_probes=latency_search.DEFAULT_MAX_PROBES,
+def Linear(measure, cap_ms=1.0, max_probes=search_driver.DEFAULT_MAX_PROBES,
            **kwargs):
   arguments = dict(min_threads=1, max_threads=10, thread_increment=1,
                    clients=4)
   arguments.update(kwargs)
-  return latency_search.FindLatencyCappedMaximum(
-      measure, cap_ms, latency_search.LinearStepPolicy(**arguments),
+  return search_driver.FindLatencyCappedMaximum(
+      measure, cap_ms, linear.LinearStepPolicy(**arguments),
       max_probes=max_probes)
 
 
@@ -125,9 +127,9 @@ class LinearStepPolicyTest(unittest.TestCase):
     self.assertEqual(script.loads[0], Load(1, 4, 8))
 
   def testPolicyIsReusable(self):
-    policy = latency_search.LinearStepPolicy(1, 64, 1, 4)
-    first = latency_search.FindLatencyCappedMaximum(Script(), 1.0, policy)
-    second = latency_search.FindLatencyCappedMaximum(Script(), 1.0, policy)
+    policy = linear.LinearStepPolicy(1, 64, 1, 4)
+    first = search_driver.FindLatencyCappedMaximum(Script(), 1.0, policy)
+    second = search_driver.FindLatencyCappedMaximum(Script(), 1.0, policy)
     self.assertEqual(first, second)
 
 
@@ -138,7 +140,7 @@ class LinearValidationTest(unittest.TestCase):
                      clients=4)
     arguments.update(kwargs)
     with self.assertRaises(ValueError) as context:
-      latency_search.LinearStepPolicy(**arguments)
+      linear.LinearStepPolicy(**arguments)
     self.assertIn(fragment, str(context.exception))
 
   def testBadArguments(self):
@@ -166,7 +168,7 @@ class LinearValidationTest(unittest.TestCase):
   def testErrorIsAlsoAUsageError(self):
     # pkb shows UsageErrors as one line before provisioning anything.
     with self.assertRaises(errors.UsageError):
-      latency_search.LinearStepPolicy(2, 1, 1, 1)
+      linear.LinearStepPolicy(2, 1, 1, 1)
 
 
 class _EndlessPolicy:
@@ -176,7 +178,7 @@ class _EndlessPolicy:
   def Steps(self, cap_ms):
     threads = 1
     while True:
-      yield latency_search.ProbeRequest(Load(threads, 1))
+      yield search_driver.ProbeRequest(Load(threads, 1))
       threads += 1
 
 
@@ -187,11 +189,11 @@ class _ScriptedPolicy:
   def __init__(self, loads, outcome, roles=None):
     self._loads = loads
     self._outcome = outcome
-    self._roles = roles or [latency_search.ROLE_SEARCH] * len(loads)
+    self._roles = roles or [search_driver.ROLE_SEARCH] * len(loads)
 
   def Steps(self, cap_ms):
     for load, role in zip(self._loads, self._roles):
-      yield latency_search.ProbeRequest(load, role, 'scripted')
+      yield search_driver.ProbeRequest(load, role, 'scripted')
     return self._outcome
 
 
@@ -199,7 +201,7 @@ class DriverTest(unittest.TestCase):
 
   def testProbeBudgetEndsAPolicyThatNeverStops(self):
     script = Script({t: (1000.0 * t, 0.1 * t) for t in range(1, 100)})
-    result = latency_search.FindLatencyCappedMaximum(
+    result = search_driver.FindLatencyCappedMaximum(
         script, 1.0, _EndlessPolicy(), max_probes=15)
     self.assertEqual(len(result.probes), 15)
     self.assertIn('probe budget of 15 exhausted', result.stop_reason)
@@ -210,13 +212,15 @@ class DriverTest(unittest.TestCase):
     script = Script({1: (100e3, 0.5), 2: (110e3, 0.6), 3: (120e3, 0.7),
                      4: (90e3, 0.9)})
     roles = ['search'] + ['confirm'] * 3
-    outcome = latency_search.Outcome('done', 0, (1, 2, 3))
-    result = latency_search.FindLatencyCappedMaximum(
+    outcome = search_driver.Outcome('done', 0, (1, 2, 3))
+    result = search_driver.FindLatencyCappedMaximum(
         script, 1.0, _ScriptedPolicy([Load(t, 1) for t in (1, 2, 3, 4)],
                                      outcome, roles))
     self.assertAlmostEqual(result.confirmed_throughput_mean, 320e3 / 3)
-    expected_ci = 4.303 * statistics.stdev([110e3, 120e3, 90e3]) / math.sqrt(3)
-    self.assertAlmostEqual(result.confirmed_throughput_ci95, expected_ci)
+    # t(0.975, 2) = 4.30265 (scipy), sd of the three repeats, sqrt(3).
+    expected_ci = 4.30265 * statistics.stdev([110e3, 120e3, 90e3]) / math.sqrt(3)
+    self.assertAlmostEqual(result.confirmed_throughput_ci95, expected_ci,
+                           delta=1.0)
     self.assertAlmostEqual(result.confirmed_latency_mean_ms,
                            (110 * 0.6 + 120 * 0.7 + 90 * 0.9) / 320)
     self.assertEqual(result.capped_throughput,
@@ -227,25 +231,25 @@ class DriverTest(unittest.TestCase):
 
   def testPolicyMayNotNameAnOverCapAnswer(self):
     script = Script({1: (100e3, 1.5)})
-    policy = _ScriptedPolicy([Load(1, 1)], latency_search.Outcome('x', 0))
+    policy = _ScriptedPolicy([Load(1, 1)], search_driver.Outcome('x', 0))
     with self.assertRaisesRegex(ValueError, 'not under the 1.0 ms cap'):
-      latency_search.FindLatencyCappedMaximum(script, 1.0, policy)
+      search_driver.FindLatencyCappedMaximum(script, 1.0, policy)
 
   def testPolicyMayNotAskForAnEmptyLoad(self):
-    policy = _ScriptedPolicy([Load(1, 0)], latency_search.Outcome('x'))
+    policy = _ScriptedPolicy([Load(1, 0)], search_driver.Outcome('x'))
     with self.assertRaisesRegex(ValueError, 'at least 1'):
-      latency_search.FindLatencyCappedMaximum(Script(), 1.0, policy)
+      search_driver.FindLatencyCappedMaximum(Script(), 1.0, policy)
 
   def testPolicyMustReturnAnOutcome(self):
     policy = _ScriptedPolicy([Load(1, 1)], None)
     with self.assertRaisesRegex(TypeError, 'Outcome'):
-      latency_search.FindLatencyCappedMaximum(Script(), 1.0, policy)
+      search_driver.FindLatencyCappedMaximum(Script(), 1.0, policy)
 
   def testMeasureErrorsPropagate(self):
     def Broken(load):
       raise RuntimeError('memtier died')
     with self.assertRaisesRegex(RuntimeError, 'memtier died'):
-      latency_search.FindLatencyCappedMaximum(Broken, 1.0, _EndlessPolicy())
+      search_driver.FindLatencyCappedMaximum(Broken, 1.0, _EndlessPolicy())
 
   def testResultIsFrozen(self):
     result = Linear(Script({1: (10e3, 2.0)}))
@@ -256,23 +260,29 @@ class DriverTest(unittest.TestCase):
 class StatisticsTest(unittest.TestCase):
 
   def testStudentT(self):
-    self.assertEqual(latency_search.StudentT95(2), 4.303)
-    self.assertEqual(latency_search.StudentT95(30), 2.042)
-    self.assertAlmostEqual(latency_search.StudentT95(60), 2.000, delta=0.003)
-    self.assertAlmostEqual(latency_search.StudentT95(120), 1.980, delta=0.003)
+    self.assertAlmostEqual(stats.StudentT95(2), 4.303, places=3)
+    self.assertAlmostEqual(stats.StudentT95(30), 2.042, places=3)
+    self.assertAlmostEqual(stats.StudentT95(60), 2.000, delta=0.003)
+    self.assertAlmostEqual(stats.StudentT95(120), 1.980, delta=0.003)
     with self.assertRaises(ValueError):
-      latency_search.StudentT95(0)
+      stats.StudentT95(0)
 
   def testMeanAndCi(self):
-    mean, half_width = latency_search.MeanAndCi95([1.0, 2.0, 3.0])
+    mean, half_width = stats.MeanAndCi95([1.0, 2.0, 3.0])
     self.assertEqual(mean, 2.0)
-    self.assertAlmostEqual(half_width, 4.303 / math.sqrt(3))
-    self.assertEqual(latency_search.MeanAndCi95([5.0]), (5.0, None))
+    self.assertAlmostEqual(half_width, 4.303 / math.sqrt(3), places=3)
+    self.assertEqual(stats.MeanAndCi95([5.0]), (5.0, None))
 
-  def testWeightedLatencyFallsBackWithoutCounts(self):
-    results = [measurement.Measurement(Load(1, 1), 1.0, 1.0),
-               measurement.Measurement(Load(1, 1), 1.0, 3.0)]
-    self.assertEqual(latency_search.WeightedLatencyMs(results), 2.0)
+  def testWeightedLatencyWithoutCountsUsesThroughputTimesDuration(self):
+    results = [measurement.Measurement(Load(1, 1), 1.0, 1.0, duration_s=1),
+               measurement.Measurement(Load(1, 1), 3.0, 3.0, duration_s=1)]
+    # 1 op at 1 ms and 3 ops at 3 ms: (1 + 9) / 4.
+    self.assertEqual(measurement.WeightedAverageLatencyMs(results), 2.5)
+
+  def testWeightedLatencyWeightsByOperationCounts(self):
+    results = [measurement.Measurement(Load(1, 1), 100.0, 1.0, ops=100),
+               measurement.Measurement(Load(1, 1), 300.0, 3.0, ops=300)]
+    self.assertEqual(measurement.WeightedAverageLatencyMs(results), 2.5)
 
 
 if __name__ == '__main__':

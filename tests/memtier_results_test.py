@@ -8,6 +8,7 @@ import pytest
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import memtier_results
+from perfkitbenchmarker.load_generators import memtier_staircase
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 STAIRCASE = 'memtier_single_staircase_c16-256_step16_2s'
@@ -249,7 +250,7 @@ def test_mixture_weights_by_count():
 
 
 def test_staircase_crosses_cap_between_112_and_128_clients():
-  steps = memtier_results.StaircaseSteps(
+  steps = memtier_staircase.StaircaseSteps(
       _Read(STAIRCASE + '.json'), clients_start=16, clients_step=16,
       step_duration_s=2, threads=1, pipeline=1)
   assert [m.load.clients for m in steps] == list(range(16, 257, 16))
@@ -270,7 +271,7 @@ def test_staircase_crosses_cap_between_112_and_128_clients():
 
 
 def test_staircase_clients_match_memtier_active_clients():
-  steps = memtier_results.StaircaseSteps(
+  steps = memtier_staircase.StaircaseSteps(
       _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1)
   active = _Json(STAIRCASE)['ALL STATS']['Active Clients']
   for m in steps:
@@ -279,7 +280,7 @@ def test_staircase_clients_match_memtier_active_clients():
 
 
 def test_staircase_warmup_per_step():
-  steps = memtier_results.StaircaseSteps(
+  steps = memtier_staircase.StaircaseSteps(
       _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1,
       warmup_s_per_step=1)
   series = _Json(STAIRCASE)['ALL STATS']['Totals']['Time-Serie']
@@ -288,7 +289,7 @@ def test_staircase_warmup_per_step():
   assert first.throughput == series['1']['Count']
   assert first.duration_s == 1
   with pytest.raises(ValueError):
-    memtier_results.StaircaseSteps(_Read(STAIRCASE + '.json'), 16, 16, 2, 1, 1,
+    memtier_staircase.StaircaseSteps(_Read(STAIRCASE + '.json'), 16, 16, 2, 1, 1,
                                    warmup_s_per_step=2)
 
 

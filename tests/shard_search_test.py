@@ -2,9 +2,10 @@
 
 import unittest
 
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import shard_search
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.search import shards
 
 
 class Recorder:
@@ -28,8 +29,8 @@ def CappedSearch(throughput, latency_ms=0.5):
   """A one-probe SearchResult whose probe has these figures."""
   def Measure(load):
     return measurement.Measurement(load, throughput, latency_ms, duration_s=5)
-  return latency_search.FindLatencyCappedMaximum(
-      Measure, 1.0, latency_search.LinearStepPolicy(1, 1, 1, 4))
+  return search_driver.FindLatencyCappedMaximum(
+      Measure, 1.0, linear.LinearStepPolicy(1, 1, 1, 4))
 
 
 class OptimizeShardCountTest(unittest.TestCase):
@@ -41,7 +42,7 @@ class OptimizeShardCountTest(unittest.TestCase):
   def testClimbsToThePeak(self):
     for peak in (1, 3, 6, 8, 13, 16):
       recorder = Recorder(Peaked(peak))
-      result = shard_search.OptimizeShardCount(recorder, 8, max_shards=16)
+      result = shards.OptimizeShardCount(recorder, 8, max_shards=16)
       self.assertEqual(result.best.shards, peak, result.evaluated_shards)
       self.assertIn(f'local maximum at {peak} shards', result.stop_reason)
       self.assertNoRepeats(recorder, result)
@@ -49,20 +50,20 @@ class OptimizeShardCountTest(unittest.TestCase):
 
   def testStartAtThePeakChecksOnlyNeighbours(self):
     recorder = Recorder(Peaked(4))
-    result = shard_search.OptimizeShardCount(recorder, 4, max_shards=8)
+    result = shards.OptimizeShardCount(recorder, 4, max_shards=8)
     self.assertEqual(recorder.calls, [4, 6, 2, 5, 3])
     self.assertEqual(result.best.shards, 4)
 
   def testMonotonicGoesToTheBound(self):
     recorder = Recorder(lambda shards: 10e3 * shards)
-    result = shard_search.OptimizeShardCount(recorder, 2, max_shards=7)
+    result = shards.OptimizeShardCount(recorder, 2, max_shards=7)
     self.assertEqual(result.best.shards, 7)
     self.assertNoRepeats(recorder, result)
 
   def testSmallImprovementsAreNoise(self):
     # Each extra shard adds 1 %: below a 2 % threshold the climb stays put.
     recorder = Recorder(lambda shards: 100e3 * (1 + 0.01 * shards))
-    result = shard_search.OptimizeShardCount(
+    result = shards.OptimizeShardCount(
         recorder, 4, max_shards=5, initial_step=1, min_improvement=0.02)
     self.assertEqual(recorder.calls, [4, 5, 3])
     # The best point is still the highest measured.
@@ -71,10 +72,10 @@ class OptimizeShardCountTest(unittest.TestCase):
   def testScoresSearchResults(self):
     figures = {1: 60e3, 2: 110e3, 3: 90e3}
     recorder = Recorder(lambda shards: CappedSearch(figures[shards]))
-    result = shard_search.OptimizeShardCount(recorder, 1, max_shards=3)
+    result = shards.OptimizeShardCount(recorder, 1, max_shards=3)
     self.assertEqual(result.best.shards, 2)
     self.assertEqual(result.best.throughput, 110e3)
-    self.assertIsInstance(result.best.search, latency_search.SearchResult)
+    self.assertIsInstance(result.best.search, search_driver.SearchResult)
 
   def testNoCappedThroughputIsWorst(self):
     # Too many shards: nothing got under the cap there.
@@ -83,20 +84,20 @@ class OptimizeShardCountTest(unittest.TestCase):
         return CappedSearch(200e3, latency_ms=3.0)  # best is None
       return CappedSearch(50e3 * shards)
     recorder = Recorder(Evaluate)
-    result = shard_search.OptimizeShardCount(recorder, 4, max_shards=6)
+    result = shards.OptimizeShardCount(recorder, 4, max_shards=6)
     self.assertEqual(result.best.shards, 2)
     self.assertIsNone(result.points[0].throughput)
     self.assertNoRepeats(recorder, result)
 
   def testNothingUnderCapAnywhere(self):
     recorder = Recorder(lambda shards: None)
-    result = shard_search.OptimizeShardCount(recorder, 2, max_shards=3)
+    result = shards.OptimizeShardCount(recorder, 2, max_shards=3)
     self.assertIsNone(result.best)
     self.assertEqual(sorted(recorder.calls), [1, 2, 3])
 
   def testEvaluationBudget(self):
     recorder = Recorder(lambda shards: 10e3 * shards)
-    result = shard_search.OptimizeShardCount(recorder, 1, max_shards=64,
+    result = shards.OptimizeShardCount(recorder, 1, max_shards=64,
                                              max_evaluations=3)
     self.assertEqual(len(recorder.calls), 3)
     self.assertIn('evaluation budget of 3', result.stop_reason)
@@ -104,14 +105,14 @@ class OptimizeShardCountTest(unittest.TestCase):
 
   def testSingleAllowedCount(self):
     recorder = Recorder(Peaked(4))
-    result = shard_search.OptimizeShardCount(recorder, 2, min_shards=2,
+    result = shards.OptimizeShardCount(recorder, 2, min_shards=2,
                                              max_shards=2)
     self.assertEqual(recorder.calls, [2])
     self.assertEqual(result.best.shards, 2)
 
   def testTiesPreferFewerShards(self):
     recorder = Recorder(lambda shards: 100e3)
-    result = shard_search.OptimizeShardCount(recorder, 2, max_shards=4)
+    result = shards.OptimizeShardCount(recorder, 2, max_shards=4)
     self.assertEqual(result.best.shards, 1)
 
   def testBadArguments(self):
@@ -129,13 +130,13 @@ class OptimizeShardCountTest(unittest.TestCase):
     ]
     for fragment, kwargs in cases:
       with self.assertRaises(ValueError) as context:
-        shard_search.OptimizeShardCount(evaluate, **kwargs)
+        shards.OptimizeShardCount(evaluate, **kwargs)
       self.assertIn(fragment, str(context.exception))
     self.assertEqual(evaluate.calls, [])
 
   def testBadEvaluation(self):
     with self.assertRaisesRegex(TypeError, 'evaluate\\(2\\) returned'):
-      shard_search.OptimizeShardCount(lambda s: 'fast', 2, max_shards=4)
+      shards.OptimizeShardCount(lambda s: 'fast', 2, max_shards=4)
 
 
 if __name__ == '__main__':

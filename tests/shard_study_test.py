@@ -14,46 +14,43 @@ import types
 import pytest
 
 import e2e_support as e2e
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import shard_study
+from perfkitbenchmarker import engines
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import shard_study
 
 needs_redis = pytest.mark.skipif(
     not shutil.which('redis-server') or not shutil.which('redis-cli'),
     reason='needs redis-server and redis-cli (scripts/setup.sh)')
 
 
-def _Flags(**values):
-  defaults = dict(redis_optimize_shards=True, redis_min_shards=1,
-                  redis_max_shards=None, redis_shard_max_points=8,
-                  redis_shard_reuse_load=True, redis_start_port=7001,
-                  redis_memory_fraction=0.1, redis_server_cluster_mode=False,
-                  redis_cluster_replicas=0)
-  defaults.update(values)
-  return types.SimpleNamespace(**defaults)
+def _Shards(**values):
+  return options.ShardSearchOptions(**dict(dict(enabled=True), **values))
 
 
 def test_bounds_start_at_half_the_vcpus():
-  assert shard_study.Bounds(_Flags(), 1) == (1, 1, 2)
-  assert shard_study.Bounds(_Flags(), 16) == (1, 8, 16)
-  assert shard_study.Bounds(_Flags(redis_max_shards=3), 16) == (1, 3, 3)
-  assert shard_study.Bounds(_Flags(redis_min_shards=4), 2) == (4, 4, 4)
-  assert shard_study.Bounds(_Flags(), None) == (1, 1, 2)
+  assert _Shards().Bounds(1) == (1, 1, 2)
+  assert _Shards().Bounds(16) == (1, 8, 16)
+  assert _Shards(max_shards=3).Bounds(16) == (1, 3, 3)
+  assert _Shards(min_shards=4).Bounds(2) == (4, 4, 4)
+  assert _Shards().Bounds(None) == (1, 1, 2)
 
 
 def test_next_point_starts_at_the_best_load_over_all_shards():
   best = measurement.Measurement(measurement.Load(1, 48), 1e5, 0.9)
-  result = latency_search.SearchResult((), best, 0, 1.0, 'adaptive', '')
+  result = search_driver.SearchResult((), best, 0, 1.0, 'adaptive', '')
   # pylint: disable=protected-access
   point = shard_study._Point(2, 0, {}, (), result)
   start = shard_study._StartConnections
-  assert start(_Flags(), point, 4) == 24
-  assert start(_Flags(), point, 1) == 96
-  assert start(_Flags(redis_shard_reuse_load=False), point, 4) is None
-  assert start(_Flags(), None, 4) is None
+  assert start(_Shards(), point, 4) == 24
+  assert start(_Shards(), point, 1) == 96
+  assert start(_Shards(reuse_load=False), point, 4) is None
+  assert start(_Shards(), None, 4) is None
 
 
 @needs_redis
@@ -64,27 +61,34 @@ def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path):
   vm.scratch_dir = str(tmp_path / 'servers-0')
   vm.Create()
   password = redis_server.NewPassword()
-  spec = types.SimpleNamespace(
-      state={'password': password}, vm_groups={'servers': [vm]},
-      record=None, metadata={})
-  flag_values = _Flags()
+  spec = types.SimpleNamespace(vm_groups={'servers': [vm]}, record=None,
+                               metadata={})
+  opts = types.SimpleNamespace(server=options.ServerOptions(
+      memory_fraction=0.1))
+  engine = engines.Get('redis')
+  first = deployment.Deployment(
+      engine='redis', engine_version='x', cluster_mode=False,
+      shards_per_vm=1, primaries=1,
+      processes=deployment.StartShards(engine, [vm], 1, password,
+                                       opts.server, None, 7001),
+      generators=(), password=password)
+  second = first
   try:
-    shard_study.RestartShards(spec, flag_values, 1)
-    first = list(spec.state['redis_processes'])
-    shard_study.RestartShards(spec, flag_values, 2)
-    second = spec.state['redis_processes']
-    assert len(second) == 2
-    assert min(p.port for p in second) > first[0].port
-    for proc in second:
+    second = deployment.Restart(spec, first, opts, engine, 2,
+                                first.processes[0].port + 1)
+    assert len(second.processes) == 2
+    assert second.shards_per_vm == 2 and second.password == password
+    assert min(p.port for p in second.processes) > first.processes[0].port
+    for proc in second.processes:
       assert redis_server.Cli(vm, '127.0.0.1', proc.port, password,
                               'PING').strip() == 'PONG'
-    assert not os.path.exists(f'/proc/{first[0].pid}/cmdline') or open(
-        f'/proc/{first[0].pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'
-    assert spec.metadata['redis_total_num_processes'] == 2
-    assert spec.metadata['redis_shards_total'] == 2
-    assert [s.port for s in spec.state['shards']] == [p.port for p in second]
+    pid = first.processes[0].pid
+    assert not os.path.exists(f'/proc/{pid}/cmdline') or open(
+        f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'
+    assert [s.port for s in second.shards] == [
+        p.port for p in second.processes]
   finally:
-    for proc in spec.state.get('redis_processes', []):
+    for proc in second.processes + first.processes:
       proc.Delete()
 
 

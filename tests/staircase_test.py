@@ -10,23 +10,24 @@ is the real code.
 """
 
 import io
+import types
 
 import pytest
 
 from perfkitbenchmarker import benchmark_spec
-from perfkitbenchmarker import capped_search
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import latency_search
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
-from perfkitbenchmarker import staircase_search
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
-from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.load_generators import redis_benchmark
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import staircase
+from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import search_runner
 
 STAIRCASE = 'memtier_single_staircase_c16-256_step16_2s'
 UNDER_CAP = 'memtier_single_t1c32_tt5_under1ms'
@@ -48,6 +49,7 @@ class RecordedClientVm:
     self.name = name
     self.machine_type = 'local'
     self.scratch_dir = '/recorded'
+    self.internal_ip = '127.0.0.1'
     self.num_cpus = 1
     self.cpu_set = None
     self.outputs = outputs
@@ -130,10 +132,10 @@ def test_staircase_policy_picks_best_step_and_confirms_it():
     confirmations.append(load)
     return measurement.Measurement(load, 119e3, 0.6, duration_s=2, ops=238e3)
 
-  policy = staircase_search.StaircasePolicy(tuple(m.load for m in steps),
+  policy = staircase.StaircasePolicy(tuple(m.load for m in steps),
                                             confirm_repeats=2)
-  result = latency_search.FindLatencyCappedMaximum(
-      staircase_search.ReplayThenMeasure(steps, Measure), 1.0, policy)
+  result = search_driver.FindLatencyCappedMaximum(
+      staircase.ReplayThenMeasure(steps, Measure), 1.0, policy)
   assert [p.role for p in result.probes] == ['search'] * 4 + ['confirm'] * 2
   assert result.best.load == Load(1, 32)
   assert confirmations == [Load(1, 32)] * 2
@@ -150,14 +152,14 @@ def test_staircase_policy_backs_off_when_the_repeats_fail():
     return measurement.Measurement(load, 100e3, 1.1 if load.clients == 32
                                    else 0.3)
 
-  result = latency_search.FindLatencyCappedMaximum(
-      staircase_search.ReplayThenMeasure(steps, Measure), 1.0,
-      staircase_search.StaircasePolicy((Load(1, 16), Load(1, 32)),
+  result = search_driver.FindLatencyCappedMaximum(
+      staircase.ReplayThenMeasure(steps, Measure), 1.0,
+      staircase.StaircasePolicy((Load(1, 16), Load(1, 32)),
                                        confirm_repeats=1))
   assert result.best.load == Load(1, 16)
   assert 'not under the 1.0 ms cap' in result.stop_reason
   with pytest.raises(ValueError, match='at least one step'):
-    staircase_search.StaircasePolicy(())
+    staircase.StaircasePolicy(())
 
 
 def _Spec(client_vm, flag_values):
@@ -169,9 +171,11 @@ def _Spec(client_vm, flag_values):
       reporter=reporting.ConsoleReporter(out))
   server = RecordedClientVm({}, name='servers-0')
   spec.vm_groups = {'servers': [server], 'clients': [client_vm]}
-  spec.state.update(
-      generators=[_Generator(client_vm)], password='secret',
-      shards=[redis_server.Shard('servers-0', '127.0.0.1', 7001, 1, 'c')])
+  shard = types.SimpleNamespace(vm=server, port=7001, pid=1, config_path='c')
+  spec.deployment = deployment.Deployment(
+      engine='redis', engine_version='7', cluster_mode=False,
+      shards_per_vm=1, primaries=1, processes=(shard,),
+      generators=(_Generator(client_vm),), password='secret')
   return spec, out
 
 
@@ -209,13 +213,9 @@ def test_staircase_refuses_redis_benchmark(pkb_flags):
                      'staircase mode'):
     bench.CheckPrerequisites({})
   pkb_flags.load_generator = 'auto'
-  spec = benchmark_spec.BenchmarkSpec(
-      bench, bench.GetConfig({}), 'stairs', 'Local', None, pkb_flags,
-      pricing.PriceCatalog.Load(), lambda s: None)
-  spec.state['generators'] = [
-      redis_benchmark.RedisBenchmarkGenerator(RecordedClientVm({}))]
+  generators = [redis_benchmark.RedisBenchmarkGenerator(RecordedClientVm({}))]
   with pytest.raises(errors.PrerequisiteError, match='no staircase mode'):
-    capped_search.RequireStaircaseGenerator(spec)  # pylint: disable=protected-access
+    search_runner.RequireStaircaseGenerator(generators)
 
 
 def test_supports_staircase_by_version():

@@ -7,28 +7,32 @@ average latency stays under --memtier_latency_cap, and reports it with the
 throughput per dollar. Three ways to search:
   * adaptive (default): grows connections geometrically, predicts the cap
     with Little's law and confirms the answer with repeats (mean and 95 %
-    interval); see adaptive_search.py and docs/search.md;
+    interval); see search/adaptive.py and docs/search.md;
   * linear: +--memtier_thread_increment threads per probe, as the published
     T2D study did, kept to reproduce such studies;
   * --memtier_staircase: one memtier run walks the client steps, the best
-    step under the cap is confirmed with ordinary probes (staircase_search.py).
+    step under the cap is confirmed with ordinary probes (search/staircase.py).
 --redis_optimize_shards repeats the search for several shard counts per
-server VM and reports the best (shard_study.py).
+server VM and reports the best (study/shard_study.py).
 
-Installing, command building, parsing, the searches and sample building live
-in their own modules; this one only wires them.
+Flags become one frozen RedisStudyOptions here (study/options.py); the server
+is an engine (engines/); installing, command building, parsing, the searches
+and sample building live in their own modules; this one only wires them.
 """
 
-from typing import List
+from typing import List, Sequence
 
 from absl import flags
 
-from perfkitbenchmarker import capped_search
 from perfkitbenchmarker import configs
-from perfkitbenchmarker import redis_study as setup
+from perfkitbenchmarker import engines
 from perfkitbenchmarker import sample
-from perfkitbenchmarker import shard_study
-from perfkitbenchmarker.linux_packages import redis_server  # pylint: disable=unused-import  (defines flags)
+from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options as options_lib
+from perfkitbenchmarker.study import plan
+from perfkitbenchmarker.study import results
+from perfkitbenchmarker.study import search_runner
+from perfkitbenchmarker.study import shard_study
 
 BENCHMARK_NAME = 'redis_memtier'
 BENCHMARK_CONFIG = """
@@ -75,48 +79,70 @@ def GetConfig(user_config):
   return config
 
 
+def _Options(spec=None) -> options_lib.RedisStudyOptions:
+  """The study's options, built from flags once per spec."""
+  if spec is not None and spec.options is not None:
+    return spec.options
+  opts = options_lib.RedisStudyOptions.FromFlags(FLAGS)
+  if spec is not None:
+    spec.options = opts
+  return opts
+
+
+def _Engine(opts: options_lib.RedisStudyOptions):
+  return engines.Get(opts.server.engine, version=opts.server.version)
+
+
 def CheckPrerequisites(config):
   """Rejects impossible settings before anything is created."""
   del config
-  capped_search.CheckFlags()
-  setup.CheckWorkloadFlags(FLAGS)
-  shard_study.CheckFlags(FLAGS)
+  _Options()
 
 
 def DescribePlan(spec) -> List[str]:
-  return setup.DescribePlan(spec, FLAGS) + capped_search.SearchPlan()
+  return plan.DescribePlan(spec, _Options(spec))
 
 
 def EstimatedMinutes(spec) -> float:
-  del spec
-  return (capped_search.EstimatedSeconds() + 60) / 60
+  return (plan.EstimatedSeconds(_Options(spec)) + 60) / 60
 
 
 def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
-  setup.PrepareServers(spec, FLAGS)
-  if FLAGS.memtier_staircase:
-    capped_search.RequireStaircaseGenerator(spec)
-  setup.Preload(spec, FLAGS)
+  opts = _Options(spec)
+  engine = _Engine(opts)
+  spec.deployment = deployment.Deploy(spec, opts, engine)
+  results.SetMetadata(spec, spec.deployment, opts)
+  if opts.search.staircase:
+    search_runner.RequireStaircaseGenerator(spec.deployment.generators)
+  spec.metadata['preloaded_keys'] = deployment.Preload(
+      spec, spec.deployment, opts, engine)
 
 
-def Run(spec) -> List[sample.Sample]:
-  """Runs the latency-capped search(es) and returns every sample."""
-  capped_search.WarnAboutIgnoredWarmup(spec)
-  if FLAGS.redis_optimize_shards:
-    shard_study.OptimizeShards(spec, FLAGS, lambda driver, extra, start:
-                               capped_search.Search(spec, driver, extra, start))
-    return list(spec.emitted)
-  result, samples = capped_search.Search(spec, setup.ProbeDriver(spec, FLAGS),
-                                         {})
+def Run(spec) -> Sequence[sample.Sample]:
+  """Runs the latency-capped search(es); returns every sample it emitted."""
+  opts = _Options(spec)
+  engine = _Engine(opts)
+  if spec.deployment is None:  # A resumed run (--run_stage=run).
+    spec.deployment = deployment.Restore(spec, opts, engine)
+    results.SetMetadata(spec, spec.deployment, opts)
+  search_runner.WarnAboutIgnoredWarmup(spec, spec.deployment.generators, opts)
+
+  def Search(driver, extra, start=None):
+    return search_runner.Search(spec, driver, opts, extra, start)
+
+  if opts.shards.enabled:
+    shard_study.OptimizeShards(spec, spec.deployment, opts, engine, Search)
+    return spec.published
+  result, samples = Search(
+      deployment.ProbeDriver(spec, spec.deployment, opts), {})
   if result.best is None:
-    raise capped_search.NoResultError(result)
-  setup.PrintSummary(spec, samples)
-  return list(spec.emitted)
+    raise search_runner.NoResultError(result, opts.search.cap_ms)
+  results.PrintSummary(spec, samples)
+  return spec.published
 
 
 def Cleanup(spec):
-  """Stops every shard this run started (by PID)."""
-  for proc in reversed(spec.state.get('redis_processes', [])):
-    proc.Delete()
-  spec.state['redis_processes'] = []
+  """Stops every shard this run started (by PID, from the run record)."""
+  deployment.StopAll(spec.record)
+  spec.deployment = None

@@ -2,8 +2,8 @@
 
 memtier is in no Debian release. Local runs use it when it is on PATH or given
 by --memtier_path; otherwise the benchmark falls back to redis-benchmark.
-Remote VMs install it from Redis's APT repository through the VM's
-`InstallMemtier` hook (see providers); no source build.
+Remote VMs install it from Redis's APT repository (remote_install.py); no
+source build. `path` is --memtier_path, passed down by the study's options.
 """
 
 import re
@@ -12,41 +12,37 @@ import shlex
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('memtier_path', None,
                     'memtier_benchmark binary to use (default: the one on '
                     'PATH, if any).')
 
-FLAGS = flags.FLAGS
+DEFAULT_PATH = 'memtier_benchmark'
 # memtier < 2.4.4 miscomputes Ops/sec (pull requests #465 and #503 fixed it);
 # the parser recomputes throughput from counts, so older ones still work.
 FIXED_DURATION_VERSION = (2, 4, 4)
 
 
-def Path() -> str:
-  return FLAGS.memtier_path or 'memtier_benchmark'
-
-
-def IsAvailable(vm) -> bool:
+def IsAvailable(vm, path: str = DEFAULT_PATH) -> bool:
   _, _, rc = vm.RemoteCommandWithReturnCode(
-      f'command -v {shlex.quote(Path())} >/dev/null 2>&1 || '
-      f'test -x {shlex.quote(Path())}')
+      f'command -v {shlex.quote(path)} >/dev/null 2>&1 || '
+      f'test -x {shlex.quote(path)}')
   return rc == 0
 
 
-def Install(vm) -> None:
-  if IsAvailable(vm):
+def Install(vm, path: str = DEFAULT_PATH) -> None:
+  if IsAvailable(vm, path):
     return
-  installer = getattr(vm, 'InstallMemtier', None)
-  if vm.CLOUD == 'Local' or installer is None:
+  if vm.CLOUD == 'Local':
     raise errors.PrerequisiteError(
-        f'memtier_benchmark not found on {vm.name} ({Path()}); give '
+        f'memtier_benchmark not found on {vm.name} ({path}); give '
         '--memtier_path or use --load_generator=redis_benchmark.')
-  installer()
+  remote_install.InstallMemtier(vm)
 
 
-def GetVersion(vm) -> str:
-  out, err, _ = vm.RemoteCommandWithReturnCode(f'{shlex.quote(Path())} --version')
+def GetVersion(vm, path: str = DEFAULT_PATH) -> str:
+  out, err, _ = vm.RemoteCommandWithReturnCode(f'{shlex.quote(path)} --version')
   text = out + err
   match = re.search(r'memtier_benchmark\s+(\S+)', text)
   version = match.group(1) if match else text.strip().splitlines()[0:1]

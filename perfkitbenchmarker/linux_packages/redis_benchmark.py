@@ -6,8 +6,8 @@ for how its output is made comparable).
 
 import re
 
-from perfkitbenchmarker import errors
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_packages import remote_install
 
 
 def Install(vm) -> None:
@@ -16,11 +16,7 @@ def Install(vm) -> None:
         vm, ['redis-benchmark'],
         "run ./scripts/setup.sh (installs Debian's redis-tools).")
     return
-  installer = getattr(vm, 'InstallRedisTools', None)
-  if installer is None:
-    raise errors.PrerequisiteError(
-        f'No way to install redis-tools on {vm.name}.')
-  installer()
+  remote_install.InstallRedisTools(vm)
 
 
 def GetVersion(vm) -> str:

@@ -6,12 +6,11 @@ file on the VM, in the environment of redis-cli, and on load generator command
 lines, and is masked in logs). Every shard is written to the run record as a
 `redis_process` resource before it starts, so teardown finds it by PID later.
 
-Extension seam: `ShardOptions` carries the server settings; `StartShards`
-and `CreateCluster` are what a benchmark calls; another Redis-compatible
-server would be a sibling module with the same functions.
+Extension seam: engines/redis_oss.py maps the engine interface onto the
+functions here (`Install`, `StartShards`, `CreateCluster`, `DbSize`); another
+Redis-compatible server is a sibling module plus an engine class.
 """
 
-import dataclasses
 import re
 import secrets
 import shlex
@@ -24,6 +23,8 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('redis_server_version', 'distro',
                     'Redis version to install on remote VMs; "distro" uses '
@@ -47,28 +48,12 @@ CLUSTER_SLOTS = 16384
 START_TIMEOUT_S = 20
 
 
-@dataclasses.dataclass(frozen=True)
-class ShardOptions:
-  cluster_mode: bool = False
-  maxmemory_mb: int = 1024
-  extra_config: Sequence[str] = ()
-  bind: str = '127.0.0.1'
+ShardOptions = engine_base.ShardOptions
+Shard = engine_base.Shard
 
 
-@dataclasses.dataclass(frozen=True)
-class Shard:
-  vm_name: str
-  host: str
-  port: int
-  pid: int
-  config_path: str
-
-  @property
-  def address(self) -> str:
-    return f'{self.host}:{self.port}'
-
-
-def Install(vm: virtual_machine.BaseVirtualMachine) -> None:
+def Install(vm: virtual_machine.BaseVirtualMachine,
+            version: str = 'distro') -> None:
   """Checks for (Local) or installs (remote) redis-server and redis-cli."""
   if vm.CLOUD == 'Local':
     virtual_machine.RequireCommands(
@@ -76,10 +61,7 @@ def Install(vm: virtual_machine.BaseVirtualMachine) -> None:
         'run ./scripts/setup.sh (installs Debian\'s redis-server and '
         'redis-tools).')
     return
-  installer = getattr(vm, 'InstallRedis', None)
-  if installer is None:
-    raise errors.PrerequisiteError(f'No way to install Redis on {vm.name}.')
-  installer()
+  remote_install.InstallRedis(vm, version)
 
 
 def GetVersion(vm: virtual_machine.BaseVirtualMachine) -> str:
@@ -344,10 +326,3 @@ def DbSize(vm, shards: Sequence[Shard], password: str) -> int:
       continue
     total += int(Cli(vm, shard.host, shard.port, password, 'DBSIZE').strip())
   return total
-
-
-def FlushAll(vm, shards: Sequence[Shard], password: str) -> None:
-  for shard in shards:
-    role = Cli(vm, shard.host, shard.port, password, 'ROLE').split()
-    if role and role[0] == 'master':
-      Cli(vm, shard.host, shard.port, password, 'FLUSHALL')

@@ -1,8 +1,8 @@
 """Runs the install and tuning scripts on a remote (SSH) VM.
 
-These are the bodies of the SSH VM's hooks `InstallRedis`,
-`InstallRedisTools`, `InstallMemtier` and `ApplySystemTuning`, which
-redis_server.py, redis_benchmark.py and memtier.py call on non-Local VMs.
+linux_packages/redis_server.py, redis_benchmark.py and memtier.py call these
+from their `Install(vm)` on non-Local VMs; the SSH VM's `ApplySystemTuning`
+calls `ApplySystemTuning` here.
 Each checks what is already there first (so reruns and existing machines cost
 one command), runs the script from package_commands.py as root through
 `vm.RunDetached` (an apt run survives a dropped connection) and verifies the

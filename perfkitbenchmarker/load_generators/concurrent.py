@@ -9,7 +9,6 @@ reported with the tail of its stderr.
 """
 
 import dataclasses
-import shlex
 from typing import List, Sequence
 
 from perfkitbenchmarker import errors
@@ -61,7 +60,3 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
           f'{program} on {vm.name} {reason}: '
           f'{vm_util.Tail(out.stderr) or vm_util.Tail(out.stdout) or "no output"}')
   return outputs
-
-
-def Quote(path: str) -> str:
-  return shlex.quote(path)

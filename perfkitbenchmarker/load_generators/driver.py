@@ -1,51 +1,21 @@
 """Runs one probe across every client VM at once and combines the results.
 
 Each client VM runs its load generator against every shard endpoint (or, in
-cluster mode, against the cluster through one seed endpoint). Throughputs add
-up; average latency is weighted by operation counts; percentiles are the worst
-client's (a conservative merge, labelled as such). The client's CPU is sampled
+cluster mode, against the cluster through one seed endpoint). The client VMs'
+measurements are combined by `measurement.Combine` (throughputs add up,
+latency weighted by operation counts, histograms merged). The client's CPU is sampled
 around the probe so a saturated client is flagged, not mistaken for the
 server's limit.
 """
 
 import concurrent.futures
 import dataclasses
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Sequence
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
 
 SATURATED_BUSY_FRACTION = 0.9
-
-
-def Combine(parts: Sequence[measurement.Measurement],
-            load: measurement.Load) -> measurement.Measurement:
-  """One Measurement for processes that ran side by side."""
-  if len(parts) == 1:
-    return parts[0]
-  throughput = sum(p.throughput for p in parts)
-  weights = [p.ops or p.throughput for p in parts]
-  total_weight = sum(weights) or 1.0
-  average = sum(w * p.average_latency_ms for w, p in zip(weights, parts)
-                ) / total_weight
-
-  def Worst(attr: str) -> Optional[float]:
-    values = [getattr(p, attr) for p in parts if getattr(p, attr) is not None]
-    return max(values) if values else None
-
-  metadata = dict(parts[0].metadata)
-  metadata['percentile_merge'] = 'max over client processes'
-  metadata['client_processes'] = len(parts)
-  return measurement.Measurement(
-      load=load, throughput=throughput, average_latency_ms=average,
-      p50_latency_ms=Worst('p50_latency_ms'),
-      p99_latency_ms=Worst('p99_latency_ms'),
-      p999_latency_ms=Worst('p999_latency_ms'),
-      duration_s=max(p.duration_s for p in parts),
-      ops=sum(p.ops for p in parts),
-      client_saturated=any(p.client_saturated for p in parts),
-      client_cpu_busy_fraction=Worst('client_cpu_busy_fraction'),
-      metadata=metadata)
 
 
 class ProbeDriver:
@@ -85,4 +55,4 @@ class ProbeDriver:
       futures = [pool.submit(self._ProbeOne, vm, gen, load, duration)
                  for vm, gen in zip(self.client_vms, self.generators)]
       parts: List[measurement.Measurement] = [f.result() for f in futures]
-    return Combine(parts, load)
+    return measurement.Combine(parts, load)

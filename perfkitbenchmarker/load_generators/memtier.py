@@ -9,7 +9,7 @@ warmup_s seconds out of the figures and keeps them, tagged, in `per_second`.
 
 Staircase (memtier >= 2.3, `--clients-start/--clients-step/--step-duration`):
 one process per endpoint walks all the client steps of a search in one run;
-`Staircase` returns one Measurement per step (memtier_results.StaircaseSteps).
+`Staircase` returns one Measurement per step (memtier_staircase.StaircaseSteps).
 """
 
 import re
@@ -21,6 +21,7 @@ from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier_results
+from perfkitbenchmarker.load_generators import memtier_staircase
 
 PRELOAD_THREADS, PRELOAD_CLIENTS = 1, 4
 # The first release with --clients-start/--clients-step/--step-duration.
@@ -120,7 +121,7 @@ class MemtierGenerator(base.LoadGenerator):
     test_time = staircase.TestTime(load.clients)
     texts, _ = self._Run(endpoints, password, workload, load, test_time,
                          staircase)
-    per_process = [memtier_results.StaircaseSteps(
+    per_process = [memtier_staircase.StaircaseSteps(
         text, staircase.clients_start, staircase.clients_step,
         staircase.step_duration_s, load.threads, load.pipeline,
         warmup_s_per_step) for text in texts]

@@ -4,7 +4,7 @@ Extension seam: a caller runs memtier with `--json-out-file`, passes the JSON
 (and optionally stdout) to `MemtierResult.FromOutputs` and turns the result
 into a `Measurement` with `ToMeasurement`. Several memtier processes that load
 one server together are folded with `CombineMemtierResults`; a staircase run
-(`--clients-start`) becomes one `Measurement` per step via `StaircaseSteps`.
+(`--clients-start`) becomes one `Measurement` per step in memtier_staircase.py.
 Nothing here runs a tool or reads a flag.
 
 Facts about memtier's output this parser relies on (see tests/data):
@@ -20,16 +20,13 @@ Facts about memtier's output this parser relies on (see tests/data):
     histogram's resolution; stdout prints the same percentiles.
 """
 
-import base64
 import collections
 import dataclasses
 import json
-import math
 import re
-import struct
-import zlib
-from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import latency_histogram
 from perfkitbenchmarker import measurement
 
 LOAD_GENERATOR = 'memtier_benchmark'
@@ -37,8 +34,8 @@ PERCENTILES = (50.0, 99.0, 99.9)
 # memtier's duration bug is up to a whole second (20 % of a 5 s run), while
 # honest runs agree to a fraction of a percent.
 DURATION_BUG_TOLERANCE = 0.01
-_V2_ENCODING_COOKIE = 0x1c849303  # HdrHistogram V2 encoding, word size masked.
 
+LatencyHistogram = latency_histogram.LatencyHistogram
 Percentiles = Tuple[Tuple[float, float], ...]  # (percentile, latency ms)
 
 
@@ -57,79 +54,6 @@ def _ParsePercentiles(entry: Mapping[str, object]) -> Percentiles:
     if match and isinstance(value, (int, float)):
       found.append((float(match.group(1)), float(value)))
   return tuple(sorted(found))
-
-
-def _ZigZagValues(data: bytes) -> Iterator[int]:
-  """Decodes HdrHistogram's ZigZag LEB128 (at most 9 bytes, last one whole)."""
-  pos = 0
-  while pos < len(data):
-    raw = shift = 0
-    for i in range(9):
-      byte = data[pos]
-      pos += 1
-      if i == 8:
-        raw |= byte << 56
-        break
-      raw |= (byte & 0x7f) << shift
-      shift += 7
-      if byte < 0x80:
-        break
-    yield (raw >> 1) ^ -(raw & 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyHistogram:
-  """memtier's HDR latency histogram as (highest value in us, count) pairs.
-
-  Merging histograms is the only exact way to get percentiles of several
-  processes together.
-  """
-  buckets: Tuple[Tuple[int, int], ...]
-
-  @property
-  def total_count(self) -> int:
-    return sum(count for _, count in self.buckets)
-
-  @classmethod
-  def FromCompressed(cls, text: str) -> 'LatencyHistogram':
-    """Decodes the 'Compressed Histogram' string of memtier's JSON."""
-    raw = base64.b64decode(text)
-    (length,) = struct.unpack_from('>i', raw, 4)
-    payload = zlib.decompress(raw[8:8 + length])
-    cookie, payload_len, _, significant_figures, lowest = struct.unpack_from(
-        '>Iiiiq', payload)
-    if cookie & ~0xf0 != _V2_ENCODING_COOKIE:
-      raise ValueError(f'Unsupported HDR histogram encoding {cookie:#x}')
-    half_magnitude = math.ceil(math.log2(2 * 10**significant_figures)) - 1
-    unit_magnitude = math.floor(math.log2(lowest))
-    counts = {}
-    index = 0
-    for value in _ZigZagValues(payload[40:40 + payload_len]):
-      if value < 0:  # A run of empty buckets.
-        index -= value
-        continue
-      if value:
-        bucket = max((index >> half_magnitude) - 1, 0)
-        sub_bucket = index - (bucket << half_magnitude)
-        shift = bucket + unit_magnitude
-        counts[(sub_bucket << shift) + (1 << shift) - 1] = value
-      index += 1
-    return cls(tuple(sorted(counts.items())))
-
-  def Merge(self, other: 'LatencyHistogram') -> 'LatencyHistogram':
-    counts = collections.Counter(dict(self.buckets))
-    counts.update(dict(other.buckets))
-    return LatencyHistogram(tuple(sorted(counts.items())))
-
-  def ValueAtPercentile(self, percentile: float) -> Optional[float]:
-    """Latency in ms, chosen as memtier's hdr_value_at_percentile does."""
-    target = max(1, int(percentile / 100 * self.total_count + 0.5))
-    seen = 0
-    for value_us, count in self.buckets:
-      seen += count
-      if seen >= target:
-        return value_us / 1000
-    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,7 +344,9 @@ class MemtierResult:
         average_latency_ms=self.average_latency_ms,
         p50_latency_ms=self.p50_latency_ms, p99_latency_ms=self.p99_latency_ms,
         p999_latency_ms=self.p999_latency_ms, duration_s=self.duration_s,
-        ops=self.ops, per_second=self.per_second, metadata=facts)
+        ops=self.ops, per_second=self.per_second,
+        histogram=self.totals.histogram if self.warmup_s == 0 else None,
+        metadata=facts)
 
 
 def _CombineCommandStats(parts: Sequence[MemtierCommandStats]):
@@ -492,56 +418,3 @@ def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
       series_throughput=None if None in series else sum(series),
       duration_bug_detected=any(r.duration_bug_detected for r in results),
       processes=sum(r.processes for r in results))
-
-
-def StaircaseSteps(json_text: str, clients_start: int, clients_step: int,
-                   step_duration_s: int, threads: int, pipeline: int,
-                   warmup_s_per_step: int = 0) -> list[measurement.Measurement]:
-  """One `Measurement` per client step of a `--clients-start` run.
-
-  Second s ran with clients_start + clients_step * (s // step_duration_s)
-  clients per thread (capped at --clients, as memtier does). Each step's
-  figures come from its per-second Totals: throughput is its operations over
-  its measured seconds, average latency is count-weighted, percentiles use
-  `MixturePercentile`. The first `warmup_s_per_step` seconds of a step are
-  kept in `per_second` but tagged as warm-up and left out of the figures.
-  Seconds at or past the configured test time only drain replies in flight
-  and are dropped.
-  """
-  if not 0 <= warmup_s_per_step < step_duration_s:
-    raise ValueError('warmup_s_per_step must be shorter than a step')
-  doc = json.loads(json_text)
-  totals = MemtierCommandStats.FromJson(doc['ALL STATS']['Totals'])
-  config = doc.get('configuration', {})
-  max_clients, test_time = config.get('clients'), config.get('test_time')
-  steps = collections.defaultdict(list)
-  for s in totals.time_series:
-    if test_time and s.second >= test_time:
-      continue
-    clients = clients_start + clients_step * (s.second // step_duration_s)
-    steps[min(clients, max_clients) if max_clients else clients].append(s)
-  found = []
-  for index, clients in enumerate(sorted(steps)):
-    seconds = steps[clients]
-    first = seconds[0].second
-    warm = {s.second for s in seconds if s.second - first < warmup_s_per_step}
-    measured = [s for s in seconds if s.second not in warm]
-    ops = sum(s.count for s in measured)
-    if not ops:
-      continue
-    found.append(measurement.Measurement(
-        load=measurement.Load(threads, clients, pipeline),
-        throughput=ops / len(measured),
-        average_latency_ms=sum(s.total_latency_ms for s in measured) / ops,
-        p50_latency_ms=MixturePercentile(measured, 50.0),
-        p99_latency_ms=MixturePercentile(measured, 99.0),
-        p999_latency_ms=MixturePercentile(measured, 99.9),
-        duration_s=float(len(measured)), ops=ops,
-        per_second=tuple(measurement.SecondStats(
-            s.second, s.count, s.average_latency_ms, warmup=s.second in warm)
-                         for s in seconds),
-        metadata={'load_generator': LOAD_GENERATOR, 'staircase_step': index,
-                  'warmup_s': warmup_s_per_step,
-                  'latency_basis': 'per_second_accumulated_latency',
-                  'percentile_basis': 'per_second_cdf_mixture'}))
-  return found

@@ -198,7 +198,4 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         'warmup_s': 0,
         'warmup_supported': False,
     }) for results in per_endpoint.values()]
-    if len(parts) == 1:
-      return parts[0]
-    from perfkitbenchmarker.load_generators import driver  # pylint: disable=g-import-not-at-top
-    return driver.Combine(parts, load)
+    return measurement.Combine(parts, load)

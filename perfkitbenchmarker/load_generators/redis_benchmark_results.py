@@ -242,10 +242,13 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
   throughput = sum(r.rps for r in results)
   if throughput <= 0 or duration_s <= 0:
     raise ValueError('redis-benchmark measured no throughput')
-  weighted = [r for r in results if r.avg_latency_ms is not None]
-  reported_average = (
-      sum(r.rps * r.avg_latency_ms for r in weighted) /
-      sum(r.rps for r in weighted) if weighted else None)
+  # The tool's own averages, combined by the one rule (operation-weighted;
+  # the processes share one window, so rps x window is their count).
+  weighted = [measurement.Measurement(load, r.rps, r.avg_latency_ms,
+                                      duration_s=duration_s)
+              for r in results if r.avg_latency_ms is not None]
+  reported_average = (measurement.WeightedAverageLatencyMs(weighted)
+                      if weighted else None)
   p50 = _Max(r.p50_latency_ms for r in results)
   p99 = _Max(r.p99_latency_ms for r in results)
   p999 = _Max(r.p999_latency_ms for r in results)

@@ -211,18 +211,13 @@ class AwsProvisioner:
       vm.AwaitReady()
 
 
-# Test seam: the SSH wait of the VMs the module functions build (None: wait
-# for SSH). Only tests against a fake EC2 (moto) replace it.
-SSH_WAITER: Optional[Callable[[AwsVirtualMachine], None]] = None
-
-
 def _Provisioner(spec) -> AwsProvisioner:
   options = AwsOptions.FromFlags(spec.flags)
   zone = ZoneOf(spec.GroupSpecs())
   clients = api.DEFAULT_CLIENTS.ForRegion(naming.RegionOf(zone),
                                           options.profile)
   return AwsProvisioner(options, clients, spec.run_uri, spec.record,
-                        benchmark=spec.name, ssh_waiter=SSH_WAITER)
+                        benchmark=spec.name, ssh_waiter=spec.ssh_waiter)
 
 
 def ConstructVms(spec) -> Dict[str, List[AwsVirtualMachine]]:

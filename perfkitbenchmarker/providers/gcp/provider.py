@@ -15,8 +15,9 @@ Teardown needs nothing from here: every kind registers FromRecord, and the
 record's newest-first order deletes instances, then firewall rules, then the
 placement policy, then subnetworks and the network.
 
-Test seam: `GceProvider` takes its clients, SSH waiter, sleep and clocks in
-its constructor; the module-level functions build one from the flags.
+Test seam: `GceProvider` takes its clients, options, SSH waiter, sleep and
+clocks in its constructor; the module-level functions build one from
+`GcpOptions.FromFlags` (the only flag reads) and the spec's SSH waiter.
 """
 
 import concurrent.futures
@@ -24,7 +25,7 @@ import dataclasses
 import getpass
 import logging
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -42,29 +43,54 @@ DEFAULT_REDIS_START_PORT = 7001
 # room for any shard count a VM can run.
 REDIS_PORT_SPAN = 1000
 MAX_PARALLEL_CREATES = 16
-# Test seam: the SSH wait of the VMs FromFlags' providers build (None: wait
-# for SSH). Only tests against a fake Compute API replace it.
-SSH_WAITER: Optional[Callable[['vm_lib.GceVirtualMachine'], None]] = None
-
-
 def SshSourceRanges(values: Sequence[str]) -> List[str]:
   """--gcp_ssh_source_range as normalized IPv4 CIDRs; refuses bad ones."""
   return list(operator_access.OperatorCidrs(
       values, '--gcp_ssh_source_range', 'GCP'))
 
 
-def _Project(flag_values) -> str:
-  if not flag_values.project:
-    raise errors.UsageError(
-        '--cloud=GCP needs --project=<GCP project id> to create the VMs in.')
-  return flag_values.project
+@dataclasses.dataclass(frozen=True)
+class GcpOptions:
+  """What the --gcp_* and core flags ask of the provider, validated."""
+  project: str
+  ssh_source_ranges: Tuple[str, ...]
+  os_type: str = 'debian12'
+  placement_group_style: str = 'cluster'
+  network: Optional[str] = None
+  owner: str = ''
+  timeout_minutes: Optional[float] = None
+  boot_disk_type: Optional[str] = None
+  ssh_user: str = 'pkb'
+  compute_endpoint: Optional[str] = None
+  redis_start_port: int = DEFAULT_REDIS_START_PORT
+
+  @classmethod
+  def FromFlags(cls, flag_values) -> 'GcpOptions':
+    if not flag_values.project:
+      raise errors.UsageError(
+          '--cloud=GCP needs --project=<GCP project id> to create the VMs '
+          'in.')
+    return cls(
+        project=flag_values.project,
+        # Checked by CheckPrerequisites and again before any firewall rule.
+        ssh_source_ranges=tuple(flag_values.gcp_ssh_source_range or ()),
+        os_type=flag_values.os_type,
+        placement_group_style=flag_values.placement_group_style,
+        network=flag_values.gcp_network,
+        owner=flag_values.owner or getpass.getuser(),
+        timeout_minutes=flag_values.timeout_minutes,
+        boot_disk_type=flag_values.gcp_boot_disk_type,
+        ssh_user=flag_values.gcp_ssh_user,
+        compute_endpoint=flag_values.gcp_compute_endpoint,
+        redis_start_port=(getattr(flag_values, 'redis_start_port', None) or
+                          DEFAULT_REDIS_START_PORT))
 
 
 def CheckPrerequisites(flag_values) -> None:
   """Refuses flags that cannot work, before anything is created."""
-  _Project(flag_values)
-  SshSourceRanges(flag_values.gcp_ssh_source_range)
-  images.CheckOsType(flag_values.os_type)
+  options = GcpOptions.FromFlags(flag_values)
+  SshSourceRanges(options.ssh_source_ranges)
+  images.CheckOsType(options.os_type)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,41 +127,37 @@ class _RunLayout:
 class GceProvider:
   """Builds and provisions a run's GCP resources through injected clients."""
 
-  def __init__(self, clients: compute_api.ComputeClients, flag_values,
+  def __init__(self, clients: compute_api.ComputeClients,
+               options: GcpOptions,
                ssh_waiter: Optional[Callable[[vm_lib.GceVirtualMachine],
                                              None]] = None,
                sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] = time.monotonic,
                wall_clock: Callable[[], float] = time.time):
     self.clients = clients
-    self.flags = flag_values
+    self.options = options
     self._ssh_waiter = ssh_waiter
     self._sleep = sleep
     self._clock = clock
     self._wall_clock = wall_clock
-
-  @classmethod
-  def FromFlags(cls, flag_values) -> 'GceProvider':
-    return cls(compute_api.ComputeClients.Create(
-        flag_values.gcp_compute_endpoint), flag_values, ssh_waiter=SSH_WAITER)
 
   def _ResourceArgs(self, spec) -> dict:
     return {'record': spec.record, 'sleep': self._sleep, 'clock': self._clock}
 
   def _Layout(self, spec, zones: Sequence[str], vm_count: int) -> _RunLayout:
     regions = sorted({naming.RegionOf(z) for z in zones})
-    cluster = (self.flags.placement_group_style == 'cluster' and
+    cluster = (self.options.placement_group_style == 'cluster' and
                vm_count > 1)
     if cluster and len(set(zones)) > 1:
       raise errors.UsageError(
           f'--placement_group_style=cluster needs every VM in one zone, not '
           f'{", ".join(sorted(set(zones)))}; set --zone or use '
           '--placement_group_style=none.')
-    creates_network = not self.flags.gcp_network
+    creates_network = not self.options.network
     return _RunLayout(
-        project=_Project(self.flags), run_uri=spec.run_uri,
+        project=self.options.project, run_uri=spec.run_uri,
         network_name=(naming.ResourceName(spec.run_uri) if creates_network
-                      else self.flags.gcp_network),
+                      else self.options.network),
         creates_network=creates_network,
         subnet_ranges=(network.SubnetRanges(regions) if creates_network
                        else {}),
@@ -157,8 +179,8 @@ class GceProvider:
     layout = self._Layout(
         spec, [s.zone for s in group_specs.values()], sum(counts.values()))
     labels = naming.RunLabels(
-        self.flags.owner or getpass.getuser(), spec.run_uri, spec.name,
-        naming.ExpiryLabel(self._wall_clock(), self.flags.timeout_minutes))
+        self.options.owner, spec.run_uri, spec.name,
+        naming.ExpiryLabel(self._wall_clock(), self.options.timeout_minutes))
     groups: Dict[str, List[vm_lib.GceVirtualMachine]] = {}
     order = sorted(group_specs, key=lambda g: (g != 'servers', g))
     for group in order:
@@ -171,14 +193,14 @@ class GceProvider:
           image_family=(None if vm_spec.image else images.FamilyFor(
               vm_spec.os_type, vm_spec.machine_type)),
           boot_disk_gb=vm_spec.boot_disk_size or vm_lib.DEFAULT_BOOT_DISK_GB,
-          boot_disk_type=self.flags.gcp_boot_disk_type,
+          boot_disk_type=self.options.boot_disk_type,
           tags=(naming.NetworkTag(spec.run_uri),), labels=labels,
           placement_policy_url=layout.placement_policy_url)
       for i in range(counts[group]):
         vm = vm_lib.GceVirtualMachine(
             vm_spec, naming.ResourceName(spec.run_uri, group, str(i)), group,
             clients=self.clients, project=layout.project, config=config,
-            ssh_waiter=self._ssh_waiter, user=self.flags.gcp_ssh_user,
+            ssh_waiter=self._ssh_waiter, user=self.options.ssh_user,
             run_uri=spec.run_uri, **self._ResourceArgs(spec))
         _RestoreFromRecord(vm, spec.record)
         groups.setdefault(group, []).append(vm)
@@ -188,7 +210,7 @@ class GceProvider:
     vms = [vm for vm in spec.vms if isinstance(vm, vm_lib.GceVirtualMachine)]
     if not vms:
       return
-    ssh_ranges = SshSourceRanges(self.flags.gcp_ssh_source_range)
+    ssh_ranges = SshSourceRanges(self.options.ssh_source_ranges)
     layout = self._Layout(spec, [vm.zone for vm in vms], len(vms))
     args = dict(self._ResourceArgs(spec), clients=self.clients,
                 project=layout.project)
@@ -220,11 +242,10 @@ class GceProvider:
         source_ranges=ssh_ranges,
         description=f'SSH to run {spec.run_uri} from its operator',
         **args).Create()
-    start_port = getattr(self.flags, 'redis_start_port', None)
     network.GceFirewallRule(
         naming.ResourceName(spec.run_uri, 'redis'),
         network_url=layout.network_url,
-        ports=network.RedisPorts(start_port or DEFAULT_REDIS_START_PORT,
+        ports=network.RedisPorts(self.options.redis_start_port,
                                  REDIS_PORT_SPAN),
         target_tags=[tag], source_tags=[tag],
         description=f'Redis between the VMs of run {spec.run_uri}',
@@ -267,7 +288,9 @@ def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:
 
 
 def _ProviderFor(spec) -> GceProvider:
-  return GceProvider.FromFlags(spec.flags)
+  options = GcpOptions.FromFlags(spec.flags)
+  return GceProvider(compute_api.ComputeClients.Create(
+      options.compute_endpoint), options, ssh_waiter=spec.ssh_waiter)
 
 
 def ConstructVms(spec) -> Dict[str, List[vm_lib.GceVirtualMachine]]:

@@ -10,7 +10,7 @@ when neither neighbour does, and stops at a local maximum at step 1. It never
 evaluates a count twice.
 
 Extension seam: `evaluate(shards)` is injected and may return a
-`latency_search.SearchResult` (its `capped_throughput` is the score) or a
+`driver.SearchResult` (its `capped_throughput` is the score) or a
 plain number. Pure: no flags, VMs, I/O, sleeping or clock.
 """
 
@@ -18,11 +18,11 @@ import dataclasses
 import math
 from typing import Callable, Dict, Optional, Tuple, Union
 
-from perfkitbenchmarker import latency_search
+from perfkitbenchmarker.search import driver
 
-InvalidSearchArgument = latency_search.InvalidSearchArgument
+InvalidSearchArgument = driver.InvalidSearchArgument
 
-Evaluation = Union[latency_search.SearchResult, float, int, None]
+Evaluation = Union[driver.SearchResult, float, int, None]
 
 DEFAULT_MAX_EVALUATIONS = 12
 
@@ -38,7 +38,7 @@ class ShardPoint:
   """
   shards: int
   throughput: Optional[float]
-  search: Optional[latency_search.SearchResult] = None
+  search: Optional[driver.SearchResult] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,13 +61,13 @@ class ShardSearchResult:
 
 
 def _Score(shards: int, value: Evaluation) -> ShardPoint:
-  if isinstance(value, latency_search.SearchResult):
+  if isinstance(value, driver.SearchResult):
     return ShardPoint(shards, value.capped_throughput, value)
   if value is None:
     return ShardPoint(shards, None)
   if isinstance(value, bool) or not isinstance(value, (int, float)):
     raise TypeError(f'evaluate({shards}) returned {value!r}; it must return '
-                    'a latency_search.SearchResult, a number or None.')
+                    'a driver.SearchResult, a number or None.')
   return ShardPoint(shards, float(value) if math.isfinite(value) else None)
 
 

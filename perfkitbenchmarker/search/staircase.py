@@ -3,7 +3,7 @@
 memtier's staircase mode (`--clients-start/--clients-step/--step-duration`)
 measures every client step of a ramp in one run, so the search part costs one
 process start instead of one per load. This module turns those steps into a
-search that `latency_search.FindLatencyCappedMaximum` can run like any other:
+search that `driver.FindLatencyCappedMaximum` can run like any other:
 
 * `StaircasePolicy` asks for each step's load in order (search probes), picks
   the highest-throughput step strictly under the cap and, if asked, confirms
@@ -21,11 +21,11 @@ can feed its per-step Measurements here. Pure: no flags, VMs, I/O or clock.
 import dataclasses
 from typing import Callable, ClassVar, List, Sequence, Tuple
 
-from perfkitbenchmarker import latency_search
+from perfkitbenchmarker.search import driver
 from perfkitbenchmarker import measurement
 
 Load = measurement.Load
-InvalidSearchArgument = latency_search.InvalidSearchArgument
+InvalidSearchArgument = driver.InvalidSearchArgument
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,36 +53,36 @@ class StaircasePolicy:
         raise InvalidSearchArgument(
             f'{name}={value!r}: must be a whole number of at least 0.')
 
-  def Steps(self, cap_ms: float) -> latency_search.PolicySteps:
+  def Steps(self, cap_ms: float) -> driver.PolicySteps:
     records = []
     for i, load in enumerate(self.steps):
-      record = yield latency_search.ProbeRequest(
-          load, latency_search.ROLE_SEARCH, f'staircase step {i}')
+      record = yield driver.ProbeRequest(
+          load, driver.ROLE_SEARCH, f'staircase step {i}')
       records.append(record)
     under = [r for r in records if r.under_cap]
     if not under:
-      return latency_search.Outcome(
+      return driver.Outcome(
           f'every one of the {len(records)} staircase steps was at or over '
           f'the {cap_ms} ms cap')
     best = max(under, key=lambda r: r.throughput)
     notes = [f'best staircase step under the cap: {best.load.Describe()} '
              f'({best.throughput:,.0f} ops/s, {best.latency_ms:.3f} ms)']
     if not self.confirm_repeats:
-      return latency_search.Outcome('; '.join(notes + ['unconfirmed']),
+      return driver.Outcome('; '.join(notes + ['unconfirmed']),
                                     best.index)
     candidate = best
     for _ in range(1 + self.max_backoffs):
       repeats = []
       for i in range(self.confirm_repeats):
-        repeats.append((yield latency_search.ProbeRequest(
-            candidate.load, latency_search.ROLE_CONFIRM,
+        repeats.append((yield driver.ProbeRequest(
+            candidate.load, driver.ROLE_CONFIRM,
             f'confirmation {i + 1}/{self.confirm_repeats}')))
-      latency = latency_search.WeightedLatencyMs(
+      latency = measurement.WeightedAverageLatencyMs(
           [r.measurement for r in repeats])
       if latency < cap_ms:
         notes.append(f'confirmed {candidate.load.Describe()} with '
                      f'{len(repeats)} probes averaging {latency:.3f} ms')
-        return latency_search.Outcome('; '.join(notes), candidate.index,
+        return driver.Outcome('; '.join(notes), candidate.index,
                                       tuple(r.index for r in repeats))
       notes.append(f'repeats at {candidate.load.Describe()} averaged '
                    f'{latency:.3f} ms, not under the {cap_ms} ms cap')
@@ -92,7 +92,7 @@ class StaircasePolicy:
         break
       candidate = max(lower, key=lambda r: r.throughput)
     notes.append('no step held under the cap when confirmed')
-    return latency_search.Outcome('; '.join(notes))
+    return driver.Outcome('; '.join(notes))
 
 
 class ReplayThenMeasure:

@@ -17,7 +17,7 @@ by luck does not become the answer; the repeats are checked against the cap.
 A saturated load generator is reported (`client_limited`, stop reason), never
 passed off as the server's plateau.
 
-Extension seam: `AdaptiveStepPolicy` is a `latency_search.StepPolicy`;
+Extension seam: `AdaptiveStepPolicy` is a `driver.StepPolicy`;
 `LoadForConnections` (fixed threads, variable clients) is the one place that
 maps a connection count to a Load. Pure: no flags, VMs, I/O, sleep or clock.
 """
@@ -27,12 +27,12 @@ import math
 import statistics
 from typing import ClassVar, Dict, List, Optional
 
-from perfkitbenchmarker import latency_search
+from perfkitbenchmarker.search import driver
 from perfkitbenchmarker import measurement
 
 Load = measurement.Load
-ProbeRecord = latency_search.ProbeRecord
-InvalidSearchArgument = latency_search.InvalidSearchArgument
+ProbeRecord = driver.ProbeRecord
+InvalidSearchArgument = driver.InvalidSearchArgument
 
 
 def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
@@ -131,30 +131,6 @@ class AdaptiveStepPolicy:
         raise InvalidSearchArgument(message)
 
   @classmethod
-  def FromThreadsAndClients(cls, min_threads: int, max_threads: int,
-                            clients: int, pipeline: int = 1,
-                            **overrides) -> 'AdaptiveStepPolicy':
-    """The adaptive policy over the loads a linear walk's settings span.
-
-    Threads stay at min_threads; the search starts at the walk's first load
-    (min_threads x clients), may halve down to one connection per thread and
-    never offers more than the walk's largest load (max_threads x clients).
-    """
-    if min_threads > max_threads:
-      raise InvalidSearchArgument(
-          f'min_threads={min_threads} is above max_threads={max_threads}; '
-          'lower min_threads or raise max_threads.')
-    if clients < 1:
-      raise InvalidSearchArgument(
-          f'clients={clients}: each thread needs at least 1 connection.')
-    arguments = dict(threads=min_threads, pipeline=pipeline,
-                     min_connections=min_threads,
-                     start_connections=min_threads * clients,
-                     max_connections=max_threads * clients)
-    arguments.update(overrides)
-    return cls(**arguments)
-
-  @classmethod
   def FromConnectionRange(cls, threads: int, min_connections: int,
                           max_connections: int,
                           start_connections: Optional[int] = None,
@@ -192,7 +168,7 @@ class AdaptiveStepPolicy:
     return self.LoadForClients(
         min(self.max_clients, max(self.min_clients, clients)))
 
-  def Steps(self, cap_ms: float) -> latency_search.PolicySteps:
+  def Steps(self, cap_ms: float) -> driver.PolicySteps:
     return _AdaptiveRun(self, cap_ms).Run()
 
 
@@ -217,7 +193,7 @@ class _AdaptiveRun:
     self._search: Dict[int, ProbeRecord] = {}
     self._notes: List[str] = []
 
-  def Run(self) -> latency_search.PolicySteps:
+  def Run(self) -> driver.PolicySteps:
     first = yield from self._Probe(self._start, 'start')
     if self._UnderTarget(first):
       lo, hi = yield from self._Grow(self._start)
@@ -345,7 +321,7 @@ class _AdaptiveRun:
       if not self._policy.confirm_repeats:
         top = max(candidates.values(), key=lambda r: r.throughput)
         self._notes.append(f'chose {top.load.Describe()} unconfirmed')
-        return latency_search.Outcome('; '.join(self._notes), top.index)
+        return driver.Outcome('; '.join(self._notes), top.index)
       failed = {}
       for clients in contenders:
         if clients in held:
@@ -370,7 +346,7 @@ class _AdaptiveRun:
           'no load held under the cap when confirmed' if ceiling <= self._max
           else f'every probe was at or over the {self._cap_ms} ms cap: no '
           'capped throughput')
-      return latency_search.Outcome('; '.join(self._notes))
+      return driver.Outcome('; '.join(self._notes))
     # Every held load is a valid answer; the repeats, free of the selection
     # bias of the search probes, pick among them.
     clients = max(held, key=lambda c: statistics.fmean(
@@ -379,7 +355,7 @@ class _AdaptiveRun:
         f'confirmed {self._policy.LoadForClients(clients).Describe()} '
         f'({self._Conns(clients)} connections) with {len(held[clients])} '
         f'repeats averaging {self._MeanLatency(held[clients]):.3f} ms')
-    return latency_search.Outcome('; '.join(self._notes),
+    return driver.Outcome('; '.join(self._notes),
                                   self._search[clients].index,
                                   tuple(r.index for r in held[clients]))
 
@@ -400,10 +376,10 @@ class _AdaptiveRun:
   # Helpers.
 
   def _Probe(self, clients: int, note: str,
-             role: str = latency_search.ROLE_SEARCH):
-    record = yield latency_search.ProbeRequest(
+             role: str = driver.ROLE_SEARCH):
+    record = yield driver.ProbeRequest(
         self._policy.LoadForClients(clients), role, note)
-    if role == latency_search.ROLE_SEARCH:
+    if role == driver.ROLE_SEARCH:
       self._search[clients] = record
     return record
 
@@ -412,12 +388,12 @@ class _AdaptiveRun:
     for i in range(self._policy.confirm_repeats):
       record = yield from self._Probe(
           clients, f'confirmation {i + 1}/{self._policy.confirm_repeats}',
-          latency_search.ROLE_CONFIRM)
+          driver.ROLE_CONFIRM)
       repeats.append(record)
     return repeats
 
   def _MeanLatency(self, repeats: List[ProbeRecord]) -> float:
-    return latency_search.WeightedLatencyMs([r.measurement for r in repeats])
+    return measurement.WeightedAverageLatencyMs([r.measurement for r in repeats])
 
   def _Candidates(self, ceiling: int) -> Dict[int, ProbeRecord]:
     """Search probes below `ceiling` under the target, else under the cap."""

@@ -1,4 +1,4 @@
-"""Latency-capped throughput search: the driver, its records, the linear policy.
+"""Latency-capped throughput search: the driver and its records.
 
 A search finds the highest throughput a server sustains while the average
 request latency stays under a cap. It is split like a controller and an
@@ -15,7 +15,8 @@ Extension seam: a new policy implements `StepPolicy`: a `NAME` and a
 `Steps(cap_ms)` generator that yields `ProbeRequest`s, is sent the
 `ProbeRecord` of each probe, and returns an `Outcome`. The generator's frame
 holds the state of one search, so a policy object is immutable configuration
-that can run any number of searches. `adaptive_search.py` is such a policy.
+that can run any number of searches. `linear.py`, `adaptive.py` and
+`staircase.py` in this package are such policies.
 
 Everything here is pure: no flags, no VMs, no I/O, no sleeping, no clock. The
 only effect is calling `measure`, so tests drive it with scripted curves.
@@ -23,12 +24,12 @@ only effect is calling `measure`, so tests drive it with scripted curves.
 
 import dataclasses
 import math
-import statistics
 from typing import (Callable, ClassVar, Generator, Optional, Protocol,
                     Sequence, Tuple)
 
-from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import search
+from perfkitbenchmarker.search import stats
 
 Load = measurement.Load
 Measurement = measurement.Measurement
@@ -38,19 +39,8 @@ ROLE_CONFIRM = 'confirm'  # a repeat of a chosen load, averaged for the result
 
 DEFAULT_MAX_PROBES = 40
 
-# Two-sided 95 % Student t critical values, indexed by degrees of freedom.
-_T95 = (None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-        2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
-        2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
-        2.042)
 
-
-class InvalidSearchArgument(errors.UsageError, ValueError):
-  """A search was configured with a value it cannot work with.
-
-  It is a `ValueError` for callers of this pure module and a `UsageError`, so
-  that pkb reports it as one line before anything is provisioned.
-  """
+InvalidSearchArgument = search.InvalidSearchArgument
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,45 +172,6 @@ class SearchResult:
     return self.best.throughput if self.best is not None else None
 
 
-def StudentT95(degrees_of_freedom: int) -> float:
-  """Two-sided 95 % critical value of Student's t distribution."""
-  if degrees_of_freedom < 1:
-    raise InvalidSearchArgument(
-        f'degrees_of_freedom={degrees_of_freedom}: a confidence interval needs '
-        'at least two values (one degree of freedom).')
-  if degrees_of_freedom < len(_T95):
-    return _T95[degrees_of_freedom]
-  # Past the table, the first term of the Cornish-Fisher expansion is within
-  # 0.003 of the exact value.
-  z = 1.959964
-  return z + (z ** 3 + z) / (4 * degrees_of_freedom)
-
-
-def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:
-  """Mean and 95 % confidence half-width (None for a single value)."""
-  if not values:
-    raise InvalidSearchArgument('MeanAndCi95 needs at least one value.')
-  mean = statistics.fmean(values)
-  if len(values) < 2:
-    return mean, None
-  half_width = (StudentT95(len(values) - 1) * statistics.stdev(values) /
-                math.sqrt(len(values)))
-  return mean, half_width
-
-
-def WeightedLatencyMs(measurements: Sequence[Measurement]) -> float:
-  """Average latency over several probes, weighted by operation counts.
-
-  Falls back to the plain mean when a probe does not report its count.
-  """
-  if not measurements:
-    raise InvalidSearchArgument('WeightedLatencyMs needs a measurement.')
-  total_ops = sum(m.ops for m in measurements)
-  if total_ops <= 0 or any(m.ops <= 0 for m in measurements):
-    return statistics.fmean(m.average_latency_ms for m in measurements)
-  return sum(m.average_latency_ms * m.ops for m in measurements) / total_ops
-
-
 def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
   """Index of the highest-throughput probe under the cap (earliest on ties)."""
   best = None
@@ -258,8 +209,9 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
   confirmations = tuple(probes[i] for i in outcome.confirmation_indices)
   mean = ci95 = latency = None
   if confirmations:
-    mean, ci95 = MeanAndCi95([p.throughput for p in confirmations])
-    latency = WeightedLatencyMs([p.measurement for p in confirmations])
+    mean, ci95 = stats.MeanAndCi95([p.throughput for p in confirmations])
+    latency = measurement.WeightedAverageLatencyMs(
+        [p.measurement for p in confirmations])
   return SearchResult(
       probes=tuple(probes),
       best=best,
@@ -338,69 +290,3 @@ def FindLatencyCappedMaximum(
                    'throughput probe under the cap, unconfirmed'),
       best_index=HighestUnderCapIndex(probes))
   return _Result(probes, cap_ms, policy.NAME, fallback)
-
-
-@dataclasses.dataclass(frozen=True)
-class LinearStepPolicy:
-  """Adds threads at a fixed step until the cap, as the Redis-on-T2D study did.
-
-  Probes min_threads, min_threads + thread_increment, ... (never more than
-  max_threads; the last step is not stretched to hit it), each with `clients`
-  connections per thread. It stops after the first probe whose average
-  latency is at or over the cap, or after the largest thread count. The
-  answer is the highest-throughput probe strictly under the cap, wherever it
-  lies in the walk, so a dip before the cap does not hide an earlier peak.
-  """
-  NAME: ClassVar[str] = 'linear'
-
-  min_threads: int
-  max_threads: int
-  thread_increment: int
-  clients: int
-  pipeline: int = 1
-
-  def __post_init__(self):
-    for name in ('min_threads', 'max_threads', 'thread_increment', 'clients',
-                 'pipeline'):
-      value = getattr(self, name)
-      if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidSearchArgument(
-            f'{name}={value!r}: must be a whole number.')
-    if self.min_threads < 1:
-      raise InvalidSearchArgument(
-          f'min_threads={self.min_threads}: start with at least 1 thread.')
-    if self.min_threads > self.max_threads:
-      raise InvalidSearchArgument(
-          f'min_threads={self.min_threads} is above max_threads='
-          f'{self.max_threads}; lower min_threads or raise max_threads.')
-    if self.thread_increment <= 0:
-      raise InvalidSearchArgument(
-          f'thread_increment={self.thread_increment}: the walk must add at '
-          'least 1 thread per probe.')
-    if self.clients < 1:
-      raise InvalidSearchArgument(
-          f'clients={self.clients}: each thread needs at least 1 connection.')
-    if self.pipeline < 1:
-      raise InvalidSearchArgument(
-          f'pipeline={self.pipeline}: use 1 for no pipelining.')
-
-  def Steps(self, cap_ms: float) -> PolicySteps:
-    records = []
-    threads = self.min_threads
-    while True:
-      load = Load(threads, self.clients, self.pipeline)
-      record = yield ProbeRequest(load, ROLE_SEARCH, f'{threads} threads')
-      records.append(record)
-      if not record.under_cap:
-        reason = (f'average latency {record.latency_ms:.3f} ms reached the '
-                  f'{cap_ms} ms cap at {load.Describe()}')
-        break
-      if threads + self.thread_increment > self.max_threads:
-        reason = (f'reached max_threads={self.max_threads} without reaching '
-                  f'the {cap_ms} ms cap')
-        break
-      threads += self.thread_increment
-    best_index = HighestUnderCapIndex(records)
-    if best_index is None:
-      reason += '; no probe was under the cap'
-    return Outcome(stop_reason=reason, best_index=best_index)

@@ -1,0 +1,73 @@
+"""The server engine interface: what a study needs from a Redis-like server.
+
+Every engine manages shards as run-record resources (`ShardProcess`): one
+server process per port with the run's password, recorded before it starts
+so teardown finds it from the record alone. The study never builds a server
+command line itself; it asks the engine.
+"""
+
+import abc
+import dataclasses
+from typing import List, Sequence, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardOptions:
+  """Per-VM shard settings the study decides (the engine applies them)."""
+  cluster_mode: bool = False
+  maxmemory_mb: int = 1024
+  extra_config: Tuple[str, ...] = ()
+  bind: str = '127.0.0.1'
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+  """One running shard, as clients and the cluster see it."""
+  vm_name: str
+  host: str
+  port: int
+  pid: int
+  config_path: str
+
+  @property
+  def address(self) -> str:
+    return f'{self.host}:{self.port}'
+
+
+class ServerEngine(abc.ABC):
+  """A Redis-compatible server on the server VMs."""
+
+  NAME = ''
+
+  @abc.abstractmethod
+  def Install(self, vm) -> None:
+    """Makes the server and its CLI available on `vm` (once per VM)."""
+
+  @abc.abstractmethod
+  def Version(self, vm) -> str:
+    """The installed server's version, recorded in every sample."""
+
+  @abc.abstractmethod
+  def StartShards(self, vm, count: int, password: str, options: ShardOptions,
+                  record, start_port: int) -> List:
+    """Configures and starts `count` shards on free ports; returns their
+    run-record resources (each has `port`, `pid`, `vm`, `config_path` and
+    `Delete()`)."""
+
+  @abc.abstractmethod
+  def FormCluster(self, vm, shards: Sequence[Shard], password: str,
+                  replicas: int) -> None:
+    """Joins the shards into one cluster and waits until it serves."""
+
+  @abc.abstractmethod
+  def KeyCount(self, vm, shards: Sequence[Shard], password: str) -> int:
+    """Keys held by the primaries (for the preload check)."""
+
+  @abc.abstractmethod
+  def ReadPassword(self, process) -> str:
+    """The run's password, read back from a shard's config on its VM (for
+    a resumed run; it is never in the run record)."""
+
+  def Stop(self, process) -> None:
+    """Stops one shard (by PID, checked against its command line)."""
+    process.Delete()

@@ -1,0 +1,53 @@
+"""Latency histograms: decoded with the hdrhistogram library, merged exactly.
+
+memtier writes HDR histograms in its JSON ('Compressed Histogram': base64 of
+the compressed V2 encoding). They are decoded with `hdrh` (the maintained
+HdrHistogram port) into an immutable list of (highest equivalent value in
+us, count) buckets, so a Measurement stays a frozen record. Merging
+histograms is the only exact way to get percentiles of processes that ran
+side by side; `measurement.Combine` uses it whenever every part has one.
+"""
+
+import collections
+import dataclasses
+from typing import Optional, Tuple
+
+from hdrh import histogram as hdrh_histogram
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyHistogram:
+  """(highest equivalent value in us, count) buckets, sorted by value."""
+  buckets: Tuple[Tuple[int, int], ...]
+
+  @property
+  def total_count(self) -> int:
+    return sum(count for _, count in self.buckets)
+
+  @classmethod
+  def FromCompressed(cls, text: str) -> 'LatencyHistogram':
+    """Decodes a base64 compressed HdrHistogram (memtier's JSON field)."""
+    try:
+      decoded = hdrh_histogram.HdrHistogram.decode(text)
+    except Exception as e:  # hdrh raises several types for bad input.
+      raise ValueError(f'Not an HDR histogram: {e}') from None
+    counts = collections.Counter()
+    for item in decoded.get_recorded_iterator():
+      counts[int(item.value_iterated_to)] += int(
+          item.count_at_value_iterated_to)
+    return cls(tuple(sorted(counts.items())))
+
+  def Merge(self, other: 'LatencyHistogram') -> 'LatencyHistogram':
+    counts = collections.Counter(dict(self.buckets))
+    counts.update(dict(other.buckets))
+    return LatencyHistogram(tuple(sorted(counts.items())))
+
+  def ValueAtPercentile(self, percentile: float) -> Optional[float]:
+    """Latency in ms, chosen as memtier's hdr_value_at_percentile does."""
+    target = max(1, int(percentile / 100 * self.total_count + 0.5))
+    seen = 0
+    for value_us, count in self.buckets:
+      seen += count
+      if seen >= target:
+        return value_us / 1000
+    return None

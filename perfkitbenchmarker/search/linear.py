@@ -1,0 +1,85 @@
+"""The linear step-up policy: +N threads per probe until the cap.
+
+This is how the published Redis-on-T2D study searched (one more memtier
+thread per 30 s probe until average latency passed 1 ms); it is kept to
+reproduce such studies and as the baseline the adaptive policy is measured
+against. Pure: no flags, VMs, I/O or clock.
+"""
+
+import dataclasses
+from typing import ClassVar
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker.search import driver
+
+Load = measurement.Load
+InvalidSearchArgument = driver.InvalidSearchArgument
+HighestUnderCapIndex = driver.HighestUnderCapIndex
+Outcome = driver.Outcome
+ProbeRequest = driver.ProbeRequest
+ROLE_SEARCH = driver.ROLE_SEARCH
+
+@dataclasses.dataclass(frozen=True)
+class LinearStepPolicy:
+  """Adds threads at a fixed step until the cap, as the Redis-on-T2D study did.
+
+  Probes min_threads, min_threads + thread_increment, ... (never more than
+  max_threads; the last step is not stretched to hit it), each with `clients`
+  connections per thread. It stops after the first probe whose average
+  latency is at or over the cap, or after the largest thread count. The
+  answer is the highest-throughput probe strictly under the cap, wherever it
+  lies in the walk, so a dip before the cap does not hide an earlier peak.
+  """
+  NAME: ClassVar[str] = 'linear'
+
+  min_threads: int
+  max_threads: int
+  thread_increment: int
+  clients: int
+  pipeline: int = 1
+
+  def __post_init__(self):
+    for name in ('min_threads', 'max_threads', 'thread_increment', 'clients',
+                 'pipeline'):
+      value = getattr(self, name)
+      if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidSearchArgument(
+            f'{name}={value!r}: must be a whole number.')
+    if self.min_threads < 1:
+      raise InvalidSearchArgument(
+          f'min_threads={self.min_threads}: start with at least 1 thread.')
+    if self.min_threads > self.max_threads:
+      raise InvalidSearchArgument(
+          f'min_threads={self.min_threads} is above max_threads='
+          f'{self.max_threads}; lower min_threads or raise max_threads.')
+    if self.thread_increment <= 0:
+      raise InvalidSearchArgument(
+          f'thread_increment={self.thread_increment}: the walk must add at '
+          'least 1 thread per probe.')
+    if self.clients < 1:
+      raise InvalidSearchArgument(
+          f'clients={self.clients}: each thread needs at least 1 connection.')
+    if self.pipeline < 1:
+      raise InvalidSearchArgument(
+          f'pipeline={self.pipeline}: use 1 for no pipelining.')
+
+  def Steps(self, cap_ms: float) -> driver.PolicySteps:
+    records = []
+    threads = self.min_threads
+    while True:
+      load = Load(threads, self.clients, self.pipeline)
+      record = yield ProbeRequest(load, ROLE_SEARCH, f'{threads} threads')
+      records.append(record)
+      if not record.under_cap:
+        reason = (f'average latency {record.latency_ms:.3f} ms reached the '
+                  f'{cap_ms} ms cap at {load.Describe()}')
+        break
+      if threads + self.thread_increment > self.max_threads:
+        reason = (f'reached max_threads={self.max_threads} without reaching '
+                  f'the {cap_ms} ms cap')
+        break
+      threads += self.thread_increment
+    best_index = HighestUnderCapIndex(records)
+    if best_index is None:
+      reason += '; no probe was under the cap'
+    return Outcome(stop_reason=reason, best_index=best_index)

@@ -1,0 +1,37 @@
+"""Statistics the search policies share: the mean of repeats and its interval.
+
+Pure: no flags, VMs, I/O or clock. Critical values come from scipy's Student
+t distribution rather than a hand-kept table. Combining measurements that ran
+side by side (or one after another at the same load) is not done here but in
+`measurement.Combine` / `measurement.WeightedAverageLatencyMs`, the one place
+that weights latencies by operation counts.
+"""
+
+import math
+import statistics
+from typing import Optional, Sequence, Tuple
+
+from scipy import stats as scipy_stats
+
+from perfkitbenchmarker import search
+
+
+def StudentT95(degrees_of_freedom: int) -> float:
+  """Two-sided 95 % critical value of Student's t distribution."""
+  if degrees_of_freedom < 1:
+    raise search.InvalidSearchArgument(
+        f'degrees_of_freedom={degrees_of_freedom}: a confidence interval needs '
+        'at least two values (one degree of freedom).')
+  return float(scipy_stats.t.ppf(0.975, degrees_of_freedom))
+
+
+def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:
+  """Mean and 95 % confidence half-width (None for a single value)."""
+  if not values:
+    raise search.InvalidSearchArgument('MeanAndCi95 needs at least one value.')
+  mean = statistics.fmean(values)
+  if len(values) < 2:
+    return mean, None
+  half_width = (StudentT95(len(values) - 1) * statistics.stdev(values) /
+                math.sqrt(len(values)))
+  return mean, half_width

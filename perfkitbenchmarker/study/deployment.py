@@ -1,0 +1,230 @@
+"""What `prepare` builds: a typed Deployment of shards, password and clients.
+
+`Deploy` is the one place a deployment is built: it installs the engine on
+the server VMs (with system tuning on remote VMs), chooses a load generator
+per client VM, and starts the shards with `StartShards`, the one function
+that starts shards (also used by the shard-count study to restart them).
+`Restore` rebuilds the same record for a resumed run from the run record and
+the shards' config files. `BindAddress` is the one bind-address rule.
+
+Extension seam: the server is an engine (engines/); the deployment stores
+the engine's name and version and only calls the engine interface, so a new
+engine needs no change here.
+"""
+
+import dataclasses
+from typing import List, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.linux_packages import memtier as memtier_package
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import driver
+from perfkitbenchmarker.load_generators import memtier
+from perfkitbenchmarker.load_generators import redis_benchmark
+from perfkitbenchmarker.study import options as options_lib
+
+# Run-record kinds of shard processes (one per engine process type).
+SHARD_KINDS = (redis_server.RedisProcess.KIND,)
+# Seconds a probe costs beyond its own duration (process start, CPU reads).
+PROBE_OVERHEAD_S = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Deployment:
+  """The running servers and the clients that will load them.
+
+  Attributes:
+    engine: the engine's name (e.g. 'redis').
+    engine_version: its version on the server VMs.
+    cluster_mode: the shards form one cluster.
+    shards_per_vm: shards on each server VM.
+    primaries: shards that hold data (cluster replicas excluded).
+    processes: the shards' run-record resources, servers in order.
+    generators: one load generator per client VM, in client order.
+    password: the run's password (never in repr, logs or the record).
+  """
+  engine: str
+  engine_version: str
+  cluster_mode: bool
+  shards_per_vm: int
+  primaries: int
+  processes: Tuple[redis_server.RedisProcess, ...]
+  generators: Tuple[base.LoadGenerator, ...]
+  password: str = dataclasses.field(repr=False)
+
+  @property
+  def shards(self) -> Tuple[engine_base.Shard, ...]:
+    return tuple(engine_base.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
+                                   p.config_path) for p in self.processes)
+
+  @property
+  def endpoints(self) -> List[base.Endpoint]:
+    shards = self.shards
+    if self.cluster_mode:
+      return [base.Endpoint(shards[0].host, shards[0].port)]
+    return [base.Endpoint(s.host, s.port) for s in shards]
+
+
+def BindAddress(vm) -> str:
+  """Only the address the run's clients use: a wildcard bind on an existing
+  machine would expose the server on every interface."""
+  return vm.internal_ip or '127.0.0.1'
+
+
+def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
+                    ) -> base.LoadGenerator:
+  """memtier when asked for or installed; otherwise redis-benchmark."""
+  path = generator.memtier_path or memtier_package.DEFAULT_PATH
+  want = generator.choice
+  if want == 'memtier' or (want == 'auto' and
+                           memtier_package.IsAvailable(vm, path)):
+    vm.Install('memtier', path=path)
+    return memtier.MemtierGenerator(
+        vm, path, load_key_pattern=generator.load_key_pattern,
+        warmup_s=generator.warmup_s)
+  vm.Install('redis_benchmark')
+  return redis_benchmark.RedisBenchmarkGenerator(vm)
+
+
+def _Primaries(count: int, server: options_lib.ServerOptions) -> int:
+  if server.cluster_mode:
+    return count // (1 + server.cluster_replicas)
+  return count
+
+
+def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
+                shards_per_vm: int, password: str,
+                server: options_lib.ServerOptions, record,
+                start_port: int) -> Tuple[redis_server.RedisProcess, ...]:
+  """Starts `shards_per_vm` shards on every server VM (and the cluster)."""
+  processes: List[redis_server.RedisProcess] = []
+  for vm in servers:
+    shard_options = engine_base.ShardOptions(
+        cluster_mode=server.cluster_mode,
+        maxmemory_mb=redis_server.MaxMemoryPerShardMb(
+            vm.memory_mib or 1024, shards_per_vm, server.memory_fraction),
+        extra_config=server.extra_config, bind=BindAddress(vm))
+    processes.extend(engine.StartShards(vm, shards_per_vm, password,
+                                        shard_options, record, start_port))
+  if server.cluster_mode:
+    shards = [engine_base.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
+                                p.config_path) for p in processes]
+    engine.FormCluster(servers[0], shards, password, server.cluster_replicas)
+  return tuple(processes)
+
+
+def Deploy(spec, opts: options_lib.RedisStudyOptions,
+           engine: engine_base.ServerEngine) -> Deployment:
+  """Installs, tunes, starts the shards and picks the load generators.
+
+  Every shard is in the run record before it starts, so `StopAll` finds it
+  even when a later step (another VM, the cluster) fails.
+  """
+  servers = spec.vm_groups['servers']
+  for vm in servers:
+    engine.Install(vm)
+    if hasattr(vm, 'ApplySystemTuning'):
+      vm.ApplySystemTuning(opts.server.system_tuning)
+  generators = tuple(ChooseGenerator(vm, opts.generator)
+                     for vm in spec.vm_groups['clients'])
+  password = redis_server.NewPassword()
+  processes = StartShards(engine, servers, opts.server.shards_per_vm,
+                          password, opts.server, spec.record,
+                          opts.server.start_port)
+  return Deployment(
+      engine=engine.NAME, engine_version=engine.Version(servers[0]),
+      cluster_mode=opts.server.cluster_mode,
+      shards_per_vm=opts.server.shards_per_vm,
+      primaries=_Primaries(len(processes), opts.server),
+      processes=processes, generators=generators, password=password)
+
+
+def Restore(spec, opts: options_lib.RedisStudyOptions,
+            engine: engine_base.ServerEngine) -> Deployment:
+  """Rebuilds the deployment of an earlier invocation of this run.
+
+  `--run_stage=run --run_uri=X` starts with none of what `prepare` made; the
+  shards are in the run record and the password is in their config files on
+  the server VMs (it is never written to the record).
+  """
+  processes = [resource.FromRecord(e, spec.record)
+               for e in spec.record.Resources()
+               if e['kind'] == redis_server.RedisProcess.KIND and
+               e['status'] == 'created']
+  if not processes:
+    raise errors.UsageError(
+        f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
+        'first.')
+  password = engine.ReadPassword(processes[0])
+  redis_server.RegisterPassword(password)
+  for p in processes:
+    p.password = password
+  servers = spec.vm_groups['servers']
+  return Deployment(
+      engine=engine.NAME, engine_version=engine.Version(servers[0]),
+      cluster_mode=opts.server.cluster_mode,
+      shards_per_vm=len(processes) // len(servers),
+      primaries=_Primaries(len(processes), opts.server),
+      processes=tuple(processes),
+      generators=tuple(ChooseGenerator(vm, opts.generator)
+                       for vm in spec.vm_groups['clients']),
+      password=password)
+
+
+def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,
+            engine: engine_base.ServerEngine, shards_per_vm: int,
+            start_port: int) -> Deployment:
+  """Replaces every server VM's shards by `shards_per_vm` new ones, keeping
+  the password and the load generators."""
+  for proc in reversed(deployment.processes):
+    engine.Stop(proc)
+  processes = StartShards(engine, spec.vm_groups['servers'], shards_per_vm,
+                          deployment.password, opts.server, spec.record,
+                          start_port)
+  return dataclasses.replace(
+      deployment, processes=processes, shards_per_vm=shards_per_vm,
+      primaries=_Primaries(len(processes), opts.server))
+
+
+def StopAll(record) -> None:
+  """Stops every shard the run record says may be running, newest first.
+
+  Goes by the record, not by memory, so shards of a failed start, of an
+  earlier invocation (resumed runs) or of earlier shard-study points are
+  stopped too. Each engine's shard kind knows how to stop its process.
+  """
+  for entry in list(record.LiveResources()):
+    if entry.get('kind') in SHARD_KINDS:
+      resource.FromRecord(entry, record).Delete()
+
+
+def Preload(spec, deployment: Deployment,
+            opts: options_lib.RedisStudyOptions,
+            engine: engine_base.ServerEngine) -> int:
+  """Writes exactly the configured keys and checks the key count."""
+  workload = opts.workload
+  generator = deployment.generators[0]
+  spec.reporter.Line(f'Preloading {workload.key_count:,} keys of '
+                     f'{workload.data_size} bytes with {generator.NAME}...')
+  expected = generator.Preload(deployment.endpoints, deployment.password,
+                               workload)
+  found = engine.KeyCount(spec.vm_groups['servers'][0], deployment.shards,
+                          deployment.password)
+  if found != expected:
+    raise errors.ProcessError(
+        f'Preload left {found:,} keys but {expected:,} were expected; check '
+        'the shards\' maxmemory and logs.')
+  spec.reporter.Line(f'Preload verified: DBSIZE {found:,} over '
+                     f'{len(deployment.processes)} shard(s).')
+  return found
+
+
+def ProbeDriver(spec, deployment: Deployment,
+                opts: options_lib.RedisStudyOptions) -> driver.ProbeDriver:
+  return driver.ProbeDriver(
+      spec.vm_groups['clients'], deployment.generators, deployment.endpoints,
+      deployment.password, opts.workload, opts.generator.run_duration_s,
+      duration_limit=lambda: spec.deadline.Remaining() - 10)

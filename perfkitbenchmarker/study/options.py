@@ -1,0 +1,266 @@
+"""The Redis study's options: built from flags once, validated, frozen.
+
+`RedisStudyOptions.FromFlags(flag_values)` is the only place the study reads
+flags (the benchmark module calls it); every layer below takes these frozen
+records or plain arguments. Validation lives here too, so a bad value is one
+line (errors.UsageError) before anything is created.
+
+Extension seam: a new setting is a field on the record it belongs to, read
+in that record's `FromFlags` and checked in its `Check`; a new engine or
+workload adds its own record beside these.
+"""
+
+import dataclasses
+import math
+import re
+from typing import Optional, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.load_generators import flags as _  # pylint: disable=unused-import
+from perfkitbenchmarker.linux_packages import redis_server as _server_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.study import flags as _study_flags  # pylint: disable=unused-import
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerOptions:
+  """What runs on the server VMs."""
+  engine: str = 'redis'
+  version: str = 'distro'
+  cluster_mode: bool = False
+  shards_per_vm: int = 1
+  cluster_replicas: int = 0
+  start_port: int = 7001
+  extra_config: Tuple[str, ...] = ()
+  memory_fraction: float = 0.7
+  system_tuning: bool = True
+
+  @classmethod
+  def FromFlags(cls, f) -> 'ServerOptions':
+    return cls(version=f.redis_server_version,
+               cluster_mode=f.redis_server_cluster_mode,
+               shards_per_vm=f.redis_total_num_processes,
+               cluster_replicas=f.redis_cluster_replicas,
+               start_port=f.redis_start_port,
+               extra_config=tuple(f.redis_server_options),
+               memory_fraction=f.redis_memory_fraction,
+               system_tuning=f.system_tuning)
+
+  @property
+  def mode(self) -> str:
+    return 'one Redis Cluster' if self.cluster_mode else 'standalone'
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratorOptions:
+  """Which load generator, and how long each probe runs."""
+  choice: str = 'auto'  # auto | memtier | redis_benchmark
+  memtier_path: Optional[str] = None
+  load_key_pattern: str = 'P:P'
+  run_duration_s: int = 2
+  warmup_s: int = 0
+  clients: int = 32
+  pipeline: int = 1
+
+  @classmethod
+  def FromFlags(cls, f) -> 'GeneratorOptions':
+    return cls(choice=f.load_generator, memtier_path=f.memtier_path,
+               load_key_pattern=f.memtier_load_key_pattern,
+               run_duration_s=f.memtier_run_duration,
+               warmup_s=f.memtier_warmup_seconds, clients=f.memtier_clients,
+               pipeline=f.memtier_pipeline)
+
+
+@dataclasses.dataclass(frozen=True)
+class StaircaseOptions:
+  clients_start: int = 16
+  clients_step: int = 16
+  step_seconds: int = 2
+  max_clients: int = 256
+
+  @property
+  def spec(self) -> commands.StaircaseSpec:
+    return commands.StaircaseSpec(self.clients_start, self.clients_step,
+                                  self.step_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchOptions:
+  """The latency-capped search."""
+  cap_ms: float = 1.0
+  policy: str = 'adaptive'  # adaptive | linear
+  min_threads: int = 1
+  max_threads: int = 8
+  thread_increment: int = 1
+  max_probes: int = 40
+  adaptive_min_connections: int = 4
+  adaptive_max_connections: int = 1024
+  adaptive_start_connections: Optional[int] = None
+  confirm_repeats: int = 3
+  cap_margin: float = 0.95
+  staircase: Optional[StaircaseOptions] = None
+
+  @classmethod
+  def FromFlags(cls, f) -> 'SearchOptions':
+    staircase = None
+    if f.memtier_staircase:
+      staircase = StaircaseOptions(f.memtier_staircase_clients_start,
+                                   f.memtier_staircase_clients_step,
+                                   f.memtier_staircase_step_seconds,
+                                   f.memtier_staircase_max_clients)
+    return cls(cap_ms=f.memtier_latency_cap,
+               policy=f.memtier_latency_capped_search,
+               min_threads=f.memtier_min_threads,
+               max_threads=f.memtier_max_threads,
+               thread_increment=f.memtier_thread_increment,
+               max_probes=f.memtier_max_probes,
+               adaptive_min_connections=f.memtier_adaptive_min_connections,
+               adaptive_max_connections=f.memtier_adaptive_max_connections,
+               adaptive_start_connections=f.memtier_adaptive_start_connections,
+               confirm_repeats=f.memtier_confirm_repeats,
+               cap_margin=f.memtier_cap_margin, staircase=staircase)
+
+  @property
+  def name(self) -> str:
+    return 'staircase' if self.staircase else self.policy
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSearchOptions:
+  """--redis_optimize_shards: a capped search per shard count."""
+  enabled: bool = False
+  min_shards: int = 1
+  max_shards: Optional[int] = None
+  min_improvement: float = 0.02
+  max_points: int = 8
+  reuse_load: bool = True
+
+  @classmethod
+  def FromFlags(cls, f) -> 'ShardSearchOptions':
+    return cls(enabled=f.redis_optimize_shards, min_shards=f.redis_min_shards,
+               max_shards=f.redis_max_shards,
+               min_improvement=f.redis_shard_min_improvement,
+               max_points=f.redis_shard_max_points,
+               reuse_load=f.redis_shard_reuse_load)
+
+  def Bounds(self, vcpus: Optional[int]) -> Tuple[int, int, int]:
+    """(min, start, max) shards per server VM for a VM with `vcpus`."""
+    vcpus = vcpus or 1
+    low = self.min_shards
+    high = self.max_shards or max(low, 2, vcpus)
+    start = min(high, max(low, vcpus // 2, 1))
+    return low, start, high
+
+  @property
+  def typical_points(self) -> int:
+    """Counts a climb usually evaluates: the start, both neighbours, a move."""
+    return min(self.max_points, 4)
+
+
+@dataclasses.dataclass(frozen=True)
+class RedisStudyOptions:
+  """Everything the redis_memtier study needs, from flags, validated."""
+  server: ServerOptions
+  workload: base.Workload
+  generator: GeneratorOptions
+  search: SearchOptions
+  shards: ShardSearchOptions
+
+  @classmethod
+  def FromFlags(cls, f) -> 'RedisStudyOptions':
+    _CheckWorkloadFlags(f)
+    set_ratio, get_ratio = (int(x) for x in f.memtier_ratio.split(':'))
+    options = cls(
+        server=ServerOptions.FromFlags(f),
+        workload=base.Workload(
+            set_ratio=set_ratio, get_ratio=get_ratio,
+            data_size=f.memtier_data_size, key_minimum=f.memtier_key_minimum,
+            key_maximum=f.memtier_key_maximum,
+            key_pattern=f.memtier_key_pattern,
+            cluster_mode=f.redis_server_cluster_mode),
+        generator=GeneratorOptions.FromFlags(f),
+        search=SearchOptions.FromFlags(f),
+        shards=ShardSearchOptions.FromFlags(f))
+    options.Check()
+    return options
+
+  def Check(self) -> None:
+    """Rejects impossible combinations before anything is created."""
+    _CheckSearch(self.search, self.generator)
+    _CheckShards(self.shards, self.server)
+
+
+def _CheckWorkloadFlags(f) -> None:
+  if not re.fullmatch(r'\d+:\d+', f.memtier_ratio) or f.memtier_ratio == '0:0':
+    raise errors.UsageError(
+        f'--memtier_ratio="{f.memtier_ratio}" must be SET:GET like 1:1 or '
+        '1:10, not both zero.')
+  if f.memtier_key_minimum > f.memtier_key_maximum:
+    raise errors.UsageError(
+        f'--memtier_key_minimum={f.memtier_key_minimum} is above '
+        f'--memtier_key_maximum={f.memtier_key_maximum}.')
+  if not re.fullmatch(r'[RSGP]:[RSGP]', f.memtier_key_pattern):
+    raise errors.UsageError(
+        f'--memtier_key_pattern="{f.memtier_key_pattern}" must be two of '
+        'R, S, G, P joined by ":", e.g. R:R.')
+
+
+def _CheckSearch(s: SearchOptions, g: GeneratorOptions) -> None:
+  if not (s.cap_ms > 0 and math.isfinite(s.cap_ms)):
+    raise errors.UsageError(
+        f'--memtier_latency_cap={s.cap_ms:g} must be above 0 ms and finite '
+        '(the default is 1).')
+  if s.min_threads < 1 or s.thread_increment < 1:
+    raise errors.UsageError(
+        '--memtier_min_threads and --memtier_thread_increment must be at '
+        'least 1.')
+  if s.min_threads > s.max_threads:
+    raise errors.UsageError(
+        f'--memtier_min_threads={s.min_threads} is above '
+        f'--memtier_max_threads={s.max_threads}; lower the first or raise '
+        'the second.')
+  if s.adaptive_min_connections > s.adaptive_max_connections:
+    raise errors.UsageError(
+        '--memtier_adaptive_min_connections='
+        f'{s.adaptive_min_connections} is above '
+        '--memtier_adaptive_max_connections='
+        f'{s.adaptive_max_connections}.')
+  if not 0 < s.cap_margin <= 1:
+    raise errors.UsageError(
+        f'--memtier_cap_margin={s.cap_margin:g} must be in (0, 1], e.g. 0.95 '
+        'to aim 5 % under the cap.')
+  if s.staircase is not None:
+    _CheckStaircase(s.staircase, g)
+
+
+def _CheckStaircase(st: StaircaseOptions, g: GeneratorOptions) -> None:
+  if g.choice == 'redis_benchmark':
+    raise errors.UsageError(
+        '--memtier_staircase needs memtier_benchmark >= 2.3 (its '
+        '--clients-start/--clients-step options); redis-benchmark has no '
+        'staircase mode. Drop --load_generator=redis_benchmark or '
+        '--memtier_staircase.')
+  if st.clients_start >= st.max_clients:
+    raise errors.UsageError(
+        f'--memtier_staircase_clients_start={st.clients_start} must be below '
+        f'--memtier_staircase_max_clients={st.max_clients} (memtier requires '
+        'it).')
+  if g.warmup_s >= st.step_seconds:
+    raise errors.UsageError(
+        f'--memtier_warmup_seconds={g.warmup_s} leaves nothing of a '
+        f'staircase step of --memtier_staircase_step_seconds='
+        f'{st.step_seconds}; the warm-up is per step.')
+
+
+def _CheckShards(sh: ShardSearchOptions, server: ServerOptions) -> None:
+  if not sh.enabled:
+    return
+  if sh.max_shards is not None and sh.max_shards < sh.min_shards:
+    raise errors.UsageError(
+        f'--redis_max_shards={sh.max_shards} is below --redis_min_shards='
+        f'{sh.min_shards}.')
+  if server.cluster_mode and server.cluster_replicas:
+    raise errors.UsageError(
+        '--redis_optimize_shards with --redis_cluster_replicas would search '
+        'counts a cluster with replicas cannot have; use replicas 0.')

@@ -1,0 +1,101 @@
+"""The study's result samples, sample metadata and summary table.
+
+Pure of flags: takes the spec (for prices, groups and the reporter), the
+deployment and the options. Extension seam: metadata every sample carries is
+set in `SetMetadata`; a new result sample is built in `ResultSamples` from
+the frozen SearchResult.
+"""
+
+from typing import Any, Dict, List
+
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker.search import driver as search_driver
+
+
+def SetMetadata(spec, deployment, opts) -> None:
+  """Group, system, engine and workload metadata added to every sample."""
+  spec.metadata.update(spec.GroupMetadata())
+  for group, vms in spec.vm_groups.items():
+    if vms and hasattr(vms[0], 'SystemMetadata'):
+      spec.metadata.update({f'{group}_{k}': v
+                            for k, v in vms[0].SystemMetadata().items()})
+  workload = opts.workload
+  generator = deployment.generators[0]
+  spec.metadata.update({
+      'redis_server_version': deployment.engine_version,
+      'redis_total_num_processes': deployment.shards_per_vm,
+      'redis_shards_total': len(deployment.processes),
+      'redis_primaries': deployment.primaries,
+      'redis_server_cluster_mode': deployment.cluster_mode,
+      'load_generator': generator.NAME,
+      'load_generator_version': generator.Version(),
+      'memtier_ratio': workload.ratio,
+      'memtier_data_size': workload.data_size,
+      'memtier_key_maximum': workload.key_maximum,
+      'memtier_key_pattern': workload.key_pattern,
+  })
+  if spec.cloud == 'Local':
+    price = spec.GroupPrice('servers')
+    spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
+
+
+def _GroupCosts(spec):
+  counts = spec.GroupCounts()
+  server = price_performance.GroupCost('servers', counts['servers'],
+                                       spec.GroupPrice('servers'))
+  others = [price_performance.GroupCost(g, counts[g], spec.GroupPrice(g))
+            for g in counts if g != 'servers']
+  return server, others
+
+
+def ResultSamples(spec, result: search_driver.SearchResult,
+                  cap: float) -> List[sample_lib.Sample]:
+  """Capped throughput, hourly costs and price-performance samples (and a
+  warning line when the client was the limit)."""
+  extra: Dict[str, Any] = {
+      'search_policy': result.policy,
+      'search_probes': len(result.probes),
+      'search_probe_seconds': round(sum(
+          p.measurement.duration_s for p in result.probes), 2),
+      'search_stop_reason': result.stop_reason,
+      'client_limited': result.client_limited,
+  }
+  value = result.best.throughput
+  if result.confirmed_throughput_mean is not None:
+    value = result.confirmed_throughput_mean
+    extra['confirmation_repeats'] = len(result.confirmation_probes)
+    extra['throughput_ci95_ops'] = result.confirmed_throughput_ci95
+    extra['confirmed_average_latency_ms'] = result.confirmed_latency_mean_ms
+  samples = price_performance.CappedSamples(result.best, cap, value, extra)
+  server, others = _GroupCosts(spec)
+  samples += price_performance.CostSamples(server, others)
+  samples.append(price_performance.PricePerformanceSample(
+      value, server, others, {'latency_cap_ms': cap, **extra}))
+  if result.client_limited:
+    spec.reporter.Line('WARNING: the client was CPU-saturated in some probes; '
+                       'the capped throughput may be the client\'s limit.')
+  return samples
+
+
+def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
+  by_metric = {s.metric: s for s in samples}
+  capped = by_metric[price_performance.CAPPED_THROUGHPUT]
+  perf = by_metric[price_performance.PRICE_PERFORMANCE]
+  machine = spec.vm_groups['servers'][0].machine_type
+  if spec.cloud == 'Local':
+    machine = f'local (priced as {spec.metadata.get("local_priced_as")})'
+  rows = [{
+      'machine_type': machine,
+      'throughput': capped.value,
+      'throughput_ci95': capped.metadata.get('throughput_ci95_ops'),
+      'average_latency_ms': capped.metadata.get(
+          'confirmed_average_latency_ms') or capped.metadata.get(
+              'average_latency_ms'),
+      'p99_latency_ms': capped.metadata.get('p99_latency_ms'),
+      'usd_per_hour': perf.metadata['servers_usd_per_hour_total'],
+      'price_performance': perf.value,
+      'price_basis': (f'{perf.metadata["price_basis"]} '
+                      f'(x{spec.GroupCounts()["servers"]})'),
+  }]
+  spec.reporter.Summary(rows)

@@ -1,0 +1,169 @@
+"""The latency-capped search as the study runs it: policy, probes, samples.
+
+Wires the pure policies (search/) to a probe driver, publishes every probe's
+samples the moment it ends, and turns the search result into the study's
+result samples. Takes `SearchOptions`, never flags.
+
+Extension seam: a new policy needs a value of `SearchOptions.policy` mapped
+in `Policy` and a plan line in plan.py; the benchmark module only calls
+`Search` and `NoResultError`.
+"""
+
+import concurrent.futures
+import dataclasses
+from typing import Any, Dict, List, Optional, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import sample
+from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.load_generators import memtier
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.search import staircase
+from perfkitbenchmarker.study import options as options_lib
+from perfkitbenchmarker.study import results
+
+
+def Policy(opts: options_lib.RedisStudyOptions,
+           start_connections: Optional[int] = None):
+  """The configured policy; an adaptive one may start at a given load."""
+  s = opts.search
+  if s.policy == 'adaptive':
+    policy = adaptive.AdaptiveStepPolicy.FromConnectionRange(
+        threads=s.min_threads, min_connections=s.adaptive_min_connections,
+        max_connections=s.adaptive_max_connections,
+        # The linear walk's first load unless told otherwise.
+        start_connections=(s.adaptive_start_connections or
+                           s.min_threads * opts.generator.clients),
+        pipeline=opts.generator.pipeline, cap_margin=s.cap_margin,
+        confirm_repeats=s.confirm_repeats)
+    if start_connections:
+      start = min(policy.max_connections,
+                  max(policy.min_connections, start_connections))
+      policy = dataclasses.replace(policy, start_connections=start)
+    return policy
+  return linear.LinearStepPolicy(
+      min_threads=s.min_threads, max_threads=s.max_threads,
+      thread_increment=s.thread_increment, clients=opts.generator.clients,
+      pipeline=opts.generator.pipeline)
+
+
+def RequireStaircaseGenerator(generators) -> None:
+  for generator in generators:
+    if generator.NAME != memtier.MemtierGenerator.NAME:
+      raise errors.PrerequisiteError(
+          '--memtier_staircase needs memtier_benchmark >= 2.3, but the load '
+          f'generator here is {generator.NAME} (memtier_benchmark is not '
+          'installed; give --memtier_path) and it has no staircase mode.')
+    if memtier.SupportsStaircase(generator.Version()) is False:
+      raise errors.PrerequisiteError(
+          f'--memtier_staircase needs memtier_benchmark >= 2.3; '
+          f'{generator.Version()} has no --clients-start.')
+
+
+def RunStaircase(driver: driver_lib.ProbeDriver,
+                 opts: options_lib.RedisStudyOptions
+                 ) -> List[measurement.Measurement]:
+  """One staircase run on every client VM at once; steps summed over VMs.
+
+  The client's CPU is read around the whole run, so every step carries that
+  run's busy share (`client_cpu_scope` says so), not its own.
+  """
+  st = opts.search.staircase
+  load = measurement.Load(opts.search.min_threads, st.max_clients,
+                          opts.generator.pipeline)
+
+  def OnClient(vm, generator):
+    before = vm.CpuTimes()
+    steps = generator.Staircase(driver.endpoints, driver.password,
+                                driver.workload, load, st.spec,
+                                opts.generator.warmup_s)
+    after = vm.CpuTimes()
+    total = after[1] - before[1]
+    busy = (after[0] - before[0]) / total if total > 0 else None
+    saturated = busy is not None and busy > driver_lib.SATURATED_BUSY_FRACTION
+    return {m.load.clients: dataclasses.replace(
+        m, client_cpu_busy_fraction=busy, client_saturated=saturated,
+        metadata=dict(m.metadata, client_cpu_scope='whole staircase'))
+            for m in steps}
+
+  pairs = list(zip(driver.client_vms, driver.generators))
+  with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
+    per_vm = list(pool.map(lambda pair: OnClient(*pair), pairs))
+  clients = sorted(set.intersection(*(set(steps) for steps in per_vm)))
+  return [measurement.Combine([steps[c] for steps in per_vm],
+                              per_vm[0][c].load) for c in clients]
+
+
+def Search(spec, driver: driver_lib.ProbeDriver,
+           opts: options_lib.RedisStudyOptions, extra: Dict[str, Any],
+           start_connections: Optional[int] = None
+           ) -> Tuple[search_driver.SearchResult, List[sample.Sample]]:
+  """One latency-capped search; emits probe and result samples with `extra`.
+
+  Returns the search and its result samples (none when no load was under
+  the cap).
+  """
+  cap = opts.search.cap_ms
+
+  def OnProbe(record: search_driver.ProbeRecord) -> None:
+    m = record.measurement
+    # Published before it is shown: a probe on the screen is in the results.
+    spec.EmitSamples([s.WithMetadata(**extra) for s in
+                      price_performance.ProbeSamples(record.index, m, cap,
+                                                     record.role)])
+    spec.reporter.Probe(record.index, m, cap, record.role)
+
+  spec.reporter.Line(
+      f'Searching for the most ops/s under {cap:g} ms average latency '
+      f'({opts.search.name}, {driver.duration_s:g} s probes):')
+  if opts.search.staircase:
+    steps = RunStaircase(driver, opts)
+    policy = staircase.StaircasePolicy(
+        tuple(m.load for m in steps),
+        confirm_repeats=opts.search.confirm_repeats)
+    budget = len(steps) + opts.search.confirm_repeats * (
+        1 + policy.max_backoffs)
+    result = search_driver.FindLatencyCappedMaximum(
+        staircase.ReplayThenMeasure(steps, driver), cap, policy,
+        max_probes=budget, on_probe=OnProbe)
+  else:
+    result = search_driver.FindLatencyCappedMaximum(
+        driver, cap, Policy(opts, start_connections),
+        max_probes=opts.search.max_probes, on_probe=OnProbe)
+  if result.best is None:
+    return result, []
+  samples = [s.WithMetadata(**extra) for s in
+             results.ResultSamples(spec, result, cap)]
+  spec.EmitSamples(samples)
+  return result, samples
+
+
+def NoResultError(result: search_driver.SearchResult,
+                  cap: float) -> errors.NoResultError:
+  """What to tell the user when no load held under the cap."""
+  if not result.all_over_cap:
+    return errors.NoResultError(
+        f'Some probes were under the {cap:g} ms cap but no load held under '
+        f'it when repeated ({result.stop_reason}); the latency is too noisy '
+        'here: use longer probes (--memtier_run_duration) or a quieter '
+        'machine.')
+  lowest = min(p.measurement.average_latency_ms for p in result.probes)
+  return errors.NoResultError(
+      f'Every probe was over the {cap:g} ms cap (lowest average '
+      f'{lowest:.3f} ms); start from a lower load, e.g. '
+      '--memtier_adaptive_min_connections=1 --memtier_clients=4.')
+
+
+def WarnAboutIgnoredWarmup(spec, generators,
+                           opts: options_lib.RedisStudyOptions) -> None:
+  warmup = opts.generator.warmup_s
+  if warmup and any(g.NAME != memtier.MemtierGenerator.NAME
+                    for g in generators):
+    spec.reporter.Line(
+        f'Note: --memtier_warmup_seconds={warmup} is ignored by '
+        'redis-benchmark, which has no per-second series; its samples say '
+        'warmup_s: 0, warmup_supported: False.')
