@@ -1,0 +1,176 @@
+"""Per-phase wall time and cost of one run, before anything is created.
+
+`EstimateRun` is pure: it takes the run's VM groups with their hourly prices,
+the benchmark's probe-time estimate (the module's `EstimatedMinutes(spec)`)
+and the preload size, and returns minutes and dollars per phase:
+
+  provision  creating the network, firewall and VMs and waiting for SSH
+  install    packages, system tuning, starting the shards
+  preload    writing the key range at a load rate, then verifying it
+  search     the probes (the benchmark's own estimate)
+  teardown   stopping the shards and deleting every resource
+
+Every VM is billed for the whole wall time (a VM exists from the start of
+provisioning until teardown deletes it), with the one-minute minimum both
+GCP and AWS bill per VM. The per-cloud phase times in `RATES` are
+assumptions stated here, chosen on the slow side of what the providers
+usually take; `FromSpec` adapts a BenchmarkSpec for the dry run, the budget
+guard (--max_cost_usd) and the matrix plan.
+
+Extension seam: a new cloud adds its `PhaseRates` to `RATES`; a benchmark
+with its own preload says so with an optional `EstimatedPreloadKeys(spec)`.
+"""
+
+import dataclasses
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+PHASES = ('provision', 'install', 'preload', 'search', 'teardown')
+MIN_BILLED_MINUTES = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseRates:
+  """How long the fixed phases take on one kind of provider."""
+  provision_min: float
+  install_min: float
+  teardown_min: float
+  preload_keys_per_s: float
+  preload_bytes_per_s: float
+  preload_fixed_s: float = 10.0  # start shards, connect, verify DBSIZE
+
+
+RATES: Mapping[str, PhaseRates] = {
+    # A scratch directory and cores of this machine; Debian's packages are
+    # only checked; redis-benchmark preloads from one core.
+    'Local': PhaseRates(0.05, 0.05, 0.05, 50_000, 50e6),
+    # Existing machines: no provisioning, but installs over SSH.
+    'Static': PhaseRates(0.5, 4.0, 0.2, 100_000, 100e6),
+    # Network, firewall rules, placement policy, instances, SSH ready.
+    'GCP': PhaseRates(3.0, 4.0, 2.0, 100_000, 100e6),
+    # VPC, subnet, gateway, security group, key, placement group, instances.
+    'AWS': PhaseRates(4.0, 4.0, 3.0, 100_000, 100e6),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class VmGroup:
+  name: str
+  count: int
+  machine_type: str
+  usd_per_hour: float  # one VM
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+  name: str
+  minutes: float
+  usd: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RunEstimate:
+  """Minutes and dollars per phase of one run."""
+  cloud: str
+  groups: Tuple[VmGroup, ...]
+  phases: Tuple[Phase, ...]
+
+  @property
+  def usd_per_hour(self) -> float:
+    return sum(g.usd_per_hour * g.count for g in self.groups)
+
+  @property
+  def vm_count(self) -> int:
+    return sum(g.count for g in self.groups)
+
+  @property
+  def minutes(self) -> float:
+    return sum(p.minutes for p in self.phases)
+
+  @property
+  def usd(self) -> float:
+    billed = sum(g.usd_per_hour * g.count *
+                 max(self.minutes, MIN_BILLED_MINUTES) / 60
+                 for g in self.groups)
+    return max(billed, sum(p.usd for p in self.phases))
+
+  def Lines(self, timeout_minutes: Optional[float] = None) -> List[str]:
+    """The dry-run lines: a per-phase breakdown and the total."""
+    lines = [f'Estimate ({self.vm_count} VMs, ${self.usd_per_hour:.4f}/hr '
+             'for all of them):']
+    for p in self.phases:
+      lines.append(f'  {p.name:<9} {p.minutes:6.1f} min  ${p.usd:.4f}')
+    at_most = ''
+    if timeout_minutes:
+      at_most = (f'; at most ${self.usd_per_hour * timeout_minutes / 60:.2f} '
+                 f'if it runs to --timeout_minutes={timeout_minutes:g}')
+    lines.append(f'Cost: about {self.minutes:.0f} min, estimated '
+                 f'${self.usd:.4f}{at_most}.')
+    return lines
+
+
+def PreloadSeconds(rates: PhaseRates, keys: int, value_bytes: int) -> float:
+  """The slower of the key rate and the byte rate, plus the fixed part."""
+  if keys <= 0:
+    return 0.0
+  return rates.preload_fixed_s + max(
+      keys / rates.preload_keys_per_s,
+      keys * max(value_bytes, 1) / rates.preload_bytes_per_s)
+
+
+def EstimateRun(cloud: str, groups: Sequence[VmGroup], search_minutes: float,
+                preload_keys: int = 0, value_bytes: int = 0,
+                rates: Optional[PhaseRates] = None) -> RunEstimate:
+  """Per-phase minutes and dollars of one run (see the module docstring)."""
+  if rates is None:
+    if cloud not in RATES:
+      raise ValueError(f'no phase rates for cloud {cloud!r}; add them to '
+                       'cost_estimate.RATES')
+    rates = RATES[cloud]
+  if search_minutes < 0:
+    raise ValueError('search_minutes must not be negative')
+  hourly = sum(g.usd_per_hour * g.count for g in groups)
+  minutes = {
+      'provision': rates.provision_min,
+      'install': rates.install_min,
+      'preload': PreloadSeconds(rates, preload_keys, value_bytes) / 60,
+      'search': search_minutes,
+      'teardown': rates.teardown_min,
+  }
+  phases = tuple(Phase(name, minutes[name], hourly * minutes[name] / 60)
+                 for name in PHASES)
+  return RunEstimate(cloud=cloud, groups=tuple(groups), phases=phases)
+
+
+def FromSpec(spec) -> RunEstimate:
+  """Adapts a BenchmarkSpec (not yet provisioned) to `EstimateRun`."""
+  counts = spec.GroupCounts()
+  groups = []
+  for name, vm_spec in spec.GroupSpecs().items():
+    price = spec.GroupPrice(name)
+    groups.append(VmGroup(name, counts[name], vm_spec.machine_type,
+                          price.usd_per_hour))
+  module = spec.module
+  search = (module.EstimatedMinutes(spec)
+            if hasattr(module, 'EstimatedMinutes') else 0.0)
+  if hasattr(module, 'EstimatedPreloadKeys'):
+    keys = module.EstimatedPreloadKeys(spec)
+  else:
+    # The redis_memtier key range (memtier's flags), the study's preload.
+    low = getattr(spec.flags, 'memtier_key_minimum', 1) or 1
+    high = getattr(spec.flags, 'memtier_key_maximum', 0) or 0
+    keys = max(0, high - low + 1)
+  value_bytes = getattr(spec.flags, 'memtier_data_size', 0) or 0
+  return EstimateRun(spec.cloud, groups, search, keys, value_bytes)
+
+
+def ScheduleMinutes(durations: Sequence[float], processes: int) -> float:
+  """Wall time of running `durations` with `processes` at a time, in order.
+
+  Each next job starts on the first free slot (how the matrix driver runs
+  cells), so this is the makespan of that list schedule.
+  """
+  slots = [0.0] * max(1, processes)
+  for d in durations:
+    i = slots.index(min(slots))
+    slots[i] += d
+  return max(slots) if durations else 0.0

@@ -1,0 +1,246 @@
+"""PKB's matrix runs: a config file expanded into cells, with upstream semantics.
+
+A `--benchmark_config_file` may describe many runs, as in PerfKit
+Benchmarker's `benchmark_sets.py`:
+
+  * a top-level `benchmarks:` list of one-key mappings `{<benchmark>: config}`
+    is run entry by entry when `--benchmarks` is not on the command line;
+    otherwise each name in `--benchmarks` picks the section of that name,
+    whose optional `name:` says which benchmark module it configures (so one
+    file can hold several configs of one benchmark);
+  * a top-level `flags:` mapping applies to every entry; an entry's `flags:`
+    win over it and the matrix values win over both;
+  * `flag_matrix: <name>` (or `--flag_matrix=<name>`) picks
+    `flag_matrix_defs.<name>`, a mapping of flag -> list of values whose cross
+    product (flags in sorted order) gives the cells;
+  * `flag_zip: <name>` (or `--flag_zip`) picks `flag_zip_defs.<name>`, lists
+    of one length that are walked together (the i-th values form one cell);
+    with a matrix too, the zipped tuples are one more axis of the product,
+    the first one;
+  * `flag_matrix_filters.<name>` (for the chosen matrix) keeps only the cells
+    for which the expression is true; it is parsed safely
+    (`matrix_filter.py`), never eval()ed.
+
+Differences from upstream, all on the side of refusing bad input: an empty or
+non-list axis, a filter that keeps no cell, an unknown flag in a filter and a
+`benchmarks:` entry that is not a one-key mapping are errors naming the key;
+and `benchmarks:` entries may carry a matrix too (upstream runs them as is).
+
+This module is pure: it takes the parsed YAML and returns frozen `Cell`s.
+"""
+
+import copy
+import dataclasses
+import itertools
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import matrix_filter
+
+MATRIX_KEYS = ('flag_matrix', 'flag_matrix_defs', 'flag_matrix_filters',
+               'flag_zip', 'flag_zip_defs')
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """One run of a matrix: a benchmark module and its complete config."""
+  index: int                              # 1-based, in expansion order
+  benchmark: str                          # the module's BENCHMARK_NAME
+  section: str                            # the config section it came from
+  config: Mapping[str, Any]               # no matrix keys; merged `flags`
+  axes: Tuple[Tuple[str, Any], ...] = ()  # the values the matrix chose
+
+  @property
+  def flags(self) -> Mapping[str, Any]:
+    return self.config.get('flags') or {}
+
+  @property
+  def label(self) -> str:
+    values = ' '.join(f'{k}={_Show(v)}' for k, v in self.axes)
+    return f'{self.section} {values}'.strip()
+
+
+def _Show(value: Any) -> str:
+  return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _Error(message: str) -> errors.ConfigError:
+  return errors.ConfigError(f'--benchmark_config_file: {message}')
+
+
+def UsesMatrixFeatures(user_config: Any, benchmark_names: Sequence[str],
+                       flag_matrix: Optional[str] = None,
+                       flag_zip: Optional[str] = None) -> bool:
+  """Whether the file needs the matrix driver rather than one plain run."""
+  if flag_matrix or flag_zip:
+    return True
+  if not isinstance(user_config, Mapping):
+    return False
+  if 'benchmarks' in user_config or 'flags' in user_config:
+    return True
+  for name in benchmark_names:
+    section = user_config.get(name)
+    if isinstance(section, Mapping) and (
+        'name' in section or any(k in section for k in MATRIX_KEYS)):
+      return True
+  return False
+
+
+def _Entries(user_config: Mapping[str, Any], benchmark_names: Sequence[str],
+             benchmarks_on_command_line: bool) -> List[Tuple[str, str, dict]]:
+  """(section label, benchmark module name, section config) per entry."""
+  listed = user_config.get('benchmarks')
+  if listed is not None and not benchmarks_on_command_line:
+    if not isinstance(listed, list) or not listed:
+      raise _Error('"benchmarks" must be a non-empty list of '
+                   '{<benchmark>: <config>} mappings.')
+    entries = []
+    for i, entry in enumerate(listed):
+      if not isinstance(entry, Mapping) or len(entry) != 1:
+        raise _Error(f'benchmarks[{i}] must be a mapping with exactly one key, '
+                     'the benchmark name, e.g. "- redis_memtier: {flags: ...}".')
+      (name, config), = entry.items()
+      config = dict(config or {})
+      module = config.pop('name', name)
+      entries.append((f'{name}[{i}]' if len(listed) > 1 else str(name),
+                      str(module), config))
+    return entries
+  entries = []
+  for name in benchmark_names:
+    config = user_config.get(name) or {}
+    if not isinstance(config, Mapping):
+      raise _Error(f'"{name}" must be a mapping.')
+    config = dict(config)
+    module = config.pop('name', name)
+    entries.append((name, str(module), config))
+  return entries
+
+
+def _Axis(defs: Any, where: str) -> List[Tuple[str, List[Any]]]:
+  if not isinstance(defs, Mapping) or not defs:
+    raise _Error(f'{where} must be a mapping of flag names to lists of '
+                 'values.')
+  axes = []
+  for flag, values in defs.items():
+    if not isinstance(values, list) or not values:
+      raise _Error(f'{where}.{flag} must be a non-empty list of values.')
+    axes.append((str(flag), values))
+  return axes
+
+
+def _Named(config: Mapping[str, Any], defs_key: str, name: Optional[str],
+           label: str) -> Optional[Any]:
+  if not name:
+    return None
+  defs = config.get(defs_key) or {}
+  if not isinstance(defs, Mapping) or name not in defs:
+    raise _Error(f'{label}: no {defs_key}.{name} (known: '
+                 f'{", ".join(map(str, defs)) if isinstance(defs, Mapping) and defs else "none"}).')
+  return defs[name]
+
+
+def _ExpandEntry(label: str, module: str, config: Dict[str, Any],
+                 global_flags: Mapping[str, Any],
+                 flag_matrix: Optional[str], flag_zip: Optional[str],
+                 flag_defaults: Mapping[str, Any]) -> List[Tuple[dict, tuple]]:
+  matrix_name = flag_matrix or config.get('flag_matrix')
+  zip_name = flag_zip or config.get('flag_zip')
+  matrix_defs = _Named(config, 'flag_matrix_defs', matrix_name, label)
+  zip_defs = _Named(config, 'flag_zip_defs', zip_name, label)
+  filters = config.get('flag_matrix_filters') or {}
+  if not isinstance(filters, Mapping):
+    raise _Error(f'{label}.flag_matrix_filters must be a mapping of matrix '
+                 'names to expressions.')
+  filter_text = filters.get(matrix_name) if matrix_name else None
+  base = {k: copy.deepcopy(v) for k, v in config.items()
+          if k not in MATRIX_KEYS}
+  local_flags = base.get('flags') or {}
+  if not isinstance(local_flags, Mapping):
+    raise _Error(f'{label}.flags must be a mapping of flag names to values.')
+
+  crossed: List[List[Tuple[Tuple[str, Any], ...]]] = []
+  if zip_defs is not None:
+    zipped = _Axis(zip_defs, f'{label}.flag_zip_defs.{zip_name}')
+    lengths = {len(values) for _, values in zipped}
+    if len(lengths) != 1:
+      raise _Error(f'{label}.flag_zip_defs.{zip_name}: every list must have '
+                   f'the same length (found {sorted(lengths)}).')
+    crossed.append([tuple((flag, values[i]) for flag, values in zipped)
+                    for i in range(lengths.pop())])
+  if matrix_defs is not None:
+    for flag, values in sorted(_Axis(
+        matrix_defs, f'{label}.flag_matrix_defs.{matrix_name}')):
+      crossed.append([((flag, v),) for v in values])
+  if filter_text is not None:
+    try:
+      matrix_filter.Parse(filter_text)
+    except matrix_filter.FilterError as e:
+      raise _Error(f'{label}.flag_matrix_filters.{matrix_name} {e}.'
+                   ) from None
+
+  cells = []
+  for combination in itertools.product(*crossed):
+    axes = tuple(pair for group in combination for pair in group)
+    cell_flags = dict(global_flags)
+    cell_flags.update(local_flags)
+    cell_flags.update(dict(axes))
+    if filter_text is not None:
+      visible = dict(flag_defaults)
+      visible.update(cell_flags)
+      try:
+        if not matrix_filter.Matches(filter_text, visible):
+          continue
+      except matrix_filter.FilterError as e:
+        raise _Error(f'{label}.flag_matrix_filters.{matrix_name} {e}.'
+                     ) from None
+    cell_config = copy.deepcopy(base)
+    if cell_flags:
+      cell_config['flags'] = cell_flags
+    cells.append((cell_config, axes))
+  if not cells:
+    raise _Error(f'{label}: flag_matrix_filters.{matrix_name} keeps none of '
+                 'the matrix cells.')
+  return cells
+
+
+def Expand(user_config: Any, benchmark_names: Sequence[str],
+           benchmarks_on_command_line: bool = False,
+           flag_matrix: Optional[str] = None,
+           flag_zip: Optional[str] = None,
+           flag_defaults: Optional[Mapping[str, Any]] = None) -> List[Cell]:
+  """Expands a parsed config file into its cells, in PKB's order.
+
+  Args:
+    user_config: the parsed YAML of --benchmark_config_file (None for none).
+    benchmark_names: --benchmarks.
+    benchmarks_on_command_line: whether --benchmarks was given explicitly
+      (then a `benchmarks:` list is ignored, as upstream).
+    flag_matrix: --flag_matrix, overriding each entry's `flag_matrix`.
+    flag_zip: --flag_zip, overriding each entry's `flag_zip`.
+    flag_defaults: flag values a filter may name although the config does
+      not set them (normally every flag's current value).
+
+  Returns:
+    The cells, numbered from 1.
+  """
+  user_config = user_config or {}
+  if not isinstance(user_config, Mapping):
+    raise _Error('must hold a mapping of benchmark names.')
+  global_flags = user_config.get('flags') or {}
+  if not isinstance(global_flags, Mapping):
+    raise _Error('the top-level "flags" must be a mapping of flag names to '
+                 'values.')
+  cells = []
+  for label, module, config in _Entries(user_config, benchmark_names,
+                                        benchmarks_on_command_line):
+    for cell_config, axes in _ExpandEntry(label, module, config, global_flags,
+                                          flag_matrix, flag_zip,
+                                          flag_defaults or {}):
+      cells.append(Cell(index=len(cells) + 1, benchmark=module, section=label,
+                        config=cell_config, axes=axes))
+  return cells
+
+
+def CellConfig(cell: Cell) -> Dict[str, Any]:
+  """The plain config file of one cell: `{<benchmark>: <config>}`."""
+  return {cell.benchmark: copy.deepcopy(dict(cell.config))}

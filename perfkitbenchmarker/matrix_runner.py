@@ -1,0 +1,380 @@
+"""Runs the cells of a matrix config: plan, budget, child runs, summary.
+
+`pkb.py` hands a `--benchmark_config_file` that uses PKB's matrix features
+(`matrix.UsesMatrixFeatures`) to `RunMatrix`. Every cell is planned in this
+process first (config, prerequisites, prices, the per-phase estimate of
+`cost_estimate.py`), so a bad cell or a night over `--max_cost_usd` is
+refused before anything is created. Then each cell is a child
+`pkb.py --benchmark_config_file=<cell.yaml> --run_uri=<new>` with the
+parent's command-line flags: a full run with its own run_uri, run record,
+results directory and teardown. `--run_processes=N` runs N at a time
+(default 1: cells measured on shared machines would disturb each other).
+Each child's output goes to `<matrix dir>/cell-<i>.log` and, prefixed with
+its cell, to this terminal. A failing cell does not stop the others.
+SIGINT/SIGTERM are forwarded to the running children, whose own handlers
+clean up and tear down; cells not yet started are skipped.
+
+Exit code: 0 when every cell succeeded, else the number of failed cells
+(capped at 125); 130 when interrupted; 2 for bad input (nothing started).
+"""
+
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from absl import flags
+import yaml
+
+from perfkitbenchmarker import benchmark_spec as spec_lib
+from perfkitbenchmarker import configs
+from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import linux_benchmarks
+from perfkitbenchmarker import matrix
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
+from perfkitbenchmarker import reporting
+
+flags.DEFINE_integer('run_processes', None,
+                     'Matrix cells to run at the same time, each a child '
+                     'pkb.py with its own run_uri (PKB\'s flag; default 1).',
+                     lower_bound=1)
+flags.DEFINE_string('flag_matrix', None,
+                    'Which flag_matrix_defs entry of the config to run.')
+flags.DEFINE_string('flag_zip', None,
+                    'Which flag_zip_defs entry of the config to run.')
+flags.DEFINE_float('max_cost_usd', None,
+                   'Refuse, before anything is created, a run or matrix whose '
+                   'estimated cost is above this many US dollars.',
+                   lower_bound=0)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKB_ENTRY = os.path.join(REPO_ROOT, 'pkb.py')
+MAX_EXIT_FAILURES = 125
+EXIT_INTERRUPTED = 130
+# Flags the parent owns: each child gets its own values instead.
+_PARENT_ONLY = frozenset({'benchmarks', 'benchmark_config_file', 'run_uri',
+                          'run_processes', 'flag_matrix', 'flag_zip',
+                          'dry_run'})
+
+
+def CheckBudget(usd: float, flag_values, what: str) -> None:
+  """Refuses an estimate above --max_cost_usd (one line, exit 2)."""
+  limit = flag_values.max_cost_usd
+  if limit is not None and usd > limit:
+    raise errors.UsageError(
+        f'{what} is estimated at ${usd:{".2f" if usd >= 1 else ".4f"}}, '
+        f'above --max_cost_usd='
+        f'{limit:g}; nothing was created. Raise the budget or shrink the '
+        'run.')
+
+
+def LoadUserConfig(flag_values) -> Any:
+  path = flag_values.benchmark_config_file
+  if not path:
+    return None
+  try:
+    with open(path) as f:
+      return configs.LoadYaml(f.read(), '--benchmark_config_file')
+  except OSError as e:
+    raise errors.UsageError(f'--benchmark_config_file: cannot read {path}: '
+                            f'{e.strerror}.') from None
+
+
+def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:
+  """The matrix cells, or None when this is one plain run for pkb.py."""
+  if stages == ['teardown']:
+    return None  # Tearing down needs the run_uri only.
+  user_config = LoadUserConfig(flag_values)
+  if not (flag_values.run_processes or matrix.UsesMatrixFeatures(
+      user_config, flag_values.benchmarks, flag_values.flag_matrix,
+      flag_values.flag_zip)):
+    return None
+  return matrix.Expand(
+      user_config, flag_values.benchmarks,
+      benchmarks_on_command_line=bool(flag_values['benchmarks'].present),
+      flag_matrix=flag_values.flag_matrix, flag_zip=flag_values.flag_zip,
+      flag_defaults=flag_values.flag_values_dict())
+
+
+class _CellFlags:
+  """Restores every flag a cell's config set while it was being planned."""
+
+  def __init__(self, flag_values):
+    self._fv = flag_values
+
+  def __enter__(self):
+    self._saved = {name: (self._fv[name].value, self._fv[name].present)
+                   for name in self._fv}
+    return self
+
+  def __exit__(self, *unused):
+    for name, (value, present) in self._saved.items():
+      self._fv[name].value = value
+      self._fv[name].present = present
+
+
+def _Cloud(flag_values) -> str:
+  return 'Static' if flag_values.static_vm_file else flag_values.cloud
+
+
+def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
+  """(estimate, cloud, server machine type, plan lines) of one cell."""
+  with _CellFlags(flag_values):
+    module = linux_benchmarks.Get(cell.benchmark)
+    text = yaml.safe_dump(matrix.CellConfig(cell), sort_keys=False)
+    config = module.GetConfig({'file': text,
+                               'overrides': flag_values.config_override})
+    module.CheckPrerequisites(config)
+    cloud = _Cloud(flag_values)
+    spec = spec_lib.BenchmarkSpec(module, config, 'plan', cloud, None,
+                                  flag_values, catalog, lambda s: None)
+    specs = spec.GroupSpecs()
+    for group in spec.GroupCounts():
+      spec.GroupPrice(group)
+    if not dry_run:
+      provider = providers.GetProvider(cloud)
+      if hasattr(provider, 'CheckPrerequisites'):
+        provider.CheckPrerequisites(flag_values)
+    estimate = cost_estimate.FromSpec(spec)
+    server = specs.get('servers') or next(iter(specs.values()))
+    lines = (reporting.DryRunPlan(spec, module.DescribePlan(spec),
+                                  flag_values.timeout_minutes)
+             if dry_run else [])
+    return estimate, cloud, server.machine_type, lines
+
+
+def _Table(header, rows) -> List[str]:
+  table = [header] + [[str(c) for c in row] for row in rows]
+  widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+  out = ['  '.join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+         for row in table]
+  out.insert(1, '  '.join('-' * w for w in widths))
+  return out
+
+
+def _ChildArgs(flag_values) -> List[str]:
+  """The parent's command-line flags, for each child."""
+  args = []
+  for name in sorted(flag_values):
+    flag = flag_values[name]
+    if not flag.present or name in _PARENT_ONLY or flag.name != name:
+      continue
+    if isinstance(flag, flags.MultiFlag):
+      args += [f'--{name}={v}' for v in flag.value]
+    else:
+      args.append(flag.serialize())
+  return args
+
+
+def _CheckRunFlags(cells, flag_values, stages) -> None:
+  if len(cells) == 1:
+    return
+  if flag_values.run_uri:
+    raise errors.UsageError(
+        f'--run_uri names one run but the config has {len(cells)} cells; '
+        'leave it out (each cell gets its own) or pick one cell with '
+        '--benchmarks=<section>.')
+  if stages != list(pkb_flags.RUN_STAGES):
+    raise errors.UsageError('--run_stage other than all needs one cell and '
+                            'its --run_uri.')
+  for name in ('json_path', 'csv_path'):
+    if flag_values[name].value:
+      raise errors.UsageError(
+          f'--{name} names one file; each matrix cell writes its own under '
+          '--results_dir.')
+
+
+def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
+              results_dir: str, new_run_uri, out=None) -> int:
+  """Plans every cell, checks the budget, then runs them (see module doc)."""
+  out = out or sys.stdout
+  _CheckRunFlags(cells, flag_values, stages)
+  processes = flag_values.run_processes or 1
+  catalog = pricing.PriceCatalog.Load()
+  dry_run = flag_values.dry_run
+  source = flag_values.benchmark_config_file or 'the built-in configs'
+  plans = []
+  for cell in cells:
+    try:
+      plans.append(_PlanCell(cell, flag_values, catalog, dry_run))
+    except errors.Error as e:
+      raise type(e)(f'cell {cell.index} ({cell.label}): {e}') from None
+  if dry_run:
+    out.write(f'Matrix: {len(cells)} cell(s) from {source}, {processes} at a '
+              f'time (--run_processes).\n')
+    for cell, (_, _, _, lines) in zip(cells, plans):
+      out.write(f'\n== Cell {cell.index}/{len(cells)}: {cell.label} ==\n')
+      out.write('\n'.join(lines) + '\n')
+  rows = [(c.index, c.label, cloud, server, e.vm_count, f'{e.minutes:.0f}',
+           f'${e.usd:.2f}') for c, (e, cloud, server, _) in zip(cells, plans)]
+  total_usd = sum(p[0].usd for p in plans)
+  wall = cost_estimate.ScheduleMinutes([p[0].minutes for p in plans],
+                                       processes)
+  summary = _Table(('cell', 'config', 'cloud', 'servers', 'VMs', 'est. min',
+                    'est. $'), rows)
+  summary.append(
+      f'Total: {len(cells)} cell(s), {sum(p[0].vm_count for p in plans)} VMs, '
+      f'estimated ${total_usd:.2f}; wall time about {wall:.0f} min with '
+      f'--run_processes={processes}.')
+  out.write('\nMatrix plan:\n' + '\n'.join(summary) + '\n')
+  out.flush()
+  CheckBudget(total_usd, flag_values, f'The matrix ({len(cells)} cells)')
+  if dry_run:
+    return 0
+  runner = _Runner(cells, flag_values, results_dir, new_run_uri, processes,
+                   out)
+  return runner.Run()
+
+
+class _Child:
+  """One running cell: its process, output pump and outcome."""
+
+  def __init__(self, cell, run_uri, argv, log_path, out, lock):
+    self.cell, self.run_uri, self.log_path = cell, run_uri, log_path
+    self.started = time.monotonic()
+    self.ended: Optional[float] = None
+    self.code: Optional[int] = None
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    self._log = open(log_path, 'w')  # pylint: disable=consider-using-with
+    self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env, cwd=REPO_ROOT, start_new_session=True)
+    self._pump = threading.Thread(target=self._Pump, args=(out, lock),
+                                  daemon=True)
+    self._pump.start()
+
+  def _Pump(self, out, lock):
+    prefix = f'[cell {self.cell.index}] '
+    for line in self.proc.stdout:
+      self._log.write(line)
+      self._log.flush()
+      with lock:
+        out.write(prefix + line if line.endswith('\n') else
+                  prefix + line + '\n')
+        out.flush()
+
+  def Poll(self) -> bool:
+    if self.proc.poll() is None:
+      return False
+    self._pump.join()
+    self._log.close()
+    self.code, self.ended = self.proc.returncode, time.monotonic()
+    return True
+
+
+class _Runner:
+  """Starts cells N at a time, forwards signals, writes the summary."""
+
+  def __init__(self, cells, flag_values, results_dir, new_run_uri, processes,
+               out):
+    self.cells, self.fv, self.out = cells, flag_values, out
+    self.results_dir, self.processes = results_dir, processes
+    self.new_run_uri = new_run_uri
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    self.matrix_dir = os.path.join(os.path.dirname(os.path.abspath(
+        results_dir)), 'matrix', f'{stamp}-{new_run_uri()[:4]}')
+    self.lock = threading.Lock()
+    self.running: Dict[int, _Child] = {}
+    self.done: Dict[int, _Child] = {}
+    self.signal: Optional[int] = None
+
+  def _Forward(self, signum, frame):  # pylint: disable=unused-argument
+    first = self.signal is None
+    self.signal = signum
+    with self.lock:
+      self.out.write(f'Matrix: {signal.Signals(signum).name}: '
+                     f'{"stopping" if first else "still stopping"}; '
+                     'waiting for the running cells to tear down.\n')
+      self.out.flush()
+    for child in list(self.running.values()):
+      if child.proc.poll() is None:
+        child.proc.send_signal(signum)
+
+  def _Start(self, cell) -> _Child:
+    run_uri = (self.fv.run_uri if self.fv.run_uri and len(self.cells) == 1
+               else self.new_run_uri())
+    config_path = os.path.join(self.matrix_dir, f'cell-{cell.index}.yaml')
+    with open(config_path, 'w') as f:
+      f.write(f'# Matrix cell {cell.index}: {cell.label}\n')
+      yaml.safe_dump(matrix.CellConfig(cell), f, sort_keys=False)
+    argv = ([sys.executable, PKB_ENTRY] + _ChildArgs(self.fv) +
+            [f'--benchmarks={cell.benchmark}',
+             f'--benchmark_config_file={config_path}', f'--run_uri={run_uri}'])
+    with self.lock:
+      self.out.write(f'Matrix: starting cell {cell.index}/{len(self.cells)} '
+                     f'({cell.label}) as run {run_uri}.\n')
+      self.out.flush()
+    return _Child(cell, run_uri, argv, os.path.join(
+        self.matrix_dir, f'cell-{cell.index}.log'), self.out, self.lock)
+
+  def Run(self) -> int:
+    os.makedirs(self.matrix_dir, exist_ok=True)
+    previous = {s: signal.signal(s, self._Forward)
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    pending = list(self.cells)
+    try:
+      while pending or self.running:
+        while (pending and len(self.running) < self.processes and
+               self.signal is None):
+          cell = pending.pop(0)
+          self.running[cell.index] = self._Start(cell)
+        if self.signal is not None:
+          pending = []
+        for index, child in list(self.running.items()):
+          if child.Poll():
+            self.done[index] = self.running.pop(index)
+        time.sleep(0.1)
+    finally:
+      for s, handler in previous.items():
+        signal.signal(s, handler)
+    return self._Summary()
+
+  def _Status(self, child: Optional[_Child]) -> str:
+    if child is None:
+      return 'not started'
+    if child.code == 0:
+      return 'succeeded'
+    if child.code in (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM):
+      return 'interrupted'
+    return f'failed (exit {child.code})'
+
+  def _Summary(self) -> int:
+    rows, records = [], []
+    for cell in self.cells:
+      child = self.done.get(cell.index)
+      status = self._Status(child)
+      run_dir = (os.path.join(self.results_dir, child.run_uri)
+                 if child else '')
+      minutes = ((child.ended - child.started) / 60) if child else 0.0
+      rows.append((cell.index, cell.label, child.run_uri if child else '-',
+                   status, f'{minutes:.1f}',
+                   os.path.relpath(run_dir) if run_dir else '-'))
+      records.append({'cell': cell.index, 'label': cell.label,
+                      'benchmark': cell.benchmark,
+                      'axes': {k: v for k, v in cell.axes},
+                      'run_uri': child.run_uri if child else None,
+                      'exit_code': child.code if child else None,
+                      'status': status, 'minutes': round(minutes, 3),
+                      'results_dir': run_dir or None,
+                      'log': child.log_path if child else None})
+    failed = sum(1 for r in records if r['status'] != 'succeeded')
+    with open(os.path.join(self.matrix_dir, 'matrix_summary.json'), 'w') as f:
+      json.dump({'format_version': 1, 'cells': records}, f, indent=1)
+    lines = [''] + _Table(('cell', 'config', 'run_uri', 'status', 'min',
+                           'results'), rows)
+    lines.append(f'{len(self.cells) - failed} of {len(self.cells)} cell(s) '
+                 f'succeeded; logs and matrix_summary.json in '
+                 f'{os.path.relpath(self.matrix_dir)}.')
+    self.out.write('\n'.join(lines) + '\n')
+    self.out.flush()
+    if self.signal is not None:
+      return EXIT_INTERRUPTED
+    return min(failed, MAX_EXIT_FAILURES)

@@ -1,0 +1,84 @@
+"""The per-phase estimate: minutes and dollars of every phase, not just probes."""
+
+import types
+
+import pytest
+
+from perfkitbenchmarker import cost_estimate as ce
+
+GROUPS = (ce.VmGroup('servers', 1, 't2d-standard-16', 0.675936),
+          ce.VmGroup('clients', 2, 'n2-standard-32', 1.553888))
+HOURLY = 0.675936 + 2 * 1.553888
+
+
+def test_every_phase_is_counted_and_billed_for_all_vms():
+  rates = ce.PhaseRates(provision_min=3, install_min=4, teardown_min=2,
+                        preload_keys_per_s=100_000, preload_bytes_per_s=1e9,
+                        preload_fixed_s=0)
+  est = ce.EstimateRun('GCP', GROUPS, search_minutes=20,
+                       preload_keys=1_200_000, value_bytes=100, rates=rates)
+  minutes = {p.name: p.minutes for p in est.phases}
+  assert minutes == pytest.approx({'provision': 3, 'install': 4,
+                                   'preload': 0.2, 'search': 20,
+                                   'teardown': 2})
+  assert est.minutes == pytest.approx(29.2)
+  assert est.vm_count == 3
+  assert est.usd_per_hour == pytest.approx(HOURLY)
+  assert est.usd == pytest.approx(HOURLY * 29.2 / 60)
+  assert sum(p.usd for p in est.phases) == pytest.approx(est.usd)
+
+
+def test_preload_is_bound_by_the_slower_of_keys_and_bytes():
+  rates = ce.PhaseRates(0, 0, 0, preload_keys_per_s=100_000,
+                        preload_bytes_per_s=10e6, preload_fixed_s=10)
+  # 1M keys of 1 KB: 100 MB at 10 MB/s = 100 s > 10 s at the key rate.
+  assert ce.PreloadSeconds(rates, 1_000_000, 1000) == pytest.approx(110)
+  assert ce.PreloadSeconds(rates, 0, 1000) == 0
+
+
+def test_one_minute_minimum_billing_and_the_lines():
+  rates = ce.PhaseRates(0, 0, 0, 1, 1, 0)
+  est = ce.EstimateRun('Local', GROUPS[:1], search_minutes=0.1, rates=rates)
+  assert est.usd == pytest.approx(0.675936 / 60)
+  lines = est.Lines(timeout_minutes=60)
+  assert lines[0].startswith('Estimate (1 VMs, $0.6759/hr')
+  assert [l.split()[0] for l in lines[1:6]] == list(ce.PHASES)
+  assert 'at most $0.68 if it runs to --timeout_minutes=60' in lines[-1]
+
+
+def test_cloud_rates_differ_and_unknown_clouds_are_refused():
+  local = ce.EstimateRun('Local', GROUPS, 1)
+  gcp = ce.EstimateRun('GCP', GROUPS, 1)
+  aws = ce.EstimateRun('AWS', GROUPS, 1)
+  assert local.minutes < gcp.minutes < aws.minutes
+  with pytest.raises(ValueError, match='Azure'):
+    ce.EstimateRun('Azure', GROUPS, 1)
+  with pytest.raises(ValueError):
+    ce.EstimateRun('GCP', GROUPS, -1)
+
+
+def test_schedule_of_parallel_cells():
+  assert ce.ScheduleMinutes([30, 30, 33, 33], 1) == 126
+  assert ce.ScheduleMinutes([30, 30, 33, 33], 2) == 63
+  assert ce.ScheduleMinutes([30, 30, 33, 33], 8) == 33
+  assert ce.ScheduleMinutes([], 3) == 0
+
+
+def test_from_spec_uses_the_benchmark_estimate_and_key_range():
+  price = types.SimpleNamespace(usd_per_hour=2.0)
+  spec = types.SimpleNamespace(
+      cloud='AWS',
+      flags=types.SimpleNamespace(memtier_key_minimum=1,
+                                  memtier_key_maximum=500_000,
+                                  memtier_data_size=100),
+      module=types.SimpleNamespace(EstimatedMinutes=lambda s: 12.5),
+      GroupCounts=lambda: {'servers': 1, 'clients': 2},
+      GroupSpecs=lambda: {'servers': types.SimpleNamespace(machine_type='a'),
+                          'clients': types.SimpleNamespace(machine_type='b')},
+      GroupPrice=lambda group: price)
+  est = ce.FromSpec(spec)
+  phases = {p.name: p.minutes for p in est.phases}
+  assert phases['search'] == 12.5
+  assert phases['preload'] == pytest.approx(
+      ce.PreloadSeconds(ce.RATES['AWS'], 500_000, 100) / 60)
+  assert est.usd_per_hour == 6.0 and est.vm_count == 3

@@ -1,0 +1,346 @@
+"""Matrix configs: PKB's expansion semantics, safe filters, dry-run costs,
+the budget guard, and real local matrix runs with a failing cell."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import matrix
+from perfkitbenchmarker import matrix_filter
+from tests import e2e_support as e2e
+
+NIGHTLY = os.path.join(e2e.REPO, 'configs', 'nightly_gcp_aws.yaml')
+NIGHTLY_LOCAL = os.path.join(e2e.REPO, 'configs', 'nightly_local.yaml')
+
+
+def _Flags(cells):
+  return [dict(c.flags) for c in cells]
+
+
+# Expansion: the cases of upstream PKB's benchmark_sets_test, re-stated.
+
+MATRIX = """
+netperf:
+  flag_matrix: GCP
+  flag_matrix_defs:
+    GCP:
+      zones: [us-central1-a, us-central1-b]
+      machine_type: [n1-standard-1, n1-standard-4]
+"""
+
+
+def test_cross_product_in_sorted_flag_order():
+  cells = matrix.Expand(yaml.safe_load(MATRIX), ['netperf'])
+  assert _Flags(cells) == [
+      {'machine_type': 'n1-standard-1', 'zones': 'us-central1-a'},
+      {'machine_type': 'n1-standard-1', 'zones': 'us-central1-b'},
+      {'machine_type': 'n1-standard-4', 'zones': 'us-central1-a'},
+      {'machine_type': 'n1-standard-4', 'zones': 'us-central1-b'}]
+  assert [c.index for c in cells] == [1, 2, 3, 4]
+  assert all('flag_matrix' not in c.config and 'flag_matrix_defs' not in
+             c.config for c in cells)
+  assert cells[0].label == ('netperf machine_type=n1-standard-1 '
+                            'zones=us-central1-a')
+
+
+def test_zip_walks_lists_together_and_crosses_with_matrix():
+  config = yaml.safe_load("""
+netperf:
+  flags: {gpu_type: k80}
+  flag_zip: z
+  flag_matrix: m
+  flag_zip_defs:
+    z: {machine_type: [n1-standard-4, n1-standard-8], gpu_count: [1, 2]}
+  flag_matrix_defs:
+    m: {zones: [a, b]}
+""")
+  assert _Flags(matrix.Expand(config, ['netperf'])) == [
+      {'gpu_type': 'k80', 'machine_type': 'n1-standard-4', 'gpu_count': 1,
+       'zones': 'a'},
+      {'gpu_type': 'k80', 'machine_type': 'n1-standard-4', 'gpu_count': 1,
+       'zones': 'b'},
+      {'gpu_type': 'k80', 'machine_type': 'n1-standard-8', 'gpu_count': 2,
+       'zones': 'a'},
+      {'gpu_type': 'k80', 'machine_type': 'n1-standard-8', 'gpu_count': 2,
+       'zones': 'b'}]
+
+
+def test_zip_lists_of_different_lengths_are_refused():
+  config = yaml.safe_load("""
+netperf:
+  flag_zip: z
+  flag_zip_defs: {z: {machine_type: [a, b], gpu_count: [1, 2, 3]}}
+""")
+  with pytest.raises(errors.ConfigError, match='same length'):
+    matrix.Expand(config, ['netperf'])
+
+
+def test_flag_precedence_global_then_section_then_matrix():
+  config = yaml.safe_load("""
+flags: {netperf_benchmarks: TCP_RR, netperf_test_length: 30, netperf_max_iter: 3}
+netperf:
+  flags: {netperf_benchmarks: UDP_RR, netperf_test_length: 40}
+  flag_matrix: m
+  flag_matrix_defs: {m: {netperf_benchmarks: [TCP_STREAM]}}
+""")
+  assert _Flags(matrix.Expand(config, ['netperf'])) == [
+      {'netperf_benchmarks': 'TCP_STREAM', 'netperf_test_length': 40,
+       'netperf_max_iter': 3}]
+
+
+def test_filter_keeps_matching_cells_and_sees_flag_defaults():
+  config = yaml.safe_load(MATRIX)
+  config['netperf']['flag_matrix_filters'] = {
+      'GCP': "machine_type == 'n1-standard-1' and zones == 'us-central1-a'"}
+  assert _Flags(matrix.Expand(config, ['netperf'])) == [
+      {'machine_type': 'n1-standard-1', 'zones': 'us-central1-a'}]
+  # A flag the config does not set is seen with its default value.
+  config['netperf']['flag_matrix_filters'] = {'GCP': 'zones < extra and x'}
+  cells = matrix.Expand(config, ['netperf'],
+                        flag_defaults={'extra': 'us-central1-b', 'x': True})
+  assert _Flags(cells) == [
+      {'machine_type': 'n1-standard-1', 'zones': 'us-central1-a'},
+      {'machine_type': 'n1-standard-4', 'zones': 'us-central1-a'}]
+
+
+def test_flag_matrix_flag_overrides_and_unknown_names_are_refused():
+  config = yaml.safe_load(MATRIX)
+  with pytest.raises(errors.ConfigError, match='no flag_matrix_defs.nope'):
+    matrix.Expand(config, ['netperf'], flag_matrix='nope')
+  with pytest.raises(errors.ConfigError, match='no flag_zip_defs.z'):
+    matrix.Expand(config, ['netperf'], flag_zip='z')
+
+
+def test_benchmarks_list_and_named_sections():
+  config = yaml.safe_load("""
+flags: {shared: 1}
+one: &one {name: bench, flags: {cloud: GCP}}
+two: &two {name: bench, flags: {cloud: AWS}}
+benchmarks:
+  - bench: *one
+  - bench: *two
+""")
+  cells = matrix.Expand(config, ['redis_memtier'])
+  assert [(c.benchmark, c.section) for c in cells] == [
+      ('bench', 'bench[0]'), ('bench', 'bench[1]')]
+  assert _Flags(cells) == [{'shared': 1, 'cloud': 'GCP'},
+                           {'shared': 1, 'cloud': 'AWS'}]
+  assert all('name' not in c.config for c in cells)
+  # --benchmarks on the command line picks sections instead of the list.
+  cells = matrix.Expand(config, ['two'], benchmarks_on_command_line=True)
+  assert [(c.benchmark, c.section, dict(c.flags)) for c in cells] == [
+      ('bench', 'two', {'shared': 1, 'cloud': 'AWS'})]
+  assert matrix.CellConfig(cells[0]) == {'bench': {'flags': {
+      'shared': 1, 'cloud': 'AWS'}}}
+
+
+@pytest.mark.parametrize('bad, needle', [
+    ({'benchmarks': [{'a': {}, 'b': {}}]}, 'exactly one key'),
+    ({'benchmarks': []}, 'non-empty list'),
+    ({'b': {'flag_matrix': 'm', 'flag_matrix_defs': {'m': {'f': []}}}},
+     'non-empty list'),
+    ({'b': {'flag_matrix': 'm', 'flag_matrix_defs': {'m': {'f': 'abc'}}}},
+     'non-empty list'),
+    ({'b': {'flag_matrix': 'm', 'flag_matrix_defs': {'m': {'f': [1, 2]}},
+            'flag_matrix_filters': {'m': 'f > 5'}}}, 'keeps none'),
+    ({'flags': [1]}, 'top-level "flags"'),
+])
+def test_bad_matrix_configs_name_the_problem(bad, needle):
+  with pytest.raises(errors.ConfigError, match=needle):
+    matrix.Expand(bad, ['b'])
+
+
+def test_uses_matrix_features():
+  assert not matrix.UsesMatrixFeatures(None, ['b'])
+  assert not matrix.UsesMatrixFeatures({'b': {'flags': {}}}, ['b'])
+  assert matrix.UsesMatrixFeatures({'b': {'flag_zip': 'z'}}, ['b'])
+  assert matrix.UsesMatrixFeatures({'flags': {}}, ['b'])
+  assert matrix.UsesMatrixFeatures({'b': {}}, ['b'], flag_matrix='m')
+
+
+# Filters: parsed and walked, never eval()ed.
+
+@pytest.mark.parametrize('text, expected', [
+    ("a == 'x' and b > 2", True),
+    ('a in ("x", "y") and not c', True),
+    ('b >= -1 and b < 10 and a != "z"', True),
+    ('1 < b <= 3', True),
+    ('c is not None or b == 4', False),
+    ('a not in ["x"]', False),
+    ('True and not False', True),
+])
+def test_filter_expressions(text, expected):
+  assert matrix_filter.Matches(text, {'a': 'x', 'b': 3, 'c': None}) is expected
+
+
+@pytest.mark.parametrize('text', [
+    "__import__('os').system('touch /tmp/pwned')",
+    'open("/etc/passwd").read()',
+    'a.__class__',
+    'a[0] == "x"',
+    '(lambda: 1)()',
+    'b ** 99999999 > 1',
+    'b + 1 > 2',
+    '[x for x in a]',
+    'f"{a}" == "x"',
+    '(y := 1)',
+    '{"k": 1} == a',
+    'a if b else c',
+    'b == ...',
+    "eval('1')",
+    'x' * 3000,
+    'a ==',
+])
+def test_malicious_or_unsupported_filters_are_refused(text):
+  with pytest.raises(matrix_filter.FilterError):
+    matrix_filter.Matches(text, {'a': 'x', 'b': 3, 'c': None})
+
+
+def test_malicious_filter_in_a_config_is_refused_before_any_cell():
+  config = yaml.safe_load(MATRIX)
+  config['netperf']['flag_matrix_filters'] = {
+      'GCP': "__import__('os').system('echo hi')"}
+  with pytest.raises(errors.ConfigError, match='Call, which is not allowed'):
+    matrix.Expand(config, ['netperf'])
+
+
+def test_filter_naming_an_unknown_flag_or_mixing_types_is_an_error():
+  with pytest.raises(matrix_filter.FilterError, match='"nope"'):
+    matrix_filter.Matches('nope == 1', {'a': 1})
+  with pytest.raises(matrix_filter.FilterError, match='cannot compare'):
+    matrix_filter.Matches('a < 1', {'a': 'x'})
+
+
+# The driver, as a user runs it.
+
+def _Pkb(args, timeout=120):
+  return subprocess.run([sys.executable, e2e.PKB] + args, capture_output=True,
+                        text=True, timeout=timeout, cwd=e2e.REPO)
+
+
+def test_nightly_gcp_aws_dry_run_prints_each_cell_and_the_total():
+  proc = _Pkb([f'--benchmark_config_file={NIGHTLY}', '--dry_run'])
+  assert proc.returncode == 0, proc.stderr
+  out = proc.stdout
+  for machine_type in ('t2d-standard-16', 'n2d-standard-16', 'c6gn.',
+                       'i4i.4xlarge'):
+    assert f'servers: 1 x {machine_type}' in out
+  assert out.count('== Cell ') == 4
+  for phase in ('provision', 'install', 'preload', 'search', 'teardown'):
+    assert len(re.findall(rf'^  {phase}\s+[\d.]+ min  \$[\d.]+$', out,
+                          re.M)) == 4
+  rows = re.findall(r'^\d\s+\S+\s+(GCP|AWS)\s+(\S+)\s+(\d+)\s+(\d+)\s+'
+                    r'\$([\d.]+)$', out, re.M)
+  assert [r[0] for r in rows] == ['GCP', 'GCP', 'AWS', 'AWS']
+  assert all(int(r[2]) == 3 and int(r[3]) > 10 for r in rows)
+  total = float(re.search(r'^Total: 4 cell\(s\), 12 VMs, estimated '
+                          r'\$([\d.]+)', out, re.M).group(1))
+  assert total == pytest.approx(sum(float(r[4]) for r in rows), abs=0.02)
+  assert 'wall time about' in out
+
+
+def test_budget_below_the_total_is_refused_before_anything_exists(tmp_path):
+  results = tmp_path / 'runs'
+  proc = _Pkb([f'--benchmark_config_file={NIGHTLY}', '--max_cost_usd=5',
+               f'--results_dir={results}', '--project=p',
+               '--gcp_ssh_source_range=192.0.2.1/32',
+               '--aws_ssh_source_cidr=192.0.2.1/32'])
+  assert proc.returncode == 2
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and 'above --max_cost_usd=5' in lines[0], lines
+  assert not os.path.exists(tmp_path / 'runs')
+  assert not os.path.exists(tmp_path / 'matrix')
+  # A single run is guarded the same way.
+  proc = _Pkb(['--max_cost_usd=0.0001', f'--results_dir={results}'])
+  assert proc.returncode == 2
+  assert 'This run is estimated at $' in proc.stderr
+  assert not os.path.exists(results)
+
+
+def test_nightly_local_expands_to_its_topologies(pkb_flags):
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  pkb_flags.benchmark_config_file = NIGHTLY_LOCAL
+  cells = matrix_runner.Cells(pkb_flags, ['provision'])
+  assert [(c.flags['redis_total_num_processes'],
+           c.flags['redis_server_cluster_mode']) for c in cells] == [
+               (1, False), (2, False), (2, True)]
+
+
+TWO_CELLS = """
+flags: {memtier_run_duration: 1, memtier_key_maximum: 5000,
+        memtier_max_probes: 4, memtier_confirm_repeats: 0}
+benchmarks:
+  - redis_memtier: {}
+  - redis_memtier: {flags: {redis_server_options: 'no-such-directive yes'}}
+"""
+
+
+def _Summary(results_dir):
+  matrix_root = os.path.join(os.path.dirname(results_dir), 'matrix')
+  (only,) = os.listdir(matrix_root)
+  with open(os.path.join(matrix_root, only, 'matrix_summary.json')) as f:
+    return json.load(f)['cells']
+
+
+def test_a_failing_cell_does_not_lose_the_other(tmp_path):
+  config = tmp_path / 'two.yaml'
+  config.write_text(TWO_CELLS)
+  results = str(tmp_path / 'runs')
+  started = time.monotonic()
+  proc = _Pkb([f'--benchmark_config_file={config}', f'--results_dir={results}',
+               '--run_processes=2'])
+  assert time.monotonic() - started < 60
+  assert proc.returncode == 1, proc.stdout + proc.stderr  # 1 failed cell
+  cells = _Summary(results)
+  assert [c['status'] for c in cells] == ['succeeded', 'failed (exit 1)']
+  good, bad = cells
+  assert good['run_uri'] != bad['run_uri']
+  samples = e2e.Samples(results, good['run_uri'])
+  assert 'latency_capped_throughput' in {s['metric'] for s in samples}
+  assert e2e.Record(results, good['run_uri'])['status'] == 'succeeded'
+  assert e2e.Record(results, bad['run_uri'])['status'] == 'failed'
+  for cell in cells:  # Each cell tore its own run down.
+    assert e2e.LeftoverProcesses(results, cell['run_uri']) == []
+  with open(bad['log']) as f:
+    assert 'no-such-directive' in f.read()
+  assert re.search(r'^\[cell 2\] .*no-such-directive', proc.stdout, re.M)
+  assert '1 of 2 cell(s) succeeded' in proc.stdout
+
+
+def test_sigterm_is_forwarded_and_cells_tear_down(tmp_path):
+  config = tmp_path / 'two.yaml'
+  config.write_text(TWO_CELLS.replace('memtier_run_duration: 1',
+                                      'memtier_run_duration: 3'))
+  results = str(tmp_path / 'runs')
+  proc = subprocess.Popen(
+      [sys.executable, e2e.PKB, f'--benchmark_config_file={config}',
+       f'--results_dir={results}'], stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT, text=True, cwd=e2e.REPO)
+  seen = []
+  try:
+    for line in proc.stdout:
+      seen.append(line)
+      if '[cell 1]   probe  0' in line:
+        proc.send_signal(signal.SIGTERM)
+        break
+    seen.append(proc.communicate(timeout=60)[0])
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 130, ''.join(seen)
+  cells = _Summary(results)
+  assert [c['status'] for c in cells] == ['interrupted', 'not started']
+  run_uri = cells[0]['run_uri']
+  assert e2e.LeftoverProcesses(results, run_uri) == []
+  record = e2e.Record(results, run_uri)
+  assert all(r['status'] != 'created' for r in record['resources']
+             if r['kind'] == 'redis_process')
+  assert e2e.Samples(results, run_uri)  # The probe already measured stays.
