@@ -149,5 +149,7 @@ def TeardownFromRecord(record: run_record_lib.RunRecord) -> list:
       res.record = record
       res.Delete()
     except Exception as e:  # pylint: disable=broad-except
-      failures.append(f'{entry["kind"]} {entry["name"]}: {e}')
+      # One line each, whatever the (possibly hostile) record held.
+      failures.append(f'{entry["kind"]} {entry["name"]}: {e}'.replace(
+          '\n', '\\n'))
   return failures

@@ -57,13 +57,12 @@ class RunRecord:
     try:
       with open(path) as f:
         data = json.load(f)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
       raise errors.UsageError(f'Run record {path} is unreadable: {e}') from None
-    version = data.get('format_version')
-    if version != FORMAT_VERSION:
-      raise errors.UsageError(
-          f'Run record {path} has format version {version}; this tool reads '
-          f'version {FORMAT_VERSION}.')
+    problem = _Problem(data, os.path.basename(os.path.normpath(run_dir)))
+    if problem:
+      raise errors.UsageError(f'Run record {path} is not usable: {problem}; '
+                              'nothing was deleted.')
     return cls(run_dir, data)
 
   @property
@@ -144,3 +143,31 @@ class RunRecord:
   @property
   def status(self) -> str:
     return self._data['status']
+
+
+_TOP_LEVEL = {'run_uri': str, 'info': dict, 'stages_done': list,
+              'resources': list, 'status': str}
+_ENTRY = {'kind': str, 'name': str, 'status': str, 'data': dict}
+
+
+def _Problem(data: Any, run_uri: str) -> Optional[str]:
+  """What is wrong with a record read back, or None (it is input too)."""
+  if not isinstance(data, dict):
+    return f'it holds a JSON {type(data).__name__}, not an object'
+  version = data.get('format_version')
+  if version != FORMAT_VERSION or isinstance(version, bool):
+    return (f'format version {version!r}; this tool reads version '
+            f'{FORMAT_VERSION}')
+  for key, kind in _TOP_LEVEL.items():
+    if not isinstance(data.get(key), kind):
+      return f'"{key}" is {data.get(key)!r}, not a {kind.__name__}'
+  if data['run_uri'] != run_uri:
+    return f'it is the record of run {data["run_uri"]!r}, not of {run_uri}'
+  for i, entry in enumerate(data['resources']):
+    if not isinstance(entry, dict):
+      return f'resource #{i} is {entry!r}, not an object'
+    for key, kind in _ENTRY.items():
+      if not isinstance(entry.get(key), kind):
+        return (f'resource #{i} has "{key}" {entry.get(key)!r}, not a '
+                f'{kind.__name__}')
+  return None

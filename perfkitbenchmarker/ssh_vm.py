@@ -27,6 +27,7 @@ import atexit
 import dataclasses
 import logging
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -37,6 +38,7 @@ from typing import Any, Dict, Optional, Tuple
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import remote_install
@@ -326,8 +328,14 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.DetectSystem()
 
   def CleanUpScratch(self) -> None:
-    # Only ever remove the run's own directories.
-    if '/pkb-' not in self.scratch_dir:
+    # Only ever remove the run's own directories (a normal path, so `..`
+    # cannot climb out; rm -rf removes a symlink, not what it points to).
+    if self.record is not None:  # Refused (and reported) if not the run's.
+      record_checks.RemotePathInside(self.scratch_dir, self.record.run_uri,
+                                     f'{self.KIND} {self.name}')
+    elif ('/pkb-' not in self.scratch_dir or
+          os.path.normpath(self.scratch_dir) != self.scratch_dir or
+          self.scratch_dir.count('/') < 3):
       return
     quoted = shlex.quote(self.scratch_dir)
     self.RemoteCommand(f'rm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
@@ -388,16 +396,40 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def FromRecord(cls, entry, record=None) -> 'SshVirtualMachine':
     """Rebuilds the VM for teardown (killing its processes, cleaning up)."""
     data = entry['data']
+    what = f'{cls.KIND} {entry["name"]}'
+    if record is None:
+      raise record_checks.RecordRefused(f'{what}: no run record; left alone')
+    text = {key: record_checks.Field(data, key, str, what, required=False)
+            for key in ('cloud', 'machine_type', 'zone', 'os_type', 'group',
+                        'keyfile', 'internal_ip')}
+    # These become ssh arguments: nothing that ssh could read as an option.
+    user = record_checks.Field(data, 'user', str, what)
+    ip_address = record_checks.Field(data, 'ip_address', str, what)
+    for key, value in (('user', user), ('ip_address', ip_address),
+                       ('internal_ip', text['internal_ip'] or 'x')):
+      if not re.fullmatch(r'[A-Za-z0-9_][A-Za-z0-9_.:-]*', value):
+        raise record_checks.RecordRefused(
+            f'{what}: {key} {value!r} is not a user or address; left alone')
+    known_hosts = data.get('known_hosts_file')
+    if known_hosts is not None:
+      known_hosts = record_checks.LocalPathInside(
+          known_hosts, record_checks.LocalRunRoots(record), what)
     spec = virtual_machine.VmSpec(
-        cloud=data.get('cloud') or cls.CLOUD,
-        machine_type=data.get('machine_type') or 'unknown',
-        zone=data.get('zone'), num_cpus=data.get('num_cpus'),
-        os_type=data.get('os_type') or 'unknown')
-    vm = cls(spec, entry['name'], data.get('group', ''), user=data['user'],
-             ip_address=data['ip_address'], keyfile=data.get('keyfile'),
-             port=data.get('port', 22), internal_ip=data.get('internal_ip'),
-             known_hosts_file=data.get('known_hosts_file'), record=record)
-    vm.scratch_dir = data['scratch_dir']
-    vm.memory_mib = data.get('memory_mib')
+        cloud=text['cloud'] or cls.CLOUD,
+        machine_type=text['machine_type'] or 'unknown', zone=text['zone'],
+        num_cpus=record_checks.Field(data, 'num_cpus', int, what,
+                                     required=False),
+        os_type=text['os_type'] or 'unknown')
+    vm = cls(spec, entry['name'], text['group'] or '', user=user,
+             ip_address=ip_address, keyfile=text['keyfile'],
+             port=record_checks.Field(data, 'port', int, what,
+                                      required=False) or 22,
+             internal_ip=text['internal_ip'], known_hosts_file=known_hosts,
+             record=record)
+    # Only the run's own scratch tree on the VM is ever removed.
+    vm.scratch_dir = record_checks.RemotePathInside(
+        data.get('scratch_dir'), record.run_uri, what)
+    vm.memory_mib = record_checks.Field(data, 'memory_mib', int, what,
+                                        required=False)
     vm.created = True
     return vm

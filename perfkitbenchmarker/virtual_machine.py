@@ -127,22 +127,70 @@ class BaseVirtualMachine(resource.BaseResource):
       busy += sum(values) - idle
     return busy, total
 
-  def KillProcess(self, pid: int, markers: Sequence[str] = ()) -> None:
-    """Stops pid, but only if it is still the process we started.
+  def ProcessIdentity(self, pid: int) -> Optional[Tuple[float, str]]:
+    """(start time, command line) of a live pid, or None when it is gone.
+
+    The start time is /proc/<pid>/stat field 22 (clock ticks since boot):
+    with the PID it names one process for as long as the machine is up.
+    """
+    pid = CheckedPid(pid)
+    out, _, rc = self.RemoteCommandWithReturnCode(
+        f'cat /proc/{pid}/stat && tr "\\0" " " < /proc/{pid}/cmdline')
+    stat, _, cmdline = out.partition('\n')
+    fields = stat.rsplit(')', 1)[-1].split()
+    if rc != 0 or len(fields) < 20 or fields[0] == 'Z':
+      return None
+    return float(fields[19]), cmdline.strip()
+
+  def KillProcess(self, pid: int, markers: Sequence[str] = (),
+                  start_time: Optional[float] = None) -> None:
+    """Stops pid and waits for its exit, if it is still the process we started.
 
     Args:
       pid: the process id recorded when it started.
-      markers: strings its command line must all contain (a PID may have
-        been reused since, e.g. after a reboot); none skips the check.
+      markers: strings its command line must all contain.
+      start_time: its ProcessIdentity start time, recorded when it started
+        (a PID may have been reused since); None only for a PID just read
+        from the process's own pidfile.
+    Raises:
+      errors.ResourceError: the PID now names another process (left alone),
+        or it outlived SIGTERM, SIGKILL and the waits after them.
     """
-    checks = ''.join(
-        f'tr "\\0" " " < /proc/{pid}/cmdline 2>/dev/null | '
-        f'grep -qF -- {shlex.quote(m)} || exit 0; ' for m in markers)
-    self.RemoteCommandWithReturnCode(
-        f'{checks}kill {pid} 2>/dev/null || exit 0; '
-        f'for i in $(seq 100); do kill -0 {pid} 2>/dev/null || exit 0; '
-        f'grep -q "^State:.*Z" /proc/{pid}/status 2>/dev/null && exit 0; '
-        f'sleep 0.05; done; kill -9 {pid} 2>/dev/null; true')
+    pid = CheckedPid(pid)
+    identity = self.ProcessIdentity(pid)
+    if identity is None:
+      return
+    running_since, cmdline = identity
+    if start_time is not None and not SameStart(running_since, start_time):
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} started at {running_since}, not at the '
+          f'recorded {start_time}: another process; left alone')
+    missing = [m for m in markers if m not in cmdline]
+    if missing:
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} is "{cmdline[:60]}", not the recorded '
+          f'process (no "{missing[0]}" in it); left alone')
+    self._SignalAndWait(pid, running_since)
+
+  def _SignalAndWait(self, pid: int, start_time: float) -> None:
+    """SIGTERM, up to STOP_WAIT_S for the exit, then SIGKILL and wait again.
+
+    The script holds only validated integers; `same` re-checks the start
+    time before each signal so a PID reused meanwhile is never signalled.
+    """
+    pid, start = CheckedPid(pid), int(start_time)
+    polls = int(STOP_WAIT_S / 0.05)
+    same = (f'same() {{ s=$(cat /proc/{pid}/stat 2>/dev/null) || return 1; '
+            f's=${{s##*") "}}; set -- $s; [ "$1" != Z ] && '
+            f'[ "${{20}}" = {start} ]; }}; ')
+    wait = (f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; '
+            'done; ')
+    _, _, rc = self.RemoteCommandWithReturnCode(
+        f'{same}same || exit 0; kill {pid}; {wait}'
+        f'same && kill -9 {pid}; {wait}exit 3')
+    if rc == 3:
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} is still running after SIGKILL.')
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     return {
@@ -168,6 +216,20 @@ class BaseVirtualMachine(resource.BaseResource):
         'internal_ip': self.internal_ip,
         'cpu_set': self.cpu_set,
     }
+
+
+STOP_WAIT_S = 5.0
+
+
+def CheckedPid(pid) -> int:
+  """pid as an int that can name a process (never text for a shell)."""
+  if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid < 2**22:
+    raise errors.ResourceError(f'{pid!r} is not a process id; left alone')
+  return pid
+
+
+def SameStart(a: float, b: float) -> bool:
+  return abs(float(a) - float(b)) < 0.005
 
 
 def RequireCommands(vm: BaseVirtualMachine, programs: Sequence[str],

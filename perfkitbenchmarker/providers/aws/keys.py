@@ -12,6 +12,7 @@ import subprocess
 from typing import Any, Callable, Dict, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker.providers.aws import api
 
 KEY_FILE = 'aws_ssh_key'
@@ -101,6 +102,11 @@ class KeyPair(api.AwsResource):
   def Restore(self, data: Dict[str, Any]) -> None:
     super().Restore(data)
     self.key_path = data.get('key_path')
+    if self.key_path is not None and self.record is not None:
+      # Teardown deletes this file: only ever one inside the run's roots.
+      self.key_path = record_checks.LocalPathInside(
+          self.key_path, record_checks.LocalRunRoots(self.record),
+          f'{self.KIND} {self.name}')
 
 
 api.Register(KeyPair)

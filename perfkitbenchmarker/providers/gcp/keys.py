@@ -11,6 +11,7 @@ recorded, never its contents.
 import os
 from typing import Any, Callable, Dict, Optional
 
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import ssh_vm
 
@@ -56,10 +57,18 @@ class SshKeyPair(resource.BaseResource):
 
   @classmethod
   def FromRecord(cls, entry, record=None) -> 'SshKeyPair':
-    del record
     data = entry['data']
-    key = cls(data['directory'])
-    key.private_key_path = data.get('private_key_path')
+    what = f'{cls.KIND} {entry["name"]}'
+    if record is None:
+      raise record_checks.RecordRefused(f'{what}: no run record; left alone')
+    # Teardown deletes this file: only ever one inside the run's roots.
+    roots = record_checks.LocalRunRoots(record)
+    key = cls(record_checks.LocalPathInside(data.get('directory'), roots,
+                                            what) if data.get('directory')
+              else record.run_dir)
+    if data.get('private_key_path') is not None:
+      key.private_key_path = record_checks.LocalPathInside(
+          data['private_key_path'], roots, what)
     key.created = True
     return key
 

@@ -14,6 +14,10 @@ import shutil
 import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import psutil
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -67,6 +71,35 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     with open(path) as f:
       return f.read()
 
+  def ProcessIdentity(self, pid: int) -> Optional[Tuple[float, str]]:
+    """(psutil create time, command line) of a live pid, or None."""
+    try:
+      proc = psutil.Process(virtual_machine.CheckedPid(pid))
+      if proc.status() == psutil.STATUS_ZOMBIE:
+        return None
+      return proc.create_time(), ' '.join(proc.cmdline())
+    except psutil.Error:
+      return None
+
+  def _SignalAndWait(self, pid: int, start_time: float) -> None:
+    try:
+      proc = psutil.Process(pid)
+      # psutil also refuses to signal a PID whose create time changed.
+      if not virtual_machine.SameStart(proc.create_time(), start_time):
+        return
+      proc.terminate()
+      try:
+        proc.wait(virtual_machine.STOP_WAIT_S)
+      except psutil.TimeoutExpired:
+        proc.kill()
+        proc.wait(virtual_machine.STOP_WAIT_S)
+    except psutil.NoSuchProcess:
+      pass
+    except psutil.TimeoutExpired:
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} is still running after SIGKILL.'
+      ) from None
+
   def GetResourceMetadata(self):
     metadata = super().GetResourceMetadata()
     metadata['cpu_set'] = ','.join(map(str, self.cpu_set or [])) or 'unpinned'
@@ -75,18 +108,38 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   @classmethod
   def FromRecord(cls, entry, record=None) -> 'LocalVirtualMachine':
     data = entry['data']
-    spec = virtual_machine.VmSpec(cloud=CLOUD,
-                                  machine_type=data.get('machine_type') or
-                                  'local', num_cpus=data.get('num_cpus'))
-    vm = cls(spec, entry['name'], data.get('group', ''))
-    vm.scratch_dir = data['scratch_dir']
-    vm.memory_mib = data.get('memory_mib')
-    vm.cpu_set = data.get('cpu_set')
+    what = f'{cls.KIND} {entry["name"]}'
+    if record is None:
+      raise record_checks.RecordRefused(f'{what}: no run record; left alone')
+    # Only a directory inside this run's scratch root is ever removed.
+    scratch_dir = record_checks.LocalPathInside(
+        data.get('scratch_dir'), [RunScratchRoot(record.run_uri)], what)
+    num_cpus = record_checks.Field(data, 'num_cpus', int, what,
+                                   required=False)
+    spec = virtual_machine.VmSpec(
+        cloud=CLOUD, num_cpus=num_cpus, machine_type=record_checks.Field(
+            data, 'machine_type', str, what, required=False) or 'local')
+    vm = cls(spec, entry['name'], record_checks.Field(
+        data, 'group', str, what, required=False) or '')
+    vm.scratch_dir = scratch_dir
+    vm.memory_mib = record_checks.Field(data, 'memory_mib', int, what,
+                                        required=False)
+    cpu_set = record_checks.Field(data, 'cpu_set', list, what, required=False)
+    if cpu_set and not all(isinstance(c, int) and not isinstance(c, bool)
+                           and 0 <= c < 4096 for c in cpu_set):
+      raise record_checks.RecordRefused(f'{what}: cpu_set {cpu_set!r} is not '
+                                        'a list of cores; left alone')
+    vm.cpu_set = cpu_set
     vm.created = True
     return vm
 
 
 resource.RegisterKind(LocalVirtualMachine.KIND, LocalVirtualMachine.FromRecord)
+
+
+def RunScratchRoot(run_uri: str) -> str:
+  """Where a run's Local VMs keep their scratch directories."""
+  return os.path.join(SCRATCH_ROOT, f'pkb-{run_uri}')
 
 
 def AvailableCores() -> List[int]:

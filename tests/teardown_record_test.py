@@ -1,0 +1,323 @@
+"""Teardown from a corrupted or hostile run record, process exit, run locks.
+
+Every "victim" (a file, a directory, a process) is made by the test itself,
+outside the run's roots; `./pkb.py --run_stage=teardown` must leave each one
+alone and say so in one line with a non-zero exit.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.providers.local import provider as local
+
+
+def _Env(scratch_root):
+  return dict(os.environ, PKB_LOCAL_SCRATCH=str(scratch_root))
+
+
+def _WriteRecord(results_dir, run_uri, resources=None, data=None):
+  run_dir = os.path.join(results_dir, run_uri)
+  os.makedirs(run_dir, exist_ok=True)
+  if data is None:
+    data = {'format_version': 1, 'run_uri': run_uri, 'created': 0,
+            'info': {}, 'stages_done': [], 'status': 'running',
+            'resources': [{'kind': k, 'name': n, 'status': 'created',
+                           'data': d, 'recorded': 0}
+                          for k, n, d in resources]}
+  path = os.path.join(run_dir, 'run_record.json')
+  with open(path, 'w') as f:
+    f.write(data if isinstance(data, str) else json.dumps(data))
+  return path
+
+
+def _Teardown(results_dir, run_uri, scratch_root):
+  proc = subprocess.run(
+      e2e.Command(['--run_stage=teardown'], run_uri, str(results_dir)),
+      capture_output=True, text=True, timeout=120, cwd=e2e.REPO,
+      env=_Env(scratch_root))
+  return proc
+
+
+def _AssertOneLineFailure(proc, needle=''):
+  assert proc.returncode != 0, proc.stdout
+  assert 'Traceback' not in proc.stderr
+  lines = [l for l in proc.stderr.splitlines() if l.strip()]
+  assert len(lines) == 1, proc.stderr
+  assert needle in lines[0], lines[0]
+  assert 'every recorded resource is deleted' not in proc.stdout
+  return lines[0]
+
+
+def _LocalVm(scratch_dir, name='servers-0'):
+  return ('local_vm', name, {'group': 'servers', 'scratch_dir':
+                             str(scratch_dir), 'cpu_set': None})
+
+
+def _Victim(path):
+  os.makedirs(path, exist_ok=True)
+  with open(os.path.join(path, 'precious'), 'w') as f:
+    f.write('keep me')
+  return os.path.join(path, 'precious')
+
+
+@pytest.mark.parametrize('text,needle', [
+    ('[]', 'JSON list'),
+    ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
+     ' "status": "running", "resources": null}', '"resources" is None'),
+    ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
+     ' "status": "running", "resources": [{"name": "x", "status": "created",'
+     ' "data": {}}]}', 'resource #0 has "kind" None'),
+    ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
+     ' "status": "running", "resources": [{"kind": "local_vm", "name": "x",'
+     ' "status": "created", "data": "rm -rf /"}]}', '"data"'),
+    ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
+     ' "status": "running", "resources": [7]}', 'resource #0 is 7'),
+    ('{"format_version": 99, "run_uri": "RUN", "resources": []}',
+     'format version 99'),
+    ('{"format_version": 1, "run_uri": "other", "info": {}, '
+     '"stages_done": [], "status": "running", "resources": []}',
+     "run 'other'"),
+    ('{"format_version": 1, "run_uri": ', 'unreadable'),
+    ('[' * 100000 + ']' * 100000, 'unreadable'),
+])
+def test_malformed_record_is_one_line(tmp_path, text, needle):
+  run_uri = e2e.NewRunUri()
+  path = _WriteRecord(tmp_path / 'results', run_uri,
+                      data=text.replace('RUN', run_uri))
+  proc = _Teardown(tmp_path / 'results', run_uri, tmp_path / 'scratch')
+  line = _AssertOneLineFailure(proc, needle)
+  assert path in line
+
+
+def test_hostile_paths_are_refused(tmp_path):
+  run_uri = e2e.NewRunUri()
+  results, scratch = tmp_path / 'results', tmp_path / 'scratch'
+  own_root = scratch / f'pkb-{run_uri}'
+  own_root.mkdir(parents=True)
+  outside = tmp_path / 'outside'
+  victims = [_Victim(outside / 'pkb-victim' / 'servers-0'),
+             _Victim(outside / 'pkb-dotdot' / 'servers-0'),
+             _Victim(outside / 'pkb-linked')]
+  os.symlink(outside / 'pkb-linked', own_root / 'clients-0')
+  key = outside / 'id_ed25519'
+  key.write_text('not yours')
+  via_dotdot = (f'{results}/{run_uri}/../../outside/id_ed25519')
+  own_dir = own_root / 'servers-1'
+  own_dir.mkdir()
+  _WriteRecord(results, run_uri, [
+      _LocalVm(outside / 'pkb-victim' / 'servers-0', 'servers-0'),
+      _LocalVm(f'{own_root}/../../outside/pkb-dotdot/servers-0', 'a-0'),
+      _LocalVm(own_root / 'clients-0', 'clients-0'),
+      _LocalVm(own_dir, 'servers-1'),
+      ('gcp_ssh_key', 'run-ssh-key', {'directory': str(outside),
+                                       'private_key_path': str(key)}),
+      ('gcp_ssh_key', 'other-key', {'directory': f'{results}/{run_uri}',
+                                     'private_key_path': via_dotdot}),
+  ])
+  proc = _Teardown(results, run_uri, scratch)
+  line = _AssertOneLineFailure(proc, 'left alone')
+  assert 'Teardown left 5 resource(s)' in line
+  for victim in victims:
+    assert os.path.exists(victim), victim
+  assert key.read_text() == 'not yours'
+  assert not own_dir.exists()  # The one entry that is the run's own went.
+
+
+def _FakeShard(port, title=True):
+  """A sleep the test starts that looks like a shard in `ps`."""
+  argv0 = f'redis-server 127.0.0.1:{port}' if title else 'sleep'
+  proc = subprocess.Popen(['bash', '-c', f'exec -a "{argv0}" sleep 120'])
+  deadline = time.monotonic() + 5
+  while time.monotonic() < deadline:
+    if argv0 in ' '.join(psutil.Process(proc.pid).cmdline()):
+      return proc
+    time.sleep(0.02)
+  raise AssertionError('fake shard did not start')
+
+
+def test_processes_and_shell_fields_are_refused(tmp_path):
+  run_uri = e2e.NewRunUri()
+  results, scratch = tmp_path / 'results', tmp_path / 'scratch'
+  vm_dir = scratch / f'pkb-{run_uri}' / 'servers-0'
+  vm_dir.mkdir(parents=True)
+  marker = tmp_path / 'PWNED'
+  touch = f'; touch {marker}'
+  fakes = {7001: _FakeShard(7001), 7002: _FakeShard(7002),
+           7003: _FakeShard(7003, title=False)}
+  start = psutil.Process(fakes[7001].pid).create_time()
+
+  def Shard(port, **data):
+    entry = {'vm_name': 'servers-0', 'port': port,
+             'config_path': f'{vm_dir}/redis-{port}.conf',
+             'pidfile': f'{vm_dir}/redis-{port}.pid'}
+    entry.update(data)
+    return ('redis_process', f'servers-0:{port}', entry)
+
+  try:
+    _WriteRecord(results, run_uri, [
+        _LocalVm(vm_dir),
+        # Its PID and port, but not its start time: not ours.
+        Shard(7001, pid=fakes[7001].pid, start_time=start - 100),
+        # No start time recorded: only its own pidfile could name it.
+        Shard(7002, pid=fakes[7002].pid),
+        Shard(7003, pid=fakes[7003].pid,
+              start_time=psutil.Process(fakes[7003].pid).create_time()),
+        Shard(7004, pid=f'1{touch}'),
+        Shard(7005, pid=None, pidfile=f'{vm_dir}/x{touch}'),
+        Shard(7006, pid=None, config_path=f'/etc/passwd{touch}'),
+        Shard(f'7007{touch}'),
+    ])
+    proc = _Teardown(results, run_uri, scratch)
+    line = _AssertOneLineFailure(proc, 'left alone')
+    assert 'Teardown left 6 resource(s)' in line
+    for fake in fakes.values():
+      assert fake.poll() is None, 'a process the run never started was killed'
+    assert not marker.exists()
+  finally:
+    for fake in fakes.values():
+      fake.kill()
+      fake.wait()
+
+
+class _ShellVm(virtual_machine.BaseVirtualMachine):
+  """A VM whose commands run through bash here (like one reached by SSH)."""
+
+  def __init__(self):
+    super().__init__(virtual_machine.VmSpec('Test', 'test'), 'vm-0', 'g')
+
+  def _Create(self):
+    pass
+
+  def _Delete(self):
+    pass
+
+  def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
+                                  stdin=None):
+    return vm_util.RunLocal(command, timeout=timeout, env=env, stdin=stdin)
+
+
+def _Stubborn(port):
+  """A fake shard that ignores SIGTERM, so only SIGKILL stops it."""
+  proc = subprocess.Popen(
+      ['bash', '-c', f'trap "" TERM; exec -a "redis-server 127.0.0.1:{port}"'
+       ' sleep 120'])
+  deadline = time.monotonic() + 5
+  while 'redis-server' not in ' '.join(psutil.Process(proc.pid).cmdline()):
+    assert time.monotonic() < deadline
+    time.sleep(0.02)
+  return proc
+
+
+def _Gone(proc):
+  try:
+    return psutil.Process(proc.pid).status() == psutil.STATUS_ZOMBIE
+  except psutil.NoSuchProcess:
+    return True
+
+
+@pytest.mark.parametrize('vm_class', [
+    lambda: local.LocalVirtualMachine(
+        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
+    _ShellVm])
+def test_kill_process_waits_for_the_exit(vm_class):
+  vm = vm_class()
+  proc = _Stubborn(7101)
+  try:
+    start, cmdline = vm.ProcessIdentity(proc.pid)
+    assert 'redis-server' in cmdline
+    with pytest.raises(Exception, match='left alone'):
+      vm.KillProcess(proc.pid, markers=('redis-server', ':7101'),
+                     start_time=start + 1)
+    assert not _Gone(proc)
+    with pytest.raises(Exception, match='left alone'):
+      vm.KillProcess(proc.pid, markers=('redis-server', ':9999'),
+                     start_time=start)
+    assert not _Gone(proc)
+    began = time.monotonic()
+    vm.KillProcess(proc.pid, markers=('redis-server', ':7101'),
+                   start_time=start)
+    # Gone when KillProcess returns: SIGTERM ignored, SIGKILL awaited.
+    assert _Gone(proc)
+    assert time.monotonic() - began < virtual_machine.STOP_WAIT_S + 3
+  finally:
+    proc.kill()
+    proc.wait()
+
+
+def _RunProcessesAlive(run_uri, record):
+  alive = []
+  for entry in record['resources']:
+    data = entry['data']
+    if entry['kind'] == 'redis_process' and data.get('pid'):
+      try:
+        proc = psutil.Process(data['pid'])
+        if (virtual_machine.SameStart(proc.create_time(), data['start_time'])
+            and proc.status() != psutil.STATUS_ZOMBIE):
+          alive.append(' '.join(proc.cmdline()))
+      except psutil.NoSuchProcess:
+        pass
+  for proc in psutil.process_iter(['cmdline']):
+    if f'pkb-{run_uri}' in ' '.join(proc.info['cmdline'] or []):
+      alive.append(' '.join(proc.info['cmdline']))
+  return alive
+
+
+def test_no_shard_outlives_a_default_run(tmp_path):
+  proc, run_uri = e2e.Run(e2e.FAST, str(tmp_path))
+  time.sleep(0.5)
+  record = e2e.Record(str(tmp_path), run_uri)
+  assert proc.returncode == 0, proc.stderr
+  shards = [e for e in record['resources'] if e['kind'] == 'redis_process']
+  assert shards and all(e['data']['start_time'] for e in shards)
+  assert _RunProcessesAlive(run_uri, record) == []
+
+
+def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
+  run_uri = e2e.NewRunUri()
+  first = subprocess.Popen(
+      e2e.Command(e2e.FAST + ['--memtier_run_duration=3'], run_uri,
+                  str(tmp_path)),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  try:
+    for line in first.stdout:  # Bounded by the run's own length.
+      if 'probe' in line:
+        break
+    assert first.poll() is None
+    second = subprocess.run(
+        e2e.Command(e2e.FAST, run_uri, str(tmp_path)), capture_output=True,
+        text=True, timeout=60, cwd=e2e.REPO)
+    assert second.returncode == 2
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and f'pid {first.pid} ' in lines[0], lines
+    assert 'in use' in lines[0]
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+  finally:
+    if first.poll() is None:
+      first.kill()
+    first.communicate()
+  # A lock left by a killed run blocks neither a teardown nor a new stage.
+  teardown = subprocess.run(
+      e2e.Command(['--run_stage=teardown'], run_uri, str(tmp_path)),
+      capture_output=True, text=True, timeout=120, cwd=e2e.REPO)
+  assert teardown.returncode == 0, teardown.stderr
+  assert 'every recorded resource is deleted' in teardown.stdout
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri, settle_s=0.5) == []
+  again = subprocess.run(
+      e2e.Command(['--run_stage=teardown'], run_uri, str(tmp_path)),
+      capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
+  assert 'in use' not in again.stderr
+
+
+if __name__ == '__main__':
+  sys.exit(pytest.main([__file__, '-q']))
