@@ -18,9 +18,11 @@ from absl import flags
 
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
+from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
+from perfkitbenchmarker import matrix_runner
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
@@ -156,6 +158,11 @@ def _TeardownOnly(run_dir: str) -> int:
 def RunBenchmarks(argv: List[str]) -> int:
   """Runs the benchmarks named by --benchmarks; returns the exit code."""
   stages = _Stages()
+  cells = matrix_runner.Cells(FLAGS, stages)
+  if cells is not None:  # A matrix config: each cell is a child pkb.py.
+    from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
+    return matrix_runner.RunMatrix(cells, FLAGS, stages, _ResultsDir(),
+                                   local.NewRunUri)
   run_uri = _RunUri(stages)
   names = FLAGS.benchmarks
   modules = [linux_benchmarks.Get(n) for n in names]
@@ -167,6 +174,7 @@ def RunBenchmarks(argv: List[str]) -> int:
 
   catalog = pricing.PriceCatalog.Load()
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
+  estimated_usd = 0.0
   for module, config in loaded:
     module.CheckPrerequisites(config)
     # Refuse unpriced machine types and bad VM specs before anything starts.
@@ -174,9 +182,11 @@ def RunBenchmarks(argv: List[str]) -> int:
                                        None, FLAGS, catalog, lambda s: None)
     for group in plan_spec.GroupCounts():
       plan_spec.GroupPrice(group)
+    estimated_usd += cost_estimate.FromSpec(plan_spec).usd
     if FLAGS.dry_run:
       print('\n'.join(reporting.DryRunPlan(
           plan_spec, module.DescribePlan(plan_spec), FLAGS.timeout_minutes)))
+  matrix_runner.CheckBudget(estimated_usd, FLAGS, 'This run')
   if FLAGS.dry_run:
     return EXIT_OK
   provider = providers.GetProvider(_Cloud())

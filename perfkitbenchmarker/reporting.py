@@ -7,6 +7,7 @@ StringIO); a richer front end would implement the same three methods.
 import math
 from typing import IO, List, Optional, Sequence
 
+from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import measurement
 
 
@@ -76,12 +77,10 @@ def DryRunPlan(spec, plan_lines: List[str],
   """The VMs, software, search and cost of a run, without creating anything."""
   lines = [f'Dry run of {spec.name} on {spec.cloud} (nothing is created).',
            'VMs:']
-  hourly_total = 0.0
   counts = spec.GroupCounts()
   for group, vm_spec in spec.GroupSpecs().items():
     price = spec.GroupPrice(group)
     count = counts[group]
-    hourly_total += price.usd_per_hour * count
     where = vm_spec.zone or ('this machine' if spec.cloud == 'Local' else '?')
     priced = ('' if spec.cloud != 'Local' else
               f' priced as {price.cloud} {price.machine_type}')
@@ -90,10 +89,5 @@ def DryRunPlan(spec, plan_lines: List[str],
         f'${price.usd_per_hour:.4f}/hr each ({price.region}; '
         f'{price.source_date})')
   lines += plan_lines
-  estimate = spec.module.EstimatedMinutes(spec) if hasattr(
-      spec.module, 'EstimatedMinutes') else timeout_minutes
-  lines.append(f'Cost: ${hourly_total:.4f}/hr for all VMs; estimated '
-               f'${hourly_total * estimate / 60:.4f} for about '
-               f'{estimate:.0f} min; at most ${hourly_total * timeout_minutes / 60:.2f} '
-               f'if it runs to --timeout_minutes={timeout_minutes:g}.')
-  return lines
+  # Per phase: provisioning, installs, preload, search and teardown.
+  return lines + cost_estimate.FromSpec(spec).Lines(timeout_minutes)
