@@ -24,6 +24,7 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('redis_server_version', 'distro',
@@ -43,6 +44,22 @@ flags.DEFINE_list('redis_server_options', [],
 flags.DEFINE_float('redis_memory_fraction', 0.7,
                    'Share of a server VM\'s memory given to maxmemory, split '
                    'across its shards.')
+
+# Directives whose value is a secret: masked wherever the flag is kept (the
+# run record's argv, logs).
+_SECRET_DIRECTIVES = ('requirepass', 'masterauth')
+
+
+def _RegisterOptionSecrets(options) -> bool:
+  for option in options or ():
+    directive, _, value = str(option).strip().partition(' ')
+    if directive.lower() in _SECRET_DIRECTIVES and value.strip():
+      vm_util.RegisterSecret(value.strip())
+  return True
+
+
+# A validator runs when the flags are parsed, before anything is recorded.
+flags.register_validator('redis_server_options', _RegisterOptionSecrets)
 
 CLUSTER_SLOTS = 16384
 START_TIMEOUT_S = 20
@@ -77,13 +94,22 @@ def NewPassword() -> str:
 
 
 def RegisterPassword(password: str) -> None:
-  """Masks the password in logs and results from now on."""
+  """Masks the password (and the load user's) in logs and results."""
   vm_util.RegisterSecret(password)
+  if password:
+    vm_util.RegisterSecret(load_user.LoadPassword(password))
 
 
 def MaxMemoryPerShardMb(vm_memory_mib: int, shards: int,
                         fraction: float) -> int:
   return max(64, int(vm_memory_mib * fraction / max(1, shards)))
+
+
+def ConfigQuote(value: str) -> str:
+  """`value` as one redis.conf argument (the config's own quoting)."""
+  escaped = value.replace('\\', '\\\\').replace('"', '\\"')
+  escaped = escaped.replace('\n', '\\n').replace('\r', '\\r')
+  return f'"{escaped}"'
 
 
 def ConfigText(port: int, password: str, options: ShardOptions,
@@ -93,9 +119,9 @@ def ConfigText(port: int, password: str, options: ShardOptions,
       f'bind {options.bind}',
       'protected-mode no',
       'daemonize yes',
-      f'pidfile {directory}/redis-{port}.pid',
-      f'logfile {directory}/redis-{port}.log',
-      f'dir {directory}',
+      f'pidfile {ConfigQuote(f"{directory}/redis-{port}.pid")}',
+      f'logfile {ConfigQuote(f"{directory}/redis-{port}.log")}',
+      f'dir {ConfigQuote(directory)}',
       f'dbfilename dump-{port}.rdb',
       'save ""',
       'appendonly no',
@@ -103,6 +129,7 @@ def ConfigText(port: int, password: str, options: ShardOptions,
       'maxmemory-policy noeviction',
       f'requirepass {password}',
       f'masterauth {password}',
+      load_user.UserDirective(password),
   ]
   if options.cluster_mode:
     lines += ['cluster-enabled yes',
@@ -126,7 +153,8 @@ def ListeningPorts(vm: virtual_machine.BaseVirtualMachine) -> set:
 
 
 def _CliCommand(shard_host: str, port: int, args: str) -> str:
-  return f'redis-cli -h {shard_host} -p {port} --no-auth-warning {args}'
+  return (f'redis-cli -h {shlex.quote(shard_host)} -p {int(port)} '
+          f'--no-auth-warning {args}')
 
 
 def Cli(vm: virtual_machine.BaseVirtualMachine, host: str, port: int,
@@ -171,7 +199,7 @@ class RedisProcess(resource.BaseResource):
     deadline = self._clock() + START_TIMEOUT_S
     while self._clock() < deadline:
       pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
-          f'cat {self.pidfile} 2>/dev/null')
+          f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
       if self.pid is None and pid_text.strip().isdigit():
         self.Remember(pid=int(pid_text.strip()))
       if self.pid is not None:
@@ -181,7 +209,7 @@ class RedisProcess(resource.BaseResource):
         if ping_rc == 0:
           return
         _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
-            f'kill -0 {self.pid}')
+            f'kill -0 {int(self.pid)}')
         if alive_rc != 0:
           self._Fail('')
       self._sleep(0.1)
@@ -194,7 +222,7 @@ class RedisProcess(resource.BaseResource):
 
   def _LogTail(self) -> str:
     out, _, _ = self.vm.RemoteCommandWithReturnCode(
-        f'tail -n 5 {self.logfile} 2>/dev/null')
+        f'tail -n 5 {shlex.quote(self.logfile)} 2>/dev/null')
     # Redis marks warnings with '#' after the timestamp (e.g. a bind that
     # failed with 'Address already in use').
     interesting = [l for l in out.splitlines()
@@ -205,7 +233,7 @@ class RedisProcess(resource.BaseResource):
     pid = self.pid
     if pid is None:
       pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
-          f'cat {self.pidfile} 2>/dev/null')
+          f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
       pid = int(pid_text) if pid_text.strip().isdigit() else None
     if pid is not None:
       # redis-server retitles itself "redis-server <bind>:<port>", so its
@@ -265,7 +293,7 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
   """
   primaries = len(shards) // (1 + replicas)
   if primaries >= 3:
-    addresses = ' '.join(s.address for s in shards)
+    addresses = ' '.join(shlex.quote(s.address) for s in shards)
     vm.RemoteCommand(
         f'redis-cli --no-auth-warning --cluster create {addresses} '
         f'--cluster-replicas {replicas} --cluster-yes',
@@ -279,7 +307,7 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
     first = shards[0]
     for other in shards[1:]:
       Cli(vm, first.host, first.port, password,
-          f'CLUSTER MEET {other.host} {other.port}')
+          f'CLUSTER MEET {shlex.quote(other.host)} {int(other.port)}')
     per = CLUSTER_SLOTS // len(shards)
     for i, shard in enumerate(shards):
       low = i * per

@@ -27,10 +27,15 @@ REDIS_BENCHMARK_KEY_WIDTH = 12  # Digits of __rand_int__ in redis-benchmark.
 
 
 def _Connection(endpoint: base.Endpoint, password: Optional[str],
-                host_flag: str) -> List[str]:
+                host_flag: str, user: Optional[str] = None,
+                user_flag: Optional[str] = None) -> List[str]:
+  """Host, port and credentials; with `user_flag` None, `-a user:password`."""
   argv = [host_flag, endpoint.host, '-p', str(endpoint.port)]
+  if user and user_flag:
+    argv += [user_flag, user]
   if password:
-    argv += ['-a', password]
+    argv += ['-a', f'{user}:{password}' if user and not user_flag
+             else password]
   return argv
 
 
@@ -45,7 +50,8 @@ def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
                           password: Optional[str], workload: base.Workload,
                           threads: int = 1, clients: int = 1,
                           pipeline: int = 100, json_out: Optional[str] = None,
-                          key_pattern: str = 'S:S') -> List[str]:
+                          key_pattern: str = 'S:S',
+                          user: Optional[str] = None) -> List[str]:
   """Writes every key of `workload` once (memtier's `-n allkeys`).
 
   `-n allkeys` sends key_maximum - key_minimum requests per client, one short
@@ -66,7 +72,7 @@ def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
     per_client = span // (threads * clients) + 1
     if (threads * clients - 1) * per_client > span:
       raise ValueError('Too many preload clients for the key range')
-  argv = [memtier_path, *_Connection(endpoint, password, '-s'),
+  argv = [memtier_path, *_Connection(endpoint, password, '-s', user),
           '--ratio', '1:0', '--pipeline', str(pipeline),
           *_MemtierKeyRange(workload, key_maximum),
           '--key-pattern', key_pattern, '-n', 'allkeys',
@@ -103,8 +109,8 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
                         password: Optional[str], workload: base.Workload,
                         load: measurement.Load, test_time_s: float,
                         json_out: str, print_percentiles: str = '50,99,99.9',
-                        staircase: Optional[StaircaseSpec] = None
-                        ) -> List[str]:
+                        staircase: Optional[StaircaseSpec] = None,
+                        user: Optional[str] = None) -> List[str]:
   """Offers `load` for `test_time_s` seconds (whole seconds, as memtier takes).
 
   memtier copies `-a` into its JSON ('configuration' / 'authenticate'); mask
@@ -112,7 +118,7 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
   """
   if test_time_s < 1 or float(test_time_s) != int(test_time_s):
     raise ValueError(f'memtier --test-time takes whole seconds: {test_time_s}')
-  argv = [memtier_path, *_Connection(endpoint, password, '-s'),
+  argv = [memtier_path, *_Connection(endpoint, password, '-s', user),
           '--ratio', workload.ratio, '--pipeline', str(load.pipeline),
           *_MemtierKeyRange(workload, workload.key_maximum),
           '--key-pattern', workload.key_pattern,
@@ -137,7 +143,8 @@ def RedisBenchmarkCommand(path: str, endpoint: base.Endpoint,
                           password: Optional[str], test: str, clients: int,
                           threads: int, pipeline: int, requests: int,
                           data_size: int, key_space: int, cluster_mode: bool,
-                          csv: bool = True) -> List[str]:
+                          csv: bool = True,
+                          user: Optional[str] = None) -> List[str]:
   """One redis-benchmark test ('set' or 'get') over `key_space` random keys.
 
   `-c` is the total of connections, spread over `--threads`. The keys read
@@ -146,7 +153,7 @@ def RedisBenchmarkCommand(path: str, endpoint: base.Endpoint,
   """
   if test not in ('set', 'get'):
     raise ValueError(f'Unsupported redis-benchmark test {test!r}')
-  argv = [path, *_Connection(endpoint, password, '-h'),
+  argv = [path, *_Connection(endpoint, password, '-h', user, '--user'),
           '-t', test, '-c', str(clients), '-n', str(requests),
           '-P', str(pipeline), '-d', str(data_size), '-r', str(key_space),
           '--threads', str(threads)]

@@ -6,10 +6,22 @@ its own `timeout`, so none can outlive the probe. `timeout --foreground` keeps
 them in the script's process group, so killing that group (SIGINT, deadline)
 stops them too. A failing process is
 reported with the tail of its stderr.
+
+Secrets: the script goes to a 0600 file in the VM's 0700 scratch directory
+and runs as `bash <file>` (it deletes itself at once), so the text of the
+script is in no process's argv. Each tool's own argv (and that of `timeout`
+and `taskset` before it) is still readable in `ps`: commands must carry no
+password a tool could take otherwise (see engines/load_user.py).
+
+Client CPU: /proc/stat is read when the processes start and again after
+`cpu_window_s` (the load's test time) or when they all end, whichever comes
+first, so a tool's idle start-up and tail (memtier's last second) do not
+dilute the busy fraction of the client's cores.
 """
 
 import dataclasses
-from typing import List, Sequence
+import shlex
+from typing import List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
@@ -22,27 +34,77 @@ class ProcessOutput:
   stderr: str
   returncode: int
   seconds: float
+  # Busy share of the VM's cores over the load window (same for each process).
+  cpu_busy_fraction: Optional[float] = None
+
+
+def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
+           cpu_window_s: Optional[float] = None) -> str:
+  """The shell script running `pinned_commands` (shell-quoted) side by side."""
+  b = shlex.quote(base)
+  lines = ['rm -f -- "$0"', f'cat /proc/stat > {b}.stat0', 'pids=()']
+  if cpu_window_s:
+    lines.append(f'( sleep {float(cpu_window_s):.3f}; cat /proc/stat > '
+                 f'{b}.stat1.tmp && mv -f {b}.stat1.tmp {b}.stat1 ) & '
+                 'sampler=$!')
+  for i, command in enumerate(pinned_commands):
+    lines.append(
+        f'( s=$(date +%s.%N); timeout --foreground -s INT -k 5 '
+        f'{int(timeout_s)} {command} > {b}.{i}.out 2> {b}.{i}.err; rc=$?; '
+        f'e=$(date +%s.%N); echo "$rc $s $e" > {b}.{i}.rc ) & pids+=($!)')
+  lines.append('for p in "${pids[@]}"; do wait "$p"; done')
+  if cpu_window_s:
+    lines.append(f'[ -e {b}.stat1 ] || {{ pkill -P "$sampler" 2>/dev/null; '
+                 f'kill "$sampler" 2>/dev/null; cat /proc/stat > {b}.stat1; }}'
+                 '; wait')
+  else:
+    lines.append(f'cat /proc/stat > {b}.stat1')
+  return '\n'.join(lines) + '\n'
+
+
+def CpuTimes(proc_stat: str, cpu_set: Optional[Sequence[int]]
+             ) -> Tuple[float, float]:
+  """(busy, total) jiffies of `cpu_set` (all cores if None) in /proc/stat."""
+  wanted = {f'cpu{c}' for c in cpu_set} if cpu_set else {'cpu'}
+  busy = total = 0.0
+  for line in proc_stat.splitlines():
+    fields = line.split()
+    if not fields or fields[0] not in wanted:
+      continue
+    # user nice system idle iowait irq softirq steal
+    values = [float(v) for v in fields[1:9]]
+    total += sum(values)
+    busy += sum(values) - values[3] - values[4]
+  return busy, total
+
+
+def _BusyFraction(vm, base: str) -> Optional[float]:
+  try:
+    before = CpuTimes(vm.ReadFile(f'{base}.stat0'), vm.cpu_set)
+    after = CpuTimes(vm.ReadFile(f'{base}.stat1'), vm.cpu_set)
+  except (OSError, ValueError, errors.Error):
+    return None  # No window figures: the caller measures around the probe.
+  total = after[1] - before[1]
+  return (after[0] - before[0]) / total if total > 0 else None
 
 
 def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
-                  timeout_s: float) -> List[ProcessOutput]:
+                  timeout_s: float,
+                  cpu_window_s: Optional[float] = None) -> List[ProcessOutput]:
   """Starts every argv at once (pinned to the VM's cores) and waits for all."""
   base = f'{vm.scratch_dir}/{name}'
-  lines = ['pids=()']
-  for i, argv in enumerate(commands):
-    command = vm.Pinned(vm_util.QuoteAll(argv))
-    lines.append(
-        f'( s=$(date +%s.%N); timeout --foreground -s INT -k 5 {int(timeout_s)} {command} '
-        f'> {base}.{i}.out 2> {base}.{i}.err; rc=$?; e=$(date +%s.%N); '
-        f'echo "$rc $s $e" > {base}.{i}.rc ) & pids+=($!)')
-  lines.append('for p in "${pids[@]}"; do wait "$p"; done')
-  script = '\n'.join(lines)
+  script_path = f'{base}.sh'
+  vm.WriteFile(script_path, Script(
+      base, [vm.Pinned(vm_util.QuoteAll(argv)) for argv in commands],
+      timeout_s, cpu_window_s), 0o600)
+  command = f'bash {shlex.quote(script_path)}'
   if hasattr(vm, 'RunDetached'):
     # Over SSH: the probe goes on if the connection drops, and is picked up.
-    out, err, rc = vm.RunDetached(script, timeout_s + 30)
-    vm_util.CheckedOutput(out, err, rc, script, name)
+    out, err, rc = vm.RunDetached(command, timeout_s + 30)
+    vm_util.CheckedOutput(out, err, rc, command, name)
   else:
-    vm.RemoteCommand(script, timeout=timeout_s + 30, what=name)
+    vm.RemoteCommand(command, timeout=timeout_s + 30, what=name)
+  busy = _BusyFraction(vm, base)
   outputs = []
   for i in range(len(commands)):
     rc_text = vm.ReadFile(f'{base}.{i}.rc').split()
@@ -50,7 +112,7 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
     outputs.append(ProcessOutput(
         name=f'{name}.{i}', stdout=vm.ReadFile(f'{base}.{i}.out'),
         stderr=vm.ReadFile(f'{base}.{i}.err'), returncode=rc,
-        seconds=end - start))
+        seconds=end - start, cpu_busy_fraction=busy))
   for i, out in enumerate(outputs):
     if out.returncode != 0:
       program = commands[i][0].rsplit('/', 1)[-1]

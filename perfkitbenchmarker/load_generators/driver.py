@@ -3,9 +3,10 @@
 Each client VM runs its load generator against every shard endpoint (or, in
 cluster mode, against the cluster through one seed endpoint). The client VMs'
 measurements are combined by `measurement.Combine` (throughputs add up,
-latency weighted by operation counts, histograms merged). The client's CPU is sampled
-around the probe so a saturated client is flagged, not mistaken for the
-server's limit.
+latency weighted by operation counts, histograms merged). The client's CPU is
+measured over the load window (concurrent.RunSideBySide; around the probe when
+a generator gives no window) so a saturated client is flagged, not mistaken
+for the server's limit.
 """
 
 import concurrent.futures
@@ -37,9 +38,13 @@ class ProbeDriver:
     before = vm.CpuTimes()
     m = generator.Probe(self.endpoints, self.password, self.workload, load,
                         duration_s)
-    after = vm.CpuTimes()
-    total = after[1] - before[1]
-    busy = (after[0] - before[0]) / total if total > 0 else None
+    # Prefer the generator's figure over the load window: around the whole
+    # call, start-up and the tool's idle tail dilute a saturated core.
+    busy = m.client_cpu_busy_fraction
+    if busy is None:
+      after = vm.CpuTimes()
+      total = after[1] - before[1]
+      busy = (after[0] - before[0]) / total if total > 0 else None
     saturated = busy is not None and busy > SATURATED_BUSY_FRACTION
     return dataclasses.replace(
         m, client_cpu_busy_fraction=busy,

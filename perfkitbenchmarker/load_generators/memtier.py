@@ -10,12 +10,20 @@ warmup_s seconds out of the figures and keeps them, tagged, in `per_second`.
 Staircase (memtier >= 2.3, `--clients-start/--clients-step/--step-duration`):
 one process per endpoint walks all the client steps of a search in one run;
 `Staircase` returns one Measurement per step (memtier_staircase.StaircaseSteps).
+
+Credentials: memtier takes a password only as `-a`, readable in `ps`, so it
+logs in as the run's restricted load user (engines/load_user.py), never with
+the run's password; memtier copies `-a` into its JSON (`authenticate`), which
+is masked as soon as it is read.
 """
 
+import dataclasses
 import re
 from typing import List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -63,9 +71,11 @@ class MemtierGenerator(base.LoadGenerator):
               workload: base.Workload) -> int:
     clients = 1 if self.load_key_pattern == 'S:S' else PRELOAD_CLIENTS
     argvs = [commands.MemtierPreloadCommand(
-        self.path, e, password, workload, threads=PRELOAD_THREADS,
-        clients=clients, key_pattern=self.load_key_pattern,
-        json_out=f'{self.vm.scratch_dir}/preload-{e.port}.json')
+        self.path, e, load_user.LoadPassword(password), workload,
+        threads=PRELOAD_THREADS, clients=clients,
+        key_pattern=self.load_key_pattern,
+        json_out=f'{self.vm.scratch_dir}/preload-{e.port}.json',
+        user=load_user.LOAD_USER)
              for e in endpoints]
     timeout = 120 + workload.key_count / 5000
     concurrent.RunSideBySide(self.vm, 'memtier-preload', argvs, timeout)
@@ -74,18 +84,24 @@ class MemtierGenerator(base.LoadGenerator):
                                  len(endpoints))
 
   def _Run(self, endpoints, password, workload, load, test_time, staircase):
-    """Runs one memtier per endpoint; returns (json texts, stdouts)."""
+    """Runs one memtier per endpoint.
+
+    Returns:
+      (json texts with the credentials masked, stdouts, the client cores'
+      busy fraction over the test time or None).
+    """
     self._probes += 1
     json_paths = [f'{self.vm.scratch_dir}/probe-{self._probes}-{e.port}.json'
                   for e in endpoints]
-    argvs = [commands.MemtierProbeCommand(self.path, e, password, workload,
-                                          load, test_time, path,
-                                          staircase=staircase)
+    argvs = [commands.MemtierProbeCommand(
+        self.path, e, load_user.LoadPassword(password), workload, load,
+        test_time, path, staircase=staircase, user=load_user.LOAD_USER)
              for e, path in zip(endpoints, json_paths)]
     outputs = concurrent.RunSideBySide(self.vm, f'memtier-{self._probes}',
-                                       argvs, test_time * 3 + 30)
-    return ([self.vm.ReadFile(path) for path in json_paths],
-            [out.stdout for out in outputs])
+                                       argvs, test_time * 3 + 30,
+                                       cpu_window_s=test_time)
+    return ([vm_util.Mask(self.vm.ReadFile(path)) for path in json_paths],
+            [out.stdout for out in outputs], outputs[0].cpu_busy_fraction)
 
   def _Facts(self, endpoints, load) -> dict:
     # Every process offered `load`; the whole probe offered it per endpoint.
@@ -101,13 +117,14 @@ class MemtierGenerator(base.LoadGenerator):
             duration_s: float) -> measurement.Measurement:
     # The warm-up comes on top, so the measured part lasts duration_s.
     test_time = max(1, int(round(duration_s))) + self.warmup_s
-    texts, stdouts = self._Run(endpoints, password, workload, load,
-                               test_time, None)
+    texts, stdouts, busy = self._Run(endpoints, password, workload, load,
+                                     test_time, None)
     results = [memtier_results.MemtierResult.FromOutputs(
         text, stdout, test_time, self.warmup_s)
                for text, stdout in zip(texts, stdouts)]
     combined = memtier_results.CombineMemtierResults(results)
-    return combined.ToMeasurement(load, self._Facts(endpoints, load))
+    m = combined.ToMeasurement(load, self._Facts(endpoints, load))
+    return dataclasses.replace(m, client_cpu_busy_fraction=busy)
 
   def Staircase(self, endpoints: Sequence[base.Endpoint], password: str,
                 workload: base.Workload, load: measurement.Load,
@@ -119,8 +136,8 @@ class MemtierGenerator(base.LoadGenerator):
     (all endpoints' processes summed at that step).
     """
     test_time = staircase.TestTime(load.clients)
-    texts, _ = self._Run(endpoints, password, workload, load, test_time,
-                         staircase)
+    texts, _, _ = self._Run(endpoints, password, workload, load, test_time,
+                            staircase)
     per_process = [memtier_staircase.StaircaseSteps(
         text, staircase.clients_start, staircase.clients_step,
         staircase.step_duration_s, load.threads, load.pipeline,

@@ -12,14 +12,21 @@ writes exactly those keys with `redis-cli --pipe`. In cluster mode it reads
 `key:{tag}:%012d` on every master, with a tag per master chosen by the tool;
 the tags are learnt from a one-key run and each master is preloaded with its
 own.
+
+Credentials: redis-cli reads the password from REDISCLI_AUTH; Debian's
+redis-benchmark 7.0 does not (it needs `-a`, readable in `ps`), so it logs in
+as the run's restricted load user (engines/load_user.py).
 """
 
+import dataclasses
 import re
+import shlex
 from typing import Dict, List, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import redis_benchmark as package
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -30,6 +37,11 @@ PATH = 'redis-benchmark'
 INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
 MIN_REQUESTS = 2000
 PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
+
+
+def _Cli(endpoint: base.Endpoint, args: str) -> str:
+  return (f'redis-cli -h {shlex.quote(endpoint.host)} -p {int(endpoint.port)} '
+          f'--no-auth-warning {args}')
 
 
 def SplitConnections(connections: int, set_ratio: int,
@@ -80,8 +92,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
 
   def _Masters(self, seed: base.Endpoint, password: str):
     nodes, _ = self.vm.RemoteCommand(
-        f'redis-cli -h {seed.host} -p {seed.port} --no-auth-warning '
-        'CLUSTER NODES', env={'REDISCLI_AUTH': password})
+        _Cli(seed, 'CLUSTER NODES'), env={'REDISCLI_AUTH': password})
     masters = []
     for line in nodes.splitlines():
       fields = line.split()
@@ -106,16 +117,16 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
           '--redis_server_cluster_mode.')
     clients = 2 * len(masters)
     argv = commands.RedisBenchmarkCommand(
-        PATH, seed, password, 'set', clients=clients, threads=1, pipeline=1,
-        requests=50 * clients, data_size=workload.data_size, key_space=1,
-        cluster_mode=True)
+        PATH, seed, load_user.LoadPassword(password), 'set', clients=clients,
+        threads=1, pipeline=1, requests=50 * clients,
+        data_size=workload.data_size, key_space=1, cluster_mode=True,
+        user=load_user.LOAD_USER)
     self.vm.RemoteCommand(vm_util.QuoteAll(argv), timeout=60,
                           what='redis-benchmark')
     tags = {}
     for endpoint in masters:
       keys, _ = self.vm.RemoteCommand(
-          f"redis-cli -h {endpoint.host} -p {endpoint.port} --no-auth-warning "
-          "--scan --pattern 'key:{*}:000000000000'",
+          _Cli(endpoint, "--scan --pattern 'key:{*}:000000000000'"),
           env={'REDISCLI_AUTH': password})
       # A tag may itself end in '}' (key:{8M}}:...): take up to the last '}:'.
       match = re.search(r'key:\{(.+)\}:0{12}', keys)
@@ -131,9 +142,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     if workload.cluster_mode:
       tags = self._ClusterTags(endpoints[0], password, workload)
       for endpoint, tag in tags.items():
-        self.vm.RemoteCommand(
-            f'redis-cli -h {endpoint.host} -p {endpoint.port} '
-            '--no-auth-warning FLUSHALL', env={'REDISCLI_AUTH': password})
+        self.vm.RemoteCommand(_Cli(endpoint, 'FLUSHALL'),
+                              env={'REDISCLI_AUTH': password})
         self._Pipe(endpoint, password,
                    commands.RedisBenchmarkPreloadResp(workload, tag))
       return workload.key_count * len(tags)
@@ -169,7 +179,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         threads = max(1, min(load.threads, connections,
                              self.vm.num_cpus or load.threads))
         argvs.append(commands.RedisBenchmarkCommand(
-            PATH, endpoint, password, test, clients=connections,
+            PATH, endpoint, load_user.LoadPassword(password), test,
+            user=load_user.LOAD_USER, clients=connections,
             threads=threads, pipeline=load.pipeline,
             requests=self._Requests(test, connections, duration_s),
             data_size=workload.data_size, key_space=workload.key_count,
@@ -178,6 +189,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     outputs = concurrent.RunSideBySide(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
         duration_s * 4 + 30)
+    busy = outputs[0].cpu_busy_fraction
     per_endpoint: Dict[base.Endpoint, List[rb.RedisBenchmarkTestResult]] = {}
     seconds = []
     for (endpoint, test, connections), out in zip(tests, outputs):
@@ -198,4 +210,5 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         'warmup_s': 0,
         'warmup_supported': False,
     }) for results in per_endpoint.values()]
-    return measurement.Combine(parts, load)
+    return dataclasses.replace(measurement.Combine(parts, load),
+                               client_cpu_busy_fraction=busy)

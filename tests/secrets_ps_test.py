@@ -1,0 +1,136 @@
+"""No Redis password in `ps` or in any kept file, through real Local runs.
+
+Each test runs ./pkb.py as a subprocess while a sampler reads every process's
+argv (`ps -eo args`) every 0.1 s. The run's password is read from a shard's
+config file in the scratch directory as soon as it exists; memtier and
+redis-benchmark log in as the restricted load user, whose password is in
+their argv by necessity (engines/load_user.py) but must be in no kept file.
+"""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import e2e_support as e2e
+
+sys.path.insert(0, e2e.REPO)
+from perfkitbenchmarker.engines import load_user  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+MEMTIER = os.path.join(os.path.dirname(e2e.REPO), 'shared', 'tools',
+                       'memtier_benchmark')
+
+
+def MemtierOrSkip() -> str:
+  """The test build of memtier; its absence fails in CI, skips elsewhere."""
+  if os.access(MEMTIER, os.X_OK):
+    return MEMTIER
+  if os.environ.get('CI', '').lower() == 'true':
+    pytest.fail(f'{MEMTIER} is missing; CI must provide it.')
+  pytest.skip(f'{MEMTIER} not found')
+
+
+class PsSampler(threading.Thread):
+  """Collects every distinct `ps -eo args` line, and the run's password."""
+
+  def __init__(self, scratch_root: str, run_uri: str):
+    super().__init__(daemon=True)
+    self.pattern = os.path.join(scratch_root, f'pkb-{run_uri}', '*',
+                                'redis-*.conf')
+    self.lines = set()
+    self.samples = 0
+    self.password = None
+    self.stop = threading.Event()
+
+  def _ReadPassword(self):
+    for path in glob.glob(self.pattern):
+      try:
+        with open(path) as f:
+          match = re.search(r'^requirepass (\S+)$', f.read(), re.M)
+      except OSError:
+        continue
+      if match:
+        self.password = match.group(1)
+
+  def run(self):
+    deadline = time.monotonic() + 600
+    while not self.stop.is_set() and time.monotonic() < deadline:
+      out = subprocess.run(['ps', '-eo', 'args'], capture_output=True,
+                           text=True, check=False).stdout
+      self.lines.update(out.splitlines())
+      self.samples += 1
+      if self.password is None:
+        self._ReadPassword()
+      self.stop.wait(0.1)
+
+
+def _RunAndSample(tmp_path, extra_args):
+  scratch = str(tmp_path / 'scratch')
+  os.makedirs(scratch)
+  results = str(tmp_path / 'results')
+  run_uri = e2e.NewRunUri()
+  sampler = PsSampler(scratch, run_uri)
+  sampler.start()
+  try:
+    proc, _ = e2e.Run(e2e.FAST + extra_args, results, run_uri=run_uri,
+                      env=dict(os.environ, PKB_LOCAL_SCRATCH=scratch))
+  finally:
+    sampler.stop.set()
+    sampler.join(30)
+  assert proc.returncode == 0, proc.stderr
+  assert sampler.password, 'never saw the shard config'
+  assert sampler.samples > 10
+  return proc, sampler, os.path.join(results, run_uri)
+
+
+def _AssertNowhere(secret, sampler, run_dir, proc):
+  leaks = [l for l in sampler.lines if secret in l]
+  assert not leaks, leaks[:3]
+  assert secret not in proc.stdout + proc.stderr
+  _AssertNotKept(secret, run_dir)
+
+
+def _AssertNotKept(secret, run_dir):
+  kept = [os.path.join(d, f) for d, _, files in os.walk(run_dir)
+          for f in files]
+  assert kept
+  for path in kept:
+    with open(path, 'rb') as f:
+      assert secret.encode() not in f.read(), path
+
+
+def test_redis_benchmark_run_shows_no_password(tmp_path):
+  proc, sampler, run_dir = _RunAndSample(
+      tmp_path, ['--load_generator=redis_benchmark'])
+  assert any('redis-benchmark' in l for l in sampler.lines)
+  _AssertNowhere(sampler.password, sampler, run_dir, proc)
+  _AssertNotKept(load_user.LoadPassword(sampler.password), run_dir)
+
+
+def test_memtier_run_shows_no_password(tmp_path):
+  memtier = MemtierOrSkip()
+  proc, sampler, run_dir = _RunAndSample(
+      tmp_path, [f'--memtier_path={memtier}', '--load_generator=memtier'])
+  assert any('memtier_benchmark' in l for l in sampler.lines)
+  _AssertNowhere(sampler.password, sampler, run_dir, proc)
+  # memtier's JSON carries `-a`; what is kept has it masked.
+  _AssertNotKept(load_user.LoadPassword(sampler.password), run_dir)
+
+
+def test_secret_server_option_is_masked_in_the_record(tmp_path):
+  # masterauth is a secret directive like requirepass, but harmless here.
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e.Run(
+      e2e.FAST + ['--load_generator=redis_benchmark',
+                  '--redis_server_options=maxmemory-samples 5,'
+                  'masterauth Sup3rSecretValue'], results)
+  assert proc.returncode == 0, proc.stderr
+  record = e2e.Record(results, run_uri)
+  assert 'Sup3rSecretValue' not in str(record['info'])
+  assert any('****' in a for a in record['info']['argv'])
+  _AssertNotKept('Sup3rSecretValue', os.path.join(results, run_uri))
