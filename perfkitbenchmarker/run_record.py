@@ -11,6 +11,7 @@ provider needs to delete it; providers register a deleter per kind
 
 import json
 import os
+import re
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional
@@ -48,7 +49,8 @@ class RunRecord:
     return record
 
   @classmethod
-  def Load(cls, run_dir: str) -> 'RunRecord':
+  def Load(cls, run_dir: str, run_uri: Optional[str] = None) -> 'RunRecord':
+    """The record in run_dir, checked (and the run `run_uri`'s, if given)."""
     path = os.path.join(run_dir, RECORD_FILE)
     if not os.path.exists(path):
       raise errors.UsageError(
@@ -59,7 +61,7 @@ class RunRecord:
         data = json.load(f)
     except (OSError, ValueError, RecursionError) as e:
       raise errors.UsageError(f'Run record {path} is unreadable: {e}') from None
-    problem = _Problem(data, os.path.basename(os.path.normpath(run_dir)))
+    problem = _Problem(data, run_uri)
     if problem:
       raise errors.UsageError(f'Run record {path} is not usable: {problem}; '
                               'nothing was deleted.')
@@ -150,7 +152,7 @@ _TOP_LEVEL = {'run_uri': str, 'info': dict, 'stages_done': list,
 _ENTRY = {'kind': str, 'name': str, 'status': str, 'data': dict}
 
 
-def _Problem(data: Any, run_uri: str) -> Optional[str]:
+def _Problem(data: Any, run_uri: Optional[str]) -> Optional[str]:
   """What is wrong with a record read back, or None (it is input too)."""
   if not isinstance(data, dict):
     return f'it holds a JSON {type(data).__name__}, not an object'
@@ -161,7 +163,9 @@ def _Problem(data: Any, run_uri: str) -> Optional[str]:
   for key, kind in _TOP_LEVEL.items():
     if not isinstance(data.get(key), kind):
       return f'"{key}" is {data.get(key)!r}, not a {kind.__name__}'
-  if data['run_uri'] != run_uri:
+  if not re.fullmatch(r'[a-z0-9_-]{1,64}', data['run_uri']):
+    return f'run_uri {data["run_uri"]!r} is not a run_uri'
+  if run_uri is not None and data['run_uri'] != run_uri:
     return f'it is the record of run {data["run_uri"]!r}, not of {run_uri}'
   for i, entry in enumerate(data['resources']):
     if not isinstance(entry, dict):
