@@ -145,3 +145,30 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
       client_saturated=any(p.client_saturated for p in parts),
       client_cpu_busy_fraction=max(busy) if busy else None,
       histogram=histogram, metadata=metadata)
+
+
+def CombineRepeats(repeats: Sequence[Measurement]) -> Measurement:
+  """One Measurement for repeats of one load that ran one after another.
+
+  Latency and percentiles are aggregated as `Combine` does (operation-
+  weighted average, merged histograms when every repeat has one); the
+  throughput is the mean of the repeats' throughputs (the figure whose
+  confidence interval the search reports), the duration and operation count
+  are the totals, and `aggregated_repeats` says how many were combined.
+  """
+  if not repeats:
+    raise ValueError('Nothing to combine.')
+  combined = Combine(repeats, repeats[0].load)
+  metadata = dict(combined.metadata)
+  metadata['client_processes'] = repeats[0].metadata.get(
+      'client_processes', 1)
+  metadata['aggregated_repeats'] = len(repeats)
+  if len(repeats) == 1:
+    metadata['percentile_merge'] = 'single_repeat'
+  return dataclasses.replace(
+      combined,
+      throughput=sum(r.throughput for r in repeats) / len(repeats),
+      duration_s=sum(r.duration_s for r in repeats),
+      ops=sum(r.ops for r in repeats),
+      per_second=(),
+      metadata=metadata)

@@ -78,7 +78,8 @@ def CappedSamples(best: measurement.Measurement, cap_ms: float,
   """latency_capped_throughput (and PKB's 1 ms metric when the cap is 1 ms).
 
   Args:
-    best: the chosen probe.
+    best: the reported measurement: the confirmation repeats combined
+      (SearchResult.reported) or, without repeats, the chosen probe.
     cap_ms: the average-latency cap.
     value: the reported throughput when it is not the probe's own (e.g. the
       mean of confirmation repeats).

@@ -136,6 +136,10 @@ class SearchResult:
       (Student t); None with fewer than two repeats.
     confirmed_latency_mean_ms: the repeats' average latency, weighted by
       operation counts.
+    confirmed: the repeats as one Measurement (`measurement.CombineRepeats`):
+      mean throughput, operation-weighted latency, percentiles from merged
+      histograms when every repeat has one; None without repeats. Report
+      this, not `best`, whenever it exists: one sample, one set of probes.
     client_limited: some probe saturated the load generator's CPU, so part of
       the curve is the client's, not the server's; samples should say so.
   """
@@ -150,6 +154,19 @@ class SearchResult:
   confirmed_throughput_ci95: Optional[float] = None
   confirmed_latency_mean_ms: Optional[float] = None
   client_limited: bool = False
+  confirmed: Optional[Measurement] = None
+
+  @property
+  def reported(self) -> Optional[Measurement]:
+    """The measurement the result samples report: confirmed, else best."""
+    return self.confirmed if self.confirmed is not None else self.best
+
+  @property
+  def reported_indices(self) -> Tuple[int, ...]:
+    """Indices of the probes `reported` aggregates."""
+    if self.confirmation_probes:
+      return tuple(p.index for p in self.confirmation_probes)
+    return (self.best_index,) if self.best_index is not None else ()
 
   @property
   def probe_seconds(self) -> float:
@@ -207,11 +224,12 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
           'policy.')
     best = probes[outcome.best_index].measurement
   confirmations = tuple(probes[i] for i in outcome.confirmation_indices)
-  mean = ci95 = latency = None
+  mean = ci95 = latency = confirmed = None
   if confirmations:
     mean, ci95 = stats.MeanAndCi95([p.throughput for p in confirmations])
-    latency = measurement.WeightedAverageLatencyMs(
+    confirmed = measurement.CombineRepeats(
         [p.measurement for p in confirmations])
+    latency = confirmed.average_latency_ms
   return SearchResult(
       probes=tuple(probes),
       best=best,
@@ -223,6 +241,7 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
       confirmed_throughput_mean=mean,
       confirmed_throughput_ci95=ci95,
       confirmed_latency_mean_ms=latency,
+      confirmed=confirmed,
       client_limited=any(p.measurement.client_saturated for p in probes))
 
 

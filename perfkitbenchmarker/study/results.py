@@ -61,17 +61,25 @@ def ResultSamples(spec, result: search_driver.SearchResult,
       'search_stop_reason': result.stop_reason,
       'client_limited': result.client_limited,
   }
-  value = result.best.throughput
-  if result.confirmed_throughput_mean is not None:
-    value = result.confirmed_throughput_mean
+  # One sample, one set of probes: with confirmation repeats, the value,
+  # latencies and load all come from the repeats combined (never the search
+  # probe that picked the load, whose selection biases it upwards).
+  reported = result.reported
+  extra['aggregated_probe_indices'] = ','.join(
+      str(i) for i in result.reported_indices)
+  extra['chosen_probe_index'] = result.best_index
+  if result.confirmed is not None:
     extra['confirmation_repeats'] = len(result.confirmation_probes)
     extra['throughput_ci95_ops'] = result.confirmed_throughput_ci95
     extra['confirmed_average_latency_ms'] = result.confirmed_latency_mean_ms
-  samples = price_performance.CappedSamples(result.best, cap, value, extra)
+  value = reported.throughput
+  samples = price_performance.CappedSamples(reported, cap, None, extra)
   server, others = _GroupCosts(spec)
   samples += price_performance.CostSamples(server, others)
   samples.append(price_performance.PricePerformanceSample(
-      value, server, others, {'latency_cap_ms': cap, **extra}))
+      value, server, others,
+      {**price_performance.MeasurementMetadata(reported),
+       'latency_cap_ms': cap, **extra}))
   if result.client_limited:
     spec.reporter.Line('WARNING: the client was CPU-saturated in some probes; '
                        'the capped throughput may be the client\'s limit.')
@@ -89,9 +97,7 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
       'machine_type': machine,
       'throughput': capped.value,
       'throughput_ci95': capped.metadata.get('throughput_ci95_ops'),
-      'average_latency_ms': capped.metadata.get(
-          'confirmed_average_latency_ms') or capped.metadata.get(
-              'average_latency_ms'),
+      'average_latency_ms': capped.metadata.get('average_latency_ms'),
       'p99_latency_ms': capped.metadata.get('p99_latency_ms'),
       'usd_per_hour': perf.metadata['servers_usd_per_hour_total'],
       'price_performance': perf.value,
