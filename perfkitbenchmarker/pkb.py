@@ -27,6 +27,7 @@ from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import vm_util
@@ -142,7 +143,9 @@ def _LoadConfig(module, names: List[str]) -> dict:
 
 
 def _TeardownOnly(run_dir: str) -> int:
-  record = run_record_lib.RunRecord.Load(run_dir)
+  record = run_record_lib.RunRecord.Load(run_dir, os.path.basename(run_dir))
+  # Not while another pkb runs this run (a killed one's lock is gone).
+  run_lock.RunLock(run_dir, record.run_uri).Acquire()
   providers.LoadAllKinds()
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
   failures = resource.TeardownFromRecord(record)
@@ -193,6 +196,8 @@ def RunBenchmarks(argv: List[str]) -> int:
   if hasattr(provider, 'CheckPrerequisites'):
     provider.CheckPrerequisites(FLAGS)
 
+  # One pkb per run_uri: refused before anything of the run is touched.
+  run_lock.RunLock(run_dir, run_uri).Acquire()
   _SetUpLogging(run_dir)
   record = run_record_lib.RunRecord.Create(
       run_dir, run_uri, cloud=_Cloud(), benchmarks=names, argv=[

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -183,9 +184,13 @@ class RedisProcess(resource.BaseResource):
     self.pidfile = f'{vm.scratch_dir}/redis-{port}.pid'
     self.logfile = f'{vm.scratch_dir}/redis-{port}.log'
     self.pid: Optional[int] = None
+    # The process's start time (vm.ProcessIdentity): PID plus start time
+    # name it, so teardown never signals a process that reused the PID.
+    self.start_time: Optional[float] = None
 
   def RecordData(self):
     return {'vm_name': self.vm.name, 'port': self.port, 'pid': self.pid,
+            'start_time': self.start_time,
             'config_path': self.config_path, 'pidfile': self.pidfile}
 
   def _Create(self) -> None:
@@ -201,7 +206,9 @@ class RedisProcess(resource.BaseResource):
       pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
           f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
       if self.pid is None and pid_text.strip().isdigit():
-        self.Remember(pid=int(pid_text.strip()))
+        pid = int(pid_text.strip())
+        identity = self.vm.ProcessIdentity(pid)
+        self.Remember(pid=pid, start_time=identity and identity[0])
       if self.pid is not None:
         _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
             _CliCommand(self.options.bind, self.port, 'PING'),
@@ -230,24 +237,38 @@ class RedisProcess(resource.BaseResource):
     return vm_util.Tail('\n'.join(interesting or []), 3)
 
   def _Delete(self) -> None:
-    pid = self.pid
-    if pid is None:
+    pid, start_time = self.pid, self.start_time
+    if pid is None or start_time is None:
+      # Not remembered (yet): the pidfile redis-server wrote in our checked
+      # scratch directory (and removes when it exits) names it.
       pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
           f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
       pid = int(pid_text) if pid_text.strip().isdigit() else None
+      start_time = None
     if pid is not None:
       # redis-server retitles itself "redis-server <bind>:<port>", so its
-      # command line no longer holds the config path.
-      self.vm.KillProcess(pid, markers=('redis-server', f':{self.port}'))
+      # command line no longer holds the config path. KillProcess waits for
+      # the exit (SIGKILL after a bound), so no shard outlives the run.
+      self.vm.KillProcess(pid, markers=('redis-server', f':{self.port}'),
+                          start_time=start_time)
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'RedisProcess':
     data = entry['data']
-    vm = virtual_machine.VmFromRecord(record, data['vm_name'])
-    proc = cls(vm, data['port'], '', ShardOptions())
-    proc.config_path = data['config_path']
-    proc.pidfile = data['pidfile']
-    proc.pid = data.get('pid')
+    what = f'{cls.KIND} {entry["name"]}'
+    vm = virtual_machine.VmFromRecord(
+        record, record_checks.Field(data, 'vm_name', str, what))
+    proc = cls(vm, record_checks.Port(data, what), '', ShardOptions())
+    # The files are where this shard keeps them in its VM's (checked)
+    # scratch directory; a record naming any other path is refused.
+    for key in ('config_path', 'pidfile'):
+      if data.get(key) != getattr(proc, key):
+        raise record_checks.RecordRefused(
+            f'{what}: {key} {data.get(key)!r} is not {getattr(proc, key)}; '
+            'left alone')
+    proc.pid = record_checks.Pid(data, what)
+    proc.start_time = record_checks.Field(data, 'start_time', (int, float),
+                                          what, required=False)
     return proc
 
 
