@@ -60,7 +60,7 @@ class PsSampler(threading.Thread):
   def run(self):
     deadline = time.monotonic() + 600
     while not self.stop.is_set() and time.monotonic() < deadline:
-      out = subprocess.run(['ps', '-eo', 'args'], capture_output=True,
+      out = subprocess.run(['ps', '-eww', '-o', 'args'], capture_output=True,
                            text=True, check=False).stdout
       self.lines.update(out.splitlines())
       self.samples += 1
