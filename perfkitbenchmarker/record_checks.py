@@ -67,8 +67,10 @@ def LocalRunRoots(record, local_scratch_root: Optional[str] = None) -> list:
   return roots
 
 
-def LocalPathInside(path: Any, roots: Iterable[str], what: str) -> str:
-  """The resolved path, if it lies strictly inside one of `roots`."""
+def LocalPathInside(path: Any, roots: Iterable[str], what: str,
+                    allow_root: bool = False) -> str:
+  """The resolved path, if it lies strictly inside one of `roots` (or is
+  one, with `allow_root`: for a directory that is read, never deleted)."""
   if not isinstance(path, str) or not path or '\0' in path:
     raise RecordRefused(f'{what}: path {path!r} is not a path; left alone')
   resolved = os.path.realpath(path)
@@ -77,7 +79,8 @@ def LocalPathInside(path: Any, roots: Iterable[str], what: str) -> str:
     if os.path.islink(root):
       continue
     real_root = os.path.realpath(root)
-    if resolved.startswith(real_root.rstrip(os.sep) + os.sep):
+    if resolved.startswith(real_root.rstrip(os.sep) + os.sep) or (
+        allow_root and resolved == real_root):
       return resolved
   raise RecordRefused(
       f'{what}: path {path} (resolves to {resolved}) is outside the run\'s '

@@ -163,6 +163,10 @@ def Main(argv: Optional[List[str]] = None) -> int:
     return _Fail(f'{e}; see ./scripts/compare.py --help')
   try:
     return Run(argv)
+  except BrokenPipeError:
+    # The reader went away (e.g. `| head`); nothing more to say.
+    sys.stderr.close()
+    return EXIT_OK
   except KeyboardInterrupt:
     print('compare: interrupted', file=sys.stderr)
     return EXIT_USAGE

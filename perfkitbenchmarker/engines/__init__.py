@@ -2,19 +2,19 @@
 
 Extension seam: an engine implements `base.ServerEngine` (install,
 configure and start shards, form a cluster, version, count keys, stop) in a
-module here and registers itself in `_ENGINES`. Valkey, Dragonfly, KeyDB and
+module here and is listed in `_ENGINES`. Valkey, Dragonfly, KeyDB and
 Redis Enterprise plug in the same way Redis OSS (`redis_oss.py`) does; the
 study's deployment code only talks to the interface.
 """
 
-from typing import Callable, Dict
+import importlib
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker.engines import base
-from perfkitbenchmarker.engines import redis_oss
 
-_ENGINES: Dict[str, Callable[..., base.ServerEngine]] = {
-    redis_oss.RedisOssEngine.NAME: redis_oss.RedisOssEngine,
+# name -> (module, class). Imported when asked for: the engine modules import
+# linux_packages, which import engines.base, so nothing is imported here.
+_ENGINES = {
+    'redis': ('perfkitbenchmarker.engines.redis_oss', 'RedisOssEngine'),
 }
 
 
@@ -22,9 +22,10 @@ def Names():
   return sorted(_ENGINES)
 
 
-def Get(name: str, **settings) -> base.ServerEngine:
-  """The engine called `name`, configured with `settings`."""
+def Get(name: str, **settings):
+  """The engine called `name` (a base.ServerEngine), with `settings`."""
   if name not in _ENGINES:
     raise errors.UsageError(
         f'Unknown server engine "{name}"; choose one of {", ".join(Names())}.')
-  return _ENGINES[name](**settings)
+  module, cls = _ENGINES[name]
+  return getattr(importlib.import_module(module), cls)(**settings)

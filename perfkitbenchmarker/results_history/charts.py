@@ -196,6 +196,10 @@ def HistoryCharts(points: pd.DataFrame,
                                  else f'{v:,.0f}')
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=8)
+    starts = rows[nights.NIGHT_START_COLUMN].dt.tz_localize(None)
+    if starts.nunique() == 1:  # One night: a week around it, not years.
+      ax.set_xlim(starts.iloc[0] - pd.Timedelta(days=3),
+                  starts.iloc[0] + pd.Timedelta(days=3))
     fig.autofmt_xdate()
     ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
     chart = _Png(fig, f'History of {spec.label} per night with change '

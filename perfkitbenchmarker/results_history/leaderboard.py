@@ -3,10 +3,13 @@
 One row per cell (machine type x engine x topology x workload), ranked by
 ops/s per $/hr:
 
-  capped_ops (+- capped_ops_ci95)   `latency_capped_throughput`; the interval
-      is the 95 % t-interval across the night's runs of the cell when there
-      are two or more, else the run's own `throughput_ci95_ops` (from the
-      search's confirming repeats), else unknown (NaN)
+  capped_ops (+- capped_ops_ci95)   `latency_capped_throughput`; with two or
+      more runs of the cell in the night, the mean and 95 % t-interval over
+      every confirming repeat of those runs (probe samples with probe_role
+      confirm; run-to-run drift shows up in their spread, and n is the
+      repeats, not the runs, so two runs do not give a t(1) interval), or
+      over the runs' values when no repeats were recorded; one run: its own
+      `throughput_ci95_ops`, else unknown (NaN)
   avg_latency_ms, p99_latency_ms    at that load (the capped sample's metadata)
   usd_per_hour                      the server VMs' hourly price
   price_performance (+- ci95)       `price_performance`; a single run's
@@ -49,7 +52,7 @@ def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def MeanAndInterval(values: pd.Series, single_run_ci: float) -> tuple:
-  """Mean and 95 % half-width: t over runs, or the single run's own."""
+  """Mean and 95 % t half-width over `values`, or `single_run_ci` for one."""
   values = values.dropna().astype(float)
   if values.empty:
     return float('nan'), float('nan')
@@ -59,6 +62,29 @@ def MeanAndInterval(values: pd.Series, single_run_ci: float) -> tuple:
             math.sqrt(len(values)))
     return mean, float(half)
   return mean, float(single_run_ci)
+
+
+def _ConfirmRepeats(night: pd.DataFrame, cell, runs: pd.DataFrame
+                    ) -> pd.Series:
+  """Throughput of the confirming repeats behind each run's answer.
+
+  Only repeats at the load each run reported (a run that backed off also
+  has repeats at a rejected load, which are not part of its answer).
+  """
+  role = _Col(night, 'probe_role')
+  threads, clients = _Col(night, 'threads'), _Col(night, 'clients')
+  chosen = night['metric'] == CAPPED
+  parts = []
+  for run_uri in runs['run_uri']:
+    in_run = (night['cell'] == cell) & (night['run_uri'] == run_uri)
+    answer = night[in_run & chosen]
+    if answer.empty:
+      continue
+    load = (threads[answer.index[-1]], clients[answer.index[-1]])
+    mask = (in_run & (night['metric'] == 'throughput') &
+            (role == 'confirm') & (threads == load[0]) & (clients == load[1]))
+    parts.append(night.loc[mask, 'value'])
+  return pd.concat(parts) if parts else pd.Series(dtype=float)
 
 
 def _PerRun(night: pd.DataFrame) -> pd.DataFrame:
@@ -115,11 +141,18 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None
   first = tonight.drop_duplicates('cell').set_index('cell')
   rows = []
   for cell, runs in per_run.groupby('cell'):
-    ops, ops_ci = MeanAndInterval(runs['capped_ops'],
-                                  runs['ops_ci95'].iloc[0])
-    single_pp_ci = (runs['price_performance'].iloc[0] *
-                    runs['ops_ci95'].iloc[0] / runs['capped_ops'].iloc[0])
-    pp, pp_ci = MeanAndInterval(runs['price_performance'], single_pp_ci)
+    repeats = _ConfirmRepeats(tonight, cell, runs)
+    usd = float(runs['usd_per_hour'].mean())
+    if len(runs) >= 2 and len(repeats) > len(runs) and usd > 0:
+      ops, ops_ci = MeanAndInterval(repeats, float('nan'))
+      # The price is exact, so price-performance has the same interval.
+      pp, pp_ci = ops / usd, ops_ci / usd
+    else:
+      ops, ops_ci = MeanAndInterval(runs['capped_ops'],
+                                    runs['ops_ci95'].iloc[0])
+      single_pp_ci = (runs['price_performance'].iloc[0] *
+                      runs['ops_ci95'].iloc[0] / runs['capped_ops'].iloc[0])
+      pp, pp_ci = MeanAndInterval(runs['price_performance'], single_pp_ci)
     info = first.loc[cell]
     rows.append({
         'machine_type': info['machine_type'], 'engine': info['engine'],

@@ -308,8 +308,8 @@ def RenderHtml(analysis: Analysis,
         'chart': charts_lib.PricePerformanceBars(analysis.board),
         'how': ('metric price_performance (capped throughput / hourly price '
                 'of all server VMs) of each cell\'s runs this night; error '
-                'bars: 95 % interval (t over runs, or the search\'s '
-                'confirming repeats for a single run)'),
+                'bars: 95 % t-interval over the confirming repeats of the '
+                'night\'s runs (or the single run\'s own interval)'),
         'provenance': tonight})
   figures.append({
       'id': 'probe-curves', 'title': 'Throughput vs latency',

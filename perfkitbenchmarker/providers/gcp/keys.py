@@ -64,8 +64,8 @@ class SshKeyPair(resource.BaseResource):
     # Teardown deletes this file: only ever one inside the run's roots.
     roots = record_checks.LocalRunRoots(record)
     key = cls(record_checks.LocalPathInside(data.get('directory'), roots,
-                                            what) if data.get('directory')
-              else record.run_dir)
+                                            what, allow_root=True)
+              if data.get('directory') else record.run_dir)
     if data.get('private_key_path') is not None:
       key.private_key_path = record_checks.LocalPathInside(
           data['private_key_path'], roots, what)
