@@ -96,9 +96,13 @@ def _Cmdline(pid):
 def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
   """Live processes the run started: its shards and its load generators."""
   record = Record(results_dir, run_uri)
-  ports = [e['data']['port'] for e in record['resources']
-           if e['kind'] == 'redis_process']
-  needles = [f'127.0.0.1:{p}' for p in ports] + [f'pkb-{run_uri}']
+  shards = [e['data'] for e in record['resources']
+            if e['kind'] == 'redis_process']
+  # A port alone could be another run's shard (tests run side by side):
+  # a shard counts as this run's by its recorded PID, else by its port.
+  pids = {str(d['pid']) for d in shards if d.get('pid')}
+  needles = [f'127.0.0.1:{d["port"]}' for d in shards if not d.get('pid')]
+  needles.append(f'pkb-{run_uri}')
   deadline = time.monotonic() + settle_s
   while True:
     found = []
@@ -106,7 +110,7 @@ def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
       if not pid.isdigit() or int(pid) == os.getpid():
         continue
       cmdline = _Cmdline(pid)
-      if cmdline and any(n in cmdline for n in needles) and (
+      if cmdline and (pid in pids or any(n in cmdline for n in needles)) and (
           'redis-server' in cmdline or 'redis-benchmark' in cmdline or
           'memtier' in cmdline):
         found.append(cmdline)
