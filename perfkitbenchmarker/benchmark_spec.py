@@ -98,6 +98,10 @@ class BenchmarkSpec:
             raise errors.ConfigError(
                 f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
                 f'integer, not "{cloud_spec[key]}".') from None
+          if cloud_spec[key] < 1:
+            raise errors.ConfigError(
+                f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be a '
+                f'positive integer, not {cloud_spec[key]}.')
       unknown = set(cloud_spec) - set(virtual_machine.VmSpec.__dataclass_fields__)
       if unknown:
         raise errors.ConfigError(

@@ -38,9 +38,75 @@ def _Unaliased(value: Any) -> Any:
   return value
 
 
+# Most nodes a config may expand to once aliases are followed: far above any
+# real config (the default has ~30), far below what hurts (a 500-byte
+# "billion laughs" file expands to 10^9).
+MAX_EXPANDED_NODES = 100000
+
+# Flags that name the run itself; a config may not set them (PKB reads them
+# before any config is loaded, so there they would be silently ignored).
+RESERVED_CONFIG_FLAGS = frozenset({
+    'benchmarks', 'run_uri', 'results_dir', 'run_stage',
+    'benchmark_config_file', 'config_override', 'json_path', 'csv_path',
+    'dry_run'})
+
+
+class _AliasBomb(Exception):
+  pass
+
+
+class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+  """A SafeLoader that refuses documents whose aliases expand too far.
+
+  Each composed node's expanded size (itself plus its children's, aliases
+  counted at the size of what they point to) is computed as the document is
+  composed, before anything is constructed or copied, so a small file of
+  nested aliases is refused in microseconds instead of expanding.
+  """
+
+  def __init__(self, stream):
+    super().__init__(stream)
+    self._expanded = {}
+
+  def compose_node(self, parent, index):
+    node = super().compose_node(parent, index)
+    if id(node) in self._expanded:  # An alias: already counted.
+      return node
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+      size += sum(self._expanded.get(id(c), 1) for c in node.value)
+    elif isinstance(node, yaml.MappingNode):
+      size += sum(self._expanded.get(id(k), 1) + self._expanded.get(id(v), 1)
+                  for k, v in node.value)
+    if size > MAX_EXPANDED_NODES:
+      raise _AliasBomb(node.start_mark.line + 1)
+    self._expanded[id(node)] = size
+    return node
+
+
+def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
+  """The text of a config file, or one line saying why it cannot be read."""
+  try:
+    with open(path, 'rb') as f:
+      data = f.read()
+  except OSError as e:
+    raise errors.UsageError(f'{flag}: cannot read {path}: '
+                            f'{e.strerror}.') from None
+  try:
+    return data.decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise errors.ConfigError(
+        f'{flag}: {path} is not UTF-8 text (byte 0x{data[e.start]:02x} at '
+        f'offset {e.start}); save it as UTF-8.') from None
+
+
 def LoadYaml(text: str, source: str) -> Any:
   try:
-    return _Unaliased(yaml.safe_load(text))
+    return _Unaliased(yaml.load(text, Loader=_BoundedLoader))  # nosec: safe
+  except _AliasBomb as e:
+    raise errors.ConfigError(
+        f'{source}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} '
+        f'nodes (at line {e.args[0]}); refused as an alias bomb.') from None
   except yaml.YAMLError as e:
     mark = getattr(e, 'problem_mark', None)
     where = f' at line {mark.line + 1}' if mark else ''
@@ -150,6 +216,7 @@ def MergeConfigs(benchmark_name: str, default_config: Mapping[str, Any],
     if name != benchmark_name:
       continue
     _ApplyOverride(config, path, value, template, text)
+  _CheckVmGroups(benchmark_name, config.get('vm_groups'))
   return config
 
 
@@ -163,6 +230,74 @@ def CheckOverridesNameBenchmarks(overrides: Sequence[str],
           f'in --benchmarks ({", ".join(benchmark_names)}).')
 
 
+def CheckNotReserved(flag_name: Any, where: str) -> None:
+  if flag_name in RESERVED_CONFIG_FLAGS:
+    raise errors.ConfigError(
+        f'Config "{where}" sets --{flag_name}, which names the run itself; '
+        'give it on the command line instead.')
+
+
+def CheckUserConfig(user: Any, benchmark_names: Sequence[str]) -> None:
+  """Refuses a config file's unknown top-level keys and reserved flags.
+
+  A top-level key is a benchmark's name, a named section (PKB's `name:`
+  says which benchmark it configures), `benchmarks` or `flags`.
+
+  Args:
+    user: the loaded --benchmark_config_file.
+    benchmark_names: names a top-level section may have (known benchmarks
+      and --benchmarks).
+  """
+  if user is None:
+    return
+  if not isinstance(user, Mapping):
+    raise errors.ConfigError(
+        '--benchmark_config_file must hold a mapping of benchmark names.')
+  allowed = set(benchmark_names) | {'benchmarks', 'flags'}
+  for key, value in user.items():
+    named = isinstance(value, Mapping) and value.get('name') in allowed
+    if key not in allowed and not named:
+      raise errors.ConfigError(
+          f'--benchmark_config_file: unknown top-level key "{key}"; known: '
+          f'{", ".join(sorted(map(str, allowed)))}.')
+  sections = [('flags', {'flags': user.get('flags')})]
+  sections += [(str(k), v) for k, v in user.items()
+               if k not in ('benchmarks', 'flags')]
+  listed = user.get('benchmarks')
+  if isinstance(listed, list):
+    for i, entry in enumerate(listed):
+      if isinstance(entry, Mapping):
+        sections += [(f'benchmarks[{i}].{k}', v) for k, v in entry.items()]
+  for where, section in sections:
+    if section is not None and not isinstance(section, Mapping):
+      raise errors.ConfigError(
+          f'--benchmark_config_file: "{where}" must be a mapping.')
+    config_flags = (section or {}).get('flags')
+    if isinstance(config_flags, Mapping):
+      for name in config_flags:
+        CheckNotReserved(name, f'{where}.flags' if where != 'flags' else
+                         'flags')
+  for where, section in sections:
+    _CheckVmGroups(where, (section or {}).get('vm_groups'))
+
+
+def _CheckVmGroups(where: str, vm_groups: Any) -> None:
+  if vm_groups is None:
+    return
+  if not isinstance(vm_groups, Mapping):
+    raise errors.ConfigError(f'{where}.vm_groups must be a mapping of group '
+                             'names to groups.')
+  for group, group_config in vm_groups.items():
+    if not isinstance(group_config, Mapping):
+      raise errors.ConfigError(
+          f'{where}.vm_groups.{group} must be a mapping (vm_spec, vm_count), '
+          f'not {group_config!r}.')
+    vm_specs = group_config.get('vm_spec')
+    if vm_specs is not None and not isinstance(vm_specs, Mapping):
+      raise errors.ConfigError(
+          f'{where}.vm_groups.{group}.vm_spec must be a mapping of clouds.')
+
+
 def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
   """Sets flags from a config's `flags:` section unless given on the CLI.
 
@@ -172,6 +307,7 @@ def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
     raise errors.ConfigError('The config\'s "flags" must be a mapping of '
                              'flag names to values.')
   for name, value in config_flags.items():
+    CheckNotReserved(name, 'flags')
     if name not in flag_values:
       raise errors.ConfigError(
           f'Config sets unknown flag "{name}"; see ./pkb.py --helpfull for '

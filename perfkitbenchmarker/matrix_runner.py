@@ -80,12 +80,11 @@ def LoadUserConfig(flag_values) -> Any:
   path = flag_values.benchmark_config_file
   if not path:
     return None
-  try:
-    with open(path) as f:
-      return configs.LoadYaml(f.read(), '--benchmark_config_file')
-  except OSError as e:
-    raise errors.UsageError(f'--benchmark_config_file: cannot read {path}: '
-                            f'{e.strerror}.') from None
+  user_config = configs.LoadYaml(configs.ReadConfigFile(path),
+                                 '--benchmark_config_file')
+  configs.CheckUserConfig(user_config, list(linux_benchmarks.BENCHMARKS) +
+                          list(flag_values.benchmarks))
+  return user_config
 
 
 def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:

@@ -95,8 +95,12 @@ def _Engine(opts: options_lib.RedisStudyOptions):
 
 def CheckPrerequisites(config):
   """Rejects impossible settings before anything is created."""
-  del config
-  _Options()
+  counts = {}
+  for group, group_config in (config.get('vm_groups') or {}).items():
+    count = (group_config or {}).get('vm_count', 1)
+    counts[group] = count if isinstance(count, int) and count > 0 else 1
+  _Options().CheckConnections(counts.get('clients', 1),
+                              counts.get('servers', 1))
 
 
 def DescribePlan(spec) -> List[str]:

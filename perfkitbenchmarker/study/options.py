@@ -23,6 +23,41 @@ from perfkitbenchmarker.linux_packages import redis_server as _server_flags  # p
 from perfkitbenchmarker.study import flags as _study_flags  # pylint: disable=unused-import
 
 
+DEFAULT_MAXCLIENTS = 10000  # redis.conf's default
+MAX_PORT = 65535
+CLUSTER_BUS_OFFSET = 10000
+
+# redis.conf directives the harness sets and relies on (to find, stop and
+# tear down each shard, and to keep its password): a user value would make
+# the run record describe a server other than the one running.
+MANAGED_DIRECTIVES = frozenset({
+    'port', 'bind', 'unixsocket', 'unixsocketperm', 'requirepass',
+    'masterauth', 'masteruser', 'aclfile', 'user', 'dir', 'dbfilename',
+    'daemonize', 'pidfile', 'logfile', 'include', 'cluster-enabled',
+    'cluster-config-file', 'cluster-port', 'tls-port', 'protected-mode',
+    'supervised'})
+# Commands the harness sends; renaming them breaks the run.
+_MANAGED_COMMANDS = frozenset({'config', 'shutdown', 'auth', 'ping',
+                               'dbsize', 'cluster', 'info', 'flushall'})
+
+
+def CheckServerOption(line: str) -> None:
+  """Refuses a --redis_server_options line that changes what is managed."""
+  parts = line.split()
+  if not parts:
+    return
+  directive = parts[0].lower()
+  if directive in MANAGED_DIRECTIVES:
+    raise errors.UsageError(
+        f'--redis_server_options: "{directive}" is set by the harness (it '
+        'finds, stops and tears down each shard by it); remove it.')
+  if (directive == 'rename-command' and len(parts) > 1 and
+      parts[1].lower() in _MANAGED_COMMANDS):
+    raise errors.UsageError(
+        f'--redis_server_options: "rename-command {parts[1].upper()}" would '
+        'hide a command the harness sends; remove it.')
+
+
 @dataclasses.dataclass(frozen=True)
 class ServerOptions:
   """What runs on the server VMs."""
@@ -50,6 +85,36 @@ class ServerOptions:
   @property
   def mode(self) -> str:
     return 'one Redis Cluster' if self.cluster_mode else 'standalone'
+
+  @property
+  def maxclients(self) -> int:
+    """Each shard's connection limit (redis.conf maxclients)."""
+    for line in self.extra_config:
+      parts = line.split()
+      if len(parts) == 2 and parts[0].lower() == 'maxclients':
+        try:
+          return int(parts[1])
+        except ValueError:
+          pass
+    return DEFAULT_MAXCLIENTS
+
+  def Check(self) -> None:
+    """Refuses settings the shards cannot start with, in one line."""
+    if not (math.isfinite(self.memory_fraction) and
+            0 < self.memory_fraction <= 1):
+      raise errors.UsageError(
+          f'--redis_memory_fraction={self.memory_fraction:g} must be above 0 '
+          'and at most 1 (the share of a server VM\'s memory for maxmemory).')
+    # Cluster shards also listen on port + 10000 (the cluster bus).
+    last = self.start_port + self.shards_per_vm - 1 + (
+        CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
+    if self.start_port < 1 or last > MAX_PORT:
+      raise errors.UsageError(
+          f'--redis_start_port={self.start_port} with '
+          f'{self.shards_per_vm} shard(s) per VM needs ports up to {last}; '
+          f'ports run from 1 to {MAX_PORT}.')
+    for line in self.extra_config:
+      CheckServerOption(line)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +235,12 @@ class RedisStudyOptions:
   @classmethod
   def FromFlags(cls, f) -> 'RedisStudyOptions':
     _CheckWorkloadFlags(f)
+    if (f.cloud == 'Local' and not f.static_vm_file and
+        f.redis_server_version != 'distro'):
+      raise errors.UsageError(
+          f'--redis_server_version={f.redis_server_version}: Local uses the '
+          'installed redis-server (its version is in the samples); drop the '
+          'flag or run on a cloud or --static_vm_file.')
     set_ratio, get_ratio = (int(x) for x in f.memtier_ratio.split(':'))
     options = cls(
         server=ServerOptions.FromFlags(f),
@@ -187,8 +258,41 @@ class RedisStudyOptions:
 
   def Check(self) -> None:
     """Rejects impossible combinations before anything is created."""
+    self.server.Check()
     _CheckSearch(self.search, self.generator)
     _CheckShards(self.shards, self.server)
+
+  def CheckConnections(self, client_vms: int, server_vms: int) -> None:
+    """Refuses a search that would open more connections than maxclients.
+
+    Args:
+      client_vms: client VMs, each running the offered load.
+      server_vms: server VMs, each running `shards_per_vm` shards.
+    """
+    s = self.search
+    if s.staircase is not None:
+      per_client = s.max_threads * s.staircase.max_clients
+      source = ('--memtier_max_threads x --memtier_staircase_max_clients '
+                f'({s.max_threads} x {s.staircase.max_clients})')
+    elif s.policy == 'linear':
+      per_client = s.max_threads * self.generator.clients
+      source = ('--memtier_max_threads x --memtier_clients '
+                f'({s.max_threads} x {self.generator.clients})')
+    else:
+      per_client = s.adaptive_max_connections
+      source = f'--memtier_adaptive_max_connections={per_client}'
+    total = per_client * client_vms
+    shards = max(1, self.server.shards_per_vm * server_vms)
+    # Standalone shards share the connections; a cluster client connects
+    # every connection to every primary.
+    per_shard = total if self.server.cluster_mode else math.ceil(
+        total / shards)
+    if per_shard > self.server.maxclients:
+      raise errors.UsageError(
+          f'{source} over {client_vms} client VM(s) and {shards} shard(s) '
+          f'means {per_shard:,} connections per shard, above Redis '
+          f'maxclients ({self.server.maxclients:,}); lower it or add '
+          '"maxclients N" to --redis_server_options.')
 
 
 def _CheckWorkloadFlags(f) -> None:
@@ -207,6 +311,10 @@ def _CheckWorkloadFlags(f) -> None:
 
 
 def _CheckSearch(s: SearchOptions, g: GeneratorOptions) -> None:
+  if s.max_probes < 1:
+    raise errors.UsageError(
+        f'--memtier_max_probes={s.max_probes} must be at least 1 (the '
+        'default is 40).')
   if not (s.cap_ms > 0 and math.isfinite(s.cap_ms)):
     raise errors.UsageError(
         f'--memtier_latency_cap={s.cap_ms:g} must be above 0 ms and finite '

@@ -1,0 +1,120 @@
+"""Run-level checks of the command line, before anything is created.
+
+The driver calls `CheckRunFlags` first: where results go, the deadline, the
+benchmark list and where the run happens. Each problem is one
+errors.UsageError line (exit 2), for a dry run exactly as for a real run.
+Benchmark settings are checked by their options builders
+(study/options.py), config structure by configs.py.
+
+Extension seam: a new run-level flag gets its check here; a provider's own
+flags are checked by its CheckPrerequisites.
+"""
+
+import math
+import os
+import tempfile
+from typing import Optional
+
+from perfkitbenchmarker import errors
+
+# setitimer and the deadline arithmetic need a finite, modest number.
+MAX_TIMEOUT_MINUTES = 7 * 24 * 60
+
+
+def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
+  """Refuses bad run-level flags in one line each."""
+  _CheckTimeout(flag_values.timeout_minutes)
+  _CheckBenchmarks(flag_values.benchmarks)
+  CheckWritableDir(results_dir, '--results_dir')
+  for flag in ('json_path', 'csv_path'):
+    path = getattr(flag_values, flag)
+    if path:
+      _CheckWritableFile(path, f'--{flag}')
+  _CheckWhere(flag_values, cloud)
+
+
+def _CheckTimeout(minutes: Optional[float]) -> None:
+  if minutes is None:
+    return
+  if not (math.isfinite(minutes) and 0 < minutes <= MAX_TIMEOUT_MINUTES):
+    raise errors.UsageError(
+        f'--timeout_minutes={minutes:g} must be above 0 and at most '
+        f'{MAX_TIMEOUT_MINUTES} (a week); the default is 60.')
+
+
+def _CheckBenchmarks(names) -> None:
+  names = [n.strip() for n in names]
+  if not names or not all(names):
+    raise errors.UsageError(
+        '--benchmarks is empty; name at least one, e.g. '
+        '--benchmarks=redis_memtier.')
+  repeated = sorted({n for n in names if names.count(n) > 1})
+  if repeated:
+    raise errors.UsageError(
+        f'--benchmarks names {", ".join(repeated)} more than once; a '
+        'benchmark runs once per run (use a config\'s flag_matrix for '
+        'repeats).')
+
+
+def _NearestExisting(path: str) -> str:
+  path = os.path.abspath(path)
+  while not os.path.lexists(path):
+    parent = os.path.dirname(path)
+    if parent == path:
+      break
+    path = parent
+  return path
+
+
+def CheckWritableDir(path: str, flag: str) -> None:
+  """`path` is, or can be made as, a directory this process can write in."""
+  existing = _NearestExisting(path)
+  if not os.path.isdir(existing):
+    raise errors.UsageError(
+        f'{flag}={path}: {existing} is not a directory.')
+  try:  # os.access is wrong for root and read-only mounts; try for real.
+    with tempfile.TemporaryFile(dir=existing, prefix='.pkb-write-check-'):
+      pass
+  except OSError as e:
+    raise errors.UsageError(
+        f'{flag}={path}: cannot write in {existing} ({e.strerror}).'
+    ) from None
+
+
+def _CheckWritableFile(path: str, flag: str) -> None:
+  if os.path.isdir(path):
+    raise errors.UsageError(
+        f'{flag}={path} is a directory; give a file path.')
+  if os.path.lexists(path) and not os.access(path, os.W_OK):
+    raise errors.UsageError(f'{flag}={path}: the file is not writable.')
+  CheckWritableDir(os.path.dirname(os.path.abspath(path)), flag)
+
+
+def _CheckWhere(flag_values, cloud: str) -> None:
+  """Flags about where VMs run: refused where they cannot apply."""
+  os_type = flag_values.os_type
+  if os_type and os_type.lower().startswith('windows'):
+    raise errors.UsageError(
+        f'--os_type={os_type}: the Redis study runs on Linux VMs only.')
+  if cloud == 'Local':
+    for flag, why in (
+        ('zone', 'Local runs on this machine'),
+        ('machine_type', 'Local VMs are cores of this machine, priced by '
+                         '--local_priced_as'),
+        ('os_type', 'Local runs on this machine\'s OS')):
+      if flag_values[flag].present:
+        raise errors.UsageError(
+            f'--{flag}={flag_values[flag].value}: {why}; drop the flag or '
+            'choose a --cloud.')
+    return
+  # The cloud's own --os_type check, so a dry run refuses what a real run
+  # would (without an SDK the real run's GetProvider says what is missing).
+  try:
+    if cloud == 'GCP':
+      from perfkitbenchmarker.providers.gcp import images  # pylint: disable=g-import-not-at-top
+      images.CheckOsType(os_type)
+    elif cloud == 'AWS':
+      from perfkitbenchmarker.providers.aws import images  # pylint: disable=g-import-not-at-top
+      images.OsImageFor(os_type)
+  except ImportError:
+    pass

@@ -1,0 +1,217 @@
+"""Bad input is one line on stderr and exit 2, before anything is created.
+
+Issue 10 points 9 (YAML part), 10 and 11: each row runs ./pkb.py as a user
+would (a subprocess, its own --results_dir) and checks the exit code, that
+stderr is one `pkb:` line naming the problem, that there is no traceback and
+that no run directory was made. Most rows are dry runs: a dry run must refuse
+exactly what a real run refuses, and a missing check then cannot start a
+real run by accident.
+"""
+
+import os
+import time
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import configs
+from perfkitbenchmarker import errors
+
+# A "billion laughs" YAML: ~400 bytes that expand to 10^9 leaves.
+_ALIAS_BOMB = '\n'.join(
+    ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'] +
+    [f'a{i}: &a{i} [' + ', '.join([f'*a{i - 1}'] * 10) + ']'
+     for i in range(1, 9)] +
+    ['redis_memtier: {flags: {memtier_ratio: *a8}}']) + '\n'
+
+
+def _Config(tmp_path, text, name='c.yaml'):
+  path = tmp_path / name
+  if isinstance(text, bytes):
+    path.write_bytes(text)
+  else:
+    path.write_text(text)
+  return f'--benchmark_config_file={path}'
+
+
+def _Override(key_value):
+  return f'--config_override=redis_memtier.{key_value}'
+
+
+# (id, args builder(tmp_path) -> list, text the one line must contain)
+_CASES = [
+    # --results_dir, --json_path, --csv_path.
+    ('results_dir_is_a_file',
+     lambda t: [f'--results_dir={t / "afile"}'], 'not a directory'),
+    ('results_dir_under_a_file',
+     lambda t: [f'--results_dir={t / "afile" / "sub"}'], 'not a directory'),
+    ('results_dir_unwritable',
+     lambda t: ['--results_dir=/proc/pkb-results'], 'cannot write'),
+    ('json_path_is_a_dir', lambda t: [f'--json_path={t}'], '--json_path'),
+    ('json_path_under_a_file',
+     lambda t: [f'--json_path={t / "afile" / "x.json"}'], '--json_path'),
+    ('csv_path_is_a_dir', lambda t: [f'--csv_path={t}'], '--csv_path'),
+    # --timeout_minutes.
+    ('timeout_negative', lambda t: ['--timeout_minutes=-1'],
+     '--timeout_minutes'),
+    ('timeout_nan', lambda t: ['--timeout_minutes=nan'], '--timeout_minutes'),
+    ('timeout_huge', lambda t: ['--timeout_minutes=1e308'],
+     '--timeout_minutes'),
+    ('timeout_zero', lambda t: ['--timeout_minutes=0'], '--timeout_minutes'),
+    # Server options.
+    ('memory_fraction_nan', lambda t: ['--redis_memory_fraction=nan'],
+     '--redis_memory_fraction'),
+    ('memory_fraction_zero', lambda t: ['--redis_memory_fraction=0'],
+     '--redis_memory_fraction'),
+    ('memory_fraction_above_one', lambda t: ['--redis_memory_fraction=1.5'],
+     '--redis_memory_fraction'),
+    ('start_port_70000', lambda t: ['--redis_start_port=70000'],
+     '--redis_start_port'),
+    ('start_port_zero', lambda t: ['--redis_start_port=0'],
+     '--redis_start_port'),
+    ('ports_past_65535', lambda t: ['--redis_start_port=65534',
+                                    '--redis_total_num_processes=4'],
+     '--redis_start_port'),
+    ('server_option_port', lambda t: ['--redis_server_options=port 6500'],
+     '"port"'),
+    ('server_option_bind', lambda t: ['--redis_server_options=bind 0.0.0.0'],
+     '"bind"'),
+    ('server_option_requirepass',
+     lambda t: ['--redis_server_options=requirepass hunter2'],
+     '"requirepass"'),
+    ('server_option_dir', lambda t: ['--redis_server_options=dir /tmp'],
+     '"dir"'),
+    ('server_option_daemonize',
+     lambda t: ['--redis_server_options=daemonize yes'], '"daemonize"'),
+    ('server_option_cluster',
+     lambda t: ['--redis_server_options=Cluster-Enabled yes'],
+     '"cluster-enabled"'),
+    ('server_option_include',
+     lambda t: ['--redis_server_options=include /etc/redis/x.conf'],
+     '"include"'),
+    ('server_option_rename_config',
+     lambda t: ['--redis_server_options=rename-command CONFIG ""'],
+     '"rename-command CONFIG"'),
+    # The search.
+    ('max_probes_zero', lambda t: ['--memtier_max_probes=0'],
+     '--memtier_max_probes'),
+    ('max_probes_negative', lambda t: ['--memtier_max_probes=-3'],
+     '--memtier_max_probes'),
+    ('cap_nan', lambda t: ['--memtier_latency_cap=nan'],
+     '--memtier_latency_cap'),
+    ('cap_inf', lambda t: ['--memtier_latency_cap=inf'],
+     '--memtier_latency_cap'),
+    ('adaptive_over_maxclients',
+     lambda t: ['--memtier_adaptive_max_connections=20000'], 'maxclients'),
+    ('linear_over_maxclients',
+     lambda t: ['--memtier_latency_capped_search=linear',
+                '--memtier_max_threads=400'], 'maxclients'),
+    # Configs.
+    ('servers_null',
+     lambda t: [_Config(t, 'redis_memtier:\n  vm_groups:\n    servers: null\n'
+                       )], 'vm_groups.servers'),
+    ('config_not_utf8',
+     lambda t: [_Config(t, b'redis_memtier:\n  description: \xff\xfe\n')],
+     'UTF-8'),
+    ('unknown_top_level_key',
+     lambda t: [_Config(t, 'redis_memtier: {}\nbogus: 1\n')], '"bogus"'),
+    ('run_uri_under_flags',
+     lambda t: [_Config(t, 'redis_memtier:\n  flags:\n    run_uri: abc\n')],
+     'run_uri'),
+    ('results_dir_under_flags',
+     lambda t: [_Config(t, 'flags:\n  results_dir: /tmp/x\n')],
+     'results_dir'),
+    ('benchmarks_under_flags',
+     lambda t: [_Config(t, 'redis_memtier:\n  flags:\n    benchmarks: x\n')],
+     'benchmarks'),
+    ('num_cpus_zero', lambda t: [_Override('vm_groups.servers.vm_spec.Local.'
+                                           'num_cpus=0')], 'num_cpus'),
+    ('num_cpus_negative',
+     lambda t: [_Override('vm_groups.clients.vm_spec.Local.num_cpus=-2')],
+     'num_cpus'),
+    ('memory_mib_zero',
+     lambda t: [_Override('vm_groups.servers.vm_spec.Local.memory_mib=0')],
+     'memory_mib'),
+    ('yaml_alias_bomb', lambda t: [_Config(t, _ALIAS_BOMB)], 'alias'),
+    # --benchmarks.
+    ('benchmarks_empty', lambda t: ['--benchmarks='], '--benchmarks'),
+    ('benchmarks_duplicated',
+     lambda t: ['--benchmarks=redis_memtier,redis_memtier'], 'more than once'),
+    # Where it runs.
+    ('machine_type_unknown_gcp',
+     lambda t: ['--cloud=GCP', '--machine_type=n9-huge'], 'n9-huge'),
+    ('machine_type_on_local', lambda t: ['--machine_type=n9-huge'],
+     '--machine_type'),
+    ('os_type_windows', lambda t: ['--os_type=windows'], '--os_type'),
+    ('os_type_windows_gcp', lambda t: ['--cloud=GCP', '--os_type=windows'],
+     '--os_type'),
+    ('zone_on_local', lambda t: ['--zone=mars-1a'], '--zone'),
+    ('os_type_centos7_gcp', lambda t: ['--cloud=GCP', '--os_type=centos7'],
+     'centos7'),
+    ('os_type_centos7_aws', lambda t: ['--cloud=AWS', '--os_type=centos7'],
+     'centos7'),
+    ('server_version_on_local', lambda t: ['--redis_server_version=7.2'],
+     'Local uses the installed redis-server'),
+]
+
+
+def _CheckRefused(proc, results_dir, run_uri, needle):
+  assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+  assert 'Traceback' not in proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1, proc.stderr
+  assert lines[0].startswith('pkb: '), lines
+  assert needle in lines[0], lines[0]
+  assert not os.path.exists(os.path.join(results_dir, run_uri))
+
+
+@pytest.mark.parametrize('build,needle', [c[1:] for c in _CASES],
+                         ids=[c[0] for c in _CASES])
+def test_refused_in_one_line_on_a_dry_run(tmp_path, build, needle):
+  (tmp_path / 'afile').write_text('x')
+  results_dir = tmp_path / 'results'
+  started = time.monotonic()
+  proc, run_uri = e2e.Run(['--dry_run'] + build(tmp_path), str(results_dir),
+                          timeout=30)
+  assert time.monotonic() - started < 10
+  _CheckRefused(proc, str(results_dir), run_uri, needle)
+
+
+@pytest.mark.parametrize('args,needle', [
+    (['--redis_server_options=port 6500'], '"port"'),
+    (['--timeout_minutes=0'], '--timeout_minutes'),
+    (['--memtier_max_probes=0'], '--memtier_max_probes'),
+])
+def test_a_real_run_refuses_before_anything_starts(tmp_path, args, needle):
+  proc, run_uri = e2e.Run(args, str(tmp_path), timeout=30)
+  _CheckRefused(proc, str(tmp_path), run_uri, needle)
+  assert os.listdir(tmp_path) == []
+
+
+def test_yaml_alias_bomb_is_refused_quickly(tmp_path):
+  assert len(_ALIAS_BOMB) < 600
+  # In process: the loader itself refuses it at once.
+  started = time.monotonic()
+  with pytest.raises(errors.ConfigError, match='alias bomb'):
+    configs.LoadYaml(_ALIAS_BOMB, 'bomb.yaml')
+  assert time.monotonic() - started < 2.0
+  # Through ./pkb.py --dry_run: no slower than another early refusal (the
+  # interpreter's start-up dominates both).
+  started = time.monotonic()
+  e2e.Run(['--dry_run', '--benchmarks='], str(tmp_path), timeout=30)
+  baseline = time.monotonic() - started
+  config = _Config(tmp_path, _ALIAS_BOMB)
+  started = time.monotonic()
+  proc, run_uri = e2e.Run(['--dry_run', config], str(tmp_path), timeout=30)
+  elapsed = time.monotonic() - started
+  _CheckRefused(proc, str(tmp_path), run_uri, 'alias')
+  assert elapsed < baseline + 1.0, (elapsed, baseline)
+
+
+def test_anchors_used_a_few_times_still_load(tmp_path):
+  # The default config itself uses an anchor and a merge key.
+  config = _Config(tmp_path, 'redis_memtier:\n  vm_groups:\n    servers:\n'
+                   '      vm_spec: &s {Local: {machine_type: local}}\n'
+                   '    clients:\n      vm_spec: *s\n')
+  proc, _ = e2e.Run(['--dry_run', config], str(tmp_path), timeout=30)
+  assert proc.returncode == 0, proc.stderr
