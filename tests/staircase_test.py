@@ -54,16 +54,24 @@ class RecordedClientVm:
     self.cpu_set = None
     self.outputs = outputs
     self.scripts = []
+    self.files = {}
     self._busy_fraction = busy_fraction
     self._jiffies = 0.0
 
   def Pinned(self, command):
     return command
 
+  def WriteFile(self, path, content, mode=0o600):
+    del mode
+    self.files[path] = content
+
   def RemoteCommand(self, command, timeout=None, ignore_failure=False,
                     env=None, what=None, stdin=None):
     del timeout, ignore_failure, env, what, stdin
-    self.scripts.append(command)
+    # Probe scripts are written to a file and run from it: record the text.
+    script = next((text for path, text in self.files.items()
+                   if path in command), None)
+    self.scripts.append(script if script is not None else command)
     return '', ''
 
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
