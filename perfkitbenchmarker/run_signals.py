@@ -1,0 +1,136 @@
+"""Signals and the deadline of a run, and output that survives a lost terminal.
+
+SIGINT, SIGTERM, SIGHUP (the operator's terminal or SSH session closing) and
+the --timeout_minutes alarm become one `RunInterrupted` while a run measures.
+Once cleanup starts (`Protect`), they no longer stop anything: the first one is
+noted (the run then ends as interrupted) and cleanup and teardown run to the
+end; the deadline no longer applies. Only a second signal cuts cleanup short,
+and its message names the command that deletes what is left.
+"""
+
+import errno
+import logging
+import os
+import signal
+import sys
+from typing import Optional
+
+from perfkitbenchmarker import errors
+
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
+
+
+def TeardownCommand(run_uri: str) -> str:
+  return f'./pkb.py --run_stage=teardown --run_uri={run_uri}'
+
+
+class Interrupts:
+  """Turns signals and the deadline into RunInterrupted, or defers them."""
+
+  def __init__(self, run_uri: str = ''):
+    self.run_uri = run_uri
+    self.reason: Optional[str] = None
+    self.cut_short = False
+    self._protected = False
+    self._previous = {}
+
+  def Install(self, timeout_s: Optional[float]) -> None:
+    for sig in HANDLED:
+      self._previous[sig] = signal.signal(sig, self._Handle)
+    if timeout_s:
+      signal.setitimer(signal.ITIMER_REAL, timeout_s)
+
+  def Arm(self) -> None:
+    """Signals stop the run again; raises at once if one came meanwhile."""
+    self._protected = False
+    if self.reason is not None:
+      raise errors.RunInterrupted(self.reason)
+
+  def Protect(self) -> None:
+    """From here on (cleanup, teardown) a first signal is only noted."""
+    self._protected = True
+    signal.setitimer(signal.ITIMER_REAL, 0)  # The deadline is for measuring.
+
+  def Pending(self) -> Optional[errors.RunInterrupted]:
+    """The interrupt noted while protected, if any."""
+    return None if self.reason is None else errors.RunInterrupted(self.reason)
+
+  def _Handle(self, signum, frame):  # pylint: disable=unused-argument
+    if signum == signal.SIGALRM:
+      if self._protected or self.reason is not None:
+        return  # The deadline never stops cleanup or teardown.
+      self.reason = 'deadline (--timeout_minutes) reached'
+      raise errors.RunInterrupted(self.reason)
+    name = signal.Signals(signum).name
+    if self.reason is None:
+      self.reason = f'interrupted by {name}'
+      if not self._protected:
+        raise errors.RunInterrupted(self.reason)
+      logging.warning('%s: finishing cleanup and teardown first (a second '
+                      'signal stops them).', name)
+      return
+    if not self._protected or self.cut_short:
+      logging.warning('Already stopping (%s); cleaning up, please wait.',
+                      self.reason)
+      return
+    self.cut_short = True
+    raise errors.RunInterrupted(
+        f'{self.reason}, then {name} during cleanup: cleanup and teardown '
+        'were cut short; delete what is left with '
+        f'{TeardownCommand(self.run_uri)}')
+
+  def Restore(self) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)
+    self._previous = {}
+
+
+class SafeStream:
+  """A text stream whose writes never raise once the terminal is gone.
+
+  After SIGHUP, or when the reader of a pipe exits, writing raises EIO or
+  EPIPE. The first such error points the descriptor at /dev/null, so that
+  later writes and the interpreter's final flush succeed quietly.
+  """
+
+  def __init__(self, stream):
+    self._stream = stream
+
+  def write(self, text):  # pylint: disable=invalid-name
+    try:
+      n = self._stream.write(text)
+      self._stream.flush()
+      return n
+    except (OSError, ValueError) as e:
+      self._Silence(e)
+      return len(text)
+
+  def flush(self):  # pylint: disable=invalid-name
+    try:
+      self._stream.flush()
+    except (OSError, ValueError) as e:
+      self._Silence(e)
+
+  def _Silence(self, error) -> None:
+    if isinstance(error, OSError) and error.errno not in (
+        errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF):
+      raise error
+    try:
+      null = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(null, self._stream.fileno())
+      os.close(null)
+      self._stream.flush()
+    except (OSError, ValueError):
+      pass
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
+def GuardOutput() -> None:
+  """Makes sys.stdout and sys.stderr SafeStreams (once)."""
+  if not isinstance(sys.stdout, SafeStream):
+    sys.stdout = SafeStream(sys.stdout)
+  if not isinstance(sys.stderr, SafeStream):
+    sys.stderr = SafeStream(sys.stderr)
