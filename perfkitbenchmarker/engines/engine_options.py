@@ -1,0 +1,58 @@
+"""The engine's constructor settings from flags, checked in one line.
+
+Called by study/options.ServerOptions.FromFlags (the one place the study
+reads flags). Each engine takes only its own settings; a flag of another
+engine is refused rather than silently ignored.
+"""
+
+from typing import Any, Dict, Tuple
+
+from perfkitbenchmarker import engines
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.engines import flags as _  # pylint: disable=unused-import
+from perfkitbenchmarker.engines import vm_only
+
+# engine -> {flag: constructor argument}
+_ENGINE_FLAGS = {
+    'redis': {'redis_server_io_threads': 'io_threads'},
+    'valkey': {'redis_server_io_threads': 'io_threads'},
+    'dragonfly': {'dragonfly_proactor_threads': 'proactor_threads',
+                  'dragonfly_cluster_mode': 'cluster_mode'},
+    'keydb': {'keydb_server_threads': 'server_threads'},
+}
+_UNSET = {'redis_server_io_threads': None, 'dragonfly_proactor_threads': 0,
+          'dragonfly_cluster_mode': 'none', 'keydb_server_threads': 0}
+REPLICA_ENGINES = ('redis', 'valkey')
+
+
+def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
+  """(argument, value) pairs for engines.Get(f.redis_engine, ...)."""
+  engine = f.redis_engine
+  if engine not in engines.Names():
+    raise errors.UsageError(
+        f'--redis_engine={engine} is not an engine; choose one of '
+        f'{", ".join(engines.Names())}.')
+  if f.cloud == 'Local' and not f.static_vm_file:
+    vm_only.RefuseLocal(engine)
+  own = _ENGINE_FLAGS.get(engine, {})
+  for flag, unset in _UNSET.items():
+    if flag not in own and f[flag].value != unset:
+      raise errors.UsageError(
+          f'--{flag} does not apply to --redis_engine={engine}; drop it.')
+  replicas = f.redis_replicas_per_primary
+  if replicas and engine not in REPLICA_ENGINES:
+    raise errors.UsageError(
+        f'--redis_replicas_per_primary: replicas are set up for '
+        f'{" and ".join(REPLICA_ENGINES)} only, not {engine}.')
+  if replicas and f.redis_cluster_replicas:
+    raise errors.UsageError(
+        '--redis_replicas_per_primary and --redis_cluster_replicas both set; '
+        'use one (the first adds replicas to --redis_total_num_processes '
+        'primaries, the second counts them in it).')
+  return tuple((arg, f[flag].value) for flag, arg in own.items()
+               if f[flag].value != _UNSET[flag])
+
+
+def SettingsText(settings: Dict[str, str]) -> str:
+  """'io-threads=4' style text for the samples ('default' when none)."""
+  return ','.join(f'{k}={v}' for k, v in sorted(settings.items())) or 'default'

@@ -1,0 +1,134 @@
+"""Dragonfly and KeyDB: engines for cloud and static VMs only.
+
+Neither is installable on this machine (their release packages and
+repositories are not reachable from it), so on the Local provider each
+refuses in one line before anything starts (`RefuseLocal`, also called by
+the study's options check). On VMs they use linux_packages/
+dragonfly_server.py and keydb_server.py; cluster formation, key counts and
+the password read-back are Redis OSS's (both speak the protocol).
+"""
+
+import dataclasses
+from typing import Dict, Sequence
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.engines import base
+from perfkitbenchmarker.engines import redis_oss
+from perfkitbenchmarker.linux_packages import dragonfly_server
+from perfkitbenchmarker.linux_packages import keydb_server
+
+LOCAL_REASONS = {
+    'dragonfly': 'Dragonfly ships only as release packages from its own '
+                 'download host, which this machine cannot reach',
+    'keydb': 'KeyDB ships only from its own APT repository or a source '
+             'release, neither reachable from this machine',
+}
+
+
+def RefuseLocal(engine: str) -> None:
+  if engine in LOCAL_REASONS:
+    raise errors.UsageError(
+        f'--redis_engine={engine} is not installable on this machine: '
+        f'{LOCAL_REASONS[engine]}; run it on a cloud or --static_vm_file, '
+        'or use redis or valkey locally.')
+
+
+class _VmOnly(redis_oss.RedisOssEngine):
+
+  def _Refuse(self, vm) -> None:
+    if vm.CLOUD == 'Local':
+      RefuseLocal(self.NAME)
+
+
+class DragonflyEngine(_VmOnly):
+  """One dragonfly process per server VM (it is multi-threaded)."""
+
+  NAME = 'dragonfly'
+  PROCESS_KIND = dragonfly_server.DragonflyProcess.KIND
+
+  def __init__(self, version: str = 'distro', proactor_threads: int = 0,
+               cluster_mode: str = 'none'):
+    super().__init__(version)
+    self.proactor_threads = proactor_threads
+    self.cluster_mode = cluster_mode
+
+  def Settings(self) -> Dict[str, str]:
+    settings = {}
+    if self.proactor_threads:
+      settings['proactor_threads'] = str(self.proactor_threads)
+    if self.cluster_mode != 'none':
+      settings['cluster_mode'] = self.cluster_mode
+    return settings
+
+  def Install(self, vm) -> None:
+    self._Refuse(vm)
+    vm.Install('dragonfly_server', version=self.version)
+
+  def Version(self, vm) -> str:
+    return dragonfly_server.GetVersion(vm)
+
+  def ShardConfig(self, options: base.ShardOptions) -> base.ShardOptions:
+    # Settings go on Dragonfly's flag file, not redis.conf lines; Redis
+    # Cluster mode is Dragonfly's emulated cluster.
+    return dataclasses.replace(options, cluster_mode=False)
+
+  def PROCESS_CLASS(self, *args, **kwargs):  # pylint: disable=invalid-name
+    process = dragonfly_server.DragonflyProcess(*args, **kwargs)
+    process.proactor_threads = self.proactor_threads
+    process.cluster_mode = self.cluster_mode
+    return process
+
+  def StartShards(self, vm, count, password, options, record, start_port):
+    self._Refuse(vm)
+    if count != 1:
+      raise errors.UsageError(
+          'Dragonfly runs one multi-threaded process per server VM; set '
+          '--redis_total_num_processes=1 and --dragonfly_proactor_threads.')
+    return super().StartShards(vm, count, password, options, record,
+                               start_port)
+
+  def FormCluster(self, vm, shards: Sequence[base.Shard], password: str,
+                  replicas: int) -> None:
+    if len(shards) != 1 or replicas or self.cluster_mode != 'emulated':
+      raise errors.UsageError(
+          'Dragonfly cluster mode here is its emulated cluster of one node: '
+          'one server VM, --dragonfly_cluster_mode=emulated, no replicas.')
+
+  def AttachReplica(self, vm, replica, primary, password) -> None:
+    base.ServerEngine.AttachReplica(self, vm, replica, primary, password)
+
+  def VerifyReplication(self, vm, shards, password, primaries,
+                        replicas_per_primary) -> None:
+    base.ServerEngine.VerifyReplication(self, vm, shards, password,
+                                        primaries, replicas_per_primary)
+
+
+class KeydbEngine(_VmOnly):
+  """keydb-server shards with server-threads worker threads."""
+
+  NAME = 'keydb'
+  PROCESS_KIND = keydb_server.KeydbProcess.KIND
+  PROCESS_CLASS = keydb_server.KeydbProcess
+
+  def __init__(self, version: str = 'distro', server_threads: int = 0):
+    super().__init__(version)
+    self.server_threads = server_threads
+
+  def Settings(self) -> Dict[str, str]:
+    return dict(line.split(' ', 1) for line in
+                keydb_server.ServerThreadsConfig(self.server_threads))
+
+  def Install(self, vm) -> None:
+    self._Refuse(vm)
+    vm.Install('keydb_server', version=self.version)
+
+  def Version(self, vm) -> str:
+    return keydb_server.GetVersion(vm)
+
+  def ServerCommand(self, vm) -> str:
+    return 'keydb-server'
+
+  def StartShards(self, vm, count, password, options, record, start_port):
+    self._Refuse(vm)
+    return super().StartShards(vm, count, password, options, record,
+                               start_port)

