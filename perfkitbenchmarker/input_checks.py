@@ -90,9 +90,27 @@ def _CheckWritableFile(path: str, flag: str) -> None:
   CheckWritableDir(os.path.dirname(os.path.abspath(path)), flag)
 
 
+def EffectiveOsType(flag_values, cloud: str) -> Optional[str]:
+  """--os_type as the named benchmarks use it on `cloud`.
+
+  A benchmark reproducing a published study may take a retired --os_type
+  and boot a named successor: its module's `UsedOsType(requested, cloud)`
+  says which (None on Local: recorded, not applied). Otherwise the flag.
+  """
+  requested = flag_values.os_type
+  from perfkitbenchmarker import linux_benchmarks  # pylint: disable=g-import-not-at-top
+  modules = [linux_benchmarks.BENCHMARKS.get(n.strip())
+             for n in getattr(flag_values, 'benchmarks', None) or ()]
+  if not modules or not all(hasattr(m, 'UsedOsType') for m in modules):
+    return requested
+  used = {m.UsedOsType(requested, cloud) for m in modules}
+  return used.pop() if len(used) == 1 else requested
+
+
 def _CheckWhere(flag_values, cloud: str) -> None:
   """Flags about where VMs run: refused where they cannot apply."""
-  os_type = flag_values.os_type
+  os_type = EffectiveOsType(flag_values, cloud)
+  recorded_only = os_type is None  # The benchmark records it (Local).
   if os_type and os_type.lower().startswith('windows'):
     raise errors.UsageError(
         f'--os_type={os_type}: the Redis study runs on Linux VMs only.')
@@ -102,7 +120,8 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         ('machine_type', 'Local VMs are cores of this machine, priced by '
                          '--local_priced_as'),
         ('os_type', 'Local runs on this machine\'s OS')):
-      if flag_values[flag].present:
+      if flag_values[flag].present and not (flag == 'os_type' and
+                                             recorded_only):
         raise errors.UsageError(
             f'--{flag}={flag_values[flag].value}: {why}; drop the flag or '
             'choose a --cloud.')

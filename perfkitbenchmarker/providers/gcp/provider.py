@@ -90,7 +90,9 @@ def CheckPrerequisites(flag_values) -> None:
   """Refuses flags that cannot work, before anything is created."""
   options = GcpOptions.FromFlags(flag_values)
   SshSourceRanges(options.ssh_source_ranges)
-  images.CheckOsType(options.os_type)
+  from perfkitbenchmarker import input_checks  # pylint: disable=g-import-not-at-top
+  images.CheckOsType(input_checks.EffectiveOsType(flag_values, CLOUD) or
+                     options.os_type)
 
 
 @dataclasses.dataclass(frozen=True)

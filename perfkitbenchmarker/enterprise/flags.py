@@ -1,0 +1,101 @@
+"""The enterprise_redis_* flags of the redis_enterprise benchmark.
+
+Names, defaults and meanings follow upstream PKB's redis_enterprise module
+(the published T2D study ran with them). Flags marked "(this harness)" are
+additions. Read only by options.EnterpriseOptions.FromFlags.
+"""
+
+from absl import flags
+
+flags.DEFINE_string(
+    'enterprise_redis_license_file', 'enterprise_redis_license',
+    'Name of the Redis Enterprise licence file (on the server VMs it is '
+    'pushed under this name).')
+flags.DEFINE_string(
+    'enterprise_redis_license_path', None,
+    'Path of the Redis Enterprise licence file on this machine (required for '
+    'a cloud run; you supply it).')
+flags.DEFINE_string(
+    'enterprise_redis_version', '6.2.4-54',
+    'Redis Enterprise version of the installer tarball.')
+flags.DEFINE_string(
+    'enterprise_redis_tarball', None,
+    '(this harness) Path of the Redis Enterprise installer tarball on this '
+    'machine, e.g. redislabs-<version>-rhel9-x86_64.tar; required for a '
+    'cloud run (you supply it; it is never downloaded).')
+flags.DEFINE_boolean(
+    'enterprise_redis_tune_on_startup', True,
+    'Whether the installer tunes the OS (install.sh system tuning).')
+flags.DEFINE_integer(
+    'enterprise_redis_proxy_threads', None,
+    'Proxy threads per server VM (rladmin tune proxy all threads N).')
+flags.DEFINE_integer(
+    'enterprise_redis_shard_count', None,
+    'Shards per database; more than 1 makes a sharded database with the '
+    'OSS cluster API (memtier --cluster-mode).')
+flags.DEFINE_integer(
+    'enterprise_redis_load_records', 1000000,
+    'Keys to preload (key range 1..N); each step-up uses the same range.')
+flags.DEFINE_integer(
+    'enterprise_redis_run_records', 1000000,
+    'Requests per memtier client per step (memtier -n) on cloud runs.')
+flags.DEFINE_integer(
+    'enterprise_redis_pipeline', 9, 'memtier --pipeline of each step.')
+flags.DEFINE_integer(
+    'enterprise_redis_loadgen_clients', 24,
+    'memtier clients (-c) per thread on each client VM.')
+flags.DEFINE_integer(
+    'enterprise_redis_max_threads', 40,
+    'Most memtier threads per client VM in the step-up.')
+flags.DEFINE_integer(
+    'enterprise_redis_min_threads', 18,
+    'memtier threads per client VM of the first step.')
+flags.DEFINE_integer(
+    'enterprise_redis_thread_increment', 1,
+    'memtier threads added per step.')
+flags.DEFINE_integer(
+    'enterprise_redis_latency_threshold', 1100,
+    'Average latency in microseconds at which the step-up stops (upstream '
+    'default 1100; the reported answer is the best step under 1 ms).')
+flags.DEFINE_boolean(
+    'enterprise_redis_pin_workers', False,
+    'Pin the proxy worker threads evenly over the NUMA nodes after startup.')
+flags.DEFINE_list(
+    'enterprise_redis_disable_cpu_ids', None,
+    'CPU ids to take offline on the server VMs before the cluster starts.')
+flags.DEFINE_integer(
+    'enterprise_redis_data_size_bytes', 100,
+    'Value size in bytes (memtier -d).')
+flags.DEFINE_integer(
+    'enterprise_redis_db_count', 1, 'Databases to create on the cluster.')
+flags.DEFINE_boolean(
+    'enterprise_redis_db_replication', False,
+    'Give each database a replica on another node (doubles its memory).')
+flags.DEFINE_float(
+    'enterprise_redis_memory_size_percentage', 0.80,
+    'Share of the memory rladmin reports as provisionable that the '
+    'databases may use (0-1].')
+flags.DEFINE_boolean(
+    'enterprise_redis_optimize_throughput', False,
+    'Find the best latency-capped throughput for the machine type by '
+    'searching shard count and proxy threads.')
+flags.DEFINE_integer(
+    'enterprise_redis_probe_seconds', 30,
+    '(this harness) Seconds each step runs (memtier --test-time); upstream '
+    'used 30.')
+flags.DEFINE_integer(
+    'enterprise_redis_optimizer_max_points', 12,
+    '(this harness) Most (shards, proxy threads) points the optimizer '
+    'evaluates.')
+flags.DEFINE_boolean(
+    'enterprise_redis_flash', False,
+    '(this harness) Redis on Flash: create the databases with flash storage '
+    '(bigstore).')
+flags.DEFINE_float(
+    'enterprise_redis_flash_ram_ratio', 0.2,
+    '(this harness) RAM share of a flash database (the RoF study used 20:80).')
+flags.DEFINE_integer(
+    'enterprise_redis_local_max_records', 1000000,
+    '(this harness) On --cloud=Local, preload at most this many keys (a '
+    'larger --enterprise_redis_load_records is scaled down, and the samples '
+    'say so).')

@@ -1,0 +1,349 @@
+"""EnterpriseOptions: the redis_enterprise benchmark's flags, read once.
+
+`EnterpriseOptions.FromFlags(flag_values)` is the only place the benchmark
+reads flags; it validates them (one errors.UsageError line each) and
+returns a frozen record every layer below takes.
+
+Two decisions live here because both must be the same in a dry run and a
+real run:
+  * the OS: the published study ran --os_type=centos7, a retired image
+    family. A run takes it as input and boots its named successor
+    (`OS_SUCCESSORS`, Rocky Linux 9, RHEL-compatible like CentOS 7 was);
+    every sample records both `requested_os_type` and `os_type_used`.
+  * Local scaling: on --cloud=Local the same workload runs against the local
+    Redis OSS engine, scaled down where the flags ask for more than this
+    machine has (`LocalScaling`); each scaled setting is one line in the
+    output and a `local_scaled_*` metadata key.
+"""
+
+import dataclasses
+import math
+from typing import Dict, List, Optional, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.enterprise import flags as _  # pylint: disable=unused-import
+
+# Retired OS families the study used -> the image a run boots instead.
+OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {
+    'centos7': ('rocky9', 'CentOS 7 reached end of life in June 2024; Rocky '
+                'Linux 9 is its RHEL-compatible successor (use a Redis '
+                'Enterprise rhel9 tarball)'),
+}
+# The study's answer: the most ops/s with average latency under 1 ms.
+ANSWER_CAP_MS = 1.0
+LOCAL_ENGINE = 'redis'
+
+
+@dataclasses.dataclass(frozen=True)
+class OsChoice:
+  """The OS the user asked for and the one the VMs boot."""
+  requested: str
+  used: str
+  reason: str = ''
+
+  @property
+  def substituted(self) -> bool:
+    return self.requested != self.used
+
+  def Metadata(self) -> Dict[str, str]:
+    return {'requested_os_type': self.requested, 'os_type_used': self.used}
+
+
+def ChooseOs(requested: str, cloud: str) -> OsChoice:
+  """What a run boots for --os_type=requested (Local: this machine's OS)."""
+  if cloud == 'Local':
+    return OsChoice(requested, 'this machine',
+                    'Local runs on this machine\'s OS')
+  if requested in OS_SUCCESSORS:
+    used, reason = OS_SUCCESSORS[requested]
+    return OsChoice(requested, used, reason)
+  return OsChoice(requested, requested)
+
+
+def UsedOsType(requested: str, cloud: str) -> Optional[str]:
+  """The --os_type a cloud provider should check and boot; None on Local
+  (the flag is recorded, not applied)."""
+  if cloud == 'Local':
+    return None
+  return ChooseOs(requested, cloud).used
+
+
+@dataclasses.dataclass(frozen=True)
+class EnterpriseOptions:
+  """Everything the redis_enterprise benchmark needs, from flags."""
+  cloud: str
+  os: OsChoice
+  license_file: str = 'enterprise_redis_license'
+  license_path: Optional[str] = None
+  version: str = '6.2.4-54'
+  tarball: Optional[str] = None
+  tune_on_startup: bool = True
+  proxy_threads: Optional[int] = None
+  shard_count: Optional[int] = None
+  load_records: int = 1000000
+  run_records: int = 1000000
+  pipeline: int = 9
+  loadgen_clients: int = 24
+  max_threads: int = 40
+  min_threads: int = 18
+  thread_increment: int = 1
+  latency_threshold_us: int = 1100
+  pin_workers: bool = False
+  disable_cpu_ids: Tuple[int, ...] = ()
+  data_size_bytes: int = 100
+  db_count: int = 1
+  db_replication: bool = False
+  memory_size_percentage: float = 0.8
+  optimize_throughput: bool = False
+  probe_seconds: int = 30
+  optimizer_max_points: int = 12
+  flash: bool = False
+  flash_ram_ratio: float = 0.2
+  local_max_records: int = 1000000
+  dry_run: bool = False
+
+  @classmethod
+  def FromFlags(cls, f) -> 'EnterpriseOptions':
+    cloud = 'Static' if f.static_vm_file else f.cloud
+    try:
+      cpu_ids = tuple(int(c) for c in (f.enterprise_redis_disable_cpu_ids or
+                                       ()))
+    except ValueError:
+      raise errors.UsageError(
+          '--enterprise_redis_disable_cpu_ids='
+          f'{",".join(f.enterprise_redis_disable_cpu_ids)} must be CPU ids '
+          'like 3,4.') from None
+    options = cls(
+        cloud=cloud, os=ChooseOs(f.os_type, cloud),
+        license_file=f.enterprise_redis_license_file,
+        license_path=f.enterprise_redis_license_path,
+        version=f.enterprise_redis_version,
+        tarball=f.enterprise_redis_tarball,
+        tune_on_startup=f.enterprise_redis_tune_on_startup,
+        proxy_threads=f.enterprise_redis_proxy_threads,
+        shard_count=f.enterprise_redis_shard_count,
+        load_records=f.enterprise_redis_load_records,
+        run_records=f.enterprise_redis_run_records,
+        pipeline=f.enterprise_redis_pipeline,
+        loadgen_clients=f.enterprise_redis_loadgen_clients,
+        max_threads=f.enterprise_redis_max_threads,
+        min_threads=f.enterprise_redis_min_threads,
+        thread_increment=f.enterprise_redis_thread_increment,
+        latency_threshold_us=f.enterprise_redis_latency_threshold,
+        pin_workers=f.enterprise_redis_pin_workers,
+        disable_cpu_ids=cpu_ids,
+        data_size_bytes=f.enterprise_redis_data_size_bytes,
+        db_count=f.enterprise_redis_db_count,
+        db_replication=f.enterprise_redis_db_replication,
+        memory_size_percentage=f.enterprise_redis_memory_size_percentage,
+        optimize_throughput=f.enterprise_redis_optimize_throughput,
+        probe_seconds=f.enterprise_redis_probe_seconds,
+        optimizer_max_points=f.enterprise_redis_optimizer_max_points,
+        flash=f.enterprise_redis_flash,
+        flash_ram_ratio=f.enterprise_redis_flash_ram_ratio,
+        local_max_records=f.enterprise_redis_local_max_records,
+        dry_run=f.dry_run)
+    options.Check()
+    return options
+
+  # Derived settings -------------------------------------------------------
+
+  @property
+  def cap_ms(self) -> float:
+    """The walk stops at the first step at or over this; the answer is the
+    best step under it. Steps between 1 ms and a larger upstream threshold
+    can never be the answer, so the walk stops at 1 ms."""
+    return min(ANSWER_CAP_MS, self.latency_threshold_us / 1000.0)
+
+  @property
+  def shards_per_db(self) -> int:
+    return self.shard_count or 1
+
+  @property
+  def cluster_api(self) -> bool:
+    """Sharded databases expose the OSS cluster API (memtier --cluster-mode)."""
+    return self.shards_per_db > 1
+
+  @property
+  def local(self) -> bool:
+    return self.cloud == 'Local'
+
+  def Steps(self, min_threads: Optional[int] = None,
+            max_threads: Optional[int] = None) -> List[int]:
+    low = self.min_threads if min_threads is None else min_threads
+    high = self.max_threads if max_threads is None else max_threads
+    return list(range(low, high + 1, self.thread_increment))
+
+  def Metadata(self) -> Dict[str, object]:
+    """Settings every sample carries (upstream's metadata names)."""
+    return {
+        'redis_tune_on_startup': self.tune_on_startup,
+        'redis_pipeline': self.pipeline,
+        'db_count': self.db_count,
+        'db_shard_count': self.shards_per_db,
+        'total_shard_count': self.shards_per_db * self.db_count,
+        'redis_proxy_threads': self.proxy_threads,
+        'redis_loadgen_clients': self.loadgen_clients,
+        'pin_workers': self.pin_workers,
+        'disable_cpus': ','.join(map(str, self.disable_cpu_ids)),
+        'memtier_data_size': self.data_size_bytes,
+        'memtier_key_maximum': self.load_records,
+        'replication': self.db_replication,
+        'optimize_throughput': self.optimize_throughput,
+        'latency_threshold_us': self.latency_threshold_us,
+        **self.os.Metadata(),
+    }
+
+  # Validation -------------------------------------------------------------
+
+  def Check(self) -> None:
+    positive = {
+        'enterprise_redis_load_records': self.load_records,
+        'enterprise_redis_run_records': self.run_records,
+        'enterprise_redis_pipeline': self.pipeline,
+        'enterprise_redis_loadgen_clients': self.loadgen_clients,
+        'enterprise_redis_min_threads': self.min_threads,
+        'enterprise_redis_max_threads': self.max_threads,
+        'enterprise_redis_thread_increment': self.thread_increment,
+        'enterprise_redis_latency_threshold': self.latency_threshold_us,
+        'enterprise_redis_data_size_bytes': self.data_size_bytes,
+        'enterprise_redis_db_count': self.db_count,
+        'enterprise_redis_probe_seconds': self.probe_seconds,
+        'enterprise_redis_optimizer_max_points': self.optimizer_max_points,
+        'enterprise_redis_local_max_records': self.local_max_records,
+    }
+    for name, value in positive.items():
+      if value is None or value < 1:
+        raise errors.UsageError(f'--{name}={value} must be at least 1.')
+    for name, value in (('enterprise_redis_shard_count', self.shard_count),
+                        ('enterprise_redis_proxy_threads',
+                         self.proxy_threads)):
+      if value is not None and value < 1:
+        raise errors.UsageError(
+            f'--{name}={value} must be at least 1 (or left unset).')
+    if self.min_threads > self.max_threads:
+      raise errors.UsageError(
+          f'--enterprise_redis_min_threads={self.min_threads} is above '
+          f'--enterprise_redis_max_threads={self.max_threads}; lower the '
+          'first or raise the second.')
+    if not (math.isfinite(self.memory_size_percentage) and
+            0 < self.memory_size_percentage <= 1):
+      raise errors.UsageError(
+          '--enterprise_redis_memory_size_percentage='
+          f'{self.memory_size_percentage:g} must be above 0 and at most 1.')
+    if not 0 < self.flash_ram_ratio < 1:
+      raise errors.UsageError(
+          f'--enterprise_redis_flash_ram_ratio={self.flash_ram_ratio:g} must '
+          'be between 0 and 1 (the RAM share of a flash database).')
+    if any(c < 0 for c in self.disable_cpu_ids):
+      raise errors.UsageError(
+          '--enterprise_redis_disable_cpu_ids: CPU ids are 0 or more.')
+
+  def CheckInstallerFiles(self) -> None:
+    """A cloud run needs the user's installer and licence (never fetched)."""
+    missing = [flag for flag, value in (
+        ('--enterprise_redis_tarball', self.tarball),
+        ('--enterprise_redis_license_path', self.license_path)) if not value]
+    if missing:
+      raise errors.UsageError(
+          f'redis_enterprise on {self.cloud} needs {" and ".join(missing)}: '
+          'the Redis Enterprise installer tarball and licence you obtained '
+          'from Redis (this harness never downloads them); or run '
+          '--cloud=Local for the same workload on Redis OSS.')
+    import os  # pylint: disable=g-import-not-at-top
+    for flag, path in (('--enterprise_redis_tarball', self.tarball),
+                       ('--enterprise_redis_license_path',
+                        self.license_path)):
+      if not os.path.isfile(path):
+        raise errors.UsageError(f'{flag}={path}: no such file.')
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalScaling:
+  """The Local variant of a run: what the flags asked for, what runs here.
+
+  Pure: built from the options, the requested VM counts and this machine's
+  cores and memory.
+  """
+  server_vms: int
+  client_vms: int
+  min_threads: int
+  max_threads: int
+  databases: int
+  shards_per_vm: int
+  records: int
+  replication: bool
+  notes: Tuple[str, ...]
+  requested: Dict[str, object]
+
+  @classmethod
+  def For(cls, opts: EnterpriseOptions, server_vms: int, client_vms: int,
+          cores: int) -> 'LocalScaling':
+    notes = []
+    cores = max(1, cores)
+    servers = min(server_vms, max(1, cores // 2))
+    clients = max(1, min(client_vms, cores - servers))
+    if (servers, clients) != (server_vms, client_vms):
+      notes.append(f'VMs: {server_vms} server(s) + {client_vms} client(s) '
+                   f'asked, {servers} + {clients} run here ({cores} cores, '
+                   'one VM per core)')
+    client_cores = max(1, (cores - servers) // clients)
+    # redis-benchmark (the local fallback) runs a SET:GET mix as two
+    # processes, so the first step needs at least 2 connections.
+    min_threads = max(1, min(opts.min_threads, client_cores),
+                      min(opts.min_threads,
+                          math.ceil(2 / opts.loadgen_clients)))
+    max_threads = max(min_threads, min(opts.max_threads, 4 * client_cores))
+    if (min_threads, max_threads) != (opts.min_threads, opts.max_threads):
+      notes.append(f'threads per client VM: {opts.min_threads}..'
+                   f'{opts.max_threads} asked, {min_threads}..{max_threads} '
+                   f'here ({client_cores} core(s) per client VM); clients '
+                   f'per thread ({opts.loadgen_clients}) and pipeline '
+                   f'({opts.pipeline}) unchanged')
+    server_cores = max(1, cores // 2) // servers
+    databases = min(opts.db_count, server_cores)
+    if databases != opts.db_count:
+      notes.append(f'databases: {opts.db_count} asked, {databases} here (one '
+                   'Redis process per database per server core)')
+    wanted = opts.shards_per_db * databases
+    shards_per_vm = min(wanted, server_cores)
+    if shards_per_vm != wanted:
+      notes.append(f'shards: {wanted} asked per server VM, {shards_per_vm} '
+                   f'here ({server_cores} core(s) per server VM)')
+    records = min(opts.load_records, opts.local_max_records)
+    if records != opts.load_records:
+      notes.append(f'records: {opts.load_records:,} asked, {records:,} here '
+                   '(--enterprise_redis_local_max_records)')
+    if opts.db_replication:
+      notes.append('replication: asked, not on Local (no replica engine '
+                   'here); primaries only')
+    return cls(server_vms=servers, client_vms=clients,
+               min_threads=min_threads, max_threads=max_threads,
+               databases=databases, shards_per_vm=shards_per_vm,
+               records=records, replication=False,
+               notes=tuple(notes),
+               requested={'servers_vm_count': server_vms,
+                          'clients_vm_count': client_vms,
+                          'min_threads': opts.min_threads,
+                          'max_threads': opts.max_threads,
+                          'db_count': opts.db_count,
+                          'load_records': opts.load_records,
+                          'db_replication': opts.db_replication})
+
+  @property
+  def scaled(self) -> bool:
+    return bool(self.notes)
+
+  def Metadata(self) -> Dict[str, object]:
+    metadata: Dict[str, object] = {'local_scaled': self.scaled}
+    for key, value in self.requested.items():
+      metadata[f'local_requested_{key}'] = value
+    metadata.update({
+        'local_scaled_min_threads': self.min_threads,
+        'local_scaled_max_threads': self.max_threads,
+        'local_scaled_db_count': self.databases,
+        'local_scaled_shards_per_vm': self.shards_per_vm,
+        'local_scaled_load_records': self.records,
+        'local_scaled_db_replication': self.replication,
+    })
+    return metadata

@@ -1,0 +1,147 @@
+"""The redis_enterprise dry-run plan and its time estimate (pure).
+
+Takes the frozen options (and, on Local, the scaling), never flags, so the
+dry run prints exactly what a real run does: image, cluster, databases,
+preload, the thread steps and the optimizer.
+"""
+
+from typing import List, Optional
+
+from perfkitbenchmarker.enterprise import optimizer
+from perfkitbenchmarker.enterprise import options as options_lib
+
+# Seconds a step costs beyond its own duration (start memtier, collect).
+STEP_OVERHEAD_S = 5.0
+# Per optimizer point: delete and create the databases, tune proxies.
+REBUILD_S = 90.0
+TYPICAL_OPTIMIZER_POINTS = 5
+
+
+def PreloadCommand(opts: options_lib.EnterpriseOptions, records: int) -> str:
+  return ('memtier_benchmark -t 1 -c 1 --ratio 1:0 --pipeline 100 '
+          f'-d {opts.data_size_bytes} --key-pattern S:S --key-minimum 1 '
+          f'--key-maximum {records} -n allkeys' +
+          (' --cluster-mode' if opts.cluster_api else ''))
+
+
+def StepCommand(opts: options_lib.EnterpriseOptions, records: int) -> str:
+  return (f'memtier_benchmark -t <threads> --ratio 1:1 --pipeline '
+          f'{opts.pipeline} -c {opts.loadgen_clients} -d '
+          f'{opts.data_size_bytes} --key-minimum 1 --key-maximum {records} '
+          f'--test-time {opts.probe_seconds}' +
+          (' --cluster-mode' if opts.cluster_api else ''))
+
+
+def _Steps(steps: List[int]) -> str:
+  if len(steps) <= 6:
+    return ', '.join(map(str, steps))
+  return f'{steps[0]}, {steps[1]}, ..., {steps[-1]} ({len(steps)} steps)'
+
+
+def ImageLine(opts: options_lib.EnterpriseOptions) -> str:
+  os_choice = opts.os
+  if opts.local:
+    return (f'  --os_type={os_choice.requested} recorded as requested; Local '
+            'runs on this machine\'s OS (os_type_used: this machine)')
+  if os_choice.substituted:
+    return (f'  --os_type={os_choice.requested} requested; the VMs boot '
+            f'{os_choice.used} instead ({os_choice.reason}); every sample '
+            f'records requested_os_type={os_choice.requested} and '
+            f'os_type_used={os_choice.used}')
+  return f'  --os_type={os_choice.requested}'
+
+
+def OptimizerLine(opts: options_lib.EnterpriseOptions, vcpus: int,
+                  local: bool) -> str:
+  if local:
+    return (f'  optimize throughput: shards per server VM hill-climbed in '
+            f'[1, {vcpus}] (no proxies on Redis OSS); at most '
+            f'{opts.optimizer_max_points} points, each a restart, preload '
+            'and step-up')
+  shards, proxies = optimizer.Bounds(vcpus, opts.shard_count,
+                                     opts.proxy_threads)
+  start = optimizer.StartPoint(vcpus, shards, proxies)
+
+  def Axis(axis, name):
+    return (f'{name} fixed at {axis.fixed}' if axis.fixed is not None else
+            f'{name} in [{axis.low}, {axis.high}]')
+  return (f'  optimize throughput: hill climb from {start[0]} shard(s) x '
+          f'{start[1]} proxy thread(s); {Axis(shards, "shards")}, '
+          f'{Axis(proxies, "proxy threads")}; at most '
+          f'{opts.optimizer_max_points} points, each a database rebuild, '
+          'preload and step-up')
+
+
+def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
+                 scaling: Optional[options_lib.LocalScaling] = None,
+                 vcpus: int = 1) -> List[str]:
+  """Software, image, databases, preload, steps and optimizer lines."""
+  counts = spec.GroupCounts()
+  lines = ['Image:', ImageLine(opts)]
+  if scaling is not None:
+    records = scaling.records
+    min_t, max_t = scaling.min_threads, scaling.max_threads
+    lines += [
+        'Software:',
+        '  servers: Redis OSS (engine redis, the local redis-server) stands '
+        'in for Redis Enterprise on Local; samples say engine=redis',
+        f'  {scaling.shards_per_vm} shard(s) per server VM, '
+        f'{"one Redis Cluster" if opts.cluster_api else "standalone"}; '
+        f'{scaling.databases} database(s) of the {opts.db_count} asked',
+        '  clients: memtier_benchmark when installed, else redis-benchmark',
+    ]
+    if scaling.notes:
+      lines.append('Scaled to this machine:')
+      lines += [f'  {n}' for n in scaling.notes]
+  else:
+    records = opts.load_records
+    min_t, max_t = opts.min_threads, opts.max_threads
+    tarball = opts.tarball or ('(none given: a real run refuses without '
+                               '--enterprise_redis_tarball)')
+    licence = opts.license_path or ('(none given: a real run refuses '
+                                    'without --enterprise_redis_license_path)')
+    lines += [
+        'Software:',
+        f'  servers: Redis Enterprise {opts.version} from your tarball '
+        f'{tarball}; licence {licence}; install.sh '
+        f'{"with" if opts.tune_on_startup else "without"} OS tuning',
+        f'  cluster: rladmin cluster create on servers-0, '
+        f'{counts["servers"] - 1} node(s) join; proxy threads '
+        f'{opts.proxy_threads or "as installed"}'
+        f'{", workers pinned per NUMA node" if opts.pin_workers else ""}'
+        + (f'; CPUs {",".join(map(str, opts.disable_cpu_ids))} offlined'
+           if opts.disable_cpu_ids else ''),
+        '  clients: memtier_benchmark',
+        'Databases (REST API /v1/bdbs):',
+        f'  {opts.db_count} x {opts.shards_per_db} shard(s)'
+        f'{", OSS cluster API" if opts.cluster_api else ""}, replication '
+        f'{"on" if opts.db_replication else "off"}, proxy policy '
+        f'all-master-shards, {opts.memory_size_percentage:.0%} of '
+        'provisionable RAM shared' +
+        (f', flash (RAM {opts.flash_ram_ratio:.0%})' if opts.flash else ''),
+    ]
+  steps = opts.Steps(min_t, max_t)
+  lines += [
+      'Workload:',
+      f'  preload per database: {PreloadCommand(opts, records)}',
+      f'  step-up from each of {counts["clients"]} client VM(s): '
+      f'{StepCommand(opts, records)}',
+      f'  threads {_Steps(steps)} (+{opts.thread_increment} per step); stop '
+      f'at the first step with average latency at or over {opts.cap_ms:g} '
+      'ms; answer: the most ops/s under it, summed over client VMs',
+  ]
+  if opts.optimize_throughput:
+    lines.append(OptimizerLine(opts, vcpus, scaling is not None))
+  return lines
+
+
+def EstimatedSeconds(opts: options_lib.EnterpriseOptions, steps: int,
+                     grid_points: int = TYPICAL_OPTIMIZER_POINTS) -> float:
+  """Step time of a run; with the optimizer, a typical climb's points (at
+  most `grid_points`, the size of the grid it may walk)."""
+  seconds = steps * (opts.probe_seconds + STEP_OVERHEAD_S)
+  if opts.optimize_throughput:
+    points = min(opts.optimizer_max_points, TYPICAL_OPTIMIZER_POINTS,
+                 grid_points)
+    seconds = points * (seconds + REBUILD_S)
+  return seconds

@@ -1,0 +1,263 @@
+"""A small client of the Redis Enterprise REST API (databases only).
+
+Documented endpoints used: POST /v1/bdbs (create), GET /v1/bdbs and
+/v1/bdbs/<uid> (list, read; `status` goes pending -> active), DELETE
+/v1/bdbs/<uid> (gone when GET answers 404). Errors come back as JSON
+`{"error_code": ..., "description": ...}` with a 4xx/5xx status.
+
+The HTTP session and base URL are injected: tests pass a requests.Session
+and the address of a local fake (tests/fake_redis_enterprise.py); a cloud
+run passes `CurlOnVm`, which runs curl on the first server VM against its
+own https://localhost:9443 (the API port is never opened to the network,
+and the password goes to curl on stdin, not on its command line). Clock and
+sleep are injected too, so slow `active` status is tested without waiting.
+"""
+
+import dataclasses
+import json as json_lib
+import shlex
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
+
+API_PORT = 9443
+ACTIVE = 'active'
+FAILED_STATUSES = ('creation-failed',)
+# GETs are retried on these (the API answers 503 while the cluster settles).
+_RETRY_STATUSES = (500, 502, 503, 504)
+_GET_ATTEMPTS = 3
+
+
+class RestError(errors.Error):
+  """The API refused a request; says which, with its error code."""
+
+  def __init__(self, what: str, status: int, error_code: str = '',
+               description: str = ''):
+    self.status = status
+    self.error_code = error_code
+    detail = f'{error_code}: {description}' if error_code else description
+    super().__init__(f'Redis Enterprise API {what} failed with HTTP {status}'
+                     + (f' ({detail})' if detail else ''))
+
+
+@dataclasses.dataclass(frozen=True)
+class DatabaseSpec:
+  """One database (bdb) as the benchmark creates it."""
+  name: str
+  memory_size: int  # bytes
+  password: str = dataclasses.field(repr=False, default='')
+  shards: int = 1
+  replication: bool = False
+  proxy_policy: str = 'all-master-shards'
+  oss_cluster: bool = False
+  port: Optional[int] = None
+  flash: bool = False
+  flash_ram_ratio: float = 0.2
+
+  def ToJson(self) -> Dict[str, Any]:
+    """The bdb object of POST /v1/bdbs."""
+    body: Dict[str, Any] = {
+        'name': self.name,
+        'type': 'redis',
+        'memory_size': self.memory_size,
+        'replication': self.replication,
+        'proxy_policy': self.proxy_policy,
+        'sharding': self.shards > 1,
+        'shards_count': self.shards,
+    }
+    if self.password:
+      body['authentication_redis_pass'] = self.password
+    if self.port is not None:
+      body['port'] = self.port
+    if self.shards > 1:
+      body.update({
+          'shards_placement': 'sparse',
+          'oss_cluster': self.oss_cluster,
+          # Hash tags {...} pick the shard, else the whole key (the
+          # documented default regex pair for a sharded database).
+          'shard_key_regex': [{'regex': r'.*\{(?<tag>.*)\}.*'},
+                              {'regex': r'(?<tag>.*)'}],
+      })
+    if self.flash:  # Redis on Flash: RAM share of memory_size, rest flash.
+      body['bigstore'] = True
+      body['bigstore_ram_size'] = int(self.memory_size * self.flash_ram_ratio)
+    return body
+
+
+class RestClient:
+  """Creates, checks and deletes databases through the REST API."""
+
+  def __init__(self, session, base_url: str, auth: Tuple[str, str],
+               verify: bool = False,
+               sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.monotonic,
+               request_timeout_s: float = 30):
+    self._session = session
+    self._base = base_url.rstrip('/')
+    self._auth = auth
+    self._verify = verify
+    self._sleep = sleep
+    self._clock = clock
+    self._timeout = request_timeout_s
+    vm_util.RegisterSecret(auth[1])
+
+  def _Request(self, method: str, path: str, what: str,
+               body: Optional[dict] = None, ok=(200,), allow_404=False):
+    attempts = _GET_ATTEMPTS if method == 'GET' else 1
+    for attempt in range(attempts):
+      response = self._session.request(
+          method, f'{self._base}{path}', json=body, auth=self._auth,
+          verify=self._verify, timeout=self._timeout)
+      if response.status_code in ok:
+        return response
+      if allow_404 and response.status_code == 404:
+        return None
+      if (response.status_code in _RETRY_STATUSES and
+          attempt + 1 < attempts):
+        self._sleep(1.0)
+        continue
+      code, description = _ErrorFields(response)
+      raise RestError(what, response.status_code, code, description)
+    raise AssertionError('unreachable')
+
+  # Databases --------------------------------------------------------------
+
+  def ListDatabases(self) -> List[Dict[str, Any]]:
+    return list(self._Request('GET', '/v1/bdbs', 'list databases').json())
+
+  def GetDatabase(self, uid: int) -> Optional[Dict[str, Any]]:
+    response = self._Request('GET', f'/v1/bdbs/{int(uid)}',
+                             f'read database {uid}', allow_404=True)
+    return None if response is None else response.json()
+
+  def CreateDatabase(self, spec: DatabaseSpec) -> Dict[str, Any]:
+    """POSTs the database; returns its bdb object (status may be pending)."""
+    response = self._Request('POST', '/v1/bdbs',
+                             f'create database {spec.name}', spec.ToJson())
+    bdb = response.json()
+    if not isinstance(bdb, dict) or 'uid' not in bdb:
+      raise errors.ResourceError(
+          f'Redis Enterprise API create database {spec.name}: the answer '
+          'has no uid.')
+    return bdb
+
+  def WaitActive(self, uid: int, timeout_s: float = 600,
+                 poll_s: float = 5) -> Dict[str, Any]:
+    """Polls until the database is active; raises on failure or timeout."""
+    end = self._clock() + timeout_s
+    while True:
+      bdb = self.GetDatabase(uid)
+      if bdb is None:
+        raise errors.ResourceError(
+            f'Redis Enterprise database {uid} disappeared while waiting for '
+            'it to become active.')
+      status = bdb.get('status')
+      if status == ACTIVE:
+        return bdb
+      if status in FAILED_STATUSES:
+        raise errors.ResourceError(
+            f'Redis Enterprise database {uid} is {status}; see the cluster '
+            'log (rladmin status).')
+      if self._clock() >= end:
+        raise errors.ResourceError(
+            f'Redis Enterprise database {uid} is still {status} after '
+            f'{timeout_s:g} s.')
+      self._sleep(poll_s)
+
+  def DeleteDatabase(self, uid: int, timeout_s: float = 300,
+                     poll_s: float = 5) -> None:
+    """Deletes the database and waits until the API no longer has it."""
+    response = self._Request('DELETE', f'/v1/bdbs/{int(uid)}',
+                             f'delete database {uid}', ok=(200, 204),
+                             allow_404=True)
+    if response is None:
+      return
+    end = self._clock() + timeout_s
+    while self.GetDatabase(uid) is not None:
+      if self._clock() >= end:
+        raise errors.ResourceError(
+            f'Redis Enterprise database {uid} still exists {timeout_s:g} s '
+            'after DELETE.')
+      self._sleep(poll_s)
+
+  def Endpoints(self) -> List[Tuple[str, int]]:
+    """(address, port) of each database's first endpoint, by uid."""
+    result = []
+    for bdb in sorted(self.ListDatabases(), key=lambda b: b['uid']):
+      endpoint = (bdb.get('endpoints') or [{}])[0]
+      addresses = endpoint.get('addr') or []
+      if not addresses or 'port' not in endpoint:
+        raise errors.ResourceError(
+            f'Redis Enterprise database {bdb["uid"]} has no endpoint yet.')
+      result.append((addresses[0], int(endpoint['port'])))
+    return result
+
+
+def _ErrorFields(response) -> Tuple[str, str]:
+  try:
+    body = response.json()
+  except ValueError:
+    return '', (response.text or '')[:200]
+  if isinstance(body, dict):
+    return (str(body.get('error_code', '')),
+            str(body.get('description', body.get('message', ''))))
+  return '', str(body)[:200]
+
+
+# A session that runs curl on a server VM ------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CurlResponse:
+  status_code: int
+  text: str
+
+  def json(self):
+    return json_lib.loads(self.text)
+
+
+def _CurlQuote(value: str) -> str:
+  return '"' + value.replace('\\', '\\\\').replace('"', '\\"') + '"'
+
+
+def CurlConfig(method: str, auth: Tuple[str, str],
+               body: Optional[dict]) -> str:
+  """curl's -K config (read from stdin): credentials and body stay off the
+  command line, so `ps` on the VM never shows them."""
+  lines = [f'request = {_CurlQuote(method)}',
+           f'user = {_CurlQuote(auth[0] + ":" + auth[1])}']
+  if body is not None:
+    lines += ['header = "Content-Type: application/json"',
+              f'data = {_CurlQuote(json_lib.dumps(body))}']
+  return '\n'.join(lines) + '\n'
+
+
+def CurlCommand(url: str, timeout_s: float, verify: bool) -> str:
+  return ('curl -sS -K - ' + ('' if verify else '-k ') +
+          f'--max-time {int(timeout_s)} -w "\\n%{{http_code}}" ' +
+          shlex.quote(url))
+
+
+class CurlOnVm:
+  """requests-like session: each request is curl on `vm` to its own API."""
+
+  def __init__(self, vm):
+    self._vm = vm
+
+  def request(self, method, url, json=None, auth=None, verify=False,
+              timeout=30):  # pylint: disable=redefined-outer-name
+    out, err, rc = self._vm.RemoteCommandWithReturnCode(
+        CurlCommand(url, timeout, verify), timeout=timeout + 10,
+        stdin=CurlConfig(method, auth, json))
+    if rc != 0:
+      raise errors.ResourceError(
+          f'curl to the Redis Enterprise API on {self._vm.name} failed: '
+          f'{vm_util.Mask(err.strip())[:200]}')
+    text, _, code = out.rpartition('\n')
+    return CurlResponse(int(code), text)
+
+
+def LocalApiUrl() -> str:
+  return f'https://localhost:{API_PORT}'

@@ -1,0 +1,98 @@
+"""Command builders for installing and forming a Redis Enterprise cluster.
+
+Pure text: every function returns shell command strings (values quoted with
+shlex.quote) or parses command output; engines/redis_enterprise.py runs them
+over SSH. The cluster password never appears in a command string: commands
+read it from $PKB_RE_PASSWORD, which the SSH layer sends on stdin.
+"""
+
+import posixpath
+import re
+import shlex
+from typing import List, Sequence
+
+RLADMIN = '/opt/redislabs/bin/rladmin'
+DMC_CTL = '/opt/redislabs/bin/dmc_ctl'
+DMC_CLI = '/opt/redislabs/bin/dmc-cli'
+WORKDIR = 'redislabs'  # under the SSH user's home
+CLUSTER_NAME = 'pkb-cluster'
+PASSWORD_ENV = 'PKB_RE_PASSWORD'
+_PASSWORD = f'"${PASSWORD_ENV}"'
+
+
+def InstallCommands(tarball_name: str, tune_on_startup: bool) -> List[str]:
+  """Unpack the user's installer tarball (already copied into WORKDIR) and
+  run install.sh unattended; without OS tuning when asked."""
+  tar = shlex.quote(posixpath.join(WORKDIR, tarball_name))
+  install = ('sudo ./install.sh -y' if tune_on_startup else
+             'sudo env CONFIG_systune=no ./install.sh -y -n')
+  return [f'mkdir -p {WORKDIR}',
+          f'tar -xf {tar} -C {WORKDIR}',
+          f'cd {WORKDIR} && {install}']
+
+
+def ClusterCreate(license_name: str, username: str) -> str:
+  license_path = shlex.quote(posixpath.join(WORKDIR, license_name))
+  return (f'sudo {RLADMIN} cluster create name {CLUSTER_NAME} '
+          f'username {shlex.quote(username)} password {_PASSWORD} '
+          f'license_file {license_path}')
+
+
+def ClusterJoin(master_address: str, username: str) -> str:
+  return (f'sudo {RLADMIN} cluster join nodes {shlex.quote(master_address)} '
+          f'username {shlex.quote(username)} password {_PASSWORD}')
+
+
+def TuneProxy(threads: int) -> List[str]:
+  """All proxies to `threads` worker threads, then restart them."""
+  n = int(threads)
+  return [f'sudo {RLADMIN} tune proxy all max_threads {n} threads {n}',
+          f'sudo {DMC_CTL} restart']
+
+
+def OfflineCpus(cpu_ids: Sequence[int]) -> List[str]:
+  return [f'echo 0 | sudo tee /sys/devices/system/cpu/cpu{int(c)}/online'
+          for c in cpu_ids]
+
+
+def NumaNodeCpuList(node: int) -> str:
+  return f'cat /sys/devices/system/node/node{int(node)}/cpulist'
+
+
+def PinWorkers(node_cpu_list: str, already_pinned: int,
+               per_node: int) -> str:
+  """Pins the next `per_node` proxy worker threads to one NUMA node's CPUs."""
+  if not re.fullmatch(r'[0-9,\-]+', node_cpu_list):
+    raise ValueError(f'not a CPU list: {node_cpu_list!r}')
+  return (f'sudo {DMC_CLI} -ts root list | grep worker | '
+          f'head -n -{int(already_pinned)} | tail -n {int(per_node)} | '
+          "awk '{print $3}' | "
+          f'xargs -r -I{{}} sudo taskset -pc {node_cpu_list} {{}}')
+
+
+def Status() -> str:
+  return f'sudo {RLADMIN} status nodes'
+
+
+_RAM = re.compile(r'(\d+(?:\.\d+)?)\s*(GB|MB|TB|KB)/(\d+(?:\.\d+)?)\s*(GB|MB|TB|KB)')
+_UNITS = {'KB': 1e3, 'MB': 1e6, 'GB': 1e9, 'TB': 1e12}
+
+
+def ProvisionableRamBytes(status_output: str) -> int:
+  """Sum over nodes of the free provisional RAM in `rladmin status nodes`.
+
+  Node lines look like
+  `*node:1 master 10.0.0.2 host1 0/100 14.95GB/15.5GB 12.2GB/12.76GB 6.2.4-54 OK`
+  (FREE_RAM then PROVISIONAL_RAM as free/total); the second pair counts.
+  """
+  total = 0.0
+  for line in status_output.splitlines():
+    if not re.match(r'\s*\*?node:\d+', line):
+      continue
+    pairs = _RAM.findall(line)
+    if len(pairs) >= 2:
+      value, unit = pairs[1][0], pairs[1][1]
+      total += float(value) * _UNITS[unit]
+  if not total:
+    raise ValueError('no node lines with provisional RAM in rladmin status')
+  return int(total)
