@@ -22,7 +22,6 @@ from perfkitbenchmarker.enterprise import rladmin
 
 NAME = 'redis_enterprise'
 ADMIN_USER = 'pkb@example.com'  # cluster admin, an e-mail by convention
-DATABASE_PORT = 12000  # first database's port; the next get +1
 
 
 def _Copy(vm, local_path: str, remote_path: str) -> None:
@@ -43,15 +42,18 @@ class RedisEnterpriseCluster:
 
   def __init__(self, opts: options_lib.EnterpriseOptions, servers: Sequence,
                password: str, copy: Callable = _Copy,
-               session_factory: Callable = rest_client.CurlOnVm):
+               session_factory: Callable = rest_client.CurlOnVm,
+               api_url: str = rest_client.LocalApiUrl(),
+               sleep: Optional[Callable[[float], None]] = None):
     self.opts = opts
     self.servers = list(servers)
     self._password = password
     self._copy = copy
     vm_util.RegisterSecret(password)
+    extra = {} if sleep is None else {'sleep': sleep}
     self.client = rest_client.RestClient(
-        session_factory(self.servers[0]), rest_client.LocalApiUrl(),
-        (ADMIN_USER, password))
+        session_factory(self.servers[0]), api_url, (ADMIN_USER, password),
+        **extra)
 
   def _Env(self):
     return {rladmin.PASSWORD_ENV: self._password}
@@ -111,7 +113,7 @@ class RedisEnterpriseCluster:
     return [rest_client.DatabaseSpec(
         name=f'pkb-db{i}', memory_size=memory, password=self._password,
         shards=shards, replication=self.opts.db_replication,
-        oss_cluster=shards > 1, port=DATABASE_PORT + i,
+        oss_cluster=shards > 1, port=self.opts.database_port + i,
         flash=self.opts.flash, flash_ram_ratio=self.opts.flash_ram_ratio)
             for i in range(self.opts.db_count)]
 

@@ -101,6 +101,7 @@ class EnterpriseOptions:
   flash_ram_ratio: float = 0.2
   local_max_records: int = 1000000
   dry_run: bool = False
+  database_port: int = 12000
 
   @classmethod
   def FromFlags(cls, f) -> 'EnterpriseOptions':
@@ -142,7 +143,8 @@ class EnterpriseOptions:
         flash=f.enterprise_redis_flash,
         flash_ram_ratio=f.enterprise_redis_flash_ram_ratio,
         local_max_records=f.enterprise_redis_local_max_records,
-        dry_run=f.dry_run)
+        dry_run=f.dry_run,
+        database_port=getattr(f, 'redis_start_port', None) or 12000)
     options.Check()
     return options
 
@@ -235,6 +237,10 @@ class EnterpriseOptions:
       raise errors.UsageError(
           f'--enterprise_redis_flash_ram_ratio={self.flash_ram_ratio:g} must '
           'be between 0 and 1 (the RAM share of a flash database).')
+    if not 1 <= self.database_port <= 65535 - self.db_count:
+      raise errors.UsageError(
+          f'--redis_start_port={self.database_port}: the {self.db_count} '
+          'database port(s) from it must be valid TCP ports.')
     if any(c < 0 for c in self.disable_cpu_ids):
       raise errors.UsageError(
           '--enterprise_redis_disable_cpu_ids: CPU ids are 0 or more.')

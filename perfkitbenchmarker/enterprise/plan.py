@@ -117,7 +117,8 @@ def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
         f'{", OSS cluster API" if opts.cluster_api else ""}, replication '
         f'{"on" if opts.db_replication else "off"}, proxy policy '
         f'all-master-shards, {opts.memory_size_percentage:.0%} of '
-        'provisionable RAM shared' +
+        'provisionable RAM shared, ports from '
+        f'{opts.database_port}' +
         (f', flash (RAM {opts.flash_ram_ratio:.0%})' if opts.flash else ''),
     ]
   steps = opts.Steps(min_t, max_t)

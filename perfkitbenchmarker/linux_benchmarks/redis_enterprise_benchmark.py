@@ -72,7 +72,10 @@ redis_enterprise:
           machine_type: c6gn.16xlarge
           zone: us-east-1a
       vm_count: 2
-  flags: {}
+  flags:
+    # Databases listen from here: the cloud providers open this port range
+    # (and +10000) between the run's own VMs only.
+    redis_start_port: 12000
 """
 
 FLAGS = flags.FLAGS
