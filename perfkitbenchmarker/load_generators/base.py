@@ -8,7 +8,7 @@ name; nothing else needs to change.
 
 import abc
 import dataclasses
-from typing import Sequence
+from typing import Optional, Sequence
 
 from perfkitbenchmarker import measurement
 
@@ -35,6 +35,13 @@ class Workload:
   key_pattern: str = 'R:R'
   key_prefix: str = 'memtier-'
   cluster_mode: bool = False
+  # memtier only (study/workload_options.py refuses them for redis-benchmark):
+  # G pattern median and stddev (None: memtier's defaults), seeds per client
+  # and from the clock.
+  key_stddev: Optional[float] = None
+  key_median: Optional[float] = None
+  distinct_client_seed: bool = False
+  randomize: bool = False
 
   @property
   def key_count(self) -> int:

@@ -46,6 +46,20 @@ def _MemtierKeyRange(workload: base.Workload, key_maximum: int) -> List[str]:
           '--key-maximum', str(key_maximum)]
 
 
+def _MemtierKeyShape(workload: base.Workload) -> List[str]:
+  """Gaussian median/stddev (whole keys, as memtier parses them) and seeds."""
+  argv = []
+  if workload.key_median is not None:
+    argv += ['--key-median', f'{workload.key_median:.0f}']
+  if workload.key_stddev is not None:
+    argv += ['--key-stddev', f'{workload.key_stddev:.0f}']
+  if workload.distinct_client_seed:
+    argv.append('--distinct-client-seed')
+  if workload.randomize:
+    argv.append('--randomize')
+  return argv
+
+
 def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
                           password: Optional[str], workload: base.Workload,
                           threads: int = 1, clients: int = 1,
@@ -110,19 +124,27 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
                         load: measurement.Load, test_time_s: float,
                         json_out: str, print_percentiles: str = '50,99,99.9',
                         staircase: Optional[StaircaseSpec] = None,
-                        user: Optional[str] = None) -> List[str]:
-  """Offers `load` for `test_time_s` seconds (whole seconds, as memtier takes).
+                        user: Optional[str] = None,
+                        requests: Optional[int] = None) -> List[str]:
+  """Offers `load` for `test_time_s` seconds (whole seconds, as memtier takes),
+  or, with `requests`, for that many requests per client (`-n`).
 
   memtier copies `-a` into its JSON ('configuration' / 'authenticate'); mask
   the password in that file before it is stored anywhere.
   """
-  if test_time_s < 1 or float(test_time_s) != int(test_time_s):
+  if requests is not None:
+    if requests < 1 or staircase:
+      raise ValueError(f'memtier -n {requests}: at least 1, no staircase')
+    length = ['-n', str(requests)]
+  elif test_time_s < 1 or float(test_time_s) != int(test_time_s):
     raise ValueError(f'memtier --test-time takes whole seconds: {test_time_s}')
+  else:
+    length = ['--test-time', str(int(test_time_s))]
   argv = [memtier_path, *_Connection(endpoint, password, '-s', user),
           '--ratio', workload.ratio, '--pipeline', str(load.pipeline),
           *_MemtierKeyRange(workload, workload.key_maximum),
           '--key-pattern', workload.key_pattern,
-          '--test-time', str(int(test_time_s)),
+          *_MemtierKeyShape(workload), *length,
           '-t', str(load.threads), '-c', str(load.clients),
           '--hide-histogram', '--print-percentiles', print_percentiles,
           '--json-out-file', json_out]

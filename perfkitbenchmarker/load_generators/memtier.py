@@ -54,11 +54,17 @@ class MemtierGenerator(base.LoadGenerator):
   NAME = memtier_results.LOAD_GENERATOR
 
   def __init__(self, vm, path: str, load_key_pattern: str = 'P:P',
-               warmup_s: int = 0):
+               warmup_s: int = 0, processes_per_endpoint: int = 1,
+               requests: Optional[int] = None):
+    """`processes_per_endpoint` memtier processes each offer the whole load;
+    with `requests`, each client sends that many (-n) instead of a timed run
+    (the probe's duration is then only its time limit)."""
     self.vm = vm
     self.path = path
     self.load_key_pattern = load_key_pattern
     self.warmup_s = warmup_s
+    self.processes_per_endpoint = processes_per_endpoint
+    self.requests = requests
     self._version = None
     self._probes = 0
 
@@ -91,26 +97,34 @@ class MemtierGenerator(base.LoadGenerator):
       busy fraction over the test time or None).
     """
     self._probes += 1
-    json_paths = [f'{self.vm.scratch_dir}/probe-{self._probes}-{e.port}.json'
-                  for e in endpoints]
+    requests = None if staircase else self.requests
+    targets = [(e, i) for e in endpoints
+               for i in range(self.processes_per_endpoint)]
+    json_paths = [f'{self.vm.scratch_dir}/probe-{self._probes}-{e.port}'
+                  f'{f"-{i}" if i else ""}.json' for e, i in targets]
     argvs = [commands.MemtierProbeCommand(
         self.path, e, load_user.LoadPassword(password), workload, load,
-        test_time, path, staircase=staircase, user=load_user.LOAD_USER)
-             for e, path in zip(endpoints, json_paths)]
-    outputs = concurrent.RunSideBySide(self.vm, f'memtier-{self._probes}',
-                                       argvs, test_time * 3 + 30,
-                                       cpu_window_s=test_time)
+        test_time, path, staircase=staircase, user=load_user.LOAD_USER,
+        requests=requests)
+             for (e, _), path in zip(targets, json_paths)]
+    outputs = concurrent.RunSideBySide(
+        self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
+        cpu_window_s=None if requests else test_time)
     return ([vm_util.Mask(self.vm.ReadFile(path)) for path in json_paths],
             [out.stdout for out in outputs], outputs[0].cpu_busy_fraction)
 
   def _Facts(self, endpoints, load) -> dict:
-    # Every process offered `load`; the whole probe offered it per endpoint.
-    total = measurement.Load(load.threads * len(endpoints), load.clients,
+    # Every process offered `load`; the whole probe offered it per process.
+    processes = len(endpoints) * self.processes_per_endpoint
+    total = measurement.Load(load.threads * processes, load.clients,
                              load.pipeline)
-    return {'load_generator_version': self.Version(),
-            'client_processes': len(endpoints),
-            'connections_total': total.connections,
-            'warmup_supported': True}
+    facts = {'load_generator_version': self.Version(),
+             'client_processes': processes,
+             'connections_total': total.connections,
+             'warmup_supported': True}
+    if self.requests is not None:
+      facts['requests_per_client'] = self.requests
+    return facts
 
   def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
             workload: base.Workload, load: measurement.Load,
@@ -119,8 +133,10 @@ class MemtierGenerator(base.LoadGenerator):
     test_time = max(1, int(round(duration_s))) + self.warmup_s
     texts, stdouts, busy = self._Run(endpoints, password, workload, load,
                                      test_time, None)
+    # A request-count run lasts what it lasts: its JSON's start/finish span.
     results = [memtier_results.MemtierResult.FromOutputs(
-        text, stdout, test_time, self.warmup_s)
+        text, stdout, None if self.requests else test_time,
+        0 if self.requests else self.warmup_s)
                for text, stdout in zip(texts, stdouts)]
     combined = memtier_results.CombineMemtierResults(results)
     m = combined.ToMeasurement(load, self._Facts(endpoints, load))

@@ -1,0 +1,85 @@
+"""Fixed-load runs (--memtier_fixed_load): the given load, no search.
+
+The Redis vs Dragonfly study ran fixed command lines (e.g. `-t 24 -c 1
+--pipeline 30 --test-time 180`, two processes per client VM) and reported
+throughput and client latency, not a latency-capped maximum. This runs each
+(ratio, threads, pipeline) of `FixedLoadOptions.Runs()` once on every client
+VM at once, over the same deployment and preload, and publishes each run's
+`throughput` and `average_latency` samples (probe_role `fixed`, the ratio in
+`memtier_ratio`) the moment it ends, then the hourly cost samples. There is
+no `latency_capped_throughput` or `price_performance` sample: nothing was
+searched; ops/s per $/hr of each run is in its metadata.
+
+Takes the frozen options and the deployment, never flags.
+"""
+
+import dataclasses
+from typing import List
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.study import options as options_lib
+from perfkitbenchmarker.study import results
+
+ROLE = 'fixed'
+
+
+def PlanLines(opts: options_lib.RedisStudyOptions) -> List[str]:
+  """The dry-run lines: every run, how long, how many processes."""
+  f, g = opts.fixed, opts.generator
+  length = (f'-n {g.requests:,} requests per client (at most '
+            f'{g.run_duration_s * 3 + 30} s)' if g.requests else
+            f'{g.run_duration_s} s each')
+  ratios = ', '.join(f'{s}:{r}' for s, r in f.ratios)
+  return ['Fixed load (no search):',
+          f'  {len(f.Runs())} run(s): SET:GET {ratios} x threads '
+          f'{",".join(map(str, f.threads))} x {f.clients} clients x pipeline '
+          f'{",".join(map(str, f.pipelines))}; {g.processes_per_client} '
+          f'memtier process(es) per client VM and endpoint; {length}']
+
+
+def EstimatedSeconds(opts: options_lib.RedisStudyOptions,
+                     overhead_s: float) -> float:
+  """Run time for the dry-run estimate (a request-count run: its bound)."""
+  g = opts.generator
+  per_run = (g.run_duration_s + g.warmup_s if not g.requests else
+             g.run_duration_s)
+  return len(opts.fixed.Runs()) * (per_run + overhead_s)
+
+
+def Run(spec, deployment, opts: options_lib.RedisStudyOptions
+        ) -> List[measurement.Measurement]:
+  """Runs every fixed load; returns the measurements in order."""
+  f, cap = opts.fixed, opts.search.cap_ms
+  server, others = results._GroupCosts(spec)  # pylint: disable=protected-access
+  per_hour = server.usd_per_hour
+  runs = f.Runs()
+  spec.reporter.Line(
+      f'Fixed load: {len(runs)} run(s), no search '
+      f'({PlanLines(opts)[1].strip()}):')
+  measured = []
+  for index, ((set_ratio, get_ratio), threads, pipeline) in enumerate(runs):
+    workload = dataclasses.replace(opts.workload, set_ratio=set_ratio,
+                                   get_ratio=get_ratio)
+    probe = driver_lib.ProbeDriver(
+        spec.vm_groups['clients'], deployment.generators,
+        deployment.endpoints, deployment.password, workload,
+        opts.generator.run_duration_s,
+        duration_limit=lambda: spec.deadline.Remaining() - 10)
+    m = probe(measurement.Load(threads, f.clients, pipeline))
+    extra = {'fixed_load': True, 'fixed_load_run': index,
+             'memtier_ratio': workload.ratio,
+             'ops_per_usd_hour_servers': (m.throughput / per_hour
+                                          if per_hour else None)}
+    spec.EmitSamples([s.WithMetadata(**extra) for s in
+                      price_performance.ProbeSamples(index, m, cap, ROLE)])
+    spec.reporter.Line(f'  SET:GET {workload.ratio}')
+    spec.reporter.Probe(index, m, cap, ROLE)
+    measured.append(m)
+  spec.EmitSamples([s.WithMetadata(fixed_load=True) for s in
+                    price_performance.CostSamples(server, others)])
+  if any(m.client_saturated for m in measured):
+    spec.reporter.Line('WARNING: the client was CPU-saturated in some runs; '
+                       'their throughput may be the client\'s limit.')
+  return measured

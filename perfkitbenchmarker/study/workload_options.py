@@ -1,0 +1,179 @@
+"""The studies' memtier workloads and the fixed-load mode, as frozen options.
+
+Built once from flags (`FixedLoadOptions.FromFlags`, `KeyDistributionFromFlags`)
+inside `RedisStudyOptions.FromFlags`, checked by `CheckWorkload`; nothing
+below reads a flag. The request shape (seeds, Gaussian keys) lives on
+`base.Workload`, the run shape (request count, processes per client VM) on
+`GeneratorOptions`, the sweep here.
+
+Extension seam: a new memtier-only setting is named in `MemtierOnlyFeatures`,
+so a redis-benchmark run refuses it in one line instead of ignoring it.
+"""
+
+import dataclasses
+import re
+from typing import List, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import key_distribution
+from perfkitbenchmarker.load_generators import memtier_workload_flags as _  # pylint: disable=unused-import
+
+_RATIO = re.compile(r'\d+:\d+')
+
+
+def ParseRatio(text: str, flag: str) -> Tuple[int, int]:
+  """'SET:GET' as two ints; a UsageError naming `flag` otherwise."""
+  parts = tuple(int(x) for x in text.split(':')) if _RATIO.fullmatch(
+      text) else (0, 0)
+  if not any(parts):
+    raise errors.UsageError(
+        f'--{flag}="{text}" must be SET:GET like 1:1 or 0:1, not both zero.')
+  return parts
+
+
+def _PositiveInts(values: Sequence[str], flag: str) -> Tuple[int, ...]:
+  out = []
+  for value in values:
+    try:
+      number = int(value)
+    except ValueError:
+      number = 0
+    if number < 1:
+      raise errors.UsageError(
+          f'--{flag}={",".join(values)}: every entry must be a whole number '
+          'of at least 1.')
+    out.append(number)
+  return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedLoadOptions:
+  """--memtier_fixed_load: every ratio x threads x pipeline, no search."""
+  enabled: bool = False
+  ratios: Tuple[Tuple[int, int], ...] = ()
+  threads: Tuple[int, ...] = ()
+  pipelines: Tuple[int, ...] = ()
+  clients: int = 1
+
+  @classmethod
+  def FromFlags(cls, f) -> 'FixedLoadOptions':
+    ratios = tuple(ParseRatio(r, 'memtier_ratios') for r in f.memtier_ratios)
+    return cls(
+        enabled=f.memtier_fixed_load,
+        ratios=ratios or (ParseRatio(f.memtier_ratio, 'memtier_ratio'),),
+        threads=(_PositiveInts(f.memtier_threads, 'memtier_threads') or
+                 (f.memtier_min_threads,)),
+        pipelines=(_PositiveInts(f.memtier_pipelines, 'memtier_pipelines') or
+                   (f.memtier_pipeline,)),
+        clients=f.memtier_clients)
+
+  @property
+  def swept(self) -> bool:
+    """Whether more than one run was asked for."""
+    return (len(self.ratios) * len(self.threads) * len(self.pipelines)) > 1
+
+  def Runs(self) -> List[Tuple[Tuple[int, int], int, int]]:
+    """(ratio, threads, pipeline) per run, ratio outermost (one preload)."""
+    return [(ratio, threads, pipeline) for ratio in self.ratios
+            for pipeline in self.pipelines for threads in self.threads]
+
+
+def KeyDistributionFromFlags(f) -> dict:
+  """Workload fields of the key distribution and seeds, from flags.
+
+  --memtier_ram_hit_ratio derives --key-stddev (key_distribution.py).
+  """
+  stddev = f.memtier_key_stddev
+  if f.memtier_ram_hit_ratio is not None:
+    if f.memtier_ram_fraction is None or stddev is not None:
+      raise errors.UsageError(
+          '--memtier_ram_hit_ratio needs --memtier_ram_fraction and derives '
+          '--memtier_key_stddev; give the first two, not the third.')
+    if 'G' not in f.memtier_key_pattern:
+      raise errors.UsageError(
+          '--memtier_ram_hit_ratio shapes a Gaussian key pattern; set '
+          '--memtier_key_pattern=G:G.')
+    try:
+      stddev = key_distribution.GaussianForHitRatio(
+          f.memtier_key_minimum, f.memtier_key_maximum,
+          f.memtier_ram_fraction, f.memtier_ram_hit_ratio,
+          f.memtier_key_median).stddev
+    except ValueError as e:
+      raise errors.UsageError(f'--memtier_ram_hit_ratio: {e}') from None
+  elif f.memtier_ram_fraction is not None:
+    raise errors.UsageError(
+        '--memtier_ram_fraction is only used with --memtier_ram_hit_ratio.')
+  return dict(key_stddev=stddev, key_median=f.memtier_key_median,
+              distinct_client_seed=f.memtier_distinct_client_seed,
+              randomize=f.memtier_randomize)
+
+
+def MemtierOnlyFeatures(workload: base.Workload, requests: Optional[int],
+                        processes_per_client: int) -> List[str]:
+  """What of this run only memtier_benchmark can do, as flag names."""
+  wanted = []
+  if 'G' in workload.key_pattern:
+    wanted.append(f'--memtier_key_pattern={workload.key_pattern}')
+  for name, on in (('memtier_key_stddev', workload.key_stddev is not None),
+                   ('memtier_key_median', workload.key_median is not None),
+                   ('memtier_distinct_client_seed',
+                    workload.distinct_client_seed),
+                   ('memtier_randomize', workload.randomize),
+                   ('memtier_requests', requests is not None),
+                   ('memtier_processes_per_client',
+                    processes_per_client > 1)):
+    if on:
+      wanted.append(f'--{name}')
+  return wanted
+
+
+def CheckWorkload(opts) -> None:
+  """Refuses combinations the studies' workloads cannot run, in one line."""
+  w, g, fixed = opts.workload, opts.generator, opts.fixed
+  if (w.key_stddev is not None or w.key_median is not None) and (
+      'G' not in w.key_pattern):
+    raise errors.UsageError(
+        '--memtier_key_stddev/--memtier_key_median shape a Gaussian key '
+        f'pattern, but --memtier_key_pattern={w.key_pattern}; use G:G.')
+  if w.key_median is not None and not (
+      w.key_minimum <= w.key_median <= w.key_maximum):
+    raise errors.UsageError(
+        f'--memtier_key_median={w.key_median:g} is outside the key range '
+        f'[{w.key_minimum}, {w.key_maximum}].')
+  if g.choice == 'redis_benchmark':
+    wanted = MemtierOnlyFeatures(w, g.requests, g.processes_per_client)
+    if wanted:
+      raise errors.UsageError(
+          f'{", ".join(wanted)} need memtier_benchmark; redis-benchmark '
+          'cannot do them: drop --load_generator=redis_benchmark (give '
+          '--memtier_path) or those flags.')
+  if not fixed.enabled:
+    if g.requests is not None:
+      raise errors.UsageError(
+          '--memtier_requests sets a fixed request count; a capped search '
+          'times its probes (--memtier_run_duration). Add '
+          '--memtier_fixed_load or drop --memtier_requests.')
+    if fixed.swept:
+      raise errors.UsageError(
+          '--memtier_ratios/--memtier_pipelines/--memtier_threads lists are '
+          'swept by --memtier_fixed_load; a capped search takes '
+          '--memtier_ratio and --memtier_pipeline.')
+    return
+  if opts.search.staircase is not None or opts.shards.enabled:
+    raise errors.UsageError(
+        '--memtier_fixed_load runs the given load without a search; drop '
+        '--memtier_staircase/--redis_optimize_shards.')
+
+
+def RequireMemtier(generators, opts) -> None:
+  """At prepare: refuses memtier-only workloads on a redis-benchmark client
+  (--load_generator=auto found no memtier_benchmark)."""
+  wanted = MemtierOnlyFeatures(opts.workload, opts.generator.requests,
+                               opts.generator.processes_per_client)
+  names = {g.NAME for g in generators}
+  if wanted and names != {'memtier_benchmark'}:
+    raise errors.PrerequisiteError(
+        f'{", ".join(wanted)} need memtier_benchmark, but the load generator '
+        f'here is {", ".join(sorted(names))} (memtier_benchmark is not '
+        'installed; give --memtier_path).')
