@@ -387,6 +387,7 @@ def test_redis_vs_dragonfly_preset_dry_runs_with_cost(tmp_path):
   assert '-n 200,000 requests per client' in out
   assert out.count('probes SET:GET 0:1, 1:0') == 2
   assert 'one Redis Cluster' in out and '40 shard(s) per VM' in out
+  assert 'servers: engine dragonfly' in out
   assert 'Total: 2 cell(s), 4 VMs, estimated $' in out
 
 
