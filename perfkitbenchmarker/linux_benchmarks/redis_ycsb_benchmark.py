@@ -1,0 +1,152 @@
+"""YCSB over five Redis data types: capped throughput per workload.
+
+Reproduces the Tair YCSB study's runs (../shared/reference/studies.md, study
+4): YCSB `load` then core workloads (A and C by default; any core workload
+file works), with every record stored as the Redis data type
+--ycsb_command_group names (string, hash, list, set, zset) through PKB's own
+YCSB binding (linux_packages/ycsb_redis_binding; stock YCSB's Redis binding
+only stores hashes). For each workload the load is client threads: the
+linear search adds --ycsb_thread_increment threads per probe until the
+average latency over all operations passes --ycsb_latency_cap, and the
+answer is priced like redis_memtier's (capped throughput, $/hr, ops/s per
+$/hr). YCSB's own figures are samples too: overall throughput and, per
+operation (INSERT, READ, UPDATE), count, average/p95/p99 latency in µs and
+return codes. Any failed operation fails the run.
+
+Servers are deployed through the engine seam like redis_memtier's; options
+come from study/ycsb_options.py, the steps from study/ycsb_runner.py; this
+module only wires them. docs/ycsb.md has the details.
+"""
+
+from typing import List, Sequence
+
+from absl import flags
+
+from perfkitbenchmarker import configs
+from perfkitbenchmarker import engines
+from perfkitbenchmarker import sample
+from perfkitbenchmarker.study import results
+from perfkitbenchmarker.study import ycsb_options
+from perfkitbenchmarker.study import ycsb_runner
+
+BENCHMARK_NAME = 'redis_ycsb'
+BENCHMARK_CONFIG = """
+redis_ycsb:
+  description: >
+    YCSB load and core workloads against Redis, each record stored as one
+    of five data types; latency-capped throughput per workload.
+  vm_groups:
+    servers:
+      vm_spec: &server_spec
+        Local:
+          machine_type: local
+          num_cpus: 1
+        GCP:
+          machine_type: t2d-standard-16
+          zone: us-central1-a
+        AWS:
+          machine_type: m5.8xlarge
+          zone: us-east-1a
+      vm_count: 1
+    clients:
+      vm_spec:
+        <<: *server_spec
+        GCP:
+          machine_type: n2-standard-32
+          zone: us-central1-a
+        AWS:
+          machine_type: m5.8xlarge
+          zone: us-east-1a
+      vm_count: 1
+  flags: {}
+"""
+
+FLAGS = flags.FLAGS
+
+
+def GetConfig(user_config):
+  default = configs.LoadYaml(BENCHMARK_CONFIG, BENCHMARK_NAME)[BENCHMARK_NAME]
+  config = configs.MergeConfigs(BENCHMARK_NAME, default,
+                                user_config.get('file'),
+                                user_config.get('overrides', []))
+  configs.ApplyConfigFlags(config.get('flags') or {}, FLAGS)
+  return config
+
+
+def _Options(spec=None) -> ycsb_options.YcsbStudyOptions:
+  if spec is not None and spec.options is not None:
+    return spec.options
+  opts = ycsb_options.YcsbStudyOptions.FromFlags(FLAGS)
+  if spec is not None:
+    spec.options = opts
+  return opts
+
+
+def _Engine(opts):
+  # Engine settings (--io-threads and the like) where the options have them.
+  settings = dict(getattr(opts.server, 'engine_settings', ()) or ())
+  return engines.Get(opts.server.engine, version=opts.server.version,
+                     **settings)
+
+
+def CheckPrerequisites(config):
+  del config
+  _Options()
+
+
+def DescribePlan(spec) -> List[str]:
+  o = _Options(spec)
+  probes = (o.max_threads - o.min_threads) // o.thread_increment + 1
+  return [
+      f'Servers: {o.server.shards_per_vm} {o.server.engine} shard(s) per '
+      f'server VM, {o.server.mode}',
+      f'YCSB {ycsb_runner.ycsb_package.YCSB_VERSION} with PKB\'s binding: '
+      f'records as {o.command_group}, {o.field_count} field(s) x '
+      f'{o.field_length} B',
+      f'  load: {o.record_count:,} records, {o.load_threads} threads',
+      f'  workloads {", ".join(o.workloads)}: linear search over threads '
+      f'{o.min_threads}..{o.max_threads} step {o.thread_increment}, '
+      f'{o.operation_count:,} operations per probe, average latency under '
+      f'{o.cap_ms:g} ms; at most {min(probes, o.max_probes)} probes each',
+  ]
+
+
+def EstimatedMinutes(spec) -> float:
+  o = _Options(spec)
+  probes = min(o.max_probes,
+               (o.max_threads - o.min_threads) // o.thread_increment + 1)
+  # Probes take operationcount / throughput; assume 20,000 ops/s per probe
+  # plus 3 s of JVM start.
+  per_probe = o.operation_count / 20000.0 + 3
+  load = o.record_count / 20000.0 + 3
+  return (load + len(o.workloads) * probes * per_probe + 60) / 60
+
+
+def EstimatedPreloadKeys(spec) -> int:
+  return _Options(spec).record_count
+
+
+def Prepare(spec):
+  opts = _Options(spec)
+  engine = _Engine(opts)
+  spec.deployment = ycsb_runner.Deploy(spec, opts, engine)
+  ycsb_runner.SetMetadata(spec, spec.deployment, opts)
+  spec.metadata['preloaded_keys'] = ycsb_runner.Load(
+      spec, spec.deployment, opts, engine)
+
+
+def Run(spec) -> Sequence[sample.Sample]:
+  opts = _Options(spec)
+  if spec.deployment is None:  # A resumed run (--run_stage=run).
+    spec.deployment = ycsb_runner.Restore(spec, opts, _Engine(opts))
+    ycsb_runner.SetMetadata(spec, spec.deployment, opts)
+  for workload in opts.workloads:
+    samples = ycsb_runner.SearchWorkload(spec, spec.deployment, opts,
+                                         workload)
+    results.PrintSummary(spec, samples)
+  return spec.published
+
+
+def Cleanup(spec):
+  ycsb_runner.StopAll(spec.record)
+  spec.deployment = None

@@ -1,0 +1,184 @@
+"""YCSB with PKB's Redis binding: install it on a client VM and run it.
+
+What gets installed is YCSB core from Maven Central (pinned in
+ycsb_redis_binding/pom.xml) plus our binding, `pkb.ycsb.RedisDataTypesClient`
+(ycsb_redis_binding/src): stock YCSB's Redis binding stores every record as a
+hash, and the Tair YCSB study needs strings, lists, sets and sorted sets too
+(docs/ycsb.md).
+
+* Local: scripts/setup.sh built it (scripts/build_ycsb.sh) into build/ycsb/;
+  Install checks `java` and that build and refuses with the command to run.
+* Remote (SSH/GCP/AWS) VMs: a headless JDK 17 and Maven from the OS
+  packages, the binding's sources written to the VM as text, and the same
+  Maven build there (YCSB core and Jedis resolved from Maven Central into the
+  VM's ~/.m2). A second Install on the same VM finds the jar and returns.
+
+`YcsbCommand` builds the argument list of one `load` or `run` phase. The
+password never goes into it: the connection properties (host, user,
+password) are a 0600 file given with -P (`ConnectionProperties`).
+"""
+
+import dataclasses
+import os
+import shlex
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.linux_packages import remote_install
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BINDING_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'ycsb_redis_binding')
+WORKLOAD_DIR = os.path.join(BINDING_DIR, 'workloads')
+LOCAL_BUILD_DIR = os.path.join(REPO_ROOT, 'build', 'ycsb')
+JAR_NAME = 'pkb-ycsb-redis.jar'
+CLASSPATH_NAME = 'classpath.txt'
+DB_CLASS = 'pkb.ycsb.RedisDataTypesClient'
+CLIENT_CLASS = 'site.ycsb.Client'
+YCSB_VERSION = '0.17.0'
+COMMAND_GROUPS = ('string', 'hash', 'list', 'set', 'zset')
+# Properties the harness sets itself; a user value would point YCSB at
+# another server or put the password on the command line.
+MANAGED_PROPERTIES = frozenset({
+    'redis.host', 'redis.port', 'redis.hosts', 'redis.user',
+    'redis.password', 'redis.cluster', 'redis.command_group', 'recordcount',
+    'operationcount', 'fieldcount', 'fieldlength', 'threadcount', 'db',
+    'insertstart', 'insertcount'})
+
+
+@dataclasses.dataclass(frozen=True)
+class Installation:
+  """Where YCSB is on one VM."""
+  java: str
+  jar: str
+  classpath: str  # ':'-joined jars (YCSB core, Jedis, dependencies)
+  build_dir: str
+
+  @property
+  def full_classpath(self) -> str:
+    return f'{self.jar}:{self.classpath}'
+
+
+def _ReadLocalBuild(vm, build_dir: str) -> Optional[Installation]:
+  jar = os.path.join(build_dir, JAR_NAME)
+  cp_file = os.path.join(build_dir, CLASSPATH_NAME)
+  out, _, rc = vm.RemoteCommandWithReturnCode(
+      f'test -f {shlex.quote(jar)} && cat {shlex.quote(cp_file)}')
+  if rc != 0 or not out.strip():
+    return None
+  return Installation('java', jar, out.strip(), build_dir)
+
+
+def Install(vm, build_dir: Optional[str] = None) -> None:
+  """Makes YCSB and the binding available on `vm` (see the module doc)."""
+  vm.ycsb = Installed(vm, build_dir)
+
+
+def Installed(vm, build_dir: Optional[str] = None) -> Installation:
+  if vm.CLOUD == 'Local':
+    build_dir = build_dir or LOCAL_BUILD_DIR
+    if not vm.HasCommand('java'):
+      raise errors.PrerequisiteError(
+          'java not found: install a JDK 17 (Debian: openjdk-17-jdk-headless) '
+          'and Maven, then run scripts/setup.sh.')
+    found = _ReadLocalBuild(vm, build_dir)
+    if found is None:
+      raise errors.PrerequisiteError(
+          f'The YCSB binding is not built in {build_dir}; run '
+          'scripts/build_ycsb.sh (scripts/setup.sh does).')
+    return found
+  build_dir = build_dir or f'{vm.scratch_dir}/ycsb'
+  found = _ReadLocalBuild(vm, build_dir)
+  if found is not None:
+    return found
+  remote_install.RunAsRoot(vm, JdkInstallScript(vm.DetectSystem()),
+                           'Installing a JDK and Maven for YCSB')
+  for relative, text in BindingSources():
+    path = f'{build_dir}/src/{relative}'
+    vm.RemoteCommand(f'mkdir -p {shlex.quote(os.path.dirname(path))}')
+    vm.WriteFile(path, text, mode=0o644)
+  vm.RemoteCommand(RemoteBuildCommand(build_dir), timeout=1200,
+                   what='Building the YCSB binding with Maven')
+  found = _ReadLocalBuild(vm, build_dir)
+  if found is None:
+    raise errors.PrerequisiteError(
+        f'The YCSB build on {vm.name} left no {JAR_NAME} in {build_dir}.')
+  return found
+
+
+def JdkInstallScript(info) -> str:
+  """Root script installing a headless JDK 17 and Maven from OS packages."""
+  if info.family == 'rhel':
+    pm = info.package_manager
+    return f'set -e\n{pm} install -y java-17-openjdk-headless maven\njava -version\n'
+  return ('set -e\nexport DEBIAN_FRONTEND=noninteractive\n'
+          'apt-get update -qq\n'
+          'apt-get install -y -qq openjdk-17-jdk-headless maven\n'
+          'java -version\n')
+
+
+def BindingSources() -> List[Tuple[str, str]]:
+  """(path relative to the binding dir, text) of every file the build needs."""
+  files = []
+  for root, _, names in os.walk(BINDING_DIR):
+    for name in sorted(names):
+      path = os.path.join(root, name)
+      relative = os.path.relpath(path, BINDING_DIR)
+      if relative.startswith('workloads') or relative == 'pom.xml' or \
+          relative.endswith('.java'):
+        with open(path) as f:
+          files.append((relative, f.read()))
+  return sorted(files)
+
+
+def RemoteBuildCommand(build_dir: str) -> str:
+  """The Maven build on a remote VM, as scripts/build_ycsb.sh runs it."""
+  d = shlex.quote(build_dir)
+  return (f'mvn -q -B -f {d}/src/pom.xml -Dpkb.build.dir={d}/target package '
+          f'dependency:build-classpath -Dmdep.outputFile={d}/{CLASSPATH_NAME} '
+          f'-Dmdep.includeScope=runtime && '
+          f'cp {d}/target/pkb-ycsb-redis-1.0.0.jar {d}/{JAR_NAME}')
+
+
+def WorkloadFile(name_or_path: str) -> str:
+  """Our shipped copy of a core workload by name (workloada), or a path."""
+  if os.sep in name_or_path:
+    return name_or_path
+  path = os.path.join(WORKLOAD_DIR, name_or_path)
+  if not os.path.isfile(path):
+    raise errors.UsageError(
+        f'--ycsb_workloads: no workload "{name_or_path}"; PKB ships '
+        f'{", ".join(sorted(os.listdir(WORKLOAD_DIR)))}, or give a path to '
+        'any YCSB core workload file.')
+  return path
+
+
+def ConnectionProperties(hosts: Sequence[Tuple[str, int]], user: str,
+                         password: str, cluster: bool,
+                         timeout_ms: int) -> str:
+  """The -P file holding where to connect and the credentials (mode 0600)."""
+  lines = [f'redis.hosts={",".join(f"{h}:{int(p)}" for h, p in hosts)}',
+           f'redis.cluster={"true" if cluster else "false"}',
+           f'redis.timeout={int(timeout_ms)}',
+           f'redis.user={user}',
+           f'redis.password={password}']
+  return '\n'.join(lines) + '\n'
+
+
+def YcsbCommand(install: Installation, phase: str, workload_file: str,
+                connection_file: str, properties: Mapping[str, object],
+                threads: int) -> List[str]:
+  """argv of one YCSB phase ('load' or 'run'); never holds the password."""
+  if phase not in ('load', 'run'):
+    raise ValueError(f'phase {phase!r}: load or run')
+  for key in properties:
+    if key in ('redis.password', 'redis.user'):
+      raise ValueError(f'{key} belongs in the connection file, not argv')
+  argv = [install.java, '-cp', install.full_classpath, CLIENT_CLASS,
+          '-load' if phase == 'load' else '-t', '-db', DB_CLASS,
+          '-P', workload_file, '-P', connection_file]
+  for key, value in properties.items():
+    argv += ['-p', f'{key}={value}']
+  argv += ['-threads', str(int(threads))]
+  return argv

@@ -1,0 +1,138 @@
+"""The redis_ycsb benchmark's flags and its frozen, validated options.
+
+`YcsbStudyOptions.FromFlags(flag_values)` is the only place the benchmark
+reads flags; the runner (study/ycsb_runner.py) takes the frozen record. The
+server side reuses the Redis study's `ServerOptions` (engine, shards,
+cluster mode), so a YCSB run deploys servers exactly as redis_memtier does.
+
+Extension seam: a new YCSB setting is a flag here, a field on
+`YcsbStudyOptions`, read in `FromFlags` and checked in `Check`.
+"""
+
+import dataclasses
+from typing import Optional, Tuple
+
+from absl import flags
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
+from perfkitbenchmarker.study import options as options_lib
+
+flags.DEFINE_enum('ycsb_command_group', 'hash',
+                  list(ycsb_package.COMMAND_GROUPS),
+                  'Redis data type each YCSB record is stored as '
+                  '(redis.command_group of PKB\'s YCSB binding).')
+flags.DEFINE_list('ycsb_workloads', ['workloada', 'workloadc'],
+                  'YCSB core workloads to run after the load: names of '
+                  'PKB\'s copies (workloada, workloadc) or paths to any '
+                  'core workload property file.')
+flags.DEFINE_integer('ycsb_record_count', 100000,
+                     'Records loaded (YCSB recordcount).', lower_bound=1)
+flags.DEFINE_integer('ycsb_operation_count', 100000,
+                     'Operations per probe (YCSB operationcount).',
+                     lower_bound=1)
+flags.DEFINE_integer('ycsb_field_count', None,
+                     'Fields per record (YCSB fieldcount); default 1 for '
+                     'string, 10 otherwise.', lower_bound=1)
+flags.DEFINE_integer('ycsb_field_length', 128,
+                     'Bytes per field (YCSB fieldlength).', lower_bound=1)
+flags.DEFINE_integer('ycsb_load_threads', 4,
+                     'Client threads of the load phase.', lower_bound=1)
+flags.DEFINE_integer('ycsb_min_threads', 1,
+                     'Client threads of the first probe.', lower_bound=1)
+flags.DEFINE_integer('ycsb_max_threads', 32,
+                     'Most client threads a probe may use.', lower_bound=1)
+flags.DEFINE_integer('ycsb_thread_increment', 1,
+                     'Threads added per probe.', lower_bound=1)
+flags.DEFINE_float('ycsb_latency_cap', 1.0,
+                   'Average latency cap in ms over all operations of a '
+                   'probe (the search stops past it).')
+flags.DEFINE_integer('ycsb_max_probes', 40,
+                     'Hard bound on probes per workload.', lower_bound=1)
+flags.DEFINE_integer('ycsb_timeout_ms', 30000,
+                     'Client socket timeout (redis.timeout), as the Tair '
+                     'study used.', lower_bound=1)
+flags.DEFINE_list('ycsb_properties', [],
+                  'Extra YCSB properties key=value (e.g. '
+                  'requestdistribution=uniform); connection and size '
+                  'properties have their own flags.')
+flags.DEFINE_string('ycsb_build_dir', None,
+                    'Local runs: directory scripts/build_ycsb.sh built into '
+                    '(default build/ycsb).')
+
+
+@dataclasses.dataclass(frozen=True)
+class YcsbStudyOptions:
+  """Everything a redis_ycsb run needs, validated once."""
+  server: options_lib.ServerOptions
+  command_group: str
+  workloads: Tuple[str, ...]
+  record_count: int
+  operation_count: int
+  field_count: int
+  field_length: int
+  load_threads: int
+  min_threads: int
+  max_threads: int
+  thread_increment: int
+  cap_ms: float
+  max_probes: int
+  timeout_ms: int
+  properties: Tuple[Tuple[str, str], ...] = ()
+  build_dir: Optional[str] = None
+
+  @classmethod
+  def FromFlags(cls, f) -> 'YcsbStudyOptions':
+    group = f.ycsb_command_group
+    field_count = f.ycsb_field_count or (1 if group == 'string' else 10)
+    properties = []
+    for item in f.ycsb_properties:
+      key, sep, value = item.partition('=')
+      if not sep or not key.strip():
+        raise errors.UsageError(
+            f'--ycsb_properties: "{item}" is not key=value.')
+      properties.append((key.strip(), value.strip()))
+    opts = cls(
+        server=options_lib.ServerOptions.FromFlags(f),
+        command_group=group,
+        workloads=tuple(f.ycsb_workloads),
+        record_count=f.ycsb_record_count,
+        operation_count=f.ycsb_operation_count,
+        field_count=field_count, field_length=f.ycsb_field_length,
+        load_threads=f.ycsb_load_threads, min_threads=f.ycsb_min_threads,
+        max_threads=f.ycsb_max_threads,
+        thread_increment=f.ycsb_thread_increment,
+        cap_ms=f.ycsb_latency_cap, max_probes=f.ycsb_max_probes,
+        timeout_ms=f.ycsb_timeout_ms, properties=tuple(properties),
+        build_dir=f.ycsb_build_dir)
+    opts.Check()
+    return opts
+
+  def Check(self) -> None:
+    self.server.Check()
+    if self.command_group == 'string' and self.field_count != 1:
+      raise errors.UsageError(
+          f'--ycsb_command_group=string stores one value per key; '
+          f'--ycsb_field_count={self.field_count} must be 1.')
+    if self.min_threads > self.max_threads:
+      raise errors.UsageError(
+          f'--ycsb_min_threads={self.min_threads} is above '
+          f'--ycsb_max_threads={self.max_threads}.')
+    if not self.cap_ms > 0:
+      raise errors.UsageError('--ycsb_latency_cap must be above 0 ms.')
+    if not self.workloads:
+      raise errors.UsageError('--ycsb_workloads is empty.')
+    for name in self.workloads:
+      ycsb_package.WorkloadFile(name)
+    for key, _ in self.properties:
+      if key in ycsb_package.MANAGED_PROPERTIES:
+        raise errors.UsageError(
+            f'--ycsb_properties: {key} is set by the harness (or has its own '
+            'flag); remove it.')
+
+  @property
+  def size_properties(self):
+    return {'recordcount': self.record_count,
+            'fieldcount': self.field_count,
+            'fieldlength': self.field_length,
+            'redis.command_group': self.command_group}

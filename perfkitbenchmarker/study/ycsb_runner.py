@@ -1,0 +1,311 @@
+"""The redis_ycsb benchmark's steps: deploy, load, and search with YCSB.
+
+Servers are deployed through the engine seam with the Redis study's one
+`deployment.StartShards` (any engine `engines.Get` knows; shards, cluster
+mode and password as redis_memtier has them). Client VMs get YCSB and PKB's
+binding (linux_packages/ycsb.py) and a 0600 connection file with the run's
+restricted load user (engines/load_user.py); the password is never in argv.
+
+`Load` runs YCSB's load phase (records split across client VMs) and checks
+the key count. `SearchWorkload` is the latency-capped search with threads as
+the load: `search.linear.LinearStepPolicy` over `YcsbProbe`, a
+`measure(load)` that runs YCSB's transaction phase with `load.threads`
+threads on every client VM at once. Every probe publishes the search's
+throughput/average_latency samples and YCSB's own per-operation samples; a
+probe with any failed operation raises, so errors never pass as results.
+"""
+
+import concurrent.futures
+import dataclasses
+import logging
+import os
+from typing import Dict, List, Sequence, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import sample
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
+from perfkitbenchmarker.load_generators import ycsb_results
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.study import deployment as deployment_lib
+from perfkitbenchmarker.study import results
+from perfkitbenchmarker.study import ycsb_options
+
+CONNECTION_FILE = 'ycsb-connection.properties'
+# Seconds a YCSB phase may take beyond what its operations need at a slow
+# 1,000 ops/s per thread (JVM start, connections).
+PHASE_SLACK_S = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class YcsbDeployment:
+  """The shards and the YCSB clients of one run."""
+  engine: str
+  engine_version: str
+  cluster_mode: bool
+  processes: Tuple[redis_server.RedisProcess, ...]
+  clients: Tuple[object, ...]
+  installs: Tuple[ycsb_package.Installation, ...]
+  password: str = dataclasses.field(repr=False)
+
+  engine_settings: Tuple[Tuple[str, str], ...] = ()
+
+
+def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
+          ) -> List[Tuple[str, int]]:
+  """Where YCSB connects: the cluster's first node, else every primary
+  (replicas, where an engine adds them, start after the primaries)."""
+  if opts.server.cluster_mode:
+    return [(processes[0].vm.internal_ip, processes[0].port)]
+  replicas = getattr(opts.server, 'replicas_per_primary', 0) or 0
+  primaries = processes[:len(processes) // (1 + replicas)]
+  return [(p.vm.internal_ip, p.port) for p in primaries]
+
+
+def _Settings(engine) -> Tuple[Tuple[str, str], ...]:
+  settings = engine.Settings() if hasattr(engine, 'Settings') else {}
+  return tuple(sorted((str(k), str(v)) for k, v in settings.items()))
+
+
+def _Clients(spec, opts: ycsb_options.YcsbStudyOptions, processes,
+             password: str) -> Tuple[tuple, tuple]:
+  clients = tuple(spec.vm_groups['clients'])
+  installs = []
+  for vm in clients:
+    vm.Install('ycsb', build_dir=opts.build_dir)
+    installs.append(vm.ycsb)
+  hosts = Hosts(processes, opts)
+  text = ycsb_package.ConnectionProperties(
+      hosts, load_user.LOAD_USER, load_user.LoadPassword(password),
+      opts.server.cluster_mode, opts.timeout_ms)
+  for vm in clients:
+    vm.WriteFile(f'{vm.scratch_dir}/{CONNECTION_FILE}', text, mode=0o600)
+  return clients, tuple(installs)
+
+
+def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
+           engine: engine_base.ServerEngine) -> YcsbDeployment:
+  """Installs the engine and YCSB, starts the shards, writes credentials."""
+  servers = spec.vm_groups['servers']
+  for vm in servers:
+    engine.Install(vm)
+    if hasattr(vm, 'ApplySystemTuning'):
+      vm.ApplySystemTuning(opts.server.system_tuning)
+  password = redis_server.NewPassword()
+  processes = deployment_lib.StartShards(
+      engine, servers, opts.server.shards_per_vm, password, opts.server,
+      spec.record, opts.server.start_port)
+  clients, installs = _Clients(spec, opts, processes, password)
+  return YcsbDeployment(engine.NAME, engine.Version(servers[0]),
+                        opts.server.cluster_mode, processes, clients,
+                        installs, password, _Settings(engine))
+
+
+def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
+            engine: engine_base.ServerEngine) -> YcsbDeployment:
+  """The deployment of an earlier invocation (--run_stage=run)."""
+  processes = tuple(
+      resource.FromRecord(e, spec.record) for e in spec.record.Resources()
+      if e['kind'] in deployment_lib.SHARD_KINDS and e['status'] == 'created')
+  if not processes:
+    raise errors.UsageError(
+        f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
+        'first.')
+  password = engine.ReadPassword(processes[0])
+  redis_server.RegisterPassword(password)
+  clients, installs = _Clients(spec, opts, processes, password)
+  return YcsbDeployment(engine.NAME,
+                        engine.Version(spec.vm_groups['servers'][0]),
+                        opts.server.cluster_mode, processes, clients,
+                        installs, password, _Settings(engine))
+
+
+def SetMetadata(spec, dep: YcsbDeployment,
+                opts: ycsb_options.YcsbStudyOptions) -> None:
+  spec.metadata.update(spec.GroupMetadata())
+  spec.metadata.update({
+      'engine': dep.engine, 'engine_version': dep.engine_version,
+      'engine_settings': ','.join(f'{k}={v}' for k, v in
+                                  dep.engine_settings) or 'default',
+      'redis_server_version': dep.engine_version,
+      'redis_total_num_processes': opts.server.shards_per_vm,
+      'redis_shards_total': len(dep.processes),
+      'redis_server_cluster_mode': dep.cluster_mode,
+      'load_generator': ycsb_results.LOAD_GENERATOR,
+      'load_generator_version': ycsb_package.YCSB_VERSION,
+      'ycsb_binding': ycsb_package.DB_CLASS,
+      'ycsb_command_group': opts.command_group,
+      'ycsb_record_count': opts.record_count,
+      'ycsb_operation_count': opts.operation_count,
+      'ycsb_field_count': opts.field_count,
+      'ycsb_field_length': opts.field_length,
+  })
+  if spec.cloud == 'Local':
+    price = spec.GroupPrice('servers')
+    spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
+
+
+def _WorkloadOnVm(vm, name: str) -> str:
+  """Our copy of the workload file (or the user's), written on the VM."""
+  local = ycsb_package.WorkloadFile(name)
+  with open(local) as f:
+    text = f.read()
+  path = f'{vm.scratch_dir}/ycsb-{os.path.basename(local)}.properties'
+  vm.WriteFile(path, text, mode=0o644)
+  return path
+
+
+def RunPhase(vm, install: ycsb_package.Installation, phase: str,
+             workload: str, properties: Dict[str, object], threads: int,
+             expected_ops: int, timeout_s: float
+             ) -> ycsb_results.YcsbResult:
+  """One YCSB phase on one client VM; raises on any failed operation."""
+  argv = ycsb_package.YcsbCommand(
+      install, phase, _WorkloadOnVm(vm, workload),
+      f'{vm.scratch_dir}/{CONNECTION_FILE}', properties, threads)
+  command = vm.Pinned(vm_util.QuoteAll(argv))
+  logging.debug('[%s] %s', vm.name, vm_util.Mask(command))
+  out, err, rc = vm.RemoteCommandWithReturnCode(command, timeout=timeout_s)
+  if rc != 0:
+    raise errors.ProcessError(
+        f'YCSB {phase} on {vm.name} exited {rc}: {vm_util.Tail(err, 3)}')
+  try:
+    result = ycsb_results.YcsbResult.Parse(out, err)
+  except ValueError as e:
+    raise errors.ProcessError(f'YCSB {phase} on {vm.name}: {e}') from None
+  problems = result.Errors(expected_ops)
+  if problems:
+    raise errors.ProcessError(
+        f'YCSB {phase} ({workload}) on {vm.name} had errors: '
+        + '; '.join(problems[:4]))
+  return result
+
+
+def _PhaseTimeout(ops: int, threads: int) -> float:
+  return PHASE_SLACK_S + ops / (1000.0 * max(1, threads))
+
+
+def _OnAllClients(dep: YcsbDeployment, fn):
+  pairs = list(zip(dep.clients, dep.installs))
+  with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
+    return list(pool.map(lambda ix: fn(ix[0], *ix[1]), enumerate(pairs)))
+
+
+def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
+         engine: engine_base.ServerEngine) -> int:
+  """YCSB's load phase (records split over client VMs); checks the keys."""
+  workload = opts.workloads[0]
+  n = len(dep.clients)
+  spec.reporter.Line(
+      f'Loading {opts.record_count:,} records as {opts.command_group} '
+      f'({opts.field_count} x {opts.field_length} B) with YCSB...')
+
+  def LoadOne(i, vm, install):
+    start = i * opts.record_count // n
+    count = (i + 1) * opts.record_count // n - start
+    props = {**opts.size_properties, 'operationcount': opts.record_count,
+             'insertstart': start, 'insertcount': count,
+             **dict(opts.properties)}
+    return vm, RunPhase(vm, install, 'load', workload, props,
+                        opts.load_threads, count,
+                        _PhaseTimeout(count, opts.load_threads))
+
+  for vm, result in _OnAllClients(dep, LoadOne):
+    spec.EmitSamples(result.Samples({'ycsb_phase': 'load',
+                                     'ycsb_workload': workload,
+                                     'client_vm': vm.name,
+                                     'threads': opts.load_threads}))
+  found = engine.KeyCount(spec.vm_groups['servers'][0],
+                          [engine_base.Shard(p.vm.name, p.vm.internal_ip,
+                                             p.port, p.pid, p.config_path)
+                           for p in dep.processes], dep.password)
+  if found != opts.record_count:
+    raise errors.ProcessError(
+        f'YCSB loaded {found:,} keys but {opts.record_count:,} were expected.')
+  spec.reporter.Line(f'Load verified: {found:,} keys.')
+  return found
+
+
+class YcsbProbe:
+  """measure(load) for the search: YCSB `run` with load.threads threads on
+  every client VM at once; publishes YCSB's samples for the probe."""
+
+  def __init__(self, spec, dep: YcsbDeployment,
+               opts: ycsb_options.YcsbStudyOptions, workload: str):
+    self.spec, self.dep, self.opts, self.workload = spec, dep, opts, workload
+    self.index = 0
+
+  def __call__(self, load: measurement.Load) -> measurement.Measurement:
+    opts = self.opts
+    props = {**opts.size_properties, 'operationcount': opts.operation_count,
+             **dict(opts.properties)}
+
+    def RunOne(i, vm, install):
+      before = vm.CpuTimes()
+      result = RunPhase(vm, install, 'run', self.workload, props,
+                        load.threads, opts.operation_count,
+                        _PhaseTimeout(opts.operation_count, load.threads))
+      after = vm.CpuTimes()
+      total = after[1] - before[1]
+      busy = (after[0] - before[0]) / total if total > 0 else None
+      return vm, result, busy
+
+    parts = []
+    for vm, result, busy in _OnAllClients(self.dep, RunOne):
+      meta = {'ycsb_phase': 'run', 'ycsb_workload': self.workload,
+              'client_vm': vm.name, 'threads': load.threads,
+              'probe_index': self.index}
+      self.spec.EmitSamples(result.Samples(meta))
+      m = result.ToMeasurement(load, {
+          'load_generator_version': ycsb_package.YCSB_VERSION})
+      parts.append(dataclasses.replace(
+          m, client_cpu_busy_fraction=busy,
+          client_saturated=busy is not None and busy > 0.9))
+    self.index += 1
+    return measurement.Combine(parts, load)
+
+
+def SearchWorkload(spec, dep: YcsbDeployment,
+                   opts: ycsb_options.YcsbStudyOptions,
+                   workload: str) -> List[sample.Sample]:
+  """The latency-capped search over threads for one workload."""
+  extra = {'ycsb_workload': workload, 'ycsb_phase': 'run'}
+  cap = opts.cap_ms
+
+  def OnProbe(record: search_driver.ProbeRecord) -> None:
+    spec.EmitSamples([s.WithMetadata(**extra) for s in
+                      price_performance.ProbeSamples(
+                          record.index, record.measurement, cap,
+                          record.role)])
+    spec.reporter.Probe(record.index, record.measurement, cap, record.role)
+
+  spec.reporter.Line(
+      f'YCSB {workload} ({opts.command_group}): most ops/s under {cap:g} ms '
+      f'average latency, {opts.min_threads}-{opts.max_threads} threads, '
+      f'{opts.operation_count:,} operations per probe:')
+  policy = linear.LinearStepPolicy(
+      min_threads=opts.min_threads, max_threads=opts.max_threads,
+      thread_increment=opts.thread_increment, clients=1)
+  result = search_driver.FindLatencyCappedMaximum(
+      YcsbProbe(spec, dep, opts, workload), cap, policy,
+      max_probes=opts.max_probes, on_probe=OnProbe)
+  if result.best is None:
+    lowest = min(p.measurement.average_latency_ms for p in result.probes)
+    raise errors.NoResultError(
+        f'YCSB {workload}: every probe was over the {cap:g} ms cap (lowest '
+        f'average {lowest:.3f} ms); raise --ycsb_latency_cap or start lower.')
+  samples = [s.WithMetadata(**extra) for s in
+             results.ResultSamples(spec, result, cap)]
+  spec.EmitSamples(samples)
+  return samples
+
+
+def StopAll(record) -> None:
+  deployment_lib.StopAll(record)

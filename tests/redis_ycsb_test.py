@@ -1,0 +1,169 @@
+"""redis_ycsb for real on this machine: all five data types, and failures.
+
+The local preset (configs/ycsb_tair_local.yaml, one cell per data type) runs
+as the README says, with YCSB and PKB's binding from scripts/build_ycsb.sh
+against real redis-server shards on 127.0.0.1. A YCSB phase whose operations
+fail raises, whatever YCSB's exit code (it exits 0 then).
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+import sys
+
+import e2e_support as e2e
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_packages import ycsb
+from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.study import ycsb_runner
+
+GROUPS = ('string', 'hash', 'list', 'set', 'zset')
+
+
+def _RequireBuild():
+  if not (shutil.which('java') and
+          os.path.exists(os.path.join(ycsb.LOCAL_BUILD_DIR, ycsb.JAR_NAME))):
+    if os.environ.get('CI'):
+      pytest.fail('YCSB binding not built; scripts/setup.sh builds it')
+    pytest.skip('java or the YCSB build missing (run scripts/build_ycsb.sh)')
+
+
+def _JavaLeftovers(run_uri):
+  found = []
+  for pid in os.listdir('/proc'):
+    if not pid.isdigit():
+      continue
+    try:
+      with open(f'/proc/{pid}/cmdline', 'rb') as f:
+        cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
+    except OSError:
+      continue
+    if 'site.ycsb.Client' in cmdline and f'pkb-{run_uri}' in cmdline:
+      found.append(cmdline)
+  return found
+
+
+def test_local_preset_all_five_data_types(tmp_path):
+  _RequireBuild()
+  start = time.monotonic()
+  proc = subprocess.run(
+      [sys.executable, e2e.PKB,
+       '--benchmark_config_file=configs/ycsb_tair_local.yaml',
+       f'--results_dir={tmp_path}',
+       # Shorter than the preset, two cells at a time (correctness, not
+       # figures: cells on 2 cores load each other), and a cap a busy CI
+       # machine cannot push every probe over.
+       '--ycsb_record_count=300', '--ycsb_operation_count=600',
+       '--run_processes=2', '--ycsb_latency_cap=200'],
+      cwd=e2e.REPO, capture_output=True, text=True, timeout=170, check=False)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  runs = sorted(os.listdir(tmp_path))
+  assert len(runs) == 5
+  seen = set()
+  for run_uri in runs:
+    rows = e2e.Samples(str(tmp_path), run_uri)
+    labels = [e2e.Labels(r) for r in rows]
+    group = labels[0]['ycsb_command_group']
+    seen.add(group)
+    assert all(l['ycsb_command_group'] == group for l in labels)
+    assert labels[0]['engine'] == 'redis'
+    assert labels[0]['ycsb_field_count'] == ('1' if group == 'string'
+                                             else '10')
+    by_metric = {}
+    for row, l in zip(rows, labels):
+      by_metric.setdefault(row['metric'], []).append((row, l))
+    phases = {l['ycsb_phase'] for _, l in by_metric['ycsb_throughput']}
+    assert phases == {'load', 'run'}
+    ops = {l['operation'] for _, l in by_metric['ycsb_average_latency']}
+    assert ops == {'INSERT', 'READ', 'UPDATE'}
+    assert all(r['unit'] == 'us' for r, _ in by_metric['ycsb_p99_latency'])
+    assert {l['return_code'] for _, l in by_metric['ycsb_return_count']} == {
+        'OK'}
+    capped = {l['ycsb_workload']: r['value']
+              for r, l in by_metric['latency_capped_throughput']}
+    assert set(capped) == {'workloada', 'workloadc'}
+    assert all(v > 0 for v in capped.values())
+    assert len(by_metric['price_performance']) == 2
+    assert {l['threads'] for _, l in by_metric['throughput']} == {'1', '2'}
+    assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+    assert _JavaLeftovers(run_uri) == []
+  assert seen == set(GROUPS)
+  print(f'five data types in {time.monotonic() - start:.1f} s')
+
+
+def _FreePort():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis(tmp_path):
+  """A real redis-server on loopback with a password, stopped afterwards."""
+  port = _FreePort()
+  proc = subprocess.Popen(
+      ['redis-server', '--port', str(port), '--bind', '127.0.0.1',
+       '--save', '', '--appendonly', 'no', '--requirepass', 'runpw',
+       '--dir', str(tmp_path)],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    for _ in range(100):
+      with socket.socket() as s:
+        if s.connect_ex(('127.0.0.1', port)) == 0:
+          break
+      time.sleep(0.05)
+    yield port
+  finally:
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _Client(tmp_path):
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec('Local', 'local'), 'clients-0', 'clients',
+      run_uri='ytest')
+  vm.scratch_dir = str(tmp_path)
+  return vm, ycsb.Installed(vm)
+
+
+def _Phase(vm, install, port, password, group, phase, workload):
+  vm.WriteFile(f'{vm.scratch_dir}/{ycsb_runner.CONNECTION_FILE}',
+               ycsb.ConnectionProperties([('127.0.0.1', port)], 'default',
+                                         password, False, 2000))
+  fields = 1 if group == 'string' else 10
+  props = {'recordcount': 200, 'operationcount': 200, 'fieldcount': fields,
+           'fieldlength': 16, 'redis.command_group': group}
+  return ycsb_runner.RunPhase(vm, install, phase, workload, props, 1, 200,
+                              timeout_s=60)
+
+
+def test_phase_with_failed_operations_raises(tmp_path, redis):
+  _RequireBuild()
+  vm, install = _Client(tmp_path)
+  result = _Phase(vm, install, redis, 'runpw', 'hash', 'load', 'workloadc')
+  assert result.Errors(200) == []
+  # Records stored as hashes read as strings: WRONGTYPE on every read.
+  with pytest.raises(errors.ProcessError, match='READ returned ERROR'):
+    _Phase(vm, install, redis, 'runpw', 'string', 'run', 'workloadc')
+  # A wrong password: YCSB exits 0, every operation fails, the phase raises.
+  with pytest.raises(errors.ProcessError, match='had errors'):
+    _Phase(vm, install, redis, 'wrong', 'hash', 'run', 'workloadc')
+
+
+def test_binding_refuses_string_with_many_fields(tmp_path, redis):
+  _RequireBuild()
+  vm, install = _Client(tmp_path)
+  vm.WriteFile(f'{vm.scratch_dir}/{ycsb_runner.CONNECTION_FILE}',
+               ycsb.ConnectionProperties([('127.0.0.1', redis)], 'default',
+                                         'runpw', False, 2000))
+  with pytest.raises(errors.ProcessError, match='fieldcount=1'):
+    ycsb_runner.RunPhase(
+        vm, install, 'load', 'workloada',
+        {'recordcount': 5, 'operationcount': 5, 'fieldcount': 10,
+         'redis.command_group': 'string'}, 1, 5, timeout_s=60)

@@ -1,0 +1,37 @@
+"""redis_ycsb options: flags read once, bad values refused in one line."""
+
+import pytest
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.study import ycsb_options
+
+
+def _Options(fv, **values):
+  for name, value in values.items():
+    fv[name].value = value
+  return ycsb_options.YcsbStudyOptions.FromFlags(fv)
+
+
+def test_field_count_follows_the_study(pkb_flags):
+  assert _Options(pkb_flags, ycsb_command_group='string').field_count == 1
+  assert _Options(pkb_flags, ycsb_command_group='zset').field_count == 10
+  opts = _Options(pkb_flags, ycsb_command_group='hash', ycsb_field_count=3,
+                  ycsb_properties=['requestdistribution=uniform'])
+  assert opts.field_count == 3
+  assert opts.properties == (('requestdistribution', 'uniform'),)
+  assert opts.size_properties['redis.command_group'] == 'hash'
+
+
+@pytest.mark.parametrize('values, message', [
+    ({'ycsb_command_group': 'string', 'ycsb_field_count': 10},
+     'must be 1'),
+    ({'ycsb_min_threads': 4, 'ycsb_max_threads': 2}, 'above'),
+    ({'ycsb_properties': ['redis.password=x']}, 'set by the harness'),
+    ({'ycsb_properties': ['insertstart=5']}, 'set by the harness'),
+    ({'ycsb_properties': ['nonsense']}, 'key=value'),
+    ({'ycsb_workloads': ['workloadq']}, 'no workload'),
+    ({'ycsb_latency_cap': 0.0}, 'above 0'),
+])
+def test_bad_values_refused(pkb_flags, values, message):
+  with pytest.raises(errors.UsageError, match=message):
+    _Options(pkb_flags, **values)
