@@ -107,6 +107,17 @@ def test_real_cloud_run_without_installer_is_refused_before_anything(
   assert not (tmp_path / run_uri).exists()
 
 
+def test_local_dry_run_says_what_is_scaled_and_the_os(tmp_path):
+  proc, _ = e2e_support.Run(_Local(LINE_2) + ['--dry_run'], str(tmp_path),
+                            timeout=60)
+  assert proc.returncode == 0, proc.stderr
+  out = proc.stdout
+  assert 'Dry run of redis_enterprise on Local' in out
+  assert '--os_type=centos7 recorded as requested' in out
+  assert 'Redis OSS (engine redis' in out
+  assert 'databases: 6 asked' in out and 'Cost: about' in out
+
+
 def test_redis_memtier_still_refuses_centos7(tmp_path):
   proc, _ = e2e_support.Run(['--cloud=GCP', '--project=P', '--os_type=centos7',
                              '--dry_run'], str(tmp_path), timeout=60)
