@@ -17,6 +17,11 @@ assumptions stated here, chosen on the slow side of what the providers
 usually take; `FromSpec` adapts a BenchmarkSpec for the dry run, the budget
 guard (--max_cost_usd) and the matrix plan.
 
+`PkbEstimate` prices upstream PKB's path for the same study on the same
+VMs (Redis and memtier built from source, its memtier binary search of
+about 17 runs of 60 s, a one-connection preload); on a cloud the dry run
+prints it under ours, with the ratio of VM-dollars.
+
 Extension seam: a new cloud adds its `PhaseRates` to `RATES`; a benchmark
 with its own preload says so with an optional `EstimatedPreloadKeys(spec)`.
 """
@@ -53,6 +58,28 @@ RATES: Mapping[str, PhaseRates] = {
 
 
 @dataclasses.dataclass(frozen=True)
+class PkbPath:
+  """Upstream PKB's redis_memtier path, per phase (assumptions, stated).
+
+  build_min: build tools, `git clone` + `make` of Redis and `autoreconf`,
+    `configure`, `make` of memtier, on top of the cloud's install time.
+  preload_keys_per_s: memtier -t 1 -c 1 --pipeline 100 --ratio 1:0 per
+    client VM (PKB splits the key range over the client VMs).
+  search_runs, run_seconds: its binary search over pipeline then clients
+    took 16-17 runs in scripts/bench_search.py's model scenarios; 60 s each.
+  run_overhead_s: per run: reachability check, file cleanup, result fetch.
+  """
+  build_min: float = 6.0
+  preload_keys_per_s: float = 300_000
+  search_runs: int = 17
+  run_seconds: float = 60.0
+  run_overhead_s: float = 5.0
+
+
+PKB_PATH = PkbPath()
+
+
+@dataclasses.dataclass(frozen=True)
 class VmGroup:
   name: str
   count: int
@@ -73,6 +100,7 @@ class RunEstimate:
   cloud: str
   groups: Tuple[VmGroup, ...]
   phases: Tuple[Phase, ...]
+  reference: Optional['RunEstimate'] = None  # upstream PKB's path
 
   @property
   def usd_per_hour(self) -> float:
@@ -105,6 +133,12 @@ class RunEstimate:
                  f'if it runs to --timeout_minutes={timeout_minutes:g}')
     lines.append(f'Cost: about {self.minutes:.0f} min, estimated '
                  f'${self.usd:.4f}{at_most}.')
+    if self.reference is not None:
+      ref = self.reference
+      lines.append(
+          f'Upstream PKB\'s path for this study (source builds, its binary '
+          f'search): about {ref.minutes:.0f} min, ${ref.usd:.4f}; this run '
+          f'is {self.usd / ref.usd * 100:.0f} % of its VM-dollars.')
     return lines
 
 
@@ -141,6 +175,20 @@ def EstimateRun(cloud: str, groups: Sequence[VmGroup], search_minutes: float,
   return RunEstimate(cloud=cloud, groups=tuple(groups), phases=phases)
 
 
+def PkbEstimate(cloud: str, groups: Sequence[VmGroup], preload_keys: int = 0,
+                value_bytes: int = 0, client_vms: int = 1,
+                path: PkbPath = PKB_PATH,
+                rates: Optional[PhaseRates] = None) -> RunEstimate:
+  """The same study on the same VMs the way upstream PKB runs it."""
+  rates = rates or RATES[cloud]
+  pkb_rates = dataclasses.replace(
+      rates, install_min=rates.install_min + path.build_min,
+      preload_keys_per_s=path.preload_keys_per_s * max(1, client_vms))
+  search = path.search_runs * (path.run_seconds + path.run_overhead_s) / 60
+  return EstimateRun(cloud, groups, search, preload_keys, value_bytes,
+                     rates=pkb_rates)
+
+
 def FromSpec(spec) -> RunEstimate:
   """Adapts a BenchmarkSpec (not yet provisioned) to `EstimateRun`."""
   counts = spec.GroupCounts()
@@ -160,7 +208,11 @@ def FromSpec(spec) -> RunEstimate:
     high = getattr(spec.flags, 'memtier_key_maximum', 0) or 0
     keys = max(0, high - low + 1)
   value_bytes = getattr(spec.flags, 'memtier_data_size', 0) or 0
-  return EstimateRun(spec.cloud, groups, search, keys, value_bytes)
+  estimate = EstimateRun(spec.cloud, groups, search, keys, value_bytes)
+  if spec.cloud in ('GCP', 'AWS'):
+    estimate = dataclasses.replace(estimate, reference=PkbEstimate(
+        spec.cloud, groups, keys, value_bytes, counts.get('clients', 1)))
+  return estimate
 
 
 def ScheduleMinutes(durations: Sequence[float], processes: int) -> float:

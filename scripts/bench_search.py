@@ -1,40 +1,42 @@
 #!/usr/bin/env python3
-"""Compares latency-capped search policies on local Redis, side by side.
+"""Compares latency-capped search policies on a server model and local Redis.
 
-  ./scripts/bench_search.py [--repetitions=5] [--probe_seconds=2] [pkb flags]
+  ./scripts/bench_search.py            # model scenarios + local Redis, ~10 min
+  ./scripts/bench_search.py --quick    # smoke run, ~2 min
+  ./scripts/bench_search.py --nolocal  # model scenarios only, seconds
 
-One local Redis shard (server VM pinned to core 0, client VM to core 1 by the
-Local provider), the load generator the benchmark would choose (memtier when
-installed, else redis-benchmark), the benchmark's own preload, probe driver
-and search modules. Each repetition runs, in a rotating order:
-  * sweep: every load of --sweep_* (ground truth, see below);
-  * linear: the T2D study's step-up, +1 thread per probe with
-    --linear_clients_per_thread clients per thread, stopping at the cap;
-  * adaptive: the benchmark's default policy with its default flags.
+Three policies, side by side, on every scenario:
+  * stepup: the published study's walk, +1 thread per probe (30 s on the
+    model) with the study's clients per thread and pipeline, stopping at the
+    cap (search/linear.py);
+  * pkb_memtier: upstream PKB's memtier latency-capped search, a binary
+    search over pipeline then over clients, 60 s runs, deciding on p95
+    (scripts/search_model.PkbMemtierPolicy);
+  * adaptive: ours (search/adaptive.py) with the benchmark's settings.
 
-Ground truth: for each sweep load, the mean throughput and the
-operation-weighted mean latency over all repetitions; the best is the highest
-mean throughput whose mean latency is under the cap. Every load is measured
-exactly like the policies' probes (same driver, same probe duration). A
-policy's found % is the mean of its reported capped throughput over the
-repetitions divided by that best. Noise: the sweep best is a maximum over
-loads on a flat plateau, so it is biased upwards by about one standard error
-of a load's mean; found % below 100 within the run-to-run CV is noise, not a
-miss (docs/search.md).
+Model scenarios (scripts/search_model.py) are the published studies' server
+sizes with the curve shape and noise fitted to this machine's sweep (the
+fixture tests/data/search_model_local_sweep.json, or this run's own sweep
+with --local); their true best is known exactly (noise-free model).
 
-The machine may be shared: a search during which other processes used more
-than --max_foreign_cpu_pct of the CPU is discarded and run again (bounded by
---max_reruns and --max_minutes). A second table rates the load each policy
-chose by the sweep's mean there, free of the policy's own probe noise.
+Local Redis: one shard on core 0, the client on core 1, the benchmark's own
+preload and probe driver; every policy's probes last --probe_seconds (30 s
+or 60 s probes would not fit the 15-minute budget, and the client is the
+limit here). The ground truth is a sweep: per load, the mean throughput and
+op-weighted latency over the repetitions, best under the cap. A search
+during which other processes used more than --max_foreign_cpu_pct of the CPU
+is discarded and run again (bounded by --max_reruns and --max_minutes).
 
-The LAST line printed is: found_pct=<adaptive> time_pct=<adaptive
-probe-seconds as % of linear's> cv_pct=<adaptive CV>. Progress goes to
-stderr; raw probes to results/runs/<run_uri>/bench_search.json. With the
-defaults a run takes 6-10 minutes on a quiet 2-core machine.
+For each policy: probes, probe-seconds, found % (mean reported capped
+throughput / true best) and CV % over repetitions. Then one line per
+scenario `scenario=<name> found_pct=<ours> time_pct=<ours / stepup's
+probe-seconds, %> cv_pct=<ours>`, and LAST (when local ran) `found_pct=...
+time_pct=... cv_pct=...` for local Redis, adaptive against the step-up.
 """
 
 import json
 import os
+import random
 import signal
 import statistics
 import sys
@@ -49,26 +51,44 @@ if (os.path.exists(_VENV_PYTHON) and
   os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] +
            sys.argv[1:])
 sys.path.insert(0, _REPO)
+sys.path.insert(0, _HERE)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from perfkitbenchmarker import benchmark_spec
-from perfkitbenchmarker import capped_search
+from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import pricing
-from perfkitbenchmarker import redis_study
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options as options_lib
+from perfkitbenchmarker.study import search_runner
+import search_model
 
-flags.DEFINE_integer('repetitions', 5, 'Repetitions of each policy.',
+FIXTURE = os.path.join(_REPO, 'tests', 'data', 'search_model_quiet_sweep.json')
+
+flags.DEFINE_boolean('quick', False, 'Smoke run: 2 local repetitions, a '
+                     'shorter sweep, 5 model repetitions.')
+flags.DEFINE_boolean('local', True, 'Also run on local Redis.')
+flags.DEFINE_integer('repetitions', 5, 'Local repetitions of each policy.',
                      lower_bound=1)
-flags.DEFINE_integer('probe_seconds', 2, 'Seconds per probe (all policies).',
+flags.DEFINE_integer('model_repetitions', 30, 'Repetitions per model '
+                     'scenario (seeded, so a run is reproducible).',
+                     lower_bound=2)
+flags.DEFINE_integer('model_seed', 11, 'Seed of the model\'s noise.')
+flags.DEFINE_float('model_noise_scale', 0.5, 'Model noise on cloud VMs as a '
+                   'share of the noise fitted to this machine\'s sweep.')
+flags.DEFINE_list('scenarios', [], 'Model scenarios to run (default: all).')
+flags.DEFINE_integer('probe_seconds', 2, 'Seconds per local probe.',
                      lower_bound=1)
 flags.DEFINE_integer('sweep_min_connections', 8, 'First sweep load.',
                      lower_bound=1)
@@ -76,25 +96,25 @@ flags.DEFINE_integer('sweep_max_connections', 160, 'Last sweep load.',
                      lower_bound=1)
 flags.DEFINE_integer('sweep_step_connections', 8, 'Sweep load step.',
                      lower_bound=1)
-flags.DEFINE_list('linear_clients_per_thread', ['32'],
-                  'Clients per thread of the linear step-up (default: the '
-                  'benchmark\'s --memtier_clients default). The first is the '
-                  'baseline of time_pct; more values add rows linear_c<N>.')
 flags.DEFINE_integer('linear_max_threads', 64,
-                     'Most threads of the linear step-up.', lower_bound=1)
-flags.DEFINE_float('max_minutes', 20, 'After this, no repetition starts and '
-                   'no discarded search is run again.')
+                     'Most threads of the local step-up.', lower_bound=1)
+flags.DEFINE_float('max_minutes', 12, 'After this, no local repetition '
+                   'starts and no discarded search is run again.')
 flags.DEFINE_float('max_foreign_cpu_pct', 10,
-                   'A search during which processes outside this run used more '
-                   'than this share of the machine\'s CPU is discarded and '
-                   'run again (the machine may be shared); 100 keeps all.')
-flags.DEFINE_integer('max_reruns', 10, 'Most discarded searches in a run; '
-                     'past it, contaminated searches are kept (and counted).',
+                   'A local search during which processes outside this run '
+                   'used more than this share of the CPU is discarded and run '
+                   'again; 100 keeps all.')
+flags.DEFINE_integer('max_reruns', 10, 'Most discarded local searches.',
                      lower_bound=0)
-flags.DEFINE_list('policies', [], 'Run only these rows (default: all); the '
-                  'final line needs sweep, linear and adaptive.')
+flags.DEFINE_string('save_sweep', None, 'Write this run\'s local sweep as a '
+                    'fixture here (the format of ' + FIXTURE + ').')
+flags.DEFINE_integer('local_pkb_max_pipeline', 256, 'PKB\'s pipeline '
+                     'search bound on local Redis (PKB: 5000; redis-benchmark '
+                     'through the harness aborted at 2500 here).',
+                     lower_bound=2)
 FLAGS = flags.FLAGS
 
+POLICIES = ('stepup', 'pkb_memtier', 'adaptive')
 
 
 def Log(text):
@@ -118,15 +138,101 @@ class SweepPolicy:
     return search_driver.Outcome('swept every load', best)
 
 
+def Row(results, truth):
+  values = [r.capped_throughput or 0.0 for r in results]
+  mean = statistics.fmean(values)
+  return {
+      'probes': statistics.fmean(len(r.probes) for r in results),
+      'probe_s': statistics.fmean(r.probe_seconds for r in results),
+      'capped': mean,
+      'found_pct': mean / truth * 100 if truth else float('nan'),
+      'min_found_pct': min(values) / truth * 100 if truth else float('nan'),
+      'cv_pct': (statistics.stdev(values) / mean * 100
+                 if len(values) > 1 and mean else 0.0),
+      'client_limited': sum(r.client_limited for r in results),
+      'runs': len(results),
+  }
+
+
+# The model.
+
+def FitLines(points, seconds):
+  fit = search_model.Fit(points, seconds=seconds)
+  return fit, fit.Lines()
+
+
+OUR_PROBE_OVERHEAD_S = deployment.PROBE_OVERHEAD_S
+
+
+def StudyCost(scenario, rows, catalog):
+  """(ours, PKB's) per-phase estimates of one machine type's whole study."""
+  groups = []
+  for name, (machine_type, count) in (('servers', scenario.servers),
+                                      ('clients', scenario.clients)):
+    price = catalog.Lookup(scenario.cloud, scenario.region, machine_type)
+    groups.append(cost_estimate.VmGroup(name, count, machine_type,
+                                        price.usd_per_hour))
+  ours = rows['adaptive']
+  search_min = (ours['probe_s'] + ours['probes'] * OUR_PROBE_OVERHEAD_S) / 60
+  mine = cost_estimate.EstimateRun(scenario.cloud, groups, search_min,
+                                   scenario.preload_keys, scenario.value_bytes)
+  pkb_path = cost_estimate.PkbPath(
+      search_runs=max(1, round(rows['pkb_memtier']['probes'])))
+  theirs = cost_estimate.PkbEstimate(
+      scenario.cloud, groups, scenario.preload_keys, scenario.value_bytes,
+      scenario.clients[1], path=pkb_path)
+  return mine, theirs
+
+
+def CostLines(costs):
+  lines = ['| scenario | VMs | $/hr | ours: provision, install, preload, '
+           'search, teardown (min) | ours min | ours $ | PKB: same phases '
+           '(min) | PKB min | PKB $ | ours / PKB $ |',
+           '|---|---|---:|---|---:|---:|---|---:|---:|---:|']
+  for name, scenario, (mine, theirs) in costs:
+    vms = ' + '.join(f'{g.count} x {g.machine_type}' for g in mine.groups)
+    phases = lambda e: ', '.join(f'{p.minutes:.1f}' for p in e.phases)
+    lines.append(
+        f'| {name} | {vms} | {mine.usd_per_hour:.2f} | {phases(mine)} | '
+        f'{mine.minutes:.1f} | {mine.usd:.2f} | {phases(theirs)} | '
+        f'{theirs.minutes:.1f} | {theirs.usd:.2f} | '
+        f'{mine.usd / theirs.usd * 100:.0f} % |')
+  return lines
+
+
+def RunScenario(scenario, repetitions, seed):
+  """Each policy `repetitions` times on the model; rows by policy."""
+  truth, best_load = scenario.TrueBest()
+  m = scenario.model
+  policies = {
+      'stepup': (linear.LinearStepPolicy(
+          min_threads=scenario.step_min_threads,
+          max_threads=scenario.step_max_threads,
+          thread_increment=scenario.step_increment,
+          clients=scenario.step_clients, pipeline=scenario.pipeline),
+                 scenario.step_seconds),
+      'pkb_memtier': (search_model.PkbMemtierPolicy(
+          scenario.pkb_max_threads, max(1, scenario.pkb_max_clients)),
+                      scenario.pkb_seconds),
+      'adaptive': (scenario.OurPolicy(), scenario.ours_seconds),
+  }
+  rows = {}
+  for name, (policy, seconds) in policies.items():
+    rng = random.Random(f'{seed}/{scenario.name}/{name}')
+    results = [search_driver.FindLatencyCappedMaximum(
+        m.Measurer(seconds, rng), scenario.cap_ms, policy, max_probes=400)
+               for _ in range(repetitions)]
+    rows[name] = Row(results, truth)
+  return truth, best_load, rows
+
+
+# Local Redis.
+
 class CpuAccount:
   """Splits the machine's busy CPU time into this run's and everyone else's.
 
-  Ours is this process with its waited-for children (every load generator
-  runs under a shell script this process waits for) plus the shards, which
-  are daemons read from /proc. The rest of the busy time in /proc/stat is
-  foreign: other users' processes, and kernel work (softirq) not charged to
-  any process, which includes some of our own loopback traffic, so a quiet
-  machine shows a few percent.
+  Ours is this process with its waited-for children plus the shards (read
+  from /proc); the rest of /proc/stat's busy time is foreign.
   """
 
   def __init__(self, shard_pids):
@@ -156,149 +262,37 @@ class CpuAccount:
     return max(0.0, foreign / wall * 100) if wall > 0 else 0.0
 
 
-def Policies():
-  """name -> policy, in the order of the report's rows."""
-  threads, pipeline = FLAGS.memtier_min_threads, FLAGS.memtier_pipeline
-  sweep = [measurement.Load(threads, max(1, c // threads), pipeline)
-           for c in range(FLAGS.sweep_min_connections,
-                          FLAGS.sweep_max_connections + 1,
-                          FLAGS.sweep_step_connections)]
-  policies = {'sweep': SweepPolicy(sweep)}
-  for i, clients in enumerate(int(c) for c in FLAGS.linear_clients_per_thread):
-    policies['linear' if i == 0 else f'linear_c{clients}'] = (
-        linear.LinearStepPolicy(
-            min_threads=threads, max_threads=FLAGS.linear_max_threads,
-            thread_increment=1, clients=clients, pipeline=pipeline))
-  policies['adaptive'] = capped_search.Policy()
-  if FLAGS.policies:
-    policies = {k: v for k, v in policies.items() if k in FLAGS.policies}
-  return policies
-
-
-def GroundTruth(sweeps, cap_ms):
-  """Per-load means over repetitions, and the best load under the cap."""
-  by_load = {}
-  for result in sweeps:
-    for probe in result.probes:
-      by_load.setdefault(probe.load, []).append(probe.measurement)
-  table = []
-  for load in sorted(by_load, key=lambda l: l.connections):
-    ms = by_load[load]
-    throughputs = [m.throughput for m in ms]
-    mean = statistics.fmean(throughputs)
-    cv = (statistics.stdev(throughputs) / mean * 100
-          if len(ms) > 1 and mean else 0.0)
-    table.append((load, mean, measurement.WeightedAverageLatencyMs(ms), cv))
-  under = [row for row in table if row[2] < cap_ms]
-  best = max(under, key=lambda row: row[1]) if under else None
-  return table, best
-
-
-def AtConnections(table, connections):
-  """Sweep mean (throughput, latency) at a load, linearly interpolated."""
-  points = [(load.connections, mean, latency)
-            for load, mean, latency, _ in table]
-  for (c0, t0, l0), (c1, t1, l1) in zip(points, points[1:]):
-    if c0 <= connections <= c1:
-      w = (connections - c0) / (c1 - c0)
-      return t0 + w * (t1 - t0), l0 + w * (l1 - l0)
-  exact = [(t, l) for c, t, l in points if c == connections]
-  return exact[0] if exact else (None, None)
-
-
-def Stats(results, truth, table, cap_ms):
-  """A policy's row; `chosen_pct` rates the loads it chose by the sweep."""
-  values = [r.capped_throughput or 0.0 for r in results]
-  at_chosen = [AtConnections(table, r.best.load.connections)
-               for r in results if r.best is not None]
-  chosen = [t for t, _ in at_chosen if t is not None]
-  mean = statistics.fmean(values)
-  cv = statistics.stdev(values) / mean * 100 if len(values) > 1 and mean else 0
+def LocalPolicies(opts):
+  s, g = opts.search, opts.generator
+  step = (FLAGS.sweep_step_connections * 2 if FLAGS.quick
+          else FLAGS.sweep_step_connections)
+  top = 128 if FLAGS.quick else FLAGS.sweep_max_connections
+  sweep = [measurement.Load(s.min_threads, max(1, c // s.min_threads),
+                            g.pipeline)
+           for c in range(FLAGS.sweep_min_connections, top + 1, step)]
   return {
-      'probes': statistics.fmean(len(r.probes) for r in results),
-      'probe_s': statistics.fmean(r.probe_seconds for r in results),
-      'capped': mean,
-      'found_pct': mean / truth * 100 if truth else float('nan'),
-      'min_found_pct': min(values) / truth * 100 if truth else float('nan'),
-      'cv_pct': cv,
-      'client_limited': sum(r.client_limited for r in results),
-      'chosen_pct': (statistics.fmean(chosen) / truth * 100
-                     if chosen and truth else float('nan')),
-      'chosen_over_cap': sum(1 for _, l in at_chosen
-                             if l is not None and l >= cap_ms),
-      'chosen_connections': ','.join(str(r.best.load.connections)
-                                     for r in results if r.best),
+      'sweep': SweepPolicy(sweep),
+      'stepup': linear.LinearStepPolicy(
+          min_threads=s.min_threads, max_threads=FLAGS.linear_max_threads,
+          thread_increment=1, clients=g.clients, pipeline=g.pipeline),
+      # One client core here; one shard: 30 clients per thread at most.
+      'pkb_memtier': search_model.PkbMemtierPolicy(
+          max_threads=1, max_clients=30, min_clients=2,
+          max_pipeline=FLAGS.local_pkb_max_pipeline),
+      'adaptive': search_runner.Policy(opts),
   }
 
 
-def Report(results, walls, foreigns, discarded, cap_ms, load_before,
-           load_after):
-  table, best = GroundTruth(results.get('sweep', []), cap_ms)
-  truth = best[1] if best else None
-  lines = ['Sweep (mean over repetitions):', '',
-           '| connections | ops/s | avg latency ms | CV % |',
-           '|---:|---:|---:|---:|']
-  for load, mean, latency, cv in table:
-    mark = ' (best under cap)' if best and load == best[0] else ''
-    lines.append(f'| {load.connections}{mark} | {mean:,.0f} | {latency:.3f} '
-                 f'| {cv:.1f} |')
-  lines += ['', f'Ground truth: {truth:,.0f} ops/s at {best[0].connections} '
-            'connections' if best else 'Ground truth: no sweep load under '
-            'the cap', '',
-            '| policy | probes | probe-s | wall s | capped ops/s | found % of '
-            'best (min) | CV % | client-limited runs | foreign CPU % (max) '
-            '| discarded |',
-            '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
-  stats = {}
-  for name in walls:
-    if not results[name]:
-      continue
-    s = stats[name] = Stats(results[name], truth, table, cap_ms)
-    lines.append(
-        f'| {name} | {s["probes"]:.1f} | {s["probe_s"]:.1f} | '
-        f'{statistics.fmean(walls[name]):.1f} | {s["capped"]:,.0f} | '
-        f'{s["found_pct"]:.1f} ({s["min_found_pct"]:.1f}) | '
-        f'{s["cv_pct"]:.2f} | {s["client_limited"]}/{len(results[name])} | '
-        f'{statistics.fmean(foreigns[name]):.1f} ({max(foreigns[name]):.1f}) '
-        f'| {discarded[name]} |')
-  lines += ['', 'Loads chosen, rated by the sweep (removes each policy\'s own '
-            'measurement noise from the comparison):', '',
-            '| policy | connections chosen | sweep ops/s there, % of best | '
-            'chosen over the cap per sweep |', '|---|---|---:|---:|']
-  for name, s in stats.items():
-    lines.append(f'| {name} | {s["chosen_connections"]} | '
-                 f'{s["chosen_pct"]:.1f} | {s["chosen_over_cap"]} |')
-  lines += ['', f'{max(len(v) for v in walls.values())} repetitions, '
-            f'{FLAGS.probe_seconds} s probes, cap {cap_ms:g} ms; load '
-            f'generator {results["meta"]["load_generator"]}; machine load '
-            f'average {load_before} before, {load_after} after.']
-  if not {'sweep', 'linear', 'adaptive'} <= set(stats) or not truth:
-    return lines
-  adaptive, linear = stats['adaptive'], stats['linear']
-  lines.append(
-      f'found_pct={adaptive["found_pct"]:.1f} '
-      f'time_pct={adaptive["probe_s"] / linear["probe_s"] * 100:.1f} '
-      f'cv_pct={adaptive["cv_pct"]:.2f}')
-  return lines
+def SweepFixture(results):
+  return {'repetitions': [[{
+      'connections': p.load.connections, 'pipeline': p.load.pipeline,
+      'throughput': p.throughput, 'latency_ms': p.latency_ms,
+      'seconds': p.measurement.duration_s} for p in r.probes]
+                          for r in results]}
 
 
-def Dump(path, results):
-  records = {name: [{
-      'capped_throughput': r.capped_throughput, 'stop_reason': r.stop_reason,
-      'probes': [{'connections': p.load.connections, 'role': p.role,
-                  'throughput': p.throughput, 'latency_ms': p.latency_ms,
-                  'seconds': p.measurement.duration_s,
-                  'client_saturated': p.measurement.client_saturated}
-                 for p in r.probes]} for r in results[name]]
-             for name in results if name != 'meta'}
-  with open(path, 'w') as f:
-    json.dump(records, f, indent=1)
-
-
-def Main(argv):
-  FLAGS(argv)
-  FLAGS.memtier_run_duration = FLAGS.probe_seconds
-  cap = FLAGS.memtier_latency_cap
+def RunLocal(argv):
+  """All policies on local Redis; returns (results by policy, meta)."""
   run_uri = local.NewRunUri()
   run_dir = os.path.join(_REPO, 'results', 'runs', run_uri)
   record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
@@ -310,66 +304,184 @@ def Main(argv):
       pricing.PriceCatalog.Load(), lambda samples: None,
       reporter=reporting.ConsoleReporter(sys.stderr))
   signal.signal(signal.SIGTERM, signal.default_int_handler)
-  load_before = open('/proc/loadavg').read().split()[0]
   started = time.monotonic()
-  policies = Policies()
+  opts = options_lib.RedisStudyOptions.FromFlags(FLAGS)
+  policies = LocalPolicies(opts)
   names = list(policies)
   results = {name: [] for name in names}
-  walls = {name: [] for name in names}
-  foreigns = {name: [] for name in names}
-  discarded = {name: 0 for name in names}
+  meta = {'discarded': {name: 0 for name in names}, 'foreign': [],
+          'failed': {},
+          'run_dir': run_dir}
+  reps = 2 if FLAGS.quick else FLAGS.repetitions
   try:
     spec.ConstructVirtualMachines()
     spec.Provision()
-    Log('VMs: ' + ', '.join(f'{vm.name} on cores {vm.cpu_set}'
-                            for vm in spec.vms))
+    prepared = time.monotonic()
     bench.Prepare(spec)
-    results['meta'] = {'load_generator': spec.metadata['load_generator']}
-    driver = redis_study.ProbeDriver(spec, FLAGS)
-    account = CpuAccount(p.pid for p in spec.state['redis_processes'])
-    budget = max([FLAGS.memtier_max_probes] +
-                 [len(p.loads) for p in policies.values()
-                  if isinstance(p, SweepPolicy)])
+    meta['prepare_s'] = time.monotonic() - prepared
+    meta['keys'] = spec.metadata.get('preloaded_keys') or 0
+    meta['load_generator'] = spec.metadata.get('load_generator')
+    driver = deployment.ProbeDriver(spec, spec.deployment, opts)
+    account = CpuAccount(p.pid for p in spec.deployment.processes)
+    budget = max(60, len(policies['sweep'].loads))
     reruns = 0
-    for rep in range(FLAGS.repetitions):
+    for rep in range(reps):
       if time.monotonic() - started > FLAGS.max_minutes * 60:
-        Log(f'--max_minutes={FLAGS.max_minutes:g} reached; stopping after '
-            f'{rep} repetitions.')
+        Log(f'--max_minutes={FLAGS.max_minutes:g} reached after {rep} '
+            'repetitions.')
         break
-      # Rotate the order so that drift hits every policy alike.
       order = names[rep % len(names):] + names[:rep % len(names)]
       for name in order:
-        while True:
+        for _ in range(FLAGS.max_reruns + 1):
           before = account.Snapshot()
-          result = search_driver.FindLatencyCappedMaximum(
-              driver, cap, policies[name], max_probes=budget)
+          try:
+            result = search_driver.FindLatencyCappedMaximum(
+                driver, opts.search.cap_ms, policies[name], max_probes=budget)
+          except errors.ProcessError as e:
+            Log(f'local rep {rep + 1} {name}: a probe failed ({e}); the '
+                'search counts as finding nothing')
+            meta['failed'][name] = meta['failed'].get(name, 0) + 1
+            result = search_driver.SearchResult((), None, None,
+                                                opts.search.cap_ms, name,
+                                                f'probe failed: {e}')
           after = account.Snapshot()
           foreign = account.ForeignPct(before, after)
-          Log(f'rep {rep + 1} {name:9s}: {len(result.probes):2d} probes, '
-              f'{result.probe_seconds:6.1f} probe-s, capped '
+          Log(f'local rep {rep + 1} {name:11s}: {len(result.probes):2d} '
+              f'probes, {result.probe_seconds:6.1f} probe-s, capped '
               f'{result.capped_throughput or 0:,.0f} ops/s, foreign CPU '
-              f'{foreign:.0f} %; {result.stop_reason[:120]}')
+              f'{foreign:.0f} %')
           late = time.monotonic() - started > FLAGS.max_minutes * 60
           if (foreign <= FLAGS.max_foreign_cpu_pct or late or
               reruns >= FLAGS.max_reruns):
             break
           reruns += 1
-          discarded[name] += 1
-          Log(f'  discarded (foreign CPU over {FLAGS.max_foreign_cpu_pct:g} '
-              f'%); rerun {reruns}/{FLAGS.max_reruns}')
-        walls[name].append(after[0] - before[0])
-        foreigns[name].append(foreign)
+          meta['discarded'][name] += 1
+        meta['foreign'].append(foreign)
         results[name].append(result)
-    Dump(os.path.join(run_dir, 'bench_search.json'), results)
+    with open(os.path.join(run_dir, 'bench_search_sweep.json'), 'w') as f:
+      json.dump(SweepFixture(results['sweep']), f, indent=1)
+    if FLAGS.save_sweep:
+      fixture = SweepFixture(results['sweep'])
+      fixture['source'] = (f'./scripts/bench_search.py on this machine, '
+                           f'{time.strftime("%Y-%m-%d", time.gmtime())}, '
+                           f'{meta["load_generator"]}, '
+                           f'{FLAGS.probe_seconds} s probes')
+      with open(FLAGS.save_sweep, 'w') as f:
+        json.dump(fixture, f, indent=1)
   finally:
     bench.Cleanup(spec)
     failures = spec.Teardown()
     record.SetStatus('failed' if failures else 'succeeded')
     for failure in failures:
       Log(f'teardown: {failure}')
-  load_after = open('/proc/loadavg').read().split()[0]
-  print('\n'.join(Report(results, walls, foreigns, discarded, cap,
-                         load_before, load_after)))
+  return results, meta
+
+
+def LocalTruth(sweeps, cap_ms):
+  by_load = {}
+  for result in sweeps:
+    for probe in result.probes:
+      by_load.setdefault(probe.load, []).append(probe.measurement)
+  best = None
+  for load, ms in by_load.items():
+    mean = statistics.fmean(m.throughput for m in ms)
+    if (measurement.WeightedAverageLatencyMs(ms) < cap_ms and
+        (best is None or mean > best[0])):
+      best = (mean, load)
+  return best
+
+
+# Report.
+
+def TableLines(scenario_rows):
+  lines = ['| scenario | policy | probes | probe-s | found % of true best '
+           '(min) | CV % | client-limited runs |',
+           '|---|---|---:|---:|---:|---:|---:|']
+  for scenario, rows in scenario_rows:
+    for name in ('sweep',) + POLICIES:
+      if name not in rows:
+        continue
+      r = rows[name]
+      lines.append(
+          f'| {scenario} | {name} | {r["probes"]:.1f} | {r["probe_s"]:.0f} | '
+          f'{r["found_pct"]:.1f} ({r["min_found_pct"]:.1f}) | '
+          f'{r["cv_pct"]:.2f} | {r["client_limited"]}/{r["runs"]} |')
+  return lines
+
+
+def SummaryLine(rows, prefix=''):
+  ours, step = rows['adaptive'], rows['stepup']
+  return (f'{prefix}found_pct={ours["found_pct"]:.1f} '
+          f'time_pct={ours["probe_s"] / step["probe_s"] * 100:.1f} '
+          f'cv_pct={ours["cv_pct"]:.2f}')
+
+
+def Main(argv):
+  FLAGS(argv)
+  FLAGS.memtier_run_duration = FLAGS.probe_seconds
+  wall = time.monotonic()
+  out = []
+  local_results = None
+  if FLAGS.local:
+    local_results, meta = RunLocal(argv)
+  # The model's shape comes from the stored quiet sweep (reproducible); a
+  # fresh local sweep is fitted too, to show how well the model fits today.
+  points, _ = search_model.LoadSweep(FIXTURE)
+  fit, lines = FitLines(points, FLAGS.probe_seconds)
+  out += [f'Model fit to {os.path.relpath(FIXTURE, _REPO)}:', ''] + lines
+  if local_results and local_results.get('sweep'):
+    path = os.path.join(meta['run_dir'], 'bench_search_sweep.json')
+    today, _ = search_model.LoadSweep(path)
+    _, today_lines = FitLines(today, FLAGS.probe_seconds)
+    out += ['', f'The same model fitted to this run\'s local sweep ({path}):',
+            ''] + today_lines
+  out.append('')
+  scenarios = search_model.Scenarios(fit.model, FLAGS.model_noise_scale)
+  if FLAGS.scenarios:
+    scenarios = [s for s in scenarios if s.name in FLAGS.scenarios]
+  reps = 5 if FLAGS.quick else FLAGS.model_repetitions
+  scenario_rows = []
+  out += ['Model scenarios (true best = noise-free model optimum):', '',
+          '| scenario | deployment | true best ops/s | at load | our probe '
+          's | model probe CV % (ours) |', '|---|---|---:|---|---:|---:|']
+  for scenario in scenarios:
+    truth, load, rows = RunScenario(scenario, reps, FLAGS.model_seed)
+    scenario_rows.append((scenario.name, rows))
+    out.append(f'| {scenario.name} | {scenario.model.description} | '
+               f'{truth:,.0f} | {load.Describe()} | {scenario.ours_seconds:g} '
+               f'| {scenario.model.ProbeCv(scenario.ours_seconds) * 100:.2f} |')
+  catalog = pricing.PriceCatalog.Load()
+  costs = [(s.name, s, StudyCost(s, rows, catalog))
+           for s, (_, rows) in zip(scenarios, scenario_rows)]
+  local_rows = None
+  if local_results:
+    truth = LocalTruth(local_results['sweep'], FLAGS.memtier_latency_cap)
+    local_rows = {name: Row(rs, truth[0] if truth else None)
+                  for name, rs in local_results.items() if rs}
+    scenario_rows.append(('local', local_rows))
+    out += ['', f'Local Redis ({meta["load_generator"]}, '
+            f'{FLAGS.probe_seconds} s probes): true best = the sweep\'s best '
+            f'mean under the cap, {truth[0]:,.0f} ops/s at '
+            f'{truth[1].connections} connections' if truth else
+            'Local: no sweep load under the cap',
+            f'discarded for foreign CPU: {meta["discarded"]}; failed '
+            f'searches: {meta["failed"] or "none"}; foreign CPU mean '
+            f'{statistics.fmean(meta["foreign"] or [0]):.0f} %',
+            f'prepare (start, preload, verify) of {meta["keys"]:,} keys took '
+            f'{meta["prepare_s"]:.1f} s: {meta["keys"] / meta["prepare_s"]:,.0f}'
+            ' keys/s including the fixed part']
+  out += [''] + TableLines(scenario_rows) + ['']
+  out += ['Whole study per machine type (cost_estimate: ours with the '
+          'adaptive probes above, PKB\'s path with source builds and its '
+          'binary search\'s runs above at 60 s):', ''] + CostLines(costs) + [
+              '']
+  out.append(f'wall time {time.monotonic() - wall:.0f} s')
+  for name, rows in scenario_rows:
+    if {'adaptive', 'stepup'} <= set(rows) and rows['stepup']['probe_s']:
+      out.append(SummaryLine(rows, f'scenario={name} '))
+  if local_rows and {'adaptive', 'stepup'} <= set(local_rows):
+    out.append(SummaryLine(local_rows))
+  print('\n'.join(out))
   return 0
 
 

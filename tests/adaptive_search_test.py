@@ -288,6 +288,33 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertIn('back-off', [p.note for p in result.search_probes])
     self.assertFindsBest(CreepingCurve, result)
 
+  def testRepeatsStopByIntervalWidth(self):
+    # Noise-free repeats: the interval is 0 wide after the minimum of 3.
+    quiet = Search(ScriptedServer(MachineCurve))
+    self.assertEqual(len(quiet.confirmation_probes), 3)
+    # 6 % noise: 3 repeats give a 95 % half-width near 15 %, over the 2 %
+    # target, so it repeats up to confirm_max_repeats (6) at each contender.
+    noisy = Search(ScriptedServer(MachineCurve, seed=4, throughput_sd=0.06))
+    self.assertEqual(len(noisy.confirmation_probes), 6)
+    fixed = Search(ScriptedServer(MachineCurve, seed=4, throughput_sd=0.06),
+                   adaptive.AdaptiveStepPolicy(confirm_ci_target=0))
+    self.assertEqual(len(fixed.confirmation_probes), 3)
+
+  def testThreadsGrowUpToMaxThreadsWithOneClientEach(self):
+    policy = adaptive.AdaptiveStepPolicy(threads=1, max_threads=16,
+                                         start_connections=4)
+    self.assertEqual(policy.LoadForClients(5), measurement.Load(5, 1))
+    self.assertEqual(policy.LoadForClients(16), measurement.Load(16, 1))
+    self.assertEqual(policy.LoadForClients(40), measurement.Load(13, 3))
+    result = Search(ScriptedServer(RisingCurve), policy)
+    self.assertEqual(result.search_probes[0].load, measurement.Load(4, 1))
+    self.assertTrue(all(p.load.threads <= 16 for p in result.probes))
+    # Past 16 threads a step is a client per thread (16 connections), so
+    # the offered loads can miss the curve's best by up to about 2 %.
+    self.assertFindsBest(RisingCurve, result, 0.97)
+    with self.assertRaises(adaptive.InvalidSearchArgument):
+      adaptive.AdaptiveStepPolicy(threads=4, max_threads=2)
+
   def testWithoutConfirmation(self):
     policy = adaptive.AdaptiveStepPolicy(confirm_repeats=0)
     result = Search(ScriptedServer(MachineCurve), policy)

@@ -11,7 +11,13 @@ spends most probes on the flat part. This policy instead
 3. bisects between the last load under the target and the first over it only
    while throughput still rises across that bracket;
 4. confirms the answer with repeats (mean and 95 % interval), backing off to
-   a lower load if they average at or over the cap.
+   a lower load if they average at or over the cap. At least
+   `confirm_repeats`; more, up to `confirm_max_repeats`, while the interval's
+   half-width is wider than `confirm_ci_target` of the mean, so a quiet
+   server stops early and a noisy one measures longer only at the answer.
+With `max_threads` above `threads`, a load is a connection count spread over
+up to `max_threads` threads (one client each until the threads run out), so
+a client that needs many threads to be fast is still offered fine steps.
 Decisions use the target, not the cap, so a probe that landed under the cap
 by luck does not become the answer; the repeats are checked against the cap.
 A saturated load generator is reported (`client_limited`, stop reason), never
@@ -28,6 +34,7 @@ import statistics
 from typing import ClassVar, Dict, List, Optional
 
 from perfkitbenchmarker.search import driver
+from perfkitbenchmarker.search import stats
 from perfkitbenchmarker import measurement
 
 Load = measurement.Load
@@ -70,7 +77,13 @@ class AdaptiveStepPolicy:
       probe's distance below the target, is within this.
     max_corrections: Little's-law re-predictions after the first prediction.
     max_bisections: bisection probes at most.
-    confirm_repeats: repeats of the chosen load (0 skips confirming).
+    confirm_repeats: repeats of the chosen load at least (0 skips
+      confirming).
+    confirm_max_repeats: repeats at most; more than confirm_repeats only
+      while the 95 % interval is wider than confirm_ci_target.
+    confirm_ci_target: stop repeating once the interval's half-width is at
+      most this fraction of the mean (0: always confirm_repeats).
+    max_threads: threads may grow up to this (None: always `threads`).
     max_backoffs: lower loads tried when a confirmation fails.
   """
   NAME: ClassVar[str] = 'adaptive'
@@ -87,6 +100,9 @@ class AdaptiveStepPolicy:
   max_corrections: int = 2
   max_bisections: int = 4
   confirm_repeats: int = 3
+  confirm_max_repeats: int = 6
+  confirm_ci_target: float = 0.02
+  max_threads: Optional[int] = None
   max_backoffs: int = 2
 
   def __post_init__(self):
@@ -97,7 +113,7 @@ class AdaptiveStepPolicy:
         raise InvalidSearchArgument(
             f'{name}={value!r}: must be a whole number of at least 1.')
     for name in ('max_corrections', 'max_bisections', 'confirm_repeats',
-                 'max_backoffs'):
+                 'confirm_max_repeats', 'max_backoffs'):
       value = getattr(self, name)
       if not isinstance(value, int) or value < 0:
         raise InvalidSearchArgument(
@@ -122,6 +138,13 @@ class AdaptiveStepPolicy:
         (0 <= self.noise_floor < 1,
          f'noise_floor={self.noise_floor!r}: must be a fraction in [0, 1), '
          'e.g. 0.03.'),
+        (self.max_threads is None or (isinstance(self.max_threads, int) and
+                                      self.max_threads >= self.threads),
+         f'max_threads={self.max_threads!r}: must be a whole number of at '
+         f'least threads={self.threads}, or None.'),
+        (0 <= self.confirm_ci_target < 1,
+         f'confirm_ci_target={self.confirm_ci_target!r}: must be a fraction '
+         'in [0, 1), e.g. 0.02; 0 repeats exactly confirm_repeats times.'),
         (0 < self.bracket_tolerance < 1,
          f'bracket_tolerance={self.bracket_tolerance!r}: must be a fraction '
          'in (0, 1), e.g. 0.05.'),
@@ -152,19 +175,36 @@ class AdaptiveStepPolicy:
                **overrides)
 
   @property
+  def threads_vary(self) -> bool:
+    return bool(self.max_threads) and self.max_threads > self.threads
+
+  @property
+  def unit(self) -> int:
+    """Connections per step of the search's load count."""
+    return 1 if self.threads_vary else self.threads
+
+  @property
   def min_clients(self) -> int:
-    return max(1, math.ceil(self.min_connections / self.threads))
+    return max(1, math.ceil(self.min_connections / self.unit))
 
   @property
   def max_clients(self) -> int:
-    return self.max_connections // self.threads
+    return self.max_connections // self.unit
 
   def LoadForClients(self, clients: int) -> Load:
-    return Load(self.threads, clients, self.pipeline)
+    """The Load of a load count (clients per thread, or connections)."""
+    if not self.threads_vary:
+      return Load(self.threads, clients, self.pipeline)
+    # Fewest clients per thread that fit, then the threads that come closest
+    # to the connection count: steps stay about one client fine.
+    per_thread = max(1, math.ceil(clients / self.max_threads))
+    threads = min(self.max_threads,
+                  max(self.threads, round(clients / per_thread)))
+    return Load(threads, per_thread, self.pipeline)
 
   def LoadForConnections(self, connections: int) -> Load:
     """The load closest to `connections` that this policy can offer."""
-    clients = round(connections / self.threads)
+    clients = round(connections / self.unit)
     return self.LoadForClients(
         min(self.max_clients, max(self.min_clients, clients)))
 
@@ -189,7 +229,8 @@ class _AdaptiveRun:
     self._target_ms = cap_ms * policy.cap_margin
     self._min = policy.min_clients
     self._max = policy.max_clients
-    self._start = policy.LoadForConnections(policy.start_connections).clients
+    self._start = min(self._max, max(self._min, round(
+        policy.start_connections / policy.unit)))
     self._search: Dict[int, ProbeRecord] = {}
     self._notes: List[str] = []
 
@@ -384,13 +425,26 @@ class _AdaptiveRun:
     return record
 
   def _Confirm(self, clients: int):
+    """Repeats until the interval is narrow enough (or the most allowed)."""
+    policy = self._policy
+    most = max(policy.confirm_repeats, policy.confirm_max_repeats)
+    if not policy.confirm_ci_target:
+      most = policy.confirm_repeats
     repeats = []
-    for i in range(self._policy.confirm_repeats):
+    for i in range(most):
       record = yield from self._Probe(
-          clients, f'confirmation {i + 1}/{self._policy.confirm_repeats}',
+          clients, f'confirmation {i + 1} ({policy.confirm_repeats}-{most})',
           driver.ROLE_CONFIRM)
       repeats.append(record)
+      if len(repeats) >= policy.confirm_repeats and self._Narrow95(repeats):
+        break
     return repeats
+
+  def _Narrow95(self, repeats: List[ProbeRecord]) -> bool:
+    if not self._policy.confirm_ci_target or len(repeats) < 2:
+      return True
+    mean, half = stats.MeanAndCi95([r.throughput for r in repeats])
+    return mean > 0 and half / mean <= self._policy.confirm_ci_target
 
   def _MeanLatency(self, repeats: List[ProbeRecord]) -> float:
     return measurement.WeightedAverageLatencyMs([r.measurement for r in repeats])
@@ -433,7 +487,7 @@ class _AdaptiveRun:
       return None
     outstanding = (record.load.outstanding_requests * self._target_ms /
                    record.latency_ms)
-    per_client = self._policy.threads * self._policy.pipeline
+    per_client = self._policy.unit * self._policy.pipeline
     return max(self._min, math.floor(outstanding / per_client))
 
   def _Narrow(self, lo: int, hi: int) -> bool:
@@ -443,4 +497,4 @@ class _AdaptiveRun:
     return record.under_cap and record.latency_ms < self._target_ms
 
   def _Conns(self, clients: int) -> int:
-    return clients * self._policy.threads
+    return self._policy.LoadForClients(clients).connections
