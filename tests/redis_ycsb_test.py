@@ -167,3 +167,24 @@ def test_binding_refuses_string_with_many_fields(tmp_path, redis):
         vm, install, 'load', 'workloada',
         {'recordcount': 5, 'operationcount': 5, 'fieldcount': 10,
          'redis.command_group': 'string'}, 1, 5, timeout_s=60)
+
+
+def test_cluster_mode_through_jedis_cluster(tmp_path):
+  """A 3-shard Redis Cluster: the binding's JedisCluster logs in as the
+  restricted load user, reads the slots and spreads the records."""
+  _RequireBuild()
+  proc, run_uri = e2e.Run(
+      ['--benchmarks=redis_ycsb', '--ycsb_command_group=zset',
+       '--ycsb_record_count=300', '--ycsb_operation_count=600',
+       '--ycsb_max_threads=1', '--ycsb_workloads=workloada',
+       '--ycsb_latency_cap=200', '--redis_server_cluster_mode',
+       '--redis_total_num_processes=3'], str(tmp_path), timeout=120)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  assert 'Load verified: 300 keys.' in proc.stdout
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  labels = [e2e.Labels(r) for r in rows]
+  assert labels[0]['redis_server_cluster_mode'] == 'True'
+  assert labels[0]['redis_shards_total'] == '3'
+  assert any(r['metric'] == 'latency_capped_throughput' for r in rows)
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+  assert _JavaLeftovers(run_uri) == []

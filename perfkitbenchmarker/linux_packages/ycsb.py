@@ -60,7 +60,7 @@ class Installation:
     return f'{self.jar}:{self.classpath}'
 
 
-def _ReadLocalBuild(vm, build_dir: str) -> Optional[Installation]:
+def _ReadBuild(vm, build_dir: str) -> Optional[Installation]:
   jar = os.path.join(build_dir, JAR_NAME)
   cp_file = os.path.join(build_dir, CLASSPATH_NAME)
   out, _, rc = vm.RemoteCommandWithReturnCode(
@@ -82,14 +82,14 @@ def Installed(vm, build_dir: Optional[str] = None) -> Installation:
       raise errors.PrerequisiteError(
           'java not found: install a JDK 17 (Debian: openjdk-17-jdk-headless) '
           'and Maven, then run scripts/setup.sh.')
-    found = _ReadLocalBuild(vm, build_dir)
+    found = _ReadBuild(vm, build_dir)
     if found is None:
       raise errors.PrerequisiteError(
           f'The YCSB binding is not built in {build_dir}; run '
           'scripts/build_ycsb.sh (scripts/setup.sh does).')
     return found
   build_dir = build_dir or f'{vm.scratch_dir}/ycsb'
-  found = _ReadLocalBuild(vm, build_dir)
+  found = _ReadBuild(vm, build_dir)
   if found is not None:
     return found
   remote_install.RunAsRoot(vm, JdkInstallScript(vm.DetectSystem()),
@@ -100,7 +100,7 @@ def Installed(vm, build_dir: Optional[str] = None) -> Installation:
     vm.WriteFile(path, text, mode=0o644)
   vm.RemoteCommand(RemoteBuildCommand(build_dir), timeout=1200,
                    what='Building the YCSB binding with Maven')
-  found = _ReadLocalBuild(vm, build_dir)
+  found = _ReadBuild(vm, build_dir)
   if found is None:
     raise errors.PrerequisiteError(
         f'The YCSB build on {vm.name} left no {JAR_NAME} in {build_dir}.')
