@@ -188,3 +188,40 @@ def test_cluster_mode_through_jedis_cluster(tmp_path):
   assert any(r['metric'] == 'latency_capped_throughput' for r in rows)
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
   assert _JavaLeftovers(run_uri) == []
+
+
+def test_cloud_preset_dry_runs_with_cost(tmp_path):
+  proc = subprocess.run(
+      [sys.executable, e2e.PKB,
+       '--benchmark_config_file=configs/ycsb_tair_cloud.yaml', '--dry_run',
+       f'--results_dir={tmp_path}'],
+      cwd=e2e.REPO, capture_output=True, text=True, timeout=120, check=False)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  for group in GROUPS:
+    assert f'ycsb_command_group={group}' in proc.stdout
+  assert 'Total: 17 cell(s)' in proc.stdout
+  assert "PKB's binding: records as zset, 10 field(s) x 1024 B" in proc.stdout
+  assert 'estimated $' in proc.stdout
+  assert os.listdir(tmp_path) == [] or not any(
+      os.path.exists(os.path.join(tmp_path, d, 'run_record.json'))
+      for d in os.listdir(tmp_path))
+
+
+def test_second_build_is_skipped():
+  _RequireBuild()
+  start = time.monotonic()
+  proc = subprocess.run([os.path.join(e2e.REPO, 'scripts', 'build_ycsb.sh')],
+                        capture_output=True, text=True, timeout=60,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr
+  assert 'up to date' in proc.stdout
+  assert time.monotonic() - start < 5
+
+
+def test_jdk_install_scripts():
+  class Info:
+    family, package_manager = 'debian', 'apt-get'
+  assert 'openjdk-17-jdk-headless maven' in ycsb.JdkInstallScript(Info)
+  Info.family, Info.package_manager = 'rhel', 'dnf'
+  assert 'dnf install -y java-17-openjdk-devel maven' in (
+      ycsb.JdkInstallScript(Info))

@@ -111,7 +111,7 @@ def JdkInstallScript(info) -> str:
   """Root script installing a headless JDK 17 and Maven from OS packages."""
   if info.family == 'rhel':
     pm = info.package_manager
-    return f'set -e\n{pm} install -y java-17-openjdk-headless maven\njava -version\n'
+    return f'set -e\n{pm} install -y java-17-openjdk-devel maven\njava -version\n'
   return ('set -e\nexport DEBIAN_FRONTEND=noninteractive\n'
           'apt-get update -qq\n'
           'apt-get install -y -qq openjdk-17-jdk-headless maven\n'
