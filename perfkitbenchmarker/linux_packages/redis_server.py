@@ -82,10 +82,15 @@ def Install(vm: virtual_machine.BaseVirtualMachine,
   remote_install.InstallRedis(vm, version)
 
 
+def ParseVersion(text: str) -> str:
+  """'7.0.15' from `redis-server --version` output ('' if none)."""
+  match = re.search(r'v=(\S+)', text or '')
+  return match.group(1) if match else ''
+
+
 def GetVersion(vm: virtual_machine.BaseVirtualMachine) -> str:
   out, _ = vm.RemoteCommand('redis-server --version')
-  match = re.search(r'v=(\S+)', out)
-  return match.group(1) if match else out.strip()
+  return ParseVersion(out) or out.strip()
 
 
 def NewPassword() -> str:
