@@ -10,7 +10,6 @@ import getpass
 import logging
 import os
 import re
-import signal
 import sys
 from typing import List, Optional
 
@@ -21,6 +20,7 @@ from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix_runner
 from perfkitbenchmarker import pricing
@@ -29,6 +29,7 @@ from perfkitbenchmarker import reporting
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
@@ -41,35 +42,7 @@ from perfkitbenchmarker.publishers import publisher
 FLAGS = pkb_flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class _Interrupts:
-  """Turns SIGINT/SIGTERM/the deadline alarm into one RunInterrupted."""
-
-  def __init__(self):
-    self.reason: Optional[str] = None
-    self._previous = {}
-
-  def Install(self, timeout_s: Optional[float]) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-      self._previous[sig] = signal.signal(sig, self._Handle)
-    if timeout_s:
-      signal.setitimer(signal.ITIMER_REAL, timeout_s)
-
-  def _Handle(self, signum, frame):  # pylint: disable=unused-argument
-    if self.reason is not None:
-      logging.warning('Already stopping (%s); cleaning up, please wait.',
-                      self.reason)
-      return
-    self.reason = ('deadline (--timeout_minutes) reached'
-                   if signum == signal.SIGALRM else
-                   f'interrupted by {signal.Signals(signum).name}')
-    raise errors.RunInterrupted(self.reason)
-
-  def Restore(self) -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    for sig, handler in self._previous.items():
-      signal.signal(sig, handler)
+_Interrupts = run_signals.Interrupts  # The stage driver's tests build one.
 
 
 def _SetUpLogging(run_dir: Optional[str]) -> None:
@@ -131,13 +104,7 @@ def _ResultsDir() -> str:
 def _LoadConfig(module, names: List[str]) -> dict:
   text = None
   if FLAGS.benchmark_config_file:
-    try:
-      with open(FLAGS.benchmark_config_file) as f:
-        text = f.read()
-    except OSError as e:
-      raise errors.UsageError(
-          f'--benchmark_config_file: cannot read '
-          f'{FLAGS.benchmark_config_file}: {e.strerror}.') from None
+    text = configs.ReadConfigFile(FLAGS.benchmark_config_file)
   configs.CheckOverridesNameBenchmarks(FLAGS.config_override, names)
   return module.GetConfig({'file': text, 'overrides': FLAGS.config_override})
 
@@ -161,6 +128,7 @@ def _TeardownOnly(run_dir: str) -> int:
 def RunBenchmarks(argv: List[str]) -> int:
   """Runs the benchmarks named by --benchmarks; returns the exit code."""
   stages = _Stages()
+  input_checks.CheckRunFlags(FLAGS, _Cloud(), _ResultsDir())
   cells = matrix_runner.Cells(FLAGS, stages)
   if cells is not None:  # A matrix config: each cell is a child pkb.py.
     from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
@@ -215,7 +183,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   reporter.Line(f'Run {run_uri}: {", ".join(names)} on {_Cloud()}; '
                 f'results in {os.path.relpath(run_dir)}')
 
-  interrupts = _Interrupts()
+  interrupts = run_signals.Interrupts(run_uri)
   timeout_s = FLAGS.timeout_minutes * 60 if FLAGS.timeout_minutes else None
   deadline = spec_lib.Deadline(timeout_s)
   interrupts.Install(timeout_s)
@@ -245,6 +213,7 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
   failure: Optional[BaseException] = None
   try:
+    interrupts.Arm()
     if 'provision' in stages:
       spec.ConstructVirtualMachines()
     else:
@@ -274,7 +243,14 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
         f'internal error {type(e).__name__}: {e} (traceback in '
         f'{os.path.join(record.run_dir, "pkb.log")})')
   finally:
-    cleanup_errors = _Finish(module, spec, stages, failure)
+    # Cleanup and teardown run to the end whatever fires now; a second
+    # signal may cut them short, and then says how to finish (run_signals).
+    interrupts.Protect()
+    try:
+      cleanup_errors = _Finish(module, spec, stages, failure)
+    except errors.RunInterrupted as e:
+      cleanup_errors = [str(e)]
+  failure = failure or interrupts.Pending()
   if failure is not None:
     message = str(failure) or type(failure).__name__
     if isinstance(failure, KeyboardInterrupt):
@@ -286,8 +262,10 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
             'kept in the results files.', file=sys.stderr)
   for line in cleanup_errors:
     print(f'pkb: {line}', file=sys.stderr)
-  record.SetStatus('failed' if failure or cleanup_errors else 'succeeded')
-  if isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt)):
+  interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
+  record.SetStatus('interrupted' if interrupted else
+                   'failed' if failure or cleanup_errors else 'succeeded')
+  if interrupted:
     return EXIT_INTERRUPTED
   return EXIT_FAILED if failure or cleanup_errors else EXIT_OK
 
@@ -305,8 +283,8 @@ def _Finish(module, spec, stages, failure) -> List[str]:
   if 'teardown' in stages:
     failures = spec.Teardown()
     if failures:
-      problems.append('teardown left resources (retry with --run_stage='
-                      f'teardown --run_uri={spec.run_uri}): '
+      problems.append('teardown left resources (retry with '
+                      f'{run_signals.TeardownCommand(spec.run_uri)}): '
                       + '; '.join(failures))
     else:
       spec.record.MarkStageDone('teardown')
@@ -315,6 +293,7 @@ def _Finish(module, spec, stages, failure) -> List[str]:
 
 def Main(argv: Optional[List[str]] = None) -> int:
   argv = list(sys.argv if argv is None else argv)
+  run_signals.GuardOutput()  # A closed terminal must not stop cleanup.
   if any(a in ('-h', '--help', '--helpshort', '--helpfull') for a in argv[1:]):
     print('Usage: ./pkb.py [--flags]; with no flags runs the Local study.\n')
     print(FLAGS.get_help(include_special_flags=False))

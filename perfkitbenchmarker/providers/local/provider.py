@@ -88,17 +88,26 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
       if not virtual_machine.SameStart(proc.create_time(), start_time):
         return
       proc.terminate()
-      try:
-        proc.wait(virtual_machine.STOP_WAIT_S)
-      except psutil.TimeoutExpired:
+      if not self._WaitGone(proc):
         proc.kill()
-        proc.wait(virtual_machine.STOP_WAIT_S)
+        if not self._WaitGone(proc):
+          raise errors.ResourceError(
+              f'PID {pid} on {self.name} is still running after SIGKILL.')
     except psutil.NoSuchProcess:
       pass
-    except psutil.TimeoutExpired:
-      raise errors.ResourceError(
-          f'PID {pid} on {self.name} is still running after SIGKILL.'
-      ) from None
+
+  def _WaitGone(self, proc: 'psutil.Process') -> bool:
+    """True once the process has exited. A daemonized shard's parent is
+    PID 1, which may reap it late; a zombie has exited, so it counts."""
+    deadline = self._clock() + virtual_machine.STOP_WAIT_S
+    while self._clock() < deadline:
+      try:
+        if proc.status() == psutil.STATUS_ZOMBIE:
+          return True
+      except psutil.NoSuchProcess:
+        return True
+      self._sleep(0.02)
+    return False
 
   def GetResourceMetadata(self):
     metadata = super().GetResourceMetadata()
