@@ -9,10 +9,11 @@ The model, for a load of `threads x clients` connections per client process,
 `pipeline` requests in flight per connection and `processes` client processes
 (client VMs, or memtier processes per VM):
 
-* outstanding requests N = processes x threads x clients x fanout x pipeline x
-  efficiency, where `fanout` is the connections a cluster-mode client holds
-  per shard and `efficiency` the share of the pipeline that is really in
-  flight (1 for a plain closed loop);
+* outstanding requests N = processes x threads x clients x fanout x
+  (1 + (pipeline - 1) x efficiency), where `fanout` is the connections a
+  cluster-mode client holds (one per shard) and `efficiency` the share of
+  the pipelined requests beyond the first that are really in flight (1 for
+  a plain closed loop);
 * the server's service-time curve: throughput X(N) = peak x u / (1 + u^k)^(1/k)
   with u = N / N*, N* = peak x base latency (the knee), so X = N / base
   latency at light load and X = peak on the plateau; past the knee it sags
@@ -69,8 +70,9 @@ class ServerModel:
   description: str = ''
 
   def Outstanding(self, load: measurement.Load) -> float:
+    in_flight = 1 + (load.pipeline - 1) * self.efficiency
     return (self.processes * load.threads * load.clients * self.fanout *
-            load.pipeline * self.efficiency)
+            in_flight)
 
   def ServerOps(self, outstanding: float) -> float:
     knee = self.peak_ops * self.base_latency_ms / 1000
@@ -352,8 +354,9 @@ def Scenarios(shape: Optional[ServerModel] = None,
   more requests in flight than its figures allow by Little's law (the T2D
   cluster: 3.9M ops/s under 1 ms means under 3,900 in flight, while its first
   step already offers 6 x 5 x 24 x 9 = 6,480), `efficiency` scales the
-  offered load so that the walk crosses the cap after about 20 steps, as
-  the study describes.
+  pipelined part of the offered load so that the walk crosses the cap after
+  about 20 steps, as the study describes (0.021: 1.17 requests in flight
+  per connection at pipeline 9).
   """
   k = shape.knee_sharpness if shape else 3.0
   sag = shape.sag_per_doubling if shape else 0.02
@@ -383,7 +386,7 @@ def _Published(base) -> List[Scenario]:
   return [
       Scenario(
           ServerModel('t2d_cluster', peak_ops=4.05e6, base_latency_ms=0.35,
-                      processes=6, efficiency=0.13,
+                      processes=6, efficiency=0.021,
                       client_ops_per_thread=260e3, client_max_threads=16,
                       dips=((2400.0, 0.08, 0.04),), **base,
                       description='3 x t2d-standard-16, 6 x n2-standard-32 '
@@ -395,7 +398,7 @@ def _Published(base) -> List[Scenario]:
           source='study 1, cluster: 3.9M ops/s under 1 ms'),
       Scenario(
           ServerModel('t2d_single', peak_ops=1.35e6, base_latency_ms=0.3,
-                      processes=2, efficiency=0.13,
+                      processes=2, efficiency=0.021,
                       client_ops_per_thread=260e3, client_max_threads=16,
                       **base,
                       description='1 x t2d-standard-16, 2 x n2-standard-32 '
@@ -450,12 +453,14 @@ def _Published(base) -> List[Scenario]:
 # Upstream PKB's memtier latency-capped search, as a policy.
 
 def _LatencyForCap(m: measurement.Measurement) -> float:
-  """p95 as PKB decides on it; p99, then the average, when a tool has none."""
+  """p95 as PKB decides on it; the average when the tool gives no p95.
+
+  redis-benchmark (local Redis) prints p50 and p99 but no p95, and its p99
+  leaves out client queueing, so neither stands in for memtier's p95.
+  """
   p95 = m.metadata.get('p95_latency_ms') if m.metadata else None
   if p95 is not None:
     return float(p95)
-  if m.p99_latency_ms is not None:
-    return m.p99_latency_ms
   return m.average_latency_ms
 
 
