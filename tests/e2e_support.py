@@ -93,11 +93,17 @@ def _Cmdline(pid):
   return None if state == 'Z' else text
 
 
+# Shard kinds in run records and the names their processes carry.
+SHARD_KINDS = ('redis_process', 'valkey_process', 'dragonfly_process',
+               'keydb_process')
+SERVER_NAMES = ('redis-server', 'valkey-server', 'dragonfly', 'keydb-server')
+
+
 def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
   """Live processes the run started: its shards and its load generators."""
   record = Record(results_dir, run_uri)
   shards = [e['data'] for e in record['resources']
-            if e['kind'] == 'redis_process']
+            if e['kind'] in SHARD_KINDS]
   # A port alone could be another run's shard (tests run side by side):
   # a shard counts as this run's by its recorded PID, else by its port.
   pids = {str(d['pid']) for d in shards if d.get('pid')}
@@ -111,8 +117,8 @@ def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
         continue
       cmdline = _Cmdline(pid)
       if cmdline and (pid in pids or any(n in cmdline for n in needles)) and (
-          'redis-server' in cmdline or 'redis-benchmark' in cmdline or
-          'memtier' in cmdline):
+          any(s in cmdline for s in SERVER_NAMES) or
+          'redis-benchmark' in cmdline or 'memtier' in cmdline):
         found.append(cmdline)
     if not found or time.monotonic() > deadline:
       return found

@@ -357,3 +357,4 @@ def test_default_study_names_its_engine(tmp_path, engine_name, version):
       labels[0]['engine_version']}
   kinds = {e['kind'] for e in e2e.Record(str(tmp_path), run_uri)['resources']}
   assert f'{engine_name}_process' in kinds
+  assert not e2e.LeftoverProcesses(str(tmp_path), run_uri)
