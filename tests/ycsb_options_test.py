@@ -35,3 +35,11 @@ def test_field_count_follows_the_study(pkb_flags):
 def test_bad_values_refused(pkb_flags, values, message):
   with pytest.raises(errors.UsageError, match=message):
     _Options(pkb_flags, **values)
+
+
+def test_jvm_options(pkb_flags):
+  opts = _Options(pkb_flags, ycsb_jvm_options=['-XX:TieredStopAtLevel=1'])
+  assert opts.jvm_options == ('-XX:TieredStopAtLevel=1',)
+  for bad in (['-cp'], ['Xmx4g']):
+    with pytest.raises(errors.UsageError, match='JVM option'):
+      _Options(pkb_flags, ycsb_jvm_options=bad)

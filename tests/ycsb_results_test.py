@@ -134,8 +134,10 @@ def test_command_never_holds_the_password():
   assert not any('password' in a for a in argv)
   with pytest.raises(ValueError):
     ycsb.YcsbCommand(install, 'run', '/w', '/c', {'redis.password': 'x'}, 1)
-  load = ycsb.YcsbCommand(install, 'load', '/w', '/c', {}, 1)
+  load = ycsb.YcsbCommand(install, 'load', '/w', '/c', {}, 1,
+                          ['-XX:+UseSerialGC'])
   assert '-load' in load and '-t' not in load
+  assert load[:3] == ['java', '-XX:+UseSerialGC', '-cp']
 
 
 def test_connection_properties():

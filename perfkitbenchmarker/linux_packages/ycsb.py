@@ -168,14 +168,15 @@ def ConnectionProperties(hosts: Sequence[Tuple[str, int]], user: str,
 
 def YcsbCommand(install: Installation, phase: str, workload_file: str,
                 connection_file: str, properties: Mapping[str, object],
-                threads: int) -> List[str]:
+                threads: int, jvm_options: Sequence[str] = ()) -> List[str]:
   """argv of one YCSB phase ('load' or 'run'); never holds the password."""
   if phase not in ('load', 'run'):
     raise ValueError(f'phase {phase!r}: load or run')
   for key in properties:
     if key in ('redis.password', 'redis.user'):
       raise ValueError(f'{key} belongs in the connection file, not argv')
-  argv = [install.java, '-cp', install.full_classpath, CLIENT_CLASS,
+  argv = [install.java, *jvm_options, '-cp', install.full_classpath,
+          CLIENT_CLASS,
           '-load' if phase == 'load' else '-t', '-db', DB_CLASS,
           '-P', workload_file, '-P', connection_file]
   for key, value in properties.items():

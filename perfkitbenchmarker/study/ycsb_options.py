@@ -56,6 +56,10 @@ flags.DEFINE_list('ycsb_properties', [],
                   'Extra YCSB properties key=value (e.g. '
                   'requestdistribution=uniform); connection and size '
                   'properties have their own flags.')
+flags.DEFINE_list('ycsb_jvm_options', [],
+                  'Options for YCSB\'s JVM, e.g. -XX:TieredStopAtLevel=1 '
+                  '(faster start, slower steady state: for short local '
+                  'probes only) or -Xmx4g.')
 flags.DEFINE_string('ycsb_build_dir', None,
                     'Local runs: directory scripts/build_ycsb.sh built into '
                     '(default build/ycsb).')
@@ -80,6 +84,7 @@ class YcsbStudyOptions:
   timeout_ms: int
   properties: Tuple[Tuple[str, str], ...] = ()
   build_dir: Optional[str] = None
+  jvm_options: Tuple[str, ...] = ()
 
   @classmethod
   def FromFlags(cls, f) -> 'YcsbStudyOptions':
@@ -104,7 +109,7 @@ class YcsbStudyOptions:
         thread_increment=f.ycsb_thread_increment,
         cap_ms=f.ycsb_latency_cap, max_probes=f.ycsb_max_probes,
         timeout_ms=f.ycsb_timeout_ms, properties=tuple(properties),
-        build_dir=f.ycsb_build_dir)
+        build_dir=f.ycsb_build_dir, jvm_options=tuple(f.ycsb_jvm_options))
     opts.Check()
     return opts
 
@@ -124,6 +129,12 @@ class YcsbStudyOptions:
       raise errors.UsageError('--ycsb_workloads is empty.')
     for name in self.workloads:
       ycsb_package.WorkloadFile(name)
+    for option in self.jvm_options:
+      if not option.startswith('-') or option in ('-cp', '-classpath',
+                                                  '--class-path', '-jar'):
+        raise errors.UsageError(
+            f'--ycsb_jvm_options: "{option}" is not a JVM option the harness '
+            'can pass (the class path and main class are its own).')
     for key, _ in self.properties:
       if key in ycsb_package.MANAGED_PROPERTIES:
         raise errors.UsageError(

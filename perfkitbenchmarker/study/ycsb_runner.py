@@ -146,6 +146,7 @@ def SetMetadata(spec, dep: YcsbDeployment,
       'ycsb_operation_count': opts.operation_count,
       'ycsb_field_count': opts.field_count,
       'ycsb_field_length': opts.field_length,
+      'ycsb_jvm_options': ' '.join(opts.jvm_options) or 'default',
   })
   if spec.cloud == 'Local':
     price = spec.GroupPrice('servers')
@@ -164,12 +165,13 @@ def _WorkloadOnVm(vm, name: str) -> str:
 
 def RunPhase(vm, install: ycsb_package.Installation, phase: str,
              workload: str, properties: Dict[str, object], threads: int,
-             expected_ops: int, timeout_s: float
-             ) -> ycsb_results.YcsbResult:
+             expected_ops: int, timeout_s: float,
+             jvm_options: Sequence[str] = ()) -> ycsb_results.YcsbResult:
   """One YCSB phase on one client VM; raises on any failed operation."""
   argv = ycsb_package.YcsbCommand(
       install, phase, _WorkloadOnVm(vm, workload),
-      f'{vm.scratch_dir}/{CONNECTION_FILE}', properties, threads)
+      f'{vm.scratch_dir}/{CONNECTION_FILE}', properties, threads,
+      jvm_options)
   command = vm.Pinned(vm_util.QuoteAll(argv))
   logging.debug('[%s] %s', vm.name, vm_util.Mask(command))
   out, err, rc = vm.RemoteCommandWithReturnCode(command, timeout=timeout_s)
@@ -215,7 +217,8 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
              **dict(opts.properties)}
     return vm, RunPhase(vm, install, 'load', workload, props,
                         opts.load_threads, count,
-                        _PhaseTimeout(count, opts.load_threads))
+                        _PhaseTimeout(count, opts.load_threads),
+                        opts.jvm_options)
 
   for vm, result in _OnAllClients(dep, LoadOne):
     spec.EmitSamples(result.Samples({'ycsb_phase': 'load',
@@ -251,7 +254,8 @@ class YcsbProbe:
       before = vm.CpuTimes()
       result = RunPhase(vm, install, 'run', self.workload, props,
                         load.threads, opts.operation_count,
-                        _PhaseTimeout(opts.operation_count, load.threads))
+                        _PhaseTimeout(opts.operation_count, load.threads),
+                        opts.jvm_options)
       after = vm.CpuTimes()
       total = after[1] - before[1]
       busy = (after[0] - before[0]) / total if total > 0 else None
