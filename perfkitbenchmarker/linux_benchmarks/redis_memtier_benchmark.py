@@ -28,11 +28,13 @@ from perfkitbenchmarker import configs
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import plan
 from perfkitbenchmarker.study import results
 from perfkitbenchmarker.study import search_runner
 from perfkitbenchmarker.study import shard_study
+from perfkitbenchmarker.study import workload_options
 
 BENCHMARK_NAME = 'redis_memtier'
 BENCHMARK_CONFIG = """
@@ -90,7 +92,8 @@ def _Options(spec=None) -> options_lib.RedisStudyOptions:
 
 
 def _Engine(opts: options_lib.RedisStudyOptions):
-  return engines.Get(opts.server.engine, version=opts.server.version)
+  return engines.Get(opts.server.engine, version=opts.server.version,
+                     **dict(opts.server.engine_settings))
 
 
 def CheckPrerequisites(config):
@@ -119,6 +122,7 @@ def Prepare(spec):
   results.SetMetadata(spec, spec.deployment, opts)
   if opts.search.staircase:
     search_runner.RequireStaircaseGenerator(spec.deployment.generators)
+  workload_options.RequireMemtier(spec.deployment.generators, opts)
   spec.metadata['preloaded_keys'] = deployment.Preload(
       spec, spec.deployment, opts, engine)
 
@@ -131,6 +135,9 @@ def Run(spec) -> Sequence[sample.Sample]:
     spec.deployment = deployment.Restore(spec, opts, engine)
     results.SetMetadata(spec, spec.deployment, opts)
   search_runner.WarnAboutIgnoredWarmup(spec, spec.deployment.generators, opts)
+  if opts.fixed.enabled:
+    fixed_load.Run(spec, spec.deployment, opts)
+    return spec.published
 
   def Search(driver, extra, start=None):
     return search_runner.Search(spec, driver, opts, extra, start)

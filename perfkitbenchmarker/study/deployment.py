@@ -18,16 +18,22 @@ from typing import List, Sequence, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.linux_packages import dragonfly_server
+from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
 from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import valkey_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.study import options as options_lib
+from perfkitbenchmarker.study import replication
 
 # Run-record kinds of shard processes (one per engine process type).
-SHARD_KINDS = (redis_server.RedisProcess.KIND,)
+SHARD_KINDS = (redis_server.RedisProcess.KIND, valkey_server.ValkeyProcess.KIND,
+               dragonfly_server.DragonflyProcess.KIND,
+               keydb_server.KeydbProcess.KIND)
 # Seconds a probe costs beyond its own duration (process start, CPU reads).
 PROBE_OVERHEAD_S = 1.0
 
@@ -54,6 +60,10 @@ class Deployment:
   processes: Tuple[redis_server.RedisProcess, ...]
   generators: Tuple[base.LoadGenerator, ...]
   password: str = dataclasses.field(repr=False)
+  # The engine's settings as recorded ((name, value) pairs) and replicas
+  # per primary (study/replication.py).
+  engine_settings: Tuple[Tuple[str, str], ...] = ()
+  replicas_per_primary: int = 0
 
   @property
   def shards(self) -> Tuple[engine_base.Shard, ...]:
@@ -65,7 +75,8 @@ class Deployment:
     shards = self.shards
     if self.cluster_mode:
       return [base.Endpoint(shards[0].host, shards[0].port)]
-    return [base.Endpoint(s.host, s.port) for s in shards]
+    # Primaries come first (replicas start after them); load goes to them.
+    return [base.Endpoint(s.host, s.port) for s in shards[:self.primaries]]
 
 
 def BindAddress(vm) -> str:
@@ -84,12 +95,16 @@ def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
     vm.Install('memtier', path=path)
     return memtier.MemtierGenerator(
         vm, path, load_key_pattern=generator.load_key_pattern,
-        warmup_s=generator.warmup_s)
+        warmup_s=generator.warmup_s,
+        processes_per_endpoint=generator.processes_per_client,
+        requests=generator.requests)
   vm.Install('redis_benchmark')
   return redis_benchmark.RedisBenchmarkGenerator(vm)
 
 
 def _Primaries(count: int, server: options_lib.ServerOptions) -> int:
+  if server.replicas_per_primary:
+    return count // (1 + server.replicas_per_primary)
   if server.cluster_mode:
     return count // (1 + server.cluster_replicas)
   return count
@@ -101,18 +116,32 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
                 start_port: int) -> Tuple[redis_server.RedisProcess, ...]:
   """Starts `shards_per_vm` shards on every server VM (and the cluster)."""
   processes: List[redis_server.RedisProcess] = []
-  for vm in servers:
-    shard_options = engine_base.ShardOptions(
+  replicas = server.replicas_per_primary
+
+  def ShardOptions(vm):
+    return engine_base.ShardOptions(
         cluster_mode=server.cluster_mode,
         maxmemory_mb=redis_server.MaxMemoryPerShardMb(
-            vm.memory_mib or 1024, shards_per_vm, server.memory_fraction),
+            vm.memory_mib or 1024, shards_per_vm * (1 + replicas),
+            server.memory_fraction),
         extra_config=server.extra_config, bind=BindAddress(vm))
+
+  for vm in servers:
     processes.extend(engine.StartShards(vm, shards_per_vm, password,
-                                        shard_options, record, start_port))
+                                        ShardOptions(vm), record, start_port))
+  if replicas:
+    processes.extend(replication.StartReplicas(
+        engine, servers, processes, shards_per_vm, replicas, password,
+        server.cluster_mode, ShardOptions, record, start_port))
   if server.cluster_mode:
     shards = [engine_base.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
                                 p.config_path) for p in processes]
-    engine.FormCluster(servers[0], shards, password, server.cluster_replicas)
+    engine.FormCluster(servers[0], shards, password,
+                       replicas or server.cluster_replicas)
+  if replicas or (server.cluster_mode and server.cluster_replicas):
+    replication.Verify(engine, servers[0], processes,
+                       _Primaries(len(processes), server),
+                       replicas or server.cluster_replicas, password)
   return tuple(processes)
 
 
@@ -139,7 +168,9 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
       cluster_mode=opts.server.cluster_mode,
       shards_per_vm=opts.server.shards_per_vm,
       primaries=_Primaries(len(processes), opts.server),
-      processes=processes, generators=generators, password=password)
+      processes=processes, generators=generators, password=password,
+      engine_settings=tuple(engine.Settings().items()),
+      replicas_per_primary=opts.server.replicas_per_primary)
 
 
 def Restore(spec, opts: options_lib.RedisStudyOptions,
@@ -152,7 +183,7 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   """
   processes = [resource.FromRecord(e, spec.record)
                for e in spec.record.Resources()
-               if e['kind'] == redis_server.RedisProcess.KIND and
+               if e['kind'] == engine.PROCESS_KIND and
                e['status'] == 'created']
   if not processes:
     raise errors.UsageError(
@@ -166,12 +197,15 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   return Deployment(
       engine=engine.NAME, engine_version=engine.Version(servers[0]),
       cluster_mode=opts.server.cluster_mode,
-      shards_per_vm=len(processes) // len(servers),
+      shards_per_vm=len(processes) // len(servers) // (
+          1 + opts.server.replicas_per_primary),
       primaries=_Primaries(len(processes), opts.server),
       processes=tuple(processes),
       generators=tuple(ChooseGenerator(vm, opts.generator)
                        for vm in spec.vm_groups['clients']),
-      password=password)
+      password=password,
+      engine_settings=tuple(engine.Settings().items()),
+      replicas_per_primary=opts.server.replicas_per_primary)
 
 
 def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,

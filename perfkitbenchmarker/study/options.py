@@ -12,15 +12,18 @@ workload adds its own record beside these.
 
 import dataclasses
 import math
+import os
 import re
 from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.linux_packages import redis_server as _server_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.study import flags as _study_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.study import workload_options
 
 
 DEFAULT_MAXCLIENTS = 10000  # redis.conf's default
@@ -35,7 +38,7 @@ MANAGED_DIRECTIVES = frozenset({
     'masterauth', 'masteruser', 'aclfile', 'user', 'dir', 'dbfilename',
     'daemonize', 'pidfile', 'logfile', 'include', 'cluster-enabled',
     'cluster-config-file', 'cluster-port', 'tls-port', 'protected-mode',
-    'supervised'})
+    'supervised', 'replicaof', 'slaveof'})
 # Commands the harness sends; renaming them breaks the run.
 _MANAGED_COMMANDS = frozenset({'config', 'shutdown', 'auth', 'ping',
                                'dbsize', 'cluster', 'info', 'flushall'})
@@ -70,10 +73,17 @@ class ServerOptions:
   extra_config: Tuple[str, ...] = ()
   memory_fraction: float = 0.7
   system_tuning: bool = True
+  # The engine's own settings as (constructor argument, value) pairs, and
+  # replicas added per primary (engines/flags.py).
+  engine_settings: Tuple[Tuple[str, object], ...] = ()
+  replicas_per_primary: int = 0
 
   @classmethod
   def FromFlags(cls, f) -> 'ServerOptions':
-    return cls(version=f.redis_server_version,
+    return cls(engine=f.redis_engine,
+               engine_settings=engine_options.SettingsFromFlags(f),
+               replicas_per_primary=f.redis_replicas_per_primary,
+               version=f.redis_server_version,
                cluster_mode=f.redis_server_cluster_mode,
                shards_per_vm=f.redis_total_num_processes,
                cluster_replicas=f.redis_cluster_replicas,
@@ -84,7 +94,10 @@ class ServerOptions:
 
   @property
   def mode(self) -> str:
-    return 'one Redis Cluster' if self.cluster_mode else 'standalone'
+    mode = 'one Redis Cluster' if self.cluster_mode else 'standalone'
+    if self.replicas_per_primary:
+      mode += f', {self.replicas_per_primary} replica(s) per primary'
+    return mode
 
   @property
   def maxclients(self) -> int:
@@ -127,14 +140,20 @@ class GeneratorOptions:
   warmup_s: int = 0
   clients: int = 32
   pipeline: int = 1
+  requests: Optional[int] = None  # memtier -n per client instead of a time
+  processes_per_client: int = 1  # memtier processes per client VM, endpoint
 
   @classmethod
   def FromFlags(cls, f) -> 'GeneratorOptions':
-    return cls(choice=f.load_generator, memtier_path=f.memtier_path,
+    path = f.memtier_path
+    if path and f.cloud == 'Local' and not f.static_vm_file:
+      path = os.path.abspath(path)  # Local "VMs" run in scratch directories.
+    return cls(choice=f.load_generator, memtier_path=path,
                load_key_pattern=f.memtier_load_key_pattern,
                run_duration_s=f.memtier_run_duration,
                warmup_s=f.memtier_warmup_seconds, clients=f.memtier_clients,
-               pipeline=f.memtier_pipeline)
+               pipeline=f.memtier_pipeline, requests=f.memtier_requests,
+               processes_per_client=f.memtier_processes_per_client)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,16 +250,16 @@ class RedisStudyOptions:
   generator: GeneratorOptions
   search: SearchOptions
   shards: ShardSearchOptions
+  fixed: workload_options.FixedLoadOptions = (
+      workload_options.FixedLoadOptions())
 
   @classmethod
   def FromFlags(cls, f) -> 'RedisStudyOptions':
     _CheckWorkloadFlags(f)
     if (f.cloud == 'Local' and not f.static_vm_file and
         f.redis_server_version != 'distro'):
-      raise errors.UsageError(
-          f'--redis_server_version={f.redis_server_version}: Local uses the '
-          'installed redis-server (its version is in the samples); drop the '
-          'flag or run on a cloud or --static_vm_file.')
+      engine_options.CheckLocalVersion(f.redis_engine,
+                                       f.redis_server_version)
     set_ratio, get_ratio = (int(x) for x in f.memtier_ratio.split(':'))
     options = cls(
         server=ServerOptions.FromFlags(f),
@@ -249,10 +268,12 @@ class RedisStudyOptions:
             data_size=f.memtier_data_size, key_minimum=f.memtier_key_minimum,
             key_maximum=f.memtier_key_maximum,
             key_pattern=f.memtier_key_pattern,
-            cluster_mode=f.redis_server_cluster_mode),
+            cluster_mode=f.redis_server_cluster_mode,
+            **workload_options.KeyDistributionFromFlags(f)),
         generator=GeneratorOptions.FromFlags(f),
         search=SearchOptions.FromFlags(f),
-        shards=ShardSearchOptions.FromFlags(f))
+        shards=ShardSearchOptions.FromFlags(f),
+        fixed=workload_options.FixedLoadOptions.FromFlags(f))
     options.Check()
     return options
 
@@ -261,6 +282,7 @@ class RedisStudyOptions:
     self.server.Check()
     _CheckSearch(self.search, self.generator)
     _CheckShards(self.shards, self.server)
+    workload_options.CheckWorkload(self)
 
   def CheckConnections(self, client_vms: int, server_vms: int) -> None:
     """Refuses a search that would open more connections than maxclients.
@@ -368,6 +390,10 @@ def _CheckShards(sh: ShardSearchOptions, server: ServerOptions) -> None:
     raise errors.UsageError(
         f'--redis_max_shards={sh.max_shards} is below --redis_min_shards='
         f'{sh.min_shards}.')
+  if server.replicas_per_primary:
+    raise errors.UsageError(
+        '--redis_optimize_shards with --redis_replicas_per_primary is not '
+        'supported; search shard counts without replicas.')
   if server.cluster_mode and server.cluster_replicas:
     raise errors.UsageError(
         '--redis_optimize_shards with --redis_cluster_replicas would search '

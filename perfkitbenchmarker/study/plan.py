@@ -8,6 +8,7 @@ or study mode adds its plan line in `SearchPlan` and its probe count in
 from typing import List
 
 from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
 
@@ -31,6 +32,8 @@ def ShardPlanLine(opts: options_lib.RedisStudyOptions) -> str:
 
 
 def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
+  if opts.fixed.enabled:
+    return fixed_load.PlanLines(opts)
   s, g = opts.search, opts.generator
   cap = (f'average latency under {s.cap_ms:g} ms; {g.run_duration_s} s '
          'probes')
@@ -64,6 +67,8 @@ def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
 def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
   """Probe time of one study, for the dry-run cost estimate."""
   g = opts.generator
+  if opts.fixed.enabled:
+    return fixed_load.EstimatedSeconds(opts, deployment.PROBE_OVERHEAD_S)
   seconds = ProbesPerSearch(opts) * (g.run_duration_s + g.warmup_s +
                                      deployment.PROBE_OVERHEAD_S)
   st = opts.search.staircase
@@ -75,6 +80,12 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
   return seconds
 
 
+def EngineLine(server: options_lib.ServerOptions) -> str:
+  """'engine valkey (distro; io_threads=4)' for the plan."""
+  settings = ''.join(f'; {k}={v}' for k, v in server.engine_settings)
+  return f'engine {server.engine} ({server.version}{settings})'
+
+
 def DescribePlan(spec, opts: options_lib.RedisStudyOptions) -> List[str]:
   """Software, workload and search lines of the dry-run plan."""
   counts = spec.GroupCounts()
@@ -82,12 +93,33 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions) -> List[str]:
   shards = server.shards_per_vm * counts['servers']
   return [
       'Software:',
-      f'  servers: redis-server ({server.version}), {server.shards_per_vm} '
+      f'  servers: {EngineLine(server)}, {server.shards_per_vm} '
       f'shard(s) per VM, {shards} in all, {server.mode}; per-run password; '
       'no persistence',
       f'  clients: load generator {opts.generator.choice} (memtier_benchmark '
       'when installed, else redis-benchmark)',
       'Workload:',
       f'  preload {workload.key_count:,} keys x {workload.data_size} B; '
-      f'probes SET:GET {workload.ratio}, keys {workload.key_pattern}',
+      f'probes SET:GET {_Ratios(opts)}, keys {workload.key_pattern}'
+      f'{_KeyShape(workload)}',
   ] + SearchPlan(opts)
+
+
+def _Ratios(opts: options_lib.RedisStudyOptions) -> str:
+  if opts.fixed.enabled:
+    return ', '.join(f'{s}:{g}' for s, g in opts.fixed.ratios)
+  return opts.workload.ratio
+
+
+def _KeyShape(workload) -> str:
+  """Gaussian median/stddev and seeding, when set."""
+  parts = []
+  if workload.key_median is not None:
+    parts.append(f'median {workload.key_median:,.0f}')
+  if workload.key_stddev is not None:
+    parts.append(f'stddev {workload.key_stddev:,.0f}')
+  if workload.distinct_client_seed:
+    parts.append('distinct client seeds')
+  if workload.randomize:
+    parts.append('randomized seed')
+  return f' ({", ".join(parts)})' if parts else ''

@@ -22,6 +22,7 @@ def SetMetadata(spec, deployment, opts) -> None:
                             for k, v in vms[0].SystemMetadata().items()})
   workload = opts.workload
   generator = deployment.generators[0]
+  spec.metadata.update(EngineMetadata(deployment))
   spec.metadata.update({
       'redis_server_version': deployment.engine_version,
       'redis_total_num_processes': deployment.shards_per_vm,
@@ -35,9 +36,38 @@ def SetMetadata(spec, deployment, opts) -> None:
       'memtier_key_maximum': workload.key_maximum,
       'memtier_key_pattern': workload.key_pattern,
   })
+  # The studies' workload settings, only when used (older series unchanged).
+  extras = {'memtier_key_stddev': workload.key_stddev,
+            'memtier_key_median': workload.key_median,
+            'memtier_distinct_client_seed': workload.distinct_client_seed,
+            'memtier_randomize': workload.randomize,
+            'memtier_requests': opts.generator.requests,
+            'memtier_processes_per_client': (
+                opts.generator.processes_per_client
+                if opts.generator.processes_per_client > 1 else None)}
+  spec.metadata.update({k: v for k, v in extras.items() if v})
   if spec.cloud == 'Local':
     price = spec.GroupPrice('servers')
     spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
+
+
+def EngineMetadata(deployment) -> Dict[str, Any]:
+  """engine, engine_version, engine_settings (and each setting) and the
+  replication layout, for every sample."""
+  settings = dict(deployment.engine_settings)
+  metadata = {
+      'engine': deployment.engine,
+      'engine_version': deployment.engine_version,
+      'engine_settings': ','.join(
+          f'{k}={v}' for k, v in sorted(settings.items())) or 'default',
+      'redis_replicas_per_primary': deployment.replicas_per_primary,
+  }
+  metadata.update({f'engine_{k.replace("-", "_")}': v
+                   for k, v in settings.items()})
+  if deployment.replicas_per_primary:
+    # Deploy waited for INFO replication to show every link up.
+    metadata['replication_verified'] = True
+  return metadata
 
 
 def _GroupCosts(spec):
