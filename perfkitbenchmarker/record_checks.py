@@ -16,6 +16,7 @@ import posixpath
 from typing import Any, Dict, Iterable, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_keys
 
 # A remote VM's scratch directory: /tmp/pkb-<run_uri>/<vm name>.
 REMOTE_SCRATCH_ROOT = '/tmp'
@@ -61,7 +62,8 @@ def Port(data: Dict[str, Any], what: str) -> int:
 
 def LocalRunRoots(record, local_scratch_root: Optional[str] = None) -> list:
   """The directories of this machine a run may own files in."""
-  roots = [record.run_dir]
+  # The private SSH key lives outside results (run_keys), still the run's.
+  roots = [record.run_dir, run_keys.RunKeyDir(record.run_uri)]
   if local_scratch_root:
     roots.append(os.path.join(local_scratch_root, f'pkb-{record.run_uri}'))
   return roots

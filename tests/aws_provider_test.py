@@ -32,6 +32,7 @@ from moto.ssm.models import ssm_backends
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
@@ -241,6 +242,18 @@ def _Inventory(ec2, placement_groups, run_uri=RUN_URI):
   return totals, of_run
 
 
+def _PrivateKeysUnder(directory):
+  """Files under directory holding a private key, by content."""
+  found = []
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, 'rb') as f:
+        if b'PRIVATE KEY' in f.read():
+          found.append(path)
+  return sorted(found)
+
+
 def _Tags(item):
   return {t['Key']: t['Value'] for t in item.get('Tags', [])}
 
@@ -337,7 +350,12 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   assert clients_vm.num_cpus == 16
   assert servers_vm.user == 'admin'
   assert oct(stat.S_IMODE(os.stat(servers_vm.keyfile).st_mode)) == '0o600'
-  assert os.path.dirname(servers_vm.keyfile) == run.run_dir
+  # The private key is kept out of results, in a directory only we can read.
+  key_dir = run_keys.RunKeyDir(RUN_URI)
+  assert os.path.dirname(servers_vm.keyfile) == key_dir
+  assert oct(stat.S_IMODE(os.stat(key_dir).st_mode)) == '0o700'
+  assert _PrivateKeysUnder(run.run_dir) == []
+  assert _PrivateKeysUnder(key_dir) == [servers_vm.keyfile]
   with open(servers_vm.keyfile + '.pub') as f:
     assert f.read().startswith('ssh-ed25519 ')
 
@@ -347,6 +365,7 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   assert not list(record.LiveResources())
   _AssertNothingLeft(ec2, placement_groups, baseline)
   assert not os.path.exists(servers_vm.keyfile)
+  assert not os.path.exists(key_dir)
 
 
 def test_default_vpc_without_placement_group(moto, tmp_path):
@@ -388,7 +407,8 @@ def test_resumed_run_gets_its_vms_back_from_the_record(moto, tmp_path):
   assert resource.TeardownFromRecord(run.record) == []
 
 
-def test_module_functions_build_vms_from_flags(moto, tmp_path, pkb_flags):
+def test_module_functions_build_vms_from_flags(moto, tmp_path, pkb_flags,
+                                              private_key_dir):
   del moto  # Only needed active.
   pkb_flags.aws_ssh_source_cidr = ['203.0.113.7']
   pkb_flags.owner = 'flag-owner'
@@ -402,7 +422,7 @@ def test_module_functions_build_vms_from_flags(moto, tmp_path, pkb_flags):
       'servers-0', 'servers-1', 'clients-0']
   vm = groups['servers'][1]
   assert (vm.CLOUD, vm.zone, vm.clients.region) == ('AWS', ZONE, REGION)
-  assert vm.keyfile == os.path.join(run_dir, 'aws_ssh_key')
+  assert vm.keyfile == os.path.join(private_key_dir, RUN_URI, 'aws_ssh_key')
   assert vm.tags['owner'] == 'flag-owner' and vm.tags['run_uri'] == RUN_URI
   assert vm.name_tag == f'pkb-{RUN_URI}-servers-1'
   assert not spec.record.Resources()  # Constructing creates nothing.

@@ -29,3 +29,11 @@ def pkb_flags():
   for name, value in saved.items():
     fv[name].value = value
     fv[name].present = 0
+
+
+@pytest.fixture(autouse=True)
+def private_key_dir(tmp_path_factory, monkeypatch):
+  """Cloud runs' private SSH keys go to a per-test dir (run_keys.ENV_VAR)."""
+  directory = str(tmp_path_factory.mktemp('keys'))
+  monkeypatch.setenv('PKB_KEY_DIR', directory)
+  return directory

@@ -17,6 +17,7 @@ import pytest
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import images
@@ -102,6 +103,18 @@ def _Only(items):
   return items[0]
 
 
+def _PrivateKeysUnder(directory):
+  """Files under directory holding a private key, by content."""
+  found = []
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, 'rb') as f:
+        if b'PRIVATE KEY' in f.read():
+          found.append(path)
+  return sorted(found)
+
+
 def _Rule(fake, suffix):
   return _Only([f for f in fake.Inserted('firewalls')
                 if f['name'].endswith(suffix)])
@@ -135,7 +148,8 @@ def test_provision_creates_the_run_and_teardown_from_record_removes_it(
 
   assert run.TeardownFromDisk() == []
   assert fake.Live() == []
-  assert not os.path.exists(os.path.join(run.run_dir, 'pkb_ssh_key'))
+  assert not os.path.exists(vms[0].keyfile)
+  assert not os.path.exists(run_keys.RunKeyDir('abc123'))
 
 
 def test_teardown_deletes_in_reverse_dependency_order(fake, tmp_path):
@@ -178,7 +192,8 @@ def test_firewall_opens_redis_only_to_the_run_and_ssh_only_to_operator(
 def test_instance_body(fake, tmp_path):
   run = _Run(fake, tmp_path)
   run.Provision()
-  public_key = open(os.path.join(run.run_dir, 'pkb_ssh_key.pub')).read()
+  public_key = open(os.path.join(run_keys.RunKeyDir('abc123'),
+                                 'pkb_ssh_key.pub')).read()
   policy = _Only(fake.Inserted('resourcePolicies'))
   assert policy['name'] == 'pkb-abc123-compact'
   assert policy['groupPlacementPolicy'] == {'collocation': 'COLLOCATED'}
@@ -217,11 +232,19 @@ def test_instance_body(fake, tmp_path):
 def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
   run = _Run(fake, tmp_path)
   vms = run.Provision()
-  key = os.path.join(run.run_dir, 'pkb_ssh_key')
+  # Kept out of results, in a directory only the operator can read.
+  key_dir = run_keys.RunKeyDir('abc123')
+  key = os.path.join(key_dir, 'pkb_ssh_key')
   assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+  assert stat.S_IMODE(os.stat(key_dir).st_mode) == 0o700
   assert all(vm.keyfile == key and vm.user == 'pkb' for vm in vms)
-  record_text = open(run.record.path).read()
-  assert 'PRIVATE KEY' not in record_text
+  assert _PrivateKeysUnder(run.run_dir) == []
+  assert _PrivateKeysUnder(key_dir) == [key]
+  entry = run.record.FindResource('gcp_ssh_key', 'run-ssh-key')
+  assert entry['data']['private_key_path'] == key
+  # Teardown from the record alone deletes the key and its directory.
+  assert run.TeardownFromDisk() == []
+  assert not os.path.exists(key_dir)
 
 
 def test_operations_are_waited_on_in_their_scope(fake, tmp_path):

@@ -1,8 +1,8 @@
 """The run's SSH key: an ed25519 pair made locally, imported into EC2.
 
-Each run gets its own key (ssh-keygen, private half mode 0600 in the run
-directory), so no personal key is ever put on a VM and the key dies with the
-run. Only the public half goes to AWS (ImportKeyPair, named pkb-<run_uri>);
+Each run gets its own key (ssh-keygen, private half mode 0600 in the run's
+private 0700 key directory outside results: run_keys), so no personal key is
+ever put on a VM and the key dies with the run. Only the public half goes to AWS (ImportKeyPair, named pkb-<run_uri>);
 only the private key's path goes into the run record. Teardown deletes the
 EC2 key pair and the local files after the instances that trust them.
 """
@@ -13,13 +13,15 @@ from typing import Any, Callable, Dict, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import run_keys
 from perfkitbenchmarker.providers.aws import api
 
 KEY_FILE = 'aws_ssh_key'
 
 
-def KeyPath(run_dir: str) -> str:
-  return os.path.join(run_dir, KEY_FILE)
+def KeyPath(run_uri: str) -> str:
+  """The run's private key: in its key directory, never under results."""
+  return os.path.join(run_keys.RunKeyDir(run_uri), KEY_FILE)
 
 
 def GenerateKey(path: str, comment: str,
@@ -31,7 +33,8 @@ def GenerateKey(path: str, comment: str,
   for stale in (path, path + '.pub'):
     if os.path.exists(stale):
       os.remove(stale)
-  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+  if os.path.dirname(path):
+    run_keys.MakePrivateDir(os.path.dirname(path))
   argv = ['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', comment,
           '-f', path]
   try:
@@ -47,7 +50,7 @@ def GenerateKey(path: str, comment: str,
 
 
 class KeyPair(api.AwsResource):
-  """<run dir>/aws_ssh_key(.pub), imported as EC2 key pair pkb-<run_uri>."""
+  """<key dir>/aws_ssh_key(.pub), imported as EC2 key pair pkb-<run_uri>."""
 
   KIND = 'aws_key_pair'
 
@@ -95,6 +98,7 @@ class KeyPair(api.AwsResource):
       for path in (self.key_path, self.key_path + '.pub'):
         if os.path.exists(path):
           os.remove(path)
+      run_keys.RemoveKeyDirIfEmpty(self.key_path)
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), key_path=self.key_path)

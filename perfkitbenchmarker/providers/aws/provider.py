@@ -136,7 +136,7 @@ class AwsProvisioner:
     if naming.RegionOf(zone) != self.clients.region:
       raise errors.UsageError(
           f'Zone {zone} is not in the clients\' region {self.clients.region}.')
-    key_path = keys.KeyPath(self.record.run_dir)
+    key_path = keys.KeyPath(self.run_uri)
     groups: Dict[str, List[AwsVirtualMachine]] = {}
     for group in sorted(group_specs, key=lambda g: (g != 'servers', g)):
       spec = group_specs[group]

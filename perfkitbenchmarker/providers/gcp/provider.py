@@ -28,6 +28,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_keys
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import flags as gcp_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.providers.gcp import images
@@ -218,7 +219,8 @@ class GceProvider:
                 project=layout.project)
     tag = naming.NetworkTag(spec.run_uri)
 
-    key = keys.SshKeyPair(spec.record.run_dir, comment=f'pkb-{spec.run_uri}',
+    key = keys.SshKeyPair(run_keys.RunKeyDir(spec.run_uri),
+                          comment=f'pkb-{spec.run_uri}',
                           **self._ResourceArgs(spec))
     key.Create()
     for vm in vms:
