@@ -25,6 +25,7 @@ package_commands.py, run by remote_install.py.
 
 import atexit
 import dataclasses
+import itertools
 import logging
 import os
 import re
@@ -119,6 +120,19 @@ def GenerateKeyPair(directory: str, comment: str = 'pkb',
     return KeyPair(path, f.read().strip())
 
 
+def _WithEnvLine(env: Optional[Dict[str, str]],
+                 stdin: vm_util.Stdin) -> vm_util.Stdin:
+  """stdin preceded by the env line (text stays text; chunks stay chunks).
+
+  Called once per attempt: a chunk iterable is iterated afresh each time.
+  """
+  if not env:
+    return stdin
+  if stdin is None or isinstance(stdin, str):
+    return remote_shell.EnvLine(env) + (stdin or '')
+  return itertools.chain([remote_shell.EnvLine(env)], stdin)
+
+
 class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   """A Linux machine driven with the system ssh."""
 
@@ -192,7 +206,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     return args
 
   def _RunSsh(self, remote: str, timeout: float,
-              stdin: Optional[str] = None) -> Tuple[str, str, int]:
+              stdin: vm_util.Stdin = None) -> Tuple[str, str, int]:
     """One ssh invocation, no retries."""
     argv = (['ssh'] + self.SshOptions() + ['-p', str(self.port),
                                            self._Target(), remote])
@@ -219,16 +233,15 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def RemoteCommandWithReturnCode(
       self, command: str, timeout: Optional[float] = None,
       env: Optional[Dict[str, str]] = None,
-      stdin: Optional[str] = None) -> Tuple[str, str, int]:
+      stdin: vm_util.Stdin = None) -> Tuple[str, str, int]:
     timeout = timeout or self.command_timeout
     remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
                                         env_on_stdin=bool(env))
-    if env:
-      stdin = remote_shell.EnvLine(env) + (stdin or '')
     delay = 1.0
     for attempt in range(1, self.connect_retries + 1):
       start = self._clock()
-      out, err, rc = self._RunSsh(remote, timeout + LOCAL_GRACE_S, stdin)
+      out, err, rc = self._RunSsh(remote, timeout + LOCAL_GRACE_S,
+                                  _WithEnvLine(env, stdin))
       if rc != 255 or remote_shell.Started(err):
         break
       # The remote shell never started: safe to try again.

@@ -59,7 +59,7 @@ class BaseVirtualMachine(resource.BaseResource):
   def RemoteCommandWithReturnCode(
       self, command: str, timeout: Optional[float] = None,
       env: Optional[Dict[str, str]] = None,
-      stdin: Optional[str] = None) -> Tuple[str, str, int]:
+      stdin: vm_util.Stdin = None) -> Tuple[str, str, int]:
     raise NotImplementedError
 
   def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
@@ -75,7 +75,7 @@ class BaseVirtualMachine(resource.BaseResource):
                     ignore_failure: bool = False,
                     env: Optional[Dict[str, str]] = None,
                     what: Optional[str] = None,
-                    stdin: Optional[str] = None) -> Tuple[str, str]:
+                    stdin: vm_util.Stdin = None) -> Tuple[str, str]:
     logging.debug('[%s] %s', self.name, vm_util.Mask(command))
     out, err, rc = self.RemoteCommandWithReturnCode(command, timeout=timeout,
                                                     env=env, stdin=stdin)

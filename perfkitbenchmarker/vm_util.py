@@ -10,13 +10,19 @@ import os
 import signal
 import subprocess
 import threading
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 from perfkitbenchmarker import errors
 
 _SECRETS: set = set()
 _SECRETS_LOCK = threading.Lock()
 MASK = '****'
+
+# A command's stdin: text, or chunks of text streamed to it one at a time (a
+# preload of millions of keys is never built whole in memory). An iterable is
+# iterated once per attempt, so pass a re-iterable one where retries happen.
+Stdin = Optional[Union[str, Iterable[str]]]
+STREAM_JOIN_S = 5.0  # Bound on waiting for the stream threads after exit.
 
 
 def RegisterSecret(secret: str) -> None:
@@ -62,12 +68,13 @@ def RunLocal(command: str, cwd: Optional[str] = None,
              timeout: Optional[float] = None,
              env: Optional[dict] = None,
              on_start: Optional[Callable[[int], None]] = None,
-             stdin: Optional[str] = None) -> Tuple[str, str, int]:
+             stdin: Stdin = None) -> Tuple[str, str, int]:
   """Runs a shell command in its own process group and waits for it.
 
   Whatever happens while waiting (timeout, SIGINT, a deadline exception), the
   whole process group is killed before this returns or raises, so nothing it
-  started is left running.
+  started is left running. `stdin` may be text or an iterable of text chunks,
+  written to the command as it reads them.
 
   Returns:
     (stdout, stderr, returncode); returncode is -9 after a timeout.
@@ -82,6 +89,8 @@ def RunLocal(command: str, cwd: Optional[str] = None,
   if on_start:
     on_start(proc.pid)
   try:
+    if stdin is not None and not isinstance(stdin, str):
+      return _CommunicateStreaming(proc, stdin, timeout)
     out, err = proc.communicate(input=stdin, timeout=timeout)
     return out, err, proc.returncode
   except subprocess.TimeoutExpired:
@@ -95,6 +104,50 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     except Exception:  # pylint: disable=broad-except
       pass
     raise
+
+
+def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
+                          timeout: Optional[float]) -> Tuple[str, str, int]:
+  """proc.communicate with stdin written chunk by chunk from `chunks`.
+
+  A thread writes the chunks (blocking while the command is busy, so at most
+  one chunk and the pipe's buffer are in flight) and two threads drain
+  stdout and stderr. Raises like proc.communicate; the caller kills the
+  process group on any exception.
+  """
+  outputs = {'out': [], 'err': []}
+
+  def Feed():
+    try:
+      for chunk in chunks:
+        proc.stdin.write(chunk)
+    except (BrokenPipeError, OSError, ValueError):
+      pass  # The command exited or was killed: its status tells why.
+    finally:
+      try:
+        proc.stdin.close()
+      except (BrokenPipeError, OSError):
+        pass
+
+  def Drain(stream, key):
+    outputs[key].append(stream.read())
+
+  threads = [threading.Thread(target=Feed, daemon=True),
+             threading.Thread(target=Drain, args=(proc.stdout, 'out'),
+                              daemon=True),
+             threading.Thread(target=Drain, args=(proc.stderr, 'err'),
+                              daemon=True)]
+  for thread in threads:
+    thread.start()
+  try:
+    returncode = proc.wait(timeout=timeout)
+  except subprocess.TimeoutExpired:
+    KillGroup(proc.pid)
+    proc.wait()
+    returncode = -9
+  for thread in threads:
+    thread.join(STREAM_JOIN_S)
+  return (''.join(outputs['out']), ''.join(outputs['err']), returncode)
 
 
 def KillGroup(pid: int, sig: int = signal.SIGKILL) -> None:

@@ -181,14 +181,14 @@ def test_resp_set_commands():
   text = ''.join(commands.RespSetCommands('memtier-', 9, 10, 3))
   assert text == ('*3\r\n$3\r\nSET\r\n$9\r\nmemtier-9\r\n$3\r\nxxx\r\n'
                   '*3\r\n$3\r\nSET\r\n$10\r\nmemtier-10\r\n$3\r\nxxx\r\n')
-  resp = commands.RedisBenchmarkPreloadResp(
-      base.Workload(key_minimum=1, key_maximum=3, data_size=5))
+  resp = ''.join(commands.RedisBenchmarkPreloadResp(
+      base.Workload(key_minimum=1, key_maximum=3, data_size=5)))
   assert resp.count('*3\r\n') == 3
   assert '$16\r\nkey:000000000000\r\n' in resp
   assert 'key:000000000002' in resp and 'key:000000000003' not in resp
   assert commands.RedisBenchmarkKeyPrefix('06S') == 'key:{06S}:'
-  memtier = commands.MemtierKeysPreloadResp(
-      base.Workload(key_minimum=1, key_maximum=2, data_size=1))
+  memtier = ''.join(commands.MemtierKeysPreloadResp(
+      base.Workload(key_minimum=1, key_maximum=2, data_size=1)))
   assert 'memtier-1\r\n' in memtier and 'memtier-2\r\n' in memtier
 
 
@@ -276,7 +276,7 @@ def test_preload_writes_every_key_redis_benchmark_reads():
   workload = base.Workload(key_minimum=1, key_maximum=500, data_size=20)
   with _RedisServer() as endpoint:
     subprocess.run(commands.RedisCliPipeCommand('redis-cli', endpoint, None),
-                   input=commands.RedisBenchmarkPreloadResp(workload),
+                   input=''.join(commands.RedisBenchmarkPreloadResp(workload)),
                    capture_output=True, text=True, check=True)
     assert _Cli(endpoint, 'dbsize').strip() == '500'
     assert _Cli(endpoint, 'strlen', 'key:000000000499').strip() == '20'

@@ -24,6 +24,7 @@ from perfkitbenchmarker.load_generators import base
 
 MASK = '****'
 REDIS_BENCHMARK_KEY_WIDTH = 12  # Digits of __rand_int__ in redis-benchmark.
+PRELOAD_CHUNK_BYTES = 1 << 20  # RESP text per write to redis-cli --pipe.
 
 
 def _Connection(endpoint: base.Endpoint, password: Optional[str],
@@ -213,18 +214,49 @@ def RedisBenchmarkKeyPrefix(cluster_tag: Optional[str] = None) -> str:
   return f'key:{{{cluster_tag}}}:' if cluster_tag else 'key:'
 
 
+class RespStream:
+  """RespSetCommands text in chunks of about `chunk_bytes`, never whole.
+
+  A preload of tens of millions of keys is gigabytes of RESP: it is fed to
+  `redis-cli --pipe` chunk by chunk (a VM's RemoteCommand takes an iterable
+  stdin), so memory stays bounded by one chunk. Re-iterable: each iteration
+  generates the text afresh (an SSH retry sends it again from the start).
+  """
+
+  def __init__(self, prefix: str, key_minimum: int, key_maximum: int,
+               data_size: int, width: int = 0,
+               chunk_bytes: int = PRELOAD_CHUNK_BYTES):
+    if chunk_bytes < 1:
+      raise ValueError(f'chunk_bytes {chunk_bytes} must be positive')
+    self._args = (prefix, key_minimum, key_maximum, data_size, width)
+    self.chunk_bytes = chunk_bytes
+
+  def __iter__(self) -> Iterator[str]:
+    parts: List[str] = []
+    size = 0
+    for command in RespSetCommands(*self._args):
+      parts.append(command)
+      size += len(command)
+      if size >= self.chunk_bytes:
+        yield ''.join(parts)
+        parts, size = [], 0
+    if parts:
+      yield ''.join(parts)
+
+
 def RedisBenchmarkPreloadResp(workload: base.Workload,
-                              cluster_tag: Optional[str] = None) -> str:
-  """RESP text writing exactly the keys `-r workload.key_count` reads."""
-  return ''.join(RespSetCommands(
+                              cluster_tag: Optional[str] = None
+                              ) -> RespStream:
+  """RESP chunks writing exactly the keys `-r workload.key_count` reads."""
+  return RespStream(
       RedisBenchmarkKeyPrefix(cluster_tag), 0, workload.key_count - 1,
-      workload.data_size, width=REDIS_BENCHMARK_KEY_WIDTH))
+      workload.data_size, width=REDIS_BENCHMARK_KEY_WIDTH)
 
 
-def MemtierKeysPreloadResp(workload: base.Workload) -> str:
-  """RESP text writing exactly memtier's keys (single-shard servers)."""
-  return ''.join(RespSetCommands(workload.key_prefix, workload.key_minimum,
-                                 workload.key_maximum, workload.data_size))
+def MemtierKeysPreloadResp(workload: base.Workload) -> RespStream:
+  """RESP chunks writing exactly memtier's keys (single-shard servers)."""
+  return RespStream(workload.key_prefix, workload.key_minimum,
+                    workload.key_maximum, workload.data_size)
 
 
 def RedisCliPipeCommand(redis_cli_path: str, endpoint: base.Endpoint,

@@ -79,7 +79,9 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
 
   # Preload -------------------------------------------------------------------
 
-  def _Pipe(self, endpoint: base.Endpoint, password: str, resp: str) -> None:
+  def _Pipe(self, endpoint: base.Endpoint, password: str,
+            resp: commands.RespStream) -> None:
+    # The RESP is streamed to redis-cli chunk by chunk, never held whole.
     argv = commands.RedisCliPipeCommand('redis-cli', endpoint, None)
     out, _ = self.vm.RemoteCommand(
         vm_util.QuoteAll(argv), stdin=resp, env={'REDISCLI_AUTH': password},
