@@ -63,6 +63,12 @@ def _RegisterOptionSecrets(options) -> bool:
 flags.register_validator('redis_server_options', _RegisterOptionSecrets)
 
 CLUSTER_SLOTS = 16384
+# `redis-cli --cluster create` takes every address in one argv, which grows
+# with the shard count (hundreds per VM hit "Argument list too long" once
+# wrapped for SSH); above this many shards the cluster is built by pieces,
+# one small redis-cli command per step, so no command grows with the count.
+MAX_CLUSTER_CREATE_SHARDS = 64
+REPLICATE_TRIES = 50  # x 0.2 s: a replica learns its primary by gossip.
 START_TIMEOUT_S = 20
 
 
@@ -340,11 +346,16 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
                   timeout_s: float = 60) -> None:
   """Joins the shards into one cluster and waits until it serves all slots.
 
-  redis-cli --cluster create refuses fewer than 3 primaries, so smaller
-  clusters get their slots assigned directly with CLUSTER ADDSLOTSRANGE.
+  redis-cli --cluster create refuses fewer than 3 primaries and takes every
+  address in one argv, so clusters below 3 primaries or above
+  MAX_CLUSTER_CREATE_SHARDS shards are built by pieces (ClusterCommands).
   """
   primaries = len(shards) // (1 + replicas)
-  if primaries >= 3:
+  if replicas and primaries < 3:
+    raise errors.UsageError(
+        'Cluster replicas need at least 3 primaries; raise '
+        '--redis_total_num_processes or set --redis_cluster_replicas=0.')
+  if 3 <= primaries and len(shards) <= MAX_CLUSTER_CREATE_SHARDS:
     addresses = ' '.join(shlex.quote(s.address) for s in shards)
     vm.RemoteCommand(
         f'redis-cli --no-auth-warning --cluster create {addresses} '
@@ -352,21 +363,49 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
         env={'REDISCLI_AUTH': password}, timeout=120,
         what='redis-cli --cluster create')
   else:
-    if replicas:
-      raise errors.UsageError(
-          'Cluster replicas need at least 3 primaries; raise '
-          '--redis_total_num_processes or set --redis_cluster_replicas=0.')
-    first = shards[0]
-    for other in shards[1:]:
-      Cli(vm, first.host, first.port, password,
-          f'CLUSTER MEET {shlex.quote(other.host)} {int(other.port)}')
-    per = CLUSTER_SLOTS // len(shards)
-    for i, shard in enumerate(shards):
-      low = i * per
-      high = CLUSTER_SLOTS - 1 if i == len(shards) - 1 else low + per - 1
-      Cli(vm, shard.host, shard.port, password,
-          f'CLUSTER ADDSLOTSRANGE {low} {high}')
+    for shard, args in ClusterCommands(shards, replicas):
+      Cli(vm, shard.host, shard.port, password, args)
+    _Replicate(vm, shards[primaries:], shards[:primaries], password, sleep)
   WaitForClusterOk(vm, shards, password, sleep, clock, timeout_s)
+
+
+def ClusterCommands(shards: Sequence[Shard], replicas: int = 0):
+  """(shard, redis-cli args) joining and slotting a cluster by pieces.
+
+  The first `len(shards) // (1 + replicas)` shards are primaries: the first
+  shard meets every other one (one CLUSTER MEET each; gossip does the rest)
+  and each primary gets an equal range of slots. Every command holds at
+  most one address, whatever the shard count.
+  """
+  primaries = list(shards[:len(shards) // (1 + replicas)])
+  first = shards[0]
+  for other in shards[1:]:
+    yield first, f'CLUSTER MEET {shlex.quote(other.host)} {int(other.port)}'
+  per = CLUSTER_SLOTS // len(primaries)
+  for i, shard in enumerate(primaries):
+    low = i * per
+    high = CLUSTER_SLOTS - 1 if i == len(primaries) - 1 else low + per - 1
+    yield shard, f'CLUSTER ADDSLOTSRANGE {low} {high}'
+
+
+def _Replicate(vm, replica_shards: Sequence[Shard],
+               primaries: Sequence[Shard], password: str,
+               sleep: Callable[[float], None]) -> None:
+  """Each replica follows primary i % len(primaries), once it knows it."""
+  for i, replica in enumerate(replica_shards):
+    primary = primaries[i % len(primaries)]
+    node_id = Cli(vm, primary.host, primary.port, password,
+                  'CLUSTER MYID').strip()
+    for attempt in range(REPLICATE_TRIES):
+      known = Cli(vm, replica.host, replica.port, password, 'CLUSTER NODES')
+      if node_id in known:
+        break
+      if attempt == REPLICATE_TRIES - 1:
+        raise errors.ProcessError(
+            f'Shard {replica.port} never learnt primary {primary.port}.')
+      sleep(0.2)
+    Cli(vm, replica.host, replica.port, password,
+        f'CLUSTER REPLICATE {shlex.quote(node_id)}')
 
 
 def ClusterInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
