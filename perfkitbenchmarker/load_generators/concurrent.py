@@ -16,7 +16,9 @@ password a tool could take otherwise (see engines/load_user.py).
 Client CPU: /proc/stat is read when the processes start and again after
 `cpu_window_s` (the load's test time) or when they all end, whichever comes
 first, so a tool's idle start-up and tail (memtier's last second) do not
-dilute the busy fraction of the client's cores.
+dilute the busy fraction of the client's cores. Each snapshot is preceded by
+its wall-clock time, so the window actually measured is kept
+(`cpu_window_s`) and can be checked against the load's test time.
 """
 
 import dataclasses
@@ -36,17 +38,24 @@ class ProcessOutput:
   seconds: float
   # Busy share of the VM's cores over the load window (same for each process).
   cpu_busy_fraction: Optional[float] = None
+  # Wall-clock seconds between the two /proc/stat snapshots of that window.
+  cpu_window_s: Optional[float] = None
+
+
+def _Snapshot(path: str) -> str:
+  """Shell writing the time, then /proc/stat, to path (quoted)."""
+  return f'{{ date +%s.%N; cat /proc/stat; }} > {path}'
 
 
 def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            cpu_window_s: Optional[float] = None) -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side."""
   b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', f'cat /proc/stat > {b}.stat0', 'pids=()']
+  lines = ['rm -f -- "$0"', _Snapshot(f'{b}.stat0'), 'pids=()']
   if cpu_window_s:
-    lines.append(f'( sleep {float(cpu_window_s):.3f}; cat /proc/stat > '
-                 f'{b}.stat1.tmp && mv -f {b}.stat1.tmp {b}.stat1 ) & '
-                 'sampler=$!')
+    lines.append(f'( sleep {float(cpu_window_s):.3f}; '
+                 f'{_Snapshot(f"{b}.stat1.tmp")} && '
+                 f'mv -f {b}.stat1.tmp {b}.stat1 ) & sampler=$!')
   for i, command in enumerate(pinned_commands):
     lines.append(
         f'( s=$(date +%s.%N); timeout --foreground -s INT -k 5 '
@@ -55,10 +64,10 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   lines.append('for p in "${pids[@]}"; do wait "$p"; done')
   if cpu_window_s:
     lines.append(f'[ -e {b}.stat1 ] || {{ pkill -P "$sampler" 2>/dev/null; '
-                 f'kill "$sampler" 2>/dev/null; cat /proc/stat > {b}.stat1; }}'
+                 f'kill "$sampler" 2>/dev/null; {_Snapshot(f"{b}.stat1")}; }}'
                  '; wait')
   else:
-    lines.append(f'cat /proc/stat > {b}.stat1')
+    lines.append(_Snapshot(f'{b}.stat1'))
   return '\n'.join(lines) + '\n'
 
 
@@ -78,14 +87,27 @@ def CpuTimes(proc_stat: str, cpu_set: Optional[Sequence[int]]
   return busy, total
 
 
-def _BusyFraction(vm, base: str) -> Optional[float]:
-  try:
-    before = CpuTimes(vm.ReadFile(f'{base}.stat0'), vm.cpu_set)
-    after = CpuTimes(vm.ReadFile(f'{base}.stat1'), vm.cpu_set)
-  except (OSError, ValueError, errors.Error):
-    return None  # No window figures: the caller measures around the probe.
+def BusyOverWindow(stat0: str, stat1: str, cpu_set: Optional[Sequence[int]]
+                   ) -> Tuple[Optional[float], Optional[float]]:
+  """(busy fraction, window seconds) between two timed /proc/stat snapshots.
+
+  Each snapshot is `date +%s.%N` on its first line, then /proc/stat.
+  """
+  before = CpuTimes(stat0, cpu_set)
+  after = CpuTimes(stat1, cpu_set)
   total = after[1] - before[1]
-  return (after[0] - before[0]) / total if total > 0 else None
+  busy = (after[0] - before[0]) / total if total > 0 else None
+  window = float(stat1.split(None, 1)[0]) - float(stat0.split(None, 1)[0])
+  return busy, window
+
+
+def _BusyFraction(vm, base: str) -> Tuple[Optional[float], Optional[float]]:
+  try:
+    return BusyOverWindow(vm.ReadFile(f'{base}.stat0'),
+                          vm.ReadFile(f'{base}.stat1'), vm.cpu_set)
+  except (OSError, ValueError, IndexError, errors.Error):
+    # No window figures: the caller measures around the probe.
+    return None, None
 
 
 def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
@@ -104,7 +126,7 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
     vm_util.CheckedOutput(out, err, rc, command, name)
   else:
     vm.RemoteCommand(command, timeout=timeout_s + 30, what=name)
-  busy = _BusyFraction(vm, base)
+  busy, window = _BusyFraction(vm, base)
   outputs = []
   for i in range(len(commands)):
     rc_text = vm.ReadFile(f'{base}.{i}.rc').split()
@@ -112,7 +134,7 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
     outputs.append(ProcessOutput(
         name=f'{name}.{i}', stdout=vm.ReadFile(f'{base}.{i}.out'),
         stderr=vm.ReadFile(f'{base}.{i}.err'), returncode=rc,
-        seconds=end - start, cpu_busy_fraction=busy))
+        seconds=end - start, cpu_busy_fraction=busy, cpu_window_s=window))
   for i, out in enumerate(outputs):
     if out.returncode != 0:
       program = commands[i][0].rsplit('/', 1)[-1]

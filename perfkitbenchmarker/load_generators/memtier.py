@@ -67,6 +67,7 @@ class MemtierGenerator(base.LoadGenerator):
     self.requests = requests
     self._version = None
     self._probes = 0
+    self.last_cpu_window_s = None  # Seconds the last CPU window lasted.
 
   def Version(self) -> str:
     if self._version is None:
@@ -110,6 +111,9 @@ class MemtierGenerator(base.LoadGenerator):
     outputs = concurrent.RunSideBySide(
         self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
         cpu_window_s=None if requests else test_time)
+    # The window the busy share was measured over (the test time, not the
+    # processes' life with memtier's idle tail), kept for the samples.
+    self.last_cpu_window_s = outputs[0].cpu_window_s
     return ([vm_util.Mask(self.vm.ReadFile(path)) for path in json_paths],
             [out.stdout for out in outputs], outputs[0].cpu_busy_fraction)
 
@@ -139,7 +143,10 @@ class MemtierGenerator(base.LoadGenerator):
         0 if self.requests else self.warmup_s)
                for text, stdout in zip(texts, stdouts)]
     combined = memtier_results.CombineMemtierResults(results)
-    m = combined.ToMeasurement(load, self._Facts(endpoints, load))
+    facts = self._Facts(endpoints, load)
+    if self.last_cpu_window_s is not None:
+      facts['client_cpu_window_s'] = round(self.last_cpu_window_s, 3)
+    m = combined.ToMeasurement(load, facts)
     return dataclasses.replace(m, client_cpu_busy_fraction=busy)
 
   def Staircase(self, endpoints: Sequence[base.Endpoint], password: str,
