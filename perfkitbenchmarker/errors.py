@@ -25,6 +25,10 @@ class ProcessError(Error):
   """A program the run started failed."""
 
 
+class ResultsFileError(Error):
+  """A results file could not be written (full disk, permissions)."""
+
+
 class NoResultError(Error):
   """The run finished without a result it could report."""
 
