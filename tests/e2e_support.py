@@ -8,16 +8,64 @@ they are found through the ports in the run record).
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import uuid
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB = os.path.join(REPO, 'pkb.py')
 FAST = ['--memtier_run_duration=1', '--memtier_max_threads=3',
         '--memtier_key_maximum=20000']
+
+
+def InCi() -> bool:
+  """CI sets CI=true and installs every tool the tests use."""
+  return os.environ.get('CI', '').strip().lower() in ('true', '1', 'yes')
+
+
+def Unavailable(what: str, how: str = '') -> None:
+  """Skips the test on a workstation; fails it in CI, which provides `what`.
+
+  The one place a test goes when a tool it needs is missing, so a test that
+  cannot run never passes quietly in CI.
+  """
+  hint = f' ({how})' if how else ''
+  if InCi():
+    pytest.fail(f'{what} is missing, but CI must provide it{hint}.',
+                pytrace=False)
+  pytest.skip(f'{what} not available{hint}')
+
+
+def RequireTool(name: str, how: str = '') -> str:
+  """The path of tool `name` (a command on PATH, or an absolute path)."""
+  if os.path.isabs(name):
+    path = name if os.access(name, os.X_OK) else None
+  else:
+    path = shutil.which(name)
+  if path is None:
+    Unavailable(name, how)
+  return path
+
+
+def NeedsTools(*names: str, how: str = ''):
+  """A mark: the test needs these tools (skip here, fail in CI if missing).
+
+  tests/conftest.py checks it before the test runs (pytest_runtest_setup);
+  usable as a decorator and in pytest.param(marks=...).
+  """
+  return pytest.mark.requires_tools(*names, how=how)
+
+
+def FreePort() -> int:
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
 
 
 def NewRunUri() -> str:

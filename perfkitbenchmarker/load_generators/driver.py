@@ -6,15 +6,19 @@ measurements are combined by `measurement.Combine` (throughputs add up,
 latency weighted by operation counts, histograms merged). The client's CPU is
 measured over the load window (concurrent.RunSideBySide; around the probe when
 a generator gives no window) so a saturated client is flagged, not mistaken
-for the server's limit.
+for the server's limit. With `interference` (load_generators/interference.py)
+each probe is also bracketed by samplers of the CPU that processes foreign to
+the run used on its cores (steal time on VMs): `foreign_cpu_pct` and
+`interference` in the probe's metadata.
 """
 
 import concurrent.futures
 import dataclasses
-from typing import Callable, List, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import interference as interference_lib
 
 SATURATED_BUSY_FRACTION = 0.9
 
@@ -25,7 +29,9 @@ class ProbeDriver:
   def __init__(self, client_vms: Sequence, generators: Sequence[base.LoadGenerator],
                endpoints: Sequence[base.Endpoint], password: str,
                workload: base.Workload, duration_s: float,
-               duration_limit: Callable[[], float] = lambda: float('inf')):
+               duration_limit: Callable[[], float] = lambda: float('inf'),
+               interference: Optional[
+                   interference_lib.ProbeInterference] = None):
     self.client_vms = list(client_vms)
     self.generators = list(generators)
     self.endpoints = list(endpoints)
@@ -33,6 +39,7 @@ class ProbeDriver:
     self.workload = workload
     self.duration_s = duration_s
     self._duration_limit = duration_limit
+    self.interference = interference
 
   def _ProbeOne(self, vm, generator, load, duration_s):
     before = vm.CpuTimes()
@@ -51,6 +58,14 @@ class ProbeDriver:
         client_saturated=m.client_saturated or saturated)
 
   def __call__(self, load: measurement.Load) -> measurement.Measurement:
+    if self.interference is None:
+      return self._Measure(load)
+    self.interference.Start()
+    m = self._Measure(load)
+    return dataclasses.replace(
+        m, metadata={**m.metadata, **self.interference.Stop()})
+
+  def _Measure(self, load: measurement.Load) -> measurement.Measurement:
     # Never let one probe run past the run's deadline.
     duration = max(1.0, min(self.duration_s, self._duration_limit()))
     if len(self.client_vms) == 1:

@@ -25,6 +25,7 @@ from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import valkey_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
+from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.study import options as options_lib
@@ -261,4 +262,7 @@ def ProbeDriver(spec, deployment: Deployment,
   return driver.ProbeDriver(
       spec.vm_groups['clients'], deployment.generators, deployment.endpoints,
       deployment.password, opts.workload, opts.generator.run_duration_s,
-      duration_limit=lambda: spec.deadline.Remaining() - 10)
+      duration_limit=lambda: spec.deadline.Remaining() - 10,
+      interference=interference.ForRun(
+          spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
+          lambda: [p.pid for p in deployment.processes]))

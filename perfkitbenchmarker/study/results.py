@@ -91,6 +91,10 @@ def ResultSamples(spec, result: search_driver.SearchResult,
       'search_stop_reason': result.stop_reason,
       'client_limited': result.client_limited,
   }
+  interfered = [p.measurement.metadata for p in result.probes
+                if p.measurement.metadata.get('interference')]
+  if any('foreign_cpu_pct' in p.measurement.metadata for p in result.probes):
+    extra['interference_probes'] = len(interfered)
   # One sample, one set of probes: with confirmation repeats, the value,
   # latencies and load all come from the repeats combined (never the search
   # probe that picked the load, whose selection biases it upwards).
@@ -113,6 +117,13 @@ def ResultSamples(spec, result: search_driver.SearchResult,
   if result.client_limited:
     spec.reporter.Line('WARNING: the client was CPU-saturated in some probes; '
                        'the capped throughput may be the client\'s limit.')
+  if interfered:
+    worst = max(m['foreign_cpu_pct'] for m in interfered)
+    spec.reporter.Line(
+        f'WARNING: processes foreign to this run used up to {worst:g} % of '
+        f'its cores in {len(interfered)} of {len(result.probes)} probes '
+        '(foreign_cpu_pct; steal time on VMs); the throughput may be '
+        'understated.')
   return samples
 
 

@@ -1,0 +1,318 @@
+"""Foreign CPU on the run's cores during a probe is measured and flagged.
+
+Issue 10, point 5: two runs sharing pinned cores each published about half
+the real throughput with exit 0. A real probe (redis-benchmark on a Local
+client VM against a real redis-server, loopback only) runs while a busy loop
+the test started (bounded, killed in finally) spins on the server's core: the
+probe's metadata must say so, and the summary must warn. A quiet probe is not
+flagged. The sampler's arithmetic is checked with an injected clock, and the
+VM path (steal time) with a /proc/stat the test writes.
+"""
+
+import dataclasses
+import io
+import os
+import subprocess
+import sys
+import time
+import types
+
+import psutil
+import pytest
+
+import e2e_support
+from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import driver
+from perfkitbenchmarker.load_generators import interference
+from perfkitbenchmarker.load_generators import redis_benchmark
+from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.study import results
+
+PASSWORD = 'interference-test-pw'
+BUSY_LIMIT_S = 60  # The busy loop ends by itself even if the kill is missed.
+_BUSY = ('import time\n'
+         f'end = time.monotonic() + {BUSY_LIMIT_S}\n'
+         'while time.monotonic() < end:\n'
+         '  pass\n')
+
+
+def _Cores():
+  cores = sorted(os.sched_getaffinity(0))
+  if len(cores) < 2:
+    pytest.skip('needs two cores: one for the server, one for the client')
+  return cores[0], cores[1]
+
+
+def _StartOrphan(argv, core):
+  """Starts argv pinned to `core`, not as our child (foreign to the run)."""
+  line = subprocess.run(
+      ['sh', '-c', 'c=$1; shift; taskset -c "$c" "$@" >/dev/null 2>&1 & '
+       'echo $!', 'sh',
+       str(core)] + argv,
+      capture_output=True, text=True, check=True, timeout=10).stdout
+  # sh runs `taskset -c core argv...`; taskset execs argv in place.
+  proc = psutil.Process(int(line))
+  return proc
+
+
+def _Stop(proc):
+  try:
+    proc.kill()
+    proc.wait(timeout=10)
+  except psutil.NoSuchProcess:
+    pass
+
+
+@pytest.fixture
+def server():
+  """A redis-server on loopback pinned to the first core, with the load user."""
+  e2e_support.RequireTool('redis-server', 'apt-get install redis-server')
+  e2e_support.RequireTool('redis-benchmark', 'apt-get install redis-tools')
+  server_core, _ = _Cores()
+  port = e2e_support.FreePort()
+  proc = _StartOrphan(
+      ['redis-server', '--port', str(port), '--bind', '127.0.0.1', '--save',
+       '', '--appendonly', 'no', '--requirepass', PASSWORD,
+       '--user', load_user.LOAD_USER, 'on',
+       '>' + load_user.LoadPassword(PASSWORD), '~*', '&*', '+@all'],
+      server_core)
+  try:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+      ping = subprocess.run(
+          ['redis-cli', '-p', str(port), '--no-auth-warning', '-a', PASSWORD,
+           'ping'], capture_output=True, text=True, check=False)
+      if ping.stdout.strip() == 'PONG':
+        break
+      time.sleep(0.05)
+    else:
+      pytest.fail(f'redis-server on port {port} did not answer')
+    yield types.SimpleNamespace(proc=proc, port=port, core=server_core)
+  finally:
+    _Stop(proc)
+
+
+def _ClientVm(tmp_path, core):
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='tintf' + str(os.getpid() % 1000))
+  vm.scratch_dir = str(tmp_path / 'pkb-client')
+  os.makedirs(vm.scratch_dir)
+  vm.cpu_set = [core]
+  return vm
+
+
+def _ProbeDriver(server, client_vm):
+  # The run's cores: the server's (the client's core holds our own work).
+  samplers = interference.ForRun(
+      'Local', [types.SimpleNamespace(cpu_set=[server.core])],
+      lambda: [server.proc.pid])
+  return driver.ProbeDriver(
+      [client_vm], [redis_benchmark.RedisBenchmarkGenerator(client_vm)],
+      [base.Endpoint('127.0.0.1', server.port)], PASSWORD,
+      base.Workload(key_maximum=1000, data_size=32), 1.0,
+      interference=samplers)
+
+
+def _CoreBusy(core):
+  times = psutil.cpu_times(percpu=True)[core]
+  return sum(times) - times.idle - getattr(times, 'iowait', 0.0)
+
+
+def _CpuSeconds(proc):
+  times = proc.cpu_times()
+  return times.user + times.system
+
+
+def _Watched(probe, load, core, procs):
+  """The probe, and over its window: % of `core` busy, % used by `procs`."""
+  t0, busy0 = time.monotonic(), _CoreBusy(core)
+  cpu0 = [_CpuSeconds(p) for p in procs]
+  m = probe(load)
+  cpu1 = [_CpuSeconds(p) for p in procs]
+  t1, busy1 = time.monotonic(), _CoreBusy(core)
+  window = t1 - t0
+  return (m, 100 * (busy1 - busy0) / window,
+          [100 * (b - a) / window for a, b in zip(cpu0, cpu1)])
+
+
+def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
+    server, tmp_path, pkb_flags):
+  client_vm = _ClientVm(tmp_path, _Cores()[1])
+  probe = _ProbeDriver(server, client_vm)
+  load = measurement.Load(1, 4)
+  busy = _StartOrphan([sys.executable, '-c', _BUSY], server.core)
+  try:
+    time.sleep(0.2)  # Running before the probe starts.
+    loud, _, (loop_pct,) = _Watched(probe, load, server.core, [busy])
+  finally:
+    _Stop(busy)
+  assert loud.throughput > 0
+  # The loop got a real share of the server's core, and all of it was seen
+  # (the sampler's window is inside the one measured here).
+  assert loop_pct > 15
+  assert loud.metadata['foreign_cpu_pct'] >= loop_pct - 2
+  assert loud.metadata['interference'] is True
+  # Quiet: the shard keeps its core busy, yet none of that is foreign. Other
+  # work sharing this machine is real interference, so the figure is judged
+  # against the core's busy time less the shard's (an independent count).
+  quiet = []
+  for _ in range(3):
+    m, core_pct, (shard_pct,) = _Watched(probe, load, server.core,
+                                         [server.proc])
+    quiet.append(m)
+    others = core_pct - shard_pct
+    if m.metadata['foreign_cpu_pct'] < others + 10:
+      break
+  assert shard_pct > 15  # The run's own work on the core: not counted.
+  assert m.metadata['foreign_cpu_pct'] < others + 10, (core_pct, shard_pct)
+  if others < 5:  # Nothing else on the core (CI): the probe is not flagged.
+    assert m.metadata['interference'] is False
+  # The probe's samples carry it; the summary warns, naming the worst.
+  meta = price_performance.ProbeSamples(0, loud, 1.0)[0].metadata
+  assert meta['interference'] is True
+  assert meta['foreign_cpu_pct'] == loud.metadata['foreign_cpu_pct']
+  assert 'WARNING: processes foreign' in _Summary(pkb_flags, [loud] + quiet)
+  calm = dataclasses.replace(m, metadata={**m.metadata, 'interference': False})
+  assert 'WARNING: processes foreign' not in _Summary(pkb_flags, [calm])
+
+
+def _Summary(flag_values, measured):
+  """The summary lines of a search whose probes measured `measured`."""
+  out = io.StringIO()
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'intf', 'Local', None, flag_values,
+      pricing.PriceCatalog.Load(), lambda s: None,
+      reporter=reporting.ConsoleReporter(out))
+  queue = list(measured)
+
+  def Measure(load):
+    return dataclasses.replace(queue.pop(0) if queue else measured[-1],
+                               load=load)
+
+  result = search_driver.FindLatencyCappedMaximum(
+      Measure, 1000.0, linear.LinearStepPolicy(1, 4, 1, 8))
+  samples = results.ResultSamples(spec, result, 1000.0)
+  capped = next(s for s in samples
+                if s.metric == price_performance.CAPPED_THROUGHPUT)
+  assert capped.metadata['interference_probes'] == sum(
+      bool(p.measurement.metadata['interference']) for p in result.probes)
+  return out.getvalue()
+
+
+class _Clock:
+
+  def __init__(self):
+    self.now = 100.0
+
+  def __call__(self):
+    return self.now
+
+
+class _Processes:
+  """psutil.process_iter's stand-in: (pid, ppid, created, cpu s, affinity)."""
+
+  def __init__(self, rows):
+    self.rows = rows
+
+  def __call__(self, attrs):
+    del attrs
+    for pid, ppid, created, cpu, affinity in self.rows:
+      yield types.SimpleNamespace(info={
+          'pid': pid, 'ppid': ppid, 'create_time': created,
+          'cpu_times': None if cpu is None else types.SimpleNamespace(
+              user=cpu * 0.75, system=cpu * 0.25),
+          'cpu_affinity': affinity})
+
+
+ROOT, SHARD = 999001, 999002
+
+
+def test_sampler_counts_only_foreign_cpu_on_the_run_cores():
+  clock = _Clock()
+  before = [(ROOT, 1, 1.0, 10.0, [0, 1]),        # pkb: the run's own
+            (SHARD, 1, 2.0, 10.0, [0]),          # the run's shard
+            (10, 1, 3.0, 5.0, [0]),              # foreign, on the run's core
+            (11, 1, 3.0, 5.0, [1]),              # foreign, pinned elsewhere
+            (12, 1, 3.0, 5.0, [0, 1]),           # foreign, unpinned
+            (13, 2, 3.0, 5.0, [0]),              # a kernel thread
+            (14, 1, 3.0, None, [0]),             # not readable
+            (15, 1, 3.0, 5.0, [0])]              # ends; its PID is reused
+  after = [(ROOT, 1, 1.0, 12.0, [0, 1]), (SHARD, 1, 2.0, 12.0, [0]),
+           (10, 1, 3.0, 5.5, [0]), (11, 1, 3.0, 7.0, [1]),
+           (12, 1, 3.0, 5.4, [0, 1]), (13, 2, 3.0, 7.0, [0]),
+           (14, 1, 3.0, None, [0]),
+           (15, 1, 9.0, 0.1, [0]),               # new process, same PID
+           (16, 1, 9.5, 0.2, [0])]               # born during the window
+  processes = _Processes(before)
+  sampler = interference.ForeignCpuSampler(
+      [0], lambda: [SHARD], clock=clock, root_pid=ROOT,
+      process_iter=processes)
+  sampler.Start()
+  processes.rows = after
+  clock.now += 2.0
+  # 0.5 (pid 10) + 0.4 / 2 (pid 12, half its cores are the run's) + 0.1 +
+  # 0.2 (new processes, whole) = 1.0 s of the core's 2.0 s.
+  assert sampler.Stop() == pytest.approx(50.0)
+  probe = interference.ProbeInterference([sampler])
+  processes.rows = before
+  probe.Start()
+  processes.rows = after
+  clock.now += 20.0  # The same CPU over a longer probe: 5 %, not flagged.
+  assert probe.Stop() == {'foreign_cpu_pct': 5.0, 'interference': False}
+
+
+def test_for_run_uses_the_vms_cores_or_steal_time():
+  pinned = [types.SimpleNamespace(cpu_set=[0]),
+            types.SimpleNamespace(cpu_set=[2, 3])]
+  local_run = interference.ForRun('Local', pinned, tuple)
+  assert [s.cores for s in local_run.samplers] == [{0, 2, 3}]
+  unpinned = interference.ForRun(
+      'Local', pinned + [types.SimpleNamespace(cpu_set=None)], tuple)
+  assert unpinned.samplers[0].cores == set(range(psutil.cpu_count()))
+  cloud = interference.ForRun('GCP', pinned, tuple)
+  assert [type(s) for s in cloud.samplers] == [interference.StealSampler] * 2
+
+
+class _ProcStatVm:
+  """A VM whose /proc/stat is text the test writes, step by step."""
+
+  def __init__(self, stats, cpu_set=None):
+    self._stats = list(stats)
+    self.cpu_set = cpu_set
+
+  def RemoteCommand(self, command):
+    assert command == 'cat /proc/stat'
+    return self._stats.pop(0), ''
+
+
+def test_steal_time_on_vms_is_flagged_above_the_threshold():
+  before = ('cpu  100 0 100 1000 0 0 0 0 0 0\n'
+            'cpu0 50 0 50 500 0 0 0 0 0 0\n'
+            'cpu1 50 0 50 500 0 0 0 0 0 0\n')
+  after = ('cpu  200 0 200 1100 0 0 0 100 0 0\n'
+           'cpu0 100 0 100 550 0 0 0 50 0 0\n'
+           'cpu1 100 0 100 550 0 0 0 50 0 0\n')
+  probe = interference.ProbeInterference(
+      [interference.StealSampler(_ProcStatVm([before, after]))])
+  probe.Start()
+  # 100 of the 400 jiffies that passed were stolen.
+  assert probe.Stop() == {'foreign_cpu_pct': 25.0, 'interference': True}
+  pinned = interference.StealSampler(_ProcStatVm([before, after], [1]))
+  pinned.Start()
+  assert pinned.Stop() == pytest.approx(25.0)  # cpu1: 50 of 200.
+  calm = ('cpu  200 0 200 1190 0 0 0 110 0 0\n')
+  probe = interference.ProbeInterference(
+      [interference.StealSampler(_ProcStatVm([after, calm]))])
+  probe.Start()
+  assert probe.Stop() == {'foreign_cpu_pct': 10.0, 'interference': False}
