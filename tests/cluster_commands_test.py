@@ -8,12 +8,12 @@ way on loopback.
 
 import os
 import re
-import shutil
 import subprocess
 import time
 
 import pytest
 
+import e2e_support
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import redis_server
@@ -110,10 +110,8 @@ def _FreePorts(count):
 
 
 def test_real_cluster_built_by_pieces_with_replicas(tmp_path, monkeypatch):
-  if not all(shutil.which(t) for t in ('redis-server', 'redis-cli')):
-    if os.environ.get('CI'):
-      pytest.fail('redis-server/redis-cli missing; CI installs them')
-    pytest.skip('redis tools not installed')
+  for tool in ('redis-server', 'redis-cli'):
+    e2e_support.RequireTool(tool, 'scripts/setup.sh')
   monkeypatch.setattr(redis_server, 'MAX_CLUSTER_CREATE_SHARDS', 0)
   ports = [p for p in _FreePorts(40) if p + 10000 < 65536][:6]
   assert len(ports) == 6

@@ -37,3 +37,21 @@ def private_key_dir(tmp_path_factory, monkeypatch):
   directory = str(tmp_path_factory.mktemp('keys'))
   monkeypatch.setenv('PKB_KEY_DIR', directory)
   return directory
+
+
+def pytest_configure(config):
+  config.addinivalue_line(
+      'markers', 'requires(what, available, how): the test needs `what` '
+      '(e2e_support.Needs/NeedsTools); missing, it skips here and fails in '
+      'CI (CI=true), which installs it.')
+
+
+def pytest_runtest_setup(item):
+  """Checks every `requires` mark before the test: skip here, fail in CI."""
+  marks = list(item.iter_markers('requires'))
+  if not marks:
+    return
+  import e2e_support  # pylint: disable=g-import-not-at-top
+  for mark in marks:
+    if not mark.kwargs['available']():
+      e2e_support.Unavailable(mark.kwargs['what'], mark.kwargs.get('how', ''))

@@ -42,24 +42,35 @@ def Unavailable(what: str, how: str = '') -> None:
   pytest.skip(f'{what} not available{hint}')
 
 
-def RequireTool(name: str, how: str = '') -> str:
+def FindTool(name: str):
   """The path of tool `name` (a command on PATH, or an absolute path)."""
   if os.path.isabs(name):
-    path = name if os.access(name, os.X_OK) else None
-  else:
-    path = shutil.which(name)
+    return name if os.access(name, os.X_OK) else None
+  return shutil.which(name)
+
+
+def RequireTool(name: str, how: str = '') -> str:
+  """FindTool(name), or the test stops (skip here, fail in CI)."""
+  path = FindTool(name)
   if path is None:
     Unavailable(name, how)
   return path
 
 
-def NeedsTools(*names: str, how: str = ''):
-  """A mark: the test needs these tools (skip here, fail in CI if missing).
+def Needs(what: str, available, how: str = ''):
+  """A mark: the test needs `what`, present when `available()` is true.
 
-  tests/conftest.py checks it before the test runs (pytest_runtest_setup);
-  usable as a decorator and in pytest.param(marks=...).
+  tests/conftest.py checks it before the test runs (pytest_runtest_setup):
+  missing, the test skips here and fails in CI. Usable as a decorator and in
+  pytest.param(marks=...).
   """
-  return pytest.mark.requires_tools(*names, how=how)
+  return pytest.mark.requires(what=what, available=available, how=how)
+
+
+def NeedsTools(*names: str, how: str = ''):
+  """Needs(...) for commands on PATH (or absolute paths)."""
+  return Needs(' and '.join(names),
+               lambda: all(FindTool(n) for n in names), how)
 
 
 def FreePort() -> int:

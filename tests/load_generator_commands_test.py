@@ -3,12 +3,13 @@
 import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import time
 
 import pytest
+
+import e2e_support
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
@@ -218,8 +219,7 @@ def _HelpText(tool, *args):
   return done.stdout + done.stderr
 
 
-@pytest.mark.skipif(not shutil.which('redis-benchmark'),
-                    reason='redis-benchmark not installed')
+@e2e_support.NeedsTools('redis-benchmark', how='scripts/setup.sh')
 def test_redis_benchmark_flags_exist():
   help_text = _HelpText('redis-benchmark', '--help')
   argv = commands.RedisBenchmarkCommand('rb', ENDPOINT, 'pw', 'set', 1, 1, 1,
@@ -228,8 +228,7 @@ def test_redis_benchmark_flags_exist():
     assert f' {flag} ' in help_text, flag
 
 
-@pytest.mark.skipif(not shutil.which('redis-cli'),
-                    reason='redis-cli not installed')
+@e2e_support.NeedsTools('redis-cli', how='scripts/setup.sh')
 def test_redis_cli_flags_exist():
   help_text = _HelpText('redis-cli', '--help')
   for flag in commands.RedisCliPipeCommand('c', ENDPOINT, 'pw'):
@@ -268,10 +267,8 @@ def _Cli(endpoint, *args):
                         capture_output=True, text=True, check=True).stdout
 
 
-@pytest.mark.skipif(
-    not all(shutil.which(t) for t in
-            ('redis-server', 'redis-cli', 'redis-benchmark')),
-    reason='redis tools not installed')
+@e2e_support.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark',
+                        how='scripts/setup.sh')
 def test_preload_writes_every_key_redis_benchmark_reads():
   workload = base.Workload(key_minimum=1, key_maximum=500, data_size=20)
   with _RedisServer() as endpoint:

@@ -306,8 +306,8 @@ def _RedisServer():
     server.wait(timeout=10)
 
 
-@pytest.mark.skipif(not (HAVE_MEMTIER and HAVE_REDIS),
-                    reason='memtier_benchmark or redis-server missing')
+@e2e.NeedsTools(MEMTIER, 'redis-server', 'redis-cli',
+                how='scripts/setup.sh; memtier beside the repo')
 def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
   workload = base.Workload(set_ratio=1, get_ratio=0, key_minimum=1,
                            key_maximum=100000, key_pattern='G:G',
@@ -333,8 +333,8 @@ def _Pkb(args, results_dir, timeout=170):
       capture_output=True, text=True, timeout=timeout, cwd=e2e.REPO)
 
 
-@pytest.mark.skipif(not (HAVE_MEMTIER and HAVE_REDIS),
-                    reason='memtier_benchmark or redis-server missing')
+@e2e.NeedsTools(MEMTIER, 'redis-server', 'redis-cli',
+                how='scripts/setup.sh; memtier beside the repo')
 def test_fixed_load_runs_for_real_with_memtier(tmp_path):
   proc, run_uri = e2e.Run(
       [f'--memtier_path={MEMTIER}', '--memtier_fixed_load',
@@ -407,8 +407,8 @@ def test_redis_on_flash_preset_dry_runs_with_cost(tmp_path):
   assert 'Total: 8 cell(s), 24 VMs, estimated $' in out
 
 
-@pytest.mark.skipif(not (HAVE_MEMTIER and HAVE_REDIS),
-                    reason='memtier_benchmark or redis-server missing')
+@e2e.NeedsTools(MEMTIER, 'redis-server', 'redis-cli',
+                how='scripts/setup.sh; memtier beside the repo')
 @pytest.mark.parametrize('preset, cells, runs_per_cell', [
     ('redis_vs_dragonfly_local.yaml', 2, 4),
     ('redis_on_flash_local.yaml', 2, 3)])

@@ -9,11 +9,8 @@ HTML report from those runs, and headless Chromium renders the report.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-
-import pytest
 
 import e2e_support as e2e
 
@@ -34,10 +31,7 @@ def _Matrix(results_dir):
 
 
 def test_local_nightly_twice_then_compare_and_report(tmp_path):
-  if not shutil.which('chromium'):
-    if os.environ.get('CI'):
-      pytest.fail('chromium is missing; scripts/setup.sh installs it')
-    pytest.skip('chromium not installed (scripts/setup.sh installs it)')
+  e2e.RequireTool('chromium', 'scripts/setup.sh')
   for night in ('night1', 'night2'):
     _Matrix(str(tmp_path / night))
   runs = [d for night in ('night1', 'night2')

@@ -6,12 +6,13 @@ growth well under the size of that text (~200 MB here).
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+import e2e_support
 
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.load_generators import base
@@ -23,11 +24,8 @@ MAX_GROWTH_MB = 100
 
 
 def _RequireRedisTools():
-  missing = [t for t in ('redis-server', 'redis-cli') if not shutil.which(t)]
-  if missing:
-    if os.environ.get('CI'):
-      pytest.fail(f'{", ".join(missing)} missing; CI installs them')
-    pytest.skip(f'{", ".join(missing)} not installed')
+  for tool in ('redis-server', 'redis-cli'):
+    e2e_support.RequireTool(tool, 'scripts/setup.sh')
 
 
 def test_resp_stream_chunks_are_bounded_and_complete():

@@ -7,7 +7,6 @@ fail raises, whatever YCSB's exit code (it exits 0 then).
 """
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -27,11 +26,9 @@ GROUPS = ('string', 'hash', 'list', 'set', 'zset')
 
 
 def _RequireBuild():
-  if not (shutil.which('java') and
-          os.path.exists(os.path.join(ycsb.LOCAL_BUILD_DIR, ycsb.JAR_NAME))):
-    if os.environ.get('CI'):
-      pytest.fail('YCSB binding not built; scripts/setup.sh builds it')
-    pytest.skip('java or the YCSB build missing (run scripts/build_ycsb.sh)')
+  e2e.RequireTool('java', 'scripts/setup.sh')
+  if not os.path.exists(os.path.join(ycsb.LOCAL_BUILD_DIR, ycsb.JAR_NAME)):
+    e2e.Unavailable('the YCSB build', 'scripts/build_ycsb.sh')
 
 
 def _JavaLeftovers(run_uri):

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import e2e_support
+
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import report
@@ -93,8 +95,8 @@ def _ReportFromFiles(tmp_path):
   return result, page, summary
 
 
-@pytest.mark.skipif(_Chromium() is None,
-                    reason='needs Debian\'s chromium (scripts/setup.sh)')
+@e2e_support.Needs('chromium', lambda: _Chromium() is not None,
+                   how='scripts/setup.sh')
 def test_html_report_renders_in_headless_chromium(tmp_path):
   result, page, summary = _ReportFromFiles(tmp_path)
   assert result.returncode == 1, result.stderr  # the generated step

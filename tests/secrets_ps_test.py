@@ -15,8 +15,6 @@ import sys
 import threading
 import time
 
-import pytest
-
 import e2e_support as e2e
 
 sys.path.insert(0, e2e.REPO)
@@ -28,11 +26,7 @@ MEMTIER = os.path.join(os.path.dirname(e2e.REPO), 'shared', 'tools',
 
 def MemtierOrSkip() -> str:
   """The test build of memtier; its absence fails in CI, skips elsewhere."""
-  if os.access(MEMTIER, os.X_OK):
-    return MEMTIER
-  if os.environ.get('CI', '').lower() == 'true':
-    pytest.fail(f'{MEMTIER} is missing; CI must provide it.')
-  pytest.skip(f'{MEMTIER} not found')
+  return e2e.RequireTool(MEMTIER, 'a build of memtier beside the repo')
 
 
 class PsSampler(threading.Thread):

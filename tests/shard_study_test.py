@@ -8,10 +8,7 @@ the samples, not the figures).
 """
 
 import os
-import shutil
 import types
-
-import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import measurement
@@ -24,9 +21,8 @@ from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options
 from perfkitbenchmarker.study import shard_study
 
-needs_redis = pytest.mark.skipif(
-    not shutil.which('redis-server') or not shutil.which('redis-cli'),
-    reason='needs redis-server and redis-cli (scripts/setup.sh)')
+needs_redis = e2e.NeedsTools('redis-server', 'redis-cli',
+                             how='scripts/setup.sh')
 
 
 def _Shards(**values):

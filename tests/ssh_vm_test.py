@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+import e2e_support
+
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
@@ -244,8 +246,7 @@ def test_system_tuning_read_only_on_this_machine(vm):
 
 
 def test_installs_do_nothing_when_software_is_there(make_vm):
-  if not ssh_vm.shutil.which('redis-server'):
-    pytest.skip('redis-server not installed here')
+  e2e_support.RequireTool('redis-server', 'scripts/setup.sh')
   runner = RecordingRunner()
   machine = make_vm(run_local=runner)
   machine.WaitForSsh(20)

@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+import e2e_support
+
 SSHD = '/usr/sbin/sshd'
 
 
@@ -123,7 +125,8 @@ def Available() -> bool:
 @pytest.fixture(scope='module')
 def sshd(tmp_path_factory):
   if not Available():
-    pytest.skip('openssh-server (/usr/sbin/sshd) and ssh are needed')
+    e2e_support.Unavailable('openssh-server (/usr/sbin/sshd) and ssh',
+                            'scripts/setup.sh')
   server = Sshd(str(tmp_path_factory.mktemp('sshd'))).Start()
   yield server
   server.Stop()
