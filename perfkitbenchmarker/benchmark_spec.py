@@ -20,6 +20,17 @@ from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import virtual_machine
 
 _VM_SPEC_INT_KEYS = ('num_cpus', 'memory_mib', 'boot_disk_size')
+# PKB's provider_info.DEFAULT_VM_PLATFORM: an ordinary VM (no containers).
+DEFAULT_VM_PLATFORM = 'DEFAULT_VM'
+# The name of the End to End Runtime sample PKB emits when every stage ran.
+END_TO_END_RUNTIME = 'End to End Runtime'
+
+
+def _ImageName(vm) -> str:
+  """The VM's image (an AMI id, a GCE image), else 'local'."""
+  image = getattr(vm, 'image', None)
+  image = getattr(image, 'image_id', image)  # AWS keeps an ImageChoice.
+  return str(image or vm.spec.image or 'local')
 
 
 class Deadline:
@@ -200,6 +211,10 @@ class BenchmarkSpec:
       metadata[f'{group}_num_cpus'] = first.num_cpus
       metadata[f'{group}_zone'] = first.zone or self.cloud.lower()
       metadata[f'{group}_os_type'] = first.os_type
+      metadata[f'{group}_cloud'] = first.CLOUD or self.cloud
+      metadata[f'{group}_image'] = _ImageName(first)
+      metadata[f'{group}_vm_platform'] = (
+          'local' if first.CLOUD == 'Local' else DEFAULT_VM_PLATFORM)
       if first.cpu_set is not None:
         metadata[f'{group}_cpu_set'] = ','.join(map(str, first.cpu_set))
       zones.update(vm.zone for vm in vms if vm.zone)

@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import sys
+import time
 from typing import List, Optional
 
 from absl import flags
@@ -30,6 +31,7 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
+from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
@@ -212,6 +214,7 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       lambda samples: collector.Add(samples, module.BENCHMARK_NAME),
       reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
   failure: Optional[BaseException] = None
+  started = time.time()
   try:
     interrupts.Arm()
     if 'provision' in stages:
@@ -251,6 +254,14 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
     except errors.RunInterrupted as e:
       cleanup_errors = [str(e)]
   failure = failure or interrupts.Pending()
+  if (failure is None and not cleanup_errors and
+      list(stages) == list(pkb_flags.RUN_STAGES)):
+    # PKB's End to End Runtime: provision through teardown, when all ran.
+    try:
+      spec.EmitSamples([sample_lib.Sample(
+          spec_lib.END_TO_END_RUNTIME, time.time() - started, 'seconds', {})])
+    except errors.Error as e:  # A results file that cannot be written.
+      failure = e
   if failure is not None:
     message = str(failure) or type(failure).__name__
     if isinstance(failure, KeyboardInterrupt):

@@ -9,7 +9,8 @@ from perfkitbenchmarker.publishers import csv_publisher
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
 
-RUN = publisher.RunInfo(run_uri='abc12345', owner='tester')
+RUN = publisher.RunInfo(run_uri='abc12345', owner='tester',
+                        perfkitbenchmarker_version='v1')
 
 
 def _Samples():
@@ -34,14 +35,16 @@ def test_json_lines_collapsed_labels(tmp_path):
   assert set(first) == {'metric', 'value', 'unit', 'timestamp', 'test',
                         'product_name', 'official', 'owner', 'run_uri',
                         'sample_uri', 'labels'}
-  assert first['labels'] == '|b:x|,|threads:1|'
+  assert first['labels'] == ('|b:x|,|perfkitbenchmarker_version:v1|,'
+                             '|threads:1|')
   assert first['product_name'] == 'PerfKitBenchmarker'
   assert first['test'] == 'redis_memtier'
   assert first['run_uri'] == 'abc12345'
   assert first['value'] == 1000.0
   assert first['timestamp'] == 1.5
   assert first['official'] is False
-  assert json.loads(lines[1])['labels'] == '|threads:2|,|z:True|'
+  assert json.loads(lines[1])['labels'] == (
+      '|perfkitbenchmarker_version:v1|,|threads:2|,|z:True|')
 
 
 def test_json_nocollapse_labels(tmp_path):
@@ -51,7 +54,8 @@ def test_json_nocollapse_labels(tmp_path):
   collector.Add(_Samples(), 't')
   row = json.loads(path.read_text().splitlines()[0])
   assert 'labels' not in row
-  assert row['metadata'] == {'threads': 1, 'b': 'x'}
+  assert row['metadata'] == {'threads': 1, 'b': 'x',
+                             'perfkitbenchmarker_version': 'v1'}
 
 
 def test_csv_fixed_columns_then_metadata_union(tmp_path):
@@ -68,9 +72,11 @@ def test_csv_fixed_columns_then_metadata_union(tmp_path):
     rows = list(reader)
   assert header == ['timestamp', 'test', 'metric', 'value', 'unit',
                     'product_name', 'official', 'owner', 'run_uri',
-                    'sample_uri', 'b', 'threads', 'z']
+                    'sample_uri', 'b', 'perfkitbenchmarker_version', 'threads',
+                    'z']
   assert rows[0][2] == 'throughput' and rows[0][10] == 'x'
-  assert rows[1][12] == 'True' and rows[1][10] == ''
+  assert rows[1][13] == 'True' and rows[1][10] == ''
+  assert rows[0][11] == rows[1][11] == 'v1'
 
 
 def test_secrets_masked_in_published_metadata(tmp_path):

@@ -2,9 +2,10 @@
 
 import dataclasses
 import uuid
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import version as version_lib
 from perfkitbenchmarker import vm_util
 
 PRODUCT_NAME = 'PerfKitBenchmarker'
@@ -12,10 +13,17 @@ PRODUCT_NAME = 'PerfKitBenchmarker'
 
 @dataclasses.dataclass(frozen=True)
 class RunInfo:
-  """Per-run fields PKB adds to every published sample."""
+  """Per-run fields PKB adds to every published sample.
+
+  run_uri stays the short --run_uri (PKB's rows carry '<run_uri>-<uuid4>',
+  one uuid per benchmark spec); README.md, "Results files", says why.
+  perfkitbenchmarker_version: None means this checkout's `git describe`
+  (else the package version), as PKB's version.VERSION.
+  """
   run_uri: str
   owner: str
   official: bool = False
+  perfkitbenchmarker_version: Optional[str] = None
 
 
 def _Clean(value: Any) -> Any:
@@ -27,6 +35,9 @@ def _Clean(value: Any) -> Any:
 def ToRow(sample: sample_lib.Sample, test: str,
           run_info: RunInfo) -> Dict[str, Any]:
   """The dict PKB publishers write: sample fields plus run fields."""
+  metadata = {version_lib.VERSION_KEY: (run_info.perfkitbenchmarker_version or
+                                        version_lib.VersionOf())}
+  metadata.update(sample.metadata)
   return {
       'metric': sample.metric,
       'value': sample.value,
@@ -38,7 +49,7 @@ def ToRow(sample: sample_lib.Sample, test: str,
       'owner': run_info.owner,
       'run_uri': run_info.run_uri,
       'sample_uri': str(uuid.uuid4()),
-      'metadata': {k: _Clean(v) for k, v in sample.metadata.items()},
+      'metadata': {k: _Clean(v) for k, v in metadata.items()},
   }
 
 
