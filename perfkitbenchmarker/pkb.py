@@ -268,7 +268,7 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
       message = 'interrupted by SIGINT'
     print(f'pkb: {module.BENCHMARK_NAME} stopped: {vm_util.Mask(message)}',
           file=sys.stderr)
-    if spec.published:
+    if spec.published and not isinstance(failure, errors.ResultsFileError):
       print(f'pkb: the {len(spec.published)} samples measured before that are '
             'kept in the results files.', file=sys.stderr)
   for line in cleanup_errors:
