@@ -245,7 +245,8 @@ class _Child:
     self._log = open(log_path, 'w')  # pylint: disable=consider-using-with
     self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=env, cwd=REPO_ROOT, start_new_session=True)
+        env=env, cwd=REPO_ROOT if os.path.exists(PKB_ENTRY) else None,
+        start_new_session=True)
     self._pump = threading.Thread(target=self._Pump, args=(out, lock),
                                   daemon=True)
     self._pump.start()
@@ -304,7 +305,10 @@ class _Runner:
     with open(config_path, 'w') as f:
       f.write(f'# Matrix cell {cell.index}: {cell.label}\n')
       yaml.safe_dump(matrix.CellConfig(cell), f, sort_keys=False)
-    argv = ([sys.executable, PKB_ENTRY] + _ChildArgs(self.fv) +
+    # A checkout runs its pkb.py; an installed package runs the module.
+    entry = ([PKB_ENTRY] if os.path.exists(PKB_ENTRY) else
+             ['-m', 'perfkitbenchmarker.pkb'])
+    argv = ([sys.executable] + entry + _ChildArgs(self.fv) +
             [f'--benchmarks={cell.benchmark}',
              f'--benchmark_config_file={config_path}', f'--run_uri={run_uri}'])
     with self.lock:

@@ -100,7 +100,13 @@ def _Cloud() -> str:
 
 
 def _ResultsDir() -> str:
-  return FLAGS.results_dir or os.path.join(REPO_ROOT, 'results', 'runs')
+  if FLAGS.results_dir:
+    return FLAGS.results_dir
+  # In a checkout, the repo's results/; installed as a package (no pkb.py
+  # beside it), results/ under the directory the command runs in.
+  root = (REPO_ROOT if os.path.exists(os.path.join(REPO_ROOT, 'pkb.py'))
+          else os.getcwd())
+  return os.path.join(root, 'results', 'runs')
 
 
 def _LoadConfig(module, names: List[str]) -> dict:
@@ -333,3 +339,7 @@ def Main(argv: Optional[List[str]] = None) -> int:
     print(f'pkb: internal error {type(e).__name__}: {vm_util.Mask(str(e))}',
           file=sys.stderr)
     return EXIT_FAILED
+
+
+if __name__ == '__main__':
+  sys.exit(Main())
