@@ -14,6 +14,8 @@ import pytest
 
 import e2e_support
 
+import e2e_support
+
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -24,8 +26,8 @@ MAX_GROWTH_MB = 100
 
 
 def _RequireRedisTools():
-  for tool in ('redis-server', 'redis-cli'):
-    e2e_support.RequireTool(tool, 'scripts/setup.sh')
+  e2e_support.RequireTool('redis-server', 'apt-get install redis-server')
+  e2e_support.RequireTool('redis-cli', 'apt-get install redis-tools')
 
 
 def test_resp_stream_chunks_are_bounded_and_complete():
