@@ -14,8 +14,6 @@ import pytest
 
 import e2e_support
 
-import e2e_support
-
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
