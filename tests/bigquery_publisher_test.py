@@ -522,7 +522,9 @@ def test_a_staged_run_publishes_at_the_end_of_each_invocation(fake, tmp_path):
   # the local files untouched.
   fake.FailRequests(403, 'accessDenied')
   before = _Digest(tmp_path / run_uri)
-  before.pop('pkb.log'), before.pop('run_record.json')  # This run's own.
+  # This invocation's own files: its log, record and run lock.
+  for own in ('pkb.log', 'run_record.json', 'run.lock'):
+    before.pop(own, None)
   proc, _ = e2e.Run(bq + ['--run_stage=cleanup,teardown'], str(tmp_path),
                     run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
