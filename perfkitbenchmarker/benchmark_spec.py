@@ -188,6 +188,12 @@ class BenchmarkSpec:
     self._published.extend(samples)
     self._emit(samples)
 
+  def CachedOptions(self, build: Callable[[], Any]) -> Any:
+    """The benchmark's options record, built once per spec by `build`."""
+    if self.options is None:
+      self.options = build()
+    return self.options
+
   @property
   def published(self) -> List[sample_lib.Sample]:
     """Every sample published so far, in order (a copy)."""

@@ -326,3 +326,14 @@ def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
     finally:
       # parse() counts as "given on the command line"; a config value is not.
       flag.present = 0
+
+
+def BenchmarkConfig(name: str, default_yaml: str, user_config: Mapping[str, Any],
+                    flag_values) -> Dict[str, Any]:
+  """A benchmark's GetConfig: its BENCHMARK_CONFIG < the user's config file <
+  --config_override, then the config's `flags:` applied to `flag_values`."""
+  default = LoadYaml(default_yaml, name)[name]
+  config = MergeConfigs(name, default, user_config.get('file'),
+                        user_config.get('overrides', []))
+  ApplyConfigFlags(config.get('flags') or {}, flag_values)
+  return config

@@ -84,12 +84,9 @@ _REQUESTED_KEY = 'enterprise_requested_vm_counts'
 
 
 def _Options(spec=None) -> options_lib.EnterpriseOptions:
-  if spec is not None and spec.options is not None:
-    return spec.options
-  opts = options_lib.EnterpriseOptions.FromFlags(FLAGS)
-  if spec is not None:
-    spec.options = opts
-  return opts
+  if spec is None:
+    return options_lib.EnterpriseOptions.FromFlags(FLAGS)
+  return spec.CachedOptions(lambda: options_lib.EnterpriseOptions.FromFlags(FLAGS))
 
 
 def _Cores() -> int:
@@ -98,11 +95,8 @@ def _Cores() -> int:
 
 def GetConfig(user_config):
   """Merges config file and overrides; applies the OS and Local decisions."""
-  default = configs.LoadYaml(BENCHMARK_CONFIG, BENCHMARK_NAME)[BENCHMARK_NAME]
-  config = configs.MergeConfigs(BENCHMARK_NAME, default,
-                                user_config.get('file'),
-                                user_config.get('overrides', []))
-  configs.ApplyConfigFlags(config.get('flags') or {}, FLAGS)
+  config = configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
+                                  user_config, FLAGS)
   opts = _Options()
   groups = config.get('vm_groups') or {}
   if opts.os.substituted and not opts.local:

@@ -73,22 +73,16 @@ FLAGS = flags.FLAGS
 
 def GetConfig(user_config):
   """Merges the user's config file and overrides over BENCHMARK_CONFIG."""
-  default = configs.LoadYaml(BENCHMARK_CONFIG, BENCHMARK_NAME)[BENCHMARK_NAME]
-  config = configs.MergeConfigs(BENCHMARK_NAME, default,
-                                user_config.get('file'),
-                                user_config.get('overrides', []))
-  configs.ApplyConfigFlags(config.get('flags') or {}, FLAGS)
+  config = configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
+                                  user_config, FLAGS)
   return config
 
 
 def _Options(spec=None) -> options_lib.RedisStudyOptions:
   """The study's options, built from flags once per spec."""
-  if spec is not None and spec.options is not None:
-    return spec.options
-  opts = options_lib.RedisStudyOptions.FromFlags(FLAGS)
-  if spec is not None:
-    spec.options = opts
-  return opts
+  if spec is None:
+    return options_lib.RedisStudyOptions.FromFlags(FLAGS)
+  return spec.CachedOptions(lambda: options_lib.RedisStudyOptions.FromFlags(FLAGS))
 
 
 def _Engine(opts: options_lib.RedisStudyOptions):

@@ -65,21 +65,15 @@ FLAGS = flags.FLAGS
 
 
 def GetConfig(user_config):
-  default = configs.LoadYaml(BENCHMARK_CONFIG, BENCHMARK_NAME)[BENCHMARK_NAME]
-  config = configs.MergeConfigs(BENCHMARK_NAME, default,
-                                user_config.get('file'),
-                                user_config.get('overrides', []))
-  configs.ApplyConfigFlags(config.get('flags') or {}, FLAGS)
+  config = configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
+                                  user_config, FLAGS)
   return config
 
 
 def _Options(spec=None) -> ycsb_options.YcsbStudyOptions:
-  if spec is not None and spec.options is not None:
-    return spec.options
-  opts = ycsb_options.YcsbStudyOptions.FromFlags(FLAGS)
-  if spec is not None:
-    spec.options = opts
-  return opts
+  if spec is None:
+    return ycsb_options.YcsbStudyOptions.FromFlags(FLAGS)
+  return spec.CachedOptions(lambda: ycsb_options.YcsbStudyOptions.FromFlags(FLAGS))
 
 
 def _Engine(opts):
