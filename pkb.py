@@ -5,17 +5,10 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_VENV_PYTHON = os.path.join(_HERE, '.venv', 'bin', 'python')
-
-# Use the virtualenv made by scripts/setup.sh, whichever python3 started us.
-if (os.path.exists(_VENV_PYTHON) and
-    os.path.realpath(sys.prefix) != os.path.realpath(
-        os.path.join(_HERE, '.venv')) and
-    not os.environ.get('PKB_NO_VENV_REEXEC')):
-  os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] +
-           sys.argv[1:])
-
 sys.path.insert(0, _HERE)
+# Use the virtualenv made by scripts/setup.sh, whichever python3 started us.
+from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
+venv_reexec.UseRepoVenv(_HERE, __file__)
 
 from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
 

@@ -17,16 +17,10 @@ in the last --recent_nights nights with --fail_on_regression, 2 bad input
 import os
 import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_REPO = os.path.dirname(_HERE)
-_VENV_PYTHON = os.path.join(_REPO, '.venv', 'bin', 'python')
-if (os.path.exists(_VENV_PYTHON) and
-    os.path.realpath(sys.prefix) != os.path.realpath(
-        os.path.join(_REPO, '.venv')) and
-    not os.environ.get('PKB_NO_VENV_REEXEC')):
-  os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] +
-           sys.argv[1:])
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
+from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
+venv_reexec.UseRepoVenv(_REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import shlex

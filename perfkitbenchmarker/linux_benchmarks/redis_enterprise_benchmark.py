@@ -84,9 +84,8 @@ _REQUESTED_KEY = 'enterprise_requested_vm_counts'
 
 
 def _Options(spec=None) -> options_lib.EnterpriseOptions:
-  if spec is None:
-    return options_lib.EnterpriseOptions.FromFlags(FLAGS)
-  return spec.CachedOptions(lambda: options_lib.EnterpriseOptions.FromFlags(FLAGS))
+  build = lambda: options_lib.EnterpriseOptions.FromFlags(FLAGS)
+  return build() if spec is None else spec.CachedOptions(build)
 
 
 def _Cores() -> int:

@@ -73,16 +73,14 @@ FLAGS = flags.FLAGS
 
 def GetConfig(user_config):
   """Merges the user's config file and overrides over BENCHMARK_CONFIG."""
-  config = configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
-                                  user_config, FLAGS)
-  return config
+  return configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
+                                 user_config, FLAGS)
 
 
 def _Options(spec=None) -> options_lib.RedisStudyOptions:
   """The study's options, built from flags once per spec."""
-  if spec is None:
-    return options_lib.RedisStudyOptions.FromFlags(FLAGS)
-  return spec.CachedOptions(lambda: options_lib.RedisStudyOptions.FromFlags(FLAGS))
+  build = lambda: options_lib.RedisStudyOptions.FromFlags(FLAGS)
+  return build() if spec is None else spec.CachedOptions(build)
 
 
 def _Engine(opts: options_lib.RedisStudyOptions):

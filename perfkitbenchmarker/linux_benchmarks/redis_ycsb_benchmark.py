@@ -65,15 +65,13 @@ FLAGS = flags.FLAGS
 
 
 def GetConfig(user_config):
-  config = configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
-                                  user_config, FLAGS)
-  return config
+  return configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
+                                 user_config, FLAGS)
 
 
 def _Options(spec=None) -> ycsb_options.YcsbStudyOptions:
-  if spec is None:
-    return ycsb_options.YcsbStudyOptions.FromFlags(FLAGS)
-  return spec.CachedOptions(lambda: ycsb_options.YcsbStudyOptions.FromFlags(FLAGS))
+  build = lambda: ycsb_options.YcsbStudyOptions.FromFlags(FLAGS)
+  return build() if spec is None else spec.CachedOptions(build)
 
 
 def _Engine(opts):
