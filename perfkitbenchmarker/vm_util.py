@@ -5,11 +5,13 @@ logging filter installed by `InstallSecretFilter` and `Mask` replace them with
 '****' everywhere text leaves the process (logs, errors, results).
 """
 
+import ipaddress
 import logging
 import os
 import signal
 import subprocess
 import threading
+import urllib.parse
 from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 from perfkitbenchmarker import errors
@@ -184,3 +186,18 @@ def ProcessAlive(pid: int, marker: Optional[str] = None) -> bool:
 def QuoteAll(argv: Sequence[str]) -> str:
   import shlex  # pylint: disable=g-import-not-at-top
   return ' '.join(shlex.quote(str(a)) for a in argv)
+
+
+def IsLoopbackEndpoint(endpoint: Optional[str]) -> bool:
+  """True for an API endpoint on this machine (a local fake in tests), with
+  or without a scheme: localhost, 127.0.0.0/8 or ::1."""
+  if not endpoint:
+    return False
+  host = urllib.parse.urlsplit(
+      endpoint if '//' in endpoint else f'//{endpoint}').hostname or ''
+  if host == 'localhost':
+    return True
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:
+    return False

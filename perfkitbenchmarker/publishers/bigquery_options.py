@@ -14,7 +14,6 @@ so pkb can load it at start-up; the client code is in bigquery_publisher.py.
 """
 
 import dataclasses
-import ipaddress
 import json
 import os
 import re
@@ -24,6 +23,7 @@ from typing import Optional
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
 
 flags.DEFINE_string(
     'bigquery_table', None,
@@ -114,16 +114,6 @@ def ParseTableId(text: str, default_project: Optional[str] = None,
   return TableId(project, dataset, table)
 
 
-def IsLoopback(endpoint: Optional[str]) -> bool:
-  host = urllib.parse.urlsplit(endpoint or '').hostname or ''
-  if host == 'localhost':
-    return True
-  try:
-    return ipaddress.ip_address(host).is_loopback
-  except ValueError:
-    return False
-
-
 @dataclasses.dataclass(frozen=True)
 class BigQueryOptions:
   """Where and how to publish; built once from flags, read everywhere below."""
@@ -152,7 +142,7 @@ class BigQueryOptions:
       if parts.scheme not in ('http', 'https') or not parts.hostname:
         raise errors.UsageError(
             f'--bq_api_endpoint="{endpoint}" must be http(s)://host[:port].')
-      if parts.scheme == 'http' and not IsLoopback(endpoint):
+      if parts.scheme == 'http' and not vm_util.IsLoopbackEndpoint(endpoint):
         raise errors.UsageError(
             f'--bq_api_endpoint="{endpoint}": plain http is only for loopback '
             'fakes; use https.')

@@ -107,7 +107,7 @@ def Describe(error: BaseException) -> str:
 def MakeClient(options: bigquery_options.BigQueryOptions) -> bigquery.Client:
   """A client for the options' endpoint and credentials."""
   credentials = None
-  if bigquery_options.IsLoopback(options.api_endpoint):
+  if vm_util.IsLoopbackEndpoint(options.api_endpoint):
     credentials = auth_credentials.AnonymousCredentials()
   elif options.key_file:
     credentials = service_account.Credentials.from_service_account_file(

@@ -14,10 +14,8 @@ the same API the run created things in.
 """
 
 import dataclasses
-import ipaddress
 import logging
 import time
-import urllib.parse
 from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 from google.api_core import client_options as client_options_lib
@@ -30,6 +28,7 @@ import requests
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import vm_util
 
 OPERATION_TIMEOUT_S = 900
 CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
@@ -47,19 +46,6 @@ STOCKOUT_ERRORS = frozenset({
 def LastSegment(url: str) -> str:
   """'https://.../zones/us-central1-a' -> 'us-central1-a'."""
   return url.rstrip('/').rsplit('/', 1)[-1] if url else ''
-
-
-def IsLoopbackEndpoint(endpoint: Optional[str]) -> bool:
-  if not endpoint:
-    return False
-  host = urllib.parse.urlsplit(
-      endpoint if '//' in endpoint else f'//{endpoint}').hostname or ''
-  if host == 'localhost':
-    return True
-  try:
-    return ipaddress.ip_address(host).is_loopback
-  except ValueError:
-    return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +75,7 @@ class ComputeClients:
     options = (client_options_lib.ClientOptions(api_endpoint=endpoint)
                if endpoint else None)
     try:
-      if credentials is None and IsLoopbackEndpoint(endpoint):
+      if credentials is None and vm_util.IsLoopbackEndpoint(endpoint):
         credentials = auth_credentials.AnonymousCredentials()
       elif credentials is None:
         # Looked up once for all clients rather than once per client.
