@@ -14,7 +14,10 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 packages=(redis-server redis-tools openssh-server openssh-client util-linux
           python3 python3-venv iproute2 procps chromium
-          openjdk-17-jdk-headless maven)
+          openjdk-17-jdk-headless maven
+          # gcc: builds linux_packages/argv_secret.py's library, which keeps
+          # the load generators' password out of `ps`.
+          gcc libc6-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

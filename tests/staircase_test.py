@@ -55,11 +55,16 @@ class RecordedClientVm:
     self.outputs = outputs
     self.scripts = []
     self.files = {}
+    self.installed = set()
     self._busy_fraction = busy_fraction
     self._jiffies = 0.0
 
   def Pinned(self, command):
     return command
+
+  def Install(self, package_name, **settings):
+    del settings
+    self.installed.add(package_name)
 
   def WriteFile(self, path, content, mode=0o600):
     del mode

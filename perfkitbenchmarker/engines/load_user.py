@@ -1,11 +1,13 @@
 """The Redis user load generators log in as, kept apart from the run's password.
 
 memtier_benchmark takes a password only as an argument (`-a`), and Debian's
-redis-benchmark 7.0 ignores REDISCLI_AUTH, so whatever password a load
-generator uses is readable in `ps` on its client VM for the probe's length.
-That password is therefore not the run's `requirepass` (the default user,
-which can read the config, FLUSHALL, SHUTDOWN or change ACLs) but that of an
-ACL user the shards' config defines, limited to data commands. Its password is
+redis-benchmark 7.0 ignores REDISCLI_AUTH. linux_packages/argv_secret.py keeps
+the password out of their argv where the client VM has a C compiler; where it
+has none (a Local machine set up by hand) it is readable in `ps` for the
+probe's length. Either way that password is not the run's `requirepass` (the
+default user, which can read the config, FLUSHALL, SHUTDOWN or change ACLs)
+but that of an ACL user the shards' config defines, limited to data
+commands. Its password is
 derived from the run's password with HMAC-SHA256, one way: seeing it in `ps`
 reveals nothing of the run's password, and a resumed run derives it again from
 the config file. Both are masked in logs and results (vm_util.RegisterSecret).

@@ -10,8 +10,9 @@ reported with the tail of its stderr.
 Secrets: the script goes to a 0600 file in the VM's 0700 scratch directory
 and runs as `bash <file>` (it deletes itself at once), so the text of the
 script is in no process's argv. Each tool's own argv (and that of `timeout`
-and `taskset` before it) is still readable in `ps`: commands must carry no
-password a tool could take otherwise (see engines/load_user.py).
+and `taskset` before it) is readable in `ps`: a password goes in as
+argv_secret.TOKEN with `secret=`, and linux_packages/argv_secret.py hands the
+real one to the tool only.
 
 Client CPU: /proc/stat is read when the processes start and again after
 `cpu_window_s` (the load's test time) or when they all end, whichever comes
@@ -27,6 +28,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import argv_secret
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,10 +50,14 @@ def _Snapshot(path: str) -> str:
 
 
 def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
-           cpu_window_s: Optional[float] = None) -> str:
-  """The shell script running `pinned_commands` (shell-quoted) side by side."""
+           cpu_window_s: Optional[float] = None,
+           setup_lines: Sequence[str] = ()) -> str:
+  """The shell script running `pinned_commands` (shell-quoted) side by side.
+
+  `setup_lines` run first (e.g. exporting the secret argv_secret reads).
+  """
   b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', _Snapshot(f'{b}.stat0'), 'pids=()']
+  lines = ['rm -f -- "$0"', *setup_lines, _Snapshot(f'{b}.stat0'), 'pids=()']
   if cpu_window_s:
     lines.append(f'( sleep {float(cpu_window_s):.3f}; '
                  f'{_Snapshot(f"{b}.stat1.tmp")} && '
@@ -111,14 +117,22 @@ def _BusyFraction(vm, base: str) -> Tuple[Optional[float], Optional[float]]:
 
 
 def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
-                  timeout_s: float,
-                  cpu_window_s: Optional[float] = None) -> List[ProcessOutput]:
-  """Starts every argv at once (pinned to the VM's cores) and waits for all."""
+                  timeout_s: float, cpu_window_s: Optional[float] = None,
+                  secret: Optional[str] = None) -> List[ProcessOutput]:
+  """Starts every argv at once (pinned to the VM's cores) and waits for all.
+
+  With `secret`, the argvs carry argv_secret.TOKEN where the password goes,
+  and the tools get the secret without it ever being in their argv.
+  """
   base = f'{vm.scratch_dir}/{name}'
   script_path = f'{base}.sh'
-  vm.WriteFile(script_path, Script(
-      base, [vm.Pinned(vm_util.QuoteAll(argv)) for argv in commands],
-      timeout_s, cpu_window_s), 0o600)
+  if secret is None:
+    shell_commands, setup = [vm.Pinned(vm_util.QuoteAll(argv))
+                             for argv in commands], []
+  else:
+    shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
+  vm.WriteFile(script_path, Script(base, shell_commands, timeout_s,
+                                   cpu_window_s, setup), 0o600)
   command = f'bash {shlex.quote(script_path)}'
   if hasattr(vm, 'RunDetached'):
     # Over SSH: the probe goes on if the connection drops, and is picked up.

@@ -11,10 +11,11 @@ Staircase (memtier >= 2.3, `--clients-start/--clients-step/--step-duration`):
 one process per endpoint walks all the client steps of a search in one run;
 `Staircase` returns one Measurement per step (memtier_staircase.StaircaseSteps).
 
-Credentials: memtier takes a password only as `-a`, readable in `ps`, so it
-logs in as the run's restricted load user (engines/load_user.py), never with
-the run's password; memtier copies `-a` into its JSON (`authenticate`), which
-is masked as soon as it is read.
+Credentials: memtier takes a password only as `-a`, so its argv carries
+argv_secret.TOKEN and linux_packages/argv_secret.py hands memtier the real
+one out of `ps`'s sight. It logs in as the run's restricted load user
+(engines/load_user.py), never with the run's password; memtier copies `-a`
+into its JSON (`authenticate`), which is masked as soon as it is read.
 """
 
 import dataclasses
@@ -24,6 +25,7 @@ from typing import List, Optional, Sequence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -78,14 +80,15 @@ class MemtierGenerator(base.LoadGenerator):
               workload: base.Workload) -> int:
     clients = 1 if self.load_key_pattern == 'S:S' else PRELOAD_CLIENTS
     argvs = [commands.MemtierPreloadCommand(
-        self.path, e, load_user.LoadPassword(password), workload,
+        self.path, e, argv_secret.TOKEN, workload,
         threads=PRELOAD_THREADS, clients=clients,
         key_pattern=self.load_key_pattern,
         json_out=f'{self.vm.scratch_dir}/preload-{e.port}.json',
         user=load_user.LOAD_USER)
              for e in endpoints]
     timeout = 120 + workload.key_count / 5000
-    concurrent.RunSideBySide(self.vm, 'memtier-preload', argvs, timeout)
+    concurrent.RunSideBySide(self.vm, 'memtier-preload', argvs, timeout,
+                             secret=load_user.LoadPassword(password))
     # Every standalone shard is its own database holding the whole range.
     return workload.key_count * (1 if workload.cluster_mode else
                                  len(endpoints))
@@ -104,13 +107,13 @@ class MemtierGenerator(base.LoadGenerator):
     json_paths = [f'{self.vm.scratch_dir}/probe-{self._probes}-{e.port}'
                   f'{f"-{i}" if i else ""}.json' for e, i in targets]
     argvs = [commands.MemtierProbeCommand(
-        self.path, e, load_user.LoadPassword(password), workload, load,
-        test_time, path, staircase=staircase, user=load_user.LOAD_USER,
+        self.path, e, argv_secret.TOKEN, workload, load, test_time, path, staircase=staircase, user=load_user.LOAD_USER,
         requests=requests)
              for (e, _), path in zip(targets, json_paths)]
     outputs = concurrent.RunSideBySide(
         self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
-        cpu_window_s=None if requests else test_time)
+        cpu_window_s=None if requests else test_time,
+        secret=load_user.LoadPassword(password))
     # The window the busy share was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.
     self.last_cpu_window_s = outputs[0].cpu_window_s

@@ -14,8 +14,9 @@ the tags are learnt from a one-key run and each master is preloaded with its
 own.
 
 Credentials: redis-cli reads the password from REDISCLI_AUTH; Debian's
-redis-benchmark 7.0 does not (it needs `-a`, readable in `ps`), so it logs in
-as the run's restricted load user (engines/load_user.py).
+redis-benchmark 7.0 does not (it needs `-a`), so its argv carries
+argv_secret.TOKEN and linux_packages/argv_secret.py hands it the password of
+the run's restricted load user (engines/load_user.py) out of `ps`'s sight.
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import redis_benchmark as package
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -119,12 +121,12 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
           '--redis_server_cluster_mode.')
     clients = 2 * len(masters)
     argv = commands.RedisBenchmarkCommand(
-        PATH, seed, load_user.LoadPassword(password), 'set', clients=clients,
+        PATH, seed, argv_secret.TOKEN, 'set', clients=clients,
         threads=1, pipeline=1, requests=50 * clients,
         data_size=workload.data_size, key_space=1, cluster_mode=True,
         user=load_user.LOAD_USER)
-    self.vm.RemoteCommand(vm_util.QuoteAll(argv), timeout=60,
-                          what='redis-benchmark')
+    concurrent.RunSideBySide(self.vm, 'redis-benchmark-tags', [argv], 60,
+                             secret=load_user.LoadPassword(password))
     tags = {}
     for endpoint in masters:
       keys, _ = self.vm.RemoteCommand(
@@ -181,7 +183,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         threads = max(1, min(load.threads, connections,
                              self.vm.num_cpus or load.threads))
         argvs.append(commands.RedisBenchmarkCommand(
-            PATH, endpoint, load_user.LoadPassword(password), test,
+            PATH, endpoint, argv_secret.TOKEN, test,
             user=load_user.LOAD_USER, clients=connections,
             threads=threads, pipeline=load.pipeline,
             requests=self._Requests(test, connections, duration_s),
@@ -190,7 +192,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         tests.append((endpoint, test, connections))
     outputs = concurrent.RunSideBySide(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
-        duration_s * 4 + 30)
+        duration_s * 4 + 30, secret=load_user.LoadPassword(password))
     busy = outputs[0].cpu_busy_fraction
     per_endpoint: Dict[base.Endpoint, List[rb.RedisBenchmarkTestResult]] = {}
     seconds = []

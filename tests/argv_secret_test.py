@@ -1,0 +1,176 @@
+"""The load generators' password never reaches their argv (issue 10 point 3).
+
+linux_packages/argv_secret.py compiles a preload library that swaps
+argv_secret.TOKEN for the password inside the tool. These tests compile it
+for real, run real redis-benchmark and memtier against a real redis-server
+on loopback that only accepts the load user's password, read every process's
+/proc/<pid>/cmdline while they run, and check: the tool authenticated (it
+moved data), no argv ever held the password, the token was what `ps` saw,
+and without the library the tool fails on authentication instead of leaking.
+"""
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+import e2e_support
+import secrets_ps_test
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import concurrent
+from perfkitbenchmarker.load_generators import memtier
+from perfkitbenchmarker.load_generators import redis_benchmark
+from perfkitbenchmarker.providers.local import provider as local
+
+# Characters a shell or a C string could mishandle, on purpose.
+PASSWORD = "argv 'secret' $HOME;\"pw\""
+LOAD_PASSWORD = load_user.LoadPassword(PASSWORD)
+
+
+class CmdlineSampler(threading.Thread):
+  """Every distinct argv of every process, read from /proc every 20 ms."""
+
+  def __init__(self):
+    super().__init__(daemon=True)
+    self.argvs = set()
+    self.stop = threading.Event()
+
+  def run(self):
+    deadline = time.monotonic() + 120
+    while not self.stop.is_set() and time.monotonic() < deadline:
+      for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+          continue
+        try:
+          with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            self.argvs.add(f.read().replace(b'\0', b' ').decode(
+                errors='replace'))
+        except OSError:
+          pass
+      self.stop.wait(0.02)
+
+
+@pytest.fixture
+def server():
+  e2e_support.RequireTool('redis-server', 'apt-get install redis-server')
+  port = e2e_support.FreePort()
+  proc = subprocess.Popen(
+      ['redis-server', '-'], stdin=subprocess.PIPE,
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+  # The config on stdin: the passwords stay out of the server's own argv.
+  proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\nappendonly no\n'
+                   f'requirepass "{os.urandom(8).hex()}"\n'
+                   f'{load_user.UserDirective(PASSWORD)}\n')
+  proc.stdin.close()
+  try:
+    for _ in range(200):
+      ping = subprocess.run(['redis-cli', '-p', str(port), 'ping'],
+                            capture_output=True, text=True, check=False)
+      if 'NOAUTH' in ping.stdout + ping.stderr or ping.stdout.strip():
+        break
+      time.sleep(0.05)
+    yield base.Endpoint('127.0.0.1', port)
+  finally:
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _Vm(scratch: str):
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='targv')
+  vm.scratch_dir = scratch
+  os.makedirs(scratch, mode=0o700)
+  return vm
+
+
+@pytest.fixture
+def vm(tmp_path):
+  e2e_support.RequireTool('cc', 'apt-get install gcc')
+  # A space and a colon: LD_PRELOAD would split a plain path at either.
+  return _Vm(str(tmp_path / 'pkb-scratch dir:x'))
+
+
+def _Sampled(action):
+  sampler = CmdlineSampler()
+  sampler.start()
+  try:
+    return action(), sampler.argvs
+  finally:
+    sampler.stop.set()
+    sampler.join(10)
+
+
+def _AssertHidden(argvs, program):
+  runs = [a for a in argvs if program in a and argv_secret.TOKEN in a]
+  assert runs, f'never saw {program} running'
+  leaks = [a for a in argvs if LOAD_PASSWORD in a or PASSWORD in a]
+  assert not leaks, leaks[:2]
+
+
+def test_redis_benchmark_authenticates_with_only_the_token_in_argv(
+    server, vm):
+  e2e_support.RequireTool('redis-benchmark', 'apt-get install redis-tools')
+  generator = redis_benchmark.RedisBenchmarkGenerator(vm)
+  workload = base.Workload(key_maximum=2000, data_size=16)
+  m, argvs = _Sampled(lambda: generator.Probe(
+      [server], PASSWORD, workload, measurement.Load(1, 4), duration_s=1))
+  assert m.throughput > 0
+  _AssertHidden(argvs, 'redis-benchmark')
+  # The library and the environment carry it, nothing kept in the scratch.
+  assert os.path.exists(argv_secret.LibraryPath(vm))
+  for name in os.listdir(vm.scratch_dir):
+    with open(os.path.join(vm.scratch_dir, name), 'rb') as f:
+      assert LOAD_PASSWORD.encode() not in f.read(), name
+
+
+def test_memtier_authenticates_with_only_the_token_in_argv(server, vm):
+  path = secrets_ps_test.MemtierOrSkip()
+  generator = memtier.MemtierGenerator(vm, path)
+  workload = base.Workload(key_maximum=2000, data_size=16)
+  keys, argvs = _Sampled(lambda: generator.Preload(
+      [server], PASSWORD, workload))
+  assert keys == 2000
+  _AssertHidden(argvs, 'memtier_benchmark')
+  m, argvs = _Sampled(lambda: generator.Probe(
+      [server], PASSWORD, workload, measurement.Load(1, 2), duration_s=1))
+  assert m.throughput > 0
+  _AssertHidden(argvs, 'memtier_benchmark')
+
+
+def test_without_the_library_the_tool_fails_closed(server, tmp_path):
+  e2e_support.RequireTool('redis-benchmark', 'apt-get install redis-tools')
+  vm = _Vm(str(tmp_path / 'pkb-nolib'))
+  argv = ['redis-benchmark', '-h', server.host, '-p', str(server.port),
+          '--user', load_user.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set',
+          '-n', '100', '-q']
+  # A library that cannot load (not an ELF file): the loader skips it, the
+  # tool sends the token itself as the password, and the server refuses it.
+  vm.Install = lambda name: None
+  with open(argv_secret.LibraryPath(vm), 'w') as f:
+    f.write('not a shared object\n')
+  failure, argvs = _Sampled(lambda: pytest.raises(
+      errors.ProcessError, concurrent.RunSideBySide, vm, 'nolib', [argv], 30,
+      secret=LOAD_PASSWORD))
+  message = str(failure.value)
+  assert 'WRONGPASS' in message or 'AUTH' in message, message
+  assert not [a for a in argvs if LOAD_PASSWORD in a]
+
+
+def test_every_token_in_an_argument_is_replaced(vm, tmp_path):
+  vm.Install('argv_secret')
+  commands, setup = argv_secret.Wrap(
+      vm, [['printf', '%s|', f'u:{argv_secret.TOKEN}',
+            f'{argv_secret.TOKEN}{argv_secret.TOKEN}', 'plain']], 'pw')
+  script = tmp_path / 'echo.sh'
+  script.write_text('\n'.join(setup + commands) + '\n')
+  out = subprocess.run(['bash', str(script)], capture_output=True, text=True,
+                       check=True).stdout
+  assert out == 'u:pw|pwpw|plain|'
