@@ -4,8 +4,11 @@ Neither is installable on this machine (their release packages and
 repositories are not reachable from it), so on the Local provider each
 refuses in one line before anything starts (`RefuseLocal`, also called by
 the study's options check). On VMs they use linux_packages/
-dragonfly_server.py and keydb_server.py; cluster formation, key counts and
-the password read-back are Redis OSS's (both speak the protocol).
+dragonfly_server.py and keydb_server.py; cluster formation and key counts are
+Redis OSS's (both speak the protocol), and so is KeyDB's password read-back.
+Each engine takes where its release comes from (`release_url` /
+`source_url`) and where a tar.gz or source install goes (`prefix`), with the
+real defaults; tests/vm_engines_ssh_test.py gives loopback ones.
 """
 
 import dataclasses
@@ -47,10 +50,14 @@ class DragonflyEngine(_VmOnly):
   PROCESS_KIND = dragonfly_server.DragonflyProcess.KIND
 
   def __init__(self, version: str = 'distro', proactor_threads: int = 0,
-               cluster_mode: str = 'none'):
+               cluster_mode: str = 'none',
+               release_url: str = dragonfly_server.RELEASE_URL,
+               prefix: str = dragonfly_server.PREFIX):
     super().__init__(version)
     self.proactor_threads = proactor_threads
     self.cluster_mode = cluster_mode
+    self.release_url = release_url
+    self.prefix = prefix
 
   def Settings(self) -> Dict[str, str]:
     settings = {}
@@ -62,10 +69,19 @@ class DragonflyEngine(_VmOnly):
 
   def Install(self, vm) -> None:
     self._Refuse(vm)
-    vm.Install('dragonfly_server', version=self.version)
+    vm.Install('dragonfly_server', version=self.version,
+               release_url=self.release_url, prefix=self.prefix)
 
   def Version(self, vm) -> str:
     return dragonfly_server.GetVersion(vm)
+
+  def ReadPassword(self, process) -> str:
+    # The password is a flag file line (--requirepass=), not redis.conf's.
+    password = dragonfly_server.PasswordFromFlagFile(
+        process.vm.ReadFile(process.config_path))
+    if not password:
+      raise errors.ProcessError('The Dragonfly flag file has no password.')
+    return password
 
   def ShardConfig(self, options: base.ShardOptions) -> base.ShardOptions:
     # Settings go on Dragonfly's flag file, not redis.conf lines; Redis
@@ -110,9 +126,13 @@ class KeydbEngine(_VmOnly):
   PROCESS_KIND = keydb_server.KeydbProcess.KIND
   PROCESS_CLASS = keydb_server.KeydbProcess
 
-  def __init__(self, version: str = 'distro', server_threads: int = 0):
+  def __init__(self, version: str = 'distro', server_threads: int = 0,
+               source_url: str = keydb_server.SOURCE_URL,
+               prefix: str = keydb_server.PREFIX):
     super().__init__(version)
     self.server_threads = server_threads
+    self.source_url = source_url
+    self.prefix = prefix
 
   def Settings(self) -> Dict[str, str]:
     return dict(line.split(' ', 1) for line in
@@ -120,7 +140,8 @@ class KeydbEngine(_VmOnly):
 
   def Install(self, vm) -> None:
     self._Refuse(vm)
-    vm.Install('keydb_server', version=self.version)
+    vm.Install('keydb_server', version=self.version,
+               source_url=self.source_url, prefix=self.prefix)
 
   def Version(self, vm) -> str:
     return keydb_server.GetVersion(vm)

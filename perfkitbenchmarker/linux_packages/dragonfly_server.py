@@ -7,13 +7,18 @@ It is installed from Dragonfly's release packages for the VM's CPU
 `dragonfly-<arch>.tar.gz` binary elsewhere), pinned to RELEASE unless
 --redis_server_version names another release. Not installable on this
 machine (no release host is reachable from here): the Local provider refuses
-the engine in one line; the builders are tested as text and with `bash -n`.
+the engine in one line. tests/vm_engines_ssh_test.py runs the tar.gz install
+and the start, version and stop commands over a loopback sshd against a
+stand-in release it serves itself (the .deb path needs dpkg and root).
 
 Settings go into a 0600 flag file (`--flagfile`), so the password is never
 on a command line. `--cluster_mode=emulated` makes one process answer
 CLUSTER commands, for clients run in cluster mode.
 
-Extension seam: every function here except `Install` is pure.
+Extension seam: every function here except `Install` is pure. `release_url`
+(where releases are downloaded from) and `prefix` (where the tar.gz binary
+goes; it must be on the VM's PATH, as /usr/local is) are arguments of
+`Install` and the engine, so a mirror or a test can supply its own.
 """
 
 import re
@@ -29,6 +34,7 @@ from perfkitbenchmarker.linux_packages import remote_install
 RELEASE = '1.36.0'
 RELEASE_URL = ('https://github.com/dragonflydb/dragonfly/releases/download/'
                'v{version}/{asset}')
+PREFIX = '/usr/local'
 _ARCH = {'x86_64': ('amd64', 'x86_64'), 'amd64': ('amd64', 'x86_64'),
          'aarch64': ('arm64', 'aarch64'), 'arm64': ('arm64', 'aarch64')}
 _VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
@@ -46,21 +52,29 @@ def ReleaseVersion(version: str) -> str:
   return version
 
 
-def AssetUrls(machine: str, version: str):
-  """(deb URL, tar.gz URL) of the release for a `uname -m` machine."""
+def AssetUrls(machine: str, version: str, release_url: str = RELEASE_URL):
+  """(deb URL, tar.gz URL) of the release for a `uname -m` machine.
+
+  `release_url` has {version} and {asset} fields, like RELEASE_URL.
+  """
   if machine not in _ARCH:
     raise errors.PrerequisiteError(
         f'Dragonfly has release packages for x86_64 and arm64 only, not '
         f'{machine}.')
   deb_arch, tar_arch = _ARCH[machine]
   v = ReleaseVersion(version)
-  return (RELEASE_URL.format(version=v, asset=f'dragonfly_{deb_arch}.deb'),
-          RELEASE_URL.format(version=v, asset=f'dragonfly-{tar_arch}.tar.gz'))
+  return (release_url.format(version=v, asset=f'dragonfly_{deb_arch}.deb'),
+          release_url.format(version=v, asset=f'dragonfly-{tar_arch}.tar.gz'))
 
 
-def InstallScript(info, machine: str, version: str = 'distro') -> str:
-  """Installs dragonfly (and redis-cli) as root; stops the packaged service."""
-  deb, tarball = AssetUrls(machine, version)
+def InstallScript(info, machine: str, version: str = 'distro',
+                  release_url: str = RELEASE_URL,
+                  prefix: str = PREFIX) -> str:
+  """Installs dragonfly (and redis-cli) as root; stops the packaged service.
+
+  `prefix` applies to the tar.gz (the .deb puts the binary where it does).
+  """
+  deb, tarball = AssetUrls(machine, version, release_url)
   if info.family == 'debian':
     lines = [f'{_APT} update', f'{_APT} install curl ca-certificates '
              'redis-tools',
@@ -69,12 +83,17 @@ def InstallScript(info, machine: str, version: str = 'distro') -> str:
              '(systemctl disable --now dragonfly >/dev/null 2>&1 || true)']
   elif info.family == 'rhel':
     pm = info.package_manager
+    binary = shlex.quote(f'{prefix}/bin/dragonfly')
     lines = [f'{pm} install -y curl tar redis || {pm} install -y curl tar '
              'redis6',
-             f'curl -fsSL {shlex.quote(tarball)} -o /tmp/pkb-dragonfly.tgz',
-             'tar -xzf /tmp/pkb-dragonfly.tgz -C /tmp',
+             # A private directory: nothing else in /tmp is picked up, and
+             # nothing is left there.
+             'work=$(mktemp -d)', 'trap \'rm -rf "$work"\' EXIT',
+             f'curl -fsSL {shlex.quote(tarball)} -o "$work/dragonfly.tgz"',
+             'tar -xzf "$work/dragonfly.tgz" -C "$work"',
              # The tarball holds one binary named dragonfly-<arch>.
-             'install -m 0755 /tmp/dragonfly-* /usr/local/bin/dragonfly']
+             f'install -D -m 0755 "$work/dragonfly-{_ARCH[machine][1]}" '
+             f'{binary}']
   else:
     raise errors.PrerequisiteError(
         f'Cannot install Dragonfly on {info.os_pretty_name or info.os_id}: '
@@ -118,8 +137,18 @@ def StartCommand(flagfile: str, logfile: str,
 
 
 def ParseVersion(text: str) -> str:
-  """'1.34.2' from `dragonfly --version` ("dragonfly v1.34.2-<sha>")."""
+  """'1.34.2' from `dragonfly --version`.
+
+  It prints "dragonfly v1.34.2-<sha>" (the tag in terminal colour codes) and
+  a "build time:" line.
+  """
   match = re.search(r'v(\d+\.\d+\.\d+)', text or '')
+  return match.group(1) if match else ''
+
+
+def PasswordFromFlagFile(text: str) -> str:
+  """The --requirepass value of a flag file ('' if none)."""
+  match = re.search(r'^--requirepass=(\S+)$', text or '', re.M)
   return match.group(1) if match else ''
 
 
@@ -142,20 +171,46 @@ class DragonflyProcess(redis_server.RedisProcess):
   def StartCommand(self) -> str:
     return StartCommand(self.config_path, self.logfile, self.server_command)
 
+  def _Delete(self) -> None:
+    # As RedisProcess, but Dragonfly keeps the command line it was started
+    # with (no "<bind>:<port>" title): its flag file, which holds the port,
+    # names it.
+    pid, start_time = self.pid, self.start_time
+    if pid is None or start_time is None:
+      pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
+          f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
+      pid = int(pid_text) if pid_text.strip().isdigit() else None
+      start_time = None
+    if pid is not None:
+      self.vm.KillProcess(pid, markers=(self.SERVER_NAME, self.config_path),
+                          start_time=start_time)
+
 
 resource.RegisterKind(DragonflyProcess.KIND, DragonflyProcess.FromRecord)
 
 
-def Install(vm, version: str = 'distro') -> None:
+def _InstalledVersion(vm) -> str:
+  out, _, rc = vm.RemoteCommandWithReturnCode('dragonfly --version')
+  return ParseVersion(out) if rc == 0 else ''
+
+
+def Install(vm, version: str = 'distro', release_url: str = RELEASE_URL,
+            prefix: str = PREFIX) -> None:
   """Installs Dragonfly on a remote VM (the engine refuses Local)."""
   wanted = ReleaseVersion(version)
-  out, _, rc = vm.RemoteCommandWithReturnCode('dragonfly --version')
-  if rc == 0 and ParseVersion(out) == wanted and vm.HasCommand('redis-cli'):
+  if _InstalledVersion(vm) == wanted and vm.HasCommand('redis-cli'):
     return
   machine, _ = vm.RemoteCommand('uname -m')
   remote_install.RunAsRoot(
-      vm, InstallScript(vm.DetectSystem(), machine.strip(), version),
+      vm, InstallScript(vm.DetectSystem(), machine.strip(), version,
+                        release_url, prefix),
       f'Installing Dragonfly {wanted}')
+  # Another dragonfly earlier on the PATH would shadow the new one.
+  installed = _InstalledVersion(vm)
+  if installed != wanted:
+    raise errors.PrerequisiteError(
+        f'{vm.name} runs Dragonfly {installed or "(none)"} after installing '
+        f'{wanted}; check which dragonfly is first on its PATH.')
 
 
 def GetVersion(vm) -> Optional[str]:

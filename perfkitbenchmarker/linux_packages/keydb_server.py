@@ -6,10 +6,16 @@ title, plus `server-threads N`. It is installed from KeyDB's APT repository
 (Debian/Ubuntu; packages `keydb-server` and `keydb-tools`), or built from a
 pinned source release on other systems or when --redis_server_version names
 a release. Not installable on this machine (neither source is reachable
-from here): the Local provider refuses the engine in one line; the builders
-are tested as text and with `bash -n`.
+from here): the Local provider refuses the engine in one line.
+tests/vm_engines_ssh_test.py runs the source install and the start, version
+and stop commands over a loopback sshd against a stand-in source tarball it
+serves itself (the APT path needs root and a dpkg database).
 
 Extension seam: `InstallScript` and `ServerThreadsConfig` are pure.
+`source_url` (where source releases are downloaded from) and `prefix` (where
+a source build is installed; it must be on the VM's PATH, as /usr/local is)
+are arguments of `Install` and the engine, so a mirror or a test can supply
+its own.
 """
 
 import re
@@ -23,6 +29,7 @@ from perfkitbenchmarker.linux_packages import remote_install
 
 SOURCE_RELEASE = '6.3.4'
 SOURCE_URL = 'https://github.com/Snapchat/KeyDB/archive/refs/tags/v{v}.tar.gz'
+PREFIX = '/usr/local'
 APT_URL = 'https://download.keydb.dev/open-source-dist'
 APT_KEYRING = '/etc/apt/trusted.gpg.d/keydb.gpg'
 APT_SOURCE = '/etc/apt/sources.list.d/keydb.list'
@@ -38,8 +45,7 @@ def CheckVersion(version: str) -> None:
         f'packages) or a KeyDB release such as {SOURCE_RELEASE}.')
 
 
-def _SourceLines(info, version: str):
-  build = '/tmp/pkb-keydb-build'
+def _SourceLines(info, version: str, source_url: str, prefix: str):
   if info.family == 'debian':
     deps = [f'{_APT} update',
             f'{_APT} install build-essential nasm autotools-dev autoconf '
@@ -51,18 +57,24 @@ def _SourceLines(info, version: str):
             'autoconf automake libtool tcl libuuid-devel libcurl-devel '
             'openssl-devel bzip2-devel libzstd-devel lz4-devel snappy-devel '
             'git curl tar']
-  url = SOURCE_URL.format(v=version)
+  url = source_url.format(v=version)
   return deps + [
-      f'rm -rf {build} && mkdir -p {build}',
-      f'curl -fsSL {shlex.quote(url)} -o {build}/keydb.tar.gz',
-      f'tar -xzf {build}/keydb.tar.gz -C {build} --strip-components=1',
-      f'make -C {build} -j"$(nproc)" BUILD_TLS=no',
-      f'make -C {build} install PREFIX=/usr/local',
+      # A private build directory, removed however the script ends.
+      'build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
+      f'curl -fsSL {shlex.quote(url)} -o "$build/keydb.tar.gz"',
+      'tar -xzf "$build/keydb.tar.gz" -C "$build" --strip-components=1',
+      'make -C "$build" -j"$(nproc)" BUILD_TLS=no',
+      f'make -C "$build" install PREFIX={shlex.quote(prefix)}',
   ]
 
 
-def InstallScript(info, version: str = 'distro') -> str:
-  """Installs keydb-server (and a redis-cli) as root."""
+def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
+                  prefix: str = PREFIX) -> str:
+  """Installs keydb-server (and a redis-cli) as root.
+
+  `source_url` has a {v} field, like SOURCE_URL; `prefix` applies to source
+  builds (the packages install where they do).
+  """
   CheckVersion(version)
   if info.family not in ('debian', 'rhel'):
     raise errors.PrerequisiteError(
@@ -83,9 +95,10 @@ def InstallScript(info, version: str = 'distro') -> str:
              'true)']
   else:
     lines = _SourceLines(info, SOURCE_RELEASE if version == 'distro'
-                         else version)
+                         else version, source_url, prefix)
+  redis_cli = shlex.quote(f'{prefix}/bin/redis-cli')
   lines += ['if ! command -v redis-cli >/dev/null 2>&1; then '
-            'ln -sf "$(command -v keydb-cli)" /usr/local/bin/redis-cli; fi',
+            f'ln -sf "$(command -v keydb-cli)" {redis_cli}; fi',
             'keydb-server --version']
   return '\n'.join(['set -eo pipefail'] + lines)
 
@@ -111,14 +124,27 @@ def ParseVersion(text: str) -> str:
   return match.group(1) if match else ''
 
 
-def Install(vm, version: str = 'distro') -> None:
-  """Installs KeyDB on a remote VM (the engine refuses Local)."""
+def _InstalledVersion(vm) -> str:
   out, _, rc = vm.RemoteCommandWithReturnCode('keydb-server --version')
-  if (rc == 0 and remote_install.VersionMatches(ParseVersion(out), version)
-      and vm.HasCommand('redis-cli')):
+  return ParseVersion(out) if rc == 0 else ''
+
+
+def Install(vm, version: str = 'distro', source_url: str = SOURCE_URL,
+            prefix: str = PREFIX) -> None:
+  """Installs KeyDB on a remote VM (the engine refuses Local)."""
+  if (remote_install.VersionMatches(_InstalledVersion(vm), version) and
+      vm.HasCommand('redis-cli')):
     return
-  remote_install.RunAsRoot(vm, InstallScript(vm.DetectSystem(), version),
-                           f'Installing KeyDB {version}')
+  remote_install.RunAsRoot(
+      vm, InstallScript(vm.DetectSystem(), version, source_url, prefix),
+      f'Installing KeyDB {version}')
+  # Another keydb-server earlier on the PATH would shadow the new one.
+  installed = _InstalledVersion(vm)
+  if not remote_install.VersionMatches(installed, version):
+    raise errors.PrerequisiteError(
+        f'{vm.name} runs KeyDB {installed or "(none)"} after installing '
+        f'--redis_server_version={version}; check which keydb-server is '
+        'first on its PATH.')
 
 
 def GetVersion(vm) -> str:
