@@ -381,6 +381,58 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertEqual(policy.LoadForConnections(1000), measurement.Load(4, 16))
 
 
+class ProbeCountsTest(unittest.TestCase):
+  """The counts a plan and a cost estimate assume bound what a search does."""
+
+  def testDefaultsComeFromEachPhasesBound(self):
+    # Start 4 of 1..1024 connections: 8 doublings up or 2 halvings down, a
+    # prediction with 2 corrections, 4 bisections; 3-6 repeats at up to 3
+    # loads a round, 3 rounds with a back-off probe between them.
+    counts = adaptive.AdaptiveStepPolicy().EstimateProbes()
+    self.assertEqual(counts, adaptive.ProbeCounts(
+        fewest=2 + 3, typical=(1 + 4 + 1 + 2) + 2 * 5,
+        most=(1 + 8 + 1 + 2 + 4) + 3 * 3 * 6 + 2))
+    self.assertEqual(counts.Capped(40), adaptive.ProbeCounts(5, 18, 40))
+    fixed = adaptive.AdaptiveStepPolicy(confirm_ci_target=0).EstimateProbes()
+    self.assertEqual(fixed, adaptive.ProbeCounts(5, 8 + 2 * 3,
+                                                 16 + 3 * 3 * 3 + 2))
+    bare = adaptive.AdaptiveStepPolicy(confirm_repeats=0).EstimateProbes()
+    self.assertEqual(bare, adaptive.ProbeCounts(2, 8, 16))
+
+  def testAStartAtTheEndOfTheRangeIsTheFewest(self):
+    policy = adaptive.AdaptiveStepPolicy(start_connections=1024)
+    self.assertEqual(policy.EstimateProbes().fewest, 1 + 3)
+    result = Search(ScriptedServer(lambda n: 10.0 ** 7), policy)
+    self.assertEqual(len(result.probes), 1 + 3)
+
+  def testScriptedSearchesStayWithinTheCounts(self):
+    policies = (adaptive.AdaptiveStepPolicy(),
+                adaptive.AdaptiveStepPolicy(threads=2, pipeline=4,
+                                            start_connections=2,
+                                            max_connections=256),
+                adaptive.AdaptiveStepPolicy(max_threads=16,
+                                            start_connections=32),
+                adaptive.AdaptiveStepPolicy(confirm_repeats=0))
+    servers = [lambda c=c: ScriptedServer(c) for c in
+               (MachineCurve, CreepingCurve, RisingCurve, DipCurve)]
+    servers += [lambda seed=seed: ScriptedServer(
+        MachineCurve, seed, throughput_sd=0.06, latency_jitter=0.1)
+                for seed in range(10)]
+    servers.append(lambda: ScriptedServer(CreepingCurve,
+                                          slow_repeats_from=100))
+    servers.append(lambda: ScriptedServer(lambda n: 2000.0))
+    for policy in policies:
+      counts = policy.EstimateProbes()
+      results = [Search(server(), policy, max_probes=1000)
+                 for server in servers]
+      sizes = [len(r.probes) for r in results if r.best is not None]
+      self.assertGreaterEqual(len(sizes), len(servers) - 1)
+      self.assertTrue(all(counts.fewest <= n <= counts.most for n in sizes),
+                      (counts, sizes))
+      # Without an answer it may stop sooner, never later.
+      self.assertTrue(all(len(r.probes) <= counts.most for r in results))
+
+
 class ValidationTest(unittest.TestCase):
 
   def assertRejects(self, fragment, **kwargs):
@@ -431,3 +483,28 @@ def test_benchmark_flags_map_to_the_connection_range(pkb_flags):
           policy.confirm_repeats, policy.cap_margin) == (512, 512, 5, 0.9)
   pkb_flags.memtier_latency_capped_search = 'linear'
   assert isinstance(search_runner.Policy(options.RedisStudyOptions.FromFlags(pkb_flags)), linear.LinearStepPolicy)
+
+
+def test_max_threads_flag_reaches_the_policy(pkb_flags):
+  """--memtier_adaptive_max_threads: threads grow to it, never past it."""
+  from perfkitbenchmarker.study import options  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
+
+  def Policy():
+    return search_runner.Policy(options.RedisStudyOptions.FromFlags(pkb_flags))
+
+  unset = Policy()
+  assert unset.max_threads is None and not unset.threads_vary
+  result = Search(ScriptedServer(RisingCurve), unset)
+  assert {p.load.threads for p in result.probes} == {1}
+  pkb_flags.memtier_adaptive_max_threads = 8
+  policy = Policy()
+  assert (policy.threads, policy.max_threads, policy.unit) == (1, 8, 1)
+  server = ScriptedServer(RisingCurve)
+  result = Search(server, policy)
+  # The start (32 connections) is already spread over all 8 threads.
+  assert result.probes[0].load == measurement.Load(8, 4)
+  assert max(load.threads for load in server.loads) == 8
+  best = result.best.load.outstanding_requests
+  assert RisingCurve(best) / TrueBest(RisingCurve) >= 0.97
+  assert LatencyMs(RisingCurve, best) < CAP_MS

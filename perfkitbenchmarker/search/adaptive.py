@@ -25,7 +25,10 @@ passed off as the server's plateau.
 
 Extension seam: `AdaptiveStepPolicy` is a `driver.StepPolicy`;
 `LoadForConnections` (fixed threads, variable clients) is the one place that
-maps a connection count to a Load. Pure: no flags, VMs, I/O, sleep or clock.
+maps a connection count to a Load; `EstimateProbes` is what a plan or a cost
+estimate may assume, derived from the same parameters as the search, so a
+change to a phase here changes the estimate too. Pure: no flags, VMs, I/O,
+sleep or clock.
 """
 
 import dataclasses
@@ -58,6 +61,36 @@ def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
   if mean <= 0:
     return floor
   return max(floor, statistics.stdev(ops) / mean)
+
+
+# Loads whose repeats decide one round (see `_AdaptiveRun._Contenders`): the
+# top load and the two ends of its noise band.
+MAX_CONTENDERS = 3
+# For `ProbeCounts.typical`: loads confirmed in a typical search.
+TYPICAL_CONTENDERS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeCounts:
+  """Probes one search takes: at fewest, typically and at most.
+
+  Attributes:
+    fewest: a search with an answer whose first probes settle it and whose
+      one confirmed load stops at the minimum of repeats (a quiet server); a
+      search that finds nothing under the cap can stop sooner.
+    typical: the figure for time and cost estimates (see
+      `AdaptiveStepPolicy.EstimateProbes` for what it assumes).
+    most: every phase runs to its bound (before any probe budget).
+  """
+  fewest: int
+  typical: int
+  most: int
+
+  def Capped(self, max_probes: int) -> 'ProbeCounts':
+    """The counts under a probe budget, which ends a search early."""
+    return ProbeCounts(min(self.fewest, max_probes),
+                       min(self.typical, max_probes),
+                       min(self.most, max_probes))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +208,72 @@ class AdaptiveStepPolicy:
                **overrides)
 
   @property
+  def most_repeats(self) -> int:
+    """Repeats of one load at most; the interval stops them earlier."""
+    if not self.confirm_ci_target:
+      return self.confirm_repeats
+    return max(self.confirm_repeats, self.confirm_max_repeats)
+
+  @property
+  def start_clients(self) -> int:
+    """The first probe's load count."""
+    return min(self.max_clients, max(self.min_clients, round(
+        self.start_connections / self.unit)))
+
+  def GrownClients(self, clients: int) -> int:
+    """The next load of the growth phase."""
+    return min(self.max_clients,
+               max(clients + 1, round(clients * self.growth_factor)))
+
+  def HalvedClients(self, clients: int) -> int:
+    """The next load when the start was over the target."""
+    return max(self.min_clients, clients // 2)
+
+  def EstimateProbes(self) -> ProbeCounts:
+    """Probes a search with these parameters takes, from its phases' bounds.
+
+    Search probes: the start, then growth up to `max_connections` or halving
+    down to `min_connections` (whichever is longer), a Little's-law
+    prediction with `max_corrections` corrections and `max_bisections`
+    bisections at most. Confirmation: `confirm_repeats`..`most_repeats`
+    repeats for each of up to MAX_CONTENDERS loads, in up to 1 +
+    `max_backoffs` rounds with a back-off probe between rounds.
+
+    `typical` assumes the knee halfway (in growth steps) between the start
+    and `max_connections`, a prediction with all its corrections, no
+    bisection, TYPICAL_CONTENDERS loads confirmed in one round and repeats
+    halfway between their bounds. On the server model of docs/search.md
+    that is 16-18 probes where the searches averaged 16-19 (7-11 of them
+    search probes).
+    """
+    start = self.start_clients
+    growth, clients = 0, start
+    while clients < self.max_clients:
+      clients = self.GrownClients(clients)
+      growth += 1
+    halvings, clients = 0, start
+    while clients > self.min_clients:
+      clients = self.HalvedClients(clients)
+      halvings += 1
+    search_most = (1 + max(growth, halvings) + 1 + self.max_corrections +
+                   self.max_bisections)
+    search_fewest = 1 if start in (self.min_clients, self.max_clients) else 2
+    search_typical = 1 + math.ceil(growth / 2) + 1 + self.max_corrections
+    repeats = self.confirm_repeats
+    if repeats:
+      rounds = 1 + self.max_backoffs
+      confirm_most = (rounds * MAX_CONTENDERS * self.most_repeats +
+                      self.max_backoffs)
+      confirm_typical = TYPICAL_CONTENDERS * math.ceil(
+          (repeats + self.most_repeats) / 2)
+    else:
+      confirm_most = confirm_typical = 0
+    fewest = search_fewest + repeats
+    most = search_most + confirm_most
+    typical = min(most, max(fewest, search_typical + confirm_typical))
+    return ProbeCounts(fewest, typical, most)
+
+  @property
   def threads_vary(self) -> bool:
     return bool(self.max_threads) and self.max_threads > self.threads
 
@@ -229,8 +328,7 @@ class _AdaptiveRun:
     self._target_ms = cap_ms * policy.cap_margin
     self._min = policy.min_clients
     self._max = policy.max_clients
-    self._start = min(self._max, max(self._min, round(
-        policy.start_connections / policy.unit)))
+    self._start = policy.start_clients
     self._search: Dict[int, ProbeRecord] = {}
     self._notes: List[str] = []
 
@@ -256,8 +354,7 @@ class _AdaptiveRun:
   def _Grow(self, clients: int):
     """Multiplies the load until the target, a plateau or the maximum."""
     while clients < self._max:
-      grown = min(self._max, max(clients + 1,
-                                 round(clients * self._policy.growth_factor)))
+      grown = self._policy.GrownClients(clients)
       before = self._search[clients]
       record = yield from self._Probe(grown, 'growth')
       if not self._UnderTarget(record):
@@ -279,7 +376,7 @@ class _AdaptiveRun:
     """Halves an over-target start down to the minimum."""
     hi = clients
     while clients > self._min:
-      clients = max(self._min, clients // 2)
+      clients = self._policy.HalvedClients(clients)
       record = yield from self._Probe(clients, 'halving')
       if self._UnderTarget(record):
         self._notes.append(
@@ -427,9 +524,7 @@ class _AdaptiveRun:
   def _Confirm(self, clients: int):
     """Repeats until the interval is narrow enough (or the most allowed)."""
     policy = self._policy
-    most = max(policy.confirm_repeats, policy.confirm_max_repeats)
-    if not policy.confirm_ci_target:
-      most = policy.confirm_repeats
+    most = policy.most_repeats
     repeats = []
     for i in range(most):
       record = yield from self._Probe(

@@ -17,7 +17,8 @@ flags.DEFINE_enum('memtier_latency_capped_search', 'adaptive',
                   '+thread_increment threads per probe, for reproducing it).')
 flags.DEFINE_integer('memtier_min_threads', 1,
                      'Threads of the first linear probe; the adaptive search '
-                     'keeps this many threads and varies clients per thread.')
+                     'keeps this many threads and varies clients per thread '
+                     '(up to --memtier_adaptive_max_threads threads if set).')
 flags.DEFINE_integer('memtier_max_threads', 8,
                      'Most threads a linear probe uses.')
 flags.DEFINE_integer('memtier_thread_increment', 1,
@@ -29,6 +30,11 @@ flags.DEFINE_integer('memtier_adaptive_min_connections', 4,
 flags.DEFINE_integer('memtier_adaptive_max_connections', 1024,
                      'Most connections per client process the adaptive '
                      'search offers.', lower_bound=1)
+flags.DEFINE_integer('memtier_adaptive_max_threads', None,
+                     'Most threads the adaptive search spreads its '
+                     'connections over, one client each until they run out '
+                     '(e.g. the client VM\'s vCPUs); default: always '
+                     '--memtier_min_threads threads, clients vary.')
 flags.DEFINE_integer('memtier_adaptive_start_connections', None,
                      'First adaptive probe (default: --memtier_min_threads x '
                      '--memtier_clients, the linear walk\'s first load).',

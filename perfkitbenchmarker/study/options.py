@@ -181,6 +181,8 @@ class SearchOptions:
   adaptive_min_connections: int = 4
   adaptive_max_connections: int = 1024
   adaptive_start_connections: Optional[int] = None
+  # Threads the adaptive search may grow to (None: always min_threads).
+  adaptive_max_threads: Optional[int] = None
   confirm_repeats: int = 3
   cap_margin: float = 0.95
   staircase: Optional[StaircaseOptions] = None
@@ -202,6 +204,7 @@ class SearchOptions:
                adaptive_min_connections=f.memtier_adaptive_min_connections,
                adaptive_max_connections=f.memtier_adaptive_max_connections,
                adaptive_start_connections=f.memtier_adaptive_start_connections,
+               adaptive_max_threads=f.memtier_adaptive_max_threads,
                confirm_repeats=f.memtier_confirm_repeats,
                cap_margin=f.memtier_cap_margin, staircase=staircase)
 
@@ -360,8 +363,24 @@ def _CheckSearch(s: SearchOptions, g: GeneratorOptions) -> None:
     raise errors.UsageError(
         f'--memtier_cap_margin={s.cap_margin:g} must be in (0, 1], e.g. 0.95 '
         'to aim 5 % under the cap.')
+  _CheckAdaptiveMaxThreads(s)
   if s.staircase is not None:
     _CheckStaircase(s.staircase, g)
+
+
+def _CheckAdaptiveMaxThreads(s: SearchOptions) -> None:
+  value = s.adaptive_max_threads
+  if value is None:
+    return
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise errors.UsageError(
+        f'--memtier_adaptive_max_threads={value!r} must be a whole number of '
+        'at least 1 (e.g. the client VM\'s vCPUs), or unset.')
+  if s.policy == 'adaptive' and value < s.min_threads:
+    raise errors.UsageError(
+        f'--memtier_adaptive_max_threads={value} is below '
+        f'--memtier_min_threads={s.min_threads}, the threads the adaptive '
+        'search starts from; raise it or lower --memtier_min_threads.')
 
 
 def _CheckStaircase(st: StaircaseOptions, g: GeneratorOptions) -> None:

@@ -1,27 +1,40 @@
 """The dry-run plan of the Redis study and its probe-time estimate.
 
 Takes the frozen options, never flags. Extension seam: a new search policy
-or study mode adds its plan line in `SearchPlan` and its probe count in
-`ProbesPerSearch`, so `--dry_run` says exactly what a real run would do.
+or study mode adds its plan line in `SearchPlan` and its probe counts in
+`ProbesPerSearch`, so `--dry_run` says exactly what a real run would do; the
+cost estimate's search minutes come from the same counts (`EstimatedSeconds`,
+through the benchmark module's `EstimatedMinutes`).
 """
 
 from typing import List
 
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
 
 
-def ProbesPerSearch(opts: options_lib.RedisStudyOptions) -> int:
-  """A typical probe count, for the time estimate."""
+def ProbesPerSearch(opts: options_lib.RedisStudyOptions
+                    ) -> adaptive.ProbeCounts:
+  """Probes of one search (beyond a staircase run), under its budget.
+
+  `typical` is what the time and cost estimates use. The adaptive search's
+  counts come from its policy's own parameters; the linear walk's typical
+  count is the whole walk; a staircase's are its confirmations.
+  """
   s = opts.search
   if s.staircase:
-    return s.confirm_repeats
+    repeats = s.confirm_repeats
+    return adaptive.ProbeCounts(
+        repeats, repeats,
+        repeats * (1 + staircase.StaircasePolicy.max_backoffs))
   if s.policy == 'adaptive':
-    return min(s.max_probes, 5 + 2 * s.confirm_repeats)
-  return min(s.max_probes,
-             (s.max_threads - s.min_threads) // s.thread_increment + 1)
+    return search_runner.Policy(opts).EstimateProbes().Capped(s.max_probes)
+  walk = (s.max_threads - s.min_threads) // s.thread_increment + 1
+  return adaptive.ProbeCounts(1, walk, walk).Capped(s.max_probes)
 
 
 def ShardPlanLine(opts: options_lib.RedisStudyOptions) -> str:
@@ -39,38 +52,69 @@ def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
          'probes')
   if g.warmup_s:
     cap += f' + {g.warmup_s} s warm-up (memtier only)'
-  confirm = (f'; answer = mean of {s.confirm_repeats} repeats with 95 % '
-             'interval' if s.confirm_repeats else '')
   if s.staircase:
     steps = s.staircase.spec.Steps(s.staircase.max_clients)
-    line = (f'  staircase: one memtier run, {s.min_threads} thread(s) x '
-            f'{steps[0]}..{steps[-1]} clients in {len(steps)} steps of '
-            f'{s.staircase.step_seconds} s; {cap}{confirm}')
+    confirm = (f'; answer = mean of {s.confirm_repeats} repeats with 95 % '
+               'interval' if s.confirm_repeats else '')
+    lines = [f'  staircase: one memtier run, {s.min_threads} thread(s) x '
+             f'{steps[0]}..{steps[-1]} clients in {len(steps)} steps of '
+             f'{s.staircase.step_seconds} s; {cap}{confirm}']
   elif s.policy == 'adaptive':
-    policy = search_runner.Policy(opts)
-    line = (f'  adaptive: {policy.threads} thread(s), '
-            f'{policy.min_connections}..{policy.max_connections} connections '
-            f'per client process starting at {policy.start_connections}, '
-            f'aiming under cap x {policy.cap_margin:g}; {cap}{confirm}; at '
-            f'most {s.max_probes} probes')
+    lines = _AdaptiveLines(opts, cap)
   else:
-    line = (f'  linear: threads {s.min_threads}..{s.max_threads} step '
-            f'{s.thread_increment} x {g.clients} clients, pipeline '
-            f'{g.pipeline}; {cap}; stop at the cap; at most '
-            f'{ProbesPerSearch(opts)} probes')
-  lines = ['Search:', line]
+    lines = [f'  linear: threads {s.min_threads}..{s.max_threads} step '
+             f'{s.thread_increment} x {g.clients} clients, pipeline '
+             f'{g.pipeline}; {cap}; stop at the cap; at most '
+             f'{ProbesPerSearch(opts).most} probes']
+  lines = ['Search:'] + lines
   if opts.shards.enabled:
     lines.append(f'  repeated per shard count: {ShardPlanLine(opts)}')
   return lines
 
 
+def _AdaptiveLines(opts: options_lib.RedisStudyOptions,
+                   cap: str) -> List[str]:
+  """What the adaptive search does, from the policy a run would build."""
+  policy = search_runner.Policy(opts)
+  if policy.threads_vary:
+    threads = (f'{policy.threads}..{policy.max_threads} threads (one client '
+               'each, then more clients per thread)')
+  else:
+    threads = f'{policy.threads} thread(s)'
+  lines = [f'  adaptive: {threads}, {policy.min_connections}..'
+           f'{policy.max_connections} connections per client process '
+           f'starting at {policy.start_connections}, aiming under cap x '
+           f'{policy.cap_margin:g}; {cap}']
+  least, most = policy.confirm_repeats, policy.most_repeats
+  if not least:
+    lines.append('  answer: the best search probe, unrepeated')
+  else:
+    repeats = f'{least} repeats'
+    if most > least:
+      repeats = (f'{least}-{most} repeats (past {least} only while the '
+                 'interval\'s half-width is over '
+                 f'{policy.confirm_ci_target * 100:g} % of the mean)')
+    lines.append(
+        f'  answer: mean and 95 % interval of {repeats} at the best load and '
+        f'at up to {adaptive.MAX_CONTENDERS - 1} loads at the ends of its '
+        f'noise band; up to {policy.max_backoffs} lower loads tried if the '
+        'repeats average over the cap')
+  counts = ProbesPerSearch(opts)
+  budget = (', the --memtier_max_probes budget'
+            if counts.most == opts.search.max_probes else '')
+  lines.append(f'  probes per search: about {counts.typical} (fewest '
+               f'{counts.fewest}, at most {counts.most}{budget}); the cost '
+               f'estimate uses {counts.typical}')
+  return lines
+
+
 def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
-  """Probe time of one study, for the dry-run cost estimate."""
+  """Probe time of one study at the typical probe count, for the cost."""
   g = opts.generator
   if opts.fixed.enabled:
     return fixed_load.EstimatedSeconds(opts, deployment.PROBE_OVERHEAD_S)
-  seconds = ProbesPerSearch(opts) * (g.run_duration_s + g.warmup_s +
-                                     deployment.PROBE_OVERHEAD_S)
+  seconds = ProbesPerSearch(opts).typical * (g.run_duration_s + g.warmup_s +
+                                             deployment.PROBE_OVERHEAD_S)
   st = opts.search.staircase
   if st:
     seconds += (st.spec.TestTime(st.max_clients) +

@@ -39,7 +39,7 @@ def Policy(opts: options_lib.RedisStudyOptions,
         start_connections=(s.adaptive_start_connections or
                            s.min_threads * opts.generator.clients),
         pipeline=opts.generator.pipeline, cap_margin=s.cap_margin,
-        confirm_repeats=s.confirm_repeats)
+        confirm_repeats=s.confirm_repeats, max_threads=s.adaptive_max_threads)
     if start_connections:
       start = min(policy.max_connections,
                   max(policy.min_connections, start_connections))

@@ -1,0 +1,65 @@
+"""The search's options from flags: --memtier_adaptive_max_threads.
+
+A bad value is one line (errors.UsageError) from RedisStudyOptions.FromFlags,
+before anything is created; a good one reaches the adaptive policy.
+"""
+
+from absl import flags
+import pytest
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import search_runner
+
+
+def _Options(flag_values):
+  return options.RedisStudyOptions.FromFlags(flag_values)
+
+
+def test_unset_keeps_the_threads_fixed(pkb_flags):
+  opts = _Options(pkb_flags)
+  assert opts.search.adaptive_max_threads is None
+  assert search_runner.Policy(opts).max_threads is None
+
+
+def test_a_value_reaches_the_policy(pkb_flags):
+  pkb_flags.memtier_adaptive_max_threads = 16
+  pkb_flags.memtier_min_threads = 2
+  opts = _Options(pkb_flags)
+  assert opts.search.adaptive_max_threads == 16
+  policy = search_runner.Policy(opts)
+  assert (policy.threads, policy.max_threads) == (2, 16)
+  # Equal to --memtier_min_threads is allowed: the threads stay fixed.
+  pkb_flags.memtier_adaptive_max_threads = 2
+  assert not search_runner.Policy(_Options(pkb_flags)).threads_vary
+
+
+@pytest.mark.parametrize('value', [0, -3, 2.5, '4', True])
+def test_bad_values_are_one_line(pkb_flags, value):
+  pkb_flags.memtier_adaptive_max_threads = value
+  with pytest.raises(errors.UsageError) as caught:
+    _Options(pkb_flags)
+  message = str(caught.value)
+  assert message.startswith(f'--memtier_adaptive_max_threads={value!r} ')
+  assert 'whole number of at least 1' in message
+  assert '\n' not in message
+
+
+def test_below_min_threads_is_refused_for_the_adaptive_search(pkb_flags):
+  pkb_flags.memtier_min_threads = 4
+  pkb_flags.memtier_adaptive_max_threads = 2
+  with pytest.raises(errors.UsageError,
+                     match=r'^--memtier_adaptive_max_threads=2 is below '
+                     r'--memtier_min_threads=4'):
+    _Options(pkb_flags)
+  # The linear walk does not use it.
+  pkb_flags.memtier_latency_capped_search = 'linear'
+  assert _Options(pkb_flags).search.adaptive_max_threads == 2
+
+
+def test_the_flag_parses_as_pkb_parses_it(pkb_flags):
+  pkb_flags['memtier_adaptive_max_threads'].parse('12')
+  assert _Options(pkb_flags).search.adaptive_max_threads == 12
+  with pytest.raises(flags.IllegalFlagValueError,
+                     match='memtier_adaptive_max_threads'):
+    pkb_flags['memtier_adaptive_max_threads'].parse('2.5')

@@ -1,0 +1,113 @@
+"""The dry-run plan says what the search does and estimates what it costs.
+
+The adaptive search's probe counts come from the policy a run would build
+(search_runner.Policy), the plan text names them, and the dry run's cost
+uses the same typical count.
+"""
+
+import re
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import plan
+from perfkitbenchmarker.study import search_runner
+
+
+def _Options(flag_values):
+  return options.RedisStudyOptions.FromFlags(flag_values)
+
+
+def _Text(opts):
+  return '\n'.join(plan.SearchPlan(opts))
+
+
+def test_default_plan_describes_the_interval_stop_and_the_counts(pkb_flags):
+  opts = _Options(pkb_flags)
+  counts = plan.ProbesPerSearch(opts)
+  assert counts == search_runner.Policy(opts).EstimateProbes().Capped(40)
+  assert counts == adaptive.ProbeCounts(fewest=5, typical=17, most=40)
+  text = _Text(opts)
+  assert '  adaptive: 1 thread(s), 4..1024 connections' in text
+  assert ('mean and 95 % interval of 3-6 repeats (past 3 only while the '
+          'interval\'s half-width is over 2 % of the mean)') in text
+  assert 'up to 2 lower loads tried' in text
+  assert ('probes per search: about 17 (fewest 5, at most 40, the '
+          '--memtier_max_probes budget); the cost estimate uses 17') in text
+  assert 'mean of 3 repeats' not in text
+
+
+def test_counts_follow_the_options(pkb_flags):
+  pkb_flags.memtier_confirm_repeats = 5
+  pkb_flags.memtier_adaptive_max_threads = 8
+  pkb_flags.memtier_adaptive_start_connections = 1024
+  pkb_flags.memtier_max_probes = 100
+  opts = _Options(pkb_flags)
+  counts = plan.ProbesPerSearch(opts)
+  # Started at the top of the range: no growth, 1 search probe at fewest;
+  # 5-6 repeats.
+  assert counts == search_runner.Policy(opts).EstimateProbes().Capped(100)
+  assert counts.fewest == 1 + 5
+  assert counts.typical == 1 + 0 + 1 + 2 + 2 * 6
+  # At most: 8 halvings down to 4 connections, 3 prediction probes, 4
+  # bisections; 6 repeats of 3 loads in 3 rounds and 2 back-offs.
+  assert counts.most == (1 + 8 + 3 + 4) + 3 * 3 * 6 + 2
+  text = _Text(opts)
+  assert '1..8 threads (one client each, then more clients per thread)' in text
+  assert '5-6 repeats (past 5 only' in text
+  assert f'at most {counts.most});' in text  # under the budget: no mention
+  pkb_flags.memtier_max_probes = 10
+  capped = plan.ProbesPerSearch(_Options(pkb_flags))
+  assert capped == adaptive.ProbeCounts(6, 10, 10)
+
+
+def test_without_repeats_the_plan_says_so(pkb_flags):
+  pkb_flags.memtier_confirm_repeats = 0
+  opts = _Options(pkb_flags)
+  text = _Text(opts)
+  assert 'answer: the best search probe, unrepeated' in text
+  assert 'repeats' not in text
+  assert plan.ProbesPerSearch(opts) == adaptive.ProbeCounts(2, 7, 13)
+
+
+def test_estimate_is_the_typical_count_of_probes(pkb_flags):
+  pkb_flags.memtier_run_duration = 5
+  pkb_flags.memtier_warmup_seconds = 1
+  opts = _Options(pkb_flags)
+  per_probe = 5 + 1 + deployment.PROBE_OVERHEAD_S
+  assert plan.EstimatedSeconds(opts) == pytest.approx(
+      plan.ProbesPerSearch(opts).typical * per_probe)
+  pkb_flags.redis_optimize_shards = True
+  shards = _Options(pkb_flags)
+  assert plan.EstimatedSeconds(shards) == pytest.approx(
+      (plan.ProbesPerSearch(shards).typical * per_probe + 20) *
+      shards.shards.typical_points)
+
+
+def test_linear_and_staircase_lines_keep_their_counts(pkb_flags):
+  pkb_flags.memtier_latency_capped_search = 'linear'
+  linear = _Options(pkb_flags)
+  assert plan.ProbesPerSearch(linear) == adaptive.ProbeCounts(1, 8, 8)
+  assert 'stop at the cap; at most 8 probes' in _Text(linear)
+  pkb_flags.memtier_staircase = True
+  stairs = _Options(pkb_flags)
+  assert plan.ProbesPerSearch(stairs) == adaptive.ProbeCounts(3, 3, 9)
+  # A staircase's repeats are a fixed count.
+  assert 'answer = mean of 3 repeats with 95 % interval' in _Text(stairs)
+
+
+def test_dry_run_cost_uses_the_plans_count(tmp_path):
+  proc, _ = e2e.Run(['--dry_run', '--memtier_run_duration=5',
+                     '--memtier_confirm_repeats=4'], str(tmp_path), timeout=60)
+  assert proc.returncode == 0, proc.stderr
+  typical = int(re.search(r'probes per search: about (\d+) \(fewest \d+, '
+                          r'at most \d+', proc.stdout).group(1))
+  search_min = float(re.search(r'^  search\s+([\d.]+) min', proc.stdout,
+                               re.M).group(1))
+  # The benchmark adds one minute of fixed time to the probes' seconds.
+  probe_s = typical * (5 + deployment.PROBE_OVERHEAD_S)
+  assert search_min == pytest.approx((probe_s + 60) / 60, abs=0.05)
+  assert typical == 1 + 3 + 1 + 2 + 2 * 5  # start 32 of 4..1024; 4-6 repeats
