@@ -138,8 +138,10 @@ def test_republishing_the_same_run_adds_no_rows(fake, tmp_path):
   # to the samples' own days.
   query = fake.queries[-1]
   assert 'sample_time BETWEEN' in query['sql']
+  written = {json.loads(l)['run_uri'] for l in open(path)}
   assert [v['value'] for v in query['parameters']['run_uris']['arrayValues']
-         ] == ['abc123']
+         ] == sorted(written)
+  assert {publisher.ShortRunUri(u) for u in written} == {'abc123'}
   assert int(query['parameters']['first']['value']) <= START
   assert int(query['parameters']['last']['value']) >= START + 70
 
@@ -168,7 +170,8 @@ def test_hook_publishes_only_its_own_run_from_a_shared_json_path(fake,
   assert out.text == (f'BigQuery: 3 new samples of run run2 loaded into '
                       f'{TABLE} (0 already there; job '
                       f'{fake.LoadJobs()[0]["jobReference"]["jobId"]}).\n')
-  assert {r['run_uri'] for r in fake.Rows(TABLE)} == {'run2'}
+  assert {publisher.ShortRunUri(r['run_uri'])
+          for r in fake.Rows(TABLE)} == {'run2'}
 
 
 def test_a_lost_load_response_is_a_conflict_not_a_duplicate(fake, tmp_path):

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import uuid
 
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import vm_util
@@ -39,7 +40,11 @@ def test_json_lines_collapsed_labels(tmp_path):
                              '|threads:1|')
   assert first['product_name'] == 'PerfKitBenchmarker'
   assert first['test'] == 'redis_memtier'
-  assert first['run_uri'] == 'abc12345'
+  # PKB's form: '<run_uri>-<uuid4>', one uuid for every row of the run.
+  run_uri, run_uuid = first['run_uri'].split('-', 1)
+  assert run_uri == 'abc12345' and str(uuid.UUID(run_uuid)) == run_uuid
+  assert json.loads(lines[1])['run_uri'] == first['run_uri']
+  assert publisher.ShortRunUri(first['run_uri']) == 'abc12345'
   assert first['value'] == 1000.0
   assert first['timestamp'] == 1.5
   assert first['official'] is False

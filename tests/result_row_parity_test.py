@@ -9,6 +9,7 @@ End Runtime` sample when (and only when) every stage ran.
 
 import io
 import json
+import re
 import os
 import subprocess
 import time
@@ -116,7 +117,9 @@ def test_full_run_rows_match_upstream_fields(pkb_flags, tmp_path):
   for row in rows:
     assert row['metadata']['perfkitbenchmarker_version'] == version
     assert row['product_name'] == 'PerfKitBenchmarker'
-    assert row['run_uri'] == 'parity1'
+    # As PKB's SampleCollector: '<run_uri>-<uuid4>'.
+    assert re.fullmatch(r'parity1-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}',
+                        row['run_uri']), row['run_uri']
   probe = rows[0]['metadata']
   for group in ('servers', 'clients'):
     assert probe[f'{group}_image'] == 'local'

@@ -58,6 +58,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_options
 from perfkitbenchmarker.publishers import bigquery_schema as schema
+from perfkitbenchmarker.publishers import publisher
 
 BIGQUERY_SCOPE = 'https://www.googleapis.com/auth/bigquery'
 # Below this size an upload is one multipart request; above it, resumable.
@@ -279,7 +280,7 @@ def TableSchema() -> List[bigquery.SchemaField]:
 
 def LoadJobId(table: str, rows: Sequence[Dict[str, Any]], data: bytes) -> str:
   """pkb_load_<run>_<hash of table and rows>: the same rows, the same id."""
-  run_uris = sorted({r['run_uri'] for r in rows})
+  run_uris = sorted({publisher.ShortRunUri(r['run_uri']) for r in rows})
   run = run_uris[0] if len(run_uris) == 1 else f'{len(run_uris)}runs'
   run = re.sub(r'[^A-Za-z0-9_-]', '_', run)[:40]
   digest = hashlib.sha256(table.encode() + b'\n' + data).hexdigest()[:40]

@@ -25,6 +25,7 @@ import uuid
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.publishers import publisher
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
 # (name, type, mode, description); types are the REST API's names.
@@ -195,7 +196,7 @@ def ReadResultsFiles(paths: Iterable[str],
       except ValueError as e:
         raise ResultsFileError(f'{where} is not JSON ({e}).') from None
       row = _CheckRow(parsed, where)
-      if run_uri and row['run_uri'] != run_uri:
+      if run_uri and publisher.ShortRunUri(row['run_uri']) != run_uri:
         continue
       uri = SampleUri(row)
       if uri not in seen:

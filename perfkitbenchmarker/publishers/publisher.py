@@ -15,8 +15,9 @@ PRODUCT_NAME = 'PerfKitBenchmarker'
 class RunInfo:
   """Per-run fields PKB adds to every published sample.
 
-  run_uri stays the short --run_uri (PKB's rows carry '<run_uri>-<uuid4>',
-  one uuid per benchmark spec); README.md, "Results files", says why.
+  Rows carry run_uri as PKB writes it, '<run_uri>-<uuid4>' with one uuid per
+  benchmark spec (`run_uuid`); `ShortRunUri` gives back the --run_uri, which
+  the run's directory, record and the history tools key on.
   perfkitbenchmarker_version: None means this checkout's `git describe`
   (else the package version), as PKB's version.VERSION.
   """
@@ -24,6 +25,20 @@ class RunInfo:
   owner: str
   official: bool = False
   perfkitbenchmarker_version: Optional[str] = None
+  run_uuid: str = dataclasses.field(
+      default_factory=lambda: str(uuid.uuid4()))
+
+  @property
+  def row_run_uri(self) -> str:
+    return f'{self.run_uri}-{self.run_uuid}'
+
+
+def ShortRunUri(row_run_uri: str) -> str:
+  """The --run_uri of a row's run_uri ('<run_uri>-<uuid4>', or already short).
+
+  Exact: a --run_uri is lowercase letters and digits only (pkb.py).
+  """
+  return str(row_run_uri).split('-', 1)[0]
 
 
 def _Clean(value: Any) -> Any:
@@ -47,7 +62,7 @@ def ToRow(sample: sample_lib.Sample, test: str,
       'product_name': PRODUCT_NAME,
       'official': run_info.official,
       'owner': run_info.owner,
-      'run_uri': run_info.run_uri,
+      'run_uri': run_info.row_run_uri,
       'sample_uri': str(uuid.uuid4()),
       'metadata': {k: _Clean(v) for k, v in metadata.items()},
   }

@@ -28,6 +28,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import pandas as pd
 
+from perfkitbenchmarker.publishers import publisher
+
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
 RUN_RECORD_FILE = 'run_record.json'
 RUN_RECORD_FORMAT_VERSIONS = (1,)
@@ -236,6 +238,10 @@ def RowsToFrame(rows: Sequence[Dict[str, Any]]) -> pd.DataFrame:
   frame['official'] = TypeColumn(frame['official'])
   for name in ('run_uri', 'sample_uri', 'metric', 'unit', 'test'):
     frame[name] = frame[name].astype('string')
+  # Rows say '<run_uri>-<uuid4>' as PKB's do (one uuid per invocation, so a
+  # resumed run has two); the history groups by the run itself.
+  frame['run_uri'] = frame['run_uri'].map(
+      publisher.ShortRunUri).astype('string')
   frame = frame.drop_duplicates(subset=['sample_uri', 'run_uri', 'metric',
                                         'timestamp'])
   return frame.sort_values(['timestamp', 'run_uri'], kind='stable'
