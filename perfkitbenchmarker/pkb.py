@@ -29,6 +29,7 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_lock
+from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
@@ -45,26 +46,6 @@ FLAGS = pkb_flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _Interrupts = run_signals.Interrupts  # The stage driver's tests build one.
-
-
-def _SetUpLogging(run_dir: Optional[str]) -> None:
-  root = logging.getLogger()
-  for h in list(root.handlers):
-    root.removeHandler(h)
-  root.setLevel(logging.DEBUG)
-  console = logging.StreamHandler(sys.stderr)
-  console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
-                   logging.WARNING)
-  console.setFormatter(logging.Formatter('%(levelname)s %(message)s'))
-  root.addHandler(console)
-  if run_dir:
-    os.makedirs(run_dir, exist_ok=True)
-    handler = logging.FileHandler(os.path.join(run_dir, 'pkb.log'))
-    handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter(
-        '%(asctime)s %(levelname)s %(module)s:%(lineno)d %(message)s'))
-    root.addHandler(handler)
-  vm_util.InstallSecretFilter()
 
 
 def _Stages() -> List[str]:
@@ -117,10 +98,20 @@ def _LoadConfig(module, names: List[str]) -> dict:
   return module.GetConfig({'file': text, 'overrides': FLAGS.config_override})
 
 
+def _LockRun(run_dir: str, run_uri: str, outcome: str) -> None:
+  lock = run_lock.RunLock(run_dir, run_uri)
+  try:
+    lock.Acquire()
+  except OSError as e:  # Writing its owner line, on a full disk.
+    raise errors.ResultsFileError(
+        f'{run_record_lib.WriteFailure("the run lock", lock.path, e)}; '
+        f'{outcome}.') from None
+
+
 def _TeardownOnly(run_dir: str) -> int:
   record = run_record_lib.RunRecord.Load(run_dir, os.path.basename(run_dir))
   # Not while another pkb runs this run (a killed one's lock is gone).
-  run_lock.RunLock(run_dir, record.run_uri).Acquire()
+  _LockRun(run_dir, record.run_uri, 'nothing was deleted')
   providers.LoadAllKinds()
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
   failures = resource.TeardownFromRecord(record)
@@ -130,6 +121,10 @@ def _TeardownOnly(run_dir: str) -> int:
     return EXIT_FAILED
   record.SetStatus('torn_down')
   print(f'Run {record.run_uri}: every recorded resource is deleted.')
+  problem = record.WriteProblem()
+  if problem:
+    print(f'pkb: {problem}', file=sys.stderr)
+    return EXIT_FAILED
   return EXIT_OK
 
 
@@ -147,7 +142,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   modules = [linux_benchmarks.Get(n) for n in names]
   run_dir = os.path.join(_ResultsDir(), run_uri)
   if stages == ['teardown']:
-    _SetUpLogging(run_dir)
+    run_log.SetUp(run_dir)
     return _TeardownOnly(run_dir)
   bq_options = bigquery_options.BigQueryOptions.FromFlags(FLAGS)
 
@@ -173,8 +168,8 @@ def RunBenchmarks(argv: List[str]) -> int:
     provider.CheckPrerequisites(FLAGS)
 
   # One pkb per run_uri: refused before anything of the run is touched.
-  run_lock.RunLock(run_dir, run_uri).Acquire()
-  _SetUpLogging(run_dir)
+  _LockRun(run_dir, run_uri, 'nothing was started')
+  run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(
       run_dir, run_uri, cloud=_Cloud(), benchmarks=names, argv=[
           vm_util.Mask(a) for a in argv])
@@ -210,6 +205,10 @@ def RunBenchmarks(argv: List[str]) -> int:
   if bq_options:  # A failure is one line; the exit code stays the run's.
     from perfkitbenchmarker.publishers import bigquery_publisher  # pylint: disable=g-import-not-at-top
     bigquery_publisher.PublishRun(bq_options, json_path, run_uri)
+  log_failure = run_log.Failure()
+  if log_failure and exit_code == EXIT_OK:  # Else the run's line says why.
+    print(f'pkb: {log_failure}', file=sys.stderr)
+    exit_code = EXIT_FAILED
   return exit_code
 
 
@@ -282,9 +281,14 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
   interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
   record.SetStatus('interrupted' if interrupted else
                    'failed' if failure or cleanup_errors else 'succeeded')
+  # A record that could not be saved: cleanup went by the one in memory.
+  record_problem = record.WriteProblem()
+  if record_problem:
+    print(f'pkb: {record_problem}', file=sys.stderr)
   if interrupted:
     return EXIT_INTERRUPTED
-  return EXIT_FAILED if failure or cleanup_errors else EXIT_OK
+  failed = failure or cleanup_errors or record_problem
+  return EXIT_FAILED if failed else EXIT_OK
 
 
 def _Finish(module, spec, stages, failure) -> List[str]:

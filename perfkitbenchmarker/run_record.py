@@ -4,11 +4,22 @@ results/runs/<run_uri>/run_record.json is rewritten atomically whenever the
 run creates or deletes something, so that a crashed run can be torn down later
 from the record alone (`./pkb.py --run_stage=teardown --run_uri=X`).
 
+When the disk fills up (or hits a quota, or turns read-only) the record in
+memory still drives cleanup. A write teardown would need from disk (a new
+resource, facts such as a PID) raises `RecordNotSaved`, so the run stops
+before it creates anything the file does not hold; writes that only retire
+things (a resource deleted, a stage done, the final status) never raise, and
+`WriteProblem` tells the driver what the file on disk is missing. The file is
+padded with spaces (JSON allows them) to leave spare room in the blocks it
+already has, so that once nothing of the run is left, its final state can be
+written in place on a disk with no free block.
+
 Extension seam: a resource is any dict with `kind`, `name` and the data its
 provider needs to delete it; providers register a deleter per kind
 (see resource.py). Secrets never go into the record.
 """
 
+import errno
 import json
 import os
 import re
@@ -17,9 +28,23 @@ import time
 from typing import Any, Dict, Iterator, List, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_signals
 
 FORMAT_VERSION = 1
 RECORD_FILE = 'run_record.json'
+# Saves pad the file to whole blocks with at least this much spare room.
+_BLOCK = 4096
+_SPARE = 1024
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def WriteFailure(what: str, path: str, error: OSError) -> str:
+  """The one-line description of a run file that could not be written."""
+  return f'could not write {what} {path}: {error.strerror or error}'
+
+
+class RecordNotSaved(errors.ResultsFileError):
+  """The run record could not be written; its state in memory still holds."""
 
 
 class RunRecord:
@@ -29,6 +54,8 @@ class RunRecord:
     self.run_dir = run_dir
     self._data = data
     self._lock = threading.RLock()
+    # The first write that failed, while the file is behind memory.
+    self._unsaved: Optional[OSError] = None
 
   @classmethod
   def Create(cls, run_dir: str, run_uri: str, **info: Any) -> 'RunRecord':
@@ -45,7 +72,10 @@ class RunRecord:
         'resources': [],
         'status': 'running',
     })
-    record.Save()
+    try:
+      record.Save()
+    except RecordNotSaved as e:
+      raise RecordNotSaved(f'{e}; nothing was started.') from None
     return record
 
   @classmethod
@@ -80,13 +110,38 @@ class RunRecord:
     return self._data['info']
 
   def Save(self) -> None:
+    """Rewrites the file atomically; raises RecordNotSaved if it cannot."""
     with self._lock:
-      tmp = self.path + '.tmp'
-      with open(tmp, 'w') as f:
-        json.dump(self._data, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(tmp, self.path)
+      text = json.dumps(self._data, indent=1, sort_keys=True).encode()
+      try:
+        _ReplaceAtomically(self.path, text)
+      except OSError as e:
+        # With nothing of the run left to delete, a torn file could lose
+        # nothing that matters: the final state may go in place.
+        if not (e.errno in _NO_ROOM and not any(self.LiveResources()) and
+                _OverwriteInPlace(self.path, text)):
+          self._unsaved = self._unsaved or e
+          raise RecordNotSaved(
+              WriteFailure('the run record', self.path, e)) from None
+      self._unsaved = None
+
+  def _SaveIfPossible(self) -> None:
+    """Save() for writes that only retire things: the run goes on."""
+    try:
+      self.Save()
+    except RecordNotSaved:
+      pass  # Kept in self._unsaved for WriteProblem.
+
+  def WriteProblem(self) -> Optional[str]:
+    """One line if the file on disk is behind the record in memory."""
+    with self._lock:
+      if self._unsaved is None:
+        return None
+      left = ('nothing of the run is left' if not any(self.LiveResources())
+              else 'delete what is left with '
+              f'{run_signals.TeardownCommand(self.run_uri)}')
+      return (f'{WriteFailure("the run record", self.path, self._unsaved)}, '
+              f'so it is out of date; {left}.')
 
   # Resources ---------------------------------------------------------------
 
@@ -108,7 +163,10 @@ class RunRecord:
       if status:
         entry['status'] = status
       entry['data'].update(data)
-      self.Save()
+      if status == 'deleted' and not data:
+        self._SaveIfPossible()  # A stale 'created' is deleted again later.
+      else:
+        self.Save()
 
   def FindResource(self, kind: str, name: str) -> Optional[Dict[str, Any]]:
     for entry in self._data['resources']:
@@ -131,7 +189,7 @@ class RunRecord:
     with self._lock:
       if stage not in self._data['stages_done']:
         self._data['stages_done'].append(stage)
-      self.Save()
+      self._SaveIfPossible()
 
   @property
   def stages_done(self) -> List[str]:
@@ -140,11 +198,49 @@ class RunRecord:
   def SetStatus(self, status: str) -> None:
     with self._lock:
       self._data['status'] = status
-      self.Save()
+      self._SaveIfPossible()
 
   @property
   def status(self) -> str:
     return self._data['status']
+
+
+def _ReplaceAtomically(path: str, text: bytes) -> None:
+  """Writes text, padded, to path.tmp and renames it over path."""
+  size = -(-(len(text) + _SPARE) // _BLOCK) * _BLOCK
+  tmp = path + '.tmp'
+  try:
+    with open(tmp, 'wb') as f:
+      f.write(text.ljust(size - 1) + b'\n')
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except OSError:
+    try:  # The previous complete file stays; the partial copy goes.
+      os.remove(tmp)
+    except OSError:
+      pass
+    raise
+
+
+def _OverwriteInPlace(path: str, text: bytes) -> bool:
+  """Rewrites path within its own size (no new block); False if too big."""
+  try:
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+  except OSError:
+    return False
+  try:
+    size = os.fstat(fd).st_size
+    if len(text) >= size:
+      return False
+    if os.pwrite(fd, text.ljust(size - 1) + b'\n', 0) != size:
+      return False
+    os.fsync(fd)
+    return True
+  except OSError:
+    return False
+  finally:
+    os.close(fd)
 
 
 _TOP_LEVEL = {'run_uri': str, 'info': dict, 'stages_done': list,

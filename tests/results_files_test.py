@@ -1,20 +1,30 @@
 """Results files: a resumed run appends to the CSV; a full disk fails cleanly.
 
-Both with real pkb runs (memtier on loopback, short settings). The full disk
-is a tiny tmpfs the test mounts (root only) holding --json_path and
---csv_path; the run directory (record, log) is elsewhere so the record can
-say what happened.
+With real pkb runs (memtier on loopback, short settings). A full disk is a
+tiny tmpfs the test mounts (root only): holding --json_path and --csv_path
+(the run directory, with the record and log, elsewhere so the record can say
+what happened), or holding --results_dir itself, full from the start or
+filled by the test while the run's shard starts. The run record and the log
+on such a disk are also tested directly.
 """
 
 import csv
+import glob
 import json
+import logging
 import os
 import subprocess
+import threading
+import time
 
+import psutil
 import pytest
 
 import e2e_support as e2e
 import secrets_ps_test
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_log
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker.publishers import csv_publisher
 
 SHORT = ['--load_generator=memtier', '--memtier_run_duration=1',
@@ -66,12 +76,11 @@ def test_resumed_run_stage_appends_to_the_csv(tmp_path):
   assert not e2e.LeftoverProcesses(results, run_uri)
 
 
-@pytest.fixture
-def full_disk(tmp_path):
-  mount = tmp_path / 'full'
+def _Tmpfs(mount, size):
+  """Mounts a tmpfs of `size` at `mount` (a context: unmounted after)."""
   mount.mkdir()
-  proc = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16k', 'tmpfs',
-                         str(mount)], capture_output=True, text=True)
+  proc = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}',
+                         'tmpfs', str(mount)], capture_output=True, text=True)
   if proc.returncode != 0:
     if os.environ.get('CI') == 'true':
       pytest.fail(f'cannot mount a tmpfs for the full disk: {proc.stderr}')
@@ -80,6 +89,34 @@ def full_disk(tmp_path):
     yield str(mount)
   finally:
     subprocess.run(['umount', '-l', str(mount)], check=False)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+  yield from _Tmpfs(tmp_path / 'full', '16k')
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+  """A tmpfs with room for a run's directory, until the test fills it."""
+  yield from _Tmpfs(tmp_path / 'small', '256k')
+
+
+def _Fill(mount):
+  """Takes every free block of the tmpfs at `mount`."""
+  fd = os.open(os.path.join(mount, 'filler'), os.O_WRONLY | os.O_CREAT)
+  try:
+    while True:
+      os.write(fd, b'\0' * 4096)
+  except OSError:
+    pass
+  finally:
+    os.close(fd)
+
+
+def _TmpFiles(root):
+  return [os.path.join(d, f) for d, _, files in os.walk(root)
+          for f in files if f.endswith('.tmp')]
 
 
 def test_full_disk_is_one_line_and_the_run_still_cleans_up(tmp_path,
@@ -108,3 +145,187 @@ def test_full_disk_is_one_line_and_the_run_still_cleans_up(tmp_path,
   assert record['status'] == 'failed'
   shards = [e for e in record['resources'] if e['kind'] in e2e.SHARD_KINDS]
   assert shards and all(e['status'] == 'deleted' for e in shards)
+
+
+@pytest.mark.parametrize('how', ['full', 'read-only'])
+def test_run_record_on_a_full_disk_goes_on_from_memory(small_disk, how):
+  run_dir = os.path.join(small_disk, 'r1')
+  record = run_record.RunRecord.Create(run_dir, 'r1')
+  record.AddResource('thing', 'a', pid=1)
+  if how == 'full':
+    _Fill(small_disk)
+    cause = 'No space left on device'
+  else:
+    subprocess.run(['mount', '-o', 'remount,ro', small_disk], check=True)
+    cause = 'Read-only file system'
+  # Nothing may be created that the file does not hold.
+  with pytest.raises(run_record.RecordNotSaved) as refused:
+    record.AddResource('thing', 'b')
+  assert str(refused.value) == (
+      f'could not write the run record {record.path}: {cause}')
+  assert isinstance(refused.value, errors.Error)  # One line, no traceback.
+  assert not _TmpFiles(small_disk)
+  with pytest.raises(run_record.RecordNotSaved):
+    record.UpdateResource('thing', 'a', port=7001)  # A fact teardown needs.
+  assert 'delete what is left with ./pkb.py --run_stage=teardown ' \
+         '--run_uri=r1' in record.WriteProblem()
+  # Retiring writes never raise; memory drives cleanup.
+  assert [e['name'] for e in record.LiveResources()] == ['b', 'a']
+  record.UpdateResource('thing', 'b', status='deleted')
+  record.UpdateResource('thing', 'a', status='deleted')
+  record.MarkStageDone('teardown')
+  record.SetStatus('failed')
+  assert not _TmpFiles(small_disk)
+  on_disk = run_record.RunRecord.Load(run_dir, 'r1')
+  if how == 'full':  # Nothing is left, so the final state went in place.
+    assert record.WriteProblem() is None
+    assert on_disk.status == 'failed'
+    assert [(e['name'], e['status']) for e in on_disk.Resources()] == [
+        ('a', 'deleted'), ('b', 'deleted')]
+  else:
+    assert record.WriteProblem() == (
+        f'could not write the run record {record.path}: {cause}, so it is '
+        'out of date; nothing of the run is left.')
+    assert on_disk.status == 'running'
+    assert [e['name'] for e in on_disk.Resources()] == ['a']
+
+
+@pytest.fixture
+def root_logging():
+  """The root logger's handlers and level, restored after the test."""
+  root = logging.getLogger()
+  handlers, level = list(root.handlers), root.level
+  yield
+  for h in list(root.handlers):
+    root.removeHandler(h)
+    if isinstance(h, run_log.RunLogHandler):
+      h.close()
+  for h in handlers:
+    root.addHandler(h)
+  root.setLevel(level)
+
+
+def test_log_on_a_full_disk_stops_quietly(small_disk, root_logging, capfd):
+  run_dir = os.path.join(small_disk, 'r2')
+  run_log.SetUp(run_dir)
+  logging.info('before the disk filled')
+  _Fill(small_disk)
+  for i in range(200):  # More than the log's last block holds.
+    logging.debug('line %d %s', i, 'x' * 100)
+  for h in logging.getLogger().handlers:  # As logging.shutdown at exit.
+    h.flush()
+    h.close()
+  path = os.path.join(run_dir, run_log.LOG_FILE)
+  assert run_log.Failure() == (
+      f'could not write the log {path}: No space left on device; the log '
+      'stops there.')
+  out, err = capfd.readouterr()
+  assert not out + err
+  with open(path) as f:
+    assert 'before the disk filled' in f.readline()
+
+
+def _ScratchEnv(tmp_path):
+  scratch = tmp_path / 'scratch'
+  scratch.mkdir()
+  return str(scratch), dict(os.environ, PKB_LOCAL_SCRATCH=str(scratch))
+
+
+def test_results_dir_full_from_the_start_is_refused(tmp_path, small_disk):
+  memtier = secrets_ps_test.MemtierOrSkip()
+  scratch, env = _ScratchEnv(tmp_path)
+  _Fill(small_disk)
+  proc, run_uri = e2e.Run(e2e.FAST + [f'--memtier_path={memtier}'],
+                          small_disk, env=env)
+  assert proc.returncode == 1, proc.stderr
+  assert 'Traceback' not in proc.stderr + proc.stdout
+  lines = [l for l in proc.stderr.splitlines() if l.strip()]
+  assert len(lines) == 1, proc.stderr
+  run_dir = os.path.join(small_disk, run_uri)
+  assert f' {run_dir}/' in lines[0], lines
+  assert lines[0].endswith(': No space left on device; nothing was started.')
+  assert not os.listdir(scratch)  # No VM, no shard.
+  assert not os.path.exists(os.path.join(run_dir, run_record.RECORD_FILE))
+  assert not _TmpFiles(small_disk)
+
+
+def _ShardPids(record_path, scratch_dir):
+  """Shard PIDs in the record on disk and in the shards' pidfiles."""
+  pids = set()
+  try:
+    with open(record_path) as f:
+      record = json.load(f)
+  except (OSError, ValueError):  # Not there yet, or being rewritten.
+    record = {}
+  for entry in record.get('resources', []):
+    if entry['kind'] in e2e.SHARD_KINDS and entry['data'].get('pid'):
+      pids.add(entry['data']['pid'])
+  for path in glob.glob(os.path.join(scratch_dir, '*', '*.pid')):
+    try:
+      with open(path) as f:
+        pids.add(int(f.read()))
+    except (OSError, ValueError):
+      pass
+  return pids, any(e['kind'] in e2e.SHARD_KINDS
+                   for e in record.get('resources', []))
+
+
+def _RedisServerAlive(pid):
+  try:
+    proc = psutil.Process(pid)
+    return (proc.status() != psutil.STATUS_ZOMBIE and
+            'redis-server' in ' '.join(proc.cmdline()))
+  except psutil.Error:
+    return False
+
+
+def test_results_dir_filling_up_mid_run(tmp_path, small_disk):
+  """The disk fills as the shard starts: one line, nothing left behind."""
+  memtier = secrets_ps_test.MemtierOrSkip()
+  scratch, env = _ScratchEnv(tmp_path)
+  run_uri = e2e.NewRunUri()
+  run_dir = os.path.join(small_disk, run_uri)
+  proc = subprocess.Popen(
+      e2e.Command(e2e.FAST + [f'--memtier_path={memtier}'], run_uri,
+                  small_disk),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+      cwd=e2e.REPO)
+  seen, filled = set(), threading.Event()
+
+  def Watch():  # Fills the disk once the record holds a shard.
+    while proc.poll() is None:
+      pids, has_shard = _ShardPids(
+          os.path.join(run_dir, run_record.RECORD_FILE),
+          os.path.join(scratch, f'pkb-{run_uri}'))
+      seen.update(pids)
+      if has_shard and not filled.is_set():
+        _Fill(small_disk)
+        filled.set()
+      time.sleep(0.005)
+
+  watcher = threading.Thread(target=Watch, daemon=True)
+  watcher.start()
+  try:
+    out, err = proc.communicate(timeout=120)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  watcher.join()
+  time.sleep(0.5)
+  assert filled.is_set() and seen, (out, err)
+  assert not [p for p in seen if _RedisServerAlive(p)], seen
+  assert proc.returncode == 1, err
+  assert 'Traceback' not in out + err and 'Logging error' not in err
+  lines = [l for l in err.splitlines() if l.strip()]
+  assert len(lines) == 1, err
+  assert f' {run_dir}/' in lines[0] and 'No space left on device' in lines[0]
+  assert not os.listdir(scratch)
+  assert not _TmpFiles(small_disk)
+  # With nothing left, the record's final state was written in place.
+  record = e2e.Record(small_disk, run_uri)
+  assert record['status'] == 'failed'
+  assert record['resources'] and all(e['status'] == 'deleted'
+                                     for e in record['resources'])
+  assert not e2e.LeftoverProcesses(small_disk, run_uri, settle_s=0)
+  # A later --run_stage=teardown would accept it and find nothing to do.
+  assert not list(run_record.RunRecord.Load(run_dir, run_uri).LiveResources())
