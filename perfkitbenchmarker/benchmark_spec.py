@@ -5,12 +5,14 @@ and tears them down through the run record, and carries what the benchmark
 module needs while it runs: `EmitSamples` is the one sample channel (it
 publishes samples as soon as they exist; `published` lists them); `metadata`
 is added to every sample (PKB's group metadata); `options` and `deployment`
-hold the benchmark's frozen options and what its prepare stage built.
+hold the benchmark's frozen options and what its prepare stage built;
+`peer_tcp_ports` is what the benchmark module declares its VMs must reach on
+each other (its PEER_TCP_PORTS), for the cloud providers to open.
 """
 
 import logging
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
@@ -81,6 +83,23 @@ class BenchmarkSpec:
   def provider(self):
     # Looked up only when VMs are built, so --dry_run works for every cloud.
     return providers.GetProvider(self.cloud)
+
+  @property
+  def peer_tcp_ports(self) -> Tuple[Tuple[int, int], ...]:
+    """(low, high) TCP ranges the run's VMs open to each other, beyond Redis.
+
+    Declared by the benchmark module as PEER_TCP_PORTS (none by default);
+    providers admit them from the run's own VMs only. SSH stays the
+    operator's alone, so a range holding 22 is refused.
+    """
+    ranges = tuple(getattr(self.module, 'PEER_TCP_PORTS', ()))
+    for port_range in ranges:
+      low, high = port_range
+      if not 1 <= low <= high <= 65535 or low <= 22 <= high:
+        raise errors.ConfigError(
+            f'{self.name}.PEER_TCP_PORTS has {port_range}; give (low, high) '
+            'TCP ranges within 1-65535 that leave out SSH (22).')
+    return ranges
 
   # VM specs ----------------------------------------------------------------
 

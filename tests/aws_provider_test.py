@@ -30,11 +30,14 @@ from moto.ec2.responses import EC2Response
 from moto.ssm.models import Parameter
 from moto.ssm.models import ssm_backends
 
+from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
 from perfkitbenchmarker.providers.aws import api
 from perfkitbenchmarker.providers.aws import images
 from perfkitbenchmarker.providers.aws import naming
@@ -51,6 +54,14 @@ X86_AMI = 'ami-076f415166b04f5fe'
 FACTORY = api.ClientFactory()
 LIVE = ['pending', 'running', 'stopping', 'stopped', 'shutting-down']
 RUN_FILTER = [{'Name': 'tag:run_uri', 'Values': [RUN_URI]}]
+REDIS_RANGES = {(6379, 8999), (16379, 18999)}  # --aws_redis_ports' default.
+# Redis Enterprise's node-to-node ports, written out to check the module's
+# declaration reaches the security group as reviewed.
+ENTERPRISE_RANGES = {
+    (1968, 1968), (3333, 3349), (8000, 8002), (8004, 8004), (8006, 8006),
+    (8070, 8071), (8080, 8080), (8443, 8444), (9080, 9080), (9082, 9082),
+    (9091, 9091), (9125, 9125), (9443, 9443), (10000, 19999),
+    (20000, 29999), (36379, 36380)}
 
 
 # moto set-up ------------------------------------------------------------------
@@ -192,7 +203,7 @@ class Run:
   """One provisioning attempt with injected clients and no SSH or sleep."""
 
   def __init__(self, tmp_path, clients, ec2=None, options=None,
-               ssh_waiter=None):
+               ssh_waiter=None, benchmark='redis_memtier'):
     self.run_dir = str(tmp_path / RUN_URI)
     self.record = run_record.RunRecord.Create(self.run_dir, RUN_URI)
     self.ec2 = ec2 or FlakyEc2(clients.ec2)
@@ -201,16 +212,23 @@ class Run:
     injected = api.AwsClients(REGION, self.ec2, clients.ssm)
     self.provisioner = provider.AwsProvisioner(
         options or _Options(), injected, RUN_URI, self.record,
-        benchmark='redis_memtier',
+        benchmark=benchmark,
         ssh_waiter=ssh_waiter or self.ssh_waited.append,
         sleep=self.sleeps.append, now=lambda: 1_800_000_000.0)
 
-  def Provision(self, counts=None):
+  def Provision(self, counts=None, peer_ports=()):
     self.groups = self.provisioner.ConstructVms(
         _GroupSpecs(), counts or {'servers': 1, 'clients': 1})
     self.vms = [vm for vms in self.groups.values() for vm in vms]
-    self.provisioner.Provision(self.vms)
+    self.provisioner.Provision(self.vms, peer_ports)
     return self.vms
+
+
+def _Spec(module):
+  """The benchmark spec pkb builds for `module`: what carries its ports."""
+  return benchmark_spec.BenchmarkSpec(
+      module, {}, RUN_URI, 'AWS', None, types.SimpleNamespace(), None,
+      lambda samples: None)
 
 
 def _Inventory(ec2, placement_groups, run_uri=RUN_URI):
@@ -366,6 +384,76 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   _AssertNothingLeft(ec2, placement_groups, baseline)
   assert not os.path.exists(servers_vm.keyfile)
   assert not os.path.exists(key_dir)
+
+
+@pytest.mark.parametrize('module,peer_ranges', [
+    (redis_memtier_benchmark, set()),
+    (redis_enterprise_benchmark, ENTERPRISE_RANGES),
+], ids=['redis_memtier', 'redis_enterprise'])
+def test_benchmark_peer_ports_are_opened_within_the_group_only(
+    moto, tmp_path, module, peer_ranges):
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  spec = _Spec(module)
+  run = Run(tmp_path, clients, benchmark=spec.name)
+  run.Provision(peer_ports=spec.peer_tcp_ports)
+
+  [group] = clients.ec2.describe_security_groups(
+      Filters=RUN_FILTER)['SecurityGroups']
+  rules = {(p['FromPort'], p['ToPort']): p for p in group['IpPermissions']}
+  assert len(rules) == len(group['IpPermissions'])  # No range twice.
+  assert set(rules) == {(22, 22)} | REDIS_RANGES | peer_ranges
+  assert [r['CidrIp'] for r in rules[22, 22]['IpRanges']] == [OPERATOR]
+  for ports, rule in rules.items():
+    if ports == (22, 22):
+      continue
+    assert rule['IpProtocol'] == 'tcp'
+    assert not rule['IpRanges'] and not rule['Ipv6Ranges'], ports
+    assert [p['GroupId'] for p in rule['UserIdGroupPairs']] == [
+        group['GroupId']], ports
+  entry = run.record.FindResource('aws_security_group', f'pkb-{RUN_URI}')
+  assert {tuple(r) for r in entry['data']['peer_ports']} == peer_ranges
+
+  # The rules go with the group: teardown from the record leaves nothing.
+  assert resource.TeardownFromRecord(
+      run_record.RunRecord.Load(run.run_dir)) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+  assert not clients.ec2.describe_security_groups(
+      Filters=[{'Name': 'group-id', 'Values': [group['GroupId']]}])[
+          'SecurityGroups']
+
+
+def test_module_provision_takes_the_ports_from_the_spec(moto, tmp_path,
+                                                      pkb_flags):
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  pkb_flags.aws_ssh_source_cidr = [OPERATOR]
+  pkb_flags.cloud = 'AWS'
+  config = redis_enterprise_benchmark.GetConfig({})
+  record = run_record.RunRecord.Create(str(tmp_path / RUN_URI), RUN_URI)
+  spec = benchmark_spec.BenchmarkSpec(
+      redis_enterprise_benchmark, config, RUN_URI, 'AWS', record, pkb_flags,
+      None, lambda samples: None, ssh_waiter=lambda vm: None)
+  spec.vm_groups = provider.ConstructVms(spec)
+  spec.vms = [vm for vms in spec.vm_groups.values() for vm in vms]
+  provider.Provision(spec)
+  assert [vm.name for vm in spec.vms] == ['servers-0', 'clients-0',
+                                          'clients-1']
+  [group] = clients.ec2.describe_security_groups(
+      Filters=RUN_FILTER)['SecurityGroups']
+  assert {(p['FromPort'], p['ToPort']) for p in group['IpPermissions']} == (
+      {(22, 22)} | REDIS_RANGES | ENTERPRISE_RANGES)
+  assert resource.TeardownFromRecord(record) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+
+
+def test_peer_range_equal_to_a_redis_range_is_sent_once():
+  permissions = network.IngressPermissions(
+      'sg-1', [OPERATOR], [(6379, 8999)], [(6379, 8999), (8000, 8002)])
+  assert [(p['FromPort'], p['ToPort']) for p in permissions] == [
+      (22, 22), (6379, 8999), (8000, 8002)]
+  assert permissions[2]['UserIdGroupPairs'] == [
+      {'GroupId': 'sg-1', 'Description': 'benchmark ports within the run'}]
 
 
 def test_default_vpc_without_placement_group(moto, tmp_path):

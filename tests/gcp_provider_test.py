@@ -19,6 +19,8 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import images
 from perfkitbenchmarker.providers.gcp import naming
@@ -33,6 +35,12 @@ OPERATOR = '203.0.113.7/32'
 NOW = 1795000000.0  # 2026-11-18 11:06:40 UTC.
 LABEL_VALUE = re.compile(r'[a-z0-9_-]{0,63}')
 RESOURCE_NAME = re.compile(r'[a-z]([-a-z0-9]{0,61}[a-z0-9])?')
+# Redis Enterprise's node-to-node ports, written out to check the module's
+# declaration reaches the firewall as reviewed.
+ENTERPRISE_PORTS = ['1968', '3333-3349', '8000-8002', '8004', '8006',
+                    '8070-8071', '8080', '8443-8444', '9080', '9082', '9091',
+                    '9125', '9443', '10000-19999', '20000-29999',
+                    '36379-36380']
 
 
 @pytest.fixture
@@ -66,13 +74,13 @@ class _Run:
   """One run's spec, record and provider, as pkb would build them."""
 
   def __init__(self, fake, run_dir, run_uri='abc123', config=None,
-               **flag_overrides):
+               module=None, **flag_overrides):
     self.fake = fake
     self.run_dir = str(run_dir)
     self.record = run_record.RunRecord.Create(self.run_dir, run_uri,
                                               cloud='GCP')
     self.flags = _Flags(**flag_overrides)
-    module = types.SimpleNamespace(BENCHMARK_NAME='redis_memtier')
+    module = module or types.SimpleNamespace(BENCHMARK_NAME='redis_memtier')
     self.spec = benchmark_spec.BenchmarkSpec(
         module, config or _Config(), run_uri, 'GCP', self.record, self.flags,
         None, lambda samples: None)
@@ -187,6 +195,69 @@ def test_firewall_opens_redis_only_to_the_run_and_ssh_only_to_operator(
     assert '0.0.0.0/0' not in rule.get('sourceRanges', [])
   for instance in fake.Inserted('instances'):
     assert instance['tags']['items'] == [tag]
+
+
+@pytest.mark.parametrize('module,peer_ports', [
+    (redis_memtier_benchmark, None),
+    (redis_enterprise_benchmark, ENTERPRISE_PORTS),
+], ids=['redis_memtier', 'redis_enterprise'])
+def test_benchmark_peer_ports_get_a_rule_from_the_run_only(
+    fake, tmp_path, module, peer_ports):
+  run = _Run(fake, tmp_path, module=module)
+  run.Provision()
+  tag = naming.NetworkTag('abc123')
+  # The Redis rule is the same whatever the benchmark declares.
+  assert _Rule(fake, '-redis')['allowed'] == [
+      {'IPProtocol': 'tcp', 'ports': ['7001-8000', '17001-18000']}]
+  names = sorted(f['name'] for f in fake.Inserted('firewalls'))
+  if peer_ports is None:
+    assert names == ['pkb-abc123-redis', 'pkb-abc123-ssh']
+    return
+  assert names == ['pkb-abc123-peers', 'pkb-abc123-redis', 'pkb-abc123-ssh']
+  peers = _Rule(fake, '-peers')
+  assert peers['allowed'] == [{'IPProtocol': 'tcp', 'ports': peer_ports}]
+  assert peers['sourceTags'] == [tag] and peers['targetTags'] == [tag]
+  assert 'sourceRanges' not in peers
+  assert peers['direction'] == 'INGRESS'
+  assert peers['network'] == f'projects/{PROJECT}/global/networks/pkb-abc123'
+  # Recorded like the other rules, before the instances that use it.
+  entry = run.record.FindResource('gcp_firewall', 'pkb-abc123-peers')
+  assert entry['status'] == 'created'
+  assert (entry['data']['ports'], entry['data']['source_tags'],
+          entry['data']['source_ranges']) == (peer_ports, [tag], [])
+  kinds = [e['kind'] for e in run.record.Resources()]
+  assert kinds.index('gcp_vm') > max(
+      i for i, k in enumerate(kinds) if k == 'gcp_firewall')
+
+  del fake.requests[:]
+  assert run.TeardownFromDisk() == []
+  deleted = [r.path.split('/')[-1] for r in fake.Calls('firewalls', 'DELETE')]
+  assert sorted(deleted) == names
+  assert fake.Live() == []
+
+
+def test_peer_rule_that_fails_is_torn_down_with_the_rest(fake, tmp_path):
+  fake.FailInsert('firewalls', nth=3, mode='operation')
+  run = _Run(fake, tmp_path, module=redis_enterprise_benchmark)
+  with pytest.raises(errors.ResourceError, match='QUOTA_EXCEEDED'):
+    run.Provision()
+  assert fake.Inserted('instances') == []
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+@pytest.mark.parametrize('ports', [((20, 30),), ((22, 22),), ((0, 80),),
+                                   ((9000, 8000),), ((65535, 65536),)])
+def test_bad_peer_ports_are_refused_before_anything_exists(
+    fake, tmp_path, ports):
+  module = types.SimpleNamespace(BENCHMARK_NAME='bad_peers',
+                                 PEER_TCP_PORTS=ports)
+  run = _Run(fake, tmp_path, module=module)
+  with pytest.raises(errors.ConfigError, match='PEER_TCP_PORTS') as raised:
+    run.Provision()
+  assert '\n' not in str(raised.value)
+  assert fake.resources == {}
+  assert list(run.record.LiveResources()) == []
 
 
 def test_instance_body(fake, tmp_path):

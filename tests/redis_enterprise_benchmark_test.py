@@ -151,4 +151,10 @@ def test_local_variants_run_to_completion_on_redis_oss(tmp_path, line,
     assert labels['redis_pipeline'] == '9'
   capped = [s for s in samples if s['metric'] == 'latency_capped_throughput']
   assert capped and all(s['value'] > 0 for s in capped)
+  # Every step sampled for interference (issue 10, point 5).
+  steps = [e2e_support.Labels(s) for s in samples
+           if s['metric'] == 'throughput']
+  assert steps and all({'foreign_cpu_pct', 'interference'} <= set(l)
+                       for l in steps)
+  assert all('interference_probes' in e2e_support.Labels(s) for s in capped)
   assert e2e_support.LeftoverProcesses(str(tmp_path), run_uri) == []

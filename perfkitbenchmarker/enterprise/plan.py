@@ -5,7 +5,7 @@ dry run prints exactly what a real run does: image, cluster, databases,
 preload, the thread steps and the optimizer.
 """
 
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
@@ -72,10 +72,22 @@ def OptimizerLine(opts: options_lib.EnterpriseOptions, vcpus: int,
           'preload and step-up')
 
 
+def NetworkLine(cloud: str, ports: Sequence[Tuple[int, int]]) -> str:
+  """The node-to-node TCP ports, as the providers open them (or not)."""
+  listed = ', '.join(str(low) if low == high else f'{low}-{high}'
+                     for low, high in ports)
+  if cloud in ('GCP', 'AWS'):
+    return (f'  TCP {listed}: Redis Enterprise\'s node-to-node ports, '
+            'opened between the run\'s own VMs only')
+  return (f'  TCP {listed} must already be open between the machines '
+          '(nothing here changes their firewalls)')
+
+
 def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
                  scaling: Optional[options_lib.LocalScaling] = None,
-                 vcpus: int = 1) -> List[str]:
-  """Software, image, databases, preload, steps and optimizer lines."""
+                 vcpus: int = 1,
+                 peer_ports: Sequence[Tuple[int, int]] = ()) -> List[str]:
+  """Software, image, databases, network, preload, steps and optimizer."""
   counts = spec.GroupCounts()
   lines = ['Image:', ImageLine(opts)]
   if scaling is not None:
@@ -121,6 +133,8 @@ def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
         f'{opts.database_port}' +
         (f', flash (RAM {opts.flash_ram_ratio:.0%})' if opts.flash else ''),
     ]
+    if peer_ports:
+      lines += ['Network:', NetworkLine(spec.cloud, peer_ports)]
   steps = opts.Steps(min_t, max_t)
   lines += [
       'Workload:',

@@ -15,6 +15,10 @@ On --cloud=Local the same workload runs against the local Redis OSS engine
 engine=redis. A retired --os_type (the study's centos7) boots its named
 successor; samples record both (enterprise/options.py).
 
+Every step is sampled for interference as redis_memtier's probes are
+(foreign CPU on the run's cores on Local, steal time on cloud VMs;
+`foreign_cpu_pct` and `interference` in its samples, a summary warning).
+
 Flags become one frozen EnterpriseOptions (enterprise/options.py); this
 module only wires the enterprise/ layer, the study's deployment, probe driver
 and search runner.
@@ -36,6 +40,7 @@ from perfkitbenchmarker.enterprise import plan
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options as study_options
 from perfkitbenchmarker.study import results
@@ -73,10 +78,39 @@ redis_enterprise:
           zone: us-east-1a
       vm_count: 2
   flags:
-    # Databases listen from here: the cloud providers open this port range
-    # (and +10000) between the run's own VMs only.
+    # Databases listen from here, inside the 10000-19999 of PEER_TCP_PORTS.
     redis_start_port: 12000
 """
+
+# TCP ports Redis Enterprise's nodes (and the clients, for the databases)
+# need between the run's VMs; the GCP and AWS providers open them from the
+# run's own VMs only, beside the usual Redis range. From Redis's "Network
+# port configurations" page, Redis Enterprise Software 6.2 (our default
+# 6.2.4) with the additions of the 7.x pages (rhel9 tarballs are 7.x):
+# every TCP port whose connection source is Internal, less the Active-Active
+# ones (9081; the benchmark makes no Active-Active databases). The
+# documented UDP (DNS/mDNS) and ICMP entries are not opened: the cluster is
+# addressed by IP and the providers open TCP only.
+PEER_TCP_PORTS = (
+    (1968, 1968),    # proxy traffic
+    # Internode 3333-3344 (6.2); REST API 3346 and metrics 3347-3349 (7.x);
+    # one range, so 3345 comes with it.
+    (3333, 3349),
+    (8000, 8002),    # metrics 8000 (7.x), discovery service 8001, health 8002
+    (8004, 8004),    # health monitoring (envoy management server)
+    (8006, 8006),    # health monitoring (gossip envoy admin)
+    (8070, 8071),    # metrics through the web proxy
+    (8080, 8080),    # REST API (HTTP)
+    (8443, 8444),    # management UI; web proxy to cnm_http/cm
+    (9080, 9080),    # web proxy to cnm_http/cm
+    (9082, 9082),    # cluster API internal port (7.x)
+    (9091, 9091),    # internal metrics (7.x)
+    (9125, 9125),    # internal metrics (7.x)
+    (9443, 9443),    # REST API: node bootstrap, rladmin cluster join
+    (10000, 19999),  # database endpoints (and Zabbix's 10050 in 7.x)
+    (20000, 29999),  # database shards
+    (36379, 36380),  # internode communication
+)
 
 FLAGS = flags.FLAGS
 # Where GetConfig keeps the VM counts asked for before Local scaling.
@@ -153,7 +187,7 @@ def _VcpusFromName(machine_type: str) -> int:
 def DescribePlan(spec) -> List[str]:
   opts = _Options(spec)
   scaling = _Scaling(opts, spec.config) if spec.cloud == 'Local' else None
-  return plan.DescribePlan(spec, opts, scaling, _Vcpus(spec))
+  return plan.DescribePlan(spec, opts, scaling, _Vcpus(spec), PEER_TCP_PORTS)
 
 
 def EstimatedMinutes(spec) -> float:
@@ -375,10 +409,14 @@ def _RunCloud(spec, opts) -> None:
       _PreloadCloud(spec, opts)
     d['shards'] = shards
     cluster.TuneProxies(proxies)
+    # Each step sampled like the study's probes: steal time on every VM.
     probe_driver = driver_lib.ProbeDriver(
         spec.vm_groups['clients'], d['generators'], d['endpoints'],
         spec.enterprise_password, study.workload, opts.probe_seconds,
-        duration_limit=lambda: spec.deadline.Remaining() - 10)
+        duration_limit=lambda: spec.deadline.Remaining() - 10,
+        interference=interference.ForRun(
+            spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
+            tuple))
     return _Search(spec, study, probe_driver,
                    {'db_shard_count': shards, 'redis_proxy_threads': proxies})
 

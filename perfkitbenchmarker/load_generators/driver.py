@@ -58,12 +58,7 @@ class ProbeDriver:
         client_saturated=m.client_saturated or saturated)
 
   def __call__(self, load: measurement.Load) -> measurement.Measurement:
-    if self.interference is None:
-      return self._Measure(load)
-    self.interference.Start()
-    m = self._Measure(load)
-    return dataclasses.replace(
-        m, metadata={**m.metadata, **self.interference.Stop()})
+    return interference_lib.Sampled(self.interference, self._Measure)(load)
 
   def _Measure(self, load: measurement.Load) -> measurement.Measurement:
     # Never let one probe run past the run's deadline.

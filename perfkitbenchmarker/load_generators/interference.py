@@ -18,20 +18,29 @@ else used, as a percentage of those cores' capacity over the probe:
 
 A probe whose figure is above `INTERFERENCE_PCT` is flagged (`interference`
 in its samples; the summary warns).
+
+Extension seam: every probe path (the search's probe driver, fixed-load
+runs, YCSB probes, redis_enterprise's steps) samples through `Bracket` or
+`Sampled` with the run's `ForRun`, so its samples carry the same
+`foreign_cpu_pct` and `interference` keys; a new probe path does the same.
 """
 
+import dataclasses
 import logging
 import os
 import time
-from typing import Callable, Dict, Iterable, Optional, Sequence, Set, Tuple
+from typing import (Callable, Dict, Iterable, Optional, Sequence, Set, Tuple,
+                    TypeVar)
 
 import psutil
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
 
 INTERFERENCE_PCT = 10.0
 _KTHREADD_PID = 2
 _STEAL_FIELD = 8  # cpuN user nice system idle iowait irq softirq steal
+_T = TypeVar('_T')
 
 
 class ForeignCpuSampler:
@@ -180,3 +189,32 @@ def ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]]
       cores.update(vm.cpu_set)
     return ProbeInterference([ForeignCpuSampler(cores, own_pids)])
   return ProbeInterference([StealSampler(vm) for vm in vms])
+
+
+def Bracket(probe: Optional[ProbeInterference], run: Callable[[], _T]
+            ) -> Tuple[_T, Dict[str, object]]:
+  """run() between `probe`'s Start and Stop: its result and the figures.
+
+  The figures are `ProbeInterference.Stop`'s (foreign_cpu_pct,
+  interference); none without samplers (`probe` None) or when every
+  sampler failed.
+  """
+  if probe is None:
+    return run(), {}
+  probe.Start()
+  result = run()
+  return result, probe.Stop()
+
+
+def Sampled(probe: Optional[ProbeInterference],
+            measure: Callable[[measurement.Load], measurement.Measurement]
+            ) -> Callable[[measurement.Load], measurement.Measurement]:
+  """measure(load) whose Measurement carries its probe's figures."""
+
+  def Measured(load: measurement.Load) -> measurement.Measurement:
+    m, figures = Bracket(probe, lambda: measure(load))
+    if not figures:
+      return m
+    return dataclasses.replace(m, metadata={**m.metadata, **figures})
+
+  return Measured

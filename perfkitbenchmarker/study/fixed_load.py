@@ -8,7 +8,10 @@ VM at once, over the same deployment and preload, and publishes each run's
 `throughput` and `average_latency` samples (probe_role `fixed`, the ratio in
 `memtier_ratio`) the moment it ends, then the hourly cost samples. There is
 no `latency_capped_throughput` or `price_performance` sample: nothing was
-searched; ops/s per $/hr of each run is in its metadata.
+searched; ops/s per $/hr of each run is in its metadata. Each run goes
+through the search's own probe driver (`deployment.ProbeDriver`), so it is
+sampled for interference like a search probe (`foreign_cpu_pct`,
+`interference`; `interference_probes` on the cost samples and a warning).
 
 Takes the frozen options and the deployment, never flags.
 """
@@ -18,7 +21,7 @@ from typing import List
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
-from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.study import deployment as deployment_lib
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import results
 
@@ -62,11 +65,8 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
   for index, ((set_ratio, get_ratio), threads, pipeline) in enumerate(runs):
     workload = dataclasses.replace(opts.workload, set_ratio=set_ratio,
                                    get_ratio=get_ratio)
-    probe = driver_lib.ProbeDriver(
-        spec.vm_groups['clients'], deployment.generators,
-        deployment.endpoints, deployment.password, workload,
-        opts.generator.run_duration_s,
-        duration_limit=lambda: spec.deadline.Remaining() - 10)
+    probe = deployment_lib.ProbeDriver(
+        spec, deployment, dataclasses.replace(opts, workload=workload))
     m = probe(measurement.Load(threads, f.clients, pipeline))
     extra = {'fixed_load': True, 'fixed_load_run': index,
              'memtier_ratio': workload.ratio,
@@ -77,9 +77,11 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
     spec.reporter.Line(f'  SET:GET {workload.ratio}')
     spec.reporter.Probe(index, m, cap, ROLE)
     measured.append(m)
-  spec.EmitSamples([s.WithMetadata(fixed_load=True) for s in
-                    price_performance.CostSamples(server, others)])
+  spec.EmitSamples([
+      s.WithMetadata(fixed_load=True, **results.InterferenceMetadata(measured))
+      for s in price_performance.CostSamples(server, others)])
   if any(m.client_saturated for m in measured):
     spec.reporter.Line('WARNING: the client was CPU-saturated in some runs; '
                        'their throughput may be the client\'s limit.')
+  results.WarnAboutInterference(spec, measured)
   return measured

@@ -3,11 +3,13 @@
 Pure of flags: takes the spec (for prices, groups and the reporter), the
 deployment and the options. Extension seam: metadata every sample carries is
 set in `SetMetadata`; a new result sample is built in `ResultSamples` from
-the frozen SearchResult.
+the frozen SearchResult. Every probe path counts and reports interference
+with `InterferenceMetadata` and `WarnAboutInterference`.
 """
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.search import driver as search_driver
@@ -91,10 +93,8 @@ def ResultSamples(spec, result: search_driver.SearchResult,
       'search_stop_reason': result.stop_reason,
       'client_limited': result.client_limited,
   }
-  interfered = [p.measurement.metadata for p in result.probes
-                if p.measurement.metadata.get('interference')]
-  if any('foreign_cpu_pct' in p.measurement.metadata for p in result.probes):
-    extra['interference_probes'] = len(interfered)
+  measured = [p.measurement for p in result.probes]
+  extra.update(InterferenceMetadata(measured))
   # One sample, one set of probes: with confirmation repeats, the value,
   # latencies and load all come from the repeats combined (never the search
   # probe that picked the load, whose selection biases it upwards).
@@ -117,14 +117,31 @@ def ResultSamples(spec, result: search_driver.SearchResult,
   if result.client_limited:
     spec.reporter.Line('WARNING: the client was CPU-saturated in some probes; '
                        'the capped throughput may be the client\'s limit.')
-  if interfered:
-    worst = max(m['foreign_cpu_pct'] for m in interfered)
-    spec.reporter.Line(
-        f'WARNING: processes foreign to this run used up to {worst:g} % of '
-        f'its cores in {len(interfered)} of {len(result.probes)} probes '
-        '(foreign_cpu_pct; steal time on VMs); the throughput may be '
-        'understated.')
+  WarnAboutInterference(spec, measured)
   return samples
+
+
+def InterferenceMetadata(measured: Sequence[measurement.Measurement]
+                         ) -> Dict[str, Any]:
+  """interference_probes: how many probes were flagged, where any was
+  sampled (load_generators/interference.py); nothing otherwise."""
+  if not any('foreign_cpu_pct' in m.metadata for m in measured):
+    return {}
+  return {'interference_probes': sum(
+      bool(m.metadata.get('interference')) for m in measured)}
+
+
+def WarnAboutInterference(spec, measured: Sequence[measurement.Measurement]
+                          ) -> None:
+  """One summary line when any probe was flagged, naming the worst."""
+  flagged = [m.metadata['foreign_cpu_pct'] for m in measured
+             if m.metadata.get('interference')]
+  if flagged:
+    spec.reporter.Line(
+        f'WARNING: processes foreign to this run used up to '
+        f'{max(flagged):g} % of its cores in {len(flagged)} of '
+        f'{len(measured)} probes (foreign_cpu_pct; steal time on VMs); the '
+        'throughput may be understated.')
 
 
 def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:

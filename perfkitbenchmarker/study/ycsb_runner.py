@@ -13,13 +13,16 @@ the load: `search.linear.LinearStepPolicy` over `YcsbProbe`, a
 threads on every client VM at once. Every probe publishes the search's
 throughput/average_latency samples and YCSB's own per-operation samples; a
 probe with any failed operation raises, so errors never pass as results.
+Each probe is sampled for interference like redis_memtier's
+(load_generators/interference.py): both kinds of sample carry its
+`foreign_cpu_pct` and `interference`.
 """
 
 import concurrent.futures
 import dataclasses
 import logging
 import os
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
@@ -31,6 +34,7 @@ from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
+from perfkitbenchmarker.load_generators import interference as interference_lib
 from perfkitbenchmarker.load_generators import ycsb_results
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
@@ -236,13 +240,25 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
   return found
 
 
+def Interference(spec, dep: YcsbDeployment
+                 ) -> interference_lib.ProbeInterference:
+  """The run's samplers: foreign CPU on its VMs' cores (steal time on
+  VMs), its shards counted as its own."""
+  return interference_lib.ForRun(
+      spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
+      lambda: [p.pid for p in dep.processes])
+
+
 class YcsbProbe:
   """measure(load) for the search: YCSB `run` with load.threads threads on
   every client VM at once; publishes YCSB's samples for the probe."""
 
   def __init__(self, spec, dep: YcsbDeployment,
-               opts: ycsb_options.YcsbStudyOptions, workload: str):
+               opts: ycsb_options.YcsbStudyOptions, workload: str,
+               interference: Optional[
+                   interference_lib.ProbeInterference] = None):
     self.spec, self.dep, self.opts, self.workload = spec, dep, opts, workload
+    self.interference = interference
     self.index = 0
 
   def __call__(self, load: measurement.Load) -> measurement.Measurement:
@@ -261,14 +277,16 @@ class YcsbProbe:
       busy = (after[0] - before[0]) / total if total > 0 else None
       return vm, result, busy
 
+    runs, figures = interference_lib.Bracket(
+        self.interference, lambda: _OnAllClients(self.dep, RunOne))
     parts = []
-    for vm, result, busy in _OnAllClients(self.dep, RunOne):
+    for vm, result, busy in runs:
       meta = {'ycsb_phase': 'run', 'ycsb_workload': self.workload,
               'client_vm': vm.name, 'threads': load.threads,
-              'probe_index': self.index}
+              'probe_index': self.index, **figures}
       self.spec.EmitSamples(result.Samples(meta))
       m = result.ToMeasurement(load, {
-          'load_generator_version': ycsb_package.YCSB_VERSION})
+          'load_generator_version': ycsb_package.YCSB_VERSION, **figures})
       parts.append(dataclasses.replace(
           m, client_cpu_busy_fraction=busy,
           client_saturated=busy is not None and busy > 0.9))
@@ -298,8 +316,8 @@ def SearchWorkload(spec, dep: YcsbDeployment,
       min_threads=opts.min_threads, max_threads=opts.max_threads,
       thread_increment=opts.thread_increment, clients=1)
   result = search_driver.FindLatencyCappedMaximum(
-      YcsbProbe(spec, dep, opts, workload), cap, policy,
-      max_probes=opts.max_probes, on_probe=OnProbe)
+      YcsbProbe(spec, dep, opts, workload, Interference(spec, dep)), cap,
+      policy, max_probes=opts.max_probes, on_probe=OnProbe)
   if result.best is None:
     lowest = min(p.measurement.average_latency_ms for p in result.probes)
     raise errors.NoResultError(

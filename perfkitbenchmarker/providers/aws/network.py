@@ -7,6 +7,8 @@ the VMs in the region's default VPC instead. Either way the run has its own
 security group, which admits only:
   * SSH (tcp/22) from the operator's CIDRs (--aws_ssh_source_cidr), and
   * the Redis ports (--aws_redis_ports) from members of the group itself,
+  * and, the same way, the ports the benchmark declares its VMs need between
+    each other (spec.peer_tcp_ports, e.g. Redis Enterprise's node ports),
 so the servers are reachable from the run's clients and from nobody else.
 Created in that order, the objects are deleted in the reverse one by the run
 record; deletes wait out DependencyViolation while EC2 lets go of the
@@ -53,18 +55,25 @@ def PortRanges(values: Sequence[str]) -> Tuple[PortRange, ...]:
 
 
 def IngressPermissions(group_id: str, ssh_cidrs: Sequence[str],
-                       redis_ports: Sequence[PortRange]) -> List[Dict]:
-  """SSH from the operator only; Redis from the group's own members only."""
+                       redis_ports: Sequence[PortRange],
+                       peer_ports: Sequence[PortRange] = ()) -> List[Dict]:
+  """SSH from the operator only; Redis and the benchmark's peer ports from
+  the group's own members only."""
   permissions = [{
       'IpProtocol': 'tcp', 'FromPort': 22, 'ToPort': 22,
       'IpRanges': [{'CidrIp': c, 'Description': 'operator SSH'}
                    for c in ssh_cidrs],
   }]
-  for low, high in redis_ports:
+  within = [(r, 'Redis within the run') for r in redis_ports]
+  # Overlapping ranges are fine; the same range twice in one request is
+  # refused as a duplicate, so a peer range equal to a Redis one is dropped.
+  within += [(r, 'benchmark ports within the run') for r in peer_ports
+             if tuple(r) not in {tuple(p) for p in redis_ports}]
+  for (low, high), description in within:
     permissions.append({
         'IpProtocol': 'tcp', 'FromPort': low, 'ToPort': high,
         'UserIdGroupPairs': [{'GroupId': group_id,
-                              'Description': 'Redis within the run'}],
+                              'Description': description}],
     })
   return permissions
 
@@ -305,17 +314,20 @@ class RouteTable(api.AwsResource):
 
 
 class SecurityGroup(api.AwsResource):
-  """The run's firewall: operator SSH, and Redis among its own members."""
+  """The run's firewall: operator SSH; Redis and the benchmark's peer ports
+  among its own members."""
 
   KIND = 'aws_security_group'
 
   def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
                ssh_cidrs: Sequence[str] = (),
-               redis_ports: Sequence[PortRange] = (), **kwargs):
+               redis_ports: Sequence[PortRange] = (),
+               peer_ports: Sequence[PortRange] = (), **kwargs):
     super().__init__(clients, run_uri, **kwargs)
     self.vpc_id = vpc_id
     self.ssh_cidrs = tuple(ssh_cidrs)
     self.redis_ports = tuple(redis_ports)
+    self.peer_ports = tuple(peer_ports)
 
   def _Create(self) -> None:
     # Checked here too, so no caller can open SSH to the world.
@@ -340,7 +352,7 @@ class SecurityGroup(api.AwsResource):
       self.ec2.authorize_security_group_ingress(
           GroupId=self.id,
           IpPermissions=IngressPermissions(self.id, self.ssh_cidrs,
-                                           self.redis_ports),
+                                           self.redis_ports, self.peer_ports),
           TagSpecifications=self.TagSpecifications('security-group-rule'))
 
   def _Delete(self) -> None:
@@ -352,7 +364,10 @@ class SecurityGroup(api.AwsResource):
         self.ec2.delete_security_group(GroupId=group_id)
 
   def RecordData(self) -> Dict[str, Any]:
-    return dict(super().RecordData(), vpc_id=self.vpc_id)
+    # The ports opened, so the record shows them; the rules go with the group.
+    return dict(super().RecordData(), vpc_id=self.vpc_id,
+                redis_ports=[list(r) for r in self.redis_ports],
+                peer_ports=[list(r) for r in self.peer_ports])
 
 
 for _kind in (Vpc, Subnet, InternetGateway, RouteTable, SecurityGroup):

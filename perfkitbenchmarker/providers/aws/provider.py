@@ -6,8 +6,9 @@ Provider contract (see providers/__init__.py):
   Provision(spec)                  checks machine types and images, then
                                    creates, in this order, VPC, subnet,
                                    internet gateway, route table (or uses the
-                                   default VPC), security group, key pair,
-                                   placement group and the instances.
+                                   default VPC), security group (with the
+                                   benchmark's spec.peer_tcp_ports), key
+                                   pair, placement group and the instances.
 Each of those is a resource recorded before it is created, so teardown
 (spec.Teardown, or `--run_stage=teardown --run_uri=X` from the record alone)
 deletes them newest first: instances (waited for until terminated),
@@ -182,14 +183,18 @@ class AwsProvisioner:
                    subnet_id=subnet.id).Create()
     return vpc.id, subnet.id
 
-  def Provision(self, vms: Sequence[AwsVirtualMachine]) -> None:
+  def Provision(self, vms: Sequence[AwsVirtualMachine],
+                peer_ports: Sequence[network.PortRange] = ()) -> None:
+    """Creates the run; `peer_ports` are the benchmark's extra TCP ranges
+    between its VMs (spec.peer_tcp_ports), opened like the Redis ones."""
     if not vms:
       return
     self._Check(vms)
     vpc_id, subnet_id = self._Network(vms[0].zone)
     group = self._Resource(network.SecurityGroup, vpc_id=vpc_id,
                            ssh_cidrs=self.options.ssh_source_cidrs,
-                           redis_ports=self.options.redis_ports)
+                           redis_ports=self.options.redis_ports,
+                           peer_ports=peer_ports)
     group.Create()
     key_pair = self._Resource(keys.KeyPair, key_path=vms[0].keyfile,
                               run=self._run)
@@ -226,4 +231,4 @@ def ConstructVms(spec) -> Dict[str, List[AwsVirtualMachine]]:
 
 
 def Provision(spec) -> None:
-  _Provisioner(spec).Provision(spec.vms)
+  _Provisioner(spec).Provision(spec.vms, spec.peer_tcp_ports)

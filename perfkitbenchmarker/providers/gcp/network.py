@@ -10,8 +10,11 @@ existing network anyway (it is then neither created nor deleted).
 The rules:
   pkb-<run_uri>-ssh    tcp:22 from --gcp_ssh_source_range only;
   pkb-<run_uri>-redis  the Redis shard and cluster-bus ports, only from
-                       instances with the run's network tag.
-Both target only the run's network tag. A compact placement policy
+                       instances with the run's network tag;
+  pkb-<run_uri>-peers  only when the benchmark declares PEER_TCP_PORTS
+                       (spec.peer_tcp_ports, e.g. Redis Enterprise's node
+                       ports): those, from the run's network tag only.
+All target only the run's network tag. A compact placement policy
 (COLLOCATED) keeps the VMs close when --placement_group_style=cluster.
 
 Each class is a GceResource registered for teardown from the record; teardown
@@ -19,7 +22,7 @@ walks the record newest first: instances, firewall rules, placement policy,
 subnetworks, network.
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from google.cloud import compute_v1
 
@@ -229,6 +232,12 @@ def RedisPorts(start_port: int, span: int) -> List[str]:
   """Shard ports from start_port, and their cluster-bus ports (+10000)."""
   end = start_port + span - 1
   return [f'{start_port}-{end}', f'{start_port + 10000}-{end + 10000}']
+
+
+def PortList(ranges: Sequence[Tuple[int, int]]) -> List[str]:
+  """(low, high) ranges as a firewall rule's ports: '8001', '8070-8071'."""
+  return [str(low) if low == high else f'{low}-{high}'
+          for low, high in ranges]
 
 
 def RegisterKinds(kinds: Optional[Sequence[type]] = None) -> None:

@@ -8,7 +8,9 @@ Provider contract (see providers/__init__.py):
                        pair, the run's network and subnetworks (unless
                        --gcp_network), the compact placement policy
                        (--placement_group_style=cluster), the SSH and Redis
-                       firewall rules and then the instances, in parallel;
+                       firewall rules (and one for the benchmark's
+                       spec.peer_tcp_ports, if it declares any) and then the
+                       instances, in parallel;
   CheckPrerequisites(flag_values)  refuses a missing --project or
                        --gcp_ssh_source_range and unsupported --os_type.
 Teardown needs nothing from here: every kind registers FromRecord, and the
@@ -214,6 +216,7 @@ class GceProvider:
     if not vms:
       return
     ssh_ranges = SshSourceRanges(self.options.ssh_source_ranges)
+    peer_ports = spec.peer_tcp_ports  # Checked before anything exists.
     layout = self._Layout(spec, [vm.zone for vm in vms], len(vms))
     args = dict(self._ResourceArgs(spec), clients=self.clients,
                 project=layout.project)
@@ -254,6 +257,16 @@ class GceProvider:
         target_tags=[tag], source_tags=[tag],
         description=f'Redis between the VMs of run {spec.run_uri}',
         **args).Create()
+    if peer_ports:
+      # A rule of its own, so the Redis rule stays the same for every
+      # benchmark and the record shows who asked for what.
+      network.GceFirewallRule(
+          naming.ResourceName(spec.run_uri, 'peers'),
+          network_url=layout.network_url,
+          ports=network.PortList(peer_ports), target_tags=[tag],
+          source_tags=[tag],
+          description=f'{spec.name} between the VMs of run {spec.run_uri}',
+          **args).Create()
     _CreateAll([vm for vm in vms if not vm.created])
 
 
