@@ -22,11 +22,14 @@ from perfkitbenchmarker import reporting
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
 
 STAIRCASE = 'memtier_single_staircase_c16-256_step16_2s'
@@ -261,3 +264,36 @@ def test_redis_benchmark_says_it_has_no_warmup(data_path):
   assert m.metadata['warmup_s'] == 0
   assert m.metadata['warmup_supported'] is False
   assert m.per_second == ()
+
+
+class _ScriptedSampler:
+  """A sampler reporting a fixed foreign-CPU figure; counts its brackets."""
+
+  def __init__(self, pct):
+    self.pct = pct
+    self.started = self.stopped = 0
+
+  def Start(self):
+    self.started += 1
+
+  def Stop(self):
+    self.stopped += 1
+    return self.pct
+
+
+def test_staircase_steps_carry_the_runs_interference(client_vm, pkb_flags):
+  pkb_flags.memtier_staircase = True
+  opts = options_lib.RedisStudyOptions.FromFlags(pkb_flags)
+  sampler = _ScriptedSampler(30.0)
+  probe_driver = driver_lib.ProbeDriver(
+      [client_vm], [_Generator(client_vm)], [ENDPOINT], 'secret',
+      base.Workload(), 5,
+      interference=interference.ProbeInterference([sampler]))
+  steps = search_runner.RunStaircase(probe_driver, opts)
+  # One bracket around the one memtier run, its figures on every step.
+  assert (sampler.started, sampler.stopped) == (1, 1)
+  assert len(steps) > 1
+  for m in steps:
+    assert m.metadata['foreign_cpu_pct'] == 30.0
+    assert m.metadata['interference'] is True
+    assert m.metadata['interference_scope'] == 'whole staircase'

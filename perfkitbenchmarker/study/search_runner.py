@@ -18,6 +18,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
@@ -69,8 +70,9 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
                  ) -> List[measurement.Measurement]:
   """One staircase run on every client VM at once; steps summed over VMs.
 
-  The client's CPU is read around the whole run, so every step carries that
-  run's busy share (`client_cpu_scope` says so), not its own.
+  The client's CPU and the interference figures are read around the whole
+  run, so every step carries that run's (`client_cpu_scope` and
+  `interference_scope` say so), not its own.
   """
   st = opts.search.staircase
   load = measurement.Load(opts.search.min_threads, st.max_clients,
@@ -91,11 +93,20 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
             for m in steps}
 
   pairs = list(zip(driver.client_vms, driver.generators))
-  with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
-    per_vm = list(pool.map(lambda pair: OnClient(*pair), pairs))
+
+  def RunAll():
+    with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
+      return list(pool.map(lambda pair: OnClient(*pair), pairs))
+
+  # Interference, like the client CPU, is measured over the whole run.
+  per_vm, figures = interference.Bracket(driver.interference, RunAll)
+  if figures:
+    figures = dict(figures, interference_scope='whole staircase')
   clients = sorted(set.intersection(*(set(steps) for steps in per_vm)))
-  return [measurement.Combine([steps[c] for steps in per_vm],
-                              per_vm[0][c].load) for c in clients]
+  combined = [measurement.Combine([steps[c] for steps in per_vm],
+                                  per_vm[0][c].load) for c in clients]
+  return [dataclasses.replace(m, metadata={**m.metadata, **figures})
+          for m in combined]
 
 
 def Search(spec, driver: driver_lib.ProbeDriver,
