@@ -100,6 +100,8 @@ _CASES = [
      '--memtier_latency_cap'),
     ('cap_inf', lambda t: ['--memtier_latency_cap=inf'],
      '--memtier_latency_cap'),
+    ('keydb_threads_over_keydb_max',
+     lambda t: ['--keydb_server_threads=17'], '--keydb_server_threads=17'),
     ('adaptive_max_threads_zero',
      lambda t: ['--memtier_adaptive_max_threads=0'],
      '--memtier_adaptive_max_threads=0'),

@@ -32,4 +32,5 @@ flags.DEFINE_enum(
     'node, for clients in cluster mode.')
 flags.DEFINE_integer(
     'keydb_server_threads', 0,
-    'KeyDB server-threads (0: its default).', lower_bound=0)
+    'KeyDB server-threads (0: its default; KeyDB itself refuses more than '
+    '16, its MAX_THREADS).', lower_bound=0, upper_bound=16)
