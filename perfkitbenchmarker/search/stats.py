@@ -7,21 +7,24 @@ side by side (or one after another at the same load) is not done here but in
 that weights latencies by operation counts.
 """
 
+import functools
 import math
 import statistics
 from typing import Optional, Sequence, Tuple
 
-from scipy import stats as scipy_stats
-
 from perfkitbenchmarker import search
 
 
+@functools.lru_cache(maxsize=None)
 def StudentT95(degrees_of_freedom: int) -> float:
   """Two-sided 95 % critical value of Student's t distribution."""
   if degrees_of_freedom < 1:
     raise search.InvalidSearchArgument(
         f'degrees_of_freedom={degrees_of_freedom}: a confidence interval needs '
         'at least two values (one degree of freedom).')
+  # Imported here: scipy.stats takes about a second to import, which every
+  # pkb start (dry runs and refusals included) would otherwise pay.
+  from scipy import stats as scipy_stats  # pylint: disable=g-import-not-at-top
   return float(scipy_stats.t.ppf(0.975, degrees_of_freedom))
 
 
