@@ -7,36 +7,168 @@ Serves, on 127.0.0.1 only, the documented behaviour the client relies on:
   GET    /v1/bdbs/<uid>  read; `pending` -> `active` after `polls_to_active`
                          reads; 404 with error_code db_not_exist when absent
   DELETE /v1/bdbs/<uid>  `delete-pending`, gone after `polls_to_delete` reads
+  POST, GET, DELETE /v1/redis_acls, /v1/roles, /v1/users (and /<uid>): the
+                         access objects a database's `roles_permissions`
+                         (role uid + Redis ACL uid pairs) refer to; 409 when a
+                         name is taken or a bdb still refers to the object
+  POST   /v1/bootstrap/create_cluster  what `rladmin cluster create` asks of
+                         a new node: sets the admin credentials and licence
+                         (409 once the cluster exists); the only call that
+                         needs no credentials
 Errors are JSON {"error_code", "description"}; wrong credentials get 401.
 Tests script failures: `fail_next` maps a method to status codes answered
 before normal service (e.g. {'GET': [503]} or {'POST': [500]}).
+
+Two optional parts make it a cluster a real run can use:
+  * `tls=(certfile, keyfile)` serves https, as the real API does on 9443
+    (`port` picks the port; 0, the default, a free one);
+  * `databases=RedisServers(...)` starts a real redis-server for each
+    created bdb on its port, with the bdb's `authentication_redis_pass` as
+    the default user's password and one ACL user per user whose role the
+    bdb's `roles_permissions` names (that entry's Redis ACL as the rules); a
+    bdb turns `active` only once its server answers, and its server is
+    stopped when the bdb is gone. The configuration goes to redis-server on
+    stdin, so no password is in its argv.
 """
 
 import base64
 import collections
 import http.server
 import json
+import os
 import re
+import socket
+import ssl
+import subprocess
 import threading
-from typing import Deque, Dict, List
+import time
+from typing import Deque, Dict, List, Optional, Tuple
+
+_ACCESS_KINDS = ('redis_acls', 'roles', 'users')
+
+
+def _ConfigQuote(value: str) -> str:
+  return '"' + value.replace('\\', '\\\\').replace('"', '\\"') + '"'
+
+
+class RedisServers:
+  """Real redis-servers on 127.0.0.1, one per database; remembers them all."""
+
+  def __init__(self, redis_server: str, directory: str,
+               start_timeout_s: float = 10):
+    self.redis_server = redis_server
+    self.directory = directory
+    self.start_timeout_s = start_timeout_s
+    self.started: List[subprocess.Popen] = []
+    self._by_port: Dict[int, subprocess.Popen] = {}
+
+  def Start(self, port: int, password: str, users: List[Tuple[str, str, str]]
+            ) -> None:
+    """redis-server on `port`; users are (name, password, ACL rules)."""
+    lines = [f'port {int(port)}', 'bind 127.0.0.1', 'save ""',
+             'appendonly no', f'dir {_ConfigQuote(self.directory)}',
+             'daemonize no', 'loglevel warning']
+    if password:
+      lines.append(f'requirepass {_ConfigQuote(password)}')
+    for name, user_password, rules in users:
+      lines.append(f'user {name} on >{user_password} {rules}')
+    proc = subprocess.Popen([self.redis_server, '-'], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, text=True)
+    proc.stdin.write('\n'.join(lines) + '\n')
+    proc.stdin.close()
+    self.started.append(proc)
+    self._by_port[port] = proc
+
+  def Answers(self, port: int) -> bool:
+    """Whether the server on `port` takes connections (any reply counts)."""
+    proc = self._by_port.get(port)
+    if proc is None or proc.poll() is not None:
+      return False
+    try:
+      with socket.create_connection(('127.0.0.1', port), timeout=1) as s:
+        s.sendall(b'PING\r\n')
+        return bool(s.recv(64))
+    except OSError:
+      return False
+
+  def WaitAnswers(self, port: int) -> bool:
+    deadline = time.monotonic() + self.start_timeout_s
+    while time.monotonic() < deadline:
+      if self.Answers(port):
+        return True
+      proc = self._by_port.get(port)
+      if proc is None or proc.poll() is not None:
+        return False
+      time.sleep(0.02)
+    return False
+
+  def Stop(self, port: int) -> None:
+    proc = self._by_port.pop(port, None)
+    if proc is None:
+      return
+    proc.terminate()
+    try:
+      proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+      proc.kill()
+      proc.wait()
+
+  def Running(self) -> List[int]:
+    """PIDs of servers started here that still run."""
+    return [p.pid for p in self.started if p.poll() is None]
+
+  def StopAll(self) -> None:
+    for port in list(self._by_port):
+      self.Stop(port)
+
+
+class _Server(http.server.ThreadingHTTPServer):
+  """Serves https when given a context; the TLS handshake runs in the
+  request's own thread, so a stalled client never blocks the others."""
+  daemon_threads = True
+  ssl_context: Optional[ssl.SSLContext] = None
+
+  def finish_request(self, request, client_address):
+    if self.ssl_context is None:
+      super().finish_request(request, client_address)
+      return
+    with self.ssl_context.wrap_socket(request, server_side=True) as tls:
+      super().finish_request(tls, client_address)
+
+  def handle_error(self, request, client_address):
+    pass  # e.g. a client that refuses the self-signed certificate
 
 
 class FakeRedisEnterprise:
   """The fake API; `url` once started; use as a context manager."""
 
-  def __init__(self, user: str = 'admin@example.com', password: str = 'pw',
+  def __init__(self, user: Optional[str] = 'admin@example.com',
+               password: Optional[str] = 'pw',
                polls_to_active: int = 2, polls_to_delete: int = 1,
-               fail_creation: bool = False):
+               fail_creation: bool = False, port: int = 0,
+               tls: Optional[Tuple[str, str]] = None,
+               databases: Optional[RedisServers] = None):
+    """password=None: no cluster yet; POST /v1/bootstrap/create_cluster
+    sets the credentials (as `rladmin cluster create` does)."""
     self.user, self.password = user, password
     self.polls_to_active = polls_to_active
     self.polls_to_delete = polls_to_delete
     self.fail_creation = fail_creation
+    self.port = port
+    self.tls = tls
+    self.databases = databases
+    # From the bootstrap request: cluster name and admin user (not the
+    # password, which is self.password), and the licence text.
+    self.cluster: Optional[dict] = None
+    self.license: Optional[str] = None
     self.bdbs: Dict[int, dict] = {}
+    self.access: Dict[str, Dict[int, dict]] = {k: {} for k in _ACCESS_KINDS}
     self.reads: Dict[int, int] = collections.Counter()
     self.fail_next: Dict[str, Deque[int]] = collections.defaultdict(
         collections.deque)
     self.requests: List[tuple] = []
-    self._next_uid = 1
+    self._next_uid = collections.Counter()
     self._lock = threading.Lock()
     self._server = None
     self._thread = None
@@ -75,8 +207,13 @@ class FakeRedisEnterprise:
       def do_DELETE(self):  # pylint: disable=invalid-name
         self._Handle('DELETE')
 
-    self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    self._server = _Server(('127.0.0.1', self.port), Handler)
+    if self.tls:
+      context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+      context.load_cert_chain(*self.tls)
+      self._server.ssl_context = context
     self._thread = threading.Thread(target=self._server.serve_forever,
+                                    kwargs={'poll_interval': 0.1},
                                     daemon=True)
     self._thread.start()
     return self
@@ -85,11 +222,17 @@ class FakeRedisEnterprise:
     self._server.shutdown()
     self._server.server_close()
     self._thread.join(5)
+    if self.databases is not None:
+      self.databases.StopAll()
 
   @property
   def url(self) -> str:
     host, port = self._server.server_address[:2]
-    return f'http://{host}:{port}'
+    return f'{"https" if self.tls else "http"}://{host}:{port}'
+
+  @property
+  def bound_port(self) -> int:
+    return self._server.server_address[1]
 
   # The API -----------------------------------------------------------------
 
@@ -97,9 +240,17 @@ class FakeRedisEnterprise:
   def _Error(status, code, description):
     return status, {'error_code': code, 'description': description}
 
+  def _NewUid(self, kind: str) -> int:
+    self._next_uid[kind] += 1
+    return self._next_uid[kind]
+
   def Handle(self, method: str, path: str, authorization: str, raw: bytes):
     with self._lock:
       self.requests.append((method, path))
+      if path == '/v1/bootstrap/create_cluster' and method == 'POST':
+        return self._Bootstrap(raw)
+      if self.password is None:
+        return self._Error(401, 'unauthorized', 'no cluster yet')
       expected = 'Basic ' + base64.b64encode(
           f'{self.user}:{self.password}'.encode()).decode()
       if authorization != expected:
@@ -108,6 +259,11 @@ class FakeRedisEnterprise:
         status = self.fail_next[method].popleft()
         return self._Error(status, 'internal_error' if status >= 500 else
                            'scripted', f'scripted {status}')
+      match = re.fullmatch(r'/v1/(redis_acls|roles|users)(?:/(\d+))?', path)
+      if match:
+        uid = match.group(2)
+        return self._Access(method, match.group(1),
+                            None if uid is None else int(uid), raw)
       if path == '/v1/bdbs' and method == 'GET':
         return 200, [self._Read(uid, count=False) for uid in sorted(self.bdbs)]
       if path == '/v1/bdbs' and method == 'POST':
@@ -129,6 +285,62 @@ class FakeRedisEnterprise:
         return 200, {'uid': uid}
       return self._Error(405, 'method_not_allowed', method)
 
+  def _Bootstrap(self, raw: bytes):
+    if self.password is not None:
+      return self._Error(409, 'cluster_exists', 'the node is in a cluster')
+    try:
+      body = json.loads(raw or b'null')
+      credentials = body['credentials']
+      user, password = credentials['username'], credentials['password']
+      name = body['cluster']['name']
+    except (ValueError, KeyError, TypeError):
+      return self._Error(400, 'invalid_schema',
+                         'cluster.name and credentials are required')
+    if not (isinstance(password, str) and password and
+            isinstance(user, str) and user):
+      return self._Error(400, 'invalid_schema', 'empty credentials')
+    self.user, self.password = user, password
+    self.license = body.get('license')
+    self.cluster = {'name': name, 'username': user}
+    return 200, {}
+
+  def _Access(self, method: str, kind: str, uid: Optional[int], raw: bytes):
+    objects = self.access[kind]
+    public = lambda o: {k: v for k, v in o.items() if k != 'password'}
+    if uid is None and method == 'GET':
+      return 200, [public(objects[u]) for u in sorted(objects)]
+    if uid is None and method == 'POST':
+      try:
+        body = json.loads(raw or b'null')
+      except ValueError:
+        return self._Error(400, 'invalid_schema', 'body is not JSON')
+      if not isinstance(body, dict) or not isinstance(body.get('name'), str):
+        return self._Error(400, 'invalid_schema', 'name is required')
+      if any(o['name'] == body['name'] for o in objects.values()):
+        return self._Error(409, 'name_in_use', f'{kind} name is in use')
+      if kind == 'users' and (not body.get('password') or any(
+          r not in self.access['roles'] for r in body.get('role_uids', ()))):
+        return self._Error(400, 'invalid_schema',
+                           'a password and existing role_uids are required')
+      uid = self._NewUid(kind)
+      objects[uid] = dict(body, uid=uid)
+      return 200, public(objects[uid])
+    if uid is None or uid not in objects:
+      return self._Error(404, 'not_found', f'{kind} {uid} not found')
+    if method == 'GET':
+      return 200, public(objects[uid])
+    if method == 'DELETE':
+      field = {'roles': 'role_uid', 'redis_acls': 'redis_acl_uid'}.get(kind)
+      if field and any(p.get(field) == uid for b in self.bdbs.values()
+                       for p in b.get('roles_permissions') or ()):
+        return self._Error(409, 'in_use', f'a database uses {kind} {uid}')
+      if kind == 'roles' and any(uid in u.get('role_uids', ())
+                                 for u in self.access['users'].values()):
+        return self._Error(409, 'in_use', f'a user has role {uid}')
+      del objects[uid]
+      return 200, {}
+    return self._Error(405, 'method_not_allowed', method)
+
   def _Create(self, raw: bytes):
     try:
       body = json.loads(raw or b'null')
@@ -145,18 +357,40 @@ class FakeRedisEnterprise:
     if body.get('bigstore') and not body.get('bigstore_ram_size'):
       return self._Error(400, 'invalid_schema',
                          'bigstore needs bigstore_ram_size')
+    permissions = body.get('roles_permissions') or []
+    if any(not isinstance(p, dict) or
+           p.get('role_uid') not in self.access['roles'] or
+           p.get('redis_acl_uid') not in self.access['redis_acls']
+           for p in permissions):
+      return self._Error(400, 'invalid_schema',
+                         'roles_permissions name unknown roles or ACLs')
     if any(b['name'] == body['name'] for b in self.bdbs.values()):
       return self._Error(409, 'name_in_use', 'database name is in use')
-    uid = self._next_uid
-    self._next_uid += 1
+    uid = self._NewUid('bdbs')
     port = body.get('port') or 12000 + uid
     bdb = dict(body, uid=uid, status='pending', shards_count=shards,
                endpoints=[{'addr': ['127.0.0.1'], 'port': port,
                            'dns_name': f'redis-{port}.local'}])
+    if self.databases is not None:
+      self.databases.Start(port, body.get('authentication_redis_pass', ''),
+                           self._Users(permissions))
     self.bdbs[uid] = bdb
     self.reads[uid] = 0
     return 200, {k: v for k, v in bdb.items()
                  if k != 'authentication_redis_pass'}
+
+  def _Users(self, permissions) -> List[Tuple[str, str, str]]:
+    """(name, password, rules) of every user a bdb's permissions admit."""
+    users = []
+    for p in permissions:
+      rules = self.access['redis_acls'][p['redis_acl_uid']]['acl']
+      for user in self.access['users'].values():
+        if p['role_uid'] in user.get('role_uids', ()):
+          users.append((user['name'], user['password'], rules))
+    return users
+
+  def _Port(self, uid: int) -> int:
+    return self.bdbs[uid]['endpoints'][0]['port']
 
   def _Read(self, uid: int, count: bool):
     bdb = self.bdbs[uid]
@@ -164,10 +398,27 @@ class FakeRedisEnterprise:
       self.reads[uid] += 1
       if bdb['status'] == 'pending' and (
           self.reads[uid] >= self.polls_to_active):
-        bdb['status'] = ('creation-failed' if self.fail_creation else
-                         'active')
+        if self.fail_creation or (
+            self.databases is not None and
+            not self.databases.WaitAnswers(self._Port(uid))):
+          bdb['status'] = 'creation-failed'
+        else:
+          bdb['status'] = 'active'
       elif bdb['status'] == 'delete-pending' and (
           self.reads[uid] > self.polls_to_delete):
+        if self.databases is not None:
+          self.databases.Stop(self._Port(uid))
         del self.bdbs[uid]
         return None
     return {k: v for k, v in bdb.items() if k != 'authentication_redis_pass'}
+
+
+def SelfSignedCertificate(directory: str) -> Tuple[str, str]:
+  """(certfile, keyfile) for CN=localhost, made with the openssl command."""
+  cert = os.path.join(directory, 'api-cert.pem')
+  key = os.path.join(directory, 'api-key.pem')
+  subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes',
+                  '-keyout', key, '-out', cert, '-days', '1', '-subj',
+                  '/CN=localhost'], check=True, capture_output=True,
+                 timeout=60)
+  return cert, key

@@ -6,6 +6,7 @@ import dataclasses
 
 import requests
 
+from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import options as options_lib
 from tests import fake_redis_enterprise
@@ -23,6 +24,7 @@ class RecordingVm:
   def __init__(self, name, internal_ip):
     self.name = name
     self.internal_ip = internal_ip
+    self.scratch_dir = f'/tmp/pkb-r1/{name}'
     self.commands = []
 
   def RemoteCommand(self, command, timeout=None, env=None, **_):
@@ -91,3 +93,32 @@ def test_install_form_tune_pin_and_databases(tmp_path):
                b['shards_count'] == 3 for b in bdbs)
     cluster.DeleteDatabases()
     assert fake.bdbs == {}
+
+
+def test_load_user_is_bound_to_the_databases_and_deleted_after_them(
+    tmp_path):
+  opts = _Opts(tmp_path)
+  vms = [RecordingVm('servers-0', '10.0.0.2')]
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      redis_enterprise.ADMIN_USER, 'cluster-pw-123', polls_to_active=1) as fake:
+    cluster = _Cluster(opts, fake, vms, [])
+    cluster.CreateLoadAccess()
+    user, = fake.access['users'].values()
+    assert user['name'] == load_user.LOAD_USER
+    assert user['password'] == load_user.LoadPassword('cluster-pw-123')
+    acl, = fake.access['redis_acls'].values()
+    assert acl['acl'] == load_user.LOAD_USER_RULES
+    role, = fake.access['roles'].values()
+    assert role['management'] == 'none' and user['role_uids'] == [role['uid']]
+    cluster.CreateDatabases(shards=1)
+    bdb, = fake.bdbs.values()
+    assert bdb['roles_permissions'] == [
+        {'role_uid': role['uid'], 'redis_acl_uid': acl['uid']}]
+    # A database that is not the benchmark's is neither measured nor deleted.
+    fake.bdbs[9] = dict(bdb, uid=9, name='theirs', roles_permissions=[])
+    assert cluster.client.Endpoints(cluster._Ours()) == [  # pylint: disable=protected-access
+        ('127.0.0.1', 12000)]
+    cluster.DeleteDatabases()
+    assert [b['name'] for b in fake.bdbs.values()] == ['theirs']
+    cluster.DeleteLoadAccess()
+    assert not any(fake.access.values())

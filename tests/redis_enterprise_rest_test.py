@@ -194,16 +194,20 @@ def test_curl_session_parses_body_and_status():
 
 
 def test_rladmin_commands_as_text():
-  assert rladmin.InstallCommands('re.tar', True) == [
-      'mkdir -p redislabs', 'tar -xf redislabs/re.tar -C redislabs',
-      'cd redislabs && sudo ./install.sh -y']
-  assert rladmin.InstallCommands('re.tar', False)[-1] == (
-      'cd redislabs && sudo env CONFIG_systune=no ./install.sh -y -n')
-  create = rladmin.ClusterCreate('licence', USER)
+  work = '/tmp/pkb-r1/servers-0/redislabs'
+  assert rladmin.InstallCommands(work, 're.tar', True) == [
+      f'mkdir -p {work}', f'tar -xf {work}/re.tar -C {work}',
+      f'cd {work} && sudo ./install.sh -y']
+  assert rladmin.InstallCommands(work, 're.tar', False)[-1] == (
+      f'cd {work} && sudo env CONFIG_systune=no ./install.sh -y -n')
+  assert rladmin.InstallCommands(work, 're.tar', True, '/srv/re x')[-1] == (
+      f"cd {work} && sudo ./install.sh -y --install-dir '/srv/re x'")
+  create = rladmin.ClusterCreate(f'{work}/licence', USER)
   assert create == (
       'sudo /opt/redislabs/bin/rladmin cluster create name pkb-cluster '
       'username admin@example.com password "$PKB_RE_PASSWORD" '
-      'license_file redislabs/licence')
+      f'license_file {work}/licence')
+  assert rladmin.Status('/srv/re') == 'sudo /srv/re/bin/rladmin status nodes'
   assert rladmin.ClusterJoin('10.0.0.2', USER) == (
       'sudo /opt/redislabs/bin/rladmin cluster join nodes 10.0.0.2 '
       'username admin@example.com password "$PKB_RE_PASSWORD"')

@@ -8,33 +8,57 @@ come from enterprise/rladmin.py (pure text); databases go through the REST
 API (enterprise/rest_client.py) from curl on the first server VM.
 """
 
+import base64
 import concurrent.futures
 import os
 import posixpath
-import subprocess
-from typing import Callable, List, Optional, Sequence, Tuple
+import shlex
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
-from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.enterprise import rest_client
 from perfkitbenchmarker.enterprise import rladmin
 
 NAME = 'redis_enterprise'
 ADMIN_USER = 'pkb@example.com'  # cluster admin, an e-mail by convention
+DATABASE_PREFIX = 'pkb-db'
+# base64 of whole 3-byte groups has no padding, so chunks concatenate.
+_COPY_CHUNK_BYTES = 3 * 256 * 1024
+
+
+class _Base64File:
+  """A local file as base64 text chunks; iterable afresh for each retry."""
+
+  def __init__(self, path: str):
+    self.path = path
+
+  def __iter__(self) -> Iterator[str]:
+    with open(self.path, 'rb') as f:
+      while True:
+        chunk = f.read(_COPY_CHUNK_BYTES)
+        if not chunk:
+          return
+        yield base64.b64encode(chunk).decode() + '\n'
 
 
 def _Copy(vm, local_path: str, remote_path: str) -> None:
-  """scp over the VM's own SSH options (argument list, no shell)."""
-  argv = (['scp'] + vm.SshOptions() +
-          ['-P', str(vm.port), local_path,
-           f'{vm._Target()}:{remote_path}'])  # pylint: disable=protected-access
-  done = subprocess.run(argv, capture_output=True, text=True, timeout=1800,
-                        check=False)
-  if done.returncode != 0:
-    raise errors.ProcessError(
-        f'Copying {os.path.basename(local_path)} to {vm.name} failed: '
-        f'{vm_util.Mask(done.stderr.strip())[:200]}')
+  """Streams a file to the VM through its own command channel (base64 on
+  stdin), written privately and renamed into place. Needs nothing on the VM
+  but a shell and coreutils: no SFTP subsystem, which scp requires since
+  OpenSSH 9."""
+  quoted = shlex.quote(remote_path)
+  vm.RemoteCommand(
+      f'umask 077; base64 -d > {quoted}.part && mv -f {quoted}.part {quoted}',
+      stdin=_Base64File(local_path), timeout=1800,
+      what=f'copying {os.path.basename(local_path)} to {vm.name}')
+
+
+def WorkDir(vm) -> str:
+  """The installer's and licence's directory on `vm`: inside the run's
+  scratch directory, so teardown removes them."""
+  return posixpath.join(vm.scratch_dir, 'redislabs')
 
 
 class RedisEnterpriseCluster:
@@ -43,17 +67,22 @@ class RedisEnterpriseCluster:
   def __init__(self, opts: options_lib.EnterpriseOptions, servers: Sequence,
                password: str, copy: Callable = _Copy,
                session_factory: Callable = rest_client.CurlOnVm,
-               api_url: str = rest_client.LocalApiUrl(),
+               api_url: Optional[str] = None,
                sleep: Optional[Callable[[float], None]] = None):
     self.opts = opts
     self.servers = list(servers)
     self._password = password
     self._copy = copy
     vm_util.RegisterSecret(password)
+    vm_util.RegisterSecret(load_user.LoadPassword(password))
     extra = {} if sleep is None else {'sleep': sleep}
     self.client = rest_client.RestClient(
-        session_factory(self.servers[0]), api_url, (ADMIN_USER, password),
-        **extra)
+        session_factory(self.servers[0]),
+        api_url or rest_client.LocalApiUrl(opts.api_port),
+        (ADMIN_USER, password), **extra)
+    # uids of the load user's Redis ACL, role and user, once created.
+    self.load_access: Optional[Tuple[int, int, int]] = None
+    self.formed = False  # True once `cluster create` succeeded.
 
   def _Env(self):
     return {rladmin.PASSWORD_ENV: self._password}
@@ -67,13 +96,13 @@ class RedisEnterpriseCluster:
     tarball = os.path.basename(self.opts.tarball)
 
     def One(vm):
-      vm.RemoteCommand(f'mkdir -p {rladmin.WORKDIR}')
-      self._copy(vm, self.opts.tarball,
-                 posixpath.join(rladmin.WORKDIR, tarball))
+      workdir = WorkDir(vm)
+      vm.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(workdir)}')
+      self._copy(vm, self.opts.tarball, posixpath.join(workdir, tarball))
       self._copy(vm, self.opts.license_path,
-                 posixpath.join(rladmin.WORKDIR, self.opts.license_file))
-      for command in rladmin.InstallCommands(tarball,
-                                             self.opts.tune_on_startup):
+                 posixpath.join(workdir, self.opts.license_file))
+      for command in rladmin.InstallCommands(
+          workdir, tarball, self.opts.tune_on_startup, self.opts.install_dir):
         vm.RemoteCommand(command, timeout=1800)
       for command in rladmin.OfflineCpus(self.opts.disable_cpu_ids):
         vm.RemoteCommand(command)
@@ -82,17 +111,20 @@ class RedisEnterpriseCluster:
   def Form(self) -> None:
     """rladmin cluster create on the first server; the others join."""
     first = self.servers[0]
-    first.RemoteCommand(rladmin.ClusterCreate(self.opts.license_file,
-                                              ADMIN_USER), env=self._Env(),
-                        timeout=600)
+    programs = self.opts.programs_dir
+    first.RemoteCommand(rladmin.ClusterCreate(
+        posixpath.join(WorkDir(first), self.opts.license_file), ADMIN_USER,
+        programs), env=self._Env(), timeout=600)
+    self.formed = True
     for vm in self.servers[1:]:
-      vm.RemoteCommand(rladmin.ClusterJoin(first.internal_ip, ADMIN_USER),
+      vm.RemoteCommand(rladmin.ClusterJoin(first.internal_ip, ADMIN_USER,
+                                           programs),
                        env=self._Env(), timeout=600)
 
   def TuneProxies(self, threads: Optional[int]) -> None:
     if not threads:
       return
-    for command in rladmin.TuneProxy(threads):
+    for command in rladmin.TuneProxy(threads, self.opts.programs_dir):
       self.servers[0].RemoteCommand(command)
     if self.opts.pin_workers:
       self._OnEach(lambda vm: self._Pin(vm, threads))
@@ -104,17 +136,55 @@ class RedisEnterpriseCluster:
     for node in range(count):
       cpus, _ = vm.RemoteCommand(rladmin.NumaNodeCpuList(node))
       vm.RemoteCommand(rladmin.PinWorkers(cpus.strip(), per_node * node,
-                                          per_node))
+                                          per_node, self.opts.programs_dir))
+
+  # The load generators' user ------------------------------------------------
+
+  def CreateLoadAccess(self) -> None:
+    """The load generators log in as load_user.LOAD_USER with its derived
+    password, as on Redis OSS shards; Redis Enterprise defines such a user
+    through access control: a Redis ACL with the same rules, a role without
+    cluster rights, and a user with that role, bound to each database."""
+    if self.load_access is not None:
+      return
+    name = load_user.LOAD_USER
+    acl = self.client.CreateRedisAcl(name, load_user.LOAD_USER_RULES)
+    self.load_access = (acl, None, None)
+    role = self.client.CreateRole(name)
+    self.load_access = (acl, role, None)
+    user = self.client.CreateUser(name, f'{name}@example.com',
+                                  load_user.LoadPassword(self._password),
+                                  [role])
+    self.load_access = (acl, role, user)
+
+  def DeleteLoadAccess(self) -> None:
+    """Deletes what CreateLoadAccess made (after the databases)."""
+    if self.load_access is None:
+      return
+    acl, role, user = self.load_access
+    for kind, uid in (('users', user), ('roles', role), ('redis_acls', acl)):
+      if uid is not None:
+        self.client.Delete(kind, uid)
+    self.load_access = None
+
+  # Databases -----------------------------------------------------------------
 
   def DatabaseSpecs(self, shards: int) -> List[rest_client.DatabaseSpec]:
-    out, _ = self.servers[0].RemoteCommand(rladmin.Status())
+    out, _ = self.servers[0].RemoteCommand(
+        rladmin.Status(self.opts.programs_dir))
     memory = int(rladmin.ProvisionableRamBytes(out) *
                  self.opts.memory_size_percentage / self.opts.db_count)
+    permissions = ()
+    if self.load_access is not None:
+      acl, role, _ = self.load_access
+      permissions = ((role, acl),)
     return [rest_client.DatabaseSpec(
-        name=f'pkb-db{i}', memory_size=memory, password=self._password,
-        shards=shards, replication=self.opts.db_replication,
-        oss_cluster=shards > 1, port=self.opts.database_port + i,
-        flash=self.opts.flash, flash_ram_ratio=self.opts.flash_ram_ratio)
+        name=f'{DATABASE_PREFIX}{i}', memory_size=memory,
+        password=self._password, shards=shards,
+        replication=self.opts.db_replication, oss_cluster=shards > 1,
+        port=self.opts.database_port + i, flash=self.opts.flash,
+        flash_ram_ratio=self.opts.flash_ram_ratio,
+        roles_permissions=permissions)
             for i in range(self.opts.db_count)]
 
   def CreateDatabases(self, shards: int) -> List[Tuple[str, int]]:
@@ -122,8 +192,14 @@ class RedisEnterpriseCluster:
     for spec in self.DatabaseSpecs(shards):
       bdb = self.client.CreateDatabase(spec)
       self.client.WaitActive(bdb['uid'])
-    return self.client.Endpoints()
+    return self.client.Endpoints(self._Ours())
+
+  def _Ours(self) -> List[int]:
+    """uids of this benchmark's databases (others on the cluster are not
+    measured, and never deleted)."""
+    return [b['uid'] for b in self.client.ListDatabases()
+            if str(b.get('name', '')).startswith(DATABASE_PREFIX)]
 
   def DeleteDatabases(self) -> None:
-    for bdb in self.client.ListDatabases():
-      self.client.DeleteDatabase(bdb['uid'])
+    for uid in self._Ours():
+      self.client.DeleteDatabase(uid)

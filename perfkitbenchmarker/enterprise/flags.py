@@ -23,6 +23,15 @@ flags.DEFINE_string(
     '(this harness) Path of the Redis Enterprise installer tarball on this '
     'machine, e.g. redislabs-<version>-rhel9-x86_64.tar; required for a '
     'cloud run (you supply it; it is never downloaded).')
+flags.DEFINE_string(
+    'enterprise_redis_install_dir', None,
+    '(this harness) Where install.sh puts Redis Enterprise on the server VMs '
+    '(its --install-dir, custom installation directories); default: the '
+    "installer's own, /opt/redislabs.")
+flags.DEFINE_integer(
+    'enterprise_redis_api_port', 9443,
+    '(this harness) Port of the Redis Enterprise REST API on the server VMs, '
+    'which curl on servers-0 reaches as https://localhost:PORT.')
 flags.DEFINE_boolean(
     'enterprise_redis_tune_on_startup', True,
     'Whether the installer tunes the OS (install.sh system tuning).')

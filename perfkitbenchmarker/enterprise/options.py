@@ -18,10 +18,13 @@ real run:
 
 import dataclasses
 import math
+import os
+import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.enterprise import flags as _  # pylint: disable=unused-import
+from perfkitbenchmarker.enterprise import rladmin
 
 # Retired OS families the study used -> the image a run boots instead.
 OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {
@@ -68,6 +71,12 @@ def UsedOsType(requested: str, cloud: str) -> Optional[str]:
   return ChooseOs(requested, cloud).used
 
 
+def _MemtierPath(path: Optional[str], cloud: str) -> Optional[str]:
+  """--memtier_path as the client VMs see it (Local "VMs" run in scratch
+  directories, so a relative path is taken from here)."""
+  return os.path.abspath(path) if path and cloud == 'Local' else path
+
+
 @dataclasses.dataclass(frozen=True)
 class EnterpriseOptions:
   """Everything the redis_enterprise benchmark needs, from flags."""
@@ -102,6 +111,9 @@ class EnterpriseOptions:
   local_max_records: int = 1000000
   dry_run: bool = False
   database_port: int = 12000
+  install_dir: Optional[str] = None  # None: the installer's /opt/redislabs
+  api_port: int = 9443
+  memtier_path: Optional[str] = None
 
   @classmethod
   def FromFlags(cls, f) -> 'EnterpriseOptions':
@@ -144,7 +156,10 @@ class EnterpriseOptions:
         flash_ram_ratio=f.enterprise_redis_flash_ram_ratio,
         local_max_records=f.enterprise_redis_local_max_records,
         dry_run=f.dry_run,
-        database_port=getattr(f, 'redis_start_port', None) or 12000)
+        database_port=getattr(f, 'redis_start_port', None) or 12000,
+        install_dir=f.enterprise_redis_install_dir,
+        api_port=f.enterprise_redis_api_port,
+        memtier_path=_MemtierPath(getattr(f, 'memtier_path', None), cloud))
     options.Check()
     return options
 
@@ -156,6 +171,11 @@ class EnterpriseOptions:
     best step under it. Steps between 1 ms and a larger upstream threshold
     can never be the answer, so the walk stops at 1 ms."""
     return min(ANSWER_CAP_MS, self.latency_threshold_us / 1000.0)
+
+  @property
+  def programs_dir(self) -> str:
+    """Where rladmin and the other programs are on the server VMs."""
+    return self.install_dir or rladmin.INSTALL_DIR
 
   @property
   def shards_per_db(self) -> int:
@@ -241,6 +261,15 @@ class EnterpriseOptions:
       raise errors.UsageError(
           f'--redis_start_port={self.database_port}: the {self.db_count} '
           'database port(s) from it must be valid TCP ports.')
+    if not 1 <= self.api_port <= 65535:
+      raise errors.UsageError(
+          f'--enterprise_redis_api_port={self.api_port} must be a TCP port.')
+    if self.install_dir is not None and (
+        not posixpath.isabs(self.install_dir) or
+        posixpath.normpath(self.install_dir) != self.install_dir):
+      raise errors.UsageError(
+          f'--enterprise_redis_install_dir={self.install_dir} must be a '
+          'normalized absolute path on the server VMs.')
     if any(c < 0 for c in self.disable_cpu_ids):
       raise errors.UsageError(
           '--enterprise_redis_disable_cpu_ids: CPU ids are 0 or more.')
@@ -256,7 +285,6 @@ class EnterpriseOptions:
           'the Redis Enterprise installer tarball and licence you obtained '
           'from Redis (this harness never downloads them); or run '
           '--cloud=Local for the same workload on Redis OSS.')
-    import os  # pylint: disable=g-import-not-at-top
     for flag, path in (('--enterprise_redis_tarball', self.tarball),
                        ('--enterprise_redis_license_path',
                         self.license_path)):

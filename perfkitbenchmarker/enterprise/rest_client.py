@@ -1,16 +1,19 @@
-"""A small client of the Redis Enterprise REST API (databases only).
+"""A small client of the Redis Enterprise REST API (databases and access).
 
 Documented endpoints used: POST /v1/bdbs (create), GET /v1/bdbs and
 /v1/bdbs/<uid> (list, read; `status` goes pending -> active), DELETE
-/v1/bdbs/<uid> (gone when GET answers 404). Errors come back as JSON
-`{"error_code": ..., "description": ...}` with a 4xx/5xx status.
+/v1/bdbs/<uid> (gone when GET answers 404); and for the load generators'
+restricted database user, POST and DELETE of /v1/redis_acls, /v1/roles and
+/v1/users, bound to each database through its `roles_permissions`. Errors
+come back as JSON `{"error_code": ..., "description": ...}` with a 4xx/5xx
+status.
 
 The HTTP session and base URL are injected: tests pass a requests.Session
 and the address of a local fake (tests/fake_redis_enterprise.py); a cloud
 run passes `CurlOnVm`, which runs curl on the first server VM against its
-own https://localhost:9443 (the API port is never opened to the network,
-and the password goes to curl on stdin, not on its command line). Clock and
-sleep are injected too, so slow `active` status is tested without waiting.
+own https://localhost:9443 (`LocalApiUrl`; the password goes to curl on
+stdin, not on its command line). Clock and sleep are injected too, so slow
+`active` status is tested without waiting.
 """
 
 import dataclasses
@@ -55,6 +58,8 @@ class DatabaseSpec:
   port: Optional[int] = None
   flash: bool = False
   flash_ram_ratio: float = 0.2
+  # (role uid, Redis ACL uid) pairs: who may log in to the database, how.
+  roles_permissions: Tuple[Tuple[int, int], ...] = ()
 
   def ToJson(self) -> Dict[str, Any]:
     """The bdb object of POST /v1/bdbs."""
@@ -71,6 +76,10 @@ class DatabaseSpec:
       body['authentication_redis_pass'] = self.password
     if self.port is not None:
       body['port'] = self.port
+    if self.roles_permissions:
+      body['roles_permissions'] = [
+          {'role_uid': role, 'redis_acl_uid': acl}
+          for role, acl in self.roles_permissions]
     if self.shards > 1:
       body.update({
           'shards_placement': 'sparse',
@@ -182,10 +191,46 @@ class RestClient:
             'after DELETE.')
       self._sleep(poll_s)
 
-  def Endpoints(self) -> List[Tuple[str, int]]:
-    """(address, port) of each database's first endpoint, by uid."""
+  # Access control: a Redis ACL, a role and a user ------------------------
+
+  def _Create(self, path: str, what: str, body: dict) -> int:
+    answer = self._Request('POST', path, what, body).json()
+    if not isinstance(answer, dict) or 'uid' not in answer:
+      raise errors.ResourceError(
+          f'Redis Enterprise API {what}: the answer has no uid.')
+    return int(answer['uid'])
+
+  def CreateRedisAcl(self, name: str, acl: str) -> int:
+    return self._Create('/v1/redis_acls', f'create Redis ACL {name}',
+                        {'name': name, 'acl': acl})
+
+  def CreateRole(self, name: str) -> int:
+    """A role with no cluster management rights (database access only)."""
+    return self._Create('/v1/roles', f'create role {name}',
+                        {'name': name, 'management': 'none'})
+
+  def CreateUser(self, name: str, email: str, password: str,
+                 role_uids: List[int]) -> int:
+    vm_util.RegisterSecret(password)
+    return self._Create('/v1/users', f'create user {name}',
+                        {'name': name, 'email': email, 'password': password,
+                         'role_uids': [int(r) for r in role_uids]})
+
+  def Delete(self, kind: str, uid: int) -> None:
+    """DELETE /v1/<kind>/<uid> of users, roles or redis_acls; gone is fine."""
+    if kind not in ('users', 'roles', 'redis_acls'):
+      raise ValueError(f'not an access object kind: {kind}')
+    self._Request('DELETE', f'/v1/{kind}/{int(uid)}',
+                  f'delete {kind} {uid}', ok=(200, 204), allow_404=True)
+
+  def Endpoints(self, uids: Optional[List[int]] = None
+                ) -> List[Tuple[str, int]]:
+    """(address, port) of each database's first endpoint, by uid (only
+    those of `uids` when given)."""
     result = []
     for bdb in sorted(self.ListDatabases(), key=lambda b: b['uid']):
+      if uids is not None and bdb['uid'] not in uids:
+        continue
       endpoint = (bdb.get('endpoints') or [{}])[0]
       addresses = endpoint.get('addr') or []
       if not addresses or 'port' not in endpoint:
@@ -259,5 +304,6 @@ class CurlOnVm:
     return CurlResponse(int(code), text)
 
 
-def LocalApiUrl() -> str:
-  return f'https://localhost:{API_PORT}'
+def LocalApiUrl(port: int = API_PORT) -> str:
+  """The API as a server VM sees it (9443; another port only in tests)."""
+  return f'https://localhost:{int(port)}'

@@ -3,51 +3,71 @@
 Pure text: every function returns shell command strings (values quoted with
 shlex.quote) or parses command output; engines/redis_enterprise.py runs them
 over SSH. The cluster password never appears in a command string: commands
-read it from $PKB_RE_PASSWORD, which the SSH layer sends on stdin.
+read it from $PKB_RE_PASSWORD, which the SSH layer sends on stdin (rladmin
+itself takes it only as an argument, so its own argv holds it while it runs).
+
+Paths: the installer and licence go into a work directory the caller names
+(a run's scratch directory on the VM, removed at teardown); the programs are
+under the install directory, /opt/redislabs unless install.sh was given
+another with --install-dir (Redis Enterprise's custom installation
+directories).
 """
 
 import posixpath
 import re
 import shlex
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
-RLADMIN = '/opt/redislabs/bin/rladmin'
-DMC_CTL = '/opt/redislabs/bin/dmc_ctl'
-DMC_CLI = '/opt/redislabs/bin/dmc-cli'
-WORKDIR = 'redislabs'  # under the SSH user's home
+INSTALL_DIR = '/opt/redislabs'
 CLUSTER_NAME = 'pkb-cluster'
 PASSWORD_ENV = 'PKB_RE_PASSWORD'
 _PASSWORD = f'"${PASSWORD_ENV}"'
 
 
-def InstallCommands(tarball_name: str, tune_on_startup: bool) -> List[str]:
-  """Unpack the user's installer tarball (already copied into WORKDIR) and
-  run install.sh unattended; without OS tuning when asked."""
-  tar = shlex.quote(posixpath.join(WORKDIR, tarball_name))
+def _Bin(install_dir: str, program: str) -> str:
+  return shlex.quote(posixpath.join(install_dir, 'bin', program))
+
+
+def Rladmin(install_dir: str = INSTALL_DIR) -> str:
+  return _Bin(install_dir, 'rladmin')
+
+
+def InstallCommands(workdir: str, tarball_name: str, tune_on_startup: bool,
+                    install_dir: Optional[str] = None) -> List[str]:
+  """Unpack the user's installer tarball (already copied into `workdir`) and
+  run install.sh unattended; without OS tuning when asked; into
+  `install_dir` when one is given (else the installer's /opt/redislabs)."""
+  work = shlex.quote(workdir)
+  tar = shlex.quote(posixpath.join(workdir, tarball_name))
   install = ('sudo ./install.sh -y' if tune_on_startup else
              'sudo env CONFIG_systune=no ./install.sh -y -n')
-  return [f'mkdir -p {WORKDIR}',
-          f'tar -xf {tar} -C {WORKDIR}',
-          f'cd {WORKDIR} && {install}']
+  if install_dir:
+    install += f' --install-dir {shlex.quote(install_dir)}'
+  return [f'mkdir -p {work}',
+          f'tar -xf {tar} -C {work}',
+          f'cd {work} && {install}']
 
 
-def ClusterCreate(license_name: str, username: str) -> str:
-  license_path = shlex.quote(posixpath.join(WORKDIR, license_name))
-  return (f'sudo {RLADMIN} cluster create name {CLUSTER_NAME} '
+def ClusterCreate(license_path: str, username: str,
+                  install_dir: str = INSTALL_DIR) -> str:
+  return (f'sudo {Rladmin(install_dir)} cluster create name {CLUSTER_NAME} '
           f'username {shlex.quote(username)} password {_PASSWORD} '
-          f'license_file {license_path}')
+          f'license_file {shlex.quote(license_path)}')
 
 
-def ClusterJoin(master_address: str, username: str) -> str:
-  return (f'sudo {RLADMIN} cluster join nodes {shlex.quote(master_address)} '
+def ClusterJoin(master_address: str, username: str,
+                install_dir: str = INSTALL_DIR) -> str:
+  return (f'sudo {Rladmin(install_dir)} cluster join nodes '
+          f'{shlex.quote(master_address)} '
           f'username {shlex.quote(username)} password {_PASSWORD}')
 
 
-def TuneProxy(threads: int) -> List[str]:
+def TuneProxy(threads: int, install_dir: str = INSTALL_DIR) -> List[str]:
   """All proxies to `threads` worker threads, then restart them."""
   n = int(threads)
-  return [f'sudo {RLADMIN} tune proxy all max_threads {n} threads {n}',
-          f'sudo {DMC_CTL} restart']
+  return [f'sudo {Rladmin(install_dir)} tune proxy all max_threads {n} '
+          f'threads {n}',
+          f'sudo {_Bin(install_dir, "dmc_ctl")} restart']
 
 
 def OfflineCpus(cpu_ids: Sequence[int]) -> List[str]:
@@ -60,18 +80,19 @@ def NumaNodeCpuList(node: int) -> str:
 
 
 def PinWorkers(node_cpu_list: str, already_pinned: int,
-               per_node: int) -> str:
+               per_node: int, install_dir: str = INSTALL_DIR) -> str:
   """Pins the next `per_node` proxy worker threads to one NUMA node's CPUs."""
   if not re.fullmatch(r'[0-9,\-]+', node_cpu_list):
     raise ValueError(f'not a CPU list: {node_cpu_list!r}')
-  return (f'sudo {DMC_CLI} -ts root list | grep worker | '
+  return (f'sudo {_Bin(install_dir, "dmc-cli")} -ts root list | '
+          'grep worker | '
           f'head -n -{int(already_pinned)} | tail -n {int(per_node)} | '
           "awk '{print $3}' | "
           f'xargs -r -I{{}} sudo taskset -pc {node_cpu_list} {{}}')
 
 
-def Status() -> str:
-  return f'sudo {RLADMIN} status nodes'
+def Status(install_dir: str = INSTALL_DIR) -> str:
+  return f'sudo {Rladmin(install_dir)} status nodes'
 
 
 _RAM = re.compile(r'(\d+(?:\.\d+)?)\s*(GB|MB|TB|KB)/(\d+(?:\.\d+)?)\s*(GB|MB|TB|KB)')

@@ -223,8 +223,9 @@ def _StudyOptions(opts: options_lib.EnterpriseOptions, records: int,
           cluster_mode=opts.cluster_api),
       generator=study_options.GeneratorOptions(
           choice='auto' if opts.local else 'memtier',
-          load_key_pattern='S:S', run_duration_s=opts.probe_seconds,
-          clients=opts.loadgen_clients, pipeline=opts.pipeline),
+          memtier_path=opts.memtier_path, load_key_pattern='S:S',
+          run_duration_s=opts.probe_seconds, clients=opts.loadgen_clients,
+          pipeline=opts.pipeline),
       search=study_options.SearchOptions(
           cap_ms=opts.cap_ms, policy='linear', min_threads=min_threads,
           max_threads=max_threads, thread_increment=opts.thread_increment,
@@ -369,16 +370,21 @@ def _Endpoints(pairs) -> List[base.Endpoint]:
 def _PrepareCloud(spec, opts) -> None:
   from perfkitbenchmarker.engines import redis_enterprise  # pylint: disable=g-import-not-at-top
   cluster = _Cluster(spec, opts)
+  # Kept before anything is created on the cluster, so Cleanup deletes
+  # whatever this prepare made even when a later step fails.
+  spec.deployment = {'cluster': cluster}
   cluster.Install()
   cluster.Form()
   cluster.TuneProxies(opts.proxy_threads)
+  cluster.CreateLoadAccess()
   endpoints = _Endpoints(cluster.CreateDatabases(opts.shards_per_db))
   study = _StudyOptions(opts, opts.load_records, opts.min_threads,
                         opts.max_threads)
   generators = tuple(deployment.ChooseGenerator(vm, study.generator)
                      for vm in spec.vm_groups['clients'])
-  spec.deployment = {'cluster': cluster, 'endpoints': endpoints,
-                     'generators': generators, 'study': study}
+  spec.deployment.update({'endpoints': endpoints, 'generators': generators,
+                          'study': study, 'shards': opts.shards_per_db,
+                          'proxies': opts.proxy_threads})
   spec.metadata.update(spec.GroupMetadata())
   spec.metadata.update(opts.Metadata())
   spec.metadata.update({'engine': redis_enterprise.NAME,
@@ -403,12 +409,14 @@ def _RunCloud(spec, opts) -> None:
 
   def Evaluate(shards: int, proxies: int) -> Optional[float]:
     cluster = d['cluster']
-    if shards != (d.get('shards') or opts.shards_per_db):
+    if shards != d['shards']:
       cluster.DeleteDatabases()
       d['endpoints'] = _Endpoints(cluster.CreateDatabases(shards))
+      d['shards'] = shards
       _PreloadCloud(spec, opts)
-    d['shards'] = shards
-    cluster.TuneProxies(proxies)
+    if proxies != d['proxies']:  # Prepare tuned them to the first point.
+      cluster.TuneProxies(proxies)
+      d['proxies'] = proxies
     # Each step sampled like the study's probes: steal time on every VM.
     probe_driver = driver_lib.ProbeDriver(
         spec.vm_groups['clients'], d['generators'], d['endpoints'],
@@ -449,7 +457,7 @@ def Run(spec) -> Sequence[sample.Sample]:
   if spec.cloud == 'Local':
     _RunLocal(spec, opts)
   else:
-    if spec.deployment is None:
+    if not (spec.deployment or {}).get('study'):
       raise errors.UsageError(
           'redis_enterprise on a cloud runs prepare and run in one '
           'invocation (the cluster password is not kept); use '
@@ -459,11 +467,17 @@ def Run(spec) -> Sequence[sample.Sample]:
 
 
 def Cleanup(spec):
-  """Stops local shards (by PID, from the record); deletes cloud databases."""
+  """Stops local shards (by PID, from the record); deletes cloud databases
+  and the load generators' user."""
   if spec.cloud == 'Local':
     deployment.StopAll(spec.record)
   elif isinstance(spec.deployment, dict):
-    spec.deployment['cluster'].DeleteDatabases()
+    cluster = spec.deployment['cluster']
+    if cluster.formed:  # Before that there is no API to ask.
+      try:
+        cluster.DeleteDatabases()
+      finally:
+        cluster.DeleteLoadAccess()
   spec.deployment = None
 
 
