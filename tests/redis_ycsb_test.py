@@ -213,12 +213,3 @@ def test_second_build_is_skipped():
   assert proc.returncode == 0, proc.stderr
   assert 'up to date' in proc.stdout
   assert time.monotonic() - start < 5
-
-
-def test_jdk_install_scripts():
-  class Info:
-    family, package_manager = 'debian', 'apt-get'
-  assert 'openjdk-17-jdk-headless maven' in ycsb.JdkInstallScript(Info)
-  Info.family, Info.package_manager = 'rhel', 'dnf'
-  assert 'dnf install -y java-17-openjdk-devel maven' in (
-      ycsb.JdkInstallScript(Info))

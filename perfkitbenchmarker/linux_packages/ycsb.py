@@ -8,10 +8,17 @@ hash, and the Tair YCSB study needs strings, lists, sets and sorted sets too
 
 * Local: scripts/setup.sh built it (scripts/build_ycsb.sh) into build/ycsb/;
   Install checks `java` and that build and refuses with the command to run.
-* Remote (SSH/GCP/AWS) VMs: a headless JDK 17 and Maven from the OS
-  packages, the binding's sources written to the VM as text, and the same
-  Maven build there (YCSB core and Jedis resolved from Maven Central into the
-  VM's ~/.m2). A second Install on the same VM finds the jar and returns.
+* Remote (SSH/GCP/AWS) VMs: a non-root check first (`MissingToolsCommand`:
+  a `java` of at least MIN_JAVA, `mvn`); only what is missing is installed,
+  as root, from the OS packages (`JdkInstallScript`: headless JDK 17,
+  Maven), so a machine that has both needs no sudo. The binding's sources
+  are then written into the VM's scratch directory (`RemoteBuildDir`) and
+  built there with the same Maven command as scripts/build_ycsb.sh, detached
+  so a dropped connection does not kill it (YCSB core and Jedis come from
+  Maven Central into the VM user's ~/.m2). Nothing is read from this
+  machine's checkout or build on the VM; a second Install in the same run
+  finds the jar and returns. The scratch directory, and the build with it,
+  goes at teardown.
 
 `YcsbCommand` builds the argument list of one `load` or `run` phase. The
 password never goes into it: the connection properties (host, user,
@@ -24,6 +31,7 @@ import shlex
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import remote_install
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -37,6 +45,12 @@ CLASSPATH_NAME = 'classpath.txt'
 DB_CLASS = 'pkb.ycsb.RedisDataTypesClient'
 CLIENT_CLASS = 'site.ycsb.Client'
 YCSB_VERSION = '0.17.0'
+# The pom compiles for Java 11 (maven.compiler.release); remote VMs get 17.
+MIN_JAVA = 11
+BUILD_TIMEOUT_S = 1200
+# Fresh cloud VMs often run unattended-upgrades at boot; wait for its lock.
+_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
+        '-y -q')
 COMMAND_GROUPS = ('string', 'hash', 'list', 'set', 'zset')
 # Properties the harness sets itself; a user value would point YCSB at
 # another server or put the password on the command line.
@@ -76,30 +90,66 @@ def Install(vm, build_dir: Optional[str] = None) -> None:
 
 
 def Installed(vm, build_dir: Optional[str] = None) -> Installation:
+  """Where YCSB is on `vm`; builds it there first on remote VMs.
+
+  `build_dir` is for Local runs only (a build of scripts/build_ycsb.sh): a
+  remote VM always builds from the sources written into its own scratch
+  directory, never from a path of this machine.
+  """
   if vm.CLOUD == 'Local':
-    build_dir = build_dir or LOCAL_BUILD_DIR
-    if not vm.HasCommand('java'):
-      raise errors.PrerequisiteError(
-          'java not found: install a JDK 17 (Debian: openjdk-17-jdk-headless) '
-          'and Maven, then run scripts/setup.sh.')
-    found = _ReadBuild(vm, build_dir)
-    if found is None:
-      raise errors.PrerequisiteError(
-          f'The YCSB binding is not built in {build_dir}; run '
-          'scripts/build_ycsb.sh (scripts/setup.sh does).')
-    return found
-  build_dir = build_dir or f'{vm.scratch_dir}/ycsb'
+    return _LocalBuild(vm, build_dir or LOCAL_BUILD_DIR)
+  if build_dir is not None:
+    raise errors.UsageError(
+        f'--ycsb_build_dir={build_dir} is for Local runs; {vm.name} builds '
+        'YCSB in its scratch directory.')
+  return _RemoteBuild(vm, RemoteBuildDir(vm))
+
+
+def _LocalBuild(vm, build_dir: str) -> Installation:
+  if not vm.HasCommand('java'):
+    raise errors.PrerequisiteError(
+        'java not found: install a JDK 17 (Debian: openjdk-17-jdk-headless) '
+        'and Maven, then run scripts/setup.sh.')
   found = _ReadBuild(vm, build_dir)
+  if found is None:
+    raise errors.PrerequisiteError(
+        f'The YCSB binding is not built in {build_dir}; run '
+        'scripts/build_ycsb.sh (scripts/setup.sh does).')
+  return found
+
+
+def RemoteBuildDir(vm) -> str:
+  """The binding's sources and build on a remote VM (its scratch dir)."""
+  return f'{vm.scratch_dir}/ycsb'
+
+
+def _RemoteBuild(vm, build_dir: str) -> Installation:
+  found = _ReadBuild(vm, build_dir)  # built already by this run
   if found is not None:
     return found
-  remote_install.RunAsRoot(vm, JdkInstallScript(vm.DetectSystem()),
-                           'Installing a JDK and Maven for YCSB')
-  for relative, text in BindingSources():
-    path = f'{build_dir}/src/{relative}'
-    vm.RemoteCommand(f'mkdir -p {shlex.quote(os.path.dirname(path))}')
-    vm.WriteFile(path, text, mode=0o644)
-  vm.RemoteCommand(RemoteBuildCommand(build_dir), timeout=1200,
-                   what='Building the YCSB binding with Maven')
+  out, _ = vm.RemoteCommand(MissingToolsCommand(),
+                            what=f'looking for java and mvn on {vm.name}')
+  missing = out.split()
+  if missing:
+    remote_install.RunAsRoot(
+        vm, JdkInstallScript(vm.DetectSystem()),
+        f'Installing {" and ".join(missing)} for YCSB')
+  sources = BindingSources()
+  dirs = sorted({os.path.dirname(f'{build_dir}/src/{relative}')
+                 for relative, _ in sources})
+  vm.RemoteCommand('mkdir -p ' + ' '.join(shlex.quote(d) for d in dirs),
+                   what=f'making {build_dir} on {vm.name}')
+  for relative, text in sources:
+    vm.WriteFile(f'{build_dir}/src/{relative}', text, mode=0o644)
+  # Detached: a first build downloads YCSB core and Jedis into ~/.m2 and may
+  # outlive a dropped SSH connection.
+  out, err, rc = vm.RunDetached(RemoteBuildCommand(build_dir),
+                                BUILD_TIMEOUT_S)
+  if rc != 0:
+    reason = 'timed out' if rc == -9 else f'exit {rc}'
+    detail = MavenErrors('\n'.join((out, err)))
+    raise errors.PrerequisiteError(
+        f'Building the YCSB binding on {vm.name} failed ({reason}): {detail}')
   found = _ReadBuild(vm, build_dir)
   if found is None:
     raise errors.PrerequisiteError(
@@ -107,15 +157,77 @@ def Installed(vm, build_dir: Optional[str] = None) -> Installation:
   return found
 
 
+# Bash functions shared by the check and the install script: the major
+# version of the `java` on PATH (0 if none), and the tools still missing
+# (`jdk`: no java of at least MIN_JAVA; `maven`: no mvn). Builtins only.
+_TOOL_FUNCTIONS = r'''pkb_java_major() {
+  local out re='version "(1\.)?([0-9]+)'
+  out=$(java -version 2>&1) || { echo 0; return 0; }
+  if [[ $out =~ $re ]]; then echo "${BASH_REMATCH[2]}"; else echo 0; fi
+}
+pkb_missing() {
+  [ "$(pkb_java_major)" -ge @MIN@ ] || echo jdk
+  command -v mvn >/dev/null 2>&1 || echo maven
+}
+'''.replace('@MIN@', str(MIN_JAVA))
+
+
+def MissingToolsCommand() -> str:
+  """Prints `jdk` and/or `maven` for what the build needs and lacks."""
+  return _TOOL_FUNCTIONS + 'pkb_missing\n'
+
+
 def JdkInstallScript(info) -> str:
-  """Root script installing a headless JDK 17 and Maven from OS packages."""
-  if info.family == 'rhel':
+  """Root script installing what MissingToolsCommand reports missing: a
+  headless JDK 17 and Maven from the OS packages; checks java afterwards."""
+  if info.family == 'debian':
+    install = (
+        'pkgs=""\n'
+        'for tool in $(pkb_missing); do\n'
+        '  case $tool in\n'
+        '    jdk) pkgs="$pkgs openjdk-17-jdk-headless" ;;\n'
+        '    maven) pkgs="$pkgs maven" ;;\n'
+        '  esac\n'
+        'done\n'
+        'if [ -n "$pkgs" ]; then\n'
+        f'  {_APT} update\n'
+        f'  {_APT} install $pkgs\n'
+        'fi\n')
+  elif info.family == 'rhel':
     pm = info.package_manager
-    return f'set -e\n{pm} install -y java-17-openjdk-devel maven\njava -version\n'
-  return ('set -e\nexport DEBIAN_FRONTEND=noninteractive\n'
-          'apt-get update -qq\n'
-          'apt-get install -y -qq openjdk-17-jdk-headless maven\n'
-          'java -version\n')
+    install = (
+        'for tool in $(pkb_missing); do\n'
+        '  case $tool in\n'
+        # Amazon Linux 2023 has Corretto, not OpenJDK packages.
+        f'    jdk) {pm} install -y java-17-openjdk-devel || '
+        f'{pm} install -y java-17-amazon-corretto-devel ;;\n'
+        f'    maven) {pm} install -y maven ;;\n'
+        '  esac\n'
+        'done\n')
+  else:
+    raise errors.PrerequisiteError(
+        f'Cannot install a JDK and Maven on '
+        f'{info.os_pretty_name or info.os_id}: only Debian/Ubuntu (apt) and '
+        'RHEL-like (dnf/yum) systems are supported; install Java 17 and '
+        'Maven by hand and rerun.')
+  check = (
+      'major=$(pkb_java_major)\n'
+      f'if [ "$major" -lt {MIN_JAVA} ]; then\n'
+      f'  echo "java on PATH is version $major after installing; YCSB\'s '
+      f'build needs {MIN_JAVA} or later" >&2\n'
+      '  exit 1\n'
+      'fi\n'
+      'command -v mvn >/dev/null || '
+      '{ echo "mvn is not on PATH after installing maven" >&2; exit 1; }\n'
+      'echo "java $major, $(command -v mvn)"\n')
+  return 'set -eo pipefail\n' + _TOOL_FUNCTIONS + install + check
+
+
+def MavenErrors(output: str, lines: int = 3) -> str:
+  """The first [ERROR] lines of Maven's output (its last ones are help)."""
+  found = [line.strip() for line in output.splitlines()
+           if line.lstrip().startswith('[ERROR] ')]
+  return vm_util.Tail('\n'.join(found[:lines]) or output, lines)
 
 
 def BindingSources() -> List[Tuple[str, str]]:

@@ -10,6 +10,7 @@ Extension seam: a new YCSB setting is a flag here, a field on
 """
 
 import dataclasses
+import os
 from typing import Optional, Tuple
 
 from absl import flags
@@ -61,8 +62,9 @@ flags.DEFINE_list('ycsb_jvm_options', [],
                   '(faster start, slower steady state: for short local '
                   'probes only) or -Xmx4g.')
 flags.DEFINE_string('ycsb_build_dir', None,
-                    'Local runs: directory scripts/build_ycsb.sh built into '
-                    '(default build/ycsb).')
+                    'Local runs only: directory scripts/build_ycsb.sh built '
+                    'into (default build/ycsb). Remote VMs build YCSB in '
+                    'their own scratch directory.')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +99,15 @@ class YcsbStudyOptions:
         raise errors.UsageError(
             f'--ycsb_properties: "{item}" is not key=value.')
       properties.append((key.strip(), value.strip()))
+    build_dir = f.ycsb_build_dir
+    if build_dir:
+      if f.static_vm_file or f.cloud != 'Local':
+        raise errors.UsageError(
+            f'--ycsb_build_dir={build_dir} is for Local runs: remote VMs '
+            'build YCSB from the binding\'s sources in their scratch '
+            'directory.')
+      # Local "VMs" run their commands in scratch directories.
+      build_dir = os.path.abspath(build_dir)
     opts = cls(
         server=options_lib.ServerOptions.FromFlags(f),
         command_group=group,
@@ -109,7 +120,7 @@ class YcsbStudyOptions:
         thread_increment=f.ycsb_thread_increment,
         cap_ms=f.ycsb_latency_cap, max_probes=f.ycsb_max_probes,
         timeout_ms=f.ycsb_timeout_ms, properties=tuple(properties),
-        build_dir=f.ycsb_build_dir, jvm_options=tuple(f.ycsb_jvm_options))
+        build_dir=build_dir or None, jvm_options=tuple(f.ycsb_jvm_options))
     opts.Check()
     return opts
 
