@@ -181,8 +181,10 @@ def StudyCost(scenario, rows, catalog):
                                         price.usd_per_hour))
   ours = rows['adaptive']
   search_min = (ours['probe_s'] + ours['probes'] * OUR_PROBE_OVERHEAD_S) / 60
+  # Every client VM preloads its own slice of the keys (deployment.Preload).
   mine = cost_estimate.EstimateRun(scenario.cloud, groups, search_min,
-                                   scenario.preload_keys, scenario.value_bytes)
+                                   scenario.preload_keys, scenario.value_bytes,
+                                   preload_client_vms=scenario.clients[1])
   pkb_path = cost_estimate.PkbPath(
       search_runs=max(1, round(rows['pkb_memtier']['probes'])))
   theirs = cost_estimate.PkbEstimate(

@@ -79,6 +79,40 @@ def test_from_spec_uses_the_benchmark_estimate_and_key_range():
   est = ce.FromSpec(spec)
   phases = {p.name: p.minutes for p in est.phases}
   assert phases['search'] == 12.5
+  # Both client VMs preload a half each.
+  assert phases['preload'] == pytest.approx(
+      ce.PreloadSeconds(ce.RATES['AWS'], 500_000, 100, client_vms=2) / 60)
+  assert est.usd_per_hour == 6.0 and est.vm_count == 3
+  # A benchmark whose preload runs from fewer client VMs says so.
+  spec.module.EstimatedPreloadClientVms = lambda s: 1
+  phases = {p.name: p.minutes for p in ce.FromSpec(spec).phases}
   assert phases['preload'] == pytest.approx(
       ce.PreloadSeconds(ce.RATES['AWS'], 500_000, 100) / 60)
-  assert est.usd_per_hour == 6.0 and est.vm_count == 3
+
+
+def test_client_vms_preloading_side_by_side_divide_the_preload():
+  rates = ce.PhaseRates(0, 0, 0, preload_keys_per_s=100_000,
+                        preload_bytes_per_s=10e6, preload_fixed_s=10)
+  # 50M keys of 100 B from one VM: 500 s by keys, 500 s by bytes.
+  assert ce.PreloadSeconds(rates, 50_000_000, 100) == pytest.approx(510)
+  assert ce.PreloadSeconds(rates, 50_000_000, 100,
+                           client_vms=6) == pytest.approx(10 + 500 / 6)
+  assert ce.PreloadSeconds(rates, 50_000_000, 100,
+                           client_vms=0) == pytest.approx(510)
+  one = ce.EstimateRun('GCP', GROUPS, 1, 50_000_000, 100, rates=rates)
+  two = ce.EstimateRun('GCP', GROUPS, 1, 50_000_000, 100, rates=rates,
+                       preload_client_vms=2)
+  preload = lambda e: {p.name: p.minutes for p in e.phases}['preload']
+  assert preload(two) == pytest.approx((10 + 250) / 60)
+  assert one.minutes - two.minutes == pytest.approx(250 / 60)
+
+
+def test_pkb_path_preloads_from_every_client_vm_at_its_own_rates():
+  rates = ce.PhaseRates(0, 0, 0, preload_keys_per_s=1, preload_bytes_per_s=1e6,
+                        preload_fixed_s=0)
+  path = ce.PkbPath(preload_keys_per_s=300_000)
+  est = ce.PkbEstimate('GCP', GROUPS, 6_000_000, 1000, client_vms=2,
+                       path=path, rates=rates)
+  # Bytes bind: 6 GB at 1 MB/s per VM, two VMs.
+  assert {p.name: p.minutes for p in est.phases}['preload'] == pytest.approx(
+      6e9 / 2e6 / 60)

@@ -4,11 +4,17 @@ Extension seam: a new load generator subclasses `LoadGenerator`, builds its
 command lines from a `Workload`, runs them on a client VM and parses the
 tool's real output into a `Measurement`. The benchmark module picks one by
 name; nothing else needs to change.
+
+A preload is shared by the client VMs: `SplitKeyRange` gives each its own
+contiguous `KeySlice` of the key range, `PreloadSetup` runs once (on one VM)
+for whatever must happen before any of them writes, and each VM's
+`Preload` writes only its slice (study/deployment.Preload runs them side by
+side).
 """
 
 import abc
 import dataclasses
-from typing import Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
 
@@ -51,6 +57,53 @@ class Workload:
   def ratio(self) -> str:
     return f'{self.set_ratio}:{self.get_ratio}'
 
+  def Slice(self, key_slice: Optional['KeySlice']) -> 'KeySlice':
+    """`key_slice` checked to lie in the key range; None is the whole range."""
+    whole = KeySlice(self.key_minimum, self.key_maximum)
+    if key_slice is None:
+      return whole
+    if not whole.first <= key_slice.first <= key_slice.last <= whole.last:
+      raise ValueError(f'Keys {key_slice} are not inside {whole}')
+    return key_slice
+
+
+@dataclasses.dataclass(frozen=True)
+class KeySlice:
+  """Keys `first`..`last` (inclusive) of a workload's range: one client VM's
+  share of a preload."""
+  first: int
+  last: int
+
+  @property
+  def count(self) -> int:
+    return self.last - self.first + 1
+
+  def __str__(self) -> str:
+    return f'{self.first:,}-{self.last:,}'
+
+
+def SplitKeyRange(key_minimum: int, key_maximum: int,
+                  parts: int) -> List[KeySlice]:
+  """[key_minimum, key_maximum] as `parts` contiguous slices, in order.
+
+  No gaps, no overlaps; sizes differ by at most one (the first slices take
+  the extra keys). A range of fewer keys than `parts` gives one slice per
+  key: no slice is empty.
+  """
+  if parts < 1:
+    raise ValueError(f'Cannot split keys into {parts} parts')
+  if key_maximum < key_minimum:
+    raise ValueError(f'Empty key range {key_minimum}-{key_maximum}')
+  count = key_maximum - key_minimum + 1
+  parts = min(parts, count)
+  size, extra = divmod(count, parts)
+  slices, first = [], key_minimum
+  for i in range(parts):
+    last = first + size + (1 if i < extra else 0) - 1
+    slices.append(KeySlice(first, last))
+    first = last + 1
+  return slices
+
 
 class LoadGenerator(abc.ABC):
   """Drives load from one client VM against a set of Redis endpoints."""
@@ -61,14 +114,30 @@ class LoadGenerator(abc.ABC):
   def Version(self) -> str:
     """The tool's version string, recorded in every sample."""
 
-  @abc.abstractmethod
-  def Preload(self, endpoints: Sequence[Endpoint], password: str,
-              workload: Workload) -> int:
-    """Writes every key the probes read exactly once.
+  def PreloadSetup(self, endpoints: Sequence[Endpoint], password: str,
+                   workload: Workload) -> Any:
+    """What a preload needs done once, before any client VM writes its slice.
 
     Returns:
-      How many keys the servers must hold afterwards, summed over databases
-      (each standalone shard is a database of its own), for the DBSIZE check.
+      What every VM's `Preload` takes as `setup` (None: nothing to share).
+    """
+    del endpoints, password, workload  # Most tools need nothing shared.
+    return None
+
+  @abc.abstractmethod
+  def Preload(self, endpoints: Sequence[Endpoint], password: str,
+              workload: Workload, key_slice: Optional[KeySlice] = None,
+              setup: Any = None) -> int:
+    """Writes every key of `key_slice` (default: the whole key range) that
+    the probes read, exactly once, into every database.
+
+    `setup` is what `PreloadSetup` returned for this preload; when None,
+    `Preload` does that setup itself (one VM preloading alone).
+
+    Returns:
+      How many keys this call leaves on the servers, summed over databases
+      (each standalone shard is a database of its own, holding every slice),
+      for the DBSIZE check.
     """
 
   @abc.abstractmethod

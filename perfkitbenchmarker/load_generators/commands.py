@@ -245,12 +245,19 @@ class RespStream:
 
 
 def RedisBenchmarkPreloadResp(workload: base.Workload,
-                              cluster_tag: Optional[str] = None
+                              cluster_tag: Optional[str] = None,
+                              key_slice: Optional[base.KeySlice] = None
                               ) -> RespStream:
-  """RESP chunks writing exactly the keys `-r workload.key_count` reads."""
+  """RESP chunks writing exactly the keys `-r workload.key_count` reads.
+
+  With `key_slice` (a part of the workload's key range), only that part:
+  redis-benchmark numbers keys from 0, so key_minimum is key 0.
+  """
+  keys = workload.Slice(key_slice)
   return RespStream(
-      RedisBenchmarkKeyPrefix(cluster_tag), 0, workload.key_count - 1,
-      workload.data_size, width=REDIS_BENCHMARK_KEY_WIDTH)
+      RedisBenchmarkKeyPrefix(cluster_tag), keys.first - workload.key_minimum,
+      keys.last - workload.key_minimum, workload.data_size,
+      width=REDIS_BENCHMARK_KEY_WIDTH)
 
 
 def MemtierKeysPreloadResp(workload: base.Workload) -> RespStream:

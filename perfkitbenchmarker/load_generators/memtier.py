@@ -20,7 +20,7 @@ into its JSON (`authenticate`), which is masked as soon as it is read.
 
 import dataclasses
 import re
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import vm_util
@@ -50,6 +50,22 @@ def SupportsStaircase(version: str) -> Optional[bool]:
   return tuple(int(x) for x in match.groups()) >= STAIRCASE_VERSION
 
 
+def PreloadClients(key_count: int) -> int:
+  """P:P preload clients for `key_count` keys: PRELOAD_CLIENTS, fewer when
+  the keys are too few for every client to get a share of its own (a small
+  client VM's slice)."""
+  span = key_count - 1
+
+  def Fits(clients):  # commands.MemtierPreloadCommand's own check.
+    n = PRELOAD_THREADS * clients
+    return (n - 1) * (span // n + 1) <= span
+
+  clients = PRELOAD_CLIENTS
+  while clients > 1 and not Fits(clients):
+    clients -= 1
+  return clients
+
+
 class MemtierGenerator(base.LoadGenerator):
   """Drives memtier_benchmark on one client VM."""
 
@@ -77,8 +93,16 @@ class MemtierGenerator(base.LoadGenerator):
     return self._version
 
   def Preload(self, endpoints: Sequence[base.Endpoint], password: str,
-              workload: base.Workload) -> int:
-    clients = 1 if self.load_key_pattern == 'S:S' else PRELOAD_CLIENTS
+              workload: base.Workload,
+              key_slice: Optional[base.KeySlice] = None,
+              setup: Any = None) -> int:
+    del setup  # memtier needs nothing done once for all client VMs.
+    keys = workload.Slice(key_slice)
+    # memtier's keys are the range's own numbers, so a slice is a range.
+    workload = dataclasses.replace(workload, key_minimum=keys.first,
+                                   key_maximum=keys.last)
+    clients = (1 if self.load_key_pattern == 'S:S' else
+               PreloadClients(keys.count))
     argvs = [commands.MemtierPreloadCommand(
         self.path, e, argv_secret.TOKEN, workload,
         threads=PRELOAD_THREADS, clients=clients,
@@ -89,7 +113,7 @@ class MemtierGenerator(base.LoadGenerator):
     timeout = 120 + workload.key_count / 5000
     concurrent.RunSideBySide(self.vm, 'memtier-preload', argvs, timeout,
                              secret=load_user.LoadPassword(password))
-    # Every standalone shard is its own database holding the whole range.
+    # Every standalone shard is its own database: each gets the slice.
     return workload.key_count * (1 if workload.cluster_mode else
                                  len(endpoints))
 

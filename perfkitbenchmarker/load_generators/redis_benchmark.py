@@ -10,7 +10,8 @@ the tool's own numbers are kept in the metadata (redis_benchmark_results.py).
 Keys: redis-benchmark reads `key:%012d` below the key count, so the preload
 writes exactly those keys with `redis-cli --pipe`. In cluster mode it reads
 `key:{tag}:%012d` on every master, with a tag per master chosen by the tool;
-the tags are learnt from a one-key run and each master is preloaded with its
+the tags are learnt from a one-key run (once, in `PreloadSetup`: every client
+VM writing a slice uses the same tags) and each master is preloaded with its
 own.
 
 Credentials: redis-cli reads the password from REDISCLI_AUTH; Debian's
@@ -22,7 +23,7 @@ the run's restricted load user (engines/load_user.py) out of `ps`'s sight.
 import dataclasses
 import re
 import shlex
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
@@ -82,17 +83,20 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   # Preload -------------------------------------------------------------------
 
   def _Pipe(self, endpoint: base.Endpoint, password: str,
-            resp: commands.RespStream) -> None:
+            resp: commands.RespStream, count: int) -> None:
+    """Streams `count` SETs to one endpoint; every one must be answered OK."""
     # The RESP is streamed to redis-cli chunk by chunk, never held whole.
     argv = commands.RedisCliPipeCommand('redis-cli', endpoint, None)
     out, _ = self.vm.RemoteCommand(
         vm_util.QuoteAll(argv), stdin=resp, env={'REDISCLI_AUTH': password},
         timeout=600, what='redis-cli --pipe')
     match = re.search(r'errors:\s*(\d+),\s*replies:\s*(\d+)', out)
-    if not match or int(match.group(1)) != 0:
+    if (not match or int(match.group(1)) != 0 or
+        int(match.group(2)) != count):
       raise errors.ProcessError(
-          f'Preload of {endpoint.host}:{endpoint.port} failed: '
-          f'{out.strip().splitlines()[-1:] or "no summary"}')
+          f'redis-cli --pipe of {count:,} keys into {endpoint.host}:'
+          f'{endpoint.port} did not end with every key set: '
+          f'{(out.strip().splitlines() or ["no summary"])[-1]}')
 
   def _Masters(self, seed: base.Endpoint, password: str):
     nodes, _ = self.vm.RemoteCommand(
@@ -141,20 +145,35 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
       tags[endpoint] = match.group(1)
     return tags
 
+  def PreloadSetup(self, endpoints: Sequence[base.Endpoint], password: str,
+                   workload: base.Workload
+                   ) -> Optional[Dict[base.Endpoint, str]]:
+    """In cluster mode, each master's key tag, learnt once for all client
+    VMs (they must write the same names), and the masters emptied of the
+    one-key run's keys; None for standalone shards."""
+    if not workload.cluster_mode:
+      return None
+    tags = self._ClusterTags(endpoints[0], password, workload)
+    for endpoint in tags:
+      self.vm.RemoteCommand(_Cli(endpoint, 'FLUSHALL'),
+                            env={'REDISCLI_AUTH': password})
+    return tags
+
   def Preload(self, endpoints: Sequence[base.Endpoint], password: str,
-              workload: base.Workload) -> int:
+              workload: base.Workload,
+              key_slice: Optional[base.KeySlice] = None,
+              setup: Optional[Dict[base.Endpoint, str]] = None) -> int:
+    keys = workload.Slice(key_slice)
     if workload.cluster_mode:
-      tags = self._ClusterTags(endpoints[0], password, workload)
+      tags = setup or self.PreloadSetup(endpoints, password, workload)
       for endpoint, tag in tags.items():
-        self.vm.RemoteCommand(_Cli(endpoint, 'FLUSHALL'),
-                              env={'REDISCLI_AUTH': password})
-        self._Pipe(endpoint, password,
-                   commands.RedisBenchmarkPreloadResp(workload, tag))
-      return workload.key_count * len(tags)
-    resp = commands.RedisBenchmarkPreloadResp(workload)
+        self._Pipe(endpoint, password, commands.RedisBenchmarkPreloadResp(
+            workload, tag, key_slice=keys), keys.count)
+      return keys.count * len(tags)
+    resp = commands.RedisBenchmarkPreloadResp(workload, key_slice=keys)
     for endpoint in endpoints:
-      self._Pipe(endpoint, password, resp)
-    return workload.key_count * len(endpoints)
+      self._Pipe(endpoint, password, resp, keys.count)
+    return keys.count * len(endpoints)
 
   # Probes --------------------------------------------------------------------
 

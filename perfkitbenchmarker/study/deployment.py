@@ -6,14 +6,18 @@ per client VM, and starts the shards with `StartShards`, the one function
 that starts shards (also used by the shard-count study to restart them).
 `Restore` rebuilds the same record for a resumed run from the run record and
 the shards' config files. `BindAddress` is the one bind-address rule.
+`Preload` writes the key range from every client VM at once, each VM its
+own slice (`PreloadOnClients`), and checks the key count.
 
 Extension seam: the server is an engine (engines/); the deployment stores
 the engine's name and version and only calls the engine interface, so a new
 engine needs no change here.
 """
 
+from concurrent import futures
 import dataclasses
-from typing import List, Sequence, Tuple
+import time
+from typing import Callable, List, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -236,24 +240,118 @@ def StopAll(record) -> None:
       resource.FromRecord(entry, record).Delete()
 
 
+@dataclasses.dataclass(frozen=True)
+class ClientPreload:
+  """One client VM's share of a preload: its keys, what they leave on the
+  servers (summed over databases) and how long writing them took."""
+  vm: str
+  keys: base.KeySlice
+  written: int
+  seconds: float
+
+
+def _Failure(failures: Sequence[Tuple[str, Exception]]) -> errors.Error:
+  """One line naming each client VM that failed, of the first error's own
+  kind when it is one of ours (a usage error stays one)."""
+  text = '; on '.join(
+      f'{name}: ' + (str(e).strip().splitlines() or [type(e).__name__])[0]
+      for name, e in failures)
+  message = f'Preload failed on {text}'
+  first = failures[0][1]
+  if isinstance(first, errors.Error):
+    try:
+      return type(first)(message)
+    except TypeError:  # A kind built from other arguments.
+      pass
+  return errors.ProcessError(message)
+
+
+def PreloadOnClients(clients: Sequence,
+                     generators: Sequence[base.LoadGenerator],
+                     endpoints: Sequence[base.Endpoint], password: str,
+                     workload: base.Workload,
+                     clock: Callable[[], float] = time.monotonic
+                     ) -> List[ClientPreload]:
+  """Every client VM writes its own slice of the key range, all at once.
+
+  The slices come from `base.SplitKeyRange` (contiguous, disjoint, sizes
+  within one key); every standalone shard still gets every slice. The first
+  generator's `PreloadSetup` runs once before any VM writes. A failure on any
+  VM fails the preload with one line naming the VM(s), after the others end.
+  One client VM preloads in this thread, so an interruption stops its tool
+  at once; with several, an interruption stops waiting for them (the shards'
+  cleanup ends their tools).
+  """
+  kinds = {g.NAME for g in generators}
+  if len(kinds) > 1:
+    chosen = ', '.join(f'{vm.name}: {g.NAME}'
+                       for vm, g in zip(clients, generators))
+    raise errors.UsageError(
+        f'The client VMs chose different load generators ({chosen}), whose '
+        'key names differ; give --load_generator=memtier (with '
+        '--memtier_path) or --load_generator=redis_benchmark.')
+  slices = base.SplitKeyRange(workload.key_minimum, workload.key_maximum,
+                              len(generators))
+  jobs = list(zip(clients, generators, slices))
+  try:
+    setup = generators[0].PreloadSetup(endpoints, password, workload)
+  except Exception as e:  # pylint: disable=broad-except
+    raise _Failure([(clients[0].name, e)]) from e
+
+  def One(vm, generator, keys):
+    start = clock()
+    written = generator.Preload(endpoints, password, workload,
+                                key_slice=keys, setup=setup)
+    return ClientPreload(vm.name, keys, written, clock() - start)
+
+  if len(jobs) == 1:
+    try:
+      return [One(*jobs[0])]
+    except Exception as e:  # pylint: disable=broad-except
+      raise _Failure([(jobs[0][0].name, e)]) from e
+  pool = futures.ThreadPoolExecutor(len(jobs))
+  try:
+    running = [pool.submit(One, *job) for job in jobs]
+    futures.wait(running)
+  except BaseException:
+    pool.shutdown(wait=False, cancel_futures=True)
+    raise
+  pool.shutdown()
+  failed = [(vm.name, f.exception()) for (vm, _, _), f in zip(jobs, running)
+            if f.exception() is not None]
+  if failed:
+    raise _Failure(failed) from failed[0][1]
+  return [f.result() for f in running]
+
+
 def Preload(spec, deployment: Deployment,
             opts: options_lib.RedisStudyOptions,
             engine: engine_base.ServerEngine) -> int:
-  """Writes exactly the configured keys and checks the key count."""
+  """Writes exactly the configured keys, split over the client VMs, and
+  checks the key count."""
   workload = opts.workload
-  generator = deployment.generators[0]
+  generators = deployment.generators
+  vms = min(len(generators), workload.key_count)
+  spread = f', split over {vms} client VMs' if vms > 1 else ''
   spec.reporter.Line(f'Preloading {workload.key_count:,} keys of '
-                     f'{workload.data_size} bytes with {generator.NAME}...')
-  expected = generator.Preload(deployment.endpoints, deployment.password,
-                               workload)
+                     f'{workload.data_size} bytes with {generators[0].NAME}'
+                     f'{spread}...')
+  parts = PreloadOnClients(spec.vm_groups['clients'], generators,
+                           deployment.endpoints, deployment.password,
+                           workload)
+  expected = sum(p.written for p in parts)
   found = engine.KeyCount(spec.vm_groups['servers'][0], deployment.shards,
                           deployment.password)
   if found != expected:
     raise errors.ProcessError(
         f'Preload left {found:,} keys but {expected:,} were expected; check '
         'the shards\' maxmemory and logs.')
+  shares = ''
+  if len(parts) > 1:
+    shares = '; keys ' + ', '.join(f'{p.keys} from {p.vm} ({p.seconds:.1f} s)'
+                                   for p in parts)
   spec.reporter.Line(f'Preload verified: DBSIZE {found:,} over '
-                     f'{len(deployment.processes)} shard(s).')
+                     f'{len(deployment.processes)} shard(s){shares}.')
   return found
 
 
