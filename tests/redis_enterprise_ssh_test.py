@@ -337,6 +337,9 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   samples = e2e.Samples(results, run_uri)
   probes = [s for s in samples if s['metric'] == 'throughput']
   assert len(probes) == 2 and all(s['value'] > 0 for s in probes)
+  # The version of the memtier given by --memtier_path, not of the PATH's.
+  versions = {e2e.Labels(s).get('load_generator_version') for s in probes}
+  assert len(versions) == 1 and 'not found' not in versions.pop()
   assert {e2e.Labels(s).get('engine') for s in samples} == {
       'redis_enterprise'}
   capped = [s for s in samples if s['metric'] == 'latency_capped_throughput']

@@ -396,9 +396,11 @@ def _PrepareCloud(spec, opts) -> None:
 
 def _PreloadCloud(spec, opts) -> None:
   d = spec.deployment
-  for endpoint in d['endpoints']:  # Every database holds the whole range.
-    d['generators'][0].Preload([endpoint], spec.enterprise_password,
-                               d['study'].workload)
+  # Every database holds the whole range, written in slices by every client
+  # VM at once (as the dry-run estimate assumes).
+  deployment.PreloadOnClients(spec.vm_groups['clients'], d['generators'],
+                              d['endpoints'], spec.enterprise_password,
+                              d['study'].workload)
   spec.reporter.Line(f'Preloaded {opts.load_records:,} keys into each of '
                      f'{len(d["endpoints"])} database(s).')
 

@@ -89,7 +89,7 @@ class MemtierGenerator(base.LoadGenerator):
 
   def Version(self) -> str:
     if self._version is None:
-      self._version = memtier_package.GetVersion(self.vm)
+      self._version = memtier_package.GetVersion(self.vm, self.path)
     return self._version
 
   def Preload(self, endpoints: Sequence[base.Endpoint], password: str,
