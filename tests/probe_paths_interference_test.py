@@ -277,8 +277,12 @@ def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags):
   # During the second step (2 threads) the host steals 30 % of the time.
   generator = _ScriptedGenerator(host, {2: 30})
   spec.enterprise_password = 'pw'
+  # What prepare leaves (the databases at their first shard count and the
+  # proxies tuned), so the steps run without re-creating anything.
   spec.deployment = {'cluster': _Cluster(), 'endpoints': [],
-                     'generators': (generator, generator), 'study': study}
+                     'generators': (generator, generator), 'study': study,
+                     'shards': opts.shards_per_db,
+                     'proxies': opts.proxy_threads}
   samples = bench.Run(spec)
   by_probe = {s.metadata['probe_index']: s.metadata for s in samples
               if s.metric == price_performance.THROUGHPUT}
