@@ -192,25 +192,11 @@ def _Sha256(path: str) -> str:
 @pytest.fixture
 def vm_login(sshd, tmp_path):  # pylint: disable=redefined-outer-name
   """A key whose login puts the stubs first on the VM's PATH."""
-  stubs = tmp_path / 'stubs'
-  stubs.mkdir()
-  tools = {'sudo': '#!/bin/sh\n[ "$1" = -n ] && shift\nexec "$@"\n',
-           'apt-get': _REFUSE, 'dnf': _REFUSE, 'yum': _REFUSE,
-           'systemctl': _REFUSE}
-  for name, text in tools.items():
-    (stubs / name).write_text(text)
-    (stubs / name).chmod(0o755)
-  login = tmp_path / 'login.sh'
-  login.write_text('#!/bin/sh\n'
-                   f'PATH="{stubs}:$PATH"\n'
-                   'export PATH\n'
-                   'exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"\n')
-  login.chmod(0o755)
-  keyfile = str(tmp_path / 'vm_key')
-  subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
-                  keyfile], check=True, capture_output=True)
-  with open(keyfile + '.pub') as f:
-    sshd.AuthorizeKey(f'command="{login}" {f.read()}')
+  keyfile = sshd.AuthorizeStubbedKey(
+      str(tmp_path),
+      {'sudo': '#!/bin/sh\n[ "$1" = -n ] && shift\nexec "$@"\n',
+       'apt-get': _REFUSE, 'dnf': _REFUSE, 'yum': _REFUSE,
+       'systemctl': _REFUSE})
   machine = {'ip_address': sshd.host, 'user_name': sshd.user,
              'keyfile_path': keyfile, 'ssh_port': sshd.port}
   path = tmp_path / 'vms.json'

@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import time
+from typing import Dict, Optional, Sequence
 
 import pytest
 
@@ -50,6 +51,42 @@ class Sshd:
   def AuthorizeKey(self, public_key: str) -> None:
     with open(self.authorized_keys, 'a') as f:
       f.write(public_key.strip() + '\n')
+
+  def AuthorizeStubbedKey(self, directory: str, tools: Dict[str, str],
+                          keyfile: Optional[str] = None,
+                          path: Sequence[str] = (),
+                          path_after: Sequence[str] = (),
+                          env: Optional[Dict[str, str]] = None) -> str:
+    """A new key whose logins see stand-in `tools` first on the PATH.
+
+    `tools` maps a program name to its script, written (0755) into
+    <directory>/stubs. The key's forced command puts that directory, then
+    `path`, before the login's PATH and `path_after` after it, exports `env`
+    and runs the original command with bash, so the harness's commands run
+    unchanged but find the stand-ins. Returns the private key's path
+    (`keyfile`, default <directory>/vm_key).
+    """
+    stubs = os.path.join(directory, 'stubs')
+    os.makedirs(stubs, exist_ok=True)
+    for name, text in tools.items():
+      with open(os.path.join(stubs, name), 'w') as f:
+        f.write(text)
+      os.chmod(os.path.join(stubs, name), 0o755)
+    exports = {'PATH': ':'.join([stubs, *path, '$PATH', *path_after]),
+               **(env or {})}
+    login = os.path.join(directory, 'login.sh')
+    with open(login, 'w') as f:
+      f.write('#!/bin/sh\n' +
+              ''.join(f'{k}="{v}"\n' for k, v in exports.items()) +
+              f'export {" ".join(exports)}\n'
+              'exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"\n')
+    os.chmod(login, 0o755)
+    keyfile = keyfile or os.path.join(directory, 'vm_key')
+    subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                    keyfile], check=True, capture_output=True)
+    with open(keyfile + '.pub') as f:
+      self.AuthorizeKey(f'command="{login}" {f.read()}')
+    return keyfile
 
   def Start(self) -> 'Sshd':
     os.makedirs(self.directory, exist_ok=True)

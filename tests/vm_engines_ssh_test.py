@@ -317,8 +317,6 @@ class Host:
 @pytest.fixture
 def host(sshd, tmp_path):  # pylint: disable=redefined-outer-name
   """The sshd's machine seen through a key whose login sets the PATH."""
-  stubs = tmp_path / 'stubs'
-  stubs.mkdir()
   package_log = str(tmp_path / 'packages.log')
   tools = {
       'dnf': f'#!/bin/sh\necho "dnf $*" >> {package_log}\n',
@@ -327,27 +325,14 @@ def host(sshd, tmp_path):  # pylint: disable=redefined-outer-name
       'sudo': '#!/bin/sh\n[ "$1" = -n ] && shift\nexec "$@"\n',
       'apt-get': _REFUSE, 'yum': _REFUSE, 'systemctl': _REFUSE,
   }
-  for name, text in tools.items():
-    (stubs / name).write_text(text)
-    (stubs / name).chmod(0o755)
   prefix = str(tmp_path / 'prefix')
   # Downloads are bounded (curl reads $CURL_HOME/.curlrc).
   (tmp_path / '.curlrc').write_text('max-time = 30\n')
   tool_dirs = ':'.join(sorted({os.path.dirname(shutil.which(t))
                                for t in ('redis-cli', 'curl', 'make')}))
-  login = tmp_path / 'login.sh'
-  login.write_text(
-      '#!/bin/sh\n'
-      f'PATH="{stubs}:{prefix}/bin:$PATH:{tool_dirs}"\n'
-      f'CURL_HOME="{tmp_path}"\n'
-      'export PATH CURL_HOME\n'
-      'exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"\n')
-  login.chmod(0o755)
-  keyfile = str(tmp_path / 'vm_key')
-  subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
-                  keyfile], check=True, capture_output=True)
-  with open(keyfile + '.pub') as f:
-    sshd.AuthorizeKey(f'command="{login}" {f.read()}')
+  keyfile = sshd.AuthorizeStubbedKey(
+      str(tmp_path), tools, path=[f'{prefix}/bin'], path_after=[tool_dirs],
+      env={'CURL_HOME': str(tmp_path)})
   return Host(keyfile, prefix, package_log, _RealServer())
 
 

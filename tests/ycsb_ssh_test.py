@@ -246,7 +246,6 @@ class Vm:
 @pytest.fixture
 def vm_login(sshd, tmp_path):  # pylint: disable=redefined-outer-name
   stubs = tmp_path / 'stubs'
-  stubs.mkdir()
   vm = Vm(str(tmp_path / 'vm_key'), str(tmp_path / 'calls.log'),
           str(tmp_path / 'files.log'), str(tmp_path / 'packages.log'))
   tools = {name: f'#!/bin/sh\necho "{name} $*" >> {vm.packages}\n'
@@ -262,19 +261,7 @@ def vm_login(sshd, tmp_path):  # pylint: disable=redefined-outer-name
                        ('REAL', shutil.which(name)), ('OPTIONS', options)):
       text = text.replace(f'@{key}@', value)
     tools[name] = text
-  for name, text in tools.items():
-    (stubs / name).write_text(text)
-    (stubs / name).chmod(0o755)
-  login = tmp_path / 'login.sh'
-  login.write_text('#!/bin/sh\n'
-                   f'PATH="{stubs}:$PATH"\n'
-                   'export PATH\n'
-                   'exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"\n')
-  login.chmod(0o755)
-  subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
-                  vm.keyfile], check=True, capture_output=True)
-  with open(vm.keyfile + '.pub') as f:
-    sshd.AuthorizeKey(f'command="{login}" {f.read()}')
+  sshd.AuthorizeStubbedKey(str(tmp_path), tools, keyfile=vm.keyfile)
   # Safety first: what the harness's commands find on the VM's PATH.
   names = ('apt-get', 'dnf', 'yum', 'systemctl', 'java', 'mvn')
   found = subprocess.run(
