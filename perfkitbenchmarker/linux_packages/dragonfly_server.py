@@ -171,19 +171,10 @@ class DragonflyProcess(redis_server.RedisProcess):
   def StartCommand(self) -> str:
     return StartCommand(self.config_path, self.logfile, self.server_command)
 
-  def _Delete(self) -> None:
-    # As RedisProcess, but Dragonfly keeps the command line it was started
-    # with (no "<bind>:<port>" title): its flag file, which holds the port,
-    # names it.
-    pid, start_time = self.pid, self.start_time
-    if pid is None or start_time is None:
-      pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
-          f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
-      pid = int(pid_text) if pid_text.strip().isdigit() else None
-      start_time = None
-    if pid is not None:
-      self.vm.KillProcess(pid, markers=(self.SERVER_NAME, self.config_path),
-                          start_time=start_time)
+  def KillMarkers(self):
+    # Dragonfly keeps the command line it was started with (no
+    # "<bind>:<port>" title): its flag file, which holds the port, names it.
+    return (self.SERVER_NAME, self.config_path)
 
 
 resource.RegisterKind(DragonflyProcess.KIND, DragonflyProcess.FromRecord)

@@ -276,11 +276,19 @@ class RedisProcess(resource.BaseResource):
       pid = int(pid_text) if pid_text.strip().isdigit() else None
       start_time = None
     if pid is not None:
-      # redis-server retitles itself "redis-server <bind>:<port>", so its
-      # command line no longer holds the config path. KillProcess waits for
-      # the exit (SIGKILL after a bound), so no shard outlives the run.
-      self.vm.KillProcess(pid, markers=(self.SERVER_NAME, f':{self.port}'),
+      # KillProcess waits for the exit (SIGKILL after a bound), so no shard
+      # outlives the run.
+      self.vm.KillProcess(pid, markers=self.KillMarkers(),
                           start_time=start_time)
+
+  def KillMarkers(self):
+    """What the process's command line must hold to be this shard.
+
+    redis-server retitles itself "redis-server <bind>:<port>", so its command
+    line no longer holds the config path; an engine that keeps its command
+    line names the config instead.
+    """
+    return (self.SERVER_NAME, f':{self.port}')
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'RedisProcess':
