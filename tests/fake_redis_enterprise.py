@@ -310,12 +310,9 @@ class FakeRedisEnterprise:
     if uid is None and method == 'GET':
       return 200, [public(objects[u]) for u in sorted(objects)]
     if uid is None and method == 'POST':
-      try:
-        body = json.loads(raw or b'null')
-      except ValueError:
-        return self._Error(400, 'invalid_schema', 'body is not JSON')
-      if not isinstance(body, dict) or not isinstance(body.get('name'), str):
-        return self._Error(400, 'invalid_schema', 'name is required')
+      body, error = self._NamedBody(raw)
+      if error:
+        return error
       if any(o['name'] == body['name'] for o in objects.values()):
         return self._Error(409, 'name_in_use', f'{kind} name is in use')
       if kind == 'users' and (not body.get('password') or any(
@@ -341,13 +338,20 @@ class FakeRedisEnterprise:
       return 200, {}
     return self._Error(405, 'method_not_allowed', method)
 
-  def _Create(self, raw: bytes):
+  def _NamedBody(self, raw: bytes):
+    """(the JSON object with a string name, None) or (None, a 400)."""
     try:
       body = json.loads(raw or b'null')
     except ValueError:
-      return self._Error(400, 'invalid_schema', 'body is not JSON')
+      return None, self._Error(400, 'invalid_schema', 'body is not JSON')
     if not isinstance(body, dict) or not isinstance(body.get('name'), str):
-      return self._Error(400, 'invalid_schema', 'name is required')
+      return None, self._Error(400, 'invalid_schema', 'name is required')
+    return body, None
+
+  def _Create(self, raw: bytes):
+    body, error = self._NamedBody(raw)
+    if error:
+      return error
     size = body.get('memory_size')
     if not isinstance(size, int) or size <= 0:
       return self._Error(400, 'invalid_schema', 'memory_size must be > 0')
