@@ -47,19 +47,18 @@ shows it in rladmin's argv while `cluster create` runs.
 """
 
 import hashlib
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 
 import pytest
 
 import argv_secret_test
 import e2e_support as e2e
+import stand_ins
 import secrets_ps_test
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import rladmin as rladmin_lib
@@ -169,21 +168,6 @@ exit 97
 '''
 
 
-def _Fill(template: str, **values: str) -> str:
-  for key, value in values.items():
-    template = template.replace(f'@{key}@', value)
-  return template
-
-
-def _WriteTar(path: str, members) -> None:
-  with tarfile.open(path, 'w') as tar:
-    for name, text, mode in members:
-      data = text.encode()
-      info = tarfile.TarInfo(name)
-      info.size, info.mode, info.mtime = len(data), mode, time.time() - 60
-      tar.addfile(info, io.BytesIO(data))
-
-
 def _Sha256(path: str) -> str:
   with open(path, 'rb') as f:
     return hashlib.sha256(f.read()).hexdigest()
@@ -228,11 +212,11 @@ def _Installer(tmp_path, api_port: int):
   logs = {n: str(tmp_path / f'{n}.log') for n in ('install', 'rladmin')}
   api_url = f'https://localhost:{api_port}'
   path = str(tmp_path / TARBALL)
-  _WriteTar(path, [
-      ('install.sh', _Fill(_INSTALL_SH, LOG=logs['install']), 0o755),
-      ('standin/rladmin', _Fill(_RLADMIN, LOG=logs['rladmin'], API=api_url),
-       0o755),
-      ('standin/dmc_ctl', _Fill(_DMC_CTL, LOG=logs['rladmin']), 0o755)])
+  stand_ins.WriteTar(path, [
+      ('install.sh', stand_ins.Fill(_INSTALL_SH, LOG=logs['install']), 0o755),
+      ('standin/rladmin',
+       stand_ins.Fill(_RLADMIN, LOG=logs['rladmin'], API=api_url), 0o755),
+      ('standin/dmc_ctl', stand_ins.Fill(_DMC_CTL, LOG=logs['rladmin']), 0o755)])
   licence = tmp_path / 'licence.txt'
   licence.write_text(LICENCE_TEXT)
   return path, str(licence), logs

@@ -42,19 +42,18 @@ that, by the `leftovers` fixture (SIGTERM, a bounded wait, then SIGKILL).
 import dataclasses
 import functools
 import http.server
-import io
 import os
 import platform
 import shutil
 import signal
 import subprocess
-import tarfile
 import threading
 import time
 
 import pytest
 
 import e2e_support as e2e
+import stand_ins
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -236,23 +235,6 @@ install: all
 '''
 
 
-def _Fill(template: str, **values: str) -> str:
-  for key, value in values.items():
-    template = template.replace(f'@{key}@', value)
-  return template
-
-
-def _WriteTarball(path: str, members) -> None:
-  """A .tar.gz of (name, text, mode) members, directories implied."""
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with tarfile.open(path, 'w:gz') as tar:
-    for name, text, mode in members:
-      data = text.encode()
-      info = tarfile.TarInfo(name)
-      info.size, info.mode, info.mtime = len(data), mode, time.time() - 60
-      tar.addfile(info, io.BytesIO(data))
-
-
 def _TarArch() -> str:
   """The CPU name in Dragonfly's tar.gz asset names (`uname -m`'s)."""
   machine = platform.machine().lower()
@@ -427,10 +409,11 @@ def test_dragonfly_tarball_install_start_and_stop(
     host, make_vm, releases):  # pylint: disable=redefined-outer-name
   version, arch = dragonfly_server.RELEASE, _TarArch()
   asset = f'dragonfly-{arch}.tar.gz'
-  _WriteTarball(
+  stand_ins.WriteTar(
       os.path.join(releases.directory, 'df', f'v{version}', asset),
       [(f'dragonfly-{arch}',
-        _Fill(_DRAGONFLY, VERSION=version, SERVER=host.server), 0o755)])
+        stand_ins.Fill(_DRAGONFLY, VERSION=version, SERVER=host.server),
+        0o755)], gzip=True)
   engine = engines.Get(
       'dragonfly', proactor_threads=2, prefix=host.prefix,
       release_url=f'{releases.url}/df/v{{version}}/{{asset}}')
@@ -467,12 +450,14 @@ def test_keydb_source_build_start_and_stop(
   version = keydb_server.SOURCE_RELEASE
   build_log = str(tmp_path / 'build.log')
   top = f'KeyDB-{version}'  # as the real tag's source archive unpacks
-  _WriteTarball(
+  stand_ins.WriteTar(
       os.path.join(releases.directory, 'keydb', f'v{version}.tar.gz'),
-      [(f'{top}/Makefile', _Fill(_KEYDB_MAKEFILE, LOG=build_log), 0o644),
+      [(f'{top}/Makefile', stand_ins.Fill(_KEYDB_MAKEFILE, LOG=build_log),
+        0o644),
        (f'{top}/standin/keydb-server',
-        _Fill(_KEYDB_SERVER, VERSION=version, SERVER=host.server), 0o755),
-       (f'{top}/standin/keydb-cli', _KEYDB_CLI, 0o755)])
+        stand_ins.Fill(_KEYDB_SERVER, VERSION=version, SERVER=host.server),
+        0o755),
+       (f'{top}/standin/keydb-cli', _KEYDB_CLI, 0o755)], gzip=True)
   engine = engines.Get('keydb', server_threads=2, prefix=host.prefix,
                        source_url=f'{releases.url}/keydb/v{{v}}.tar.gz')
   vm, record = make_vm(f'vk{os.getpid()}')
