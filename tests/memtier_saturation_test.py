@@ -17,6 +17,7 @@ import pytest
 
 import e2e_support
 import secrets_ps_test
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -127,3 +128,17 @@ def test_memtier_probe_window_is_its_test_time(server, tmp_path):
   assert m.metadata['client_cpu_window_s'] == pytest.approx(
       generator.last_cpu_window_s, abs=0.001)
   assert m.client_cpu_busy_fraction is not None
+
+
+def test_a_probe_that_times_out_says_how_long_and_how_many(tmp_path):
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='ttime')
+  vm.scratch_dir = str(tmp_path / 'pkb-client')
+  os.makedirs(vm.scratch_dir)
+  started = time.monotonic()
+  with pytest.raises(errors.ProcessError) as failure:
+    concurrent.RunSideBySide(vm, 'slow', [['sleep', '30']] * 3, timeout_s=1)
+  assert time.monotonic() - started < 20  # `timeout` ended them.
+  assert str(failure.value).startswith(
+      'sleep on clients-0 timed out after 1 s (3 processes side by side)')

@@ -152,7 +152,10 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
   for i, out in enumerate(outputs):
     if out.returncode != 0:
       program = commands[i][0].rsplit('/', 1)[-1]
-      reason = ('timed out' if out.returncode in (124, 137) else
+      side_by_side = (f' ({len(commands)} processes side by side)'
+                      if len(commands) > 1 else '')
+      reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
+                if out.returncode in (124, 137) else
                 f'exited with status {out.returncode}')
       raise errors.ProcessError(
           f'{program} on {vm.name} {reason}: '
