@@ -1,6 +1,25 @@
-"""A local fake of the Redis Enterprise REST API's database endpoints.
+"""A local fake of one Redis Enterprise node's REST API.
 
 Serves, on 127.0.0.1 only, the documented behaviour the client relies on:
+  POST   /v1/bootstrap/create_cluster, /v1/bootstrap/join_cluster
+                         a bootstrap object: `credentials` (non-empty
+                         `username`, `password`) and `cluster` (create: a
+                         `name` of at most 64 letters, digits, '-' and '.';
+                         join: `nodes`, addresses of cluster members) and an
+                         optional `license` string; 400 invalid_schema when a
+                         field is missing or of the wrong type, 409 unless the
+                         node's bootstrap state is idle or error (as
+                         documented); no credentials needed. Asynchronous:
+  GET    /v1/bootstrap   {"bootstrap_status": {"state", ...}}: `initiated`
+                         after the POST, then `creating_cluster` or
+                         `joining_cluster`, `completed` at the
+                         `polls_to_bootstrap`-th read (the credentials and
+                         licence take effect then), or `error` with
+                         `error_code` and `error_details.message`
+                         (`bootstrap_error`; a join also fails with
+                         connect_error when no member of `peers` has one of
+                         the addresses, access_denied on other credentials).
+                         Without credentials until the node is in a cluster.
   POST   /v1/bdbs        create; 400 on a malformed body, 409 when the name
                          is taken; the new bdb starts `pending`
   GET    /v1/bdbs        list
@@ -11,13 +30,13 @@ Serves, on 127.0.0.1 only, the documented behaviour the client relies on:
                          access objects a database's `roles_permissions`
                          (role uid + Redis ACL uid pairs) refer to; 409 when a
                          name is taken or a bdb still refers to the object
-  POST   /v1/bootstrap/create_cluster  what `rladmin cluster create` asks of
-                         a new node: sets the admin credentials and licence
-                         (409 once the cluster exists); the only call that
-                         needs no credentials
 Errors are JSON {"error_code", "description"}; wrong credentials get 401.
 Tests script failures: `fail_next` maps a method to status codes answered
-before normal service (e.g. {'GET': [503]} or {'POST': [500]}).
+before anything else (e.g. {'GET': [503]} or {'POST': [500]}).
+
+A cluster of several nodes is several fakes: each joining node's fake gets
+`peers`, the members' fakes by address, and takes the cluster's credentials
+when its join completes.
 
 Two optional parts make it a cluster a real run can use:
   * `tls=(certfile, keyfile)` serves https, as the real API does on 9443
@@ -45,6 +64,12 @@ import time
 from typing import Deque, Dict, List, Optional, Tuple
 
 _ACCESS_KINDS = ('redis_acls', 'roles', 'users')
+_BOOTSTRAP_ACTIONS = {'create_cluster': 'creating_cluster',
+                      'join_cluster': 'joining_cluster'}
+# A cluster name: an FQDN as RFC 952 / RFC 1123 section 2.1 allow, <= 64.
+_CLUSTER_NAME = re.compile(
+    r'(?=.{1,64}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?'
+    r'(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*')
 
 
 def _ConfigQuote(value: str) -> str:
@@ -148,10 +173,25 @@ class FakeRedisEnterprise:
                polls_to_active: int = 2, polls_to_delete: int = 1,
                fail_creation: bool = False, port: int = 0,
                tls: Optional[Tuple[str, str]] = None,
-               databases: Optional[RedisServers] = None):
-    """password=None: no cluster yet; POST /v1/bootstrap/create_cluster
-    sets the credentials (as `rladmin cluster create` does)."""
+               databases: Optional[RedisServers] = None,
+               polls_to_bootstrap: int = 1,
+               bootstrap_error: Optional[str] = None,
+               address: str = '127.0.0.1',
+               peers: Optional[Dict[str, 'FakeRedisEnterprise']] = None):
+    """password=None: a node in no cluster yet (bootstrap state idle); a
+    bootstrap request sets the credentials once it completes."""
     self.user, self.password = user, password
+    self.polls_to_bootstrap = polls_to_bootstrap
+    self.bootstrap_error = bootstrap_error
+    self.address = address
+    self.peers = peers or {}
+    self.bootstrap: Dict[str, object] = {
+        'state': 'idle' if password is None else 'completed'}
+    self._bootstrap_request: Optional[dict] = None
+    self._bootstrap_action = ''
+    self._bootstrap_reads = 0
+    self.members: List[str] = [address]  # the cluster's, on its first node
+    self.joined: Optional[str] = None  # the member address a join used
     self.polls_to_active = polls_to_active
     self.polls_to_delete = polls_to_delete
     self.fail_creation = fail_creation
@@ -247,18 +287,24 @@ class FakeRedisEnterprise:
   def Handle(self, method: str, path: str, authorization: str, raw: bytes):
     with self._lock:
       self.requests.append((method, path))
-      if path == '/v1/bootstrap/create_cluster' and method == 'POST':
-        return self._Bootstrap(raw)
+      if self.fail_next[method]:
+        status = self.fail_next[method].popleft()
+        return self._Error(status, 'internal_error' if status >= 500 else
+                           'scripted', f'scripted {status}')
+      match = re.fullmatch(r'/v1/bootstrap/([a-z_]+)', path)
+      if match and method == 'POST':
+        return self._StartBootstrap(match.group(1), raw)
+      in_cluster = self.bootstrap['state'] == 'completed'
+      if path == '/v1/bootstrap' and method == 'GET' and not in_cluster:
+        return 200, self._ReadBootstrap()
       if self.password is None:
         return self._Error(401, 'unauthorized', 'no cluster yet')
       expected = 'Basic ' + base64.b64encode(
           f'{self.user}:{self.password}'.encode()).decode()
       if authorization != expected:
         return self._Error(401, 'unauthorized', 'bad credentials')
-      if self.fail_next[method]:
-        status = self.fail_next[method].popleft()
-        return self._Error(status, 'internal_error' if status >= 500 else
-                           'scripted', f'scripted {status}')
+      if path == '/v1/bootstrap' and method == 'GET':
+        return 200, self._ReadBootstrap()
       match = re.fullmatch(r'/v1/(redis_acls|roles|users)(?:/(\d+))?', path)
       if match:
         uid = match.group(2)
@@ -285,24 +331,65 @@ class FakeRedisEnterprise:
         return 200, {'uid': uid}
       return self._Error(405, 'method_not_allowed', method)
 
-  def _Bootstrap(self, raw: bytes):
-    if self.password is not None:
-      return self._Error(409, 'cluster_exists', 'the node is in a cluster')
-    try:
-      body = json.loads(raw or b'null')
-      credentials = body['credentials']
-      user, password = credentials['username'], credentials['password']
-      name = body['cluster']['name']
-    except (ValueError, KeyError, TypeError):
+  # Bootstrap ---------------------------------------------------------------
+
+  def _StartBootstrap(self, action: str, raw: bytes):
+    if action not in _BOOTSTRAP_ACTIONS:
       return self._Error(400, 'invalid_schema',
-                         'cluster.name and credentials are required')
-    if not (isinstance(password, str) and password and
-            isinstance(user, str) and user):
-      return self._Error(400, 'invalid_schema', 'empty credentials')
-    self.user, self.password = user, password
-    self.license = body.get('license')
-    self.cluster = {'name': name, 'username': user}
+                         f'unsupported bootstrap action {action}')
+    if self.bootstrap['state'] not in ('idle', 'error'):
+      return self._Error(409, 'bootstrap_in_progress',
+                         f'bootstrap state is {self.bootstrap["state"]}')
+    problem = _BootstrapProblem(action, raw)
+    if problem:
+      return self._Error(400, 'invalid_schema', problem)
+    self._bootstrap_request = json.loads(raw)
+    self._bootstrap_action = action
+    self._bootstrap_reads = 0
+    self.bootstrap = {'state': 'initiated', 'start_time': _Now()}
     return 200, {}
+
+  def _ReadBootstrap(self) -> dict:
+    """The status, one step further along for a bootstrap under way."""
+    request = self._bootstrap_request
+    if request is not None and self.bootstrap['state'] not in (
+        'completed', 'error'):
+      self._bootstrap_reads += 1
+      action = self._bootstrap_action
+      if self._bootstrap_reads < self.polls_to_bootstrap:
+        self.bootstrap['state'] = _BOOTSTRAP_ACTIONS[action]
+      else:
+        self._FinishBootstrap(action, request)
+    return {'bootstrap_status': dict(self.bootstrap),
+            'local_node_info': {'uid': 1, 'software_version': '6.2.4-54',
+                                'cores': os.cpu_count() or 1}}
+
+  def _FinishBootstrap(self, action: str, request: dict) -> None:
+    credentials = request['credentials']
+    user, password = credentials['username'], credentials['password']
+    error, message = self.bootstrap_error, 'scripted bootstrap failure'
+    peer = None
+    if not error and action == 'join_cluster':
+      peer = next((self.peers[a] for a in request['cluster']['nodes']
+                   if a in self.peers and self.peers[a].password), None)
+      if peer is None:
+        error, message = 'connect_error', 'no cluster node at those addresses'
+      elif (user, password) != (peer.user, peer.password):
+        error, message = 'access_denied', 'invalid credentials'
+    self.bootstrap['end_time'] = _Now()
+    if error:
+      self.bootstrap.update(state='error', error_code=error,
+                            error_details={'message': message})
+      return
+    self.user, self.password = user, password
+    if peer is None:
+      self.license = request.get('license')
+      self.cluster = {'name': request['cluster']['name'], 'username': user}
+    else:
+      self.cluster = dict(peer.cluster or {}, username=user)
+      self.joined = peer.address
+      peer.members.append(self.address)
+    self.bootstrap['state'] = 'completed'
 
   def _Access(self, method: str, kind: str, uid: Optional[int], raw: bytes):
     objects = self.access[kind]
@@ -415,6 +502,43 @@ class FakeRedisEnterprise:
         del self.bdbs[uid]
         return None
     return {k: v for k, v in bdb.items() if k != 'authentication_redis_pass'}
+
+
+def _Now() -> str:
+  return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+
+
+def _BootstrapProblem(action: str, raw: bytes) -> str:
+  """Why the bootstrap object is not valid for `action`; '' if it is."""
+  try:
+    body = json.loads(raw or b'null')
+  except ValueError:
+    return 'the body is not JSON'
+  if not isinstance(body, dict):
+    return 'the body is not a bootstrap object'
+  if body.get('action', action) != action:
+    return f'action {body.get("action")!r} does not match the path'
+  credentials = body.get('credentials')
+  if not isinstance(credentials, dict) or not all(
+      isinstance(credentials.get(k), str) and credentials[k]
+      for k in ('username', 'password')):
+    return 'credentials.username and credentials.password are required'
+  if not isinstance(body.get('license', ''), str):
+    return 'license must be a string'
+  cluster = body.get('cluster')
+  if not isinstance(cluster, dict):
+    return 'cluster is required'
+  nodes = cluster.get('nodes', [])
+  if not isinstance(nodes, list) or not all(
+      isinstance(n, str) and n for n in nodes):
+    return 'cluster.nodes must be a list of addresses'
+  if action == 'create_cluster':
+    name = cluster.get('name')
+    if not isinstance(name, str) or not _CLUSTER_NAME.fullmatch(name):
+      return 'cluster.name must be an FQDN of at most 64 characters'
+  elif not nodes:
+    return 'cluster.nodes must name a node of the cluster to join'
+  return ''
 
 
 def SelfSignedCertificate(directory: str) -> Tuple[str, str]:

@@ -79,7 +79,7 @@ def test_study_lines_dry_run_with_plan_and_cost(tmp_path, line, servers,
   assert f'clients: {clients} in us-central1-a' in out
   assert ('--os_type=centos7 requested; the VMs boot rocky9 instead' in out)
   assert 'requested_os_type=centos7 and os_type_used=rocky9' in out
-  assert 'rladmin cluster create' in out
+  assert 'POST /v1/bootstrap/create_cluster' in out
   assert 'Databases (REST API /v1/bdbs):' in out
   assert steps in out
   assert '--pipeline 9' in out and 'optimize throughput: hill climb' in out

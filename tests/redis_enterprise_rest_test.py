@@ -1,7 +1,8 @@
-"""The Redis Enterprise REST client against the local fake API, and the
-rladmin / curl command builders as text."""
+"""The Redis Enterprise REST client against the local fake API (cluster
+bootstrap, databases), and the rladmin / curl command builders as text."""
 
 import json
+import re
 import shlex
 
 import pytest
@@ -73,6 +74,223 @@ def test_creation_failed_status_is_an_error():
     uid = client.CreateDatabase(_Spec())['uid']
     with pytest.raises(errors.ResourceError, match='creation-failed'):
       client.WaitActive(uid)
+
+
+# Cluster bootstrap ------------------------------------------------------------
+
+LICENCE = '----- licence -----\nkey: "42" \\ end\n'
+
+
+def _Create(**kw):
+  return rest_client.ClusterBootstrap(
+      rest_client.CREATE_CLUSTER, USER, PASSWORD,
+      cluster_name=kw.pop('cluster_name', 'pkb-cluster'),
+      license=kw.pop('license', LICENCE), **kw)
+
+
+def _Join(nodes=('10.0.0.2',), password=PASSWORD):
+  return rest_client.ClusterBootstrap(rest_client.JOIN_CLUSTER, USER,
+                                      password, nodes=tuple(nodes))
+
+
+def test_bootstrap_bodies_have_the_documented_fields():
+  assert _Create().ToJson() == {
+      'action': 'create_cluster',
+      'cluster': {'name': 'pkb-cluster', 'nodes': []},
+      'credentials': {'username': USER, 'password': PASSWORD},
+      'license': LICENCE}
+  assert 'license' not in _Create(license='').ToJson()  # a trial licence
+  assert _Join(['10.0.0.2', '10.0.0.4']).ToJson() == {
+      'action': 'join_cluster',
+      'cluster': {'nodes': ['10.0.0.2', '10.0.0.4']},
+      'credentials': {'username': USER, 'password': PASSWORD}}
+  assert PASSWORD not in repr(_Create()) and 'licence' not in repr(_Create())
+  with pytest.raises(ValueError):
+    _Create(cluster_name='')
+  with pytest.raises(ValueError):
+    _Join(nodes=())
+  with pytest.raises(ValueError):
+    rest_client.ClusterBootstrap('recover_cluster', USER, PASSWORD)
+
+
+def test_create_cluster_waits_through_slow_bootstrap_then_logs_in():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None, polls_to_bootstrap=4) as fake:
+    client = _Client(fake, clock)
+    with pytest.raises(rest_client.RestError) as before:
+      client.ListDatabases()  # no cluster yet: nothing to log in to
+    assert before.value.status == 401
+    client.Bootstrap(_Create())
+    assert fake.bootstrap['state'] == 'initiated'
+    status = client.WaitBootstrapped('cluster create', timeout_s=60,
+                                     poll_s=2)
+    assert status['state'] == 'completed' and 'end_time' in status
+    assert clock.sleeps == [2, 2, 2]  # three reads under way, then done
+    assert fake.password == PASSWORD and fake.license == LICENCE
+    assert fake.cluster == {'name': 'pkb-cluster', 'username': USER}
+    assert client.ListDatabases() == []  # the new credentials work
+    # In a cluster now: the status wants credentials, a new bootstrap 409s.
+    stranger = _Client(fake, clock, password='not-the-password')
+    with pytest.raises(rest_client.RestError, match='HTTP 401'):
+      stranger.BootstrapStatus()
+    with pytest.raises(rest_client.RestError) as again:
+      client.Bootstrap(_Create())
+    assert again.value.status == 409
+
+
+def test_bootstrap_in_progress_is_409():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None, polls_to_bootstrap=3) as fake:
+    client = _Client(fake, clock)
+    client.Bootstrap(_Create())
+    with pytest.raises(rest_client.RestError) as conflict:
+      client.Bootstrap(_Create())
+    assert conflict.value.status == 409
+    assert 'bootstrap_in_progress' in str(conflict.value)
+
+
+@pytest.mark.parametrize('body, why', [
+    (None, 'not JSON'),
+    ({'action': 'create_cluster', 'cluster': {'name': 'c'}}, 'credentials'),
+    ({'cluster': {'name': 'c'},
+      'credentials': {'username': USER, 'password': ''}}, 'credentials'),
+    ({'credentials': {'username': USER, 'password': 'p'}}, 'cluster is'),
+    ({'cluster': {'name': 'bad name!'},
+      'credentials': {'username': USER, 'password': 'p'}}, 'cluster.name'),
+    ({'cluster': {'name': 'x' * 65},
+      'credentials': {'username': USER, 'password': 'p'}}, 'cluster.name'),
+    ({'cluster': {'name': 'c'}, 'license': 42,
+      'credentials': {'username': USER, 'password': 'p'}}, 'license'),
+    ({'action': 'join_cluster', 'cluster': {'name': 'c'},
+      'credentials': {'username': USER, 'password': 'p'}}, 'action'),
+])
+def test_bad_create_cluster_body_is_400_and_changes_nothing(body, why):
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None) as fake:
+    raw = 'not json{' if body is None else json.dumps(body)
+    answer = requests.post(f'{fake.url}/v1/bootstrap/create_cluster',
+                           data=raw, timeout=10)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()['error_code'] == 'invalid_schema'
+    assert why in answer.json()['description']
+    assert fake.bootstrap['state'] == 'idle' and fake.password is None
+
+
+def test_join_without_nodes_and_unknown_action_are_400():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None) as fake:
+    client = _Client(fake, clock)
+    no_nodes = dict(_Join().ToJson(), cluster={'nodes': []})
+    answer = requests.post(f'{fake.url}/v1/bootstrap/join_cluster',
+                           json=no_nodes, timeout=10)
+    assert answer.status_code == 400 and 'cluster.nodes' in answer.text
+    answer = requests.post(f'{fake.url}/v1/bootstrap/recover_cluster',
+                           json=_Join().ToJson(), timeout=10)
+    assert answer.status_code == 400
+    with pytest.raises(rest_client.RestError) as refused:
+      client.Bootstrap(_Create(cluster_name='no spaces allowed'))
+    assert refused.value.status == 400 and '\n' not in str(refused.value)
+
+
+def test_bootstrap_error_state_is_one_line_and_may_be_retried():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None, polls_to_bootstrap=2,
+      bootstrap_error='invalid_license') as fake:
+    client = _Client(fake, clock)
+    client.Bootstrap(_Create())
+    with pytest.raises(errors.ResourceError) as failed:
+      client.WaitBootstrapped('cluster create on servers-0')
+    message = str(failed.value)
+    assert message == ('Redis Enterprise cluster create on servers-0 '
+                       'failed: invalid_license scripted bootstrap failure')
+    assert PASSWORD not in message and fake.password is None
+    # The documented rule: from `error` a new bootstrap starts afresh.
+    fake.bootstrap_error = None
+    client.Bootstrap(_Create())
+    assert client.WaitBootstrapped('cluster create')['state'] == 'completed'
+
+
+def test_bootstrap_timeout_is_bounded_and_one_line():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None, polls_to_bootstrap=10**6) as fake:
+    client = _Client(fake, clock)
+    client.Bootstrap(_Create())
+    with pytest.raises(errors.ResourceError) as late:
+      client.WaitBootstrapped('cluster create', timeout_s=20, poll_s=5)
+    assert str(late.value) == (
+        'Redis Enterprise cluster create is still creating_cluster after '
+        '20 s.')
+    assert len(clock.sleeps) <= 5 and clock.now <= 25
+
+
+def test_bootstrap_status_answers_5xx_or_none_while_the_node_restarts():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None, polls_to_bootstrap=2) as fake:
+    client = _Client(fake, clock)
+    client.Bootstrap(_Create())
+    fake.fail_next['GET'].extend([503, 503, 503])  # one poll's three tries
+    assert client.WaitBootstrapped('cluster create',
+                                   poll_s=2)['state'] == 'completed'
+    assert clock.sleeps == [1.0, 1.0, 2, 2]
+
+  class Unreachable:
+
+    def request(self, *args, **kwargs):
+      raise rest_client.TransportError('curl: (7) Failed to connect')
+
+  client = rest_client.RestClient(Unreachable(), 'https://localhost:9443',
+                                  (USER, PASSWORD), sleep=clock.Sleep,
+                                  clock=clock.Now)
+  with pytest.raises(errors.ResourceError) as late:
+    client.WaitBootstrapped('cluster create', timeout_s=10, poll_s=5)
+  assert 'still unknown after 10 s (last answer: curl: (7)' in str(
+      late.value)
+
+
+def test_bootstrap_status_refusal_other_than_5xx_is_not_waited_out():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None) as fake:
+    client = _Client(fake, clock)
+    client.Bootstrap(_Create())
+    fake.fail_next['GET'].append(403)
+    with pytest.raises(rest_client.RestError, match='HTTP 403'):
+      client.WaitBootstrapped('cluster create')
+    assert clock.sleeps == []
+
+
+def test_join_cluster_checks_the_members_address_and_credentials():
+  clock = FakeClock()
+  with fake_redis_enterprise.FakeRedisEnterprise(
+      user=None, password=None, address='10.0.0.2') as first:
+    _Client(first, clock).Bootstrap(_Create())
+    _Client(first, clock).WaitBootstrapped('cluster create')
+    peers = {'10.0.0.2': first}
+    for nodes, password, error in (
+        (['10.0.0.9'], PASSWORD, 'connect_error'),
+        (['10.0.0.2'], 'wrong-password', 'access_denied')):
+      with fake_redis_enterprise.FakeRedisEnterprise(
+          user=None, password=None, address='10.0.0.3', peers=peers) as node:
+        client = _Client(node, clock)
+        client.Bootstrap(_Join(nodes, password))
+        with pytest.raises(errors.ResourceError, match=error):
+          client.WaitBootstrapped('join')
+        assert node.password is None
+    with fake_redis_enterprise.FakeRedisEnterprise(
+        user=None, password=None, address='10.0.0.3', peers=peers,
+        polls_to_bootstrap=2) as node:
+      client = _Client(node, clock)
+      client.Bootstrap(_Join(['10.0.0.9', '10.0.0.2']))
+      assert client.WaitBootstrapped('join')['state'] == 'completed'
+      assert node.joined == '10.0.0.2' and node.password == PASSWORD
+      assert node.cluster == {'name': 'pkb-cluster', 'username': USER}
+      assert first.members == ['10.0.0.2', '10.0.0.3']
 
 
 def test_sharded_database_body_has_oss_cluster_and_regex():
@@ -185,6 +403,32 @@ class _RecordingVm:
     return self.answer, '', 0
 
 
+def test_bootstrap_credentials_and_licence_stay_off_the_command_line():
+  body = _Create().ToJson()
+  config = rest_client.CurlConfig('POST', (USER, PASSWORD), body)
+  command = rest_client.CurlCommand(
+      'https://localhost:9443/v1/bootstrap/create_cluster', 30, verify=False)
+  assert PASSWORD not in command and 'licence' not in command
+  # One config line per option: the licence's newlines stay JSON escapes.
+  data_line, = [l for l in config.splitlines() if l.startswith('data = ')]
+  unquoted = re.sub(r'\\(.)', r'\1', data_line[len('data = "'):-1])
+  assert json.loads(unquoted) == body
+
+
+def test_curl_that_gets_no_answer_is_a_transport_error():
+
+  class Failing(_RecordingVm):
+
+    def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
+                                    stdin=None):
+      self.calls.append((command, stdin))
+      return '', 'curl: (7) Failed to connect to localhost port 9443', 7
+
+  with pytest.raises(rest_client.TransportError, match='Failed to connect'):
+    rest_client.CurlOnVm(Failing('')).request(
+        'GET', 'https://localhost:9443/v1/bootstrap', auth=(USER, PASSWORD))
+
+
 def test_curl_session_parses_body_and_status():
   vm = _RecordingVm('{"uid": 3, "status": "active"}\n200')
   response = rest_client.CurlOnVm(vm).request(
@@ -202,15 +446,11 @@ def test_rladmin_commands_as_text():
       f'cd {work} && sudo env CONFIG_systune=no ./install.sh -y -n')
   assert rladmin.InstallCommands(work, 're.tar', True, '/srv/re x')[-1] == (
       f"cd {work} && sudo ./install.sh -y --install-dir '/srv/re x'")
-  create = rladmin.ClusterCreate(f'{work}/licence', USER)
-  assert create == (
-      'sudo /opt/redislabs/bin/rladmin cluster create name pkb-cluster '
-      'username admin@example.com password "$PKB_RE_PASSWORD" '
-      f'license_file {work}/licence')
+  # The cluster is formed through the REST API's bootstrap requests: no
+  # rladmin command takes a password.
+  assert not hasattr(rladmin, 'ClusterCreate')
+  assert not hasattr(rladmin, 'ClusterJoin')
   assert rladmin.Status('/srv/re') == 'sudo /srv/re/bin/rladmin status nodes'
-  assert rladmin.ClusterJoin('10.0.0.2', USER) == (
-      'sudo /opt/redislabs/bin/rladmin cluster join nodes 10.0.0.2 '
-      'username admin@example.com password "$PKB_RE_PASSWORD"')
   assert rladmin.TuneProxy(12) == [
       'sudo /opt/redislabs/bin/rladmin tune proxy all max_threads 12 '
       'threads 12', 'sudo /opt/redislabs/bin/dmc_ctl restart']
@@ -220,8 +460,8 @@ def test_rladmin_commands_as_text():
   assert 'head -n -4 | tail -n 4' in pin and 'taskset -pc 0-7,16-23' in pin
   with pytest.raises(ValueError):
     rladmin.PinWorkers('0-7; rm -rf /', 0, 1)
-  hostile = rladmin.ClusterJoin('1.2.3.4; reboot', USER)
-  assert "'1.2.3.4; reboot'" in hostile
+  assert rladmin.TuneProxy(2, '/srv/re x; reboot')[0].startswith(
+      "sudo '/srv/re x; reboot/bin/rladmin' tune proxy")
 
 
 def test_provisionable_ram_from_rladmin_status():

@@ -16,41 +16,39 @@ stand-ins, each only as far as the harness sees it:
     was asked and which files it found beside it (with their sha256), and
     installs the stand-in programs into the test's prefix.
   * `rladmin` and `dmc_ctl`: small programs answering only the commands the
-    harness sends (cluster create/join, tune proxy, status nodes in the
-    documented output shape; restart), logging each with the password
-    replaced. `cluster create` reads the licence file it is given and hands
-    the credentials and licence to the fake API through a bootstrap call
-    modelled on the documented POST /v1/bootstrap/create_cluster: that is
-    how the fake learns the admin password the harness generated.
+    harness sends (tune proxy, status nodes in the documented output shape;
+    restart), logging each; anything else, `cluster create` included, fails.
   * The REST API: tests/fake_redis_enterprise.py over https (a certificate
     made here with openssl; curl on the "server VM" runs with -k as against
     the real API's self-signed one) on a free port, given to the harness
     with --enterprise_redis_api_port (the real API's is 9443). It implements
-    the documented endpoints the harness calls; creating a database starts a
-    REAL redis-server on the database's port with the database's password
-    and the load generators' ACL user, deleting it stops that server. One
-    process per database: no proxy, no sharding, no replication.
+    the documented endpoints the harness calls. It starts as a node in no
+    cluster: the harness creates the cluster with POST
+    /v1/bootstrap/create_cluster (the admin credentials it generated and
+    the licence text) and polls GET /v1/bootstrap through `creating_cluster`
+    to `completed`. Creating a database starts a REAL redis-server on the
+    database's port with the database's password and the load generators'
+    ACL user, deleting it stops that server. One process per database: no
+    proxy, no sharding, no replication.
   * `sudo` on the VM's PATH only runs its command (the test needs no
     privilege); apt-get, dnf, yum and systemctl there refuse to run.
 
 Everything else is real: ssh and the harness's SshVirtualMachine, the copy
-of the tarball and licence, curl, the harness's argv_secret library, the
-memtier build beside the repo (--memtier_path), Redis, the run record and
-teardown. The VM's PATH (the stubs first) comes from a forced command on the
-test's own key, so the harness's commands run unchanged.
+of the tarball, curl (also for the bootstrap), the harness's argv_secret
+library, the memtier build beside the repo (--memtier_path), Redis, the run
+record and teardown. The VM's PATH (the stubs first) comes from a forced
+command on the test's own key, so the harness's commands run unchanged.
 
 Not covered here: cluster join (one server VM), worker pinning, CPU
 offlining and the shard x proxy optimizer (tests/redis_enterprise_cluster_
-test.py covers their commands). Known exposure, asserted as the only one:
-rladmin takes the admin password only as an argument, so `ps` on servers-0
-shows it in rladmin's argv while `cluster create` runs.
+test.py covers them). Neither the admin password nor the load user's is in
+the argv of any process sampled during the run.
 """
 
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -108,16 +106,12 @@ install -m 0755 standin/rladmin standin/dmc_ctl "$install_dir/bin/"
 
 _RLADMIN = r'''#!/usr/bin/env python3
 """Stand-in for rladmin (tests/redis_enterprise_ssh_test.py)."""
-import json, os, ssl, sys, urllib.request
+import sys
 
-LOG, API = '@LOG@', '@API@'
+LOG = '@LOG@'
 args = sys.argv[1:]
-shown = list(args)
-for i, word in enumerate(args[:-1]):
-  if word == 'password':
-    shown[i + 1] = '<password>'
 with open(LOG, 'a') as f:
-  f.write('rladmin ' + ' '.join(shown) + '\n')
+  f.write('rladmin ' + ' '.join(args) + '\n')
 
 
 def Options(words):
@@ -126,25 +120,7 @@ def Options(words):
   return dict(zip(words[::2], words[1::2]))
 
 
-if args[:2] == ['cluster', 'create']:
-  o = Options(args[2:])
-  with open(o['license_file']) as f:  # a missing licence fails here
-    licence = f.read()
-  body = json.dumps({'action': 'create_cluster',
-                     'cluster': {'name': o['name']},
-                     'credentials': {'username': o['username'],
-                                     'password': o['password']},
-                     'license': licence}).encode()
-  request = urllib.request.Request(
-      API + '/v1/bootstrap/create_cluster', data=body, method='POST',
-      headers={'Content-Type': 'application/json'})
-  urllib.request.urlopen(request, context=ssl._create_unverified_context(),
-                         timeout=10).read()
-  print('Creating a new cluster... ok')
-elif args[:2] == ['cluster', 'join']:
-  Options(args[2:])
-  print('Joining cluster... ok')
-elif args[:3] == ['tune', 'proxy', 'all']:
+if args[:3] == ['tune', 'proxy', 'all']:
   Options(args[3:])
   print('Configuring proxies:\n- proxy:1: ok')
 elif args == ['status', 'nodes']:
@@ -154,7 +130,7 @@ elif args == ['status', 'nodes']:
         '*node:1 master 127.0.0.1                  standin  0/100  2     '
         '1.8GB/2GB       1.5GB/1.6GB     6.2.4-54 OK')
 else:
-  sys.exit('rladmin (stand-in): unknown command ' + ' '.join(shown))
+  sys.exit('rladmin (stand-in): unknown command ' + ' '.join(args))
 '''
 
 _DMC_CTL = '''#!/bin/sh
@@ -196,26 +172,27 @@ def api(tmp_path):
   servers = fake_redis_enterprise.RedisServers(shutil.which('redis-server'),
                                                str(data))
   tls = fake_redis_enterprise.SelfSignedCertificate(str(tmp_path))
-  # A new bdb is `pending` in the POST answer and `active` at the first
-  # read once its server answers; a deleted one is gone at the first read
-  # (the client polls every 5 s, as suits the real API).
+  # A node in no cluster yet, whose bootstrap reads `creating_cluster`
+  # once, then `completed` (one 2 s poll). A new bdb is `pending` in the
+  # POST answer and `active` at the first read once its server answers; a
+  # deleted one is gone at the first read (the client polls every 5 s, as
+  # suits the real API).
   with fake_redis_enterprise.FakeRedisEnterprise(
-      user=None, password=None, polls_to_active=1, polls_to_delete=0,
-      tls=tls, databases=servers) as fake:
+      user=None, password=None, polls_to_bootstrap=2, polls_to_active=1,
+      polls_to_delete=0, tls=tls, databases=servers) as fake:
     yield fake
   # The fake stopped any server still running on exit; the test itself
   # checks that the run left none.
 
 
-def _Installer(tmp_path, api_port: int):
+def _Installer(tmp_path):
   """The stand-in tarball and the logs its programs write."""
   logs = {n: str(tmp_path / f'{n}.log') for n in ('install', 'rladmin')}
-  api_url = f'https://localhost:{api_port}'
   path = str(tmp_path / TARBALL)
   stand_ins.WriteTar(path, [
       ('install.sh', stand_ins.Fill(_INSTALL_SH, LOG=logs['install']), 0o755),
-      ('standin/rladmin',
-       stand_ins.Fill(_RLADMIN, LOG=logs['rladmin'], API=api_url), 0o755),
+      ('standin/rladmin', stand_ins.Fill(_RLADMIN, LOG=logs['rladmin']),
+       0o755),
       ('standin/dmc_ctl', stand_ins.Fill(_DMC_CTL, LOG=logs['rladmin']), 0o755)])
   licence = tmp_path / 'licence.txt'
   licence.write_text(LICENCE_TEXT)
@@ -239,7 +216,7 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   memtier = secrets_ps_test.MemtierOrSkip()
   start = time.monotonic()
   prefix = str(tmp_path / 'opt-redislabs')
-  tarball, licence, logs = _Installer(tmp_path, api.bound_port)
+  tarball, licence, logs = _Installer(tmp_path)
   results = str(tmp_path / 'results')
   run_uri = e2e.NewRunUri()
   db_port = FreePort()
@@ -268,26 +245,29 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
     sampler.join(10)
   assert proc.returncode == 0, proc.stderr[-3000:]
 
-  # Installed: the tarball and licence copied beside install.sh, which ran
-  # unattended (with the installer's OS tuning) into the given directory.
+  # Installed: the tarball copied beside install.sh, which ran unattended
+  # (with the installer's OS tuning) into the given directory. The licence
+  # is not copied: it goes to the API in the bootstrap request.
   workdir = f'/tmp/pkb-{run_uri}/servers-0/redislabs'
   install = _Lines(logs['install'])
   assert install[:3] == [f'install.sh -y --install-dir {prefix}',
                          f'cwd {workdir}', 'CONFIG_systune unset no_tune no']
   assert f'file {TARBALL} {_Sha256(tarball)}' in install
-  assert f'file enterprise_redis_license {_Sha256(licence)}' in install
+  assert not any('licen' in line for line in install[3:]), install
 
-  # The cluster: created with the licence; proxies tuned and restarted.
-  licence_path = f'{workdir}/enterprise_redis_license'
-  assert _Lines(logs['rladmin']) == [
-      f'rladmin cluster create name {rladmin_lib.CLUSTER_NAME} username '
-      f'pkb@example.com password <password> license_file {licence_path}',
-      'rladmin tune proxy all max_threads 2 threads 2',
-      'dmc_ctl restart',
-      'rladmin status nodes']
+  # The cluster: created through the API's bootstrap request with the
+  # licence, polled until complete; then proxies tuned and restarted.
   assert api.license == LICENCE_TEXT
   assert api.cluster == {'name': rladmin_lib.CLUSTER_NAME,
                          'username': 'pkb@example.com'}
+  assert api.bootstrap['state'] == 'completed'
+  assert api.requests[:3] == [('POST', '/v1/bootstrap/create_cluster'),
+                              ('GET', '/v1/bootstrap'),
+                              ('GET', '/v1/bootstrap')]
+  assert _Lines(logs['rladmin']) == [
+      'rladmin tune proxy all max_threads 2 threads 2',
+      'dmc_ctl restart',
+      'rladmin status nodes']
 
   # The REST API: the load user's access objects, one database, then all
   # of it deleted again (the database first).
@@ -318,14 +298,13 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   # Nothing of the run is left on the "VMs".
   assert not os.path.exists(f'/tmp/pkb-{run_uri}')
 
-  # No password in any argv or kept file, nor in the output. rladmin takes
-  # the admin password only as an argument, so its own argv is the one
-  # place it can be seen (the harness puts it nowhere else).
+  # No password in any argv at all (the cluster was created through the
+  # API, credentials on curl's stdin), nor in a kept file or the output.
   assert any('memtier_benchmark' in a for a in sampler.argvs)
+  assert any('/v1/bootstrap/create_cluster' in a for a in sampler.argvs)
   password = api.password
   for secret in (password, load_user.LoadPassword(password)):
-    leaks = [a for a in sampler.argvs if secret in a and
-             f'{prefix}/bin/rladmin cluster create ' not in a]
+    leaks = [a for a in sampler.argvs if secret in a]
     assert not leaks, leaks[:2]
     assert secret not in proc.stdout + proc.stderr
     for path in _KeptFiles(results, *logs.values()):

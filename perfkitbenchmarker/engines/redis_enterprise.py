@@ -4,8 +4,10 @@ Not a shard engine (`base.ServerEngine` starts redis-server processes; here
 the cluster manager does): the redis_enterprise benchmark drives this class
 directly, and on --cloud=Local uses engines.Get('redis') instead. The user
 supplies the installer tarball and the licence (never downloaded). Commands
-come from enterprise/rladmin.py (pure text); databases go through the REST
-API (enterprise/rest_client.py) from curl on the first server VM.
+come from enterprise/rladmin.py (pure text) and carry no secret; the cluster
+is formed and the databases are made through the REST API
+(enterprise/rest_client.py), from curl on each server VM to its own API,
+the credentials and licence on curl's stdin, never in any argv.
 """
 
 import base64
@@ -68,39 +70,44 @@ class RedisEnterpriseCluster:
                password: str, copy: Callable = _Copy,
                session_factory: Callable = rest_client.CurlOnVm,
                api_url: Optional[str] = None,
-               sleep: Optional[Callable[[float], None]] = None):
+               sleep: Optional[Callable[[float], None]] = None,
+               clock: Optional[Callable[[], float]] = None,
+               bootstrap_timeout_s: float = 600):
     self.opts = opts
     self.servers = list(servers)
     self._password = password
     self._copy = copy
+    self._session_factory = session_factory
+    self._api_url = api_url or rest_client.LocalApiUrl(opts.api_port)
+    self._injected = {k: v for k, v in (('sleep', sleep), ('clock', clock))
+                      if v is not None}
+    self._bootstrap_timeout_s = bootstrap_timeout_s
     vm_util.RegisterSecret(password)
     vm_util.RegisterSecret(load_user.LoadPassword(password))
-    extra = {} if sleep is None else {'sleep': sleep}
-    self.client = rest_client.RestClient(
-        session_factory(self.servers[0]),
-        api_url or rest_client.LocalApiUrl(opts.api_port),
-        (ADMIN_USER, password), **extra)
+    self.client = self._ClientOn(self.servers[0])
     # uids of the load user's Redis ACL, role and user, once created.
     self.load_access: Optional[Tuple[int, int, int]] = None
-    self.formed = False  # True once `cluster create` succeeded.
+    self.formed = False  # True once the cluster exists on servers-0.
 
-  def _Env(self):
-    return {rladmin.PASSWORD_ENV: self._password}
+  def _ClientOn(self, vm) -> rest_client.RestClient:
+    """The REST API of `vm` itself (curl on `vm` to its own port)."""
+    return rest_client.RestClient(self._session_factory(vm), self._api_url,
+                                  (ADMIN_USER, self._password),
+                                  **self._injected)
 
   def _OnEach(self, function) -> None:
     with concurrent.futures.ThreadPoolExecutor(len(self.servers)) as pool:
       list(pool.map(function, self.servers))
 
   def Install(self) -> None:
-    """Copies the user's tarball and licence, installs on every server."""
+    """Copies the user's tarball to every server and installs it there (the
+    licence goes to the cluster in the bootstrap request, see Form)."""
     tarball = os.path.basename(self.opts.tarball)
 
     def One(vm):
       workdir = WorkDir(vm)
       vm.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(workdir)}')
       self._copy(vm, self.opts.tarball, posixpath.join(workdir, tarball))
-      self._copy(vm, self.opts.license_path,
-                 posixpath.join(workdir, self.opts.license_file))
       for command in rladmin.InstallCommands(
           workdir, tarball, self.opts.tune_on_startup, self.opts.install_dir):
         vm.RemoteCommand(command, timeout=1800)
@@ -109,17 +116,25 @@ class RedisEnterpriseCluster:
     self._OnEach(One)
 
   def Form(self) -> None:
-    """rladmin cluster create on the first server; the others join."""
+    """Creates the cluster on the first server, then joins the others one
+    at a time, each through its own API's bootstrap request (rladmin
+    cluster create/join would take the password as an argument)."""
     first = self.servers[0]
-    programs = self.opts.programs_dir
-    first.RemoteCommand(rladmin.ClusterCreate(
-        posixpath.join(WorkDir(first), self.opts.license_file), ADMIN_USER,
-        programs), env=self._Env(), timeout=600)
+    with open(self.opts.license_path, encoding='utf-8') as f:
+      licence = f.read()
+    self.client.Bootstrap(rest_client.ClusterBootstrap(
+        rest_client.CREATE_CLUSTER, ADMIN_USER, self._password,
+        cluster_name=rladmin.CLUSTER_NAME, license=licence))
+    self.client.WaitBootstrapped(f'cluster create on {first.name}',
+                                 timeout_s=self._bootstrap_timeout_s)
     self.formed = True
     for vm in self.servers[1:]:
-      vm.RemoteCommand(rladmin.ClusterJoin(first.internal_ip, ADMIN_USER,
-                                           programs),
-                       env=self._Env(), timeout=600)
+      client = self._ClientOn(vm)
+      client.Bootstrap(rest_client.ClusterBootstrap(
+          rest_client.JOIN_CLUSTER, ADMIN_USER, self._password,
+          nodes=(first.internal_ip,)))
+      client.WaitBootstrapped(f'join of {vm.name} to {first.internal_ip}',
+                              timeout_s=self._bootstrap_timeout_s)
 
   def TuneProxies(self, threads: Optional[int]) -> None:
     if not threads:

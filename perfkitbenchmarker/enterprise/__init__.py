@@ -5,10 +5,10 @@
   options.py     EnterpriseOptions.FromFlags: the only flag reads, validated,
                  frozen; the OS decision (retired --os_type -> successor) and
                  the Local scaling
-  rest_client.py the cluster's REST API (/v1/bdbs...) over an injected HTTP
-                 session
-  rladmin.py     command builders: install, cluster create/join, proxy
-                 tuning, worker pinning, offlined cores (pure text)
+  rest_client.py the cluster's REST API (bootstrap to create and join the
+                 cluster, /v1/bdbs...) over an injected HTTP session
+  rladmin.py     command builders: install, proxy tuning, worker pinning,
+                 offlined cores (pure text, no secrets)
   optimizer.py   the throughput optimizer over shard count and proxy threads
                  (pure, over an injected evaluate)
   plan.py        dry-run plan lines and the time estimate

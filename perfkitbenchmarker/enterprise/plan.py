@@ -118,8 +118,11 @@ def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
         f'  servers: Redis Enterprise {opts.version} from your tarball '
         f'{tarball}; licence {licence}; install.sh '
         f'{"with" if opts.tune_on_startup else "without"} OS tuning',
-        f'  cluster: rladmin cluster create on servers-0, '
-        f'{counts["servers"] - 1} node(s) join; proxy threads '
+        '  cluster: created on servers-0 through its REST API (POST '
+        '/v1/bootstrap/create_cluster, then GET /v1/bootstrap until '
+        f'completed), {counts["servers"] - 1} node(s) join one at a time '
+        '(POST /v1/bootstrap/join_cluster on each); the admin credentials '
+        'and licence go to curl on stdin; proxy threads '
         f'{opts.proxy_threads or "as installed"}'
         f'{", workers pinned per NUMA node" if opts.pin_workers else ""}'
         + (f'; CPUs {",".join(map(str, opts.disable_cpu_ids))} offlined'

@@ -1,4 +1,18 @@
-"""A small client of the Redis Enterprise REST API (databases and access).
+"""A small client of the Redis Enterprise REST API: cluster bootstrap,
+databases and access.
+
+Forming the cluster (Redis Enterprise Software's documented "Bootstrap
+requests" and "Bootstrap object"): POST /v1/bootstrap/create_cluster on the
+first node and POST /v1/bootstrap/join_cluster on each other node, each to
+the node's own API, with a bootstrap object of `action`, `cluster`
+(cluster_identity: `name` to create, `nodes`, the addresses of existing
+members, to join), `credentials` (`username`, `password`) and, to create,
+`license` (the licence text). The request is asynchronous (200 once
+accepted, 409 while a bootstrap is in progress), so the caller polls
+GET /v1/bootstrap until `bootstrap_status.state` is `completed` (or `error`,
+with `error_code` and `error_details.message`). A node not yet in a cluster
+answers these without credentials; once it is in one, with them only, so
+they are always sent.
 
 Documented endpoints used: POST /v1/bdbs (create), GET /v1/bdbs and
 /v1/bdbs/<uid> (list, read; `status` goes pending -> active), DELETE
@@ -28,6 +42,10 @@ from perfkitbenchmarker import vm_util
 API_PORT = 9443
 ACTIVE = 'active'
 FAILED_STATUSES = ('creation-failed',)
+BOOTSTRAP_DONE = 'completed'
+BOOTSTRAP_FAILED = 'error'
+CREATE_CLUSTER = 'create_cluster'
+JOIN_CLUSTER = 'join_cluster'
 # GETs are retried on these (the API answers 503 while the cluster settles).
 _RETRY_STATUSES = (500, 502, 503, 504)
 _GET_ATTEMPTS = 3
@@ -41,6 +59,7 @@ class RestError(errors.Error):
     self.status = status
     self.error_code = error_code
     detail = f'{error_code}: {description}' if error_code else description
+    detail = ' '.join(detail.split())  # one line, whatever the API sent
     super().__init__(f'Redis Enterprise API {what} failed with HTTP {status}'
                      + (f' ({detail})' if detail else ''))
 
@@ -95,8 +114,42 @@ class DatabaseSpec:
     return body
 
 
+@dataclasses.dataclass(frozen=True)
+class ClusterBootstrap:
+  """The bootstrap object of POST /v1/bootstrap/<action>: create a cluster
+  (`cluster_name`, `license`) or join one (`nodes`, addresses of members)."""
+  action: str
+  username: str
+  password: str = dataclasses.field(repr=False)
+  cluster_name: str = ''
+  nodes: Tuple[str, ...] = ()
+  license: str = dataclasses.field(repr=False, default='')
+
+  def __post_init__(self):
+    if self.action == CREATE_CLUSTER and not self.cluster_name:
+      raise ValueError('create_cluster needs a cluster name')
+    if self.action == JOIN_CLUSTER and not self.nodes:
+      raise ValueError('join_cluster needs the address of a cluster node')
+    if self.action not in (CREATE_CLUSTER, JOIN_CLUSTER):
+      raise ValueError(f'not a bootstrap action: {self.action}')
+
+  def ToJson(self) -> Dict[str, Any]:
+    body: Dict[str, Any] = {
+        'action': self.action,
+        'credentials': {'username': self.username,
+                        'password': self.password},
+    }
+    if self.action == CREATE_CLUSTER:
+      body['cluster'] = {'name': self.cluster_name, 'nodes': []}
+      if self.license:  # Without one, the documented default is a trial.
+        body['license'] = self.license
+    else:
+      body['cluster'] = {'nodes': list(self.nodes)}
+    return body
+
+
 class RestClient:
-  """Creates, checks and deletes databases through the REST API."""
+  """Forms the cluster; creates, checks and deletes databases."""
 
   def __init__(self, session, base_url: str, auth: Tuple[str, str],
                verify: bool = False,
@@ -130,6 +183,56 @@ class RestClient:
       code, description = _ErrorFields(response)
       raise RestError(what, response.status_code, code, description)
     raise AssertionError('unreachable')
+
+  # Cluster bootstrap -----------------------------------------------------
+
+  def Bootstrap(self, bootstrap: ClusterBootstrap) -> None:
+    """POSTs the bootstrap request; the node works on it asynchronously."""
+    vm_util.RegisterSecret(bootstrap.password)
+    self._Request('POST', f'/v1/bootstrap/{bootstrap.action}',
+                  f'bootstrap {bootstrap.action}', bootstrap.ToJson())
+
+  def BootstrapStatus(self) -> Dict[str, Any]:
+    """The `bootstrap_status` object of GET /v1/bootstrap."""
+    answer = self._Request('GET', '/v1/bootstrap', 'read bootstrap status')
+    status = answer.json()
+    if not isinstance(status, dict) or not isinstance(
+        status.get('bootstrap_status'), dict):
+      raise errors.ResourceError(
+          'Redis Enterprise API bootstrap status: the answer has no '
+          'bootstrap_status.')
+    return status['bootstrap_status']
+
+  def WaitBootstrapped(self, what: str, timeout_s: float = 600,
+                       poll_s: float = 2) -> Dict[str, Any]:
+    """Polls the bootstrap status until `completed`; raises one line on
+    `error` or timeout. While the node restarts its services the API may
+    answer 5xx or not at all; that counts as still working."""
+    end = self._clock() + timeout_s
+    state, last_problem = 'unknown', ''
+    while True:
+      try:
+        status = self.BootstrapStatus()
+        state, last_problem = str(status.get('state')), ''
+      except (RestError, TransportError) as e:
+        if isinstance(e, RestError) and e.status not in _RETRY_STATUSES:
+          raise
+        last_problem = f' (last answer: {e})'
+        status = {}
+      if state == BOOTSTRAP_DONE:
+        return status
+      if state == BOOTSTRAP_FAILED:
+        details = status.get('error_details') or {}
+        message = (details.get('message', '') if isinstance(details, dict)
+                   else str(details))
+        raise errors.ResourceError(' '.join(
+            f'Redis Enterprise {what} failed: {status.get("error_code", "")} '
+            f'{message}'.split()))
+      if self._clock() >= end:
+        raise errors.ResourceError(' '.join(
+            f'Redis Enterprise {what} is still {state} after {timeout_s:g} '
+            f's{last_problem}.'.split()))
+      self._sleep(poll_s)
 
   # Databases --------------------------------------------------------------
 
@@ -254,6 +357,10 @@ def _ErrorFields(response) -> Tuple[str, str]:
 # A session that runs curl on a server VM ------------------------------------
 
 
+class TransportError(errors.ResourceError):
+  """The request got no HTTP answer (curl could not connect, timed out)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class CurlResponse:
   status_code: int
@@ -297,7 +404,7 @@ class CurlOnVm:
         CurlCommand(url, timeout, verify), timeout=timeout + 10,
         stdin=CurlConfig(method, auth, json))
     if rc != 0:
-      raise errors.ResourceError(
+      raise TransportError(
           f'curl to the Redis Enterprise API on {self._vm.name} failed: '
           f'{vm_util.Mask(err.strip())[:200]}')
     text, _, code = out.rpartition('\n')

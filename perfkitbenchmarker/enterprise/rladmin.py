@@ -1,12 +1,13 @@
-"""Command builders for installing and forming a Redis Enterprise cluster.
+"""Command builders for installing and tuning a Redis Enterprise cluster.
 
 Pure text: every function returns shell command strings (values quoted with
 shlex.quote) or parses command output; engines/redis_enterprise.py runs them
-over SSH. The cluster password never appears in a command string: commands
-read it from $PKB_RE_PASSWORD, which the SSH layer sends on stdin (rladmin
-itself takes it only as an argument, so its own argv holds it while it runs).
+over SSH. None of these commands carries a secret. The cluster is not
+formed here: `rladmin cluster create`/`join` take the admin password only
+as an argument, where `ps` shows it, so the cluster is created and joined
+through the REST API's bootstrap requests (rest_client.ClusterBootstrap).
 
-Paths: the installer and licence go into a work directory the caller names
+Paths: the installer goes into a work directory the caller names
 (a run's scratch directory on the VM, removed at teardown); the programs are
 under the install directory, /opt/redislabs unless install.sh was given
 another with --install-dir (Redis Enterprise's custom installation
@@ -20,8 +21,6 @@ from typing import List, Optional, Sequence
 
 INSTALL_DIR = '/opt/redislabs'
 CLUSTER_NAME = 'pkb-cluster'
-PASSWORD_ENV = 'PKB_RE_PASSWORD'
-_PASSWORD = f'"${PASSWORD_ENV}"'
 
 
 def _Bin(install_dir: str, program: str) -> str:
@@ -46,20 +45,6 @@ def InstallCommands(workdir: str, tarball_name: str, tune_on_startup: bool,
   return [f'mkdir -p {work}',
           f'tar -xf {tar} -C {work}',
           f'cd {work} && {install}']
-
-
-def ClusterCreate(license_path: str, username: str,
-                  install_dir: str = INSTALL_DIR) -> str:
-  return (f'sudo {Rladmin(install_dir)} cluster create name {CLUSTER_NAME} '
-          f'username {shlex.quote(username)} password {_PASSWORD} '
-          f'license_file {shlex.quote(license_path)}')
-
-
-def ClusterJoin(master_address: str, username: str,
-                install_dir: str = INSTALL_DIR) -> str:
-  return (f'sudo {Rladmin(install_dir)} cluster join nodes '
-          f'{shlex.quote(master_address)} '
-          f'username {shlex.quote(username)} password {_PASSWORD}')
 
 
 def TuneProxy(threads: int, install_dir: str = INSTALL_DIR) -> List[str]:

@@ -2,10 +2,11 @@
 
 Reproduces the Google Cloud T2D study's command lines verbatim: a Redis
 Enterprise cluster on the server VMs (your installer tarball and licence,
-`rladmin` cluster create/join, proxy tuning and worker pinning), databases
-through the REST API, a memtier preload, then from every client VM a thread
-step-up (+--enterprise_redis_thread_increment threads per step, 24 clients
-per thread, pipeline 9) until average latency passes 1 ms; the answer is the
+created and joined through the REST API's bootstrap requests, `rladmin`
+proxy tuning and worker pinning), databases through the REST API, a memtier
+preload, then from every client VM a thread step-up
+(+--enterprise_redis_thread_increment threads per step, 24 clients per
+thread, pipeline 9) until average latency passes 1 ms; the answer is the
 most ops/s under it. --enterprise_redis_optimize_throughput repeats that over
 shard count and proxy threads (enterprise/optimizer.py).
 
@@ -106,7 +107,7 @@ PEER_TCP_PORTS = (
     (9082, 9082),    # cluster API internal port (7.x)
     (9091, 9091),    # internal metrics (7.x)
     (9125, 9125),    # internal metrics (7.x)
-    (9443, 9443),    # REST API: node bootstrap, rladmin cluster join
+    (9443, 9443),    # REST API (a joining node calls the cluster's)
     (10000, 19999),  # database endpoints (and Zabbix's 10050 in 7.x)
     (20000, 29999),  # database shards
     (36379, 36380),  # internode communication
