@@ -550,3 +550,18 @@ def SelfSignedCertificate(directory: str) -> Tuple[str, str]:
                   '/CN=localhost'], check=True, capture_output=True,
                  timeout=60)
   return cert, key
+
+
+class FakeClock:
+  """A clock the client under test sleeps on: time passes only by Sleep."""
+
+  def __init__(self):
+    self.now = 0.0
+    self.sleeps = []
+
+  def Sleep(self, seconds):
+    self.sleeps.append(seconds)
+    self.now += seconds
+
+  def Now(self):
+    return self.now

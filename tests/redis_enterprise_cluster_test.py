@@ -69,20 +69,6 @@ class NodeSession(requests.Session):
                            **kwargs)
 
 
-class FakeClock:
-
-  def __init__(self):
-    self.now = 0.0
-    self.sleeps = []
-
-  def Sleep(self, seconds):
-    self.sleeps.append(seconds)
-    self.now += seconds
-
-  def Now(self):
-    return self.now
-
-
 @contextlib.contextmanager
 def _Nodes(vms, **kw):
   """One fake node API per VM, in no cluster yet; the later ones may join
@@ -100,7 +86,7 @@ def _Nodes(vms, **kw):
 
 
 def _Cluster(opts, nodes, vms, copies, clock=None, **kw):
-  clock = clock or FakeClock()
+  clock = clock or fake_redis_enterprise.FakeClock()
   return redis_enterprise.RedisEnterpriseCluster(
       opts, vms, PASSWORD,
       copy=lambda vm, src, dst: copies.append((vm.name, src, dst)),
@@ -121,7 +107,7 @@ def test_install_form_tune_pin_and_databases(tmp_path):
   vms = [RecordingVm('servers-0', '10.0.0.2'),
          RecordingVm('servers-1', '10.0.0.3')]
   copies = []
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with _Nodes(vms, polls_to_active=3, polls_to_delete=1,
               polls_to_bootstrap=3) as nodes:
     fake = nodes['servers-0']
@@ -192,7 +178,7 @@ def test_failed_join_is_one_line_after_the_cluster_exists(tmp_path):
 
 def test_slow_create_times_out_in_one_line_and_is_not_formed(tmp_path):
   vms = [RecordingVm('servers-0', '10.0.0.2')]
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with _Nodes(vms, polls_to_bootstrap=10**6) as nodes:
     cluster = _Cluster(_Opts(tmp_path), nodes, vms, [], clock,
                        bootstrap_timeout_s=60)

@@ -17,20 +17,6 @@ from tests import fake_redis_enterprise
 USER, PASSWORD = 'admin@example.com', 's3cret-pw'
 
 
-class FakeClock:
-
-  def __init__(self):
-    self.now = 0.0
-    self.sleeps = []
-
-  def Sleep(self, seconds):
-    self.sleeps.append(seconds)
-    self.now += seconds
-
-  def Now(self):
-    return self.now
-
-
 def _Client(fake, clock, password=PASSWORD):
   return rest_client.RestClient(requests.Session(), fake.url,
                                 (USER, password), sleep=clock.Sleep,
@@ -43,7 +29,7 @@ def _Spec(name='db1', shards=1, **kw):
 
 
 def test_create_waits_through_slow_pending_then_active():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       USER, PASSWORD, polls_to_active=4) as fake:
     client = _Client(fake, clock)
@@ -56,7 +42,7 @@ def test_create_waits_through_slow_pending_then_active():
 
 
 def test_wait_active_times_out_with_one_line():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       USER, PASSWORD, polls_to_active=1000) as fake:
     client = _Client(fake, clock)
@@ -67,7 +53,7 @@ def test_wait_active_times_out_with_one_line():
 
 
 def test_creation_failed_status_is_an_error():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       USER, PASSWORD, polls_to_active=1, fail_creation=True) as fake:
     client = _Client(fake, clock)
@@ -114,7 +100,7 @@ def test_bootstrap_bodies_have_the_documented_fields():
 
 
 def test_create_cluster_waits_through_slow_bootstrap_then_logs_in():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None, polls_to_bootstrap=4) as fake:
     client = _Client(fake, clock)
@@ -140,7 +126,7 @@ def test_create_cluster_waits_through_slow_bootstrap_then_logs_in():
 
 
 def test_bootstrap_in_progress_is_409():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None, polls_to_bootstrap=3) as fake:
     client = _Client(fake, clock)
@@ -179,7 +165,7 @@ def test_bad_create_cluster_body_is_400_and_changes_nothing(body, why):
 
 
 def test_join_without_nodes_and_unknown_action_are_400():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None) as fake:
     client = _Client(fake, clock)
@@ -196,7 +182,7 @@ def test_join_without_nodes_and_unknown_action_are_400():
 
 
 def test_bootstrap_error_state_is_one_line_and_may_be_retried():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None, polls_to_bootstrap=2,
       bootstrap_error='invalid_license') as fake:
@@ -215,7 +201,7 @@ def test_bootstrap_error_state_is_one_line_and_may_be_retried():
 
 
 def test_bootstrap_timeout_is_bounded_and_one_line():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None, polls_to_bootstrap=10**6) as fake:
     client = _Client(fake, clock)
@@ -229,7 +215,7 @@ def test_bootstrap_timeout_is_bounded_and_one_line():
 
 
 def test_bootstrap_status_answers_5xx_or_none_while_the_node_restarts():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None, polls_to_bootstrap=2) as fake:
     client = _Client(fake, clock)
@@ -254,7 +240,7 @@ def test_bootstrap_status_answers_5xx_or_none_while_the_node_restarts():
 
 
 def test_bootstrap_status_refusal_other_than_5xx_is_not_waited_out():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None) as fake:
     client = _Client(fake, clock)
@@ -266,7 +252,7 @@ def test_bootstrap_status_refusal_other_than_5xx_is_not_waited_out():
 
 
 def test_join_cluster_checks_the_members_address_and_credentials():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       user=None, password=None, address='10.0.0.2') as first:
     _Client(first, clock).Bootstrap(_Create())
@@ -305,7 +291,7 @@ def test_sharded_database_body_has_oss_cluster_and_regex():
 
 
 def test_flash_database_sets_bigstore_ram_share():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(USER, PASSWORD) as fake:
     client = _Client(fake, clock)
     bdb = client.CreateDatabase(_Spec(flash=True, flash_ram_ratio=0.2))
@@ -314,7 +300,7 @@ def test_flash_database_sets_bigstore_ram_share():
 
 
 def test_conflict_and_bad_request_are_one_line_with_error_code():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(USER, PASSWORD) as fake:
     client = _Client(fake, clock)
     client.CreateDatabase(_Spec('same'))
@@ -329,7 +315,7 @@ def test_conflict_and_bad_request_are_one_line_with_error_code():
 
 
 def test_server_error_on_create_is_not_retried():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(USER, PASSWORD) as fake:
     fake.fail_next['POST'].append(500)
     client = _Client(fake, clock)
@@ -341,7 +327,7 @@ def test_server_error_on_create_is_not_retried():
 
 
 def test_transient_503_on_read_is_retried_a_bounded_number_of_times():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       USER, PASSWORD, polls_to_active=1) as fake:
     client = _Client(fake, clock)
@@ -354,7 +340,7 @@ def test_transient_503_on_read_is_retried_a_bounded_number_of_times():
 
 
 def test_delete_waits_until_gone_and_missing_is_fine():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(
       USER, PASSWORD, polls_to_active=1, polls_to_delete=2) as fake:
     client = _Client(fake, clock)
@@ -367,7 +353,7 @@ def test_delete_waits_until_gone_and_missing_is_fine():
 
 
 def test_wrong_password_is_401_and_password_is_masked():
-  clock = FakeClock()
+  clock = fake_redis_enterprise.FakeClock()
   with fake_redis_enterprise.FakeRedisEnterprise(USER, PASSWORD) as fake:
     client = _Client(fake, clock, password='wrong-password-123')
     with pytest.raises(rest_client.RestError) as e:
