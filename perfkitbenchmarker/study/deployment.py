@@ -178,13 +178,12 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
       replicas_per_primary=opts.server.replicas_per_primary)
 
 
-def Restore(spec, opts: options_lib.RedisStudyOptions,
-            engine: engine_base.ServerEngine) -> Deployment:
-  """Rebuilds the deployment of an earlier invocation of this run.
+def RecordedShards(spec, engine: engine_base.ServerEngine
+                   ) -> Tuple[List[redis_server.RedisProcess], str]:
+  """The run's live shards from its record, and the password they share.
 
-  `--run_stage=run --run_uri=X` starts with none of what `prepare` made; the
-  shards are in the run record and the password is in their config files on
-  the server VMs (it is never written to the record).
+  The password is read back from a shard's config file on its server VM
+  (it is never written to the record) and registered for masking.
   """
   processes = [resource.FromRecord(e, spec.record)
                for e in spec.record.Resources()
@@ -198,6 +197,18 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   redis_server.RegisterPassword(password)
   for p in processes:
     p.password = password
+  return processes, password
+
+
+def Restore(spec, opts: options_lib.RedisStudyOptions,
+            engine: engine_base.ServerEngine) -> Deployment:
+  """Rebuilds the deployment of an earlier invocation of this run.
+
+  `--run_stage=run --run_uri=X` starts with none of what `prepare` made; the
+  shards are in the run record and the password is in their config files on
+  the server VMs (it is never written to the record).
+  """
+  processes, password = RecordedShards(spec, engine)
   servers = spec.vm_groups['servers']
   return Deployment(
       engine=engine.NAME, engine_version=engine.Version(servers[0]),

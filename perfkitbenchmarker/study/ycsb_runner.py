@@ -27,7 +27,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
-from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
@@ -115,15 +114,8 @@ def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
 def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
             engine: engine_base.ServerEngine) -> YcsbDeployment:
   """The deployment of an earlier invocation (--run_stage=run)."""
-  processes = tuple(
-      resource.FromRecord(e, spec.record) for e in spec.record.Resources()
-      if e['kind'] in deployment_lib.SHARD_KINDS and e['status'] == 'created')
-  if not processes:
-    raise errors.UsageError(
-        f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
-        'first.')
-  password = engine.ReadPassword(processes[0])
-  redis_server.RegisterPassword(password)
+  processes, password = deployment_lib.RecordedShards(spec, engine)
+  processes = tuple(processes)
   clients, installs = _Clients(spec, opts, processes, password)
   return YcsbDeployment(engine.NAME,
                         engine.Version(spec.vm_groups['servers'][0]),
