@@ -22,6 +22,8 @@ import uuid
 
 import botocore.exceptions
 import pytest
+
+import e2e_support
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
@@ -260,18 +262,6 @@ def _Inventory(ec2, placement_groups, run_uri=RUN_URI):
   return totals, of_run
 
 
-def _PrivateKeysUnder(directory):
-  """Files under directory holding a private key, by content."""
-  found = []
-  for parent, _, names in os.walk(directory):
-    for name in names:
-      path = os.path.join(parent, name)
-      with open(path, 'rb') as f:
-        if b'PRIVATE KEY' in f.read():
-          found.append(path)
-  return sorted(found)
-
-
 def _Tags(item):
   return {t['Key']: t['Value'] for t in item.get('Tags', [])}
 
@@ -372,8 +362,8 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   key_dir = run_keys.RunKeyDir(RUN_URI)
   assert os.path.dirname(servers_vm.keyfile) == key_dir
   assert oct(stat.S_IMODE(os.stat(key_dir).st_mode)) == '0o700'
-  assert _PrivateKeysUnder(run.run_dir) == []
-  assert _PrivateKeysUnder(key_dir) == [servers_vm.keyfile]
+  assert e2e_support.PrivateKeysUnder(run.run_dir) == []
+  assert e2e_support.PrivateKeysUnder(key_dir) == [servers_vm.keyfile]
   with open(servers_vm.keyfile + '.pub') as f:
     assert f.read().startswith('ssh-ed25519 ')
 

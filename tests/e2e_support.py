@@ -186,3 +186,15 @@ def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
     if not found or time.monotonic() > deadline:
       return found
     time.sleep(0.2)
+
+
+def PrivateKeysUnder(directory):
+  """Files under directory holding a private key, by content."""
+  found = []
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, 'rb') as f:
+        if b'PRIVATE KEY' in f.read():
+          found.append(path)
+  return sorted(found)

@@ -14,6 +14,8 @@ import types
 
 import pytest
 
+import e2e_support
+
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -109,18 +111,6 @@ class _Run:
 def _Only(items):
   assert len(items) == 1, items
   return items[0]
-
-
-def _PrivateKeysUnder(directory):
-  """Files under directory holding a private key, by content."""
-  found = []
-  for parent, _, names in os.walk(directory):
-    for name in names:
-      path = os.path.join(parent, name)
-      with open(path, 'rb') as f:
-        if b'PRIVATE KEY' in f.read():
-          found.append(path)
-  return sorted(found)
 
 
 def _Rule(fake, suffix):
@@ -309,8 +299,8 @@ def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
   assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
   assert stat.S_IMODE(os.stat(key_dir).st_mode) == 0o700
   assert all(vm.keyfile == key and vm.user == 'pkb' for vm in vms)
-  assert _PrivateKeysUnder(run.run_dir) == []
-  assert _PrivateKeysUnder(key_dir) == [key]
+  assert e2e_support.PrivateKeysUnder(run.run_dir) == []
+  assert e2e_support.PrivateKeysUnder(key_dir) == [key]
   entry = run.record.FindResource('gcp_ssh_key', 'run-ssh-key')
   assert entry['data']['private_key_path'] == key
   # Teardown from the record alone deletes the key and its directory.
