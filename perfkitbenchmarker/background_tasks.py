@@ -1,0 +1,111 @@
+"""Runs one function over many VMs or resources at once (PKB's name).
+
+`RunInLanes` is the one way this code base does work on several VMs or
+cloud resources side by side: installs on every VM of a run, deleting a
+run's resources kind by kind. Items that share a lane run one after another
+in the order given (two "VMs" that are one machine must not run apt at the
+same time; shards on one VM share its SSH connection), different lanes run
+at once, at most `max_workers` at a time. It waits for every item, so the
+caller's run record stays true, and returns each item's outcome in the
+order given; `RaiseFirst` turns failures into one exception naming every
+failed item.
+
+Extension seam: a caller picks the lane (`lane(item) -> hashable`); the
+default puts every item in a lane of its own.
+"""
+
+import concurrent.futures
+import dataclasses
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence
+
+from perfkitbenchmarker import errors
+
+MAX_WORKERS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  item: Any
+  result: Any = None
+  error: Optional[BaseException] = None
+
+
+class ParallelError(errors.Error):
+  """Several items failed with errors.Error; one line naming each."""
+
+  def __init__(self, failures: Sequence[Outcome],
+               name: Optional[Callable[[Any], str]] = None):
+    self.failures = tuple(failures)
+    parts = [f'{name(o.item)}: {o.error}' if name else str(o.error)
+             for o in self.failures]
+    super().__init__(
+        f'{len(parts)} failed: ' + '; '.join(parts) if len(parts) > 1
+        else parts[0])
+
+
+def RunInLanes(function: Callable[[Any], Any], items: Sequence[Any],
+               lane: Optional[Callable[[Any], Hashable]] = None,
+               max_workers: int = MAX_WORKERS) -> List[Outcome]:
+  """Calls `function(item)` for every item; see the module docstring.
+
+  An item's exception is caught into its Outcome and the rest of its lane
+  still runs. A KeyboardInterrupt (or any BaseException) in the caller's
+  thread cancels the lanes not yet started and is re-raised.
+  """
+  items = list(items)
+  if not items:
+    return []
+  lanes: Dict[Hashable, List[int]] = {}
+  for index, item in enumerate(items):
+    key = lane(item) if lane else index
+    lanes.setdefault(key, []).append(index)
+  outcomes: List[Optional[Outcome]] = [None] * len(items)
+
+  def RunLane(indices: List[int]) -> None:
+    for i in indices:
+      try:
+        outcomes[i] = Outcome(items[i], result=function(items[i]))
+      except Exception as e:  # pylint: disable=broad-except
+        outcomes[i] = Outcome(items[i], error=e)
+
+  if len(lanes) == 1:
+    RunLane(next(iter(lanes.values())))
+    return list(outcomes)
+  pool = concurrent.futures.ThreadPoolExecutor(
+      min(max(1, max_workers), len(lanes)))
+  try:
+    running = [pool.submit(RunLane, indices) for indices in lanes.values()]
+    concurrent.futures.wait(running)
+  except BaseException:
+    pool.shutdown(wait=False, cancel_futures=True)
+    raise
+  pool.shutdown()
+  for future in running:
+    if future.exception() is not None:  # A BaseException out of a lane.
+      raise future.exception()
+  return list(outcomes)
+
+
+def RaiseFirst(outcomes: Sequence[Outcome],
+               name: Optional[Callable[[Any], str]] = None) -> List[Any]:
+  """The results in order, or a ParallelError chained to the first error.
+
+  A single failure, or one that is not an errors.Error (a bug, whose
+  traceback the driver logs), is re-raised as itself; this code base's
+  errors already name their VM or resource.
+  """
+  failures = [o for o in outcomes if o.error is not None]
+  for o in failures:
+    if len(failures) == 1 or not isinstance(o.error, errors.Error):
+      raise o.error
+  if failures:
+    raise ParallelError(failures, name) from failures[0].error
+  return [o.result for o in outcomes]
+
+
+def RunThreaded(function: Callable[[Any], Any], items: Sequence[Any],
+                lane: Optional[Callable[[Any], Hashable]] = None,
+                max_workers: int = MAX_WORKERS,
+                name: Optional[Callable[[Any], str]] = None) -> List[Any]:
+  """RunInLanes, then RaiseFirst: every item runs, then failures raise."""
+  return RaiseFirst(RunInLanes(function, items, lane, max_workers), name)
