@@ -11,17 +11,18 @@ the credentials and licence on curl's stdin, never in any argv.
 """
 
 import base64
-import concurrent.futures
 import os
 import posixpath
 import shlex
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.enterprise import rest_client
 from perfkitbenchmarker.enterprise import rladmin
+from perfkitbenchmarker.study import deployment
 
 NAME = 'redis_enterprise'
 ADMIN_USER = 'pkb@example.com'  # cluster admin, an e-mail by convention
@@ -96,24 +97,28 @@ class RedisEnterpriseCluster:
                                   **self._injected)
 
   def _OnEach(self, function) -> None:
-    with concurrent.futures.ThreadPoolExecutor(len(self.servers)) as pool:
-      list(pool.map(function, self.servers))
+    """`function(vm)` on every server VM at once (one machine's VMs in
+    turn, `deployment.MachineLane`); every VM's call runs to its end, then
+    failures raise (background_tasks.RunThreaded)."""
+    background_tasks.RunThreaded(function, self.servers,
+                                 lane=deployment.MachineLane)
 
   def Install(self) -> None:
-    """Copies the user's tarball to every server and installs it there (the
-    licence goes to the cluster in the bootstrap request, see Form)."""
-    tarball = os.path.basename(self.opts.tarball)
+    """`InstallOn` every server VM at once."""
+    self._OnEach(self.InstallOn)
 
-    def One(vm):
-      workdir = WorkDir(vm)
-      vm.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(workdir)}')
-      self._copy(vm, self.opts.tarball, posixpath.join(workdir, tarball))
-      for command in rladmin.InstallCommands(
-          workdir, tarball, self.opts.tune_on_startup, self.opts.install_dir):
-        vm.RemoteCommand(command, timeout=1800)
-      for command in rladmin.OfflineCpus(self.opts.disable_cpu_ids):
-        vm.RemoteCommand(command)
-    self._OnEach(One)
+  def InstallOn(self, vm) -> None:
+    """Copies the user's tarball to `vm` and installs it there (the licence
+    goes to the cluster in the bootstrap request, see Form)."""
+    tarball = os.path.basename(self.opts.tarball)
+    workdir = WorkDir(vm)
+    vm.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(workdir)}')
+    self._copy(vm, self.opts.tarball, posixpath.join(workdir, tarball))
+    for command in rladmin.InstallCommands(
+        workdir, tarball, self.opts.tune_on_startup, self.opts.install_dir):
+      vm.RemoteCommand(command, timeout=1800)
+    for command in rladmin.OfflineCpus(self.opts.disable_cpu_ids):
+      vm.RemoteCommand(command)
 
   def Form(self) -> None:
     """Creates the cluster on the first server, then joins the others one

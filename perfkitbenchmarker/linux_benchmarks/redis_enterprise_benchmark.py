@@ -374,15 +374,16 @@ def _PrepareCloud(spec, opts) -> None:
   # Kept before anything is created on the cluster, so Cleanup deletes
   # whatever this prepare made even when a later step fails.
   spec.deployment = {'cluster': cluster}
-  cluster.Install()
+  study = _StudyOptions(opts, opts.load_records, opts.min_threads,
+                        opts.max_threads)
+  # Redis Enterprise on the servers and memtier on the clients, all at once.
+  generators = tuple(deployment.PrepareVms(
+      spec.vm_groups['servers'], spec.vm_groups['clients'], cluster.InstallOn,
+      lambda vm: deployment.ChooseGenerator(vm, study.generator)))
   cluster.Form()
   cluster.TuneProxies(opts.proxy_threads)
   cluster.CreateLoadAccess()
   endpoints = _Endpoints(cluster.CreateDatabases(opts.shards_per_db))
-  study = _StudyOptions(opts, opts.load_records, opts.min_threads,
-                        opts.max_threads)
-  generators = tuple(deployment.ChooseGenerator(vm, study.generator)
-                     for vm in spec.vm_groups['clients'])
   spec.deployment.update({'endpoints': endpoints, 'generators': generators,
                           'study': study, 'shards': opts.shards_per_db,
                           'proxies': opts.proxy_threads})

@@ -1,9 +1,12 @@
 """What `prepare` builds: a typed Deployment of shards, password and clients.
 
 `Deploy` is the one place a deployment is built: it installs the engine on
-the server VMs (with system tuning on remote VMs), chooses a load generator
-per client VM, and starts the shards with `StartShards`, the one function
-that starts shards (also used by the shard-count study to restart them).
+the server VMs (with system tuning on remote VMs) and chooses a load
+generator per client VM, on every VM at once (`InstallAll`, over
+`PrepareVms`, which the YCSB and Redis Enterprise benchmarks use too; VMs
+that are one machine take turns, `MachineLane`), then starts the shards with
+`StartShards`, the one function that starts shards (also used by the
+shard-count study to restart them).
 `Restore` rebuilds the same record for a resumed run from the run record and
 the shards' config files. `BindAddress` is the one bind-address rule.
 `Preload` writes the key range from every client VM at once, each VM its
@@ -17,8 +20,9 @@ engine needs no change here.
 from concurrent import futures
 import dataclasses
 import time
-from typing import Callable, List, Sequence, Tuple
+from typing import Any, Callable, Hashable, List, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.engines import base as engine_base
@@ -107,6 +111,64 @@ def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
   return redis_benchmark.RedisBenchmarkGenerator(vm)
 
 
+def MachineLane(vm) -> Hashable:
+  """The machine `vm` is, as a background_tasks lane: VMs that are one
+  machine install one after another (two apt runs there would fight over
+  the dpkg lock). Every Local VM is this machine; any other VM goes by its
+  address (a static VM file may list one host twice), else by its name."""
+  if getattr(vm, 'CLOUD', None) == 'Local':
+    return ('local',)
+  address = getattr(vm, 'ip_address', None)
+  return ('address', address) if address else ('name', vm.name)
+
+
+def PrepareVms(servers: Sequence, clients: Sequence,
+               prepare_server: Optional[Callable[[Any], Any]],
+               prepare_client: Callable[[Any], Any]) -> List[Any]:
+  """Runs `prepare_server(vm)` on every server VM and `prepare_client(vm)`
+  on every client VM, all at once (one machine's VMs in turn, servers
+  first: `MachineLane`); returns the clients' results in client order.
+
+  Every VM's preparation runs to its end; then a failure is raised as
+  itself, several as one errors.Error line (background_tasks.RaiseFirst;
+  the install errors name their VM).
+  """
+  jobs = ([(prepare_server, vm) for vm in servers] +
+          [(prepare_client, vm) for vm in clients])
+  results = background_tasks.RunThreaded(
+      lambda job: job[0](job[1]), jobs, lane=lambda job: MachineLane(job[1]))
+  return results[len(servers):]
+
+
+def PrepareServer(engine: engine_base.ServerEngine, vm,
+                  system_tuning: bool) -> None:
+  """Installs the engine on a server VM and, where the VM has it, applies
+  (or with system_tuning False only records) the system tuning."""
+  engine.Install(vm)
+  if hasattr(vm, 'ApplySystemTuning'):
+    vm.ApplySystemTuning(system_tuning)
+
+
+def ChooseGenerators(clients: Sequence,
+                     generator: options_lib.GeneratorOptions
+                     ) -> Tuple[base.LoadGenerator, ...]:
+  """`ChooseGenerator` on every client VM at once, in client order."""
+  return tuple(PrepareVms((), clients, None,
+                          lambda vm: ChooseGenerator(vm, generator)))
+
+
+def InstallAll(engine: engine_base.ServerEngine, servers: Sequence,
+               clients: Sequence, opts: options_lib.RedisStudyOptions
+               ) -> Tuple[base.LoadGenerator, ...]:
+  """Prepares every server VM (`PrepareServer`) and chooses every client
+  VM's load generator, all at once (`PrepareVms`); the generators come back
+  in client order."""
+  return tuple(PrepareVms(
+      servers, clients,
+      lambda vm: PrepareServer(engine, vm, opts.server.system_tuning),
+      lambda vm: ChooseGenerator(vm, opts.generator)))
+
+
 def _Primaries(count: int, server: options_lib.ServerOptions) -> int:
   if server.replicas_per_primary:
     return count // (1 + server.replicas_per_primary)
@@ -152,18 +214,15 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
 
 def Deploy(spec, opts: options_lib.RedisStudyOptions,
            engine: engine_base.ServerEngine) -> Deployment:
-  """Installs, tunes, starts the shards and picks the load generators.
+  """Installs and tunes the servers and picks the load generators, on every
+  VM at once (`InstallAll`), then starts the shards.
 
+  Shards start only once every VM's install has ended without failure.
   Every shard is in the run record before it starts, so `StopAll` finds it
   even when a later step (another VM, the cluster) fails.
   """
   servers = spec.vm_groups['servers']
-  for vm in servers:
-    engine.Install(vm)
-    if hasattr(vm, 'ApplySystemTuning'):
-      vm.ApplySystemTuning(opts.server.system_tuning)
-  generators = tuple(ChooseGenerator(vm, opts.generator)
-                     for vm in spec.vm_groups['clients'])
+  generators = InstallAll(engine, servers, spec.vm_groups['clients'], opts)
   password = redis_server.NewPassword()
   processes = StartShards(engine, servers, opts.server.shards_per_vm,
                           password, opts.server, spec.record,
@@ -206,7 +265,8 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
 
   `--run_stage=run --run_uri=X` starts with none of what `prepare` made; the
   shards are in the run record and the password is in their config files on
-  the server VMs (it is never written to the record).
+  the server VMs (it is never written to the record). The client VMs'
+  load generators are chosen (and installed) again, on every VM at once.
   """
   processes, password = RecordedShards(spec, engine)
   servers = spec.vm_groups['servers']
@@ -217,8 +277,7 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
           1 + opts.server.replicas_per_primary),
       primaries=_Primaries(len(processes), opts.server),
       processes=tuple(processes),
-      generators=tuple(ChooseGenerator(vm, opts.generator)
-                       for vm in spec.vm_groups['clients']),
+      generators=ChooseGenerators(spec.vm_groups['clients'], opts.generator),
       password=password,
       engine_settings=tuple(engine.Settings().items()),
       replicas_per_primary=opts.server.replicas_per_primary)

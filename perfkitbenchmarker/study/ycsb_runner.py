@@ -3,7 +3,8 @@
 Servers are deployed through the engine seam with the Redis study's one
 `deployment.StartShards` (any engine `engines.Get` knows; shards, cluster
 mode and password as redis_memtier has them). Client VMs get YCSB and PKB's
-binding (linux_packages/ycsb.py) and a 0600 connection file with the run's
+binding (linux_packages/ycsb.py), installed while the servers install theirs
+(`deployment.PrepareVms`), and a 0600 connection file with the run's
 restricted load user (engines/load_user.py); the password is never in argv.
 
 `Load` runs YCSB's load phase (records split across client VMs) and checks
@@ -77,35 +78,40 @@ def _Settings(engine) -> Tuple[Tuple[str, str], ...]:
   return tuple(sorted((str(k), str(v)) for k, v in settings.items()))
 
 
-def _Clients(spec, opts: ycsb_options.YcsbStudyOptions, processes,
-             password: str) -> Tuple[tuple, tuple]:
-  clients = tuple(spec.vm_groups['clients'])
-  installs = []
-  for vm in clients:
-    vm.Install('ycsb', build_dir=opts.build_dir)
-    installs.append(vm.ycsb)
-  hosts = Hosts(processes, opts)
+def _InstallYcsb(vm, opts: ycsb_options.YcsbStudyOptions
+                 ) -> ycsb_package.Installation:
+  vm.Install('ycsb', build_dir=opts.build_dir)
+  return vm.ycsb
+
+
+def _WriteConnection(clients: Sequence, processes, password: str,
+                     opts: ycsb_options.YcsbStudyOptions) -> None:
+  """Each client VM's 0600 connection file: the shards and the load user."""
   text = ycsb_package.ConnectionProperties(
-      hosts, load_user.LOAD_USER, load_user.LoadPassword(password),
-      opts.server.cluster_mode, opts.timeout_ms)
+      Hosts(processes, opts), load_user.LOAD_USER,
+      load_user.LoadPassword(password), opts.server.cluster_mode,
+      opts.timeout_ms)
   for vm in clients:
     vm.WriteFile(f'{vm.scratch_dir}/{CONNECTION_FILE}', text, mode=0o600)
-  return clients, tuple(installs)
 
 
 def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
            engine: engine_base.ServerEngine) -> YcsbDeployment:
-  """Installs the engine and YCSB, starts the shards, writes credentials."""
+  """Installs the engine (and tuning) on the servers and YCSB on the
+  clients, on every VM at once (`deployment.PrepareVms`); then starts the
+  shards and writes the clients' credentials."""
   servers = spec.vm_groups['servers']
-  for vm in servers:
-    engine.Install(vm)
-    if hasattr(vm, 'ApplySystemTuning'):
-      vm.ApplySystemTuning(opts.server.system_tuning)
+  clients = tuple(spec.vm_groups['clients'])
+  installs = tuple(deployment_lib.PrepareVms(
+      servers, clients,
+      lambda vm: deployment_lib.PrepareServer(engine, vm,
+                                              opts.server.system_tuning),
+      lambda vm: _InstallYcsb(vm, opts)))
   password = redis_server.NewPassword()
   processes = deployment_lib.StartShards(
       engine, servers, opts.server.shards_per_vm, password, opts.server,
       spec.record, opts.server.start_port)
-  clients, installs = _Clients(spec, opts, processes, password)
+  _WriteConnection(clients, processes, password, opts)
   return YcsbDeployment(engine.NAME, engine.Version(servers[0]),
                         opts.server.cluster_mode, processes, clients,
                         installs, password, _Settings(engine))
@@ -113,10 +119,14 @@ def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
 
 def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
             engine: engine_base.ServerEngine) -> YcsbDeployment:
-  """The deployment of an earlier invocation (--run_stage=run)."""
+  """The deployment of an earlier invocation (--run_stage=run): YCSB found
+  (or installed) on every client VM at once, credentials written again."""
   processes, password = deployment_lib.RecordedShards(spec, engine)
   processes = tuple(processes)
-  clients, installs = _Clients(spec, opts, processes, password)
+  clients = tuple(spec.vm_groups['clients'])
+  installs = tuple(deployment_lib.PrepareVms(
+      (), clients, None, lambda vm: _InstallYcsb(vm, opts)))
+  _WriteConnection(clients, processes, password, opts)
   return YcsbDeployment(engine.NAME,
                         engine.Version(spec.vm_groups['servers'][0]),
                         opts.server.cluster_mode, processes, clients,
