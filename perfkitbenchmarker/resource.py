@@ -6,13 +6,27 @@ so teardown can always walk the run record. Extension seam: a provider
 subclasses `BaseResource` for each kind of cloud object and registers a
 `FromRecord` constructor with `RegisterKind`, so a later
 `--run_stage=teardown` can rebuild and delete it from the record alone.
+
+Teardown goes in waves: the record's live resources, newest first, split
+wherever the kind changes (the shards, then the VMs, then firewall rules,
+subnetworks, the network...). A wave's resources are deleted at once through
+`background_tasks.RunInLanes` and the next wave starts only when the whole
+wave is done, since an older kind may depend on a newer one. Within a wave,
+resources that must not be deleted at the same time share a lane and go one
+after another in the record's order: `TeardownLane()` picks it. The default
+is a lane of the resource's own (cloud API calls run side by side, at most
+`background_tasks.MAX_WORKERS` at a time); a resource that works over a VM's
+one SSH connection (a shard process, the VM's own scratch clean-up) returns
+the VM's `CommandLane()`, so sshd's per-connection session limit is never
+reached while different VMs still go in parallel.
 """
 
 import abc
 import logging
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Hashable, List, Optional
 
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record as run_record_lib
 
@@ -79,6 +93,15 @@ class BaseResource(abc.ABC):
     """What teardown needs to find and delete this resource later."""
     return {}
 
+  def TeardownLane(self) -> Hashable:
+    """The lane this resource is deleted in, within its teardown wave.
+
+    Resources of one wave with equal lanes are deleted one after another in
+    the record's order, other lanes at the same time. The default, the
+    resource itself, deletes it alongside the rest of its wave.
+    """
+    return self
+
   def Remember(self, **data: Any) -> None:
     """Sets attributes and writes them to the run record at once.
 
@@ -137,19 +160,48 @@ class BaseResource(abc.ABC):
       self.record.UpdateResource(self.KIND, self.name, status='deleted')
 
 
-def TeardownFromRecord(record: run_record_lib.RunRecord) -> list:
-  """Deletes every live resource in the record, newest first.
+def TeardownFromRecord(record: run_record_lib.RunRecord) -> List[str]:
+  """Deletes every live resource in the record, newest first, in waves.
 
-  Returns a list of one-line failure descriptions (empty when all went).
+  See the module docstring. A failure (rebuilding the resource or deleting
+  it) leaves that resource live in the record and does not stop the rest of
+  its wave or the later waves.
+
+  Returns a list of one-line failure descriptions in the record's order
+  (newest first; empty when all went).
   """
-  failures = []
-  for entry in list(record.LiveResources()):
-    try:
-      res = FromRecord(entry, record)
-      res.record = record
-      res.Delete()
-    except Exception as e:  # pylint: disable=broad-except
-      # One line each, whatever the (possibly hostile) record held.
-      failures.append(f'{entry["kind"]} {entry["name"]}: {e}'.replace(
-          '\n', '\\n'))
-  return failures
+  failures: Dict[int, str] = {}
+
+  def Failed(index: int, entry: Dict[str, Any], error: BaseException) -> None:
+    # One line each, whatever the (possibly hostile) record held.
+    failures[index] = f'{entry["kind"]} {entry["name"]}: {error}'.replace(
+        '\n', '\\n')
+
+  for wave in _Waves(list(record.LiveResources())):
+    to_delete = []  # (index, entry, resource, lane)
+    for index, entry in wave:
+      try:
+        res = FromRecord(entry, record)
+        res.record = record
+        lane = res.TeardownLane()
+        hash(lane)  # RunInLanes keys a dict by it: fail here, for this one.
+      except Exception as e:  # pylint: disable=broad-except
+        Failed(index, entry, e)
+        continue
+      to_delete.append((index, entry, res, lane))
+    outcomes = background_tasks.RunInLanes(
+        lambda item: item[2].Delete(), to_delete, lane=lambda item: item[3])
+    for outcome in outcomes:
+      if outcome.error is not None:
+        Failed(outcome.item[0], outcome.item[1], outcome.error)
+  return [failures[index] for index in sorted(failures)]
+
+
+def _Waves(entries: List[Dict[str, Any]]) -> List[List[tuple]]:
+  """(index, entry) pairs, split where the kind changes."""
+  waves: List[List[tuple]] = []
+  for index, entry in enumerate(entries):
+    if not waves or waves[-1][-1][1]['kind'] != entry['kind']:
+      waves.append([])
+    waves[-1].append((index, entry))
+  return waves

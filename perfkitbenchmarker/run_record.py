@@ -169,19 +169,26 @@ class RunRecord:
         self.Save()
 
   def FindResource(self, kind: str, name: str) -> Optional[Dict[str, Any]]:
-    for entry in self._data['resources']:
-      if entry['kind'] == kind and entry['name'] == name:
-        return entry
-    return None
+    with self._lock:
+      for entry in self._data['resources']:
+        if entry['kind'] == kind and entry['name'] == name:
+          return entry
+      return None
 
   def LiveResources(self) -> Iterator[Dict[str, Any]]:
-    """Resources not yet deleted, newest first (reverse dependency order)."""
-    for entry in reversed(list(self._data['resources'])):
-      if entry['status'] != 'deleted':
-        yield entry
+    """Resources not yet deleted, newest first (reverse dependency order).
+
+    The ones live when it is called: teardown threads may mark entries
+    deleted meanwhile.
+    """
+    with self._lock:
+      live = [entry for entry in reversed(self._data['resources'])
+              if entry['status'] != 'deleted']
+    return iter(live)
 
   def Resources(self) -> List[Dict[str, Any]]:
-    return list(self._data['resources'])
+    with self._lock:
+      return list(self._data['resources'])
 
   # Run state ----------------------------------------------------------------
 
@@ -193,7 +200,8 @@ class RunRecord:
 
   @property
   def stages_done(self) -> List[str]:
-    return list(self._data['stages_done'])
+    with self._lock:
+      return list(self._data['stages_done'])
 
   def SetStatus(self, status: str) -> None:
     with self._lock:

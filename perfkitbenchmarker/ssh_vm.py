@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import threading
 import uuid
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Hashable, Optional, Tuple
 
 from absl import flags
 
@@ -212,6 +212,21 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                                            self._Target(), remote])
     return self._run_local(vm_util.QuoteAll(argv), timeout=timeout,
                            stdin=stdin)
+
+  def CommandLane(self) -> Hashable:
+    """One lane per master connection (ControlPath %C: user, host, port).
+
+    Two VMs that are one machine (a static machine listed twice) share it.
+    """
+    if not self.ip_address:
+      return super().CommandLane()
+    return ('ssh', self.user, self.ip_address, self.port)
+
+  def TeardownLane(self) -> Hashable:
+    # _Delete cleans up over the connection and then closes it: not while
+    # another VM on the same machine still uses it. (A cloud VM deleted by
+    # an API call is alone on its address, so this keeps it parallel.)
+    return self.CommandLane()
 
   def StopMaster(self) -> None:
     """Closes the shared connection (the next command opens a new one)."""

@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 import logging
 import shlex
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -68,6 +68,15 @@ class BaseVirtualMachine(resource.BaseResource):
   def ReadFile(self, path: str) -> str:
     out, _ = self.RemoteCommand(f'cat {shlex.quote(path)}')
     return out
+
+  def CommandLane(self) -> Hashable:
+    """The background_tasks lane of work that runs commands on this VM.
+
+    Work over one shared connection (SSH) must share a lane, so that it
+    never opens more sessions on it at once than sshd allows (see
+    resource.py's teardown). The default: the VM is a lane of its own.
+    """
+    return ('vm', self.name)
 
   # Shared behaviour -------------------------------------------------------
 

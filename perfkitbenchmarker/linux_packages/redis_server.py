@@ -15,7 +15,7 @@ import re
 import secrets
 import shlex
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Hashable, List, Optional, Sequence
 
 from absl import flags
 
@@ -213,6 +213,12 @@ class RedisProcess(resource.BaseResource):
     return {'vm_name': self.vm.name, 'port': self.port, 'pid': self.pid,
             'start_time': self.start_time,
             'config_path': self.config_path, 'pidfile': self.pidfile}
+
+  def TeardownLane(self) -> Hashable:
+    # Stopped over its VM's one SSH connection (sshd allows only so many
+    # sessions on it): the shards of one VM go one after another, different
+    # VMs in parallel.
+    return self.vm.CommandLane()
 
   def ConfigText(self) -> str:
     """The shard's config file (a sibling server may write its own)."""
