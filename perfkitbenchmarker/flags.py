@@ -55,6 +55,22 @@ flags.DEFINE_string('local_priced_as', 'GCP:n2d-standard-2',
                     '<cloud>:<machine_type>[@<region>].')
 flags.DEFINE_boolean('official', False, 'Mark samples as official results.')
 
+# PKB's --timing_measurements values; `none` stands alone.
+TIMING_NONE = 'none'
+TIMING_END_TO_END_RUNTIME = 'end_to_end_runtime'
+TIMING_RUNTIMES = 'runtimes'
+TIMING_TIMESTAMPS = 'timestamps'
+TIMING_MEASUREMENTS = (TIMING_NONE, TIMING_END_TO_END_RUNTIME,
+                       TIMING_RUNTIMES, TIMING_TIMESTAMPS)
+flags.DEFINE_list(
+    'timing_measurements', [TIMING_END_TO_END_RUNTIME],
+    'Timing samples to add, from none, end_to_end_runtime (End to End '
+    'Runtime, when every stage ran and none failed), runtimes (that and '
+    '"<stage> Runtime" in seconds for each stage that ran to its end: '
+    'Resource Provisioning, Benchmark Prepare, Benchmark Run, Benchmark '
+    'Cleanup, Resource Teardown) and timestamps ("<stage> Start Timestamp" '
+    'and "<stage> Stop Timestamp", seconds since the epoch). none is alone.')
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string('static_vm_file', None,
                     'JSON file of existing machines (PKB format: ip_address, '

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from absl import flags
 
@@ -34,6 +34,7 @@ from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
+from perfkitbenchmarker import timing_util
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.providers.gcp import flags as _gcp_flags  # pylint: disable=unused-import
@@ -58,6 +59,10 @@ def _Stages() -> List[str]:
         f'--run_stage has unknown stage(s) {", ".join(bad) or "(none)"}; use '
         f'{", ".join(pkb_flags.RUN_STAGES)} or all.')
   return [s for s in pkb_flags.RUN_STAGES if s in stages]
+
+
+def _TimingMeasurements():
+  return timing_util.Parse(FLAGS.timing_measurements)
 
 
 def _RunUri(stages: List[str]) -> str:
@@ -131,6 +136,7 @@ def _TeardownOnly(run_dir: str) -> int:
 def RunBenchmarks(argv: List[str]) -> int:
   """Runs the benchmarks named by --benchmarks; returns the exit code."""
   stages = _Stages()
+  _TimingMeasurements()
   input_checks.CheckRunFlags(FLAGS, _Cloud(), _ResultsDir())
   cells = matrix_runner.Cells(FLAGS, stages)
   if cells is not None:  # A matrix config: each cell is a child pkb.py.
@@ -148,6 +154,7 @@ def RunBenchmarks(argv: List[str]) -> int:
 
   catalog = pricing.PriceCatalog.Load()
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
+  _TimingMeasurements()  # Again: a config's flags: section may set it.
   estimated_usd = 0.0
   for module, config in loaded:
     module.CheckPrerequisites(config)
@@ -213,35 +220,45 @@ def RunBenchmarks(argv: List[str]) -> int:
 
 
 def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
-            deadline, stages, interrupts, ssh_waiter=None) -> int:
+            deadline, stages, interrupts, ssh_waiter=None,
+            clock: Callable[[], float] = time.time) -> int:
+  """Runs one benchmark's stages; returns its exit code.
+
+  `clock` (seconds since the epoch) times the run and each stage for the
+  --timing_measurements samples, emitted after teardown.
+  """
+  measurements = _TimingMeasurements()
   spec = spec_lib.BenchmarkSpec(
       module, config, run_uri, _Cloud(), record, FLAGS, catalog,
       lambda samples: collector.Add(samples, module.BENCHMARK_NAME),
       reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
   failure: Optional[BaseException] = None
-  started = time.time()
+  times = timing_util.StageTimes(clock)
+  started = clock()
   try:
     interrupts.Arm()
     if 'provision' in stages:
-      spec.ConstructVirtualMachines()
+      with times.Measure('provision'):
+        spec.ConstructVirtualMachines()
+        spec.Provision()
+        record.MarkStageDone('provision')
     else:
       spec.RestoreVirtualMachines()
-    if 'provision' in stages:
-      spec.Provision()
-      record.MarkStageDone('provision')
     if 'prepare' in stages:
-      module.Prepare(spec)
-      record.MarkStageDone('prepare')
+      with times.Measure('prepare'):
+        module.Prepare(spec)
+        record.MarkStageDone('prepare')
     if 'run' in stages:
-      samples = list(module.Run(spec))
-      # One channel: a benchmark publishes through spec.EmitSamples as it
-      # measures, and Run returns what it published (PKB's contract).
-      if len(samples) != len(spec.published):
-        raise errors.Error(
-            f'internal error: {module.BENCHMARK_NAME}.Run returned '
-            f'{len(samples)} samples but published {len(spec.published)}; '
-            'publish every sample with spec.EmitSamples.')
-      record.MarkStageDone('run')
+      with times.Measure('run'):
+        samples = list(module.Run(spec))
+        # One channel: a benchmark publishes through spec.EmitSamples as it
+        # measures, and Run returns what it published (PKB's contract).
+        if len(samples) != len(spec.published):
+          raise errors.Error(
+              f'internal error: {module.BENCHMARK_NAME}.Run returned '
+              f'{len(samples)} samples but published {len(spec.published)}; '
+              'publish every sample with spec.EmitSamples.')
+        record.MarkStageDone('run')
   except (errors.Error, errors.RunInterrupted, KeyboardInterrupt) as e:
     failure = e
   except Exception as e:  # pylint: disable=broad-except
@@ -255,26 +272,38 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
     # signal may cut them short, and then says how to finish (run_signals).
     interrupts.Protect()
     try:
-      cleanup_errors = _Finish(module, spec, stages, failure)
+      cleanup_errors = _Finish(module, spec, stages, failure, times)
     except errors.RunInterrupted as e:
       cleanup_errors = [str(e)]
   failure = failure or interrupts.Pending()
+  measured = len(spec.published)
+  timing = []
   if (failure is None and not cleanup_errors and
-      list(stages) == list(pkb_flags.RUN_STAGES)):
+      list(stages) == list(pkb_flags.RUN_STAGES) and
+      measurements & {pkb_flags.TIMING_END_TO_END_RUNTIME,
+                      pkb_flags.TIMING_RUNTIMES}):
     # PKB's End to End Runtime: provision through teardown, when all ran.
+    timing.append(sample_lib.Sample(
+        spec_lib.END_TO_END_RUNTIME, clock() - started, 'seconds', {}))
+  # Each stage that ran to its end, also in a run that failed later.
+  timing.extend(times.Samples(pkb_flags.TIMING_RUNTIMES in measurements,
+                              pkb_flags.TIMING_TIMESTAMPS in measurements))
+  if timing and not isinstance(failure, errors.ResultsFileError):
     try:
-      spec.EmitSamples([sample_lib.Sample(
-          spec_lib.END_TO_END_RUNTIME, time.time() - started, 'seconds', {})])
+      spec.EmitSamples(timing)
     except errors.Error as e:  # A results file that cannot be written.
-      failure = e
+      if failure is None:
+        failure = e
+      else:  # The run's own failure stays the one its line names.
+        cleanup_errors.append(f'timing samples not written: {e}')
   if failure is not None:
     message = str(failure) or type(failure).__name__
     if isinstance(failure, KeyboardInterrupt):
       message = 'interrupted by SIGINT'
     print(f'pkb: {module.BENCHMARK_NAME} stopped: {vm_util.Mask(message)}',
           file=sys.stderr)
-    if spec.published and not isinstance(failure, errors.ResultsFileError):
-      print(f'pkb: the {len(spec.published)} samples measured before that are '
+    if measured and not isinstance(failure, errors.ResultsFileError):
+      print(f'pkb: the {measured} samples measured before that are '
             'kept in the results files.', file=sys.stderr)
   for line in cleanup_errors:
     print(f'pkb: {line}', file=sys.stderr)
@@ -291,17 +320,23 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
   return EXIT_FAILED if failed else EXIT_OK
 
 
-def _Finish(module, spec, stages, failure) -> List[str]:
-  """Runs cleanup and teardown (as requested) whatever happened before."""
+def _Finish(module, spec, stages, failure, times: timing_util.StageTimes) -> List[str]:
+  """Runs cleanup and teardown (as requested) whatever happened before.
+
+  `times` gets each of the two that ran to its end (a teardown that left
+  resources did not).
+  """
   problems = []
   if 'cleanup' in stages or failure is not None:
     try:
-      module.Cleanup(spec)
-      spec.record.MarkStageDone('cleanup')
+      with times.Measure('cleanup'):
+        module.Cleanup(spec)
+        spec.record.MarkStageDone('cleanup')
     except Exception as e:  # pylint: disable=broad-except
       logging.exception('Cleanup failed')
       problems.append(f'cleanup failed: {vm_util.Mask(str(e))}')
   if 'teardown' in stages:
+    teardown_started = times.Now()
     failures = spec.Teardown()
     if failures:
       problems.append('teardown left resources (retry with '
@@ -309,6 +344,7 @@ def _Finish(module, spec, stages, failure) -> List[str]:
                       + '; '.join(failures))
     else:
       spec.record.MarkStageDone('teardown')
+      times.Add('teardown', teardown_started)
   return problems
 
 
