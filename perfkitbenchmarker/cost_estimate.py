@@ -5,24 +5,27 @@ the benchmark's probe-time estimate (the module's `EstimatedMinutes(spec)`),
 the preload size and how many client VMs share the preload, and returns
 minutes and dollars per phase:
 
-  provision  creating the network, firewall and VMs and waiting for SSH
-  install    packages, system tuning, starting the shards
+  provision  creating the network and firewall, then every VM at once and
+             waiting until each answers SSH
+  install    packages, system tuning, on every VM at once
   preload    writing the key range at a load rate per client VM (each
              writes its own slice, all at once), then verifying it
   search     the probes (the benchmark's own estimate)
-  teardown   stopping the shards and deleting every resource
+  teardown   deleting every VM at once, then the network and firewall
 
-Every VM is billed for the whole wall time (a VM exists from the start of
-provisioning until teardown deletes it), with the one-minute minimum both
-GCP and AWS bill per VM. The per-cloud phase times in `RATES` are
-assumptions stated here, chosen on the slow side of what the providers
-usually take; `FromSpec` adapts a BenchmarkSpec for the dry run, the budget
-guard (--max_cost_usd) and the matrix plan.
+A VM is billed from its create request until its delete has finished, with
+the one-minute minimum both GCP and AWS bill per VM; the network objects
+made before the VMs and deleted after them are in the wall time but bill no
+VM. The per-cloud phase times in `RATES` say where each comes from
+(scripts/bench_install.py's measurement, published boot-time measurements,
+or a stated assumption); a real run's `--timing_measurements=runtimes`
+samples measure them per stage. `FromSpec` adapts a BenchmarkSpec for the
+dry run, the budget guard (--max_cost_usd) and the matrix plan.
 
 `PkbEstimate` prices upstream PKB's path for the same study on the same
 VMs (Redis and memtier built from source, its memtier binary search of
-about 17 runs of 60 s, a one-connection preload); on a cloud the dry run
-prints it under ours, with the ratio of VM-dollars.
+about 17 runs of 60 s, a one-connection preload per client VM); on a cloud
+the dry run prints it under ours, with the ratio of VM-dollars.
 
 Extension seam: a new cloud adds its `PhaseRates` to `RATES`; a benchmark
 with its own preload says so with an optional `EstimatedPreloadKeys(spec)`,
@@ -41,46 +44,80 @@ MIN_BILLED_MINUTES = 1.0
 class PhaseRates:
   """How long the fixed phases take on one kind of provider.
 
+  Provisioning is the run's network objects (no VM exists yet, so no VM is
+  billed) and then every VM at once until each answers SSH; teardown is
+  every VM's delete at once (billed until they are gone) and then the
+  network objects (no VM left). Installs run on every VM at once
+  (deployment.PrepareVms), deletes too (resource.TeardownFromRecord).
+
   The preload rates are one client VM's; client VMs preloading side by side
   add up. The servers are assumed to absorb that sum (not modelled): in the
   studies priced here it is far below what they serve, e.g. 6 clients x 100k
   keys/s = 600k SETs/s against the 3.9M ops/s under 1 ms of the T2D
   cluster (scripts/search_model.py).
   """
-  provision_min: float
-  install_min: float
-  teardown_min: float
+  network_min: float  # network, subnets, firewall, placement: not billed
+  vms_ready_min: float  # create requests until every VM answers SSH
+  install_min: float  # every VM at once, the slowest VM's
+  vms_delete_min: float  # every VM's delete at once, until gone
+  network_delete_min: float  # after the VMs are gone: not billed
   preload_keys_per_s: float
   preload_bytes_per_s: float
   preload_fixed_s: float = 10.0  # start shards, connect, verify DBSIZE
 
 
+# Install: scripts/bench_install.py on a fresh Debian 12 root (2026-11-23,
+# docs/search.md) measured ours at 17 s for the slower VM (a client:
+# redis-tools 5.8 s, the C compiler 11.3 s; a server's redis-server 6.9 s).
+# memtier from Redis's APT repository (one more repository, two
+# `apt-get update`s and a small package) could not be measured here; it and
+# our own SSH steps (probe, tuning, scratch directory, compiling
+# argv_secret) get the rest of the minute.
+OUR_INSTALL_MIN = 1.0
 RATES: Mapping[str, PhaseRates] = {
     # A scratch directory and cores of this machine; Debian's packages are
     # only checked; redis-benchmark preloads from one core.
-    'Local': PhaseRates(0.05, 0.05, 0.05, 50_000, 50e6),
+    'Local': PhaseRates(0.0, 0.05, 0.05, 0.05, 0.0, 50_000, 50e6),
     # Existing machines: no provisioning, but installs over SSH.
-    'Static': PhaseRates(0.5, 4.0, 0.2, 100_000, 100e6),
-    # Network, firewall rules, placement policy, instances, SSH ready.
-    'GCP': PhaseRates(3.0, 4.0, 2.0, 100_000, 100e6),
-    # VPC, subnet, gateway, security group, key, placement group, instances.
-    'AWS': PhaseRates(4.0, 4.0, 3.0, 100_000, 100e6),
+    'Static': PhaseRates(0.0, 0.5, OUR_INSTALL_MIN, 0.2, 0.0, 100_000,
+                         100e6),
+    # VMs ready: time-to-SSH of about 25 s for GCE VMs of <= 32 vCPUs (R.
+    # Aboukhalil, "Move Fast and Break the Cloud", 2018, ~5,000 VMs) and 41.5
+    # s for a 2-vCPU Debian VM (C. McAnlis, Google Cloud Performance Atlas,
+    # 2017), rounded up to a minute for the image and machine-type look-ups
+    # and the SSH waiter's polling. Network objects (network, subnetwork,
+    # placement policy, 2-3 firewall rules, one waited operation each) and
+    # the deletes are assumptions, not measured.
+    'GCP': PhaseRates(1.0, 1.0, OUR_INSTALL_MIN, 1.0, 1.0, 100_000, 100e6),
+    # VMs ready: about 29 s from RunInstances to SSH for Linux on c5.xlarge
+    # (C. Percival, "EC2 boot time benchmarking", 2021, medians of 9), a
+    # minute with our polling. EC2 bills neither pending nor shutting-down
+    # (the EC2 user guide's instance lifecycle table), so the billed delete
+    # minute is an upper bound. VPC, subnet, gateway, route table, security
+    # group, key and placement group are quick API calls; their deletes wait
+    # for the instances' network interfaces to go (assumed).
+    'AWS': PhaseRates(0.5, 1.0, OUR_INSTALL_MIN, 1.0, 1.0, 100_000, 100e6),
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class PkbPath:
-  """Upstream PKB's redis_memtier path, per phase (assumptions, stated).
+  """Upstream PKB's redis_memtier path, per phase (measured or stated).
 
-  build_min: build tools, `git clone` + `make` of Redis and `autoreconf`,
-    `configure`, `make` of memtier, on top of the cloud's install time.
+  install_min: the slower VM, as scripts/bench_install.py measured it on a
+    fresh Debian 12 root (2026-11-23): a server's build tools and tcl-dev
+    (38 s), Redis 7.0's `make` with one job (105 s): 143 s; a client's
+    build tools and memtier's build dependencies (38 s) and memtier 2.1.3's
+    `autoreconf`, `configure`, `make` (22 s, timed by hand from its
+    source): 60 s. The `git clone`s of both repositories (out of reach
+    here) get the rest of the 3 minutes.
   preload_keys_per_s: memtier -t 1 -c 1 --pipeline 100 --ratio 1:0 per
     client VM (PKB splits the key range over the client VMs).
   search_runs, run_seconds: its binary search over pipeline then clients
     took 16-17 runs in scripts/bench_search.py's model scenarios; 60 s each.
   run_overhead_s: per run: reachability check, file cleanup, result fetch.
   """
-  build_min: float = 6.0
+  install_min: float = 3.0
   preload_keys_per_s: float = 300_000
   search_runs: int = 17
   run_seconds: float = 60.0
@@ -101,8 +138,9 @@ class VmGroup:
 @dataclasses.dataclass(frozen=True)
 class Phase:
   name: str
-  minutes: float
+  minutes: float  # wall time
   usd: float
+  billed_minutes: float  # of `minutes`, the part while the VMs exist
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,9 +164,13 @@ class RunEstimate:
     return sum(p.minutes for p in self.phases)
 
   @property
+  def billed_minutes(self) -> float:
+    return sum(p.billed_minutes for p in self.phases)
+
+  @property
   def usd(self) -> float:
     billed = sum(g.usd_per_hour * g.count *
-                 max(self.minutes, MIN_BILLED_MINUTES) / 60
+                 max(self.billed_minutes, MIN_BILLED_MINUTES) / 60
                  for g in self.groups)
     return max(billed, sum(p.usd for p in self.phases))
 
@@ -137,7 +179,10 @@ class RunEstimate:
     lines = [f'Estimate ({self.vm_count} VMs, ${self.usd_per_hour:.4f}/hr '
              'for all of them):']
     for p in self.phases:
-      lines.append(f'  {p.name:<9} {p.minutes:6.1f} min  ${p.usd:.4f}')
+      unbilled = p.minutes - p.billed_minutes
+      note = (f'  ({unbilled:.1f} min before or after the VMs exist)'
+              if unbilled > 0.05 else '')
+      lines.append(f'  {p.name:<9} {p.minutes:6.1f} min  ${p.usd:.4f}{note}')
     at_most = ''
     if timeout_minutes:
       at_most = (f'; at most ${self.usd_per_hour * timeout_minutes / 60:.2f} '
@@ -178,15 +223,20 @@ def EstimateRun(cloud: str, groups: Sequence[VmGroup], search_minutes: float,
   if search_minutes < 0:
     raise ValueError('search_minutes must not be negative')
   hourly = sum(g.usd_per_hour * g.count for g in groups)
+  preload = PreloadSeconds(rates, preload_keys, value_bytes,
+                           preload_client_vms) / 60
+  # (wall minutes, of which billed)
   minutes = {
-      'provision': rates.provision_min,
-      'install': rates.install_min,
-      'preload': PreloadSeconds(rates, preload_keys, value_bytes,
-                                preload_client_vms) / 60,
-      'search': search_minutes,
-      'teardown': rates.teardown_min,
+      'provision': (rates.network_min + rates.vms_ready_min,
+                    rates.vms_ready_min),
+      'install': (rates.install_min, rates.install_min),
+      'preload': (preload, preload),
+      'search': (search_minutes, search_minutes),
+      'teardown': (rates.vms_delete_min + rates.network_delete_min,
+                   rates.vms_delete_min),
   }
-  phases = tuple(Phase(name, minutes[name], hourly * minutes[name] / 60)
+  phases = tuple(Phase(name, minutes[name][0],
+                       hourly * minutes[name][1] / 60, minutes[name][1])
                  for name in PHASES)
   return RunEstimate(cloud=cloud, groups=tuple(groups), phases=phases)
 
@@ -195,10 +245,12 @@ def PkbEstimate(cloud: str, groups: Sequence[VmGroup], preload_keys: int = 0,
                 value_bytes: int = 0, client_vms: int = 1,
                 path: PkbPath = PKB_PATH,
                 rates: Optional[PhaseRates] = None) -> RunEstimate:
-  """The same study on the same VMs the way upstream PKB runs it."""
+  """The same study on the same VMs the way upstream PKB runs it (the same
+  provisioning and teardown as ours: PKB also creates and deletes VMs in
+  parallel)."""
   rates = rates or RATES[cloud]
   pkb_rates = dataclasses.replace(
-      rates, install_min=rates.install_min + path.build_min,
+      rates, install_min=path.install_min,
       preload_keys_per_s=path.preload_keys_per_s)
   search = path.search_runs * (path.run_seconds + path.run_overhead_s) / 60
   return EstimateRun(cloud, groups, search, preload_keys, value_bytes,

@@ -11,33 +11,45 @@ GROUPS = (ce.VmGroup('servers', 1, 't2d-standard-16', 0.675936),
 HOURLY = 0.675936 + 2 * 1.553888
 
 
-def test_every_phase_is_counted_and_billed_for_all_vms():
-  rates = ce.PhaseRates(provision_min=3, install_min=4, teardown_min=2,
-                        preload_keys_per_s=100_000, preload_bytes_per_s=1e9,
-                        preload_fixed_s=0)
+def _Rates(network=0, ready=0, install=0, delete=0, network_delete=0,
+           keys=100_000, byte_rate=1e9, fixed=0):
+  return ce.PhaseRates(network, ready, install, delete, network_delete, keys,
+                       byte_rate, fixed)
+
+
+def test_every_phase_is_counted_and_vms_billed_while_they_exist():
+  rates = _Rates(network=1, ready=2, install=4, delete=1.5, network_delete=1)
   est = ce.EstimateRun('GCP', GROUPS, search_minutes=20,
                        preload_keys=1_200_000, value_bytes=100, rates=rates)
   minutes = {p.name: p.minutes for p in est.phases}
   assert minutes == pytest.approx({'provision': 3, 'install': 4,
                                    'preload': 0.2, 'search': 20,
-                                   'teardown': 2})
-  assert est.minutes == pytest.approx(29.2)
+                                   'teardown': 2.5})
+  billed = {p.name: p.billed_minutes for p in est.phases}
+  # The network before the VMs and after them bills no VM.
+  assert billed == pytest.approx({'provision': 2, 'install': 4,
+                                  'preload': 0.2, 'search': 20,
+                                  'teardown': 1.5})
+  assert est.minutes == pytest.approx(29.7)
+  assert est.billed_minutes == pytest.approx(27.7)
   assert est.vm_count == 3
   assert est.usd_per_hour == pytest.approx(HOURLY)
-  assert est.usd == pytest.approx(HOURLY * 29.2 / 60)
+  assert est.usd == pytest.approx(HOURLY * 27.7 / 60)
   assert sum(p.usd for p in est.phases) == pytest.approx(est.usd)
+  lines = est.Lines()
+  assert '(1.0 min before or after the VMs exist)' in lines[1]
+  assert 'before or after' not in lines[2]
 
 
 def test_preload_is_bound_by_the_slower_of_keys_and_bytes():
-  rates = ce.PhaseRates(0, 0, 0, preload_keys_per_s=100_000,
-                        preload_bytes_per_s=10e6, preload_fixed_s=10)
+  rates = _Rates(keys=100_000, byte_rate=10e6, fixed=10)
   # 1M keys of 1 KB: 100 MB at 10 MB/s = 100 s > 10 s at the key rate.
   assert ce.PreloadSeconds(rates, 1_000_000, 1000) == pytest.approx(110)
   assert ce.PreloadSeconds(rates, 0, 1000) == 0
 
 
 def test_one_minute_minimum_billing_and_the_lines():
-  rates = ce.PhaseRates(0, 0, 0, 1, 1, 0)
+  rates = _Rates(keys=1, byte_rate=1)
   est = ce.EstimateRun('Local', GROUPS[:1], search_minutes=0.1, rates=rates)
   assert est.usd == pytest.approx(0.675936 / 60)
   lines = est.Lines(timeout_minutes=60)
@@ -50,7 +62,11 @@ def test_cloud_rates_differ_and_unknown_clouds_are_refused():
   local = ce.EstimateRun('Local', GROUPS, 1)
   gcp = ce.EstimateRun('GCP', GROUPS, 1)
   aws = ce.EstimateRun('AWS', GROUPS, 1)
-  assert local.minutes < gcp.minutes < aws.minutes
+  assert local.minutes < min(gcp.minutes, aws.minutes)
+  assert gcp.phases[0].minutes == pytest.approx(
+      ce.RATES['GCP'].network_min + ce.RATES['GCP'].vms_ready_min)
+  assert aws.phases[0].minutes == pytest.approx(
+      ce.RATES['AWS'].network_min + ce.RATES['AWS'].vms_ready_min)
   with pytest.raises(ValueError, match='Azure'):
     ce.EstimateRun('Azure', GROUPS, 1)
   with pytest.raises(ValueError):
@@ -91,8 +107,7 @@ def test_from_spec_uses_the_benchmark_estimate_and_key_range():
 
 
 def test_client_vms_preloading_side_by_side_divide_the_preload():
-  rates = ce.PhaseRates(0, 0, 0, preload_keys_per_s=100_000,
-                        preload_bytes_per_s=10e6, preload_fixed_s=10)
+  rates = _Rates(keys=100_000, byte_rate=10e6, fixed=10)
   # 50M keys of 100 B from one VM: 500 s by keys, 500 s by bytes.
   assert ce.PreloadSeconds(rates, 50_000_000, 100) == pytest.approx(510)
   assert ce.PreloadSeconds(rates, 50_000_000, 100,
@@ -108,11 +123,35 @@ def test_client_vms_preloading_side_by_side_divide_the_preload():
 
 
 def test_pkb_path_preloads_from_every_client_vm_at_its_own_rates():
-  rates = ce.PhaseRates(0, 0, 0, preload_keys_per_s=1, preload_bytes_per_s=1e6,
-                        preload_fixed_s=0)
+  rates = _Rates(keys=1, byte_rate=1e6)
   path = ce.PkbPath(preload_keys_per_s=300_000)
   est = ce.PkbEstimate('GCP', GROUPS, 6_000_000, 1000, client_vms=2,
                        path=path, rates=rates)
   # Bytes bind: 6 GB at 1 MB/s per VM, two VMs.
   assert {p.name: p.minutes for p in est.phases}['preload'] == pytest.approx(
       6e9 / 2e6 / 60)
+
+
+def test_pkb_path_differs_from_ours_only_in_install_preload_and_search():
+  path = ce.PkbPath(install_min=5, preload_keys_per_s=300_000, search_runs=10,
+                    run_seconds=60, run_overhead_s=6)
+  rates = _Rates(network=1, ready=1, install=1, delete=1, network_delete=1)
+  ours = ce.EstimateRun('GCP', GROUPS, 2, rates=rates)
+  pkb = ce.PkbEstimate('GCP', GROUPS, path=path, rates=rates)
+  mine = {p.name: p.minutes for p in ours.phases}
+  theirs = {p.name: p.minutes for p in pkb.phases}
+  assert theirs['provision'] == mine['provision'] == 2
+  assert theirs['teardown'] == mine['teardown'] == 2
+  assert theirs['install'] == 5 and mine['install'] == 1
+  assert theirs['search'] == pytest.approx(11)
+
+
+def test_cloud_rates_say_where_they_come_from():
+  # Every cloud's fixed phases are set; the VMs are billed only while they
+  # exist, so no cloud bills the network minutes.
+  for cloud, rates in ce.RATES.items():
+    est = ce.EstimateRun(cloud, GROUPS, 1, rates=rates)
+    assert est.billed_minutes <= est.minutes, cloud
+  gcp = ce.EstimateRun('GCP', GROUPS, 0)
+  assert gcp.minutes - gcp.billed_minutes == pytest.approx(
+      ce.RATES['GCP'].network_min + ce.RATES['GCP'].network_delete_min)
