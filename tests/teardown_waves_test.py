@@ -338,6 +338,18 @@ def _Alive(procs):
           if vm_util.ProcessAlive(p.pid, marker=f':{p.port}')]
 
 
+def _StartShardsOn(vms, counts, record, procs):
+  """Starts `counts` real shards on the VMs (into `procs`, for the caller's
+  clean-up) and returns the run record as a later teardown would load it."""
+  options = redis_server.ShardOptions(maxmemory_mb=64)
+  password = redis_server.NewPassword()
+  for vm, count in zip(vms, counts):
+    procs += redis_server.StartShards(vm, count, password, options, record,
+                                      start_port=e2e.FreePort())
+  assert len(_Alive(procs)) == sum(counts)
+  return run_record.RunRecord.Load(record.run_dir)
+
+
 def _StopLeftovers(procs):
   for proc in procs:
     if proc.port in _Alive([proc]):
@@ -357,15 +369,9 @@ def test_real_shards_on_local_vms_stop_from_the_record(tmp_path, monkeypatch):
                                    record=record)
     vm.Create()
     vms.append(vm)
-  options = redis_server.ShardOptions(maxmemory_mb=64)
-  password = redis_server.NewPassword()
   procs = []
   try:
-    for vm, count in zip(vms, (3, 2)):
-      procs += redis_server.StartShards(vm, count, password, options, record,
-                                        start_port=e2e.FreePort())
-    assert len(_Alive(procs)) == 5
-    loaded = run_record.RunRecord.Load(record.run_dir)
+    loaded = _StartShardsOn(vms, (3, 2), record, procs)
     lanes = {}
     for entry in loaded.LiveResources():
       if entry['kind'] == redis_server.RedisProcess.KIND:
@@ -395,15 +401,9 @@ def test_real_shards_on_one_machine_listed_twice_over_ssh(
         run_uri=run_uri)
     vm.Create()
     vms.append(vm)
-  options = redis_server.ShardOptions(maxmemory_mb=64)
-  password = redis_server.NewPassword()
   procs = []
   try:
-    for vm, count in zip(vms, (3, 2)):
-      procs += redis_server.StartShards(vm, count, password, options, record,
-                                        start_port=e2e.FreePort())
-    assert len(_Alive(procs)) == 5
-    loaded = run_record.RunRecord.Load(record.run_dir)
+    loaded = _StartShardsOn(vms, (3, 2), record, procs)
     # Every shard and both VMs: one machine, one connection, one lane.
     lanes = {resource.FromRecord(e, loaded).TeardownLane()
              for e in loaded.LiveResources()}

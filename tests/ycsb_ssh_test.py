@@ -87,6 +87,10 @@ class Os:
   os_id: str = 'debian'
   os_pretty_name: str = ''
 
+  @property
+  def display_name(self) -> str:
+    return self.os_pretty_name or self.os_id
+
 
 class StandIns:
   """A directory that is the script's whole PATH."""

@@ -101,7 +101,7 @@ def CompilerInstall(info) -> str:
   if info.family == 'rhel':
     return 'set -e\n(dnf -y install gcc || yum -y install gcc)\n'
   raise errors.PrerequisiteError(
-      f'Cannot install a C compiler on {info.os_pretty_name or info.os_id}; '
+      f'Cannot install a C compiler on {info.display_name}; '
       'install gcc by hand and rerun.')
 
 
@@ -114,8 +114,9 @@ def Install(vm) -> None:
           'restricted load user\'s) is visible in `ps` during probes; '
           'install gcc (scripts/setup.sh does) to keep it out.', vm.name)
       return
-    remote_install.RunAsRoot(vm, CompilerInstall(vm.DetectSystem()),
-                             'Installing a C compiler')
+    remote_install.RunAsRoot(
+        vm, remote_install.ScriptFor(vm, CompilerInstall),
+        'Installing a C compiler')
   source = f'{vm.scratch_dir}/argv_secret.c'
   vm.WriteFile(source, SOURCE, 0o600)
   library = LibraryPath(vm)

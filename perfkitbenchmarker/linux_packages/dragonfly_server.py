@@ -15,7 +15,9 @@ Settings go into a 0600 flag file (`--flagfile`), so the password is never
 on a command line. `--cluster_mode=emulated` makes one process answer
 CLUSTER commands, for clients run in cluster mode.
 
-Extension seam: every function here except `Install` is pure. `release_url`
+Extension seam: every function here except `Install` is pure (`Install`
+builds the script through remote_install.ScriptFor, so its refusals name
+the VM). `release_url`
 (where releases are downloaded from) and `prefix` (where the tar.gz binary
 goes; it must be on the VM's PATH, as /usr/local is) are arguments of
 `Install` and the engine, so a mirror or a test can supply its own.
@@ -59,8 +61,9 @@ def AssetUrls(machine: str, version: str, release_url: str = RELEASE_URL):
   """
   if machine not in _ARCH:
     raise errors.PrerequisiteError(
-        f'Dragonfly has release packages for x86_64 and arm64 only, not '
-        f'{machine}.')
+        f'Cannot install Dragonfly on {machine or "an unknown CPU"}: it has '
+        'release packages for x86_64 and arm64 only; use an x86_64 or arm64 '
+        'machine type.')
   deb_arch, tar_arch = _ARCH[machine]
   v = ReleaseVersion(version)
   return (release_url.format(version=v, asset=f'dragonfly_{deb_arch}.deb'),
@@ -96,8 +99,9 @@ def InstallScript(info, machine: str, version: str = 'distro',
              f'{binary}']
   else:
     raise errors.PrerequisiteError(
-        f'Cannot install Dragonfly on {info.os_pretty_name or info.os_id}: '
-        'only Debian/Ubuntu and RHEL-like systems are supported.')
+        f'Cannot install Dragonfly on {info.display_name}: only '
+        'Debian/Ubuntu and RHEL-like systems are supported; use such an '
+        'image or install dragonfly there by hand.')
   return '\n'.join(['set -eo pipefail'] + lines + ['dragonfly --version'])
 
 
@@ -191,10 +195,10 @@ def Install(vm, version: str = 'distro', release_url: str = RELEASE_URL,
   wanted = ReleaseVersion(version)
   if _InstalledVersion(vm) == wanted and vm.HasCommand('redis-cli'):
     return
-  machine, _ = vm.RemoteCommand('uname -m')
+  machine, _ = vm.RemoteCommand('uname -m', what=f'uname -m on {vm.name}')
   remote_install.RunAsRoot(
-      vm, InstallScript(vm.DetectSystem(), machine.strip(), version,
-                        release_url, prefix),
+      vm, remote_install.ScriptFor(vm, InstallScript, machine.strip(),
+                                   version, release_url, prefix),
       f'Installing Dragonfly {wanted}')
   # Another dragonfly earlier on the PATH would shadow the new one.
   installed = _InstalledVersion(vm)
@@ -205,5 +209,6 @@ def Install(vm, version: str = 'distro', release_url: str = RELEASE_URL,
 
 
 def GetVersion(vm) -> Optional[str]:
-  out, _ = vm.RemoteCommand('dragonfly --version')
+  out, _ = vm.RemoteCommand('dragonfly --version',
+                            what=f'dragonfly --version on {vm.name}')
   return ParseVersion(out) or out.strip()

@@ -11,7 +11,9 @@ tests/vm_engines_ssh_test.py runs the source install and the start, version
 and stop commands over a loopback sshd against a stand-in source tarball it
 serves itself (the APT path needs root and a dpkg database).
 
-Extension seam: `InstallScript` and `ServerThreadsConfig` are pure.
+Extension seam: `InstallScript` and `ServerThreadsConfig` are pure;
+`InstallScript` takes the VM's name only for its errors (installs run on
+every VM at once, so each error names its VM).
 `source_url` (where source releases are downloaded from) and `prefix` (where
 a source build is installed; it must be on the VM's PATH, as /usr/local is)
 are arguments of `Install` and the engine, so a mirror or a test can supply
@@ -78,13 +80,16 @@ def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
   CheckVersion(version)
   if info.family not in ('debian', 'rhel'):
     raise errors.PrerequisiteError(
-        f'Cannot install KeyDB on {info.os_pretty_name or info.os_id}: only '
-        'Debian/Ubuntu and RHEL-like systems are supported.')
+        f'Cannot install KeyDB on {info.display_name}: only '
+        'Debian/Ubuntu and RHEL-like systems are supported; use such an '
+        'image or install keydb-server there by hand.')
   if version == 'distro' and info.family == 'debian':
     if not info.os_codename:
       raise errors.PrerequisiteError(
-          'Cannot add KeyDB\'s APT repository: /etc/os-release has no '
-          'VERSION_CODENAME.')
+          'Cannot add KeyDB\'s APT repository on '
+          f'{info.display_name}: /etc/os-release has no '
+          'VERSION_CODENAME; pass --redis_server_version='
+          f'{SOURCE_RELEASE} to build KeyDB from source instead.')
     source = f'deb {APT_URL} {info.os_codename} main'
     lines = [f'{_APT} update', f'{_APT} install curl ca-certificates',
              f'curl -fsSL {APT_URL}/keyring.gpg -o {APT_KEYRING}',
@@ -136,7 +141,8 @@ def Install(vm, version: str = 'distro', source_url: str = SOURCE_URL,
       vm.HasCommand('redis-cli')):
     return
   remote_install.RunAsRoot(
-      vm, InstallScript(vm.DetectSystem(), version, source_url, prefix),
+      vm, remote_install.ScriptFor(vm, InstallScript, version, source_url,
+                                   prefix),
       f'Installing KeyDB {version}')
   # Another keydb-server earlier on the PATH would shadow the new one.
   installed = _InstalledVersion(vm)
@@ -148,5 +154,6 @@ def Install(vm, version: str = 'distro', source_url: str = SOURCE_URL,
 
 
 def GetVersion(vm) -> str:
-  out, _ = vm.RemoteCommand('keydb-server --version')
+  out, _ = vm.RemoteCommand('keydb-server --version',
+                            what=f'keydb-server --version on {vm.name}')
   return ParseVersion(out) or out.strip()

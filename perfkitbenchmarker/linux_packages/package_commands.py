@@ -48,7 +48,7 @@ def _Script(lines) -> str:
 def _RequireFamily(info, program: str) -> None:
   if info.family not in ('debian', 'rhel'):
     raise errors.PrerequisiteError(
-        f'Cannot install {program} on {info.os_pretty_name or info.os_id}: '
+        f'Cannot install {program} on {info.display_name}: '
         'only Debian/Ubuntu (apt) and RHEL-like (dnf/yum) systems are '
         'supported; install it by hand and rerun.')
 
@@ -103,7 +103,7 @@ def RedisServerInstall(info, version: str) -> str:
     if version != 'distro':
       raise errors.UsageError(
           f'--redis_server_version={version} needs Redis\'s APT repository, '
-          f'which has no packages for {info.os_pretty_name or info.os_id}; '
+          f'which has no packages for {info.display_name}; '
           'use --redis_server_version=distro or a Debian/Ubuntu image.')
     pm = info.package_manager
     return _Script([
@@ -144,7 +144,7 @@ def MemtierInstall(info) -> str:
   if info.family != 'debian':
     raise errors.PrerequisiteError(
         'memtier_benchmark is installed only from Redis\'s APT repository, '
-        f'which has no packages for {info.os_pretty_name or info.os_id}; use '
+        f'which has no packages for {info.display_name}; use '
         'a Debian/Ubuntu image (--os_type=debian12) or '
         '--load_generator=redis_benchmark.')
   return _Script(RedisAptRepoLines(info.os_codename) + [

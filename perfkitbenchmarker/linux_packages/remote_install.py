@@ -37,6 +37,15 @@ def RunAsRoot(vm, script: str, what: str,
   return out
 
 
+def ScriptFor(vm, build, *args) -> str:
+  """`build(vm's SystemInfo, *args)` (a package_commands script builder);
+  its refusal names the VM (installs run on every VM at once)."""
+  try:
+    return build(vm.DetectSystem(), *args)
+  except errors.Error as e:
+    raise type(e)(f'On {vm.name}: {e}') from e
+
+
 def _RedisVersion(vm) -> str:
   out, _, rc = vm.RemoteCommandWithReturnCode('redis-server --version')
   return package_commands.RedisServerVersion(out) if rc == 0 else ''
@@ -53,8 +62,7 @@ def InstallRedis(vm, version: str) -> None:
   if (VersionMatches(_RedisVersion(vm), version) and
       vm.HasCommand('redis-cli')):
     return
-  RunAsRoot(vm, package_commands.RedisServerInstall(vm.DetectSystem(),
-                                                     version),
+  RunAsRoot(vm, ScriptFor(vm, package_commands.RedisServerInstall, version),
             f'Installing Redis {version}')
   installed = _RedisVersion(vm)
   if not VersionMatches(installed, version):
@@ -66,13 +74,13 @@ def InstallRedis(vm, version: str) -> None:
 def InstallRedisTools(vm) -> None:
   if vm.HasCommand('redis-benchmark') and vm.HasCommand('redis-cli'):
     return
-  RunAsRoot(vm, package_commands.RedisToolsInstall(vm.DetectSystem()),
+  RunAsRoot(vm, ScriptFor(vm, package_commands.RedisToolsInstall),
             'Installing redis-tools')
 
 
 def InstallMemtier(vm) -> None:
   # memtier.Install has already looked for a usable binary.
-  RunAsRoot(vm, package_commands.MemtierInstall(vm.DetectSystem()),
+  RunAsRoot(vm, ScriptFor(vm, package_commands.MemtierInstall),
             'Installing memtier-benchmark')
   out, err, _ = vm.RemoteCommandWithReturnCode('memtier_benchmark --version')
   if not package_commands.MemtierVersionOk(out + err):

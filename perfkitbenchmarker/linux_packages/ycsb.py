@@ -132,7 +132,7 @@ def _RemoteBuild(vm, build_dir: str) -> Installation:
   missing = out.split()
   if missing:
     remote_install.RunAsRoot(
-        vm, JdkInstallScript(vm.DetectSystem()),
+        vm, remote_install.ScriptFor(vm, JdkInstallScript),
         f'Installing {" and ".join(missing)} for YCSB')
   sources = BindingSources()
   dirs = sorted({os.path.dirname(f'{build_dir}/src/{relative}')
@@ -207,7 +207,7 @@ def JdkInstallScript(info) -> str:
   else:
     raise errors.PrerequisiteError(
         f'Cannot install a JDK and Maven on '
-        f'{info.os_pretty_name or info.os_id}: only Debian/Ubuntu (apt) and '
+        f'{info.display_name}: only Debian/Ubuntu (apt) and '
         'RHEL-like (dnf/yum) systems are supported; install Java 17 and '
         'Maven by hand and rerun.')
   check = (
