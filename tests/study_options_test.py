@@ -1,4 +1,5 @@
-"""The search's options from flags: --memtier_adaptive_max_threads.
+"""The study's options from flags: --memtier_adaptive_max_threads, and the
+form of --redis_server_version for each engine.
 
 A bad value is one line (errors.UsageError) from RedisStudyOptions.FromFlags,
 before anything is created; a good one reaches the adaptive policy.
@@ -63,3 +64,19 @@ def test_the_flag_parses_as_pkb_parses_it(pkb_flags):
   with pytest.raises(flags.IllegalFlagValueError,
                      match='memtier_adaptive_max_threads'):
     pkb_flags['memtier_adaptive_max_threads'].parse('2.5')
+
+
+@pytest.mark.parametrize('engine,version,what', [
+    ('redis', '7.x', 'Redis release'), ('valkey', 'banana', 'Valkey'),
+    ('keydb', 'latest', 'KeyDB'), ('dragonfly', 'v1', 'Dragonfly')])
+def test_a_version_no_vm_can_install_is_refused_once_up_front(
+    pkb_flags, engine, version, what):
+  # On a cloud, before any VM exists (else every VM's install refuses it).
+  pkb_flags.cloud = 'GCP'
+  pkb_flags.redis_engine = engine
+  pkb_flags.redis_server_version = version
+  with pytest.raises(errors.UsageError, match=what) as raised:
+    _Options(pkb_flags)
+  assert '\n' not in str(raised.value)
+  pkb_flags.redis_server_version = 'distro'
+  assert _Options(pkb_flags).server.version == 'distro'

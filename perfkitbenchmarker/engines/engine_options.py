@@ -5,6 +5,7 @@ reads flags). Each engine takes only its own settings; a flag of another
 engine is refused rather than silently ignored.
 """
 
+import importlib
 from typing import Any, Tuple
 
 from perfkitbenchmarker import engines
@@ -52,6 +53,28 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
         'primaries, the second counts them in it).')
   return tuple((arg, f[flag].value) for flag, arg in own.items()
                if f[flag].value != _UNSET[flag])
+
+
+# Each engine's check of --redis_server_version's form ('distro' or a
+# release number it can install), run before anything starts on any cloud.
+_VERSION_CHECKS = {
+    'redis': ('perfkitbenchmarker.linux_packages.package_commands',
+              'CheckRedisVersion'),
+    'valkey': ('perfkitbenchmarker.linux_packages.valkey_server',
+               'CheckVersion'),
+    'keydb': ('perfkitbenchmarker.linux_packages.keydb_server',
+              'CheckVersion'),
+    'dragonfly': ('perfkitbenchmarker.linux_packages.dragonfly_server',
+                  'ReleaseVersion'),
+}
+
+
+def CheckVersionForm(engine: str, version: str) -> None:
+  """Refuses a --redis_server_version the engine cannot install, once, in
+  one line (else every VM's install would refuse it at the same time)."""
+  if engine in _VERSION_CHECKS:
+    module, function = _VERSION_CHECKS[engine]
+    getattr(importlib.import_module(module), function)(version)
 
 
 def CheckLocalVersion(engine: str, version: str) -> None:
