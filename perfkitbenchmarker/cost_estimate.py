@@ -27,6 +27,11 @@ VMs (Redis and memtier built from source, its memtier binary search of
 about 17 runs of 60 s, a one-connection preload per client VM); on a cloud
 the dry run prints it under ours, with the ratio of VM-dollars.
 
+`RunEstimate.Record` goes into the run record; after a run with
+`--timing_measurements=runtimes`, `CompareWithRun` (scripts/check_estimate.py)
+sets each phase against the stage that measured it, which is how RATES
+should be corrected from real runs.
+
 Extension seam: a new cloud adds its `PhaseRates` to `RATES`; a benchmark
 with its own preload says so with an optional `EstimatedPreloadKeys(spec)`,
 and with `EstimatedPreloadClientVms(spec)` when fewer than all its client
@@ -34,7 +39,7 @@ VMs write it.
 """
 
 import dataclasses
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 PHASES = ('provision', 'install', 'preload', 'search', 'teardown')
 MIN_BILLED_MINUTES = 1.0
@@ -174,6 +179,12 @@ class RunEstimate:
                  for g in self.groups)
     return max(billed, sum(p.usd for p in self.phases))
 
+  def Record(self) -> Dict[str, Any]:
+    """What the run record keeps, for `CompareWithRun` after the run."""
+    return {'cloud': self.cloud,
+            'minutes': {p.name: round(p.minutes, 3) for p in self.phases},
+            'usd': round(self.usd, 4)}
+
   def Lines(self, timeout_minutes: Optional[float] = None) -> List[str]:
     """The dry-run lines: a per-phase breakdown and the total."""
     lines = [f'Estimate ({self.vm_count} VMs, ${self.usd_per_hour:.4f}/hr '
@@ -285,6 +296,44 @@ def FromSpec(spec) -> RunEstimate:
     estimate = dataclasses.replace(estimate, reference=PkbEstimate(
         spec.cloud, groups, keys, value_bytes, counts.get('clients', 1)))
   return estimate
+
+
+# The driver's stage samples (timing_util, --timing_measurements=runtimes)
+# that measure each group of the estimate's phases.
+MEASURED_BY = (
+    (('provision',), ('Resource Provisioning',)),
+    (('install', 'preload'), ('Benchmark Prepare',)),
+    (('search',), ('Benchmark Run',)),
+    (('teardown',), ('Benchmark Cleanup', 'Resource Teardown')),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseCheck:
+  phases: Tuple[str, ...]
+  stages: Tuple[str, ...]
+  estimated_min: float
+  measured_min: Optional[float]  # None: a stage sample is missing
+
+  @property
+  def ratio(self) -> Optional[float]:
+    if self.measured_min is None or self.estimated_min <= 0:
+      return None
+    return self.measured_min / self.estimated_min
+
+
+def CompareWithRun(estimated_minutes: Mapping[str, float],
+                   stage_seconds: Mapping[str, float]) -> List[PhaseCheck]:
+  """The estimate's phases against a run's '<stage> Runtime' samples (by
+  stage name, in seconds), grouped as MEASURED_BY says."""
+  checks = []
+  for phases, stages in MEASURED_BY:
+    measured = [stage_seconds.get(stage) for stage in stages]
+    checks.append(PhaseCheck(
+        phases, stages,
+        sum(float(estimated_minutes.get(p, 0.0)) for p in phases),
+        None if None in measured else sum(measured) / 60))
+  return checks
 
 
 def ScheduleMinutes(durations: Sequence[float], processes: int) -> float:

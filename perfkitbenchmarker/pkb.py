@@ -156,6 +156,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
   _TimingMeasurements()  # Again: a config's flags: section may set it.
   estimated_usd = 0.0
+  estimates = {}  # Per benchmark, kept in the run record (check_estimate).
   for module, config in loaded:
     module.CheckPrerequisites(config)
     # Refuse unpriced machine types and bad VM specs before anything starts.
@@ -163,7 +164,9 @@ def RunBenchmarks(argv: List[str]) -> int:
                                        None, FLAGS, catalog, lambda s: None)
     for group in plan_spec.GroupCounts():
       plan_spec.GroupPrice(group)
-    estimated_usd += cost_estimate.FromSpec(plan_spec).usd
+    estimate = cost_estimate.FromSpec(plan_spec)
+    estimated_usd += estimate.usd
+    estimates[module.BENCHMARK_NAME] = estimate.Record()
     if FLAGS.dry_run:
       print('\n'.join(reporting.DryRunPlan(
           plan_spec, module.DescribePlan(plan_spec), FLAGS.timeout_minutes)))
@@ -178,7 +181,8 @@ def RunBenchmarks(argv: List[str]) -> int:
   _LockRun(run_dir, run_uri, 'nothing was started')
   run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(
-      run_dir, run_uri, cloud=_Cloud(), benchmarks=names, argv=[
+      run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
+      estimate=estimates, argv=[
           vm_util.Mask(a) for a in argv])
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),

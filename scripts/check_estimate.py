@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Sets a finished run's measured stage times against its own cost estimate.
+
+  ./pkb.py --cloud=GCP ... --timing_measurements=runtimes
+  ./scripts/check_estimate.py results/runs/<run_uri>
+
+The estimate `--dry_run` prints is kept in the run record
+(cost_estimate.RunEstimate.Record); the run's `<stage> Runtime` samples
+(--timing_measurements=runtimes) measure its phases:
+
+  provision           Resource Provisioning Runtime
+  install + preload   Benchmark Prepare Runtime
+  search              Benchmark Run Runtime
+  teardown            Benchmark Cleanup + Resource Teardown Runtime
+
+One table per benchmark of the run: estimated and measured minutes and
+their ratio. A ratio far from 1 on a cloud says which of
+cost_estimate.RATES' phase times to correct. Exit 1 with one line when the
+run has no estimate or no stage samples.
+"""
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(_HERE))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_record as run_record_lib
+
+RESULTS_FILE = 'perfkitbenchmarker_results.json'
+RUNTIME_SUFFIX = ' Runtime'
+
+
+def StageSeconds(results_path: str) -> Dict[str, Dict[str, float]]:
+  """Per benchmark ('test'), its '<stage> Runtime' samples in seconds."""
+  stages: Dict[str, Dict[str, float]] = {}
+  with open(results_path) as f:
+    for line in f:
+      line = line.strip()
+      if not line:
+        continue
+      row = json.loads(line)
+      metric = str(row.get('metric', ''))
+      if metric.endswith(RUNTIME_SUFFIX) and row.get('unit') == 'seconds':
+        stage = metric[:-len(RUNTIME_SUFFIX)]
+        stages.setdefault(str(row.get('test')), {})[stage] = float(
+            row['value'])
+  return stages
+
+
+def Lines(benchmark: str, cloud: str,
+          checks: List[cost_estimate.PhaseCheck]) -> List[str]:
+  lines = [f'{benchmark} on {cloud}:',
+           f'  {"phases":<18} {"estimated":>10} {"measured":>10} {"ratio":>6}'
+           '  measured by']
+  for c in checks:
+    measured = ('-' if c.measured_min is None
+                else f'{c.measured_min:.2f} min')
+    ratio = '-' if c.ratio is None else f'{c.ratio:.2f}'
+    lines.append(f'  {" + ".join(c.phases):<18} '
+                 f'{c.estimated_min:>6.2f} min {measured:>10} {ratio:>6}  '
+                 f'{" + ".join(s + RUNTIME_SUFFIX for s in c.stages)}')
+  return lines
+
+
+def Check(run_dir: str) -> List[str]:
+  record = run_record_lib.RunRecord.Load(run_dir)
+  estimates = record.info.get('estimate')
+  if not isinstance(estimates, dict) or not estimates:
+    raise errors.UsageError(
+        f'The run in {run_dir} has no cost estimate in its record (runs '
+        'before this version, or a --run_stage that skipped provision); '
+        'nothing to check.')
+  results = os.path.join(run_dir, RESULTS_FILE)
+  if not os.path.exists(results):
+    raise errors.UsageError(f'No {RESULTS_FILE} in {run_dir}.')
+  measured = StageSeconds(results)
+  out = []
+  for benchmark, estimate in sorted(estimates.items()):
+    stages = measured.get(benchmark, {})
+    if not stages:
+      raise errors.UsageError(
+          f'{benchmark} in {run_dir} has no stage samples; run it with '
+          '--timing_measurements=runtimes.')
+    checks = cost_estimate.CompareWithRun(estimate.get('minutes', {}),
+                                          stages)
+    out += Lines(benchmark, str(estimate.get('cloud', '?')), checks)
+  return out
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('run_dir', help='results/runs/<run_uri>')
+  args = parser.parse_args(argv)
+  try:
+    print('\n'.join(Check(args.run_dir)))
+  except (errors.Error, OSError, ValueError) as e:
+    print(f'check_estimate: {e}'.replace('\n', ' '), file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

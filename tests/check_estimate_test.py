@@ -1,0 +1,97 @@
+"""A run's measured stage times against the estimate kept in its record.
+
+cost_estimate.CompareWithRun is checked with numbers; scripts/
+check_estimate.py with one real Local run (--timing_measurements=runtimes)
+and copies of its run directory with a part taken away.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from perfkitbenchmarker import cost_estimate as ce
+
+import e2e_support as e2e
+
+SCRIPT = os.path.join(e2e.REPO, 'scripts', 'check_estimate.py')
+
+
+def test_phases_are_set_against_the_stages_that_measure_them():
+  estimate = {'provision': 2.0, 'install': 1.0, 'preload': 0.5,
+              'search': 2.0, 'teardown': 2.0}
+  stages = {'Resource Provisioning': 150, 'Benchmark Prepare': 60,
+            'Benchmark Run': 120, 'Benchmark Cleanup': 6,
+            'Resource Teardown': 84}
+  checks = {c.phases: c for c in ce.CompareWithRun(estimate, stages)}
+  assert checks[('provision',)].measured_min == pytest.approx(2.5)
+  assert checks[('provision',)].ratio == pytest.approx(1.25)
+  assert checks[('install', 'preload')].estimated_min == pytest.approx(1.5)
+  assert checks[('install', 'preload')].ratio == pytest.approx(2 / 3)
+  assert checks[('search',)].ratio == pytest.approx(1.0)
+  assert checks[('teardown',)].measured_min == pytest.approx(1.5)
+  # A stage that did not run to its end measures nothing.
+  del stages['Resource Teardown']
+  teardown = ce.CompareWithRun(estimate, stages)[-1]
+  assert teardown.measured_min is None and teardown.ratio is None
+
+
+def test_the_estimate_a_run_keeps_is_the_one_dry_run_prints():
+  groups = (ce.VmGroup('servers', 1, 'a', 1.0),)
+  estimate = ce.EstimateRun('GCP', groups, 2.5, 1_000_000, 100)
+  record = estimate.Record()
+  assert record['cloud'] == 'GCP'
+  assert record['minutes'] == pytest.approx(
+      {p.name: p.minutes for p in estimate.phases}, abs=1e-3)
+  assert record['usd'] == pytest.approx(estimate.usd, abs=1e-4)
+
+
+def _Script(run_dir):
+  return subprocess.run([sys.executable, SCRIPT, run_dir],
+                        capture_output=True, text=True, timeout=60)
+
+
+def test_a_real_run_checked_and_what_is_refused(tmp_path):
+  results = tmp_path / 'results'
+  proc, run_uri = e2e.Run(
+      e2e.FAST + ['--memtier_max_probes=2', '--timing_measurements=runtimes'],
+      str(results))
+  assert proc.returncode == 0, proc.stderr
+  run_dir = str(results / run_uri)
+  out = _Script(run_dir)
+  assert out.returncode == 0, out.stderr
+  lines = out.stdout.splitlines()
+  assert lines[0] == 'redis_memtier on Local:'
+  rows = [line.split() for line in lines[2:]]
+  assert [row[0] for row in rows] == ['provision', 'install', 'search',
+                                      'teardown']
+  for row in rows:
+    assert 'min' in row and '-' not in row  # every phase measured
+
+  # Without the stage samples: one line saying how to get them.
+  no_stages = tmp_path / 'no_stages'
+  shutil.copytree(run_dir, no_stages)
+  path = no_stages / 'perfkitbenchmarker_results.json'
+  kept = [line for line in path.read_text().splitlines()
+          if not json.loads(line)['metric'].endswith(' Runtime')]
+  path.write_text('\n'.join(kept) + '\n')
+  out = _Script(str(no_stages))
+  assert out.returncode == 1
+  assert out.stderr.strip().endswith('--timing_measurements=runtimes.')
+  assert len(out.stderr.strip().splitlines()) == 1
+
+  # A record without an estimate (an older run): one line, nothing else.
+  no_estimate = tmp_path / 'no_estimate'
+  shutil.copytree(run_dir, no_estimate)
+  record_path = no_estimate / 'run_record.json'
+  record = json.loads(record_path.read_text())
+  del record['info']['estimate']
+  record_path.write_text(json.dumps(record))
+  out = _Script(str(no_estimate))
+  assert out.returncode == 1 and 'no cost estimate' in out.stderr
+  assert 'Traceback' not in out.stderr
+
+  assert _Script(str(tmp_path / 'missing')).returncode == 1
