@@ -56,8 +56,7 @@ from perfkitbenchmarker.linux_packages import system_info
 
 SUITE = 'bookworm'
 STEP_TIMEOUT_S = 1800
-_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-        '-y -q')
+_APT = package_commands.APT  # PKB's path installs as ours does.
 # Upstream PKB's package lists (linux_packages/build_tools.py AptInstall,
 # redis_server.py AptInstall, memtier.py APT_PACKAGES), read from its source.
 PKB_BUILD_TOOLS = 'build-essential git libtool autoconf automake'

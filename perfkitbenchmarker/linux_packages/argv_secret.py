@@ -36,6 +36,7 @@ from typing import List, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
 
 TOKEN = '@PKB_ARGV_SECRET@'
@@ -96,8 +97,7 @@ def LibraryPath(vm) -> str:
 def CompilerInstall(info) -> str:
   """Root script installing a C compiler (apt or dnf/yum systems)."""
   if info.family == 'debian':
-    return ('set -e\nDEBIAN_FRONTEND=noninteractive apt-get -o '
-            'DPkg::Lock::Timeout=600 -y -q install gcc libc6-dev\n')
+    return f'set -e\n{package_commands.APT} install gcc libc6-dev\n'
   if info.family == 'rhel':
     return 'set -e\n(dnf -y install gcc || yum -y install gcc)\n'
   raise errors.PrerequisiteError(

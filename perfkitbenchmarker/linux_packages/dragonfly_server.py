@@ -31,6 +31,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
 
 RELEASE = '1.36.0'
@@ -40,8 +41,7 @@ PREFIX = '/usr/local'
 _ARCH = {'x86_64': ('amd64', 'x86_64'), 'amd64': ('amd64', 'x86_64'),
          'aarch64': ('arm64', 'aarch64'), 'arm64': ('arm64', 'aarch64')}
 _VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
-_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-        '-y -q')
+_APT = package_commands.APT
 
 
 def ReleaseVersion(version: str) -> str:

@@ -27,6 +27,7 @@ from typing import Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
 
 SOURCE_RELEASE = '6.3.4'
@@ -36,8 +37,7 @@ APT_URL = 'https://download.keydb.dev/open-source-dist'
 APT_KEYRING = '/etc/apt/trusted.gpg.d/keydb.gpg'
 APT_SOURCE = '/etc/apt/sources.list.d/keydb.list'
 _VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
-_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-        '-y -q')
+_APT = package_commands.APT
 
 
 def CheckVersion(version: str) -> None:

@@ -32,9 +32,11 @@ REDIS_APT_URL = 'https://packages.redis.io/deb'
 REDIS_APT_KEYRING = '/usr/share/keyrings/redis-archive-keyring.gpg'
 REDIS_APT_SOURCE = '/etc/apt/sources.list.d/redis.list'
 MEMTIER_MIN_VERSION = (2, 4, 4)
-# Fresh cloud VMs often run unattended-upgrades at boot; wait for its lock.
-_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-        '-y -q')
+# Every install script's apt-get, here and in the other linux_packages
+# modules. Fresh cloud VMs often run unattended-upgrades at boot; wait for
+# its lock.
+APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
+       '-y -q')
 _VERSION_RE = re.compile(r'\d+\.\d+(\.\d+)?')
 _STOP_DISTRO_SERVICE = (
     '(systemctl disable --now {unit} >/dev/null 2>&1 || '
@@ -69,15 +71,15 @@ def RedisAptRepoLines(codename: str):
   source = (f'deb [signed-by={REDIS_APT_KEYRING}] {REDIS_APT_URL} '
             f'{codename} main')
   return [
-      f'{_APT} update',
-      f'{_APT} install ca-certificates curl gpg',
+      f'{APT} update',
+      f'{APT} install ca-certificates curl gpg',
       f'if [ ! -s {REDIS_APT_KEYRING} ]; then '
       f'curl -fsSL {REDIS_APT_KEY_URL} | gpg --batch --yes --dearmor -o '
       f'{REDIS_APT_KEYRING}.tmp && mv {REDIS_APT_KEYRING}.tmp '
       f'{REDIS_APT_KEYRING}; fi',
       f'chmod 644 {REDIS_APT_KEYRING}',
       f'echo {shlex.quote(source)} > {REDIS_APT_SOURCE}',
-      f'{_APT} update',
+      f'{APT} update',
   ]
 
 
@@ -117,12 +119,12 @@ def RedisServerInstall(info, version: str) -> str:
     ])
   lines = []
   if version == 'distro':
-    lines += [f'{_APT} update',
-              f'{_APT} install redis-server redis-tools']
+    lines += [f'{APT} update',
+              f'{APT} install redis-server redis-tools']
   else:
     lines += RedisAptRepoLines(info.os_codename)
     lines += _PinnedVersionLines('redis-server', version, info.os_codename)
-    lines += [f'{_APT} install --allow-downgrades '
+    lines += [f'{APT} install --allow-downgrades '
               'redis-server="$v" redis-tools="$v"']
   lines += [_STOP_DISTRO_SERVICE.format(unit='redis-server'),
             'redis-server --version']
@@ -135,7 +137,7 @@ def RedisToolsInstall(info) -> str:
   if info.family == 'rhel':
     # RHEL-like systems ship the tools inside the server package.
     return RedisServerInstall(info, 'distro')
-  return _Script([f'{_APT} update', f'{_APT} install redis-tools',
+  return _Script([f'{APT} update', f'{APT} install redis-tools',
                   'redis-benchmark --version'])
 
 
@@ -148,7 +150,7 @@ def MemtierInstall(info) -> str:
         'a Debian/Ubuntu image (--os_type=debian12) or '
         '--load_generator=redis_benchmark.')
   return _Script(RedisAptRepoLines(info.os_codename) + [
-      f'{_APT} install memtier-benchmark',
+      f'{APT} install memtier-benchmark',
       'memtier_benchmark --version'])
 
 

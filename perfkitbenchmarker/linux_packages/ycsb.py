@@ -32,6 +32,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -49,8 +50,7 @@ YCSB_VERSION = '0.17.0'
 MIN_JAVA = 11
 BUILD_TIMEOUT_S = 1200
 # Fresh cloud VMs often run unattended-upgrades at boot; wait for its lock.
-_APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-        '-y -q')
+_APT = package_commands.APT
 COMMAND_GROUPS = ('string', 'hash', 'list', 'set', 'zset')
 # Properties the harness sets itself; a user value would point YCSB at
 # another server or put the password on the command line.
