@@ -32,6 +32,17 @@ class VmSpec:
   priced_as: Optional[str] = None
 
 
+def MachineLane(vm) -> Hashable:
+  """The machine `vm` is, as a background_tasks lane: VMs that are one
+  machine install one after another (two apt runs there would fight over
+  the dpkg lock). Every Local VM is this machine; any other VM goes by its
+  address (a static VM file may list one host twice), else by its name."""
+  if getattr(vm, 'CLOUD', None) == 'Local':
+    return ('local',)
+  address = getattr(vm, 'ip_address', None)
+  return ('address', address) if address else ('name', vm.name)
+
+
 class BaseVirtualMachine(resource.BaseResource):
   """A machine that runs shell commands for the benchmark."""
 

@@ -17,6 +17,7 @@ import types
 import pytest
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import options as enterprise_options
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
@@ -153,7 +154,7 @@ def _Barrier(parties):
 
 
 def test_machine_lane_goes_by_local_then_address_then_name():
-  lane = deployment.MachineLane
+  lane = virtual_machine.MachineLane
   machines = Machines()
   local = [FakeVm(f'l{i}', machines, f'127.0.0.{i + 1}', cloud='Local')
            for i in range(2)]
@@ -262,7 +263,8 @@ def test_enterprise_cluster_installs_every_server_at_once(tmp_path):
   cluster = redis_enterprise.RedisEnterpriseCluster(
       opts, servers, 'cluster-pw-123', copy=Copy,
       session_factory=lambda vm: None, api_url='https://localhost:9443')
-  cluster.Install()
+  # The benchmark's prepare (redis_enterprise_benchmark._PrepareCloud).
+  deployment.PrepareVms(servers, (), cluster.InstallOn, None)
   for vm in servers:
     assert any('install.sh' in str(c) for c in commands[vm.name])
 

@@ -12,6 +12,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import options as options_lib
+from perfkitbenchmarker.study import deployment
 from tests import fake_redis_enterprise
 
 STATUS = (
@@ -112,7 +113,7 @@ def test_install_form_tune_pin_and_databases(tmp_path):
               polls_to_bootstrap=3) as nodes:
     fake = nodes['servers-0']
     cluster = _Cluster(opts, nodes, vms, copies, clock)
-    cluster.Install()
+    deployment.PrepareVms(vms, (), cluster.InstallOn, None)
     # The installer only: the licence goes in the bootstrap request.
     assert sorted(c[0] for c in copies) == ['servers-0', 'servers-1']
     assert all(c[1] == opts.tarball for c in copies)

@@ -17,12 +17,12 @@ import shlex
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.enterprise import rest_client
 from perfkitbenchmarker.enterprise import rladmin
-from perfkitbenchmarker.study import deployment
 
 NAME = 'redis_enterprise'
 ADMIN_USER = 'pkb@example.com'  # cluster admin, an e-mail by convention
@@ -98,18 +98,16 @@ class RedisEnterpriseCluster:
 
   def _OnEach(self, function) -> None:
     """`function(vm)` on every server VM at once (one machine's VMs in
-    turn, `deployment.MachineLane`); every VM's call runs to its end, then
-    failures raise (background_tasks.RunThreaded)."""
+    turn, virtual_machine.MachineLane); every VM's call runs to its end,
+    then failures raise (background_tasks.RunThreaded)."""
     background_tasks.RunThreaded(function, self.servers,
-                                 lane=deployment.MachineLane)
-
-  def Install(self) -> None:
-    """`InstallOn` every server VM at once."""
-    self._OnEach(self.InstallOn)
+                                 lane=virtual_machine.MachineLane)
 
   def InstallOn(self, vm) -> None:
     """Copies the user's tarball to `vm` and installs it there (the licence
-    goes to the cluster in the bootstrap request, see Form)."""
+    goes to the cluster in the bootstrap request, see Form). The benchmark
+    runs it on every server VM at once, beside the clients' installs
+    (deployment.PrepareVms)."""
     tarball = os.path.basename(self.opts.tarball)
     workdir = WorkDir(vm)
     vm.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(workdir)}')

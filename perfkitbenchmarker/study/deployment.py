@@ -4,7 +4,7 @@
 the server VMs (with system tuning on remote VMs) and chooses a load
 generator per client VM, on every VM at once (`InstallAll`, over
 `PrepareVms`, which the YCSB and Redis Enterprise benchmarks use too; VMs
-that are one machine take turns, `MachineLane`), then starts the shards with
+that are one machine take turns, virtual_machine.MachineLane), then starts the shards with
 `StartShards`, the one function that starts shards (also used by the
 shard-count study to restart them).
 `Restore` rebuilds the same record for a resumed run from the run record and
@@ -20,11 +20,12 @@ engine needs no change here.
 from concurrent import futures
 import dataclasses
 import time
-from typing import Any, Callable, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
@@ -111,23 +112,12 @@ def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
   return redis_benchmark.RedisBenchmarkGenerator(vm)
 
 
-def MachineLane(vm) -> Hashable:
-  """The machine `vm` is, as a background_tasks lane: VMs that are one
-  machine install one after another (two apt runs there would fight over
-  the dpkg lock). Every Local VM is this machine; any other VM goes by its
-  address (a static VM file may list one host twice), else by its name."""
-  if getattr(vm, 'CLOUD', None) == 'Local':
-    return ('local',)
-  address = getattr(vm, 'ip_address', None)
-  return ('address', address) if address else ('name', vm.name)
-
-
 def PrepareVms(servers: Sequence, clients: Sequence,
                prepare_server: Optional[Callable[[Any], Any]],
                prepare_client: Callable[[Any], Any]) -> List[Any]:
   """Runs `prepare_server(vm)` on every server VM and `prepare_client(vm)`
   on every client VM, all at once (one machine's VMs in turn, servers
-  first: `MachineLane`); returns the clients' results in client order.
+  first: virtual_machine.MachineLane); returns the clients' results in client order.
 
   Every VM's preparation runs to its end; then a failure is raised as
   itself, several as one errors.Error line (background_tasks.RaiseFirst;
@@ -136,7 +126,7 @@ def PrepareVms(servers: Sequence, clients: Sequence,
   jobs = ([(prepare_server, vm) for vm in servers] +
           [(prepare_client, vm) for vm in clients])
   results = background_tasks.RunThreaded(
-      lambda job: job[0](job[1]), jobs, lane=lambda job: MachineLane(job[1]))
+      lambda job: job[0](job[1]), jobs, lane=lambda job: virtual_machine.MachineLane(job[1]))
   return results[len(servers):]
 
 
