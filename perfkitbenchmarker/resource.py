@@ -24,7 +24,7 @@ reached while different VMs still go in parallel.
 import abc
 import logging
 import time
-from typing import Any, Callable, Dict, Hashable, List, Optional
+from typing import Any, Callable, Collection, Dict, Hashable, List, Optional
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
@@ -160,8 +160,10 @@ class BaseResource(abc.ABC):
       self.record.UpdateResource(self.KIND, self.name, status='deleted')
 
 
-def TeardownFromRecord(record: run_record_lib.RunRecord) -> List[str]:
-  """Deletes every live resource in the record, newest first, in waves.
+def TeardownFromRecord(record: run_record_lib.RunRecord,
+                       kinds: Optional[Collection[str]] = None) -> List[str]:
+  """Deletes every live resource in the record (of `kinds`, when given),
+  newest first, in waves.
 
   See the module docstring. A failure (rebuilding the resource or deleting
   it) leaves that resource live in the record and does not stop the rest of
@@ -177,7 +179,9 @@ def TeardownFromRecord(record: run_record_lib.RunRecord) -> List[str]:
     failures[index] = f'{entry["kind"]} {entry["name"]}: {error}'.replace(
         '\n', '\\n')
 
-  for wave in _Waves(list(record.LiveResources())):
+  live = [entry for entry in record.LiveResources()
+          if kinds is None or entry.get('kind') in kinds]
+  for wave in _Waves(live):
     to_delete = []  # (index, entry, resource, lane)
     for index, entry in wave:
       try:

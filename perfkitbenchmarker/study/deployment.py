@@ -294,15 +294,14 @@ def StopAll(record) -> None:
   Goes by the record, not by memory, so shards of a failed start, of an
   earlier invocation (resumed runs) or of earlier shard-study points are
   stopped too. Each engine's shard kind knows how to stop its process.
-  Different VMs' shards stop at once, one VM's one after another (their
-  `TeardownLane`: its SSH connection); every shard is tried, then the
-  failures raise.
+  Teardown's own walk (resource.TeardownFromRecord) over the shard kinds:
+  different VMs' shards stop at once, one VM's one after another; every
+  shard is tried, then the failures raise in one line.
   """
-  shards = [resource.FromRecord(entry, record)
-            for entry in list(record.LiveResources())
-            if entry.get('kind') in SHARD_KINDS]
-  background_tasks.RunThreaded(lambda shard: shard.Delete(), shards,
-                               lane=lambda shard: shard.TeardownLane())
+  failures = resource.TeardownFromRecord(record, kinds=SHARD_KINDS)
+  if failures:
+    raise errors.ProcessError('Stopping shards failed: ' +
+                              '; '.join(failures))
 
 
 @dataclasses.dataclass(frozen=True)
