@@ -324,7 +324,8 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
   return EXIT_FAILED if failed else EXIT_OK
 
 
-def _Finish(module, spec, stages, failure, times: timing_util.StageTimes) -> List[str]:
+def _Finish(module, spec, stages, failure,
+            times: timing_util.StageTimes) -> List[str]:
   """Runs cleanup and teardown (as requested) whatever happened before.
 
   `times` gets each of the two that ran to its end (a teardown that left

@@ -20,7 +20,6 @@ run has no estimate or no stage samples.
 """
 
 import argparse
-import json
 import os
 import sys
 from typing import Dict, List
@@ -32,6 +31,7 @@ sys.path.insert(0, os.path.dirname(_HERE))
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker.results_history import loader
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
 RUNTIME_SUFFIX = ' Runtime'
@@ -40,17 +40,13 @@ RUNTIME_SUFFIX = ' Runtime'
 def StageSeconds(results_path: str) -> Dict[str, Dict[str, float]]:
   """Per benchmark ('test'), its '<stage> Runtime' samples in seconds."""
   stages: Dict[str, Dict[str, float]] = {}
-  with open(results_path) as f:
-    for line in f:
-      line = line.strip()
-      if not line:
-        continue
-      row = json.loads(line)
-      metric = str(row.get('metric', ''))
-      if metric.endswith(RUNTIME_SUFFIX) and row.get('unit') == 'seconds':
-        stage = metric[:-len(RUNTIME_SUFFIX)]
-        stages.setdefault(str(row.get('test')), {})[stage] = float(
-            row['value'])
+  for row in loader.ReadJsonLines(results_path):
+    fixed = row['fixed']
+    metric = str(fixed['metric'])
+    if metric.endswith(RUNTIME_SUFFIX) and fixed['unit'] == 'seconds':
+      stage = metric[:-len(RUNTIME_SUFFIX)]
+      stages.setdefault(str(fixed['test']), {})[stage] = float(
+          fixed['value'])
   return stages
 
 
@@ -100,7 +96,7 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   try:
     print('\n'.join(Check(args.run_dir)))
-  except (errors.Error, OSError, ValueError) as e:
+  except (errors.Error, loader.LoadError, OSError, ValueError) as e:
     print(f'check_estimate: {e}'.replace('\n', ' '), file=sys.stderr)
     return 1
   return 0
