@@ -17,7 +17,6 @@ the engine's name and version and only calls the engine interface, so a new
 engine needs no change here.
 """
 
-from concurrent import futures
 import dataclasses
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -368,24 +367,15 @@ def PreloadOnClients(clients: Sequence,
                                 key_slice=keys, setup=setup)
     return ClientPreload(vm.name, keys, written, clock() - start)
 
-  if len(jobs) == 1:
-    try:
-      return [One(*jobs[0])]
-    except Exception as e:  # pylint: disable=broad-except
-      raise _Failure([(jobs[0][0].name, e)]) from e
-  pool = futures.ThreadPoolExecutor(len(jobs))
-  try:
-    running = [pool.submit(One, *job) for job in jobs]
-    futures.wait(running)
-  except BaseException:
-    pool.shutdown(wait=False, cancel_futures=True)
-    raise
-  pool.shutdown()
-  failed = [(vm.name, f.exception()) for (vm, _, _), f in zip(jobs, running)
-            if f.exception() is not None]
+  # Every client VM at once, however many (background_tasks runs a single
+  # one in this thread).
+  outcomes = background_tasks.RunInLanes(lambda job: One(*job), jobs,
+                                         max_workers=len(jobs))
+  failed = [(o.item[0].name, o.error) for o in outcomes
+            if o.error is not None]
   if failed:
     raise _Failure(failed) from failed[0][1]
-  return [f.result() for f in running]
+  return [o.result for o in outcomes]
 
 
 def Preload(spec, deployment: Deployment,

@@ -22,13 +22,13 @@ clocks in its constructor; the module-level functions build one from
 `GcpOptions.FromFlags` (the only flag reads) and the spec's SSH waiter.
 """
 
-import concurrent.futures
 import dataclasses
 import getpass
 import logging
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_keys
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -291,12 +291,9 @@ def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:
   Waiting for every create keeps the record true: each instance that was
   asked for is recorded and, when it exists, marked created.
   """
-  if not vms:
-    return
-  workers = min(len(vms), MAX_PARALLEL_CREATES)
-  with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-    futures = [pool.submit(vm.Create) for vm in vms]
-  failures = [f.exception() for f in futures if f.exception() is not None]
+  outcomes = background_tasks.RunInLanes(lambda vm: vm.Create(), vms,
+                                         max_workers=MAX_PARALLEL_CREATES)
+  failures = [o.error for o in outcomes if o.error is not None]
   if failures:
     if len(failures) > 1:
       logging.error('%d instances failed: %s', len(failures),
