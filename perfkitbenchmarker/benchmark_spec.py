@@ -73,7 +73,9 @@ class BenchmarkSpec:
     self.ssh_waiter = ssh_waiter
     self.vm_groups: Dict[str, List[virtual_machine.BaseVirtualMachine]] = {}
     self.vms: List[virtual_machine.BaseVirtualMachine] = []
-    self.metadata: Dict[str, Any] = {}
+    # Every sample says which price basis costed it (--price_basis).
+    self.metadata: Dict[str, Any] = (
+        {'pricing_model': catalog.basis} if catalog is not None else {})
     # Typed by the benchmark module: its options record and its deployment.
     self.options: Any = None
     self.deployment: Any = None

@@ -54,6 +54,18 @@ flags.DEFINE_string('local_priced_as', 'GCP:n2d-standard-2',
                     'Catalog machine type that prices Local VMs, as '
                     '<cloud>:<machine_type>[@<region>].')
 flags.DEFINE_boolean('official', False, 'Mark samples as official results.')
+flags.DEFINE_enum('price_basis', 'on_demand',
+                  ['on_demand', 'spot', 'cud_1y', 'cud_3y'],
+                  'Which catalog price a run is costed at: on-demand list '
+                  'price, spot, or a 1- or 3-year committed-use price (GCP '
+                  'rows have all four, AWS rows on-demand only). Recorded '
+                  'in every sample as pricing_model.')
+flags.DEFINE_multi_string('machine_price', [],
+                          'Your own hourly price for a machine type, as '
+                          '<machine_type>=<USD per hour>, e.g. '
+                          'c7g.4xlarge=0.58; used instead of the catalog '
+                          '(and where it has no row), recorded as given '
+                          'with --machine_price and today\'s date.')
 
 # PKB's --timing_measurements values; `none` stands alone.
 TIMING_NONE = 'none'

@@ -133,6 +133,10 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
                                'overrides': flag_values.config_override})
     module.CheckPrerequisites(config)
     cloud = _Cloud(flag_values)
+    # Inside the cell's flags: a cell may set its own price basis.
+    catalog = catalog.ForRun(
+        flag_values.price_basis,
+        pricing.ParseMachinePrices(flag_values.machine_price))
     spec = spec_lib.BenchmarkSpec(module, config, 'plan', cloud, None,
                                   flag_values, catalog, lambda s: None)
     specs = spec.GroupSpecs()

@@ -152,9 +152,11 @@ def RunBenchmarks(argv: List[str]) -> int:
     return _TeardownOnly(run_dir)
   bq_options = bigquery_options.BigQueryOptions.FromFlags(FLAGS)
 
-  catalog = pricing.PriceCatalog.Load()
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
   _TimingMeasurements()  # Again: a config's flags: section may set it.
+  # After the configs: their flags: sections may set the basis or prices.
+  catalog = pricing.PriceCatalog.Load().ForRun(
+      FLAGS.price_basis, pricing.ParseMachinePrices(FLAGS.machine_price))
   estimated_usd = 0.0
   estimates = {}  # Per benchmark, kept in the run record (check_estimate).
   for module, config in loaded:

@@ -1,15 +1,23 @@
 """The price catalog: hourly prices as reviewed data with a source and a date.
 
-Prices live in configs/prices.yaml, keyed by (cloud, region, machine type), and
-are joined to VMs by machine type. Extension seam: scripts/refresh_prices.py
-regenerates the file from the providers' price APIs; a new cloud only needs
-entries and a `RegionFromZone` rule.
+Prices live in configs/prices.yaml, keyed by (cloud, region, machine type),
+each row with its source and date and up to four bases: on-demand list price,
+spot, and 1- and 3-year committed use (`BASES`). A run picks one basis
+(`--price_basis`) and may give prices of its own (`--machine_price`); the
+catalog it looks prices up in is `Load().ForRun(basis, user_prices)`.
+
+Extension seam: scripts/refresh_prices.py regenerates the file from the
+providers' price APIs (or imports a reviewed CSV of them); a new cloud only
+needs rows and a `RegionFromZone` rule; a new basis is one more entry in
+`BASES` and a column in the file.
 """
 
 import dataclasses
+import datetime
+import difflib
 import os
 import re
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -27,9 +35,19 @@ DEFAULT_CATALOG_PATH = (_PACKAGED_CATALOG_PATH
                         _REPO_CATALOG_PATH)
 DEFAULT_REGIONS = {'GCP': 'us-central1', 'AWS': 'us-east-1'}
 
+ON_DEMAND = 'on_demand'
+# Basis -> the catalog column holding it.
+BASES = {ON_DEMAND: 'usd_per_hour', 'spot': 'usd_per_hour_spot',
+         'cud_1y': 'usd_per_hour_cud_1y', 'cud_3y': 'usd_per_hour_cud_3y'}
+BASIS_NAMES = {ON_DEMAND: 'on-demand', 'spot': 'spot',
+               'cud_1y': '1-year commitment', 'cud_3y': '3-year commitment'}
+USER_SOURCE = 'given with --machine_price'
+_FAST_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
 
 @dataclasses.dataclass(frozen=True)
 class HourlyPrice:
+  """One machine type's hourly price on one basis, with its provenance."""
   cloud: str
   region: str
   machine_type: str
@@ -38,6 +56,7 @@ class HourlyPrice:
   usd_per_hour: float
   source: str
   source_date: str
+  basis: str = ON_DEMAND
 
   def Metadata(self, prefix: str = '') -> Dict[str, object]:
     return {
@@ -47,7 +66,35 @@ class HourlyPrice:
         f'{prefix}price_region': self.region,
         f'{prefix}price_source': self.source,
         f'{prefix}price_date': self.source_date,
+        f'{prefix}pricing_model': self.basis,
     }
+
+  def Describe(self) -> str:
+    """'$0.6759/hr (on-demand; us-central1; 2026-07-30)'."""
+    given = ' as ' + USER_SOURCE if self.source == USER_SOURCE else ''
+    return (f'${self.usd_per_hour:.4f}/hr ({BASIS_NAMES[self.basis]}{given}; '
+            f'{self.region}; {self.source_date})')
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogRow:
+  """A catalog row: every basis the source prices (absent ones are None)."""
+  cloud: str
+  region: str
+  machine_type: str
+  vcpus: int
+  memory_gib: float
+  prices: Tuple[Tuple[str, Optional[float]], ...]
+  source: str
+  source_date: str
+
+  def Price(self, basis: str) -> Optional[HourlyPrice]:
+    usd = dict(self.prices).get(basis)
+    if usd is None:
+      return None
+    return HourlyPrice(self.cloud, self.region, self.machine_type,
+                       self.vcpus, self.memory_gib, usd, self.source,
+                       self.source_date, basis)
 
 
 def RegionFromZone(cloud: str, zone: Optional[str]) -> str:
@@ -67,51 +114,157 @@ def RegionFromZone(cloud: str, zone: Optional[str]) -> str:
   return match.group(1)
 
 
-class PriceCatalog:
-  """Looks up hourly prices by cloud, region and machine type."""
+def ParseMachinePrices(values: Sequence[str]) -> Dict[str, float]:
+  """['c7g.4xlarge=0.58'] -> {'c7g.4xlarge': 0.58} (--machine_price)."""
+  prices = {}
+  for value in values or ():
+    for item in value.split(','):
+      match = re.fullmatch(r'\s*([A-Za-z0-9.\-]+)=([0-9]*\.?[0-9]+)\s*', item)
+      if not match or float(match.group(2)) <= 0:
+        raise errors.UsageError(
+            f'--machine_price="{item}" must look like '
+            'c7g.4xlarge=0.58 (machine type = US dollars per hour, above 0).')
+      prices[match.group(1)] = float(match.group(2))
+  return prices
 
-  def __init__(self, prices: Iterable[HourlyPrice]):
-    self._prices: Dict[Tuple[str, str, str], HourlyPrice] = {
-        (p.cloud, p.region, p.machine_type): p for p in prices}
+
+def _Family(machine_type: str) -> str:
+  """c7g.4xlarge -> c7g; c4-standard-16(-metal) -> c4-standard."""
+  if '.' in machine_type:
+    return machine_type.split('.')[0]
+  return '-'.join(machine_type.split('-')[:2])
+
+
+def _SizeGuess(machine_type: str) -> float:
+  """A vCPU count guessed from the name, to sort a family's sizes."""
+  match = re.search(r'-(\d+)(?:-metal)?$', machine_type)
+  if match:
+    return float(match.group(1))
+  size = machine_type.split('.', 1)[-1]
+  match = re.fullmatch(r'(\d*)xlarge', size)
+  if match:
+    return 4.0 * int(match.group(1) or 1)
+  return {'nano': 0.5, 'micro': 0.5, 'small': 1, 'medium': 1,
+          'large': 2}.get(size, 1e6)
+
+
+class PriceCatalog:
+  """Looks up hourly prices by cloud, region and machine type on one basis."""
+
+  def __init__(self, rows: Iterable[CatalogRow], basis: str = ON_DEMAND,
+               user_prices: Optional[Dict[str, float]] = None,
+               today: Optional[str] = None):
+    self._rows: Dict[Tuple[str, str, str], CatalogRow] = {
+        (r.cloud, r.region, r.machine_type): r for r in rows}
+    if basis not in BASES:
+      raise errors.UsageError(
+          f'--price_basis="{basis}" is not one of {", ".join(BASES)}.')
+    self.basis = basis
+    self.user_prices = dict(user_prices or {})
+    self._today = today or datetime.date.today().isoformat()
 
   @classmethod
   def FromYaml(cls, text: str) -> 'PriceCatalog':
-    data = yaml.safe_load(text) or {}
+    data = yaml.load(text, Loader=_FAST_LOADER) or {}
     sources = data.get('sources', {})
-    prices = []
+    rows = []
     for row in data.get('prices', []):
       source = sources.get(row['source'], {})
-      prices.append(HourlyPrice(
+      rows.append(CatalogRow(
           cloud=row['cloud'], region=row['region'],
           machine_type=row['machine_type'], vcpus=int(row['vcpus']),
           memory_gib=float(row['memory_gib']),
-          usd_per_hour=float(row['usd_per_hour']),
+          prices=tuple((basis, None if row.get(column) is None else
+                        float(row[column]))
+                       for basis, column in BASES.items()),
           source=source.get('description', row['source']),
-          source_date=str(source.get('date', 'unknown'))))
-    return cls(prices)
+          source_date=str(row.get('date') or source.get('date', 'unknown'))))
+    return cls(rows)
 
   @classmethod
   def Load(cls, path: str = DEFAULT_CATALOG_PATH) -> 'PriceCatalog':
     with open(path) as f:
       return cls.FromYaml(f.read())
 
+  def ForRun(self, basis: str = ON_DEMAND,
+             user_prices: Optional[Dict[str, float]] = None
+             ) -> 'PriceCatalog':
+    """The same rows priced on `basis`, with the user's own prices first."""
+    return PriceCatalog(self._rows.values(), basis, user_prices, self._today)
+
+  def Rows(self) -> List[CatalogRow]:
+    return list(self._rows.values())
+
   def Lookup(self, cloud: str, zone_or_region: Optional[str],
              machine_type: str) -> HourlyPrice:
     region = RegionFromZone(cloud, zone_or_region)
-    price = self._prices.get((cloud, region, machine_type))
+    row = self._rows.get((cloud, region, machine_type))
+    if machine_type in self.user_prices:
+      # The user's figure wins; shape and size from the catalog if it has
+      # the type anywhere.
+      like = row or next((r for r in self._rows.values()
+                          if r.cloud == cloud and
+                          r.machine_type == machine_type), None)
+      return HourlyPrice(cloud, region, machine_type,
+                         like.vcpus if like else 0,
+                         like.memory_gib if like else 0.0,
+                         self.user_prices[machine_type], USER_SOURCE,
+                         self._today, self.basis)
+    price = row.Price(self.basis) if row else None
     if price is not None:
       return price
-    known = sorted(mt for (c, r, mt) in self._prices
-                   if c == cloud and r == region)
-    if known:
-      raise errors.UsageError(
-          f'Machine type "{machine_type}" is not in the price catalog for '
-          f'{cloud} {region}; choose one of {", ".join(known)} or add it to '
-          'configs/prices.yaml with scripts/refresh_prices.py.')
-    regions = sorted({r for (c, r, _) in self._prices if c == cloud})
-    raise errors.UsageError(
-        f'The price catalog has no {cloud} prices for region "{region}"; '
-        f'priced regions: {", ".join(regions) or "none"}.')
+    raise errors.UsageError(self._Missing(cloud, region, machine_type, row))
+
+  def _Missing(self, cloud: str, region: str, machine_type: str,
+               row: Optional[CatalogRow]) -> str:
+    """One line: what is missing, the nearest rows, the flag to give one."""
+    give = (f'give a price with --machine_price={machine_type}=<USD per '
+            'hour>')
+    if row is not None:  # Priced, but not on this basis.
+      bases = [b for b, usd in row.prices if usd is not None]
+      return (f'The price catalog has no {BASIS_NAMES[self.basis]} price '
+              f'for {cloud} {machine_type} in {region} (its source '
+              f'{row.source_date} gives {", ".join(bases)}); use '
+              f'--price_basis={bases[0]} or {give}.')
+    near = self.Nearest(cloud, region, machine_type)
+    where = (f'nearest: {"; ".join(near)}' if near else
+             f'priced {cloud} regions: '
+             f'{", ".join(self.Regions(cloud)) or "none"}')
+    return (f'No {cloud} price for {machine_type} in {region} in the price '
+            f'catalog ({where}); {give}, or refresh configs/prices.yaml with '
+            'scripts/refresh_prices.py.')
+
+  def Regions(self, cloud: str) -> List[str]:
+    return sorted({r for (c, r, _) in self._rows if c == cloud})
+
+  def Nearest(self, cloud: str, region: str, machine_type: str,
+              limit: int = 3) -> List[str]:
+    """Catalog rows closest to an unpriced one, described for a person:
+    the same type in other regions, else its family's nearest sizes in the
+    region, else the most similar names in the region."""
+    rows = [r for r in self._rows.values() if r.cloud == cloud]
+    same = sorted((r for r in rows if r.machine_type == machine_type),
+                  key=lambda r: r.region)
+    if not same:
+      here = [r for r in rows if r.region == region] or rows
+      family = [r for r in here
+                if _Family(r.machine_type) == _Family(machine_type)]
+      if family:
+        size = _SizeGuess(machine_type)
+        same = sorted(family, key=lambda r: (abs(r.vcpus - size), r.vcpus,
+                                             r.region))
+      else:
+        names = difflib.get_close_matches(
+            machine_type, sorted({r.machine_type for r in here}), n=limit,
+            cutoff=0.5)
+        same = [next(r for r in here if r.machine_type == n) for n in names]
+    described = []
+    for r in same[:limit]:
+      price = r.Price(self.basis) or r.Price(ON_DEMAND)
+      described.append(f'{r.machine_type} in {r.region} at '
+                       f'${price.usd_per_hour:.4f}/hr '
+                       f'{BASIS_NAMES[price.basis]}, {price.source_date}')
+    return described
 
 
 def ParsePricedAs(text: str) -> Tuple[str, Optional[str], str]:

@@ -86,8 +86,7 @@ def DryRunPlan(spec, plan_lines: List[str],
               f' priced as {price.cloud} {price.machine_type}')
     lines.append(
         f'  {group}: {count} x {vm_spec.machine_type} in {where}{priced}, '
-        f'${price.usd_per_hour:.4f}/hr each ({price.region}; '
-        f'{price.source_date})')
+        f'{price.Describe().replace("/hr", "/hr each", 1)}')
   lines += plan_lines
   # Per phase: provisioning, installs, preload, search and teardown.
   return lines + cost_estimate.FromSpec(spec).Lines(timeout_minutes)

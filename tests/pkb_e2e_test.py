@@ -13,7 +13,7 @@ EXPECTED_METRICS = {
     'price_performance'}
 
 
-def _CheckRun(proc, results_dir, run_uri):
+def _CheckRun(proc, results_dir, run_uri, usd=0.084492, model='on_demand'):
   assert proc.returncode == 0, proc.stderr
   assert 'Traceback' not in proc.stderr
   rows = e2e.Samples(results_dir, run_uri)
@@ -29,12 +29,13 @@ def _CheckRun(proc, results_dir, run_uri):
   perf_labels = e2e.Labels(perf)
   assert perf['unit'] == 'ops/s per $/hr'
   assert perf_labels['price_basis'] == 'all server VMs'
-  # 0.084492 $/hr: the n2d-standard-2 the Local VM is priced as.
-  assert perf['value'] == pytest.approx(capped['value'] / 0.084492, rel=1e-6)
+  # 0.084492 $/hr: the n2d-standard-2 the Local VM is priced as (on-demand).
+  assert perf['value'] == pytest.approx(capped['value'] / usd, rel=1e-6)
   costs = sorted(r['value'] for r in rows if r['metric'] == 'hourly_cost')
-  assert costs == pytest.approx([0.084492, 2 * 0.084492])
+  assert costs == pytest.approx([usd, 2 * usd])
   for row in rows:
     labels = e2e.Labels(row)
+    assert labels['pricing_model'] == model, row['metric']
     for key in ('servers_machine_type', 'servers_vm_count',
                 'servers_num_cpus', 'clients_machine_type', 'cloud', 'zone',
                 'redis_server_version', 'redis_shards_total',
@@ -61,8 +62,10 @@ def _CheckRun(proc, results_dir, run_uri):
 
 
 def test_default_local_study(tmp_path):
-  proc, run_uri = e2e.Run(e2e.FAST, str(tmp_path))
-  rows = _CheckRun(proc, str(tmp_path), run_uri)
+  # At the spot price: every sample and the summary say so.
+  proc, run_uri = e2e.Run(e2e.FAST + ['--price_basis=spot'], str(tmp_path))
+  rows = _CheckRun(proc, str(tmp_path), run_uri, 0.024456, 'spot')
+  assert 'spot, all server VMs (x1)' in proc.stdout
   # The live probe lines and the summary table reach the user.
   assert 'probe  0' in proc.stdout
   assert 'ops/s per $/hr' in proc.stdout

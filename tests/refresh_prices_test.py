@@ -1,10 +1,20 @@
-"""The price refresh script's parsing of the providers' price API answers."""
+"""The price refresh script's parsing of the providers' price API answers.
+
+tests/data/gcp_billing_catalog_skus_t2d_t2a.json is in the Billing Catalog
+API's list_skus answer shape (dict form, as json_format gives it), written
+here without credentials: its unit rates reproduce the catalog's us-central1
+t2d-standard-16 and t2a-standard-4 rows; it also holds SKUs a careless
+filter would take (another region, sole tenancy, custom, N2D, network).
+"""
 
 import importlib.util
 import json
 import os
 
 import pytest
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import pricing
 
 _SPEC = importlib.util.spec_from_file_location(
     'refresh_prices', os.path.join(os.path.dirname(os.path.dirname(
@@ -70,3 +80,59 @@ def test_without_credentials_nothing_changes(tmp_path, monkeypatch):
   out = tmp_path / 'prices.yaml'
   assert refresh.main(['--aws', '--output', str(out)]) == 1
   assert not out.exists()
+
+
+def _Skus():
+  with open(os.path.join(os.path.dirname(__file__), 'data',
+                         'gcp_billing_catalog_skus_t2d_t2a.json')) as f:
+    return json.load(f)['skus']
+
+
+def test_gcp_rows_priced_on_every_basis_match_the_catalog():
+  """The SKUs reproduce the catalog's t2d-standard-16 row on all four
+  bases, and T2A gets no commitment prices (GCP sells none for it)."""
+  rows = [{'cloud': 'GCP', 'region': 'us-central1',
+           'machine_type': 't2d-standard-16', 'vcpus': 16,
+           'memory_gib': 64, 'usd_per_hour': 1.0, 'source': 'old'},
+          {'cloud': 'GCP', 'region': 'us-central1',
+           'machine_type': 't2a-standard-4', 'vcpus': 4, 'memory_gib': 16,
+           'usd_per_hour_cud_1y': 9.0, 'source': 'old'},
+          {'cloud': 'AWS', 'region': 'us-east-1', 'machine_type': 'c5.large',
+           'vcpus': 2, 'memory_gib': 4, 'usd_per_hour': 0.085,
+           'source': 'aws'}]
+  sources = refresh.RefreshGcpRows(rows, _Skus(), '2026-11-23')
+  assert list(sources) == ['gcp_billing_catalog_api_2026-11-23']
+  t2d, t2a, aws = rows
+  catalog = pricing.PriceCatalog.Load()
+  want = catalog.Rows()
+  want = next(r for r in want if (r.cloud, r.region, r.machine_type) == (
+      'GCP', 'us-central1', 't2d-standard-16'))
+  for basis, usd in want.prices:
+    assert t2d[pricing.BASES[basis]] == pytest.approx(usd), basis
+  assert t2a['usd_per_hour'] == pytest.approx(0.154)
+  assert t2a['usd_per_hour_spot'] == pytest.approx(0.065568)
+  assert 'usd_per_hour_cud_1y' not in t2a  # The stale figure is dropped.
+  assert t2d['date'] == '2026-11-23'
+  assert aws == {'cloud': 'AWS', 'region': 'us-east-1',
+                 'machine_type': 'c5.large', 'vcpus': 2, 'memory_gib': 4,
+                 'usd_per_hour': 0.085, 'source': 'aws'}
+
+
+def test_import_csv_keeps_source_and_date_per_row(tmp_path):
+  table = tmp_path / 'aws.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date,'
+      'usd_per_hour_spot,usd_per_hour_cud1y,usd_per_hour_cud3y\n'
+      'us-west-2,c7g.4xlarge,16,32,0.58,github:aws/karpenter-provider-aws@'
+      '6fc13b5236fd:x.go,2026-07-20,,,\n')
+  data = {'format_version': 2, 'sources': {}, 'prices': []}
+  assert refresh.ImportCsv(data, str(table), 'AWS', 'test rows') == 1
+  out = tmp_path / 'prices.yaml'
+  refresh.Write(data, str(out))
+  price = pricing.PriceCatalog.Load(str(out)).Lookup('AWS', 'us-west-2b',
+                                                      'c7g.4xlarge')
+  assert (price.usd_per_hour, price.source_date, price.source) == (
+      0.58, '2026-07-20', 'test rows')
+  with pytest.raises(errors.UsageError, match='no spot price'):
+    pricing.PriceCatalog.Load(str(out)).ForRun('spot').Lookup(
+        'AWS', 'us-west-2b', 'c7g.4xlarge')

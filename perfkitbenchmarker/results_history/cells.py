@@ -6,7 +6,9 @@ same cells:
 
   machine_type  `servers_machine_type`; for Local runs the catalog type that
                 priced them (`local_priced_as`), shown as "local as <type>"
-                so a laptop is never mistaken for the cloud machine
+                so a laptop is never mistaken for the cloud machine; with
+                " (spot)" etc. when `pricing_model` (--price_basis) is not
+                on_demand (rows without it were on-demand)
   engine        `engine` (or `redis_server_engine`) when a run records one,
                 else "redis"; the version is provenance, not identity, so an
                 engine upgrade shows up as a change point, not a new series
@@ -31,7 +33,7 @@ RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
                   'redis_server_cluster_mode', 'redis_total_num_processes',
                   'servers_vm_count', 'local_priced_as', 'cloud',
                   'redis_server_version', 'load_generator',
-                  'load_generator_version', 'price_basis',
+                  'load_generator_version', 'price_basis', 'pricing_model',
                   'servers_price_source', 'servers_price_date',
                   'servers_price_region', 'servers_price_cloud') + ENGINE_KEYS
 
@@ -49,12 +51,22 @@ def _Number(value: Any) -> str:
   return str(value)
 
 
+def PricingModel(row: pd.Series) -> str:
+  """--price_basis of the run; rows from before it existed were on-demand."""
+  model = row.get('pricing_model')
+  return str(model) if _Present(model) else 'on_demand'
+
+
 def MachineType(row: pd.Series) -> str:
+  """The machine, with its price basis unless on-demand (a spot series is
+  another cell than the on-demand one: same speed, other price)."""
+  model = PricingModel(row)
+  suffix = '' if model == 'on_demand' else f' ({model})'
   priced_as = row.get('local_priced_as')
   if row.get('cloud') == 'Local' and _Present(priced_as):
-    return f'local as {priced_as}'
+    return f'local as {priced_as}{suffix}'
   machine = row.get('servers_machine_type')
-  return str(machine) if _Present(machine) else 'unknown'
+  return (str(machine) if _Present(machine) else 'unknown') + suffix
 
 
 def Engine(row: pd.Series) -> str:
@@ -102,6 +114,7 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
   # Labels depend on a few columns only: compute them once per combination.
   keys = [k for k in ('cloud', 'local_priced_as', 'servers_machine_type',
+                      'pricing_model',
                       'redis_server_cluster_mode', 'redis_total_num_processes',
                       'servers_vm_count', 'memtier_ratio',
                       'memtier_key_pattern', 'memtier_data_size',

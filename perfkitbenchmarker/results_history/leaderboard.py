@@ -42,7 +42,7 @@ COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'p99_latency_ms', 'usd_per_hour', 'price_performance',
            'price_performance_ci95', 'ratio_to_best', 'ratio_ci_low',
            'ratio_ci_high', 'verdict', 'client_bound', 'price_basis',
-           'price_source', 'price_date', 'night')
+           'pricing_model', 'price_source', 'price_date', 'night')
 
 
 def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -164,6 +164,7 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None
         'price_performance': pp, 'price_performance_ci95': pp_ci,
         'client_bound': bool(runs['client_bound'].any()),
         'price_basis': info.get('price_basis'),
+        'pricing_model': cells.PricingModel(info),
         'price_source': info.get('servers_price_source'),
         'price_date': info.get('servers_price_date'),
         'night': night,

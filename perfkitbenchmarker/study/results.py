@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Sequence
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import pricing
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.search import driver as search_driver
 
@@ -159,7 +160,9 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
       'p99_latency_ms': capped.metadata.get('p99_latency_ms'),
       'usd_per_hour': perf.metadata['servers_usd_per_hour_total'],
       'price_performance': perf.value,
-      'price_basis': (f'{perf.metadata["price_basis"]} '
-                      f'(x{spec.GroupCounts()["servers"]})'),
+      'price_basis': (
+          f'{pricing.BASIS_NAMES[perf.metadata["servers_pricing_model"]]}, '
+          f'{perf.metadata["price_basis"]} '
+          f'(x{spec.GroupCounts()["servers"]})'),
   }]
   spec.reporter.Summary(rows)
