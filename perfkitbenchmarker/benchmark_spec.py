@@ -21,7 +21,12 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import virtual_machine
 
-_VM_SPEC_INT_KEYS = ('num_cpus', 'memory_mib', 'boot_disk_size')
+# Integer vm_spec keys and their largest values (cores, MiB, GB).
+_VM_SPEC_INT_KEYS = {'num_cpus': 4096, 'memory_mib': 64 * 1024 * 1024,
+                     'boot_disk_size': 65536}
+_VM_SPEC_TEXT_KEYS = ('machine_type', 'zone', 'os_type', 'image', 'priced_as')
+# Most VMs one group may ask for (each is created, billed and torn down).
+MAX_GROUP_VMS = 1000
 # PKB's provider_info.DEFAULT_VM_PLATFORM: an ordinary VM (no containers).
 DEFAULT_VM_PLATFORM = 'DEFAULT_VM'
 # The name of the End to End Runtime sample PKB emits when every stage ran.
@@ -122,18 +127,25 @@ class BenchmarkSpec:
         cloud_spec['machine_type'] = self.flags.machine_type
       if self.flags.zone:
         cloud_spec['zone'] = self.flags.zone
+      for key in _VM_SPEC_TEXT_KEYS:
+        value = cloud_spec.get(key)
+        if value is not None and not isinstance(value, str):
+          raise errors.ConfigError(
+              f'vm_groups.{group}.vm_spec.{spec_cloud}.{key} must be text, '
+              f'not {value!r}; quote it in the YAML ("{value}").')
       for key in _VM_SPEC_INT_KEYS:
         if cloud_spec.get(key) is not None:
           try:
             cloud_spec[key] = int(cloud_spec[key])
-          except (TypeError, ValueError):
+          except (TypeError, ValueError, OverflowError):
             raise errors.ConfigError(
                 f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
                 f'integer, not "{cloud_spec[key]}".') from None
-          if cloud_spec[key] < 1:
+          if not 1 <= cloud_spec[key] <= _VM_SPEC_INT_KEYS[key]:
             raise errors.ConfigError(
-                f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be a '
-                f'positive integer, not {cloud_spec[key]}.')
+                f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
+                f'integer from 1 to {_VM_SPEC_INT_KEYS[key]}, not '
+                f'{cloud_spec[key]}.')
       unknown = set(cloud_spec) - set(virtual_machine.VmSpec.__dataclass_fields__)
       if unknown:
         raise errors.ConfigError(
@@ -151,12 +163,21 @@ class BenchmarkSpec:
     counts = {}
     for group, group_config in self.config.get('vm_groups', {}).items():
       count = group_config.get('vm_count', 1)
-      if not isinstance(count, int) or count < 1:
+      if (not isinstance(count, int) or isinstance(count, bool) or
+          not 1 <= count <= MAX_GROUP_VMS):
         raise errors.ConfigError(
-            f'vm_groups.{group}.vm_count must be a positive integer, not '
-            f'"{count}".')
+            f'vm_groups.{group}.vm_count must be an integer from 1 to '
+            f'{MAX_GROUP_VMS}, not "{count}".')
       counts[group] = count
     return counts
+
+  def PlanWarnings(self) -> List[str]:
+    """Warnings about where this plan runs (Local VMs sharing cores);
+    raises errors.UsageError for a plan this machine cannot hold."""
+    if self.cloud != 'Local':
+      return []
+    from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
+    return local.FitWarnings(sum(self.GroupCounts().values()))
 
   def GroupPrice(self, group: str) -> pricing.HourlyPrice:
     spec = self.GroupSpecs()[group]

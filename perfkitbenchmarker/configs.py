@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Sequence
 import yaml
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_checks
 
 # Keys a user config may add to a vm_group or a vm_spec.<cloud> entry even when
 # the module's default config leaves them out.
@@ -308,21 +309,13 @@ def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
                              'flag names to values.')
   for name, value in config_flags.items():
     CheckNotReserved(name, 'flags')
-    if name not in flag_values:
-      raise errors.ConfigError(
-          f'Config sets unknown flag "{name}"; see ./pkb.py --helpfull for '
-          'flag names.')
+    # The one parse and bounds check a command-line value also gets.
+    flag_checks.ParseConfigValue(flag_values, name, value)
     flag = flag_values[name]
     if flag.present:
       continue
     try:
-      if isinstance(value, list):
-        value = ','.join(str(v) for v in value)
-      flag.parse(value if isinstance(value, str) else
-                 str(value).lower() if isinstance(value, bool) else str(value))
-    except Exception as e:  # pylint: disable=broad-except  (absl raises many)
-      raise errors.ConfigError(
-          f'Config flag {name}={value!r} is invalid: {e}') from None
+      flag.parse(flag_checks.ConfigText(value))
     finally:
       # parse() counts as "given on the command line"; a config value is not.
       flag.present = 0

@@ -35,7 +35,8 @@ flags.DEFINE_string('benchmark_config_file', None,
                     'YAML file merged over the benchmark configs.')
 flags.DEFINE_float('timeout_minutes', 60,
                    'Deadline for the whole run; when reached the run stops, '
-                   'cleans up, tears down and keeps its samples.')
+                   'cleans up, tears down and keeps its samples. Above 0 and '
+                   'at most 10080 (a week): every run has a deadline.')
 flags.DEFINE_string('results_dir', None,
                     'Directory for run records (default: results/runs under '
                     'the repository).')

@@ -1,8 +1,8 @@
 """Run-level checks of the command line, before anything is created.
 
-The driver calls `CheckRunFlags` first: where results go, the deadline, the
-benchmark list and where the run happens. Each problem is one
-errors.UsageError line (exit 2), for a dry run exactly as for a real run.
+The driver calls `CheckRunFlags` first: every flag's bounds (flag_checks),
+where results go, the benchmark list and where the run happens. Each
+problem is one errors.UsageError line (exit 2), for a dry run exactly as for a real run.
 Benchmark settings are checked by their options builders
 (study/options.py), config structure by configs.py.
 
@@ -10,20 +10,19 @@ Extension seam: a new run-level flag gets its check here; a provider's own
 flags are checked by its CheckPrerequisites.
 """
 
-import math
 import os
 import tempfile
 from typing import Optional
 
 from perfkitbenchmarker import errors
-
-# setitimer and the deadline arithmetic need a finite, modest number.
-MAX_TIMEOUT_MINUTES = 7 * 24 * 60
+from perfkitbenchmarker import flag_checks
 
 
 def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
   """Refuses bad run-level flags in one line each."""
-  _CheckTimeout(flag_values.timeout_minutes)
+  # Every number within its bounds (flag_checks: the same check a config's
+  # flags: section and a matrix axis get).
+  flag_checks.CheckFlagValues(flag_values)
   _CheckBenchmarks(flag_values.benchmarks)
   CheckWritableDir(results_dir, '--results_dir')
   for flag in ('json_path', 'csv_path'):
@@ -31,15 +30,6 @@ def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
     if path:
       _CheckWritableFile(path, f'--{flag}')
   _CheckWhere(flag_values, cloud)
-
-
-def _CheckTimeout(minutes: Optional[float]) -> None:
-  if minutes is None:
-    return
-  if not (math.isfinite(minutes) and 0 < minutes <= MAX_TIMEOUT_MINUTES):
-    raise errors.UsageError(
-        f'--timeout_minutes={minutes:g} must be above 0 and at most '
-        f'{MAX_TIMEOUT_MINUTES} (a week); the default is 60.')
 
 
 def _CheckBenchmarks(names) -> None:

@@ -32,13 +32,21 @@ This module is pure: it takes the parsed YAML and returns frozen `Cell`s.
 import copy
 import dataclasses
 import itertools
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+import math
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import matrix_filter
 
 MATRIX_KEYS = ('flag_matrix', 'flag_matrix_defs', 'flag_matrix_filters',
                'flag_zip', 'flag_zip_defs')
+# Most cells a config may describe, counted from the axes' lengths before
+# anything is expanded or filtered (each cell is a whole run with its VMs);
+# a few hundred bytes of axes could otherwise ask for 10^9 cells.
+MAX_CELLS = 10000
+# check_flag(where, flag name, value): raises for a value the flag refuses.
+FlagCheck = Callable[[str, str, Any], None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +150,9 @@ def _Named(config: Mapping[str, Any], defs_key: str, name: Optional[str],
 def _ExpandEntry(label: str, module: str, config: Dict[str, Any],
                  global_flags: Mapping[str, Any],
                  flag_matrix: Optional[str], flag_zip: Optional[str],
-                 flag_defaults: Mapping[str, Any]) -> List[Tuple[dict, tuple]]:
+                 flag_defaults: Mapping[str, Any], budget: int,
+                 check_flag: Optional[FlagCheck]
+                 ) -> List[Tuple[dict, tuple]]:
   matrix_name = flag_matrix or config.get('flag_matrix')
   zip_name = flag_zip or config.get('flag_zip')
   matrix_defs = _Named(config, 'flag_matrix_defs', matrix_name, label)
@@ -171,6 +181,23 @@ def _ExpandEntry(label: str, module: str, config: Dict[str, Any],
     for flag, values in sorted(_Axis(
         matrix_defs, f'{label}.flag_matrix_defs.{matrix_name}')):
       crossed.append([((flag, v),) for v in values])
+  count = math.prod(len(values) for values in crossed)
+  if count > budget:
+    when = ', before filtering' if filter_text else ''
+    raise _Error(f'{label}: the matrix has {count:,} cells (the product of '
+                 f'its axes\' lengths{when}); at most {MAX_CELLS:,} cells per '
+                 'config file. Split it or shorten the axes.')
+  if check_flag is not None:  # Every value once, before any cell runs.
+    for name, value in local_flags.items():
+      check_flag(f'{label}.flags', name, value)
+    checked = set()
+    for values in crossed:
+      for group in values:
+        for name, value in group:
+          key = (name, repr(value))
+          if key not in checked:
+            checked.add(key)
+            check_flag(f'{label} matrix axis', name, value)
   if filter_text is not None:
     try:
       matrix_filter.Parse(filter_text)
@@ -207,7 +234,8 @@ def Expand(user_config: Any, benchmark_names: Sequence[str],
            benchmarks_on_command_line: bool = False,
            flag_matrix: Optional[str] = None,
            flag_zip: Optional[str] = None,
-           flag_defaults: Optional[Mapping[str, Any]] = None) -> List[Cell]:
+           flag_defaults: Optional[Mapping[str, Any]] = None,
+           check_flag: Optional[FlagCheck] = None) -> List[Cell]:
   """Expands a parsed config file into its cells, in PKB's order.
 
   Args:
@@ -219,6 +247,9 @@ def Expand(user_config: Any, benchmark_names: Sequence[str],
     flag_zip: --flag_zip, overriding each entry's `flag_zip`.
     flag_defaults: flag values a filter may name although the config does
       not set them (normally every flag's current value).
+    check_flag: called as check_flag(where, name, value) for every flag
+      value the config sets, axes included, before anything is expanded
+      (the driver's flag_checks.ParseConfigValue); raises to refuse it.
 
   Returns:
     The cells, numbered from 1.
@@ -230,12 +261,16 @@ def Expand(user_config: Any, benchmark_names: Sequence[str],
   if not isinstance(global_flags, Mapping):
     raise _Error('the top-level "flags" must be a mapping of flag names to '
                  'values.')
+  if check_flag is not None:
+    for name, value in global_flags.items():
+      check_flag('flags', name, value)
   cells = []
   for label, module, config in _Entries(user_config, benchmark_names,
                                         benchmarks_on_command_line):
     for cell_config, axes in _ExpandEntry(label, module, config, global_flags,
                                           flag_matrix, flag_zip,
-                                          flag_defaults or {}):
+                                          flag_defaults or {},
+                                          MAX_CELLS - len(cells), check_flag):
       cells.append(Cell(index=len(cells) + 1, benchmark=module, section=label,
                         config=cell_config, axes=axes))
   return cells

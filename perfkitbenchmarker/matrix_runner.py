@@ -35,6 +35,7 @@ from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_checks
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
@@ -100,7 +101,11 @@ def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:
       user_config, flag_values.benchmarks,
       benchmarks_on_command_line=bool(flag_values['benchmarks'].present),
       flag_matrix=flag_values.flag_matrix, flag_zip=flag_values.flag_zip,
-      flag_defaults=flag_values.flag_values_dict())
+      flag_defaults=flag_values.flag_values_dict(),
+      # Every value the config sets, axes included, through the one check
+      # a command-line value gets, before the first cell starts.
+      check_flag=lambda where, name, value: flag_checks.ParseConfigValue(
+          flag_values, name, value, f'Config {where}:'))
 
 
 class _CellFlags:
@@ -142,6 +147,8 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
     specs = spec.GroupSpecs()
     for group in spec.GroupCounts():
       spec.GroupPrice(group)
+    for warning in spec.PlanWarnings():
+      print(f'cell {cell.index}: {warning}', file=sys.stderr)
     if not dry_run:
       provider = providers.GetProvider(cloud)
       if hasattr(provider, 'CheckPrerequisites'):

@@ -166,6 +166,8 @@ def RunBenchmarks(argv: List[str]) -> int:
                                        None, FLAGS, catalog, lambda s: None)
     for group in plan_spec.GroupCounts():
       plan_spec.GroupPrice(group)
+    for warning in plan_spec.PlanWarnings():
+      print(warning, file=sys.stderr)
     estimate = cost_estimate.FromSpec(plan_spec)
     estimated_usd += estimate.usd
     estimates[module.BENCHMARK_NAME] = estimate.Record()

@@ -18,6 +18,7 @@ from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import engine_options
+from perfkitbenchmarker.linux_packages import redis_config
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import flags as _  # pylint: disable=unused-import
@@ -45,19 +46,30 @@ _MANAGED_COMMANDS = frozenset({'config', 'shutdown', 'auth', 'ping',
 
 
 def CheckServerOption(line: str) -> None:
-  """Refuses a --redis_server_options line that changes what is managed."""
-  parts = line.split()
-  if not parts:
-    return
-  directive = parts[0].lower()
+  """Refuses a --redis_server_options line that changes what is managed.
+
+  The line is read as redis-server reads it (linux_packages/redis_config),
+  so no quoting of a directive gets past; a line break would make it
+  several lines, so it is refused.
+  """
+  if any(c in line for c in '\n\r\0'):
+    raise errors.UsageError(
+        f'--redis_server_options: {line!r} holds a line break; give one '
+        'directive per item.')
+  directive = redis_config.Directive(line)
+  if directive is None:
+    raise errors.UsageError(
+        f'--redis_server_options: {line!r} has unbalanced quotes (redis-server '
+        'would refuse to start); fix the quoting.')
   if directive in MANAGED_DIRECTIVES:
     raise errors.UsageError(
         f'--redis_server_options: "{directive}" is set by the harness (it '
         'finds, stops and tears down each shard by it); remove it.')
-  if (directive == 'rename-command' and len(parts) > 1 and
-      parts[1].lower() in _MANAGED_COMMANDS):
+  args = redis_config.SplitArgs(line.strip()) or []
+  if (directive == 'rename-command' and len(args) > 1 and
+      args[1].lower() in _MANAGED_COMMANDS):
     raise errors.UsageError(
-        f'--redis_server_options: "rename-command {parts[1].upper()}" would '
+        f'--redis_server_options: "rename-command {args[1].upper()}" would '
         'hide a command the harness sends; remove it.')
 
 
@@ -104,7 +116,7 @@ class ServerOptions:
   def maxclients(self) -> int:
     """Each shard's connection limit (redis.conf maxclients)."""
     for line in self.extra_config:
-      parts = line.split()
+      parts = redis_config.SplitArgs(line.strip()) or []
       if len(parts) == 2 and parts[0].lower() == 'maxclients':
         try:
           return int(parts[1])
@@ -336,6 +348,26 @@ def _CheckWorkloadFlags(f) -> None:
         'R, S, G, P joined by ":", e.g. R:R.')
 
 
+def _CheckAdaptiveStart(s: SearchOptions, g: GeneratorOptions) -> None:
+  """The adaptive search's first load within its range: refused above the
+  top instead of being quietly lowered to it."""
+  if s.policy != 'adaptive' or s.staircase is not None:
+    return
+  if s.adaptive_start_connections:
+    start, source = (s.adaptive_start_connections,
+                     '--memtier_adaptive_start_connections='
+                     f'{s.adaptive_start_connections}')
+  else:
+    start = s.min_threads * g.clients
+    source = (f'--memtier_min_threads x --memtier_clients ({s.min_threads} '
+              f'x {g.clients} = {start:,} connections, the first load)')
+  if start > s.adaptive_max_connections:
+    raise errors.UsageError(
+        f'{source} is above the adaptive search\'s limit '
+        f'--memtier_adaptive_max_connections={s.adaptive_max_connections}; '
+        'lower it or raise that limit.')
+
+
 def _CheckSearch(s: SearchOptions, g: GeneratorOptions) -> None:
   if s.max_probes < 1:
     raise errors.UsageError(
@@ -364,6 +396,7 @@ def _CheckSearch(s: SearchOptions, g: GeneratorOptions) -> None:
     raise errors.UsageError(
         f'--memtier_cap_margin={s.cap_margin:g} must be in (0, 1], e.g. 0.95 '
         'to aim 5 % under the cap.')
+  _CheckAdaptiveStart(s, g)
   _CheckAdaptiveMaxThreads(s)
   if s.staircase is not None:
     _CheckStaircase(s.staircase, g)

@@ -181,6 +181,28 @@ def AssignCores(requests: Sequence[Tuple[str, Optional[int]]],
   return assignment
 
 
+# Local VMs beyond this many per core are refused: they would only measure
+# each other (41 "VMs" on 2 cores is no deployment of anything).
+MAX_VMS_PER_CORE = 8
+
+
+def FitWarnings(vm_count: int, cores: Optional[int] = None) -> List[str]:
+  """Warnings for `vm_count` Local VMs on this machine's cores; raises
+  errors.UsageError for more than MAX_VMS_PER_CORE per core."""
+  cores = len(AvailableCores()) if cores is None else cores
+  if vm_count > MAX_VMS_PER_CORE * cores:
+    raise errors.UsageError(
+        f'{vm_count} Local VMs on this machine\'s {cores} core(s): at most '
+        f'{MAX_VMS_PER_CORE * cores} ({MAX_VMS_PER_CORE} per core); lower '
+        'vm_count or choose a --cloud.')
+  if vm_count > cores:
+    return [f'WARNING: {vm_count} Local VMs share this machine\'s {cores} '
+            'core(s), so none has cores of its own: servers and clients '
+            'disturb each other and the numbers are not comparable with '
+            'pinned runs.']
+  return []
+
+
 def HostMemoryMib() -> int:
   with open('/proc/meminfo') as f:
     for line in f:

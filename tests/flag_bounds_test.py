@@ -1,0 +1,211 @@
+"""One validation path per flag: command line, config `flags:`, matrix axis.
+
+Issue 18 point 4. Every int/float flag has finite bounds (flag_checks), and a
+value is refused with the same line wherever it comes from; a matrix's cells
+are counted before anything is expanded; --redis_server_options is read as
+redis-server reads it (checked against the real redis-server); a VM spec's
+text keys must be text; Local refuses more VMs than the machine can hold.
+The end-to-end rows run ./pkb.py as a user does and check the one line.
+"""
+
+import math
+import os
+import subprocess
+import time
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_checks
+from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import linux_benchmarks
+from perfkitbenchmarker import matrix
+from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
+from perfkitbenchmarker.linux_packages import redis_config
+from perfkitbenchmarker.providers.local import provider as local
+from perfkitbenchmarker.study import options
+
+FLAGS = pkb_flags.FLAGS
+linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement  (flags)
+
+
+def _Numeric():
+  return [name for name in sorted(FLAGS) if FLAGS[name].name == name and
+          flag_checks.IsNumeric(FLAGS[name])]
+
+
+def test_every_numeric_flag_has_finite_bounds_around_its_default():
+  names = _Numeric()
+  assert len(names) > 60  # Every module's flags are defined.
+  for name in names:
+    limit = flag_checks.LimitOf(FLAGS[name])
+    assert limit is not None, f'--{name} has no upper bound: add it to LIMITS'
+    assert math.isfinite(limit.low) and math.isfinite(limit.high), name
+    default = FLAGS[name].default
+    if default is not None:
+      flag_checks.CheckValue(FLAGS, name, default)  # Defaults are in bounds.
+
+
+@pytest.mark.parametrize('name,value', [
+    ('timeout_minutes', -1), ('timeout_minutes', float('nan')),
+    ('timeout_minutes', 1e308), ('timeout_minutes', 0),
+    ('max_cost_usd', float('nan')), ('bq_timeout_seconds', float('inf')),
+    ('memtier_clients', 100000), ('memtier_pipeline', 10 ** 9),
+])
+def test_a_bad_value_is_one_line_from_every_source(name, value):
+  lines = []
+  with pytest.raises(errors.UsageError) as cli:
+    flag_checks.CheckValue(FLAGS, name, value)
+  lines.append(str(cli.value))
+  for where in ('Config', 'Config flags:'):
+    with pytest.raises(errors.UsageError) as config:
+      flag_checks.ParseConfigValue(FLAGS, name, value, where)
+    lines.append(str(config.value))
+  for line in lines:
+    assert f'--{name}=' in line and '\n' not in line, line
+  # The same words after the source.
+  assert len({line.split(f'--{name}=', 1)[1] for line in lines}) == 1, lines
+  if name == 'memtier_clients':
+    assert 'at most 10000' in lines[0]  # Names the limit, no clamping.
+
+
+def test_a_list_value_is_checked_item_by_item():
+  with pytest.raises(errors.UsageError, match='100000'):
+    flag_checks.CheckValue(FLAGS, 'memtier_clients', [4, 100000])
+  flag_checks.CheckValue(FLAGS, 'memtier_clients', [4, 8])
+
+
+def test_matrix_cells_are_counted_before_expansion():
+  axis = list(range(10))
+  config = {'redis_memtier': {'flag_matrix': 'm', 'flag_matrix_defs': {'m': {
+      f'memtier_{k}': axis for k in ('data_size', 'pipeline', 'clients',
+                                     'key_maximum', 'run_duration',
+                                     'max_probes', 'min_threads',
+                                     'max_threads', 'confirm_repeats')}}}}
+  started = time.monotonic()
+  with pytest.raises(errors.ConfigError, match='1,000,000,000 cells'):
+    matrix.Expand(config, ['redis_memtier'])
+  # Counting, not expanding (10^9 cells would take hours).
+  assert time.monotonic() - started < 5
+  config['redis_memtier']['flag_matrix_defs']['m'] = {
+      'memtier_clients': list(range(1, 101)),
+      'memtier_pipeline': list(range(1, 101)),
+      'memtier_data_size': [1, 2]}
+  with pytest.raises(errors.ConfigError, match='20,000 cells'):
+    matrix.Expand(config, ['redis_memtier'])
+
+
+def test_matrix_axis_values_go_through_the_flag_check():
+  seen = []
+
+  def Check(where, name, value):
+    seen.append((where, name, value))
+    flag_checks.ParseConfigValue(FLAGS, name, value, f'Config {where}:')
+
+  config = {'flags': {'memtier_data_size': 10},
+            'redis_memtier': {'flag_matrix': 'm', 'flag_matrix_defs': {
+                'm': {'timeout_minutes': [1, 2, -1]}}}}
+  with pytest.raises(errors.UsageError, match='--timeout_minutes=-1'):
+    matrix.Expand(config, ['redis_memtier'], check_flag=Check)
+  assert ('flags', 'memtier_data_size', 10) in seen
+  config['redis_memtier']['flag_matrix_defs']['m']['timeout_minutes'] = [1, 2]
+  assert len(matrix.Expand(config, ['redis_memtier'], check_flag=Check)) == 2
+
+
+# Each variant sets the port; redis-server must agree that it does.
+_PORT_SPELLINGS = ['port {p}', "'port' {p}", '"port" {p}', 'PoRt {p}',
+                   'po"rt" {p}', '"\\x70ort" {p}', "  port\t{p}"]
+
+
+@pytest.mark.parametrize('spelling', _PORT_SPELLINGS)
+def test_server_options_are_read_as_redis_server_reads_them(tmp_path,
+                                                             spelling):
+  server = e2e.RequireTool('redis-server')
+  port = e2e.FreePort()
+  line = spelling.format(p=port)
+  assert redis_config.Directive(line) == 'port'
+  with pytest.raises(errors.UsageError, match='"port" is set by the harness'):
+    options.CheckServerOption(line)
+  # The real redis-server takes that line as its port.
+  conf = tmp_path / 'r.conf'
+  conf.write_text(f'{line}\nbind 127.0.0.1\nsave ""\ndir {tmp_path}\n')
+  proc = subprocess.Popen([server, str(conf)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+  try:
+    cli = e2e.RequireTool('redis-cli')
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+      out = subprocess.run([cli, '-p', str(port), 'ping'], capture_output=True,
+                           text=True, timeout=5).stdout
+      if 'PONG' in out:
+        break
+      time.sleep(0.05)
+    assert 'PONG' in out
+  finally:
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.parametrize('line', ['"port 7000', '"port"x 7000', "'port"])
+def test_lines_redis_server_refuses_are_refused(tmp_path, line):
+  assert redis_config.Directive(line) is None
+  with pytest.raises(errors.UsageError, match='unbalanced quotes'):
+    options.CheckServerOption(line)
+  server = e2e.RequireTool('redis-server')
+  conf = tmp_path / 'r.conf'
+  conf.write_text(f'{line}\n')
+  proc = subprocess.run([server, str(conf)], capture_output=True, text=True,
+                        timeout=10)
+  assert proc.returncode != 0 and 'quotes' in proc.stdout + proc.stderr
+
+
+def test_a_line_break_in_a_server_option_is_refused():
+  with pytest.raises(errors.UsageError, match='line break'):
+    options.CheckServerOption('maxclients 10\nport 6500')
+
+
+def test_local_vms_beyond_the_cores_are_refused_or_warned():
+  with pytest.raises(errors.UsageError, match='41 Local VMs'):
+    local.FitWarnings(41, cores=2)
+  assert 'share' in local.FitWarnings(3, cores=2)[0]
+  assert local.FitWarnings(2, cores=2) == []
+
+
+def _Refused(proc, needle):
+  assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+  assert 'Traceback' not in proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('pkb: '), proc.stderr
+  assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize('text,args,needle', [
+    ('flags: {timeout_minutes: -1}\n', [], '--timeout_minutes=-1'),
+    ('redis_memtier:\n  flag_matrix: m\n  flag_matrix_defs:\n    m:\n'
+     '      timeout_minutes: [1, -1]\n', [], '--timeout_minutes=-1'),
+    ('redis_memtier:\n  flag_matrix: m\n  flag_matrix_defs:\n    m:\n' +
+     ''.join(f'      memtier_{k}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n'
+             for k in ('data_size', 'pipeline', 'clients', 'key_maximum',
+                       'run_duration', 'max_probes', 'min_threads',
+                       'max_threads', 'confirm_repeats')),
+     ['--dry_run'], '1,000,000,000 cells'),
+    ('redis_memtier:\n  vm_groups:\n    servers:\n      vm_spec:\n'
+     '        Local:\n          machine_type: 123\n', [],
+     'machine_type must be text'),
+    ('', ['--max_cost_usd=nan'], '--max_cost_usd=nan'),
+    ('', ["--redis_server_options='port' 6502"], '"port"'),
+], ids=['config_flags', 'matrix_axis', 'matrix_1e9', 'machine_type_123',
+        'max_cost_nan', 'quoted_port'])
+def test_pkb_refuses_before_anything_starts(tmp_path, text, args, needle):
+  if text:
+    path = tmp_path / 'c.yaml'
+    path.write_text(text)
+    assert len(text) < 700
+    args = args + [f'--benchmark_config_file={path}']
+  results = tmp_path / 'results'
+  proc, _ = e2e.Run(args, str(results), timeout=60)
+  _Refused(proc, needle)
+  # Nothing started: no run directory, no matrix directory.
+  assert not results.exists() or os.listdir(results) == []
+  assert not (tmp_path / 'matrix').exists()
