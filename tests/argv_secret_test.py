@@ -2,9 +2,11 @@
 
 linux_packages/argv_secret.py compiles a preload library that swaps
 argv_secret.TOKEN for the password inside the tool. These tests compile it
-for real, run real redis-benchmark and memtier against a real redis-server
-on loopback that only accepts the load user's password, read every process's
-/proc/<pid>/cmdline while they run, and check: the tool authenticated (it
+for real, run real redis-benchmark and memtier's replay stand-in
+(tests/memtier_replay.py: a Python process the library is preloaded into
+like any program, which logs in and writes its preload for real) against a
+real redis-server on loopback that only accepts the load user's password,
+read every process's /proc/<pid>/cmdline while they run, and check: the tool authenticated (it
 moved data), no argv ever held the password, the token was what `ps` saw,
 and without the library the tool fails on authentication instead of leaking.
 """
@@ -17,7 +19,7 @@ import time
 import pytest
 
 import e2e_support
-import secrets_ps_test
+import memtier_replay
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import virtual_machine
@@ -132,17 +134,30 @@ def test_redis_benchmark_authenticates_with_only_the_token_in_argv(
 
 
 def test_memtier_authenticates_with_only_the_token_in_argv(server, vm):
-  path = secrets_ps_test.MemtierOrSkip()
+  path = memtier_replay.Path()
   generator = memtier.MemtierGenerator(vm, path)
   workload = base.Workload(key_maximum=2000, data_size=16)
   keys, argvs = _Sampled(lambda: generator.Preload(
       [server], PASSWORD, workload))
   assert keys == 2000
   _AssertHidden(argvs, 'memtier_benchmark')
+  # The stand-in wrote them for real, logged in with the handed password.
+  dbsize = subprocess.run(
+      ['redis-cli', '-p', str(server.port), '--user', load_user.LOAD_USER,
+       'DBSIZE'], capture_output=True, text=True, check=True,
+      env=dict(os.environ, REDISCLI_AUTH=LOAD_PASSWORD)).stdout
+  assert dbsize.strip() == '2000'
   m, argvs = _Sampled(lambda: generator.Probe(
       [server], PASSWORD, workload, measurement.Load(1, 2), duration_s=1))
   assert m.throughput > 0
   _AssertHidden(argvs, 'memtier_benchmark')
+  # Without the library it sends the token itself, and the server refuses.
+  bare = subprocess.run(
+      [path, '-s', server.host, '-p', str(server.port), '-a',
+       f'{load_user.LOAD_USER}:{argv_secret.TOKEN}', '--test-time', '1'],
+      capture_output=True, text=True, timeout=30, check=False)
+  assert bare.returncode == 1
+  assert 'authentication failed' in bare.stderr
 
 
 def test_without_the_library_the_tool_fails_closed(server, tmp_path):

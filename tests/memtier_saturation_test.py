@@ -6,7 +6,8 @@ was diluted below the 90 % saturation threshold. The window must be the
 load's test time: checked on a recorded /proc/stat sequence (old and new
 computations side by side), on the probe script with a real process that
 outlives its window, and on a direct memtier probe on loopback whose
-recorded window must match memtier's test time.
+recorded window must match memtier's test time (memtier is the replay
+stand-in, tests/memtier_replay.py, which lasts its test time like memtier).
 """
 
 import os
@@ -16,7 +17,7 @@ import time
 import pytest
 
 import e2e_support
-import secrets_ps_test
+import memtier_replay
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import virtual_machine
@@ -111,7 +112,7 @@ def server():
 
 
 def test_memtier_probe_window_is_its_test_time(server, tmp_path):
-  path = secrets_ps_test.MemtierOrSkip()
+  path = memtier_replay.Path()
   vm = local.LocalVirtualMachine(
       virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
       'clients-0', 'clients', run_uri='tsat')

@@ -1,10 +1,13 @@
 """The published studies' memtier workloads (issue 12 parts 3 and 5).
 
 Command lines built from the presets' flags against the studies' exact
-memtier lines (../shared/reference/studies.md), the RAM-hit-ratio helper,
-refusals in one line, a real Gaussian run of the built argv, a real
-fixed-load run, and the presets: cloud ones dry-run with cost, local ones
-run for real.
+memtier lines (docs/studies.md), the RAM-hit-ratio helper, refusals in one
+line, a Gaussian run of the built argv, a fixed-load run, and the presets:
+cloud ones dry-run with cost, local ones run for real. memtier is its replay
+stand-in (tests/memtier_replay.py): it parses the argv as memtier does and
+writes request-count runs' keys for real with memtier's key patterns, so the
+Gaussian run checks that the built --key-median/--key-stddev reach the tool;
+timed runs answer with recorded memtier outputs.
 """
 
 import contextlib
@@ -26,10 +29,8 @@ from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import key_distribution
 from perfkitbenchmarker.study import options
 from tests import e2e_support as e2e
+from tests import memtier_replay
 
-MEMTIER = os.path.join(os.path.dirname(e2e.REPO), 'shared', 'tools',
-                       'memtier_benchmark')
-HAVE_MEMTIER = os.access(MEMTIER, os.X_OK)
 HAVE_REDIS = bool(shutil.which('redis-server') and shutil.which('redis-cli'))
 ENDPOINT = base.Endpoint('10.0.0.5', 6379)
 CONFIGS = os.path.join(e2e.REPO, 'configs')
@@ -306,8 +307,7 @@ def _RedisServer():
     server.wait(timeout=10)
 
 
-@e2e.NeedsTools(MEMTIER, 'redis-server', 'redis-cli',
-                how='scripts/setup.sh; memtier beside the repo')
+@e2e.NeedsTools('redis-server', 'redis-cli')
 def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
   workload = base.Workload(set_ratio=1, get_ratio=0, key_minimum=1,
                            key_maximum=100000, key_pattern='G:G',
@@ -315,7 +315,7 @@ def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
                            distinct_client_seed=True, randomize=True)
   with _RedisServer() as endpoint:
     argv = commands.MemtierProbeCommand(
-        MEMTIER, endpoint, None, workload, measurement.Load(1, 2), 1,
+        memtier_replay.Path(), endpoint, None, workload, measurement.Load(1, 2), 1,
         str(tmp_path / 'o.json'), requests=2000)
     subprocess.run(argv, capture_output=True, check=True, timeout=60)
     keys = subprocess.run(['redis-cli', '-p', str(endpoint.port), '--scan'],
@@ -333,11 +333,10 @@ def _Pkb(args, results_dir, timeout=170):
       capture_output=True, text=True, timeout=timeout, cwd=e2e.REPO)
 
 
-@e2e.NeedsTools(MEMTIER, 'redis-server', 'redis-cli',
-                how='scripts/setup.sh; memtier beside the repo')
+@e2e.NeedsTools('redis-server', 'redis-cli')
 def test_fixed_load_runs_for_real_with_memtier(tmp_path):
   proc, run_uri = e2e.Run(
-      [f'--memtier_path={MEMTIER}', '--memtier_fixed_load',
+      [f'--memtier_path={memtier_replay.Path()}', '--memtier_fixed_load',
        '--memtier_ratios=0:1,1:0', '--memtier_pipelines=1,8',
        '--memtier_threads=1', '--memtier_clients=2',
        '--memtier_processes_per_client=2', '--memtier_distinct_client_seed',
@@ -362,12 +361,14 @@ def test_fixed_load_runs_for_real_with_memtier(tmp_path):
   assert not e2e.LeftoverProcesses(str(tmp_path), run_uri)
 
 
-@pytest.mark.skipif(HAVE_MEMTIER and shutil.which('memtier_benchmark'),
-                    reason='memtier_benchmark on PATH')
 def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
+  # A PATH without memtier, whatever this machine has.
+  path = os.pathsep.join(
+      d for d in os.environ['PATH'].split(os.pathsep)
+      if not os.path.exists(os.path.join(d, 'memtier_benchmark')))
   proc, _ = e2e.Run(['--memtier_key_pattern=G:G', '--memtier_key_stddev=100',
                      '--memtier_run_duration=1', '--memtier_key_maximum=2000'],
-                    str(tmp_path), timeout=120)
+                    str(tmp_path), timeout=120, env=dict(os.environ, PATH=path))
   assert proc.returncode != 0
   assert ('--memtier_key_pattern=G:G, --memtier_key_stddev need '
           'memtier_benchmark') in proc.stdout + proc.stderr
@@ -407,15 +408,14 @@ def test_redis_on_flash_preset_dry_runs_with_cost(tmp_path):
   assert 'Total: 8 cell(s), 24 VMs, estimated $' in out
 
 
-@e2e.NeedsTools(MEMTIER, 'redis-server', 'redis-cli',
-                how='scripts/setup.sh; memtier beside the repo')
+@e2e.NeedsTools('redis-server', 'redis-cli')
 @pytest.mark.parametrize('preset, cells, runs_per_cell', [
     ('redis_vs_dragonfly_local.yaml', 2, 4),
     ('redis_on_flash_local.yaml', 2, 3)])
 def test_local_preset_runs(tmp_path, preset, cells, runs_per_cell):
   results = tmp_path / 'runs'
   proc = _Pkb([f'--benchmark_config_file={CONFIGS}/{preset}',
-               f'--memtier_path={MEMTIER}'], results)
+               f'--memtier_path={memtier_replay.Path()}'], results)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
   assert f'{cells} of {cells} cell(s) succeeded' in proc.stdout
   run_dirs = [d for d in os.listdir(results)

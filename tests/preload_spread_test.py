@@ -3,7 +3,8 @@
 The slice helper is pure; the spreading step runs on load generator doubles
 (their own threads, one failing); real Local runs with two client VMs check
 that each client wrote half and DBSIZE still counts the whole range on every
-standalone shard, with memtier and with redis-benchmark.
+standalone shard, with memtier (its replay stand-in, tests/memtier_replay.py,
+which writes preloads for real) and with redis-benchmark.
 """
 
 import glob
@@ -17,7 +18,7 @@ import threading
 import pytest
 
 import e2e_support as e2e
-import secrets_ps_test
+import memtier_replay
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.load_generators import base
@@ -282,7 +283,7 @@ def _CheckAndTearDown(proc, run_uri, results, run_scratch, env):
 
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_local_memtier_preload_from_two_client_vms(tmp_path):
-  path = secrets_ps_test.MemtierOrSkip()
+  path = memtier_replay.Path()
   proc, run_uri, results, run_scratch, env = _Prepare(
       tmp_path, [f'--memtier_path={path}', '--load_generator=memtier'])
   # memtier's own record of each client's run: its slice, once per shard.

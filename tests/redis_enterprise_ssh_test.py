@@ -35,8 +35,10 @@ stand-ins, each only as far as the harness sees it:
 
 Everything else is real: ssh and the harness's SshVirtualMachine, the copy
 of the tarball, curl (also for the bootstrap), the harness's argv_secret
-library, the memtier build beside the repo (--memtier_path), Redis, the run
-record and teardown. The VM's PATH (the stubs first) comes from a forced
+library, Redis, the run
+record and teardown. memtier is the replay stand-in (tests/memtier_replay.py,
+given by --memtier_path): it logs in to the database for real and answers
+with recorded memtier outputs. The VM's PATH (the stubs first) comes from a forced
 command on the test's own key, so the harness's commands run unchanged.
 
 Not covered here: cluster join (one server VM), worker pinning, CPU
@@ -56,8 +58,8 @@ import pytest
 
 import argv_secret_test
 import e2e_support as e2e
+import memtier_replay
 import stand_ins
-import secrets_ps_test
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import rladmin as rladmin_lib
 from tests import fake_redis_enterprise
@@ -213,7 +215,7 @@ def _KeptFiles(*roots):
 
 def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
     tmp_path, vm_login, api):  # pylint: disable=redefined-outer-name
-  memtier = secrets_ps_test.MemtierOrSkip()
+  memtier = memtier_replay.Path()
   start = time.monotonic()
   prefix = str(tmp_path / 'opt-redislabs')
   tarball, licence, logs = _Installer(tmp_path)
@@ -283,13 +285,13 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   assert len(api.databases.started) == 1
   assert api.databases.Running() == []
 
-  # Samples from real memtier steps against that server.
+  # Samples from the memtier stand-in's steps against that server.
   samples = e2e.Samples(results, run_uri)
   probes = [s for s in samples if s['metric'] == 'throughput']
   assert len(probes) == 2 and all(s['value'] > 0 for s in probes)
   # The version of the memtier given by --memtier_path, not of the PATH's.
   versions = {e2e.Labels(s).get('load_generator_version') for s in probes}
-  assert len(versions) == 1 and 'not found' not in versions.pop()
+  assert versions == {memtier_replay.VERSION}
   assert {e2e.Labels(s).get('engine') for s in samples} == {
       'redis_enterprise'}
   capped = [s for s in samples if s['metric'] == 'latency_capped_throughput']

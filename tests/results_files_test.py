@@ -1,6 +1,7 @@
 """Results files: a resumed run appends to the CSV; a full disk fails cleanly.
 
-With real pkb runs (memtier on loopback, short settings). A full disk is a
+With real pkb runs (memtier's replay stand-in, tests/memtier_replay.py, on
+loopback; short settings). A full disk is a
 tiny tmpfs the test mounts (root only): holding --json_path and --csv_path
 (the run directory, with the record and log, elsewhere so the record can say
 what happened), or holding --results_dir itself, full from the start or
@@ -21,7 +22,7 @@ import psutil
 import pytest
 
 import e2e_support as e2e
-import secrets_ps_test
+import memtier_replay
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
@@ -56,7 +57,7 @@ def test_csv_publisher_keeps_rows_already_in_the_file(tmp_path):
 
 def test_resumed_run_stage_appends_to_the_csv(tmp_path):
   """provision,prepare / run / run again / cleanup,teardown: no row lost."""
-  memtier = secrets_ps_test.MemtierOrSkip()
+  memtier = memtier_replay.Path()
   results = str(tmp_path)
   run_uri = e2e.NewRunUri()
   args = SHORT + [f'--memtier_path={memtier}']
@@ -121,7 +122,7 @@ def _TmpFiles(root):
 
 def test_full_disk_is_one_line_and_the_run_still_cleans_up(tmp_path,
                                                            full_disk):
-  memtier = secrets_ps_test.MemtierOrSkip()
+  memtier = memtier_replay.Path()
   results = str(tmp_path / 'results')
   json_path = os.path.join(full_disk, 'results.json')
   csv_path = os.path.join(full_disk, 'results.csv')
@@ -232,7 +233,7 @@ def _ScratchEnv(tmp_path):
 
 
 def test_results_dir_full_from_the_start_is_refused(tmp_path, small_disk):
-  memtier = secrets_ps_test.MemtierOrSkip()
+  memtier = memtier_replay.Path()
   scratch, env = _ScratchEnv(tmp_path)
   _Fill(small_disk)
   proc, run_uri = e2e.Run(e2e.FAST + [f'--memtier_path={memtier}'],
@@ -281,7 +282,7 @@ def _RedisServerAlive(pid):
 
 def test_results_dir_filling_up_mid_run(tmp_path, small_disk):
   """The disk fills as the shard starts: one line, nothing left behind."""
-  memtier = secrets_ps_test.MemtierOrSkip()
+  memtier = memtier_replay.Path()
   scratch, env = _ScratchEnv(tmp_path)
   run_uri = e2e.NewRunUri()
   run_dir = os.path.join(small_disk, run_uri)

@@ -5,7 +5,10 @@ argv (`ps -eo args`) every 0.1 s. The run's password is read from a shard's
 config file in the scratch directory as soon as it exists; memtier and
 redis-benchmark log in as the restricted load user, whose password must be
 in no argv either (linux_packages/argv_secret.py hands it to them) and in no
-kept file.
+kept file. memtier is the replay stand-in (tests/memtier_replay.py): a real
+process that argv_secret's library is preloaded into, which logs in to the
+run's servers with the password the library hands it (the run fails if it
+gets the token instead), and copies `-a` into its JSON as memtier does.
 """
 
 import glob
@@ -17,17 +20,11 @@ import threading
 import time
 
 import e2e_support as e2e
+import memtier_replay
 
 sys.path.insert(0, e2e.REPO)
 from perfkitbenchmarker.engines import load_user  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-MEMTIER = os.path.join(os.path.dirname(e2e.REPO), 'shared', 'tools',
-                       'memtier_benchmark')
-
-
-def MemtierOrSkip() -> str:
-  """The test build of memtier; its absence fails in CI, skips elsewhere."""
-  return e2e.RequireTool(MEMTIER, 'a build of memtier beside the repo')
+from perfkitbenchmarker.linux_packages import argv_secret  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 class PsSampler(threading.Thread):
@@ -109,10 +106,15 @@ def test_redis_benchmark_run_shows_no_password(tmp_path):
 
 
 def test_memtier_run_shows_no_password(tmp_path):
-  memtier = MemtierOrSkip()
+  memtier = memtier_replay.Path()
   proc, sampler, run_dir = _RunAndSample(
       tmp_path, [f'--memtier_path={memtier}', '--load_generator=memtier'])
-  assert any('memtier_benchmark' in l for l in sampler.lines)
+  # `ps` saw the stand-in run with the token where the password goes; it
+  # logged in all the same, with what the preloaded library handed it.
+  runs = [l for l in sampler.lines
+          if memtier in l and '--json-out-file' in l]
+  assert runs and all(f'-a {load_user.LOAD_USER}:{argv_secret.TOKEN}' in l
+                      for l in runs), runs[:3]
   _AssertNowhere(sampler.password, sampler, run_dir, proc)
   # memtier's JSON carries `-a`; what is kept has it masked.
   _AssertNowhere(load_user.LoadPassword(sampler.password), sampler, run_dir,
