@@ -33,7 +33,7 @@ The model, for a load of `threads x clients` connections per client process,
 `Fit` fits peak, base latency, knee sharpness, sag and the client limit to a
 real sweep (mean throughput and latency per connection count) with
 scipy.optimize.least_squares; `Scenarios` scales the fitted shape to the
-published studies' sizes (../shared/reference/studies.md).
+published studies' sizes (docs/studies.md).
 """
 
 import dataclasses
@@ -348,7 +348,7 @@ def Scenarios(shape: Optional[ServerModel] = None,
               noise_scale: float = 0.5) -> List[Scenario]:
   """The published studies' deployments, with `shape`'s curve and noise.
 
-  Throughput levels come from ../shared/reference/studies.md; the knee
+  Throughput levels come from docs/studies.md; the knee
   sharpness, sag and noise from the local fit (`shape`), or from typical
   values when there is none. Where a study's memtier settings would hold
   more requests in flight than its figures allow by Little's law (the T2D

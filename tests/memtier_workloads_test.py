@@ -12,12 +12,14 @@ timed runs answer with recorded memtier outputs.
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -28,6 +30,7 @@ from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import key_distribution
 from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import workload_options
 from tests import e2e_support as e2e
 from tests import memtier_replay
 
@@ -372,6 +375,45 @@ def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
   assert proc.returncode != 0
   assert ('--memtier_key_pattern=G:G, --memtier_key_stddev need '
           'memtier_benchmark') in proc.stdout + proc.stderr
+
+
+def test_fallback_drops_memtier_only_settings_only_when_asked():
+  workload = base.Workload(key_pattern='G:G', key_stddev=100.0,
+                           distinct_client_seed=True)
+  rb = [types.SimpleNamespace(NAME='redis-benchmark')]
+  mt = [types.SimpleNamespace(NAME='memtier_benchmark')]
+
+  def Opts(**generator):
+    return types.SimpleNamespace(
+        workload=workload, generator=options.GeneratorOptions(**generator))
+
+  dropped = ['--memtier_key_pattern=G:G', '--memtier_key_stddev',
+             '--memtier_distinct_client_seed', '--memtier_requests']
+  assert workload_options.RequireMemtier(
+      rb, Opts(fallback=True, requests=10)) == dropped
+  assert workload_options.RequireMemtier(mt, Opts(fallback=True)) == []
+  for generator in (dict(), dict(fallback=True, choice='memtier')):
+    with pytest.raises(errors.PrerequisiteError, match='need memtier_bench'):
+      workload_options.RequireMemtier(rb, Opts(**generator))
+
+
+def test_every_local_preset_runs_without_memtier():
+  # A local preset either uses no memtier-only setting or lets
+  # --load_generator=auto fall back to redis-benchmark without them.
+  memtier_only = re.compile(
+      r'^\s*(memtier_key_pattern: G|memtier_distinct_client_seed: true|'
+      r'memtier_randomize: true|memtier_requests:|'
+      r'memtier_processes_per_client: [2-9]|memtier_ram_hit_ratio)', re.M)
+  presets = [n for n in sorted(os.listdir(CONFIGS))
+             if n.endswith('_local.yaml')]
+  assert len(presets) >= 4, presets
+  for name in presets:
+    with open(os.path.join(CONFIGS, name)) as f:
+      text = f.read()
+    assert not re.search(r'^\s*load_generator: memtier', text, re.M), name
+    if memtier_only.search(text):
+      assert re.search(r'^\s*redis_benchmark_fallback: true', text,
+                       re.M), name
 
 
 # Presets.

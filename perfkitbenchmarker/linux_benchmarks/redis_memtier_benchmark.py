@@ -114,7 +114,13 @@ def Prepare(spec):
   results.SetMetadata(spec, spec.deployment, opts)
   if opts.search.staircase:
     search_runner.RequireStaircaseGenerator(spec.deployment.generators)
-  workload_options.RequireMemtier(spec.deployment.generators, opts)
+  dropped = workload_options.RequireMemtier(spec.deployment.generators, opts)
+  if dropped:
+    spec.metadata['memtier_only_dropped'] = ' '.join(dropped)
+    spec.reporter.Line(
+        'WARNING: memtier_benchmark not found: redis-benchmark runs this '
+        f'study without {", ".join(dropped)} (memtier-only; '
+        '--redis_benchmark_fallback).')
   spec.metadata['preloaded_keys'] = deployment.Preload(
       spec, spec.deployment, opts, engine)
 

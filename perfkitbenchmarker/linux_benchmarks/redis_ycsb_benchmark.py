@@ -1,6 +1,6 @@
 """YCSB over five Redis data types: capped throughput per workload.
 
-Reproduces the Tair YCSB study's runs (../shared/reference/studies.md, study
+Reproduces the Tair YCSB study's runs (docs/studies.md, study
 4): YCSB `load` then core workloads (A and C by default; any core workload
 file works), with every record stored as the Redis data type
 --ycsb_command_group names (string, hash, list, set, zset) through PKB's own

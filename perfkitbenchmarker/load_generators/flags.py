@@ -6,6 +6,11 @@ flags.DEFINE_enum('load_generator', 'auto',
                   ['auto', 'memtier', 'redis_benchmark'],
                   'auto: memtier_benchmark when installed, else Debian\'s '
                   'redis-benchmark.')
+flags.DEFINE_boolean('redis_benchmark_fallback', False,
+                     'With --load_generator=auto and no memtier_benchmark, '
+                     'run redis-benchmark without the memtier-only settings '
+                     '(each named on the console and in the samples) '
+                     'instead of refusing. The local presets set it.')
 flags.DEFINE_integer('memtier_run_duration', 2,
                      'Seconds per probe (the published T2D study used 30).',
                      lower_bound=1)

@@ -155,6 +155,9 @@ class GeneratorOptions:
   pipeline: int = 1
   requests: Optional[int] = None  # memtier -n per client instead of a time
   processes_per_client: int = 1  # memtier processes per client VM, endpoint
+  # Without memtier (choice auto): run redis-benchmark minus memtier-only
+  # settings instead of refusing.
+  fallback: bool = False
 
   @classmethod
   def FromFlags(cls, f) -> 'GeneratorOptions':
@@ -166,7 +169,8 @@ class GeneratorOptions:
                run_duration_s=f.memtier_run_duration,
                warmup_s=f.memtier_warmup_seconds, clients=f.memtier_clients,
                pipeline=f.memtier_pipeline, requests=f.memtier_requests,
-               processes_per_client=f.memtier_processes_per_client)
+               processes_per_client=f.memtier_processes_per_client,
+               fallback=f.redis_benchmark_fallback)
 
 
 @dataclasses.dataclass(frozen=True)

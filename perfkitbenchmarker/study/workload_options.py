@@ -166,14 +166,23 @@ def CheckWorkload(opts) -> None:
         '--memtier_staircase/--redis_optimize_shards.')
 
 
-def RequireMemtier(generators, opts) -> None:
+def RequireMemtier(generators, opts) -> List[str]:
   """At prepare: refuses memtier-only workloads on a redis-benchmark client
-  (--load_generator=auto found no memtier_benchmark)."""
+  (--load_generator=auto found no memtier_benchmark).
+
+  Returns the memtier-only settings a redis-benchmark run leaves out: with
+  --redis_benchmark_fallback (the local presets) they are dropped, not
+  refused, and the caller says so.
+  """
   wanted = MemtierOnlyFeatures(opts.workload, opts.generator.requests,
                                opts.generator.processes_per_client)
   names = {g.NAME for g in generators}
-  if wanted and names != {'memtier_benchmark'}:
-    raise errors.PrerequisiteError(
-        f'{", ".join(wanted)} need memtier_benchmark, but the load generator '
-        f'here is {", ".join(sorted(names))} (memtier_benchmark is not '
-        'installed; give --memtier_path).')
+  if not wanted or names == {'memtier_benchmark'}:
+    return []
+  if opts.generator.fallback and opts.generator.choice == 'auto':
+    return wanted
+  raise errors.PrerequisiteError(
+      f'{", ".join(wanted)} need memtier_benchmark, but the load generator '
+      f'here is {", ".join(sorted(names))} (memtier_benchmark is not '
+      'installed; give --memtier_path, or --redis_benchmark_fallback to run '
+      'without them).')
