@@ -39,6 +39,7 @@ from perfkitbenchmarker import flag_checks
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
+from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
@@ -149,15 +150,17 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
       spec.GroupPrice(group)
     for warning in spec.PlanWarnings():
       print(f'cell {cell.index}: {warning}', file=sys.stderr)
+    prepare_checks.Check(spec)  # What prepare would fail on.
     if not dry_run:
       provider = providers.GetProvider(cloud)
       if hasattr(provider, 'CheckPrerequisites'):
         provider.CheckPrerequisites(flag_values)
     estimate = cost_estimate.FromSpec(spec)
     server = specs.get('servers') or next(iter(specs.values()))
-    lines = (reporting.DryRunPlan(spec, module.DescribePlan(spec),
-                                  flag_values.timeout_minutes)
-             if dry_run else [])
+    lines = (reporting.DryRunPlan(
+        spec, module.DescribePlan(spec) +
+        prepare_checks.PlanLines(spec, flag_values),
+        flag_values.timeout_minutes) if dry_run else [])
     return estimate, cloud, server.machine_type, lines
 
 

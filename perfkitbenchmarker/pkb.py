@@ -24,6 +24,7 @@ from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix_runner
+from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
@@ -168,12 +169,14 @@ def RunBenchmarks(argv: List[str]) -> int:
       plan_spec.GroupPrice(group)
     for warning in plan_spec.PlanWarnings():
       print(warning, file=sys.stderr)
+    prepare_checks.Check(plan_spec)  # What prepare would fail on.
     estimate = cost_estimate.FromSpec(plan_spec)
     estimated_usd += estimate.usd
     estimates[module.BENCHMARK_NAME] = estimate.Record()
     if FLAGS.dry_run:
       print('\n'.join(reporting.DryRunPlan(
-          plan_spec, module.DescribePlan(plan_spec), FLAGS.timeout_minutes)))
+          plan_spec, module.DescribePlan(plan_spec) +
+          prepare_checks.PlanLines(plan_spec, FLAGS), FLAGS.timeout_minutes)))
   matrix_runner.CheckBudget(estimated_usd, FLAGS, 'This run')
   if FLAGS.dry_run:
     return EXIT_OK

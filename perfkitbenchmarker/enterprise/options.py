@@ -8,7 +8,8 @@ Two decisions live here because both must be the same in a dry run and a
 real run:
   * the OS: the published study ran --os_type=centos7, a retired image
     family. A run takes it as input and boots its named successor
-    (`OS_SUCCESSORS`, Rocky Linux 9, RHEL-compatible like CentOS 7 was);
+    (`OS_SUCCESSORS`, Rocky Linux 9, RHEL-compatible like CentOS 7 was),
+    and the clients, which only run memtier, boot `MEMTIER_CLIENT_OS`;
     every sample records both `requested_os_type` and `os_type_used`.
   * Local scaling: on --cloud=Local the same workload runs against the local
     Redis OSS engine, scaled down where the flags ask for more than this
@@ -35,6 +36,11 @@ OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {
 # The study's answer: the most ops/s with average latency under 1 ms.
 ANSWER_CAP_MS = 1.0
 LOCAL_ENGINE = 'redis'
+# The image client VMs boot when the study's OS is substituted: they run
+# only memtier, which installs from Redis's APT repository (Debian/Ubuntu
+# packages only). With --memtier_path (the user's memtier on the image) they
+# boot the servers' successor like every other VM.
+MEMTIER_CLIENT_OS = 'debian12'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,6 +52,20 @@ def ImageLine(opts: options_lib.EnterpriseOptions) -> str:
   return f'  --os_type={os_choice.requested}'
 
 
+def ClientLoadGenerator(opts: options_lib.EnterpriseOptions
+                        ) -> Optional[str]:
+  """What the clients install (prepare_checks): memtier, unless Local or
+  given one with --memtier_path."""
+  return None if opts.local or opts.memtier_path else 'memtier'
+
+
+def RealRunNeeds(opts: options_lib.EnterpriseOptions) -> List[str]:
+  """The installer files a real run reads and a dry run was not given."""
+  return [f'{flag}=<file you obtained>' for flag, value in (
+      ('--enterprise_redis_tarball', opts.tarball),
+      ('--enterprise_redis_license_path', opts.license_path)) if not value]
+
+
 def OptimizerLine(opts: options_lib.EnterpriseOptions, vcpus: int,
                   local: bool) -> str:
   if local:
@@ -91,6 +105,15 @@ def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
   """Software, image, databases, network, preload, steps and optimizer."""
   counts = spec.GroupCounts()
   lines = ['Image:', ImageLine(opts)]
+  if not opts.local:  # A group on another image says which and why.
+    for group, vm_spec in spec.GroupSpecs().items():
+      if vm_spec.os_type == opts.os.used:
+        continue
+      why = ('they run only memtier, which installs from Redis\'s APT '
+             'repository (Debian/Ubuntu)' if group == 'clients' and
+             vm_spec.os_type == options_lib.MEMTIER_CLIENT_OS else
+             'its vm_group\'s os_type')
+      lines.append(f'  {group}: boot {vm_spec.os_type} ({why})')
   if scaling is not None:
     records = scaling.records
     min_t, max_t = scaling.min_threads, scaling.max_threads

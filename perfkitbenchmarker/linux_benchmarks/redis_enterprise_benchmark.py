@@ -134,9 +134,11 @@ def GetConfig(user_config):
   opts = _Options()
   groups = config.get('vm_groups') or {}
   if opts.os.substituted and not opts.local:
-    for group in groups.values():  # The successor image, unless pinned.
+    for name, group in groups.items():  # The successor image, unless pinned.
       if isinstance(group, dict) and not group.get('os_type'):
-        group['os_type'] = opts.os.used
+        group['os_type'] = (options_lib.MEMTIER_CLIENT_OS if
+                            name == 'clients' and not opts.memtier_path
+                            else opts.os.used)
   if opts.local:
     requested = {g: (c or {}).get('vm_count', 1) for g, c in groups.items()}
     config[_REQUESTED_KEY] = requested
@@ -170,6 +172,14 @@ def CheckPrerequisites(config):
         f'--os_type={opts.os.requested}: redis_enterprise on AWS boots '
         'Ubuntu or Debian images here; give --os_type=ubuntu2204 (and the '
         'matching Redis Enterprise tarball).')
+
+
+def ClientLoadGenerator(spec) -> Optional[str]:
+  return plan.ClientLoadGenerator(_Options(spec))  # prepare_checks
+
+
+def RealRunNeeds(spec) -> List[str]:
+  return plan.RealRunNeeds(_Options(spec))  # prepare_checks
 
 
 def _Vcpus(spec) -> int:

@@ -20,12 +20,13 @@ is an engine (engines/); installing, command building, parsing, the searches
 and sample building live in their own modules; this one only wires them.
 """
 
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from absl import flags
 
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import engines
+from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
@@ -104,6 +105,28 @@ def DescribePlan(spec) -> List[str]:
 
 def EstimatedMinutes(spec) -> float:
   return (plan.EstimatedSeconds(_Options(spec)) + 60) / 60
+
+
+def ClientLoadGenerator(spec) -> Optional[str]:
+  """What the client VMs install (prepare_checks): memtier when asked for
+  without a binary of the user's; redis-benchmark installs anywhere."""
+  generator = _Options(spec).generator
+  return ('memtier' if generator.choice == 'memtier' and
+          not generator.memtier_path else None)
+
+
+def DatasetEstimate(spec) -> prepare_checks.DatasetEstimate:
+  """The preload as the shards will hold it (prepare_checks)."""
+  opts = _Options(spec)
+  server = opts.server
+  replicas = server.replicas_per_primary or (
+      server.cluster_replicas if server.cluster_mode else 0)
+  return prepare_checks.DatasetEstimate(
+      keys=opts.workload.key_count,
+      bytes_per_key=(opts.workload.data_size +
+                     prepare_checks.REDIS_KEY_OVERHEAD_BYTES),
+      copies=1 + replicas, memory_fraction=server.memory_fraction,
+      fraction_flag='--redis_memory_fraction')
 
 
 def Prepare(spec):

@@ -24,6 +24,7 @@ from absl import flags
 
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import engines
+from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.study import results
 from perfkitbenchmarker.study import ycsb_options
@@ -116,6 +117,19 @@ def EstimatedMinutes(spec) -> float:
 
 def EstimatedPreloadKeys(spec) -> int:
   return _Options(spec).record_count
+
+
+def DatasetEstimate(spec) -> prepare_checks.DatasetEstimate:
+  """The YCSB load as the shards will hold it (prepare_checks): each
+  record's fields (name + value) plus Redis's per-key cost."""
+  o = _Options(spec)
+  return prepare_checks.DatasetEstimate(
+      keys=o.record_count,
+      bytes_per_key=(o.field_count * (o.field_length + 16) +
+                     prepare_checks.REDIS_KEY_OVERHEAD_BYTES),
+      memory_fraction=o.server.memory_fraction,
+      fraction_flag='--redis_memory_fraction',
+      key_flag='--ycsb_record_count')
 
 
 def Prepare(spec):

@@ -1,0 +1,44 @@
+"""scripts/try_engine_installs.py's reading of a `bash -x` trace.
+
+The script itself needs root, debootstrap and minutes (its output is in
+docs/engine_installs.md); this checks how it names the step that stopped a
+script, on a trace shaped like the real one (an EXIT trap runs after the
+failing download).
+"""
+
+import importlib.util
+import os
+
+_SPEC = importlib.util.spec_from_file_location(
+    'try_engine_installs', os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), 'scripts', 'try_engine_installs.py'))
+tries = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(tries)
+
+TRACE = """+ set -eo pipefail
++ DEBIAN_FRONTEND=noninteractive
++ apt-get -y -q install build-essential
+debconf: delaying package configuration, since apt-utils is not installed
+++ mktemp -d
++ build=/tmp/tmp.Y95SP9Fqep
++ trap 'rm -rf "$build"' EXIT
++ curl -fsSL https://github.com/Snapchat/KeyDB/archive/v6.3.4.tar.gz -o x
+curl: (6) Could not resolve host: github.com
++ rm -rf /tmp/tmp.Y95SP9Fqep
+"""
+
+
+def test_the_failing_step_is_the_one_before_the_last_error():
+  command, why = tries.Outcome(6, TRACE)
+  assert command.startswith('curl -fsSL https://github.com/Snapchat')
+  assert why == 'curl: (6) Could not resolve host: github.com'
+  assert tries.IsOutsideDownload(command)
+  assert tries.Outcome(0, TRACE) == ('', '')
+
+
+def test_commands_leave_out_bare_assignments_and_subshells():
+  commands = tries.Commands(TRACE)
+  assert commands[0] == 'set -eo pipefail'
+  assert 'DEBIAN_FRONTEND=noninteractive' not in commands
+  assert commands[-1] == 'rm -rf /tmp/tmp.Y95SP9Fqep'
+  assert not any(c.startswith('mktemp') for c in commands)
