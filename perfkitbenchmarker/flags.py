@@ -54,7 +54,14 @@ flags.DEFINE_boolean('dry_run', False,
 flags.DEFINE_string('local_priced_as', 'GCP:n2d-standard-2',
                     'Catalog machine type that prices Local VMs, as '
                     '<cloud>:<machine_type>[@<region>].')
-flags.DEFINE_boolean('official', False, 'Mark samples as official results.')
+flags.DEFINE_boolean('official', False,
+                     'Mark samples as official results (never the samples '
+                     'of an answer whose verdict is not confirmed).')
+flags.DEFINE_boolean('accept_unconfirmed', False,
+                     'Exit 0 when the run\'s answer is not confirmed '
+                     '(verdict unconfirmed, client_bound or disturbed) '
+                     'instead of 4; the samples and the summary still carry '
+                     'the verdict and are still never official.')
 flags.DEFINE_enum('price_basis', 'on_demand',
                   ['on_demand', 'spot', 'cud_1y', 'cud_3y'],
                   'Which catalog price a run is costed at: on-demand list '

@@ -14,8 +14,12 @@ its cell, to this terminal. A failing cell does not stop the others.
 SIGINT/SIGTERM are forwarded to the running children, whose own handlers
 clean up and tear down; cells not yet started are skipped.
 
-Exit code: 0 when every cell succeeded, else the number of failed cells
-(capped at 125); 130 when interrupted; 2 for bad input (nothing started).
+Exit code: 0 when every cell succeeded with a confirmed answer; 4 for a
+matrix of one cell whose answer is not confirmed (as pkb.py for that run);
+otherwise the number of cells that failed or gave no confirmed result
+(capped at 125); 130 when interrupted; 2 for bad input
+(nothing started). A cell whose answer is not confirmed (its pkb.py exited
+4) has status "no result (<verdict>)", never "succeeded".
 """
 
 import datetime
@@ -43,6 +47,9 @@ from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import verdict as verdict_lib
+from perfkitbenchmarker.publishers import bigquery_schema
 
 flags.DEFINE_integer('run_processes', None,
                      'Matrix cells to run at the same time, each a child '
@@ -60,6 +67,7 @@ flags.DEFINE_float('max_cost_usd', None,
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB_ENTRY = os.path.join(REPO_ROOT, 'pkb.py')
 MAX_EXIT_FAILURES = 125
+NO_RESULT = 'no result'
 EXIT_INTERRUPTED = 130
 # Flags the parent owns: each child gets its own values instead.
 _PARENT_ONLY = frozenset({'benchmarks', 'benchmark_config_file', 'run_uri',
@@ -359,9 +367,29 @@ class _Runner:
       return 'not started'
     if child.code == 0:
       return 'succeeded'
+    if child.code == verdict_lib.EXIT_UNCONFIRMED:
+      return f'{NO_RESULT} ({self._Verdict(child)})'
     if child.code in (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM):
       return 'interrupted'
     return f'failed (exit {child.code})'
+
+  def _Verdict(self, child: _Child) -> str:
+    """The verdict of a cell's answer, from its own results file."""
+    path = os.path.join(self.results_dir, child.run_uri,
+                        bigquery_schema.RESULTS_FILE)
+    try:
+      rows = bigquery_schema.ReadResultsFiles([path])
+    except errors.Error:
+      return 'not confirmed'
+    samples = []
+    for row in rows:
+      metadata = row.get('metadata')
+      if not isinstance(metadata, dict):
+        metadata = bigquery_schema.ParseLabels(row.get('labels') or '')
+      samples.append(sample_lib.Sample(str(row['metric']), 0.0, '',
+                                       metadata))
+    found = verdict_lib.RunVerdict(samples)
+    return found.name if found is not None else 'not confirmed'
 
   def _Summary(self) -> int:
     rows, records = [], []
@@ -383,15 +411,20 @@ class _Runner:
                       'results_dir': run_dir or None,
                       'log': child.log_path if child else None})
     failed = sum(1 for r in records if r['status'] != 'succeeded')
+    no_result = sum(1 for r in records if r['status'].startswith(NO_RESULT))
     with open(os.path.join(self.matrix_dir, 'matrix_summary.json'), 'w') as f:
       json.dump({'format_version': 1, 'cells': records}, f, indent=1)
     lines = [''] + _Table(('cell', 'config', 'run_uri', 'status', 'min',
                            'results'), rows)
     lines.append(f'{len(self.cells) - failed} of {len(self.cells)} cell(s) '
-                 f'succeeded; logs and matrix_summary.json in '
+                 'succeeded' + (f', {no_result} gave no confirmed result'
+                                if no_result else '') +
+                 f'; logs and matrix_summary.json in '
                  f'{os.path.relpath(self.matrix_dir)}.')
     self.out.write('\n'.join(lines) + '\n')
     self.out.flush()
     if self.signal is not None:
       return EXIT_INTERRUPTED
+    if len(records) == 1 and no_result:  # One cell is one run: its code.
+      return verdict_lib.EXIT_UNCONFIRMED
     return min(failed, MAX_EXIT_FAILURES)

@@ -36,6 +36,7 @@ from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import timing_util
+from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.providers.gcp import flags as _gcp_flags  # pylint: disable=unused-import
@@ -47,6 +48,8 @@ from perfkitbenchmarker.publishers import publisher
 FLAGS = pkb_flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# The run finished but its answer is not a confirmed server figure.
+EXIT_UNCONFIRMED = verdict_lib.EXIT_UNCONFIRMED
 _Interrupts = run_signals.Interrupts  # The stage driver's tests build one.
 
 
@@ -227,7 +230,20 @@ def RunBenchmarks(argv: List[str]) -> int:
   if log_failure and exit_code == EXIT_OK:  # Else the run's line says why.
     print(f'pkb: {log_failure}', file=sys.stderr)
     exit_code = EXIT_FAILED
+  if exit_code == EXIT_OK:
+    exit_code = _UnconfirmedExit(collector.samples)
   return exit_code
+
+
+def _UnconfirmedExit(samples) -> int:
+  """EXIT_UNCONFIRMED when the run's answer is not confirmed (one line)."""
+  verdict = verdict_lib.RunVerdict(samples)
+  if verdict is None or verdict.confirmed or FLAGS.accept_unconfirmed:
+    return EXIT_OK
+  print(f'pkb: no confirmed result: the answer is {verdict.Words()}; exit '
+        f'{EXIT_UNCONFIRMED} (--accept_unconfirmed exits 0).',
+        file=sys.stderr)
+  return EXIT_UNCONFIRMED
 
 
 def _RunOne(module, config, run_uri, record, catalog, collector, reporter,

@@ -41,7 +41,7 @@ class ConsoleReporter:
 
   def Summary(self, rows: Sequence[dict]) -> None:
     headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
-               'ops/s per $/hr', 'price basis')
+               'ops/s per $/hr', 'price basis', 'verdict')
     table = [headers]
     for r in rows:
       table.append((
@@ -54,14 +54,15 @@ class ConsoleReporter:
           _Num(r.get('usd_per_hour'), '{:.4f}'),
           _Num(r.get('price_performance'), '{:,.0f}'),
           r.get('price_basis', ''),
+          r.get('verdict', ''),
       ))
     widths = [max(len(str(row[i])) for row in table)
               for i in range(len(headers))]
     self.Line('')
     for n, row in enumerate(table):
-      self.Line('  '.join(str(c).ljust(w) if i in (0, 6) else
+      self.Line('  '.join(str(c).ljust(w) if i in (0, 6, 7) else
                           str(c).rjust(w) for i, (c, w) in
-                          enumerate(zip(row, widths))))
+                          enumerate(zip(row, widths))).rstrip())
       if n == 0:
         self.Line('  '.join('-' * w for w in widths))
 

@@ -116,12 +116,15 @@ def test_summary_row_pairs_the_repeats_average_with_their_p99(pkb_flags):
   samples = results.ResultSamples(spec, _Search(), 1.0)
   spec.vm_groups = {'servers': [type('Vm', (), {'machine_type': 'x'})()]}
   results.PrintSummary(spec, samples)
-  row = out.getvalue().strip().splitlines()[-1].split()
+  lines = out.getvalue().strip().splitlines()
+  row = next(l for l in lines if l.startswith('local (priced')).split()
   # local (priced as GCP:n2d-standard-2)  100,000 ± N  avg  p99  ...
   assert row[4] == '100,000'
   avg, p99 = row[7], row[8]
   assert avg == f'{_ExpectedLatency():.3f}'
   assert p99 == '2.000'
+  assert row[-1] == 'confirmed'
+  assert lines[-1].startswith('Verdict: confirmed: 3 repeats under the 1 ms')
 
 
 def test_without_repeats_the_chosen_probe_is_reported_alone(pkb_flags):

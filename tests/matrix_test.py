@@ -299,9 +299,13 @@ def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   proc = _Pkb([f'--benchmark_config_file={config}', f'--results_dir={results}',
                '--run_processes=2'])
   assert time.monotonic() - started < 60
-  assert proc.returncode == 1, proc.stdout + proc.stderr  # 1 failed cell
+  # One failed cell, and one whose answer is a single probe (no repeats):
+  # no confirmed result, which is not success either (README, "Verdicts").
+  assert proc.returncode == 2, proc.stdout + proc.stderr
   cells = _Summary(results)
-  assert [c['status'] for c in cells] == ['succeeded', 'failed (exit 1)']
+  assert [c['status'] for c in cells] == ['no result (unconfirmed)',
+                                          'failed (exit 1)']
+  assert [c['exit_code'] for c in cells] == [4, 1]
   good, bad = cells
   assert good['run_uri'] != bad['run_uri']
   samples = e2e.Samples(results, good['run_uri'])
@@ -313,7 +317,7 @@ def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   with open(bad['log']) as f:
     assert 'no-such-directive' in f.read()
   assert re.search(r'^\[cell 2\] .*no-such-directive', proc.stdout, re.M)
-  assert '1 of 2 cell(s) succeeded' in proc.stdout
+  assert '0 of 2 cell(s) succeeded, 1 gave no confirmed result' in proc.stdout
 
 
 def test_sigterm_is_forwarded_and_cells_tear_down(tmp_path):
@@ -345,3 +349,34 @@ def test_sigterm_is_forwarded_and_cells_tear_down(tmp_path):
   assert all(r['status'] != 'created' for r in record['resources']
              if r['kind'] == 'redis_process')
   assert e2e.Samples(results, run_uri)  # The probe already measured stays.
+
+
+def test_one_cell_without_a_confirmed_answer_exits_4_with_its_verdict(
+    tmp_path):
+  """The nightly job runs one cell: its exit 4 must survive the matrix
+  runner, and the summary names the cell's verdict from its own samples."""
+  import io  # pylint: disable=g-import-not-at-top
+  import types  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix as matrix_lib  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  results = tmp_path / 'runs'
+  (results / 'n1').mkdir(parents=True)
+  row = {'metric': 'latency_capped_throughput', 'value': 1.0,
+         'unit': 'ops/sec', 'timestamp': 1.0, 'run_uri': 'n1-x',
+         'labels': '|verdict:client_bound|,|verdict_reason:saturated|'}
+  (results / 'n1' / 'perfkitbenchmarker_results.json').write_text(
+      json.dumps(row) + '\n')
+  cell = matrix_lib.Cell(1, 'redis_memtier', 'redis_t2d', {})
+  out = io.StringIO()
+  runner = matrix_runner._Runner([cell], None, str(results), lambda: 'abcd',
+                                 1, out)
+  os.makedirs(runner.matrix_dir)
+  runner.done = {1: types.SimpleNamespace(code=4, run_uri='n1', started=0.0,
+                                          ended=6.0, log_path='cell-1.log')}
+  assert runner._Summary() == 4
+  (summary,) = _Summary(str(results))
+  assert summary['status'] == 'no result (client_bound)'
+  assert '0 of 1 cell(s) succeeded, 1 gave no confirmed result' in (
+      out.getvalue())
+  runner.done[1].code = 1  # A failed cell keeps the count.
+  assert runner._Summary() == 1

@@ -332,7 +332,8 @@ def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
 
 def _Pkb(args, results_dir, timeout=170):
   return subprocess.run(
-      [sys.executable, e2e.PKB, f'--results_dir={results_dir}'] + args,
+      [sys.executable, e2e.PKB, f'--results_dir={results_dir}',
+       '--accept_unconfirmed'] + args,
       capture_output=True, text=True, timeout=timeout, cwd=e2e.REPO)
 
 

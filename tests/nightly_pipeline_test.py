@@ -17,7 +17,8 @@ import e2e_support as e2e
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_confirm_repeats=2', '--memtier_latency_cap=100',
-         '--memtier_adaptive_max_connections=64', '--memtier_max_probes=5']
+         '--memtier_adaptive_max_connections=64', '--memtier_max_probes=5',
+         '--accept_unconfirmed']
 
 
 def _Matrix(results_dir):

@@ -79,6 +79,10 @@ def test_one_job_per_cell_with_oidc_and_teardown_always():
   run = next(s for s in steps if s.get('name') == 'Run')
   assert '--run_uri="$RUN_URI"' in run['run']
   assert '--bigquery_table="$BQ_TABLE"' in run['run']
+  # Exit 4 (an answer that is not confirmed) is "no result", not success:
+  # noted in the job summary, and the job still fails.
+  assert '[ "$status" -eq 4 ]' in run['run'] and 'no result' in run['run']
+  assert run['run'].rstrip().endswith('exit "$status"')
   assert cell_job['env']['BQ_TABLE'].startswith('${{ vars.')
   teardown = next(s for s in steps if s.get('name') == 'Teardown')
   assert teardown['if'] == 'always()'

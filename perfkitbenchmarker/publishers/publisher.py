@@ -5,6 +5,7 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import version as version_lib
 from perfkitbenchmarker import vm_util
 
@@ -49,7 +50,11 @@ def _Clean(value: Any) -> Any:
 
 def ToRow(sample: sample_lib.Sample, test: str,
           run_info: RunInfo) -> Dict[str, Any]:
-  """The dict PKB publishers write: sample fields plus run fields."""
+  """The dict PKB publishers write: sample fields plus run fields.
+
+  `official` is --official, except that a sample whose verdict says its
+  answer is not a confirmed server figure is never official.
+  """
   metadata = {version_lib.VERSION_KEY: (run_info.perfkitbenchmarker_version or
                                         version_lib.VersionOf())}
   metadata.update(sample.metadata)
@@ -60,7 +65,8 @@ def ToRow(sample: sample_lib.Sample, test: str,
       'timestamp': sample.timestamp,
       'test': test,
       'product_name': PRODUCT_NAME,
-      'official': run_info.official,
+      'official': (run_info.official and
+                   verdict_lib.IsOfficial(sample.metadata)),
       'owner': run_info.owner,
       'run_uri': run_info.row_run_uri,
       'sample_uri': str(uuid.uuid4()),

@@ -142,6 +142,8 @@ class SearchResult:
       this, not `best`, whenever it exists: one sample, one set of probes.
     client_limited: some probe saturated the load generator's CPU, so part of
       the curve is the client's, not the server's; samples should say so.
+    budget_exhausted: the probe budget ended the search before the policy
+      did, so `best` is an unconfirmed single probe.
   """
   probes: Tuple[ProbeRecord, ...]
   best: Optional[Measurement]
@@ -155,6 +157,7 @@ class SearchResult:
   confirmed_latency_mean_ms: Optional[float] = None
   client_limited: bool = False
   confirmed: Optional[Measurement] = None
+  budget_exhausted: bool = False
 
   @property
   def reported(self) -> Optional[Measurement]:
@@ -209,7 +212,7 @@ def _CheckLoad(load: Load, policy_name: str) -> None:
 
 
 def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
-            outcome: Outcome) -> SearchResult:
+            outcome: Outcome, budget_exhausted: bool = False) -> SearchResult:
   """Checks the policy's conclusion and freezes it with the statistics."""
   best = None
   if outcome.best_index is not None:
@@ -242,7 +245,8 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
       confirmed_throughput_ci95=ci95,
       confirmed_latency_mean_ms=latency,
       confirmed=confirmed,
-      client_limited=any(p.measurement.client_saturated for p in probes))
+      client_limited=any(p.measurement.client_saturated for p in probes),
+      budget_exhausted=budget_exhausted)
 
 
 def FindLatencyCappedMaximum(
@@ -308,4 +312,4 @@ def FindLatencyCappedMaximum(
                    f'{policy.NAME} policy finished; best is the highest-'
                    'throughput probe under the cap, unconfirmed'),
       best_index=HighestUnderCapIndex(probes))
-  return _Result(probes, cap_ms, policy.NAME, fallback)
+  return _Result(probes, cap_ms, policy.NAME, fallback, budget_exhausted=True)

@@ -3,7 +3,8 @@
 Pure of flags: takes the spec (for prices, groups and the reporter), the
 deployment and the options. Extension seam: metadata every sample carries is
 set in `SetMetadata`; a new result sample is built in `ResultSamples` from
-the frozen SearchResult. Every probe path counts and reports interference
+the frozen SearchResult, and every result sample carries the answer's
+verdict (verdict.py). Every probe path counts and reports interference
 with `InterferenceMetadata` and `WarnAboutInterference`.
 """
 
@@ -13,6 +14,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.search import driver as search_driver
 
 
@@ -85,7 +87,7 @@ def _GroupCosts(spec):
 def ResultSamples(spec, result: search_driver.SearchResult,
                   cap: float) -> List[sample_lib.Sample]:
   """Capped throughput, hourly costs and price-performance samples (and a
-  warning line when the client was the limit)."""
+  warning line when the client was the limit), each with the verdict."""
   extra: Dict[str, Any] = {
       'search_policy': result.policy,
       'search_probes': len(result.probes),
@@ -107,10 +109,13 @@ def ResultSamples(spec, result: search_driver.SearchResult,
     extra['confirmation_repeats'] = len(result.confirmation_probes)
     extra['throughput_ci95_ops'] = result.confirmed_throughput_ci95
     extra['confirmed_average_latency_ms'] = result.confirmed_latency_mean_ms
+  verdict = verdict_lib.OfSearch(result).Metadata()
+  extra.update(verdict)
   value = reported.throughput
   samples = price_performance.CappedSamples(reported, cap, None, extra)
   server, others = _GroupCosts(spec)
-  samples += price_performance.CostSamples(server, others)
+  samples += [s.WithMetadata(**verdict) for s in
+              price_performance.CostSamples(server, others)]
   samples.append(price_performance.PricePerformanceSample(
       value, server, others,
       {**price_performance.MeasurementMetadata(reported),
@@ -164,5 +169,14 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
           f'{pricing.BASIS_NAMES[perf.metadata["servers_pricing_model"]]}, '
           f'{perf.metadata["price_basis"]} '
           f'(x{spec.GroupCounts()["servers"]})'),
+      'verdict': verdict_lib.WORDS.get(capped.metadata.get(verdict_lib.KEY),
+                                       'n/a'),
   }]
   spec.reporter.Summary(rows)
+  verdict = verdict_lib.OfMetadata(capped.metadata)
+  spec.reporter.Line(f'Verdict: {verdict.Words()}.')
+  if not verdict.confirmed:
+    spec.reporter.Line(
+        'Not a confirmed server figure: none of its samples is official, '
+        'compare leaves it out of rankings, and pkb exits '
+        f'{verdict_lib.EXIT_UNCONFIRMED} (README: "Verdicts").')

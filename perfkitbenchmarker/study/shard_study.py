@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import shards as shard_search
 from perfkitbenchmarker.study import deployment as deployment_lib
@@ -147,6 +148,7 @@ def OptimalShardCountSample(climb: shard_search.ShardSearchResult,
           for p in climb.points),
       'shard_search_stop_reason': climb.stop_reason,
   })
+  metadata.update(verdict_lib.OfSearch(best.result).Metadata())
   return sample_lib.Sample(OPTIMAL_SHARD_COUNT, best.shards, 'shards',
                            metadata)
 
@@ -162,6 +164,8 @@ def _Report(spec, points: List[_Point],
     text = 'no load under the cap' if value is None else f'{value:,.0f} ops/s'
     if value is not None and ci is not None:
       text += f' +- {ci:,.0f}'
+    if value is not None:
+      text += f' ({verdict_lib.WORDS[verdict_lib.OfSearch(p.result).name]})'
     mark = '  <- best' if p.shards == best else ''
     spec.reporter.Line(f'  point {p.index}: {p.shards:3d} shard(s)  '
                        f'{text}{mark}')

@@ -1,0 +1,208 @@
+"""How sure an answer is: the verdict a latency-capped result carries.
+
+Every latency-capped answer (the `latency_capped_throughput` sample and the
+samples derived from it: PKB's 1 ms metric, `hourly_cost`,
+`price_performance`) carries metadata `verdict`, one of
+
+  confirmed     repeats at the answer's load, most of them under the cap,
+                with a 95 % interval: a server figure one can publish;
+  unconfirmed   the figure is not established: the probe budget ran out
+                first, the policy took a single probe without repeats, or
+                the repeats did not hold under the cap;
+  client_bound  the load generator was saturated on the answer's probes: the
+                figure is the client's limit, not the server's;
+  disturbed     foreign processes (steal time on VMs) used the run's cores
+                on the answer's probes (`interference`);
+
+plus `verdict_reason` (a short phrase) and `verdict_flags` (every verdict
+that applies, most telling first; the first is `verdict`). A sample whose
+verdict is not `confirmed` is never official (`IsOfficial`), compare leaves
+it out of rankings and change points unless asked, and a run whose answer is
+not confirmed exits with `EXIT_UNCONFIRMED` (README, "Verdicts").
+
+Seam: `OfSearch` decides from a frozen `SearchResult`; `OfMetadata` reads a
+stored sample back (and derives a verdict for samples recorded before
+verdicts existed), so history tools and the driver share one rule. Pure: no
+flags, VMs, I/O or clock.
+"""
+
+import dataclasses
+import math
+from typing import Any, Iterable, List, Mapping, Optional, Tuple
+
+CONFIRMED = 'confirmed'
+UNCONFIRMED = 'unconfirmed'
+CLIENT_BOUND = 'client_bound'
+DISTURBED = 'disturbed'
+# Most telling first: an unestablished figure, then whose limit it is, then
+# whether neighbours took from it.
+PROBLEMS = (UNCONFIRMED, CLIENT_BOUND, DISTURBED)
+VERDICTS = (CONFIRMED,) + PROBLEMS
+WORDS = {CONFIRMED: 'confirmed', UNCONFIRMED: 'unconfirmed',
+         CLIENT_BOUND: 'client-bound', DISTURBED: 'disturbed'}
+
+KEY = 'verdict'
+REASON_KEY = 'verdict_reason'
+FLAGS_KEY = 'verdict_flags'
+CAPPED_METRIC = 'latency_capped_throughput'
+# pkb's exit code for a run that finished but whose answer is not confirmed.
+EXIT_UNCONFIRMED = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+  """One answer's verdict.
+
+  Attributes:
+    flags: every verdict that applies, most telling first (PROBLEMS order);
+      empty for a confirmed answer.
+    reason: a short phrase per flag, joined with '; ' (for a confirmed
+      answer: its repeats and interval).
+  """
+  flags: Tuple[str, ...]
+  reason: str
+
+  @property
+  def name(self) -> str:
+    return self.flags[0] if self.flags else CONFIRMED
+
+  @property
+  def confirmed(self) -> bool:
+    return not self.flags
+
+  def Metadata(self) -> dict:
+    return {KEY: self.name, REASON_KEY: self.reason,
+            FLAGS_KEY: ','.join(self.flags) or CONFIRMED}
+
+  def Words(self) -> str:
+    """E.g. 'UNCONFIRMED (also client-bound): probe budget of 3 spent...'."""
+    if self.confirmed:
+      return f'confirmed: {self.reason}'
+    also = [WORDS[f] for f in self.flags[1:]]
+    return (WORDS[self.name].upper() +
+            (f' (also {", ".join(also)})' if also else '') +
+            f': {self.reason}')
+
+
+def _Make(problems: List[Tuple[str, str]], confirmed_reason: str) -> Verdict:
+  if not problems:
+    return Verdict((), confirmed_reason)
+  problems = sorted(problems, key=lambda p: PROBLEMS.index(p[0]))
+  flags = tuple(dict.fromkeys(p[0] for p in problems))
+  return Verdict(flags, '; '.join(p[1] for p in problems))
+
+
+def OfSearch(result) -> Verdict:
+  """The verdict of a `search.driver.SearchResult` that has an answer."""
+  cap = result.cap_ms
+  repeats = result.confirmation_probes
+  problems = []
+  if result.budget_exhausted:
+    problems.append((UNCONFIRMED, f'probe budget of {len(result.probes)} '
+                     'spent before the answer was confirmed'))
+  elif not repeats:
+    problems.append((UNCONFIRMED, 'a single probe, no repeats'))
+  elif len(repeats) < 2 or result.confirmed_throughput_ci95 is None:
+    problems.append((UNCONFIRMED, 'one repeat, no interval'))
+  else:
+    over = sum(1 for p in repeats if not p.under_cap)
+    if 2 * over >= len(repeats):
+      problems.append((UNCONFIRMED, f'{over} of {len(repeats)} repeats over '
+                       f'the {cap:g} ms cap'))
+  indices = set(result.reported_indices)
+  if result.best_index is not None:
+    indices.add(result.best_index)
+  answer = [result.probes[i].measurement for i in sorted(indices)]
+  saturated = sum(1 for m in answer if m.client_saturated)
+  if saturated:
+    problems.append((CLIENT_BOUND, f'load generator saturated in {saturated} '
+                     f'of the answer\'s {len(answer)} probe(s)'))
+  disturbed = [m.metadata.get('foreign_cpu_pct') for m in answer
+               if m.metadata.get('interference')]
+  if disturbed:
+    worst = max((d for d in disturbed if isinstance(d, (int, float))),
+                default=None)
+    problems.append((DISTURBED, f'foreign CPU on the run\'s cores in '
+                     f'{len(disturbed)} of the answer\'s {len(answer)} '
+                     'probe(s)' + (f' (up to {worst:g} %)'
+                                   if worst is not None else '')))
+  confirmed_reason = ''
+  if repeats and result.confirmed_throughput_ci95 is not None:
+    mean = result.confirmed_throughput_mean or 0
+    pct = 100 * result.confirmed_throughput_ci95 / mean if mean else math.inf
+    confirmed_reason = (f'{len(repeats)} repeats under the {cap:g} ms cap, '
+                        f'95 % interval +-{pct:.1f} %')
+  return _Make(problems, confirmed_reason)
+
+
+def _Present(value: Any) -> bool:
+  if value is None:
+    return False
+  try:
+    return not (isinstance(value, float) and math.isnan(value))
+  except TypeError:
+    return True
+
+
+def _True(value: Any) -> bool:
+  if isinstance(value, str):
+    return value.strip().lower() in ('true', '1')
+  return _Present(value) and bool(value)
+
+
+def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
+  """The verdict a stored answer sample carries.
+
+  Samples recorded before verdicts existed get one derived from what they
+  did record: an exhausted budget in `search_stop_reason`, fewer than two
+  `confirmation_repeats` or no `throughput_ci95_ops` (unconfirmed),
+  `client_saturated` (client_bound), `interference` (disturbed).
+  """
+  name = metadata.get(KEY)
+  reason = metadata.get(REASON_KEY)
+  reason = str(reason) if _Present(reason) else ''
+  if isinstance(name, str) and name in VERDICTS:
+    flags = metadata.get(FLAGS_KEY)
+    listed = tuple(f for f in str(flags).split(',') if f in PROBLEMS
+                   ) if _Present(flags) else ()
+    if name == CONFIRMED:
+      return Verdict((), reason)
+    return Verdict(listed if listed[:1] == (name,) else (name,), reason)
+  problems = []
+  stop = metadata.get('search_stop_reason')
+  repeats = metadata.get('confirmation_repeats')
+  if _Present(stop) and 'budget' in str(stop) and 'exhausted' in str(stop):
+    problems.append((UNCONFIRMED, 'probe budget spent before the answer was '
+                     'confirmed (recorded before verdicts)'))
+  elif (not _Present(repeats) or float(repeats) < 2 or
+        not _Present(metadata.get('throughput_ci95_ops'))):
+    problems.append((UNCONFIRMED, 'no confirming repeats recorded'))
+  if _True(metadata.get('client_saturated')):
+    problems.append((CLIENT_BOUND, 'load generator saturated at the answer'))
+  if _True(metadata.get('interference')):
+    problems.append((DISTURBED, 'foreign CPU on the run\'s cores at the '
+                     'answer'))
+  return _Make(problems, 'recorded before verdicts')
+
+
+def IsOfficial(metadata: Mapping[str, Any]) -> bool:
+  """False for a sample whose verdict says it is not a confirmed figure."""
+  name = metadata.get(KEY)
+  return not (_Present(name) and name != CONFIRMED)
+
+
+def RunVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
+  """The least sure of a run's answers, or None when it has none.
+
+  Answers are its `latency_capped_throughput` samples with a verdict; when a
+  shard study marked its optimum (`shard_search_role` optimum), only those:
+  the per-point results are steps on the way.
+  """
+  capped = [s.metadata for s in samples
+            if s.metric == CAPPED_METRIC and KEY in s.metadata]
+  optimum = [m for m in capped if m.get('shard_search_role') == 'optimum']
+  answers = [OfMetadata(m) for m in (optimum or capped)]
+  if not answers:
+    return None
+  return min(answers, key=lambda v: (
+      PROBLEMS.index(v.name) if v.flags else len(PROBLEMS)))

@@ -1,0 +1,215 @@
+"""Every answer says how sure it is (issue 17 point 2).
+
+The verdict is decided from scripted searches (pure), carried by every
+result sample, keeps unconfirmed samples from being official, is read back
+from stored rows (also rows recorded before verdicts), and a real
+`./pkb.py --memtier_max_probes=3` says "unconfirmed" in words, writes no
+official capped or price sample with --official and exits 4.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import sample
+from perfkitbenchmarker import verdict
+from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+
+import e2e_support as e2e
+
+Load = measurement.Load
+
+
+def _M(load, ops, latency, saturated=False, **metadata):
+  return measurement.Measurement(load, ops, latency, duration_s=1.0,
+                                 ops=int(ops), client_saturated=saturated,
+                                 metadata=metadata)
+
+
+def _Curve(knee=64, saturated_from=None, interference_from=None,
+           repeats_latency=None):
+  """A server model: throughput flat past `knee` connections, latency by
+  Little's law; flags on probes at or above the given connection counts."""
+  seen = []
+
+  def Measure(load):
+    conns = load.connections
+    ops = 100e3 * min(conns, knee) / knee
+    latency = conns / ops * 1000
+    if repeats_latency is not None and load in seen:
+      latency = repeats_latency
+    seen.append(load)
+    extra = {}
+    if interference_from is not None and conns >= interference_from:
+      extra = {'interference': True, 'foreign_cpu_pct': 42.0}
+    return _M(load, ops, latency,
+              saturated_from is not None and conns >= saturated_from, **extra)
+  return Measure
+
+
+def _Adaptive(**kwargs):
+  return adaptive.AdaptiveStepPolicy(threads=1, start_connections=8,
+                                     max_connections=512, **kwargs)
+
+
+def test_confirmed_answer_states_repeats_and_interval():
+  result = search_driver.FindLatencyCappedMaximum(_Curve(), 1.0, _Adaptive())
+  found = verdict.OfSearch(result)
+  assert found.confirmed and found.name == verdict.CONFIRMED
+  assert 'repeats under the 1 ms cap, 95 % interval' in found.reason
+  assert found.Metadata()[verdict.FLAGS_KEY] == 'confirmed'
+
+
+def test_budget_spent_is_unconfirmed():
+  result = search_driver.FindLatencyCappedMaximum(_Curve(), 1.0, _Adaptive(),
+                                                  max_probes=3)
+  assert result.budget_exhausted and result.best is not None
+  found = verdict.OfSearch(result)
+  assert found.name == verdict.UNCONFIRMED
+  assert found.reason == ('probe budget of 3 spent before the answer was '
+                          'confirmed')
+  assert found.Words().startswith('UNCONFIRMED: probe budget of 3')
+
+
+def test_single_probe_policy_is_unconfirmed():
+  policy = linear.LinearStepPolicy(min_threads=1, max_threads=8,
+                                   thread_increment=1, clients=16)
+  result = search_driver.FindLatencyCappedMaximum(_Curve(), 1.0, policy)
+  assert not result.budget_exhausted and result.best is not None
+  assert verdict.OfSearch(result).reason == 'a single probe, no repeats'
+
+
+def test_repeats_mostly_over_the_cap_are_unconfirmed():
+  """Issue 17: an answer whose repeats were over the cap was printed as
+  confirmed. Scripted: the search probe is under, 2 of 3 repeats over,
+  their op-weighted mean under the cap."""
+  load = Load(1, 32)
+  script = iter([_M(load, 50e3, 0.60), _M(load, 50e3, 1.02),
+                 _M(load, 50e3, 1.01), _M(load, 150e3, 0.50)])
+
+  class Policy:
+    NAME = 'scripted'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      for role in ('search', 'confirm', 'confirm', 'confirm'):
+        yield search_driver.ProbeRequest(load, role)
+      return search_driver.Outcome('done', 0, (1, 2, 3))
+
+  result = search_driver.FindLatencyCappedMaximum(lambda _: next(script), 1.0,
+                                                  Policy())
+  assert result.confirmed_latency_mean_ms < 1.0
+  found = verdict.OfSearch(result)
+  assert (found.name, found.reason) == (
+      verdict.UNCONFIRMED, '2 of 3 repeats over the 1 ms cap')
+
+
+def test_client_bound_and_disturbed_on_the_answers_probes_only():
+  # Saturation and interference only past the knee (64): not at the answer.
+  far = search_driver.FindLatencyCappedMaximum(
+      _Curve(saturated_from=90, interference_from=90), 1.0, _Adaptive())
+  assert sum(p.measurement.client_saturated for p in far.probes) >= 1
+  assert far.best.load.connections == 64
+  assert verdict.OfSearch(far).confirmed
+  # From 8 connections on: every probe of the answer is flagged.
+  near = search_driver.FindLatencyCappedMaximum(
+      _Curve(saturated_from=8, interference_from=8), 1.0, _Adaptive())
+  found = verdict.OfSearch(near)
+  assert found.flags == (verdict.CLIENT_BOUND, verdict.DISTURBED)
+  assert 'load generator saturated in' in found.reason
+  assert '(up to 42 %)' in found.reason
+  assert found.Words().startswith('CLIENT-BOUND (also disturbed): ')
+
+
+def test_stored_verdict_reads_back_and_legacy_rows_get_one():
+  stored = verdict.Verdict((verdict.UNCONFIRMED, verdict.CLIENT_BOUND),
+                           'x; y').Metadata()
+  back = verdict.OfMetadata(stored)
+  assert back.flags == (verdict.UNCONFIRMED, verdict.CLIENT_BOUND)
+  assert back.reason == 'x; y'
+  # Label text from a file: strings only.
+  assert verdict.OfMetadata({'verdict': 'confirmed',
+                             'verdict_reason': 'ok'}).confirmed
+  legacy_ok = {'confirmation_repeats': '3', 'throughput_ci95_ops': '120.5',
+               'client_saturated': 'False'}
+  assert verdict.OfMetadata(legacy_ok).confirmed
+  legacy_spent = {'search_stop_reason': 'probe budget of 10 exhausted before '
+                  'the adaptive policy finished', 'client_saturated': 'True'}
+  assert verdict.OfMetadata(legacy_spent).flags == (
+      verdict.UNCONFIRMED, verdict.CLIENT_BOUND)
+  assert verdict.OfMetadata({'confirmation_repeats': 3,
+                             'throughput_ci95_ops': float('nan')}
+                            ).name == verdict.UNCONFIRMED
+
+
+def test_unconfirmed_samples_are_never_official():
+  info = publisher.RunInfo(run_uri='abc', owner='me', official=True)
+  bad = sample.Sample('price_performance', 1.0, 'x',
+                      {'verdict': 'client_bound'})
+  good = sample.Sample('price_performance', 1.0, 'x', {'verdict': 'confirmed'})
+  probe = sample.Sample('throughput', 1.0, 'ops/sec', {})
+  assert publisher.ToRow(bad, 't', info)['official'] is False
+  assert publisher.ToRow(good, 't', info)['official'] is True
+  assert publisher.ToRow(probe, 't', info)['official'] is True
+  unofficial = publisher.RunInfo(run_uri='abc', owner='me')
+  assert publisher.ToRow(good, 't', unofficial)['official'] is False
+
+
+def test_run_verdict_is_the_least_sure_answer_and_prefers_the_optimum():
+  def Capped(name, **extra):
+    return sample.Sample(verdict.CAPPED_METRIC, 1.0, 'ops/sec',
+                         dict(verdict=name, **extra))
+  assert verdict.RunVerdict([sample.Sample('throughput', 1, 'x', {})]) is None
+  assert verdict.RunVerdict([Capped('confirmed'), Capped('disturbed'),
+                             Capped('unconfirmed')]).name == 'unconfirmed'
+  # A shard study: a point's unconfirmed search does not make the optimum so.
+  assert verdict.RunVerdict([
+      Capped('unconfirmed', shard_search_role='point'),
+      Capped('confirmed', shard_search_role='point'),
+      Capped('confirmed', shard_search_role='optimum')]).confirmed
+
+
+@pytest.fixture(scope='module')
+def budget_run(tmp_path_factory):
+  """`./pkb.py --memtier_max_probes=3 --official`, as a user runs it."""
+  results = str(tmp_path_factory.mktemp('verdict'))
+  run_uri = e2e.NewRunUri()
+  proc = subprocess.run(
+      [sys.executable, e2e.PKB, '--memtier_max_probes=3', '--official',
+       f'--results_dir={results}', f'--run_uri={run_uri}',
+       # Short probes from a low start: on a busy machine all three probes
+       # of the default start can be over the cap (then there is no answer).
+       '--memtier_run_duration=1', '--memtier_key_maximum=20000',
+       '--memtier_adaptive_start_connections=4'],
+      capture_output=True, text=True, timeout=240, cwd=e2e.REPO, check=False)
+  return proc, results, run_uri
+
+
+def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
+    budget_run):
+  proc, results, run_uri = budget_run
+  assert proc.returncode == verdict.EXIT_UNCONFIRMED, proc.stderr[-2000:]
+  assert 'Verdict: UNCONFIRMED' in proc.stdout
+  assert 'probe budget of 3 spent' in proc.stdout
+  summary = proc.stdout.split('price basis', 1)[1]
+  assert 'unconfirmed' in summary.splitlines()[2]  # the table's row
+  assert proc.stderr.count('\n') == 1 and 'exit 4' in proc.stderr
+  rows = e2e.Samples(results, run_uri)
+  answers = [r for r in rows if r['metric'] in (
+      'latency_capped_throughput', 'price_performance', 'hourly_cost',
+      'max_throughput_for_completion_latency_under_1ms')]
+  assert len(answers) == 5
+  for row in answers:
+    labels = e2e.Labels(row)
+    assert labels['verdict'] == 'unconfirmed', labels
+    assert row['official'] is False
+  assert all(r['official'] for r in rows if r['metric'] == 'throughput')
+  record = json.load(open(os.path.join(results, run_uri, 'run_record.json')))
+  assert record['status'] == 'succeeded'  # the run itself went fine
