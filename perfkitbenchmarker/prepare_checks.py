@@ -5,8 +5,8 @@ dry or real, once its VM groups are priced: a load generator that cannot be
 installed on the clients' OS, or a preload that cannot fit the servers'
 memory, is refused in one errors.UsageError line instead of failing in
 prepare with every VM billed. `RealRunNeeds(spec, flag_values)` lists what
-a real cloud run needs that a dry run does not (the SSH source range,
-credentials, installer files); the dry-run plan prints it.
+a real cloud run needs that a dry run does not (--project, the SSH source
+range, credentials, installer files); the dry-run plan prints it.
 
 Extension seam: a benchmark module says what its VMs will run through two
 optional hooks, both pure of side effects:
@@ -141,6 +141,8 @@ def RealRunNeeds(spec, flag_values) -> List[str]:
   an empty list when nothing is missing."""
   needs = []
   if spec.cloud == 'GCP':
+    if not getattr(flag_values, 'project', None):
+      needs.append('--project=<GCP project id>')
     if not getattr(flag_values, 'gcp_ssh_source_range', None):
       needs.append('--gcp_ssh_source_range=<your address>/32 (SSH is '
                    'opened to it only)')

@@ -76,6 +76,11 @@ HEADER = """\
 def AwsFilters(instance_type: str, region: str) -> list:
   fields = dict(AWS_FILTER_FIELDS, instanceType=instance_type,
                 regionCode=region)
+  if '.metal' in instance_type:
+    # The price list files bare metal as its own product family, under
+    # tenancy Dedicated (it is the whole host).
+    fields.update(tenancy='Dedicated',
+                  productFamily='Compute Instance (bare metal)')
   return [{'Type': 'TERM_MATCH', 'Field': k, 'Value': v}
           for k, v in fields.items()]
 
@@ -207,6 +212,9 @@ def _RefreshAws(rows, today):
       continue
     answer = client.get_products(ServiceCode='AmazonEC2', Filters=AwsFilters(
         row['machine_type'], row['region']))
+    if not answer['PriceList']:
+      raise ValueError(f'no AWS price for {row["machine_type"]} in '
+                       f'{row["region"]}')
     row['usd_per_hour'] = AwsHourlyPrice(answer['PriceList'][0])
     row.update(source=key, date=today)
   return {key: {'description': 'AWS Price List API via boto3 (Linux, Shared '

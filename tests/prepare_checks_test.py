@@ -115,11 +115,12 @@ def test_real_run_needs_names_missing_flags_and_credentials(monkeypatch,
                'AWS_CONFIG_FILE'):
     monkeypatch.delenv(name, raising=False)
   module = types.SimpleNamespace()
-  flags = types.SimpleNamespace(gcp_ssh_source_range=[],
+  flags = types.SimpleNamespace(gcp_ssh_source_range=[], project=None,
                                 aws_ssh_source_cidr=None, aws_profile=None)
   gcp = prepare_checks.RealRunNeeds(_Spec(module, cloud='GCP'), flags)
-  assert gcp[0].startswith('--gcp_ssh_source_range=<your address>/32')
-  assert 'application-default credentials (none found' in gcp[1]
+  assert gcp[0] == '--project=<GCP project id>'
+  assert gcp[1].startswith('--gcp_ssh_source_range=<your address>/32')
+  assert 'application-default credentials (none found' in gcp[2]
   aws = prepare_checks.RealRunNeeds(_Spec(module), flags)
   assert aws[0].startswith('--aws_ssh_source_cidr=')
   assert 'AWS credentials (none found' in aws[1]
@@ -129,7 +130,7 @@ def test_real_run_needs_names_missing_flags_and_credentials(monkeypatch,
   (tmp_path / '.aws').mkdir()
   (tmp_path / '.aws' / 'credentials').write_text('[default]\n')
   flags = types.SimpleNamespace(gcp_ssh_source_range=['1.2.3.4/32'],
-                                aws_ssh_source_cidr='1.2.3.4/32',
+                                project='p', aws_ssh_source_cidr='1.2.3.4/32',
                                 aws_profile=None)
   assert prepare_checks.RealRunNeeds(_Spec(module, cloud='GCP'), flags) == []
   assert prepare_checks.PlanLines(_Spec(module), flags) == []

@@ -40,6 +40,15 @@ def test_aws_filters_pin_the_reference_terms():
                      'regionCode': 'us-east-1'}
 
 
+def test_aws_metal_types_ask_for_the_bare_metal_entry():
+  filters = {f['Field']: f['Value']
+             for f in refresh.AwsFilters('c7g.metal', 'us-east-1')}
+  assert filters['tenancy'] == 'Dedicated'
+  assert filters['productFamily'] == 'Compute Instance (bare metal)'
+  assert 'productFamily' not in {
+      f['Field'] for f in refresh.AwsFilters('c7g.16xlarge', 'us-east-1')}
+
+
 def _Sku(description, group, units, nanos, region='us-central1',
          usage='OnDemand'):
   return {'description': description,
