@@ -2,12 +2,16 @@
 """Compares stored results: leaderboard, change points, HTML and Markdown.
 
   ./scripts/compare.py [RESULTS...] [--report=PATH.html] [--markdown=PATH.md]
+                       [--json=PATH.json] [--include_unconfirmed]
                        [--fail_on_regression] [--bigquery_table=P.D.T]
 
 RESULTS are result directories (searched recursively for
 perfkitbenchmarker_results.json) or PKB JSON-lines files; with none (and no
 --bigquery_table) the repo's results/ tree is read. Prints the latest night's
 leaderboard and every change point (regressions on the latest nights first).
+Only runs whose answer is confirmed (sample metadata `verdict`) are ranked
+and enter the change points; the others are listed with why, unless
+--include_unconfirmed.
 
 Exit codes: 0 nothing regressed (or no --fail_on_regression), 1 a regression
 in the last --recent_nights nights with --fail_on_regression, 2 bad input
@@ -23,6 +27,7 @@ from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-to
 venv_reexec.UseRepoVenv(_REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+import json
 import shlex
 import warnings
 from typing import List, Optional
@@ -46,6 +51,13 @@ flags.DEFINE_string('report', None, 'Write the HTML report here.',
                     flag_values=FLAGS)
 flags.DEFINE_string('markdown', None, 'Write the Markdown summary here (e.g. '
                     '$GITHUB_STEP_SUMMARY).', flag_values=FLAGS)
+flags.DEFINE_string('json', None, 'Write the leaderboard here as JSON: a list '
+                    'of rows (cell fields, figure, interval, interval kind, '
+                    'verdict, each run\'s own answer); unranked cells last.',
+                    flag_values=FLAGS)
+flags.DEFINE_boolean('include_unconfirmed', False, 'Rank and analyse runs '
+                     'whose answer is not confirmed (verdict unconfirmed, '
+                     'client_bound or disturbed) too.', flag_values=FLAGS)
 flags.DEFINE_boolean('fail_on_regression', False, 'Exit 1 when a series '
                      'regressed in the last --recent_nights nights.',
                      flag_values=FLAGS)
@@ -89,7 +101,7 @@ def _Fail(message: str) -> int:
 
 def _Writable(path: Optional[str]) -> Optional[str]:
   if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-    return f'--report/--markdown: no directory for {path}'
+    return f'--report/--markdown/--json: no directory for {path}'
   return None
 
 
@@ -98,7 +110,7 @@ def Run(argv: List[str]) -> int:
   paths = argv[1:]
   if not paths and not FLAGS.bigquery_table:
     paths = [DEFAULT_RESULTS]
-  for path in (FLAGS.report, FLAGS.markdown):
+  for path in (FLAGS.report, FLAGS.markdown, FLAGS.json):
     problem = _Writable(path)
     if problem:
       return _Fail(problem)
@@ -125,7 +137,8 @@ def Run(argv: List[str]) -> int:
                             [shlex.quote(a) for a in argv[1:]]),
       max_pvalue=FLAGS.max_pvalue, min_change_pct=FLAGS.min_change_pct,
       noise_multiple=FLAGS.noise_multiple, recent_nights=FLAGS.recent_nights,
-      night_hours=FLAGS.night_hours, metrics=tuple(FLAGS.metric))
+      night_hours=FLAGS.night_hours, metrics=tuple(FLAGS.metric),
+      include_unconfirmed=FLAGS.include_unconfirmed)
   with warnings.catch_warnings():
     # Otava's t-test warns on constant segments (a price step); p is then 0.
     warnings.simplefilter('ignore', RuntimeWarning)
@@ -135,6 +148,12 @@ def Run(argv: List[str]) -> int:
       with open(FLAGS.report, 'w', encoding='utf-8') as f:
         f.write(report.RenderHtml(analysis))
       print(f'HTML report: {FLAGS.report}')
+  if FLAGS.json:
+    with open(FLAGS.json, 'w', encoding='utf-8') as f:
+      json.dump(report.LeaderboardJson(analysis), f, indent=1,
+                allow_nan=False)
+      f.write('\n')
+    print(f'JSON leaderboard: {FLAGS.json}')
   if FLAGS.markdown:
     with open(FLAGS.markdown, 'a', encoding='utf-8') as f:
       f.write(report.RenderMarkdown(analysis))

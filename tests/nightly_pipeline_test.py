@@ -3,8 +3,15 @@
 configs/nightly_local.yaml runs twice for real (shortened from the command
 line, which wins over the config's flags: 1 s probes, 2 repeats, a 100 ms
 cap so a busy CI machine cannot push every probe over it), then
-scripts/compare.py builds the leaderboard, the Markdown summary and the
-HTML report from those runs, and headless Chromium renders the report.
+scripts/compare.py builds the leaderboard, the Markdown summary, the JSON
+leaderboard and the HTML report from those runs, and headless Chromium
+renders the report.
+
+On 2 cores the answers are client-bound (or disturbed), so cells end "no
+result" and compare ranks none of them by default; with
+--include_unconfirmed every cell has two real runs that disagree, and each
+figure must lie within that cell's runs' own answers (read from their
+result files) and equal the history series' point for the night.
 """
 
 import json
@@ -12,13 +19,18 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import e2e_support as e2e
+
+from perfkitbenchmarker.results_history import changepoints
+from perfkitbenchmarker.results_history import leaderboard
+from perfkitbenchmarker.results_history import loader
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_confirm_repeats=2', '--memtier_latency_cap=100',
-         '--memtier_adaptive_max_connections=64', '--memtier_max_probes=5',
-         '--accept_unconfirmed']
+         '--memtier_adaptive_max_connections=64', '--memtier_max_probes=5']
 
 
 def _Matrix(results_dir):
@@ -27,33 +39,94 @@ def _Matrix(results_dir):
        '--benchmark_config_file=configs/nightly_local.yaml',
        f'--results_dir={results_dir}'] + SHORT,
       cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
-  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  matrix_root = os.path.join(os.path.dirname(results_dir), 'matrix')
+  (only,) = os.listdir(matrix_root)  # each invocation has its own root
+  with open(os.path.join(matrix_root, only, 'matrix_summary.json')) as f:
+    cells = json.load(f)['cells']
+  # Every cell ran to its end: succeeded (a confirmed answer) or no result
+  # (an answer that is not confirmed); the exit code counts the latter.
+  statuses = [c['status'] for c in cells]
+  assert all(s == 'succeeded' or s.startswith('no result (')
+             for s in statuses), proc.stdout[-3000:] + proc.stderr[-2000:]
+  assert proc.returncode == sum(s != 'succeeded' for s in statuses)
   return proc
+
+
+def _Answers(results_dir):
+  """run_uri -> its latency_capped_throughput value, from its own file."""
+  found = {}
+  for run_uri in os.listdir(results_dir):
+    path = os.path.join(results_dir, run_uri,
+                        'perfkitbenchmarker_results.json')
+    with open(path) as f:
+      rows = [json.loads(line) for line in f if line.strip()]
+    capped = [r for r in rows if r['metric'] == 'latency_capped_throughput']
+    found[run_uri] = capped[-1]['value']
+  return found
+
+
+def _Compare(tmp_path, *extra):
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO, 'scripts', 'compare.py'),
+       str(tmp_path / 'night1'), str(tmp_path / 'night2')] + list(extra),
+      cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_local_nightly_twice_then_compare_and_report(tmp_path):
   e2e.RequireTool('chromium', 'scripts/setup.sh')
   for night in ('night1', 'night2'):
-    _Matrix(str(tmp_path / night))
+    (tmp_path / night).mkdir()
+    _Matrix(str(tmp_path / night / 'runs'))
   runs = [d for night in ('night1', 'night2')
-          for d in os.listdir(tmp_path / night)]
+          for d in os.listdir(tmp_path / night / 'runs')]
   assert len(runs) == 6  # 3 cells x 2 invocations, each its own run_uri
+  answers = {}
   for night in ('night1', 'night2'):
-    for run_uri in os.listdir(tmp_path / night):
-      assert e2e.LeftoverProcesses(str(tmp_path / night), run_uri) == []
+    results = str(tmp_path / night / 'runs')
+    answers.update(_Answers(results))
+    for run_uri in os.listdir(results):
+      assert e2e.LeftoverProcesses(results, run_uri) == []
+
+  # By default only confirmed answers are ranked; the rest are named.
+  plain = _Compare(tmp_path, f'--json={tmp_path / "plain.json"}')
+  assert plain.returncode == 0, plain.stderr
+  plain_rows = json.loads((tmp_path / 'plain.json').read_text())
+  for row in plain_rows:
+    if row['ranked']:
+      assert row['answer_verdict'] == 'confirmed'
+    else:
+      assert row['not_ranked_because'] and row['run_count'] == 0
+      assert all(r['verdict'] != 'confirmed' for r in row['runs'])
+  unranked = [r for r in plain_rows if not r['ranked']]
+  if unranked:
+    assert f'Not ranked: {len(unranked)} cell(s)' in plain.stdout
 
   report = tmp_path / 'report.html'
   summary = tmp_path / 'summary.md'
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'scripts', 'compare.py'),
-       str(tmp_path), f'--report={report}', f'--markdown={summary}',
-       '--fail_on_regression'],
-      cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+  board_json = tmp_path / 'board.json'
+  proc = _Compare(tmp_path, f'--report={report}', f'--markdown={summary}',
+                  f'--json={board_json}', '--include_unconfirmed',
+                  '--fail_on_regression')
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
   # Three topologies, each measured in both invocations.
+  rows = json.loads(board_json.read_text())
+  assert len(rows) == 3 and all(r['ranked'] for r in rows)
+  assert all(r['run_count'] == 2 for r in rows)
+  assert {r['interval_kind'] for r in rows} <= {'within-run', 'none'}
+  history = changepoints.HistoryPoints(
+      leaderboard.Prepare(loader.Load([str(tmp_path)])),
+      include_unconfirmed=True)
+  for row in rows:
+    own = [answers[r['run_uri']] for r in row['runs']]
+    assert len(own) == 2
+    # Every figure lies within the cell's runs' own answers...
+    assert min(own) - 1e-6 <= row['capped_ops'] <= max(own) + 1e-6, row
+    # ... and the history chart's point for the night is the same figure.
+    point = history[(history['cell'] == row['cell']) &
+                    (history['metric'] == 'latency_capped_throughput')]
+    assert point['value'].tolist() == [pytest.approx(row['capped_ops'])]
   board = [l for l in proc.stdout.splitlines() if l[:1].isdigit()]
   assert len(board) == 3, proc.stdout
-  assert all(line.split()[-2] == '2' or ' 2 ' in line for line in board)
   text = summary.read_text()
   assert 'standalone, 1 shard/VM' in text and 'cluster, 2 shards/VM' in text
 

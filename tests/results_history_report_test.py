@@ -36,7 +36,10 @@ def analysis():
   frame = leaderboard.Prepare(loader.Load([HISTORY]))
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', RuntimeWarning)
-    return report.Analyze(frame, report.Settings(command_line='test'))
+    # Every recorded run is client-bound (2 cores): the report's layout is
+    # tested with them counted, as compare --include_unconfirmed shows them.
+    return report.Analyze(frame, report.Settings(command_line='test',
+                                                 include_unconfirmed=True))
 
 
 def _Golden(name, text):
@@ -62,14 +65,32 @@ def test_leaderboard_ranks_by_price_performance_with_noise_calls(analysis):
   assert list(board['price_performance']) == sorted(
       board['price_performance'], reverse=True)
   assert board['verdict'].iloc[0] == 'best'
-  # The two-run cells get a t-interval over their runs.
+  # One or two runs: within-run intervals, and no noise call from them
+  # (run-to-run variation is unknown), even where the ratio's interval
+  # stays below 1.
   two = board[board['runs'] == 2]
   assert len(two) == 2 and (two['price_performance_ci95'] > 0).all()
-  # A ratio whose interval reaches 1 is called noise, one below it is not.
-  for _, row in board.iloc[1:].iterrows():
-    within = row['ratio_ci_high'] >= 1.0
-    assert (row['verdict'] == 'within noise of best') == within
+  assert set(board['interval_kind']) == {'within-run'}
+  assert (board['verdict'].iloc[1:] ==
+          'noise unknown (within-run interval only)').all()
+  assert (board['ratio_ci_high'] < 1).any()
   assert board['client_bound'].all()  # every probe on 2 cores was
+  assert set(board['answer_verdict']) == {'client_bound (2 of 2 runs)',
+                                          'client_bound (1 of 1 run)'}
+
+
+def test_by_default_client_bound_runs_are_not_ranked_and_say_why():
+  frame = leaderboard.Prepare(loader.Load([HISTORY]))
+  analysis = report.Analyze(frame, report.Settings(command_line='test'))
+  assert analysis.board.empty and len(analysis.unranked) == 5
+  assert analysis.points.empty  # nor analysed for change points
+  text = report.FormatText(analysis)
+  assert text.startswith('No confirmed latency-capped answer on this night.\n'
+                         'Not ranked: 5 cell(s) with no confirmed answer')
+  assert ('local as AWS:c6gn.xlarge | redis | standalone, 1 shard/VM: '
+          'client_bound (2 of 2 runs): load generator saturated at the '
+          'answer') in text
+  assert 'Not ranked: 5 cell(s)' in report.RenderMarkdown(analysis)
 
 
 def _Chromium():
@@ -90,7 +111,7 @@ def _ReportFromFiles(tmp_path):
   result = subprocess.run(
       [sys.executable, COMPARE, HISTORY, str(tmp_path / 'history.json'),
        f'--report={page}', f'--markdown={summary}', '--fail_on_regression',
-       '--recent_nights=400'],
+       '--recent_nights=400', '--include_unconfirmed'],
       capture_output=True, text=True, timeout=120, check=False)
   return result, page, summary
 
@@ -148,6 +169,6 @@ def test_default_source_is_the_results_tree(monkeypatch, tmp_path, capsys):
   results = tmp_path / 'results'
   shutil.copytree(os.path.join(HISTORY, 'runs'), results / 'runs')
   monkeypatch.setattr(compare, 'DEFAULT_RESULTS', str(results))
-  assert compare.Main(['compare']) == 0
+  assert compare.Main(['compare', '--include_unconfirmed']) == 0
   out = capsys.readouterr().out
   assert out.startswith('Leaderboard for night 2026-11-23')

@@ -7,6 +7,8 @@ BigQuery table into one pandas DataFrame; everything else is a view of it:
   cells.py         the comparison cell of each sample: machine type, engine,
                    topology, workload
   nights.py        which night each run belongs to
+  answers.py       each run's own answer per cell and its verdict; a cell's
+                   figure and interval from its runs (within-run or across)
   leaderboard.py   the latest night's ranking, with intervals and noise calls
   changepoints.py  per-series history over nights and its change points
                    (Apache Otava's E-divisive)

@@ -1,8 +1,9 @@
 """Per-series history over nights and its change points (Apache Otava).
 
 A series is one cell (machine type x engine x topology x workload) and one
-metric; its points are nights, each the mean of that night's runs of the
-cell. Change points come from Apache Otava's E-divisive (the Hunter variant:
+metric; its points are nights, each the mean of that night's counted runs
+of the cell (their own answers, confirmed unless `include_unconfirmed`: the
+leaderboard's figure). Change points come from Apache Otava's E-divisive (the Hunter variant:
 windowed split, then a merge that keeps points whose Student's t-test p-value
 is below `max_pvalue`), so a step counts only when it stands out from the
 series' own night-to-night noise. A point must also step by at least
@@ -27,6 +28,7 @@ import pandas as pd
 
 from otava import series as otava_series
 
+from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import nights
 
@@ -86,8 +88,20 @@ class ChangePoint:
 
 
 def HistoryPoints(frame: pd.DataFrame,
-                  metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
-  """One row per (cell, metric, night): the mean over that night's runs."""
+                  metrics: Sequence[str] = DEFAULT_METRICS,
+                  include_unconfirmed: bool = False) -> pd.DataFrame:
+  """One row per (cell, metric, night): the mean over that night's runs.
+
+  Only runs whose answer in the cell counts (answers.Eligible: confirmed,
+  or every run with `include_unconfirmed`) and only their own answer's
+  samples (the last of each metric), the rule the leaderboard uses: a
+  night's point is the leaderboard's figure for that night.
+  """
+  runs = answers_lib.RunAnswers(frame)
+  counted = runs[answers_lib.Eligible(runs, include_unconfirmed)]
+  keep = set(zip(counted['run_uri'], counted['cell']))
+  frame = frame[[(str(u), c) in keep for u, c in
+                 zip(frame['run_uri'], frame['cell'])]]
   parts = []
   for name in metrics:
     spec = SERIES_METRICS[name]

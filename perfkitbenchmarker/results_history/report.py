@@ -40,6 +40,7 @@ class Settings:
   recent_nights: int = 7
   night_hours: float = 24.0
   metrics: Sequence[str] = cp_lib.DEFAULT_METRICS
+  include_unconfirmed: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Analysis:
   recent_regressions: List[cp_lib.ChangePoint]
   settings: Settings
   frame: pd.DataFrame
+  unranked: pd.DataFrame = dataclasses.field(
+      default_factory=lambda: pd.DataFrame(columns=board_lib.UNRANKED_COLUMNS))
 
 
 def Analyze(frame: pd.DataFrame, settings: Settings,
@@ -60,13 +63,15 @@ def Analyze(frame: pd.DataFrame, settings: Settings,
   """Every view of a prepared frame (cells and nights assigned)."""
   all_nights = nights.Nights(frame)
   night = night or all_nights[-1]
-  points = cp_lib.HistoryPoints(frame, settings.metrics)
+  include = settings.include_unconfirmed
+  points = cp_lib.HistoryPoints(frame, settings.metrics, include)
   found = cp_lib.Detect(points, max_pvalue=settings.max_pvalue,
                         min_change_pct=settings.min_change_pct,
                         noise_multiple=settings.noise_multiple)
   return Analysis(
       night=night, nights=all_nights,
-      board=board_lib.Leaderboard(frame, night),
+      board=board_lib.Leaderboard(frame, night, include),
+      unranked=board_lib.Unranked(frame, night, include),
       night_frame=frame[frame[nights.NIGHT_COLUMN] == night],
       points=points, change_points=found,
       recent_regressions=cp_lib.RecentRegressions(found,
@@ -103,6 +108,8 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
         'workload': str(row['workload']),
         'capped_ops': (f'{_Number(row["capped_ops"])} ± '
                        f'{_Number(row["capped_ops_ci95"])}'),
+        'interval': str(row['interval_kind']),
+        'answer': str(row['answer_verdict']),
         'p99_ms': _Number(row['p99_latency_ms'], 3),
         'usd_per_hour': _Price(row['usd_per_hour']),
         'price_performance': (f'{_Number(row["price_performance"])} ± '
@@ -120,8 +127,9 @@ TEXT_COLUMNS = (('rank', '#'), ('machine_type', 'machine type'),
                 ('capped_ops', 'capped ops/s (95%)'), ('p99_ms', 'p99 ms'),
                 ('usd_per_hour', '$/hr'),
                 ('price_performance', 'ops/s per $/hr (95%)'),
-                ('versus_best', 'vs best [95%]'), ('verdict', 'verdict'),
-                ('runs', 'runs'), ('notes', 'notes'))
+                ('interval', 'interval'), ('versus_best', 'vs best [95%]'),
+                ('verdict', 'verdict'), ('runs', 'runs'),
+                ('answer', 'answers'), ('notes', 'notes'))
 
 
 def _TextTable(columns, rows: List[Dict[str, str]]) -> List[str]:
@@ -140,13 +148,76 @@ def _Workloads(board: pd.DataFrame) -> str:
   return '; '.join(sorted(set(board['workload'])))
 
 
-def FormatLeaderboardText(board: pd.DataFrame) -> str:
+def UnrankedLines(unranked: pd.DataFrame, include_unconfirmed: bool
+                  ) -> List[str]:
+  """Why each cell with runs this night is not on the leaderboard."""
+  if unranked.empty:
+    return []
+  lines = [f'Not ranked: {len(unranked)} cell(s) with no confirmed answer '
+           'this night' + ('' if include_unconfirmed else
+                           ' (--include_unconfirmed ranks them)') + ':']
+  for _, row in unranked.iterrows():
+    lines.append(f'  {row["machine_type"]} | {row["engine"]} | '
+                 f'{row["topology"]}: {row["answer_verdict"]}: '
+                 + '; '.join(row['reasons']))
+  return lines
+
+
+def FormatLeaderboardText(board: pd.DataFrame,
+                          unranked: Optional[pd.DataFrame] = None,
+                          include_unconfirmed: bool = False) -> str:
+  skipped = UnrankedLines(unranked if unranked is not None else
+                          pd.DataFrame(), include_unconfirmed)
   if board.empty:
-    return 'No latency-capped throughput samples on this night.'
+    text = ('No confirmed latency-capped answer on this night.' if skipped
+            else 'No latency-capped throughput samples on this night.')
+    return '\n'.join([text] + skipped)
   header = (f'Leaderboard for night {board["night"].iloc[0]} '
             f'(workload {_Workloads(board)}), by ops/s per $/hr:')
   return '\n'.join([header] + _TextTable(TEXT_COLUMNS,
-                                          LeaderboardCells(board)))
+                                          LeaderboardCells(board)) +
+                   [INTERVAL_NOTE] + skipped)
+
+
+INTERVAL_NOTE = ('Intervals: within-run = the runs\' own repeats (1-2 runs; '
+                 'run-to-run noise unknown, so no noise call); across runs = '
+                 't-interval over 3+ runs\' answers.')
+
+
+def LeaderboardJson(analysis: 'Analysis') -> List[Dict[str, Any]]:
+  """The leaderboard as JSON rows (compare.py --json), unranked cells last."""
+  rows = []
+  for i, row in analysis.board.iterrows():
+    rows.append({
+        'rank': i + 1, 'ranked': True,
+        **{k: _Plain(row[k]) for k in board_lib.COLUMNS
+           if k not in ('run_answers', 'runs')},
+        'run_count': int(row['runs']), 'runs': row['run_answers']})
+  for _, row in analysis.unranked.iterrows():
+    rows.append({
+        'rank': None, 'ranked': False,
+        **{k: _Plain(row[k]) for k in ('machine_type', 'engine', 'topology',
+                                       'workload', 'cell', 'night')},
+        'answer_verdict': row['answer_verdict'],
+        'not_ranked_because': list(row['reasons']),
+        'run_count': 0, 'runs': row['run_answers']})
+  return rows
+
+
+def _Plain(value: Any) -> Any:
+  """A JSON value: NaN/NA as null, numpy scalars as Python ones."""
+  if value is None:
+    return None
+  if isinstance(value, (list, dict, str, bool)):
+    return value
+  try:
+    if pd.isna(value):
+      return None
+  except (TypeError, ValueError):
+    return str(value)
+  if hasattr(value, 'item'):
+    return value.item()
+  return value
 
 
 def ChangePointCells(change_points: Sequence[cp_lib.ChangePoint]
@@ -209,7 +280,9 @@ def Verdict(analysis: Analysis) -> str:
 
 
 def FormatText(analysis: Analysis) -> str:
-  return '\n\n'.join([FormatLeaderboardText(analysis.board),
+  return '\n\n'.join([FormatLeaderboardText(
+      analysis.board, analysis.unranked,
+      analysis.settings.include_unconfirmed),
                       FormatChangePointsText(analysis), Verdict(analysis)])
 
 
@@ -277,6 +350,9 @@ def _CommonContext(analysis: Analysis) -> Dict[str, Any]:
       'night': analysis.night,
       'nights': analysis.nights,
       'board_rows': LeaderboardCells(analysis.board),
+      'unranked_lines': UnrankedLines(analysis.unranked,
+                                      analysis.settings.include_unconfirmed),
+      'interval_note': INTERVAL_NOTE,
       'workloads': _Workloads(analysis.board) if not analysis.board.empty
                    else '',
       'change_rows': ChangePointCells(analysis.change_points),
@@ -307,9 +383,10 @@ def RenderHtml(analysis: Analysis,
         'id': 'price-performance', 'title': 'Ops/s per $/hr',
         'chart': charts_lib.PricePerformanceBars(analysis.board),
         'how': ('metric price_performance (capped throughput / hourly price '
-                'of all server VMs) of each cell\'s runs this night; error '
-                'bars: 95 % t-interval over the confirming repeats of the '
-                'night\'s runs (or the single run\'s own interval)'),
+                'of all server VMs): the mean of each cell\'s counted runs\' '
+                'own answers this night; error bars: 95 % interval, within-'
+                'run for one or two runs (their repeats), across runs for '
+                'three or more'),
         'provenance': tonight})
   figures.append({
       'id': 'probe-curves', 'title': 'Throughput vs latency',
@@ -325,8 +402,8 @@ def RenderHtml(analysis: Analysis,
     figures.append({
         'id': f'history-{chart.key}', 'title': f'History: {spec.label}',
         'chart': chart,
-        'how': (f'per night, the mean of each cell\'s runs of '
-                f'{spec.sample_metric}'
+        'how': (f'per night, the mean of each cell\'s counted runs\' own '
+                f'{spec.sample_metric} (the leaderboard\'s figure)'
                 + (f' (metadata {spec.metadata_key})' if spec.metadata_key
                    else '')
                 + (f' (cost_scope {spec.cost_scope})' if spec.cost_scope

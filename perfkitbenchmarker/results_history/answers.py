@@ -1,0 +1,204 @@
+"""Each run's own answer per cell, its verdict, and a cell's figure from them.
+
+The unit of every comparison is the run. A run's answer in a cell is its
+`latency_capped_throughput` sample (the last one, which for a shard study is
+the optimum's copy) with that sample's own interval, latencies and verdict
+(`perfkitbenchmarker.verdict`; rows recorded before verdicts get one derived
+from their metadata), and its `price_performance` sample. Nothing else a run
+recorded (probes, repeats at other loads, probes over the cap) enters a
+figure.
+
+A cell's figure for a night is the mean of its counted runs' answers, so it
+always lies within them:
+
+  1 run      its answer and its own (within-run) 95 % interval;
+  2 runs     the mean and the within-run intervals combined
+             (sqrt(a^2 + b^2) / 2): still "within-run", as run-to-run
+             variation is not known from two runs;
+  3+ runs    the mean and the 95 % t-interval across the runs' answers
+             ("across runs": the run is the unit).
+
+Counted runs are those whose answer is confirmed, or every run with
+`include_unconfirmed`. The leaderboard (leaderboard.py) and the history
+series (changepoints.py) both take their figures from `RunAnswers` and
+`Eligible`, so the board and the history chart show the same figure.
+
+Seam: `CellFigure` is the one rule for a figure and its interval; a new
+interval kind is a branch there.
+"""
+
+import dataclasses
+import math
+import statistics
+from typing import List, Optional, Sequence
+
+import pandas as pd
+from scipy import stats
+
+from perfkitbenchmarker import verdict as verdict_lib
+
+CAPPED = 'latency_capped_throughput'
+PRICE_PERFORMANCE = 'price_performance'
+HOURLY_COST = 'hourly_cost'
+SERVER_COST_SCOPE = 'server VMs'
+WITHIN_RUN = 'within-run'
+ACROSS_RUNS = 'across runs'
+NO_INTERVAL = 'none'
+# The run-level keys the verdict is read from (see verdict.OfMetadata).
+_VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
+                 verdict_lib.FLAGS_KEY, 'search_stop_reason',
+                 'confirmation_repeats', 'throughput_ci95_ops',
+                 'client_saturated', 'interference')
+ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
+                  'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
+                  'price_performance', 'verdict', 'verdict_flags',
+                  'verdict_reason', 'timestamp')
+
+
+def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
+  if name in frame.columns:
+    return frame[name]
+  return pd.Series([float('nan')] * len(frame), index=frame.index)
+
+
+def _Last(rows: pd.DataFrame) -> pd.DataFrame:
+  """The last row of each (run, cell), by time."""
+  return rows.sort_values('timestamp', kind='stable').groupby(
+      ['run_uri', 'cell'], as_index=False).last()
+
+
+def _PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
+  """The last row per (run, cell), with `columns` renamed, as numbers."""
+  out = pd.DataFrame({'run_uri': pd.Series(dtype=str),
+                      'cell': pd.Series(dtype=object)})
+  if rows.empty:
+    for name in columns.values():
+      out[name] = pd.Series(dtype=float)
+    return out
+  last = _Last(rows)
+  out = pd.DataFrame({'run_uri': last['run_uri'].astype(str),
+                      'cell': last['cell']})
+  for source, name in columns.items():
+    out[name] = pd.to_numeric(_Col(last, source), errors='coerce')
+  return out
+
+
+def _Verdict(row: pd.Series) -> verdict_lib.Verdict:
+  metadata = {}
+  for key in _VERDICT_KEYS:
+    value = row.get(key)
+    if value is not None and not (pd.api.types.is_scalar(value) and
+                                  pd.isna(value)):
+      metadata[key] = value
+  return verdict_lib.OfMetadata(metadata)
+
+
+def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
+  """One row per (run, cell) that has an answer: ANSWER_COLUMNS."""
+  capped = frame[frame['metric'] == CAPPED]
+  if capped.empty:
+    return pd.DataFrame(columns=ANSWER_COLUMNS)
+  capped = _Last(capped)
+  verdicts = [_Verdict(row) for _, row in capped.iterrows()]
+  answers = pd.DataFrame({
+      'run_uri': capped['run_uri'].astype(str), 'cell': capped['cell'],
+      'night': _Col(capped, 'night'),
+      'capped_ops': capped['value'].astype(float),
+      'ops_ci95': pd.to_numeric(_Col(capped, 'throughput_ci95_ops'),
+                                errors='coerce'),
+      'avg_latency_ms': pd.to_numeric(
+          _Col(capped, 'confirmed_average_latency_ms'), errors='coerce'
+      ).fillna(pd.to_numeric(_Col(capped, 'average_latency_ms'),
+                             errors='coerce')),
+      'p99_latency_ms': pd.to_numeric(_Col(capped, 'p99_latency_ms'),
+                                      errors='coerce'),
+      'verdict': [v.name for v in verdicts],
+      'verdict_flags': [','.join(v.flags) or verdict_lib.CONFIRMED
+                        for v in verdicts],
+      'verdict_reason': [v.reason for v in verdicts],
+      'timestamp': capped['timestamp'],
+  })
+  pp = _PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {
+      'value': 'price_performance', 'servers_usd_per_hour_total': 'pp_usd'})
+  cost = _PerRun(frame[(frame['metric'] == HOURLY_COST) &
+                       (_Col(frame, 'cost_scope') == SERVER_COST_SCOPE)],
+                 {'value': 'cost_usd'})
+  answers = answers.merge(pp, on=['run_uri', 'cell'], how='left')
+  answers = answers.merge(cost, on=['run_uri', 'cell'], how='left')
+  answers['usd_per_hour'] = pd.to_numeric(
+      answers['pp_usd'], errors='coerce').fillna(
+          pd.to_numeric(answers['cost_usd'], errors='coerce'))
+  answers['price_performance'] = pd.to_numeric(
+      answers['price_performance'], errors='coerce').fillna(
+          answers['capped_ops'] / answers['usd_per_hour'])
+  return answers[list(ANSWER_COLUMNS)].sort_values(
+      ['timestamp', 'run_uri'], kind='stable').reset_index(drop=True)
+
+
+def Eligible(answers: pd.DataFrame, include_unconfirmed: bool) -> pd.Series:
+  """Which answers count: confirmed ones, or all of them when asked."""
+  if include_unconfirmed:
+    return pd.Series(True, index=answers.index)
+  return answers['verdict'] == verdict_lib.CONFIRMED
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+  """A cell's figure on one night and its 95 % interval (NaN: unknown)."""
+  value: float
+  ci95: float
+  kind: str  # WITHIN_RUN, ACROSS_RUNS or NO_INTERVAL
+  runs: int
+
+
+def CellFigure(values: Sequence[float],
+               within_ci95: Sequence[float]) -> Figure:
+  """The figure of one cell from its counted runs' answers (module doc)."""
+  values = [float(v) for v in values]
+  if not values:
+    return Figure(float('nan'), float('nan'), NO_INTERVAL, 0)
+  mean = sum(values) / len(values)
+  n = len(values)
+  if n >= 3:
+    sd = statistics.stdev(values)
+    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return Figure(mean, float(half), ACROSS_RUNS, n)
+  cis = [float(c) for c in within_ci95]
+  if any(math.isnan(c) for c in cis):
+    return Figure(mean, float('nan'), NO_INTERVAL, n)
+  half = math.sqrt(sum(c * c for c in cis)) / n
+  return Figure(mean, half, WITHIN_RUN, n)
+
+
+def VerdictSummary(answers: pd.DataFrame) -> str:
+  """E.g. 'confirmed' or 'client_bound (2 of 3 runs), unconfirmed (1 of 3)'."""
+  if answers.empty:
+    return ''
+  counts = answers['verdict'].value_counts()
+  total = len(answers)
+  if list(counts.index) == [verdict_lib.CONFIRMED]:
+    return verdict_lib.CONFIRMED
+  order = {v: i for i, v in enumerate(verdict_lib.VERDICTS)}
+  parts = [f'{name} ({count} of {total} run{"s" if total > 1 else ""})'
+           for name, count in sorted(counts.items(),
+                                     key=lambda kv: order.get(kv[0], 99))]
+  return ', '.join(parts)
+
+
+def RunList(answers: pd.DataFrame) -> List[dict]:
+  """The runs' own answers, for the JSON leaderboard."""
+  out = []
+  for _, a in answers.iterrows():
+    out.append({'run_uri': a['run_uri'], 'capped_ops': _Float(a['capped_ops']),
+                'capped_ops_ci95': _Float(a['ops_ci95']),
+                'price_performance': _Float(a['price_performance']),
+                'verdict': a['verdict'], 'verdict_reason': a['verdict_reason']})
+  return out
+
+
+def _Float(value) -> Optional[float]:
+  try:
+    value = float(value)
+  except (TypeError, ValueError):
+    return None
+  return None if math.isnan(value) else value

@@ -1,0 +1,180 @@
+"""The report agrees with the runs (issue 17 point 3).
+
+Histories written as PKB JSON lines, shaped like real runs: each run has
+its answer (latency_capped_throughput with its own interval and verdict,
+price_performance, hourly_cost) and confirming repeats at another load,
+over the cap, as a run that backed off records them. The leaderboard's
+figure must come from the runs' own answers only, lie within them, carry the
+right kind of interval and noise call, agree with the history series, leave
+out unconfirmed runs unless asked, and come out of compare.py --json.
+"""
+
+import importlib.util
+import itertools
+import json
+import os
+
+import pytest
+
+from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker.results_history import answers
+from perfkitbenchmarker.results_history import changepoints
+from perfkitbenchmarker.results_history import leaderboard
+from perfkitbenchmarker.results_history import loader
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
+START = 1795000000.0  # 2026-11-17, 06:13 UTC
+_SEQ = itertools.count()
+
+
+def _Row(run_uri, metric, value, unit, when, machine, **metadata):
+  labels = dict(cloud='GCP', servers_machine_type=machine,
+                redis_server_cluster_mode=False, redis_total_num_processes=1,
+                servers_vm_count=1, memtier_ratio='1:10',
+                memtier_key_pattern='R:R', memtier_data_size=100,
+                memtier_key_maximum=1000, latency_cap_ms=1.0, **metadata)
+  return {'metric': metric, 'value': value, 'unit': unit, 'timestamp': when,
+          'test': 'redis_memtier', 'official': False, 'owner': 't',
+          'run_uri': f'{run_uri}-{next(_SEQ):04d}',
+          'sample_uri': f's{next(_SEQ)}',
+          'labels': publisher.FormatLabels(labels)}
+
+
+def _Run(run_uri, machine, answer, ci, minute, verdict='confirmed', usd=1.0):
+  """A run: 4 repeats at a rejected load (over the cap), then its answer."""
+  when = START + 60 * minute
+  rows = [_Row(run_uri, 'throughput', 0.55 * answer, 'ops/sec', when + i,
+               machine, probe_index=i, probe_role='confirm', threads=1,
+               clients=64, average_latency_ms=1.2, under_latency_cap=False)
+          for i in range(4)]
+  answer_meta = dict(verdict=verdict, verdict_reason=f'{verdict} here',
+                     threads=1, clients=32, average_latency_ms=0.8,
+                     p99_latency_ms=2.0, confirmation_repeats=3,
+                     throughput_ci95_ops=ci)
+  rows.append(_Row(run_uri, 'latency_capped_throughput', answer, 'ops/sec',
+                   when + 10, machine, **answer_meta))
+  rows.append(_Row(run_uri, 'hourly_cost', usd, '$/hr', when + 10, machine,
+                   cost_scope='server VMs', verdict=verdict))
+  rows.append(_Row(run_uri, 'price_performance', answer / usd,
+                   'ops/s per $/hr', when + 10, machine,
+                   servers_usd_per_hour_total=usd, **answer_meta))
+  return rows
+
+
+def _Frame(tmp_path, runs):
+  path = tmp_path / 'history.json'
+  with open(path, 'w') as f:
+    for row in itertools.chain.from_iterable(runs):
+      f.write(json.dumps(row) + '\n')
+  return leaderboard.Prepare(loader.Load([str(path)])), str(path)
+
+
+def _Board(frame, include=False):
+  board = leaderboard.Leaderboard(frame, include_unconfirmed=include)
+  return board.set_index('machine_type')
+
+
+def test_two_runs_that_disagree_the_figure_is_their_answers_mean(tmp_path):
+  """Issue 17: two runs printed 22,005 and 29,493 and the board said
+  14,839 +- 1,306 (the mean of repeats over the cap at another load)."""
+  frame, _ = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10)])
+  board = _Board(frame)
+  a = board.loc['n2d-standard-16']
+  assert a['capped_ops'] == pytest.approx((22005 + 29493) / 2)
+  assert 22005 <= a['capped_ops'] <= 29493
+  assert a['interval_kind'] == answers.WITHIN_RUN
+  assert a['capped_ops_ci95'] == pytest.approx((300 ** 2 + 400 ** 2) ** .5 / 2)
+  assert [r['capped_ops'] for r in a['run_answers']] == [22005, 29493]
+  # Two runs cannot tell run-to-run noise: no "N % below best".
+  b = board.loc['t2d-standard-16']
+  assert b['verdict'] == leaderboard.NOISE_UNKNOWN_WITHIN
+  # The history series (the chart) shows the same figure that night.
+  points = changepoints.HistoryPoints(frame)
+  expected = {'latency_capped_throughput': a['capped_ops'],
+              'price_performance': a['price_performance']}
+  for metric, figure in expected.items():
+    at = points[(points['metric'] == metric) &
+                (points['cell'] == a['cell'])]
+    assert at['value'].tolist() == [pytest.approx(figure)]
+
+
+def test_runs_that_differ_more_than_their_repeats_interval_across_runs(
+    tmp_path):
+  frame, _ = _Frame(tmp_path, [
+      _Run('a1', 'A', 100000, 500, 0), _Run('a2', 'A', 120000, 500, 3),
+      _Run('a3', 'A', 80000, 500, 6),
+      _Run('b1', 'B', 95000, 500, 9), _Run('b2', 'B', 97000, 500, 12),
+      _Run('b3', 'B', 96000, 500, 15),
+      _Run('c1', 'C', 50000, 500, 18), _Run('c2', 'C', 51000, 500, 21),
+      _Run('c3', 'C', 49000, 500, 24)])
+  board = _Board(frame)
+  assert list(board.index) == ['A', 'B', 'C']
+  assert set(board['interval_kind']) == {answers.ACROSS_RUNS}
+  # The runs' spread (sd 20,000), not their repeats' (+-500), sets A's
+  # interval: t(2) x 20,000 / sqrt(3).
+  assert board.loc['A', 'capped_ops_ci95'] == pytest.approx(
+      4.302653 * 20000 / 3 ** .5, rel=1e-4)
+  # So B, 4 % under A, is within noise, which +-500 repeats would deny.
+  assert board.loc['B', 'verdict'] == 'within noise of best'
+  assert board.loc['C', 'verdict'] == '50% below best'
+  for _, row in board.iterrows():
+    values = [r['capped_ops'] for r in row['run_answers']]
+    assert min(values) <= row['capped_ops'] <= max(values)
+
+
+def test_unconfirmed_runs_are_left_out_unless_asked(tmp_path):
+  frame, _ = _Frame(tmp_path, [
+      _Run('a1', 'A', 20000, 300, 0),
+      _Run('a2', 'A', 40000, 300, 3, verdict='unconfirmed'),
+      _Run('b1', 'B', 90000, 300, 6, verdict='client_bound')])
+  board = _Board(frame)
+  assert list(board.index) == ['A']
+  assert board.loc['A', 'capped_ops'] == 20000
+  assert board.loc['A', 'runs'] == 1
+  unranked = leaderboard.Unranked(frame)
+  assert list(unranked['machine_type']) == ['B']
+  assert unranked.iloc[0]['answer_verdict'] == 'client_bound (1 of 1 run)'
+  assert unranked.iloc[0]['reasons'] == ['client_bound here']
+  points = changepoints.HistoryPoints(frame)
+  capped = points[points['metric'] == 'latency_capped_throughput']
+  assert capped['value'].tolist() == [20000]
+  both = _Board(frame, include=True)
+  assert list(both.index) == ['B', 'A']
+  assert both.loc['A', 'capped_ops'] == 30000
+  assert both.loc['A', 'answer_verdict'] == (
+      'confirmed (1 of 2 runs), unconfirmed (1 of 2 runs)')
+  assert leaderboard.Unranked(frame, include_unconfirmed=True).empty
+
+
+def test_compare_json_rows_lie_within_their_runs_answers(tmp_path, capsys):
+  _, path = _Frame(tmp_path, [
+      _Run('a1', 'A', 22005, 300, 0), _Run('a2', 'A', 29493, 400, 5),
+      _Run('b1', 'B', 9000, 300, 10, verdict='disturbed')])
+  spec = importlib.util.spec_from_file_location('compare_json', COMPARE)
+  compare = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(compare)
+  out = tmp_path / 'board.json'
+  assert compare.Main(['compare', path, f'--json={out}']) == 0
+  printed = capsys.readouterr().out
+  assert 'Not ranked: 1 cell(s) with no confirmed answer' in printed
+  rows = json.loads(out.read_text())
+  assert [(r['machine_type'], r['ranked']) for r in rows] == [
+      ('A', True), ('B', False)]
+  ranked, unranked = rows
+  assert ranked['capped_ops'] == pytest.approx(25749)
+  values = [r['capped_ops'] for r in ranked['runs']]
+  assert min(values) <= ranked['capped_ops'] <= max(values)
+  assert ranked['interval_kind'] == 'within-run'
+  assert ranked['verdict'] == 'best' and ranked['answer_verdict'] == 'confirmed'
+  assert ranked['run_count'] == 2 and ranked['rank'] == 1
+  for key in ('engine', 'topology', 'workload', 'cell', 'night',
+              'capped_ops_ci95', 'price_performance', 'usd_per_hour'):
+    assert key in ranked
+  assert unranked['not_ranked_because'] == ['disturbed here']
+  assert unranked['runs'][0]['verdict'] == 'disturbed'
+  # Bad --json destination: one line, exit 2.
+  assert compare.Main(['compare', path, '--json=/no/such/dir/b.json']) == 2
