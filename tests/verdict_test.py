@@ -7,6 +7,7 @@ from stored rows (also rows recorded before verdicts), and a real
 official capped or price sample with --official and exits 4.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -213,3 +214,20 @@ def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
   assert all(r['official'] for r in rows if r['metric'] == 'throughput')
   record = json.load(open(os.path.join(results, run_uri, 'run_record.json')))
   assert record['status'] == 'succeeded'  # the run itself went fine
+
+
+def test_compare_over_the_budget_run_ranks_nothing_and_says_why(
+    budget_run, tmp_path, capsys):
+  _, results, run_uri = budget_run
+  spec = importlib.util.spec_from_file_location(
+      'compare_verdict', os.path.join(e2e.REPO, 'scripts', 'compare.py'))
+  compare = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(compare)
+  board = tmp_path / 'board.json'
+  assert compare.Main(['compare', results, f'--json={board}']) == 0
+  out = capsys.readouterr().out
+  assert out.startswith('No confirmed latency-capped answer on this night.\n'
+                        'Not ranked: 1 cell(s) with no confirmed answer')
+  assert 'unconfirmed (1 of 1 run): probe budget of 3 spent' in out
+  (row,) = json.loads(board.read_text())
+  assert row['ranked'] is False and row['runs'][0]['run_uri'] == run_uri
