@@ -160,3 +160,23 @@ def test_enterprise_clients_on_the_rhel_successor_are_refused(tmp_path):
   assert proc.returncode == 2
   assert proc.stderr.count('\n') == 1
   assert 'clients boot rocky9 (RHEL-like)' in proc.stderr
+
+
+def test_enterprise_databases_are_judged_against_the_cluster():
+  """The T2D cluster cell: 6 replicated databases of 50M x 100 B fit 3 x
+  t2d-standard-16 (64 GiB) at 80 %; 4x the records does not."""
+  from perfkitbenchmarker.enterprise import options as enterprise_options  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.enterprise import plan as enterprise_plan  # pylint: disable=g-import-not-at-top
+
+  def Module(records):
+    opts = enterprise_options.EnterpriseOptions(
+        cloud='GCP', os=enterprise_options.ChooseOs('centos7', 'GCP'),
+        load_records=records, db_count=6, db_replication=True)
+    return types.SimpleNamespace(
+        DatasetEstimate=lambda spec: enterprise_plan.DatasetEstimate(opts))
+
+  servers = ('t2d-standard-16', 3)
+  prepare_checks.Check(_Spec(Module(50_000_000), 'GCP', servers))
+  with pytest.raises(errors.UsageError,
+                     match='--enterprise_redis_memory_size_percentage'):
+    prepare_checks.Check(_Spec(Module(200_000_000), 'GCP', servers))

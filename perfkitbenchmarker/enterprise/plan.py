@@ -7,6 +7,7 @@ preload, the thread steps and the optimizer.
 
 from typing import List, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
@@ -57,6 +58,21 @@ def ClientLoadGenerator(opts: options_lib.EnterpriseOptions
   """What the clients install (prepare_checks): memtier, unless Local or
   given one with --memtier_path."""
   return None if opts.local or opts.memtier_path else 'memtier'
+
+
+def DatasetEstimate(opts: options_lib.EnterpriseOptions
+                    ) -> prepare_checks.DatasetEstimate:
+  """Every database's preload in the cluster's memory (prepare_checks):
+  the databases share --enterprise_redis_memory_size_percentage of it
+  (of what rladmin calls provisionable, which is less: an upper bound)."""
+  return prepare_checks.DatasetEstimate(
+      keys=opts.load_records * opts.db_count,
+      bytes_per_key=(opts.data_size_bytes +
+                     prepare_checks.REDIS_KEY_OVERHEAD_BYTES),
+      copies=2 if opts.db_replication else 1,
+      memory_fraction=opts.memory_size_percentage,
+      fraction_flag='--enterprise_redis_memory_size_percentage',
+      key_flag='--enterprise_redis_load_records x --enterprise_redis_db_count')
 
 
 def RealRunNeeds(opts: options_lib.EnterpriseOptions) -> List[str]:

@@ -182,6 +182,10 @@ def RealRunNeeds(spec) -> List[str]:
   return plan.RealRunNeeds(_Options(spec))  # prepare_checks
 
 
+def DatasetEstimate(spec):
+  return plan.DatasetEstimate(_Options(spec))  # prepare_checks
+
+
 def _Vcpus(spec) -> int:
   if spec.cloud == 'Local':
     return max(1, _Cores() // 2 // spec.GroupCounts()['servers'])
