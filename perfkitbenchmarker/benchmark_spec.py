@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import resource
@@ -125,8 +126,8 @@ class BenchmarkSpec:
             'with --benchmark_config_file or --config_override.')
       if self.flags.machine_type:
         cloud_spec['machine_type'] = self.flags.machine_type
-      if self.flags.zone:
-        cloud_spec['zone'] = self.flags.zone
+      if pkb_flags.OneZone(self.flags):
+        cloud_spec['zone'] = pkb_flags.OneZone(self.flags)
       for key in _VM_SPEC_TEXT_KEYS:
         value = cloud_spec.get(key)
         if value is not None and not isinstance(value, str):

@@ -7,27 +7,38 @@ module only holds the flags every run has.
 
 from absl import flags
 
+from perfkitbenchmarker import errors
+
 CLOUDS = ('Local', 'GCP', 'AWS')
 RUN_STAGES = ('provision', 'prepare', 'run', 'cleanup', 'teardown')
 
 flags.DEFINE_list('benchmarks', ['redis_memtier'],
-                  'Benchmarks to run, by BENCHMARK_NAME.')
+                  'Benchmarks to run, by BENCHMARK_NAME (upstream PKB\'s '
+                  'default is cluster_boot; ours is the Redis study).')
 flags.DEFINE_enum('cloud', 'Local', CLOUDS,
-                  'Where the VMs run. Local needs no cloud account.')
+                  'Where the VMs run. Local needs no cloud account (upstream '
+                  'PKB defaults to GCP; ours to Local, which costs nothing).')
 flags.DEFINE_string('machine_type', None,
                     'Machine type for every VM group; overrides the config.')
-flags.DEFINE_string('zone', None, 'Zone for every VM group, e.g. us-central1-a.')
+flags.DEFINE_multi_string(
+    'zone', [],
+    'Zone for every VM group, e.g. us-central1-a. Upstream PKB\'s repeatable '
+    'flag; one zone per run here (every VM of the study in one zone).')
 flags.DEFINE_string('project', None, 'GCP project to create resources in.')
 flags.DEFINE_string('os_type', 'debian12',
-                    'Guest OS image family, e.g. debian12, ubuntu2204.')
+                    'Guest OS image family, e.g. debian12, ubuntu2204 '
+                    '(upstream PKB: ubuntu2404 of its enum; ours: debian12, '
+                    'whose packages the installs are tested on).')
 flags.DEFINE_string('owner', None,
-                    'Owner label on samples and resources (default: $USER).')
+                    'Owner label on samples and resources (default: $USER '
+                    'at run time; upstream PKB reads the same user when its '
+                    'flags load).')
 flags.DEFINE_string('run_uri', None,
                     'Name of this run (8 lowercase letters/digits); generated '
                     'when absent. Needed to resume or tear down a run.')
-flags.DEFINE_list('run_stage', ['all'],
+flags.DEFINE_list('run_stage', list(RUN_STAGES),
                   'Stages to run: provision, prepare, run, cleanup, teardown '
-                  'or all.')
+                  'or all (the default: every stage, as upstream PKB).')
 flags.DEFINE_multi_string('config_override', [],
                           'Overrides one config value: '
                           '<benchmark>.<path.to.key>=<yaml value>.')
@@ -36,13 +47,18 @@ flags.DEFINE_string('benchmark_config_file', None,
 flags.DEFINE_float('timeout_minutes', 60,
                    'Deadline for the whole run; when reached the run stops, '
                    'cleans up, tears down and keeps its samples. Above 0 and '
-                   'at most 10080 (a week): every run has a deadline.')
+                   'at most 10080 (a week): every run has a deadline. Upstream '
+                   'PKB\'s is an integer, 240, annotated on resources; ours '
+                   'takes its values too, defaults to 60 (the study takes '
+                   'minutes) and is enforced.')
 flags.DEFINE_string('results_dir', None,
                     'Directory for run records (default: results/runs under '
                     'the repository).')
 flags.DEFINE_string('json_path', None,
                     'PKB-format JSON lines output (default: '
-                    'results/runs/<run_uri>/perfkitbenchmarker_results.json).')
+                    'results/runs/<run_uri>/perfkitbenchmarker_results.json; '
+                    'upstream PKB\'s default is the same file name in its '
+                    'run\'s temporary directory).')
 flags.DEFINE_string('csv_path', None,
                     'CSV output (default: results/runs/<run_uri>/results.csv).')
 flags.DEFINE_boolean('collapse_labels', True,
@@ -92,6 +108,22 @@ flags.DEFINE_list(
     'and "<stage> Stop Timestamp", seconds since the epoch). none is alone.')
 
 FLAGS = flags.FLAGS
+
+
+def OneZone(flag_values):
+  """The run's --zone, or None; several are refused in one line."""
+  zones = flag_values.zone
+  if not zones:
+    return None
+  if isinstance(zones, str):
+    return zones
+  if len(zones) > 1:
+    raise errors.UsageError(
+        f'--zone given {len(zones)} times ({", ".join(zones)}): the study '
+        'puts every VM in one zone (its latency depends on it); run one zone '
+        'per run, e.g. a flag_matrix over zone.')
+  return zones[0]
+
 flags.DEFINE_string('static_vm_file', None,
                     'JSON file of existing machines (PKB format: ip_address, '
                     'user_name, keyfile_path, optional internal_ip, ssh_port, '
@@ -99,4 +131,7 @@ flags.DEFINE_string('static_vm_file', None,
 flags.DEFINE_enum('placement_group_style', 'cluster',
                   ['cluster', 'none'],
                   'Place the run\'s VMs close together (GCP compact '
-                  'placement policy, AWS cluster placement group) or not.')
+                  'placement policy, AWS cluster placement group) or not. '
+                  'Upstream PKB\'s is a free string left to each cloud when '
+                  'unset; ours defaults to cluster, since the study measures '
+                  'latency between the VMs.')

@@ -112,9 +112,11 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         ('os_type', 'Local runs on this machine\'s OS')):
       if flag_values[flag].present and not (flag == 'os_type' and
                                              recorded_only):
+        value = flag_values[flag].value
+        if isinstance(value, list):  # --zone repeats, as upstream PKB's
+          value = ','.join(value)
         raise errors.UsageError(
-            f'--{flag}={flag_values[flag].value}: {why}; drop the flag or '
-            'choose a --cloud.')
+            f'--{flag}={value}: {why}; drop the flag or choose a --cloud.')
     return
   # The cloud's own --os_type check, so a dry run refuses what a real run
   # would (without an SDK the real run's GetProvider says what is missing).

@@ -171,7 +171,11 @@ def test_vm_only_engines_refuse_local_in_one_line():
 
 def test_engine_flags_are_checked(pkb_flags):
   pkb_flags.redis_engine = 'valkey'
-  pkb_flags.redis_server_io_threads = 4
+  pkb_flags.redis_server_io_threads = [2, 4]
+  with pytest.raises(errors.UsageError,
+                     match='io_threads=2,4: give one value; one run deploys'):
+    options.ServerOptions.FromFlags(pkb_flags)
+  pkb_flags.redis_server_io_threads = [4]
   server = options.ServerOptions.FromFlags(pkb_flags)
   assert server.engine == 'valkey'
   assert server.engine_settings == (('io_threads', 4),)

@@ -108,11 +108,11 @@ def _Argvs(opts, test_time=None):
   """One argv per fixed-load run, as MemtierGenerator builds them."""
   import dataclasses  # pylint: disable=g-import-not-at-top
   argvs = []
-  for (s, g), threads, pipeline in opts.fixed.Runs():
+  for (s, g), threads, clients, pipeline in opts.fixed.Runs():
     workload = dataclasses.replace(opts.workload, set_ratio=s, get_ratio=g)
     argvs.append(commands.MemtierProbeCommand(
         'memtier_benchmark', ENDPOINT, None, workload,
-        measurement.Load(threads, opts.fixed.clients, pipeline),
+        measurement.Load(threads, clients, pipeline),
         test_time or opts.generator.run_duration_s, '/tmp/o.json',
         requests=opts.generator.requests))
   return argvs
@@ -127,8 +127,8 @@ DRAGONFLY_COMMON = dict(
 def test_redis_vs_dragonfly_redis_line(pkb_flags):
   opts = _StudyOptions(pkb_flags, **DRAGONFLY_COMMON,
                        redis_server_cluster_mode=True,
-                       redis_total_num_processes=40, memtier_threads=['24'],
-                       memtier_clients=1, memtier_processes_per_client=2,
+                       redis_total_num_processes=40, memtier_threads=[24],
+                       memtier_clients=[1], memtier_processes_per_client=2,
                        memtier_run_duration=180)
   argvs = _Argvs(opts)
   # GET p1, GET p30, SET p1, SET p30.
@@ -142,8 +142,8 @@ def test_redis_vs_dragonfly_redis_line(pkb_flags):
 
 
 def test_redis_vs_dragonfly_dragonfly_line(pkb_flags):
-  opts = _StudyOptions(pkb_flags, **DRAGONFLY_COMMON, memtier_threads=['55'],
-                       memtier_clients=30, memtier_requests=200000)
+  opts = _StudyOptions(pkb_flags, **DRAGONFLY_COMMON, memtier_threads=[55],
+                       memtier_clients=[30], memtier_requests=200000)
   argvs = _Argvs(opts)
   _AssertReproduces(argvs[2], DRAGONFLY_STUDY_DRAGONFLY)
   assert '--test-time' not in argvs[2]
@@ -152,7 +152,7 @@ def test_redis_vs_dragonfly_dragonfly_line(pkb_flags):
 def test_redis_on_flash_line(pkb_flags):
   opts = _StudyOptions(
       pkb_flags, memtier_fixed_load=True, memtier_ratios=['1:1', '1:4', '4:1'],
-      memtier_threads=['256'], memtier_clients=4, memtier_data_size=1000,
+      memtier_threads=[256], memtier_clients=[4], memtier_data_size=1000,
       memtier_key_maximum=771141855, memtier_key_pattern='G:G',
       memtier_key_stddev=50358491, memtier_distinct_client_seed=True,
       memtier_randomize=True, memtier_run_duration=1200)
@@ -264,8 +264,10 @@ def test_helper_refusals():
           memtier_ram_fraction=0.9), ['redraw']),
     (dict(memtier_fixed_load=True, memtier_ratios=['1:1', '0:0']),
      ['--memtier_ratios="0:0"']),
-    (dict(memtier_fixed_load=True, memtier_threads=['0']),
-     ['--memtier_threads=0']),
+    (dict(memtier_fixed_load=True, memtier_pipelines=['0']),
+     ['--memtier_pipelines=0']),
+    (dict(memtier_clients=[4, 8]), ['--memtier_fixed_load', 'one']),
+    (dict(memtier_pipeline=[1, 30]), ['--memtier_fixed_load', 'one']),
 ])
 def test_refused_in_one_line(pkb_flags, values, words):
   with pytest.raises(errors.UsageError) as e:

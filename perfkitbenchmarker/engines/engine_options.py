@@ -10,6 +10,7 @@ from typing import Any, Tuple
 
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_types
 from perfkitbenchmarker.engines import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.engines import vm_only
 from perfkitbenchmarker.linux_packages import local_redis_builds
@@ -51,8 +52,18 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
         '--redis_replicas_per_primary and --redis_cluster_replicas both set; '
         'use one (the first adds replicas to --redis_total_num_processes '
         'primaries, the second counts them in it).')
-  return tuple((arg, f[flag].value) for flag, arg in own.items()
+  return tuple((arg, _Value(f, flag)) for flag, arg in own.items()
                if f[flag].value != _UNSET[flag])
+
+
+def _Value(f, flag: str):
+  if flag != 'redis_server_io_threads':
+    return f[flag].value
+  # Upstream PKB's redis_memtier runs once per listed value; here one run
+  # deploys one server configuration and compares across runs.
+  return flag_types.OneValue(
+      f[flag].value, flag, 'one run deploys one server configuration; run '
+      'one value per run (e.g. a flag_matrix over redis_server_io_threads).')
 
 
 # Each engine's check of --redis_server_version's form ('distro' or a

@@ -7,14 +7,18 @@ that reads them. Each engine's settings are recorded in every sample
 
 from absl import flags
 
+from perfkitbenchmarker import flag_types
+
 flags.DEFINE_string(
     'redis_engine', 'redis',
     'Redis-compatible server to deploy: redis (Redis OSS), valkey, '
     'dragonfly or keydb (the last two on VMs only).')
-flags.DEFINE_integer(
+flag_types.DEFINE_integerlist(
     'redis_server_io_threads', None,
     'io-threads of each Redis OSS or Valkey shard (the engine\'s default '
-    'when unset).', lower_bound=1)
+    'when unset). Upstream PKB\'s list syntax and bounds (1-128); one value '
+    'per run here (a flag_matrix runs several).', lower_bound=1,
+    upper_bound=128)
 flags.DEFINE_integer(
     'redis_replicas_per_primary', 0,
     'Replicas added per primary shard (Redis OSS and Valkey): standalone '

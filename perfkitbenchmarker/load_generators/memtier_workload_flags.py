@@ -8,10 +8,13 @@ mode needs memtier_benchmark; redis-benchmark runs are refused in one line.
 
 from absl import flags
 
+from perfkitbenchmarker import flag_types
+
 flags.DEFINE_boolean(
     'memtier_distinct_client_seed', False,
     'memtier --distinct-client-seed: each client draws its own key sequence '
-    '(PKB\'s flag; off here by default so earlier results stay comparable).')
+    '(upstream PKB\'s flag, on there by default; off here so earlier '
+    'results stay comparable).')
 flags.DEFINE_boolean(
     'memtier_randomize', False,
     'memtier --randomize: seed from the clock, so runs and processes differ.')
@@ -34,7 +37,9 @@ flags.DEFINE_float(
 flags.DEFINE_integer(
     'memtier_requests', None,
     'memtier -n: requests per client instead of --test-time '
-    '(--memtier_run_duration); fixed-load runs only. PKB\'s flag.',
+    '(--memtier_run_duration); fixed-load runs only. Upstream PKB\'s flag, '
+    'default 10000 there; unset here, since the capped search times its '
+    'probes.',
     lower_bound=1)
 flags.DEFINE_integer(
     'memtier_processes_per_client', 1,
@@ -45,10 +50,12 @@ flags.DEFINE_boolean(
     'No search: run each of --memtier_threads x --memtier_clients x '
     '--memtier_pipelines for every ratio in --memtier_ratios and report '
     'throughput and latency (the Redis vs Dragonfly study\'s runs).')
-flags.DEFINE_list(
-    'memtier_threads', [],
-    'Threads per memtier process for --memtier_fixed_load, a list to sweep '
-    '(PKB\'s flag; default --memtier_min_threads).')
+flag_types.DEFINE_integerlist(
+    'memtier_threads', None,
+    'Threads per memtier process for --memtier_fixed_load, an integer list '
+    'run once per value (upstream PKB\'s flag; its default is 4, ours is '
+    'unset: --memtier_min_threads, the search\'s own thread range).',
+    lower_bound=1)
 flags.DEFINE_list(
     'memtier_pipelines', [],
     'Pipelines to sweep with --memtier_fixed_load (default '

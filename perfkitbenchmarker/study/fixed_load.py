@@ -3,7 +3,7 @@
 The Redis vs Dragonfly study ran fixed command lines (e.g. `-t 24 -c 1
 --pipeline 30 --test-time 180`, two processes per client VM) and reported
 throughput and client latency, not a latency-capped maximum. This runs each
-(ratio, threads, pipeline) of `FixedLoadOptions.Runs()` once on every client
+(ratio, threads, clients, pipeline) of `FixedLoadOptions.Runs()` once on every client
 VM at once, over the same deployment and preload, and publishes each run's
 `throughput` and `average_latency` samples (probe_role `fixed`, the ratio in
 `memtier_ratio`) the moment it ends, then the hourly cost samples. There is
@@ -37,7 +37,8 @@ def PlanLines(opts: options_lib.RedisStudyOptions) -> List[str]:
   ratios = ', '.join(f'{s}:{r}' for s, r in f.ratios)
   return ['Fixed load (no search):',
           f'  {len(f.Runs())} run(s): SET:GET {ratios} x threads '
-          f'{",".join(map(str, f.threads))} x {f.clients} clients x pipeline '
+          f'{",".join(map(str, f.threads))} x {",".join(map(str, f.clients))} '
+          'clients x pipeline '
           f'{",".join(map(str, f.pipelines))}; {g.processes_per_client} '
           f'memtier process(es) per client VM and endpoint; {length}']
 
@@ -62,12 +63,13 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
       f'Fixed load: {len(runs)} run(s), no search '
       f'({PlanLines(opts)[1].strip()}):')
   measured = []
-  for index, ((set_ratio, get_ratio), threads, pipeline) in enumerate(runs):
+  for index, ((set_ratio, get_ratio), threads, clients,
+              pipeline) in enumerate(runs):
     workload = dataclasses.replace(opts.workload, set_ratio=set_ratio,
                                    get_ratio=get_ratio)
     probe = deployment_lib.ProbeDriver(
         spec, deployment, dataclasses.replace(opts, workload=workload))
-    m = probe(measurement.Load(threads, f.clients, pipeline))
+    m = probe(measurement.Load(threads, clients, pipeline))
     extra = {'fixed_load': True, 'fixed_load_run': index,
              'memtier_ratio': workload.ratio,
              'ops_per_usd_hour_servers': (m.throughput / per_hour

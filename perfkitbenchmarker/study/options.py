@@ -167,8 +167,9 @@ class GeneratorOptions:
     return cls(choice=f.load_generator, memtier_path=path,
                load_key_pattern=f.memtier_load_key_pattern,
                run_duration_s=f.memtier_run_duration,
-               warmup_s=f.memtier_warmup_seconds, clients=f.memtier_clients,
-               pipeline=f.memtier_pipeline, requests=f.memtier_requests,
+               warmup_s=f.memtier_warmup_seconds,
+               clients=f.memtier_clients[0], pipeline=f.memtier_pipeline[0],
+               requests=f.memtier_requests,
                processes_per_client=f.memtier_processes_per_client,
                fallback=f.redis_benchmark_fallback)
 

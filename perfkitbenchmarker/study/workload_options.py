@@ -54,29 +54,34 @@ class FixedLoadOptions:
   ratios: Tuple[Tuple[int, int], ...] = ()
   threads: Tuple[int, ...] = ()
   pipelines: Tuple[int, ...] = ()
-  clients: int = 1
+  clients: Tuple[int, ...] = (1,)
 
   @classmethod
   def FromFlags(cls, f) -> 'FixedLoadOptions':
     ratios = tuple(ParseRatio(r, 'memtier_ratios') for r in f.memtier_ratios)
+    pipelines = _PositiveInts(f.memtier_pipelines, 'memtier_pipelines')
+    if pipelines and f['memtier_pipeline'].present:
+      raise errors.UsageError(
+          '--memtier_pipelines and --memtier_pipeline both list pipelines; '
+          'give one of them (--memtier_pipeline takes a list too).')
     return cls(
         enabled=f.memtier_fixed_load,
         ratios=ratios or (ParseRatio(f.memtier_ratio, 'memtier_ratio'),),
-        threads=(_PositiveInts(f.memtier_threads, 'memtier_threads') or
-                 (f.memtier_min_threads,)),
-        pipelines=(_PositiveInts(f.memtier_pipelines, 'memtier_pipelines') or
-                   (f.memtier_pipeline,)),
-        clients=f.memtier_clients)
+        threads=tuple(f.memtier_threads or (f.memtier_min_threads,)),
+        pipelines=pipelines or tuple(f.memtier_pipeline),
+        clients=tuple(f.memtier_clients))
 
   @property
   def swept(self) -> bool:
     """Whether more than one run was asked for."""
-    return (len(self.ratios) * len(self.threads) * len(self.pipelines)) > 1
+    return len(self.Runs()) > 1
 
-  def Runs(self) -> List[Tuple[Tuple[int, int], int, int]]:
-    """(ratio, threads, pipeline) per run, ratio outermost (one preload)."""
-    return [(ratio, threads, pipeline) for ratio in self.ratios
-            for pipeline in self.pipelines for threads in self.threads]
+  def Runs(self) -> List[Tuple[Tuple[int, int], int, int, int]]:
+    """(ratio, threads, clients, pipeline) per run, ratio outermost (one
+    preload); one run per value of each list, as upstream PKB's memtier."""
+    return [(ratio, threads, clients, pipeline) for ratio in self.ratios
+            for pipeline in self.pipelines for clients in self.clients
+            for threads in self.threads]
 
 
 def KeyDistributionFromFlags(f) -> dict:
@@ -156,9 +161,10 @@ def CheckWorkload(opts) -> None:
           '--memtier_fixed_load or drop --memtier_requests.')
     if fixed.swept:
       raise errors.UsageError(
-          '--memtier_ratios/--memtier_pipelines/--memtier_threads lists are '
-          'swept by --memtier_fixed_load; a capped search takes '
-          '--memtier_ratio and --memtier_pipeline.')
+          'several --memtier_ratios/--memtier_pipeline(s)/--memtier_threads/'
+          '--memtier_clients values are swept by --memtier_fixed_load (one '
+          'run per value); a capped search finds the load itself from '
+          'one --memtier_ratio, --memtier_pipeline and --memtier_clients.')
     return
   if opts.search.staircase is not None or opts.shards.enabled:
     raise errors.UsageError(

@@ -28,15 +28,21 @@ flags.DEFINE_list('ycsb_workloads', ['workloada', 'workloadc'],
                   'PKB\'s copies (workloada, workloadc) or paths to any '
                   'core workload property file.')
 flags.DEFINE_integer('ycsb_record_count', 100000,
-                     'Records loaded (YCSB recordcount).', lower_bound=1)
+                     'Records loaded (YCSB recordcount; upstream PKB leaves '
+                     'it unset for its YCSB defaults, ours loads 100,000 so '
+                     'a probe is short).', lower_bound=1)
 flags.DEFINE_integer('ycsb_operation_count', 100000,
-                     'Operations per probe (YCSB operationcount).',
+                     'Operations per probe (YCSB operationcount; unset in '
+                     'upstream PKB, ours a short probe).',
                      lower_bound=1)
 flags.DEFINE_integer('ycsb_field_count', None,
                      'Fields per record (YCSB fieldcount); default 1 for '
-                     'string, 10 otherwise.', lower_bound=1)
+                     'string, 10 otherwise; upstream PKB: 10 for every '
+                     'type).', lower_bound=1)
 flags.DEFINE_integer('ycsb_field_length', 128,
-                     'Bytes per field (YCSB fieldlength).', lower_bound=1)
+                     'Bytes per field (YCSB fieldlength; unset in upstream '
+                     'PKB, YCSB\'s 100; ours 128, the Tair study\'s '
+                     'smallest).', lower_bound=1)
 flags.DEFINE_integer('ycsb_load_threads', 4,
                      'Client threads of the load phase.', lower_bound=1)
 flags.DEFINE_integer('ycsb_min_threads', 1,

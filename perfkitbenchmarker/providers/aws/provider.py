@@ -27,6 +27,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
 from perfkitbenchmarker.providers.aws import flags as aws_flags  # pylint: disable=unused-import
@@ -78,8 +79,8 @@ def CheckPrerequisites(flag_values) -> None:
   """One-line refusals before anything starts (no API calls)."""
   AwsOptions.FromFlags(flag_values)
   images.OsImageFor(flag_values.os_type)
-  if flag_values.zone:
-    naming.RegionOf(flag_values.zone)
+  if pkb_flags.OneZone(flag_values):
+    naming.RegionOf(pkb_flags.OneZone(flag_values))
 
 
 def ZoneOf(group_specs: Dict[str, virtual_machine.VmSpec]) -> str:

@@ -1,0 +1,101 @@
+"""Flag types that upstream PKB also uses, so shared flag names parse alike.
+
+Upstream PKB defines memtier_clients, memtier_threads, memtier_pipeline as
+integer lists ("1,2,4", ranges "1-4" and "1-9-2" with a step); this module
+gives the harness a flag of that syntax and type name ('integer list'), so a
+PKB user's `--memtier_clients=1,2,4` means the same list here.
+tests/data/upstream_pkb_flags.json records upstream's definitions and
+tests/upstream_flags_test.py holds ours to them.
+
+Definitions only; `OneValue` is for options builders whose run takes one
+value of such a list and refuses several in one line saying why.
+"""
+
+import re
+from typing import List, Optional, Sequence
+
+from absl import flags
+
+from perfkitbenchmarker import errors
+
+_GROUP = re.compile(r'(\d+)(?:-(\d+)(?:-(\d+))?)?')
+
+
+class IntegerListParser(flags.ArgumentParser):
+  """'1,3,5-7' -> [1, 3, 5, 6, 7]; '1-7-3' -> [1, 4, 7]; every value bounded."""
+
+  syntactic_help = ('a comma-separated list of whole numbers or ranges, '
+                    'e.g. 1,2,4 or 8-32-8')
+
+  def __init__(self, lower_bound: Optional[int] = None,
+               upper_bound: Optional[int] = None):
+    super().__init__()
+    self.lower_bound = lower_bound
+    self.upper_bound = upper_bound
+
+  def _Groups(self, text: str) -> List[int]:
+    values = []
+    for group in text.split(','):
+      match = _GROUP.fullmatch(group.strip())
+      if not match:
+        raise ValueError(f'"{text}" is not {self.syntactic_help}')
+      first, last, step = match.groups()
+      if last is None:
+        values.append(int(first))
+        continue
+      first, last, step = int(first), int(last), int(step or 1)
+      if last < first or step < 1:
+        raise ValueError(f'range "{group}" must run upwards with a step of '
+                         'at least 1')
+      values.extend(range(first, last + 1, step))
+    return values
+
+  def parse(self, argument) -> List[int]:
+    if isinstance(argument, bool):
+      raise ValueError(f'{argument!r} is not {self.syntactic_help}')
+    if isinstance(argument, int):
+      values = [argument]
+    elif isinstance(argument, (list, tuple)):
+      values = []
+      for item in argument:
+        values.extend(self.parse(item))
+    else:
+      values = self._Groups(str(argument))
+    for value in values:
+      if self.lower_bound is not None and value < self.lower_bound:
+        raise ValueError(f'{value} is below the lowest allowed value, '
+                         f'{self.lower_bound}')
+      if self.upper_bound is not None and value > self.upper_bound:
+        raise ValueError(f'{value} is above the highest allowed value, '
+                         f'{self.upper_bound}')
+    return values
+
+  def flag_type(self) -> str:
+    return 'integer list'
+
+
+class _IntegerListSerializer(flags.ArgumentSerializer):
+
+  def serialize(self, value) -> str:
+    return ','.join(str(v) for v in value)
+
+
+def DEFINE_integerlist(name: str, default, help_text: str,
+                       lower_bound: Optional[int] = None,
+                       upper_bound: Optional[int] = None,
+                       flag_values=flags.FLAGS) -> None:  # pylint: disable=invalid-name
+  """An integer-list flag (upstream PKB's type of the same name)."""
+  flags.DEFINE(IntegerListParser(lower_bound, upper_bound), name, default,
+               help_text, flag_values, _IntegerListSerializer())
+
+
+def OneValue(values: Optional[Sequence[int]], flag: str,
+             why: str) -> Optional[int]:
+  """The single value of an integer-list flag; several are refused (`why`)."""
+  if values is None:
+    return None
+  values = list(values)
+  if len(values) != 1:
+    raise errors.UsageError(
+        f'--{flag}={",".join(map(str, values))}: give one value; {why}')
+  return values[0]

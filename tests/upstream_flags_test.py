@@ -1,0 +1,131 @@
+"""Our flags against upstream PKB's definitions of the same names.
+
+tests/data/upstream_pkb_flags.json is upstream's flag registry read at a
+recorded commit (scripts/record_upstream_flags.py); docs/upstream_flags.md
+is the table of differences kept on purpose. A shared flag must match
+upstream's type and default or have a row there with both values, and say
+"upstream" in its help.
+"""
+
+import json
+import os
+import re
+
+import pytest
+from absl import flags
+
+from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (every flag)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(REPO, 'tests', 'data', 'upstream_pkb_flags.json')
+DOC = os.path.join(REPO, 'docs', 'upstream_flags.md')
+INTEGER_LISTS = ('memtier_clients', 'memtier_threads', 'memtier_pipeline',
+                 'redis_server_io_threads')
+
+
+@pytest.fixture(scope='module')
+def upstream():
+  with open(DATA) as f:
+    return json.load(f)
+
+
+def _Ours():
+  registry = flags.FLAGS
+  return {name: flag for name, flag in registry._flags().items()  # pylint: disable=protected-access
+          if name == flag.name and not (
+              registry.find_module_defining_flag(name) or '').startswith(
+                  'absl')}
+
+
+def _Default(flag):
+  value = flag.default
+  return list(value) if isinstance(value, tuple) else value
+
+
+def _DocRows():
+  """flag -> ((upstream type, default), (our type, default)) from the doc."""
+  rows = {}
+  with open(DOC) as f:
+    for line in f:
+      cells = [c.strip() for c in line.strip().strip('|').split('|')]
+      if len(cells) != 4 or not re.fullmatch(r'`\w+`', cells[0]):
+        continue
+      sides = []
+      for cell in cells[1:3]:
+        match = re.fullmatch(r'(.+), `(.*)`', cell)
+        assert match, f'docs/upstream_flags.md: cannot read "{cell}"'
+        sides.append((match.group(1), json.loads(match.group(2))))
+      rows[cells[0].strip('`')] = tuple(sides)
+  return rows
+
+
+def _Same(flag, type_name, default, recorded_type, recorded_default):
+  if type_name != recorded_type:
+    return False
+  if isinstance(flag, flags.MultiFlag) and not default and not (
+      recorded_default):
+    return True  # [] and None both mean "not given"
+  return default == recorded_default
+
+
+def test_the_record_names_its_upstream_commit(upstream):
+  assert re.fullmatch(r'[0-9a-f]{40}', upstream['upstream_commit'])
+  assert len(upstream['all_upstream_names']) > 1000
+  assert upstream['upstream_commit'] in open(DOC).read()
+
+
+def test_every_flag_name_we_share_with_upstream_is_recorded(upstream):
+  clashing = set(_Ours()) & set(upstream['all_upstream_names'])
+  assert clashing == set(upstream['shared']), (
+      'rerun scripts/record_upstream_flags.py and review the differences')
+
+
+def test_shared_flags_match_upstream_or_are_documented(upstream):
+  ours, rows = _Ours(), _DocRows()
+  undocumented = []
+  for name, recorded in upstream['shared'].items():
+    flag = ours[name]
+    mine = (flag.flag_type(), _Default(flag))
+    if _Same(flag, *mine, recorded['type'], recorded['default']):
+      assert name not in rows, f'{name} matches upstream; drop its doc row'
+      continue
+    if name not in rows:
+      undocumented.append(name)
+      continue
+    assert rows[name] == ((recorded['type'], recorded['default']), mine), (
+        f'docs/upstream_flags.md row for {name} is stale')
+    assert 'upstream' in flag.help.lower(), (
+        f'--{name} differs from upstream; its help must say so')
+  assert not undocumented, f'differ from upstream, not in the doc table: ' \
+      f'{undocumented}'
+  assert set(rows) <= set(upstream['shared'])
+
+
+def test_upstream_integer_lists_are_integer_lists_here(upstream):
+  ours = _Ours()
+  for name in INTEGER_LISTS:
+    assert ours[name].flag_type() == 'integer list', name
+  for name in INTEGER_LISTS[:3]:
+    assert upstream['shared'][name]['type'] == 'integer list'
+
+
+def test_integer_list_syntax_is_upstreams():
+  parser = flag_types.IntegerListParser(lower_bound=1, upper_bound=128)
+  assert parser.parse('1,2,4') == [1, 2, 4]
+  assert parser.parse('5-7') == [5, 6, 7]
+  assert parser.parse('8-32-8') == [8, 16, 24, 32]
+  assert parser.parse(30) == [30]
+  assert parser.parse([1, '3-4']) == [1, 3, 4]
+  for bad in ('', 'x', '1,,2', '4-2', '0', '129', '1-3-0'):
+    with pytest.raises(ValueError):
+      parser.parse(bad)
+
+
+def test_several_values_where_one_run_takes_one_are_refused_in_one_line():
+  assert flag_types.OneValue(None, 'f', 'why') is None
+  assert flag_types.OneValue([4], 'f', 'why') == 4
+  with pytest.raises(Exception) as e:
+    flag_types.OneValue([2, 4], 'redis_server_io_threads', 'because.')
+  assert str(e.value) == ('--redis_server_io_threads=2,4: give one value; '
+                          'because.')
