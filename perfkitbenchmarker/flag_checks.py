@@ -87,6 +87,7 @@ LIMITS: Mapping[str, Limit] = {
     'memtier_latency_cap': Limit(0, 60000, 'milliseconds', low_open=True),
     'memtier_min_threads': Limit(1, _THREADS, 'threads'),
     'memtier_max_threads': Limit(1, _THREADS, 'threads'),
+    'memtier_threads': Limit(1, _THREADS, 'threads per memtier process'),
     'memtier_thread_increment': Limit(1, _THREADS, 'threads'),
     'memtier_max_probes': Limit(1, 10000, 'probes'),
     'memtier_adaptive_min_connections': Limit(1, 100000, 'connections'),

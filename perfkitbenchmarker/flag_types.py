@@ -32,6 +32,8 @@ class IntegerListParser(flags.ArgumentParser):
     super().__init__()
     self.lower_bound = lower_bound
     self.upper_bound = upper_bound
+    # flag_checks reads each value's bounds from here, as for absl's lists.
+    self.element_parser = flags.IntegerParser(lower_bound, upper_bound)
 
   def _Groups(self, text: str) -> List[int]:
     values = []
