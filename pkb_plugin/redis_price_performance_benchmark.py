@@ -1,0 +1,347 @@
+"""Redis latency-capped throughput per dollar, run by an upstream PKB.
+
+This file is an upstream PerfKit Benchmarker benchmark module. It is
+installed into an upstream checkout's perfkitbenchmarker/linux_benchmarks/ by
+the harness's scripts/install_pkb_plugin.py and imports only upstream's own
+modules and the standard library.
+
+Upstream provisions the `servers` and `clients` groups on any cloud it
+supports (or takes them from its --static_vm_file) and tears them down. This
+module is a bridge to the Redis price-performance harness, which runs out of
+process with its own virtualenv:
+
+  CheckPrerequisites  the study's settings and the planned machine types'
+                      prices are checked by the harness's dry run, before
+                      anything is provisioned
+  Prepare             the provisioned VMs (addresses, user, upstream's SSH key,
+                      machine types, zone) go into a static VM file; priced
+                      again from the machine types upstream really got; the
+                      harness's provision and prepare stages install Redis and
+                      the load generator and preload the keys
+  Run                 the harness's run stage (the latency-capped search); its
+                      JSON rows come back as upstream samples
+  Cleanup             the harness's cleanup and teardown stages: the shards
+                      stop and the harness's scratch directories go; the VMs
+                      are upstream's to delete
+
+Study settings pass through one flag, --redis_price_performance_flags (the
+harness's own flags, as on its command line), so no flag name is defined in
+both programs. A machine type the harness's price catalog does not have is
+refused before the study starts, naming the harness flag that gives a price
+(--machine_price=TYPE=USD, in that flag); VMs of a cloud the catalog does
+not cover (or upstream's static machines, which have no machine type) are
+priced as a catalog type with --local_priced_as=GCP:TYPE in that flag.
+"""
+
+import json
+import logging
+import os
+import re
+import shlex
+import subprocess
+from typing import Any, Dict, List, Optional
+
+from absl import flags
+
+from perfkitbenchmarker import configs
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import sample
+from perfkitbenchmarker import vm_util
+
+# scripts/install_pkb_plugin.py writes the harness checkout's path here.
+HARNESS_DIR = '@HARNESS_DIR@'
+
+BENCHMARK_NAME = 'redis_price_performance'
+BENCHMARK_CONFIG = """
+redis_price_performance:
+  description: >
+    Latency-capped Redis throughput and throughput per dollar of the server
+    machine type, measured by the Redis price-performance harness.
+  vm_groups:
+    servers:
+      vm_spec:
+        GCP:
+          machine_type: t2d-standard-16
+          zone: us-central1-a
+        AWS:
+          machine_type: c6gn.16xlarge
+          zone: us-east-1a
+      vm_count: 1
+    clients:
+      vm_spec:
+        GCP:
+          machine_type: n2-standard-32
+          zone: us-central1-a
+        AWS:
+          machine_type: c6gn.16xlarge
+          zone: us-east-1a
+      vm_count: 1
+"""
+
+STUDY_FLAGS = flags.DEFINE_string(
+    'redis_price_performance_flags', '',
+    'Flags for the Redis price-performance harness, as on its own command '
+    'line, e.g. "--memtier_latency_cap=0.5 --redis_total_num_processes=2". '
+    '--machine_price=TYPE=USD prices a machine type its catalog lacks; '
+    '--local_priced_as=GCP:TYPE prices VMs of other clouds as a catalog '
+    'type.')
+
+GROUPS = ('servers', 'clients')
+HARNESS_BENCHMARK = 'redis_memtier'
+# Metadata upstream's DefaultMetadataProvider sets itself (per-group VM
+# metadata under servers_/clients_, VM lists under vm_, the version, ...):
+# the harness's values of these keys are kept under a harness_ prefix.
+UPSTREAM_KEYS = ('perfkitbenchmarker_version', 'project', 'hostnames',
+                 'cloud', 'zone', 'set_files', 'sysctl',
+                 'simulate_maintenance')
+UPSTREAM_PREFIXES = ('servers_', 'clients_', 'vm_')
+# Flags the bridge sets itself; given in --redis_price_performance_flags
+# they would contradict what upstream provisioned.
+RESERVED = ('cloud', 'static_vm_file', 'run_stage', 'run_uri', 'results_dir',
+            'benchmarks', 'benchmark_config_file', 'zone', 'machine_type',
+            'collapse_labels', 'timing_measurements')
+PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
+HARNESS_TIMEOUT_S = 24 * 3600  # the harness enforces its own deadline
+
+
+class BridgeError(errors.Setup.InvalidConfigurationError):
+  """A setting or machine type the harness cannot run with."""
+
+
+def GetConfig(user_config: Dict[str, Any]) -> Dict[str, Any]:
+  return configs.LoadConfig(BENCHMARK_CONFIG, user_config, BENCHMARK_NAME)
+
+
+# --- the harness's command line -------------------------------------------
+
+
+def HarnessDir() -> str:
+  path = os.environ.get('REDIS_PRICE_PERFORMANCE_HARNESS') or HARNESS_DIR
+  if path.startswith('@') or not os.path.isfile(os.path.join(path, 'pkb.py')):
+    raise BridgeError(
+        f'redis_price_performance: no harness at "{path}"; install the plugin '
+        'with <harness>/scripts/install_pkb_plugin.py <this checkout>.')
+  return path
+
+
+def StudyFlags(text: str) -> List[str]:
+  """--redis_price_performance_flags as argv; the bridge's own refused."""
+  try:
+    argv = shlex.split(text or '')
+  except ValueError as e:
+    raise BridgeError(f'--redis_price_performance_flags: {e}') from None
+  for arg in argv:
+    name = re.sub(r'^--?(no)?', '', arg.split('=', 1)[0])
+    if not arg.startswith('-'):
+      raise BridgeError(
+          f'--redis_price_performance_flags: "{arg}" is not a flag; give '
+          'the harness\'s flags as --name=value.')
+    if name in RESERVED:
+      raise BridgeError(
+          f'--redis_price_performance_flags: --{name} is set by the bridge '
+          'from what upstream provisioned; drop it.')
+  return argv
+
+
+def _GivesPrice(study_argv: List[str]) -> bool:
+  return any(a.startswith('--local_priced_as=') for a in study_argv)
+
+
+def PricedAs(cloud: Optional[str], machine_type: Optional[str],
+             zone: Optional[str], study_argv: List[str],
+             group: str) -> Optional[str]:
+  """The harness's CLOUD:TYPE@ZONE price key of a group, None to use the
+  given --local_priced_as; refused when neither can price it."""
+  if cloud in PRICED_CLOUDS and machine_type:
+    return f'{cloud}:{machine_type}' + (f'@{zone}' if zone else '')
+  if _GivesPrice(study_argv):
+    return None
+  raise BridgeError(
+      f'redis_price_performance: the {group} VMs are {cloud or "?"} '
+      f'{machine_type or "(no machine type)"}, which the harness cannot '
+      'price (its catalog covers GCP and AWS machine types); price them as '
+      'a catalog type with --redis_price_performance_flags='
+      '--local_priced_as=GCP:<machine type> (or AWS:<machine type>).')
+
+
+def HarnessConfig(priced: Dict[str, Optional[str]],
+                  counts: Dict[str, int]) -> str:
+  """The harness's benchmark config: group sizes and price keys."""
+  groups = {}
+  for group in GROUPS:
+    spec = {'machine_type': 'static'}
+    if priced.get(group):
+      spec['priced_as'] = priced[group]
+    groups[group] = {'vm_count': counts[group],
+                     'vm_spec': {'Static': spec, 'Local': spec}}
+  return json.dumps({HARNESS_BENCHMARK: {'vm_groups': groups}})
+
+
+def StaticVmFile(vm_groups) -> str:
+  """The harness's static VM file (JSON) for upstream's VMs, by group."""
+  out = {}
+  for group in GROUPS:
+    out[group] = [{
+        'ip_address': vm.ip_address,
+        'internal_ip': vm.internal_ip or vm.ip_address,
+        'user_name': vm.user_name,
+        'keyfile_path': vm.ssh_private_key,
+        'ssh_port': int(vm.ssh_port or 22),
+        'machine_type': vm.machine_type or 'static',
+        'zone': vm.zone or '',
+    } for vm in vm_groups[group]]
+  return json.dumps(out, indent=1)
+
+
+def RunUri(run_uri: str, sequence: int = 0) -> str:
+  """A harness run id (1-12 lowercase letters/digits) for this spec."""
+  base = re.sub(r'[^a-z0-9]', '', (run_uri or 'pkb').lower())[:10] or 'pkb'
+  return f'{base}{sequence % 100}'[:12]
+
+
+def _Workdir(spec) -> str:
+  path = os.path.join(vm_util.GetTempDir(), BENCHMARK_NAME)
+  os.makedirs(path, exist_ok=True)
+  return path
+
+
+def _RunHarness(argv: List[str], what: str) -> None:
+  """Runs the harness; its output goes to upstream's log."""
+  command = [os.path.join(HarnessDir(), 'pkb.py')] + argv
+  logging.info('redis_price_performance: %s', ' '.join(
+      shlex.quote(a) for a in command))
+  # The harness runs in its own virtualenv: upstream's must not leak in.
+  env = {k: v for k, v in os.environ.items()
+         if k not in ('VIRTUAL_ENV', 'PYTHONPATH', 'PYTHONHOME')}
+  done = subprocess.run(command, cwd=HarnessDir(), capture_output=True,
+                        text=True, timeout=HARNESS_TIMEOUT_S, check=False,
+                        env=env)
+  for line in (done.stdout + done.stderr).splitlines():
+    logging.info('harness: %s', line)
+  if done.returncode != 0:
+    last = next((l for l in reversed(done.stderr.splitlines()) if l.strip()),
+                f'exit {done.returncode}')
+    if done.returncode == 2:  # the harness's one-line refusal of a setting
+      last = (f'{last.removeprefix("pkb: ")} (the harness\'s flags go in '
+              '--redis_price_performance_flags)')
+    error = BridgeError if done.returncode == 2 else (
+        errors.Benchmarks.RunError)
+    raise error(f'redis_price_performance {what}: {last}')
+
+
+# --- upstream's stages ----------------------------------------------------
+
+
+def _PlannedGroup(benchmark_config, group):
+  group_spec = benchmark_config.vm_groups[group]
+  vm_spec = group_spec.vm_spec
+  return (group_spec.cloud, getattr(vm_spec, 'machine_type', None),
+          getattr(vm_spec, 'zone', None), group_spec.vm_count or 1)
+
+
+def CheckPrerequisites(benchmark_config) -> None:
+  """The harness's dry run over the planned machine types and the settings:
+  an unpriced type or a bad setting is refused before anything is bought."""
+  study = StudyFlags(STUDY_FLAGS.value)
+  if flags.FLAGS.static_vm_file:
+    # Upstream's static machines: their types are known at Prepare.
+    priced = {g: None for g in GROUPS}
+    study = study if _GivesPrice(study) else study + [
+        '--local_priced_as=GCP:n2d-standard-2']  # settings check only
+  else:
+    priced = {}
+    for group in GROUPS:
+      cloud, machine_type, zone, _ = _PlannedGroup(benchmark_config, group)
+      priced[group] = PricedAs(cloud, machine_type, zone, study, group)
+  counts = {g: _PlannedGroup(benchmark_config, g)[3] for g in GROUPS}
+  _DryRun(priced, counts, study)
+
+
+def _DryRun(priced, counts, study) -> None:
+  workdir = os.path.join(vm_util.GetTempDir(), BENCHMARK_NAME)
+  os.makedirs(workdir, exist_ok=True)
+  config = os.path.join(workdir, 'plan_config.json')
+  with open(config, 'w') as f:
+    f.write(HarnessConfig(priced, counts))
+  _RunHarness(['--cloud=Local', '--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
+               f'--benchmark_config_file={config}',
+               f'--results_dir={workdir}'] + study, 'check')
+
+
+def _Argv(spec, stages: str) -> List[str]:
+  workdir = _Workdir(spec)
+  return [f'--benchmarks={HARNESS_BENCHMARK}',
+          f'--static_vm_file={os.path.join(workdir, "static_vms.json")}',
+          f'--benchmark_config_file={os.path.join(workdir, "config.json")}',
+          f'--run_uri={spec.redis_price_performance_run_uri}',
+          f'--results_dir={os.path.join(workdir, "results")}',
+          '--nocollapse_labels', '--timing_measurements=none',
+          f'--run_stage={stages}'] + StudyFlags(STUDY_FLAGS.value)
+
+
+def Prepare(spec) -> None:
+  """Prices the VMs upstream provisioned, hands them to the harness, and
+  runs its provision (SSH check) and prepare (install, shards, preload)."""
+  study = StudyFlags(STUDY_FLAGS.value)
+  priced = {}
+  for group in GROUPS:
+    vms = spec.vm_groups.get(group) or []
+    if not vms:
+      raise BridgeError(f'redis_price_performance needs a {group} group.')
+    first = vms[0]
+    priced[group] = PricedAs(first.CLOUD, first.machine_type, first.zone,
+                             study, group)
+  counts = {g: len(spec.vm_groups[g]) for g in GROUPS}
+  _DryRun(priced, counts, study)
+  workdir = _Workdir(spec)
+  with open(os.path.join(workdir, 'config.json'), 'w') as f:
+    f.write(HarnessConfig(priced, counts))
+  with open(os.path.join(workdir, 'static_vms.json'), 'w') as f:
+    f.write(StaticVmFile(spec.vm_groups))
+  spec.redis_price_performance_run_uri = RunUri(
+      flags.FLAGS.run_uri, getattr(spec, 'sequence_number', 0) or 0)
+  _RunHarness(_Argv(spec, 'provision,prepare'), 'prepare')
+
+
+def UpstreamMetadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
+  """The harness's metadata without the keys upstream's providers set."""
+  out = {}
+  for key, value in metadata.items():
+    if key in UPSTREAM_KEYS or key.startswith(UPSTREAM_PREFIXES):
+      key = f'harness_{key}'
+    out[key] = value
+  return out
+
+
+def SamplesFromRows(lines) -> List[sample.Sample]:
+  """The harness's JSON rows (--nocollapse_labels) as upstream samples."""
+  samples = []
+  for line in lines:
+    if not line.strip():
+      continue
+    row = json.loads(line)
+    metadata = dict(row.get('metadata') or {})
+    metadata['harness_run_uri'] = row.get('run_uri')
+    samples.append(sample.Sample(row['metric'], row['value'], row['unit'],
+                                 UpstreamMetadata(metadata),
+                                 timestamp=row.get('timestamp')))
+  return samples
+
+
+def Run(spec) -> List[sample.Sample]:
+  """The harness's latency-capped search; its rows as upstream samples."""
+  path = os.path.join(_Workdir(spec), 'results',
+                      spec.redis_price_performance_run_uri,
+                      'perfkitbenchmarker_results.json')
+  before = os.path.getsize(path) if os.path.exists(path) else 0
+  _RunHarness(_Argv(spec, 'run'), 'run')
+  with open(path) as f:
+    f.seek(before)
+    return SamplesFromRows(f)
+
+
+def Cleanup(spec) -> None:
+  """The harness's cleanup (stop the shards) and teardown (its scratch
+  directories; static machines are never deleted by the harness)."""
+  if getattr(spec, 'redis_price_performance_run_uri', None):
+    _RunHarness(_Argv(spec, 'cleanup,teardown'), 'cleanup')

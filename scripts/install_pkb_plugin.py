@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Installs the redis_price_performance benchmark into an upstream PKB checkout.
+
+  ./scripts/install_pkb_plugin.py /path/to/PerfKitBenchmarker
+
+Writes one file, perfkitbenchmarker/linux_benchmarks/
+redis_price_performance_benchmark.py, with this harness checkout's path in
+it (pkb_plugin/README.md). Refuses, in one line and exit 2, a directory that
+is not an upstream checkout, a module or benchmark name upstream already
+has, or a flag name upstream already defines. Running it again updates the
+file; --uninstall removes it.
+"""
+
+import argparse
+import ast
+import os
+import re
+import sys
+
+HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE = os.path.join(HARNESS, 'pkb_plugin',
+                      'redis_price_performance_benchmark.py')
+MODULE = 'redis_price_performance_benchmark.py'
+MARKER = "HARNESS_DIR = '@HARNESS_DIR@'"
+
+
+class InstallError(Exception):
+  pass
+
+
+def _Names(source: str):
+  """(BENCHMARK_NAME, flag names) the plugin module defines."""
+  tree = ast.parse(source)
+  benchmark, flag_names = None, []
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
+        getattr(node.targets[0], 'id', None) == 'BENCHMARK_NAME'):
+      benchmark = node.value.value
+    if (isinstance(node, ast.Call) and
+        getattr(node.func, 'attr', '').startswith('DEFINE') and node.args and
+        isinstance(node.args[0], ast.Constant)):
+      flag_names.append(node.args[0].value)
+  return benchmark, flag_names
+
+
+def _UpstreamSources(upstream: str):
+  root = os.path.join(upstream, 'perfkitbenchmarker')
+  for directory, _, files in os.walk(root):
+    for name in files:
+      if name.endswith('.py'):
+        yield os.path.join(directory, name)
+
+
+def Check(upstream: str, source: str) -> str:
+  """The target path; InstallError when installing would clash."""
+  benchmarks = os.path.join(upstream, 'perfkitbenchmarker', 'linux_benchmarks')
+  if not (os.path.isfile(os.path.join(upstream, 'pkb.py')) and
+          os.path.isfile(os.path.join(benchmarks, '__init__.py'))):
+    raise InstallError(
+        f'{upstream} is not a PerfKitBenchmarker checkout (no pkb.py and '
+        'perfkitbenchmarker/linux_benchmarks/); give the directory you run '
+        'upstream\'s ./pkb.py from.')
+  target = os.path.join(benchmarks, MODULE)
+  ours = ''
+  if os.path.exists(target):
+    with open(target) as f:
+      ours = f.read()
+    if 'redis_price_performance' not in ours or 'HARNESS_DIR = ' not in ours:
+      raise InstallError(f'{target} exists and is not this plugin; upstream '
+                         'has a module of that name.')
+  benchmark, flag_names = _Names(source)
+  name_re = re.compile(r"^BENCHMARK_NAME\s*=\s*['\"]([^'\"]+)", re.M)
+  flag_re = re.compile(r"DEFINE_\w+\(\s*['\"]([a-z0-9_]+)['\"]")
+  for path in _UpstreamSources(upstream):
+    if os.path.abspath(path) == os.path.abspath(target):
+      continue
+    with open(path, errors='replace') as f:
+      text = f.read()
+    if benchmark in name_re.findall(text):
+      raise InstallError(f'upstream already has a benchmark named '
+                         f'{benchmark} ({path}); not installing.')
+    clash = set(flag_names) & set(flag_re.findall(text))
+    if clash:
+      raise InstallError(f'upstream already defines --{clash.pop()} '
+                         f'({path}); not installing.')
+  return target
+
+
+def Install(upstream: str, harness: str = HARNESS) -> str:
+  with open(SOURCE) as f:
+    source = f.read()
+  if MARKER not in source:
+    raise InstallError(f'{SOURCE} lacks the line {MARKER!r}.')
+  target = Check(upstream, source)
+  text = source.replace(MARKER, f'HARNESS_DIR = {os.path.abspath(harness)!r}')
+  with open(target + '.tmp', 'w') as f:
+    f.write(text)
+  os.replace(target + '.tmp', target)
+  return target
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('upstream', help='upstream PerfKitBenchmarker checkout')
+  parser.add_argument('--uninstall', action='store_true')
+  args = parser.parse_args(argv)
+  upstream = os.path.abspath(os.path.expanduser(args.upstream))
+  try:
+    if args.uninstall:
+      with open(SOURCE) as f:
+        target = Check(upstream, f.read())
+      if os.path.exists(target):
+        os.remove(target)
+      print(f'removed {target}')
+      return 0
+    target = Install(upstream)
+  except (InstallError, OSError) as e:
+    print(f'install_pkb_plugin: {e}', file=sys.stderr)
+    return 2
+  print(f'installed {target} (harness: {HARNESS}); run upstream\'s '
+        './pkb.py --benchmarks=redis_price_performance')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

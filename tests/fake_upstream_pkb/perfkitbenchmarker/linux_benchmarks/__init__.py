@@ -1,0 +1,1 @@
+"""Fake upstream (tests only): the package the plugin is installed into."""
