@@ -100,6 +100,7 @@ UPSTREAM_PREFIXES = ('servers_', 'clients_', 'vm_')
 RESERVED = ('cloud', 'static_vm_file', 'run_stage', 'run_uri', 'results_dir',
             'benchmarks', 'benchmark_config_file', 'zone', 'machine_type',
             'collapse_labels', 'timing_measurements')
+UNCONFIRMED_EXIT = 4  # the harness's: a result without a confirmed answer
 PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
 HARNESS_TIMEOUT_S = 24 * 3600  # the harness enforces its own deadline
 
@@ -205,8 +206,11 @@ def _Workdir(spec) -> str:
   return path
 
 
-def _RunHarness(argv: List[str], what: str) -> None:
-  """Runs the harness; its output goes to upstream's log."""
+def _RunHarness(argv: List[str], what: str,
+                accept: tuple = (0,)) -> None:
+  """Runs the harness; its output goes to upstream's log. An exit code in
+  `accept` other than 0 is logged as a warning with the harness's last line.
+  """
   command = [os.path.join(HarnessDir(), 'pkb.py')] + argv
   logging.info('redis_price_performance: %s', ' '.join(
       shlex.quote(a) for a in command))
@@ -218,7 +222,10 @@ def _RunHarness(argv: List[str], what: str) -> None:
                         env=env)
   for line in (done.stdout + done.stderr).splitlines():
     logging.info('harness: %s', line)
-  if done.returncode != 0:
+  if done.returncode != 0 and done.returncode in accept:
+    logging.warning('redis_price_performance %s: %s', what, next(
+        (l for l in reversed(done.stderr.splitlines()) if l.strip()), ''))
+  elif done.returncode != 0:
     last = next((l for l in reversed(done.stderr.splitlines()) if l.strip()),
                 f'exit {done.returncode}')
     if done.returncode == 2:  # the harness's one-line refusal of a setting
@@ -334,7 +341,10 @@ def Run(spec) -> List[sample.Sample]:
                       spec.redis_price_performance_run_uri,
                       'perfkitbenchmarker_results.json')
   before = os.path.getsize(path) if os.path.exists(path) else 0
-  _RunHarness(_Argv(spec, 'run'), 'run')
+  # Exit 4: the search finished without a confirmed answer; its rows are
+  # kept (each says so in `verdict` and is not official), as the harness
+  # keeps them.
+  _RunHarness(_Argv(spec, 'run'), 'run', accept=(0, UNCONFIRMED_EXIT))
   with open(path) as f:
     f.seek(before)
     return SamplesFromRows(f)
