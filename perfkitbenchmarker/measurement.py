@@ -64,6 +64,7 @@ class Measurement:
     per_second: per-second series (warm-up seconds kept but tagged).
     client_saturated: the load generator's CPU, not the server, was the limit.
     client_cpu_busy_fraction: busy share of the client's cores, if measured.
+    client_cpu: the load generator's busiest thread and core, if measured.
     histogram: the latency histogram of the measured part, when the tool
       gives one (memtier without warm-up); lets `Combine` merge percentiles.
     metadata: load generator name and version and other facts for samples.
@@ -80,6 +81,9 @@ class Measurement:
   client_saturated: bool = False
   client_cpu_busy_fraction: Optional[float] = None
   histogram: Optional[latency_histogram.LatencyHistogram] = None
+  # The load generator's threads and cores over the probe, when measured
+  # (a load_generators.client_cpu.ClientCpu; the probe driver reads it).
+  client_cpu: Optional[object] = None
   metadata: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
   def UnderCap(self, cap_ms: float) -> bool:

@@ -16,9 +16,10 @@ file (machines are throwaway, and a changed key within a run still fails).
 Every command runs under `timeout` on the VM and a slightly longer local
 timeout. Only connection failures are retried (ssh exit 255 before the remote
 shell started, detected by a marker the remote shell writes first), never a
-command's own failure. `RunDetached` starts a command with setsid/nohup,
-writing its output and exit code to files in the scratch directory, and polls
-for them, so a dropped connection only delays it. The shell text itself is
+command's own failure. `RunDetached` runs a long command detached from the
+connection (setsid/nohup, output and exit code in files of the scratch
+directory) in one round trip to start it and one blocking one to collect it,
+so a dropped connection only delays it (ssh_jobs.py). The shell text itself is
 built in linux_packages/remote_shell.py; the install scripts in
 package_commands.py, run by remote_install.py.
 """
@@ -33,13 +34,13 @@ import shlex
 import shutil
 import tempfile
 import threading
-import uuid
 from typing import Any, Dict, Hashable, Optional, Tuple
 
 from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import remote_install
@@ -281,55 +282,15 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   # Long commands -----------------------------------------------------------
 
   def RunDetached(self, command: str, timeout: float,
-                  env: Optional[Dict[str, str]] = None,
-                  poll_interval_s: float = 2.0) -> Tuple[str, str, int]:
-    """Runs a long command that survives dropped SSH connections.
+                  env: Optional[Dict[str, str]] = None
+                  ) -> Tuple[str, str, int]:
+    """Runs a long command that survives dropped SSH connections: one round
+    trip to start it, one to collect it (ssh_jobs.py).
 
     Returns (stdout, stderr, returncode) like RemoteCommandWithReturnCode;
     returncode is -9 if it ran past `timeout` (it is then killed on the VM).
     """
-    job = f'{self.scratch_dir}/detached/{uuid.uuid4().hex[:12]}'
-    seconds = remote_shell.Seconds(timeout)
-    self.RemoteCommand(remote_shell.DetachedStartScript(job, command, timeout),
-                       stdin=remote_shell.EnvScript(env or {}), timeout=60,
-                       what=f'starting a command on {self.name}')
-    start = self._clock()
-    deadline = start + seconds + remote_shell.KILL_GRACE_S + 30
-    interval = 0.2
-    try:
-      while True:
-        try:
-          out, _, rc = self.RemoteCommandWithReturnCode(
-              f'cat {shlex.quote(job)}/rc 2>/dev/null', timeout=30)
-          if rc == 0 and out.strip().lstrip('-').isdigit():
-            code = int(out)
-            break
-        except SshError as e:
-          logging.warning('%s; still waiting for the detached command', e)
-        if self._clock() > deadline:
-          self._KillDetached(job)
-          code = -9
-          break
-        self._sleep(interval)
-        interval = min(poll_interval_s, interval * 1.5)
-    except BaseException:
-      self._KillDetached(job)
-      raise
-    quoted = shlex.quote(job)
-    out, _, _ = self.RemoteCommandWithReturnCode(f'cat {quoted}/stdout')
-    err, _, _ = self.RemoteCommandWithReturnCode(f'cat {quoted}/stderr')
-    self.RemoteCommandWithReturnCode(f'rm -rf {quoted}')
-    if code in (124, 137) and self._clock() - start >= seconds:
-      code = -9
-    return out, err, code
-
-  def _KillDetached(self, job: str) -> None:
-    try:
-      self.RemoteCommandWithReturnCode(remote_shell.DetachedKillScript(job),
-                                       timeout=30)
-    except errors.Error as e:
-      logging.warning('Could not stop a detached command on %s: %s',
-                      self.name, e)
+    return ssh_jobs.RunDetached(self, command, timeout, env)
 
   # Lifecycle ---------------------------------------------------------------
 

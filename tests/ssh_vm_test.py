@@ -194,8 +194,7 @@ def test_master_connections_are_closed_at_exit(make_vm):
 
 def test_run_detached_timeout_kills_the_job(vm):
   start = time.monotonic()
-  out, _, rc = vm.RunDetached('echo started; sleep 42.5', timeout=1,
-                              poll_interval_s=0.2)
+  out, _, rc = vm.RunDetached('echo started; sleep 42.5', timeout=1)
   assert rc == -9 and out == 'started\n'
   assert time.monotonic() - start < 15
   _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 42.5"')
@@ -368,7 +367,35 @@ def test_remote_shell_quotes_and_bounds_the_command():
   assert remote_shell.CleanStderr(
       remote_shell.STARTED_MARKER + 'ControlSocket /x already exists, '
       'disabling multiplexing\nreal error\n') == 'real error\n'
-  _BashParses(remote_shell.DetachedStartScript('/tmp/j k', 'sleep 1', 3))
+  _BashParses(remote_shell.DetachedStartScript('/tmp/j k', 3, ['/tmp/o l']))
+  _BashParses(remote_shell.DetachedCollectScript('/tmp/j k', 3))
+  assert remote_shell.ParseCollected('@pending\n') is None
+  assert remote_shell.ParseCollected(
+      '@rc 4\n@out ZG9uZQo=\n@err \n@pkb-job-done\n') == ('done\n', '', 4)
+  with pytest.raises(ValueError):  # Cut short by a dropped connection.
+    remote_shell.ParseCollected('@rc 4\n@out ZG9u')
   _BashParses(remote_shell.DetachedKillScript('/tmp/j k'))
   with pytest.raises(ValueError):
     remote_shell.EnvScript({'BAD NAME': 'x'})
+
+
+def test_a_probe_is_one_trip_to_start_and_one_to_collect(make_vm):
+  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.load_generators import concurrent
+  runner = RecordingRunner()
+  machine = make_vm(name='vm-probe', run_local=runner)
+  machine.WaitForSsh(20)
+  path = f'{machine.scratch_dir}/probe-out.json'
+  for attempt in range(2):
+    before = len(runner.commands)
+    run = concurrent.RunProbe(
+        machine, f'probe{attempt}',
+        [['sleep', '0.6'], ['sh', '-c', f'echo {attempt} > {path}; echo hi']],
+        timeout_s=30, files=[path], sample_every_s=0.2)
+    # Everything (exit codes, outputs, the file, the CPU snapshots) came
+    # back in the collecting trip.
+    assert len(runner.commands) - before == 2, runner.commands[before:]
+    assert run.outputs[1].stdout == 'hi\n'
+    assert run.files[path] == f'{attempt}\n'
+    assert run.cpu is not None and run.cpu.threads_seen >= 1
+    assert run.cpu.busiest_thread == 'sleep'

@@ -22,6 +22,7 @@ from perfkitbenchmarker import reporting
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
@@ -87,7 +88,21 @@ class RecordedClientVm:
     del timeout, env, stdin
     if '--version' in command:
       return 'memtier_benchmark 255.255.255\n', '', 0
-    return '', '', 0
+    script = next((text for path, text in self.files.items()
+                   if path in command), None)
+    if script is None:
+      return '', '', 0
+    # A probe script: its bundle, with the recorded files and CPU counters
+    # read at the window's start and end.
+    self.scripts.append(script)
+    stats = {'stat0': self._Stat(100.0), 'stat1': self._Stat(132.5)}
+    return concurrent.Bundle({
+        key: stats[key] if key in stats else self.ReadFile(path)
+        for key, path in concurrent.BundleRequests(script)}), '', 0
+
+  def _Stat(self, when):
+    busy, total = self.CpuTimes()
+    return f'{when}\ncpu  {busy} 0 0 {total - busy} 0 0 0 0\n'
 
   def ReadFile(self, path):
     kind = 'staircase' if '--clients-start' in self.scripts[-1] else 'probe'

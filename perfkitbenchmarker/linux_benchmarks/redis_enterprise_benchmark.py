@@ -442,7 +442,9 @@ def _RunCloud(spec, opts) -> None:
         duration_limit=lambda: spec.deadline.Remaining() - 10,
         interference=interference.ForRun(
             spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-            tuple))
+            tuple, measured=deployment.MeasuringClients(
+                spec, d['generators'])),
+        server_machines=deployment.ServerMachines(spec))
     return _Search(spec, study, probe_driver,
                    {'db_shard_count': shards, 'redis_proxy_threads': proxies})
 

@@ -141,7 +141,11 @@ def Wrap(vm, argvs: Sequence[Sequence[str]], secret: str
   machine) the secret is put into the arguments themselves.
   """
   vm.Install('argv_secret')
-  if not IsInstalled(vm):
+  # Asked once per VM: a probe must not pay a round trip for it each time.
+  installed = vm.__dict__.get('_argv_secret_library')
+  if installed is None:
+    installed = vm.__dict__['_argv_secret_library'] = IsInstalled(vm)
+  if not installed:
     return ([vm.Pinned(vm_util.QuoteAll([a.replace(TOKEN, secret) for a in argv]))
              for argv in argvs], [])
   redirect = f'{FD}<{shlex.quote(LibraryPath(vm))}'

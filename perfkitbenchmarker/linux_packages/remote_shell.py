@@ -7,8 +7,10 @@ machine:
     "the remote shell started" apart from an ssh connection failure (both can
     end with exit 255), and after reading the environment, if any, from the
     first line of stdin so secrets never appear in any process's argv;
-  * `Detached*Script` start, and kill, a command that outlives the SSH
-    connection: setsid + nohup, output and exit code in files of a job dir.
+  * `Detached*Script` start, collect and kill a command that outlives the
+    SSH connection: setsid + nohup, output and exit code in files of a job
+    dir, an flock held while it runs so that collecting is one blocking
+    command (ssh_jobs.py drives them).
 
 Extension seam: another remote shell convention (e.g. no coreutils
 `timeout`) is a change here only.
@@ -18,7 +20,7 @@ import base64
 import math
 import re
 import shlex
-from typing import Dict
+from typing import Dict, Optional, Sequence, Tuple
 
 STARTED_MARKER = '\x1epkb-started\x1e'
 _MARKER_PRINTF = "printf '\\036pkb-started\\036' >&2"
@@ -71,20 +73,64 @@ def CleanStderr(stderr: str) -> str:
   return _SSH_NOISE.sub('', stderr.replace(STARTED_MARKER, '', 1))
 
 
-def DetachedStartScript(job_dir: str, command: str, timeout_s: float) -> str:
-  """Starts `command` in its own session; reads its env file from stdin.
+def DetachedStartScript(job_dir: str, timeout_s: float,
+                        remove: Sequence[str] = ()) -> str:
+  """Starts the job's script, read from stdin, in its own session.
 
-  The job writes stdout, stderr and finally rc into job_dir, and its session
-  id into job_dir/sid; `timeout` bounds it even if nobody polls any more.
+  The script (the environment's exports, then the command) goes to a 0600
+  file that deletes itself when it starts. The job writes stdout, stderr and
+  finally rc into job_dir, its session id into job_dir/sid, and holds an
+  flock on job_dir/lock for as long as it runs, so a collector can block on
+  the lock instead of polling; `timeout` bounds it even if nobody collects.
+  `remove` lists earlier job dirs already collected, deleted here so that
+  collecting never deletes what it may have to read again.
   """
   job = shlex.quote(job_dir)
-  runner = (f'. {job}/env; rm -f {job}/env; '
-            f'timeout -k {KILL_GRACE_S} {Seconds(timeout_s)} bash -c '
-            f'{shlex.quote(command)} > {job}/stdout 2> {job}/stderr; '
+  runner = (f'timeout -k {KILL_GRACE_S} {Seconds(timeout_s)} bash {job}/cmd '
+            f'8>&- > {job}/stdout 2> {job}/stderr; '
             f'echo $? > {job}/rc.tmp; mv {job}/rc.tmp {job}/rc')
-  return (f'set -e; umask 077; mkdir -p {job}; cat > {job}/env\n'
+  old = ''.join(f' {shlex.quote(path)}' for path in remove)
+  return (f'set -e; umask 077; mkdir -p {job}; cat > {job}/cmd\n'
+          + (f'rm -rf --{old}\n' if old else '') +
+          f'exec 8> {job}/lock; if command -v flock >/dev/null; then '
+          'flock 8; fi\n'
           f'setsid nohup bash -c {shlex.quote(runner)} '
           f'</dev/null >/dev/null 2>&1 &\necho $! > {job}/sid')
+
+
+DONE_MARKER = '@pkb-job-done'
+
+
+def DetachedCollectScript(job_dir: str, wait_s: float) -> str:
+  """Waits up to wait_s for the job to end (blocked on its lock, no
+  polling), then prints its rc, stdout and stderr (base64), or `@pending`.
+
+  The output ends with DONE_MARKER, so output cut short by a dropped
+  connection is told apart from a finished job (`ParseCollected`).
+  """
+  job = shlex.quote(job_dir)
+  return (f'if command -v flock >/dev/null; then flock -w {Seconds(wait_s)} '
+          f'{job}/lock true; else sleep 1; fi 2>/dev/null\n'
+          f'if [ -e {job}/rc ]; then printf \'@rc %s\\n@out \' '
+          f'"$(cat {job}/rc)"; base64 -w0 {job}/stdout; printf \'\\n@err \'; '
+          f'base64 -w0 {job}/stderr; printf \'\\n{DONE_MARKER}\\n\'; '
+          f"else echo @pending; fi")
+
+
+def ParseCollected(out: str) -> Optional[Tuple[str, str, int]]:
+  """(stdout, stderr, rc) from DetachedCollectScript's output; None when
+  the job has not ended; raises ValueError when the output is cut short."""
+  if out.strip() == '@pending':
+    return None
+  fields = {}
+  for line in out.splitlines():
+    key, _, value = line.partition(' ')
+    fields[key] = value
+  if DONE_MARKER not in fields or '@rc' not in fields:
+    raise ValueError('job output cut short')
+  decode = lambda text: base64.b64decode(text).decode(errors='replace')
+  return (decode(fields.get('@out', '')), decode(fields.get('@err', '')),
+          int(fields['@rc'].strip()))
 
 
 def DetachedKillScript(job_dir: str) -> str:

@@ -4,31 +4,44 @@ All processes of a probe start together from one shell script on the VM, each
 with its stdout/stderr in its own file under the VM's scratch directory and
 its own `timeout`, so none can outlive the probe. `timeout --foreground` keeps
 them in the script's process group, so killing that group (SIGINT, deadline)
-stops them too. A failing process is
-reported with the tail of its stderr.
+stops them too. A failing process is reported with the tail of its stderr.
 
-Secrets: the script goes to a 0600 file in the VM's 0700 scratch directory
-and runs as `bash <file>` (it deletes itself at once), so the text of the
-script is in no process's argv. Each tool's own argv (and that of `timeout`
-and `taskset` before it) is readable in `ps`: a password goes in as
-argv_secret.TOKEN with `secret=`, and linux_packages/argv_secret.py hands the
-real one to the tool only.
+One trip each way: the script ends by printing one bundle on its stdout
+(every process's exit code, times, stdout and stderr, the CPU snapshots, and
+any files the caller names, such as memtier's JSON; base64, one per line),
+so over SSH a probe is one detached job (ssh_jobs.py: one round trip to
+start it with the script on stdin, one blocking one to collect the bundle),
+and on a Local VM one local command.
 
-Client CPU: /proc/stat is read when the processes start and again after
-`cpu_window_s` (the load's test time) or when they all end, whichever comes
-first, so a tool's idle start-up and tail (memtier's last second) do not
-dilute the busy fraction of the client's cores. Each snapshot is preceded by
-its wall-clock time, so the window actually measured is kept
-(`cpu_window_s`) and can be checked against the load's test time.
+Secrets: over SSH the script travels on stdin into a 0600 file of the VM's
+0700 scratch directory; locally it is written there; either way it runs as
+`bash <file>` and deletes itself at once, so its text is in no process's
+argv. Each tool's own argv (and that of `timeout` and `taskset` before it) is
+readable in `ps`: a password goes in as argv_secret.TOKEN with `secret=`,
+and linux_packages/argv_secret.py hands the real one to the tool only.
+
+Client CPU (client_cpu.py): a timed snapshot of /proc/stat and of every
+thread of the load processes (/proc/<pid>/task/*/stat and schedstat) is
+taken when the processes start and again after `cpu_window_s` (the load's
+test time) or, without a window, every `sample_every_s` while they run (the
+last one before they end counts), so a tool's idle start-up and tail
+(memtier's last second) do not dilute the figures, and the threads are
+still there to be read. The window actually measured is kept
+(`cpu_window_s`).
 """
 
+import base64
 import dataclasses
+import re
 import shlex
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.load_generators import client_cpu
+
+BUNDLE_END = '@pkb-bundle-end'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,41 +53,123 @@ class ProcessOutput:
   seconds: float
   # Busy share of the VM's cores over the load window (same for each process).
   cpu_busy_fraction: Optional[float] = None
-  # Wall-clock seconds between the two /proc/stat snapshots of that window.
+  # Wall-clock seconds between the two snapshots of that window.
   cpu_window_s: Optional[float] = None
+  # The load generator's threads and cores over the window (same for each).
+  cpu: Optional[client_cpu.ClientCpu] = None
 
 
-def _Snapshot(path: str) -> str:
-  """Shell writing the time, then /proc/stat, to path (quoted)."""
-  return f'{{ date +%s.%N; cat /proc/stat; }} > {path}'
+@dataclasses.dataclass(frozen=True)
+class ProbeRun:
+  """What one RunProbe brought back."""
+  outputs: Tuple[ProcessOutput, ...]
+  files: Dict[str, str]  # path -> text, for the paths the caller named
+  cpu: Optional[client_cpu.ClientCpu]
+
+
+def _SnapshotFunction(b: str) -> List[str]:
+  """Shell defining `snap FILE [threads]`: the time, uptime, CLK_TCK,
+  /proc/stat, then every thread of each load process (the child of each
+  `timeout` whose PID is in <base>.<i>.pid), written whole or not at all
+  (with `threads`: only if it saw a thread, so the last snapshot of a run
+  that ends between two is one taken while it ran)."""
+  return [
+      'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
+      'snap() { { date +%s.%N; echo "@uptime $(cut -d" " -f1 /proc/uptime)"; '
+      'echo "@clk $clk"; cat /proc/stat; '
+      f'for t in $(cat {b}.*.pid 2>/dev/null); do '
+      'for p in $(pgrep -P "$t"); do '
+      'grep -sH "" /proc/$p/task/*/stat /proc/$p/task/*/schedstat; '
+      'done; done; } > "$1.tmp" 2>/dev/null; '
+      # With a 2nd argument, only a snapshot that saw a thread replaces one.
+      '[ -z "$2" ] || grep -q "^/proc/" "$1.tmp" && mv -f "$1.tmp" "$1"; }',
+  ]
+
+
+def SampleEvery(duration_s: float) -> float:
+  """How often to snapshot a probe of about `duration_s` without a window:
+  a tenth of it, within 0.2-1 s (each snapshot costs a few processes)."""
+  return min(1.0, max(0.2, duration_s / 10.0))
+
+
+def _Emit(key: str, path: str) -> str:
+  return (f'printf "%s " {shlex.quote(key)}; base64 -w0 {path} 2>/dev/null; '
+          'echo')
 
 
 def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            cpu_window_s: Optional[float] = None,
-           setup_lines: Sequence[str] = ()) -> str:
+           setup_lines: Sequence[str] = (), files: Sequence[str] = (),
+           sample_every_s: float = 0.5) -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side.
 
   `setup_lines` run first (e.g. exporting the secret argv_secret reads).
+  The script prints the bundle `ParseBundle` reads; `files` (paths) are in
+  it too.
   """
   b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', *setup_lines, _Snapshot(f'{b}.stat0'), 'pids=()']
+  lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b),
+           f'rm -f {b}.*.pid {b}.stat1', f'snap {b}.stat0', 'pids=()']
   if cpu_window_s:
-    lines.append(f'( sleep {float(cpu_window_s):.3f}; '
-                 f'{_Snapshot(f"{b}.stat1.tmp")} && '
-                 f'mv -f {b}.stat1.tmp {b}.stat1 ) & sampler=$!')
+    lines.append(f'( sleep {float(cpu_window_s):.3f}; snap {b}.stat1 ) & '
+                 'sampler=$!')
+  else:
+    # The first soon, so that a short run is still seen while it runs.
+    lines.append(f'( sleep 0.1; while :; do snap {b}.stat1 threads; '
+                 f'sleep {float(sample_every_s):.3f}; done ) & sampler=$!')
   for i, command in enumerate(pinned_commands):
     lines.append(
         f'( s=$(date +%s.%N); timeout --foreground -s INT -k 5 '
-        f'{int(timeout_s)} {command} > {b}.{i}.out 2> {b}.{i}.err; rc=$?; '
+        f'{int(timeout_s)} {command} > {b}.{i}.out 2> {b}.{i}.err & '
+        f'echo $! > {b}.{i}.pid; wait $!; rc=$?; '
         f'e=$(date +%s.%N); echo "$rc $s $e" > {b}.{i}.rc ) & pids+=($!)')
   lines.append('for p in "${pids[@]}"; do wait "$p"; done')
-  if cpu_window_s:
-    lines.append(f'[ -e {b}.stat1 ] || {{ pkill -P "$sampler" 2>/dev/null; '
-                 f'kill "$sampler" 2>/dev/null; {_Snapshot(f"{b}.stat1")}; }}'
-                 '; wait')
-  else:
-    lines.append(_Snapshot(f'{b}.stat1'))
+  # A window the tools outlived is complete; else (they ended first, or no
+  # window) the last snapshot taken while they ran, or one now.
+  lines.append('{ pkill -P "$sampler"; kill "$sampler"; wait; } 2>/dev/null; '
+               f'[ -e {b}.stat1 ] || snap {b}.stat1')
+  lines += [_Emit('stat0', f'{b}.stat0'), _Emit('stat1', f'{b}.stat1')]
+  for i in range(len(pinned_commands)):
+    lines += [_Emit(f'{kind}.{i}', f'{b}.{i}.{kind}')
+              for kind in ('rc', 'out', 'err')]
+  lines += [_Emit(f'file.{k}', shlex.quote(path))
+            for k, path in enumerate(files)]
+  lines.append(f'echo {BUNDLE_END}')
   return '\n'.join(lines) + '\n'
+
+
+def Bundle(parts: Dict[str, str]) -> str:
+  """The bundle text the script prints for `parts` (ParseBundle's inverse)."""
+  return ''.join(f'{key} {base64.b64encode(text.encode()).decode()}\n'
+                 for key, text in parts.items()) + BUNDLE_END + '\n'
+
+
+def BundleRequests(script: str) -> List[Tuple[str, str]]:
+  """(key, path) of every part a Script puts in its bundle, in order."""
+  return [(key, shlex.split(path)[0]) for key, path in re.findall(
+      r'^printf "%s " (\S+); base64 -w0 (.+?) 2>/dev/null; echo$', script,
+      re.M)]
+
+
+def ParseBundle(text: str) -> Dict[str, str]:
+  """The script's bundle: key -> text.
+
+  Raises:
+    errors.ProcessError: the bundle is incomplete (the script was killed).
+  """
+  parts = {}
+  complete = False
+  for line in text.splitlines():
+    if line == BUNDLE_END:
+      complete = True
+      continue
+    key, _, value = line.partition(' ')
+    if key:
+      parts[key] = base64.b64decode(value).decode(errors='replace')
+  if not complete:
+    raise errors.ProcessError('the probe script ended before it reported '
+                              f'(output: {vm_util.Tail(text, 2) or "none"})')
+  return parts
 
 
 def CpuTimes(proc_stat: str, cpu_set: Optional[Sequence[int]]
@@ -107,57 +202,72 @@ def BusyOverWindow(stat0: str, stat1: str, cpu_set: Optional[Sequence[int]]
   return busy, window
 
 
-def _BusyFraction(vm, base: str) -> Tuple[Optional[float], Optional[float]]:
-  try:
-    return BusyOverWindow(vm.ReadFile(f'{base}.stat0'),
-                          vm.ReadFile(f'{base}.stat1'), vm.cpu_set)
-  except (OSError, ValueError, IndexError, errors.Error):
-    # No window figures: the caller measures around the probe.
-    return None, None
-
-
-def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
-                  timeout_s: float, cpu_window_s: Optional[float] = None,
-                  secret: Optional[str] = None) -> List[ProcessOutput]:
+def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
+             timeout_s: float, cpu_window_s: Optional[float] = None,
+             secret: Optional[str] = None, files: Sequence[str] = (),
+             sample_every_s: float = 0.5) -> ProbeRun:
   """Starts every argv at once (pinned to the VM's cores) and waits for all.
 
   With `secret`, the argvs carry argv_secret.TOKEN where the password goes,
-  and the tools get the secret without it ever being in their argv.
+  and the tools get the secret without it ever being in their argv. `files`
+  are read back in the same trip (e.g. memtier's JSON).
   """
   base = f'{vm.scratch_dir}/{name}'
-  script_path = f'{base}.sh'
   if secret is None:
     shell_commands, setup = [vm.Pinned(vm_util.QuoteAll(argv))
                              for argv in commands], []
   else:
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
-  vm.WriteFile(script_path, Script(base, shell_commands, timeout_s,
-                                   cpu_window_s, setup), 0o600)
-  command = f'bash {shlex.quote(script_path)}'
+  script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
+                  files, sample_every_s)
   if hasattr(vm, 'RunDetached'):
     # Over SSH: the probe goes on if the connection drops, and is picked up.
-    out, err, rc = vm.RunDetached(command, timeout_s + 30)
-    vm_util.CheckedOutput(out, err, rc, command, name)
+    out, err, rc = vm.RunDetached(script, timeout_s + 30)
+    what = f'{name} on {vm.name}'
   else:
-    vm.RemoteCommand(command, timeout=timeout_s + 30, what=name)
-  busy, window = _BusyFraction(vm, base)
+    script_path = f'{base}.sh'
+    vm.WriteFile(script_path, script, 0o600)
+    command = f'bash {shlex.quote(script_path)}'
+    out, err, rc = vm.RemoteCommandWithReturnCode(command,
+                                                  timeout=timeout_s + 30)
+    what = command
+  vm_util.CheckedOutput(out, err, rc, what, name)
+  bundle = ParseBundle(out)
+  cpu = client_cpu.MeasureText(bundle.get('stat0', ''),
+                               bundle.get('stat1', ''), vm.cpu_set)
+  busy, window = (cpu.busy_fraction, cpu.window_s) if cpu else (None, None)
   outputs = []
   for i in range(len(commands)):
-    rc_text = vm.ReadFile(f'{base}.{i}.rc').split()
-    rc, start, end = int(rc_text[0]), float(rc_text[1]), float(rc_text[2])
+    rc_text = bundle.get(f'rc.{i}', '').split()
+    if len(rc_text) < 3:
+      raise errors.ProcessError(
+          f'{commands[i][0].rsplit("/", 1)[-1]} on {vm.name} left no exit '
+          'status (the probe script was stopped)')
+    code, start, end = int(rc_text[0]), float(rc_text[1]), float(rc_text[2])
     outputs.append(ProcessOutput(
-        name=f'{name}.{i}', stdout=vm.ReadFile(f'{base}.{i}.out'),
-        stderr=vm.ReadFile(f'{base}.{i}.err'), returncode=rc,
-        seconds=end - start, cpu_busy_fraction=busy, cpu_window_s=window))
-  for i, out in enumerate(outputs):
-    if out.returncode != 0:
+        name=f'{name}.{i}', stdout=bundle.get(f'out.{i}', ''),
+        stderr=bundle.get(f'err.{i}', ''), returncode=code,
+        seconds=end - start, cpu_busy_fraction=busy, cpu_window_s=window,
+        cpu=cpu))
+  for i, output in enumerate(outputs):
+    if output.returncode != 0:
       program = commands[i][0].rsplit('/', 1)[-1]
       side_by_side = (f' ({len(commands)} processes side by side)'
                       if len(commands) > 1 else '')
       reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
-                if out.returncode in (124, 137) else
-                f'exited with status {out.returncode}')
+                if output.returncode in (124, 137) else
+                f'exited with status {output.returncode}')
       raise errors.ProcessError(
           f'{program} on {vm.name} {reason}: '
-          f'{vm_util.Tail(out.stderr) or vm_util.Tail(out.stdout) or "no output"}')
-  return outputs
+          f'{vm_util.Tail(output.stderr) or vm_util.Tail(output.stdout) or "no output"}')
+  return ProbeRun(tuple(outputs),
+                  {path: bundle.get(f'file.{k}', '')
+                   for k, path in enumerate(files)}, cpu)
+
+
+def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
+                  timeout_s: float, cpu_window_s: Optional[float] = None,
+                  secret: Optional[str] = None) -> List[ProcessOutput]:
+  """RunProbe's process outputs (for callers that need nothing else)."""
+  return list(RunProbe(vm, name, commands, timeout_s, cpu_window_s,
+                       secret).outputs)

@@ -4,9 +4,11 @@ Each client VM runs its load generator against every shard endpoint (or, in
 cluster mode, against the cluster through one seed endpoint). The client VMs'
 measurements are combined by `measurement.Combine` (throughputs add up,
 latency weighted by operation counts, histograms merged). The client's CPU is
-measured over the load window (concurrent.RunSideBySide; around the probe when
-a generator gives no window) so a saturated client is flagged, not mistaken
-for the server's limit. With `interference` (load_generators/interference.py)
+measured over the load window (concurrent.RunProbe; around the probe when a
+generator gives no window): the load generator's busiest thread, the busiest
+core and the VM's cores (client_cpu.py), so a saturated client is flagged
+(`client_saturated`, `client_saturated_by`), not mistaken for the server's
+limit, on every kind of VM: one saturated thread of 32 is 3 % of the VM. With `interference` (load_generators/interference.py)
 each probe is also bracketed by samplers of the CPU that processes foreign to
 the run used on its cores (steal time on VMs): `foreign_cpu_pct` and
 `interference` in the probe's metadata.
@@ -14,13 +16,48 @@ the run used on its cores (steal time on VMs): `foreign_cpu_pct` and
 
 import concurrent.futures
 import dataclasses
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Collection, Hashable, List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import interference as interference_lib
 
-SATURATED_BUSY_FRACTION = 0.9
+SATURATED_BUSY_FRACTION = client_cpu.SATURATED_FRACTION
+# Per-VM figures a probe over several client VMs reports at their worst.
+_WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
+             'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY)
+
+
+def CoresAreTheClients(vm, server_machines: Collection[Hashable]) -> bool:
+  """Whether the busiest core of `vm` can only be the load generator's: it
+  is pinned to cores of its own (Local), or no server is on its machine."""
+  if getattr(vm, 'cpu_set', None):
+    return True
+  return not server_machines or (virtual_machine.MachineLane(vm)
+                                 not in server_machines)
+
+
+def WithClientCpu(m: measurement.Measurement, own_cores: bool
+                  ) -> measurement.Measurement:
+  """m flagged by its client's CPU: the busiest load-generator thread, the
+  VM's cores, and the busiest core when `own_cores`; the figures and the
+  reason go into its metadata."""
+  cpu = m.client_cpu
+  reason = client_cpu.Saturation(cpu, own_cores)
+  busy = m.client_cpu_busy_fraction
+  if reason is None and busy is not None and busy > SATURATED_BUSY_FRACTION:
+    reason = 'vm'
+  metadata = dict(m.metadata)
+  if cpu is not None:
+    metadata.update(cpu.Metadata())
+    if cpu.steal_pct is not None:
+      metadata[interference_lib.CLIENT_STEAL_KEY] = round(cpu.steal_pct, 1)
+  if reason:
+    metadata['client_saturated_by'] = reason
+  return dataclasses.replace(m, client_saturated=m.client_saturated or
+                             reason is not None, metadata=metadata)
 
 
 class ProbeDriver:
@@ -31,7 +68,10 @@ class ProbeDriver:
                workload: base.Workload, duration_s: float,
                duration_limit: Callable[[], float] = lambda: float('inf'),
                interference: Optional[
-                   interference_lib.ProbeInterference] = None):
+                   interference_lib.ProbeInterference] = None,
+               server_machines: Collection[Hashable] = ()):
+    """`server_machines`: virtual_machine.MachineLane of each server VM (a
+    client on one of them shares its cores with a server)."""
     self.client_vms = list(client_vms)
     self.generators = list(generators)
     self.endpoints = list(endpoints)
@@ -40,22 +80,24 @@ class ProbeDriver:
     self.duration_s = duration_s
     self._duration_limit = duration_limit
     self.interference = interference
+    self.server_machines = frozenset(server_machines)
 
   def _ProbeOne(self, vm, generator, load, duration_s):
-    before = vm.CpuTimes()
+    # A generator that measures its own window needs no reads around it
+    # (over SSH each would be a round trip).
+    measures = getattr(generator, 'MEASURES_CLIENT_CPU', False)
+    before = None if measures else vm.CpuTimes()
     m = generator.Probe(self.endpoints, self.password, self.workload, load,
                         duration_s)
     # Prefer the generator's figure over the load window: around the whole
     # call, start-up and the tool's idle tail dilute a saturated core.
     busy = m.client_cpu_busy_fraction
-    if busy is None:
+    if busy is None and before is not None:
       after = vm.CpuTimes()
       total = after[1] - before[1]
       busy = (after[0] - before[0]) / total if total > 0 else None
-    saturated = busy is not None and busy > SATURATED_BUSY_FRACTION
-    return dataclasses.replace(
-        m, client_cpu_busy_fraction=busy,
-        client_saturated=m.client_saturated or saturated)
+    return WithClientCpu(dataclasses.replace(m, client_cpu_busy_fraction=busy),
+                         CoresAreTheClients(vm, self.server_machines))
 
   def __call__(self, load: measurement.Load) -> measurement.Measurement:
     return interference_lib.Sampled(self.interference, self._Measure)(load)
@@ -70,4 +112,16 @@ class ProbeDriver:
       futures = [pool.submit(self._ProbeOne, vm, gen, load, duration)
                  for vm, gen in zip(self.client_vms, self.generators)]
       parts: List[measurement.Measurement] = [f.result() for f in futures]
-    return measurement.Combine(parts, load)
+    combined = measurement.Combine(parts, load)
+    worst = {}
+    for key in _WORST_OF:
+      values = [p.metadata[key] for p in parts
+                if p.metadata.get(key) is not None]
+      if values:
+        worst[key] = max(values)
+    reasons = sorted({str(p.metadata['client_saturated_by']) for p in parts
+                      if p.metadata.get('client_saturated_by')})
+    if reasons:
+      worst['client_saturated_by'] = ','.join(reasons)
+    return dataclasses.replace(combined,
+                               metadata={**combined.metadata, **worst})

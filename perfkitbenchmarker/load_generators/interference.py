@@ -19,25 +19,36 @@ else used, as a percentage of those cores' capacity over the probe:
 A probe whose figure is above `INTERFERENCE_PCT` is flagged (`interference`
 in its samples; the summary warns).
 
+Over SSH every read is a round trip, so a probe must not pay for them one
+after another: a client VM whose probe snapshots its own /proc/stat
+(concurrent.py) reports its steal time in the probe's metadata
+(`client_steal_pct`), and no sampler reads that machine again (`ForRun`'s
+`measured`); the samplers left (servers on machines of their own) start in
+the background while the probe starts, and stop side by side.
+
 Extension seam: every probe path (the search's probe driver, fixed-load
 runs, YCSB probes, redis_enterprise's steps) samples through `Bracket` or
 `Sampled` with the run's `ForRun`, so its samples carry the same
 `foreign_cpu_pct` and `interference` keys; a new probe path does the same.
 """
 
+import concurrent.futures
 import dataclasses
 import logging
 import os
 import time
-from typing import (Callable, Dict, Iterable, Optional, Sequence, Set, Tuple,
-                    TypeVar)
+from typing import (Callable, Dict, Iterable, List, Optional, Sequence, Set,
+                    Tuple, TypeVar)
 
 import psutil
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import virtual_machine
 
 INTERFERENCE_PCT = 10.0
+# Steal time a probe measured on its own client VM (percent of its cores).
+CLIENT_STEAL_KEY = 'client_steal_pct'
 _KTHREADD_PID = 2
 _STEAL_FIELD = 8  # cpuN user nice system idle iowait irq softirq steal
 _T = TypeVar('_T')
@@ -150,36 +161,62 @@ class StealSampler:
 
 
 class ProbeInterference:
-  """Brackets one probe with every sampler; the largest figure wins."""
+  """Brackets one probe with every sampler; the largest figure wins.
+
+  Samplers start in the background (the probe starts meanwhile) and stop
+  side by side. `steal_from_probes`: the probe's own `client_steal_pct`
+  counts as one more figure (VMs whose probes measure it have no sampler).
+  """
 
   def __init__(self, samplers: Sequence, threshold_pct: float =
-               INTERFERENCE_PCT):
+               INTERFERENCE_PCT, steal_from_probes: bool = False):
     self.samplers = list(samplers)
     self.threshold_pct = threshold_pct
+    self.steal_from_probes = steal_from_probes
+    self._starting: List[concurrent.futures.Future] = []
+    self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+  def _Pool(self) -> concurrent.futures.ThreadPoolExecutor:
+    if self._pool is None:
+      self._pool = concurrent.futures.ThreadPoolExecutor(
+          max(1, len(self.samplers)), thread_name_prefix='interference')
+    return self._pool
 
   def Start(self) -> None:
-    for sampler in self.samplers:
-      sampler.Start()
+    self._starting = [self._Pool().submit(s.Start) for s in self.samplers]
 
-  def Stop(self) -> Dict[str, object]:
+  def _Stop(self, sampler, starting) -> Optional[float]:
+    try:
+      starting.result()
+      return sampler.Stop()
+    except (errors.Error, OSError, psutil.Error) as e:
+      # A figure missing is no reason to lose the probe.
+      logging.warning('Interference sampler %s failed: %s',
+                      type(sampler).__name__, e)
+      return None
+
+  def Stop(self, probe_steal_pct: Optional[float] = None
+           ) -> Dict[str, object]:
     """foreign_cpu_pct and interference for the probe's metadata."""
-    figures = []
-    for sampler in self.samplers:
-      try:
-        figures.append(sampler.Stop())
-      except (errors.Error, OSError, psutil.Error) as e:
-        # A figure missing is no reason to lose the probe.
-        logging.warning('Interference sampler %s failed: %s',
-                        type(sampler).__name__, e)
+    futures = [self._Pool().submit(self._Stop, s, f)
+               for s, f in zip(self.samplers, self._starting)]
+    figures = [f.result() for f in futures]
+    figures = [x for x in figures if x is not None]
+    if self.steal_from_probes and probe_steal_pct is not None:
+      figures.append(float(probe_steal_pct))
     if not figures:
       return {}
     pct = round(max(figures), 1)
     return {'foreign_cpu_pct': pct, 'interference': pct > self.threshold_pct}
 
 
-def ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]]
-           ) -> ProbeInterference:
-  """Local: foreign processes on the VMs' cores; elsewhere: steal time."""
+def ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]],
+           measured: Sequence = ()) -> ProbeInterference:
+  """Local: foreign processes on the VMs' cores; elsewhere: steal time.
+
+  `measured`: client VMs whose probes report their own steal time
+  (`client_steal_pct`); no sampler reads their machines again.
+  """
   if cloud == 'Local':
     cores: Optional[Set[int]] = set()
     for vm in vms:
@@ -188,22 +225,35 @@ def ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]]
         break
       cores.update(vm.cpu_set)
     return ProbeInterference([ForeignCpuSampler(cores, own_pids)])
-  return ProbeInterference([StealSampler(vm) for vm in vms])
+  if not measured:
+    return ProbeInterference([StealSampler(vm) for vm in vms])
+  # Steal time is the machine's: one sampler per machine (and core set).
+  seen = {(virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
+          for vm in measured}
+  samplers = []
+  for vm in vms:
+    key = (virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
+    if key not in seen:
+      seen.add(key)
+      samplers.append(StealSampler(vm))
+  return ProbeInterference(samplers, steal_from_probes=bool(measured))
 
 
-def Bracket(probe: Optional[ProbeInterference], run: Callable[[], _T]
+def Bracket(probe: Optional[ProbeInterference], run: Callable[[], _T],
+            steal_of: Callable[[_T], Optional[float]] = lambda _: None
             ) -> Tuple[_T, Dict[str, object]]:
   """run() between `probe`'s Start and Stop: its result and the figures.
 
   The figures are `ProbeInterference.Stop`'s (foreign_cpu_pct,
   interference); none without samplers (`probe` None) or when every
-  sampler failed.
+  sampler failed. `steal_of(result)`: the steal time the run measured on
+  its own client VMs, if any.
   """
   if probe is None:
     return run(), {}
   probe.Start()
   result = run()
-  return result, probe.Stop()
+  return result, probe.Stop(steal_of(result))
 
 
 def Sampled(probe: Optional[ProbeInterference],
@@ -212,7 +262,11 @@ def Sampled(probe: Optional[ProbeInterference],
   """measure(load) whose Measurement carries its probe's figures."""
 
   def Measured(load: measurement.Load) -> measurement.Measurement:
-    m, figures = Bracket(probe, lambda: measure(load))
+    if probe is None:
+      return measure(load)
+    probe.Start()
+    m = measure(load)
+    figures = probe.Stop(m.metadata.get(CLIENT_STEAL_KEY))
     if not figures:
       return m
     return dataclasses.replace(m, metadata={**m.metadata, **figures})

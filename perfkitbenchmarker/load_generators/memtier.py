@@ -70,6 +70,7 @@ class MemtierGenerator(base.LoadGenerator):
   """Drives memtier_benchmark on one client VM."""
 
   NAME = memtier_results.LOAD_GENERATOR
+  MEASURES_CLIENT_CPU = True  # Probe sets client_cpu (the probe driver reads it).
 
   def __init__(self, vm, path: str, load_key_pattern: str = 'P:P',
                warmup_s: int = 0, processes_per_endpoint: int = 1,
@@ -86,6 +87,7 @@ class MemtierGenerator(base.LoadGenerator):
     self._version = None
     self._probes = 0
     self.last_cpu_window_s = None  # Seconds the last CPU window lasted.
+    self.last_cpu = None  # The last probe's client_cpu.ClientCpu.
 
   def Version(self) -> str:
     if self._version is None:
@@ -134,15 +136,18 @@ class MemtierGenerator(base.LoadGenerator):
         self.path, e, argv_secret.TOKEN, workload, load, test_time, path, staircase=staircase, user=load_user.LOAD_USER,
         requests=requests)
              for (e, _), path in zip(targets, json_paths)]
-    outputs = concurrent.RunSideBySide(
+    run = concurrent.RunProbe(
         self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
         cpu_window_s=None if requests else test_time,
-        secret=load_user.LoadPassword(password))
-    # The window the busy share was measured over (the test time, not the
+        secret=load_user.LoadPassword(password), files=json_paths,
+        sample_every_s=concurrent.SampleEvery(test_time))
+    # The window the CPU was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.
-    self.last_cpu_window_s = outputs[0].cpu_window_s
-    return ([vm_util.Mask(self.vm.ReadFile(path)) for path in json_paths],
-            [out.stdout for out in outputs], outputs[0].cpu_busy_fraction)
+    self.last_cpu_window_s = run.outputs[0].cpu_window_s
+    self.last_cpu = run.cpu
+    return ([vm_util.Mask(run.files[path]) for path in json_paths],
+            [out.stdout for out in run.outputs],
+            run.outputs[0].cpu_busy_fraction)
 
   def _Facts(self, endpoints, load) -> dict:
     # Every process offered `load`; the whole probe offered it per process.
@@ -174,7 +179,8 @@ class MemtierGenerator(base.LoadGenerator):
     if self.last_cpu_window_s is not None:
       facts['client_cpu_window_s'] = round(self.last_cpu_window_s, 3)
     m = combined.ToMeasurement(load, facts)
-    return dataclasses.replace(m, client_cpu_busy_fraction=busy)
+    return dataclasses.replace(m, client_cpu_busy_fraction=busy,
+                               client_cpu=self.last_cpu)
 
   def Staircase(self, endpoints: Sequence[base.Endpoint], password: str,
                 workload: base.Workload, load: measurement.Load,

@@ -67,6 +67,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   """Drives redis-benchmark on one client VM."""
 
   NAME = rb.LOAD_GENERATOR
+  MEASURES_CLIENT_CPU = True  # Probe sets client_cpu (the probe driver reads it).
 
   def __init__(self, vm):
     self.vm = vm
@@ -209,9 +210,11 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
             data_size=workload.data_size, key_space=workload.key_count,
             cluster_mode=workload.cluster_mode, csv=False))
         tests.append((endpoint, test, connections))
-    outputs = concurrent.RunSideBySide(
+    run = concurrent.RunProbe(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
-        duration_s * 4 + 30, secret=load_user.LoadPassword(password))
+        duration_s * 4 + 30, secret=load_user.LoadPassword(password),
+        sample_every_s=concurrent.SampleEvery(duration_s))
+    outputs = run.outputs
     busy = outputs[0].cpu_busy_fraction
     per_endpoint: Dict[base.Endpoint, List[rb.RedisBenchmarkTestResult]] = {}
     seconds = []
@@ -234,4 +237,5 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         'warmup_supported': False,
     }) for results in per_endpoint.values()]
     return dataclasses.replace(measurement.Combine(parts, load),
-                               client_cpu_busy_fraction=busy)
+                               client_cpu_busy_fraction=busy,
+                               client_cpu=run.cpu)

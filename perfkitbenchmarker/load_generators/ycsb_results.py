@@ -74,11 +74,14 @@ class YcsbResult:
     operations: per operation type, in the order YCSB printed them (failed
       sections included, CLEANUP left out).
     stderr_errors: error lines YCSB printed on stderr (DB start failures).
+    cpu: the client's CPU while it ran (a client_cpu.ClientCpu from the
+      probe script), when measured.
   """
   runtime_ms: float
   throughput: float
   operations: Tuple[OperationStats, ...]
   stderr_errors: Tuple[str, ...] = ()
+  cpu: Optional[object] = None
 
   @classmethod
   def Parse(cls, stdout: str, stderr: str = '') -> 'YcsbResult':

@@ -22,6 +22,7 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
+from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
@@ -43,8 +44,8 @@ from perfkitbenchmarker.study import replication
 SHARD_KINDS = (redis_server.RedisProcess.KIND, valkey_server.ValkeyProcess.KIND,
                dragonfly_server.DragonflyProcess.KIND,
                keydb_server.KeydbProcess.KIND)
-# Seconds a probe costs beyond its own duration (process start, CPU reads).
-PROBE_OVERHEAD_S = 1.0
+# Seconds a probe costs beyond its own duration: the measured figure.
+PROBE_OVERHEAD_S = cost_estimate.PROBE_OVERHEAD_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -417,4 +418,18 @@ def ProbeDriver(spec, deployment: Deployment,
       duration_limit=lambda: spec.deadline.Remaining() - 10,
       interference=interference.ForRun(
           spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-          lambda: [p.pid for p in deployment.processes]))
+          lambda: [p.pid for p in deployment.processes],
+          measured=MeasuringClients(spec, deployment.generators)),
+      server_machines=ServerMachines(spec))
+
+
+def MeasuringClients(spec, generators) -> list:
+  """Client VMs whose load generator measures its own CPU window (and steal
+  time) in the probe, so that no sampler reads them again."""
+  return [vm for vm, g in zip(spec.vm_groups['clients'], generators)
+          if getattr(g, 'MEASURES_CLIENT_CPU', False)]
+
+
+def ServerMachines(spec) -> set:
+  """The machines of the server VMs (a client there shares their cores)."""
+  return {virtual_machine.MachineLane(vm) for vm in spec.vm_groups['servers']}

@@ -201,6 +201,10 @@ class SearchOptions:
   adaptive_start_connections: Optional[int] = None
   # Threads the adaptive search may grow to (None: always min_threads).
   adaptive_max_threads: Optional[int] = None
+  # On cloud VMs with neither --memtier_adaptive_max_threads nor
+  # --memtier_min_threads given: grow to the client VM's vCPUs, so that its
+  # cores are used (one thread of 32 is 3 % of the VM).
+  adaptive_threads_from_vcpus: bool = False
   confirm_repeats: int = 3
   cap_margin: float = 0.95
   staircase: Optional[StaircaseOptions] = None
@@ -223,6 +227,10 @@ class SearchOptions:
                adaptive_max_connections=f.memtier_adaptive_max_connections,
                adaptive_start_connections=f.memtier_adaptive_start_connections,
                adaptive_max_threads=f.memtier_adaptive_max_threads,
+               adaptive_threads_from_vcpus=(
+                   f.cloud in ('GCP', 'AWS') and
+                   f.memtier_adaptive_max_threads is None and
+                   not f['memtier_min_threads'].present),
                confirm_repeats=f.memtier_confirm_repeats,
                cap_margin=f.memtier_cap_margin, staircase=staircase)
 

@@ -29,10 +29,16 @@ from perfkitbenchmarker.study import results
 
 
 def Policy(opts: options_lib.RedisStudyOptions,
-           start_connections: Optional[int] = None):
-  """The configured policy; an adaptive one may start at a given load."""
+           start_connections: Optional[int] = None,
+           client_vcpus: Optional[int] = None):
+  """The configured policy; an adaptive one may start at a given load, and
+  spreads its connections over up to `client_vcpus` threads when the
+  options say the client's cores decide (cloud VMs, threads not given)."""
   s = opts.search
   if s.policy == 'adaptive':
+    max_threads = s.adaptive_max_threads
+    if s.adaptive_threads_from_vcpus and client_vcpus:
+      max_threads = max(s.min_threads, client_vcpus)
     policy = adaptive.AdaptiveStepPolicy.FromConnectionRange(
         threads=s.min_threads, min_connections=s.adaptive_min_connections,
         max_connections=s.adaptive_max_connections,
@@ -40,7 +46,7 @@ def Policy(opts: options_lib.RedisStudyOptions,
         start_connections=(s.adaptive_start_connections or
                            s.min_threads * opts.generator.clients),
         pipeline=opts.generator.pipeline, cap_margin=s.cap_margin,
-        confirm_repeats=s.confirm_repeats, max_threads=s.adaptive_max_threads)
+        confirm_repeats=s.confirm_repeats, max_threads=max_threads)
     if start_connections:
       start = min(policy.max_connections,
                   max(policy.min_connections, start_connections))
@@ -79,17 +85,23 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
                           opts.generator.pipeline)
 
   def OnClient(vm, generator):
-    before = vm.CpuTimes()
+    measures = getattr(generator, 'MEASURES_CLIENT_CPU', False)
+    before = None if measures else vm.CpuTimes()
     steps = generator.Staircase(driver.endpoints, driver.password,
                                 driver.workload, load, st.spec,
                                 opts.generator.warmup_s)
-    after = vm.CpuTimes()
-    total = after[1] - before[1]
-    busy = (after[0] - before[0]) / total if total > 0 else None
-    saturated = busy is not None and busy > driver_lib.SATURATED_BUSY_FRACTION
-    return {m.load.clients: dataclasses.replace(
-        m, client_cpu_busy_fraction=busy, client_saturated=saturated,
-        metadata=dict(m.metadata, client_cpu_scope='whole staircase'))
+    cpu = getattr(generator, 'last_cpu', None) if measures else None
+    if cpu is not None:
+      busy = cpu.busy_fraction
+    else:
+      after = vm.CpuTimes()
+      total = after[1] - before[1] if before else 0
+      busy = (after[0] - before[0]) / total if total > 0 else None
+    own_cores = driver_lib.CoresAreTheClients(vm, driver.server_machines)
+    return {m.load.clients: driver_lib.WithClientCpu(dataclasses.replace(
+        m, client_cpu_busy_fraction=busy, client_cpu=cpu,
+        metadata=dict(m.metadata, client_cpu_scope='whole staircase')),
+                                                     own_cores)
             for m in steps}
 
   pairs = list(zip(driver.client_vms, driver.generators))
@@ -99,7 +111,14 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
       return list(pool.map(lambda pair: OnClient(*pair), pairs))
 
   # Interference, like the client CPU, is measured over the whole run.
-  per_vm, figures = interference.Bracket(driver.interference, RunAll)
+  def ClientSteal(per_vm):
+    values = [m.metadata.get(interference.CLIENT_STEAL_KEY)
+              for steps in per_vm for m in steps.values()]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+  per_vm, figures = interference.Bracket(driver.interference, RunAll,
+                                         ClientSteal)
   if figures:
     figures = dict(figures, interference_scope='whole staircase')
   clients = sorted(set.intersection(*(set(steps) for steps in per_vm)))
@@ -142,8 +161,11 @@ def Search(spec, driver: driver_lib.ProbeDriver,
         staircase.ReplayThenMeasure(steps, driver), cap, policy,
         max_probes=budget, on_probe=OnProbe)
   else:
+    vcpus = [vm.num_cpus for vm in driver.client_vms
+             if getattr(vm, 'num_cpus', None)]
     result = search_driver.FindLatencyCappedMaximum(
-        driver, cap, Policy(opts, start_connections),
+        driver, cap, Policy(opts, start_connections,
+                            min(vcpus) if vcpus else None),
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
     return result, []

@@ -34,6 +34,8 @@ from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
+from perfkitbenchmarker.load_generators import concurrent as side_by_side
+from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference as interference_lib
 from perfkitbenchmarker.load_generators import ycsb_results
 from perfkitbenchmarker.search import driver as search_driver
@@ -160,12 +162,15 @@ def SetMetadata(spec, dep: YcsbDeployment,
 
 
 def _WorkloadOnVm(vm, name: str) -> str:
-  """Our copy of the workload file (or the user's), written on the VM."""
+  """Our copy of the workload file (or the user's), written on the VM once
+  (a probe must not pay a round trip for it each time)."""
   local = ycsb_package.WorkloadFile(name)
-  with open(local) as f:
-    text = f.read()
   path = f'{vm.scratch_dir}/ycsb-{os.path.basename(local)}.properties'
-  vm.WriteFile(path, text, mode=0o644)
+  written = vm.__dict__.setdefault('_ycsb_workloads', {})
+  if written.get(path) != local:
+    with open(local) as f:
+      vm.WriteFile(path, f.read(), mode=0o644)
+    written[path] = local
   return path
 
 
@@ -173,19 +178,24 @@ def RunPhase(vm, install: ycsb_package.Installation, phase: str,
              workload: str, properties: Dict[str, object], threads: int,
              expected_ops: int, timeout_s: float,
              jvm_options: Sequence[str] = ()) -> ycsb_results.YcsbResult:
-  """One YCSB phase on one client VM; raises on any failed operation."""
+  """One YCSB phase on one client VM; raises on any failed operation.
+
+  Runs as a probe (concurrent.RunProbe): detached over SSH, one trip to
+  start and one to collect, with the JVM's threads and the client's cores
+  measured while it runs (`last_cpu` of the result's `cpu`).
+  """
   argv = ycsb_package.YcsbCommand(
       install, phase, _WorkloadOnVm(vm, workload),
       f'{vm.scratch_dir}/{CONNECTION_FILE}', properties, threads,
       jvm_options)
-  command = vm.Pinned(vm_util.QuoteAll(argv))
-  logging.debug('[%s] %s', vm.name, vm_util.Mask(command))
-  out, err, rc = vm.RemoteCommandWithReturnCode(command, timeout=timeout_s)
-  if rc != 0:
-    raise errors.ProcessError(
-        f'YCSB {phase} on {vm.name} exited {rc}: {vm_util.Tail(err, 3)}')
+  logging.debug('[%s] %s', vm.name, vm_util.Mask(vm_util.QuoteAll(argv)))
   try:
-    result = ycsb_results.YcsbResult.Parse(out, err)
+    run = side_by_side.RunProbe(vm, f'ycsb-{phase}', [argv], timeout_s)
+  except errors.ProcessError as e:
+    raise errors.ProcessError(f'YCSB {phase} on {vm.name}: {e}') from None
+  out = run.outputs[0]
+  try:
+    result = ycsb_results.YcsbResult.Parse(out.stdout, out.stderr)
   except ValueError as e:
     raise errors.ProcessError(f'YCSB {phase} on {vm.name}: {e}') from None
   problems = result.Errors(expected_ops)
@@ -193,7 +203,7 @@ def RunPhase(vm, install: ycsb_package.Installation, phase: str,
     raise errors.ProcessError(
         f'YCSB {phase} ({workload}) on {vm.name} had errors: '
         + '; '.join(problems[:4]))
-  return result
+  return dataclasses.replace(result, cpu=run.cpu)
 
 
 def _PhaseTimeout(ops: int, threads: int) -> float:
@@ -248,7 +258,8 @@ def Interference(spec, dep: YcsbDeployment
   VMs), its shards counted as its own."""
   return interference_lib.ForRun(
       spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-      lambda: [p.pid for p in dep.processes])
+      lambda: [p.pid for p in dep.processes],
+      measured=spec.vm_groups['clients'])
 
 
 class YcsbProbe:
@@ -269,29 +280,36 @@ class YcsbProbe:
              **dict(opts.properties)}
 
     def RunOne(i, vm, install):
-      before = vm.CpuTimes()
       result = RunPhase(vm, install, 'run', self.workload, props,
                         load.threads, opts.operation_count,
                         _PhaseTimeout(opts.operation_count, load.threads),
                         opts.jvm_options)
-      after = vm.CpuTimes()
-      total = after[1] - before[1]
-      busy = (after[0] - before[0]) / total if total > 0 else None
-      return vm, result, busy
+      return vm, result
+
+    def ClientSteal(runs):
+      values = [r.cpu.steal_pct for _, r in runs
+                if r.cpu is not None and r.cpu.steal_pct is not None]
+      return max(values) if values else None
 
     runs, figures = interference_lib.Bracket(
-        self.interference, lambda: _OnAllClients(self.dep, RunOne))
+        self.interference, lambda: _OnAllClients(self.dep, RunOne),
+        ClientSteal)
     parts = []
-    for vm, result, busy in runs:
+    servers = deployment_lib.ServerMachines(self.spec)
+    for vm, result in runs:
       meta = {'ycsb_phase': 'run', 'ycsb_workload': self.workload,
               'client_vm': vm.name, 'threads': load.threads,
               'probe_index': self.index, **figures}
-      self.spec.EmitSamples(result.Samples(meta))
       m = result.ToMeasurement(load, {
           'load_generator_version': ycsb_package.YCSB_VERSION, **figures})
-      parts.append(dataclasses.replace(
-          m, client_cpu_busy_fraction=busy,
-          client_saturated=busy is not None and busy > 0.9))
+      m = driver_lib.WithClientCpu(dataclasses.replace(
+          m, client_cpu=result.cpu, client_cpu_busy_fraction=(
+              result.cpu.busy_fraction if result.cpu else None)),
+                                   driver_lib.CoresAreTheClients(vm, servers))
+      cpu_keys = {k: v for k, v in m.metadata.items()
+                  if k.startswith('client_')}
+      self.spec.EmitSamples(result.Samples({**meta, **cpu_keys}))
+      parts.append(m)
     self.index += 1
     return measurement.Combine(parts, load)
 

@@ -1,0 +1,127 @@
+"""Long commands on SSH VMs that survive a dropped connection, in two trips.
+
+A probe over SSH must cost what it measures: one round trip starts the job,
+one collects it. `RunDetached` sends the job's script (environment exports,
+then the command) on the start command's stdin; the VM writes it to a 0600
+file in a fresh job dir and starts it with setsid + nohup under `timeout`
+(remote_shell.DetachedStartScript), holding an flock on the job dir for as
+long as it runs. The collector's one command blocks on that lock on the VM
+(bounded by the job's deadline, no polling) and prints the exit code,
+stdout and stderr at once (remote_shell.DetachedCollectScript).
+
+A dropped connection only delays it: the job goes on in its own session; a
+collect whose connection drops (output cut short, ssh exit 255, or no
+connection for a while) reconnects and waits again until the deadline. A
+finished job's dir is deleted by the VM's next start, never by the collect
+that reads it (whose output may still be lost on the way). SIGINT, a run's
+deadline or any exception while waiting kills the job's whole session.
+
+Extension seam: a VM class with `RemoteCommand`, `RemoteCommandWithReturnCode`,
+`scratch_dir`, `name`, `_clock` and `_sleep` can run jobs this way
+(ssh_vm.SshVirtualMachine does).
+"""
+
+import logging
+import threading
+import uuid
+from typing import Dict, List, Optional, Tuple
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.linux_packages import remote_shell
+
+# Beyond the job's own timeout and kill grace, before the collector gives up.
+COLLECT_SLACK_S = 30
+RECONNECT_PAUSE_S = 1.0
+
+
+_collected_lock = threading.Lock()
+
+
+def _TakeCollected(vm) -> List[str]:
+  """Job dirs of `vm` read back whole, to delete with its next start."""
+  with _collected_lock:
+    return vm.__dict__.pop('_collected_jobs', [])
+
+
+def _AddCollected(vm, jobs: List[str]) -> None:
+  with _collected_lock:
+    vm.__dict__.setdefault('_collected_jobs', []).extend(jobs)
+
+
+def Start(vm, command: str, timeout: float,
+          env: Optional[Dict[str, str]] = None) -> str:
+  """Starts `command` on the VM (one round trip); returns the job dir."""
+  job = f'{vm.scratch_dir}/detached/{uuid.uuid4().hex[:12]}'
+  script = ('rm -f -- "$0"\n' + remote_shell.EnvScript(env or {}) +
+            command + '\n')
+  old = _TakeCollected(vm)
+  try:
+    vm.RemoteCommand(remote_shell.DetachedStartScript(job, timeout, old),
+                     stdin=script, timeout=60,
+                     what=f'starting a command on {vm.name}')
+  except BaseException:
+    _AddCollected(vm, old)
+    raise
+  return job
+
+
+def Collect(vm, job: str, deadline: float) -> Optional[Tuple[str, str, int]]:
+  """Waits on the VM for the job until `deadline` (vm's clock); returns
+  (stdout, stderr, rc), or None when it has not ended by then."""
+  while True:
+    wait = max(1.0, deadline - vm._clock())  # pylint: disable=protected-access
+    try:
+      out, err, rc = vm.RemoteCommandWithReturnCode(
+          remote_shell.DetachedCollectScript(job, wait),
+          timeout=wait + COLLECT_SLACK_S)
+      collected = remote_shell.ParseCollected(out)
+      if collected is not None:
+        _AddCollected(vm, [job])
+        return collected
+    except ValueError:
+      # Cut short: the connection dropped while it printed.
+      logging.warning('Lost the connection to %s while collecting a '
+                      'command (exit %s: %s); reconnecting', vm.name, rc,
+                      remote_shell.CleanStderr(err).strip()[-200:])
+      vm._sleep(RECONNECT_PAUSE_S)  # pylint: disable=protected-access
+    except errors.Error as e:
+      logging.warning('%s; still waiting for the detached command', e)
+      vm._sleep(RECONNECT_PAUSE_S)  # pylint: disable=protected-access
+    if vm._clock() >= deadline:  # pylint: disable=protected-access
+      return None
+
+
+def Kill(vm, job: str) -> None:
+  try:
+    vm.RemoteCommandWithReturnCode(remote_shell.DetachedKillScript(job),
+                                   timeout=30)
+  except errors.Error as e:
+    logging.warning('Could not stop a detached command on %s: %s',
+                    vm.name, e)
+
+
+def RunDetached(vm, command: str, timeout: float,
+                env: Optional[Dict[str, str]] = None
+                ) -> Tuple[str, str, int]:
+  """Runs a long command that survives dropped SSH connections.
+
+  Returns (stdout, stderr, returncode) like RemoteCommandWithReturnCode;
+  returncode is -9 if it ran past `timeout` (it is then killed on the VM).
+  """
+  seconds = remote_shell.Seconds(timeout)
+  start = vm._clock()  # pylint: disable=protected-access
+  job = Start(vm, command, timeout, env)
+  deadline = start + seconds + remote_shell.KILL_GRACE_S + COLLECT_SLACK_S
+  try:
+    collected = Collect(vm, job, deadline)
+    if collected is None:
+      Kill(vm, job)
+      collected = Collect(vm, job, vm._clock() + 10) or ('', '', -9)  # pylint: disable=protected-access
+      collected = (collected[0], collected[1], -9)
+  except BaseException:
+    Kill(vm, job)
+    raise
+  out, err, code = collected
+  if code in (124, 137) and vm._clock() - start >= seconds:  # pylint: disable=protected-access
+    code = -9
+  return out, err, code

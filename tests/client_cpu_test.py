@@ -1,0 +1,160 @@
+"""The load generator's own threads decide saturation, not the whole VM.
+
+Issue 17 point 1: on a 32-vCPU client one fully busy load-generator thread
+is 3 % of the VM, so the whole-VM rule never fired on cloud VMs. Checked on
+snapshots in the probe script's format (a recorded 32-core case, thread
+births and reused thread ids), then on the real probe script run here with
+a real spinning thread and a real sleeping one.
+"""
+
+import os
+import sys
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.load_generators import client_cpu
+from perfkitbenchmarker.load_generators import concurrent
+from perfkitbenchmarker.load_generators import driver
+
+HZ = 100
+
+
+def _Snapshot(wall, uptime, cores, threads):
+  """Probe-script text: `cores` is [(busy, idle)] jiffies per core;
+  `threads` is [(pid, tid, name, start_ticks, cpu_ticks, run_ns, wait_ns)]."""
+  lines = [f'{wall}', f'@uptime {uptime}', f'@clk {HZ}']
+  busy = sum(b for b, _ in cores)
+  idle = sum(i for _, i in cores)
+  lines.append(f'cpu  {busy} 0 0 {idle} 0 0 0 0 0 0')
+  lines += [f'cpu{n} {b} 0 0 {i} 0 0 0 0 0 0' for n, (b, i) in
+            enumerate(cores)]
+  for pid, tid, name, start, cpu, run, wait in threads:
+    stat = ([str(tid), f'({name})', 'R', '1'] + ['0'] * 9 +
+            [str(cpu), '0'] + ['0'] * 6 + [str(start)] + ['0'] * 20)
+    lines.append(f'/proc/{pid}/task/{tid}/stat:{" ".join(stat)}')
+    lines.append(f'/proc/{pid}/task/{tid}/schedstat:{run} {wait} 10')
+  return '\n'.join(lines) + '\n'
+
+
+def test_one_busy_thread_on_32_cores_is_saturation_the_vm_rule_missed():
+  # 2 s window: core 5 runs memtier's busy thread (97 % on a CPU), the
+  # other 31 cores idle; a second memtier thread is mostly asleep.
+  before = _Snapshot(100.0, 5000.0, [(0, 0)] * 32,
+                     [(40, 41, 'memtier_benchm', 499000, 0, 0, 0),
+                      (40, 42, 'memtier_benchm', 499000, 0, 0, 0)])
+  cores = [(0, 200)] * 32
+  cores[5] = (194, 6)
+  after = _Snapshot(102.0, 5002.0, cores,
+                    [(40, 41, 'memtier_benchm', 499000, 194, 1.94e9, 0.02e9),
+                     (40, 42, 'memtier_benchm', 499000, 10, 0.1e9, 0.0)])
+  cpu = client_cpu.MeasureText(before, after, None)
+  assert cpu.busy_fraction < 0.04  # What the old rule compared with 90 %.
+  assert cpu.busiest_thread == 'memtier_benchm'
+  assert abs(cpu.busiest_thread_fraction - 0.97) < 1e-6
+  assert abs(cpu.busiest_thread_runnable_fraction - 0.98) < 1e-6
+  assert cpu.busiest_core == 'cpu5' and cpu.busiest_core_fraction == 0.97
+  assert client_cpu.Saturation(cpu) == 'thread'
+  # Through the probe driver's rule: flagged, and the metadata says why.
+  m = driver.WithClientCpu(measurement.Measurement(
+      measurement.Load(1, 8), 1000.0, 0.5, client_cpu=cpu,
+      client_cpu_busy_fraction=cpu.busy_fraction), own_cores=True)
+  assert m.client_saturated
+  assert m.metadata['client_saturated_by'] == 'thread'
+  assert m.metadata['client_busiest_thread_pct'] == 97.0
+  assert m.metadata['client_busiest_thread_runnable_pct'] == 98.0
+  assert m.metadata['client_busiest_core_pct'] == 97.0
+
+
+def test_a_thread_starved_of_cpu_is_saturated_a_sleeping_one_is_not():
+  before = _Snapshot(0.0, 10.0, [(0, 0)] * 4, [])
+  after = _Snapshot(2.0, 12.0, [(100, 100)] * 4, [
+      # Wanted a CPU the whole time but got one for only half of it.
+      (7, 7, 'redis-benchmark', 1000, 100, 1.0e9, 0.95e9),
+      (9, 9, 'redis-benchmark', 1000, 20, 0.2e9, 0.01e9)])
+  cpu = client_cpu.MeasureText(before, after, None)
+  assert cpu.busiest_thread_fraction == 0.5
+  assert client_cpu.Saturation(cpu) == 'thread'
+  idle = client_cpu.MeasureText(before, _Snapshot(2.0, 12.0, [(100, 100)] * 4, [
+      (9, 9, 'redis-benchmark', 1000, 20, 0.2e9, 0.01e9)]), None)
+  assert client_cpu.Saturation(idle) is None
+
+
+def test_busy_core_counts_only_when_no_server_shares_it():
+  before = _Snapshot(0.0, 10.0, [(0, 0), (0, 0)], [])
+  after = _Snapshot(1.0, 11.0, [(99, 1), (10, 90)], [])
+  cpu = client_cpu.MeasureText(before, after, None)
+  assert cpu.busiest_core_fraction == 0.99 and cpu.busy_fraction < 0.9
+  assert client_cpu.Saturation(cpu, cores_are_the_clients=True) == 'core'
+  # (The machine itself may be busy with other work: only the thread rule
+  # is about the tool.)
+  assert client_cpu.Saturation(cpu, cores_are_the_clients=False) != 'thread'
+  # Pinned to core 1 only: core 0 is not the client's.
+  pinned = client_cpu.MeasureText(before, after, [1])
+  assert pinned.busiest_core == 'cpu1' and pinned.busy_fraction == 0.1
+
+
+def test_threads_born_late_reused_or_seen_briefly():
+  before = _Snapshot(0.0, 100.0, [(0, 0)], [
+      (5, 6, 'old', 1000, 50, 0.5e9, 0.0)])
+  after = _Snapshot(2.0, 102.0, [(100, 100)], [
+      # tid 6 now names a thread born at 101.0 s (start 10100 ticks): its
+      # 0.9 s of CPU are over its 1 s of life, not over the window.
+      (5, 6, 'new', 10100, 90, 0.9e9, 0.0),
+      # Born 0.1 s before the end: too briefly seen to judge.
+      (5, 8, 'blip', 10190, 10, 0.1e9, 0.0)])
+  cpu = client_cpu.MeasureText(before, after, None)
+  assert cpu.threads_seen == 1
+  assert cpu.busiest_thread == 'new'
+  assert abs(cpu.busiest_thread_fraction - 0.9) < 1e-9
+  assert client_cpu.MeasureText('', after, None) is None
+
+
+def _RunScript(tmp_path, command, window_s):
+  base = str(tmp_path / 'probe')
+  script = concurrent.Script(base, [command], timeout_s=30,
+                             cpu_window_s=window_s)
+  with open(base + '.sh', 'w') as f:
+    f.write(script)
+  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
+  assert rc == 0, err
+  bundle = concurrent.ParseBundle(out)
+  assert bundle['rc.0'].split()[0] == '0'
+  return client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None)
+
+
+def test_probe_script_measures_a_real_spinning_thread(tmp_path):
+  spin = vm_util.QuoteAll([sys.executable, '-c', (
+      'import time\nend = time.time() + 1.6\nwhile time.time() < end: pass')])
+  cpu = _RunScript(tmp_path, spin, 1.0)
+  assert cpu.threads_seen >= 1
+  assert 0.9 <= cpu.window_s < 1.6
+  # Always runnable, whatever else this machine runs.
+  assert cpu.busiest_thread_runnable_fraction >= 0.9, cpu
+  assert client_cpu.Saturation(cpu, cores_are_the_clients=False) == 'thread'
+  assert cpu.busiest_core_fraction is not None
+  assert len(os.sched_getaffinity(0)) >= 1
+
+
+def test_probe_script_sees_a_sleeping_tool_as_idle(tmp_path):
+  cpu = _RunScript(tmp_path, 'sleep 1.2', 0.8)
+  assert cpu.threads_seen == 1 and cpu.busiest_thread == 'sleep'
+  assert cpu.busiest_thread_runnable_fraction < 0.2, cpu
+  # (The machine itself may be busy with other work: only the thread rule
+  # is about the tool.)
+  assert client_cpu.Saturation(cpu, cores_are_the_clients=False) != 'thread'
+
+
+def test_cloud_clients_default_the_adaptive_threads_to_their_vcpus(pkb_flags):
+  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import options
+  from perfkitbenchmarker.study import search_runner
+  pkb_flags.cloud = 'GCP'
+  opts = options.RedisStudyOptions.FromFlags(pkb_flags)
+  assert search_runner.Policy(opts, client_vcpus=32).max_threads == 32
+  pkb_flags.cloud = 'Local'  # Local pins its cores: the user's setting.
+  local = options.RedisStudyOptions.FromFlags(pkb_flags)
+  assert search_runner.Policy(local, client_vcpus=32).max_threads is None
+  pkb_flags.cloud = 'AWS'
+  pkb_flags['memtier_min_threads'].parse('2')  # The user's threads stay.
+  explicit = options.RedisStudyOptions.FromFlags(pkb_flags)
+  assert search_runner.Policy(explicit, client_vcpus=64).max_threads is None

@@ -1,0 +1,130 @@
+"""Saturation seen from the load generator's threads, over SSH (issue 17).
+
+Where it matters: a Static run over a real sshd on 127.0.0.1, whose client
+"VM" is this whole machine, unpinned. Debian's redis-benchmark runs one
+thread, so when it is the limit that thread wants a CPU all the time while
+the machine as a whole is far from 90 % busy (about 50 % on two idle
+cores; on a 32-vCPU client one thread is 3 %): the probes must be flagged
+by the thread rule, the result must say it is the client's limit, and the
+summary must warn. Also here: a SIGINT during a probe over SSH stops the
+remote load (the probe runs detached on the VM).
+
+Real parts only: pkb.py as a user runs it, sshd, redis-server and
+redis-benchmark. The load is pipelined GETs, the case where one
+redis-benchmark thread is the limit (why redis-benchmark grew --threads).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import e2e_support
+from perfkitbenchmarker import verdict
+from perfkitbenchmarker.load_generators import client_cpu
+
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
+         '--memtier_ratio=0:1', '--memtier_pipeline=16',
+         '--memtier_clients=50', '--memtier_adaptive_min_connections=50',
+         '--memtier_adaptive_max_connections=200', '--memtier_max_probes=3',
+         # Every probe under the cap: the answer exists, and is the client's.
+         '--memtier_latency_cap=100', '--nosystem_tuning',
+         '--timeout_minutes=4', '--noaccept_unconfirmed']
+
+
+def _StaticFile(tmp_path, server):
+  machine = {'ip_address': server.host, 'user_name': server.user,
+             'keyfile_path': server.user_key, 'ssh_port': server.port}
+  path = tmp_path / 'static.json'
+  path.write_text(json.dumps([machine, machine]))
+  return f'--static_vm_file={path}'
+
+
+def test_one_saturated_thread_flags_the_probes_and_the_answer(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  e2e_support.NeedsTools('redis-server', 'redis-benchmark')
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e_support.Run(FLAGS + [_StaticFile(tmp_path, sshd)],
+                                  results)
+  # Finished, but the answer is not a confirmed server figure.
+  assert proc.returncode == verdict.EXIT_UNCONFIRMED, proc.stdout[-2000:]
+  rows = e2e_support.Samples(results, run_uri)
+  probes = [e2e_support.Labels(r) for r in rows
+            if r['metric'] == 'throughput']
+  assert probes
+  for labels in probes:
+    # Measured from the tool's own thread, on the unpinned machine.
+    assert labels['client_busiest_thread'] == 'redis-benchmark', labels
+    runnable = float(labels['client_busiest_thread_runnable_pct'])
+    assert float(labels['client_busiest_thread_pct']) <= runnable <= 100
+    assert 0 < float(labels['client_cpu_busy_pct']) <= 100
+    if runnable >= 100 * client_cpu.SATURATED_FRACTION:
+      assert labels['client_saturated'] == 'True'
+      assert 'thread' in labels['client_saturated_by'].split(',')
+  saturated = [p for p in probes if p['client_saturated'] == 'True']
+  by_thread = [p for p in saturated
+               if 'thread' in p['client_saturated_by'].split(',')]
+  assert by_thread, [(p['client_busiest_thread_runnable_pct'],
+                      p['client_cpu_busy_pct']) for p in probes]
+  # The whole machine was far from full in some of them on a quiet machine:
+  # the whole-VM rule alone would have published the client's limit.
+  capped, = [e2e_support.Labels(r) for r in rows
+             if r['metric'] == 'latency_capped_throughput']
+  assert capped['client_limited'] == 'True'
+  assert verdict.CLIENT_BOUND in capped[verdict.FLAGS_KEY].split(',')
+  assert not any(r['official'] for r in rows
+                 if r['metric'] == 'latency_capped_throughput')
+  # The summary says so in words.
+  verdict_line, = [line for line in proc.stdout.splitlines()
+                   if line.startswith('Verdict:')]
+  assert 'client-bound' in verdict_line.lower(), verdict_line
+  assert 'client was CPU-saturated' in proc.stdout
+
+
+def _RemoteLoad(run_uri):
+  """The run's probe load: redis-benchmark processes sending requests (-n)
+  from its scratch directory (not its --version checks)."""
+  found = []
+  for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      with open(f'/proc/{pid}/cmdline') as f:
+        argv = f.read().split('\0')
+      cwd = os.readlink(f'/proc/{pid}/cwd')
+    except OSError:
+      continue
+    if (os.path.basename(argv[0]) == 'redis-benchmark' and '-n' in argv and
+        f'/pkb-{run_uri}/' in cwd + '/'):
+      found.append(int(pid))
+  return found
+
+
+def test_sigint_during_a_probe_over_ssh_stops_the_remote_load(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  e2e_support.NeedsTools('redis-server', 'redis-benchmark')
+  results = str(tmp_path / 'results')
+  # Long probes, so the signal lands while one runs on the "VM".
+  args = [a for a in FLAGS if not a.startswith('--memtier_run_duration')]
+  run_uri = e2e_support.NewRunUri()
+  proc = subprocess.Popen(
+      e2e_support.Command(args + ['--memtier_run_duration=30',
+                                  _StaticFile(tmp_path, sshd)],
+                          run_uri, results),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      cwd=e2e_support.REPO)
+  try:
+    deadline = time.monotonic() + 120
+    while not _RemoteLoad(run_uri) and time.monotonic() < deadline:
+      assert proc.poll() is None, proc.communicate()
+      time.sleep(0.1)
+    assert _RemoteLoad(run_uri), 'no probe started'
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode != 0, out
+  assert _RemoteLoad(run_uri) == []
+  assert e2e_support.LeftoverProcesses(results, run_uri) == []
