@@ -14,13 +14,15 @@ bookworm` root made as scripts/bench_install.py makes it, under `bash -x`:
   keydb                KeyDB's APT repository (its key, its source line)
                        and its keydb-server / keydb-tools packages;
   keydb 6.3.4 source   KeyDB's build dependencies from Debian, then the
-                       pinned source release, built and installed.
+                       pinned source release, built and installed;
+  memtier              the client VMs' memtier-benchmark from Redis's APT
+                       repository (its key, its source line, the package).
 
 Every command each script ran is printed with its outcome; the first
 failing one ends that script (as on a VM: `set -eo pipefail`), and its last
 error line says why. Debian's archive is reachable from here; Dragonfly's
-and KeyDB's release hosts and KeyDB's APT repository are not, so those
-downloads are expected to fail here, and the output names them. Exit 0
+and KeyDB's release hosts and KeyDB's and Redis's APT repositories are not,
+so those downloads are expected to fail here, and the output names them. Exit 0
 when every script ran to the step it could reach; the last line is
 `engine_installs ran=<n> failed_at_download=<n> failed_otherwise=<n>`.
 """
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from typing import List, Tuple
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,11 +47,14 @@ sys.path.insert(0, os.path.dirname(_HERE))
 import bench_install
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
+from perfkitbenchmarker.linux_packages import package_commands
 
 STEP_TIMEOUT_S = 1800
-# Hosts the scripts download from that only the engines' own projects
-# serve (no package registry reachable here carries these builds).
-OUTSIDE_HOSTS = ('github.com', 'download.keydb.dev')
+# Hosts the scripts download from that only the projects themselves serve
+# (no package registry reachable here carries these builds).
+OUTSIDE_HOSTS = tuple(sorted({urllib.parse.urlparse(url).hostname for url in (
+    dragonfly_server.RELEASE_URL, keydb_server.APT_URL,
+    keydb_server.SOURCE_URL, package_commands.REDIS_APT_URL)}))
 
 
 def Scripts(info, machine: str) -> List[Tuple[str, str]]:
@@ -57,6 +63,8 @@ def Scripts(info, machine: str) -> List[Tuple[str, str]]:
       ('keydb', keydb_server.InstallScript(info)),
       (f'keydb {keydb_server.SOURCE_RELEASE} source',
        keydb_server.InstallScript(info, keydb_server.SOURCE_RELEASE)),
+      # What every client VM runs (the T2D preset's Debian clients too).
+      ('memtier', package_commands.MemtierInstall(info)),
   ]
 
 
@@ -88,7 +96,7 @@ def Outcome(rc: int, trace: str) -> Tuple[str, str]:
 
 def IsOutsideDownload(command: str) -> bool:
   return any(host in command for host in OUTSIDE_HOSTS) or (
-      'apt-get' in command and 'keydb' in command)
+      'apt-get' in command and ('keydb' in command or 'memtier' in command))
 
 
 def RunScript(base: str, work: str, name: str, script: str) -> str:

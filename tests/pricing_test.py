@@ -193,3 +193,15 @@ def test_history_cells_keep_price_bases_apart():
   local = pd.Series({'cloud': 'Local', 'local_priced_as': 'GCP:t2d-standard-2',
                      'pricing_model': 'cud_3y'})
   assert cells.MachineType(local) == 'local as GCP:t2d-standard-2 (cud_3y)'
+
+
+def test_fast_row_reader_reads_what_yaml_reads():
+  with open(pricing.DEFAULT_CATALOG_PATH) as f:
+    text = f.read()
+  assert pricing.ParseCatalogText(text) == yaml.safe_load(text)
+  # Anything the row reader does not know goes through YAML whole: an
+  # unquoted date is a date there, and `yes` a boolean.
+  odd = ('format_version: 2\nsources: {}\nprices:\n'
+         '  - {cloud: GCP, date: 2026-07-30, spot: yes}\n')
+  assert pricing.ParseCatalogText(odd) == yaml.safe_load(odd)
+  assert pricing.ParseCatalogText(odd)['prices'][0]['spot'] is True
