@@ -43,6 +43,7 @@ from perfkitbenchmarker import flag_checks
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
@@ -341,7 +342,7 @@ class _Runner:
         self.matrix_dir, f'cell-{cell.index}.log'), self.out, self.lock)
 
   def Run(self) -> int:
-    os.makedirs(self.matrix_dir, exist_ok=True)
+    own_dirs.MakeOwnDir(self.matrix_dir)  # Cells' configs are read back.
     previous = {s: signal.signal(s, self._Forward)
                 for s in (signal.SIGINT, signal.SIGTERM)}
     pending = list(self.cells)

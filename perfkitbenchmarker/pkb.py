@@ -186,6 +186,8 @@ def RunBenchmarks(argv: List[str]) -> int:
   provider = providers.GetProvider(_Cloud())
   if hasattr(provider, 'CheckPrerequisites'):
     provider.CheckPrerequisites(FLAGS)
+  if hasattr(provider, 'CheckRunDirs'):  # Another user's scratch: refused.
+    provider.CheckRunDirs(run_uri)
 
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_dir, run_uri, 'nothing was started')

@@ -13,6 +13,8 @@ the run did.
 
 import os
 
+from perfkitbenchmarker import own_dirs
+
 ENV_VAR = 'PKB_KEY_DIR'
 
 
@@ -37,8 +39,12 @@ def MakeRunKeyDir(run_uri: str) -> str:
 
 
 def MakePrivateDir(directory: str) -> str:
-  """directory, created (with its parents) and made 0700."""
-  os.makedirs(directory, mode=0o700, exist_ok=True)
+  """directory, created (with its parents) and made 0700.
+
+  An existing directory must be the running user's own (own_dirs): the
+  run's private key goes there.
+  """
+  own_dirs.MakeOwnDir(directory)
   os.chmod(directory, 0o700)
   return directory
 

@@ -15,6 +15,7 @@ import time
 from typing import Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 
 LOCK_FILE = 'run.lock'
 _HELD = {}  # Lock path -> RunLock held by this process.
@@ -32,7 +33,7 @@ class RunLock:
     if self.path in _HELD:  # This process has it already (in-process runs).
       return _HELD[self.path]
     try:
-      os.makedirs(os.path.dirname(self.path), exist_ok=True)
+      own_dirs.MakeOwnDir(os.path.dirname(self.path))
       # O_CLOEXEC (Python's default) keeps the lock out of child processes:
       # a daemonized redis-server must not hold the run's lock after pkb.
       fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)

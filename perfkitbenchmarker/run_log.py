@@ -14,6 +14,7 @@ import sys
 from typing import Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import vm_util
 
@@ -59,7 +60,7 @@ def SetUp(run_dir: Optional[str]) -> None:
   if run_dir:
     path = os.path.join(run_dir, LOG_FILE)
     try:
-      os.makedirs(run_dir, exist_ok=True)
+      own_dirs.MakeOwnDir(run_dir)
       handler = RunLogHandler(path)
     except OSError as e:
       raise errors.ResultsFileError(

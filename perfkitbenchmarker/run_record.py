@@ -28,6 +28,7 @@ import time
 from typing import Any, Dict, Iterator, List, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import run_signals
 
 FORMAT_VERSION = 1
@@ -59,7 +60,7 @@ class RunRecord:
 
   @classmethod
   def Create(cls, run_dir: str, run_uri: str, **info: Any) -> 'RunRecord':
-    os.makedirs(run_dir, exist_ok=True)
+    own_dirs.MakeOwnDir(run_dir)
     path = os.path.join(run_dir, RECORD_FILE)
     if os.path.exists(path):
       return cls.Load(run_dir)

@@ -39,6 +39,7 @@ from typing import Any, Dict, Hashable, Optional, Tuple
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import virtual_machine
@@ -312,7 +313,9 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
             f'{self.name}: no SSH at {self._Target()} port {self.port} '
             f'after {timeout:.0f}s: {vm_util.Tail(err, 2) or "no output"}.')
       self._sleep(min(2.0, max(0.0, deadline - self._clock())))
-    self.RemoteCommand(f'mkdir -p -m 700 {shlex.quote(self.scratch_dir)}',
+    # Made 0700 by the run, or reused only when it is already its own.
+    self.RemoteCommand(own_dirs.RemoteMakeScript(
+        record_checks.REMOTE_SCRATCH_ROOT, self.scratch_dir),
                        what=f'mkdir on {self.name}')
     self.DetectSystem()
 
@@ -327,7 +330,9 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
           self.scratch_dir.count('/') < 3):
       return
     quoted = shlex.quote(self.scratch_dir)
-    self.RemoteCommand(f'rm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
+    own = own_dirs.RemoteMakeScript(record_checks.REMOTE_SCRATCH_ROOT,
+                                    self.scratch_dir, make=False)
+    self.RemoteCommand(f'{own}\nrm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
                        '2>/dev/null; true', what=f'cleaning {self.name}')
 
   def _Create(self) -> None:

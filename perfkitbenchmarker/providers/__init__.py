@@ -10,7 +10,10 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       record before the call that creates it returns; without it every VM's
       Create() is called in turn;
   CheckPrerequisites(flag_values)   (optional)
-      refuses bad provider flags (one-line errors) before anything starts.
+      refuses bad provider flags (one-line errors) before anything starts;
+  CheckRunDirs(run_uri)   (optional)
+      refuses a run whose directories on this machine exist and are not
+      the user's own (own_dirs), before anything starts.
 It registers each of its resource kinds with resource.RegisterKind at import,
 so `--run_stage=teardown --run_uri=X` can delete them from the record alone.
 Add the cloud's name to `_PROVIDERS`; --static_vm_file selects 'Static'.

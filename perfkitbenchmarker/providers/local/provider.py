@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import psutil
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
@@ -39,12 +40,17 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.internal_ip = '127.0.0.1'
 
   def _Create(self) -> None:
-    os.makedirs(self.scratch_dir, mode=0o700, exist_ok=True)
+    # Made fresh (0700, no symlink followed) or reused only when ours: the
+    # shards' configs and the argv_secret library live here.
+    own_dirs.MakeOwnDir(self.scratch_dir, SCRATCH_ROOT)
 
   def _Delete(self) -> None:
-    # Only ever remove our own scratch directories.
-    if f'{os.sep}pkb-' in self.scratch_dir and os.path.isdir(
+    # Only ever remove our own scratch directories (another user's, or one
+    # others can write to, is refused in one line and left alone).
+    if f'{os.sep}pkb-' in self.scratch_dir and os.path.lexists(
         self.scratch_dir):
+      own_dirs.CheckOwnDir(os.path.dirname(self.scratch_dir))
+      own_dirs.CheckOwnDir(self.scratch_dir)
       shutil.rmtree(self.scratch_dir, ignore_errors=True)
       parent = os.path.dirname(self.scratch_dir)
       try:
@@ -123,6 +129,11 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     # Only a directory inside this run's scratch root is ever removed.
     scratch_dir = record_checks.LocalPathInside(
         data.get('scratch_dir'), [RunScratchRoot(record.run_uri)], what)
+    try:  # A directory someone else made or can write to is not the run's.
+      for path in (os.path.dirname(scratch_dir), scratch_dir):
+        own_dirs.CheckOwnDirIfExists(path)
+    except own_dirs.NotOwnDir as e:
+      raise record_checks.RecordRefused(f'{what}: {e}') from None
     num_cpus = record_checks.Field(data, 'num_cpus', int, what,
                                    required=False)
     spec = virtual_machine.VmSpec(
@@ -149,6 +160,22 @@ resource.RegisterKind(LocalVirtualMachine.KIND, LocalVirtualMachine.FromRecord)
 def RunScratchRoot(run_uri: str) -> str:
   """Where a run's Local VMs keep their scratch directories."""
   return os.path.join(SCRATCH_ROOT, f'pkb-{run_uri}')
+
+
+def CheckRunDirs(run_uri: str, vm_names: Sequence[str] = ()) -> None:
+  """Refuses, before anything is recorded or made, a run whose scratch
+  directories exist and are not this user's own (own_dirs): another user
+  could have planted what the run would load or signal there."""
+  if os.path.exists(SCRATCH_ROOT):
+    own_dirs.CheckRoot(SCRATCH_ROOT)
+  root = RunScratchRoot(run_uri)
+  own_dirs.CheckOwnDirIfExists(root)
+  if os.path.isdir(root):
+    vm_names = sorted(set(vm_names) | set(os.listdir(root)))
+  for name in vm_names:
+    path = os.path.join(root, name)
+    if os.path.isdir(path) or os.path.islink(path):
+      own_dirs.CheckOwnDir(path)
 
 
 def AvailableCores() -> List[int]:
@@ -223,6 +250,7 @@ def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
   order = sorted(group_specs, key=lambda g: (g != 'servers', g))
   requests = [(f'{group}-{i}', group_specs[group].num_cpus)
               for group in order for i in range(counts[group])]
+  CheckRunDirs(spec.run_uri, [name for name, _ in requests])
   cores = AvailableCores()
   assignment = AssignCores(requests, cores)
   memory_each = HostMemoryMib() // max(1, len(requests))

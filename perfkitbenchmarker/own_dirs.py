@@ -1,0 +1,174 @@
+"""Directories that are a run's own: made fresh, or reused only when ours.
+
+A run keeps what matters in directories whose names anyone can know in
+advance (run URIs are chosen in staged runs and CI): its results directory
+(results/runs/<run_uri>), its key directory and, on every VM, its scratch
+directory (/tmp/pkb-<run_uri>/<vm name>), where the shards' config files and
+the argv_secret library live. A directory another user made there first, or
+can write to, would let that user plant what the run then reads or loads
+(a library preloaded into the load generators, a pidfile naming a process
+to kill). So each directory of the run is
+
+  * made by the run with mode 0700, one component at a time below a trusted
+    root, never through a symlink (O_NOFOLLOW on every component), and
+    checked again once made;
+  * reused (a resumed stage: --run_stage=run --run_uri=X) only when it is a
+    real directory owned by the running user that neither its group nor
+    others can write;
+  * otherwise refused in one line (`NotOwnDir`), and nothing in it touched.
+
+The root a run's directories hang from (/tmp, results/runs, the keys root)
+must be the running user's or root's, and writable by all only with the
+sticky bit (as /tmp is), so nobody can rename our directory away and put
+theirs in its place.
+
+Extension seam: `MakeOwnDir` / `CheckOwnDir` on this machine;
+`RemoteMakeScript` is the same rule as shell text for a VM reached by SSH.
+"""
+
+import os
+import shlex
+import stat
+from typing import Optional
+
+from perfkitbenchmarker import errors
+
+MODE = 0o700
+_OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+
+
+class NotOwnDir(errors.UsageError):
+  """A directory of the run exists and is not the running user's own."""
+
+
+def Problem(st: os.stat_result, uid: Optional[int] = None) -> Optional[str]:
+  """Why a directory with this (l)stat is not the run's own, or None."""
+  uid = os.geteuid() if uid is None else uid
+  if stat.S_ISLNK(st.st_mode):
+    return 'it is a symlink'
+  if not stat.S_ISDIR(st.st_mode):
+    return 'it is not a directory'
+  if st.st_uid != uid:
+    return f'it is owned by uid {st.st_uid}, not {uid}'
+  if st.st_mode & _OTHERS_WRITE:
+    return (f'others can write to it (mode '
+            f'{stat.S_IMODE(st.st_mode):04o})')
+  return None
+
+
+def _Refuse(path: str, reason: str) -> NotOwnDir:
+  return NotOwnDir(
+      f'{path} is not this run\'s own directory ({reason}); left alone. '
+      'Remove it (or chmod go-w it) if it is yours, or use another '
+      '--run_uri.')
+
+
+def CheckOwnDir(path: str) -> None:
+  """Raises NotOwnDir unless path is a directory of the run's own (lstat)."""
+  try:
+    st = os.lstat(path)
+  except OSError as e:
+    raise _Refuse(path, e.strerror or str(e)) from None
+  reason = Problem(st)
+  if reason:
+    raise _Refuse(path, reason)
+
+
+def CheckOwnDirIfExists(path: str) -> None:
+  """CheckOwnDir for a path that may not exist yet (then nothing to check)."""
+  if os.path.lexists(path):
+    CheckOwnDir(path)
+
+
+def CheckRoot(root: str) -> None:
+  """Raises NotOwnDir unless `root` can hold a run's directories safely."""
+  try:
+    st = os.stat(root)
+  except OSError as e:
+    raise _Refuse(root, e.strerror or str(e)) from None
+  if not stat.S_ISDIR(st.st_mode):
+    raise _Refuse(root, 'it is not a directory')
+  if st.st_uid not in (os.geteuid(), 0):
+    raise _Refuse(root, f'it is owned by uid {st.st_uid}')
+  if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+    raise _Refuse(root, f'anyone can write to it without the sticky bit '
+                  f'(mode {stat.S_IMODE(st.st_mode):04o})')
+
+
+def MakeOwnDir(path: str, root: Optional[str] = None) -> str:
+  """Makes path (and its parents below `root`) the run's own; returns it.
+
+  `root` (default: path's parent) is created if missing and must pass
+  CheckRoot. Each component below it is made with mode 0700 or, when it
+  exists, must already be the run's own; none is reached through a symlink.
+  """
+  path = os.path.abspath(path)
+  root = os.path.abspath(root or os.path.dirname(path))
+  parts = os.path.relpath(path, root).split(os.sep)
+  if not parts or parts[0] in ('.', '..') or '..' in parts:
+    raise ValueError(f'{path} is not below {root}')
+  try:
+    os.makedirs(root, exist_ok=True)
+  except OSError as e:
+    raise _Refuse(root, e.strerror or str(e)) from None
+  CheckRoot(root)
+  fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+  current = root
+  try:
+    for part in parts:
+      current = os.path.join(current, part)
+      try:
+        os.mkdir(part, MODE, dir_fd=fd)
+      except FileExistsError:
+        pass
+      except OSError as e:
+        raise _Refuse(current, e.strerror or str(e)) from None
+      try:
+        child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                        os.O_CLOEXEC, dir_fd=fd)
+      except OSError:
+        # A symlink (ELOOP), a file (ENOTDIR) or not ours to open (EACCES).
+        reason = Problem(os.lstat(part, dir_fd=fd)) if os.path.lexists(
+            current) else 'it vanished'
+        raise _Refuse(current, reason or 'it cannot be opened') from None
+      os.close(fd)
+      fd = child
+      # Checked once made too: a umask, a default ACL or a race could have
+      # left it other than asked.
+      reason = Problem(os.fstat(fd))
+      if reason:
+        raise _Refuse(current, reason)
+  finally:
+    os.close(fd)
+  return path
+
+
+def RemoteMakeScript(root: str, path: str, make: bool = True) -> str:
+  """Shell making `path` (below `root`, normal paths) the run's own on a VM.
+
+  The same rule as MakeOwnDir: each component made 0700 or, when it exists,
+  a real directory of the remote user that group and others cannot write;
+  else one line on stderr and exit 3. With make=False it only checks the
+  components that exist (before removing them).
+  """
+  root = root.rstrip('/')
+  rel = path[len(root) + 1:]
+  if not path.startswith(root + '/') or not rel or any(
+      part in ('', '.', '..') for part in rel.split('/')):
+    raise ValueError(f'{path} is not below {root}')
+  lines, current = [], root
+  for part in rel.split('/'):
+    current = f'{current}/{part}'
+    p = shlex.quote(current)
+    check = (f'if [ -L {p} ] || [ ! -d {p} ] || [ ! -O {p} ] || '
+             f'[ $(( 8#$(stat -c %a -- {p}) & 8#022 )) -ne 0 ]; then '
+             f'echo {p}"{_REMOTE_REFUSAL}" >&2; exit 3; fi')
+    lines.append(f'mkdir -m 700 -- {p} 2>/dev/null; {check}' if make else
+                 f'if [ -e {p} ] || [ -L {p} ]; then {check}; fi')
+  return '\n'.join(lines)
+
+
+_REMOTE_REFUSAL = (
+    ' is not this run\'s own directory (a symlink, not ours, or writable by '
+    'others); left alone. Remove it (or chmod go-w it) if it is yours, or '
+    'use another --run_uri.')

@@ -1,0 +1,184 @@
+"""A run's directories are its own: made 0700, reused only when ours.
+
+The attack these tests replay: another user makes /tmp/pkb-<run_uri>/...
+(or results/runs/<run_uri>) first, writable by all or as a symlink, and
+waits for the run to put (or load) things there. `./pkb.py` must refuse in
+one line before anything starts and touch nothing in those directories;
+teardown must leave such a directory alone and say so.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker.providers.local import provider as local
+
+IS_ROOT = os.geteuid() == 0
+
+
+def _Snapshot(top):
+  """Every entry under top with its owner, mode and (for files) content."""
+  found = {}
+  for parent, dirs, files in os.walk(top):
+    for name in [''] + dirs + files:
+      path = os.path.join(parent, name)
+      st = os.lstat(path)
+      content = None
+      if stat.S_ISREG(st.st_mode):
+        with open(path, 'rb') as f:
+          content = f.read()
+      found[path] = (st.st_uid, st.st_mode, st.st_mtime_ns, content)
+  return found
+
+
+def _AsNobody(script):
+  subprocess.run(['runuser', '-u', 'nobody', '--', 'bash', '-c', script],
+                 check=True, timeout=30)
+
+
+def _Pkb(run_uri, results, *args, scratch=None):
+  env = dict(os.environ)
+  if scratch is not None:
+    env['PKB_LOCAL_SCRATCH'] = str(scratch)
+  return subprocess.run(
+      e2e.Command(['--memtier_run_duration=1', *args], run_uri, str(results)),
+      capture_output=True, text=True, timeout=120, cwd=e2e.REPO, env=env)
+
+
+def _AssertRefused(proc, path):
+  assert proc.returncode == 2, (proc.stdout, proc.stderr)
+  assert proc.stdout == ''
+  lines = proc.stderr.splitlines()
+  assert len(lines) == 1, proc.stderr
+  assert path in lines[0] and 'left alone' in lines[0], lines[0]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason='needs root to act as user nobody')
+def test_another_users_scratch_dirs_are_refused_by_a_root_run(tmp_path):
+  """The reported attack, as written: nobody pre-creates the scratch
+  directories (mode 777) in /tmp; a root run must not use them."""
+  run_uri = 'evil' + e2e.NewRunUri()
+  top = f'/tmp/pkb-{run_uri}'
+  try:
+    _AsNobody(f'mkdir -p {top}/clients-0 {top}/servers-0 && '
+              f'echo planted > {top}/servers-0/argv_secret.so && '
+              f'chmod -R 777 {top}')
+    before = _Snapshot(top)
+    proc = _Pkb(run_uri, tmp_path / 'results')
+    _AssertRefused(proc, top)
+    assert 'owned by uid' in proc.stderr
+    assert _Snapshot(top) == before
+    assert not os.path.exists(tmp_path / 'results' / run_uri)
+  finally:
+    shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize('layout', ['writable', 'symlink', 'vm_writable'])
+def test_scratch_dirs_others_could_plant_in_are_refused(tmp_path, layout):
+  """The same rule for any user: a directory others can write to, or a
+  symlink, where the run's scratch directory goes."""
+  run_uri = e2e.NewRunUri()
+  scratch = tmp_path / 'scratch'
+  scratch.mkdir()
+  top = scratch / f'pkb-{run_uri}'
+  elsewhere = tmp_path / 'elsewhere'
+  elsewhere.mkdir(mode=0o700)
+  if layout == 'symlink':
+    os.symlink(elsewhere, top)
+  else:
+    (top / 'servers-0').mkdir(parents=True, mode=0o700)
+    os.chmod(top, 0o700)
+    os.chmod(top if layout == 'writable' else top / 'servers-0', 0o777)
+  before = _Snapshot(scratch), _Snapshot(elsewhere)
+  proc = _Pkb(run_uri, tmp_path / 'results', scratch=scratch)
+  _AssertRefused(proc, str(top))
+  assert (_Snapshot(scratch), _Snapshot(elsewhere)) == before
+
+
+def test_run_directory_of_another_shape_is_refused(tmp_path):
+  """results/runs/<run_uri> as a symlink to somewhere else: refused, and
+  nothing is written through it."""
+  run_uri = e2e.NewRunUri()
+  results = tmp_path / 'results'
+  results.mkdir()
+  target = tmp_path / 'target'
+  target.mkdir(mode=0o700)
+  os.symlink(target, results / run_uri)
+  proc = _Pkb(run_uri, results, scratch=tmp_path / 'scratch')
+  _AssertRefused(proc, str(results / run_uri))
+  assert os.listdir(target) == []
+
+
+def test_teardown_leaves_a_foreign_scratch_dir_alone(tmp_path, monkeypatch):
+  """A record whose local VM's scratch directory is writable by others:
+  teardown reports it in one line and removes nothing (in-process: the
+  refusal is teardown's own, the driver's line is tested elsewhere)."""
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path / 'scratch'))
+  run_uri = e2e.NewRunUri()
+  vm_dir = tmp_path / 'scratch' / f'pkb-{run_uri}' / 'servers-0'
+  vm_dir.mkdir(parents=True)
+  (vm_dir / 'precious').write_text('keep me')
+  os.chmod(vm_dir, 0o777)
+  record = run_record.RunRecord.Create(str(tmp_path / 'results' / run_uri),
+                                       run_uri)
+  record.AddResource('local_vm', 'servers-0', group='servers',
+                     scratch_dir=str(vm_dir))
+  record.UpdateResource('local_vm', 'servers-0', status='created')
+  failures = resource.TeardownFromRecord(record)
+  assert len(failures) == 1 and 'others can write to it' in failures[0]
+  assert (vm_dir / 'precious').read_text() == 'keep me'
+
+
+def test_make_own_dir(tmp_path):
+  made = own_dirs.MakeOwnDir(str(tmp_path / 'a' / 'b'), str(tmp_path))
+  for path in (tmp_path / 'a', tmp_path / 'a' / 'b'):
+    assert stat.S_IMODE(os.lstat(path).st_mode) == 0o700
+  # A resumed stage: the same directories, still ours, are reused.
+  assert own_dirs.MakeOwnDir(made, str(tmp_path)) == made
+  os.chmod(tmp_path / 'a', 0o770)
+  with pytest.raises(own_dirs.NotOwnDir, match='others can write'):
+    own_dirs.MakeOwnDir(made, str(tmp_path))
+  os.chmod(tmp_path / 'a', 0o700)
+  (tmp_path / 'file').write_text('')
+  with pytest.raises(own_dirs.NotOwnDir, match='not a directory'):
+    own_dirs.MakeOwnDir(str(tmp_path / 'file' / 'x'), str(tmp_path))
+  # A root anyone can write to without the sticky bit: ours could be
+  # renamed away and replaced.
+  open_root = tmp_path / 'open'
+  open_root.mkdir()
+  os.chmod(open_root, 0o777)
+  with pytest.raises(own_dirs.NotOwnDir, match='sticky'):
+    own_dirs.MakeOwnDir(str(open_root / 'x'))
+  os.chmod(open_root, 0o1777)
+  own_dirs.MakeOwnDir(str(open_root / 'x'))
+
+
+def test_remote_make_script(tmp_path):
+  """The shell form (VMs over SSH) follows the same rule."""
+  top = tmp_path / 'pkb-r'
+  path = str(top / 'servers-0')
+
+  def Run(make=True):
+    return subprocess.run(
+        ['bash', '-c', own_dirs.RemoteMakeScript(str(tmp_path), path, make)],
+        capture_output=True, text=True, timeout=10)
+
+  assert Run().returncode == 0
+  assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+  assert Run().returncode == 0  # Ours: reused.
+  os.chmod(path, 0o777)
+  for make in (True, False):
+    proc = Run(make)
+    assert proc.returncode == 3 and 'left alone' in proc.stderr
+  os.chmod(path, 0o700)
+  shutil.rmtree(top)
+  assert Run(make=False).returncode == 0 and not top.exists()
+  os.symlink(tmp_path, top)
+  assert Run().returncode == 3
