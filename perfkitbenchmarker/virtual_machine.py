@@ -162,9 +162,30 @@ class BaseVirtualMachine(resource.BaseResource):
       return None
     return float(fields[19]), cmdline.strip()
 
+  def ProcessWorkdir(self, pid: int) -> Tuple[Optional[str], str]:
+    """(the working directory of pid or None if unreadable, the scratch
+    directory as this VM resolves it)."""
+    pid = CheckedPid(pid)
+    # The scratch directory first: its (normal) path holds no newline, so
+    # everything after the first line is the working directory, verbatim
+    # (a deleted one ends in " (deleted)" and matches nothing).
+    out, _, _ = self.RemoteCommandWithReturnCode(
+        f'(cd -- {shlex.quote(self.scratch_dir)} 2>/dev/null && pwd -P) || '
+        f'echo; readlink /proc/{pid}/cwd')
+    scratch, _, cwd = out.partition('\n')
+    if cwd.endswith('\n'):
+      cwd = cwd[:-1]
+    return cwd or None, scratch or self.scratch_dir
+
   def KillProcess(self, pid: int, markers: Sequence[str] = (),
                   start_time: Optional[float] = None) -> None:
     """Stops pid and waits for its exit, if it is still the process we started.
+
+    The run's mark comes first: every process a run starts works in its
+    VM's scratch directory (commands start there; redis-server's `dir` is
+    it), a directory of the run's own (own_dirs) that no other user can
+    enter. A process working anywhere else is never signalled, whatever the
+    record or a pidfile says of it.
 
     Args:
       pid: the process id recorded when it started.
@@ -181,6 +202,16 @@ class BaseVirtualMachine(resource.BaseResource):
     if identity is None:
       return
     running_since, cmdline = identity
+    cwd, scratch = self.ProcessWorkdir(pid)
+    if cwd is None or not (cwd == scratch or cwd.startswith(
+        scratch.rstrip('/') + '/')):
+      if self.ProcessIdentity(pid) is None:
+        return  # It exited meanwhile (its /proc entry went).
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} works in '
+          f'{cwd if cwd is not None else "a directory we cannot read"}, not '
+          f'in the run\'s scratch directory {scratch}: not a process of this '
+          'run; left alone')
     if start_time is not None and not SameStart(running_since, start_time):
       raise errors.ResourceError(
           f'PID {pid} on {self.name} started at {running_since}, not at the '

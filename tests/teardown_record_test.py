@@ -206,11 +206,11 @@ class _ShellVm(virtual_machine.BaseVirtualMachine):
     return vm_util.RunLocal(command, timeout=timeout, env=env, stdin=stdin)
 
 
-def _Stubborn(port):
+def _Stubborn(port, cwd=None):
   """A fake shard that ignores SIGTERM, so only SIGKILL stops it."""
   proc = subprocess.Popen(
       ['bash', '-c', f'trap "" TERM; exec -a "redis-server 127.0.0.1:{port}"'
-       ' sleep 120'])
+       ' sleep 120'], cwd=cwd)
   deadline = time.monotonic() + 5
   while 'redis-server' not in ' '.join(psutil.Process(proc.pid).cmdline()):
     assert time.monotonic() < deadline
@@ -225,14 +225,74 @@ def _Gone(proc):
     return True
 
 
+def _ForeignRedis(directory):
+  """A real redis-server the run never started, working in `directory`."""
+  os.makedirs(directory, exist_ok=True)
+  port = e2e.FreePort()
+  proc = subprocess.Popen(
+      ['redis-server', '--port', str(port), '--bind', '127.0.0.1',
+       '--save', '', '--appendonly', 'no', '--dir', str(directory)],
+      cwd=directory, stdout=subprocess.DEVNULL)
+  deadline = time.monotonic() + 10
+  while f':{port}' not in ' '.join(psutil.Process(proc.pid).cmdline()):
+    assert time.monotonic() < deadline and proc.poll() is None
+    time.sleep(0.02)
+  return proc, port
+
+
+@e2e.NeedsTools('redis-server', how='./scripts/setup.sh installs it')
+def test_processes_without_the_runs_mark_are_left_alone(tmp_path):
+  """A record (or a pidfile in the run's own scratch directory) naming a
+  real redis-server by pid, port and its true start time: it does not work
+  in the run's scratch directory, so teardown leaves it alone and says so."""
+  run_uri = e2e.NewRunUri()
+  results, scratch = tmp_path / 'results', tmp_path / 'scratch'
+  vm_dir = scratch / f'pkb-{run_uri}' / 'servers-0'
+  vm_dir.mkdir(parents=True)
+  named, named_port = _ForeignRedis(tmp_path / 'foreign-1')
+  planted, planted_port = _ForeignRedis(tmp_path / 'foreign-2')
+  try:
+    (vm_dir / f'redis-{planted_port}.pid').write_text(f'{planted.pid}\n')
+
+    def Shard(port, **data):
+      return ('redis_process', f'servers-0:{port}', dict(
+          vm_name='servers-0', port=port,
+          config_path=f'{vm_dir}/redis-{port}.conf',
+          pidfile=f'{vm_dir}/redis-{port}.pid', **data))
+
+    _WriteRecord(results, run_uri, [
+        _LocalVm(vm_dir),
+        Shard(named_port, pid=named.pid,
+              start_time=psutil.Process(named.pid).create_time()),
+        Shard(planted_port, pid=None),
+    ])
+    proc = _Teardown(results, run_uri, scratch)
+    line = _AssertOneLineFailure(proc, 'not a process of this run')
+    assert 'Teardown left 2 resource(s)' in line
+    assert named.poll() is None and planted.poll() is None
+  finally:
+    for foreign in (named, planted):
+      foreign.kill()
+      foreign.wait()
+
+
 @pytest.mark.parametrize('vm_class', [
     lambda: local.LocalVirtualMachine(
         virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
     _ShellVm])
-def test_kill_process_waits_for_the_exit(vm_class):
+def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
   vm = vm_class()
-  proc = _Stubborn(7101)
+  vm.scratch_dir = str(tmp_path / 'scratch')
+  os.mkdir(vm.scratch_dir, 0o700)
+  outside = _Stubborn(7102, cwd=tmp_path)
+  proc = _Stubborn(7101, cwd=vm.scratch_dir)
   try:
+    start, _ = vm.ProcessIdentity(outside.pid)
+    # Its PID, its command line and its start time, but not the run's mark.
+    with pytest.raises(Exception, match='not a process of this run'):
+      vm.KillProcess(outside.pid, markers=('redis-server', ':7102'),
+                     start_time=start)
+    assert not _Gone(outside)
     start, cmdline = vm.ProcessIdentity(proc.pid)
     assert 'redis-server' in cmdline
     with pytest.raises(Exception, match='left alone'):
@@ -250,8 +310,9 @@ def test_kill_process_waits_for_the_exit(vm_class):
     assert _Gone(proc)
     assert time.monotonic() - began < virtual_machine.STOP_WAIT_S + 3
   finally:
-    proc.kill()
-    proc.wait()
+    for stubborn in (proc, outside):
+      stubborn.kill()
+      stubborn.wait()
 
 
 def _RunProcessesAlive(run_uri, record):

@@ -87,6 +87,14 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     except psutil.Error:
       return None
 
+  def ProcessWorkdir(self, pid: int) -> Tuple[Optional[str], str]:
+    # The link itself, not psutil's cwd(), which drops " (deleted)".
+    try:
+      cwd = os.readlink(f'/proc/{virtual_machine.CheckedPid(pid)}/cwd')
+    except OSError:
+      cwd = None
+    return cwd, os.path.realpath(self.scratch_dir)
+
   def _SignalAndWait(self, pid: int, start_time: float) -> None:
     try:
       proc = psutil.Process(pid)
