@@ -12,6 +12,7 @@ import shlex
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('memtier_path', None,
@@ -33,6 +34,9 @@ def IsAvailable(vm, path: str = DEFAULT_PATH) -> bool:
 
 def Install(vm, path: str = DEFAULT_PATH) -> None:
   if IsAvailable(vm, path):
+    # A wrapper script is refused here, before anything runs it
+    # (argv_secret would hand the password to its shell).
+    argv_secret.CheckTool(vm, path)
     return
   if vm.CLOUD == 'Local':
     raise errors.PrerequisiteError(

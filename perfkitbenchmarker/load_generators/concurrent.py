@@ -103,7 +103,7 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            sample_every_s: float = 0.5) -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side.
 
-  `setup_lines` run first (e.g. exporting the secret argv_secret reads).
+  `setup_lines` run first (e.g. argv_secret's unexported password variable).
   The script prints the bundle `ParseBundle` reads; `files` (paths) are in
   it too.
   """

@@ -1,0 +1,211 @@
+"""argv_secret's limits: no environment holds the password, wrappers refused.
+
+Real redis-benchmark processes on the probe path against a real
+redis-server (the server and VM fixtures of argv_secret_test.py) while the /proc/<pid>/cmdline and
+/proc/<pid>/environ of every process it starts are read every 10 ms: the password must be in none
+of them (the probe script, `timeout`, `taskset`, `env` and the tool).
+A wrapper script given as the tool is refused in one line before it starts;
+a library that is not the run's own is never loaded; and a program other
+than the one checked gets nothing from the library.
+"""
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import e2e_support as e2e
+from argv_secret_test import LOAD_PASSWORD, PASSWORD, server, vm  # pylint: disable=unused-import
+from perfkitbenchmarker import errors
+from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.load_generators import concurrent
+
+
+def _Descendants():
+  """The PIDs (text) descending from this test process, now."""
+  found, todo = [], [str(os.getpid())]
+  while todo:
+    pid = todo.pop()
+    try:
+      tasks = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+      continue
+    for task in tasks:
+      try:
+        with open(f'/proc/{pid}/task/{task}/children') as f:
+          children = f.read().split()
+      except OSError:
+        continue
+      found += children
+      todo += children
+  return found
+
+
+class ProcSampler(threading.Thread):
+  """The argv and environment of every process this test starts (other
+  tests on the machine may use the same password), every 10 ms."""
+
+  def __init__(self):
+    super().__init__(daemon=True)
+    self.seen = {}  # (pid, 'cmdline' or 'environ') -> bytes
+    self.stop = threading.Event()
+
+  def run(self):
+    deadline = time.monotonic() + 60
+    while not self.stop.is_set() and time.monotonic() < deadline:
+      for pid in _Descendants():
+        for what in ('cmdline', 'environ'):
+          try:
+            with open(f'/proc/{pid}/{what}', 'rb') as f:
+              text = f.read()
+          except OSError:
+            continue
+          self.seen.setdefault((pid, what), set()).add(text)
+      self.stop.wait(0.005)
+
+
+def _Sampled(action):
+  sampler = ProcSampler()
+  sampler.start()
+  try:
+    return action(), sampler
+  finally:
+    sampler.stop.set()
+    sampler.join(10)
+
+
+@e2e.NeedsTools('redis-benchmark', how='apt-get install redis-tools')
+def test_no_argv_or_environment_holds_the_password(server, vm):
+  # The probe path of every load generator (concurrent.RunSideBySide: the
+  # 0600 script, `timeout`, `taskset`, `env`, the tool), with a short
+  # request count rather than a timed probe.
+  argv = ['redis-benchmark', '-h', server.host, '-p', str(server.port),
+          '--user', load_user.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set',
+          '-n', '5000', '-c', '4', '-q']
+  outputs, sampler = _Sampled(lambda: concurrent.RunSideBySide(
+      vm, 'probe', [argv, argv], 60, secret=LOAD_PASSWORD))
+  assert all('SET:' in o.stdout for o in outputs), outputs
+  tool = [pid for (pid, what), texts in sampler.seen.items()
+          if what == 'cmdline' and any(b'redis-benchmark' in t and
+                                       argv_secret.TOKEN.encode() in t
+                                       for t in texts)]
+  assert tool, 'never saw redis-benchmark running'
+  # Its environment was read too (the library's variables, no password).
+  assert any((pid, 'environ') in sampler.seen for pid in tool)
+  leaks = [(pid, what) for (pid, what), texts in sampler.seen.items()
+           for t in texts
+           if LOAD_PASSWORD.encode() in t or PASSWORD.encode() in t]
+  assert not leaks, [(l, sampler.seen.get((l[0], 'cmdline'))) for l in leaks[:3]]
+
+
+@pytest.mark.parametrize('shebang', ['#!/bin/bash', '#!/usr/bin/env bash',
+                                     '#!/bin/sh -e'])
+def test_a_wrapper_script_is_refused_before_it_starts(vm, tmp_path, shebang):
+  marker = tmp_path / 'wrapper-ran'
+  wrapper = tmp_path / 'memtier_benchmark'
+  wrapper.write_text(f'{shebang}\ntouch {marker}\nexec printf %s "$@"\n')
+  wrapper.chmod(0o755)
+  with pytest.raises(errors.UsageError) as failure:
+    concurrent.RunSideBySide(vm, 'wrapped', [[str(wrapper), argv_secret.TOKEN]],
+                             10, secret=LOAD_PASSWORD)
+  message = str(failure.value)
+  assert '\n' not in message and 'wrapper script' in message, message
+  assert not marker.exists()
+
+
+def test_the_run_refuses_a_wrapper_memtier_path(tmp_path):
+  """As a user meets it: ./pkb.py with --memtier_path naming a shell
+  script fails in one line, the script never runs, no shard is left."""
+  marker = tmp_path / 'wrapper-ran'
+  wrapper = tmp_path / 'memtier-wrapper.sh'
+  wrapper.write_text(f'#!/bin/bash\ntouch {marker}\n'
+                     'exec memtier_benchmark "$@"\n')
+  wrapper.chmod(0o755)
+  proc, run_uri = e2e.Run([f'--memtier_path={wrapper}',
+                           '--load_generator=memtier'] + e2e.FAST,
+                          str(tmp_path / 'results'), timeout=120)
+  assert proc.returncode != 0
+  lines = proc.stderr.splitlines()
+  assert len(lines) == 1 and 'wrapper script' in lines[0], proc.stderr
+  assert not marker.exists()
+  assert e2e.LeftoverProcesses(str(tmp_path / 'results'), run_uri,
+                               settle_s=0.5) == []
+
+
+def test_an_interpreter_script_gets_it_but_cannot_pass_it_on(vm, tmp_path):
+  """A script whose #! names a language interpreter directly (the tests'
+  memtier stand-in is one) gets the password inside that interpreter; the
+  library's exec guard stops it from starting a program with it in argv."""
+  script = tmp_path / 'tool.py'
+  script.write_text(
+      f'#!{sys.executable}\nimport subprocess, sys\n'
+      'sys.stdout.write(sys.argv[1])\n'
+      'try:\n'
+      '  subprocess.run(["printf", "%s", sys.argv[1]])\n'
+      'except PermissionError:\n'
+      '  sys.stdout.write("|refused")\n')
+  script.chmod(0o755)
+  (outputs, ), sampler = _Sampled(lambda: concurrent.RunSideBySide(
+      vm, 'interpreted', [[str(script), f'u:{argv_secret.TOKEN}']], 30,
+      secret=LOAD_PASSWORD))
+  assert outputs.stdout == f'u:{LOAD_PASSWORD}|refused', outputs
+  assert 'argv_secret: not starting' in outputs.stderr
+  assert not [k for k, texts in sampler.seen.items() for t in texts
+              if LOAD_PASSWORD.encode() in t]
+
+
+def test_only_the_checked_program_is_handed_the_password(vm):
+  vm.Install('argv_secret')
+  library = argv_secret.LibraryPath(vm)
+
+  def Run(expected):
+    return subprocess.run(
+        ['bash', '-c', 'env LD_PRELOAD=/proc/self/fd/9 '
+         f'{argv_secret.FD_ENV}=8 {argv_secret.EXE_ENV}="$1" '
+         f'printf %s {argv_secret.TOKEN} 9<"$2" 8< <(printf pw)', '-',
+         expected, library], capture_output=True, text=True, timeout=10)
+
+  printf = os.path.realpath('/usr/bin/printf')
+  assert Run(printf).stdout == 'pw'
+  other = Run('/usr/bin/other')
+  assert other.stdout == argv_secret.TOKEN
+  assert 'not the program checked' in other.stderr
+
+
+def test_the_exec_guard_covers_every_way_to_start_a_program(vm):
+  """Handed the password, bash cannot exec (or run) a program with it in
+  its arguments, nor can Python through execv, execl* or posix_spawn*."""
+  vm.Install('argv_secret')
+  library = argv_secret.LibraryPath(vm)
+  python = os.path.realpath(sys.executable)
+  attempts = {
+      'bash': (os.path.realpath('/bin/bash'),
+               ['bash', '-c', 'printf %s "$1"; exec printf %s "$1"', '-']),
+      'execv': (python, [python, '-c', 'import os, sys; os.execv('
+                         '"/usr/bin/printf", ["printf", sys.argv[1]])']),
+      'execlp': (python, [python, '-c', 'import os, sys; os.execlp('
+                          '"printf", "printf", sys.argv[1])']),
+      'posix_spawnp': (python, [python, '-c', 'import os, sys; '
+                                'os.waitpid(os.posix_spawnp("printf", '
+                                '["printf", sys.argv[1]], {}), 0)']),
+  }
+  for name, (exe, argv) in attempts.items():
+    proc = subprocess.run(
+        ['bash', '-c', 'exe=$1 lib=$2; shift 2; env LD_PRELOAD=/proc/self/fd/9 '
+         f'{argv_secret.FD_ENV}=8 {argv_secret.EXE_ENV}="$exe" "$@" '
+         f'{argv_secret.TOKEN} 9<"$lib" 8< <(printf pw)', '-', exe, library,
+         *argv], capture_output=True, text=True, timeout=30)
+    assert 'argv_secret: not starting' in proc.stderr, (name, proc.stderr)
+    assert proc.stdout in ('', 'pw'), (name, proc.stdout)
+
+
+def test_a_library_others_can_write_is_never_loaded(vm):
+  vm.Install('argv_secret')
+  os.chmod(argv_secret.LibraryPath(vm), 0o666)
+  with pytest.raises(errors.UsageError, match='not the run\'s own'):
+    argv_secret.Wrap(vm, [['printf', argv_secret.TOKEN]], 'pw')
