@@ -267,6 +267,7 @@ def test_helper_refusals():
     (dict(memtier_fixed_load=True, memtier_pipelines=['0']),
      ['--memtier_pipelines=0']),
     (dict(memtier_clients=[4, 8]), ['--memtier_fixed_load', 'one']),
+    (dict(memtier_threads=[4]), ['--memtier_min_threads', 'fixed load']),
     (dict(memtier_pipeline=[1, 30]), ['--memtier_fixed_load', 'one']),
 ])
 def test_refused_in_one_line(pkb_flags, values, words):

@@ -55,6 +55,7 @@ class FixedLoadOptions:
   threads: Tuple[int, ...] = ()
   pipelines: Tuple[int, ...] = ()
   clients: Tuple[int, ...] = (1,)
+  threads_given: bool = False  # --memtier_threads set (fixed load only)
 
   @classmethod
   def FromFlags(cls, f) -> 'FixedLoadOptions':
@@ -69,7 +70,8 @@ class FixedLoadOptions:
         ratios=ratios or (ParseRatio(f.memtier_ratio, 'memtier_ratio'),),
         threads=tuple(f.memtier_threads or (f.memtier_min_threads,)),
         pipelines=pipelines or tuple(f.memtier_pipeline),
-        clients=tuple(f.memtier_clients))
+        clients=tuple(f.memtier_clients),
+        threads_given=f.memtier_threads is not None)
 
   @property
   def swept(self) -> bool:
@@ -159,6 +161,11 @@ def CheckWorkload(opts) -> None:
           '--memtier_requests sets a fixed request count; a capped search '
           'times its probes (--memtier_run_duration). Add '
           '--memtier_fixed_load or drop --memtier_requests.')
+    if fixed.threads_given and not fixed.swept:
+      raise errors.UsageError(
+          '--memtier_threads sets a fixed load\'s threads; a capped search '
+          'varies them itself from --memtier_min_threads to '
+          '--memtier_max_threads. Add --memtier_fixed_load or give those.')
     if fixed.swept:
       raise errors.UsageError(
           'several --memtier_ratios/--memtier_pipeline(s)/--memtier_threads/'
