@@ -263,7 +263,7 @@ def test_enterprise_cluster_installs_every_server_at_once(tmp_path):
   cluster = redis_enterprise.RedisEnterpriseCluster(
       opts, servers, 'cluster-pw-123', copy=Copy,
       session_factory=lambda vm: None, api_url='https://localhost:9443')
-  # The benchmark's prepare (redis_enterprise_benchmark._PrepareCloud).
+  # The benchmark's prepare (enterprise/cloud_run.Prepare).
   deployment.PrepareVms(servers, (), cluster.InstallOn, None)
   for vm in servers:
     assert any('install.sh' in str(c) for c in commands[vm.name])

@@ -37,6 +37,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker.enterprise import study_steps
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.load_generators import interference
@@ -271,7 +272,7 @@ def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags):
                     'clients': [_CloudVm(host, 'clients-0'),
                                 _CloudVm(host, 'clients-1')]}
   opts = bench._Options(spec)  # pylint: disable=protected-access
-  study = bench._StudyOptions(  # pylint: disable=protected-access
+  study = study_steps.StudyOptions(
       opts, opts.load_records, opts.min_threads, opts.max_threads)
   # During the second step (2 threads) the host steals 30 % of the time.
   generator = _ScriptedGenerator(host, {2: 30})

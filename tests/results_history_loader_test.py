@@ -179,6 +179,20 @@ def test_cells_name_local_runs_by_their_price_and_topology(frame):
   assert with_cells['cell'].nunique() == 5
 
 
+def test_a_stand_in_engine_is_its_own_cell(frame):
+  # redis_enterprise on Local (Redis OSS standing in) is neither Redis
+  # Enterprise's cell nor redis_memtier's Redis cell with the same settings.
+  run = frame[frame['run_uri'] == '04066aa3']
+  stand_in = run.assign(run_uri='standin1', stands_in_for='redis_enterprise')
+  real = run.assign(run_uri='enterpr1', engine='redis_enterprise')
+  with_cells = cells.AddCellColumns(pd.concat([run, stand_in, real]))
+  per_run = with_cells.drop_duplicates('run_uri').set_index('run_uri')
+  assert per_run.loc['standin1', 'engine'] == (
+      'redis standing in for redis_enterprise')
+  assert per_run.loc['enterpr1', 'engine'] == 'redis_enterprise'
+  assert per_run['cell'].nunique() == 3
+
+
 def _Shifted(frame, run_uri, start):
   rows = frame[frame['run_uri'] == run_uri].copy()
   rows['timestamp'] = start + (rows['timestamp'] - rows['timestamp'].min())

@@ -11,7 +11,10 @@ same cells:
                 on_demand (rows without it were on-demand)
   engine        `engine` (or `redis_server_engine`) when a run records one,
                 else "redis"; the version is provenance, not identity, so an
-                engine upgrade shows up as a change point, not a new series
+                engine upgrade shows up as a change point, not a new series;
+                an engine standing in for another (`stands_in_for`: Redis
+                OSS running redis_enterprise's workload on Local) is named
+                so, never mixed with that engine's or its own real rows
   topology      cluster mode, shards per server VM, server VM count
   workload      SET:GET ratio, key pattern, value size, key range, cap
 
@@ -26,7 +29,11 @@ from typing import Any
 import pandas as pd
 
 CELL_COLUMNS = ('machine_type', 'engine', 'topology', 'workload')
-ENGINE_KEYS = ('engine', 'redis_server_engine', 'server_engine')
+# A sample's own `engine` metadata is kept as RECORDED_ENGINE: `engine` is
+# also the cell column AddCellColumns writes.
+RECORDED_ENGINE = 'engine_recorded'
+ENGINE_KEYS = (RECORDED_ENGINE, 'engine', 'redis_server_engine',
+               'server_engine')
 # Metadata a run's samples share but not every sample carries.
 RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
                   'memtier_data_size', 'memtier_key_maximum',
@@ -35,7 +42,8 @@ RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
                   'redis_server_version', 'load_generator',
                   'load_generator_version', 'price_basis', 'pricing_model',
                   'servers_price_source', 'servers_price_date',
-                  'servers_price_region', 'servers_price_cloud') + ENGINE_KEYS
+                  'servers_price_region', 'servers_price_cloud',
+                  'stands_in_for') + ENGINE_KEYS
 
 
 def _Present(value: Any) -> bool:
@@ -70,10 +78,12 @@ def MachineType(row: pd.Series) -> str:
 
 
 def Engine(row: pd.Series) -> str:
-  for key in ENGINE_KEYS:
-    if _Present(row.get(key)):
-      return str(row.get(key))
-  return 'redis'
+  engine = next((str(row.get(key)) for key in ENGINE_KEYS
+                 if _Present(row.get(key))), 'redis')
+  stands_in_for = row.get('stands_in_for')
+  if _Present(stands_in_for):
+    return f'{engine} standing in for {stands_in_for}'
+  return engine
 
 
 def Topology(row: pd.Series) -> str:
@@ -106,6 +116,9 @@ def FillRunLevel(frame: pd.DataFrame) -> pd.DataFrame:
 
 def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
   """The frame with `machine_type, engine, topology, workload, cell` added."""
+  if 'engine' in frame.columns and 'cell' not in frame.columns:
+    # Samples' metadata, not a cell column of an earlier call: keep it.
+    frame = frame.rename(columns={'engine': RECORDED_ENGINE})
   frame = FillRunLevel(frame.drop(columns=[
       c for c in CELL_COLUMNS + ('cell',) if c in frame.columns]))
   if frame.empty:
@@ -118,7 +131,8 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
                       'redis_server_cluster_mode', 'redis_total_num_processes',
                       'servers_vm_count', 'memtier_ratio',
                       'memtier_key_pattern', 'memtier_data_size',
-                      'memtier_key_maximum', 'latency_cap_ms') + ENGINE_KEYS
+                      'memtier_key_maximum', 'latency_cap_ms',
+                      'stands_in_for') + ENGINE_KEYS
           if k in frame.columns]
   combos = frame[keys].drop_duplicates().reset_index(drop=True)
   labels = pd.DataFrame({
