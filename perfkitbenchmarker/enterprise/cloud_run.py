@@ -98,8 +98,9 @@ def Run(spec, opts, vcpus: int) -> None:
             tuple, measured=deployment.MeasuringClients(
                 spec, d['generators'])),
         server_machines=deployment.ServerMachines(spec))
-    return study_steps.Search(spec, study, probe_driver,
-                   {'db_shard_count': shards, 'redis_proxy_threads': proxies})
+    return study_steps.Search(
+        spec, study, probe_driver,
+        {'db_shard_count': shards, 'redis_proxy_threads': proxies})
 
   if not opts.optimize_throughput:
     if Evaluate(opts.shards_per_db, opts.proxy_threads) is None:

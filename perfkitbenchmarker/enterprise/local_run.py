@@ -28,6 +28,7 @@ from perfkitbenchmarker.study import results
 
 TEST_NAME = 'redis_enterprise_local_oss'
 STANDS_IN_FOR = 'redis_enterprise'
+MIN_CLIENTS = 2  # Per thread, when halving clients to fit this machine.
 
 
 def Prepare(spec, opts, scaling) -> None:
@@ -83,17 +84,19 @@ def Run(spec, opts, scaling, vcpus: int) -> None:
     probe_driver = deployment.ProbeDriver(spec, spec.deployment, study)
     # This machine may be too small for the first step (threads are
     # already scaled to its cores): halve the clients per thread until a
-    # step holds under the cap, saying so. Bounded: log2(clients) retries.
+    # step holds under the cap, saying so. Bounded: log2(clients) retries,
+    # down to MIN_CLIENTS (redis-benchmark's SET:GET mix needs one
+    # connection for each).
     clients = opts.loadgen_clients
     while True:
       attempt = dataclasses.replace(study, generator=dataclasses.replace(
           study.generator, clients=clients))
       value = study_steps.Search(spec, attempt, probe_driver,
-                      {'db_shard_count': shards,
-                       'local_scaled_loadgen_clients': clients})
-      if value is not None or clients == 1:
+                                 {'db_shard_count': shards,
+                                  'local_scaled_loadgen_clients': clients})
+      if value is not None or clients <= MIN_CLIENTS:
         return value
-      clients = max(1, clients // 2)
+      clients = max(MIN_CLIENTS, clients // 2)
       spec.reporter.Line(
           f'Scaled to this machine: clients per thread '
           f'{opts.loadgen_clients} -> {clients} (the first step was over '
