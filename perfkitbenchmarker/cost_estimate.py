@@ -109,10 +109,10 @@ RATES: Mapping[str, PhaseRates] = {
 # collecting it with its CPU and interference figures, the search step, the
 # samples). Measured by scripts/bench_probe_overhead.py (2026-11-24, 2 s
 # redis-benchmark probes, a 2-core machine shared with other jobs at a load
-# average of about 11): 0.43 s per probe on Local, 0.33 s over a loopback
-# sshd (Static: one SSH round trip to start a probe, one to collect it).
-# Rounded up to 0.5 s; a cloud VM adds its network round trip twice per
-# probe (tens of ms), which stays inside the rounding.
+# average of 12-13): 0.47 s per probe on Local, 0.40 s over a loopback sshd
+# (Static: one SSH round trip to start a probe, one to collect it; the
+# same bench on the code before that change: 2.46 s). Rounded up to 0.5 s;
+# a cloud VM adds its network round trip twice per probe (tens of ms).
 PROBE_OVERHEAD_S = 0.5
 
 
