@@ -165,17 +165,21 @@ def PricedAs(cloud: Optional[str], machine_type: Optional[str],
       '--local_priced_as=GCP:<machine type> (or AWS:<machine type>).')
 
 
-def HarnessConfig(priced: Dict[str, Optional[str]],
-                  counts: Dict[str, int]) -> str:
-  """The harness's benchmark config: group sizes and price keys."""
-  groups = {}
+def HarnessConfig(groups: Dict[str, Dict[str, Any]]) -> str:
+  """The harness's benchmark config: per group its VM count, machine type
+  and zone as upstream has them, and the price key (`PricedAs`)."""
+  out = {}
   for group in GROUPS:
-    spec = {'machine_type': 'static'}
-    if priced.get(group):
-      spec['priced_as'] = priced[group]
-    groups[group] = {'vm_count': counts[group],
-                     'vm_spec': {'Static': spec, 'Local': spec}}
-  return json.dumps({HARNESS_BENCHMARK: {'vm_groups': groups}})
+    g = groups[group]
+    static = {'machine_type': g.get('machine_type') or 'static'}
+    local = {'machine_type': 'static'}  # the dry run's stand-in
+    if g.get('zone'):
+      static['zone'] = g['zone']
+    if g.get('priced_as'):
+      static['priced_as'] = local['priced_as'] = g['priced_as']
+    out[group] = {'vm_count': g['count'],
+                  'vm_spec': {'Static': static, 'Local': local}}
+  return json.dumps({HARNESS_BENCHMARK: {'vm_groups': out}})
 
 
 def StaticVmFile(vm_groups) -> str:
@@ -250,26 +254,26 @@ def CheckPrerequisites(benchmark_config) -> None:
   """The harness's dry run over the planned machine types and the settings:
   an unpriced type or a bad setting is refused before anything is bought."""
   study = StudyFlags(STUDY_FLAGS.value)
-  if flags.FLAGS.static_vm_file:
+  static = bool(flags.FLAGS.static_vm_file)
+  if static and not _GivesPrice(study):
     # Upstream's static machines: their types are known at Prepare.
-    priced = {g: None for g in GROUPS}
-    study = study if _GivesPrice(study) else study + [
-        '--local_priced_as=GCP:n2d-standard-2']  # settings check only
-  else:
-    priced = {}
-    for group in GROUPS:
-      cloud, machine_type, zone, _ = _PlannedGroup(benchmark_config, group)
-      priced[group] = PricedAs(cloud, machine_type, zone, study, group)
-  counts = {g: _PlannedGroup(benchmark_config, g)[3] for g in GROUPS}
-  _DryRun(priced, counts, study)
+    study = study + ['--local_priced_as=GCP:n2d-standard-2']  # settings only
+  groups = {}
+  for group in GROUPS:
+    cloud, machine_type, zone, count = _PlannedGroup(benchmark_config, group)
+    groups[group] = dict(
+        count=count, machine_type=machine_type, zone=zone,
+        priced_as=None if static else PricedAs(cloud, machine_type, zone,
+                                               study, group))
+  _DryRun(groups, study)
 
 
-def _DryRun(priced, counts, study) -> None:
+def _DryRun(groups, study) -> None:
   workdir = os.path.join(vm_util.GetTempDir(), BENCHMARK_NAME)
   os.makedirs(workdir, exist_ok=True)
   config = os.path.join(workdir, 'plan_config.json')
   with open(config, 'w') as f:
-    f.write(HarnessConfig(priced, counts))
+    f.write(HarnessConfig(groups))
   _RunHarness(['--cloud=Local', '--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
                f'--benchmark_config_file={config}',
                f'--results_dir={workdir}'] + study, 'check')
@@ -290,19 +294,20 @@ def Prepare(spec) -> None:
   """Prices the VMs upstream provisioned, hands them to the harness, and
   runs its provision (SSH check) and prepare (install, shards, preload)."""
   study = StudyFlags(STUDY_FLAGS.value)
-  priced = {}
+  groups = {}
   for group in GROUPS:
     vms = spec.vm_groups.get(group) or []
     if not vms:
       raise BridgeError(f'redis_price_performance needs a {group} group.')
     first = vms[0]
-    priced[group] = PricedAs(first.CLOUD, first.machine_type, first.zone,
-                             study, group)
-  counts = {g: len(spec.vm_groups[g]) for g in GROUPS}
-  _DryRun(priced, counts, study)
+    groups[group] = dict(
+        count=len(vms), machine_type=first.machine_type, zone=first.zone,
+        priced_as=PricedAs(first.CLOUD, first.machine_type, first.zone,
+                           study, group))
+  _DryRun(groups, study)
   workdir = _Workdir(spec)
   with open(os.path.join(workdir, 'config.json'), 'w') as f:
-    f.write(HarnessConfig(priced, counts))
+    f.write(HarnessConfig(groups))
   with open(os.path.join(workdir, 'static_vms.json'), 'w') as f:
     f.write(StaticVmFile(spec.vm_groups))
   spec.redis_price_performance_run_uri = RunUri(

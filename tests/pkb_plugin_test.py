@@ -181,6 +181,16 @@ def test_stages_hand_upstreams_vms_to_the_harness_and_return_samples(
   assert [a for a in prepare + run + cleanup if a.startswith('--run_stage')] \
       == ['--run_stage=provision,prepare', '--run_stage=run',
           '--run_stage=cleanup,teardown']
+  # The harness accepts what the bridge wrote: its dry run over the
+  # prepare stage's own files and flags (no SSH, nothing started).
+  plan = subprocess.run(
+      [os.path.join(REPO, '.venv', 'bin', 'python'),
+       os.path.join(REPO, 'pkb.py'), '--dry_run'] +
+      [a for a in prepare if not a.startswith('--run_stage=')],
+      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+  assert plan.returncode == 0, plan.stderr[-2000:]
+  assert ('servers: 1 x t2d-standard-16 in us-central1-a, $0.6759/hr'
+          in plan.stdout), plan.stdout
   samples = {s[0]: s for s in out['samples']}
   assert samples['latency_capped_throughput'][1] == pytest.approx(4424.3,
                                                                   abs=0.1)
