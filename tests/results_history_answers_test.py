@@ -138,7 +138,7 @@ def test_unconfirmed_runs_are_left_out_unless_asked(tmp_path):
   unranked = leaderboard.Unranked(frame)
   assert list(unranked['machine_type']) == ['B']
   assert unranked.iloc[0]['answer_verdict'] == 'client_bound (1 of 1 run)'
-  assert unranked.iloc[0]['reasons'] == ['client_bound here']
+  assert unranked.iloc[0]['reasons'] == ['run b1: client_bound here']
   points = changepoints.HistoryPoints(frame)
   capped = points[points['metric'] == 'latency_capped_throughput']
   assert capped['value'].tolist() == [20000]
@@ -174,7 +174,7 @@ def test_compare_json_rows_lie_within_their_runs_answers(tmp_path, capsys):
   for key in ('engine', 'topology', 'workload', 'cell', 'night',
               'capped_ops_ci95', 'price_performance', 'usd_per_hour'):
     assert key in ranked
-  assert unranked['not_ranked_because'] == ['disturbed here']
+  assert unranked['not_ranked_because'] == ['run b1: disturbed here']
   assert unranked['runs'][0]['verdict'] == 'disturbed'
   # Bad --json destination: one line, exit 2.
   assert compare.Main(['compare', path, '--json=/no/such/dir/b.json']) == 2

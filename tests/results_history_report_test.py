@@ -88,8 +88,9 @@ def test_by_default_client_bound_runs_are_not_ranked_and_say_why():
   assert text.startswith('No confirmed latency-capped answer on this night.\n'
                          'Not ranked: 5 cell(s) with no confirmed answer')
   assert ('local as AWS:c6gn.xlarge | redis | standalone, 1 shard/VM: '
-          'client_bound (2 of 2 runs): load generator saturated at the '
-          'answer') in text
+          'client_bound (2 of 2 runs): run 82ea2788: load generator '
+          'saturated at the answer; run 902af480: load generator saturated '
+          'at the answer') in text
   assert 'Not ranked: 5 cell(s)' in report.RenderMarkdown(analysis)
 
 

@@ -18,6 +18,7 @@ import pytest
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import verdict
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import publisher
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
@@ -163,6 +164,21 @@ def test_unconfirmed_samples_are_never_official():
   assert publisher.ToRow(good, 't', unofficial)['official'] is False
 
 
+def test_bigquery_rows_carry_the_verdict_and_stay_unofficial():
+  info = publisher.RunInfo(run_uri='abc', owner='me', official=True)
+  found = verdict.Verdict((verdict.CLIENT_BOUND,), 'saturated at 8 conns')
+  capped = sample.Sample(verdict.CAPPED_METRIC, 9.0, 'ops/sec',
+                         found.Metadata())
+  row = publisher.ToRow(capped, 'redis_memtier', info)
+  row['labels'] = publisher.FormatLabels(row.pop('metadata'))
+  table_row = bigquery_schema.ToTableRow(row)
+  assert table_row['official'] is False
+  pairs = {p['key']: p['value'] for p in table_row['metadata']}
+  assert pairs['verdict'] == 'client_bound'
+  assert pairs['verdict_reason'] == 'saturated at 8 conns'
+  assert pairs['verdict_flags'] == 'client_bound'
+
+
 def test_run_verdict_is_the_least_sure_answer_and_prefers_the_optimum():
   def Capped(name, **extra):
     return sample.Sample(verdict.CAPPED_METRIC, 1.0, 'ops/sec',
@@ -228,6 +244,7 @@ def test_compare_over_the_budget_run_ranks_nothing_and_says_why(
   out = capsys.readouterr().out
   assert out.startswith('No confirmed latency-capped answer on this night.\n'
                         'Not ranked: 1 cell(s) with no confirmed answer')
-  assert 'unconfirmed (1 of 1 run): probe budget of 3 spent' in out
+  assert (f'unconfirmed (1 of 1 run): run {run_uri}: probe budget of 3 '
+          'spent') in out
   (row,) = json.loads(board.read_text())
   assert row['ranked'] is False and row['runs'][0]['run_uri'] == run_uri

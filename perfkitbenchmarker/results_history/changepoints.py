@@ -3,10 +3,10 @@
 A series is one cell (machine type x engine x topology x workload) and one
 metric; its points are nights, each the mean of that night's counted runs
 of the cell (their own answers, confirmed unless `include_unconfirmed`: the
-leaderboard's figure). Change points come from Apache Otava's E-divisive (the Hunter variant:
-windowed split, then a merge that keeps points whose Student's t-test p-value
-is below `max_pvalue`), so a step counts only when it stands out from the
-series' own night-to-night noise. A point must also step by at least
+leaderboard's figure). Change points come from Apache Otava's E-divisive
+(the Hunter variant: windowed split, then a merge that keeps points whose
+Student's t-test p-value is below `max_pvalue`), so a step counts only when
+it stands out from the series' own night-to-night noise. A point must also step by at least
 `noise_multiple` times that noise (measured around it, `NoisePct`), which
 keeps false alarms near 1 in 75 noise-only histories (docs/compare.md);
 `min_change_pct` can additionally ignore significant but negligible steps.

@@ -155,7 +155,8 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
         'topology': info['topology'], 'workload': info['workload'],
         'cell': cell, 'night': night, 'runs': len(runs),
         'answer_verdict': answers_lib.VerdictSummary(runs),
-        'reasons': sorted(set(runs['verdict_reason'])),
+        'reasons': [f'run {u}: {r}' for u, r in
+                    zip(runs['run_uri'], runs['verdict_reason'])],
         'run_answers': answers_lib.RunList(runs)})
   return pd.DataFrame(rows, columns=UNRANKED_COLUMNS)
 
