@@ -16,7 +16,7 @@ import pytest
 import e2e_support
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
-from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import redis_cluster
 
 ADDRESS = re.compile(r'\b\d+\.\d+\.\d+\.\d+(:| )\d+\b')
 
@@ -43,7 +43,7 @@ class _RecordingVm:
     port = int(match.group(1)) if match else 0
     if command.endswith('CLUSTER INFO'):
       return (f'cluster_state:ok\ncluster_slots_assigned:'
-              f'{redis_server.CLUSTER_SLOTS}\n'
+              f'{redis_cluster.CLUSTER_SLOTS}\n'
               f'cluster_known_nodes:{self.count}\n', '')
     if command.endswith('CLUSTER MYID'):
       return f'node{port:040d}\n', ''
@@ -55,7 +55,7 @@ class _RecordingVm:
 
 def _LongestCommand(count, replicas=0):
   vm = _RecordingVm(count)
-  redis_server.CreateCluster(vm, _Shards(count), 'pw', replicas=replicas,
+  redis_cluster.CreateCluster(vm, _Shards(count), 'pw', replicas=replicas,
                              sleep=lambda s: None)
   return max(len(c) for c in vm.commands), vm.commands
 
@@ -72,7 +72,7 @@ def test_no_command_grows_with_the_shard_count(replicas):
   slotted = [c for c in commands if 'ADDSLOTSRANGE' in c]
   assert len(slotted) == 300 // (1 + replicas)
   ranges = sorted(tuple(map(int, c.split()[-2:])) for c in slotted)
-  assert ranges[0][0] == 0 and ranges[-1][1] == redis_server.CLUSTER_SLOTS - 1
+  assert ranges[0][0] == 0 and ranges[-1][1] == redis_cluster.CLUSTER_SLOTS - 1
   assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
   assert sum('CLUSTER REPLICATE' in c for c in commands) == (
       150 if replicas else 0)
@@ -112,7 +112,7 @@ def _FreePorts(count):
 def test_real_cluster_built_by_pieces_with_replicas(tmp_path, monkeypatch):
   for tool in ('redis-server', 'redis-cli'):
     e2e_support.RequireTool(tool, 'scripts/setup.sh')
-  monkeypatch.setattr(redis_server, 'MAX_CLUSTER_CREATE_SHARDS', 0)
+  monkeypatch.setattr(redis_cluster, 'MAX_CLUSTER_CREATE_SHARDS', 0)
   ports = [p for p in _FreePorts(40) if p + 10000 < 65536][:6]
   assert len(ports) == 6
   password = 'cluster-pieces-pw'
@@ -136,7 +136,7 @@ def test_real_cluster_built_by_pieces_with_replicas(tmp_path, monkeypatch):
         time.sleep(0.05)
     shards = [engine_base.Shard('local', '127.0.0.1', p, s.pid, '')
               for p, s in zip(ports, servers)]
-    redis_server.CreateCluster(_LocalVm(), shards, password, replicas=1,
+    redis_cluster.CreateCluster(_LocalVm(), shards, password, replicas=1,
                                timeout_s=60)
     roles = [subprocess.run(['redis-cli', '-p', str(p), 'ROLE'],
                             capture_output=True, text=True, env=env,

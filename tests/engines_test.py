@@ -21,6 +21,7 @@ from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import local_redis_builds
+from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import system_info
 from perfkitbenchmarker.linux_packages import valkey_server
@@ -207,12 +208,12 @@ def test_replicas_go_to_the_next_server_vm():
 def test_replication_problems_name_a_down_link():
   up = [{'role': 'master', 'connected_slaves': '1'},
         {'role': 'slave', 'master_link_status': 'up'}]
-  assert not redis_server.ReplicationProblems(up, 1, 1)
+  assert not redis_cluster.ReplicationProblems(up, 1, 1)
   down = [up[0], {'role': 'slave', 'master_link_status': 'down',
                   'master_host': '127.0.0.1', 'master_port': '7001'}]
   assert 'master_link_status down' in ' '.join(
-      redis_server.ReplicationProblems(down, 1, 1))
-  assert redis_server.ReplicationProblems(up[:1], 1, 1)
+      redis_cluster.ReplicationProblems(down, 1, 1))
+  assert redis_cluster.ReplicationProblems(up[:1], 1, 1)
 
 
 def _Vms(tmp_path, count):
@@ -228,7 +229,7 @@ def _Vms(tmp_path, count):
 
 
 def _Info(vm, proc, password):
-  return redis_server.ReplicationInfo(vm, engine_base.Shard(
+  return redis_cluster.ReplicationInfo(vm, engine_base.Shard(
       vm.name, '127.0.0.1', proc.port, proc.pid, proc.config_path), password)
 
 
@@ -262,7 +263,7 @@ def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
                                 p.config_path) for p in processes]
     redis_server.Cli(vms[0], '127.0.0.1', primaries[0].port, password,
                      'SET k v')
-    redis_server.WaitForReplication(vms[0], shards, password, 2, 1)
+    redis_cluster.WaitForReplication(vms[0], shards, password, 2, 1)
     assert engine.KeyCount(vms[0], shards, password) == 1  # primaries only
   finally:
     for proc in reversed(processes):
@@ -289,7 +290,7 @@ def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
                if i['role'] == 'slave')
     shard = engine_base.Shard('servers-0', '127.0.0.1', processes[0].port,
                               processes[0].pid, processes[0].config_path)
-    assert redis_server.ClusterInfo(vms[0], shard, password)[
+    assert redis_cluster.ClusterInfo(vms[0], shard, password)[
         'cluster_state'] == 'ok'
   finally:
     for proc in reversed(processes):

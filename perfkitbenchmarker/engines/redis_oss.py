@@ -1,8 +1,9 @@
 """Redis OSS (Debian's or Redis's packages) as a server engine.
 
-Installing, the config file, the shard resource, cluster formation and
-replication are in linux_packages/redis_server.py (the installed program);
-this class only maps the engine interface onto it. Valkey (valkey.py) reads
+Installing, the config file and the shard resource are in
+linux_packages/redis_server.py (the installed program), cluster formation,
+replication and key counts in linux_packages/redis_cluster.py; this class
+only maps the engine interface onto them. Valkey (valkey.py) reads
 the same config and speaks the same protocol, so it subclasses this one.
 """
 
@@ -14,6 +15,7 @@ from typing import Dict, List, Optional, Sequence
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import base
 from perfkitbenchmarker.linux_packages import local_redis_builds
+from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import redis_server
 
 
@@ -70,10 +72,10 @@ class RedisOssEngine(base.ServerEngine):
 
   def FormCluster(self, vm, shards: Sequence[base.Shard], password: str,
                   replicas: int) -> None:
-    redis_server.CreateCluster(vm, shards, password, replicas=replicas)
+    redis_cluster.CreateCluster(vm, shards, password, replicas=replicas)
 
   def KeyCount(self, vm, shards: Sequence[base.Shard], password: str) -> int:
-    return redis_server.DbSize(vm, shards, password)
+    return redis_cluster.DbSize(vm, shards, password)
 
   def ReadPassword(self, process) -> str:
     config = process.vm.ReadFile(process.config_path)
@@ -84,9 +86,9 @@ class RedisOssEngine(base.ServerEngine):
 
   def AttachReplica(self, vm, replica: base.Shard, primary: base.Shard,
                     password: str) -> None:
-    redis_server.ReplicaOf(vm, replica, primary, password)
+    redis_cluster.ReplicaOf(vm, replica, primary, password)
 
   def VerifyReplication(self, vm, shards: Sequence[base.Shard], password: str,
                         primaries: int, replicas_per_primary: int) -> None:
-    redis_server.WaitForReplication(vm, shards, password, primaries,
+    redis_cluster.WaitForReplication(vm, shards, password, primaries,
                                     replicas_per_primary)

@@ -1,0 +1,202 @@
+"""Redis Cluster and replication over running shards: form, wait, query.
+
+The seam with redis_server.py: that module installs, configures, starts and
+stops shards (one process each, a run record resource); this one only talks
+to shards that are already up, through redis-cli with the password in its
+environment (redis_server.Cli): joining them into one cluster, making
+replicas follow primaries, and reading back cluster state, replication
+state and key counts. engines/redis_oss.py maps the engine interface onto
+both; a Redis-compatible engine whose servers speak the same commands
+(Valkey, KeyDB) reuses this module as it is.
+"""
+
+import shlex
+import time
+from typing import Callable, Dict, List, Sequence
+
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.linux_packages import redis_server
+
+Shard = engine_base.Shard
+
+CLUSTER_SLOTS = 16384
+# `redis-cli --cluster create` takes every address in one argv, which grows
+# with the shard count (hundreds per VM hit "Argument list too long" once
+# wrapped for SSH); above this many shards the cluster is built by pieces,
+# one small redis-cli command per step, so no command grows with the count.
+MAX_CLUSTER_CREATE_SHARDS = 64
+REPLICATE_TRIES = 50  # x 0.2 s: a replica learns its primary by gossip.
+
+
+def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
+                  shards: Sequence[Shard], password: str, replicas: int = 0,
+                  sleep: Callable[[float], None] = time.sleep,
+                  clock: Callable[[], float] = time.monotonic,
+                  timeout_s: float = 60) -> None:
+  """Joins the shards into one cluster and waits until it serves all slots.
+
+  redis-cli --cluster create refuses fewer than 3 primaries and takes every
+  address in one argv, so clusters below 3 primaries or above
+  MAX_CLUSTER_CREATE_SHARDS shards are built by pieces (ClusterCommands).
+  """
+  primaries = len(shards) // (1 + replicas)
+  if replicas and primaries < 3:
+    raise errors.UsageError(
+        'Cluster replicas need at least 3 primaries; raise '
+        '--redis_total_num_processes or set --redis_cluster_replicas=0.')
+  if 3 <= primaries and len(shards) <= MAX_CLUSTER_CREATE_SHARDS:
+    addresses = ' '.join(shlex.quote(s.address) for s in shards)
+    vm.RemoteCommand(
+        f'redis-cli --no-auth-warning --cluster create {addresses} '
+        f'--cluster-replicas {replicas} --cluster-yes',
+        env={'REDISCLI_AUTH': password}, timeout=120,
+        what='redis-cli --cluster create')
+  else:
+    for shard, args in ClusterCommands(shards, replicas):
+      redis_server.Cli(vm, shard.host, shard.port, password, args)
+    _Replicate(vm, shards[primaries:], shards[:primaries], password, sleep)
+  WaitForClusterOk(vm, shards, password, sleep, clock, timeout_s)
+
+
+def ClusterCommands(shards: Sequence[Shard], replicas: int = 0):
+  """(shard, redis-cli args) joining and slotting a cluster by pieces.
+
+  The first `len(shards) // (1 + replicas)` shards are primaries: the first
+  shard meets every other one (one CLUSTER MEET each; gossip does the rest)
+  and each primary gets an equal range of slots. Every command holds at
+  most one address, whatever the shard count.
+  """
+  primaries = list(shards[:len(shards) // (1 + replicas)])
+  first = shards[0]
+  for other in shards[1:]:
+    yield first, f'CLUSTER MEET {shlex.quote(other.host)} {int(other.port)}'
+  per = CLUSTER_SLOTS // len(primaries)
+  for i, shard in enumerate(primaries):
+    low = i * per
+    high = CLUSTER_SLOTS - 1 if i == len(primaries) - 1 else low + per - 1
+    yield shard, f'CLUSTER ADDSLOTSRANGE {low} {high}'
+
+
+def _Replicate(vm, replica_shards: Sequence[Shard],
+               primaries: Sequence[Shard], password: str,
+               sleep: Callable[[float], None]) -> None:
+  """Each replica follows primary i % len(primaries), once it knows it."""
+  for i, replica in enumerate(replica_shards):
+    primary = primaries[i % len(primaries)]
+    node_id = redis_server.Cli(vm, primary.host, primary.port, password,
+                  'CLUSTER MYID').strip()
+    for attempt in range(REPLICATE_TRIES):
+      known = redis_server.Cli(vm, replica.host, replica.port, password, 'CLUSTER NODES')
+      if node_id in known:
+        break
+      if attempt == REPLICATE_TRIES - 1:
+        raise errors.ProcessError(
+            f'Shard {replica.port} never learnt primary {primary.port}.')
+      sleep(0.2)
+    redis_server.Cli(vm, replica.host, replica.port, password,
+        f'CLUSTER REPLICATE {shlex.quote(node_id)}')
+
+
+def ClusterInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
+  out = redis_server.Cli(vm, shard.host, shard.port, password, 'CLUSTER INFO')
+  info = {}
+  for line in out.splitlines():
+    if ':' in line:
+      key, value = line.strip().split(':', 1)
+      info[key] = value
+  return info
+
+
+def WaitForClusterOk(vm, shards: Sequence[Shard], password: str,
+                     sleep=time.sleep, clock=time.monotonic,
+                     timeout_s: float = 60) -> None:
+  deadline = clock() + timeout_s
+  while True:
+    infos = [ClusterInfo(vm, s, password) for s in shards]
+    if all(i.get('cluster_state') == 'ok' and
+           i.get('cluster_slots_assigned') == str(CLUSTER_SLOTS) and
+           i.get('cluster_known_nodes') == str(len(shards)) for i in infos):
+      return
+    if clock() > deadline:
+      states = ', '.join(f'{s.port}:{i.get("cluster_state")}'
+                         for s, i in zip(shards, infos))
+      raise errors.ProcessError(
+          f'Redis cluster not ok after {timeout_s:.0f}s ({states}).')
+    sleep(0.2)
+
+
+def DbSize(vm, shards: Sequence[Shard], password: str) -> int:
+  """Keys held by primaries (replicas would double count)."""
+  total = 0
+  for shard in shards:
+    role = redis_server.Cli(vm, shard.host, shard.port, password, 'ROLE').split()
+    if role and role[0] != 'master':
+      continue
+    total += int(redis_server.Cli(vm, shard.host, shard.port, password, 'DBSIZE').strip())
+  return total
+
+
+def ReplicaOf(vm, replica: Shard, primary: Shard, password: str) -> None:
+  """Makes `replica` replicate `primary` (it authenticates with masterauth,
+  the run's password, set in every shard's config)."""
+  redis_server.Cli(vm, replica.host, replica.port, password,
+      f'REPLICAOF {shlex.quote(primary.host)} {int(primary.port)}')
+
+
+def ReplicationInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
+  """`INFO replication` of one shard as a dict (role, master_link_status,
+  connected_slaves, ...)."""
+  out = redis_server.Cli(vm, shard.host, shard.port, password, 'INFO replication')
+  info = {}
+  for line in out.splitlines():
+    if ':' in line and not line.startswith('#'):
+      key, value = line.strip().split(':', 1)
+      info[key] = value
+  return info
+
+
+def ReplicationProblems(infos: Sequence[Dict[str, str]], primaries: int,
+                        replicas_per_primary: int) -> List[str]:
+  """What keeps `infos` (one INFO replication per shard) from being
+  `primaries` primaries with `replicas_per_primary` linked replicas each;
+  empty when replication is up."""
+  problems = []
+  masters = [i for i in infos if i.get('role') == 'master']
+  replicas = [i for i in infos if i.get('role') == 'slave']
+  if len(masters) != primaries or len(replicas) != (
+      primaries * replicas_per_primary):
+    problems.append(f'{len(masters)} primaries and {len(replicas)} replicas, '
+                    f'expected {primaries} and '
+                    f'{primaries * replicas_per_primary}')
+  for info in replicas:
+    if info.get('master_link_status') != 'up':
+      problems.append(f'replica of {info.get("master_host")}:'
+                      f'{info.get("master_port")} has master_link_status '
+                      f'{info.get("master_link_status")}')
+  for info in masters:
+    if info.get('connected_slaves') != str(replicas_per_primary):
+      problems.append(f'a primary has connected_slaves '
+                      f'{info.get("connected_slaves")}')
+  return problems
+
+
+def WaitForReplication(vm, shards: Sequence[Shard], password: str,
+                       primaries: int, replicas_per_primary: int,
+                       sleep: Callable[[float], None] = time.sleep,
+                       clock: Callable[[], float] = time.monotonic,
+                       timeout_s: float = 60) -> List[Dict[str, str]]:
+  """Waits until INFO replication shows every replica linked to its primary;
+  returns the last INFO of each shard."""
+  deadline = clock() + timeout_s
+  while True:
+    infos = [ReplicationInfo(vm, s, password) for s in shards]
+    problems = ReplicationProblems(infos, primaries, replicas_per_primary)
+    if not problems:
+      return infos
+    if clock() > deadline:
+      raise errors.ProcessError(
+          f'Replication not up after {timeout_s:.0f}s: '
+          f'{"; ".join(problems[:3])}.')
+    sleep(0.2)
