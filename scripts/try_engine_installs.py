@@ -119,7 +119,7 @@ def RunScript(base: str, work: str, name: str, script: str) -> str:
       if failed and command == failed:
         mark = 'FAILED'
       elif mark != 'ok':
-        mark = 'trap'  # The script's EXIT trap, cleaning up after it.
+        mark = 'after'  # Cleanup after the failure (a trap, an || branch).
       print(f'  {mark:<6} {command[:200]}')
     if not failed:
       return 'ran'
@@ -134,6 +134,9 @@ def RunScript(base: str, work: str, name: str, script: str) -> str:
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--work_dir', default=None)
+  parser.add_argument('--only', action='append', default=[],
+                      help='run only this path (dragonfly, keydb, ...); '
+                      'repeatable')
   args = parser.parse_args(argv)
   if os.geteuid() != 0:
     print('try_engine_installs: needs root (debootstrap and chroot).',
@@ -153,7 +156,8 @@ def main(argv=None) -> int:
           f'{time.monotonic() - start:.0f} s', flush=True)
     info = bench_install.Probe(base)
     for name, script in Scripts(info, platform.machine()):
-      counts[RunScript(base, work, name, script)] += 1
+      if not args.only or name in args.only:
+        counts[RunScript(base, work, name, script)] += 1
   except (bench_install.BenchError, subprocess.SubprocessError) as e:
     print(f'try_engine_installs: {e}', file=sys.stderr)
     return 1

@@ -399,3 +399,29 @@ def test_a_probe_is_one_trip_to_start_and_one_to_collect(make_vm):
     assert run.files[path] == f'{attempt}\n'
     assert run.cpu is not None and run.cpu.threads_seen >= 1
     assert run.cpu.busiest_thread == 'sleep'
+
+
+def test_redis_key_download_failure_stops_with_its_own_error(tmp_path):
+  """Found by scripts/try_engine_installs.py in a Debian root: with the key
+  fetched in a pipe, an unreachable repository went on to `chmod` a missing
+  keyring and reported that. Now curl's own error ends the script."""
+  if os.path.exists(package_commands.REDIS_APT_KEYRING):
+    pytest.skip('this machine has the keyring, so the step fetches nothing')
+  stubs = tmp_path / 'bin'
+  stubs.mkdir()
+  for name, body in (('curl', 'echo "curl: (6) Could not resolve host" >&2;'
+                              ' exit 6'),
+                     ('gpg', 'echo gpg ran; exit 0'),
+                     ('apt-get', 'exit 0')):
+    (stubs / name).write_text(f'#!/bin/sh\n{body}\n')
+    (stubs / name).chmod(0o755)
+  lines = package_commands.RedisAptRepoLines('bookworm')
+  key_step = next(l for l in lines if package_commands.REDIS_APT_KEY_URL in l)
+  script = package_commands._Script([key_step, 'echo after'])  # pylint: disable=protected-access
+  env = {'PATH': f'{stubs}:/usr/bin:/bin', 'TMPDIR': str(tmp_path)}
+  proc = subprocess.run(['bash', '-c', script], capture_output=True,
+                        text=True, env=env, check=False)
+  assert proc.returncode == 6
+  assert 'Could not resolve host' in proc.stderr
+  assert 'gpg ran' not in proc.stdout and 'after' not in proc.stdout
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['bin']  # no temp key

@@ -73,10 +73,14 @@ def RedisAptRepoLines(codename: str):
   return [
       f'{APT} update',
       f'{APT} install ca-certificates curl gpg',
-      f'if [ ! -s {REDIS_APT_KEYRING} ]; then '
-      f'curl -fsSL {REDIS_APT_KEY_URL} | gpg --batch --yes --dearmor -o '
-      f'{REDIS_APT_KEYRING}.tmp && mv {REDIS_APT_KEYRING}.tmp '
-      f'{REDIS_APT_KEYRING}; fi',
+      # One command a step: a failed download stops the script with its
+      # own error (in a pipe or before && it would not, and the next
+      # step would fail on the missing keyring instead).
+      f'if [ ! -s {REDIS_APT_KEYRING} ]; then key=$(mktemp); '
+      f'curl -fsSL {REDIS_APT_KEY_URL} -o "$key" || '
+      '{ rc=$?; rm -f "$key"; exit $rc; }; '
+      f'gpg --batch --yes --dearmor -o {REDIS_APT_KEYRING}.tmp "$key"; '
+      f'rm -f "$key"; mv {REDIS_APT_KEYRING}.tmp {REDIS_APT_KEYRING}; fi',
       f'chmod 644 {REDIS_APT_KEYRING}',
       f'echo {shlex.quote(source)} > {REDIS_APT_SOURCE}',
       f'{APT} update',
