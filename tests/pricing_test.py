@@ -205,3 +205,26 @@ def test_fast_row_reader_reads_what_yaml_reads():
          '  - {cloud: GCP, date: 2026-07-30, spot: yes}\n')
   assert pricing.ParseCatalogText(odd) == yaml.safe_load(odd)
   assert pricing.ParseCatalogText(odd)['prices'][0]['spot'] is True
+
+
+def test_a_matrix_compares_price_bases_cell_by_cell(tmp_path):
+  """--price_basis is a flag like any other: a flag_matrix axis over it
+  plans each cell at its own basis."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  import e2e_support as e2e  # pylint: disable=g-import-not-at-top
+  config = tmp_path / 'bases.yaml'
+  config.write_text(
+      'redis_memtier:\n  flag_matrix: basis\n  flag_matrix_defs:\n'
+      '    basis: {price_basis: [on_demand, spot, cud_3y]}\n'
+      '  flags: {cloud: GCP, zone: europe-west4-a, '
+      'machine_type: c4-standard-16, project: p}\n')
+  proc = subprocess.run(
+      [sys.executable, e2e.PKB, f'--benchmark_config_file={config}',
+       f'--results_dir={tmp_path / "r"}', '--dry_run'],
+      capture_output=True, text=True, timeout=120, cwd=e2e.REPO, check=False)
+  assert proc.returncode == 0, proc.stderr
+  for figure in ('$0.8302/hr each (on-demand;', '$0.2996/hr each (spot;',
+                 '$0.3736/hr each (3-year commitment;'):
+    assert proc.stdout.count(f'servers: 1 x c4-standard-16 in europe-west4-a'
+                             f', {figure}') == 1, figure
