@@ -61,6 +61,7 @@ from memtier_replay_output import Document, MeasuredDoc, ReplayedDoc, Table
 from memtier_replay_wire import Failure, Masters, RunRequests
 
 VERSION = '255.255.255-replay'
+_HERE = os.path.dirname(os.path.abspath(__file__))
 PERCENTILES = '50,99,99.9'
 WITH_VALUE = {  # long name: short name (or None), for options taking a value
     'server': 's', 'port': 'p', 'authenticate': 'a', 'requests': 'n',
@@ -130,7 +131,8 @@ def Settings(opts):
   bad = sorted(NOT_REPLAYED & set(opts))
   if bad or opts.get('protocol', 'redis') not in ('redis', 'resp2'):
     raise Failure(f'memtier replay stand-in: cannot replay '
-                  f'--{bad[0] if bad else "protocol"} (tests/memtier_replay.py)')
+                  f'--{bad[0] if bad else "protocol"} '
+                  '(tests/memtier_replay.py)')
   ratio = str(opts.get('ratio', '1:10')).split(':')
   pattern = str(opts.get('key-pattern', 'R:R')).split(':')
   if len(ratio) != 2 or not all(r.isdigit() for r in ratio):
@@ -231,7 +233,7 @@ def Executable(directory):
   with open(path, 'w') as f:
     f.write(f'#!{sys.executable}\n'
             'import sys\n'
-            f'sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n'
+            f'sys.path.insert(0, {_HERE!r})\n'
             'import memtier_replay\n'
             'sys.exit(memtier_replay.Main(sys.argv))\n')
   os.chmod(path, 0o755)

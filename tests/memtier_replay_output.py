@@ -15,8 +15,10 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 
 def _PercentileKeys(s, latencies):
   ordered = sorted(latencies)
-  return {f'p{p:.2f}': round(ordered[min(len(ordered) - 1, math.ceil(
-      p / 100 * len(ordered)) - 1)], 3) for p in s['percentiles']} if ordered else {}
+  if not ordered:
+    return {}
+  at = lambda p: min(len(ordered) - 1, math.ceil(p / 100 * len(ordered)) - 1)
+  return {f'p{p:.2f}': round(ordered[at(p)], 3) for p in s['percentiles']}
 
 
 def _Section(count, duration_ms, accumulated, hits, percentiles, series,
@@ -39,11 +41,13 @@ def _Section(count, duration_ms, accumulated, hits, percentiles, series,
 def _Series(measured):
   series = {}
   for latency, second in measured:
-    entry = series.setdefault(str(second), {'Count': 0, 'Accumulated Latency': 0.0})
+    entry = series.setdefault(str(second),
+                              {'Count': 0, 'Accumulated Latency': 0.0})
     entry['Count'] += 1
     entry['Accumulated Latency'] += latency
   for entry in series.values():
-    entry['Average Latency'] = round(entry['Accumulated Latency'] / entry['Count'], 3)
+    entry['Average Latency'] = round(
+        entry['Accumulated Latency'] / entry['Count'], 3)
     entry['Accumulated Latency'] = int(entry['Accumulated Latency'])
   return series
 
