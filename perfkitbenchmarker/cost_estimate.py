@@ -22,10 +22,9 @@ or a stated assumption); a real run's `--timing_measurements=runtimes`
 samples measure them per stage. `FromSpec` adapts a BenchmarkSpec for the
 dry run, the budget guard (--max_cost_usd) and the matrix plan.
 
-`PkbEstimate` prices upstream PKB's path for the same study on the same
-VMs (Redis and memtier built from source, its memtier binary search of
-about 17 runs of 60 s, a one-connection preload per client VM); on a cloud
-the dry run prints it under ours, with the ratio of VM-dollars.
+Upstream PKB's path for the same study (the comparison in docs/search.md)
+is modelled outside the product, in scripts/pkb_model.py, over
+`EstimateRun`; the dry run prints only this run's estimate.
 
 `RunEstimate.Record` goes into the run record; after a run with
 `--timing_measurements=runtimes`, `CompareWithRun` (scripts/check_estimate.py)
@@ -116,31 +115,6 @@ RATES: Mapping[str, PhaseRates] = {
 PROBE_OVERHEAD_S = 0.5
 
 
-@dataclasses.dataclass(frozen=True)
-class PkbPath:
-  """Upstream PKB's redis_memtier path, per phase (measured or stated).
-
-  install_min: the slower VM, as scripts/bench_install.py measured it on a
-    fresh Debian 12 root (2026-11-23): a server's build tools and tcl-dev
-    (38 s), Redis 7.0's `make` with one job (105 s): 143 s; a client's
-    build tools and memtier's build dependencies (38 s) and memtier 2.1.3's
-    `autoreconf`, `configure`, `make` (22 s, timed by hand from its
-    source): 60 s. The `git clone`s of both repositories (out of reach
-    here) get the rest of the 3 minutes.
-  preload_keys_per_s: memtier -t 1 -c 1 --pipeline 100 --ratio 1:0 per
-    client VM (PKB splits the key range over the client VMs).
-  search_runs, run_seconds: its binary search over pipeline then clients
-    took 16-17 runs in scripts/bench_search.py's model scenarios; 60 s each.
-  run_overhead_s: per run: reachability check, file cleanup, result fetch.
-  """
-  install_min: float = 3.0
-  preload_keys_per_s: float = 300_000
-  search_runs: int = 17
-  run_seconds: float = 60.0
-  run_overhead_s: float = 5.0
-
-
-PKB_PATH = PkbPath()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +139,6 @@ class RunEstimate:
   cloud: str
   groups: Tuple[VmGroup, ...]
   phases: Tuple[Phase, ...]
-  reference: Optional['RunEstimate'] = None  # upstream PKB's path
 
   @property
   def usd_per_hour(self) -> float:
@@ -211,12 +184,6 @@ class RunEstimate:
                  f'if it runs to --timeout_minutes={timeout_minutes:g}')
     lines.append(f'Cost: about {self.minutes:.0f} min, estimated '
                  f'${self.usd:.4f}{at_most}.')
-    if self.reference is not None:
-      ref = self.reference
-      lines.append(
-          f'Upstream PKB\'s path for this study (source builds, its binary '
-          f'search): about {ref.minutes:.0f} min, ${ref.usd:.4f}; this run '
-          f'is {self.usd / ref.usd * 100:.0f} % of its VM-dollars.')
     return lines
 
 
@@ -263,22 +230,6 @@ def EstimateRun(cloud: str, groups: Sequence[VmGroup], search_minutes: float,
   return RunEstimate(cloud=cloud, groups=tuple(groups), phases=phases)
 
 
-def PkbEstimate(cloud: str, groups: Sequence[VmGroup], preload_keys: int = 0,
-                value_bytes: int = 0, client_vms: int = 1,
-                path: PkbPath = PKB_PATH,
-                rates: Optional[PhaseRates] = None) -> RunEstimate:
-  """The same study on the same VMs the way upstream PKB runs it (the same
-  provisioning and teardown as ours: PKB also creates and deletes VMs in
-  parallel)."""
-  rates = rates or RATES[cloud]
-  pkb_rates = dataclasses.replace(
-      rates, install_min=path.install_min,
-      preload_keys_per_s=path.preload_keys_per_s)
-  search = path.search_runs * (path.run_seconds + path.run_overhead_s) / 60
-  return EstimateRun(cloud, groups, search, preload_keys, value_bytes,
-                     rates=pkb_rates, preload_client_vms=client_vms)
-
-
 def FromSpec(spec) -> RunEstimate:
   """Adapts a BenchmarkSpec (not yet provisioned) to `EstimateRun`."""
   counts = spec.GroupCounts()
@@ -301,12 +252,8 @@ def FromSpec(spec) -> RunEstimate:
   preloading = counts.get('clients', 1)
   if hasattr(module, 'EstimatedPreloadClientVms'):
     preloading = module.EstimatedPreloadClientVms(spec)
-  estimate = EstimateRun(spec.cloud, groups, search, keys, value_bytes,
-                         preload_client_vms=preloading)
-  if spec.cloud in ('GCP', 'AWS'):
-    estimate = dataclasses.replace(estimate, reference=PkbEstimate(
-        spec.cloud, groups, keys, value_bytes, counts.get('clients', 1)))
-  return estimate
+  return EstimateRun(spec.cloud, groups, search, keys, value_bytes,
+                     preload_client_vms=preloading)
 
 
 # The driver's stage samples (timing_util, --timing_measurements=runtimes)

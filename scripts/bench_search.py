@@ -10,8 +10,11 @@ Three policies, side by side, on every scenario:
     model) with the study's clients per thread and pipeline, stopping at the
     cap (search/linear.py);
   * pkb_memtier: upstream PKB's memtier latency-capped search, a binary
-    search over pipeline then over clients, 60 s runs, deciding on p95
-    (scripts/search_model.PkbMemtierPolicy);
+    search over pipeline then over clients with upstream's settings
+    (threads up to the client's physical cores, at most 30 // shards
+    clients per thread, runs of 10,000 requests per client), deciding on
+    p95 (scripts/pkb_model.py); pkb_memtier_avg is the same search holding
+    the average latency to the cap instead, our rule;
   * adaptive: ours (search/adaptive.py) with the benchmark's settings.
 
 Model scenarios (scripts/search_model.py) are the published studies' server
@@ -29,7 +32,11 @@ during which other processes used more than --max_foreign_cpu_pct of the CPU
 is discarded and run again (bounded by --max_reruns and --max_minutes).
 
 For each policy: probes, probe-seconds, found % (mean reported capped
-throughput / true best) and CV % over repetitions. Then one line per
+throughput / true best) and CV % over repetitions, scored by both latency
+rules: the true best under the average-latency cap and under the p95 cap,
+with the answers whose load is over the cap by that rule (noise-free)
+counted. --raw_out keeps every figure as JSON (docs/data/search_model.json
+for docs/search.md, whose tables scripts/search_doc_tables.py writes). Then one line per
 scenario `scenario=<name> found_pct=<ours> time_pct=<ours / stepup's
 probe-seconds, %> cv_pct=<ours>`, and LAST (when local ran) `found_pct=...
 time_pct=... cv_pct=...` for local Redis, adaptive against the step-up.
@@ -73,6 +80,8 @@ from perfkitbenchmarker.search import linear
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
+import pkb_model
+import search_doc_tables
 import search_model
 
 FIXTURE = os.path.join(_REPO, 'tests', 'data', 'search_model_quiet_sweep.json')
@@ -114,6 +123,9 @@ flags.DEFINE_integer('local_pkb_max_pipeline', 64, 'PKB\'s pipeline '
                      'harness redis-benchmark aborted at 2500 here, and after '
                      'probes at 256 the shard stopped answering for a while).',
                      lower_bound=2)
+flags.DEFINE_string('raw_out', None, 'Write the model scenarios\' raw '
+                    'figures here as JSON (scripts/search_doc_tables.py '
+                    'renders docs/search.md\'s tables from it).')
 flags.DEFINE_boolean('local_pkb', False, 'Also run PKB\'s search on local '
                      'Redis. Off by default: its deep-pipeline probes through '
                      'redis-benchmark left the local shard unanswering '
@@ -121,7 +133,7 @@ flags.DEFINE_boolean('local_pkb', False, 'Also run PKB\'s search on local '
                      'failed every later search of the repetition.')
 FLAGS = flags.FLAGS
 
-POLICIES = ('stepup', 'pkb_memtier', 'adaptive')
+POLICIES = search_doc_tables.POLICIES
 
 
 def Log(text):
@@ -145,10 +157,12 @@ class SweepPolicy:
     return search_driver.Outcome('swept every load', best)
 
 
-def Row(results, truth):
+def Row(results, truth, model=None, truths=None, cap_ms=None):
+  """One policy's figures over its repetitions; with the model, scored by
+  both latency rules (`truths`: true best per rule)."""
   values = [r.capped_throughput or 0.0 for r in results]
   mean = statistics.fmean(values)
-  return {
+  row = {
       'probes': statistics.fmean(len(r.probes) for r in results),
       'probe_s': statistics.fmean(r.probe_seconds for r in results),
       'capped': mean,
@@ -159,6 +173,13 @@ def Row(results, truth):
       'client_limited': sum(r.client_limited for r in results),
       'runs': len(results),
   }
+  for rule, best in (truths or {}).items():
+    row[f'found_pct_{rule}'] = mean / best * 100 if best else float('nan')
+    # Answers whose load is over the cap by this rule, noise-free.
+    row[f'over_{rule}'] = sum(
+        1 for r in results if r.best is not None and
+        model.ExpectedLatency(r.best.load, rule) >= cap_ms)
+  return row
 
 
 # The model.
@@ -185,56 +206,69 @@ def StudyCost(scenario, rows, catalog):
   mine = cost_estimate.EstimateRun(scenario.cloud, groups, search_min,
                                    scenario.preload_keys, scenario.value_bytes,
                                    preload_client_vms=scenario.clients[1])
-  pkb_path = cost_estimate.PkbPath(
-      search_runs=max(1, round(rows['pkb_memtier']['probes'])))
-  theirs = cost_estimate.PkbEstimate(
-      scenario.cloud, groups, scenario.preload_keys, scenario.value_bytes,
-      scenario.clients[1], path=pkb_path)
+  pkb = rows['pkb_memtier']
+  theirs = pkb_model.PkbEstimate(
+      scenario.cloud, groups, pkb['probes'], pkb['probe_s'],
+      scenario.preload_keys, scenario.value_bytes, scenario.clients[1])
   return mine, theirs
 
 
-def CostLines(costs):
-  lines = ['| scenario | VMs | $/hr | ours: provision, install, preload, '
-           'search, teardown (min) | ours min (VMs billed) | ours $ | PKB: '
-           'same phases (min) | PKB min (VMs billed) | PKB $ | ours / PKB $ |',
-           '|---|---|---:|---|---:|---:|---|---:|---:|---:|']
-  for name, scenario, (mine, theirs) in costs:
-    del scenario  # The groups are in the estimates.
-    vms = ' + '.join(f'{g.count} x {g.machine_type}' for g in mine.groups)
-    phases = lambda e: ', '.join(f'{p.minutes:.1f}' for p in e.phases)
-    total = lambda e: f'{e.minutes:.1f} ({e.billed_minutes:.1f})'
-    lines.append(
-        f'| {name} | {vms} | {mine.usd_per_hour:.2f} | {phases(mine)} | '
-        f'{total(mine)} | {mine.usd:.2f} | {phases(theirs)} | '
-        f'{total(theirs)} | {theirs.usd:.2f} | '
-        f'{mine.usd / theirs.usd * 100:.1f} % |')
-  return lines
+def Assumed(scenario):
+  """The scenario's model parameters chosen by hand, not fitted."""
+  m = scenario.model
+  chosen = [f'base latency {m.base_latency_ms:g} ms',
+            f'client {m.client_ops_per_thread / 1e3:,.0f}k ops/s per thread, '
+            f'{m.client_max_threads} useful threads']
+  if m.efficiency != 1:
+    chosen.append(f'pipelining efficiency {m.efficiency:g}')
+  if m.dips:
+    chosen.append('dips at ' + ', '.join(f'{c:,.0f}' for c, _, _ in m.dips)
+                  + ' requests in flight')
+  if 'assumed' in scenario.source:
+    chosen.append('the level itself (see the study column)')
+  return chosen
+
+
+def EstimateRaw(e):
+  return {'vms': ' + '.join(f'{g.count} x {g.machine_type}' for g in e.groups),
+          'usd_per_hour': e.usd_per_hour,
+          'phase_minutes': [p.minutes for p in e.phases],
+          'minutes': e.minutes, 'billed': e.billed_minutes, 'usd': e.usd}
 
 
 def RunScenario(scenario, repetitions, seed):
   """Each policy `repetitions` times on the model; rows by policy."""
+  truths = {rule: scenario.TrueBest(rule)[0] for rule in pkb_model.RULES}
   truth, best_load = scenario.TrueBest()
   m = scenario.model
+
+  def Timed(seconds):
+    return lambda rng: m.Measurer(seconds, rng)
+
+  def Requests(rng):
+    return pkb_model.RequestMeasurer(m, scenario.pkb_requests, rng)
+
+  pkb = lambda rule: pkb_model.PkbMemtierPolicy(
+      scenario.pkb_max_threads, max(1, scenario.pkb_max_clients), rule=rule)
   policies = {
       'stepup': (linear.LinearStepPolicy(
           min_threads=scenario.step_min_threads,
           max_threads=scenario.step_max_threads,
           thread_increment=scenario.step_increment,
           clients=scenario.step_clients, pipeline=scenario.pipeline),
-                 scenario.step_seconds),
-      'pkb_memtier': (search_model.PkbMemtierPolicy(
-          scenario.pkb_max_threads, max(1, scenario.pkb_max_clients)),
-                      scenario.pkb_seconds),
-      'adaptive': (scenario.OurPolicy(), scenario.ours_seconds),
+                 Timed(scenario.step_seconds)),
+      'pkb_memtier': (pkb(pkb_model.P95), Requests),
+      'pkb_memtier_avg': (pkb(pkb_model.AVERAGE), Requests),
+      'adaptive': (scenario.OurPolicy(), Timed(scenario.ours_seconds)),
   }
   rows = {}
-  for name, (policy, seconds) in policies.items():
+  for name, (policy, measurer) in policies.items():
     rng = random.Random(f'{seed}/{scenario.name}/{name}')
     results = [search_driver.FindLatencyCappedMaximum(
-        m.Measurer(seconds, rng), scenario.cap_ms, policy, max_probes=400)
+        measurer(rng), scenario.cap_ms, policy, max_probes=400)
                for _ in range(repetitions)]
-    rows[name] = Row(results, truth)
-  return truth, best_load, rows
+    rows[name] = Row(results, truth, m, truths, scenario.cap_ms)
+  return truths, best_load, rows
 
 
 # Local Redis.
@@ -287,7 +321,7 @@ def LocalPolicies(opts):
           min_threads=s.min_threads, max_threads=FLAGS.linear_max_threads,
           thread_increment=1, clients=g.clients, pipeline=g.pipeline),
       # One client core here; one shard: 30 clients per thread at most.
-      'pkb_memtier': search_model.PkbMemtierPolicy(
+      'pkb_memtier': pkb_model.PkbMemtierPolicy(
           max_threads=1, max_clients=30, min_clients=2,
           max_pipeline=FLAGS.local_pkb_max_pipeline),
       'adaptive': search_runner.Policy(opts),
@@ -407,22 +441,6 @@ def LocalTruth(sweeps, cap_ms):
 
 # Report.
 
-def TableLines(scenario_rows):
-  lines = ['| scenario | policy | probes | probe-s | found % of true best '
-           '(min) | CV % | client-limited runs |',
-           '|---|---|---:|---:|---:|---:|---:|']
-  for scenario, rows in scenario_rows:
-    for name in ('sweep',) + POLICIES:
-      if name not in rows:
-        continue
-      r = rows[name]
-      lines.append(
-          f'| {scenario} | {name} | {r["probes"]:.1f} | {r["probe_s"]:.0f} | '
-          f'{r["found_pct"]:.1f} ({r["min_found_pct"]:.1f}) | '
-          f'{r["cv_pct"]:.2f} | {r["client_limited"]}/{r["runs"]} |')
-  return lines
-
-
 def SummaryLine(rows, prefix=''):
   ours, step = rows['adaptive'], rows['stepup']
   return (f'{prefix}found_pct={ours["found_pct"]:.1f} '
@@ -455,18 +473,36 @@ def Main(argv):
     scenarios = [s for s in scenarios if s.name in FLAGS.scenarios]
   reps = 5 if FLAGS.quick else FLAGS.model_repetitions
   scenario_rows = []
-  out += ['Model scenarios (true best = noise-free model optimum):', '',
-          '| scenario | deployment | true best ops/s | at load | our probe '
-          's | model probe CV % (ours) |', '|---|---|---:|---|---:|---:|']
-  for scenario in scenarios:
-    truth, load, rows = RunScenario(scenario, reps, FLAGS.model_seed)
-    scenario_rows.append((scenario.name, rows))
-    out.append(f'| {scenario.name} | {scenario.model.description} | '
-               f'{truth:,.0f} | {load.Describe()} | {scenario.ours_seconds:g} '
-               f'| {scenario.model.ProbeCv(scenario.ours_seconds) * 100:.2f} |')
+  raw = {'settings': {'repetitions': reps, 'seed': FLAGS.model_seed,
+                      'noise_scale': FLAGS.model_noise_scale,
+                      'fixture': os.path.relpath(FIXTURE, _REPO),
+                      'raw_out': FLAGS.raw_out and os.path.relpath(
+                          os.path.abspath(FLAGS.raw_out), _REPO),
+                      'date': time.strftime('%Y-%m-%d', time.gmtime())},
+         'fit_lines': lines, 'scenarios': []}
   catalog = pricing.PriceCatalog.Load()
-  costs = [(s.name, s, StudyCost(s, rows, catalog))
-           for s, (_, rows) in zip(scenarios, scenario_rows)]
+  for scenario in scenarios:
+    truths, load, rows = RunScenario(scenario, reps, FLAGS.model_seed)
+    scenario_rows.append((scenario.name, rows))
+    mine, theirs = StudyCost(scenario, rows, catalog)
+    raw['scenarios'].append({
+        'name': scenario.name, 'description': scenario.model.description,
+        'source': scenario.source, 'true_best': truths,
+        'best_load': load.Describe(), 'assumed': Assumed(scenario),
+        'rows': rows, 'cost': {'ours': EstimateRaw(mine),
+                               'pkb': EstimateRaw(theirs)}})
+  out += ['Model scenarios (true best = noise-free model optimum):', '']
+  out += search_doc_tables.ScenarioLines(raw) + ['']
+  out += search_doc_tables.ResultLines(raw['scenarios']) + ['']
+  out += ['Whole study per machine type (cost_estimate for ours, '
+          'pkb_model.PkbEstimate for PKB\'s path with its probes above):',
+          ''] + search_doc_tables.CostLines(raw) + ['']
+  out += search_doc_tables.TargetLines(raw) + ['', 'Assumed, not fitted:']
+  out += search_doc_tables.AssumedLines(raw) + ['']
+  if FLAGS.raw_out:
+    with open(FLAGS.raw_out, 'w') as f:
+      json.dump(raw, f, indent=1, sort_keys=True)
+      f.write('\n')
   local_rows = None
   if local_results:
     truth = LocalTruth(local_results['sweep'], FLAGS.memtier_latency_cap)
@@ -484,11 +520,8 @@ def Main(argv):
             f'prepare (start, preload, verify) of {meta["keys"]:,} keys took '
             f'{meta["prepare_s"]:.1f} s: {meta["keys"] / meta["prepare_s"]:,.0f}'
             ' keys/s including the fixed part']
-  out += [''] + TableLines(scenario_rows) + ['']
-  out += ['Whole study per machine type (cost_estimate: ours with the '
-          'adaptive probes above, PKB\'s path with source builds and its '
-          'binary search\'s runs above at 60 s):', ''] + CostLines(costs) + [
-              '']
+  if local_rows:
+    out += search_doc_tables.LocalLines(local_rows) + ['']
   out.append(f'wall time {time.monotonic() - wall:.0f} s')
   for name, rows in scenario_rows:
     if {'adaptive', 'stepup'} <= set(rows) and rows['stepup']['probe_s']:

@@ -2,10 +2,14 @@
 
 Runs every model scenario of scripts/bench_search.py a few times with the
 stored quiet sweep's fit, checks the model's shape (Little's law, the
-client limit), the fit's error, upstream PKB's search as a policy, and that
-ours stays within the issue's targets on the model.
+client limit), the fit's error, upstream PKB's search as a policy with
+upstream's settings (scripts/pkb_model.py), that ours stays within the
+issue's targets on the model, and that docs/search.md's model tables are
+what scripts/search_doc_tables.py renders from docs/data/.
 """
 
+import dataclasses
+import json
 import os
 import random
 import sys
@@ -18,7 +22,10 @@ sys.path.insert(0, _SCRIPTS)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import bench_search
+import pkb_model
+import search_doc_tables
 import search_model
+from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver as search_driver
 
@@ -55,7 +62,7 @@ def test_pkb_policy_binary_searches_pipeline_then_clients():
                                    run_noise=0, second_noise=0)
   result = search_driver.FindLatencyCappedMaximum(
       model.Measurer(60, random.Random(1)), 1.0,
-      search_model.PkbMemtierPolicy(max_threads=4, max_clients=30))
+      pkb_model.PkbMemtierPolicy(max_threads=4, max_clients=30))
   loads = [p.load for p in result.probes]
   assert loads[0] == measurement.Load(1, 1, 2500)
   assert loads[1] == measurement.Load(1, 1, 1250)  # 2500 was over the cap
@@ -67,7 +74,8 @@ def test_pkb_policy_binary_searches_pipeline_then_clients():
 
 def test_every_model_scenario_meets_the_targets(fit):
   for scenario in search_model.Scenarios(fit.model):
-    truth, _, rows = bench_search.RunScenario(scenario, 6, seed=3)
+    truths, _, rows = bench_search.RunScenario(scenario, 6, seed=3)
+    truth = truths['average']
     ours, step = rows['adaptive'], rows['stepup']
     assert truth > 0, scenario.name
     assert ours['found_pct'] >= 96, (scenario.name, ours)
@@ -76,3 +84,56 @@ def test_every_model_scenario_meets_the_targets(fit):
     assert ours['cv_pct'] <= cv_limit, (scenario.name, ours)
     line = bench_search.SummaryLine(rows, f'scenario={scenario.name} ')
     assert line.startswith(f'scenario={scenario.name} found_pct=')
+
+
+def test_pkb_runs_are_request_counts_on_physical_cores_and_p95():
+  model = search_model.ServerModel('m', peak_ops=1e6, base_latency_ms=0.2,
+                                   processes=2, run_noise=0, second_noise=0)
+  measure = pkb_model.RequestMeasurer(model, 10_000, random.Random(1))
+  load = measurement.Load(4, 25, 1)  # 2 processes x 100 connections
+  ops, _, _ = model.Expected(load)
+  probe = measure(load)
+  # 10,000 requests from each of 200 connections, at the model's rate.
+  assert probe.duration_s == round(2_000_000 / ops)
+  by_name = {s.name: s for s in search_model.Scenarios()}
+  for name in ('c6gn_get_p1', 'c6gn_dragonfly'):  # Graviton2: 64 cores.
+    assert by_name[name].pkb_max_threads == 64
+  assert by_name['t2d_cluster'].pkb_max_threads == 16  # 32 vCPUs, SMT 2
+  assert by_name['i4i_flash'].pkb_max_clients == pkb_model.MAX_CLIENTS // 10
+  # The rule decides: p95 is above the average, so the p95 policy stops
+  # lower than the same search holding the average to the cap.
+  found = {}
+  for rule in pkb_model.RULES:
+    result = search_driver.FindLatencyCappedMaximum(
+        model.Measurer(2, random.Random(1)), 1.0,
+        pkb_model.PkbMemtierPolicy(max_threads=8, max_clients=30, rule=rule))
+    found[rule] = result.best.throughput
+  assert found[pkb_model.P95] < found[pkb_model.AVERAGE]
+  assert model.ExpectedLatency(load, 'p95') > model.ExpectedLatency(load)
+
+
+def test_pkb_path_prices_its_own_runs_and_builds():
+  rates = dataclasses.replace(cost_estimate.RATES['GCP'], network_min=1,
+                              vms_ready_min=1, install_min=1,
+                              vms_delete_min=1, network_delete_min=1)
+  groups = [cost_estimate.VmGroup('servers', 1, 'x', 1.0)]
+  path = pkb_model.PkbPath(install_min=5, run_overhead_s=6)
+  pkb = pkb_model.PkbEstimate('GCP', groups, probes=10, probe_seconds=60,
+                              path=path, rates=rates)
+  ours = cost_estimate.EstimateRun('GCP', groups, 2, rates=rates)
+  mine = {p.name: p.minutes for p in ours.phases}
+  theirs = {p.name: p.minutes for p in pkb.phases}
+  assert theirs['provision'] == mine['provision'] == 2
+  assert theirs['install'] == 5 and mine['install'] == 1
+  assert theirs['search'] == pytest.approx((60 + 10 * 6) / 60)
+
+
+def test_doc_tables_are_rendered_from_the_raw_output():
+  # docs/search.md's generated tables equal what the raw output renders.
+  assert search_doc_tables.Main(['search_doc_tables']) == 0
+  with open(search_doc_tables.RAW) as f:
+    raw = json.load(f)
+  tables = search_doc_tables.Render(raw)
+  assert set(raw['scenarios'][0]['rows']) == set(search_doc_tables.POLICIES)
+  with pytest.raises(KeyError):  # A table the doc has no place for.
+    search_doc_tables.Rewrite('no sections here', tables)
