@@ -11,8 +11,11 @@ results directory and teardown. `--run_processes=N` runs N at a time
 (default 1: cells measured on shared machines would disturb each other).
 Each child's output goes to `<matrix dir>/cell-<i>.log` and, prefixed with
 its cell, to this terminal. A failing cell does not stop the others.
-SIGINT/SIGTERM are forwarded to the running children, whose own handlers
-clean up and tear down; cells not yet started are skipped.
+SIGINT, SIGTERM and SIGHUP (the terminal closed; forwarded as SIGTERM) are
+forwarded to the running children, whose own handlers clean up and tear
+down; cells not yet started are marked "not run", and matrix_summary.json
+is written as usual (output to a terminal that is gone is dropped:
+run_signals.SafeStream).
 
 Exit code: 0 when every cell succeeded with a confirmed answer; 4 for a
 matrix of one cell whose answer is not confirmed (as pkb.py for that run);
@@ -70,6 +73,9 @@ PKB_ENTRY = os.path.join(REPO_ROOT, 'pkb.py')
 MAX_EXIT_FAILURES = 125
 NO_RESULT = 'no result'
 EXIT_INTERRUPTED = 130
+# Signals that stop a matrix; SIGHUP: the operator's terminal or SSH session
+# closed.
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Flags the parent owns: each child gets its own values instead.
 _PARENT_ONLY = frozenset({'benchmarks', 'benchmark_config_file', 'run_uri',
                           'run_processes', 'flag_matrix', 'flag_zip',
@@ -315,11 +321,15 @@ class _Runner:
     with self.lock:
       self.out.write(f'Matrix: {signal.Signals(signum).name}: '
                      f'{"stopping" if first else "still stopping"}; '
-                     'waiting for the running cells to tear down.\n')
+                     'waiting for the running cells to tear down; cells not '
+                     'started are not run.\n')
       self.out.flush()
+    # A hang-up reaches the cells as SIGTERM: they run in sessions of their
+    # own (no terminal of theirs went away) and stop the same way.
+    forward = signal.SIGTERM if signum == signal.SIGHUP else signum
     for child in list(self.running.values()):
       if child.proc.poll() is None:
-        child.proc.send_signal(signum)
+        child.proc.send_signal(forward)
 
   def _Start(self, cell) -> _Child:
     run_uri = (self.fv.run_uri if self.fv.run_uri and len(self.cells) == 1
@@ -343,8 +353,7 @@ class _Runner:
 
   def Run(self) -> int:
     own_dirs.MakeOwnDir(self.matrix_dir)  # Cells' configs are read back.
-    previous = {s: signal.signal(s, self._Forward)
-                for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, self._Forward) for s in FORWARDED}
     pending = list(self.cells)
     try:
       while pending or self.running:
@@ -365,12 +374,13 @@ class _Runner:
 
   def _Status(self, child: Optional[_Child]) -> str:
     if child is None:
-      return 'not started'
+      return 'not run' if self.signal is not None else 'not started'
     if child.code == 0:
       return 'succeeded'
     if child.code == verdict_lib.EXIT_UNCONFIRMED:
       return f'{NO_RESULT} ({self._Verdict(child)})'
-    if child.code in (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM):
+    if child.code in (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM,
+                      -signal.SIGHUP):
       return 'interrupted'
     return f'failed (exit {child.code})'
 

@@ -189,6 +189,23 @@ def RunBenchmarks(argv: List[str]) -> int:
   if hasattr(provider, 'CheckRunDirs'):  # Another user's scratch: refused.
     provider.CheckRunDirs(run_uri)
 
+  # Signals are handled from before the record exists: one that comes
+  # before the stages start is noted, and the first stage's Arm() ends the
+  # run as interrupted (a record is never left `running`).
+  interrupts = run_signals.Interrupts(run_uri)
+  timeout_s = FLAGS.timeout_minutes * 60 if FLAGS.timeout_minutes else None
+  deadline = spec_lib.Deadline(timeout_s)
+  interrupts.Install(timeout_s)
+  try:
+    return _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded,
+                          catalog, bq_options, deadline, stages, interrupts)
+  finally:
+    interrupts.Restore()
+
+
+def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
+                   bq_options, deadline, stages, interrupts) -> int:
+  """The run from its lock and record on: publishers, stages, the end."""
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_dir, run_uri, 'nothing was started')
   run_log.SetUp(run_dir)
@@ -209,10 +226,6 @@ def RunBenchmarks(argv: List[str]) -> int:
   reporter.Line(f'Run {run_uri}: {", ".join(names)} on {_Cloud()}; '
                 f'results in {os.path.relpath(run_dir)}')
 
-  interrupts = run_signals.Interrupts(run_uri)
-  timeout_s = FLAGS.timeout_minutes * 60 if FLAGS.timeout_minutes else None
-  deadline = spec_lib.Deadline(timeout_s)
-  interrupts.Install(timeout_s)
   exit_code = EXIT_OK
   try:
     for module, config in loaded:

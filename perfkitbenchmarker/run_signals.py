@@ -2,10 +2,20 @@
 
 SIGINT, SIGTERM, SIGHUP (the operator's terminal or SSH session closing) and
 the --timeout_minutes alarm become one `RunInterrupted` while a run measures.
-Once cleanup starts (`Protect`), they no longer stop anything: the first one is
-noted (the run then ends as interrupted) and cleanup and teardown run to the
-end; the deadline no longer applies. Only a second signal cuts cleanup short,
-and its message names the command that deletes what is left.
+The same moment every local command still running is killed
+(vm_util.StopChildren), in whatever thread it was started: a probe waited
+for by a worker thread (YCSB's JVM, another client VM's memtier, an ssh
+session) ends within a second instead of running to its end. Processes on
+remote VMs are stopped by cleanup, from the run record (probe_processes).
+
+The handlers are installed before the run record exists (`Install`), but a
+signal is only noted until the stages start (`Arm`), which then raises at
+once: a signal in between still ends the run as interrupted, never leaves a
+record marked `running`. Once cleanup starts (`Protect`), they no longer stop
+anything: the first one is noted (the run then ends as interrupted) and
+cleanup and teardown run to the end; the deadline no longer applies. Only a
+second signal cuts cleanup short, and its message names the command that
+deletes what is left.
 """
 
 import errno
@@ -16,6 +26,7 @@ import sys
 from typing import Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
 
@@ -31,6 +42,8 @@ class Interrupts:
     self.run_uri = run_uri
     self.reason: Optional[str] = None
     self.cut_short = False
+    # Until the first Arm() (the stages start) a signal is only noted.
+    self._waiting = True
     self._protected = False
     self._previous = {}
 
@@ -42,6 +55,7 @@ class Interrupts:
 
   def Arm(self) -> None:
     """Signals stop the run again; raises at once if one came meanwhile."""
+    self._waiting = False
     self._protected = False
     if self.reason is not None:
       raise errors.RunInterrupted(self.reason)
@@ -56,15 +70,23 @@ class Interrupts:
     return None if self.reason is None else errors.RunInterrupted(self.reason)
 
   def _Handle(self, signum, frame):  # pylint: disable=unused-argument
+    if self._waiting:  # Nothing started yet: Arm() raises it.
+      if self.reason is None:
+        self.reason = ('deadline (--timeout_minutes) reached'
+                       if signum == signal.SIGALRM else
+                       f'interrupted by {signal.Signals(signum).name}')
+      return
     if signum == signal.SIGALRM:
       if self._protected or self.reason is not None:
         return  # The deadline never stops cleanup or teardown.
       self.reason = 'deadline (--timeout_minutes) reached'
+      vm_util.StopChildren()
       raise errors.RunInterrupted(self.reason)
     name = signal.Signals(signum).name
     if self.reason is None:
       self.reason = f'interrupted by {name}'
       if not self._protected:
+        vm_util.StopChildren()
         raise errors.RunInterrupted(self.reason)
       logging.warning('%s: finishing cleanup and teardown first (a second '
                       'signal stops them).', name)

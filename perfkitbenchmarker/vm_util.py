@@ -1,5 +1,12 @@
 """Process running and secret masking shared by every VM implementation.
 
+Every local command runs through `RunLocal` in a process group of its own,
+listed in a registry while it runs; `StopChildren` kills every listed group
+at once. The signal and deadline handler (run_signals) calls it, so a command
+that another thread is waiting for (a YCSB JVM, a probe on another client
+VM, an ssh session) stops within the second a signal arrives instead of
+running to its end.
+
 Secrets (Redis passwords, keys) are registered once with `RegisterSecret`; the
 logging filter installed by `InstallSecretFilter` and `Mask` replace them with
 '****' everywhere text leaves the process (logs, errors, results).
@@ -25,6 +32,10 @@ MASK = '****'
 # iterated once per attempt, so pass a re-iterable one where retries happen.
 Stdin = Optional[Union[str, Iterable[str]]]
 STREAM_JOIN_S = 5.0  # Bound on waiting for the stream threads after exit.
+# pid (= process group id) -> Popen of every RunLocal command still running.
+# Plain dict operations only (atomic under the GIL): StopChildren runs in a
+# signal handler, which may interrupt a thread that is adding or removing.
+_CHILDREN: dict = {}
 
 
 def RegisterSecret(secret: str) -> None:
@@ -88,9 +99,10 @@ def RunLocal(command: str, cwd: Optional[str] = None,
       ['bash', '-c', command], cwd=cwd, env=full_env, text=True,
       stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-  if on_start:
-    on_start(proc.pid)
+  _CHILDREN[proc.pid] = proc
   try:
+    if on_start:
+      on_start(proc.pid)
     if stdin is not None and not isinstance(stdin, str):
       return _CommunicateStreaming(proc, stdin, timeout)
     out, err = proc.communicate(input=stdin, timeout=timeout)
@@ -106,6 +118,17 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     except Exception:  # pylint: disable=broad-except
       pass
     raise
+  finally:
+    _CHILDREN.pop(proc.pid, None)
+
+
+def StopChildren() -> int:
+  """Kills the process group of every RunLocal command still running (in
+  any thread); returns how many. Safe in a signal handler."""
+  pids = list(_CHILDREN)
+  for pid in pids:
+    KillGroup(pid)
+  return len(pids)
 
 
 def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],

@@ -320,7 +320,9 @@ def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   assert '0 of 2 cell(s) succeeded, 1 gave no confirmed result' in proc.stdout
 
 
-def test_sigterm_is_forwarded_and_cells_tear_down(tmp_path):
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGHUP],
+                         ids=['sigterm', 'sighup_terminal_gone'])
+def test_signals_reach_the_cells_which_tear_down(tmp_path, sig):
   config = tmp_path / 'two.yaml'
   config.write_text(TWO_CELLS.replace('memtier_run_duration: 1',
                                       'memtier_run_duration: 3'))
@@ -334,18 +336,26 @@ def test_sigterm_is_forwarded_and_cells_tear_down(tmp_path):
     for line in proc.stdout:
       seen.append(line)
       if '[cell 1]   probe  0' in line:
-        proc.send_signal(signal.SIGTERM)
+        if sig == signal.SIGHUP:  # The terminal is gone: nobody reads.
+          proc.stdout.close()
+        proc.send_signal(sig)
         break
-    seen.append(proc.communicate(timeout=60)[0])
+    if sig == signal.SIGHUP:
+      proc.wait(timeout=60)
+    else:
+      seen.append(proc.communicate(timeout=60)[0])
   finally:
     if proc.poll() is None:
       proc.kill()
   assert proc.returncode == 130, ''.join(seen)
-  cells = _Summary(results)
-  assert [c['status'] for c in cells] == ['interrupted', 'not started']
+  cells = _Summary(results)  # Written although the terminal went away.
+  assert [c['status'] for c in cells] == ['interrupted', 'not run']
+  if sig == signal.SIGTERM:
+    assert 'cells not started are not run' in ''.join(seen)
   run_uri = cells[0]['run_uri']
   assert e2e.LeftoverProcesses(results, run_uri) == []
   record = e2e.Record(results, run_uri)
+  assert record['status'] == 'interrupted'
   assert all(r['status'] != 'created' for r in record['resources']
              if r['kind'] == 'redis_process')
   assert e2e.Samples(results, run_uri)  # The probe already measured stays.

@@ -2,9 +2,12 @@
 
 All processes of a probe start together from one shell script on the VM, each
 with its stdout/stderr in its own file under the VM's scratch directory and
-its own `timeout`, so none can outlive the probe. `timeout --foreground` keeps
-them in the script's process group, so killing that group (SIGINT, deadline)
-stops them too. A failing process is reported with the tail of its stderr.
+its own `timeout`, so none can outlive the probe. The probe is a
+`probe_processes` record entry before it starts, and every process of it
+carries that entry's mark, so cleanup and teardown stop whatever of it a
+dead run left behind. `timeout --foreground` keeps them in the script's
+process group, so killing that group (SIGINT, deadline) stops them too. A
+failing process is reported with the tail of its stderr.
 
 One trip each way: the script ends by printing one bundle on its stdout
 (every process's exit code, times, stdout and stderr, the CPU snapshots, and
@@ -37,6 +40,7 @@ import shlex
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.load_generators import client_cpu
@@ -220,17 +224,23 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
                   files, sample_every_s)
-  if hasattr(vm, 'RunDetached'):
-    # Over SSH: the probe goes on if the connection drops, and is picked up.
-    out, err, rc = vm.RunDetached(script, timeout_s + 30)
-    what = f'{name} on {vm.name}'
-  else:
-    script_path = f'{base}.sh'
-    vm.WriteFile(script_path, script, 0o600)
-    command = f'bash {shlex.quote(script_path)}'
-    out, err, rc = vm.RemoteCommandWithReturnCode(command,
-                                                  timeout=timeout_s + 30)
-    what = command
+  # In the run record before it starts, and every process of it marked, so
+  # cleanup and teardown can stop whatever of it outlives the run
+  # (probe_processes).
+  with probe_processes.Marked(vm, name) as mark:
+    script = mark + script
+    if hasattr(vm, 'RunDetached'):
+      # Over SSH: the probe goes on if the connection drops, and is picked
+      # up.
+      out, err, rc = vm.RunDetached(script, timeout_s + 30)
+      what = f'{name} on {vm.name}'
+    else:
+      script_path = f'{base}.sh'
+      vm.WriteFile(script_path, script, 0o600)
+      command = f'bash {shlex.quote(script_path)}'
+      out, err, rc = vm.RemoteCommandWithReturnCode(command,
+                                                    timeout=timeout_s + 30)
+      what = command
   vm_util.CheckedOutput(out, err, rc, what, name)
   bundle = ParseBundle(out)
   cpu = client_cpu.MeasureText(bundle.get('stat0', ''),

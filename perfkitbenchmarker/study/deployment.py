@@ -24,6 +24,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
@@ -298,7 +299,10 @@ def StopAll(record) -> None:
   different VMs' shards stop at once, one VM's one after another; every
   shard is tried, then the failures raise in one line.
   """
-  failures = resource.TeardownFromRecord(record, kinds=SHARD_KINDS)
+  # Probes first (newer than the shards): a load generator a signal left
+  # running stops before the servers it talks to.
+  failures = resource.TeardownFromRecord(
+      record, kinds=(probe_processes.KIND,) + tuple(SHARD_KINDS))
   if failures:
     raise errors.ProcessError('Stopping shards failed: ' +
                               '; '.join(failures))

@@ -19,12 +19,12 @@ Each probe is sampled for interference like redis_memtier's
 `foreign_cpu_pct` and `interference`.
 """
 
-import concurrent.futures
 import dataclasses
 import logging
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
@@ -211,9 +211,12 @@ def _PhaseTimeout(ops: int, threads: int) -> float:
 
 
 def _OnAllClients(dep: YcsbDeployment, fn):
-  pairs = list(zip(dep.clients, dep.installs))
-  with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
-    return list(pool.map(lambda ix: fn(ix[0], *ix[1]), enumerate(pairs)))
+  """fn(i, vm, install) on every client VM at once; results in order. A
+  signal in this thread does not wait for the others (their JVMs are
+  killed with it: run_signals)."""
+  pairs = list(enumerate(zip(dep.clients, dep.installs)))
+  return background_tasks.RunThreaded(
+      lambda ix: fn(ix[0], *ix[1]), pairs, name=lambda ix: ix[1][0].name)
 
 
 def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,

@@ -1,0 +1,170 @@
+"""One signal and deadline model for every probe path, YCSB's JVM included.
+
+Issue 18 points 3 and 7. A signal or the deadline kills every local command
+still running, in whatever thread it was started (run_signals +
+vm_util.StopChildren), so a YCSB probe waited for by a worker thread no
+longer runs to its end; every probe is in the run record before it starts,
+with a mark in the environment of all its processes (probe_processes), so
+`--run_stage=teardown` after a kill -9 stops a JVM that is still running; a
+signal before the stages start still ends the run as interrupted.
+"""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import psutil
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import probe_processes
+from perfkitbenchmarker import run_signals
+from perfkitbenchmarker import vm_util
+
+YCSB = ['--benchmarks=redis_ycsb', '--ycsb_record_count=200',
+        '--ycsb_load_threads=1', '--ycsb_operation_count=100000000',
+        '--ycsb_latency_cap=1000', '--ycsb_max_threads=1',
+        '--ycsb_jvm_options=-XX:TieredStopAtLevel=1,-XX:+UseSerialGC']
+PROBING = 'YCSB workloada'
+
+
+def _NeedsYcsb():
+  e2e.RequireTool('java', 'scripts/setup.sh')
+  if not os.path.exists(os.path.join(e2e.REPO, 'build', 'ycsb',
+                                     'classpath.txt')):
+    e2e.Unavailable('the YCSB build', 'scripts/build_ycsb.sh')
+
+
+def _RunProcesses(run_uri):
+  """Live processes working in the run's scratch directory (its JVMs)."""
+  found = []
+  for proc in psutil.process_iter(['cmdline', 'status']):
+    try:
+      if (proc.info['status'] != psutil.STATUS_ZOMBIE and
+          f'pkb-{run_uri}/' in ' '.join(proc.info['cmdline'] or ())):
+        found.append(proc)
+    except psutil.Error:
+      pass
+  return found
+
+
+def _JvmsAppear(run_uri, timeout=60):
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    jvms = [p for p in _RunProcesses(run_uri)
+            if 'java' in ' '.join(p.cmdline() or ())]
+    if jvms:
+      return jvms
+    time.sleep(0.2)
+  return []
+
+
+def _StartYcsb(results):
+  run_uri = e2e.NewRunUri()
+  proc = subprocess.Popen(e2e.Command(YCSB, run_uri, results),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=e2e.REPO)
+  for line in proc.stdout:
+    if PROBING in line:
+      break
+  assert _JvmsAppear(run_uri), 'no YCSB probe started'
+  return proc, run_uri
+
+
+def test_a_signal_before_the_stages_start_is_kept_for_them():
+  interrupts = run_signals.Interrupts('x')
+  interrupts.Install(None)
+  try:
+    os.kill(os.getpid(), signal.SIGTERM)  # Noted, not raised, here.
+    with pytest.raises(errors.RunInterrupted, match='SIGTERM'):
+      interrupts.Arm()  # The first stage starts: now it stops the run.
+  finally:
+    interrupts.Restore()
+
+
+def test_the_deadline_stops_commands_other_threads_wait_for():
+  interrupts = run_signals.Interrupts('x')
+  outcome = {}
+  worker = threading.Thread(target=lambda: outcome.update(
+      result=vm_util.RunLocal('sleep 60; echo finished')))
+  started = time.monotonic()
+  interrupts.Install(0.5)
+  try:
+    interrupts.Arm()
+    worker.start()
+    with pytest.raises(errors.RunInterrupted, match='deadline'):
+      while time.monotonic() - started < 30:
+        time.sleep(0.05)
+    worker.join(10)
+  finally:
+    interrupts.Restore()
+  assert not worker.is_alive()
+  out, _, rc = outcome['result']
+  assert rc != 0 and 'finished' not in out
+  assert time.monotonic() - started < 10
+
+
+def test_sigint_stops_a_ycsb_probe_within_seconds(tmp_path):
+  _NeedsYcsb()
+  results = str(tmp_path)
+  proc, run_uri = _StartYcsb(results)
+  try:
+    time.sleep(1)  # The JVM is measuring (a probe of minutes).
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    took = time.monotonic() - signalled
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 130, err
+  assert took < 30, f'{took:.0f} s from SIGINT to exit'
+  assert _RunProcesses(run_uri) == []
+  record = e2e.Record(results, run_uri)
+  assert record['status'] == 'interrupted'
+  probes = [r for r in record['resources']
+            if r['kind'] == probe_processes.KIND]
+  assert probes and all(r['status'] == 'deleted' for r in probes)
+
+
+def test_teardown_after_kill_9_stops_the_running_jvm(tmp_path):
+  _NeedsYcsb()
+  results = str(tmp_path)
+  proc, run_uri = _StartYcsb(results)
+  proc.kill()  # kill -9: no handler, no cleanup.
+  proc.communicate(timeout=30)
+  jvms = _JvmsAppear(run_uri, timeout=5)
+  assert jvms, 'the JVM should outlive a killed pkb'
+  live = [r for r in e2e.Record(results, run_uri)['resources']
+          if r['kind'] == probe_processes.KIND and r['status'] != 'deleted']
+  assert live  # Recorded before it started.
+  teardown, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri,
+                        timeout=120)
+  assert teardown.returncode == 0, teardown.stderr
+  gone, alive = psutil.wait_procs(jvms, timeout=5)
+  assert not alive and gone
+  assert _RunProcesses(run_uri) == []
+
+
+def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
+  results = str(tmp_path)
+  run_uri = e2e.NewRunUri()
+  record_path = os.path.join(results, run_uri, 'run_record.json')
+  proc = subprocess.Popen(
+      e2e.Command(['--run_stage=provision'], run_uri, results),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  try:
+    deadline = time.monotonic() + 60
+    while not os.path.exists(record_path) and time.monotonic() < deadline:
+      time.sleep(0.001)
+    proc.send_signal(signal.SIGTERM)  # As the record appears.
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 130, err
+  assert 'Traceback' not in err
+  assert e2e.Record(results, run_uri)['status'] == 'interrupted'
