@@ -22,10 +22,12 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# scripts/apt_get.sh waits (up to 10 minutes) when another apt, such as
+# unattended-upgrades on a fresh machine, holds apt's locks.
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "Installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  ./scripts/apt_get.sh update -qq
+  ./scripts/apt_get.sh install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # Debian starts a system redis-server on port 6379; the harness starts its own
