@@ -125,8 +125,8 @@ def _TeardownOnly(run_dir: str) -> int:
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
   failures = resource.TeardownFromRecord(record)
   if failures:
-    print(f'Teardown left {len(failures)} resource(s): {"; ".join(failures)}',
-          file=sys.stderr)
+    print(f'Teardown left {len(failures):,} resource(s): '
+          f'{resource.FailureSummary(failures)}', file=sys.stderr)
     return EXIT_FAILED
   record.SetStatus('torn_down')
   print(f'Run {record.run_uri}: every recorded resource is deleted.')
@@ -135,6 +135,33 @@ def _TeardownOnly(run_dir: str) -> int:
     print(f'pkb: {problem}', file=sys.stderr)
     return EXIT_FAILED
   return EXIT_OK
+
+
+def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
+                            stages: List[str]) -> None:
+  """Refuses a stage whose work from an earlier invocation is still live.
+
+  A second `provision` would create a second set of VMs, a second `prepare`
+  second shards with a new password (the next `run` then fails to log in):
+  one line says what to do instead, before anything starts.
+  """
+  if not os.path.exists(os.path.join(run_dir, run_record_lib.RECORD_FILE)):
+    return
+  record = run_record_lib.RunRecord.Load(run_dir, run_uri)
+  live = list(record.LiveResources())
+  if 'provision' in stages and live:
+    raise errors.UsageError(
+        f'--run_stage={",".join(stages)}: run {run_uri} is already '
+        f'provisioned ({len(live)} live resource(s) in its record); go on '
+        f'with its later stages, or delete it first with '
+        f'{run_signals.TeardownCommand(run_uri)}.')
+  from perfkitbenchmarker.study import deployment  # pylint: disable=g-import-not-at-top
+  shards = [e for e in live if e['kind'] in deployment.SHARD_KINDS]
+  if 'prepare' in stages and shards:
+    raise errors.UsageError(
+        f'--run_stage={",".join(stages)}: run {run_uri} is already prepared '
+        f'({len(shards)} shard(s) running); go on with --run_stage=run, or '
+        'stop them first with --run_stage=cleanup to prepare it again.')
 
 
 def RunBenchmarks(argv: List[str]) -> int:
@@ -208,6 +235,7 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   """The run from its lock and record on: publishers, stages, the end."""
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_dir, run_uri, 'nothing was started')
+  _CheckStagesNotRepeated(run_dir, run_uri, stages)
   run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(
       run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
@@ -390,9 +418,9 @@ def _Finish(module, spec, stages, failure,
     teardown_started = times.Now()
     failures = spec.Teardown()
     if failures:
-      problems.append('teardown left resources (retry with '
-                      f'{run_signals.TeardownCommand(spec.run_uri)}): '
-                      + '; '.join(failures))
+      problems.append(f'teardown left {len(failures):,} resource(s) (retry '
+                      f'with {run_signals.TeardownCommand(spec.run_uri)}): '
+                      + resource.FailureSummary(failures))
     else:
       spec.record.MarkStageDone('teardown')
       times.Add('teardown', teardown_started)

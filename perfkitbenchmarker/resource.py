@@ -29,6 +29,12 @@ from typing import Any, Callable, Collection, Dict, Hashable, List, Optional
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import vm_util
+
+# A failure line is cut (in the middle) to this length; a report names this
+# many failures.
+MAX_FAILURE_CHARS = 400
+MAX_FAILURES_SHOWN = 5
 
 # kind -> callable(record_entry) -> BaseResource, for teardown from the record.
 # The factory also gets the whole record, to find resources it depends on.
@@ -175,9 +181,12 @@ def TeardownFromRecord(record: run_record_lib.RunRecord,
   failures: Dict[int, str] = {}
 
   def Failed(index: int, entry: Dict[str, Any], error: BaseException) -> None:
-    # One line each, whatever the (possibly hostile) record held.
-    failures[index] = f'{entry["kind"]} {entry["name"]}: {error}'.replace(
-        '\n', '\\n')
+    # One printable line each, whatever the (possibly hostile) record held:
+    # terminal escapes and line breaks are escaped, the line is bounded.
+    line = vm_util.Printable(f'{entry["kind"]} {entry["name"]}: {error}')
+    half = MAX_FAILURE_CHARS // 2  # The end says what was done about it.
+    failures[index] = (line if len(line) <= MAX_FAILURE_CHARS else
+                       f'{line[:half]}...{line[-half:]}')
 
   live = [entry for entry in record.LiveResources()
           if kinds is None or entry.get('kind') in kinds]
@@ -198,7 +207,23 @@ def TeardownFromRecord(record: run_record_lib.RunRecord,
     for outcome in outcomes:
       if outcome.error is not None:
         Failed(outcome.item[0], outcome.item[1], outcome.error)
-  return [failures[index] for index in sorted(failures)]
+  lines = [failures[index] for index in sorted(failures)]
+  if lines:  # Every one in pkb.log (a report shows the first few).
+    logging.info('Teardown left %d resource(s):\n%s', len(lines),
+                 '\n'.join(f'Teardown: {line}' for line in lines))
+  return lines
+
+
+def FailureSummary(failures: List[str], shown: int = MAX_FAILURES_SHOWN
+                   ) -> str:
+  """The failures for one terminal line: the first `shown` of them, then
+  how many more (each one is in pkb.log), so a record of 50,000 entries
+  never prints megabytes."""
+  text = '; '.join(failures[:shown])
+  if len(failures) > shown:
+    text += (f'; and {len(failures) - shown:,} more (every one is in '
+             'pkb.log)')
+  return text
 
 
 def _Waves(entries: List[Dict[str, Any]]) -> List[List[tuple]]:

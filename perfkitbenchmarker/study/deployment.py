@@ -305,7 +305,7 @@ def StopAll(record) -> None:
       record, kinds=(probe_processes.KIND,) + tuple(SHARD_KINDS))
   if failures:
     raise errors.ProcessError('Stopping shards failed: ' +
-                              '; '.join(failures))
+                              resource.FailureSummary(failures))
 
 
 @dataclasses.dataclass(frozen=True)

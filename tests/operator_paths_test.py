@@ -1,0 +1,107 @@
+"""Operator paths: what a user sees when a run is driven by hand.
+
+Issue 18 point 7: a second `prepare` of a staged run is refused in one line
+(it used to start second shards, and the next `run` failed on WRONGPASS); a
+teardown report of a huge record (the audit's had 50,003 entries, 5,003
+here) is one bounded line, with the record's terminal escapes escaped; an
+unreachable BigQuery endpoint fails in seconds with one line instead of
+retrying for about five minutes.
+(SIGHUP to a matrix: matrix_test; SIGTERM as a run starts:
+probe_signals_test; setup.sh and apt's lock: setup_apt_lock_test.)
+"""
+
+import json
+import os
+import socket
+import time
+
+import e2e_support as e2e
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.publishers import bigquery_options
+from perfkitbenchmarker.publishers import bigquery_publisher
+
+ESC = '\x1b'
+
+
+def test_a_second_prepare_is_refused_in_one_line(tmp_path):
+  results = str(tmp_path)
+  run_uri = e2e.NewRunUri()
+  staged = ['--memtier_key_maximum=1000']
+  try:
+    first, _ = e2e.Run(staged + ['--run_stage=provision,prepare'], results,
+                       run_uri=run_uri)
+    assert first.returncode == 0, first.stderr
+    again, _ = e2e.Run(staged + ['--run_stage=prepare'], results,
+                       run_uri=run_uri)
+    assert again.returncode == 2
+    lines = again.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'already prepared' in lines[0], again.stderr
+    assert '--run_stage=run' in lines[0]
+    shards = [r for r in e2e.Record(results, run_uri)['resources']
+              if r['kind'] == 'redis_process' and r['status'] != 'deleted']
+    assert len(shards) == 1  # No second shard.
+  finally:
+    done, _ = e2e.Run(['--run_stage=cleanup,teardown'], results,
+                      run_uri=run_uri)
+  assert done.returncode == 0, done.stderr
+  assert e2e.LeftoverProcesses(results, run_uri) == []
+
+
+def test_a_huge_hostile_record_gets_one_bounded_escaped_line(tmp_path):
+  run_uri = e2e.NewRunUri()
+  run_dir = tmp_path / run_uri
+  run_dir.mkdir()
+  entries = [{'kind': f'{ESC}[31mevil{ESC}]0;title\a', 'name': f'n{i}\r',
+              'status': 'created', 'data': {}, 'recorded': 0}
+             for i in range(5003)]
+  (run_dir / 'run_record.json').write_text(json.dumps(
+      {'format_version': 1, 'run_uri': run_uri, 'created': 0, 'info': {},
+       'stages_done': [], 'status': 'running', 'resources': entries}))
+  proc, _ = e2e.Run(['--run_stage=teardown'], str(tmp_path), run_uri=run_uri,
+                    timeout=120)
+  assert proc.returncode == 1
+  assert ESC not in proc.stderr + proc.stdout and '\r' not in proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1, len(lines)
+  assert len(lines[0]) < 4000, len(lines[0])
+  assert lines[0].startswith('Teardown left 5,003 resource(s): ')
+  assert '\\x1b[31mevil' in lines[0] and 'and 4,998 more' in lines[0]
+  with open(run_dir / 'pkb.log') as f:  # Every failure, escaped, in the log.
+    log = f.read()
+  assert log.count('Teardown: ') == 5003 and ESC not in log
+
+
+def test_failure_lines_are_printable_and_bounded():
+  assert vm_util.Printable(f'a{ESC}[2Jb\nc\td') == 'a\\x1b[2Jb\\nc\\td'
+  summary = resource.FailureSummary([f'f{i}' for i in range(8)], shown=3)
+  assert summary == 'f0; f1; f2; and 5 more (every one is in pkb.log)'
+
+
+def test_an_unreachable_endpoint_fails_in_seconds(tmp_path):
+  with socket.socket() as s:  # A port nothing listens on.
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+  results = tmp_path / 'perfkitbenchmarker_results.json'
+  results.write_text(json.dumps({
+      'metric': 'throughput', 'value': 1.0, 'unit': 'ops/sec',
+      'timestamp': 1.7e9, 'test': 'redis_memtier', 'product_name': 'PKB',
+      'official': False, 'owner': 'me', 'run_uri': 'abc123-x',
+      'sample_uri': 'u1', 'labels': ''}) + '\n')
+  options = bigquery_options.BigQueryOptions(
+      table=bigquery_options.ParseTableId('proj-1.d.t', None),
+      job_project='proj-1', api_endpoint=f'http://127.0.0.1:{port}',
+      timeout_s=300)  # The default: the client alone retries ~5 minutes.
+
+  class Sink:
+    text = ''
+
+    def write(self, text):
+      Sink.text += text
+
+  started = time.monotonic()
+  assert not bigquery_publisher.PublishRun(options, str(results), 'abc123',
+                                           out=Sink(), err=Sink())
+  assert time.monotonic() - started < 20
+  assert f'cannot reach the BigQuery endpoint 127.0.0.1:{port}' in Sink.text
+  assert Sink.text.count('\n') == 1
