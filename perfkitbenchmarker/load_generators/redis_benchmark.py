@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -88,9 +89,12 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     """Streams `count` SETs to one endpoint; every one must be answered OK."""
     # The RESP is streamed to redis-cli chunk by chunk, never held whole.
     argv = commands.RedisCliPipeCommand('redis-cli', endpoint, None)
-    out, _ = self.vm.RemoteCommand(
-        vm_util.QuoteAll(argv), stdin=resp, env={'REDISCLI_AUTH': password},
-        timeout=600, what='redis-cli --pipe')
+    # Recorded and marked like a probe: teardown stops it after a crash.
+    with probe_processes.Marked(self.vm, 'redis-cli-pipe') as mark:
+      out, _ = self.vm.RemoteCommand(
+          mark + vm_util.QuoteAll(argv), stdin=resp,
+          env={'REDISCLI_AUTH': password}, timeout=600,
+          what='redis-cli --pipe')
     match = re.search(r'errors:\s*(\d+),\s*replies:\s*(\d+)', out)
     if (not match or int(match.group(1)) != 0 or
         int(match.group(2)) != count):
