@@ -60,7 +60,9 @@ def _AssertRefused(proc, path):
   assert path in lines[0] and 'left alone' in lines[0], lines[0]
 
 
-@pytest.mark.skipif(not IS_ROOT, reason='needs root to act as user nobody')
+@e2e.Needs('root and runuser (to act as user nobody)',
+           lambda: IS_ROOT and shutil.which('runuser') is not None,
+           'run the tests as root, as CI does')
 def test_another_users_scratch_dirs_are_refused_by_a_root_run(tmp_path):
   """The reported attack, as written: nobody pre-creates the scratch
   directories (mode 777) in /tmp; a root run must not use them."""
