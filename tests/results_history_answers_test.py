@@ -41,13 +41,23 @@ def _Row(run_uri, metric, value, unit, when, machine, **metadata):
           'labels': publisher.FormatLabels(labels)}
 
 
-def _Run(run_uri, machine, answer, ci, minute, verdict='confirmed', usd=1.0):
-  """A run: 4 repeats at a rejected load (over the cap), then its answer."""
+def _Run(run_uri, machine, answer, ci, minute, verdict='confirmed', usd=1.0,
+         repeat_clients=64, held=False):
+  """A run: 4 repeats over the cap that did not hold (at another load, or
+  at the answer's own load when its budget then ran out), then, if `held`,
+  3 tight repeats under the cap at the answer's load, then its answer."""
   when = START + 60 * minute
   rows = [_Row(run_uri, 'throughput', 0.55 * answer, 'ops/sec', when + i,
                machine, probe_index=i, probe_role='confirm', threads=1,
-               clients=64, average_latency_ms=1.2, under_latency_cap=False)
+               clients=repeat_clients, average_latency_ms=1.2,
+               under_latency_cap=False)
           for i in range(4)]
+  if held:
+    rows += [_Row(run_uri, 'throughput', answer * (1 + d), 'ops/sec',
+                  when + 5 + i, machine, probe_index=4 + i,
+                  probe_role='confirm', threads=1, clients=32,
+                  average_latency_ms=0.8, under_latency_cap=True)
+             for i, d in enumerate((-0.003, 0.0, 0.003))]
   answer_meta = dict(verdict=verdict, verdict_reason=f'{verdict} here',
                      threads=1, clients=32, average_latency_ms=0.8,
                      p99_latency_ms=2.0, confirmation_repeats=3,
@@ -79,7 +89,7 @@ def test_two_runs_that_disagree_the_figure_is_their_answers_mean(tmp_path):
   """Issue 17: two runs printed 22,005 and 29,493 and the board said
   14,839 +- 1,306 (the mean of repeats over the cap at another load)."""
   frame, _ = _Frame(tmp_path, [
-      _Run('a1', 'n2d-standard-16', 22005, 300, 0),
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, repeat_clients=32),
       _Run('a2', 'n2d-standard-16', 29493, 400, 5),
       _Run('b1', 't2d-standard-16', 20000, 200, 10)])
   board = _Board(frame)
@@ -104,21 +114,26 @@ def test_two_runs_that_disagree_the_figure_is_their_answers_mean(tmp_path):
 
 def test_runs_that_differ_more_than_their_repeats_interval_across_runs(
     tmp_path):
+  """Issue 17: repeats of all runs were pooled as independent samples, so
+  runs 6 % apart with tight repeats looked like a significant 4 % gap."""
   frame, _ = _Frame(tmp_path, [
-      _Run('a1', 'A', 100000, 500, 0), _Run('a2', 'A', 120000, 500, 3),
-      _Run('a3', 'A', 80000, 500, 6),
-      _Run('b1', 'B', 95000, 500, 9), _Run('b2', 'B', 97000, 500, 12),
-      _Run('b3', 'B', 96000, 500, 15),
+      _Run('a1', 'A', 100000, 500, 0, held=True),
+      _Run('a2', 'A', 106000, 500, 3, held=True),
+      _Run('a3', 'A', 94000, 500, 6, held=True),
+      _Run('b1', 'B', 95500, 500, 9, held=True),
+      _Run('b2', 'B', 96500, 500, 12, held=True),
+      _Run('b3', 'B', 96000, 500, 15, held=True),
       _Run('c1', 'C', 50000, 500, 18), _Run('c2', 'C', 51000, 500, 21),
       _Run('c3', 'C', 49000, 500, 24)])
   board = _Board(frame)
   assert list(board.index) == ['A', 'B', 'C']
   assert set(board['interval_kind']) == {answers.ACROSS_RUNS}
-  # The runs' spread (sd 20,000), not their repeats' (+-500), sets A's
-  # interval: t(2) x 20,000 / sqrt(3).
+  # The runs' spread (sd 6,000), not their repeats' (+-0.3 %), sets A's
+  # interval: t(2) x 6,000 / sqrt(3).
   assert board.loc['A', 'capped_ops_ci95'] == pytest.approx(
-      4.302653 * 20000 / 3 ** .5, rel=1e-4)
-  # So B, 4 % under A, is within noise, which +-500 repeats would deny.
+      4.302653 * 6000 / 3 ** .5, rel=1e-4)
+  # So B, 4 % under A, is within noise; the 9 pooled repeats of A (t(8) x
+  # 5,200 / 3) would have called it "4% below best".
   assert board.loc['B', 'verdict'] == 'within noise of best'
   assert board.loc['C', 'verdict'] == '50% below best'
   for _, row in board.iterrows():
