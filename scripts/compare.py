@@ -105,6 +105,15 @@ def _Writable(path: Optional[str]) -> Optional[str]:
   return None
 
 
+def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
+                bq_project: Optional[str] = None,
+                chunk_rows: Optional[int] = None) -> pd.DataFrame:
+  """The samples, with only the metadata the views read (bounded memory)."""
+  return loader.Load(paths, bigquery_table=bigquery_table,
+                     bq_project=bq_project, keys=report.HistoryKeys(),
+                     chunk_rows=chunk_rows)
+
+
 def Run(argv: List[str]) -> int:
   """Everything after flag parsing; returns the exit code."""
   paths = argv[1:]
@@ -115,8 +124,7 @@ def Run(argv: List[str]) -> int:
     if problem:
       return _Fail(problem)
   try:
-    frame = loader.Load(paths, bigquery_table=FLAGS.bigquery_table,
-                        bq_project=FLAGS.bq_project)
+    frame = LoadHistory(paths, FLAGS.bigquery_table, FLAGS.bq_project)
   except loader.LoadError as e:
     return _Fail(str(e))
   frame = leaderboard.Prepare(frame, FLAGS.night_hours,

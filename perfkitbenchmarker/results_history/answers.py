@@ -49,6 +49,10 @@ _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
                  verdict_lib.FLAGS_KEY, 'search_stop_reason',
                  'confirmation_repeats', 'throughput_ci95_ops',
                  'client_saturated', 'interference')
+# Every metadata key the answers read (compare loads only what views read).
+METADATA_KEYS = _VERDICT_KEYS + (
+    'confirmed_average_latency_ms', 'average_latency_ms', 'p99_latency_ms',
+    'servers_usd_per_hour_total', 'cost_scope')
 ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
                   'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
                   'price_performance', 'verdict', 'verdict_flags',
@@ -62,8 +66,10 @@ def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def _Last(rows: pd.DataFrame) -> pd.DataFrame:
-  """The last row of each (run, cell), by time."""
-  return rows.sort_values('timestamp', kind='stable').groupby(
+  """The last row of each (run, cell), by time (the columns answers read)."""
+  wanted = [c for c in ('run_uri', 'cell', 'timestamp', 'value', 'night') +
+            METADATA_KEYS if c in rows.columns]
+  return rows[wanted].sort_values('timestamp', kind='stable').groupby(
       ['run_uri', 'cell'], as_index=False).last()
 
 

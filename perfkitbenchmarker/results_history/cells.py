@@ -44,6 +44,9 @@ RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
                   'servers_price_source', 'servers_price_date',
                   'servers_price_region', 'servers_price_cloud',
                   'stands_in_for') + ENGINE_KEYS
+# Every metadata key the cell labels read (the loader keeps only what the
+# views read: see report.HistoryKeys).
+METADATA_KEYS = RUN_LEVEL_KEYS + ('servers_machine_type',)
 
 
 def _Present(value: Any) -> bool:
@@ -106,7 +109,7 @@ def Workload(row: pd.Series) -> str:
 
 def FillRunLevel(frame: pd.DataFrame) -> pd.DataFrame:
   """Fills run-level metadata a sample lacks from its run's other samples."""
-  frame = frame.copy()
+  frame = frame.copy(deep=False)  # Columns are replaced, never written in.
   for key in RUN_LEVEL_KEYS:
     if key in frame.columns and frame[key].isna().any():
       first = frame.groupby('run_uri')[key].transform('first')
@@ -144,7 +147,9 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
   combos = pd.concat([combos, labels], axis=1)
   combos['cell'] = (combos['machine_type'] + ' | ' + combos['engine'] + ' | '
                     + combos['topology'] + ' | ' + combos['workload'])
-  index = frame.index
-  merged = frame.merge(combos, on=keys, how='left')
-  merged.index = index
-  return merged
+  # Merge the key columns only: a merge of the whole frame would copy it.
+  labelled = frame[keys].merge(combos, on=keys, how='left')
+  frame = frame.copy(deep=False)
+  for name in CELL_COLUMNS + ('cell',):
+    frame[name] = labelled[name].to_numpy()
+  return frame

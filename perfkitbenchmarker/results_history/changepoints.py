@@ -59,6 +59,10 @@ SERIES_METRICS: Dict[str, SeriesMetric] = {m.name: m for m in (
 DEFAULT_METRICS = ('latency_capped_throughput', 'price_performance',
                    'p99_latency_ms', 'hourly_cost')
 MIN_NIGHTS = 4
+# Metadata the series read.
+METADATA_KEYS = tuple(dict.fromkeys(
+    [m.metadata_key for m in SERIES_METRICS.values() if m.metadata_key] +
+    ['cost_scope']))
 POINT_COLUMNS = cells.CELL_COLUMNS + ('cell', 'metric', nights.NIGHT_COLUMN,
                                       nights.NIGHT_START_COLUMN, 'value',
                                       'runs')
@@ -119,10 +123,10 @@ def HistoryPoints(frame: pd.DataFrame,
     if rows.empty:
       continue
     # A run counts once per night: its last sample of the metric.
-    per_run = rows.sort_values('timestamp').groupby(
-        ['cell', 'run_uri'], as_index=False).last()
     keys = list(cells.CELL_COLUMNS) + ['cell', nights.NIGHT_COLUMN,
                                        nights.NIGHT_START_COLUMN]
+    per_run = rows[keys + ['run_uri', 'timestamp', 'value']].sort_values(
+        'timestamp').groupby(['cell', 'run_uri'], as_index=False).last()
     points = per_run.groupby(keys, as_index=False).agg(
         value=('value', 'mean'), runs=('run_uri', 'nunique'))
     points['metric'] = name

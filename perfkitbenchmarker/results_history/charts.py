@@ -26,6 +26,9 @@ COLORS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2',
 REGRESSION_COLOR = '#d62728'
 IMPROVEMENT_COLOR = '#2ca02c'
 DPI = 100
+# Metadata the charts read.
+METADATA_KEYS = ('probe_index', 'connections', 'latency_cap_ms', 'probe_role',
+                 'confirmed_average_latency_ms', 'average_latency_ms')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +113,17 @@ def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
   return wide.dropna(subset=['throughput', 'average_latency'])
 
 
+def _FirstPresent(rows: pd.DataFrame, columns: Sequence[str]):
+  """The first of `columns` the rows have, filled from the next ones."""
+  found = None
+  for column in columns:
+    if column in rows.columns:
+      found = rows[column] if found is None else found.fillna(rows[column])
+  if found is None or rows.empty or found.isna().all():
+    return None
+  return found
+
+
 def ProbeCurves(night_frame: pd.DataFrame) -> Chart:
   """Throughput vs average latency from each cell's probes, cap drawn."""
   pairs = ProbePairs(night_frame)
@@ -128,8 +142,9 @@ def ProbeCurves(night_frame: pd.DataFrame) -> Chart:
     # One line per run through its probes in load order: runs of a cell on
     # one night can sit at different levels, and a line across runs would
     # zig-zag between them.
+    order = [c for c in ('connections', 'probe_index') if c in mine.columns]
     for _, run in mine.groupby('run_uri'):
-      run = run.sort_values(['connections', 'probe_index'])
+      run = run.sort_values(order)
       ax.plot(run['throughput'], run['average_latency'], color=color,
               linewidth=0.9, alpha=0.6)
     cap = mine.get('latency_cap_ms', pd.Series(dtype=float)).dropna()
@@ -137,9 +152,9 @@ def ProbeCurves(night_frame: pd.DataFrame) -> Chart:
       ax.axhline(float(cap.iloc[0]), color=REGRESSION_COLOR, linestyle='--',
                  linewidth=1, label=f'cap {float(cap.iloc[0]):g} ms')
     chosen = capped[capped['cell'] == cell]
-    if not chosen.empty:
-      latency = chosen.get('confirmed_average_latency_ms',
-                           chosen.get('average_latency_ms'))
+    latency = _FirstPresent(chosen, ('confirmed_average_latency_ms',
+                                     'average_latency_ms'))
+    if latency is not None:
       ax.scatter(chosen['value'], latency, marker='*', s=160,
                  color='black', zorder=5, label='capped result')
     ax.set_title(labels[cell], fontsize=9, loc='left')

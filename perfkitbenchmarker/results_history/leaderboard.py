@@ -44,6 +44,10 @@ CAPPED = answers_lib.CAPPED
 PRICE_PERFORMANCE = answers_lib.PRICE_PERFORMANCE
 HOURLY_COST = answers_lib.HOURLY_COST
 SERVER_COST_SCOPE = answers_lib.SERVER_COST_SCOPE
+# Every metadata key the leaderboard reads.
+METADATA_KEYS = answers_lib.METADATA_KEYS + (
+    'price_basis', 'pricing_model', 'servers_price_source',
+    'servers_price_date')
 COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'capped_ops', 'capped_ops_ci95', 'interval_kind',
            'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',

@@ -11,35 +11,45 @@ Sources:
 
 Seams: a new source kind is a function returning row dicts shaped like one
 PKB JSON line (`metric, value, unit, timestamp, run_uri, ...` plus `labels`
-or `metadata`); `RowsToFrame` does the rest. Rows are input: anything that is
+or `metadata`); `typed_frame.FrameBuilder` does the rest. Rows are input: anything that is
 not a PKB sample is refused with `LoadError` naming the file and line.
 
 The frame has one row per sample: PKB's fixed fields, `timestamp` as a UTC
 datetime, then one column per metadata key (a key that collides with a fixed
-field gets a `meta_` prefix). Each metadata column is typed as a whole:
-booleans when every value is True/False, numbers when every value parses as
-one, strings otherwise.
+field gets a `meta_` prefix); `Load(..., keys=...)` keeps only the metadata
+keys a caller reads. Each metadata column is typed as a whole: booleans when
+every value is True/False, numbers when every value parses as one, strings
+otherwise; a number that is not finite (inf, nan) is "not recorded".
+
+Bounded input: files are read line by line into typed_frame's chunks
+(never one dict per sample for the whole history); a line
+longer than `MAX_LINE_CHARS` or metadata nested deeper than
+`MAX_METADATA_DEPTH` is refused, as is a sample value that is not a finite
+number.
 """
 
 import importlib
 import json
+import math
 import os
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 import pandas as pd
 
-from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker.results_history import typed_frame
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
 RUN_RECORD_FILE = 'run_record.json'
 RUN_RECORD_FORMAT_VERSIONS = (1,)
-FIXED_FIELDS = ('metric', 'value', 'unit', 'timestamp', 'test',
-                'product_name', 'official', 'owner', 'run_uri', 'sample_uri')
+FIXED_FIELDS = typed_frame.FIXED_FIELDS
 REQUIRED_FIELDS = ('metric', 'value', 'timestamp', 'run_uri')
 # Columns the loader adds itself.
-SOURCE_COLUMN = 'source'
-COMMAND_LINE_COLUMN = 'command_line'
+SOURCE_COLUMN = typed_frame.SOURCE_COLUMN
+COMMAND_LINE_COLUMN = typed_frame.COMMAND_LINE_COLUMN
 BIGQUERY_MODULE = 'perfkitbenchmarker.publishers.bigquery_publisher'
+# A PKB sample line is a few KB; metadata values are scalars or small lists.
+MAX_LINE_CHARS = 1 << 20
+MAX_METADATA_DEPTH = 8
 
 
 class LoadError(Exception):
@@ -66,6 +76,36 @@ def ParseLabels(labels: str) -> Dict[str, str]:
   return result
 
 
+def _Depth(value: Any) -> int:
+  """Nesting depth of a JSON value (a scalar is 0), walked without recursion."""
+  deepest, stack = 0, [(value, 0)]
+  while stack:
+    item, depth = stack.pop()
+    if isinstance(item, dict):
+      item = list(item.values())
+    if isinstance(item, list):
+      deepest = max(deepest, depth + 1)
+      if depth + 1 > MAX_METADATA_DEPTH:
+        break
+      stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+  return deepest
+
+
+def _FiniteNumber(value: Any, name: str, where: str) -> float:
+  """A sample's value or timestamp as a finite float; LoadError otherwise."""
+  if isinstance(value, bool) or value is None:
+    number = float('nan')
+  else:
+    try:
+      number = float(value)
+    except (TypeError, ValueError):
+      number = float('nan')
+  if not math.isfinite(number):
+    raise LoadError(f'{where}: {name} {str(value)[:40]!r} is not a finite '
+                    'number')
+  return number
+
+
 def _Normalize(row: Dict[str, Any], where: str) -> Dict[str, Any]:
   """One PKB row (labels or metadata form) -> fixed fields + metadata dict."""
   if not isinstance(row, dict):
@@ -73,6 +113,8 @@ def _Normalize(row: Dict[str, Any], where: str) -> Dict[str, Any]:
   missing = [f for f in REQUIRED_FIELDS if f not in row]
   if missing:
     raise LoadError(f'{where}: not a PKB sample (no {", ".join(missing)})')
+  _FiniteNumber(row['value'], 'value', where)
+  _FiniteNumber(row['timestamp'], 'timestamp', where)
   metadata = row.get('metadata')
   if metadata is None:
     try:
@@ -82,33 +124,51 @@ def _Normalize(row: Dict[str, Any], where: str) -> Dict[str, Any]:
   elif isinstance(metadata, str):  # A table may hold the object as JSON text.
     try:
       metadata = json.loads(metadata)
-    except ValueError:
+    except (ValueError, RecursionError):
       raise LoadError(f'{where}: metadata is not a JSON object') from None
   if not isinstance(metadata, dict):
     raise LoadError(f'{where}: metadata is not an object')
+  if (any(isinstance(v, (dict, list)) for v in metadata.values()) and
+      _Depth(metadata) > MAX_METADATA_DEPTH):
+    raise LoadError(f'{where}: metadata nested more than '
+                    f'{MAX_METADATA_DEPTH} levels deep; PKB metadata is flat')
   fixed = {f: row.get(f) for f in FIXED_FIELDS}
   return {'fixed': fixed, 'metadata': metadata}
 
 
-def ReadJsonLines(path: str) -> List[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file; LoadError on anything else."""
-  rows = []
+def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
+  """Rows of one PKB JSON-lines file, one at a time; LoadError on the rest."""
   try:
     with open(path, encoding='utf-8') as f:
-      for number, line in enumerate(f, 1):
+      number = 0
+      while True:
+        line = f.readline(MAX_LINE_CHARS + 1)
+        if not line:
+          return
+        number += 1
+        where = f'{path}:{number}'
+        if len(line) > MAX_LINE_CHARS:
+          raise LoadError(f'{where}: a line longer than {MAX_LINE_CHARS:,} '
+                          'characters is not a PKB sample')
         if not line.strip():
           continue
-        where = f'{path}:{number}'
         try:
           row = json.loads(line)
         except ValueError:
           raise LoadError(f'{where}: not JSON; expected PKB JSON lines') from None
-        rows.append(_Normalize(row, where))
+        except RecursionError:
+          raise LoadError(f'{where}: JSON nested too deeply to be a PKB '
+                          'sample') from None
+        yield _Normalize(row, where)
   except UnicodeDecodeError:
     raise LoadError(f'{path}: not a text file of PKB JSON lines') from None
   except OSError as e:
     raise LoadError(f'{path}: {e.strerror}') from None
-  return rows
+
+
+def ReadJsonLines(path: str) -> List[Dict[str, Any]]:
+  """Rows of one PKB JSON-lines file; LoadError on anything else."""
+  return list(IterJsonLines(path))
 
 
 def ReadCommandLine(results_path: str) -> Optional[str]:
@@ -179,110 +239,47 @@ def ReadBigQuery(table: str, project: Optional[str] = None,
   return rows
 
 
-def _ColumnName(key: str) -> str:
-  if key in FIXED_FIELDS or key in (SOURCE_COLUMN, COMMAND_LINE_COLUMN):
-    return 'meta_' + key
-  return key
-
-
-def _AsText(value: Any) -> Any:
-  """Metadata values as the text PKB's labels would hold (None stays None)."""
-  if value is None or isinstance(value, str):
-    return value
-  if isinstance(value, (list, dict)):
-    return json.dumps(value, sort_keys=True)
-  return str(value)
-
-
-def TypeColumn(column: pd.Series) -> pd.Series:
-  """Booleans, numbers or strings, decided for the whole column."""
-  present = column.dropna()
-  if present.empty:
-    return column
-  text = present.astype(str)
-  if text.isin(['True', 'False', 'true', 'false']).all():
-    return column.map({'True': True, 'true': True, 'False': False,
-                       'false': False}).astype('boolean')
-  numbers = pd.to_numeric(text, errors='coerce')
-  if numbers.notna().all() and not text.str.strip().eq('').any():
-    return pd.to_numeric(column, errors='coerce')
-  return column
-
-
-def RowsToFrame(rows: Sequence[Dict[str, Any]]) -> pd.DataFrame:
-  """Normalized rows -> the typed frame described in the module docstring."""
-  records = []
-  for row in rows:
-    record = dict(row['fixed'])
-    record[SOURCE_COLUMN] = row.get('source')
-    record[COMMAND_LINE_COLUMN] = row.get('command_line')
-    for key, value in row['metadata'].items():
-      record[_ColumnName(str(key))] = _AsText(value)
-    records.append(record)
-  frame = pd.DataFrame.from_records(records)
-  if frame.empty:
-    return frame
-  fixed_and_ours = set(FIXED_FIELDS) | {SOURCE_COLUMN, COMMAND_LINE_COLUMN}
-  for name in frame.columns:
-    if name not in fixed_and_ours:
-      frame[name] = TypeColumn(frame[name])
-  frame['value'] = pd.to_numeric(frame['value'], errors='coerce')
-  if frame['value'].isna().any():
-    raise LoadError('a sample has a value that is not a number')
-  try:
-    frame['timestamp'] = pd.to_datetime(
-        pd.to_numeric(frame['timestamp']), unit='s', utc=True)
-  except (ValueError, TypeError):
-    raise LoadError('a sample has a timestamp that is not seconds since '
-                    'the epoch') from None
-  frame['official'] = TypeColumn(frame['official'])
-  for name in ('run_uri', 'sample_uri', 'metric', 'unit', 'test'):
-    frame[name] = frame[name].astype('string')
-  # Rows say '<run_uri>-<uuid4>' as PKB's do (one uuid per invocation, so a
-  # resumed run has two); the history groups by the run itself.
-  frame['run_uri'] = frame['run_uri'].map(
-      publisher.ShortRunUri).astype('string')
-  frame = frame.drop_duplicates(subset=['sample_uri', 'run_uri', 'metric',
-                                        'timestamp'])
-  return frame.sort_values(['timestamp', 'run_uri'], kind='stable'
-                          ).reset_index(drop=True)
-
-
-def _RowsFromPath(path: str) -> List[Dict[str, Any]]:
+def _FilesOf(path: str) -> List[str]:
   if os.path.isdir(path):
     files = FindResultFiles(path)
     if not files:
       raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
-  elif os.path.isfile(path):
-    files = [path]
-  else:
-    raise LoadError(f'{path}: no such file or directory')
-  rows = []
-  for file_path in files:
-    command_line = ReadCommandLine(file_path)
-    for row in ReadJsonLines(file_path):
-      row['source'] = file_path
-      row['command_line'] = command_line
-      rows.append(row)
-  return rows
+    return files
+  if os.path.isfile(path):
+    return [path]
+  raise LoadError(f'{path}: no such file or directory')
 
 
 def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
          bq_project: Optional[str] = None, bq_client: Any = None,
-         read_rows: Optional[Callable[..., list]] = None) -> pd.DataFrame:
+         read_rows: Optional[Callable[..., list]] = None,
+         keys: Optional[Iterable[str]] = None,
+         chunk_rows: Optional[int] = None) -> pd.DataFrame:
   """All samples of the given sources as one typed frame.
+
+  `keys`: keep only these metadata keys (None: every key); a history read
+  for its views needs a few dozen of the hundred or so a run records.
 
   Raises:
     LoadError: a path is missing, a file is not PKB JSON lines, the table
       cannot be read, or there are no samples at all.
   """
   paths = list(paths)
-  rows = []
+  builder = typed_frame.FrameBuilder(keys, chunk_rows)
   for path in paths:
-    rows.extend(_RowsFromPath(path))
+    for file_path in _FilesOf(path):
+      command_line = ReadCommandLine(file_path)
+      for row in IterJsonLines(file_path):
+        row['source'] = file_path
+        row['command_line'] = command_line
+        builder.Add(row)
   if bigquery_table:
-    rows.extend(ReadBigQuery(bigquery_table, bq_project, bq_client, read_rows))
-  if not rows:
+    for row in ReadBigQuery(bigquery_table, bq_project, bq_client, read_rows):
+      builder.Add(row)
+  if not builder.rows:
     named = ', '.join(paths + ([bigquery_table] if bigquery_table else []))
     raise LoadError(f'no samples in {named or "the given sources"}')
-  return RowsToFrame(rows)
+  try:
+    return builder.Frame()
+  except typed_frame.BadValue as e:
+    raise LoadError(str(e)) from None

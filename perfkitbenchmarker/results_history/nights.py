@@ -52,7 +52,7 @@ def AssignNights(frame: pd.DataFrame, night_hours: float = 24.0,
   """The frame with `night` (a sortable label) and `night_start` columns."""
   if night_hours <= 0:
     raise ValueError('night_hours must be positive')
-  frame = frame.copy()
+  frame = frame.copy(deep=False)  # Two columns added, none written in.
   gap = pd.Timedelta(minutes=matrix_gap_minutes)
   night_of_run = {}
   previous = None
@@ -65,8 +65,8 @@ def AssignNights(frame: pd.DataFrame, night_hours: float = 24.0,
       previous = span
   starts = frame['run_uri'].astype(str).map(night_of_run)
   frame[NIGHT_START_COLUMN] = pd.to_datetime(starts, utc=True)
-  frame[NIGHT_COLUMN] = frame[NIGHT_START_COLUMN].map(
-      lambda s: _Label(s, night_hours))
+  labels = {s: _Label(s, night_hours) for s in set(night_of_run.values())}
+  frame[NIGHT_COLUMN] = frame[NIGHT_START_COLUMN].map(labels)
   return frame
 
 

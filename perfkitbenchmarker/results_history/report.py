@@ -15,11 +15,12 @@ import dataclasses
 import datetime
 import importlib.metadata
 import platform
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jinja2
 import pandas as pd
 
+from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import changepoints as cp_lib
 from perfkitbenchmarker.results_history import charts as charts_lib
 from perfkitbenchmarker.results_history import leaderboard as board_lib
@@ -28,6 +29,12 @@ from perfkitbenchmarker.results_history import nights
 TOOL_PACKAGES = ('apache-otava', 'pandas', 'matplotlib', 'Jinja2', 'numpy',
                  'scipy')
 NOT_RECORDED = 'not recorded (no run_record.json beside the samples)'
+PRICE_KEYS = ('servers_price_cloud', 'servers_price_region',
+              'servers_price_source', 'servers_price_date')
+GENERATOR_KEYS = ('load_generator', 'load_generator_version')
+# Metadata the page reads (compare loads only these, see HistoryKeys).
+METADATA_KEYS = PRICE_KEYS + GENERATOR_KEYS + (
+    'redis_server_version', 'price_basis', 'search_policy', 'latency_cap_ms')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,23 +306,28 @@ def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
   return sorted({str(v) for v in frame[column].dropna()})
 
 
+def _Rows(frame: pd.DataFrame, columns: Sequence[str], required: str
+          ) -> List[Dict[str, Any]]:
+  """Distinct `columns` of rows that have `required`; a column the frame
+  lacks reads as None (older runs did not record every key)."""
+  if required not in frame.columns:
+    return []
+  present = [c for c in columns if c in frame.columns]
+  rows = frame.dropna(subset=[required])[present].drop_duplicates()
+  return [{c: (row.get(c) if c in present and not pd.isna(row.get(c))
+               else None) for c in columns}
+          for row in rows.to_dict('records')]
+
+
 def Provenance(frame: pd.DataFrame) -> Dict[str, Any]:
   """How the samples in `frame` were obtained, from their own metadata."""
-  prices = set()
-  if 'servers_price_source' in frame.columns:
-    for _, row in frame.dropna(subset=['servers_price_source']
-                              ).drop_duplicates('servers_price_source'
-                                                ).iterrows():
-      prices.add(f'{row.get("servers_price_cloud", "?")} '
-                 f'{row.get("servers_price_region", "?")}: '
-                 f'{row["servers_price_source"]} '
-                 f'(price date {row.get("servers_price_date", "?")})')
-  generators = set()
-  if 'load_generator' in frame.columns:
-    for _, row in frame.dropna(subset=['load_generator']).drop_duplicates(
-        ['load_generator', 'load_generator_version']).iterrows():
-      generators.add(f'{row["load_generator"]} '
-                     f'{row.get("load_generator_version", "?")}')
+  prices = {f'{r["servers_price_cloud"] or "?"} '
+            f'{r["servers_price_region"] or "?"}: '
+            f'{r["servers_price_source"]} '
+            f'(price date {r["servers_price_date"] or "?"})'
+            for r in _Rows(frame, PRICE_KEYS, 'servers_price_source')}
+  generators = {f'{r["load_generator"]} {r["load_generator_version"] or "?"}'
+                for r in _Rows(frame, GENERATOR_KEYS, 'load_generator')}
   command_lines = _Unique(frame, 'command_line') or [NOT_RECORDED]
   return {
       'runs': frame['run_uri'].nunique(),
@@ -328,6 +340,13 @@ def Provenance(frame: pd.DataFrame) -> Dict[str, Any]:
       'search_policies': _Unique(frame, 'search_policy'),
       'latency_caps': _Unique(frame, 'latency_cap_ms'),
   }
+
+
+def HistoryKeys() -> Tuple[str, ...]:
+  """Every metadata key the views read: what compare asks the loader for."""
+  keys = (cells.METADATA_KEYS + board_lib.METADATA_KEYS +
+          charts_lib.METADATA_KEYS + cp_lib.METADATA_KEYS + METADATA_KEYS)
+  return tuple(dict.fromkeys(keys))
 
 
 def ToolVersions() -> Dict[str, str]:
@@ -364,12 +383,27 @@ def _CommonContext(analysis: Analysis) -> Dict[str, Any]:
   }
 
 
+_MARKDOWN_ESCAPES = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': r'\|',
+                     '\\': '\\\\', '`': r'\`', '*': r'\*', '_': r'\_',
+                     '[': r'\[', ']': r'\]', '\n': ' ', '\r': ' '}
+
+
+def EscapeMarkdown(value: Any) -> Any:
+  """Text from the samples, inert in GitHub Markdown: no HTML, links,
+  emphasis or table breaks (a machine type is data, not markup)."""
+  if not isinstance(value, str):
+    return value
+  return ''.join(_MARKDOWN_ESCAPES.get(c, c) for c in value)
+
+
 def RenderMarkdown(analysis: Analysis, max_change_rows: int = 20) -> str:
   context = _CommonContext(analysis)
   context['change_rows'] = context['change_rows'][:max_change_rows]
   context['more_changes'] = max(
       0, len(analysis.change_points) - max_change_rows)
-  return _Environment().get_template('summary.md.j2').render(**context)
+  environment = _Environment()
+  environment.finalize = EscapeMarkdown
+  return environment.get_template('summary.md.j2').render(**context)
 
 
 def RenderHtml(analysis: Analysis,

@@ -20,6 +20,8 @@ night grouping are exercised exactly as with real files.
 
 import dataclasses
 import json
+import os
+import uuid
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -129,3 +131,28 @@ def WriteJsonLines(frame: pd.DataFrame, path: str) -> None:
       row['official'] = bool(row['official'])
       row['labels'] = publisher.FormatLabels(metadata)
       f.write(json.dumps(row, sort_keys=True, default=str) + '\n')
+
+
+def WriteRepeatedRuns(history_dir: str, path: str, runs: int) -> int:
+  """`runs` copies of the real runs under `history_dir`, as new runs an hour
+  apart, written to `path` as PKB JSON lines; returns the sample count.
+
+  For sizing tests and scripts/bench_compare_memory.py: every line is a real
+  sample's line with a new run_uri, sample_uri and timestamp.
+  """
+  templates = []
+  for found in loader.FindResultFiles(history_dir):
+    with open(found, encoding='utf-8') as f:
+      templates.append([json.loads(line) for line in f if line.strip()])
+  start = min(row['timestamp'] for run in templates for row in run)
+  count = 0
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, 'w', encoding='utf-8') as f:
+    for i in range(runs):
+      for row in templates[i % len(templates)]:
+        row = dict(row, run_uri=f'copy{i:07d}-{uuid.uuid4()}',
+                   sample_uri=str(uuid.uuid4()),
+                   timestamp=row['timestamp'] - start + 1.7e9 + 3600 * i)
+        f.write(json.dumps(row) + '\n')
+        count += 1
+  return count
