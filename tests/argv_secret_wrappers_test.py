@@ -23,7 +23,10 @@ from argv_secret_test import LOAD_PASSWORD, PASSWORD, server, vm  # pylint: disa
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import concurrent
+from perfkitbenchmarker.load_generators import redis_benchmark
 
 
 def _Descendants():
@@ -209,3 +212,41 @@ def test_a_library_others_can_write_is_never_loaded(vm):
   os.chmod(argv_secret.LibraryPath(vm), 0o666)
   with pytest.raises(errors.UsageError, match='not the run\'s own'):
     argv_secret.Wrap(vm, [['printf', argv_secret.TOKEN]], 'pw')
+
+
+@e2e.NeedsTools('redis-server', 'redis-cli', how='./scripts/setup.sh')
+def test_the_preload_logs_in_from_its_stream(vm):
+  """redis-cli --pipe (the redis-benchmark path's preload) reads an AUTH
+  from its stdin: its environment never holds the run's password."""
+  port = e2e.FreePort()
+  server_proc = subprocess.Popen(
+      ['redis-server', '-'], stdin=subprocess.PIPE,
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+  server_proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\n'
+                          f'requirepass {redis_server.ConfigQuote(PASSWORD)}\n')
+  server_proc.stdin.close()
+  cli = ['redis-cli', '-p', str(port), '--no-auth-warning']
+  auth = dict(os.environ, REDISCLI_AUTH=PASSWORD)
+  try:
+    deadline = time.monotonic() + 10
+    while subprocess.run(cli + ['PING'], capture_output=True, text=True,
+                         env=auth).stdout.strip() != 'PONG':
+      assert time.monotonic() < deadline
+      time.sleep(0.05)
+    generator = redis_benchmark.RedisBenchmarkGenerator(vm)
+    workload = base.Workload(key_maximum=20000, data_size=16)
+    keys, sampler = _Sampled(lambda: generator.Preload(
+        [base.Endpoint('127.0.0.1', port)], PASSWORD, workload))
+    assert keys == 20000
+    assert subprocess.run(cli + ['DBSIZE'], capture_output=True, text=True,
+                          env=auth).stdout.strip() == '20000'
+    pipes = [pid for (pid, what), texts in sampler.seen.items()
+             if what == 'cmdline' and any(b'--pipe' in t for t in texts)]
+    assert pipes, 'never saw redis-cli --pipe running'
+    leaks = [pid for pid in pipes for t in sampler.seen.get((pid, 'environ'),
+                                                            ())
+             if PASSWORD.encode() in t]
+    assert not leaks
+  finally:
+    server_proc.terminate()
+    server_proc.wait(timeout=10)

@@ -204,6 +204,31 @@ def RespSetCommands(prefix: str, key_minimum: int, key_maximum: int,
     yield f'*3\r\n$3\r\nSET\r\n${len(key.encode())}\r\n{key}\r\n{tail}'
 
 
+def RespCommand(*args: str) -> str:
+  """One command in RESP (what redis-cli --pipe reads)."""
+  parts = [f'*{len(args)}\r\n']
+  for arg in args:
+    parts.append(f'${len(arg.encode())}\r\n{arg}\r\n')
+  return ''.join(parts)
+
+
+class AuthenticatedStream:
+  """`stream` (re-iterable RESP chunks) after an AUTH with `password`.
+
+  redis-cli --pipe then logs in from its stdin, so the password is in no
+  environment (REDISCLI_AUTH would hold it for the whole preload) and no
+  argv; the AUTH's reply is one more than the stream's.
+  """
+
+  def __init__(self, password: str, stream):
+    self._auth = RespCommand('AUTH', password)
+    self._stream = stream
+
+  def __iter__(self) -> Iterator[str]:
+    yield self._auth
+    yield from self._stream
+
+
 def RedisBenchmarkKeyPrefix(cluster_tag: Optional[str] = None) -> str:
   """'key:' or, in cluster mode, 'key:{tag}:' for one master's tag.
 

@@ -87,17 +87,19 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   def _Pipe(self, endpoint: base.Endpoint, password: str,
             resp: commands.RespStream, count: int) -> None:
     """Streams `count` SETs to one endpoint; every one must be answered OK."""
-    # The RESP is streamed to redis-cli chunk by chunk, never held whole.
+    # The RESP is streamed to redis-cli chunk by chunk, never held whole;
+    # it logs in from that stream too (an AUTH first), so no environment
+    # holds the password while the preload runs.
     argv = commands.RedisCliPipeCommand('redis-cli', endpoint, None)
     # Recorded and marked like a probe: teardown stops it after a crash.
     with probe_processes.Marked(self.vm, 'redis-cli-pipe') as mark:
       out, _ = self.vm.RemoteCommand(
-          mark + vm_util.QuoteAll(argv), stdin=resp,
-          env={'REDISCLI_AUTH': password}, timeout=600,
+          mark + vm_util.QuoteAll(argv),
+          stdin=commands.AuthenticatedStream(password, resp), timeout=600,
           what='redis-cli --pipe')
     match = re.search(r'errors:\s*(\d+),\s*replies:\s*(\d+)', out)
     if (not match or int(match.group(1)) != 0 or
-        int(match.group(2)) != count):
+        int(match.group(2)) != count + 1):  # The AUTH's reply too.
       raise errors.ProcessError(
           f'redis-cli --pipe of {count:,} keys into {endpoint.host}:'
           f'{endpoint.port} did not end with every key set: '
