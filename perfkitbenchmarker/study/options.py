@@ -7,7 +7,8 @@ line (errors.UsageError) before anything is created.
 
 Extension seam: a new setting is a field on the record it belongs to, read
 in that record's `FromFlags` and checked in its `Check`; a new engine or
-workload adds its own record beside these.
+workload adds its own record beside these. The search's records (policy,
+staircase, shard study) and their checks are in search_options.py.
 """
 
 import dataclasses
@@ -20,10 +21,10 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.linux_packages import redis_config
 from perfkitbenchmarker.load_generators import base
-from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.linux_packages import redis_server as _server_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.study import flags as _study_flags  # pylint: disable=unused-import
+from perfkitbenchmarker.study import search_options
 from perfkitbenchmarker.study import workload_options
 
 
@@ -174,101 +175,11 @@ class GeneratorOptions:
                fallback=f.redis_benchmark_fallback)
 
 
-@dataclasses.dataclass(frozen=True)
-class StaircaseOptions:
-  clients_start: int = 16
-  clients_step: int = 16
-  step_seconds: int = 2
-  max_clients: int = 256
-
-  @property
-  def spec(self) -> commands.StaircaseSpec:
-    return commands.StaircaseSpec(self.clients_start, self.clients_step,
-                                  self.step_seconds)
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchOptions:
-  """The latency-capped search."""
-  cap_ms: float = 1.0
-  policy: str = 'adaptive'  # adaptive | linear
-  min_threads: int = 1
-  max_threads: int = 8
-  thread_increment: int = 1
-  max_probes: int = 40
-  adaptive_min_connections: int = 4
-  adaptive_max_connections: int = 1024
-  adaptive_start_connections: Optional[int] = None
-  # Threads the adaptive search may grow to (None: always min_threads).
-  adaptive_max_threads: Optional[int] = None
-  # On cloud VMs with neither --memtier_adaptive_max_threads nor
-  # --memtier_min_threads given: grow to the client VM's vCPUs, so that its
-  # cores are used (one thread of 32 is 3 % of the VM).
-  adaptive_threads_from_vcpus: bool = False
-  confirm_repeats: int = 3
-  cap_margin: float = 0.95
-  staircase: Optional[StaircaseOptions] = None
-
-  @classmethod
-  def FromFlags(cls, f) -> 'SearchOptions':
-    staircase = None
-    if f.memtier_staircase:
-      staircase = StaircaseOptions(f.memtier_staircase_clients_start,
-                                   f.memtier_staircase_clients_step,
-                                   f.memtier_staircase_step_seconds,
-                                   f.memtier_staircase_max_clients)
-    return cls(cap_ms=f.memtier_latency_cap,
-               policy=f.memtier_latency_capped_search,
-               min_threads=f.memtier_min_threads,
-               max_threads=f.memtier_max_threads,
-               thread_increment=f.memtier_thread_increment,
-               max_probes=f.memtier_max_probes,
-               adaptive_min_connections=f.memtier_adaptive_min_connections,
-               adaptive_max_connections=f.memtier_adaptive_max_connections,
-               adaptive_start_connections=f.memtier_adaptive_start_connections,
-               adaptive_max_threads=f.memtier_adaptive_max_threads,
-               adaptive_threads_from_vcpus=(
-                   f.cloud in ('GCP', 'AWS') and
-                   f.memtier_adaptive_max_threads is None and
-                   not f['memtier_min_threads'].present),
-               confirm_repeats=f.memtier_confirm_repeats,
-               cap_margin=f.memtier_cap_margin, staircase=staircase)
-
-  @property
-  def name(self) -> str:
-    return 'staircase' if self.staircase else self.policy
-
-
-@dataclasses.dataclass(frozen=True)
-class ShardSearchOptions:
-  """--redis_optimize_shards: a capped search per shard count."""
-  enabled: bool = False
-  min_shards: int = 1
-  max_shards: Optional[int] = None
-  min_improvement: float = 0.02
-  max_points: int = 8
-  reuse_load: bool = True
-
-  @classmethod
-  def FromFlags(cls, f) -> 'ShardSearchOptions':
-    return cls(enabled=f.redis_optimize_shards, min_shards=f.redis_min_shards,
-               max_shards=f.redis_max_shards,
-               min_improvement=f.redis_shard_min_improvement,
-               max_points=f.redis_shard_max_points,
-               reuse_load=f.redis_shard_reuse_load)
-
-  def Bounds(self, vcpus: Optional[int]) -> Tuple[int, int, int]:
-    """(min, start, max) shards per server VM for a VM with `vcpus`."""
-    vcpus = vcpus or 1
-    low = self.min_shards
-    high = self.max_shards or max(low, 2, vcpus)
-    start = min(high, max(low, vcpus // 2, 1))
-    return low, start, high
-
-  @property
-  def typical_points(self) -> int:
-    """Counts a climb usually evaluates: the start, both neighbours, a move."""
-    return min(self.max_points, 4)
+# The search's records live in search_options.py (their seam); these names
+# stay here for the layers that read them from the study's options.
+StaircaseOptions = search_options.StaircaseOptions
+SearchOptions = search_options.SearchOptions
+ShardSearchOptions = search_options.ShardSearchOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,8 +220,8 @@ class RedisStudyOptions:
   def Check(self) -> None:
     """Rejects impossible combinations before anything is created."""
     self.server.Check()
-    _CheckSearch(self.search, self.generator)
-    _CheckShards(self.shards, self.server)
+    search_options.CheckSearch(self.search, self.generator)
+    search_options.CheckShards(self.shards, self.server)
     workload_options.CheckWorkload(self)
 
   def CheckConnections(self, client_vms: int, server_vms: int) -> None:
@@ -359,108 +270,3 @@ def _CheckWorkloadFlags(f) -> None:
     raise errors.UsageError(
         f'--memtier_key_pattern="{f.memtier_key_pattern}" must be two of '
         'R, S, G, P joined by ":", e.g. R:R.')
-
-
-def _CheckAdaptiveStart(s: SearchOptions, g: GeneratorOptions) -> None:
-  """The adaptive search's first load within its range: refused above the
-  top instead of being quietly lowered to it."""
-  if s.policy != 'adaptive' or s.staircase is not None:
-    return
-  if s.adaptive_start_connections:
-    start, source = (s.adaptive_start_connections,
-                     '--memtier_adaptive_start_connections='
-                     f'{s.adaptive_start_connections}')
-  else:
-    start = s.min_threads * g.clients
-    source = (f'--memtier_min_threads x --memtier_clients ({s.min_threads} '
-              f'x {g.clients} = {start:,} connections, the first load)')
-  if start > s.adaptive_max_connections:
-    raise errors.UsageError(
-        f'{source} is above the adaptive search\'s limit '
-        f'--memtier_adaptive_max_connections={s.adaptive_max_connections}; '
-        'lower it or raise that limit.')
-
-
-def _CheckSearch(s: SearchOptions, g: GeneratorOptions) -> None:
-  if s.max_probes < 1:
-    raise errors.UsageError(
-        f'--memtier_max_probes={s.max_probes} must be at least 1 (the '
-        'default is 40).')
-  if not (s.cap_ms > 0 and math.isfinite(s.cap_ms)):
-    raise errors.UsageError(
-        f'--memtier_latency_cap={s.cap_ms:g} must be above 0 ms and finite '
-        '(the default is 1).')
-  if s.min_threads < 1 or s.thread_increment < 1:
-    raise errors.UsageError(
-        '--memtier_min_threads and --memtier_thread_increment must be at '
-        'least 1.')
-  if s.min_threads > s.max_threads:
-    raise errors.UsageError(
-        f'--memtier_min_threads={s.min_threads} is above '
-        f'--memtier_max_threads={s.max_threads}; lower the first or raise '
-        'the second.')
-  if s.adaptive_min_connections > s.adaptive_max_connections:
-    raise errors.UsageError(
-        '--memtier_adaptive_min_connections='
-        f'{s.adaptive_min_connections} is above '
-        '--memtier_adaptive_max_connections='
-        f'{s.adaptive_max_connections}.')
-  if not 0 < s.cap_margin <= 1:
-    raise errors.UsageError(
-        f'--memtier_cap_margin={s.cap_margin:g} must be in (0, 1], e.g. 0.95 '
-        'to aim 5 % under the cap.')
-  _CheckAdaptiveStart(s, g)
-  _CheckAdaptiveMaxThreads(s)
-  if s.staircase is not None:
-    _CheckStaircase(s.staircase, g)
-
-
-def _CheckAdaptiveMaxThreads(s: SearchOptions) -> None:
-  value = s.adaptive_max_threads
-  if value is None:
-    return
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise errors.UsageError(
-        f'--memtier_adaptive_max_threads={value!r} must be a whole number of '
-        'at least 1 (e.g. the client VM\'s vCPUs), or unset.')
-  if s.policy == 'adaptive' and value < s.min_threads:
-    raise errors.UsageError(
-        f'--memtier_adaptive_max_threads={value} is below '
-        f'--memtier_min_threads={s.min_threads}, the threads the adaptive '
-        'search starts from; raise it or lower --memtier_min_threads.')
-
-
-def _CheckStaircase(st: StaircaseOptions, g: GeneratorOptions) -> None:
-  if g.choice == 'redis_benchmark':
-    raise errors.UsageError(
-        '--memtier_staircase needs memtier_benchmark >= 2.3 (its '
-        '--clients-start/--clients-step options); redis-benchmark has no '
-        'staircase mode. Drop --load_generator=redis_benchmark or '
-        '--memtier_staircase.')
-  if st.clients_start >= st.max_clients:
-    raise errors.UsageError(
-        f'--memtier_staircase_clients_start={st.clients_start} must be below '
-        f'--memtier_staircase_max_clients={st.max_clients} (memtier requires '
-        'it).')
-  if g.warmup_s >= st.step_seconds:
-    raise errors.UsageError(
-        f'--memtier_warmup_seconds={g.warmup_s} leaves nothing of a '
-        f'staircase step of --memtier_staircase_step_seconds='
-        f'{st.step_seconds}; the warm-up is per step.')
-
-
-def _CheckShards(sh: ShardSearchOptions, server: ServerOptions) -> None:
-  if not sh.enabled:
-    return
-  if sh.max_shards is not None and sh.max_shards < sh.min_shards:
-    raise errors.UsageError(
-        f'--redis_max_shards={sh.max_shards} is below --redis_min_shards='
-        f'{sh.min_shards}.')
-  if server.replicas_per_primary:
-    raise errors.UsageError(
-        '--redis_optimize_shards with --redis_replicas_per_primary is not '
-        'supported; search shard counts without replicas.')
-  if server.cluster_mode and server.cluster_replicas:
-    raise errors.UsageError(
-        '--redis_optimize_shards with --redis_cluster_replicas would search '
-        'counts a cluster with replicas cannot have; use replicas 0.')
