@@ -117,6 +117,9 @@ def main(argv=None) -> int:
                       help='probe budget per study (--memtier_max_probes)')
   parser.add_argument('--host', default='127.0.0.2',
                       help='loopback address the sshd listens on')
+  parser.add_argument('--memtier_path', default=None,
+                      help='memtier_benchmark to drive both studies with '
+                      '(fixed-length probes); default: what pkb.py finds')
   args = parser.parse_args(argv)
   if os.geteuid() != 0:
     print('bench_probe_overhead needs root (it runs its own sshd and logs '
@@ -133,8 +136,9 @@ def main(argv=None) -> int:
   work = tempfile.mkdtemp(prefix='pkb-probe-overhead-')
   server = None
   try:
+    tool = [f'--memtier_path={args.memtier_path}'] if args.memtier_path else []
     local = RunStudy('local', os.path.join(work, 'results'), args.duration,
-                     args.probes, [])
+                     args.probes, tool)
     server = loopback_sshd.Sshd(os.path.join(work, 'sshd'),
                                 host=args.host).Start()
     machine = {'ip_address': server.host, 'user_name': server.user,
@@ -143,8 +147,8 @@ def main(argv=None) -> int:
     with open(static_file, 'w') as f:
       json.dump([machine, machine], f)
     ssh = RunStudy('ssh', os.path.join(work, 'results'), args.duration,
-                   args.probes, [f'--static_vm_file={static_file}',
-                                 '--nosystem_tuning'])
+                   args.probes, tool + [f'--static_vm_file={static_file}',
+                                        '--nosystem_tuning'])
   finally:
     if server is not None:
       server.Stop()
