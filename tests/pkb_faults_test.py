@@ -5,6 +5,7 @@ import random
 import signal
 import socket
 import stat
+import sys
 
 import pytest
 
@@ -110,11 +111,16 @@ def test_bad_server_option_is_reported(tmp_path):
 
 def test_load_generator_exiting_non_zero(tmp_path):
   # A stand-in for a broken memtier binary: real enough to fail like one.
+  # Its #! names the interpreter itself: a shell script is refused before
+  # it runs (argv_secret.CheckTool), a program is not.
   fake = tmp_path / 'memtier_benchmark'
-  fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then '
-                  'echo "memtier_benchmark 2.4.4"; exit 0; fi\n'
-                  'echo "connection to 127.0.0.1 refused (bad auth?)" >&2\n'
-                  'exit 3\n')
+  fake.write_text(f'#!{sys.executable}\nimport sys\n'
+                  'if sys.argv[1:2] == ["--version"]:\n'
+                  '  print("memtier_benchmark 2.4.4")\n'
+                  '  sys.exit(0)\n'
+                  'print("connection to 127.0.0.1 refused (bad auth?)", '
+                  'file=sys.stderr)\n'
+                  'sys.exit(3)\n')
   fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
   proc, run_uri = e2e.Run(e2e.FAST + ['--load_generator=memtier',
                                       f'--memtier_path={fake}'],
