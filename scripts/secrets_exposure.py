@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Counts where a run's passwords show in process arguments and environments.
+
+  ./scripts/secrets_exposure.py [pkb flags...]
+  ./scripts/secrets_exposure.py --memtier_run_duration=2 --memtier_max_probes=6
+
+Runs `./pkb.py` (Local, its own scratch root and results directory under a
+temporary directory, removed after) with the given flags and, once the
+first shard's config file exists, reads every process's /proc/<pid>/cmdline
+and /proc/<pid>/environ every 10 ms until the run ends. Prints one line:
+the number of sweeps and reads, and how many reads held the run's password
+or the load user's, by program and by cmdline/environ. docs/secrets.md
+gives the figures before and after issue 18. Run it as the user the run
+runs as (root reads every process; another user only its own).
+"""
+
+import collections
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(_HERE)
+sys.path.insert(0, REPO)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker.engines import load_user
+
+SWEEP_S = 0.01
+MAX_RUN_S = 1800  # The sampler stops (and the run is killed) after this.
+
+
+def _Password(scratch: str) -> str:
+  for conf in glob.glob(f'{scratch}/pkb-*/servers-*/*.conf'):
+    with open(conf) as f:
+      for line in f:
+        if line.startswith('requirepass '):
+          return line.split(None, 1)[1].strip().strip('"')
+  return ''
+
+
+def _Program(pid: str) -> str:
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      argv0 = f.read().split(b'\0', 1)[0]
+  except OSError:
+    return '?'
+  return argv0.rsplit(b'/', 1)[-1].decode(errors='replace') or '?'
+
+
+def main(argv) -> int:
+  top = tempfile.mkdtemp(prefix='pkb-secrets-')
+  scratch = os.path.join(top, 'scratch')
+  os.mkdir(scratch)
+  run = subprocess.Popen(
+      [sys.executable, os.path.join(REPO, 'pkb.py'),
+       f'--results_dir={os.path.join(top, "results")}', *argv],
+      env=dict(os.environ, PKB_LOCAL_SCRATCH=scratch),
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  secrets, sweeps, reads = [], 0, 0
+  hits = collections.Counter()
+  deadline = time.monotonic() + MAX_RUN_S
+  try:
+    while run.poll() is None and time.monotonic() < deadline:
+      if not secrets:
+        password = _Password(scratch)
+        if password:
+          secrets = [password.encode(),
+                     load_user.LoadPassword(password).encode()]
+      if secrets:
+        sweeps += 1
+        for pid in os.listdir('/proc'):
+          if not pid.isdigit():
+            continue
+          for what in ('cmdline', 'environ'):
+            try:
+              with open(f'/proc/{pid}/{what}', 'rb') as f:
+                text = f.read()
+            except OSError:
+              continue
+            reads += 1
+            if any(s in text for s in secrets):
+              hits[(_Program(pid), what)] += 1
+      time.sleep(SWEEP_S)
+  finally:
+    if run.poll() is None:
+      run.terminate()
+    _, err = run.communicate()
+    shutil.rmtree(top, ignore_errors=True)
+  if not secrets:
+    print(f'never saw a shard config; pkb exited {run.returncode}: '
+          f'{err.strip()[-300:]}', file=sys.stderr)
+    return 1
+  found = ', '.join(f'{program} {what} {count:,}'
+                    for (program, what), count in hits.most_common())
+  print(f'pkb exit {run.returncode}; {sweeps:,} sweeps, {reads:,} reads; '
+        f'{sum(hits.values()):,} held a password'
+        f'{": " + found if found else ""}')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1:]))
