@@ -6,9 +6,10 @@ can die in the middle of one (kill -9 of pkb, a lost SSH connection), and a
 later `--run_stage=teardown` must then stop what is left. So each one is a
 resource like a shard: `Marked(vm, what)` writes a `probe_process` entry to
 the run record before anything starts, with a mark unique to it
-(`PKB_PROBE_MARK=<run_uri>-<random>`), and yields the shell prefix that
-puts the mark into the environment of the command and of every process it
-starts (environments are inherited, argv rewriting does not lose them).
+(`PKB_PROBE_MARK=<run_uri>-<random>`), and yields it: its shell prefix or
+its env put the mark into the environment of the command and of every
+process it starts (environments are inherited, argv rewriting does not lose
+them).
 When the command has ended the entry is retired; if it did not end (a
 signal, a timeout, a crash), cleanup and teardown delete it: every process
 on its VM whose /proc/<pid>/environ holds exactly that mark is killed, until
@@ -24,7 +25,7 @@ import contextlib
 import re
 import secrets
 import shlex
-from typing import Hashable, Iterator
+from typing import Dict, Hashable, Iterator
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
@@ -88,6 +89,11 @@ class ProbeProcess(resource.BaseResource):
     """Shell text before a command: exports the mark to all it starts."""
     return f'export {ENV}={self.mark}; '
 
+  @property
+  def env(self) -> Dict[str, str]:
+    """The same mark as environment for a command (its text unchanged)."""
+    return {ENV: self.mark}
+
   @classmethod
   def FromRecord(cls, entry, record) -> 'ProbeProcess':
     data = entry['data']
@@ -111,15 +117,17 @@ def NewMark(run_uri: str) -> str:
 
 
 @contextlib.contextmanager
-def Marked(vm, what: str) -> Iterator[str]:
-  """Records the probe `what` on `vm` and yields the shell prefix to put
-  before its command; retires the entry once the block ends normally (the
-  command has exited), leaves it for cleanup otherwise (see module doc)."""
+def Marked(vm, what: str) -> Iterator[ProbeProcess]:
+  """Records the probe `what` on `vm` and yields it: its `prefix` (shell
+  text to put before the command) or its `env` (for the command's
+  environment) marks the command; retires the entry once the block ends
+  normally (the command has exited), leaves it for cleanup otherwise (see
+  module doc)."""
   record = getattr(vm, 'record', None)
   run_uri = record.run_uri if record is not None else ''
   mark = NewMark(run_uri)
   probe = ProbeProcess(vm, f'{vm.name}/{what}/{mark[-16:]}', mark, record)
   probe.Create()
-  yield probe.prefix
+  yield probe
   if record is not None:
     record.UpdateResource(KIND, probe.name, status='deleted')

@@ -168,3 +168,36 @@ def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
   assert proc.returncode == 130, err
   assert 'Traceback' not in err
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
+
+
+def test_the_kill_script_touches_only_processes_with_the_exact_mark():
+  mark = probe_processes.NewMark('abc123')
+  env = dict(os.environ)
+  marked = subprocess.Popen(['sleep', '60'],
+                            env=dict(env, **{probe_processes.ENV: mark}))
+  similar = subprocess.Popen(['sleep', '60'], env=dict(
+      env, **{probe_processes.ENV: mark + '0'}))
+  unmarked = subprocess.Popen(['sleep', '60'])
+  try:
+    proc = subprocess.run(['bash', '-c', probe_processes.KillScript(mark)],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert marked.wait(timeout=5) == -signal.SIGKILL
+    assert similar.poll() is None and unmarked.poll() is None
+  finally:
+    for p in (marked, similar, unmarked):
+      p.kill()
+      p.wait()
+
+
+@pytest.mark.parametrize('mark', ['other1-0123456789abcdef', '$(touch x)',
+                                  'abc123-0123'])
+def test_a_record_mark_not_of_the_run_is_refused(mark):
+
+  class Record:
+    run_uri = 'abc123'
+
+  with pytest.raises(errors.ResourceError, match='left alone'):
+    probe_processes.ProbeProcess.FromRecord(
+        {'kind': probe_processes.KIND, 'name': 'p',
+         'data': {'vm_name': 'clients-0', 'mark': mark}}, Record())

@@ -227,8 +227,8 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   # In the run record before it starts, and every process of it marked, so
   # cleanup and teardown can stop whatever of it outlives the run
   # (probe_processes).
-  with probe_processes.Marked(vm, name) as mark:
-    script = mark + script
+  with probe_processes.Marked(vm, name) as probe:
+    script = probe.prefix + script
     if hasattr(vm, 'RunDetached'):
       # Over SSH: the probe goes on if the connection drops, and is picked
       # up.

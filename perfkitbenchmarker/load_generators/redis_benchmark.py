@@ -92,10 +92,11 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     # holds the password while the preload runs.
     argv = commands.RedisCliPipeCommand('redis-cli', endpoint, None)
     # Recorded and marked like a probe: teardown stops it after a crash.
-    with probe_processes.Marked(self.vm, 'redis-cli-pipe') as mark:
+    with probe_processes.Marked(self.vm, 'redis-cli-pipe') as probe:
       out, _ = self.vm.RemoteCommand(
-          mark + vm_util.QuoteAll(argv),
-          stdin=commands.AuthenticatedStream(password, resp), timeout=600,
+          vm_util.QuoteAll(argv),
+          stdin=commands.AuthenticatedStream(password, resp),
+          env=probe.env, timeout=600,
           what='redis-cli --pipe')
     match = re.search(r'errors:\s*(\d+),\s*replies:\s*(\d+)', out)
     if (not match or int(match.group(1)) != 0 or
