@@ -401,7 +401,7 @@ def test_fallback_drops_memtier_only_settings_only_when_asked():
       workload_options.RequireMemtier(rb, Opts(**generator))
 
 
-def test_every_local_preset_runs_without_memtier():
+def test_every_local_preset_runs_without_memtier(tmp_path):
   # A local preset either uses no memtier-only setting or lets
   # --load_generator=auto fall back to redis-benchmark without them.
   memtier_only = re.compile(
@@ -418,6 +418,14 @@ def test_every_local_preset_runs_without_memtier():
     if memtier_only.search(text):
       assert re.search(r'^\s*redis_benchmark_fallback: true', text,
                        re.M), name
+  # The plan says what a run without memtier leaves out.
+  proc = _Pkb([f'--benchmark_config_file={CONFIGS}/redis_on_flash_local.yaml',
+               '--dry_run'], tmp_path)
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout.count(
+      'without memtier it runs without --memtier_key_pattern=G:G, '
+      '--memtier_key_stddev, --memtier_distinct_client_seed, '
+      '--memtier_randomize') == 2
 
 
 # Presets.

@@ -15,6 +15,7 @@ from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
+from perfkitbenchmarker.study import workload_options
 
 
 def ProbesPerSearch(opts: options_lib.RedisStudyOptions
@@ -141,12 +142,23 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions) -> List[str]:
       f'shard(s) per VM, {shards} in all, {server.mode}; per-run password; '
       'no persistence',
       f'  clients: load generator {opts.generator.choice} (memtier_benchmark '
-      'when installed, else redis-benchmark)',
+      f'when installed, else redis-benchmark){_Fallback(opts)}',
       'Workload:',
       f'  preload {workload.key_count:,} keys x {workload.data_size} B; '
       f'probes SET:GET {_Ratios(opts)}, keys {workload.key_pattern}'
       f'{_KeyShape(workload)}',
   ] + SearchPlan(opts)
+
+
+def _Fallback(opts: options_lib.RedisStudyOptions) -> str:
+  """What a redis-benchmark run would leave out (--redis_benchmark_fallback)."""
+  g = opts.generator
+  if not (g.fallback and g.choice == 'auto'):
+    return ''
+  dropped = workload_options.MemtierOnlyFeatures(
+      opts.workload, g.requests, g.processes_per_client)
+  return (f'; without memtier it runs without {", ".join(dropped)}'
+          if dropped else '')
 
 
 def _Ratios(opts: options_lib.RedisStudyOptions) -> str:
