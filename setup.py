@@ -2,7 +2,10 @@
 
 configs/prices.yaml (what scripts/refresh_prices.py writes) stays the one
 source of truth for prices: the build copies it into the package as
-perfkitbenchmarker/data/prices.yaml, where an installed pricing.py finds it.
+perfkitbenchmarker/data/prices.yaml, where an installed pricing.py finds it,
+and the presets (configs/*.yaml) as perfkitbenchmarker/data/configs/, where
+`--benchmark_config_file=configs/<name>.yaml` finds them (paths.Preset).
+Console scripts: `pkb` and `pkb-compare`.
 install_requires is requirements.txt (runtime only); the test tools are in
 requirements-test.txt.
 """
@@ -18,16 +21,21 @@ _PRICES = os.path.join('configs', 'prices.yaml')
 
 
 class _BuildPyWithPrices(build_py.build_py):
-  """Also copies configs/prices.yaml into the built package."""
+  """Also copies configs/prices.yaml and the presets into the package."""
 
   def run(self):
     super().run()
     if self.dry_run:
       return
     target = os.path.join(self.build_lib, 'perfkitbenchmarker', 'data')
-    os.makedirs(target, exist_ok=True)
+    presets = os.path.join(target, 'configs')
+    os.makedirs(presets, exist_ok=True)
     shutil.copyfile(os.path.join(_HERE, _PRICES),
                     os.path.join(target, 'prices.yaml'))
+    for name in sorted(os.listdir(os.path.join(_HERE, 'configs'))):
+      if name.endswith('.yaml'):
+        shutil.copyfile(os.path.join(_HERE, 'configs', name),
+                        os.path.join(presets, name))
 
 
 def _Requirements(path):
@@ -48,6 +56,9 @@ setuptools.setup(
     python_requires='>=3.9',
     cmdclass={'build_py': _BuildPyWithPrices},
     # The generated `pkb` command exits with Main()'s return code.
-    entry_points={'console_scripts': ['pkb = perfkitbenchmarker.pkb:Main']},
+    entry_points={'console_scripts': [
+        'pkb = perfkitbenchmarker.pkb:Main',
+        'pkb-compare = perfkitbenchmarker.results_history.compare_cli:Main',
+    ]},
     scripts=['pkb.py'],
 )

@@ -16,6 +16,7 @@ import yaml
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_checks
+from perfkitbenchmarker import paths
 
 # Keys a user config may add to a vm_group or a vm_spec.<cloud> entry even when
 # the module's default config leaves them out.
@@ -86,7 +87,13 @@ class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
 
 
 def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
-  """The text of a config file, or one line saying why it cannot be read."""
+  """The text of a config file, or one line saying why it cannot be read.
+
+  A relative `configs/<name>.yaml` that is not there is the preset of that
+  name (paths.Preset), so the presets work from any directory and from an
+  installed package.
+  """
+  path = paths.Preset(path)
   try:
     with open(path, 'rb') as f:
       data = f.read()

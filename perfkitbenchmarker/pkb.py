@@ -24,6 +24,7 @@ from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix_runner
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
@@ -47,6 +48,8 @@ from perfkitbenchmarker.publishers import publisher
 
 FLAGS = pkb_flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USAGE = ('Usage: pkb [--flags] (./pkb.py in a checkout); with no flags runs '
+         'the Local study.\n')
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # The run finished but its answer is not a confirmed server figure.
 EXIT_UNCONFIRMED = verdict_lib.EXIT_UNCONFIRMED
@@ -90,13 +93,9 @@ def _Cloud() -> str:
 
 
 def _ResultsDir() -> str:
-  if FLAGS.results_dir:
-    return FLAGS.results_dir
-  # In a checkout, the repo's results/; installed as a package (no pkb.py
-  # beside it), results/ under the directory the command runs in.
-  root = (REPO_ROOT if os.path.exists(os.path.join(REPO_ROOT, 'pkb.py'))
-          else os.getcwd())
-  return os.path.join(root, 'results', 'runs')
+  # A checkout's results/runs; installed, PKB's /tmp/perfkitbenchmarker/runs
+  # (paths.py): never the directory the command was started in.
+  return FLAGS.results_dir or paths.RunsDir()
 
 
 def _LoadConfig(module, names: List[str]) -> dict:
@@ -118,9 +117,11 @@ def _LockRun(run_dir: str, run_uri: str, outcome: str) -> None:
 
 
 def _TeardownOnly(run_dir: str) -> int:
+  # A run that does not exist is refused before anything is made for it.
   record = run_record_lib.RunRecord.Load(run_dir, os.path.basename(run_dir))
   # Not while another pkb runs this run (a killed one's lock is gone).
   _LockRun(run_dir, record.run_uri, 'nothing was deleted')
+  run_log.SetUp(run_dir)
   providers.LoadAllKinds()
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
   failures = resource.TeardownFromRecord(record)
@@ -179,7 +180,6 @@ def RunBenchmarks(argv: List[str]) -> int:
   modules = [linux_benchmarks.Get(n) for n in names]
   run_dir = os.path.join(_ResultsDir(), run_uri)
   if stages == ['teardown']:
-    run_log.SetUp(run_dir)
     return _TeardownOnly(run_dir)
   bq_options = bigquery_options.BigQueryOptions.FromFlags(FLAGS)
 
@@ -430,15 +430,30 @@ def _Finish(module, spec, stages, failure,
 def Main(argv: Optional[List[str]] = None) -> int:
   argv = list(sys.argv if argv is None else argv)
   run_signals.GuardOutput()  # A closed terminal must not stop cleanup.
-  if any(a in ('-h', '--help', '--helpshort', '--helpfull') for a in argv[1:]):
-    print('Usage: ./pkb.py [--flags]; with no flags runs the Local study.\n')
+  if '--helpfull' in argv[1:]:  # Every flag of every module, as upstream.
+    print(USAGE)
     print(FLAGS.get_help(include_special_flags=False))
+    return EXIT_OK
+  if any(a in ('-h', '--help', '--helpshort') for a in argv[1:]):
+    print(USAGE)
+    print(FLAGS.module_help(pkb_flags.__name__))
+    print('\nThe run-level flags above; --helpfull lists every flag '
+          '(search, load generators, engines, clouds).')
     return EXIT_OK
   try:
     FLAGS(argv)
   except flags.Error as e:
     print(f'pkb: {e}; see ./pkb.py --helpfull.', file=sys.stderr)
     return EXIT_USAGE
+  try:
+    return _Reported(argv)
+  finally:
+    run_lock.ReleaseAll()  # No run.lock outlives the run.
+    run_log.TearDown()
+
+
+def _Reported(argv: List[str]) -> int:
+  """RunBenchmarks, with every failure as the one line a user sees."""
   try:
     return RunBenchmarks(argv)
   except errors.UsageError as e:

@@ -1,5 +1,12 @@
 """Where a run's log goes: the console (warnings) and <run dir>/pkb.log (all).
 
+pkb.log keeps everything: the debug detail of every module, and every line
+the console showed (probe lines, warnings, the summary, teardown, the error
+lines), each with its time and `stdout |` or `stderr |`. Once a run has its
+directory, sys.stdout and sys.stderr are `ConsoleTee`s that pass text on to
+the terminal unchanged and log each complete line to pkb.log; `TearDown`
+puts the streams back.
+
 A log file that cannot be written (a full disk, a quota, a read-only remount)
 must not print Python's "--- Logging error ---" and a traceback for every
 later line, nor stop a run whose log is only its diary. The file handler
@@ -19,6 +26,56 @@ from perfkitbenchmarker import run_record
 from perfkitbenchmarker import vm_util
 
 LOG_FILE = 'pkb.log'
+CONSOLE_LOGGER = 'pkb.console'
+_DETAIL = logging.Formatter(
+    '%(asctime)s %(levelname)s %(module)s:%(lineno)d %(message)s')
+_CONSOLE = logging.Formatter('%(asctime)s %(stream)s | %(message)s')
+
+
+class _RunLogFormatter(logging.Formatter):
+  """Module and line for log records; the stream for console lines."""
+
+  def format(self, record: logging.LogRecord) -> str:
+    if record.name == CONSOLE_LOGGER:
+      return _CONSOLE.format(record)
+    return _DETAIL.format(record)
+
+
+class ConsoleTee:
+  """A console stream that also logs each complete line to pkb.log."""
+
+  def __init__(self, stream, name: str):
+    self.wrapped = stream
+    self._name = name
+    self._partial = ''
+
+  def write(self, text: str) -> int:
+    written = self.wrapped.write(text)
+    try:
+      lines = (self._partial + text).split('\n')
+      self._partial = lines.pop()
+      for line in lines:
+        logging.getLogger(CONSOLE_LOGGER).info(line,
+                                               extra={'stream': self._name})
+    except Exception:  # pylint: disable=broad-except
+      pass  # The log is the run's diary, never a reason to stop it.
+    return written
+
+  def flush(self) -> None:
+    self.wrapped.flush()
+
+  def __getattr__(self, name):
+    return getattr(self.wrapped, name)
+
+
+def _Untee() -> None:
+  for name in ('stdout', 'stderr'):
+    stream = getattr(sys, name)
+    while isinstance(stream, ConsoleTee):
+      if stream._partial:  # pylint: disable=protected-access
+        stream.write('\n')
+      stream = stream.wrapped
+    setattr(sys, name, stream)
 
 
 class RunLogHandler(logging.FileHandler):
@@ -48,10 +105,15 @@ class RunLogHandler(logging.FileHandler):
 
 def SetUp(run_dir: Optional[str]) -> None:
   """Console at WARNING (INFO with PKB_VERBOSE); pkb.log in run_dir."""
+  _Untee()
   root = logging.getLogger()
-  for h in list(root.handlers):
-    root.removeHandler(h)
+  console_lines = logging.getLogger(CONSOLE_LOGGER)
+  console_lines.propagate = False
+  for logger in (root, console_lines):
+    for h in list(logger.handlers):
+      logger.removeHandler(h)
   root.setLevel(logging.DEBUG)
+  console_lines.setLevel(logging.INFO)
   console = logging.StreamHandler(sys.stderr)
   console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
                    logging.WARNING)
@@ -67,10 +129,22 @@ def SetUp(run_dir: Optional[str]) -> None:
           f'{run_record.WriteFailure("the log", path, e)}; nothing was '
           'started.') from None
     handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter(
-        '%(asctime)s %(levelname)s %(module)s:%(lineno)d %(message)s'))
+    handler.setFormatter(_RunLogFormatter())
     root.addHandler(handler)
+    console_lines.addHandler(handler)
+    sys.stdout = ConsoleTee(sys.stdout, 'stdout')
+    sys.stderr = ConsoleTee(sys.stderr, 'stderr')
   vm_util.InstallSecretFilter()
+
+
+def TearDown() -> None:
+  """The console streams back as they were; pkb.log closed."""
+  _Untee()
+  for logger in (logging.getLogger(), logging.getLogger(CONSOLE_LOGGER)):
+    for h in list(logger.handlers):
+      if isinstance(h, RunLogHandler):
+        logger.removeHandler(h)
+        h.close()
 
 
 def Failure() -> Optional[str]:

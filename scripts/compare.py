@@ -1,21 +1,13 @@
 #!/usr/bin/env python3
-"""Compares stored results: leaderboard, change points, HTML and Markdown.
+"""The compare command of a checkout (installed: `pkb-compare`).
 
   ./scripts/compare.py [RESULTS...] [--report=PATH.html] [--markdown=PATH.md]
                        [--json=PATH.json] [--include_unconfirmed]
                        [--fail_on_regression] [--bigquery_table=P.D.T]
 
-RESULTS are result directories (searched recursively for
-perfkitbenchmarker_results.json) or PKB JSON-lines files; with none (and no
---bigquery_table) the repo's results/ tree is read. Prints the latest night's
-leaderboard and every change point (regressions on the latest nights first).
-Only runs whose answer is confirmed (sample metadata `verdict`) are ranked
-and enter the change points; the others are listed with why, unless
---include_unconfirmed.
-
-Exit codes: 0 nothing regressed (or no --fail_on_regression), 1 a regression
-in the last --recent_nights nights with --fail_on_regression, 2 bad input
-(one line on stderr), 3 an internal error. The contract is in docs/compare.md.
+Everything is in perfkitbenchmarker/results_history/compare_cli.py (its
+--help); with no RESULTS this reads the checkout's results/ tree. The
+contract is in docs/compare.md.
 """
 
 import os
@@ -26,174 +18,20 @@ sys.path.insert(0, _REPO)
 from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
 venv_reexec.UseRepoVenv(_REPO, __file__)
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
-import json
-import shlex
-import warnings
-from typing import List, Optional
+# pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from perfkitbenchmarker.results_history import compare_cli
+from perfkitbenchmarker.results_history.compare_cli import EXIT_INTERNAL
+from perfkitbenchmarker.results_history.compare_cli import EXIT_OK
+from perfkitbenchmarker.results_history.compare_cli import EXIT_REGRESSION
+from perfkitbenchmarker.results_history.compare_cli import EXIT_USAGE
+from perfkitbenchmarker.results_history.compare_cli import LoadHistory
 
-from absl import flags
-import pandas as pd
-
-from perfkitbenchmarker.results_history import changepoints
-from perfkitbenchmarker.results_history import leaderboard
-from perfkitbenchmarker.results_history import loader
-from perfkitbenchmarker.results_history import nights
-from perfkitbenchmarker.results_history import report
-
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEFAULT_RESULTS = os.path.join(_REPO, 'results')
 
-# Own flag registry: the BigQuery publisher defines PKB's --bigquery_table on
-# the global one, and compare must not collide with it when it imports it.
-FLAGS = flags.FlagValues()
-flags.DEFINE_string('report', None, 'Write the HTML report here.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('markdown', None, 'Write the Markdown summary here (e.g. '
-                    '$GITHUB_STEP_SUMMARY).', flag_values=FLAGS)
-flags.DEFINE_string('json', None, 'Write the leaderboard here as JSON: a list '
-                    'of rows (cell fields, figure, interval, interval kind, '
-                    'verdict, each run\'s own answer); unranked cells last.',
-                    flag_values=FLAGS)
-flags.DEFINE_boolean('include_unconfirmed', False, 'Rank and analyse runs '
-                     'whose answer is not confirmed (verdict unconfirmed, '
-                     'client_bound or disturbed) too.', flag_values=FLAGS)
-flags.DEFINE_boolean('fail_on_regression', False, 'Exit 1 when a series '
-                     'regressed in the last --recent_nights nights.',
-                     flag_values=FLAGS)
-flags.DEFINE_multi_enum('metric', list(changepoints.DEFAULT_METRICS),
-                        list(changepoints.SERIES_METRICS),
-                        'Series metrics for change points (repeatable).',
-                        flag_values=FLAGS)
-flags.DEFINE_string('since', None, 'Only nights on or after this UTC date '
-                    '(YYYY-MM-DD).', flag_values=FLAGS)
-flags.DEFINE_string('night', None, 'Leaderboard of this night (a label as '
-                    'printed) instead of the latest.', flag_values=FLAGS)
-flags.DEFINE_string('bigquery_table', None, 'Also read samples from this '
-                    'BigQuery table (project.dataset.table).',
-                    flag_values=FLAGS)
-flags.DEFINE_string('bq_project', None, 'Project the BigQuery client bills.',
-                    flag_values=FLAGS)
-flags.DEFINE_float('night_hours', 24.0, 'Width of a night in hours, UTC '
-                   'aligned (24: one UTC date).', lower_bound=0.01,
-                   flag_values=FLAGS)
-flags.DEFINE_float('matrix_gap_minutes', 60.0, 'A run starting within this '
-                   'many minutes of the previous run\'s end shares its night.',
-                   lower_bound=0.0, flag_values=FLAGS)
-flags.DEFINE_float('max_pvalue', 1e-4, 'Change points need a p-value below '
-                   'this.', lower_bound=0.0, upper_bound=1.0,
-                   flag_values=FLAGS)
-flags.DEFINE_float('noise_multiple', 2.0, 'Change points need a step of at '
-                   'least this many times the night-to-night noise.',
-                   lower_bound=0.0, flag_values=FLAGS)
-flags.DEFINE_float('min_change_pct', 0.0, 'Change points need a step of at '
-                   'least this many percent.', lower_bound=0.0,
-                   flag_values=FLAGS)
-flags.DEFINE_integer('recent_nights', 7, 'Regressions on this many latest '
-                     'nights count for --fail_on_regression.', lower_bound=1,
-                     flag_values=FLAGS)
 
-
-def _Fail(message: str) -> int:
-  print(f'compare: {message}', file=sys.stderr)
-  return EXIT_USAGE
-
-
-def _Writable(path: Optional[str]) -> Optional[str]:
-  if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-    return f'--report/--markdown/--json: no directory for {path}'
-  return None
-
-
-def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
-                bq_project: Optional[str] = None,
-                chunk_rows: Optional[int] = None) -> pd.DataFrame:
-  """The samples, with only the metadata the views read (bounded memory)."""
-  return loader.Load(paths, bigquery_table=bigquery_table,
-                     bq_project=bq_project, keys=report.HistoryKeys(),
-                     chunk_rows=chunk_rows)
-
-
-def Run(argv: List[str]) -> int:
-  """Everything after flag parsing; returns the exit code."""
-  paths = argv[1:]
-  if not paths and not FLAGS.bigquery_table:
-    paths = [DEFAULT_RESULTS]
-  for path in (FLAGS.report, FLAGS.markdown, FLAGS.json):
-    problem = _Writable(path)
-    if problem:
-      return _Fail(problem)
-  try:
-    frame = LoadHistory(paths, FLAGS.bigquery_table, FLAGS.bq_project)
-  except loader.LoadError as e:
-    return _Fail(str(e))
-  frame = leaderboard.Prepare(frame, FLAGS.night_hours,
-                              FLAGS.matrix_gap_minutes)
-  if FLAGS.since:
-    try:
-      since = pd.Timestamp(FLAGS.since, tz='UTC')
-    except ValueError:
-      return _Fail(f'--since={FLAGS.since}: not a date (YYYY-MM-DD)')
-    frame = frame[frame[nights.NIGHT_START_COLUMN] >= since]
-    if frame.empty:
-      return _Fail(f'no nights on or after {FLAGS.since}')
-  if FLAGS.night and FLAGS.night not in set(frame[nights.NIGHT_COLUMN]):
-    return _Fail(f'--night={FLAGS.night}: no such night; nights are '
-                 + ', '.join(nights.Nights(frame)[-5:]))
-  settings = report.Settings(
-      command_line=' '.join(['./scripts/compare.py'] +
-                            [shlex.quote(a) for a in argv[1:]]),
-      max_pvalue=FLAGS.max_pvalue, min_change_pct=FLAGS.min_change_pct,
-      noise_multiple=FLAGS.noise_multiple, recent_nights=FLAGS.recent_nights,
-      night_hours=FLAGS.night_hours, metrics=tuple(FLAGS.metric),
-      include_unconfirmed=FLAGS.include_unconfirmed)
-  with warnings.catch_warnings():
-    # Otava's t-test warns on constant segments (a price step); p is then 0.
-    warnings.simplefilter('ignore', RuntimeWarning)
-    analysis = report.Analyze(frame, settings, FLAGS.night)
-    print(report.FormatText(analysis))
-    if FLAGS.report:
-      with open(FLAGS.report, 'w', encoding='utf-8') as f:
-        f.write(report.RenderHtml(analysis))
-      print(f'HTML report: {FLAGS.report}')
-  if FLAGS.json:
-    with open(FLAGS.json, 'w', encoding='utf-8') as f:
-      json.dump(report.LeaderboardJson(analysis), f, indent=1,
-                allow_nan=False)
-      f.write('\n')
-    print(f'JSON leaderboard: {FLAGS.json}')
-  if FLAGS.markdown:
-    with open(FLAGS.markdown, 'a', encoding='utf-8') as f:
-      f.write(report.RenderMarkdown(analysis))
-    print(f'Markdown summary: {FLAGS.markdown}')
-  if FLAGS.fail_on_regression and analysis.recent_regressions:
-    return EXIT_REGRESSION
-  return EXIT_OK
-
-
-def Main(argv: Optional[List[str]] = None) -> int:
-  argv = list(sys.argv if argv is None else argv)
-  if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
-    print(__doc__)
-    print(FLAGS.get_help(include_special_flags=False))
-    return EXIT_OK
-  FLAGS.unparse_flags()  # Main may run more than once in a process (tests).
-  try:
-    argv = FLAGS(argv)
-  except flags.Error as e:
-    return _Fail(f'{e}; see ./scripts/compare.py --help')
-  try:
-    return Run(argv)
-  except BrokenPipeError:
-    # The reader went away (e.g. `| head`); nothing more to say.
-    sys.stderr.close()
-    return EXIT_OK
-  except KeyboardInterrupt:
-    print('compare: interrupted', file=sys.stderr)
-    return EXIT_USAGE
-  except Exception as e:  # pylint: disable=broad-except
-    print(f'compare: internal error {type(e).__name__}: {e}', file=sys.stderr)
-    return EXIT_INTERNAL
+def Main(argv=None) -> int:
+  return compare_cli.Main(argv, default_results=DEFAULT_RESULTS,
+                          command='./scripts/compare.py')
 
 
 if __name__ == '__main__':

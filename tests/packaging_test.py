@@ -12,6 +12,7 @@ cwd=/ and must find its price catalog in the installed package.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,72 @@ def test_repo_pkb_py_still_runs():
                           capture_output=True, text=True, cwd='/', timeout=60)
   assert result.returncode == 0, result.stderr
   assert 'redis_memtier' in result.stdout
+
+
+def _Tree(root):
+  return sorted(os.path.relpath(os.path.join(d, f), root)
+                for d, _, files in os.walk(root) for f in files)
+
+
+def test_installed_pkb_writes_nothing_where_it_is_started(installed,
+                                                           tmp_path):
+  """A real short Local run of the installed `pkb` from an empty directory:
+  results go to <temp dir>/perfkitbenchmarker/runs/<run_uri> (upstream PKB's
+  place), pkb.log keeps the console's summary, no run.lock stays; then the
+  installed `pkb-compare` reads that tree by default."""
+  venv, _, env = installed
+  empty, temp = tmp_path / 'empty', tmp_path / 'tmp'
+  empty.mkdir()
+  temp.mkdir()
+  env = dict(env, TMPDIR=str(temp))
+  run = subprocess.run(
+      [str(venv / 'bin' / 'pkb'), '--run_uri=pkgrun1',
+       '--memtier_run_duration=1', '--memtier_key_maximum=2000',
+       '--memtier_max_probes=2', '--memtier_confirm_repeats=2',
+       '--accept_unconfirmed'],
+      capture_output=True, text=True, env=env, cwd=str(empty), timeout=240)
+  assert run.returncode == 0, run.stderr
+  assert _Tree(empty) == [] and os.listdir(empty) == []
+  run_dir = temp / 'perfkitbenchmarker' / 'runs' / 'pkgrun1'
+  files = set(os.listdir(run_dir))
+  assert {'pkb.log', 'run_record.json', 'results.csv',
+          'perfkitbenchmarker_results.json'} <= files
+  assert 'run.lock' not in files
+  log = (run_dir / 'pkb.log').read_text()
+  summary = [l for l in run.stdout.splitlines() if 'ops/s per $/hr' in l]
+  assert summary and all(f'stdout | {l}' in log for l in summary)
+  assert re.search(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ stdout \| Run '
+                   r'pkgrun1:', log, re.M)
+  assert ' DEBUG ' in log  # The detail is there too.
+
+  compare = subprocess.run([str(venv / 'bin' / 'pkb-compare'),
+                            '--include_unconfirmed'],
+                           capture_output=True, text=True, env=env,
+                           cwd=str(empty), timeout=120)
+  assert compare.returncode == 0, compare.stderr
+  assert compare.stdout.startswith('Leaderboard for night')
+  assert os.listdir(empty) == []
+
+
+def test_installed_presets_help_and_refused_teardown(installed, tmp_path):
+  venv, _, env = installed
+  env = dict(env, TMPDIR=str(tmp_path))
+  pkb = str(venv / 'bin' / 'pkb')
+  preset = subprocess.run(
+      [pkb, '--benchmark_config_file=configs/nightly_local.yaml', '--dry_run'],
+      capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60)
+  assert preset.returncode == 0, preset.stderr
+  assert 'cell' in preset.stdout.lower()
+  short = subprocess.run([pkb, '--help'], capture_output=True, text=True,
+                         env=env, cwd=str(tmp_path), timeout=60).stdout
+  full = subprocess.run([pkb, '--helpfull'], capture_output=True, text=True,
+                        env=env, cwd=str(tmp_path), timeout=60).stdout
+  assert '--helpfull lists every flag' in short
+  assert len(short.splitlines()) * 3 < len(full.splitlines())
+  assert '--memtier_latency_cap' in full and '--memtier_latency_cap' not in short
+  refused = subprocess.run([pkb, '--run_stage=teardown', '--run_uri=abc123'],
+                           capture_output=True, text=True, env=env,
+                           cwd=str(tmp_path), timeout=60)
+  assert refused.returncode == 2 and 'No run record' in refused.stderr
+  assert not (tmp_path / 'perfkitbenchmarker' / 'runs' / 'abc123').exists()
+  assert sorted(os.listdir(tmp_path)) == []
