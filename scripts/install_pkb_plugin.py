@@ -6,7 +6,7 @@
 Writes one file, perfkitbenchmarker/linux_benchmarks/
 redis_price_performance_benchmark.py, with this harness checkout's path in
 it (pkb_plugin/README.md). Refuses, in one line and exit 2, a directory that
-is not an upstream checkout, a module or benchmark name upstream already
+is not an upstream checkout (this harness's own checkout included), a module or benchmark name upstream already
 has, or a flag name upstream already defines. Running it again updates the
 file; --uninstall removes it.
 """
@@ -60,6 +60,13 @@ def Check(upstream: str, source: str) -> str:
         f'{upstream} is not a PerfKitBenchmarker checkout (no pkb.py and '
         'perfkitbenchmarker/linux_benchmarks/); give the directory you run '
         'upstream\'s ./pkb.py from.')
+  if os.path.isfile(os.path.join(upstream, 'pkb_plugin', MODULE)):
+    # This harness has a pkb.py and linux_benchmarks/ too, but the plugin
+    # imports upstream's errors.Setup: installed here it breaks ./pkb.py.
+    raise InstallError(
+        f'{upstream} is a checkout of this harness, not of upstream '
+        'PerfKitBenchmarker; give the directory you run upstream\'s ./pkb.py '
+        'from.')
   target = os.path.join(benchmarks, MODULE)
   ours = ''
   if os.path.exists(target):

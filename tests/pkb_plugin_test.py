@@ -109,6 +109,25 @@ def test_install_refuses_what_would_clash_with_upstream(tmp_path, clash,
   assert 'is not a PerfKitBenchmarker checkout' in not_pkb.stderr
 
 
+def test_install_refuses_a_checkout_of_this_harness(tmp_path):
+  """`install_pkb_plugin.py .` from the harness: it has pkb.py and
+  linux_benchmarks/ too, and the plugin installed there broke its ./pkb.py
+  (the plugin needs upstream's errors.Setup)."""
+  tree = tmp_path / 'harness'
+  shutil.copytree(FAKE, tree)
+  (tree / 'pkb_plugin').mkdir()
+  shutil.copy(PLUGIN, tree / 'pkb_plugin')
+  done = subprocess.run([sys.executable, INSTALL, str(tree)],
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 2, done.stdout
+  assert done.stderr.strip().splitlines() == [
+      f'install_pkb_plugin: {tree} is a checkout of this harness, not of '
+      'upstream PerfKitBenchmarker; give the directory you run upstream\'s '
+      './pkb.py from.']
+  assert os.listdir(tree / 'perfkitbenchmarker' / 'linux_benchmarks') == [
+      '__init__.py']
+
+
 def test_plugin_uses_only_upstream_names_and_defines_one_new_flag():
   tree = ast.parse(open(PLUGIN).read())
   imported = set()
