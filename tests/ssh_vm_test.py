@@ -404,9 +404,9 @@ def test_a_probe_is_one_trip_to_start_and_one_to_collect(make_vm):
 def test_redis_key_download_failure_stops_with_its_own_error(tmp_path):
   """Found by scripts/try_engine_installs.py in a Debian root: with the key
   fetched in a pipe, an unreachable repository went on to `chmod` a missing
-  keyring and reported that. Now curl's own error ends the script."""
-  if os.path.exists(package_commands.REDIS_APT_KEYRING):
-    pytest.skip('this machine has the keyring, so the step fetches nothing')
+  keyring and reported that. Now curl's own error ends the script. The
+  step's keyring path points into tmp_path, so a machine that has Redis's
+  keyring still runs the fetch."""
   stubs = tmp_path / 'bin'
   stubs.mkdir()
   for name, body in (('curl', 'echo "curl: (6) Could not resolve host" >&2;'
@@ -417,6 +417,8 @@ def test_redis_key_download_failure_stops_with_its_own_error(tmp_path):
     (stubs / name).chmod(0o755)
   lines = package_commands.RedisAptRepoLines('bookworm')
   key_step = next(l for l in lines if package_commands.REDIS_APT_KEY_URL in l)
+  key_step = key_step.replace(package_commands.REDIS_APT_KEYRING,
+                              str(tmp_path / 'absent' / 'keyring.gpg'))
   script = package_commands._Script([key_step, 'echo after'])  # pylint: disable=protected-access
   env = {'PATH': f'{stubs}:/usr/bin:/bin', 'TMPDIR': str(tmp_path)}
   proc = subprocess.run(['bash', '-c', script], capture_output=True,
