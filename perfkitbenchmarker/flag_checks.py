@@ -193,7 +193,11 @@ def CheckValue(flag_values, name: str, value: Any, where: str = '') -> None:
   """Refuses a value of flag `name` outside its bounds (see module doc).
 
   `where` names the source in front of the flag, e.g. 'config flags: '.
+  Any object standing in for the flags (a test's namespace) means the
+  process's own flag definitions.
   """
+  if not isinstance(flag_values, flags.FlagValues):
+    flag_values = flags.FLAGS
   if name not in flag_values or value is None:
     return
   flag = flag_values[name]

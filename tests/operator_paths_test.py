@@ -14,8 +14,12 @@ import json
 import os
 import socket
 import time
+import types
+
+import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_options
@@ -105,3 +109,16 @@ def test_an_unreachable_endpoint_fails_in_seconds(tmp_path):
   assert time.monotonic() - started < 20
   assert f'cannot reach the BigQuery endpoint 127.0.0.1:{port}' in Sink.text
   assert Sink.text.count('\n') == 1
+
+
+@pytest.mark.parametrize('seconds', [float('inf'), float('nan'), 1e9])
+def test_an_unbounded_bigquery_timeout_is_refused_by_every_entry(seconds):
+  # BigQueryOptions.FromFlags is what pkb.py and publish_bigquery.py both
+  # build their options with; an infinite timeout waited forever on an
+  # endpoint that accepts and never answers.
+  values = types.SimpleNamespace(
+      bigquery_table='proj-1.d.t', bq_project=None, service_account=None,
+      service_account_private_key=None, bq_api_endpoint=None,
+      bq_timeout_seconds=seconds)
+  with pytest.raises(errors.UsageError, match='--bq_timeout_seconds'):
+    bigquery_options.BigQueryOptions.FromFlags(values)

@@ -23,6 +23,7 @@ from typing import Optional
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_checks
 from perfkitbenchmarker import vm_util
 
 flags.DEFINE_string(
@@ -148,6 +149,10 @@ class BigQueryOptions:
             'fakes; use https.')
     if not flag_values.bq_timeout_seconds > 0:
       raise errors.UsageError('--bq_timeout_seconds must be more than 0.')
+    # Finite and bounded (an infinite one waits forever on an endpoint that
+    # accepts and never answers): the bounds every entry point shares.
+    flag_checks.CheckValue(flag_values, 'bq_timeout_seconds',
+                           flag_values.bq_timeout_seconds)
     return cls(table=table, job_project=bq_project or table.project,
                key_file=key_file, api_endpoint=endpoint or None,
                timeout_s=float(flag_values.bq_timeout_seconds))
