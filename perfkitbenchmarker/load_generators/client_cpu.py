@@ -92,7 +92,8 @@ class Snapshot:
           name, _, rest = content.partition(' (')[2].rpartition(') ')
           fields = rest.split()
           # After the name: state(3) ... utime(14) stime(15) ... start(22).
-          if len(fields) >= 20:
+          # A zombie (e.g. a finished helper of the command) is no load.
+          if len(fields) >= 20 and fields[0] != 'Z':
             stats[tid] = (name, float(fields[19]),
                           float(fields[11]) + float(fields[12]))
         elif parts[5] == 'schedstat':

@@ -76,17 +76,33 @@ def _SnapshotFunction(b: str) -> List[str]:
   /proc/stat, then every thread of each load process (the child of each
   `timeout` whose PID is in <base>.<i>.pid), written whole or not at all
   (with `threads`: only if it saw a thread, so the last snapshot of a run
-  that ends between two is one taken while it ran)."""
+  that ends between two is one taken while it ran).
+
+  Bash builtins only (read, echo, $EPOCHREALTIME) but the final `mv`: the
+  snapshots run on the client while it is measured, so they must cost it
+  next to nothing; `date`, `pgrep` and `grep` stand in where an older bash
+  or kernel lacks those.
+  """
   return [
       'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
-      'snap() { { date +%s.%N; echo "@uptime $(cut -d" " -f1 /proc/uptime)"; '
-      'echo "@clk $clk"; cat /proc/stat; '
-      f'for t in $(cat {b}.*.pid 2>/dev/null); do '
-      'for p in $(pgrep -P "$t"); do '
-      'grep -sH "" /proc/$p/task/*/stat /proc/$p/task/*/schedstat; '
-      'done; done; } > "$1.tmp" 2>/dev/null; '
+      'now() { if [ -n "$EPOCHREALTIME" ]; then echo "${EPOCHREALTIME/,/.}"; '
+      'else date +%s.%N; fi; }',
+      'kids() { if [ -r /proc/$1/task/$1/children ]; then '
+      'read -r -a k < /proc/$1/task/$1/children; echo "${k[@]}"; '
+      'else pgrep -P "$1"; fi; }',
+      'snap() { local l t p f seen=; { now; read -r l _ < /proc/uptime; '
+      'echo "@uptime $l"; echo "@clk $clk"; '
+      'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
+      'done < /proc/stat; '
+      f'for f in {b}.*.pid; do [ -e "$f" ] || continue; read -r t < "$f"; '
+      'for p in $(kids "$t" 2>/dev/null); do '
+      'for f in /proc/$p/task/*/stat /proc/$p/task/*/schedstat; do '
+      '{ read -r l < "$f"; } 2>/dev/null || continue; echo "$f:$l"; '
+      # A zombie (argv_secret's finished process substitution) is no load.
+      '[[ $f != */stat || $l == *") Z "* ]] || seen=1; '
+      'done; done; done; } > "$1.tmp" 2>/dev/null; '
       # With a 2nd argument, only a snapshot that saw a thread replaces one.
-      '[ -z "$2" ] || grep -q "^/proc/" "$1.tmp" && mv -f "$1.tmp" "$1"; }',
+      '[ -z "$2" ] || [ -n "$seen" ] && mv -f "$1.tmp" "$1"; }',
   ]
 
 
@@ -123,10 +139,10 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
                  f'sleep {float(sample_every_s):.3f}; done ) & sampler=$!')
   for i, command in enumerate(pinned_commands):
     lines.append(
-        f'( s=$(date +%s.%N); timeout --foreground -s INT -k 5 '
+        f'( s=$(now); timeout --foreground -s INT -k 5 '
         f'{int(timeout_s)} {command} > {b}.{i}.out 2> {b}.{i}.err & '
         f'echo $! > {b}.{i}.pid; wait $!; rc=$?; '
-        f'e=$(date +%s.%N); echo "$rc $s $e" > {b}.{i}.rc ) & pids+=($!)')
+        f'e=$(now); echo "$rc $s $e" > {b}.{i}.rc ) & pids+=($!)')
   lines.append('for p in "${pids[@]}"; do wait "$p"; done')
   # A window the tools outlived is complete; else (they ended first, or no
   # window) the last snapshot taken while they ran, or one now.
