@@ -368,11 +368,50 @@ def test_fixed_load_runs_for_real_with_memtier(tmp_path):
   assert not e2e.LeftoverProcesses(str(tmp_path), run_uri)
 
 
-def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
-  # A PATH without memtier, whatever this machine has.
-  path = os.pathsep.join(
+def _PathWithoutMemtier():
+  return os.pathsep.join(
       d for d in os.environ['PATH'].split(os.pathsep)
       if not os.path.exists(os.path.join(d, 'memtier_benchmark')))
+
+
+@e2e.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark')
+def test_fallback_run_says_and_records_what_redis_benchmark_ran(tmp_path):
+  """--redis_benchmark_fallback without memtier: the console and the samples
+  describe the redis-benchmark run, not the memtier settings it dropped
+  (the header said '2 memtier process(es)' and '-n 1,000 requests', and the
+  samples carried memtier_processes_per_client, memtier_requests and the
+  G:G key pattern of a uniform-key run)."""
+  proc, run_uri = e2e.Run(
+      ['--redis_benchmark_fallback', '--memtier_fixed_load',
+       '--memtier_ratios=1:0', '--memtier_threads=1', '--memtier_clients=2',
+       '--memtier_processes_per_client=2', '--memtier_requests=1000',
+       '--memtier_distinct_client_seed', '--memtier_key_pattern=G:G',
+       '--memtier_key_stddev=100', '--memtier_run_duration=1',
+       '--memtier_key_maximum=2000'],
+      str(tmp_path), timeout=120,
+      env=dict(os.environ, PATH=_PathWithoutMemtier()))
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+  assert 'WARNING: memtier_benchmark not found' in proc.stdout
+  header = next(l for l in proc.stdout.splitlines()
+                if l.startswith('Fixed load: '))
+  assert 'redis-benchmark; 1 s each' in header, header
+  assert 'memtier' not in header and '-n ' not in header, header
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  labels = e2e.Labels(next(r for r in rows if r['metric'] == 'throughput'))
+  assert labels['load_generator'] == 'redis-benchmark'
+  assert labels['memtier_only_dropped'] == (
+      '--memtier_key_pattern=G:G --memtier_key_stddev '
+      '--memtier_distinct_client_seed --memtier_requests '
+      '--memtier_processes_per_client')
+  assert labels['memtier_key_pattern'] == 'R:R'
+  for key in ('memtier_key_stddev', 'memtier_distinct_client_seed',
+              'memtier_requests', 'memtier_processes_per_client'):
+    assert key not in labels, key
+
+
+def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
+  # A PATH without memtier, whatever this machine has.
+  path = _PathWithoutMemtier()
   proc, _ = e2e.Run(['--memtier_key_pattern=G:G', '--memtier_key_stddev=100',
                      '--memtier_run_duration=1', '--memtier_key_maximum=2000'],
                     str(tmp_path), timeout=120, env=dict(os.environ, PATH=path))

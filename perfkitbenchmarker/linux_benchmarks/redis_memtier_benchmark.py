@@ -129,6 +129,21 @@ def DatasetEstimate(spec) -> prepare_checks.DatasetEstimate:
       fraction_flag='--redis_memory_fraction')
 
 
+def _RecordDropped(spec, dropped) -> None:
+  """The samples describe what a redis-benchmark fallback ran: the memtier
+  settings it left out are named, not recorded as used (its keys are
+  uniform, R:R)."""
+  if not dropped:
+    return
+  spec.metadata['memtier_only_dropped'] = ' '.join(dropped)
+  for flag in dropped:
+    key = flag[2:].split('=')[0]
+    if key == 'memtier_key_pattern':
+      spec.metadata[key] = 'R:R'
+    else:
+      spec.metadata.pop(key, None)
+
+
 def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
   opts = _Options(spec)
@@ -138,8 +153,8 @@ def Prepare(spec):
   if opts.search.staircase:
     search_runner.RequireStaircaseGenerator(spec.deployment.generators)
   dropped = workload_options.RequireMemtier(spec.deployment.generators, opts)
+  _RecordDropped(spec, dropped)
   if dropped:
-    spec.metadata['memtier_only_dropped'] = ' '.join(dropped)
     spec.reporter.Line(
         'WARNING: memtier_benchmark not found: redis-benchmark runs this '
         f'study without {", ".join(dropped)} (memtier-only; '
@@ -155,6 +170,8 @@ def Run(spec) -> Sequence[sample.Sample]:
   if spec.deployment is None:  # A resumed run (--run_stage=run).
     spec.deployment = deployment.Restore(spec, opts, engine)
     results.SetMetadata(spec, spec.deployment, opts)
+    _RecordDropped(spec, workload_options.RequireMemtier(
+        spec.deployment.generators, opts))
   search_runner.WarnAboutIgnoredWarmup(spec, spec.deployment.generators, opts)
   if opts.fixed.enabled:
     fixed_load.Run(spec, spec.deployment, opts)

@@ -17,10 +17,11 @@ Takes the frozen options and the deployment, never flags.
 """
 
 import dataclasses
-from typing import List
+from typing import List, Optional
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
+from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.study import deployment as deployment_lib
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import results
@@ -28,19 +29,25 @@ from perfkitbenchmarker.study import results
 ROLE = 'fixed'
 
 
-def PlanLines(opts: options_lib.RedisStudyOptions) -> List[str]:
-  """The dry-run lines: every run, how long, how many processes."""
+def PlanLines(opts: options_lib.RedisStudyOptions,
+              tool: Optional[str] = None) -> List[str]:
+  """The dry-run lines: every run, how long, how many processes.
+
+  `tool`: the load generator that runs them when it is not memtier (the
+  redis-benchmark fallback times its runs and has one set of processes).
+  """
   f, g = opts.fixed, opts.generator
   length = (f'-n {g.requests:,} requests per client (at most '
-            f'{g.run_duration_s * 3 + 30} s)' if g.requests else
+            f'{g.run_duration_s * 3 + 30} s)' if g.requests and not tool else
             f'{g.run_duration_s} s each')
   ratios = ', '.join(f'{s}:{r}' for s, r in f.ratios)
+  processes = tool or (f'{g.processes_per_client} memtier process(es) per '
+                       'client VM and endpoint')
   return ['Fixed load (no search):',
           f'  {len(f.Runs())} run(s): SET:GET {ratios} x threads '
           f'{",".join(map(str, f.threads))} x {",".join(map(str, f.clients))} '
           'clients x pipeline '
-          f'{",".join(map(str, f.pipelines))}; {g.processes_per_client} '
-          f'memtier process(es) per client VM and endpoint; {length}']
+          f'{",".join(map(str, f.pipelines))}; {processes}; {length}']
 
 
 def EstimatedSeconds(opts: options_lib.RedisStudyOptions,
@@ -59,9 +66,11 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
   server, others = results._GroupCosts(spec)  # pylint: disable=protected-access
   per_hour = server.usd_per_hour
   runs = f.Runs()
+  tool = deployment.generators[0].NAME
+  line = PlanLines(opts, None if tool == memtier_results.LOAD_GENERATOR
+                   else tool)[1]
   spec.reporter.Line(
-      f'Fixed load: {len(runs)} run(s), no search '
-      f'({PlanLines(opts)[1].strip()}):')
+      f'Fixed load: {len(runs)} run(s), no search ({line.strip()}):')
   measured = []
   for index, ((set_ratio, get_ratio), threads, clients,
               pipeline) in enumerate(runs):
