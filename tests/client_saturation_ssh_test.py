@@ -106,14 +106,17 @@ def test_static_run_flags_saturated_probes_and_says_client_bound(
     assert float(labels['client_busiest_thread_pct']) <= runnable <= 100
     assert 0 < float(labels['client_cpu_busy_pct']) <= 100
     by = labels.get('client_saturated_by', '').split(',')
-    # The thread rule, exactly: flagged by the thread iff it was >= 90 %.
-    assert ('thread' in by) == (
-        runnable >= 100 * client_cpu.SATURATED_FRACTION), labels
+    # The thread rule, exactly: flagged by the thread iff it was >= 90 %
+    # (the figure is rounded to 0.1 in the samples).
+    if abs(runnable - 100 * client_cpu.SATURATED_FRACTION) > 0.1:
+      assert ('thread' in by) == (
+          runnable >= 100 * client_cpu.SATURATED_FRACTION), labels
   capped, = [r for r in rows if r['metric'] == 'latency_capped_throughput']
   labels = e2e_support.Labels(capped)
   flags = labels[verdict.FLAGS_KEY].split(',')
-  saturated = labels['client_limited'] == 'True'
-  assert (verdict.CLIENT_BOUND in flags) == saturated
+  # client_limited: some probe of the search; the verdict: the answer's.
+  saturated = verdict.CLIENT_BOUND in flags
+  assert labels['client_limited'] == 'True' or not saturated
   verdict_line, = [line for line in proc.stdout.splitlines()
                    if line.startswith('Verdict:')]
   if saturated:
