@@ -6,6 +6,7 @@ runs in tests/data/history; after an intended change, regenerate them with
 UPDATE_GOLDEN=1 and review the diff.
 """
 
+import json
 import os
 import re
 import shutil
@@ -152,7 +153,8 @@ def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
   bad.write_text('<html>not samples</html>\n')
   for args in ([str(tmp_path / 'missing')], [str(bad)],
                [HISTORY, '--night_hours=-1'], [HISTORY, '--since=yesterday!'],
-               [HISTORY, '--report=/no/such/dir/r.html']):
+               [HISTORY, '--report=/no/such/dir/r.html'],
+               [HISTORY, f'--json={tmp_path}']):
     result = subprocess.run([sys.executable, COMPARE] + args,
                             capture_output=True, text=True, timeout=120,
                             check=False)
@@ -160,6 +162,31 @@ def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
     assert result.stderr.count('\n') == 1 and 'Traceback' not in result.stderr
     assert result.stderr.startswith('compare: ')
     assert result.stdout == ''
+
+
+def test_compare_writes_its_files_when_stdout_goes_away_or_says_why_not(
+    tmp_path):
+  """`compare --json=F | head`: the reader leaving used to end the run with
+  exit 0 and no F; a file that cannot be written (a full disk: /dev/full)
+  was an 'internal error' (exit 3)."""
+  board = tmp_path / 'board.json'
+  read, write = os.pipe()
+  os.close(read)  # the reader is gone before compare prints
+  try:
+    result = subprocess.run(
+        [sys.executable, COMPARE, HISTORY, '--include_unconfirmed',
+         f'--json={board}'], stdout=write, stderr=subprocess.PIPE,
+        text=True, timeout=120, check=False)
+  finally:
+    os.close(write)
+  assert result.returncode == 0, result.stderr
+  assert json.loads(board.read_text())[0]['rank'] == 1
+  full = subprocess.run(
+      [sys.executable, COMPARE, HISTORY, '--json=/dev/full'],
+      capture_output=True, text=True, timeout=120, check=False)
+  assert full.returncode == 2, full.stderr
+  assert full.stderr == ('compare: cannot write /dev/full: No space left on '
+                         'device\n')
 
 
 def test_default_source_is_the_results_tree(monkeypatch, tmp_path, capsys):

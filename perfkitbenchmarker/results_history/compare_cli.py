@@ -95,9 +95,35 @@ def _Fail(message: str) -> int:
 
 
 def _Writable(path: Optional[str]) -> Optional[str]:
+  if path and os.path.isdir(path):
+    return (f'--report/--markdown/--json: {path} is a directory; give a file '
+            'name')
   if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
     return f'--report/--markdown/--json: no directory for {path}'
   return None
+
+
+class _WriteError(Exception):
+  pass
+
+
+def _Say(text: str) -> None:
+  """Prints; once the reader has gone (e.g. `| head`) says nothing more,
+  while the files asked for are still written."""
+  try:
+    print(text, flush=True)
+  except BrokenPipeError:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _Write(path: str, text: str, mode: str = 'w') -> None:
+  try:
+    with open(path, mode, encoding='utf-8') as f:
+      f.write(text)
+  except OSError as e:
+    raise _WriteError(f'cannot write {path}: {e.strerror or e}') from None
 
 
 def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
@@ -147,21 +173,17 @@ def Run(argv: List[str], default_results: Optional[str] = None,
     # Otava's t-test warns on constant segments (a price step); p is then 0.
     warnings.simplefilter('ignore', RuntimeWarning)
     analysis = report.Analyze(frame, settings, FLAGS.night)
-    print(report.FormatText(analysis))
+    _Say(report.FormatText(analysis))
     if FLAGS.report:
-      with open(FLAGS.report, 'w', encoding='utf-8') as f:
-        f.write(report.RenderHtml(analysis))
-      print(f'HTML report: {FLAGS.report}')
+      _Write(FLAGS.report, report.RenderHtml(analysis))
+      _Say(f'HTML report: {FLAGS.report}')
   if FLAGS.json:
-    with open(FLAGS.json, 'w', encoding='utf-8') as f:
-      json.dump(report.LeaderboardJson(analysis), f, indent=1,
-                allow_nan=False)
-      f.write('\n')
-    print(f'JSON leaderboard: {FLAGS.json}')
+    _Write(FLAGS.json, json.dumps(report.LeaderboardJson(analysis), indent=1,
+                                  allow_nan=False) + '\n')
+    _Say(f'JSON leaderboard: {FLAGS.json}')
   if FLAGS.markdown:
-    with open(FLAGS.markdown, 'a', encoding='utf-8') as f:
-      f.write(report.RenderMarkdown(analysis))
-    print(f'Markdown summary: {FLAGS.markdown}')
+    _Write(FLAGS.markdown, report.RenderMarkdown(analysis), 'a')
+    _Say(f'Markdown summary: {FLAGS.markdown}')
   if FLAGS.fail_on_regression and analysis.recent_regressions:
     return EXIT_REGRESSION
   return EXIT_OK
@@ -184,6 +206,8 @@ def Main(argv: Optional[List[str]] = None,
     return _Fail(f'{e}; see {command} --help')
   try:
     return Run(argv, default_results, command)
+  except _WriteError as e:
+    return _Fail(str(e))
   except BrokenPipeError:
     # The reader went away (e.g. `| head`); nothing more to say.
     sys.stderr.close()
