@@ -5,19 +5,28 @@ the history points and change points) and returns one `Chart`: PNG bytes
 plus alt text. matplotlib's object API with the Agg canvas is used directly
 (no pyplot state), so charts render without a display and in any order.
 
-Seam: a new figure is one more function returning a `Chart`; report.py
-places it in the page with its provenance caption.
+Every chart takes `colors` (`CellColors`: one colour per cell, the same in
+every chart of a page) and draws text at 10 pt or more on an 8-inch-wide
+figure, so it stays legible when a narrow screen scales it down. An answer
+that is not confirmed (verdict) is drawn hollow and hatched, never like an
+answer that counts.
+
+Seam: a new figure is one more function returning a `Chart`; html_page.py
+places it in the page with its one-line note.
 """
 
 import base64
 import dataclasses
 import io
-from typing import Dict, List, Sequence
+import textwrap
+from typing import Dict, Iterable, List, Optional, Sequence
 
 from matplotlib.backends import backend_agg
 from matplotlib import figure as mpl_figure
 import pandas as pd
 
+from perfkitbenchmarker import verdict as verdict_lib
+from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import changepoints as cp_lib
 from perfkitbenchmarker.results_history import nights
 
@@ -26,6 +35,10 @@ COLORS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2',
 REGRESSION_COLOR = '#d62728'
 IMPROVEMENT_COLOR = '#2ca02c'
 DPI = 100
+WIDTH_IN = 8.0    # 800 px: shown unscaled on a laptop, ~0.9x at 800 px
+FONT = 10         # points; nothing smaller
+TITLE_CHARS = 46  # a subplot title wraps here (two panels side by side)
+UNCONFIRMED_HATCH = '//'
 # Metadata the charts read.
 METADATA_KEYS = ('probe_index', 'connections', 'latency_cap_ms', 'probe_role',
                  'confirmed_average_latency_ms', 'average_latency_ms')
@@ -50,6 +63,18 @@ def _Png(fig: mpl_figure.Figure, alt: str) -> Chart:
   return Chart(buffer.getvalue(), alt)
 
 
+def CellColors(cell_names: Iterable[str]) -> Dict[str, str]:
+  """One colour per cell, by sorted name, for every chart of a page."""
+  return {cell: COLORS[i % len(COLORS)]
+          for i, cell in enumerate(sorted(set(cell_names)))}
+
+
+def _Color(colors: Optional[Dict[str, str]], cell: str, i: int) -> str:
+  if colors and cell in colors:
+    return colors[cell]
+  return COLORS[i % len(COLORS)]
+
+
 def _Plain(text: str) -> str:
   """Text matplotlib must not read as mathtext ('$/hr' twice is math)."""
   return text.replace('$', r'\$')
@@ -66,34 +91,50 @@ def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
           for _, row in unique.iterrows()}
 
 
-def PricePerformanceBars(board: pd.DataFrame) -> Chart:
-  """Horizontal bars of ops/s per $/hr, best on top, with 95 % error bars."""
+def PricePerformanceBars(board: pd.DataFrame,
+                         colors: Optional[Dict[str, str]] = None) -> Chart:
+  """Horizontal bars of ops/s per $/hr, best on top, with 95 % error bars.
+
+  A row whose counted runs are not all confirmed (only with
+  --include_unconfirmed) is hatched and hollow, and says so.
+  """
   labels = ShortLabels(board.assign(cell=board['machine_type'] + '|' +
                                     board['engine'] + '|' + board['topology'] +
                                     '|' + board['workload']))
-  names = list(labels.values())
-  fig = mpl_figure.Figure(figsize=(10, 0.45 * len(board) + 1.3))
+  names = ['\n'.join(textwrap.wrap(n, 34)) for n in labels.values()]
+  fig = mpl_figure.Figure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
   ax = fig.add_subplot()
   y = list(range(len(board)))[::-1]
   errors = board['price_performance_ci95'].fillna(0).tolist()
-  colors = ['#2b6cb0' if i == 0 else '#90a4c0' for i in range(len(board))]
-  ax.barh(y, board['price_performance'], xerr=errors, color=colors,
-          height=0.6, error_kw={'capsize': 4, 'ecolor': '#333333'})
+  confirmed = [str(v) == verdict_lib.CONFIRMED
+               for v in board.get('answer_verdict',
+                                  pd.Series(['confirmed'] * len(board)))]
+  for i, (yy, value, error) in enumerate(zip(y, board['price_performance'],
+                                             errors)):
+    color = _Color(colors, board['cell'].iloc[i] if 'cell' in board else '',
+                   i)
+    ax.barh(yy, value, xerr=error, height=0.6,
+            color=color if confirmed[i] else 'white', edgecolor=color,
+            hatch=None if confirmed[i] else UNCONFIRMED_HATCH, linewidth=1.5,
+            error_kw={'capsize': 4, 'ecolor': '#333333'})
   right = max(v + e for v, e in zip(board['price_performance'], errors))
-  for yy, value, error, verdict in zip(y, board['price_performance'], errors,
-                                       board['verdict']):
-    ax.text(value + error + right * 0.015, yy, f'{value:,.0f}  {verdict}',
-            va='center', ha='left', fontsize=9, color='#111111')
+  for i, (yy, value, error, verdict) in enumerate(zip(
+      y, board['price_performance'], errors, board['verdict'])):
+    note = verdict if confirmed[i] else f'{verdict}; UNCONFIRMED'
+    ax.text(value + error + right * 0.015, yy, f'{value:,.0f}\n{note}',
+            va='center', ha='left', fontsize=FONT, color='#111111')
   ax.set_yticks(y)
-  ax.set_yticklabels(names, fontsize=9)
-  ax.set_xlabel(_Plain('ops/s per $/hr (server VMs); bars: 95 % interval'))
+  ax.set_yticklabels(names, fontsize=FONT)
+  ax.set_xlabel(_Plain('ops/s per $/hr (server VMs); bars: 95 % interval'),
+                fontsize=FONT)
   ax.xaxis.set_major_formatter(lambda v, _: f'{v:,.0f}')
-  ax.set_xlim(0, right * 1.45)
+  ax.tick_params(labelsize=FONT)
+  ax.set_xlim(0, right * 1.7)
   ax.grid(axis='x', alpha=0.3)
   ax.set_title(f'Price-performance, night {board["night"].iloc[0]}',
-               loc='left', fontsize=11)
+               loc='left', fontsize=FONT + 2)
   return _Png(fig, 'Bar chart of ops/s per $/hr per machine type with 95 % '
-              'error bars')
+              'error bars; hatched bars are not confirmed')
 
 
 def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
@@ -124,21 +165,27 @@ def _FirstPresent(rows: pd.DataFrame, columns: Sequence[str]):
   return found
 
 
-def ProbeCurves(night_frame: pd.DataFrame) -> Chart:
-  """Throughput vs average latency from each cell's probes, cap drawn."""
+def ProbeCurvesFigure(night_frame: pd.DataFrame,
+                      colors: Optional[Dict[str, str]] = None
+                     ) -> mpl_figure.Figure:
+  """Throughput vs average latency from each cell's probes, cap drawn.
+
+  Each run's own answer is a star: filled when confirmed, hollow (and
+  labelled) when not, so an unconfirmed answer never looks like one.
+  """
   pairs = ProbePairs(night_frame)
   labels = ShortLabels(night_frame)
   cells = [c for c in labels if c in set(pairs['cell'])]
   columns = 2 if len(cells) > 1 else 1
   rows = max(1, (len(cells) + columns - 1) // columns)
-  fig = mpl_figure.Figure(figsize=(10, 3.2 * rows + 0.3))
-  capped = night_frame[night_frame['metric'] == 'latency_capped_throughput']
+  fig = mpl_figure.Figure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
+  answers = answers_lib.RunAnswers(night_frame)
   for i, cell in enumerate(cells):
     ax = fig.add_subplot(rows, columns, i + 1)
     mine = pairs[pairs['cell'] == cell]
-    color = COLORS[i % len(COLORS)]
+    color = _Color(colors, cell, i)
     ax.scatter(mine['throughput'], mine['average_latency'], s=18,
-               color=color, alpha=0.8, label='probes')
+               color=color, label='probes')
     # One line per run through its probes in load order: runs of a cell on
     # one night can sit at different levels, and a line across runs would
     # zig-zag between them.
@@ -151,31 +198,44 @@ def ProbeCurves(night_frame: pd.DataFrame) -> Chart:
     if not cap.empty:
       ax.axhline(float(cap.iloc[0]), color=REGRESSION_COLOR, linestyle='--',
                  linewidth=1, label=f'cap {float(cap.iloc[0]):g} ms')
-    chosen = capped[capped['cell'] == cell]
-    latency = _FirstPresent(chosen, ('confirmed_average_latency_ms',
-                                     'average_latency_ms'))
-    if latency is not None:
-      ax.scatter(chosen['value'], latency, marker='*', s=160,
-                 color='black', zorder=5, label='capped result')
-    ax.set_title(labels[cell], fontsize=9, loc='left')
-    ax.set_xlabel('throughput (ops/s)', fontsize=8)
-    ax.set_ylabel('average latency (ms)', fontsize=8)
-    ax.xaxis.set_major_formatter(lambda v, _: f'{v:,.0f}')
-    ax.tick_params(labelsize=8)
+    chosen = answers[answers['cell'] == cell]
+    confirmed = chosen['verdict'] == verdict_lib.CONFIRMED
+    if confirmed.any():
+      ax.scatter(chosen.loc[confirmed, 'capped_ops'],
+                 chosen.loc[confirmed, 'avg_latency_ms'], marker='*', s=170,
+                 color='black', zorder=5, label='answer (confirmed)')
+    if (~confirmed).any():
+      ax.scatter(chosen.loc[~confirmed, 'capped_ops'],
+                 chosen.loc[~confirmed, 'avg_latency_ms'], marker='*', s=170,
+                 facecolors='none', edgecolors='black', linewidths=1.2,
+                 zorder=5, label='unconfirmed answer (not counted)')
+    ax.set_title('\n'.join(textwrap.wrap(labels[cell], TITLE_CHARS)),
+                 fontsize=FONT, loc='left')
+    ax.set_xlabel('throughput (ops/s)', fontsize=FONT)
+    ax.set_ylabel('avg latency (ms)', fontsize=FONT)
+    ax.xaxis.set_major_formatter(lambda v, _: f'{v / 1000:,.0f}k')
+    ax.tick_params(labelsize=FONT)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc='upper left')
+    ax.legend(fontsize=FONT - 1, loc='best')
   if not cells:
     ax = fig.add_subplot()
-    ax.text(0.5, 0.5, 'no probe samples this night', ha='center')
+    ax.text(0.5, 0.5, 'no probe samples this night', ha='center',
+            fontsize=FONT)
     ax.set_axis_off()
   fig.tight_layout()
-  return _Png(fig, 'Throughput versus average latency of every probe, one '
-              'panel per machine type, with the latency cap drawn')
+  return fig
+
+
+def ProbeCurves(night_frame: pd.DataFrame,
+                colors: Optional[Dict[str, str]] = None) -> Chart:
+  return _Png(ProbeCurvesFigure(night_frame, colors),
+              'Throughput versus average latency of every probe, one panel '
+              'per cell, with the latency cap and each run\'s answer drawn')
 
 
 def HistoryCharts(points: pd.DataFrame,
-                  change_points: Sequence[cp_lib.ChangePoint]
-                 ) -> List[Chart]:
+                  change_points: Sequence[cp_lib.ChangePoint],
+                  colors: Optional[Dict[str, str]] = None) -> List[Chart]:
   """One chart per metric: a line per cell over nights, change points marked."""
   charts = []
   labels = ShortLabels(points) if not points.empty else {}
@@ -183,13 +243,14 @@ def HistoryCharts(points: pd.DataFrame,
   for metric in sorted(set(points['metric']), key=order.get):
     rows = points[points['metric'] == metric]
     spec = cp_lib.SERIES_METRICS[metric]
-    fig = mpl_figure.Figure(figsize=(10, 3.6))
+    fig = mpl_figure.Figure(figsize=(WIDTH_IN, 4.2))
     ax = fig.add_subplot()
     for i, (cell, one) in enumerate(rows.groupby('cell', sort=True)):
       one = one.sort_values(nights.NIGHT_START_COLUMN)
       when = one[nights.NIGHT_START_COLUMN].dt.tz_localize(None)
       ax.plot(when, one['value'], marker='o', markersize=3, linewidth=1.2,
-              color=COLORS[i % len(COLORS)], label=labels[cell])
+              color=_Color(colors, cell, i),
+              label='\n'.join(textwrap.wrap(labels[cell], 40)))
       for change in change_points:
         if change.cell != cell or change.metric != metric:
           continue
@@ -203,20 +264,21 @@ def HistoryCharts(points: pd.DataFrame,
         ax.annotate(f'{change.change_pct:+.1f}%',
                     (at[nights.NIGHT_START_COLUMN].dt.tz_localize(None).iloc[0],
                      at['value'].iloc[0]), textcoords='offset points',
-                    xytext=(4, 6), fontsize=8, color=color)
-    ax.set_title(_Plain(f'{spec.label} ({spec.unit}) per night; circles: '
+                    xytext=(4, 6), fontsize=FONT, color=color)
+    ax.set_title(_Plain(f'{spec.label} ({spec.unit}) per night\ncircles: '
                         'change points (red worse, green better)'),
-                 loc='left', fontsize=10)
+                 loc='left', fontsize=FONT)
     ax.yaxis.set_major_formatter(lambda v, _: f'{v:,.3g}' if abs(v) < 10
                                  else f'{v:,.0f}')
     ax.grid(alpha=0.3)
-    ax.tick_params(labelsize=8)
+    ax.tick_params(labelsize=FONT)
     starts = rows[nights.NIGHT_START_COLUMN].dt.tz_localize(None)
     if starts.nunique() == 1:  # One night: a week around it, not years.
       ax.set_xlim(starts.iloc[0] - pd.Timedelta(days=3),
                   starts.iloc[0] + pd.Timedelta(days=3))
     fig.autofmt_xdate()
-    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=FONT - 1, loc='upper center',
+              bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
     chart = _Png(fig, f'History of {spec.label} per night with change '
                  'points marked')
     charts.append(dataclasses.replace(chart, key=metric))

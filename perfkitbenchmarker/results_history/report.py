@@ -181,9 +181,21 @@ def FormatLeaderboardText(board: pd.DataFrame,
     return '\n'.join([text] + skipped)
   header = (f'Leaderboard for night {board["night"].iloc[0]} '
             f'(workload {_Workloads(board)}), by ops/s per $/hr:')
-  return '\n'.join([header] + _TextTable(TEXT_COLUMNS,
+  return '\n'.join([header] + _TextTable(BoardColumns(board),
                                           LeaderboardCells(board)) +
                    [INTERVAL_NOTE] + skipped)
+
+
+def ShowsWorkload(board: pd.DataFrame) -> bool:
+  """A workload column only where the rows differ in it."""
+  return not board.empty and board['workload'].nunique() > 1
+
+
+def BoardColumns(board: pd.DataFrame):
+  if not ShowsWorkload(board):
+    return TEXT_COLUMNS
+  at = [key for key, _ in TEXT_COLUMNS].index('topology') + 1
+  return TEXT_COLUMNS[:at] + (('workload', 'workload'),) + TEXT_COLUMNS[at:]
 
 
 INTERVAL_NOTE = ('Intervals: within-run = the runs\' own repeats (1-2 runs; '
@@ -355,7 +367,7 @@ def ToolVersions() -> Dict[str, str]:
   return versions
 
 
-def _Environment() -> jinja2.Environment:
+def TemplateEnvironment() -> jinja2.Environment:
   return jinja2.Environment(
       loader=jinja2.PackageLoader('perfkitbenchmarker.results_history',
                                   'templates'),
@@ -364,7 +376,7 @@ def _Environment() -> jinja2.Environment:
       keep_trailing_newline=True)
 
 
-def _CommonContext(analysis: Analysis) -> Dict[str, Any]:
+def CommonContext(analysis: Analysis) -> Dict[str, Any]:
   return {
       'night': analysis.night,
       'nights': analysis.nights,
@@ -372,6 +384,7 @@ def _CommonContext(analysis: Analysis) -> Dict[str, Any]:
       'unranked_lines': UnrankedLines(analysis.unranked,
                                       analysis.settings.include_unconfirmed),
       'interval_note': INTERVAL_NOTE,
+      'show_workload': ShowsWorkload(analysis.board),
       'workloads': _Workloads(analysis.board) if not analysis.board.empty
                    else '',
       'change_rows': ChangePointCells(analysis.change_points),
@@ -397,59 +410,17 @@ def EscapeMarkdown(value: Any) -> Any:
 
 
 def RenderMarkdown(analysis: Analysis, max_change_rows: int = 20) -> str:
-  context = _CommonContext(analysis)
+  context = CommonContext(analysis)
   context['change_rows'] = context['change_rows'][:max_change_rows]
   context['more_changes'] = max(
       0, len(analysis.change_points) - max_change_rows)
-  environment = _Environment()
+  environment = TemplateEnvironment()
   environment.finalize = EscapeMarkdown
   return environment.get_template('summary.md.j2').render(**context)
 
 
 def RenderHtml(analysis: Analysis,
                generated: Optional[datetime.datetime] = None) -> str:
-  """The self-contained page: every chart embedded as a data: URI."""
-  generated = generated or datetime.datetime.now(datetime.timezone.utc)
-  figures = []
-  tonight = Provenance(analysis.night_frame)
-  if not analysis.board.empty:
-    figures.append({
-        'id': 'price-performance', 'title': 'Ops/s per $/hr',
-        'chart': charts_lib.PricePerformanceBars(analysis.board),
-        'how': ('metric price_performance (capped throughput / hourly price '
-                'of all server VMs): the mean of each cell\'s counted runs\' '
-                'own answers this night; error bars: 95 % interval, within-'
-                'run for one or two runs (their repeats), across runs for '
-                'three or more'),
-        'provenance': tonight})
-  figures.append({
-      'id': 'probe-curves', 'title': 'Throughput vs latency',
-      'chart': charts_lib.ProbeCurves(analysis.night_frame),
-      'how': ('metrics throughput and average_latency of every probe '
-              '(paired by run and probe_index), a line per run in load order; '
-              'dashed: latency_cap_ms; star: latency_capped_throughput'),
-      'provenance': tonight})
-  history = Provenance(analysis.frame)
-  for chart in charts_lib.HistoryCharts(analysis.points,
-                                        analysis.change_points):
-    spec = cp_lib.SERIES_METRICS[chart.key]
-    figures.append({
-        'id': f'history-{chart.key}', 'title': f'History: {spec.label}',
-        'chart': chart,
-        'how': (f'per night, the mean of each cell\'s counted runs\' own '
-                f'{spec.sample_metric} (the leaderboard\'s figure)'
-                + (f' (metadata {spec.metadata_key})' if spec.metadata_key
-                   else '')
-                + (f' (cost_scope {spec.cost_scope})' if spec.cost_scope
-                   else '')
-                + f'; change points: {DetectorDescription(analysis.settings)}'),
-        'provenance': history})
-  context = _CommonContext(analysis)
-  context.update({
-      'figures': figures,
-      'tools': ToolVersions(),
-      'generated': generated.strftime('%Y-%m-%d %H:%M UTC'),
-      'command_line': analysis.settings.command_line,
-      'history_runs': analysis.frame['run_uri'].nunique(),
-  })
-  return _Environment().get_template('report.html.j2').render(**context)
+  """The HTML page (html_page.py)."""
+  from perfkitbenchmarker.results_history import html_page  # pylint: disable=g-import-not-at-top
+  return html_page.RenderHtml(analysis, generated)

@@ -1,0 +1,85 @@
+"""The compare report as one self-contained HTML page that reads anywhere.
+
+A view of `report.Analysis`: the leaderboard and change-point tables (each
+in a horizontal scroll box, so a narrow screen scrolls a table instead of
+cutting its right-hand columns off), the charts (one colour per cell on
+every chart: `charts.CellColors`), the provenance of the page's samples
+once (command lines, versions, prices), and under each figure one line
+saying what it shows and which runs it covers. The workload gets its own
+leaderboard column when the night's rows differ in it.
+
+Seam: a new figure is one more entry in `_Figures`; the template
+(templates/report.html.j2) lays it out.
+"""
+
+import datetime
+from typing import Any, Dict, List, Optional
+
+from perfkitbenchmarker.results_history import changepoints as cp_lib
+from perfkitbenchmarker.results_history import charts as charts_lib
+from perfkitbenchmarker.results_history import report
+
+
+def _Runs(frame) -> str:
+  runs = frame['run_uri'].nunique()
+  return f'{runs} run{"" if runs == 1 else "s"}'
+
+
+def _Figures(analysis: report.Analysis,
+             colors: Dict[str, str]) -> List[Dict[str, Any]]:
+  figures = []
+  tonight = (f'night {analysis.night}, {_Runs(analysis.night_frame)}')
+  if not analysis.board.empty:
+    figures.append({
+        'id': 'price-performance', 'title': 'Ops/s per $/hr',
+        'chart': charts_lib.PricePerformanceBars(analysis.board, colors),
+        'note': (f'{tonight}: metric price_performance (capped throughput / '
+                 'hourly price of all server VMs), the mean of each cell\'s '
+                 'counted runs\' own answers; error bars: 95 % interval '
+                 '(within-run for one or two runs, across runs for three or '
+                 'more); hatched: not confirmed')})
+  figures.append({
+      'id': 'probe-curves', 'title': 'Throughput vs latency',
+      'chart': charts_lib.ProbeCurves(analysis.night_frame, colors),
+      'note': (f'{tonight}: throughput and average_latency of every probe, '
+               'a line per run in load order; dashed: latency_cap_ms; '
+               'star: each run\'s answer (hollow: not confirmed, not '
+               'counted)')})
+  history = (f'{len(analysis.nights)} night(s), {_Runs(analysis.frame)}')
+  for chart in charts_lib.HistoryCharts(analysis.points,
+                                        analysis.change_points, colors):
+    spec = cp_lib.SERIES_METRICS[chart.key]
+    figures.append({
+        'id': f'history-{chart.key}', 'title': f'History: {spec.label}',
+        'chart': chart,
+        'note': (f'{history}: per night, the mean of each cell\'s counted '
+                 f'runs\' own {spec.sample_metric}'
+                 + (f' (metadata {spec.metadata_key})' if spec.metadata_key
+                    else '')
+                 + (f' (cost_scope {spec.cost_scope})' if spec.cost_scope
+                    else '')
+                 + f'; change points: '
+                 f'{report.DetectorDescription(analysis.settings)}')})
+  return figures
+
+
+def RenderHtml(analysis: report.Analysis,
+               generated: Optional[datetime.datetime] = None) -> str:
+  """The self-contained page: every chart embedded as a data: URI."""
+  generated = generated or datetime.datetime.now(datetime.timezone.utc)
+  colors = charts_lib.CellColors(analysis.frame['cell'].dropna())
+  context = report.CommonContext(analysis)
+  board = analysis.board
+  context.update({
+      'figures': _Figures(analysis, colors),
+      'provenance': report.Provenance(analysis.frame),
+      'cell_colors': {r['rank']: colors.get(cell, '#999999')
+                      for r, cell in zip(context['board_rows'],
+                                         board.get('cell', []))},
+      'tools': report.ToolVersions(),
+      'generated': generated.strftime('%Y-%m-%d %H:%M UTC'),
+      'command_line': analysis.settings.command_line,
+      'history_runs': analysis.frame['run_uri'].nunique(),
+  })
+  return report.TemplateEnvironment().get_template('report.html.j2').render(
+      **context)
