@@ -281,7 +281,11 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
 def _UnconfirmedExit(samples) -> int:
   """EXIT_UNCONFIRMED when the run's answer is not confirmed (one line)."""
   verdict = verdict_lib.RunVerdict(samples)
-  if verdict is None or verdict.confirmed or FLAGS.accept_unconfirmed:
+  if verdict is None or verdict.confirmed:
+    return EXIT_OK
+  if FLAGS.accept_unconfirmed:
+    print(f'pkb: no confirmed result: the answer is {verdict.Words()}; exit 0 '
+          'as --accept_unconfirmed asks.', file=sys.stderr)
     return EXIT_OK
   print(f'pkb: no confirmed result: the answer is {verdict.Words()}; exit '
         f'{EXIT_UNCONFIRMED} (--accept_unconfirmed exits 0).',

@@ -193,6 +193,24 @@ def test_run_verdict_is_the_least_sure_answer_and_prefers_the_optimum():
       Capped('confirmed', shard_search_role='optimum')]).confirmed
 
 
+def test_an_accepted_unconfirmed_answer_exits_0_and_says_so(pkb_flags,
+                                                            capsys):
+  """--accept_unconfirmed: exit 0, and a line saying the answer is still not
+  confirmed (the summary's 'pkb exits 4' was the last word before)."""
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+  capped = sample.Sample(verdict.CAPPED_METRIC, 1.0, 'ops/sec', dict(
+      verdict='unconfirmed', verdict_reason='a single probe, no repeats'))
+  pkb_flags.accept_unconfirmed = True
+  assert pkb._UnconfirmedExit([capped]) == 0  # pylint: disable=protected-access
+  assert capsys.readouterr().err == (
+      'pkb: no confirmed result: the answer is UNCONFIRMED: a single probe, '
+      'no repeats; exit 0 as --accept_unconfirmed asks.\n')
+  pkb_flags.accept_unconfirmed = False
+  assert pkb._UnconfirmedExit([capped]) == verdict.EXIT_UNCONFIRMED  # pylint: disable=protected-access
+  assert capsys.readouterr().err.endswith(
+      '; exit 4 (--accept_unconfirmed exits 0).\n')
+
+
 @pytest.fixture(scope='module')
 def budget_run(tmp_path_factory):
   """`./pkb.py --memtier_max_probes=3 --official`, as a user runs it."""

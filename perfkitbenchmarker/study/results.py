@@ -179,4 +179,5 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
     spec.reporter.Line(
         'Not a confirmed server figure: none of its samples is official, '
         'compare leaves it out of rankings, and pkb exits '
-        f'{verdict_lib.EXIT_UNCONFIRMED} (README: "Verdicts").')
+        f'{verdict_lib.EXIT_UNCONFIRMED} unless --accept_unconfirmed '
+        '(README: "Verdicts").')
