@@ -167,8 +167,12 @@ def test_sigint_during_a_probe_over_ssh_stops_the_remote_load(
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
   finally:
-    if proc.poll() is None:
-      proc.kill()
+    if proc.poll() is None:  # Failed before the signal: still tear down.
+      proc.send_signal(signal.SIGINT)
+      try:
+        proc.communicate(timeout=120)
+      except subprocess.TimeoutExpired:
+        proc.kill()
   assert proc.returncode != 0, out
   assert _RemoteLoad(run_uri) == []
   assert e2e_support.LeftoverProcesses(results, run_uri) == []
