@@ -128,6 +128,18 @@ def test_pkb_path_prices_its_own_runs_and_builds():
   assert theirs['search'] == pytest.approx((60 + 10 * 6) / 60)
 
 
+def test_scripts_with_a_shebang_run_as_their_usage_says():
+  """`./scripts/search_doc_tables.py` (its usage, the README's) was not
+  executable: 'Permission denied'."""
+  for name in sorted(os.listdir(_SCRIPTS)):
+    path = os.path.join(_SCRIPTS, name)
+    if not os.path.isfile(path):
+      continue
+    with open(path, 'rb') as f:
+      if f.read(2) == b'#!':
+        assert os.access(path, os.X_OK), f'scripts/{name} is not executable'
+
+
 def test_doc_tables_are_rendered_from_the_raw_output():
   # docs/search.md's generated tables equal what the raw output renders.
   assert search_doc_tables.Main(['search_doc_tables']) == 0
