@@ -449,6 +449,7 @@ def Main(argv: Optional[List[str]] = None) -> int:
   except flags.Error as e:
     print(f'pkb: {e}; see ./pkb.py --helpfull.', file=sys.stderr)
     return EXIT_USAGE
+  run_log.Capture()  # Lines printed before pkb.log exists go into it too.
   try:
     return _Reported(argv)
   finally:

@@ -4,8 +4,9 @@ pkb.log keeps everything: the debug detail of every module, and every line
 the console showed (probe lines, warnings, the summary, teardown, the error
 lines), each with its time and `stdout |` or `stderr |`. Once a run has its
 directory, sys.stdout and sys.stderr are `ConsoleTee`s that pass text on to
-the terminal unchanged and log each complete line to pkb.log; `TearDown`
-puts the streams back.
+the terminal unchanged and log each complete line to pkb.log; lines printed
+before that (`Capture` at the start: the plan's warnings) are kept and
+written first. `TearDown` puts the streams back.
 
 A log file that cannot be written (a full disk, a quota, a read-only remount)
 must not print Python's "--- Logging error ---" and a traceback for every
@@ -68,6 +69,43 @@ class ConsoleTee:
     return getattr(self.wrapped, name)
 
 
+_EARLY_LINES = 1000  # Console lines kept before the run has its log.
+
+
+class _EarlyLines(logging.Handler):
+  """Console lines from before pkb.log exists, for SetUp to write first."""
+
+  def __init__(self):
+    super().__init__(logging.INFO)
+    self.records = []
+
+  def emit(self, record: logging.LogRecord) -> None:
+    if len(self.records) < _EARLY_LINES:
+      self.records.append(record)
+
+
+def _ConsoleLines() -> logging.Logger:
+  logger = logging.getLogger(CONSOLE_LOGGER)
+  logger.propagate = False
+  logger.setLevel(logging.INFO)
+  return logger
+
+
+def _TeeStreams() -> None:
+  sys.stdout = ConsoleTee(sys.stdout, 'stdout')
+  sys.stderr = ConsoleTee(sys.stderr, 'stderr')
+
+
+def Capture() -> None:
+  """From the start of pkb: console lines are kept until pkb.log exists."""
+  _Untee()
+  logger = _ConsoleLines()
+  for h in list(logger.handlers):
+    logger.removeHandler(h)
+  logger.addHandler(_EarlyLines())
+  _TeeStreams()
+
+
 def _Untee() -> None:
   for name in ('stdout', 'stderr'):
     stream = getattr(sys, name)
@@ -107,13 +145,13 @@ def SetUp(run_dir: Optional[str]) -> None:
   """Console at WARNING (INFO with PKB_VERBOSE); pkb.log in run_dir."""
   _Untee()
   root = logging.getLogger()
-  console_lines = logging.getLogger(CONSOLE_LOGGER)
-  console_lines.propagate = False
+  console_lines = _ConsoleLines()
+  early = [r for h in console_lines.handlers if isinstance(h, _EarlyLines)
+           for r in h.records]
   for logger in (root, console_lines):
     for h in list(logger.handlers):
       logger.removeHandler(h)
   root.setLevel(logging.DEBUG)
-  console_lines.setLevel(logging.INFO)
   console = logging.StreamHandler(sys.stderr)
   console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
                    logging.WARNING)
@@ -132,8 +170,10 @@ def SetUp(run_dir: Optional[str]) -> None:
     handler.setFormatter(_RunLogFormatter())
     root.addHandler(handler)
     console_lines.addHandler(handler)
-    sys.stdout = ConsoleTee(sys.stdout, 'stdout')
-    sys.stderr = ConsoleTee(sys.stderr, 'stderr')
+    vm_util.InstallSecretFilter()
+    for record in early:
+      handler.handle(record)
+    _TeeStreams()
   vm_util.InstallSecretFilter()
 
 
@@ -142,7 +182,7 @@ def TearDown() -> None:
   _Untee()
   for logger in (logging.getLogger(), logging.getLogger(CONSOLE_LOGGER)):
     for h in list(logger.handlers):
-      if isinstance(h, RunLogHandler):
+      if isinstance(h, (RunLogHandler, _EarlyLines)):
         logger.removeHandler(h)
         h.close()
 

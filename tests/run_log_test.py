@@ -1,0 +1,35 @@
+"""pkb.log keeps what the console showed, from the first line on."""
+
+import logging
+import re
+import sys
+
+from perfkitbenchmarker import run_log
+
+
+def test_console_lines_before_and_after_the_log_exists(tmp_path, capsys):
+  run_log.Capture()
+  try:
+    print('WARNING: 3 Local VMs share 2 cores', file=sys.stderr)
+    run_dir = tmp_path / 'run'
+    run_log.SetUp(str(run_dir))
+    print('machine type  capped ops/s\nlocal         66,666')
+    logging.getLogger('some.module').debug('the detail')
+    print('no newline yet', end='')
+  finally:
+    run_log.TearDown()
+  out, err = capsys.readouterr()
+  # The terminal saw exactly what was printed...
+  assert out == 'machine type  capped ops/s\nlocal         66,666\nno newline yet\n'
+  assert err == 'WARNING: 3 Local VMs share 2 cores\n'
+  # ...and pkb.log has each line, with its time and stream, in order.
+  log = (run_dir / 'pkb.log').read_text()
+  lines = [re.sub(r'^\S+ \S+ ', '', l) for l in log.splitlines()]
+  assert lines.index('stderr | WARNING: 3 Local VMs share 2 cores') < \
+      lines.index('stdout | machine type  capped ops/s')
+  assert 'stdout | local         66,666' in lines
+  assert 'stdout | no newline yet' in lines
+  assert any(l.startswith('DEBUG ') and l.endswith('the detail')
+             for l in lines)
+  assert sys.stdout is not None and not isinstance(sys.stdout,
+                                                   run_log.ConsoleTee)
