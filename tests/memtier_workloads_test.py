@@ -409,6 +409,26 @@ def test_fallback_run_says_and_records_what_redis_benchmark_ran(tmp_path):
     assert key not in labels, key
 
 
+@e2e.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark')
+def test_fixed_load_redis_benchmark_mix_of_one_connection_refused_first(
+    tmp_path):
+  """`--memtier_fixed_load --memtier_clients=1,2,4` without memtier: the
+  1-connection SET:GET run cannot be split into redis-benchmark's SET and
+  GET processes; refused once the load generator is known, before the
+  preload (it failed at that run, after the preload)."""
+  proc, _ = e2e.Run(['--memtier_fixed_load', '--memtier_clients=1,2,4',
+                     '--memtier_run_duration=1', '--memtier_key_maximum=2000'],
+                    str(tmp_path), timeout=120,
+                    env=dict(os.environ, PATH=_PathWithoutMemtier()))
+  assert proc.returncode == 1, proc.stderr
+  assert 'Preloading' not in proc.stdout
+  assert proc.stderr.strip().splitlines()[-1] == (
+      'pkb: redis_memtier stopped: --memtier_fixed_load: redis-benchmark '
+      'needs at least 2 connections for a SET:GET mix (a SET and a GET '
+      'process), but the 1:1 run of 1 thread(s) x 1 client(s) has 1; raise '
+      '--memtier_clients or use memtier_benchmark (--memtier_path).')
+
+
 def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
   # A PATH without memtier, whatever this machine has.
   path = _PathWithoutMemtier()

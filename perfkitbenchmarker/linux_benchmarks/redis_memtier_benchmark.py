@@ -153,6 +153,8 @@ def Prepare(spec):
   if opts.search.staircase:
     search_runner.RequireStaircaseGenerator(spec.deployment.generators)
   dropped = workload_options.RequireMemtier(spec.deployment.generators, opts)
+  if opts.fixed.enabled:
+    fixed_load.CheckGenerator(spec.deployment.generators[0].NAME, opts)
   _RecordDropped(spec, dropped)
   if dropped:
     spec.reporter.Line(

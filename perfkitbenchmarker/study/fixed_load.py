@@ -19,6 +19,7 @@ Takes the frozen options and the deployment, never flags.
 import dataclasses
 from typing import List, Optional
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker.load_generators import memtier_results
@@ -48,6 +49,21 @@ def PlanLines(opts: options_lib.RedisStudyOptions,
           f'{",".join(map(str, f.threads))} x {",".join(map(str, f.clients))} '
           'clients x pipeline '
           f'{",".join(map(str, f.pipelines))}; {processes}; {length}']
+
+
+def CheckGenerator(tool: str, opts: options_lib.RedisStudyOptions) -> None:
+  """Refuses, before the preload, a run redis-benchmark cannot split: a
+  SET:GET mix needs a SET and a GET process, so at least 2 connections."""
+  if tool == memtier_results.LOAD_GENERATOR:
+    return
+  for (set_ratio, get_ratio), threads, clients, _ in opts.fixed.Runs():
+    if set_ratio and get_ratio and threads * clients < 2:
+      raise errors.UsageError(
+          f'--memtier_fixed_load: {tool} needs at least 2 connections for a '
+          'SET:GET mix (a SET and a GET process), but the '
+          f'{set_ratio}:{get_ratio} run of {threads} thread(s) x {clients} '
+          f'client(s) has {threads * clients}; raise --memtier_clients or use '
+          'memtier_benchmark (--memtier_path).')
 
 
 def EstimatedSeconds(opts: options_lib.RedisStudyOptions,
