@@ -135,3 +135,20 @@ flags.DEFINE_enum('placement_group_style', 'cluster',
                   'Upstream PKB\'s is a free string left to each cloud when '
                   'unset; ours defaults to cluster, since the study measures '
                   'latency between the VMs.')
+
+
+USAGE = ('Usage: pkb [--flags] (./pkb.py in a checkout); with no flags runs '
+         'the Local study.\n')
+
+
+def HelpText(argv) -> str:
+  """--help: the run-level flags (this module's); --helpfull: every flag of
+  every module, as upstream PKB. '' when neither is asked for."""
+  asked = set(argv[1:])
+  if '--helpfull' in asked:
+    return USAGE + '\n' + FLAGS.get_help(include_special_flags=False)
+  if asked & {'-h', '--help', '--helpshort'}:
+    return (USAGE + '\n' + FLAGS.module_help(__name__) +
+            '\n\nThe run-level flags above; --helpfull lists every flag '
+            '(search, load generators, engines, clouds).')
+  return ''

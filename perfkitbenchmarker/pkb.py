@@ -48,8 +48,6 @@ from perfkitbenchmarker.publishers import publisher
 
 FLAGS = pkb_flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-USAGE = ('Usage: pkb [--flags] (./pkb.py in a checkout); with no flags runs '
-         'the Local study.\n')
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # The run finished but its answer is not a confirmed server figure.
 EXIT_UNCONFIRMED = verdict_lib.EXIT_UNCONFIRMED
@@ -434,15 +432,9 @@ def _Finish(module, spec, stages, failure,
 def Main(argv: Optional[List[str]] = None) -> int:
   argv = list(sys.argv if argv is None else argv)
   run_signals.GuardOutput()  # A closed terminal must not stop cleanup.
-  if '--helpfull' in argv[1:]:  # Every flag of every module, as upstream.
-    print(USAGE)
-    print(FLAGS.get_help(include_special_flags=False))
-    return EXIT_OK
-  if any(a in ('-h', '--help', '--helpshort') for a in argv[1:]):
-    print(USAGE)
-    print(FLAGS.module_help(pkb_flags.__name__))
-    print('\nThe run-level flags above; --helpfull lists every flag '
-          '(search, load generators, engines, clouds).')
+  help_text = pkb_flags.HelpText(argv)
+  if help_text:
+    print(help_text)
     return EXIT_OK
   try:
     FLAGS(argv)
