@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import random
+import subprocess
 import sys
 
 import pytest
@@ -138,6 +139,25 @@ def test_scripts_with_a_shebang_run_as_their_usage_says():
     with open(path, 'rb') as f:
       if f.read(2) == b'#!':
         assert os.access(path, os.X_OK), f'scripts/{name} is not executable'
+
+
+@pytest.mark.parametrize('script, args, code, words', [
+    ('check_estimate.py', ['/no/such/run'], 1, 'check_estimate: '),
+    ('try_engine_installs.py', ['--help'], 0, 'usage: '),
+])
+def test_scripts_started_by_another_python_run_in_the_venv(script, args,
+                                                            code, words):
+  """`./scripts/X.py` or `sudo ./scripts/X.py` starts the first python3 on
+  the PATH: these two stopped on ModuleNotFoundError (pandas, absl) instead
+  of re-running in the checkout's .venv as the other scripts do. The base
+  interpreter with -S (no site-packages) stands for such a python3."""
+  base = os.path.join(sys.base_prefix, 'bin', 'python3')
+  done = subprocess.run([base, '-S', os.path.join(_SCRIPTS, script), *args],
+                        capture_output=True, text=True, timeout=120,
+                        check=False)
+  assert 'Traceback' not in done.stderr, done.stderr[-1500:]
+  assert done.returncode == code, done.stderr
+  assert words in done.stdout + done.stderr
 
 
 def test_doc_tables_are_rendered_from_the_raw_output():
