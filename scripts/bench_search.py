@@ -339,7 +339,15 @@ def SummaryLine(rows, prefix=''):
 
 
 def Main(argv):
-  FLAGS(argv)
+  if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
+    print(__doc__)
+    print(FLAGS.main_module_help())
+    return 0
+  try:
+    FLAGS(argv)
+  except flags.Error as e:
+    print(f'bench_search: {e}; see --help', file=sys.stderr)
+    return 2
   FLAGS.memtier_run_duration = FLAGS.probe_seconds
   wall = time.monotonic()
   out = []

@@ -39,6 +39,13 @@ flags.DEFINE_string('run_uri', None,
 
 def Main(argv: Optional[List[str]] = None, client=None) -> int:
   argv = list(sys.argv if argv is None else argv)
+  if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
+    print(__doc__)
+    for name in ('bigquery_table', 'bq_project', 'run_uri',
+                 'service_account_private_key', 'bq_api_endpoint'):
+      if name in FLAGS:
+        print(f'  --{name}: {FLAGS[name].help}')
+    return EXIT_OK
   try:
     paths = FLAGS(argv)[1:]
   except flags.Error as e:

@@ -449,6 +449,14 @@ def _Script(args, timeout=60):
                         text=True, timeout=timeout, cwd=e2e.REPO)
 
 
+def test_script_help_is_its_usage():
+  """--help said 'Unknown command line flag 'help'' (exit 2)."""
+  done = _Script(['--help'])
+  assert done.returncode == 0, done.stderr
+  assert 'publish_bigquery.py RESULTS... --bigquery_table=P.D.T' in done.stdout
+  assert '--bigquery_table' in done.stdout.split('Exit codes', 1)[1]
+
+
 def test_script_publishes_directories_and_is_safe_to_repeat(fake, tmp_path):
   for run_uri in ('run1', 'run2'):
     (tmp_path / run_uri).mkdir()

@@ -160,6 +160,15 @@ def test_scripts_started_by_another_python_run_in_the_venv(script, args,
   assert words in done.stdout + done.stderr
 
 
+def test_bench_search_help_and_bad_flags_are_not_tracebacks(capsys):
+  """--help and an unknown flag were absl tracebacks."""
+  assert bench_search.Main(['bench_search', '--help']) == 0
+  assert '--nolocal' in capsys.readouterr().out
+  assert bench_search.Main(['bench_search', '--no_such_flag']) == 2
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1 and err.startswith('bench_search: ')
+
+
 def test_doc_tables_are_rendered_from_the_raw_output():
   # docs/search.md's generated tables equal what the raw output renders.
   assert search_doc_tables.Main(['search_doc_tables']) == 0
