@@ -19,6 +19,9 @@ from absl import flags
 from perfkitbenchmarker import errors
 
 _GROUP = re.compile(r'(\d+)(?:-(\d+)(?:-(\d+))?)?')
+# Most values one list may give: counted before a range is expanded, so
+# '1-100000000' is refused at once instead of filling memory.
+MAX_VALUES = 1000
 
 
 class IntegerListParser(flags.ArgumentParser):
@@ -49,6 +52,9 @@ class IntegerListParser(flags.ArgumentParser):
       if last < first or step < 1:
         raise ValueError(f'range "{group}" must run upwards with a step of '
                          'at least 1')
+      if len(values) + (last - first) // step + 1 > MAX_VALUES:
+        raise ValueError(f'"{text}" gives more than {MAX_VALUES} values (at '
+                         f'most {MAX_VALUES} runs per flag)')
       values.extend(range(first, last + 1, step))
     return values
 
@@ -63,6 +69,9 @@ class IntegerListParser(flags.ArgumentParser):
         values.extend(self.parse(item))
     else:
       values = self._Groups(str(argument))
+    if len(values) > MAX_VALUES:
+      raise ValueError(f'"{argument}" gives more than {MAX_VALUES} values (at '
+                       f'most {MAX_VALUES} runs per flag)')
     for value in values:
       if self.lower_bound is not None and value < self.lower_bound:
         raise ValueError(f'{value} is below the lowest allowed value, '

@@ -122,6 +122,21 @@ def test_integer_list_syntax_is_upstreams():
       parser.parse(bad)
 
 
+def test_an_integer_list_expands_to_a_bounded_number_of_values():
+  """--memtier_clients=1-100000000 filled memory before any bound was
+  checked (MemoryError traceback); 1-100000 printed a 589 KB error line."""
+  parser = flag_types.IntegerListParser(lower_bound=1, upper_bound=10000)
+  assert len(parser.parse(f'1-{flag_types.MAX_VALUES}')) == (
+      flag_types.MAX_VALUES)
+  for bad in ('1-100000000', '1-1000000000000000000000', '1-600,1-600'):
+    with pytest.raises(ValueError) as e:
+      parser.parse(bad)
+    assert str(e.value) == (f'"{bad}" gives more than 1000 values (at most '
+                            '1000 runs per flag)')
+  with pytest.raises(ValueError, match='gives more than 1000 values'):
+    parser.parse(['1-600', '1-600'])  # a config's YAML list
+
+
 def test_several_values_where_one_run_takes_one_are_refused_in_one_line():
   assert flag_types.OneValue(None, 'f', 'why') is None
   assert flag_types.OneValue([4], 'f', 'why') == 4
