@@ -5,6 +5,8 @@ reads them (for example `linux_packages/redis_server.py`), as in PKB; this
 module only holds the flags every run has.
 """
 
+import textwrap
+
 from absl import flags
 
 from perfkitbenchmarker import errors
@@ -140,6 +142,28 @@ flags.DEFINE_enum('placement_group_style', 'cluster',
 USAGE = ('Usage: pkb [--flags] (./pkb.py in a checkout); with no flags runs '
          'the Local study.\n')
 
+# Flags upstream PKB also has whose type or default differs here on purpose:
+# docs/upstream_flags.md's table (tests/upstream_flags_test.py keeps the two
+# equal). --help shows each, with the reason in its help text.
+UPSTREAM_DIFFERENCES = (
+    'benchmarks', 'cloud', 'json_path', 'memtier_clients', 'memtier_data_size',
+    'memtier_distinct_client_seed', 'memtier_key_maximum', 'memtier_ratio',
+    'memtier_requests', 'memtier_run_duration', 'memtier_threads', 'os_type',
+    'owner', 'placement_group_style', 'redis_server_io_threads',
+    'redis_server_version', 'timeout_minutes', 'ycsb_field_count',
+    'ycsb_field_length', 'ycsb_operation_count', 'ycsb_record_count')
+
+
+def _FlagHelp(name: str) -> str:
+  """One flag as absl's help shows it."""
+  flag = FLAGS[name]
+  prefix = '[no]' if flag.boolean else ''
+  lines = textwrap.wrap(f'--{prefix}{name}: {flag.help}', 78,
+                        initial_indent='  ', subsequent_indent='    ')
+  if flag.default is not None:
+    lines.append(f'    (default: {flag.default_as_str})')
+  return '\n'.join(lines)
+
 
 def HelpText(argv) -> str:
   """--help: the run-level flags (this module's); --helpfull: every flag of
@@ -148,7 +172,12 @@ def HelpText(argv) -> str:
   if '--helpfull' in asked:
     return USAGE + '\n' + FLAGS.get_help(include_special_flags=False)
   if asked & {'-h', '--help', '--helpshort'}:
+    own = {f.name for f in FLAGS.get_flags_for_module(__name__)}
+    differ = [_FlagHelp(n) for n in UPSTREAM_DIFFERENCES
+              if n not in own and n in FLAGS]
     return (USAGE + '\n' + FLAGS.module_help(__name__) +
-            '\n\nThe run-level flags above; --helpfull lists every flag '
-            '(search, load generators, engines, clouds).')
+            '\n\nUpstream PKB flags whose default differs here on purpose '
+            '(docs/upstream_flags.md):\n' + '\n'.join(differ) +
+            '\n\nThe run-level flags above, and those; --helpfull lists every '
+            'flag (search, load generators, engines, clouds).')
   return ''

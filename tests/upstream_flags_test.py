@@ -69,6 +69,20 @@ def _Same(flag, type_name, default, recorded_type, recorded_default):
   return default == recorded_default
 
 
+def test_help_shows_every_flag_whose_default_differs_on_purpose():
+  """`./pkb.py --help` (the run-level flags only since --helpfull lists
+  every flag) had lost 14 of the table's flags, memtier_clients and
+  memtier_ratio among them."""
+  from perfkitbenchmarker import flags as pkb_flags  # pylint: disable=g-import-not-at-top
+  rows = _DocRows()
+  assert set(pkb_flags.UPSTREAM_DIFFERENCES) == set(rows)
+  text = pkb_flags.HelpText(['pkb', '--help'])
+  for name in rows:
+    shown = re.search(rf'^  --(\[no\])?{name}: (.*(\n    .*)*)', text, re.M)
+    assert shown, f'--{name} is not in --help'
+    assert 'upstream' in shown.group(2).lower(), shown.group(0)
+
+
 def test_the_record_names_its_upstream_commit(upstream):
   assert re.fullmatch(r'[0-9a-f]{40}', upstream['upstream_commit'])
   assert len(upstream['all_upstream_names']) > 1000
