@@ -80,6 +80,16 @@ def CheckOwnDirIfExists(path: str) -> None:
     CheckOwnDir(path)
 
 
+def _RootProblem(st: os.stat_result, trusted=()) -> Optional[str]:
+  """Why a directory with this stat cannot hold a run's directories."""
+  if st.st_uid not in (os.geteuid(), 0, *trusted):
+    return f'it is owned by uid {st.st_uid}'
+  if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+    return (f'anyone can write to it without the sticky bit '
+            f'(mode {stat.S_IMODE(st.st_mode):04o})')
+  return None
+
+
 def CheckRoot(root: str) -> None:
   """Raises NotOwnDir unless `root` can hold a run's directories safely."""
   try:
@@ -88,11 +98,54 @@ def CheckRoot(root: str) -> None:
     raise _Refuse(root, e.strerror or str(e)) from None
   if not stat.S_ISDIR(st.st_mode):
     raise _Refuse(root, 'it is not a directory')
-  if st.st_uid not in (os.geteuid(), 0):
-    raise _Refuse(root, f'it is owned by uid {st.st_uid}')
-  if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-    raise _Refuse(root, f'anyone can write to it without the sticky bit '
-                  f'(mode {stat.S_IMODE(st.st_mode):04o})')
+  reason = _RootProblem(st)
+  if reason:
+    raise _Refuse(root, reason)
+  CheckAncestors(root)
+
+
+def CheckAncestors(path: str) -> None:
+  """Raises NotOwnDir when a directory above `path` is another user's.
+
+  Whoever owns a directory (or, without the sticky bit, anyone who can
+  write to it) can rename what is in it, so a root made inside another
+  user's directory (an installed pkb's <tmp>/perfkitbenchmarker made by
+  someone else first), or reached through their symlink, is theirs to swap.
+  Each existing component of path's absolute name is checked unresolved
+  (lstat: a symlink must be the user's or root's) and resolved. The
+  directories holding pkb's own code, and those of the code's owner, are
+  trusted as the code is (a checkout of a CI user's run as root: that user
+  could change the code itself).
+  """
+  code = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+  trusted = (os.stat(code).st_uid,)
+  current = os.sep
+  for part in os.path.abspath(path).split(os.sep):
+    current = os.path.join(current, part)
+    try:
+      lst = os.lstat(current)
+    except OSError:
+      return  # Not made yet: what follows is made by the run itself.
+    real = os.path.realpath(current)
+    if code == real or code.startswith(real.rstrip(os.sep) + os.sep):
+      continue
+    if stat.S_ISLNK(lst.st_mode) and lst.st_uid not in (os.geteuid(), 0,
+                                                          *trusted):
+      raise _RefuseParent(current, f'it is a symlink of uid {lst.st_uid}')
+    try:
+      st = os.stat(current)
+    except OSError:
+      return  # A dangling symlink of ours: making the root fails on it.
+    reason = _RootProblem(st, trusted) if stat.S_ISDIR(st.st_mode) else None
+    if reason:
+      raise _RefuseParent(current, reason)
+
+
+def _RefuseParent(path: str, reason: str) -> NotOwnDir:
+  return NotOwnDir(
+      f'{path} cannot hold this run\'s directories ({reason}): its owner '
+      'could swap them; left alone. Remove it if it is yours, or keep runs '
+      'elsewhere (--results_dir).')
 
 
 def MakeOwnDir(path: str, root: Optional[str] = None) -> str:
@@ -107,6 +160,7 @@ def MakeOwnDir(path: str, root: Optional[str] = None) -> str:
   parts = os.path.relpath(path, root).split(os.sep)
   if not parts or parts[0] in ('.', '..') or '..' in parts:
     raise ValueError(f'{path} is not below {root}')
+  CheckAncestors(root)  # Before anything is made in another user's place.
   try:
     os.makedirs(root, exist_ok=True)
   except OSError as e:

@@ -184,3 +184,45 @@ def test_remote_make_script(tmp_path):
   assert Run(make=False).returncode == 0 and not top.exists()
   os.symlink(tmp_path, top)
   assert Run().returncode == 3
+
+
+def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):
+  """An installed pkb keeps runs in <tmp>/perfkitbenchmarker/runs: made
+  inside a directory anyone can rename things in (world-writable, not
+  sticky), the runs root and everything under it could be swapped for
+  another user's. Refused before anything is made there."""
+  open_dir = tmp_path / 'open'
+  open_dir.mkdir()
+  os.chmod(open_dir, 0o777)
+  runs = open_dir / 'perfkitbenchmarker' / 'runs'
+  with pytest.raises(own_dirs.NotOwnDir, match='sticky'):
+    own_dirs.MakeOwnDir(str(runs / 'r1'))
+  assert not (runs / 'r1').exists()
+  os.chmod(open_dir, 0o1777)  # As /tmp is: ours cannot be renamed away.
+  own_dirs.MakeOwnDir(str(runs / 'r1'))
+  assert stat.S_IMODE(os.lstat(runs / 'r1').st_mode) == 0o700
+
+
+@e2e.Needs('root (to give a directory and a symlink to user nobody)',
+           lambda: IS_ROOT, 'run the tests as root, as CI does')
+@pytest.mark.parametrize('planted', ['directory', 'symlink'])
+def test_another_users_parent_of_the_runs_root_is_refused(tmp_path, planted):
+  """The installed pkb's attack: nobody makes <tmp>/perfkitbenchmarker
+  first (a directory of theirs, or a symlink of theirs to a directory of
+  root's); a root run must not make its runs root in or through it."""
+  sticky = tmp_path / 'tmp'
+  sticky.mkdir()
+  os.chmod(sticky, 0o1777)
+  planted_path = sticky / 'perfkitbenchmarker'
+  target = tmp_path / 'roots'
+  target.mkdir()
+  if planted == 'directory':
+    planted_path.mkdir()
+    os.chown(planted_path, 65534, 65534)
+  else:
+    os.symlink(target, planted_path)
+    os.lchown(planted_path, 65534, 65534)
+  with pytest.raises(own_dirs.NotOwnDir, match='uid 65534'):
+    own_dirs.MakeOwnDir(str(planted_path / 'runs' / 'r1'))
+  assert not os.path.lexists(planted_path / 'runs')
+  assert os.listdir(target) == []
