@@ -116,8 +116,10 @@ def main(argv=None) -> int:
     if args.uninstall:
       with open(SOURCE) as f:
         target = Check(upstream, f.read())
-      if os.path.exists(target):
-        os.remove(target)
+      if not os.path.exists(target):
+        print(f'not installed, nothing removed: {target}')
+        return 0
+      os.remove(target)
       print(f'removed {target}')
       return 0
     target = Install(upstream)

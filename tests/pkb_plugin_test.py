@@ -85,6 +85,14 @@ def test_install_writes_one_module_naming_the_harness(upstream):
                          str(upstream)], capture_output=True, text=True,
                         check=False)
   assert gone.returncode == 0 and os.listdir(installed) == ['__init__.py']
+  target = installed / 'redis_price_performance_benchmark.py'
+  assert gone.stdout == f'removed {target}\n'
+  # Nothing to remove: said so (it said 'removed' all the same).
+  again = subprocess.run([sys.executable, INSTALL, '--uninstall',
+                          str(upstream)], capture_output=True, text=True,
+                         check=False)
+  assert again.returncode == 0
+  assert again.stdout == f'not installed, nothing removed: {target}\n'
 
 
 @pytest.mark.parametrize('clash, words', [
