@@ -108,7 +108,10 @@ def test_staged_run_and_teardown_from_record(tmp_path):
                     run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
   record = e2e.Record(results, run_uri)
-  assert [r['status'] for r in record['resources']] == ['created'] * 3
+  # Two VMs and a shard live; the preload's probe_process has ended.
+  assert [(r['kind'], r['status']) for r in record['resources']] == [
+      ('local_vm', 'created'), ('local_vm', 'created'),
+      ('redis_process', 'created'), ('probe_process', 'deleted')]
   proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST, results, run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
   assert 'latency_capped_throughput' in {
