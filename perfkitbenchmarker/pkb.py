@@ -141,13 +141,21 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
   """Refuses a stage whose work from an earlier invocation is still live.
 
   A second `provision` would create a second set of VMs, a second `prepare`
-  second shards with a new password (the next `run` then fails to log in):
+  second shards with a new password (the next `run` then fails to log in),
+  and a `provision` of a run that already ran or was torn down a second
+  run whose samples and resources join the first's under one run_uri:
   one line says what to do instead, before anything starts.
   """
   if not os.path.exists(os.path.join(run_dir, run_record_lib.RECORD_FILE)):
     return
   record = run_record_lib.RunRecord.Load(run_dir, run_uri)
   live = list(record.LiveResources())
+  over = {'run', 'teardown'} & set(record.stages_done)
+  if 'provision' in stages and over and not live:  # Two runs under one uri.
+    raise errors.UsageError(
+        f'--run_stage={",".join(stages)}: run {run_uri} already ran (its '
+        f'record and samples are in {run_dir}); leave --run_uri out for a '
+        'new run, or pick another.')
   if 'provision' in stages and live:
     raise errors.UsageError(
         f'--run_stage={",".join(stages)}: run {run_uri} is already '

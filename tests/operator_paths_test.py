@@ -52,6 +52,31 @@ def test_a_second_prepare_is_refused_in_one_line(tmp_path):
   assert e2e.LeftoverProcesses(results, run_uri) == []
 
 
+def test_a_new_run_under_the_run_uri_of_a_finished_one_is_refused(tmp_path):
+  """`./pkb.py --run_uri=X` where run X already ran: it used to provision
+  again in X's directory, appending the new run's samples to X's and its
+  resources to X's record (two runs under one run_uri). One line instead,
+  and X's files untouched."""
+  run_uri = e2e.NewRunUri()
+  run_dir = tmp_path / run_uri
+  run_dir.mkdir(mode=0o700)
+  record = json.dumps(
+      {'format_version': 1, 'run_uri': run_uri, 'created': 0, 'info': {},
+       'stages_done': ['provision', 'prepare', 'run', 'cleanup', 'teardown'],
+       'status': 'succeeded', 'resources': []})
+  (run_dir / 'run_record.json').write_text(record)
+  (run_dir / 'perfkitbenchmarker_results.json').write_text('{}\n')
+  proc, _ = e2e.Run([], str(tmp_path), run_uri=run_uri)
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and 'already ran' in lines[0], proc.stderr
+  assert (run_dir / 'run_record.json').read_text() == record
+  assert (run_dir / 'perfkitbenchmarker_results.json').read_text() == '{}\n'
+  assert sorted(os.listdir(run_dir)) == ['perfkitbenchmarker_results.json',
+                                         'run_record.json']  # No lock, log.
+  assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+
+
 def test_a_huge_hostile_record_gets_one_bounded_escaped_line(tmp_path):
   run_uri = e2e.NewRunUri()
   run_dir = tmp_path / run_uri
