@@ -429,6 +429,23 @@ def test_fixed_load_redis_benchmark_mix_of_one_connection_refused_first(
       '--memtier_clients or use memtier_benchmark (--memtier_path).')
 
 
+def test_a_memtier_path_that_is_not_there_is_refused_not_replaced(tmp_path):
+  """A mistyped --memtier_path ran the whole study with redis-benchmark,
+  saying so only in the preload line."""
+  missing = str(tmp_path / 'no' / 'memtier_benchmark')
+  proc, _ = e2e.Run([f'--memtier_path={missing}', '--memtier_run_duration=1',
+                     '--memtier_key_maximum=2000'], str(tmp_path / 'r'),
+                    timeout=120, env=dict(os.environ,
+                                          PATH=_PathWithoutMemtier()))
+  assert proc.returncode == 1, proc.stderr
+  assert 'Preloading' not in proc.stdout
+  assert proc.stderr.strip().splitlines()[-1] == (
+      'pkb: redis_memtier stopped: memtier_benchmark not found on '
+      f'clients-0: --memtier_path={missing} is no executable there; give the '
+      'memtier_benchmark binary, or drop --memtier_path to use the one on '
+      'PATH (or redis-benchmark).')
+
+
 def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
   # A PATH without memtier, whatever this machine has.
   path = _PathWithoutMemtier()

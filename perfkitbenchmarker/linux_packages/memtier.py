@@ -1,7 +1,8 @@
 """memtier_benchmark: find or install it, and read its version.
 
 memtier is in no Debian release. Local runs use it when it is on PATH or given
-by --memtier_path; otherwise the benchmark falls back to redis-benchmark.
+by --memtier_path; otherwise the benchmark falls back to redis-benchmark (a
+--memtier_path that is not there is refused, never replaced).
 Remote VMs install it from Redis's APT repository (remote_install.py); no
 source build. `path` is --memtier_path, passed down by the study's options.
 """
@@ -38,6 +39,11 @@ def Install(vm, path: str = DEFAULT_PATH) -> None:
     # (argv_secret would hand the password to its shell).
     argv_secret.CheckTool(vm, path)
     return
+  if path != DEFAULT_PATH:
+    raise errors.PrerequisiteError(
+        f'memtier_benchmark not found on {vm.name}: --memtier_path={path} '
+        'is no executable there; give the memtier_benchmark binary, or drop '
+        '--memtier_path to use the one on PATH (or redis-benchmark).')
   if vm.CLOUD == 'Local':
     raise errors.PrerequisiteError(
         f'memtier_benchmark not found on {vm.name} ({path}); give '

@@ -101,8 +101,10 @@ def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
   """memtier when asked for or installed; otherwise redis-benchmark."""
   path = generator.memtier_path or memtier_package.DEFAULT_PATH
   want = generator.choice
-  if want == 'memtier' or (want == 'auto' and
-                           memtier_package.IsAvailable(vm, path)):
+  # A memtier given by path is wanted: missing, it is refused (Install), not
+  # quietly replaced by redis-benchmark.
+  if want == 'memtier' or (want == 'auto' and (
+      generator.memtier_path or memtier_package.IsAvailable(vm, path))):
     vm.Install('memtier', path=path)
     return memtier.MemtierGenerator(
         vm, path, load_key_pattern=generator.load_key_pattern,
