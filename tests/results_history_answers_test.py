@@ -193,3 +193,24 @@ def test_compare_json_rows_lie_within_their_runs_answers(tmp_path, capsys):
   assert unranked['runs'][0]['verdict'] == 'disturbed'
   # Bad --json destination: one line, exit 2.
   assert compare.Main(['compare', path, '--json=/no/such/dir/b.json']) == 2
+
+
+def test_three_unpriced_runs_of_a_cell_have_no_price_figure(tmp_path, capsys):
+  """Static VMs have no price: their runs write no hourly_cost or
+  price_performance. Three of them in one cell made compare exit 3
+  ('internal error AttributeError', statistics.stdev over NaN); now the
+  cell ranks by throughput with its price figure unknown."""
+  runs = [[r for r in _Run(f's{i}', 'static', 20000 + 500 * i, 300, 5 * i)
+           if r['metric'] not in ('hourly_cost', 'price_performance')]
+          for i in range(3)]
+  frame, path = _Frame(tmp_path, runs)
+  board = _Board(frame).loc['static']
+  assert board['capped_ops'] == pytest.approx(20500)
+  assert board['interval_kind'] == answers.ACROSS_RUNS
+  assert board['price_performance'] != board['price_performance']  # NaN
+  spec = importlib.util.spec_from_file_location('compare_unpriced', COMPARE)
+  compare = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(compare)
+  assert compare.Main(['compare', path, f'--report={tmp_path}/r.html',
+                       f'--markdown={tmp_path}/s.md']) == 0
+  assert 'static' in capsys.readouterr().out

@@ -165,6 +165,8 @@ def CellFigure(values: Sequence[float],
     return Figure(float('nan'), float('nan'), NO_INTERVAL, 0)
   mean = sum(values) / len(values)
   n = len(values)
+  if any(math.isnan(v) for v in values):  # A run with no figure (unpriced).
+    return Figure(mean, float('nan'), NO_INTERVAL, n)
   if n >= 3:
     sd = statistics.stdev(values)
     half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)

@@ -141,7 +141,8 @@ def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
   """One row per probe: throughput, average latency, connections, cell."""
   probes = night_frame[night_frame['metric'].isin(
       ['throughput', 'average_latency'])]
-  if probes.empty or 'probe_index' not in probes.columns:
+  if (probes.empty or 'probe_index' not in probes.columns or
+      probes['metric'].nunique() < 2):  # No pairs without both metrics.
     return pd.DataFrame(columns=['cell', 'run_uri', 'probe_index',
                                  'throughput', 'average_latency'])
   keys = ['cell', 'run_uri', 'probe_index']

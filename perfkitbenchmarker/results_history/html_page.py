@@ -29,15 +29,21 @@ def _Figures(analysis: report.Analysis,
              colors: Dict[str, str]) -> List[Dict[str, Any]]:
   figures = []
   tonight = (f'night {analysis.night}, {_Runs(analysis.night_frame)}')
-  if not analysis.board.empty:
+  # Cells without a price (Static VMs) have no bar; the table says so.
+  priced = analysis.board[analysis.board['price_performance'].notna()] if (
+      not analysis.board.empty) else analysis.board
+  if not priced.empty:
+    unpriced = len(analysis.board) - len(priced)
     figures.append({
         'id': 'price-performance', 'title': 'Ops/s per $/hr',
-        'chart': charts_lib.PricePerformanceBars(analysis.board, colors),
+        'chart': charts_lib.PricePerformanceBars(priced, colors),
         'note': (f'{tonight}: metric price_performance (capped throughput / '
                  'hourly price of all server VMs), the mean of each cell\'s '
                  'counted runs\' own answers; error bars: 95 % interval '
                  '(within-run for one or two runs, across runs for three or '
-                 'more); hatched: not confirmed')})
+                 'more); hatched: not confirmed'
+                 + (f'; {unpriced} cell(s) without a price left out'
+                    if unpriced else ''))})
   figures.append({
       'id': 'probe-curves', 'title': 'Throughput vs latency',
       'chart': charts_lib.ProbeCurves(analysis.night_frame, colors),
