@@ -203,7 +203,7 @@ def test_three_unpriced_runs_of_a_cell_have_no_price_figure(tmp_path, capsys):
   runs = [[r for r in _Run(f's{i}', 'static', 20000 + 500 * i, 300, 5 * i)
            if r['metric'] not in ('hourly_cost', 'price_performance')]
           for i in range(3)]
-  frame, path = _Frame(tmp_path, runs)
+  frame, path = _Frame(tmp_path, runs + [_Run('p1', 'priced', 30000, 300, 20)])
   board = _Board(frame).loc['static']
   assert board['capped_ops'] == pytest.approx(20500)
   assert board['interval_kind'] == answers.ACROSS_RUNS
@@ -213,4 +213,5 @@ def test_three_unpriced_runs_of_a_cell_have_no_price_figure(tmp_path, capsys):
   spec.loader.exec_module(compare)
   assert compare.Main(['compare', path, f'--report={tmp_path}/r.html',
                        f'--markdown={tmp_path}/s.md']) == 0
-  assert 'static' in capsys.readouterr().out
+  printed = capsys.readouterr().out
+  assert 'static' in printed and 'nan' not in printed

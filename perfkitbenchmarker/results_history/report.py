@@ -102,6 +102,8 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
   for i, row in board.iterrows():
     if i == 0:
       versus = '1.00'
+    elif pd.isna(row['ratio_to_best']):  # No price: no ratio (Static VMs).
+      versus = '?'
     elif pd.isna(row['ratio_ci_high']):
       versus = f'{row["ratio_to_best"]:.2f}'
     else:
