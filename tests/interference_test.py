@@ -9,6 +9,7 @@ flagged. The sampler's arithmetic is checked with an injected clock, and the
 VM path (steal time) with a /proc/stat the test writes.
 """
 
+import concurrent.futures
 import dataclasses
 import io
 import os
@@ -267,6 +268,8 @@ def test_sampler_counts_only_foreign_cpu_on_the_run_cores():
   probe = interference.ProbeInterference([sampler])
   processes.rows = before
   probe.Start()
+  # The samplers start in the background: let them read `before` first.
+  concurrent.futures.wait(probe._starting)  # pylint: disable=protected-access
   processes.rows = after
   clock.now += 20.0  # The same CPU over a longer probe: 5 %, not flagged.
   assert probe.Stop() == {'foreign_cpu_pct': 5.0, 'interference': False}
