@@ -446,6 +446,20 @@ def test_a_memtier_path_that_is_not_there_is_refused_not_replaced(tmp_path):
       'PATH (or redis-benchmark).')
 
 
+def test_a_memtier_path_that_is_another_program_is_refused(tmp_path):
+  """--memtier_path=/bin/sh (an ELF, so argv_secret lets it run) ended in
+  'Preload left 0 keys ...; check the shards' maxmemory'."""
+  proc, _ = e2e.Run(['--memtier_path=/bin/sh', '--memtier_run_duration=1',
+                     '--memtier_key_maximum=2000'], str(tmp_path),
+                    timeout=120)
+  assert proc.returncode == 1, proc.stderr
+  assert 'Preloading' not in proc.stdout
+  line = proc.stderr.strip().splitlines()[-1]
+  assert line.startswith('pkb: redis_memtier stopped: /bin/sh on clients-0 '
+                         'is not memtier_benchmark: its --version printed '), (
+                             line)
+
+
 def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
   # A PATH without memtier, whatever this machine has.
   path = _PathWithoutMemtier()

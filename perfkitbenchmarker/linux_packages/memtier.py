@@ -55,6 +55,12 @@ def GetVersion(vm, path: str = DEFAULT_PATH) -> str:
   out, err, _ = vm.RemoteCommandWithReturnCode(f'{shlex.quote(path)} --version')
   text = out + err
   match = re.search(r'memtier_benchmark\s+(\S+)', text)
-  version = match.group(1) if match else text.strip().splitlines()[0:1]
+  if not match:
+    # Another program (e.g. --memtier_path=/bin/sh) would run the preload
+    # and the probes as if it were memtier and leave no keys.
+    first = (text.strip().splitlines() or ['nothing'])[0][:120]
+    raise errors.PrerequisiteError(
+        f'{path} on {vm.name} is not memtier_benchmark: its --version printed '
+        f'{first!r}; give the memtier_benchmark binary (--memtier_path).')
   # Source builds between releases print the placeholder 255.255.255.
-  return str(version)
+  return match.group(1)
