@@ -242,20 +242,21 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_dir, run_uri, 'nothing was started')
   _CheckStagesNotRepeated(run_dir, run_uri, stages)
-  run_log.SetUp(run_dir)
-  record = run_record_lib.RunRecord.Create(
-      run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
-      estimate=estimates, argv=[
-          vm_util.Mask(a) for a in argv])
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
                                official=FLAGS.official)
   json_path = FLAGS.json_path or os.path.join(
       run_dir, 'perfkitbenchmarker_results.json')
   csv_path = FLAGS.csv_path or os.path.join(run_dir, 'results.csv')
+  # Before the record: a results file refused leaves no run 'running'.
   collector = publisher.SampleCollector(
       [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
        csv_publisher.CSVPublisher(csv_path)], run_info)
+  run_log.SetUp(run_dir)
+  record = run_record_lib.RunRecord.Create(
+      run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
+      estimate=estimates, argv=[
+          vm_util.Mask(a) for a in argv])
   reporter = reporting.ConsoleReporter(sys.stdout)
   reporter.Line(f'Run {run_uri}: {", ".join(names)} on {_Cloud()}; '
                 f'results in {os.path.relpath(run_dir)}')

@@ -27,6 +27,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker.publishers import csv_publisher
+from perfkitbenchmarker.publishers import json_publisher
 
 SHORT = ['--load_generator=memtier', '--memtier_run_duration=1',
          '--memtier_latency_cap=100', '--memtier_confirm_repeats=2',
@@ -52,7 +53,46 @@ def test_csv_publisher_keeps_rows_already_in_the_file(tmp_path):
   rows = _CsvRows(path)
   assert [(r['metric'], r['value'], r['x'], r['y']) for r in rows] == [
       ('a', '1', 'old', ''), ('b', '2', '', 'new')]
-  assert not os.path.exists(path + '.tmp')
+  assert os.listdir(tmp_path) == ['results.csv']  # No temporary copy left.
+
+
+def test_results_files_never_write_through_a_planted_symlink(tmp_path):
+  """--csv_path in a shared directory: a symlink planted at the CSV's
+  temporary name made the rewrite truncate and fill its target."""
+  victim = tmp_path / 'victim'
+  victim.write_text('precious\n')
+  path = tmp_path / 'results.csv'
+  os.symlink(victim, str(path) + '.tmp')
+  publisher = csv_publisher.CSVPublisher(str(path))
+  publisher.Publish({'metric': 'a', 'value': 1, 'metadata': {}})
+  assert victim.read_text() == 'precious\n'
+  assert _CsvRows(path)[0]['metric'] == 'a'
+
+
+@e2e.Needs('root (to give a symlink and a file to user nobody)',
+           lambda: os.geteuid() == 0, 'run the tests as root, as CI does')
+@pytest.mark.parametrize('planted', ['symlink', 'file'])
+def test_another_users_results_file_is_refused(tmp_path, planted):
+  """A root run with --csv_path=/tmp/x.csv read a 0600 file through
+  nobody's symlink there and rewrote its lines into a 0644 CSV (and
+  --json_path appended samples to it). Refused in one line instead."""
+  secret = tmp_path / 'secret'
+  secret.write_text('root:HASH:1\nalice:HASH2:2\n')
+  os.chmod(secret, 0o600)
+  for name in ('x.csv', 'x.json'):
+    path = tmp_path / name
+    if planted == 'symlink':
+      os.symlink(secret, path)
+      os.lchown(path, 65534, 65534)
+    else:
+      path.write_text('')
+      os.chown(path, 65534, 65534)
+    make = (csv_publisher.CSVPublisher if name.endswith('csv') else
+            json_publisher.JSONPublisher)
+    with pytest.raises(errors.UsageError, match='uid 65534'):
+      make(str(path))
+  assert secret.read_text() == 'root:HASH:1\nalice:HASH2:2\n'
+  assert sorted(os.listdir(tmp_path)) == ['secret', 'x.csv', 'x.json']
 
 
 def test_resumed_run_stage_appends_to_the_csv(tmp_path):

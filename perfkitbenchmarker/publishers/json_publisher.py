@@ -18,6 +18,7 @@ class JSONPublisher:
       os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     except OSError as e:
       raise csv_publisher.WriteFailed(path, e) from None
+    self._nofollow = csv_publisher.CheckOwnFile(path)
 
   def Publish(self, row: Dict[str, Any]) -> None:
     row = dict(row)
@@ -28,7 +29,8 @@ class JSONPublisher:
       row['metadata'] = metadata
     data = (json.dumps(row, sort_keys=True) + '\n').encode()
     try:
-      fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+      fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT |
+                   self._nofollow, 0o644)
     except OSError as e:
       raise csv_publisher.WriteFailed(self.path, e) from None
     try:
