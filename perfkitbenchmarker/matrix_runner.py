@@ -17,12 +17,13 @@ down; cells not yet started are marked "not run", and matrix_summary.json
 is written as usual (output to a terminal that is gone is dropped:
 run_signals.SafeStream).
 
-Exit code: 0 when every cell succeeded with a confirmed answer; 4 for a
-matrix of one cell whose answer is not confirmed (as pkb.py for that run);
-otherwise the number of cells that failed or gave no confirmed result
-(capped at 125); 130 when interrupted; 2 for bad input
-(nothing started). A cell whose answer is not confirmed (its pkb.py exited
-4) has status "no result (<verdict>)", never "succeeded".
+Exit code, the same codes as pkb.py for one run: 0 when every cell
+succeeded with a confirmed answer; 1 when some cell failed (or was not
+started); 4 when no cell failed but some gave no confirmed result; 130 when
+interrupted; 2 for bad input (nothing started). How many cells did what is
+in the summary table and matrix_summary.json, not in the code. A cell whose
+answer is not confirmed (its pkb.py exited 4) has status
+"no result (<verdict>)", never "succeeded".
 """
 
 import datetime
@@ -70,7 +71,7 @@ flags.DEFINE_float('max_cost_usd', None,
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB_ENTRY = os.path.join(REPO_ROOT, 'pkb.py')
-MAX_EXIT_FAILURES = 125
+EXIT_FAILED = 1
 NO_RESULT = 'no result'
 EXIT_INTERRUPTED = 130
 # Signals that stop a matrix; SIGHUP: the operator's terminal or SSH session
@@ -436,6 +437,8 @@ class _Runner:
     self.out.flush()
     if self.signal is not None:
       return EXIT_INTERRUPTED
-    if len(records) == 1 and no_result:  # One cell is one run: its code.
+    if failed > no_result:  # Some cell failed (or did not start).
+      return EXIT_FAILED
+    if no_result:
       return verdict_lib.EXIT_UNCONFIRMED
-    return min(failed, MAX_EXIT_FAILURES)
+    return 0

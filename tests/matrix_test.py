@@ -301,7 +301,8 @@ def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   assert time.monotonic() - started < 60
   # One failed cell, and one whose answer is a single probe (no repeats):
   # no confirmed result, which is not success either (README, "Verdicts").
-  assert proc.returncode == 2, proc.stdout + proc.stderr
+  # A failed cell makes the matrix exit 1 (never 2, which is bad input).
+  assert proc.returncode == 1, proc.stdout + proc.stderr
   cells = _Summary(results)
   assert [c['status'] for c in cells] == ['no result (unconfirmed)',
                                           'failed (exit 1)']
@@ -390,3 +391,28 @@ def test_one_cell_without_a_confirmed_answer_exits_4_with_its_verdict(
       out.getvalue())
   runner.done[1].code = 1  # A failed cell keeps the count.
   assert runner._Summary() == 1
+
+
+@pytest.mark.parametrize('codes,expected', [
+    ((0, 0), 0), ((4, 4), 4), ((0, 4), 4), ((4, 1), 1), ((1, 3), 1),
+    ((0, None), 1)], ids=['all_confirmed', 'two_no_result', 'one_no_result',
+                          'failed_and_no_result', 'two_failed',
+                          'not_started'])
+def test_matrix_exit_code_says_what_happened_not_how_many(tmp_path, codes,
+                                                           expected):
+  """0 all confirmed, 1 a cell failed, 4 none failed but some gave no
+  confirmed result: two cells without a result must not exit 2 (usage)."""
+  import io  # pylint: disable=g-import-not-at-top
+  import types  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix as matrix_lib  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  cells = [matrix_lib.Cell(i, 'redis_memtier', f'c{i}', {})
+           for i in range(1, len(codes) + 1)]
+  runner = matrix_runner._Runner(cells, None, str(tmp_path / 'runs'),
+                                 lambda: 'abcd', 1, io.StringIO())
+  os.makedirs(runner.matrix_dir)
+  runner.done = {
+      i: types.SimpleNamespace(code=code, run_uri=f'r{i}', started=0.0,
+                               ended=1.0, log_path=f'cell-{i}.log')
+      for i, code in enumerate(codes, 1) if code is not None}
+  assert runner._Summary() == expected
