@@ -16,7 +16,8 @@ samples derived from it: PKB's 1 ms metric, `hourly_cost`,
 
 plus `verdict_reason` (a short phrase) and `verdict_flags` (every verdict
 that applies, most telling first; the first is `verdict`). A sample whose
-verdict is not `confirmed` is never official (`IsOfficial`), compare leaves
+verdict is not `confirmed` is never official (`IsOfficial`; nor is a probe
+sample flagged `client_saturated` or `interference`), compare leaves
 it out of rankings and change points unless asked, and a run whose answer is
 not confirmed exits with `EXIT_UNCONFIRMED` (README, "Verdicts").
 
@@ -186,9 +187,19 @@ def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
 
 
 def IsOfficial(metadata: Mapping[str, Any]) -> bool:
-  """False for a sample whose verdict says it is not a confirmed figure."""
+  """False for a sample that is not a figure one can publish.
+
+  That is a sample whose verdict is not `confirmed`, or whose own
+  measurement was client-bound (`client_saturated`) or disturbed
+  (`interference`): a probe's throughput and latency samples carry no
+  verdict but do carry those flags. A probe over the latency cap is a real
+  measurement of that load and stays official unless flagged.
+  """
   name = metadata.get(KEY)
-  return not (_Present(name) and name != CONFIRMED)
+  if _Present(name) and name != CONFIRMED:
+    return False
+  return not (_True(metadata.get('client_saturated')) or
+              _True(metadata.get('interference')))
 
 
 def RunVerdict(samples: Iterable[Any]) -> Optional[Verdict]:

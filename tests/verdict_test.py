@@ -156,10 +156,26 @@ def test_unconfirmed_samples_are_never_official():
   bad = sample.Sample('price_performance', 1.0, 'x',
                       {'verdict': 'client_bound'})
   good = sample.Sample('price_performance', 1.0, 'x', {'verdict': 'confirmed'})
-  probe = sample.Sample('throughput', 1.0, 'ops/sec', {})
+  probe = sample.Sample('throughput', 1.0, 'ops/sec',
+                        {'client_saturated': False, 'interference': False,
+                         'under_latency_cap': True})
   assert publisher.ToRow(bad, 't', info)['official'] is False
   assert publisher.ToRow(good, 't', info)['official'] is True
   assert publisher.ToRow(probe, 't', info)['official'] is True
+  # A probe over the cap is a real measurement of its load: official.
+  over = sample.Sample('average_latency', 3.0, 'ms',
+                       dict(probe.metadata, under_latency_cap=False))
+  assert publisher.ToRow(over, 't', info)['official'] is True
+  # A probe flagged client-bound or disturbed never is, nor is an answer
+  # whose verdict slipped through as confirmed while its probe was flagged.
+  for flag in ('client_saturated', 'interference'):
+    for metric in ('throughput', 'average_latency', 'price_performance'):
+      flagged = sample.Sample(metric, 1.0, 'x', dict(
+          probe.metadata, **{flag: True},
+          **({'verdict': 'confirmed'} if metric == 'price_performance'
+             else {})))
+      assert publisher.ToRow(flagged, 't', info)['official'] is False, (
+          flag, metric)
   unofficial = publisher.RunInfo(run_uri='abc', owner='me')
   assert publisher.ToRow(good, 't', unofficial)['official'] is False
 
@@ -245,7 +261,14 @@ def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
     labels = e2e.Labels(row)
     assert labels['verdict'] == 'unconfirmed', labels
     assert row['official'] is False
-  assert all(r['official'] for r in rows if r['metric'] == 'throughput')
+  probes = [r for r in rows if r['metric'] in ('throughput',
+                                                'average_latency')]
+  assert probes
+  for row in probes:  # Official unless its own probe was flagged.
+    labels = e2e.Labels(row)
+    flagged = 'True' in (labels.get('client_saturated'),
+                         labels.get('interference'))
+    assert row['official'] is (not flagged), labels
   record = json.load(open(os.path.join(results, run_uri, 'run_record.json')))
   assert record['status'] == 'succeeded'  # the run itself went fine
 

@@ -53,7 +53,8 @@ def ToRow(sample: sample_lib.Sample, test: str,
   """The dict PKB publishers write: sample fields plus run fields.
 
   `official` is --official, except that a sample whose verdict says its
-  answer is not a confirmed server figure is never official.
+  answer is not a confirmed server figure, or whose own probe was
+  client-bound or disturbed, is never official (`verdict.IsOfficial`).
   """
   metadata = {version_lib.VERSION_KEY: (run_info.perfkitbenchmarker_version or
                                         version_lib.VersionOf())}
