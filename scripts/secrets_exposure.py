@@ -12,6 +12,8 @@ the number of sweeps and reads, and how many reads held the run's password
 or the load user's, by program and by cmdline/environ. docs/secrets.md
 gives the figures before and after issue 18. Run it as the user the run
 runs as (root reads every process; another user only its own).
+`--help` (or `-h`) prints this and exits 0 without running anything; every
+other flag goes to pkb.py (`./pkb.py --help` lists them).
 """
 
 import collections
@@ -53,6 +55,10 @@ def _Program(pid: str) -> str:
 
 
 def main(argv) -> int:
+  if any(a in ('--help', '-h', '-?', '--helpshort', '--helpfull')
+         for a in argv):
+    print('usage: ' + __doc__.strip())
+    return 0
   top = tempfile.mkdtemp(prefix='pkb-secrets-')
   scratch = os.path.join(top, 'scratch')
   os.mkdir(scratch)

@@ -133,3 +133,18 @@ def test_secret_server_option_is_refused_without_echoing_it(tmp_path):
   assert '"masterauth"' in proc.stderr
   assert 'Sup3rSecretValue' not in proc.stdout + proc.stderr
   assert not os.path.exists(os.path.join(results, run_uri))
+
+
+def test_secrets_exposure_help_prints_its_usage_and_runs_nothing(tmp_path):
+  """`scripts/secrets_exposure.py --help` passed --help on to pkb.py and
+  then said it never saw a shard config (exit 1) instead of its usage."""
+  script = os.path.join(e2e.REPO, 'scripts', 'secrets_exposure.py')
+  env = dict(os.environ, TMPDIR=str(tmp_path))
+  for flag in ('--help', '-h'):
+    done = subprocess.run([sys.executable, script, flag], capture_output=True,
+                          text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith('usage: '), done.stdout
+    assert './scripts/secrets_exposure.py [pkb flags...]' in done.stdout
+    assert done.stderr == ''
+  assert os.listdir(tmp_path) == []  # No scratch directory: nothing ran.
