@@ -2,8 +2,18 @@
 """Runs the Redis price-performance study: ./pkb.py [--flags]."""
 
 import os
+import signal
 import sys
 
+
+def _InterruptedWhileStarting(signum, frame):  # pylint: disable=unused-argument
+  # Nothing of a run exists yet (only imports ran): one line, no traceback.
+  sys.stderr.write('pkb: interrupted\n')
+  sys.stderr.flush()
+  os._exit(130)  # pylint: disable=protected-access
+
+
+signal.signal(signal.SIGINT, _InterruptedWhileStarting)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 # Use the virtualenv made by scripts/setup.sh, whichever python3 started us.
@@ -11,6 +21,9 @@ from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-to
 venv_reexec.UseRepoVenv(_HERE, __file__)
 
 from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+
+# From here on the driver's own handling (run_signals, KeyboardInterrupt).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if __name__ == '__main__':
   sys.exit(pkb.Main())

@@ -13,6 +13,8 @@ probe_signals_test; setup.sh and apt's lock: setup_apt_lock_test.)
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 import types
 
@@ -147,3 +149,25 @@ def test_an_unbounded_bigquery_timeout_is_refused_by_every_entry(seconds):
       bq_timeout_seconds=seconds)
   with pytest.raises(errors.UsageError, match='--bq_timeout_seconds'):
     bigquery_options.BigQueryOptions.FromFlags(values)
+
+
+def test_ctrl_c_while_pkb_starts_is_one_line(tmp_path):
+  """Ctrl-C in pkb's first second (its imports) printed a 20-line
+  KeyboardInterrupt traceback. The SIGINT arrives here exactly while
+  perfkitbenchmarker.pkb is imported (a meta-path hook sends it)."""
+  hook = (
+      'import os, runpy, signal, sys\n'
+      'class Hook:\n'
+      '  def find_spec(self, name, path=None, target=None):\n'
+      '    if name == "perfkitbenchmarker.pkb":\n'
+      '      sys.meta_path.remove(self)\n'
+      '      os.kill(os.getpid(), signal.SIGINT)\n'
+      '    return None\n'
+      'sys.meta_path.insert(0, Hook())\n'
+      f'sys.argv = [{e2e.PKB!r}, "--dry_run"]\n'
+      f'runpy.run_path({e2e.PKB!r}, run_name="__main__")\n')
+  proc = subprocess.run([sys.executable, '-c', hook], capture_output=True,
+                        text=True, timeout=60, cwd=str(tmp_path))
+  assert proc.returncode == 130, proc.stderr
+  assert proc.stderr == 'pkb: interrupted\n' and proc.stdout == ''
+  assert os.listdir(tmp_path) == []
