@@ -95,6 +95,7 @@ LIMITS: Mapping[str, Limit] = {
     'memtier_adaptive_start_connections': Limit(1, 100000, 'connections'),
     'memtier_adaptive_max_threads': Limit(1, _THREADS, 'threads'),
     'memtier_confirm_repeats': Limit(0, 100, 'repeats'),
+    'memtier_linear_confirm_repeats': Limit(0, 100, 'repeats'),
     'memtier_cap_margin': _FRACTION,
     'memtier_staircase_clients_start': Limit(1, 10000, 'clients'),
     'memtier_staircase_clients_step': Limit(1, 10000, 'clients'),

@@ -6,6 +6,7 @@ import unittest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
 from perfkitbenchmarker.search import stats
@@ -56,6 +57,43 @@ def Linear(measure, cap_ms=1.0, max_probes=search_driver.DEFAULT_MAX_PROBES,
 
 
 class LinearStepPolicyTest(unittest.TestCase):
+
+  def testRepeatsTheAnswersLoadAndConfirmsByTheAdaptiveRule(self):
+    """confirm_repeats: the answer's load measured again; the verdict is
+    confirmed only when the repeats hold under the cap, as for adaptive."""
+    points = {1: (50e3, 0.2), 3: (90e3, 0.5), 5: (120e3, 0.8),
+              7: (125e3, 1.1)}
+    single = Linear(Script(points), thread_increment=2)
+    self.assertEqual(verdict.OfSearch(single).name, verdict.UNCONFIRMED)
+    script = Script(points)
+    result = Linear(script, thread_increment=2, confirm_repeats=3)
+    self.assertEqual([l.threads for l in script.loads], [1, 3, 5, 7, 5, 5, 5])
+    self.assertEqual([p.role for p in result.confirmation_probes],
+                     [search_driver.ROLE_CONFIRM] * 3)
+    self.assertEqual(result.capped_throughput, 120e3)
+    self.assertIsNotNone(result.confirmed_throughput_ci95)
+    self.assertTrue(verdict.OfSearch(result).confirmed)
+    self.assertIn('3 repeats at 5x4, 0 over the cap', result.stop_reason)
+    # Repeats that do not hold under the cap leave it unconfirmed.
+    seen = []
+
+    def Drifting(load):
+      seen.append(load)
+      m = Script(points)(load)
+      if len(seen) > 4:  # the repeats drift over the cap
+        return measurement.Measurement(load=load, throughput=m.throughput,
+                                       average_latency_ms=1.3, duration_s=5.0,
+                                       ops=m.ops)
+      return m
+    drifted = Linear(Drifting, thread_increment=2, confirm_repeats=3)
+    self.assertEqual(verdict.OfSearch(drifted).name, verdict.UNCONFIRMED)
+    self.assertIn('3 of 3 repeats over', verdict.OfSearch(drifted).reason)
+    # No answer under the cap: nothing to repeat.
+    none = Script({1: (50e3, 1.5)})
+    self.assertIsNone(Linear(none, confirm_repeats=3).best)
+    self.assertEqual(len(none.loads), 1)
+    with self.assertRaises(search_driver.InvalidSearchArgument):
+      linear.LinearStepPolicy(1, 4, 1, 8, confirm_repeats=-1)
 
   def testWalksUntilLatencyReachesCap(self):
     script = Script({1: (50e3, 0.2), 3: (90e3, 0.5), 5: (120e3, 0.8),

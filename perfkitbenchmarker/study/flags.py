@@ -43,6 +43,11 @@ flags.DEFINE_integer('memtier_confirm_repeats', 3,
                      'Repeats of the chosen load whose mean (with a 95 % '
                      'interval) is reported; 0 reports the single probe.',
                      lower_bound=0)
+flags.DEFINE_integer('memtier_linear_confirm_repeats', 0,
+                     'The linear walk: repeats of its answer\'s load whose '
+                     'mean (with a 95 % interval) is reported and can be '
+                     'confirmed; 0 (the published study) reports the single '
+                     'probe, which is unconfirmed.', lower_bound=0)
 flags.DEFINE_float('memtier_cap_margin', 0.95,
                    'The adaptive search aims under cap x margin so that the '
                    'confirming repeats land under the cap.')

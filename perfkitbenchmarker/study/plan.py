@@ -35,7 +35,9 @@ def ProbesPerSearch(opts: options_lib.RedisStudyOptions
   if s.policy == 'adaptive':
     return search_runner.Policy(opts).EstimateProbes().Capped(s.max_probes)
   walk = (s.max_threads - s.min_threads) // s.thread_increment + 1
-  return adaptive.ProbeCounts(1, walk, walk).Capped(s.max_probes)
+  repeats = s.linear_confirm_repeats
+  return adaptive.ProbeCounts(1, walk + repeats,
+                              walk + repeats).Capped(s.max_probes)
 
 
 def ShardPlanLine(opts: options_lib.RedisStudyOptions) -> str:
@@ -65,8 +67,10 @@ def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
   else:
     lines = [f'  linear: threads {s.min_threads}..{s.max_threads} step '
              f'{s.thread_increment} x {g.clients} clients, pipeline '
-             f'{g.pipeline}; {cap}; stop at the cap; at most '
-             f'{ProbesPerSearch(opts).most} probes']
+             f'{g.pipeline}; {cap}; stop at the cap' +
+             (f'; answer = mean of {s.linear_confirm_repeats} repeats with '
+              '95 % interval' if s.linear_confirm_repeats else '') +
+             f'; at most {ProbesPerSearch(opts).most} probes']
   lines = ['Search:'] + lines
   if opts.shards.enabled:
     lines.append(f'  repeated per shard count: {ShardPlanLine(opts)}')

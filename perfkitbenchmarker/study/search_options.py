@@ -52,6 +52,7 @@ class SearchOptions:
   # cores are used (one thread of 32 is 3 % of the VM).
   adaptive_threads_from_vcpus: bool = False
   confirm_repeats: int = 3
+  linear_confirm_repeats: int = 0
   cap_margin: float = 0.95
   staircase: Optional[StaircaseOptions] = None
 
@@ -78,6 +79,7 @@ class SearchOptions:
                    f.memtier_adaptive_max_threads is None and
                    not f['memtier_min_threads'].present),
                confirm_repeats=f.memtier_confirm_repeats,
+               linear_confirm_repeats=f.memtier_linear_confirm_repeats,
                cap_margin=f.memtier_cap_margin, staircase=staircase)
 
   @property

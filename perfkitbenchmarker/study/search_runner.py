@@ -55,7 +55,8 @@ def Policy(opts: options_lib.RedisStudyOptions,
   return linear.LinearStepPolicy(
       min_threads=s.min_threads, max_threads=s.max_threads,
       thread_increment=s.thread_increment, clients=opts.generator.clients,
-      pipeline=opts.generator.pipeline)
+      pipeline=opts.generator.pipeline,
+      confirm_repeats=s.linear_confirm_repeats)
 
 
 def RequireStaircaseGenerator(generators) -> None:
