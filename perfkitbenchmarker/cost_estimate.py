@@ -58,7 +58,7 @@ class PhaseRates:
   add up. The servers are assumed to absorb that sum (not modelled): in the
   studies priced here it is far below what they serve, e.g. 6 clients x 100k
   keys/s = 600k SETs/s against the 3.9M ops/s under 1 ms of the T2D
-  cluster (scripts/search_model.py).
+  cluster (scripts/search_scenarios.py).
   """
   network_min: float  # network, subnets, firewall, placement: not billed
   vms_ready_min: float  # create requests until every VM answers SSH

@@ -17,7 +17,7 @@ Three policies, side by side, on every scenario:
     the average latency to the cap instead, our rule;
   * adaptive: ours (search/adaptive.py) with the benchmark's settings.
 
-Model scenarios (scripts/search_model.py) are the published studies' server
+Model scenarios (scripts/search_scenarios.py) are the published studies' server
 sizes with the curve shape and noise fitted to this machine's sweep (the
 fixture tests/data/search_model_local_sweep.json, or this run's own sweep
 with --local); their true best is known exactly (noise-free model).
@@ -81,6 +81,7 @@ from perfkitbenchmarker.study import search_runner
 import pkb_model
 import search_doc_tables
 import search_model
+import search_scenarios
 from bench_search_model import Assumed
 from bench_search_model import EstimateRaw
 from bench_search_model import FitLines
@@ -366,7 +367,7 @@ def Main(argv):
     out += ['', f'The same model fitted to this run\'s local sweep ({path}):',
             ''] + today_lines
   out.append('')
-  scenarios = search_model.Scenarios(fit.model, FLAGS.model_noise_scale)
+  scenarios = search_scenarios.Scenarios(fit.model, FLAGS.model_noise_scale)
   if FLAGS.scenarios:
     scenarios = [s for s in scenarios if s.name in FLAGS.scenarios]
   reps = 5 if FLAGS.quick else FLAGS.model_repetitions

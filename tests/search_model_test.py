@@ -26,6 +26,7 @@ import bench_search
 import pkb_model
 import search_doc_tables
 import search_model
+import search_scenarios
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver as search_driver
@@ -74,7 +75,7 @@ def test_pkb_policy_binary_searches_pipeline_then_clients():
 
 
 def test_every_model_scenario_meets_the_targets(fit):
-  for scenario in search_model.Scenarios(fit.model):
+  for scenario in search_scenarios.Scenarios(fit.model):
     truths, _, rows = bench_search.RunScenario(scenario, 6, seed=3)
     truth = truths['average']
     ours, step = rows['adaptive'], rows['stepup']
@@ -96,7 +97,7 @@ def test_pkb_runs_are_request_counts_on_physical_cores_and_p95():
   probe = measure(load)
   # 10,000 requests from each of 200 connections, at the model's rate.
   assert probe.duration_s == round(2_000_000 / ops)
-  by_name = {s.name: s for s in search_model.Scenarios()}
+  by_name = {s.name: s for s in search_scenarios.Scenarios()}
   for name in ('c6gn_get_p1', 'c6gn_dragonfly'):  # Graviton2: 64 cores.
     assert by_name[name].pkb_max_threads == 64
   assert by_name['t2d_cluster'].pkb_max_threads == 16  # 32 vCPUs, SMT 2
