@@ -4,6 +4,8 @@ Stages run in PKB's order (provision, prepare, run, cleanup, teardown). When a
 stage fails or the run is interrupted (SIGINT, SIGTERM, --timeout_minutes),
 the requested cleanup and teardown still run, every sample already published
 stays in the results files, and the user sees one line saying what happened.
+One benchmark's stages, its cleanup/teardown and its exit code are
+stage_runner.py's; this module makes everything they run with.
 """
 
 import getpass
@@ -34,8 +36,8 @@ from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
-from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
+from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import timing_util
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import vm_util
@@ -48,7 +50,9 @@ from perfkitbenchmarker.publishers import publisher
 
 FLAGS = pkb_flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED = stage_runner.EXIT_OK, stage_runner.EXIT_FAILED
+EXIT_USAGE = stage_runner.EXIT_USAGE
+EXIT_INTERRUPTED = stage_runner.EXIT_INTERRUPTED
 # The run finished but its answer is not a confirmed server figure.
 EXIT_UNCONFIRMED = verdict_lib.EXIT_UNCONFIRMED
 _Interrupts = run_signals.Interrupts  # The stage driver's tests build one.
@@ -300,142 +304,15 @@ def _UnconfirmedExit(samples) -> int:
   return EXIT_UNCONFIRMED
 
 
-def _TestName(module) -> str:
-  """The `test` a benchmark's rows are published under: its name, unless
-  the module says otherwise for this cloud (redis_enterprise on Local, where
-  Redis OSS stands in, is never published as redis_enterprise)."""
-  named = getattr(module, 'PublishedTestName', None)
-  return named(_Cloud()) if named else module.BENCHMARK_NAME
-
-
 def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
             deadline, stages, interrupts, ssh_waiter=None,
             clock: Callable[[], float] = time.time) -> int:
-  """Runs one benchmark's stages; returns its exit code.
-
-  `clock` (seconds since the epoch) times the run and each stage for the
-  --timing_measurements samples, emitted after teardown.
-  """
-  measurements = _TimingMeasurements()
-  spec = spec_lib.BenchmarkSpec(
-      module, config, run_uri, _Cloud(), record, FLAGS, catalog,
-      lambda samples: collector.Add(samples, _TestName(module)),
-      reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
-  failure: Optional[BaseException] = None
-  times = timing_util.StageTimes(clock)
-  started = clock()
-  try:
-    interrupts.Arm()
-    if 'provision' in stages:
-      with times.Measure('provision'):
-        spec.ConstructVirtualMachines()
-        spec.Provision()
-        record.MarkStageDone('provision')
-    else:
-      spec.RestoreVirtualMachines()
-    if 'prepare' in stages:
-      with times.Measure('prepare'):
-        module.Prepare(spec)
-        record.MarkStageDone('prepare')
-    if 'run' in stages:
-      with times.Measure('run'):
-        samples = list(module.Run(spec))
-        # One channel: a benchmark publishes through spec.EmitSamples as it
-        # measures, and Run returns what it published (PKB's contract).
-        if len(samples) != len(spec.published):
-          raise errors.Error(
-              f'internal error: {module.BENCHMARK_NAME}.Run returned '
-              f'{len(samples)} samples but published {len(spec.published)}; '
-              'publish every sample with spec.EmitSamples.')
-        record.MarkStageDone('run')
-  except (errors.Error, errors.RunInterrupted, KeyboardInterrupt) as e:
-    failure = e
-  except Exception as e:  # pylint: disable=broad-except
-    # A bug, not bad input: keep the traceback in pkb.log, show one line.
-    logging.exception('Unexpected error')
-    failure = errors.Error(
-        f'internal error {type(e).__name__}: {e} (traceback in '
-        f'{os.path.join(record.run_dir, "pkb.log")})')
-  finally:
-    # Cleanup and teardown run to the end whatever fires now; a second
-    # signal may cut them short, and then says how to finish (run_signals).
-    interrupts.Protect()
-    try:
-      cleanup_errors = _Finish(module, spec, stages, failure, times)
-    except errors.RunInterrupted as e:
-      cleanup_errors = [str(e)]
-  failure = failure or interrupts.Pending()
-  measured = len(spec.published)
-  timing = []
-  if (failure is None and not cleanup_errors and
-      list(stages) == list(pkb_flags.RUN_STAGES) and
-      measurements & {pkb_flags.TIMING_END_TO_END_RUNTIME,
-                      pkb_flags.TIMING_RUNTIMES}):
-    # PKB's End to End Runtime: provision through teardown, when all ran.
-    timing.append(sample_lib.Sample(
-        spec_lib.END_TO_END_RUNTIME, clock() - started, 'seconds', {}))
-  # Each stage that ran to its end, also in a run that failed later.
-  timing.extend(times.Samples(pkb_flags.TIMING_RUNTIMES in measurements,
-                              pkb_flags.TIMING_TIMESTAMPS in measurements))
-  if timing and not isinstance(failure, errors.ResultsFileError):
-    try:
-      spec.EmitSamples(timing)
-    except errors.Error as e:  # A results file that cannot be written.
-      if failure is None:
-        failure = e
-      else:  # The run's own failure stays the one its line names.
-        cleanup_errors.append(f'timing samples not written: {e}')
-  if failure is not None:
-    message = str(failure) or type(failure).__name__
-    if isinstance(failure, KeyboardInterrupt):
-      message = 'interrupted by SIGINT'
-    print(f'pkb: {module.BENCHMARK_NAME} stopped: {vm_util.Mask(message)}',
-          file=sys.stderr)
-    if measured and not isinstance(failure, errors.ResultsFileError):
-      print(f'pkb: the {measured} samples measured before that are '
-            'kept in the results files.', file=sys.stderr)
-  for line in cleanup_errors:
-    print(f'pkb: {line}', file=sys.stderr)
-  interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
-  record.SetStatus('interrupted' if interrupted else
-                   'failed' if failure or cleanup_errors else 'succeeded')
-  # A record that could not be saved: cleanup went by the one in memory.
-  record_problem = record.WriteProblem()
-  if record_problem:
-    print(f'pkb: {record_problem}', file=sys.stderr)
-  if interrupted:
-    return EXIT_INTERRUPTED
-  failed = failure or cleanup_errors or record_problem
-  return EXIT_FAILED if failed else EXIT_OK
-
-
-def _Finish(module, spec, stages, failure,
-            times: timing_util.StageTimes) -> List[str]:
-  """Runs cleanup and teardown (as requested) whatever happened before.
-
-  `times` gets each of the two that ran to its end (a teardown that left
-  resources did not).
-  """
-  problems = []
-  if 'cleanup' in stages or failure is not None:
-    try:
-      with times.Measure('cleanup'):
-        module.Cleanup(spec)
-        spec.record.MarkStageDone('cleanup')
-    except Exception as e:  # pylint: disable=broad-except
-      logging.exception('Cleanup failed')
-      problems.append(f'cleanup failed: {vm_util.Mask(str(e))}')
-  if 'teardown' in stages:
-    teardown_started = times.Now()
-    failures = spec.Teardown()
-    if failures:
-      problems.append(f'teardown left {len(failures):,} resource(s) (retry '
-                      f'with {run_signals.TeardownCommand(spec.run_uri)}): '
-                      + resource.FailureSummary(failures))
-    else:
-      spec.record.MarkStageDone('teardown')
-      times.Add('teardown', teardown_started)
-  return problems
+  """stage_runner.RunOne with this command's cloud, flags and timing
+  measurements (the stage driver's tests call it as RunBenchmarks does)."""
+  return stage_runner.RunOne(
+      module, config, run_uri, record, catalog, collector, reporter,
+      deadline, stages, interrupts, cloud=_Cloud(), flag_values=FLAGS,
+      measurements=_TimingMeasurements(), ssh_waiter=ssh_waiter, clock=clock)
 
 
 def Main(argv: Optional[List[str]] = None) -> int:

@@ -1,9 +1,9 @@
 """PKB's timing samples: End to End Runtime and per-stage runtimes.
 
 `Parse` checks --timing_measurements (none, end_to_end_runtime, runtimes,
-timestamps; none alone). `StageTimes` is the driver's timer: pkb._RunOne
-and _Finish wrap each stage in `Measure`, and after teardown `Samples` gives
-'<name> Runtime' and, with timestamps, '<name> Start/Stop Timestamp' for
+timestamps; none alone). `StageTimes` is the driver's timer: stage_runner's
+RunOne and _Finish wrap each stage in `Measure`, and after teardown `Samples`
+gives '<name> Runtime' and, with timestamps, '<name> Start/Stop Timestamp' for
 each stage that ran to its end, with PKB's stage names. Real runs' stage
 runtimes are what cost_estimate.RATES' phase times should be checked
 against.

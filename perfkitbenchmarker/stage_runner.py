@@ -1,0 +1,169 @@
+"""The stage runner for one benchmark: its stages, its end, its exit code.
+
+The seam: pkb.py owns everything about the command (flags, the plan and
+budget checks, run_uri, the lock, the run record, the publishers, signals
+and the deadline) and calls `RunOne` once per benchmark with all of it made.
+This module only runs that benchmark's stages in PKB's order (provision or
+restore, prepare, run), then its cleanup and teardown whatever happened
+before (`_Finish`), emits its --timing_measurements samples, prints the one
+line a user sees for a failure, sets the record's status and returns the
+benchmark's exit code. It reads no flags: the driver passes the cloud, the
+parsed flags the spec is built from and the parsed timing measurements.
+"""
+
+import logging
+import os
+import sys
+import time
+from typing import Callable, List, Optional, Set
+
+from perfkitbenchmarker import benchmark_spec as spec_lib
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_signals
+from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import timing_util
+from perfkitbenchmarker import vm_util
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def TestName(module, cloud: str) -> str:
+  """The `test` a benchmark's rows are published under: its name, unless
+  the module says otherwise for this cloud (redis_enterprise on Local, where
+  Redis OSS stands in, is never published as redis_enterprise)."""
+  named = getattr(module, 'PublishedTestName', None)
+  return named(cloud) if named else module.BENCHMARK_NAME
+
+
+def RunOne(module, config, run_uri, record, catalog, collector, reporter,
+           deadline, stages, interrupts, *, cloud: str, flag_values,
+           measurements: Set[str], ssh_waiter=None,
+           clock: Callable[[], float] = time.time) -> int:
+  """Runs one benchmark's stages; returns its exit code.
+
+  `cloud` is the provider's name, `flag_values` the parsed flags the spec
+  reads its settings from, `measurements` the parsed --timing_measurements.
+  `clock` (seconds since the epoch) times the run and each stage for the
+  --timing_measurements samples, emitted after teardown.
+  """
+  spec = spec_lib.BenchmarkSpec(
+      module, config, run_uri, cloud, record, flag_values, catalog,
+      lambda samples: collector.Add(samples, TestName(module, cloud)),
+      reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
+  failure: Optional[BaseException] = None
+  times = timing_util.StageTimes(clock)
+  started = clock()
+  try:
+    interrupts.Arm()
+    if 'provision' in stages:
+      with times.Measure('provision'):
+        spec.ConstructVirtualMachines()
+        spec.Provision()
+        record.MarkStageDone('provision')
+    else:
+      spec.RestoreVirtualMachines()
+    if 'prepare' in stages:
+      with times.Measure('prepare'):
+        module.Prepare(spec)
+        record.MarkStageDone('prepare')
+    if 'run' in stages:
+      with times.Measure('run'):
+        samples = list(module.Run(spec))
+        # One channel: a benchmark publishes through spec.EmitSamples as it
+        # measures, and Run returns what it published (PKB's contract).
+        if len(samples) != len(spec.published):
+          raise errors.Error(
+              f'internal error: {module.BENCHMARK_NAME}.Run returned '
+              f'{len(samples)} samples but published {len(spec.published)}; '
+              'publish every sample with spec.EmitSamples.')
+        record.MarkStageDone('run')
+  except (errors.Error, errors.RunInterrupted, KeyboardInterrupt) as e:
+    failure = e
+  except Exception as e:  # pylint: disable=broad-except
+    # A bug, not bad input: keep the traceback in pkb.log, show one line.
+    logging.exception('Unexpected error')
+    failure = errors.Error(
+        f'internal error {type(e).__name__}: {e} (traceback in '
+        f'{os.path.join(record.run_dir, "pkb.log")})')
+  finally:
+    # Cleanup and teardown run to the end whatever fires now; a second
+    # signal may cut them short, and then says how to finish (run_signals).
+    interrupts.Protect()
+    try:
+      cleanup_errors = _Finish(module, spec, stages, failure, times)
+    except errors.RunInterrupted as e:
+      cleanup_errors = [str(e)]
+  failure = failure or interrupts.Pending()
+  measured = len(spec.published)
+  timing = []
+  if (failure is None and not cleanup_errors and
+      list(stages) == list(pkb_flags.RUN_STAGES) and
+      measurements & {pkb_flags.TIMING_END_TO_END_RUNTIME,
+                      pkb_flags.TIMING_RUNTIMES}):
+    # PKB's End to End Runtime: provision through teardown, when all ran.
+    timing.append(sample_lib.Sample(
+        spec_lib.END_TO_END_RUNTIME, clock() - started, 'seconds', {}))
+  # Each stage that ran to its end, also in a run that failed later.
+  timing.extend(times.Samples(pkb_flags.TIMING_RUNTIMES in measurements,
+                              pkb_flags.TIMING_TIMESTAMPS in measurements))
+  if timing and not isinstance(failure, errors.ResultsFileError):
+    try:
+      spec.EmitSamples(timing)
+    except errors.Error as e:  # A results file that cannot be written.
+      if failure is None:
+        failure = e
+      else:  # The run's own failure stays the one its line names.
+        cleanup_errors.append(f'timing samples not written: {e}')
+  if failure is not None:
+    message = str(failure) or type(failure).__name__
+    if isinstance(failure, KeyboardInterrupt):
+      message = 'interrupted by SIGINT'
+    print(f'pkb: {module.BENCHMARK_NAME} stopped: {vm_util.Mask(message)}',
+          file=sys.stderr)
+    if measured and not isinstance(failure, errors.ResultsFileError):
+      print(f'pkb: the {measured} samples measured before that are '
+            'kept in the results files.', file=sys.stderr)
+  for line in cleanup_errors:
+    print(f'pkb: {line}', file=sys.stderr)
+  interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
+  record.SetStatus('interrupted' if interrupted else
+                   'failed' if failure or cleanup_errors else 'succeeded')
+  # A record that could not be saved: cleanup went by the one in memory.
+  record_problem = record.WriteProblem()
+  if record_problem:
+    print(f'pkb: {record_problem}', file=sys.stderr)
+  if interrupted:
+    return EXIT_INTERRUPTED
+  failed = failure or cleanup_errors or record_problem
+  return EXIT_FAILED if failed else EXIT_OK
+
+
+def _Finish(module, spec, stages, failure,
+            times: timing_util.StageTimes) -> List[str]:
+  """Runs cleanup and teardown (as requested) whatever happened before.
+
+  `times` gets each of the two that ran to its end (a teardown that left
+  resources did not).
+  """
+  problems = []
+  if 'cleanup' in stages or failure is not None:
+    try:
+      with times.Measure('cleanup'):
+        module.Cleanup(spec)
+        spec.record.MarkStageDone('cleanup')
+    except Exception as e:  # pylint: disable=broad-except
+      logging.exception('Cleanup failed')
+      problems.append(f'cleanup failed: {vm_util.Mask(str(e))}')
+  if 'teardown' in stages:
+    teardown_started = times.Now()
+    failures = spec.Teardown()
+    if failures:
+      problems.append(f'teardown left {len(failures):,} resource(s) (retry '
+                      f'with {run_signals.TeardownCommand(spec.run_uri)}): '
+                      + resource.FailureSummary(failures))
+    else:
+      spec.record.MarkStageDone('teardown')
+      times.Add('teardown', teardown_started)
+  return problems
