@@ -70,9 +70,9 @@ class PhaseRates:
   preload_fixed_s: float = 10.0  # start shards, connect, verify DBSIZE
 
 
-# Install: scripts/bench_install.py on a fresh Debian 12 root (2026-11-23,
-# docs/search.md) measured ours at 17 s for the slower VM (a client:
-# redis-tools 5.8 s, the C compiler 11.3 s; a server's redis-server 6.9 s).
+# Install: scripts/bench_install.py on a fresh Debian 12 root measured ours
+# at 13-20 s for the slower VM, a client (redis-tools and the C compiler;
+# 2026-11-24: docs/data/install.json, rendered in docs/search.md).
 # memtier from Redis's APT repository (one more repository, two
 # `apt-get update`s and a small package) could not be measured here; it and
 # our own SSH steps (probe, tuning, scratch directory, compiling

@@ -2,7 +2,9 @@
 """Times the install phase on a fresh Debian 12: ours against upstream PKB's.
 
   sudo ./scripts/bench_install.py          # about 6-10 min, root, Debian
-  ./scripts/bench_install.py --out F.json  # also writes the timings
+  sudo ./scripts/bench_install.py --out=docs/data/install.json
+      # also writes the timings: docs/search.md's install table is rendered
+      # from that file (scripts/search_doc_tables.py)
 
 What a cloud VM does in the study's install phase, run here in fresh
 `debootstrap --variant=minbase bookworm` roots (one copy per path, so every
@@ -220,6 +222,13 @@ def Summary(timed: List[Timed]) -> Tuple[float, float]:
   return ours, pkb
 
 
+def Conditions(load_before: Tuple[float, ...]) -> str:
+  """The machine's state beside the figures (docs/search.md prints it)."""
+  load_after = os.getloadavg()
+  return (f'{os.cpu_count()} cores, 1-min load average {load_before[0]:.1f} '
+          f'before and {load_after[0]:.1f} after the run')
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--out', help='write the timings as JSON here')
@@ -234,6 +243,7 @@ def main(argv=None) -> int:
       if not shutil.which(tool):
         raise BenchError(f'{tool} not found; apt-get install debootstrap.')
     mirror = DebianMirror()
+    load_before = os.getloadavg()
     work = tempfile.mkdtemp(prefix='pkb-bench-install-', dir=args.work_dir)
     done = False
     try:
@@ -263,7 +273,12 @@ def main(argv=None) -> int:
                  'steps': [dataclasses.asdict(t) for t in timed],
                  'install_ours_s': round(ours, 1),
                  'install_pkb_s': round(pkb, 1),
-                 'not_measured': NOT_MEASURED}, f, indent=1)
+                 'not_measured': NOT_MEASURED,
+                 'raw_out': os.path.relpath(
+                     os.path.abspath(args.out),
+                     os.path.dirname(_HERE)),
+                 'conditions': Conditions(load_before)}, f, indent=1)
+      f.write('\n')
   print(f'install_ours_s={ours:.1f} install_pkb_s={pkb:.1f} '
         f'ratio_pct={ours / pkb * 100:.1f}')
   return 0

@@ -35,8 +35,10 @@ For each policy: probes, probe-seconds, found % (mean reported capped
 throughput / true best) and CV % over repetitions, scored by both latency
 rules: the true best under the average-latency cap and under the p95 cap,
 with the answers whose load is over the cap by that rule (noise-free)
-counted. --raw_out keeps every figure as JSON (docs/data/search_model.json
-for docs/search.md, whose tables scripts/search_doc_tables.py writes). Then one line per
+counted. --raw_out keeps every model figure as JSON
+(docs/data/search_model.json for docs/search.md, whose tables
+scripts/search_doc_tables.py writes), --local_raw_out the local part's
+(docs/data/search_local.json). Then one line per
 scenario `scenario=<name> found_pct=<ours> time_pct=<ours / stepup's
 probe-seconds, %> cv_pct=<ours>`, and LAST (when local ran) `found_pct=...
 time_pct=... cv_pct=...` for local Redis, adaptive against the step-up.
@@ -85,6 +87,7 @@ import search_scenarios
 from bench_search_model import Assumed
 from bench_search_model import EstimateRaw
 from bench_search_model import FitLines
+from bench_search_model import LocalRaw
 from bench_search_model import Row
 from bench_search_model import RunScenario  # tests/search_model_test.py
 from bench_search_model import StudyCost
@@ -131,6 +134,9 @@ flags.DEFINE_integer('local_pkb_max_pipeline', 64, 'PKB\'s pipeline '
 flags.DEFINE_string('raw_out', None, 'Write the model scenarios\' raw '
                     'figures here as JSON (scripts/search_doc_tables.py '
                     'renders docs/search.md\'s tables from it).')
+flags.DEFINE_string('local_raw_out', None, 'Write the local Redis part\'s '
+                    'raw figures here as JSON (docs/data/search_local.json '
+                    'for docs/search.md\'s local table).')
 flags.DEFINE_boolean('local_pkb', False, 'Also run PKB\'s search on local '
                      'Redis. Off by default: its deep-pipeline probes through '
                      'redis-benchmark left the local shard unanswering '
@@ -360,6 +366,7 @@ def Main(argv):
   points, _ = search_model.LoadSweep(FIXTURE)
   fit, lines = FitLines(points, FLAGS.probe_seconds)
   out += [f'Model fit to {os.path.relpath(FIXTURE, _REPO)}:', ''] + lines
+  today_lines = []
   if local_results and local_results.get('sweep'):
     path = os.path.join(meta['run_dir'], 'bench_search_sweep.json')
     today, _ = search_model.LoadSweep(path)
@@ -421,6 +428,22 @@ def Main(argv):
             ' keys/s including the fixed part']
   if local_rows:
     out += search_doc_tables.LocalLines(local_rows) + ['']
+  if local_results and FLAGS.local_raw_out:
+    settings = {
+        'command': ' '.join(['./scripts/bench_search.py'] + [
+            a for a in argv[1:] if not a.startswith('--local_raw_out')]),
+        'raw_out': os.path.relpath(os.path.abspath(FLAGS.local_raw_out),
+                                   _REPO),
+        'date': time.strftime('%Y-%m-%d', time.gmtime()),
+        'probe_seconds': FLAGS.probe_seconds, 'cpus': os.cpu_count(),
+        'max_foreign_cpu_pct': FLAGS.max_foreign_cpu_pct,
+        'cap_ms': FLAGS.memtier_latency_cap,
+        'load_average': list(os.getloadavg()),
+        'wall_s': round(time.monotonic() - wall, 1)}
+    with open(FLAGS.local_raw_out, 'w') as f:
+      json.dump(LocalRaw(settings, local_results, local_rows, truth, meta,
+                         today_lines), f, indent=1, sort_keys=True)
+      f.write('\n')
   out.append(f'wall time {time.monotonic() - wall:.0f} s')
   for name, rows in scenario_rows:
     if {'adaptive', 'stepup'} <= set(rows) and rows['stepup']['probe_s']:

@@ -5,7 +5,8 @@ upstream PKB's search with upstream's settings under both latency rules,
 and ours) and `Row` scores their repetitions by both rules; `StudyCost`
 prices one machine type's whole study, ours (cost_estimate) against PKB's
 path (pkb_model); `Assumed` and `EstimateRaw` are what the raw output keeps
-for docs/search.md (search_doc_tables.py). No flags are read here.
+for docs/search.md (search_doc_tables.py), `LocalRaw` the local Redis part's
+raw output. No flags are read here.
 """
 
 import random
@@ -129,3 +130,24 @@ def RunScenario(scenario, repetitions, seed):
                for _ in range(repetitions)]
     rows[name] = Row(results, truth, m, truths, scenario.cap_ms)
   return truths, best_load, rows
+
+
+def LocalRaw(settings, results, rows, truth, meta, fit_lines):
+  """The local Redis part's figures (--local_raw_out): what docs/search.md's
+  local tables and the words beside them are rendered from. `truth` is
+  (mean ops/s, Load) or None; `settings` the run's flags and conditions."""
+  settings = dict(settings, load_generator=meta.get('load_generator'),
+                  repetitions_run=max((len(r) for r in results.values()),
+                                      default=0))
+  return {
+      'settings': settings,
+      'truth': ({'throughput': truth[0],
+                 'connections': truth[1].connections} if truth else None),
+      'discarded': meta['discarded'], 'failed': meta['failed'],
+      'foreign_cpu_pct': meta['foreign'],
+      'prepare_s': meta.get('prepare_s'), 'keys': meta.get('keys'),
+      'rows': rows,
+      'capped_per_repetition': {
+          name: [r.capped_throughput or 0.0 for r in rs]
+          for name, rs in results.items() if rs},
+      'fit_lines': fit_lines}

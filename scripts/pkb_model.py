@@ -173,12 +173,13 @@ class PkbPath:
   """Upstream PKB's redis_memtier path, per phase (measured or stated).
 
   install_min: the slower VM, as scripts/bench_install.py measured it on a
-    fresh Debian 12 root (2026-11-23): a server's build tools and tcl-dev
-    (38 s), Redis 7.0's `make` with one job (105 s): 143 s; a client's
-    build tools and memtier's build dependencies (38 s) and memtier 2.1.3's
-    `autoreconf`, `configure`, `make` (22 s, timed by hand from its
-    source): 60 s. The `git clone`s of both repositories (out of reach
-    here) get the rest of the 3 minutes.
+    fresh Debian 12 root (2026-11-24, docs/data/install.json): a server's
+    build tools and tcl-dev (34 s), Redis 7.0's `make` with one job
+    (124 s): 159 s (143 s on 2026-11-23); a client's build tools and
+    memtier's build dependencies (35 s) and memtier 2.1.3's `autoreconf`,
+    `configure`, `make` (22 s, timed by hand from its source, 2026-11-23):
+    58 s. The `git clone`s of both repositories (out of reach here) get the
+    rest of the 3 minutes.
   preload_keys_per_s: memtier -t 1 -c 1 --pipeline 100 --ratio 1:0 per
     client VM (PKB splits the key range over the client VMs); ASSUMED,
     not measured.

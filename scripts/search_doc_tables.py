@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""docs/search.md's model tables, rendered from the bench's raw output.
+"""docs/search.md's tables, rendered from the benches' raw output.
 
   ./scripts/bench_search.py --nolocal --raw_out=docs/data/search_model.json
+  ./scripts/bench_search.py --repetitions=3 \\
+      --local_raw_out=docs/data/search_local.json     # local Redis, minutes
+  sudo ./scripts/bench_install.py --out=docs/data/install.json  # about 5 min
   ./scripts/search_doc_tables.py --write     # rewrite docs/search.md's tables
   ./scripts/search_doc_tables.py             # exit 1 if the doc is stale
 
 Every table between `<!-- generated: NAME -->` and `<!-- end: NAME -->` in
-docs/search.md is `Render(raw)[NAME]`, where raw is the JSON that
-scripts/bench_search.py wrote: nothing in those tables is typed by hand. The
+docs/search.md is `Render(raw, local, install)[NAME]`, where raw and local
+are the JSON that scripts/bench_search.py wrote (model, local Redis) and
+install what scripts/bench_install.py wrote: nothing in those tables is
+typed by hand. The
 figures a table rests on but no measurement fitted are listed beside it
 (`ASSUMED` and each scenario's `assumed`).
 """
@@ -22,6 +27,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(_HERE)
 
 RAW = os.path.join(_REPO, 'docs', 'data', 'search_model.json')
+LOCAL_RAW = os.path.join(_REPO, 'docs', 'data', 'search_local.json')
+INSTALL_RAW = os.path.join(_REPO, 'docs', 'data', 'install.json')
 DOC = os.path.join(_REPO, 'docs', 'search.md')
 POLICIES = ('stepup', 'pkb_memtier', 'pkb_memtier_avg', 'adaptive')
 RULES = ('average', 'p95')
@@ -38,9 +45,9 @@ ASSUMED = (
     'scenario table says which); the peak is scaled so that the true best '
     'under the average cap is the study\'s figure',
     'PKB\'s path: 5 s per run of overhead and 300k preload keys/s per client '
-    'VM (pkb_model.PkbPath), and 2 min of its 3.0 min install allowance '
-    '(the git clones); the rest of its install is measured '
-    '(scripts/bench_install.py)',
+    'VM (pkb_model.PkbPath), and the part of its 3.0 min install allowance '
+    'that covers the git clones (0.3-0.6 min); the rest of its install is '
+    'measured (scripts/bench_install.py: 2.4-2.7 min for the slower VM)',
 )
 GENERATED = re.compile(
     r'(<!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)'
@@ -156,7 +163,84 @@ def SettingsLines(raw):
           f'to `{st["fixture"]}`; {st["date"]}.']
 
 
-def Render(raw):
+def LocalSettingsLines(local):
+  st = local['settings']
+  truth = local['truth']
+  foreign = local['foreign_cpu_pct']
+  discarded = sum(local['discarded'].values())
+  failed = ', '.join(f'{n} {c}' for n, c in sorted(local['failed'].items()))
+  load = ', '.join(f'{x:.1f}' for x in st['load_average'])
+  best = (f'the sweep\'s best mean under the {st["cap_ms"]:g} ms cap: '
+          f'{truth["throughput"]:,.0f} ops/s at {truth["connections"]} '
+          'connections' if truth else 'no sweep load was under the cap')
+  return [
+      f'`{st["command"]} --local_raw_out={st["raw_out"]}`, {st["date"]}: '
+      f'{st["repetitions_run"]} repetitions, {st["load_generator"]}, '
+      f'{st["probe_seconds"]} s probes, {st["wall_s"] / 60:.1f} min wall on '
+      f'{st["cpus"]} cores (load average {load} at the end); foreign CPU '
+      f'{sum(foreign) / max(1, len(foreign)):.0f} % on average, '
+      f'{min(foreign, default=0):.0f}-{max(foreign, default=0):.0f} % per '
+      f'kept search (over {st["max_foreign_cpu_pct"]:g} % a search is run '
+      f'again: {discarded} were); failed searches: {failed or "none"}; '
+      f'{best}; the preload of {local["keys"]:,} keys (start, preload, '
+      f'verify) took {local["prepare_s"]:.1f} s.']
+
+
+def LocalSummaryLines(local):
+  rows = local['rows']
+  lines = []
+  for name in ('sweep',) + POLICIES:
+    if name in rows:
+      values = ', '.join(f'{v:,.0f}'
+                         for v in local['capped_per_repetition'][name])
+      lines.append(f'- {name}, reported ops/s per repetition: {values}')
+  ours, step = rows.get('adaptive'), rows.get('stepup')
+  if ours and step and step['probe_s']:
+    lines += ['', '```',
+              f'found_pct={ours["found_pct"]:.1f} time_pct='
+              f'{ours["probe_s"] / step["probe_s"] * 100:.1f} '
+              f'cv_pct={ours["cv_pct"]:.2f}', '```']
+  return lines
+
+
+INSTALL_PATHS = {'ours_server': 'ours, server VM',
+                 'ours_client': 'ours, client VM',
+                 'pkb_server': 'PKB, server VM',
+                 'pkb_client': 'PKB, client VM'}
+INSTALL_STEPS = {
+    'redis-server (Debian package)': 'redis-server (Debian package; '
+                                     '`package_commands.RedisServerInstall`)',
+    'C compiler for argv_secret': 'C compiler for argv_secret (a cloud image '
+                                  'has none)',
+    'build tools + tcl-dev': 'build tools + tcl-dev (PKB\'s build_tools and '
+                             'redis_server package lists)',
+    'Redis source': 'Redis source (the upstream tarball in Debian\'s source '
+                    'package)',
+    'make (one job)': 'Redis 7.0 `make`, one job as PKB runs it',
+    'build tools + memtier build deps': 'build tools + memtier\'s build '
+                                        'dependencies',
+}
+
+
+def InstallLines(install):
+  lines = ['| path | step | s |', '|---|---|---:|']
+  for t in install['steps']:
+    lines.append(f'| {INSTALL_PATHS.get(t["path"], t["path"])} | '
+                 f'{INSTALL_STEPS.get(t["step"], t["step"])} | '
+                 f'{t["seconds"]:.1f} |')
+  return lines
+
+
+def InstallSummaryLines(install):
+  ours, pkb = install['install_ours_s'], install['install_pkb_s']
+  return [f'(`sudo ./scripts/bench_install.py --out={install["raw_out"]}`, '
+          f'{install["date"]}, Debian {install["suite"]}; '
+          f'{install["conditions"]}.) The install phase is the slower VM of '
+          f'each: **ours {ours:.0f} s, PKB\'s {pkb:.0f} s** '
+          f'({ours / pkb * 100:.0f} %).']
+
+
+def Render(raw, local, install):
   """{table name: markdown lines} for every generated section."""
   return {'model_settings': SettingsLines(raw),
           'model_fit': raw['fit_lines'],
@@ -164,7 +248,13 @@ def Render(raw):
           'model_results': ResultLines(raw['scenarios']),
           'model_targets': TargetLines(raw),
           'study_cost': CostLines(raw),
-          'model_assumed': AssumedLines(raw)}
+          'model_assumed': AssumedLines(raw),
+          'local_settings': LocalSettingsLines(local),
+          'local_fit': local['fit_lines'],
+          'local_results': LocalLines(local['rows']),
+          'local_summary': LocalSummaryLines(local),
+          'install_steps': InstallLines(install),
+          'install_summary': InstallSummaryLines(install)}
 
 
 def Rewrite(text, tables):
@@ -189,16 +279,24 @@ def Rewrite(text, tables):
 def Main(argv):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--raw', default=RAW)
+  parser.add_argument('--local_raw', default=LOCAL_RAW)
+  parser.add_argument('--install_raw', default=INSTALL_RAW)
   parser.add_argument('--doc', default=DOC)
   parser.add_argument('--write', action='store_true',
                       help='rewrite the doc instead of checking it')
   args = parser.parse_args(argv[1:])
-  with open(args.raw) as f:
-    raw = json.load(f)
+  raws = []
+  for path in (args.raw, args.local_raw, args.install_raw):
+    try:
+      with open(path) as f:
+        raws.append(json.load(f))
+    except (OSError, ValueError) as e:
+      print(f'search_doc_tables: cannot read {path}: {e}', file=sys.stderr)
+      return 2
   with open(args.doc) as f:
     text = f.read()
   try:
-    new = Rewrite(text, Render(raw))
+    new = Rewrite(text, Render(*raws))
   except KeyError as e:
     print(f'search_doc_tables: {e.args[0]}', file=sys.stderr)
     return 2

@@ -170,12 +170,79 @@ def test_bench_search_help_and_bad_flags_are_not_tracebacks(capsys):
   assert err.count('\n') == 1 and err.startswith('bench_search: ')
 
 
+def _Raws():
+  raws = []
+  for path in (search_doc_tables.RAW, search_doc_tables.LOCAL_RAW,
+               search_doc_tables.INSTALL_RAW):
+    with open(path) as f:
+      raws.append(json.load(f))
+  return raws
+
+
 def test_doc_tables_are_rendered_from_the_raw_output():
   # docs/search.md's generated tables equal what the raw output renders.
   assert search_doc_tables.Main(['search_doc_tables']) == 0
-  with open(search_doc_tables.RAW) as f:
-    raw = json.load(f)
-  tables = search_doc_tables.Render(raw)
+  raw, local, install = _Raws()
+  tables = search_doc_tables.Render(raw, local, install)
   assert set(raw['scenarios'][0]['rows']) == set(search_doc_tables.POLICIES)
   with pytest.raises(KeyError):  # A table the doc has no place for.
     search_doc_tables.Rewrite('no sections here', tables)
+
+
+def test_local_and_install_tables_come_from_their_raw_output(tmp_path):
+  """The local Redis and install-time tables were typed in; now they are
+  rendered from docs/data/, and a figure changed in the raw output makes
+  the doc stale."""
+  raw, local, install = _Raws()
+  tables = search_doc_tables.Render(raw, local, install)
+  with open(search_doc_tables.DOC) as f:
+    doc = f.read()
+  for name in ('local_settings', 'local_results', 'local_summary',
+               'install_steps', 'install_summary'):
+    assert f'<!-- generated: {name} -->' in doc
+    assert '\n'.join(tables[name]) in doc
+  # One table row per measured install step, each with its seconds.
+  assert len(tables['install_steps']) == 2 + len(install['steps'])
+  for step, line in zip(install['steps'], tables['install_steps'][2:]):
+    assert line.endswith(f'| {step["seconds"]:.1f} |')
+  assert set(local['rows']) >= {'sweep', 'stepup', 'adaptive'}
+  ours = local['rows']['adaptive']
+  assert f'| adaptive | {ours["probes"]:.1f} |' in '\n'.join(
+      tables['local_results'])
+  # A changed figure in either raw file: the check fails, --write fixes it.
+  install['steps'][0]['seconds'] += 1
+  local['rows']['adaptive']['probes'] += 1
+  for key, value in (('install_raw', install), ('local_raw', local)):
+    changed = tmp_path / f'{key}.json'
+    changed.write_text(json.dumps(value))
+    doc_copy = tmp_path / 'search.md'
+    doc_copy.write_text(doc)
+    argv = ['search_doc_tables', f'--{key}={changed}', f'--doc={doc_copy}']
+    assert search_doc_tables.Main(argv) == 1
+    assert search_doc_tables.Main(argv + ['--write']) == 0
+    assert search_doc_tables.Main(argv) == 0
+  assert search_doc_tables.Main(
+      ['search_doc_tables', f'--local_raw={tmp_path}/missing.json']) == 2
+
+
+def test_local_raw_keeps_every_repetition():
+  """bench_search --local_raw_out: the per-repetition answers, the truth
+  and the run's conditions, JSON-ready."""
+  load = measurement.Load(2, 4, 1)
+
+  class Result:  # The two fields LocalRaw reads of a search's result.
+    def __init__(self, capped, probes):
+      self.capped_throughput, self.probes = capped, probes
+
+  results = {'sweep': [Result(90.0, [1, 2])], 'adaptive':
+             [Result(80.0, [1]), Result(None, [1])], 'stepup': []}
+  meta = {'discarded': {'sweep': 1}, 'failed': {}, 'foreign': [3.0, 50.0],
+          'prepare_s': 0.5, 'keys': 100, 'load_generator': 'redis-benchmark'}
+  raw = bench_search.LocalRaw({'date': 'd'}, results, {'r': 1},
+                              (85.0, load), meta, ['fit'])
+  assert raw['capped_per_repetition'] == {'sweep': [90.0],
+                                          'adaptive': [80.0, 0.0]}
+  assert raw['truth'] == {'throughput': 85.0, 'connections': 8}
+  assert raw['settings'] == {'date': 'd', 'repetitions_run': 2,
+                             'load_generator': 'redis-benchmark'}
+  json.dumps(raw)
