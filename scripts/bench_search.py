@@ -429,20 +429,14 @@ def Main(argv):
   if local_rows:
     out += search_doc_tables.LocalLines(local_rows) + ['']
   if local_results and FLAGS.local_raw_out:
-    settings = {
-        'command': ' '.join(['./scripts/bench_search.py'] + [
-            a for a in argv[1:] if not a.startswith('--local_raw_out')]),
-        'raw_out': os.path.relpath(os.path.abspath(FLAGS.local_raw_out),
-                                   _REPO),
-        'date': time.strftime('%Y-%m-%d', time.gmtime()),
-        'probe_seconds': FLAGS.probe_seconds, 'cpus': os.cpu_count(),
-        'max_foreign_cpu_pct': FLAGS.max_foreign_cpu_pct,
-        'cap_ms': FLAGS.memtier_latency_cap,
-        'load_average': list(os.getloadavg()),
-        'wall_s': round(time.monotonic() - wall, 1)}
+    settings = {'probe_seconds': FLAGS.probe_seconds,
+                'max_foreign_cpu_pct': FLAGS.max_foreign_cpu_pct,
+                'cap_ms': FLAGS.memtier_latency_cap,
+                'wall_s': round(time.monotonic() - wall, 1)}
     with open(FLAGS.local_raw_out, 'w') as f:
-      json.dump(LocalRaw(settings, local_results, local_rows, truth, meta,
-                         today_lines), f, indent=1, sort_keys=True)
+      json.dump(LocalRaw(argv, FLAGS.local_raw_out, settings, local_results,
+                         local_rows, truth, meta, today_lines),
+                f, indent=1, sort_keys=True)
       f.write('\n')
   out.append(f'wall time {time.monotonic() - wall:.0f} s')
   for name, rows in scenario_rows:

@@ -9,8 +9,10 @@ for docs/search.md (search_doc_tables.py), `LocalRaw` the local Redis part's
 raw output. No flags are read here.
 """
 
+import os
 import random
 import statistics
+import time
 
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker.search import driver as search_driver
@@ -18,6 +20,8 @@ from perfkitbenchmarker.search import linear
 from perfkitbenchmarker.study import deployment
 import pkb_model
 import search_model
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def Row(results, truth, model=None, truths=None, cap_ms=None):
@@ -132,13 +136,19 @@ def RunScenario(scenario, repetitions, seed):
   return truths, best_load, rows
 
 
-def LocalRaw(settings, results, rows, truth, meta, fit_lines):
-  """The local Redis part's figures (--local_raw_out): what docs/search.md's
-  local tables and the words beside them are rendered from. `truth` is
-  (mean ops/s, Load) or None; `settings` the run's flags and conditions."""
-  settings = dict(settings, load_generator=meta.get('load_generator'),
-                  repetitions_run=max((len(r) for r in results.values()),
-                                      default=0))
+def LocalRaw(argv, path, settings, results, rows, truth, meta, fit_lines):
+  """The local Redis part's figures (--local_raw_out=path): what
+  docs/search.md's local tables and the words beside them are rendered
+  from. `truth` is (mean ops/s, Load) or None; `settings` the run's flags;
+  the command line (less this flag), date and machine load are added."""
+  settings = dict(
+      settings, load_generator=meta.get('load_generator'),
+      repetitions_run=max((len(r) for r in results.values()), default=0),
+      command=' '.join(['./scripts/bench_search.py'] + [
+          a for a in argv[1:] if not a.startswith('--local_raw_out')]),
+      raw_out=os.path.relpath(os.path.abspath(path), _REPO),
+      date=time.strftime('%Y-%m-%d', time.gmtime()), cpus=os.cpu_count(),
+      load_average=list(os.getloadavg()))
   return {
       'settings': settings,
       'truth': ({'throughput': truth[0],

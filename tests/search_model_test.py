@@ -238,11 +238,16 @@ def test_local_raw_keeps_every_repetition():
              [Result(80.0, [1]), Result(None, [1])], 'stepup': []}
   meta = {'discarded': {'sweep': 1}, 'failed': {}, 'foreign': [3.0, 50.0],
           'prepare_s': 0.5, 'keys': 100, 'load_generator': 'redis-benchmark'}
-  raw = bench_search.LocalRaw({'date': 'd'}, results, {'r': 1},
-                              (85.0, load), meta, ['fit'])
+  argv = ['bench_search', '--repetitions=2', '--local_raw_out=x.json']
+  path = os.path.join(os.path.dirname(_SCRIPTS), 'docs', 'data', 'x.json')
+  raw = bench_search.LocalRaw(argv, path, {'cap_ms': 1.0}, results,
+                              {'r': 1}, (85.0, load), meta, ['fit'])
   assert raw['capped_per_repetition'] == {'sweep': [90.0],
                                           'adaptive': [80.0, 0.0]}
   assert raw['truth'] == {'throughput': 85.0, 'connections': 8}
-  assert raw['settings'] == {'date': 'd', 'repetitions_run': 2,
-                             'load_generator': 'redis-benchmark'}
+  st = raw['settings']
+  assert st['command'] == './scripts/bench_search.py --repetitions=2'
+  assert st['raw_out'] == 'docs/data/x.json'
+  assert (st['cap_ms'], st['repetitions_run'], st['load_generator']) == (
+      1.0, 2, 'redis-benchmark')
   json.dumps(raw)
