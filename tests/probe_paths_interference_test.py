@@ -17,6 +17,7 @@ redis_enterprise on Local probes through redis_memtier's own probe driver
 check that every step's samples carry the figures.
 """
 
+import concurrent.futures
 import contextlib
 import io
 import os
@@ -255,7 +256,17 @@ class _Cluster:
     del threads
 
 
-def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags):
+def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags, monkeypatch):
+  # The samplers' start snapshots are taken in the background while a real
+  # probe starts; the scripted probe here is instant, so let each snapshot be
+  # taken first, or a step's steal can land before its own start snapshot.
+  start = interference.ProbeInterference.Start
+
+  def StartAndWait(self):
+    start(self)
+    concurrent.futures.wait(self._starting)  # pylint: disable=protected-access
+
+  monkeypatch.setattr(interference.ProbeInterference, 'Start', StartAndWait)
   pkb_flags.cloud = 'GCP'
   pkb_flags.enterprise_redis_min_threads = 1
   pkb_flags.enterprise_redis_max_threads = 4
