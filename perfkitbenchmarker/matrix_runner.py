@@ -53,6 +53,7 @@ from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.publishers import bigquery_schema
 
@@ -71,9 +72,10 @@ flags.DEFINE_float('max_cost_usd', None,
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB_ENTRY = os.path.join(REPO_ROOT, 'pkb.py')
-EXIT_FAILED = 1
+# pkb.py's exit codes: a matrix exits as one run would.
+EXIT_OK, EXIT_FAILED = stage_runner.EXIT_OK, stage_runner.EXIT_FAILED
+EXIT_INTERRUPTED = stage_runner.EXIT_INTERRUPTED
 NO_RESULT = 'no result'
-EXIT_INTERRUPTED = 130
 # Signals that stop a matrix; SIGHUP: the operator's terminal or SSH session
 # closed.
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -257,7 +259,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
   out.flush()
   CheckBudget(total_usd, flag_values, f'The matrix ({len(cells)} cells)')
   if dry_run:
-    return 0
+    return EXIT_OK
   runner = _Runner(cells, flag_values, results_dir, new_run_uri, processes,
                    out)
   return runner.Run()
@@ -441,4 +443,4 @@ class _Runner:
       return EXIT_FAILED
     if no_result:
       return verdict_lib.EXIT_UNCONFIRMED
-    return 0
+    return EXIT_OK
