@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 import threading
 import time
 
@@ -54,6 +55,60 @@ def test_csv_publisher_keeps_rows_already_in_the_file(tmp_path):
   assert [(r['metric'], r['value'], r['x'], r['y']) for r in rows] == [
       ('a', '1', 'old', ''), ('b', '2', '', 'new')]
   assert os.listdir(tmp_path) == ['results.csv']  # No temporary copy left.
+
+
+_WRITER = """
+import sys
+from perfkitbenchmarker.publishers import csv_publisher, json_publisher
+name, csv_path, json_path, count = sys.argv[1:]
+publishers = [csv_publisher.CSVPublisher(csv_path),
+              json_publisher.JSONPublisher(json_path)]
+print('ready', flush=True)
+sys.stdin.readline()  # Both have read the files before either writes.
+for i in range(int(count)):
+  # A new metadata key every few rows grows the CSV's header meanwhile.
+  row = {'metric': 'm', 'value': i, 'sample_uri': f'{name}-{i}',
+         'metadata': {f'{name}_key{i // 4}': i, 'shared': name}}
+  for p in publishers:
+    p.Publish(row)
+"""
+
+
+def test_two_runs_sharing_results_files_keep_both_runs_rows(tmp_path):
+  """Issue 24 item 1: two runs given the same --csv_path and --json_path
+  ended with both runs' rows in the JSON but only the second run's in the
+  CSV (each rewrote the file from the copy it read at its start)."""
+  csv_path, json_path = str(tmp_path / 'r.csv'), str(tmp_path / 'r.json')
+  count = 40
+  env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  writers = [subprocess.Popen(
+      [sys.executable, '-c', _WRITER, name, csv_path, json_path, str(count)],
+      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+             for name in ('a', 'b')]
+  try:
+    for w in writers:
+      assert w.stdout.readline() == 'ready\n'
+    for w in writers:
+      w.stdin.write('go\n')
+      w.stdin.flush()
+    for w in writers:
+      assert w.wait(timeout=120) == 0
+  finally:
+    for w in writers:
+      if w.poll() is None:
+        w.kill()
+        w.wait()
+  expected = {f'{n}-{i}' for n in 'ab' for i in range(count)}
+  csv_rows = _CsvRows(csv_path)
+  assert sorted(r['sample_uri'] for r in csv_rows) == sorted(expected)
+  assert sorted(r['sample_uri'] for r in _JsonRows(json_path)) == sorted(
+      expected)
+  # Every row kept its own cells under the grown header.
+  for r in csv_rows:
+    name, i = r['sample_uri'].split('-')
+    assert r[f'{name}_key{int(i) // 4}'] == i and r['shared'] == name
+  assert sorted(os.listdir(tmp_path)) == ['r.csv', 'r.json']
 
 
 def test_results_files_never_write_through_a_planted_symlink(tmp_path):

@@ -1,104 +1,99 @@
 """CSV in PKB's layout: fixed columns, then every metadata key seen.
 
-The header must hold the union of metadata keys, which grows as samples
-arrive, so the file is rewritten (atomically) after every sample; a run that
-dies keeps every row written so far. Rows already in the file when the
-publisher starts (an earlier stage of the same run, e.g. a resumed
-`--run_stage=run`) are kept, as the JSON file keeps its lines.
+Each sample is one row appended under the file's lock (results_file.py), so
+runs sharing a --csv_path each keep every row they wrote, and a run that
+dies keeps every row written so far. The header holds the union of metadata
+keys: a row with a key the header lacks rewrites the file, still under the
+lock, from the rows the file holds at that moment (another run's included),
+with the grown header. Rows already in the file when the publisher starts (an
+earlier stage of the same run, e.g. a resumed `--run_stage=run`) are kept, as
+the JSON file keeps its lines.
 """
 
 import csv
+import io
 import os
-import stat
-import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.publishers import results_file
 
 DEFAULT_FIELDS = ('timestamp', 'test', 'metric', 'value', 'unit',
                   'product_name', 'official', 'owner', 'run_uri', 'sample_uri')
 
 
-def WriteFailed(path: str, error: OSError) -> errors.ResultsFileError:
-  """The one-line error for a results file that could not be written."""
-  return errors.ResultsFileError(
-      f'could not write the results file {path}: '
-      f'{error.strerror or error}; the samples written before are kept there.')
+def _NotOurCsv(path: str, error: Exception) -> errors.Error:
+  return errors.Error(
+      f'the results file {path} is not a CSV this tool wrote ({error}); move '
+      'it away or give another --csv_path.')
 
 
-def CheckOwnFile(path: str) -> int:
-  """Refuses a results file another user put there; returns open() flags.
-
-  --json_path and --csv_path may name a file in /tmp, where anyone can put
-  a symlink (or a file) first: a root run would then append to, or read and
-  republish world-readable, whatever it points at. A file (or symlink) of
-  another user is refused in one line; where there is none yet, the file
-  is opened without following a symlink made meanwhile (O_NOFOLLOW).
-  """
-  try:
-    st = os.lstat(path)
-  except FileNotFoundError:
-    return os.O_NOFOLLOW
-  except OSError as e:
-    raise WriteFailed(path, e) from None
-  if st.st_uid not in (os.geteuid(), 0):
-    kind = 'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'
-    raise errors.UsageError(
-        f'the results file {path} is {kind} of uid {st.st_uid}, not this '
-        'user\'s; left alone. Give another --json_path/--csv_path.')
-  return 0 if stat.S_ISLNK(st.st_mode) else os.O_NOFOLLOW
+def _Encode(header: Sequence[str], rows: List[Dict[str, Any]],
+            with_header: bool) -> bytes:
+  out = io.StringIO()
+  writer = csv.DictWriter(out, list(header))
+  if with_header:
+    writer.writeheader()
+  for r in rows:
+    writer.writerow(r)
+  return out.getvalue().encode('utf-8')
 
 
 class CSVPublisher:
-  """Keeps the file's earlier rows and rewrites it with each new sample."""
+  """Appends a row per sample; grows the header by a locked rewrite."""
 
   def __init__(self, path: str):
     self.path = path
-    self.rows: List[Dict[str, Any]] = []
     try:
       os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-      nofollow = CheckOwnFile(path)
-      if os.path.exists(path):
-        fd = os.open(path, os.O_RDONLY | nofollow)
-        with open(fd, newline='') as f:
-          # Cells an earlier row left empty stay empty when rewritten.
-          self.rows = [{k: v for k, v in row.items() if v != ''}
-                       for row in csv.DictReader(f)]
     except OSError as e:
-      raise WriteFailed(path, e) from None
+      raise results_file.WriteFailed(path, e) from None
+    self._nofollow = results_file.CheckOwnFile(path)
+    if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
+      with results_file.Locked(path, self._nofollow) as fd:
+        self._Parse(results_file.ReadAll(fd))
+
+  def _Parse(self, data: bytes) -> List[Dict[str, str]]:
+    try:
+      reader = csv.DictReader(io.StringIO(data.decode('utf-8'), newline=''))
+      return list(reader)
     except (UnicodeDecodeError, csv.Error) as e:
-      raise errors.Error(
-          f'the results file {path} is not a CSV this tool wrote ({e}); move '
-          'it away or give another --csv_path.') from None
+      raise _NotOurCsv(self.path, e) from None
 
   def Publish(self, row: Dict[str, Any]) -> None:
     flat = {k: v for k, v in row.items() if k != 'metadata'}
     flat.update(row['metadata'])
-    self.rows.append(flat)
-    self._Write()
+    with results_file.Locked(self.path, self._nofollow) as fd:
+      header = self._Header(fd)
+      size = os.fstat(fd).st_size
+      if (header and set(flat) <= set(header) and
+          os.pread(fd, 1, size - 1) == b'\n'):
+        results_file.AppendWhole(fd, self.path,
+                                 _Encode(header, [flat], False))
+        return
+      data = results_file.ReadAll(fd)
+      # A new key (or a new file): everything the file holds now, plus
+      # this row, under one grown header. Cells a row left empty stay so.
+      rows = [{k: v for k, v in r.items() if v != '' and k is not None}
+              for r in self._Parse(data)] + [flat]
+      meta_keys = sorted({k for r in rows for k in r} - set(DEFAULT_FIELDS))
+      results_file.Replace(self.path, _Encode(
+          list(DEFAULT_FIELDS) + meta_keys, rows, True))
 
-  def _Write(self) -> None:
-    meta_keys = sorted({k for r in self.rows for k in r} - set(DEFAULT_FIELDS))
-    tmp = None
+  def _Header(self, fd: int) -> List[str]:
+    """The file's header row ([] for an empty file)."""
+    first, offset = b'', 0
+    while b'\n' not in first:
+      chunk = os.pread(fd, 1 << 16, offset)
+      if not chunk:
+        break
+      first += chunk
+      offset += len(chunk)
+    first = first.split(b'\n', 1)[0]
     try:
-      # A fresh name (O_EXCL): a fixed one could be another user's symlink.
-      fd, tmp = tempfile.mkstemp(
-          dir=os.path.dirname(os.path.abspath(self.path)),
-          prefix=os.path.basename(self.path) + '.', suffix='.tmp')
-      os.fchmod(fd, 0o644)
-      with open(fd, 'w', newline='') as f:
-        writer = csv.DictWriter(f, list(DEFAULT_FIELDS) + meta_keys)
-        writer.writeheader()
-        for r in self.rows:
-          writer.writerow(r)
-      os.replace(tmp, self.path)
-    except OSError as e:
-      try:  # The previous complete file stays; the partial copy goes.
-        if tmp:
-          os.remove(tmp)
-      except OSError:
-        pass
-      raise WriteFailed(self.path, e) from None
+      return next(csv.reader([first.decode('utf-8').rstrip('\r')]), [])
+    except (UnicodeDecodeError, csv.Error) as e:
+      raise _NotOurCsv(self.path, e) from None
 
   def Close(self) -> None:
     pass

@@ -1,11 +1,15 @@
-"""PKB-format JSON lines: one object per sample, appended as produced."""
+"""PKB-format JSON lines: one object per sample, appended as produced.
+
+Each line is appended whole under the file's lock (results_file.py), so runs
+sharing a --json_path never interleave or lose lines.
+"""
 
 import json
 import os
 from typing import Any, Dict
 
-from perfkitbenchmarker.publishers import csv_publisher
 from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker.publishers import results_file
 
 
 class JSONPublisher:
@@ -17,8 +21,8 @@ class JSONPublisher:
     try:
       os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     except OSError as e:
-      raise csv_publisher.WriteFailed(path, e) from None
-    self._nofollow = csv_publisher.CheckOwnFile(path)
+      raise results_file.WriteFailed(path, e) from None
+    self._nofollow = results_file.CheckOwnFile(path)
 
   def Publish(self, row: Dict[str, Any]) -> None:
     row = dict(row)
@@ -28,26 +32,8 @@ class JSONPublisher:
     else:
       row['metadata'] = metadata
     data = (json.dumps(row, sort_keys=True) + '\n').encode()
-    try:
-      fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT |
-                   self._nofollow, 0o644)
-    except OSError as e:
-      raise csv_publisher.WriteFailed(self.path, e) from None
-    try:
-      end = os.lseek(fd, 0, os.SEEK_END)
-      try:
-        written = 0
-        while written < len(data):
-          written += os.write(fd, data[written:])
-        os.fsync(fd)
-      except OSError as e:
-        try:  # No half line: the lines before stay readable.
-          os.ftruncate(fd, end)
-        except OSError:
-          pass
-        raise csv_publisher.WriteFailed(self.path, e) from None
-    finally:
-      os.close(fd)
+    with results_file.Locked(self.path, self._nofollow) as fd:
+      results_file.AppendWhole(fd, self.path, data)
 
   def Close(self) -> None:
     pass

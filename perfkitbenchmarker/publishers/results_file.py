@@ -1,0 +1,151 @@
+"""A results file on disk: whose it is, one writer at a time, whole writes.
+
+--json_path and --csv_path may be shared: two runs (a matrix's cells, two
+operators, a nightly job and a by-hand run) can name the same file, and each
+must add its rows without losing the other's. Every change to a results file
+is made under an exclusive `flock` on the file (`Locked`), from what the file
+holds *then*, never from a copy read earlier. A change that replaces the file
+(the CSV's header growing) swaps in a new inode while the old one is locked;
+a writer waiting on the old inode sees that when it gets the lock and takes
+the new one instead, so nobody appends to a file that is gone.
+
+Seam: a new results format opens its file with `Locked` and writes with
+`AppendWhole` (or rewrites it with `Replace`), as json_publisher.py and
+csv_publisher.py do.
+"""
+
+import contextlib
+import fcntl
+import os
+import stat
+import tempfile
+from typing import Iterator
+
+from perfkitbenchmarker import errors
+
+
+def WriteFailed(path: str, error: OSError) -> errors.ResultsFileError:
+  """The one-line error for a results file that could not be written."""
+  return errors.ResultsFileError(
+      f'could not write the results file {path}: '
+      f'{error.strerror or error}; the samples written before are kept there.')
+
+
+def CheckOwnFile(path: str) -> int:
+  """Refuses a results file another user put there; returns open() flags.
+
+  --json_path and --csv_path may name a file in /tmp, where anyone can put
+  a symlink (or a file) first: a root run would then append to, or read and
+  republish world-readable, whatever it points at. A file (or symlink) of
+  another user is refused in one line; where there is none yet, the file
+  is opened without following a symlink made meanwhile (O_NOFOLLOW).
+  """
+  try:
+    st = os.lstat(path)
+  except FileNotFoundError:
+    return os.O_NOFOLLOW
+  except OSError as e:
+    raise WriteFailed(path, e) from None
+  if st.st_uid not in (os.geteuid(), 0):
+    kind = 'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'
+    raise errors.UsageError(
+        f'the results file {path} is {kind} of uid {st.st_uid}, not this '
+        'user\'s; left alone. Give another --json_path/--csv_path.')
+  if not stat.S_ISLNK(st.st_mode) and not stat.S_ISREG(st.st_mode):
+    raise errors.UsageError(
+        f'the results file {path} is not a regular file; give another '
+        '--json_path/--csv_path.')
+  return 0 if stat.S_ISLNK(st.st_mode) else os.O_NOFOLLOW
+
+
+@contextlib.contextmanager
+def Locked(path: str, nofollow: int) -> Iterator[int]:
+  """An fd of the file now at `path` (made if missing), held exclusively.
+
+  Raises:
+    errors.ResultsFileError: the file cannot be opened or locked.
+  """
+  while True:
+    try:
+      # O_NONBLOCK: a FIFO put there meanwhile never blocks the open.
+      fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | nofollow,
+                   0o644)
+    except OSError as e:
+      raise WriteFailed(path, e) from None
+    try:
+      st = os.fstat(fd)
+      if not stat.S_ISREG(st.st_mode):
+        raise errors.UsageError(
+            f'the results file {path} is not a regular file; give another '
+            '--json_path/--csv_path.')
+      os.set_blocking(fd, True)
+      fcntl.flock(fd, fcntl.LOCK_EX)
+      try:
+        now = os.stat(path)
+      except FileNotFoundError:
+        now = None
+      if now is not None and (now.st_dev, now.st_ino) == (st.st_dev,
+                                                          st.st_ino):
+        yield fd
+        return
+    except OSError as e:
+      raise WriteFailed(path, e) from None
+    finally:
+      os.close(fd)  # Also releases the lock.
+    # Replaced (or removed) while we waited for the lock: take the new one.
+
+
+def AppendWhole(fd: int, path: str, data: bytes) -> None:
+  """Appends all of `data` and syncs; on failure the file is cut back to
+  where it ended, so no half row or half line is ever left."""
+  end = os.lseek(fd, 0, os.SEEK_END)
+  try:
+    written = 0
+    while written < len(data):
+      written += os.write(fd, data[written:])
+    os.fsync(fd)
+  except OSError as e:
+    try:
+      os.ftruncate(fd, end)
+    except OSError:
+      pass
+    raise WriteFailed(path, e) from None
+
+
+def ReadAll(fd: int) -> bytes:
+  """The whole content of a locked results file."""
+  size = os.fstat(fd).st_size
+  chunks, offset = [], 0
+  while True:
+    chunk = os.pread(fd, max(size - offset, 1 << 16), offset)
+    if not chunk:
+      return b''.join(chunks)
+    chunks.append(chunk)
+    offset += len(chunk)
+
+
+def Replace(path: str, data: bytes) -> None:
+  """Puts `data` at `path` atomically (the caller holds the old file's
+  lock): written under a fresh name (a fixed one could be another user's
+  symlink), synced, then renamed over the old file."""
+  tmp = None
+  try:
+    fd, tmp = tempfile.mkstemp(
+        dir=os.path.dirname(os.path.abspath(path)),
+        prefix=os.path.basename(path) + '.', suffix='.tmp')
+    try:
+      os.fchmod(fd, 0o644)
+      written = 0
+      while written < len(data):
+        written += os.write(fd, data[written:])
+      os.fsync(fd)
+    finally:
+      os.close(fd)
+    os.replace(tmp, path)
+  except OSError as e:
+    try:  # The previous complete file stays; the partial copy goes.
+      if tmp:
+        os.remove(tmp)
+    except OSError:
+      pass
+    raise WriteFailed(path, e) from None
