@@ -216,13 +216,14 @@ def RemoteMakeScript(root: str, path: str, make: bool = True) -> str:
     p = shlex.quote(current)
     check = (f'if [ -L {p} ] || [ ! -d {p} ] || [ ! -O {p} ] || '
              f'[ $(( 8#$(stat -c %a -- {p}) & 8#022 )) -ne 0 ]; then '
-             f'echo {p}"{_REMOTE_REFUSAL}" >&2; exit 3; fi')
+             f'echo {p}"{REMOTE_REFUSAL}" >&2; exit {REMOTE_REFUSED}; fi')
     lines.append(f'mkdir -m 700 -- {p} 2>/dev/null; {check}' if make else
                  f'if [ -e {p} ] || [ -L {p} ]; then {check}; fi')
   return '\n'.join(lines)
 
 
-_REMOTE_REFUSAL = (
+REMOTE_REFUSED = 3  # RemoteMakeScript's exit status when it refuses.
+REMOTE_REFUSAL = (
     ' is not this run\'s own directory (a symlink, not ours, or writable by '
     'others); left alone. Remove it (or chmod go-w it) if it is yours, or '
     'use another --run_uri.')

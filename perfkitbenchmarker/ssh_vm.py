@@ -26,6 +26,7 @@ package_commands.py, run by remote_install.py.
 
 import atexit
 import dataclasses
+import ipaddress
 import itertools
 import logging
 import os
@@ -98,6 +99,50 @@ def CloseAllConnections() -> None:
   shutil.rmtree(directory, ignore_errors=True)
 
 
+# What a user, host or key path of an SSH VM may be. They become ssh
+# arguments (user@host, -i keyfile) and the clients' Redis address, so
+# nothing ssh could read as an option (`-oProxyCommand=...`), no spaces or
+# control characters. One rule for every source: a static VM file is checked
+# with it when read, a run record when teardown reads it back, so whatever a
+# run recorded, its teardown accepts.
+_USER = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}')
+_LABEL = r'[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
+_HOSTNAME = re.compile(rf'{_LABEL}(?:\.{_LABEL})*\.?')
+
+
+def FieldProblem(key: str, value: Any) -> Optional[str]:
+  """Why `value` cannot be an SSH VM's `key` ('user', 'host', 'port' or
+  'keyfile'), or None when it can."""
+  shown = vm_util.Printable(repr(value))[:80]
+  if key == 'port':
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+        0 < value < 65536):
+      return f'{shown} is not a port (1-65535)'
+    return None
+  if not isinstance(value, str):
+    return f'{shown} is not text'
+  if key == 'user':
+    if not _USER.fullmatch(value):
+      return (f'{shown} is not a user name (letters, digits, _ . -, not '
+              'starting with -, at most 32)')
+  elif key == 'host':
+    try:
+      ipaddress.ip_address(value)
+      return None
+    except ValueError:
+      pass
+    if (len(value) > 253 or not _HOSTNAME.fullmatch(value) or
+        all(part.isdigit() for part in value.rstrip('.').split('.'))):
+      return f'{shown} is not an IP address or host name'
+  elif key == 'keyfile':
+    if (not value.startswith('/') or len(value) > 4096 or
+        not value.isprintable()):
+      return f'{shown} is not an absolute path of printable characters'
+  else:
+    raise ValueError(f'unknown SSH field {key}')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class KeyPair:
   private_key_path: str
@@ -168,6 +213,10 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.command_timeout = command_timeout
     self.system_info: Optional[system_info_lib.SystemInfo] = None
     self.tuning: Dict[str, str] = {}
+    # Whether the run may have made its scratch directory on the VM (and so
+    # left files there, the shards' configs with the run's password): only
+    # then does deleting the VM have anything to clean up.
+    self.scratch_made = False
 
   # Connection --------------------------------------------------------------
 
@@ -314,9 +363,17 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
             f'after {timeout:.0f}s: {vm_util.Tail(err, 2) or "no output"}.')
       self._sleep(min(2.0, max(0.0, deadline - self._clock())))
     # Made 0700 by the run, or reused only when it is already its own.
-    self.RemoteCommand(own_dirs.RemoteMakeScript(
-        record_checks.REMOTE_SCRATCH_ROOT, self.scratch_dir),
-                       what=f'mkdir on {self.name}')
+    # Recorded as made first: a directory made by a command whose answer was
+    # lost is still cleaned up by teardown.
+    self.Remember(scratch_made=True)
+    _, err, rc = self.RemoteCommandWithReturnCode(own_dirs.RemoteMakeScript(
+        record_checks.REMOTE_SCRATCH_ROOT, self.scratch_dir))
+    if rc == own_dirs.REMOTE_REFUSED and own_dirs.REMOTE_REFUSAL in err:
+      # Another user's (or an unsafe) directory: the run put nothing in it,
+      # so teardown has nothing to clean there and leaves it alone.
+      self.Remember(scratch_made=False)
+      raise own_dirs.NotOwnDir(f'{self.name}: {vm_util.Tail(err, 1)}')
+    vm_util.CheckedOutput('', err, rc, '', what=f'mkdir on {self.name}')
     self.DetectSystem()
 
   def CleanUpScratch(self) -> None:
@@ -339,8 +396,18 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.WaitForSsh(self.connect_timeout * self.connect_retries + 5)
 
   def _Delete(self) -> None:
-    self.CleanUpScratch()
-    self.StopMaster()
+    try:
+      if self.scratch_made:
+        self.CleanUpScratch()
+    except errors.Error as e:
+      # The VM stays live in the run record, so the next teardown tries
+      # again: its scratch directory holds the shards' config files, with
+      # the run's Redis password and the load user's.
+      raise SshError(
+          f'its scratch directory {self.scratch_dir} (the run\'s shard '
+          f'configs, with its Redis password) is left on it: {e}') from None
+    finally:
+      self.StopMaster()
 
   # System ------------------------------------------------------------------
 
@@ -383,7 +450,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     data = super().RecordData()
     data.update({'user': self.user, 'keyfile': self.keyfile,
                  'port': self.port,
-                 'known_hosts_file': self.known_hosts_file})
+                 'known_hosts_file': self.known_hosts_file,
+                 'scratch_made': self.scratch_made})
     return data
 
   @classmethod
@@ -399,11 +467,14 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     # These become ssh arguments: nothing that ssh could read as an option.
     user = record_checks.Field(data, 'user', str, what)
     ip_address = record_checks.Field(data, 'ip_address', str, what)
-    for key, value in (('user', user), ('ip_address', ip_address),
-                       ('internal_ip', text['internal_ip'] or 'x')):
-      if not re.fullmatch(r'[A-Za-z0-9_][A-Za-z0-9_.:-]*', value):
-        raise record_checks.RecordRefused(
-            f'{what}: {key} {value!r} is not a user or address; left alone')
+    for key, kind, value in (('user', 'user', user),
+                             ('ip_address', 'host', ip_address),
+                             ('internal_ip', 'host', text['internal_ip']),
+                             ('keyfile', 'keyfile', text['keyfile'])):
+      problem = value is not None and FieldProblem(kind, value)
+      if problem:
+        raise record_checks.RecordRefused(f'{what}: {key} {problem}; left '
+                                          'alone')
     known_hosts = data.get('known_hosts_file')
     if known_hosts is not None:
       known_hosts = record_checks.LocalPathInside(
@@ -425,5 +496,12 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         data.get('scratch_dir'), record.run_uri, what)
     vm.memory_mib = record_checks.Field(data, 'memory_mib', int, what,
                                         required=False)
+    # A record from before the field: the directory may be there.
+    made = data.get('scratch_made', True)
+    if not isinstance(made, bool):
+      raise record_checks.RecordRefused(
+          f'{what}: field "scratch_made" is {made!r}, not true or false; '
+          'left alone')
+    vm.scratch_made = made
     vm.created = True
     return vm

@@ -88,13 +88,15 @@ class Sshd:
     return keyfile
 
   def Start(self) -> 'Sshd':
+    """Starts sshd; after Stop(), the same server again (keys, port)."""
     os.makedirs(self.directory, exist_ok=True)
     host_key = os.path.join(self.directory, 'host_key')
-    self._Keygen(host_key)
-    self._Keygen(self.user_key)
-    with open(self.user_key + '.pub') as f:
-      self.AuthorizeKey(f.read())
-    os.chmod(self.authorized_keys, 0o600)
+    if not os.path.exists(host_key):
+      self._Keygen(host_key)
+      self._Keygen(self.user_key)
+      with open(self.user_key + '.pub') as f:
+        self.AuthorizeKey(f.read())
+      os.chmod(self.authorized_keys, 0o600)
     config = os.path.join(self.directory, 'sshd_config')
     with open(config, 'w') as f:
       f.write('\n'.join([

@@ -16,6 +16,7 @@ from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
 
+import sshd_fixture
 from sshd_fixture import FreePort
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
@@ -242,3 +243,112 @@ def test_static_run_over_ssh_reports_the_same_metrics_as_local(
   assert _RedisServersOf(f'es{PID}') == []
   assert _RedisServersOf(f'el{PID}') == []
   assert sys.platform.startswith('linux')
+
+
+# Fields ssh could read as options; what is recorded, teardown accepts -------
+
+
+@pytest.mark.parametrize('key,value', [
+    ('user_name', '-oProxyCommand=touch /tmp/pwned'),
+    ('user_name', 'pkb user'),
+    ('user_name', 'pkb@10.0.0.9'),
+    ('ip_address', '-oProxyCommand=touch /tmp/pwned'),
+    ('ip_address', '10.0.0.1 -p 2'),
+    ('ip_address', '999.1.1.1'),
+    ('internal_ip', '10.0.0.1;true'),
+    ('internal_ip', '-x'),
+    ('internal_ip', '10.0.0.1\n'),
+    ('zone', 'rack\x1b]0;title\x07'),
+])
+def test_ssh_fields_are_refused_when_the_file_is_read(tmp_path, keyfile, key,
+                                                      value):
+  machine = _Machine(keyfile)
+  machine[key] = value
+  message = _Error(_Write(tmp_path, [machine, _Machine(keyfile)]))
+  assert f'entry 0: {key} ' in message
+
+
+def test_what_the_file_accepts_teardown_reads_back(tmp_path, keyfile):
+  path = _Write(tmp_path, [
+      _Machine(keyfile, 'db-1.rack.example', user_name='ec2-user',
+               internal_ip='fd00::7', ssh_port=2222),
+      _Machine(keyfile, '10.0.0.2', user_name='u_2.x')])
+  spec = _Spec(tmp_path, path, run_uri=f'sf{PID}')
+  spec.ConstructVirtualMachines()
+  for vm in spec.vms:
+    spec.record.AddResource(vm.KIND, vm.name, **vm.RecordData())
+  for entry in run_record.RunRecord.Load(spec.record.run_dir).Resources():
+    rebuilt = resource.FromRecord(entry, spec.record)
+    original = spec.vm_groups[entry['data']['group']][0]
+    assert (rebuilt.user, rebuilt.ip_address, rebuilt.internal_ip,
+            rebuilt.port, rebuilt.keyfile) == (
+                original.user, original.ip_address, original.internal_ip,
+                original.port, original.keyfile)
+
+
+# Teardown of a machine it cannot reach, or whose directory is not the run's --
+
+
+@pytest.fixture
+def own_sshd(tmp_path):
+  """An sshd of the test's own, to stop and start again."""
+  if not sshd_fixture.Available():
+    pytest.skip('needs openssh-server')
+  server = sshd_fixture.Sshd(str(tmp_path / 'own_sshd')).Start()
+  yield server
+  server.Stop()
+
+
+def test_unreachable_machine_stays_in_the_record_until_cleaned(
+    tmp_path, own_sshd):  # pylint: disable=redefined-outer-name
+  run_uri = f'sg{PID}'
+  spec = _Spec(tmp_path, _SshdFile(tmp_path, own_sshd, count=1),
+               counts=(1, 0), run_uri=run_uri)
+  del spec.config['vm_groups']['clients']
+  spec.ConstructVirtualMachines()
+  spec.Provision()
+  server, = spec.vms
+  # What a shard leaves in the scratch directory: its config, with the
+  # run's password.
+  server.WriteFile(f'{server.scratch_dir}/redis-7002.conf',
+                   'requirepass not-for-anyone\n')
+  server.StopMaster()
+  own_sshd.Stop()  # The machine cannot be reached now.
+  try:
+    for _ in range(2):  # A later teardown still knows what is left.
+      loaded = run_record.RunRecord.Load(spec.record.run_dir)
+      failure, = resource.TeardownFromRecord(loaded)
+      assert '\n' not in failure
+      assert failure.startswith(
+          f'static_vm servers-0: its scratch directory /tmp/pkb-{run_uri}/')
+      assert 'servers-0 (the run\'s shard configs' in failure
+      assert 'Connection refused' in failure
+      entry, = run_record.RunRecord.Load(spec.record.run_dir).Resources()
+      assert entry['status'] == 'created'
+  finally:
+    own_sshd.Start()
+  loaded = run_record.RunRecord.Load(spec.record.run_dir)
+  assert resource.TeardownFromRecord(loaded) == []
+  assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+  assert {e['status'] for e in loaded.Resources()} == {'deleted'}
+
+
+def test_scratch_dir_of_someone_else_is_refused_and_not_left_in_the_record(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  run_uri = f'sh{PID}'
+  planted = f'/tmp/pkb-{run_uri}'
+  os.mkdir(planted)
+  try:
+    os.chmod(planted, 0o777)  # Anyone could put files in it: not the run's.
+    spec = _Spec(tmp_path, _SshdFile(tmp_path, sshd), run_uri=run_uri)
+    spec.ConstructVirtualMachines()
+    with pytest.raises(errors.Error) as raised:
+      spec.Provision()
+    assert '\n' not in str(raised.value)
+    assert f"{planted} is not this run's own directory" in str(raised.value)
+    loaded = run_record.RunRecord.Load(spec.record.run_dir)
+    assert resource.TeardownFromRecord(loaded) == []
+    assert {e['status'] for e in loaded.Resources()} == {'deleted'}
+    assert os.path.isdir(planted)  # Not the run's: left alone.
+  finally:
+    os.rmdir(planted)

@@ -24,7 +24,10 @@ each listing gets its own scratch directory.
 
 Creating a static VM only checks that SSH works and makes the run's scratch
 directory; deleting it only removes that directory. Nothing is bought or
-destroyed, and no cloud API is called.
+destroyed, and no cloud API is called. A machine teardown cannot reach keeps
+its directory (the shards' configs hold the run's Redis password), so it
+stays live in the run record: teardown says so, exits non-zero and tries
+again the next time.
 """
 
 import dataclasses
@@ -110,12 +113,26 @@ def _ParseMachine(path: str, where: str, item: Any) -> StaticMachine:
   bad = [k for k, v in text.items() if v is not None and not isinstance(v, str)]
   if bad:
     raise _Fail(path, f'{where}: {", ".join(bad)} must be text.')
-  return StaticMachine(
+  machine = StaticMachine(
       ip_address=item['ip_address'], user_name=item['user_name'],
       keyfile_path=_CheckKeyfile(path, where, item['keyfile_path']),
       internal_ip=item.get('internal_ip') or item['ip_address'],
       ssh_port=port, os_type=item.get('os_type') or '',
       zone=item.get('zone') or '', machine_type=item.get('machine_type') or '')
+  # The rule teardown reads the run record with (ssh_vm.FieldProblem): a
+  # machine is refused here, before anything is recorded, never left in a
+  # record that teardown then refuses.
+  for key, kind in (('user_name', 'user'), ('ip_address', 'host'),
+                    ('internal_ip', 'host'), ('keyfile_path', 'keyfile')):
+    problem = ssh_vm.FieldProblem(kind, getattr(machine, key))
+    if problem:
+      raise _Fail(path, f'{where}: {key} {problem}.')
+  labels = [k for k in ('os_type', 'zone', 'machine_type')
+            if not getattr(machine, k).isprintable()]
+  if labels:
+    raise _Fail(path, f'{where}: {", ".join(labels)} must be printable '
+                'text (no control characters).')
+  return machine
 
 
 def LoadStaticVmFile(path: str) -> Union[List[StaticMachine],
@@ -194,14 +211,6 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
     if self.os_type in ('', 'detected'):
       info = self.DetectSystem()
       self.os_type = f'{info.os_id}{info.os_version_id.split(".")[0]}'
-
-  def _Delete(self) -> None:
-    try:
-      super()._Delete()
-    except ssh_vm.SshError as e:
-      # Nothing is billed on a static machine; a leftover scratch directory
-      # on an unreachable one is not worth failing teardown for.
-      logging.warning('Could not clean %s: %s', self.name, e)
 
 
 resource.RegisterKind(StaticVirtualMachine.KIND,
