@@ -20,6 +20,7 @@ Every request is recorded (`requests`); failures are injected with
 `DropLoadResponses` (the job is created, the response is a 503).
 """
 
+import contextlib
 import dataclasses
 import datetime
 import http.server
@@ -28,7 +29,7 @@ import re
 import threading
 import urllib.parse
 import uuid
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 _API = re.compile(r'/(?:upload/)?bigquery/v2/projects/(?P<project>[^/]+)'
                   r'(?P<rest>/.*)?')
@@ -78,7 +79,12 @@ class FakeBigQuery:
 
   # Server -------------------------------------------------------------------
 
-  def Start(self) -> str:
+  def Start(self, bind: Optional[Callable[[], Any]] = None) -> str:
+    """Serves on a free port of 127.0.0.1; returns the endpoint URL.
+
+    `bind`, if given, is a context manager factory entered while the
+    listening socket is made (e.g. one that enters a network namespace).
+    """
     fake = self
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -111,7 +117,9 @@ class FakeBigQuery:
       def log_message(self, *args):
         pass
 
-    self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    with (bind or contextlib.nullcontext)():
+      self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                     Handler)
     self._server.daemon_threads = True
     threading.Thread(target=self._server.serve_forever, args=(0.05,),
                      daemon=True).start()

@@ -13,6 +13,11 @@ so teardown order is checked too. Inserts and deletes return operations that
 are RUNNING until they are waited on (or DONE at once with
 `operations_done=True`).
 
+Instances get natIP 127.0.2.n and networkIP 10.0.0.n, n never reused. A
+test that backs instances with real hosts passes `on_instance_insert` /
+`on_instance_delete` (called with the instance's JSON, under the fake's
+lock, before the insert or delete answers; tests/rehearsal_hosts.py).
+
 Every request is recorded (`requests`). Failures are injected per
 collection: the nth insert returns an HTTP error or an operation that ends
 in an error, once or from then on (`FailInsert`); deletes can fail a few
@@ -20,13 +25,14 @@ times (`FailDelete`).
 """
 
 import collections
+import contextlib
 import dataclasses
 import http.server
 import json
 import re
 import threading
 import urllib.parse
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 API = 'https://www.googleapis.com/compute/v1'
 _PATH = re.compile(
@@ -62,8 +68,15 @@ class FakeGce:
   """The fake API's state, failure plan and HTTP server."""
 
   def __init__(self, operations_done: bool = False,
-               missing_families: Tuple[str, ...] = ()):
+               missing_families: Tuple[str, ...] = (),
+               on_instance_insert: Optional[Callable[[Dict[str, Any]],
+                                                     None]] = None,
+               on_instance_delete: Optional[Callable[[Dict[str, Any]],
+                                                     None]] = None):
     self.operations_done = operations_done
+    self.on_instance_insert = on_instance_insert
+    self.on_instance_delete = on_instance_delete
+    self._addresses = iter(range(2, 255))
     self.missing_families = set(missing_families)
     # (collection, project, scope, name) -> resource JSON.
     self.resources: Dict[Tuple[str, str, str, str], Dict[str, Any]] = {}
@@ -80,7 +93,12 @@ class FakeGce:
 
   # Server -------------------------------------------------------------------
 
-  def Start(self) -> str:
+  def Start(self, bind: Optional[Callable[[], Any]] = None) -> str:
+    """Serves on a free port of 127.0.0.1; returns the endpoint URL.
+
+    `bind`, if given, is a context manager factory entered while the
+    listening socket is made (e.g. one that enters a network namespace).
+    """
     fake = self
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -111,7 +129,9 @@ class FakeGce:
       def log_message(self, *args):  # Quiet: requests are recorded instead.
         pass
 
-    self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    with (bind or contextlib.nullcontext)():
+      self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                     Handler)
     self._server.daemon_threads = True
     threading.Thread(target=self._server.serve_forever, args=(0.05,),
                      daemon=True).start()
@@ -227,12 +247,14 @@ class FakeGce:
       item[scope.split('/')[0][:-1]] = f'{API}/projects/{project}/{scope}'
     if collection == 'instances':
       self._StartInstance(item)
+      if self.on_instance_insert:
+        self.on_instance_insert(item)
     self.resources[key] = item
     return 200, self._NewOperation(project, scope, 'insert',
                                    item['selfLink'])
 
   def _StartInstance(self, item):
-    n = len(self.Live('instances')) + 2
+    n = next(self._addresses)
     for nic_index, nic in enumerate(item.get('networkInterfaces', [])):
       nic['name'] = f'nic{nic_index}'
       nic['networkIP'] = f'10.0.0.{n}'
@@ -274,6 +296,8 @@ class FakeGce:
                     f'being used by {user}',
                     'resourceInUseByAnotherResource')
     item = self.resources.pop(key)
+    if collection == 'instances' and self.on_instance_delete:
+      self.on_instance_delete(item)
     return 200, self._NewOperation(project, scope, 'delete', item['selfLink'])
 
   def _UserOf(self, key) -> Optional[str]:

@@ -1,0 +1,236 @@
+"""`./pkb.py --cloud=GCP` end to end, with VMs that are real hosts.
+
+Each rehearsal runs the real `pkb.py` in a child process, through every stage
+of the default study (shortened by flags: 1 s probes, 2,000 keys, 4 probes):
+provision through the real google-cloud-compute clients against
+tests/fake_gce.py, wait for SSH, prepare,
+preload, search, publish to JSON, CSV and tests/fake_bigquery.py, cleanup and
+teardown. Every VM the fake cloud creates is a real host
+(tests/rehearsal_hosts.py): an sshd on the instance's own address, in its
+own PID and mount namespaces, taking only the user and key the provider put
+in the instance. Everything (pkb, the fakes, the hosts) lives in one network
+namespace with loopback only; a trap route counts any packet for the
+outside and an audit hook in every Python process refuses and logs
+connections and lookups outside it (the metadata server included).
+
+What runs for real on the hosts and what does not (the image's side):
+  * the install steps run for real and find Debian's redis-server,
+    redis-tools and gcc already there (this machine is the image), so no
+    apt-get runs; a step that would download (memtier from Redis's APT
+    repository) is not reached: the rehearsal runs
+    --load_generator=redis_benchmark;
+  * system tuning runs for real, writing host-private copies of the
+    transparent-huge-page and overcommit knobs;
+  * the VM user is uid 0 inside its host (no sudo on this machine).
+Afterwards: nothing the provider created remains in the fake cloud, no
+process the run started remains on any host (checked when each VM is
+deleted, before the host goes), nothing escaped the namespace.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import e2e_support
+import fake_bigquery
+import fake_gce
+import rehearsal_hosts
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = 'pkb-rehearsal'
+BQ_TABLE = f'{PROJECT}.pkb_results.samples'
+OPERATOR = '127.0.0.1/32'
+SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
+         '--memtier_max_probes=4', '--memtier_confirm_repeats=2',
+         '--memtier_latency_cap=100',
+         '--memtier_clients=4', '--memtier_adaptive_max_connections=32',
+         '--load_generator=redis_benchmark', '--accept_unconfirmed',
+         '--timeout_minutes=10', '--owner=rehearsal']
+
+pytestmark = pytest.mark.requires(
+    what='root, ip, nsenter, unshare, openssh-server',
+    available=rehearsal_hosts.Available, how='run as root; scripts/setup.sh')
+
+
+class Rehearsal:
+  """One rehearsal's namespace, hosts, fake clouds and pkb runs."""
+
+  def __init__(self, tmp_path):
+    self.tmp = tmp_path
+    self.netns = rehearsal_hosts.Netns().Create()
+    self.hosts = rehearsal_hosts.Hosts(str(tmp_path / 'hosts'), self.netns)
+    self.guard_log = str(tmp_path / 'guard.jsonl')
+    self.results = str(tmp_path / 'runs')
+    self.gce = None
+    self.bq = None
+
+  def StartGce(self) -> fake_gce.FakeGce:
+    self.gce = fake_gce.FakeGce(on_instance_insert=self._GceUp,
+                                on_instance_delete=self._GceDown)
+    self.gce.Start(bind=self.netns.Inside)
+    return self.gce
+
+  def StartBigQuery(self) -> fake_bigquery.FakeBigQuery:
+    self.bq = fake_bigquery.FakeBigQuery()
+    self.bq.AddDataset(PROJECT, 'pkb_results', location='us-central1')
+    self.bq.Start(bind=self.netns.Inside)
+    return self.bq
+
+  def _GceUp(self, item):
+    """What the image's guest agent does: the metadata's user and key."""
+    metadata = {i['key']: i['value'] for i in item['metadata']['items']}
+    user, key = metadata['ssh-keys'].split(':', 1)
+    nic = item['networkInterfaces'][0]
+    self.hosts.Up(item['name'], nic['accessConfigs'][0]['natIP'],
+                  nic['networkIP'], user, key)
+
+  def _GceDown(self, item):
+    self.hosts.Down(item['networkInterfaces'][0]['accessConfigs'][0]['natIP'])
+
+  def Pkb(self, args, timeout=150, **popen):
+    """./pkb.py in the namespace, with the guard; returns the Popen."""
+    env = self.netns.GuardEnv(self.guard_log)
+    env.update(popen.pop('env', {}))
+    return subprocess.Popen(
+        self.netns.Argv([sys.executable, os.path.join(REPO, 'pkb.py')] +
+                        list(args)),
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, **popen)
+
+  def Run(self, args, timeout=150):
+    proc = self.Pkb(args)
+    try:
+      out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      proc.kill()
+      out, err = proc.communicate()
+      pytest.fail(f'pkb did not finish in {timeout} s:\n{out[-3000:]}\n'
+                  f'{err[-3000:]}')
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+  def GuardEntries(self):
+    try:
+      with open(self.guard_log) as f:
+        return [json.loads(l) for l in f if l.strip()]
+    except FileNotFoundError:
+      return []
+
+  def AssertNothingEscaped(self):
+    entries = self.GuardEntries()
+    refused = [e for e in entries if 'refused' in e]
+    assert not refused, f'left the rehearsal namespace: {refused}'
+    assert any(e.get('guard') == 'on' and
+               any(a.endswith('pkb.py') for a in e['cmdline'])
+               for e in entries), entries
+    assert self.netns.Escaped() == 0
+
+  def Close(self):
+    left = self.hosts.StopAll()
+    for fake in (self.gce, self.bq):
+      if fake is not None:
+        fake.Stop()
+    self.netns.Delete()
+    return left
+
+
+@pytest.fixture
+def rehearsal(tmp_path):
+  r = Rehearsal(tmp_path)
+  try:
+    yield r
+  finally:
+    r.Close()
+
+
+def _Rows(path):
+  with open(path) as f:
+    return [json.loads(l) for l in f if l.strip()]
+
+
+def _GcpArgs(r, run_uri, *extra):
+  return ['--cloud=GCP', f'--project={PROJECT}', '--zone=us-central1-a',
+          f'--gcp_compute_endpoint={r.gce.endpoint}',
+          f'--gcp_ssh_source_range={OPERATOR}', f'--run_uri={run_uri}',
+          f'--results_dir={r.results}', f'--bigquery_table={BQ_TABLE}',
+          f'--bq_project={PROJECT}', f'--bq_api_endpoint={r.bq.endpoint}',
+          *SHORT, *extra]
+
+
+def _AssertHostsClean(r, names):
+  stopped = {s.name: s for s in r.hosts.stopped}
+  assert sorted(stopped) == sorted(names)
+  for s in stopped.values():
+    assert s.leftovers == [], f'{s.name} still ran {s.leftovers}'
+  assert not r.hosts.live
+
+
+def test_gcp_rehearsal_every_stage_on_real_hosts(rehearsal):
+  r = rehearsal
+  r.StartGce()
+  r.StartBigQuery()
+  started = time.monotonic()
+  proc = r.Run(_GcpArgs(r, 'rehgcp1'))
+  elapsed = time.monotonic() - started
+  print(proc.stdout)
+  print(proc.stderr[-3000:])
+  assert proc.returncode in (0, 4), proc.stderr[-3000:]
+  names = ['pkb-rehgcp1-servers-0', 'pkb-rehgcp1-clients-0']
+  assert sorted(r.hosts.started) == sorted(names)
+  # Every stage ran, over SSH on the hosts.
+  run_dir = os.path.join(r.results, 'rehgcp1')
+  rows = _Rows(os.path.join(run_dir, 'perfkitbenchmarker_results.json'))
+  metrics = [row['metric'] for row in rows]
+  assert 'latency_capped_throughput' in metrics
+  assert 'price_performance' in metrics
+  assert 'End to End Runtime' in metrics
+  probes = [row for row in rows if row['metric'] == 'throughput']
+  assert probes and all(row['value'] > 0 for row in probes)
+  with open(os.path.join(run_dir, 'results.csv')) as f:
+    csv_rows = list(csv.DictReader(f))
+  assert len(csv_rows) == len(rows)
+  (answer,) = [c for c in csv_rows if c['metric'] == 'price_performance']
+  # Probed on the hosts over SSH: the image's OS, tuning written for real
+  # (somaxconn is the namespace's own; overcommit the host's private copy).
+  assert answer['servers_os_release'] == 'Debian GNU/Linux 12 (bookworm)'
+  assert answer['servers_system_tuning'] == 'applied'
+  assert answer['servers_vm_overcommit_memory'] == '1'
+  assert answer['servers_net_core_somaxconn'] == '65535'
+  assert answer['load_generator'] == 'redis-benchmark'
+  bq_rows = r.bq.Rows(BQ_TABLE)
+  assert sorted(row['sample_uri'] for row in bq_rows) == sorted(
+      row['sample_uri'] for row in rows)
+  # Nothing left: in the fake cloud, on the hosts, outside the namespace.
+  assert r.gce.Live() == []
+  _AssertHostsClean(r, names)
+  r.AssertNothingEscaped()
+  print(f'rehearsal took {elapsed:.1f} s')
+
+
+def test_guard_catches_what_leaves_the_namespace(rehearsal):
+  """The guard sees a Python child's lookup and connect, and any packet."""
+  r = rehearsal
+  env = r.netns.GuardEnv(r.guard_log)
+  probe = ('import socket\n'
+           'for call in (lambda: socket.socket().connect(("169.254.169.254", '
+           '80)), lambda: socket.getaddrinfo("metadata.google.internal", '
+           '80)):\n'
+           '  try:\n'
+           '    call()\n'
+           '  except OSError as e:\n'
+           '    print(type(e).__name__)\n')
+  proc = r.netns.Run([sys.executable, '-c', probe], env=env)
+  assert proc.stdout.split() == ['OSError', 'OSError']
+  refused = [(e['refused'], e['host']) for e in r.GuardEntries()
+             if 'refused' in e]
+  assert refused == [('socket.connect', '169.254.169.254'),
+                     ('socket.getaddrinfo', 'metadata.google.internal')]
+  # A program the audit hook cannot see: its packets hit the trap.
+  assert r.netns.Escaped() == 0
+  r.netns.Run(['bash', '-c', 'exec 3<>/dev/tcp/169.254.169.254/80'],
+              check=False, timeout=10)
+  assert r.netns.Escaped() > 0
