@@ -22,13 +22,21 @@ must be the running user's or root's, and writable by all only with the
 sticky bit (as /tmp is), so nobody can rename our directory away and put
 theirs in its place.
 
-Extension seam: `MakeOwnDir` / `CheckOwnDir` on this machine;
-`RemoteMakeScript` is the same rule as shell text for a VM reached by SSH.
+A directory whose name need not be known in advance (the SSH control
+sockets' directory) is made by `MakeTempDir`: an unguessable name
+(mkdtemp) under a root that passes the same check, so the temporary
+directory (TMPDIR) counts as a run root too. This is the one way a run
+makes a private workspace on this machine.
+
+Extension seam: `MakeOwnDir` / `CheckOwnDir` / `MakeTempDir` on this
+machine; `RemoteMakeScript` is the same rule as shell text for a VM reached
+by SSH.
 """
 
 import os
 import shlex
 import stat
+import tempfile
 from typing import Optional
 
 from perfkitbenchmarker import errors
@@ -56,11 +64,20 @@ def Problem(st: os.stat_result, uid: Optional[int] = None) -> Optional[str]:
   return None
 
 
-def _Refuse(path: str, reason: str) -> NotOwnDir:
+_OWN_ADVICE = ('Remove it (or chmod go-w it) if it is yours, or use another '
+               '--run_uri.')
+_ROOT_ADVICE = ('Remove it if it is yours, or keep runs elsewhere '
+                '(--results_dir).')
+TEMP_ADVICE = ('It is the temporary directory the run makes its private '
+               'directories in (SSH control sockets): set TMPDIR to a '
+               'directory of your own, or to one with the sticky bit such as '
+               '/tmp.')
+
+
+def _Refuse(path: str, reason: str, advice: str = _OWN_ADVICE) -> NotOwnDir:
   return NotOwnDir(
       f'{path} is not this run\'s own directory ({reason}); left alone. '
-      'Remove it (or chmod go-w it) if it is yours, or use another '
-      '--run_uri.')
+      f'{advice}')
 
 
 def CheckOwnDir(path: str) -> None:
@@ -90,21 +107,22 @@ def _RootProblem(st: os.stat_result, trusted=()) -> Optional[str]:
   return None
 
 
-def CheckRoot(root: str) -> None:
-  """Raises NotOwnDir unless `root` can hold a run's directories safely."""
+def CheckRoot(root: str, advice: Optional[str] = None) -> None:
+  """Raises NotOwnDir unless `root` can hold a run's directories safely
+  (`advice`: what the refusal tells the user to do)."""
   try:
     st = os.stat(root)
   except OSError as e:
-    raise _Refuse(root, e.strerror or str(e)) from None
+    raise _Refuse(root, e.strerror or str(e), advice or _OWN_ADVICE) from None
   if not stat.S_ISDIR(st.st_mode):
-    raise _Refuse(root, 'it is not a directory')
+    raise _Refuse(root, 'it is not a directory', advice or _OWN_ADVICE)
   reason = _RootProblem(st)
   if reason:
-    raise _Refuse(root, reason)
-  CheckAncestors(root)
+    raise _Refuse(root, reason, advice or _OWN_ADVICE)
+  CheckAncestors(root, advice or _ROOT_ADVICE)
 
 
-def CheckAncestors(path: str) -> None:
+def CheckAncestors(path: str, advice: str = _ROOT_ADVICE) -> None:
   """Raises NotOwnDir when a directory above `path` is another user's.
 
   Whoever owns a directory (or, without the sticky bit, anyone who can
@@ -131,21 +149,51 @@ def CheckAncestors(path: str) -> None:
       continue
     if stat.S_ISLNK(lst.st_mode) and lst.st_uid not in (os.geteuid(), 0,
                                                           *trusted):
-      raise _RefuseParent(current, f'it is a symlink of uid {lst.st_uid}')
+      raise _RefuseParent(current, f'it is a symlink of uid {lst.st_uid}',
+                          advice)
     try:
       st = os.stat(current)
     except OSError:
       return  # A dangling symlink of ours: making the root fails on it.
     reason = _RootProblem(st, trusted) if stat.S_ISDIR(st.st_mode) else None
     if reason:
-      raise _RefuseParent(current, reason)
+      raise _RefuseParent(current, reason, advice)
 
 
-def _RefuseParent(path: str, reason: str) -> NotOwnDir:
+def _RefuseParent(path: str, reason: str,
+                  advice: str = _ROOT_ADVICE) -> NotOwnDir:
   return NotOwnDir(
       f'{path} cannot hold this run\'s directories ({reason}): its owner '
-      'could swap them; left alone. Remove it if it is yours, or keep runs '
-      'elsewhere (--results_dir).')
+      f'could swap them; left alone. {advice}')
+
+
+def TempRoot() -> str:
+  """Where MakeTempDir makes directories: TMPDIR, else the system's."""
+  return tempfile.gettempdir()
+
+
+def CheckTempRoot() -> None:
+  """Raises NotOwnDir unless MakeTempDir can make a private directory
+  (for a refusal before anything of the run starts)."""
+  CheckRoot(TempRoot(), TEMP_ADVICE)
+
+
+def MakeTempDir(prefix: str) -> str:
+  """A fresh directory of the run's own with an unguessable name.
+
+  mkdtemp (mode 0700) in TempRoot(), which must pass CheckRoot: in a
+  directory anyone can write to without the sticky bit, another user could
+  rename ours away and put theirs (with a socket listening in it) under the
+  same name. Checked again once made (a default ACL, a umask).
+  """
+  CheckTempRoot()
+  root = TempRoot()
+  try:
+    path = tempfile.mkdtemp(prefix=prefix, dir=root)
+  except OSError as e:
+    raise _RefuseParent(root, e.strerror or str(e), TEMP_ADVICE) from None
+  CheckOwnDir(path)
+  return path
 
 
 def MakeOwnDir(path: str, root: Optional[str] = None) -> str:

@@ -33,7 +33,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 import threading
 from typing import Any, Dict, Hashable, Optional, Tuple
 
@@ -69,12 +68,27 @@ class SshError(errors.Error):
   """A machine could not be reached over SSH, even after retries."""
 
 
+def CheckRunDirs(run_uri: str = '') -> None:
+  """Refuses (own_dirs.NotOwnDir, one line) a temporary directory the
+  control sockets' directory cannot be private in: the providers of SSH
+  machines take this as their CheckRunDirs, run before anything starts."""
+  del run_uri  # The control directory's name is not the run's.
+  own_dirs.CheckTempRoot()
+
+
 def _DefaultControlDir() -> str:
-  """A private directory for control sockets, removed at exit."""
+  """A private directory for control sockets, removed at exit.
+
+  ssh hands its whole session (the remote command, stdin, stdout, stderr)
+  to whatever listens on ControlPath, and the socket's name (%C) can be
+  computed by anyone, so the directory must be the run's own for as long
+  as it is used: own_dirs.MakeTempDir refuses a TMPDIR where another user
+  could rename it away and put theirs in its place.
+  """
   global _control_dir
   with _control_lock:
     if _control_dir is None:
-      _control_dir = tempfile.mkdtemp(prefix='pkb-ssh-')  # mode 0700
+      _control_dir = own_dirs.MakeTempDir('pkb-ssh-')
       atexit.register(CloseAllConnections)
     return _control_dir
 

@@ -28,6 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
 from perfkitbenchmarker.providers.aws import flags as aws_flags  # pylint: disable=unused-import
@@ -73,6 +74,10 @@ class AwsOptions:
         owner=flag_values.owner or getpass.getuser(),
         timeout_minutes=flag_values.timeout_minutes,
         profile=flag_values.aws_profile)
+
+
+# The SSH control sockets' directory must be private (TMPDIR checked).
+CheckRunDirs = ssh_vm.CheckRunDirs
 
 
 def CheckPrerequisites(flag_values) -> None:

@@ -31,6 +31,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import flags as gcp_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.providers.gcp import images
@@ -87,6 +88,10 @@ class GcpOptions:
         compute_endpoint=flag_values.gcp_compute_endpoint,
         redis_start_port=(getattr(flag_values, 'redis_start_port', None) or
                           DEFAULT_REDIS_START_PORT))
+
+
+# The SSH control sockets' directory must be private (TMPDIR checked).
+CheckRunDirs = ssh_vm.CheckRunDirs
 
 
 def CheckPrerequisites(flag_values) -> None:

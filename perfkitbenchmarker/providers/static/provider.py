@@ -217,6 +217,10 @@ resource.RegisterKind(StaticVirtualMachine.KIND,
                       StaticVirtualMachine.FromRecord)
 
 
+# The SSH control sockets' directory must be private (TMPDIR checked).
+CheckRunDirs = ssh_vm.CheckRunDirs
+
+
 def CheckPrerequisites(flag_values) -> None:
   """Validates the file before anything starts (counts come later)."""
   if not flag_values.static_vm_file:

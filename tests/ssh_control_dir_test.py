@@ -1,0 +1,155 @@
+"""The SSH control sockets' directory is the run's own for as long as it is used.
+
+The attack (issue 24 point 3): with TMPDIR a world-writable directory
+without the sticky bit, user nobody renamed root's `pkb-ssh-*` control
+directory away, made their own under the same name and listened on the
+`%C` socket name (anyone can compute it): root's ssh handed that socket its
+remote command, stdin, stdout and stderr. The control directory is now made
+by own_dirs.MakeTempDir, which refuses such a TMPDIR in one line before
+anything of the run starts; in a sticky TMPDIR (as /tmp is) nobody cannot
+rename it.
+"""
+
+import glob
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
+
+from sshd_fixture import FreePort
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+IS_ROOT = os.geteuid() == 0
+SPEC = virtual_machine.VmSpec(cloud='Static', machine_type='static')
+_ROOT_AND_NOBODY = e2e.Needs(
+    'root and runuser (to act as user nobody)',
+    lambda: IS_ROOT and shutil.which('runuser') is not None,
+    'run the tests as root, as CI does')
+
+
+@pytest.fixture
+def tmpdir_env(monkeypatch):
+  """Sets TMPDIR for this process (tempfile's cache and ssh_vm's control
+  directory reset); the control directory made is closed after."""
+
+  def Set(path):
+    monkeypatch.setenv('TMPDIR', str(path))
+    monkeypatch.setattr(tempfile, 'tempdir', None)
+    monkeypatch.setattr(ssh_vm, '_control_dir', None)
+
+  yield Set
+  ssh_vm.CloseAllConnections()
+
+
+def _SharedDir(mode):
+  """A directory in /tmp that user nobody can reach (pytest's are 0700)."""
+  path = tempfile.mkdtemp(prefix='pkb-shared-', dir='/tmp')
+  os.chmod(path, mode)
+  return path
+
+
+def _Vm(**kwargs):
+  kwargs.setdefault('user', 'pkb')
+  kwargs.setdefault('ip_address', '127.0.0.1')
+  kwargs.setdefault('known_hosts_file', '/dev/null')
+  return ssh_vm.SshVirtualMachine(SPEC, 'vm-0', 'servers', run_uri='ctl',
+                                  **kwargs)
+
+
+def test_a_tmpdir_others_can_rename_in_is_refused(tmp_path, tmpdir_env):
+  shared = tmp_path / 'shared'
+  shared.mkdir()
+  os.chmod(shared, 0o777)  # Anyone can write, no sticky bit.
+  tmpdir_env(shared)
+  for check in (lambda: _Vm().control_dir, lambda: _Vm().SshOptions(),
+                ssh_vm.CheckRunDirs):
+    with pytest.raises(own_dirs.NotOwnDir) as refused:
+      check()
+    message = str(refused.value)
+    assert '\n' not in message, message
+    assert str(shared) in message and 'sticky' in message, message
+    assert 'TMPDIR' in message, message
+  assert os.listdir(shared) == []  # No control directory was made there.
+
+
+def test_a_sticky_or_own_tmpdir_gives_a_private_unguessable_dir(
+    tmp_path, tmpdir_env):
+  for mode in (0o1777, 0o700):
+    shared = tmp_path / f'tmp-{mode:o}'
+    shared.mkdir()
+    os.chmod(shared, mode)
+    tmpdir_env(shared)
+    ssh_vm.CheckRunDirs()
+    directory = _Vm().control_dir
+    assert os.path.dirname(directory) == str(shared)
+    st = os.lstat(directory)
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    assert _Vm().control_dir == directory  # One per process.
+    ssh_vm.CloseAllConnections()
+    assert not os.path.exists(directory)
+
+
+@_ROOT_AND_NOBODY
+def test_a_root_run_refuses_a_tmpdir_nobody_could_swap_its_sockets_in(
+    tmp_path):
+  """The reported setting, as a user meets it: ./pkb.py on a static machine
+  with TMPDIR world-writable and not sticky. Refused in one line (exit 2)
+  before anything is made: no run directory, no control directory."""
+  shared = _SharedDir(0o777)
+  try:
+    key = tmp_path / 'id_test'
+    key.write_text('not a key\n')
+    key.chmod(0o600)
+    machine = {'ip_address': '127.0.0.1', 'user_name': 'pkb',
+               'keyfile_path': str(key), 'ssh_port': FreePort()}
+    static = tmp_path / 'static.json'
+    static.write_text(json.dumps([machine, machine]))
+    results = tmp_path / 'results'
+    proc, run_uri = e2e.Run(
+        ['--memtier_run_duration=1', f'--static_vm_file={static}'],
+        str(results), env=dict(os.environ, TMPDIR=shared), timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and shared in lines[0], proc.stderr
+    assert 'sticky' in lines[0] and 'TMPDIR' in lines[0], lines[0]
+    assert glob.glob(os.path.join(shared, 'pkb-ssh-*')) == []
+    assert not os.path.exists(results / run_uri)
+  finally:
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+@_ROOT_AND_NOBODY
+def test_nobody_cannot_swap_the_control_dir_in_a_sticky_tmpdir(
+    sshd, tmpdir_env):  # pylint: disable=redefined-outer-name
+  """The accepted setting (a shared sticky TMPDIR, as /tmp): root's control
+  directory cannot be renamed away by user nobody, and nobody cannot make
+  a socket in it; root's commands go to the real sshd."""
+  shared = _SharedDir(0o1777)
+  try:
+    tmpdir_env(shared)
+    vm = _Vm(user=sshd.user, ip_address=sshd.host, keyfile=sshd.user_key,
+             port=sshd.port, known_hosts_file=os.path.join(shared, 'kh'))
+    assert vm.RemoteCommand('echo ours')[0] == 'ours\n'
+    directory = vm.control_dir
+    (socket_name,) = os.listdir(directory)  # The master's %C socket.
+    attempt = subprocess.run(
+        ['runuser', '-u', 'nobody', '--', 'bash', '-c',
+         'mv -- "$1" "$1.away" || exit 3; mkdir -- "$1"', '-', directory],
+        capture_output=True, text=True, timeout=30)
+    assert attempt.returncode == 3, attempt.stderr
+    assert os.lstat(directory).st_uid == os.geteuid()
+    assert os.listdir(directory) == [socket_name]
+    assert vm.RemoteCommand('echo still ours')[0] == 'still ours\n'
+  finally:
+    ssh_vm.CloseAllConnections()
+    shutil.rmtree(shared, ignore_errors=True)
