@@ -1,9 +1,9 @@
-"""`./pkb.py --cloud=GCP` end to end, with VMs that are real hosts.
+"""`./pkb.py --cloud=GCP` and `--cloud=AWS` end to end, with VMs that are real hosts.
 
 Each rehearsal runs the real `pkb.py` in a child process, through every stage
 of the default study (shortened by flags: 1 s probes, 2,000 keys, 4 probes):
 provision through the real google-cloud-compute clients against
-tests/fake_gce.py, wait for SSH, prepare,
+tests/fake_gce.py (or boto3 against moto's server), wait for SSH, prepare,
 preload, search, publish to JSON, CSV and tests/fake_bigquery.py, cleanup and
 teardown. Every VM the fake cloud creates is a real host
 (tests/rehearsal_hosts.py): an sshd on the instance's own address, in its
@@ -36,21 +36,27 @@ import time
 
 import pytest
 
-import e2e_support
+import e2e_support  # pylint: disable=unused-import
 import fake_bigquery
 import fake_gce
 import rehearsal_hosts
+
+from moto.ec2.models import instances as moto_instances
+from moto.server import ThreadedMotoServer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = 'pkb-rehearsal'
 BQ_TABLE = f'{PROJECT}.pkb_results.samples'
 OPERATOR = '127.0.0.1/32'
+AWS_REGION = 'us-east-1'
+AWS_IMAGE_USER = 'admin'  # Debian's AMIs: cloud-init's default user.
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
          '--memtier_max_probes=4', '--memtier_confirm_repeats=2',
          '--memtier_latency_cap=100',
          '--memtier_clients=4', '--memtier_adaptive_max_connections=32',
          '--load_generator=redis_benchmark', '--accept_unconfirmed',
-         '--timeout_minutes=10', '--owner=rehearsal']
+         '--timeout_minutes=10', '--owner=rehearsal',
+         '--timing_measurements=runtimes']
 
 pytestmark = pytest.mark.requires(
     what='root, ip, nsenter, unshare, openssh-server',
@@ -68,6 +74,8 @@ class Rehearsal:
     self.results = str(tmp_path / 'runs')
     self.gce = None
     self.bq = None
+    self.moto = None
+    self.aws_endpoint = ''
 
   def StartGce(self) -> fake_gce.FakeGce:
     self.gce = fake_gce.FakeGce(on_instance_insert=self._GceUp,
@@ -81,6 +89,69 @@ class Rehearsal:
     self.bq.Start(bind=self.netns.Inside)
     return self.bq
 
+  def StartMoto(self, monkeypatch) -> str:
+    """moto's server in the namespace; EC2 instances become hosts.
+
+    The address map from moto's instances to hosts is the namespace itself:
+    each host listens on the instance's own public address, and its private
+    address (Redis) is made local too. The user is the Debian AMI's default
+    (`admin`, as cloud-init there makes it), the key the run imported.
+    """
+    import aws_provider_test  # pylint: disable=g-import-not-at-top
+    aws_provider_test._AddPlacementGroupsToMoto(monkeypatch)  # pylint: disable=protected-access
+    aws_provider_test._SeedSsmParameters()  # pylint: disable=protected-access
+    hosts = self.hosts
+    real_run = moto_instances.InstanceBackend.run_instances
+    real_terminate = moto_instances.InstanceBackend.terminate_instances
+
+    def RunInstances(backend, *args, **kwargs):
+      reservation = real_run(backend, *args, **kwargs)
+      for instance in reservation.instances:
+        key = backend.key_pairs[instance.key_name]
+        name = {t['key']: t['value'] for t in backend.describe_tags(
+            filters={'resource-id': [instance.id]})}.get('Name', instance.id)
+        hosts.Up(name, instance.public_ip, instance.private_ip,
+                 AWS_IMAGE_USER, key.material_public.decode())
+      return reservation
+
+    def TerminateInstances(backend, instance_ids):
+      for instance_id in instance_ids:
+        instance = backend.get_instance(instance_id)
+        if instance.public_ip:
+          hosts.Down(instance.public_ip)
+      return real_terminate(backend, instance_ids)
+
+    monkeypatch.setattr(moto_instances.InstanceBackend, 'run_instances',
+                        RunInstances)
+    monkeypatch.setattr(moto_instances.InstanceBackend,
+                        'terminate_instances', TerminateInstances)
+    netns = self.netns
+
+    class Server(ThreadedMotoServer):
+
+      def _server_entry(self):
+        with netns.Inside():  # This thread's sockets live in the namespace.
+          super()._server_entry()
+
+    self.moto = Server('127.0.0.1', 0, verbose=False)
+    self.moto.start()
+    host, port = self.moto.get_host_and_port()
+    self.aws_endpoint = f'http://{host}:{port}'
+    return self.aws_endpoint
+
+  def AwsEnv(self):
+    return {'AWS_ENDPOINT_URL': self.aws_endpoint,
+            'AWS_ACCESS_KEY_ID': 'rehearsal', 'AWS_SECRET_ACCESS_KEY':
+            'rehearsal', 'AWS_DEFAULT_REGION': AWS_REGION}
+
+  def Ec2(self):
+    """A boto3 EC2 client of moto's server; call it inside the netns."""
+    import boto3  # pylint: disable=g-import-not-at-top
+    return boto3.client('ec2', region_name=AWS_REGION,
+                        endpoint_url=self.aws_endpoint,
+                        aws_access_key_id='rehearsal',
+                        aws_secret_access_key='rehearsal')
+
   def _GceUp(self, item):
     """What the image's guest agent does: the metadata's user and key."""
     metadata = {i['key']: i['value'] for i in item['metadata']['items']}
@@ -92,9 +163,11 @@ class Rehearsal:
   def _GceDown(self, item):
     self.hosts.Down(item['networkInterfaces'][0]['accessConfigs'][0]['natIP'])
 
-  def Pkb(self, args, timeout=150, **popen):
+  def Pkb(self, args, **popen):
     """./pkb.py in the namespace, with the guard; returns the Popen."""
     env = self.netns.GuardEnv(self.guard_log)
+    if self.aws_endpoint:
+      env.update(self.AwsEnv())
     env.update(popen.pop('env', {}))
     return subprocess.Popen(
         self.netns.Argv([sys.executable, os.path.join(REPO, 'pkb.py')] +
@@ -134,6 +207,8 @@ class Rehearsal:
     for fake in (self.gce, self.bq):
       if fake is not None:
         fake.Stop()
+    if self.moto is not None:
+      self.moto.stop()
     self.netns.Delete()
     return left
 
@@ -234,3 +309,59 @@ def test_guard_catches_what_leaves_the_namespace(rehearsal):
   r.netns.Run(['bash', '-c', 'exec 3<>/dev/tcp/169.254.169.254/80'],
               check=False, timeout=10)
   assert r.netns.Escaped() > 0
+
+
+def _AwsArgs(r, run_uri, *extra):
+  return ['--cloud=AWS', '--zone=us-east-1a',
+          f'--aws_ssh_source_cidr={OPERATOR}', f'--run_uri={run_uri}',
+          f'--results_dir={r.results}', f'--bigquery_table={BQ_TABLE}',
+          f'--bq_project={PROJECT}', f'--bq_api_endpoint={r.bq.endpoint}',
+          *SHORT, *extra]
+
+
+def _AwsLeft(r, run_uri):
+  """What moto still holds of the run, by kind (terminated instances aside)."""
+  run_filter = [{'Name': 'tag:run_uri', 'Values': [run_uri]}]
+  with r.netns.Inside():
+    ec2 = r.Ec2()
+    instances = [i for res in ec2.describe_instances(Filters=run_filter)[
+        'Reservations'] for i in res['Instances']
+                 if i['State']['Name'] != 'terminated']
+    return {
+        'instances': len(instances),
+        'vpcs': len(ec2.describe_vpcs(Filters=run_filter)['Vpcs']),
+        'subnets': len(ec2.describe_subnets(Filters=run_filter)['Subnets']),
+        'security_groups': len(ec2.describe_security_groups(
+            Filters=run_filter)['SecurityGroups']),
+        'internet_gateways': len(ec2.describe_internet_gateways(
+            Filters=run_filter)['InternetGateways']),
+        'route_tables': len(ec2.describe_route_tables(
+            Filters=run_filter)['RouteTables']),
+        'key_pairs': len(ec2.describe_key_pairs(
+            Filters=run_filter)['KeyPairs']),
+    }
+
+
+def test_aws_rehearsal_every_stage_on_real_hosts(rehearsal, monkeypatch):
+  r = rehearsal
+  r.StartMoto(monkeypatch)
+  r.StartBigQuery()
+  proc = r.Run(_AwsArgs(r, 'rehaws1'))
+  print(proc.stdout)
+  print(proc.stderr[-3000:])
+  assert proc.returncode in (0, 4), proc.stderr[-3000:]
+  assert sorted(r.hosts.started) == ['pkb-rehaws1-clients-0',
+                                     'pkb-rehaws1-servers-0']
+  run_dir = os.path.join(r.results, 'rehaws1')
+  rows = _Rows(os.path.join(run_dir, 'perfkitbenchmarker_results.json'))
+  metrics = [row['metric'] for row in rows]
+  assert 'latency_capped_throughput' in metrics
+  assert 'price_performance' in metrics
+  assert 'End to End Runtime' in metrics
+  bq_rows = r.bq.Rows(BQ_TABLE)
+  assert sorted(row['sample_uri'] for row in bq_rows) == sorted(
+      row['sample_uri'] for row in rows)
+  left = _AwsLeft(r, 'rehaws1')
+  assert left == {k: 0 for k in left}, left
+  _AssertHostsClean(r, ['pkb-rehaws1-servers-0', 'pkb-rehaws1-clients-0'])
+  r.AssertNothingEscaped()
