@@ -280,7 +280,7 @@ flags: {memtier_run_duration: 1, memtier_key_maximum: 5000,
         memtier_max_probes: 4, memtier_confirm_repeats: 0}
 benchmarks:
   - redis_memtier: {}
-  - redis_memtier: {flags: {redis_server_options: 'no-such-directive yes'}}
+  - redis_memtier: {flags: {redis_server_options: 'maxmemory-policy no-such-policy'}}
 """
 
 
@@ -316,8 +316,8 @@ def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   for cell in cells:  # Each cell tore its own run down.
     assert e2e.LeftoverProcesses(results, cell['run_uri']) == []
   with open(bad['log']) as f:
-    assert 'no-such-directive' in f.read()
-  assert re.search(r'^\[cell 2\] .*no-such-directive', proc.stdout, re.M)
+    assert 'no-such-policy' in f.read()
+  assert re.search(r'^\[cell 2\] .*no-such-policy', proc.stdout, re.M)
   assert '0 of 2 cell(s) succeeded, 1 gave no confirmed result' in proc.stdout
 
 

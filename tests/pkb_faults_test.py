@@ -101,11 +101,11 @@ def test_taken_port_is_skipped(tmp_path):
 
 def test_bad_server_option_is_reported(tmp_path):
   proc, run_uri = e2e.Run(
-      e2e.FAST + ['--redis_server_options=no-such-directive yes'],
+      e2e.FAST + ['--redis_server_options=maxmemory-policy no-such-policy'],
       str(tmp_path))
   assert proc.returncode == 1
   line = _OneLineError(proc)
-  assert 'did not start' in line and 'no-such-directive' in line
+  assert 'did not start' in line and 'no-such-policy' in line
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
 
 

@@ -43,7 +43,10 @@ flags.DEFINE_integer('redis_cluster_replicas', 0,
 flags.DEFINE_integer('redis_start_port', 7001,
                      'First port tried for shards; taken ports are skipped.')
 flags.DEFINE_list('redis_server_options', [],
-                  'Extra redis.conf lines as "directive value" items.')
+                  'Extra redis.conf lines as "directive value" items; tuning '
+                  'directives only (memory, encodings, clients, threads, '
+                  'persistence, replication and cluster timing, logging), '
+                  'others are refused.')
 flags.DEFINE_float('redis_memory_fraction', 0.7,
                    'Share of a server VM\'s memory given to maxmemory, split '
                    'across its shards.')

@@ -32,46 +32,13 @@ DEFAULT_MAXCLIENTS = 10000  # redis.conf's default
 MAX_PORT = 65535
 CLUSTER_BUS_OFFSET = 10000
 
-# redis.conf directives the harness sets and relies on (to find, stop and
-# tear down each shard, and to keep its password): a user value would make
-# the run record describe a server other than the one running.
-MANAGED_DIRECTIVES = frozenset({
-    'port', 'bind', 'unixsocket', 'unixsocketperm', 'requirepass',
-    'masterauth', 'masteruser', 'aclfile', 'user', 'dir', 'dbfilename',
-    'daemonize', 'pidfile', 'logfile', 'include', 'cluster-enabled',
-    'cluster-config-file', 'cluster-port', 'tls-port', 'protected-mode',
-    'supervised', 'replicaof', 'slaveof'})
-# Commands the harness sends; renaming them breaks the run.
-_MANAGED_COMMANDS = frozenset({'config', 'shutdown', 'auth', 'ping',
-                               'dbsize', 'cluster', 'info', 'flushall'})
-
-
 def CheckServerOption(line: str) -> None:
-  """Refuses a --redis_server_options line that changes what is managed.
-
-  The line is read as redis-server reads it (linux_packages/redis_config),
-  so no quoting of a directive gets past; a line break would make it
-  several lines, so it is refused.
-  """
-  if any(c in line for c in '\n\r\0'):
-    raise errors.UsageError(
-        f'--redis_server_options: {line!r} holds a line break; give one '
-        'directive per item.')
-  directive = redis_config.Directive(line)
-  if directive is None:
-    raise errors.UsageError(
-        f'--redis_server_options: {line!r} has unbalanced quotes (redis-server '
-        'would refuse to start); fix the quoting.')
-  if directive in MANAGED_DIRECTIVES:
-    raise errors.UsageError(
-        f'--redis_server_options: "{directive}" is set by the harness (it '
-        'finds, stops and tears down each shard by it); remove it.')
-  args = redis_config.SplitArgs(line.strip()) or []
-  if (directive == 'rename-command' and len(args) > 1 and
-      args[1].lower() in _MANAGED_COMMANDS):
-    raise errors.UsageError(
-        f'--redis_server_options: "rename-command {args[1].upper()}" would '
-        'hide a command the harness sends; remove it.')
+  """Refuses a --redis_server_options line in one line unless it is a
+  tuning directive (redis_config.UserLineProblem: the one check of a user's
+  config line, read as redis-server reads it)."""
+  problem = redis_config.UserLineProblem(line)
+  if problem:
+    raise errors.UsageError(f'--redis_server_options: {problem}')
 
 
 @dataclasses.dataclass(frozen=True)
