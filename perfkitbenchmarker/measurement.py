@@ -167,6 +167,15 @@ def CombineRepeats(repeats: Sequence[Measurement]) -> Measurement:
   metadata['client_processes'] = repeats[0].metadata.get(
       'client_processes', 1)
   metadata['aggregated_repeats'] = len(repeats)
+  # Interference is any repeat's, not the first one's (Combine copies the
+  # first part's metadata): a disturbed repeat marks the combination.
+  foreign = [r.metadata.get('foreign_cpu_pct') for r in repeats
+             if isinstance(r.metadata.get('foreign_cpu_pct'), (int, float))]
+  if foreign:
+    metadata['foreign_cpu_pct'] = max(foreign)
+  if any('interference' in r.metadata for r in repeats):
+    metadata['interference'] = any(
+        bool(r.metadata.get('interference')) for r in repeats)
   if len(repeats) == 1:
     metadata['percentile_merge'] = 'single_repeat'
   return dataclasses.replace(

@@ -98,7 +98,10 @@ def OfSearch(result) -> Verdict:
   cap = result.cap_ms
   repeats = result.confirmation_probes
   problems = []
-  if result.budget_exhausted:
+  unconfirmed = getattr(result, 'unconfirmed_reason', None)
+  if unconfirmed:
+    problems.append((UNCONFIRMED, unconfirmed))
+  elif result.budget_exhausted:
     problems.append((UNCONFIRMED, f'probe budget of {len(result.probes)} '
                      'spent before the answer was confirmed'))
   elif not repeats:
@@ -110,9 +113,9 @@ def OfSearch(result) -> Verdict:
     if 2 * over >= len(repeats):
       problems.append((UNCONFIRMED, f'{over} of {len(repeats)} repeats over '
                        f'the {cap:g} ms cap'))
+  # The probes the figure rests on: the repeats that count (disturbed ones
+  # run again are not among them), else every probe at the answer's load.
   indices = set(result.reported_indices)
-  if result.best_index is not None:
-    indices.add(result.best_index)
   answer = [result.probes[i].measurement for i in sorted(indices)]
   saturated = sum(1 for m in answer if m.client_saturated)
   if saturated:

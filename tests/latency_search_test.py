@@ -73,7 +73,8 @@ class LinearStepPolicyTest(unittest.TestCase):
     self.assertEqual(result.capped_throughput, 120e3)
     self.assertIsNotNone(result.confirmed_throughput_ci95)
     self.assertTrue(verdict.OfSearch(result).confirmed)
-    self.assertIn('3 repeats at 5x4, 0 over the cap', result.stop_reason)
+    self.assertIn('3 repeats, 95 % interval +-0.0 % at 5x4, 0 over the cap',
+                  result.stop_reason)
     # Repeats that do not hold under the cap leave it unconfirmed.
     seen = []
 
@@ -87,11 +88,15 @@ class LinearStepPolicyTest(unittest.TestCase):
       return m
     drifted = Linear(Drifting, thread_increment=2, confirm_repeats=3)
     self.assertEqual(verdict.OfSearch(drifted).name, verdict.UNCONFIRMED)
-    self.assertIn('3 of 3 repeats over', verdict.OfSearch(drifted).reason)
+    self.assertIn('repeats at 5x4 averaged 1.300 ms, not under the 1 ms cap',
+                  verdict.OfSearch(drifted).reason)
+    # Its figure is the mean of every probe at the answer's load.
+    self.assertEqual(drifted.reported_indices, (2, 4, 5, 6))
     # No answer under the cap: nothing to repeat.
     none = Script({1: (50e3, 1.5)})
     self.assertIsNone(Linear(none, confirm_repeats=3).best)
-    self.assertEqual(len(none.loads), 1)
+    # 1x4 over the cap, then the step-down 1x2 and 1x1: no repeats.
+    self.assertEqual([l.Describe() for l in none.loads], ['1x4', '1x2', '1x1'])
     with self.assertRaises(search_driver.InvalidSearchArgument):
       linear.LinearStepPolicy(1, 4, 1, 8, confirm_repeats=-1)
 
@@ -140,14 +145,39 @@ class LinearStepPolicyTest(unittest.TestCase):
     self.assertEqual(len(result.probes), 1)
     self.assertEqual(result.best.load, Load(3, 4))
 
-  def testFirstProbeOverCap(self):
-    script = Script({1: (10e3, 2.5), 2: (20e3, 0.5)})
-    result = Linear(script)
-    self.assertEqual(len(result.probes), 1)
+  def testFirstProbeOverCapStepsDownHalvingConnections(self):
+    # Latency by Little's law at 40k ops/s: 8 connections 0.2 ms, 16 0.4,
+    # 32 0.8, 64 1.6. The first step (2 threads x 32) is over a 0.5 ms cap;
+    # the walk halves clients per thread until a probe is under it.
+    class Closed:
+      def __init__(self):
+        self.loads = []
+
+      def __call__(self, load):
+        self.loads.append(load)
+        return measurement.Measurement(
+            load, 40e3, load.connections / 40e3 * 1000, duration_s=2,
+            ops=80e3)
+
+    script = Closed()
+    result = Linear(script, cap_ms=0.5, min_threads=2, max_threads=8,
+                    clients=32)
+    self.assertEqual([l.Describe() for l in script.loads],
+                     ['2x32', '2x16', '2x8'])
+    self.assertEqual(result.best.load, Load(2, 8))
+    self.assertIn('stepped down', result.stop_reason)
+    self.assertEqual(result.capped_throughput, 40e3)
+
+  def testStepDownGoesToOneConnectionThenGivesUp(self):
+    script = Script({t: (10e3, 2.5) for t in range(1, 5)})
+    result = Linear(script, min_threads=4, max_threads=8, clients=2)
+    # 4x2 -> 4x1 -> 2x1 -> 1x1, every one over the cap.
+    self.assertEqual([l.Describe() for l in script.loads],
+                     ['4x2', '4x1', '2x1', '1x1'])
     self.assertIsNone(result.best)
-    self.assertIsNone(result.best_index)
     self.assertIsNone(result.capped_throughput)
     self.assertTrue(result.all_over_cap)
+    self.assertIn('still over at 1x1', result.stop_reason)
     self.assertIn('no probe was under the cap', result.stop_reason)
 
   def testMachineCurveWalk(self):

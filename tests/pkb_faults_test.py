@@ -145,11 +145,49 @@ def test_every_probe_over_cap(tmp_path):
                           str(tmp_path))
   assert proc.returncode == 1
   line = _OneLineError(proc)
-  assert 'Every probe was over the 0.001 ms cap' in line
-  assert 'lower load' in line
+  # The linear walk stepped down to 1 connection before giving up, and
+  # says which flag to change.
+  # (2 connections: redis-benchmark's least for the default SET:GET mix.)
+  assert 'Every probe was over the 0.001 ms cap, down to 2 connections' in line
+  assert '--memtier_latency_cap' in line
   rows = e2e.Samples(str(tmp_path), run_uri)
+  connections = [int(e2e.Labels(r)['connections']) for r in rows
+                 if r['metric'] == 'throughput']
+  assert connections == [32, 16, 8, 4, 2]
   # The probes are kept; no zero is reported as a result.
   assert {r['metric'] for r in rows} == {'throughput', 'average_latency'}
+  assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+
+
+def test_linear_walk_over_the_cap_at_its_first_step_steps_down(tmp_path):
+  # 32 connections (the walk's first step) take 0.35-1 ms here; a 0.2 ms
+  # cap puts it over, and fewer connections get under it. The walk halves
+  # its connections and answers (unconfirmed: single probes), or, on a
+  # machine so busy that 1 connection is over too, says so in one line.
+  proc, run_uri = e2e.Run(e2e.FAST + ['--memtier_latency_cap=0.2',
+                                      '--memtier_latency_capped_search=linear'],
+                          str(tmp_path))
+  assert 'Traceback' not in proc.stderr
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  probes = [e2e.Labels(r) for r in rows if r['metric'] == 'throughput']
+  connections = [int(p['connections']) for p in probes]
+  assert connections[0] == 32 and probes[0]['under_latency_cap'] == 'False'
+  assert connections == [32 >> i for i in range(len(connections))]
+  if proc.returncode == 1:
+    line = _OneLineError(proc)
+    assert 'down to 2 connections' in line and '--memtier_latency_cap' in line
+    assert connections[-1] == 2
+  else:
+    # Unconfirmed (single probes), not failed: e2e.Run passes
+    # --accept_unconfirmed, so 0; the line says it.
+    assert proc.returncode == 0, proc.stderr
+    assert 'UNCONFIRMED' in proc.stderr
+    capped = [e2e.Labels(r) for r in rows
+              if r['metric'] == 'latency_capped_throughput']
+    assert len(capped) == 1
+    assert int(capped[0]['connections']) == connections[-1] < 32
+    assert 'stepped down' in capped[0]['search_stop_reason']
+    assert 'Verdict: UNCONFIRMED' in proc.stdout
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
 
 

@@ -188,7 +188,8 @@ def Run(spec) -> Sequence[sample.Sample]:
   result, samples = Search(
       deployment.ProbeDriver(spec, spec.deployment, opts), {})
   if result.best is None:
-    raise search_runner.NoResultError(result, opts.search.cap_ms)
+    raise search_runner.NoResultError(result, opts.search.cap_ms,
+                                      search_runner.LeastConnections(opts))
   results.PrintSummary(spec, samples)
   return spec.published
 

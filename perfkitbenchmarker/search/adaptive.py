@@ -13,8 +13,12 @@ spends most probes on the flat part. This policy instead
 4. confirms the answer with repeats (mean and 95 % interval), backing off to
    a lower load if they average at or over the cap. At least
    `confirm_repeats`; more, up to `confirm_max_repeats`, while the interval's
-   half-width is wider than `confirm_ci_target` of the mean, so a quiet
-   server stops early and a noisy one measures longer only at the answer.
+   half-width is wider than `confirm_ci_target` of the mean and the
+   remaining repeats can still bring it there (repeats.RepeatRule: a noisy
+   server stops at the least and reports the interval reached); a repeat
+   disturbed by foreign CPU is run again rather than counted. Another load
+   of the plateau's noise band is repeated only when its probe lies above
+   the held mean's interval.
 With `max_threads` above `threads`, a load is a connection count spread over
 up to `max_threads` threads (one client each until the threads run out), so
 a client that needs many threads to be fast is still offered fine steps.
@@ -39,6 +43,7 @@ from typing import ClassVar, Optional
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import adaptive_run
 from perfkitbenchmarker.search import driver
+from perfkitbenchmarker.search import repeats
 
 Load = measurement.Load
 ProbeRecord = driver.ProbeRecord
@@ -99,6 +104,7 @@ class AdaptiveStepPolicy:
       most this fraction of the mean (0: always confirm_repeats).
     max_threads: threads may grow up to this (None: always `threads`).
     max_backoffs: lower loads tried when a confirmation fails.
+    confirm_max_reruns: disturbed repeats run again per confirmed load.
   """
   NAME: ClassVar[str] = 'adaptive'
 
@@ -118,6 +124,7 @@ class AdaptiveStepPolicy:
   confirm_ci_target: float = 0.02
   max_threads: Optional[int] = None
   max_backoffs: int = 2
+  confirm_max_reruns: int = 3
 
   def __post_init__(self):
     for name in ('threads', 'pipeline', 'min_connections',
@@ -127,7 +134,8 @@ class AdaptiveStepPolicy:
         raise InvalidSearchArgument(
             f'{name}={value!r}: must be a whole number of at least 1.')
     for name in ('max_corrections', 'max_bisections', 'confirm_repeats',
-                 'confirm_max_repeats', 'max_backoffs'):
+                 'confirm_max_repeats', 'max_backoffs',
+                 'confirm_max_reruns'):
       value = getattr(self, name)
       if not isinstance(value, int) or value < 0:
         raise InvalidSearchArgument(
@@ -187,6 +195,13 @@ class AdaptiveStepPolicy:
                min_connections=min_connections,
                start_connections=start, max_connections=max_connections,
                **overrides)
+
+  @property
+  def repeat_rule(self) -> repeats.RepeatRule:
+    """How each contender's repeats stop (search/repeats.py)."""
+    return repeats.RepeatRule(
+        least=max(1, self.confirm_repeats), most=self.confirm_max_repeats,
+        ci_target=self.confirm_ci_target, max_reruns=self.confirm_max_reruns)
 
   @property
   def most_repeats(self) -> int:

@@ -15,7 +15,6 @@ from typing import Dict, List, Optional, TYPE_CHECKING
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver
-from perfkitbenchmarker.search import stats
 
 if TYPE_CHECKING:  # pragma: no cover
   from perfkitbenchmarker.search import adaptive  # pylint: disable=g-bad-import-order
@@ -183,7 +182,8 @@ class AdaptiveRun:
 
   def _DecideAndConfirm(self):
     ceiling = self._max + 1  # loads at or above a failed confirmation are out
-    held = {}  # clients -> repeats whose average latency was under the cap
+    held = {}  # clients -> RepeatSet whose average latency was under the cap
+    failed = {}  # clients -> RepeatSet whose average was at or over it
     for attempt in range(1 + self._policy.max_backoffs):
       candidates = self._Candidates(ceiling)
       if not candidates:
@@ -193,42 +193,78 @@ class AdaptiveRun:
         top = max(candidates.values(), key=lambda r: r.throughput)
         self._notes.append(f'chose {top.load.Describe()} unconfirmed')
         return driver.Outcome('; '.join(self._notes), top.index)
-      failed = {}
+      round_failed = {}
       for clients in contenders:
-        if clients in held:
+        if clients in held or clients in failed:
+          continue
+        if held and not self._WorthAnotherSet(clients, held):
           continue
         repeats = yield from self._Confirm(clients)
-        latency = self._MeanLatency(repeats)
-        if latency < self._cap_ms:
+        if repeats.latency_ms < self._cap_ms:
           held[clients] = repeats
         else:
-          failed[clients] = latency
+          failed[clients] = round_failed[clients] = repeats
           self._notes.append(
               f'repeats at {self._Conns(clients)} connections averaged '
-              f'{latency:.3f} ms, not under the {self._cap_ms} ms cap')
-      if not failed:
+              f'{repeats.latency_ms:.3f} ms, not under the {self._cap_ms} ms '
+              'cap')
+      if not round_failed:
         break
-      ceiling = min(failed)
-      backed_off = yield from self._BackOff(ceiling, failed[ceiling])
+      ceiling = min(round_failed)
+      backed_off = yield from self._BackOff(
+          ceiling, round_failed[ceiling].latency_ms)
       if held and not backed_off:
         break
+    excluded = tuple(r.index for s in list(held.values()) +
+                     list(failed.values()) for r in s.excluded)
     if not held:
-      self._notes.append(
-          'no load held under the cap when confirmed' if ceiling <= self._max
-          else f'every probe was at or over the {self._cap_ms} ms cap: no '
-          'capped throughput')
-      return driver.Outcome('; '.join(self._notes))
+      if not failed:
+        self._notes.append(
+            f'every probe was at or over the {self._cap_ms} ms cap: no '
+            'capped throughput')
+        return driver.Outcome('; '.join(self._notes))
+      # An answer all the same, unconfirmed: the repeated load that came
+      # nearest to holding, its figure the mean of every probe there.
+      clients = min(failed, key=lambda c: failed[c].latency_ms)
+      reason = (f'no load held under the {self._cap_ms:g} ms cap when '
+                f'repeated (nearest: {self._Conns(clients)} connections, '
+                f'{failed[clients].latency_ms:.3f} ms)')
+      self._notes.append(reason)
+      return driver.Outcome('; '.join(self._notes),
+                            self._search[clients].index,
+                            tuple(r.index for r in failed[clients].counted),
+                            excluded, unconfirmed_reason=reason)
     # Every held load is a valid answer; the repeats, free of the selection
     # bias of the search probes, pick among them.
-    clients = max(held, key=lambda c: statistics.fmean(
-        r.throughput for r in held[c]))
+    clients = max(held, key=lambda c: held[c].mean)
     self._notes.append(
         f'confirmed {self._policy.LoadForClients(clients).Describe()} '
-        f'({self._Conns(clients)} connections) with {len(held[clients])} '
-        f'repeats averaging {self._MeanLatency(held[clients]):.3f} ms')
+        f'({self._Conns(clients)} connections): '
+        f'{held[clients].Describe()}, averaging '
+        f'{held[clients].latency_ms:.3f} ms')
     return driver.Outcome('; '.join(self._notes),
-                                  self._search[clients].index,
-                                  tuple(r.index for r in held[clients]))
+                          self._search[clients].index,
+                          tuple(r.index for r in held[clients].counted),
+                          excluded)
+
+  def _WorthAnotherSet(self, clients: int, held) -> bool:
+    """Whether a further contender could beat what is held.
+
+    Only when its search probe lies more than one probe's noise (the held
+    repeats' standard deviation) above the best held mean: within that, a
+    single probe says nothing about which load is better. On a quiet server
+    the spread is small and the noise band's ends are still repeated; on a
+    noisy one they fall within it, which saves whole sets of repeats.
+    """
+    best = max(held.values(), key=lambda s: s.mean)
+    spread = best.stdev
+    if self._search[clients].throughput > best.mean + spread:
+      return True
+    self._notes.append(
+        f'{self._Conns(clients)} connections not repeated: its probe '
+        f'({self._search[clients].throughput:,.0f} ops/s) is within one '
+        f'repeat\'s spread ({spread:,.0f}) of the held {best.mean:,.0f}')
+    return False
 
   def _BackOff(self, failed: int, latency_ms: float):
     """Probes where Little's law puts the target below a failed load.
@@ -255,27 +291,9 @@ class AdaptiveRun:
     return record
 
   def _Confirm(self, clients: int):
-    """Repeats until the interval is narrow enough (or the most allowed)."""
-    policy = self._policy
-    most = policy.most_repeats
-    repeats = []
-    for i in range(most):
-      record = yield from self._Probe(
-          clients, f'confirmation {i + 1} ({policy.confirm_repeats}-{most})',
-          driver.ROLE_CONFIRM)
-      repeats.append(record)
-      if len(repeats) >= policy.confirm_repeats and self._Narrow95(repeats):
-        break
-    return repeats
-
-  def _Narrow95(self, repeats: List[ProbeRecord]) -> bool:
-    if not self._policy.confirm_ci_target or len(repeats) < 2:
-      return True
-    mean, half = stats.MeanAndCi95([r.throughput for r in repeats])
-    return mean > 0 and half / mean <= self._policy.confirm_ci_target
-
-  def _MeanLatency(self, repeats: List[ProbeRecord]) -> float:
-    return measurement.WeightedAverageLatencyMs([r.measurement for r in repeats])
+    """Repeats one load by the policy's RepeatRule (search/repeats.py)."""
+    return (yield from self._policy.repeat_rule.Run(
+        self._policy.LoadForClients(clients)))
 
   def _Candidates(self, ceiling: int) -> Dict[int, ProbeRecord]:
     """Search probes below `ceiling` under the target, else under the cap."""
@@ -296,7 +314,10 @@ class AdaptiveRun:
                           self._policy.noise_floor)
     floor = candidates[top].throughput * (1 - noise)
     band = [c for c, r in candidates.items() if r.throughput >= floor]
-    return sorted({top, min(band), max(band)}, reverse=True)
+    # The top first: the others are repeated only if they could beat it
+    # (_WorthAnotherSet).
+    return sorted({top, min(band), max(band)},
+                  key=lambda c: -candidates[c].throughput)
 
   def _Gained(self, before: ProbeRecord, after: ProbeRecord) -> bool:
     """Whether `after` has more throughput than `before`, beyond noise."""

@@ -86,6 +86,16 @@ class ProbeRecord:
   def latency_ms(self) -> float:
     return self.measurement.average_latency_ms
 
+  @property
+  def disturbed(self) -> bool:
+    """Foreign processes used the run's cores during this probe.
+
+    The probe paths set metadata `interference`
+    (load_generators/interference.py); a repeat so flagged is run again
+    rather than counted (repeats.RepeatRule).
+    """
+    return bool(self.measurement.metadata.get('interference'))
+
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
@@ -95,11 +105,20 @@ class Outcome:
     stop_reason: why it stopped and what it found, for people.
     best_index: index of the probe whose load is the answer (it must be under
       the cap), or None when the policy found no load under the cap.
-    confirmation_indices: indices of the repeats whose mean is the answer.
+    confirmation_indices: indices of the repeats whose mean is the answer
+      (the repeats that count: disturbed ones that were run again are not
+      among them).
+    excluded_indices: repeats left out of the interval because foreign CPU
+      disturbed them (they stay in `probes`, marked by their metadata).
+    unconfirmed_reason: set when the policy gives an answer it could not
+      confirm (e.g. no load held under the cap when repeated); the answer's
+      figure is then the mean of every probe at its load.
   """
   stop_reason: str
   best_index: Optional[int] = None
   confirmation_indices: Tuple[int, ...] = ()
+  excluded_indices: Tuple[int, ...] = ()
+  unconfirmed_reason: Optional[str] = None
 
 
 PolicySteps = Generator[ProbeRequest, ProbeRecord, Outcome]
@@ -143,7 +162,18 @@ class SearchResult:
     client_limited: some probe saturated the load generator's CPU, so part of
       the curve is the client's, not the server's; samples should say so.
     budget_exhausted: the probe budget ended the search before the policy
-      did, so `best` is an unconfirmed single probe.
+      did, so the answer is unconfirmed.
+    excluded_probes: repeats left out of the interval (disturbed by
+      foreign CPU and run again).
+    unconfirmed_reason: why an answer is not confirmed, when the policy or
+      the budget says so (None otherwise; the verdict adds its own rules).
+    at_load: every probe at the answer's load combined (CombineRepeats:
+      mean throughput, operation-weighted latency), the figure of an answer
+      that is not confirmed: never the best single probe, whose selection
+      biases it upwards. None when confirmed or without an answer.
+    at_load_indices: the probes `at_load` combines.
+    at_load_ci95: half-width of the 95 % interval of their throughputs
+      (None with a single probe).
   """
   probes: Tuple[ProbeRecord, ...]
   best: Optional[Measurement]
@@ -158,18 +188,36 @@ class SearchResult:
   client_limited: bool = False
   confirmed: Optional[Measurement] = None
   budget_exhausted: bool = False
+  excluded_probes: Tuple[ProbeRecord, ...] = ()
+  unconfirmed_reason: Optional[str] = None
+  at_load: Optional[Measurement] = None
+  at_load_indices: Tuple[int, ...] = ()
+  at_load_ci95: Optional[float] = None
 
   @property
   def reported(self) -> Optional[Measurement]:
-    """The measurement the result samples report: confirmed, else best."""
+    """The measurement the result samples report: the counted repeats
+    combined for a confirmed answer, else every probe at the answer's load
+    combined."""
+    if self.at_load is not None:
+      return self.at_load
     return self.confirmed if self.confirmed is not None else self.best
 
   @property
   def reported_indices(self) -> Tuple[int, ...]:
     """Indices of the probes `reported` aggregates."""
+    if self.at_load is not None:
+      return self.at_load_indices
     if self.confirmation_probes:
       return tuple(p.index for p in self.confirmation_probes)
     return (self.best_index,) if self.best_index is not None else ()
+
+  @property
+  def reported_ci95(self) -> Optional[float]:
+    """The 95 % half-width of the reported figure (None: one probe)."""
+    if self.at_load is not None:
+      return self.at_load_ci95
+    return self.confirmed_throughput_ci95
 
   @property
   def probe_seconds(self) -> float:
@@ -186,10 +234,10 @@ class SearchResult:
 
   @property
   def capped_throughput(self) -> Optional[float]:
-    """The answer: the confirmed mean if there is one, else best's figure."""
-    if self.confirmed_throughput_mean is not None:
-      return self.confirmed_throughput_mean
-    return self.best.throughput if self.best is not None else None
+    """The answer's figure: the mean of the counted repeats when confirmed,
+    else the mean of every probe at the answer's load."""
+    reported = self.reported
+    return reported.throughput if reported is not None else None
 
 
 def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
@@ -233,6 +281,19 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
     confirmed = measurement.CombineRepeats(
         [p.measurement for p in confirmations])
     latency = confirmed.average_latency_ms
+  unconfirmed = outcome.unconfirmed_reason
+  if budget_exhausted and not unconfirmed:
+    unconfirmed = (f'probe budget of {len(probes)} spent before the answer '
+                   'was confirmed')
+  at_load = at_load_ci95 = None
+  at_load_indices = ()
+  if best is not None and (unconfirmed or len(confirmations) < 2):
+    # Not confirmed: the figure is every probe at the answer's load, the
+    # search probe that picked it, repeats and disturbed repeats alike.
+    same = [p for p in probes if p.load == best.load]
+    at_load_indices = tuple(p.index for p in same)
+    at_load = measurement.CombineRepeats([p.measurement for p in same])
+    _, at_load_ci95 = stats.MeanAndCi95([p.throughput for p in same])
   return SearchResult(
       probes=tuple(probes),
       best=best,
@@ -246,7 +307,10 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
       confirmed_latency_mean_ms=latency,
       confirmed=confirmed,
       client_limited=any(p.measurement.client_saturated for p in probes),
-      budget_exhausted=budget_exhausted)
+      budget_exhausted=budget_exhausted,
+      excluded_probes=tuple(probes[i] for i in outcome.excluded_indices),
+      unconfirmed_reason=unconfirmed, at_load=at_load,
+      at_load_indices=at_load_indices, at_load_ci95=at_load_ci95)
 
 
 def FindLatencyCappedMaximum(
@@ -268,8 +332,9 @@ def FindLatencyCappedMaximum(
       publishes live samples from it); it cannot change the search.
 
   Returns:
-    A SearchResult. When the budget runs out first, best is the
-    highest-throughput probe under the cap and nothing is confirmed.
+    A SearchResult. When the budget runs out first, the answer's load is
+    that of the highest-throughput probe under the cap, unconfirmed, and
+    its figure the mean of every probe at that load.
 
   Raises:
     InvalidSearchArgument: a bad cap or budget, or a policy that broke the
@@ -309,7 +374,8 @@ def FindLatencyCappedMaximum(
     steps.close()
   fallback = Outcome(
       stop_reason=(f'probe budget of {max_probes} exhausted before the '
-                   f'{policy.NAME} policy finished; best is the highest-'
-                   'throughput probe under the cap, unconfirmed'),
+                   f'{policy.NAME} policy finished; the answer is the load '
+                   'of the highest-throughput probe under the cap, '
+                   'unconfirmed (the mean of every probe at that load)'),
       best_index=HighestUnderCapIndex(probes))
   return _Result(probes, cap_ms, policy.NAME, fallback, budget_exhausted=True)

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver
+from perfkitbenchmarker.search import repeats
 
 Load = measurement.Load
 InvalidSearchArgument = driver.InvalidSearchArgument
@@ -29,11 +30,16 @@ class LinearStepPolicy:
   latency is at or over the cap, or after the largest thread count. The
   answer is the highest-throughput probe strictly under the cap, wherever it
   lies in the walk, so a dip before the cap does not hide an earlier peak.
+  When the first step is already over the cap, the walk steps down instead,
+  halving the connections (clients per thread, then threads) until a probe
+  is under the cap or `min_connections` (1; 2 for a tool that needs one per
+  command of a mix) is reached.
 
   With `confirm_repeats` > 0 the answer's load is then measured that many
   more times (confirmation probes): the answer becomes their mean with a
   95 % interval, and the verdict applies the adaptive search's rule to them
-  (at least 2 repeats, most under the cap). 0 (the default) reports the
+  (at least 2 repeats, most under the cap); a repeat disturbed by foreign
+  CPU is run again (repeats.RepeatRule). 0 (the default) reports the
   single probe, as the published study did: `unconfirmed` by design.
   """
   NAME: ClassVar[str] = 'linear'
@@ -44,10 +50,11 @@ class LinearStepPolicy:
   clients: int
   pipeline: int = 1
   confirm_repeats: int = 0
+  min_connections: int = 1
 
   def __post_init__(self):
     for name in ('min_threads', 'max_threads', 'thread_increment', 'clients',
-                 'pipeline', 'confirm_repeats'):
+                 'pipeline', 'confirm_repeats', 'min_connections'):
       value = getattr(self, name)
       if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidSearchArgument(
@@ -72,6 +79,10 @@ class LinearStepPolicy:
     if self.confirm_repeats < 0:
       raise InvalidSearchArgument(
           f'confirm_repeats={self.confirm_repeats}: use 0 for none.')
+    if self.min_connections < 1:
+      raise InvalidSearchArgument(
+          f'min_connections={self.min_connections}: the step-down needs at '
+          'least 1 connection.')
 
   def Steps(self, cap_ms: float) -> driver.PolicySteps:
     records = []
@@ -89,19 +100,55 @@ class LinearStepPolicy:
                   f'the {cap_ms} ms cap')
         break
       threads += self.thread_increment
+    if len(records) == 1 and not records[0].under_cap:
+      step_down = yield from self._StepDown(records[0].load)
+      records += step_down
+      under = [r for r in step_down if r.under_cap]
+      reason += ('; the first step was over the cap, so the walk stepped '
+                 'down, halving connections: ' + (
+                     f'under it at {under[0].load.Describe()}' if under
+                     else f'still over at {step_down[-1].load.Describe()}'
+                     if step_down else 'nothing lower to try'))
     best_index = HighestUnderCapIndex(records)
     if best_index is None:
       reason += '; no probe was under the cap'
       return Outcome(stop_reason=reason, best_index=best_index)
-    repeats = []
+    if not self.confirm_repeats:
+      return Outcome(stop_reason=reason, best_index=best_index)
     load = records[best_index].load
-    for i in range(self.confirm_repeats):
-      repeats.append((yield ProbeRequest(
-          load, driver.ROLE_CONFIRM,
-          f'confirmation {i + 1}/{self.confirm_repeats}')))
-    if repeats:
-      over = sum(1 for r in repeats if not r.under_cap)
-      reason += (f'; {len(repeats)} repeats at {load.Describe()}, {over} '
-                 'over the cap')
+    rule = repeats.RepeatRule(least=self.confirm_repeats,
+                              most=self.confirm_repeats, ci_target=0,
+                              max_reruns=self.confirm_repeats)
+    done = yield from rule.Run(load)
+    over = sum(1 for r in done.counted if not r.under_cap)
+    reason += (f'; {done.Describe()} at {load.Describe()}, {over} over the '
+               'cap')
+    unconfirmed = None
+    if done.latency_ms >= cap_ms:
+      unconfirmed = (f'repeats at {load.Describe()} averaged '
+                     f'{done.latency_ms:.3f} ms, not under the {cap_ms:g} '
+                     'ms cap')
     return Outcome(stop_reason=reason, best_index=best_index,
-                   confirmation_indices=tuple(r.index for r in repeats))
+                   confirmation_indices=tuple(r.index for r in done.counted),
+                   excluded_indices=tuple(r.index for r in done.excluded),
+                   unconfirmed_reason=unconfirmed)
+
+  def _StepDown(self, over: Load):
+    """Halves the connections of an over-cap first step until a probe is
+    under the cap or `min_connections` is reached: clients per thread first,
+    then threads. Returns the probes it took."""
+    records = []
+    threads, clients = over.threads, over.clients
+    while threads * clients > self.min_connections:
+      if clients > 1:
+        clients = max(clients // 2,
+                      -(-self.min_connections // threads))  # ceil
+      else:
+        threads = max(threads // 2, self.min_connections)
+      load = Load(threads, clients, self.pipeline)
+      record = yield ProbeRequest(load, ROLE_SEARCH,
+                                  f'step-down to {load.Describe()}')
+      records.append(record)
+      if record.under_cap:
+        break
+    return records

@@ -5,10 +5,12 @@ measures every client step of a ramp in one run, so the search part costs one
 process start instead of one per load. This module turns those steps into a
 search that `driver.FindLatencyCappedMaximum` can run like any other:
 
-* `StaircasePolicy` asks for each step's load in order (search probes), picks
-  the highest-throughput step strictly under the cap and, if asked, confirms
-  it with ordinary probes at that load, backing off to the next best lower
-  step when the repeats average at or over the cap;
+* `StaircasePolicy` asks for each step's load in order (search probes) up
+  to the first step at or over the cap, picks the highest-throughput step
+  strictly under the cap and, if asked, confirms it with ordinary probes at
+  that load (repeats.RepeatRule: a disturbed repeat is run again), backing
+  off to the next best lower step when the repeats average at or over the
+  cap; when none holds, the nearest is an unconfirmed answer;
 * `ReplayThenMeasure` is the `measure` for it: it answers the step requests
   from the staircase's measurements and hands every later request (the
   confirmations) to the real probe driver.
@@ -21,8 +23,9 @@ can feed its per-step Measurements here. Pure: no flags, VMs, I/O or clock.
 import dataclasses
 from typing import Callable, ClassVar, List, Sequence, Tuple
 
-from perfkitbenchmarker.search import driver
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker.search import driver
+from perfkitbenchmarker.search import repeats
 
 Load = measurement.Load
 InvalidSearchArgument = driver.InvalidSearchArgument
@@ -59,48 +62,64 @@ class StaircasePolicy:
       record = yield driver.ProbeRequest(
           load, driver.ROLE_SEARCH, f'staircase step {i}')
       records.append(record)
+      if not record.under_cap:
+        break  # past the cap: higher steps only queue more
     under = [r for r in records if r.under_cap]
     if not under:
       return driver.Outcome(
-          f'every one of the {len(records)} staircase steps was at or over '
+          f'the first of the {len(self.steps)} staircase steps was at or over '
           f'the {cap_ms} ms cap')
     best = max(under, key=lambda r: r.throughput)
     notes = [f'best staircase step under the cap: {best.load.Describe()} '
              f'({best.throughput:,.0f} ops/s, {best.latency_ms:.3f} ms)']
+    if len(records) < len(self.steps):
+      notes.append(f'stopped at step {len(records) - 1} of '
+                   f'{len(self.steps)}, the first over the cap')
     if not self.confirm_repeats:
       return driver.Outcome('; '.join(notes + ['unconfirmed']),
-                                    best.index)
+                            best.index)
+    rule = repeats.RepeatRule(least=self.confirm_repeats,
+                              most=self.confirm_repeats, ci_target=0,
+                              max_reruns=self.confirm_repeats)
     candidate = best
+    tried = []
     for _ in range(1 + self.max_backoffs):
-      repeats = []
-      for i in range(self.confirm_repeats):
-        repeats.append((yield driver.ProbeRequest(
-            candidate.load, driver.ROLE_CONFIRM,
-            f'confirmation {i + 1}/{self.confirm_repeats}')))
-      latency = measurement.WeightedAverageLatencyMs(
-          [r.measurement for r in repeats])
-      if latency < cap_ms:
-        notes.append(f'confirmed {candidate.load.Describe()} with '
-                     f'{len(repeats)} probes averaging {latency:.3f} ms')
-        return driver.Outcome('; '.join(notes), candidate.index,
-                                      tuple(r.index for r in repeats))
+      done = yield from rule.Run(candidate.load)
+      tried.append((candidate, done))
+      if done.latency_ms < cap_ms:
+        notes.append(f'confirmed {candidate.load.Describe()}: '
+                     f'{done.Describe()}, averaging {done.latency_ms:.3f} ms')
+        return driver.Outcome(
+            '; '.join(notes), candidate.index,
+            tuple(r.index for r in done.counted),
+            tuple(r.index for _, d in tried for r in d.excluded))
       notes.append(f'repeats at {candidate.load.Describe()} averaged '
-                   f'{latency:.3f} ms, not under the {cap_ms} ms cap')
+                   f'{done.latency_ms:.3f} ms, not under the {cap_ms} ms cap')
       lower = [r for r in under if r.load.connections <
                candidate.load.connections]
       if not lower:
         break
       candidate = max(lower, key=lambda r: r.throughput)
-    notes.append('no step held under the cap when confirmed')
-    return driver.Outcome('; '.join(notes))
+    # An answer all the same, unconfirmed: the step whose repeats came
+    # nearest to holding, its figure the mean of every probe at its load.
+    nearest, done = min(tried, key=lambda t: t[1].latency_ms)
+    reason = (f'no step held under the {cap_ms:g} ms cap when repeated '
+              f'(nearest: {nearest.load.Describe()}, '
+              f'{done.latency_ms:.3f} ms)')
+    notes.append(reason)
+    return driver.Outcome(
+        '; '.join(notes), nearest.index, tuple(r.index for r in done.counted),
+        tuple(r.index for _, d in tried for r in d.excluded),
+        unconfirmed_reason=reason)
 
 
 class ReplayThenMeasure:
   """`measure` that serves the staircase's steps first, then real probes.
 
   The n-th call for n < len(steps) must ask for the n-th step's load (as
-  StaircasePolicy does) and gets that step's measurement; later calls go to
-  `measure`.
+  StaircasePolicy does) and gets that step's measurement; later calls, and
+  a call for an earlier step's load (a repeat: the policy stopped walking),
+  go to `measure`.
   """
 
   def __init__(self, steps: Sequence[measurement.Measurement],
@@ -112,6 +131,12 @@ class ReplayThenMeasure:
   def __call__(self, load: Load) -> measurement.Measurement:
     if self._served < len(self._steps):
       step = self._steps[self._served]
+      if step.load != load and any(
+          s.load == load for s in self._steps[:self._served]):
+        # A repeat of a served step: the policy stopped walking (past the
+        # cap), so the remaining steps are not wanted.
+        self._served = len(self._steps)
+        return self._measure(load)
       if step.load != load:
         raise InvalidSearchArgument(
             f'staircase step {self._served} measured {step.load.Describe()} '

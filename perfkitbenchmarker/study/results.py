@@ -107,8 +107,15 @@ def ResultSamples(spec, result: search_driver.SearchResult,
   extra['chosen_probe_index'] = result.best_index
   if result.confirmed is not None:
     extra['confirmation_repeats'] = len(result.confirmation_probes)
-    extra['throughput_ci95_ops'] = result.confirmed_throughput_ci95
     extra['confirmed_average_latency_ms'] = result.confirmed_latency_mean_ms
+  # The interval reached (of the counted repeats, or of every probe at an
+  # unconfirmed answer's load) and how many probes the figure rests on.
+  if result.reported_ci95 is not None:
+    extra['throughput_ci95_ops'] = result.reported_ci95
+  extra['answer_probes'] = len(result.reported_indices)
+  if result.excluded_probes:
+    extra['disturbed_repeats_excluded'] = ','.join(
+        str(p.index) for p in result.excluded_probes)
   verdict = verdict_lib.OfSearch(result).Metadata()
   extra.update(verdict)
   value = reported.throughput

@@ -56,7 +56,17 @@ def Policy(opts: options_lib.RedisStudyOptions,
       min_threads=s.min_threads, max_threads=s.max_threads,
       thread_increment=s.thread_increment, clients=opts.generator.clients,
       pipeline=opts.generator.pipeline,
-      confirm_repeats=s.linear_confirm_repeats)
+      confirm_repeats=s.linear_confirm_repeats,
+      min_connections=LeastConnections(opts))
+
+
+def LeastConnections(opts: options_lib.RedisStudyOptions) -> int:
+  """The fewest connections a probe may have: 2 for a SET:GET mix unless
+  memtier runs it (redis-benchmark runs each command on connections of its
+  own), else 1."""
+  w = opts.workload
+  mixed = bool(w.set_ratio and w.get_ratio)
+  return 2 if mixed and opts.generator.choice != 'memtier' else 1
 
 
 def RequireStaircaseGenerator(generators) -> None:
@@ -156,7 +166,8 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
         confirm_repeats=opts.search.confirm_repeats)
-    budget = len(steps) + opts.search.confirm_repeats * (
+    # Each confirmation may run its disturbed repeats again (as many).
+    budget = len(steps) + 2 * opts.search.confirm_repeats * (
         1 + policy.max_backoffs)
     result = search_driver.FindLatencyCappedMaximum(
         staircase.ReplayThenMeasure(steps, driver), cap, policy,
@@ -176,20 +187,41 @@ def Search(spec, driver: driver_lib.ProbeDriver,
   return result, samples
 
 
-def NoResultError(result: search_driver.SearchResult,
-                  cap: float) -> errors.NoResultError:
-  """What to tell the user when no load held under the cap."""
+# The flag that sets each policy's lowest load, for the no-answer line.
+_LOWEST_LOAD_FLAG = {
+    'adaptive': '--memtier_adaptive_min_connections',
+    'linear': '--memtier_clients and --memtier_min_threads',
+    'staircase': '--memtier_staircase_clients_start',
+}
+
+
+def NoResultError(result: search_driver.SearchResult, cap: float,
+                  least_connections: int = 1) -> errors.NoResultError:
+  """What to tell the user when no load was under the cap (one line).
+
+  A search whose probes were under the cap somewhere gives an answer, if
+  only an unconfirmed one; this is for every probe over it.
+  """
+  if not result.probes:
+    return errors.NoResultError(
+        f'The search ran no probe ({result.stop_reason}).')
   if not result.all_over_cap:
     return errors.NoResultError(
-        f'Some probes were under the {cap:g} ms cap but no load held under '
-        f'it when repeated ({result.stop_reason}); the latency is too noisy '
-        'here: use longer probes (--memtier_run_duration) or a quieter '
-        'machine.')
-  lowest = min(p.measurement.average_latency_ms for p in result.probes)
+        f'Some probes were under the {cap:g} ms cap but the search gave no '
+        f'answer ({result.stop_reason}).')
+  lowest = min(result.probes, key=lambda p: p.latency_ms)
+  fewest = min(p.load.connections for p in result.probes)
+  where = (f'lowest average {lowest.latency_ms:.3f} ms at '
+           f'{lowest.load.Describe()}')
+  if fewest <= least_connections:
+    return errors.NoResultError(
+        f'Every probe was over the {cap:g} ms cap, down to {fewest} '
+        f'connection{"s" if fewest > 1 else ""} ({where}): this server '
+        'cannot answer that fast here; raise --memtier_latency_cap.')
+  flag = _LOWEST_LOAD_FLAG.get(result.policy, '--memtier_clients')
   return errors.NoResultError(
-      f'Every probe was over the {cap:g} ms cap (lowest average '
-      f'{lowest:.3f} ms); start from a lower load, e.g. '
-      '--memtier_adaptive_min_connections=1 --memtier_clients=4.')
+      f'Every probe was over the {cap:g} ms cap ({where}, {fewest} '
+      f'connections at the fewest): start from a lower load: lower {flag}.')
 
 
 def WarnAboutIgnoredWarmup(spec, generators,

@@ -1,0 +1,174 @@
+"""Confirmation repeats: how many, when to stop, and disturbed repeats.
+
+Every policy that confirms an answer (adaptive, linear with repeats,
+staircase) repeats one load through `RepeatRule.Run`, so the rules below
+hold for all of them:
+
+* Stop rule. At least `least` repeats that count. Then stop as soon as one
+  of these holds: the 95 % interval's half-width is within `ci_target` of
+  the mean (precise enough); `most` repeats counted; or the target is out
+  of reach: with the spread these repeats show, even `most` repeats would
+  leave a half-width above the target (projected: t(most-1) x s / sqrt(most),
+  s the repeats' standard deviation). More repeats would still narrow the
+  interval, but not to the precision asked for, so they cost probes
+  without changing what the answer can claim; the interval reached is
+  reported instead. A quiet server (repeats within about 1.9 % of each
+  other for the 2 % target and 6 repeats) repeats until the target; a noisy
+  one stops at `least`.
+* Disturbed repeats. A repeat during which foreign processes used the
+  run's cores (`ProbeRecord.disturbed`: metadata `interference`) does not
+  count: it stays among the probes (and in the samples, flagged) and the
+  load is measured again, at most `max_reruns` times per set. After that a
+  disturbed repeat counts, and the verdict says the answer was disturbed.
+
+Pure: no flags, VMs, I/O or clock.
+"""
+
+import dataclasses
+import math
+import statistics
+from typing import Optional, Sequence, Tuple
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker.search import driver
+from perfkitbenchmarker.search import stats
+
+# Why a set stopped (RepeatSet.stop).
+STOP_PRECISE = 'precise'        # half-width within the target
+STOP_MOST = 'most'              # the most repeats allowed
+STOP_OUT_OF_REACH = 'out_of_reach'  # target unreachable within `most`
+STOP_FIXED = 'fixed'            # no target: exactly `least`
+
+
+@dataclasses.dataclass(frozen=True)
+class RepeatSet:
+  """The repeats of one load.
+
+  Attributes:
+    counted: the repeats whose mean and interval are the figure.
+    excluded: disturbed repeats that were run again (not in the interval).
+    stop: why the set ended (STOP_*).
+    projected_pct: for STOP_OUT_OF_REACH, the half-width `most` repeats
+      would give, as % of the mean.
+  """
+  counted: Tuple[driver.ProbeRecord, ...]
+  excluded: Tuple[driver.ProbeRecord, ...] = ()
+  stop: str = STOP_FIXED
+  projected_pct: Optional[float] = None
+
+  @property
+  def mean(self) -> float:
+    return statistics.fmean(r.throughput for r in self.counted)
+
+  @property
+  def stdev(self) -> float:
+    """The spread of one repeat (0 for a single one)."""
+    values = [r.throughput for r in self.counted]
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+  @property
+  def ci95(self) -> Optional[float]:
+    return stats.MeanAndCi95([r.throughput for r in self.counted])[1]
+
+  @property
+  def ci95_pct(self) -> Optional[float]:
+    half, mean = self.ci95, self.mean
+    return None if half is None or mean <= 0 else 100 * half / mean
+
+  @property
+  def latency_ms(self) -> float:
+    return measurement.WeightedAverageLatencyMs(
+        [r.measurement for r in self.counted])
+
+  def Describe(self) -> str:
+    """E.g. '3 repeats, +-4.1 % (the 2 % target is out of reach at this
+    noise: 6 repeats would give about +-2.6 %), 1 disturbed repeat run
+    again'."""
+    pct = self.ci95_pct
+    text = f'{len(self.counted)} repeats'
+    if pct is not None:
+      text += f', 95 % interval +-{pct:.1f} %'
+    if self.stop == STOP_OUT_OF_REACH and self.projected_pct is not None:
+      text += (' (target out of reach at this noise: more repeats would give '
+               f'about +-{self.projected_pct:.1f} %)')
+    if self.excluded:
+      text += (f', {len(self.excluded)} disturbed repeat(s) run again and '
+               'left out')
+    return text
+
+
+def ProjectedHalfWidth(values: Sequence[float], repeats: int) -> float:
+  """The 95 % half-width `repeats` values with this spread would give."""
+  return (stats.StudentT95(repeats - 1) * statistics.stdev(values) /
+          math.sqrt(repeats))
+
+
+@dataclasses.dataclass(frozen=True)
+class RepeatRule:
+  """When a load has been repeated enough (module docstring).
+
+  Attributes:
+    least: repeats that count, at least (>= 1).
+    most: repeats that count, at most (raised to `least` if below).
+    ci_target: the half-width to stop at, as a fraction of the mean (0:
+      exactly `least` repeats).
+    max_reruns: disturbed repeats run again per set, at most.
+  """
+  least: int = 3
+  most: int = 6
+  ci_target: float = 0.02
+  max_reruns: int = 3
+
+  def __post_init__(self):
+    for name in ('least', 'most', 'max_reruns'):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise driver.InvalidSearchArgument(
+            f'{name}={value!r}: must be a whole number of at least 0.')
+    if self.least < 1:
+      raise driver.InvalidSearchArgument(
+          f'least={self.least}: a set of repeats needs at least 1.')
+    if not 0 <= self.ci_target < 1:
+      raise driver.InvalidSearchArgument(
+          f'ci_target={self.ci_target!r}: must be a fraction in [0, 1).')
+
+  @property
+  def upper(self) -> int:
+    """Counted repeats at most."""
+    return self.least if not self.ci_target else max(self.least, self.most)
+
+  def Stop(self, values: Sequence[float]) -> Tuple[Optional[str],
+                                                   Optional[float]]:
+    """(why to stop, projected %) after these counted throughputs, or
+    (None, None) to repeat again."""
+    n = len(values)
+    if n < self.least:
+      return None, None
+    if n >= self.upper:
+      return (STOP_FIXED if not self.ci_target else STOP_MOST), None
+    if n < 2:
+      return None, None
+    mean, half = stats.MeanAndCi95(values)
+    if mean <= 0 or half <= self.ci_target * mean:
+      return STOP_PRECISE, None
+    projected = ProjectedHalfWidth(values, self.upper)
+    if projected > self.ci_target * mean:
+      return STOP_OUT_OF_REACH, 100 * projected / mean
+    return None, None
+
+  def Run(self, load: measurement.Load, note: str = 'confirmation'):
+    """Repeats `load`; a generator for a policy (`yield from`), returning
+    a RepeatSet."""
+    counted, excluded = [], []
+    while True:
+      label = f'{note} {len(counted) + 1} ({self.least}-{self.upper})'
+      if excluded:
+        label += f', {len(excluded)} disturbed so far'
+      record = yield driver.ProbeRequest(load, driver.ROLE_CONFIRM, label)
+      if record.disturbed and len(excluded) < self.max_reruns:
+        excluded.append(record)
+        continue
+      counted.append(record)
+      stop, projected = self.Stop([r.throughput for r in counted])
+      if stop:
+        return RepeatSet(tuple(counted), tuple(excluded), stop, projected)

@@ -1,0 +1,282 @@
+"""Searches that end well under noise (issue 23 point 5), scripted.
+
+The stop rule of confirmation repeats, disturbed repeats run again, the
+figure of an unconfirmed answer (the mean at its load), no load held under
+the cap as an unconfirmed answer, and the staircase stopping past the cap.
+Every measurement is scripted, so each rule is checked exactly.
+"""
+
+import io
+
+import pytest
+
+from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker import verdict
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import repeats
+from perfkitbenchmarker.search import staircase
+from perfkitbenchmarker.search import stats
+from perfkitbenchmarker.study import results
+
+Load = measurement.Load
+
+
+def _M(load, ops, latency, **metadata):
+  return measurement.Measurement(load, ops, latency, duration_s=1.0,
+                                 ops=int(ops), metadata=metadata)
+
+
+class _Repeat:
+  """A policy that only repeats one load by a RepeatRule."""
+  NAME = 'repeat'
+
+  def __init__(self, rule, load=Load(1, 8)):
+    self.rule, self.load = rule, load
+
+  def Steps(self, cap_ms):
+    del cap_ms
+    first = yield search_driver.ProbeRequest(self.load)
+    done = yield from self.rule.Run(self.load)
+    return search_driver.Outcome(
+        done.Describe(), first.index, tuple(r.index for r in done.counted),
+        tuple(r.index for r in done.excluded))
+
+
+def _Scripted(throughputs, disturbed=(), latency=0.5):
+  """measure() answering with the given throughputs in order; calls whose
+  position is in `disturbed` carry interference (42 % foreign CPU)."""
+  calls = []
+
+  def Measure(load):
+    i = len(calls)
+    calls.append(load)
+    extra = ({'interference': True, 'foreign_cpu_pct': 42.0}
+             if i in disturbed else {'interference': False,
+                                     'foreign_cpu_pct': 1.0})
+    return _M(load, throughputs[i], latency, **extra)
+  return Measure, calls
+
+
+# The stop rule.
+
+def test_quiet_repeats_stop_at_the_least_once_within_the_target():
+  rule = repeats.RepeatRule(least=3, most=6, ci_target=0.02)
+  assert rule.Stop([100.0, 100.2]) == (None, None)  # fewer than the least
+  assert rule.Stop([100.0, 100.2, 99.9]) == (repeats.STOP_PRECISE, None)
+
+
+def test_noisy_repeats_stop_when_the_target_is_out_of_reach():
+  # 10 % spread: 6 repeats would give about +-10.5 %, not 2 %: stop at 3
+  # and report the interval reached, instead of running to 6.
+  values = [90.0, 100.0, 110.0]
+  stop, projected = repeats.RepeatRule(3, 6, 0.02).Stop(values)
+  assert stop == repeats.STOP_OUT_OF_REACH
+  mean, _ = stats.MeanAndCi95(values)
+  assert projected == pytest.approx(
+      100 * stats.StudentT95(5) * 10.0 / 6 ** 0.5 / mean)
+  measure, calls = _Scripted([100.0, 90.0, 100.0, 110.0] + [100.0] * 10)
+  result = search_driver.FindLatencyCappedMaximum(
+      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02)))
+  assert len(calls) == 4 and len(result.confirmation_probes) == 3
+  assert 'target out of reach at this noise' in result.stop_reason
+  assert '95 % interval +-24.8 %' in result.stop_reason  # 4.30 x 10 / 1.73
+  assert result.confirmed_throughput_ci95 == pytest.approx(
+      stats.StudentT95(2) * 10.0 / 3 ** 0.5)
+
+
+def test_repeats_continue_while_the_target_is_within_reach():
+  # 1.2 % spread: 3 repeats give +-3 %, 6 would give about +-1.3 %: repeat.
+  rule = repeats.RepeatRule(3, 6, 0.02)
+  assert rule.Stop([100.0, 101.2, 98.8]) == (None, None)
+  # ... until the interval is within 2 %.
+  assert rule.Stop([100.0, 101.2, 98.8, 100.0])[0] == repeats.STOP_PRECISE
+  # Never past the most, and exactly the least without a target.
+  assert rule.Stop([100.0, 101.2, 98.8, 100.0, 101.2, 98.8, 100.0][:6]
+                  )[0] in (repeats.STOP_PRECISE, repeats.STOP_MOST)
+  assert repeats.RepeatRule(3, 6, 0).Stop([1.0, 50.0, 99.0])[0] == (
+      repeats.STOP_FIXED)
+  assert repeats.RepeatRule(3, 6, 0.02).Stop([100, 130, 70, 100, 130, 70])[
+      0] == repeats.STOP_MOST
+
+
+def test_bad_rules_are_refused():
+  with pytest.raises(ValueError, match='least=0'):
+    repeats.RepeatRule(least=0)
+  with pytest.raises(ValueError, match='ci_target'):
+    repeats.RepeatRule(ci_target=1.5)
+
+
+# Disturbed repeats.
+
+def test_a_disturbed_repeat_is_run_again_and_left_out_of_the_interval():
+  # Probe 0 searches; repeat 2 (probe 2) is disturbed and far off.
+  measure, calls = _Scripted([100.0, 100.0, 40.0, 100.1, 99.9],
+                             disturbed={2})
+  result = search_driver.FindLatencyCappedMaximum(
+      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02)))
+  assert len(calls) == 5
+  assert [p.index for p in result.confirmation_probes] == [1, 3, 4]
+  assert [p.index for p in result.excluded_probes] == [2]
+  assert result.probes[2].disturbed  # kept among the probes, marked
+  assert result.capped_throughput == pytest.approx(100.0)
+  found = verdict.OfSearch(result)
+  assert found.confirmed, found.reason  # judged on the repeats that count
+  assert '1 disturbed repeat(s) run again and left out' in result.stop_reason
+
+
+def test_disturbed_repeats_count_once_the_reruns_are_spent():
+  measure, calls = _Scripted([100.0] * 10, disturbed=set(range(1, 10)))
+  result = search_driver.FindLatencyCappedMaximum(
+      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02, max_reruns=2)))
+  # 2 run again, then 3 disturbed ones count: the verdict says disturbed.
+  assert len(calls) == 1 + 2 + 3
+  assert len(result.excluded_probes) == 2
+  assert verdict.OfSearch(result).flags == (verdict.DISTURBED,)
+
+
+def test_adaptive_reruns_a_disturbed_repeat_instead_of_losing_the_answer():
+  def Measure(load, seen=[]):  # pylint: disable=dangerous-default-value
+    seen.append(load)
+    conns = load.connections
+    ops = 100e3 * min(conns, 64) / 64
+    repeat = seen.count(load) > 1
+    disturbed = repeat and seen.count(load) == 3  # the second repeat
+    return _M(load, ops, conns / ops * 1000, interference=disturbed,
+              foreign_cpu_pct=40.0 if disturbed else 0.0)
+
+  result = search_driver.FindLatencyCappedMaximum(
+      Measure, 1.0, adaptive.AdaptiveStepPolicy(
+          threads=1, start_connections=8, max_connections=512))
+  assert len(result.excluded_probes) == 1
+  assert not any(p.disturbed for p in result.confirmation_probes)
+  assert verdict.OfSearch(result).confirmed
+
+
+# The figure of an unconfirmed answer.
+
+def test_an_unconfirmed_answer_is_the_mean_at_its_load_not_the_best_probe():
+  load = Load(1, 32)
+
+  class Policy:
+    NAME = 'scripted'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      yield search_driver.ProbeRequest(load, 'search')
+      yield search_driver.ProbeRequest(Load(1, 16), 'search')
+      for _ in range(3):
+        yield search_driver.ProbeRequest(load, 'confirm')
+      return search_driver.Outcome('done', 0, (2, 3, 4))
+
+  # Probe 0 (1x32) is lucky at 38,837; the repeats at 1x32 run out of budget.
+  script = iter([_M(load, 38837, 0.8), _M(Load(1, 16), 30e3, 0.5),
+                 _M(load, 31e3, 0.9), _M(load, 29.8e3, 0.95)])
+  result = search_driver.FindLatencyCappedMaximum(
+      lambda _: next(script), 1.0, Policy(), max_probes=4)
+  assert result.budget_exhausted
+  assert result.best.throughput == 38837
+  assert result.reported_indices == (0, 2, 3)
+  assert result.capped_throughput == pytest.approx((38837 + 31e3 + 29.8e3) / 3)
+  assert result.reported_ci95 is not None
+  assert verdict.OfSearch(result).name == verdict.UNCONFIRMED
+
+
+def test_unconfirmed_samples_carry_the_mean_and_its_interval(pkb_flags):
+  load = Load(1, 32)
+
+  class Policy:
+    NAME = 'scripted'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      for role in ('search', 'confirm', 'confirm'):
+        yield search_driver.ProbeRequest(load, role)
+      return search_driver.Outcome('done', 0, (1, 2), unconfirmed_reason=(
+          'no load held under the 1 ms cap when repeated'))
+
+  script = iter([_M(load, 40e3, 0.8), _M(load, 30e3, 1.2),
+                 _M(load, 32e3, 1.1)])
+  result = search_driver.FindLatencyCappedMaximum(lambda _: next(script), 1.0,
+                                                  Policy())
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'noise', 'Local', None, pkb_flags,
+      pricing.PriceCatalog.Load(), lambda s: None,
+      reporter=reporting.ConsoleReporter(io.StringIO()))
+  samples = results.ResultSamples(spec, result, 1.0)
+  capped = next(s for s in samples if s.metric == 'latency_capped_throughput')
+  assert capped.value == pytest.approx(34e3)
+  assert capped.metadata['verdict'] == 'unconfirmed'
+  assert capped.metadata['verdict_reason'] == (
+      'no load held under the 1 ms cap when repeated')
+  assert capped.metadata['answer_probes'] == 3
+  assert capped.metadata['throughput_ci95_ops'] == pytest.approx(
+      stats.MeanAndCi95([40e3, 30e3, 32e3])[1])
+  perf = next(s for s in samples if s.metric == 'price_performance')
+  assert perf.value == pytest.approx(34e3 / 0.084492, rel=1e-6)
+
+
+# No load held under the cap.
+
+def test_no_load_held_under_the_cap_is_an_unconfirmed_answer():
+  seen = []
+
+  def Measure(load):
+    conns = load.connections
+    ops = 100e3 * min(conns, 64) / 64
+    latency = conns / ops * 1000
+    if load in seen:
+      latency = 1.2  # every repeat over the 1 ms cap
+    seen.append(load)
+    return _M(load, ops, latency)
+
+  result = search_driver.FindLatencyCappedMaximum(
+      Measure, 1.0, adaptive.AdaptiveStepPolicy(
+          threads=1, start_connections=8, max_connections=512))
+  assert result.best is not None
+  assert 'no load held under the 1 ms cap when repeated' in (
+      result.unconfirmed_reason)
+  found = verdict.OfSearch(result)
+  assert found.name == verdict.UNCONFIRMED
+  assert found.reason.startswith('no load held under the 1 ms cap')
+  at_load = [p for p in result.probes if p.load == result.best.load]
+  assert result.reported_indices == tuple(p.index for p in at_load)
+  assert result.capped_throughput == pytest.approx(
+      sum(p.throughput for p in at_load) / len(at_load))
+
+
+def test_staircase_no_step_held_is_an_unconfirmed_answer():
+  steps = [_M(Load(1, c), t, lat) for c, t, lat in
+           ((16, 100e3, 0.3), (32, 120e3, 0.8), (48, 121e3, 1.2))]
+  result = search_driver.FindLatencyCappedMaximum(
+      staircase.ReplayThenMeasure(steps, lambda load: _M(load, 90e3, 1.1)),
+      1.0, staircase.StaircasePolicy(tuple(m.load for m in steps),
+                                     confirm_repeats=2))
+  assert result.best is not None
+  assert verdict.OfSearch(result).name == verdict.UNCONFIRMED
+  assert 'no step held under the 1 ms cap' in result.unconfirmed_reason
+
+
+# The staircase stops past the cap.
+
+def test_staircase_stops_walking_at_the_first_step_over_the_cap():
+  loads = tuple(Load(1, c) for c in range(16, 257, 16))
+  steps = [_M(l, 100e3, 0.3 * (i + 1)) for i, l in enumerate(loads)]
+  repeated = []
+
+  def Measure(load):
+    repeated.append(load)
+    return _M(load, 101e3, 0.6)
+
+  result = search_driver.FindLatencyCappedMaximum(
+      staircase.ReplayThenMeasure(steps, Measure), 1.0,
+      staircase.StaircasePolicy(loads, confirm_repeats=2))
+  # Steps 16, 32, 48 under (0.3-0.9 ms), 64 over (1.2 ms): no step past it.
+  assert [p.load.clients for p in result.search_probes] == [16, 32, 48, 64]
+  assert 'stopped at step 3 of 16' in result.stop_reason
+  assert repeated == [result.best.load] * 2
+  assert verdict.OfSearch(result).confirmed
