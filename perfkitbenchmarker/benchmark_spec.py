@@ -14,6 +14,7 @@ import logging
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from perfkitbenchmarker import cloud_names
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import pricing
@@ -155,6 +156,11 @@ class BenchmarkSpec:
       if 'machine_type' not in cloud_spec:
         raise errors.ConfigError(
             f'vm_groups.{group}.vm_spec.{self.cloud} needs a machine_type.')
+      # A zone or machine type the cloud does not have fails minutes into a
+      # real run; refused here, for a dry run too.
+      cloud_names.CheckZone(self.cloud, cloud_spec.get('zone'),
+                            getattr(self.flags, 'allow_unlisted_zone', False))
+      cloud_names.CheckMachineType(self.cloud, cloud_spec['machine_type'])
       cloud_spec.setdefault('os_type', group_config.get('os_type') or
                             self.flags.os_type)
       specs[group] = virtual_machine.VmSpec(cloud=self.cloud, **cloud_spec)

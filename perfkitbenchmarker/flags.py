@@ -27,6 +27,17 @@ flags.DEFINE_multi_string(
     'Zone for every VM group, e.g. us-central1-a. Upstream PKB\'s repeatable '
     'flag; one zone per run here (every VM of the study in one zone).')
 flags.DEFINE_string('project', None, 'GCP project to create resources in.')
+flags.DEFINE_boolean(
+    'use_instance_credentials', False,
+    'On a GCP or EC2 VM: use its service account or instance role, fetched '
+    'from the metadata server. Off by default: credentials are looked for '
+    'on this machine only (key files, ~/.aws, the environment) and no '
+    'credential lookup leaves it.')
+flags.DEFINE_boolean(
+    'allow_unlisted_zone', False,
+    'Accept a --zone missing from configs/zones.yaml (a zone opened after '
+    'that list\'s date); by default an unknown zone or a region given as a '
+    'zone is refused before anything starts.')
 flags.DEFINE_string('os_type', 'debian12',
                     'Guest OS image family, e.g. debian12, ubuntu2204 '
                     '(upstream PKB: ubuntu2404 of its enum; ours: debian12, '

@@ -200,6 +200,7 @@ def RunBenchmarks(argv: List[str]) -> int:
       FLAGS.price_basis, pricing.ParseMachinePrices(FLAGS.machine_price))
   estimated_usd = 0.0
   estimates = {}  # Per benchmark, kept in the run record (check_estimate).
+  plan_specs = []
   for module, config in loaded:
     module.CheckPrerequisites(config)
     # Refuse unpriced machine types and bad VM specs before anything starts.
@@ -210,6 +211,7 @@ def RunBenchmarks(argv: List[str]) -> int:
     for warning in plan_spec.PlanWarnings():
       print(warning, file=sys.stderr)
     prepare_checks.Check(plan_spec)  # What prepare would fail on.
+    plan_specs.append(plan_spec)
     estimate = cost_estimate.FromSpec(plan_spec)
     estimated_usd += estimate.usd
     estimates[module.BENCHMARK_NAME] = estimate.Record()
@@ -220,6 +222,11 @@ def RunBenchmarks(argv: List[str]) -> int:
   matrix_runner.CheckBudget(estimated_usd, FLAGS, 'This run')
   if FLAGS.dry_run:
     return EXIT_OK
+  # Every missing flag and credential at once, before the run has a
+  # directory and before any network call.
+  prepare_checks.CheckRealRunNeeds(plan_specs, FLAGS)
+  if not FLAGS.use_instance_credentials:
+    _KeepCredentialLookupsLocal()
   provider = providers.GetProvider(_Cloud())
   if hasattr(provider, 'CheckPrerequisites'):
     provider.CheckPrerequisites(FLAGS)
@@ -287,6 +294,18 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   if exit_code == EXIT_OK:
     exit_code = _UnconfirmedExit(collector.samples)
   return exit_code
+
+
+def _KeepCredentialLookupsLocal() -> None:
+  """No credential lookup leaves this machine unless asked.
+
+  google-auth and botocore both fall back to the cloud's metadata server
+  (169.254.169.254) when they find no credentials on the machine; outside a
+  cloud VM that is a connection to an address nobody asked for. Only
+  --use_instance_credentials (on a GCP or EC2 VM) lets them go there.
+  """
+  os.environ['NO_GCE_CHECK'] = 'True'  # google-auth: skip the GCE metadata
+  os.environ['AWS_EC2_METADATA_DISABLED'] = 'true'  # botocore: skip IMDS
 
 
 def _UnconfirmedExit(samples) -> int:

@@ -25,6 +25,7 @@ import os
 from typing import List, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
 
 # --os_type -> the family whose package tools its image has.
 OS_FAMILIES = {
@@ -140,23 +141,31 @@ def RealRunNeeds(spec, flag_values) -> List[str]:
   """What a real run on spec.cloud needs that this dry run was not given;
   an empty list when nothing is missing."""
   needs = []
+  instance_credentials = getattr(flag_values, 'use_instance_credentials',
+                                 False)
   if spec.cloud == 'GCP':
     if not getattr(flag_values, 'project', None):
       needs.append('--project=<GCP project id>')
     if not getattr(flag_values, 'gcp_ssh_source_range', None):
       needs.append('--gcp_ssh_source_range=<your address>/32 (SSH is '
                    'opened to it only)')
-    if not _GcpCredentials():
-      needs.append('Google application-default credentials (none found: '
-                   'set GOOGLE_APPLICATION_CREDENTIALS to a key file or '
-                   'log in for application-default credentials)')
+    # A loopback endpoint (a local fake) is called without credentials.
+    if not (_GcpCredentials() or instance_credentials or
+            vm_util.IsLoopbackEndpoint(
+                getattr(flag_values, 'gcp_compute_endpoint', None))):
+      needs.append('Google application-default credentials (none found on '
+                   'this machine: set GOOGLE_APPLICATION_CREDENTIALS to a key '
+                   'file, log in for application-default credentials, or on '
+                   'a GCP VM pass --use_instance_credentials)')
   elif spec.cloud == 'AWS':
     if not getattr(flag_values, 'aws_ssh_source_cidr', None):
       needs.append('--aws_ssh_source_cidr=<your address>/32 (SSH is '
                    'opened to it only)')
-    if not _AwsCredentials(getattr(flag_values, 'aws_profile', None)):
+    if not (_AwsCredentials(getattr(flag_values, 'aws_profile', None)) or
+            instance_credentials):
       needs.append('AWS credentials (none found in the environment or '
-                   '~/.aws; an instance role may still supply them)')
+                   '~/.aws; on an EC2 instance with a role, pass '
+                   '--use_instance_credentials)')
   if spec.cloud in _CLOUDS and hasattr(spec.module, 'RealRunNeeds'):
     needs += spec.module.RealRunNeeds(spec)
   return needs
@@ -167,3 +176,20 @@ def PlanLines(spec, flag_values) -> List[str]:
   missing)."""
   needs = RealRunNeeds(spec, flag_values)
   return [f'A real run also needs: {"; ".join(needs)}.'] if needs else []
+
+
+def CheckRealRunNeeds(specs, flag_values) -> None:
+  """Refuses a real run that lacks any of `RealRunNeeds`, all in one line,
+  before the run has a directory and before any network call.
+
+  Raises:
+    errors.UsageError: naming everything missing at once.
+  """
+  needs = []
+  for spec in specs:
+    needs += [n for n in RealRunNeeds(spec, flag_values) if n not in needs]
+  if needs:
+    cloud = specs[0].cloud
+    raise errors.UsageError(
+        f'--cloud={cloud} needs {"; ".join(needs)}; nothing was created '
+        '(--dry_run shows the plan without them).')

@@ -162,6 +162,26 @@ _CASES = [
      'centos7'),
     ('server_version_on_local', lambda t: ['--redis_server_version=7.2'],
      'Local uses the installed redis-server'),
+    # Issue 26 point 2: zones and machine types a cloud does not have.
+    ('gcp_region_as_zone',
+     lambda t: ['--cloud=GCP', '--project=p', '--zone=us-central1'],
+     'is a GCP region, not a zone'),
+    ('gcp_zone_letter_missing',
+     lambda t: ['--cloud=GCP', '--project=p', '--zone=us-central1-z'],
+     'has no zone "z"'),
+    ('aws_region_as_zone', lambda t: ['--cloud=AWS', '--zone=us-east-1'],
+     'is an AWS region, not a zone'),
+    ('gcp_zone_in_a_config',
+     lambda t: ['--cloud=GCP', _Override(
+         'vm_groups.servers.vm_spec.GCP.zone=europe-west1-a')],
+     'europe-west1-a'),
+    ('aws_type_on_gcp',
+     lambda t: ['--cloud=GCP', '--machine_type=c6gn.4xlarge',
+                '--machine_price=c6gn.4xlarge=1'],
+     'is an AWS type'),
+    ('gcp_type_on_aws',
+     lambda t: ['--cloud=AWS', '--zone=us-east-1a',
+                '--machine_type=t2d-standard-16'], 'is a GCP type'),
 ]
 
 
@@ -195,6 +215,30 @@ def test_refused_in_one_line_on_a_dry_run(tmp_path, build, needle):
 def test_a_real_run_refuses_before_anything_starts(tmp_path, args, needle):
   proc, run_uri = e2e.Run(args, str(tmp_path), timeout=30)
   _CheckRefused(proc, str(tmp_path), run_uri, needle)
+  assert os.listdir(tmp_path) == []
+
+
+_NO_CREDENTIALS = {'GOOGLE_APPLICATION_CREDENTIALS': '/nonexistent/key.json',
+                   'AWS_SHARED_CREDENTIALS_FILE': '/nonexistent/c',
+                   'AWS_CONFIG_FILE': '/nonexistent/c',
+                   'AWS_ACCESS_KEY_ID': '', 'AWS_WEB_IDENTITY_TOKEN_FILE': ''}
+
+
+@pytest.mark.parametrize('args,needles', [
+    (['--cloud=GCP', '--zone=us-central1-a'],
+     ['--project', '--gcp_ssh_source_range', 'credentials']),
+    (['--cloud=AWS', '--zone=us-east-1a'],
+     ['--aws_ssh_source_cidr', 'AWS credentials']),
+])
+def test_a_cloud_run_names_everything_missing_at_once(tmp_path, args,
+                                                      needles):
+  # Issue 26 point 2: every missing flag and credential in one line, exit 2,
+  # no run directory, and so no credential lookup (the metadata server).
+  proc, run_uri = e2e.Run(args, str(tmp_path), timeout=60,
+                          env={**os.environ, **_NO_CREDENTIALS})
+  _CheckRefused(proc, str(tmp_path), run_uri, needles[0])
+  for needle in needles[1:]:
+    assert needle in proc.stderr, proc.stderr
   assert os.listdir(tmp_path) == []
 
 

@@ -524,7 +524,7 @@ def test_stockout_and_unknown_machine_type_are_explained(fake, tmp_path):
     _Run(fake, tmp_path).Provision()
   fake2_dir = tmp_path / 'other'
   run = _Run(fake, fake2_dir, run_uri='def456',
-             config=_Config(servers='bogus', client_count=1))
+             config=_Config(servers='n2-bogus-4', client_count=1))
   with pytest.raises(errors.ResourceError, match='not offered in zone'):
     run.Provision()
   assert run.TeardownFromDisk() == []
