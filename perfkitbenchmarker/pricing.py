@@ -6,6 +6,15 @@ spot, and 1- and 3-year committed use (`BASES`). A run picks one basis
 (`--price_basis`) and may give prices of its own (`--machine_price`); the
 catalog it looks prices up in is `Load().ForRun(basis, user_prices)`.
 
+Every price passes one validation when it is loaded (`ValidPrice`: a finite
+number of US dollars per hour within `MIN_USD_PER_HOUR`..`MAX_USD_PER_HOUR`;
+catalog rows also need a known source and a date, `ValidDate`): the catalog
+file (`PriceCatalog.Load`, a regular UTF-8 file of at most
+`MAX_CATALOG_BYTES`, a known `format_version`), --machine_price
+(`ParseMachinePrices`) and what scripts/refresh_prices.py writes. A bad one
+is one line (errors.ConfigError / UsageError, exit 2) before anything runs,
+never a zero division after the search.
+
 Extension seam: scripts/refresh_prices.py regenerates the file from the
 providers' price APIs (or imports a reviewed CSV of them); a new cloud only
 needs rows and a `RegionFromZone` rule; a new basis is one more entry in
@@ -15,13 +24,15 @@ needs rows and a `RegionFromZone` rule; a new basis is one more entry in
 import dataclasses
 import datetime
 import difflib
+import math
 import os
 import re
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import regular_files
 
 # An installed package carries the build's copy of configs/prices.yaml
 # (setup.py); a checkout reads configs/prices.yaml, the one source of truth.
@@ -42,6 +53,21 @@ BASES = {ON_DEMAND: 'usd_per_hour', 'spot': 'usd_per_hour_spot',
 BASIS_NAMES = {ON_DEMAND: 'on-demand', 'spot': 'spot',
                'cud_1y': '1-year commitment', 'cud_3y': '3-year commitment'}
 USER_SOURCE = 'given with --machine_price'
+# The catalog formats this module reads (refresh_prices.py writes the last).
+FORMAT_VERSIONS = (2,)
+# Sane hourly prices: below a tenth of a cent (the cheapest spot VMs cost
+# about $0.001/hr) or above $1,000 (the largest VMs list at about $400/hr)
+# is a typo or a unit mix-up (per month, per second, in cents), not a price.
+MIN_USD_PER_HOUR = 0.0001
+MAX_USD_PER_HOUR = 1000.0
+# The catalog is about 0.3 MB (1,100 rows); every pkb.py start reads it.
+MAX_CATALOG_BYTES = 8 * 1024 * 1024
+_MAX_VCPUS = 4096
+_MAX_MEMORY_GIB = 65536.0
+_ROW_KEYS = frozenset(('cloud', 'region', 'machine_type', 'vcpus',
+                       'memory_gib', 'source', 'date')) | frozenset(
+                           BASES.values())
+_KEY_TEXT = re.compile(r'[A-Za-z0-9][A-Za-z0-9._\-]{0,99}')
 _FAST_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
 
@@ -57,6 +83,12 @@ class HourlyPrice:
   source: str
   source_date: str
   basis: str = ON_DEMAND
+
+  def __post_init__(self):
+    # However it was made, a price that reaches a cost is a sane one.
+    basis = BASIS_NAMES.get(self.basis, self.basis)
+    ValidPrice(self.usd_per_hour,
+               f'the {basis} price of {self.cloud} {self.machine_type}')
 
   def Metadata(self, prefix: str = '') -> Dict[str, object]:
     return {
@@ -129,6 +161,8 @@ def ParseCatalogText(text: str) -> Dict:
   if sep:
     data = yaml.load(head, Loader=_FAST_LOADER) or {}
     prices = []
+    if not isinstance(data, dict):
+      return yaml.load(text, Loader=_FAST_LOADER) or {}
     try:
       for line in rows.splitlines():
         if not line.strip() or line.lstrip().startswith('#'):
@@ -144,6 +178,153 @@ def ParseCatalogText(text: str) -> Dict:
     except ValueError:
       pass
   return yaml.load(text, Loader=_FAST_LOADER) or {}
+
+
+def ValidPrice(value: Any, what: str) -> float:
+  """`value` as US dollars per hour, if it is a sane price.
+
+  The one check every price passes when it is loaded (catalog rows,
+  --machine_price, refresh_prices.py's output). Raises ValueError with what
+  is wrong, for the caller to put in its one-line error.
+  """
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    raise ValueError(f'{what} is {str(value)[:40]!r}, not a number')
+  number = float(value)
+  if not math.isfinite(number):
+    raise ValueError(f'{what} is {value}, not a finite number')
+  if not MIN_USD_PER_HOUR <= number <= MAX_USD_PER_HOUR:
+    raise ValueError(
+        f'{what} is {number:g}, outside ${MIN_USD_PER_HOUR:g} to '
+        f'${MAX_USD_PER_HOUR:,.0f} per hour')
+  return number
+
+
+def ValidDate(value: Any, what: str,
+              today: Optional[datetime.date] = None) -> str:
+  """An ISO date (YYYY-MM-DD) not after tomorrow, as text; ValueError
+  otherwise (a price without a real date cannot be reviewed)."""
+  if isinstance(value, datetime.datetime):
+    value = value.date()
+  if isinstance(value, datetime.date):
+    date = value
+  else:
+    try:
+      date = datetime.date.fromisoformat(str(value))
+    except ValueError:
+      raise ValueError(f'{what} is {str(value)[:40]!r}, not a date '
+                       '(YYYY-MM-DD)') from None
+  if date > (today or datetime.date.today()) + datetime.timedelta(days=1):
+    raise ValueError(f'{what} {date.isoformat()} is in the future')
+  return date.isoformat()
+
+
+class CatalogError(errors.ConfigError):
+  """The price catalog is not one this pkb can price a run from."""
+
+  def __init__(self, path: str, problem: str):
+    super().__init__(
+        f'the price catalog {path}: {problem}; fix it or regenerate it with '
+        'scripts/refresh_prices.py.')
+
+
+def _Text(row: Dict[str, Any], key: str, where: str) -> str:
+  value = row.get(key)
+  if not isinstance(value, str) or not _KEY_TEXT.fullmatch(value):
+    raise ValueError(f'{where}: {key} is {str(value)[:40]!r}, not a name '
+                     '(letters, digits, ".", "-", "_")')
+  return value
+
+
+def _Row(row: Any, index: int, sources: Dict[str, Dict[str, str]],
+         today: datetime.date) -> 'CatalogRow':
+  """One validated catalog row (ValueError saying what is wrong)."""
+  where = f'prices[{index}]'
+  if not isinstance(row, dict):
+    raise ValueError(f'{where} is not a mapping')
+  where = (f'prices[{index}] ({row.get("cloud")} {row.get("region")} '
+           f'{row.get("machine_type")})')
+  unknown = sorted(str(k) for k in set(row) - _ROW_KEYS)
+  if unknown:
+    raise ValueError(f'{where}: unknown key(s) {", ".join(unknown)}')
+  cloud, region, machine_type = (_Text(row, k, where) for k in
+                                 ('cloud', 'region', 'machine_type'))
+  vcpus = row.get('vcpus')
+  if (isinstance(vcpus, bool) or not isinstance(vcpus, int) or
+      not 1 <= vcpus <= _MAX_VCPUS):
+    raise ValueError(f'{where}: vcpus is {str(vcpus)[:40]!r}, not an '
+                     f'integer from 1 to {_MAX_VCPUS}')
+  memory = row.get('memory_gib')
+  if (isinstance(memory, bool) or not isinstance(memory, (int, float)) or
+      not 0 < memory <= _MAX_MEMORY_GIB):
+    raise ValueError(f'{where}: memory_gib is {str(memory)[:40]!r}, not a '
+                     f'number of GiB above 0 and at most {_MAX_MEMORY_GIB:g}')
+  source = row.get('source')
+  if source is None:
+    raise ValueError(f'{where}: no source (every price names one of the '
+                     'sources: listed above the prices)')
+  if not isinstance(source, str) or source not in sources:
+    raise ValueError(f'{where}: source is {str(source)[:60]!r}, not one of '
+                     'the sources: listed above the prices')
+  date = ValidDate(row['date'] if row.get('date') is not None else
+                   sources[source]['date'], f'{where}: date', today)
+  prices = tuple(
+      (basis, None if row.get(column) is None else
+       ValidPrice(row[column], f'{where}: {column}'))
+      for basis, column in BASES.items())
+  if all(usd is None for _, usd in prices):
+    raise ValueError(f'{where}: no price (give {", ".join(BASES.values())})')
+  return CatalogRow(cloud=cloud, region=region, machine_type=machine_type,
+                    vcpus=vcpus, memory_gib=float(memory), prices=prices,
+                    source=sources[source]['description'], source_date=date)
+
+
+def _Sources(data: Dict[str, Any],
+             today: datetime.date) -> Dict[str, Dict[str, str]]:
+  sources = data.get('sources')
+  if not isinstance(sources, dict) or not sources:
+    raise ValueError('no sources: mapping (every price names its source)')
+  checked = {}
+  for key, source in sources.items():
+    where = f'sources.{key}'
+    if not isinstance(source, dict):
+      raise ValueError(f'{where} is not a mapping')
+    description = source.get('description')
+    if not isinstance(description, str) or not description.strip():
+      raise ValueError(f'{where} has no description')
+    checked[str(key)] = {
+        'description': description,
+        'date': ValidDate(source.get('date'), f'{where}.date', today)}
+  return checked
+
+
+def CatalogRows(data: Any, today: Optional[datetime.date] = None
+                ) -> List['CatalogRow']:
+  """The rows of a catalog as YAML reads it, every one validated.
+
+  Raises:
+    ValueError: what is wrong, and where (one line).
+  """
+  today = today or datetime.date.today()
+  if not isinstance(data, dict):
+    raise ValueError('not a mapping of format_version, sources and prices')
+  version = data.get('format_version')
+  if isinstance(version, bool) or version not in FORMAT_VERSIONS:
+    raise ValueError(
+        f'format_version {str(version)[:20]!r} is not one this pkb reads '
+        f'({", ".join(map(str, FORMAT_VERSIONS))})')
+  sources = _Sources(data, today)
+  prices = data.get('prices')
+  if not isinstance(prices, list) or not prices:
+    raise ValueError('no prices: list')
+  rows, seen = [], set()
+  for index, row in enumerate(prices):
+    checked = _Row(row, index, sources, today)
+    key = (checked.cloud, checked.region, checked.machine_type)
+    if key in seen:
+      raise ValueError(f'prices[{index}]: a second row for {" ".join(key)}')
+    seen.add(key)
+    rows.append(checked)
+  return rows
 
 
 def RegionFromZone(cloud: str, zone: Optional[str]) -> str:
@@ -169,11 +350,16 @@ def ParseMachinePrices(values: Sequence[str]) -> Dict[str, float]:
   for value in values or ():
     for item in value.split(','):
       match = re.fullmatch(r'\s*([A-Za-z0-9.\-]+)=([0-9]*\.?[0-9]+)\s*', item)
-      if not match or float(match.group(2)) <= 0:
+      try:
+        if not match:
+          raise ValueError('it is not TYPE=PRICE')
+        prices[match.group(1)] = ValidPrice(float(match.group(2)),
+                                            'the price')
+      except ValueError as e:
         raise errors.UsageError(
-            f'--machine_price="{item}" must look like '
-            'c7g.4xlarge=0.58 (machine type = US dollars per hour, above 0).')
-      prices[match.group(1)] = float(match.group(2))
+            f'--machine_price="{item[:80]}": {str(e)[:120]}; give it like '
+            'c7g.4xlarge=0.58 (machine type = US dollars per hour, from '
+            f'{MIN_USD_PER_HOUR:g} to {MAX_USD_PER_HOUR:g}).') from None
   return prices
 
 
@@ -213,27 +399,31 @@ class PriceCatalog:
     self._today = today or datetime.date.today().isoformat()
 
   @classmethod
-  def FromYaml(cls, text: str) -> 'PriceCatalog':
-    data = ParseCatalogText(text)
-    sources = data.get('sources', {})
-    rows = []
-    for row in data.get('prices', []):
-      source = sources.get(row['source'], {})
-      rows.append(CatalogRow(
-          cloud=row['cloud'], region=row['region'],
-          machine_type=row['machine_type'], vcpus=int(row['vcpus']),
-          memory_gib=float(row['memory_gib']),
-          prices=tuple((basis, None if row.get(column) is None else
-                        float(row[column]))
-                       for basis, column in BASES.items()),
-          source=source.get('description', row['source']),
-          source_date=str(row.get('date') or source.get('date', 'unknown'))))
-    return cls(rows)
+  def FromYaml(cls, text: str, path: str = 'text') -> 'PriceCatalog':
+    """The catalog in `text`, validated (CatalogError naming `path`)."""
+    try:
+      return cls(CatalogRows(ParseCatalogText(text)))
+    except yaml.YAMLError as e:
+      mark = getattr(e, 'problem_mark', None)
+      where = f' at line {mark.line + 1}' if mark else ''
+      raise CatalogError(path, f'invalid YAML{where} '
+                         f'({getattr(e, "problem", None) or e})') from None
+    except (ValueError, RecursionError) as e:
+      raise CatalogError(path, str(e)) from None
 
   @classmethod
-  def Load(cls, path: str = DEFAULT_CATALOG_PATH) -> 'PriceCatalog':
-    with open(path) as f:
-      return cls.FromYaml(f.read())
+  def Load(cls, path: Optional[str] = None) -> 'PriceCatalog':
+    path = path or DEFAULT_CATALOG_PATH
+    try:
+      data = regular_files.ReadRegular(path, MAX_CATALOG_BYTES)
+    except regular_files.NotRegular as e:
+      raise CatalogError(path, f'cannot be read ({e})') from None
+    try:
+      text = data.decode('utf-8')
+    except UnicodeDecodeError as e:
+      raise CatalogError(path, f'not UTF-8 text (byte 0x{data[e.start]:02x} '
+                         f'at offset {e.start})') from None
+    return cls.FromYaml(text, path)
 
   def ForRun(self, basis: str = ON_DEMAND,
              user_prices: Optional[Dict[str, float]] = None

@@ -20,7 +20,10 @@ Both need credentials; without them this script says so and changes nothing.
 machine_type, vcpus, memory_gb, usd_per_hour, source, source_date and the
 optional usd_per_hour_spot, usd_per_hour_cud1y, usd_per_hour_cud3y) and
 replaces those rows; this is how the catalog's rows were seeded.
-Every row keeps its source and date.
+Every row keeps its source and date. What is written passes the catalog's
+own validation first (perfkitbenchmarker/pricing.py: every price finite and
+sane, sourced and dated); a bad price (0, nan, a typo) is one line, exit 2,
+and the catalog is left as it was.
 """
 
 import argparse
@@ -33,8 +36,12 @@ import sys
 
 import yaml
 
-CATALOG = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'configs', 'prices.yaml')
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _REPO)
+from perfkitbenchmarker import pricing  # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import regular_files  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+CATALOG = os.path.join(_REPO, 'configs', 'prices.yaml')
 GCE_SERVICE = 'services/6F81-5844-456A'
 # Family -> (on-demand and spot SKU name after "Spot Preemptible ",
 #            committed-use SKU prefix or None where GCP sells no CUD).
@@ -248,6 +255,11 @@ def _RefreshGcp(rows, today):
 
 
 def Write(data: dict, path: str) -> None:
+  """Writes the catalog, if it passes the validation pkb loads it with.
+
+  Raises:
+    pricing.CatalogError: a row would not load (nothing is written).
+  """
   used = {row['source'] for row in data['prices']}
   data['sources'] = {k: v for k, v in data['sources'].items() if k in used}
   lines = [HEADER.rstrip('\n'), f'format_version: {data["format_version"]}',
@@ -257,8 +269,12 @@ def Write(data: dict, path: str) -> None:
     lines.append('  - ' + yaml.safe_dump(row, sort_keys=False,
                                          default_flow_style=True,
                                          width=1000).strip())
-  with open(path, 'w') as f:
-    f.write('\n'.join(lines) + '\n')
+  text = '\n'.join(lines) + '\n'
+  pricing.PriceCatalog.FromYaml(text, path)
+  tmp = f'{path}.{os.getpid()}.tmp'
+  with open(tmp, 'w') as f:
+    f.write(text)
+  os.replace(tmp, path)
 
 
 def main(argv=None) -> int:
@@ -275,13 +291,23 @@ def main(argv=None) -> int:
     parser.error('choose --aws and/or --gcp, or --import_csv')
   if args.import_csv and not (args.cloud and args.source_description):
     parser.error('--import_csv needs --cloud and --source_description')
-  with open(args.input) as f:
-    data = yaml.safe_load(f)
+  try:
+    data = yaml.safe_load(regular_files.ReadRegular(
+        args.input, pricing.MAX_CATALOG_BYTES).decode('utf-8'))
+  except (regular_files.NotRegular, UnicodeDecodeError, yaml.YAMLError) as e:
+    print(f'refresh_prices: cannot read {args.input} ({e}).', file=sys.stderr)
+    return 2
   data['format_version'] = 2
   today = datetime.date.today().isoformat()
   if args.import_csv:
-    count = ImportCsv(data, args.import_csv, args.cloud,
-                      args.source_description)
+    try:
+      count = ImportCsv(data, args.import_csv, args.cloud,
+                        args.source_description)
+    except (OSError, UnicodeDecodeError, KeyError, ValueError) as e:
+      print(f'refresh_prices: cannot import {args.import_csv} '
+            f'({type(e).__name__}: {e}); nothing was changed.',
+            file=sys.stderr)
+      return 2
     print(f'Imported {count} {args.cloud} rows from {args.import_csv}.')
   try:
     if args.aws:
@@ -297,7 +323,11 @@ def main(argv=None) -> int:
           f'{str(e).splitlines()[0] if str(e) else ""}); check credentials. '
           'Nothing was changed.', file=sys.stderr)
     return 1
-  Write(data, args.output)
+  try:
+    Write(data, args.output)
+  except pricing.CatalogError as e:
+    print(f'refresh_prices: not written: {e}', file=sys.stderr)
+    return 2
   print(f'Wrote {len(data["prices"])} prices to {args.output}.')
   return 0
 

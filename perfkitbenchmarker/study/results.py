@@ -8,8 +8,9 @@ verdict (verdict.py). Every probe path counts and reports interference
 with `InterferenceMetadata` and `WarnAboutInterference`.
 """
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
@@ -84,10 +85,19 @@ def _GroupCosts(spec):
   return server, others
 
 
-def ResultSamples(spec, result: search_driver.SearchResult,
-                  cap: float) -> List[sample_lib.Sample]:
-  """Capped throughput, hourly costs and price-performance samples (and a
-  warning line when the client was the limit), each with the verdict."""
+def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
+                  tags: Optional[Dict[str, Any]] = None
+                  ) -> List[sample_lib.Sample]:
+  """Publishes the capped throughput, then the hourly costs and the
+  price-performance samples (and a warning line when the client was the
+  limit), each with the verdict and `tags`; returns them.
+
+  The measured answer is published before anything is priced: a price that
+  cannot be had at this point (a catalog changed under a resumed run, a
+  price no catalog check saw) leaves out the cost samples with a warning
+  line, never the answer the whole search paid for.
+  """
+  tags = tags or {}
   extra: Dict[str, Any] = {
       'search_policy': result.policy,
       'search_probes': len(result.probes),
@@ -119,14 +129,26 @@ def ResultSamples(spec, result: search_driver.SearchResult,
   verdict = verdict_lib.OfSearch(result).Metadata()
   extra.update(verdict)
   value = reported.throughput
-  samples = price_performance.CappedSamples(reported, cap, None, extra)
-  server, others = _GroupCosts(spec)
-  samples += [s.WithMetadata(**verdict) for s in
+  samples = [s.WithMetadata(**tags) for s in
+             price_performance.CappedSamples(reported, cap, None, extra)]
+  spec.EmitSamples(samples)
+  try:
+    server, others = _GroupCosts(spec)
+    priced = [s.WithMetadata(**verdict) for s in
               price_performance.CostSamples(server, others)]
-  samples.append(price_performance.PricePerformanceSample(
-      value, server, others,
-      {**price_performance.MeasurementMetadata(reported),
-       'latency_cap_ms': cap, **extra}))
+    priced.append(price_performance.PricePerformanceSample(
+        value, server, others,
+        {**price_performance.MeasurementMetadata(reported),
+         'latency_cap_ms': cap, **extra}))
+  except (errors.Error, ValueError) as e:
+    spec.reporter.Line(
+        f'WARNING: the answer is published without its cost: {e} (no '
+        f'{price_performance.HOURLY_COST} or '
+        f'{price_performance.PRICE_PERFORMANCE} samples).')
+  else:
+    priced = [s.WithMetadata(**tags) for s in priced]
+    spec.EmitSamples(priced)
+    samples += priced
   if result.client_limited:
     spec.reporter.Line('WARNING: the client was CPU-saturated in some probes; '
                        'the capped throughput may be the client\'s limit.')
@@ -160,7 +182,7 @@ def WarnAboutInterference(spec, measured: Sequence[measurement.Measurement]
 def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
   by_metric = {s.metric: s for s in samples}
   capped = by_metric[price_performance.CAPPED_THROUGHPUT]
-  perf = by_metric[price_performance.PRICE_PERFORMANCE]
+  perf = by_metric.get(price_performance.PRICE_PERFORMANCE)
   machine = spec.vm_groups['servers'][0].machine_type
   if spec.cloud == 'Local':
     machine = f'local (priced as {spec.metadata.get("local_priced_as")})'
@@ -170,12 +192,13 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
       'throughput_ci95': capped.metadata.get('throughput_ci95_ops'),
       'average_latency_ms': capped.metadata.get('average_latency_ms'),
       'p99_latency_ms': capped.metadata.get('p99_latency_ms'),
-      'usd_per_hour': perf.metadata['servers_usd_per_hour_total'],
-      'price_performance': perf.value,
+      'usd_per_hour': (perf.metadata['servers_usd_per_hour_total']
+                       if perf else None),
+      'price_performance': perf.value if perf else None,
       'price_basis': (
           f'{pricing.BASIS_NAMES[perf.metadata["servers_pricing_model"]]}, '
           f'{perf.metadata["price_basis"]} '
-          f'(x{spec.GroupCounts()["servers"]})'),
+          f'(x{spec.GroupCounts()["servers"]})' if perf else 'unpriced'),
       'verdict': verdict_lib.WORDS.get(capped.metadata.get(verdict_lib.KEY),
                                        'n/a'),
   }]

@@ -181,10 +181,7 @@ def Search(spec, driver: driver_lib.ProbeDriver,
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
     return result, []
-  samples = [s.WithMetadata(**extra) for s in
-             results.ResultSamples(spec, result, cap)]
-  spec.EmitSamples(samples)
-  return result, samples
+  return result, results.ResultSamples(spec, result, cap, extra)
 
 
 # The flag that sets each policy's lowest load, for the no-answer line.

@@ -346,10 +346,7 @@ def SearchWorkload(spec, dep: YcsbDeployment,
     raise errors.NoResultError(
         f'YCSB {workload}: every probe was over the {cap:g} ms cap (lowest '
         f'average {lowest:.3f} ms); raise --ycsb_latency_cap or start lower.')
-  samples = [s.WithMetadata(**extra) for s in
-             results.ResultSamples(spec, result, cap)]
-  spec.EmitSamples(samples)
-  return samples
+  return results.ResultSamples(spec, result, cap, extra)
 
 
 def StopAll(record) -> None:
