@@ -151,15 +151,26 @@ class BaseVirtualMachine(resource.BaseResource):
     """(start time, command line) of a live pid, or None when it is gone.
 
     The start time is /proc/<pid>/stat field 22 (clock ticks since boot):
-    with the PID it names one process for as long as the machine is up.
+    with the PID it names one process for as long as the machine is up. A
+    zombie is gone, unless its main thread alone has exited and other
+    threads still run (`Threads:` above 1): that process is exiting or
+    running without it, and its command line reads empty, as does that of
+    any process that is exiting (its memory is released before it becomes
+    a zombie).
     """
     pid = CheckedPid(pid)
     out, _, rc = self.RemoteCommandWithReturnCode(
-        f'cat /proc/{pid}/stat && tr "\\0" " " < /proc/{pid}/cmdline')
-    stat, _, cmdline = out.partition('\n')
+        f'cat /proc/{pid}/stat && grep -s "^Threads:" /proc/{pid}/status; '
+        f'tr "\\0" " " < /proc/{pid}/cmdline')
+    stat, _, rest = out.partition('\n')
+    threads, _, cmdline = rest.partition('\n')
     fields = stat.rsplit(')', 1)[-1].split()
-    if rc != 0 or len(fields) < 20 or fields[0] == 'Z':
+    if rc != 0 or len(fields) < 20:
       return None
+    if fields[0] == 'Z':
+      if _ThreadCount(threads) <= 1:
+        return None
+      cmdline = ''
     return float(fields[19]), cmdline.strip()
 
   def ProcessWorkdir(self, pid: int) -> Tuple[Optional[str], str]:
@@ -185,7 +196,10 @@ class BaseVirtualMachine(resource.BaseResource):
     VM's scratch directory (commands start there; redis-server's `dir` is
     it), a directory of the run's own (own_dirs) that no other user can
     enter. A process working anywhere else is never signalled, whatever the
-    record or a pidfile says of it.
+    record or a pidfile says of it. A process that is exiting has already
+    let go of its command line and working directory, so it cannot be
+    judged either way: it is waited for (`_StopExiting`), never taken for
+    a foreign one.
 
     Args:
       pid: the process id recorded when it started.
@@ -203,10 +217,17 @@ class BaseVirtualMachine(resource.BaseResource):
       return
     running_since, cmdline = identity
     cwd, scratch = self.ProcessWorkdir(pid)
+    if cwd is None or not cmdline:
+      # It may have begun to exit since: read again.
+      identity = self.ProcessIdentity(pid)
+      if identity is None:
+        return  # It exited meanwhile (its /proc entry went).
+      running_since, cmdline = identity
+    if not cmdline:
+      self._StopExiting(pid, running_since, start_time)
+      return
     if cwd is None or not (cwd == scratch or cwd.startswith(
         scratch.rstrip('/') + '/')):
-      if self.ProcessIdentity(pid) is None:
-        return  # It exited meanwhile (its /proc entry went).
       raise errors.ResourceError(
           f'PID {pid} on {self.name} works in '
           f'{cwd if cwd is not None else "a directory we cannot read"}, not '
@@ -223,6 +244,49 @@ class BaseVirtualMachine(resource.BaseResource):
           f'process (no "{missing[0]}" in it); left alone')
     self._SignalAndWait(pid, running_since)
 
+  def _StopExiting(self, pid: int, running_since: float,
+                   start_time: Optional[float]) -> None:
+    """Waits for a process that is exiting, whose command line and working
+    directory can no longer be read (so neither the run's mark nor the
+    markers can be checked): it is neither foreign nor gone yet.
+
+    If it is still there after STOP_WAIT_S (its main thread exited while
+    other threads run on), the recorded start time is what names it: then
+    it is stopped like any; without one (a PID read from a pidfile) it is
+    left alone, said so.
+    """
+    if self._WaitExit(pid, running_since):
+      return
+    if start_time is None:
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} has been exiting for '
+          f'{STOP_WAIT_S:g} s (no command line or working directory left to '
+          'check it by) and no start time was recorded for it; left alone')
+    if not SameStart(running_since, start_time):
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} started at {running_since}, not at the '
+          f'recorded {start_time}: another process; left alone')
+    self._SignalAndWait(pid, running_since)
+
+  @staticmethod
+  def _AliveShell(pid: int, start: int) -> str:
+    """bash defining `same`: pid is still the process that started at
+    `start` and has not exited (a zombie whose other threads run has not)."""
+    return (f'same() {{ s=$(cat /proc/{pid}/stat 2>/dev/null) || return 1; '
+            f's=${{s##*") "}}; set -- $s; [ "${{20}}" = {start} ] || '
+            'return 1; [ "$1" != Z ] && return 0; '
+            f't=$(grep -s "^Threads:" /proc/{pid}/status); t=${{t##*[!0-9]}}; '
+            '[ "${t:-0}" -gt 1 ]; }; ')
+
+  def _WaitExit(self, pid: int, start_time: float) -> bool:
+    """True once pid (started at start_time) has exited, within STOP_WAIT_S."""
+    pid, start = CheckedPid(pid), int(start_time)
+    polls = int(STOP_WAIT_S / 0.05)
+    _, _, rc = self.RemoteCommandWithReturnCode(
+        f'{self._AliveShell(pid, start)}for i in $(seq {polls}); do '
+        'same || exit 0; sleep 0.05; done; exit 3')
+    return rc != 3
+
   def _SignalAndWait(self, pid: int, start_time: float) -> None:
     """SIGTERM, up to STOP_WAIT_S for the exit, then SIGKILL and wait again.
 
@@ -231,9 +295,7 @@ class BaseVirtualMachine(resource.BaseResource):
     """
     pid, start = CheckedPid(pid), int(start_time)
     polls = int(STOP_WAIT_S / 0.05)
-    same = (f'same() {{ s=$(cat /proc/{pid}/stat 2>/dev/null) || return 1; '
-            f's=${{s##*") "}}; set -- $s; [ "$1" != Z ] && '
-            f'[ "${{20}}" = {start} ]; }}; ')
+    same = self._AliveShell(pid, start)
     wait = (f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; '
             'done; ')
     _, _, rc = self.RemoteCommandWithReturnCode(
@@ -277,6 +339,12 @@ def CheckedPid(pid) -> int:
   if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid < 2**22:
     raise errors.ResourceError(f'{pid!r} is not a process id; left alone')
   return pid
+
+
+def _ThreadCount(status_line: str) -> int:
+  """The number in /proc/<pid>/status's 'Threads:' line (0 if unread)."""
+  value = status_line.partition(':')[2].strip()
+  return int(value) if value.isdigit() else 0
 
 
 def SameStart(a: float, b: float) -> bool:

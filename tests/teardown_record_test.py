@@ -315,6 +315,111 @@ def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
       stubborn.wait()
 
 
+_MAIN_EXITS = r"""
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void *Later(void *seconds) { sleep(atoi(seconds)); return NULL; }
+int main(int argc, char **argv) {
+  pthread_t t;
+  pthread_create(&t, NULL, Later, argv[1]);
+  pthread_exit(NULL);  /* The main thread goes; the process lives on. */
+}
+"""
+
+
+def _ExitingProcess(tmp_path, cwd, seconds):
+  """A process that reads as exiting: its main thread has exited (the
+  kernel shows a zombie with no command line and no working directory, as
+  for a process in the middle of its exit) while another thread lives on
+  for `seconds`. Returns (Popen, its start time as `vm` records it)."""
+  binary = tmp_path / 'main_exits'
+  if not binary.exists():
+    source = tmp_path / 'main_exits.c'
+    source.write_text(_MAIN_EXITS)
+    subprocess.run(['gcc', '-O', '-o', str(binary), str(source),
+                    '-lpthread'], check=True)
+  proc = subprocess.Popen([str(binary), str(seconds)], cwd=cwd)
+  deadline = time.monotonic() + 10
+  while True:  # Until the main thread has gone.
+    with open(f'/proc/{proc.pid}/stat') as f:
+      if f.read().rsplit(')', 1)[1].split()[0] == 'Z':
+        break
+    assert time.monotonic() < deadline
+    time.sleep(0.01)
+  return proc
+
+
+def _StartTime(vm, pid):
+  """The start time `vm` records for pid (clock ticks, or psutil's time)."""
+  if isinstance(vm, local.LocalVirtualMachine):
+    return psutil.Process(pid).create_time()
+  with open(f'/proc/{pid}/stat') as f:
+    return float(f.read().rsplit(')', 1)[1].split()[19])
+
+
+@e2e.NeedsTools('gcc', how='./scripts/setup.sh installs it')
+@pytest.mark.parametrize('vm_class', [
+    lambda: local.LocalVirtualMachine(
+        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
+    _ShellVm])
+def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
+  vm = vm_class()
+  vm.scratch_dir = str(tmp_path / 'scratch')
+  os.mkdir(vm.scratch_dir, 0o700)
+  # Ended means all of it (its exit status can be collected), not a zombie
+  # main thread.
+  # Ends by itself a second later: waited for, never "not the recorded
+  # process; left alone" (its command line reads empty meanwhile).
+  proc = _ExitingProcess(tmp_path, vm.scratch_dir, 1)
+  try:
+    start = _StartTime(vm, proc.pid)
+    assert vm.ProcessIdentity(proc.pid) == (start, '')
+    vm.KillProcess(proc.pid, markers=('main_exits',), start_time=start)
+    assert proc.poll() is not None
+  finally:
+    proc.kill()
+    proc.wait()
+  # One that outlives the wait is stopped when its recorded start time
+  # names it, and left alone, said so, when nothing does.
+  proc = _ExitingProcess(tmp_path, vm.scratch_dir, 120)
+  try:
+    start = _StartTime(vm, proc.pid)
+    with pytest.raises(Exception, match='has been exiting for .* no start '
+                       'time was recorded for it; left alone'):
+      vm.KillProcess(proc.pid, markers=('main_exits',))
+    assert proc.poll() is None
+    with pytest.raises(Exception, match='another process; left alone'):
+      vm.KillProcess(proc.pid, markers=('main_exits',), start_time=start + 1)
+    assert proc.poll() is None
+    vm.KillProcess(proc.pid, markers=('main_exits',), start_time=start)
+    assert proc.poll() is not None
+  finally:
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.parametrize('vm_class', [
+    lambda: local.LocalVirtualMachine(
+        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
+    _ShellVm])
+def test_kill_process_takes_a_zombie_for_gone(vm_class, tmp_path):
+  vm = vm_class()
+  vm.scratch_dir = str(tmp_path)
+  proc = subprocess.Popen(['true'], cwd=tmp_path)
+  deadline = time.monotonic() + 10
+  while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:
+    assert time.monotonic() < deadline
+    time.sleep(0.01)
+  try:
+    assert vm.ProcessIdentity(proc.pid) is None
+    began = time.monotonic()
+    vm.KillProcess(proc.pid, markers=('true',), start_time=None)
+    assert time.monotonic() - began < virtual_machine.STOP_WAIT_S
+  finally:
+    proc.wait()
+
+
 def _RunProcessesAlive(run_uri, record):
   alive = []
   for entry in record['resources']:
