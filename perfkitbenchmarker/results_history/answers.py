@@ -29,13 +29,12 @@ interval kind is a branch there.
 
 import dataclasses
 import math
-import statistics
 from typing import List, Optional, Sequence
 
 import pandas as pd
-from scipy import stats
 
 from perfkitbenchmarker import verdict as verdict_lib
+from perfkitbenchmarker.search import stats as stats_lib
 
 CAPPED = 'latency_capped_throughput'
 PRICE_PERFORMANCE = 'price_performance'
@@ -167,9 +166,8 @@ def CellFigure(values: Sequence[float],
   n = len(values)
   if any(math.isnan(v) for v in values):  # A run with no figure (unpriced).
     return Figure(mean, float('nan'), NO_INTERVAL, n)
-  if n >= 3:
-    sd = statistics.stdev(values)
-    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+  if n >= 3:  # The search's own interval rule (search/stats.py).
+    mean, half = stats_lib.MeanAndCi95(values)
     return Figure(mean, float(half), ACROSS_RUNS, n)
   cis = [float(c) for c in within_ci95]
   if any(math.isnan(c) for c in cis):

@@ -26,8 +26,6 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from otava import series as otava_series
-
 from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import nights
@@ -167,6 +165,9 @@ def Detect(points: pd.DataFrame, max_pvalue: float = 1e-4,
                               points[nights.NIGHT_COLUMN])))
   age = {label: len(all_nights) - 1 - i
          for i, (_, label) in enumerate(all_nights)}
+  # Here, not at the top: otava pulls in scipy (about a second), which a
+  # refused command line or a report without history never needs.
+  from otava import series as otava_series  # pylint: disable=g-import-not-at-top
   options = otava_series.AnalysisOptions()
   options.max_pvalue = max_pvalue
   options.min_magnitude = min_change_pct / 100.0

@@ -21,8 +21,6 @@ import io
 import textwrap
 from typing import Dict, Iterable, List, Optional, Sequence
 
-from matplotlib.backends import backend_agg
-from matplotlib import figure as mpl_figure
 import pandas as pd
 
 from perfkitbenchmarker import verdict as verdict_lib
@@ -55,7 +53,16 @@ class Chart:
     return 'data:image/png;base64,' + base64.b64encode(self.png).decode()
 
 
-def _Png(fig: mpl_figure.Figure, alt: str) -> Chart:
+def _NewFigure(**kwargs):
+  """A matplotlib Figure (no pyplot state)."""
+  # Here, not at the top: matplotlib takes about a second to import, which
+  # compare's text board and its refusals never need.
+  from matplotlib import figure as mpl_figure  # pylint: disable=g-import-not-at-top
+  return mpl_figure.Figure(**kwargs)
+
+
+def _Png(fig, alt: str) -> Chart:
+  from matplotlib.backends import backend_agg  # pylint: disable=g-import-not-at-top
   backend_agg.FigureCanvasAgg(fig)
   buffer = io.BytesIO()
   fig.savefig(buffer, format='png', dpi=DPI, bbox_inches='tight',
@@ -102,7 +109,7 @@ def PricePerformanceBars(board: pd.DataFrame,
                                     board['engine'] + '|' + board['topology'] +
                                     '|' + board['workload']))
   names = ['\n'.join(textwrap.wrap(n, 34)) for n in labels.values()]
-  fig = mpl_figure.Figure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
+  fig = _NewFigure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
   ax = fig.add_subplot()
   y = list(range(len(board)))[::-1]
   errors = board['price_performance_ci95'].fillna(0).tolist()
@@ -167,8 +174,7 @@ def _FirstPresent(rows: pd.DataFrame, columns: Sequence[str]):
 
 
 def ProbeCurvesFigure(night_frame: pd.DataFrame,
-                      colors: Optional[Dict[str, str]] = None
-                     ) -> mpl_figure.Figure:
+                      colors: Optional[Dict[str, str]] = None):
   """Throughput vs average latency from each cell's probes, cap drawn.
 
   Each run's own answer is a star: filled when confirmed, hollow (and
@@ -179,7 +185,7 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
   cells = [c for c in labels if c in set(pairs['cell'])]
   columns = 2 if len(cells) > 1 else 1
   rows = max(1, (len(cells) + columns - 1) // columns)
-  fig = mpl_figure.Figure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
+  fig = _NewFigure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
   answers = answers_lib.RunAnswers(night_frame)
   for i, cell in enumerate(cells):
     ax = fig.add_subplot(rows, columns, i + 1)
@@ -244,7 +250,7 @@ def HistoryCharts(points: pd.DataFrame,
   for metric in sorted(set(points['metric']), key=order.get):
     rows = points[points['metric'] == metric]
     spec = cp_lib.SERIES_METRICS[metric]
-    fig = mpl_figure.Figure(figsize=(WIDTH_IN, 4.2))
+    fig = _NewFigure(figsize=(WIDTH_IN, 4.2))
     ax = fig.add_subplot()
     for i, (cell, one) in enumerate(rows.groupby('cell', sort=True)):
       one = one.sort_values(nights.NIGHT_START_COLUMN)

@@ -10,10 +10,7 @@ non-deprecated image of the family and records which one it was. A vm_spec
 import dataclasses
 from typing import Dict, Tuple
 
-from google.api_core import exceptions as api_exceptions
-
 from perfkitbenchmarker import errors
-from perfkitbenchmarker.providers.gcp import compute_api
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,9 +69,13 @@ def FamilyFor(os_type: str, machine_type: str) -> ImageFamily:
                      arm_family if IsArm64(machine_type) else x86_family)
 
 
-def ResolveImage(clients: compute_api.ComputeClients,
-                 family: ImageFamily) -> str:
-  """The self link of the newest image in `family`."""
+def ResolveImage(clients, family: ImageFamily) -> str:
+  """The self link of the newest image in `family` (`clients`: a
+  compute_api.ComputeClients)."""
+  # Here, not at the top: the checks above run in every GCP dry run, and the
+  # Compute client library takes seconds to import.
+  from google.api_core import exceptions as api_exceptions  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.providers.gcp import compute_api  # pylint: disable=g-import-not-at-top
   what = f'Looking up image family {family.project}/{family.family}'
   try:
     image = compute_api.Call(what, clients.images.get_from_family,
