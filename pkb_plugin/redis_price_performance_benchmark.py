@@ -33,13 +33,15 @@ not cover (or upstream's static machines, which have no machine type) are
 priced as a catalog type with --local_priced_as=GCP:TYPE in that flag.
 """
 
+import collections
 import json
 import logging
 import os
 import re
 import shlex
 import subprocess
-from typing import Any, Dict, List, Optional
+import threading
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import flags
 
@@ -95,14 +97,47 @@ UPSTREAM_KEYS = ('perfkitbenchmarker_version', 'project', 'hostnames',
                  'cloud', 'zone', 'set_files', 'sysctl',
                  'simulate_maintenance')
 UPSTREAM_PREFIXES = ('servers_', 'clients_', 'vm_')
-# Flags the bridge sets itself; given in --redis_price_performance_flags
-# they would contradict what upstream provisioned.
-RESERVED = ('cloud', 'static_vm_file', 'run_stage', 'run_uri', 'results_dir',
-            'benchmarks', 'benchmark_config_file', 'zone', 'machine_type',
-            'collapse_labels', 'timing_measurements')
+# Harness flags --redis_price_performance_flags may not give, by reason.
+REFUSED = {
+    # Set by the bridge from what upstream provisioned.
+    'is set by the bridge from what upstream provisioned; drop it': (
+        'cloud', 'static_vm_file', 'run_stage', 'run_uri', 'results_dir',
+        'benchmarks', 'benchmark_config_file', 'zone', 'machine_type',
+        'collapse_labels', 'timing_measurements'),
+    # The bridge reads the run's rows from the harness's own results file;
+    # upstream's publishers (and its --official) publish them.
+    'would move or publish the rows upstream publishes; use upstream\'s '
+    'own flag (--json_path, --csv_path, --bigquery_table, --official)': (
+        'json_path', 'csv_path', 'bigquery_table', 'bq_project',
+        'bq_api_endpoint', 'bq_timeout_seconds', 'service_account',
+        'service_account_private_key', 'official'),
+    # One study per upstream benchmark run, whose rows the bridge reads.
+    'does not run one study; drop it (the harness\'s own flags: '
+    '<harness>/pkb.py --helpfull)': (
+        'dry_run', 'help', 'helpfull', 'helpshort', 'h', 'flag_matrix',
+        'flag_zip', 'run_processes', 'max_cost_usd'),
+    # absl would read flags past this check, or hide unknown ones.
+    'would read or hide flags past the bridge\'s check; give the flags '
+    'themselves': ('flagfile', 'undefok'),
+}
+# Upstream's own memtier and Redis flags that mean the same in the harness
+# (docs/upstream_flags.md): a value set upstream is passed on.
+MAPPED = ('memtier_clients', 'memtier_data_size',
+          'memtier_distinct_client_seed', 'memtier_key_maximum',
+          'memtier_key_pattern', 'memtier_latency_cap', 'memtier_pipeline',
+          'memtier_ratio', 'memtier_requests', 'memtier_run_duration',
+          'memtier_threads', 'redis_server_cluster_mode',
+          'redis_server_io_threads', 'redis_server_version',
+          'redis_total_num_processes')
+# Upstream flags of these families not in MAPPED have no meaning here; a
+# value a user set is refused rather than ignored.
+UPSTREAM_FAMILIES = ('memtier_', 'redis_')
+# ... except what every run of the study does anyway.
+SAME_AS_THE_STUDY = {'latency_capped_throughput': True}
 UNCONFIRMED_EXIT = 4  # the harness's: a result without a confirmed answer
 PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
 HARNESS_TIMEOUT_S = 24 * 3600  # the harness enforces its own deadline
+LAST_LINES = 20  # of the harness's stderr, kept for an error's one line
 
 
 class BridgeError(errors.Setup.InvalidConfigurationError):
@@ -125,23 +160,87 @@ def HarnessDir() -> str:
   return path
 
 
+def _FlagName(arg: str) -> str:
+  return re.sub(r'^--?', '', arg.split('=', 1)[0])
+
+
+def _Refusal(name: str) -> Optional[str]:
+  """Why --name (or --noname of a boolean) is refused, None if it is not."""
+  for reason, names in REFUSED.items():
+    if name in names:
+      return f'--{name} {reason}'
+    if name.startswith('no') and name[2:] in names:
+      return f'--{name[2:]} {reason}'
+  return None
+
+
 def StudyFlags(text: str) -> List[str]:
-  """--redis_price_performance_flags as argv; the bridge's own refused."""
+  """--redis_price_performance_flags as argv; what the bridge owns refused."""
   try:
     argv = shlex.split(text or '')
   except ValueError as e:
     raise BridgeError(f'--redis_price_performance_flags: {e}') from None
   for arg in argv:
-    name = re.sub(r'^--?(no)?', '', arg.split('=', 1)[0])
-    if not arg.startswith('-'):
+    if not arg.startswith('-') or _FlagName(arg) in ('', '-'):
       raise BridgeError(
           f'--redis_price_performance_flags: "{arg}" is not a flag; give '
           'the harness\'s flags as --name=value.')
-    if name in RESERVED:
-      raise BridgeError(
-          f'--redis_price_performance_flags: --{name} is set by the bridge '
-          'from what upstream provisioned; drop it.')
+    refusal = _Refusal(_FlagName(arg))
+    if refusal:
+      raise BridgeError(f'--redis_price_performance_flags: {refusal}.')
   return argv
+
+
+def _Set(flag) -> bool:
+  return bool(flag.present) or flag.value != flag.default
+
+
+def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
+  """Upstream's memtier/Redis flags a user set, as the harness's argv.
+
+  MAPPED flags pass on; any other of their families set to a value the
+  study does not have is refused in one line, as is a MAPPED flag also
+  given in --redis_price_performance_flags.
+  """
+  given = {re.sub(r'^no', '', _FlagName(a)) for a in study_argv} | {
+      _FlagName(a) for a in study_argv}
+  argv, foreign, twice = [], [], []
+  for name in sorted(flag_values):
+    flag = flag_values[name]
+    if name == STUDY_FLAGS.name or flag.name != name or not _Set(flag):
+      continue  # our own flag, a short alias, or left at upstream's default
+    if name in MAPPED:
+      if name in given:
+        twice.append(name)
+      elif flag.value is not None:
+        argv.append(flag.serialize())  # upstream's own syntax, the harness's
+    elif name in SAME_AS_THE_STUDY:
+      if flag.value != SAME_AS_THE_STUDY[name]:
+        foreign.append(name)
+    elif name.startswith(UPSTREAM_FAMILIES):
+      foreign.append(name)
+  if twice:
+    raise BridgeError(
+        'redis_price_performance: ' + ', '.join(f'--{n}' for n in twice) +
+        ' given both as upstream\'s flag and in '
+        '--redis_price_performance_flags; give each once.')
+  if foreign:
+    raise BridgeError(
+        'redis_price_performance: upstream\'s ' +
+        ', '.join(f'--{n}' for n in foreign) + ' mean nothing to this '
+        'benchmark (their meanings are not the harness\'s); drop them or run '
+        'upstream\'s redis_memtier for them. Mapped: ' +
+        ', '.join(f'--{n}' for n in MAPPED) + '; the harness\'s own flags go '
+        'in --redis_price_performance_flags.')
+  return argv
+
+
+def Study() -> List[str]:
+  """The study's harness flags: upstream's mapped flags, then
+  --redis_price_performance_flags, then upstream's --official."""
+  study = StudyFlags(STUDY_FLAGS.value)
+  official = ['--official'] if flags.FLAGS.official else []
+  return UpstreamFlags(flags.FLAGS, study) + study + official
 
 
 def _GivesPrice(study_argv: List[str]) -> bool:
@@ -210,34 +309,77 @@ def _Workdir(spec) -> str:
   return path
 
 
+def _Relay(stream, kept: Optional[collections.deque]) -> None:
+  """Logs each line of the harness's output as it comes (probe lines reach
+  upstream's log during a stage, not at its end)."""
+  for line in stream:
+    line = line.rstrip('\n')
+    logging.info('harness: %s', line)
+    if kept is not None and line.strip():
+      kept.append(line)
+
+
+def LastWords(stderr_lines, returncode) -> str:
+  """The harness's closing message: its trailing 'pkb: ' lines as one line
+  (a failure and, e.g., where the samples measured before it are), else
+  its last line."""
+  lines = [l.strip() for l in stderr_lines]
+  words = []
+  for line in reversed(lines):
+    if not line.startswith('pkb: '):
+      break
+    words.insert(0, line.removeprefix('pkb: '))
+  if words:
+    return ' '.join(words)
+  return lines[-1] if lines else f'exit {returncode}'
+
+
 def _RunHarness(argv: List[str], what: str,
-                accept: tuple = (0,)) -> None:
-  """Runs the harness; its output goes to upstream's log. An exit code in
-  `accept` other than 0 is logged as a warning with the harness's last line.
+                accept: tuple = (0,)) -> Tuple[int, str]:
+  """Runs the harness, its output streamed into upstream's log line by line.
+
+  Returns the exit code (one of `accept`) and the harness's closing message
+  (`LastWords`); another code raises with that message.
   """
   command = [os.path.join(HarnessDir(), 'pkb.py')] + argv
   logging.info('redis_price_performance: %s', ' '.join(
       shlex.quote(a) for a in command))
   # The harness runs in its own virtualenv: upstream's must not leak in.
+  # Unbuffered, so each line arrives when the harness writes it.
   env = {k: v for k, v in os.environ.items()
          if k not in ('VIRTUAL_ENV', 'PYTHONPATH', 'PYTHONHOME')}
-  done = subprocess.run(command, cwd=HarnessDir(), capture_output=True,
-                        text=True, timeout=HARNESS_TIMEOUT_S, check=False,
-                        env=env)
-  for line in (done.stdout + done.stderr).splitlines():
-    logging.info('harness: %s', line)
-  if done.returncode != 0 and done.returncode in accept:
-    logging.warning('redis_price_performance %s: %s', what, next(
-        (l for l in reversed(done.stderr.splitlines()) if l.strip()), ''))
-  elif done.returncode != 0:
-    last = next((l for l in reversed(done.stderr.splitlines()) if l.strip()),
-                f'exit {done.returncode}')
-    if done.returncode == 2:  # the harness's one-line refusal of a setting
-      last = (f'{last.removeprefix("pkb: ")} (the harness\'s flags go in '
-              '--redis_price_performance_flags)')
-    error = BridgeError if done.returncode == 2 else (
-        errors.Benchmarks.RunError)
-    raise error(f'redis_price_performance {what}: {last}')
+  env['PYTHONUNBUFFERED'] = '1'
+  kept = collections.deque(maxlen=LAST_LINES)
+  with subprocess.Popen(command, cwd=HarnessDir(), env=env,
+                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True,
+                        errors='replace') as proc:
+    relays = [threading.Thread(target=_Relay, args=(proc.stdout, None),
+                               name='harness-stdout', daemon=True),
+              threading.Thread(target=_Relay, args=(proc.stderr, kept),
+                               name='harness-stderr', daemon=True)]
+    for relay in relays:
+      relay.start()
+    try:
+      returncode = proc.wait(timeout=HARNESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+      proc.terminate()  # SIGTERM: the harness cleans up and exits
+      proc.wait()
+      returncode = None
+    for relay in relays:
+      relay.join()
+  last = LastWords(kept, returncode)
+  if returncode is None:
+    raise errors.Benchmarks.RunError(
+        f'redis_price_performance {what}: the harness ran past '
+        f'{HARNESS_TIMEOUT_S} s and was stopped; last line: {last}')
+  if returncode in accept:
+    return returncode, last  # the caller says what a code other than 0 means
+  if returncode == 2:  # the harness's one-line refusal of a setting
+    last = (f'{last} (the harness\'s flags go in '
+            '--redis_price_performance_flags)')
+  error = BridgeError if returncode == 2 else errors.Benchmarks.RunError
+  raise error(f'redis_price_performance {what}: {last}')
 
 
 # --- upstream's stages ----------------------------------------------------
@@ -253,7 +395,7 @@ def _PlannedGroup(benchmark_config, group):
 def CheckPrerequisites(benchmark_config) -> None:
   """The harness's dry run over the planned machine types and the settings:
   an unpriced type or a bad setting is refused before anything is bought."""
-  study = StudyFlags(STUDY_FLAGS.value)
+  study = Study()
   static = bool(flags.FLAGS.static_vm_file)
   if static and not _GivesPrice(study):
     # Upstream's static machines: their types are known at Prepare.
@@ -287,13 +429,17 @@ def _Argv(spec, stages: str) -> List[str]:
           f'--run_uri={spec.redis_price_performance_run_uri}',
           f'--results_dir={os.path.join(workdir, "results")}',
           '--nocollapse_labels', '--timing_measurements=none',
-          f'--run_stage={stages}'] + StudyFlags(STUDY_FLAGS.value)
+          f'--run_stage={stages}'] + Study()
 
 
 def Prepare(spec) -> None:
   """Prices the VMs upstream provisioned, hands them to the harness, and
   runs its provision (SSH check) and prepare (install, shards, preload)."""
-  study = StudyFlags(STUDY_FLAGS.value)
+  # Upstream calls Cleanup on cloud VMs only when asked to (it deletes
+  # them); the harness's cleanup stops the shards of a failed stage too,
+  # and Cleanup reports an unconfirmed answer (`Run`).
+  spec.always_call_cleanup = True
+  study = Study()
   groups = {}
   for group in GROUPS:
     vms = spec.vm_groups.get(group) or []
@@ -325,38 +471,87 @@ def UpstreamMetadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
   return out
 
 
-def SamplesFromRows(lines) -> List[sample.Sample]:
-  """The harness's JSON rows (--nocollapse_labels) as upstream samples."""
-  samples = []
+def SamplesFromRows(lines, official: bool = False
+                    ) -> Tuple[List[sample.Sample], int]:
+  """The harness's JSON rows (--nocollapse_labels) as upstream samples.
+
+  Upstream's publisher marks every sample of a run with its own --official.
+  Under --official only the rows the harness marked official are returned;
+  the number withheld is the second value (their rows stay in the
+  harness's files). Metadata passes through, less the keys upstream sets.
+  """
+  samples, withheld = [], 0
   for line in lines:
     if not line.strip():
       continue
     row = json.loads(line)
+    if official and row.get('official') is not True:
+      withheld += 1
+      continue
     metadata = dict(row.get('metadata') or {})
     metadata['harness_run_uri'] = row.get('run_uri')
     samples.append(sample.Sample(row['metric'], row['value'], row['unit'],
                                  UpstreamMetadata(metadata),
                                  timestamp=row.get('timestamp')))
-  return samples
+  return samples, withheld
+
+
+def _ResultsPath(spec) -> str:
+  return os.path.join(_Workdir(spec), 'results',
+                      spec.redis_price_performance_run_uri,
+                      'perfkitbenchmarker_results.json')
 
 
 def Run(spec) -> List[sample.Sample]:
-  """The harness's latency-capped search; its rows as upstream samples."""
-  path = os.path.join(_Workdir(spec), 'results',
-                      spec.redis_price_performance_run_uri,
-                      'perfkitbenchmarker_results.json')
+  """The harness's latency-capped search; its rows as upstream samples.
+
+  An answer the harness did not confirm (its exit 4) fails the upstream
+  benchmark unless --accept_unconfirmed is in --redis_price_performance_flags
+  (then the harness exits 0). Its rows are still published, never official:
+  the failure is raised by Cleanup, after upstream has collected them;
+  under upstream's --official (which would mark every row official) or
+  when this invocation runs no cleanup stage, Run raises it itself.
+  """
+  path = _ResultsPath(spec)
   before = os.path.getsize(path) if os.path.exists(path) else 0
-  # Exit 4: the search finished without a confirmed answer; its rows are
-  # kept (each says so in `verdict` and is not official), as the harness
-  # keeps them.
-  _RunHarness(_Argv(spec, 'run'), 'run', accept=(0, UNCONFIRMED_EXIT))
+  code, last = _RunHarness(_Argv(spec, 'run'), 'run',
+                           accept=(0, UNCONFIRMED_EXIT))
+  if not os.path.exists(path):
+    raise errors.Benchmarks.RunError(
+        f'redis_price_performance run: the harness wrote no results at '
+        f'{path}; see its pkb.log beside it.')
+  official = bool(flags.FLAGS.official)
   with open(path) as f:
     f.seek(before)
-    return SamplesFromRows(f)
+    samples, withheld = SamplesFromRows(f, official=official)
+  if withheld:
+    logging.warning(
+        'redis_price_performance: %d of the harness\'s rows are not '
+        'official by its verdicts; under --official upstream would publish '
+        'them as official, so they are not handed to it (they are in %s).',
+        withheld, path)
+  if code == UNCONFIRMED_EXIT:
+    failure = 'redis_price_performance run: ' + last.rstrip('.').replace(
+        '(--accept_unconfirmed exits 0)',
+        '(--redis_price_performance_flags=--accept_unconfirmed accepts it)')
+    if official or 'cleanup' not in (flags.FLAGS.run_stage or ()):
+      raise errors.Benchmarks.RunError(
+          f'{failure}; its rows are in {path}, none published.')
+    logging.warning('%s; its rows go to upstream\'s publishers, none '
+                    'official, and Cleanup fails the benchmark.', failure)
+    spec.redis_price_performance_failure = failure
+  return samples
 
 
 def Cleanup(spec) -> None:
   """The harness's cleanup (stop the shards) and teardown (its scratch
-  directories; static machines are never deleted by the harness)."""
-  if getattr(spec, 'redis_price_performance_run_uri', None):
+  directories; static machines are never deleted by the harness); then an
+  unconfirmed answer fails the benchmark (`Run`)."""
+  failure = getattr(spec, 'redis_price_performance_failure', None)
+  spec.redis_price_performance_failure = None  # raised once
+  if (getattr(spec, 'redis_price_performance_run_uri', None) and
+      not getattr(spec, 'redis_price_performance_cleaned', False)):
+    spec.redis_price_performance_cleaned = True  # once, even if it fails
     _RunHarness(_Argv(spec, 'cleanup,teardown'), 'cleanup')
+  if failure:
+    raise errors.Benchmarks.RunError(failure)

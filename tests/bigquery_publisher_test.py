@@ -9,6 +9,7 @@ writes them, or are real recorded runs (tests/data/history).
 import dataclasses
 import datetime
 import hashlib
+import io
 import json
 import os
 import socket
@@ -100,7 +101,7 @@ def test_creates_partitioned_clustered_table_and_loads_the_run(fake,
   assert fields == [
       ('metric', 'STRING', 'REQUIRED'), ('value', 'FLOAT', 'REQUIRED'),
       ('unit', 'STRING', 'NULLABLE'), ('timestamp', 'FLOAT', 'REQUIRED'),
-      ('sample_time', 'TIMESTAMP', 'REQUIRED'),
+      ('sample_time', 'TIMESTAMP', 'NULLABLE'),
       ('test', 'STRING', 'NULLABLE'), ('product_name', 'STRING', 'NULLABLE'),
       ('official', 'BOOLEAN', 'NULLABLE'), ('owner', 'STRING', 'NULLABLE'),
       ('run_uri', 'STRING', 'REQUIRED'), ('sample_uri', 'STRING', 'REQUIRED'),
@@ -124,6 +125,43 @@ def test_creates_partitioned_clustered_table_and_loads_the_run(fake,
     assert pairs == bigquery_schema.ParseLabels(row['labels'])
   assert pairs['test_rps'] == 'SET=43501.90,GET=43336.95'
   assert pairs['client_saturated'] in ('True', 'False')
+
+
+def test_the_table_takes_upstream_pkbs_own_rows(fake, tmp_path):
+  """A table shared with upstream PKB's runs: upstream's BigQuery publisher
+  loads its JSON rows (collapsed labels, PKB's fields only: no sample_time,
+  no metadata pairs) into it with a plain load job. The table required
+  sample_time, so such a load failed ('Missing required field')."""
+  path = _WriteRun(tmp_path / 'results.json', 'ours1', 2)
+  client = _Client(fake.endpoint)
+  bigquery_publisher.PublishFiles(_Options(fake.endpoint), [path],
+                                  client=client)
+  # Upstream's row: its SampleCollector's fields, labels collapsed.
+  upstream = {'metric': 'Ops Throughput', 'value': 61234.5, 'unit': 'ops/s',
+              'timestamp': START + 3600.25, 'test': 'redis_memtier',
+              'product_name': 'PerfKitBenchmarker', 'official': False,
+              'owner': 'jane', 'run_uri': 'e1a2b3c4-0f0e-4d4c-8b8a-123456789abc',
+              'sample_uri': '9d8c7b6a-5f4e-4d3c-2b1a-0123456789ab',
+              'labels': '|memtier_ratio:1:9|,'
+                        '|perfkitbenchmarker_version:v1.12.0-6912-g946ea3176|'}
+  data = (json.dumps(upstream) + '\n').encode()
+  job = client.load_table_from_file(
+      io.BytesIO(data), TABLE, size=len(data),
+      job_config=bigquery.LoadJobConfig(
+          source_format=bigquery.SourceFormat.NEWLINE_DELIMITED_JSON,
+          write_disposition=bigquery.WriteDisposition.WRITE_APPEND))
+  job.result(timeout=20)
+  stored = {r['sample_uri']: r for r in fake.Rows(TABLE)}
+  theirs = stored[upstream['sample_uri']]
+  assert theirs['sample_time'] is None and theirs['metadata'] == []
+  # Read back beside ours, and told apart: only ours say `harness`.
+  rows = {r['sample_uri']: r
+          for r in bigquery_publisher.ReadRows(TABLE, client)}
+  assert rows[upstream['sample_uri']]['timestamp'] == upstream['timestamp']
+  harness = {uri: bigquery_schema.ParseLabels(r['labels']).get('harness')
+             for uri, r in rows.items()}
+  assert harness.pop(upstream['sample_uri']) is None
+  assert set(harness.values()) == {'redis_price_performance'}
 
 
 def test_republishing_the_same_run_adds_no_rows(fake, tmp_path):

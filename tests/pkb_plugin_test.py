@@ -12,6 +12,7 @@ run is recorded in pkb_plugin/README.md.
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -246,3 +247,263 @@ def test_static_machines_without_a_type_are_refused_before_the_study(
   assert 'priced_as' not in (
       priced['config.json']['redis_memtier']['vm_groups']['servers']
       ['vm_spec']['Static'])
+
+
+@pytest.mark.parametrize('arg, refused', [
+    ('--flagfile={flagfile}', '--flagfile would read or hide flags'),
+    ('-flagfile={flagfile}', '--flagfile would read or hide flags'),
+    ('--undefok=cloud', '--undefok would read or hide flags'),
+    ('--json_path=/tmp/elsewhere.json', '--json_path would move or publish'),
+    ('--csv_path=/tmp/elsewhere.csv', '--csv_path would move or publish'),
+    ('--bigquery_table=p.d.t', '--bigquery_table would move or publish'),
+    ('--official', '--official would move or publish'),
+    ('--noofficial', '--official would move or publish'),
+    ('--help', '--help does not run one study'),
+    ('-h', '--h does not run one study'),
+    ('--helpfull', '--helpfull does not run one study'),
+    ('--dry_run', '--dry_run does not run one study'),
+    ('--flag_matrix=sweep', '--flag_matrix does not run one study'),
+    ('--', '"--" is not a flag'),
+])
+def test_flags_that_escape_the_bridge_are_refused_in_one_line(
+    upstream, tmp_path, arg, refused):
+  """Issue 24 item 15: --flagfile got past the reserved-flag check (its file
+  can hold --results_dir, --run_stage, ...: Prepare ran the whole study into
+  another results dir); --json_path, --help and --dry_run passed it, then
+  Run failed with a raw FileNotFoundError."""
+  flagfile = tmp_path / 'more.flags'
+  flagfile.write_text('--memtier_latency_cap=0.5\n')  # the harness takes it
+  out = _Drive(upstream, tmp_path, {
+      'flags': ['--redis_price_performance_flags=--memtier_latency_cap=0.5 ' +
+                arg.format(flagfile=flagfile)],
+      'planned': _Groups(), 'vms': _Vms(tmp_path), 'rows': ROWS})
+  assert 'checked' not in out and out['harness_argv'] == []
+  assert out['error'].startswith(
+      'BridgeError: --redis_price_performance_flags: ')
+  assert refused in out['error'] and '\n' not in out['error']
+
+
+def test_a_run_stage_without_results_is_one_line(upstream, tmp_path):
+  """Whatever kept the harness from writing its results file (an argument
+  the check did not know), Run says so in one line: no FileNotFoundError."""
+  empty = tmp_path / 'empty.json'
+  empty.write_text('')
+  out = _Drive(upstream, tmp_path, {
+      'flags': ['--run_uri=ab12cd34'], 'planned': _Groups(),
+      'vms': _Vms(tmp_path), 'rows': str(empty), 'check': False,
+      'no_results': True})
+  assert out['error'].startswith(
+      'RunError: redis_price_performance run: the harness wrote no results '
+      'at '), out['error']
+  assert out['status'] == 'FAILED'
+
+
+def test_harness_lines_reach_upstreams_log_as_they_are_written(
+    upstream, tmp_path):
+  """The harness's progress lines are logged while it runs: the stand-in
+  harness prints its second line only once its first is in upstream's log
+  (it gave up after 30 s when the bridge buffered a stage's output)."""
+  harness = tmp_path / 'harness'
+  harness.mkdir()
+  (harness / 'pkb.py').write_text(
+      '#!/usr/bin/env python3\n'
+      'import os, sys, time\n'
+      'go = os.path.join(os.path.dirname(os.path.abspath(__file__)), "go")\n'
+      'print("probe 0")\n'  # no flush: the bridge must ask for unbuffered
+      'for _ in range(300):\n'
+      '  if os.path.exists(go):\n'
+      '    break\n'
+      '  time.sleep(0.1)\n'
+      'else:\n'
+      '  print("pkb: the first line never reached the log", file=sys.stderr)\n'
+      '  sys.exit(1)\n'
+      'print("probe 1")\n'
+      'print("pkb: done", file=sys.stderr)\n')
+  (harness / 'pkb.py').chmod(0o755)
+  out = _Drive(upstream, tmp_path, {'flags': [], 'stream': str(harness)})
+  assert 'error' not in out, out
+  assert out['returned'] == [0, 'done']
+  lines = [line for _, line in out['lines']]
+  assert lines.index('harness: probe 0') < lines.index('harness: probe 1')
+
+
+def _Argvs(out):
+  prepare, run, cleanup = out['harness_argv']
+  return prepare, run, cleanup
+
+
+def test_upstreams_memtier_and_redis_flags_are_mapped(upstream, tmp_path):
+  out = _Drive(upstream, tmp_path, {
+      'flags': ['--run_uri=ab12cd34', '--memtier_ratio=1:4',
+                '--memtier_data_size=1024', '--redis_server_io_threads=2',
+                '--memtier_distinct_client_seed', '--latency_capped_throughput',
+                '--redis_price_performance_flags=--memtier_latency_cap=0.8'],
+      'planned': _Groups(), 'vms': _Vms(tmp_path), 'rows': ROWS})
+  assert out.get('checked'), out.get('error')  # the harness's dry run took them
+  for argv in _Argvs(out):
+    assert argv[-5:] == ['--memtier_data_size=1024',
+                         '--memtier_distinct_client_seed',
+                         '--memtier_ratio=1:4', '--redis_server_io_threads=2',
+                         '--memtier_latency_cap=0.8']
+  # Left at upstream's defaults (its 1:9, 32 B, 50 clients): not passed.
+  plain = _Drive(upstream, tmp_path, {
+      'flags': ['--run_uri=ab12cd34'], 'planned': _Groups(),
+      'vms': _Vms(tmp_path), 'rows': ROWS, 'check': False})
+  assert not [a for a in sum(plain['harness_argv'], [])
+              if a.startswith(('--memtier', '--redis'))]
+  # A mapped value the harness refuses is refused in the check, in one line.
+  several = _Drive(upstream, tmp_path, {
+      'flags': ['--memtier_clients=1,2'], 'planned': _Groups()})
+  assert 'swept by --memtier_fixed_load' in several['error']
+  assert 'checked' not in several
+
+
+@pytest.mark.parametrize('upstream_flags, words', [
+    (['--memtier_protocol=redis', '--redis_aof'],
+     'upstream\'s --memtier_protocol, --redis_aof mean nothing to this '
+     'benchmark'),
+    (['--memtier_run_count=3'], 'upstream\'s --memtier_run_count mean'),
+    (['--nolatency_capped_throughput'],
+     'upstream\'s --latency_capped_throughput mean'),
+    (['--memtier_ratio=1:4', '--redis_price_performance_flags='
+      '--memtier_ratio=1:1'],
+     '--memtier_ratio given both as upstream\'s flag and in '
+     '--redis_price_performance_flags'),
+])
+def test_upstream_flags_the_study_has_not_are_refused_in_one_line(
+    upstream, tmp_path, upstream_flags, words):
+  """Upstream's --memtier_protocol and the like were accepted and silently
+  ignored."""
+  out = _Drive(upstream, tmp_path, {
+      'flags': upstream_flags, 'planned': _Groups(), 'vms': _Vms(tmp_path),
+      'rows': ROWS})
+  assert 'checked' not in out and out['harness_argv'] == []
+  assert out['error'].startswith('BridgeError: redis_price_performance: ')
+  assert words in out['error'] and '\n' not in out['error']
+
+
+# A real run through upstream with --official (pkb_plugin/README.md): its
+# answer client-bound, the harness's exit 4 and closing line.
+UNCONFIRMED = os.path.join(REPO, 'tests', 'data', 'pkb_plugin',
+                           'harness_rows_unconfirmed.json')
+UNCONFIRMED_LAST = (
+    'no confirmed result: the answer is CLIENT-BOUND: load generator '
+    'saturated in 7 of the answer\'s 7 probe(s); exit 4 '
+    '(--accept_unconfirmed exits 0).')
+
+
+def _Unconfirmed(upstream, tmp_path, upstream_flags, **more):
+  scenario = {'flags': ['--run_uri=ab12cd34'] + upstream_flags,
+              'planned': _Groups(), 'vms': _Vms(tmp_path), 'rows': UNCONFIRMED,
+              'check': False, 'run_exit': 4, 'run_last': UNCONFIRMED_LAST}
+  scenario.update(more)
+  return _Drive(upstream, tmp_path, scenario)
+
+
+def _Recorded(path):
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def _Key(row):
+  return (row['metric'], row['value'], row['timestamp'])
+
+
+def test_official_upstream_run_never_publishes_an_unconfirmed_answer(
+    upstream, tmp_path):
+  """Upstream's publisher sets its --official on every sample of a run: the
+  client-bound answer's rows were published official=True while the
+  harness's own file said False, and exit 4 became SUCCEEDED."""
+  out = _Unconfirmed(upstream, tmp_path, ['--official'])
+  assert out['status'] == 'FAILED'
+  assert out['published'] == []
+  assert out['error'].startswith(
+      'RunError: redis_price_performance run: no confirmed result: the '
+      'answer is CLIENT-BOUND')
+  assert ('(--redis_price_performance_flags=--accept_unconfirmed accepts '
+          'it)' in out['error'])
+  assert 'none published' in out['error']
+  prepare, run, cleanup = out['harness_argv']
+  # The harness decides each row's official with its verdicts...
+  assert run[-1] == '--official'
+  # ... and its shards stop although Run failed (cloud VMs too).
+  assert '--run_stage=cleanup,teardown' in cleanup
+  assert '--run_stage=provision,prepare' in prepare
+
+
+def test_unconfirmed_answer_is_published_unofficial_and_fails(upstream,
+                                                              tmp_path):
+  out = _Unconfirmed(upstream, tmp_path, [])
+  assert out['status'] == 'FAILED'
+  assert out['error'].startswith(
+      'RunError: redis_price_performance run: no confirmed result: the '
+      'answer is CLIENT-BOUND')
+  rows = _Recorded(UNCONFIRMED)
+  published = out['published']
+  assert sorted(map(_Key, published)) == sorted(map(_Key, rows))
+  assert not [r for r in published if r['official'] is not False]
+  assert '--official' not in out['harness_argv'][1]
+  # Cleanup raised after the harness's cleanup ran, once; upstream called
+  # it again after the failure, which did nothing more.
+  assert out['cleanup_calls'] == 2 and len(out['harness_argv']) == 3
+  for row in published:
+    labels = row['labels']
+    assert row['test'] == 'redis_price_performance'
+    assert '|perfkitbenchmarker_version:v1.12.0-fake|' in labels
+    assert '|harness:redis_price_performance|' in labels
+  capped = next(r for r in published
+                if r['metric'] == 'latency_capped_throughput')
+  assert '|verdict:client_bound|' in capped['labels']
+
+
+def test_unconfirmed_answer_fails_in_run_without_a_cleanup_stage(upstream,
+                                                                 tmp_path):
+  out = _Unconfirmed(upstream, tmp_path,
+                     ['--run_stage=provision,prepare,run'])
+  assert out['status'] == 'FAILED' and out['published'] == []
+  assert 'none published' in out['error']
+  assert len(out['harness_argv']) == 2 and out['cleanup_calls'] == 0
+
+
+def test_accepted_unconfirmed_answer_succeeds(upstream, tmp_path):
+  out = _Unconfirmed(upstream, tmp_path, [
+      '--redis_price_performance_flags=--accept_unconfirmed'], run_exit=0,
+                     run_last='')
+  assert out['status'] == 'SUCCEEDED', out.get('error')
+  assert len(out['published']) == len(_Recorded(UNCONFIRMED))
+  assert out['harness_argv'][1][-1] == '--accept_unconfirmed'
+
+
+@pytest.mark.parametrize('rows', [UNCONFIRMED, ROWS])
+def test_official_upstream_run_gets_only_rows_the_harness_made_official(
+    upstream, tmp_path, rows):
+  out = _Unconfirmed(upstream, tmp_path, [
+      '--official', '--redis_price_performance_flags=--accept_unconfirmed'],
+                     rows=rows, run_exit=0, run_last='')
+  assert out['status'] == 'SUCCEEDED', out.get('error')
+  recorded = _Recorded(rows)
+  official = [r for r in recorded if r['official'] is True]
+  assert len(official) < len(recorded)  # some withheld
+  assert sorted(map(_Key, out['published'])) == sorted(map(_Key, official))
+  assert all(r['official'] is True for r in out['published'])
+
+
+def _PluginConstant(name):
+  tree = ast.parse(open(PLUGIN).read())
+  return next(ast.literal_eval(n.value) for n in tree.body
+              if isinstance(n, ast.Assign) and
+              getattr(n.targets[0], 'id', None) == name)
+
+
+def test_mapped_flags_are_upstream_names_the_harness_shares_and_documented():
+  mapped = _PluginConstant('MAPPED')
+  with open(UPSTREAM_FLAGS) as f:
+    shared = json.load(f)['shared']
+  assert set(mapped) <= set(shared)  # the same name in both programs
+  with open(os.path.join(REPO, 'docs', 'upstream_flags.md')) as f:
+    doc = f.read().split('## Through upstream PKB', 1)[1]
+  passed = set()
+  for line in doc.splitlines():
+    if line.endswith('| passed on |'):
+      passed |= set(re.findall(r'`--(\w+)`', line))
+  assert passed == set(mapped)

@@ -36,8 +36,11 @@ def test_json_lines_collapsed_labels(tmp_path):
   assert set(first) == {'metric', 'value', 'unit', 'timestamp', 'test',
                         'product_name', 'official', 'owner', 'run_uri',
                         'sample_uri', 'labels'}
-  assert first['labels'] == ('|b:x|,|perfkitbenchmarker_version:v1|,'
-                             '|threads:1|')
+  # `harness` tells these rows from upstream PKB's own redis_memtier rows
+  # in a shared table (same test and metric names).
+  assert first['labels'] == ('|b:x|,|harness:redis_price_performance|,'
+                             '|harness_version:v1|,'
+                             '|perfkitbenchmarker_version:v1|,|threads:1|')
   assert first['product_name'] == 'PerfKitBenchmarker'
   assert first['test'] == 'redis_memtier'
   # PKB's form: '<run_uri>-<uuid4>', one uuid for every row of the run.
@@ -49,6 +52,7 @@ def test_json_lines_collapsed_labels(tmp_path):
   assert first['timestamp'] == 1.5
   assert first['official'] is False
   assert json.loads(lines[1])['labels'] == (
+      '|harness:redis_price_performance|,|harness_version:v1|,'
       '|perfkitbenchmarker_version:v1|,|threads:2|,|z:True|')
 
 
@@ -60,7 +64,9 @@ def test_json_nocollapse_labels(tmp_path):
   row = json.loads(path.read_text().splitlines()[0])
   assert 'labels' not in row
   assert row['metadata'] == {'threads': 1, 'b': 'x',
-                             'perfkitbenchmarker_version': 'v1'}
+                             'perfkitbenchmarker_version': 'v1',
+                             'harness': 'redis_price_performance',
+                             'harness_version': 'v1'}
 
 
 def test_csv_fixed_columns_then_metadata_union(tmp_path):
@@ -77,11 +83,12 @@ def test_csv_fixed_columns_then_metadata_union(tmp_path):
     rows = list(reader)
   assert header == ['timestamp', 'test', 'metric', 'value', 'unit',
                     'product_name', 'official', 'owner', 'run_uri',
-                    'sample_uri', 'b', 'perfkitbenchmarker_version', 'threads',
-                    'z']
+                    'sample_uri', 'b', 'harness', 'harness_version',
+                    'perfkitbenchmarker_version', 'threads', 'z']
   assert rows[0][2] == 'throughput' and rows[0][10] == 'x'
-  assert rows[1][13] == 'True' and rows[1][10] == ''
-  assert rows[0][11] == rows[1][11] == 'v1'
+  assert rows[1][15] == 'True' and rows[1][10] == ''
+  assert rows[0][13] == rows[1][13] == 'v1'
+  assert rows[0][11] == rows[1][11] == 'redis_price_performance'
 
 
 def test_secrets_masked_in_published_metadata(tmp_path):

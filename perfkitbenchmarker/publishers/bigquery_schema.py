@@ -4,7 +4,10 @@ A table row is a PKB sample row (the columns of PKB's results table schema:
 metric, value, unit, timestamp as epoch seconds, test, product_name,
 official, owner, run_uri, sample_uri, labels) plus two columns of ours:
   * `sample_time` TIMESTAMP, the same instant as `timestamp`; the table is
-    partitioned by DAY on it, so a query bounded in time reads only its days;
+    partitioned by DAY on it, so a query bounded in time reads only its days.
+    NULLABLE: upstream PKB's own publisher (`bq load` of its JSON rows) can
+    share the table, and its rows have no such column (they land in the
+    NULL partition);
   * `metadata` REPEATED RECORD<key STRING, value STRING>, the labels as
     pairs, so a query filters on a key without parsing the labels string:
       WHERE EXISTS (SELECT 1 FROM UNNEST(metadata) m
@@ -34,8 +37,9 @@ COLUMNS: Tuple[Tuple[str, str, str, str], ...] = (
     ('value', 'FLOAT', 'REQUIRED', 'Sample value.'),
     ('unit', 'STRING', 'NULLABLE', 'Unit of value, e.g. ops/sec.'),
     ('timestamp', 'FLOAT', 'REQUIRED', 'Sample time, epoch seconds (PKB).'),
-    ('sample_time', 'TIMESTAMP', 'REQUIRED',
-     'Same instant as timestamp; the partitioning column.'),
+    ('sample_time', 'TIMESTAMP', 'NULLABLE',
+     'Same instant as timestamp; the partitioning column (NULL in rows '
+     'upstream PKB loaded).'),
     ('test', 'STRING', 'NULLABLE', 'Benchmark name, e.g. redis_memtier.'),
     ('product_name', 'STRING', 'NULLABLE', 'PerfKitBenchmarker.'),
     ('official', 'BOOLEAN', 'NULLABLE', '--official.'),

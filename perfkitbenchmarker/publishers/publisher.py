@@ -10,6 +10,12 @@ from perfkitbenchmarker import version as version_lib
 from perfkitbenchmarker import vm_util
 
 PRODUCT_NAME = 'PerfKitBenchmarker'
+# Every row names the tool that made it: in a table shared with upstream
+# PKB's own runs, whose redis_memtier rows have the same test and metric
+# names, `harness` tells this harness's rows apart (upstream sets neither key).
+HARNESS_KEY = 'harness'
+HARNESS_NAME = 'redis_price_performance'
+HARNESS_VERSION_KEY = 'harness_version'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,12 +58,15 @@ def ToRow(sample: sample_lib.Sample, test: str,
           run_info: RunInfo) -> Dict[str, Any]:
   """The dict PKB publishers write: sample fields plus run fields.
 
-  `official` is --official, except that a sample whose verdict says its
+  Metadata: the sample's, after perfkitbenchmarker_version (as PKB's) and
+  `harness`/`harness_version` (which tool made the row). `official` is
+  --official, except that a sample whose verdict says its
   answer is not a confirmed server figure, or whose own probe was
   client-bound or disturbed, is never official (`verdict.IsOfficial`).
   """
-  metadata = {version_lib.VERSION_KEY: (run_info.perfkitbenchmarker_version or
-                                        version_lib.VersionOf())}
+  version = run_info.perfkitbenchmarker_version or version_lib.VersionOf()
+  metadata = {version_lib.VERSION_KEY: version, HARNESS_KEY: HARNESS_NAME,
+              HARNESS_VERSION_KEY: version}
   metadata.update(sample.metadata)
   return {
       'metric': sample.metric,

@@ -8,25 +8,45 @@ The scenario gives upstream's flags, the planned groups (cloud, machine
 type, zone, count) and the provisioned VMs. CheckPrerequisites runs the
 harness's real dry run; the stages after it record the harness command
 lines instead of running them, and the run stage's result file is the
-scenario's recorded harness rows (a real run's, tests/data/pkb_plugin/).
+scenario's recorded harness rows (a real run's, tests/data/pkb_plugin/),
+written as the harness writes them: `official` only where the row was
+official and the run stage was given --official; its exit code and last
+stderr line are the scenario's `run_exit` and `run_last`.
+
+The stages run as upstream's RunBenchmark runs them (pkb.py at the commit
+in pkb_plugin/README.md): the status is FAILED unless every stage of
+--run_stage returns; Run's samples reach the collector only when Run
+returns; the benchmark's Cleanup is called only for static VMs or when the
+spec says always_call_cleanup, and once more after a failure when it does;
+the collected rows are published whatever happened (`publisher.py`).
+
+With `"stream": DIR` it instead runs the plugin's real _RunHarness on the
+harness at DIR and reports when each of its lines reached the log.
+
 Prints one JSON object: what each stage did, or the error it raised.
 """
 
 import json
+import logging
 import os
-import shutil
 import sys
+import time
 import types
 
 from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# Upstream's own flags the plugin reads.
+# Upstream's own flags the plugin reads, defined where upstream defines them.
 flags.DEFINE_string('static_vm_file', None, 'fake upstream flag')
 flags.DEFINE_string('run_uri', None, 'fake upstream flag')
-
+from perfkitbenchmarker import publisher  # pylint: disable=g-import-not-at-top
+from perfkitbenchmarker import stages  # pylint: disable=g-import-not-at-top,unused-import
+from perfkitbenchmarker.linux_packages import memtier  # pylint: disable=g-import-not-at-top,unused-import
+from perfkitbenchmarker.linux_packages import redis_server  # pylint: disable=g-import-not-at-top,unused-import
 from perfkitbenchmarker.linux_benchmarks import redis_price_performance_benchmark as plugin  # pylint: disable=g-import-not-at-top
+
+FLAGS = flags.FLAGS
 
 
 def _Planned(groups):
@@ -41,50 +61,140 @@ def _Planned(groups):
 def _Vm(cloud, **attrs):
   vm = types.SimpleNamespace(**attrs)
   vm.CLOUD = cloud
+  vm.cloud = cloud
+  vm.is_static = cloud == 'Static'
   return vm
+
+
+class _Lines(logging.Handler):
+  """Each log line with the time it was logged."""
+
+  def __init__(self, on_line=None):
+    super().__init__()
+    self.lines = []
+    self.on_line = on_line
+
+  def emit(self, record):
+    self.lines.append((time.time(), record.getMessage()))
+    if self.on_line:
+      self.on_line(record.getMessage())
+
+
+def Stream(harness):
+  """The plugin's _RunHarness on a stand-in harness that prints a line,
+  waits until that line is in the log (a file this handler makes), then
+  prints another; a relay that buffers never lets it go on."""
+  go = os.path.join(harness, 'go')
+
+  def OnLine(message):
+    if message == 'harness: probe 0':
+      open(go, 'w').close()
+
+  handler = _Lines(OnLine)
+  logging.getLogger().addHandler(handler)
+  logging.getLogger().setLevel(logging.INFO)
+  os.environ['REDIS_PRICE_PERFORMANCE_HARNESS'] = harness
+  out = {}
+  try:
+    out['returned'] = list(plugin._RunHarness(['--x'], 'run'))  # pylint: disable=protected-access
+  except Exception as e:  # pylint: disable=broad-except
+    out['error'] = f'{type(e).__name__}: {e}'
+  out['lines'] = handler.lines
+  return out
 
 
 def main():
   scenario = json.loads(sys.argv[1])
-  flags.FLAGS(['upstream'] + scenario['flags'])
-  out = {'harness_argv': []}
+  FLAGS(['upstream'] + scenario['flags'])
+  if 'stream' in scenario:
+    print(json.dumps(Stream(scenario['stream'])))
+    return
+  out = {'harness_argv': [], 'cleanup_calls': 0}
   real_run_harness = plugin._RunHarness  # pylint: disable=protected-access
 
   def Recorded(argv, what, accept=(0,)):
     if '--dry_run' in argv:
       return real_run_harness(argv, what, accept)  # the real check
     out['harness_argv'].append(argv)
-    if '--run_stage=run' in argv:
-      results = next(a.split('=', 1)[1] for a in argv
-                     if a.startswith('--results_dir='))
-      run_uri = next(a.split('=', 1)[1] for a in argv
-                     if a.startswith('--run_uri='))
-      os.makedirs(os.path.join(results, run_uri), exist_ok=True)
-      shutil.copy(scenario['rows'], os.path.join(
-          results, run_uri, 'perfkitbenchmarker_results.json'))
-    return None
+    if '--run_stage=run' not in argv or scenario.get('no_results'):
+      return 0, ''
+    results = next(a.split('=', 1)[1] for a in argv
+                   if a.startswith('--results_dir='))
+    run_uri = next(a.split('=', 1)[1] for a in argv
+                   if a.startswith('--run_uri='))
+    os.makedirs(os.path.join(results, run_uri), exist_ok=True)
+    with open(scenario['rows']) as f, open(os.path.join(
+        results, run_uri, 'perfkitbenchmarker_results.json'), 'a') as to:
+      for line in f:
+        row = json.loads(line)
+        row['official'] = row['official'] is True and '--official' in argv
+        to.write(json.dumps(row) + '\n')
+    code = scenario.get('run_exit', 0)
+    assert code in accept, (code, accept)
+    return code, scenario.get('run_last', '')
 
   plugin._RunHarness = Recorded  # pylint: disable=protected-access
+  real_cleanup = plugin.Cleanup
+
+  def CountedCleanup(spec):
+    out['cleanup_calls'] += 1
+    return real_cleanup(spec)
+
+  collector = publisher.SampleCollector()
   try:
     out['config'] = plugin.GetConfig({})
     if scenario.get('check', True):  # tests of later stages skip it
       plugin.CheckPrerequisites(_Planned(scenario['planned']))
       out['checked'] = True
     if 'vms' in scenario:
-      spec = types.SimpleNamespace(vm_groups={
-          group: [_Vm(**vm) for vm in vms]
-          for group, vms in scenario['vms'].items()}, sequence_number=0)
+      RunBenchmark(scenario, out, collector, CountedCleanup)
+  except Exception as e:  # pylint: disable=broad-except
+    out['error'] = f'{type(e).__name__}: {e}'
+  published = os.path.join(os.environ['FAKE_UPSTREAM_TEMP_DIR'],
+                           'perfkitbenchmarker_results.json')
+  collector.PublishSamples(published)
+  out['published'] = []
+  if os.path.exists(published):
+    with open(published) as f:
+      out['published'] = [json.loads(line) for line in f]
+  print(json.dumps(out))
+
+
+def RunBenchmark(scenario, out, collector, cleanup):
+  """Upstream's RunBenchmark over the plugin's stages (see the docstring)."""
+  spec = types.SimpleNamespace(
+      vm_groups={group: [_Vm(**vm) for vm in vms]
+                 for group, vms in scenario['vms'].items()},
+      sequence_number=0, uuid='upstream0-fake-uuid', name=plugin.BENCHMARK_NAME,
+      always_call_cleanup=False, status='FAILED')
+  spec.vms = [vm for vms in spec.vm_groups.values() for vm in vms]
+
+  def CleanupPhase():
+    if spec.always_call_cleanup or any(vm.is_static for vm in spec.vms):
+      cleanup(spec)
+
+  try:
+    if 'prepare' in FLAGS.run_stage:
       plugin.Prepare(spec)
       workdir = os.path.join(os.environ['FAKE_UPSTREAM_TEMP_DIR'],
                              plugin.BENCHMARK_NAME)
       for name in ('static_vms.json', 'config.json'):
         with open(os.path.join(workdir, name)) as f:
           out[name] = json.load(f)
-      out['samples'] = [list(s) for s in plugin.Run(spec)]
-      plugin.Cleanup(spec)
+    if 'run' in FLAGS.run_stage:
+      samples = plugin.Run(spec)
+      out['samples'] = [list(s) for s in samples]
+      collector.AddSamples(samples, spec.name, spec)
+    if 'cleanup' in FLAGS.run_stage:
+      CleanupPhase()
   except Exception as e:  # pylint: disable=broad-except
-    out['error'] = f'{type(e).__name__}: {e}'
-  print(json.dumps(out))
+    out['status_detail'] = str(e)
+    if 'cleanup' in FLAGS.run_stage and spec.always_call_cleanup:
+      CleanupPhase()
+    raise
+  finally:
+    out['status'] = spec.status
+  spec.status = out['status'] = 'SUCCEEDED'
 
 
 if __name__ == '__main__':

@@ -1,0 +1,1 @@
+"""Fake upstream (tests only): the packages whose flags the plugin reads."""
