@@ -5,6 +5,8 @@
   ./scripts/bench_search.py --repetitions=3 \\
       --local_raw_out=docs/data/search_local.json     # local Redis, minutes
   sudo ./scripts/bench_install.py --out=docs/data/install.json  # about 5 min
+  ./scripts/bench_search_floor.py \
+      --floor_raw_out=docs/data/search_floor_redis_benchmark.json
   ./scripts/search_doc_tables.py --write     # rewrite docs/search.md's tables
   ./scripts/search_doc_tables.py             # exit 1 if the doc is stale
 
@@ -29,6 +31,17 @@ _REPO = os.path.dirname(_HERE)
 RAW = os.path.join(_REPO, 'docs', 'data', 'search_model.json')
 LOCAL_RAW = os.path.join(_REPO, 'docs', 'data', 'search_local.json')
 INSTALL_RAW = os.path.join(_REPO, 'docs', 'data', 'install.json')
+# scripts/bench_search_floor.py's raw output, one file per load generator.
+FLOOR_RAW = {
+    'redis_benchmark': os.path.join(_REPO, 'docs', 'data',
+                                    'search_floor_redis_benchmark.json'),
+    'memtier': os.path.join(_REPO, 'docs', 'data', 'search_floor_memtier.json'),
+}
+FLOOR_POLICIES = {
+    'adaptive': 'adaptive (default, rules of issue 23)',
+    'adaptive_before': 'adaptive, rules before issue 23',
+    'linear_confirmed': 'linear, 3 repeats',
+}
 DOC = os.path.join(_REPO, 'docs', 'search.md')
 POLICIES = ('stepup', 'pkb_memtier', 'pkb_memtier_avg', 'adaptive')
 RULES = ('average', 'p95')
@@ -240,9 +253,51 @@ def InstallSummaryLines(install):
           f'({ours / pkb * 100:.0f} %).']
 
 
-def Render(raw, local, install):
+def FloorSettingsLines(floor):
+  st = floor['settings']
+  load = ', '.join(f'{x:.1f}' for x in st['load_average'])
+  foreign = [f['foreign_cpu_pct'] for runs in floor['runs'].values()
+             for f in runs]
+  failed = ', '.join(f'{n} {c}' for n, c in sorted(st['failed'].items()))
+  return [
+      f'`{st["command"]}`, {st["date"]}: {st["load_generator"]} '
+      f'{st["load_generator_version"]}, {st["probe_seconds"]} s probes, '
+      f'{st["cap_ms"]:g} ms cap, {st["wall_s"] / 60:.1f} min wall on '
+      f'{st["cpus"]} cores (load average {load} at the end); foreign CPU '
+      f'{sum(foreign) / max(1, len(foreign)):.0f} % on average, '
+      f'{min(foreign, default=0):.0f}-{max(foreign, default=0):.0f} % per '
+      f'search (none discarded); failed searches: {failed or "none"}; '
+      f'floor = 1 plateau probe + {st["floor"] - 1} repeats = '
+      f'{st["floor"]} probes.']
+
+
+def FloorLines(floor):
+  lines = ['| policy | searches | probes (range) | probes / floor | search '
+           'probes | repeat sets | repeats counted | disturbed repeats run '
+           'again | interval reached | ops/s | verdicts |',
+           '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|']
+  for name, row in floor['rows'].items():
+    verdicts = ', '.join(f'{v} {c}' for v, c in sorted(row['verdicts'].items()))
+    ci = (f'+-{row["ci95_pct"]:.1f} %' if row['ci95_pct'] is not None
+          else 'n/a')
+    lines.append(
+        f'| {FLOOR_POLICIES.get(name, name)} | {row["runs"]} | '
+        f'{row["probes"]:.1f} ({row["probes_min"]}-{row["probes_max"]}) | '
+        f'**{row["ratio"]:.2f}** | {row["search_probes"]:.1f} | '
+        f'{row["repeat_sets"]:.1f} | {row["counted_repeats"]:.1f} | '
+        f'{row["excluded_repeats"]} | {ci} | {row["capped"]:,.0f} | '
+        f'{verdicts} |')
+  return lines
+
+
+def Render(raw, local, install, floors=None):
   """{table name: markdown lines} for every generated section."""
-  return {'model_settings': SettingsLines(raw),
+  tables = {}
+  for kind, floor in (floors or {}).items():
+    tables[f'floor_{kind}_settings'] = FloorSettingsLines(floor)
+    tables[f'floor_{kind}'] = FloorLines(floor)
+  return {**tables,
+          'model_settings': SettingsLines(raw),
           'model_fit': raw['fit_lines'],
           'model_scenarios': ScenarioLines(raw),
           'model_results': ResultLines(raw['scenarios']),
@@ -293,10 +348,19 @@ def Main(argv):
     except (OSError, ValueError) as e:
       print(f'search_doc_tables: cannot read {path}: {e}', file=sys.stderr)
       return 2
+  floors = {}
+  for kind, path in FLOOR_RAW.items():
+    if os.path.exists(path):
+      try:
+        with open(path) as f:
+          floors[kind] = json.load(f)
+      except (OSError, ValueError) as e:
+        print(f'search_doc_tables: cannot read {path}: {e}', file=sys.stderr)
+        return 2
   with open(args.doc) as f:
     text = f.read()
   try:
-    new = Rewrite(text, Render(*raws))
+    new = Rewrite(text, Render(*raws, floors))
   except KeyError as e:
     print(f'search_doc_tables: {e.args[0]}', file=sys.stderr)
     return 2

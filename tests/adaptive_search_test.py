@@ -388,16 +388,19 @@ class ProbeCountsTest(unittest.TestCase):
 
   def testDefaultsComeFromEachPhasesBound(self):
     # Start 4 of 1..1024 connections: 8 doublings up or 2 halvings down, a
-    # prediction with 2 corrections, 4 bisections; 3-6 repeats at up to 3
-    # loads a round, 3 rounds with a back-off probe between them.
+    # prediction with 2 corrections, 4 bisections; 3-6 repeats (typically
+    # 3) at up to 3 loads a round, 3 rounds with a back-off probe between
+    # them, 3 re-runs of disturbed repeats.
     counts = adaptive.AdaptiveStepPolicy().EstimateProbes()
     self.assertEqual(counts, adaptive.ProbeCounts(
-        fewest=2 + 3, typical=(1 + 4 + 1 + 2) + 2 * 5,
-        most=(1 + 8 + 1 + 2 + 4) + 3 * 3 * 6 + 2))
-    self.assertEqual(counts.Capped(40), adaptive.ProbeCounts(5, 18, 40))
+        fewest=2 + 3, typical=(1 + 4 + 1 + 2) + 2 * 3,
+        most=(1 + 8 + 1 + 2 + 4) + 3 * 3 * 6 + 2 + 3))
+    self.assertEqual(counts.Capped(40), adaptive.ProbeCounts(5, 14, 40))
+    before = adaptive.AdaptiveStepPolicy(noise_aware=False).EstimateProbes()
+    self.assertEqual(before.typical, (1 + 4 + 1 + 2) + 2 * 5)
     fixed = adaptive.AdaptiveStepPolicy(confirm_ci_target=0).EstimateProbes()
     self.assertEqual(fixed, adaptive.ProbeCounts(5, 8 + 2 * 3,
-                                                 16 + 3 * 3 * 3 + 2))
+                                                 16 + 3 * 3 * 3 + 2 + 3))
     bare = adaptive.AdaptiveStepPolicy(confirm_repeats=0).EstimateProbes()
     self.assertEqual(bare, adaptive.ProbeCounts(2, 8, 16))
 

@@ -129,13 +129,42 @@ def test_a_disturbed_repeat_is_run_again_and_left_out_of_the_interval():
   assert '1 disturbed repeat(s) run again and left out' in result.stop_reason
 
 
-def test_disturbed_repeats_count_once_the_reruns_are_spent():
+def test_a_lasting_disturbance_is_not_chased_with_reruns():
+  # Every repeat disturbed: the first is run again; that re-run is disturbed
+  # too, so the disturbance lasts and the rest count (verdict: disturbed).
   measure, calls = _Scripted([100.0] * 10, disturbed=set(range(1, 10)))
   result = search_driver.FindLatencyCappedMaximum(
-      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02, max_reruns=2)))
-  # 2 run again, then 3 disturbed ones count: the verdict says disturbed.
-  assert len(calls) == 1 + 2 + 3
-  assert len(result.excluded_probes) == 2
+      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02, max_reruns=3)))
+  assert len(calls) == 1 + 1 + 3
+  assert len(result.excluded_probes) == 1
+  assert verdict.OfSearch(result).flags == (verdict.DISTURBED,)
+
+
+def test_reruns_are_a_budget_of_the_whole_search():
+  rule = repeats.RepeatRule(3, 3, 0, max_reruns=2)
+
+  class TwoSets:
+    NAME = 'two_sets'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      first = yield search_driver.ProbeRequest(Load(1, 8))
+      one = yield from rule.Run(Load(1, 8))
+      two = yield from rule.Run(Load(1, 4), reruns_left=one.reruns_left)
+      self.left = (one.reruns_left, two.reruns_left)
+      return search_driver.Outcome(
+          'two sets', first.index, tuple(r.index for r in two.counted),
+          tuple(r.index for r in one.excluded + two.excluded))
+
+  # Disturbed: probe 1 (set one), probes 5 and 7 (set two), each alone.
+  measure, calls = _Scripted([100.0] * 12, disturbed={1, 5, 7})
+  policy = TwoSets()
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy)
+  # Set one re-runs probe 1 (1 left); set two re-runs probe 5 (0 left), so
+  # probe 7 counts.
+  assert policy.left == (1, 0)
+  assert [p.index for p in result.excluded_probes] == [1, 5]
+  assert len(calls) == 1 + 4 + 4
   assert verdict.OfSearch(result).flags == (verdict.DISTURBED,)
 
 
@@ -280,3 +309,37 @@ def test_staircase_stops_walking_at_the_first_step_over_the_cap():
   assert 'stopped at step 3 of 16' in result.stop_reason
   assert repeated == [result.best.load] * 2
   assert verdict.OfSearch(result).confirmed
+
+
+# Disturbed search probes.
+
+def test_a_disturbed_probe_is_as_noisy_as_its_foreign_share():
+  disturbed = _M(Load(1, 8), 100e3, 0.5, interference=True,
+                 foreign_cpu_pct=40.0)
+  assert adaptive.RelativeNoise(disturbed, 0.03) == pytest.approx(0.4)
+  quiet = _M(Load(1, 8), 100e3, 0.5, interference=False,
+             foreign_cpu_pct=4.0)
+  assert adaptive.RelativeNoise(quiet, 0.03) == 0.03
+
+
+def test_no_bisection_on_gains_within_a_disturbance():
+  # Throughput still rising at the cap (a bigger server): with quiet probes
+  # the search bisects; when foreign processes took half the cores in every
+  # probe, a 10-20 % "gain" is within what they could have made, so it
+  # predicts by Little's law instead and spends fewer probes.
+  def Curve(foreign):
+    def Measure(load):
+      n = load.connections
+      ops = 1000 * n / (0.2 + 0.006 * n)
+      return _M(load, ops, n / ops * 1000, interference=foreign > 10,
+                foreign_cpu_pct=float(foreign))
+    return Measure
+
+  policy = adaptive.AdaptiveStepPolicy(threads=1, start_connections=32,
+                                       max_connections=1024,
+                                       confirm_max_reruns=0)
+  quiet = search_driver.FindLatencyCappedMaximum(Curve(2), 1.0, policy)
+  busy = search_driver.FindLatencyCappedMaximum(Curve(50), 1.0, policy)
+  assert 'bisecting' in quiet.stop_reason
+  assert 'bisecting' not in busy.stop_reason
+  assert len(busy.search_probes) < len(quiet.search_probes)

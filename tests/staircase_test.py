@@ -232,8 +232,13 @@ def test_benchmark_staircase_run_reports_steps_and_confirmed_answer(
   # Two repeats count; a repeat disturbed by foreign CPU (this machine is
   # shared) is run again, at most twice, and stays among the probes.
   confirms = [s for s in probes if s.metadata['probe_role'] == 'confirm']
-  disturbed = [s for s in confirms if s.metadata.get('interference')]
-  assert len(confirms) == 2 + min(2, len(disturbed))
+  capped = next(s for s in samples
+                if s.metric == 'latency_capped_throughput')
+  excluded = [int(i) for i in capped.metadata.get(
+      'disturbed_repeats_excluded', '').split(',') if i]
+  assert len(confirms) == 2 + len(excluded) <= 2 + 2
+  assert all(s.metadata['interference'] for s in probes
+             if s.metadata['probe_index'] in excluded)
   capped = next(s for s in samples
                 if s.metric == 'latency_capped_throughput')
   # The best step under the cap is 64 clients (131,510 ops/s); its repeats

@@ -30,7 +30,17 @@ def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
   what separates two probes is run-to-run variation (process placement,
   neighbours), which the within-probe spread bounds from below far better
   than the standard error does. The floor covers short or missing series.
+
+  A probe flagged `interference` (foreign processes took a share f of the
+  run's cores, `foreign_cpu_pct`) may be off by up to that share, so its
+  noise is at least f: comparing it with another probe cannot show a gain
+  that the foreign load could have made (issue 23: on a busy machine the
+  search bisected on such "gains", spending probes on noise).
   """
+  if result.metadata.get('interference'):
+    foreign = result.metadata.get('foreign_cpu_pct')
+    if isinstance(foreign, (int, float)) and foreign > 0:
+      floor = max(floor, min(0.9, foreign / 100))
   ops = [s.ops for s in result.per_second if not s.warmup]
   if len(ops) < 2:
     return floor
@@ -63,6 +73,7 @@ class AdaptiveRun:
     self._start = policy.start_clients
     self._search: Dict[int, ProbeRecord] = {}
     self._notes: List[str] = []
+    self._reruns_left = policy.confirm_max_reruns
 
   def Run(self) -> driver.PolicySteps:
     first = yield from self._Probe(self._start, 'start')
@@ -256,6 +267,8 @@ class AdaptiveRun:
     the spread is small and the noise band's ends are still repeated; on a
     noisy one they fall within it, which saves whole sets of repeats.
     """
+    if not self._policy.noise_aware:
+      return True
     best = max(held.values(), key=lambda s: s.mean)
     spread = best.stdev
     if self._search[clients].throughput > best.mean + spread:
@@ -291,9 +304,12 @@ class AdaptiveRun:
     return record
 
   def _Confirm(self, clients: int):
-    """Repeats one load by the policy's RepeatRule (search/repeats.py)."""
-    return (yield from self._policy.repeat_rule.Run(
-        self._policy.LoadForClients(clients)))
+    """Repeats one load by the policy's RepeatRule (search/repeats.py);
+    re-runs of disturbed repeats are a budget of the whole search."""
+    done = yield from self._policy.repeat_rule.Run(
+        self._policy.LoadForClients(clients), reruns_left=self._reruns_left)
+    self._reruns_left = done.reruns_left
+    return done
 
   def _Candidates(self, ceiling: int) -> Dict[int, ProbeRecord]:
     """Search probes below `ceiling` under the target, else under the cap."""

@@ -18,8 +18,11 @@ hold for all of them:
 * Disturbed repeats. A repeat during which foreign processes used the
   run's cores (`ProbeRecord.disturbed`: metadata `interference`) does not
   count: it stays among the probes (and in the samples, flagged) and the
-  load is measured again, at most `max_reruns` times per set. After that a
-  disturbed repeat counts, and the verdict says the answer was disturbed.
+  load is measured again, at most `max_reruns` times per search (a policy
+  passes what is left from one set to the next). A repeat that was itself
+  a re-run and is disturbed again shows a lasting disturbance, which more
+  re-runs would not escape: no more re-runs then. A disturbed repeat that
+  is not run again counts, and the verdict says the answer was disturbed.
 
 Pure: no flags, VMs, I/O or clock.
 """
@@ -48,6 +51,7 @@ class RepeatSet:
     counted: the repeats whose mean and interval are the figure.
     excluded: disturbed repeats that were run again (not in the interval).
     stop: why the set ended (STOP_*).
+    reruns_left: re-runs of disturbed repeats the search has left.
     projected_pct: for STOP_OUT_OF_REACH, the half-width `most` repeats
       would give, as % of the mean.
   """
@@ -55,6 +59,7 @@ class RepeatSet:
   excluded: Tuple[driver.ProbeRecord, ...] = ()
   stop: str = STOP_FIXED
   projected_pct: Optional[float] = None
+  reruns_left: int = 0
 
   @property
   def mean(self) -> float:
@@ -112,12 +117,16 @@ class RepeatRule:
     most: repeats that count, at most (raised to `least` if below).
     ci_target: the half-width to stop at, as a fraction of the mean (0:
       exactly `least` repeats).
-    max_reruns: disturbed repeats run again per set, at most.
+    max_reruns: disturbed repeats run again per search, at most.
+    stop_out_of_reach: stop once the target is out of reach (False: the
+      rule before issue 23, repeats run to `most` while over the target;
+      kept for scripts/bench_search_floor.py's side-by-side).
   """
   least: int = 3
   most: int = 6
   ci_target: float = 0.02
   max_reruns: int = 3
+  stop_out_of_reach: bool = True
 
   def __post_init__(self):
     for name in ('least', 'most', 'max_reruns'):
@@ -152,23 +161,33 @@ class RepeatRule:
     if mean <= 0 or half <= self.ci_target * mean:
       return STOP_PRECISE, None
     projected = ProjectedHalfWidth(values, self.upper)
-    if projected > self.ci_target * mean:
+    if self.stop_out_of_reach and projected > self.ci_target * mean:
       return STOP_OUT_OF_REACH, 100 * projected / mean
     return None, None
 
-  def Run(self, load: measurement.Load, note: str = 'confirmation'):
+  def Run(self, load: measurement.Load, note: str = 'confirmation',
+          reruns_left: Optional[int] = None):
     """Repeats `load`; a generator for a policy (`yield from`), returning
-    a RepeatSet."""
+    a RepeatSet. `reruns_left`: what an earlier set of the same search left
+    of `max_reruns` (None: all of it)."""
+    left = self.max_reruns if reruns_left is None else reruns_left
     counted, excluded = [], []
+    rerun = False  # whether this probe re-runs a disturbed one
     while True:
       label = f'{note} {len(counted) + 1} ({self.least}-{self.upper})'
-      if excluded:
-        label += f', {len(excluded)} disturbed so far'
+      if rerun:
+        label += ', again: the last was disturbed'
       record = yield driver.ProbeRequest(load, driver.ROLE_CONFIRM, label)
-      if record.disturbed and len(excluded) < self.max_reruns:
+      if record.disturbed and rerun:
+        left = 0  # disturbed twice running: it lasts, re-runs won't help
+      if record.disturbed and left > 0:
         excluded.append(record)
+        left -= 1
+        rerun = True
         continue
+      rerun = False
       counted.append(record)
       stop, projected = self.Stop([r.throughput for r in counted])
       if stop:
-        return RepeatSet(tuple(counted), tuple(excluded), stop, projected)
+        return RepeatSet(tuple(counted), tuple(excluded), stop, projected,
+                         left)

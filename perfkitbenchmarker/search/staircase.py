@@ -83,8 +83,10 @@ class StaircasePolicy:
                               max_reruns=self.confirm_repeats)
     candidate = best
     tried = []
+    left = rule.max_reruns
     for _ in range(1 + self.max_backoffs):
-      done = yield from rule.Run(candidate.load)
+      done = yield from rule.Run(candidate.load, reruns_left=left)
+      left = done.reruns_left
       tried.append((candidate, done))
       if done.latency_ms < cap_ms:
         notes.append(f'confirmed {candidate.load.Describe()}: '

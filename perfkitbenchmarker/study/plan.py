@@ -98,12 +98,15 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions,
     if most > least:
       repeats = (f'{least}-{most} repeats (past {least} only while the '
                  'interval\'s half-width is over '
-                 f'{policy.confirm_ci_target * 100:g} % of the mean)')
+                 f'{policy.confirm_ci_target * 100:g} % of the mean and '
+                 f'{most} repeats could bring it there)')
     lines.append(
         f'  answer: mean and 95 % interval of {repeats} at the best load and '
         f'at up to {adaptive.MAX_CONTENDERS - 1} loads at the ends of its '
-        f'noise band; up to {policy.max_backoffs} lower loads tried if the '
-        'repeats average over the cap')
+        'noise band (only those above the held mean by more than a '
+        f'repeat\'s spread); a disturbed repeat run again (up to '
+        f'{policy.confirm_max_reruns}); up to {policy.max_backoffs} lower '
+        'loads tried if the repeats average over the cap')
   counts = ProbesPerSearch(opts)
   budget = (', the --memtier_max_probes budget'
             if counts.most == opts.search.max_probes else '')
