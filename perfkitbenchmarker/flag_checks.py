@@ -57,6 +57,7 @@ LIMITS: Mapping[str, Limit] = {
     'max_cost_usd': Limit(0, 1e6, 'US dollars'),
     'run_processes': Limit(1, 64, 'cells at once'),
     'bq_timeout_seconds': Limit(0, 3600, 'an hour', low_open=True),
+    'ssh_wait_timeout_seconds': Limit(0, _DAY_S, 'a day', low_open=True),
     # Redis and engines.
     'redis_start_port': _PORT,
     'redis_total_num_processes': Limit(1, 10000, 'shards per VM'),

@@ -64,6 +64,10 @@ flags.DEFINE_float('timeout_minutes', 60,
                    'PKB\'s is an integer, 240, annotated on resources; ours '
                    'takes its values too, defaults to 60 (the study takes '
                    'minutes) and is enforced.')
+flags.DEFINE_float('ssh_wait_timeout_seconds', 300,
+                   'How long a new GCP or AWS VM may take to answer SSH '
+                   '(with the run\'s user and key) before provisioning fails '
+                   'and the run tears down. Slow-booting images need more.')
 flags.DEFINE_string('results_dir', None,
                     'Directory for run records (default: results/runs under '
                     'the repository).')

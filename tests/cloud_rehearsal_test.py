@@ -30,8 +30,10 @@ deleted, before the host goes), nothing escaped the namespace.
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -175,6 +177,9 @@ class Rehearsal:
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, **popen)
 
+  def Start(self, args) -> 'Watched':
+    return Watched(self.Pkb(args))
+
   def Run(self, args, timeout=150):
     proc = self.Pkb(args)
     try:
@@ -211,6 +216,47 @@ class Rehearsal:
       self.moto.stop()
     self.netns.Delete()
     return left
+
+
+class Watched:
+  """A pkb child whose console lines are read as they come."""
+
+  def __init__(self, proc):
+    self.proc = proc
+    self.lines = []
+    self.err = ''
+    self._reader = threading.Thread(target=self._Read, daemon=True)
+    self._reader.start()
+
+  def _Read(self):
+    for line in self.proc.stdout:
+      self.lines.append(line)
+
+  def WaitFor(self, text, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+      if any(text in line for line in self.lines):
+        return
+      if self.proc.poll() is not None:
+        break
+      time.sleep(0.05)
+    self.Finish(10)
+    pytest.fail(f'pkb never printed {text!r}:\n{"".join(self.lines)}\n'
+                f'{self.err[-2000:]}')
+
+  def Finish(self, timeout=120):
+    try:
+      self.err = self.proc.communicate(timeout=timeout)[1] or ''
+    except subprocess.TimeoutExpired:
+      self.proc.kill()
+      self.err = self.proc.communicate()[1] or ''
+      pytest.fail('pkb did not finish')
+    self._reader.join(5)
+    return self.proc.returncode
+
+  @property
+  def out(self):
+    return ''.join(self.lines)
 
 
 @pytest.fixture
@@ -365,3 +411,123 @@ def test_aws_rehearsal_every_stage_on_real_hosts(rehearsal, monkeypatch):
   assert left == {k: 0 for k in left}, left
   _AssertHostsClean(r, ['pkb-rehaws1-servers-0', 'pkb-rehaws1-clients-0'])
   r.AssertNothingEscaped()
+
+
+# Faults in the middle ------------------------------------------------------------
+
+
+def _AssertGcpLeftNothing(r, run_uri):
+  assert r.gce.Live() == []
+  assert r.hosts.started, 'no host was started'
+  assert not r.hosts.live
+  for s in r.hosts.stopped:
+    assert s.leftovers == [], f'{s.name} still ran {s.leftovers}'
+  assert sorted(s.name for s in r.hosts.stopped) == sorted(r.hosts.started)
+  with open(os.path.join(r.results, run_uri, 'run_record.json')) as f:
+    record = json.load(f)
+  assert all(e['status'] == 'deleted' for e in record['resources']), [
+      (e['kind'], e['name'], e['status']) for e in record['resources']]
+  r.AssertNothingEscaped()
+
+
+def _AssertPublished(r, run_uri):
+  """What the run wrote to its JSON file is what BigQuery got."""
+  path = os.path.join(r.results, run_uri, 'perfkitbenchmarker_results.json')
+  rows = _Rows(path) if os.path.exists(path) else []
+  published = [row for row in r.bq.Rows(BQ_TABLE)
+               if row['run_uri'].startswith(run_uri + '-')] if rows else []
+  assert sorted(row['sample_uri'] for row in published) == sorted(
+      row['sample_uri'] for row in rows)
+
+
+def _Metrics(r, run_uri):
+  path = os.path.join(r.results, run_uri, 'perfkitbenchmarker_results.json')
+  return [row['metric'] for row in _Rows(path)] if os.path.exists(path) else []
+
+
+def test_gcp_second_instance_insert_fails(rehearsal):
+  r = rehearsal
+  r.StartGce().FailInsert('instances', nth=2, mode='operation',
+                          code='QUOTA_EXCEEDED', persistent=False)
+  r.StartBigQuery()
+  proc = r.Run(_GcpArgs(r, 'rehins1'))
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  assert 'QUOTA_EXCEEDED' in proc.stderr
+  assert len(r.hosts.started) == 1  # The first instance was a host.
+  _AssertGcpLeftNothing(r, 'rehins1')
+  _AssertPublished(r, 'rehins1')
+
+
+def test_gcp_ssh_never_comes_up_on_one_vm(rehearsal):
+  r = rehearsal
+  r.StartGce()
+  r.StartBigQuery()
+  r.hosts.refuse_ssh.add('pkb-rehssh1-clients-0')
+  proc = r.Run(_GcpArgs(r, 'rehssh1', '--ssh_wait_timeout_seconds=4'))
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  assert 'pkb-rehssh1-clients-0: no SSH at pkb@127.0.2.' in proc.stderr
+  assert r.hosts.started == ['pkb-rehssh1-servers-0']
+  _AssertGcpLeftNothing(r, 'rehssh1')
+
+
+def test_gcp_sigint_during_the_search(rehearsal):
+  r = rehearsal
+  r.StartGce()
+  r.StartBigQuery()
+  run = r.Start(_GcpArgs(r, 'rehint1', '--memtier_max_probes=8'))
+  run.WaitFor('probe  0')
+  (server,) = [h for h in r.hosts.live.values() if 'servers' in h.name]
+  assert 'redis-server' in [p.comm for p in server.Processes()]
+  run.proc.send_signal(signal.SIGINT)
+  assert run.Finish() == 130, run.out + run.err[-2000:]
+  metrics = _Metrics(r, 'rehint1')
+  assert metrics.count('throughput') >= 1  # The finished probes are kept.
+  assert 'latency_capped_throughput' not in metrics
+  _AssertGcpLeftNothing(r, 'rehint1')
+
+
+def test_gcp_kill_9_then_teardown_stage(rehearsal):
+  r = rehearsal
+  r.StartGce()
+  r.StartBigQuery()
+  run = r.Start(_GcpArgs(r, 'rehkill1', '--memtier_max_probes=8'))
+  run.WaitFor('probe  0')
+  run.proc.kill()
+  run.Finish()
+  assert len(r.hosts.live) == 2  # Nobody tore anything down...
+  (server,) = [h for h in r.hosts.live.values() if 'servers' in h.name]
+  # ... and the shard still runs: teardown has something to stop.
+  assert 'redis-server' in [p.comm for p in server.Processes()]
+  kept = _Metrics(r, 'rehkill1')
+  assert 'throughput' in kept
+  proc = r.Run(['--run_stage=teardown', '--run_uri=rehkill1',
+                f'--results_dir={r.results}'])
+  print(proc.stdout, proc.stderr)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  assert _Metrics(r, 'rehkill1')[:len(kept)] == kept
+  _AssertGcpLeftNothing(r, 'rehkill1')
+
+
+def test_gcp_deadline_during_preload(rehearsal):
+  r = rehearsal
+  r.StartGce()
+  r.StartBigQuery()
+  run = r.Start(_GcpArgs(r, 'rehdead1', '--timeout_minutes=0.4'))
+  run.WaitFor('Preloading')
+  # The preload stalls (its loader stopped on the client) until the
+  # deadline ends the run.
+  (client,) = [h for h in r.hosts.live.values() if 'clients' in h.name]
+  loaders = []
+  for _ in range(100):
+    loaders = [p for p in client.Processes() if p.comm == 'redis-cli']
+    if loaders:
+      break
+    time.sleep(0.02)
+  assert loaders, client.Processes()
+  for p in loaders:
+    os.kill(p.pid, signal.SIGSTOP)
+  code = run.Finish()
+  assert 'Preload verified' not in run.out
+  assert 'deadline' in run.err, run.err[-2000:]
+  assert code == 130, run.out + run.err[-2000:]
+  _AssertGcpLeftNothing(r, 'rehdead1')

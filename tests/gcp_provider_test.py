@@ -56,7 +56,8 @@ def _Flags(**overrides):
       machine_type=None, zone=None, os_type='debian12', project=PROJECT,
       owner='Jane.Doe', timeout_minutes=60, placement_group_style='cluster',
       gcp_ssh_source_range=[OPERATOR], gcp_network=None,
-      gcp_compute_endpoint=None, gcp_boot_disk_type=None, gcp_ssh_user='pkb')
+      gcp_compute_endpoint=None, gcp_boot_disk_type=None, gcp_ssh_user='pkb',
+      ssh_wait_timeout_seconds=300)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 

@@ -53,6 +53,7 @@ class AwsOptions:
   owner: str = ''
   timeout_minutes: Optional[float] = None
   profile: Optional[str] = None
+  ssh_wait_s: float = aws_vm.AwsVirtualMachine.SSH_TIMEOUT_S
 
   def __post_init__(self):
     # Whoever builds the options, SSH is never opened wider than allowed.
@@ -73,7 +74,8 @@ class AwsOptions:
         placement_group_style=flag_values.placement_group_style,
         owner=flag_values.owner or getpass.getuser(),
         timeout_minutes=flag_values.timeout_minutes,
-        profile=flag_values.aws_profile)
+        profile=flag_values.aws_profile,
+        ssh_wait_s=flag_values.ssh_wait_timeout_seconds)
 
 
 # The SSH control sockets' directory must be private (TMPDIR checked).
@@ -152,7 +154,8 @@ class AwsProvisioner:
         vm = AwsVirtualMachine(
             spec, f'{group}-{i}', group, clients=self.clients,
             run_uri=self.run_uri, keyfile=key_path, tags=self.tags,
-            ssh_waiter=self._ssh_waiter, **self._Common())
+            ssh_waiter=self._ssh_waiter,
+            ssh_timeout_s=self.options.ssh_wait_s, **self._Common())
         entry = self.record.FindResource(vm.KIND, vm.name)
         if entry and entry['status'] == 'created':
           vm.Restore(entry['data'])

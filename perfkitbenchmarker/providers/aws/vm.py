@@ -46,6 +46,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
                tags: Optional[Dict[str, str]] = None,
                ssh_waiter: Optional[Callable[['AwsVirtualMachine'],
                                              None]] = None,
+               ssh_timeout_s: float = SSH_TIMEOUT_S,
                **kwargs):
     super().__init__(spec, name, group_name,
                      user=user or images.SshUser(spec.os_type),
@@ -57,8 +58,9 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     self.run_uri = run_uri
     self.name_tag = naming.ResourceName(run_uri, name)
     self.tags = tags or {}
+    self.ssh_timeout_s = ssh_timeout_s
     self._ssh_waiter = ssh_waiter or (
-        lambda vm: vm.WaitForSsh(self.SSH_TIMEOUT_S))
+        lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
     self.instance_id: Optional[str] = None
     # Set by the provider before Create().
     self.image: Optional[images.ImageChoice] = None

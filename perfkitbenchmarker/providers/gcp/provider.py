@@ -67,6 +67,7 @@ class GcpOptions:
   ssh_user: str = 'pkb'
   compute_endpoint: Optional[str] = None
   redis_start_port: int = DEFAULT_REDIS_START_PORT
+  ssh_wait_s: float = vm_lib.SSH_TIMEOUT_S
 
   @classmethod
   def FromFlags(cls, flag_values) -> 'GcpOptions':
@@ -87,7 +88,8 @@ class GcpOptions:
         ssh_user=flag_values.gcp_ssh_user,
         compute_endpoint=flag_values.gcp_compute_endpoint,
         redis_start_port=(getattr(flag_values, 'redis_start_port', None) or
-                          DEFAULT_REDIS_START_PORT))
+                          DEFAULT_REDIS_START_PORT),
+        ssh_wait_s=flag_values.ssh_wait_timeout_seconds)
 
 
 # The SSH control sockets' directory must be private (TMPDIR checked).
@@ -211,6 +213,7 @@ class GceProvider:
             vm_spec, naming.ResourceName(spec.run_uri, group, str(i)), group,
             clients=self.clients, project=layout.project, config=config,
             ssh_waiter=self._ssh_waiter, user=self.options.ssh_user,
+            ssh_timeout_s=self.options.ssh_wait_s,
             run_uri=spec.run_uri, **self._ResourceArgs(spec))
         _RestoreFromRecord(vm, spec.record)
         groups.setdefault(group, []).append(vm)
