@@ -474,18 +474,36 @@ def test_accepted_unconfirmed_answer_succeeds(upstream, tmp_path):
   assert out['harness_argv'][1][-1] == '--accept_unconfirmed'
 
 
-@pytest.mark.parametrize('rows', [UNCONFIRMED, ROWS])
+def _QuietProbes(tmp_path):
+  """The recorded rows as a quiet machine would have written them: probes
+  not client-saturated nor disturbed, each row's official decided by the
+  harness's own rule (verdict.IsOfficial) under --official."""
+  from perfkitbenchmarker import verdict  # pylint: disable=g-import-not-at-top
+  path = tmp_path / 'quiet_rows.json'
+  with open(path, 'w') as f:
+    for row in _Recorded(UNCONFIRMED):
+      if 'verdict' not in row['metadata']:
+        row['metadata'].update(client_saturated=False, interference=False)
+      row['official'] = verdict.IsOfficial(row['metadata'])
+      f.write(json.dumps(row) + '\n')
+  return str(path)
+
+
+@pytest.mark.parametrize('quiet', [False, True])
 def test_official_upstream_run_gets_only_rows_the_harness_made_official(
-    upstream, tmp_path, rows):
+    upstream, tmp_path, quiet):
+  rows = _QuietProbes(tmp_path) if quiet else UNCONFIRMED
   out = _Unconfirmed(upstream, tmp_path, [
       '--official', '--redis_price_performance_flags=--accept_unconfirmed'],
                      rows=rows, run_exit=0, run_last='')
   assert out['status'] == 'SUCCEEDED', out.get('error')
   recorded = _Recorded(rows)
   official = [r for r in recorded if r['official'] is True]
-  assert len(official) < len(recorded)  # some withheld
+  assert 0 < len(recorded) - len(official)  # some withheld
+  assert bool(official) == quiet  # the quiet probes are official
   assert sorted(map(_Key, out['published'])) == sorted(map(_Key, official))
   assert all(r['official'] is True for r in out['published'])
+  assert not [r for r in out['published'] if '|verdict:' in r['labels']]
 
 
 def _PluginConstant(name):
