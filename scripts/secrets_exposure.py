@@ -106,6 +106,8 @@ def main(argv) -> int:
   print(f'pkb exit {run.returncode}; {sweeps:,} sweeps, {reads:,} reads; '
         f'{sum(hits.values()):,} held a password'
         f'{": " + found if found else ""}')
+  if run.returncode and err.strip():  # Why the run stopped, as pkb said.
+    print(err.strip().splitlines()[-1][:300], file=sys.stderr)
   return 0
 
 

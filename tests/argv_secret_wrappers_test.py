@@ -140,16 +140,19 @@ def test_the_run_refuses_a_wrapper_memtier_path(tmp_path):
                                settle_s=0.5) == []
 
 
-def test_an_interpreter_script_gets_it_but_cannot_pass_it_on(vm, tmp_path):
+def test_an_interpreter_script_gets_it_but_starts_nothing(vm, tmp_path):
   """A script whose #! names a language interpreter directly (the tests'
   memtier stand-in is one) gets the password inside that interpreter; the
-  library's exec guard stops it from starting a program with it in argv."""
+  library's guard stops it from starting any program at all, even one
+  without the password in its arguments."""
   script = tmp_path / 'tool.py'
   script.write_text(
       f'#!{sys.executable}\nimport subprocess, sys\n'
+      'if sys.argv[1:] == ["--version"]:\n'
+      '  sys.exit(print("tool 1.0"))\n'
       'sys.stdout.write(sys.argv[1])\n'
       'try:\n'
-      '  subprocess.run(["printf", "%s", sys.argv[1]])\n'
+      '  subprocess.run(["true"])\n'
       'except PermissionError:\n'
       '  sys.stdout.write("|refused")\n')
   script.chmod(0o755)
@@ -160,6 +163,100 @@ def test_an_interpreter_script_gets_it_but_cannot_pass_it_on(vm, tmp_path):
   assert 'argv_secret: not starting' in outputs.stderr
   assert not [k for k, texts in sampler.seen.items() for t in texts
               if LOAD_PASSWORD.encode() in t]
+
+
+def _EnvWrapper(path, tool, hide_at_version=False):
+  """The audited wrapper (issue 24 point 4): a Python #! script passing its
+  arguments through the environment to `sh -c`, which puts them (with the
+  password) in the real tool's argv. With hide_at_version it answers
+  --version itself, so only a real run starts the shell."""
+  hide = ('if sys.argv[1:] == ["--version"]:\n'
+          '  sys.exit(print("memtier_benchmark 2.4.4"))\n'
+          if hide_at_version else '')
+  path.write_text(
+      f'#!{sys.executable}\nimport os, shlex, sys\n{hide}'
+      'os.environ["PKB_ARGS"] = " ".join(sys.argv[1:])\n'
+      f'os.execv("/bin/sh", ["sh", "-c", "exec {tool} $PKB_ARGS"])\n')
+  path.chmod(0o755)
+  return str(path)
+
+
+def _RedisBenchmarkArgv(program, server):  # pylint: disable=redefined-outer-name
+  return [program, '-h', server.host, '-p', str(server.port), '--user',
+          load_user.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set', '-n',
+          '20000', '-c', '4', '-q']
+
+
+def _Leaks(sampler):
+  return [(pid, what) for (pid, what), texts in sampler.seen.items()
+          for t in texts
+          if LOAD_PASSWORD.encode() in t or PASSWORD.encode() in t]
+
+
+@e2e.NeedsTools('redis-benchmark', how='apt-get install redis-tools')
+def test_a_python_wrapper_passing_arguments_through_the_environment_is_refused(
+    server, vm, tmp_path):
+  """On 90140b1 the wrapper got the password, exported it and exec'd
+  `sh -c`, which started redis-benchmark with `-a pkb-load:<password>` in
+  its argv (the guard checked arguments only). Now the check's run with a
+  throwaway password finds it starting a shell: one line, no probe, and no
+  process ever shows the password."""
+  wrapper = _EnvWrapper(tmp_path / 'memtier_benchmark', 'redis-benchmark')
+  sampler = ProcSampler()
+  sampler.start()
+  try:
+    with pytest.raises(errors.UsageError) as refused:
+      concurrent.RunSideBySide(
+          vm, 'wrapped', [_RedisBenchmarkArgv(wrapper, server)], 60,
+          secret=LOAD_PASSWORD)
+  finally:
+    sampler.stop.set()
+    sampler.join(10)
+  message = str(refused.value)
+  assert '\n' not in message and 'is a wrapper' in message, message
+  assert 'started /bin/sh' in message, message
+  assert not _Leaks(sampler), _Leaks(sampler)[:3]
+
+
+@e2e.NeedsTools('redis-benchmark', how='apt-get install redis-tools')
+def test_a_wrapper_that_hides_at_the_check_still_passes_nothing_on(
+    server, vm, tmp_path):
+  """The guard, not only the check: a wrapper that answers --version itself
+  gets the password in a probe, and its shell is never started."""
+  wrapper = _EnvWrapper(tmp_path / 'memtier_benchmark', 'redis-benchmark',
+                        hide_at_version=True)
+  sampler = ProcSampler()
+  sampler.start()
+  try:
+    with pytest.raises(errors.ProcessError) as failed:
+      concurrent.RunSideBySide(
+          vm, 'wrapped', [_RedisBenchmarkArgv(wrapper, server)], 60,
+          secret=LOAD_PASSWORD)
+  finally:
+    sampler.stop.set()
+    sampler.join(10)
+  assert 'argv_secret: not starting /bin/sh' in str(failed.value)
+  assert not any(b'redis-benchmark' in t for (_, what), texts in
+                 sampler.seen.items() if what == 'cmdline' for t in texts)
+  assert not _Leaks(sampler), _Leaks(sampler)[:3]
+
+
+def test_the_run_refuses_a_python_wrapper_memtier_path(tmp_path):
+  """As a user meets it: ./pkb.py --memtier_path=<the audited Python
+  wrapper around memtier> fails in one line before any probe, and leaves
+  no shard behind."""
+  import memtier_replay  # pylint: disable=g-import-not-at-top
+  wrapper = _EnvWrapper(tmp_path / 'memtier-wrapper.py',
+                        memtier_replay.Path())
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e.Run([f'--memtier_path={wrapper}',
+                           '--load_generator=memtier'] + e2e.FAST,
+                          results, timeout=180)
+  assert proc.returncode != 0
+  lines = proc.stderr.splitlines()
+  assert len(lines) == 1 and 'is a wrapper' in lines[0], proc.stderr
+  assert 'probe' not in proc.stdout
+  assert e2e.LeftoverProcesses(results, run_uri, settle_s=0.5) == []
 
 
 def test_only_the_checked_program_is_handed_the_password(vm):

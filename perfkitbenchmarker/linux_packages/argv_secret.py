@@ -26,17 +26,20 @@ descriptor keeps LD_PRELOAD working when the scratch path holds a space or a
 colon (LD_PRELOAD's separators), and `timeout`/`taskset` before `env` never
 load it.
 
-Wrappers: the library hands the password only to the program that was
-checked before the probe (`CheckTool`): an ELF binary, or a script whose
-#! line names a language interpreter directly. A shell script, or a #! line
-through `env`, is refused in one line before it starts: the library would
-load into the shell (or env), whose whole job is to pass its arguments on
-to the real tool, in that tool's argv. If the program that starts is not
-the checked one (/proc/self/exe differs), the library hands over nothing
-and says so on stderr. And once it has handed the password over, the
-library's exec guard refuses (EPERM, one line on stderr) every exec* and
-posix_spawn* whose arguments hold it, so a wrapper of any kind (an ELF
-launcher, a Python script) cannot pass it on in another program's argv.
+The rule, for any wrapper: the password reaches exactly one process, the
+checked program, and only in its argv's memory. The library hands it over
+only to the program checked before the probe (`CheckTool`: an ELF binary,
+or the interpreter a #! line names directly); if the program that starts
+is another (/proc/self/exe differs) it hands over nothing and says so on
+stderr. Once it has handed the password over, its guard refuses (EPERM, one
+line on stderr) every way libc has to start a program (exec*, fexecve,
+execveat, posix_spawn*, system, popen), whatever the new program's
+arguments or environment: a wrapper, however it passes its arguments on
+(argv, the environment, a file read by `sh -c`), cannot start the real tool
+with the password. `CheckTool` runs the program once with a throwaway
+password (`--version`) and refuses, in one line before any probe, one that
+starts another; a shell script or a #! line through `env` is refused before
+it runs at all.
 
 Threat model (docs/secrets.md): it protects the password from other users
 of the VM who read process arguments (`ps`, /proc/<pid>/cmdline) and
@@ -60,6 +63,8 @@ program linked against glibc can be wrapped the same way.
 """
 
 import logging
+import re
+import secrets
 import shlex
 from typing import List, Sequence, Tuple
 
@@ -173,47 +178,45 @@ static void SubstituteSecret(int argc, char **argv, char **envp) {
   g_secret = secret;
 }
 
-/* The exec guard: a program handed the password (a wrapper, an interpreter)
-   never starts another one with it in its arguments, where `ps` would show
-   it. Every libc entry point that starts a program is checked. */
-static int HoldsSecret(char *const argv[]) {
-  if (g_secret == NULL || argv == NULL) return 0;
-  for (int i = 0; argv[i] != NULL; i++)
-    if (strstr(argv[i], g_secret) != NULL) return 1;
-  return 0;
-}
-
+/* The exec guard: the program handed the password starts no other program
+   at all, by any libc entry point (exec*, fexecve, execveat, posix_spawn*,
+   system, popen). Checking only the new program's arguments is not enough:
+   a wrapper can pass the password on in the environment, a file or a pipe
+   to a shell that puts it in the real tool's argv. So the password reaches
+   exactly one process, the checked one, whatever that program does. */
 static int Refuse(const char *program) {
-  fprintf(stderr, "argv_secret: not starting %%s with the password in its "
-          "arguments\n", program ? program : "a program");
+  fprintf(stderr, "argv_secret: not starting %%s: a program handed the "
+          "password starts no other\n", program ? program : "a program");
   errno = EPERM;
   return -1;
 }
 
+#define HANDED_OVER() (g_secret != NULL)
+
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 
 int execve(const char *path, char *const argv[], char *const envp[]) {
-  if (HoldsSecret(argv)) return Refuse(path);
+  if (HANDED_OVER()) return Refuse(path);
   return NEXT(execve)(path, argv, envp);
 }
 
 int execv(const char *path, char *const argv[]) {
-  if (HoldsSecret(argv)) return Refuse(path);
+  if (HANDED_OVER()) return Refuse(path);
   return NEXT(execv)(path, argv);
 }
 
 int execvp(const char *file, char *const argv[]) {
-  if (HoldsSecret(argv)) return Refuse(file);
+  if (HANDED_OVER()) return Refuse(file);
   return NEXT(execvp)(file, argv);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  if (HoldsSecret(argv)) return Refuse(file);
+  if (HANDED_OVER()) return Refuse(file);
   return NEXT(execvpe)(file, argv, envp);
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[]) {
-  if (HoldsSecret(argv)) return Refuse(argv ? argv[0] : NULL);
+  if (HANDED_OVER()) return Refuse(argv ? argv[0] : NULL);
   return NEXT(fexecve)(fd, argv, envp);
 }
 
@@ -221,7 +224,7 @@ int posix_spawn(pid_t *pid, const char *path,
                 const posix_spawn_file_actions_t *actions,
                 const posix_spawnattr_t *attr, char *const argv[],
                 char *const envp[]) {
-  if (HoldsSecret(argv)) {
+  if (HANDED_OVER()) {
     Refuse(path);
     return EPERM;
   }
@@ -232,12 +235,38 @@ int posix_spawnp(pid_t *pid, const char *file,
                  const posix_spawn_file_actions_t *actions,
                  const posix_spawnattr_t *attr, char *const argv[],
                  char *const envp[]) {
-  if (HoldsSecret(argv)) {
+  if (HANDED_OVER()) {
     Refuse(file);
     return EPERM;
   }
   return NEXT(posix_spawnp)(pid, file, actions, attr, argv, envp);
 }
+
+/* glibc's system() and popen() start their shell through its own internal
+   posix_spawn, which the wrappers above do not see. */
+int system(const char *command) {
+  if (HANDED_OVER()) {
+    Refuse(command);
+    return -1;
+  }
+  return NEXT(system)(command);
+}
+
+FILE *popen(const char *command, const char *type) {
+  if (HANDED_OVER()) {
+    Refuse(command);
+    return NULL;
+  }
+  return NEXT(popen)(command, type);
+}
+
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
+int execveat(int dirfd, const char *path, char *const argv[],
+             char *const envp[], int flags) {
+  if (HANDED_OVER()) return Refuse(path);
+  return NEXT(execveat)(dirfd, path, argv, envp, flags);
+}
+#endif
 
 /* execl, execlp and execle: their arguments gathered, then checked the same
    way (glibc would otherwise go straight to its internal execve). */
@@ -355,9 +384,12 @@ def CheckTool(vm, program: str) -> str:
   may hand it the password; else one line (errors.UsageError).
 
   An ELF binary is itself; a script whose #! line names an interpreter
-  directly (not a shell, not env) is that interpreter: the library's exec
-  guard keeps it from passing the password on in another program's
-  arguments. Cached per VM.
+  directly (not a shell, not env) is that interpreter. Either is then run
+  once (`--version`) with the library and a throwaway password: a program
+  that starts another one when handed a password is a wrapper (it would
+  pass the real one on, in arguments, the environment or a file) and is
+  refused here; the library's guard stops one that waits until a probe to
+  do so. Cached per VM.
   """
   cache = vm.__dict__.setdefault('_argv_secret_tools', {})
   if program in cache:
@@ -368,24 +400,62 @@ def CheckTool(vm, program: str) -> str:
     raise errors.PrerequisiteError(f'{program} not found on {vm.name}.')
   path, kind = lines[0], lines[1]
   if kind == 'elf':
-    cache[program] = path
-    return path
-  interpreter = lines[2] if len(lines) > 2 else ''
-  name = kind[2:].split()[0].rsplit('/', 1)[-1] if kind.startswith(
-      '#!') and kind[2:].split() else ''
-  why = ('the password would go into {}, which passes it on in the real '
-         'tool\'s arguments, visible in `ps`')
-  if not kind.startswith('#!') or not interpreter:
+    exe = path
+  else:
+    interpreter = lines[2] if len(lines) > 2 else ''
+    name = kind[2:].split()[0].rsplit('/', 1)[-1] if kind.startswith(
+        '#!') and kind[2:].split() else ''
+    why = ('the password would go into {}, which passes it on in the real '
+           'tool\'s arguments, visible in `ps`')
+    if not kind.startswith('#!') or not interpreter:
+      raise errors.UsageError(
+          f'{program} on {vm.name} ({path}) is neither a binary nor a #! '
+          'script; give the load generator\'s binary itself.')
+    if name in _PASSING_ON or interpreter.rsplit('/', 1)[-1] in _PASSING_ON:
+      raise errors.UsageError(
+          f'{program} on {vm.name} is a wrapper script '
+          f'({vm_util.Tail(kind, 1)}): {why.format(name or interpreter)}; '
+          'give the load generator\'s binary itself (docs/secrets.md).')
+    exe = interpreter
+  _CheckStartsNothing(vm, program, exe)
+  cache[program] = exe
+  return exe
+
+
+_STARTED = re.compile(r'argv_secret: not starting (.{0,200}?): a program '
+                      r'handed the password')
+
+
+def _CheckStartsNothing(vm, program: str, exe: str) -> None:
+  """Refuses `program` if, handed a (throwaway) password, it starts another
+  program: whatever it passes on, and however, the password would reach a
+  second process, where no rule of ours follows it."""
+  if not _LibraryReady(vm):
+    return  # No library (Local, no compiler): warned once, argv it is.
+  command = (f'env LD_PRELOAD=/proc/self/fd/{FD} {FD_ENV}={SECRET_FD} '
+             f'{EXE_ENV}={shlex.quote(exe)} {shlex.quote(program)} --version '
+             f'</dev/null {FD}<{shlex.quote(LibraryPath(vm))} '
+             f'{SECRET_FD}<<<{secrets.token_hex(16)}')
+  _, err, _ = vm.RemoteCommandWithReturnCode(command, timeout=60)
+  started = _STARTED.search(err)
+  if started:
+    what = started.group(1)
+    what = what if what.isprintable() else repr(what)
     raise errors.UsageError(
-        f'{program} on {vm.name} ({path}) is neither a binary nor a #! '
-        'script; give the load generator\'s binary itself.')
-  if name in _PASSING_ON or interpreter.rsplit('/', 1)[-1] in _PASSING_ON:
-    raise errors.UsageError(
-        f'{program} on {vm.name} is a wrapper script ({vm_util.Tail(kind, 1)}'
-        f'): {why.format(name or interpreter)}; give the load generator\'s '
-        'binary itself (docs/secrets.md).')
-  cache[program] = interpreter
-  return interpreter
+        f'{program} on {vm.name} is a wrapper: handed a password (for '
+        f'--version) it started {what}; a program handed the load password '
+        'may start no other, which could show it in `ps`, so give the load '
+        'generator\'s binary itself (docs/secrets.md).')
+
+
+def _LibraryReady(vm) -> bool:
+  """Whether the library is on the VM and the run's own (asked once per VM:
+  a probe must not pay a round trip for it each time)."""
+  vm.Install('argv_secret')
+  installed = vm.__dict__.get('_argv_secret_library')
+  if installed is None:
+    installed = vm.__dict__['_argv_secret_library'] = IsInstalled(vm)
+  return installed
 
 
 def Wrap(vm, argvs: Sequence[Sequence[str]], secret: str
@@ -397,12 +467,7 @@ def Wrap(vm, argvs: Sequence[Sequence[str]], secret: str
   the VM's cores. Without the library (no compiler on a Local machine) the
   secret is put into the arguments themselves.
   """
-  vm.Install('argv_secret')
-  # Asked once per VM: a probe must not pay a round trip for it each time.
-  installed = vm.__dict__.get('_argv_secret_library')
-  if installed is None:
-    installed = vm.__dict__['_argv_secret_library'] = IsInstalled(vm)
-  if not installed:
+  if not _LibraryReady(vm):
     return ([vm.Pinned(vm_util.QuoteAll([a.replace(TOKEN, secret) for a in argv]))
              for argv in argvs], [])
   commands = []
