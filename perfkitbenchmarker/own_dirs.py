@@ -28,16 +28,23 @@ sockets' directory) is made by `MakeTempDir`: an unguessable name
 directory (TMPDIR) counts as a run root too. This is the one way a run
 makes a private workspace on this machine.
 
-Extension seam: `MakeOwnDir` / `CheckOwnDir` / `MakeTempDir` on this
-machine; `RemoteMakeScript` is the same rule as shell text for a VM reached
-by SSH.
+A directory of the run is removed (`RemoveOwnDir`, `RemoteBusyScript`
+before `rm` on a VM) only when it is the run's own and no process works in
+it (its cwd is there): a shard that could not be stopped keeps its
+directory, config and pidfile, so a later teardown can still find it,
+rather than running on in a deleted directory nothing can recognise.
+
+Extension seam: `MakeOwnDir` / `CheckOwnDir` / `MakeTempDir` /
+`RemoveOwnDir` on this machine; `RemoteMakeScript` and `RemoteBusyScript`
+are the same rules as shell text for a VM reached by SSH.
 """
 
 import os
 import shlex
+import shutil
 import stat
 import tempfile
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 
@@ -47,6 +54,10 @@ _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 class NotOwnDir(errors.UsageError):
   """A directory of the run exists and is not the running user's own."""
+
+
+class DirInUse(errors.ResourceError):
+  """A directory of the run is still some process's working directory."""
 
 
 def Problem(st: os.stat_result, uid: Optional[int] = None) -> Optional[str]:
@@ -275,3 +286,55 @@ REMOTE_REFUSAL = (
     ' is not this run\'s own directory (a symlink, not ours, or writable by '
     'others); left alone. Remove it (or chmod go-w it) if it is yours, or '
     'use another --run_uri.')
+
+
+def WorkingIn(path: str) -> List[Tuple[int, str]]:
+  """(pid, command name) of each process whose working directory is `path`
+  or below it, as far as this user can see (/proc/<pid>/cwd, read as is:
+  a process in a deleted directory of the same name is not in this one)."""
+  real = os.path.realpath(path)
+  found = []
+  for entry in os.listdir('/proc'):
+    if not entry.isdigit():
+      continue
+    try:
+      cwd = os.readlink(f'/proc/{entry}/cwd')
+      with open(f'/proc/{entry}/comm') as f:
+        name = f.read().strip()
+    except OSError:
+      continue  # Gone, or another user's.
+    if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+      found.append((int(entry), name))
+  return found
+
+
+def _InUse(path: str, pid: int, name: str) -> DirInUse:
+  return DirInUse(
+      f'{path} is still the working directory of PID {pid} ({name}); left in '
+      'place so it can still be found: stop that process, then tear down '
+      'again.')
+
+
+def RemoveOwnDir(path: str) -> None:
+  """Removes a directory of the run (NotOwnDir if it is not the run's own,
+  DirInUse while a process works in it)."""
+  CheckOwnDir(path)
+  busy = WorkingIn(path)
+  if busy:
+    raise _InUse(path, *busy[0])
+  shutil.rmtree(path, ignore_errors=True)
+
+
+def RemoteBusyScript(path: str) -> str:
+  """Shell that exits 3 with RemoveOwnDir's line on stderr while a process
+  on the VM works in `path` (its cwd there or below), for the VM's removal
+  of a run's directory."""
+  p = shlex.quote(path.rstrip('/'))
+  message = _InUse('$d', 0, '$n').args[0].replace('PID 0', 'PID ${p#/proc/}')
+  # Remote commands start in the scratch directory: this shell and the
+  # `timeout` above it (remote_shell.CommandScript) are not what is meant.
+  return (f'd={p}; cd /; for p in /proc/[0-9]*; do '
+          'case ${p#/proc/} in $$|$PPID) continue;; esac; '
+          'c=$(readlink "$p/cwd" 2>/dev/null) || continue; '
+          'case "$c" in "$d"|"$d"/*) n=$(cat "$p/comm" 2>/dev/null); '
+          f'echo "{message}" >&2; exit 3;; esac; done')

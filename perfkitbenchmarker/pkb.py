@@ -26,6 +26,7 @@ from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix_runner
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
@@ -108,8 +109,9 @@ def _LoadConfig(module, names: List[str]) -> dict:
   return module.GetConfig({'file': text, 'overrides': FLAGS.config_override})
 
 
-def _LockRun(run_dir: str, run_uri: str, outcome: str) -> None:
-  lock = run_lock.RunLock(run_dir, run_uri)
+def _LockRun(run_uri: str, outcome: str) -> None:
+  """One pkb per run_uri on this machine, whatever --results_dir says."""
+  lock = run_lock.RunLock(run_uri)
   try:
     lock.Acquire()
   except OSError as e:  # Writing its owner line, on a full disk.
@@ -122,7 +124,7 @@ def _TeardownOnly(run_dir: str) -> int:
   # A run that does not exist is refused before anything is made for it.
   record = run_record_lib.RunRecord.Load(run_dir, os.path.basename(run_dir))
   # Not while another pkb runs this run (a killed one's lock is gone).
-  _LockRun(run_dir, record.run_uri, 'nothing was deleted')
+  _LockRun(record.run_uri, 'nothing was deleted')
   run_log.SetUp(run_dir)
   providers.LoadAllKinds()
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
@@ -251,7 +253,9 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
                    bq_options, deadline, stages, interrupts) -> int:
   """The run from its lock and record on: publishers, stages, the end."""
   # One pkb per run_uri: refused before anything of the run is touched.
-  _LockRun(run_dir, run_uri, 'nothing was started')
+  _LockRun(run_uri, 'nothing was started')
+  # Made (or reused) only as the run's own before anything is put in it.
+  own_dirs.MakeOwnDir(run_dir)
   _CheckStagesNotRepeated(run_dir, run_uri, stages)
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
@@ -350,7 +354,7 @@ def Main(argv: Optional[List[str]] = None) -> int:
   try:
     return _Reported(argv)
   finally:
-    run_lock.ReleaseAll()  # No run.lock outlives the run.
+    run_lock.ReleaseAll()  # Not held a moment past the run.
     run_log.TearDown()
 
 

@@ -1,14 +1,22 @@
-"""One pkb process per run_uri: an exclusive lock on the run directory.
+"""One pkb process per run_uri on this machine: an exclusive lock on its name.
 
-Two processes with the same --run_uri would share the record, the scratch
-directories and the results files. The first takes `flock` on
-<run dir>/run.lock and keeps it until it exits; a second is refused in one
-line naming the owner (pid, host, start time, written into the file). The
-kernel releases a flock when its holder dies, even by SIGKILL, so a stale
-lock file never blocks `--run_stage=teardown` or a resumed stage. A run that
-ends removes its lock file while still holding it (`ReleaseAll`); a taker
-that locked a file removed under it sees the path no longer names its file
-and tries again, so two processes never both hold the run.
+A run's identity is its run_uri: it names the run's scratch directories
+(/tmp/pkb-<run_uri>/<vm> here and on every VM), its cloud resources and its
+BigQuery rows, whatever --results_dir says. So the lock is the run_uri's,
+not the results directory's: two processes with the same --run_uri, with
+the same or with different --results_dir, never run at once (the second
+used to take the first's scratch directory as its own, and one of them
+removed it under the other's live shard).
+
+The first takes `flock` on <LOCK_ROOT>/<run_uri>.lock and keeps it until it
+exits; a second is refused in one line naming the owner (pid, host, start
+time, written into the file). The kernel releases a flock when its holder
+dies, even by SIGKILL, so a stale file never blocks `--run_stage=teardown`
+or a resumed stage. The file is never removed, so whoever opens that name
+gets the one file every holder locked (no race between a holder removing
+it and a taker opening it); LOCK_ROOT is the running user's own directory
+(own_dirs: 0700, refused if another user made it first), in /tmp as the
+scratch directories are, and each file is a line of text.
 """
 
 import fcntl
@@ -20,40 +28,43 @@ from typing import Optional
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
 
-LOCK_FILE = 'run.lock'
+LOCK_PARENT = '/tmp'
 _HELD = {}  # Lock path -> RunLock held by this process.
+
+
+def LockRoot() -> str:
+  """The running user's directory of run locks."""
+  return os.path.join(LOCK_PARENT, f'pkb-runs-{os.geteuid()}')
 
 
 class RunLock:
   """Holds the run's lock for as long as the object (and process) lives."""
 
-  def __init__(self, run_dir: str, run_uri: str):
-    self.path = os.path.join(run_dir, LOCK_FILE)
+  def __init__(self, run_uri: str, root: Optional[str] = None):
+    self.root = root or LockRoot()
+    self.path = os.path.join(self.root, f'{run_uri}.lock')
     self.run_uri = run_uri
     self._fd: Optional[int] = None
 
   def Acquire(self) -> 'RunLock':
     if self.path in _HELD:  # This process has it already (in-process runs).
       return _HELD[self.path]
-    for _ in range(10):
-      fd = self._Open()
-      try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-      except BlockingIOError:
-        owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
-        os.close(fd)
-        raise errors.UsageError(
-            f'Run {self.run_uri} is in use by {owner or "another pkb"}; wait '
-            'for it to finish or use another --run_uri.') from None
-      except OSError:
-        os.close(fd)
-        raise
-      if self._StillNamed(fd):
-        break
-      os.close(fd)  # Its holder removed it as we opened it: take the new one.
-    else:
-      raise errors.UsageError(f'Cannot take the run lock {self.path}: it is '
-                              'removed and made again; try again.')
+    fd = self._Open()
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
+      os.close(fd)
+      raise errors.UsageError(
+          f'Run {self.run_uri} is in use by {owner or "another pkb"}; wait '
+          'for it to finish or use another --run_uri.') from None
+    except OSError:
+      os.close(fd)
+      raise
+    if not self._StillNamed(fd):  # Removed by hand as we opened it.
+      os.close(fd)
+      raise errors.UsageError(f'The run lock {self.path} was removed as it '
+                              'was taken; try again.')
     started = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime())
     os.ftruncate(fd, 0)
     os.pwrite(fd, f'pid {os.getpid()} on {socket.gethostname()} since '
@@ -63,8 +74,8 @@ class RunLock:
     return self
 
   def _Open(self) -> int:
+    own_dirs.MakeOwnDir(self.root, os.path.dirname(self.root))
     try:
-      own_dirs.MakeOwnDir(os.path.dirname(self.path))
       # O_CLOEXEC (Python's default) keeps the lock out of child processes:
       # a daemonized redis-server must not hold the run's lock after pkb.
       return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
@@ -82,19 +93,18 @@ class RunLock:
     return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
   def Release(self) -> None:
-    """Removes the lock file (still holding it), then drops the lock."""
+    """Drops the lock (the file stays: see the module doc)."""
     if self._fd is not None:
-      if self._StillNamed(self._fd):
-        try:
-          os.unlink(self.path)
-        except OSError:
-          pass  # A read-only or vanished directory: the flock still goes.
+      try:
+        os.ftruncate(self._fd, 0)  # No owner named once nobody holds it.
+      except OSError:
+        pass
       os.close(self._fd)  # Closing the last descriptor drops the flock.
       self._fd = None
       _HELD.pop(self.path, None)
 
 
 def ReleaseAll() -> None:
-  """Every lock this process holds, released and its file removed."""
+  """Every lock this process holds, released."""
   for lock in list(_HELD.values()):
     lock.Release()

@@ -403,7 +403,10 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     quoted = shlex.quote(self.scratch_dir)
     own = own_dirs.RemoteMakeScript(record_checks.REMOTE_SCRATCH_ROOT,
                                     self.scratch_dir, make=False)
-    self.RemoteCommand(f'{own}\nrm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
+    # Not while a process still works in it (a shard that could not be
+    # stopped): its config and pidfile are how a later teardown finds it.
+    busy = own_dirs.RemoteBusyScript(self.scratch_dir)
+    self.RemoteCommand(f'{own}\n{busy}\nrm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
                        '2>/dev/null; true', what=f'cleaning {self.name}')
 
   def _Create(self) -> None:

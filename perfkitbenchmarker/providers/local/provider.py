@@ -10,7 +10,6 @@ machine type named by --local_priced_as and says so in the metadata.
 """
 
 import os
-import shutil
 import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -50,8 +49,9 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     if f'{os.sep}pkb-' in self.scratch_dir and os.path.lexists(
         self.scratch_dir):
       own_dirs.CheckOwnDir(os.path.dirname(self.scratch_dir))
-      own_dirs.CheckOwnDir(self.scratch_dir)
-      shutil.rmtree(self.scratch_dir, ignore_errors=True)
+      # Not while a process still works in it (a shard that could not be
+      # stopped): its config and pidfile are how a later teardown finds it.
+      own_dirs.RemoveOwnDir(self.scratch_dir)
       parent = os.path.dirname(self.scratch_dir)
       try:
         os.rmdir(parent)

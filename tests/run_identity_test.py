@@ -1,0 +1,157 @@
+"""A run is its run_uri: one lock per run_uri, scratch kept while in use.
+
+The audited case (issue 24 point 8): the same --run_uri with two different
+--results_dir at once. The lock was the results directory's, but the
+scratch directories (/tmp/pkb-<run_uri>/<vm>) are the run_uri's: both runs
+took them as their own, both failed (one with a traceback) and a shard was
+left running in a deleted directory that no teardown could stop. Now the
+lock is the run_uri's (run_lock), so the second is refused in one line;
+and no teardown removes a scratch directory while a process still works in
+it (own_dirs.RemoveOwnDir here, own_dirs.RemoteBusyScript over SSH), so a
+shard that could not be stopped keeps what finds it.
+"""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.providers.local import provider as local
+
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+
+def test_the_same_run_uri_with_another_results_dir_is_refused(tmp_path):
+  run_uri = e2e.NewRunUri()
+  first_dir, second_dir = tmp_path / 'one', tmp_path / 'two'
+  first = subprocess.Popen(
+      e2e.Command(e2e.FAST + ['--memtier_run_duration=2'], run_uri,
+                  str(first_dir)),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  try:
+    for line in first.stdout:  # Bounded by the run's own length.
+      if 'probe' in line:
+        break
+    assert first.poll() is None
+    second = subprocess.run(
+        e2e.Command(e2e.FAST, run_uri, str(second_dir)), capture_output=True,
+        text=True, timeout=120, cwd=e2e.REPO)
+    assert second.returncode == 2, (second.returncode, second.stderr)
+    assert 'Traceback' not in second.stdout + second.stderr
+    lines = second.stderr.splitlines()
+    assert len(lines) == 1, second.stderr
+    assert f'pid {first.pid} ' in lines[0] and 'in use' in lines[0], lines[0]
+    assert not os.path.exists(second_dir / run_uri)
+    out, err = first.communicate(timeout=300)
+  finally:
+    if first.poll() is None:
+      first.kill()
+      first.communicate()
+  # The first run never noticed: it finished, and left nothing running.
+  assert first.returncode == 0, out[-2000:] + err[-2000:]
+  assert e2e.Record(str(first_dir), run_uri)['status'] == 'succeeded'
+  assert e2e.LeftoverProcesses(str(first_dir), run_uri) == []
+  assert not os.path.exists(local.RunScratchRoot(run_uri))
+
+
+def _Sleeper(cwd):
+  """A process working in `cwd` (as a shard that would not stop does)."""
+  return subprocess.Popen(['sleep', '300'], cwd=cwd, start_new_session=True)
+
+
+def test_teardown_keeps_a_scratch_dir_a_process_still_works_in(
+    tmp_path, monkeypatch):
+  """A Local VM whose scratch directory is some process's working
+  directory: teardown reports it in one line, removes nothing and keeps
+  the VM in the record; once the process is gone, teardown removes it."""
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path / 'scratch'))
+  run_uri = e2e.NewRunUri()
+  record = run_record.RunRecord.Create(str(tmp_path / 'results' / run_uri),
+                                       run_uri)
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local'), 'servers-0', 'servers',
+      run_uri=run_uri, record=record)
+  vm.Create()
+  (open(os.path.join(vm.scratch_dir, 'redis-7001.conf'), 'w')).close()
+  sleeper = _Sleeper(vm.scratch_dir)
+  try:
+    failures = resource.TeardownFromRecord(
+        run_record.RunRecord.Load(record.run_dir, run_uri))
+    assert len(failures) == 1, failures
+    assert '\n' not in failures[0]
+    assert (f'working directory of PID {sleeper.pid} (sleep)' in
+            failures[0]), failures[0]
+    assert os.listdir(vm.scratch_dir) == ['redis-7001.conf']
+    reloaded = run_record.RunRecord.Load(record.run_dir, run_uri)
+    assert [e['name'] for e in reloaded.LiveResources()] == ['servers-0']
+  finally:
+    sleeper.kill()
+    sleeper.wait(timeout=10)
+  assert resource.TeardownFromRecord(
+      run_record.RunRecord.Load(record.run_dir, run_uri)) == []
+  assert not os.path.exists(vm.scratch_dir)
+
+
+def test_remove_own_dir_sees_processes_below_it_and_not_elsewhere(tmp_path):
+  top = tmp_path / 'top'
+  (top / 'deep').mkdir(parents=True)
+  os.chmod(top, 0o700)
+  neighbour = tmp_path / 'top-neighbour'  # A name that starts the same.
+  neighbour.mkdir()
+  elsewhere = _Sleeper(str(neighbour))
+  below = _Sleeper(str(top / 'deep'))
+  try:
+    assert [pid for pid, _ in own_dirs.WorkingIn(str(top))] == [below.pid]
+    with pytest.raises(own_dirs.DirInUse, match=f'PID {below.pid} '):
+      own_dirs.RemoveOwnDir(str(top))
+    assert (top / 'deep').is_dir()
+  finally:
+    for proc in (below, elsewhere):
+      proc.kill()
+      proc.wait(timeout=10)
+  own_dirs.RemoveOwnDir(str(top))
+  assert not top.exists() and neighbour.exists()
+
+
+def test_an_ssh_vm_keeps_a_scratch_dir_a_process_still_works_in(
+    sshd):  # pylint: disable=redefined-outer-name
+  vm = ssh_vm.SshVirtualMachine(
+      virtual_machine.VmSpec(cloud='Static', machine_type='static'),
+      'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
+      keyfile=sshd.user_key, port=sshd.port,
+      run_uri=f'busy{os.getpid()}')
+  try:
+    vm.WaitForSsh(20)
+    # A detached process started by a command: it works in the scratch
+    # directory, as every process the run starts there does.
+    out, _ = vm.RemoteCommand(
+        'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!')
+    pid = int(out.strip())
+    try:
+      with pytest.raises(errors.Error) as kept:
+        vm.CleanUpScratch()
+      assert f'working directory of PID {pid} (sleep)' in str(kept.value)
+      assert vm.RemoteCommand('test -d . && echo there')[0] == 'there\n'
+    finally:
+      vm.RemoteCommand(f'kill -9 {pid}')
+    deadline = time.monotonic() + 20
+    while True:  # A killed process may take a moment to go.
+      try:
+        vm.CleanUpScratch()
+        break
+      except errors.Error:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    _, _, rc = vm.RemoteCommandWithReturnCode(
+        f'test -e {vm.scratch_dir}')
+    assert rc == 1
+  finally:
+    vm.StopMaster()
