@@ -328,3 +328,43 @@ def test_staircase_steps_carry_the_runs_interference(client_vm, pkb_flags):
     assert m.metadata['foreign_cpu_pct'] == 30.0
     assert m.metadata['interference'] is True
     assert m.metadata['interference_scope'] == 'whole staircase'
+
+
+class _ScriptedStaircase:
+  """A load generator whose staircase runs answer from a closed loop at
+  100k ops/s (latency by Little's law: 1 ms at 100 clients); records the
+  (first, last) clients of every run."""
+  NAME = memtier.MemtierGenerator.NAME
+
+  def __init__(self):
+    self.runs = []
+
+  def Staircase(self, endpoints, password, workload, load, spec, warmup_s):
+    del endpoints, password, workload, warmup_s
+    self.runs.append((spec.clients_start, load.clients))
+    return [measurement.Measurement(Load(load.threads, c), 100e3,
+                                    c / 100e3 * 1000, duration_s=2,
+                                    ops=200000)
+            for c in spec.Steps(load.clients)]
+
+
+def test_staircase_runs_in_parts_and_stops_after_the_part_over_the_cap(
+    client_vm, pkb_flags):
+  # 16..256 by 16 is 16 steps; in runs of 4 steps, the cap (1 ms, reached
+  # at 100 clients and over) falls in the second run (80..128): the third
+  # and fourth runs (144..256) never start.
+  pkb_flags.memtier_staircase = True
+  opts = options_lib.RedisStudyOptions.FromFlags(pkb_flags)
+  generator = _ScriptedStaircase()
+  probe_driver = driver_lib.ProbeDriver(
+      [client_vm], [generator], [ENDPOINT], 'secret', base.Workload(), 5)
+  steps = search_runner.RunStaircaseToCap(probe_driver, opts)
+  assert generator.runs == [(16, 64), (80, 128)]
+  assert [m.load.clients for m in steps] == list(range(16, 129, 16))
+  assert staircase.Parts(16, 16, 256) == [(16, 64), (80, 128), (144, 192),
+                                          (208, 256)]
+  # A lone last step joins the run before it (memtier needs two).
+  assert staircase.Parts(16, 16, 80) == [(16, 80)]
+  assert staircase.Parts(10, 10, 25) == [(10, 25)]
+  with pytest.raises(ValueError, match='below the top'):
+    staircase.Parts(64, 16, 64)

@@ -16,7 +16,8 @@ search that `driver.FindLatencyCappedMaximum` can run like any other:
   confirmations) to the real probe driver.
 
 Each step so becomes a ProbeRecord with its own samples, and the result is a
-normal SearchResult. Extension seam: any tool that measures a ramp in one run
+normal SearchResult. `Parts` splits a ramp into runs of a few steps, so the
+runner can stop after the run whose steps crossed the cap. Extension seam: any tool that measures a ramp in one run
 can feed its per-step Measurements here. Pure: no flags, VMs, I/O or clock.
 """
 
@@ -29,6 +30,37 @@ from perfkitbenchmarker.search import repeats
 
 Load = measurement.Load
 InvalidSearchArgument = driver.InvalidSearchArgument
+
+
+# Client steps per memtier run: the ramp runs in parts so that it can stop
+# after the part that crossed the cap (each part is one more process start,
+# about 0.4 s here; a whole 16-step ramp that crosses at its second step
+# spends 28 s on steps past it).
+STEPS_PER_RUN = 4
+
+
+def Parts(clients_start: int, clients_step: int, max_clients: int,
+          steps_per_run: int = STEPS_PER_RUN) -> List[Tuple[int, int]]:
+  """(first, last) clients per thread of each memtier run of a ramp.
+
+  The ramp's steps are clients_start, + clients_step, ... and max_clients
+  last (memtier caps the last step at -c); each run covers up to
+  `steps_per_run` of them, at least two (memtier needs --clients-start
+  below -c), so a lone last step joins the run before it.
+  """
+  if clients_start >= max_clients or clients_step < 1 or steps_per_run < 2:
+    raise InvalidSearchArgument(
+        f'a staircase from {clients_start} to {max_clients} clients by '
+        f'{clients_step}, {steps_per_run} steps per run: the start must be '
+        'below the top, the step and the steps per run positive (2 or more).')
+  steps = list(range(clients_start, max_clients, clients_step)) + [
+      max_clients]
+  parts = [steps[i:i + steps_per_run]
+           for i in range(0, len(steps), steps_per_run)]
+  if len(parts) > 1 and len(parts[-1]) == 1:
+    last = parts.pop()
+    parts[-1] += last
+  return [(part[0], part[-1]) for part in parts]
 
 
 @dataclasses.dataclass(frozen=True)

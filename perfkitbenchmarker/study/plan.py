@@ -59,9 +59,14 @@ def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
     steps = s.staircase.spec.Steps(s.staircase.max_clients)
     confirm = (f'; answer = mean of {s.confirm_repeats} repeats with 95 % '
                'interval' if s.confirm_repeats else '')
-    lines = [f'  staircase: one memtier run, {s.min_threads} thread(s) x '
+    runs = len(staircase.Parts(s.staircase.clients_start,
+                               s.staircase.clients_step,
+                               s.staircase.max_clients))
+    lines = [f'  staircase: {s.min_threads} thread(s) x '
              f'{steps[0]}..{steps[-1]} clients in {len(steps)} steps of '
-             f'{s.staircase.step_seconds} s; {cap}{confirm}']
+             f'{s.staircase.step_seconds} s, in up to {runs} memtier runs of '
+             f'{staircase.STEPS_PER_RUN} steps, none after the run that '
+             f'reaches the cap; {cap}{confirm}']
   elif s.policy == 'adaptive':
     lines = _AdaptiveLines(opts, cap)
   else:
@@ -124,9 +129,11 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
   seconds = ProbesPerSearch(opts).typical * (g.run_duration_s + g.warmup_s +
                                              deployment.PROBE_OVERHEAD_S)
   st = opts.search.staircase
-  if st:
+  if st:  # at most the whole ramp, one probe overhead per run
+    runs = len(staircase.Parts(st.clients_start, st.clients_step,
+                               st.max_clients))
     seconds += (st.spec.TestTime(st.max_clients) +
-                deployment.PROBE_OVERHEAD_S)
+                runs * deployment.PROBE_OVERHEAD_S)
   if opts.shards.enabled:
     seconds = (seconds + 20) * opts.shards.typical_points
   return seconds

@@ -82,16 +82,39 @@ def RequireStaircaseGenerator(generators) -> None:
           f'{generator.Version()} has no --clients-start.')
 
 
+def RunStaircaseToCap(driver: driver_lib.ProbeDriver,
+                      opts: options_lib.RedisStudyOptions
+                      ) -> List[measurement.Measurement]:
+  """The staircase's steps, run in parts (staircase.Parts) up to the part
+  in which a step reached the cap: the steps past it are not run."""
+  st = opts.search.staircase
+  steps = []
+  for first, last in staircase.Parts(st.clients_start, st.clients_step,
+                                     st.max_clients):
+    part = RunStaircase(driver, opts, first, last)
+    steps += part
+    if any(not m.UnderCap(opts.search.cap_ms) for m in part):
+      break
+  return steps
+
+
 def RunStaircase(driver: driver_lib.ProbeDriver,
-                 opts: options_lib.RedisStudyOptions
+                 opts: options_lib.RedisStudyOptions,
+                 clients_start: Optional[int] = None,
+                 max_clients: Optional[int] = None
                  ) -> List[measurement.Measurement]:
   """One staircase run on every client VM at once; steps summed over VMs.
 
-  The client's CPU and the interference figures are read around the whole
-  run, so every step carries that run's (`client_cpu_scope` and
-  `interference_scope` say so), not its own.
+  From `clients_start` to `max_clients` clients per thread (default: the
+  whole ramp the options give). The client's CPU and the interference
+  figures are read around the whole run, so every step carries that run's
+  (`client_cpu_scope` and `interference_scope` say so), not its own.
   """
   st = opts.search.staircase
+  if clients_start is not None:
+    st = dataclasses.replace(st, clients_start=clients_start)
+  if max_clients is not None:
+    st = dataclasses.replace(st, max_clients=max_clients)
   load = measurement.Load(opts.search.min_threads, st.max_clients,
                           opts.generator.pipeline)
 
@@ -162,7 +185,7 @@ def Search(spec, driver: driver_lib.ProbeDriver,
       f'Searching for the most ops/s under {cap:g} ms average latency '
       f'({opts.search.name}, {driver.duration_s:g} s probes):')
   if opts.search.staircase:
-    steps = RunStaircase(driver, opts)
+    steps = RunStaircaseToCap(driver, opts)
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
         confirm_repeats=opts.search.confirm_repeats)
