@@ -343,3 +343,28 @@ def test_no_bisection_on_gains_within_a_disturbance():
   assert 'bisecting' in quiet.stop_reason
   assert 'bisecting' not in busy.stop_reason
   assert len(busy.search_probes) < len(quiet.search_probes)
+
+
+def test_no_little_correction_within_a_disturbed_probes_noise():
+  # A plateau that falls off past 40 connections, so Little's law misses:
+  # its first correction lands 21 % under the target. Quiet, the search
+  # corrects again; with half the cores taken by others, a probe that far
+  # under is within its own noise: no second correction.
+  def Curve(foreign):
+    def Measure(load):
+      n = load.connections
+      ops = 100e3 * min(n, 16) / 16 * (1 if n <= 40 else 40 / n) ** 0.5
+      return _M(load, ops, n / ops * 1000, interference=foreign > 10,
+                foreign_cpu_pct=float(foreign))
+    return Measure
+
+  policy = adaptive.AdaptiveStepPolicy(threads=1, start_connections=16,
+                                       max_connections=1024,
+                                       confirm_max_reruns=0)
+  quiet = search_driver.FindLatencyCappedMaximum(Curve(2), 1.0, policy)
+  busy = search_driver.FindLatencyCappedMaximum(Curve(50), 1.0, policy)
+  corrections = lambda r: [p.note for p in r.search_probes].count(
+      'Little correction')
+  # Quiet: 95 over, 61 under by 21 %, 76 over. Busy: 61 is close enough.
+  assert (corrections(quiet), corrections(busy)) == (2, 1)
+  assert len(busy.search_probes) == len(quiet.search_probes) - 1

@@ -158,8 +158,12 @@ class AdaptiveRun:
       predictions += 1
       if self._UnderTarget(record):
         lo = predicted
-        close = (record.latency_ms >=
-                 self._target_ms * (1 - self._policy.bracket_tolerance))
+        # Close enough: within the tolerance, or within the probe's own
+        # noise (a disturbed probe's latency is as uncertain as its foreign
+        # share: another correction would chase that noise).
+        slack = max(self._policy.bracket_tolerance,
+                    RelativeNoise(record.measurement, 0.0))
+        close = record.latency_ms >= self._target_ms * (1 - slack)
         if close or lo == self._max:
           break
       else:
