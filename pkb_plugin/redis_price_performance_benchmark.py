@@ -185,10 +185,29 @@ def StudyFlags(text: str) -> List[str]:
       raise BridgeError(
           f'--redis_price_performance_flags: "{arg}" is not a flag; give '
           'the harness\'s flags as --name=value.')
-    refusal = _Refusal(_FlagName(arg))
+    refusal = _Refusal(_FlagName(arg)) or _OverrideRefusal(arg)
     if refusal:
       raise BridgeError(f'--redis_price_performance_flags: {refusal}.')
   return argv
+
+
+def _OverrideRefusal(arg: str) -> Optional[str]:
+  """A --config_override that sets what the bridge owns: a flag through
+  the config's `flags:` (BENCHMARK.flags.NAME=VALUE, applied by the
+  harness as if given) or the VM groups upstream provisioned."""
+  if _FlagName(arg) != 'config_override' or '=' not in arg:
+    return None
+  key = arg.split('=', 1)[1].split('=', 1)[0].strip()
+  path = key.split('.')
+  if len(path) >= 2 and path[1] == 'vm_groups':
+    return (f'--config_override={key}: the VM groups are set by the bridge '
+            'from what upstream provisioned (use upstream\'s '
+            '--config_override=redis_price_performance.vm_groups...)')
+  if len(path) >= 3 and path[1] == 'flags':
+    refusal = _Refusal(path[2])
+    if refusal:
+      return f'--config_override={key}: {refusal}'
+  return None
 
 
 def _Set(flag) -> bool:

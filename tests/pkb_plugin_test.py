@@ -264,6 +264,14 @@ def test_static_machines_without_a_type_are_refused_before_the_study(
     ('--dry_run', '--dry_run does not run one study'),
     ('--flag_matrix=sweep', '--flag_matrix does not run one study'),
     ('--', '"--" is not a flag'),
+    # The config's `flags:` section sets flags as if given.
+    ('--config_override=redis_memtier.flags.bigquery_table=p.d.t',
+     '--config_override=redis_memtier.flags.bigquery_table: --bigquery_table '
+     'would move or publish'),
+    ('--config_override=redis_memtier.flags.zone=us-east1-b',
+     '--zone is set by the bridge'),
+    ('--config_override=redis_memtier.vm_groups.servers.vm_count=3',
+     'the VM groups are set by the bridge'),
 ])
 def test_flags_that_escape_the_bridge_are_refused_in_one_line(
     upstream, tmp_path, arg, refused):
