@@ -29,6 +29,13 @@ _VM_SPEC_INT_KEYS = {'num_cpus': 4096, 'memory_mib': 64 * 1024 * 1024,
 _VM_SPEC_TEXT_KEYS = ('machine_type', 'zone', 'os_type', 'image', 'priced_as')
 # Most VMs one group may ask for (each is created, billed and torn down).
 MAX_GROUP_VMS = 1000
+SERVER_GROUP, CLIENT_GROUP = 'servers', 'clients'
+# Clients need at least this many times the servers' vCPUs not to be the
+# limit (the published T2D study: 2 x n2-standard-32 for one
+# t2d-standard-16).
+CLIENT_VCPU_RATIO = 4
+# Clients sized to follow the servers never exceed this many VMs.
+MAX_FOLLOWING_CLIENTS = 16
 # PKB's provider_info.DEFAULT_VM_PLATFORM: an ordinary VM (no containers).
 DEFAULT_VM_PLATFORM = 'DEFAULT_VM'
 # The name of the End to End Runtime sample PKB emits when every stage ran.
@@ -125,8 +132,12 @@ class BenchmarkSpec:
         raise errors.ConfigError(
             f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
             'with --benchmark_config_file or --config_override.')
-      if self.flags.machine_type:
-        cloud_spec['machine_type'] = self.flags.machine_type
+      # --machine_type sizes the servers (the machine type being measured);
+      # clients keep the config's type unless --client_machine_type.
+      sized = (getattr(self.flags, 'client_machine_type', None)
+               if group == CLIENT_GROUP else self.flags.machine_type)
+      if sized:
+        cloud_spec['machine_type'] = sized
       if pkb_flags.OneZone(self.flags):
         cloud_spec['zone'] = pkb_flags.OneZone(self.flags)
       for key in _VM_SPEC_TEXT_KEYS:
@@ -167,6 +178,17 @@ class BenchmarkSpec:
     return specs
 
   def GroupCounts(self) -> Dict[str, int]:
+    counts = self._ConfigCounts()
+    if CLIENT_GROUP in counts and self._ClientsFollowServers():
+      vcpus = self._GroupVcpus()
+      if vcpus:
+        server_vcpus, client_vcpus = vcpus
+        counts[CLIENT_GROUP] = max(counts[CLIENT_GROUP], min(
+            MAX_FOLLOWING_CLIENTS, -(-CLIENT_VCPU_RATIO * server_vcpus //
+                                     client_vcpus)))
+    return counts
+
+  def _ConfigCounts(self) -> Dict[str, int]:
     counts = {}
     for group, group_config in self.config.get('vm_groups', {}).items():
       count = group_config.get('vm_count', 1)
@@ -178,13 +200,80 @@ class BenchmarkSpec:
       counts[group] = count
     return counts
 
+  def _ClientsFollowServers(self) -> bool:
+    """With --machine_type on a cloud, the clients are sized to the
+    servers (CLIENT_VCPU_RATIO) unless --client_machine_type sizes them."""
+    return (self.cloud in ('GCP', 'AWS') and bool(self.flags.machine_type)
+            and not getattr(self.flags, 'client_machine_type', None))
+
+  def _GroupVcpus(self) -> Optional[Tuple[int, int]]:
+    """(all servers' vCPUs, one client's vCPUs) from the catalog; None
+    when either is unknown (a --machine_price type)."""
+    counts = self._ConfigCounts()
+    try:
+      server = self.GroupPrice(SERVER_GROUP).vcpus
+      client = self.GroupPrice(CLIENT_GROUP).vcpus
+    except (errors.Error, KeyError):
+      return None
+    if not server or not client or SERVER_GROUP not in counts:
+      return None
+    return server * counts[SERVER_GROUP], client
+
+  def ClientSizing(self) -> Optional[str]:
+    """The plan's line on how the clients compare with the servers: the
+    rule when --machine_type sized them, a warning when they have fewer than
+    CLIENT_VCPU_RATIO x the servers' vCPUs; None off the clouds."""
+    if self.cloud not in ('GCP', 'AWS') or CLIENT_GROUP not in (
+        self.config.get('vm_groups') or {}):
+      return None
+    vcpus = self._GroupVcpus()
+    if not vcpus:
+      return None
+    server_vcpus, one_client = vcpus
+    clients = self.GroupCounts()[CLIENT_GROUP]
+    total = clients * one_client
+    ratio = f'{total / server_vcpus:.2g}x'
+    if total >= CLIENT_VCPU_RATIO * server_vcpus:
+      rule = (' (--machine_type sizes the servers; the clients follow them)'
+              if self._ClientsFollowServers() else '')
+      return (f'clients: {total} vCPUs for the servers\' {server_vcpus}, '
+              f'{ratio}{rule}')
+    return (f'WARNING: the clients have {total} vCPUs for the servers\' '
+            f'{server_vcpus} ({ratio}, under the {CLIENT_VCPU_RATIO}x rule): '
+            'the load generator may be the limit; give --client_machine_type '
+            'or more client VMs (vm_groups.clients.vm_count).')
+
   def PlanWarnings(self) -> List[str]:
-    """Warnings about where this plan runs (Local VMs sharing cores);
+    """Warnings about this plan: Local VMs sharing cores, clients under
+    CLIENT_VCPU_RATIO x the servers' vCPUs, and the benchmark's own (its
+    module's optional PlanWarnings(spec), e.g. more shards than cores);
     raises errors.UsageError for a plan this machine cannot hold."""
-    if self.cloud != 'Local':
-      return []
-    from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
-    return local.FitWarnings(sum(self.GroupCounts().values()))
+    warnings = []
+    if self.cloud == 'Local':
+      from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
+      warnings += local.FitWarnings(sum(self.GroupCounts().values()))
+    sizing = self.ClientSizing()
+    if sizing and sizing.startswith('WARNING'):
+      warnings.append(sizing)
+    module_warnings = getattr(self.module, 'PlanWarnings', None)
+    if module_warnings:
+      warnings += module_warnings(self)
+    return warnings
+
+  def ServerVcpus(self) -> Optional[int]:
+    """vCPUs of one server VM as the run will have it: its pinned cores on
+    Local, the catalog's figure on a cloud; None when unknown before the
+    machines are reached (Static, an uncatalogued type)."""
+    if self.cloud == 'Local':
+      from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
+      cores = local.PlannedCores(self).get(f'{SERVER_GROUP}-0')
+      return len(cores) if cores else len(local.AvailableCores())
+    if self.cloud in ('GCP', 'AWS'):
+      try:
+        return self.GroupPrice(SERVER_GROUP).vcpus or None
+      except (errors.Error, KeyError):
+        return None
+    return None
 
   def GroupPrice(self, group: str) -> pricing.HourlyPrice:
     spec = self.GroupSpecs()[group]

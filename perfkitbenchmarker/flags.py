@@ -21,7 +21,15 @@ flags.DEFINE_enum('cloud', 'Local', CLOUDS,
                   'Where the VMs run. Local needs no cloud account (upstream '
                   'PKB defaults to GCP; ours to Local, which costs nothing).')
 flags.DEFINE_string('machine_type', None,
-                    'Machine type for every VM group; overrides the config.')
+                    'Machine type of the server VMs (the machine type being '
+                    'measured); overrides the config. On GCP and AWS the '
+                    'clients then keep the config\'s type and grow in number '
+                    'to at least 4x the servers\' vCPUs (upstream PKB sets '
+                    'every VM group; --client_machine_type sizes the '
+                    'clients).')
+flags.DEFINE_string('client_machine_type', None,
+                    'Machine type of the client VMs (load generators); '
+                    'default: the config\'s.')
 flags.DEFINE_multi_string(
     'zone', [],
     'Zone for every VM group, e.g. us-central1-a. Upstream PKB\'s repeatable '

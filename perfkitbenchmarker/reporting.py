@@ -82,12 +82,16 @@ def DryRunPlan(spec, plan_lines: List[str],
   for group, vm_spec in spec.GroupSpecs().items():
     price = spec.GroupPrice(group)
     count = counts[group]
-    where = vm_spec.zone or ('this machine' if spec.cloud == 'Local' else '?')
-    priced = ('' if spec.cloud != 'Local' else
+    where = vm_spec.zone or {'Local': 'this machine',
+                             'Static': 'the machines file'}.get(spec.cloud, '?')
+    priced = ('' if spec.cloud not in ('Local', 'Static') else
               f' priced as {price.cloud} {price.machine_type}')
     lines.append(
         f'  {group}: {count} x {vm_spec.machine_type} in {where}{priced}, '
         f'{price.Describe().replace("/hr", "/hr each", 1)}')
+  sizing = spec.ClientSizing()
+  if sizing and not sizing.startswith('WARNING'):  # Warnings go to stderr.
+    lines.append(f'  {sizing}')
   lines += plan_lines
   # Per phase: provisioning, installs, preload, search and teardown.
   return lines + cost_estimate.FromSpec(spec).Lines(timeout_minutes)

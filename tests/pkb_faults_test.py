@@ -37,7 +37,7 @@ def _OneLineError(proc_or_err):
     (['--cloud=AWS', '--zone=us-east-1a', '--machine_type=c7g.4xlarge',
       '--price_basis=spot', '--dry_run'],
      'no spot price for AWS c7g.4xlarge in us-east-1'),
-    (['--machine_price=c7g.4xlarge'], '--machine_price="c7g.4xlarge" must'),
+    (['--machine_price=c7g.4xlarge'], '--machine_price="c7g.4xlarge": it is not TYPE=PRICE'),
     (['--memtier_latency_cap=0'], '--memtier_latency_cap=0 must be above 0'),
     (['--memtier_latency_cap=-1'], 'must be above 0'),
     (['--memtier_min_threads=5', '--memtier_max_threads=2'],
@@ -135,8 +135,10 @@ def test_load_generator_missing(tmp_path):
   proc, _ = e2e.Run(e2e.FAST + ['--load_generator=memtier',
                                 '--memtier_path=/nonexistent/memtier'],
                     str(tmp_path))
-  assert proc.returncode == 1
-  assert 'memtier_benchmark not found' in _OneLineError(proc)
+  # Refused before anything starts (issue 26 point 1), as a dry run does.
+  assert proc.returncode == 2
+  assert 'is no executable on this machine' in _OneLineError(proc)
+  assert os.listdir(tmp_path) == []
 
 
 def test_every_probe_over_cap(tmp_path):

@@ -114,3 +114,38 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
   assert search_min == pytest.approx((probe_s + 60) / 60, abs=0.05)
   assert typical == 1 + 3 + 1 + 2 + 2 * 4  # start 32 of 4..1024; 4-6 repeats,
   # typically 4 (the 2 % target met or out of reach there)
+
+
+def _DryRun(tmp_path, *args):
+  proc, _ = e2e.Run(['--dry_run'] + list(args), str(tmp_path), timeout=60)
+  assert proc.returncode == 0, proc.stderr
+  return proc.stdout, proc.stderr
+
+
+def test_the_cloud_plan_uses_the_real_runs_threads_and_client_sizing(
+    tmp_path):
+  # Issue 26 point 1: the dry run showed 1 thread and 1 x t2d-standard-16
+  # clients while the real run grows threads to the client's vCPUs, and
+  # --machine_type sized the clients like the servers.
+  out, err = _DryRun(tmp_path, '--cloud=GCP', '--project=p',
+                     '--zone=us-central1-a', '--machine_type=t2d-standard-16')
+  assert '  servers: 1 x t2d-standard-16' in out
+  assert '  clients: 2 x n2-standard-32' in out, out
+  assert '64 vCPUs for the servers\' 16, 4x' in out
+  assert 'adaptive: 1..32 threads' in out, out
+  assert 'WARNING' not in err
+  # The same run's policy, as search_runner builds it with the client's
+  # vCPUs, is what the plan printed.
+  out, err = _DryRun(tmp_path, '--cloud=GCP', '--project=p',
+                     '--zone=us-central1-a', '--machine_type=t2d-standard-16',
+                     '--client_machine_type=n2-standard-8')
+  assert '  clients: 1 x n2-standard-8' in out
+  assert 'adaptive: 1..8 threads' in out
+  assert 'the clients have 8 vCPUs for the servers\' 16' in err
+
+
+def test_more_shards_or_io_threads_than_server_cores_are_warned(tmp_path):
+  out, err = _DryRun(tmp_path, '--redis_total_num_processes=64',
+                     '--redis_server_io_threads=64')
+  assert re.search(r'WARNING: 64 shards per server VM on \d+ core', err), err
+  assert 'WARNING: --redis_server_io_threads=64 on a server VM' in err

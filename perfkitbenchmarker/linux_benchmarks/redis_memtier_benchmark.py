@@ -25,9 +25,11 @@ from typing import List, Optional, Sequence
 from absl import flags
 
 from perfkitbenchmarker import configs
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
+from perfkitbenchmarker.linux_packages import memtier
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
@@ -95,12 +97,32 @@ def CheckPrerequisites(config):
   for group, group_config in (config.get('vm_groups') or {}).items():
     count = (group_config or {}).get('vm_count', 1)
     counts[group] = count if isinstance(count, int) and count > 0 else 1
-  _Options().CheckConnections(counts.get('clients', 1),
-                              counts.get('servers', 1))
+  opts = _Options()
+  opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1))
+  path = opts.generator.memtier_path
+  if path and FLAGS.cloud == 'Local' and not FLAGS.static_vm_file:
+    # What prepare would refuse on this machine, refused by a dry run too.
+    memtier.CheckLocalPath(path)
 
 
 def DescribePlan(spec) -> List[str]:
-  return plan.DescribePlan(spec, _Options(spec))
+  return plan.DescribePlan(spec, _Options(spec), _ClientVcpus(spec))
+
+
+def _ClientVcpus(spec) -> Optional[int]:
+  """One client VM's vCPUs on a cloud (the adaptive search spreads its
+  connections over up to that many threads), None elsewhere."""
+  if spec.cloud not in ('GCP', 'AWS'):
+    return None
+  try:
+    return spec.GroupPrice('clients').vcpus or None
+  except errors.Error:
+    return None
+
+
+def PlanWarnings(spec) -> List[str]:
+  """More shards or io-threads per server VM than it has cores."""
+  return plan.CoreWarnings(_Options(spec), spec.ServerVcpus())
 
 
 def EstimatedMinutes(spec) -> float:

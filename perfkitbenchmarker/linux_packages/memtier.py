@@ -7,12 +7,14 @@ Remote VMs install it from Redis's APT repository (remote_install.py); no
 source build. `path` is --memtier_path, passed down by the study's options.
 """
 
+import os
 import re
 import shlex
 
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import remote_install
 
@@ -49,6 +51,35 @@ def Install(vm, path: str = DEFAULT_PATH) -> None:
         f'memtier_benchmark not found on {vm.name} ({path}); give '
         '--memtier_path or use --load_generator=redis_benchmark.')
   remote_install.InstallMemtier(vm)
+
+
+class _ThisMachine:
+  """This machine as the install checks see a VM (a Local dry run has no
+  VMs yet, but its client is this machine)."""
+  name = 'this machine'
+  CLOUD = 'Local'
+
+  def RemoteCommandWithReturnCode(self, command: str, timeout=None):
+    return vm_util.RunLocal(command, timeout=timeout or 30)
+
+
+def CheckLocalPath(path: str) -> None:
+  """What Install would refuse on a Local client, for a dry run too: a
+  --memtier_path that is no executable here, or a wrapper script that would
+  pass the password on.
+
+  Raises:
+    errors.UsageError: in one line.
+  """
+  if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+    raise errors.UsageError(
+        f'--memtier_path={path} is no executable on this machine; give the '
+        'memtier_benchmark binary, or drop --memtier_path to use the one on '
+        'PATH (or redis-benchmark).')
+  try:
+    argv_secret.CheckTool(_ThisMachine(), path)
+  except errors.PrerequisiteError as e:
+    raise errors.UsageError(str(e)) from None
 
 
 def GetVersion(vm, path: str = DEFAULT_PATH) -> str:

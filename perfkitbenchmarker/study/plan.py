@@ -7,7 +7,7 @@ cost estimate's search minutes come from the same counts (`EstimatedSeconds`,
 through the benchmark module's `EstimatedMinutes`).
 """
 
-from typing import List
+from typing import List, Optional
 
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import staircase
@@ -18,7 +18,8 @@ from perfkitbenchmarker.study import search_runner
 from perfkitbenchmarker.study import workload_options
 
 
-def ProbesPerSearch(opts: options_lib.RedisStudyOptions
+def ProbesPerSearch(opts: options_lib.RedisStudyOptions,
+                    client_vcpus: Optional[int] = None
                     ) -> adaptive.ProbeCounts:
   """Probes of one search (beyond a staircase run), under its budget.
 
@@ -33,7 +34,8 @@ def ProbesPerSearch(opts: options_lib.RedisStudyOptions
         repeats, repeats,
         repeats * (1 + staircase.StaircasePolicy.max_backoffs))
   if s.policy == 'adaptive':
-    return search_runner.Policy(opts).EstimateProbes().Capped(s.max_probes)
+    return search_runner.Policy(opts, client_vcpus=client_vcpus
+                                ).EstimateProbes().Capped(s.max_probes)
   walk = (s.max_threads - s.min_threads) // s.thread_increment + 1
   repeats = s.linear_confirm_repeats
   return adaptive.ProbeCounts(1, walk + repeats,
@@ -47,7 +49,10 @@ def ShardPlanLine(opts: options_lib.RedisStudyOptions) -> str:
           f'{sh.max_points} counts')
 
 
-def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
+def SearchPlan(opts: options_lib.RedisStudyOptions,
+               client_vcpus: Optional[int] = None) -> List[str]:
+  """The search lines; `client_vcpus`: one client VM's vCPUs on a cloud,
+  which the real run's adaptive search spreads threads over."""
   if opts.fixed.enabled:
     return fixed_load.PlanLines(opts)
   s, g = opts.search, opts.generator
@@ -68,7 +73,7 @@ def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
              f'{staircase.STEPS_PER_RUN} steps, none after the run that '
              f'reaches the cap; {cap}{confirm}']
   elif s.policy == 'adaptive':
-    lines = _AdaptiveLines(opts, cap)
+    lines = _AdaptiveLines(opts, cap, client_vcpus)
   else:
     lines = [f'  linear: threads {s.min_threads}..{s.max_threads} step '
              f'{s.thread_increment} x {g.clients} clients, pipeline '
@@ -82,10 +87,11 @@ def SearchPlan(opts: options_lib.RedisStudyOptions) -> List[str]:
   return lines
 
 
-def _AdaptiveLines(opts: options_lib.RedisStudyOptions,
-                   cap: str) -> List[str]:
-  """What the adaptive search does, from the policy a run would build."""
-  policy = search_runner.Policy(opts)
+def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
+                   client_vcpus: Optional[int] = None) -> List[str]:
+  """What the adaptive search does, from the policy a run would build
+  (search_runner.Policy with the client's vCPUs, as the real run does)."""
+  policy = search_runner.Policy(opts, client_vcpus=client_vcpus)
   if policy.threads_vary:
     threads = (f'{policy.threads}..{policy.max_threads} threads (one client '
                'each, then more clients per thread)')
@@ -112,7 +118,7 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions,
         f'repeat\'s spread); a disturbed repeat run again (up to '
         f'{policy.confirm_max_reruns}); up to {policy.max_backoffs} lower '
         'loads tried if the repeats average over the cap')
-  counts = ProbesPerSearch(opts)
+  counts = ProbesPerSearch(opts, client_vcpus)
   budget = (', the --memtier_max_probes budget'
             if counts.most == opts.search.max_probes else '')
   lines.append(f'  probes per search: about {counts.typical} (fewest '
@@ -145,7 +151,31 @@ def EngineLine(server: options_lib.ServerOptions) -> str:
   return f'engine {server.engine} ({server.version}{settings})'
 
 
-def DescribePlan(spec, opts: options_lib.RedisStudyOptions) -> List[str]:
+def CoreWarnings(opts: options_lib.RedisStudyOptions,
+                 server_vcpus: Optional[int]) -> List[str]:
+  """Warnings for more shards, or Redis io-threads, per server VM than it
+  has cores: they share them, and the search measures the sharing."""
+  if not server_vcpus:
+    return []
+  server = opts.server
+  warnings = []
+  if server.shards_per_vm > server_vcpus:
+    warnings.append(
+        f'WARNING: {server.shards_per_vm} shards per server VM on '
+        f'{server_vcpus} core(s): shards share cores and measure each other; '
+        'lower --redis_total_num_processes or use larger server VMs.')
+  io_threads = dict(server.engine_settings).get('io_threads')
+  if io_threads and int(io_threads) > server_vcpus:
+    warnings.append(
+        f'WARNING: --redis_server_io_threads={io_threads} on a server VM with '
+        f'{server_vcpus} core(s): the threads wait for each other and '
+        'latency rises from the lowest load; use at most '
+        f'{server_vcpus} or larger server VMs.')
+  return warnings
+
+
+def DescribePlan(spec, opts: options_lib.RedisStudyOptions,
+                 client_vcpus: Optional[int] = None) -> List[str]:
   """Software, workload and search lines of the dry-run plan."""
   counts = spec.GroupCounts()
   server, workload = opts.server, opts.workload
@@ -161,7 +191,7 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions) -> List[str]:
       f'  preload {workload.key_count:,} keys x {workload.data_size} B; '
       f'probes SET:GET {_Ratios(opts)}, keys {workload.key_pattern}'
       f'{_KeyShape(workload)}',
-  ] + SearchPlan(opts)
+  ] + SearchPlan(opts, client_vcpus)
 
 
 def _Fallback(opts: options_lib.RedisStudyOptions) -> str:

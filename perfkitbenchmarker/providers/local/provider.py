@@ -273,6 +273,18 @@ def NewRunUri() -> str:
   return uuid.uuid4().hex[:8]
 
 
+def PlannedCores(spec, cores: Optional[Sequence[int]] = None
+                 ) -> Dict[str, Optional[List[int]]]:
+  """VM name (servers-0, clients-0, ...) -> the cores it will be pinned to
+  (None: unpinned), as ConstructVms places them: servers first."""
+  group_specs = spec.GroupSpecs()
+  counts = spec.GroupCounts()
+  order = sorted(group_specs, key=lambda g: (g != 'servers', g))
+  requests = [(f'{group}-{i}', group_specs[group].num_cpus)
+              for group in order for i in range(counts[group])]
+  return AssignCores(requests, AvailableCores() if cores is None else cores)
+
+
 def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
   """Builds the run's Local VMs, servers placed first on the cores."""
   import dataclasses  # pylint: disable=g-import-not-at-top
@@ -283,7 +295,7 @@ def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
               for group in order for i in range(counts[group])]
   CheckRunDirs(spec.run_uri, [name for name, _ in requests])
   cores = AvailableCores()
-  assignment = AssignCores(requests, cores)
+  assignment = PlannedCores(spec, cores)
   memory_each = HostMemoryMib() // max(1, len(requests))
   groups: Dict[str, List[LocalVirtualMachine]] = {}
   for group in order:
