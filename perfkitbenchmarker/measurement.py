@@ -85,6 +85,11 @@ class Measurement:
   # (a load_generators.client_cpu.ClientCpu; the probe driver reads it).
   client_cpu: Optional[object] = None
   metadata: Mapping[str, object] = dataclasses.field(default_factory=dict)
+  # Each client VM's load-generator side over the load window (an
+  # attribution.SideCpu each) and the window's wall-clock (start, end):
+  # the server's counters are read over the same span.
+  client_sides: Tuple[object, ...] = ()
+  load_window: Optional[Tuple[float, float]] = None
 
   def UnderCap(self, cap_ms: float) -> bool:
     return self.average_latency_ms < cap_ms
@@ -138,6 +143,13 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
                                   else 'max_over_parts')
   metadata['client_processes'] = sum(
       int(p.metadata.get('client_processes', 1)) for p in parts)
+  windows = [p.load_window for p in parts if p.load_window]
+  window = None
+  if windows:
+    # The span every part was loading in; if none, the span of them all.
+    start, end = max(w[0] for w in windows), min(w[1] for w in windows)
+    window = ((start, end) if end > start else
+              (min(w[0] for w in windows), max(w[1] for w in windows)))
   return Measurement(
       load=load, throughput=sum(p.throughput for p in parts),
       average_latency_ms=WeightedAverageLatencyMs(parts),
@@ -148,7 +160,9 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
       ops=sum(p.ops for p in parts),
       client_saturated=any(p.client_saturated for p in parts),
       client_cpu_busy_fraction=max(busy) if busy else None,
-      histogram=histogram, metadata=metadata)
+      histogram=histogram, metadata=metadata,
+      client_sides=tuple(s for p in parts for s in p.client_sides),
+      load_window=window)
 
 
 def CombineRepeats(repeats: Sequence[Measurement]) -> Measurement:

@@ -7,6 +7,7 @@ StringIO); a richer front end would implement the same three methods.
 import math
 from typing import IO, List, Optional, Sequence
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import measurement
 
@@ -29,7 +30,12 @@ class ConsoleReporter:
     flags = []
     if not m.UnderCap(cap_ms):
       flags.append('OVER CAP')
-    if m.client_saturated:
+    limit = attribution.Short(m.metadata)
+    if limit:
+      # What limited the probe (README, "What limited it"); a client limit
+      # in capitals: the figure is the load generator's, not the server's.
+      flags.append(limit.upper() if m.client_saturated else limit)
+    elif m.client_saturated:
       flags.append('CLIENT SATURATED')
     if role != 'search':
       flags.append(role)
@@ -41,7 +47,7 @@ class ConsoleReporter:
 
   def Summary(self, rows: Sequence[dict]) -> None:
     headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
-               'ops/s per $/hr', 'price basis', 'verdict')
+               'ops/s per $/hr', 'price basis', 'verdict', 'limit')
     table = [headers]
     for r in rows:
       table.append((
@@ -55,12 +61,13 @@ class ConsoleReporter:
           _Num(r.get('price_performance'), '{:,.0f}'),
           r.get('price_basis', ''),
           r.get('verdict', ''),
+          r.get('limit', ''),
       ))
     widths = [max(len(str(row[i])) for row in table)
               for i in range(len(headers))]
     self.Line('')
     for n, row in enumerate(table):
-      self.Line('  '.join(str(c).ljust(w) if i in (0, 6, 7) else
+      self.Line('  '.join(str(c).ljust(w) if i in (0, 6, 7, 8) else
                           str(c).rjust(w) for i, (c, w) in
                           enumerate(zip(row, widths))).rstrip())
       if n == 0:

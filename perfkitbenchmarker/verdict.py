@@ -31,6 +31,8 @@ import dataclasses
 import math
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
+from perfkitbenchmarker import attribution
+
 CONFIRMED = 'confirmed'
 UNCONFIRMED = 'unconfirmed'
 CLIENT_BOUND = 'client_bound'
@@ -62,6 +64,8 @@ class Verdict:
   """
   flags: Tuple[str, ...]
   reason: str
+  # What limited the answer's probes (attribution.py), when measured.
+  limit: Optional[attribution.Limit] = None
 
   @property
   def name(self) -> str:
@@ -72,25 +76,57 @@ class Verdict:
     return not self.flags
 
   def Metadata(self) -> dict:
-    return {KEY: self.name, REASON_KEY: self.reason,
-            FLAGS_KEY: ','.join(self.flags) or CONFIRMED}
+    metadata = {KEY: self.name, REASON_KEY: self.reason,
+                FLAGS_KEY: ','.join(self.flags) or CONFIRMED}
+    if self.limit is not None:
+      metadata.update(self.limit.Metadata())
+    return metadata
+
+  def LimitWords(self) -> str:
+    """E.g. 'limit: server quota (server cgroup throttled in 98 % ...)'."""
+    if self.limit is None:
+      return ''
+    detail = f' ({self.limit.detail})' if self.limit.detail else ''
+    return f'limit: {self.limit.words}{detail}'
 
   def Words(self) -> str:
     """E.g. 'UNCONFIRMED (also client-bound): probe budget of 3 spent...'."""
+    limit = self.LimitWords()
+    limit = f'; {limit}' if limit else ''
     if self.confirmed:
-      return f'confirmed: {self.reason}'
+      return f'confirmed: {self.reason}{limit}'
     also = [WORDS[f] for f in self.flags[1:]]
     return (WORDS[self.name].upper() +
             (f' (also {", ".join(also)})' if also else '') +
-            f': {self.reason}')
+            f': {self.reason}{limit}')
 
 
-def _Make(problems: List[Tuple[str, str]], confirmed_reason: str) -> Verdict:
+def _Make(problems: List[Tuple[str, str]], confirmed_reason: str,
+          limit: Optional[attribution.Limit] = None) -> Verdict:
   if not problems:
-    return Verdict((), confirmed_reason)
+    return Verdict((), confirmed_reason, limit)
   problems = sorted(problems, key=lambda p: PROBLEMS.index(p[0]))
   flags = tuple(dict.fromkeys(p[0] for p in problems))
-  return Verdict(flags, '; '.join(p[1] for p in problems))
+  return Verdict(flags, '; '.join(p[1] for p in problems), limit)
+
+
+def Disturbed(metadata: Mapping[str, Any]) -> bool:
+  """Whether a probe's figure was disturbed by others: its limit says so
+  (others took CPU its threads waited for); a probe recorded before limits
+  by its `interference` flag (foreign CPU above 10 % of the run's cores)."""
+  name = metadata.get(attribution.KEY)
+  if isinstance(name, str) and name in attribution.LIMITS:
+    return name == attribution.DISTURBED
+  return _True(metadata.get('interference'))
+
+
+def ClientLimited(metadata: Mapping[str, Any]) -> bool:
+  """Whether a probe's figure is the client's limit (its limit, else the
+  older `client_saturated` flag)."""
+  name = metadata.get(attribution.KEY)
+  if isinstance(name, str) and name in attribution.LIMITS:
+    return name in attribution.CLIENT_LIMITS
+  return _True(metadata.get('client_saturated'))
 
 
 def OfSearch(result) -> Verdict:
@@ -117,26 +153,51 @@ def OfSearch(result) -> Verdict:
   # run again are not among them), else every probe at the answer's load.
   indices = set(result.reported_indices)
   answer = [result.probes[i].measurement for i in sorted(indices)]
-  saturated = sum(1 for m in answer if m.client_saturated)
+  saturated = [m for m in answer if m.client_saturated]
   if saturated:
-    problems.append((CLIENT_BOUND, f'load generator saturated in {saturated} '
-                     f'of the answer\'s {len(answer)} probe(s)'))
-  disturbed = [m.metadata.get('foreign_cpu_pct') for m in answer
-               if m.metadata.get('interference')]
+    names = sorted({attribution.WORDS.get(str(m.metadata.get(
+        attribution.KEY)), 'client') for m in saturated
+                    if m.metadata.get(attribution.KEY)})
+    how = f' ({", ".join(names)})' if names else ''
+    problems.append((CLIENT_BOUND, f'load generator was the limit{how} in '
+                     f'{len(saturated)} of the answer\'s {len(answer)} '
+                     'probe(s)'))
+  disturbed = [m.metadata for m in answer if Disturbed(m.metadata)]
   if disturbed:
-    worst = max((d for d in disturbed if isinstance(d, (int, float))),
+    figures = [d.get(k) for d in disturbed for k in (
+        'client_foreign_cpu_pct', 'server_foreign_cpu_pct',
+        'foreign_cpu_pct')]
+    worst = max((d for d in figures if isinstance(d, (int, float))),
                 default=None)
-    problems.append((DISTURBED, f'foreign CPU on the run\'s cores in '
-                     f'{len(disturbed)} of the answer\'s {len(answer)} '
-                     'probe(s)' + (f' (up to {worst:g} %)'
-                                   if worst is not None else '')))
+    problems.append((DISTURBED, 'others took CPU the run\'s threads waited '
+                     f'for in {len(disturbed)} of the answer\'s '
+                     f'{len(answer)} probe(s)' +
+                     (f' (foreign CPU up to {worst:g} %)'
+                      if worst is not None else '')))
+  limited = [attribution.FromMetadata(m.metadata) for m in answer]
+  limit = attribution.OfAnswer([l for l in limited if l is not None])
+  if limit is not None:
+    # The answer's limit carries the figures of a probe that named it.
+    source = [m for m in answer
+              if m.metadata.get(attribution.KEY) == limit.name][-1]
+    limit = dataclasses.replace(limit, figures=tuple(
+        (k, v) for k, v in source.metadata.items()
+        if k.startswith(('client_', 'server_')) and k in _LIMIT_FIGURES))
   confirmed_reason = ''
   if repeats and result.confirmed_throughput_ci95 is not None:
     mean = result.confirmed_throughput_mean or 0
     pct = 100 * result.confirmed_throughput_ci95 / mean if mean else math.inf
     confirmed_reason = (f'{len(repeats)} repeats under the {cap:g} ms cap, '
                         f'95 % interval +-{pct:.1f} %')
-  return _Make(problems, confirmed_reason)
+  return _Make(problems, confirmed_reason, limit)
+
+
+# The probe figures an answer's limit carries (attribution.Figures' keys).
+_LIMIT_FIGURES = frozenset(
+    f'{side}_{name}' for side in ('client', 'server') for name in (
+        'busiest_thread', 'busiest_thread_pct', 'thread_wait_pct',
+        'main_thread_pct', 'cpu_used_pct', 'cpu_allowed', 'cpu_quota',
+        'throttled_pct', 'throttled_s', 'foreign_cpu_pct'))
 
 
 def _Present(value: Any) -> bool:
@@ -165,13 +226,15 @@ def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
   name = metadata.get(KEY)
   reason = metadata.get(REASON_KEY)
   reason = str(reason) if _Present(reason) else ''
+  limit = attribution.FromMetadata(metadata)
   if isinstance(name, str) and name in VERDICTS:
     flags = metadata.get(FLAGS_KEY)
     listed = tuple(f for f in str(flags).split(',') if f in PROBLEMS
                    ) if _Present(flags) else ()
     if name == CONFIRMED:
-      return Verdict((), reason)
-    return Verdict(listed if listed[:1] == (name,) else (name,), reason)
+      return Verdict((), reason, limit)
+    return Verdict(listed if listed[:1] == (name,) else (name,), reason,
+                   limit)
   problems = []
   stop = metadata.get('search_stop_reason')
   repeats = metadata.get('confirmation_repeats')
@@ -181,12 +244,12 @@ def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
   elif (not _Present(repeats) or float(repeats) < 2 or
         not _Present(metadata.get('throughput_ci95_ops'))):
     problems.append((UNCONFIRMED, 'no confirming repeats recorded'))
-  if _True(metadata.get('client_saturated')):
+  if ClientLimited(metadata):
     problems.append((CLIENT_BOUND, 'load generator saturated at the answer'))
-  if _True(metadata.get('interference')):
+  if Disturbed(metadata):
     problems.append((DISTURBED, 'foreign CPU on the run\'s cores at the '
                      'answer'))
-  return _Make(problems, 'recorded before verdicts')
+  return _Make(problems, 'recorded before verdicts', limit)
 
 
 def IsOfficial(metadata: Mapping[str, Any]) -> bool:
@@ -201,8 +264,7 @@ def IsOfficial(metadata: Mapping[str, Any]) -> bool:
   name = metadata.get(KEY)
   if _Present(name) and name != CONFIRMED:
     return False
-  return not (_True(metadata.get('client_saturated')) or
-              _True(metadata.get('interference')))
+  return not (ClientLimited(metadata) or Disturbed(metadata))
 
 
 def RunVerdict(samples: Iterable[Any]) -> Optional[Verdict]:

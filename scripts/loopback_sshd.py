@@ -145,6 +145,11 @@ class Sshd:
     except OSError:
       return ''
 
+  @property
+  def pid(self) -> Optional[int]:
+    """The sshd listener's PID (sessions are its children), once started."""
+    return self._proc.pid if self._proc is not None else None
+
   def Stop(self) -> None:
     if self._proc is not None and self._proc.poll() is None:
       self._proc.terminate()

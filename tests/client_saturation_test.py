@@ -1,15 +1,19 @@
 """A CPU-saturated load generator is flagged, reported and never hidden.
 
-The probe driver reads the client VM's CPU counters around each probe; the
-VM and the load generator here are test doubles at that boundary (counters
-and a measurement chosen by the test), the driver, the samples, the adaptive
-search and the result samples are the real code.
+The load generator reports its threads' on-CPU time over the probe (a
+client_cpu.ClientCpu with its attribution side); the VM and the load
+generator here are test doubles at that boundary (counters and a
+measurement chosen by the test), the driver, the rule (attribution.py), the
+samples, the adaptive search and the result samples are the real code. The
+VM's busy share alone never flags a probe: other processes fill it too
+(issue 23).
 """
 
 import io
 
 import pytest
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
@@ -17,6 +21,7 @@ from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.study import results
@@ -39,13 +44,30 @@ class CountersVm:
     return self._total * self._busy, self._total
 
 
+def _Cpu(on_cpu: float, busy: float) -> client_cpu.ClientCpu:
+  """The client's figures: its one thread on a CPU `on_cpu` of the window,
+  its VM `busy`."""
+  side = attribution.SideCpu(
+      'client', (attribution.ThreadCpu('memtier', on_cpu, 0.0, True),), 2.0,
+      cores=1)
+  return client_cpu.ClientCpu(2.0, busy, busiest_thread='memtier',
+                              busiest_thread_fraction=on_cpu,
+                              busiest_thread_runnable_fraction=on_cpu,
+                              side=side, window_start=0.0, window_end=2.0)
+
+
 class ClosedLoopGenerator(base.LoadGenerator):
-  """A load generator double: a client-bound closed loop at `ceiling` ops/s."""
+  """A load generator double: a client-bound closed loop at `ceiling` ops/s,
+  its thread on a CPU `on_cpu` of each probe."""
 
   NAME = 'double'
+  MEASURES_CLIENT_CPU = True
 
-  def __init__(self, ceiling: float = 90000.0):
+  def __init__(self, ceiling: float = 90000.0, on_cpu: float = 0.95,
+               busy: float = 0.95):
     self.ceiling = ceiling
+    self.on_cpu = on_cpu
+    self.busy = busy
 
   def Version(self):
     return '0'
@@ -55,31 +77,47 @@ class ClosedLoopGenerator(base.LoadGenerator):
 
   def Probe(self, endpoints, password, workload, load, duration_s):
     throughput = min(self.ceiling, 6000.0 * load.connections)
+    cpu = _Cpu(self.on_cpu, self.busy)
     return measurement.Measurement(
         load, throughput, load.outstanding_requests / throughput * 1000,
-        duration_s=duration_s, ops=int(throughput * duration_s))
+        duration_s=duration_s, ops=int(throughput * duration_s),
+        client_cpu=cpu, client_cpu_busy_fraction=self.busy)
 
 
-def _Driver(busy_fractions):
-  vms = [CountersVm(b, f'clients-{i}') for i, b in enumerate(busy_fractions)]
-  return driver.ProbeDriver(vms, [ClosedLoopGenerator() for _ in vms],
-                            [base.Endpoint('127.0.0.1', 7001)], 'pw',
-                            base.Workload(), 1)
+def _Driver(on_cpu, busy=None):
+  busy = busy or on_cpu
+  vms = [CountersVm(b, f'clients-{i}') for i, b in enumerate(busy)]
+  return driver.ProbeDriver(
+      vms, [ClosedLoopGenerator(on_cpu=o, busy=b)
+            for o, b in zip(on_cpu, busy)],
+      [base.Endpoint('127.0.0.1', 7001)], 'pw', base.Workload(), 1)
 
 
 def test_saturated_probe_is_flagged_with_its_busy_share():
   m = _Driver([0.95])(Load(1, 32))
   assert m.client_saturated
+  assert m.metadata['limit'] == attribution.CLIENT_CPU
   assert m.client_cpu_busy_fraction == pytest.approx(0.95)
   calm = _Driver([0.5])(Load(1, 32))
   assert not calm.client_saturated
+  assert calm.metadata['limit'] == attribution.LATENCY
   assert calm.client_cpu_busy_fraction == pytest.approx(0.5)
+
+
+def test_a_busy_vm_whose_thread_is_not_on_a_cpu_is_not_client_bound():
+  # The VM 99 % busy (others' processes), the load generator's thread on a
+  # CPU 20 % of the time: the old VM rule said client-bound; it is not.
+  m = _Driver([0.2], [0.99])(Load(1, 32))
+  assert not m.client_saturated
+  assert m.metadata['limit'] != attribution.CLIENT_CPU
 
 
 def test_probe_samples_carry_saturation_and_busy_percent():
   m = _Driver([0.95])(Load(1, 32))
   for s in price_performance.ProbeSamples(0, m, 1.0):
     assert s.metadata['client_saturated'] is True
+    assert s.metadata['limit'] == 'client_cpu'
+    assert s.metadata['client_busiest_thread_pct'] == pytest.approx(95.0)
     assert s.metadata['client_cpu_busy_pct'] == pytest.approx(95.0)
 
 
@@ -87,6 +125,7 @@ def test_several_clients_keep_the_busiest_share():
   m = _Driver([0.4, 0.93])(Load(1, 32))
   assert m.client_saturated
   assert m.client_cpu_busy_fraction == pytest.approx(0.93)
+  assert m.metadata['client_busiest_thread_pct'] == pytest.approx(93.0)
 
 
 def test_adaptive_search_reports_the_client_limit():
@@ -112,4 +151,4 @@ def test_result_samples_say_client_limited_and_the_run_warns(pkb_flags):
                 if s.metric == price_performance.CAPPED_THROUGHPUT)
   assert capped.metadata['client_limited'] is True
   assert capped.metadata['client_saturated'] is True
-  assert 'WARNING: the client was CPU-saturated' in out.getvalue()
+  assert 'WARNING: the load generator was the limit' in out.getvalue()

@@ -222,17 +222,28 @@ def Path():
   return _PATH[0]
 
 
-def Executable(directory):
+def Executable(directory, spinning_thread=False):
   """Writes an executable `memtier_benchmark` running Main; returns its path.
 
   The first line names this interpreter itself, so argv_secret's library is
   preloaded into this very process (through `env` or a shell script it would
   go into that program, which would hand the password on in its argv).
+  With `spinning_thread`, every timed run also has a thread that spins (a
+  client busy on a CPU all the time: the attribution tests' client-CPU
+  case); `--version` and request-count runs do not.
   """
   path = os.path.join(directory, 'memtier_benchmark')
+  spin = ('import threading\n'
+          'def _Spin():\n'
+          '  while True:\n'
+          '    pass\n'
+          "if '--test-time' in ' '.join(sys.argv):\n"
+          "  threading.Thread(target=_Spin, daemon=True).start()\n"
+          if spinning_thread else '')
   with open(path, 'w') as f:
     f.write(f'#!{sys.executable}\n'
             'import sys\n'
+            f'{spin}'
             f'sys.path.insert(0, {_HERE!r})\n'
             'import memtier_replay\n'
             'sys.exit(memtier_replay.Main(sys.argv))\n')

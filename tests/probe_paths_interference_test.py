@@ -19,6 +19,7 @@ check that every step's samples carry the figures.
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import io
 import os
 import re
@@ -330,9 +331,14 @@ def test_sampled_adds_the_figures_or_nothing():
   measured = interference.Sampled(interference.ProbeInterference([sampler]),
                                   lambda load: m)(m.load)
   assert sampler.calls == ['Start', 'Stop']
+  # Every probe is named its limit (attribution.py): none measured here.
+  unmeasured = {'limit': 'unmeasured',
+                'limit_detail': 'no CPU counters came back from either side'}
   assert measured.metadata == {'load_generator': 'x', 'foreign_cpu_pct': 42.0,
-                               'interference': True}
-  # No samplers, or none that answered: the measurement as it was.
-  assert interference.Sampled(None, lambda load: m)(m.load) is m
-  broken = interference.ProbeInterference([_FixedSampler()])
-  assert interference.Sampled(broken, lambda load: m)(m.load) is m
+                               'interference': True, **unmeasured}
+  # No samplers, or none that answered: the measurement as it was, with
+  # its limit.
+  for probe in (None, interference.ProbeInterference([_FixedSampler()])):
+    same = interference.Sampled(probe, lambda load: m)(m.load)
+    assert same.metadata == {'load_generator': 'x', **unmeasured}
+    assert dataclasses.replace(same, metadata=m.metadata) == m

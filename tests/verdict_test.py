@@ -125,8 +125,8 @@ def test_client_bound_and_disturbed_on_the_answers_probes_only():
       _Curve(saturated_from=8, interference_from=8), 1.0, _Adaptive())
   found = verdict.OfSearch(near)
   assert found.flags == (verdict.CLIENT_BOUND, verdict.DISTURBED)
-  assert 'load generator saturated in' in found.reason
-  assert '(up to 42 %)' in found.reason
+  assert 'load generator was the limit in' in found.reason
+  assert '(foreign CPU up to 42 %)' in found.reason
   assert found.Words().startswith('CLIENT-BOUND (also disturbed): ')
 
 

@@ -1,34 +1,51 @@
-"""The load generator's own CPU over a probe: threads, cores and the VM.
+"""A probe's CPU counters: the load generator's (and a server's) threads.
 
 Whether a probe measured the server or the client is a question about the
-load generator's threads, not about the client VM as a whole: on a 32-vCPU
-client one fully busy memtier thread is 3 % of the VM. A probe's script
+processes' own threads, not about the VM as a whole: on a 32-vCPU client
+one fully busy memtier thread is 3 % of the VM, and a VM or core that other
+processes keep busy says nothing about the tool. A probe's script
 (concurrent.py) therefore takes timed snapshots of the client at the start
-and at the end of the load window; each holds
+and at the end of the load window, and a server VM's sampler
+(interference.ServerCpuSampler) a series of them; each holds
 
-  * the wall-clock time (`date +%s.%N`) and the time since boot
-    (/proc/uptime, the clock thread start times are counted in),
-  * /proc/stat (every core and the total; steal time for interference),
-  * for every thread of every load-generator process, its
+  * the wall-clock time and the time since boot (/proc/uptime, the clock
+    thread start times are counted in), and CLK_TCK,
+  * /proc/stat (every core and the total; steal time),
+  * for every thread of every measured process, its
     /proc/<pid>/task/<tid>/stat (name, start time, user and system ticks)
-    and /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU and waiting
-    for one), as `grep -H` prints them: `<path>:<content>`.
+    and /proc/<pid>/task/<tid>/schedstat (nanoseconds ON a CPU and waiting
+    for one in the run queue), as `<path>:<content>`,
+  * each process's Cpus_allowed_list (/proc/<pid>/status) and, for its
+    cgroup's CPU controller (the directory /proc/<pid>/cgroup names under
+    the v1 `cpu` mount or the v2 mount) and every parent that has a quota
+    file: `@cg <pid> <dir>`, the quota (v1 cpu.cfs_quota_us and
+    cpu.cfs_period_us; v2 cpu.max) and cpu.stat (nr_periods, nr_throttled,
+    throttled_time in ns on v1, throttled_usec on v2),
+  * optionally `@scan` and a `@fg <stat line>` per process that does not
+    work under the run's directory (processes foreign to the run; kernel
+    threads left out).
 
-`Measure` turns two snapshots into a `ClientCpu`: the busy share of the
-VM's (pinned or all) cores, of its busiest core, and of the busiest
-load-generator thread, both on a CPU and runnable (on a CPU or waiting in
-the run queue: a thread that wants a CPU all the time is CPU-bound even
-when other work takes the CPU from it). `Saturation` says which of them, if
-any, makes the probe the client's limit. Pure functions: tested with
-snapshots of real threads (tests/client_cpu_test.py).
+`Measure` turns two snapshots into a `ClientCpu` (the busy share of the
+VM's cores, of its busiest core, and the busiest thread, as before) with
+`side`, the `attribution.SideCpu` the one rule (attribution.py) decides
+on; `SideOf` does the same for any processes (a server's), `ForeignPct`
+the foreign CPU on given cores. Pure functions, plus the shell text that
+takes the snapshots (`ShellFunctions`, `SamplerScript`), so that writer
+and reader of the format sit together: tested with snapshots of real
+threads and recorded cgroup files (tests/client_cpu_test.py,
+tests/attribution_test.py).
 
-Extension seam: another figure of the load generator's CPU (e.g. softirq
-per core) is a field of `ClientCpu` computed in `Measure`, and a rule in
-`Saturation`.
+Extension seam: another counter is a line kind written by
+`ShellFunctions`, parsed in `Snapshot.Parse`, and a field of `SideCpu`.
 """
 
 import dataclasses
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+import os
+import shlex
+from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
+                    Tuple)
+
+from perfkitbenchmarker import attribution
 
 # A thread or core busier than this (on a CPU, or runnable for a thread) is
 # taken as saturated. Also the whole-VM rule the study always had.
@@ -48,6 +65,32 @@ class ThreadTimes:
   cpu_ticks: float  # user + system
   run_ns: Optional[float] = None  # schedstat: on a CPU
   wait_ns: Optional[float] = None  # schedstat: runnable, waiting for a CPU
+  pid: int = 0  # its process (the main thread has tid == pid)
+
+
+@dataclasses.dataclass(frozen=True)
+class CgroupCpu:
+  """One cgroup directory's CPU controller at one snapshot."""
+  quota_us: Optional[float] = None  # None: no quota (v1 -1, v2 'max')
+  period_us: Optional[float] = None
+  nr_periods: float = 0.0
+  nr_throttled: float = 0.0
+  throttled_s: float = 0.0  # v1 throttled_time (ns), v2 throttled_usec
+
+  @property
+  def quota_cores(self) -> Optional[float]:
+    if self.quota_us is None or not self.period_us or self.quota_us <= 0:
+      return None
+    return self.quota_us / self.period_us
+
+
+@dataclasses.dataclass(frozen=True)
+class ForeignProcess:
+  """A process foreign to the run, from the snapshot's scan of /proc."""
+  pid: int
+  start_ticks: float
+  cpu_ticks: float
+  processor: int  # the CPU it last ran on
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +100,16 @@ class Snapshot:
   cores: Dict[str, Tuple[float, ...]]  # 'cpu', 'cpu0', ... -> jiffies
   threads: Dict[int, ThreadTimes]
   clk_tck: float = DEFAULT_CLK_TCK
+  # pid -> CPUs its affinity allows (Cpus_allowed_list).
+  affinity: Dict[int, Tuple[int, ...]] = dataclasses.field(
+      default_factory=dict)
+  # pid -> its cgroup's CPU-controller directories, its own first, then
+  # each parent up to the hierarchy's root.
+  cgroup_dirs: Dict[int, Tuple[str, ...]] = dataclasses.field(
+      default_factory=dict)
+  cgroups: Dict[str, CgroupCpu] = dataclasses.field(default_factory=dict)
+  # The scan of processes foreign to the run (None: no scan taken).
+  foreign: Optional[Dict[Tuple[int, float], ForeignProcess]] = None
 
   @classmethod
   def Parse(cls, text: str) -> 'Snapshot':
@@ -72,19 +125,40 @@ class Snapshot:
     uptime = None
     clk = DEFAULT_CLK_TCK
     cores: Dict[str, Tuple[float, ...]] = {}
-    stats: Dict[int, Tuple[str, float, float]] = {}
+    stats: Dict[int, Tuple[str, float, float, int]] = {}
     sched: Dict[int, Tuple[float, float]] = {}
+    affinity: Dict[int, Tuple[int, ...]] = {}
+    dirs: Dict[int, List[str]] = {}
+    files: Dict[str, Dict[str, str]] = {}
+    foreign: Optional[Dict[Tuple[int, float], ForeignProcess]] = None
     for line in lines[1:]:
       if line.startswith('@uptime '):
         uptime = float(line.split()[1])
       elif line.startswith('@clk '):
         clk = float(line.split()[1]) or DEFAULT_CLK_TCK
+      elif line.startswith('@cg '):
+        fields = line.split(None, 2)
+        if len(fields) == 3 and fields[1].isdigit():
+          dirs.setdefault(int(fields[1]), []).append(
+              fields[2].rstrip('/') or '/')
+      elif line == '@scan':
+        foreign = {} if foreign is None else foreign
+      elif line.startswith('@fg '):
+        process = _ForeignProcess(line[4:])
+        if process is not None:
+          foreign = {} if foreign is None else foreign
+          foreign[(process.pid, process.start_ticks)] = process
       elif line.startswith('cpu'):
         fields = line.split()
         cores[fields[0]] = tuple(float(v) for v in fields[1:9])
       elif line.startswith('/proc/'):
         path, _, content = line.partition(':')
         parts = path.split('/')  # '', proc, pid, task, tid, stat|schedstat
+        if len(parts) == 4 and parts[3] == 'status' and parts[2].isdigit():
+          key, _, value = content.partition(':')
+          if key == 'Cpus_allowed_list':
+            affinity[int(parts[2])] = CpuList(value)
+          continue
         if len(parts) != 6 or not parts[4].isdigit():
           continue
         tid = int(parts[4])
@@ -95,16 +169,108 @@ class Snapshot:
           # A zombie (e.g. a finished helper of the command) is no load.
           if len(fields) >= 20 and fields[0] != 'Z':
             stats[tid] = (name, float(fields[19]),
-                          float(fields[11]) + float(fields[12]))
+                          float(fields[11]) + float(fields[12]),
+                          int(parts[2]) if parts[2].isdigit() else 0)
         elif parts[5] == 'schedstat':
           fields = content.split()
           if len(fields) >= 2:
             sched[tid] = (float(fields[0]), float(fields[1]))
+      elif line.startswith('/'):
+        path, _, content = line.partition(':')
+        directory, _, name = path.rpartition('/')
+        if name in _CGROUP_FILES:
+          entry = files.setdefault(directory or '/', {})
+          if name == 'cpu.stat':
+            key, _, value = content.partition(' ')
+            entry[f'stat.{key}'] = value.strip()
+          else:
+            entry[name] = content.strip()
     threads = {}
-    for tid, (name, start, cpu) in stats.items():
+    for tid, (name, start, cpu, pid) in stats.items():
       run, wait = sched.get(tid, (None, None))
-      threads[tid] = ThreadTimes(tid, name, start, cpu, run, wait)
-    return cls(wall, uptime, cores, threads, clk)
+      threads[tid] = ThreadTimes(tid, name, start, cpu, run, wait, pid)
+    return cls(wall, uptime, cores, threads, clk, affinity,
+               {pid: tuple(d) for pid, d in dirs.items()},
+               {d: _CgroupCpu(f) for d, f in files.items()}, foreign)
+
+
+_CGROUP_FILES = ('cpu.stat', 'cpu.max', 'cpu.cfs_quota_us', 'cpu.cfs_period_us')
+_PF_KTHREAD = 0x00200000
+
+
+def CpuList(text: str) -> Tuple[int, ...]:
+  """'0-3,8,10-11' (Cpus_allowed_list, cpuset lists) as CPU numbers."""
+  cpus: List[int] = []
+  for part in text.strip().split(','):
+    if not part:
+      continue
+    low, _, high = part.partition('-')
+    cpus.extend(range(int(low), int(high or low) + 1))
+  return tuple(cpus)
+
+
+def _Number(value: Optional[str]) -> Optional[float]:
+  try:
+    return float(value) if value is not None else None
+  except ValueError:
+    return None
+
+
+def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
+  """v1 (cpu.cfs_quota_us, cpu.cfs_period_us, cpu.stat with throttled_time
+  in ns) or v2 (cpu.max 'QUOTA PERIOD' or 'max PERIOD', cpu.stat with
+  throttled_usec)."""
+  quota = period = None
+  if 'cpu.max' in files:
+    fields = files['cpu.max'].split()
+    if fields:
+      quota = None if fields[0] == 'max' else _Number(fields[0])
+      period = _Number(fields[1]) if len(fields) > 1 else None
+  elif 'cpu.cfs_quota_us' in files:
+    quota = _Number(files['cpu.cfs_quota_us'])
+    quota = None if quota is None or quota < 0 else quota
+    period = _Number(files.get('cpu.cfs_period_us'))
+  throttled = 0.0
+  if 'stat.throttled_usec' in files:
+    throttled = (_Number(files['stat.throttled_usec']) or 0.0) / 1e6
+  elif 'stat.throttled_time' in files:
+    throttled = (_Number(files['stat.throttled_time']) or 0.0) / 1e9
+  return CgroupCpu(quota, period,
+                   _Number(files.get('stat.nr_periods')) or 0.0,
+                   _Number(files.get('stat.nr_throttled')) or 0.0,
+                   throttled)
+
+
+def _ForeignProcess(stat: str) -> Optional[ForeignProcess]:
+  """A /proc/<pid>/stat line of the foreign scan; None for kernel threads
+  (their work, network softirq and I/O, is mostly done for the run)."""
+  head, _, rest = stat.rpartition(') ')
+  fields = rest.split()
+  pid_text = head.split(' (', 1)[0]
+  if len(fields) < 37 or not pid_text.isdigit():
+    return None
+  try:
+    flags, ppid = int(fields[6]), int(fields[1])
+    pid = int(pid_text)
+    if flags & _PF_KTHREAD or 2 in (pid, ppid):
+      return None
+    return ForeignProcess(pid, float(fields[19]),
+                          float(fields[11]) + float(fields[12]),
+                          int(fields[36]))
+  except ValueError:
+    return None
+
+
+def ParseSeries(text: str) -> List[Snapshot]:
+  """Snapshots one after another, each after a line '@snap' (the server
+  sampler's file); the unreadable ones (cut short) are left out."""
+  snapshots = []
+  for chunk in text.split('@snap\n')[1:]:
+    try:
+      snapshots.append(Snapshot.Parse(chunk))
+    except (ValueError, IndexError):
+      continue
+  return snapshots
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +285,13 @@ class ClientCpu:
   busiest_thread_runnable_fraction: Optional[float] = None
   steal_pct: Optional[float] = None  # of the same cores, for interference
   threads_seen: int = 0
+  # The load generator's side for attribution.Decide (on-CPU, waits,
+  # affinity, quota, throttling, foreign CPU on its cores).
+  side: Optional[attribution.SideCpu] = None
+  # The window's wall-clock start and end (the server's counters are
+  # read over the same span).
+  window_start: Optional[float] = None
+  window_end: Optional[float] = None
 
   def Metadata(self) -> Dict[str, object]:
     """The sample metadata keys (client_cpu_busy_pct comes separately)."""
@@ -135,6 +308,116 @@ class ClientCpu:
     if self.busiest_core_fraction is not None:
       metadata['client_busiest_core_pct'] = Pct(self.busiest_core_fraction)
     return metadata
+
+
+def ShellFunctions(run_root: str = '') -> List[str]:
+  """Bash defining what a snapshot is made of (the probe script's `snap`
+  and the server sampler use them, so both sides read the same counters):
+
+    `pthreads PID`  every thread's stat and schedstat line (sets `seen` when
+                    a live thread was read);
+    `pcg PID`       its Cpus_allowed_list and, for its cgroup and each
+                    parent that has a CPU quota file, `@cg PID DIR`, the
+                    quota files (v1 cpu.cfs_quota_us and cpu.cfs_period_us,
+                    v2 cpu.max) and cpu.stat;
+    `fscan`         `@scan`, then `@fg <stat line>` for every process that
+                    does not work under `run_root` (the run's own processes
+                    all do), i.e. processes foreign to the run;
+    `now`, `clk`    the wall clock and CLK_TCK.
+
+  Bash builtins only (read, echo, cd, $EPOCHREALTIME) but getconf once: the
+  snapshots run while the machine is measured. The cgroup mounts (v1 with
+  the cpu controller, v2) are read once from /proc/self/mountinfo.
+  """
+  return [
+      'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
+      f'runroot={shlex.quote(run_root.rstrip("/"))}',
+      'now() { if [ -n "$EPOCHREALTIME" ]; then echo "${EPOCHREALTIME/,/.}"; '
+      'else date +%s.%N; fi; }',
+      'cg1=; r1=/; cg2=; r2=/',
+      '{ while read -r _ _ _ r m _ rest; do t=${rest#*- }; t=${t%% *}; '
+      'case $t in cgroup) [[ ,${rest##* }, == *,cpu,* ]] && '
+      '{ cg1=$m; r1=$r; };; cgroup2) cg2=$m; r2=$r;; esac; '
+      'done < /proc/self/mountinfo; } 2>/dev/null',
+      'pthreads() { local f l; '
+      'for f in /proc/$1/task/*/stat /proc/$1/task/*/schedstat; do '
+      '{ read -r l < "$f"; } 2>/dev/null || continue; echo "$f:$l"; '
+      # A zombie (argv_secret's finished process substitution) is no load.
+      '[[ $f != */stat || $l == *") Z "* ]] || seen=1; done; }',
+      'pcg() { local p=$1 l id c path d top r f; '
+      'while IFS= read -r l; do [ "${l#Cpus_allowed_list:}" = "$l" ] || '
+      '{ echo "/proc/$p/status:$l"; break; }; '
+      'done 2>/dev/null < /proc/$p/status; '
+      'while IFS=: read -r id c path; do '
+      'if [ "$id" = 0 ] && [ -z "$c" ]; then top=$cg2; r=$r2; '
+      'elif [[ ,$c, == *,cpu,* ]]; then top=$cg1; r=$r1; else continue; fi; '
+      '[ -n "$top" ] || continue; [ "$r" = / ] || path=${path#"$r"}; '
+      'top=${top%/}; d=$top${path%/}; '
+      'while [ "${#d}" -gt "${#top}" ]; do '
+      'if [ -r "$d/cpu.max" ] || [ -r "$d/cpu.cfs_quota_us" ]; then '
+      'echo "@cg $p $d"; for f in cpu.max cpu.cfs_quota_us cpu.cfs_period_us; '
+      'do [ -r "$d/$f" ] && { read -r l < "$d/$f"; echo "$d/$f:$l"; }; done; '
+      'while IFS= read -r l; do echo "$d/cpu.stat:$l"; '
+      'done 2>/dev/null < "$d/cpu.stat"; fi; d=${d%/*}; done; '
+      'done 2>/dev/null < /proc/$p/cgroup; }',
+      'fscan() { [ -n "$runroot" ] || return 0; echo @scan; '
+      '( for f in /proc/[0-9]*/stat; do { read -r l < "$f"; } 2>/dev/null '
+      '|| continue; p=${f#/proc/}; p=${p%/stat}; '
+      # Kernel threads (PID 2 and its children) are never the run's
+      # competitors here: their work (softirq, I/O) is mostly done for it.
+      '[[ $p == 2 || $l == *") "?" 2 "* ]] && continue; '
+      'if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$runroot"/* ]]; '
+      'then continue; fi; echo "@fg $l"; done ) }',
+  ]
+
+
+def SampleSchedule(interval_s: float, max_s: float, per_step: int = 50,
+                   longest_s: float = 5.0) -> List[float]:
+  """The sampler's sleeps: `interval_s` for the first `per_step`
+  snapshots, then twice as long for as many, and so on up to `longest_s`,
+  until `max_s` in all: short probes are sampled finely, a long one's
+  series stays small (its window's edges matter less)."""
+  sleeps: List[float] = []
+  interval, total = interval_s, 0.0
+  while total < max_s:
+    for _ in range(per_step):
+      sleeps.append(interval)
+      total += interval
+      if total >= max_s:
+        break
+    interval = min(longest_s, interval * 2)
+  return sleeps
+
+
+def SamplerScript(pids: Sequence[int], out: str, stop: str,
+                  interval_s: float, max_s: float, run_root: str) -> str:
+  """Bash that snapshots `pids` (a server's processes) every `interval_s`
+  (then less often: SampleSchedule) into `out` until `stop` exists,
+  `out`'s directory is gone or `max_s` passed (bounded), each snapshot
+  after a line '@snap' (ParseSeries); the first and the last also scan for
+  foreign processes."""
+  listed = ' '.join(str(int(p)) for p in pids)
+  lines = ShellFunctions(run_root) + [
+      # SIGUSR1 (Stop) ends the current sleep at once: the last snapshot is
+      # taken when asked, not up to an interval later.
+      'seen=; sp=; trap \'[ -z "$sp" ] || kill "$sp" 2>/dev/null\' USR1',
+      'shot() { { echo @snap; now; read -r l _ < /proc/uptime; '
+      'echo "@uptime $l"; echo "@clk $clk"; '
+      'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
+      f'done < /proc/stat; for p in {listed}; do pthreads $p; pcg $p; done; '
+      '[ -z "$1" ] || fscan; } >> ' + shlex.quote(out) + ' 2>/dev/null; }',
+      'shot scan',
+      # Bounded, and gone with the run's directory (a run killed between
+      # Start and Stop leaves no sampler behind past its teardown).
+      f'for iv in {" ".join(f"{x:g}" for x in SampleSchedule(interval_s, max_s))}; '
+      f'do [ -e {shlex.quote(stop)} ] && break; '
+      f'[ -d {shlex.quote(os.path.dirname(out) or ".")} ] || break; '
+      'sleep "$iv" & sp=$!; wait $sp; sp=; '
+      f'[ -e {shlex.quote(stop)} ] && break; shot; done',
+      'shot scan',
+      f'echo @end >> {shlex.quote(out)}',
+  ]
+  return '\n'.join(lines) + '\n'
 
 
 def _Busy(before: Sequence[float], after: Sequence[float]
@@ -166,17 +449,21 @@ def _Sum(snap: Snapshot, rows: Iterable[str]) -> Tuple[float, ...]:
   return tuple(sum(column) for column in zip(*values)) if values else ()
 
 
-def _Threads(before: Snapshot, after: Snapshot
-             ) -> List[Tuple[float, float, str]]:
-  """(on-CPU, runnable, name) fractions of each thread seen long enough."""
+def _ThreadRows(before: Snapshot, after: Snapshot,
+                pids: Optional[Collection[int]] = None
+                ) -> List[Tuple[ThreadTimes, float, float]]:
+  """(thread, on-CPU, waiting) fractions of each thread seen long enough
+  (of `pids` only, if given)."""
   if before.uptime_s is None or after.uptime_s is None:
     return []
   window = after.uptime_s - before.uptime_s
   if window <= 0:
     return []
   clk = after.clk_tck
-  figures = []
+  rows = []
   for tid, t1 in after.threads.items():
+    if pids is not None and t1.pid not in pids:
+      continue
     t0 = before.threads.get(tid)
     if t0 is not None and t0.start_ticks != t1.start_ticks:
       t0 = None  # The tid was reused: another thread.
@@ -188,12 +475,139 @@ def _Threads(before: Snapshot, after: Snapshot
     if t1.run_ns is not None and (t0 is None or t0.run_ns is not None):
       run = t1.run_ns - (t0.run_ns if t0 else 0.0)
       wait = t1.wait_ns - (t0.wait_ns if t0 else 0.0)
-      on_cpu, runnable = run / 1e9 / seen, (run + wait) / 1e9 / seen
+      on_cpu, waiting = run / 1e9 / seen, wait / 1e9 / seen
     else:
       ticks = t1.cpu_ticks - (t0.cpu_ticks if t0 else 0.0)
-      on_cpu = runnable = ticks / clk / seen
-    figures.append((min(1.0, on_cpu), min(1.0, runnable), t1.name))
-  return figures
+      on_cpu, waiting = ticks / clk / seen, 0.0
+    rows.append((t1, min(1.0, max(0.0, on_cpu)),
+                 min(1.0, max(0.0, waiting))))
+  return rows
+
+
+def _Threads(before: Snapshot, after: Snapshot
+             ) -> List[Tuple[float, float, str]]:
+  """(on-CPU, runnable, name) fractions of each thread seen long enough."""
+  return [(on, min(1.0, on + wait), t.name)
+          for t, on, wait in _ThreadRows(before, after)]
+
+
+def _Online(snap: Snapshot) -> List[int]:
+  return sorted(int(k[3:]) for k in snap.cores if k[3:].isdigit())
+
+
+def _Cgroup(before: Snapshot, after: Snapshot, pid: int
+            ) -> Tuple[Optional[float], Optional[Tuple[str, float, float,
+                                                          float]]]:
+  """(tightest quota in CPUs, (dir, periods, throttled periods, throttled
+  seconds) of the level that throttled it most) of one process."""
+  quota = None
+  worst = None
+  for directory in after.cgroup_dirs.get(pid, ()):
+    c1 = after.cgroups.get(directory)
+    if c1 is None:
+      continue
+    if c1.quota_cores is not None:
+      quota = (c1.quota_cores if quota is None else
+               min(quota, c1.quota_cores))
+    c0 = before.cgroups.get(directory)
+    if c0 is None or c1.nr_periods <= 0:
+      continue
+    periods = max(0.0, c1.nr_periods - c0.nr_periods)
+    throttled = max(0.0, c1.nr_throttled - c0.nr_throttled)
+    seconds = max(0.0, c1.throttled_s - c0.throttled_s)
+    share = throttled / periods if periods else 0.0
+    if worst is None or share > (worst[2] / worst[1] if worst[1] else 0.0):
+      worst = (directory, periods, throttled, seconds)
+  return quota, worst
+
+
+def ForeignPct(before: Snapshot, after: Snapshot, cores: Sequence[int],
+               own: Collection[int] = ()) -> Optional[float]:
+  """CPU processes foreign to the run (from both snapshots' scans) and the
+  hypervisor (steal) used on `cores`, in % of their capacity; None when a
+  snapshot has no scan. A process counts on the CPU it last ran on."""
+  if (before.foreign is None or after.foreign is None or not cores or
+      before.uptime_s is None or after.uptime_s is None):
+    return None
+  window = after.uptime_s - before.uptime_s
+  if window <= 0:
+    return None
+  wanted = set(cores)
+  ticks = 0.0
+  for key, p1 in after.foreign.items():
+    if p1.pid in own or p1.processor not in wanted:
+      continue
+    p0 = before.foreign.get(key)
+    ticks += max(0.0, p1.cpu_ticks - (p0.cpu_ticks if p0 else 0.0))
+  pct = 100.0 * ticks / after.clk_tck / (window * len(wanted))
+  rows = [f'cpu{c}' for c in wanted]
+  steal = _Steal(_Sum(before, rows), _Sum(after, rows))
+  return round(min(100.0, pct + (steal or 0.0)), 1)
+
+
+def SideOf(before: Snapshot, after: Snapshot, side: str,
+           pids: Optional[Collection[int]] = None,
+           cpu_set: Optional[Sequence[int]] = None
+           ) -> Optional[attribution.SideCpu]:
+  """One side's processes (`pids`, or every process in the snapshots)
+  between two snapshots, for attribution.Decide; None without threads."""
+  rows = _ThreadRows(before, after, pids)
+  if not rows or after.uptime_s is None or before.uptime_s is None:
+    return None
+  window = after.uptime_s - before.uptime_s
+  processes = sorted({t.pid for t, _, _ in rows})
+  online = set(_Online(after))
+  allowed: set = set()
+  for pid in processes:
+    allowed.update(after.affinity.get(pid, ()))
+  if online:
+    allowed &= online
+  cores = sorted(allowed) or list(cpu_set or []) or sorted(online)
+  quotas, worst = {}, None
+  for pid in processes:
+    quota, level = _Cgroup(before, after, pid)
+    if quota is not None:
+      quotas[pid] = quota
+    if level is not None and (worst is None or (
+        level[2] / level[1] if level[1] else 0.0) > (
+            worst[2] / worst[1] if worst[1] else 0.0)):
+      worst = level
+  quota_cores = None
+  if quotas and len(quotas) == len(processes):
+    # Processes in one cgroup share its quota; in several, each has its own.
+    tightest = {}
+    for pid in processes:
+      dirs = after.cgroup_dirs.get(pid, ())
+      tightest[dirs[0] if dirs else pid] = quotas[pid]
+    quota_cores = round(sum(tightest.values()), 3)
+  threads = tuple(attribution.ThreadCpu(t.name, on, wait, t.tid == t.pid)
+                  for t, on, wait in rows)
+  own = set(before.threads) | set(after.threads) | set(processes)
+  return attribution.SideCpu(
+      side=side, threads=threads, window_s=window,
+      cores=len(allowed) or None, quota_cores=quota_cores,
+      periods=int(worst[1]) if worst else 0,
+      throttled_periods=int(worst[2]) if worst else 0,
+      throttled_s=worst[3] if worst else 0.0,
+      foreign_pct=ForeignPct(before, after, cores, own),
+      processes=len(processes))
+
+
+def WindowOf(series: Sequence[Snapshot], start: Optional[float],
+             end: Optional[float]) -> Optional[Tuple[Snapshot, Snapshot]]:
+  """The pair of a series' snapshots that best covers [start, end] (wall
+  clock): the first and last inside it when two are, else the nearest
+  ones around it; the whole series without a window."""
+  if len(series) < 2:
+    return None
+  if start is None or end is None or end <= start:
+    return series[0], series[-1]
+  inside = [s for s in series if start <= s.wall_s <= end]
+  if len(inside) >= 2:
+    return inside[0], inside[-1]
+  before = [s for s in series if s.wall_s <= start] or series[:1]
+  after = [s for s in series if s.wall_s >= end] or series[-1:]
+  return before[-1], after[0]
 
 
 def Measure(before: Snapshot, after: Snapshot,
@@ -218,7 +632,9 @@ def Measure(before: Snapshot, after: Snapshot,
       busiest_thread=thread[2] if thread else None,
       busiest_thread_fraction=thread[0] if thread else None,
       busiest_thread_runnable_fraction=thread[1] if thread else None,
-      steal_pct=steal, threads_seen=len(threads))
+      steal_pct=steal, threads_seen=len(threads),
+      side=SideOf(before, after, 'client', cpu_set=cpu_set),
+      window_start=before.wall_s, window_end=after.wall_s)
 
 
 def MeasureText(before: str, after: str, cpu_set: Optional[Sequence[int]]
@@ -228,23 +644,3 @@ def MeasureText(before: str, after: str, cpu_set: Optional[Sequence[int]]
     return Measure(Snapshot.Parse(before), Snapshot.Parse(after), cpu_set)
   except (ValueError, IndexError):
     return None
-
-
-def Saturation(cpu: Optional[ClientCpu], cores_are_the_clients: bool = True
-               ) -> Optional[str]:
-  """Why the probe is the client's limit: 'thread', 'core', 'vm' or None.
-
-  `cores_are_the_clients`: the busiest core can only be blamed on the load
-  generator when no server shares those cores (a client pinned to cores of
-  its own, or a machine of its own); otherwise it is reported, not used.
-  """
-  if cpu is None:
-    return None
-  if (cpu.busiest_thread_runnable_fraction or 0.0) >= SATURATED_FRACTION:
-    return 'thread'
-  if cpu.busy_fraction is not None and cpu.busy_fraction > SATURATED_FRACTION:
-    return 'vm'
-  if cores_are_the_clients and (
-      cpu.busiest_core_fraction or 0.0) >= SATURATED_FRACTION:
-    return 'core'
-  return None

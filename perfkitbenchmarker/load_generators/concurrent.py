@@ -34,6 +34,7 @@ still there to be read. The window actually measured is kept
 """
 
 import base64
+import posixpath
 import dataclasses
 import re
 import shlex
@@ -71,22 +72,22 @@ class ProbeRun:
   cpu: Optional[client_cpu.ClientCpu]
 
 
-def _SnapshotFunction(b: str) -> List[str]:
+def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
   """Shell defining `snap FILE [threads]`: the time, uptime, CLK_TCK,
   /proc/stat, then every thread of each load process (the child of each
-  `timeout` whose PID is in <base>.<i>.pid), written whole or not at all
-  (with `threads`: only if it saw a thread, so the last snapshot of a run
-  that ends between two is one taken while it ran).
+  `timeout` whose PID is in <base>.<i>.pid) with its affinity and cgroup
+  CPU counters (client_cpu.ShellFunctions; the script's own cgroup too,
+  where its load processes are born, so the first snapshot has it), then the processes foreign to
+  the run (when `run_root` is given), written whole or not at all (with
+  `threads`: only if it saw a thread, so the last snapshot of a run that
+  ends between two is one taken while it ran).
 
   Bash builtins only (read, echo, $EPOCHREALTIME) but the final `mv`: the
   snapshots run on the client while it is measured, so they must cost it
   next to nothing; `date`, `pgrep` and `grep` stand in where an older bash
   or kernel lacks those.
   """
-  return [
-      'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
-      'now() { if [ -n "$EPOCHREALTIME" ]; then echo "${EPOCHREALTIME/,/.}"; '
-      'else date +%s.%N; fi; }',
+  return client_cpu.ShellFunctions(run_root) + [
       'kids() { if [ -r /proc/$1/task/$1/children ]; then '
       'read -r -a k < /proc/$1/task/$1/children; echo "${k[@]}"; '
       'else pgrep -P "$1"; fi; }',
@@ -94,13 +95,12 @@ def _SnapshotFunction(b: str) -> List[str]:
       'echo "@uptime $l"; echo "@clk $clk"; '
       'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
       'done < /proc/stat; '
+      # The script's own cgroup: the one its load processes are born in,
+      # read before they exist (their throttling counts from the start).
+      'pcg $$; '
       f'for f in {b}.*.pid; do [ -e "$f" ] || continue; read -r t < "$f"; '
-      'for p in $(kids "$t" 2>/dev/null); do '
-      'for f in /proc/$p/task/*/stat /proc/$p/task/*/schedstat; do '
-      '{ read -r l < "$f"; } 2>/dev/null || continue; echo "$f:$l"; '
-      # A zombie (argv_secret's finished process substitution) is no load.
-      '[[ $f != */stat || $l == *") Z "* ]] || seen=1; '
-      'done; done; done; } > "$1.tmp" 2>/dev/null; '
+      'for p in $(kids "$t" 2>/dev/null); do pthreads $p; pcg $p; '
+      'done; done; fscan; } > "$1.tmp" 2>/dev/null; '
       # With a 2nd argument, only a snapshot that saw a thread replaces one.
       '[ -z "$2" ] || [ -n "$seen" ] && mv -f "$1.tmp" "$1"; }',
   ]
@@ -120,15 +120,16 @@ def _Emit(key: str, path: str) -> str:
 def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            cpu_window_s: Optional[float] = None,
            setup_lines: Sequence[str] = (), files: Sequence[str] = (),
-           sample_every_s: float = 0.5) -> str:
+           sample_every_s: float = 0.5, run_root: str = '') -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side.
 
   `setup_lines` run first (e.g. argv_secret's unexported password variable).
   The script prints the bundle `ParseBundle` reads; `files` (paths) are in
-  it too.
+  it too. `run_root`: the directory every process of the run works under
+  (the snapshots count the processes that do not as foreign).
   """
   b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b),
+  lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b, run_root),
            f'rm -f {b}.*.pid {b}.stat1', f'snap {b}.stat0', 'pids=()']
   if cpu_window_s:
     lines.append(f'( sleep {float(cpu_window_s):.3f}; snap {b}.stat1 ) & '
@@ -222,6 +223,13 @@ def BusyOverWindow(stat0: str, stat1: str, cpu_set: Optional[Sequence[int]]
   return busy, window
 
 
+def RunRoot(vm) -> str:
+  """The directory every process of the run works under on `vm`: the
+  parent of its scratch directory (/tmp/pkb-<run_uri>, shared by the run's
+  VMs on one machine)."""
+  return posixpath.dirname(vm.scratch_dir.rstrip('/'))
+
+
 def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              timeout_s: float, cpu_window_s: Optional[float] = None,
              secret: Optional[str] = None, files: Sequence[str] = (),
@@ -239,7 +247,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   else:
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
-                  files, sample_every_s)
+                  files, sample_every_s, RunRoot(vm))
   # In the run record before it starts, and every process of it marked, so
   # cleanup and teardown can stop whatever of it outlives the run
   # (probe_processes).

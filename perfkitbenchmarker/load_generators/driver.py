@@ -5,10 +5,12 @@ cluster mode, against the cluster through one seed endpoint). The client VMs'
 measurements are combined by `measurement.Combine` (throughputs add up,
 latency weighted by operation counts, histograms merged). The client's CPU is
 measured over the load window (concurrent.RunProbe; around the probe when a
-generator gives no window): the load generator's busiest thread, the busiest
-core and the VM's cores (client_cpu.py), so a saturated client is flagged
-(`client_saturated`, `client_saturated_by`), not mistaken for the server's
-limit, on every kind of VM: one saturated thread of 32 is 3 % of the VM. With `interference` (load_generators/interference.py)
+generator gives no window): the load generator's threads' on-CPU time and
+waits, affinity, cgroup quota and throttling (client_cpu.py), and every
+probe is named its limit by the one rule (attribution.py, through
+interference.Sampled, which also reads the server VMs' side): a client
+limit is flagged (`client_saturated`, `client_saturated_by`), not mistaken
+for the server's, on every kind of VM. With `interference` (load_generators/interference.py)
 each probe is also bracketed by samplers of the CPU that processes foreign to
 the run used on its cores (steal time on VMs): `foreign_cpu_pct` and
 `interference` in the probe's metadata.
@@ -18,13 +20,13 @@ import concurrent.futures
 import dataclasses
 from typing import Callable, Collection, Hashable, List, Optional, Sequence
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import interference as interference_lib
 
-SATURATED_BUSY_FRACTION = client_cpu.SATURATED_FRACTION
 # Per-VM figures a probe over several client VMs reports at their worst.
 _WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
              'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY)
@@ -39,25 +41,35 @@ def CoresAreTheClients(vm, server_machines: Collection[Hashable]) -> bool:
                                  not in server_machines)
 
 
-def WithClientCpu(m: measurement.Measurement, own_cores: bool
+def WithClientCpu(m: measurement.Measurement, own_cores: bool = True
                   ) -> measurement.Measurement:
-  """m flagged by its client's CPU: the busiest load-generator thread, the
-  VM's cores, and the busiest core when `own_cores`; the figures and the
-  reason go into its metadata."""
+  """m with its client's side (attribution.SideCpu) and load window, its
+  figures in the metadata, and flagged `client_saturated` when the client
+  rules of attribution.Decide hold (its cgroup throttled it, or its threads
+  were ON a CPU >= 90 % of what they may use; never by time spent waiting
+  behind other processes, nor by the VM's or a core's busy share, which
+  others' processes fill too). `own_cores` is kept for callers; the rule
+  no longer reads cores."""
+  del own_cores
   cpu = m.client_cpu
-  reason = client_cpu.Saturation(cpu, own_cores)
-  busy = m.client_cpu_busy_fraction
-  if reason is None and busy is not None and busy > SATURATED_BUSY_FRACTION:
-    reason = 'vm'
   metadata = dict(m.metadata)
+  sides: tuple = m.client_sides
+  window = m.load_window
   if cpu is not None:
     metadata.update(cpu.Metadata())
     if cpu.steal_pct is not None:
       metadata[interference_lib.CLIENT_STEAL_KEY] = round(cpu.steal_pct, 1)
-  if reason:
-    metadata['client_saturated_by'] = reason
-  return dataclasses.replace(m, client_saturated=m.client_saturated or
-                             reason is not None, metadata=metadata)
+    if cpu.side is not None and not sides:
+      sides = (cpu.side,)
+    if window is None and cpu.window_start is not None:
+      window = (cpu.window_start, cpu.window_end)
+  limit = attribution.Decide(sides, ()) if sides else None
+  saturated = bool(limit and limit.client_limited)
+  if saturated:
+    metadata['client_saturated_by'] = limit.name
+  return dataclasses.replace(m, client_saturated=saturated,
+                             metadata=metadata, client_sides=sides,
+                             load_window=window)
 
 
 class ProbeDriver:

@@ -36,15 +36,18 @@ import concurrent.futures
 import dataclasses
 import logging
 import os
+import shlex
 import time
-from typing import (Callable, Dict, Iterable, List, Optional, Sequence, Set,
-                    Tuple, TypeVar)
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
+                    Set, Tuple, TypeVar)
 
 import psutil
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker.load_generators import client_cpu
 
 INTERFERENCE_PCT = 10.0
 # Steal time a probe measured on its own client VM (percent of its cores).
@@ -160,6 +163,92 @@ class StealSampler:
     return 100.0 * (steal - self._before[0]) / elapsed if elapsed > 0 else 0.0
 
 
+class ServerCpuSampler:
+  """A server VM's processes (the shards) over a probe: their threads'
+  on-CPU time and waits, affinity, cgroup quota and throttling, and the
+  foreign CPU on their cores (attribution.py reads them).
+
+  Start launches a bounded background loop on the VM (client_cpu.
+  SamplerScript: a snapshot every `interval_s`, one round trip, no waiting
+  for it); Stop signals it, takes the series back in one round trip and
+  picks the snapshots that cover the probe's load window (the client's
+  wall-clock window, when given). The same shell runs on every kind of VM
+  (Local runs it as a local command).
+  """
+
+  INTERVAL_S = 0.2
+  # max_s bounds a sampler nobody stops (pkb killed mid-probe); a longer
+  # probe's later part is then read from the last snapshot taken.
+
+  def __init__(self, vm, pids: Callable[[], Iterable[int]],
+               max_s: float = 3600.0):
+    self.vm = vm
+    self._pids = pids
+    self.max_s = max_s
+    self._count = 0
+    self._base: Optional[str] = None
+    self._pids_used: Tuple[int, ...] = ()
+
+  def Start(self) -> None:
+    self._pids_used = tuple(int(p) for p in self._pids() if p)
+    if not self._pids_used:
+      self._base = None
+      return
+    self._count += 1
+    base = f'{self.vm.scratch_dir}/server-cpu-{os.getpid()}-{self._count}'
+    self._base = base
+    root = os.path.dirname(self.vm.scratch_dir.rstrip('/'))
+    script = (f'echo $$ > {shlex.quote(base + ".pid")}\n' +
+              client_cpu.SamplerScript(
+                  self._pids_used, base + '.out', base + '.stop',
+                  self.INTERVAL_S, self.max_s, root))
+    q = shlex.quote
+    self.vm.RemoteCommand(
+        f'cat > {q(base + ".sh")} && {{ setsid bash {q(base + ".sh")} '
+        '> /dev/null 2>&1 < /dev/null & }', stdin=script)
+
+  def Stop(self) -> str:
+    """The series' text (client_cpu.ParseSeries); '' when nothing ran."""
+    if self._base is None:
+      return ''
+    q = shlex.quote
+    b = self._base
+    out, _ = self.vm.RemoteCommand(
+        f'touch {q(b + ".stop")}; for i in $(seq 300); do '
+        f'[ -s {q(b + ".pid")} ] && break; sleep 0.01; done; '
+        f'kill -USR1 "$(cat {q(b + ".pid")} 2>/dev/null)" 2>/dev/null; '
+        f'for i in $(seq 300); do [ "$(tail -n1 {q(b + ".out")} '
+        '2>/dev/null)" = @end ] && break; sleep 0.01; done; '
+        f'cat {q(b + ".out")} 2>/dev/null; '
+        f'rm -f {q(b + ".out")} {q(b + ".stop")} {q(b + ".pid")} '
+        f'{q(b + ".sh")}', ignore_failure=True)
+    return out
+
+  def Side(self, text: str, window: Optional[Tuple[float, float]]):
+    """The server side (attribution.SideCpu) over `window`, or None."""
+    series = client_cpu.ParseSeries(text)
+    pair = client_cpu.WindowOf(series, *(window or (None, None)))
+    if pair is None:
+      return None
+    side = client_cpu.SideOf(pair[0], pair[1], 'server',
+                             pids=set(self._pids_used),
+                             cpu_set=self.vm.cpu_set)
+    if side is None:
+      return None
+    # Foreign processes are scanned at the series' ends only (a scan costs
+    # a read per process): their share over the whole probe.
+    scanned = [s for s in series if s.foreign is not None]
+    if len(scanned) >= 2 and side.cores:
+      cores = sorted(set().union(*(pair[1].affinity.get(p, ())
+                                   for p in self._pids_used))) or list(
+                                       self.vm.cpu_set or [])
+      foreign = client_cpu.ForeignPct(scanned[0], scanned[-1], cores or [
+          int(k[3:]) for k in pair[1].cores if k[3:].isdigit()],
+                                      set(self._pids_used))
+      side = dataclasses.replace(side, foreign_pct=foreign)
+    return side
+
+
 class ProbeInterference:
   """Brackets one probe with every sampler; the largest figure wins.
 
@@ -169,21 +258,43 @@ class ProbeInterference:
   """
 
   def __init__(self, samplers: Sequence, threshold_pct: float =
-               INTERFERENCE_PCT, steal_from_probes: bool = False):
+               INTERFERENCE_PCT, steal_from_probes: bool = False,
+               servers: Sequence[ServerCpuSampler] = ()):
     self.samplers = list(samplers)
+    self.servers = list(servers)
     self.threshold_pct = threshold_pct
     self.steal_from_probes = steal_from_probes
     self._starting: List[concurrent.futures.Future] = []
+    self._servers_starting: List[concurrent.futures.Future] = []
     self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
   def _Pool(self) -> concurrent.futures.ThreadPoolExecutor:
     if self._pool is None:
       self._pool = concurrent.futures.ThreadPoolExecutor(
-          max(1, len(self.samplers)), thread_name_prefix='interference')
+          max(1, len(self.samplers) + len(self.servers)),
+          thread_name_prefix='interference')
     return self._pool
 
   def Start(self) -> None:
     self._starting = [self._Pool().submit(s.Start) for s in self.samplers]
+    self._servers_starting = [self._Pool().submit(s.Start)
+                              for s in self.servers]
+
+  def _StopServer(self, sampler, starting, window):
+    try:
+      starting.result()
+      return sampler.Side(sampler.Stop(), window)
+    except (errors.Error, OSError, ValueError) as e:
+      logging.warning('Server CPU sampler on %s failed: %s',
+                      sampler.vm.name, e)
+      return None
+
+  def StopServers(self, window: Optional[Tuple[float, float]] = None
+                  ) -> List[attribution.SideCpu]:
+    """Each server VM's side over `window` (those that came back)."""
+    futures = [self._Pool().submit(self._StopServer, s, f, window)
+               for s, f in zip(self.servers, self._servers_starting)]
+    return [side for side in (f.result() for f in futures) if side]
 
   def _Stop(self, sampler, starting) -> Optional[float]:
     try:
@@ -209,14 +320,37 @@ class ProbeInterference:
     pct = round(max(figures), 1)
     return {'foreign_cpu_pct': pct, 'interference': pct > self.threshold_pct}
 
+  def StopAll(self, probe_steal_pct: Optional[float] = None,
+              window: Optional[Tuple[float, float]] = None
+              ) -> Tuple[Dict[str, object], List[attribution.SideCpu]]:
+    """Stop's figures and StopServers' sides, stopped side by side (each
+    sampler on a worker of its own: no task waits for another)."""
+    futures = [self._Pool().submit(self._StopServer, s, f, window)
+               for s, f in zip(self.servers, self._servers_starting)]
+    figures = self.Stop(probe_steal_pct)
+    return figures, [side for side in (f.result() for f in futures) if side]
+
 
 def ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]],
-           measured: Sequence = ()) -> ProbeInterference:
+           measured: Sequence = (),
+           server_pids: Optional[Callable[[Any], Iterable[int]]] = None
+           ) -> ProbeInterference:
   """Local: foreign processes on the VMs' cores; elsewhere: steal time.
 
   `measured`: client VMs whose probes report their own steal time
   (`client_steal_pct`); no sampler reads their machines again.
+  `server_pids(vm)`: the server processes on a VM (none: not a server VM);
+  each server VM then gets a ServerCpuSampler.
   """
+  probe = _ForRun(cloud, vms, own_pids, measured)
+  if server_pids is not None:
+    probe.servers = [ServerCpuSampler(vm, lambda vm=vm: server_pids(vm))
+                     for vm in vms if list(server_pids(vm))]
+  return probe
+
+
+def _ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]],
+            measured: Sequence = ()) -> ProbeInterference:
   if cloud == 'Local':
     cores: Optional[Set[int]] = set()
     for vm in vms:
@@ -256,19 +390,39 @@ def Bracket(probe: Optional[ProbeInterference], run: Callable[[], _T],
   return result, probe.Stop(steal_of(result))
 
 
+def Attributed(m: measurement.Measurement,
+               servers: Sequence[attribution.SideCpu] = ()
+               ) -> measurement.Measurement:
+  """m with its limit (attribution.Decide over its client sides and the
+  server sides): `limit`, `limit_detail` and the figures in its metadata,
+  and `client_saturated` exactly when the limit is the client's."""
+  limit = attribution.Decide(m.client_sides, servers)
+  metadata = {**m.metadata, **limit.Metadata()}
+  metadata.pop('client_saturated_by', None)
+  if limit.client_limited:
+    metadata['client_saturated_by'] = limit.name
+  return dataclasses.replace(m, metadata=metadata,
+                             client_saturated=limit.client_limited)
+
+
 def Sampled(probe: Optional[ProbeInterference],
             measure: Callable[[measurement.Load], measurement.Measurement]
             ) -> Callable[[measurement.Load], measurement.Measurement]:
-  """measure(load) whose Measurement carries its probe's figures."""
+  """measure(load) whose Measurement carries its probe's figures and its
+  limit (`Attributed`)."""
 
   def Measured(load: measurement.Load) -> measurement.Measurement:
     if probe is None:
-      return measure(load)
+      return Attributed(measure(load))
     probe.Start()
-    m = measure(load)
-    figures = probe.Stop(m.metadata.get(CLIENT_STEAL_KEY))
-    if not figures:
-      return m
-    return dataclasses.replace(m, metadata={**m.metadata, **figures})
+    try:
+      m = measure(load)
+    except Exception:
+      probe.StopAll()  # No sampler outlives its probe.
+      raise
+    figures, servers = probe.StopAll(m.metadata.get(CLIENT_STEAL_KEY),
+                                     m.load_window)
+    return Attributed(dataclasses.replace(
+        m, metadata={**m.metadata, **figures}), servers)
 
   return Measured

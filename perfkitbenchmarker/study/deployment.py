@@ -425,8 +425,15 @@ def ProbeDriver(spec, deployment: Deployment,
       interference=interference.ForRun(
           spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
           lambda: [p.pid for p in deployment.processes],
-          measured=MeasuringClients(spec, deployment.generators)),
+          measured=MeasuringClients(spec, deployment.generators),
+          server_pids=lambda vm: ServerPids(deployment, vm)),
       server_machines=ServerMachines(spec))
+
+
+def ServerPids(deployment: Deployment, vm) -> List[int]:
+  """The shard processes running on `vm` (what its server side counts)."""
+  return [p.pid for p in deployment.processes
+          if p.vm.name == vm.name and getattr(p, "pid", None)]
 
 
 def MeasuringClients(spec, generators) -> list:

@@ -10,6 +10,7 @@ with `InterferenceMetadata` and `WarnAboutInterference`.
 
 from typing import Any, Dict, List, Optional, Sequence
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
@@ -150,8 +151,9 @@ def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
     spec.EmitSamples(priced)
     samples += priced
   if result.client_limited:
-    spec.reporter.Line('WARNING: the client was CPU-saturated in some probes; '
-                       'the capped throughput may be the client\'s limit.')
+    spec.reporter.Line('WARNING: the load generator was the limit (its CPU '
+                       'or its cgroup\'s quota) in some probes; the capped '
+                       'throughput may be the client\'s limit.')
   WarnAboutInterference(spec, measured)
   return samples
 
@@ -201,6 +203,7 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
           f'(x{spec.GroupCounts()["servers"]})' if perf else 'unpriced'),
       'verdict': verdict_lib.WORDS.get(capped.metadata.get(verdict_lib.KEY),
                                        'n/a'),
+      'limit': attribution.Short(capped.metadata) or 'n/a',
   }]
   spec.reporter.Summary(rows)
   verdict = verdict_lib.OfMetadata(capped.metadata)

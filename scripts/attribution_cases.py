@@ -1,0 +1,225 @@
+"""The attribution matrix: ./pkb.py runs whose limit is known beforehand.
+
+Each case is a real staged run (`--run_stage=provision,prepare`, then the
+case's adversary is put in place, then `--run_stage=run,cleanup,teardown`),
+on Local or, given a static VM file, over SSH:
+
+  quiet         nothing done: the run says what limited it, with figures
+  server_quota  the shards moved into a cgroup held to 20 % of a CPU
+  client_quota  the run stage (so its load generators) in a cgroup held to
+                20 % of a CPU
+  client_hog    a busy loop pinned on each of the client's cores, in a
+                cgroup of high weight held to half of each core (it takes
+                half of the cores it is on, whatever else runs)
+  client_spin   the load generator has a spinning thread of its own (the
+                memtier stand-in's `spinning_thread`, tests only), run in a
+                cgroup of high weight (it gets the CPU it spins on)
+
+In the server-quota case the run stage also runs at a high weight, so that
+the load generator is not starved by others' load.
+
+The cgroups (scripts/cpu_cgroups.py) carry a high weight so that, on a
+machine shared with other work, the case under test gets the CPU it asks
+for: the server reaches its quota, the hog takes its cores. Everything the
+case made (cgroups, hogs) is removed in `finally`, and a run that failed
+between its stages is torn down.
+
+Used by tests/attribution_matrix_test.py and scripts/bench_attribution.py.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import uuid
+from typing import Dict, List, Optional, Sequence
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(_HERE)
+if REPO not in sys.path:
+  sys.path.insert(0, REPO)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from scripts import cpu_cgroups
+
+CASES = ('quiet', 'server_quota', 'client_quota', 'client_hog', 'client_spin')
+EXPECTED = {'server_quota': 'server_quota', 'client_quota': 'client_quota',
+            'client_hog': 'disturbed', 'client_spin': 'client_cpu'}
+QUOTA_CORES = 0.2
+HOG_SHARE = 0.5
+# Short runs: 1 s probes, few of them, a cap every probe stays under (the
+# limit is the question here, not the capped figure).
+FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
+         '--memtier_max_probes=3', '--memtier_latency_cap=200',
+         '--memtier_adaptive_min_connections=8',
+         '--memtier_adaptive_max_connections=32', '--nosystem_tuning',
+         '--timeout_minutes=5', '--noaccept_unconfirmed']
+_SPIN = 'import time\nwhile True: pass\n'
+
+
+@dataclasses.dataclass
+class CaseResult:
+  case: str
+  run_uri: str
+  returncode: int
+  stdout: str
+  stderr: str
+  probes: List[Dict[str, str]]  # each probe's throughput sample labels
+  answer: Optional[Dict[str, str]]  # latency_capped_throughput's labels
+
+  @property
+  def limits(self) -> List[str]:
+    return [p.get('limit', '') for p in self.probes]
+
+  def Majority(self) -> Optional[str]:
+    limits = self.limits
+    if not limits:
+      return None
+    return max(sorted(set(limits)), key=limits.count)
+
+  def Line(self) -> str:
+    """One line: case, the answer's limit, verdict, key figures."""
+    answer = self.answer or {}
+    figures = [f'{k}={answer[k]}' for k in (
+        'client_busiest_thread_pct', 'client_thread_wait_pct',
+        'client_throttled_pct', 'client_foreign_cpu_pct',
+        'server_main_thread_pct', 'server_throttled_pct',
+        'server_foreign_cpu_pct') if answer.get(k) not in (None, '')]
+    return (f'{self.case:13} limit={answer.get("limit", "-"):13} '
+            f'verdict={answer.get("verdict_flags", "-"):22} '
+            f'probes={",".join(self.limits) or "-"}  ' + ' '.join(figures))
+
+
+def _Labels(row: dict) -> Dict[str, str]:
+  if 'metadata' in row:
+    return {k: str(v) for k, v in row['metadata'].items()}
+  labels = {}
+  for item in row.get('labels', '').split('|,|'):
+    key, _, value = item.strip('|').partition(':')
+    labels[key] = value
+  return labels
+
+
+def _Rows(results_dir: str, run_uri: str) -> List[dict]:
+  path = os.path.join(results_dir, run_uri,
+                      'perfkitbenchmarker_results.json')
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def ShardPids(results_dir: str, run_uri: str) -> List[int]:
+  with open(os.path.join(results_dir, run_uri,
+                         'run_record.json')) as f:
+    record = json.load(f)
+  return [int(e['data']['pid']) for e in record['resources']
+          if e['kind'].endswith('_process') and e['kind'] != 'probe_process'
+          and e['data'].get('pid') and e.get('status') != 'deleted']
+
+
+def ClientCores(results_dir: str, run_uri: str) -> List[int]:
+  """The client VMs' pinned cores (Local), else every core here."""
+  with open(os.path.join(results_dir, run_uri,
+                         'run_record.json')) as f:
+    record = json.load(f)
+  cores = set()
+  for e in record['resources']:
+    if e['data'].get('group') == 'clients':
+      if not e['data'].get('cpu_set'):
+        return sorted(os.sched_getaffinity(0))
+      cores.update(e['data']['cpu_set'])
+  return sorted(cores) or sorted(os.sched_getaffinity(0))
+
+
+def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
+         cgroup: Optional[cpu_cgroups.CpuCgroup] = None,
+         timeout: float = 300) -> subprocess.CompletedProcess:
+  argv = [os.path.join(REPO, '.venv', 'bin', 'python'),
+          os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
+          f'--results_dir={results_dir}', *args]
+  if not os.path.exists(argv[0]):
+    argv[0] = sys.executable
+  # The child joins the cgroup before it execs: every process it starts
+  # (the probe scripts, the load generators) is born there.
+  join = None
+  if cgroup is not None:
+    procs = os.path.join(cgroup.path, 'cgroup.procs')
+
+    def join():
+      with open(procs, 'w') as f:
+        f.write(str(os.getpid()))
+  return subprocess.run(argv, capture_output=True, text=True,
+                        timeout=timeout, cwd=REPO, preexec_fn=join)
+
+
+def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
+            quota_cores: float = QUOTA_CORES,
+            client_pids: Sequence[int] = ()) -> CaseResult:
+  """Runs one case of the matrix; everything it made is gone afterwards.
+
+  `client_pids`: processes that start the load generators other than the
+  run stage itself (the loopback sshd of a Static run: its sessions are
+  born where it is), put into the client's cgroup with the run stage.
+  """
+  if case not in CASES:
+    raise ValueError(f'unknown case {case!r}; one of {", ".join(CASES)}')
+  run_uri = f'at{uuid.uuid4().hex[:8]}'
+  args = [*FLAGS, *extra]
+  groups: List[cpu_cgroups.CpuCgroup] = []
+  hogs: List[subprocess.Popen] = []
+  torn_down = False
+  try:
+    first = _Pkb(['--run_stage=provision,prepare', *args], run_uri,
+                 results_dir)
+    if first.returncode != 0:
+      return CaseResult(case, run_uri, first.returncode, first.stdout,
+                        first.stderr, [], None)
+    runner = None
+    if case == 'server_quota':
+      group = cpu_cgroups.CpuCgroup(quota_cores)
+      groups.append(group)
+      for pid in ShardPids(results_dir, run_uri):
+        group.Add(pid)
+      # The client at a high weight too: others' load must not starve it
+      # (the server's quota is the case, not a starved client).
+      runner = cpu_cgroups.CpuCgroup()
+      groups.append(runner)
+    elif case == 'client_quota':
+      runner = cpu_cgroups.CpuCgroup(quota_cores)
+      groups.append(runner)
+    elif case == 'client_spin':
+      runner = cpu_cgroups.CpuCgroup()
+      groups.append(runner)
+    elif case == 'client_hog':
+      # Half of each of the client's cores, whatever else runs here: the
+      # client waits for a CPU, yet still gets enough to finish its probes.
+      cores = ClientCores(results_dir, run_uri)
+      group = cpu_cgroups.CpuCgroup(HOG_SHARE * len(cores))
+      groups.append(group)
+      for core in cores:
+        hog = subprocess.Popen(['taskset', '-c', str(core), sys.executable,
+                                '-c', _SPIN])
+        hogs.append(hog)
+        group.Add(hog.pid)
+    if runner is not None:
+      for pid in client_pids:
+        runner.Add(pid)
+    second = _Pkb(['--run_stage=run,cleanup,teardown', *args], run_uri,
+                  results_dir, runner)
+    torn_down = True
+    rows = _Rows(results_dir, run_uri)
+    probes = [_Labels(r) for r in rows if r['metric'] == 'throughput']
+    capped = [_Labels(r) for r in rows
+              if r['metric'] == 'latency_capped_throughput']
+    return CaseResult(case, run_uri, second.returncode, second.stdout,
+                      second.stderr, probes, capped[-1] if capped else None)
+  finally:
+    for hog in hogs:
+      hog.kill()
+      hog.wait()
+    for group in groups:
+      group.Remove()
+    if not torn_down:
+      _Pkb(['--run_stage=cleanup,teardown', *args], run_uri, results_dir)

@@ -1,0 +1,147 @@
+"""CPU cgroups a test makes for itself, and always removes.
+
+`CpuCgroup` creates a cgroup with the CPU controller (v1 under the `cpu`
+mount, else v2 where its root delegates `cpu`), sets a CPU quota and/or a
+weight, moves processes into it, and on `Remove` moves whatever is left
+back to the parent and removes the directory. `Available()` says whether
+this machine lets a test do that (root, a writable controller); tests skip
+cleanly where the kernel lacks a version.
+
+A test's own cgroups get a high weight (v1 cpu.shares 262144, v2 cpu.weight
+10000): on a machine shared with other work the case under test then gets
+the CPU it asks for (a hog takes its core, a quota'd server reaches its
+quota), so the test decides on throttling and on-CPU counters, which other
+load cannot fake.
+"""
+
+import os
+import uuid
+from typing import List, Optional
+
+HIGH_WEIGHT_V1 = 262144
+HIGH_WEIGHT_V2 = 10000
+PERIOD_US = 100000
+
+
+def _Mounts():
+  """(v1 cpu mount or None, v2 mount or None) from /proc/self/mountinfo."""
+  v1 = v2 = None
+  with open('/proc/self/mountinfo') as f:
+    for line in f:
+      fields = line.split()
+      try:
+        dash = fields.index('-')
+      except ValueError:
+        continue
+      kind, options = fields[dash + 1], fields[-1].split(',')
+      if kind == 'cgroup' and 'cpu' in options and v1 is None:
+        v1 = fields[4]
+      elif kind == 'cgroup2' and v2 is None:
+        v2 = fields[4]
+  return v1, v2
+
+
+def Version() -> Optional[int]:
+  """1 or 2: the cgroup version a test can make CPU cgroups in; None."""
+  if os.geteuid() != 0:
+    return None
+  v1, v2 = _Mounts()
+  if v1 and os.access(v1, os.W_OK):
+    return 1
+  if v2:
+    try:
+      with open(os.path.join(v2, 'cgroup.subtree_control')) as f:
+        if 'cpu' in f.read().split():
+          return 2
+    except OSError:
+      pass
+  return None
+
+
+def Available() -> bool:
+  return Version() is not None
+
+
+class CpuCgroup:
+  """One cgroup of the test's own (a unique name under the CPU root)."""
+
+  def __init__(self, quota_cores: Optional[float] = None, high_weight=True,
+               prefix: str = 'pkb-test'):
+    version = Version()
+    if version is None:
+      raise RuntimeError('no writable CPU cgroup controller here')
+    v1, v2 = _Mounts()
+    self.version = version
+    root = v1 if version == 1 else v2
+    self.path = os.path.join(root, f'{prefix}-{os.getpid()}-'
+                             f'{uuid.uuid4().hex[:8]}')
+    self.parent = root
+    os.mkdir(self.path)
+    try:
+      if quota_cores is not None:
+        self.SetQuota(quota_cores)
+      if high_weight:
+        if version == 1:
+          self._Write('cpu.shares', str(HIGH_WEIGHT_V1))
+        else:
+          self._Write('cpu.weight', str(HIGH_WEIGHT_V2))
+    except BaseException:
+      self.Remove()
+      raise
+
+  def _Write(self, name: str, value: str) -> None:
+    with open(os.path.join(self.path, name), 'w') as f:
+      f.write(value)
+
+  def SetQuota(self, cores: float) -> None:
+    quota = int(cores * PERIOD_US)
+    if self.version == 1:
+      self._Write('cpu.cfs_period_us', str(PERIOD_US))
+      self._Write('cpu.cfs_quota_us', str(quota))
+    else:
+      self._Write('cpu.max', f'{quota} {PERIOD_US}')
+
+  def Add(self, pid: int) -> None:
+    """Moves process `pid` (all its threads) into the cgroup."""
+    self._Write('cgroup.procs', str(int(pid)))
+
+  def Pids(self) -> List[int]:
+    try:
+      with open(os.path.join(self.path, 'cgroup.procs')) as f:
+        return [int(p) for p in f.read().split()]
+    except OSError:
+      return []
+
+  def Throttled(self) -> int:
+    """nr_throttled so far (how many periods the quota held it back)."""
+    with open(os.path.join(self.path, 'cpu.stat')) as f:
+      for line in f:
+        key, _, value = line.partition(' ')
+        if key == 'nr_throttled':
+          return int(value)
+    return 0
+
+  def Remove(self) -> None:
+    """Moves any process left back to the parent and removes the cgroup."""
+    if not os.path.isdir(self.path):
+      return
+    for _ in range(20):
+      pids = self.Pids()
+      if not pids:
+        break
+      for pid in pids:
+        try:
+          with open(os.path.join(self.parent, 'cgroup.procs'), 'w') as f:
+            f.write(str(pid))
+        except OSError:
+          pass  # It exited meanwhile.
+    try:
+      os.rmdir(self.path)
+    except OSError:
+      pass
+
+  def __enter__(self) -> 'CpuCgroup':
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.Remove()

@@ -1,0 +1,150 @@
+"""The attribution matrix: real runs whose limit is known beforehand.
+
+Each case is a real staged ./pkb.py run (real redis-server, redis-benchmark
+or the memtier stand-in, real cgroups this test makes and removes; see
+scripts/attribution_cases.py) and asserts on the limit each probe and the
+answer are named, never on throughput figures:
+
+  server_quota  shards held to 20 % of a CPU by a cgroup quota: the server
+                quota, never client-bound (Local and over SSH)
+  client_quota  the load generator held to 20 %: the client quota
+  client_hog    a busy loop on the client's cores: disturbed, never
+                client-bound (Local and over SSH)
+  client_spin   a load generator with a spinning thread: client CPU
+  quiet         nothing done: every probe names its limit, with the
+                figures it rests on, and they agree with the rule
+
+The decisions rest on throttling and on-CPU counters, which other load on
+this shared machine cannot fake; the test's own cgroups run at a high
+weight so the case under test gets the CPU it asks for. Skipped cleanly
+where there is no writable CPU cgroup controller (not root, or a kernel
+without one).
+"""
+
+import json
+
+import pytest
+
+import e2e_support
+import memtier_replay
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker import verdict
+from scripts import attribution_cases
+from scripts import cpu_cgroups
+
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+pytestmark = [
+    pytest.mark.skipif(not cpu_cgroups.Available(),
+                       reason='needs root and a writable CPU cgroup '
+                       'controller (v1 cpu or v2 with cpu delegated)'),
+    e2e_support.NeedsTools('redis-server', 'redis-benchmark', 'taskset')]
+
+
+def _Check(result, expected):
+  """Most probes name `expected`; none the client unless expected; the
+  answer's limit and verdict agree."""
+  assert result.probes, (result.stdout[-2000:], result.stderr[-2000:])
+  limits = result.limits
+  assert all(l in attribution.LIMITS for l in limits), limits
+  assert result.Majority() == expected, (limits, result.stdout[-3000:])
+  answer = result.answer
+  assert answer is not None, result.stderr[-2000:]
+  assert answer['limit'] == expected, answer
+  flags = answer[verdict.FLAGS_KEY].split(',')
+  client = expected in attribution.CLIENT_LIMITS
+  if not client:
+    assert not any(l in attribution.CLIENT_LIMITS for l in limits), limits
+  assert (verdict.CLIENT_BOUND in flags) == client, flags
+  assert (verdict.DISTURBED in flags) == (expected == attribution.DISTURBED), (
+      flags, limits)
+  # The answer's words name it, with its figures, on the Verdict line.
+  line, = [l for l in result.stdout.splitlines() if l.startswith('Verdict:')]
+  assert f'limit: {attribution.WORDS[expected]} (' in line, line
+  return answer
+
+
+def test_server_quota_is_the_servers_limit_never_the_clients(tmp_path):
+  result = attribution_cases.RunCase('server_quota', str(tmp_path))
+  answer = _Check(result, attribution.SERVER_QUOTA)
+  assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
+  assert float(answer['server_throttled_pct']) >= 10
+  assert 'server cgroup throttled in' in answer['limit_detail']
+  # A server limit is a server figure: no client flag on its probes.
+  assert all(p['client_saturated'] == 'False' for p in result.probes)
+
+
+def test_client_quota_is_the_clients_limit(tmp_path):
+  result = attribution_cases.RunCase('client_quota', str(tmp_path))
+  answer = _Check(result, attribution.CLIENT_QUOTA)
+  assert float(answer['client_cpu_quota']) == pytest.approx(0.2)
+  assert result.returncode == verdict.EXIT_UNCONFIRMED
+  assert 'CLIENT QUOTA' in result.stdout
+
+
+def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(tmp_path):
+  result = attribution_cases.RunCase('client_hog', str(tmp_path))
+  answer = _Check(result, attribution.DISTURBED)
+  assert float(answer['client_foreign_cpu_pct']) >= 10, answer
+  assert float(answer['client_thread_wait_pct']) >= 10, answer
+
+
+def test_a_spinning_client_thread_is_client_cpu(tmp_path):
+  path = memtier_replay.Executable(str(tmp_path), spinning_thread=True)
+  result = attribution_cases.RunCase('client_spin', str(tmp_path / 'r'),
+                                     [f'--memtier_path={path}'])
+  answer = _Check(result, attribution.CLIENT_CPU)
+  assert float(answer['client_busiest_thread_pct']) >= 90, answer
+
+
+def test_a_quiet_run_says_what_it_is_with_its_figures(tmp_path):
+  result = attribution_cases.RunCase('quiet', str(tmp_path))
+  assert result.probes, result.stderr[-2000:]
+  for labels in result.probes:
+    assert labels['limit'] in attribution.LIMITS, labels
+    assert labels['limit_detail'], labels
+    for key in ('client_busiest_thread_pct', 'client_cpu_allowed',
+                'server_main_thread_pct', 'server_cpu_allowed'):
+      assert key in labels, (key, labels)
+    # The figures the probe rests on agree with the limit it names.
+    name = labels['limit']
+    if name == attribution.CLIENT_CPU:
+      assert float(labels['client_cpu_used_pct']) >= 90 or float(
+          labels['client_busiest_thread_pct']) >= 90 * min(
+              1.0, float(labels['client_cpu_allowed']))
+    elif name == attribution.SERVER_CPU:
+      assert float(labels['server_cpu_used_pct']) >= 90 or float(
+          labels['server_main_thread_pct']) >= 90 * min(
+              1.0, float(labels['server_cpu_allowed'])) or (
+                  'worker threads' in labels['limit_detail'])
+    elif name == attribution.DISTURBED:
+      assert float(labels['client_thread_wait_pct']) >= 10 or float(
+          labels['server_thread_wait_pct']) >= 10
+    else:
+      # Nothing here holds a quota: never a quota limit.
+      assert name not in (attribution.CLIENT_QUOTA, attribution.SERVER_QUOTA)
+  assert result.answer['limit'] in attribution.LIMITS
+  line, = [l for l in result.stdout.splitlines() if l.startswith('Verdict:')]
+  assert 'limit: ' in line
+
+
+def _StaticFile(tmp_path, server):
+  machine = {'ip_address': server.host, 'user_name': server.user,
+             'keyfile_path': server.user_key, 'ssh_port': server.port}
+  path = tmp_path / 'static.json'
+  path.write_text(json.dumps([machine, machine]))
+  return f'--static_vm_file={path}'
+
+
+def test_over_ssh_server_quota_is_the_servers_limit(tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  result = attribution_cases.RunCase('server_quota', str(tmp_path / 'r'),
+                                     [_StaticFile(tmp_path, sshd)],
+                                     client_pids=[sshd.pid])
+  answer = _Check(result, attribution.SERVER_QUOTA)
+  assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
+
+
+def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  result = attribution_cases.RunCase('client_hog', str(tmp_path / 'r'),
+                                     [_StaticFile(tmp_path, sshd)])
+  _Check(result, attribution.DISTURBED)
