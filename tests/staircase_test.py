@@ -19,6 +19,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -237,7 +238,7 @@ def test_benchmark_staircase_run_reports_steps_and_confirmed_answer(
   excluded = [int(i) for i in capped.metadata.get(
       'disturbed_repeats_excluded', '').split(',') if i]
   assert len(confirms) == 2 + len(excluded) <= 2 + 2
-  assert all(s.metadata['interference'] for s in probes
+  assert all(verdict.Disturbed(s.metadata) for s in probes
              if s.metadata['probe_index'] in excluded)
   capped = next(s for s in samples
                 if s.metric == 'latency_capped_throughput')

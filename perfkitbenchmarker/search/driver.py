@@ -29,6 +29,7 @@ from typing import (Callable, ClassVar, Generator, Optional, Protocol,
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import search
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.search import stats
 
 Load = measurement.Load
@@ -88,13 +89,14 @@ class ProbeRecord:
 
   @property
   def disturbed(self) -> bool:
-    """Foreign processes used the run's cores during this probe.
+    """Others took CPU this probe's threads waited for.
 
-    The probe paths set metadata `interference`
-    (load_generators/interference.py); a repeat so flagged is run again
+    The probe paths name each probe's limit (attribution.py, through
+    load_generators/interference.py); one whose limit is `disturbed` (a
+    probe recorded without a limit: its `interference` flag) is run again
     rather than counted (repeats.RepeatRule).
     """
-    return bool(self.measurement.metadata.get('interference'))
+    return verdict.Disturbed(self.measurement.metadata)
 
 
 @dataclasses.dataclass(frozen=True)
