@@ -142,6 +142,22 @@ def test_dragonfly_flag_file_and_start_command():
       '1.36.0')
 
 
+@pytest.mark.parametrize('build', [
+    lambda info: valkey_server.InstallScript(info, 'distro'),
+    lambda info: valkey_server.InstallScript(info, '8.1.4'),
+    lambda info: dragonfly_server.InstallScript(info, 'x86_64'),
+    lambda info: keydb_server.InstallScript(info)],
+                         ids=['valkey', 'valkey_pinned', 'dragonfly', 'keydb'])
+def test_root_install_scripts_work_in_private_directories(build):
+  """Root downloads, builds and installs there: a fixed name in /tmp
+  (/tmp/pkb-valkey-build, /tmp/pkb-dragonfly.deb were) is another VM user's
+  to make first, as a directory they can write to or a package of theirs
+  (issue 24 point 3: every directory the run uses is its own)."""
+  for info in (DEBIAN, ROCKY):
+    script = build(info)
+    assert '/tmp' not in script, script
+
+
 def test_keydb_install_and_server_threads():
   script = keydb_server.InstallScript(DEBIAN)
   assert f'{keydb_server.APT_URL} bookworm main' in script

@@ -81,8 +81,11 @@ def InstallScript(info, machine: str, version: str = 'distro',
   if info.family == 'debian':
     lines = [f'{_APT} update', f'{_APT} install curl ca-certificates '
              'redis-tools',
-             f'curl -fsSL {shlex.quote(deb)} -o /tmp/pkb-dragonfly.deb',
-             f'{_APT} install --allow-downgrades /tmp/pkb-dragonfly.deb',
+             # A private directory, as below: a fixed name in /tmp is
+             # another user's to plant a package at before root installs it.
+             'work=$(mktemp -d)', 'trap \'rm -rf "$work"\' EXIT',
+             f'curl -fsSL {shlex.quote(deb)} -o "$work/dragonfly.deb"',
+             f'{_APT} install --allow-downgrades "$work/dragonfly.deb"',
              '(systemctl disable --now dragonfly >/dev/null 2>&1 || true)']
   elif info.family == 'rhel':
     pm = info.package_manager

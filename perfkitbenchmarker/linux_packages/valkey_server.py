@@ -109,13 +109,15 @@ def _SourceBuildLines(info, version: str):
     deps = [f'{info.package_manager} install -y gcc make curl tar '
             'ca-certificates']
   url = SOURCE_URL.format(v=version)
-  build = '/tmp/pkb-valkey-build'
   return deps + [
-      f'rm -rf {build} && mkdir -p {build}',
-      f'curl -fsSL {shlex.quote(url)} -o {build}/valkey.tar.gz',
-      f'tar -xzf {build}/valkey.tar.gz -C {build} --strip-components=1',
-      f'make -C {build} -j"$(nproc)" BUILD_TLS=no USE_REDIS_SYMLINKS=no',
-      f'make -C {build} install PREFIX=/usr/local USE_REDIS_SYMLINKS=no',
+      # A private build directory, removed however the script ends: root
+      # builds and installs what is in it, and a fixed name in /tmp
+      # (/tmp/pkb-valkey-build was) is another user's to make first.
+      'build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
+      f'curl -fsSL {shlex.quote(url)} -o "$build/valkey.tar.gz"',
+      'tar -xzf "$build/valkey.tar.gz" -C "$build" --strip-components=1',
+      'make -C "$build" -j"$(nproc)" BUILD_TLS=no USE_REDIS_SYMLINKS=no',
+      'make -C "$build" install PREFIX=/usr/local USE_REDIS_SYMLINKS=no',
   ]
 
 
