@@ -129,3 +129,14 @@ def test_the_pkb_plugin_refuses_it_in_its_check(upstream, tmp_path):  # pylint: 
       'planned': plugin._Groups()})  # pylint: disable=protected-access
   assert 'checked' not in out and out['harness_argv'] == [], out
   assert '"proc-title-template"' in out['error'], out['error']
+
+
+def test_an_engine_that_reads_no_redis_conf_refuses_them():
+  """Dragonfly takes a flag file: its shards ran without the lines, and
+  nothing said so."""
+  options.ServerOptions(engine='valkey', extra_config=('hz 50',)).Check()
+  options.ServerOptions(engine='dragonfly', extra_config=()).Check()
+  with pytest.raises(errors.UsageError) as refused:
+    options.ServerOptions(engine='dragonfly', extra_config=('hz 50',)).Check()
+  message = str(refused.value)
+  assert '\n' not in message and 'dragonfly' in message, message

@@ -32,3 +32,10 @@ def Get(name: str, **settings):
         f'Unknown server engine "{name}"; choose one of {", ".join(Names())}.')
   module, cls = _ENGINES[name]
   return getattr(importlib.import_module(module), cls)(**settings)
+
+
+def ReadsRedisConf(name: str) -> bool:
+  """Whether the engine called `name` takes redis.conf lines (without
+  making one)."""
+  module, cls = _ENGINES[name]
+  return getattr(importlib.import_module(module), cls).READS_REDIS_CONF

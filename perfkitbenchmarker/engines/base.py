@@ -42,6 +42,8 @@ class ServerEngine(abc.ABC):
   NAME = ''
   # The run-record kind of its shard processes (for a resumed run).
   PROCESS_KIND = ''
+  # Whether its shards read redis.conf lines (--redis_server_options).
+  READS_REDIS_CONF = True
 
   @abc.abstractmethod
   def Install(self, vm) -> None:

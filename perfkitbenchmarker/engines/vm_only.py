@@ -48,6 +48,7 @@ class DragonflyEngine(_VmOnly):
 
   NAME = 'dragonfly'
   PROCESS_KIND = dragonfly_server.DragonflyProcess.KIND
+  READS_REDIS_CONF = False  # A flag file (--dragonfly_* flags).
 
   def __init__(self, version: str = 'distro', proactor_threads: int = 0,
                cluster_mode: str = 'none',

@@ -17,6 +17,7 @@ import os
 import re
 from typing import Optional, Tuple
 
+from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.linux_packages import redis_config
@@ -109,6 +110,13 @@ class ServerOptions:
           f'ports run from 1 to {MAX_PORT}.')
     for line in self.extra_config:
       CheckServerOption(line)
+    if any(redis_config.Directive(l) for l in self.extra_config) and (
+        self.engine in engines.Names() and
+        not engines.ReadsRedisConf(self.engine)):
+      raise errors.UsageError(
+          f'--redis_server_options are redis.conf lines; the {self.engine} '
+          'engine reads none (it would run without them); use its own '
+          f'--{self.engine}_* flags, or remove them.')
 
 
 @dataclasses.dataclass(frozen=True)
