@@ -37,6 +37,7 @@ import threading
 import time
 
 import pytest
+import yaml
 
 import e2e_support  # pylint: disable=unused-import
 import fake_bigquery
@@ -531,3 +532,110 @@ def test_gcp_deadline_during_preload(rehearsal):
   assert 'deadline' in run.err, run.err[-2000:]
   assert code == 130, run.out + run.err[-2000:]
   _AssertGcpLeftNothing(r, 'rehdead1')
+
+
+# The nightly path ----------------------------------------------------------------
+
+WORKFLOW = os.path.join(REPO, '.github', 'workflows', 'nightly.yml')
+NIGHTLY_CELLS = (('redis_t2d', 'GCP'), ('redis_c6gn', 'AWS'))
+# What the rehearsal changes in the cells' runs, by flags only: the study
+# short, redis-benchmark (memtier needs a download), one shard count.
+NIGHTLY_SHORT = ['--memtier_run_duration=1', '--memtier_warmup_seconds=0',
+                 '--memtier_key_maximum=2000', '--memtier_max_probes=4',
+                 '--memtier_confirm_repeats=2', '--memtier_latency_cap=100',
+                 '--memtier_clients=4', '--load_generator=redis_benchmark',
+                 '--noredis_optimize_shards']
+
+
+def _WorkflowSteps(job):
+  with open(WORKFLOW) as f:
+    workflow = yaml.safe_load(f)
+  return {step['name']: step for step in workflow['jobs'][job]['steps']
+          if 'name' in step}
+
+
+def _Rewritten(script, replacements):
+  """The step's script with this machine's paths and flags put in."""
+  for old, new in replacements:
+    assert old in script, f'nightly.yml changed: no {old!r} in\n{script}'
+    script = script.replace(old, new)
+  return script
+
+
+def _RunStep(r, step, env, replacements, ok=(0,)):
+  script = _Rewritten(step['run'], replacements)
+  step_env = dict(env)
+  for key, value in (step.get('env') or {}).items():
+    step_env[key] = env[key] if '${{' in str(value) else str(value)
+  proc = subprocess.run(
+      r.netns.Argv(['bash', '--noprofile', '--norc', '-eo', 'pipefail', '-c',
+                    script]),
+      cwd=REPO, env=step_env, capture_output=True, text=True, timeout=240,
+      check=False)
+  assert proc.returncode in ok, (step['name'], proc.returncode,
+                                 proc.stdout[-3000:], proc.stderr[-3000:])
+  return proc
+
+
+def test_nightly_two_cells_then_compare_from_bigquery(rehearsal, monkeypatch):
+  """The cell job's steps for one GCP and one AWS cell, then the report job,
+  running nightly.yml's own scripts (paths and endpoints put in)."""
+  r = rehearsal
+  r.StartGce()
+  r.StartMoto(monkeypatch)
+  r.StartBigQuery()
+  cell_steps = _WorkflowSteps('cell')
+  report_steps = _WorkflowSteps('report')
+  runs = os.path.join(str(r.tmp), 'runs')
+  extra = ' '.join([f'--results_dir={runs}',
+                    f'--gcp_compute_endpoint={r.gce.endpoint}',
+                    f'--bq_api_endpoint={r.bq.endpoint}'] + NIGHTLY_SHORT)
+  base_env = r.netns.GuardEnv(r.guard_log)
+  base_env.update(r.AwsEnv())
+  base_env.update(GCP_PROJECT=PROJECT, BQ_TABLE=BQ_TABLE, MAX_COST_USD='15',
+                  SSH_CIDR=OPERATOR, GITHUB_RUN_ID='4242',
+                  GITHUB_RUN_ATTEMPT='1')
+  uris = {}
+  for cell, cloud in NIGHTLY_CELLS:
+    env = dict(base_env, CELL=cell,
+               GITHUB_ENV=str(r.tmp / f'{cell}.env'),
+               GITHUB_STEP_SUMMARY=str(r.tmp / f'{cell}.md'))
+    _RunStep(r, cell_steps['Run id'], env, [])
+    with open(env['GITHUB_ENV']) as f:
+      env.update(line.strip().split('=', 1) for line in f if '=' in line)
+    uris[cell] = env['RUN_URI']
+    pkb = ('./pkb.py', f'./pkb.py {extra}')
+    _RunStep(r, cell_steps['Plan (cost estimate)'], env, [pkb])
+    run = _RunStep(r, cell_steps['Run'], env, [pkb], ok=(0, 4))
+    print(run.stdout)
+    if run.returncode == 4:  # The workflow's "no result" note.
+      with open(env['GITHUB_STEP_SUMMARY']) as f:
+        assert f'**{cell}: no result**' in f.read()
+    teardown = _RunStep(r, cell_steps['Teardown'], env,
+                        [pkb, ('results/runs/', f'{runs}/')])
+    assert 'every recorded resource is deleted' in teardown.stdout
+  # Every cell left nothing: the fake GCE, moto, the hosts.
+  assert r.gce.Live() == []
+  assert _AwsLeft(r, uris['redis_c6gn']) == dict.fromkeys(
+      _AwsLeft(r, uris['redis_c6gn']), 0)
+  assert len(r.hosts.started) == 6 and not r.hosts.live
+  assert all(s.leftovers == [] for s in r.hosts.stopped), r.hosts.stopped
+  # Both cells' samples are in the fake BigQuery...
+  in_bq = {row['run_uri'].split('-')[0] for row in r.bq.Rows(BQ_TABLE)}
+  assert in_bq == set(uris.values())
+  # ... and the report job compares them from there.
+  env = dict(base_env, GITHUB_STEP_SUMMARY=str(r.tmp / 'report.md'))
+  compare = _RunStep(
+      r, report_steps['Compare the nights'], env,
+      [('./scripts/compare.py', './scripts/compare.py '
+        f'--bq_api_endpoint={r.bq.endpoint}'),
+       ('--report=report.html', f'--report={r.tmp}/report.html'),
+       ('--markdown=summary.md', f'--markdown={r.tmp}/summary.md'),
+       ('[ -f summary.md ]', f'[ -f {r.tmp}/summary.md ]'),
+       ('cat summary.md', f'cat {r.tmp}/summary.md')])
+  print(compare.stdout)
+  summary = (r.tmp / 'summary.md').read_text()
+  assert 't2d-standard-16' in summary and 'c6gn.4xlarge' in summary
+  assert summary in (r.tmp / 'report.md').read_text()
+  assert (r.tmp / 'report.html').stat().st_size > 0
+  r.AssertNothingEscaped()

@@ -3,6 +3,7 @@
   pkb-compare [RESULTS...] [--report=PATH.html] [--markdown=PATH.md]
                        [--json=PATH.json] [--include_unconfirmed]
                        [--fail_on_regression] [--bigquery_table=P.D.T]
+                       [--bq_project=P] [--bq_api_endpoint=URL]
 
 RESULTS are result directories (searched recursively for
 perfkitbenchmarker_results.json) or PKB JSON-lines files; with none (and no
@@ -23,6 +24,7 @@ import os
 import sys
 import json
 import shlex
+import types
 import warnings
 from typing import List, Optional
 
@@ -69,6 +71,9 @@ flags.DEFINE_string('bigquery_table', None, 'Also read samples from this '
                     flag_values=FLAGS)
 flags.DEFINE_string('bq_project', None, 'Project the BigQuery client bills.',
                     flag_values=FLAGS)
+flags.DEFINE_string('bq_api_endpoint', None, 'BigQuery API endpoint, as '
+                    'pkb\'s flag: e.g. http://127.0.0.1:9050 for a local fake '
+                    '(called without credentials).', flag_values=FLAGS)
 flags.DEFINE_float('night_hours', 24.0, 'Width of a night in hours, UTC '
                    'aligned (24: one UTC date).', lower_bound=0.01,
                    flag_values=FLAGS)
@@ -128,11 +133,35 @@ def _Write(path: str, text: str, mode: str = 'w') -> None:
 
 def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
                 bq_project: Optional[str] = None,
-                chunk_rows: Optional[int] = None) -> pd.DataFrame:
+                chunk_rows: Optional[int] = None,
+                bq_api_endpoint: Optional[str] = None) -> pd.DataFrame:
   """The samples, with only the metadata the views read (bounded memory)."""
+  client = None
+  if bigquery_table:
+    client = _BigQueryClient(bigquery_table, bq_project, bq_api_endpoint)
   return loader.Load(paths, bigquery_table=bigquery_table,
-                     bq_project=bq_project, keys=report.HistoryKeys(),
-                     chunk_rows=chunk_rows)
+                     bq_project=bq_project, bq_client=client,
+                     keys=report.HistoryKeys(), chunk_rows=chunk_rows)
+
+
+def _BigQueryClient(table: str, project: Optional[str],
+                    endpoint: Optional[str]):
+  """The publisher's client (its endpoint and credential rules), so compare
+  reads the table pkb wrote to: a loopback endpoint anonymously, else the
+  default credentials. Imported here: only a BigQuery read needs it."""
+  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import errors
+  from perfkitbenchmarker.publishers import bigquery_options
+  from perfkitbenchmarker.publishers import bigquery_publisher
+  # pylint: enable=g-import-not-at-top
+  try:
+    options = bigquery_options.BigQueryOptions.FromFlags(types.SimpleNamespace(
+        bigquery_table=table, bq_project=project, bq_api_endpoint=endpoint,
+        service_account_private_key=None, service_account=None,
+        bq_timeout_seconds=300))
+    return bigquery_publisher.MakeClient(options)
+  except errors.Error as e:
+    raise loader.LoadError(str(e)) from None
 
 
 def Run(argv: List[str], default_results: Optional[str] = None,
@@ -146,7 +175,8 @@ def Run(argv: List[str], default_results: Optional[str] = None,
     if problem:
       return _Fail(problem)
   try:
-    frame = LoadHistory(paths, FLAGS.bigquery_table, FLAGS.bq_project)
+    frame = LoadHistory(paths, FLAGS.bigquery_table, FLAGS.bq_project,
+                        bq_api_endpoint=FLAGS.bq_api_endpoint)
   except loader.LoadError as e:
     return _Fail(str(e))
   frame = leaderboard.Prepare(frame, FLAGS.night_hours,
