@@ -29,6 +29,7 @@ deleted, before the host goes), nothing escaped the namespace.
 
 import csv
 import json
+import shutil
 import os
 import signal
 import subprocess
@@ -199,12 +200,13 @@ class Rehearsal:
     except FileNotFoundError:
       return []
 
-  def AssertNothingEscaped(self):
+  def AssertNothingEscaped(self, guarded='pkb.py'):
+    """No refusal logged, the guard ran in `guarded`, no packet out."""
     entries = self.GuardEntries()
     refused = [e for e in entries if 'refused' in e]
     assert not refused, f'left the rehearsal namespace: {refused}'
     assert any(e.get('guard') == 'on' and
-               any(a.endswith('pkb.py') for a in e['cmdline'])
+               any(a.endswith(guarded) for a in e['cmdline'])
                for e in entries), entries
     assert self.netns.Escaped() == 0
 
@@ -639,3 +641,89 @@ def test_nightly_two_cells_then_compare_from_bigquery(rehearsal, monkeypatch):
   assert summary in (r.tmp / 'report.md').read_text()
   assert (r.tmp / 'report.html').stat().st_size > 0
   r.AssertNothingEscaped()
+
+
+# The plugin path ------------------------------------------------------------------
+
+UPSTREAM_USER = 'perfkit'  # Upstream PKB's default VM user.
+
+
+def test_plugin_bridge_runs_the_study_on_vms_upstream_made(rehearsal):
+  """Upstream made two GCE instances (its user, its key, in the fake); the
+  fake upstream tree's stage driver runs the installed plugin for real: the
+  bridge writes the harness's static VM file from upstream's VMs and the
+  harness runs the study over SSH on them."""
+  r = rehearsal
+  r.StartGce()
+  key = str(r.tmp / 'upstream_key')
+  subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', key],
+                 check=True, capture_output=True)
+  with open(key + '.pub') as f:
+    public_key = f.read().strip()
+  machine_types = {'servers': 't2d-standard-16', 'clients': 'n2-standard-32'}
+  vms = {}
+  for i, (group, machine_type) in enumerate(machine_types.items()):
+    name = f'pkb-upst1-{i}'
+    status, _ = r.gce.Handle(
+        'POST', f'/compute/v1/projects/{PROJECT}/zones/us-central1-a/'
+        'instances', {
+            'name': name, 'metadata': {'items': [
+                {'key': 'ssh-keys', 'value': f'{UPSTREAM_USER}:{public_key}'}]},
+            'networkInterfaces': [{
+                'network': f'projects/{PROJECT}/global/networks/default',
+                'accessConfigs': [{'type': 'ONE_TO_ONE_NAT'}]}]})
+    assert status == 200
+    nic = r.gce.resources[('instances', PROJECT, 'zones/us-central1-a',
+                           name)]['networkInterfaces'][0]
+    vms[group] = [dict(cloud='GCP', ip_address=nic['accessConfigs'][0][
+        'natIP'], internal_ip=nic['networkIP'], user_name=UPSTREAM_USER,
+                       ssh_private_key=key, ssh_port=22,
+                       machine_type=machine_type, zone='us-central1-a')]
+  tree = r.tmp / 'upstream'
+  shutil.copytree(os.path.join(REPO, 'tests', 'fake_upstream_pkb'), tree)
+  installed = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'scripts', 'install_pkb_plugin.py'),
+       str(tree)], capture_output=True, text=True, check=False)
+  assert installed.returncode == 0, installed.stderr
+  study = [f for f in SHORT
+           if not f.startswith(('--owner', '--timeout', '--timing'))]
+  scenario = {
+      'flags': ['--run_uri=upst1',
+                '--redis_price_performance_flags=' + ' '.join(study)],
+      'planned': {g: dict(cloud='GCP', machine_type=t, zone='us-central1-a',
+                          count=1) for g, t in machine_types.items()},
+      'vms': vms, 'real_harness': True}
+  env = r.netns.GuardEnv(r.guard_log)
+  env['FAKE_UPSTREAM_TEMP_DIR'] = str(r.tmp / 'upstream_run')
+  os.makedirs(env['FAKE_UPSTREAM_TEMP_DIR'])
+  done = subprocess.run(
+      r.netns.Argv([os.path.join(REPO, '.venv', 'bin', 'python'),
+                    str(tree / 'drive_plugin.py'), json.dumps(scenario)]),
+      cwd=str(tree), env=env, capture_output=True, text=True, timeout=240,
+      check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  out = json.loads(done.stdout.strip().splitlines()[-1])
+  assert 'error' not in out, out.get('error')
+  assert out['status'] == 'SUCCEEDED'
+  # The static VM file is upstream's VMs, as upstream's provider made them.
+  assert {g: [(v['ip_address'], v['internal_ip'], v['user_name'],
+               v['keyfile_path'], v['ssh_port']) for v in out[
+                   'static_vms.json'][g]] for g in machine_types} == {
+                       g: [(v['ip_address'], v['internal_ip'], UPSTREAM_USER,
+                            key, 22)] for g, v in
+                       ((g, vms[g][0]) for g in machine_types)}
+  metrics = [row['metric'] for row in out['published']]
+  assert 'latency_capped_throughput' in metrics
+  assert metrics.count('throughput') >= 1
+  # The harness stopped what it started; upstream then deletes the VMs.
+  for host in list(r.hosts.live.values()):
+    assert host.Processes() == [], host.name
+  for i in range(2):
+    r.gce.Handle('DELETE', f'/compute/v1/projects/{PROJECT}/zones/'
+                 f'us-central1-a/instances/pkb-upst1-{i}', None)
+  assert r.gce.Live() == [] and not r.hosts.live
+  assert all(s.leftovers == [] for s in r.hosts.stopped)
+  # The bridge starts the harness without PYTHONPATH (upstream's must not
+  # leak in), so the audit hook guards the driver only; the namespace's
+  # trap still counts every packet the harness might have sent out.
+  r.AssertNothingEscaped(guarded='drive_plugin.py')

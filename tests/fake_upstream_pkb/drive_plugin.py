@@ -20,6 +20,9 @@ returns; the benchmark's Cleanup is called only for static VMs or when the
 spec says always_call_cleanup, and once more after a failure when it does;
 the collected rows are published whatever happened (`publisher.py`).
 
+With `"real_harness": true` every stage runs the real harness (the cloud
+rehearsal's VMs are real hosts: tests/cloud_rehearsal_test.py).
+
 With `"stream": DIR` it instead runs the plugin's real _RunHarness on the
 harness at DIR and reports when each of its lines reached the log.
 
@@ -133,7 +136,8 @@ def main():
     assert code in accept, (code, accept)
     return code, scenario.get('run_last', '')
 
-  plugin._RunHarness = Recorded  # pylint: disable=protected-access
+  if not scenario.get('real_harness'):
+    plugin._RunHarness = Recorded  # pylint: disable=protected-access
   real_cleanup = plugin.Cleanup
 
   def CountedCleanup(spec):
