@@ -135,6 +135,7 @@ UPSTREAM_FAMILIES = ('memtier_', 'redis_')
 # ... except what every run of the study does anyway.
 SAME_AS_THE_STUDY = {'latency_capped_throughput': True}
 UNCONFIRMED_EXIT = 4  # the harness's: a result without a confirmed answer
+FAILED_EXIT = 1  # the harness's: a run that failed (its samples are kept)
 PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
 HARNESS_TIMEOUT_S = 24 * 3600  # the harness enforces its own deadline
 LAST_LINES = 20  # of the harness's stderr, kept for an error's one line
@@ -526,15 +527,19 @@ def Run(spec) -> List[sample.Sample]:
 
   An answer the harness did not confirm (its exit 4) fails the upstream
   benchmark unless --accept_unconfirmed is in --redis_price_performance_flags
-  (then the harness exits 0). Its rows are still published, never official:
-  the failure is raised by Cleanup, after upstream has collected them;
-  under upstream's --official (which would mark every row official) or
-  when this invocation runs no cleanup stage, Run raises it itself.
+  (then the harness exits 0); so does a search that failed after measuring
+  (its exit 1). Their rows are still published, never official: the
+  failure is raised by Cleanup, after upstream has collected them; under
+  upstream's --official (which would mark every row official) or when this
+  invocation runs no cleanup stage, Run raises it itself.
   """
   path = _ResultsPath(spec)
   before = os.path.getsize(path) if os.path.exists(path) else 0
   code, last = _RunHarness(_Argv(spec, 'run'), 'run',
-                           accept=(0, UNCONFIRMED_EXIT))
+                           accept=(0, UNCONFIRMED_EXIT, FAILED_EXIT))
+  wrote = os.path.exists(path) and os.path.getsize(path) > before
+  if code == FAILED_EXIT and not wrote:
+    raise errors.Benchmarks.RunError(f'redis_price_performance run: {last}')
   if not os.path.exists(path):
     raise errors.Benchmarks.RunError(
         f'redis_price_performance run: the harness wrote no results at '
@@ -549,16 +554,17 @@ def Run(spec) -> List[sample.Sample]:
         'official by its verdicts; under --official upstream would publish '
         'them as official, so they are not handed to it (they are in %s).',
         withheld, path)
-  if code == UNCONFIRMED_EXIT:
-    failure = 'redis_price_performance run: ' + last.rstrip('.').replace(
-        '(--accept_unconfirmed exits 0)',
-        '(--redis_price_performance_flags=--accept_unconfirmed accepts it)')
-    if official or 'cleanup' not in (flags.FLAGS.run_stage or ()):
-      raise errors.Benchmarks.RunError(
-          f'{failure}; its rows are in {path}, none published.')
-    logging.warning('%s; its rows go to upstream\'s publishers, none '
-                    'official, and Cleanup fails the benchmark.', failure)
-    spec.redis_price_performance_failure = failure
+  if code == 0:
+    return samples
+  failure = 'redis_price_performance run: ' + last.rstrip('.').replace(
+      '(--accept_unconfirmed exits 0)',
+      '(--redis_price_performance_flags=--accept_unconfirmed accepts it)')
+  if official or 'cleanup' not in (flags.FLAGS.run_stage or ()):
+    raise errors.Benchmarks.RunError(
+        f'{failure}; its rows are in {path}, none published.')
+  logging.warning('%s; its rows go to upstream\'s publishers, none '
+                  'official, and Cleanup fails the benchmark.', failure)
+  spec.redis_price_performance_failure = failure
   return samples
 
 

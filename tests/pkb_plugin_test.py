@@ -533,3 +533,38 @@ def test_mapped_flags_are_upstream_names_the_harness_shares_and_documented():
     if line.endswith('| passed on |'):
       passed |= set(re.findall(r'`--(\w+)`', line))
   assert passed == set(mapped)
+
+
+# The harness's closing lines when a search failed after measuring (a real
+# run through upstream, pkb_plugin/README.md).
+FAILED_LAST = (
+    'redis_memtier stopped: Some probes were under the 1 ms cap but no load '
+    'held under it when repeated. the 34 samples measured before that are '
+    'kept in the results files.')
+
+
+@pytest.mark.parametrize('official', [False, True])
+def test_a_failed_search_keeps_its_rows_unofficial_and_fails(
+    upstream, tmp_path, official):
+  """The harness's exit 1 after measuring: its rows were left in its own
+  file only, upstream saw none."""
+  out = _Unconfirmed(upstream, tmp_path, ['--official'] if official else [],
+                     run_exit=1, run_last=FAILED_LAST)
+  assert out['status'] == 'FAILED'
+  assert out['error'].startswith(
+      'RunError: redis_price_performance run: redis_memtier stopped: ')
+  if official:
+    assert out['published'] == [] and 'none published' in out['error']
+  else:
+    assert len(out['published']) == len(_Recorded(UNCONFIRMED))
+    assert not [r for r in out['published'] if r['official'] is not False]
+
+
+def test_a_search_that_failed_before_measuring_says_why(upstream, tmp_path):
+  empty = tmp_path / 'empty.json'
+  empty.write_text('')
+  out = _Unconfirmed(upstream, tmp_path, [], rows=str(empty), run_exit=1,
+                     run_last='redis_memtier stopped: SSH to clients-0 failed.')
+  assert out['error'] == ('RunError: redis_price_performance run: '
+                          'redis_memtier stopped: SSH to clients-0 failed.')
+  assert out['status'] == 'FAILED' and out['published'] == []
