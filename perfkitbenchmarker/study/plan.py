@@ -185,13 +185,21 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions,
       f'  servers: {EngineLine(server)}, {server.shards_per_vm} '
       f'shard(s) per VM, {shards} in all, {server.mode}; per-run password; '
       'no persistence',
-      f'  clients: load generator {opts.generator.choice} (memtier_benchmark '
-      f'when installed, else redis-benchmark){_Fallback(opts)}',
+      f'  clients: load generator {_Generator(opts)}{_Fallback(opts)}',
       'Workload:',
       f'  preload {workload.key_count:,} keys x {workload.data_size} B; '
       f'probes SET:GET {_Ratios(opts)}, keys {workload.key_pattern}'
       f'{_KeyShape(workload)}',
   ] + SearchPlan(opts, client_vcpus)
+
+
+def _Generator(opts: options_lib.RedisStudyOptions) -> str:
+  g = opts.generator
+  if g.choice != 'auto':
+    return g.choice + (f' ({g.memtier_path})' if g.memtier_path else '')
+  if g.memtier_path:
+    return f'memtier_benchmark ({g.memtier_path})'
+  return 'auto (memtier_benchmark when installed, else redis-benchmark)'
 
 
 def _Fallback(opts: options_lib.RedisStudyOptions) -> str:
