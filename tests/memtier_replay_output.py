@@ -110,8 +110,10 @@ def ReplayedDoc(s):
     seconds.append((tail, 1.0))
   sets, gets = s['ratio']
   share = {'Sets': sets / (sets + gets or 1), 'Gets': gets / (sets + gets or 1)}
+  # memtier's span: the test time plus the recording's tail (replies in
+  # flight) and whole-second error (memtier_results._RealDuration).
   rec_ms = stats['Runtime']['Total duration']
-  duration_ms = round(s['test_time'] * rec_ms / rec_time)
+  duration_ms = s['test_time'] * 1000 + rec_ms - rec_time * 1000
   out = {}
   for name_ in ('Sets', 'Gets', 'Totals'):
     part = share.get(name_, 1.0)

@@ -78,7 +78,8 @@ def test_decoded_histogram_reproduces_memtier_percentiles(stem):
 
 def test_single_t1c32_under_cap():
   result = _Parse('memtier_single_t1c32_tt5_under1ms')
-  assert result.throughput == pytest.approx(577850 / 5)
+  # Count / the real 5.001 s (the JSON's span), not the nominal 5 s.
+  assert result.throughput == pytest.approx(577850 / 5.001)
   assert result.throughput == pytest.approx(115.5e3, rel=0.002)
   assert result.average_latency_ms == pytest.approx(0.2767, abs=1e-4)
   assert result.average_latency_ms == pytest.approx(0.277, abs=0.001)
@@ -88,7 +89,8 @@ def test_single_t1c32_under_cap():
   assert result.reported_ops_per_sec == pytest.approx(115541.0)
   assert not result.duration_bug_detected
   assert result.series_throughput == pytest.approx((577850 - 32) / 5)
-  assert result.duration_source == 'json_configuration_test_time'
+  assert result.duration_source == 'json_runtime_start_finish'
+  assert result.real_duration_s == pytest.approx(5.001)
   assert result.sets.count == 288930 and result.gets.count == 288920
   assert result.sets.average_latency_ms == pytest.approx(80041 / 288930)
   assert result.gets.Percentile(99.9) == pytest.approx(0.927)
@@ -102,14 +104,44 @@ def test_duration_bug_is_detected_and_not_believed():
   result = _Parse('memtier_single_t2c16_tt5_durationbug')
   assert result.reported_ops_per_sec == pytest.approx(126180.21)
   assert result.reported_duration_s == pytest.approx(4.001)
-  assert result.throughput == pytest.approx(504830 / 5)
-  assert result.throughput == pytest.approx(100966, abs=1)
+  # The span 4.001 s is a whole second short: the run lasted 5.001 s.
+  assert result.real_duration_s == pytest.approx(5.001)
+  assert result.duration_source == (
+      'json_runtime_start_finish_whole_seconds_corrected')
+  assert result.throughput == pytest.approx(504830 / 5.001)
+  assert result.throughput == pytest.approx(100946, abs=1)
   assert result.series_throughput == pytest.approx(100959.6)
   assert result.duration_bug_detected
   m = result.ToMeasurement(measurement.Load(2, 16))
-  assert m.throughput == pytest.approx(100966, abs=1)
+  assert m.throughput == pytest.approx(100946, abs=1)
   assert m.metadata['duration_bug_detected'] is True
   assert m.metadata['reported_ops_per_sec'] == pytest.approx(126180.21)
+
+
+@pytest.mark.parametrize('span_ms,test_time,real', [
+    (2001, 2, 2.001), (2029, 2, 2.029),  # Honest spans of real 2 s runs.
+    (1013, 2, 2.013), (3013, 2, 2.013),  # A whole second off either way.
+    (31880, 32, 31.88),  # A staircase run's span, a little short: kept.
+])
+def test_real_duration_is_the_span_corrected_by_whole_seconds(
+    span_ms, test_time, real):
+  doc = _Json('memtier_single_t1c32_tt5_under1ms')
+  runtime = doc['ALL STATS']['Runtime']
+  runtime['Finish time'] = runtime['Start time'] + span_ms
+  runtime['Total duration'] = span_ms
+  doc['configuration']['test_time'] = test_time
+  result = memtier_results.MemtierResult.FromOutputs(json.dumps(doc))
+  assert result.real_duration_s == pytest.approx(real)
+  assert result.throughput == pytest.approx(577850 / real)
+
+
+def test_request_count_span_is_corrected_into_its_last_second():
+  doc = _Json('memtier_single_preload_p100')
+  runtime = doc['ALL STATS']['Runtime']
+  runtime['Finish time'] += 1000  # 1.169 s, but the series ends in second 0.
+  result = memtier_results.MemtierResult.FromOutputs(json.dumps(doc))
+  assert result.real_duration_s == pytest.approx(0.169)
+  assert result.duration_bug_detected
 
 
 def test_duration_bug_detected_from_series_when_duration_unknown():
@@ -122,11 +154,11 @@ def test_duration_bug_detected_from_series_when_duration_unknown():
   assert result.duration_bug_detected
 
 
-def test_test_time_argument_wins():
+def test_test_time_argument_is_what_the_span_is_corrected_towards():
   result = memtier_results.MemtierResult.FromOutputs(
       _Read('memtier_single_t2c16_tt5_durationbug.json'), None, test_time_s=5)
-  assert result.duration_source == 'test_time_argument'
-  assert result.throughput == pytest.approx(100966, abs=1)
+  assert result.real_duration_s == pytest.approx(5.001)
+  assert result.throughput == pytest.approx(100946, abs=1)
   assert result.histogram_mean_latency_ms is None
 
 
@@ -135,7 +167,7 @@ def test_t1c256_average_not_truncated():
   assert doc['ALL STATS']['Totals']['Average Latency'] == 2.0
   result = _Parse('memtier_single_t1c256_tt5_over1ms')
   assert result.average_latency_ms == pytest.approx(2.296, abs=0.002)
-  assert result.throughput == pytest.approx(558890 / 5)
+  assert result.throughput == pytest.approx(558890 / 5.012)
   assert result.p99_latency_ms == pytest.approx(3.391)
   m = result.ToMeasurement(measurement.Load(1, 256), {'tool_version': 'x'})
   assert not m.UnderCap(1.0)
@@ -192,7 +224,7 @@ def test_cluster_t1c32_average_under_cap_p99_over():
 def test_cluster_t1c64_over_cap():
   result = _Parse('memtier_cluster3_t1c64_tt5_over1ms')
   assert result.average_latency_ms == pytest.approx(1.763, abs=0.001)
-  assert result.throughput == pytest.approx(545092 / 5)
+  assert result.throughput == pytest.approx(545092 / 5.002)
   assert not result.ToMeasurement(measurement.Load(1, 64)).UnderCap(1.0)
 
 
@@ -203,8 +235,8 @@ def test_warmup_left_out_but_kept_tagged():
   assert [s.warmup for s in result.per_second] == [True] + [False] * 5
   kept = [series[str(s)] for s in range(1, 6)]
   assert result.ops == 577850 - series['0']['Count']
-  assert result.duration_s == 4
-  assert result.throughput == pytest.approx(result.ops / 4)
+  assert result.duration_s == pytest.approx(4.001)  # The real 5.001 s - 1.
+  assert result.throughput == pytest.approx(result.ops / 4.001)
   assert result.average_latency_ms == pytest.approx(
       sum(e['Accumulated Latency'] for e in kept) / result.ops, rel=1e-4)
   assert result.percentile_basis.startswith('per_second_cdf_mixture')
@@ -297,7 +329,7 @@ def test_combine_sums_throughput_and_weights_latency():
   a = _Parse('memtier_single_t1c32_tt5_under1ms')
   b = _Parse('memtier_single_t2c16_tt5_durationbug')
   combined = memtier_results.CombineMemtierResults([a, b])
-  assert combined.throughput == pytest.approx(577850 / 5 + 504830 / 5)
+  assert combined.throughput == pytest.approx(577850 / 5.001 + 504830 / 5.001)
   assert combined.ops == 577850 + 504830
   assert combined.average_latency_ms == pytest.approx(
       (159906 + 159873) / (577850 + 504830))
