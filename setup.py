@@ -5,7 +5,7 @@ source of truth for prices: the build copies it into the package as
 perfkitbenchmarker/data/prices.yaml, where an installed pricing.py finds it,
 and the presets (configs/*.yaml) as perfkitbenchmarker/data/configs/, where
 `--benchmark_config_file=configs/<name>.yaml` finds them (paths.Preset).
-Console scripts: `pkb` and `pkb-compare`.
+Console scripts: `pkb`, `pkb-compare` and `pkb-recompute`.
 install_requires is requirements.txt (runtime only); the test tools are in
 requirements-test.txt.
 """
@@ -59,6 +59,7 @@ setuptools.setup(
     entry_points={'console_scripts': [
         'pkb = perfkitbenchmarker.pkb:Main',
         'pkb-compare = perfkitbenchmarker.results_history.compare_cli:Main',
+        'pkb-recompute = perfkitbenchmarker.recompute:Main',
     ]},
     scripts=['pkb.py'],
 )

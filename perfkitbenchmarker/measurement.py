@@ -11,6 +11,10 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import latency_histogram
 
+# Metadata key naming where a measurement's raw evidence is kept (paths
+# relative to the run directory, comma-separated; evidence.py).
+RAW_OUTPUT_KEY = 'raw_output'
+
 
 @dataclasses.dataclass(frozen=True, order=True)
 class Load:
@@ -150,6 +154,11 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
     start, end = max(w[0] for w in windows), min(w[1] for w in windows)
     window = ((start, end) if end > start else
               (min(w[0] for w in windows), max(w[1] for w in windows)))
+  raw = [path for p in parts
+         for path in str(p.metadata.get(RAW_OUTPUT_KEY) or '').split(',')
+         if path]
+  if raw:  # Every part's evidence, each named once.
+    metadata[RAW_OUTPUT_KEY] = ','.join(dict.fromkeys(raw))
   return Measurement(
       load=load, throughput=sum(p.throughput for p in parts),
       average_latency_ms=WeightedAverageLatencyMs(parts),

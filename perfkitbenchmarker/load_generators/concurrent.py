@@ -36,11 +36,13 @@ still there to be read. The window actually measured is kept
 import base64
 import posixpath
 import dataclasses
+import json
 import re
 import shlex
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import evidence
 from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -70,6 +72,9 @@ class ProbeRun:
   outputs: Tuple[ProcessOutput, ...]
   files: Dict[str, str]  # path -> text, for the paths the caller named
   cpu: Optional[client_cpu.ClientCpu]
+  # Where the probe's evidence is kept, relative to the run directory
+  # (evidence.py); None outside a run.
+  raw_output: Optional[str] = None
 
 
 def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
@@ -233,12 +238,15 @@ def RunRoot(vm) -> str:
 def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              timeout_s: float, cpu_window_s: Optional[float] = None,
              secret: Optional[str] = None, files: Sequence[str] = (),
-             sample_every_s: float = 0.5) -> ProbeRun:
+             sample_every_s: float = 0.5,
+             manifest: Optional[Dict[str, object]] = None) -> ProbeRun:
   """Starts every argv at once (pinned to the VM's cores) and waits for all.
 
   With `secret`, the argvs carry argv_secret.TOKEN where the password goes,
   and the tools get the secret without it ever being in their argv. `files`
-  are read back in the same trip (e.g. memtier's JSON).
+  are read back in the same trip (e.g. memtier's JSON). Everything brought
+  back is kept in the run directory (evidence.py), with `manifest` (what a
+  recomputation needs to know of the probe) as probe.json.
   """
   base = f'{vm.scratch_dir}/{name}'
   if secret is None:
@@ -267,6 +275,8 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
       what = command
   vm_util.CheckedOutput(out, err, rc, what, name)
   bundle = ParseBundle(out)
+  raw_output = _KeepEvidence(vm, name, commands, timeout_s, files, bundle,
+                             secret, manifest)
   cpu = client_cpu.MeasureText(bundle.get('stat0', ''),
                                bundle.get('stat1', ''), vm.cpu_set)
   busy, window = (cpu.busy_fraction, cpu.window_s) if cpu else (None, None)
@@ -296,12 +306,28 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
           f'{vm_util.Tail(output.stderr) or vm_util.Tail(output.stdout) or "no output"}')
   return ProbeRun(tuple(outputs),
                   {path: bundle.get(f'file.{k}', '')
-                   for k, path in enumerate(files)}, cpu)
+                   for k, path in enumerate(files)}, cpu, raw_output)
+
+
+def _KeepEvidence(vm, name, commands, timeout_s, files, bundle, secret,
+                  manifest):
+  """The probe's command lines (the password as argv_secret's placeholder)
+  and everything its bundle holds, in the run directory (evidence.py)."""
+  lines = [f'timeout --foreground -s INT -k 5 {int(timeout_s)} '
+           f'{vm.Pinned(vm_util.QuoteAll(argv))}' for argv in commands]
+  keys = {f'file.{k}': evidence.FileKey(path) for k, path in enumerate(files)}
+  parts = {keys.get(key, key): text for key, text in bundle.items()}
+  if manifest is not None:
+    parts[evidence.MANIFEST] = json.dumps(manifest, sort_keys=True)
+  return evidence.Keep(vm, name, lines, parts,
+                       secrets=(secret,) if secret else ())
 
 
 def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
                   timeout_s: float, cpu_window_s: Optional[float] = None,
-                  secret: Optional[str] = None) -> List[ProcessOutput]:
+                  secret: Optional[str] = None,
+                  manifest: Optional[Dict[str, object]] = None,
+                  files: Sequence[str] = ()) -> List[ProcessOutput]:
   """RunProbe's process outputs (for callers that need nothing else)."""
   return list(RunProbe(vm, name, commands, timeout_s, cpu_window_s,
-                       secret).outputs)
+                       secret, files=files, manifest=manifest).outputs)

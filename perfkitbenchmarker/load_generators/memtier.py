@@ -22,6 +22,7 @@ import dataclasses
 import re
 from typing import Any, List, Optional, Sequence
 
+from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import load_user
@@ -66,6 +67,19 @@ def PreloadClients(key_count: int) -> int:
   return clients
 
 
+def Manifest(load: measurement.Load, json_paths: Sequence[str],
+             test_time_s: Optional[float], warmup_s: int,
+             staircase: Optional[commands.StaircaseSpec] = None) -> dict:
+  """What recomputing a probe from its evidence needs (evidence.MANIFEST):
+  memtier_results.Measure's arguments, the outputs named by part key."""
+  return {'load_generator': memtier_results.LOAD_GENERATOR,
+          'load': [load.threads, load.clients, load.pipeline],
+          'json': [evidence.FileKey(p) for p in json_paths],
+          'stdout': [f'out.{i}' for i in range(len(json_paths))],
+          'test_time_s': test_time_s, 'warmup_s': warmup_s,
+          'staircase': staircase is not None}
+
+
 class MemtierGenerator(base.LoadGenerator):
   """Drives memtier_benchmark on one client VM."""
 
@@ -88,6 +102,7 @@ class MemtierGenerator(base.LoadGenerator):
     self._probes = 0
     self.last_cpu_window_s = None  # Seconds the last CPU window lasted.
     self.last_cpu = None  # The last probe's client_cpu.ClientCpu.
+    self.last_raw_output = None  # Where the last probe's evidence is kept.
 
   def Version(self) -> str:
     if self._version is None:
@@ -105,16 +120,21 @@ class MemtierGenerator(base.LoadGenerator):
                                    key_maximum=keys.last)
     clients = (1 if self.load_key_pattern == 'S:S' else
                PreloadClients(keys.count))
+    json_paths = [f'{self.vm.scratch_dir}/preload-{e.port}.json'
+                  for e in endpoints]
     argvs = [commands.MemtierPreloadCommand(
         self.path, e, argv_secret.TOKEN, workload,
         threads=PRELOAD_THREADS, clients=clients,
-        key_pattern=self.load_key_pattern,
-        json_out=f'{self.vm.scratch_dir}/preload-{e.port}.json',
+        key_pattern=self.load_key_pattern, json_out=path,
         user=load_user.LOAD_USER)
-             for e in endpoints]
+             for e, path in zip(endpoints, json_paths)]
     timeout = 120 + workload.key_count / 5000
-    concurrent.RunSideBySide(self.vm, 'memtier-preload', argvs, timeout,
-                             secret=load_user.LoadPassword(password))
+    # Its JSON comes back too, to be kept with the probes' (evidence.py).
+    concurrent.RunSideBySide(
+        self.vm, 'memtier-preload', argvs, timeout,
+        secret=load_user.LoadPassword(password), files=json_paths,
+        manifest=dict(Manifest(measurement.Load(PRELOAD_THREADS, clients),
+                               json_paths, None, 0), preload=True))
     # Every standalone shard is its own database: each gets the slice.
     return workload.key_count * (1 if workload.cluster_mode else
                                  len(endpoints))
@@ -124,7 +144,8 @@ class MemtierGenerator(base.LoadGenerator):
 
     Returns:
       (json texts with the credentials masked, stdouts, the client cores'
-      busy fraction over the test time or None).
+      busy fraction over the test time or None); `last_raw_output` names
+      the probe's evidence (evidence.py).
     """
     self._probes += 1
     requests = None if staircase else self.requests
@@ -140,7 +161,10 @@ class MemtierGenerator(base.LoadGenerator):
         self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
         cpu_window_s=None if requests else test_time,
         secret=load_user.LoadPassword(password), files=json_paths,
-        sample_every_s=concurrent.SampleEvery(test_time))
+        sample_every_s=concurrent.SampleEvery(test_time),
+        manifest=Manifest(load, json_paths, None if requests else test_time,
+                          0 if requests else self.warmup_s, staircase))
+    self.last_raw_output = run.raw_output
     # The window the CPU was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.
     self.last_cpu_window_s = run.outputs[0].cpu_window_s
@@ -169,16 +193,15 @@ class MemtierGenerator(base.LoadGenerator):
     test_time = max(1, int(round(duration_s))) + self.warmup_s
     texts, stdouts, busy = self._Run(endpoints, password, workload, load,
                                      test_time, None)
-    # A request-count run lasts what it lasts: its JSON's start/finish span.
-    results = [memtier_results.MemtierResult.FromOutputs(
-        text, stdout, None if self.requests else test_time,
-        0 if self.requests else self.warmup_s)
-               for text, stdout in zip(texts, stdouts)]
-    combined = memtier_results.CombineMemtierResults(results)
     facts = self._Facts(endpoints, load)
     if self.last_cpu_window_s is not None:
       facts['client_cpu_window_s'] = round(self.last_cpu_window_s, 3)
-    m = combined.ToMeasurement(load, facts)
+    if self.last_raw_output:
+      facts[evidence.METADATA_KEY] = self.last_raw_output
+    # A request-count run lasts what it lasts: its JSON's start/finish span.
+    m = memtier_results.Measure(
+        texts, stdouts, load, None if self.requests else test_time,
+        0 if self.requests else self.warmup_s, facts)
     return dataclasses.replace(m, client_cpu_busy_fraction=busy,
                                client_cpu=self.last_cpu)
 
@@ -208,6 +231,8 @@ class MemtierGenerator(base.LoadGenerator):
                    staircase_clients_start=staircase.clients_start,
                    staircase_clients_step=staircase.clients_step,
                    staircase_step_duration_s=staircase.step_duration_s)
+      if self.last_raw_output:
+        facts[evidence.METADATA_KEY] = self.last_raw_output
       steps.append(_Sum(parts, step_load, facts))
     return steps
 

@@ -448,3 +448,16 @@ def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
       series_throughput=None if None in series else sum(series),
       duration_bug_detected=any(r.duration_bug_detected for r in results),
       processes=sum(r.processes for r in results))
+
+
+def Measure(json_texts: Sequence[str], stdouts: Sequence[Optional[str]],
+            load: measurement.Load, test_time_s: Optional[float],
+            warmup_s: int = 0,
+            metadata: Optional[Mapping[str, object]] = None
+            ) -> measurement.Measurement:
+  """One probe's Measurement from its memtier processes' JSON and stdout
+  (side by side): the probe's own path and the recomputation's
+  (scripts/recompute.py) alike."""
+  results = [MemtierResult.FromOutputs(text, stdout, test_time_s, warmup_s)
+             for text, stdout in zip(json_texts, stdouts)]
+  return CombineMemtierResults(results).ToMeasurement(load, metadata)

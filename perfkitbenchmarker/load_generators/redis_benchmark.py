@@ -26,6 +26,7 @@ import shlex
 from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import vm_util
@@ -98,6 +99,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
           stdin=commands.AuthenticatedStream(password, resp),
           env=probe.env, timeout=600,
           what='redis-cli --pipe')
+    evidence.Keep(self.vm, 'redis-cli-pipe', [vm_util.QuoteAll(argv)],
+                  {'out.0': out})
     match = re.search(r'errors:\s*(\d+),\s*replies:\s*(\d+)', out)
     if (not match or int(match.group(1)) != 0 or
         int(match.group(2)) != count + 1):  # The AUTH's reply too.
@@ -217,32 +220,37 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
             data_size=workload.data_size, key_space=workload.key_count,
             cluster_mode=workload.cluster_mode, csv=False))
         tests.append((endpoint, test, connections))
+    groups = [f'{endpoint.host}:{endpoint.port}' for endpoint, _, _ in tests]
     run = concurrent.RunProbe(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
         duration_s * 4 + 30, secret=load_user.LoadPassword(password),
-        sample_every_s=concurrent.SampleEvery(duration_s))
+        sample_every_s=concurrent.SampleEvery(duration_s),
+        manifest={'load_generator': rb.LOAD_GENERATOR,
+                  'load': [load.threads, load.clients, load.pipeline],
+                  'groups': groups,
+                  'stdout': [f'out.{i}' for i in range(len(argvs))],
+                  'rc': [f'rc.{i}' for i in range(len(argvs))]})
     outputs = run.outputs
     busy = outputs[0].cpu_busy_fraction
-    per_endpoint: Dict[base.Endpoint, List[rb.RedisBenchmarkTestResult]] = {}
-    seconds = []
-    for (endpoint, test, connections), out in zip(tests, outputs):
-      parsed = rb.ParseOutput(out.stdout)
-      if not parsed:
-        raise errors.ProcessError(
-            f'redis-benchmark printed no result: {out.stdout[-200:]!r}')
-      result = parsed[-1]
-      per_endpoint.setdefault(endpoint, []).append(result)
-      seconds.append(out.seconds)
-      self._rate_per_connection[test] = result.rps / connections
-      self._fastest_rate[test] = max(result.rps,
-                                     self._fastest_rate.get(test, 0.0))
-    parts = [rb.CombineConcurrent(results, load, max(seconds), {
+    seconds = [out.seconds for out in outputs]
+    facts = {
         'load_generator_version': self.Version(),
         'process_seconds': ','.join(f'{s:.2f}' for s in seconds),
         # No per-second series, so no warm-up can be left out.
         'warmup_s': 0,
         'warmup_supported': False,
-    }) for results in per_endpoint.values()]
-    return dataclasses.replace(measurement.Combine(parts, load),
-                               client_cpu_busy_fraction=busy,
+    }
+    if run.raw_output:
+      facts[evidence.METADATA_KEY] = run.raw_output
+    try:
+      m = rb.Measure([out.stdout for out in outputs], groups, seconds, load,
+                     facts)
+    except ValueError as e:
+      raise errors.ProcessError(str(e)) from None
+    for (_, test, connections), out in zip(tests, outputs):
+      result = rb.ParseOutput(out.stdout)[-1]
+      self._rate_per_connection[test] = result.rps / connections
+      self._fastest_rate[test] = max(result.rps,
+                                     self._fastest_rate.get(test, 0.0))
+    return dataclasses.replace(m, client_cpu_busy_fraction=busy,
                                client_cpu=run.cpu)

@@ -19,7 +19,7 @@ import csv
 import dataclasses
 import math
 import re
-from typing import Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from perfkitbenchmarker import measurement
 
@@ -279,3 +279,28 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
       average_latency_ms=load.outstanding_requests / throughput * 1000,
       p50_latency_ms=p50, p99_latency_ms=p99, p999_latency_ms=p999,
       duration_s=float(duration_s), ops=ops, metadata=facts)
+
+
+def Measure(stdouts: Sequence[str], groups: Sequence[str],
+            seconds: Sequence[float], load: measurement.Load,
+            metadata: Optional[Mapping[str, object]] = None
+            ) -> measurement.Measurement:
+  """One probe's Measurement from its redis-benchmark processes, run side by
+  side: each process's last result (`stdouts`), `CombineConcurrent` per
+  group of processes that loaded one endpoint (`groups`, one name per
+  process) over the longest process's `seconds`, the groups combined
+  (measurement.Combine). The probe's own path and the recomputation's
+  (scripts/recompute.py) alike.
+
+  Raises:
+    ValueError: a process printed no result.
+  """
+  by_group: Dict[str, List[RedisBenchmarkTestResult]] = {}
+  for stdout, group in zip(stdouts, groups):
+    parsed = ParseOutput(stdout)
+    if not parsed:
+      raise ValueError(f'redis-benchmark printed no result: {stdout[-200:]!r}')
+    by_group.setdefault(group, []).append(parsed[-1])
+  parts = [CombineConcurrent(results, load, max(seconds), metadata)
+           for results in by_group.values()]
+  return measurement.Combine(parts, load)

@@ -1,0 +1,131 @@
+"""A probe's evidence, kept in the run directory: its command lines and the
+tool's raw output, so a published figure can be recomputed later
+(scripts/recompute.py, `pkb-recompute RUN_DIR`).
+
+Everything a probe's script brings back (load_generators/concurrent.py: one
+bundle per probe, on every kind of VM) is written here by the pkb process
+itself, so it is the same on Local, Static, GCP and AWS and needs no extra
+trip to the VM; it outlives cleanup and teardown, which remove only the VMs'
+scratch directories. The layout, below <run_dir>:
+
+  raw/<vm name>/<probe name>/command.txt   one line per process: its index
+                                           and command line (the password
+                                           is argv_secret's placeholder)
+  raw/<vm name>/<probe name>/<part>[.gz]   the tool's output: <i>.out,
+                                           <i>.err, <i>.rc (exit code, start
+                                           and end times), file.<name> (e.g.
+                                           memtier's JSON), the CPU snapshots
+
+A part larger than GZIP_ABOVE bytes is gzipped. A probe name used twice on
+a VM (YCSB's phases, a resumed stage) gets -2, -3, ... The directories are
+the run's own (own_dirs: 0700, no symlink followed) and the files 0600,
+made fresh (O_EXCL). The run's secrets are masked in every file (the ones
+registered with vm_util and any the caller names), as in pkb.log.
+
+Extension seam: `Keep(vm, name, command_lines, parts)` from anything that
+brings a tool's output back; `Read(run_dir, rel)` gives it back, gunzipped.
+"""
+
+import gzip
+import logging
+import os
+from typing import Dict, Optional, Sequence
+
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import vm_util
+
+RAW_DIR = 'raw'
+COMMAND_FILE = 'command.txt'
+# What a recomputation needs to know of the probe (the load generator, the
+# load, which part is which process), JSON.
+MANIFEST = 'probe.json'
+GZIP_ABOVE = 64 * 1024
+# Metadata key of a measurement naming its evidence (relative to the run
+# directory; several, comma-separated, when client VMs' probes combine).
+METADATA_KEY = measurement.RAW_OUTPUT_KEY
+
+
+def RunDir(vm) -> Optional[str]:
+  """The run directory of the run `vm` belongs to (None: not in a run)."""
+  record = getattr(vm, 'record', None)
+  return getattr(record, 'run_dir', None)
+
+
+def _Masked(text: str, secrets: Sequence[str]) -> str:
+  for secret in secrets:
+    if secret:
+      text = text.replace(secret, vm_util.MASK)
+  return vm_util.Mask(text)
+
+
+def _SafeName(name: str) -> str:
+  return ''.join(c if c.isalnum() or c in '.-_' else '_' for c in name)
+
+
+def _Write(directory_fd: int, name: str, data: bytes) -> None:
+  fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+               os.O_CLOEXEC, 0o600, dir_fd=directory_fd)
+  with os.fdopen(fd, 'wb') as f:
+    f.write(data)
+
+
+def Keep(vm, name: str, command_lines: Sequence[str],
+         parts: Dict[str, str], secrets: Sequence[str] = ()
+         ) -> Optional[str]:
+  """Writes one probe's evidence; returns its directory relative to the
+  run directory, or None when `vm` is in no run (tests' bare VMs).
+
+  The command lines also go to pkb.log (debug).
+  """
+  masked = [_Masked(line, secrets) for line in command_lines]
+  for i, line in enumerate(masked):
+    logging.debug('[%s] %s.%d: %s', vm.name, name, i, line)
+  run_dir = RunDir(vm)
+  if not run_dir:
+    return None
+  parent = os.path.join(RAW_DIR, _SafeName(vm.name))
+  own_dirs.MakeOwnDir(os.path.join(run_dir, parent), run_dir)
+  base = _SafeName(name)
+  for n in range(1, 10000):
+    rel = os.path.join(parent, base if n == 1 else f'{base}-{n}')
+    try:
+      os.mkdir(os.path.join(run_dir, rel), own_dirs.MODE)
+      break
+    except FileExistsError:
+      continue
+  else:
+    raise FileExistsError(f'{run_dir}/{parent}/{base}: too many')
+  path = own_dirs.MakeOwnDir(os.path.join(run_dir, rel), run_dir)
+  fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+               os.O_CLOEXEC)
+  try:
+    _Write(fd, COMMAND_FILE, ''.join(
+        f'{i}\t{line}\n' for i, line in enumerate(masked)).encode())
+    for key, text in parts.items():
+      data = _Masked(text, secrets).encode()
+      if len(data) > GZIP_ABOVE:
+        _Write(fd, f'{_SafeName(key)}.gz', gzip.compress(data, 6, mtime=0))
+      else:
+        _Write(fd, _SafeName(key), data)
+  finally:
+    os.close(fd)
+  return rel
+
+
+def Read(run_dir: str, rel: str) -> Dict[str, str]:
+  """The parts one Keep wrote (command.txt included), by key."""
+  directory = os.path.join(run_dir, rel)
+  parts = {}
+  for name in sorted(os.listdir(directory)):
+    with open(os.path.join(directory, name), 'rb') as f:
+      data = f.read()
+    if name.endswith('.gz'):
+      name, data = name[:-3], gzip.decompress(data)
+    parts[name] = data.decode(errors='replace')
+  return parts
+
+
+def FileKey(path: str) -> str:
+  """The part key Keep's callers give a file the tool wrote (`path`)."""
+  return 'file.' + os.path.basename(path)

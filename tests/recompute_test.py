@@ -1,0 +1,201 @@
+"""Kept evidence and the command that rechecks a run from it.
+
+Real runs (redis-benchmark on Local; the memtier replay stand-in,
+tests/memtier_replay.py) keep every probe's command line and raw output in
+the run directory; `scripts/recompute.py` recomputes each published figure
+from them and the dated price rows, says 0 differences, and exits non-zero
+once one raw number is edited.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import evidence
+from perfkitbenchmarker import recompute
+from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import argv_secret
+from tests import memtier_replay
+
+SCRIPT = os.path.join(e2e.REPO, 'scripts', 'recompute.py')
+
+
+def _Recompute(run_dir):
+  return subprocess.run([sys.executable, SCRIPT, str(run_dir)],
+                        capture_output=True, text=True, timeout=120,
+                        cwd=e2e.REPO)
+
+
+def _ProbeDirs(run_dir):
+  root = os.path.join(run_dir, evidence.RAW_DIR)
+  return sorted(os.path.join(vm, name) for vm in os.listdir(root)
+                for name in os.listdir(os.path.join(root, vm)))
+
+
+def _AssertAgrees(run_dir):
+  proc = _Recompute(run_dir)
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  lines = proc.stdout.splitlines()
+  assert len(lines) == 1 and lines[0].startswith(
+      'pkb-recompute: 0 differences: '), proc.stdout
+  return lines[0]
+
+
+def _EditAndExpectDifference(run_dir, tmp_path, rel, edit):
+  """A copy of the run with one raw file of probe `rel` edited must fail
+  the recomputation, naming the probe."""
+  copy = tmp_path / 'edited'
+  shutil.copytree(run_dir, copy)
+  directory = copy / evidence.RAW_DIR / rel
+  for name in sorted(os.listdir(directory)):
+    if edit(directory / name):
+      break
+  else:
+    pytest.fail(f'nothing to edit in {rel}')
+  proc = _Recompute(copy)
+  assert proc.returncode == 1, proc.stdout + proc.stderr
+  assert 'DIFFERENT line' in proc.stdout
+  assert '1 difference' not in proc.stderr or 'DIFFERENT' in proc.stdout
+  assert proc.stderr.startswith('pkb-recompute: ') and len(
+      proc.stderr.splitlines()) == 1
+  return proc.stdout
+
+
+@e2e.NeedsTools('redis-server', 'redis-benchmark', 'redis-cli')
+def test_redis_benchmark_run_recomputes_after_teardown(tmp_path):
+  results = str(tmp_path / 'results')
+  run_uri = e2e.NewRunUri()
+  proc, _ = e2e.Run(['--run_stage=provision,prepare,run',
+                     '--load_generator=redis_benchmark',
+                     '--accept_unconfirmed'] + e2e.FAST, results,
+                    run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  proc, _ = e2e.Run(['--run_stage=cleanup,teardown'], results,
+                    run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  run_dir = os.path.join(results, run_uri)
+  # The evidence outlived cleanup and teardown, 0700 directories of 0600
+  # files, the password only as argv_secret's placeholder.
+  probes = _ProbeDirs(run_dir)
+  assert any(p.endswith('/redis-benchmark-1') for p in probes)
+  assert any(p.endswith('/redis-cli-pipe') for p in probes)  # The preload.
+  for rel in probes:
+    directory = os.path.join(run_dir, evidence.RAW_DIR, rel)
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    for name in os.listdir(directory):
+      assert stat.S_IMODE(os.stat(os.path.join(directory, name)).st_mode) == (
+          0o600)
+  first = next(p for p in probes if p.endswith('/redis-benchmark-1'))
+  with open(os.path.join(run_dir, evidence.RAW_DIR, first,
+                         evidence.COMMAND_FILE)) as f:
+    commands = f.read()
+  assert 'redis-benchmark -h 127.0.0.1' in commands
+  assert f'-a {argv_secret.TOKEN}' in commands
+  with open(os.path.join(run_dir, 'pkb.log')) as f:
+    assert f'-a {argv_secret.TOKEN}' in f.read()  # The command line, logged.
+  summary = _AssertAgrees(run_dir)
+  assert ' 0 price rows' not in summary
+
+  def EditThroughput(path):
+    if not path.name.startswith('out.'):
+      return False
+    text = path.read_text()
+    edited = text.replace('throughput summary: ', 'throughput summary: 1', 1)
+    path.write_text(edited)
+    return edited != text
+
+  out = _EditAndExpectDifference(run_dir, tmp_path, first, EditThroughput)
+  assert '(probe 0): value published' in out
+
+
+@e2e.NeedsTools('redis-server', 'redis-cli')
+def test_memtier_run_recomputes_and_one_edited_count_fails(tmp_path):
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e.Run([f'--memtier_path={memtier_replay.Path()}',
+                           '--accept_unconfirmed'] + e2e.FAST, results)
+  assert proc.returncode == 0, proc.stderr
+  run_dir = os.path.join(results, run_uri)
+  probes = _ProbeDirs(run_dir)
+  assert any(p.endswith('/memtier-preload') for p in probes)
+  first = next(p for p in probes if p.endswith('/memtier-1'))
+  parts = evidence.Read(run_dir, os.path.join(evidence.RAW_DIR, first))
+  doc = json.loads(next(v for k, v in parts.items() if k.endswith('.json')))
+  # memtier copies -a into its JSON: kept masked.
+  assert vm_util.MASK in doc['configuration']['authenticate']
+  assert 'pkb-load' in doc['configuration']['authenticate']
+  manifest = json.loads(parts[evidence.MANIFEST])
+  assert manifest['load_generator'] == 'memtier_benchmark'
+  _AssertAgrees(run_dir)
+
+  def EditCount(path):
+    if not path.name.endswith('.json'):
+      return False
+    data = json.loads(path.read_text())
+    data['ALL STATS']['Totals']['Count'] += 1000
+    path.write_text(json.dumps(data))
+    return True
+
+  out = _EditAndExpectDifference(run_dir, tmp_path, first, EditCount)
+  assert '(probe 0): value published' in out
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+  proc = _Recompute(tmp_path / 'nope')
+  assert proc.returncode == 2
+  assert proc.stderr == f'pkb-recompute: {tmp_path / "nope"}: no such run directory\n'
+  proc = _Recompute(tmp_path)
+  assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+  assert 'perfkitbenchmarker_results.json' in proc.stderr
+  (tmp_path / recompute.RESULTS_FILE).write_text(json.dumps({
+      'metric': 'throughput', 'value': 1.0, 'unit': 'ops/sec',
+      'timestamp': 1.0, 'test': 'redis_memtier', 'official': False,
+      'owner': 'x', 'run_uri': 'abc-1', 'sample_uri': 'u', 'product_name':
+      'PerfKitBenchmarker', 'labels': '|probe_index:0|'}) + '\n')
+  proc = _Recompute(tmp_path)
+  assert proc.returncode == 2 and 'name no raw files' in proc.stderr
+  assert len(proc.stderr.splitlines()) == 1
+
+
+class _Record:
+  def __init__(self, run_dir):
+    self.run_dir = run_dir
+
+
+class _Vm:
+  name = 'clients-0'
+
+  def __init__(self, run_dir):
+    self.record = _Record(run_dir)
+
+
+def test_keep_masks_compresses_and_never_overwrites(tmp_path):
+  run_dir = tmp_path / 'run'
+  os.mkdir(run_dir, 0o700)
+  vm = _Vm(str(run_dir))
+  big = 'x' * (evidence.GZIP_ABOVE + 1)
+  rel = evidence.Keep(vm, 'memtier-1', ['memtier -a s3cret'],
+                      {'out.0': 'password s3cret', 'file.big.json': big},
+                      secrets=('s3cret',))
+  assert rel == os.path.join(evidence.RAW_DIR, 'clients-0', 'memtier-1')
+  directory = run_dir / rel
+  assert sorted(os.listdir(directory)) == ['command.txt', 'file.big.json.gz',
+                                           'out.0']
+  with gzip.open(directory / 'file.big.json.gz', 'rt') as f:
+    assert f.read() == big
+  parts = evidence.Read(str(run_dir), rel)
+  assert parts['out.0'] == f'password {vm_util.MASK}'
+  assert parts['command.txt'] == f'0\tmemtier -a {vm_util.MASK}\n'
+  # A name used again (a resumed stage, YCSB's phases) gets a new directory.
+  again = evidence.Keep(vm, 'memtier-1', [], {'out.0': 'second'})
+  assert again.endswith('memtier-1-2')
+  assert evidence.Read(str(run_dir), rel)['out.0'].startswith('password')
+  # Outside a run (a bare VM) nothing is written.
+  bare = _Vm(None)
+  assert evidence.Keep(bare, 'x', [], {'out.0': ''}) is None
