@@ -118,8 +118,12 @@ def test_redis_benchmark_run_recomputes_after_teardown(tmp_path):
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_memtier_run_recomputes_and_one_edited_count_fails(tmp_path):
   results = str(tmp_path / 'results')
-  proc, run_uri = e2e.Run([f'--memtier_path={memtier_replay.Path()}',
-                           '--accept_unconfirmed'] + e2e.FAST, results)
+  # Found on PATH, as an installed memtier is.
+  path = os.path.dirname(memtier_replay.Path())
+  proc, run_uri = e2e.Run(['--load_generator=memtier',
+                           '--accept_unconfirmed'] + e2e.FAST, results,
+                          env=dict(os.environ,
+                                   PATH=f'{path}:{os.environ["PATH"]}'))
   assert proc.returncode == 0, proc.stderr
   run_dir = os.path.join(results, run_uri)
   probes = _ProbeDirs(run_dir)
