@@ -43,6 +43,7 @@ from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import flag_checks
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
@@ -415,7 +416,7 @@ class _Runner:
       minutes = ((child.ended - child.started) / 60) if child else 0.0
       rows.append((cell.index, cell.label, child.run_uri if child else '-',
                    status, f'{minutes:.1f}',
-                   os.path.relpath(run_dir) if run_dir else '-'))
+                   paths.Shown(run_dir) if run_dir else '-'))
       records.append({'cell': cell.index, 'label': cell.label,
                       'benchmark': cell.benchmark,
                       'axes': {k: v for k, v in cell.axes},
@@ -434,7 +435,7 @@ class _Runner:
                  'succeeded' + (f', {no_result} gave no confirmed result'
                                 if no_result else '') +
                  f'; logs and matrix_summary.json in '
-                 f'{os.path.relpath(self.matrix_dir)}.')
+                 f'{paths.Shown(self.matrix_dir)}.')
     self.out.write('\n'.join(lines) + '\n')
     self.out.flush()
     if self.signal is not None:

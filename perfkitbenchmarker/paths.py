@@ -50,3 +50,11 @@ def Preset(path: str) -> str:
           else PACKAGED_PRESETS)
   found = os.path.join(base, parts[1])
   return found if os.path.isfile(found) else path
+
+
+def Shown(path: str) -> str:
+  """A path as the console shows it: relative under the current directory
+  (results/runs/<uri> in a checkout), else absolute (an installed pkb's
+  /tmp/perfkitbenchmarker/runs/<uri>, never ../../tmp/...)."""
+  relative = os.path.relpath(path)
+  return os.path.abspath(path) if relative.startswith('..') else relative

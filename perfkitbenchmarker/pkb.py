@@ -274,7 +274,7 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
           vm_util.Mask(a) for a in argv])
   reporter = reporting.ConsoleReporter(sys.stdout)
   reporter.Line(f'Run {run_uri}: {", ".join(names)} on {_Cloud()}; '
-                f'results in {_Shown(run_dir)}')
+                f'results in {paths.Shown(run_dir)}')
 
   exit_code = EXIT_OK
   try:
@@ -285,8 +285,8 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   finally:
     interrupts.Restore()
     collector.Close()
-  reporter.Line(f'Samples: {_Shown(json_path)} and '
-                f'{_Shown(csv_path)} ({len(collector.samples)} '
+  reporter.Line(f'Samples: {paths.Shown(json_path)} and '
+                f'{paths.Shown(csv_path)} ({len(collector.samples)} '
                 'samples).')
   if bq_options:  # A failure is one line; the exit code stays the run's.
     from perfkitbenchmarker.publishers import bigquery_publisher  # pylint: disable=g-import-not-at-top
@@ -310,14 +310,6 @@ def _KeepCredentialLookupsLocal() -> None:
   """
   os.environ['NO_GCE_CHECK'] = 'True'  # google-auth: skip the GCE metadata
   os.environ['AWS_EC2_METADATA_DISABLED'] = 'true'  # botocore: skip IMDS
-
-
-def _Shown(path: str) -> str:
-  """A path as the console shows it: relative under the current directory
-  (results/runs/<uri> in a checkout), else absolute (an installed pkb's
-  /tmp/perfkitbenchmarker/runs/<uri>, not ../../tmp/...)."""
-  relative = os.path.relpath(path)
-  return path if relative.startswith('..') else relative
 
 
 def _UnconfirmedExit(samples) -> int:

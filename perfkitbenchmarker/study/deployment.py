@@ -96,15 +96,23 @@ def BindAddress(vm) -> str:
   return vm.internal_ip or '127.0.0.1'
 
 
+# Where --load_generator=auto installs memtier (the VM reaches Redis's APT
+# repository) rather than falling back to redis-benchmark.
+CLOUDS_INSTALLING_MEMTIER = ('GCP', 'AWS')
+
+
 def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
                     ) -> base.LoadGenerator:
-  """memtier when asked for or installed; otherwise redis-benchmark."""
+  """memtier when asked for, installed, or on a cloud VM (which installs it
+  from Redis's APT repository); otherwise redis-benchmark."""
   path = generator.memtier_path or memtier_package.DEFAULT_PATH
   want = generator.choice
   # A memtier given by path is wanted: missing, it is refused (Install), not
-  # quietly replaced by redis-benchmark.
+  # quietly replaced by redis-benchmark. A cloud VM can always install it;
+  # this machine and existing ones use it only when it is there.
   if want == 'memtier' or (want == 'auto' and (
-      generator.memtier_path or memtier_package.IsAvailable(vm, path))):
+      generator.memtier_path or vm.CLOUD in CLOUDS_INSTALLING_MEMTIER or
+      memtier_package.IsAvailable(vm, path))):
     vm.Install('memtier', path=path)
     return memtier.MemtierGenerator(
         vm, path, load_key_pattern=generator.load_key_pattern,
@@ -393,7 +401,7 @@ def _AutoReason(spec, opts: options_lib.RedisStudyOptions,
     return ''
   where = ('this machine' if spec.cloud == 'Local' else
            spec.vm_groups['clients'][0].name)
-  how = ('install it (README, "Load generators") or give --memtier_path'
+  how = ('install it (README: Load generators) or give --memtier_path'
          if spec.cloud == 'Local' else
          '--load_generator=memtier installs it from Redis\'s APT repository')
   return (f' (auto: memtier_benchmark is not installed on {where}; {how})')

@@ -185,7 +185,8 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions,
       f'  servers: {EngineLine(server)}, {server.shards_per_vm} '
       f'shard(s) per VM, {shards} in all, {server.mode}; per-run password; '
       'no persistence',
-      f'  clients: load generator {_Generator(opts)}{_Fallback(opts)}',
+      f'  clients: load generator {_Generator(opts, spec.cloud)}'
+      f'{_Fallback(opts)}',
       'Workload:',
       f'  preload {workload.key_count:,} keys x {workload.data_size} B; '
       f'probes SET:GET {_Ratios(opts)}, keys {workload.key_pattern}'
@@ -193,12 +194,17 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions,
   ] + SearchPlan(opts, client_vcpus)
 
 
-def _Generator(opts: options_lib.RedisStudyOptions) -> str:
+def _Generator(opts: options_lib.RedisStudyOptions, cloud: str) -> str:
+  """The load generator the run will use, as deployment.ChooseGenerator
+  picks it."""
   g = opts.generator
   if g.choice != 'auto':
     return g.choice + (f' ({g.memtier_path})' if g.memtier_path else '')
   if g.memtier_path:
     return f'memtier_benchmark ({g.memtier_path})'
+  if cloud in deployment.CLOUDS_INSTALLING_MEMTIER:
+    return ('memtier_benchmark (auto: installed on the client VMs from '
+            'Redis\'s APT repository)')
   return 'auto (memtier_benchmark when installed, else redis-benchmark)'
 
 

@@ -53,7 +53,7 @@ def SetMetadata(spec, deployment, opts) -> None:
                 opts.generator.processes_per_client
                 if opts.generator.processes_per_client > 1 else None)}
   spec.metadata.update({k: v for k, v in extras.items() if v})
-  if spec.cloud == 'Local':
+  if spec.cloud in ('Local', 'Static'):  # Priced as a catalog type.
     price = spec.GroupPrice('servers')
     spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
 
@@ -186,8 +186,9 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
   capped = by_metric[price_performance.CAPPED_THROUGHPUT]
   perf = by_metric.get(price_performance.PRICE_PERFORMANCE)
   machine = spec.vm_groups['servers'][0].machine_type
-  if spec.cloud == 'Local':
-    machine = f'local (priced as {spec.metadata.get("local_priced_as")})'
+  if spec.cloud in ('Local', 'Static'):
+    machine = (f'{"local" if spec.cloud == "Local" else machine} (priced as '
+               f'{spec.metadata.get("local_priced_as")})')
   rows = [{
       'machine_type': machine,
       'throughput': capped.value,
