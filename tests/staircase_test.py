@@ -19,6 +19,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
@@ -363,6 +364,8 @@ def test_staircase_runs_in_parts_and_stops_after_the_part_over_the_cap(
   steps = search_runner.RunStaircaseToCap(probe_driver, opts)
   assert generator.runs == [(16, 64), (80, 128)]
   assert [m.load.clients for m in steps] == list(range(16, 129, 16))
+  assert [m.metadata['staircase_step'] for m in steps] == list(range(8))
+  assert [m.metadata['staircase_run'] for m in steps] == [0] * 4 + [1] * 4
   assert staircase.Parts(16, 16, 256) == [(16, 64), (80, 128), (144, 192),
                                           (208, 256)]
   # A lone last step joins the run before it (memtier needs two).
@@ -370,3 +373,31 @@ def test_staircase_runs_in_parts_and_stops_after_the_part_over_the_cap(
   assert staircase.Parts(10, 10, 25) == [(10, 25)]
   with pytest.raises(ValueError, match='below the top'):
     staircase.Parts(64, 16, 64)
+
+
+def test_no_step_held_under_the_cap_is_an_unconfirmed_answer_not_a_failure(
+    data_path, pkb_flags):
+  # Every confirmation probe is the recorded over-cap run (256 clients,
+  # over 1 ms): no step holds when repeated. The run still answers, with
+  # the nearest step, unconfirmed (pkb exits 4), instead of failing (1).
+  vm = RecordedClientVm({'staircase': _Fixture(data_path, STAIRCASE),
+                         'probe': _Fixture(data_path,
+                                           'memtier_single_t1c256_tt5_over1ms')})
+  pkb_flags.memtier_staircase = True
+  pkb_flags.memtier_run_duration = 5
+  pkb_flags.memtier_confirm_repeats = 2
+  spec, out = _Spec(vm, pkb_flags)
+  samples = bench.Run(spec)
+  capped = next(s for s in samples
+                if s.metric == 'latency_capped_throughput')
+  assert capped.metadata['verdict'] == 'unconfirmed'
+  assert capped.metadata['verdict_reason'].startswith(
+      'no step held under the 1 ms cap when repeated')
+  # Its figure: every probe at its load, the step and its repeats.
+  at_load = [s for s in samples if s.metric == 'throughput' and
+             s.metadata['clients'] == capped.metadata['clients']]
+  assert capped.metadata['answer_probes'] == len(at_load) >= 3
+  assert capped.value == pytest.approx(
+      sum(s.value for s in at_load) / len(at_load))
+  assert verdict_lib.RunVerdict(samples).name == verdict_lib.UNCONFIRMED
+  assert 'Verdict: UNCONFIRMED' in out.getvalue()

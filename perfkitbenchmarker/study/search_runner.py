@@ -89,9 +89,13 @@ def RunStaircaseToCap(driver: driver_lib.ProbeDriver,
   in which a step reached the cap: the steps past it are not run."""
   st = opts.search.staircase
   steps = []
-  for first, last in staircase.Parts(st.clients_start, st.clients_step,
-                                     st.max_clients):
+  for run, (first, last) in enumerate(staircase.Parts(
+      st.clients_start, st.clients_step, st.max_clients)):
     part = RunStaircase(driver, opts, first, last)
+    # Steps are numbered over the whole ramp, not per run.
+    part = [dataclasses.replace(m, metadata={
+        **m.metadata, 'staircase_step': len(steps) + i,
+        'staircase_run': run}) for i, m in enumerate(part)]
     steps += part
     if any(not m.UnderCap(opts.search.cap_ms) for m in part):
       break
