@@ -149,3 +149,13 @@ def test_more_shards_or_io_threads_than_server_cores_are_warned(tmp_path):
                      '--redis_server_io_threads=64')
   assert re.search(r'WARNING: 64 shards per server VM on \d+ core', err), err
   assert 'WARNING: --redis_server_io_threads=64 on a server VM' in err
+
+
+def test_a_memtier_path_of_an_interpreter_script_dry_runs(tmp_path):
+  # The dry run applies argv_secret's #! rules without building its library
+  # (a Python #! tool such as the replay stand-in is let through; shell
+  # wrappers are refused: bad_input_test).
+  import memtier_replay  # pylint: disable=g-import-not-at-top
+  path = memtier_replay.Executable(str(tmp_path))
+  out, _ = _DryRun(tmp_path / 'r', f'--memtier_path={path}')
+  assert f'load generator memtier_benchmark ({path})' in out

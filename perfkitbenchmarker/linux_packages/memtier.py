@@ -55,9 +55,18 @@ def Install(vm, path: str = DEFAULT_PATH) -> None:
 
 class _ThisMachine:
   """This machine as the install checks see a VM (a Local dry run has no
-  VMs yet, but its client is this machine)."""
+  VMs yet, but its client is this machine). It builds nothing: the dry run
+  checks what the tool is (argv_secret's #! rules); prepare, with the
+  library built, also runs it once to see that it starts no other program.
+  """
   name = 'this machine'
   CLOUD = 'Local'
+
+  def __init__(self):
+    self._argv_secret_library = False  # Not built by a check: no trial run.
+
+  def Install(self, unused_package: str) -> None:
+    pass
 
   def RemoteCommandWithReturnCode(self, command: str, timeout=None):
     return vm_util.RunLocal(command, timeout=timeout or 30)
