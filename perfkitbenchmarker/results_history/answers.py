@@ -33,6 +33,7 @@ from typing import List, Optional, Sequence
 
 import pandas as pd
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.search import stats as stats_lib
 
@@ -47,7 +48,8 @@ NO_INTERVAL = 'none'
 _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
                  verdict_lib.FLAGS_KEY, 'search_stop_reason',
                  'confirmation_repeats', 'throughput_ci95_ops',
-                 'client_saturated', 'interference')
+                 'client_saturated', 'interference', attribution.KEY,
+                 attribution.DETAIL_KEY)
 # Every metadata key the answers read (compare loads only what views read).
 METADATA_KEYS = _VERDICT_KEYS + (
     'confirmed_average_latency_ms', 'average_latency_ms', 'p99_latency_ms',
@@ -55,7 +57,7 @@ METADATA_KEYS = _VERDICT_KEYS + (
 ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
                   'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
                   'price_performance', 'verdict', 'verdict_flags',
-                  'verdict_reason', 'timestamp')
+                  'verdict_reason', 'limit', 'limit_detail', 'timestamp')
 
 
 def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -121,6 +123,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       'verdict_flags': [','.join(v.flags) or verdict_lib.CONFIRMED
                         for v in verdicts],
       'verdict_reason': [v.reason for v in verdicts],
+      # What limited the answer (attribution.py); '' for runs recorded
+      # before limits.
+      'limit': [v.limit.name if v.limit else '' for v in verdicts],
+      'limit_detail': [v.limit.detail if v.limit else '' for v in verdicts],
       'timestamp': capped['timestamp'],
   })
   pp = _PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {
@@ -191,6 +197,21 @@ def VerdictSummary(answers: pd.DataFrame) -> str:
   return ', '.join(parts)
 
 
+def LimitSummary(answers: pd.DataFrame) -> str:
+  """E.g. 'server quota' or 'server CPU (2 of 3 runs), latency (1 of 3)';
+  '' when no run recorded a limit."""
+  limits = [l for l in answers.get('limit', pd.Series(dtype=str)) if l]
+  if not limits:
+    return ''
+  counts = pd.Series(limits).value_counts()
+  words = {n: attribution.WORDS.get(n, n) for n in counts.index}
+  if len(counts) == 1 and counts.iloc[0] == len(answers):
+    return words[counts.index[0]]
+  total = len(answers)
+  return ', '.join(f'{words[n]} ({c} of {total} run{"s" if total > 1 else ""})'
+                   for n, c in counts.items())
+
+
 def RunList(answers: pd.DataFrame) -> List[dict]:
   """The runs' own answers, for the JSON leaderboard."""
   out = []
@@ -198,7 +219,9 @@ def RunList(answers: pd.DataFrame) -> List[dict]:
     out.append({'run_uri': a['run_uri'], 'capped_ops': _Float(a['capped_ops']),
                 'capped_ops_ci95': _Float(a['ops_ci95']),
                 'price_performance': _Float(a['price_performance']),
-                'verdict': a['verdict'], 'verdict_reason': a['verdict_reason']})
+                'verdict': a['verdict'], 'verdict_reason': a['verdict_reason'],
+                'limit': a.get('limit') or None,
+                'limit_detail': a.get('limit_detail') or None})
   return out
 
 

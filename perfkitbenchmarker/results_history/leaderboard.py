@@ -53,10 +53,10 @@ COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
            'price_performance', 'price_performance_ci95', 'ratio_to_best',
            'ratio_ci_low', 'ratio_ci_high', 'verdict', 'answer_verdict',
-           'client_bound', 'price_basis', 'pricing_model', 'price_source',
+           'limit', 'client_bound', 'price_basis', 'pricing_model', 'price_source',
            'price_date', 'night', 'cell', 'run_answers')
 UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
-                    'night', 'runs', 'answer_verdict', 'reasons',
+                    'night', 'runs', 'answer_verdict', 'limit', 'reasons',
                     'run_answers')
 NOISE_UNKNOWN_WITHIN = 'noise unknown (within-run interval only)'
 NOISE_UNKNOWN = 'noise unknown'
@@ -107,6 +107,7 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
         'usd_per_hour': float(runs['usd_per_hour'].mean()),
         'price_performance': pp.value, 'price_performance_ci95': pp.ci95,
         'answer_verdict': answers_lib.VerdictSummary(runs),
+        'limit': answers_lib.LimitSummary(runs),
         'client_bound': bool(runs['verdict_flags'].str.contains(
             'client_bound').any()),
         'price_basis': info.get('price_basis'),
@@ -159,8 +160,11 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
         'topology': info['topology'], 'workload': info['workload'],
         'cell': cell, 'night': night, 'runs': len(runs),
         'answer_verdict': answers_lib.VerdictSummary(runs),
-        'reasons': [f'run {u}: {r}' for u, r in
-                    zip(runs['run_uri'], runs['verdict_reason'])],
+        'limit': answers_lib.LimitSummary(runs),
+        'reasons': [f'run {u}: {r}' + (f'; limit: {d}' if d else '')
+                    for u, r, d in zip(runs['run_uri'],
+                                       runs['verdict_reason'],
+                                       runs['limit_detail'])],
         'run_answers': answers_lib.RunList(runs)})
   return pd.DataFrame(rows, columns=UNRANKED_COLUMNS)
 

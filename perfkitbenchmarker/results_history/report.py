@@ -118,7 +118,10 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
         'capped_ops': (f'{_Number(row["capped_ops"])} ± '
                        f'{_Number(row["capped_ops_ci95"])}'),
         'interval': str(row['interval_kind']),
-        'answer': str(row['answer_verdict']),
+        # What limited the answers (attribution.py) beside their verdicts:
+        # one cell, so the page still reads on a laptop.
+        'answer': str(row['answer_verdict']) + (
+            f'; limit: {row["limit"]}' if row.get('limit') else ''),
         'p99_ms': _Number(row['p99_latency_ms'], 3),
         'usd_per_hour': _Price(row['usd_per_hour']),
         'price_performance': (f'{_Number(row["price_performance"])} ± '
