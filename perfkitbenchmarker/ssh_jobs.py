@@ -27,6 +27,7 @@ import uuid
 from typing import Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import remote_shell
 
 # Beyond the job's own timeout and kill grace, before the collector gives up.
@@ -65,10 +66,19 @@ def Start(vm, command: str, timeout: float,
   return job
 
 
-def Collect(vm, job: str, deadline: float) -> Optional[Tuple[str, str, int]]:
+def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
+            ) -> Optional[Tuple[str, str, int]]:
   """Waits on the VM for the job until `deadline` (vm's clock); returns
-  (stdout, stderr, rc), or None when it has not ended by then."""
+  (stdout, stderr, rc), or None when it has not ended by then.
+
+  Raises errors.Error when the run is stopped (its deadline, a signal:
+  vm_util.StopCount moved past `stops`) meanwhile, in whatever thread it
+  waits, instead of reconnecting until its own deadline.
+  """
+  stops = vm_util.StopCount() if stops is None else stops
   while True:
+    if vm_util.StopCount() != stops:
+      raise errors.Error(f'stopped while waiting for a command on {vm.name}')
     wait = max(1.0, deadline - vm._clock())  # pylint: disable=protected-access
     try:
       out, err, rc = vm.RemoteCommandWithReturnCode(
@@ -85,8 +95,13 @@ def Collect(vm, job: str, deadline: float) -> Optional[Tuple[str, str, int]]:
                       remote_shell.CleanStderr(err).strip()[-200:])
       vm._sleep(RECONNECT_PAUSE_S)  # pylint: disable=protected-access
     except errors.Error as e:
-      logging.warning('%s; still waiting for the detached command', e)
-      vm._sleep(RECONNECT_PAUSE_S)  # pylint: disable=protected-access
+      retry_after = getattr(e, 'retry_after', None)
+      if retry_after is None:
+        logging.warning('%s; still waiting for the detached command', e)
+      # A host that did not answer a moment ago is tried again only after
+      # its pause (ssh_vm.HostHealth).
+      vm._sleep(max(RECONNECT_PAUSE_S, min(retry_after or 0,  # pylint: disable=protected-access
+                                           deadline - vm._clock())))  # pylint: disable=protected-access
     if vm._clock() >= deadline:  # pylint: disable=protected-access
       return None
 
@@ -110,10 +125,11 @@ def RunDetached(vm, command: str, timeout: float,
   """
   seconds = remote_shell.Seconds(timeout)
   start = vm._clock()  # pylint: disable=protected-access
+  stops = vm_util.StopCount()
   job = Start(vm, command, timeout, env)
   deadline = start + seconds + remote_shell.KILL_GRACE_S + COLLECT_SLACK_S
   try:
-    collected = Collect(vm, job, deadline)
+    collected = Collect(vm, job, deadline, stops)
     if collected is None:
       Kill(vm, job)
       collected = Collect(vm, job, vm._clock() + 10) or ('', '', -9)  # pylint: disable=protected-access

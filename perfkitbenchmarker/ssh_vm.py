@@ -34,7 +34,8 @@ import re
 import shlex
 import shutil
 import threading
-from typing import Any, Dict, Hashable, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
 from absl import flags
 
@@ -59,13 +60,67 @@ COMMAND_TIMEOUT_S = 600
 # Short, so a master left by a killed run goes away by itself soon.
 CONTROL_PERSIST_S = 60
 LOCAL_GRACE_S = 15  # local timeout beyond the remote one
+# A connection whose server stopped answering (a frozen or lost machine) is
+# dropped after this many keepalives this far apart (15 s), so no command
+# hangs on it for a minute or more.
+SERVER_ALIVE_INTERVAL_S = 5
+SERVER_ALIVE_COUNT = 3
 
 _control_lock = threading.Lock()
 _control_dir: Optional[str] = None
 
 
 class SshError(errors.Error):
-  """A machine could not be reached over SSH, even after retries."""
+  """A machine could not be reached over SSH, even after retries.
+
+  `retry_after` (seconds) is set when no connection was tried: the machine
+  did not answer a moment ago (HostHealth).
+  """
+
+  def __init__(self, message: str, retry_after: Optional[float] = None):
+    super().__init__(message)
+    self.retry_after = retry_after
+
+
+class HostHealth:
+  """SSH hosts (connection lanes) that did not answer, and since when.
+
+  Shared by every VM object of the process (teardown rebuilds one per
+  record entry): once a host has not answered, each later command makes one
+  attempt, no retries, and a command within `hold` seconds of its last
+  failed attempt fails at once, so deleting many resources of a frozen or
+  lost machine costs one connect timeout, not three for each of them. An
+  answer clears it.
+  """
+
+  def __init__(self, clock: Callable[[], float] = time.monotonic):
+    self._clock = clock
+    self._lock = threading.Lock()
+    self._down: Dict[Hashable, Tuple[float, str]] = {}
+
+  def IsDown(self, lane: Hashable) -> bool:
+    with self._lock:
+      return lane in self._down
+
+  def Refusal(self, lane: Hashable, hold: float
+              ) -> Optional[Tuple[float, str]]:
+    """(seconds since it last failed, its error) while within `hold`."""
+    with self._lock:
+      since, error = self._down.get(lane, (None, ''))
+      if since is None or self._clock() - since >= hold:
+        return None
+      return self._clock() - since, error
+
+  def Failed(self, lane: Hashable, error: str) -> None:
+    with self._lock:
+      self._down[lane] = (self._clock(), error)
+
+  def Answered(self, lane: Hashable) -> None:
+    with self._lock:
+      self._down.pop(lane, None)
+
+
+_HOSTS = HostHealth()
 
 
 def CheckRunDirs(run_uri: str = '') -> None:
@@ -209,7 +264,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                run_local=vm_util.RunLocal,
                connect_timeout: float = CONNECT_TIMEOUT_S,
                connect_retries: int = 3,
-               command_timeout: float = COMMAND_TIMEOUT_S, **kwargs):
+               command_timeout: float = COMMAND_TIMEOUT_S,
+               host_health: Optional[HostHealth] = None, **kwargs):
     run_uri = kwargs.pop('run_uri', None)
     super().__init__(spec, name, group_name, **kwargs)
     self.user = user
@@ -225,6 +281,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.connect_timeout = connect_timeout
     self.connect_retries = max(1, connect_retries)
     self.command_timeout = command_timeout
+    self._hosts = host_health or _HOSTS
     self.system_info: Optional[system_info_lib.SystemInfo] = None
     self.tuning: Dict[str, str] = {}
     # Whether the run may have made its scratch directory on the VM (and so
@@ -251,14 +308,16 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       raise SshError(f'{self.name} has no IP address yet.')
     return f'{self.user}@{self.ip_address}'
 
-  def SshOptions(self) -> list:
+  def SshOptions(self, connect_timeout: Optional[float] = None) -> list:
+    connect_timeout = connect_timeout or self.connect_timeout
     options = {
         'BatchMode': 'yes', 'IdentitiesOnly': 'yes',
         'StrictHostKeyChecking': 'accept-new',
         'UserKnownHostsFile': self.known_hosts_file,
         'GlobalKnownHostsFile': '/dev/null',
-        'ConnectTimeout': str(int(self.connect_timeout)),
-        'ServerAliveInterval': '15', 'ServerAliveCountMax': '4',
+        'ConnectTimeout': str(max(1, int(connect_timeout))),
+        'ServerAliveInterval': str(SERVER_ALIVE_INTERVAL_S),
+        'ServerAliveCountMax': str(SERVER_ALIVE_COUNT),
         'ControlMaster': 'auto',
         'ControlPath': os.path.join(self.control_dir, '%C'),
         'ControlPersist': str(CONTROL_PERSIST_S), 'LogLevel': 'ERROR',
@@ -271,10 +330,12 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     return args
 
   def _RunSsh(self, remote: str, timeout: float,
-              stdin: vm_util.Stdin = None) -> Tuple[str, str, int]:
+              stdin: vm_util.Stdin = None,
+              connect_timeout: Optional[float] = None
+              ) -> Tuple[str, str, int]:
     """One ssh invocation, no retries."""
-    argv = (['ssh'] + self.SshOptions() + ['-p', str(self.port),
-                                           self._Target(), remote])
+    argv = (['ssh'] + self.SshOptions(connect_timeout) +
+            ['-p', str(self.port), self._Target(), remote])
     return self._run_local(vm_util.QuoteAll(argv), timeout=timeout,
                            stdin=stdin)
 
@@ -317,20 +378,39 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     timeout = timeout or self.command_timeout
     remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
                                         env_on_stdin=bool(env))
+    lane = self.CommandLane()
+    refusal = self._hosts.Refusal(lane, self.connect_timeout)
+    if refusal is not None:
+      ago, error = refusal
+      raise SshError(
+          f'Cannot reach {self.name} over SSH ({self._Target()} port '
+          f'{self.port}): it did not answer {ago:.0f}s ago '
+          f'({error or "no error output"}); not tried again yet. Check the '
+          'address, port, user, key and firewall.',
+          retry_after=self.connect_timeout - ago)
+    # Retries end when the run is stopped (its deadline, a signal), in any
+    # thread; once the host did not answer, each command tries once.
+    stops = vm_util.StopCount()
+    attempts = 1 if self._hosts.IsDown(lane) else self.connect_retries
     delay = 1.0
-    for attempt in range(1, self.connect_retries + 1):
+    for attempt in range(1, attempts + 1):
       start = self._clock()
       out, err, rc = self._RunSsh(remote, timeout + LOCAL_GRACE_S,
                                   _WithEnvLine(env, stdin))
+      if remote_shell.Started(err):
+        self._hosts.Answered(lane)
       if rc != 255 or remote_shell.Started(err):
         break
       # The remote shell never started: safe to try again.
-      if attempt == self.connect_retries:
+      self._hosts.Failed(lane, vm_util.Tail(err, 1))
+      if attempt == attempts or vm_util.StopCount() != stops:
         raise self._ConnectionError(attempt, remote_shell.CleanStderr(err))
       logging.warning('SSH to %s failed (%s); retrying in %.0fs', self.name,
                       vm_util.Tail(err, 1), delay)
       self._sleep(delay)
       delay *= 2
+      if vm_util.StopCount() != stops:
+        raise self._ConnectionError(attempt, remote_shell.CleanStderr(err))
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
     return out, remote_shell.CleanStderr(err), rc
@@ -363,10 +443,18 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     deadline = self._clock() + timeout
     remote = remote_shell.CommandScript('true', self.scratch_dir,
                                         self.connect_timeout)
+    stops = vm_util.StopCount()
     while True:
-      _, err, rc = self._RunSsh(remote, self.connect_timeout + LOCAL_GRACE_S)
+      # No attempt outlasts the wait: its connect timeout is what is left.
+      connect = min(self.connect_timeout, deadline - self._clock())
+      _, err, rc = self._RunSsh(remote, connect + LOCAL_GRACE_S,
+                                connect_timeout=max(1.0, connect))
       if rc == 0:
+        self._hosts.Answered(self.CommandLane())
         break
+      if vm_util.StopCount() != stops:
+        raise SshError(f'{self.name}: stopped while waiting for SSH at '
+                       f'{self._Target()} port {self.port}.')
       if rc != 255 or remote_shell.Started(err):
         raise SshError(f'{self.name}: SSH works but the shell failed '
                        f'(exit {rc}): {vm_util.Tail(err, 2)}; the VM needs '

@@ -81,6 +81,12 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
         record.MarkStageDone('run')
   except (errors.Error, errors.RunInterrupted, KeyboardInterrupt) as e:
     failure = e
+    if not isinstance(e, errors.Error):
+      # Said when it happens: cleanup and teardown may take a while yet.
+      reason = ('interrupted by SIGINT' if isinstance(e, KeyboardInterrupt)
+                else str(e))
+      print(f'pkb: {reason}; stopping {module.BENCHMARK_NAME}: cleanup and '
+            'teardown run now.', file=sys.stderr)
   except Exception as e:  # pylint: disable=broad-except
     # A bug, not bad input: keep the traceback in pkb.log, show one line.
     logging.exception('Unexpected error')
@@ -154,8 +160,11 @@ def _Finish(module, spec, stages, failure,
         module.Cleanup(spec)
         spec.record.MarkStageDone('cleanup')
     except Exception as e:  # pylint: disable=broad-except
-      logging.exception('Cleanup failed')
-      problems.append(f'cleanup failed: {vm_util.Mask(str(e))}')
+      # One line on the console (below); the traceback only in pkb.log.
+      logging.info('Cleanup failed', exc_info=True)
+      what = ('' if isinstance(e, errors.Error) else
+              f'internal error {type(e).__name__}: ')
+      problems.append(f'cleanup failed: {what}{vm_util.Mask(str(e))}')
   if 'teardown' in stages:
     teardown_started = times.Now()
     failures = spec.Teardown()

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import urllib.parse
 from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
@@ -36,6 +37,12 @@ STREAM_JOIN_S = 5.0  # Bound on waiting for the stream threads after exit.
 # Plain dict operations only (atomic under the GIL): StopChildren runs in a
 # signal handler, which may interrupt a thread that is adding or removing.
 _CHILDREN: dict = {}
+_STOPS = [0]  # StopChildren calls so far (a list: set from a signal handler)
+
+
+def StopCount() -> int:
+  """How many times the run's commands were stopped (deadline, signal)."""
+  return _STOPS[0]
 
 
 def RegisterSecret(secret: str) -> None:
@@ -124,11 +131,13 @@ def RunLocal(command: str, cwd: Optional[str] = None,
       on_start(proc.pid)
     if stdin is not None and not isinstance(stdin, str):
       return _CommunicateStreaming(proc, stdin, timeout)
-    out, err = proc.communicate(input=stdin, timeout=timeout)
-    return out, err, proc.returncode
+    return _Communicate(proc, stdin, timeout)
   except subprocess.TimeoutExpired:
     KillGroup(proc.pid)
-    out, err = proc.communicate()
+    try:  # Bounded: see _Communicate.
+      out, err = proc.communicate(timeout=STREAM_JOIN_S)
+    except subprocess.TimeoutExpired:
+      out, err = '', ''
     return out, err, -9
   except BaseException:
     KillGroup(proc.pid)
@@ -141,9 +150,42 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     _CHILDREN.pop(proc.pid, None)
 
 
+def _Communicate(proc: subprocess.Popen, stdin: Optional[str],
+                 timeout: Optional[float]) -> Tuple[str, str, int]:
+  """proc.communicate(stdin, timeout), which also ends when the run is
+  stopped (StopChildren) and the command is gone, whoever still holds its
+  pipes: an ssh client run through a master connection hands its streams to
+  the master, which keeps them open until the remote command ends.
+  """
+  if stdin is not None:
+    # communicate() cannot be resumed with input (CPython writes the rest
+    # only when given it again, and refuses it then): one call. Commands
+    # given text are short (a file written, a job started).
+    out, err = proc.communicate(input=stdin, timeout=timeout)
+    return out, err, proc.returncode
+  stops = StopCount()
+  end = None if timeout is None else time.monotonic() + timeout
+  while True:
+    step = 1.0 if end is None else max(0.0, min(1.0, end - time.monotonic()))
+    try:
+      out, err = proc.communicate(timeout=step)
+      return out, err, proc.returncode
+    except subprocess.TimeoutExpired:
+      if end is not None and time.monotonic() >= end:
+        raise
+      if StopCount() != stops and proc.poll() is not None:
+        return '', '', proc.returncode
+
+
 def StopChildren() -> int:
   """Kills the process group of every RunLocal command still running (in
-  any thread); returns how many. Safe in a signal handler."""
+  any thread); returns how many. Safe in a signal handler.
+
+  Also counts the stop (`StopCount`): a loop that retries or keeps waiting
+  (an SSH connection, a detached command's collector) ends when the count
+  moved since it began, instead of starting its command again.
+  """
+  _STOPS[0] += 1
   pids = list(_CHILDREN)
   for pid in pids:
     KillGroup(pid)

@@ -315,22 +315,36 @@ def test_unreachable_machine_stays_in_the_record_until_cleaned(
   server.StopMaster()
   own_sshd.Stop()  # The machine cannot be reached now.
   try:
-    for _ in range(2):  # A later teardown still knows what is left.
-      loaded = run_record.RunRecord.Load(spec.record.run_dir)
-      failure, = resource.TeardownFromRecord(loaded)
-      assert '\n' not in failure
-      assert failure.startswith(
-          f'static_vm servers-0: its scratch directory /tmp/pkb-{run_uri}/')
-      assert 'servers-0 (the run\'s shard configs' in failure
-      assert 'Connection refused' in failure
-      entry, = run_record.RunRecord.Load(spec.record.run_dir).Resources()
-      assert entry['status'] == 'created'
+    loaded = run_record.RunRecord.Load(spec.record.run_dir)
+    failure, = resource.TeardownFromRecord(loaded)
+    assert '\n' not in failure
+    assert failure.startswith(
+        f'static_vm servers-0: its scratch directory /tmp/pkb-{run_uri}/')
+    assert 'servers-0 (the run\'s shard configs' in failure
+    assert 'Connection refused' in failure
+    entry, = run_record.RunRecord.Load(spec.record.run_dir).Resources()
+    assert entry['status'] == 'created'
+    # A later teardown still knows what is left, and says so.
+    done = _Teardown(tmp_path, run_uri)
+    assert done.returncode == 1, done.stderr
+    assert 'Teardown left 1 resource(s): static_vm servers-0: its scratch' in (
+        done.stderr)
   finally:
     own_sshd.Start()
-  loaded = run_record.RunRecord.Load(spec.record.run_dir)
-  assert resource.TeardownFromRecord(loaded) == []
+  done = _Teardown(tmp_path, run_uri)
+  assert done.returncode == 0, done.stderr
   assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+  loaded = run_record.RunRecord.Load(spec.record.run_dir)
   assert {e['status'] for e in loaded.Resources()} == {'deleted'}
+
+
+def _Teardown(tmp_path, run_uri):
+  """./pkb.py --run_stage=teardown for a run of _Spec (a new process)."""
+  return subprocess.run(
+      [os.path.join(REPO, '.venv', 'bin', 'python'),
+       os.path.join(REPO, 'pkb.py'), '--run_stage=teardown',
+       f'--run_uri={run_uri}', f'--results_dir={tmp_path / "runs"}'],
+      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
 
 
 def test_scratch_dir_of_someone_else_is_refused_and_not_left_in_the_record(
