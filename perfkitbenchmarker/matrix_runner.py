@@ -303,6 +303,16 @@ class _Child:
     return True
 
 
+def MatrixRoot(results_dir: str) -> str:
+  """Where a matrix's summary and cell logs go: results/matrix beside the
+  runs directory (results/runs, the default), or inside any other
+  --results_dir (--results_dir=/tmp put them in /matrix)."""
+  results_dir = os.path.abspath(results_dir)
+  if os.path.basename(results_dir) == 'runs':
+    return os.path.join(os.path.dirname(results_dir), 'matrix')
+  return os.path.join(results_dir, 'matrix')
+
+
 class _Runner:
   """Starts cells N at a time, forwards signals, writes the summary."""
 
@@ -312,8 +322,8 @@ class _Runner:
     self.results_dir, self.processes = results_dir, processes
     self.new_run_uri = new_run_uri
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-    self.matrix_dir = os.path.join(os.path.dirname(os.path.abspath(
-        results_dir)), 'matrix', f'{stamp}-{new_run_uri()[:4]}')
+    self.matrix_dir = os.path.join(MatrixRoot(results_dir),
+                                   f'{stamp}-{new_run_uri()[:4]}')
     self.lock = threading.Lock()
     self.running: Dict[int, _Child] = {}
     self.done: Dict[int, _Child] = {}

@@ -157,6 +157,17 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
   record = run_record_lib.RunRecord.Load(run_dir, run_uri)
   live = list(record.LiveResources())
   over = {'run', 'teardown'} & set(record.stages_done)
+  torn_down = ('teardown' in record.stages_done or
+               record.status == 'torn_down')
+  if 'provision' not in stages and torn_down and not live:
+    # Its VMs are gone and a run_uri is never provisioned twice: the one
+    # way on is a new run (advising --run_stage=provision here would only
+    # be refused next).
+    raise errors.UsageError(
+        f'--run_stage={",".join(stages)}: run {run_uri} was torn down, '
+        f'nothing of it is left to {stages[0]}; start a new run (leave '
+        '--run_uri out, or pick another) with --run_stage=all or '
+        'provision,prepare,run.')
   if 'provision' in stages and over and not live:  # Two runs under one uri.
     raise errors.UsageError(
         f'--run_stage={",".join(stages)}: run {run_uri} already ran (its '
@@ -340,6 +351,10 @@ def _RunOne(module, config, run_uri, record, catalog, collector, reporter,
 
 def Main(argv: Optional[List[str]] = None) -> int:
   argv = list(sys.argv if argv is None else argv)
+  # Nothing the run writes (results, logs, what it builds and checks
+  # later) may be writable by others, whatever the caller's umask (000
+  # made the library it had just built "not the run's own").
+  os.umask(os.umask(0) | 0o022)
   run_signals.GuardOutput()  # A closed terminal must not stop cleanup.
   help_text = pkb_flags.HelpText(argv)
   if help_text:

@@ -38,6 +38,20 @@ if [ ! -x .venv/bin/python ]; then
   echo "Making the Python virtualenv .venv..."
   "$PYTHON" -m venv .venv
 fi
+# A venv runs its base python in place: one made from a python inside a
+# private home (root's pyenv) is this user's alone. Say so now; ./pkb.py run
+# by another user then says the same in one line (venv_reexec.py).
+real="$(readlink -f .venv/bin/python)"
+dir="$real"
+while dir="$(dirname "$dir")" && [ "$dir" != / ]; do
+  if [ $(( 8#$(stat -c %a "$dir") & 1 )) -eq 0 ]; then
+    echo "Note: .venv's python ($real) is inside $dir, which other users" \
+         "cannot enter: only $(id -un) can run ./pkb.py from this checkout" \
+         "(for every user: rm -rf .venv; PYTHON=/usr/bin/python3" \
+         "./scripts/setup.sh)."
+    break
+  fi
+done
 echo "Installing the Python requirements into .venv (a few minutes the first time)..."
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements.txt -r requirements-test.txt

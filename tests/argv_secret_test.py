@@ -189,3 +189,15 @@ def test_every_token_in_an_argument_is_replaced(vm, tmp_path):
   out = subprocess.run(['bash', str(script)], capture_output=True, text=True,
                        check=True).stdout
   assert out == 'u:pw|pwpw|plain|'
+
+
+def test_the_library_built_under_umask_000_is_the_runs_own(vm):  # pylint: disable=redefined-outer-name
+  """With the caller's umask 000 the run refused the library it had just
+  built as writable by others (issue 24 item 17)."""
+  old = os.umask(0)
+  try:
+    argv_secret.Install(vm)
+  finally:
+    os.umask(old)
+  assert argv_secret.IsInstalled(vm)
+  assert os.stat(argv_secret.LibraryPath(vm)).st_mode & 0o022 == 0

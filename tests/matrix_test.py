@@ -416,3 +416,16 @@ def test_matrix_exit_code_says_what_happened_not_how_many(tmp_path, codes,
                                ended=1.0, log_path=f'cell-{i}.log')
       for i, code in enumerate(codes, 1) if code is not None}
   assert runner._Summary() == expected
+
+
+@pytest.mark.parametrize('results_dir,root', [
+    ('/tmp', '/tmp/matrix'),  # It was /matrix.
+    ('/srv/bench/results/runs', '/srv/bench/results/matrix'),
+    ('/srv/bench/nightly', '/srv/bench/nightly/matrix'),
+])
+def test_the_matrix_directory_is_in_the_results_root(results_dir, root):
+  import io  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  runner = matrix_runner._Runner([], None, results_dir, lambda: 'abcd', 1,  # pylint: disable=protected-access
+                                 io.StringIO())
+  assert os.path.dirname(runner.matrix_dir) == root

@@ -343,8 +343,10 @@ def Install(vm) -> None:
   source = f'{vm.scratch_dir}/argv_secret.c'
   vm.WriteFile(source, SOURCE, 0o600)
   library = LibraryPath(vm)
+  # Built under the run's own umask: IsInstalled refuses a library others
+  # can write, and with the user's umask 000 it refused the one just built.
   vm.RemoteCommand(
-      f'cc -shared -fPIC -O2 -o {shlex.quote(library)} '
+      f'umask 077; cc -shared -fPIC -O2 -o {shlex.quote(library)} '
       f'{shlex.quote(source)} -ldl && rm -f -- {shlex.quote(source)}',
       timeout=120, what='compiling argv_secret')
 

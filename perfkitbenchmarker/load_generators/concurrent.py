@@ -286,7 +286,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     if len(rc_text) < 3:
       raise errors.ProcessError(
           f'{commands[i][0].rsplit("/", 1)[-1]} on {vm.name} left no exit '
-          'status (the probe script was stopped)')
+          f'status ({_NoStatusReason(vm, err)})')
     code, start, end = int(rc_text[0]), float(rc_text[1]), float(rc_text[2])
     outputs.append(ProcessOutput(
         name=f'{name}.{i}', stdout=bundle.get(f'out.{i}', ''),
@@ -321,6 +321,31 @@ def _KeepEvidence(vm, name, commands, timeout_s, files, bundle, secret,
     parts[evidence.MANIFEST] = json.dumps(manifest, sort_keys=True)
   return evidence.Keep(vm, name, lines, parts,
                        secrets=(secret,) if secret else ())
+
+
+# Below this much free space in the scratch directory, a probe's missing
+# files are put down to a full disk.
+FULL_DISK_BYTES = 1 << 20
+
+
+def _NoStatusReason(vm, script_stderr: str) -> str:
+  """Why a probe left no exit status: a full scratch disk (its files could
+  not be written) named as such, else the script was stopped."""
+  free = None
+  try:
+    out, _, rc = vm.RemoteCommandWithReturnCode(
+        f'stat -f -c "%a %S" -- {shlex.quote(vm.scratch_dir)}', timeout=30)
+    blocks, size = out.split()
+    free = int(blocks) * int(size) if rc == 0 else None
+  except (errors.Error, ValueError):
+    pass
+  if 'No space left on device' in script_stderr or (
+      free is not None and free < FULL_DISK_BYTES):
+    room = f', {free // 1024:,} KiB free' if free is not None else ''
+    return (f'No space left on device: its files in {vm.scratch_dir} could '
+            f'not be written{room}; free space on {vm.name} and run again')
+  detail = vm_util.Tail(script_stderr, 2)
+  return 'the probe script was stopped' + (f': {detail}' if detail else '')
 
 
 def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],

@@ -1,0 +1,127 @@
+"""What a user sees when a stage stops or cleanup fails: one line each, said
+when it happens (issue 24 items 9 and 17).
+
+In-process runs of pkb's stage driver (pkb._RunOne) with a stub benchmark on
+the Local cloud, with the run's console log set up as ./pkb.py has it.
+"""
+
+import io
+import os
+import subprocess
+import sys
+import types
+
+from perfkitbenchmarker import benchmark_spec as spec_lib
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags_lib
+from perfkitbenchmarker import pkb
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker import run_log
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker.publishers import publisher
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = {'vm_groups': {'servers': {
+    'vm_spec': {'Local': {'machine_type': 'local'}}, 'vm_count': 1}}}
+
+
+def _Run(tmp_path, run_uri, run, cleanup):
+  module = types.ModuleType('lines_stub_benchmark')
+  module.BENCHMARK_NAME = 'lines_stub'
+  module.Prepare = lambda spec: None
+  module.Run = run
+  module.Cleanup = cleanup
+  run_dir = str(tmp_path / run_uri)
+  record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
+                                       benchmarks=[module.BENCHMARK_NAME])
+  collector = publisher.SampleCollector(
+      [], publisher.RunInfo(run_uri=run_uri, owner='tester'))
+  run_log.SetUp(run_dir)
+  try:
+    return pkb._RunOne(  # pylint: disable=protected-access
+        module, CONFIG, run_uri, record, None, collector,
+        reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
+        list(pkb_flags_lib.RUN_STAGES), pkb._Interrupts(run_uri))  # pylint: disable=protected-access
+  finally:
+    run_log.TearDown()
+
+
+def test_a_cleanup_failure_is_one_line_and_its_traceback_in_pkb_log(
+    pkb_flags, tmp_path, capsys):
+  pkb_flags.cloud = 'Local'
+
+  def Cleanup(spec):
+    raise errors.ProcessError(
+        'Stopping shards failed: redis_process servers-0:7002: Cannot reach '
+        'servers-0 over SSH')
+
+  code = _Run(tmp_path, 'lines1', lambda spec: [], Cleanup)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_FAILED
+  assert 'Traceback' not in err and 'ERROR' not in err, err
+  line, = [l for l in err.splitlines() if 'Stopping shards failed' in l]
+  assert line.startswith('pkb: cleanup failed: Stopping shards failed: ')
+  with open(tmp_path / 'lines1' / 'pkb.log') as f:
+    assert 'Traceback' in f.read()  # Kept for whoever debugs it.
+
+
+def test_a_bug_in_cleanup_is_one_line_too(pkb_flags, tmp_path, capsys):
+  pkb_flags.cloud = 'Local'
+
+  def Cleanup(spec):
+    return {}['shards']
+
+  code = _Run(tmp_path, 'lines2', lambda spec: [], Cleanup)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_FAILED
+  assert 'Traceback' not in err, err
+  assert "pkb: cleanup failed: internal error KeyError: 'shards'" in err
+
+
+def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
+                                                  capsys):
+  pkb_flags.cloud = 'Local'
+
+  def Run(spec):
+    raise errors.RunInterrupted('deadline (--timeout_minutes) reached')
+
+  def Cleanup(spec):
+    print('cleanup ran', file=sys.stderr)
+
+  code = _Run(tmp_path, 'lines3', Run, Cleanup)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_INTERRUPTED
+  said = err.index('pkb: deadline (--timeout_minutes) reached; stopping '
+                   'lines_stub: cleanup and teardown run now.')
+  assert said < err.index('cleanup ran')
+  # The run's end still names what stopped it.
+  assert 'pkb: lines_stub stopped: deadline (--timeout_minutes) reached' in err
+
+
+def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
+  """--run_stage=run after teardown advised --run_stage=provision, which
+  was then refused (a run_uri is never provisioned twice)."""
+  run_uri = 'tdown1'
+  record = run_record.RunRecord.Create(str(tmp_path / run_uri), run_uri,
+                                       cloud='Local',
+                                       benchmarks=['redis_memtier'])
+  for stage in ('provision', 'prepare', 'run', 'cleanup'):
+    record.MarkStageDone(stage)
+  record.SetStatus('torn_down')  # As ./pkb.py --run_stage=teardown leaves it.
+  lines = {}
+  for stages in ('run', 'prepare,run', 'cleanup', 'provision'):
+    done = subprocess.run(
+        [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
+         f'--run_stage={stages}', f'--results_dir={tmp_path}'],
+        capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    assert done.returncode == 2, done.stderr
+    line, = done.stderr.strip().splitlines()
+    lines[stages] = line
+  for stages in ('run', 'prepare,run', 'cleanup'):
+    assert lines[stages] == (
+        f'pkb: --run_stage={stages}: run {run_uri} was torn down, nothing of '
+        f'it is left to {stages.split(",")[0]}; start a new run (leave '
+        '--run_uri out, or pick another) with --run_stage=all or '
+        'provision,prepare,run.')
+  # The advice holds: what it rules out is refused, with the same way on.
+  assert 'leave --run_uri out for a new run' in lines['provision']
