@@ -68,10 +68,14 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
                             stdin=stdin)
 
   def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, 'w') as f:
-      f.write(content)
-    os.chmod(path, mode)
+    try:
+      fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+      with os.fdopen(fd, 'w') as f:
+        f.write(content)
+      os.chmod(path, mode)
+    except OSError as e:  # A full scratch disk, say: named, in one line.
+      raise errors.ProcessError(
+          f'could not write {path} on {self.name}: {e.strerror or e}') from None
 
   def ReadFile(self, path: str) -> str:
     with open(path) as f:
