@@ -14,6 +14,7 @@ import types
 
 import pytest
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
@@ -231,6 +232,8 @@ def test_benchmark_staircase_run_reports_steps_and_confirmed_answer(
       [True] * (len(steps) - 1) + [False])
   assert all(s.metadata['client_cpu_scope'] == 'whole staircase'
              for s in steps)
+  # Every step is named its limit (attribution.py), over the whole run.
+  assert all(s.metadata['limit'] in attribution.LIMITS for s in steps)
   # Two repeats count; a repeat disturbed by foreign CPU (this machine is
   # shared) is run again, at most twice, and stays among the probes.
   confirms = [s for s in probes if s.metadata['probe_role'] == 'confirm']

@@ -383,11 +383,26 @@ def Bracket(probe: Optional[ProbeInterference], run: Callable[[], _T],
   sampler failed. `steal_of(result)`: the steal time the run measured on
   its own client VMs, if any.
   """
+  result, figures, _ = BracketSides(probe, run, steal_of)
+  return result, figures
+
+
+def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],
+                 steal_of: Callable[[_T], Optional[float]] = lambda _: None
+                 ) -> Tuple[_T, Dict[str, object],
+                            List[attribution.SideCpu]]:
+  """Bracket, and the server sides over the whole run (for `Attributed`:
+  a path whose run has no one load window, a YCSB probe or a staircase)."""
   if probe is None:
-    return run(), {}
+    return run(), {}, []
   probe.Start()
-  result = run()
-  return result, probe.Stop(steal_of(result))
+  try:
+    result = run()
+  except Exception:
+    probe.StopAll()  # No sampler outlives its probe.
+    raise
+  figures, servers = probe.StopAll(steal_of(result))
+  return result, figures, servers
 
 
 def Attributed(m: measurement.Measurement,

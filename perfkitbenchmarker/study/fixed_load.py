@@ -108,7 +108,8 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
       s.WithMetadata(fixed_load=True, **results.InterferenceMetadata(measured))
       for s in price_performance.CostSamples(server, others)])
   if any(m.client_saturated for m in measured):
-    spec.reporter.Line('WARNING: the client was CPU-saturated in some runs; '
-                       'their throughput may be the client\'s limit.')
+    spec.reporter.Line('WARNING: the load generator was the limit (its CPU '
+                       'or its cgroup\'s quota) in some runs; their '
+                       'throughput may be the client\'s limit.')
   results.WarnAboutInterference(spec, measured)
   return measured

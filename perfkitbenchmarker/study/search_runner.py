@@ -155,14 +155,16 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
     values = [v for v in values if v is not None]
     return max(values) if values else None
 
-  per_vm, figures = interference.Bracket(driver.interference, RunAll,
-                                         ClientSteal)
+  per_vm, figures, server_sides = interference.BracketSides(
+      driver.interference, RunAll, ClientSteal)
   if figures:
     figures = dict(figures, interference_scope='whole staircase')
   clients = sorted(set.intersection(*(set(steps) for steps in per_vm)))
   combined = [measurement.Combine([steps[c] for steps in per_vm],
                                   per_vm[0][c].load) for c in clients]
-  return [dataclasses.replace(m, metadata={**m.metadata, **figures})
+  # Every step named its limit (attribution.py), over the whole run too.
+  return [interference.Attributed(dataclasses.replace(
+      m, metadata={**m.metadata, **figures}), server_sides)
           for m in combined]
 
 

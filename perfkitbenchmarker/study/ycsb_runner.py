@@ -262,7 +262,9 @@ def Interference(spec, dep: YcsbDeployment
   return interference_lib.ForRun(
       spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
       lambda: [p.pid for p in dep.processes],
-      measured=spec.vm_groups['clients'])
+      measured=spec.vm_groups['clients'],
+      server_pids=lambda vm: [p.pid for p in dep.processes
+                              if p.vm.name == vm.name and p.pid])
 
 
 class YcsbProbe:
@@ -294,7 +296,7 @@ class YcsbProbe:
                 if r.cpu is not None and r.cpu.steal_pct is not None]
       return max(values) if values else None
 
-    runs, figures = interference_lib.Bracket(
+    runs, figures, server_sides = interference_lib.BracketSides(
         self.interference, lambda: _OnAllClients(self.dep, RunOne),
         ClientSteal)
     parts = []
@@ -314,7 +316,9 @@ class YcsbProbe:
       self.spec.EmitSamples(result.Samples({**meta, **cpu_keys}))
       parts.append(m)
     self.index += 1
-    return measurement.Combine(parts, load)
+    # Named its limit like every probe (attribution.py), over the run.
+    return interference_lib.Attributed(measurement.Combine(parts, load),
+                                       server_sides)
 
 
 def SearchWorkload(spec, dep: YcsbDeployment,
