@@ -103,15 +103,24 @@ def _Entries(user_config: Mapping[str, Any], benchmark_names: Sequence[str],
       raise _Error('"benchmarks" must be a non-empty list of '
                    '{<benchmark>: <config>} mappings.')
     entries = []
+    # A list entry that is an alias of a top-level section (`- redis_memtier:
+    # *t2d` for `redis_t2d: &t2d`) is labelled by that section's name, the
+    # name --benchmarks selects it by.
+    # (The loader may have copied aliased nodes, so equal, not identical.)
+    sections = [(k, v) for k, v in user_config.items()
+                if k not in ('benchmarks', 'flags') and isinstance(v, Mapping)]
     for i, entry in enumerate(listed):
       if not isinstance(entry, Mapping) or len(entry) != 1:
         raise _Error(f'benchmarks[{i}] must be a mapping with exactly one key, '
                      'the benchmark name, e.g. "- redis_memtier: {flags: ...}".')
       (name, config), = entry.items()
+      same = [k for k, v in sections if v == config]
+      section = same[0] if len(same) == 1 else None
       config = dict(config or {})
       module = config.pop('name', name)
-      entries.append((f'{name}[{i}]' if len(listed) > 1 else str(name),
-                      str(module), config))
+      label = (str(section) if section else
+               f'{name}[{i}]' if len(listed) > 1 else str(name))
+      entries.append((label, str(module), config))
     return entries
   entries = []
   for name in benchmark_names:

@@ -152,7 +152,20 @@ def _Cloud(flag_values) -> str:
 def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
   """(estimate, cloud, server machine type, plan lines) of one cell."""
   with _CellFlags(flag_values):
-    module = linux_benchmarks.Get(cell.benchmark)
+    try:
+      module = linux_benchmarks.Get(cell.benchmark)
+    except errors.UsageError as e:
+      # A mistyped section name reads as an unknown benchmark: name the
+      # config's sections too (what --benchmarks selects cells by).
+      sections = sorted(k for k, v in (LoadUserConfig(flag_values) or
+                                       {}).items()
+                        if isinstance(v, dict) and
+                        k not in ('benchmarks', 'flags'))
+      if sections:
+        raise errors.UsageError(
+            f'{e} The config\'s sections, which --benchmarks also selects: '
+            f'{", ".join(sections)}.') from None
+      raise
     text = yaml.safe_dump(matrix.CellConfig(cell), sort_keys=False)
     config = module.GetConfig({'file': text,
                                'overrides': flag_values.config_override})

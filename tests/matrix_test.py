@@ -129,8 +129,14 @@ benchmarks:
   - bench: *two
 """)
   cells = matrix.Expand(config, ['redis_memtier'])
+  # A list entry aliasing a section is named by it, as --benchmarks selects
+  # it (issue 26 point 6: the plan said bench[0], the selection 'one').
   assert [(c.benchmark, c.section) for c in cells] == [
-      ('bench', 'bench[0]'), ('bench', 'bench[1]')]
+      ('bench', 'one'), ('bench', 'two')]
+  inline = matrix.Expand(yaml.safe_load(
+      'benchmarks: [{bench: {flags: {a: 1}}}, {bench: {flags: {a: 2}}}]'),
+      ['redis_memtier'])
+  assert [c.section for c in inline] == ['bench[0]', 'bench[1]']
   assert _Flags(cells) == [{'shared': 1, 'cloud': 'GCP'},
                            {'shared': 1, 'cloud': 'AWS'}]
   assert all('name' not in c.config for c in cells)
