@@ -136,7 +136,8 @@ def _StaticFile(tmp_path, server):
   return f'--static_vm_file={path}'
 
 
-def test_over_ssh_server_quota_is_the_servers_limit(tmp_path, sshd):  # pylint: disable=redefined-outer-name
+# pylint: disable=redefined-outer-name
+def test_over_ssh_server_quota_is_the_servers_limit(tmp_path, sshd):
   result = attribution_cases.RunCase('server_quota', str(tmp_path / 'r'),
                                      [_StaticFile(tmp_path, sshd)],
                                      client_pids=[sshd.pid])
@@ -144,7 +145,7 @@ def test_over_ssh_server_quota_is_the_servers_limit(tmp_path, sshd):  # pylint: 
   assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
 
 
-def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(tmp_path, sshd):  # pylint: disable=redefined-outer-name
+def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(tmp_path, sshd):
   result = attribution_cases.RunCase('client_hog', str(tmp_path / 'r'),
                                      [_StaticFile(tmp_path, sshd)])
   _Check(result, attribution.DISTURBED)

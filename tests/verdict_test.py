@@ -7,6 +7,7 @@ from stored rows (also rows recorded before verdicts), and a real
 official capped or price sample with --official and exits 4.
 """
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -15,6 +16,7 @@ import sys
 
 import pytest
 
+from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import verdict
@@ -289,3 +291,47 @@ def test_compare_over_the_budget_run_ranks_nothing_and_says_why(
           'spent') in out
   (row,) = json.loads(board.read_text())
   assert row['ranked'] is False and row['runs'][0]['run_uri'] == run_uri
+
+
+def _Limited(limit_name, detail):
+  """A server model whose probes are all named `limit_name`."""
+  curve = _Curve()
+
+  def Measure(load):
+    m = curve(load)
+    return dataclasses.replace(m, metadata={
+        **m.metadata, attribution.KEY: limit_name,
+        attribution.DETAIL_KEY: detail, 'server_throttled_pct': 100.0,
+        'interference': True, 'foreign_cpu_pct': 30.0},
+        client_saturated=limit_name in attribution.CLIENT_LIMITS)
+  return Measure
+
+
+def test_a_server_quota_answer_is_confirmed_and_names_its_quota():
+  # Foreign CPU above 10 % on the run's cores, yet the server's own
+  # throttling decided every probe: a server figure, for that quota.
+  detail = ('server cgroup throttled in 100 % of its 20 CPU periods '
+            '(quota 0.3 CPUs)')
+  result = search_driver.FindLatencyCappedMaximum(
+      _Limited(attribution.SERVER_QUOTA, detail), 1.0, _Adaptive())
+  found = verdict.OfSearch(result)
+  assert found.confirmed, found
+  assert found.limit.name == attribution.SERVER_QUOTA
+  md = found.Metadata()
+  assert md['limit'] == 'server_quota'
+  assert 'quota 0.3 CPUs' in md['limit_detail']
+  assert md['server_throttled_pct'] == 100.0
+  assert found.Words().endswith(f'limit: server quota ({found.limit.detail})')
+  assert verdict.IsOfficial(md)
+  # Read back from the stored sample, the limit comes with it.
+  assert verdict.OfMetadata(md).limit.name == attribution.SERVER_QUOTA
+
+
+def test_a_client_quota_answer_is_client_bound_and_says_so():
+  result = search_driver.FindLatencyCappedMaximum(
+      _Limited(attribution.CLIENT_QUOTA, 'client cgroup throttled'), 1.0,
+      _Adaptive())
+  found = verdict.OfSearch(result)
+  assert found.name == verdict.CLIENT_BOUND
+  assert '(client quota)' in found.reason
+  assert not verdict.IsOfficial(found.Metadata())

@@ -397,6 +397,7 @@ def SamplerScript(pids: Sequence[int], out: str, stop: str,
   after a line '@snap' (ParseSeries); the first and the last also scan for
   foreign processes."""
   listed = ' '.join(str(int(p)) for p in pids)
+  schedule = ' '.join(f'{x:g}' for x in SampleSchedule(interval_s, max_s))
   lines = ShellFunctions(run_root) + [
       # SIGUSR1 (Stop) ends the current sleep at once: the last snapshot is
       # taken when asked, not up to an interval later.
@@ -409,7 +410,7 @@ def SamplerScript(pids: Sequence[int], out: str, stop: str,
       'shot scan',
       # Bounded, and gone with the run's directory (a run killed between
       # Start and Stop leaves no sampler behind past its teardown).
-      f'for iv in {" ".join(f"{x:g}" for x in SampleSchedule(interval_s, max_s))}; '
+      f'for iv in {schedule}; '
       f'do [ -e {shlex.quote(stop)} ] && break; '
       f'[ -d {shlex.quote(os.path.dirname(out) or ".")} ] || break; '
       'sleep "$iv" & sp=$!; wait $sp; sp=; '
