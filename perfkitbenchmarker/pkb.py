@@ -325,14 +325,16 @@ def _KeepCredentialLookupsLocal() -> None:
 
 def _UnconfirmedExit(samples) -> int:
   """EXIT_UNCONFIRMED when the run's answer is not confirmed (one line)."""
-  verdict = verdict_lib.RunVerdict(samples)
+  verdict, what = verdict_lib.RunVerdict(samples), 'the answer'
+  if verdict is None:
+    verdict, what = verdict_lib.FixedLoadVerdict(samples), 'the fixed load'
   if verdict is None or verdict.confirmed:
     return EXIT_OK
   if FLAGS.accept_unconfirmed:
-    print(f'pkb: no confirmed result: the answer is {verdict.Words()}; exit 0 '
+    print(f'pkb: no confirmed result: {what} is {verdict.Words()}; exit 0 '
           'as --accept_unconfirmed asks.', file=sys.stderr)
     return EXIT_OK
-  print(f'pkb: no confirmed result: the answer is {verdict.Words()}; exit '
+  print(f'pkb: no confirmed result: {what} is {verdict.Words()}; exit '
         f'{EXIT_UNCONFIRMED} (--accept_unconfirmed exits 0).',
         file=sys.stderr)
   return EXIT_UNCONFIRMED

@@ -28,7 +28,9 @@ class ConsoleReporter:
     p99 = ('   n/a' if m.p99_latency_ms is None else
            f'{m.p99_latency_ms:6.3f}')
     flags = []
-    if not m.UnderCap(cap_ms):
+    # A fixed load has no cap to be over: its line says what limited it.
+    fixed = role == 'fixed'
+    if not fixed and not m.UnderCap(cap_ms):
       flags.append('OVER CAP')
     limit = attribution.Short(m.metadata)
     if limit:
@@ -42,8 +44,9 @@ class ConsoleReporter:
     self.Line(
         f'  probe {index:2d}  load {m.load.Describe():>9} '
         f'({m.load.connections:4d} conn)  {m.throughput:>11,.0f} ops/s  '
-        f'avg {m.average_latency_ms:6.3f} ms  p99 {p99} ms  '
-        f'cap {distance:+6.1f}%' + (f'  [{", ".join(flags)}]' if flags else ''))
+        f'avg {m.average_latency_ms:6.3f} ms  p99 {p99} ms' +
+        ('' if fixed else f'  cap {distance:+6.1f}%') +
+        (f'  [{", ".join(flags)}]' if flags else ''))
 
   def Summary(self, rows: Sequence[dict]) -> None:
     headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',

@@ -282,3 +282,27 @@ def RunVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
     return None
   return min(answers, key=lambda v: (
       PROBLEMS.index(v.name) if v.flags else len(PROBLEMS)))
+
+
+def FixedLoadVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
+  """The verdict of a run of fixed loads (`--memtier_fixed_load`), which has
+  no capped answer: client_bound or disturbed when any of its runs was (its
+  figures are then the load generator's or the neighbours'), so such a run
+  exits as a capped search with that verdict would. None without fixed runs.
+  """
+  runs = [s.metadata for s in samples
+          if s.metric == 'throughput' and s.metadata.get('probe_role') ==
+          'fixed']
+  if not runs:
+    return None
+  problems = []
+  client = sum(1 for m in runs if ClientLimited(m))
+  if client:
+    problems.append((CLIENT_BOUND, f'the load generator was the limit in '
+                     f'{client} of {len(runs)} fixed-load run(s)'))
+  disturbed = sum(1 for m in runs if Disturbed(m))
+  if disturbed:
+    problems.append((DISTURBED, f'others took the CPU in {disturbed} of '
+                     f'{len(runs)} fixed-load run(s)'))
+  return _Make(problems, f'{len(runs)} fixed-load run(s), none limited by '
+               'the client or disturbed')

@@ -147,3 +147,16 @@ def test_without_repeats_the_chosen_probe_is_reported_alone(pkb_flags):
   assert capped.metadata['p99_latency_ms'] == pytest.approx(0.9)
   assert capped.metadata['aggregated_probe_indices'] == '0'
   assert 'throughput_ci95_ops' not in capped.metadata
+
+
+def test_a_fixed_load_probe_line_has_no_cap():
+  # Issue 26 point 6: fixed loads printed 'cap +248% [OVER CAP]'.
+  out = io.StringIO()
+  over = measurement.Measurement(LOAD, 100e3, 3.48, 0.5, 9.0, 9.5, 2.0,
+                                 200000)
+  reporting.ConsoleReporter(out).Probe(0, over, 1.0, role='fixed')
+  reporting.ConsoleReporter(out).Probe(1, over, 1.0)
+  fixed, searched = out.getvalue().splitlines()
+  assert 'cap' not in fixed and 'OVER CAP' not in fixed
+  assert fixed.endswith('[fixed]')
+  assert 'cap +248.0%' in searched and 'OVER CAP' in searched

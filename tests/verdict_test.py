@@ -335,3 +335,20 @@ def test_a_client_quota_answer_is_client_bound_and_says_so():
   assert found.name == verdict.CLIENT_BOUND
   assert '(client quota)' in found.reason
   assert not verdict.IsOfficial(found.Metadata())
+def _Fixed(**metadata):
+  return sample.Sample('throughput', 1000.0, 'ops/sec',
+                       {'probe_role': 'fixed', **metadata})
+
+
+def test_fixed_load_runs_carry_the_verdict_of_their_flags():
+  # Issue 26 point 6: a fixed-load run exited 0 on data every probe of
+  # which was disturbed; it now exits as a capped search with that verdict.
+  assert verdict.FixedLoadVerdict([sample.Sample('x', 1, 'y', {})]) is None
+  clean = verdict.FixedLoadVerdict([_Fixed(), _Fixed(interference=False)])
+  assert clean.confirmed and '2 fixed-load run(s)' in clean.reason
+  mixed = verdict.FixedLoadVerdict([
+      _Fixed(), _Fixed(interference=True), _Fixed(client_saturated=True)])
+  assert mixed.flags == (verdict.CLIENT_BOUND, verdict.DISTURBED)
+  assert '1 of 3 fixed-load run(s)' in mixed.reason
+  # A run with a capped answer is judged by that answer, not by this.
+  assert verdict.RunVerdict([_Fixed(interference=True)]) is None
