@@ -368,3 +368,28 @@ def test_no_little_correction_within_a_disturbed_probes_noise():
   # Quiet: 95 over, 61 under by 21 %, 76 over. Busy: 61 is close enough.
   assert (corrections(quiet), corrections(busy)) == (2, 1)
   assert len(busy.search_probes) == len(quiet.search_probes) - 1
+
+
+def test_no_answer_lines_name_the_flag_to_change():
+  from perfkitbenchmarker.search import linear  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
+
+  def Over(load):
+    return _M(load, 10e3, 5.0)
+
+  walk = linear.LinearStepPolicy(min_threads=1, max_threads=4,
+                                 thread_increment=1, clients=8,
+                                 min_connections=2)
+  result = search_driver.FindLatencyCappedMaximum(Over, 1.0, walk)
+  assert [p.load.connections for p in result.probes] == [8, 4, 2]
+  line = str(search_runner.NoResultError(result, 1.0, 2))
+  assert line.startswith('Every probe was over the 1 ms cap, down to 2 '
+                         'connections (lowest average 5.000 ms at 1x8)')
+  assert line.endswith('raise --memtier_latency_cap.')
+  cut = search_driver.FindLatencyCappedMaximum(
+      Over, 1.0, adaptive.AdaptiveStepPolicy(start_connections=32),
+      max_probes=2)
+  line = str(search_runner.NoResultError(cut, 1.0, 2))
+  assert 'when the probe budget of 2 ran out: raise --memtier_max_probes' in (
+      line)
+  assert 'lower --memtier_adaptive_min_connections' in line

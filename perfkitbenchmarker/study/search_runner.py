@@ -245,6 +245,11 @@ def NoResultError(result: search_driver.SearchResult, cap: float,
         f'connection{"s" if fewest > 1 else ""} ({where}): this server '
         'cannot answer that fast here; raise --memtier_latency_cap.')
   flag = _LOWEST_LOAD_FLAG.get(result.policy, '--memtier_clients')
+  if result.budget_exhausted:
+    return errors.NoResultError(
+        f'Every probe was over the {cap:g} ms cap ({where}) when the probe '
+        f'budget of {len(result.probes)} ran out: raise --memtier_max_probes '
+        f'or start from a lower load (lower {flag}).')
   return errors.NoResultError(
       f'Every probe was over the {cap:g} ms cap ({where}, {fewest} '
       f'connections at the fewest): start from a lower load: lower {flag}.')
