@@ -136,8 +136,9 @@ def test_the_run_refuses_a_wrapper_memtier_path(tmp_path):
   lines = proc.stderr.splitlines()
   assert len(lines) == 1 and 'wrapper script' in lines[0], proc.stderr
   assert not marker.exists()
-  assert e2e.LeftoverProcesses(str(tmp_path / 'results'), run_uri,
-                               settle_s=0.5) == []
+  # Refused before the run exists (memtier.CheckLocalPath, as a dry run
+  # refuses it): no record, no shard.
+  assert not (tmp_path / 'results' / run_uri).exists()
 
 
 def test_an_interpreter_script_gets_it_but_starts_nothing(vm, tmp_path):
@@ -187,6 +188,21 @@ def _RedisBenchmarkArgv(program, server):  # pylint: disable=redefined-outer-nam
           '20000', '-c', '4', '-q']
 
 
+def _SampledFailure(error, wrapper, server, vm):  # pylint: disable=redefined-outer-name
+  """(the `error` a probe of `wrapper` raised, the sampler that watched)."""
+  sampler = ProcSampler()
+  sampler.start()
+  try:
+    with pytest.raises(error) as raised:
+      concurrent.RunSideBySide(
+          vm, 'wrapped', [_RedisBenchmarkArgv(wrapper, server)], 60,
+          secret=LOAD_PASSWORD)
+  finally:
+    sampler.stop.set()
+    sampler.join(10)
+  return raised.value, sampler
+
+
 def _Leaks(sampler):
   return [(pid, what) for (pid, what), texts in sampler.seen.items()
           for t in texts
@@ -202,17 +218,8 @@ def test_a_python_wrapper_passing_arguments_through_the_environment_is_refused(
   throwaway password finds it starting a shell: one line, no probe, and no
   process ever shows the password."""
   wrapper = _EnvWrapper(tmp_path / 'memtier_benchmark', 'redis-benchmark')
-  sampler = ProcSampler()
-  sampler.start()
-  try:
-    with pytest.raises(errors.UsageError) as refused:
-      concurrent.RunSideBySide(
-          vm, 'wrapped', [_RedisBenchmarkArgv(wrapper, server)], 60,
-          secret=LOAD_PASSWORD)
-  finally:
-    sampler.stop.set()
-    sampler.join(10)
-  message = str(refused.value)
+  refused, sampler = _SampledFailure(errors.UsageError, wrapper, server, vm)
+  message = str(refused)
   assert '\n' not in message and 'is a wrapper' in message, message
   assert 'started /bin/sh' in message, message
   assert not _Leaks(sampler), _Leaks(sampler)[:3]
@@ -225,17 +232,8 @@ def test_a_wrapper_that_hides_at_the_check_still_passes_nothing_on(
   gets the password in a probe, and its shell is never started."""
   wrapper = _EnvWrapper(tmp_path / 'memtier_benchmark', 'redis-benchmark',
                         hide_at_version=True)
-  sampler = ProcSampler()
-  sampler.start()
-  try:
-    with pytest.raises(errors.ProcessError) as failed:
-      concurrent.RunSideBySide(
-          vm, 'wrapped', [_RedisBenchmarkArgv(wrapper, server)], 60,
-          secret=LOAD_PASSWORD)
-  finally:
-    sampler.stop.set()
-    sampler.join(10)
-  assert 'argv_secret: not starting /bin/sh' in str(failed.value)
+  failed, sampler = _SampledFailure(errors.ProcessError, wrapper, server, vm)
+  assert 'argv_secret: not starting /bin/sh' in str(failed)
   assert not any(b'redis-benchmark' in t for (_, what), texts in
                  sampler.seen.items() if what == 'cmdline' for t in texts)
   assert not _Leaks(sampler), _Leaks(sampler)[:3]

@@ -107,6 +107,18 @@ def Run(args, results_dir, run_uri=None, timeout=240, env=None):
   return proc, run_uri
 
 
+def StartUntil(args, run_uri, results_dir, marker='probe'):
+  """Starts a run and returns its Popen once stdout shows `marker` (stdout
+  and stderr piped; the caller ends it)."""
+  proc = subprocess.Popen(Command(args, run_uri, results_dir),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=REPO)
+  for line in proc.stdout:  # Bounded by the run's own length.
+    if marker in line:
+      break
+  return proc
+
+
 def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
                    timeout=120):
   """Starts a run, sends `sig` once stdout shows `marker`, returns output."""

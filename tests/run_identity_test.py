@@ -32,14 +32,9 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 def test_the_same_run_uri_with_another_results_dir_is_refused(tmp_path):
   run_uri = e2e.NewRunUri()
   first_dir, second_dir = tmp_path / 'one', tmp_path / 'two'
-  first = subprocess.Popen(
-      e2e.Command(e2e.FAST + ['--memtier_run_duration=2'], run_uri,
-                  str(first_dir)),
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  first = e2e.StartUntil(e2e.FAST + ['--memtier_run_duration=2'], run_uri,
+                         str(first_dir))
   try:
-    for line in first.stdout:  # Bounded by the run's own length.
-      if 'probe' in line:
-        break
     assert first.poll() is None
     second = subprocess.run(
         e2e.Command(e2e.FAST, run_uri, str(second_dir)), capture_output=True,

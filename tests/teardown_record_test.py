@@ -451,14 +451,9 @@ def test_no_shard_outlives_a_default_run(tmp_path):
 
 def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
   run_uri = e2e.NewRunUri()
-  first = subprocess.Popen(
-      e2e.Command(e2e.FAST + ['--memtier_run_duration=3'], run_uri,
-                  str(tmp_path)),
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  first = e2e.StartUntil(e2e.FAST + ['--memtier_run_duration=3'], run_uri,
+                         str(tmp_path))
   try:
-    for line in first.stdout:  # Bounded by the run's own length.
-      if 'probe' in line:
-        break
     assert first.poll() is None
     second = subprocess.run(
         e2e.Command(e2e.FAST, run_uri, str(tmp_path)), capture_output=True,

@@ -453,6 +453,10 @@ def _CheckStartsNothing(vm, program: str, exe: str) -> None:
 def _LibraryReady(vm) -> bool:
   """Whether the library is on the VM and the run's own (asked once per VM:
   a probe must not pay a round trip for it each time)."""
+  if not hasattr(vm, 'Install'):
+    # A check before the run has VMs (memtier.CheckLocalPath, a dry run):
+    # nowhere to build the library yet; prepare checks on the VM itself.
+    return False
   vm.Install('argv_secret')
   installed = vm.__dict__.get('_argv_secret_library')
   if installed is None:

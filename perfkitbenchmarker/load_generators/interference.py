@@ -203,8 +203,11 @@ class ServerCpuSampler:
                   self._pids_used, base + '.out', base + '.stop',
                   self.INTERVAL_S, self.max_s, root))
     q = shlex.quote
+    # Started from / (its paths are absolute): a sampler left by a killed
+    # run ends when teardown removes the run's directory, so it must not be
+    # a process working in it, which teardown waits for (own_dirs).
     self.vm.RemoteCommand(
-        f'cat > {q(base + ".sh")} && {{ setsid bash {q(base + ".sh")} '
+        f'cat > {q(base + ".sh")} && {{ cd / && setsid bash {q(base + ".sh")} '
         '> /dev/null 2>&1 < /dev/null & }', stdin=script)
 
   def Stop(self) -> str:
