@@ -207,8 +207,8 @@ class ServerCpuSampler:
     # run ends when teardown removes the run's directory, so it must not be
     # a process working in it, which teardown waits for (own_dirs).
     self.vm.RemoteCommand(
-        f'cat > {q(base + ".sh")} && {{ cd / && setsid bash {q(base + ".sh")} '
-        '> /dev/null 2>&1 < /dev/null & }', stdin=script)
+        f'cat > {q(base + ".sh")} && cd / && {{ setsid bash '
+        f'{q(base + ".sh")} > /dev/null 2>&1 < /dev/null & }}', stdin=script)
 
   def Stop(self) -> str:
     """The series' text (client_cpu.ParseSeries); '' when nothing ran."""
