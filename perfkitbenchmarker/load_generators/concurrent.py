@@ -111,6 +111,18 @@ def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
   ]
 
 
+# The probe's own overhead is what it adds to the tool's run, so its waits
+# and clock reads fork nothing: `nap S` sleeps in bash's `read -t` on a pipe
+# that never gets data (a `sleep` child would need finding and killing at
+# the end: a pkill costs 40-100 ms on a busy 2-core machine), and `stamp`
+# sets $t to the time ($(now) is a fork each).
+_NAP = [
+    'exec {nap_fd}<> <(:)',
+    'nap() { read -rt "$1" -u "$nap_fd" _; }',
+    'stamp() { t=${EPOCHREALTIME/,/.}; [ -n "$t" ] || t=$(date +%s.%N); }',
+]
+
+
 def SampleEvery(duration_s: float) -> float:
   """How often to snapshot a probe of about `duration_s` without a window:
   a tenth of it, within 0.2-1 s (each snapshot costs a few processes)."""
@@ -135,24 +147,25 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   """
   b = shlex.quote(base)
   lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b, run_root),
-           f'rm -f {b}.*.pid {b}.stat1', f'snap {b}.stat0', 'pids=()']
+           *_NAP, f'rm -f {b}.*.pid {b}.stat1', f'snap {b}.stat0', 'pids=()']
   if cpu_window_s:
-    lines.append(f'( sleep {float(cpu_window_s):.3f}; snap {b}.stat1 ) & '
+    lines.append(f'( nap {float(cpu_window_s):.3f}; snap {b}.stat1 ) & '
                  'sampler=$!')
   else:
     # The first soon, so that a short run is still seen while it runs.
-    lines.append(f'( sleep 0.1; while :; do snap {b}.stat1 threads; '
-                 f'sleep {float(sample_every_s):.3f}; done ) & sampler=$!')
+    lines.append(f'( nap 0.1; while :; do snap {b}.stat1 threads; '
+                 f'nap {float(sample_every_s):.3f}; done ) & sampler=$!')
   for i, command in enumerate(pinned_commands):
     lines.append(
-        f'( s=$(now); timeout --foreground -s INT -k 5 '
+        f'( stamp; s=$t; timeout --foreground -s INT -k 5 '
         f'{int(timeout_s)} {command} > {b}.{i}.out 2> {b}.{i}.err & '
         f'echo $! > {b}.{i}.pid; wait $!; rc=$?; '
-        f'e=$(now); echo "$rc $s $e" > {b}.{i}.rc ) & pids+=($!)')
+        f'stamp; echo "$rc $s $t" > {b}.{i}.rc ) & pids+=($!)')
   lines.append('for p in "${pids[@]}"; do wait "$p"; done')
   # A window the tools outlived is complete; else (they ended first, or no
-  # window) the last snapshot taken while they ran, or one now.
-  lines.append('{ pkill -P "$sampler"; kill "$sampler"; wait; } 2>/dev/null; '
+  # window) the last snapshot taken while they ran, or one now. The
+  # sampler naps in a builtin, so killing it leaves no child to find.
+  lines.append('{ kill "$sampler"; wait; } 2>/dev/null; '
                f'[ -e {b}.stat1 ] || snap {b}.stat1')
   lines += [_Emit('stat0', f'{b}.stat0'), _Emit('stat1', f'{b}.stat1')]
   for i in range(len(pinned_commands)):
