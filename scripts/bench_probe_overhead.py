@@ -12,14 +12,24 @@ exactly as a cloud VM is), which it stops at the end. Both use the load
 generator this machine has (redis-benchmark; memtier_benchmark when on
 PATH) with `--duration` second probes.
 
-For each study it reads the probes' samples: the wall time of a probe is
-the time between its samples and the previous probe's (everything the
-harness does for one probe: start, wait, collect, CPU and interference
-figures, the search, the samples), and the probe's duration is its samples'
-`probe_duration_s` (how long the load ran). It prints the means, their
-ratio, and the overhead per probe (wall - duration) in seconds, and last a
-line `local_ratio=<x> ssh_ratio=<y>` (mean wall / mean duration). The first
-probe has no previous one and is left out.
+For each study it reads the probes' samples and their kept raw files
+(evidence.py): a probe's wall time is the time between its samples and the
+previous probe's (everything one probe costs: start, wait, collect, CPU and
+interference figures, the search, the samples); the tool's lifetime is from
+the first of its processes starting to the last ending (the `rc.N` files:
+each process's own start and end, taken on the client); the nominal
+duration is what the probe asked for (memtier's --test-time; the
+`--duration` redis-benchmark's request count was sized for). It prints,
+for memtier and redis-benchmark alike:
+
+  harness   wall - tool lifetime: the harness's own cost per probe
+  overrun   tool lifetime - nominal: what the tool itself adds (memtier's
+            start-up and its idle last second; redis-benchmark's request
+            count planned from the last rate)
+
+and last a line `local_harness_s=<x> ssh_harness_s=<y> local_overrun_s=<u>
+ssh_overrun_s=<v> local_ratio=<a> ssh_ratio=<b>` (means; ratio = wall /
+nominal). The first probe has no previous one and is left out.
 
 The figures depend on the machine: a busy one (other jobs on the same
 cores) pays more per process start and per SSH round trip; say which it
@@ -34,13 +44,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(_HERE)
 sys.path.insert(0, REPO)
+from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
+venv_reexec.UseRepoVenv(REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import evidence
 from scripts import loopback_sshd
 
 
@@ -54,8 +67,13 @@ def _Labels(row: dict) -> Dict[str, str]:
   return labels
 
 
-def ProbeTimes(results_json: str) -> List[Dict[str, float]]:
-  """[{'wall_s', 'duration_s'}] of every probe after the first, in order."""
+def ProbeTimes(results_json: str, nominal_s: Optional[float] = None
+               ) -> List[Dict[str, float]]:
+  """[{'wall_s', 'lifetime_s', 'nominal_s'}] of every probe after the
+  first, in order: its wall time, its tool's lifetime (from its raw files;
+  None without them) and its nominal duration (memtier's test time, else
+  `nominal_s`, else the samples' probe_duration_s)."""
+  run_dir = os.path.dirname(results_json)
   probes = []
   with open(results_json) as f:
     for line in f:
@@ -65,10 +83,34 @@ def ProbeTimes(results_json: str) -> List[Dict[str, float]]:
       if row['metric'] != 'throughput':
         continue
       labels = _Labels(row)
-      probes.append((float(row['timestamp']),
-                     float(labels['probe_duration_s'])))
-  return [{'wall_s': t1 - t0, 'duration_s': d1}
-          for (t0, _), (t1, d1) in zip(probes, probes[1:])]
+      lifetime, test_time = ToolLifetime(run_dir,
+                                         labels.get(evidence.METADATA_KEY))
+      nominal = test_time or nominal_s or float(labels['probe_duration_s'])
+      probes.append((float(row['timestamp']), lifetime, nominal))
+  return [{'wall_s': t1 - t0, 'lifetime_s': life, 'nominal_s': nominal}
+          for (t0, _, _), (t1, life, nominal) in zip(probes, probes[1:])]
+
+
+def ToolLifetime(run_dir: str, raw_output: Optional[str]
+                 ) -> Tuple[Optional[float], Optional[float]]:
+  """(seconds from the first of a probe's tool processes starting to the
+  last ending, on every client VM; memtier's --test-time) from its raw
+  files; (None, None) without them."""
+  if not raw_output:
+    return None, None
+  starts, ends, test_time = [], [], None
+  for rel in raw_output.split(','):
+    parts = evidence.Read(run_dir, rel)
+    for key, text in parts.items():
+      if key.startswith('rc.'):
+        _, start, end = text.split()[:3]
+        starts.append(float(start))
+        ends.append(float(end))
+    manifest = json.loads(parts.get(evidence.MANIFEST) or '{}')
+    test_time = manifest.get('test_time_s') or test_time
+  if not starts:
+    return None, test_time
+  return max(ends) - min(starts), test_time
 
 
 def RunStudy(name: str, results_dir: str, duration: float, probes: int,
@@ -91,22 +133,30 @@ def RunStudy(name: str, results_dir: str, duration: float, probes: int,
     raise SystemExit(f'{name} study failed (exit {done.returncode}): '
                      f'{done.stderr.strip().splitlines()[-1:]}')
   return ProbeTimes(os.path.join(results_dir, run_uri,
-                                 'perfkitbenchmarker_results.json'))
+                                 'perfkitbenchmarker_results.json'), duration)
 
 
-def Report(name: str, times: List[Dict[str, float]]) -> Optional[float]:
-  if not times:
-    print(f'{name}: fewer than two probes ran; no figure')
-    return None
-  wall = statistics.mean(t['wall_s'] for t in times)
-  duration = statistics.mean(t['duration_s'] for t in times)
-  overhead = statistics.mean(t['wall_s'] - t['duration_s'] for t in times)
-  ratio = wall / duration
-  print(f'{name:5}  {len(times)} probes  mean wall {wall:6.2f} s  mean '
-        f'duration {duration:5.2f} s  ratio {ratio:5.2f}  overhead '
-        f'{overhead:5.2f} s/probe (min {min(t["wall_s"] - t["duration_s"] for t in times):.2f}, '
-        f'max {max(t["wall_s"] - t["duration_s"] for t in times):.2f})')
-  return ratio
+def Report(name: str, times: List[Dict[str, float]]
+           ) -> Dict[str, Optional[float]]:
+  """Prints one study's line; returns its means (harness_s, overrun_s,
+  ratio)."""
+  timed = [t for t in times if t['lifetime_s'] is not None]
+  if not timed:
+    print(f'{name}: fewer than two probes with raw files ran; no figure')
+    return {'harness_s': None, 'overrun_s': None, 'ratio': None}
+  harness = [t['wall_s'] - t['lifetime_s'] for t in timed]
+  overrun = [t['lifetime_s'] - t['nominal_s'] for t in timed]
+  wall = statistics.mean(t['wall_s'] for t in timed)
+  nominal = statistics.mean(t['nominal_s'] for t in timed)
+  figures = {'harness_s': statistics.mean(harness),
+             'overrun_s': statistics.mean(overrun), 'ratio': wall / nominal}
+  print(f'{name:5}  {len(timed)} probes  wall {wall:5.2f} s  tool '
+        f'{statistics.mean(t["lifetime_s"] for t in timed):5.2f} s  nominal '
+        f'{nominal:5.2f} s  harness {figures["harness_s"]:5.2f} s/probe '
+        f'(min {min(harness):.2f}, max {max(harness):.2f})  overrun '
+        f'{figures["overrun_s"]:5.2f} s/probe (min {min(overrun):.2f}, max '
+        f'{max(overrun):.2f})  ratio {figures["ratio"]:4.2f}')
+  return figures
 
 
 def main(argv=None) -> int:
@@ -155,15 +205,15 @@ def main(argv=None) -> int:
     shutil.rmtree(work, ignore_errors=True)
   print(f'{args.duration:g} s probes; load average now '
         f'{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
-  local_ratio = Report('local', local)
-  ssh_ratio = Report('ssh', ssh)
+  figures = {'local': Report('local', local), 'ssh': Report('ssh', ssh)}
 
   def Text(x):
     return 'n/a' if x is None else f'{x:.2f}'
 
-  print(f'local_ratio={Text(local_ratio)} ssh_ratio={Text(ssh_ratio)}')
+  print(' '.join(f'{study}_{key}={Text(values[key])}'
+                 for key in ('harness_s', 'overrun_s', 'ratio')
+                 for study, values in figures.items()))
   return 0
-
 
 if __name__ == '__main__':
   sys.exit(main())
