@@ -207,24 +207,27 @@ def MakeTempDir(prefix: str) -> str:
   return path
 
 
-def MakeOwnDir(path: str, root: Optional[str] = None) -> str:
+def MakeOwnDir(path: str, root: Optional[str] = None,
+               advice: Optional[str] = None) -> str:
   """Makes path (and its parents below `root`) the run's own; returns it.
 
   `root` (default: path's parent) is created if missing and must pass
   CheckRoot. Each component below it is made with mode 0700 or, when it
   exists, must already be the run's own; none is reached through a symlink.
+  `advice`: what a refusal tells the user to do (default: for a run's own
+  directory).
   """
   path = os.path.abspath(path)
   root = os.path.abspath(root or os.path.dirname(path))
   parts = os.path.relpath(path, root).split(os.sep)
   if not parts or parts[0] in ('.', '..') or '..' in parts:
     raise ValueError(f'{path} is not below {root}')
-  CheckAncestors(root)  # Before anything is made in another user's place.
+  CheckAncestors(root, advice or _ROOT_ADVICE)  # Before anything is made.
   try:
     os.makedirs(root, exist_ok=True)
   except OSError as e:
-    raise _Refuse(root, e.strerror or str(e)) from None
-  CheckRoot(root)
+    raise _Refuse(root, e.strerror or str(e), advice or _OWN_ADVICE) from None
+  CheckRoot(root, advice)
   fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
   current = root
   try:
@@ -235,7 +238,8 @@ def MakeOwnDir(path: str, root: Optional[str] = None) -> str:
       except FileExistsError:
         pass
       except OSError as e:
-        raise _Refuse(current, e.strerror or str(e)) from None
+        raise _Refuse(current, e.strerror or str(e),
+                      advice or _OWN_ADVICE) from None
       try:
         child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
                         os.O_CLOEXEC, dir_fd=fd)
@@ -243,14 +247,15 @@ def MakeOwnDir(path: str, root: Optional[str] = None) -> str:
         # A symlink (ELOOP), a file (ENOTDIR) or not ours to open (EACCES).
         reason = Problem(os.lstat(part, dir_fd=fd)) if os.path.lexists(
             current) else 'it vanished'
-        raise _Refuse(current, reason or 'it cannot be opened') from None
+        raise _Refuse(current, reason or 'it cannot be opened',
+                      advice or _OWN_ADVICE) from None
       os.close(fd)
       fd = child
       # Checked once made too: a umask, a default ACL or a race could have
       # left it other than asked.
       reason = Problem(os.fstat(fd))
       if reason:
-        raise _Refuse(current, reason)
+        raise _Refuse(current, reason, advice or _OWN_ADVICE)
   finally:
     os.close(fd)
   return path

@@ -74,7 +74,9 @@ class RunLock:
     return self
 
   def _Open(self) -> int:
-    own_dirs.MakeOwnDir(self.root, os.path.dirname(self.root))
+    own_dirs.MakeOwnDir(self.root, os.path.dirname(self.root), advice=(
+        'It holds your runs\' locks: remove it if it is yours; if another '
+        'user made it, root must remove it.'))
     try:
       # O_CLOEXEC (Python's default) keeps the lock out of child processes:
       # a daemonized redis-server must not hold the run's lock after pkb.

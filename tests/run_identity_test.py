@@ -13,6 +13,7 @@ shard that could not be stopped keeps what finds it.
 
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -21,6 +22,7 @@ import e2e_support as e2e
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
@@ -150,3 +152,45 @@ def test_an_ssh_vm_keeps_a_scratch_dir_a_process_still_works_in(
     assert rc == 1
   finally:
     vm.StopMaster()
+
+
+@e2e.Needs('root (to give the lock directory to user nobody)',
+           lambda: os.geteuid() == 0, 'run the tests as root, as CI does')
+def test_a_lock_directory_another_user_made_is_refused(tmp_path):
+  """/tmp/pkb-runs-<uid> is a name anyone can take first: the lock is never
+  taken in it (another user could swap the lock file), in one line."""
+  root = tmp_path / f'pkb-runs-{os.geteuid()}'
+  root.mkdir(mode=0o700)
+  os.chown(root, 65534, 65534)
+  with pytest.raises(own_dirs.NotOwnDir) as refused:
+    run_lock.RunLock('abc', root=str(root)).Acquire()
+  message = str(refused.value)
+  assert '\n' not in message and 'uid 65534' in message, message
+  assert 'root must remove it' in message, message
+  assert os.listdir(root) == []
+
+
+def test_the_lock_file_stays_and_is_taken_again(tmp_path):
+  lock = run_lock.RunLock('abc', root=str(tmp_path / 'locks')).Acquire()
+  path = lock.path
+  with open(path) as f:
+    assert f.read().startswith(f'pid {os.getpid()} on ')
+  other = subprocess.run(
+      [sys.executable, '-c',
+       'import sys; from perfkitbenchmarker import run_lock, errors\n'
+       'try:\n'
+       '  run_lock.RunLock("abc", root=sys.argv[1]).Acquire()\n'
+       'except errors.UsageError as e:\n'
+       '  sys.exit(str(e))\n', str(tmp_path / 'locks')],
+      capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
+  assert other.returncode == 1
+  assert f'in use by pid {os.getpid()} ' in other.stderr, other.stderr
+  run_lock.ReleaseAll()
+  assert os.path.exists(path)  # Never removed: no unlink race.
+  again = subprocess.run(
+      [sys.executable, '-c',
+       'import sys; from perfkitbenchmarker import run_lock\n'
+       'run_lock.RunLock("abc", root=sys.argv[1]).Acquire()\n',
+       str(tmp_path / 'locks')],
+      capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
+  assert again.returncode == 0, again.stderr
