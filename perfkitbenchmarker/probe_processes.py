@@ -116,6 +116,25 @@ def NewMark(run_uri: str) -> str:
   return f'{run_uri or "run"}-{secrets.token_hex(8)}'
 
 
+def Mark(vm, what: str) -> ProbeProcess:
+  """Records the command `what` on `vm` before it starts; its `prefix` or
+  `env` marks it. `Retire` it once it has ended; until then cleanup and
+  teardown kill whatever carries the mark (for a command that outlives the
+  call that started it, e.g. a sampler a later call stops)."""
+  record = getattr(vm, 'record', None)
+  run_uri = record.run_uri if record is not None else ''
+  mark = NewMark(run_uri)
+  probe = ProbeProcess(vm, f'{vm.name}/{what}/{mark[-16:]}', mark, record)
+  probe.Create()
+  return probe
+
+
+def Retire(probe: ProbeProcess) -> None:
+  """The marked command has ended: nothing of it is left to kill."""
+  if probe.record is not None:
+    probe.record.UpdateResource(KIND, probe.name, status='deleted')
+
+
 @contextlib.contextmanager
 def Marked(vm, what: str) -> Iterator[ProbeProcess]:
   """Records the probe `what` on `vm` and yields it: its `prefix` (shell
@@ -123,11 +142,6 @@ def Marked(vm, what: str) -> Iterator[ProbeProcess]:
   environment) marks the command; retires the entry once the block ends
   normally (the command has exited), leaves it for cleanup otherwise (see
   module doc)."""
-  record = getattr(vm, 'record', None)
-  run_uri = record.run_uri if record is not None else ''
-  mark = NewMark(run_uri)
-  probe = ProbeProcess(vm, f'{vm.name}/{what}/{mark[-16:]}', mark, record)
-  probe.Create()
+  probe = Mark(vm, what)
   yield probe
-  if record is not None:
-    record.UpdateResource(KIND, probe.name, status='deleted')
+  Retire(probe)

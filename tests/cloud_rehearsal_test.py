@@ -27,7 +27,9 @@ process the run started remains on any host (checked when each VM is
 deleted, before the host goes), nothing escaped the namespace.
 """
 
+import concurrent.futures
 import csv
+import secrets
 import json
 import shutil
 import os
@@ -55,23 +57,22 @@ OPERATOR = '127.0.0.1/32'
 AWS_REGION = 'us-east-1'
 AWS_IMAGE_USER = 'admin'  # Debian's AMIs: cloud-init's default user.
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
-         '--memtier_max_probes=4', '--memtier_confirm_repeats=2',
+         '--memtier_max_probes=3', '--memtier_confirm_repeats=2',
          '--memtier_latency_cap=100',
          '--memtier_clients=4', '--memtier_adaptive_max_connections=32',
          '--load_generator=redis_benchmark', '--accept_unconfirmed',
          '--timeout_minutes=10', '--owner=rehearsal',
          '--timing_measurements=runtimes']
 
-pytestmark = pytest.mark.requires(
-    what='root, ip, nsenter, unshare, openssh-server',
-    available=rehearsal_hosts.Available, how='run as root; scripts/setup.sh')
 
 
 class Rehearsal:
   """One rehearsal's namespace, hosts, fake clouds and pkb runs."""
 
-  def __init__(self, tmp_path):
+  def __init__(self, tmp_path, nat_prefix='127.0.2'):
     self.tmp = tmp_path
+    os.makedirs(tmp_path, exist_ok=True)
+    self.nat_prefix = nat_prefix
     self.netns = rehearsal_hosts.Netns().Create()
     self.hosts = rehearsal_hosts.Hosts(str(tmp_path / 'hosts'), self.netns)
     self.guard_log = str(tmp_path / 'guard.jsonl')
@@ -83,7 +84,8 @@ class Rehearsal:
 
   def StartGce(self) -> fake_gce.FakeGce:
     self.gce = fake_gce.FakeGce(on_instance_insert=self._GceUp,
-                                on_instance_delete=self._GceDown)
+                                on_instance_delete=self._GceDown,
+                                nat_prefix=self.nat_prefix)
     self.gce.Start(bind=self.netns.Inside)
     return self.gce
 
@@ -93,42 +95,18 @@ class Rehearsal:
     self.bq.Start(bind=self.netns.Inside)
     return self.bq
 
-  def StartMoto(self, monkeypatch) -> str:
-    """moto's server in the namespace; EC2 instances become hosts.
+  def StartMoto(self, run_uris) -> str:
+    """moto's server in the namespace; the run's EC2 instances become hosts.
 
     The address map from moto's instances to hosts is the namespace itself:
     each host listens on the instance's own public address, and its private
     address (Redis) is made local too. The user is the Debian AMI's default
     (`admin`, as cloud-init there makes it), the key the run imported.
+    `run_uris`: the runs whose instances are this rehearsal's (moto's state
+    is one per process; MOTO_HOSTS routes by the instances' run_uri tag).
     """
-    import aws_provider_test  # pylint: disable=g-import-not-at-top
-    aws_provider_test._AddPlacementGroupsToMoto(monkeypatch)  # pylint: disable=protected-access
-    aws_provider_test._SeedSsmParameters()  # pylint: disable=protected-access
-    hosts = self.hosts
-    real_run = moto_instances.InstanceBackend.run_instances
-    real_terminate = moto_instances.InstanceBackend.terminate_instances
-
-    def RunInstances(backend, *args, **kwargs):
-      reservation = real_run(backend, *args, **kwargs)
-      for instance in reservation.instances:
-        key = backend.key_pairs[instance.key_name]
-        name = {t['key']: t['value'] for t in backend.describe_tags(
-            filters={'resource-id': [instance.id]})}.get('Name', instance.id)
-        hosts.Up(name, instance.public_ip, instance.private_ip,
-                 AWS_IMAGE_USER, key.material_public.decode())
-      return reservation
-
-    def TerminateInstances(backend, instance_ids):
-      for instance_id in instance_ids:
-        instance = backend.get_instance(instance_id)
-        if instance.public_ip:
-          hosts.Down(instance.public_ip)
-      return real_terminate(backend, instance_ids)
-
-    monkeypatch.setattr(moto_instances.InstanceBackend, 'run_instances',
-                        RunInstances)
-    monkeypatch.setattr(moto_instances.InstanceBackend,
-                        'terminate_instances', TerminateInstances)
+    for run_uri in run_uris:
+      MOTO_HOSTS[run_uri] = self.hosts
     netns = self.netns
 
     class Server(ThreadedMotoServer):
@@ -167,9 +145,15 @@ class Rehearsal:
   def _GceDown(self, item):
     self.hosts.Down(item['networkInterfaces'][0]['accessConfigs'][0]['natIP'])
 
+  def Env(self):
+    """The environment of everything the rehearsal runs in the namespace."""
+    env = self.netns.GuardEnv(self.guard_log)
+    env['PKB_KEY_DIR'] = str(self.tmp / 'keys')
+    return env
+
   def Pkb(self, args, **popen):
     """./pkb.py in the namespace, with the guard; returns the Popen."""
-    env = self.netns.GuardEnv(self.guard_log)
+    env = self.Env()
     if self.aws_endpoint:
       env.update(self.AwsEnv())
     env.update(popen.pop('env', {}))
@@ -189,7 +173,7 @@ class Rehearsal:
     except subprocess.TimeoutExpired:
       proc.kill()
       out, err = proc.communicate()
-      pytest.fail(f'pkb did not finish in {timeout} s:\n{out[-3000:]}\n'
+      raise AssertionError(f'pkb did not finish in {timeout} s:\n{out[-3000:]}\n'
                   f'{err[-3000:]}')
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -244,7 +228,7 @@ class Watched:
         break
       time.sleep(0.05)
     self.Finish(10)
-    pytest.fail(f'pkb never printed {text!r}:\n{"".join(self.lines)}\n'
+    raise AssertionError(f'pkb never printed {text!r}:\n{"".join(self.lines)}\n'
                 f'{self.err[-2000:]}')
 
   def Finish(self, timeout=120):
@@ -253,7 +237,7 @@ class Watched:
     except subprocess.TimeoutExpired:
       self.proc.kill()
       self.err = self.proc.communicate()[1] or ''
-      pytest.fail('pkb did not finish')
+      raise AssertionError('pkb did not finish')
     self._reader.join(5)
     return self.proc.returncode
 
@@ -262,13 +246,122 @@ class Watched:
     return ''.join(self.lines)
 
 
-@pytest.fixture
-def rehearsal(tmp_path):
-  r = Rehearsal(tmp_path)
+# Scenarios run side by side ----------------------------------------------------
+#
+# Each scenario below is one rehearsal (its own namespace, fakes and hosts,
+# its own NAT prefix 127.0.<10+i>) and asserts what it checks. The module
+# fixture starts every selected scenario at once, a few at a time, and each
+# test waits for its own: most of a rehearsal is waiting (SSH, probes, a
+# deadline), so together they take about as long as the longest.
+
+SCENARIOS = {}
+# Run ids are one per user on a machine (pkb's run lock): each session of
+# these tests has its own, so two sessions never share a run.
+SESSION = secrets.token_hex(3)
+
+
+def RunUri(prefix):
+  return f'{prefix}{SESSION}'
+
+# Longest first, so the pool's tail is short.
+ORDER = ('nightly_two_cells_then_compare_from_bigquery',
+         'gcp_deadline_during_preload',
+         'plugin_bridge_runs_the_study_on_vms_upstream_made',
+         'gcp_kill_9_then_teardown_stage',
+         'aws_rehearsal_every_stage_on_real_hosts',
+         'gcp_rehearsal_every_stage_on_real_hosts',
+         'gcp_sigint_during_the_search',
+         'gcp_ssh_never_comes_up_on_one_vm',
+         'gcp_second_instance_insert_fails',
+         'guard_catches_what_leaves_the_namespace')
+WORKERS = 4
+# moto's state is one per process: run_uri -> the Hosts its instances join.
+MOTO_HOSTS = {}
+
+
+def _Scenario(fn):
+  SCENARIOS[fn.__name__] = fn
+  return fn
+
+
+def _MotoHosts(backend, instance_id):
+  tags = {t['key']: t['value'] for t in backend.describe_tags(
+      filters={'resource-id': [instance_id]})}
+  return tags.get('Name', instance_id), MOTO_HOSTS.get(tags.get('run_uri'))
+
+
+def _PatchMoto(monkeypatch):
+  """moto's RunInstances/TerminateInstances start and stop the hosts."""
+  import aws_provider_test  # pylint: disable=g-import-not-at-top
+  aws_provider_test._AddPlacementGroupsToMoto(monkeypatch)  # pylint: disable=protected-access
+  aws_provider_test._SeedSsmParameters()  # pylint: disable=protected-access
+  real_run = moto_instances.InstanceBackend.run_instances
+  real_terminate = moto_instances.InstanceBackend.terminate_instances
+
+  def RunInstances(backend, *args, **kwargs):
+    reservation = real_run(backend, *args, **kwargs)
+    for instance in reservation.instances:
+      name, hosts = _MotoHosts(backend, instance.id)
+      if hosts is not None:
+        key = backend.key_pairs[instance.key_name]
+        hosts.Up(name, instance.public_ip, instance.private_ip,
+                 AWS_IMAGE_USER, key.material_public.decode())
+    return reservation
+
+  def TerminateInstances(backend, instance_ids):
+    for instance_id in instance_ids:
+      instance = backend.get_instance(instance_id)
+      _, hosts = _MotoHosts(backend, instance_id)
+      if hosts is not None and instance.public_ip:
+        hosts.Down(instance.public_ip)
+    return real_terminate(backend, instance_ids)
+
+  monkeypatch.setattr(moto_instances.InstanceBackend, 'run_instances',
+                      RunInstances)
+  monkeypatch.setattr(moto_instances.InstanceBackend, 'terminate_instances',
+                      TerminateInstances)
+
+
+def _RunScenario(name, directory, nat_prefix):
+  r = Rehearsal(directory, nat_prefix)
+  started = time.monotonic()
   try:
-    yield r
+    SCENARIOS[name](r)
   finally:
-    r.Close()
+    left = r.Close()
+    print(f'{name}: {time.monotonic() - started:.1f} s')
+  assert not left, f'{name}: hosts never deleted: {left}'
+
+
+class Pool:
+  """The selected scenarios, started together; Result waits for one."""
+
+  def __init__(self, futures):
+    self.futures = futures
+
+  def Result(self, name):
+    return self.futures[name].result()
+
+
+@pytest.fixture(scope='module')
+def rehearsals(request, tmp_path_factory):
+  if not rehearsal_hosts.Available():
+    e2e_support.Unavailable('root, ip, nsenter, unshare, openssh-server',
+                            'run as root; scripts/setup.sh')
+  selected = {item.name[len('test_'):] for item in request.session.items
+              if item.module is request.module}
+  names = [n for n in ORDER if n in selected]
+  assert set(ORDER) == set(SCENARIOS)
+  with pytest.MonkeyPatch.context() as monkeypatch:
+    _PatchMoto(monkeypatch)
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+      futures = {
+          name: pool.submit(_RunScenario, name,
+                            tmp_path_factory.mktemp(name[:20]),
+                            f'127.0.{10 + ORDER.index(name)}')
+          for name in names}
+      yield Pool(futures)
+      concurrent.futures.wait(futures.values())
 
 
 def _Rows(path):
@@ -293,20 +386,21 @@ def _AssertHostsClean(r, names):
   assert not r.hosts.live
 
 
-def test_gcp_rehearsal_every_stage_on_real_hosts(rehearsal):
-  r = rehearsal
+@_Scenario
+def gcp_rehearsal_every_stage_on_real_hosts(r):
+  uri = RunUri('rg')
   r.StartGce()
   r.StartBigQuery()
   started = time.monotonic()
-  proc = r.Run(_GcpArgs(r, 'rehgcp1'))
+  proc = r.Run(_GcpArgs(r, uri))
   elapsed = time.monotonic() - started
   print(proc.stdout)
   print(proc.stderr[-3000:])
   assert proc.returncode in (0, 4), proc.stderr[-3000:]
-  names = ['pkb-rehgcp1-servers-0', 'pkb-rehgcp1-clients-0']
+  names = [f'pkb-{uri}-servers-0', f'pkb-{uri}-clients-0']
   assert sorted(r.hosts.started) == sorted(names)
   # Every stage ran, over SSH on the hosts.
-  run_dir = os.path.join(r.results, 'rehgcp1')
+  run_dir = os.path.join(r.results, uri)
   rows = _Rows(os.path.join(run_dir, 'perfkitbenchmarker_results.json'))
   metrics = [row['metric'] for row in rows]
   assert 'latency_capped_throughput' in metrics
@@ -335,9 +429,9 @@ def test_gcp_rehearsal_every_stage_on_real_hosts(rehearsal):
   print(f'rehearsal took {elapsed:.1f} s')
 
 
-def test_guard_catches_what_leaves_the_namespace(rehearsal):
+@_Scenario
+def guard_catches_what_leaves_the_namespace(r):
   """The guard sees a Python child's lookup and connect, and any packet."""
-  r = rehearsal
   env = r.netns.GuardEnv(r.guard_log)
   probe = ('import socket\n'
            'for call in (lambda: socket.socket().connect(("169.254.169.254", '
@@ -391,17 +485,18 @@ def _AwsLeft(r, run_uri):
     }
 
 
-def test_aws_rehearsal_every_stage_on_real_hosts(rehearsal, monkeypatch):
-  r = rehearsal
-  r.StartMoto(monkeypatch)
+@_Scenario
+def aws_rehearsal_every_stage_on_real_hosts(r):
+  uri = RunUri('ra')
+  r.StartMoto([uri])
   r.StartBigQuery()
-  proc = r.Run(_AwsArgs(r, 'rehaws1'))
+  proc = r.Run(_AwsArgs(r, uri))
   print(proc.stdout)
   print(proc.stderr[-3000:])
   assert proc.returncode in (0, 4), proc.stderr[-3000:]
-  assert sorted(r.hosts.started) == ['pkb-rehaws1-clients-0',
-                                     'pkb-rehaws1-servers-0']
-  run_dir = os.path.join(r.results, 'rehaws1')
+  assert sorted(r.hosts.started) == [f'pkb-{uri}-clients-0',
+                                     f'pkb-{uri}-servers-0']
+  run_dir = os.path.join(r.results, uri)
   rows = _Rows(os.path.join(run_dir, 'perfkitbenchmarker_results.json'))
   metrics = [row['metric'] for row in rows]
   assert 'latency_capped_throughput' in metrics
@@ -410,9 +505,9 @@ def test_aws_rehearsal_every_stage_on_real_hosts(rehearsal, monkeypatch):
   bq_rows = r.bq.Rows(BQ_TABLE)
   assert sorted(row['sample_uri'] for row in bq_rows) == sorted(
       row['sample_uri'] for row in rows)
-  left = _AwsLeft(r, 'rehaws1')
+  left = _AwsLeft(r, uri)
   assert left == {k: 0 for k in left}, left
-  _AssertHostsClean(r, ['pkb-rehaws1-servers-0', 'pkb-rehaws1-clients-0'])
+  _AssertHostsClean(r, [f'pkb-{uri}-servers-0', f'pkb-{uri}-clients-0'])
   r.AssertNothingEscaped()
 
 
@@ -448,52 +543,56 @@ def _Metrics(r, run_uri):
   return [row['metric'] for row in _Rows(path)] if os.path.exists(path) else []
 
 
-def test_gcp_second_instance_insert_fails(rehearsal):
-  r = rehearsal
+@_Scenario
+def gcp_second_instance_insert_fails(r):
+  uri = RunUri('ri')
   r.StartGce().FailInsert('instances', nth=2, mode='operation',
                           code='QUOTA_EXCEEDED', persistent=False)
   r.StartBigQuery()
-  proc = r.Run(_GcpArgs(r, 'rehins1'))
+  proc = r.Run(_GcpArgs(r, uri))
   assert proc.returncode == 1, proc.stderr[-2000:]
   assert 'QUOTA_EXCEEDED' in proc.stderr
   assert len(r.hosts.started) == 1  # The first instance was a host.
-  _AssertGcpLeftNothing(r, 'rehins1')
-  _AssertPublished(r, 'rehins1')
+  _AssertGcpLeftNothing(r, uri)
+  _AssertPublished(r, uri)
 
 
-def test_gcp_ssh_never_comes_up_on_one_vm(rehearsal):
-  r = rehearsal
+@_Scenario
+def gcp_ssh_never_comes_up_on_one_vm(r):
+  uri = RunUri('rs')
   r.StartGce()
   r.StartBigQuery()
-  r.hosts.refuse_ssh.add('pkb-rehssh1-clients-0')
-  proc = r.Run(_GcpArgs(r, 'rehssh1', '--ssh_wait_timeout_seconds=4'))
+  r.hosts.refuse_ssh.add(f'pkb-{uri}-clients-0')
+  proc = r.Run(_GcpArgs(r, uri, '--ssh_wait_timeout_seconds=4'))
   assert proc.returncode == 1, proc.stderr[-2000:]
-  assert 'pkb-rehssh1-clients-0: no SSH at pkb@127.0.2.' in proc.stderr
-  assert r.hosts.started == ['pkb-rehssh1-servers-0']
-  _AssertGcpLeftNothing(r, 'rehssh1')
+  assert f'pkb-{uri}-clients-0: no SSH at pkb@{r.nat_prefix}.' in proc.stderr
+  assert r.hosts.started == [f'pkb-{uri}-servers-0']
+  _AssertGcpLeftNothing(r, uri)
 
 
-def test_gcp_sigint_during_the_search(rehearsal):
-  r = rehearsal
+@_Scenario
+def gcp_sigint_during_the_search(r):
+  uri = RunUri('rn')
   r.StartGce()
   r.StartBigQuery()
-  run = r.Start(_GcpArgs(r, 'rehint1', '--memtier_max_probes=8'))
+  run = r.Start(_GcpArgs(r, uri, '--memtier_max_probes=8'))
   run.WaitFor('probe  0')
   (server,) = [h for h in r.hosts.live.values() if 'servers' in h.name]
   assert 'redis-server' in [p.comm for p in server.Processes()]
   run.proc.send_signal(signal.SIGINT)
   assert run.Finish() == 130, run.out + run.err[-2000:]
-  metrics = _Metrics(r, 'rehint1')
+  metrics = _Metrics(r, uri)
   assert metrics.count('throughput') >= 1  # The finished probes are kept.
   assert 'latency_capped_throughput' not in metrics
-  _AssertGcpLeftNothing(r, 'rehint1')
+  _AssertGcpLeftNothing(r, uri)
 
 
-def test_gcp_kill_9_then_teardown_stage(rehearsal):
-  r = rehearsal
+@_Scenario
+def gcp_kill_9_then_teardown_stage(r):
+  uri = RunUri('rk')
   r.StartGce()
   r.StartBigQuery()
-  run = r.Start(_GcpArgs(r, 'rehkill1', '--memtier_max_probes=8'))
+  run = r.Start(_GcpArgs(r, uri, '--memtier_max_probes=8'))
   run.WaitFor('probe  0')
   run.proc.kill()
   run.Finish()
@@ -501,28 +600,30 @@ def test_gcp_kill_9_then_teardown_stage(rehearsal):
   (server,) = [h for h in r.hosts.live.values() if 'servers' in h.name]
   # ... and the shard still runs: teardown has something to stop.
   assert 'redis-server' in [p.comm for p in server.Processes()]
-  kept = _Metrics(r, 'rehkill1')
+  kept = _Metrics(r, uri)
   assert 'throughput' in kept
-  proc = r.Run(['--run_stage=teardown', '--run_uri=rehkill1',
+  proc = r.Run(['--run_stage=teardown', f'--run_uri={uri}',
                 f'--results_dir={r.results}'])
   print(proc.stdout, proc.stderr)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-  assert _Metrics(r, 'rehkill1')[:len(kept)] == kept
-  _AssertGcpLeftNothing(r, 'rehkill1')
+  assert _Metrics(r, uri)[:len(kept)] == kept
+  _AssertGcpLeftNothing(r, uri)
 
 
-def test_gcp_deadline_during_preload(rehearsal):
-  r = rehearsal
+@_Scenario
+def gcp_deadline_during_preload(r):
+  uri = RunUri('rd')
   r.StartGce()
   r.StartBigQuery()
-  run = r.Start(_GcpArgs(r, 'rehdead1', '--timeout_minutes=0.4'))
+  run = r.Start(_GcpArgs(r, uri, '--timeout_minutes=0.4'))
   run.WaitFor('Preloading')
   # The preload stalls (its loader stopped on the client) until the
   # deadline ends the run.
   (client,) = [h for h in r.hosts.live.values() if 'clients' in h.name]
   loaders = []
-  for _ in range(100):
-    loaders = [p for p in client.Processes() if p.comm == 'redis-cli']
+  for _ in range(1000):
+    loaders = [p for p in client.Processes()
+               if p.comm in ('redis-cli', 'redis-benchmark')]
     if loaders:
       break
     time.sleep(0.02)
@@ -533,7 +634,7 @@ def test_gcp_deadline_during_preload(rehearsal):
   assert 'Preload verified' not in run.out
   assert 'deadline' in run.err, run.err[-2000:]
   assert code == 130, run.out + run.err[-2000:]
-  _AssertGcpLeftNothing(r, 'rehdead1')
+  _AssertGcpLeftNothing(r, uri)
 
 
 # The nightly path ----------------------------------------------------------------
@@ -579,68 +680,90 @@ def _RunStep(r, step, env, replacements, ok=(0,)):
   return proc
 
 
-def test_nightly_two_cells_then_compare_from_bigquery(rehearsal, monkeypatch):
-  """The cell job's steps for one GCP and one AWS cell, then the report job,
-  running nightly.yml's own scripts (paths and endpoints put in)."""
-  r = rehearsal
-  r.StartGce()
-  r.StartMoto(monkeypatch)
-  r.StartBigQuery()
-  cell_steps = _WorkflowSteps('cell')
-  report_steps = _WorkflowSteps('report')
-  runs = os.path.join(str(r.tmp), 'runs')
-  extra = ' '.join([f'--results_dir={runs}',
-                    f'--gcp_compute_endpoint={r.gce.endpoint}',
-                    f'--bq_api_endpoint={r.bq.endpoint}'] + NIGHTLY_SHORT)
-  base_env = r.netns.GuardEnv(r.guard_log)
-  base_env.update(r.AwsEnv())
-  base_env.update(GCP_PROJECT=PROJECT, BQ_TABLE=BQ_TABLE, MAX_COST_USD='15',
-                  SSH_CIDR=OPERATOR, GITHUB_RUN_ID='4242',
+def _NightlyCell(runner, cell, cell_steps, base_env, flags):
+  """One cell job of nightly.yml on its own runner: run id, plan, run,
+  teardown (the job's other steps need GitHub or a download)."""
+  runs = os.path.join(str(runner.tmp), 'runs')
+  extra = ' '.join([f'--results_dir={runs}'] + flags + NIGHTLY_SHORT)
+  env = dict(base_env, CELL=cell, GITHUB_ENV=str(runner.tmp / 'github.env'),
+             GITHUB_STEP_SUMMARY=str(runner.tmp / 'summary.md'))
+  _RunStep(runner, cell_steps['Run id'], env, [])
+  with open(env['GITHUB_ENV']) as f:
+    env.update(line.strip().split('=', 1) for line in f if '=' in line)
+  MOTO_HOSTS[env['RUN_URI']] = runner.hosts
+  pkb = ('./pkb.py', f'./pkb.py {extra}')
+  _RunStep(runner, cell_steps['Plan (cost estimate)'], env, [pkb])
+  run = _RunStep(runner, cell_steps['Run'], env, [pkb], ok=(0, 4))
+  print(run.stdout)
+  if run.returncode == 4:  # The workflow's "no result" note.
+    with open(env['GITHUB_STEP_SUMMARY']) as f:
+      assert f'**{cell}: no result**' in f.read()
+  teardown = _RunStep(runner, cell_steps['Teardown'], env,
+                      [pkb, ('results/runs/', f'{runs}/')])
+  assert 'every recorded resource is deleted' in teardown.stdout
+  return env['RUN_URI']
+
+
+@_Scenario
+def nightly_two_cells_then_compare_from_bigquery(r):
+  """nightly.yml's cell job for one GCP and one AWS cell, each on its own
+  runner (namespace) at the same time as GitHub runs them, publishing to
+  one BigQuery table; then its report job, all from the workflow's own
+  scripts (paths and endpoints put in)."""
+  aws = Rehearsal(r.tmp / 'aws-runner', nat_prefix=r.nat_prefix + '9')
+  try:
+    r.StartGce()
+    gcp_bq = r.StartBigQuery().endpoint
+    aws.StartMoto([])
+    aws_bq = r.bq.Start(bind=aws.netns.Inside)  # The same tables.
+    cell_steps = _WorkflowSteps('cell')
+    common = dict(GCP_PROJECT=PROJECT, BQ_TABLE=BQ_TABLE, MAX_COST_USD='15',
+                  SSH_CIDR=OPERATOR,
+                  GITHUB_RUN_ID=str(int(SESSION, 16)),
                   GITHUB_RUN_ATTEMPT='1')
-  uris = {}
-  for cell, cloud in NIGHTLY_CELLS:
-    env = dict(base_env, CELL=cell,
-               GITHUB_ENV=str(r.tmp / f'{cell}.env'),
-               GITHUB_STEP_SUMMARY=str(r.tmp / f'{cell}.md'))
-    _RunStep(r, cell_steps['Run id'], env, [])
-    with open(env['GITHUB_ENV']) as f:
-      env.update(line.strip().split('=', 1) for line in f if '=' in line)
-    uris[cell] = env['RUN_URI']
-    pkb = ('./pkb.py', f'./pkb.py {extra}')
-    _RunStep(r, cell_steps['Plan (cost estimate)'], env, [pkb])
-    run = _RunStep(r, cell_steps['Run'], env, [pkb], ok=(0, 4))
-    print(run.stdout)
-    if run.returncode == 4:  # The workflow's "no result" note.
-      with open(env['GITHUB_STEP_SUMMARY']) as f:
-        assert f'**{cell}: no result**' in f.read()
-    teardown = _RunStep(r, cell_steps['Teardown'], env,
-                        [pkb, ('results/runs/', f'{runs}/')])
-    assert 'every recorded resource is deleted' in teardown.stdout
-  # Every cell left nothing: the fake GCE, moto, the hosts.
-  assert r.gce.Live() == []
-  assert _AwsLeft(r, uris['redis_c6gn']) == dict.fromkeys(
-      _AwsLeft(r, uris['redis_c6gn']), 0)
-  assert len(r.hosts.started) == 6 and not r.hosts.live
-  assert all(s.leftovers == [] for s in r.hosts.stopped), r.hosts.stopped
-  # Both cells' samples are in the fake BigQuery...
-  in_bq = {row['run_uri'].split('-')[0] for row in r.bq.Rows(BQ_TABLE)}
-  assert in_bq == set(uris.values())
-  # ... and the report job compares them from there.
-  env = dict(base_env, GITHUB_STEP_SUMMARY=str(r.tmp / 'report.md'))
-  compare = _RunStep(
-      r, report_steps['Compare the nights'], env,
-      [('./scripts/compare.py', './scripts/compare.py '
-        f'--bq_api_endpoint={r.bq.endpoint}'),
-       ('--report=report.html', f'--report={r.tmp}/report.html'),
-       ('--markdown=summary.md', f'--markdown={r.tmp}/summary.md'),
-       ('[ -f summary.md ]', f'[ -f {r.tmp}/summary.md ]'),
-       ('cat summary.md', f'cat {r.tmp}/summary.md')])
-  print(compare.stdout)
-  summary = (r.tmp / 'summary.md').read_text()
-  assert 't2d-standard-16' in summary and 'c6gn.4xlarge' in summary
-  assert summary in (r.tmp / 'report.md').read_text()
-  assert (r.tmp / 'report.html').stat().st_size > 0
-  r.AssertNothingEscaped()
+    with concurrent.futures.ThreadPoolExecutor(2) as jobs:
+      gcp_job = jobs.submit(
+          _NightlyCell, r, 'redis_t2d', cell_steps, dict(r.Env(), **common),
+          [f'--gcp_compute_endpoint={r.gce.endpoint}',
+           f'--bq_api_endpoint={gcp_bq}'])
+      aws_job = jobs.submit(
+          _NightlyCell, aws, 'redis_c6gn', cell_steps,
+          dict(aws.Env(), **aws.AwsEnv(), **common),
+          [f'--bq_api_endpoint={aws_bq}'])
+      uris = {'redis_t2d': gcp_job.result(), 'redis_c6gn': aws_job.result()}
+    # Every cell left nothing: the fake GCE, moto, the hosts.
+    assert r.gce.Live() == []
+    left = _AwsLeft(aws, uris['redis_c6gn'])
+    assert left == dict.fromkeys(left, 0), left
+    for runner in (r, aws):
+      assert len(runner.hosts.started) == 3 and not runner.hosts.live
+      assert all(s.leftovers == [] for s in runner.hosts.stopped), (
+          runner.hosts.stopped)
+    # Both cells' samples are in the one BigQuery table...
+    in_bq = {row['run_uri'].split('-')[0] for row in r.bq.Rows(BQ_TABLE)}
+    assert in_bq == set(uris.values())
+    # ... and the report job compares them from there.
+    env = dict(r.Env(), **common,
+               GITHUB_STEP_SUMMARY=str(r.tmp / 'report.md'))
+    report_steps = _WorkflowSteps('report')
+    compare = _RunStep(
+        r, report_steps['Compare the nights'], env,
+        [('./scripts/compare.py', './scripts/compare.py '
+          f'--bq_api_endpoint={gcp_bq}'),
+         ('--report=report.html', f'--report={r.tmp}/report.html'),
+         ('--markdown=summary.md', f'--markdown={r.tmp}/summary.md'),
+         ('[ -f summary.md ]', f'[ -f {r.tmp}/summary.md ]'),
+         ('cat summary.md', f'cat {r.tmp}/summary.md')])
+    print(compare.stdout)
+    summary = (r.tmp / 'summary.md').read_text()
+    assert 't2d-standard-16' in summary and 'c6gn.4xlarge' in summary
+    assert summary in (r.tmp / 'report.md').read_text()
+    assert (r.tmp / 'report.html').stat().st_size > 0
+    r.AssertNothingEscaped()
+    aws.AssertNothingEscaped()
+  finally:
+    left = aws.Close()
+  assert not left, f'AWS runner hosts never deleted: {left}'
 
 
 # The plugin path ------------------------------------------------------------------
@@ -648,12 +771,13 @@ def test_nightly_two_cells_then_compare_from_bigquery(rehearsal, monkeypatch):
 UPSTREAM_USER = 'perfkit'  # Upstream PKB's default VM user.
 
 
-def test_plugin_bridge_runs_the_study_on_vms_upstream_made(rehearsal):
+@_Scenario
+def plugin_bridge_runs_the_study_on_vms_upstream_made(r):
   """Upstream made two GCE instances (its user, its key, in the fake); the
   fake upstream tree's stage driver runs the installed plugin for real: the
   bridge writes the harness's static VM file from upstream's VMs and the
   harness runs the study over SSH on them."""
-  r = rehearsal
+  uri = RunUri('up')
   r.StartGce()
   key = str(r.tmp / 'upstream_key')
   subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', key],
@@ -663,7 +787,7 @@ def test_plugin_bridge_runs_the_study_on_vms_upstream_made(rehearsal):
   machine_types = {'servers': 't2d-standard-16', 'clients': 'n2-standard-32'}
   vms = {}
   for i, (group, machine_type) in enumerate(machine_types.items()):
-    name = f'pkb-upst1-{i}'
+    name = f'pkb-{uri}-{i}'
     status, _ = r.gce.Handle(
         'POST', f'/compute/v1/projects/{PROJECT}/zones/us-central1-a/'
         'instances', {
@@ -688,7 +812,7 @@ def test_plugin_bridge_runs_the_study_on_vms_upstream_made(rehearsal):
   study = [f for f in SHORT
            if not f.startswith(('--owner', '--timeout', '--timing'))]
   scenario = {
-      'flags': ['--run_uri=upst1',
+      'flags': [f'--run_uri={uri}',
                 '--redis_price_performance_flags=' + ' '.join(study)],
       'planned': {g: dict(cloud='GCP', machine_type=t, zone='us-central1-a',
                           count=1) for g, t in machine_types.items()},
@@ -720,10 +844,53 @@ def test_plugin_bridge_runs_the_study_on_vms_upstream_made(rehearsal):
     assert host.Processes() == [], host.name
   for i in range(2):
     r.gce.Handle('DELETE', f'/compute/v1/projects/{PROJECT}/zones/'
-                 f'us-central1-a/instances/pkb-upst1-{i}', None)
+                 f'us-central1-a/instances/pkb-{uri}-{i}', None)
   assert r.gce.Live() == [] and not r.hosts.live
   assert all(s.leftovers == [] for s in r.hosts.stopped)
   # The bridge starts the harness without PYTHONPATH (upstream's must not
   # leak in), so the audit hook guards the driver only; the namespace's
   # trap still counts every packet the harness might have sent out.
   r.AssertNothingEscaped(guarded='drive_plugin.py')
+
+
+# The tests: one per scenario ---------------------------------------------------
+
+
+def test_gcp_rehearsal_every_stage_on_real_hosts(rehearsals):
+  rehearsals.Result('gcp_rehearsal_every_stage_on_real_hosts')
+
+
+def test_aws_rehearsal_every_stage_on_real_hosts(rehearsals):
+  rehearsals.Result('aws_rehearsal_every_stage_on_real_hosts')
+
+
+def test_guard_catches_what_leaves_the_namespace(rehearsals):
+  rehearsals.Result('guard_catches_what_leaves_the_namespace')
+
+
+def test_gcp_second_instance_insert_fails(rehearsals):
+  rehearsals.Result('gcp_second_instance_insert_fails')
+
+
+def test_gcp_ssh_never_comes_up_on_one_vm(rehearsals):
+  rehearsals.Result('gcp_ssh_never_comes_up_on_one_vm')
+
+
+def test_gcp_sigint_during_the_search(rehearsals):
+  rehearsals.Result('gcp_sigint_during_the_search')
+
+
+def test_gcp_kill_9_then_teardown_stage(rehearsals):
+  rehearsals.Result('gcp_kill_9_then_teardown_stage')
+
+
+def test_gcp_deadline_during_preload(rehearsals):
+  rehearsals.Result('gcp_deadline_during_preload')
+
+
+def test_nightly_two_cells_then_compare_from_bigquery(rehearsals):
+  rehearsals.Result('nightly_two_cells_then_compare_from_bigquery')
+
+
+def test_plugin_bridge_runs_the_study_on_vms_upstream_made(rehearsals):
+  rehearsals.Result('plugin_bridge_runs_the_study_on_vms_upstream_made')

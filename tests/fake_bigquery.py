@@ -75,6 +75,7 @@ class FakeBigQuery:
     self._dropped_loads = 0
     self._lock = threading.RLock()
     self._server: Optional[http.server.ThreadingHTTPServer] = None
+    self._servers: List[http.server.ThreadingHTTPServer] = []
     self.endpoint = ''
 
   # Server -------------------------------------------------------------------
@@ -84,6 +85,8 @@ class FakeBigQuery:
 
     `bind`, if given, is a context manager factory entered while the
     listening socket is made (e.g. one that enters a network namespace).
+    Called again, it serves the same tables on one more socket (another
+    namespace) and returns that endpoint; Stop ends them all.
     """
     fake = self
 
@@ -118,18 +121,20 @@ class FakeBigQuery:
         pass
 
     with (bind or contextlib.nullcontext)():
-      self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
-                                                     Handler)
-    self._server.daemon_threads = True
-    threading.Thread(target=self._server.serve_forever, args=(0.05,),
+      server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,),
                      daemon=True).start()
-    self.endpoint = f'http://127.0.0.1:{self._server.server_address[1]}'
+    self._servers.append(server)
+    self._server = server
+    self.endpoint = f'http://127.0.0.1:{server.server_address[1]}'
     return self.endpoint
 
   def Stop(self) -> None:
-    if self._server:
-      self._server.shutdown()
-      self._server.server_close()
+    for server in self._servers:
+      server.shutdown()
+      server.server_close()
+    self._servers.clear()
 
   def __enter__(self) -> 'FakeBigQuery':
     self.Start()

@@ -13,7 +13,8 @@ so teardown order is checked too. Inserts and deletes return operations that
 are RUNNING until they are waited on (or DONE at once with
 `operations_done=True`).
 
-Instances get natIP 127.0.2.n and networkIP 10.0.0.n, n never reused. A
+Instances get natIP <nat_prefix>.n (127.0.2.n unless told) and a networkIP
+from their subnetwork's range (10.128.0.n without one), n never reused. A
 test that backs instances with real hosts passes `on_instance_insert` /
 `on_instance_delete` (called with the instance's JSON, under the fake's
 lock, before the insert or delete answers; tests/rehearsal_hosts.py).
@@ -28,6 +29,7 @@ import collections
 import contextlib
 import dataclasses
 import http.server
+import ipaddress
 import json
 import re
 import threading
@@ -72,11 +74,13 @@ class FakeGce:
                on_instance_insert: Optional[Callable[[Dict[str, Any]],
                                                      None]] = None,
                on_instance_delete: Optional[Callable[[Dict[str, Any]],
-                                                     None]] = None):
+                                                     None]] = None,
+               nat_prefix: str = '127.0.2'):
     self.operations_done = operations_done
     self.on_instance_insert = on_instance_insert
     self.on_instance_delete = on_instance_delete
     self._addresses = iter(range(2, 255))
+    self.nat_prefix = nat_prefix
     self.missing_families = set(missing_families)
     # (collection, project, scope, name) -> resource JSON.
     self.resources: Dict[Tuple[str, str, str, str], Dict[str, Any]] = {}
@@ -257,11 +261,21 @@ class FakeGce:
     n = next(self._addresses)
     for nic_index, nic in enumerate(item.get('networkInterfaces', [])):
       nic['name'] = f'nic{nic_index}'
-      nic['networkIP'] = f'10.0.0.{n}'
+      nic['networkIP'] = self._InternalAddress(nic.get('subnetwork'), n)
       for access in nic.get('accessConfigs', []):
         # Loopback, so even a stray SSH attempt never leaves this machine.
-        access['natIP'] = f'127.0.2.{n}'
+        access['natIP'] = f'{self.nat_prefix}.{n}'
     item['status'] = 'RUNNING'
+
+  def _InternalAddress(self, subnetwork_url: Optional[str], n: int) -> str:
+    """The nth address of the subnetwork's range, as GCE hands them out."""
+    route = _Route('/compute/v1/' + subnetwork_url.split('/compute/v1/')[
+        -1].lstrip('/')) if subnetwork_url else None
+    subnet = route and self.resources.get(
+        ('subnetworks', route['project'], route['scope'], route['name']))
+    if not subnet or not subnet.get('ipCidrRange'):
+      return f'10.128.0.{n}'
+    return str(ipaddress.ip_network(subnet['ipCidrRange'])[n])
 
   def _MissingReference(self, project, collection, body) -> Optional[str]:
     """What a new resource names that does not exist (GCE refuses those)."""

@@ -45,6 +45,7 @@ import psutil
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker.load_generators import client_cpu
@@ -188,6 +189,7 @@ class ServerCpuSampler:
     self._count = 0
     self._base: Optional[str] = None
     self._pids_used: Tuple[int, ...] = ()
+    self._probe: Optional[probe_processes.ProbeProcess] = None
 
   def Start(self) -> None:
     self._pids_used = tuple(int(p) for p in self._pids() if p)
@@ -206,9 +208,14 @@ class ServerCpuSampler:
     # Started from / (its paths are absolute): a sampler left by a killed
     # run ends when teardown removes the run's directory, so it must not be
     # a process working in it, which teardown waits for (own_dirs).
+    # Recorded and marked before it starts: a run that never gets to Stop
+    # (SIGINT mid-probe, kill -9 of pkb) has cleanup or teardown kill it,
+    # instead of leaving it sampling on the server until the VM goes.
+    self._probe = probe_processes.Mark(self.vm, 'server-cpu')
     self.vm.RemoteCommand(
-        f'cat > {q(base + ".sh")} && cd / && {{ setsid bash '
-        f'{q(base + ".sh")} > /dev/null 2>&1 < /dev/null & }}', stdin=script)
+        f'{self._probe.prefix}cat > {q(base + ".sh")} && cd / && '
+        f'{{ setsid bash {q(base + ".sh")} > /dev/null 2>&1 < /dev/null & }}',
+        stdin=script)
 
   def Stop(self) -> str:
     """The series' text (client_cpu.ParseSeries); '' when nothing ran."""
@@ -225,6 +232,9 @@ class ServerCpuSampler:
         f'cat {q(b + ".out")} 2>/dev/null; '
         f'rm -f {q(b + ".out")} {q(b + ".stop")} {q(b + ".pid")} '
         f'{q(b + ".sh")}', ignore_failure=True)
+    if self._probe is not None and out.rstrip().endswith('@end'):
+      probe_processes.Retire(self._probe)  # It wrote its end: it exited.
+    self._probe = None
     return out
 
   def Side(self, text: str, window: Optional[Tuple[float, float]]):
