@@ -31,10 +31,17 @@ class LatencyHistogram:
       decoded = hdrh_histogram.HdrHistogram.decode(text)
     except Exception as e:  # hdrh raises several types for bad input.
       raise ValueError(f'Not an HDR histogram: {e}') from None
+    # Each non-empty bucket read straight from the counts array, keyed as
+    # the library's recorded iterator keys it (its highest equivalent
+    # value): the iterator steps every sub-bucket in Python, 4x the time,
+    # and this runs for three histograms per memtier process per probe.
     counts = collections.Counter()
-    for item in decoded.get_recorded_iterator():
-      counts[int(item.value_iterated_to)] += int(
-          item.count_at_value_iterated_to)
+    array = decoded.counts
+    for index in range(decoded.counts_len):
+      count = array[index]
+      if count:
+        counts[int(decoded.get_highest_equivalent_value(
+            decoded.get_value_from_index(index)))] += int(count)
     return cls(tuple(sorted(counts.items())))
 
   def Merge(self, other: 'LatencyHistogram') -> 'LatencyHistogram':
