@@ -365,7 +365,8 @@ def ShellFunctions(run_root: str = '') -> List[str]:
       '|| continue; p=${f#/proc/}; p=${p%/stat}; '
       # Kernel threads (PID 2 and its children) are never the run's
       # competitors here: their work (softirq, I/O) is mostly done for it.
-      '[[ $p == 2 || $l == *") "?" 2 "* ]] && continue; '
+      # Nor is the snapshotting shell itself ($$: the sampler works from /).
+      '[[ $p == 2 || $p == $$ || $l == *") "?" 2 "* ]] && continue; '
       'if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$runroot"/* ]]; '
       'then continue; fi; echo "@fg $l"; done ) }',
   ]
