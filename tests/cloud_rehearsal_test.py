@@ -1,7 +1,7 @@
 """`./pkb.py --cloud=GCP` and `--cloud=AWS` end to end, with VMs that are real hosts.
 
 Each rehearsal runs the real `pkb.py` in a child process, through every stage
-of the default study (shortened by flags: 1 s probes, 2,000 keys, 4 probes):
+of the default study (shortened by flags: 1 s probes, 2,000 keys, 2 probes):
 provision through the real google-cloud-compute clients against
 tests/fake_gce.py (or boto3 against moto's server), wait for SSH, prepare,
 preload, search, publish to JSON, CSV and tests/fake_bigquery.py, cleanup and
@@ -57,7 +57,7 @@ OPERATOR = '127.0.0.1/32'
 AWS_REGION = 'us-east-1'
 AWS_IMAGE_USER = 'admin'  # Debian's AMIs: cloud-init's default user.
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
-         '--memtier_max_probes=3', '--memtier_confirm_repeats=2',
+         '--memtier_max_probes=2', '--memtier_confirm_repeats=2',
          '--memtier_latency_cap=100',
          '--memtier_clients=4', '--memtier_adaptive_max_connections=32',
          '--load_generator=redis_benchmark', '--accept_unconfirmed',
@@ -274,7 +274,7 @@ ORDER = ('nightly_two_cells_then_compare_from_bigquery',
          'gcp_ssh_never_comes_up_on_one_vm',
          'gcp_second_instance_insert_fails',
          'guard_catches_what_leaves_the_namespace')
-WORKERS = 4
+WORKERS = 5
 # moto's state is one per process: run_uri -> the Hosts its instances join.
 MOTO_HOSTS = {}
 
@@ -615,7 +615,7 @@ def gcp_deadline_during_preload(r):
   uri = RunUri('rd')
   r.StartGce()
   r.StartBigQuery()
-  run = r.Start(_GcpArgs(r, uri, '--timeout_minutes=0.4'))
+  run = r.Start(_GcpArgs(r, uri, '--timeout_minutes=0.75'))
   run.WaitFor('Preloading')
   # The preload stalls (its loader stopped on the client) until the
   # deadline ends the run.
@@ -644,7 +644,7 @@ NIGHTLY_CELLS = (('redis_t2d', 'GCP'), ('redis_c6gn', 'AWS'))
 # What the rehearsal changes in the cells' runs, by flags only: the study
 # short, redis-benchmark (memtier needs a download), one shard count.
 NIGHTLY_SHORT = ['--memtier_run_duration=1', '--memtier_warmup_seconds=0',
-                 '--memtier_key_maximum=2000', '--memtier_max_probes=4',
+                 '--memtier_key_maximum=2000', '--memtier_max_probes=2',
                  '--memtier_confirm_repeats=2', '--memtier_latency_cap=100',
                  '--memtier_clients=4', '--load_generator=redis_benchmark',
                  '--noredis_optimize_shards']
