@@ -205,15 +205,16 @@ class ServerCpuSampler:
                   self._pids_used, base + '.out', base + '.stop',
                   self.INTERVAL_S, self.max_s, root))
     q = shlex.quote
-    # Started from / (its paths are absolute): a sampler left by a killed
-    # run ends when teardown removes the run's directory, so it must not be
-    # a process working in it, which teardown waits for (own_dirs).
+    # Started from the run's root, above the VM's directory (its paths are
+    # absolute): teardown does not remove a VM's directory while a process
+    # works in it (own_dirs), and under the run's root the sampler is still
+    # the run's own to the foreign-process scan.
     # Recorded and marked before it starts: a run that never gets to Stop
     # (SIGINT mid-probe, kill -9 of pkb) has cleanup or teardown kill it,
     # instead of leaving it sampling on the server until the VM goes.
     self._probe = probe_processes.Mark(self.vm, 'server-cpu')
     self.vm.RemoteCommand(
-        f'{self._probe.prefix}cat > {q(base + ".sh")} && cd / && '
+        f'{self._probe.prefix}cat > {q(base + ".sh")} && cd {q(root)} && '
         f'{{ setsid bash {q(base + ".sh")} > /dev/null 2>&1 < /dev/null & }}',
         stdin=script)
 
