@@ -378,6 +378,40 @@ def _GcpArgs(r, run_uri, *extra):
           *SHORT, *extra]
 
 
+def _InPorts(port, ports):
+  for item in ports:
+    low, _, high = item.partition('-')
+    if int(low) <= port <= int(high or low):
+      return True
+  return False
+
+
+def _AssertFirewallCoversTheRun(r, run_dir):
+  """The rules the run made admit what it used, from whom it should: SSH
+  from the operator only, on the port SSH used; Redis (and its cluster
+  bus) only between the run's instances, on every port a shard took."""
+  with open(os.path.join(run_dir, 'run_record.json')) as f:
+    record = json.load(f)['resources']
+  rules = {b['name'].rsplit('-', 1)[-1]: b for b in r.gce.Inserted('firewalls')}
+  tags = {tuple(b['tags']['items']) for b in r.gce.Inserted('instances')}
+  assert len(tags) == 1
+  (tags,) = tags
+  ssh, redis = rules['ssh'], rules['redis']
+  assert ssh['sourceRanges'] == [OPERATOR] and 'sourceTags' not in ssh
+  assert ssh['targetTags'] == list(tags)
+  for e in record:
+    if e['kind'] == 'gcp_vm':
+      assert _InPorts(e['data']['port'], ssh['allowed'][0]['ports'])
+  assert redis['sourceTags'] == redis['targetTags'] == list(tags)
+  assert 'sourceRanges' not in redis
+  shard_ports = [e['data']['port'] for e in record
+                 if e['kind'] == 'redis_process']
+  assert shard_ports
+  for port in shard_ports:
+    assert _InPorts(port, redis['allowed'][0]['ports']), port
+    assert _InPorts(port + 10000, redis['allowed'][0]['ports']), port
+
+
 def _AssertHostsClean(r, names):
   stopped = {s.name: s for s in r.hosts.stopped}
   assert sorted(stopped) == sorted(names)
@@ -422,6 +456,7 @@ def gcp_rehearsal_every_stage_on_real_hosts(r):
   bq_rows = r.bq.Rows(BQ_TABLE)
   assert sorted(row['sample_uri'] for row in bq_rows) == sorted(
       row['sample_uri'] for row in rows)
+  _AssertFirewallCoversTheRun(r, run_dir)
   # Nothing left: in the fake cloud, on the hosts, outside the namespace.
   assert r.gce.Live() == []
   _AssertHostsClean(r, names)
