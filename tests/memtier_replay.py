@@ -37,9 +37,10 @@ What is replayed, from tests/data (real memtier outputs, see its README):
     per-second counts and latencies cycled over the test time, counts
     scaled down in proportion below the recording's connections, split into
     SETs and GETs by --ratio, its percentiles and HDR histograms, and its
-    Runtime / Total duration stretched to the test time, so the duration bug
-    (Ops/sec = Count / a too-short duration) comes back where it was
-    recorded. --pipeline and --data-size do not change the figures. memtier's
+    Runtime / Total duration the test time plus the recording's own excess
+    (its replies in flight and whole-second error), so the duration bug
+    (Ops/sec = Count / a duration a whole second short) comes back where it
+    was recorded. --pipeline and --data-size do not change the figures. memtier's
     idle last second is not reproduced.
   * Staircase runs (--clients-start/--clients-step/--step-duration) replay
     the staircase recording's seconds for each step's connections.
