@@ -206,6 +206,13 @@ class _ShellVm(virtual_machine.BaseVirtualMachine):
     return vm_util.RunLocal(command, timeout=timeout, env=env, stdin=stdin)
 
 
+# KillProcess's two implementations: psutil (Local) and the shell's (SSH).
+_VM_CLASSES = [
+    lambda: local.LocalVirtualMachine(
+        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
+    _ShellVm]
+
+
 def _Stubborn(port, cwd=None):
   """A fake shard that ignores SIGTERM, so only SIGKILL stops it."""
   proc = subprocess.Popen(
@@ -276,10 +283,7 @@ def test_processes_without_the_runs_mark_are_left_alone(tmp_path):
       foreign.wait()
 
 
-@pytest.mark.parametrize('vm_class', [
-    lambda: local.LocalVirtualMachine(
-        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
-    _ShellVm])
+@pytest.mark.parametrize('vm_class', _VM_CLASSES)
 def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
   vm = vm_class()
   vm.scratch_dir = str(tmp_path / 'scratch')
@@ -359,10 +363,7 @@ def _StartTime(vm, pid):
 
 
 @e2e.NeedsTools('gcc', how='./scripts/setup.sh installs it')
-@pytest.mark.parametrize('vm_class', [
-    lambda: local.LocalVirtualMachine(
-        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
-    _ShellVm])
+@pytest.mark.parametrize('vm_class', _VM_CLASSES)
 def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
   vm = vm_class()
   vm.scratch_dir = str(tmp_path / 'scratch')
@@ -399,10 +400,7 @@ def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
     proc.wait()
 
 
-@pytest.mark.parametrize('vm_class', [
-    lambda: local.LocalVirtualMachine(
-        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
-    _ShellVm])
+@pytest.mark.parametrize('vm_class', _VM_CLASSES)
 def test_kill_process_takes_a_zombie_for_gone(vm_class, tmp_path):
   vm = vm_class()
   vm.scratch_dir = str(tmp_path)
