@@ -39,6 +39,7 @@ from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import stage_runner
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import timing_util
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import vm_util
@@ -376,12 +377,19 @@ def Main(argv: Optional[List[str]] = None) -> int:
     run_log.TearDown()
 
 
+def _Shown(error: BaseException) -> str:
+  """An error as its one printed line: secrets masked, and what it quotes
+  from input (a machine type, a path, a record) unable to act on the
+  terminal (terminal_text)."""
+  return terminal_text.Printable(vm_util.Mask(str(error)))
+
+
 def _Reported(argv: List[str]) -> int:
   """RunBenchmarks, with every failure as the one line a user sees."""
   try:
     return RunBenchmarks(argv)
   except errors.UsageError as e:
-    print(f'pkb: {vm_util.Mask(str(e))}', file=sys.stderr)
+    print(f'pkb: {_Shown(e)}', file=sys.stderr)
     return EXIT_USAGE
   except errors.RunInterrupted as e:
     print(f'pkb: {e}', file=sys.stderr)
@@ -390,11 +398,11 @@ def _Reported(argv: List[str]) -> int:
     print('pkb: interrupted', file=sys.stderr)
     return EXIT_INTERRUPTED
   except errors.Error as e:
-    print(f'pkb: {vm_util.Mask(str(e))}', file=sys.stderr)
+    print(f'pkb: {_Shown(e)}', file=sys.stderr)
     return EXIT_FAILED
   except Exception as e:  # pylint: disable=broad-except
     logging.exception('Unexpected error')
-    print(f'pkb: internal error {type(e).__name__}: {vm_util.Mask(str(e))}',
+    print(f'pkb: internal error {type(e).__name__}: {_Shown(e)}',
           file=sys.stderr)
     return EXIT_FAILED
 

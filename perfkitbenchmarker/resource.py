@@ -29,7 +29,7 @@ from typing import Any, Callable, Collection, Dict, Hashable, List, Optional
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record as run_record_lib
-from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import terminal_text
 
 # A failure line is cut (in the middle) to this length; a report names this
 # many failures.
@@ -183,7 +183,7 @@ def TeardownFromRecord(record: run_record_lib.RunRecord,
   def Failed(index: int, entry: Dict[str, Any], error: BaseException) -> None:
     # One printable line each, whatever the (possibly hostile) record held:
     # terminal escapes and line breaks are escaped, the line is bounded.
-    line = vm_util.Printable(f'{entry["kind"]} {entry["name"]}: {error}')
+    line = terminal_text.Printable(f'{entry["kind"]} {entry["name"]}: {error}')
     half = MAX_FAILURE_CHARS // 2  # The end says what was done about it.
     failures[index] = (line if len(line) <= MAX_FAILURE_CHARS else
                        f'{line[:half]}...{line[-half:]}')

@@ -23,6 +23,7 @@ import urllib.parse
 from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.terminal_text import Printable  # pylint: disable=unused-import
 
 _SECRETS: set = set()
 _SECRETS_LOCK = threading.Lock()
@@ -77,25 +78,6 @@ def InstallSecretFilter() -> None:
   for handler in logging.getLogger().handlers:
     if not any(isinstance(f, SecretFilter) for f in handler.filters):
       handler.addFilter(SecretFilter())
-
-
-def Printable(text: str) -> str:
-  """text with every control or unprintable character escaped (\\x1b,
-  \\n, ...): names read from a record or a VM reach the terminal as
-  text, never as escape sequences or extra lines."""
-  if text.isprintable():
-    return text
-  text = text.translate(_CONTROL_ESCAPES)
-  if text.isprintable():
-    return text
-  return ''.join(c if c.isprintable() else
-                 c.encode('unicode_escape').decode('ascii') for c in text)
-
-
-# C0 and C1 controls and DEL as escapes (a translate table: fast on long
-# text); other unprintable characters go through the slow path.
-_CONTROL_ESCAPES = {i: chr(i).encode('unicode_escape').decode('ascii')
-                    for i in list(range(32)) + list(range(127, 160))}
 
 
 def Tail(text: str, lines: int = 5) -> str:

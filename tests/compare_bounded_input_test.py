@@ -201,3 +201,92 @@ def test_large_history_loads_in_memory_per_row_of_the_read_columns(
     tracemalloc.stop()
   assert len(frame) == rows > 700
   assert peak / rows < 2000, f'{peak / rows:.0f} bytes per sample'
+
+
+_ESCAPES = '\x1b]0;pwned\x07\x1b[2J\x1b[31m\r\x9b1m'
+
+
+def test_terminal_escapes_in_a_results_file_are_shown_not_played(
+    compare, capsys, tmp_path):
+  """Issue 24 item 6: compare printed a results file's escape sequences
+  raw (a window title, a clear screen) on the console and in Markdown."""
+  rows = _Rows()
+  for row in rows:
+    row['labels'] = row['labels'].replace(
+        '|local_priced_as:AWS:c6gn.xlarge|',
+        f'|local_priced_as:AWS:c6gn.xlarge{_ESCAPES}|')
+  md, page, board = (tmp_path / 'summary.md', tmp_path / 'r.html',
+                     tmp_path / 'b.json')
+  code, out, err = _Compare(compare, capsys, _Write(tmp_path / 'h.json', rows),
+                            f'--markdown={md}', f'--report={page}',
+                            f'--json={board}', '--include_unconfirmed')
+  assert code == 0, err
+  assert 'c6gn.xlarge\\x1b]0;pwned\\x07' in out  # Shown, as text.
+  for text in (out, err, md.read_text(), page.read_text(),
+               board.read_text()):
+    assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f]', text)
+
+
+def test_escapes_in_an_error_line_are_shown_not_played(compare, capsys,
+                                                       tmp_path):
+  missing = str(tmp_path / f'gone{_ESCAPES}.json')
+  code, _, err = _Compare(compare, capsys, missing)
+  _OneLine(code, err)
+  assert '\x1b' not in err and '\\x1b]0;pwned' in err
+
+
+def _CompareProcess(*args):
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  return subprocess.run([sys.executable, COMPARE] + list(args),
+                        capture_output=True, text=True, timeout=120,
+                        check=False)
+
+
+def test_a_fifo_named_like_a_results_file_is_refused_not_waited_on(tmp_path):
+  """Issue 24 item 12: compare hung forever on a FIFO named
+  perfkitbenchmarker_results.json (in a tree, or given itself)."""
+  tree = tmp_path / 'tree' / 'runs' / 'x'
+  tree.mkdir(parents=True)
+  fifo = tree / loader.RESULTS_FILE
+  os.mkfifo(fifo)
+  for given in (tmp_path / 'tree', fifo):
+    proc = _CompareProcess(str(given))  # A hang is a TimeoutExpired.
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count('\n') == 1, proc.stderr
+    assert f'{fifo}: not a regular file (a FIFO)' in proc.stderr
+
+
+def _RunWithRecord(tmp_path):
+  run = tmp_path / 'runs' / 'x'
+  run.mkdir(parents=True)
+  with open(ONE_RUN) as f:
+    (run / loader.RESULTS_FILE).write_text(f.read())
+  return run
+
+
+def test_a_fifo_as_the_run_record_is_not_waited_on(tmp_path):
+  run = _RunWithRecord(tmp_path)
+  os.mkfifo(run / loader.RUN_RECORD_FILE)
+  proc = _CompareProcess(str(tmp_path), '--include_unconfirmed')
+  assert proc.returncode == 0, proc.stderr
+
+
+def test_a_device_as_the_run_record_is_not_read(tmp_path):
+  # (At 90140b1 this reads /dev/zero until memory runs out: run with care.)
+  run = _RunWithRecord(tmp_path)
+  os.symlink('/dev/zero', run / loader.RUN_RECORD_FILE)
+  assert loader.ReadCommandLine(str(run / loader.RESULTS_FILE)) is None
+
+
+def test_a_results_file_growing_while_read_is_read_to_its_size_at_open(
+    tmp_path):
+  path = tmp_path / 'h.json'
+  with open(ONE_RUN) as f:
+    path.write_text(f.read())
+  rows = loader.IterJsonLines(str(path))
+  first = next(rows)
+  with open(path, 'a') as f:  # Another run appends meanwhile.
+    f.write(json.dumps(_Rows()[0]) + '\n')
+  assert 1 + len(list(rows)) == len(_Rows())
+  assert first['fixed']['metric']

@@ -237,3 +237,19 @@ def test_an_unusable_price_never_costs_the_answer(pkb_flags, how):
 def test_hourly_price_itself_refuses_zero():
   with pytest.raises(ValueError, match='outside'):
     pricing.HourlyPrice('GCP', 'r', 'm', 1, 1.0, 0.0, 's', '2026-07-20')
+
+
+@pytest.mark.parametrize('flag', [
+    '--local_priced_as=GCP:n2d\x1b]0;pwned\x07\x1b[2J',
+    '--machine_price=n2d\x1b[2J=0.1',
+])
+def test_a_pricing_error_shows_escape_sequences_as_text(tmp_path, flag):
+  """Issue 24 item 6: pricing errors printed the terminal escapes they
+  quoted raw (a window title, a clear screen)."""
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'pkb.py'), '--dry_run', flag,
+       f'--results_dir={tmp_path / "results"}'],
+      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+  assert proc.returncode == 2, (proc.stdout, proc.stderr)
+  assert '\\x1b' in proc.stderr and 'Traceback' not in proc.stderr
+  assert not any(c in proc.stderr + proc.stdout for c in '\x1b\x07\r')

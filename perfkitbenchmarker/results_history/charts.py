@@ -23,6 +23,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import pandas as pd
 
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import changepoints as cp_lib
@@ -94,8 +95,10 @@ def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
     if rows[column].nunique() > 1:
       parts.append(column)
   unique = rows.drop_duplicates('cell')
-  return {row['cell']: ' | '.join(str(row[p]) for p in parts)
-          for _, row in unique.iterrows()}
+  # Drawn text, and matplotlib's warnings about glyphs it lacks reach the
+  # terminal: what the samples said is made inert first.
+  return {row['cell']: terminal_text.Printable(
+      ' | '.join(str(row[p]) for p in parts)) for _, row in unique.iterrows()}
 
 
 def PricePerformanceBars(board: pd.DataFrame,

@@ -32,6 +32,7 @@ from absl import flags
 import pandas as pd
 
 from perfkitbenchmarker import paths as paths_lib
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -95,7 +96,7 @@ flags.DEFINE_integer('recent_nights', 7, 'Regressions on this many latest '
 
 
 def _Fail(message: str) -> int:
-  print(f'compare: {message}', file=sys.stderr)
+  print(f'compare: {terminal_text.Printable(message)}', file=sys.stderr)
   return EXIT_USAGE
 
 
@@ -113,10 +114,11 @@ class _WriteError(Exception):
 
 
 def _Say(text: str) -> None:
-  """Prints; once the reader has gone (e.g. `| head`) says nothing more,
-  while the files asked for are still written."""
+  """Prints (text read from results made inert: terminal_text); once the
+  reader has gone (e.g. `| head`) says nothing more, while the files asked
+  for are still written."""
   try:
-    print(text, flush=True)
+    print(terminal_text.PrintableLines(text), flush=True)
   except BrokenPipeError:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
@@ -124,9 +126,12 @@ def _Say(text: str) -> None:
 
 
 def _Write(path: str, text: str, mode: str = 'w') -> None:
+  """Writes a report; text read from results is made inert first (a
+  Markdown summary or an HTML page is `cat` to a terminal as often as it is
+  rendered)."""
   try:
     with open(path, mode, encoding='utf-8') as f:
-      f.write(text)
+      f.write(terminal_text.PrintableLines(text))
   except OSError as e:
     raise _WriteError(f'cannot write {path}: {e.strerror or e}') from None
 
@@ -246,7 +251,8 @@ def Main(argv: Optional[List[str]] = None,
     print('compare: interrupted', file=sys.stderr)
     return EXIT_USAGE
   except Exception as e:  # pylint: disable=broad-except
-    print(f'compare: internal error {type(e).__name__}: {e}', file=sys.stderr)
+    print(f'compare: internal error {type(e).__name__}: '
+          f'{terminal_text.Printable(str(e))}', file=sys.stderr)
     return EXIT_INTERNAL
 
 

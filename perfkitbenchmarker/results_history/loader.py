@@ -21,7 +21,9 @@ keys a caller reads. Each metadata column is typed as a whole: booleans when
 every value is True/False, numbers when every value parses as one, strings
 otherwise; a number that is not finite (inf, nan) is "not recorded".
 
-Bounded input: files are read line by line into typed_frame's chunks
+Bounded input: only regular files are read (a FIFO or a device is refused,
+never waited on), each to the size it had when opened; files are read line
+by line into typed_frame's chunks
 (never one dict per sample for the whole history); a line
 longer than `MAX_LINE_CHARS` or metadata nested deeper than
 `MAX_METADATA_DEPTH` is refused, as is a sample value that is not a finite
@@ -29,6 +31,7 @@ number.
 """
 
 import importlib
+import io
 import json
 import math
 import os
@@ -36,6 +39,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 import pandas as pd
 
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker.results_history import typed_frame
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
@@ -50,6 +54,9 @@ BIGQUERY_MODULE = 'perfkitbenchmarker.publishers.bigquery_publisher'
 # A PKB sample line is a few KB; metadata values are scalars or small lists.
 MAX_LINE_CHARS = 1 << 20
 MAX_METADATA_DEPTH = 8
+# A run record is a few KB (a long run's resources: some hundred KB); one
+# larger is not read for its command line.
+MAX_RUN_RECORD_BYTES = 16 << 20
 
 
 class LoadError(Exception):
@@ -137,9 +144,20 @@ def _Normalize(row: Dict[str, Any], where: str) -> Dict[str, Any]:
 
 
 def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file, one at a time; LoadError on the rest."""
+  """Rows of one PKB JSON-lines file, one at a time; LoadError on the rest.
+
+  Only a regular file is read (a FIFO would block compare forever, a device
+  never end), and only as far as it reached when opened: a file another run
+  is still appending to is read to a fixed end.
+  """
   try:
-    with open(path, encoding='utf-8') as f:
+    raw = regular_files.OpenRegular(path)
+  except regular_files.NotRegular as e:
+    raise LoadError(f'{path}: {e}') from None
+  try:
+    size = os.fstat(raw.fileno()).st_size
+    with io.TextIOWrapper(io.BufferedReader(_Prefix(raw, size), 1 << 16),
+                          encoding='utf-8') as f:
       number = 0
       while True:
         line = f.readline(MAX_LINE_CHARS + 1)
@@ -164,6 +182,32 @@ def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
     raise LoadError(f'{path}: not a text file of PKB JSON lines') from None
   except OSError as e:
     raise LoadError(f'{path}: {e.strerror}') from None
+  finally:
+    raw.close()
+
+
+class _Prefix(io.RawIOBase):
+  """The first `size` bytes of a binary file, as a readable raw stream."""
+
+  def __init__(self, f, size: int):
+    super().__init__()
+    self._f = f
+    self._left = size
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, buffer) -> int:
+    if self._left <= 0:
+      return 0
+    view = memoryview(buffer)[:self._left]
+    count = self._f.readinto(view) or 0
+    self._left -= count
+    return count
+
+  def close(self) -> None:
+    super().close()
+    self._f.close()
 
 
 def ReadJsonLines(path: str) -> List[Dict[str, Any]]:
@@ -179,9 +223,9 @@ def ReadCommandLine(results_path: str) -> Optional[str]:
   """
   record_path = os.path.join(os.path.dirname(results_path), RUN_RECORD_FILE)
   try:
-    with open(record_path, encoding='utf-8') as f:
-      record = json.load(f)
-  except (OSError, ValueError):
+    record = json.loads(regular_files.ReadRegular(record_path,
+                                                  MAX_RUN_RECORD_BYTES))
+  except (regular_files.NotRegular, ValueError, RecursionError):
     return None
   if (not isinstance(record, dict) or
       record.get('format_version') not in RUN_RECORD_FORMAT_VERSIONS):
@@ -245,8 +289,8 @@ def _FilesOf(path: str) -> List[str]:
     if not files:
       raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
     return files
-  if os.path.isfile(path):
-    return [path]
+  if os.path.lexists(path):
+    return [path]  # IterJsonLines refuses anything but a regular file.
   raise LoadError(f'{path}: no such file or directory')
 
 
