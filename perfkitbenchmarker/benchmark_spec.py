@@ -27,8 +27,10 @@ from perfkitbenchmarker import virtual_machine
 _VM_SPEC_INT_KEYS = {'num_cpus': 4096, 'memory_mib': 64 * 1024 * 1024,
                      'boot_disk_size': 65536}
 _VM_SPEC_TEXT_KEYS = ('machine_type', 'zone', 'os_type', 'image', 'priced_as')
-# Most VMs one group may ask for (each is created, billed and torn down).
+# Most VMs one group, and one run in all, may ask for (each is created,
+# billed and torn down).
 MAX_GROUP_VMS = 1000
+MAX_RUN_VMS = 1000
 SERVER_GROUP, CLIENT_GROUP = 'servers', 'clients'
 # Clients need at least this many times the servers' vCPUs not to be the
 # limit (the published T2D study: 2 x n2-standard-32 for one
@@ -121,61 +123,66 @@ class BenchmarkSpec:
 
   def GroupSpecs(self) -> Dict[str, virtual_machine.VmSpec]:
     """vm_group name -> VmSpec for this cloud, with dedicated flags applied."""
-    specs = {}
-    for group, group_config in self.config.get('vm_groups', {}).items():
-      vm_specs = group_config.get('vm_spec') or {}
-      # Existing machines take the Local entry unless the config has its own.
-      spec_cloud = ('Local' if self.cloud == 'Static' and
-                    'Static' not in vm_specs else self.cloud)
-      cloud_spec = dict(vm_specs.get(spec_cloud) or {})
-      if not cloud_spec:
+    self._ConfigCounts()  # The limits first: the work below grows with them.
+    return {group: self.GroupSpec(group)
+            for group in self.config.get('vm_groups', {})}
+
+  def GroupSpec(self, group: str) -> virtual_machine.VmSpec:
+    """One vm_group's VmSpec for this cloud, with dedicated flags applied
+    (only that group's config is read: pricing every group is linear)."""
+    group_config = self.config['vm_groups'][group]
+    vm_specs = group_config.get('vm_spec') or {}
+    # Existing machines take the Local entry unless the config has its own.
+    spec_cloud = ('Local' if self.cloud == 'Static' and
+                  'Static' not in vm_specs else self.cloud)
+    cloud_spec = dict(vm_specs.get(spec_cloud) or {})
+    if not cloud_spec:
+      raise errors.ConfigError(
+          f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
+          'with --benchmark_config_file or --config_override.')
+    # --machine_type sizes the servers (the machine type being measured);
+    # clients keep the config's type unless --client_machine_type.
+    sized = (getattr(self.flags, 'client_machine_type', None)
+             if group == CLIENT_GROUP else self.flags.machine_type)
+    if sized:
+      cloud_spec['machine_type'] = sized
+    if pkb_flags.OneZone(self.flags):
+      cloud_spec['zone'] = pkb_flags.OneZone(self.flags)
+    for key in _VM_SPEC_TEXT_KEYS:
+      value = cloud_spec.get(key)
+      if value is not None and not isinstance(value, str):
         raise errors.ConfigError(
-            f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
-            'with --benchmark_config_file or --config_override.')
-      # --machine_type sizes the servers (the machine type being measured);
-      # clients keep the config's type unless --client_machine_type.
-      sized = (getattr(self.flags, 'client_machine_type', None)
-               if group == CLIENT_GROUP else self.flags.machine_type)
-      if sized:
-        cloud_spec['machine_type'] = sized
-      if pkb_flags.OneZone(self.flags):
-        cloud_spec['zone'] = pkb_flags.OneZone(self.flags)
-      for key in _VM_SPEC_TEXT_KEYS:
-        value = cloud_spec.get(key)
-        if value is not None and not isinstance(value, str):
+            f'vm_groups.{group}.vm_spec.{spec_cloud}.{key} must be text, '
+            f'not {value!r}; quote it in the YAML ("{value}").')
+    for key in _VM_SPEC_INT_KEYS:
+      if cloud_spec.get(key) is not None:
+        try:
+          cloud_spec[key] = int(cloud_spec[key])
+        except (TypeError, ValueError, OverflowError):
           raise errors.ConfigError(
-              f'vm_groups.{group}.vm_spec.{spec_cloud}.{key} must be text, '
-              f'not {value!r}; quote it in the YAML ("{value}").')
-      for key in _VM_SPEC_INT_KEYS:
-        if cloud_spec.get(key) is not None:
-          try:
-            cloud_spec[key] = int(cloud_spec[key])
-          except (TypeError, ValueError, OverflowError):
-            raise errors.ConfigError(
-                f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
-                f'integer, not "{cloud_spec[key]}".') from None
-          if not 1 <= cloud_spec[key] <= _VM_SPEC_INT_KEYS[key]:
-            raise errors.ConfigError(
-                f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
-                f'integer from 1 to {_VM_SPEC_INT_KEYS[key]}, not '
-                f'{cloud_spec[key]}.')
-      unknown = set(cloud_spec) - set(virtual_machine.VmSpec.__dataclass_fields__)
-      if unknown:
-        raise errors.ConfigError(
-            f'Unknown key(s) {", ".join(sorted(unknown))} in '
-            f'vm_groups.{group}.vm_spec.{self.cloud}.')
-      if 'machine_type' not in cloud_spec:
-        raise errors.ConfigError(
-            f'vm_groups.{group}.vm_spec.{self.cloud} needs a machine_type.')
-      # A zone or machine type the cloud does not have fails minutes into a
-      # real run; refused here, for a dry run too.
-      cloud_names.CheckZone(self.cloud, cloud_spec.get('zone'),
-                            getattr(self.flags, 'allow_unlisted_zone', False))
-      cloud_names.CheckMachineType(self.cloud, cloud_spec['machine_type'])
-      cloud_spec.setdefault('os_type', group_config.get('os_type') or
-                            self.flags.os_type)
-      specs[group] = virtual_machine.VmSpec(cloud=self.cloud, **cloud_spec)
-    return specs
+              f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
+              f'integer, not "{cloud_spec[key]}".') from None
+        if not 1 <= cloud_spec[key] <= _VM_SPEC_INT_KEYS[key]:
+          raise errors.ConfigError(
+              f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
+              f'integer from 1 to {_VM_SPEC_INT_KEYS[key]}, not '
+              f'{cloud_spec[key]}.')
+    unknown = set(cloud_spec) - set(virtual_machine.VmSpec.__dataclass_fields__)
+    if unknown:
+      raise errors.ConfigError(
+          f'Unknown key(s) {", ".join(sorted(unknown))} in '
+          f'vm_groups.{group}.vm_spec.{self.cloud}.')
+    if 'machine_type' not in cloud_spec:
+      raise errors.ConfigError(
+          f'vm_groups.{group}.vm_spec.{self.cloud} needs a machine_type.')
+    # A zone or machine type the cloud does not have fails minutes into a
+    # real run; refused here, for a dry run too.
+    cloud_names.CheckZone(self.cloud, cloud_spec.get('zone'),
+                          getattr(self.flags, 'allow_unlisted_zone', False))
+    cloud_names.CheckMachineType(self.cloud, cloud_spec['machine_type'])
+    cloud_spec.setdefault('os_type', group_config.get('os_type') or
+                          self.flags.os_type)
+    return virtual_machine.VmSpec(cloud=self.cloud, **cloud_spec)
 
   def GroupCounts(self) -> Dict[str, int]:
     counts = self._ConfigCounts()
@@ -189,8 +196,18 @@ class BenchmarkSpec:
     return counts
 
   def _ConfigCounts(self) -> Dict[str, int]:
+    """vm_group name -> its configured VM count, each within MAX_GROUP_VMS
+    and all within MAX_RUN_VMS (one pass, before any per-group work)."""
+    groups = self.config.get('vm_groups') or {}
+    if not isinstance(groups, dict):
+      raise errors.ConfigError('vm_groups must be a mapping of group names '
+                               'to their vm_spec and vm_count.')
+    if len(groups) > MAX_RUN_VMS:
+      raise errors.ConfigError(
+          f'vm_groups has {len(groups):,} groups; a run has at most '
+          f'{MAX_RUN_VMS} VMs in all.')
     counts = {}
-    for group, group_config in self.config.get('vm_groups', {}).items():
+    for group, group_config in groups.items():
       count = group_config.get('vm_count', 1)
       if (not isinstance(count, int) or isinstance(count, bool) or
           not 1 <= count <= MAX_GROUP_VMS):
@@ -198,6 +215,11 @@ class BenchmarkSpec:
             f'vm_groups.{group}.vm_count must be an integer from 1 to '
             f'{MAX_GROUP_VMS}, not "{count}".')
       counts[group] = count
+    total = sum(counts.values())
+    if total > MAX_RUN_VMS:
+      raise errors.ConfigError(
+          f'vm_groups ask for {total:,} VMs in all; a run has at most '
+          f'{MAX_RUN_VMS}.')
     return counts
 
   def _ClientsFollowServers(self) -> bool:
@@ -244,14 +266,23 @@ class BenchmarkSpec:
             'or more client VMs (vm_groups.clients.vm_count).')
 
   def PlanWarnings(self) -> List[str]:
-    """Warnings about this plan: Local VMs sharing cores, clients under
+    """Checks the plan before anything starts, cheapest limits first (VM
+    counts, what this machine can hold), then every group's VM spec and
+    price; returns warnings about it: Local VMs sharing cores, clients under
     CLIENT_VCPU_RATIO x the servers' vCPUs, and the benchmark's own (its
-    module's optional PlanWarnings(spec), e.g. more shards than cores);
-    raises errors.UsageError for a plan this machine cannot hold."""
+    module's optional PlanWarnings(spec), e.g. more shards than cores).
+
+    Raises:
+      errors.UsageError: a plan past a limit or this machine, a bad VM
+        spec, an unpriced machine type.
+    """
     warnings = []
+    counts = self._ConfigCounts()
     if self.cloud == 'Local':
       from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
-      warnings += local.FitWarnings(sum(self.GroupCounts().values()))
+      warnings += local.FitWarnings(sum(counts.values()))
+    for group in counts:
+      self.GroupPrice(group)
     sizing = self.ClientSizing()
     if sizing and sizing.startswith('WARNING'):
       warnings.append(sizing)
@@ -276,7 +307,7 @@ class BenchmarkSpec:
     return None
 
   def GroupPrice(self, group: str) -> pricing.HourlyPrice:
-    spec = self.GroupSpecs()[group]
+    spec = self.GroupSpec(group)
     if self.cloud in ('Local', 'Static'):
       cloud, region, machine_type = pricing.ParsePricedAs(
           spec.priced_as or self.flags.local_priced_as)

@@ -177,11 +177,9 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
         pricing.ParseMachinePrices(flag_values.machine_price))
     spec = spec_lib.BenchmarkSpec(module, config, 'plan', cloud, None,
                                   flag_values, catalog, lambda s: None)
-    specs = spec.GroupSpecs()
-    for group in spec.GroupCounts():
-      spec.GroupPrice(group)
     for warning in spec.PlanWarnings():
       print(f'cell {cell.index}: {warning}', file=sys.stderr)
+    specs = spec.GroupSpecs()
     prepare_checks.Check(spec)  # What prepare would fail on.
     if not dry_run:
       provider = providers.GetProvider(cloud)

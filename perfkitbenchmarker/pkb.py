@@ -220,8 +220,6 @@ def RunBenchmarks(argv: List[str]) -> int:
     # Refuse unpriced machine types and bad VM specs before anything starts.
     plan_spec = spec_lib.BenchmarkSpec(module, config, run_uri, _Cloud(),
                                        None, FLAGS, catalog, lambda s: None)
-    for group in plan_spec.GroupCounts():
-      plan_spec.GroupPrice(group)
     for warning in plan_spec.PlanWarnings():
       print(warning, file=sys.stderr)
     prepare_checks.Check(plan_spec)  # What prepare would fail on.
