@@ -5,7 +5,8 @@
 #   openssh for the SSH provider, util-linux's taskset for CPU pinning,
 #   the Python requirements (runtime and test) in ./.venv, and a JDK 17 with
 #   Maven to build the YCSB binding (scripts/build_ycsb.sh; redis_ycsb
-#   benchmark).
+#   benchmark), and actionlint for the workflow test, built with Go
+#   (scripts/build_actionlint.sh; Debian's golang-go when no Go is there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,4 +61,6 @@ echo "Installing the Python requirements into .venv (a few minutes the first tim
 # YCSB core and Jedis from Maven Central (pinned in the binding's pom) and
 # PKB's binding, into build/ycsb/; skipped when the sources are unchanged.
 ./scripts/build_ycsb.sh
+# actionlint, pinned, into build/actionlint/ for tests/nightly_workflow_test.py.
+./scripts/build_actionlint.sh
 echo "Setup done. Run ./pkb.py for the default Local study."
