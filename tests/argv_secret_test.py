@@ -31,6 +31,9 @@ from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.providers.local import provider as local
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 # Characters a shell or a C string could mishandle, on purpose.
 PASSWORD = "argv 'secret' $HOME;\"pw\""
 LOAD_PASSWORD = load_user.LoadPassword(PASSWORD)

@@ -28,6 +28,9 @@ from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import redis_benchmark
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 
 def _Descendants():
   """The PIDs (text) descending from this test process, now."""

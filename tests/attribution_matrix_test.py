@@ -35,6 +35,7 @@ from scripts import cpu_cgroups
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
 pytestmark = [
+    pytest.mark.e2e,  # Every test here starts a process (tier_guard.py).
     pytest.mark.skipif(not cpu_cgroups.Available(),
                        reason='needs root and a writable CPU cgroup '
                        'controller (v1 cpu or v2 with cpu delegated)'),

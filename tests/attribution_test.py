@@ -177,6 +177,7 @@ needs_cgroups = pytest.mark.skipif(
     reason='needs root and a writable CPU cgroup controller')
 
 
+@pytest.mark.e2e
 @needs_cgroups
 def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
   """A spinning process in a cgroup of this test's own, held to 0.2 CPU:

@@ -275,6 +275,7 @@ def _AssertNothingLeft(ec2, placement_groups, baseline):
 # Provisioning -----------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
     moto, tmp_path):
   clients, placement_groups = moto
@@ -376,6 +377,7 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   assert not os.path.exists(key_dir)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('module,peer_ranges', [
     (redis_memtier_benchmark, set()),
     (redis_enterprise_benchmark, ENTERPRISE_RANGES),
@@ -413,6 +415,7 @@ def test_benchmark_peer_ports_are_opened_within_the_group_only(
           'SecurityGroups']
 
 
+@pytest.mark.e2e
 def test_module_provision_takes_the_ports_from_the_spec(moto, tmp_path,
                                                       pkb_flags):
   clients, placement_groups = moto
@@ -446,6 +449,7 @@ def test_peer_range_equal_to_a_redis_range_is_sent_once():
       {'GroupId': 'sg-1', 'Description': 'benchmark ports within the run'}]
 
 
+@pytest.mark.e2e
 def test_default_vpc_without_placement_group(moto, tmp_path):
   clients, placement_groups = moto
   baseline, _ = _Inventory(clients.ec2, placement_groups)
@@ -467,6 +471,7 @@ def test_default_vpc_without_placement_group(moto, tmp_path):
   _AssertNothingLeft(clients.ec2, placement_groups, baseline)
 
 
+@pytest.mark.e2e
 def test_resumed_run_gets_its_vms_back_from_the_record(moto, tmp_path):
   clients, _ = moto
   run = Run(tmp_path, clients)
@@ -529,6 +534,7 @@ FAILURES = [
 ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('method,nth,after', FAILURES)
 def test_failed_provision_is_torn_down_from_the_record(moto, tmp_path, method,
                                                        nth, after):
@@ -547,6 +553,7 @@ def test_failed_provision_is_torn_down_from_the_record(moto, tmp_path, method,
   _AssertNothingLeft(clients.ec2, placement_groups, baseline)
 
 
+@pytest.mark.e2e
 def test_failed_ssh_wait_is_torn_down(moto, tmp_path):
   clients, placement_groups = moto
   baseline, _ = _Inventory(clients.ec2, placement_groups)
@@ -563,6 +570,7 @@ def test_failed_ssh_wait_is_torn_down(moto, tmp_path):
   _AssertNothingLeft(clients.ec2, placement_groups, baseline)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('method', ['create_vpc', 'create_security_group',
                                     'run_instances'])
 def test_lost_reply_is_retried_without_duplicates(moto, tmp_path, method):
@@ -578,6 +586,7 @@ def test_lost_reply_is_retried_without_duplicates(moto, tmp_path, method):
   assert resource.TeardownFromRecord(run.record) == []
 
 
+@pytest.mark.e2e
 def test_delete_waits_out_dependency_violation(moto, tmp_path):
   clients, placement_groups = moto
   run = Run(tmp_path, clients, options=_Options(use_default_vpc=True))
@@ -597,6 +606,7 @@ def test_delete_waits_out_dependency_violation(moto, tmp_path):
   assert resource.TeardownFromRecord(run.record) == []
 
 
+@pytest.mark.e2e
 def test_vpc_in_use_fails_in_one_line_after_retries(moto, tmp_path):
   clients, _ = moto
   run = Run(tmp_path, clients)

@@ -16,6 +16,9 @@ import e2e_support as e2e
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 # A "billion laughs" YAML: ~400 bytes that expand to 10^9 leaves.
 _ALIAS_BOMB = '\n'.join(
     ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'] +

@@ -54,6 +54,7 @@ def _Script(run_dir):
                         capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.e2e
 def test_a_real_run_checked_and_what_is_refused(tmp_path):
   results = tmp_path / 'results'
   proc, run_uri = e2e.Run(

@@ -11,9 +11,13 @@ import subprocess
 import time
 
 import psutil
+import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker.providers.local import provider as local
+
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
 
 SHARDS = ['--redis_total_num_processes=6', '--memtier_key_maximum=1000']
 

@@ -14,6 +14,8 @@ import dataclasses
 import os
 import sys
 
+import pytest
+
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import vm_util
@@ -131,6 +133,7 @@ def _RunScript(tmp_path, command, window_s):
   return client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None)
 
 
+@pytest.mark.e2e
 def test_probe_script_measures_a_real_spinning_thread(tmp_path):
   spin = vm_util.QuoteAll([sys.executable, '-c', (
       'import time\nend = time.time() + 1.6\nwhile time.time() < end: pass')])
@@ -151,6 +154,7 @@ def test_probe_script_measures_a_real_spinning_thread(tmp_path):
   assert len(os.sched_getaffinity(0)) >= 1
 
 
+@pytest.mark.e2e
 def test_probe_script_sees_a_sleeping_tool_as_idle(tmp_path):
   cpu = _RunScript(tmp_path, 'sleep 1.2', 0.8)
   assert cpu.threads_seen == 1 and cpu.busiest_thread == 'sleep'

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import e2e_support
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
@@ -32,6 +34,9 @@ from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import driver
 
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
 
 FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_ratio=0:1', '--memtier_pipeline=16',

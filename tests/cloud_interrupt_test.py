@@ -45,6 +45,9 @@ import aws_provider_test
 import fake_gce
 from aws_provider_test import moto  # pylint: disable=unused-import  (fixture)
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 OPERATOR = '203.0.113.7/32'
 AWS_RUN_URI = 'intaws1'
 GCP_RUN_URI = 'intgcp1'

@@ -64,6 +64,8 @@ SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
          '--timeout_minutes=10', '--owner=rehearsal',
          '--timing_measurements=runtimes']
 
+# Every test here starts processes (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
 
 
 class Rehearsal:

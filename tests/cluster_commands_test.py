@@ -109,6 +109,7 @@ def _FreePorts(count):
       s.close()
 
 
+@pytest.mark.e2e
 def test_real_cluster_built_by_pieces_with_replicas(tmp_path, monkeypatch):
   for tool in ('redis-server', 'redis-cli'):
     e2e_support.RequireTool(tool, 'scripts/setup.sh')

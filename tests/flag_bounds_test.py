@@ -90,8 +90,9 @@ def test_matrix_cells_are_counted_before_expansion():
   started = time.monotonic()
   with pytest.raises(errors.ConfigError, match='1,000,000,000 cells'):
     matrix.Expand(config, ['redis_memtier'])
-  # Counting, not expanding (10^9 cells would take hours).
-  assert time.monotonic() - started < 5
+  # Counting, not expanding: 10^9 cells would take hours (and more memory
+  # than the machine has); a generous bound for a loaded machine.
+  assert time.monotonic() - started < 120
   config['redis_memtier']['flag_matrix_defs']['m'] = {
       'memtier_clients': list(range(1, 101)),
       'memtier_pipeline': list(range(1, 101)),
@@ -122,6 +123,7 @@ _PORT_SPELLINGS = ['port {p}', "'port' {p}", '"port" {p}', 'PoRt {p}',
                    'po"rt" {p}', '"\\x70ort" {p}', "  port\t{p}"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('spelling', _PORT_SPELLINGS)
 def test_server_options_are_read_as_redis_server_reads_them(tmp_path,
                                                              spelling):
@@ -151,6 +153,7 @@ def test_server_options_are_read_as_redis_server_reads_them(tmp_path,
     proc.wait()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('line', ['"port 7000', '"port"x 7000', "'port"])
 def test_lines_redis_server_refuses_are_refused(tmp_path, line):
   assert redis_config.Directive(line) is None
@@ -184,6 +187,7 @@ def _Refused(proc, needle):
   assert needle in lines[0], lines[0]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('text,args,needle', [
     ('flags: {timeout_minutes: -1}\n', [], '--timeout_minutes=-1'),
     ('redis_memtier:\n  flag_matrix: m\n  flag_matrix_defs:\n    m:\n'

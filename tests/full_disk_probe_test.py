@@ -13,6 +13,9 @@ import sys
 
 import pytest
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _PROBE_ON_FULL_DISK = r'''

@@ -122,6 +122,7 @@ def _Rule(fake, suffix):
 # Provisioning -----------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_provision_creates_the_run_and_teardown_from_record_removes_it(
     fake, tmp_path):
   run = _Run(fake, tmp_path)
@@ -151,6 +152,7 @@ def test_provision_creates_the_run_and_teardown_from_record_removes_it(
   assert not os.path.exists(run_keys.RunKeyDir('abc123'))
 
 
+@pytest.mark.e2e
 def test_teardown_deletes_in_reverse_dependency_order(fake, tmp_path):
   run = _Run(fake, tmp_path)
   run.Provision()
@@ -162,6 +164,7 @@ def test_teardown_deletes_in_reverse_dependency_order(fake, tmp_path):
       'resourcePolicies', 'subnetworks', 'networks']
 
 
+@pytest.mark.e2e
 def test_firewall_opens_redis_only_to_the_run_and_ssh_only_to_operator(
     fake, tmp_path):
   run = _Run(fake, tmp_path)
@@ -188,6 +191,7 @@ def test_firewall_opens_redis_only_to_the_run_and_ssh_only_to_operator(
     assert instance['tags']['items'] == [tag]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('module,peer_ports', [
     (redis_memtier_benchmark, None),
     (redis_enterprise_benchmark, ENTERPRISE_PORTS),
@@ -227,6 +231,7 @@ def test_benchmark_peer_ports_get_a_rule_from_the_run_only(
   assert fake.Live() == []
 
 
+@pytest.mark.e2e
 def test_peer_rule_that_fails_is_torn_down_with_the_rest(fake, tmp_path):
   fake.FailInsert('firewalls', nth=3, mode='operation')
   run = _Run(fake, tmp_path, module=redis_enterprise_benchmark)
@@ -251,6 +256,7 @@ def test_bad_peer_ports_are_refused_before_anything_exists(
   assert list(run.record.LiveResources()) == []
 
 
+@pytest.mark.e2e
 def test_instance_body(fake, tmp_path):
   run = _Run(fake, tmp_path)
   run.Provision()
@@ -291,6 +297,7 @@ def test_instance_body(fake, tmp_path):
   assert _Only(fake.Inserted('networks'))['autoCreateSubnetworks'] is False
 
 
+@pytest.mark.e2e
 def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
   run = _Run(fake, tmp_path)
   vms = run.Provision()
@@ -309,6 +316,7 @@ def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
   assert not os.path.exists(key_dir)
 
 
+@pytest.mark.e2e
 def test_operations_are_waited_on_in_their_scope(fake, tmp_path):
   _Run(fake, tmp_path).Provision()
   waits = [r.path for r in fake.requests if r.path.endswith('/wait')]
@@ -320,6 +328,7 @@ def test_operations_are_waited_on_in_their_scope(fake, tmp_path):
   assert len(waits) == len(inserts)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('os_type,machine_type,project,family', [
     ('debian12', 'n2-standard-4', 'debian-cloud', 'debian-12'),
     ('debian13', 'n2-standard-4', 'debian-cloud', 'debian-13'),
@@ -358,6 +367,7 @@ def test_unsupported_os_type_is_one_clear_line(fake, tmp_path, os_type):
   assert fake.requests == []
 
 
+@pytest.mark.e2e
 def test_explicit_image_skips_the_family(fake, tmp_path):
   config = _Config(client_count=1)
   image = 'projects/my-images/global/images/redis-golden'
@@ -369,6 +379,7 @@ def test_explicit_image_skips_the_family(fake, tmp_path):
           for i in fake.Inserted('instances')} == {image}
 
 
+@pytest.mark.e2e
 def test_no_placement_policy_without_cluster_style(fake, tmp_path):
   _Run(fake, tmp_path, placement_group_style='none').Provision()
   assert fake.Inserted('resourcePolicies') == []
@@ -377,6 +388,7 @@ def test_no_placement_policy_without_cluster_style(fake, tmp_path):
     assert 'scheduling' not in instance
 
 
+@pytest.mark.e2e
 def test_cluster_style_needs_one_zone(fake, tmp_path):
   run = _Run(fake, tmp_path, config=_Config(client_zone='us-central1-b'))
   with pytest.raises(errors.UsageError, match='one zone'):
@@ -387,6 +399,7 @@ def test_cluster_style_needs_one_zone(fake, tmp_path):
       '10.0.0.0/20', '10.1.0.0/20']
 
 
+@pytest.mark.e2e
 def test_existing_network_is_used_not_created_or_deleted(fake, tmp_path):
   run = _Run(fake, tmp_path, gcp_network='default')
   run.Provision()
@@ -474,6 +487,7 @@ _FAILURE_POINTS = [
 ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('mode', ['http', 'operation'])
 @pytest.mark.parametrize('collection,nth', _FAILURE_POINTS)
 def test_failure_after_each_kind_leaves_nothing_after_teardown(
@@ -494,6 +508,7 @@ def test_failure_after_each_kind_leaves_nothing_after_teardown(
   assert list(run_record.RunRecord.Load(run.run_dir).LiveResources()) == []
 
 
+@pytest.mark.e2e
 def test_teardown_retries_a_transient_delete_failure(fake, tmp_path):
   run = _Run(fake, tmp_path)
   run.Provision()
@@ -502,6 +517,7 @@ def test_teardown_retries_a_transient_delete_failure(fake, tmp_path):
   assert fake.Live() == []
 
 
+@pytest.mark.e2e
 def test_teardown_reports_what_it_could_not_delete_and_can_be_rerun(
     fake, tmp_path):
   run = _Run(fake, tmp_path)
@@ -518,6 +534,7 @@ def test_teardown_reports_what_it_could_not_delete_and_can_be_rerun(
   assert fake.Live() == []
 
 
+@pytest.mark.e2e
 def test_stockout_and_unknown_machine_type_are_explained(fake, tmp_path):
   fake.FailInsert('instances', mode='operation',
                   code='ZONE_RESOURCE_POOL_EXHAUSTED')
@@ -531,6 +548,7 @@ def test_stockout_and_unknown_machine_type_are_explained(fake, tmp_path):
   assert run.TeardownFromDisk() == []
 
 
+@pytest.mark.e2e
 def test_resumed_run_takes_vms_from_the_record(fake, tmp_path):
   first = _Run(fake, tmp_path)
   created = {vm.name: vm.ip_address for vm in first.Provision()}
@@ -544,6 +562,7 @@ def test_resumed_run_takes_vms_from_the_record(fake, tmp_path):
   assert len(fake.Inserted('instances')) == inserts
 
 
+@pytest.mark.e2e
 def test_vm_rebuilt_from_record_can_be_reached_and_deleted(fake, tmp_path):
   run = _Run(fake, tmp_path)
   original = run.Provision()[0]

@@ -147,6 +147,7 @@ def _Watched(probe, load, core, procs):
           [100 * (b - a) / window for a, b in zip(cpu0, cpu1)])
 
 
+@pytest.mark.e2e
 def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
     server, tmp_path, pkb_flags):
   client_vm = _ClientVm(tmp_path, _Cores()[1])

@@ -219,6 +219,7 @@ def _HelpText(tool, *args):
   return done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 @e2e_support.NeedsTools('redis-benchmark', how='scripts/setup.sh')
 def test_redis_benchmark_flags_exist():
   help_text = _HelpText('redis-benchmark', '--help')
@@ -228,6 +229,7 @@ def test_redis_benchmark_flags_exist():
     assert f' {flag} ' in help_text, flag
 
 
+@pytest.mark.e2e
 @e2e_support.NeedsTools('redis-cli', how='scripts/setup.sh')
 def test_redis_cli_flags_exist():
   help_text = _HelpText('redis-cli', '--help')
@@ -267,6 +269,7 @@ def _Cli(endpoint, *args):
                         capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.e2e
 @e2e_support.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark',
                         how='scripts/setup.sh')
 def test_preload_writes_every_key_redis_benchmark_reads():

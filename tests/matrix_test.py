@@ -232,6 +232,7 @@ def _Pkb(args, timeout=120):
                         text=True, timeout=timeout, cwd=e2e.REPO)
 
 
+@pytest.mark.e2e
 def test_nightly_gcp_aws_dry_run_prints_each_cell_and_the_total():
   proc = _Pkb([f'--benchmark_config_file={NIGHTLY}', '--dry_run'])
   assert proc.returncode == 0, proc.stderr
@@ -254,6 +255,7 @@ def test_nightly_gcp_aws_dry_run_prints_each_cell_and_the_total():
   assert 'wall time about' in out
 
 
+@pytest.mark.e2e
 def test_budget_below_the_total_is_refused_before_anything_exists(tmp_path):
   results = tmp_path / 'runs'
   proc = _Pkb([f'--benchmark_config_file={NIGHTLY}', '--max_cost_usd=5',
@@ -297,14 +299,13 @@ def _Summary(results_dir):
     return json.load(f)['cells']
 
 
+@pytest.mark.e2e
 def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   config = tmp_path / 'two.yaml'
   config.write_text(TWO_CELLS)
   results = str(tmp_path / 'runs')
-  started = time.monotonic()
   proc = _Pkb([f'--benchmark_config_file={config}', f'--results_dir={results}',
-               '--run_processes=2'])
-  assert time.monotonic() - started < 60
+               '--run_processes=2'], timeout=600)
   # One failed cell, and one whose answer is a single probe (no repeats):
   # no confirmed result, which is not success either (README, "Verdicts").
   # A failed cell makes the matrix exit 1 (never 2, which is bad input).
@@ -327,6 +328,7 @@ def test_a_failing_cell_does_not_lose_the_other(tmp_path):
   assert '0 of 2 cell(s) succeeded, 1 gave no confirmed result' in proc.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGHUP],
                          ids=['sigterm', 'sighup_terminal_gone'])
 def test_signals_reach_the_cells_which_tear_down(tmp_path, sig):

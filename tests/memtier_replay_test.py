@@ -18,6 +18,9 @@ import e2e_support
 import memtier_replay
 from perfkitbenchmarker.load_generators import memtier_results
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 PASSWORD = 'replay-pw'
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 

@@ -56,6 +56,7 @@ def test_recorded_sequence_old_and_new_windows_side_by_side():
   assert old_busy < 0.9 < busy  # Saturation only seen over the load window.
 
 
+@pytest.mark.e2e
 def test_script_snapshots_the_window_not_the_process_life(tmp_path):
   base_path = str(tmp_path / 'probe')
   with open(base_path + '.sh', 'w') as f:
@@ -68,9 +69,12 @@ def test_script_snapshots_the_window_not_the_process_life(tmp_path):
   assert time.monotonic() - started >= 2.5
   with open(base_path + '.stat0') as f0, open(base_path + '.stat1') as f1:
     _, window = concurrent.BusyOverWindow(f0.read(), f1.read(), None)
-  assert 0.95 <= window < 1.5
+  # The process lives 2.5 s: a window under that is the 1 s window, late
+  # only by scheduling on a loaded machine.
+  assert 0.95 <= window < 2.4
 
 
+@pytest.mark.e2e
 def test_script_ends_the_window_when_the_tool_exits_early(tmp_path):
   base_path = str(tmp_path / 'probe')
   with open(base_path + '.sh', 'w') as f:
@@ -78,10 +82,11 @@ def test_script_ends_the_window_when_the_tool_exits_early(tmp_path):
                               cpu_window_s=20.0))
   started = time.monotonic()
   _, _, rc = vm_util.RunLocal(f'bash {base_path}.sh', timeout=30)
-  assert rc == 0 and time.monotonic() - started < 10  # Sampler not awaited.
+  # The sampler's 20 s window not awaited (a generous bound, for load).
+  assert rc == 0 and time.monotonic() - started < 15
   with open(base_path + '.stat0') as f0, open(base_path + '.stat1') as f1:
     _, window = concurrent.BusyOverWindow(f0.read(), f1.read(), None)
-  assert 0.25 <= window < 2.0
+  assert 0.25 <= window < 10  # The 0.3 s tool's life, not the 20 s window.
 
 
 @pytest.fixture
@@ -111,6 +116,7 @@ def server():
     proc.wait(timeout=10)
 
 
+@pytest.mark.e2e
 def test_memtier_probe_window_is_its_test_time(server, tmp_path):
   path = memtier_replay.Path()
   vm = local.LocalVirtualMachine(
@@ -131,6 +137,7 @@ def test_memtier_probe_window_is_its_test_time(server, tmp_path):
   assert m.client_cpu_busy_fraction is not None
 
 
+@pytest.mark.e2e
 def test_a_probe_that_times_out_says_how_long_and_how_many(tmp_path):
   vm = local.LocalVirtualMachine(
       virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
@@ -140,6 +147,7 @@ def test_a_probe_that_times_out_says_how_long_and_how_many(tmp_path):
   started = time.monotonic()
   with pytest.raises(errors.ProcessError) as failure:
     concurrent.RunSideBySide(vm, 'slow', [['sleep', '30']] * 3, timeout_s=1)
-  assert time.monotonic() - started < 20  # `timeout` ended them.
+  # `timeout` ended them at 1 s, not the 30 s sleeps (generous, for load).
+  assert time.monotonic() - started < 20
   assert str(failure.value).startswith(
       'sleep on clients-0 timed out after 1 s (3 processes side by side)')

@@ -313,6 +313,7 @@ def _RedisServer():
     server.wait(timeout=10)
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
   workload = base.Workload(set_ratio=1, get_ratio=0, key_minimum=1,
@@ -340,6 +341,7 @@ def _Pkb(args, results_dir, timeout=170):
       capture_output=True, text=True, timeout=timeout, cwd=e2e.REPO)
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_fixed_load_runs_for_real_with_memtier(tmp_path):
   proc, run_uri = e2e.Run(
@@ -374,6 +376,7 @@ def _PathWithoutMemtier():
       if not os.path.exists(os.path.join(d, 'memtier_benchmark')))
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark')
 def test_fallback_run_says_and_records_what_redis_benchmark_ran(tmp_path):
   """--redis_benchmark_fallback without memtier: the console and the samples
@@ -409,6 +412,7 @@ def test_fallback_run_says_and_records_what_redis_benchmark_ran(tmp_path):
     assert key not in labels, key
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark')
 def test_fixed_load_redis_benchmark_mix_of_one_connection_refused_first(
     tmp_path):
@@ -429,6 +433,7 @@ def test_fixed_load_redis_benchmark_mix_of_one_connection_refused_first(
       '--memtier_clients or use memtier_benchmark (--memtier_path).')
 
 
+@pytest.mark.e2e
 def test_a_memtier_path_that_is_not_there_is_refused_not_replaced(tmp_path):
   """A mistyped --memtier_path ran the whole study with redis-benchmark,
   saying so only in the preload line."""
@@ -446,6 +451,7 @@ def test_a_memtier_path_that_is_not_there_is_refused_not_replaced(tmp_path):
       'PATH (or redis-benchmark).')
 
 
+@pytest.mark.e2e
 def test_a_memtier_path_that_is_another_program_is_refused(tmp_path):
   """--memtier_path=/bin/sh (an ELF, so argv_secret lets it run) ended in
   'Preload left 0 keys ...; check the shards' maxmemory'."""
@@ -460,6 +466,7 @@ def test_a_memtier_path_that_is_another_program_is_refused(tmp_path):
                              line)
 
 
+@pytest.mark.e2e
 def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
   # A PATH without memtier, whatever this machine has.
   path = _PathWithoutMemtier()
@@ -491,6 +498,7 @@ def test_fallback_drops_memtier_only_settings_only_when_asked():
       workload_options.RequireMemtier(rb, Opts(**generator))
 
 
+@pytest.mark.e2e
 def test_every_local_preset_runs_without_memtier(tmp_path):
   # A local preset either uses no memtier-only setting or lets
   # --load_generator=auto fall back to redis-benchmark without them.
@@ -520,6 +528,7 @@ def test_every_local_preset_runs_without_memtier(tmp_path):
 
 # Presets.
 
+@pytest.mark.e2e
 def test_redis_vs_dragonfly_preset_dry_runs_with_cost(tmp_path):
   proc = _Pkb([f'--benchmark_config_file={CONFIGS}/redis_vs_dragonfly.yaml',
                '--dry_run'], tmp_path)
@@ -536,6 +545,7 @@ def test_redis_vs_dragonfly_preset_dry_runs_with_cost(tmp_path):
   assert 'Total: 2 cell(s), 4 VMs, estimated $' in out
 
 
+@pytest.mark.e2e
 def test_redis_on_flash_preset_refused_then_dry_runs_with_cost(tmp_path):
   """Redis OSS keeps every key in RAM: the study's 771M x 1 KiB preload
   (with a replica each) is refused in one line naming the key count that
@@ -560,6 +570,7 @@ def test_redis_on_flash_preset_refused_then_dry_runs_with_cost(tmp_path):
   assert 'Total: 8 cell(s), 24 VMs, estimated $' in out
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
 @pytest.mark.parametrize('preset, cells, runs_per_cell', [
     ('redis_vs_dragonfly_local.yaml', 2, 4),

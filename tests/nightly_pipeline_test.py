@@ -27,6 +27,9 @@ from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_confirm_repeats=2', '--memtier_latency_cap=100',

@@ -60,6 +60,7 @@ def _AssertRefused(proc, path):
   assert path in lines[0] and 'left alone' in lines[0], lines[0]
 
 
+@pytest.mark.e2e
 @e2e.Needs('root and runuser (to act as user nobody)',
            lambda: IS_ROOT and shutil.which('runuser') is not None,
            'run the tests as root, as CI does')
@@ -82,6 +83,7 @@ def test_another_users_scratch_dirs_are_refused_by_a_root_run(tmp_path):
     shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('layout', ['writable', 'symlink', 'vm_writable'])
 def test_scratch_dirs_others_could_plant_in_are_refused(tmp_path, layout):
   """The same rule for any user: a directory others can write to, or a
@@ -104,6 +106,7 @@ def test_scratch_dirs_others_could_plant_in_are_refused(tmp_path, layout):
   assert (_Snapshot(scratch), _Snapshot(elsewhere)) == before
 
 
+@pytest.mark.e2e
 def test_run_directory_of_another_shape_is_refused(tmp_path):
   """results/runs/<run_uri> as a symlink to somewhere else: refused, and
   nothing is written through it."""
@@ -162,6 +165,7 @@ def test_make_own_dir(tmp_path):
   own_dirs.MakeOwnDir(str(open_root / 'x'))
 
 
+@pytest.mark.e2e
 def test_remote_make_script(tmp_path):
   """The shell form (VMs over SSH) follows the same rule."""
   top = tmp_path / 'pkb-r'

@@ -50,6 +50,7 @@ def installed(tmp_path_factory):
   return venv, site_packages, env
 
 
+@pytest.mark.e2e
 def test_installed_pkb_dry_run_from_root(installed):
   venv, site_packages, env = installed
   pkb = venv / 'bin' / 'pkb'
@@ -83,6 +84,7 @@ def test_installed_pkb_dry_run_from_root(installed):
   assert catalog == packaged
 
 
+@pytest.mark.e2e
 def test_installed_pkb_py_script_still_works(installed):
   venv, _, env = installed
   result = subprocess.run([str(venv / 'bin' / 'pkb.py'), '--dry_run'],
@@ -92,6 +94,7 @@ def test_installed_pkb_py_script_still_works(installed):
   assert 'redis_memtier' in result.stdout
 
 
+@pytest.mark.e2e
 def test_test_tools_are_not_runtime_requirements(installed):
   venv, _, env = installed
   requires = subprocess.run(
@@ -115,6 +118,7 @@ def test_checkout_reads_configs_prices_yaml():
                                                       'prices.yaml')
 
 
+@pytest.mark.e2e
 def test_repo_pkb_py_still_runs():
   result = subprocess.run([os.path.join(REPO, 'pkb.py'), '--dry_run'],
                           capture_output=True, text=True, cwd='/', timeout=60)
@@ -127,6 +131,7 @@ def _Tree(root):
                 for d, _, files in os.walk(root) for f in files)
 
 
+@pytest.mark.e2e
 def test_installed_pkb_writes_nothing_where_it_is_started(installed,
                                                            tmp_path):
   """A real short Local run of the installed `pkb` from an empty directory:
@@ -167,6 +172,7 @@ def test_installed_pkb_writes_nothing_where_it_is_started(installed,
   assert os.listdir(empty) == []
 
 
+@pytest.mark.e2e
 def test_installed_presets_help_and_refused_teardown(installed, tmp_path):
   venv, _, env = installed
   env = dict(env, TMPDIR=str(tmp_path))

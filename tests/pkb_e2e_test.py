@@ -10,6 +10,9 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker.linux_packages import argv_secret
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 EXPECTED_METRICS = {
     'throughput', 'average_latency', 'latency_capped_throughput',
     'max_throughput_for_completion_latency_under_1ms', 'hourly_cost',

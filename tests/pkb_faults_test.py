@@ -11,6 +11,9 @@ import pytest
 
 import e2e_support as e2e
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 
 def _OneLineError(proc_or_err):
   err = proc_or_err if isinstance(proc_or_err, str) else proc_or_err.stderr

@@ -73,6 +73,7 @@ def _Vms(tmp_path, cloud='GCP', machine_type='t2d-standard-16'):
           for i, group in enumerate(('servers', 'clients'), 1)}
 
 
+@pytest.mark.e2e
 def test_install_writes_one_module_naming_the_harness(upstream):
   installed = upstream / 'perfkitbenchmarker' / 'linux_benchmarks'
   assert sorted(os.listdir(installed)) == [
@@ -96,6 +97,7 @@ def test_install_writes_one_module_naming_the_harness(upstream):
   assert again.stdout == f'not installed, nothing removed: {target}\n'
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('clash, words', [
     ('BENCHMARK_NAME = \'redis_price_performance\'\n',
      'already has a benchmark named redis_price_performance'),
@@ -118,6 +120,7 @@ def test_install_refuses_what_would_clash_with_upstream(tmp_path, clash,
   assert 'is not a PerfKitBenchmarker checkout' in not_pkb.stderr
 
 
+@pytest.mark.e2e
 def test_install_refuses_a_checkout_of_this_harness(tmp_path):
   """`install_pkb_plugin.py .` from the harness: it has pkb.py and
   linux_benchmarks/ too, and the plugin installed there broke its ./pkb.py
@@ -157,6 +160,7 @@ def test_plugin_uses_only_upstream_names_and_defines_one_new_flag():
     assert defined[0] not in json.load(f)['all_upstream_names']
 
 
+@pytest.mark.e2e
 def test_unpriced_machine_type_is_refused_before_provisioning(upstream,
                                                               tmp_path):
   out = _Drive(upstream, tmp_path, {
@@ -172,6 +176,7 @@ def test_unpriced_machine_type_is_refused_before_provisioning(upstream,
           in other['error'])
 
 
+@pytest.mark.e2e
 def test_bridge_flags_and_bad_settings_are_refused_in_the_check(upstream,
                                                                tmp_path):
   out = _Drive(upstream, tmp_path, {
@@ -184,6 +189,7 @@ def test_bridge_flags_and_bad_settings_are_refused_in_the_check(upstream,
   assert 'swept by --memtier_fixed_load' in out['error']
 
 
+@pytest.mark.e2e
 def test_stages_hand_upstreams_vms_to_the_harness_and_return_samples(
     upstream, tmp_path):
   out = _Drive(upstream, tmp_path, {
@@ -232,6 +238,7 @@ def test_stages_hand_upstreams_vms_to_the_harness_and_return_samples(
     assert metadata['harness_run_uri'].startswith('959a55ec1-')
 
 
+@pytest.mark.e2e
 def test_static_machines_without_a_type_are_refused_before_the_study(
     upstream, tmp_path):
   vms = _Vms(tmp_path, cloud='Static', machine_type=None)
@@ -251,6 +258,7 @@ def test_static_machines_without_a_type_are_refused_before_the_study(
       ['vm_spec']['Static'])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('arg, refused', [
     ('--flagfile={flagfile}', '--flagfile would read or hide flags'),
     ('-flagfile={flagfile}', '--flagfile would read or hide flags'),
@@ -293,6 +301,7 @@ def test_flags_that_escape_the_bridge_are_refused_in_one_line(
   assert refused in out['error'] and '\n' not in out['error']
 
 
+@pytest.mark.e2e
 def test_a_run_stage_without_results_is_one_line(upstream, tmp_path):
   """Whatever kept the harness from writing its results file (an argument
   the check did not know), Run says so in one line: no FileNotFoundError."""
@@ -308,6 +317,7 @@ def test_a_run_stage_without_results_is_one_line(upstream, tmp_path):
   assert out['status'] == 'FAILED'
 
 
+@pytest.mark.e2e
 def test_harness_lines_reach_upstreams_log_as_they_are_written(
     upstream, tmp_path):
   """The harness's progress lines are logged while it runs: the stand-in
@@ -342,6 +352,7 @@ def _Argvs(out):
   return prepare, run, cleanup
 
 
+@pytest.mark.e2e
 def test_upstreams_memtier_and_redis_flags_are_mapped(upstream, tmp_path):
   out = _Drive(upstream, tmp_path, {
       'flags': ['--run_uri=ab12cd34', '--memtier_ratio=1:4',
@@ -368,6 +379,7 @@ def test_upstreams_memtier_and_redis_flags_are_mapped(upstream, tmp_path):
   assert 'checked' not in several
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('upstream_flags, words', [
     (['--memtier_protocol=redis', '--redis_aof'],
      'upstream\'s --memtier_protocol, --redis_aof mean nothing to this '
@@ -419,6 +431,7 @@ def _Key(row):
   return (row['metric'], row['value'], row['timestamp'])
 
 
+@pytest.mark.e2e
 def test_official_upstream_run_never_publishes_an_unconfirmed_answer(
     upstream, tmp_path):
   """Upstream's publisher sets its --official on every sample of a run: the
@@ -441,6 +454,7 @@ def test_official_upstream_run_never_publishes_an_unconfirmed_answer(
   assert '--run_stage=provision,prepare' in prepare
 
 
+@pytest.mark.e2e
 def test_unconfirmed_answer_is_published_unofficial_and_fails(upstream,
                                                               tmp_path):
   out = _Unconfirmed(upstream, tmp_path, [])
@@ -466,6 +480,7 @@ def test_unconfirmed_answer_is_published_unofficial_and_fails(upstream,
   assert '|verdict:client_bound|' in capped['labels']
 
 
+@pytest.mark.e2e
 def test_unconfirmed_answer_fails_in_run_without_a_cleanup_stage(upstream,
                                                                  tmp_path):
   out = _Unconfirmed(upstream, tmp_path,
@@ -475,6 +490,7 @@ def test_unconfirmed_answer_fails_in_run_without_a_cleanup_stage(upstream,
   assert len(out['harness_argv']) == 2 and out['cleanup_calls'] == 0
 
 
+@pytest.mark.e2e
 def test_accepted_unconfirmed_answer_succeeds(upstream, tmp_path):
   out = _Unconfirmed(upstream, tmp_path, [
       '--redis_price_performance_flags=--accept_unconfirmed'], run_exit=0,
@@ -499,6 +515,7 @@ def _QuietProbes(tmp_path):
   return str(path)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('quiet', [False, True])
 def test_official_upstream_run_gets_only_rows_the_harness_made_official(
     upstream, tmp_path, quiet):
@@ -545,6 +562,7 @@ FAILED_LAST = (
     'kept in the results files.')
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('official', [False, True])
 def test_a_failed_search_keeps_its_rows_unofficial_and_fails(
     upstream, tmp_path, official):
@@ -562,6 +580,7 @@ def test_a_failed_search_keeps_its_rows_unofficial_and_fails(
     assert not [r for r in out['published'] if r['official'] is not False]
 
 
+@pytest.mark.e2e
 def test_a_search_that_failed_before_measuring_says_why(upstream, tmp_path):
   empty = tmp_path / 'empty.json'
   empty.write_text('')

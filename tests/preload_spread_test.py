@@ -281,6 +281,7 @@ def _CheckAndTearDown(proc, run_uri, results, run_scratch, env):
   assert e2e.LeftoverProcesses(results, run_uri) == []
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_local_memtier_preload_from_two_client_vms(tmp_path):
   path = memtier_replay.Path()
@@ -303,6 +304,7 @@ def test_local_memtier_preload_from_two_client_vms(tmp_path):
     _CheckAndTearDown(proc, run_uri, results, run_scratch, env)
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli', 'redis-benchmark')
 def test_local_redis_benchmark_preload_from_two_client_vms(tmp_path):
   proc, run_uri, results, run_scratch, env = _Prepare(

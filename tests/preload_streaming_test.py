@@ -52,6 +52,7 @@ def test_preload_resp_is_a_stream_not_a_string():
   assert ''.join(resp).count('*3\r\n') == 3
 
 
+@pytest.mark.e2e
 def test_run_local_streams_chunks_to_stdin_and_reads_all_output():
   chunks = (f'{i:06d}\n' * 1000 for i in range(300))  # ~2 MB, > pipe buffer
   out, err, rc = vm_util.RunLocal('wc -l; echo done >&2', stdin=chunks,
@@ -59,6 +60,7 @@ def test_run_local_streams_chunks_to_stdin_and_reads_all_output():
   assert (out.strip(), err.strip(), rc) == ('300000', 'done', 0)
 
 
+@pytest.mark.e2e
 def test_run_local_streaming_times_out_and_kills_the_command():
   def Endless():
     for _ in range(10**9):
@@ -98,6 +100,7 @@ _SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_preload_of_2m_keys_keeps_peak_rss_growth_small(tmp_path):
   _RequireRedisTools()
   import load_generator_commands_test as redis_fixture  # pylint: disable=g-import-not-at-top

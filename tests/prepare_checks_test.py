@@ -143,6 +143,7 @@ def _DryRun(args, tmp_path):
       check=False)
 
 
+@pytest.mark.e2e
 def test_enterprise_clients_on_the_rhel_successor_are_refused(tmp_path):
   """The study's --os_type=centos7 line: the servers boot Rocky 9, the
   clients (memtier only) Debian 12; clients pinned to Rocky 9 (what the T2D

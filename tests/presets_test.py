@@ -45,6 +45,7 @@ REFUSED = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('preset', PRESETS, ids=os.path.basename)
 def test_preset_dry_runs_or_refuses_in_one_line(preset, tmp_path):
   proc = subprocess.run(

@@ -121,7 +121,9 @@ def test_a_bad_catalog_is_one_line(tmp_path, case):
   assert words in message, message
   assert path in message and 'refresh_prices.py' in message
   assert '\n' not in message
-  assert time.monotonic() - start < 10  # The 77 MB catalog took 77 s.
+  # The 77 MB catalog took 77 s when it was read whole; a bounded read takes
+  # well under a second, so 60 s only fails on a read of the whole file.
+  assert time.monotonic() - start < 60
 
 
 _PKB_WITH_CATALOG = """
@@ -133,6 +135,7 @@ sys.exit(pkb.Main(['pkb.py'] + sys.argv[2:]))
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('case', ['zero', 'nan', 'format_3', 'dev_zero'])
 def test_pkb_refuses_a_bad_catalog_before_anything_runs(tmp_path, case):
   """The zero price was found only after the whole search (a traceback,
@@ -164,6 +167,7 @@ def test_machine_price_must_be_a_sane_finite_price(given, words):
   assert len(message) < 400  # The 400-digit value is not echoed whole.
 
 
+@pytest.mark.e2e
 def test_machine_price_infinity_is_refused_by_pkb(tmp_path):
   proc = subprocess.run(
       [sys.executable, os.path.join(REPO, 'pkb.py'), '--dry_run',

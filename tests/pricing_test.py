@@ -207,6 +207,7 @@ def test_fast_row_reader_reads_what_yaml_reads():
   assert pricing.ParseCatalogText(odd)['prices'][0]['spot'] is True
 
 
+@pytest.mark.e2e
 def test_a_matrix_compares_price_bases_cell_by_cell(tmp_path):
   """--price_basis is a flag like any other: a flag_matrix axis over it
   plans each cell at its own basis."""

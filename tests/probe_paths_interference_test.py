@@ -154,6 +154,7 @@ def _CheckQuietThenLoud(figures, ambient):
     assert figures[0][1] is False, (figures, ambient)
 
 
+@pytest.mark.e2e
 @e2e_support.NeedsTools('redis-server', 'redis-cli', 'taskset')
 def test_fixed_load_runs_are_sampled_and_flagged(tmp_path):
   # memtier is its replay stand-in: the busy loop and the samplers are real.
@@ -176,6 +177,7 @@ def _HaveYcsb():
       os.path.join(ycsb.LOCAL_BUILD_DIR, ycsb.JAR_NAME))
 
 
+@pytest.mark.e2e
 @e2e_support.NeedsTools('redis-server', 'redis-cli', 'taskset')
 @e2e_support.Needs('java and the YCSB build', _HaveYcsb,
                    'scripts/setup.sh; scripts/build_ycsb.sh')

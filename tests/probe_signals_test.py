@@ -85,6 +85,7 @@ def test_a_signal_before_the_stages_start_is_kept_for_them():
     interrupts.Restore()
 
 
+@pytest.mark.e2e
 def test_the_deadline_stops_commands_other_threads_wait_for():
   interrupts = run_signals.Interrupts('x')
   outcome = {}
@@ -104,9 +105,12 @@ def test_the_deadline_stops_commands_other_threads_wait_for():
   assert not worker.is_alive()
   out, _, rc = outcome['result']
   assert rc != 0 and 'finished' not in out
-  assert time.monotonic() - started < 10
+  # Stopped at the 0.5 s deadline, not after the 60 s sleep (a generous
+  # bound, for a loaded machine).
+  assert time.monotonic() - started < 30
 
 
+@pytest.mark.e2e
 def test_sigint_stops_a_ycsb_probe_within_seconds(tmp_path):
   _NeedsYcsb()
   results = str(tmp_path)
@@ -121,7 +125,9 @@ def test_sigint_stops_a_ycsb_probe_within_seconds(tmp_path):
     if proc.poll() is None:
       proc.kill()
   assert proc.returncode == 130, err
-  assert took < 30, f'{took:.0f} s from SIGINT to exit'
+  # The probe runs for minutes; a generous bound for a loaded machine
+  # (cleanup and teardown included), under communicate's 90 s.
+  assert took < 60, f'{took:.0f} s from SIGINT to exit'
   assert _RunProcesses(run_uri) == []
   record = e2e.Record(results, run_uri)
   assert record['status'] == 'interrupted'
@@ -130,6 +136,7 @@ def test_sigint_stops_a_ycsb_probe_within_seconds(tmp_path):
   assert probes and all(r['status'] == 'deleted' for r in probes)
 
 
+@pytest.mark.e2e
 def test_teardown_after_kill_9_stops_the_running_jvm(tmp_path):
   _NeedsYcsb()
   results = str(tmp_path)
@@ -149,6 +156,7 @@ def test_teardown_after_kill_9_stops_the_running_jvm(tmp_path):
   assert _RunProcesses(run_uri) == []
 
 
+@pytest.mark.e2e
 def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
   results = str(tmp_path)
   run_uri = e2e.NewRunUri()
@@ -170,6 +178,7 @@ def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
 
 
+@pytest.mark.e2e
 def test_the_kill_script_touches_only_processes_with_the_exact_mark():
   mark = probe_processes.NewMark('abc123')
   env = dict(os.environ)

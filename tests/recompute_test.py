@@ -68,6 +68,7 @@ def _EditAndExpectDifference(run_dir, tmp_path, rel, edit):
   return proc.stdout
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-benchmark', 'redis-cli')
 def test_redis_benchmark_run_recomputes_after_teardown(tmp_path):
   results = str(tmp_path / 'results')
@@ -115,6 +116,7 @@ def test_redis_benchmark_run_recomputes_after_teardown(tmp_path):
   assert '(probe 0): value published' in out
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_memtier_run_recomputes_and_one_edited_count_fails(tmp_path):
   results = str(tmp_path / 'results')
@@ -150,6 +152,7 @@ def test_memtier_run_recomputes_and_one_edited_count_fails(tmp_path):
   assert '(probe 0): value published' in out
 
 
+@pytest.mark.e2e
 def test_bad_input_is_one_line_exit_2(tmp_path):
   proc = _Recompute(tmp_path / 'nope')
   assert proc.returncode == 2

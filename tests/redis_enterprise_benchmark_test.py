@@ -14,6 +14,9 @@ import pytest
 
 from tests import e2e_support
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 # From the issue, verbatim (the cluster line is the single-VM line plus its
 # own flags, as the study lists them).
 LINE_1 = shlex.split(

@@ -68,6 +68,7 @@ from sshd_fixture import FreePort
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
 pytestmark = [
+    pytest.mark.e2e,  # Every test here starts a process (tier_guard.py).
     e2e.NeedsTools('redis-server', 'openssl', 'curl', 'tar', 'base64', 'cc',
                    'python3', 'ssh-keygen', how='scripts/setup.sh'),
 ]

@@ -28,6 +28,9 @@ from perfkitbenchmarker.results_history import charts
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 HISTORY = os.path.join(HERE, 'data', 'history')
 COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')

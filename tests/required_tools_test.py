@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 import e2e_support
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -50,6 +52,7 @@ def _RunPytest(tmp_path, ci):
       capture_output=True, text=True, timeout=120, cwd=str(tmp_path), env=env)
 
 
+@pytest.mark.e2e
 def test_missing_tools_skip_on_a_workstation(tmp_path):
   proc = _RunPytest(tmp_path, None)
   assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -57,6 +60,7 @@ def test_missing_tools_skip_on_a_workstation(tmp_path):
   assert f'{MISSING} not available (nothing installs it)' in proc.stdout
 
 
+@pytest.mark.e2e
 def test_missing_tools_fail_in_ci(tmp_path):
   proc = _RunPytest(tmp_path, 'true')
   assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -15,6 +15,8 @@ import subprocess
 import time
 import types
 
+import pytest
+
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
@@ -106,6 +108,7 @@ def _GitDescribe():
                         ).stdout.strip()
 
 
+@pytest.mark.e2e
 def test_full_run_rows_match_upstream_fields(pkb_flags, tmp_path):
   pkb_flags.cloud = 'Local'
   code, rows, elapsed = _Run(_Stub(), tmp_path,
@@ -133,6 +136,7 @@ def test_full_run_rows_match_upstream_fields(pkb_flags, tmp_path):
   assert end_to_end['metadata']['servers_image'] == 'local'
 
 
+@pytest.mark.e2e
 def test_no_end_to_end_runtime_when_stages_are_missing_or_fail(
     pkb_flags, tmp_path):
   pkb_flags.cloud = 'Local'
@@ -177,6 +181,7 @@ def test_group_metadata_names_cloud_images_and_platform(pkb_flags):
   assert metadata['clients_cloud'] == 'GCP'
 
 
+@pytest.mark.e2e
 def test_version_falls_back_to_the_package_version(tmp_path):
   from perfkitbenchmarker import version  # pylint: disable=g-import-not-at-top
   assert version.VersionOf(REPO) == _GitDescribe()

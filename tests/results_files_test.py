@@ -74,6 +74,7 @@ for i in range(int(count)):
 """
 
 
+@pytest.mark.e2e
 def test_two_runs_sharing_results_files_keep_both_runs_rows(tmp_path):
   """Issue 24 item 1: two runs given the same --csv_path and --json_path
   ended with both runs' rows in the JSON but only the second run's in the
@@ -150,6 +151,7 @@ def test_another_users_results_file_is_refused(tmp_path, planted):
   assert sorted(os.listdir(tmp_path)) == ['secret', 'x.csv', 'x.json']
 
 
+@pytest.mark.e2e
 def test_resumed_run_stage_appends_to_the_csv(tmp_path):
   """provision,prepare / run / run again / cleanup,teardown: no row lost."""
   memtier = memtier_replay.Path()
@@ -215,6 +217,7 @@ def _TmpFiles(root):
           for f in files if f.endswith('.tmp')]
 
 
+@pytest.mark.e2e
 def test_full_disk_is_one_line_and_the_run_still_cleans_up(tmp_path,
                                                            full_disk):
   memtier = memtier_replay.Path()
@@ -243,6 +246,7 @@ def test_full_disk_is_one_line_and_the_run_still_cleans_up(tmp_path,
   assert shards and all(e['status'] == 'deleted' for e in shards)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('how', ['full', 'read-only'])
 def test_run_record_on_a_full_disk_goes_on_from_memory(small_disk, how):
   run_dir = os.path.join(small_disk, 'r1')
@@ -301,6 +305,7 @@ def root_logging():
   root.setLevel(level)
 
 
+@pytest.mark.e2e
 def test_log_on_a_full_disk_stops_quietly(small_disk, root_logging, capfd):
   run_dir = os.path.join(small_disk, 'r2')
   run_log.SetUp(run_dir)
@@ -327,6 +332,7 @@ def _ScratchEnv(tmp_path):
   return str(scratch), dict(os.environ, PKB_LOCAL_SCRATCH=str(scratch))
 
 
+@pytest.mark.e2e
 def test_results_dir_full_from_the_start_is_refused(tmp_path, small_disk):
   memtier = memtier_replay.Path()
   scratch, env = _ScratchEnv(tmp_path)
@@ -375,6 +381,7 @@ def _RedisServerAlive(pid):
     return False
 
 
+@pytest.mark.e2e
 def test_results_dir_filling_up_mid_run(tmp_path, small_disk):
   """The disk fills as the shard starts: one line, nothing left behind."""
   memtier = memtier_replay.Path()

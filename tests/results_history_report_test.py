@@ -118,6 +118,7 @@ def _ReportFromFiles(tmp_path):
   return result, page, summary
 
 
+@pytest.mark.e2e
 @e2e_support.Needs('chromium', lambda: _Chromium() is not None,
                    how='scripts/setup.sh')
 def test_html_report_renders_in_headless_chromium(tmp_path):
@@ -148,6 +149,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
   assert (lower < 250).mean() > 0.05
 
 
+@pytest.mark.e2e
 def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
   bad = tmp_path / 'bad.json'
   bad.write_text('<html>not samples</html>\n')
@@ -164,6 +166,7 @@ def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
     assert result.stdout == ''
 
 
+@pytest.mark.e2e
 def test_compare_writes_its_files_when_stdout_goes_away_or_says_why_not(
     tmp_path):
   """`compare --json=F | head`: the reader leaving used to end the run with

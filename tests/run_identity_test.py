@@ -30,6 +30,9 @@ from perfkitbenchmarker.providers.local import provider as local
 
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 
 def test_the_same_run_uri_with_another_results_dir_is_refused(tmp_path):
   run_uri = e2e.NewRunUri()

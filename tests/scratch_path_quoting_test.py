@@ -10,6 +10,9 @@ import pytest
 
 import e2e_support as e2e
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 
 @pytest.mark.parametrize('name', ['with space', 'x;touch${IFS}PWNED4;'])
 def test_run_in_a_hostile_scratch_path(tmp_path, name):

@@ -142,6 +142,7 @@ def test_scripts_with_a_shebang_run_as_their_usage_says():
         assert os.access(path, os.X_OK), f'scripts/{name} is not executable'
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('script, args, code, words', [
     ('check_estimate.py', ['/no/such/run'], 1, 'check_estimate: '),
     ('try_engine_installs.py', ['--help'], 0, 'usage: '),

@@ -19,12 +19,17 @@ import sys
 import threading
 import time
 
+import pytest
+
 import e2e_support as e2e
 import memtier_replay
 
 sys.path.insert(0, e2e.REPO)
 from perfkitbenchmarker.engines import load_user  # pylint: disable=g-import-not-at-top,wrong-import-position
 from perfkitbenchmarker.linux_packages import argv_secret  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
 
 
 class PsSampler(threading.Thread):

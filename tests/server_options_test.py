@@ -56,6 +56,7 @@ def test_tuning_directives_pass(line):
   options.CheckServerOption(line)
 
 
+@pytest.mark.e2e
 def test_every_allowed_directive_is_one_redis_server_knows(tmp_path):
   """A stale or misspelt entry would pass a line redis-server then refuses
   (or, worse, one a later version reads differently): CONFIG GET of each
@@ -86,6 +87,7 @@ def test_every_allowed_directive_is_one_redis_server_knows(tmp_path):
     proc.wait(timeout=10)
 
 
+@pytest.mark.e2e
 def test_the_run_refuses_a_process_title_template_before_any_shard(tmp_path):
   """The reported command: refused in one line (exit 2) before anything
   exists; on 90140b1 it left a shard listening that teardown could not
@@ -108,6 +110,7 @@ def test_the_run_refuses_a_process_title_template_before_any_shard(tmp_path):
     assert leftover.strip() == '', leftover
 
 
+@pytest.mark.e2e
 def test_a_matrix_axis_and_a_config_file_use_the_same_check(tmp_path):
   config = tmp_path / 'c.yaml'
   config.write_text('flags: {redis_server_options: "set-proc-title no"}\n')
@@ -119,6 +122,7 @@ def test_a_matrix_axis_and_a_config_file_use_the_same_check(tmp_path):
   del run_uri
 
 
+@pytest.mark.e2e
 def test_the_pkb_plugin_refuses_it_in_its_check(upstream, tmp_path):  # pylint: disable=redefined-outer-name
   """The same through upstream PKB's plugin: its CheckPrerequisites runs the
   harness's dry run, which refuses the line before anything is

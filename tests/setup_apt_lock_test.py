@@ -14,7 +14,12 @@ import shutil
 import subprocess
 import threading
 
+import pytest
+
 import e2e_support as e2e
+
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
 
 SCRIPT = os.path.join(e2e.REPO, 'scripts', 'apt_get.sh')
 

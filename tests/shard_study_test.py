@@ -10,6 +10,8 @@ the samples, not the figures).
 import os
 import types
 
+import pytest
+
 import e2e_support as e2e
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import engines
@@ -49,6 +51,7 @@ def test_next_point_starts_at_the_best_load_over_all_shards():
   assert start(_Shards(), None, 4) is None
 
 
+@pytest.mark.e2e
 @needs_redis
 def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path):
   vm = local.LocalVirtualMachine(
@@ -88,6 +91,7 @@ def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path):
       proc.Delete()
 
 
+@pytest.mark.e2e
 @needs_redis
 def test_local_shard_search_reports_every_point_and_the_best(tmp_path):
   proc, run_uri = e2e.Run(

@@ -99,6 +99,7 @@ def test_a_sticky_or_own_tmpdir_gives_a_private_unguessable_dir(
     assert not os.path.exists(directory)
 
 
+@pytest.mark.e2e
 @_ROOT_AND_NOBODY
 def test_a_root_run_refuses_a_tmpdir_nobody_could_swap_its_sockets_in(
     tmp_path):
@@ -128,6 +129,7 @@ def test_a_root_run_refuses_a_tmpdir_nobody_could_swap_its_sockets_in(
     shutil.rmtree(shared, ignore_errors=True)
 
 
+@pytest.mark.e2e
 @_ROOT_AND_NOBODY
 def test_nobody_cannot_swap_the_control_dir_in_a_sticky_tmpdir(
     sshd, tmpdir_env):  # pylint: disable=redefined-outer-name

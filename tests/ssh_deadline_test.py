@@ -23,6 +23,9 @@ from perfkitbenchmarker import vm_util
 
 import sshd_fixture
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 SPEC = virtual_machine.VmSpec(cloud='Static', machine_type='static')
 
 
@@ -95,11 +98,12 @@ def test_a_stop_ends_connection_retries_in_any_thread(server, control_dir, tmp_p
   time.sleep(1.5)  # In its first attempts' connect timeout or pause.
   stopped = time.monotonic()
   vm_util.StopChildren()  # What the deadline (or a signal) does.
-  # Six attempts would take over 30 s: the stop ends them.
-  thread.join(10)
+  # Six attempts would take over 30 s: the stop ends them (a generous
+  # bound, half of that, for a loaded machine).
+  thread.join(20)
   assert not thread.is_alive()
   assert isinstance(outcome.get('error'), ssh_vm.SshError)
-  assert outcome['ended'] - stopped < 3
+  assert outcome['ended'] - stopped < 15
 
 
 def test_a_host_that_did_not_answer_costs_one_connect_timeout(
@@ -119,7 +123,9 @@ def test_a_host_that_did_not_answer_costs_one_connect_timeout(
     with pytest.raises(ssh_vm.SshError, match='did not answer') as raised:
       vm.RemoteCommand('true')
     assert '\n' not in str(raised.value)
-  assert time.monotonic() - started < 1.5
+  # Waiting out each one's connect timeout and retry would take >= 10 s;
+  # failing at once takes milliseconds (a generous bound, for load).
+  assert time.monotonic() - started < 5
   # Once it answers again, commands run again.
   _Thaw(server)
   time.sleep(1)  # Past the pause after its last failed attempt.
@@ -129,14 +135,15 @@ def test_a_host_that_did_not_answer_costs_one_connect_timeout(
 
 
 def test_wait_for_ssh_never_outlasts_its_timeout(server, control_dir, tmp_path):  # pylint: disable=redefined-outer-name
-  vm = _Vm(server, control_dir, tmp_path, connect_timeout=10,
+  vm = _Vm(server, control_dir, tmp_path, connect_timeout=60,
            host_health=ssh_vm.HostHealth())
   _Freeze(server)
   started = time.monotonic()
   with pytest.raises(ssh_vm.SshError, match='no SSH .* after 3s'):
     vm.WaitForSsh(3)
-  # Its connect timeout is what is left of the wait, not 10 s.
-  assert time.monotonic() - started < 6
+  # Its connect timeout is what is left of the wait, not 60 s (a generous
+  # bound, for a loaded machine, that one 60 s attempt would break).
+  assert time.monotonic() - started < 30
 
 
 def test_a_stop_ends_the_wait_for_a_detached_command(server, control_dir, tmp_path):  # pylint: disable=redefined-outer-name
@@ -158,8 +165,9 @@ def test_a_stop_ends_the_wait_for_a_detached_command(server, control_dir, tmp_pa
     assert not thread.is_alive()
     assert isinstance(outcome.get('error'), errors.Error)
     # It did not wait for the 30 s command (nor reconnect until its own
-    # deadline): it ended with the stop, and the command was killed.
-    assert outcome['ended'] - stopped < 5
+    # deadline): it ended with the stop, and the command was killed (a
+    # generous bound, half the command, for a loaded machine).
+    assert outcome['ended'] - stopped < 15
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _Sleepers():
       time.sleep(0.1)

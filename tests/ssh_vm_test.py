@@ -67,6 +67,7 @@ def vm(make_vm):  # pylint: disable=redefined-outer-name
   return machine
 
 
+@pytest.mark.e2e
 def test_command_output_exit_code_and_scratch_dir(vm):
   out, err, rc = vm.RemoteCommandWithReturnCode(
       'echo out; echo err >&2; echo "$BASH_VERSION" | cut -c1; pwd; exit 3')
@@ -81,6 +82,7 @@ def test_command_output_exit_code_and_scratch_dir(vm):
     assert f'[127.0.0.1]:{vm.port}' in f.read()  # accept-new, per run
 
 
+@pytest.mark.e2e
 def test_stdin_and_secret_env_stay_out_of_argv(make_vm):
   runner = RecordingRunner()
   machine = make_vm(run_local=runner)
@@ -95,16 +97,20 @@ def test_stdin_and_secret_env_stay_out_of_argv(make_vm):
   assert out.strip() == '100000'
 
 
+@pytest.mark.e2e
 def test_timeout_kills_the_remote_command(vm):
   start = time.monotonic()
   _, _, rc = vm.RemoteCommandWithReturnCode('sleep 41.5', timeout=1)
   assert rc == -9
-  assert time.monotonic() - start < 10
+  # Killed at its 1 s timeout, not after the 41.5 s sleep (a generous
+  # bound, for a loaded machine).
+  assert time.monotonic() - start < 30
   time.sleep(0.5)
   _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 41.5"')
   assert alive == 1
 
 
+@pytest.mark.e2e
 def test_write_and_read_file_with_modes(vm):
   path = f'{vm.scratch_dir}/conf'
   vm.WriteFile(path, 'secret: 1\n')
@@ -116,6 +122,7 @@ def test_write_and_read_file_with_modes(vm):
     vm.WriteFile('/nonexistent-dir/x', 'y')
 
 
+@pytest.mark.e2e
 def test_closed_port_is_retried_then_one_line_error(make_vm):
   runner, sleeps = RecordingRunner(), []
   machine = make_vm(port=FreePort(), run_local=runner, sleep=sleeps.append,
@@ -129,6 +136,7 @@ def test_closed_port_is_retried_then_one_line_error(make_vm):
   assert sleeps == [1.0, 2.0]
 
 
+@pytest.mark.e2e
 def test_failing_commands_are_not_retried(make_vm):
   runner = RecordingRunner()
   machine = make_vm(run_local=runner, sleep=lambda s: None)
@@ -138,6 +146,7 @@ def test_failing_commands_are_not_retried(make_vm):
   assert len(runner.commands) == 2
 
 
+@pytest.mark.e2e
 def test_wait_for_ssh_gives_up_at_its_timeout(make_vm):
   now = [0.0]
 
@@ -157,6 +166,7 @@ def _MasterPid(machine):
   return int(check.stderr.split('pid=')[1].split(')')[0])
 
 
+@pytest.mark.e2e
 def test_run_detached_survives_a_killed_master_connection(vm):
   results = {}
 
@@ -180,6 +190,7 @@ def test_run_detached_survives_a_killed_master_connection(vm):
   assert results['attached'][2] == 255
 
 
+@pytest.mark.e2e
 def test_master_connections_are_closed_at_exit(make_vm):
   machine = make_vm(name='vm-exit')
   machine.WaitForSsh(20)
@@ -192,15 +203,19 @@ def test_master_connections_are_closed_at_exit(make_vm):
   assert machine.RemoteCommand('echo again')[0] == 'again\n'  # new master
 
 
+@pytest.mark.e2e
 def test_run_detached_timeout_kills_the_job(vm):
   start = time.monotonic()
   out, _, rc = vm.RunDetached('echo started; sleep 42.5', timeout=1)
   assert rc == -9 and out == 'started\n'
-  assert time.monotonic() - start < 15
+  # Killed at its 1 s timeout, not after the 42.5 s sleep (a generous
+  # bound, for a loaded machine).
+  assert time.monotonic() - start < 30
   _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 42.5"')
   assert alive == 1
 
 
+@pytest.mark.e2e
 def test_key_pair_is_private_and_logs_in(
     tmp_path, sshd, make_vm):  # pylint: disable=redefined-outer-name
   pair = ssh_vm.GenerateKeyPair(str(tmp_path / 'run'), comment='pkb-test')
@@ -219,6 +234,7 @@ def _LocalOsRelease():
     return system_info.SystemInfo.Parse(f.read())
 
 
+@pytest.mark.e2e
 def test_detects_os_arch_and_kernel_of_this_machine(vm):
   info = vm.DetectSystem()
   local = _LocalOsRelease()
@@ -235,6 +251,7 @@ def test_detects_os_arch_and_kernel_of_this_machine(vm):
   assert vm.GetResourceMetadata()['os_release'] == info.os_pretty_name
 
 
+@pytest.mark.e2e
 def test_system_tuning_read_only_on_this_machine(vm):
   settings = vm.ApplySystemTuning(enabled=False)  # harmless: reads only
   assert settings['system_tuning'] == 'off'
@@ -244,6 +261,7 @@ def test_system_tuning_read_only_on_this_machine(vm):
   assert vm.SystemMetadata()['system_tuning'] == 'off'
 
 
+@pytest.mark.e2e
 def test_installs_do_nothing_when_software_is_there(make_vm):
   e2e_support.RequireTool('redis-server', 'scripts/setup.sh')
   runner = RecordingRunner()
@@ -254,6 +272,7 @@ def test_installs_do_nothing_when_software_is_there(make_vm):
   assert not any('setsid' in c or 'DPkg' in c for c in runner.commands)
 
 
+@pytest.mark.e2e
 def test_sudo_only_when_not_root(make_vm):
   machine = make_vm(user='pkb')
   machine.system_info = system_info.SystemInfo(uid=1000)
@@ -296,6 +315,7 @@ def _BashParses(script):
   subprocess.run(['bash', '-n', '-c', script], check=True)
 
 
+@pytest.mark.e2e
 def test_install_commands_per_os_family():
   distro = package_commands.RedisServerInstall(UBUNTU, 'distro')
   assert 'apt-get -o DPkg::Lock::Timeout=600 -y -q install redis-server ' \
@@ -343,6 +363,7 @@ def test_versions():
       'Redis server v=7.0.15 sha=00000000:0') == '7.0.15'
 
 
+@pytest.mark.e2e
 def test_system_tuning_commands():
   apply = system_tuning.ApplyCommand()
   assert 'echo never > /sys/kernel/mm/transparent_hugepage/enabled' in apply
@@ -360,6 +381,7 @@ def test_system_tuning_commands():
                     'system_tuning_failed': 'transparent_hugepage'}
 
 
+@pytest.mark.e2e
 def test_remote_shell_quotes_and_bounds_the_command():
   script = remote_shell.CommandScript("echo 'a b'", '/tmp/pkb-x/vm-0', 2.5)
   assert script.startswith('bash -c ')
@@ -379,6 +401,7 @@ def test_remote_shell_quotes_and_bounds_the_command():
     remote_shell.EnvScript({'BAD NAME': 'x'})
 
 
+@pytest.mark.e2e
 def test_a_probe_is_one_trip_to_start_and_one_to_collect(make_vm):
   # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker.load_generators import concurrent
@@ -401,6 +424,7 @@ def test_a_probe_is_one_trip_to_start_and_one_to_collect(make_vm):
     assert run.cpu.busiest_thread == 'sleep'
 
 
+@pytest.mark.e2e
 def test_redis_key_download_failure_stops_with_its_own_error(tmp_path):
   """Found by scripts/try_engine_installs.py in a Debian root: with the key
   fetched in a pipe, an unreachable repository went on to `chmod` a missing

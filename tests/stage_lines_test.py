@@ -11,6 +11,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
@@ -98,6 +100,7 @@ def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
   assert 'pkb: lines_stub stopped: deadline (--timeout_minutes) reached' in err
 
 
+@pytest.mark.e2e
 def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
   """--run_stage=run after teardown advised --run_stage=provision, which
   was then refused (a run_uri is never provisioned twice)."""

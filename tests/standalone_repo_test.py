@@ -9,6 +9,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 import e2e_support
 
 SHARED = 'shared'
@@ -32,6 +34,7 @@ def _TrackedFiles():
   return found
 
 
+@pytest.mark.e2e
 def test_no_tracked_file_refers_to_a_shared_directory_beside_the_repo():
   files = _TrackedFiles()
   assert 'README.md' in files and len(files) > 50

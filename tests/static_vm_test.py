@@ -152,6 +152,7 @@ def _SshdFile(tmp_path, sshd_server, count=2):
   }] * count, name='sshd_vms.json')
 
 
+@pytest.mark.e2e
 def test_provision_and_teardown_from_the_record_kill_redis(
     tmp_path, sshd):  # pylint: disable=redefined-outer-name
   spec = _Spec(tmp_path, _SshdFile(tmp_path, sshd), run_uri=f'sb{PID}')
@@ -177,6 +178,7 @@ def test_provision_and_teardown_from_the_record_kill_redis(
   server.StopMaster()
 
 
+@pytest.mark.e2e
 def test_unreachable_machine_fails_provision_in_one_line(tmp_path, keyfile):
   path = _Write(tmp_path, [_Machine(keyfile, '127.0.0.1',
                                     ssh_port=FreePort())] * 2)
@@ -231,6 +233,7 @@ def _RedisServersOf(run_uri):
   return pids
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not os.path.exists(os.path.join(REPO, '.venv')),
                     reason='needs the repo virtualenv (scripts/setup.sh)')
 def test_static_run_over_ssh_reports_the_same_metrics_as_local(
@@ -299,6 +302,7 @@ def own_sshd(tmp_path):
   server.Stop()
 
 
+@pytest.mark.e2e
 def test_unreachable_machine_stays_in_the_record_until_cleaned(
     tmp_path, own_sshd):  # pylint: disable=redefined-outer-name
   run_uri = f'sg{PID}'
@@ -347,6 +351,7 @@ def _Teardown(tmp_path, run_uri):
       capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
 
 
+@pytest.mark.e2e
 def test_scratch_dir_of_someone_else_is_refused_and_not_left_in_the_record(
     tmp_path, sshd):  # pylint: disable=redefined-outer-name
   run_uri = f'sh{PID}'

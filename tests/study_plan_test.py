@@ -101,6 +101,7 @@ def test_linear_and_staircase_lines_keep_their_counts(pkb_flags):
   assert 'answer = mean of 3 repeats with 95 % interval' in _Text(stairs)
 
 
+@pytest.mark.e2e
 def test_dry_run_cost_uses_the_plans_count(tmp_path):
   proc, _ = e2e.Run(['--dry_run', '--memtier_run_duration=5',
                      '--memtier_confirm_repeats=4'], str(tmp_path), timeout=60)
@@ -122,6 +123,7 @@ def _DryRun(tmp_path, *args):
   return proc.stdout, proc.stderr
 
 
+@pytest.mark.e2e
 def test_the_cloud_plan_uses_the_real_runs_threads_and_client_sizing(
     tmp_path):
   # Issue 26 point 1: the dry run showed 1 thread and 1 x t2d-standard-16
@@ -144,6 +146,7 @@ def test_the_cloud_plan_uses_the_real_runs_threads_and_client_sizing(
   assert 'the clients have 8 vCPUs for the servers\' 16' in err
 
 
+@pytest.mark.e2e
 def test_more_shards_or_io_threads_than_server_cores_are_warned(tmp_path):
   out, err = _DryRun(tmp_path, '--redis_total_num_processes=64',
                      '--redis_server_io_threads=64')
@@ -151,6 +154,7 @@ def test_more_shards_or_io_threads_than_server_cores_are_warned(tmp_path):
   assert 'WARNING: --redis_server_io_threads=64 on a server VM' in err
 
 
+@pytest.mark.e2e
 def test_a_memtier_path_of_an_interpreter_script_dry_runs(tmp_path):
   # The dry run applies argv_secret's #! rules without building its library
   # (a Python #! tool such as the replay stand-in is let through; shell

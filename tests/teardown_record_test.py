@@ -20,6 +20,9 @@ from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.local import provider as local
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 
 def _Env(scratch_root):
   return dict(os.environ, PKB_LOCAL_SCRATCH=str(scratch_root))

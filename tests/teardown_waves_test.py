@@ -357,6 +357,7 @@ def _StopLeftovers(procs):
       proc.Delete()
 
 
+@pytest.mark.e2e
 @needs_redis
 def test_real_shards_on_local_vms_stop_from_the_record(tmp_path, monkeypatch):
   monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path / 'scratch'))
@@ -386,6 +387,7 @@ def test_real_shards_on_local_vms_stop_from_the_record(tmp_path, monkeypatch):
     _StopLeftovers(procs)
 
 
+@pytest.mark.e2e
 @needs_redis
 def test_real_shards_on_one_machine_listed_twice_over_ssh(
     tmp_path, sshd):  # pylint: disable=redefined-outer-name

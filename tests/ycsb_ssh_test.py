@@ -127,6 +127,7 @@ class StandIns:
 DEBIAN = Os('debian', 'apt')
 
 
+@pytest.mark.e2e
 def test_missing_tools_check(tmp_path):
   tools = StandIns(tmp_path)
   assert tools.Run(ycsb.MissingToolsCommand())[0].split() == ['jdk', 'maven']
@@ -140,6 +141,7 @@ def test_missing_tools_check(tmp_path):
   assert tools.Logged() == []
 
 
+@pytest.mark.e2e
 def test_java_missing_installs_the_jdk_and_maven_debian(tmp_path):
   tools = StandIns(tmp_path)
   out, err, rc = tools.Run(ycsb.JdkInstallScript(DEBIAN))
@@ -150,6 +152,7 @@ def test_java_missing_installs_the_jdk_and_maven_debian(tmp_path):
   assert out.strip().splitlines()[-1] == f'java 17, {tools.bin}/mvn'
 
 
+@pytest.mark.e2e
 def test_only_what_is_missing_is_installed(tmp_path):
   tools = StandIns(tmp_path)
   tools.Write('mvn', _MVN)
@@ -159,6 +162,7 @@ def test_only_what_is_missing_is_installed(tmp_path):
                             f'{_APT} install openjdk-17-jdk-headless']
 
 
+@pytest.mark.e2e
 def test_java_present_installs_nothing(tmp_path):
   tools = StandIns(tmp_path)
   tools.Write('mvn', _MVN)
@@ -169,6 +173,7 @@ def test_java_present_installs_nothing(tmp_path):
   assert out.strip() == f'java 17, {tools.bin}/mvn'
 
 
+@pytest.mark.e2e
 def test_rhel_falls_back_to_corretto(tmp_path):
   # Amazon Linux 2023 has no java-17-openjdk-devel.
   tools = StandIns(tmp_path, manager='dnf',
@@ -182,6 +187,7 @@ def test_rhel_falls_back_to_corretto(tmp_path):
   assert out.strip().endswith(f'java 17, {tools.bin}/mvn')
 
 
+@pytest.mark.e2e
 def test_a_java_still_too_old_fails_naming_it(tmp_path):
   tools = StandIns(tmp_path, jdk_package='-none-')  # installs no java
   tools.Java('java version "1.8.0_392"')
@@ -309,6 +315,7 @@ def _Arg(argv, flag):
   return argv[argv.index(flag) + 1]
 
 
+@pytest.mark.e2e
 @e2e.NeedsTools('java', 'mvn', 'redis-server', 'redis-cli', 'ssh-keygen',
                 how='scripts/setup.sh')
 @e2e.Needs('YCSB core and Jedis in the Maven cache', _MavenCacheReady,
