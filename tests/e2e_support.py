@@ -2,8 +2,8 @@
 
 Shared by the end-to-end and fault tests. Each run gets its own results
 directory and run_uri; `LeftoverProcesses` finds anything the run started
-(redis-server shards retitle themselves "redis-server 127.0.0.1:<port>", so
-they are found through the ports in the run record).
+by what its run record holds (redis-server shards retitle themselves
+"redis-server 127.0.0.1:<port>", and a port could be another run's).
 """
 
 import json
@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 
+import psutil
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -164,43 +165,65 @@ def Labels(row):
   return labels
 
 
-def _Cmdline(pid):
-  try:
-    with open(f'/proc/{pid}/cmdline', 'rb') as f:
-      text = f.read().replace(b'\0', b' ').decode(errors='replace')
-    with open(f'/proc/{pid}/stat') as f:
-      state = f.read().rsplit(')', 1)[1].split()[0]
-  except OSError:
-    return None
-  return None if state == 'Z' else text
-
-
 # Shard kinds in run records and the names their processes carry.
 SHARD_KINDS = ('redis_process', 'valkey_process', 'dragonfly_process',
                'keydb_process')
 SERVER_NAMES = ('redis-server', 'valkey-server', 'dragonfly', 'keydb-server')
+_PROGRAMS = SERVER_NAMES + ('redis-benchmark', 'memtier')
+# Two clocks read at slightly different times: the recorded start time of a
+# shard and /proc's agree to well under this.
+_START_SLACK_S = 2.0
+
+
+def _RunTraces(record, run_uri):
+  """What marks a process as this run's: pids, directories, probe marks."""
+  pids = {}  # pid -> recorded start time (None: not recorded)
+  dirs = {f'pkb-{run_uri}'}
+  for entry in record['resources']:
+    data = entry.get('data') or {}
+    if entry['kind'] in SHARD_KINDS and data.get('pid'):
+      pids[int(data['pid'])] = data.get('start_time')
+    for key in ('scratch_dir', 'config_path', 'pidfile'):
+      if data.get(key):
+        path = data[key]
+        dirs.add(path if key == 'scratch_dir' else os.path.dirname(path))
+  return pids, dirs, f'{run_uri}-'
+
+
+def _IsTheRuns(proc, pids, dirs, mark_prefix) -> bool:
+  """By the run's own traces, never by a port another run may hold."""
+  info = proc.info
+  recorded = pids.get(info['pid'], False)
+  if recorded is not False and (recorded is None or abs(
+      recorded - info['create_time']) < _START_SLACK_S):
+    return True
+  mark = (info.get('environ') or {}).get('PKB_PROBE_MARK', '')
+  if mark.startswith(mark_prefix):
+    return True
+  words = list(info.get('cmdline') or []) + [info.get('cwd') or '']
+  return any(d in w for d in dirs for w in words)
 
 
 def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
-  """Live processes the run started: its shards and its load generators."""
-  record = Record(results_dir, run_uri)
-  shards = [e['data'] for e in record['resources']
-            if e['kind'] in SHARD_KINDS]
-  # A port alone could be another run's shard (tests run side by side):
-  # a shard counts as this run's by its recorded PID, else by its port.
-  pids = {str(d['pid']) for d in shards if d.get('pid')}
-  needles = [f'127.0.0.1:{d["port"]}' for d in shards if not d.get('pid')]
-  needles.append(f'pkb-{run_uri}')
+  """Live processes the run started: its shards and its load generators.
+
+  Matched by what the run recorded (shard pids with their start times, its
+  scratch directories, which a server's working directory and a load
+  generator's arguments lie in, its probes' PKB_PROBE_MARK), so a test never
+  counts a process of a run beside it, as a port could.
+  """
+  pids, dirs, mark_prefix = _RunTraces(Record(results_dir, run_uri), run_uri)
   deadline = time.monotonic() + settle_s
   while True:
     found = []
-    for pid in os.listdir('/proc'):
-      if not pid.isdigit() or int(pid) == os.getpid():
+    for proc in psutil.process_iter(
+        ['pid', 'cmdline', 'cwd', 'environ', 'create_time', 'status']):
+      info = proc.info
+      if info['pid'] == os.getpid() or info['status'] == psutil.STATUS_ZOMBIE:
         continue
-      cmdline = _Cmdline(pid)
-      if cmdline and (pid in pids or any(n in cmdline for n in needles)) and (
-          any(s in cmdline for s in SERVER_NAMES) or
-          'redis-benchmark' in cmdline or 'memtier' in cmdline):
+      cmdline = ' '.join(info.get('cmdline') or [])
+      if any(p in cmdline for p in _PROGRAMS) and _IsTheRuns(
+          proc, pids, dirs, mark_prefix):
         found.append(cmdline)
     if not found or time.monotonic() > deadline:
       return found
