@@ -14,6 +14,7 @@ import logging
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import cloud_names
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
@@ -286,9 +287,7 @@ class BenchmarkSpec:
     sizing = self.ClientSizing()
     if sizing and sizing.startswith('WARNING'):
       warnings.append(sizing)
-    module_warnings = getattr(self.module, 'PlanWarnings', None)
-    if module_warnings:
-      warnings += module_warnings(self)
+    warnings += benchmark_contract.Call(self.module, 'PlanWarnings', self)
     return warnings
 
   def ServerVcpus(self) -> Optional[int]:

@@ -40,6 +40,8 @@ VMs write it.
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import benchmark_contract
+
 PHASES = ('provision', 'install', 'preload', 'search', 'teardown')
 MIN_BILLED_MINUTES = 1.0
 
@@ -239,9 +241,8 @@ def FromSpec(spec) -> RunEstimate:
     groups.append(VmGroup(name, counts[name], vm_spec.machine_type,
                           price.usd_per_hour))
   module = spec.module
-  search = (module.EstimatedMinutes(spec)
-            if hasattr(module, 'EstimatedMinutes') else 0.0)
-  if hasattr(module, 'EstimatedPreloadKeys'):
+  search = benchmark_contract.Call(module, 'EstimatedMinutes', spec)
+  if benchmark_contract.Has(module, 'EstimatedPreloadKeys'):
     keys = module.EstimatedPreloadKeys(spec)
   else:
     # The redis_memtier key range (memtier's flags), the study's preload.
@@ -250,7 +251,7 @@ def FromSpec(spec) -> RunEstimate:
     keys = max(0, high - low + 1)
   value_bytes = getattr(spec.flags, 'memtier_data_size', 0) or 0
   preloading = counts.get('clients', 1)
-  if hasattr(module, 'EstimatedPreloadClientVms'):
+  if benchmark_contract.Has(module, 'EstimatedPreloadClientVms'):
     preloading = module.EstimatedPreloadClientVms(spec)
   return EstimateRun(spec.cloud, groups, search, keys, value_bytes,
                      preload_client_vms=preloading)

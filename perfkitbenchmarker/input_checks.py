@@ -14,6 +14,7 @@ import os
 import tempfile
 from typing import Optional
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_checks
 
@@ -91,7 +92,8 @@ def EffectiveOsType(flag_values, cloud: str) -> Optional[str]:
   from perfkitbenchmarker import linux_benchmarks  # pylint: disable=g-import-not-at-top
   modules = [linux_benchmarks.BENCHMARKS.get(n.strip())
              for n in getattr(flag_values, 'benchmarks', None) or ()]
-  if not modules or not all(hasattr(m, 'UsedOsType') for m in modules):
+  if not modules or not all(benchmark_contract.Has(m, 'UsedOsType')
+                            for m in modules):
     return requested
   used = {m.UsedOsType(requested, cloud) for m in modules}
   return used.pop() if len(used) == 1 else requested

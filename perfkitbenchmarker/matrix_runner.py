@@ -39,6 +39,7 @@ from typing import Any, Dict, List, Optional
 from absl import flags
 import yaml
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
@@ -169,7 +170,7 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
     text = yaml.safe_dump(matrix.CellConfig(cell), sort_keys=False)
     config = module.GetConfig({'file': text,
                                'overrides': flag_values.config_override})
-    module.CheckPrerequisites(config)
+    benchmark_contract.Call(module, 'CheckPrerequisites', config)
     cloud = _Cloud(flag_values)
     # Inside the cell's flags: a cell may set its own price basis.
     catalog = catalog.ForRun(
@@ -188,7 +189,7 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
     estimate = cost_estimate.FromSpec(spec)
     server = specs.get('servers') or next(iter(specs.values()))
     lines = (reporting.DryRunPlan(
-        spec, module.DescribePlan(spec) +
+        spec, benchmark_contract.Call(module, 'DescribePlan', spec) +
         prepare_checks.PlanLines(spec, flag_values),
         flag_values.timeout_minutes) if dry_run else [])
     return estimate, cloud, server.machine_type, lines

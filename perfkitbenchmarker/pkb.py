@@ -18,6 +18,7 @@ from typing import Callable, List, Optional
 
 from absl import flags
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
@@ -216,7 +217,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   estimates = {}  # Per benchmark, kept in the run record (check_estimate).
   plan_specs = []
   for module, config in loaded:
-    module.CheckPrerequisites(config)
+    benchmark_contract.Call(module, 'CheckPrerequisites', config)
     # Refuse unpriced machine types and bad VM specs before anything starts.
     plan_spec = spec_lib.BenchmarkSpec(module, config, run_uri, _Cloud(),
                                        None, FLAGS, catalog, lambda s: None)
@@ -229,7 +230,7 @@ def RunBenchmarks(argv: List[str]) -> int:
     estimates[module.BENCHMARK_NAME] = estimate.Record()
     if FLAGS.dry_run:
       print('\n'.join(reporting.DryRunPlan(
-          plan_spec, module.DescribePlan(plan_spec) +
+          plan_spec, benchmark_contract.Call(module, 'DescribePlan', plan_spec) +
           prepare_checks.PlanLines(plan_spec, FLAGS), FLAGS.timeout_minutes)))
   matrix_runner.CheckBudget(estimated_usd, FLAGS, 'This run')
   if FLAGS.dry_run:
@@ -357,6 +358,9 @@ def Main(argv: Optional[List[str]] = None) -> int:
   # made the library it had just built "not the run's own").
   os.umask(os.umask(0) | 0o022)
   run_signals.GuardOutput()  # A closed terminal must not stop cleanup.
+  if linux_benchmarks.LOAD_ERROR is not None:  # Before flags: theirs too.
+    print(f'pkb: {linux_benchmarks.LOAD_ERROR}', file=sys.stderr)
+    return EXIT_FAILED
   help_text = pkb_flags.HelpText(argv)
   if help_text:
     print(help_text)

@@ -24,6 +24,7 @@ import dataclasses
 import os
 from typing import List, Optional
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
 
@@ -62,9 +63,9 @@ def Check(spec) -> None:
   if spec.cloud not in _CLOUDS:
     return
   module = spec.module
-  if hasattr(module, 'ClientLoadGenerator'):
+  if benchmark_contract.Has(module, 'ClientLoadGenerator'):
     _CheckLoadGeneratorOs(spec, module.ClientLoadGenerator(spec))
-  if hasattr(module, 'DatasetEstimate'):
+  if benchmark_contract.Has(module, 'DatasetEstimate'):
     _CheckDatasetFits(spec, module.DatasetEstimate(spec))
 
 
@@ -166,8 +167,8 @@ def RealRunNeeds(spec, flag_values) -> List[str]:
       needs.append('AWS credentials (none found in the environment or '
                    '~/.aws; on an EC2 instance with a role, pass '
                    '--use_instance_credentials)')
-  if spec.cloud in _CLOUDS and hasattr(spec.module, 'RealRunNeeds'):
-    needs += spec.module.RealRunNeeds(spec)
+  if spec.cloud in _CLOUDS:
+    needs += benchmark_contract.Call(spec.module, 'RealRunNeeds', spec)
   return needs
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Callable, List, Optional, Set
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
@@ -33,8 +34,7 @@ def TestName(module, cloud: str) -> str:
   """The `test` a benchmark's rows are published under: its name, unless
   the module says otherwise for this cloud (redis_enterprise on Local, where
   Redis OSS stands in, is never published as redis_enterprise)."""
-  named = getattr(module, 'PublishedTestName', None)
-  return named(cloud) if named else module.BENCHMARK_NAME
+  return benchmark_contract.Call(module, 'PublishedTestName', cloud)
 
 
 def RunOne(module, config, run_uri, record, catalog, collector, reporter,
@@ -71,9 +71,13 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
     if 'run' in stages:
       with times.Measure('run'):
         samples = list(module.Run(spec))
-        # One channel: a benchmark publishes through spec.EmitSamples as it
-        # measures, and Run returns what it published (PKB's contract).
-        if len(samples) != len(spec.published):
+        # PKB's contract: Run returns its samples. The harness's own modules
+        # also publish each through spec.EmitSamples as they measure (none
+        # is lost if a later probe fails) and return what they published; a
+        # module that published nothing has its returned samples published.
+        if not spec.published:
+          spec.EmitSamples(samples)
+        elif len(samples) != len(spec.published):
           raise errors.Error(
               f'internal error: {module.BENCHMARK_NAME}.Run returned '
               f'{len(samples)} samples but published {len(spec.published)}; '

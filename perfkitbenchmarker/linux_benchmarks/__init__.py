@@ -1,39 +1,93 @@
 """Benchmark modules: every *_benchmark.py here, keyed by BENCHMARK_NAME.
 
 Extension seam: drop a module named <something>_benchmark.py with PKB's
-contract (BENCHMARK_NAME, BENCHMARK_CONFIG, GetConfig, CheckPrerequisites,
-Prepare, Run -> list[Sample], Cleanup) and it is runnable as
---benchmarks=<BENCHMARK_NAME>.
+contract into this directory, or into a directory listed in the environment
+variable PKB_BENCHMARK_DIRS (os.pathsep-separated; for benchmarks kept
+outside the checkout), and it is runnable as --benchmarks=<BENCHMARK_NAME>.
+
+The contract is perfkitbenchmarker/benchmark_contract.py's table: PKB's
+required names (BENCHMARK_NAME, BENCHMARK_CONFIG, GetConfig, Prepare, Run,
+Cleanup) and the optional hooks, with their arguments. Every module found
+is checked against it as it loads, so a module that breaks it stops pkb
+with one line naming the module and the name, before any flag is read.
 """
 
 import importlib
+import importlib.util
 import os
 import pkgutil
-from typing import Dict
+import sys
+from typing import Dict, Optional
 
+from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
 
-_REQUIRED = ('BENCHMARK_NAME', 'BENCHMARK_CONFIG', 'GetConfig',
-             'CheckPrerequisites', 'Prepare', 'Run', 'Cleanup')
+DIRS_ENV = 'PKB_BENCHMARK_DIRS'
+
+
+def _Files():
+  """(import name or None, path) of every *_benchmark.py to load."""
+  here = os.path.dirname(__file__)
+  for info in pkgutil.iter_modules([here]):
+    if info.name.endswith('_benchmark'):
+      yield f'{__name__}.{info.name}', os.path.join(here, info.name + '.py')
+  for directory in filter(None, os.environ.get(DIRS_ENV, '').split(
+      os.pathsep)):
+    if not os.path.isdir(directory):
+      raise errors.Error(f'{DIRS_ENV} names {directory}, which is not a '
+                         'directory.')
+    for entry in sorted(os.listdir(directory)):
+      if entry.endswith('_benchmark.py'):
+        yield None, os.path.join(directory, entry)
+
+
+def _Load(import_name: Optional[str], path: str):
+  if import_name:
+    return importlib.import_module(import_name)
+  # A module outside the package: its own name under a private prefix, so
+  # it can neither shadow nor be shadowed by an installed module.
+  name = 'pkb_benchmark_dirs.' + os.path.basename(path)[:-3]
+  spec = importlib.util.spec_from_file_location(name, path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
+  spec.loader.exec_module(module)
+  return module
 
 
 def _Discover() -> Dict[str, object]:
   modules = {}
-  for info in pkgutil.iter_modules([os.path.dirname(__file__)]):
-    if not info.name.endswith('_benchmark'):
-      continue
-    module = importlib.import_module(f'{__name__}.{info.name}')
-    missing = [a for a in _REQUIRED if not hasattr(module, a)]
-    if missing:
-      raise errors.Error(f'{info.name} lacks {", ".join(missing)}.')
+  for import_name, path in _Files():
+    try:
+      module = _Load(import_name, path)
+    except errors.Error:
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      # A module someone dropped in with a mistake: one line, not a
+      # traceback from inside pkb's imports.
+      raise errors.Error(f'{path} could not be loaded: {type(e).__name__}: '
+                         f'{e}') from None
+    benchmark_contract.Check(module, path)
+    other = modules.get(module.BENCHMARK_NAME)
+    if other is not None:
+      raise errors.Error(f'{path} and {other.__file__} both name the '
+                         f'benchmark {module.BENCHMARK_NAME}.')
     modules[module.BENCHMARK_NAME] = module
   return modules
 
 
-BENCHMARKS = _Discover()
+# Loaded on import: the modules define their flags before pkb parses any.
+# A module that breaks the contract is kept as LOAD_ERROR, which pkb.Main
+# prints as its one line (an import has no place to print it).
+try:
+  BENCHMARKS = _Discover()
+  LOAD_ERROR: Optional[errors.Error] = None
+except errors.Error as _e:
+  BENCHMARKS, LOAD_ERROR = {}, _e
 
 
 def Get(name: str):
+  if LOAD_ERROR is not None:
+    raise LOAD_ERROR
   try:
     return BENCHMARKS[name]
   except KeyError:
