@@ -28,6 +28,7 @@ def _Config(path, groups, cloud='Local', machine_type='local'):
   return str(path)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('groups, words', [
     (10000, 'vm_groups has 10,000 groups; a run has at most 1000 VMs'),
     (900, '900 Local VMs on this machine'),
