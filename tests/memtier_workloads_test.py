@@ -442,13 +442,13 @@ def test_a_memtier_path_that_is_not_there_is_refused_not_replaced(tmp_path):
                      '--memtier_key_maximum=2000'], str(tmp_path / 'r'),
                     timeout=120, env=dict(os.environ,
                                           PATH=_PathWithoutMemtier()))
-  assert proc.returncode == 1, proc.stderr
+  # Refused before anything starts, as its dry run refuses it (exit 2).
+  assert proc.returncode == 2, proc.stderr
   assert 'Preloading' not in proc.stdout
   assert proc.stderr.strip().splitlines()[-1] == (
-      'pkb: redis_memtier stopped: memtier_benchmark not found on '
-      f'clients-0: --memtier_path={missing} is no executable there; give the '
-      'memtier_benchmark binary, or drop --memtier_path to use the one on '
-      'PATH (or redis-benchmark).')
+      f'pkb: --memtier_path={missing} is no executable on this machine; give '
+      'the memtier_benchmark binary, or drop --memtier_path to use the one '
+      'on PATH (or redis-benchmark).')
 
 
 @pytest.mark.e2e
@@ -458,12 +458,11 @@ def test_a_memtier_path_that_is_another_program_is_refused(tmp_path):
   proc, _ = e2e.Run(['--memtier_path=/bin/sh', '--memtier_run_duration=1',
                      '--memtier_key_maximum=2000'], str(tmp_path),
                     timeout=120)
-  assert proc.returncode == 1, proc.stderr
+  assert proc.returncode == 2, proc.stderr
   assert 'Preloading' not in proc.stdout
   line = proc.stderr.strip().splitlines()[-1]
-  assert line.startswith('pkb: redis_memtier stopped: /bin/sh on clients-0 '
-                         'is not memtier_benchmark: its --version printed '), (
-                             line)
+  assert line.startswith('pkb: /bin/sh on this machine is not '
+                         'memtier_benchmark: its --version printed '), line
 
 
 @pytest.mark.e2e
@@ -553,7 +552,10 @@ def test_redis_on_flash_preset_refused_then_dry_runs_with_cost(tmp_path):
   preset = f'--benchmark_config_file={CONFIGS}/redis_on_flash.yaml'
   proc = _Pkb([preset, '--dry_run'], tmp_path)
   assert proc.returncode == 2
-  assert proc.stderr.count('\n') == 1
+  # One refusal line (the plan's warnings may come first: the study's one
+  # m5.8xlarge client is under 4x its servers' vCPUs).
+  refusals = [l for l in proc.stderr.splitlines() if 'WARNING: ' not in l]
+  assert len(refusals) == 1, proc.stderr
   assert 'the preload of 771,141,855 keys' in proc.stderr
   fits = int(proc.stderr.split('to at most ')[1].split()[0].replace(',', ''))
   assert 80_000_000 < fits < 90_000_000

@@ -87,6 +87,7 @@ def CheckLocalPath(path: str) -> None:
         'PATH (or redis-benchmark).')
   try:
     argv_secret.CheckTool(_ThisMachine(), path)
+    GetVersion(_ThisMachine(), path)  # Another program is no memtier.
   except errors.PrerequisiteError as e:
     raise errors.UsageError(str(e)) from None
 
