@@ -93,6 +93,15 @@ class CpuCgroup:
     with open(os.path.join(self.path, name), 'w') as f:
       f.write(value)
 
+  def SetWeight(self, tasks: float) -> None:
+    """A weight worth `tasks` default tasks (v1 cpu.shares 1024 each, v2
+    cpu.weight 100 each): enough for a share against other load without
+    starving the run it disturbs, as the full high weight would."""
+    if self.version == 1:
+      self._Write('cpu.shares', str(int(1024 * tasks)))
+    else:
+      self._Write('cpu.weight', str(max(1, min(10000, int(100 * tasks)))))
+
   def SetQuota(self, cores: float) -> None:
     quota = int(cores * PERIOD_US)
     if self.version == 1:
