@@ -298,8 +298,11 @@ def Decide(clients: Sequence[SideCpu], servers: Sequence[SideCpu]) -> Limit:
   missing = [r for r, s in (('client', clients), ('server', servers))
              if not s]
   parts += [f'{r} not measured' for r in missing]
-  return Limit(LATENCY, 'neither side saturated (' + '; '.join(parts) +
-               '): the cap was reached by queueing or the network', figures)
+  # Said of the CPU only: the probe may be far under the cap (a search that
+  # stopped on its budget), so the words do not claim the cap was reached.
+  return Limit(LATENCY, 'neither side saturated nor disturbed (' +
+               '; '.join(parts) + '): not CPU-bound at this load; what it '
+               'met was latency (queueing or the network)', figures)
 
 
 def OfAnswer(limits: Sequence[Limit]) -> Optional[Limit]:
