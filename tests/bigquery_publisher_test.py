@@ -615,3 +615,56 @@ def test_missing_credentials_are_one_line(monkeypatch):
   with pytest.raises(bigquery_publisher.PublishError,
                      match='^no Google credentials for BigQuery; run'):
     bigquery_publisher.MakeClient(options)
+
+
+def _PublishWatched(fake, tmp_path, timeout_s):
+  """publish_bigquery.py against the fake: (exit code, stderr, seconds,
+  the child's peak RSS in MB)."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  path = _WriteRun(tmp_path / 'results.json', 'slow1', 4)
+  script = os.path.join(e2e.REPO, 'scripts', 'publish_bigquery.py')
+  start = time.monotonic()
+  proc = subprocess.Popen(
+      [sys.executable, script, str(path), f'--bigquery_table={TABLE}',
+       f'--bq_api_endpoint={fake.endpoint}',
+       f'--bq_timeout_seconds={timeout_s}'],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  peak = 0
+  try:
+    watched = psutil.Process(proc.pid)
+    while proc.poll() is None and time.monotonic() - start < 150:
+      try:
+        peak = max(peak, watched.memory_info().rss)
+      except psutil.Error:
+        pass
+      time.sleep(0.05)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+    _, err = proc.communicate()
+  return proc.returncode, err, time.monotonic() - start, peak / 2**20
+
+
+def test_a_trickling_endpoint_ends_within_bq_timeout_seconds(fake, tmp_path):
+  """Issue 24 item 11: --bq_timeout_seconds=20 against an endpoint that
+  answered a byte a second still ran past 200 s (requests' timeout bounds
+  each socket read, not the answer)."""
+  fake.SlowResponses('datasets', bytes_per_s=1)
+  code, err, took, _ = _PublishWatched(fake, tmp_path, 6)
+  assert code == 1, err
+  assert 'no complete answer' in err and 'within' in err, err
+  assert err.count('\n') == 1 and 'Traceback' not in err
+  assert took < 6 + 30, took  # Start-up on a loaded machine, then 6 s.
+
+
+def test_an_endless_body_is_refused_at_the_size_limit(fake, tmp_path):
+  """The same publisher grew about 230 MB/s reading an endless chunked
+  body (6.5 GB at 33 s). The fake stops at 256 MB so that a client without
+  a limit ends too."""
+  fake.EndlessResponses('datasets')
+  code, err, took, peak_mb = _PublishWatched(fake, tmp_path, 60)
+  assert code == 1, err
+  assert 'longer than 67,108,864 bytes' in err, err
+  assert err.count('\n') == 1 and 'Traceback' not in err
+  assert peak_mb < 200 + 64, peak_mb  # Python and the clients, + the limit.
+  assert took < 100, took

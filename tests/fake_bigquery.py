@@ -16,8 +16,11 @@ same id is a 409. Queries: only the publisher's de-duplication query
 understood; anything else is a 400.
 
 Every request is recorded (`requests`); failures are injected with
-`FailRequests` (HTTP errors), `FailLoadJobs` (jobs that end in an error) and
-`DropLoadResponses` (the job is created, the response is a 503).
+`FailRequests` (HTTP errors), `FailLoadJobs` (jobs that end in an error),
+`DropLoadResponses` (the job is created, the response is a 503),
+`SlowResponses` (a byte a second) and `EndlessResponses` (a chunked body
+that goes on). The fake's own reads are bounded: a socket timeout and a
+largest request body.
 """
 
 import contextlib
@@ -27,6 +30,7 @@ import http.server
 import json
 import re
 import threading
+import time
 import urllib.parse
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -39,6 +43,8 @@ _QUERY = re.compile(
     r'(?: AND (?P<column>\w+) BETWEEN TIMESTAMP_SECONDS\(@first\) '
     r'AND TIMESTAMP_SECONDS\(@last\))?')
 PAGE_SIZE = 50  # Small, so paging is exercised.
+READ_TIMEOUT_S = 60.0
+MAX_REQUEST_BYTES = 512 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +53,14 @@ class Request:
   path: str
   query: Dict[str, List[str]]
   body: Any
+
+
+@dataclasses.dataclass
+class _Hostile:
+  how: str  # 'slow' or 'endless'
+  match: str
+  bytes_per_s: float = 1.0
+  max_bytes: int = 0
 
 
 @dataclasses.dataclass
@@ -71,6 +85,7 @@ class FakeBigQuery:
     self._pending_loads: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     self._uploads: Dict[str, Dict[str, Any]] = {}
     self._injected: List[_Injected] = []
+    self._hostile: List[_Hostile] = []
     self._failing_loads = 0
     self._dropped_loads = 0
     self._lock = threading.RLock()
@@ -93,20 +108,48 @@ class FakeBigQuery:
     class Handler(http.server.BaseHTTPRequestHandler):
       protocol_version = 'HTTP/1.1'
       wbufsize = 1 << 16
+      timeout = READ_TIMEOUT_S  # The fake's own reads are bounded too.
 
       def _Serve(self, method):
         length = int(self.headers.get('Content-Length') or 0)
+        if length > MAX_REQUEST_BYTES:
+          self.send_error(413)
+          return
         raw = self.rfile.read(length) if length else b''
         status, payload, headers = fake.Handle(method, self.path,
                                                dict(self.headers), raw)
         data = json.dumps(payload).encode() if payload is not None else b''
+        hostile = fake.Hostile(method, self.path)
         self.send_response(status)
         self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
+        if hostile and hostile.how == 'endless':
+          self.send_header('Transfer-Encoding', 'chunked')
+        else:
+          self.send_header('Content-Length', str(len(data)))
         for key, value in headers.items():
           self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+          if not hostile:
+            self.wfile.write(data)
+          elif hostile.how == 'slow':
+            for i in range(len(data)):  # Until the client gives up.
+              self.wfile.write(data[i:i + 1])
+              self.wfile.flush()
+              time.sleep(1 / hostile.bytes_per_s)
+          else:
+            chunk = b' ' * (1 << 16)
+            for _ in range(hostile.max_bytes // len(chunk)):
+              self.wfile.write(b'%x\r\n%s\r\n' % (len(chunk), chunk))
+            self.wfile.write(b'0\r\n\r\n')
+        except OSError:
+          self.close_connection = True
+
+      def finish(self):
+        try:
+          super().finish()
+        except OSError:
+          pass  # The client cut a hostile answer short.
 
       def do_GET(self):  # pylint: disable=invalid-name
         self._Serve('GET')
@@ -163,6 +206,21 @@ class FakeBigQuery:
                    match: str = '', times: Optional[int] = None) -> None:
     """Answers requests whose 'METHOD path' contains `match` with errors."""
     self._injected.append(_Injected(status, reason, match, times))
+
+  def SlowResponses(self, match: str = '', bytes_per_s: float = 1.0) -> None:
+    """Answers requests whose 'METHOD path' contains `match` a byte at a
+    time, `bytes_per_s` bytes a second (a trickling endpoint)."""
+    self._hostile.append(_Hostile('slow', match, bytes_per_s=bytes_per_s))
+
+  def EndlessResponses(self, match: str = '',
+                       max_bytes: int = 256 << 20) -> None:
+    """Answers them with a chunked body that goes on (up to `max_bytes`,
+    so a client without a size limit still ends; far past any real one)."""
+    self._hostile.append(_Hostile('endless', match, max_bytes=max_bytes))
+
+  def Hostile(self, method: str, path: str) -> Optional[_Hostile]:
+    return next((h for h in self._hostile if h.match in f'{method} {path}'),
+                None)
 
   def FailLoadJobs(self, times: int = 1) -> None:
     """The next `times` load jobs end in an error and load nothing."""

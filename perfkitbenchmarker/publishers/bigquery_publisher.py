@@ -31,7 +31,9 @@ and clustering in bigquery_schema.py and docs/bigquery.md); the dataset must
 exist.
 
 The client is injected (tests point one at a local fake endpoint); every
-call has a retry deadline and a per-request timeout from the options.
+call has a retry deadline and a per-request timeout from the options, and a
+client from `MakeClient` reads every answer whole within a time and a size
+limit, none past --bq_timeout_seconds (bounded_http.py).
 """
 
 import concurrent.futures
@@ -48,6 +50,7 @@ import sys
 import urllib.parse
 from typing import Any, Dict, List, Optional, Sequence
 
+import google.auth as google_auth
 from google.api_core import exceptions as api_exceptions
 from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
@@ -56,6 +59,7 @@ from google.cloud.bigquery import retry as bq_retry
 from google.oauth2 import service_account
 import requests
 
+from perfkitbenchmarker import bounded_http
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_options
@@ -65,7 +69,8 @@ from perfkitbenchmarker.publishers import publisher
 BIGQUERY_SCOPE = 'https://www.googleapis.com/auth/bigquery'
 # Below this size an upload is one multipart request; above it, resumable.
 MULTIPART_MAX_BYTES = 4 * 1024 * 1024
-READ_PAGE_SIZE = 10000
+# Rows per tabledata page: a few MB, well within bounded_http's size limit.
+READ_PAGE_SIZE = 2000
 # Deterministic load job ids tried in turn when an earlier one failed.
 MAX_JOB_ATTEMPTS = 5
 # One HTTP request's own timeout (retries come on top, up to timeout_s).
@@ -141,24 +146,49 @@ def Describe(error: BaseException) -> str:
 
 
 def MakeClient(options: bigquery_options.BigQueryOptions) -> bigquery.Client:
-  """A client for the options' endpoint and credentials."""
-  credentials = None
+  """A client for the options' endpoint and credentials.
+
+  Its HTTP session reads every answer within a time and a size limit
+  (bounded_http.py), and nothing past --bq_timeout_seconds from now: the
+  client's own timeouts bound each socket read only, so an endpoint that
+  trickled a byte a second, or sent an endless body, held a publish for
+  ever (and its memory grew with the body).
+  """
   if vm_util.IsLoopbackEndpoint(options.api_endpoint):
     credentials = auth_credentials.AnonymousCredentials()
   elif options.key_file:
     credentials = service_account.Credentials.from_service_account_file(
         options.key_file, scopes=[BIGQUERY_SCOPE])
+  else:
+    credentials = None
   client_options = ({'api_endpoint': options.api_endpoint}
                     if options.api_endpoint else None)
   try:
-    return bigquery.Client(project=options.job_project,
-                           credentials=credentials,
-                           client_options=client_options)
+    client = _BoundedClient(options.job_project, credentials, client_options)
   except auth_exceptions.DefaultCredentialsError:
     raise PublishError(
         'no Google credentials for BigQuery; run "gcloud auth '
         'application-default login", set GOOGLE_APPLICATION_CREDENTIALS or '
         'give --service_account_private_key.') from None
+  client._http.Deadline(options.timeout_s)  # pylint: disable=protected-access
+  return client
+
+
+def _BoundedClient(project: Optional[str], credentials: Any,
+                   client_options: Optional[Dict[str, str]]
+                   ) -> bigquery.Client:
+  """A bigquery.Client whose HTTP session is bounded_http's."""
+  if credentials is None:
+    credentials, _ = google_auth.default(scopes=[BIGQUERY_SCOPE])
+  return bigquery.Client(project=project, credentials=credentials,
+                         client_options=client_options,
+                         _http=bounded_http.Session(credentials))
+
+
+def MakeReadClient(project: Optional[str] = None) -> bigquery.Client:
+  """A client with default credentials for reading a table (compare), each
+  answer read within bounded_http's time and size limits."""
+  return _BoundedClient(project, None, None)
 
 
 class BigQueryPublisher:

@@ -262,8 +262,8 @@ def ReadBigQuery(table: str, project: Optional[str] = None,
     read_rows = module.ReadRows
   if client is None:
     try:
-      from google.cloud import bigquery  # pylint: disable=g-import-not-at-top
-      client = bigquery.Client(project=project)
+      client = importlib.import_module(BIGQUERY_MODULE).MakeReadClient(
+          project)
     except Exception as e:  # pylint: disable=broad-except
       raise LoadError(f'no BigQuery client for {table}: {e}') from None
   try:
