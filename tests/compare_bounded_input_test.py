@@ -243,6 +243,7 @@ def _CompareProcess(*args):
                         check=False)
 
 
+@pytest.mark.e2e
 def test_a_fifo_named_like_a_results_file_is_refused_not_waited_on(tmp_path):
   """Issue 24 item 12: compare hung forever on a FIFO named
   perfkitbenchmarker_results.json (in a tree, or given itself)."""
@@ -265,6 +266,7 @@ def _RunWithRecord(tmp_path):
   return run
 
 
+@pytest.mark.e2e
 def test_a_fifo_as_the_run_record_is_not_waited_on(tmp_path):
   run = _RunWithRecord(tmp_path)
   os.mkfifo(run / loader.RUN_RECORD_FILE)

@@ -243,6 +243,7 @@ def test_hourly_price_itself_refuses_zero():
     pricing.HourlyPrice('GCP', 'r', 'm', 1, 1.0, 0.0, 's', '2026-07-20')
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('flag', [
     '--local_priced_as=GCP:n2d\x1b]0;pwned\x07\x1b[2J',
     '--machine_price=n2d\x1b[2J=0.1',
