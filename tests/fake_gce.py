@@ -37,6 +37,9 @@ import urllib.parse
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 API = 'https://www.googleapis.com/compute/v1'
+# Bounds on the fake's own reads: a stalled client, an endless body.
+READ_TIMEOUT_S = 60.0
+MAX_REQUEST_BYTES = 16 << 20
 _PATH = re.compile(
     r'/compute/v1/projects/(?P<project>[^/]+)/'
     r'(?P<scope>global|zones/[^/]+|regions/[^/]+)/(?P<collection>[A-Za-z]+)'
@@ -108,9 +111,13 @@ class FakeGce:
     class Handler(http.server.BaseHTTPRequestHandler):
       protocol_version = 'HTTP/1.1'
       wbufsize = 1 << 16  # One send per response: no Nagle stalls.
+      timeout = READ_TIMEOUT_S  # The fake's own reads are bounded too.
 
       def _Serve(self, method):
         length = int(self.headers.get('Content-Length') or 0)
+        if length > MAX_REQUEST_BYTES:
+          self.send_error(413)
+          return
         raw = self.rfile.read(length) if length else b''
         body = json.loads(raw) if raw else None
         status, payload = fake.Handle(method, self.path, body)

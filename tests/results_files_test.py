@@ -112,6 +112,36 @@ def test_two_runs_sharing_results_files_keep_both_runs_rows(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ['r.csv', 'r.json']
 
 
+@pytest.mark.e2e
+def test_two_pkb_runs_sharing_csv_and_json_paths_keep_both(tmp_path):
+  """The audit's case end to end: two ./pkb.py runs started 1 s apart with
+  the same --csv_path and --json_path (the CSV kept only the second's 14
+  rows of 28)."""
+  memtier = memtier_replay.Path()
+  csv_path, json_path = str(tmp_path / 'r.csv'), str(tmp_path / 'r.json')
+  args = SHORT + [f'--memtier_path={memtier}', f'--csv_path={csv_path}',
+                  f'--json_path={json_path}']
+  done = {}
+
+  def RunOne(name):
+    done[name] = e2e.Run(args, str(tmp_path / name), timeout=400)
+
+  first = threading.Thread(target=RunOne, args=('a',))
+  first.start()
+  time.sleep(1)
+  RunOne('b')
+  first.join()
+  for name, (proc, run_uri) in done.items():
+    assert proc.returncode in (0, 4), (name, proc.stderr)
+    assert not e2e.LeftoverProcesses(str(tmp_path / name), run_uri)
+  json_rows, csv_rows = _JsonRows(json_path), _CsvRows(csv_path)
+  runs = {publisher_run for publisher_run in
+          (r['run_uri'].split('-')[0] for r in json_rows)}
+  assert runs == {run_uri for _, run_uri in done.values()}
+  assert sorted(r['sample_uri'] for r in csv_rows) == sorted(
+      r['sample_uri'] for r in json_rows)
+
+
 def test_results_files_never_write_through_a_planted_symlink(tmp_path):
   """--csv_path in a shared directory: a symlink planted at the CSV's
   temporary name made the rewrite truncate and fill its target."""
