@@ -672,3 +672,29 @@ def test_an_endless_body_is_refused_at_the_size_limit(fake, tmp_path):
   assert err.count('\n') == 1 and 'Traceback' not in err
   assert peak_mb < 200 + 64, peak_mb  # Python and the clients, + the limit.
   assert took < 100, took
+
+
+def test_a_sample_compare_would_refuse_is_not_published(fake, tmp_path):
+  """Issue 24 item 13: samples holding "value": Infinity (a --machine_price
+  of 1 and 400 zeros) were loaded (rc 0), and compare then refused the
+  whole table. Refused before anything is loaded, naming the line."""
+  path = _WriteRun(tmp_path / 'results.json', 'inf1', 2)
+  lines = path.read_text().splitlines()
+  row = json.loads(lines[1])
+  row['value'] = float('inf')
+  lines[1] = json.dumps(row)  # json writes it as Infinity, as pkb did.
+  path.write_text('\n'.join(lines) + '\n')
+  with pytest.raises(bigquery_schema.ResultsFileError,
+                     match=r'results.json:2 is not a PKB sample: value inf '
+                     'is not a finite number'):
+    bigquery_publisher.PublishFiles(_Options(fake.endpoint), [path],
+                                    client=_Client(fake.endpoint))
+  assert not fake.LoadJobs()
+
+
+def test_a_fifo_named_like_a_results_file_is_not_waited_on(tmp_path):
+  # (At 90140b1 this blocks for ever: run it there in a subprocess.)
+  os.mkfifo(tmp_path / bigquery_schema.RESULTS_FILE)
+  with pytest.raises(bigquery_schema.ResultsFileError,
+                     match='not a regular file'):
+    bigquery_schema.ReadResultsFiles([str(tmp_path)])

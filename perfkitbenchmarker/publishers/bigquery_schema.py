@@ -28,6 +28,7 @@ import uuid
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker.publishers import publisher
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
@@ -152,7 +153,10 @@ def _CheckRow(row: Any, where: str) -> Dict[str, Any]:
     raise ResultsFileError(f'{where} is not a PKB sample: no '
                            f'{", ".join(missing)}.')
   try:
-    float(row['value'])
+    if not math.isfinite(float(row['value'])):
+      # compare refuses such a sample: a table holding one would be
+      # unreadable to it (a --machine_price of 1e400 once made Infinity).
+      raise ValueError(f'value {row["value"]} is not a finite number')
     if not math.isfinite(float(row['timestamp'])):
       raise ValueError(f'timestamp {row["timestamp"]} is not a time')
     if not isinstance(row.get('metadata'), Mapping):
@@ -171,8 +175,8 @@ def FindResultsFiles(paths: Iterable[str]) -> List[str]:
         dirs.sort()
         if RESULTS_FILE in files:
           found.append(os.path.join(root, RESULTS_FILE))
-    elif os.path.isfile(path):
-      found.append(path)
+    elif os.path.lexists(path):
+      found.append(path)  # ReadResultsFiles reads regular files only.
     else:
       raise ResultsFileError(f'{path}: no such file or directory.')
   return found
@@ -187,8 +191,10 @@ def ReadResultsFiles(paths: Iterable[str],
   rows, seen = [], set()
   for path in FindResultsFiles(paths):
     try:
-      with open(path) as f:
-        lines = list(f)
+      with regular_files.OpenRegular(path) as f:
+        lines = f.read().decode('utf-8').splitlines()
+    except regular_files.NotRegular as e:  # A FIFO would block for ever.
+      raise ResultsFileError(f'{path}: cannot read it ({e}).') from None
     except (OSError, UnicodeDecodeError) as e:
       raise ResultsFileError(f'{path}: cannot read it ({e}).') from None
     for number, line in enumerate(lines, 1):
