@@ -16,6 +16,7 @@ result files) and equal the history series' point for the night.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -130,7 +131,7 @@ def test_local_nightly_twice_then_compare_and_report(tmp_path):
     point = history[(history['cell'] == row['cell']) &
                     (history['metric'] == 'latency_capped_throughput')]
     assert point['value'].tolist() == [pytest.approx(row['capped_ops'])]
-  board = [l for l in proc.stdout.splitlines() if l[:1].isdigit()]
+  board = [l for l in proc.stdout.splitlines() if re.match(r'\d+  ', l)]
   assert len(board) == 3, proc.stdout
   text = summary.read_text()
   assert 'standalone, 1 shard/VM' in text and 'cluster, 2 shards/VM' in text

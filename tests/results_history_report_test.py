@@ -95,6 +95,53 @@ def test_by_default_client_bound_runs_are_not_ranked_and_say_why():
   assert 'Not ranked: 5 cell(s)' in report.RenderMarkdown(analysis)
 
 
+def _Headline(frame, **settings):
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', RuntimeWarning)
+    analysis = report.Analyze(frame, report.Settings(**settings))
+  return report.MakeHeadline(analysis)
+
+
+def test_headline_says_why_answers_are_not_confirmed_by_their_limit():
+  frame = leaderboard.Prepare(loader.Load([HISTORY]))
+  capped = frame['metric'] == 'latency_capped_throughput'
+  runs = sorted(frame.loc[capped, 'run_uri'])
+  headline = _Headline(frame)
+  assert headline.known == ('0 of 7 answers confirmed on night 2026-11-23; '
+                            'not confirmed: 7 client_bound; none is a server '
+                            'figure one can rank.')
+  assert headline.level == 'unknown'
+  assert headline.regressions.startswith('Regressions not checked')
+  # Answers that record what limited them (attribution) are counted by it.
+  limits = dict(zip(runs, ['client_cpu'] * 3 + ['client_quota']))
+  frame['limit'] = [limits.get(r) if c else None
+                    for r, c in zip(frame['run_uri'], capped)]
+  assert '7 client_bound (limits: client CPU 3, client quota 1, not ' \
+         'recorded 3);' in _Headline(frame).known
+  frame['limit'] = frame['limit'].where(~capped, 'client_cpu')
+  assert '7 client_bound (limit: client CPU);' in _Headline(frame).known
+  # Two confirmed, one disturbed: the banner is not green, and says why.
+  frame['verdict'] = [{runs[0]: 'confirmed', runs[1]: 'confirmed',
+                       runs[2]: 'disturbed'}.get(r) if c else None
+                      for r, c in zip(frame['run_uri'], capped)]
+  frame['limit'] = frame['limit'].where(frame['verdict'] != 'disturbed',
+                                        'disturbed')
+  headline = _Headline(frame)
+  assert headline.known == (
+      '2 of 7 answers confirmed on night 2026-11-23; not confirmed: 4 '
+      'client_bound (limit: client CPU), 1 disturbed.')
+  assert headline.level == 'partial'
+  assert headline.regressions == ('No significant regression in the last 7 '
+                                  'night(s) among confirmed answers.')
+  # Every answer confirmed: only then green.
+  frame['verdict'] = frame['verdict'].where(~capped, 'confirmed')
+  headline = _Headline(frame)
+  assert headline.known == ('All 7 answers confirmed on night 2026-11-23.')
+  assert headline.level == 'good'
+  text = report.FormatText(report.Analyze(frame, report.Settings()))
+  assert text.endswith(headline.known + '\n' + headline.regressions)
+
+
 def _Chromium():
   return shutil.which('chromium') or shutil.which('chromium-browser')
 
@@ -131,6 +178,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
   assert len(images) == 6  # bars, probe curves, 4 history charts
   assert all(i.startswith('data:image/png;base64,') for i in images)
   assert 'REGRESSION' in html and './pkb.py --redis_server_cluster_mode' in html
+  assert '<div class="verdict bad" id="headline">' in html
   assert '## Redis price-performance' in summary.read_text()
 
   shot = tmp_path / 'shot.png'

@@ -9,7 +9,10 @@ Every chart takes `colors` (`CellColors`: one colour per cell, the same in
 every chart of a page) and draws text at 10 pt or more on an 8-inch-wide
 figure, so it stays legible when a narrow screen scales it down. An answer
 that is not confirmed (verdict) is drawn hollow and hatched, never like an
-answer that counts.
+answer that counts. Tick labels carry the precision their spacing needs
+(`ReadableTicks`), legends sit outside the data, and every label inside its
+frame. Each chart's `...Figure` function returns the matplotlib figure (the
+tests read its artists); the function of the chart's name renders it.
 
 Seam: a new figure is one more function returning a `Chart`; html_page.py
 places it in the page with its one-line note.
@@ -88,6 +91,26 @@ def _Plain(text: str) -> str:
   return text.replace('$', r'\$')
 
 
+def ReadableTicks(axis, values: Iterable[float]) -> None:
+  """Tick labels as precise as their spacing: 27.5k, 30k, 32.5k (SI
+  prefixes) for figures in the thousands, matplotlib's plain labels (whose
+  decimals follow the step) below; never a rounding that labels two ticks
+  alike or a tick as another value."""
+  from matplotlib import ticker  # pylint: disable=g-import-not-at-top
+  values = [abs(float(v)) for v in values if not pd.isna(v)]
+  if values and max(values) >= 1000:
+    axis.set_major_formatter(ticker.EngFormatter(sep=''))
+  else:
+    axis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
+
+
+def _LegendAbove(fig, handles, labels, columns: int) -> None:
+  """One legend for the figure, above its panels: never on the data."""
+  fig.legend(handles, labels, loc='lower left', bbox_to_anchor=(0.0, 1.0),
+             ncol=columns, fontsize=FONT - 1, frameon=False,
+             handletextpad=0.4, columnspacing=1.2)
+
+
 def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
   """cell -> a label naming only the cell dimensions that vary."""
   parts = ['machine_type']
@@ -101,12 +124,14 @@ def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
       ' | '.join(str(row[p]) for p in parts)) for _, row in unique.iterrows()}
 
 
-def PricePerformanceBars(board: pd.DataFrame,
-                         colors: Optional[Dict[str, str]] = None) -> Chart:
+def PricePerformanceBarsFigure(board: pd.DataFrame,
+                               colors: Optional[Dict[str, str]] = None):
   """Horizontal bars of ops/s per $/hr, best on top, with 95 % error bars.
 
   A row whose counted runs are not all confirmed (only with
-  --include_unconfirmed) is hatched and hollow, and says so.
+  --include_unconfirmed) is hatched and hollow, and says so. Each bar's
+  figure and verdict are written after its error bar, and the x axis is
+  made long enough that every label ends inside the frame.
   """
   labels = ShortLabels(board.assign(cell=board['machine_type'] + '|' +
                                     board['engine'] + '|' + board['topology'] +
@@ -127,24 +152,51 @@ def PricePerformanceBars(board: pd.DataFrame,
             color=color if confirmed[i] else 'white', edgecolor=color,
             hatch=None if confirmed[i] else UNCONFIRMED_HATCH, linewidth=1.5,
             error_kw={'capsize': 4, 'ecolor': '#333333'})
-  right = max(v + e for v, e in zip(board['price_performance'], errors))
-  for i, (yy, value, error, verdict) in enumerate(zip(
-      y, board['price_performance'], errors, board['verdict'])):
+  ends = [v + e for v, e in zip(board['price_performance'], errors)]
+  texts = []
+  for i, (yy, value, end, verdict) in enumerate(zip(
+      y, board['price_performance'], ends, board['verdict'])):
     note = verdict if confirmed[i] else f'{verdict}; UNCONFIRMED'
-    ax.text(value + error + right * 0.015, yy, f'{value:,.0f}\n{note}',
-            va='center', ha='left', fontsize=FONT, color='#111111')
+    texts.append(ax.annotate(
+        f'{value:,.0f}\n{note}', (end, yy), xytext=(5, 0),
+        textcoords='offset points', va='center', ha='left', fontsize=FONT,
+        color='#111111', annotation_clip=False))
   ax.set_yticks(y)
   ax.set_yticklabels(names, fontsize=FONT)
   ax.set_xlabel(_Plain('ops/s per $/hr (server VMs); bars: 95 % interval'),
                 fontsize=FONT)
-  ax.xaxis.set_major_formatter(lambda v, _: f'{v:,.0f}')
+  ReadableTicks(ax.xaxis, ends)
   ax.tick_params(labelsize=FONT)
-  ax.set_xlim(0, right * 1.7)
   ax.grid(axis='x', alpha=0.3)
   ax.set_title(f'Price-performance, night {board["night"].iloc[0]}',
                loc='left', fontsize=FONT + 2)
-  return _Png(fig, 'Bar chart of ops/s per $/hr per machine type with 95 % '
-              'error bars; hatched bars are not confirmed')
+  ax.set_xlim(0, max(ends) * 1.05)
+  _FitLabels(fig, ax, texts, ends)
+  return fig
+
+
+def _FitLabels(fig, ax, texts, ends: Sequence[float]) -> None:
+  """Widens the x axis until every label (a fixed width in pixels, placed
+  after its bar's end) ends inside the frame: the axis spans W pixels for
+  x_max, so a label of w pixels after `end` fits when
+  end + (w + pad) * x_max / W <= x_max."""
+  from matplotlib.backends import backend_agg  # pylint: disable=g-import-not-at-top
+  renderer = backend_agg.FigureCanvasAgg(fig).get_renderer()
+  width = ax.get_window_extent(renderer).width
+  pad = 12.0  # pixels: the 5-point offset and a margin before the frame
+  need = ax.get_xlim()[1]
+  for text, end in zip(texts, ends):
+    share = (text.get_window_extent(renderer).width + pad) / width
+    if share < 0.9:
+      need = max(need, end / (1.0 - share))
+  ax.set_xlim(0, need)
+
+
+def PricePerformanceBars(board: pd.DataFrame,
+                         colors: Optional[Dict[str, str]] = None) -> Chart:
+  return _Png(PricePerformanceBarsFigure(board, colors),
+              'Bar chart of ops/s per $/hr per machine type with 95 % error '
+              'bars; hatched bars are not confirmed')
 
 
 def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
@@ -176,13 +228,44 @@ def _FirstPresent(rows: pd.DataFrame, columns: Sequence[str]):
   return found
 
 
+def AnswerLoads(night_frame: pd.DataFrame) -> pd.DataFrame:
+  """run_uri, cell, connections: the load each run's answer was found at."""
+  capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
+  if capped.empty or 'connections' not in capped.columns:
+    return pd.DataFrame(columns=['run_uri', 'cell', 'connections'])
+  last = capped.sort_values('timestamp', kind='stable').groupby(
+      ['run_uri', 'cell'], as_index=False).last()
+  return last[['run_uri', 'cell', 'connections']].dropna()
+
+
+def AtAnswerLoad(mine: pd.DataFrame, loads: pd.DataFrame) -> pd.Series:
+  """Which probes ran at their run's answer load (the repeats it rests on)."""
+  if mine.empty or loads.empty or 'connections' not in mine.columns:
+    return pd.Series(False, index=mine.index)
+  keys = set(zip(loads['run_uri'].astype(str), loads['cell'],
+                 loads['connections'].astype(float)))
+  return pd.Series([(str(r), c, float(n)) in keys for r, c, n in zip(
+      mine['run_uri'], mine['cell'], mine['connections'])], index=mine.index)
+
+
+PROBE_LABEL = 'probe'
+ANSWER_LOAD_LABEL = "probe at the run's answer load"
+CONFIRMED_LABEL = 'answer (confirmed)'
+UNCONFIRMED_LABEL = 'UNCONFIRMED answer (not counted)'
+
+
 def ProbeCurvesFigure(night_frame: pd.DataFrame,
                       colors: Optional[Dict[str, str]] = None):
-  """Throughput vs average latency from each cell's probes, cap drawn.
+  """Throughput vs average latency of each cell's probes, cap drawn.
 
-  Each run's own answer is a star: filled when confirmed, hollow (and
-  labelled) when not, so an unconfirmed answer never looks like one.
+  Every probe is a point (the search tries loads out of order, so a line
+  through them in probe order zig-zags); the probes at each run's answer
+  load are ringed. Each run's own answer is a star: filled black when
+  confirmed; when not, white-filled (it hides the probe dot under it, so it
+  never reads as filled) with a thick dashed-red edge and the word
+  "unconfirmed" beside it. One legend above the panels.
   """
+  from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
   pairs = ProbePairs(night_frame)
   labels = ShortLabels(night_frame)
   cells = [c for c in labels if c in set(pairs['cell'])]
@@ -190,49 +273,85 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
   rows = max(1, (len(cells) + columns - 1) // columns)
   fig = _NewFigure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
   answers = answers_lib.RunAnswers(night_frame)
+  loads = AnswerLoads(night_frame)
+  caps = set()
   for i, cell in enumerate(cells):
     ax = fig.add_subplot(rows, columns, i + 1)
     mine = pairs[pairs['cell'] == cell]
     color = _Color(colors, cell, i)
-    ax.scatter(mine['throughput'], mine['average_latency'], s=18,
-               color=color, label='probes')
-    # One line per run through its probes in load order: runs of a cell on
-    # one night can sit at different levels, and a line across runs would
-    # zig-zag between them.
-    order = [c for c in ('connections', 'probe_index') if c in mine.columns]
-    for _, run in mine.groupby('run_uri'):
-      run = run.sort_values(order)
-      ax.plot(run['throughput'], run['average_latency'], color=color,
-              linewidth=0.9, alpha=0.6)
+    at_answer = AtAnswerLoad(mine, loads)
+    ax.scatter(mine.loc[~at_answer, 'throughput'],
+               mine.loc[~at_answer, 'average_latency'], s=16, color=color,
+               alpha=0.55, linewidths=0, zorder=2, label=PROBE_LABEL)
+    ax.scatter(mine.loc[at_answer, 'throughput'],
+               mine.loc[at_answer, 'average_latency'], s=46, color=color,
+               edgecolors='#1a202c', linewidths=1.0, zorder=3,
+               label=ANSWER_LOAD_LABEL)
     cap = mine.get('latency_cap_ms', pd.Series(dtype=float)).dropna()
     if not cap.empty:
+      caps.add(float(cap.iloc[0]))
       ax.axhline(float(cap.iloc[0]), color=REGRESSION_COLOR, linestyle='--',
-                 linewidth=1, label=f'cap {float(cap.iloc[0]):g} ms')
+                 linewidth=1, zorder=1, label='latency cap')
     chosen = answers[answers['cell'] == cell]
     confirmed = chosen['verdict'] == verdict_lib.CONFIRMED
     if confirmed.any():
       ax.scatter(chosen.loc[confirmed, 'capped_ops'],
-                 chosen.loc[confirmed, 'avg_latency_ms'], marker='*', s=170,
-                 color='black', zorder=5, label='answer (confirmed)')
+                 chosen.loc[confirmed, 'avg_latency_ms'], marker='*', s=260,
+                 color='black', edgecolors='white', linewidths=0.8,
+                 zorder=5, label=CONFIRMED_LABEL)
     if (~confirmed).any():
       ax.scatter(chosen.loc[~confirmed, 'capped_ops'],
-                 chosen.loc[~confirmed, 'avg_latency_ms'], marker='*', s=170,
-                 facecolors='none', edgecolors='black', linewidths=1.2,
-                 zorder=5, label='unconfirmed answer (not counted)')
+                 chosen.loc[~confirmed, 'avg_latency_ms'], marker='*', s=300,
+                 facecolors='white', edgecolors=REGRESSION_COLOR,
+                 linewidths=1.6, linestyles='--', zorder=6,
+                 label=UNCONFIRMED_LABEL)
+      low, high = ax.get_xlim()
+      for x, y in zip(chosen.loc[~confirmed, 'capped_ops'],
+                      chosen.loc[~confirmed, 'avg_latency_ms']):
+        # On the side with room, so the word stays inside the frame.
+        left = x > (low + high) / 2
+        ax.annotate('unconfirmed', (x, y), xytext=(-10 if left else 10, -3),
+                    textcoords='offset points', fontsize=FONT - 1,
+                    ha='right' if left else 'left', color=REGRESSION_COLOR,
+                    style='italic', zorder=6)
     ax.set_title('\n'.join(textwrap.wrap(labels[cell], TITLE_CHARS)),
                  fontsize=FONT, loc='left')
     ax.set_xlabel('throughput (ops/s)', fontsize=FONT)
     ax.set_ylabel('avg latency (ms)', fontsize=FONT)
-    ax.xaxis.set_major_formatter(lambda v, _: f'{v / 1000:,.0f}k')
+    ReadableTicks(ax.xaxis, mine['throughput'])
+    ReadableTicks(ax.yaxis, mine['average_latency'])
     ax.tick_params(labelsize=FONT)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=FONT - 1, loc='best')
   if not cells:
     ax = fig.add_subplot()
     ax.text(0.5, 0.5, 'no probe samples this night', ha='center',
             fontsize=FONT)
     ax.set_axis_off()
+    fig.tight_layout()
+    return fig
   fig.tight_layout()
+  # The legend's entries are the same in every panel: drawn once, above.
+  marker = dict(linestyle='none', markeredgecolor='#1a202c')
+  handles = [
+      mpl_lines.Line2D([], [], marker='o', markersize=4, color='#718096',
+                       alpha=0.55, linestyle='none'),
+      mpl_lines.Line2D([], [], marker='o', markersize=7, color='#718096',
+                       markeredgewidth=1.0, **marker),
+      mpl_lines.Line2D([], [], marker='*', markersize=14, color='black',
+                       linestyle='none'),
+      mpl_lines.Line2D([], [], marker='*', markersize=15,
+                       markerfacecolor='white',
+                       markeredgecolor=REGRESSION_COLOR, markeredgewidth=1.6,
+                       linestyle='none'),
+  ]
+  names = [PROBE_LABEL, ANSWER_LOAD_LABEL, CONFIRMED_LABEL,
+           UNCONFIRMED_LABEL]
+  if caps:
+    handles.insert(2, mpl_lines.Line2D([], [], color=REGRESSION_COLOR,
+                                       linestyle='--', linewidth=1))
+    names.insert(2, 'latency cap ' + ', '.join(f'{c:g} ms'
+                                               for c in sorted(caps)))
+  _LegendAbove(fig, handles, names, 3)
   return fig
 
 
@@ -248,6 +367,19 @@ def HistoryCharts(points: pd.DataFrame,
                   colors: Optional[Dict[str, str]] = None) -> List[Chart]:
   """One chart per metric: a line per cell over nights, change points marked."""
   charts = []
+  for metric, fig in HistoryFigures(points, change_points, colors):
+    spec = cp_lib.SERIES_METRICS[metric]
+    chart = _Png(fig, f'History of {spec.label} per night with change '
+                 'points marked')
+    charts.append(dataclasses.replace(chart, key=metric))
+  return charts
+
+
+def HistoryFigures(points: pd.DataFrame,
+                   change_points: Sequence[cp_lib.ChangePoint],
+                   colors: Optional[Dict[str, str]] = None):
+  """(metric, figure) per metric of `points`; the legend under the axes."""
+  figures = []
   labels = ShortLabels(points) if not points.empty else {}
   order = {m: i for i, m in enumerate(cp_lib.SERIES_METRICS)}
   for metric in sorted(set(points['metric']), key=order.get):
@@ -278,8 +410,7 @@ def HistoryCharts(points: pd.DataFrame,
     ax.set_title(_Plain(f'{spec.label} ({spec.unit}) per night\ncircles: '
                         'change points (red worse, green better)'),
                  loc='left', fontsize=FONT)
-    ax.yaxis.set_major_formatter(lambda v, _: f'{v:,.3g}' if abs(v) < 10
-                                 else f'{v:,.0f}')
+    ReadableTicks(ax.yaxis, rows['value'])
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=FONT)
     starts = rows[nights.NIGHT_START_COLUMN].dt.tz_localize(None)
@@ -287,9 +418,10 @@ def HistoryCharts(points: pd.DataFrame,
       ax.set_xlim(starts.iloc[0] - pd.Timedelta(days=3),
                   starts.iloc[0] + pd.Timedelta(days=3))
     fig.autofmt_xdate()
-    ax.legend(fontsize=FONT - 1, loc='upper center',
-              bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
-    chart = _Png(fig, f'History of {spec.label} per night with change '
-                 'points marked')
-    charts.append(dataclasses.replace(chart, key=metric))
-  return charts
+    fig.tight_layout()
+    # Under everything the axes draw (dates, ticks), never on the data.
+    handles, names = ax.get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=FONT - 1, loc='upper left',
+               bbox_to_anchor=(0.0, 0.0), ncol=2, frameon=False)
+    figures.append((metric, fig))
+  return figures

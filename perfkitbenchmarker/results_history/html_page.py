@@ -48,8 +48,9 @@ def _Figures(analysis: report.Analysis,
       'id': 'probe-curves', 'title': 'Throughput vs latency',
       'chart': charts_lib.ProbeCurves(analysis.night_frame, colors),
       'note': (f'{tonight}: throughput and average_latency of every probe, '
-               'a line per run in load order; dashed: latency_cap_ms; '
-               'star: each run\'s answer (hollow: not confirmed, not '
+               'one point each (ringed: at the run\'s answer load); dashed: '
+               'latency_cap_ms; star: each run\'s answer (white with a '
+               'dashed red edge and "unconfirmed": not confirmed, not '
                'counted)')})
   history = (f'{len(analysis.nights)} night(s), {_Runs(analysis.frame)}')
   for chart in charts_lib.HistoryCharts(analysis.points,

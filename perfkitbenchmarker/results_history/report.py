@@ -20,6 +20,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import jinja2
 import pandas as pd
 
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker import verdict as verdict_lib
+from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import changepoints as cp_lib
 from perfkitbenchmarker.results_history import charts as charts_lib
@@ -157,7 +160,7 @@ def _TextTable(columns, rows: List[Dict[str, str]]) -> List[str]:
 
 
 def _Workloads(board: pd.DataFrame) -> str:
-  return '; '.join(sorted(set(board['workload'])))
+  return WorkloadsText(sorted({str(w) for w in board['workload']}))
 
 
 def UnrankedLines(unranked: pd.DataFrame, include_unconfirmed: bool
@@ -185,7 +188,7 @@ def FormatLeaderboardText(board: pd.DataFrame,
             else 'No latency-capped throughput samples on this night.')
     return '\n'.join([text] + skipped)
   header = (f'Leaderboard for night {board["night"].iloc[0]} '
-            f'(workload {_Workloads(board)}), by ops/s per $/hr:')
+            f'({_Workloads(board)}), by ops/s per $/hr:')
   return '\n'.join([header] + _TextTable(BoardColumns(board),
                                           LeaderboardCells(board)) +
                    [INTERVAL_NOTE] + skipped)
@@ -294,20 +297,124 @@ def FormatChangePointsText(analysis: Analysis) -> str:
       CHANGE_COLUMNS, ChangePointCells(analysis.change_points)))
 
 
-def Verdict(analysis: Analysis) -> str:
+def _Count(n: int, word: str) -> str:
+  return f'{n} {word}{"" if n == 1 else "s"}'
+
+
+def _Limits(rows: pd.DataFrame) -> str:
+  """' (limit: client CPU)', or each limit's count where they differ."""
+  if 'limit' not in rows.columns:
+    return ''
+  named = rows['limit'].replace('', None).dropna()  # '': not recorded
+  if set(named) <= set(rows['verdict']):  # 'disturbed (limit: disturbed)'
+    return ''
+  named = named.map(lambda name: attribution.WORDS.get(name, name))
+  if named.empty:
+    return ''
+  counts = named.value_counts()
+  if len(counts) == 1 and counts.iloc[0] == len(rows):
+    return f' (limit: {counts.index[0]})'
+  parts = [f'{words} {n}' for words, n in counts.items()]
+  if len(named) < len(rows):
+    parts.append(f'not recorded {len(rows) - len(named)}')
+  return f' (limits: {", ".join(parts)})'
+
+
+@dataclasses.dataclass(frozen=True)
+class Headline:
+  """The banner: what the night's answers establish, then regressions.
+
+  `level` is its colour: 'bad' (a recent regression), 'unknown' (no
+  confirmed answer this night, or no series to check: nothing is known to
+  be fine), 'partial' (some answers not confirmed) or 'good' (every answer
+  confirmed, no regression). A night without one confirmed answer is never
+  'good'.
+  """
+  level: str
+  known: str
+  regressions: str
+  answers: int
+  confirmed: int
+
+  @property
+  def text(self) -> str:
+    return f'{self.known} {self.regressions}'
+
+
+def MakeHeadline(analysis: Analysis) -> Headline:
+  answers = answers_lib.RunAnswers(analysis.night_frame)
+  total = len(answers)
+  confirmed = int((answers['verdict'] == verdict_lib.CONFIRMED).sum())
+  include = analysis.settings.include_unconfirmed
+  if not total:
+    known = f'No latency-capped answer on night {analysis.night}.'
+  else:
+    known = (f'All {_Count(total, "answer")}' if confirmed == total else
+             f'{confirmed} of {_Count(total, "answer")}') + (
+                 f' confirmed on night {analysis.night}')
+    why = [f'{len(rows)} {name}{_Limits(rows)}'
+           for name in verdict_lib.PROBLEMS
+           for rows in [answers[answers['verdict'] == name]] if len(rows)]
+    if why:
+      known += '; not confirmed: ' + ', '.join(why)
+    if not confirmed:
+      known += ('; none is a server figure one can rank' +
+                (', ranked anyway (--include_unconfirmed)' if include else ''))
+    known += '.'
   count = len(analysis.recent_regressions)
   window = analysis.settings.recent_nights
+  series = analysis.points.groupby(['cell', 'metric']).ngroups if (
+      not analysis.points.empty) else 0
   if count:
-    return (f'REGRESSION: {count} significant regression(s) in the last '
-            f'{window} night(s).')
-  return f'No significant regression in the last {window} night(s).'
+    regressions = (f'REGRESSION: {count} significant regression(s) in the '
+                   f'last {window} night(s).')
+  elif not series:
+    regressions = ('Regressions not checked: no confirmed answer in the '
+                   f'{_Count(len(analysis.nights), "night")} of history.')
+  else:
+    regressions = (f'No significant regression in the last {window} '
+                   'night(s)' + (' (unconfirmed answers counted).' if include
+                                 else ' among confirmed answers.'))
+  if count:
+    level = 'bad'
+  elif not confirmed or not series:
+    level = 'unknown'
+  elif confirmed < total:
+    level = 'partial'
+  else:
+    level = 'good'
+  return Headline(level, known, regressions, total, confirmed)
+
+
+def Verdict(analysis: Analysis) -> str:
+  """The headline as one line: what is known first, then regressions."""
+  return MakeHeadline(analysis).text
+
+
+def NightWorkloads(analysis: Analysis) -> List[str]:
+  """Every workload of the night's cells (ranked or not), sorted."""
+  frame = analysis.night_frame
+  if frame.empty or 'workload' not in frame.columns:
+    return []
+  return sorted({str(w) for w in frame['workload'].dropna()})
+
+
+def WorkloadsText(workloads: Sequence[str]) -> str:
+  """'workload X', '2 workloads: X; Y' or 'no workload recorded'."""
+  if not workloads:
+    return 'no workload recorded'
+  if len(workloads) == 1:
+    return f'workload {workloads[0]}'
+  return f'{len(workloads)} workloads: ' + '; '.join(workloads)
 
 
 def FormatText(analysis: Analysis) -> str:
+  headline = MakeHeadline(analysis)
   return '\n\n'.join([FormatLeaderboardText(
       analysis.board, analysis.unranked,
       analysis.settings.include_unconfirmed),
-                      FormatChangePointsText(analysis), Verdict(analysis)])
+                      FormatChangePointsText(analysis),
+                      f'{headline.known}\n{headline.regressions}'])
 
 
 def _Version(package: str) -> str:
@@ -390,11 +497,12 @@ def CommonContext(analysis: Analysis) -> Dict[str, Any]:
                                       analysis.settings.include_unconfirmed),
       'interval_note': INTERVAL_NOTE,
       'show_workload': ShowsWorkload(analysis.board),
-      'workloads': _Workloads(analysis.board) if not analysis.board.empty
-                   else '',
       'change_rows': ChangePointCells(analysis.change_points),
       'regression_rows': ChangePointCells(analysis.recent_regressions),
       'verdict': Verdict(analysis),
+      'headline': MakeHeadline(analysis),
+      'night_workloads': NightWorkloads(analysis),
+      'workloads_text': WorkloadsText(NightWorkloads(analysis)),
       'detector': DetectorDescription(analysis.settings),
       'settings': analysis.settings,
       'series_count': analysis.points.groupby(['cell', 'metric']).ngroups,
