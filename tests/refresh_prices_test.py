@@ -145,3 +145,24 @@ def test_import_csv_keeps_source_and_date_per_row(tmp_path):
   with pytest.raises(errors.UsageError, match='no spot price'):
     pricing.PriceCatalog.Load(str(out)).ForRun('spot').Lookup(
         'AWS', 'us-west-2b', 'c7g.4xlarge')
+
+
+@pytest.mark.parametrize('price', ['0', 'nan', '1e400', '-0.5'])
+def test_a_bad_imported_price_writes_nothing(tmp_path, price):
+  """Issue 24 item 14: what refresh_prices.py writes passes the catalog's
+  one price validation first; a bad price is one line, exit 2, and the
+  catalog is left as it was."""
+  table = tmp_path / 'aws.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      f'us-west-2,c7g.4xlarge,16,32,{price},github:aws/karpenter-provider-aws@'
+      '6fc13b5236fd:x.go,2026-07-20\n')
+  catalog = tmp_path / 'prices.yaml'
+  with open(pricing.DEFAULT_CATALOG_PATH) as f:
+    catalog.write_text(f.read())
+  before = catalog.read_bytes()
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'AWS',
+                       '--source_description', 'reviewed', '--input',
+                       str(catalog), '--output', str(catalog)]) == 2
+  assert catalog.read_bytes() == before
+  assert sorted(os.listdir(tmp_path)) == ['aws.csv', 'prices.yaml']
