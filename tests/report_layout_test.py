@@ -207,7 +207,7 @@ def _Renderer(figure):
 def test_unconfirmed_answers_are_white_over_their_probe_never_filled(night):
   frame, tonight = night
   figure = charts.ProbeCurvesFigure(tonight, charts.CellColors(frame['cell']))
-  canvas, _ = _Renderer(figure)
+  canvas, renderer = _Renderer(figure)
   pixels = np.asarray(canvas.buffer_rgba())[:, :, :3]
   hollow_stars = 0
   for ax in figure.axes:
@@ -225,6 +225,11 @@ def test_unconfirmed_answers_are_white_over_their_probe_never_filled(night):
     assert all(star.get_zorder() > p.get_zorder() for p in probes)
     words = [t for t in ax.texts if t.get_text() == 'unconfirmed']
     assert len(words) == len(star.get_offsets())
+    frame_box = ax.get_window_extent(renderer)
+    for word in words:  # inside the panel's frame
+      box = word.get_window_extent(renderer)
+      assert (frame_box.x0 <= box.x0 and box.x1 <= frame_box.x1 and
+              frame_box.y0 <= box.y0 and box.y1 <= frame_box.y1), box
     for x, y in star.get_offsets():
       px, py = ax.transData.transform((x, y))
       row = pixels.shape[0] - int(round(py))

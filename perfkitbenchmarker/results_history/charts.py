@@ -305,15 +305,21 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
                  facecolors='white', edgecolors=REGRESSION_COLOR,
                  linewidths=1.6, linestyles='--', zorder=6,
                  label=UNCONFIRMED_LABEL)
-      low, high = ax.get_xlim()
+      (low, high), (bottom, top) = ax.get_xlim(), ax.get_ylim()
       for x, y in zip(chosen.loc[~confirmed, 'capped_ops'],
                       chosen.loc[~confirmed, 'avg_latency_ms']):
-        # On the side with room, so the word stays inside the frame.
+        # Towards the middle of the panel, so the word stays inside the
+        # frame; on a white ground, so probe dots under it do not hide it.
         left = x > (low + high) / 2
-        ax.annotate('unconfirmed', (x, y), xytext=(-10 if left else 10, -3),
+        down = y > (bottom + top) / 2
+        ax.annotate('unconfirmed', (x, y),
+                    xytext=(-8 if left else 8, -9 if down else 9),
                     textcoords='offset points', fontsize=FONT - 1,
-                    ha='right' if left else 'left', color=REGRESSION_COLOR,
-                    style='italic', zorder=6)
+                    ha='right' if left else 'left',
+                    va='top' if down else 'bottom', color=REGRESSION_COLOR,
+                    style='italic', zorder=7,
+                    bbox={'boxstyle': 'round,pad=0.15', 'facecolor': 'white',
+                          'edgecolor': 'none', 'alpha': 0.85})
     ax.set_title('\n'.join(textwrap.wrap(labels[cell], TITLE_CHARS)),
                  fontsize=FONT, loc='left')
     ax.set_xlabel('throughput (ops/s)', fontsize=FONT)
