@@ -674,6 +674,7 @@ def test_an_endless_body_is_refused_at_the_size_limit(fake, tmp_path):
   assert took < 100, took
 
 
+@pytest.mark.e2e  # PublishRun reads the harness version with git.
 def test_a_sample_compare_would_refuse_is_not_published(fake, tmp_path):
   """Issue 24 item 13: samples holding "value": Infinity (a --machine_price
   of 1 and 400 zeros) were loaded (rc 0), and compare then refused the
