@@ -181,6 +181,36 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
   assert '<div class="verdict bad" id="headline">' in html
   assert '## Redis price-performance' in summary.read_text()
 
+  # At 800 px the change-point table, like the leaderboard, is in reach:
+  # every column fits or its box scrolls to it, and a cue says which.
+  measured = tmp_path / 'measure.html'
+  measured.write_text(html.replace('</body>', """<script>
+window.addEventListener('load', () => {
+  const table = document.getElementById('changes-table');
+  const wrap = table.parentElement, cue = wrap.previousElementSibling;
+  const inView = () => Array.from(table.querySelectorAll('th')).map(th =>
+      th.getBoundingClientRect().right <= wrap.getBoundingClientRect().right + 1);
+  const before = inView();
+  const cueShown = !cue.hidden, cueText = cue.textContent;
+  wrap.scrollLeft = wrap.scrollWidth;
+  document.body.setAttribute('data-changes', JSON.stringify({
+    before, after: inView(), cueShown, cueText,
+    page: document.documentElement.scrollWidth}));
+});
+</script></body>"""))
+  dom = subprocess.run(
+      [_Chromium(), '--headless', '--no-sandbox', '--disable-gpu',
+       '--hide-scrollbars', f'--user-data-dir={tmp_path / "profile"}',
+       '--window-size=800,1200', '--virtual-time-budget=5000', '--dump-dom',
+       f'file://{measured}'], capture_output=True, text=True, timeout=90,
+      check=True).stdout
+  changes = json.loads(re.search(r'data-changes="([^"]*)"', dom).group(1)
+                       .replace('&quot;', '"').replace('&amp;', '&'))
+  assert changes['page'] <= 800
+  assert all(changes['after']), changes
+  if not all(changes['before']):
+    assert changes['cueShown'] and 'scroll' in changes['cueText'], changes
+
   shot = tmp_path / 'shot.png'
   subprocess.run(
       [_Chromium(), '--headless', '--no-sandbox', '--disable-gpu',
