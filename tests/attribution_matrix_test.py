@@ -36,9 +36,9 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
 pytestmark = [
     pytest.mark.e2e,  # Every test here starts a process (tier_guard.py).
-    pytest.mark.skipif(not cpu_cgroups.Available(),
-                       reason='needs root and a writable CPU cgroup '
-                       'controller (v1 cpu or v2 with cpu delegated)'),
+    # CI runs as root on a kernel with a CPU controller: missing, it fails.
+    e2e_support.Needs('root and a writable CPU cgroup controller (v1 cpu or '
+                      'v2 with cpu delegated)', cpu_cgroups.Available),
     e2e_support.NeedsTools('redis-server', 'redis-benchmark', 'taskset')]
 
 

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import e2e_support
+
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import client_cpu
@@ -172,9 +174,8 @@ def test_cpu_lists_and_the_window_a_series_covers():
   assert client_cpu.WindowOf(snaps[:1], 0.0, 1.0) is None
 
 
-needs_cgroups = pytest.mark.skipif(
-    not cpu_cgroups.Available(),
-    reason='needs root and a writable CPU cgroup controller')
+needs_cgroups = e2e_support.Needs(
+    'root and a writable CPU cgroup controller', cpu_cgroups.Available)
 
 
 @pytest.mark.e2e

@@ -16,6 +16,8 @@ import time
 import psutil
 import pytest
 
+import e2e_support
+
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
@@ -32,7 +34,7 @@ SPEC = virtual_machine.VmSpec(cloud='Static', machine_type='static')
 @pytest.fixture
 def server(tmp_path):
   if not sshd_fixture.Available():
-    pytest.skip('needs openssh-server')
+    e2e_support.Unavailable('sshd', 'scripts/setup.sh installs openssh-server')
   sshd = sshd_fixture.Sshd(str(tmp_path / 'sshd')).Start()
   yield sshd
   _Thaw(sshd)

@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+import e2e_support
+
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -296,7 +298,7 @@ def test_what_the_file_accepts_teardown_reads_back(tmp_path, keyfile):
 def own_sshd(tmp_path):
   """An sshd of the test's own, to stop and start again."""
   if not sshd_fixture.Available():
-    pytest.skip('needs openssh-server')
+    e2e_support.Unavailable('sshd', 'scripts/setup.sh installs openssh-server')
   server = sshd_fixture.Sshd(str(tmp_path / 'own_sshd')).Start()
   yield server
   server.Stop()

@@ -13,6 +13,8 @@ import tempfile
 
 import pytest
 
+import e2e_support
+
 # Every test here starts a process (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e
 
@@ -48,9 +50,10 @@ def checkout():
     shutil.rmtree(top)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv') or
-                    not os.path.exists('/usr/bin/python3'),
-                    reason='runs a command as user nobody')
+@e2e_support.Needs(
+    'root, setpriv and /usr/bin/python3 (it runs a command as user nobody)',
+    lambda: (os.geteuid() == 0 and bool(shutil.which('setpriv')) and
+             os.path.exists('/usr/bin/python3')))
 def test_a_venv_another_user_cannot_run_is_one_line(checkout):  # pylint: disable=redefined-outer-name
   env = {'PATH': '/usr/bin:/bin', 'HOME': '/nonexistent'}
   done = subprocess.run(
