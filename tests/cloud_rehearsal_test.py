@@ -652,7 +652,11 @@ def gcp_deadline_during_preload(r):
   uri = RunUri('rd')
   r.StartGce()
   r.StartBigQuery()
-  run = r.Start(_GcpArgs(r, uri, '--timeout_minutes=0.75'))
+  # A preload long enough (seconds, not the shortened run's 2,000 keys)
+  # that its loader is still there to be stopped: on a quiet machine the
+  # short one finished first and the run went on ("Preload verified").
+  run = r.Start(_GcpArgs(r, uri, '--timeout_minutes=0.75',
+                         '--memtier_key_maximum=400000'))
   run.WaitFor('Preloading')
   # The preload stalls (its loader stopped on the client) until the
   # deadline ends the run.

@@ -29,12 +29,11 @@ def _CheckRun(proc, results_dir, run_uri, usd=0.084492, model='on_demand'):
   assert len(probes) >= 2
   capped = [r for r in rows if r['metric'] == 'latency_capped_throughput'][0]
   labels = e2e.Labels(capped)
-  # Under the cap, unless the answer is unconfirmed because its repeats
-  # averaged over it (its figure is then the mean at its load, issue 23
-  # point 5, and says so).
+  # Under the cap, unless the answer is unconfirmed (its figure is then the
+  # mean of every probe at its load, issue 23 point 5, which may be over it:
+  # repeats over the cap, or a budget spent before they held).
   if float(labels['average_latency_ms']) >= 1.0:
     assert labels['verdict'] == 'unconfirmed', labels
-    assert 'cap' in labels['verdict_reason'], labels
   assert capped['value'] > 1000
   perf = [r for r in rows if r['metric'] == 'price_performance'][0]
   perf_labels = e2e.Labels(perf)

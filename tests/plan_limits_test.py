@@ -49,15 +49,17 @@ def test_many_local_groups_are_refused_at_once(tmp_path, groups, words):
   assert took < 120, took
 
 
-def test_a_plan_of_many_cloud_groups_builds_each_spec_once(pkb_flags,
-                                                           monkeypatch):
+def test_a_plan_of_many_cloud_groups_builds_each_spec_once(pkb_flags):
   config = bench.GetConfig({})
   group = dict(config['vm_groups']['servers'])
   group['vm_spec'] = {'GCP': {'machine_type': 'n2d-standard-2',
                               'zone': 'us-central1-a'}}
   config['vm_groups'] = {f'g{i}': dict(group) for i in range(400)}
   config['vm_groups']['servers'] = dict(group)
-  monkeypatch.setattr(pkb_flags, 'project', 'p')
+  # Set as a flag value (the pkb_flags fixture restores it): monkeypatch on
+  # absl's FlagValues deleted the flag itself on undo, and every later test
+  # in the session saw no --project (upstream_flags_test failed).
+  pkb_flags.project = 'p'
   spec = benchmark_spec.BenchmarkSpec(
       bench, config, 'plan', 'GCP', None, pkb_flags,
       pricing.PriceCatalog.Load(), lambda s: None)
