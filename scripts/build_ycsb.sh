@@ -44,8 +44,11 @@ done
 
 echo "Building the YCSB Redis binding with Maven..."
 mkdir -p "$OUT"
+# Maven 3.8 prints colour resets even in batch mode with colour off; its
+# output (only errors, with -q) goes through a filter that drops them.
 mvn -q -B -Dstyle.color=never -f "$SRC/pom.xml" -Dpkb.build.dir="$OUT/target" package \
-  dependency:build-classpath -Dmdep.outputFile="$CP" -Dmdep.includeScope=runtime
+  dependency:build-classpath -Dmdep.outputFile="$CP" -Dmdep.includeScope=runtime \
+  2>&1 | sed 's/\x1b\[[0-9;]*m//g'
 cp "$OUT/target/pkb-ycsb-redis-1.0.0.jar" "$JAR"
 digest > "$STAMP"
 echo "YCSB binding built: $JAR"
