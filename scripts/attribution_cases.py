@@ -41,6 +41,7 @@ if REPO not in sys.path:
   sys.path.insert(0, REPO)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker.publishers import bigquery_schema
 from scripts import cpu_cgroups
 
 CASES = ('quiet', 'server_quota', 'client_quota', 'client_hog', 'client_spin')
@@ -89,16 +90,6 @@ class CaseResult:
     return (f'{self.case:13} limit={answer.get("limit", "-"):13} '
             f'verdict={answer.get("verdict_flags", "-"):22} '
             f'probes={",".join(self.limits) or "-"}  ' + ' '.join(figures))
-
-
-def _Labels(row: dict) -> Dict[str, str]:
-  if 'metadata' in row:
-    return {k: str(v) for k, v in row['metadata'].items()}
-  labels = {}
-  for item in row.get('labels', '').split('|,|'):
-    key, _, value = item.strip('|').partition(':')
-    labels[key] = value
-  return labels
 
 
 def _Rows(results_dir: str, run_uri: str) -> List[dict]:
@@ -210,8 +201,8 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
                   results_dir, runner)
     torn_down = True
     rows = _Rows(results_dir, run_uri)
-    probes = [_Labels(r) for r in rows if r['metric'] == 'throughput']
-    capped = [_Labels(r) for r in rows
+    probes = [bigquery_schema.RowLabels(r) for r in rows if r['metric'] == 'throughput']
+    capped = [bigquery_schema.RowLabels(r) for r in rows
               if r['metric'] == 'latency_capped_throughput']
     return CaseResult(case, run_uri, second.returncode, second.stdout,
                       second.stderr, probes, capped[-1] if capped else None)

@@ -54,17 +54,8 @@ venv_reexec.UseRepoVenv(REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from perfkitbenchmarker import evidence
+from perfkitbenchmarker.publishers import bigquery_schema
 from scripts import loopback_sshd
-
-
-def _Labels(row: dict) -> Dict[str, str]:
-  if 'metadata' in row:
-    return {k: str(v) for k, v in row['metadata'].items()}
-  labels = {}
-  for item in row.get('labels', '').split('|,|'):
-    key, _, value = item.strip('|').partition(':')
-    labels[key] = value
-  return labels
 
 
 def ProbeTimes(results_json: str, nominal_s: Optional[float] = None
@@ -82,7 +73,7 @@ def ProbeTimes(results_json: str, nominal_s: Optional[float] = None
       row = json.loads(line)
       if row['metric'] != 'throughput':
         continue
-      labels = _Labels(row)
+      labels = bigquery_schema.RowLabels(row)
       lifetime, test_time = ToolLifetime(run_dir,
                                          labels.get(evidence.METADATA_KEY))
       nominal = test_time or nominal_s or float(labels['probe_duration_s'])

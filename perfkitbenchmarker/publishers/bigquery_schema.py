@@ -81,6 +81,14 @@ def ParseLabels(labels: str) -> Dict[str, str]:
   return {key: value for key, _, value in pairs}
 
 
+def RowLabels(row: Mapping[str, Any]) -> Dict[str, str]:
+  """A results-file row's metadata as text, from its `metadata` object
+  (--nocollapse_labels) or its |k:v|,|k:v| labels."""
+  if 'metadata' in row:
+    return {k: str(v) for k, v in row['metadata'].items()}
+  return ParseLabels(row.get('labels', ''))
+
+
 def SampleUri(row: Mapping[str, Any]) -> str:
   """The row's sample_uri, or a stable one derived from its content."""
   if row.get('sample_uri'):
