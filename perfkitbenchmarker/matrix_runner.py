@@ -422,7 +422,7 @@ class _Runner:
     for row in rows:
       metadata = row.get('metadata')
       if not isinstance(metadata, dict):
-        metadata = bigquery_schema.ParseLabels(row.get('labels') or '')
+        metadata = sample_lib.ParseLabels(row.get('labels') or '')
       samples.append(sample_lib.Sample(str(row['metric']), 0.0, '',
                                        metadata))
     found = verdict_lib.RunVerdict(samples)

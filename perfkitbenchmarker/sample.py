@@ -3,7 +3,7 @@
 import dataclasses
 import time
 import types
-from typing import Any, Mapping
+from typing import Any, Dict, Mapping
 
 def _Freeze(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
   return types.MappingProxyType(dict(metadata))
@@ -27,3 +27,29 @@ class Sample:
     merged = dict(self.metadata)
     merged.update(extra)
     return dataclasses.replace(self, metadata=merged)
+
+
+def FormatLabels(metadata: Mapping[str, Any]) -> str:
+  """PKB's collapsed labels: |key:value|,|key:value| sorted by key."""
+  return ','.join(f'|{k}:{metadata[k]}|' for k in sorted(metadata))
+
+
+def ParseLabels(labels: str) -> Dict[str, str]:
+  """PKB's collapsed labels `|k:v|,|k:v|` -> {k: v} (values stay strings).
+
+  Values may contain ',' and ':' (e.g. `test_rps:SET=1,GET=2`), so items are
+  split on the `|,|` separator and each on its first ':'. Raises ValueError
+  on text that is not such labels.
+  """
+  text = (labels or '').strip()
+  if not text:
+    return {}
+  if len(text) < 2 or text[0] != '|' or text[-1] != '|':
+    raise ValueError(f'labels are not |key:value|,...: {text[:40]!r}')
+  result = {}
+  for item in text[1:-1].split('|,|'):
+    key, sep, value = item.partition(':')
+    if not sep or not key:
+      raise ValueError(f'label item without key:value: {item[:40]!r}')
+    result[key] = value
+  return result

@@ -125,7 +125,7 @@ def test_creates_partitioned_clustered_table_and_loads_the_run(fake,
       assert got[key] == row[key], key
     assert got['sample_time'] == round(row['timestamp'] * 1e6)
     pairs = {p['key']: p['value'] for p in got['metadata']}
-    assert pairs == bigquery_schema.ParseLabels(row['labels'])
+    assert pairs == sample.ParseLabels(row['labels'])
   assert pairs['test_rps'] == 'SET=43501.90,GET=43336.95'
   assert pairs['client_saturated'] in ('True', 'False')
 
@@ -162,7 +162,7 @@ def test_the_table_takes_upstream_pkbs_own_rows(fake, tmp_path):
   rows = {r['sample_uri']: r
           for r in bigquery_publisher.ReadRows(TABLE, client)}
   assert rows[upstream['sample_uri']]['timestamp'] == upstream['timestamp']
-  harness = {uri: bigquery_schema.ParseLabels(r['labels']).get('harness')
+  harness = {uri: sample.ParseLabels(r['labels']).get('harness')
              for uri, r in rows.items()}
   assert harness.pop(upstream['sample_uri']) is None
   assert set(harness.values()) == {'redis_price_performance'}
@@ -273,7 +273,7 @@ def test_publishes_recorded_runs_in_both_label_forms(fake):
     got = stored[row['sample_uri']]
     pairs = {p['key']: p['value'] for p in got['metadata']}
     assert pairs == {k: str(v) for k, v in row['metadata'].items()}
-    assert stored[row['sample_uri']]['labels'] == publisher.FormatLabels(
+    assert stored[row['sample_uri']]['labels'] == sample.FormatLabels(
         row['metadata'])
   again = bigquery_publisher.PublishFiles(options, [HISTORY], client=client)
   assert (again.loaded, again.already) == (0, len(rows))

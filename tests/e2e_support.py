@@ -19,6 +19,8 @@ import uuid
 import psutil
 import pytest
 
+from perfkitbenchmarker import sample
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB = os.path.join(REPO, 'pkb.py')
 # Short runs for tests about everything but the search's answer: 1 s probes,
@@ -158,11 +160,7 @@ def Samples(results_dir, run_uri):
 
 
 def Labels(row):
-  labels = {}
-  for item in row['labels'].split('|,|'):
-    key, _, value = item.strip('|').partition(':')
-    labels[key] = value
-  return labels
+  return sample.ParseLabels(row['labels'])
 
 
 # Shard kinds in run records and the names their processes carry.

@@ -32,6 +32,7 @@ from PIL import Image
 
 import e2e_support
 
+from perfkitbenchmarker import sample
 from perfkitbenchmarker.results_history import charts
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -120,7 +121,7 @@ def _History(tmp_path):
       if 'metadata' in row:
         row['metadata'].update(extra)
       else:
-        labels = loader.ParseLabels(row['labels'])
+        labels = sample.ParseLabels(row['labels'])
         labels.update({k: str(v) for k, v in extra.items()})
         row['labels'] = ','.join(f'|{k}:{labels[k]}|' for k in sorted(labels))
     (out / name).mkdir(parents=True)

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker import sample
 from perfkitbenchmarker.results_history import answers
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
@@ -38,7 +38,7 @@ def _Row(run_uri, metric, value, unit, when, machine, **metadata):
           'test': 'redis_memtier', 'official': False, 'owner': 't',
           'run_uri': f'{run_uri}-{next(_SEQ):04d}',
           'sample_uri': f's{next(_SEQ)}',
-          'labels': publisher.FormatLabels(labels)}
+          'labels': sample.FormatLabels(labels)}
 
 
 def _Run(run_uri, machine, answer, ci, minute, verdict='confirmed', usd=1.0,

@@ -7,6 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 
+from perfkitbenchmarker import sample
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -74,7 +75,7 @@ def test_collapsed_labels_and_metadata_object_load_alike(frame):
 
 def test_labels_with_commas_and_colons_in_values():
   labels = '|local_priced_as:GCP:n2d-standard-2|,|test_rps:SET=1.5,GET=2|,|x:|'
-  assert loader.ParseLabels(labels) == {
+  assert sample.ParseLabels(labels) == {
       'local_priced_as': 'GCP:n2d-standard-2', 'test_rps': 'SET=1.5,GET=2',
       'x': ''}
 
@@ -129,7 +130,7 @@ def test_bigquery_rows_go_through_the_same_typing(frame):
   table_rows = []
   for line in raw:
     row = dict(line)
-    row['metadata'] = loader.ParseLabels(row.pop('labels'))
+    row['metadata'] = sample.ParseLabels(row.pop('labels'))
     row['timestamp'] = pd.Timestamp(row['timestamp'], unit='s', tz='UTC')
     table_rows.append(row)
   asked = []

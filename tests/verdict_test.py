@@ -190,7 +190,7 @@ def test_bigquery_rows_carry_the_verdict_and_stay_unofficial():
   capped = sample.Sample(verdict.CAPPED_METRIC, 9.0, 'ops/sec',
                          found.Metadata())
   row = publisher.ToRow(capped, 'redis_memtier', info)
-  row['labels'] = publisher.FormatLabels(row.pop('metadata'))
+  row['labels'] = sample.FormatLabels(row.pop('metadata'))
   table_row = bigquery_schema.ToTableRow(row)
   assert table_row['official'] is False
   pairs = {p['key']: p['value'] for p in table_row['metadata']}

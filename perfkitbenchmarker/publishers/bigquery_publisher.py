@@ -7,7 +7,7 @@ Stable API (other modules rely on these names and signatures):
       or 'dataset.table' in `client.project`) as a dict shaped like one line
       of perfkitbenchmarker_results.json: metric, value, unit, timestamp
       (epoch seconds, float), test, product_name, official, owner, run_uri,
-      sample_uri, labels ('|key:value|,...' as publisher.FormatLabels);
+      sample_uri, labels ('|key:value|,...' as sample.FormatLabels);
       sorted by timestamp, then sample_uri. `client` is a
       google.cloud.bigquery.Client. The results-history loader uses it.
 

@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import publisher
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
@@ -65,28 +66,12 @@ class ResultsFileError(errors.UsageError):
   """A results file that cannot be read as PKB samples."""
 
 
-def FormatLabels(metadata: Mapping[str, Any]) -> str:
-  """PKB's |key:value|,... sorted by key (as publisher.FormatLabels)."""
-  return ','.join(f'|{k}:{metadata[k]}|' for k in sorted(metadata))
-
-
-def ParseLabels(labels: str) -> Dict[str, str]:
-  """|k:v|,|k:v| -> {k: v}; values may hold ',' and ':'."""
-  text = (labels or '').strip()
-  if not text:
-    return {}
-  if len(text) < 2 or text[0] != '|' or text[-1] != '|':
-    raise ValueError(f'labels are not |key:value|,...: {text[:40]!r}')
-  pairs = (item.partition(':') for item in text[1:-1].split('|,|'))
-  return {key: value for key, _, value in pairs}
-
-
 def RowLabels(row: Mapping[str, Any]) -> Dict[str, str]:
   """A results-file row's metadata as text, from its `metadata` object
   (--nocollapse_labels) or its |k:v|,|k:v| labels."""
   if 'metadata' in row:
     return {k: str(v) for k, v in row['metadata'].items()}
-  return ParseLabels(row.get('labels', ''))
+  return sample_lib.ParseLabels(row.get('labels', ''))
 
 
 def SampleUri(row: Mapping[str, Any]) -> str:
@@ -111,10 +96,10 @@ def ToTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
   """A PKB JSON line (validated by ReadResultsFiles) -> a table row."""
   if isinstance(row.get('metadata'), Mapping):
     metadata = {str(k): v for k, v in row['metadata'].items()}
-    labels = FormatLabels(metadata)
+    labels = sample_lib.FormatLabels(metadata)
   else:
     labels = row.get('labels') or ''
-    metadata = ParseLabels(labels)
+    metadata = sample_lib.ParseLabels(labels)
   when = datetime.datetime.fromtimestamp(float(row['timestamp']),
                                          datetime.timezone.utc)
   official = row.get('official')
@@ -146,7 +131,7 @@ def FromTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
   labels = row.get('labels')
   if labels is None:
     pairs = row.get('metadata') or []
-    labels = FormatLabels({p['key']: p['value'] for p in pairs})
+    labels = sample_lib.FormatLabels({p['key']: p['value'] for p in pairs})
   result = {k: row.get(k) for k in PKB_FIELDS}
   result['timestamp'] = None if timestamp is None else float(timestamp)
   result['labels'] = labels
@@ -168,7 +153,7 @@ def _CheckRow(row: Any, where: str) -> Dict[str, Any]:
     if not math.isfinite(float(row['timestamp'])):
       raise ValueError(f'timestamp {row["timestamp"]} is not a time')
     if not isinstance(row.get('metadata'), Mapping):
-      ParseLabels(row.get('labels') or '')
+      sample_lib.ParseLabels(row.get('labels') or '')
   except (TypeError, ValueError) as e:
     raise ResultsFileError(f'{where} is not a PKB sample: {e}.') from None
   return row

@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Dict
 
-from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import results_file
 
 
@@ -28,7 +28,7 @@ class JSONPublisher:
     row = dict(row)
     metadata = row.pop('metadata')
     if self.collapse_labels:
-      row['labels'] = publisher.FormatLabels(metadata)
+      row['labels'] = sample_lib.FormatLabels(metadata)
     else:
       row['metadata'] = metadata
     data = (json.dumps(row, sort_keys=True) + '\n').encode()

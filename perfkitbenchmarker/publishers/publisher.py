@@ -84,11 +84,6 @@ def ToRow(sample: sample_lib.Sample, test: str,
   }
 
 
-def FormatLabels(metadata: Mapping[str, Any]) -> str:
-  """PKB's collapsed labels: |key:value|,|key:value| sorted by key."""
-  return ','.join(f'|{k}:{metadata[k]}|' for k in sorted(metadata))
-
-
 class SampleCollector:
   """Collects samples and hands each to every publisher at once."""
 

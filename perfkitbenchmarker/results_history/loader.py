@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 import pandas as pd
 
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.results_history import typed_frame
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
@@ -61,26 +62,6 @@ MAX_RUN_RECORD_BYTES = 16 << 20
 
 class LoadError(Exception):
   """Input that is not a readable set of PKB samples (exit 2 in compare)."""
-
-
-def ParseLabels(labels: str) -> Dict[str, str]:
-  """PKB's collapsed labels `|k:v|,|k:v|` -> {k: v} (values stay strings).
-
-  Values may contain ',' and ':' (e.g. `test_rps:SET=1,GET=2`), so items are
-  split on the `|,|` separator and each on its first ':'.
-  """
-  text = labels.strip()
-  if not text:
-    return {}
-  if not (text.startswith('|') and text.endswith('|')):
-    raise ValueError(f'labels do not look like |key:value|,...: {text[:40]!r}')
-  result = {}
-  for item in text[1:-1].split('|,|'):
-    key, sep, value = item.partition(':')
-    if not sep or not key:
-      raise ValueError(f'label item without key:value: {item[:40]!r}')
-    result[key] = value
-  return result
 
 
 def _Depth(value: Any) -> int:
@@ -125,7 +106,7 @@ def _Normalize(row: Dict[str, Any], where: str) -> Dict[str, Any]:
   metadata = row.get('metadata')
   if metadata is None:
     try:
-      metadata = ParseLabels(row.get('labels') or '')
+      metadata = sample_lib.ParseLabels(row.get('labels') or '')
     except ValueError as e:
       raise LoadError(f'{where}: {e}') from None
   elif isinstance(metadata, str):  # A table may hold the object as JSON text.

@@ -27,7 +27,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from perfkitbenchmarker.publishers import publisher
+from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
@@ -129,7 +129,7 @@ def WriteJsonLines(frame: pd.DataFrame, path: str) -> None:
       row['timestamp'] = record['timestamp'].timestamp()
       row['value'] = float(record['value'])
       row['official'] = bool(row['official'])
-      row['labels'] = publisher.FormatLabels(metadata)
+      row['labels'] = sample_lib.FormatLabels(metadata)
       f.write(json.dumps(row, sort_keys=True, default=str) + '\n')
 
 
