@@ -30,7 +30,7 @@ REPO = os.path.dirname(_HERE)
 sys.path.insert(0, REPO)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker import redis_shard
 
 SWEEP_S = 0.01
 MAX_RUN_S = 1800  # The sampler stops (and the run is killed) after this.
@@ -76,7 +76,7 @@ def main(argv) -> int:
         password = _Password(scratch)
         if password:
           secrets = [password.encode(),
-                     load_user.LoadPassword(password).encode()]
+                     redis_shard.LoadPassword(password).encode()]
       if secrets:
         sweeps += 1
         for pid in os.listdir('/proc'):

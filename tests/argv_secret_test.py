@@ -22,8 +22,8 @@ import e2e_support
 import memtier_replay
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import concurrent
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.e2e
 
 # Characters a shell or a C string could mishandle, on purpose.
 PASSWORD = "argv 'secret' $HOME;\"pw\""
-LOAD_PASSWORD = load_user.LoadPassword(PASSWORD)
+LOAD_PASSWORD = redis_shard.LoadPassword(PASSWORD)
 
 
 class CmdlineSampler(threading.Thread):
@@ -72,7 +72,7 @@ def server():
   # The config on stdin: the passwords stay out of the server's own argv.
   proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\nappendonly no\n'
                    f'requirepass "{os.urandom(8).hex()}"\n'
-                   f'{load_user.UserDirective(PASSWORD)}\n')
+                   f'{redis_shard.UserDirective(PASSWORD)}\n')
   proc.stdin.close()
   try:
     for _ in range(200):
@@ -146,7 +146,7 @@ def test_memtier_authenticates_with_only_the_token_in_argv(server, vm):
   _AssertHidden(argvs, 'memtier_benchmark')
   # The stand-in wrote them for real, logged in with the handed password.
   dbsize = subprocess.run(
-      ['redis-cli', '-p', str(server.port), '--user', load_user.LOAD_USER,
+      ['redis-cli', '-p', str(server.port), '--user', redis_shard.LOAD_USER,
        'DBSIZE'], capture_output=True, text=True, check=True,
       env=dict(os.environ, REDISCLI_AUTH=LOAD_PASSWORD)).stdout
   assert dbsize.strip() == '2000'
@@ -157,7 +157,7 @@ def test_memtier_authenticates_with_only_the_token_in_argv(server, vm):
   # Without the library it sends the token itself, and the server refuses.
   bare = subprocess.run(
       [path, '-s', server.host, '-p', str(server.port), '-a',
-       f'{load_user.LOAD_USER}:{argv_secret.TOKEN}', '--test-time', '1'],
+       f'{redis_shard.LOAD_USER}:{argv_secret.TOKEN}', '--test-time', '1'],
       capture_output=True, text=True, timeout=30, check=False)
   assert bare.returncode == 1
   assert 'authentication failed' in bare.stderr
@@ -167,7 +167,7 @@ def test_without_the_library_the_tool_fails_closed(server, tmp_path):
   e2e_support.RequireTool('redis-benchmark', 'apt-get install redis-tools')
   vm = _Vm(str(tmp_path / 'pkb-nolib'))
   argv = ['redis-benchmark', '-h', server.host, '-p', str(server.port),
-          '--user', load_user.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set',
+          '--user', redis_shard.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set',
           '-n', '100', '-q']
   # A library that cannot load (not an ELF file): the loader skips it, the
   # tool sends the token itself as the password, and the server refuses it.

@@ -21,7 +21,7 @@ import pytest
 import e2e_support as e2e
 from argv_secret_test import LOAD_PASSWORD, PASSWORD, server, vm  # pylint: disable=unused-import
 from perfkitbenchmarker import errors
-from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.load_generators import base
@@ -91,7 +91,7 @@ def test_no_argv_or_environment_holds_the_password(server, vm):
   # 0600 script, `timeout`, `taskset`, `env`, the tool), with a short
   # request count rather than a timed probe.
   argv = ['redis-benchmark', '-h', server.host, '-p', str(server.port),
-          '--user', load_user.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set',
+          '--user', redis_shard.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set',
           '-n', '5000', '-c', '4', '-q']
   outputs, sampler = _Sampled(lambda: concurrent.RunSideBySide(
       vm, 'probe', [argv, argv], 60, secret=LOAD_PASSWORD))
@@ -187,7 +187,7 @@ def _EnvWrapper(path, tool, hide_at_version=False):
 
 def _RedisBenchmarkArgv(program, server):  # pylint: disable=redefined-outer-name
   return [program, '-h', server.host, '-p', str(server.port), '--user',
-          load_user.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set', '-n',
+          redis_shard.LOAD_USER, '-a', argv_secret.TOKEN, '-t', 'set', '-n',
           '20000', '-c', '4', '-q']
 
 

@@ -14,15 +14,15 @@ import time
 import pytest
 
 import e2e_support
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import redis_cluster
 
 ADDRESS = re.compile(r'\b\d+\.\d+\.\d+\.\d+(:| )\d+\b')
 
 
 def _Shards(count, first_port=7001):
-  return [engine_base.Shard('vm', '127.0.0.1', first_port + i, 1000 + i,
+  return [redis_shard.Shard('vm', '127.0.0.1', first_port + i, 1000 + i,
                             f'/tmp/c{i}') for i in range(count)]
 
 
@@ -135,7 +135,7 @@ def test_real_cluster_built_by_pieces_with_replicas(tmp_path, monkeypatch):
                           check=False).stdout.strip() == 'PONG':
           break
         time.sleep(0.05)
-    shards = [engine_base.Shard('local', '127.0.0.1', p, s.pid, '')
+    shards = [redis_shard.Shard('local', '127.0.0.1', p, s.pid, '')
               for p, s in zip(ports, servers)]
     redis_cluster.CreateCluster(_LocalVm(), shards, password, replicas=1,
                                timeout_s=60)

@@ -16,8 +16,8 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
-from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import local_redis_builds
@@ -126,7 +126,7 @@ def test_dragonfly_refuses_other_cpus_and_bad_versions():
 
 @pytest.mark.e2e
 def test_dragonfly_flag_file_and_start_command():
-  shard = engine_base.ShardOptions(maxmemory_mb=2048, bind='10.0.0.5')
+  shard = redis_shard.ShardOptions(maxmemory_mb=2048, bind='10.0.0.5')
   text = dragonfly_server.FlagFileText(7001, 'pw', shard, '/d',
                                        proactor_threads=30,
                                        cluster_mode='emulated')
@@ -174,7 +174,7 @@ def test_keydb_install_and_server_threads():
   assert keydb_server.ServerThreadsConfig(8) == ('server-threads 8',)
   assert keydb_server.ServerThreadsConfig(0) == ()
   engine = engines.Get('keydb', server_threads=8)
-  shard = engine.ShardConfig(engine_base.ShardOptions())
+  shard = engine.ShardConfig(redis_shard.ShardOptions())
   config = redis_server.ConfigText(7001, 'pw', shard, '/d', 'keydb')
   assert 'server-threads 8' in config.splitlines()
   assert 'pidfile "/d/keydb-7001.pid"' in config
@@ -250,7 +250,7 @@ def _Vms(tmp_path, count):
 
 
 def _Info(vm, proc, password):
-  return redis_cluster.ReplicationInfo(vm, engine_base.Shard(
+  return redis_cluster.ReplicationInfo(vm, redis_shard.Shard(
       vm.name, '127.0.0.1', proc.port, proc.pid, proc.config_path), password)
 
 
@@ -281,7 +281,7 @@ def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
       assert _Info(primary.vm, primary, password)['connected_slaves'] == '1'
     kind = engine.PROCESS_KIND
     assert all(p.KIND == kind for p in processes)
-    shards = [engine_base.Shard(p.vm.name, '127.0.0.1', p.port, p.pid,
+    shards = [redis_shard.Shard(p.vm.name, '127.0.0.1', p.port, p.pid,
                                 p.config_path) for p in processes]
     redis_server.Cli(vms[0], '127.0.0.1', primaries[0].port, password,
                      'SET k v')
@@ -311,7 +311,7 @@ def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
     assert sorted(i['role'] for i in infos) == ['master'] * 3 + ['slave'] * 3
     assert all(i['master_link_status'] == 'up' for i in infos
                if i['role'] == 'slave')
-    shard = engine_base.Shard('servers-0', '127.0.0.1', processes[0].port,
+    shard = redis_shard.Shard('servers-0', '127.0.0.1', processes[0].port,
                               processes[0].pid, processes[0].config_path)
     assert redis_cluster.ClusterInfo(vms[0], shard, password)[
         'cluster_state'] == 'ok'

@@ -28,9 +28,9 @@ from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import virtual_machine
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
@@ -86,8 +86,8 @@ def server():
   proc = _StartOrphan(
       ['redis-server', '--port', str(port), '--bind', '127.0.0.1', '--save',
        '', '--appendonly', 'no', '--requirepass', PASSWORD,
-       '--user', load_user.LOAD_USER, 'on',
-       '>' + load_user.LoadPassword(PASSWORD), '~*', '&*', '+@all'],
+       '--user', redis_shard.LOAD_USER, 'on',
+       '>' + redis_shard.LoadPassword(PASSWORD), '~*', '&*', '+@all'],
       server_core)
   try:
     deadline = time.monotonic() + 10

@@ -20,9 +20,9 @@ import e2e_support
 import memtier_replay
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier
@@ -96,8 +96,8 @@ def server():
   proc = subprocess.Popen(
       ['taskset', '-c', '0', 'redis-server', '--port', str(port), '--bind',
        '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass',
-       PASSWORD, '--user', load_user.LOAD_USER, 'on',
-       '>' + load_user.LoadPassword(PASSWORD), '~*', '&*', '+@all'],
+       PASSWORD, '--user', redis_shard.LOAD_USER, 'on',
+       '>' + redis_shard.LoadPassword(PASSWORD), '~*', '&*', '+@all'],
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     for _ in range(200):

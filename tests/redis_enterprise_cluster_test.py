@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.study import deployment
@@ -214,10 +214,10 @@ def test_load_user_is_bound_to_the_databases_and_deleted_after_them(
     cluster.Form()
     cluster.CreateLoadAccess()
     user, = fake.access['users'].values()
-    assert user['name'] == load_user.LOAD_USER
-    assert user['password'] == load_user.LoadPassword(PASSWORD)
+    assert user['name'] == redis_shard.LOAD_USER
+    assert user['password'] == redis_shard.LoadPassword(PASSWORD)
     acl, = fake.access['redis_acls'].values()
-    assert acl['acl'] == load_user.LOAD_USER_RULES
+    assert acl['acl'] == redis_shard.LOAD_USER_RULES
     role, = fake.access['roles'].values()
     assert role['management'] == 'none' and user['role_uids'] == [role['uid']]
     cluster.CreateDatabases(shards=1)

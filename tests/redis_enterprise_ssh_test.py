@@ -60,7 +60,7 @@ import argv_secret_test
 import e2e_support as e2e
 import memtier_replay
 import stand_ins
-from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.enterprise import rladmin as rladmin_lib
 from tests import fake_redis_enterprise
 
@@ -306,7 +306,7 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   assert any('memtier_benchmark' in a for a in sampler.argvs)
   assert any('/v1/bootstrap/create_cluster' in a for a in sampler.argvs)
   password = api.password
-  for secret in (password, load_user.LoadPassword(password)):
+  for secret in (password, redis_shard.LoadPassword(password)):
     leaks = [a for a in sampler.argvs if secret in a]
     assert not leaks, leaks[:2]
     assert secret not in proc.stdout + proc.stderr

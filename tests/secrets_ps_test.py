@@ -25,7 +25,7 @@ import e2e_support as e2e
 import memtier_replay
 
 sys.path.insert(0, e2e.REPO)
-from perfkitbenchmarker.engines import load_user  # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import redis_shard  # pylint: disable=g-import-not-at-top,wrong-import-position
 from perfkitbenchmarker.linux_packages import argv_secret  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # Every test here starts a process (tests/tier_guard.py).
@@ -106,7 +106,7 @@ def test_redis_benchmark_run_shows_no_password(tmp_path):
       tmp_path, ['--load_generator=redis_benchmark'])
   assert any('redis-benchmark' in l for l in sampler.lines)
   _AssertNowhere(sampler.password, sampler, run_dir, proc)
-  _AssertNowhere(load_user.LoadPassword(sampler.password), sampler, run_dir,
+  _AssertNowhere(redis_shard.LoadPassword(sampler.password), sampler, run_dir,
                  proc)
 
 
@@ -118,11 +118,11 @@ def test_memtier_run_shows_no_password(tmp_path):
   # logged in all the same, with what the preloaded library handed it.
   runs = [l for l in sampler.lines
           if memtier in l and '--json-out-file' in l]
-  assert runs and all(f'-a {load_user.LOAD_USER}:{argv_secret.TOKEN}' in l
+  assert runs and all(f'-a {redis_shard.LOAD_USER}:{argv_secret.TOKEN}' in l
                       for l in runs), runs[:3]
   _AssertNowhere(sampler.password, sampler, run_dir, proc)
   # memtier's JSON carries `-a`; what is kept has it masked.
-  _AssertNowhere(load_user.LoadPassword(sampler.password), sampler, run_dir,
+  _AssertNowhere(redis_shard.LoadPassword(sampler.password), sampler, run_dir,
                  proc)
 
 

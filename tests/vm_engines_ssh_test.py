@@ -56,12 +56,11 @@ import e2e_support as e2e
 import stand_ins
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import base as engine_base
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import redis_server
@@ -382,13 +381,13 @@ def _Check(vm, engine, shard, password):
   out, err, _ = vm.RemoteCommandWithReturnCode(f'redis-cli -p {port} PING')
   assert 'NOAUTH' in out + err
   loader = (f'redis-cli -h 127.0.0.1 -p {port} --no-auth-warning '
-            f'--user {load_user.LOAD_USER}')
-  load_env = {'REDISCLI_AUTH': load_user.LoadPassword(password)}
+            f'--user {redis_shard.LOAD_USER}')
+  load_env = {'REDISCLI_AUTH': redis_shard.LoadPassword(password)}
   assert vm.RemoteCommand(f'{loader} SET k v', env=load_env)[0].strip() == 'OK'
   out, err, _ = vm.RemoteCommandWithReturnCode(
       f'{loader} CONFIG GET requirepass', env=load_env)
   assert 'NOPERM' in out + err
-  shards = [engine_base.Shard(vm.name, '127.0.0.1', port, shard.pid,
+  shards = [redis_shard.Shard(vm.name, '127.0.0.1', port, shard.pid,
                               shard.config_path)]
   assert engine.KeyCount(vm, shards, password) == 1
 
@@ -432,7 +431,7 @@ def test_dragonfly_tarball_install_start_and_stop(
 
   password = redis_server.NewPassword()
   shard, = engine.StartShards(vm, 1, password,
-                              engine_base.ShardOptions(maxmemory_mb=1024),
+                              redis_shard.ShardOptions(maxmemory_mb=1024),
                               record, FreePort())
   flags = vm.ReadFile(shard.config_path).splitlines()
   assert '--proactor_threads=2' in flags and '--dbfilename=' in flags
@@ -474,7 +473,7 @@ def test_keydb_source_build_start_and_stop(
 
   password = redis_server.NewPassword()
   shard, = engine.StartShards(vm, 1, password,
-                              engine_base.ShardOptions(maxmemory_mb=64),
+                              redis_shard.ShardOptions(maxmemory_mb=64),
                               record, FreePort())
   assert 'server-threads 2' in vm.ReadFile(shard.config_path).splitlines()
   _Check(vm, engine, shard, password)

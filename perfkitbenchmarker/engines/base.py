@@ -7,33 +7,10 @@ command line itself; it asks the engine.
 """
 
 import abc
-import dataclasses
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence
 
 from perfkitbenchmarker import errors
-
-
-@dataclasses.dataclass(frozen=True)
-class ShardOptions:
-  """Per-VM shard settings the study decides (the engine applies them)."""
-  cluster_mode: bool = False
-  maxmemory_mb: int = 1024
-  extra_config: Tuple[str, ...] = ()
-  bind: str = '127.0.0.1'
-
-
-@dataclasses.dataclass(frozen=True)
-class Shard:
-  """One running shard, as clients and the cluster see it."""
-  vm_name: str
-  host: str
-  port: int
-  pid: int
-  config_path: str
-
-  @property
-  def address(self) -> str:
-    return f'{self.host}:{self.port}'
+from perfkitbenchmarker import redis_shard
 
 
 class ServerEngine(abc.ABC):
@@ -54,19 +31,21 @@ class ServerEngine(abc.ABC):
     """The installed server's version, recorded in every sample."""
 
   @abc.abstractmethod
-  def StartShards(self, vm, count: int, password: str, options: ShardOptions,
-                  record, start_port: int) -> List:
+  def StartShards(self, vm, count: int, password: str,
+                  options: redis_shard.ShardOptions, record,
+                  start_port: int) -> List:
     """Configures and starts `count` shards on free ports; returns their
     run-record resources (each has `port`, `pid`, `vm`, `config_path` and
     `Delete()`)."""
 
   @abc.abstractmethod
-  def FormCluster(self, vm, shards: Sequence[Shard], password: str,
-                  replicas: int) -> None:
+  def FormCluster(self, vm, shards: Sequence[redis_shard.Shard],
+                  password: str, replicas: int) -> None:
     """Joins the shards into one cluster and waits until it serves."""
 
   @abc.abstractmethod
-  def KeyCount(self, vm, shards: Sequence[Shard], password: str) -> int:
+  def KeyCount(self, vm, shards: Sequence[redis_shard.Shard],
+               password: str) -> int:
     """Keys held by the primaries (for the preload check)."""
 
   @abc.abstractmethod
@@ -82,14 +61,15 @@ class ServerEngine(abc.ABC):
     """Engine settings recorded in every sample (e.g. {'io-threads': '4'})."""
     return {}
 
-  def AttachReplica(self, vm, replica: Shard, primary: Shard,
-                    password: str) -> None:
+  def AttachReplica(self, vm, replica: redis_shard.Shard,
+                    primary: redis_shard.Shard, password: str) -> None:
     """Makes a standalone shard replicate another."""
     raise errors.UsageError(f'The {self.NAME} engine has no replicas here; '
                             'drop --redis_replicas_per_primary.')
 
-  def VerifyReplication(self, vm, shards: Sequence[Shard], password: str,
-                        primaries: int, replicas_per_primary: int) -> None:
+  def VerifyReplication(self, vm, shards: Sequence[redis_shard.Shard],
+                        password: str, primaries: int,
+                        replicas_per_primary: int) -> None:
     """Waits until every replica is linked to its primary, or raises."""
     raise errors.UsageError(f'The {self.NAME} engine has no replicas here; '
                             'drop --redis_replicas_per_primary.')

@@ -17,9 +17,9 @@ import shlex
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.enterprise import rest_client
 from perfkitbenchmarker.enterprise import rladmin
@@ -84,7 +84,7 @@ class RedisEnterpriseCluster:
                       if v is not None}
     self._bootstrap_timeout_s = bootstrap_timeout_s
     vm_util.RegisterSecret(password)
-    vm_util.RegisterSecret(load_user.LoadPassword(password))
+    vm_util.RegisterSecret(redis_shard.LoadPassword(password))
     self.client = self._ClientOn(self.servers[0])
     # uids of the load user's Redis ACL, role and user, once created.
     self.load_access: Optional[Tuple[int, int, int]] = None
@@ -159,19 +159,19 @@ class RedisEnterpriseCluster:
   # The load generators' user ------------------------------------------------
 
   def CreateLoadAccess(self) -> None:
-    """The load generators log in as load_user.LOAD_USER with its derived
+    """The load generators log in as redis_shard.LOAD_USER with its derived
     password, as on Redis OSS shards; Redis Enterprise defines such a user
     through access control: a Redis ACL with the same rules, a role without
     cluster rights, and a user with that role, bound to each database."""
     if self.load_access is not None:
       return
-    name = load_user.LOAD_USER
-    acl = self.client.CreateRedisAcl(name, load_user.LOAD_USER_RULES)
+    name = redis_shard.LOAD_USER
+    acl = self.client.CreateRedisAcl(name, redis_shard.LOAD_USER_RULES)
     self.load_access = (acl, None, None)
     role = self.client.CreateRole(name)
     self.load_access = (acl, role, None)
     user = self.client.CreateUser(name, f'{name}@example.com',
-                                  load_user.LoadPassword(self._password),
+                                  redis_shard.LoadPassword(self._password),
                                   [role])
     self.load_access = (acl, role, user)
 

@@ -13,6 +13,7 @@ import shlex
 from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import base
 from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import redis_cluster
@@ -56,25 +57,27 @@ class RedisOssEngine(base.ServerEngine):
       return {'io-threads': str(self.io_threads)}
     return {}
 
-  def ShardConfig(self, options: base.ShardOptions) -> base.ShardOptions:
+  def ShardConfig(
+      self, options: redis_shard.ShardOptions) -> redis_shard.ShardOptions:
     """`options` with this engine's settings as config lines."""
     lines = tuple(f'{k} {v}' for k, v in self.Settings().items())
     return dataclasses.replace(options,
                                extra_config=options.extra_config + lines)
 
   def StartShards(self, vm, count: int, password: str,
-                  options: base.ShardOptions, record,
+                  options: redis_shard.ShardOptions, record,
                   start_port: int) -> List[redis_server.RedisProcess]:
     return redis_server.StartShards(
         vm, count, password, self.ShardConfig(options), record,
         start_port=start_port, process_class=self.PROCESS_CLASS,
         server_command=self.ServerCommand(vm))
 
-  def FormCluster(self, vm, shards: Sequence[base.Shard], password: str,
+  def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:
     redis_cluster.CreateCluster(vm, shards, password, replicas=replicas)
 
-  def KeyCount(self, vm, shards: Sequence[base.Shard], password: str) -> int:
+  def KeyCount(self, vm, shards: Sequence[redis_shard.Shard],
+               password: str) -> int:
     return redis_cluster.DbSize(vm, shards, password)
 
   def ReadPassword(self, process) -> str:
@@ -84,11 +87,12 @@ class RedisOssEngine(base.ServerEngine):
       raise errors.ProcessError('The shards\' config has no password.')
     return match.group(1)
 
-  def AttachReplica(self, vm, replica: base.Shard, primary: base.Shard,
-                    password: str) -> None:
+  def AttachReplica(self, vm, replica: redis_shard.Shard,
+                    primary: redis_shard.Shard, password: str) -> None:
     redis_cluster.ReplicaOf(vm, replica, primary, password)
 
-  def VerifyReplication(self, vm, shards: Sequence[base.Shard], password: str,
-                        primaries: int, replicas_per_primary: int) -> None:
+  def VerifyReplication(self, vm, shards: Sequence[redis_shard.Shard],
+                        password: str, primaries: int,
+                        replicas_per_primary: int) -> None:
     redis_cluster.WaitForReplication(vm, shards, password, primaries,
                                     replicas_per_primary)

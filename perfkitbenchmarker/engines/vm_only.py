@@ -15,6 +15,7 @@ import dataclasses
 from typing import Dict, Sequence
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import base
 from perfkitbenchmarker.engines import redis_oss
 from perfkitbenchmarker.linux_packages import dragonfly_server
@@ -84,7 +85,8 @@ class DragonflyEngine(_VmOnly):
       raise errors.ProcessError('The Dragonfly flag file has no password.')
     return password
 
-  def ShardConfig(self, options: base.ShardOptions) -> base.ShardOptions:
+  def ShardConfig(
+      self, options: redis_shard.ShardOptions) -> redis_shard.ShardOptions:
     # Settings go on Dragonfly's flag file, not redis.conf lines; Redis
     # Cluster mode is Dragonfly's emulated cluster.
     return dataclasses.replace(options, cluster_mode=False)
@@ -104,7 +106,7 @@ class DragonflyEngine(_VmOnly):
     return super().StartShards(vm, count, password, options, record,
                                start_port)
 
-  def FormCluster(self, vm, shards: Sequence[base.Shard], password: str,
+  def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:
     if len(shards) != 1 or replicas or self.cluster_mode != 'emulated':
       raise errors.UsageError(

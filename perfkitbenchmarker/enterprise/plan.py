@@ -8,7 +8,7 @@ preload, the thread steps and the optimizer.
 from typing import List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import prepare_checks
-from perfkitbenchmarker.engines import load_user
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
 
@@ -167,7 +167,7 @@ def DescribePlan(spec, opts: options_lib.EnterpriseOptions,
         + (f'; CPUs {",".join(map(str, opts.disable_cpu_ids))} offlined'
            if opts.disable_cpu_ids else ''),
         '  clients: memtier_benchmark, logged in as the restricted user '
-        f'{load_user.LOAD_USER} (a Redis ACL, role and user through the '
+        f'{redis_shard.LOAD_USER} (a Redis ACL, role and user through the '
         'REST API)',
         'Databases (REST API /v1/bdbs):',
         f'  {opts.db_count} x {opts.shards_per_db} shard(s)'

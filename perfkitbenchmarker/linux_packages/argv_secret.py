@@ -2,7 +2,7 @@
 
 memtier_benchmark takes a password only as `-a`, and Debian's redis-benchmark
 7.0 ignores REDISCLI_AUTH, so their argv would carry the load user's password
-(engines/load_user.py) for the whole probe, readable by every user of the
+(redis_shard.py) for the whole probe, readable by every user of the
 client VM through `ps` or /proc/<pid>/cmdline. Instead the command line
 carries TOKEN, and this small library, preloaded into the tool only, swaps
 each argument containing TOKEN for a private copy with the password before

@@ -28,10 +28,10 @@ import shlex
 from typing import Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
-from perfkitbenchmarker.engines import load_user
-from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import package_commands
+from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import remote_install
 
 RELEASE = '1.36.0'
@@ -131,8 +131,8 @@ def FlagFileText(port: int, password: str, options: redis_server.ShardOptions,
 
 
 def AclFileText(password: str) -> str:
-  """The load user (engines/load_user.py) in Dragonfly's ACL file."""
-  return load_user.UserDirective(password) + '\n'
+  """The load user (redis_shard.py) in Dragonfly's ACL file."""
+  return redis_shard.UserDirective(password) + '\n'
 
 
 def StartCommand(flagfile: str, logfile: str,

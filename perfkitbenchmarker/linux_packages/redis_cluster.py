@@ -15,11 +15,11 @@ import time
 from typing import Callable, Dict, List, Sequence
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
-from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.linux_packages import redis_server
 
-Shard = engine_base.Shard
+Shard = redis_shard.Shard
 
 CLUSTER_SLOTS = 16384
 # `redis-cli --cluster create` takes every address in one argv, which grows

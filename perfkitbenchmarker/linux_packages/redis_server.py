@@ -21,11 +21,10 @@ from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import base as engine_base
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('redis_server_version', 'distro',
@@ -70,8 +69,8 @@ flags.register_validator('redis_server_options', _RegisterOptionSecrets)
 START_TIMEOUT_S = 20
 
 
-ShardOptions = engine_base.ShardOptions
-Shard = engine_base.Shard
+ShardOptions = redis_shard.ShardOptions
+Shard = redis_shard.Shard
 
 
 def Install(vm: virtual_machine.BaseVirtualMachine,
@@ -107,7 +106,7 @@ def RegisterPassword(password: str) -> None:
   """Masks the password (and the load user's) in logs and results."""
   vm_util.RegisterSecret(password)
   if password:
-    vm_util.RegisterSecret(load_user.LoadPassword(password))
+    vm_util.RegisterSecret(redis_shard.LoadPassword(password))
 
 
 def MaxMemoryPerShardMb(vm_memory_mib: int, shards: int,
@@ -140,7 +139,7 @@ def ConfigText(port: int, password: str, options: ShardOptions,
       'maxmemory-policy noeviction',
       f'requirepass {password}',
       f'masterauth {password}',
-      load_user.UserDirective(password),
+      redis_shard.UserDirective(password),
   ]
   if options.cluster_mode:
     lines += ['cluster-enabled yes',

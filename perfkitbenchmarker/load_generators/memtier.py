@@ -14,7 +14,7 @@ one process per endpoint walks all the client steps of a search in one run;
 Credentials: memtier takes a password only as `-a`, so its argv carries
 argv_secret.TOKEN and linux_packages/argv_secret.py hands memtier the real
 one out of `ps`'s sight. It logs in as the run's restricted load user
-(engines/load_user.py), never with the run's password; memtier copies `-a`
+(redis_shard.py), never with the run's password; memtier copies `-a`
 into its JSON (`authenticate`), which is masked as soon as it is read.
 """
 
@@ -24,8 +24,8 @@ from typing import Any, List, Optional, Sequence
 
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
 from perfkitbenchmarker.load_generators import base
@@ -126,13 +126,13 @@ class MemtierGenerator(base.LoadGenerator):
         self.path, e, argv_secret.TOKEN, workload,
         threads=PRELOAD_THREADS, clients=clients,
         key_pattern=self.load_key_pattern, json_out=path,
-        user=load_user.LOAD_USER)
+        user=redis_shard.LOAD_USER)
              for e, path in zip(endpoints, json_paths)]
     timeout = 120 + workload.key_count / 5000
     # Its JSON comes back too, to be kept with the probes' (evidence.py).
     concurrent.RunSideBySide(
         self.vm, 'memtier-preload', argvs, timeout,
-        secret=load_user.LoadPassword(password), files=json_paths,
+        secret=redis_shard.LoadPassword(password), files=json_paths,
         manifest=dict(Manifest(measurement.Load(PRELOAD_THREADS, clients),
                                json_paths, None, 0), preload=True))
     # Every standalone shard is its own database: each gets the slice.
@@ -154,13 +154,13 @@ class MemtierGenerator(base.LoadGenerator):
     json_paths = [f'{self.vm.scratch_dir}/probe-{self._probes}-{e.port}'
                   f'{f"-{i}" if i else ""}.json' for e, i in targets]
     argvs = [commands.MemtierProbeCommand(
-        self.path, e, argv_secret.TOKEN, workload, load, test_time, path, staircase=staircase, user=load_user.LOAD_USER,
-        requests=requests)
+        self.path, e, argv_secret.TOKEN, workload, load, test_time, path,
+        staircase=staircase, user=redis_shard.LOAD_USER, requests=requests)
              for (e, _), path in zip(targets, json_paths)]
     run = concurrent.RunProbe(
         self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
         cpu_window_s=None if requests else test_time,
-        secret=load_user.LoadPassword(password), files=json_paths,
+        secret=redis_shard.LoadPassword(password), files=json_paths,
         sample_every_s=concurrent.SampleEvery(test_time),
         manifest=Manifest(load, json_paths, None if requests else test_time,
                           0 if requests else self.warmup_s, staircase))

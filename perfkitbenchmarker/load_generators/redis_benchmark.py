@@ -17,7 +17,7 @@ own.
 Credentials: redis-cli reads the password from REDISCLI_AUTH; Debian's
 redis-benchmark 7.0 does not (it needs `-a`), so its argv carries
 argv_secret.TOKEN and linux_packages/argv_secret.py hands it the password of
-the run's restricted load user (engines/load_user.py) out of `ps`'s sight.
+the run's restricted load user (redis_shard.py) out of `ps`'s sight.
 """
 
 import dataclasses
@@ -29,8 +29,8 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import probe_processes
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import redis_benchmark as package
 from perfkitbenchmarker.load_generators import base
@@ -139,9 +139,9 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         PATH, seed, argv_secret.TOKEN, 'set', clients=clients,
         threads=1, pipeline=1, requests=50 * clients,
         data_size=workload.data_size, key_space=1, cluster_mode=True,
-        user=load_user.LOAD_USER)
+        user=redis_shard.LOAD_USER)
     concurrent.RunSideBySide(self.vm, 'redis-benchmark-tags', [argv], 60,
-                             secret=load_user.LoadPassword(password))
+                             secret=redis_shard.LoadPassword(password))
     tags = {}
     for endpoint in masters:
       keys, _ = self.vm.RemoteCommand(
@@ -214,7 +214,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
                              self.vm.num_cpus or load.threads))
         argvs.append(commands.RedisBenchmarkCommand(
             PATH, endpoint, argv_secret.TOKEN, test,
-            user=load_user.LOAD_USER, clients=connections,
+            user=redis_shard.LOAD_USER, clients=connections,
             threads=threads, pipeline=load.pipeline,
             requests=self._Requests(test, connections, duration_s),
             data_size=workload.data_size, key_space=workload.key_count,
@@ -223,7 +223,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     groups = [f'{endpoint.host}:{endpoint.port}' for endpoint, _, _ in tests]
     run = concurrent.RunProbe(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
-        duration_s * 4 + 30, secret=load_user.LoadPassword(password),
+        duration_s * 4 + 30, secret=redis_shard.LoadPassword(password),
         sample_every_s=concurrent.SampleEvery(duration_s),
         manifest={'load_generator': rb.LOAD_GENERATOR,
                   'load': [load.threads, load.clients, load.pipeline],

@@ -25,6 +25,7 @@ from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import probe_processes
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
@@ -77,8 +78,8 @@ class Deployment:
   replicas_per_primary: int = 0
 
   @property
-  def shards(self) -> Tuple[engine_base.Shard, ...]:
-    return tuple(engine_base.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
+  def shards(self) -> Tuple[redis_shard.Shard, ...]:
+    return tuple(redis_shard.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
                                    p.config_path) for p in self.processes)
 
   @property
@@ -187,7 +188,7 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
   replicas = server.replicas_per_primary
 
   def ShardOptions(vm):
-    return engine_base.ShardOptions(
+    return redis_shard.ShardOptions(
         cluster_mode=server.cluster_mode,
         maxmemory_mb=redis_server.MaxMemoryPerShardMb(
             vm.memory_mib or 1024, shards_per_vm * (1 + replicas),
@@ -202,7 +203,7 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
         engine, servers, processes, shards_per_vm, replicas, password,
         server.cluster_mode, ShardOptions, record, start_port))
   if server.cluster_mode:
-    shards = [engine_base.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
+    shards = [redis_shard.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
                                 p.config_path) for p in processes]
     engine.FormCluster(servers[0], shards, password,
                        replicas or server.cluster_replicas)

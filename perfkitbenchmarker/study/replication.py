@@ -16,7 +16,7 @@ supports replicas by implementing `AttachReplica` and `VerifyReplication`.
 
 from typing import Callable, List, Sequence
 
-from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker import redis_shard
 
 
 def ReplicaVmIndex(primary_vm: int, server_vms: int) -> int:
@@ -24,8 +24,8 @@ def ReplicaVmIndex(primary_vm: int, server_vms: int) -> int:
   return (primary_vm + 1) % server_vms
 
 
-def _Shard(process) -> engine_base.Shard:
-  return engine_base.Shard(process.vm.name, process.vm.internal_ip,
+def _Shard(process) -> redis_shard.Shard:
+  return redis_shard.Shard(process.vm.name, process.vm.internal_ip,
                            process.port, process.pid, process.config_path)
 
 
@@ -37,7 +37,7 @@ def StartReplicas(engine, servers: Sequence, primaries: Sequence,
   `shards_per_vm` each); standalone ones are attached with REPLICAOF.
 
   Args:
-    shard_options: vm -> engines.base.ShardOptions for that VM.
+    shard_options: vm -> engines.redis_shard.ShardOptions for that VM.
   Returns:
     the replicas' run-record resources.
   """

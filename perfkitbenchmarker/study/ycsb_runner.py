@@ -5,7 +5,7 @@ Servers are deployed through the engine seam with the Redis study's one
 mode and password as redis_memtier has them). Client VMs get YCSB and PKB's
 binding (linux_packages/ycsb.py), installed while the servers install theirs
 (`deployment.PrepareVms`), and a 0600 connection file with the run's
-restricted load user (engines/load_user.py); the password is never in argv.
+restricted load user (redis_shard.py); the password is never in argv.
 
 `Load` runs YCSB's load phase (records split across client VMs) and checks
 the key count. `SearchWorkload` is the latency-capped search with threads as
@@ -28,10 +28,10 @@ from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
-from perfkitbenchmarker.engines import load_user
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
 from perfkitbenchmarker.load_generators import concurrent as side_by_side
@@ -90,8 +90,8 @@ def _WriteConnection(clients: Sequence, processes, password: str,
                      opts: ycsb_options.YcsbStudyOptions) -> None:
   """Each client VM's 0600 connection file: the shards and the load user."""
   text = ycsb_package.ConnectionProperties(
-      Hosts(processes, opts), load_user.LOAD_USER,
-      load_user.LoadPassword(password), opts.server.cluster_mode,
+      Hosts(processes, opts), redis_shard.LOAD_USER,
+      redis_shard.LoadPassword(password), opts.server.cluster_mode,
       opts.timeout_ms)
   for vm in clients:
     vm.WriteFile(f'{vm.scratch_dir}/{CONNECTION_FILE}', text, mode=0o600)
@@ -245,7 +245,7 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
                                      'client_vm': vm.name,
                                      'threads': opts.load_threads}))
   found = engine.KeyCount(spec.vm_groups['servers'][0],
-                          [engine_base.Shard(p.vm.name, p.vm.internal_ip,
+                          [redis_shard.Shard(p.vm.name, p.vm.internal_ip,
                                              p.port, p.pid, p.config_path)
                            for p in dep.processes], dep.password)
   if found != opts.record_count:

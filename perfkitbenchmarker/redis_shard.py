@@ -1,0 +1,67 @@
+"""A Redis shard as every layer sees it: where it runs, how it is set up, and
+the user the load generators log in as.
+
+Plain values with no imports from the rest of the harness, so the engines
+(engines/) that start shards, the programs (linux_packages/) that configure
+them and the load generators (load_generators/) that log in to them all share
+one definition without pointing up a layer.
+
+The load user. memtier_benchmark takes a password only as an argument (`-a`),
+and Debian's redis-benchmark 7.0 ignores REDISCLI_AUTH.
+linux_packages/argv_secret.py keeps the password out of their argv where the
+client VM has a C compiler; where it has none (a Local machine set up by hand)
+it is readable in `ps` for the probe's length. Either way that password is not
+the run's `requirepass` (the default user, which can read the config,
+FLUSHALL, SHUTDOWN or change ACLs) but that of an ACL user the shards' config
+defines, limited to data commands. Its password is derived from the run's
+password with HMAC-SHA256, one way: seeing it in `ps` reveals nothing of the
+run's password, and a resumed run derives it again from the config file. Both
+are masked in logs and results (vm_util.RegisterSecret).
+"""
+
+import dataclasses
+import hashlib
+import hmac
+from typing import Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardOptions:
+  """Per-VM shard settings the study decides (the engine applies them)."""
+  cluster_mode: bool = False
+  maxmemory_mb: int = 1024
+  extra_config: Tuple[str, ...] = ()
+  bind: str = '127.0.0.1'
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+  """One running shard, as clients and the cluster see it."""
+  vm_name: str
+  host: str
+  port: int
+  pid: int
+  config_path: str
+
+  @property
+  def address(self) -> str:
+    return f'{self.host}:{self.port}'
+
+
+LOAD_USER = 'pkb-load'
+# Data commands only: no CONFIG (it would print requirepass), ACL, SHUTDOWN,
+# FLUSHALL, DEBUG, KEYS and the like.
+LOAD_USER_RULES = ('~* &* +@all -@admin -@dangerous '
+                   # Cluster clients read the topology.
+                   '+cluster|slots +cluster|nodes')
+
+
+def LoadPassword(password: str) -> str:
+  """The load user's password for the run password `password`."""
+  return hmac.new(password.encode(), LOAD_USER.encode(),
+                  hashlib.sha256).hexdigest()
+
+
+def UserDirective(password: str) -> str:
+  """The redis.conf line that defines the load user."""
+  return f'user {LOAD_USER} on >{LoadPassword(password)} {LOAD_USER_RULES}'
