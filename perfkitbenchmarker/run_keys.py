@@ -33,11 +33,6 @@ def RunKeyDir(run_uri: str) -> str:
   return os.path.join(KeysRoot(), run_uri)
 
 
-def MakeRunKeyDir(run_uri: str) -> str:
-  """The run's key directory, created (with its parents) and made 0700."""
-  return MakePrivateDir(RunKeyDir(run_uri))
-
-
 def MakePrivateDir(directory: str) -> str:
   """directory, created (with its parents) and made 0700.
 

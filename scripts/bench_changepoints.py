@@ -4,7 +4,7 @@
   ./scripts/bench_changepoints.py [--histories=150] [--max_seconds=100]
 
 Histories are generated from the real runs in tests/data/history
-(results_history/synthetic.py): 30 nights, each cell with its own
+(tests/synthetic_history.py): 30 nights, each cell with its own
 night-to-night noise of 2-3 % (normal), prices constant. Half the histories
 have a 10 % drop in one cell (round robin) from a random night; the other
 half are noise only. Every history goes through the same HistoryPoints ->
@@ -49,7 +49,8 @@ from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
-from perfkitbenchmarker.results_history import synthetic
+sys.path.insert(0, os.path.join(_REPO, 'tests'))  # Synthetic histories.
+import synthetic_history as synthetic
 
 flags.DEFINE_integer('histories', 150, 'Histories of each kind (step, noise).')
 flags.DEFINE_integer('nights', 30, 'Nights per history.')

@@ -31,7 +31,8 @@ venv_reexec.UseRepoVenv(_REPO, __file__)
 from absl import app
 from absl import flags
 
-from perfkitbenchmarker.results_history import synthetic
+sys.path.insert(0, os.path.join(_REPO, 'tests'))  # Synthetic histories.
+import synthetic_history as synthetic
 
 flags.DEFINE_integer('rows', 1000000, 'Samples in the large history.',
                      lower_bound=1000, upper_bound=20000000)

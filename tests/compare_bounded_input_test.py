@@ -20,7 +20,7 @@ from perfkitbenchmarker.results_history import charts
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import report
-from perfkitbenchmarker.results_history import synthetic
+import synthetic_history as synthetic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HISTORY = os.path.join(HERE, 'data', 'history')

@@ -1,7 +1,7 @@
 """Change points on histories generated from real sample rows.
 
 Each history replays the real runs in tests/data/history night after night
-with 2-3 % night-to-night noise per cell (synthetic.py); one has a 10 % step
+with 2-3 % night-to-night noise per cell (tests/synthetic_history.py); one has a 10 % step
 in one cell. The detector must flag exactly that cell's throughput series
 (capped throughput and ops/s per $/hr, which move together) at exactly that
 night, and nothing on noise alone. The same histories also go through
@@ -19,7 +19,7 @@ from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
-from perfkitbenchmarker.results_history import synthetic
+import synthetic_history as synthetic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HISTORY = os.path.join(HERE, 'data', 'history')

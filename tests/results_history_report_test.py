@@ -23,7 +23,7 @@ import e2e_support
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import report
-from perfkitbenchmarker.results_history import synthetic
+import synthetic_history as synthetic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

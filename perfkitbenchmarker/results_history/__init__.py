@@ -15,8 +15,6 @@ BigQuery table into one pandas DataFrame; everything else is a view of it:
   charts.py        matplotlib figures of those views, as embeddable PNG
   report.py        text, Markdown and the self-contained HTML page (Jinja2
                    templates in templates/)
-  synthetic.py     histories generated from real runs with known noise and
-                   steps (tests, scripts/bench_changepoints.py)
 
 scripts/compare.py is the command line over these modules.
 """

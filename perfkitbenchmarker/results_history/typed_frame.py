@@ -17,7 +17,7 @@ text, numbers written in their shortest form.
 """
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -202,11 +202,3 @@ class FrameBuilder:
       return frame.reset_index(drop=True)
     return frame.loc[order].reset_index(drop=True)
 
-
-def RowsToFrame(rows: Sequence[Dict[str, Any]],
-                keys: Optional[Iterable[str]] = None) -> pd.DataFrame:
-  """Normalized rows -> the typed frame (all at once; small inputs)."""
-  builder = FrameBuilder(keys)
-  for row in rows:
-    builder.Add(row)
-  return builder.Frame()

@@ -1,6 +1,6 @@
 """Histories generated from real runs, with known noise and known steps.
 
-For tests and scripts/bench_changepoints.py: the change-point detector is
+Test support, also for scripts/bench_changepoints.py and bench_compare_memory.py: the change-point detector is
 judged on histories whose truth is known. Each night replays one real run per
 cell (the loader frame of real result files), with:
 
