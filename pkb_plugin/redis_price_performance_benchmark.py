@@ -482,9 +482,15 @@ def Prepare(spec) -> None:
 
 
 def UpstreamMetadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
-  """The harness's metadata without the keys upstream's providers set."""
+  """The harness's metadata without the keys upstream's providers set.
+
+  The harness's own perfkitbenchmarker_version is the harness_version the
+  row already carries (publisher.ToRow): it is dropped, not kept twice.
+  """
   out = {}
   for key, value in metadata.items():
+    if key == 'perfkitbenchmarker_version' and 'harness_version' in metadata:
+      continue
     if key in UPSTREAM_KEYS or key.startswith(UPSTREAM_PREFIXES):
       key = f'harness_{key}'
     out[key] = value
