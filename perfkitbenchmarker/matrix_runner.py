@@ -39,8 +39,6 @@ from typing import Any, Dict, List, Optional
 from absl import flags
 import yaml
 
-from perfkitbenchmarker import benchmark_contract
-from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
@@ -50,10 +48,9 @@ from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
 from perfkitbenchmarker import own_dirs
-from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
-from perfkitbenchmarker import reporting
+from perfkitbenchmarker import run_plan
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import verdict as verdict_lib
@@ -67,10 +64,6 @@ flags.DEFINE_string('flag_matrix', None,
                     'Which flag_matrix_defs entry of the config to run.')
 flags.DEFINE_string('flag_zip', None,
                     'Which flag_zip_defs entry of the config to run.')
-flags.DEFINE_float('max_cost_usd', None,
-                   'Refuse, before anything is created, a run or matrix whose '
-                   'estimated cost is above this many US dollars.',
-                   lower_bound=0)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB_ENTRY = os.path.join(REPO_ROOT, 'pkb.py')
@@ -85,17 +78,6 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PARENT_ONLY = frozenset({'benchmarks', 'benchmark_config_file', 'run_uri',
                           'run_processes', 'flag_matrix', 'flag_zip',
                           'dry_run'})
-
-
-def CheckBudget(usd: float, flag_values, what: str) -> None:
-  """Refuses an estimate above --max_cost_usd (one line, exit 2)."""
-  limit = flag_values.max_cost_usd
-  if limit is not None and usd > limit:
-    raise errors.UsageError(
-        f'{what} is estimated at ${usd:{".2f" if usd >= 1 else ".4f"}}, '
-        f'above --max_cost_usd='
-        f'{limit:g}; nothing was created. Raise the budget or shrink the '
-        'run.')
 
 
 def LoadUserConfig(flag_values) -> Any:
@@ -146,10 +128,6 @@ class _CellFlags:
       self._fv[name].present = present
 
 
-def _Cloud(flag_values) -> str:
-  return 'Static' if flag_values.static_vm_file else flag_values.cloud
-
-
 def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
   """(estimate, cloud, server machine type, plan lines) of one cell."""
   with _CellFlags(flag_values):
@@ -170,29 +148,18 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
     text = yaml.safe_dump(matrix.CellConfig(cell), sort_keys=False)
     config = module.GetConfig({'file': text,
                                'overrides': flag_values.config_override})
-    benchmark_contract.Call(module, 'CheckPrerequisites', config)
-    cloud = _Cloud(flag_values)
     # Inside the cell's flags: a cell may set its own price basis.
-    catalog = catalog.ForRun(
-        flag_values.price_basis,
-        pricing.ParseMachinePrices(flag_values.machine_price))
-    spec = spec_lib.BenchmarkSpec(module, config, 'plan', cloud, None,
-                                  flag_values, catalog, lambda s: None)
-    for warning in spec.PlanWarnings():
-      print(f'cell {cell.index}: {warning}', file=sys.stderr)
-    specs = spec.GroupSpecs()
-    prepare_checks.Check(spec)  # What prepare would fail on.
+    plan = run_plan.PlanBenchmark(module, config, 'plan', flag_values,
+                                  run_plan.Catalog(flag_values, catalog),
+                                  f'cell {cell.index}: ')
+    cloud = run_plan.Cloud(flag_values)
     if not dry_run:
       provider = providers.GetProvider(cloud)
       if hasattr(provider, 'CheckPrerequisites'):
         provider.CheckPrerequisites(flag_values)
-    estimate = cost_estimate.FromSpec(spec)
+    specs = plan.spec.GroupSpecs()
     server = specs.get('servers') or next(iter(specs.values()))
-    lines = (reporting.DryRunPlan(
-        spec, benchmark_contract.Call(module, 'DescribePlan', spec) +
-        prepare_checks.PlanLines(spec, flag_values),
-        flag_values.timeout_minutes) if dry_run else [])
-    return estimate, cloud, server.machine_type, lines
+    return plan.estimate, cloud, server.machine_type, list(plan.lines)
 
 
 def _Table(header, rows) -> List[str]:
@@ -270,7 +237,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
       f'--run_processes={processes}.')
   out.write('\nMatrix plan:\n' + '\n'.join(summary) + '\n')
   out.flush()
-  CheckBudget(total_usd, flag_values, f'The matrix ({len(cells)} cells)')
+  run_plan.CheckBudget(total_usd, flag_values, f'The matrix ({len(cells)} cells)')
   if dry_run:
     return EXIT_OK
   runner = _Runner(cells, flag_values, results_dir, new_run_uri, processes,

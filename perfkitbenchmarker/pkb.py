@@ -18,10 +18,8 @@ from typing import Callable, List, Optional
 
 from absl import flags
 
-from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
-from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
@@ -30,12 +28,12 @@ from perfkitbenchmarker import matrix_runner
 from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import prepare_checks
-from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_log
+from perfkitbenchmarker import run_plan
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
@@ -93,8 +91,7 @@ def _RunUri(stages: List[str]) -> str:
 
 
 def _Cloud() -> str:
-  """The provider: --static_vm_file selects existing machines over SSH."""
-  return 'Static' if FLAGS.static_vm_file else FLAGS.cloud
+  return run_plan.Cloud(FLAGS)
 
 
 def _ResultsDir() -> str:
@@ -211,33 +208,21 @@ def RunBenchmarks(argv: List[str]) -> int:
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
   _TimingMeasurements()  # Again: a config's flags: section may set it.
   # After the configs: their flags: sections may set the basis or prices.
-  catalog = pricing.PriceCatalog.Load().ForRun(
-      FLAGS.price_basis, pricing.ParseMachinePrices(FLAGS.machine_price))
-  estimated_usd = 0.0
-  estimates = {}  # Per benchmark, kept in the run record (check_estimate).
-  plan_specs = []
+  catalog = run_plan.Catalog(FLAGS)
+  plans = []
   for module, config in loaded:
-    benchmark_contract.Call(module, 'CheckPrerequisites', config)
-    # Refuse unpriced machine types and bad VM specs before anything starts.
-    plan_spec = spec_lib.BenchmarkSpec(module, config, run_uri, _Cloud(),
-                                       None, FLAGS, catalog, lambda s: None)
-    for warning in plan_spec.PlanWarnings():
-      print(warning, file=sys.stderr)
-    prepare_checks.Check(plan_spec)  # What prepare would fail on.
-    plan_specs.append(plan_spec)
-    estimate = cost_estimate.FromSpec(plan_spec)
-    estimated_usd += estimate.usd
-    estimates[module.BENCHMARK_NAME] = estimate.Record()
-    if FLAGS.dry_run:
-      print('\n'.join(reporting.DryRunPlan(
-          plan_spec, benchmark_contract.Call(module, 'DescribePlan', plan_spec) +
-          prepare_checks.PlanLines(plan_spec, FLAGS), FLAGS.timeout_minutes)))
-  matrix_runner.CheckBudget(estimated_usd, FLAGS, 'This run')
+    plans.append(run_plan.PlanBenchmark(module, config, run_uri, FLAGS,
+                                        catalog))
+    if plans[-1].lines:
+      print('\n'.join(plans[-1].lines))
+  # Per benchmark, kept in the run record (check_estimate).
+  estimates = {p.spec.name: p.estimate.Record() for p in plans}
+  run_plan.CheckBudget(sum(p.estimate.usd for p in plans), FLAGS, 'This run')
   if FLAGS.dry_run:
     return EXIT_OK
   # Every missing flag and credential at once, before the run has a
   # directory and before any network call.
-  prepare_checks.CheckRealRunNeeds(plan_specs, FLAGS)
+  prepare_checks.CheckRealRunNeeds([p.spec for p in plans], FLAGS)
   if not FLAGS.use_instance_credentials:
     _KeepCredentialLookupsLocal()
   provider = providers.GetProvider(_Cloud())

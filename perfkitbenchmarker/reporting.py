@@ -1,14 +1,13 @@
-"""What a person sees: a live line per probe, a summary table, the dry-run plan.
+"""What a person sees: a live line per probe and a summary table.
 
 Extension seam: `ConsoleReporter` writes to any text stream (tests pass a
-StringIO); a richer front end would implement the same three methods.
+StringIO); a richer front end would implement the same methods.
 """
 
 import math
-from typing import IO, List, Optional, Sequence
+from typing import IO, Optional, Sequence
 
 from perfkitbenchmarker import attribution
-from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import measurement
 
 
@@ -82,26 +81,3 @@ def _Num(value: Optional[float], fmt: str) -> str:
     return 'n/a'
   return fmt.format(value)
 
-
-def DryRunPlan(spec, plan_lines: List[str],
-               timeout_minutes: float) -> List[str]:
-  """The VMs, software, search and cost of a run, without creating anything."""
-  lines = [f'Dry run of {spec.name} on {spec.cloud} (nothing is created).',
-           'VMs:']
-  counts = spec.GroupCounts()
-  for group, vm_spec in spec.GroupSpecs().items():
-    price = spec.GroupPrice(group)
-    count = counts[group]
-    where = vm_spec.zone or {'Local': 'this machine',
-                             'Static': 'the machines file'}.get(spec.cloud, '?')
-    priced = ('' if spec.cloud not in ('Local', 'Static') else
-              f' priced as {price.cloud} {price.machine_type}')
-    lines.append(
-        f'  {group}: {count} x {vm_spec.machine_type} in {where}{priced}, '
-        f'{price.Describe().replace("/hr", "/hr each", 1)}')
-  sizing = spec.ClientSizing()
-  if sizing and not sizing.startswith('WARNING'):  # Warnings go to stderr.
-    lines.append(f'  {sizing}')
-  lines += plan_lines
-  # Per phase: provisioning, installs, preload, search and teardown.
-  return lines + cost_estimate.FromSpec(spec).Lines(timeout_minutes)
