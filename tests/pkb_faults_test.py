@@ -114,8 +114,8 @@ def test_bad_server_option_is_reported(tmp_path):
 
 def test_load_generator_exiting_non_zero(tmp_path):
   # A stand-in for a broken memtier binary: real enough to fail like one.
-  # Its #! names the interpreter itself: a shell script is refused before
-  # it runs (argv_secret.CheckTool), a program is not.
+  # Its #! names the interpreter itself: a shell script around a program
+  # is refused as a wrapper (argv_secret.CheckTool), a program is not.
   fake = tmp_path / 'memtier_benchmark'
   fake.write_text(f'#!{sys.executable}\nimport sys\n'
                   'if sys.argv[1:2] == ["--version"]:\n'

@@ -156,9 +156,9 @@ def test_more_shards_or_io_threads_than_server_cores_are_warned(tmp_path):
 
 @pytest.mark.e2e
 def test_a_memtier_path_of_an_interpreter_script_dry_runs(tmp_path):
-  # The dry run applies argv_secret's #! rules without building its library
-  # (a Python #! tool such as the replay stand-in is let through; shell
-  # wrappers are refused: bad_input_test).
+  # The dry run runs argv_secret's wrapper check with a library it builds in
+  # a temporary directory (a Python #! tool such as the replay stand-in
+  # starts nothing and is let through; wrappers are refused: bad_input_test).
   import memtier_replay  # pylint: disable=g-import-not-at-top
   path = memtier_replay.Executable(str(tmp_path))
   out, _ = _DryRun(tmp_path / 'r', f'--memtier_path={path}')

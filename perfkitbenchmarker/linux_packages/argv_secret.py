@@ -1,69 +1,47 @@
 """A preload library that keeps a load generator's password out of `ps`.
 
-memtier_benchmark takes a password only as `-a`, and Debian's redis-benchmark
-7.0 ignores REDISCLI_AUTH, so their argv would carry the load user's password
-(redis_shard.py) for the whole probe, readable by every user of the
-client VM through `ps` or /proc/<pid>/cmdline. Instead the command line
-carries TOKEN, and this small library, preloaded into the tool only, swaps
-each argument containing TOKEN for a private copy with the password before
-the tool's main() runs. What /proc/<pid>/cmdline shows is the original
-argument area, so `ps` only ever sees TOKEN.
+Why it exists (docs/secrets.md): memtier_benchmark takes a password only as
+an argument (`-a` or `--uri`; it reads no environment variable and no
+configuration file) and Debian's redis-benchmark 7.0 likewise (`-a` only; it
+ignores REDISCLI_AUTH, which only redis-cli reads). Their argv would carry the
+load user's password (redis_shard.py) for the whole probe, readable by every
+user of the client VM through `ps` or /proc/<pid>/cmdline. Instead the
+command line carries TOKEN, and this library, preloaded into the tool only,
+points each argument holding TOKEN at a private copy with the password before
+the tool's main() runs. /proc/<pid>/cmdline shows the original argument
+area, so `ps` only ever sees TOKEN.
 
 How a probe uses it (load_generators/concurrent.py): the probe's 0600 script
 holds the password in a shell variable it does not export, and each tool
 runs as
 
-    env LD_PRELOAD=/proc/self/fd/9 PKB_ARGV_SECRET_FD=8 \
-        PKB_ARGV_SECRET_EXE=<the checked binary> <tool> ... \
+    env LD_PRELOAD=/proc/self/fd/9 PKB_ARGV_SECRET_FD=8 <tool> ... \
         9<<library> 8< <(printf %s "$<variable>")
 
-so the password travels through a pipe, never through an environment: no
-/proc/<pid>/environ (of the script, `timeout`, `taskset`, `env` or the tool)
-ever holds it. The library reads the pipe and closes it, and takes its
-variables and LD_PRELOAD out of the environment, before main(); nothing the
-tool starts inherits either. Naming the library through an inherited
-descriptor keeps LD_PRELOAD working when the scratch path holds a space or a
-colon (LD_PRELOAD's separators), and `timeout`/`taskset` before `env` never
-load it.
+so the password travels through a pipe: no process's argv or environment
+holds it. Naming the library through an inherited descriptor keeps
+LD_PRELOAD working whatever the scratch path holds (LD_PRELOAD splits on
+spaces and colons), and `timeout`/`taskset` before `env` never load it.
 
-The rule, for any wrapper: the password reaches exactly one process, the
-checked program, and only in its argv's memory. The library hands it over
-only to the program checked before the probe (`CheckTool`: an ELF binary,
-or the interpreter a #! line names directly); if the program that starts
-is another (/proc/self/exe differs) it hands over nothing and says so on
-stderr. Once it has handed the password over, its guard refuses (EPERM, one
-line on stderr) every way libc has to start a program (exec*, fexecve,
-execveat, posix_spawn*, system, popen), whatever the new program's
-arguments or environment: a wrapper, however it passes its arguments on
-(argv, the environment, a file read by `sh -c`), cannot start the real tool
-with the password. `CheckTool` runs the program once with a throwaway
-password (`--version`) and refuses, in one line before any probe, one that
-starts another; a shell script or a #! line through `env` is refused before
-it runs at all.
+The one rule: the password reaches exactly one process, the program `env`
+starts, and only its memory. Before handing it over, the library forbids
+that process (and any child it forks) to start a program: a seccomp filter
+kills it (SIGSYS) at execve/execveat, whichever way it gets there (libc,
+a shell, raw system calls). So a wrapper script, which would pass the
+password on in the real tool's argv, dies instead; `CheckTool` runs the
+program once with a throwaway password (`--version`) and refuses such a
+wrapper in one line before any probe. If the filter cannot be installed,
+the password is not handed over.
 
-Threat model (docs/secrets.md): it protects the password from other users
-of the VM who read process arguments (`ps`, /proc/<pid>/cmdline) and
-process environments (/proc/<pid>/environ). It does not protect against
-root or the run's own user (they can read the 0600 files, the pipe and
-/proc/<pid>/mem), against a tool that starts programs with raw system calls
-(no libc: the guard does not see them) or writes its arguments somewhere
-(memtier copies `-a` into its JSON; the product masks it on reading).
-
-Fails safe: if the library cannot load, the tool sends TOKEN as the password
-and the probe fails on authentication; nothing is leaked.
+Fails closed: if the library cannot load, the tool sends TOKEN as the
+password and fails on authentication; nothing is leaked.
 
 The library is compiled on each VM into the run's scratch directory (0700,
-the run's own (own_dirs), deleted with the run) with the VM's C compiler;
-remote VMs without one get gcc from their package manager. On a Local
-machine without a compiler the run goes on with the password in argv and
-says so once (scripts/setup.sh installs gcc).
-
-Extension seam: `Wrap` is the only entry point load generators need; any
-program linked against glibc can be wrapped the same way.
+the run's own, deleted with the run) with the VM's C compiler; remote VMs
+without one get gcc from their package manager, and a Local machine without
+one is refused in one line (./scripts/setup.sh installs gcc).
 """
 
-import logging
-import re
 import secrets
 import shlex
 from typing import List, Sequence, Tuple
@@ -77,32 +55,61 @@ TOKEN = '@PKB_ARGV_SECRET@'
 FD = 9  # The library, opened by the shell that starts the tool.
 SECRET_FD = 8  # A pipe carrying the password, read once by the library.
 FD_ENV = 'PKB_ARGV_SECRET_FD'
-EXE_ENV = 'PKB_ARGV_SECRET_EXE'
 # The probe script's unexported variable holding the password.
 VARIABLE = '__pkb_argv_secret'
 LIBRARY = 'argv_secret.so'
 MAX_SECRET = 4096
-# #! interpreters that would pass the password on in another program's argv.
-_PASSING_ON = frozenset(['sh', 'bash', 'dash', 'zsh', 'ksh', 'ksh93', 'mksh',
-                         'ash', 'busybox', 'fish', 'csh', 'tcsh', 'env'])
+# How a shell reports a process the library's filter killed (128 + SIGSYS).
+KILLED_STATUS = 128 + 31
 
 # Written for this project: the constructor runs in the preloaded tool before
 # its main(), with the same argv array main() will read.
 SOURCE = r'''
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
-#include <spawn.h>
-#include <stdarg.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#define ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ARCH AUDIT_ARCH_AARCH64
+#else
+#error "argv_secret: only x86_64 and arm64 clients"
+#endif
+
 static const char kToken[] = "%(token)s";
-/* The password, kept for the exec guard once handed over. */
-static char *g_secret;
+
+/* From now on this process and its children start no program: execve and
+   execveat (and, on x86_64, any x32 system call) kill the process. */
+static int ForbidExec(void) {
+  struct sock_filter filter[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 3, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 2, 0),
+#if defined(__x86_64__)
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 1, 0),
+#else
+    BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0),
+#endif
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+  };
+  struct sock_fprog program = {sizeof(filter) / sizeof(filter[0]), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program);
+}
 
 /* A new string: arg with every kToken replaced by secret, or NULL if none. */
 static char *Substitute(const char *arg, const char *secret) {
@@ -132,7 +139,7 @@ static char *ReadSecret(void) {
   const char *fd_text = getenv("%(fd_env)s");
   if (fd_text == NULL) return NULL;
   int fd = atoi(fd_text);
-  char *secret = malloc(%(max)d + 1);
+  char *secret = calloc(%(max)d + 1, 1);
   size_t len = 0;
   while (secret != NULL && len < %(max)d) {
     ssize_t n = read(fd, secret + len, %(max)d - len);
@@ -141,9 +148,7 @@ static char *ReadSecret(void) {
     len += (size_t)n;
   }
   close(fd);
-  if (secret == NULL) return NULL;
-  secret[len] = '\0';
-  if (len == 0) {
+  if (secret != NULL && len == 0) {
     free(secret);
     return NULL;
   }
@@ -153,20 +158,14 @@ static char *ReadSecret(void) {
 __attribute__((constructor))
 static void SubstituteSecret(int argc, char **argv, char **envp) {
   (void)envp;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  const char *want = getenv("%(exe_env)s");
-  int checked = want != NULL && n > 0 && strcmp(exe, want) == 0;
   char *secret = ReadSecret();
-  /* Nothing the tool might start inherits the library or its variables. */
+  /* Nothing the tool might start inherits the library or its variable. */
   unsetenv("%(fd_env)s");
-  unsetenv("%(exe_env)s");
   unsetenv("LD_PRELOAD");
   if (secret == NULL) return;
-  if (!checked) {
-    fprintf(stderr, "argv_secret: %%s is not the program checked before the "
-            "probe; the password was not handed to it\n", exe);
+  if (ForbidExec() != 0) {
+    fprintf(stderr, "argv_secret: cannot forbid starting programs (seccomp: "
+            "%%s); the password was not handed over\n", strerror(errno));
     memset(secret, 0, strlen(secret));
     free(secret);
     return;
@@ -175,142 +174,8 @@ static void SubstituteSecret(int argc, char **argv, char **envp) {
     char *replaced = Substitute(argv[i], secret);
     if (replaced != NULL) argv[i] = replaced;
   }
-  g_secret = secret;
 }
-
-/* The exec guard: the program handed the password starts no other program
-   at all, by any libc entry point (exec*, fexecve, execveat, posix_spawn*,
-   system, popen). Checking only the new program's arguments is not enough:
-   a wrapper can pass the password on in the environment, a file or a pipe
-   to a shell that puts it in the real tool's argv. So the password reaches
-   exactly one process, the checked one, whatever that program does. */
-static int Refuse(const char *program) {
-  fprintf(stderr, "argv_secret: not starting %%s: a program handed the "
-          "password starts no other\n", program ? program : "a program");
-  errno = EPERM;
-  return -1;
-}
-
-#define HANDED_OVER() (g_secret != NULL)
-
-#define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
-
-int execve(const char *path, char *const argv[], char *const envp[]) {
-  if (HANDED_OVER()) return Refuse(path);
-  return NEXT(execve)(path, argv, envp);
-}
-
-int execv(const char *path, char *const argv[]) {
-  if (HANDED_OVER()) return Refuse(path);
-  return NEXT(execv)(path, argv);
-}
-
-int execvp(const char *file, char *const argv[]) {
-  if (HANDED_OVER()) return Refuse(file);
-  return NEXT(execvp)(file, argv);
-}
-
-int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  if (HANDED_OVER()) return Refuse(file);
-  return NEXT(execvpe)(file, argv, envp);
-}
-
-int fexecve(int fd, char *const argv[], char *const envp[]) {
-  if (HANDED_OVER()) return Refuse(argv ? argv[0] : NULL);
-  return NEXT(fexecve)(fd, argv, envp);
-}
-
-int posix_spawn(pid_t *pid, const char *path,
-                const posix_spawn_file_actions_t *actions,
-                const posix_spawnattr_t *attr, char *const argv[],
-                char *const envp[]) {
-  if (HANDED_OVER()) {
-    Refuse(path);
-    return EPERM;
-  }
-  return NEXT(posix_spawn)(pid, path, actions, attr, argv, envp);
-}
-
-int posix_spawnp(pid_t *pid, const char *file,
-                 const posix_spawn_file_actions_t *actions,
-                 const posix_spawnattr_t *attr, char *const argv[],
-                 char *const envp[]) {
-  if (HANDED_OVER()) {
-    Refuse(file);
-    return EPERM;
-  }
-  return NEXT(posix_spawnp)(pid, file, actions, attr, argv, envp);
-}
-
-/* glibc's system() and popen() start their shell through its own internal
-   posix_spawn, which the wrappers above do not see. */
-int system(const char *command) {
-  if (HANDED_OVER()) {
-    Refuse(command);
-    return -1;
-  }
-  return NEXT(system)(command);
-}
-
-FILE *popen(const char *command, const char *type) {
-  if (HANDED_OVER()) {
-    Refuse(command);
-    return NULL;
-  }
-  return NEXT(popen)(command, type);
-}
-
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
-int execveat(int dirfd, const char *path, char *const argv[],
-             char *const envp[], int flags) {
-  if (HANDED_OVER()) return Refuse(path);
-  return NEXT(execveat)(dirfd, path, argv, envp, flags);
-}
-#endif
-
-/* execl, execlp and execle: their arguments gathered, then checked the same
-   way (glibc would otherwise go straight to its internal execve). */
-#define GATHER(first, args, argv, envp_out)                               \
-  do {                                                                    \
-    size_t count = 1;                                                     \
-    va_list probe;                                                        \
-    va_copy(probe, args);                                                 \
-    while (va_arg(probe, char *) != NULL) count++;                        \
-    va_end(probe);                                                        \
-    argv = alloca((count + 1) * sizeof(char *));                          \
-    argv[0] = (char *)(first);                                            \
-    for (size_t i = 1; i <= count; i++) argv[i] = va_arg(args, char *);   \
-    if (envp_out) *(char ***)(envp_out) = va_arg(args, char **);          \
-  } while (0)
-
-int execl(const char *path, const char *arg, ...) {
-  char **argv;
-  va_list args;
-  va_start(args, arg);
-  GATHER(arg, args, argv, (void *)0);
-  va_end(args);
-  return execv(path, argv);
-}
-
-int execlp(const char *file, const char *arg, ...) {
-  char **argv;
-  va_list args;
-  va_start(args, arg);
-  GATHER(arg, args, argv, (void *)0);
-  va_end(args);
-  return execvp(file, argv);
-}
-
-int execle(const char *path, const char *arg, ...) {
-  char **argv, **envp = NULL;
-  va_list args;
-  va_start(args, arg);
-  GATHER(arg, args, argv, &envp);
-  va_end(args);
-  return execve(path, argv, envp);
-}
-''' % {'token': TOKEN, 'fd_env': FD_ENV, 'exe_env': EXE_ENV,
-       'max': MAX_SECRET}
+''' % {'token': TOKEN, 'fd_env': FD_ENV, 'max': MAX_SECRET}
 
 
 def LibraryPath(vm) -> str:
@@ -332,11 +197,9 @@ def Install(vm) -> None:
   """Compiles the library into the VM's scratch directory (once per run)."""
   if not vm.HasCommand('cc'):
     if vm.CLOUD == 'Local':
-      logging.warning(
-          'No C compiler on %s: the load generators\' password (the '
-          'restricted load user\'s) is visible in `ps` during probes; '
-          'install gcc (scripts/setup.sh does) to keep it out.', vm.name)
-      return
+      raise errors.PrerequisiteError(
+          f'No C compiler on {vm.name}: the load generators\' password '
+          'would be visible in `ps`; install gcc (./scripts/setup.sh does).')
     remote_install.RunAsRoot(
         vm, remote_install.ScriptFor(vm, CompilerInstall),
         'Installing a C compiler')
@@ -347,7 +210,7 @@ def Install(vm) -> None:
   # can write, and with the user's umask 000 it refused the one just built.
   vm.RemoteCommand(
       f'umask 077; cc -shared -fPIC -O2 -o {shlex.quote(library)} '
-      f'{shlex.quote(source)} -ldl && rm -f -- {shlex.quote(source)}',
+      f'{shlex.quote(source)} && rm -f -- {shlex.quote(source)}',
       timeout=120, what='compiling argv_secret')
 
 
@@ -368,86 +231,35 @@ def IsInstalled(vm) -> bool:
   return rc == 0
 
 
-def _ProbeScript(program: str) -> str:
-  """Shell printing what CheckTool needs: the resolved path, then 'elf' or
-  the #! line, then the resolved interpreter (if any)."""
-  p = shlex.quote(program)
-  return (f'p=$(type -P -- {p}) && [ -n "$p" ] || exit 4; r=$(readlink -f -- "$p"); '
-          'printf "%s\\n" "$r"; '
-          'if [ "$(head -c 4 -- "$r" | od -An -c | tr -d " \\n")" = 177ELF ]; '
-          'then echo elf; exit 0; fi; l=$(head -n 1 -- "$r" | head -c 300); '
-          'printf "%s\\n" "$l"; i=$(printf %s "$l" | '
-          'sed -n "s/^#![[:space:]]*\\([^[:space:]]*\\).*/\\1/p"); '
-          '[ -n "$i" ] && readlink -f -- "$i"; true')
+def _Preloaded(vm, command: str) -> str:
+  return (f'env LD_PRELOAD=/proc/self/fd/{FD} {FD_ENV}={SECRET_FD} '
+          f'{command} {FD}<{shlex.quote(LibraryPath(vm))}')
 
 
-def CheckTool(vm, program: str) -> str:
-  """The executable the kernel runs for `program` on the VM, if the library
-  may hand it the password; else one line (errors.UsageError).
-
-  An ELF binary is itself; a script whose #! line names an interpreter
-  directly (not a shell, not env) is that interpreter. Either is then run
-  once (`--version`) with the library and a throwaway password: a program
-  that starts another one when handed a password is a wrapper (it would
-  pass the real one on, in arguments, the environment or a file) and is
-  refused here; the library's guard stops one that waits until a probe to
-  do so. Cached per VM.
+def CheckTool(vm, program: str) -> None:
+  """Refuses, in one line, a `program` that starts another when handed a
+  password: a wrapper (a shell script, a #! line through `env`, a launcher)
+  would pass the real one on in the tool's argv. It is run once with the
+  library and a throwaway password (`--version`); the library kills it if it
+  starts a program. A wrapper that hides at this check dies the same way in
+  its first probe. Once per program and VM; no check without a library (a
+  dry run's machine: prepare checks on the VM).
   """
-  cache = vm.__dict__.setdefault('_argv_secret_tools', {})
-  if program in cache:
-    return cache[program]
-  out, _, rc = vm.RemoteCommandWithReturnCode(_ProbeScript(program))
-  lines = out.split('\n')
-  if rc != 0 or len(lines) < 2 or not lines[0]:
+  checked = vm.__dict__.setdefault('_argv_secret_tools', set())
+  if program in checked or not _LibraryReady(vm):
+    return
+  command = _Preloaded(vm, f'{shlex.quote(program)} --version </dev/null')
+  _, err, rc = vm.RemoteCommandWithReturnCode(
+      f'{command} {SECRET_FD}<<<{secrets.token_hex(16)}', timeout=60)
+  if rc == 127:
     raise errors.PrerequisiteError(f'{program} not found on {vm.name}.')
-  path, kind = lines[0], lines[1]
-  if kind == 'elf':
-    exe = path
-  else:
-    interpreter = lines[2] if len(lines) > 2 else ''
-    name = kind[2:].split()[0].rsplit('/', 1)[-1] if kind.startswith(
-        '#!') and kind[2:].split() else ''
-    why = ('the password would go into {}, which passes it on in the real '
-           'tool\'s arguments, visible in `ps`')
-    if not kind.startswith('#!') or not interpreter:
-      raise errors.UsageError(
-          f'{program} on {vm.name} ({path}) is neither a binary nor a #! '
-          'script; give the load generator\'s binary itself.')
-    if name in _PASSING_ON or interpreter.rsplit('/', 1)[-1] in _PASSING_ON:
-      raise errors.UsageError(
-          f'{program} on {vm.name} is a wrapper script '
-          f'({vm_util.Tail(kind, 1)}): {why.format(name or interpreter)}; '
-          'give the load generator\'s binary itself (docs/secrets.md).')
-    exe = interpreter
-  _CheckStartsNothing(vm, program, exe)
-  cache[program] = exe
-  return exe
-
-
-_STARTED = re.compile(r'argv_secret: not starting (.{0,200}?): a program '
-                      r'handed the password')
-
-
-def _CheckStartsNothing(vm, program: str, exe: str) -> None:
-  """Refuses `program` if, handed a (throwaway) password, it starts another
-  program: whatever it passes on, and however, the password would reach a
-  second process, where no rule of ours follows it."""
-  if not _LibraryReady(vm):
-    return  # No library (Local, no compiler): warned once, argv it is.
-  command = (f'env LD_PRELOAD=/proc/self/fd/{FD} {FD_ENV}={SECRET_FD} '
-             f'{EXE_ENV}={shlex.quote(exe)} {shlex.quote(program)} --version '
-             f'</dev/null {FD}<{shlex.quote(LibraryPath(vm))} '
-             f'{SECRET_FD}<<<{secrets.token_hex(16)}')
-  _, err, _ = vm.RemoteCommandWithReturnCode(command, timeout=60)
-  started = _STARTED.search(err)
-  if started:
-    what = started.group(1)
-    what = what if what.isprintable() else repr(what)
+  if rc == KILLED_STATUS or 'Bad system call' in err:
     raise errors.UsageError(
         f'{program} on {vm.name} is a wrapper: handed a password (for '
-        f'--version) it started {what}; a program handed the load password '
-        'may start no other, which could show it in `ps`, so give the load '
-        'generator\'s binary itself (docs/secrets.md).')
+        '--version) it started another program, which would show the '
+        'password in `ps`; give the load generator\'s binary itself '
+        '(docs/secrets.md).')
+  checked.add(program)
 
 
 def _LibraryReady(vm) -> bool:
@@ -470,19 +282,16 @@ def Wrap(vm, argvs: Sequence[Sequence[str]], secret: str
 
   Returns (commands, script lines to run before them; they set a variable
   the commands read, so the commands need bash). Each command is pinned to
-  the VM's cores. Without the library (no compiler on a Local machine) the
-  secret is put into the arguments themselves.
+  the VM's cores.
   """
   if not _LibraryReady(vm):
-    return ([vm.Pinned(vm_util.QuoteAll([a.replace(TOKEN, secret) for a in argv]))
-             for argv in argvs], [])
+    raise errors.PrerequisiteError(
+        f'{LibraryPath(vm)} was not built on {vm.name}; the password is '
+        'never put in a load generator\'s arguments.')
   commands = []
   for argv in argvs:
-    exe = CheckTool(vm, argv[0])
-    preload = (f'env LD_PRELOAD=/proc/self/fd/{FD} {FD_ENV}={SECRET_FD} '
-               f'{EXE_ENV}={shlex.quote(exe)}')
+    CheckTool(vm, argv[0])
     commands.append(
-        f'{vm.Pinned(f"{preload} {vm_util.QuoteAll(argv)}")} '
-        f'{FD}<{shlex.quote(LibraryPath(vm))} '
-        f'{SECRET_FD}< <(printf %s "${VARIABLE}")')
+        vm.Pinned(_Preloaded(vm, vm_util.QuoteAll(argv)))
+        + f' {SECRET_FD}< <(printf %s "${VARIABLE}")')
   return commands, [f'{VARIABLE}={shlex.quote(secret)}', f'export -n {VARIABLE}']

@@ -10,6 +10,8 @@ source build. `path` is --memtier_path, passed down by the study's options.
 import os
 import re
 import shlex
+import shutil
+import tempfile
 
 from absl import flags
 
@@ -37,8 +39,8 @@ def IsAvailable(vm, path: str = DEFAULT_PATH) -> bool:
 
 def Install(vm, path: str = DEFAULT_PATH) -> None:
   if IsAvailable(vm, path):
-    # A wrapper script is refused here, before anything runs it
-    # (argv_secret would hand the password to its shell).
+    # A wrapper is refused here, before any probe (handed the password,
+    # it would start the real tool with it in its argv).
     argv_secret.CheckTool(vm, path)
     return
   if path != DEFAULT_PATH:
@@ -55,18 +57,30 @@ def Install(vm, path: str = DEFAULT_PATH) -> None:
 
 class _ThisMachine:
   """This machine as the install checks see a VM (a Local dry run has no
-  VMs yet, but its client is this machine). It builds nothing: the dry run
-  checks what the tool is (argv_secret's #! rules); prepare, with the
-  library built, also runs it once to see that it starts no other program.
-  """
+  VMs yet, but its client is this machine): argv_secret's library is built
+  in a private temporary directory, so the dry run refuses what prepare
+  would (a wrapper, no C compiler)."""
   name = 'this machine'
   CLOUD = 'Local'
 
-  def __init__(self):
-    self._argv_secret_library = False  # Not built by a check: no trial run.
+  def __init__(self, scratch_dir: str):
+    self.scratch_dir = scratch_dir
 
-  def Install(self, unused_package: str) -> None:
-    pass
+  def Install(self, package: str) -> None:
+    if '_argv_secret_library' not in self.__dict__:
+      argv_secret.Install(self)
+
+  def HasCommand(self, program: str) -> bool:
+    return shutil.which(program) is not None
+
+  def WriteFile(self, path: str, content: str, mode: int) -> None:
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode),
+              'w') as f:
+      f.write(content)
+
+  def RemoteCommand(self, command: str, timeout=None, what=None):
+    vm_util.CheckedOutput(*self.RemoteCommandWithReturnCode(command, timeout),
+                          what or command, what or command)
 
   def RemoteCommandWithReturnCode(self, command: str, timeout=None):
     return vm_util.RunLocal(command, timeout=timeout or 30)
@@ -74,8 +88,8 @@ class _ThisMachine:
 
 def CheckLocalPath(path: str) -> None:
   """What Install would refuse on a Local client, for a dry run too: a
-  --memtier_path that is no executable here, or a wrapper script that would
-  pass the password on.
+  --memtier_path that is no executable here, a wrapper (argv_secret) or no
+  memtier.
 
   Raises:
     errors.UsageError: in one line.
@@ -85,11 +99,13 @@ def CheckLocalPath(path: str) -> None:
         f'--memtier_path={path} is no executable on this machine; give the '
         'memtier_benchmark binary, or drop --memtier_path to use the one on '
         'PATH (or redis-benchmark).')
-  try:
-    argv_secret.CheckTool(_ThisMachine(), path)
-    GetVersion(_ThisMachine(), path)  # Another program is no memtier.
-  except errors.PrerequisiteError as e:
-    raise errors.UsageError(str(e)) from None
+  with tempfile.TemporaryDirectory(prefix='pkb-check-') as scratch:
+    here = _ThisMachine(scratch)
+    try:
+      argv_secret.CheckTool(here, path)
+      GetVersion(here, path)  # Another program is no memtier.
+    except errors.PrerequisiteError as e:
+      raise errors.UsageError(str(e)) from None
 
 
 def GetVersion(vm, path: str = DEFAULT_PATH) -> str:
