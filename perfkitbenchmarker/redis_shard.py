@@ -8,9 +8,8 @@ one definition without pointing up a layer.
 
 The load user. memtier_benchmark takes a password only as an argument (`-a`),
 and Debian's redis-benchmark 7.0 ignores REDISCLI_AUTH.
-linux_packages/argv_secret.py keeps the password out of their argv where the
-client VM has a C compiler; where it has none (a Local machine set up by hand)
-it is readable in `ps` for the probe's length. Either way that password is not
+linux_packages/argv_secret.py keeps the password out of their argv
+(docs/secrets.md). That password is not
 the run's `requirepass` (the default user, which can read the config,
 FLUSHALL, SHUTDOWN or change ACLs) but that of an ACL user the shards' config
 defines, limited to data commands. Its password is derived from the run's
