@@ -6,6 +6,7 @@ the cap as an unconfirmed answer, and the staircase stopping past the cap.
 Every measurement is scripted, so each rule is checked exactly.
 """
 
+import dataclasses
 import io
 
 import pytest
@@ -41,7 +42,8 @@ class _Repeat:
   def Steps(self, cap_ms):
     del cap_ms
     first = yield search_driver.ProbeRequest(self.load)
-    done = yield from self.rule.Run(self.load)
+    done = yield from self.rule.Run(self.load,
+                                    after_disturbed=first.disturbed)
     return search_driver.Outcome(
         done.Describe(), first.index, tuple(r.index for r in done.counted),
         tuple(r.index for r in done.excluded))
@@ -138,6 +140,23 @@ def test_a_lasting_disturbance_is_not_chased_with_reruns():
   assert len(calls) == 1 + 1 + 3
   assert len(result.excluded_probes) == 1
   assert verdict.OfSearch(result).flags == (verdict.DISTURBED,)
+
+
+def test_a_disturbed_repeat_right_after_a_disturbed_probe_counts():
+  # The search probe and the first repeat both disturbed: the disturbance
+  # outlasted a probe, so a re-run would meet it again. No re-run; the
+  # repeats count and the verdict says disturbed.
+  measure, calls = _Scripted([100.0] * 10, disturbed={0, 1})
+  result = search_driver.FindLatencyCappedMaximum(
+      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02, max_reruns=3)))
+  assert len(calls) == 1 + 3 and not result.excluded_probes
+  assert verdict.OfSearch(result).flags == (verdict.DISTURBED,)
+  # One that came and went after a quiet repeat is still run again.
+  measure, calls = _Scripted([100.0] * 10, disturbed={0, 2})
+  result = search_driver.FindLatencyCappedMaximum(
+      measure, 1.0, _Repeat(repeats.RepeatRule(3, 6, 0.02, max_reruns=3)))
+  assert [p.index for p in result.excluded_probes] == [2]
+  assert verdict.OfSearch(result).confirmed
 
 
 def test_reruns_are_a_budget_of_the_whole_search():
@@ -368,6 +387,38 @@ def test_no_little_correction_within_a_disturbed_probes_noise():
   # Quiet: 95 over, 61 under by 21 %, 76 over. Busy: 61 is close enough.
   assert (corrections(quiet), corrections(busy)) == (2, 1)
   assert len(busy.search_probes) == len(quiet.search_probes) - 1
+
+
+def test_no_little_probe_within_the_noise_of_the_load_under_the_target():
+  # Issue 23's busy machine: the start (32) over the target, 16 under it
+  # on a 25,000 ops/s plateau. Quiet, Little's law's 23 connections could
+  # gain 44 % and is probed; with half the cores taken by others in every
+  # probe, a 44 % step is within 16's noise (50 %): by Little's law it could
+  # gain no more than that, so it is not probed, and no repeat is re-run
+  # (each follows a disturbed probe). The old rules took 3 + 1 + 3 probes.
+  def Curve(foreign):
+    def Measure(load):
+      n = load.connections
+      ops = 25e3 * min(n, 8) / 8
+      return _M(load, ops, n / ops * 1000, interference=foreign > 10,
+                foreign_cpu_pct=float(foreign))
+    return Measure
+
+  policy = adaptive.AdaptiveStepPolicy(threads=1, start_connections=32,
+                                       max_connections=1024)
+  quiet = search_driver.FindLatencyCappedMaximum(Curve(2), 1.0, policy)
+  busy = search_driver.FindLatencyCappedMaximum(Curve(50), 1.0, policy)
+  assert [p.load.connections for p in quiet.search_probes] == [32, 16, 23]
+  assert [p.load.connections for p in busy.search_probes] == [32, 16]
+  assert 'within the noise of 16 (+-50 %): not probed' in busy.stop_reason
+  assert (len(quiet.probes), len(busy.probes)) == (6, 5)
+  assert not busy.excluded_probes
+  assert verdict.OfSearch(quiet).confirmed
+  assert verdict.OfSearch(busy).flags == (verdict.DISTURBED,)
+  # The rules before issue 23 (noise_aware=False) still probe it.
+  before = search_driver.FindLatencyCappedMaximum(
+      Curve(50), 1.0, dataclasses.replace(policy, noise_aware=False))
+  assert [p.load.connections for p in before.search_probes] == [32, 16, 23]
 
 
 def test_no_answer_lines_name_the_flag_to_change():

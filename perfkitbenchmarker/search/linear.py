@@ -119,7 +119,7 @@ class LinearStepPolicy:
     rule = repeats.RepeatRule(least=self.confirm_repeats,
                               most=self.confirm_repeats, ci_target=0,
                               max_reruns=self.confirm_repeats)
-    done = yield from rule.Run(load)
+    done = yield from rule.Run(load, after_disturbed=records[-1].disturbed)
     over = sum(1 for r in done.counted if not r.under_cap)
     reason += (f'; {done.Describe()} at {load.Describe()}, {over} over the '
                'cap')

@@ -19,10 +19,14 @@ hold for all of them:
   run's cores (`ProbeRecord.disturbed`: metadata `interference`) does not
   count: it stays among the probes (and in the samples, flagged) and the
   load is measured again, at most `max_reruns` times per search (a policy
-  passes what is left from one set to the next). A repeat that was itself
-  a re-run and is disturbed again shows a lasting disturbance, which more
-  re-runs would not escape: no more re-runs then. A disturbed repeat that
-  is not run again counts, and the verdict says the answer was disturbed.
+  passes what is left from one set to the next). Only a disturbance that
+  came and went is worth a re-run: a disturbed repeat right after another
+  disturbed probe (a re-run, the repeat before it, or the probe the policy
+  took just before the set) shows a lasting one, which a re-run would not
+  escape, so it counts. A disturbed repeat that counts makes the verdict
+  say the answer was disturbed. (Issue 23: on a machine whose cores others
+  kept busy, every probe was disturbed and each set spent one re-run to
+  learn that.)
 
 Pure: no flags, VMs, I/O or clock.
 """
@@ -166,26 +170,27 @@ class RepeatRule:
     return None, None
 
   def Run(self, load: measurement.Load, note: str = 'confirmation',
-          reruns_left: Optional[int] = None):
+          reruns_left: Optional[int] = None, after_disturbed: bool = False):
     """Repeats `load`; a generator for a policy (`yield from`), returning
     a RepeatSet. `reruns_left`: what an earlier set of the same search left
-    of `max_reruns` (None: all of it)."""
+    of `max_reruns` (None: all of it). `after_disturbed`: whether the probe
+    the policy took just before this set was disturbed."""
     left = self.max_reruns if reruns_left is None else reruns_left
     counted, excluded = [], []
     rerun = False  # whether this probe re-runs a disturbed one
+    before = after_disturbed  # whether the probe before this one was
     while True:
       label = f'{note} {len(counted) + 1} ({self.least}-{self.upper})'
       if rerun:
         label += ', again: the last was disturbed'
       record = yield driver.ProbeRequest(load, driver.ROLE_CONFIRM, label)
-      if record.disturbed and rerun:
-        left = 0  # disturbed twice running: it lasts, re-runs won't help
-      if record.disturbed and left > 0:
+      # Disturbed twice running: it lasts, a re-run would not escape it.
+      rerun = record.disturbed and not before and left > 0
+      before = record.disturbed
+      if rerun:
         excluded.append(record)
         left -= 1
-        rerun = True
         continue
-      rerun = False
       counted.append(record)
       stop, projected = self.Stop([r.throughput for r in counted])
       if stop:

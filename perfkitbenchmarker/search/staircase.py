@@ -116,9 +116,11 @@ class StaircasePolicy:
     candidate = best
     tried = []
     left = rule.max_reruns
+    last_disturbed = records[-1].disturbed
     for _ in range(1 + self.max_backoffs):
-      done = yield from rule.Run(candidate.load, reruns_left=left)
-      left = done.reruns_left
+      done = yield from rule.Run(candidate.load, reruns_left=left,
+                                 after_disturbed=last_disturbed)
+      left, last_disturbed = done.reruns_left, done.counted[-1].disturbed
       tried.append((candidate, done))
       if done.latency_ms < cap_ms:
         notes.append(f'confirmed {candidate.load.Describe()}: '
