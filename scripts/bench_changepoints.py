@@ -31,15 +31,12 @@ import warnings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(_HERE)
-_VENV_PYTHON = os.path.join(_REPO, '.venv', 'bin', 'python')
-if (os.path.exists(_VENV_PYTHON) and
-    os.path.realpath(sys.prefix) != os.path.realpath(
-        os.path.join(_REPO, '.venv'))):
-  os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] +
-           sys.argv[1:])
 sys.path.insert(0, _REPO)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(_REPO, __file__)
+
 from absl import app
 from absl import flags
 from absl import logging

@@ -46,40 +46,30 @@ time_pct=... cv_pct=...` for local Redis, adaptive against the step-up.
 
 import json
 import os
-import signal
 import statistics
 import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_REPO = os.path.dirname(_HERE)
-_VENV_PYTHON = os.path.join(_REPO, '.venv', 'bin', 'python')
-if (os.path.exists(_VENV_PYTHON) and
-    os.path.realpath(sys.prefix) != os.path.realpath(
-        os.path.join(_REPO, '.venv'))):
-  os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] +
-           sys.argv[1:])
-sys.path.insert(0, _REPO)
+sys.path.insert(0, os.path.dirname(_HERE))
 sys.path.insert(0, _HERE)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
+
 from absl import flags
 
-from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import pricing
-from perfkitbenchmarker import reporting
-from perfkitbenchmarker import run_record
-from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
-from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
-from perfkitbenchmarker.study import deployment
-from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
+import local_bench
+from local_bench import Log
 import pkb_model
 import search_doc_tables
 import search_model
@@ -92,6 +82,7 @@ from bench_search_model import Row
 from bench_search_model import RunScenario  # tests/search_model_test.py
 from bench_search_model import StudyCost
 
+_REPO = local_bench.REPO
 FIXTURE = os.path.join(_REPO, 'tests', 'data', 'search_model_quiet_sweep.json')
 
 flags.DEFINE_boolean('quick', False, 'Smoke run: 2 local repetitions, a '
@@ -147,10 +138,6 @@ FLAGS = flags.FLAGS
 POLICIES = search_doc_tables.POLICIES
 
 
-def Log(text):
-  print(text, file=sys.stderr, flush=True)
-
-
 class SweepPolicy:
   """Measures every load once; the answer is the best one under the cap."""
 
@@ -169,40 +156,6 @@ class SweepPolicy:
 
 
 # Local Redis.
-
-class CpuAccount:
-  """Splits the machine's busy CPU time into this run's and everyone else's.
-
-  Ours is this process with its waited-for children plus the shards (read
-  from /proc); the rest of /proc/stat's busy time is foreign.
-  """
-
-  def __init__(self, shard_pids):
-    self._pids = list(shard_pids)
-    self._tick = os.sysconf('SC_CLK_TCK')
-    self._cpus = os.cpu_count() or 1
-
-  def Snapshot(self):
-    with open('/proc/stat') as f:
-      fields = [float(x) for x in f.readline().split()[1:9]]
-    busy = (sum(fields) - fields[3] - fields[4]) / self._tick
-    times = os.times()
-    ours = (times.user + times.system + times.children_user +
-            times.children_system)
-    for pid in self._pids:
-      try:
-        with open(f'/proc/{pid}/stat') as f:
-          stat = f.read().rsplit(')', 1)[1].split()
-        ours += (int(stat[11]) + int(stat[12])) / self._tick
-      except OSError:
-        pass
-    return time.monotonic(), busy, ours
-
-  def ForeignPct(self, before, after):
-    wall = (after[0] - before[0]) * self._cpus
-    foreign = (after[1] - before[1]) - (after[2] - before[2])
-    return max(0.0, foreign / wall * 100) if wall > 0 else 0.0
-
 
 def LocalPolicies(opts):
   s, g = opts.search, opts.generator
@@ -238,36 +191,18 @@ def SweepFixture(results):
 
 def RunLocal(argv):
   """All policies on local Redis; returns (results by policy, meta)."""
-  run_uri = local.NewRunUri()
-  run_dir = os.path.join(_REPO, 'results', 'runs', run_uri)
-  record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
-                                       benchmarks=['bench_search'], argv=argv)
-  config = bench.GetConfig({})
-  bench.CheckPrerequisites(config)
-  spec = benchmark_spec.BenchmarkSpec(
-      bench, config, run_uri, 'Local', record, FLAGS,
-      pricing.PriceCatalog.Load(), lambda samples: None,
-      reporter=reporting.ConsoleReporter(sys.stderr))
-  signal.signal(signal.SIGTERM, signal.default_int_handler)
   started = time.monotonic()
-  opts = options_lib.RedisStudyOptions.FromFlags(FLAGS)
-  policies = LocalPolicies(opts)
-  names = list(policies)
-  results = {name: [] for name in names}
-  meta = {'discarded': {name: 0 for name in names}, 'foreign': [],
-          'failed': {},
-          'run_dir': run_dir}
   reps = 2 if FLAGS.quick else FLAGS.repetitions
-  try:
-    spec.ConstructVirtualMachines()
-    spec.Provision()
-    prepared = time.monotonic()
-    bench.Prepare(spec)
-    meta['prepare_s'] = time.monotonic() - prepared
-    meta['keys'] = spec.metadata.get('preloaded_keys') or 0
-    meta['load_generator'] = spec.metadata.get('load_generator')
-    driver = deployment.ProbeDriver(spec, spec.deployment, opts)
-    account = CpuAccount(p.pid for p in spec.deployment.processes)
+  with local_bench.LocalStudy('bench_search', argv, FLAGS) as study:
+    opts = study.opts
+    policies = LocalPolicies(opts)
+    names = list(policies)
+    results = {name: [] for name in names}
+    meta = {'discarded': {name: 0 for name in names}, 'foreign': [],
+            'failed': {}, 'run_dir': study.run_dir,
+            'prepare_s': study.prepare_s,
+            'keys': study.spec.metadata.get('preloaded_keys') or 0,
+            'load_generator': study.spec.metadata.get('load_generator')}
     budget = max(60, len(policies['sweep'].loads))
     reruns = 0
     for rep in range(reps):
@@ -275,21 +210,20 @@ def RunLocal(argv):
         Log(f'--max_minutes={FLAGS.max_minutes:g} reached after {rep} '
             'repetitions.')
         break
-      order = names[rep % len(names):] + names[:rep % len(names)]
-      for name in order:
+      for name in local_bench.Rotated(names, rep):
         for _ in range(FLAGS.max_reruns + 1):
-          before = account.Snapshot()
+          before = study.account.Snapshot()
           try:
             result = search_driver.FindLatencyCappedMaximum(
-                driver, opts.search.cap_ms, policies[name], max_probes=budget)
+                study.driver, opts.search.cap_ms, policies[name],
+                max_probes=budget)
           except errors.ProcessError as e:
             Log(f'local rep {rep + 1} {name}: a probe failed ({e}); the '
                 'search is counted as failed and left out of the table')
             meta['failed'][name] = meta['failed'].get(name, 0) + 1
             result = None
             break
-          after = account.Snapshot()
-          foreign = account.ForeignPct(before, after)
+          foreign = study.account.ForeignPct(before, study.account.Snapshot())
           Log(f'local rep {rep + 1} {name:11s}: {len(result.probes):2d} '
               f'probes, {result.probe_seconds:6.1f} probe-s, capped '
               f'{result.capped_throughput or 0:,.0f} ops/s, foreign CPU '
@@ -303,7 +237,8 @@ def RunLocal(argv):
         if result is not None:  # a failed search is counted, not scored
           meta['foreign'].append(foreign)
           results[name].append(result)
-    with open(os.path.join(run_dir, 'bench_search_sweep.json'), 'w') as f:
+    with open(os.path.join(study.run_dir, 'bench_search_sweep.json'),
+              'w') as f:
       json.dump(SweepFixture(results['sweep']), f, indent=1)
     if FLAGS.save_sweep:
       fixture = SweepFixture(results['sweep'])
@@ -313,12 +248,6 @@ def RunLocal(argv):
                            f'{FLAGS.probe_seconds} s probes')
       with open(FLAGS.save_sweep, 'w') as f:
         json.dump(fixture, f, indent=1)
-  finally:
-    bench.Cleanup(spec)
-    failures = spec.Teardown()
-    record.SetStatus('failed' if failures else 'succeeded')
-    for failure in failures:
-      Log(f'teardown: {failure}')
   return results, meta
 
 
@@ -346,16 +275,10 @@ def SummaryLine(rows, prefix=''):
 
 
 def Main(argv):
-  if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
-    print(__doc__)
-    print(FLAGS.main_module_help())
-    return 0
-  try:
-    FLAGS(argv)
-  except flags.Error as e:
-    print(f'bench_search: {e}; see --help', file=sys.stderr)
-    return 2
-  FLAGS.memtier_run_duration = FLAGS.probe_seconds
+  status = local_bench.ParseFlags('bench_search', __doc__, FLAGS, argv,
+                                  'probe_seconds')
+  if status is not None:
+    return status
   wall = time.monotonic()
   out = []
   local_results = None

@@ -33,40 +33,28 @@ import collections
 import dataclasses
 import json
 import os
-import signal
 import statistics
 import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_REPO = os.path.dirname(_HERE)
-_VENV_PYTHON = os.path.join(_REPO, '.venv', 'bin', 'python')
-if (os.path.exists(_VENV_PYTHON) and
-    os.path.realpath(sys.prefix) != os.path.realpath(
-        os.path.join(_REPO, '.venv'))):
-  os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] +
-           sys.argv[1:])
-sys.path.insert(0, _REPO)
+sys.path.insert(0, os.path.dirname(_HERE))
 sys.path.insert(0, _HERE)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
+
 from absl import flags
 
-from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
-from perfkitbenchmarker import pricing
-from perfkitbenchmarker import reporting
-from perfkitbenchmarker import run_record
 from perfkitbenchmarker import verdict as verdict_lib
-from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
-from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
-from perfkitbenchmarker.study import deployment
-from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
-from bench_search import CpuAccount
+import local_bench
+from local_bench import Log
 
 flags.DEFINE_integer('floor_repetitions', 4, 'Repetitions of each policy.',
                      lower_bound=1)
@@ -82,10 +70,6 @@ flags.DEFINE_string('floor_raw_out', None, 'Write every search\'s figures '
 FLAGS = flags.FLAGS
 
 FLOOR_PLATEAU_PROBES = 1
-
-
-def Log(text):
-  print(text, file=sys.stderr, flush=True)
 
 
 def Policies(opts):
@@ -133,68 +117,50 @@ def Figures(result, foreign_pct):
       'stop_reason': result.stop_reason,
       'foreign_cpu_pct': round(foreign_pct, 1),
       'probe_s': round(result.probe_seconds, 1),
+      # Where the probes went: connections, s(earch) or c(onfirm), and *
+      # for a disturbed probe, in order, e.g. '32s* 16s 16c* 16c 16c 16c'.
+      'trail': ' '.join(
+          f'{p.load.connections}'
+          f'{"c" if p.role == search_driver.ROLE_CONFIRM else "s"}'
+          f'{"*" if p.disturbed else ""}' for p in result.probes),
   }
 
 
 def RunLocal(argv):
-  run_uri = local.NewRunUri()
-  run_dir = os.path.join(_REPO, 'results', 'runs', run_uri)
-  record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
-                                       benchmarks=['bench_search_floor'],
-                                       argv=argv)
-  config = bench.GetConfig({})
-  bench.CheckPrerequisites(config)
-  spec = benchmark_spec.BenchmarkSpec(
-      bench, config, run_uri, 'Local', record, FLAGS,
-      pricing.PriceCatalog.Load(), lambda samples: None,
-      reporter=reporting.ConsoleReporter(sys.stderr))
-  signal.signal(signal.SIGTERM, signal.default_int_handler)
   started = time.monotonic()
-  opts = options_lib.RedisStudyOptions.FromFlags(FLAGS)
-  policies = Policies(opts)
-  names = list(policies)
-  runs = {name: [] for name in names}
   meta = {'failed': {}}
-  try:
-    spec.ConstructVirtualMachines()
-    spec.Provision()
-    bench.Prepare(spec)
-    meta['load_generator'] = spec.metadata.get('load_generator')
-    meta['load_generator_version'] = spec.metadata.get(
+  with local_bench.LocalStudy('bench_search_floor', argv, FLAGS) as study:
+    opts = study.opts
+    policies = Policies(opts)
+    names = list(policies)
+    runs = {name: [] for name in names}
+    meta['load_generator'] = study.spec.metadata.get('load_generator')
+    meta['load_generator_version'] = study.spec.metadata.get(
         'load_generator_version')
-    driver = deployment.ProbeDriver(spec, spec.deployment, opts)
-    account = CpuAccount(p.pid for p in spec.deployment.processes)
     for rep in range(FLAGS.floor_repetitions):
       if time.monotonic() - started > FLAGS.floor_max_minutes * 60:
         Log(f'--floor_max_minutes={FLAGS.floor_max_minutes:g} reached after '
             f'{rep} repetitions.')
         break
-      order = names[rep % len(names):] + names[:rep % len(names)]
-      for name in order:
-        before = account.Snapshot()
+      for name in local_bench.Rotated(names, rep):
+        before = study.account.Snapshot()
         try:
           result = search_driver.FindLatencyCappedMaximum(
-              driver, opts.search.cap_ms, policies[name],
+              study.driver, opts.search.cap_ms, policies[name],
               max_probes=opts.search.max_probes)
         except errors.ProcessError as e:
           Log(f'rep {rep + 1} {name}: a probe failed ({e}); counted as '
               'failed')
           meta['failed'][name] = meta['failed'].get(name, 0) + 1
           continue
-        figures = Figures(result, account.ForeignPct(before,
-                                                     account.Snapshot()))
+        figures = Figures(result, study.account.ForeignPct(
+            before, study.account.Snapshot()))
         runs[name].append(figures)
         Log(f'rep {rep + 1} {name:16s}: {figures["probes"]:2d} probes '
             f'({figures["search_probes"]} search, {figures["repeat_sets"]} '
             f'repeat sets), {figures["capped"] or 0:,.0f} ops/s '
             f'+-{figures["ci95_pct"] or 0:.1f} %, {figures["verdict"]}, '
             f'foreign CPU {figures["foreign_cpu_pct"]:.0f} %')
-  finally:
-    bench.Cleanup(spec)
-    failures = spec.Teardown()
-    record.SetStatus('failed' if failures else 'succeeded')
-    for failure in failures:
-      Log(f'teardown: {failure}')
   return runs, meta
 
 
@@ -233,16 +199,10 @@ def Rows(runs, floor):
 
 
 def Main(argv):
-  if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
-    print(__doc__)
-    print(FLAGS.main_module_help())
-    return 0
-  try:
-    FLAGS(argv)
-  except flags.Error as e:
-    print(f'bench_search_floor: {e}; see --help', file=sys.stderr)
-    return 2
-  FLAGS.memtier_run_duration = FLAGS.floor_probe_seconds
+  status = local_bench.ParseFlags('bench_search_floor', __doc__, FLAGS, argv,
+                                  'floor_probe_seconds')
+  if status is not None:
+    return status
   wall = time.monotonic()
   try:
     runs, meta = RunLocal(argv)
