@@ -76,7 +76,8 @@ CONTRACT: Tuple[Hook, ...] = (
          'warnings printed before the run (and the dry run)',
          default=_NoLines),
     Hook('EstimatedMinutes', ('spec',), 'float',
-         "the run stage's minutes, for the cost estimate",
+         "the run stage's probe minutes, for the cost estimate (the "
+         "provider's fixed part of the stage is cost_estimate's)",
          default=lambda module: lambda spec: 0.0),
     Hook('EstimatedPreloadKeys', ('spec',), 'int',
          'keys loaded before the run, for the estimate (absent: the '

@@ -10,7 +10,9 @@ minutes and dollars per phase:
   install    packages, system tuning, on every VM at once
   preload    writing the key range at a load rate per client VM (each
              writes its own slice, all at once), then verifying it
-  search     the probes (the benchmark's own estimate)
+  search     the probes (the benchmark's own estimate: its probe count
+             the search policy expects, times a probe) and the run stage's
+             fixed part on this provider
   teardown   deleting every VM at once, then the network and firewall
 
 A VM is billed from its create request until its delete has finished, with
@@ -69,6 +71,10 @@ class PhaseRates:
   network_delete_min: float  # after the VMs are gone: not billed
   preload_keys_per_s: float
   preload_bytes_per_s: float
+  # The run stage beyond its probes, once a run: the deployment's checks
+  # before the first probe, the summary, samples and run-record writes after
+  # the last, and on a VM the SSH sessions they take.
+  search_fixed_s: float
   preload_fixed_s: float = 10.0  # start shards, connect, verify DBSIZE
 
 
@@ -80,13 +86,26 @@ class PhaseRates:
 # our own SSH steps (probe, tuning, scratch directory, compiling
 # argv_secret) get the rest of the minute.
 OUR_INSTALL_MIN = 1.0
+# Local's run stage beyond its probes: the three cells of
+# configs/nightly_local.yaml (2026-11-26, a load average of 10-12) measured
+# `Benchmark Run Runtime` 21.0, 29.8 and 23.3 s for 6, 7 and 5 probes of
+# 16.2, 23.4 and 17.2 s: 2-4 s beyond the probes and PROBE_OVERHEAD_S each,
+# rounded up. Their `Benchmark Prepare Runtime` (shards, preload of 20,000
+# keys, verify; the third also creates a cluster) was 0.3, 1.0 and 5.1 s:
+# Local's fixed preload part is 3 s, not a VM's 10.
+LOCAL_SEARCH_FIXED_S = 5.0
 RATES: Mapping[str, PhaseRates] = {
     # A scratch directory and cores of this machine; Debian's packages are
     # only checked; redis-benchmark preloads from one core.
-    'Local': PhaseRates(0.0, 0.05, 0.05, 0.05, 0.0, 50_000, 50e6),
-    # Existing machines: no provisioning, but installs over SSH.
+    # The run stage's fixed part: LOCAL_SEARCH_FIXED_S.
+    'Local': PhaseRates(0.0, 0.05, 0.05, 0.05, 0.0, 50_000, 50e6,
+                        search_fixed_s=LOCAL_SEARCH_FIXED_S,
+                        preload_fixed_s=3.0),
+    # Existing machines: no provisioning, but installs over SSH. The run
+    # stage's fixed part on a VM (here and below) is an assumption, not
+    # measured: a minute.
     'Static': PhaseRates(0.0, 0.5, OUR_INSTALL_MIN, 0.2, 0.0, 100_000,
-                         100e6),
+                         100e6, search_fixed_s=60.0),
     # VMs ready: time-to-SSH of about 25 s for GCE VMs of <= 32 vCPUs (R.
     # Aboukhalil, "Move Fast and Break the Cloud", 2018, ~5,000 VMs) and 41.5
     # s for a 2-vCPU Debian VM (C. McAnlis, Google Cloud Performance Atlas,
@@ -94,7 +113,8 @@ RATES: Mapping[str, PhaseRates] = {
     # and the SSH waiter's polling. Network objects (network, subnetwork,
     # placement policy, 2-3 firewall rules, one waited operation each) and
     # the deletes are assumptions, not measured.
-    'GCP': PhaseRates(1.0, 1.0, OUR_INSTALL_MIN, 1.0, 1.0, 100_000, 100e6),
+    'GCP': PhaseRates(1.0, 1.0, OUR_INSTALL_MIN, 1.0, 1.0, 100_000, 100e6,
+                      search_fixed_s=60.0),
     # VMs ready: about 29 s from RunInstances to SSH for Linux on c5.xlarge
     # (C. Percival, "EC2 boot time benchmarking", 2021, medians of 9), a
     # minute with our polling. EC2 bills neither pending nor shutting-down
@@ -102,7 +122,8 @@ RATES: Mapping[str, PhaseRates] = {
     # minute is an upper bound. VPC, subnet, gateway, route table, security
     # group, key and placement group are quick API calls; their deletes wait
     # for the instances' network interfaces to go (assumed).
-    'AWS': PhaseRates(0.5, 1.0, OUR_INSTALL_MIN, 1.0, 1.0, 100_000, 100e6),
+    'AWS': PhaseRates(0.5, 1.0, OUR_INSTALL_MIN, 1.0, 1.0, 100_000, 100e6,
+                      search_fixed_s=60.0),
 }
 
 
@@ -201,16 +222,20 @@ def PreloadSeconds(rates: PhaseRates, keys: int, value_bytes: int,
       keys * max(value_bytes, 1) / (rates.preload_bytes_per_s * vms))
 
 
+def RatesOf(cloud: str) -> PhaseRates:
+  if cloud not in RATES:
+    raise ValueError(f'no phase rates for cloud {cloud!r}; add them to '
+                     'cost_estimate.RATES')
+  return RATES[cloud]
+
+
 def EstimateRun(cloud: str, groups: Sequence[VmGroup], search_minutes: float,
                 preload_keys: int = 0, value_bytes: int = 0,
                 rates: Optional[PhaseRates] = None,
                 preload_client_vms: int = 1) -> RunEstimate:
   """Per-phase minutes and dollars of one run (see the module docstring)."""
   if rates is None:
-    if cloud not in RATES:
-      raise ValueError(f'no phase rates for cloud {cloud!r}; add them to '
-                       'cost_estimate.RATES')
-    rates = RATES[cloud]
+    rates = RatesOf(cloud)
   if search_minutes < 0:
     raise ValueError('search_minutes must not be negative')
   hourly = sum(g.usd_per_hour * g.count for g in groups)
@@ -241,7 +266,9 @@ def FromSpec(spec) -> RunEstimate:
     groups.append(VmGroup(name, counts[name], vm_spec.machine_type,
                           price.usd_per_hour))
   module = spec.module
-  search = benchmark_contract.Call(module, 'EstimatedMinutes', spec)
+  # The benchmark's probe minutes, and the run stage's fixed part here.
+  search = (benchmark_contract.Call(module, 'EstimatedMinutes', spec) +
+            RatesOf(spec.cloud).search_fixed_s / 60)
   if benchmark_contract.Has(module, 'EstimatedPreloadKeys'):
     keys = module.EstimatedPreloadKeys(spec)
   else:

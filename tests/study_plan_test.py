@@ -10,6 +10,7 @@ import re
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options
@@ -110,9 +111,11 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
                           r'at most \d+', proc.stdout).group(1))
   search_min = float(re.search(r'^  search\s+([\d.]+) min', proc.stdout,
                                re.M).group(1))
-  # The benchmark adds one minute of fixed time to the probes' seconds.
+  # The probes' seconds and the provider's fixed part of the run stage
+  # (Local: no cloud's minute).
   probe_s = typical * (5 + deployment.PROBE_OVERHEAD_S)
-  assert search_min == pytest.approx((probe_s + 60) / 60, abs=0.05)
+  assert search_min == pytest.approx(
+      (probe_s + cost_estimate.RATES['Local'].search_fixed_s) / 60, abs=0.05)
   assert typical == 1 + 3 + 1 + 2 + 2 * 4  # start 32 of 4..1024; 4-6 repeats,
   # typically 4 (the 2 % target met or out of reach there)
 

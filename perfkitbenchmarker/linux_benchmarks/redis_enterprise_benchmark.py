@@ -203,8 +203,8 @@ def EstimatedMinutes(spec) -> float:
   if spec.cloud == 'Local':
     s = _Scaling(opts, spec.config)
     steps = len(opts.Steps(s.min_threads, s.max_threads))
-    return (plan.EstimatedSeconds(opts, steps, _Vcpus(spec)) + 60) / 60
-  return (plan.EstimatedSeconds(opts, len(opts.Steps())) + 60) / 60
+    return plan.EstimatedSeconds(opts, steps, _Vcpus(spec)) / 60
+  return plan.EstimatedSeconds(opts, len(opts.Steps())) / 60
 
 
 def EstimatedPreloadKeys(spec) -> int:

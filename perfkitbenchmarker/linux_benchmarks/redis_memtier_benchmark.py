@@ -126,7 +126,7 @@ def PlanWarnings(spec) -> List[str]:
 
 
 def EstimatedMinutes(spec) -> float:
-  return (plan.EstimatedSeconds(_Options(spec)) + 60) / 60
+  return plan.EstimatedSeconds(_Options(spec)) / 60
 
 
 def ClientLoadGenerator(spec) -> Optional[str]:

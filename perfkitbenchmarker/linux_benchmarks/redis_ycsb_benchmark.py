@@ -112,7 +112,7 @@ def EstimatedMinutes(spec) -> float:
   # plus 3 s of JVM start.
   per_probe = o.operation_count / 20000.0 + 3
   load = o.record_count / 20000.0 + 3
-  return (load + len(o.workloads) * probes * per_probe + 60) / 60
+  return (load + len(o.workloads) * probes * per_probe) / 60
 
 
 def EstimatedPreloadKeys(spec) -> int:
