@@ -178,8 +178,8 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
         f'provisioned ({len(live)} live resource(s) in its record); go on '
         f'with its later stages, or delete it first with '
         f'{run_signals.TeardownCommand(run_uri)}.')
-  from perfkitbenchmarker.study import deployment  # pylint: disable=g-import-not-at-top
-  shards = [e for e in live if e['kind'] in deployment.SHARD_KINDS]
+  from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
+  shards = [e for e in live if e['kind'] in engines.ShardKinds()]
   if 'prepare' in stages and shards:
     raise errors.UsageError(
         f'--run_stage={",".join(stages)}: run {run_uri} is already prepared '

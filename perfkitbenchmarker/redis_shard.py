@@ -1,10 +1,11 @@
-"""A Redis shard as every layer sees it: where it runs, how it is set up, and
-the user the load generators log in as.
+"""A Redis shard as every layer sees it: where it runs, how it is set up, the
+run's password and the user the load generators log in as.
 
-Plain values with no imports from the rest of the harness, so the engines
-(engines/) that start shards, the programs (linux_packages/) that configure
-them and the load generators (load_generators/) that log in to them all share
-one definition without pointing up a layer.
+Values and small rules that import only the secret mask (vm_util), so the
+engines (engines/) that start shards, the programs (linux_packages/) that
+configure them, the study (study/) that sizes them and the load generators
+(load_generators/) that log in to them share one definition without
+pointing up a layer.
 
 The load user. memtier_benchmark takes a password only as an argument (`-a`),
 and Debian's redis-benchmark 7.0 ignores REDISCLI_AUTH.
@@ -21,7 +22,10 @@ are masked in logs and results (vm_util.RegisterSecret).
 import dataclasses
 import hashlib
 import hmac
+import secrets
 from typing import Tuple
+
+from perfkitbenchmarker import vm_util
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +49,25 @@ class Shard:
   @property
   def address(self) -> str:
     return f'{self.host}:{self.port}'
+
+
+def MaxMemoryPerShardMb(vm_memory_mib: int, shards: int,
+                        fraction: float) -> int:
+  return max(64, int(vm_memory_mib * fraction / max(1, shards)))
+
+
+def NewPassword() -> str:
+  """A fresh password for the run's shards, masked from now on."""
+  password = secrets.token_urlsafe(24)
+  RegisterPassword(password)
+  return password
+
+
+def RegisterPassword(password: str) -> None:
+  """Masks the password (and the load user's) in logs and results."""
+  vm_util.RegisterSecret(password)
+  if password:
+    vm_util.RegisterSecret(LoadPassword(password))
 
 
 LOAD_USER = 'pkb-load'

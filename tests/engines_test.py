@@ -262,7 +262,7 @@ def _Info(vm, proc, password):
 def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
   vms = _Vms(tmp_path, 2)
   engine = engines.Get(engine_name)
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   server = options.ServerOptions(engine=engine_name, memory_fraction=0.05,
                                  replicas_per_primary=1)
   processes = ()
@@ -298,7 +298,7 @@ def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
 def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
   vms = _Vms(tmp_path, 1)
   engine = engines.Get('valkey')
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   server = options.ServerOptions(engine='valkey', cluster_mode=True,
                                  shards_per_vm=3, memory_fraction=0.05,
                                  replicas_per_primary=1)

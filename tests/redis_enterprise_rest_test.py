@@ -10,8 +10,8 @@ import requests
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.enterprise import rest_client
-from perfkitbenchmarker.enterprise import rladmin
+from perfkitbenchmarker.engines import redis_enterprise_rest as rest_client
+from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin
 from tests import fake_redis_enterprise
 
 USER, PASSWORD = 'admin@example.com', 's3cret-pw'

@@ -61,7 +61,7 @@ import e2e_support as e2e
 import memtier_replay
 import stand_ins
 from perfkitbenchmarker import redis_shard
-from perfkitbenchmarker.enterprise import rladmin as rladmin_lib
+from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin_lib
 from tests import fake_redis_enterprise
 
 from sshd_fixture import FreePort

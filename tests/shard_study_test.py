@@ -15,6 +15,7 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import engines
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.local import provider as local
@@ -59,7 +60,7 @@ def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path):
                              memory_mib=1024), 'servers-0', 'servers')
   vm.scratch_dir = str(tmp_path / 'servers-0')
   vm.Create()
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   spec = types.SimpleNamespace(vm_groups={'servers': [vm]}, record=None,
                                metadata={})
   opts = types.SimpleNamespace(server=options.ServerOptions(

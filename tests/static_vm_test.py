@@ -12,6 +12,7 @@ import e2e_support
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import vm_util
@@ -164,9 +165,9 @@ def test_provision_and_teardown_from_the_record_kill_redis(
   assert server.RemoteCommand(f'test -d {server.scratch_dir} && echo y')[0]
   assert server.os_type not in ('', 'detected')  # e.g. debian12
   assert server.num_cpus and server.memory_mib
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   shard, = redis_server.StartShards(
-      server, 1, password, redis_server.ShardOptions(maxmemory_mb=64),
+      server, 1, password, redis_shard.ShardOptions(maxmemory_mb=64),
       spec.record, start_port=FreePort())
   marker = f':{shard.port}'  # redis-server retitles itself "<bind>:<port>"
   assert vm_util.ProcessAlive(shard.pid, marker=marker)

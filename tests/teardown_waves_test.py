@@ -16,6 +16,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import virtual_machine
@@ -298,7 +299,7 @@ def _SshVm(name, ip='10.0.0.1', user='pkb'):
 
 
 def test_shards_share_their_machines_connection_lane():
-  options = redis_server.ShardOptions()
+  options = redis_shard.ShardOptions()
   one = _SshVm('servers-0')
   same_machine = _SshVm('clients-0')  # One machine listed twice.
   other = _SshVm('servers-1', ip='10.0.0.2')
@@ -341,8 +342,8 @@ def _Alive(procs):
 def _StartShardsOn(vms, counts, record, procs):
   """Starts `counts` real shards on the VMs (into `procs`, for the caller's
   clean-up) and returns the run record as a later teardown would load it."""
-  options = redis_server.ShardOptions(maxmemory_mb=64)
-  password = redis_server.NewPassword()
+  options = redis_shard.ShardOptions(maxmemory_mb=64)
+  password = redis_shard.NewPassword()
   for vm, count in zip(vms, counts):
     procs += redis_server.StartShards(vm, count, password, options, record,
                                       start_port=e2e.FreePort())

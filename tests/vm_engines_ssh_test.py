@@ -429,7 +429,7 @@ def test_dragonfly_tarball_install_start_and_stop(
                            prefix=host.prefix)
   assert len(releases.requests) == 1
 
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   shard, = engine.StartShards(vm, 1, password,
                               redis_shard.ShardOptions(maxmemory_mb=1024),
                               record, FreePort())
@@ -471,7 +471,7 @@ def test_keydb_source_build_start_and_stop(
         f'install PREFIX={host.prefix}']
   assert engine.Version(vm) == version
 
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   shard, = engine.StartShards(vm, 1, password,
                               redis_shard.ShardOptions(maxmemory_mb=64),
                               record, FreePort())

@@ -1,24 +1,26 @@
 """Server engines: the Redis-compatible servers a study can deploy.
 
 Extension seam: an engine implements `base.ServerEngine` (install,
-configure and start shards, form a cluster, version, count keys, stop) in a
-module here and is listed in `_ENGINES`. Valkey, Dragonfly, KeyDB and
-Redis Enterprise plug in the same way Redis OSS (`redis_oss.py`) does; the
-study's deployment code only talks to the interface.
+configure and start shards, form a cluster, replicas, version, count keys,
+stop) in a module here and joins `_ENGINES` below. That is all a new engine
+touches: the study only calls the interface, and finds the engine's shards
+in a run record by `ShardKinds`. Redis Enterprise is no shard engine (its
+cluster manager starts the servers): redis_enterprise.py, with its REST
+client and rladmin commands beside it, drives one cluster for the
+redis_enterprise benchmark.
 """
 
-import importlib
+from typing import Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.engines import redis_oss
+from perfkitbenchmarker.engines import valkey
+from perfkitbenchmarker.engines import vm_only
 
-# name -> (module, class). Imported when asked for: the engine modules import
-# linux_packages, which import engines.base, so nothing is imported here.
-_ENGINES = {
-    'redis': ('perfkitbenchmarker.engines.redis_oss', 'RedisOssEngine'),
-    'valkey': ('perfkitbenchmarker.engines.valkey', 'ValkeyEngine'),
-    'dragonfly': ('perfkitbenchmarker.engines.vm_only', 'DragonflyEngine'),
-    'keydb': ('perfkitbenchmarker.engines.vm_only', 'KeydbEngine'),
-}
+# name -> engine class.
+_ENGINES = {engine.NAME: engine for engine in (
+    redis_oss.RedisOssEngine, valkey.ValkeyEngine, vm_only.DragonflyEngine,
+    vm_only.KeydbEngine)}
 
 
 def Names():
@@ -30,12 +32,15 @@ def Get(name: str, **settings):
   if name not in _ENGINES:
     raise errors.UsageError(
         f'Unknown server engine "{name}"; choose one of {", ".join(Names())}.')
-  module, cls = _ENGINES[name]
-  return getattr(importlib.import_module(module), cls)(**settings)
+  return _ENGINES[name](**settings)
 
 
 def ReadsRedisConf(name: str) -> bool:
   """Whether the engine called `name` takes redis.conf lines (without
   making one)."""
-  module, cls = _ENGINES[name]
-  return getattr(importlib.import_module(module), cls).READS_REDIS_CONF
+  return _ENGINES[name].READS_REDIS_CONF
+
+
+def ShardKinds() -> Tuple[str, ...]:
+  """The run-record kinds of every engine's shard processes."""
+  return tuple(dict.fromkeys(e.PROCESS_KIND for e in _ENGINES.values()))

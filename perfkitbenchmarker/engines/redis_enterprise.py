@@ -4,31 +4,52 @@ Not a shard engine (`base.ServerEngine` starts redis-server processes; here
 the cluster manager does): the redis_enterprise benchmark drives this class
 directly, and on --cloud=Local uses engines.Get('redis') instead. The user
 supplies the installer tarball and the licence (never downloaded). Commands
-come from enterprise/rladmin.py (pure text) and carry no secret; the cluster
-is formed and the databases are made through the REST API
-(enterprise/rest_client.py), from curl on each server VM to its own API,
+come from redis_enterprise_rladmin.py (pure text) and carry no secret; the
+cluster is formed and the databases are made through the REST API
+(redis_enterprise_rest.py), from curl on each server VM to its own API,
 the credentials and licence on curl's stdin, never in any argv.
+
+Seam: the cluster reads its settings through `ClusterSettings`, which the
+redis_enterprise benchmark's options (enterprise/options.py) satisfy; this
+module imports nothing of the benchmark.
 """
 
 import base64
 import os
 import posixpath
 import shlex
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.enterprise import options as options_lib
-from perfkitbenchmarker.enterprise import rest_client
-from perfkitbenchmarker.enterprise import rladmin
+from perfkitbenchmarker.engines import redis_enterprise_rest as rest_client
+from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin
 
 NAME = 'redis_enterprise'
 ADMIN_USER = 'pkb@example.com'  # cluster admin, an e-mail by convention
 DATABASE_PREFIX = 'pkb-db'
 # base64 of whole 3-byte groups has no padding, so chunks concatenate.
 _COPY_CHUNK_BYTES = 3 * 256 * 1024
+
+
+class ClusterSettings(Protocol):
+  """What the cluster reads from the benchmark's frozen options."""
+  tarball: Optional[str]  # the user's installer, copied to every server VM
+  license_path: Optional[str]
+  tune_on_startup: bool
+  install_dir: Optional[str]
+  programs_dir: str  # install_dir, else rladmin.INSTALL_DIR
+  disable_cpu_ids: Tuple[int, ...]
+  pin_workers: bool
+  api_port: int
+  database_port: int
+  db_count: int
+  db_replication: bool
+  memory_size_percentage: float
+  flash: bool
+  flash_ram_ratio: float
 
 
 class _Base64File:
@@ -67,7 +88,7 @@ def WorkDir(vm) -> str:
 class RedisEnterpriseCluster:
   """One Redis Enterprise cluster over the server VMs of a run."""
 
-  def __init__(self, opts: options_lib.EnterpriseOptions, servers: Sequence,
+  def __init__(self, opts: ClusterSettings, servers: Sequence,
                password: str, copy: Callable = _Copy,
                session_factory: Callable = rest_client.CurlOnVm,
                api_url: Optional[str] = None,

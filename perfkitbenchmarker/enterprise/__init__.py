@@ -5,13 +5,15 @@
   options.py     EnterpriseOptions.FromFlags: the only flag reads, validated,
                  frozen; the OS decision (retired --os_type -> successor) and
                  the Local scaling
-  rest_client.py the cluster's REST API (bootstrap to create and join the
-                 cluster, /v1/bdbs...) over an injected HTTP session
-  rladmin.py     command builders: install, proxy tuning, worker pinning,
-                 offlined cores (pure text, no secrets)
   optimizer.py   the throughput optimizer over shard count and proxy threads
                  (pure, over an injected evaluate)
   plan.py        dry-run plan lines and the time estimate
+  local_run.py,  its runs on Local (Redis OSS stands in) and on clouds;
+  cloud_run.py,  study_steps.py: the steps both share
+  study_steps.py
+
+The cluster itself (install, bootstrap, proxies, databases, the REST API
+and rladmin) is a server engine's business: engines/redis_enterprise.py.
 
 Extension seam: a new enterprise setting is a flag in flags.py, a field in
 options.py read in FromFlags and checked in Check; the benchmark module only

@@ -14,9 +14,10 @@ calls them for clouds and enterprise/local_run.py's for Local.
 from typing import List, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import study_steps
-from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
@@ -24,9 +25,8 @@ from perfkitbenchmarker.study import deployment
 
 
 def _Cluster(spec, opts):
-  from perfkitbenchmarker.engines import redis_enterprise  # pylint: disable=g-import-not-at-top
   if getattr(spec, 'enterprise_password', None) is None:
-    spec.enterprise_password = redis_server.NewPassword()
+    spec.enterprise_password = redis_shard.NewPassword()
   return redis_enterprise.RedisEnterpriseCluster(
       opts, spec.vm_groups['servers'], spec.enterprise_password)
 
@@ -36,7 +36,6 @@ def _Endpoints(pairs) -> List[base.Endpoint]:
 
 
 def Prepare(spec, opts) -> None:
-  from perfkitbenchmarker.engines import redis_enterprise  # pylint: disable=g-import-not-at-top
   cluster = _Cluster(spec, opts)
   # Kept before anything is created on the cluster, so Cleanup deletes
   # whatever this prepare made even when a later step fails.

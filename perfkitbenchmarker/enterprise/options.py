@@ -24,8 +24,8 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin
 from perfkitbenchmarker.enterprise import flags as _  # pylint: disable=unused-import
-from perfkitbenchmarker.enterprise import rladmin
 
 # Retired OS families the study used -> the image a run boots instead.
 OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {

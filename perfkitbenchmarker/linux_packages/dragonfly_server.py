@@ -108,7 +108,7 @@ def InstallScript(info, machine: str, version: str = 'distro',
   return '\n'.join(['set -eo pipefail'] + lines + ['dragonfly --version'])
 
 
-def FlagFileText(port: int, password: str, options: redis_server.ShardOptions,
+def FlagFileText(port: int, password: str, options: redis_shard.ShardOptions,
                  directory: str, proactor_threads: int = 0,
                  cluster_mode: str = 'none') -> str:
   """Dragonfly's flag file: one --flag=value a line."""

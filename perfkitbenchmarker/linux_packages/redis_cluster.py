@@ -19,7 +19,6 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 
-Shard = redis_shard.Shard
 
 CLUSTER_SLOTS = 16384
 # `redis-cli --cluster create` takes every address in one argv, which grows
@@ -31,7 +30,8 @@ REPLICATE_TRIES = 50  # x 0.2 s: a replica learns its primary by gossip.
 
 
 def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
-                  shards: Sequence[Shard], password: str, replicas: int = 0,
+                  shards: Sequence[redis_shard.Shard], password: str,
+                  replicas: int = 0,
                   sleep: Callable[[float], None] = time.sleep,
                   clock: Callable[[], float] = time.monotonic,
                   timeout_s: float = 60) -> None:
@@ -60,7 +60,7 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
   WaitForClusterOk(vm, shards, password, sleep, clock, timeout_s)
 
 
-def ClusterCommands(shards: Sequence[Shard], replicas: int = 0):
+def ClusterCommands(shards: Sequence[redis_shard.Shard], replicas: int = 0):
   """(shard, redis-cli args) joining and slotting a cluster by pieces.
 
   The first `len(shards) // (1 + replicas)` shards are primaries: the first
@@ -79,8 +79,8 @@ def ClusterCommands(shards: Sequence[Shard], replicas: int = 0):
     yield shard, f'CLUSTER ADDSLOTSRANGE {low} {high}'
 
 
-def _Replicate(vm, replica_shards: Sequence[Shard],
-               primaries: Sequence[Shard], password: str,
+def _Replicate(vm, replica_shards: Sequence[redis_shard.Shard],
+               primaries: Sequence[redis_shard.Shard], password: str,
                sleep: Callable[[float], None]) -> None:
   """Each replica follows primary i % len(primaries), once it knows it."""
   for i, replica in enumerate(replica_shards):
@@ -99,7 +99,7 @@ def _Replicate(vm, replica_shards: Sequence[Shard],
         f'CLUSTER REPLICATE {shlex.quote(node_id)}')
 
 
-def ClusterInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
+def ClusterInfo(vm, shard: redis_shard.Shard, password: str) -> Dict[str, str]:
   out = redis_server.Cli(vm, shard.host, shard.port, password, 'CLUSTER INFO')
   info = {}
   for line in out.splitlines():
@@ -109,7 +109,7 @@ def ClusterInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
   return info
 
 
-def WaitForClusterOk(vm, shards: Sequence[Shard], password: str,
+def WaitForClusterOk(vm, shards: Sequence[redis_shard.Shard], password: str,
                      sleep=time.sleep, clock=time.monotonic,
                      timeout_s: float = 60) -> None:
   deadline = clock() + timeout_s
@@ -127,7 +127,7 @@ def WaitForClusterOk(vm, shards: Sequence[Shard], password: str,
     sleep(0.2)
 
 
-def DbSize(vm, shards: Sequence[Shard], password: str) -> int:
+def DbSize(vm, shards: Sequence[redis_shard.Shard], password: str) -> int:
   """Keys held by primaries (replicas would double count)."""
   total = 0
   for shard in shards:
@@ -138,14 +138,16 @@ def DbSize(vm, shards: Sequence[Shard], password: str) -> int:
   return total
 
 
-def ReplicaOf(vm, replica: Shard, primary: Shard, password: str) -> None:
+def ReplicaOf(vm, replica: redis_shard.Shard, primary: redis_shard.Shard,
+              password: str) -> None:
   """Makes `replica` replicate `primary` (it authenticates with masterauth,
   the run's password, set in every shard's config)."""
   redis_server.Cli(vm, replica.host, replica.port, password,
       f'REPLICAOF {shlex.quote(primary.host)} {int(primary.port)}')
 
 
-def ReplicationInfo(vm, shard: Shard, password: str) -> Dict[str, str]:
+def ReplicationInfo(vm, shard: redis_shard.Shard,
+                    password: str) -> Dict[str, str]:
   """`INFO replication` of one shard as a dict (role, master_link_status,
   connected_slaves, ...)."""
   out = redis_server.Cli(vm, shard.host, shard.port, password, 'INFO replication')
@@ -182,7 +184,7 @@ def ReplicationProblems(infos: Sequence[Dict[str, str]], primaries: int,
   return problems
 
 
-def WaitForReplication(vm, shards: Sequence[Shard], password: str,
+def WaitForReplication(vm, shards: Sequence[redis_shard.Shard], password: str,
                        primaries: int, replicas_per_primary: int,
                        sleep: Callable[[float], None] = time.sleep,
                        clock: Callable[[], float] = time.monotonic,

@@ -13,7 +13,6 @@ Redis-compatible server is a sibling module plus an engine class.
 """
 
 import re
-import secrets
 import shlex
 from typing import Hashable, List, Optional
 
@@ -69,8 +68,6 @@ flags.register_validator('redis_server_options', _RegisterOptionSecrets)
 START_TIMEOUT_S = 20
 
 
-ShardOptions = redis_shard.ShardOptions
-Shard = redis_shard.Shard
 
 
 def Install(vm: virtual_machine.BaseVirtualMachine,
@@ -96,24 +93,6 @@ def GetVersion(vm: virtual_machine.BaseVirtualMachine) -> str:
   return ParseVersion(out) or out.strip()
 
 
-def NewPassword() -> str:
-  password = secrets.token_urlsafe(24)
-  RegisterPassword(password)
-  return password
-
-
-def RegisterPassword(password: str) -> None:
-  """Masks the password (and the load user's) in logs and results."""
-  vm_util.RegisterSecret(password)
-  if password:
-    vm_util.RegisterSecret(redis_shard.LoadPassword(password))
-
-
-def MaxMemoryPerShardMb(vm_memory_mib: int, shards: int,
-                        fraction: float) -> int:
-  return max(64, int(vm_memory_mib * fraction / max(1, shards)))
-
-
 def ConfigQuote(value: str) -> str:
   """`value` as one redis.conf argument (the config's own quoting)."""
   escaped = value.replace('\\', '\\\\').replace('"', '\\"')
@@ -121,7 +100,7 @@ def ConfigQuote(value: str) -> str:
   return f'"{escaped}"'
 
 
-def ConfigText(port: int, password: str, options: ShardOptions,
+def ConfigText(port: int, password: str, options: redis_shard.ShardOptions,
                directory: str, prefix: str = 'redis') -> str:
   """The shard's config file (redis.conf syntax; Valkey reads the same)."""
   lines = [
@@ -189,7 +168,8 @@ class RedisProcess(resource.BaseResource):
   FILE_PREFIX = 'redis'
   CREATE_RETRIES = 1
 
-  def __init__(self, vm, port: int, password: str, options: ShardOptions,
+  def __init__(self, vm, port: int, password: str,
+               options: redis_shard.ShardOptions,
                server_command: Optional[str] = None, **kwargs):
     super().__init__(f'{vm.name}:{port}', **kwargs)
     self.vm = vm
@@ -299,7 +279,8 @@ class RedisProcess(resource.BaseResource):
     what = f'{cls.KIND} {entry["name"]}'
     vm = virtual_machine.VmFromRecord(
         record, record_checks.Field(data, 'vm_name', str, what))
-    proc = cls(vm, record_checks.Port(data, what), '', ShardOptions())
+    proc = cls(vm, record_checks.Port(data, what), '',
+               redis_shard.ShardOptions())
     # The files are where this shard keeps them in its VM's (checked)
     # scratch directory; a record naming any other path is refused.
     for key in ('config_path', 'pidfile'):
@@ -317,7 +298,7 @@ resource.RegisterKind(RedisProcess.KIND, RedisProcess.FromRecord)
 
 
 def StartShards(vm: virtual_machine.BaseVirtualMachine, count: int,
-                password: str, options: ShardOptions, record,
+                password: str, options: redis_shard.ShardOptions, record,
                 start_port: int = 7001, process_class=None,
                 server_command: Optional[str] = None) -> List[RedisProcess]:
   """Starts `count` shards on free ports, recording each before it starts.

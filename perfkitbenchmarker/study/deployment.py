@@ -23,17 +23,14 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
-from perfkitbenchmarker.linux_packages import dragonfly_server
-from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
-from perfkitbenchmarker.linux_packages import redis_server
-from perfkitbenchmarker.linux_packages import valkey_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.load_generators import interference
@@ -42,10 +39,6 @@ from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import replication
 
-# Run-record kinds of shard processes (one per engine process type).
-SHARD_KINDS = (redis_server.RedisProcess.KIND, valkey_server.ValkeyProcess.KIND,
-               dragonfly_server.DragonflyProcess.KIND,
-               keydb_server.KeydbProcess.KIND)
 # Seconds a probe costs beyond its own duration: the measured figure.
 PROBE_OVERHEAD_S = cost_estimate.PROBE_OVERHEAD_S
 
@@ -69,7 +62,7 @@ class Deployment:
   cluster_mode: bool
   shards_per_vm: int
   primaries: int
-  processes: Tuple[redis_server.RedisProcess, ...]
+  processes: Tuple[resource.BaseResource, ...]
   generators: Tuple[base.LoadGenerator, ...]
   password: str = dataclasses.field(repr=False)
   # The engine's settings as recorded ((name, value) pairs) and replicas
@@ -182,15 +175,15 @@ def _Primaries(count: int, server: options_lib.ServerOptions) -> int:
 def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
                 shards_per_vm: int, password: str,
                 server: options_lib.ServerOptions, record,
-                start_port: int) -> Tuple[redis_server.RedisProcess, ...]:
+                start_port: int) -> Tuple[resource.BaseResource, ...]:
   """Starts `shards_per_vm` shards on every server VM (and the cluster)."""
-  processes: List[redis_server.RedisProcess] = []
+  processes: List[resource.BaseResource] = []
   replicas = server.replicas_per_primary
 
   def ShardOptions(vm):
     return redis_shard.ShardOptions(
         cluster_mode=server.cluster_mode,
-        maxmemory_mb=redis_server.MaxMemoryPerShardMb(
+        maxmemory_mb=redis_shard.MaxMemoryPerShardMb(
             vm.memory_mib or 1024, shards_per_vm * (1 + replicas),
             server.memory_fraction),
         extra_config=server.extra_config, bind=BindAddress(vm))
@@ -225,7 +218,7 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
   """
   servers = spec.vm_groups['servers']
   generators = InstallAll(engine, servers, spec.vm_groups['clients'], opts)
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   processes = StartShards(engine, servers, opts.server.shards_per_vm,
                           password, opts.server, spec.record,
                           opts.server.start_port)
@@ -240,7 +233,7 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
 
 
 def RecordedShards(spec, engine: engine_base.ServerEngine
-                   ) -> Tuple[List[redis_server.RedisProcess], str]:
+                   ) -> Tuple[List[resource.BaseResource], str]:
   """The run's live shards from its record, and the password they share.
 
   The password is read back from a shard's config file on its server VM
@@ -255,7 +248,7 @@ def RecordedShards(spec, engine: engine_base.ServerEngine
         f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
         'first.')
   password = engine.ReadPassword(processes[0])
-  redis_server.RegisterPassword(password)
+  redis_shard.RegisterPassword(password)
   for p in processes:
     p.password = password
   return processes, password
@@ -313,7 +306,7 @@ def StopAll(record) -> None:
   # Probes first (newer than the shards): a load generator a signal left
   # running stops before the servers it talks to.
   failures = resource.TeardownFromRecord(
-      record, kinds=(probe_processes.KIND,) + tuple(SHARD_KINDS))
+      record, kinds=(probe_processes.KIND,) + engines.ShardKinds())
   if failures:
     raise errors.ProcessError('Stopping shards failed: ' +
                               resource.FailureSummary(failures))

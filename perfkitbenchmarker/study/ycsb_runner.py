@@ -29,10 +29,10 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
-from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
 from perfkitbenchmarker.load_generators import concurrent as side_by_side
 from perfkitbenchmarker.load_generators import driver as driver_lib
@@ -56,7 +56,7 @@ class YcsbDeployment:
   engine: str
   engine_version: str
   cluster_mode: bool
-  processes: Tuple[redis_server.RedisProcess, ...]
+  processes: Tuple[resource.BaseResource, ...]
   clients: Tuple[object, ...]
   installs: Tuple[ycsb_package.Installation, ...]
   password: str = dataclasses.field(repr=False)
@@ -109,7 +109,7 @@ def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
       lambda vm: deployment_lib.PrepareServer(engine, vm,
                                               opts.server.system_tuning),
       lambda vm: _InstallYcsb(vm, opts)))
-  password = redis_server.NewPassword()
+  password = redis_shard.NewPassword()
   processes = deployment_lib.StartShards(
       engine, servers, opts.server.shards_per_vm, password, opts.server,
       spec.record, opts.server.start_port)

@@ -1,11 +1,12 @@
 """Command builders for installing and tuning a Redis Enterprise cluster.
 
 Pure text: every function returns shell command strings (values quoted with
-shlex.quote) or parses command output; engines/redis_enterprise.py runs them
+shlex.quote) or parses command output; redis_enterprise.py runs them
 over SSH. None of these commands carries a secret. The cluster is not
 formed here: `rladmin cluster create`/`join` take the admin password only
 as an argument, where `ps` shows it, so the cluster is created and joined
-through the REST API's bootstrap requests (rest_client.ClusterBootstrap).
+through the REST API's bootstrap requests
+(redis_enterprise_rest.ClusterBootstrap).
 
 Paths: the installer goes into a work directory the caller names
 (a run's scratch directory on the VM, removed at teardown); the programs are
