@@ -34,6 +34,7 @@ import pandas as pd
 from perfkitbenchmarker import paths as paths_lib
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import changepoints
+from perfkitbenchmarker.results_history import html_page
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
@@ -210,7 +211,7 @@ def Run(argv: List[str], default_results: Optional[str] = None,
     analysis = report.Analyze(frame, settings, FLAGS.night)
     _Say(report.FormatText(analysis))
     if FLAGS.report:
-      _Write(FLAGS.report, report.RenderHtml(analysis))
+      _Write(FLAGS.report, html_page.RenderHtml(analysis))
       _Say(f'HTML report: {FLAGS.report}')
   if FLAGS.json:
     _Write(FLAGS.json, json.dumps(report.LeaderboardJson(analysis), indent=1,

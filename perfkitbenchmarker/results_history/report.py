@@ -1,8 +1,9 @@
-"""Text, Markdown and HTML renderings of the history views.
+"""Text and Markdown renderings of the history views, and what the HTML page
+shares with them.
 
 `Analysis` holds the views computed once (leaderboard, history points, change
-points, provenance); `FormatText`, `RenderMarkdown` and `RenderHtml` only
-format it. The Markdown summary and the HTML page are Jinja2 templates in
+points, provenance); `FormatText`, `RenderMarkdown` and html_page.RenderHtml
+(which builds on this module's context, never the other way) only format it. The Markdown summary and the HTML page are Jinja2 templates in
 templates/ (autoescaped HTML, no markup built from strings); the text tables
 share their cell strings with the Markdown ones, so the golden tests of one
 cover the other's numbers.
@@ -12,7 +13,6 @@ block in the templates.
 """
 
 import dataclasses
-import datetime
 import importlib.metadata
 import platform
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -530,10 +530,3 @@ def RenderMarkdown(analysis: Analysis, max_change_rows: int = 20) -> str:
   environment = TemplateEnvironment()
   environment.finalize = EscapeMarkdown
   return environment.get_template('summary.md.j2').render(**context)
-
-
-def RenderHtml(analysis: Analysis,
-               generated: Optional[datetime.datetime] = None) -> str:
-  """The HTML page (html_page.py)."""
-  from perfkitbenchmarker.results_history import html_page  # pylint: disable=g-import-not-at-top
-  return html_page.RenderHtml(analysis, generated)
