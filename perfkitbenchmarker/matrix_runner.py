@@ -53,6 +53,7 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_plan
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import stage_runner
+from perfkitbenchmarker import text_table
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.publishers import bigquery_schema
 
@@ -162,15 +163,6 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
     return plan.estimate, cloud, server.machine_type, list(plan.lines)
 
 
-def _Table(header, rows) -> List[str]:
-  table = [header] + [[str(c) for c in row] for row in rows]
-  widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-  out = ['  '.join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-         for row in table]
-  out.insert(1, '  '.join('-' * w for w in widths))
-  return out
-
-
 def _ChildArgs(flag_values) -> List[str]:
   """The parent's command-line flags, for each child."""
   args = []
@@ -229,7 +221,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
   total_usd = sum(p[0].usd for p in plans)
   wall = cost_estimate.ScheduleMinutes([p[0].minutes for p in plans],
                                        processes)
-  summary = _Table(('cell', 'config', 'cloud', 'servers', 'VMs', 'est. min',
+  summary = text_table.Lines(('cell', 'config', 'cloud', 'servers', 'VMs', 'est. min',
                     'est. $'), rows)
   summary.append(
       f'Total: {len(cells)} cell(s), {sum(p[0].vm_count for p in plans)} VMs, '
@@ -418,7 +410,7 @@ class _Runner:
     no_result = sum(1 for r in records if r['status'].startswith(NO_RESULT))
     with open(os.path.join(self.matrix_dir, 'matrix_summary.json'), 'w') as f:
       json.dump({'format_version': 1, 'cells': records}, f, indent=1)
-    lines = [''] + _Table(('cell', 'config', 'run_uri', 'status', 'min',
+    lines = [''] + text_table.Lines(('cell', 'config', 'run_uri', 'status', 'min',
                            'results'), rows)
     lines.append(f'{len(self.cells) - failed} of {len(self.cells)} cell(s) '
                  'succeeded' + (f', {no_result} gave no confirmed result'

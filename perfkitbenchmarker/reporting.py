@@ -9,6 +9,7 @@ from typing import IO, Optional, Sequence
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import text_table
 
 
 class ConsoleReporter:
@@ -50,30 +51,22 @@ class ConsoleReporter:
   def Summary(self, rows: Sequence[dict]) -> None:
     headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
                'ops/s per $/hr', 'price basis', 'verdict', 'limit')
-    table = [headers]
-    for r in rows:
-      table.append((
-          r['machine_type'],
-          _Num(r.get('throughput'), '{:,.0f}') + (
-              '' if r.get('throughput_ci95') is None else
-              f' ± {r["throughput_ci95"]:,.0f}'),
-          _Num(r.get('average_latency_ms'), '{:.3f}'),
-          _Num(r.get('p99_latency_ms'), '{:.3f}'),
-          _Num(r.get('usd_per_hour'), '{:.4f}'),
-          _Num(r.get('price_performance'), '{:,.0f}'),
-          r.get('price_basis', ''),
-          r.get('verdict', ''),
-          r.get('limit', ''),
-      ))
-    widths = [max(len(str(row[i])) for row in table)
-              for i in range(len(headers))]
+    table = [(
+        r['machine_type'],
+        _Num(r.get('throughput'), '{:,.0f}') + (
+            '' if r.get('throughput_ci95') is None else
+            f' ± {r["throughput_ci95"]:,.0f}'),
+        _Num(r.get('average_latency_ms'), '{:.3f}'),
+        _Num(r.get('p99_latency_ms'), '{:.3f}'),
+        _Num(r.get('usd_per_hour'), '{:.4f}'),
+        _Num(r.get('price_performance'), '{:,.0f}'),
+        r.get('price_basis', ''),
+        r.get('verdict', ''),
+        r.get('limit', ''),
+    ) for r in rows]
     self.Line('')
-    for n, row in enumerate(table):
-      self.Line('  '.join(str(c).ljust(w) if i in (0, 6, 7, 8) else
-                          str(c).rjust(w) for i, (c, w) in
-                          enumerate(zip(row, widths))).rstrip())
-      if n == 0:
-        self.Line('  '.join('-' * w for w in widths))
+    for line in text_table.Lines(headers, table, right=(1, 2, 3, 4, 5)):
+      self.Line(line)
 
 
 def _Num(value: Optional[float], fmt: str) -> str:

@@ -168,7 +168,9 @@ def test_installed_pkb_writes_nothing_where_it_is_started(installed,
                            capture_output=True, text=True, env=env,
                            cwd=str(empty), timeout=120)
   assert compare.returncode == 0, compare.stderr
-  assert compare.stdout.startswith('Leaderboard for night')
+  # The banner, then the leaderboard.
+  assert re.match(r'\d+ of \d+ answers? confirmed on night ', compare.stdout)
+  assert '\n\nLeaderboard for night ' in compare.stdout
   assert os.listdir(empty) == []
 
 

@@ -86,7 +86,10 @@ def test_by_default_client_bound_runs_are_not_ranked_and_say_why():
   assert analysis.board.empty and len(analysis.unranked) == 5
   assert analysis.points.empty  # nor analysed for change points
   text = report.FormatText(analysis)
-  assert text.startswith('No confirmed latency-capped answer on this night.\n'
+  banner = report.MakeHeadline(analysis)
+  # The banner first, then why nothing is ranked.
+  assert text.startswith(f'{banner.known}\n{banner.regressions}\n\n'
+                         'No confirmed latency-capped answer on this night.\n'
                          'Not ranked: 5 cell(s) with no confirmed answer')
   assert ('local as AWS:c6gn.xlarge | redis | standalone, 1 shard/VM: '
           'client_bound (2 of 2 runs): run 82ea2788: load generator '
@@ -139,7 +142,9 @@ def test_headline_says_why_answers_are_not_confirmed_by_their_limit():
   assert headline.known == ('All 7 answers confirmed on night 2026-11-23.')
   assert headline.level == 'good'
   text = report.FormatText(report.Analyze(frame, report.Settings()))
-  assert text.endswith(headline.known + '\n' + headline.regressions)
+  # The banner comes first: the leaderboard follows it.
+  assert text.startswith(headline.known + '\n' + headline.regressions +
+                         '\n\nLeaderboard for night ')
 
 
 def _Chromium():
@@ -280,4 +285,5 @@ def test_default_source_is_the_results_tree(monkeypatch, tmp_path, capsys):
   monkeypatch.setattr(compare, 'DEFAULT_RESULTS', str(results))
   assert compare.Main(['compare', '--include_unconfirmed']) == 0
   out = capsys.readouterr().out
-  assert out.startswith('Leaderboard for night 2026-11-23')
+  assert out.startswith('0 of 7 answers confirmed on night 2026-11-23')
+  assert '\n\nLeaderboard for night 2026-11-23' in out

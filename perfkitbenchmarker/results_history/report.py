@@ -21,6 +21,7 @@ import jinja2
 import pandas as pd
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import text_table
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import cells
@@ -148,15 +149,8 @@ TEXT_COLUMNS = (('rank', '#'), ('machine_type', 'machine type'),
 
 
 def _TextTable(columns, rows: List[Dict[str, str]]) -> List[str]:
-  widths = [max([len(title)] + [len(r[key]) for r in rows])
-            for key, title in columns]
-  lines = ['  '.join(title.ljust(w) for (_, title), w in zip(columns, widths))
-           .rstrip(),
-           '  '.join('-' * w for w in widths)]
-  for row in rows:
-    lines.append('  '.join(row[key].ljust(w) for (key, _), w in
-                           zip(columns, widths)).rstrip())
-  return lines
+  return text_table.Lines([title for _, title in columns],
+                          [[row[key] for key, _ in columns] for row in rows])
 
 
 def _Workloads(board: pd.DataFrame) -> str:
@@ -409,12 +403,14 @@ def WorkloadsText(workloads: Sequence[str]) -> str:
 
 
 def FormatText(analysis: Analysis) -> str:
+  """The banner first (what the night's answers establish, regressions),
+  then the leaderboard and the change points."""
   headline = MakeHeadline(analysis)
-  return '\n\n'.join([FormatLeaderboardText(
-      analysis.board, analysis.unranked,
-      analysis.settings.include_unconfirmed),
-                      FormatChangePointsText(analysis),
-                      f'{headline.known}\n{headline.regressions}'])
+  return '\n\n'.join([f'{headline.known}\n{headline.regressions}',
+                       FormatLeaderboardText(
+                           analysis.board, analysis.unranked,
+                           analysis.settings.include_unconfirmed),
+                       FormatChangePointsText(analysis)])
 
 
 def _Version(package: str) -> str:
