@@ -89,8 +89,9 @@ OUR_INSTALL_MIN = 1.0
 # Local's run stage beyond its probes: the three cells of
 # configs/nightly_local.yaml (2026-11-26, a load average of 10-12) measured
 # `Benchmark Run Runtime` 21.0, 29.8 and 23.3 s for 6, 7 and 5 probes of
-# 16.2, 23.4 and 17.2 s: 2-4 s beyond the probes and PROBE_OVERHEAD_S each,
-# rounded up. Their `Benchmark Prepare Runtime` (shards, preload of 20,000
+# 16.2, 23.4 and 17.2 s: 2-4 s beyond the probes and PROBE_OVERHEAD_S each
+# (a default study at a load average of 12: 41.0 s for 7 probes of 32.9 s,
+# 4.6 s), rounded up. Their `Benchmark Prepare Runtime` (shards, preload of 20,000
 # keys, verify; the third also creates a cluster) was 0.3, 1.0 and 5.1 s:
 # Local's fixed preload part is 3 s, not a VM's 10.
 LOCAL_SEARCH_FIXED_S = 5.0
