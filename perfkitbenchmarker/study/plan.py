@@ -116,7 +116,8 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
         f'at up to {adaptive.MAX_CONTENDERS - 1} loads at the ends of its '
         'noise band (only those above the held mean by more than a '
         f'repeat\'s spread); a disturbed repeat run again (up to '
-        f'{policy.confirm_max_reruns}); up to {policy.max_backoffs} lower '
+        f'{policy.confirm_max_reruns}; not one right after a disturbed probe: '
+        f'that disturbance lasts); up to {policy.max_backoffs} lower '
         'loads tried if the repeats average over the cap')
   counts = ProbesPerSearch(opts, client_vcpus)
   budget = (', the --memtier_max_probes budget'
