@@ -27,8 +27,8 @@ import uuid
 from typing import Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.linux_packages import remote_shell
 
 # Beyond the job's own timeout and kill grace, before the collector gives up.
 COLLECT_SLACK_S = 30

@@ -20,7 +20,7 @@ command's own failure. `RunDetached` runs a long command detached from the
 connection (setsid/nohup, output and exit code in files of the scratch
 directory) in one round trip to start it and one blocking one to collect it,
 so a dropped connection only delays it (ssh_jobs.py). The shell text itself is
-built in linux_packages/remote_shell.py; the install scripts in
+built in remote_shell.py; the install scripts in
 package_commands.py, run by remote_install.py.
 """
 
@@ -42,12 +42,12 @@ from absl import flags
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import ssh_jobs
+from perfkitbenchmarker import system_info as system_info_lib
+from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker.linux_packages import remote_install
-from perfkitbenchmarker.linux_packages import remote_shell
-from perfkitbenchmarker.linux_packages import system_info as system_info_lib
 
 flags.DEFINE_boolean(
     'system_tuning', True,
@@ -536,7 +536,17 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def ApplySystemTuning(self, enabled: bool) -> Dict[str, str]:
     """Applies system_tuning.py if enabled (--nosystem_tuning turns it off);
     returns the settings in force, which SystemMetadata() then includes."""
-    self.tuning = remote_install.ApplySystemTuning(self, enabled)
+    applied = ''
+    if enabled:
+      out, err, rc = self.RemoteCommandWithReturnCode(
+          self.Sudo(system_tuning.ApplyCommand()), timeout=60)
+      applied = out if rc == 0 else 'tuning_failed=sudo\n'
+      if rc != 0:
+        logging.warning('System tuning on %s failed: %s', self.name,
+                        vm_util.Tail(err, 2))
+    current, _ = self.RemoteCommand(system_tuning.ReadCommand(), timeout=60,
+                                    what=f'reading settings on {self.name}')
+    self.tuning = system_tuning.Parse(applied + current, enabled)
     return dict(self.tuning)
 
   def SystemMetadata(self) -> Dict[str, Any]:

@@ -52,9 +52,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import system_info
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import package_commands
-from perfkitbenchmarker.linux_packages import system_info
 
 SUITE = 'bookworm'
 STEP_TIMEOUT_S = 1800

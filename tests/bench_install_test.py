@@ -10,9 +10,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'scripts'))
 import bench_install  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+from perfkitbenchmarker import system_info  # pylint: disable=g-import-not-at-top,wrong-import-position
 from perfkitbenchmarker.linux_packages import argv_secret  # pylint: disable=g-import-not-at-top,wrong-import-position
 from perfkitbenchmarker.linux_packages import package_commands  # pylint: disable=g-import-not-at-top,wrong-import-position
-from perfkitbenchmarker.linux_packages import system_info  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 DEB822 = """Types: deb
 URIs: http://mirror.example/debian

@@ -17,13 +17,13 @@ import e2e_support as e2e
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import redis_server
-from perfkitbenchmarker.linux_packages import system_info
 from perfkitbenchmarker.linux_packages import valkey_server
 from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.study import deployment

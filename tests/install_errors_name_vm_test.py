@@ -13,12 +13,12 @@ import pytest
 
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
-from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import remote_install
-from perfkitbenchmarker.linux_packages import system_info
 from perfkitbenchmarker.linux_packages import valkey_server
 from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.study import deployment

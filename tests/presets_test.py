@@ -20,9 +20,9 @@ import yaml
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import system_info
 from perfkitbenchmarker.enterprise import options as enterprise_options
 from perfkitbenchmarker.linux_packages import package_commands
-from perfkitbenchmarker.linux_packages import system_info
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRESETS = sorted(p for p in glob.glob(os.path.join(REPO, 'configs', '*.yaml'))

@@ -12,14 +12,14 @@ import pytest
 import e2e_support
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import system_info
+from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
-from perfkitbenchmarker.linux_packages import remote_shell
-from perfkitbenchmarker.linux_packages import system_info
-from perfkitbenchmarker.linux_packages import system_tuning
 
 from sshd_fixture import FreePort
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)

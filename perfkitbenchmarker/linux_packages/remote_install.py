@@ -1,8 +1,8 @@
-"""Runs the install and tuning scripts on a remote (SSH) VM.
+"""Runs the install scripts on a remote (SSH) VM.
 
 linux_packages/redis_server.py, redis_benchmark.py and memtier.py call these
-from their `Install(vm)` on non-Local VMs; the SSH VM's `ApplySystemTuning`
-calls `ApplySystemTuning` here.
+from their `Install(vm)` on non-Local VMs (system tuning is the machine's:
+ssh_vm.py's `ApplySystemTuning`).
 Each checks what is already there first (so reruns and existing machines cost
 one command), runs the script from package_commands.py as root through
 `vm.RunDetached` (an apt run survives a dropped connection) and verifies the
@@ -13,13 +13,9 @@ Extension seam: the VM needs `RemoteCommandWithReturnCode`, `HasCommand`,
 these functions.
 """
 
-import logging
-from typing import Dict, Optional
-
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
-from perfkitbenchmarker.linux_packages import system_tuning
 
 INSTALL_TIMEOUT_S = 1200
 
@@ -87,18 +83,3 @@ def InstallMemtier(vm) -> None:
     raise errors.PrerequisiteError(
         f'memtier_benchmark on {vm.name} is "{vm_util.Tail(out + err, 1)}"; '
         'need >= 2.4.4 (packages.redis.io has it).')
-
-
-def ApplySystemTuning(vm, enabled: bool) -> Dict[str, str]:
-  """Applies system_tuning.py's settings if enabled; reads them back."""
-  applied: Optional[str] = ''
-  if enabled:
-    out, err, rc = vm.RemoteCommandWithReturnCode(
-        vm.Sudo(system_tuning.ApplyCommand()), timeout=60)
-    applied = out if rc == 0 else 'tuning_failed=sudo\n'
-    if rc != 0:
-      logging.warning('System tuning on %s failed: %s', vm.name,
-                      vm_util.Tail(err, 2))
-  current, _ = vm.RemoteCommand(system_tuning.ReadCommand(), timeout=60,
-                                what=f'reading settings on {vm.name}')
-  return system_tuning.Parse(applied + current, enabled)
