@@ -358,7 +358,7 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertEqual(first, second)
 
   def testFromConnectionRangeSpansFourToThousandConnections(self):
-    policy = adaptive.AdaptivePolicy.FromConnectionRange(
+    policy = adaptive.AdaptiveStepPolicy.FromConnectionRange(
         threads=1, min_connections=4, max_connections=1024,
         start_connections=32, confirm_repeats=2)
     self.assertEqual(
@@ -366,12 +366,12 @@ class AdaptiveSearchTest(unittest.TestCase):
             policy.start_connections).clients, policy.max_clients,
          policy.confirm_repeats), (4, 32, 1024, 2))
     # A start outside the range is moved into it; None starts at the floor.
-    self.assertEqual(adaptive.AdaptivePolicy.FromConnectionRange(
+    self.assertEqual(adaptive.AdaptiveStepPolicy.FromConnectionRange(
         2, 8, 64, start_connections=500).start_connections, 64)
-    self.assertEqual(adaptive.AdaptivePolicy.FromConnectionRange(
+    self.assertEqual(adaptive.AdaptiveStepPolicy.FromConnectionRange(
         2, 8, 64).start_connections, 8)
     with self.assertRaisesRegex(ValueError, 'min_connections=100 is above'):
-      adaptive.AdaptivePolicy.FromConnectionRange(1, 100, 10)
+      adaptive.AdaptiveStepPolicy.FromConnectionRange(1, 100, 10)
     # The whole range is reachable: a server far from its cap grows to 1024.
     result = Search(ScriptedServer(lambda n: 10.0 ** 7), policy)
     self.assertEqual(max(p.load.connections for p in result.probes), 1024)

@@ -18,9 +18,10 @@ spends most probes on the flat part. This policy instead
    half-width is wider than `confirm_ci_target` of the mean and the
    remaining repeats can still bring it there (repeats.RepeatRule: a noisy
    server stops at the least and reports the interval reached); a repeat
-   disturbed by foreign CPU is run again rather than counted. Another load
-   of the plateau's noise band is repeated only when its probe lies above
-   the held mean's interval.
+   disturbed by foreign CPU is run again rather than counted, unless the
+   probe before it was disturbed too. Another load of the plateau's noise
+   band is repeated only when its probe lies more than one repeat's spread
+   above the held mean.
 With `max_threads` above `threads`, a load is a connection count spread over
 up to `max_threads` threads (one client each until the threads run out), so
 a client that needs many threads to be fast is still offered fine steps.
@@ -684,6 +685,3 @@ class AdaptiveRun:
   def _Conns(self, clients: int) -> int:
     return self._policy.LoadForClients(clients).connections
 
-
-# The name the benchmark module knows it by.
-AdaptivePolicy = AdaptiveStepPolicy
