@@ -159,6 +159,22 @@ def test_a_disturbed_repeat_right_after_a_disturbed_probe_counts():
   assert verdict.OfSearch(result).confirmed
 
 
+def test_the_linear_walk_takes_the_same_rule_from_its_last_step():
+  from perfkitbenchmarker.search import linear  # pylint: disable=g-import-not-at-top
+  policy = linear.LinearStepPolicy(min_threads=1, max_threads=1,
+                                   thread_increment=1, clients=8,
+                                   confirm_repeats=3)
+  # Its only step disturbed, then the first repeat: no re-run.
+  measure, calls = _Scripted([100.0] * 10, disturbed={0, 1})
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy)
+  assert len(calls) == 1 + 3 and not result.excluded_probes
+  # A quiet step, then a disturbed repeat: run again.
+  measure, calls = _Scripted([100.0] * 10, disturbed={1})
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy)
+  assert len(calls) == 1 + 4
+  assert [p.index for p in result.excluded_probes] == [1]
+
+
 def test_reruns_are_a_budget_of_the_whole_search():
   rule = repeats.RepeatRule(3, 3, 0, max_reruns=2)
 
