@@ -60,13 +60,10 @@ def Port(data: Dict[str, Any], what: str) -> int:
   return port
 
 
-def LocalRunRoots(record, local_scratch_root: Optional[str] = None) -> list:
+def LocalRunRoots(record) -> list:
   """The directories of this machine a run may own files in."""
   # The private SSH key lives outside results (run_keys), still the run's.
-  roots = [record.run_dir, run_keys.RunKeyDir(record.run_uri)]
-  if local_scratch_root:
-    roots.append(os.path.join(local_scratch_root, f'pkb-{record.run_uri}'))
-  return roots
+  return [record.run_dir, run_keys.RunKeyDir(record.run_uri)]
 
 
 def LocalPathInside(path: Any, roots: Iterable[str], what: str,

@@ -11,7 +11,8 @@ import dataclasses
 import importlib
 import logging
 import shlex
-from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import (Any, Dict, Hashable, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -147,104 +148,114 @@ class BaseVirtualMachine(resource.BaseResource):
       busy += sum(values) - idle
     return busy, total
 
-  def ProcessIdentity(self, pid: int) -> Optional[Tuple[float, str]]:
-    """(start time, command line) of a live pid, or None when it is gone.
+  def ReadProcess(self, pid: int) -> Optional['ProcessState']:
+    """What one read of /proc on this VM says of a live pid (None: gone).
 
-    The start time is /proc/<pid>/stat field 22 (clock ticks since boot):
-    with the PID it names one process for as long as the machine is up. A
-    zombie is gone, unless its main thread alone has exited and other
+    A zombie is gone, unless its main thread alone has exited and other
     threads still run (`Threads:` above 1): that process is exiting or
     running without it, and its command line reads empty, as does that of
     any process that is exiting (its memory is released before it becomes
-    a zombie).
+    a zombie). One round trip; the script holds only a validated integer
+    and the VM's own scratch path, quoted.
     """
     pid = CheckedPid(pid)
+    # The working directory last: everything after the fourth line is it,
+    # verbatim (a deleted one ends in " (deleted)" and matches nothing).
     out, _, rc = self.RemoteCommandWithReturnCode(
-        f'cat /proc/{pid}/stat && grep -s "^Threads:" /proc/{pid}/status; '
-        f'tr "\\0" " " < /proc/{pid}/cmdline')
-    stat, _, rest = out.partition('\n')
-    threads, _, cmdline = rest.partition('\n')
-    fields = stat.rsplit(')', 1)[-1].split()
-    if rc != 0 or len(fields) < 20:
+        f'[ -e /proc/{pid}/stat ] || exit 3; '
+        f'tr "\\n" " " < /proc/{pid}/stat; echo; '
+        f'grep -s "^Threads:" /proc/{pid}/status || echo; '
+        f'(cd -- {shlex.quote(self.scratch_dir)} 2>/dev/null && pwd -P) || '
+        f'echo; tr "\\0\\n" "  " < /proc/{pid}/cmdline 2>/dev/null; echo; '
+        f'readlink /proc/{pid}/cwd 2>/dev/null || true')
+    lines = out.split('\n', 4)
+    if rc != 0 or len(lines) < 5:
       return None
+    stat, threads, workspace, cmdline, cwd = lines
+    fields = stat.rsplit(')', 1)[-1].split()
+    if len(fields) < 20 or not fields[2].isdigit():
+      return None
+    cmdline = cmdline.strip()
     if fields[0] == 'Z':
       if _ThreadCount(threads) <= 1:
         return None
       cmdline = ''
-    return float(fields[19]), cmdline.strip()
-
-  def ProcessWorkdir(self, pid: int) -> Tuple[Optional[str], str]:
-    """(the working directory of pid or None if unreadable, the scratch
-    directory as this VM resolves it)."""
-    pid = CheckedPid(pid)
-    # The scratch directory first: its (normal) path holds no newline, so
-    # everything after the first line is the working directory, verbatim
-    # (a deleted one ends in " (deleted)" and matches nothing).
-    out, _, _ = self.RemoteCommandWithReturnCode(
-        f'(cd -- {shlex.quote(self.scratch_dir)} 2>/dev/null && pwd -P) || '
-        f'echo; readlink /proc/{pid}/cwd')
-    scratch, _, cwd = out.partition('\n')
     if cwd.endswith('\n'):
       cwd = cwd[:-1]
-    return cwd or None, scratch or self.scratch_dir
+    return ProcessState(start=float(fields[19]), group=int(fields[2]),
+                        cmdline=cmdline, cwd=cwd or None,
+                        workspace=workspace or self.scratch_dir)
+
+  def ProcessIdentity(self, pid: int) -> Optional[Tuple[float, str]]:
+    """(start time, command line) of a live pid, or None when it is gone.
+
+    The start time is /proc/<pid>/stat field 22 (clock ticks since boot):
+    with the PID it names one process for as long as the machine is up.
+    """
+    state = self.ReadProcess(pid)
+    return None if state is None else (state.start, state.cmdline)
 
   def KillProcess(self, pid: int, markers: Sequence[str] = (),
                   start_time: Optional[float] = None) -> None:
-    """Stops pid and waits for its exit, if it is still the process we started.
+    """Stops the process group pid leads and waits for pid's exit, if pid is
+    still the process the run started.
 
-    The run's mark comes first: every process a run starts works in its
-    VM's scratch directory (commands start there; redis-server's `dir` is
-    it), a directory of the run's own (own_dirs) that no other user can
-    enter. A process working anywhere else is never signalled, whatever the
-    record or a pidfile says of it. A process that is exiting has already
-    let go of its command line and working directory, so it cannot be
-    judged either way: it is waited for (`_StopExiting`), never taken for
+    The run's processes are long-lived servers started in a session of
+    their own (redis-server daemonizes, others run under setsid), so each
+    leads its own process group, and stopping the group stops whatever it
+    forked too (a background save). The identity check comes first, once:
+    the process works in the VM's scratch directory (commands start there;
+    redis-server's `dir` is it), a directory of the run's own that no other
+    user can enter, so a process working anywhere else is never signalled,
+    whatever the record or a pidfile says of it; it started at the recorded
+    time (a PID may have been reused since); its command line holds the
+    markers; and it leads its own group. A process that is exiting has
+    already let go of its command line and working directory, so it cannot
+    be judged either way: it is waited for (`_StopExiting`), never taken for
     a foreign one.
 
     Args:
       pid: the process id recorded when it started.
       markers: strings its command line must all contain.
-      start_time: its ProcessIdentity start time, recorded when it started
-        (a PID may have been reused since); None only for a PID just read
-        from the process's own pidfile.
+      start_time: its ProcessIdentity start time, recorded when it started;
+        None only for a PID just read from the process's own pidfile.
     Raises:
       errors.ResourceError: the PID now names another process (left alone),
         or it outlived SIGTERM, SIGKILL and the waits after them.
     """
     pid = CheckedPid(pid)
-    identity = self.ProcessIdentity(pid)
-    if identity is None:
+    state = self.ReadProcess(pid)
+    if state is not None and (state.cwd is None or not state.cmdline):
+      state = self.ReadProcess(pid)  # It may have begun to exit: again.
+    if state is None:
       return
-    running_since, cmdline = identity
-    cwd, scratch = self.ProcessWorkdir(pid)
-    if cwd is None or not cmdline:
-      # It may have begun to exit since: read again.
-      identity = self.ProcessIdentity(pid)
-      if identity is None:
-        return  # It exited meanwhile (its /proc entry went).
-      running_since, cmdline = identity
-    if not cmdline:
-      self._StopExiting(pid, running_since, start_time)
+    if not state.cmdline:
+      self._StopExiting(pid, state, start_time)
       return
-    if cwd is None or not (cwd == scratch or cwd.startswith(
-        scratch.rstrip('/') + '/')):
+    cwd = state.cwd
+    if cwd is None or not (cwd == state.workspace or cwd.startswith(
+        state.workspace.rstrip('/') + '/')):
       raise errors.ResourceError(
           f'PID {pid} on {self.name} works in '
           f'{cwd if cwd is not None else "a directory we cannot read"}, not '
-          f'in the run\'s scratch directory {scratch}: not a process of this '
-          'run; left alone')
-    if start_time is not None and not SameStart(running_since, start_time):
-      raise errors.ResourceError(
-          f'PID {pid} on {self.name} started at {running_since}, not at the '
-          f'recorded {start_time}: another process; left alone')
-    missing = [m for m in markers if m not in cmdline]
+          f'in the run\'s scratch directory {state.workspace}: not a process '
+          'of this run; left alone')
+    self._CheckStart(pid, state, start_time)
+    missing = [m for m in markers if m not in state.cmdline]
     if missing:
       raise errors.ResourceError(
-          f'PID {pid} on {self.name} is "{cmdline[:60]}", not the recorded '
-          f'process (no "{missing[0]}" in it); left alone')
-    self._SignalAndWait(pid, running_since)
+          f'PID {pid} on {self.name} is "{state.cmdline[:60]}", not the '
+          f'recorded process (no "{missing[0]}" in it); left alone')
+    self._StopGroup(pid, state)
 
-  def _StopExiting(self, pid: int, running_since: float,
+  def _CheckStart(self, pid: int, state: 'ProcessState',
+                  start_time: Optional[float]) -> None:
+    if start_time is not None and not SameStart(state.start, start_time):
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} started at {state.start}, not at the '
+          f'recorded {start_time}: another process; left alone')
+
+  def _StopExiting(self, pid: int, state: 'ProcessState',
                    start_time: Optional[float]) -> None:
     """Waits for a process that is exiting, whose command line and working
     directory can no longer be read (so neither the run's mark nor the
@@ -252,58 +263,53 @@ class BaseVirtualMachine(resource.BaseResource):
 
     If it is still there after STOP_WAIT_S (its main thread exited while
     other threads run on), the recorded start time is what names it: then
-    it is stopped like any; without one (a PID read from a pidfile) it is
-    left alone, said so.
+    its group is stopped like any; without one (a PID read from a pidfile)
+    it is left alone, said so.
     """
-    if self._WaitExit(pid, running_since):
+    if self._RunWithLeader(pid, state.start, ''):
       return
     if start_time is None:
       raise errors.ResourceError(
           f'PID {pid} on {self.name} has been exiting for '
           f'{STOP_WAIT_S:g} s (no command line or working directory left to '
           'check it by) and no start time was recorded for it; left alone')
-    if not SameStart(running_since, start_time):
-      raise errors.ResourceError(
-          f'PID {pid} on {self.name} started at {running_since}, not at the '
-          f'recorded {start_time}: another process; left alone')
-    self._SignalAndWait(pid, running_since)
+    self._CheckStart(pid, state, start_time)
+    self._StopGroup(pid, state)
 
-  @staticmethod
-  def _AliveShell(pid: int, start: int) -> str:
-    """bash defining `same`: pid is still the process that started at
-    `start` and has not exited (a zombie whose other threads run has not)."""
-    return (f'same() {{ s=$(cat /proc/{pid}/stat 2>/dev/null) || return 1; '
+  def _StopGroup(self, pid: int, state: 'ProcessState') -> None:
+    """SIGTERM to the group pid leads, up to STOP_WAIT_S for pid's exit,
+    then SIGKILL to the group and wait again."""
+    if state.group != pid:
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} does not lead a process group of its '
+          f'own (its group is {state.group}): not a process the run '
+          'started; left alone')
+    if not self._RunWithLeader(
+        pid, state.start, f'kill -TERM -- -{pid}; {{wait}}'
+        f'same && kill -KILL -- -{pid}; '):
+      raise errors.ResourceError(
+          f'PID {pid} on {self.name} is still running after SIGKILL.')
+
+  def _RunWithLeader(self, pid: int, start_time: float, signals: str) -> bool:
+    """Runs `signals` on the VM while pid is still the process that started
+    at start_time ({wait}: wait up to STOP_WAIT_S for its exit), then waits
+    for the exit; True once it has exited.
+
+    The script holds only validated integers; `same` re-checks the start
+    time before each signal, so a PID reused meanwhile is never signalled.
+    A zombie whose other threads still run has not exited.
+    """
+    pid, start = CheckedPid(pid), int(start_time)
+    polls = int(STOP_WAIT_S / 0.05)
+    wait = f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; done; '
+    same = (f'same() {{ s=$(cat /proc/{pid}/stat 2>/dev/null) || return 1; '
             f's=${{s##*") "}}; set -- $s; [ "${{20}}" = {start} ] || '
             'return 1; [ "$1" != Z ] && return 0; '
             f't=$(grep -s "^Threads:" /proc/{pid}/status); t=${{t##*[!0-9]}}; '
             '[ "${t:-0}" -gt 1 ]; }; ')
-
-  def _WaitExit(self, pid: int, start_time: float) -> bool:
-    """True once pid (started at start_time) has exited, within STOP_WAIT_S."""
-    pid, start = CheckedPid(pid), int(start_time)
-    polls = int(STOP_WAIT_S / 0.05)
     _, _, rc = self.RemoteCommandWithReturnCode(
-        f'{self._AliveShell(pid, start)}for i in $(seq {polls}); do '
-        'same || exit 0; sleep 0.05; done; exit 3')
+        f'{same}same || exit 0; {signals.format(wait=wait)}{wait}exit 3')
     return rc != 3
-
-  def _SignalAndWait(self, pid: int, start_time: float) -> None:
-    """SIGTERM, up to STOP_WAIT_S for the exit, then SIGKILL and wait again.
-
-    The script holds only validated integers; `same` re-checks the start
-    time before each signal so a PID reused meanwhile is never signalled.
-    """
-    pid, start = CheckedPid(pid), int(start_time)
-    polls = int(STOP_WAIT_S / 0.05)
-    same = self._AliveShell(pid, start)
-    wait = (f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; '
-            'done; ')
-    _, _, rc = self.RemoteCommandWithReturnCode(
-        f'{same}same || exit 0; kill {pid}; {wait}'
-        f'same && kill -9 {pid}; {wait}exit 3')
-    if rc == 3:
-      raise errors.ResourceError(
-          f'PID {pid} on {self.name} is still running after SIGKILL.')
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     return {
@@ -332,6 +338,15 @@ class BaseVirtualMachine(resource.BaseResource):
 
 
 STOP_WAIT_S = 5.0
+
+
+class ProcessState(NamedTuple):
+  """One read of a live process on a VM (BaseVirtualMachine.ReadProcess)."""
+  start: float  # /proc/<pid>/stat field 22, clock ticks since boot
+  group: int  # its process group id
+  cmdline: str  # '' while it exits
+  cwd: Optional[str]  # None when it cannot be read (exiting, not ours)
+  workspace: str  # the VM's scratch directory, as the VM resolves it
 
 
 def CheckedPid(pid) -> int:

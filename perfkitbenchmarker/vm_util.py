@@ -235,20 +235,6 @@ def CheckedOutput(out: str, err: str, rc: int, command: str,
   return out
 
 
-def ProcessAlive(pid: int, marker: Optional[str] = None) -> bool:
-  """True if pid runs and (when given) its command line contains marker."""
-  try:
-    with open(f'/proc/{pid}/cmdline', 'rb') as f:
-      cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
-    with open(f'/proc/{pid}/stat') as f:
-      state = f.read().rsplit(')', 1)[1].split()[0]
-  except OSError:
-    return False
-  if state == 'Z':
-    return False
-  return marker is None or marker in cmdline
-
-
 def QuoteAll(argv: Sequence[str]) -> str:
   import shlex  # pylint: disable=g-import-not-at-top
   return ' '.join(shlex.quote(str(a)) for a in argv)

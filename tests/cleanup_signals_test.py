@@ -81,7 +81,7 @@ def _LiveShards(results, run_uri):
       continue
     try:
       proc = psutil.Process(data['pid'])
-      if (abs(proc.create_time() - data['start_time']) < 1 and
+      if (e2e.StartTicks(proc.pid) == data['start_time'] and
           proc.status() != psutil.STATUS_ZOMBIE):
         live.append(entry['name'])
     except psutil.NoSuchProcess:

@@ -168,9 +168,30 @@ SHARD_KINDS = ('redis_process', 'valkey_process', 'dragonfly_process',
                'keydb_process')
 SERVER_NAMES = ('redis-server', 'valkey-server', 'dragonfly', 'keydb-server')
 _PROGRAMS = SERVER_NAMES + ('redis-benchmark', 'memtier')
-# Two clocks read at slightly different times: the recorded start time of a
-# shard and /proc's agree to well under this.
-_START_SLACK_S = 2.0
+
+
+def ProcessAlive(pid, marker=None):
+  """True if pid runs and (when given) its command line contains marker."""
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
+    with open(f'/proc/{pid}/stat') as f:
+      state = f.read().rsplit(')', 1)[1].split()[0]
+  except OSError:
+    return False
+  if state == 'Z':
+    return False
+  return marker is None or marker in cmdline
+
+
+def StartTicks(pid):
+  """pid's start time as a run records it (/proc/<pid>/stat field 22,
+  clock ticks since boot: virtual_machine.ReadProcess), or None if gone."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      return float(f.read().rsplit(')', 1)[1].split()[19])
+  except (OSError, IndexError):
+    return None
 
 
 def _RunTraces(record, run_uri):
@@ -192,8 +213,8 @@ def _IsTheRuns(proc, pids, dirs, mark_prefix) -> bool:
   """By the run's own traces, never by a port another run may hold."""
   info = proc.info
   recorded = pids.get(info['pid'], False)
-  if recorded is not False and (recorded is None or abs(
-      recorded - info['create_time']) < _START_SLACK_S):
+  if recorded is not False and (recorded is None or
+                                recorded == StartTicks(info['pid'])):
     return True
   mark = (info.get('environ') or {}).get('PKB_PROBE_MARK', '')
   if mark.startswith(mark_prefix):
@@ -215,7 +236,7 @@ def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
   while True:
     found = []
     for proc in psutil.process_iter(
-        ['pid', 'cmdline', 'cwd', 'environ', 'create_time', 'status']):
+        ['pid', 'cmdline', 'cwd', 'environ', 'status']):
       info = proc.info
       if info['pid'] == os.getpid() or info['status'] == psutil.STATUS_ZOMBIE:
         continue

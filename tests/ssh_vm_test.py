@@ -199,7 +199,7 @@ def test_master_connections_are_closed_at_exit(make_vm):
   ssh_vm.CloseAllConnections()  # what atexit runs
   assert not os.path.exists(directory)
   time.sleep(0.2)
-  assert not vm_util.ProcessAlive(pid)
+  assert not e2e_support.ProcessAlive(pid)
   assert machine.RemoteCommand('echo again')[0] == 'again\n'  # new master
 
 

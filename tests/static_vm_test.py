@@ -15,7 +15,6 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
-from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
 
@@ -170,11 +169,11 @@ def test_provision_and_teardown_from_the_record_kill_redis(
       server, 1, password, redis_shard.ShardOptions(maxmemory_mb=64),
       spec.record, start_port=FreePort())
   marker = f':{shard.port}'  # redis-server retitles itself "<bind>:<port>"
-  assert vm_util.ProcessAlive(shard.pid, marker=marker)
+  assert e2e_support.ProcessAlive(shard.pid, marker=marker)
   # A later `--run_stage=teardown` has only the record on disk.
   loaded = run_record.RunRecord.Load(spec.record.run_dir)
   assert resource.TeardownFromRecord(loaded) == []
-  assert not vm_util.ProcessAlive(shard.pid, marker=marker)
+  assert not e2e_support.ProcessAlive(shard.pid, marker=marker)
   assert not os.path.exists(server.scratch_dir)
   assert not os.path.exists(f'/tmp/pkb-sb{PID}')
   assert {e['status'] for e in loaded.Resources()} == {'deleted'}
@@ -230,7 +229,7 @@ def _RedisServersOf(run_uri):
       cwd = os.readlink(f'/proc/{pid}/cwd')
     except OSError:
       continue
-    if is_redis and f'/pkb-{run_uri}/' in cwd and vm_util.ProcessAlive(
+    if is_redis and f'/pkb-{run_uri}/' in cwd and e2e_support.ProcessAlive(
         int(pid)):
       pids.append(int(pid))
   return pids

@@ -157,7 +157,7 @@ def test_processes_and_shell_fields_are_refused(tmp_path):
   touch = f'; touch {marker}'
   fakes = {7001: _FakeShard(7001), 7002: _FakeShard(7002),
            7003: _FakeShard(7003, title=False)}
-  start = psutil.Process(fakes[7001].pid).create_time()
+  start = e2e.StartTicks(fakes[7001].pid)
 
   def Shard(port, **data):
     entry = {'vm_name': 'servers-0', 'port': port,
@@ -174,7 +174,7 @@ def test_processes_and_shell_fields_are_refused(tmp_path):
         # No start time recorded: only its own pidfile could name it.
         Shard(7002, pid=fakes[7002].pid),
         Shard(7003, pid=fakes[7003].pid,
-              start_time=psutil.Process(fakes[7003].pid).create_time()),
+              start_time=e2e.StartTicks(fakes[7003].pid)),
         Shard(7004, pid=f'1{touch}'),
         Shard(7005, pid=None, pidfile=f'{vm_dir}/x{touch}'),
         Shard(7006, pid=None, config_path=f'/etc/passwd{touch}'),
@@ -209,18 +209,24 @@ class _ShellVm(virtual_machine.BaseVirtualMachine):
     return vm_util.RunLocal(command, timeout=timeout, env=env, stdin=stdin)
 
 
-# KillProcess's two implementations: psutil (Local) and the shell's (SSH).
+# KillProcess on a Local VM and on one whose commands go through a shell (as
+# over SSH): one implementation, run through each VM's own commands.
 _VM_CLASSES = [
     lambda: local.LocalVirtualMachine(
         virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
     _ShellVm]
 
 
-def _Stubborn(port, cwd=None):
-  """A fake shard that ignores SIGTERM, so only SIGKILL stops it."""
+def _Stubborn(port, cwd=None, session=True, child=False):
+  """A fake shard that ignores SIGTERM, so only SIGKILL stops it; in a
+  session of its own (as a daemonized shard is) unless `session` is off;
+  with `child`, it has forked one more such process (as a shard's
+  background save is)."""
+  fork = 'sleep 121 & ' if child else ''
   proc = subprocess.Popen(
-      ['bash', '-c', f'trap "" TERM; exec -a "redis-server 127.0.0.1:{port}"'
-       ' sleep 120'], cwd=cwd)
+      ['bash', '-c', f'trap "" TERM; {fork}exec -a '
+       f'"redis-server 127.0.0.1:{port}" sleep 120'], cwd=cwd,
+      start_new_session=session)
   deadline = time.monotonic() + 5
   while 'redis-server' not in ' '.join(psutil.Process(proc.pid).cmdline()):
     assert time.monotonic() < deadline
@@ -273,7 +279,7 @@ def test_processes_without_the_runs_mark_are_left_alone(tmp_path):
     _WriteRecord(results, run_uri, [
         _LocalVm(vm_dir),
         Shard(named_port, pid=named.pid,
-              start_time=psutil.Process(named.pid).create_time()),
+              start_time=e2e.StartTicks(named.pid)),
         Shard(planted_port, pid=None),
     ])
     proc = _Teardown(results, run_uri, scratch)
@@ -292,8 +298,16 @@ def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
   vm.scratch_dir = str(tmp_path / 'scratch')
   os.mkdir(vm.scratch_dir, 0o700)
   outside = _Stubborn(7102, cwd=tmp_path)
-  proc = _Stubborn(7101, cwd=vm.scratch_dir)
+  proc = _Stubborn(7101, cwd=vm.scratch_dir, child=True)
+  # Its own scratch directory, PID, command line and start time, but it
+  # leads no group of its own: the run started no such process.
+  grouped = _Stubborn(7103, cwd=vm.scratch_dir, session=False)
   try:
+    start, _ = vm.ProcessIdentity(grouped.pid)
+    with pytest.raises(Exception, match='does not lead a process group'):
+      vm.KillProcess(grouped.pid, markers=('redis-server', ':7103'),
+                     start_time=start)
+    assert not _Gone(grouped)
     start, _ = vm.ProcessIdentity(outside.pid)
     # Its PID, its command line and its start time, but not the run's mark.
     with pytest.raises(Exception, match='not a process of this run'):
@@ -310,14 +324,21 @@ def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
       vm.KillProcess(proc.pid, markers=('redis-server', ':9999'),
                      start_time=start)
     assert not _Gone(proc)
+    deadline = time.monotonic() + 5
+    while not psutil.Process(proc.pid).children():
+      assert time.monotonic() < deadline
+      time.sleep(0.02)
+    forked = psutil.Process(proc.pid).children()[0]
     began = time.monotonic()
     vm.KillProcess(proc.pid, markers=('redis-server', ':7101'),
                    start_time=start)
-    # Gone when KillProcess returns: SIGTERM ignored, SIGKILL awaited.
+    # Gone when KillProcess returns: SIGTERM ignored, SIGKILL awaited; and
+    # what it forked went with it (the whole group was stopped).
     assert _Gone(proc)
     assert time.monotonic() - began < virtual_machine.STOP_WAIT_S + 3
+    assert forked.wait(timeout=5) is not None or not forked.is_running()
   finally:
-    for stubborn in (proc, outside):
+    for stubborn in (proc, outside, grouped):
       stubborn.kill()
       stubborn.wait()
 
@@ -346,7 +367,8 @@ def _ExitingProcess(tmp_path, cwd, seconds):
     source.write_text(_MAIN_EXITS)
     subprocess.run(['gcc', '-O', '-o', str(binary), str(source),
                     '-lpthread'], check=True)
-  proc = subprocess.Popen([str(binary), str(seconds)], cwd=cwd)
+  proc = subprocess.Popen([str(binary), str(seconds)], cwd=cwd,
+                          start_new_session=True)
   deadline = time.monotonic() + 10
   while True:  # Until the main thread has gone.
     with open(f'/proc/{proc.pid}/stat') as f:
@@ -358,11 +380,9 @@ def _ExitingProcess(tmp_path, cwd, seconds):
 
 
 def _StartTime(vm, pid):
-  """The start time `vm` records for pid (clock ticks, or psutil's time)."""
-  if isinstance(vm, local.LocalVirtualMachine):
-    return psutil.Process(pid).create_time()
-  with open(f'/proc/{pid}/stat') as f:
-    return float(f.read().rsplit(')', 1)[1].split()[19])
+  """The start time `vm` records for pid (clock ticks since boot)."""
+  del vm  # Every VM records the same.
+  return e2e.StartTicks(pid)
 
 
 @e2e.NeedsTools('gcc', how='./scripts/setup.sh installs it')
@@ -428,7 +448,7 @@ def _RunProcessesAlive(run_uri, record):
     if entry['kind'] == 'redis_process' and data.get('pid'):
       try:
         proc = psutil.Process(data['pid'])
-        if (virtual_machine.SameStart(proc.create_time(), data['start_time'])
+        if (e2e.StartTicks(proc.pid) == data['start_time']
             and proc.status() != psutil.STATUS_ZOMBIE):
           alive.append(' '.join(proc.cmdline()))
       except psutil.NoSuchProcess:

@@ -336,7 +336,7 @@ def test_a_resource_is_a_lane_of_its_own_by_default():
 
 def _Alive(procs):
   return [p.port for p in procs
-          if vm_util.ProcessAlive(p.pid, marker=f':{p.port}')]
+          if e2e.ProcessAlive(p.pid, marker=f':{p.port}')]
 
 
 def _StartShardsOn(vms, counts, record, procs):

@@ -323,15 +323,15 @@ def leftovers(host):  # pylint: disable=redefined-outer-name
   """Stops whatever still runs from the test's prefix when the test ends."""
   yield
   pids = [p for p in os.listdir('/proc')
-          if p.isdigit() and vm_util.ProcessAlive(int(p), marker=host.prefix)]
+          if p.isdigit() and e2e.ProcessAlive(int(p), marker=host.prefix)]
   for pid in pids:
     _Signal(int(pid), signal.SIGTERM)
   deadline = time.monotonic() + STOP_WAIT_S
   while time.monotonic() < deadline and any(
-      vm_util.ProcessAlive(int(p), marker=host.prefix) for p in pids):
+      e2e.ProcessAlive(int(p), marker=host.prefix) for p in pids):
     time.sleep(0.05)
   for pid in pids:
-    if vm_util.ProcessAlive(int(pid), marker=host.prefix):
+    if e2e.ProcessAlive(int(pid), marker=host.prefix):
       _Signal(int(pid), signal.SIGKILL)
   assert not pids, f'processes left running: {pids}'
 
@@ -400,7 +400,7 @@ def _StopFromRecord(record, engine, shard, password):
   # What `--run_stage=teardown` does: the shard (by PID, start time and
   # command line), then the VM's scratch directory.
   assert resource.TeardownFromRecord(loaded) == []
-  assert not vm_util.ProcessAlive(shard.pid)
+  assert not e2e.ProcessAlive(shard.pid)
   assert not os.path.exists(shard.vm.scratch_dir)
 
 

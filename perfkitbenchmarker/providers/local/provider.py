@@ -13,8 +13,6 @@ import os
 import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import psutil
-
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
@@ -81,65 +79,6 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     with open(path) as f:
       return f.read()
 
-  def ProcessIdentity(self, pid: int) -> Optional[Tuple[float, str]]:
-    """(psutil create time, command line) of a live pid, or None (the base
-    class's rule: a zombie is gone unless other threads of it run; an
-    exiting process's command line reads empty)."""
-    try:
-      proc = psutil.Process(virtual_machine.CheckedPid(pid))
-      if not _Running(proc):
-        return None
-      if proc.status() == psutil.STATUS_ZOMBIE:
-        return proc.create_time(), ''
-      return proc.create_time(), ' '.join(proc.cmdline())
-    except psutil.Error:
-      return None
-
-  def ProcessWorkdir(self, pid: int) -> Tuple[Optional[str], str]:
-    # The link itself, not psutil's cwd(), which drops " (deleted)".
-    try:
-      cwd = os.readlink(f'/proc/{virtual_machine.CheckedPid(pid)}/cwd')
-    except OSError:
-      cwd = None
-    return cwd, os.path.realpath(self.scratch_dir)
-
-  def _SignalAndWait(self, pid: int, start_time: float) -> None:
-    try:
-      proc = psutil.Process(pid)
-      # psutil also refuses to signal a PID whose create time changed.
-      if not virtual_machine.SameStart(proc.create_time(), start_time):
-        return
-      proc.terminate()
-      if not self._WaitGone(proc):
-        proc.kill()
-        if not self._WaitGone(proc):
-          raise errors.ResourceError(
-              f'PID {pid} on {self.name} is still running after SIGKILL.')
-    except psutil.NoSuchProcess:
-      pass
-
-  def _WaitExit(self, pid: int, start_time: float) -> bool:
-    try:
-      proc = psutil.Process(pid)
-      if not virtual_machine.SameStart(proc.create_time(), start_time):
-        return True  # Another process has its PID: ours has exited.
-    except psutil.NoSuchProcess:
-      return True
-    return self._WaitGone(proc)
-
-  def _WaitGone(self, proc: 'psutil.Process') -> bool:
-    """True once the process has exited. A daemonized shard's parent is
-    PID 1, which may reap it late; a zombie has exited, so it counts."""
-    deadline = self._clock() + virtual_machine.STOP_WAIT_S
-    while self._clock() < deadline:
-      try:
-        if not _Running(proc):
-          return True
-      except psutil.NoSuchProcess:
-        return True
-      self._sleep(0.02)
-    return False
-
   def GetResourceMetadata(self):
     metadata = super().GetResourceMetadata()
     metadata['cpu_set'] = ','.join(map(str, self.cpu_set or [])) or 'unpinned'
@@ -177,16 +116,6 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     vm.cpu_set = cpu_set
     vm.created = True
     return vm
-
-
-def _Running(proc: 'psutil.Process') -> bool:
-  """Whether proc has not exited: not a zombie, or a zombie main thread
-  whose other threads still run (it can still be signalled as a whole)."""
-  try:
-    return (proc.status() != psutil.STATUS_ZOMBIE or
-            proc.num_threads() > 1)
-  except psutil.ZombieProcess:
-    return False
 
 
 resource.RegisterKind(LocalVirtualMachine.KIND, LocalVirtualMachine.FromRecord)
