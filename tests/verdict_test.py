@@ -289,8 +289,10 @@ def test_compare_over_the_budget_run_ranks_nothing_and_says_why(
   board = tmp_path / 'board.json'
   assert compare.Main(['compare', results, f'--json={board}']) == 0
   out = capsys.readouterr().out
-  assert out.startswith('No confirmed latency-capped answer on this night.\n'
-                        'Not ranked: 1 cell(s) with no confirmed answer')
+  # The banner first (answers by verdict and limit), then the board's word.
+  assert out.startswith('0 of 1 answer confirmed on night '), out[:200]
+  assert ('No confirmed latency-capped answer on this night.\n'
+          'Not ranked: 1 cell(s) with no confirmed answer') in out
   assert (f'unconfirmed (1 of 1 run): run {run_uri}: probe budget of 3 '
           'spent') in out
   (row,) = json.loads(board.read_text())
