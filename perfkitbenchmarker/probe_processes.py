@@ -1,4 +1,4 @@
-"""Load generator processes as run-record resources, found by a mark.
+"""Load generator processes as run-record resources, stopped by group.
 
 A probe (memtier, redis-benchmark, YCSB's JVM, a preload) is a tree of
 processes on a client VM that exists only while the probe runs, but a run
@@ -6,26 +6,31 @@ can die in the middle of one (kill -9 of pkb, a lost SSH connection), and a
 later `--run_stage=teardown` must then stop what is left. So each one is a
 resource like a shard: `Marked(vm, what)` writes a `probe_process` entry to
 the run record before anything starts, with a mark unique to it
-(`PKB_PROBE_MARK=<run_uri>-<random>`), and yields it: its shell prefix or
-its env put the mark into the environment of the command and of every
-process it starts (environments are inherited, argv rewriting does not lose
-them).
+(`<run_uri>-<random>`), and yields it. Every command a run starts runs in a
+process group of its own (vm_util.RunLocal starts a session per command; over
+SSH `timeout` leads one, in a session of its own for a detached job), and the
+probe's `prefix`, shell text put before the command, writes that group's id
+and its leader's start time into a file named after the mark in the VM's
+scratch directory, the run's own, before the command starts.
 When the command has ended the entry is retired; if it did not end (a
-signal, a timeout, a crash), cleanup and teardown delete it: every process
-on its VM whose /proc/<pid>/environ holds exactly that mark is killed, until
-none is left. A process without the mark is never signalled, whatever the
-record says, and a process of another user cannot be read and is never
-touched.
+signal, a timeout, a crash), cleanup and teardown delete it: each group such
+a file names is killed (SIGKILL to the whole group) for as long as its
+leader is still the process that started at the recorded time. A group
+whose leader is gone or is another process by now is never signalled,
+whatever the file says, and nothing is read outside the run's directory.
+Shards are stopped the same way (virtual_machine.KillProcess).
 
 Extension seam: a benchmark that starts a long-running command on a VM
-wraps it in `Marked`; deployment.StopAll stops this kind before the shards.
+wraps it in `Marked` and puts `prefix` before it, in the shell that leads
+(or is in) the command's group; deployment.StopAll stops this kind before
+the shards.
 """
 
 import contextlib
 import re
 import secrets
 import shlex
-from typing import Dict, Hashable, Iterator
+from typing import Hashable, Iterator
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
@@ -33,32 +38,49 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 
 KIND = 'probe_process'
-ENV = 'PKB_PROBE_MARK'
 _MARK = re.compile(r'[a-z0-9_-]{1,64}-[0-9a-f]{16}')
-# Rounds of killing (processes may fork while the first round runs).
-_KILL_ROUNDS = 5
+# Rounds of killing one group (a zombie leader is reaped by its parent).
+_KILL_ROUNDS = 50
 
 
-def KillScript(mark: str) -> str:
-  """bash that SIGKILLs every process whose environment holds the mark.
-
-  The mark is checked against a fixed pattern first, so the script holds
-  no text from elsewhere; `grep -z -x` matches one whole NUL-separated
-  variable. Exits 3 when marked processes outlive every round.
-  """
+def _GroupFiles(scratch_dir: str, mark: str) -> str:
+  """The shell glob of the mark's group files in the VM's scratch dir."""
   if not _MARK.fullmatch(mark):
     raise errors.ResourceError(f'{mark!r} is not a probe mark; left alone')
-  pattern = shlex.quote(f'{ENV}={mark}')
+  return f'{shlex.quote(scratch_dir.rstrip("/"))}/.probe-{mark}.'
+
+
+def GroupScript(scratch_dir: str, mark: str) -> str:
+  """bash that writes "<group id> <leader start>" of the shell's own
+  process group to a file of the mark (its name ends in the shell's PID)."""
+  return (f'read -r __s < /proc/$$/stat; read -ra __s <<< "${{__s##*) }}"; '
+          'read -r __l < "/proc/${__s[2]}/stat"; '
+          'read -ra __l <<< "${__l##*) }"; '
+          f'echo "${{__s[2]}} ${{__l[19]}}" > '
+          f'{_GroupFiles(scratch_dir, mark)}$$; unset __s __l; ')
+
+
+def KillScript(scratch_dir: str, mark: str) -> str:
+  """bash that SIGKILLs each process group a file of the mark names, while
+  its leader is the process that started at the recorded time.
+
+  The mark is checked against a fixed pattern first and the files' fields
+  must be numbers, so the script holds no text from elsewhere. Exits 3
+  when a group's leader outlives every round.
+  """
   return (
-      f'for round in $(seq {_KILL_ROUNDS}); do '
-      f'found=$(grep -lzxF -- {pattern} /proc/[0-9]*/environ 2>/dev/null); '
-      '[ -n "$found" ] || exit 0; '
-      'for f in $found; do p=${f#/proc/}; kill -9 "${p%/environ}" '
-      '2>/dev/null; done; sleep 0.1; done; exit 3')
+      virtual_machine.ALIVE_SHELL +
+      f'for f in {_GroupFiles(scratch_dir, mark)}*; do '
+      '[ -f "$f" ] || continue; read -r g t < "$f"; '
+      'case "$g" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '
+      'case "$t" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '
+      f'for i in $(seq {_KILL_ROUNDS}); do alive "$g" "$t" || break; '
+      'kill -KILL -- "-$g" 2>/dev/null; sleep 0.1; done; '
+      'alive "$g" "$t" && exit 3; rm -f -- "$f"; done; exit 0')
 
 
 class ProbeProcess(resource.BaseResource):
-  """The processes of one probe command on one VM, found by their mark."""
+  """The process groups of one probe command on one VM (by their mark)."""
 
   KIND = KIND
 
@@ -77,22 +99,17 @@ class ProbeProcess(resource.BaseResource):
     pass  # The command starts after; the record entry is what counts.
 
   def _Delete(self) -> None:
-    _, err, rc = self.vm.RemoteCommandWithReturnCode(KillScript(self.mark),
-                                                     timeout=60)
+    _, err, rc = self.vm.RemoteCommandWithReturnCode(
+        KillScript(self.vm.scratch_dir, self.mark), timeout=60)
     if rc != 0:
       raise errors.ResourceError(
-          f'processes marked {self.mark} on {self.vm.name} are still '
+          f'processes of probe {self.mark} on {self.vm.name} are still '
           f'running after SIGKILL ({err.strip()[:200] or f"exit {rc}"})')
 
   @property
   def prefix(self) -> str:
-    """Shell text before a command: exports the mark to all it starts."""
-    return f'export {ENV}={self.mark}; '
-
-  @property
-  def env(self) -> Dict[str, str]:
-    """The same mark as environment for a command (its text unchanged)."""
-    return {ENV: self.mark}
+    """Shell text before a command: records the group it runs in."""
+    return GroupScript(self.vm.scratch_dir, self.mark)
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'ProbeProcess':
@@ -117,10 +134,10 @@ def NewMark(run_uri: str) -> str:
 
 
 def Mark(vm, what: str) -> ProbeProcess:
-  """Records the command `what` on `vm` before it starts; its `prefix` or
-  `env` marks it. `Retire` it once it has ended; until then cleanup and
-  teardown kill whatever carries the mark (for a command that outlives the
-  call that started it, e.g. a sampler a later call stops)."""
+  """Records the command `what` on `vm` before it starts; its `prefix`
+  writes down the command's process group. `Retire` it once it has ended;
+  until then cleanup and teardown kill that group (for a command that
+  outlives the call that started it, e.g. a sampler a later call stops)."""
   record = getattr(vm, 'record', None)
   run_uri = record.run_uri if record is not None else ''
   mark = NewMark(run_uri)
@@ -138,10 +155,9 @@ def Retire(probe: ProbeProcess) -> None:
 @contextlib.contextmanager
 def Marked(vm, what: str) -> Iterator[ProbeProcess]:
   """Records the probe `what` on `vm` and yields it: its `prefix` (shell
-  text to put before the command) or its `env` (for the command's
-  environment) marks the command; retires the entry once the block ends
-  normally (the command has exited), leaves it for cleanup otherwise (see
-  module doc)."""
+  text to put before the command) writes down the command's group; retires
+  the entry once the block ends normally (the command has exited), leaves
+  it for cleanup otherwise (see module doc)."""
   probe = Mark(vm, what)
   yield probe
   Retire(probe)

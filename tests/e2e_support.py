@@ -195,7 +195,7 @@ def StartTicks(pid):
 
 
 def _RunTraces(record, run_uri):
-  """What marks a process as this run's: pids, directories, probe marks."""
+  """What marks a process as this run's: shard pids, directories."""
   pids = {}  # pid -> recorded start time (None: not recorded)
   dirs = {f'pkb-{run_uri}'}
   for entry in record['resources']:
@@ -206,18 +206,15 @@ def _RunTraces(record, run_uri):
       if data.get(key):
         path = data[key]
         dirs.add(path if key == 'scratch_dir' else os.path.dirname(path))
-  return pids, dirs, f'{run_uri}-'
+  return pids, dirs
 
 
-def _IsTheRuns(proc, pids, dirs, mark_prefix) -> bool:
+def _IsTheRuns(proc, pids, dirs) -> bool:
   """By the run's own traces, never by a port another run may hold."""
   info = proc.info
   recorded = pids.get(info['pid'], False)
   if recorded is not False and (recorded is None or
                                 recorded == StartTicks(info['pid'])):
-    return True
-  mark = (info.get('environ') or {}).get('PKB_PROBE_MARK', '')
-  if mark.startswith(mark_prefix):
     return True
   words = list(info.get('cmdline') or []) + [info.get('cwd') or '']
   return any(d in w for d in dirs for w in words)
@@ -227,22 +224,22 @@ def LeftoverProcesses(results_dir, run_uri, settle_s=3.0):
   """Live processes the run started: its shards and its load generators.
 
   Matched by what the run recorded (shard pids with their start times, its
-  scratch directories, which a server's working directory and a load
-  generator's arguments lie in, its probes' PKB_PROBE_MARK), so a test never
+  scratch directories, which a server's and a load generator's working
+  directory and a load generator's arguments lie in), so a test never
   counts a process of a run beside it, as a port could.
   """
-  pids, dirs, mark_prefix = _RunTraces(Record(results_dir, run_uri), run_uri)
+  pids, dirs = _RunTraces(Record(results_dir, run_uri), run_uri)
   deadline = time.monotonic() + settle_s
   while True:
     found = []
     for proc in psutil.process_iter(
-        ['pid', 'cmdline', 'cwd', 'environ', 'status']):
+        ['pid', 'cmdline', 'cwd', 'status']):
       info = proc.info
       if info['pid'] == os.getpid() or info['status'] == psutil.STATUS_ZOMBIE:
         continue
       cmdline = ' '.join(info.get('cmdline') or [])
       if any(p in cmdline for p in _PROGRAMS) and _IsTheRuns(
-          proc, pids, dirs, mark_prefix):
+          proc, pids, dirs):
         found.append(cmdline)
     if not found or time.monotonic() > deadline:
       return found

@@ -312,7 +312,8 @@ def test_local_redis_benchmark_preload_from_two_client_vms(tmp_path):
   try:
     log = (tmp_path / 'results' / run_uri / 'pkb.log').read_text()
     for vm in ('clients-0', 'clients-1'):  # Each streamed its own RESP.
-      pipes = re.findall(rf'\[{vm}\] redis-cli .*--pipe', log)
+      # (After the shell text that writes down its process group.)
+      pipes = re.findall(rf'\[{vm}\] (?:.*; )?redis-cli -h .*--pipe', log)
       assert len(pipes) == 2, (vm, pipes)
   finally:
     _CheckAndTearDown(proc, run_uri, results, run_scratch, env)

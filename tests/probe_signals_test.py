@@ -4,7 +4,7 @@ Issue 18 points 3 and 7. A signal or the deadline kills every local command
 still running, in whatever thread it was started (run_signals +
 vm_util.StopChildren), so a YCSB probe waited for by a worker thread no
 longer runs to its end; every probe is in the run record before it starts,
-with a mark in the environment of all its processes (probe_processes), so
+its process group written down as it starts (probe_processes), so
 `--run_stage=teardown` after a kill -9 stops a JVM that is still running; a
 signal before the stages start still ends the run as interrupted.
 """
@@ -178,23 +178,56 @@ def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
 
 
+def _Files(directory, mark):
+  return sorted(p.name for p in directory.glob(f'.probe-{mark}.*'))
+
+
 @pytest.mark.e2e
-def test_the_kill_script_touches_only_processes_with_the_exact_mark():
-  mark = probe_processes.NewMark('abc123')
-  env = dict(os.environ)
-  marked = subprocess.Popen(['sleep', '60'],
-                            env=dict(env, **{probe_processes.ENV: mark}))
-  similar = subprocess.Popen(['sleep', '60'], env=dict(
-      env, **{probe_processes.ENV: mark + '0'}))
-  unmarked = subprocess.Popen(['sleep', '60'])
+def test_the_kill_script_stops_only_the_groups_its_files_name(tmp_path):
+  """A probe's command writes down its process group as it starts
+  (GroupScript); the kill script stops that whole group, forks included,
+  and leaves alone a group only another mark's file names, a live group a
+  file names with another start time (stale or forged), and a process in
+  no named group; a file whose fields are no numbers is dropped."""
+  os.chmod(tmp_path, 0o700)
+  scratch = str(tmp_path)
+  mark, other = (probe_processes.NewMark('abc123') for _ in range(2))
+
+  def Probe(of_mark):
+    return subprocess.Popen(
+        ['bash', '-c', probe_processes.GroupScript(scratch, of_mark) +
+         'sleep 60 & sleep 60; wait'], start_new_session=True)
+
+  ours, theirs = Probe(mark), Probe(other)
+  forged = subprocess.Popen(['sleep', '60'], start_new_session=True)
+  unnamed = subprocess.Popen(['sleep', '60'])
   try:
-    proc = subprocess.run(['bash', '-c', probe_processes.KillScript(mark)],
-                          capture_output=True, text=True, timeout=30)
+    deadline = time.monotonic() + 10
+    while not (_Files(tmp_path, mark) and _Files(tmp_path, other) and
+               len(psutil.Process(ours.pid).children()) == 2):
+      assert time.monotonic() < deadline
+      time.sleep(0.02)
+    assert (tmp_path / f'.probe-{mark}.{ours.pid}').read_text() == (
+        f'{ours.pid} {e2e.StartTicks(ours.pid):.0f}\n')
+    forked = psutil.Process(ours.pid).children()
+    (tmp_path / f'.probe-{mark}.1').write_text(
+        f'{forged.pid} {e2e.StartTicks(forged.pid) + 1:.0f}\n')
+    (tmp_path / f'.probe-{mark}.2').write_text('1; touch x\n')
+    proc = subprocess.run(
+        ['bash', '-c', probe_processes.KillScript(scratch, mark)],
+        capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert marked.wait(timeout=5) == -signal.SIGKILL
-    assert similar.poll() is None and unmarked.poll() is None
+    assert ours.wait(timeout=5) == -signal.SIGKILL
+    _, alive = psutil.wait_procs(forked, timeout=5)
+    assert not alive
+    for untouched in (theirs, forged, unnamed):
+      assert untouched.poll() is None
+    assert _Files(tmp_path, mark) == [] and _Files(tmp_path, other)
+    assert not (tmp_path / 'x').exists()
   finally:
-    for p in (marked, similar, unmarked):
+    for p in (ours, theirs, forged):
+      vm_util.KillGroup(p.pid)  # Each leads a group of its own.
+    for p in (ours, theirs, forged, unnamed):
       p.kill()
       p.wait()
 

@@ -3,8 +3,8 @@
 All processes of a probe start together from one shell script on the VM, each
 with its stdout/stderr in its own file under the VM's scratch directory and
 its own `timeout`, so none can outlive the probe. The probe is a
-`probe_processes` record entry before it starts, and every process of it
-carries that entry's mark, so cleanup and teardown stop whatever of it a
+`probe_processes` record entry before it starts, and the script writes down
+the process group it runs in, so cleanup and teardown stop whatever of it a
 dead run left behind. `timeout --foreground` keeps them in the script's
 process group, so killing that group (SIGINT, deadline) stops them too. A
 failing process is reported with the tail of its stderr.
@@ -269,9 +269,9 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
                   files, sample_every_s, RunRoot(vm))
-  # In the run record before it starts, and every process of it marked, so
-  # cleanup and teardown can stop whatever of it outlives the run
-  # (probe_processes).
+  # In the run record before it starts, its process group written down as
+  # it starts, so cleanup and teardown can stop whatever of it outlives the
+  # run (probe_processes).
   with probe_processes.Marked(vm, name) as probe:
     script = probe.prefix + script
     if hasattr(vm, 'RunDetached'):

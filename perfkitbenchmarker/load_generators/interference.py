@@ -200,7 +200,13 @@ class ServerCpuSampler:
     base = f'{self.vm.scratch_dir}/server-cpu-{os.getpid()}-{self._count}'
     self._base = base
     root = os.path.dirname(self.vm.scratch_dir.rstrip('/'))
-    script = (f'echo $$ > {shlex.quote(base + ".pid")}\n' +
+    # Recorded before it starts, its group written down as it starts: a run
+    # that never gets to Stop (SIGINT mid-probe, kill -9 of pkb) has cleanup
+    # or teardown kill it, instead of leaving it sampling on the server
+    # until the VM goes.
+    self._probe = probe_processes.Mark(self.vm, 'server-cpu')
+    script = (self._probe.prefix +
+              f'echo $$ > {shlex.quote(base + ".pid")}\n' +
               client_cpu.SamplerScript(
                   self._pids_used, base + '.out', base + '.stop',
                   self.INTERVAL_S, self.max_s, root))
@@ -209,12 +215,8 @@ class ServerCpuSampler:
     # absolute): teardown does not remove a VM's directory while a process
     # works in it (own_dirs), and under the run's root the sampler is still
     # the run's own to the foreign-process scan.
-    # Recorded and marked before it starts: a run that never gets to Stop
-    # (SIGINT mid-probe, kill -9 of pkb) has cleanup or teardown kill it,
-    # instead of leaving it sampling on the server until the VM goes.
-    self._probe = probe_processes.Mark(self.vm, 'server-cpu')
     self.vm.RemoteCommand(
-        f'{self._probe.prefix}cat > {q(base + ".sh")} && cd {q(root)} && '
+        f'cat > {q(base + ".sh")} && cd {q(root)} && '
         f'{{ setsid bash {q(base + ".sh")} > /dev/null 2>&1 < /dev/null & }}',
         stdin=script)
 

@@ -95,9 +95,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     # Recorded and marked like a probe: teardown stops it after a crash.
     with probe_processes.Marked(self.vm, 'redis-cli-pipe') as probe:
       out, _ = self.vm.RemoteCommand(
-          vm_util.QuoteAll(argv),
-          stdin=commands.AuthenticatedStream(password, resp),
-          env=probe.env, timeout=600,
+          probe.prefix + vm_util.QuoteAll(argv),
+          stdin=commands.AuthenticatedStream(password, resp), timeout=600,
           what='redis-cli --pipe')
     evidence.Keep(self.vm, 'redis-cli-pipe', [vm_util.QuoteAll(argv)],
                   {'out.0': out})
