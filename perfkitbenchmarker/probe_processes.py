@@ -4,26 +4,21 @@ A probe (memtier, redis-benchmark, YCSB's JVM, a preload) is a tree of
 processes on a client VM that exists only while the probe runs, but a run
 can die in the middle of one (kill -9 of pkb, a lost SSH connection), and a
 later `--run_stage=teardown` must then stop what is left. So each one is a
-resource like a shard: `Marked(vm, what)` writes a `probe_process` entry to
-the run record before anything starts, with a mark unique to it
-(`<run_uri>-<random>`), and yields it. Every command a run starts runs in a
-process group of its own (vm_util.RunLocal starts a session per command; over
-SSH `timeout` leads one, in a session of its own for a detached job), and the
-probe's `prefix`, shell text put before the command, writes that group's id
-and its leader's start time into a file named after the mark in the VM's
-scratch directory, the run's own, before the command starts.
+resource like a shard: `Marked(vm, what)` writes a `probe_process` entry with
+a mark unique to it to the run record before anything starts. Every command
+runs in a process group of its own (vm_util.RunLocal starts a session per
+command; over SSH `timeout` leads one), and the probe's `prefix`, put before
+the command, writes that group's id and its leader's start time into a file
+of the mark in the VM's scratch directory (the run's own) as it starts.
 When the command has ended the entry is retired; if it did not end (a
 signal, a timeout, a crash), cleanup and teardown delete it: each group such
-a file names is killed (SIGKILL to the whole group) for as long as its
-leader is still the process that started at the recorded time. A group
-whose leader is gone or is another process by now is never signalled,
-whatever the file says, and nothing is read outside the run's directory.
-Shards are stopped the same way (virtual_machine.KillProcess).
+a file names is killed, whole, while its leader is still the process that
+started at the recorded time, and nothing else. Shards are stopped the same
+way (virtual_machine.KillProcess).
 
 Extension seam: a benchmark that starts a long-running command on a VM
-wraps it in `Marked` and puts `prefix` before it, in the shell that leads
-(or is in) the command's group; deployment.StopAll stops this kind before
-the shards.
+wraps it in `Marked` and puts `prefix` before it; deployment.StopAll stops
+this kind before the shards.
 """
 
 import contextlib
@@ -34,6 +29,7 @@ from typing import Hashable, Iterator
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 
@@ -69,7 +65,7 @@ def KillScript(scratch_dir: str, mark: str) -> str:
   when a group's leader outlives every round.
   """
   return (
-      virtual_machine.ALIVE_SHELL +
+      remote_shell.ALIVE_SHELL +
       f'for f in {_GroupFiles(scratch_dir, mark)}*; do '
       '[ -f "$f" ] || continue; read -r g t < "$f"; '
       'case "$g" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '

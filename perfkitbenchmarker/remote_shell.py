@@ -25,6 +25,14 @@ from typing import Dict, Optional, Sequence, Tuple
 STARTED_MARKER = '\x1epkb-started\x1e'
 _MARKER_PRINTF = "printf '\\036pkb-started\\036' >&2"
 KILL_GRACE_S = 5  # after `timeout` sends TERM, before KILL
+# bash defining `alive P T`: process P runs and started at T (clock ticks
+# since boot); a zombie has exited, unless other threads of it still run.
+ALIVE_SHELL = (
+    'alive() { local s f t; s=$(cat "/proc/$1/stat" 2>/dev/null) || '
+    'return 1; read -ra f <<< "${s##*) }"; [ "${f[19]}" = "$2" ] || '
+    'return 1; [ "${f[0]}" != Z ] && return 0; '
+    't=$(grep -s "^Threads:" "/proc/$1/status"); t=${t##*[!0-9]}; '
+    '[ "${t:-0}" -gt 1 ]; }; ')
 # Lines ssh prints about connection sharing that are not the command's.
 _SSH_NOISE = re.compile(
     r'^(ControlSocket .* already exists, disabling multiplexing|'
@@ -79,7 +87,8 @@ def DetachedStartScript(job_dir: str, timeout_s: float,
 
   The script (the environment's exports, then the command) goes to a 0600
   file that deletes itself when it starts. The job writes stdout, stderr and
-  finally rc into job_dir, its session id into job_dir/sid, and holds an
+  finally rc into job_dir, its session id and the session leader's start
+  time (clock ticks since boot) into job_dir/sid, and holds an
   flock on job_dir/lock for as long as it runs, so a collector can block on
   the lock instead of polling; `timeout` bounds it even if nobody collects.
   `remove` lists earlier job dirs already collected, deleted here so that
@@ -95,7 +104,10 @@ def DetachedStartScript(job_dir: str, timeout_s: float,
           f'exec 8> {job}/lock; if command -v flock >/dev/null; then '
           'flock 8; fi\n'
           f'setsid nohup bash -c {shlex.quote(runner)} '
-          f'</dev/null >/dev/null 2>&1 &\necho $! > {job}/sid')
+          f'</dev/null >/dev/null 2>&1 &\n'
+          's=$(cat /proc/$!/stat 2>/dev/null) || s=; '
+          'read -ra s <<< "${s##*) }" || true; '
+          f'echo "$! ${{s[19]:-0}}" > {job}/sid')
 
 
 DONE_MARKER = '@pkb-job-done'
@@ -134,9 +146,12 @@ def ParseCollected(out: str) -> Optional[Tuple[str, str, int]]:
 
 
 def DetachedKillScript(job_dir: str) -> str:
-  """Stops every process of the job's session (TERM, then KILL)."""
+  """Stops every process of the job's session (TERM, then KILL), once its
+  leader is checked to be the process that started the job (a session id
+  another session took since is left alone)."""
   job = shlex.quote(job_dir)
-  return (f'sid=$(cat {job}/sid 2>/dev/null) && [ -n "$sid" ] && '
+  return (f'{ALIVE_SHELL}read -r sid st < {job}/sid 2>/dev/null && '
+          'alive "$sid" "$st" && '
           '{ pkill -TERM -s "$sid" || kill -TERM -- -"$sid"; sleep 1; '
           'pkill -KILL -s "$sid" || kill -KILL -- -"$sid"; } 2>/dev/null; '
           'true')

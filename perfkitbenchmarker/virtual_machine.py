@@ -15,6 +15,7 @@ from typing import (Any, Dict, Hashable, List, NamedTuple, Optional,
                     Sequence, Tuple)
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
 
@@ -301,7 +302,7 @@ class BaseVirtualMachine(resource.BaseResource):
     pid, start = CheckedPid(pid), int(start_time)
     polls = int(STOP_WAIT_S / 0.05)
     wait = f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; done; '
-    same = f'{ALIVE_SHELL}same() {{ alive {pid} {start}; }}; '
+    same = f'{remote_shell.ALIVE_SHELL}same() {{ alive {pid} {start}; }}; '
     _, _, rc = self.RemoteCommandWithReturnCode(
         f'{same}same || exit 0; {signals.format(wait=wait)}{wait}exit 3')
     return rc != 3
@@ -333,14 +334,6 @@ class BaseVirtualMachine(resource.BaseResource):
 
 
 STOP_WAIT_S = 5.0
-# bash defining `alive P T`: process P runs and started at T (clock ticks
-# since boot); a zombie has exited, unless other threads of it still run.
-ALIVE_SHELL = (
-    'alive() { local s f t; s=$(cat "/proc/$1/stat" 2>/dev/null) || '
-    'return 1; read -ra f <<< "${s##*) }"; [ "${f[19]}" = "$2" ] || '
-    'return 1; [ "${f[0]}" != Z ] && return 0; '
-    't=$(grep -s "^Threads:" "/proc/$1/status"); t=${t##*[!0-9]}; '
-    '[ "${t:-0}" -gt 1 ]; }; ')
 
 
 class ProcessState(NamedTuple):

@@ -7,6 +7,7 @@ import subprocess
 import threading
 import time
 
+import psutil
 import pytest
 
 import e2e_support
@@ -399,6 +400,30 @@ def test_remote_shell_quotes_and_bounds_the_command():
   _BashParses(remote_shell.DetachedKillScript('/tmp/j k'))
   with pytest.raises(ValueError):
     remote_shell.EnvScript({'BAD NAME': 'x'})
+
+
+@pytest.mark.e2e
+def test_the_detached_kill_stops_only_the_session_it_started(tmp_path):
+  """The job's sid file names its session leader and its start time: a
+  session whose leader started at another time (the id taken again since,
+  or a forged file) is left alone; the job's own session goes, whole."""
+  session = subprocess.Popen(['bash', '-c', 'sleep 60 & sleep 60; wait'],
+                             start_new_session=True)
+  try:
+    start = e2e_support.StartTicks(session.pid)
+    kill = ['bash', '-c', remote_shell.DetachedKillScript(str(tmp_path))]
+    (tmp_path / 'sid').write_text(f'{session.pid} {start + 1:.0f}\n')
+    subprocess.run(kill, check=True, timeout=30)
+    assert session.poll() is None
+    members = psutil.Process(session.pid).children()
+    (tmp_path / 'sid').write_text(f'{session.pid} {start:.0f}\n')
+    subprocess.run(kill, check=True, timeout=30)
+    assert session.wait(timeout=10) is not None
+    _, alive = psutil.wait_procs(members, timeout=5)
+    assert not alive
+  finally:
+    vm_util.KillGroup(session.pid)
+    session.wait()
 
 
 @pytest.mark.e2e
