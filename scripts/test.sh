@@ -4,13 +4,18 @@
 #   ./scripts/test.sh          every test (the fast tier and the e2e tier)
 #   ./scripts/test.sh --fast   the fast tier only: tests that start no
 #                              process and use no network beyond loopback
-#                              (about 2 minutes; tests/tier_guard.py fails a
+#                              (tests/tier_guard.py fails a
 #                              fast test that starts a process)
 #   ./scripts/test.sh --e2e    the end-to-end tier only (pytest mark `e2e`):
 #                              tests that run redis-server, sshd, pkb.py, ...
 # Extra arguments go to pytest, e.g. ./scripts/test.sh -k search; test files
 # or directories given (./scripts/test.sh tests/argv_secret_test.py) replace
 # the whole suite.
+# The suite runs in parallel (pytest-xdist): PKB_TEST_WORKERS workers
+# (default 3: on 2 cores most end-to-end tests wait on sleeps, servers and
+# sshd rather than compute), each running a test file at a time; tests that
+# measure CPU or time (mark `alone`) run with no other test beside them
+# (tests/conftest.py). Test files given, or -n given, run as pytest would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -20,13 +25,15 @@ fi
 targets=(tests)
 tier=()
 args=()
+workers=(-n "${PKB_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder)
 for arg in "$@"; do
   case "$arg" in
     --fast) tier=(-m 'not e2e') ;;
     --e2e) tier=(-m e2e) ;;
-    tests/*|./tests/*) targets=(); args+=("$arg") ;;
+    tests/*|./tests/*) targets=(); workers=(); args+=("$arg") ;;
+    -n|-n*|--numprocesses*) workers=(); args+=("$arg") ;;
     *) args+=("$arg") ;;
   esac
 done
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${tier[@]}" \
-  "${targets[@]}" "${args[@]}"
+  "${workers[@]}" "${targets[@]}" "${args[@]}"

@@ -36,6 +36,7 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
 pytestmark = [
     pytest.mark.e2e,  # Every test here starts a process (tier_guard.py).
+    pytest.mark.alone,  # Measures CPU: no other test beside it (conftest).
     # CI runs as root on a kernel with a CPU controller: missing, it fails.
     e2e_support.Needs('root and a writable CPU cgroup controller (v1 cpu or '
                       'v2 with cpu delegated)', cpu_cgroups.Available),

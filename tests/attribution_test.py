@@ -179,6 +179,7 @@ needs_cgroups = e2e_support.Needs(
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 @needs_cgroups
 def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
   """A spinning process in a cgroup of this test's own, held to 0.2 CPU:

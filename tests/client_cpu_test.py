@@ -121,25 +121,37 @@ def test_threads_born_late_reused_or_seen_briefly():
 
 
 def _RunScript(tmp_path, command, window_s):
+  """The probe script run on `command`: (its ClientCpu, when the tool
+  ended). The command may use {stat1}, the window's snapshot file."""
   base = str(tmp_path / 'probe')
-  script = concurrent.Script(base, [command], timeout_s=30,
-                             cpu_window_s=window_s)
+  script = concurrent.Script(base, [command.format(stat1=base + '.stat1')],
+                             timeout_s=30, cpu_window_s=window_s)
   with open(base + '.sh', 'w') as f:
     f.write(script)
   out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
   assert rc == 0, err
   bundle = concurrent.ParseBundle(out)
-  assert bundle['rc.0'].split()[0] == '0'
-  return client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None)
+  code, _, ended = bundle['rc.0'].split()
+  assert code == '0'
+  return (client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None),
+          float(ended))
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 def test_probe_script_measures_a_real_spinning_thread(tmp_path):
+  # Spins until the window's snapshot is taken (30 s at most), then 0.5 s
+  # more: the window ends while it spins, however loaded the machine.
   spin = vm_util.QuoteAll([sys.executable, '-c', (
-      'import time\nend = time.time() + 1.6\nwhile time.time() < end: pass')])
-  cpu = _RunScript(tmp_path, spin, 1.0)
+      'import os, sys, time\n'
+      'end = time.time() + 30\n'
+      'while time.time() < end and not os.path.exists(sys.argv[1]): pass\n'
+      'end = time.time() + 0.5\n'
+      'while time.time() < end: pass'), '{stat1}'])
+  cpu, ended = _RunScript(tmp_path, spin, 1.0)
   assert cpu.threads_seen >= 1
-  assert 0.9 <= cpu.window_s < 1.6
+  # The 1 s window, taken while the thread still spun.
+  assert cpu.window_s >= 0.9 and cpu.window_end < ended
   # Always runnable, whatever else this machine runs.
   assert cpu.busiest_thread_runnable_fraction >= 0.9, cpu
   # On a CPU all the time unless others took it: then it waited, and the
@@ -155,8 +167,9 @@ def test_probe_script_measures_a_real_spinning_thread(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 def test_probe_script_sees_a_sleeping_tool_as_idle(tmp_path):
-  cpu = _RunScript(tmp_path, 'sleep 1.2', 0.8)
+  cpu, _ = _RunScript(tmp_path, 'sleep 1.2', 0.8)
   assert cpu.threads_seen == 1 and cpu.busiest_thread == 'sleep'
   assert cpu.busiest_thread_runnable_fraction < 0.2, cpu
   # (The machine itself may be busy with other work: only the thread rule

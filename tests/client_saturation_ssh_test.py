@@ -55,6 +55,7 @@ def _StaticFile(tmp_path, server):
   return f'--static_vm_file={path}'
 
 
+@pytest.mark.alone
 def test_a_saturated_thread_over_ssh_is_flagged_by_the_thread_rule(
     tmp_path, sshd):  # pylint: disable=redefined-outer-name
   """One thread that wants a CPU all the time (a real spinning process),
@@ -96,6 +97,7 @@ def test_a_saturated_thread_over_ssh_is_flagged_by_the_thread_rule(
   assert 0 < on_cpu <= 100
 
 
+@pytest.mark.alone
 def test_static_run_flags_saturated_probes_and_says_client_bound(
     tmp_path, sshd):  # pylint: disable=redefined-outer-name
   e2e_support.NeedsTools('redis-server', 'redis-benchmark')

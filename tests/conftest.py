@@ -4,8 +4,13 @@ Also the suite's two tiers (README "Tests"): a test that starts a process
 (redis-server, sshd, pkb.py, a compiler) or reaches past loopback is marked
 `e2e`; the rest are the fast tier, and tests/tier_guard.py fails a fast
 test that starts a process anyway, so the mark cannot lie.
+
+./scripts/test.sh runs the suite in parallel (pytest-xdist), a file's tests
+on one worker; a test that measures CPU or time (mark `alone`) runs with no
+other test beside it (`_Alone` below).
 """
 
+import fcntl
 import os
 import sys
 
@@ -57,6 +62,92 @@ def pytest_configure(config):
       'markers', 'requires(what, available, how): the test needs `what` '
       '(e2e_support.Needs/NeedsTools); missing, it skips here and fails in '
       'CI (CI=true), which installs it.')
+  config.addinivalue_line(
+      'markers', 'alone: the test measures CPU or time (attribution, '
+      'saturation, a probe\'s window): under pytest-xdist it runs with no '
+      'other test beside it (tests/conftest.py).')
+
+
+def pytest_collection_modifyitems(config, items):
+  """Under pytest-xdist (--dist loadfile --no-loadscope-reorder: a test
+  file is a unit of work, handed out in this order): the `alone` tests
+  first, so the workers start on them together and take turns instead of
+  waiting for each other's long tests later; then the other files with
+  end-to-end tests (the long ones start early), then the rest (the fast
+  tier fills the end). Every worker collects: the order is a pure function
+  of the items, the same on each."""
+  if not hasattr(config, 'workerinput'):
+    return
+  e2e_files = {item.path for item in items if item.get_closest_marker('e2e')}
+  items.sort(key=lambda item: (
+      not item.get_closest_marker('alone'), item.path not in e2e_files))
+
+
+class _Alone:
+  """An `alone` test runs while no other worker runs a test.
+
+  A readers-writer lock between the workers of one session, on two files
+  in the session's base temp directory: every test holds `lock` shared,
+  an `alone` test exclusive. A worker passes through `gate` first, and an
+  `alone` test keeps it: the other workers finish the test they run and
+  then wait, so the exclusive lock is never starved. A worker keeps both
+  locks from an `alone` test to the last of those that follow it. flock
+  locks go with their holder, whatever ends it.
+  """
+
+  def __init__(self, directory: str):
+    self._gate = os.open(os.path.join(directory, 'alone.gate'),
+                         os.O_RDWR | os.O_CREAT, 0o600)
+    self._lock = os.open(os.path.join(directory, 'alone.lock'),
+                         os.O_RDWR | os.O_CREAT, 0o600)
+    self._exclusive = False
+
+  def Enter(self, alone: bool) -> None:
+    if self._exclusive:
+      return
+    fcntl.flock(self._gate, fcntl.LOCK_EX)
+    if alone:
+      fcntl.flock(self._lock, fcntl.LOCK_EX)
+      self._exclusive = True
+      return
+    fcntl.flock(self._lock, fcntl.LOCK_SH)
+    fcntl.flock(self._gate, fcntl.LOCK_UN)
+
+  def Leave(self, next_alone: bool) -> None:
+    if self._exclusive and next_alone:
+      return  # The group's next test goes on alone.
+    fcntl.flock(self._lock, fcntl.LOCK_UN)
+    if self._exclusive:
+      fcntl.flock(self._gate, fcntl.LOCK_UN)
+      self._exclusive = False
+
+
+_ALONE = []
+
+
+def _AloneLock(config):
+  """The session's _Alone under pytest-xdist (each worker's base temp is
+  <session base temp>/popen-gwN), else None."""
+  if not hasattr(config, 'workerinput'):
+    return None
+  if not _ALONE:
+    parent = os.path.dirname(str(config.option.basetemp).rstrip('/'))
+    _ALONE.append(_Alone(parent))
+  return _ALONE[0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+  """Set-up, call and teardown of a test, under the alone lock."""
+  lock = _AloneLock(item.config)
+  if lock is None:
+    return (yield)
+  lock.Enter(item.get_closest_marker('alone') is not None)
+  try:
+    return (yield)
+  finally:
+    lock.Leave(nextitem is not None and
+               nextitem.get_closest_marker('alone') is not None)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -150,6 +150,7 @@ def _Watched(probe, load, core, procs):
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
     server, tmp_path, pkb_flags):
   client_vm = _ClientVm(tmp_path, _Cores()[1])

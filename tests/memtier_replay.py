@@ -223,7 +223,7 @@ def Path():
   return _PATH[0]
 
 
-def Executable(directory, spinning_thread=False):
+def Executable(directory, spinning_thread=False, idle_until=None):
   """Writes an executable `memtier_benchmark` running Main; returns its path.
 
   The first line names this interpreter itself, so argv_secret's library is
@@ -231,25 +231,45 @@ def Executable(directory, spinning_thread=False):
   go into that program, which would hand the password on in its argv).
   With `spinning_thread`, every timed run also has a thread that spins (a
   client busy on a CPU all the time: the attribution tests' client-CPU
-  case); `--version` and request-count runs do not.
+  case); `--version` and request-count runs do not. With `idle_until` (a
+  path), every timed run then idles as memtier's last second does
+  (IdleTail).
   """
   path = os.path.join(directory, 'memtier_benchmark')
+  timed = "'--test-time' in ' '.join(sys.argv)"
   spin = ('import threading\n'
           'def _Spin():\n'
           '  while True:\n'
           '    pass\n'
-          "if '--test-time' in ' '.join(sys.argv):\n"
+          f'if {timed}:\n'
           "  threading.Thread(target=_Spin, daemon=True).start()\n"
           if spinning_thread else '')
+  tail = (f'if {timed}:\n'
+          f'  memtier_replay.IdleTail({idle_until!r})\n'
+          if idle_until else '')
   with open(path, 'w') as f:
     f.write(f'#!{sys.executable}\n'
             'import sys\n'
             f'{spin}'
             f'sys.path.insert(0, {_HERE!r})\n'
             'import memtier_replay\n'
-            'sys.exit(memtier_replay.Main(sys.argv))\n')
+            'code = memtier_replay.Main(sys.argv)\n'
+            f'{tail}'
+            'sys.exit(code)\n')
   os.chmod(path, 0o755)
   return path
+
+
+def IdleTail(until_path, idle_s=1.0):
+  """memtier's idle last second, after `until_path` exists (waited for up
+  to 30 s): the process outlives that file by `idle_s` however late it
+  came. The time it ends is written to `until_path`.ended."""
+  deadline = time.monotonic() + 30
+  while not os.path.exists(until_path) and time.monotonic() < deadline:
+    time.sleep(0.05)
+  time.sleep(idle_s)
+  with open(until_path + '.ended', 'w') as f:
+    f.write(repr(time.time()))
 
 
 if __name__ == '__main__':

@@ -6,8 +6,10 @@ was diluted below the 90 % saturation threshold. The window must be the
 load's test time: checked on a recorded /proc/stat sequence (old and new
 computations side by side), on the probe script with a real process that
 outlives its window, and on a direct memtier probe on loopback whose
-recorded window must match memtier's test time (memtier is the replay
-stand-in, tests/memtier_replay.py, which lasts its test time like memtier).
+recorded window must be memtier's test time (memtier is the replay
+stand-in, tests/memtier_replay.py, which lasts its test time, followed by
+an idle second as memtier's). No wall-clock bound: each window is checked
+against when its process ended, which the tool outlives by construction.
 """
 
 import os
@@ -56,22 +58,39 @@ def test_recorded_sequence_old_and_new_windows_side_by_side():
   assert old_busy < 0.9 < busy  # Saturation only seen over the load window.
 
 
+def _UntilThenIdle(path, idle_s):
+  """A tool that runs until `path` exists (bounded), then idles `idle_s`
+  more, as memtier idles its last second: it outlives the snapshot at
+  `path` by at least `idle_s`, however late a loaded machine takes it."""
+  return (f'bash -c \'for _ in $(seq 600); do [ -e {path} ] && break; '
+          f'sleep 0.05; done; sleep {idle_s}\'')
+
+
+def _Ended(rc_path):
+  """When the script's tool `i` ended, from its <base>.<i>.rc line."""
+  with open(rc_path) as f:
+    code, _, end = f.read().split()
+  assert code == '0'
+  return float(end)
+
+
 @pytest.mark.e2e
 def test_script_snapshots_the_window_not_the_process_life(tmp_path):
   base_path = str(tmp_path / 'probe')
   with open(base_path + '.sh', 'w') as f:
-    # The "tool" loads for ~1 s and then idles 1.5 s more before exiting.
-    f.write(concurrent.Script(base_path, ['sleep 2.5'], timeout_s=30,
-                              cpu_window_s=1.0))
-  started = time.monotonic()
+    # The "tool" loads until the window's snapshot, then idles 1 s more.
+    f.write(concurrent.Script(base_path,
+                              [_UntilThenIdle(base_path + '.stat1', 1)],
+                              timeout_s=30, cpu_window_s=1.0))
   out, err, rc = vm_util.RunLocal(f'bash {base_path}.sh', timeout=30)
   assert rc == 0, (out, err)
-  assert time.monotonic() - started >= 2.5
   with open(base_path + '.stat0') as f0, open(base_path + '.stat1') as f1:
-    _, window = concurrent.BusyOverWindow(f0.read(), f1.read(), None)
-  # The process lives 2.5 s: a window under that is the 1 s window, late
-  # only by scheduling on a loaded machine.
-  assert 0.95 <= window < 2.4
+    stat0, stat1 = f0.read(), f1.read()
+  _, window = concurrent.BusyOverWindow(stat0, stat1, None)
+  # The whole 1 s window, and it ended while the tool ran: at least its
+  # idle second before the tool's end, not at the end of its life.
+  assert window >= 1.0
+  assert float(stat1.split()[0]) + 1 <= _Ended(base_path + '.0.rc')
 
 
 @pytest.mark.e2e
@@ -79,14 +98,17 @@ def test_script_ends_the_window_when_the_tool_exits_early(tmp_path):
   base_path = str(tmp_path / 'probe')
   with open(base_path + '.sh', 'w') as f:
     f.write(concurrent.Script(base_path, ['sleep 0.3'], timeout_s=30,
-                              cpu_window_s=20.0))
-  started = time.monotonic()
-  _, _, rc = vm_util.RunLocal(f'bash {base_path}.sh', timeout=30)
-  # The sampler's 20 s window not awaited (a generous bound, for load).
-  assert rc == 0 and time.monotonic() - started < 15
+                              cpu_window_s=600.0))
+  # The sampler's 600 s window is not awaited: RunLocal's 60 s would end
+  # the script (rc -9).
+  _, _, rc = vm_util.RunLocal(f'bash {base_path}.sh', timeout=60)
+  assert rc == 0
   with open(base_path + '.stat0') as f0, open(base_path + '.stat1') as f1:
-    _, window = concurrent.BusyOverWindow(f0.read(), f1.read(), None)
-  assert 0.25 <= window < 10  # The 0.3 s tool's life, not the 20 s window.
+    stat1 = f1.read()
+    _, window = concurrent.BusyOverWindow(f0.read(), stat1, None)
+  # The 0.3 s tool's life, taken when it ended, not the 600 s window.
+  assert 0.3 <= window < 600
+  assert float(stat1.split()[0]) >= _Ended(base_path + '.0.rc')
 
 
 @pytest.fixture
@@ -118,20 +140,27 @@ def server():
 
 @pytest.mark.e2e
 def test_memtier_probe_window_is_its_test_time(server, tmp_path):
-  path = memtier_replay.Path()
   vm = local.LocalVirtualMachine(
       virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
       'clients-0', 'clients', run_uri='tsat')
   vm.scratch_dir = str(tmp_path / 'pkb-client')
   os.makedirs(vm.scratch_dir)
   vm.cpu_set = [min(1, os.cpu_count() - 1)]
-  generator = memtier.MemtierGenerator(vm, path)
+  # memtier idles its last second: so does the stand-in here, for 1 s after
+  # the window's snapshot (the probe's first: memtier-1.stat1).
+  stat1 = f'{vm.scratch_dir}/memtier-1.stat1'
+  generator = memtier.MemtierGenerator(vm, memtier_replay.Executable(
+      str(tmp_path), idle_until=stat1))
   m = generator.Probe([base.Endpoint('127.0.0.1', server)], PASSWORD,
                       base.Workload(key_maximum=1000, data_size=32),
                       measurement.Load(1, 16), duration_s=2)
   assert m.throughput > 0
-  # Measured over memtier's 2 s test time, not around the whole process.
-  assert 1.9 <= generator.last_cpu_window_s <= 2.4
+  # Measured over memtier's whole 2 s test time, and ended while memtier
+  # was still there (its idle second after), not around its whole life.
+  cpu = generator.last_cpu
+  assert generator.last_cpu_window_s == cpu.window_s >= 2.0
+  with open(stat1 + '.ended') as f:
+    assert cpu.window_end + 1 <= float(f.read())
   assert m.metadata['client_cpu_window_s'] == pytest.approx(
       generator.last_cpu_window_s, abs=0.001)
   assert m.client_cpu_busy_fraction is not None

@@ -155,6 +155,7 @@ def _CheckQuietThenLoud(figures, ambient):
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 @e2e_support.NeedsTools('redis-server', 'redis-cli', 'taskset')
 def test_fixed_load_runs_are_sampled_and_flagged(tmp_path):
   # memtier is its replay stand-in: the busy loop and the samplers are real.
@@ -178,6 +179,7 @@ def _HaveYcsb():
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 @e2e_support.NeedsTools('redis-server', 'redis-cli', 'taskset')
 @e2e_support.Needs('java and the YCSB build', _HaveYcsb,
                    'scripts/setup.sh; scripts/build_ycsb.sh')
