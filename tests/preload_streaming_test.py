@@ -81,6 +81,7 @@ _SCRIPT = textwrap.dedent('''
     class Vm:
       """Runs commands on this machine the way the Local VM does."""
       name = 'local'
+      scratch_dir = {scratch!r}  # Where a probe records its process group.
 
       def RemoteCommand(self, command, timeout=None, ignore_failure=False,
                         env=None, what=None, stdin=None):
@@ -123,7 +124,7 @@ def test_preload_of_2m_keys_keeps_peak_rss_growth_small(tmp_path):
       assert server.returncode is None, 'redis-server exited'
       subprocess.run(['sleep', '0.05'], check=True)
     script = _SCRIPT.format(repo=REPO, keys=KEYS, port=port,
-                            password=password)
+                            password=password, scratch=str(tmp_path))
     result = subprocess.run([sys.executable, '-c', script],
                             capture_output=True, text=True, timeout=300,
                             check=False)
