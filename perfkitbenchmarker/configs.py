@@ -10,12 +10,14 @@ BENCHMARK_CONFIG; `ALLOWED_OPTIONAL_KEYS` lists keys a config may add although
 the default does not carry them.
 """
 
+import copy
 from typing import Any, Dict, List, Mapping, Sequence
 
+from absl import flags
 import yaml
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import flag_checks
+from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import paths
 
 # Keys a user config may add to a vm_group or a vm_spec.<cloud> entry even when
@@ -306,6 +308,37 @@ def _CheckVmGroups(where: str, vm_groups: Any) -> None:
           f'{where}.vm_groups.{group}.vm_spec must be a mapping of clouds.')
 
 
+def ConfigText(value: Any) -> str:
+  """A YAML value as the text absl parses (lists joined with commas)."""
+  if isinstance(value, list):
+    return ','.join(str(v) for v in value)
+  if isinstance(value, bool):
+    return str(value).lower()
+  return value if isinstance(value, str) else str(value)
+
+
+def ParseConfigValue(flag_values, name: Any, value: Any,
+                     where: str = 'Config') -> Any:
+  """The value a config's `flags: {name: value}` gives the flag, checked.
+
+  The flag's own parser and bounds (declared on its definition) decide, so
+  a value is refused with the words the command line gets: "<where>: flag
+  --name=value: why". Nothing is set: a matrix checks every axis value this
+  way before any cell runs, and `ApplyConfigFlags` sets what this returns.
+  """
+  if name not in flag_values:
+    raise errors.ConfigError(
+        f'{where} sets unknown flag "{name}"; see ./pkb.py --helpfull for '
+        'flag names.')
+  scratch = copy.deepcopy(flag_values[name])  # Parsed, nothing set.
+  try:
+    scratch.parse(ConfigText(value))
+  except (flags.Error, ValueError, TypeError) as e:
+    raise errors.ConfigError(
+        f'{where}: {pkb_flags.FlagErrorLine(e)}') from None
+  return scratch.value
+
+
 def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
   """Sets flags from a config's `flags:` section unless given on the CLI.
 
@@ -317,12 +350,12 @@ def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
   for name, value in config_flags.items():
     CheckNotReserved(name, 'flags')
     # The one parse and bounds check a command-line value also gets.
-    flag_checks.ParseConfigValue(flag_values, name, value)
+    ParseConfigValue(flag_values, name, value)
     flag = flag_values[name]
     if flag.present:
       continue
     try:
-      flag.parse(flag_checks.ConfigText(value))
+      flag.parse(ConfigText(value))
     finally:
       # parse() counts as "given on the command line"; a config value is not.
       flag.present = 0

@@ -7,10 +7,17 @@ PKB user's `--memtier_clients=1,2,4` means the same list here.
 tests/data/upstream_pkb_flags.json records upstream's definitions and
 tests/upstream_flags_test.py holds ours to them.
 
+Every number a run takes is bounded on its definition (lower_bound and
+upper_bound on DEFINE_integer, DEFINE_integerlist and this module's
+DEFINE_float, which also refuses nan and infinity and can exclude its lower
+bound), so the flag's own parser refuses a bad value from the command line,
+a config's `flags:` and a matrix axis alike (configs.ParseConfigValue).
+
 Definitions only; `OneValue` is for options builders whose run takes one
 value of such a list and refuses several in one line saying why.
 """
 
+import math
 import re
 from typing import List, Optional, Sequence
 
@@ -35,8 +42,6 @@ class IntegerListParser(flags.ArgumentParser):
     super().__init__()
     self.lower_bound = lower_bound
     self.upper_bound = upper_bound
-    # flag_checks reads each value's bounds from here, as for absl's lists.
-    self.element_parser = flags.IntegerParser(lower_bound, upper_bound)
 
   def _Groups(self, text: str) -> List[int]:
     values = []
@@ -98,6 +103,37 @@ def DEFINE_integerlist(name: str, default, help_text: str,
   """An integer-list flag (upstream PKB's type of the same name)."""
   flags.DEFINE(IntegerListParser(lower_bound, upper_bound), name, default,
                help_text, flag_values, _IntegerListSerializer())
+
+
+class FiniteFloatParser(flags.FloatParser):
+  """absl's float parser without nan or infinity; `above` excludes the lower
+  bound itself (a timeout or a share of 0 means nothing)."""
+
+  def __init__(self, lower_bound: float, upper_bound: float,
+               above: bool = False):
+    super().__init__(lower_bound, upper_bound)
+    self.above = above
+    if above:
+      self.syntactic_help = (f'a number above {lower_bound:g} and at most '
+                             f'{upper_bound:g}')
+
+  def convert(self, argument) -> float:
+    value = super().convert(argument)
+    if not math.isfinite(value):
+      raise ValueError(f'{argument} is not a finite number')
+    return value
+
+  def is_outside_bounds(self, val: float) -> bool:
+    return (super().is_outside_bounds(val) or
+            (self.above and val == self.lower_bound))
+
+
+def DEFINE_float(name: str, default: Optional[float], help_text: str,  # pylint: disable=invalid-name
+                 lower_bound: float, upper_bound: float, above: bool = False,
+                 flag_values=flags.FLAGS) -> None:
+  """absl's float flag, finite and within its bounds (module doc)."""
+  flags.DEFINE(FiniteFloatParser(lower_bound, upper_bound, above), name,
+               default, help_text, flag_values, flags.ArgumentSerializer())
 
 
 def OneValue(values: Optional[Sequence[int]], flag: str,

@@ -11,6 +11,7 @@ import textwrap
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_types
 
 CLOUDS = ('Local', 'GCP', 'AWS')
 RUN_STAGES = ('provision', 'prepare', 'run', 'cleanup', 'teardown')
@@ -67,17 +68,20 @@ flags.DEFINE_multi_string('config_override', [],
                           '<benchmark>.<path.to.key>=<yaml value>.')
 flags.DEFINE_string('benchmark_config_file', None,
                     'YAML file merged over the benchmark configs.')
-flags.DEFINE_float('timeout_minutes', 60,
-                   'Deadline for the whole run; when reached the run stops, '
-                   'cleans up, tears down and keeps its samples. Above 0 and '
-                   'at most 10080 (a week): every run has a deadline. Upstream '
-                   'PKB\'s is an integer, 240, annotated on resources; ours '
-                   'takes its values too, defaults to 60 (the study takes '
-                   'minutes) and is enforced.')
-flags.DEFINE_float('ssh_wait_timeout_seconds', 300,
-                   'How long a new GCP or AWS VM may take to answer SSH '
-                   '(with the run\'s user and key) before provisioning fails '
-                   'and the run tears down. Slow-booting images need more.')
+flag_types.DEFINE_float(
+    'timeout_minutes', 60,
+    'Deadline for the whole run; when reached the run stops, cleans up, tears '
+    'down and keeps its samples. Above 0 and at most 10080 (a week): every '
+    "run has a deadline. Upstream PKB's is an integer, 240, annotated on "
+    'resources; ours takes its values too, defaults to 60 (the study takes '
+    'minutes) and is enforced.',
+    lower_bound=0, upper_bound=7 * 24 * 60, above=True)
+flag_types.DEFINE_float(
+    'ssh_wait_timeout_seconds', 300,
+    "How long a new GCP or AWS VM may take to answer SSH (with the run's user "
+    'and key) before provisioning fails and the run tears down. Slow-booting '
+    'images need more.',
+    lower_bound=0, upper_bound=24 * 3600, above=True)
 flags.DEFINE_string('results_dir', None,
                     'Directory for run records (default: results/runs under '
                     'the repository).')

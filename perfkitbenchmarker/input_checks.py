@@ -1,7 +1,7 @@
 """Run-level checks of the command line, before anything is created.
 
-The driver calls `CheckRunFlags` first: every flag's bounds (flag_checks),
-where results go, the benchmark list and where the run happens. Each
+The driver calls `CheckRunFlags` first (every number's bounds are on its
+flag's definition, checked as absl parses it): where results go, the benchmark list and where the run happens. Each
 problem is one errors.UsageError line (exit 2), for a dry run exactly as for a real run.
 Benchmark settings are checked by their options builders
 (study/options.py), config structure by configs.py.
@@ -16,14 +16,10 @@ from typing import Optional
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import flag_checks
 
 
 def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
   """Refuses bad run-level flags in one line each."""
-  # Every number within its bounds (flag_checks: the same check a config's
-  # flags: section and a matrix axis get).
-  flag_checks.CheckFlagValues(flag_values)
   _CheckBenchmarks(flag_values.benchmarks)
   CheckWritableDir(results_dir, '--results_dir')
   for flag in ('json_path', 'csv_path'):

@@ -258,7 +258,7 @@ def Expand(user_config: Any, benchmark_names: Sequence[str],
       not set them (normally every flag's current value).
     check_flag: called as check_flag(where, name, value) for every flag
       value the config sets, axes included, before anything is expanded
-      (the driver's flag_checks.ParseConfigValue); raises to refuse it.
+      (the driver's configs.ParseConfigValue); raises to refuse it.
 
   Returns:
     The cells, numbered from 1.

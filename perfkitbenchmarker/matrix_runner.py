@@ -43,7 +43,6 @@ from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import paths
-from perfkitbenchmarker import flag_checks
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
@@ -60,7 +59,7 @@ from perfkitbenchmarker.publishers import bigquery_schema
 flags.DEFINE_integer('run_processes', None,
                      'Matrix cells to run at the same time, each a child '
                      'pkb.py with its own run_uri (PKB\'s flag; default 1).',
-                     lower_bound=1)
+                     lower_bound=1, upper_bound=64)
 flags.DEFINE_string('flag_matrix', None,
                     'Which flag_matrix_defs entry of the config to run.')
 flags.DEFINE_string('flag_zip', None,
@@ -108,8 +107,8 @@ def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:
       flag_defaults=flag_values.flag_values_dict(),
       # Every value the config sets, axes included, through the one check
       # a command-line value gets, before the first cell starts.
-      check_flag=lambda where, name, value: flag_checks.ParseConfigValue(
-          flag_values, name, value, f'Config {where}:'))
+      check_flag=lambda where, name, value: configs.ParseConfigValue(
+          flag_values, name, value, f'Config {where}'))
 
 
 class _CellFlags:

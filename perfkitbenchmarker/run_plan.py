@@ -19,13 +19,15 @@ from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
 
-flags.DEFINE_float('max_cost_usd', None,
-                   'Refuse, before anything is created, a run or matrix whose '
-                   'estimated cost is above this many US dollars.',
-                   lower_bound=0, upper_bound=1e6)
+flag_types.DEFINE_float(
+    'max_cost_usd', None,
+    'Refuse, before anything is created, a run or matrix whose estimated cost '
+    'is above this many US dollars.',
+    lower_bound=0, upper_bound=1e6)
 
 
 @dataclasses.dataclass(frozen=True)

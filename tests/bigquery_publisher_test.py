@@ -431,7 +431,6 @@ def test_table_ids_accepted(table, project, expected):
     ({'bigquery_table': 'ds.t1', 'bq_project': 'x'}, '--bq_project="x"'),
     ({'bq_api_endpoint': 'http://bigquery.example.com'}, 'plain http'),
     ({'bq_api_endpoint': 'ftp://127.0.0.1'}, 'must be http(s)'),
-    ({'bq_timeout_seconds': 0}, '--bq_timeout_seconds must be more than 0'),
     ({'service_account': 'a@b.iam.gserviceaccount.com'},
      'needs --service_account_private_key'),
     ({'service_account_private_key': '/nonexistent/key.json'}, 'cannot read'),

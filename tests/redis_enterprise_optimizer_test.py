@@ -116,5 +116,3 @@ def test_no_scaling_note_when_the_machine_is_big_enough():
 def test_bad_options_are_one_line():
   with pytest.raises(Exception, match='min_threads=9 is above'):
     _Opts(min_threads=9, max_threads=4).Check()
-  with pytest.raises(Exception, match='memory_size_percentage'):
-    _Opts(memory_size_percentage=1.5).Check()

@@ -17,19 +17,19 @@ flag_types.DEFINE_integerlist(
     'redis_server_io_threads', None,
     'io-threads of each Redis OSS or Valkey shard (the engine\'s default '
     'when unset). Upstream PKB\'s list syntax and bounds (1-128); one value '
-    'per run here (a flag_matrix runs several).', lower_bound=1,
-    upper_bound=128)
+    'per run here (a flag_matrix runs several).',
+    lower_bound=1, upper_bound=128)
 flags.DEFINE_integer(
     'redis_replicas_per_primary', 0,
     'Replicas added per primary shard (Redis OSS and Valkey): standalone '
     'shards get a replica on the next server VM (the same VM when there is '
     'one), a cluster is created with --cluster-replicas; '
     '--redis_total_num_processes then counts primaries. Verified with INFO '
-    'replication before the preload.', lower_bound=0)
+    'replication before the preload.', lower_bound=0, upper_bound=16)
 flags.DEFINE_integer(
     'dragonfly_proactor_threads', 0,
     'Dragonfly --proactor_threads (0: one per vCPU, its default).',
-    lower_bound=0)
+    lower_bound=0, upper_bound=1024)
 flags.DEFINE_enum(
     'dragonfly_cluster_mode', 'none', ['none', 'emulated'],
     'Dragonfly --cluster_mode: emulated answers CLUSTER commands as one '

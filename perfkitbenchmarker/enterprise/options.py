@@ -225,51 +225,20 @@ class EnterpriseOptions:
   # Validation -------------------------------------------------------------
 
   def Check(self) -> None:
-    positive = {
-        'enterprise_redis_load_records': self.load_records,
-        'enterprise_redis_run_records': self.run_records,
-        'enterprise_redis_pipeline': self.pipeline,
-        'enterprise_redis_loadgen_clients': self.loadgen_clients,
-        'enterprise_redis_min_threads': self.min_threads,
-        'enterprise_redis_max_threads': self.max_threads,
-        'enterprise_redis_thread_increment': self.thread_increment,
-        'enterprise_redis_latency_threshold': self.latency_threshold_us,
-        'enterprise_redis_data_size_bytes': self.data_size_bytes,
-        'enterprise_redis_db_count': self.db_count,
-        'enterprise_redis_probe_seconds': self.probe_seconds,
-        'enterprise_redis_optimizer_max_points': self.optimizer_max_points,
-        'enterprise_redis_local_max_records': self.local_max_records,
-    }
-    for name, value in positive.items():
-      if value is None or value < 1:
-        raise errors.UsageError(f'--{name}={value} must be at least 1.')
-    for name, value in (('enterprise_redis_shard_count', self.shard_count),
-                        ('enterprise_redis_proxy_threads',
-                         self.proxy_threads)):
-      if value is not None and value < 1:
-        raise errors.UsageError(
-            f'--{name}={value} must be at least 1 (or left unset).')
+    """Rules across flags; each number's own bounds are on its definition."""
     if self.min_threads > self.max_threads:
       raise errors.UsageError(
           f'--enterprise_redis_min_threads={self.min_threads} is above '
           f'--enterprise_redis_max_threads={self.max_threads}; lower the '
           'first or raise the second.')
-    if not (math.isfinite(self.memory_size_percentage) and
-            0 < self.memory_size_percentage <= 1):
-      raise errors.UsageError(
-          '--enterprise_redis_memory_size_percentage='
-          f'{self.memory_size_percentage:g} must be above 0 and at most 1.')
-    if not 0 < self.flash_ram_ratio < 1:
+    if self.flash_ram_ratio == 1:  # The flag allows (0, 1].
       raise errors.UsageError(
           f'--enterprise_redis_flash_ram_ratio={self.flash_ram_ratio:g} must '
-          'be between 0 and 1 (the RAM share of a flash database).')
+          'be below 1 (the RAM share of a flash database; the rest is flash).')
     if not 1 <= self.database_port <= 65535 - self.db_count:
       raise errors.UsageError(
           f'--redis_start_port={self.database_port}: the {self.db_count} '
           'database port(s) from it must be valid TCP ports.')
-    if not 1 <= self.api_port <= 65535:
-      raise errors.UsageError(
-          f'--enterprise_redis_api_port={self.api_port} must be a TCP port.')
     if self.install_dir is not None and (
         not posixpath.isabs(self.install_dir) or
         posixpath.normpath(self.install_dir) != self.install_dir):

@@ -19,6 +19,7 @@ from typing import Hashable, List, Optional
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
@@ -35,19 +36,24 @@ flags.DEFINE_string('redis_server_version', 'distro',
 flags.DEFINE_boolean('redis_server_cluster_mode', False,
                      'Run the shards as one Redis Cluster.')
 flags.DEFINE_integer('redis_total_num_processes', 1,
-                     'Redis shards (processes) per server VM.', lower_bound=1)
+                     'Redis shards (processes) per server VM.',
+                     lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('redis_cluster_replicas', 0,
-                     'Replicas per primary in cluster mode.', lower_bound=0)
+                     'Replicas per primary in cluster mode.',
+                     lower_bound=0, upper_bound=16)
 flags.DEFINE_integer('redis_start_port', 7001,
-                     'First port tried for shards; taken ports are skipped.')
+                     'First port tried for shards; taken ports are skipped.',
+                     lower_bound=1, upper_bound=65535)
 flags.DEFINE_list('redis_server_options', [],
                   'Extra redis.conf lines as "directive value" items; tuning '
                   'directives only (memory, encodings, clients, threads, '
                   'persistence, replication and cluster timing, logging), '
                   'others are refused.')
-flags.DEFINE_float('redis_memory_fraction', 0.7,
-                   'Share of a server VM\'s memory given to maxmemory, split '
-                   'across its shards.')
+flag_types.DEFINE_float(
+    'redis_memory_fraction', 0.7,
+    "Share of a server VM's memory given to maxmemory, split across its "
+    'shards.',
+    lower_bound=0, upper_bound=1, above=True)
 
 # Directives whose value is a secret: masked wherever the flag is kept (the
 # run record's argv, logs).

@@ -18,33 +18,35 @@ flags.DEFINE_boolean(
 flags.DEFINE_boolean(
     'memtier_randomize', False,
     'memtier --randomize: seed from the clock, so runs and processes differ.')
-flags.DEFINE_float(
+flag_types.DEFINE_float(
     'memtier_key_stddev', None,
     'memtier --key-stddev for a G (Gaussian) key pattern (default memtier\'s: '
-    'key range / 6).', lower_bound=1)
-flags.DEFINE_float(
+    'key range / 6).', lower_bound=1, upper_bound=10**12)
+flag_types.DEFINE_float(
     'memtier_key_median', None,
-    'memtier --key-median for a G key pattern (default: mid-range).')
-flags.DEFINE_float(
+    'memtier --key-median for a G key pattern (default: mid-range).',
+    lower_bound=0, upper_bound=10**12)
+flag_types.DEFINE_float(
     'memtier_ram_hit_ratio', None,
     'Derive --key-stddev so that this share of requests hits the hottest '
     '--memtier_ram_fraction of the keys around the median '
-    '(load_generators/key_distribution.py); needs a G key pattern.')
-flags.DEFINE_float(
+    '(load_generators/key_distribution.py); needs a G key pattern.',
+    lower_bound=0, upper_bound=1, above=True)
+flag_types.DEFINE_float(
     'memtier_ram_fraction', None,
     'Share of the keys the server holds in RAM (0.2 for RAM:flash 20:80), '
-    'for --memtier_ram_hit_ratio.')
+    'for --memtier_ram_hit_ratio.', lower_bound=0, upper_bound=1, above=True)
 flags.DEFINE_integer(
     'memtier_requests', None,
     'memtier -n: requests per client instead of --test-time '
     '(--memtier_run_duration); fixed-load runs only. Upstream PKB\'s flag, '
     'default 10000 there; unset here, since the capped search times its '
-    'probes.',
-    lower_bound=1)
+    'probes.', lower_bound=1, upper_bound=10**12)
 flags.DEFINE_integer(
     'memtier_processes_per_client', 1,
     'memtier processes per client VM and endpoint, side by side, each '
-    'offering the whole threads x clients x pipeline load.', lower_bound=1)
+    'offering the whole threads x clients x pipeline load.',
+    lower_bound=1, upper_bound=1024)
 flags.DEFINE_boolean(
     'memtier_fixed_load', False,
     'No search: run each of --memtier_threads x --memtier_clients x '
@@ -55,7 +57,7 @@ flag_types.DEFINE_integerlist(
     'Threads per memtier process for --memtier_fixed_load, an integer list '
     'run once per value (upstream PKB\'s flag; its default is 4, ours is '
     'unset: --memtier_min_threads, the search\'s own thread range).',
-    lower_bound=1)
+    lower_bound=1, upper_bound=1024)
 flags.DEFINE_list(
     'memtier_pipelines', [],
     'Pipelines to sweep with --memtier_fixed_load (default '

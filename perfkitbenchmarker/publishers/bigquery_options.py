@@ -23,7 +23,7 @@ from typing import Optional
 from absl import flags
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import flag_checks
+from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import vm_util
 
 flags.DEFINE_string(
@@ -48,10 +48,10 @@ flags.DEFINE_string(
     'bq_api_endpoint', None,
     'BigQuery API endpoint, e.g. http://127.0.0.1:9050 for a local fake or '
     'emulator. Loopback endpoints are called without credentials.')
-flags.DEFINE_float(
+flag_types.DEFINE_float(
     'bq_timeout_seconds', 300,
     'How long each BigQuery call may keep retrying, and how long to wait for '
-    'a load or query job.')
+    'a load or query job.', lower_bound=0, upper_bound=3600, above=True)
 
 # Project ids: 6-30 of [a-z0-9-], optionally domain-scoped (example.com:p).
 _PROJECT = re.compile(r'(?:[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+:)?'
@@ -147,12 +147,6 @@ class BigQueryOptions:
         raise errors.UsageError(
             f'--bq_api_endpoint="{endpoint}": plain http is only for loopback '
             'fakes; use https.')
-    if not flag_values.bq_timeout_seconds > 0:
-      raise errors.UsageError('--bq_timeout_seconds must be more than 0.')
-    # Finite and bounded (an infinite one waits forever on an endpoint that
-    # accepts and never answers): the bounds every entry point shares.
-    flag_checks.CheckValue(flag_values, 'bq_timeout_seconds',
-                           flag_values.bq_timeout_seconds)
     return cls(table=table, job_project=bq_project or table.project,
                key_file=key_file, api_endpoint=endpoint or None,
                timeout_s=float(flag_values.bq_timeout_seconds))

@@ -7,8 +7,11 @@ load_generators/flags.py, server flags in linux_packages/redis_server.py.
 
 from absl import flags
 
-flags.DEFINE_float('memtier_latency_cap', 1.0,
-                   'Average-latency cap in ms for the capped throughput.')
+from perfkitbenchmarker import flag_types
+
+flag_types.DEFINE_float('memtier_latency_cap', 1.0,
+                        'Average-latency cap in ms for the capped throughput.',
+                        lower_bound=0, upper_bound=60000, above=True)
 flags.DEFINE_enum('memtier_latency_capped_search', 'adaptive',
                   ['linear', 'adaptive'],
                   'How the load is searched: adaptive (geometric growth, '
@@ -18,54 +21,63 @@ flags.DEFINE_enum('memtier_latency_capped_search', 'adaptive',
 flags.DEFINE_integer('memtier_min_threads', 1,
                      'Threads of the first linear probe; the adaptive search '
                      'keeps this many threads and varies clients per thread '
-                     '(up to --memtier_adaptive_max_threads threads if set).')
+                     '(up to --memtier_adaptive_max_threads threads if set).',
+                     lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('memtier_max_threads', 8,
-                     'Most threads a linear probe uses.')
+                     'Most threads a linear probe uses.',
+                     lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('memtier_thread_increment', 1,
-                     'Threads added per probe by the linear search.')
-flags.DEFINE_integer('memtier_max_probes', 40, 'Hard bound on probes.')
+                     'Threads added per probe by the linear search.',
+                     lower_bound=1, upper_bound=1024)
+flags.DEFINE_integer('memtier_max_probes', 40, 'Hard bound on probes.',
+                     lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('memtier_adaptive_min_connections', 4,
                      'Fewest connections per client process the adaptive '
-                     'search offers.', lower_bound=1)
+                     'search offers.', lower_bound=1, upper_bound=100000)
 flags.DEFINE_integer('memtier_adaptive_max_connections', 1024,
                      'Most connections per client process the adaptive '
-                     'search offers.', lower_bound=1)
+                     'search offers.', lower_bound=1, upper_bound=100000)
 flags.DEFINE_integer('memtier_adaptive_max_threads', None,
                      'Most threads the adaptive search spreads its '
                      'connections over, one client each until they run out '
                      '(e.g. the client VM\'s vCPUs); default: always '
-                     '--memtier_min_threads threads, clients vary.')
+                     '--memtier_min_threads threads, clients vary.',
+                     lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('memtier_adaptive_start_connections', None,
                      'First adaptive probe (default: --memtier_min_threads x '
                      '--memtier_clients, the linear walk\'s first load).',
-                     lower_bound=1)
+                     lower_bound=1, upper_bound=100000)
 flags.DEFINE_integer('memtier_confirm_repeats', 3,
                      'Repeats of the chosen load whose mean (with a 95 % '
                      'interval) is reported; 0 reports the single probe.',
-                     lower_bound=0)
+                     lower_bound=0, upper_bound=100)
 flags.DEFINE_integer('memtier_linear_confirm_repeats', 0,
                      'The linear walk: repeats of its answer\'s load whose '
                      'mean (with a 95 % interval) is reported and can be '
                      'confirmed; 0 (the published study) reports the single '
-                     'probe, which is unconfirmed.', lower_bound=0)
-flags.DEFINE_float('memtier_cap_margin', 0.95,
-                   'The adaptive search aims under cap x margin so that the '
-                   'confirming repeats land under the cap.')
+                     'probe, which is unconfirmed.',
+                     lower_bound=0, upper_bound=100)
+flag_types.DEFINE_float(
+    'memtier_cap_margin', 0.95,
+    'The adaptive search aims under cap x margin so that the confirming '
+    'repeats land under the cap.',
+    lower_bound=0, upper_bound=1, above=True)
 flags.DEFINE_boolean('memtier_staircase', False,
                      'Search with memtier\'s staircase mode (memtier >= 2.3): '
                      'one run steps the clients per thread; the best step '
                      'under the cap is confirmed with ordinary probes.')
 flags.DEFINE_integer('memtier_staircase_clients_start', 16,
                      'Clients per thread of the first staircase step.',
-                     lower_bound=1)
+                     lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('memtier_staircase_clients_step', 16,
                      'Clients per thread added per staircase step.',
-                     lower_bound=1)
+                     lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('memtier_staircase_step_seconds', 2,
-                     'Seconds per staircase step.', lower_bound=1)
+                     'Seconds per staircase step.',
+                     lower_bound=1, upper_bound=3600)
 flags.DEFINE_integer('memtier_staircase_max_clients', 256,
                      'Clients per thread of the last staircase step.',
-                     lower_bound=2)
+                     lower_bound=2, upper_bound=10000)
 
 flags.DEFINE_boolean('redis_optimize_shards', False,
                      'Search the number of shards per server VM for the '
@@ -73,18 +85,19 @@ flags.DEFINE_boolean('redis_optimize_shards', False,
                      'hill-climbing from vCPUs / 2).')
 flags.DEFINE_integer('redis_min_shards', 1,
                      'Fewest shards per server VM --redis_optimize_shards '
-                     'tries.', lower_bound=1)
+                     'tries.', lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('redis_max_shards', None,
                      'Most shards per server VM --redis_optimize_shards '
                      'tries (default: the server VM\'s vCPUs, at least 2).',
-                     lower_bound=1)
-flags.DEFINE_float('redis_shard_min_improvement', 0.02,
-                   'A shard count must beat the current one by this fraction '
-                   'to count as better (set it to the run-to-run noise).',
-                   lower_bound=0)
+                     lower_bound=1, upper_bound=10000)
+flag_types.DEFINE_float(
+    'redis_shard_min_improvement', 0.02,
+    'A shard count must beat the current one by this fraction to count as '
+    'better (set it to the run-to-run noise).',
+    lower_bound=0, upper_bound=10)
 flags.DEFINE_integer('redis_shard_max_points', 8,
                      'Most shard counts --redis_optimize_shards evaluates.',
-                     lower_bound=1)
+                     lower_bound=1, upper_bound=1000)
 flags.DEFINE_boolean('redis_shard_reuse_load', True,
                      'Start each point\'s adaptive search at the previous '
                      'point\'s best load (same connections over all shards).')

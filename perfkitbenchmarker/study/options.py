@@ -94,12 +94,8 @@ class ServerOptions:
     return DEFAULT_MAXCLIENTS
 
   def Check(self) -> None:
-    """Refuses settings the shards cannot start with, in one line."""
-    if not (math.isfinite(self.memory_fraction) and
-            0 < self.memory_fraction <= 1):
-      raise errors.UsageError(
-          f'--redis_memory_fraction={self.memory_fraction:g} must be above 0 '
-          'and at most 1 (the share of a server VM\'s memory for maxmemory).')
+    """Refuses settings the shards cannot start with, in one line (each
+    number's own bounds are on its flag's definition)."""
     # Cluster shards also listen on port + 10000 (the cluster bus).
     last = self.start_port + self.shards_per_vm - 1 + (
         CLUSTER_BUS_OFFSET if self.cluster_mode else 0)

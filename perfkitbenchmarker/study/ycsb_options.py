@@ -16,6 +16,7 @@ from typing import Optional, Tuple
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_types
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
 from perfkitbenchmarker.study import options as options_lib
 
@@ -30,35 +31,41 @@ flags.DEFINE_list('ycsb_workloads', ['workloada', 'workloadc'],
 flags.DEFINE_integer('ycsb_record_count', 100000,
                      'Records loaded (YCSB recordcount; upstream PKB leaves '
                      'it unset for its YCSB defaults, ours loads 100,000 so '
-                     'a probe is short).', lower_bound=1)
+                     'a probe is short).', lower_bound=1, upper_bound=10**12)
 flags.DEFINE_integer('ycsb_operation_count', 100000,
                      'Operations per probe (YCSB operationcount; unset in '
                      'upstream PKB, ours a short probe).',
-                     lower_bound=1)
+                     lower_bound=1, upper_bound=10**12)
 flags.DEFINE_integer('ycsb_field_count', None,
                      'Fields per record (YCSB fieldcount); default 1 for '
                      'string, 10 otherwise; upstream PKB: 10 for every '
-                     'type).', lower_bound=1)
+                     'type).', lower_bound=1, upper_bound=1000)
 flags.DEFINE_integer('ycsb_field_length', 128,
                      'Bytes per field (YCSB fieldlength; unset in upstream '
                      'PKB, YCSB\'s 100; ours 128, the Tair study\'s '
-                     'smallest).', lower_bound=1)
+                     'smallest).', lower_bound=1, upper_bound=64 * 1024 * 1024)
 flags.DEFINE_integer('ycsb_load_threads', 4,
-                     'Client threads of the load phase.', lower_bound=1)
+                     'Client threads of the load phase.',
+                     lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('ycsb_min_threads', 1,
-                     'Client threads of the first probe.', lower_bound=1)
+                     'Client threads of the first probe.',
+                     lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('ycsb_max_threads', 32,
-                     'Most client threads a probe may use.', lower_bound=1)
+                     'Most client threads a probe may use.',
+                     lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('ycsb_thread_increment', 1,
-                     'Threads added per probe.', lower_bound=1)
-flags.DEFINE_float('ycsb_latency_cap', 1.0,
-                   'Average latency cap in ms over all operations of a '
-                   'probe (the search stops past it).')
+                     'Threads added per probe.',
+                     lower_bound=1, upper_bound=1024)
+flag_types.DEFINE_float('ycsb_latency_cap', 1.0,
+                        'Average latency cap in ms over all operations of a '
+                        'probe (the search stops past it).',
+                        lower_bound=0, upper_bound=60000, above=True)
 flags.DEFINE_integer('ycsb_max_probes', 40,
-                     'Hard bound on probes per workload.', lower_bound=1)
+                     'Hard bound on probes per workload.',
+                     lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('ycsb_timeout_ms', 30000,
                      'Client socket timeout (redis.timeout), as the Tair '
-                     'study used.', lower_bound=1)
+                     'study used.', lower_bound=1, upper_bound=3600 * 1000)
 flags.DEFINE_list('ycsb_properties', [],
                   'Extra YCSB properties key=value (e.g. '
                   'requestdistribution=uniform); connection and size '
@@ -140,8 +147,6 @@ class YcsbStudyOptions:
       raise errors.UsageError(
           f'--ycsb_min_threads={self.min_threads} is above '
           f'--ycsb_max_threads={self.max_threads}.')
-    if not self.cap_ms > 0:
-      raise errors.UsageError('--ycsb_latency_cap must be above 0 ms.')
     if not self.workloads:
       raise errors.UsageError('--ycsb_workloads is empty.')
     for name in self.workloads:
