@@ -1,13 +1,14 @@
-"""Long commands on SSH VMs that survive a dropped connection, in two trips.
+"""Long commands on SSH VMs that survive a dropped connection, in one trip.
 
-A probe over SSH must cost what it measures: one round trip starts the job,
-one collects it. `RunDetached` sends the job's script (environment exports,
+A probe over SSH must cost what it measures: one round trip starts the job
+and collects it. `RunDetached` sends the job's script (environment exports,
 then the command) on the start command's stdin; the VM writes it to a 0600
 file in a fresh job dir and starts it with setsid + nohup under `timeout`
 (remote_shell.DetachedStartScript), holding an flock on the job dir for as
-long as it runs. The collector's one command blocks on that lock on the VM
+long as it runs. The same command then blocks on that lock on the VM
 (bounded by the job's deadline, no polling) and prints the exit code,
-stdout and stderr at once (remote_shell.DetachedCollectScript).
+stdout and stderr at once (remote_shell.DetachedCollectScript); only when
+that connection drops does a collector reconnect (`Collect`).
 
 A dropped connection only delays it: the job goes on in its own session; a
 collect whose connection drops (output cut short, ssh exit 255, or no
@@ -49,21 +50,50 @@ def _AddCollected(vm, jobs: List[str]) -> None:
     vm.__dict__.setdefault('_collected_jobs', []).extend(jobs)
 
 
+STARTED_MARKER = '@pkb-job-started'
+
+
 def Start(vm, command: str, timeout: float,
-          env: Optional[Dict[str, str]] = None) -> str:
-  """Starts `command` on the VM (one round trip); returns the job dir."""
+          env: Optional[Dict[str, str]] = None, wait_s: float = 0.0
+          ) -> Tuple[str, Optional[Tuple[str, str, int]]]:
+  """Starts `command` on the VM and, in the same round trip, waits up to
+  `wait_s` for it (0: returns once it started). Returns the job dir and
+  (stdout, stderr, rc) when it ended in that wait, else None (the job goes
+  on: `Collect` it)."""
   job = f'{vm.scratch_dir}/detached/{uuid.uuid4().hex[:12]}'
   script = ('rm -f -- "$0"\n' + remote_shell.EnvScript(env or {}) +
             command + '\n')
   old = _TakeCollected(vm)
+  remote = (remote_shell.DetachedStartScript(job, timeout, old) +
+            f'\necho {STARTED_MARKER}')
+  if wait_s > 0:
+    # The starter's copy of the lock's descriptor would hold the lock too.
+    remote += ('\nexec 8>&-; set +e\n' +
+               remote_shell.DetachedCollectScript(job, wait_s))
+  what = f'starting a command on {vm.name}'
   try:
-    vm.RemoteCommand(remote_shell.DetachedStartScript(job, timeout, old),
-                     stdin=script, timeout=60,
-                     what=f'starting a command on {vm.name}')
+    # As chunks: a wait that a stop (SIGINT, the deadline) must end
+    # (vm_util's streaming path watches for it).
+    out, err, rc = vm.RemoteCommandWithReturnCode(
+        remote, stdin=(script,), timeout=60 + wait_s)
+    head, started, rest = out.partition(STARTED_MARKER + '\n')
+    if not started:
+      vm_util.CheckedOutput(head, err, rc or 1, what, what)
   except BaseException:
     _AddCollected(vm, old)
     raise
-  return job
+  if wait_s <= 0:
+    return job, None
+  try:
+    collected = remote_shell.ParseCollected(rest)
+  except ValueError:
+    logging.warning('Lost the connection to %s while waiting for a '
+                    'command (exit %s: %s); reconnecting', vm.name, rc,
+                    remote_shell.CleanStderr(err).strip()[-200:])
+    return job, None
+  if collected is not None:
+    _AddCollected(vm, [job])
+  return job, collected
 
 
 def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
@@ -126,10 +156,12 @@ def RunDetached(vm, command: str, timeout: float,
   seconds = remote_shell.Seconds(timeout)
   start = vm._clock()  # pylint: disable=protected-access
   stops = vm_util.StopCount()
-  job = Start(vm, command, timeout, env)
   deadline = start + seconds + remote_shell.KILL_GRACE_S + COLLECT_SLACK_S
+  job, collected = Start(vm, command, timeout, env,
+                         wait_s=seconds + remote_shell.KILL_GRACE_S)
   try:
-    collected = Collect(vm, job, deadline, stops)
+    if collected is None:
+      collected = Collect(vm, job, deadline, stops)
     if collected is None:
       Kill(vm, job)
       collected = Collect(vm, job, vm._clock() + 10) or ('', '', -9)  # pylint: disable=protected-access

@@ -205,6 +205,7 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
                               daemon=True),
              threading.Thread(target=Drain, args=(proc.stderr, 'err'),
                               daemon=True)]
+  stops = StopCount()
   for thread in threads:
     thread.start()
   try:
@@ -213,8 +214,11 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
     KillGroup(proc.pid)
     proc.wait()
     returncode = -9
+  # Bounded, and not waited for once the run is stopped: an ssh client of a
+  # master connection hands its streams to the master (see _Communicate).
+  end = time.monotonic() + (STREAM_JOIN_S if StopCount() == stops else 0)
   for thread in threads:
-    thread.join(STREAM_JOIN_S)
+    thread.join(max(0.0, end - time.monotonic()))
   return (''.join(outputs['out']), ''.join(outputs['err']), returncode)
 
 

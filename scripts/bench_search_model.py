@@ -17,7 +17,6 @@ import time
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
-from perfkitbenchmarker.study import deployment
 import pkb_model
 import search_model
 
@@ -54,7 +53,8 @@ def FitLines(points, seconds):
   return fit, fit.Lines()
 
 
-OUR_PROBE_OVERHEAD_S = deployment.PROBE_OVERHEAD_S
+# The modelled study runs memtier, as upstream's does.
+OUR_PROBE_OVERHEAD_S = cost_estimate.ProbeOverheadS('memtier')
 
 
 def StudyCost(scenario, rows, catalog):

@@ -191,17 +191,21 @@ def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
         'pass')])
     try:
       group.Add(spin.pid)
-      out, stop = str(tmp_path / 'out'), str(tmp_path / 'stop')
+      base = str(tmp_path / 'server-cpu')
       sampler = subprocess.Popen(['bash', '-c', client_cpu.SamplerScript(
-          [spin.pid], out, stop, 0.2, 30, str(tmp_path / 'no-run'))])
+          [spin.pid], base, 0.2, 30, str(tmp_path / 'no-run'))],
+                                 stdout=subprocess.PIPE, text=True)
+      assert sampler.stdout.readline() == 'ready\n'
       time.sleep(1.5)
-      open(stop, 'w').close()
+      text = subprocess.run(
+          ['bash', '-c', client_cpu.StopSamplerCommand(base)],
+          capture_output=True, text=True, check=True, timeout=30).stdout
       sampler.wait(timeout=30)
+      sampler.stdout.close()
     finally:
       spin.kill()
       spin.wait()
-    with open(out) as f:
-      text = f.read()
+  assert os.listdir(tmp_path) == []  # The stop took its files away.
   series = client_cpu.ParseSeries(text)
   assert len(series) >= 3 and text.rstrip().endswith('@end')
   assert series[0].foreign is not None and series[-1].foreign is not None

@@ -267,8 +267,8 @@ def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags, monkeypatch):
   # taken first, or a step's steal can land before its own start snapshot.
   start = interference.ProbeInterference.Start
 
-  def StartAndWait(self):
-    start(self)
+  def StartAndWait(self, *args):
+    start(self, *args)
     concurrent.futures.wait(self._starting)  # pylint: disable=protected-access
 
   monkeypatch.setattr(interference.ProbeInterference, 'Start', StartAndWait)

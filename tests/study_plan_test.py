@@ -12,7 +12,6 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker.search import adaptive
-from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options
 from perfkitbenchmarker.study import plan
 from perfkitbenchmarker.study import search_runner
@@ -80,7 +79,7 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   pkb_flags.memtier_run_duration = 5
   pkb_flags.memtier_warmup_seconds = 1
   opts = _Options(pkb_flags)
-  per_probe = 5 + 1 + deployment.PROBE_OVERHEAD_S
+  per_probe = 5 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
   assert plan.EstimatedSeconds(opts) == pytest.approx(
       plan.ProbesPerSearch(opts).typical * per_probe)
   pkb_flags.redis_optimize_shards = True
@@ -113,7 +112,8 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
                                re.M).group(1))
   # The probes' seconds and the provider's fixed part of the run stage
   # (Local: no cloud's minute).
-  probe_s = typical * (5 + deployment.PROBE_OVERHEAD_S)
+  # The default generator choice (auto) is costed as memtier's.
+  probe_s = typical * (5 + cost_estimate.ProbeOverheadS('memtier'))
   assert search_min == pytest.approx(
       (probe_s + cost_estimate.RATES['Local'].search_fixed_s) / 60, abs=0.05)
   assert typical == 1 + 3 + 1 + 2 + 2 * 4  # start 32 of 4..1024; 4-6 repeats,

@@ -30,6 +30,7 @@ from perfkitbenchmarker import engines
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.linux_packages import memtier
+from perfkitbenchmarker.search import stats
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
@@ -170,6 +171,9 @@ def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
   opts = _Options(spec)
   engine = _Engine(opts)
+  # Loaded while the deployment waits on installs and the preload, for the
+  # search's intervals (search_runner.Search).
+  stats.ImportInBackground()
   spec.deployment = deployment.Deploy(spec, opts, engine)
   results.SetMetadata(spec, spec.deployment, opts)
   if opts.search.staircase:

@@ -145,3 +145,11 @@ class LoadGenerator(abc.ABC):
             workload: Workload, load: measurement.Load,
             duration_s: float) -> measurement.Measurement:
     """Offers `load` for `duration_s` seconds and returns what it measured."""
+
+  def LoadWindowS(self, duration_s: float) -> Optional[float]:
+    """Seconds from a probe's start to the end of its load window when the
+    tool runs for a fixed time and idles after it (None: the window ends
+    with the tool). The server's counters are then read in that idle tail,
+    off the probe path (interference.ProbeInterference)."""
+    del duration_s
+    return None

@@ -390,36 +390,53 @@ def SampleSchedule(interval_s: float, max_s: float, per_step: int = 50,
   return sleeps
 
 
-def SamplerScript(pids: Sequence[int], out: str, stop: str,
-                  interval_s: float, max_s: float, run_root: str) -> str:
+def SamplerScript(pids: Sequence[int], base: str, interval_s: float,
+                  max_s: float, run_root: str) -> str:
   """Bash that snapshots `pids` (a server's processes) every `interval_s`
-  (then less often: SampleSchedule) into `out` until `stop` exists,
-  `out`'s directory is gone or `max_s` passed (bounded), each snapshot
-  after a line '@snap' (ParseSeries); the first and the last also scan for
-  foreign processes."""
+  (then less often: SampleSchedule) into `<base>.out`, each snapshot after
+  a line '@snap' (ParseSeries); the first and the last also scan for
+  foreign processes. It prints `ready` once its first snapshot is written,
+  holds an flock on `<base>.lock` while it runs, and ends (last snapshot,
+  then '@end') when a line arrives on the FIFO `<base>.wake` (it sleeps
+  in `read -t` on it: the stop costs no polling and no signal), when
+  `max_s` passed (bounded), or when its directory is gone."""
   listed = ' '.join(str(int(p)) for p in pids)
   schedule = ' '.join(f'{x:g}' for x in SampleSchedule(interval_s, max_s))
+  q = shlex.quote
+  out = q(base + '.out')
   lines = ShellFunctions(run_root) + [
-      # SIGUSR1 (Stop) ends the current sleep at once: the last snapshot is
-      # taken when asked, not up to an interval later.
-      'seen=; sp=; trap \'[ -z "$sp" ] || kill "$sp" 2>/dev/null\' USR1',
+      f'exec {{lk}}>>{q(base + ".lock")}; flock "$lk"',
+      f'mkfifo -m 600 {q(base + ".wake")} 2>/dev/null; '
+      f'exec {{wake}}<>{q(base + ".wake")}',
+      'seen=',
       'shot() { { echo @snap; now; read -r l _ < /proc/uptime; '
       'echo "@uptime $l"; echo "@clk $clk"; '
       'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
       f'done < /proc/stat; for p in {listed}; do pthreads $p; pcg $p; done; '
-      '[ -z "$1" ] || fscan; } >> ' + shlex.quote(out) + ' 2>/dev/null; }',
+      '[ -z "$1" ] || fscan; } >> ' + out + ' 2>/dev/null; }',
       'shot scan',
+      'echo ready; exec > /dev/null',
       # Bounded, and gone with the run's directory (a run killed between
       # Start and Stop leaves no sampler behind past its teardown).
-      f'for iv in {schedule}; '
-      f'do [ -e {shlex.quote(stop)} ] && break; '
-      f'[ -d {shlex.quote(os.path.dirname(out) or ".")} ] || break; '
-      'sleep "$iv" & sp=$!; wait $sp; sp=; '
-      f'[ -e {shlex.quote(stop)} ] && break; shot; done',
+      f'for iv in {schedule}; do '
+      'read -r -t "$iv" -u "$wake" _ && break; '
+      f'[ -d {q(os.path.dirname(base) or ".")} ] || break; shot; done',
       'shot scan',
-      f'echo @end >> {shlex.quote(out)}',
+      f'echo @end >> {out}',
   ]
   return '\n'.join(lines) + '\n'
+
+
+def StopSamplerCommand(base: str, wait_s: float = 10.0) -> str:
+  """Shell that wakes the sampler at `base` (SamplerScript), waits for it
+  to end (its lock; at most `wait_s`), prints its series and removes its
+  files. Opening the FIFO read-write never blocks, with or without a
+  sampler on the other end."""
+  q = shlex.quote
+  files = ' '.join(q(base + x) for x in ('.out', '.wake', '.lock', '.sh'))
+  return (f'{{ exec 3<>{q(base + ".wake")} && echo >&3; }} 2>/dev/null; '
+          f'flock -w {wait_s:g} {q(base + ".lock")} true; '
+          f'cat {q(base + ".out")} 2>/dev/null; rm -f {files}')
 
 
 def _Busy(before: Sequence[float], after: Sequence[float]

@@ -105,7 +105,7 @@ def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
       'pcg $$; '
       f'for f in {b}.*.pid; do [ -e "$f" ] || continue; read -r t < "$f"; '
       'for p in $(kids "$t" 2>/dev/null); do pthreads $p; pcg $p; '
-      'done; done; fscan; } > "$1.tmp" 2>/dev/null; '
+      'done; done; [ -n "$noscan" ] || fscan; } > "$1.tmp" 2>/dev/null; '
       # With a 2nd argument, only a snapshot that saw a thread replaces one.
       '[ -z "$2" ] || [ -n "$seen" ] && mv -f "$1.tmp" "$1"; }',
   ]
@@ -147,13 +147,27 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   """
   b = shlex.quote(base)
   lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b, run_root),
-           *_NAP, f'rm -f {b}.*.pid {b}.stat1', f'snap {b}.stat0', 'pids=()']
+           *_NAP, f'rm -f {b}.*.pid {b}.stat1',
+           # The first snapshot's scan of foreign processes (tens of ms)
+           # is taken by the sampler once the tools have started, not
+           # before them: the scan is of the same moment within that time,
+           # and the tools start that much sooner.
+           't0=${EPOCHREALTIME/[.,]/}', f'noscan=1 snap {b}.stat0', 'pids=()']
+  # Not stopped mid-scan (a partial scan would count the processes it
+  # missed as born during the probe); stopped at once after it.
+  scan0 = (f"trap 'exit 0' TERM; fscan >> {b}.stat0 2>/dev/null; "
+           'trap - TERM; ')
   if cpu_window_s:
-    lines.append(f'( nap {float(cpu_window_s):.3f}; snap {b}.stat1 ) & '
-                 'sampler=$!')
+    # The window counts from the first snapshot, not from the scan's end.
+    window_us = int(round(float(cpu_window_s) * 1e6))
+    lines.append(
+        f'( {scan0}w={window_us}; '
+        '[ -z "$t0" ] || w=$(( w - ${EPOCHREALTIME/[.,]/} + t0 )); '
+        '(( w > 0 )) || w=0; printf -v w %d.%06d $(( w / 1000000 )) '
+        f'$(( w % 1000000 )); nap "$w"; snap {b}.stat1 ) & sampler=$!')
   else:
     # The first soon, so that a short run is still seen while it runs.
-    lines.append(f'( nap 0.1; while :; do snap {b}.stat1 threads; '
+    lines.append(f'( {scan0}nap 0.1; while :; do snap {b}.stat1 threads; '
                  f'nap {float(sample_every_s):.3f}; done ) & sampler=$!')
   for i, command in enumerate(pinned_commands):
     lines.append(

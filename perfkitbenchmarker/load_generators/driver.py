@@ -112,11 +112,17 @@ class ProbeDriver:
                          CoresAreTheClients(vm, self.server_machines))
 
   def __call__(self, load: measurement.Load) -> measurement.Measurement:
-    return interference_lib.Sampled(self.interference, self._Measure)(load)
-
-  def _Measure(self, load: measurement.Load) -> measurement.Measurement:
     # Never let one probe run past the run's deadline.
     duration = max(1.0, min(self.duration_s, self._duration_limit()))
+    windows = [getattr(g, 'LoadWindowS', lambda _: None)(duration)
+               for g in self.generators]
+    window = (max(windows) if windows and None not in windows else None)
+    return interference_lib.Sampled(
+        self.interference, lambda l: self._Measure(l, duration),
+        window)(load)
+
+  def _Measure(self, load: measurement.Load, duration: float
+               ) -> measurement.Measurement:
     if len(self.client_vms) == 1:
       return self._ProbeOne(self.client_vms[0], self.generators[0], load,
                             duration)

@@ -37,6 +37,7 @@ import dataclasses
 import logging
 import os
 import shlex
+import threading
 import time
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Set, Tuple, TypeVar)
@@ -192,6 +193,7 @@ class ServerCpuSampler:
     self._probe: Optional[probe_processes.ProbeProcess] = None
 
   def Start(self) -> None:
+    """Starts the sampler; returns once its first snapshot is taken."""
     self._pids_used = tuple(int(p) for p in self._pids() if p)
     if not self._pids_used:
       self._base = None
@@ -205,36 +207,25 @@ class ServerCpuSampler:
     # or teardown kill it, instead of leaving it sampling on the server
     # until the VM goes.
     self._probe = probe_processes.Mark(self.vm, 'server-cpu')
-    script = (self._probe.prefix +
-              f'echo $$ > {shlex.quote(base + ".pid")}\n' +
-              client_cpu.SamplerScript(
-                  self._pids_used, base + '.out', base + '.stop',
-                  self.INTERVAL_S, self.max_s, root))
+    script = self._probe.prefix + client_cpu.SamplerScript(
+        self._pids_used, base, self.INTERVAL_S, self.max_s, root)
     q = shlex.quote
     # Started from the run's root, above the VM's directory (its paths are
     # absolute): teardown does not remove a VM's directory while a process
     # works in it (own_dirs), and under the run's root the sampler is still
     # the run's own to the foreign-process scan.
+    # `head -n1` returns with its `ready`: Stop then finds it running.
     self.vm.RemoteCommand(
         f'cat > {q(base + ".sh")} && cd {q(root)} && '
-        f'{{ setsid bash {q(base + ".sh")} > /dev/null 2>&1 < /dev/null & }}',
-        stdin=script)
+        f'{{ setsid bash {q(base + ".sh")} 2> /dev/null < /dev/null & }} | '
+        'head -n1', stdin=script)
 
   def Stop(self) -> str:
     """The series' text (client_cpu.ParseSeries); '' when nothing ran."""
     if self._base is None:
       return ''
-    q = shlex.quote
-    b = self._base
-    out, _ = self.vm.RemoteCommand(
-        f'touch {q(b + ".stop")}; for i in $(seq 300); do '
-        f'[ -s {q(b + ".pid")} ] && break; sleep 0.01; done; '
-        f'kill -USR1 "$(cat {q(b + ".pid")} 2>/dev/null)" 2>/dev/null; '
-        f'for i in $(seq 300); do [ "$(tail -n1 {q(b + ".out")} '
-        '2>/dev/null)" = @end ] && break; sleep 0.01; done; '
-        f'cat {q(b + ".out")} 2>/dev/null; '
-        f'rm -f {q(b + ".out")} {q(b + ".stop")} {q(b + ".pid")} '
-        f'{q(b + ".sh")}', ignore_failure=True)
+    out, _ = self.vm.RemoteCommand(client_cpu.StopSamplerCommand(self._base),
+                                   ignore_failure=True)
     if self._probe is not None and out.rstrip().endswith('@end'):
       probe_processes.Retire(self._probe)  # It wrote its end: it exited.
     self._probe = None
@@ -271,7 +262,14 @@ class ProbeInterference:
   Samplers start in the background (the probe starts meanwhile) and stop
   side by side. `steal_from_probes`: the probe's own `client_steal_pct`
   counts as one more figure (VMs whose probes measure it have no sampler).
+  A probe whose load window ends at a known time before the tool does
+  (memtier's idle last second: `Start(stop_after_s)`) has its samplers
+  stopped and read then, in that idle tail, rather than after the tool.
   """
+
+  # After the load window's planned end: the client's window starts only
+  # once its script runs (a round trip later over SSH).
+  STOP_MARGIN_S = 0.5
 
   def __init__(self, samplers: Sequence, threshold_pct: float =
                INTERFERENCE_PCT, steal_from_probes: bool = False,
@@ -281,41 +279,60 @@ class ProbeInterference:
     self.threshold_pct = threshold_pct
     self.steal_from_probes = steal_from_probes
     self._starting: List[concurrent.futures.Future] = []
-    self._servers_starting: List[concurrent.futures.Future] = []
+    self._servers_running: List[concurrent.futures.Future] = []
+    self._stop_now = threading.Event()
     self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
   def _Pool(self) -> concurrent.futures.ThreadPoolExecutor:
     if self._pool is None:
       self._pool = concurrent.futures.ThreadPoolExecutor(
-          max(1, len(self.samplers) + len(self.servers)),
+          max(1, 2 * (len(self.samplers) + len(self.servers))),
           thread_name_prefix='interference')
     return self._pool
 
-  def Start(self) -> None:
-    self._starting = [self._Pool().submit(s.Start) for s in self.samplers]
-    self._servers_starting = [self._Pool().submit(s.Start)
-                              for s in self.servers]
+  def Start(self, stop_after_s: Optional[float] = None) -> None:
+    """Starts every sampler; with `stop_after_s`, each stops by itself that
+    long (plus STOP_MARGIN_S) after its start, or when the probe is
+    stopped, whichever comes first."""
+    self._stop_now = threading.Event()
+    after = (None if stop_after_s is None else
+             stop_after_s + self.STOP_MARGIN_S)
+    self._starting = [
+        self._Pool().submit(self._Run, s, after, self._stop_now)
+        for s in self.samplers]
+    self._servers_running = [
+        self._Pool().submit(self._Run, s, after, self._stop_now)
+        for s in self.servers]
 
-  def _StopServer(self, sampler, starting, window):
+  _NOT_STOPPED = object()
+
+  @classmethod
+  def _Run(cls, sampler, after_s: Optional[float],
+           stop_now: threading.Event):
+    """Starts it; with `after_s`, stops it then (or at `stop_now`) and
+    returns what its Stop returned, else _NOT_STOPPED."""
+    begun = time.monotonic()
+    sampler.Start()
+    if after_s is None:
+      return cls._NOT_STOPPED
+    stop_now.wait(max(0.0, begun + after_s - time.monotonic()))
+    return sampler.Stop()
+
+  def _StopServer(self, sampler, running, window):
     try:
-      starting.result()
-      return sampler.Side(sampler.Stop(), window)
+      text = running.result()
+      if text is self._NOT_STOPPED:
+        text = sampler.Stop()
+      return sampler.Side(text, window)
     except (errors.Error, OSError, ValueError) as e:
       logging.warning('Server CPU sampler on %s failed: %s',
                       sampler.vm.name, e)
       return None
 
-  def StopServers(self, window: Optional[Tuple[float, float]] = None
-                  ) -> List[attribution.SideCpu]:
-    """Each server VM's side over `window` (those that came back)."""
-    futures = [self._Pool().submit(self._StopServer, s, f, window)
-               for s, f in zip(self.servers, self._servers_starting)]
-    return [side for side in (f.result() for f in futures) if side]
-
-  def _Stop(self, sampler, starting) -> Optional[float]:
+  def _Stop(self, sampler, running) -> Optional[float]:
     try:
-      starting.result()
-      return sampler.Stop()
+      figure = running.result()
+      return sampler.Stop() if figure is self._NOT_STOPPED else figure
     except (errors.Error, OSError, psutil.Error) as e:
       # A figure missing is no reason to lose the probe.
       logging.warning('Interference sampler %s failed: %s',
@@ -325,6 +342,7 @@ class ProbeInterference:
   def Stop(self, probe_steal_pct: Optional[float] = None
            ) -> Dict[str, object]:
     """foreign_cpu_pct and interference for the probe's metadata."""
+    self._stop_now.set()
     futures = [self._Pool().submit(self._Stop, s, f)
                for s, f in zip(self.samplers, self._starting)]
     figures = [f.result() for f in futures]
@@ -339,10 +357,12 @@ class ProbeInterference:
   def StopAll(self, probe_steal_pct: Optional[float] = None,
               window: Optional[Tuple[float, float]] = None
               ) -> Tuple[Dict[str, object], List[attribution.SideCpu]]:
-    """Stop's figures and StopServers' sides, stopped side by side (each
-    sampler on a worker of its own: no task waits for another)."""
+    """Stop's figures and the server VMs' sides over `window` (those that
+    came back), stopped side by side (each sampler on a worker of its own:
+    no task waits for another)."""
+    self._stop_now.set()
     futures = [self._Pool().submit(self._StopServer, s, f, window)
-               for s, f in zip(self.servers, self._servers_starting)]
+               for s, f in zip(self.servers, self._servers_running)]
     figures = self.Stop(probe_steal_pct)
     return figures, [side for side in (f.result() for f in futures) if side]
 
@@ -437,15 +457,17 @@ def Attributed(m: measurement.Measurement,
 
 
 def Sampled(probe: Optional[ProbeInterference],
-            measure: Callable[[measurement.Load], measurement.Measurement]
+            measure: Callable[[measurement.Load], measurement.Measurement],
+            window_s: Optional[float] = None
             ) -> Callable[[measurement.Load], measurement.Measurement]:
   """measure(load) whose Measurement carries its probe's figures and its
-  limit (`Attributed`)."""
+  limit (`Attributed`). `window_s`: when the load window ends after the
+  probe's start, for a tool that idles after it (ProbeInterference.Start)."""
 
   def Measured(load: measurement.Load) -> measurement.Measurement:
     if probe is None:
       return Attributed(measure(load))
-    probe.Start()
+    probe.Start(window_s)
     try:
       m = measure(load)
     except Exception:

@@ -186,11 +186,18 @@ class MemtierGenerator(base.LoadGenerator):
       facts['requests_per_client'] = self.requests
     return facts
 
+  def _TestTime(self, duration_s: float) -> int:
+    # The warm-up comes on top, so the measured part lasts duration_s.
+    return max(1, int(round(duration_s))) + self.warmup_s
+
+  def LoadWindowS(self, duration_s: float) -> Optional[float]:
+    # memtier idles about a second after its test time (its last second).
+    return None if self.requests else float(self._TestTime(duration_s))
+
   def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
             workload: base.Workload, load: measurement.Load,
             duration_s: float) -> measurement.Measurement:
-    # The warm-up comes on top, so the measured part lasts duration_s.
-    test_time = max(1, int(round(duration_s))) + self.warmup_s
+    test_time = self._TestTime(duration_s)
     texts, stdouts, busy = self._Run(endpoints, password, workload, load,
                                      test_time, None)
     facts = self._Facts(endpoints, load)

@@ -10,6 +10,7 @@ that weights latencies by operation counts.
 import functools
 import math
 import statistics
+import threading
 from typing import Optional, Sequence, Tuple
 
 from perfkitbenchmarker import search
@@ -26,6 +27,14 @@ def StudentT95(degrees_of_freedom: int) -> float:
   # pkb start (dry runs and refusals included) would otherwise pay.
   from scipy import stats as scipy_stats  # pylint: disable=g-import-not-at-top
   return float(scipy_stats.t.ppf(0.975, degrees_of_freedom))
+
+
+def ImportInBackground() -> None:
+  """Starts importing scipy.stats on a daemon thread, so that a search's
+  first interval (between two probes, on the probe path) finds it loaded;
+  StudentT95 waits for it through the import lock if it is not yet done."""
+  threading.Thread(target=StudentT95, args=(1,), daemon=True,
+                   name='import-scipy-stats').start()
 
 
 def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:

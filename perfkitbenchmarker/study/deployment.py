@@ -22,7 +22,6 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
-from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import probe_processes
@@ -39,8 +38,6 @@ from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import replication
 
-# Seconds a probe costs beyond its own duration: the measured figure.
-PROBE_OVERHEAD_S = cost_estimate.PROBE_OVERHEAD_S
 
 
 @dataclasses.dataclass(frozen=True)

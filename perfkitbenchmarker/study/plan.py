@@ -9,6 +9,7 @@ through the benchmark module's `EstimatedMinutes`).
 
 from typing import List, Optional
 
+from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.study import deployment
@@ -131,16 +132,17 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
 def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
   """Probe time of one study at the typical probe count, for the cost."""
   g = opts.generator
+  overhead = cost_estimate.ProbeOverheadS(g.choice)
   if opts.fixed.enabled:
-    return fixed_load.EstimatedSeconds(opts, deployment.PROBE_OVERHEAD_S)
+    return fixed_load.EstimatedSeconds(opts, overhead)
   seconds = ProbesPerSearch(opts).typical * (g.run_duration_s + g.warmup_s +
-                                             deployment.PROBE_OVERHEAD_S)
+                                             overhead)
   st = opts.search.staircase
   if st:  # at most the whole ramp, one probe overhead per run
     runs = len(staircase.Parts(st.clients_start, st.clients_step,
                                st.max_clients))
     seconds += (st.spec.TestTime(st.max_clients) +
-                runs * deployment.PROBE_OVERHEAD_S)
+                runs * overhead)
   if opts.shards.enabled:
     seconds = (seconds + 20) * opts.shards.typical_points
   return seconds

@@ -24,6 +24,7 @@ from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
 from perfkitbenchmarker.search import staircase
+from perfkitbenchmarker.search import stats
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import results
 
@@ -187,6 +188,9 @@ def Search(spec, driver: driver_lib.ProbeDriver,
                                                      record.role)])
     spec.reporter.Probe(record.index, m, cap, record.role)
 
+  # scipy.stats takes a second to import: here (already done when Prepare
+  # started it in the background), not between two probes.
+  stats.StudentT95(1)
   spec.reporter.Line(
       f'Searching for the most ops/s under {cap:g} ms average latency '
       f'({opts.search.name}, {driver.duration_s:g} s probes):')
