@@ -26,10 +26,13 @@ import logging
 import time
 from typing import Any, Callable, Collection, Dict, Hashable, List, Optional
 
+import tenacity
+
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import terminal_text
+from perfkitbenchmarker import waits
 
 # A failure line is cut (in the middle) to this length; a report names this
 # many failures.
@@ -124,20 +127,21 @@ class BaseResource(abc.ABC):
 
   def _Retry(self, operation: Callable[[], None], retries: int,
              what: str) -> None:
-    delay = 1.0
-    for attempt in range(1, retries + 1):
-      try:
-        operation()
-        return
-      except RetryableError as e:
-        if attempt == retries:
-          raise errors.ResourceError(
-              f'{what} {self.KIND} {self.name} failed after {retries} '
-              f'attempts: {e}') from None
-        logging.warning('%s %s %s failed (%s); retrying in %.0fs', what,
-                        self.KIND, self.name, e, delay)
-        self._sleep(delay)
-        delay = min(delay * 2, 30)
+    def Warn(state: tenacity.RetryCallState) -> None:
+      logging.warning('%s %s %s failed (%s); retrying in %.0fs', what,
+                      self.KIND, self.name, state.outcome.exception(),
+                      state.next_action.sleep)
+
+    try:
+      tenacity.Retrying(
+          retry=tenacity.retry_if_exception_type(RetryableError),
+          stop=tenacity.stop_after_attempt(retries),
+          wait=tenacity.wait_exponential(max=30), sleep=self._sleep,
+          before_sleep=Warn, reraise=True)(operation)
+    except RetryableError as e:
+      raise errors.ResourceError(
+          f'{what} {self.KIND} {self.name} failed after {retries} '
+          f'attempts: {e}') from None
 
   def Create(self) -> None:
     if self.record is not None:
@@ -150,13 +154,16 @@ class BaseResource(abc.ABC):
                                  **self.RecordData())
 
   def WaitUntilReady(self) -> None:
-    deadline = self._clock() + self.READY_TIMEOUT_S
-    while not self._IsReady():
-      if self._clock() > deadline:
-        raise errors.ResourceError(
-            f'{self.KIND} {self.name} was not ready after '
-            f'{self.READY_TIMEOUT_S}s.')
-      self._sleep(1)
+    try:
+      tenacity.Retrying(
+          retry=tenacity.retry_if_result(lambda ready: not ready),
+          stop=waits.PastDeadline(self._clock,
+                                  self._clock() + self.READY_TIMEOUT_S),
+          wait=tenacity.wait_fixed(1), sleep=self._sleep)(self._IsReady)
+    except tenacity.RetryError:
+      raise errors.ResourceError(
+          f'{self.KIND} {self.name} was not ready after '
+          f'{self.READY_TIMEOUT_S}s.') from None
 
   def Delete(self) -> None:
     self._Retry(self._Delete, self.DELETE_RETRIES, 'Deleting')

@@ -38,6 +38,7 @@ import time
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
 from absl import flags
+import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
@@ -48,6 +49,7 @@ from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import waits
 
 flags.DEFINE_boolean(
     'system_tuning', True,
@@ -390,27 +392,40 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
           retry_after=self.connect_timeout - ago)
     # Retries end when the run is stopped (its deadline, a signal), in any
     # thread; once the host did not answer, each command tries once.
-    stops = vm_util.StopCount()
+    stopped = waits.RunStopped()
     attempts = 1 if self._hosts.IsDown(lane) else self.connect_retries
-    delay = 1.0
-    for attempt in range(1, attempts + 1):
+    failures = []  # stderr of each attempt whose remote shell never started
+
+    def Attempt():
       start = self._clock()
       out, err, rc = self._RunSsh(remote, timeout + LOCAL_GRACE_S,
                                   _WithEnvLine(env, stdin))
       if remote_shell.Started(err):
         self._hosts.Answered(lane)
-      if rc != 255 or remote_shell.Started(err):
-        break
-      # The remote shell never started: safe to try again.
-      self._hosts.Failed(lane, vm_util.Tail(err, 1))
-      if attempt == attempts or vm_util.StopCount() != stops:
-        raise self._ConnectionError(attempt, remote_shell.CleanStderr(err))
+      elif rc == 255:  # The remote shell never started: safe to try again.
+        self._hosts.Failed(lane, vm_util.Tail(err, 1))
+        failures.append(err)
+      return start, out, err, rc
+
+    def GaveUp(unused_state=None):
+      raise self._ConnectionError(len(failures),
+                                  remote_shell.CleanStderr(failures[-1]))
+
+    def Warn(state: tenacity.RetryCallState) -> None:
       logging.warning('SSH to %s failed (%s); retrying in %.0fs', self.name,
-                      vm_util.Tail(err, 1), delay)
-      self._sleep(delay)
-      delay *= 2
-      if vm_util.StopCount() != stops:
-        raise self._ConnectionError(attempt, remote_shell.CleanStderr(err))
+                      vm_util.Tail(failures[-1], 1), state.next_action.sleep)
+
+    def Sleep(seconds: float) -> None:
+      self._sleep(seconds)
+      if stopped():
+        GaveUp()
+
+    start, out, err, rc = tenacity.Retrying(
+        retry=tenacity.retry_if_result(lambda result: result[3] == 255 and
+                                       not remote_shell.Started(result[2])),
+        stop=tenacity.stop_after_attempt(attempts) | stopped,
+        wait=tenacity.wait_exponential(), sleep=Sleep, before_sleep=Warn,
+        retry_error_callback=GaveUp)(Attempt)
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
     return out, remote_shell.CleanStderr(err), rc
@@ -443,27 +458,37 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     deadline = self._clock() + timeout
     remote = remote_shell.CommandScript('true', self.scratch_dir,
                                         self.connect_timeout)
-    stops = vm_util.StopCount()
-    while True:
+    stopped = waits.RunStopped()
+
+    def Attempt() -> Optional[str]:
+      """None once a shell answered, else ssh's error output."""
       # No attempt outlasts the wait: its connect timeout is what is left.
       connect = min(self.connect_timeout, deadline - self._clock())
       _, err, rc = self._RunSsh(remote, connect + LOCAL_GRACE_S,
                                 connect_timeout=max(1.0, connect))
       if rc == 0:
         self._hosts.Answered(self.CommandLane())
-        break
-      if vm_util.StopCount() != stops:
+        return None
+      if stopped():
         raise SshError(f'{self.name}: stopped while waiting for SSH at '
                        f'{self._Target()} port {self.port}.')
       if rc != 255 or remote_shell.Started(err):
         raise SshError(f'{self.name}: SSH works but the shell failed '
                        f'(exit {rc}): {vm_util.Tail(err, 2)}; the VM needs '
                        'bash and coreutils `timeout`.')
-      if self._clock() >= deadline:
-        raise SshError(
-            f'{self.name}: no SSH at {self._Target()} port {self.port} '
-            f'after {timeout:.0f}s: {vm_util.Tail(err, 2) or "no output"}.')
-      self._sleep(min(2.0, max(0.0, deadline - self._clock())))
+      return err
+
+    def NoSsh(state: tenacity.RetryCallState) -> None:
+      raise SshError(
+          f'{self.name}: no SSH at {self._Target()} port {self.port} after '
+          f'{timeout:.0f}s: '
+          f'{vm_util.Tail(state.outcome.result(), 2) or "no output"}.')
+
+    tenacity.Retrying(
+        retry=tenacity.retry_if_result(lambda err: err is not None),
+        stop=waits.PastDeadline(self._clock, deadline, inclusive=True),
+        wait=lambda state: min(2.0, max(0.0, deadline - self._clock())),
+        sleep=self._sleep, retry_error_callback=NoSsh)(Attempt)
     # Made 0700 by the run, or reused only when it is already its own.
     # Recorded as made first: a directory made by a command whose answer was
     # lost is still cleaned up by teardown.

@@ -36,8 +36,11 @@ import shlex
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import tenacity
+
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import waits
 
 API_PORT = 9443
 ACTIVE = 'active'
@@ -167,22 +170,35 @@ class RestClient:
 
   def _Request(self, method: str, path: str, what: str,
                body: Optional[dict] = None, ok=(200,), allow_404=False):
-    attempts = _GET_ATTEMPTS if method == 'GET' else 1
-    for attempt in range(attempts):
-      response = self._session.request(
+    def Send():
+      return self._session.request(
           method, f'{self._base}{path}', json=body, auth=self._auth,
           verify=self._verify, timeout=self._timeout)
-      if response.status_code in ok:
-        return response
-      if allow_404 and response.status_code == 404:
-        return None
-      if (response.status_code in _RETRY_STATUSES and
-          attempt + 1 < attempts):
-        self._sleep(1.0)
-        continue
-      code, description = _ErrorFields(response)
-      raise RestError(what, response.status_code, code, description)
-    raise AssertionError('unreachable')
+
+    # A GET is retried on a server error; the last answer is judged below.
+    response = tenacity.Retrying(
+        retry=tenacity.retry_if_result(
+            lambda answer: answer.status_code in _RETRY_STATUSES),
+        stop=tenacity.stop_after_attempt(
+            _GET_ATTEMPTS if method == 'GET' else 1),
+        wait=tenacity.wait_fixed(1.0), sleep=self._sleep,
+        retry_error_callback=lambda state: state.outcome.result())(Send)
+    if response.status_code in ok:
+      return response
+    if allow_404 and response.status_code == 404:
+      return None
+    code, description = _ErrorFields(response)
+    raise RestError(what, response.status_code, code, description)
+
+  def _Until(self, check: Callable[[], Any], timeout_s: float,
+             poll_s: float) -> Any:
+    """check() every poll_s s until it returns something other than None
+    (returned); tenacity.RetryError once timeout_s have passed."""
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_result(lambda result: result is None),
+        stop=waits.PastDeadline(self._clock, self._clock() + timeout_s,
+                                inclusive=True),
+        wait=tenacity.wait_fixed(poll_s), sleep=self._sleep)(check)
 
   # Cluster bootstrap -----------------------------------------------------
 
@@ -208,31 +224,34 @@ class RestClient:
     """Polls the bootstrap status until `completed`; raises one line on
     `error` or timeout. While the node restarts its services the API may
     answer 5xx or not at all; that counts as still working."""
-    end = self._clock() + timeout_s
-    state, last_problem = 'unknown', ''
-    while True:
+    last = {'state': 'unknown', 'problem': ''}
+
+    def Check() -> Optional[Dict[str, Any]]:
       try:
         status = self.BootstrapStatus()
-        state, last_problem = str(status.get('state')), ''
+        last.update(state=str(status.get('state')), problem='')
       except (RestError, TransportError) as e:
         if isinstance(e, RestError) and e.status not in _RETRY_STATUSES:
           raise
-        last_problem = f' (last answer: {e})'
+        last['problem'] = f' (last answer: {e})'
         status = {}
-      if state == BOOTSTRAP_DONE:
+      if last['state'] == BOOTSTRAP_DONE:
         return status
-      if state == BOOTSTRAP_FAILED:
+      if last['state'] == BOOTSTRAP_FAILED:
         details = status.get('error_details') or {}
         message = (details.get('message', '') if isinstance(details, dict)
                    else str(details))
         raise errors.ResourceError(' '.join(
             f'Redis Enterprise {what} failed: {status.get("error_code", "")} '
             f'{message}'.split()))
-      if self._clock() >= end:
-        raise errors.ResourceError(' '.join(
-            f'Redis Enterprise {what} is still {state} after {timeout_s:g} '
-            f's{last_problem}.'.split()))
-      self._sleep(poll_s)
+      return None
+
+    try:
+      return self._Until(Check, timeout_s, poll_s)
+    except tenacity.RetryError:
+      raise errors.ResourceError(' '.join(
+          f'Redis Enterprise {what} is still {last["state"]} after '
+          f'{timeout_s:g} s{last["problem"]}.'.split())) from None
 
   # Databases --------------------------------------------------------------
 
@@ -258,25 +277,27 @@ class RestClient:
   def WaitActive(self, uid: int, timeout_s: float = 600,
                  poll_s: float = 5) -> Dict[str, Any]:
     """Polls until the database is active; raises on failure or timeout."""
-    end = self._clock() + timeout_s
-    while True:
+    last = {}
+
+    def Check() -> Optional[Dict[str, Any]]:
       bdb = self.GetDatabase(uid)
       if bdb is None:
         raise errors.ResourceError(
             f'Redis Enterprise database {uid} disappeared while waiting for '
             'it to become active.')
-      status = bdb.get('status')
-      if status == ACTIVE:
-        return bdb
+      last['status'] = status = bdb.get('status')
       if status in FAILED_STATUSES:
         raise errors.ResourceError(
             f'Redis Enterprise database {uid} is {status}; see the cluster '
             'log (rladmin status).')
-      if self._clock() >= end:
-        raise errors.ResourceError(
-            f'Redis Enterprise database {uid} is still {status} after '
-            f'{timeout_s:g} s.')
-      self._sleep(poll_s)
+      return bdb if status == ACTIVE else None
+
+    try:
+      return self._Until(Check, timeout_s, poll_s)
+    except tenacity.RetryError:
+      raise errors.ResourceError(
+          f'Redis Enterprise database {uid} is still {last["status"]} after '
+          f'{timeout_s:g} s.') from None
 
   def DeleteDatabase(self, uid: int, timeout_s: float = 300,
                      poll_s: float = 5) -> None:
@@ -286,13 +307,13 @@ class RestClient:
                              allow_404=True)
     if response is None:
       return
-    end = self._clock() + timeout_s
-    while self.GetDatabase(uid) is not None:
-      if self._clock() >= end:
-        raise errors.ResourceError(
-            f'Redis Enterprise database {uid} still exists {timeout_s:g} s '
-            'after DELETE.')
-      self._sleep(poll_s)
+    try:
+      self._Until(lambda: True if self.GetDatabase(uid) is None else None,
+                  timeout_s, poll_s)
+    except tenacity.RetryError:
+      raise errors.ResourceError(
+          f'Redis Enterprise database {uid} still exists {timeout_s:g} s '
+          'after DELETE.') from None
 
   # Access control: a Redis ACL, a role and a user ------------------------
 

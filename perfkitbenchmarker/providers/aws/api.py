@@ -22,9 +22,11 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
 import boto3
 import botocore.config
 import botocore.exceptions
+import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import waits
 from perfkitbenchmarker.providers.aws import naming
 
 ClientError = botocore.exceptions.ClientError
@@ -195,14 +197,20 @@ class AwsResource(resource.BaseResource):
 def Poll(done: Callable[[], bool], timeout_s: float, what: str, run_uri: str,
          sleep: Callable[[float], None], clock: Callable[[], float],
          interval_s: float = 5) -> None:
-  """Waits until done(), with the resource's injected clock and sleep."""
-  deadline = clock() + timeout_s
-  while not done():
-    if clock() > deadline:
-      raise errors.ResourceError(
-          f'{what} took more than {timeout_s:.0f}s; run `./pkb.py '
-          f'--run_stage=teardown --run_uri={run_uri}` again later.')
-    sleep(interval_s)
+  """Waits until done(), with the resource's injected clock and sleep.
+
+  (boto3's waiters sleep on the real clock and take no deadline of ours, and
+  an instance id EC2 no longer knows fails them: `done` decides instead.)
+  """
+  try:
+    tenacity.Retrying(
+        retry=tenacity.retry_if_result(lambda finished: not finished),
+        stop=waits.PastDeadline(clock, clock() + timeout_s),
+        wait=tenacity.wait_fixed(interval_s), sleep=sleep)(done)
+  except tenacity.RetryError:
+    raise errors.ResourceError(
+        f'{what} took more than {timeout_s:.0f}s; run `./pkb.py '
+        f'--run_stage=teardown --run_uri={run_uri}` again later.') from None
 
 
 def Register(cls) -> None:

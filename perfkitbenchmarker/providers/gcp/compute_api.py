@@ -25,10 +25,12 @@ from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
 from google.cloud import compute_v1
 import requests
+import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import waits
 
 OPERATION_TIMEOUT_S = 900
 CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
@@ -151,13 +153,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   operation is done or about two minutes pass), on the service that matches
   where the operation lives: zone, region or global.
   """
-  deadline = clock() + timeout_s
-  while operation.status != DONE:
-    if clock() > deadline:
-      raise errors.ResourceError(
-          f'Operation {operation.name} ({operation.operation_type} '
-          f'{LastSegment(operation.target_link)}) was not done after '
-          f'{timeout_s:.0f}s.')
+  def Waited():
+    nonlocal operation
     if operation.zone:
       operation = Call('Waiting for an operation',
                        clients.zone_operations.wait, project=project,
@@ -172,6 +169,19 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
       operation = Call('Waiting for an operation',
                        clients.global_operations.wait, project=project,
                        operation=operation.name)
+    return operation.status == DONE
+
+  # No pause between calls: each `wait` is held by the server.
+  if operation.status != DONE:
+    try:
+      tenacity.Retrying(
+          retry=tenacity.retry_if_result(lambda done: not done),
+          stop=waits.PastDeadline(clock, clock() + timeout_s))(Waited)
+    except tenacity.RetryError:
+      raise errors.ResourceError(
+          f'Operation {operation.name} ({operation.operation_type} '
+          f'{LastSegment(operation.target_link)}) was not done after '
+          f'{timeout_s:.0f}s.') from None
   if operation.error.errors:
     first = operation.error.errors[0]
     raise OperationError(
