@@ -154,16 +154,12 @@ class BaseResource(abc.ABC):
                                  **self.RecordData())
 
   def WaitUntilReady(self) -> None:
-    try:
-      tenacity.Retrying(
-          retry=tenacity.retry_if_result(lambda ready: not ready),
-          stop=waits.PastDeadline(self._clock,
-                                  self._clock() + self.READY_TIMEOUT_S),
-          wait=tenacity.wait_fixed(1), sleep=self._sleep)(self._IsReady)
-    except tenacity.RetryError:
+    ready, _ = waits.Poll(self._IsReady, bool, self.READY_TIMEOUT_S, 1,
+                          self._clock, self._sleep)
+    if not ready:
       raise errors.ResourceError(
           f'{self.KIND} {self.name} was not ready after '
-          f'{self.READY_TIMEOUT_S}s.') from None
+          f'{self.READY_TIMEOUT_S}s.')
 
   def Delete(self) -> None:
     self._Retry(self._Delete, self.DELETE_RETRIES, 'Deleting')

@@ -25,11 +25,14 @@ Extension seam: a VM class with `RemoteCommand`, `RemoteCommandWithReturnCode`,
 import logging
 import threading
 import uuid
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
+
+import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import waits
 
 # Beyond the job's own timeout and kill grace, before the collector gives up.
 COLLECT_SLACK_S = 30
@@ -106,34 +109,45 @@ def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
   waits, instead of reconnecting until its own deadline.
   """
   stops = vm_util.StopCount() if stops is None else stops
-  while True:
+  clock = vm._clock  # pylint: disable=protected-access
+
+  def Attempt() -> Union[Tuple[str, str, int], float]:
+    """What the job printed, or the pause before asking again."""
     if vm_util.StopCount() != stops:
       raise errors.Error(f'stopped while waiting for a command on {vm.name}')
-    wait = max(1.0, deadline - vm._clock())  # pylint: disable=protected-access
+    wait = max(1.0, deadline - clock())
     try:
       out, err, rc = vm.RemoteCommandWithReturnCode(
           remote_shell.DetachedCollectScript(job, wait),
           timeout=wait + COLLECT_SLACK_S)
       collected = remote_shell.ParseCollected(out)
-      if collected is not None:
-        _AddCollected(vm, [job])
-        return collected
     except ValueError:
       # Cut short: the connection dropped while it printed.
       logging.warning('Lost the connection to %s while collecting a '
                       'command (exit %s: %s); reconnecting', vm.name, rc,
                       remote_shell.CleanStderr(err).strip()[-200:])
-      vm._sleep(RECONNECT_PAUSE_S)  # pylint: disable=protected-access
+      return RECONNECT_PAUSE_S
     except errors.Error as e:
       retry_after = getattr(e, 'retry_after', None)
       if retry_after is None:
         logging.warning('%s; still waiting for the detached command', e)
       # A host that did not answer a moment ago is tried again only after
       # its pause (ssh_vm.HostHealth).
-      vm._sleep(max(RECONNECT_PAUSE_S, min(retry_after or 0,  # pylint: disable=protected-access
-                                           deadline - vm._clock())))  # pylint: disable=protected-access
-    if vm._clock() >= deadline:  # pylint: disable=protected-access
-      return None
+      return max(RECONNECT_PAUSE_S, min(retry_after or 0, deadline - clock()))
+    if collected is None:
+      return 0.0  # Still running: the collect script itself waited.
+    _AddCollected(vm, [job])
+    return collected
+
+  def Sleep(seconds: float) -> None:
+    if seconds:
+      vm._sleep(seconds)  # pylint: disable=protected-access
+
+  return tenacity.Retrying(
+      retry=tenacity.retry_if_not_result(lambda r: isinstance(r, tuple)),
+      stop=waits.PastDeadline(clock, deadline, inclusive=True),
+      wait=lambda state: state.outcome.result(), sleep=Sleep,
+      retry_error_callback=lambda state: None)(Attempt)
 
 
 def Kill(vm, job: str) -> None:

@@ -7,7 +7,7 @@ fake clock and sleep, and every wait is bounded by a deadline on that clock
 or by the run being stopped (its --timeout_minutes deadline, a signal).
 """
 
-from typing import Callable
+from typing import Callable, Tuple, TypeVar
 
 import tenacity
 
@@ -37,3 +37,25 @@ class RunStopped(tenacity.stop.stop_base):
 
   def __call__(self, retry_state: tenacity.RetryCallState = None) -> bool:
     return vm_util.StopCount() != self._stops
+
+
+T = TypeVar('T')
+
+
+def Poll(check: Callable[[], T], done: Callable[[T], bool], timeout_s: float,
+         interval_s: float, clock: Callable[[], float],
+         sleep: Callable[[float], None], inclusive: bool = False
+         ) -> Tuple[bool, T]:
+  """check() every interval_s until done(its result) or timeout_s passed.
+
+  Returns (whether done, the last result). An exception from check ends the
+  wait at once. The deadline is on `clock` (PastDeadline, `inclusive` as
+  there).
+  """
+  try:
+    return True, tenacity.Retrying(
+        retry=tenacity.retry_if_not_result(done),
+        stop=PastDeadline(clock, clock() + timeout_s, inclusive),
+        wait=tenacity.wait_fixed(interval_s), sleep=sleep)(check)
+  except tenacity.RetryError as e:
+    return False, e.last_attempt.result()

@@ -191,14 +191,11 @@ class RestClient:
     raise RestError(what, response.status_code, code, description)
 
   def _Until(self, check: Callable[[], Any], timeout_s: float,
-             poll_s: float) -> Any:
-    """check() every poll_s s until it returns something other than None
-    (returned); tenacity.RetryError once timeout_s have passed."""
-    return tenacity.Retrying(
-        retry=tenacity.retry_if_result(lambda result: result is None),
-        stop=waits.PastDeadline(self._clock, self._clock() + timeout_s,
-                                inclusive=True),
-        wait=tenacity.wait_fixed(poll_s), sleep=self._sleep)(check)
+             poll_s: float) -> Tuple[bool, Any]:
+    """check() every poll_s s until it returns something other than None:
+    (True, that), or (False, None) once timeout_s have passed."""
+    return waits.Poll(check, lambda result: result is not None, timeout_s,
+                      poll_s, self._clock, self._sleep, inclusive=True)
 
   # Cluster bootstrap -----------------------------------------------------
 
@@ -246,12 +243,12 @@ class RestClient:
             f'{message}'.split()))
       return None
 
-    try:
-      return self._Until(Check, timeout_s, poll_s)
-    except tenacity.RetryError:
+    done, status = self._Until(Check, timeout_s, poll_s)
+    if not done:
       raise errors.ResourceError(' '.join(
           f'Redis Enterprise {what} is still {last["state"]} after '
-          f'{timeout_s:g} s{last["problem"]}.'.split())) from None
+          f'{timeout_s:g} s{last["problem"]}.'.split()))
+    return status
 
   # Databases --------------------------------------------------------------
 
@@ -292,12 +289,12 @@ class RestClient:
             'log (rladmin status).')
       return bdb if status == ACTIVE else None
 
-    try:
-      return self._Until(Check, timeout_s, poll_s)
-    except tenacity.RetryError:
+    active, bdb = self._Until(Check, timeout_s, poll_s)
+    if not active:
       raise errors.ResourceError(
           f'Redis Enterprise database {uid} is still {last["status"]} after '
-          f'{timeout_s:g} s.') from None
+          f'{timeout_s:g} s.')
+    return bdb
 
   def DeleteDatabase(self, uid: int, timeout_s: float = 300,
                      poll_s: float = 5) -> None:
@@ -307,13 +304,13 @@ class RestClient:
                              allow_404=True)
     if response is None:
       return
-    try:
-      self._Until(lambda: True if self.GetDatabase(uid) is None else None,
-                  timeout_s, poll_s)
-    except tenacity.RetryError:
+    gone, _ = self._Until(
+        lambda: True if self.GetDatabase(uid) is None else None, timeout_s,
+        poll_s)
+    if not gone:
       raise errors.ResourceError(
           f'Redis Enterprise database {uid} still exists {timeout_s:g} s '
-          'after DELETE.') from None
+          'after DELETE.')
 
   # Access control: a Redis ACL, a role and a user ------------------------
 

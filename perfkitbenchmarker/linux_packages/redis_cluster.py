@@ -14,9 +14,12 @@ import shlex
 import time
 from typing import Callable, Dict, List, Sequence
 
+import tenacity
+
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import waits
 from perfkitbenchmarker.linux_packages import redis_server
 
 
@@ -87,14 +90,17 @@ def _Replicate(vm, replica_shards: Sequence[redis_shard.Shard],
     primary = primaries[i % len(primaries)]
     node_id = redis_server.Cli(vm, primary.host, primary.port, password,
                   'CLUSTER MYID').strip()
-    for attempt in range(REPLICATE_TRIES):
-      known = redis_server.Cli(vm, replica.host, replica.port, password, 'CLUSTER NODES')
-      if node_id in known:
-        break
-      if attempt == REPLICATE_TRIES - 1:
-        raise errors.ProcessError(
-            f'Shard {replica.port} never learnt primary {primary.port}.')
-      sleep(0.2)
+    try:
+      tenacity.Retrying(
+          retry=tenacity.retry_if_result(lambda known: node_id not in known),
+          stop=tenacity.stop_after_attempt(REPLICATE_TRIES),
+          wait=tenacity.wait_fixed(0.2), sleep=sleep)(
+              redis_server.Cli, vm, replica.host, replica.port, password,
+              'CLUSTER NODES')
+    except tenacity.RetryError:
+      raise errors.ProcessError(
+          f'Shard {replica.port} never learnt primary {primary.port}.'
+      ) from None
     redis_server.Cli(vm, replica.host, replica.port, password,
         f'CLUSTER REPLICATE {shlex.quote(node_id)}')
 
@@ -112,19 +118,19 @@ def ClusterInfo(vm, shard: redis_shard.Shard, password: str) -> Dict[str, str]:
 def WaitForClusterOk(vm, shards: Sequence[redis_shard.Shard], password: str,
                      sleep=time.sleep, clock=time.monotonic,
                      timeout_s: float = 60) -> None:
-  deadline = clock() + timeout_s
-  while True:
-    infos = [ClusterInfo(vm, s, password) for s in shards]
-    if all(i.get('cluster_state') == 'ok' and
-           i.get('cluster_slots_assigned') == str(CLUSTER_SLOTS) and
-           i.get('cluster_known_nodes') == str(len(shards)) for i in infos):
-      return
-    if clock() > deadline:
-      states = ', '.join(f'{s.port}:{i.get("cluster_state")}'
-                         for s, i in zip(shards, infos))
-      raise errors.ProcessError(
-          f'Redis cluster not ok after {timeout_s:.0f}s ({states}).')
-    sleep(0.2)
+  def AllOk(infos: List[Dict[str, str]]) -> bool:
+    return all(i.get('cluster_state') == 'ok' and
+               i.get('cluster_slots_assigned') == str(CLUSTER_SLOTS) and
+               i.get('cluster_known_nodes') == str(len(shards))
+               for i in infos)
+
+  ok, infos = waits.Poll(lambda: [ClusterInfo(vm, s, password) for s in shards],
+                         AllOk, timeout_s, 0.2, clock, sleep)
+  if not ok:
+    states = ', '.join(f'{s.port}:{i.get("cluster_state")}'
+                       for s, i in zip(shards, infos))
+    raise errors.ProcessError(
+        f'Redis cluster not ok after {timeout_s:.0f}s ({states}).')
 
 
 def DbSize(vm, shards: Sequence[redis_shard.Shard], password: str) -> int:
@@ -191,14 +197,14 @@ def WaitForReplication(vm, shards: Sequence[redis_shard.Shard], password: str,
                        timeout_s: float = 60) -> List[Dict[str, str]]:
   """Waits until INFO replication shows every replica linked to its primary;
   returns the last INFO of each shard."""
-  deadline = clock() + timeout_s
-  while True:
-    infos = [ReplicationInfo(vm, s, password) for s in shards]
-    problems = ReplicationProblems(infos, primaries, replicas_per_primary)
-    if not problems:
-      return infos
-    if clock() > deadline:
-      raise errors.ProcessError(
-          f'Replication not up after {timeout_s:.0f}s: '
-          f'{"; ".join(problems[:3])}.')
-    sleep(0.2)
+  def Problems(infos):
+    return ReplicationProblems(infos, primaries, replicas_per_primary)
+
+  up, infos = waits.Poll(
+      lambda: [ReplicationInfo(vm, s, password) for s in shards],
+      lambda infos: not Problems(infos), timeout_s, 0.2, clock, sleep)
+  if not up:
+    raise errors.ProcessError(
+        f'Replication not up after {timeout_s:.0f}s: '
+        f'{"; ".join(Problems(infos)[:3])}.')
+  return infos

@@ -25,6 +25,7 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import waits
 from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('redis_server_version', 'distro',
@@ -219,26 +220,31 @@ class RedisProcess(resource.BaseResource):
         self.vm.Pinned(self.StartCommand()), timeout=START_TIMEOUT_S)
     if rc != 0:
       self._Fail(vm_util.Tail(err, 3))
-    deadline = self._clock() + START_TIMEOUT_S
-    while self._clock() < deadline:
+
+    def Answering() -> bool:
       pid_text, _, _ = self.vm.RemoteCommandWithReturnCode(
           f'cat {shlex.quote(self.pidfile)} 2>/dev/null')
       if self.pid is None and pid_text.strip().isdigit():
         pid = int(pid_text.strip())
         identity = self.vm.ProcessIdentity(pid)
         self.Remember(pid=pid, start_time=identity and identity[0])
-      if self.pid is not None:
-        _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
-            _CliCommand(self.options.bind, self.port, 'PING'),
-            env={'REDISCLI_AUTH': self.password}, timeout=5)
-        if ping_rc == 0:
-          return
-        _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
-            f'kill -0 {int(self.pid)}')
-        if alive_rc != 0:
-          self._Fail('')
-      self._sleep(0.1)
-    self._Fail(f'not answering after {START_TIMEOUT_S}s')
+      if self.pid is None:
+        return False
+      _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
+          _CliCommand(self.options.bind, self.port, 'PING'),
+          env={'REDISCLI_AUTH': self.password}, timeout=5)
+      if ping_rc == 0:
+        return True
+      _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
+          f'kill -0 {int(self.pid)}')
+      if alive_rc != 0:
+        self._Fail('')
+      return False
+
+    answering, _ = waits.Poll(Answering, bool, START_TIMEOUT_S, 0.1,
+                              self._clock, self._sleep, inclusive=True)
+    if not answering:
+      self._Fail(f'not answering after {START_TIMEOUT_S}s')
 
   def _Fail(self, detail: str) -> None:
     raise errors.ProcessError(

@@ -22,7 +22,6 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
 import boto3
 import botocore.config
 import botocore.exceptions
-import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -202,15 +201,11 @@ def Poll(done: Callable[[], bool], timeout_s: float, what: str, run_uri: str,
   (boto3's waiters sleep on the real clock and take no deadline of ours, and
   an instance id EC2 no longer knows fails them: `done` decides instead.)
   """
-  try:
-    tenacity.Retrying(
-        retry=tenacity.retry_if_result(lambda finished: not finished),
-        stop=waits.PastDeadline(clock, clock() + timeout_s),
-        wait=tenacity.wait_fixed(interval_s), sleep=sleep)(done)
-  except tenacity.RetryError:
+  finished, _ = waits.Poll(done, bool, timeout_s, interval_s, clock, sleep)
+  if not finished:
     raise errors.ResourceError(
         f'{what} took more than {timeout_s:.0f}s; run `./pkb.py '
-        f'--run_stage=teardown --run_uri={run_uri}` again later.') from None
+        f'--run_stage=teardown --run_uri={run_uri}` again later.')
 
 
 def Register(cls) -> None:
