@@ -26,6 +26,7 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.providers.local import provider as local
@@ -49,13 +50,14 @@ def test_recorded_sequence_old_and_new_windows_side_by_side():
   start = _Stat(100.0, 0.0, 0.0)
   load_end = _Stat(102.0, 1.92, 0.08)
   process_end = _Stat(103.0, 1.93, 1.07)
-  busy, window = concurrent.BusyOverWindow(start, load_end, [1])
-  assert window == pytest.approx(2.0)
-  assert busy == pytest.approx(0.96)
+  cpu = client_cpu.MeasureText(start, load_end, [1])
+  assert cpu.window_s == pytest.approx(2.0)
+  assert cpu.busy_fraction == pytest.approx(0.96)
   # The old computation: the same counters over the whole process life.
-  old_busy, old_window = concurrent.BusyOverWindow(start, process_end, [1])
-  assert old_window == pytest.approx(3.0)
-  assert old_busy < 0.9 < busy  # Saturation only seen over the load window.
+  old = client_cpu.MeasureText(start, process_end, [1])
+  assert old.window_s == pytest.approx(3.0)
+  # Saturation only seen over the load window.
+  assert old.busy_fraction < 0.9 < cpu.busy_fraction
 
 
 def _UntilThenIdle(path, idle_s):
@@ -86,7 +88,7 @@ def test_script_snapshots_the_window_not_the_process_life(tmp_path):
   assert rc == 0, (out, err)
   with open(base_path + '.stat0') as f0, open(base_path + '.stat1') as f1:
     stat0, stat1 = f0.read(), f1.read()
-  _, window = concurrent.BusyOverWindow(stat0, stat1, None)
+  window = client_cpu.MeasureText(stat0, stat1, None).window_s
   # The whole 1 s window, and it ended while the tool ran: at least its
   # idle second before the tool's end, not at the end of its life.
   assert window >= 1.0
@@ -105,7 +107,7 @@ def test_script_ends_the_window_when_the_tool_exits_early(tmp_path):
   assert rc == 0
   with open(base_path + '.stat0') as f0, open(base_path + '.stat1') as f1:
     stat1 = f1.read()
-    _, window = concurrent.BusyOverWindow(f0.read(), stat1, None)
+    window = client_cpu.MeasureText(f0.read(), stat1, None).window_s
   # The 0.3 s tool's life, taken when it ended, not the 600 s window.
   assert 0.3 <= window < 600
   assert float(stat1.split()[0]) >= _Ended(base_path + '.0.rc')

@@ -225,36 +225,6 @@ def ParseBundle(text: str) -> Dict[str, str]:
   return parts
 
 
-def CpuTimes(proc_stat: str, cpu_set: Optional[Sequence[int]]
-             ) -> Tuple[float, float]:
-  """(busy, total) jiffies of `cpu_set` (all cores if None) in /proc/stat."""
-  wanted = {f'cpu{c}' for c in cpu_set} if cpu_set else {'cpu'}
-  busy = total = 0.0
-  for line in proc_stat.splitlines():
-    fields = line.split()
-    if not fields or fields[0] not in wanted:
-      continue
-    # user nice system idle iowait irq softirq steal
-    values = [float(v) for v in fields[1:9]]
-    total += sum(values)
-    busy += sum(values) - values[3] - values[4]
-  return busy, total
-
-
-def BusyOverWindow(stat0: str, stat1: str, cpu_set: Optional[Sequence[int]]
-                   ) -> Tuple[Optional[float], Optional[float]]:
-  """(busy fraction, window seconds) between two timed /proc/stat snapshots.
-
-  Each snapshot is `date +%s.%N` on its first line, then /proc/stat.
-  """
-  before = CpuTimes(stat0, cpu_set)
-  after = CpuTimes(stat1, cpu_set)
-  total = after[1] - before[1]
-  busy = (after[0] - before[0]) / total if total > 0 else None
-  window = float(stat1.split(None, 1)[0]) - float(stat0.split(None, 1)[0])
-  return busy, window
-
-
 def RunRoot(vm) -> str:
   """The directory every process of the run works under on `vm`: the
   parent of its scratch directory (/tmp/pkb-<run_uri>, shared by the run's
