@@ -10,17 +10,19 @@ retrying for about five minutes.
 probe_signals_test; setup.sh and apt's lock: setup_apt_lock_test.)
 """
 
+import copy
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-import types
 
+from absl import flags
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
@@ -145,15 +147,19 @@ def test_an_unreachable_endpoint_fails_in_seconds(tmp_path):
 
 @pytest.mark.parametrize('seconds', [float('inf'), float('nan'), 1e9])
 def test_an_unbounded_bigquery_timeout_is_refused_by_every_entry(seconds):
-  # BigQueryOptions.FromFlags is what pkb.py and publish_bigquery.py both
-  # build their options with; an infinite timeout waited forever on an
-  # endpoint that accepts and never answers.
-  values = types.SimpleNamespace(
-      bigquery_table='proj-1.d.t', bq_project=None, service_account=None,
-      service_account_private_key=None, bq_api_endpoint=None,
-      bq_timeout_seconds=seconds)
+  # pkb.py and publish_bigquery.py both read --bq_timeout_seconds from the
+  # one definition in bigquery_options, whose parser holds its bounds (an
+  # infinite timeout waited forever on an endpoint that accepts and never
+  # answers); config files and matrix axes go through the same parser.
+  for entry in ('perfkitbenchmarker/pkb.py', 'scripts/publish_bigquery.py'):
+    with open(os.path.join(e2e.REPO, entry)) as f:
+      assert ('from perfkitbenchmarker.publishers import bigquery_options'
+              in f.read()), entry
+  scratch = copy.deepcopy(flags.FLAGS['bq_timeout_seconds'])
+  with pytest.raises(flags.Error):
+    scratch.parse(str(seconds))
   with pytest.raises(errors.UsageError, match='--bq_timeout_seconds'):
-    bigquery_options.BigQueryOptions.FromFlags(values)
+    configs.ParseConfigValue(flags.FLAGS, 'bq_timeout_seconds', seconds)
 
 
 @pytest.mark.e2e
