@@ -318,12 +318,16 @@ class ProbeInterference:
     stop_now.wait(max(0.0, begun + after_s - time.monotonic()))
     return sampler.Stop()
 
+  @classmethod
+  def _Stopped(cls, sampler, running: concurrent.futures.Future):
+    """What the sampler's Stop returned: by `_Run` at its planned time, or
+    now when `_Run` did not stop it."""
+    result = running.result()
+    return sampler.Stop() if result is cls._NOT_STOPPED else result
+
   def _StopServer(self, sampler, running, window):
     try:
-      text = running.result()
-      if text is self._NOT_STOPPED:
-        text = sampler.Stop()
-      return sampler.Side(text, window)
+      return sampler.Side(self._Stopped(sampler, running), window)
     except (errors.Error, OSError, ValueError) as e:
       logging.warning('Server CPU sampler on %s failed: %s',
                       sampler.vm.name, e)
@@ -331,8 +335,7 @@ class ProbeInterference:
 
   def _Stop(self, sampler, running) -> Optional[float]:
     try:
-      figure = running.result()
-      return sampler.Stop() if figure is self._NOT_STOPPED else figure
+      return self._Stopped(sampler, running)
     except (errors.Error, OSError, psutil.Error) as e:
       # A figure missing is no reason to lose the probe.
       logging.warning('Interference sampler %s failed: %s',
