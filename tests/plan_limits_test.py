@@ -7,7 +7,6 @@ the "at most 16 Local VMs" check ran (100, 300, 1,000 groups: 2.7, 5.5,
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -35,18 +34,15 @@ def _Config(path, groups, cloud='Local', machine_type='local'):
 ])
 def test_many_local_groups_are_refused_at_once(tmp_path, groups, words):
   config = _Config(tmp_path / 'many.yaml', groups)
-  start = time.monotonic()
+  # 1,000 groups took 24.7 s at 90140b1 (10,000: about 40 min); now the
+  # YAML read dominates. The timeout is the hang guard.
   proc = subprocess.run(
       [sys.executable, os.path.join(REPO, 'pkb.py'), '--dry_run',
        f'--benchmark_config_file={config}',
        f'--results_dir={tmp_path / "results"}'],
-      capture_output=True, text=True, timeout=300, cwd=REPO, check=False)
-  took = time.monotonic() - start
+      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
   assert proc.returncode == 2, proc.stderr
   assert proc.stderr.count('\n') == 1 and words in proc.stderr, proc.stderr
-  # 1,000 groups took 24.7 s at 90140b1 (10,000: about 40 min); now the
-  # YAML read dominates. Generous for a shared, loaded machine.
-  assert took < 120, took
 
 
 def test_a_plan_of_many_cloud_groups_builds_each_spec_once(pkb_flags):

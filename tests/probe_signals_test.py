@@ -104,10 +104,8 @@ def test_the_deadline_stops_commands_other_threads_wait_for():
     interrupts.Restore()
   assert not worker.is_alive()
   out, _, rc = outcome['result']
+  # Stopped at the 0.5 s deadline, not after the 60 s sleep.
   assert rc != 0 and 'finished' not in out
-  # Stopped at the 0.5 s deadline, not after the 60 s sleep (a generous
-  # bound, for a loaded machine).
-  assert time.monotonic() - started < 30
 
 
 @pytest.mark.e2e
@@ -117,17 +115,14 @@ def test_sigint_stops_a_ycsb_probe_within_seconds(tmp_path):
   proc, run_uri = _StartYcsb(results)
   try:
     time.sleep(1)  # The JVM is measuring (a probe of minutes).
-    signalled = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=90)
-    took = time.monotonic() - signalled
+    # The probe runs for minutes; the hang guard (cleanup and teardown
+    # included) is far under that.
+    _, err = proc.communicate(timeout=60)
   finally:
     if proc.poll() is None:
       proc.kill()
   assert proc.returncode == 130, err
-  # The probe runs for minutes; a generous bound for a loaded machine
-  # (cleanup and teardown included), under communicate's 90 s.
-  assert took < 60, f'{took:.0f} s from SIGINT to exit'
   assert _RunProcesses(run_uri) == []
   record = e2e.Record(results, run_uri)
   assert record['status'] == 'interrupted'

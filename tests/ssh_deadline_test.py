@@ -98,14 +98,12 @@ def test_a_stop_ends_connection_retries_in_any_thread(server, control_dir, tmp_p
   _Freeze(server)
   thread, outcome = _InThread(lambda: vm.RemoteCommandWithReturnCode('true'))
   time.sleep(1.5)  # In its first attempts' connect timeout or pause.
-  stopped = time.monotonic()
   vm_util.StopChildren()  # What the deadline (or a signal) does.
-  # Six attempts would take over 30 s: the stop ends them (a generous
-  # bound, half of that, for a loaded machine).
+  # Six attempts would take over 30 s: the stop ends them (the join is the
+  # test's hang guard, far above what the stop takes).
   thread.join(20)
   assert not thread.is_alive()
   assert isinstance(outcome.get('error'), ssh_vm.SshError)
-  assert outcome['ended'] - stopped < 15
 
 
 def test_a_host_that_did_not_answer_costs_one_connect_timeout(
@@ -117,17 +115,15 @@ def test_a_host_that_did_not_answer_costs_one_connect_timeout(
   with pytest.raises(ssh_vm.SshError, match='banner exchange'):
     first.RemoteCommand('true')
   # Teardown rebuilds one VM object per record entry: each of the five
-  # fails at once instead of waiting out its own connect timeouts.
-  started = time.monotonic()
+  # fails at once instead of waiting out its own connect timeouts: "did not
+  # answer ... ago" is said only by that path, before any ssh is started (a
+  # VM that tried would fail with the banner exchange's message).
   for i in range(5):
     vm = _Vm(server, control_dir, tmp_path, name=f'vm-{i}', connect_timeout=1,
              connect_retries=2, host_health=health)
     with pytest.raises(ssh_vm.SshError, match='did not answer') as raised:
       vm.RemoteCommand('true')
     assert '\n' not in str(raised.value)
-  # Waiting out each one's connect timeout and retry would take >= 10 s;
-  # failing at once takes milliseconds (a generous bound, for load).
-  assert time.monotonic() - started < 5
   # Once it answers again, commands run again.
   _Thaw(server)
   time.sleep(1)  # Past the pause after its last failed attempt.
@@ -136,16 +132,15 @@ def test_a_host_that_did_not_answer_costs_one_connect_timeout(
   first.StopMaster()
 
 
+# Its connect timeout must be what is left of the 3 s wait, not 60 s: one
+# 60 s attempt would break this hang guard (sshd's start included).
+@pytest.mark.timeout(40)
 def test_wait_for_ssh_never_outlasts_its_timeout(server, control_dir, tmp_path):  # pylint: disable=redefined-outer-name
   vm = _Vm(server, control_dir, tmp_path, connect_timeout=60,
            host_health=ssh_vm.HostHealth())
   _Freeze(server)
-  started = time.monotonic()
   with pytest.raises(ssh_vm.SshError, match='no SSH .* after 3s'):
     vm.WaitForSsh(3)
-  # Its connect timeout is what is left of the wait, not 60 s (a generous
-  # bound, for a loaded machine, that one 60 s attempt would break).
-  assert time.monotonic() - started < 30
 
 
 def test_a_stop_ends_the_wait_for_a_detached_command(server, control_dir, tmp_path):  # pylint: disable=redefined-outer-name
@@ -160,16 +155,14 @@ def test_a_stop_ends_the_wait_for_a_detached_command(server, control_dir, tmp_pa
     assert _Sleepers(), 'the detached command did not start'
     _Freeze(server, sessions=True)  # The collector's connection hangs.
     time.sleep(0.5)
-    stopped = time.monotonic()
     vm_util.StopChildren()
     _Thaw(server)
     thread.join(15)
     assert not thread.is_alive()
     assert isinstance(outcome.get('error'), errors.Error)
     # It did not wait for the 30 s command (nor reconnect until its own
-    # deadline): it ended with the stop, and the command was killed (a
-    # generous bound, half the command, for a loaded machine).
-    assert outcome['ended'] - stopped < 15
+    # deadline): it ended with the stop (the join above is the hang guard,
+    # half the command), and the command was killed.
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _Sleepers():
       time.sleep(0.1)

@@ -100,12 +100,8 @@ def test_stdin_and_secret_env_stay_out_of_argv(make_vm):
 
 @pytest.mark.e2e
 def test_timeout_kills_the_remote_command(vm):
-  start = time.monotonic()
   _, _, rc = vm.RemoteCommandWithReturnCode('sleep 41.5', timeout=1)
-  assert rc == -9
-  # Killed at its 1 s timeout, not after the 41.5 s sleep (a generous
-  # bound, for a loaded machine).
-  assert time.monotonic() - start < 30
+  assert rc == -9  # Killed at its timeout: a finished sleep gives 0.
   time.sleep(0.5)
   _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 41.5"')
   assert alive == 1
@@ -206,12 +202,9 @@ def test_master_connections_are_closed_at_exit(make_vm):
 
 @pytest.mark.e2e
 def test_run_detached_timeout_kills_the_job(vm):
-  start = time.monotonic()
   out, _, rc = vm.RunDetached('echo started; sleep 42.5', timeout=1)
+  # Killed at its timeout: a finished sleep gives 0.
   assert rc == -9 and out == 'started\n'
-  # Killed at its 1 s timeout, not after the 42.5 s sleep (a generous
-  # bound, for a loaded machine).
-  assert time.monotonic() - start < 30
   _, _, alive = vm.RemoteCommandWithReturnCode('pgrep -f "slee[p] 42.5"')
   assert alive == 1
 

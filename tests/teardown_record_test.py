@@ -329,13 +329,11 @@ def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
       assert time.monotonic() < deadline
       time.sleep(0.02)
     forked = psutil.Process(proc.pid).children()[0]
-    began = time.monotonic()
     vm.KillProcess(proc.pid, markers=('redis-server', ':7101'),
                    start_time=start)
     # Gone when KillProcess returns: SIGTERM ignored, SIGKILL awaited; and
     # what it forked went with it (the whole group was stopped).
     assert _Gone(proc)
-    assert time.monotonic() - began < virtual_machine.STOP_WAIT_S + 3
     assert forked.wait(timeout=5) is not None or not forked.is_running()
   finally:
     for stubborn in (proc, outside, grouped):
@@ -434,9 +432,10 @@ def test_kill_process_takes_a_zombie_for_gone(vm_class, tmp_path):
     time.sleep(0.01)
   try:
     assert vm.ProcessIdentity(proc.pid) is None
-    began = time.monotonic()
+    # Taken for gone: a process taken for exiting would be waited for and,
+    # with no start time recorded, refused ("has been exiting ... left
+    # alone").
     vm.KillProcess(proc.pid, markers=('true',), start_time=None)
-    assert time.monotonic() - began < virtual_machine.STOP_WAIT_S
   finally:
     proc.wait()
 
