@@ -25,7 +25,7 @@ import contextlib
 import re
 import secrets
 import shlex
-from typing import Hashable, Iterator
+from typing import Annotated, Hashable, Iterator
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
@@ -75,6 +75,13 @@ def KillScript(scratch_dir: str, mark: str) -> str:
       'alive "$g" "$t" && exit 3; rm -f -- "$f"; done; exit 0')
 
 
+def _RunsMark(mark: str, record) -> str:
+  if not (_MARK.fullmatch(mark) and mark.startswith(f'{record.run_uri}-')):
+    raise record_checks.RecordRefused(
+        f'mark {mark!r} is not one of run {record.run_uri}')
+  return mark
+
+
 class ProbeProcess(resource.BaseResource):
   """The process groups of one probe command on one VM (by their mark)."""
 
@@ -107,19 +114,15 @@ class ProbeProcess(resource.BaseResource):
     """Shell text before a command: records the group it runs in."""
     return GroupScript(self.vm.scratch_dir, self.mark)
 
+  class Fields(record_checks.Fields):
+    vm_name: str
+    mark: Annotated[str, record_checks.WithRecord(_RunsMark)]
+
   @classmethod
   def FromRecord(cls, entry, record) -> 'ProbeProcess':
-    data = entry['data']
-    what = f'{KIND} {entry["name"]}'
-    mark = record_checks.Field(data, 'mark', str, what)
-    if not (_MARK.fullmatch(mark) and
-            mark.startswith(f'{record.run_uri}-')):
-      raise record_checks.RecordRefused(
-          f'{what}: mark {mark!r} is not one of run {record.run_uri}; left '
-          'alone')
-    vm = virtual_machine.VmFromRecord(
-        record, record_checks.Field(data, 'vm_name', str, what))
-    return cls(vm, entry['name'], mark, record)
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    vm = virtual_machine.VmFromRecord(record, fields.vm_name)
+    return cls(vm, entry['name'], fields.mark, record)
 
 
 resource.RegisterKind(KIND, ProbeProcess.FromRecord)

@@ -1,19 +1,22 @@
-"""Checks for values read back from a run record before teardown uses them.
+"""A run record read back is input: each kind declares its fields once.
 
-A run record is input like a command line: it may be corrupted or hostile.
-Every `FromRecord` constructor takes its fields through these checks, so a
-path is used only when it lies inside the run's own roots (after `..` and
-symlinks are resolved) and a PID only as a validated integer. A failed check
-raises `RecordRefused`; teardown reports the entry and leaves it alone.
-
-Extension seam: a provider with a new kind of path adds its root here and
-checks the path with `LocalPathInside` (this machine) or `RemotePathInside`
-(a VM's file system, reached over SSH, where nothing can be resolved).
+A run record may be corrupted or hostile. Each resource kind declares what
+its entry's `data` holds as a pydantic model (a subclass of `Fields`, beside
+the kind's `FromRecord`); `Parse` validates an entry against it with strict
+types (a PID of `true` or "1; rm" is refused) and turns every failure into
+one line, `RecordRefused`, which teardown reports, leaving the entry alone.
+What a type cannot say is here: a path is used only inside the run's own
+roots (after `..` and symlinks are resolved) on this machine, or inside its
+scratch tree on a VM (where nothing can be resolved).
 """
 
 import os
 import posixpath
-from typing import Any, Dict, Iterable, Optional
+import re
+from typing import (Annotated, Any, Callable, Dict, Iterable, List,
+                    Optional, Type, TypeVar)
+
+import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_keys
@@ -22,42 +25,68 @@ from perfkitbenchmarker import run_keys
 REMOTE_SCRATCH_ROOT = '/tmp'
 
 
-class RecordRefused(errors.ResourceError):
-  """An entry of the run record failed a check; it is left alone."""
+class RecordRefused(errors.ResourceError, ValueError):
+  """An entry of the run record failed a check; it is left alone.
+
+  A ValueError too, so a field validator that raises it is reported by
+  pydantic with the field's name.
+  """
 
 
-def Field(data: Dict[str, Any], key: str, types, what: str,
-          required: bool = True) -> Any:
-  """data[key] if it has one of `types` (None allowed when not required)."""
-  value = data.get(key)
-  if value is None and not required:
-    return None
-  # bool is an int subclass; a PID or port of `true` is not a number.
-  if isinstance(value, bool) or not isinstance(value, types):
-    raise RecordRefused(f'{what}: field "{key}" is {value!r}, not a '
-                        f'{_TypeName(types)}; left alone')
-  return value
+class Fields(pydantic.BaseModel):
+  """What an entry's data holds: strict types; extra fields are ignored
+  (a newer run may record more), and null is a field not recorded."""
+
+  model_config = pydantic.ConfigDict(strict=True, frozen=True)
+
+  @pydantic.model_validator(mode='before')
+  @classmethod
+  def _NullIsMissing(cls, data: Any) -> Any:
+    if isinstance(data, dict):
+      return {k: v for k, v in data.items() if v is not None}
+    return data
 
 
-def _TypeName(types) -> str:
-  if isinstance(types, tuple):
-    return ' or '.join(t.__name__ for t in types)
-  return types.__name__
+F = TypeVar('F', bound=Fields)
 
 
-def Pid(data: Dict[str, Any], what: str, key: str = 'pid') -> Optional[int]:
-  pid = Field(data, key, int, what, required=False)
-  if pid is not None and not 1 < pid < 2**22:
-    raise RecordRefused(f'{what}: {key} {pid} is not a process id; left '
-                        'alone')
-  return pid
+def Parse(model: Type[F], entry: Dict[str, Any], record) -> F:
+  """entry's data as `model`, or RecordRefused naming each bad field."""
+  try:
+    return model.model_validate(entry['data'], context={'record': record})
+  except pydantic.ValidationError as e:
+    raise RecordRefused(f'{entry["kind"]} {entry["name"]}: '
+                        f'{Problems(e)}; left alone') from None
 
 
-def Port(data: Dict[str, Any], what: str) -> int:
-  port = Field(data, 'port', int, what)
-  if not 0 < port < 65536:
-    raise RecordRefused(f'{what}: port {port} is out of range; left alone')
-  return port
+def Problems(error: pydantic.ValidationError, shown: int = 3) -> str:
+  """The first `shown` problems, each with its field's path, on one line."""
+  lines = []
+  for problem in error.errors()[:shown]:
+    where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}'
+                    for p in problem['loc']).lstrip('.') or 'it'
+    if problem['type'] == 'missing':
+      lines.append(f'{where} is missing')
+    elif problem['type'] == 'value_error':  # Our checks name the value.
+      lines.append(f'{where}: {problem["msg"].split(", ", 1)[-1]}')
+    else:
+      message = re.sub(r' or instance of \w+', '', problem['msg'])
+      lines.append(f'{where} {repr(problem["input"])[:80]}: '
+                   f'{message[0].lower()}{message[1:]}')
+  more = error.error_count() - len(lines)
+  return '; '.join(lines) + (f' (and {more} more)' if more > 0 else '')
+
+
+def WithRecord(check: Callable[[Any, Any], Any]) -> pydantic.AfterValidator:
+  """A field check that needs the run record (the one Parse was given)."""
+  return pydantic.AfterValidator(
+      lambda value, info: check(value, info.context['record']))
+
+
+Pid = Annotated[int, pydantic.Field(gt=1, lt=2**22)]
+Port = Annotated[int, pydantic.Field(gt=0, lt=65536)]
+# The cores a VM's processes are pinned to (None: unpinned).
+Cores = Optional[List[Annotated[int, pydantic.Field(ge=0, lt=4096)]]]
 
 
 def LocalRunRoots(record) -> list:
@@ -66,12 +95,12 @@ def LocalRunRoots(record) -> list:
   return [record.run_dir, run_keys.RunKeyDir(record.run_uri)]
 
 
-def LocalPathInside(path: Any, roots: Iterable[str], what: str,
+def LocalPathInside(path: str, roots: Iterable[str],
                     allow_root: bool = False) -> str:
   """The resolved path, if it lies strictly inside one of `roots` (or is
   one, with `allow_root`: for a directory that is read, never deleted)."""
-  if not isinstance(path, str) or not path or '\0' in path:
-    raise RecordRefused(f'{what}: path {path!r} is not a path; left alone')
+  if not path or '\0' in path:
+    raise RecordRefused(f'path {path!r} is not a path')
   resolved = os.path.realpath(path)
   for root in roots:
     # A root that is itself a symlink could point anywhere: not ours.
@@ -82,22 +111,30 @@ def LocalPathInside(path: Any, roots: Iterable[str], what: str,
         allow_root and resolved == real_root):
       return resolved
   raise RecordRefused(
-      f'{what}: path {path} (resolves to {resolved}) is outside the run\'s '
-      f'directories ({", ".join(roots)}); left alone')
+      f'path {path} (resolves to {resolved}) is outside the run\'s '
+      f'directories ({", ".join(roots)})')
 
 
-def RemotePathInside(path: Any, run_uri: str, what: str,
-                     inside: Optional[str] = None) -> str:
+def RemotePathInside(path: str, run_uri: str) -> str:
   """A path on a VM, if it is normal and inside the run's scratch tree.
 
   Symlinks on the VM cannot be resolved from here, so the path must be
   absolute and already normal (no `..`, `.` or `//`), and the commands that
   use it never follow a symlink out (rm -rf removes a link, not its target).
   """
-  root = inside or posixpath.join(REMOTE_SCRATCH_ROOT, f'pkb-{run_uri}')
-  if (not isinstance(path, str) or not path.startswith('/') or
-      posixpath.normpath(path) != path or '\0' in path or '\n' in path or
-      not path.startswith(root.rstrip('/') + '/')):
-    raise RecordRefused(f'{what}: path {path!r} is outside {root}/; left '
-                        'alone')
+  root = posixpath.join(REMOTE_SCRATCH_ROOT, f'pkb-{run_uri}')
+  if (not path.startswith(root + '/') or posixpath.normpath(path) != path
+      or '\0' in path or '\n' in path):
+    raise RecordRefused(f'path {path!r} is outside {root}/')
   return path
+
+
+# A file or directory of this machine inside the run's own roots.
+LocalPath = Annotated[str, WithRecord(
+    lambda path, record: LocalPathInside(path, LocalRunRoots(record)))]
+LocalDir = Annotated[str, WithRecord(
+    lambda path, record: LocalPathInside(path, LocalRunRoots(record),
+                                         allow_root=True))]
+# A path inside the run's scratch tree on a VM.
+RemoteScratch = Annotated[str, WithRecord(
+    lambda path, record: RemotePathInside(path, record.run_uri))]

@@ -22,13 +22,15 @@ provider needs to delete it; providers register a deleter per kind
 import errno
 import json
 import os
-import re
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Annotated, Any, Dict, Iterator, List, Optional
+
+import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import run_signals
 
 FORMAT_VERSION = 1
@@ -252,9 +254,20 @@ def _OverwriteInPlace(path: str, text: bytes) -> bool:
     os.close(fd)
 
 
-_TOP_LEVEL = {'run_uri': str, 'info': dict, 'stages_done': list,
-              'resources': list, 'status': str}
-_ENTRY = {'kind': str, 'name': str, 'status': str, 'data': dict}
+class _Entry(record_checks.Fields):
+  kind: str
+  name: str
+  status: str
+  data: Dict[str, Any]
+
+
+class _File(record_checks.Fields):
+  """What teardown reads of a record (each entry's data is its kind's)."""
+  run_uri: Annotated[str, pydantic.Field(pattern=r'^[a-z0-9_-]{1,64}$')]
+  info: Dict[str, Any]
+  stages_done: List[Any]
+  resources: List[_Entry]
+  status: str
 
 
 def _Problem(data: Any, run_uri: Optional[str]) -> Optional[str]:
@@ -265,18 +278,10 @@ def _Problem(data: Any, run_uri: Optional[str]) -> Optional[str]:
   if version != FORMAT_VERSION or isinstance(version, bool):
     return (f'format version {version!r}; this tool reads version '
             f'{FORMAT_VERSION}')
-  for key, kind in _TOP_LEVEL.items():
-    if not isinstance(data.get(key), kind):
-      return f'"{key}" is {data.get(key)!r}, not a {kind.__name__}'
-  if not re.fullmatch(r'[a-z0-9_-]{1,64}', data['run_uri']):
-    return f'run_uri {data["run_uri"]!r} is not a run_uri'
+  try:
+    _File.model_validate(data)
+  except pydantic.ValidationError as e:
+    return record_checks.Problems(e)
   if run_uri is not None and data['run_uri'] != run_uri:
     return f'it is the record of run {data["run_uri"]!r}, not of {run_uri}'
-  for i, entry in enumerate(data['resources']):
-    if not isinstance(entry, dict):
-      return f'resource #{i} is {entry!r}, not an object'
-    for key, kind in _ENTRY.items():
-      if not isinstance(entry.get(key), kind):
-        return (f'resource #{i} has "{key}" {entry.get(key)!r}, not a '
-                f'{kind.__name__}')
   return None

@@ -35,9 +35,10 @@ import shlex
 import shutil
 import threading
 import time
-from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+from typing import Annotated, Any, Callable, Dict, Hashable, Optional, Tuple
 
 from absl import flags
+import pydantic
 import tenacity
 
 from perfkitbenchmarker import errors
@@ -181,17 +182,10 @@ _LABEL = r'[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
 _HOSTNAME = re.compile(rf'{_LABEL}(?:\.{_LABEL})*\.?')
 
 
-def FieldProblem(key: str, value: Any) -> Optional[str]:
-  """Why `value` cannot be an SSH VM's `key` ('user', 'host', 'port' or
-  'keyfile'), or None when it can."""
+def FieldProblem(key: str, value: str) -> Optional[str]:
+  """Why `value` cannot be an SSH VM's `key` ('user', 'host' or 'keyfile'),
+  or None when it can."""
   shown = vm_util.Printable(repr(value))[:80]
-  if key == 'port':
-    if isinstance(value, bool) or not isinstance(value, int) or not (
-        0 < value < 65536):
-      return f'{shown} is not a port (1-65535)'
-    return None
-  if not isinstance(value, str):
-    return f'{shown} is not text'
   if key == 'user':
     if not _USER.fullmatch(value):
       return (f'{shown} is not a user name (letters, digits, _ . -, not '
@@ -205,13 +199,23 @@ def FieldProblem(key: str, value: Any) -> Optional[str]:
     if (len(value) > 253 or not _HOSTNAME.fullmatch(value) or
         all(part.isdigit() for part in value.rstrip('.').split('.'))):
       return f'{shown} is not an IP address or host name'
-  elif key == 'keyfile':
-    if (not value.startswith('/') or len(value) > 4096 or
+  elif (not value.startswith('/') or len(value) > 4096 or
         not value.isprintable()):
-      return f'{shown} is not an absolute path of printable characters'
-  else:
-    raise ValueError(f'unknown SSH field {key}')
+    return f'{shown} is not an absolute path of printable characters'
   return None
+
+
+def _SshText(key: str):
+  """Text that passes FieldProblem(key), as a run record's field type."""
+  def Check(value: str) -> str:
+    problem = FieldProblem(key, value)
+    if problem:
+      raise ValueError(problem)
+    return value
+  return Annotated[str, pydantic.AfterValidator(Check)]
+
+
+User, Host, Keyfile = _SshText('user'), _SshText('host'), _SshText('keyfile')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -507,8 +511,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     # Only ever remove the run's own directories (a normal path, so `..`
     # cannot climb out; rm -rf removes a symlink, not what it points to).
     if self.record is not None:  # Refused (and reported) if not the run's.
-      record_checks.RemotePathInside(self.scratch_dir, self.record.run_uri,
-                                     f'{self.KIND} {self.name}')
+      record_checks.RemotePathInside(self.scratch_dir, self.record.run_uri)
     elif ('/pkb-' not in self.scratch_dir or
           os.path.normpath(self.scratch_dir) != self.scratch_dir or
           self.scratch_dir.count('/') < 3):
@@ -594,54 +597,52 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                  'scratch_made': self.scratch_made})
     return data
 
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'SshVirtualMachine':
-    """Rebuilds the VM for teardown (killing its processes, cleaning up)."""
-    data = entry['data']
-    what = f'{cls.KIND} {entry["name"]}'
-    if record is None:
-      raise record_checks.RecordRefused(f'{what}: no run record; left alone')
-    text = {key: record_checks.Field(data, key, str, what, required=False)
-            for key in ('cloud', 'machine_type', 'zone', 'os_type', 'group',
-                        'keyfile', 'internal_ip')}
+  class Fields(record_checks.Fields):
+    """What an SSH VM's entry holds (its RecordData and the base class's)."""
+    cloud: Optional[str] = None
+    group: str = ''
+    machine_type: str = 'unknown'
+    zone: Optional[str] = None
+    os_type: str = 'unknown'
+    num_cpus: Optional[int] = None
+    memory_mib: Optional[int] = None
+    cpu_set: record_checks.Cores = None
     # These become ssh arguments: nothing that ssh could read as an option.
-    user = record_checks.Field(data, 'user', str, what)
-    ip_address = record_checks.Field(data, 'ip_address', str, what)
-    for key, kind, value in (('user', 'user', user),
-                             ('ip_address', 'host', ip_address),
-                             ('internal_ip', 'host', text['internal_ip']),
-                             ('keyfile', 'keyfile', text['keyfile'])):
-      problem = value is not None and FieldProblem(kind, value)
-      if problem:
-        raise record_checks.RecordRefused(f'{what}: {key} {problem}; left '
-                                          'alone')
-    known_hosts = data.get('known_hosts_file')
-    if known_hosts is not None:
-      known_hosts = record_checks.LocalPathInside(
-          known_hosts, record_checks.LocalRunRoots(record), what)
-    spec = virtual_machine.VmSpec(
-        cloud=text['cloud'] or cls.CLOUD,
-        machine_type=text['machine_type'] or 'unknown', zone=text['zone'],
-        num_cpus=record_checks.Field(data, 'num_cpus', int, what,
-                                     required=False),
-        os_type=text['os_type'] or 'unknown')
-    vm = cls(spec, entry['name'], text['group'] or '', user=user,
-             ip_address=ip_address, keyfile=text['keyfile'],
-             port=record_checks.Field(data, 'port', int, what,
-                                      required=False) or 22,
-             internal_ip=text['internal_ip'], known_hosts_file=known_hosts,
-             record=record)
+    user: User
+    ip_address: Host
+    internal_ip: Optional[Host] = None
+    keyfile: Optional[Keyfile] = None
+    port: record_checks.Port = 22
+    known_hosts_file: Optional[record_checks.LocalPath] = None
     # Only the run's own scratch tree on the VM is ever removed.
-    vm.scratch_dir = record_checks.RemotePathInside(
-        data.get('scratch_dir'), record.run_uri, what)
-    vm.memory_mib = record_checks.Field(data, 'memory_mib', int, what,
-                                        required=False)
-    # A record from before the field: the directory may be there.
-    made = data.get('scratch_made', True)
-    if not isinstance(made, bool):
-      raise record_checks.RecordRefused(
-          f'{what}: field "scratch_made" is {made!r}, not true or false; '
-          'left alone')
-    vm.scratch_made = made
+    scratch_dir: record_checks.RemoteScratch
+    scratch_made: bool = True  # A record from before the field: it may be.
+
+    def Spec(self, cloud: str) -> virtual_machine.VmSpec:
+      return virtual_machine.VmSpec(
+          cloud=self.cloud or cloud, machine_type=self.machine_type,
+          zone=self.zone, num_cpus=self.num_cpus,
+          memory_mib=self.memory_mib, os_type=self.os_type)
+
+    def Args(self, record) -> Dict[str, Any]:
+      """The constructor's keyword arguments."""
+      return dict(user=self.user, ip_address=self.ip_address,
+                  internal_ip=self.internal_ip, keyfile=self.keyfile,
+                  port=self.port, known_hosts_file=self.known_hosts_file,
+                  record=record)
+
+  @classmethod
+  def FromRecord(cls, entry, record) -> 'SshVirtualMachine':
+    """Rebuilds the VM for later stages and teardown (SSH and deleting it
+    work, creating it does not)."""
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    vm = cls(fields.Spec(cls.CLOUD), entry['name'], fields.group,
+             **fields.Args(record))
+    vm.Restore(fields)
     vm.created = True
     return vm
+
+  def Restore(self, fields: Fields) -> None:
+    """Takes back what an earlier stage of the run recorded."""
+    self.scratch_dir, self.cpu_set = fields.scratch_dir, fields.cpu_set
+    self.scratch_made = fields.scratch_made

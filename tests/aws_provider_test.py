@@ -34,6 +34,7 @@ from moto.ssm.models import ssm_backends
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
@@ -615,7 +616,7 @@ def test_vpc_in_use_fails_in_one_line_after_retries(moto, tmp_path):
                    if e['kind'] == 'aws_vpc')
   sleeps = []
   vpc = network.Vpc(clients, RUN_URI, sleep=sleeps.append)
-  vpc.Restore(vpc_entry['data'])
+  vpc.Restore(record_checks.Parse(vpc.Fields, vpc_entry, run.record))
   with pytest.raises(errors.ResourceError, match='DependencyViolation'):
     vpc.Delete()
   assert len(sleeps) == network.Vpc.DELETE_RETRIES - 1

@@ -76,15 +76,15 @@ def _Victim(path):
 @pytest.mark.parametrize('text,needle', [
     ('[]', 'JSON list'),
     ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
-     ' "status": "running", "resources": null}', '"resources" is None'),
+     ' "status": "running", "resources": null}', 'resources is missing'),
     ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
      ' "status": "running", "resources": [{"name": "x", "status": "created",'
-     ' "data": {}}]}', 'resource #0 has "kind" None'),
+     ' "data": {}}]}', 'resources[0].kind is missing'),
     ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
      ' "status": "running", "resources": [{"kind": "local_vm", "name": "x",'
-     ' "status": "created", "data": "rm -rf /"}]}', '"data"'),
+     ' "status": "created", "data": "rm -rf /"}]}', 'resources[0].data'),
     ('{"format_version": 1, "run_uri": "RUN", "info": {}, "stages_done": [],'
-     ' "status": "running", "resources": [7]}', 'resource #0 is 7'),
+     ' "status": "running", "resources": [7]}', 'resources[0] 7: input should be'),
     ('{"format_version": 99, "run_uri": "RUN", "resources": []}',
      'format version 99'),
     ('{"format_version": 1, "run_uri": "other", "info": {}, '

@@ -285,24 +285,27 @@ class RedisProcess(resource.BaseResource):
     """
     return (self.SERVER_NAME, f':{self.port}')
 
+  class Fields(record_checks.Fields):
+    vm_name: str
+    port: record_checks.Port
+    config_path: str = ''
+    pidfile: str = ''
+    pid: Optional[record_checks.Pid] = None
+    start_time: Optional[float] = None
+
   @classmethod
   def FromRecord(cls, entry, record) -> 'RedisProcess':
-    data = entry['data']
-    what = f'{cls.KIND} {entry["name"]}'
-    vm = virtual_machine.VmFromRecord(
-        record, record_checks.Field(data, 'vm_name', str, what))
-    proc = cls(vm, record_checks.Port(data, what), '',
-               redis_shard.ShardOptions())
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    vm = virtual_machine.VmFromRecord(record, fields.vm_name)
+    proc = cls(vm, fields.port, '', redis_shard.ShardOptions())
     # The files are where this shard keeps them in its VM's (checked)
     # scratch directory; a record naming any other path is refused.
     for key in ('config_path', 'pidfile'):
-      if data.get(key) != getattr(proc, key):
+      if getattr(fields, key) != getattr(proc, key):
         raise record_checks.RecordRefused(
-            f'{what}: {key} {data.get(key)!r} is not {getattr(proc, key)}; '
-            'left alone')
-    proc.pid = record_checks.Pid(data, what)
-    proc.start_time = record_checks.Field(data, 'start_time', (int, float),
-                                          what, required=False)
+            f'{cls.KIND} {entry["name"]}: {key} {getattr(fields, key)!r} is '
+            f'not {getattr(proc, key)}; left alone')
+    proc.pid, proc.start_time = fields.pid, fields.start_time
     return proc
 
 

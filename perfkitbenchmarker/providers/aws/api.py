@@ -16,14 +16,16 @@ the default factory.
 import contextlib
 import dataclasses
 import threading
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
-                    Tuple)
+from typing import (Annotated, Any, Callable, Dict, Iterable, Iterator, List,
+                    Optional, Tuple)
 
 import boto3
 import botocore.config
 import botocore.exceptions
+import pydantic
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import waits
 from perfkitbenchmarker.providers.aws import naming
@@ -137,6 +139,10 @@ class ClientFactory:
 DEFAULT_CLIENTS = ClientFactory()
 
 
+# A region name becomes part of the API's host name.
+Region = Annotated[str, pydantic.Field(pattern=r'^[a-z0-9-]{1,64}$')]
+
+
 class AwsResource(resource.BaseResource):
   """An EC2 object of one run, tagged at creation, found by id or tags."""
 
@@ -180,17 +186,22 @@ class AwsResource(resource.BaseResource):
     return {'region': self.region, 'profile': self.clients.profile,
             'id': self.id}
 
+  class Fields(record_checks.Fields):
+    region: Region
+    profile: Optional[str] = None
+    id: Optional[str] = None
+
   @classmethod
   def FromRecord(cls, entry: Dict[str, Any], record) -> 'AwsResource':
-    data = entry['data']
-    res = cls(DEFAULT_CLIENTS.ForRegion(data['region'], data.get('profile')),
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    res = cls(DEFAULT_CLIENTS.ForRegion(fields.region, fields.profile),
               record.run_uri, record=record)
-    res.Restore(data)
+    res.Restore(fields)
     res.created = True
     return res
 
-  def Restore(self, data: Dict[str, Any]) -> None:
-    self.id = data.get('id')
+  def Restore(self, fields: Fields) -> None:
+    self.id = fields.id
 
 
 def Poll(done: Callable[[], bool], timeout_s: float, what: str, run_uri: str,

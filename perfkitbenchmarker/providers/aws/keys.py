@@ -103,14 +103,13 @@ class KeyPair(api.AwsResource):
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), key_path=self.key_path)
 
-  def Restore(self, data: Dict[str, Any]) -> None:
-    super().Restore(data)
-    self.key_path = data.get('key_path')
-    if self.key_path is not None and self.record is not None:
-      # Teardown deletes this file: only ever one inside the run's roots.
-      self.key_path = record_checks.LocalPathInside(
-          self.key_path, record_checks.LocalRunRoots(self.record),
-          f'{self.KIND} {self.name}')
+  class Fields(api.AwsResource.Fields):
+    # Teardown deletes this file: only ever one inside the run's roots.
+    key_path: Optional[record_checks.LocalPath] = None
+
+  def Restore(self, fields: Fields) -> None:
+    super().Restore(fields)
+    self.key_path = fields.key_path
 
 
 api.Register(KeyPair)

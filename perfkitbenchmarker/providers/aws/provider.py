@@ -28,6 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
@@ -158,7 +159,7 @@ class AwsProvisioner:
             ssh_timeout_s=self.options.ssh_wait_s, **self._Common())
         entry = self.record.FindResource(vm.KIND, vm.name)
         if entry and entry['status'] == 'created':
-          vm.Restore(entry['data'])
+          vm.Restore(record_checks.Parse(vm.Fields, entry, self.record))
         groups.setdefault(group, []).append(vm)
     return groups
 

@@ -210,31 +210,29 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     })
     return data
 
-  def Restore(self, data: Dict[str, Any]) -> None:
-    """Takes back what an earlier stage of the run recorded."""
-    self.instance_id = data.get('instance_id')
-    self.ip_address = data.get('ip_address')
-    self.internal_ip = data.get('internal_ip')
-    self.placement_group = data.get('placement_group')
-    self.memory_mib = data.get('memory_mib') or self.memory_mib
-    self.num_cpus = data.get('num_cpus') or self.num_cpus
+  class Fields(ssh_vm.SshVirtualMachine.Fields):
+    os_type: str = 'debian12'
+    user: Optional[ssh_vm.User] = None  # The image's, by os_type.
+    ip_address: Optional[ssh_vm.Host] = None  # Not yet known when created.
+    region: api.Region
+    profile: Optional[str] = None
+    instance_id: Optional[str] = None
+    placement_group: Optional[str] = None
 
-  @classmethod
-  def FromRecord(cls, entry: Dict[str, Any], record) -> 'AwsVirtualMachine':
-    data = entry['data']
-    spec = virtual_machine.VmSpec(
-        cloud=CLOUD, machine_type=data.get('machine_type') or 'unknown',
-        zone=data.get('zone'), num_cpus=data.get('num_cpus'),
-        memory_mib=data.get('memory_mib'),
-        os_type=data.get('os_type') or 'debian12')
-    vm = cls(spec, entry['name'], data.get('group', ''),
-             clients=api.DEFAULT_CLIENTS.ForRegion(data['region'],
-                                                   data.get('profile')),
-             run_uri=record.run_uri, keyfile=data.get('keyfile'),
-             user=data.get('user'), record=record)
-    vm.Restore(data)
-    vm.created = True
-    return vm
+    def Args(self, record) -> Dict[str, Any]:
+      return dict(clients=api.DEFAULT_CLIENTS.ForRegion(self.region,
+                                                        self.profile),
+                  run_uri=record.run_uri, keyfile=self.keyfile,
+                  user=self.user, record=record)
+
+  def Restore(self, fields: Fields) -> None:
+    """Takes back what an earlier stage of the run recorded."""
+    super().Restore(fields)
+    self.instance_id = fields.instance_id
+    self.ip_address, self.internal_ip = fields.ip_address, fields.internal_ip
+    self.placement_group = fields.placement_group
+    self.memory_mib = fields.memory_mib or self.memory_mib
+    self.num_cpus = fields.num_cpus or self.num_cpus
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     metadata = super().GetResourceMetadata()

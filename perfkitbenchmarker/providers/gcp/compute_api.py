@@ -28,6 +28,7 @@ import requests
 import tenacity
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
@@ -275,7 +276,16 @@ class GceResource(resource.BaseResource):
   def RecordData(self) -> Dict[str, Any]:
     return {'project': self.project, 'api_endpoint': self.clients.endpoint}
 
+  class Fields(record_checks.Fields):
+    project: str
+    api_endpoint: Optional[str] = None
 
-def ClientsFromRecord(data: Dict[str, Any]) -> ComputeClients:
-  """Clients for a resource rebuilt from the run record (late teardown)."""
-  return ComputeClients.Create(data.get('api_endpoint'))
+  class RegionalFields(Fields):
+    region: str
+
+  @classmethod
+  def FromRecord(cls, entry, record) -> 'GceResource':
+    """Rebuilds the object for teardown (deleting works, creating not)."""
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    return cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
+               **fields.model_dump(exclude={'api_endpoint'}))

@@ -58,21 +58,16 @@ class SshKeyPair(resource.BaseResource):
     return {'directory': self.directory,
             'private_key_path': self.private_key_path}
 
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'SshKeyPair':
-    data = entry['data']
-    what = f'{cls.KIND} {entry["name"]}'
-    if record is None:
-      raise record_checks.RecordRefused(f'{what}: no run record; left alone')
+  class Fields(record_checks.Fields):
     # Teardown deletes this file: only ever one inside the run's roots.
-    roots = record_checks.LocalRunRoots(record)
-    key = cls(record_checks.LocalPathInside(data.get('directory'), roots,
-                                            what, allow_root=True)
-              if data.get('directory') else record.run_dir)
-    if data.get('private_key_path') is not None:
-      key.private_key_path = record_checks.LocalPathInside(
-          data['private_key_path'], roots, what)
-    key.created = True
+    directory: Optional[record_checks.LocalDir] = None
+    private_key_path: Optional[record_checks.LocalPath] = None
+
+  @classmethod
+  def FromRecord(cls, entry, record) -> 'SshKeyPair':
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    key = cls(fields.directory or record.run_dir)
+    key.private_key_path, key.created = fields.private_key_path, True
     return key
 
 

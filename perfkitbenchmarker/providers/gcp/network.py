@@ -67,18 +67,12 @@ class GceNetwork(compute_api.GceResource):
   def url(self) -> str:
     return NetworkUrl(self.project, self.name)
 
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'GceNetwork':
-    del record
-    data = entry['data']
-    return cls(entry['name'], compute_api.ClientsFromRecord(data),
-               data['project'])
-
 
 class GceSubnetwork(compute_api.GceResource):
   """The run's subnetwork in one region."""
 
   KIND = 'gcp_subnetwork'
+  Fields = compute_api.GceResource.RegionalFields
 
   def __init__(self, name: str, clients, project: str, region: str,
                network_url: str = '', ip_range: str = '', **kwargs):
@@ -109,13 +103,6 @@ class GceSubnetwork(compute_api.GceResource):
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), region=self.region,
                 ip_range=self.ip_range)
-
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'GceSubnetwork':
-    del record
-    data = entry['data']
-    return cls(entry['name'], compute_api.ClientsFromRecord(data),
-               data['project'], data['region'])
 
 
 class GceFirewallRule(compute_api.GceResource):
@@ -171,18 +158,12 @@ class GceFirewallRule(compute_api.GceResource):
                 source_ranges=self.source_ranges,
                 source_tags=self.source_tags)
 
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'GceFirewallRule':
-    del record
-    data = entry['data']
-    return cls(entry['name'], compute_api.ClientsFromRecord(data),
-               data['project'])
-
 
 class GcePlacementPolicy(compute_api.GceResource):
   """A compact (COLLOCATED) group placement policy in one region."""
 
   KIND = 'gcp_placement_policy'
+  Fields = compute_api.GceResource.RegionalFields
 
   def __init__(self, name: str, clients, project: str, region: str,
                **kwargs):
@@ -213,13 +194,6 @@ class GcePlacementPolicy(compute_api.GceResource):
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), region=self.region)
-
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'GcePlacementPolicy':
-    del record
-    data = entry['data']
-    return cls(entry['name'], compute_api.ClientsFromRecord(data),
-               data['project'], data['region'])
 
 
 def SubnetRanges(regions: Sequence[str]) -> Dict[str, str]:

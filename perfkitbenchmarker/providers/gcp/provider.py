@@ -30,6 +30,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -281,16 +282,9 @@ class GceProvider:
 def _RestoreFromRecord(vm: vm_lib.GceVirtualMachine, record) -> None:
   """In a resumed run, takes what provisioning learned from the record."""
   entry = record.FindResource(vm.KIND, vm.name)
-  if not entry or entry['status'] != 'created':
-    return
-  data = entry['data']
-  vm.ip_address = data.get('ip_address')
-  vm.internal_ip = data.get('internal_ip')
-  vm.keyfile = data.get('keyfile')
-  vm.image = data.get('image')
-  vm.num_cpus = vm.num_cpus or data.get('num_cpus')
-  vm.memory_mib = vm.memory_mib or data.get('memory_mib')
-  vm.created = True
+  if entry and entry['status'] == 'created':
+    vm.Restore(record_checks.Parse(vm.Fields, entry, record))
+    vm.created = True
 
 
 def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:

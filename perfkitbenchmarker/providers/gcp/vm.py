@@ -253,29 +253,27 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
           'compact' if self.config.placement_policy_url else 'none')
     return metadata
 
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'GceVirtualMachine':
-    """Rebuilds the VM for later stages and teardown.
+  class Fields(ssh_vm.SshVirtualMachine.Fields):
+    machine_type: str
+    zone: str
+    os_type: str = 'debian12'
+    user: ssh_vm.User = 'pkb'
+    ip_address: Optional[ssh_vm.Host] = None  # Not yet known when created.
+    project: str
+    api_endpoint: Optional[str] = None
+    image: Optional[str] = None
 
-    SSH works and so does deleting the instance; creating it does not.
-    """
-    data = entry['data']
-    spec = virtual_machine.VmSpec(
-        cloud=CLOUD, machine_type=data['machine_type'], zone=data['zone'],
-        num_cpus=data.get('num_cpus'), memory_mib=data.get('memory_mib'),
-        os_type=data.get('os_type') or 'debian12')
-    vm = cls(spec, entry['name'], data.get('group', ''),
-             clients=compute_api.ClientsFromRecord(data),
-             project=data['project'], user=data.get('user') or 'pkb',
-             ip_address=data.get('ip_address'),
-             internal_ip=data.get('internal_ip'),
-             keyfile=data.get('keyfile'), port=data.get('port') or 22,
-             known_hosts_file=data.get('known_hosts_file'), record=record)
-    vm.image = data.get('image')
-    vm.cpu_set = data.get('cpu_set')
-    vm.scratch_dir = data.get('scratch_dir') or vm.scratch_dir
-    vm.created = True
-    return vm
+    def Args(self, record) -> Dict[str, Any]:
+      return dict(super().Args(record), project=self.project,
+                  clients=compute_api.ComputeClients.Create(
+                      self.api_endpoint))
+
+  def Restore(self, fields: Fields) -> None:
+    super().Restore(fields)
+    self.ip_address, self.internal_ip = fields.ip_address, fields.internal_ip
+    self.keyfile, self.image = fields.keyfile, fields.image
+    self.num_cpus = self.num_cpus or fields.num_cpus
+    self.memory_mib = self.memory_mib or fields.memory_mib
 
 
 resource.RegisterKind(GceVirtualMachine.KIND, GceVirtualMachine.FromRecord)

@@ -11,7 +11,7 @@ machine type named by --local_priced_as and says so in the metadata.
 
 import os
 import uuid
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Annotated, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
@@ -84,37 +84,31 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     metadata['cpu_set'] = ','.join(map(str, self.cpu_set or [])) or 'unpinned'
     return metadata
 
-  @classmethod
-  def FromRecord(cls, entry, record=None) -> 'LocalVirtualMachine':
-    data = entry['data']
-    what = f'{cls.KIND} {entry["name"]}'
-    if record is None:
-      raise record_checks.RecordRefused(f'{what}: no run record; left alone')
+  class Fields(record_checks.Fields):
     # Only a directory inside this run's scratch root is ever removed.
-    scratch_dir = record_checks.LocalPathInside(
-        data.get('scratch_dir'), [RunScratchRoot(record.run_uri)], what)
+    scratch_dir: Annotated[str, record_checks.WithRecord(
+        lambda path, record: record_checks.LocalPathInside(
+            path, [RunScratchRoot(record.run_uri)]))]
+    group: str = ''
+    machine_type: str = 'local'
+    num_cpus: Optional[int] = None
+    memory_mib: Optional[int] = None
+    cpu_set: record_checks.Cores = None
+
+  @classmethod
+  def FromRecord(cls, entry, record) -> 'LocalVirtualMachine':
+    fields = record_checks.Parse(cls.Fields, entry, record)
     try:  # A directory someone else made or can write to is not the run's.
-      for path in (os.path.dirname(scratch_dir), scratch_dir):
+      for path in (os.path.dirname(fields.scratch_dir), fields.scratch_dir):
         own_dirs.CheckOwnDirIfExists(path)
     except own_dirs.NotOwnDir as e:
-      raise record_checks.RecordRefused(f'{what}: {e}') from None
-    num_cpus = record_checks.Field(data, 'num_cpus', int, what,
-                                   required=False)
-    spec = virtual_machine.VmSpec(
-        cloud=CLOUD, num_cpus=num_cpus, machine_type=record_checks.Field(
-            data, 'machine_type', str, what, required=False) or 'local')
-    vm = cls(spec, entry['name'], record_checks.Field(
-        data, 'group', str, what, required=False) or '')
-    vm.scratch_dir = scratch_dir
-    vm.memory_mib = record_checks.Field(data, 'memory_mib', int, what,
-                                        required=False)
-    cpu_set = record_checks.Field(data, 'cpu_set', list, what, required=False)
-    if cpu_set and not all(isinstance(c, int) and not isinstance(c, bool)
-                           and 0 <= c < 4096 for c in cpu_set):
-      raise record_checks.RecordRefused(f'{what}: cpu_set {cpu_set!r} is not '
-                                        'a list of cores; left alone')
-    vm.cpu_set = cpu_set
-    vm.created = True
+      raise record_checks.RecordRefused(
+          f'{cls.KIND} {entry["name"]}: {e}') from None
+    vm = cls(virtual_machine.VmSpec(cloud=CLOUD, num_cpus=fields.num_cpus,
+                                    machine_type=fields.machine_type),
+             entry['name'], fields.group)
+    vm.scratch_dir, vm.memory_mib = fields.scratch_dir, fields.memory_mib
+    vm.cpu_set, vm.created = fields.cpu_set, True
     return vm
 
 
