@@ -78,7 +78,7 @@ def KillScript(scratch_dir: str, mark: str) -> str:
 def _RunsMark(mark: str, record) -> str:
   if not (_MARK.fullmatch(mark) and mark.startswith(f'{record.run_uri}-')):
     raise record_checks.RecordRefused(
-        f'mark {mark!r} is not one of run {record.run_uri}')
+        f'{mark!r} is not one of run {record.run_uri}')
   return mark
 
 

@@ -14,7 +14,7 @@ import os
 import posixpath
 import re
 from typing import (Annotated, Any, Callable, Dict, Iterable, List,
-                    Optional, Type, TypeVar)
+                    Optional, Type)
 
 import pydantic
 
@@ -26,11 +26,8 @@ REMOTE_SCRATCH_ROOT = '/tmp'
 
 
 class RecordRefused(errors.ResourceError, ValueError):
-  """An entry of the run record failed a check; it is left alone.
-
-  A ValueError too, so a field validator that raises it is reported by
-  pydantic with the field's name.
-  """
+  """An entry failed a check and is left alone (a ValueError too, so that
+  pydantic reports it from a field validator with the field's name)."""
 
 
 class Fields(pydantic.BaseModel):
@@ -47,10 +44,7 @@ class Fields(pydantic.BaseModel):
     return data
 
 
-F = TypeVar('F', bound=Fields)
-
-
-def Parse(model: Type[F], entry: Dict[str, Any], record) -> F:
+def Parse(model: Type[Fields], entry: Dict[str, Any], record) -> Any:
   """entry's data as `model`, or RecordRefused naming each bad field."""
   try:
     return model.model_validate(entry['data'], context={'record': record})
@@ -67,8 +61,10 @@ def Problems(error: pydantic.ValidationError, shown: int = 3) -> str:
                     for p in problem['loc']).lstrip('.') or 'it'
     if problem['type'] == 'missing':
       lines.append(f'{where} is missing')
+    elif problem['type'] == 'extra_forbidden':
+      lines.append(f'{where} is unknown')
     elif problem['type'] == 'value_error':  # Our checks name the value.
-      lines.append(f'{where}: {problem["msg"].split(", ", 1)[-1]}')
+      lines.append(f'{where} {problem["msg"].split(", ", 1)[-1]}')
     else:
       message = re.sub(r' or instance of \w+', '', problem['msg'])
       lines.append(f'{where} {repr(problem["input"])[:80]}: '

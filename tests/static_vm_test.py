@@ -63,16 +63,16 @@ def test_bad_files_give_one_line_errors(tmp_path, keyfile):
   assert 'must be a non-empty list' in _Error(_Write(tmp_path, '[]'))
   assert 'must be an object' in _Error(_Write(tmp_path, '["10.0.0.1"]'))
   message = _Error(_Write(tmp_path, [{'ip_address': '10.0.0.1'}]))
-  assert 'entry 0 lacks user_name, keyfile_path' in message
+  assert 'entry 0: user_name is missing; keyfile_path is missing' in message
   message = _Error(_Write(tmp_path, {'servers': [_Machine(keyfile),
                                                  {'ip_address': 'x'}]}))
-  assert '"servers" entry 1 lacks user_name' in message
+  assert '"servers" entry 1: user_name is missing' in message
   message = _Error(_Write(tmp_path, [_Machine(keyfile, password='x')]))
-  assert 'unknown key(s) password' in message
+  assert 'entry 0: password is unknown' in message
   message = _Error(_Write(tmp_path, [_Machine(keyfile, ssh_port='ssh')]))
-  assert 'ssh_port must be a number' in message
+  assert "ssh_port 'ssh': input should be a valid integer" in message
   message = _Error(_Write(tmp_path, [_Machine(keyfile, zone=3)]))
-  assert 'zone must be text' in message
+  assert 'zone 3: input should be a valid string' in message
 
 
 def test_keyfile_must_exist_and_be_private(tmp_path, keyfile):

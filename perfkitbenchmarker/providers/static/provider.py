@@ -30,38 +30,58 @@ stays live in the run record: teardown says so, exits non-zero and tries
 again the next time.
 """
 
-import dataclasses
 import json
 import logging
 import os
 import stat
-from typing import Any, Dict, List, Sequence, Union
+from typing import Annotated, Any, Dict, List, Optional, Sequence, Union
+
+import pydantic
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 
 CLOUD = 'Static'
-REQUIRED_KEYS = ('ip_address', 'user_name', 'keyfile_path')
-OPTIONAL_KEYS = ('internal_ip', 'ssh_port', 'os_type', 'zone', 'machine_type')
 # Keys PKB's format allows that mean nothing here.
 IGNORED_PKB_KEYS = ('install_packages', 'disk_specs', 'local_disks',
                     'scratch_disk_mountpoints')
 SSH_TIMEOUT_S = 30
 
 
-@dataclasses.dataclass(frozen=True)
-class StaticMachine:
-  """One machine of the file, validated."""
-  ip_address: str
-  user_name: str
-  keyfile_path: str
-  internal_ip: str = ''
-  ssh_port: int = 22
-  os_type: str = ''
-  zone: str = ''
-  machine_type: str = ''
+def _Label(value: str) -> str:
+  if not value.isprintable():
+    raise ValueError(f'{value!r} is not printable text (no control '
+                     'characters)')
+  return value
+
+
+Label = Annotated[str, pydantic.AfterValidator(_Label)]
+
+
+class StaticMachine(record_checks.Fields):
+  """One machine of the file, validated; its SSH fields by the rules the run
+  record is read back with (ssh_vm.User, Host, Keyfile), so a machine is
+  refused here, before anything is recorded, never left in a record that
+  teardown then refuses."""
+
+  model_config = pydantic.ConfigDict(extra='forbid')
+  ip_address: ssh_vm.Host
+  user_name: ssh_vm.User
+  keyfile_path: str  # Its file checked, then made absolute: _CheckKeyfile.
+  internal_ip: Optional[ssh_vm.Host] = None  # What clients use to reach it.
+  ssh_port: Annotated[record_checks.Port, pydantic.BeforeValidator(
+      lambda port: int(port) if isinstance(port, str) and port.isdigit()
+      else port)] = 22
+  os_type: Label = ''
+  zone: Label = ''
+  machine_type: Label = ''
+
+
+_KEYS = ('every machine has ip_address, user_name and keyfile_path, and may '
+         'have internal_ip, ssh_port, os_type, zone and machine_type')
 
 
 def _Fail(path: str, message: str) -> errors.UsageError:
@@ -87,52 +107,24 @@ def _CheckKeyfile(path: str, where: str, keyfile: str) -> str:
 
 def _ParseMachine(path: str, where: str, item: Any) -> StaticMachine:
   if not isinstance(item, dict):
-    raise _Fail(path, f'{where} must be an object with ip_address, user_name '
-                'and keyfile_path.')
-  missing = [k for k in REQUIRED_KEYS if not item.get(k)]
-  if missing:
-    raise _Fail(path, f'{where} lacks {", ".join(missing)}; every machine '
-                f'needs {", ".join(REQUIRED_KEYS)}.')
-  unknown = set(item) - set(REQUIRED_KEYS + OPTIONAL_KEYS + IGNORED_PKB_KEYS)
-  if unknown:
-    raise _Fail(path, f'{where} has unknown key(s) '
-                f'{", ".join(sorted(unknown))}; allowed: '
-                f'{", ".join(REQUIRED_KEYS + OPTIONAL_KEYS)}.')
+    raise _Fail(path, f'{where} must be an object; {_KEYS}.')
   ignored = sorted(set(item) & set(IGNORED_PKB_KEYS))
   if ignored:
     logging.warning('%s: ignoring %s in %s', path, ', '.join(ignored), where)
-  port = item.get('ssh_port', 22)
-  if isinstance(port, str) and port.isdigit():
-    port = int(port)
-  if not isinstance(port, int) or isinstance(port, bool) or not (
-      0 < port < 65536):
-    raise _Fail(path, f'{where}: ssh_port must be a number 1-65535, not '
-                f'{port!r}.')
-  text = {k: item.get(k) for k in REQUIRED_KEYS + OPTIONAL_KEYS
-          if k != 'ssh_port'}
-  bad = [k for k, v in text.items() if v is not None and not isinstance(v, str)]
-  if bad:
-    raise _Fail(path, f'{where}: {", ".join(bad)} must be text.')
-  machine = StaticMachine(
-      ip_address=item['ip_address'], user_name=item['user_name'],
-      keyfile_path=_CheckKeyfile(path, where, item['keyfile_path']),
-      internal_ip=item.get('internal_ip') or item['ip_address'],
-      ssh_port=port, os_type=item.get('os_type') or '',
-      zone=item.get('zone') or '', machine_type=item.get('machine_type') or '')
-  # The rule teardown reads the run record with (ssh_vm.FieldProblem): a
-  # machine is refused here, before anything is recorded, never left in a
-  # record that teardown then refuses.
-  for key, kind in (('user_name', 'user'), ('ip_address', 'host'),
-                    ('internal_ip', 'host'), ('keyfile_path', 'keyfile')):
-    problem = ssh_vm.FieldProblem(kind, getattr(machine, key))
-    if problem:
-      raise _Fail(path, f'{where}: {key} {problem}.')
-  labels = [k for k in ('os_type', 'zone', 'machine_type')
-            if not getattr(machine, k).isprintable()]
-  if labels:
-    raise _Fail(path, f'{where}: {", ".join(labels)} must be printable '
-                'text (no control characters).')
-  return machine
+  try:
+    machine = StaticMachine.model_validate(
+        {k: v for k, v in item.items() if k not in IGNORED_PKB_KEYS})
+  except pydantic.ValidationError as e:
+    keys = any(p['type'] in ('missing', 'extra_forbidden') for p in e.errors())
+    raise _Fail(path, f'{where}: {record_checks.Problems(e)}'
+                f'{f" ({_KEYS})" if keys else ""}.') from None
+  keyfile = _CheckKeyfile(path, where, machine.keyfile_path)
+  problem = ssh_vm.FieldProblem('keyfile', keyfile)
+  if problem:
+    raise _Fail(path, f'{where}: keyfile_path {problem}.')
+  return machine.model_copy(update={
+      'keyfile_path': keyfile,
+      'internal_ip': machine.internal_ip or machine.ip_address})
 
 
 def LoadStaticVmFile(path: str) -> Union[List[StaticMachine],
