@@ -4,6 +4,8 @@
 message must name the problem and what to do about it.
 """
 
+import re
+
 
 class Error(Exception):
   """Base class for errors that are reported as a single line."""
@@ -44,3 +46,24 @@ class RunInterrupted(BaseException):
 
 class ResourceError(Error):
   """Creating or deleting a (cloud) resource failed."""
+
+
+def Problems(error, shown: int = 3) -> str:
+  """The first `shown` problems of a pydantic ValidationError (input read
+  through a model), each with its field's path, for a one-line message."""
+  lines = []
+  for problem in error.errors()[:shown]:
+    where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}'
+                    for p in problem['loc']).lstrip('.') or 'it'
+    if problem['type'] == 'missing':
+      lines.append(f'{where} is missing')
+    elif problem['type'] == 'extra_forbidden':
+      lines.append(f'{where} is unknown')
+    elif problem['type'] == 'value_error':  # Our checks name the value.
+      lines.append(f'{where} {problem["msg"].split(", ", 1)[-1].strip()}')
+    else:
+      message = re.sub(r' or instance of \w+', '', problem['msg'])
+      lines.append(f'{where} {repr(problem["input"])[:80]}: '
+                   f'{message[0].lower()}{message[1:]}')
+  more = error.error_count() - len(lines)
+  return '; '.join(lines) + (f' (and {more} more)' if more > 0 else '')

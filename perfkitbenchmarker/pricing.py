@@ -27,8 +27,10 @@ import difflib
 import math
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import (Annotated, Any, Dict, Iterable, List, Optional, Sequence,
+                    Tuple)
 
+import pydantic
 import yaml
 
 from perfkitbenchmarker import errors
@@ -62,12 +64,6 @@ MIN_USD_PER_HOUR = 0.0001
 MAX_USD_PER_HOUR = 1000.0
 # The catalog is about 0.3 MB (1,100 rows); every pkb.py start reads it.
 MAX_CATALOG_BYTES = 8 * 1024 * 1024
-_MAX_VCPUS = 4096
-_MAX_MEMORY_GIB = 65536.0
-_ROW_KEYS = frozenset(('cloud', 'region', 'machine_type', 'vcpus',
-                       'memory_gib', 'source', 'date')) | frozenset(
-                           BASES.values())
-_KEY_TEXT = re.compile(r'[A-Za-z0-9][A-Za-z0-9._\-]{0,99}')
 _FAST_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
 
@@ -189,9 +185,12 @@ def ValidPrice(value: Any, what: str) -> float:
   """
   if isinstance(value, bool) or not isinstance(value, (int, float)):
     raise ValueError(f'{what} is {str(value)[:40]!r}, not a number')
-  number = float(value)
+  try:
+    number = float(value)
+  except OverflowError:  # An integer of 400 digits.
+    number = math.inf
   if not math.isfinite(number):
-    raise ValueError(f'{what} is {value}, not a finite number')
+    raise ValueError(f'{what} is {str(value)[:40]}, not a finite number')
   if not MIN_USD_PER_HOUR <= number <= MAX_USD_PER_HOUR:
     raise ValueError(
         f'{what} is {number:g}, outside ${MIN_USD_PER_HOUR:g} to '
@@ -203,19 +202,55 @@ def ValidDate(value: Any, what: str,
               today: Optional[datetime.date] = None) -> str:
   """An ISO date (YYYY-MM-DD) not after tomorrow, as text; ValueError
   otherwise (a price without a real date cannot be reviewed)."""
-  if isinstance(value, datetime.datetime):
-    value = value.date()
-  if isinstance(value, datetime.date):
-    date = value
-  else:
-    try:
-      date = datetime.date.fromisoformat(str(value))
-    except ValueError:
-      raise ValueError(f'{what} is {str(value)[:40]!r}, not a date '
-                       '(YYYY-MM-DD)') from None
+  if isinstance(value, datetime.date):  # YAML reads an unquoted date so.
+    value = value.isoformat()
+  try:
+    date = datetime.date.fromisoformat(str(value))
+  except ValueError:
+    raise ValueError(f'{what} is {str(value)[:40]!r}, not a date '
+                     '(YYYY-MM-DD)') from None
   if date > (today or datetime.date.today()) + datetime.timedelta(days=1):
     raise ValueError(f'{what} {date.isoformat()} is in the future')
   return date.isoformat()
+
+
+# Catalog fields: checked as --machine_price is (the field names them).
+_Price = Optional[Annotated[Any, pydantic.AfterValidator(
+    lambda value: ValidPrice(value, ''))]]
+_Date = Annotated[Any, pydantic.AfterValidator(
+    lambda value, info: ValidDate(value, '', info.context['today']))]
+_Name = Annotated[str, pydantic.Field(
+    pattern=r'^[A-Za-z0-9][A-Za-z0-9._\-]{0,99}$')]
+
+
+class _Model(pydantic.BaseModel):
+  model_config = pydantic.ConfigDict(strict=True, extra='forbid')
+
+
+class _Source(_Model):
+  model_config = pydantic.ConfigDict(extra='ignore')  # A reference, say.
+  description: Annotated[str, pydantic.Field(pattern=r'\S')]
+  date: _Date = pydantic.Field(None, validate_default=True)
+
+
+class _Row(_Model):
+  cloud: _Name
+  region: _Name
+  machine_type: _Name
+  vcpus: Annotated[int, pydantic.Field(ge=1, le=4096)]
+  memory_gib: Annotated[float, pydantic.Field(gt=0, le=65536)]
+  source: str
+  date: Optional[_Date] = None  # The source's, when not given.
+  usd_per_hour: _Price = None
+  usd_per_hour_spot: _Price = None
+  usd_per_hour_cud_1y: _Price = None
+  usd_per_hour_cud_3y: _Price = None
+
+
+class _Catalog(_Model):
+  format_version: int
+  sources: Annotated[Dict[str, _Source], pydantic.Field(min_length=1)]
+  prices: Annotated[List[_Row], pydantic.Field(min_length=1)]
 
 
 class CatalogError(errors.ConfigError):
@@ -227,76 +262,6 @@ class CatalogError(errors.ConfigError):
         'scripts/refresh_prices.py.')
 
 
-def _Text(row: Dict[str, Any], key: str, where: str) -> str:
-  value = row.get(key)
-  if not isinstance(value, str) or not _KEY_TEXT.fullmatch(value):
-    raise ValueError(f'{where}: {key} is {str(value)[:40]!r}, not a name '
-                     '(letters, digits, ".", "-", "_")')
-  return value
-
-
-def _Row(row: Any, index: int, sources: Dict[str, Dict[str, str]],
-         today: datetime.date) -> 'CatalogRow':
-  """One validated catalog row (ValueError saying what is wrong)."""
-  where = f'prices[{index}]'
-  if not isinstance(row, dict):
-    raise ValueError(f'{where} is not a mapping')
-  where = (f'prices[{index}] ({row.get("cloud")} {row.get("region")} '
-           f'{row.get("machine_type")})')
-  unknown = sorted(str(k) for k in set(row) - _ROW_KEYS)
-  if unknown:
-    raise ValueError(f'{where}: unknown key(s) {", ".join(unknown)}')
-  cloud, region, machine_type = (_Text(row, k, where) for k in
-                                 ('cloud', 'region', 'machine_type'))
-  vcpus = row.get('vcpus')
-  if (isinstance(vcpus, bool) or not isinstance(vcpus, int) or
-      not 1 <= vcpus <= _MAX_VCPUS):
-    raise ValueError(f'{where}: vcpus is {str(vcpus)[:40]!r}, not an '
-                     f'integer from 1 to {_MAX_VCPUS}')
-  memory = row.get('memory_gib')
-  if (isinstance(memory, bool) or not isinstance(memory, (int, float)) or
-      not 0 < memory <= _MAX_MEMORY_GIB):
-    raise ValueError(f'{where}: memory_gib is {str(memory)[:40]!r}, not a '
-                     f'number of GiB above 0 and at most {_MAX_MEMORY_GIB:g}')
-  source = row.get('source')
-  if source is None:
-    raise ValueError(f'{where}: no source (every price names one of the '
-                     'sources: listed above the prices)')
-  if not isinstance(source, str) or source not in sources:
-    raise ValueError(f'{where}: source is {str(source)[:60]!r}, not one of '
-                     'the sources: listed above the prices')
-  date = ValidDate(row['date'] if row.get('date') is not None else
-                   sources[source]['date'], f'{where}: date', today)
-  prices = tuple(
-      (basis, None if row.get(column) is None else
-       ValidPrice(row[column], f'{where}: {column}'))
-      for basis, column in BASES.items())
-  if all(usd is None for _, usd in prices):
-    raise ValueError(f'{where}: no price (give {", ".join(BASES.values())})')
-  return CatalogRow(cloud=cloud, region=region, machine_type=machine_type,
-                    vcpus=vcpus, memory_gib=float(memory), prices=prices,
-                    source=sources[source]['description'], source_date=date)
-
-
-def _Sources(data: Dict[str, Any],
-             today: datetime.date) -> Dict[str, Dict[str, str]]:
-  sources = data.get('sources')
-  if not isinstance(sources, dict) or not sources:
-    raise ValueError('no sources: mapping (every price names its source)')
-  checked = {}
-  for key, source in sources.items():
-    where = f'sources.{key}'
-    if not isinstance(source, dict):
-      raise ValueError(f'{where} is not a mapping')
-    description = source.get('description')
-    if not isinstance(description, str) or not description.strip():
-      raise ValueError(f'{where} has no description')
-    checked[str(key)] = {
-        'description': description,
-        'date': ValidDate(source.get('date'), f'{where}.date', today)}
-  return checked
-
-
 def CatalogRows(data: Any, today: Optional[datetime.date] = None
                 ) -> List['CatalogRow']:
   """The rows of a catalog as YAML reads it, every one validated.
@@ -304,7 +269,6 @@ def CatalogRows(data: Any, today: Optional[datetime.date] = None
   Raises:
     ValueError: what is wrong, and where (one line).
   """
-  today = today or datetime.date.today()
   if not isinstance(data, dict):
     raise ValueError('not a mapping of format_version, sources and prices')
   version = data.get('format_version')
@@ -312,18 +276,37 @@ def CatalogRows(data: Any, today: Optional[datetime.date] = None
     raise ValueError(
         f'format_version {str(version)[:20]!r} is not one this pkb reads '
         f'({", ".join(map(str, FORMAT_VERSIONS))})')
-  sources = _Sources(data, today)
-  prices = data.get('prices')
-  if not isinstance(prices, list) or not prices:
-    raise ValueError('no prices: list')
+  try:
+    catalog = _Catalog.model_validate(
+        data, context={'today': today or datetime.date.today()})
+  except pydantic.ValidationError as e:
+    where = e.errors()[0]['loc']  # A row is found by its name, not index.
+    row = data['prices'][where[1]] if where[:1] == ('prices',) and len(
+        where) > 1 else None
+    raise ValueError(errors.Problems(e) + (
+        f' ({row.get("cloud")} {row.get("region")} {row.get("machine_type")})'
+        if isinstance(row, dict) else '')) from None
   rows, seen = [], set()
-  for index, row in enumerate(prices):
-    checked = _Row(row, index, sources, today)
-    key = (checked.cloud, checked.region, checked.machine_type)
+  for index, row in enumerate(catalog.prices):
+    where = (f'prices[{index}] ({row.cloud} {row.region} '
+             f'{row.machine_type})')
+    source = catalog.sources.get(row.source)
+    if source is None:
+      raise ValueError(f'{where}: source is {row.source[:60]!r}, not one of '
+                       'the sources: listed above the prices')
+    prices = tuple((basis, getattr(row, column))
+                   for basis, column in BASES.items())
+    if all(usd is None for _, usd in prices):
+      raise ValueError(f'{where}: no price (give {", ".join(BASES.values())})')
+    key = (row.cloud, row.region, row.machine_type)
     if key in seen:
       raise ValueError(f'prices[{index}]: a second row for {" ".join(key)}')
     seen.add(key)
-    rows.append(checked)
+    rows.append(CatalogRow(
+        cloud=row.cloud, region=row.region, machine_type=row.machine_type,
+        vcpus=row.vcpus, memory_gib=row.memory_gib,
+        prices=prices,
+        source=source.description, source_date=row.date or source.date))
   return rows
 
 

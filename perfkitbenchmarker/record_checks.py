@@ -12,7 +12,6 @@ scratch tree on a VM (where nothing can be resolved).
 
 import os
 import posixpath
-import re
 from typing import (Annotated, Any, Callable, Dict, Iterable, List,
                     Optional, Type)
 
@@ -50,27 +49,7 @@ def Parse(model: Type[Fields], entry: Dict[str, Any], record) -> Any:
     return model.model_validate(entry['data'], context={'record': record})
   except pydantic.ValidationError as e:
     raise RecordRefused(f'{entry["kind"]} {entry["name"]}: '
-                        f'{Problems(e)}; left alone') from None
-
-
-def Problems(error: pydantic.ValidationError, shown: int = 3) -> str:
-  """The first `shown` problems, each with its field's path, on one line."""
-  lines = []
-  for problem in error.errors()[:shown]:
-    where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}'
-                    for p in problem['loc']).lstrip('.') or 'it'
-    if problem['type'] == 'missing':
-      lines.append(f'{where} is missing')
-    elif problem['type'] == 'extra_forbidden':
-      lines.append(f'{where} is unknown')
-    elif problem['type'] == 'value_error':  # Our checks name the value.
-      lines.append(f'{where} {problem["msg"].split(", ", 1)[-1]}')
-    else:
-      message = re.sub(r' or instance of \w+', '', problem['msg'])
-      lines.append(f'{where} {repr(problem["input"])[:80]}: '
-                   f'{message[0].lower()}{message[1:]}')
-  more = error.error_count() - len(lines)
-  return '; '.join(lines) + (f' (and {more} more)' if more > 0 else '')
+                        f'{errors.Problems(e)}; left alone') from None
 
 
 def WithRecord(check: Callable[[Any, Any], Any]) -> pydantic.AfterValidator:

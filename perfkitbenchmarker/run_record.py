@@ -281,7 +281,7 @@ def _Problem(data: Any, run_uri: Optional[str]) -> Optional[str]:
   try:
     _File.model_validate(data)
   except pydantic.ValidationError as e:
-    return record_checks.Problems(e)
+    return errors.Problems(e)
   if run_uri is not None and data['run_uri'] != run_uri:
     return f'it is the record of run {data["run_uri"]!r}, not of {run_uri}'
   return None

@@ -53,7 +53,8 @@ def _Write(tmp_path, case):
   texts = {
       'bad_yaml': (_Catalog(sources='sources: {s1: [\n'), 'invalid YAML'),
       'no_source': (_Catalog(row=_ROW.replace(' source: s1,', '') % '0.08'),
-                    'no source'),
+                    'prices[0].source is missing (GCP us-central1 '
+                    'n2d-standard-2)'),
       'unknown_source': (_Catalog(row=_ROW.replace('s1,', 's2,') % '0.08'),
                          "source is 's2'"),
       'text_price': (_Catalog('abc'), "usd_per_hour is 'abc', not a number"),
@@ -75,7 +76,7 @@ def _Write(tmp_path, case):
       'bad_date': (_Catalog(row=_ROW.replace('2026-07-20', 'last week') %
                             '0.08'), "'last week', not a date"),
       'typo_key': (_Catalog(row=_ROW.replace('usd_per_hour', 'usd_per_hr') %
-                            '0.08'), 'unknown key(s) usd_per_hr'),
+                            '0.08'), 'prices[0].usd_per_hr is unknown'),
       'not_a_mapping': ('- just\n- a list\n', 'not a mapping'),
       'duplicate': (_Catalog() + _ROW % '0.09', 'a second row'),
   }

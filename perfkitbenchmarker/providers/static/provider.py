@@ -116,7 +116,7 @@ def _ParseMachine(path: str, where: str, item: Any) -> StaticMachine:
         {k: v for k, v in item.items() if k not in IGNORED_PKB_KEYS})
   except pydantic.ValidationError as e:
     keys = any(p['type'] in ('missing', 'extra_forbidden') for p in e.errors())
-    raise _Fail(path, f'{where}: {record_checks.Problems(e)}'
+    raise _Fail(path, f'{where}: {errors.Problems(e)}'
                 f'{f" ({_KEYS})" if keys else ""}.') from None
   keyfile = _CheckKeyfile(path, where, machine.keyfile_path)
   problem = ssh_vm.FieldProblem('keyfile', keyfile)
