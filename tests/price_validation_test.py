@@ -64,6 +64,8 @@ def _Write(tmp_path, case):
       'inf': (_Catalog('.inf'), 'not a finite number'),
       'huge': (_Catalog('1.0e+308'), 'outside'),
       'huge_text': (_Catalog('1e308'), "'1e308', not a number"),
+      # Read as an integer too large for a float (once an OverflowError).
+      'huge_int': (_Catalog('1' + '0' * 400), 'not a finite number'),
       'zero': (_Catalog('0'), 'usd_per_hour is 0, outside'),
       'tiny': (_Catalog('0.00000000001'), 'outside'),
       'format_3': (_Catalog(head='format_version: 3\n'),
@@ -106,7 +108,8 @@ def _Write(tmp_path, case):
 
 
 _CASES = ['bad_yaml', 'no_source', 'unknown_source', 'text_price', 'nan',
-          'nan_word', 'negative', 'inf', 'huge', 'huge_text', 'zero', 'tiny', 'format_3',
+          'nan_word', 'negative', 'inf', 'huge', 'huge_text', 'huge_int',
+          'zero', 'tiny', 'format_3',
           'no_version', 'no_date', 'bad_date', 'typo_key', 'not_a_mapping',
           'duplicate', 'missing', 'not_utf8', 'dev_zero', 'fifo', 'huge_file']
 
