@@ -4,7 +4,8 @@ A resource has `_Create`, `_Exists`, `_Delete` and optionally `_IsReady`;
 `Create()` and `Delete()` wrap them once with recording, retries and waiting,
 so teardown can always walk the run record. Extension seam: a provider
 subclasses `BaseResource` for each kind of cloud object and registers a
-`FromRecord` constructor with `RegisterKind`, so a later
+`FromRecord` constructor with `RegisterKind`, which reads the entry's data
+through the kind's `Fields` model (record_checks), so a later
 `--run_stage=teardown` can rebuild and delete it from the record alone.
 
 Teardown goes in waves: the record's live resources, newest first, split

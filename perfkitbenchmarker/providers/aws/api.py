@@ -4,9 +4,10 @@ Extension seam: a new kind of EC2 object subclasses `AwsResource`, creates
 itself with its tags in the create call (naming.TagSpecifications), calls
 `Remember(id=...)` as soon as EC2 returns an id (so the run record holds it
 even if the next call fails), and in `_Delete` finds the object by that id or
-else by its tags (`FindByTags`), treating "not found" as done. It registers a
-`FromRecord` factory that rebuilds it from the record entry alone, with
-clients from `DEFAULT_CLIENTS`.
+else by its tags (`FindByTags`), treating "not found" as done. It registers
+`FromRecord`, which rebuilds it from the record entry alone (with clients
+from `DEFAULT_CLIENTS`); what else it records it declares in `Fields` and
+takes back in `Restore`.
 
 Clients are injected: every resource takes an `AwsClients` (tests pass
 moto-backed or failure-injecting clients); only record-rebuilt resources use

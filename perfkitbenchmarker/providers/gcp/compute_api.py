@@ -5,7 +5,8 @@ call and a get call, each returning a long-running Operation that is waited
 on through the zone, region or global operations service before the resource
 counts as created or deleted. Extension seam: a new kind of Compute object
 subclasses `GceResource`, implements `_InsertCall`, `_GetCall` and
-`_DeleteCall`, and registers `FromRecord` with `resource.RegisterKind`.
+`_DeleteCall`, declares what else its constructor takes from the record in
+`Fields`, and registers `FromRecord` with `resource.RegisterKind`.
 
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
