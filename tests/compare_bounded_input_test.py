@@ -295,3 +295,14 @@ def test_a_results_file_growing_while_read_is_read_to_its_size_at_open(
     f.write(json.dumps(_Rows()[0]) + '\n')
   assert 1 + len(list(rows)) == len(_Rows())
   assert first['fixed']['metric']
+
+
+@pytest.mark.parametrize('flag', [
+    '--max_pvalue=nan', '--max_pvalue=2', '--night_hours=inf',
+    '--night_hours=0', '--matrix_gap_minutes=nan', '--noise_multiple=-1',
+    '--min_change_pct=1e9', '--recent_nights=0', '--recent_nights=1000000'])
+def test_a_number_flag_out_of_range_is_refused_in_one_line(compare, capsys,
+                                                           flag):
+  code, out, err = _Compare(compare, capsys, HISTORY, flag)
+  _OneLine(code, err)
+  assert flag.split('=')[0] in err and out == ''

@@ -31,6 +31,7 @@ from typing import List, Optional
 from absl import flags
 import pandas as pd
 
+from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import paths as paths_lib
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import changepoints
@@ -76,24 +77,28 @@ flags.DEFINE_string('bq_project', None, 'Project the BigQuery client bills.',
 flags.DEFINE_string('bq_api_endpoint', None, 'BigQuery API endpoint, as '
                     'pkb\'s flag: e.g. http://127.0.0.1:9050 for a local fake '
                     '(called without credentials).', flag_values=FLAGS)
-flags.DEFINE_float('night_hours', 24.0, 'Width of a night in hours, UTC '
-                   'aligned (24: one UTC date).', lower_bound=0.01,
-                   flag_values=FLAGS)
-flags.DEFINE_float('matrix_gap_minutes', 60.0, 'A run starting within this '
-                   'many minutes of the previous run\'s end shares its night.',
-                   lower_bound=0.0, flag_values=FLAGS)
-flags.DEFINE_float('max_pvalue', 1e-4, 'Change points need a p-value below '
-                   'this.', lower_bound=0.0, upper_bound=1.0,
-                   flag_values=FLAGS)
-flags.DEFINE_float('noise_multiple', 2.0, 'Change points need a step of at '
-                   'least this many times the night-to-night noise.',
-                   lower_bound=0.0, flag_values=FLAGS)
-flags.DEFINE_float('min_change_pct', 0.0, 'Change points need a step of at '
-                   'least this many percent.', lower_bound=0.0,
-                   flag_values=FLAGS)
+# Numbers are bounded and finite on their definitions (flag_types), so a
+# bad one is absl's one-line refusal, exit 2.
+flag_types.DEFINE_float('night_hours', 24.0, 'Width of a night in hours, UTC '
+                        'aligned (24: one UTC date).', lower_bound=0.01,
+                        upper_bound=24 * 366, flag_values=FLAGS)
+flag_types.DEFINE_float('matrix_gap_minutes', 60.0, 'A run starting within '
+                        'this many minutes of the previous run\'s end shares '
+                        'its night.', lower_bound=0.0, upper_bound=7 * 1440,
+                        flag_values=FLAGS)
+flag_types.DEFINE_float('max_pvalue', 1e-4, 'Change points need a p-value '
+                        'below this.', lower_bound=0.0, upper_bound=1.0,
+                        flag_values=FLAGS)
+flag_types.DEFINE_float('noise_multiple', 2.0, 'Change points need a step of '
+                        'at least this many times the night-to-night noise.',
+                        lower_bound=0.0, upper_bound=1000.0,
+                        flag_values=FLAGS)
+flag_types.DEFINE_float('min_change_pct', 0.0, 'Change points need a step of '
+                        'at least this many percent.', lower_bound=0.0,
+                        upper_bound=10000.0, flag_values=FLAGS)
 flags.DEFINE_integer('recent_nights', 7, 'Regressions on this many latest '
                      'nights count for --fail_on_regression.', lower_bound=1,
-                     flag_values=FLAGS)
+                     upper_bound=100000, flag_values=FLAGS)
 
 
 def _Fail(message: str) -> int:
