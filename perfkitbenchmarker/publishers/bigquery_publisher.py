@@ -1,39 +1,20 @@
 """Publishes a run's PKB samples to BigQuery with load jobs, and reads back.
 
-Stable API (other modules rely on these names and signatures):
+`ReadRows(table, client)` gives every row as a PKB JSON line dict (labels
+collapsed), sorted by timestamp then sample_uri: the results-history loader
+reads through it. `PublishFiles` publishes PKB JSON files or result
+directories; `PublishRun` is pkb's end-of-run hook, one line whatever
+happens, never raising for a publishing failure.
 
-  ReadRows(table, client) -> list[dict]
-      Every row of `table` ('project.dataset.table', 'project:dataset.table',
-      or 'dataset.table' in `client.project`) as a dict shaped like one line
-      of perfkitbenchmarker_results.json: metric, value, unit, timestamp
-      (epoch seconds, float), test, product_name, official, owner, run_uri,
-      sample_uri, labels ('|key:value|,...' as sample.FormatLabels);
-      sorted by timestamp, then sample_uri. `client` is a
-      google.cloud.bigquery.Client. The results-history loader uses it.
-
-  PublishFiles(options, paths, run_uri=None, client=None) -> PublishResult
-      Publishes the samples in PKB JSON files or result directories.
-  PublishRun(options, json_path, run_uri, ...) -> bool
-      pkb's end-of-run hook: publishes the run's JSON file and prints one
-      line, whatever happens; never raises for a publishing failure.
-
-What is published is what the run wrote to its JSON file, so every sample
-keeps the sample_uri it was written with. Publishing the same samples twice
-adds nothing: before loading, a query (bounded to the samples' days through
-the partitioning column and to their run_uris) finds the sample_uris already
-in the table and only the others are loaded. The load job's id is derived
-from the table and the rows, so a retried identical load is a 409 Conflict
-that is treated as "already submitted" (its outcome is awaited); when that
-earlier job failed it loaded nothing (load jobs are atomic) and the next id
-in a fixed sequence is used. Rows go in with load jobs (free, atomic), never
-streaming inserts. The table is created when missing (schema, partitioning
-and clustering in bigquery_schema.py and docs/bigquery.md); the dataset must
-exist.
-
-The client is injected (tests point one at a local fake endpoint); every
-call has a retry deadline and a per-request timeout from the options, and a
-client from `MakeClient` reads every answer whole within a time and a size
-limit, none past --bq_timeout_seconds (bounded_http.py).
+Publishing the same samples twice adds nothing: a query bounded to their
+days (the partitioning column) and run_uris finds the sample_uris already
+there. The load job id is derived from table and rows, so a retried load is
+a 409 Conflict whose job is awaited; a failed earlier job loaded nothing
+(load jobs are atomic) and the next id of a fixed sequence is used. Load
+jobs (free, atomic), never streaming inserts; the table is created when
+missing (bigquery_schema.py, docs/bigquery.md), the dataset must exist.
+Every call has a retry deadline and a request timeout, and `MakeClient`'s
+client reads each answer within a time and size limit (bounded_http.py).
 """
 
 import concurrent.futures
@@ -80,7 +61,6 @@ CONNECT_TIMEOUT_S = 10.0
 DEFAULT_ENDPOINT = 'https://bigquery.googleapis.com'
 
 
-
 class PublishError(errors.Error):
   """Publishing failed; the message is one line."""
 
@@ -91,13 +71,9 @@ _PROXY_VARIABLES = ('HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy',
 
 def CheckReachable(endpoint: Optional[str],
                    timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-  """One TCP connection to the endpoint before any API call.
-
-  The client retries a refused or unanswered connection until
-  --bq_timeout_seconds runs out (about 5 minutes by default) with no word
-  of why; an endpoint nobody can reach fails here, in seconds, in one line.
-  Skipped behind a proxy (the client connects to the proxy instead).
-  """
+  """One TCP connection to the endpoint before any API call (skipped behind
+  a proxy): the client would retry an unreachable one silently for
+  --bq_timeout_seconds; this fails in seconds, in one line."""
   if any(os.environ.get(v) for v in _PROXY_VARIABLES):
     return
   url = urllib.parse.urlsplit(endpoint or DEFAULT_ENDPOINT)
@@ -146,14 +122,10 @@ def Describe(error: BaseException) -> str:
 
 
 def MakeClient(options: bigquery_options.BigQueryOptions) -> bigquery.Client:
-  """A client for the options' endpoint and credentials.
-
-  Its HTTP session reads every answer within a time and a size limit
-  (bounded_http.py), and nothing past --bq_timeout_seconds from now: the
-  client's own timeouts bound each socket read only, so an endpoint that
-  trickled a byte a second, or sent an endless body, held a publish for
-  ever (and its memory grew with the body).
-  """
+  """A client for the options' endpoint and credentials whose session reads
+  each answer within a time and size limit and nothing past
+  --bq_timeout_seconds (the client's own timeouts bound each socket read
+  only: a trickling or endless body held a publish for ever)."""
   if vm_util.IsLoopbackEndpoint(options.api_endpoint):
     credentials = auth_credentials.AnonymousCredentials()
   elif options.key_file:
@@ -376,11 +348,8 @@ def PublishRun(options: bigquery_options.BigQueryOptions, json_path: str,
                run_uri: str, out=None, err=None,
                client: Optional[bigquery.Client] = None,
                **publisher_args) -> bool:
-  """pkb's end-of-run hook: one line on `out` (success) or `err` (failure).
-
-  Local files are only read. A failure never changes the run's exit code;
-  the line says how to publish again later.
-  """
+  """pkb's end-of-run hook: one line on `out` or, saying how to publish
+  later, on `err`; a failure never changes the run's exit code."""
   out, err = out or sys.stdout, err or sys.stderr
   if not os.path.exists(json_path):
     print(f'BigQuery: run {run_uri} wrote no samples; nothing to publish.',

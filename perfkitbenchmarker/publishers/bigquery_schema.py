@@ -1,23 +1,11 @@
 """The BigQuery table's columns and the row conversions both ways (pure).
 
-A table row is a PKB sample row (the columns of PKB's results table schema:
-metric, value, unit, timestamp as epoch seconds, test, product_name,
-official, owner, run_uri, sample_uri, labels) plus two columns of ours:
-  * `sample_time` TIMESTAMP, the same instant as `timestamp`; the table is
-    partitioned by DAY on it, so a query bounded in time reads only its days.
-    NULLABLE: upstream PKB's own publisher (`bq load` of its JSON rows) can
-    share the table, and its rows have no such column (they land in the
-    NULL partition);
-  * `metadata` REPEATED RECORD<key STRING, value STRING>, the labels as
-    pairs, so a query filters on a key without parsing the labels string:
-      WHERE EXISTS (SELECT 1 FROM UNNEST(metadata) m
-                    WHERE m.key = 'servers_machine_type'
-                      AND m.value = 't2d-standard-16')
-Values are the text the labels hold (`str(value)`), as in PKB.
-
-Input rows are PKB JSON lines as this harness writes them (labels collapsed
-or, with --nocollapse_labels, a `metadata` object); `ReadResultsFiles` reads
-files or result directories and refuses anything that is not a PKB sample.
+A row is a PKB sample row (PKB's results table columns) plus two of ours:
+`sample_time` TIMESTAMP, the DAY partitioning column (NULLABLE: rows upstream
+PKB's `bq load` adds to a shared table lack it), and `metadata` REPEATED
+RECORD<key, value>, the labels as pairs so a query filters on a key without
+parsing labels (docs/bigquery.md). Values are the labels' text, as in PKB.
+`ReadResultsFiles` refuses anything that is not a PKB sample.
 """
 
 import datetime

@@ -1,13 +1,10 @@
 """CSV in PKB's layout: fixed columns, then every metadata key seen.
 
 Each sample is one row appended under the file's lock (results_file.py), so
-runs sharing a --csv_path each keep every row they wrote, and a run that
-dies keeps every row written so far. The header holds the union of metadata
-keys: a row with a key the header lacks rewrites the file, still under the
-lock, from the rows the file holds at that moment (another run's included),
-with the grown header. Rows already in the file when the publisher starts (an
-earlier stage of the same run, e.g. a resumed `--run_stage=run`) are kept, as
-the JSON file keeps its lines.
+runs sharing a --csv_path each keep their rows, and a dying run keeps what
+it wrote. A row with a key the header lacks rewrites the file, still under
+the lock, from the rows it holds then (another run's and an earlier stage's
+included) under the grown header.
 """
 
 import csv
@@ -44,10 +41,6 @@ class CSVPublisher:
 
   def __init__(self, path: str):
     self.path = path
-    try:
-      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    except OSError as e:
-      raise results_file.WriteFailed(path, e) from None
     self._nofollow = results_file.CheckOwnFile(path)
     if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
       with results_file.Locked(path, self._nofollow) as fd:

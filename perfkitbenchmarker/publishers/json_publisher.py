@@ -5,7 +5,6 @@ sharing a --json_path never interleave or lose lines.
 """
 
 import json
-import os
 from typing import Any, Dict
 
 from perfkitbenchmarker import sample as sample_lib
@@ -18,10 +17,6 @@ class JSONPublisher:
   def __init__(self, path: str, collapse_labels: bool = True):
     self.path = path
     self.collapse_labels = collapse_labels
-    try:
-      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    except OSError as e:
-      raise results_file.WriteFailed(path, e) from None
     self._nofollow = results_file.CheckOwnFile(path)
 
   def Publish(self, row: Dict[str, Any]) -> None:

@@ -1,17 +1,10 @@
 """A results file on disk: whose it is, one writer at a time, whole writes.
 
---json_path and --csv_path may be shared: two runs (a matrix's cells, two
-operators, a nightly job and a by-hand run) can name the same file, and each
-must add its rows without losing the other's. Every change to a results file
-is made under an exclusive `flock` on the file (`Locked`), from what the file
-holds *then*, never from a copy read earlier. A change that replaces the file
-(the CSV's header growing) swaps in a new inode while the old one is locked;
-a writer waiting on the old inode sees that when it gets the lock and takes
-the new one instead, so nobody appends to a file that is gone.
-
-Seam: a new results format opens its file with `Locked` and writes with
-`AppendWhole` (or rewrites it with `Replace`), as json_publisher.py and
-csv_publisher.py do.
+--json_path and --csv_path may be shared by runs (a matrix's cells, a
+nightly job and a by-hand run), so every change is made under an exclusive
+`flock` (`Locked`) from what the file holds then. A change that replaces
+the file (the CSV header growing) swaps inodes while the old one is locked;
+a writer waiting on the old inode takes the new one when it gets the lock.
 """
 
 import contextlib
@@ -32,15 +25,12 @@ def WriteFailed(path: str, error: OSError) -> errors.ResultsFileError:
 
 
 def CheckOwnFile(path: str) -> int:
-  """Refuses a results file another user put there; returns open() flags.
-
-  --json_path and --csv_path may name a file in /tmp, where anyone can put
-  a symlink (or a file) first: a root run would then append to, or read and
-  republish world-readable, whatever it points at. A file (or symlink) of
-  another user is refused in one line; where there is none yet, the file
-  is opened without following a symlink made meanwhile (O_NOFOLLOW).
-  """
+  """Refuses a results file (or symlink) another user put there, e.g. in
+  /tmp for a root run to write through; returns open() flags (O_NOFOLLOW
+  where there is no file yet, against a symlink made meanwhile). Makes the
+  file's directory."""
   try:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     st = os.lstat(path)
   except FileNotFoundError:
     return os.O_NOFOLLOW

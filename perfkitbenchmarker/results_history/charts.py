@@ -1,21 +1,10 @@
-"""Charts of the history views, as PNG bytes ready to embed (base64).
+"""Charts of the history views, as PNG `Chart`s (bytes + alt text).
 
-Each function takes a view (the leaderboard, the probe samples of a night,
-the history points and change points) and returns one `Chart`: PNG bytes
-plus alt text. matplotlib's object API with the Agg canvas is used directly
-(no pyplot state), so charts render without a display and in any order.
-
-Every chart takes `colors` (`CellColors`: one colour per cell, the same in
-every chart of a page) and draws text at 10 pt or more on an 8-inch-wide
-figure, so it stays legible when a narrow screen scales it down. An answer
-that is not confirmed (verdict) is drawn hollow and hatched, never like an
-answer that counts. Tick labels carry the precision their spacing needs
-(`ReadableTicks`), legends sit outside the data, and every label inside its
-frame. Each chart's `...Figure` function returns the matplotlib figure (the
-tests read its artists); the function of the chart's name renders it.
-
-Seam: a new figure is one more function returning a `Chart`; html_page.py
-places it in the page with its one-line note.
+matplotlib's object API on the Agg canvas (no pyplot state): charts render
+without a display and in any order. Text is 10 pt or more on an 8-inch
+figure so a narrow screen can scale it down; an unconfirmed answer is drawn
+hollow and hatched, never like one that counts. `...Figure` functions return
+the figure (tests read its artists); the chart's own name renders it.
 """
 
 import base64
@@ -126,13 +115,8 @@ def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
 
 def PricePerformanceBarsFigure(board: pd.DataFrame,
                                colors: Optional[Dict[str, str]] = None):
-  """Horizontal bars of ops/s per $/hr, best on top, with 95 % error bars.
-
-  A row whose counted runs are not all confirmed (only with
-  --include_unconfirmed) is hatched and hollow, and says so. Each bar's
-  figure and verdict are written after its error bar, and the x axis is
-  made long enough that every label ends inside the frame.
-  """
+  """Bars of ops/s per $/hr, best on top, 95 % error bars, each labelled
+  with its figure and verdict inside the frame; unconfirmed rows hatched."""
   labels = ShortLabels(board.assign(cell=board['machine_type'] + '|' +
                                     board['engine'] + '|' + board['topology'] +
                                     '|' + board['workload']))
@@ -217,17 +201,6 @@ def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
   return wide.dropna(subset=['throughput', 'average_latency'])
 
 
-def _FirstPresent(rows: pd.DataFrame, columns: Sequence[str]):
-  """The first of `columns` the rows have, filled from the next ones."""
-  found = None
-  for column in columns:
-    if column in rows.columns:
-      found = rows[column] if found is None else found.fillna(rows[column])
-  if found is None or rows.empty or found.isna().all():
-    return None
-  return found
-
-
 def AnswerLoads(night_frame: pd.DataFrame) -> pd.DataFrame:
   """run_uri, cell, connections: the load each run's answer was found at."""
   capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
@@ -258,12 +231,10 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
                       colors: Optional[Dict[str, str]] = None):
   """Throughput vs average latency of each cell's probes, cap drawn.
 
-  Every probe is a point (the search tries loads out of order, so a line
-  through them in probe order zig-zags); the probes at each run's answer
-  load are ringed. Each run's own answer is a star: filled black when
-  confirmed; when not, white-filled (it hides the probe dot under it, so it
-  never reads as filled) with a thick dashed-red edge and the word
-  "unconfirmed" beside it. One legend above the panels.
+  Points, not a line (the search tries loads out of order); probes at a
+  run's answer load ringed. A run's answer is a star: black when confirmed,
+  else white-filled (hiding the dot under it) with a dashed red edge and
+  "unconfirmed" beside it.
   """
   from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
   pairs = ProbePairs(night_frame)
@@ -402,17 +373,15 @@ def HistoryFigures(points: pd.DataFrame,
       for change in change_points:
         if change.cell != cell or change.metric != metric:
           continue
-        at = one[one[nights.NIGHT_COLUMN] == change.night]
+        mask = one[nights.NIGHT_COLUMN] == change.night
+        at, value = when[mask], one['value'][mask]
         color = REGRESSION_COLOR if change.regression else IMPROVEMENT_COLOR
-        ax.axvline(at[nights.NIGHT_START_COLUMN].dt.tz_localize(None).iloc[0],
-                   color=color, linestyle=':', linewidth=1)
-        ax.scatter(at[nights.NIGHT_START_COLUMN].dt.tz_localize(None),
-                   at['value'], s=90, facecolors='none', edgecolors=color,
+        ax.axvline(at.iloc[0], color=color, linestyle=':', linewidth=1)
+        ax.scatter(at, value, s=90, facecolors='none', edgecolors=color,
                    linewidths=2, zorder=5)
-        ax.annotate(f'{change.change_pct:+.1f}%',
-                    (at[nights.NIGHT_START_COLUMN].dt.tz_localize(None).iloc[0],
-                     at['value'].iloc[0]), textcoords='offset points',
-                    xytext=(4, 6), fontsize=FONT, color=color)
+        ax.annotate(f'{change.change_pct:+.1f}%', (at.iloc[0], value.iloc[0]),
+                    textcoords='offset points', xytext=(4, 6), fontsize=FONT,
+                    color=color)
     ax.set_title(_Plain(f'{spec.label} ({spec.unit}) per night\ncircles: '
                         'change points (red worse, green better)'),
                  loc='left', fontsize=FONT)

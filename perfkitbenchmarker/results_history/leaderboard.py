@@ -1,34 +1,14 @@
 """The leaderboard of one night: a view of the history frame.
 
-One row per cell (machine type x engine x topology x workload) that has a
-counted run this night, ranked by ops/s per $/hr. Every figure comes from
-the runs' own answers (answers.py): a run counts when its answer's verdict
-is `confirmed`, or always with `include_unconfirmed`.
-
-  capped_ops (+- capped_ops_ci95)   the mean of the counted runs'
-      `latency_capped_throughput` answers (so it lies within them), with
-      the interval of `answers.CellFigure`; `interval_kind` says which:
-      "within-run" (one or two runs: the runs' own repeat intervals),
-      "across runs" (three or more: the t-interval over the runs' answers),
-      or "none"
-  avg_latency_ms, p99_latency_ms    means of the runs' answers' latencies
-  usd_per_hour                      the server VMs' hourly price
-  price_performance (+- ci95)       the same rule over the runs'
-      `price_performance` samples
-  ratio_to_best [ratio_ci_low, ratio_ci_high]   price_performance / best
-      row's, relative half-widths added in quadrature
-  verdict   "best", and for the others "within noise of best" (the ratio's
-            interval reaches 1) or "N % below best" only where the noise is
-            known: both rows' intervals are across runs; otherwise "noise
-            unknown" (say why: the within-run interval leaves out run-to-run
-            variation, which dominates)
-  answer_verdict   "confirmed", or which verdicts its counted runs had (only
-                   with include_unconfirmed)
-  runs, run_answers   how many runs count, and each one's answer
-
-`Unranked` lists the cells of the night with runs but none counted, and
-why. Seam: `Leaderboard` takes the frame and a night label and returns a
-DataFrame; text, Markdown, JSON and HTML renderers read its columns.
+One row per cell with a counted run this night (answers.py: confirmed, or
+any with `include_unconfirmed`), ranked by ops/s per $/hr. Figures and
+intervals are `answers.CellFigure` over the runs' own answers
+(`interval_kind`: within-run, across runs or none). `ratio_to_best` has the
+two rows' relative half-widths added in quadrature; the verdict says "N %
+below best" or "within noise of best" only when both intervals are across
+runs, else "noise unknown" (a within-run interval leaves out run-to-run
+variation, which dominates). `Unranked` lists the night's cells with runs
+but none counted, and why. docs/compare.md describes every column.
 """
 
 import math
@@ -40,10 +20,6 @@ from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import nights
 
-CAPPED = answers_lib.CAPPED
-PRICE_PERFORMANCE = answers_lib.PRICE_PERFORMANCE
-HOURLY_COST = answers_lib.HOURLY_COST
-SERVER_COST_SCOPE = answers_lib.SERVER_COST_SCOPE
 # Every metadata key the leaderboard reads.
 METADATA_KEYS = answers_lib.METADATA_KEYS + (
     'price_basis', 'pricing_model', 'servers_price_source',

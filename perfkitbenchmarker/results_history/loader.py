@@ -1,33 +1,17 @@
 """Loads PKB samples from any source into one typed pandas DataFrame.
 
-Sources:
-  * a directory: searched recursively for `perfkitbenchmarker_results.json`;
-    a `run_record.json` beside a results file adds the run's command line;
-  * a file of PKB JSON lines, with labels collapsed (`|key:value|,...`, the
-    default) or as a `metadata` object (`--nocollapse_labels`);
-  * a BigQuery table, read through
-    `perfkitbenchmarker.publishers.bigquery_publisher.ReadRows(table, client)`
-    (imported only when asked for).
+Sources: a directory (searched for `perfkitbenchmarker_results.json`, with
+the command line from a `run_record.json` beside it), a file of PKB JSON
+lines (labels collapsed or a `metadata` object), or a BigQuery table
+(bigquery_publisher.ReadRows, imported only when asked for). A new source is
+a function returning rows shaped like one PKB JSON line; typed_frame does
+the rest (typing, `meta_` prefixes, `keys`).
 
-Seams: a new source kind is a function returning row dicts shaped like one
-PKB JSON line (`metric, value, unit, timestamp, run_uri, ...` plus `labels`
-or `metadata`); `typed_frame.FrameBuilder` does the rest. Rows are input: anything that is
-not a PKB sample is refused with `LoadError` naming the file and line.
-
-The frame has one row per sample: PKB's fixed fields, `timestamp` as a UTC
-datetime, then one column per metadata key (a key that collides with a fixed
-field gets a `meta_` prefix); `Load(..., keys=...)` keeps only the metadata
-keys a caller reads. Each metadata column is typed as a whole: booleans when
-every value is True/False, numbers when every value parses as one, strings
-otherwise; a number that is not finite (inf, nan) is "not recorded".
-
-Bounded input: only regular files are read (a FIFO or a device is refused,
-never waited on), each to the size it had when opened; files are read line
-by line into typed_frame's chunks
-(never one dict per sample for the whole history); a line
-longer than `MAX_LINE_CHARS` or metadata nested deeper than
-`MAX_METADATA_DEPTH` is refused, as is a sample value that is not a finite
-number.
+Rows are input: anything not a PKB sample is a `LoadError` naming the file
+and line. Bounded: only regular files are read (a FIFO is refused, never
+waited on), each to the size it had when opened, line by line; a line over
+`MAX_LINE_CHARS`, metadata deeper than `MAX_METADATA_DEPTH` or a value that
+is not a finite number is refused.
 """
 
 import importlib
@@ -125,12 +109,8 @@ def _Normalize(row: Dict[str, Any], where: str) -> Dict[str, Any]:
 
 
 def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file, one at a time; LoadError on the rest.
-
-  Only a regular file is read (a FIFO would block compare forever, a device
-  never end), and only as far as it reached when opened: a file another run
-  is still appending to is read to a fixed end.
-  """
+  """Rows of one PKB JSON-lines file, one at a time (read to the size it
+  had when opened: another run may still be appending)."""
   try:
     raw = regular_files.OpenRegular(path)
   except regular_files.NotRegular as e:
@@ -197,11 +177,8 @@ def ReadJsonLines(path: str) -> List[Dict[str, Any]]:
 
 
 def ReadCommandLine(results_path: str) -> Optional[str]:
-  """The command line from the run record beside a results file, if any.
-
-  The record is input too: an unknown format version or a malformed record is
-  ignored (the command line is then "not recorded"), never trusted.
-  """
+  """The command line from the run record beside a results file; None for
+  a missing, malformed or unknown-version record (input, never trusted)."""
   record_path = os.path.join(os.path.dirname(results_path), RUN_RECORD_FILE)
   try:
     record = json.loads(regular_files.ReadRegular(record_path,
@@ -235,16 +212,15 @@ def ReadBigQuery(table: str, project: Optional[str] = None,
                  read_rows: Optional[Callable[..., list]] = None
                 ) -> List[Dict[str, Any]]:
   """Rows of a BigQuery table, through the BigQuery publisher's reader."""
-  if read_rows is None:
+  if read_rows is None or client is None:
     try:
       module = importlib.import_module(BIGQUERY_MODULE)
     except ImportError as e:
       raise LoadError(f'reading BigQuery needs {BIGQUERY_MODULE} ({e})') from None
-    read_rows = module.ReadRows
+    read_rows = read_rows or module.ReadRows
   if client is None:
     try:
-      client = importlib.import_module(BIGQUERY_MODULE).MakeReadClient(
-          project)
+      client = module.MakeReadClient(project)
     except Exception as e:  # pylint: disable=broad-except
       raise LoadError(f'no BigQuery client for {table}: {e}') from None
   try:
@@ -280,15 +256,9 @@ def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
          read_rows: Optional[Callable[..., list]] = None,
          keys: Optional[Iterable[str]] = None,
          chunk_rows: Optional[int] = None) -> pd.DataFrame:
-  """All samples of the given sources as one typed frame.
-
-  `keys`: keep only these metadata keys (None: every key); a history read
-  for its views needs a few dozen of the hundred or so a run records.
-
-  Raises:
-    LoadError: a path is missing, a file is not PKB JSON lines, the table
-      cannot be read, or there are no samples at all.
-  """
+  """All samples of the sources as one typed frame; `keys`: only these
+  metadata keys (a history's views read a few dozen of a run's hundred).
+  LoadError for a missing path, a bad file or table, or no samples."""
   paths = list(paths)
   builder = typed_frame.FrameBuilder(keys, chunk_rows)
   for path in paths:

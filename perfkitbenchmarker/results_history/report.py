@@ -1,15 +1,11 @@
 """Text and Markdown renderings of the history views, and what the HTML page
 shares with them.
 
-`Analysis` holds the views computed once (leaderboard, history points, change
-points, provenance); `FormatText`, `RenderMarkdown` and html_page.RenderHtml
-(which builds on this module's context, never the other way) only format it. The Markdown summary and the HTML page are Jinja2 templates in
-templates/ (autoescaped HTML, no markup built from strings); the text tables
-share their cell strings with the Markdown ones, so the golden tests of one
-cover the other's numbers.
-
-Seam: a new section is a field on `Analysis`, filled in `Analyze`, and a
-block in the templates.
+`Analyze` computes the views once into `Analysis`; the renderers only format
+it. Markdown and HTML are Jinja2 templates (templates/, HTML autoescaped);
+the text tables share their cell strings with them, so one golden test
+covers the others' numbers. A new section: a field on `Analysis`, filled in
+`Analyze`, and a block in the templates.
 """
 
 import dataclasses
@@ -318,21 +314,14 @@ def _Limits(rows: pd.DataFrame) -> str:
 class Headline:
   """The banner: what the night's answers establish, then regressions.
 
-  `level` is its colour: 'bad' (a recent regression), 'unknown' (no
-  confirmed answer this night, or no series to check: nothing is known to
-  be fine), 'partial' (some answers not confirmed) or 'good' (every answer
-  confirmed, no regression). A night without one confirmed answer is never
-  'good'.
+  `level`: 'bad' (a recent regression), 'unknown' (no confirmed answer or no
+  series: nothing is known to be fine), 'partial' or 'good'.
   """
   level: str
   known: str
   regressions: str
   answers: int
   confirmed: int
-
-  @property
-  def text(self) -> str:
-    return f'{self.known} {self.regressions}'
 
 
 def MakeHeadline(analysis: Analysis) -> Headline:
@@ -380,11 +369,6 @@ def MakeHeadline(analysis: Analysis) -> Headline:
   return Headline(level, known, regressions, total, confirmed)
 
 
-def Verdict(analysis: Analysis) -> str:
-  """The headline as one line: what is known first, then regressions."""
-  return MakeHeadline(analysis).text
-
-
 def NightWorkloads(analysis: Analysis) -> List[str]:
   """Every workload of the night's cells (ranked or not), sorted."""
   frame = analysis.night_frame
@@ -403,21 +387,13 @@ def WorkloadsText(workloads: Sequence[str]) -> str:
 
 
 def FormatText(analysis: Analysis) -> str:
-  """The banner first (what the night's answers establish, regressions),
-  then the leaderboard and the change points."""
+  """The banner, the leaderboard, the change points."""
   headline = MakeHeadline(analysis)
   return '\n\n'.join([f'{headline.known}\n{headline.regressions}',
                        FormatLeaderboardText(
                            analysis.board, analysis.unranked,
                            analysis.settings.include_unconfirmed),
                        FormatChangePointsText(analysis)])
-
-
-def _Version(package: str) -> str:
-  try:
-    return importlib.metadata.version(package)
-  except importlib.metadata.PackageNotFoundError:
-    return 'not installed'
 
 
 def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
@@ -428,8 +404,8 @@ def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
 
 def _Rows(frame: pd.DataFrame, columns: Sequence[str], required: str
           ) -> List[Dict[str, Any]]:
-  """Distinct `columns` of rows that have `required`; a column the frame
-  lacks reads as None (older runs did not record every key)."""
+  """Distinct `columns` of rows with `required`; a missing column is None
+  (older runs did not record every key)."""
   if required not in frame.columns:
     return []
   present = [c for c in columns if c in frame.columns]
@@ -471,7 +447,11 @@ def HistoryKeys() -> Tuple[str, ...]:
 
 def ToolVersions() -> Dict[str, str]:
   versions = {'python': platform.python_version()}
-  versions.update({p: _Version(p) for p in TOOL_PACKAGES})
+  for package in TOOL_PACKAGES:
+    try:
+      versions[package] = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+      versions[package] = 'not installed'
   return versions
 
 
@@ -494,8 +474,6 @@ def CommonContext(analysis: Analysis) -> Dict[str, Any]:
       'interval_note': INTERVAL_NOTE,
       'show_workload': ShowsWorkload(analysis.board),
       'change_rows': ChangePointCells(analysis.change_points),
-      'regression_rows': ChangePointCells(analysis.recent_regressions),
-      'verdict': Verdict(analysis),
       'headline': MakeHeadline(analysis),
       'night_workloads': NightWorkloads(analysis),
       'workloads_text': WorkloadsText(NightWorkloads(analysis)),
