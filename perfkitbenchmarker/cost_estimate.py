@@ -1,42 +1,19 @@
 """Per-phase wall time and cost of one run, before anything is created.
 
-`EstimateRun` is pure: it takes the run's VM groups with their hourly prices,
-the benchmark's probe-time estimate (the module's `EstimatedMinutes(spec)`),
-the preload size and how many client VMs share the preload, and returns
-minutes and dollars per phase:
-
-  provision  creating the network and firewall, then every VM at once and
-             waiting until each answers SSH
-  install    packages, system tuning, on every VM at once
-  preload    writing the key range at a load rate per client VM (each
-             writes its own slice, all at once), then verifying it
-  search     the probes (the benchmark's own estimate: its probe count
-             the search policy expects, times a probe) and the run stage's
-             fixed part on this provider
-  teardown   deleting every VM at once, then the network and firewall
-
-A VM is billed from its create request until its delete has finished, with
-the one-minute minimum both GCP and AWS bill per VM; the network objects
-made before the VMs and deleted after them are in the wall time but bill no
-VM. The per-cloud phase times in `RATES` say where each comes from
-(scripts/bench_install.py's measurement, published boot-time measurements,
-or a stated assumption); a real run's `--timing_measurements=runtimes`
-samples measure them per stage. `FromSpec` adapts a BenchmarkSpec for the
-dry run, the budget guard (--max_cost_usd) and the matrix plan.
-
-Upstream PKB's path for the same study (the comparison in docs/search.md)
-is modelled outside the product, in scripts/pkb_model.py, over
-`EstimateRun`; the dry run prints only this run's estimate.
-
-`RunEstimate.Record` goes into the run record; after a run with
-`--timing_measurements=runtimes`, `CompareWithRun` (scripts/check_estimate.py)
-sets each phase against the stage that measured it, which is how RATES
-should be corrected from real runs.
-
-Extension seam: a new cloud adds its `PhaseRates` to `RATES`; a benchmark
-with its own preload says so with an optional `EstimatedPreloadKeys(spec)`,
-and with `EstimatedPreloadClientVms(spec)` when fewer than all its client
-VMs write it.
+`EstimateRun` (pure) takes the VM groups with their hourly prices, the
+benchmark's probe minutes (`EstimatedMinutes(spec)`) and the preload, and
+returns minutes and dollars for provision (network, then every VM at once
+until SSH answers), install, preload (each client VM its slice, at once),
+search (probes plus the run stage's fixed part) and teardown. A VM bills
+from its create request until its delete finished, at least a minute; the
+network objects around the VMs take wall time but bill nothing. `RATES`
+says where each per-cloud time comes from (measured, published or
+assumed); `CompareWithRun` (scripts/check_estimate.py) sets a run's
+`--timing_measurements=runtimes` stages against them, which is how they
+should be corrected. `FromSpec` serves the dry run, --max_cost_usd and the
+matrix plan; upstream PKB's path is modelled in scripts/pkb_model.py.
+A new cloud adds its `PhaseRates`; a benchmark with its own preload gives
+`EstimatedPreloadKeys(spec)` (and `EstimatedPreloadClientVms(spec)`).
 """
 
 import dataclasses
@@ -52,17 +29,10 @@ MIN_BILLED_MINUTES = 1.0
 class PhaseRates:
   """How long the fixed phases take on one kind of provider.
 
-  Provisioning is the run's network objects (no VM exists yet, so no VM is
-  billed) and then every VM at once until each answers SSH; teardown is
-  every VM's delete at once (billed until they are gone) and then the
-  network objects (no VM left). Installs run on every VM at once
-  (deployment.PrepareVms), deletes too (resource.TeardownFromRecord).
-
-  The preload rates are one client VM's; client VMs preloading side by side
-  add up. The servers are assumed to absorb that sum (not modelled): in the
-  studies priced here it is far below what they serve, e.g. 6 clients x 100k
-  keys/s = 600k SETs/s against the 3.9M ops/s under 1 ms of the T2D
-  cluster (scripts/search_scenarios.py).
+  Preload rates are one client VM's; side by side they add up, and the
+  servers are assumed to absorb the sum (6 clients x 100k keys/s = 600k
+  SETs/s against the T2D cluster's 3.9M ops/s under 1 ms:
+  scripts/search_scenarios.py).
   """
   network_min: float  # network, subnets, firewall, placement: not billed
   vms_ready_min: float  # create requests until every VM answers SSH
@@ -152,8 +122,6 @@ def ProbeOverheadS(generator: str) -> float:
   wherever it is installed): an estimate that errs high, not low."""
   return HARNESS_OVERHEAD_S + TOOL_OVERRUN_S.get(generator,
                                                  TOOL_OVERRUN_S['memtier'])
-
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -339,11 +307,8 @@ def CompareWithRun(estimated_minutes: Mapping[str, float],
 
 
 def ScheduleMinutes(durations: Sequence[float], processes: int) -> float:
-  """Wall time of running `durations` with `processes` at a time, in order.
-
-  Each next job starts on the first free slot (how the matrix driver runs
-  cells), so this is the makespan of that list schedule.
-  """
+  """Wall time of `durations` run `processes` at a time, each next one on
+  the first free slot (as the matrix driver runs cells)."""
   slots = [0.0] * max(1, processes)
   for d in durations:
     i = slots.index(min(slots))

@@ -1,32 +1,18 @@
-"""PKB's matrix runs: a config file expanded into cells, with upstream semantics.
+"""PKB's matrix runs: a config file expanded into cells, upstream's semantics.
 
-A `--benchmark_config_file` may describe many runs, as in PerfKit
-Benchmarker's `benchmark_sets.py`:
+As PKB's benchmark_sets.py: a top-level `benchmarks:` list of one-key
+mappings is run entry by entry unless `--benchmarks` is given (then each name
+picks its section, whose `name:` says which module it configures); top-level
+`flags:` apply to every entry, an entry's win over them and matrix values
+over both; `flag_matrix_defs.<name>` is a cross product (flags sorted),
+`flag_zip_defs.<name>` lists walked together (with a matrix, one more axis,
+the first); `flag_matrix_filters.<name>` keeps the cells it is true for,
+parsed safely (matrix_filter.py), never eval()ed.
 
-  * a top-level `benchmarks:` list of one-key mappings `{<benchmark>: config}`
-    is run entry by entry when `--benchmarks` is not on the command line;
-    otherwise each name in `--benchmarks` picks the section of that name,
-    whose optional `name:` says which benchmark module it configures (so one
-    file can hold several configs of one benchmark);
-  * a top-level `flags:` mapping applies to every entry; an entry's `flags:`
-    win over it and the matrix values win over both;
-  * `flag_matrix: <name>` (or `--flag_matrix=<name>`) picks
-    `flag_matrix_defs.<name>`, a mapping of flag -> list of values whose cross
-    product (flags in sorted order) gives the cells;
-  * `flag_zip: <name>` (or `--flag_zip`) picks `flag_zip_defs.<name>`, lists
-    of one length that are walked together (the i-th values form one cell);
-    with a matrix too, the zipped tuples are one more axis of the product,
-    the first one;
-  * `flag_matrix_filters.<name>` (for the chosen matrix) keeps only the cells
-    for which the expression is true; it is parsed safely
-    (`matrix_filter.py`), never eval()ed.
-
-Differences from upstream, all on the side of refusing bad input: an empty or
-non-list axis, a filter that keeps no cell, an unknown flag in a filter and a
-`benchmarks:` entry that is not a one-key mapping are errors naming the key;
-and `benchmarks:` entries may carry a matrix too (upstream runs them as is).
-
-This module is pure: it takes the parsed YAML and returns frozen `Cell`s.
+Unlike upstream, an empty or non-list axis, a filter keeping no cell, an
+unknown flag in a filter and a malformed `benchmarks:` entry are errors
+naming the key, and `benchmarks:` entries may carry a matrix too. Pure:
+parsed YAML in, frozen `Cell`s out.
 """
 
 import copy
@@ -103,10 +89,9 @@ def _Entries(user_config: Mapping[str, Any], benchmark_names: Sequence[str],
       raise _Error('"benchmarks" must be a non-empty list of '
                    '{<benchmark>: <config>} mappings.')
     entries = []
-    # A list entry that is an alias of a top-level section (`- redis_memtier:
-    # *t2d` for `redis_t2d: &t2d`) is labelled by that section's name, the
-    # name --benchmarks selects it by.
-    # (The loader may have copied aliased nodes, so equal, not identical.)
+    # An entry aliasing a top-level section (`- redis_memtier: *t2d`) is
+    # labelled by that section's name, which --benchmarks selects it by
+    # (equal, not identical: the loader may copy aliased nodes).
     sections = [(k, v) for k, v in user_config.items()
                 if k not in ('benchmarks', 'flags') and isinstance(v, Mapping)]
     for i, entry in enumerate(listed):
@@ -245,23 +230,11 @@ def Expand(user_config: Any, benchmark_names: Sequence[str],
            flag_zip: Optional[str] = None,
            flag_defaults: Optional[Mapping[str, Any]] = None,
            check_flag: Optional[FlagCheck] = None) -> List[Cell]:
-  """Expands a parsed config file into its cells, in PKB's order.
+  """The cells of a parsed config file, numbered from 1 in PKB's order.
 
-  Args:
-    user_config: the parsed YAML of --benchmark_config_file (None for none).
-    benchmark_names: --benchmarks.
-    benchmarks_on_command_line: whether --benchmarks was given explicitly
-      (then a `benchmarks:` list is ignored, as upstream).
-    flag_matrix: --flag_matrix, overriding each entry's `flag_matrix`.
-    flag_zip: --flag_zip, overriding each entry's `flag_zip`.
-    flag_defaults: flag values a filter may name although the config does
-      not set them (normally every flag's current value).
-    check_flag: called as check_flag(where, name, value) for every flag
-      value the config sets, axes included, before anything is expanded
-      (the driver's configs.ParseConfigValue); raises to refuse it.
-
-  Returns:
-    The cells, numbered from 1.
+  `flag_defaults`: values a filter may name that the config does not set;
+  `check_flag(where, name, value)` refuses a value the config sets, axes
+  included, before anything is expanded (configs.ParseConfigValue).
   """
   user_config = user_config or {}
   if not isinstance(user_config, Mapping):

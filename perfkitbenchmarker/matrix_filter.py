@@ -1,20 +1,11 @@
 """A safe evaluator for PKB's `flag_matrix_filters` expressions.
 
-Upstream PKB evaluates a filter such as
-`"machine_type == 'n1-standard-1' and zones < extra_zones"` with Python's
-eval() over the cell's flags. A config file is input, so this module never
-evaluates it: it parses the text with `ast` and walks a small whitelist of
-node kinds itself:
-
-  * names of flags (looked up in the cell's flags),
-  * constants: strings, numbers, booleans, None; tuples, lists and sets of
-    constants (for `in`), and unary minus on a number,
-  * comparisons: == != < <= > >= in, not in, is, is not (chained too),
-  * boolean operators: and, or, not.
-
-Anything else (calls, attributes, subscripts, arithmetic, lambdas,
-comprehensions, f-strings, walrus, ...) is refused with FilterError naming
-what was found, before any part of the expression is evaluated.
+Upstream eval()s a filter such as `"machine_type == 'n1-standard-1' and
+zones < extra_zones"` over the cell's flags. A config file is input, so the
+text is parsed with `ast` and only a whitelist is walked: flag names,
+constants (and tuples/lists/sets of them, negative numbers), comparisons
+(chained too) and and/or/not. Anything else is a FilterError naming it,
+before any part is evaluated.
 """
 
 import ast
@@ -24,18 +15,10 @@ from typing import Any, Callable, Mapping
 MAX_FILTER_CHARS = 2000
 _MAX_NODES = 500
 
-_COMPARE = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+            ast.Is: operator.is_, ast.IsNot: operator.is_not}
 _CONSTANT_TYPES = (str, int, float, bool, type(None))
 
 
@@ -141,8 +124,6 @@ def Matches(text: str, flag_values: Mapping[str, Any]) -> bool:
   tree = Parse(text)
 
   def Lookup(name: str) -> Any:
-    if name in ('True', 'False', 'None'):  # Constants in any Python.
-      return {'True': True, 'False': False, 'None': None}[name]
     if name not in flag_values:
       raise FilterError(
           f'names "{name}", which is neither a flag of this cell nor a known '

@@ -1,29 +1,13 @@
 """Runs the cells of a matrix config: plan, budget, child runs, summary.
 
-`pkb.py` hands a `--benchmark_config_file` that uses PKB's matrix features
-(`matrix.UsesMatrixFeatures`) to `RunMatrix`. Every cell is planned in this
-process first (config, prerequisites, prices, the per-phase estimate of
-`cost_estimate.py`), so a bad cell or a night over `--max_cost_usd` is
-refused before anything is created. Then each cell is a child
-`pkb.py --benchmark_config_file=<cell.yaml> --run_uri=<new>` with the
-parent's command-line flags: a full run with its own run_uri, run record,
-results directory and teardown. `--run_processes=N` runs N at a time
-(default 1: cells measured on shared machines would disturb each other).
-Each child's output goes to `<matrix dir>/cell-<i>.log` and, prefixed with
-its cell, to this terminal. A failing cell does not stop the others.
-SIGINT, SIGTERM and SIGHUP (the terminal closed; forwarded as SIGTERM) are
-forwarded to the running children, whose own handlers clean up and tear
-down; cells not yet started are marked "not run", and matrix_summary.json
-is written as usual (output to a terminal that is gone is dropped:
-run_signals.SafeStream).
-
-Exit code, the same codes as pkb.py for one run: 0 when every cell
-succeeded with a confirmed answer; 1 when some cell failed (or was not
-started); 4 when no cell failed but some gave no confirmed result; 130 when
-interrupted; 2 for bad input (nothing started). How many cells did what is
-in the summary table and matrix_summary.json, not in the code. A cell whose
-answer is not confirmed (its pkb.py exited 4) has status
-"no result (<verdict>)", never "succeeded".
+Every cell is planned here first (config, prerequisites, prices, estimate),
+so a bad cell or a night over `--max_cost_usd` is refused before anything is
+created. Each cell is then a child `pkb.py` with its own run_uri, record,
+results and teardown (a full run), `--run_processes` at a time, its output
+in `<matrix dir>/cell-<i>.log` and, prefixed, on this terminal. Signals are
+forwarded to the running children (SIGHUP as SIGTERM), whose own handlers
+tear down; matrix_summary.json is written either way. Statuses and exit
+codes (pkb.py's): README, "Nightly comparisons".
 """
 
 import datetime
@@ -274,9 +258,8 @@ class _Child:
 
 
 def MatrixRoot(results_dir: str) -> str:
-  """Where a matrix's summary and cell logs go: results/matrix beside the
-  runs directory (results/runs, the default), or inside any other
-  --results_dir (--results_dir=/tmp put them in /matrix)."""
+  """results/matrix beside results/runs (the default --results_dir), else
+  inside --results_dir (--results_dir=/tmp put them in /matrix)."""
   results_dir = os.path.abspath(results_dir)
   if os.path.basename(results_dir) == 'runs':
     return os.path.join(os.path.dirname(results_dir), 'matrix')
@@ -376,14 +359,9 @@ class _Runner:
       rows = bigquery_schema.ReadResultsFiles([path])
     except errors.Error:
       return 'not confirmed'
-    samples = []
-    for row in rows:
-      metadata = row.get('metadata')
-      if not isinstance(metadata, dict):
-        metadata = sample_lib.ParseLabels(row.get('labels') or '')
-      samples.append(sample_lib.Sample(str(row['metric']), 0.0, '',
-                                       metadata))
-    found = verdict_lib.RunVerdict(samples)
+    found = verdict_lib.RunVerdict([sample_lib.Sample(
+        str(row['metric']), 0.0, '', bigquery_schema.RowLabels(row))
+                                    for row in rows])
     return found.name if found is not None else 'not confirmed'
 
   def _Summary(self) -> int:

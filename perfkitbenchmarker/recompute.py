@@ -2,29 +2,12 @@
 
   pkb-recompute RUN_DIR        (a checkout: ./scripts/recompute.py RUN_DIR)
 
-Reads RUN_DIR/perfkitbenchmarker_results.json and, for every figure it can
-derive, the raw files the probes kept (evidence.py: RUN_DIR/raw/...) and
-the dated price rows (configs/prices.yaml, or the price recorded in the
-samples when it was given with --machine_price), computes it again with the
-same parsers and combining rules the run used, and prints every figure that
-differs:
-
-  * each probe's `throughput` and `average_latency` samples, and their
-    average, p50 and p99 latency metadata (memtier from its JSON and stdout,
-    divided by the real run duration; redis-benchmark from its reports and
-    the processes' own start and end times), client VMs combined;
-  * the answer (`latency_capped_throughput` and PKB's
-    `max_throughput_for_completion_latency_under_1ms`): the probes it
-    aggregates (`aggregated_probe_indices`) combined again, its mean,
-    latency, p50, p99 and 95 % interval (`throughput_ci95_ops`);
-  * both `hourly_cost` samples (server VMs, whole deployment) from the
-    price rows and VM counts;
-  * `price_performance` and its per-server-VM and whole-deployment figures.
-
-Exit 0 with one summary line when every figure agrees (within FLOAT_REL /
-FLOAT_ABS, for the rounding of published numbers), 1 with a line per
-difference, 2 for bad input (one line: no such directory, no samples, no
-raw files).
+Every figure of RUN_DIR/perfkitbenchmarker_results.json that can be derived
+(probes, answers, hourly costs, price-performance) is computed again from
+the raw files (evidence.py) and the dated price rows, with the parsers and
+combining rules the run used (README, "Rechecking a run"). Exit 0 when all
+agree within FLOAT_REL / FLOAT_ABS (published numbers are rounded), 1 with
+a line per difference, 2 for bad input (one line).
 """
 
 import argparse
@@ -232,8 +215,7 @@ def Recompute(run_dir: str,
         else:
           report.Compare(where, 'value', value, m.average_latency_ms)
       elif metric in _CAPPED:
-        indices = [int(i) for i in str(metadata.get(
-            'aggregated_probe_indices', '')).split(',') if i]
+        indices = _Indices(metadata)
         missing = [i for i in indices if i not in probes]
         if not indices or missing:
           report.skipped.append(f'{where}: probes {missing or "?"} it '
@@ -274,8 +256,8 @@ def Recompute(run_dir: str,
         report.Compare(where, 'price_performance_whole_deployment',
                        metadata.get('price_performance_whole_deployment'),
                        capped_value / whole_usd)
-        _CheckLatencies(report, where, metadata, _Reported(
-            probes, metadata))
+        _CheckLatencies(report, where, metadata, measurement.CombineRepeats(
+            [probes[i] for i in _Indices(metadata)]))
         # The next search's, if any.
         probes, capped_value, whole_usd = {}, None, None
     except FileNotFoundError as e:
@@ -290,10 +272,9 @@ def Recompute(run_dir: str,
   return report
 
 
-def _Reported(probes, metadata) -> measurement.Measurement:
-  indices = [int(i) for i in str(metadata.get(
-      'aggregated_probe_indices', '')).split(',') if i]
-  return measurement.CombineRepeats([probes[i] for i in indices])
+def _Indices(metadata) -> List[int]:
+  return [int(i) for i in str(metadata.get('aggregated_probe_indices', '')
+                              ).split(',') if i]
 
 
 def Main(argv: Optional[Sequence[str]] = None) -> int:
@@ -306,10 +287,7 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
   args = parser.parse_args(argv)
   try:
     report = Recompute(args.run_dir)
-  except BadInput as e:
-    print(f'pkb-recompute: {e}', file=sys.stderr)
-    return EXIT_USAGE
-  except errors.UsageError as e:
+  except (BadInput, errors.UsageError) as e:
     print(f'pkb-recompute: {e}', file=sys.stderr)
     return EXIT_USAGE
   for line in report.differences:
