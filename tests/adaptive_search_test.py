@@ -388,21 +388,23 @@ class ProbeCountsTest(unittest.TestCase):
 
   def testDefaultsComeFromEachPhasesBound(self):
     # Start 4 of 1..1024 connections: 8 doublings up or 2 halvings down, a
-    # prediction with 2 corrections, 4 bisections; 3-6 repeats (typically
-    # 3) at up to 3 loads a round, 3 rounds with a back-off probe between
-    # them, 3 re-runs of disturbed repeats.
+    # prediction with 2 corrections, 4 bisections; 3-6 repeats at up to 3
+    # loads a round, 3 rounds with a back-off probe between them, 3 re-runs
+    # of disturbed repeats. Typical: the measured 3 search probes and one
+    # set of 3 repeats (docs/search.md, probes per study against the floor).
     counts = adaptive.AdaptiveStepPolicy().EstimateProbes()
     self.assertEqual(counts, adaptive.ProbeCounts(
-        fewest=2 + 3, typical=(1 + 4 + 1 + 2) + 2 * 3,
+        fewest=2 + 3, typical=3 + 3,
         most=(1 + 8 + 1 + 2 + 4) + 3 * 3 * 6 + 2 + 3))
-    self.assertEqual(counts.Capped(40), adaptive.ProbeCounts(5, 14, 40))
-    before = adaptive.AdaptiveStepPolicy(noise_aware=False).EstimateProbes()
-    self.assertEqual(before.typical, (1 + 4 + 1 + 2) + 2 * 5)
+    self.assertEqual(counts.Capped(5), adaptive.ProbeCounts(5, 5, 5))
     fixed = adaptive.AdaptiveStepPolicy(confirm_ci_target=0).EstimateProbes()
-    self.assertEqual(fixed, adaptive.ProbeCounts(5, 8 + 2 * 3,
+    self.assertEqual(fixed, adaptive.ProbeCounts(5, 3 + 3,
                                                  16 + 3 * 3 * 3 + 2 + 3))
     bare = adaptive.AdaptiveStepPolicy(confirm_repeats=0).EstimateProbes()
-    self.assertEqual(bare, adaptive.ProbeCounts(2, 8, 16))
+    self.assertEqual(bare, adaptive.ProbeCounts(2, 3, 16))
+    at_end = adaptive.AdaptiveStepPolicy(start_connections=1024,
+                                         confirm_repeats=5).EstimateProbes()
+    self.assertEqual((at_end.fewest, at_end.typical), (1 + 5, 3 + 5))
 
   def testAStartAtTheEndOfTheRangeIsTheFewest(self):
     policy = adaptive.AdaptiveStepPolicy(start_connections=1024)

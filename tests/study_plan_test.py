@@ -29,15 +29,15 @@ def test_default_plan_describes_the_interval_stop_and_the_counts(pkb_flags):
   opts = _Options(pkb_flags)
   counts = plan.ProbesPerSearch(opts)
   assert counts == search_runner.Policy(opts).EstimateProbes().Capped(40)
-  assert counts == adaptive.ProbeCounts(fewest=5, typical=13, most=40)
+  assert counts == adaptive.ProbeCounts(fewest=5, typical=6, most=40)
   text = _Text(opts)
   assert '  adaptive: 1 thread(s), 4..1024 connections' in text
   assert ('mean and 95 % interval of 3-6 repeats (past 3 only while the '
           'interval\'s half-width is over 2 % of the mean and 6 repeats '
           'could bring it there)') in text
   assert 'up to 2 lower loads tried' in text
-  assert ('probes per search: about 13 (fewest 5, at most 40, the '
-          '--memtier_max_probes budget); the cost estimate uses 13') in text
+  assert ('probes per search: about 6 (fewest 5, at most 40, the '
+          '--memtier_max_probes budget); the cost estimate uses 6') in text
   assert 'mean of 3 repeats' not in text
 
 
@@ -49,10 +49,10 @@ def test_counts_follow_the_options(pkb_flags):
   opts = _Options(pkb_flags)
   counts = plan.ProbesPerSearch(opts)
   # Started at the top of the range: no growth, 1 search probe at fewest;
-  # 5-6 repeats (typically 5: the 2 % target met or out of reach).
+  # 5-6 repeats; typically the measured 3 search probes and one set.
   assert counts == search_runner.Policy(opts).EstimateProbes().Capped(100)
   assert counts.fewest == 1 + 5
-  assert counts.typical == 1 + 0 + 1 + 2 + 2 * 5
+  assert counts.typical == 3 + 5
   # At most: 8 halvings down to 4 connections, 3 prediction probes, 4
   # bisections; 6 repeats of 3 loads in 3 rounds, 2 back-offs and 3
   # re-runs of disturbed repeats.
@@ -61,9 +61,9 @@ def test_counts_follow_the_options(pkb_flags):
   assert '1..8 threads (one client each, then more clients per thread)' in text
   assert '5-6 repeats (past 5 only' in text
   assert f'at most {counts.most});' in text  # under the budget: no mention
-  pkb_flags.memtier_max_probes = 10
+  pkb_flags.memtier_max_probes = 7
   capped = plan.ProbesPerSearch(_Options(pkb_flags))
-  assert capped == adaptive.ProbeCounts(6, 10, 10)
+  assert capped == adaptive.ProbeCounts(6, 7, 7)
 
 
 def test_without_repeats_the_plan_says_so(pkb_flags):
@@ -72,7 +72,7 @@ def test_without_repeats_the_plan_says_so(pkb_flags):
   text = _Text(opts)
   assert 'answer: the best search probe, unrepeated' in text
   assert 'repeats' not in text
-  assert plan.ProbesPerSearch(opts) == adaptive.ProbeCounts(2, 7, 13)
+  assert plan.ProbesPerSearch(opts) == adaptive.ProbeCounts(2, 3, 13)
 
 
 def test_estimate_is_the_typical_count_of_probes(pkb_flags):
@@ -116,8 +116,7 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
   probe_s = typical * (5 + cost_estimate.ProbeOverheadS('memtier'))
   assert search_min == pytest.approx(
       (probe_s + cost_estimate.RATES['Local'].search_fixed_s) / 60, abs=0.05)
-  assert typical == 1 + 3 + 1 + 2 + 2 * 4  # start 32 of 4..1024; 4-6 repeats,
-  # typically 4 (the 2 % target met or out of reach there)
+  assert typical == 3 + 4  # the measured 3 search probes, one set of 4
 
 
 def _DryRun(tmp_path, *args):

@@ -7,37 +7,27 @@ spends most probes on the flat part. This policy instead
    noise the probes show, or latency reaches the target (cap x margin);
 2. on a plateau, predicts with Little's law (outstanding requests =
    throughput x latency) where the target is reached and probes there,
-   correcting a miss with the same law from the newest probe; a prediction
-   within the noise of the load already under the target is not probed (by
-   Little's law it could gain no more than the load it adds);
+   correcting a miss from the newest probe; a prediction within the noise
+   of the load already under the target is not probed (it could gain no
+   more than the load it adds);
 3. bisects between the last load under the target and the first over it only
    while throughput still rises across that bracket;
-4. confirms the answer with repeats (mean and 95 % interval), backing off to
-   a lower load if they average at or over the cap. At least
-   `confirm_repeats`; more, up to `confirm_max_repeats`, while the interval's
-   half-width is wider than `confirm_ci_target` of the mean and the
-   remaining repeats can still bring it there (repeats.RepeatRule: a noisy
-   server stops at the least and reports the interval reached); a repeat
-   disturbed by foreign CPU is run again rather than counted, unless the
-   probe before it was disturbed too. Another load of the plateau's noise
-   band is repeated only when its probe lies more than one repeat's spread
-   above the held mean.
+4. confirms the answer with repeats (repeats.RepeatRule: mean and 95 %
+   interval), backing off to a lower load if they average at or over the
+   cap. Another load of the plateau's noise band is repeated only when its
+   probe lies more than one repeat's spread above the held mean.
 With `max_threads` above `threads`, a load is a connection count spread over
-up to `max_threads` threads (one client each until the threads run out), so
-a client that needs many threads to be fast is still offered fine steps.
-Decisions use the target, not the cap, so a probe that landed under the cap
-by luck does not become the answer; the repeats are checked against the cap.
-A saturated load generator is reported (`client_limited`, stop reason), never
-passed off as the server's plateau.
+up to `max_threads` threads, so a client that needs many threads to be fast
+is still offered fine steps. Decisions use the target, not the cap, so a
+probe that landed under the cap by luck does not become the answer; the
+repeats are checked against the cap. A saturated load generator is reported
+(`client_limited`), never passed off as the server's plateau.
 
 Extension seam: `AdaptiveStepPolicy` is a `driver.StepPolicy`;
-`LoadForConnections` (fixed threads, variable clients) is the one place that
-maps a connection count to a Load; `EstimateProbes` is what a plan or a cost
-estimate may assume, derived from the same parameters as the search, so a
-change to a phase here changes the estimate too. `AdaptiveRun` is one
-search's state, phase by phase (grow or shrink, approach the target, decide
-and confirm): a new phase or decision rule changes it alone. Pure: no
-flags, VMs, I/O, sleep or clock.
+`LoadForConnections` is the one place that maps a connection count to a
+Load; `EstimateProbes` is what a plan or a cost estimate may assume.
+`AdaptiveRun` is one search's state, phase by phase: a new phase or
+decision rule changes it alone. Pure: no flags, VMs, I/O, sleep or clock.
 """
 
 import dataclasses
@@ -85,23 +75,19 @@ def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
 # Loads whose repeats decide one round (see `AdaptiveRun._Contenders`): the
 # top load and the two ends of its noise band.
 MAX_CONTENDERS = 3
-# For `ProbeCounts.typical`: loads confirmed in a typical search.
-TYPICAL_CONTENDERS = 2
-
+# For `ProbeCounts.typical`, measured: the default search on local Redis
+# took 2.2-2.5 search probes and one set of repeats (5.2-5.5 probes in all,
+# 5-7 per search, with redis-benchmark and with memtier; docs/search.md,
+# "Probes per study against the floor", scripts/bench_search_floor.py).
+TYPICAL_SEARCH_PROBES = 3
+TYPICAL_REPEAT_SETS = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class ProbeCounts:
-  """Probes one search takes: at fewest, typically and at most.
-
-  Attributes:
-    fewest: a search with an answer whose first probes settle it and whose
-      one confirmed load stops at the minimum of repeats (a quiet server); a
-      search that finds nothing under the cap can stop sooner.
-    typical: the figure for time and cost estimates (see
-      `AdaptiveStepPolicy.EstimateProbes` for what it assumes).
-    most: every phase runs to its bound (before any probe budget).
-  """
+  """Probes one search takes: at fewest (a quiet server settled by its first
+  probes), typically (for time and cost estimates) and at most (every phase
+  to its bound, before any probe budget)."""
   fewest: int
   typical: int
   most: int
@@ -167,19 +153,16 @@ class AdaptiveStepPolicy:
   noise_aware: bool = True
 
   def __post_init__(self):
-    for name in ('threads', 'pipeline', 'min_connections',
-                 'start_connections', 'max_connections'):
-      value = getattr(self, name)
-      if not isinstance(value, int) or value < 1:
-        raise InvalidSearchArgument(
-            f'{name}={value!r}: must be a whole number of at least 1.')
-    for name in ('max_corrections', 'max_bisections', 'confirm_repeats',
-                 'confirm_max_repeats', 'max_backoffs',
-                 'confirm_max_reruns'):
-      value = getattr(self, name)
-      if not isinstance(value, int) or value < 0:
-        raise InvalidSearchArgument(
-            f'{name}={value!r}: must be a whole number of at least 0.')
+    for names, least in (('threads pipeline min_connections '
+                          'start_connections max_connections', 1),
+                         ('max_corrections max_bisections confirm_repeats '
+                          'confirm_max_repeats max_backoffs '
+                          'confirm_max_reruns', 0)):
+      for name in names.split():
+        value = getattr(self, name)
+        if not isinstance(value, int) or value < least:
+          raise InvalidSearchArgument(
+              f'{name}={value!r}: must be a whole number of at least {least}.')
     checks = (
         (self.min_connections <= self.max_connections,
          f'min_connections={self.min_connections} is above max_connections='
@@ -221,14 +204,9 @@ class AdaptiveStepPolicy:
                           start_connections: Optional[int] = None,
                           pipeline: int = 1,
                           **overrides) -> 'AdaptiveStepPolicy':
-    """The adaptive policy over an explicit range of connections.
-
-    A linear walk's thread settings span too narrow a range for this policy
-    (1..8 threads x 32 clients cannot go below 32 or above 256 connections),
-    so the connection range is given directly and only the thread count is
-    shared with the walk. A start outside the range is moved into it; None
-    starts at the range's lower end.
-    """
+    """The policy over a range of connections (a linear walk's thread range
+    is too narrow for it); a start outside the range is moved into it, None
+    starts at its lower end."""
     start = min_connections if start_connections is None else start_connections
     start = min(max_connections, max(min_connections, start))
     return cls(threads=threads, pipeline=pipeline,
@@ -269,22 +247,12 @@ class AdaptiveStepPolicy:
   def EstimateProbes(self) -> ProbeCounts:
     """Probes a search with these parameters takes, from its phases' bounds.
 
-    Search probes: the start, then growth up to `max_connections` or halving
-    down to `min_connections` (whichever is longer), a Little's-law
-    prediction with `max_corrections` corrections and `max_bisections`
-    bisections at most. Confirmation: `confirm_repeats`..`most_repeats`
-    repeats for each of up to MAX_CONTENDERS loads, in up to 1 +
-    `max_backoffs` rounds with a back-off probe between rounds, and
-    `confirm_max_reruns` re-runs of disturbed repeats.
-
-    `typical` assumes the knee halfway (in growth steps) between the start
-    and `max_connections`, a prediction with all its corrections, no
-    bisection, TYPICAL_CONTENDERS loads confirmed in one round with
-    `confirm_repeats` repeats each (the 2 % target is met or out of reach
-    there at the noise of the model and of this machine; without
-    `noise_aware`, halfway between the bounds). On the server model of
-    docs/search.md that is 13-14 probes where the searches averaged
-    10.9-14.5.
+    Most: the start, growth up to `max_connections` or halving down to
+    `min_connections` (whichever is longer), a Little's-law prediction with
+    its corrections, every bisection; then up to MAX_CONTENDERS loads'
+    `most_repeats` in each of 1 + `max_backoffs` rounds, the back-off probes
+    and the re-runs of disturbed repeats. Typical: the measured
+    TYPICAL_SEARCH_PROBES and TYPICAL_REPEAT_SETS of `confirm_repeats`.
     """
     start = self.start_clients
     growth, clients = 0, start
@@ -295,24 +263,16 @@ class AdaptiveStepPolicy:
     while clients > self.min_clients:
       clients = self.HalvedClients(clients)
       halvings += 1
-    search_most = (1 + max(growth, halvings) + 1 + self.max_corrections +
-                   self.max_bisections)
-    search_fewest = 1 if start in (self.min_clients, self.max_clients) else 2
-    search_typical = 1 + math.ceil(growth / 2) + 1 + self.max_corrections
-    repeats = self.confirm_repeats
-    if repeats:
-      rounds = 1 + self.max_backoffs
-      confirm_most = (rounds * MAX_CONTENDERS * self.most_repeats +
-                      self.max_backoffs + self.confirm_max_reruns)
-      per_load = (repeats if self.noise_aware else
-                  math.ceil((repeats + self.most_repeats) / 2))
-      confirm_typical = TYPICAL_CONTENDERS * per_load
-    else:
-      confirm_most = confirm_typical = 0
-    fewest = search_fewest + repeats
-    most = search_most + confirm_most
-    typical = min(most, max(fewest, search_typical + confirm_typical))
-    return ProbeCounts(fewest, typical, most)
+    most = (1 + max(growth, halvings) + 1 + self.max_corrections +
+            self.max_bisections)
+    if self.confirm_repeats:
+      most += ((1 + self.max_backoffs) * MAX_CONTENDERS * self.most_repeats +
+               self.max_backoffs + self.confirm_max_reruns)
+    fewest = (1 if start in (self.min_clients, self.max_clients) else 2
+              ) + self.confirm_repeats
+    typical = (TYPICAL_SEARCH_PROBES +
+               TYPICAL_REPEAT_SETS * self.confirm_repeats)
+    return ProbeCounts(fewest, min(most, max(fewest, typical)), most)
 
   @property
   def threads_vary(self) -> bool:
@@ -562,14 +522,9 @@ class AdaptiveRun:
                           excluded)
 
   def _WorthAnotherSet(self, clients: int, held) -> bool:
-    """Whether a further contender could beat what is held.
-
-    Only when its search probe lies more than one probe's noise (the held
-    repeats' standard deviation) above the best held mean: within that, a
-    single probe says nothing about which load is better. On a quiet server
-    the spread is small and the noise band's ends are still repeated; on a
-    noisy one they fall within it, which saves whole sets of repeats.
-    """
+    """Whether a further contender could beat what is held: only when its
+    search probe lies more than the held repeats' standard deviation above
+    the best held mean (within that, one probe cannot tell them apart)."""
     if not self._policy.noise_aware:
       return True
     best = max(held.values(), key=lambda s: s.mean)
@@ -624,13 +579,9 @@ class AdaptiveRun:
             {c: r for c, r in below.items() if r.under_cap})
 
   def _Contenders(self, candidates: Dict[int, ProbeRecord]) -> List[int]:
-    """The top load by throughput and the loads at the ends of its noise band.
-
-    Single probes within the noise of the top cannot be told apart, so the
-    repeats decide among them. On a plateau the true maximum lies at an end of
-    that band (its first load when throughput then sags, its last when it
-    keeps creeping up) or at the top, so only those are worth repeats.
-    """
+    """The top load by throughput and the loads at the ends of its noise
+    band: on a plateau the true maximum lies at the top or at an end of that
+    band (throughput sags or creeps on), so only those are worth repeats."""
     top = max(candidates, key=lambda c: candidates[c].throughput)
     noise = RelativeNoise(candidates[top].measurement,
                           self._policy.noise_floor)
@@ -663,15 +614,10 @@ class AdaptiveRun:
 
   def _Slack(self, record: ProbeRecord) -> float:
     """How far off a probe may be and still count as on the mark: the
-    bracket tolerance, or the probe's own noise (a disturbed probe's
-    figures are as uncertain as its foreign share).
-
-    Both ways round: a probe under the target by less than this is close
-    enough (another correction would chase noise), and a load less than
-    this above one under the target is not worth a probe. Latency does not
-    fall as connections rise, so by Little's law (throughput = outstanding
-    requests / latency) `k` times the connections gives at most `k` times
-    the throughput: a gain within the noise, which no probe could show.
+    bracket tolerance, or the probe's own noise. A probe under the target by
+    less is close enough, and a load less than this above one under the
+    target is not worth a probe: by Little's law `k` times the connections
+    gives at most `k` times the throughput, a gain no probe could show.
     """
     return max(self._policy.bracket_tolerance,
                RelativeNoise(record.measurement, 0.0))
