@@ -26,7 +26,6 @@ from absl import flags
 
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import engines
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.linux_packages import memtier
@@ -85,11 +84,6 @@ def _Options(spec=None) -> options_lib.RedisStudyOptions:
   """The study's options, built from flags once per spec."""
   build = lambda: options_lib.RedisStudyOptions.FromFlags(FLAGS)
   return build() if spec is None else spec.CachedOptions(build)
-
-
-def _Engine(opts: options_lib.RedisStudyOptions):
-  return engines.Get(opts.server.engine, version=opts.server.version,
-                     **dict(opts.server.engine_settings))
 
 
 def CheckPrerequisites(config):
@@ -170,7 +164,7 @@ def _RecordDropped(spec, dropped) -> None:
 def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
   opts = _Options(spec)
-  engine = _Engine(opts)
+  engine = opts.server.Engine()
   # Loaded while the deployment waits on installs and the preload, for the
   # search's intervals (search_runner.Search).
   stats.ImportInBackground()
@@ -194,7 +188,7 @@ def Prepare(spec):
 def Run(spec) -> Sequence[sample.Sample]:
   """Runs the latency-capped search(es); returns every sample it emitted."""
   opts = _Options(spec)
-  engine = _Engine(opts)
+  engine = opts.server.Engine()
   if spec.deployment is None:  # A resumed run (--run_stage=run).
     spec.deployment = deployment.Restore(spec, opts, engine)
     results.SetMetadata(spec, spec.deployment, opts)

@@ -23,9 +23,9 @@ from typing import List, Sequence
 from absl import flags
 
 from perfkitbenchmarker import configs
-from perfkitbenchmarker import engines
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
+from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import results
 from perfkitbenchmarker.study import ycsb_options
 from perfkitbenchmarker.study import ycsb_runner
@@ -73,13 +73,6 @@ def GetConfig(user_config):
 def _Options(spec=None) -> ycsb_options.YcsbStudyOptions:
   build = lambda: ycsb_options.YcsbStudyOptions.FromFlags(FLAGS)
   return build() if spec is None else spec.CachedOptions(build)
-
-
-def _Engine(opts):
-  # Engine settings (--io-threads and the like) where the options have them.
-  settings = dict(getattr(opts.server, 'engine_settings', ()) or ())
-  return engines.Get(opts.server.engine, version=opts.server.version,
-                     **settings)
 
 
 def CheckPrerequisites(config):
@@ -134,7 +127,7 @@ def DatasetEstimate(spec) -> prepare_checks.DatasetEstimate:
 
 def Prepare(spec):
   opts = _Options(spec)
-  engine = _Engine(opts)
+  engine = opts.server.Engine()
   spec.deployment = ycsb_runner.Deploy(spec, opts, engine)
   ycsb_runner.SetMetadata(spec, spec.deployment, opts)
   spec.metadata['preloaded_keys'] = ycsb_runner.Load(
@@ -144,7 +137,7 @@ def Prepare(spec):
 def Run(spec) -> Sequence[sample.Sample]:
   opts = _Options(spec)
   if spec.deployment is None:  # A resumed run (--run_stage=run).
-    spec.deployment = ycsb_runner.Restore(spec, opts, _Engine(opts))
+    spec.deployment = ycsb_runner.Restore(spec, opts, opts.server.Engine())
     ycsb_runner.SetMetadata(spec, spec.deployment, opts)
   for workload in opts.workloads:
     samples = ycsb_runner.SearchWorkload(spec, spec.deployment, opts,
@@ -154,5 +147,5 @@ def Run(spec) -> Sequence[sample.Sample]:
 
 
 def Cleanup(spec):
-  ycsb_runner.StopAll(spec.record)
+  deployment.StopAll(spec.record)
   spec.deployment = None

@@ -69,8 +69,7 @@ class Deployment:
 
   @property
   def shards(self) -> Tuple[redis_shard.Shard, ...]:
-    return tuple(redis_shard.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
-                                   p.config_path) for p in self.processes)
+    return Shards(self.processes)
 
   @property
   def endpoints(self) -> List[base.Endpoint]:
@@ -79,6 +78,12 @@ class Deployment:
       return [base.Endpoint(shards[0].host, shards[0].port)]
     # Primaries come first (replicas start after them); load goes to them.
     return [base.Endpoint(s.host, s.port) for s in shards[:self.primaries]]
+
+
+def Shards(processes) -> Tuple[redis_shard.Shard, ...]:
+  """The shards of the run record's shard processes."""
+  return tuple(redis_shard.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
+                                 p.config_path) for p in processes)
 
 
 def BindAddress(vm) -> str:
@@ -141,14 +146,6 @@ def PrepareServer(engine: engine_base.ServerEngine, vm,
     vm.ApplySystemTuning(system_tuning)
 
 
-def ChooseGenerators(clients: Sequence,
-                     generator: options_lib.GeneratorOptions
-                     ) -> Tuple[base.LoadGenerator, ...]:
-  """`ChooseGenerator` on every client VM at once, in client order."""
-  return tuple(PrepareVms((), clients, None,
-                          lambda vm: ChooseGenerator(vm, generator)))
-
-
 def InstallAll(engine: engine_base.ServerEngine, servers: Sequence,
                clients: Sequence, opts: options_lib.RedisStudyOptions
                ) -> Tuple[base.LoadGenerator, ...]:
@@ -193,9 +190,7 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
         engine, servers, processes, shards_per_vm, replicas, password,
         server.cluster_mode, ShardOptions, record, start_port))
   if server.cluster_mode:
-    shards = [redis_shard.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
-                                p.config_path) for p in processes]
-    engine.FormCluster(servers[0], shards, password,
+    engine.FormCluster(servers[0], list(Shards(processes)), password,
                        replicas or server.cluster_replicas)
   if replicas or (server.cluster_mode and server.cluster_replicas):
     replication.Verify(engine, servers[0], processes,
@@ -219,13 +214,20 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
   processes = StartShards(engine, servers, opts.server.shards_per_vm,
                           password, opts.server, spec.record,
                           opts.server.start_port)
+  return _Deployment(spec, opts, engine, processes, generators, password)
+
+
+def _Deployment(spec, opts, engine, processes, generators,
+                password) -> Deployment:
+  servers = spec.vm_groups['servers']
   return Deployment(
       engine=engine.NAME, engine_version=engine.Version(servers[0]),
       cluster_mode=opts.server.cluster_mode,
-      shards_per_vm=opts.server.shards_per_vm,
+      shards_per_vm=len(processes) // len(servers) // (
+          1 + opts.server.replicas_per_primary),
       primaries=_Primaries(len(processes), opts.server),
-      processes=processes, generators=generators, password=password,
-      engine_settings=tuple(engine.Settings().items()),
+      processes=tuple(processes), generators=tuple(generators),
+      password=password, engine_settings=tuple(engine.Settings().items()),
       replicas_per_primary=opts.server.replicas_per_primary)
 
 
@@ -253,26 +255,13 @@ def RecordedShards(spec, engine: engine_base.ServerEngine
 
 def Restore(spec, opts: options_lib.RedisStudyOptions,
             engine: engine_base.ServerEngine) -> Deployment:
-  """Rebuilds the deployment of an earlier invocation of this run.
-
-  `--run_stage=run --run_uri=X` starts with none of what `prepare` made; the
-  shards are in the run record and the password is in their config files on
-  the server VMs (it is never written to the record). The client VMs'
-  load generators are chosen (and installed) again, on every VM at once.
-  """
+  """Rebuilds the deployment of an earlier invocation of this run
+  (`--run_stage=run --run_uri=X`) from its record (`RecordedShards`); the
+  client VMs' load generators are chosen (and installed) again."""
   processes, password = RecordedShards(spec, engine)
-  servers = spec.vm_groups['servers']
-  return Deployment(
-      engine=engine.NAME, engine_version=engine.Version(servers[0]),
-      cluster_mode=opts.server.cluster_mode,
-      shards_per_vm=len(processes) // len(servers) // (
-          1 + opts.server.replicas_per_primary),
-      primaries=_Primaries(len(processes), opts.server),
-      processes=tuple(processes),
-      generators=ChooseGenerators(spec.vm_groups['clients'], opts.generator),
-      password=password,
-      engine_settings=tuple(engine.Settings().items()),
-      replicas_per_primary=opts.server.replicas_per_primary)
+  generators = PrepareVms((), spec.vm_groups['clients'], None,
+                          lambda vm: ChooseGenerator(vm, opts.generator))
+  return _Deployment(spec, opts, engine, processes, generators, password)
 
 
 def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,

@@ -74,6 +74,11 @@ class ServerOptions:
                memory_fraction=f.redis_memory_fraction,
                system_tuning=f.system_tuning)
 
+  def Engine(self):
+    """The server engine these options name (engines/)."""
+    return engines.Get(self.engine, version=self.version,
+                       **dict(self.engine_settings))
+
   @property
   def mode(self) -> str:
     mode = 'one Redis Cluster' if self.cluster_mode else 'standalone'

@@ -75,11 +75,6 @@ def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
   return [(p.vm.internal_ip, p.port) for p in primaries]
 
 
-def _Settings(engine) -> Tuple[Tuple[str, str], ...]:
-  settings = engine.Settings() if hasattr(engine, 'Settings') else {}
-  return tuple(sorted((str(k), str(v)) for k, v in settings.items()))
-
-
 def _InstallYcsb(vm, opts: ycsb_options.YcsbStudyOptions
                  ) -> ycsb_package.Installation:
   vm.Install('ycsb', build_dir=opts.build_dir)
@@ -103,20 +98,16 @@ def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
   clients, on every VM at once (`deployment.PrepareVms`); then starts the
   shards and writes the clients' credentials."""
   servers = spec.vm_groups['servers']
-  clients = tuple(spec.vm_groups['clients'])
-  installs = tuple(deployment_lib.PrepareVms(
-      servers, clients,
+  installs = deployment_lib.PrepareVms(
+      servers, spec.vm_groups['clients'],
       lambda vm: deployment_lib.PrepareServer(engine, vm,
                                               opts.server.system_tuning),
-      lambda vm: _InstallYcsb(vm, opts)))
+      lambda vm: _InstallYcsb(vm, opts))
   password = redis_shard.NewPassword()
   processes = deployment_lib.StartShards(
       engine, servers, opts.server.shards_per_vm, password, opts.server,
       spec.record, opts.server.start_port)
-  _WriteConnection(clients, processes, password, opts)
-  return YcsbDeployment(engine.NAME, engine.Version(servers[0]),
-                        opts.server.cluster_mode, processes, clients,
-                        installs, password, _Settings(engine))
+  return _Connected(spec, opts, engine, processes, password, installs)
 
 
 def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
@@ -124,15 +115,21 @@ def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
   """The deployment of an earlier invocation (--run_stage=run): YCSB found
   (or installed) on every client VM at once, credentials written again."""
   processes, password = deployment_lib.RecordedShards(spec, engine)
-  processes = tuple(processes)
+  installs = deployment_lib.PrepareVms(
+      (), spec.vm_groups['clients'], None, lambda vm: _InstallYcsb(vm, opts))
+  return _Connected(spec, opts, engine, processes, password, installs)
+
+
+def _Connected(spec, opts, engine, processes, password,
+               installs) -> YcsbDeployment:
+  """The deployment, its clients' connection files written."""
   clients = tuple(spec.vm_groups['clients'])
-  installs = tuple(deployment_lib.PrepareVms(
-      (), clients, None, lambda vm: _InstallYcsb(vm, opts)))
   _WriteConnection(clients, processes, password, opts)
+  settings = sorted((str(k), str(v)) for k, v in engine.Settings().items())
   return YcsbDeployment(engine.NAME,
                         engine.Version(spec.vm_groups['servers'][0]),
-                        opts.server.cluster_mode, processes, clients,
-                        installs, password, _Settings(engine))
+                        opts.server.cluster_mode, tuple(processes), clients,
+                        tuple(installs), password, tuple(settings))
 
 
 def SetMetadata(spec, dep: YcsbDeployment,
@@ -245,9 +242,7 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
                                      'client_vm': vm.name,
                                      'threads': opts.load_threads}))
   found = engine.KeyCount(spec.vm_groups['servers'][0],
-                          [redis_shard.Shard(p.vm.name, p.vm.internal_ip,
-                                             p.port, p.pid, p.config_path)
-                           for p in dep.processes], dep.password)
+                          deployment_lib.Shards(dep.processes), dep.password)
   if found != opts.record_count:
     raise errors.ProcessError(
         f'YCSB loaded {found:,} keys but {opts.record_count:,} were expected.')
@@ -263,8 +258,7 @@ def Interference(spec, dep: YcsbDeployment
       spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
       lambda: [p.pid for p in dep.processes],
       measured=spec.vm_groups['clients'],
-      server_pids=lambda vm: [p.pid for p in dep.processes
-                              if p.vm.name == vm.name and p.pid])
+      server_pids=lambda vm: deployment_lib.ServerPids(dep, vm))
 
 
 class YcsbProbe:
@@ -352,6 +346,3 @@ def SearchWorkload(spec, dep: YcsbDeployment,
         f'average {lowest:.3f} ms); raise --ycsb_latency_cap or start lower.')
   return results.ResultSamples(spec, result, cap, extra)
 
-
-def StopAll(record) -> None:
-  deployment_lib.StopAll(record)
