@@ -185,7 +185,7 @@ def OfSearch(result) -> Verdict:
         if k.startswith(('client_', 'server_')) and k in _LIMIT_FIGURES))
   confirmed_reason = ''
   if repeats and result.confirmed_throughput_ci95 is not None:
-    mean = result.confirmed_throughput_mean or 0
+    mean = result.confirmed.throughput if result.confirmed else 0
     pct = 100 * result.confirmed_throughput_ci95 / mean if mean else math.inf
     confirmed_reason = (f'{len(repeats)} repeats under the {cap:g} ms cap, '
                         f'95 % interval +-{pct:.1f} %')
@@ -201,12 +201,8 @@ _LIMIT_FIGURES = frozenset(
 
 
 def _Present(value: Any) -> bool:
-  if value is None:
-    return False
-  try:
-    return not (isinstance(value, float) and math.isnan(value))
-  except TypeError:
-    return True
+  return value is not None and not (isinstance(value, float) and
+                                    math.isnan(value))
 
 
 def _True(value: Any) -> bool:

@@ -323,7 +323,7 @@ def RunUri(run_uri: str, sequence: int = 0) -> str:
   return f'{base}{sequence % 100}'[:12]
 
 
-def _Workdir(spec) -> str:
+def _Workdir() -> str:
   path = os.path.join(vm_util.GetTempDir(), BENCHMARK_NAME)
   os.makedirs(path, exist_ok=True)
   return path
@@ -331,7 +331,7 @@ def _Workdir(spec) -> str:
 
 def _Relay(stream, kept: Optional[collections.deque]) -> None:
   """Logs each line of the harness's output as it comes (probe lines reach
-  upstream's log during a stage, not at its end)."""
+  upstream's log during a stage)."""
   for line in stream:
     line = line.rstrip('\n')
     logging.info('harness: %s', line)
@@ -356,11 +356,8 @@ def LastWords(stderr_lines, returncode) -> str:
 
 def _RunHarness(argv: List[str], what: str,
                 accept: tuple = (0,)) -> Tuple[int, str]:
-  """Runs the harness, its output streamed into upstream's log line by line.
-
-  Returns the exit code (one of `accept`) and the harness's closing message
-  (`LastWords`); another code raises with that message.
-  """
+  """Runs the harness, its output streamed into upstream's log; returns the
+  exit code (one of `accept`, another raises) and `LastWords`."""
   command = [os.path.join(HarnessDir(), 'pkb.py')] + argv
   logging.info('redis_price_performance: %s', ' '.join(
       shlex.quote(a) for a in command))
@@ -431,8 +428,7 @@ def CheckPrerequisites(benchmark_config) -> None:
 
 
 def _DryRun(groups, study) -> None:
-  workdir = os.path.join(vm_util.GetTempDir(), BENCHMARK_NAME)
-  os.makedirs(workdir, exist_ok=True)
+  workdir = _Workdir()
   config = os.path.join(workdir, 'plan_config.json')
   with open(config, 'w') as f:
     f.write(HarnessConfig(groups))
@@ -442,7 +438,7 @@ def _DryRun(groups, study) -> None:
 
 
 def _Argv(spec, stages: str) -> List[str]:
-  workdir = _Workdir(spec)
+  workdir = _Workdir()
   return [f'--benchmarks={HARNESS_BENCHMARK}',
           f'--static_vm_file={os.path.join(workdir, "static_vms.json")}',
           f'--benchmark_config_file={os.path.join(workdir, "config.json")}',
@@ -471,7 +467,7 @@ def Prepare(spec) -> None:
         priced_as=PricedAs(first.CLOUD, first.machine_type, first.zone,
                            study, group))
   _DryRun(groups, study)
-  workdir = _Workdir(spec)
+  workdir = _Workdir()
   with open(os.path.join(workdir, 'config.json'), 'w') as f:
     f.write(HarnessConfig(groups))
   with open(os.path.join(workdir, 'static_vms.json'), 'w') as f:
@@ -482,11 +478,8 @@ def Prepare(spec) -> None:
 
 
 def UpstreamMetadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
-  """The harness's metadata without the keys upstream's providers set.
-
-  The harness's own perfkitbenchmarker_version is the harness_version the
-  row already carries (publisher.ToRow): it is dropped, not kept twice.
-  """
+  """The harness's metadata, the keys upstream's providers set renamed; its
+  perfkitbenchmarker_version is the row's harness_version, not kept twice."""
   out = {}
   for key, value in metadata.items():
     if key == 'perfkitbenchmarker_version' and 'harness_version' in metadata:
@@ -523,7 +516,7 @@ def SamplesFromRows(lines, official: bool = False
 
 
 def _ResultsPath(spec) -> str:
-  return os.path.join(_Workdir(spec), 'results',
+  return os.path.join(_Workdir(), 'results',
                       spec.redis_price_performance_run_uri,
                       'perfkitbenchmarker_results.json')
 

@@ -177,7 +177,7 @@ class AdaptiveSearchTest(unittest.TestCase):
     self.assertEqual(len(result.confirmation_probes), 3)
     self.assertTrue(all(p.load == result.best.load
                         for p in result.confirmation_probes))
-    self.assertAlmostEqual(result.confirmed_throughput_mean,
+    self.assertAlmostEqual(result.confirmed.throughput,
                            MachineCurve(result.best.load.connections))
     self.assertIsNotNone(result.confirmed_throughput_ci95)
     self.assertFalse(result.client_limited)
@@ -218,7 +218,7 @@ class AdaptiveSearchTest(unittest.TestCase):
                                        latency_jitter=0.05))
         self.assertFindsBest(curve, result, fraction=0.95)
         # The answer is the confirmed mean, whose repeats were under the cap.
-        self.assertLess(result.confirmed_latency_mean_ms, CAP_MS)
+        self.assertLess(result.confirmed.average_latency_ms, CAP_MS)
         self.assertIn(result.best, [p.measurement for p in result.probes])
         qualities.append(curve(result.best.load.connections) / TrueBest(curve))
         probes.append(len(result.probes))
@@ -284,7 +284,7 @@ class AdaptiveSearchTest(unittest.TestCase):
     result = Search(server)
     self.assertIn('not under the 1.0 ms cap', result.stop_reason)
     self.assertLess(result.best.load.connections, 100)
-    self.assertLess(result.confirmed_latency_mean_ms, CAP_MS)
+    self.assertLess(result.confirmed.average_latency_ms, CAP_MS)
     self.assertIn('back-off', [p.note for p in result.search_probes])
     self.assertFindsBest(CreepingCurve, result)
 
@@ -321,7 +321,7 @@ class AdaptiveSearchTest(unittest.TestCase):
     policy = adaptive.AdaptiveStepPolicy(confirm_repeats=0)
     result = Search(ScriptedServer(MachineCurve), policy)
     self.assertEqual(result.confirmation_probes, ())
-    self.assertIsNone(result.confirmed_throughput_mean)
+    self.assertIsNone(result.confirmed)
     self.assertEqual(result.capped_throughput, result.best.throughput)
     self.assertFindsBest(MachineCurve, result)
 

@@ -114,7 +114,7 @@ class LinearStepPolicyTest(unittest.TestCase):
     self.assertIn('reached the 1.0 ms cap at 7x4', result.stop_reason)
     self.assertEqual(result.policy, 'linear')
     self.assertEqual(result.capped_throughput, 120e3)
-    self.assertIsNone(result.confirmed_throughput_mean)
+    self.assertIsNone(result.confirmed)
     self.assertEqual(result.confirmation_probes, ())
 
   def testLatencyEqualToCapStopsAndIsNotAnAnswer(self):
@@ -284,15 +284,15 @@ class DriverTest(unittest.TestCase):
     result = search_driver.FindLatencyCappedMaximum(
         script, 1.0, _ScriptedPolicy([Load(t, 1) for t in (1, 2, 3, 4)],
                                      outcome, roles))
-    self.assertAlmostEqual(result.confirmed_throughput_mean, 320e3 / 3)
+    self.assertAlmostEqual(result.confirmed.throughput, 320e3 / 3)
     # t(0.975, 2) = 4.30265 (scipy), sd of the three repeats, sqrt(3).
     expected_ci = 4.30265 * statistics.stdev([110e3, 120e3, 90e3]) / math.sqrt(3)
     self.assertAlmostEqual(result.confirmed_throughput_ci95, expected_ci,
                            delta=1.0)
-    self.assertAlmostEqual(result.confirmed_latency_mean_ms,
+    self.assertAlmostEqual(result.confirmed.average_latency_ms,
                            (110 * 0.6 + 120 * 0.7 + 90 * 0.9) / 320)
     self.assertEqual(result.capped_throughput,
-                     result.confirmed_throughput_mean)
+                     result.confirmed.throughput)
     self.assertEqual(len(result.search_probes), 1)
     self.assertEqual(result.probe_seconds, 20.0)
     self.assertEqual(result.probes[1].note, 'scripted')

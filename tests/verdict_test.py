@@ -109,7 +109,7 @@ def test_repeats_mostly_over_the_cap_are_unconfirmed():
 
   result = search_driver.FindLatencyCappedMaximum(lambda _: next(script), 1.0,
                                                   Policy())
-  assert result.confirmed_latency_mean_ms < 1.0
+  assert result.confirmed.average_latency_ms < 1.0
   found = verdict.OfSearch(result)
   assert (found.name, found.reason) == (
       verdict.UNCONFIRMED, '2 of 3 repeats over the 1 ms cap')

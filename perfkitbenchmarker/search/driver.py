@@ -151,16 +151,11 @@ class SearchResult:
     confirmation_probes: the repeats at the answer's load (empty if the policy
       did not confirm); they exclude the search probe that picked the load, so
       their mean is not biased upwards by that selection.
-    confirmed_throughput_mean: mean throughput of the repeats, the figure to
-      report when present.
-    confirmed_throughput_ci95: half-width of its 95 % confidence interval
-      (Student t); None with fewer than two repeats.
-    confirmed_latency_mean_ms: the repeats' average latency, weighted by
-      operation counts.
-    confirmed: the repeats as one Measurement (`measurement.CombineRepeats`):
-      mean throughput, operation-weighted latency, percentiles from merged
-      histograms when every repeat has one; None without repeats. Report
-      this, not `best`, whenever it exists: one sample, one set of probes.
+    confirmed_throughput_ci95: half-width of the repeats' mean throughput's
+      95 % confidence interval (Student t); None with fewer than two.
+    confirmed: the repeats as one Measurement (`measurement.CombineRepeats`:
+      mean throughput, operation-weighted latency, merged percentiles); None
+      without repeats. Report this, not `best`, whenever it exists.
     client_limited: some probe saturated the load generator's CPU, so part of
       the curve is the client's, not the server's; samples should say so.
     budget_exhausted: the probe budget ended the search before the policy
@@ -184,9 +179,7 @@ class SearchResult:
   policy: str
   stop_reason: str
   confirmation_probes: Tuple[ProbeRecord, ...] = ()
-  confirmed_throughput_mean: Optional[float] = None
   confirmed_throughput_ci95: Optional[float] = None
-  confirmed_latency_mean_ms: Optional[float] = None
   client_limited: bool = False
   confirmed: Optional[Measurement] = None
   budget_exhausted: bool = False
@@ -277,12 +270,11 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
           'policy.')
     best = probes[outcome.best_index].measurement
   confirmations = tuple(probes[i] for i in outcome.confirmation_indices)
-  mean = ci95 = latency = confirmed = None
+  ci95 = confirmed = None
   if confirmations:
-    mean, ci95 = stats.MeanAndCi95([p.throughput for p in confirmations])
+    _, ci95 = stats.MeanAndCi95([p.throughput for p in confirmations])
     confirmed = measurement.CombineRepeats(
         [p.measurement for p in confirmations])
-    latency = confirmed.average_latency_ms
   unconfirmed = outcome.unconfirmed_reason
   if budget_exhausted and not unconfirmed:
     unconfirmed = (f'probe budget of {len(probes)} spent before the answer '
@@ -304,9 +296,7 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
       policy=policy_name,
       stop_reason=outcome.stop_reason,
       confirmation_probes=confirmations,
-      confirmed_throughput_mean=mean,
       confirmed_throughput_ci95=ci95,
-      confirmed_latency_mean_ms=latency,
       confirmed=confirmed,
       client_limited=any(p.measurement.client_saturated for p in probes),
       budget_exhausted=budget_exhausted,

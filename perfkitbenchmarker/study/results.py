@@ -118,7 +118,8 @@ def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
   extra['chosen_probe_index'] = result.best_index
   if result.confirmed is not None:
     extra['confirmation_repeats'] = len(result.confirmation_probes)
-    extra['confirmed_average_latency_ms'] = result.confirmed_latency_mean_ms
+    extra['confirmed_average_latency_ms'] = (
+        result.confirmed.average_latency_ms)
   # The interval reached (of the counted repeats, or of every probe at an
   # unconfirmed answer's load) and how many probes the figure rests on.
   if result.reported_ci95 is not None:
