@@ -29,8 +29,6 @@ from google.cloud import compute_v1
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.providers.gcp import compute_api
 
-API_PREFIX = 'https://www.googleapis.com/compute/v1'
-
 
 def NetworkUrl(project: str, network: str) -> str:
   return f'projects/{project}/global/networks/{network}'
