@@ -20,6 +20,7 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import dragonfly_server
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import keydb_server
 from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import redis_cluster
@@ -69,7 +70,7 @@ def test_the_wheel_bundles_a_real_valkey_9():
   out = subprocess.run([path, '--version'], capture_output=True, text=True,
                        check=True).stdout
   assert out.startswith('Valkey server v=')
-  assert valkey_server.ParseVersion(out).split('.')[0] == '9'
+  assert package_commands.ServerVersion(out).split('.')[0] == '9'
 
 
 def test_engines_are_registered():
@@ -142,8 +143,8 @@ def test_dragonfly_flag_file_and_start_command():
   assert "--flagfile='/d/my dir/f.flags'" in command
   assert 'pw' not in command  # the password stays in the 0600 flag file
   _BashSyntaxOk(command)
-  assert dragonfly_server.ParseVersion('dragonfly v1.36.0-a1b2c3\n') == (
-      '1.36.0')
+  assert package_commands.ServerVersion(
+      'dragonfly \x1b[1mv1.36.0-a1b2c3\x1b[0m\n') == '1.36.0'
 
 
 @pytest.mark.parametrize('build', [
@@ -343,7 +344,7 @@ def test_a_wheel_redis_is_a_second_local_version():
   assert version in str(e.value) and '\n' not in str(e.value)
   vm = types.SimpleNamespace(CLOUD='Local')
   assert engines.Get('redis', version=version[:3]).ServerCommand(vm) == path
-  assert engines.Get('redis').ServerCommand(vm) is None
+  assert engines.Get('redis').ServerCommand(vm) == 'redis-server'
 
 
 # --- ./pkb.py end to end ----------------------------------------------------

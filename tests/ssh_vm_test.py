@@ -353,7 +353,7 @@ def test_versions():
   assert package_commands.MemtierVersionOk('memtier_benchmark 2.4.4')
   assert package_commands.MemtierVersionOk('memtier_benchmark 255.255.255')
   assert not package_commands.MemtierVersionOk('memtier_benchmark 2.1.0')
-  assert package_commands.RedisServerVersion(
+  assert package_commands.ServerVersion(
       'Redis server v=7.0.15 sha=00000000:0') == '7.0.15'
 
 

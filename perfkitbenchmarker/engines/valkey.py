@@ -20,8 +20,5 @@ class ValkeyEngine(redis_oss.RedisOssEngine):
   def Install(self, vm) -> None:
     vm.Install('valkey_server', version=self.version)
 
-  def Version(self, vm) -> str:
-    return valkey_server.GetVersion(vm)
-
   def ServerCommand(self, vm) -> str:
     return valkey_server.ServerCommand(vm)

@@ -74,8 +74,8 @@ class DragonflyEngine(_VmOnly):
     vm.Install('dragonfly_server', version=self.version,
                release_url=self.release_url, prefix=self.prefix)
 
-  def Version(self, vm) -> str:
-    return dragonfly_server.GetVersion(vm)
+  def ServerCommand(self, vm) -> str:
+    return 'dragonfly'
 
   def ReadPassword(self, process) -> str:
     # The password is a flag file line (--requirepass=), not redis.conf's.
@@ -145,9 +145,6 @@ class KeydbEngine(_VmOnly):
     self._Refuse(vm)
     vm.Install('keydb_server', version=self.version,
                source_url=self.source_url, prefix=self.prefix)
-
-  def Version(self, vm) -> str:
-    return keydb_server.GetVersion(vm)
 
   def ServerCommand(self, vm) -> str:
     return 'keydb-server'

@@ -40,18 +40,12 @@ RELEASE_URL = ('https://github.com/dragonflydb/dragonfly/releases/download/'
 PREFIX = '/usr/local'
 _ARCH = {'x86_64': ('amd64', 'x86_64'), 'amd64': ('amd64', 'x86_64'),
          'aarch64': ('arm64', 'aarch64'), 'arm64': ('arm64', 'aarch64')}
-_VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
 _APT = package_commands.APT
 
 
 def ReleaseVersion(version: str) -> str:
-  if version == 'distro':
-    return RELEASE
-  if not _VERSION_RE.fullmatch(version):
-    raise errors.UsageError(
-        f'--redis_server_version="{version}" must be "distro" (Dragonfly '
-        f'{RELEASE}) or a Dragonfly release such as {RELEASE}.')
-  return version
+  package_commands.CheckRelease(version, 'Dragonfly', RELEASE)
+  return RELEASE if version == 'distro' else version
 
 
 def AssetUrls(machine: str, version: str, release_url: str = RELEASE_URL):
@@ -77,6 +71,7 @@ def InstallScript(info, machine: str, version: str = 'distro',
 
   `prefix` applies to the tar.gz (the .deb puts the binary where it does).
   """
+  package_commands.RequireFamily(info, 'Dragonfly')
   deb, tarball = AssetUrls(machine, version, release_url)
   if info.family == 'debian':
     lines = [f'{_APT} update', f'{_APT} install curl ca-certificates '
@@ -87,7 +82,7 @@ def InstallScript(info, machine: str, version: str = 'distro',
              f'curl -fsSL {shlex.quote(deb)} -o "$work/dragonfly.deb"',
              f'{_APT} install --allow-downgrades "$work/dragonfly.deb"',
              '(systemctl disable --now dragonfly >/dev/null 2>&1 || true)']
-  elif info.family == 'rhel':
+  else:
     pm = info.package_manager
     binary = shlex.quote(f'{prefix}/bin/dragonfly')
     lines = [f'{pm} install -y curl tar redis || {pm} install -y curl tar '
@@ -100,11 +95,6 @@ def InstallScript(info, machine: str, version: str = 'distro',
              # The tarball holds one binary named dragonfly-<arch>.
              f'install -D -m 0755 "$work/dragonfly-{_ARCH[machine][1]}" '
              f'{binary}']
-  else:
-    raise errors.PrerequisiteError(
-        f'Cannot install Dragonfly on {info.display_name}: only '
-        'Debian/Ubuntu and RHEL-like systems are supported; use such an '
-        'image or install dragonfly there by hand.')
   return '\n'.join(['set -eo pipefail'] + lines + ['dragonfly --version'])
 
 
@@ -143,16 +133,6 @@ def StartCommand(flagfile: str, logfile: str,
           '2>&1 < /dev/null &')
 
 
-def ParseVersion(text: str) -> str:
-  """'1.34.2' from `dragonfly --version`.
-
-  It prints "dragonfly v1.34.2-<sha>" (the tag in terminal colour codes) and
-  a "build time:" line.
-  """
-  match = re.search(r'v(\d+\.\d+\.\d+)', text or '')
-  return match.group(1) if match else ''
-
-
 def PasswordFromFlagFile(text: str) -> str:
   """The --requirepass value of a flag file ('' if none)."""
   match = re.search(r'^--requirepass=(\S+)$', text or '', re.M)
@@ -187,31 +167,10 @@ class DragonflyProcess(redis_server.RedisProcess):
 resource.RegisterKind(DragonflyProcess.KIND, DragonflyProcess.FromRecord)
 
 
-def _InstalledVersion(vm) -> str:
-  out, _, rc = vm.RemoteCommandWithReturnCode('dragonfly --version')
-  return ParseVersion(out) if rc == 0 else ''
-
-
 def Install(vm, version: str = 'distro', release_url: str = RELEASE_URL,
             prefix: str = PREFIX) -> None:
   """Installs Dragonfly on a remote VM (the engine refuses Local)."""
-  wanted = ReleaseVersion(version)
-  if _InstalledVersion(vm) == wanted and vm.HasCommand('redis-cli'):
-    return
-  machine, _ = vm.RemoteCommand('uname -m', what=f'uname -m on {vm.name}')
-  remote_install.RunAsRoot(
-      vm, remote_install.ScriptFor(vm, InstallScript, machine.strip(),
-                                   version, release_url, prefix),
-      f'Installing Dragonfly {wanted}')
-  # Another dragonfly earlier on the PATH would shadow the new one.
-  installed = _InstalledVersion(vm)
-  if installed != wanted:
-    raise errors.PrerequisiteError(
-        f'{vm.name} runs Dragonfly {installed or "(none)"} after installing '
-        f'{wanted}; check which dragonfly is first on its PATH.')
-
-
-def GetVersion(vm) -> Optional[str]:
-  out, _ = vm.RemoteCommand('dragonfly --version',
-                            what=f'dragonfly --version on {vm.name}')
-  return ParseVersion(out) or out.strip()
+  remote_install.InstallServer(
+      vm, 'dragonfly', 'Dragonfly', ReleaseVersion(version),
+      lambda info: InstallScript(info, info.arch, version, release_url,
+                                 prefix))

@@ -36,15 +36,11 @@ PREFIX = '/usr/local'
 APT_URL = 'https://download.keydb.dev/open-source-dist'
 APT_KEYRING = '/etc/apt/trusted.gpg.d/keydb.gpg'
 APT_SOURCE = '/etc/apt/sources.list.d/keydb.list'
-_VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
 _APT = package_commands.APT
 
 
 def CheckVersion(version: str) -> None:
-  if version != 'distro' and not _VERSION_RE.fullmatch(version):
-    raise errors.UsageError(
-        f'--redis_server_version="{version}" must be "distro" (KeyDB\'s '
-        f'packages) or a KeyDB release such as {SOURCE_RELEASE}.')
+  package_commands.CheckRelease(version, 'KeyDB', SOURCE_RELEASE)
 
 
 def _SourceLines(info, version: str, source_url: str, prefix: str):
@@ -59,15 +55,8 @@ def _SourceLines(info, version: str, source_url: str, prefix: str):
             'autoconf automake libtool tcl libuuid-devel libcurl-devel '
             'openssl-devel bzip2-devel libzstd-devel lz4-devel snappy-devel '
             'git curl tar']
-  url = source_url.format(v=version)
-  return deps + [
-      # A private build directory, removed however the script ends.
-      'build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
-      f'curl -fsSL {shlex.quote(url)} -o "$build/keydb.tar.gz"',
-      'tar -xzf "$build/keydb.tar.gz" -C "$build" --strip-components=1',
-      'make -C "$build" -j"$(nproc)" BUILD_TLS=no',
-      f'make -C "$build" install PREFIX={shlex.quote(prefix)}',
-  ]
+  return deps + package_commands.SourceBuildLines(
+      source_url.format(v=version), 'BUILD_TLS=no', prefix)
 
 
 def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
@@ -78,11 +67,7 @@ def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
   builds (the packages install where they do).
   """
   CheckVersion(version)
-  if info.family not in ('debian', 'rhel'):
-    raise errors.PrerequisiteError(
-        f'Cannot install KeyDB on {info.display_name}: only '
-        'Debian/Ubuntu and RHEL-like systems are supported; use such an '
-        'image or install keydb-server there by hand.')
+  package_commands.RequireFamily(info, 'KeyDB')
   if version == 'distro' and info.family == 'debian':
     if not info.os_codename:
       raise errors.PrerequisiteError(
@@ -124,36 +109,8 @@ class KeydbProcess(redis_server.RedisProcess):
 resource.RegisterKind(KeydbProcess.KIND, KeydbProcess.FromRecord)
 
 
-def ParseVersion(text: str) -> str:
-  match = re.search(r'v=(\S+)', text or '')
-  return match.group(1) if match else ''
-
-
-def _InstalledVersion(vm) -> str:
-  out, _, rc = vm.RemoteCommandWithReturnCode('keydb-server --version')
-  return ParseVersion(out) if rc == 0 else ''
-
-
 def Install(vm, version: str = 'distro', source_url: str = SOURCE_URL,
             prefix: str = PREFIX) -> None:
   """Installs KeyDB on a remote VM (the engine refuses Local)."""
-  if (remote_install.VersionMatches(_InstalledVersion(vm), version) and
-      vm.HasCommand('redis-cli')):
-    return
-  remote_install.RunAsRoot(
-      vm, remote_install.ScriptFor(vm, InstallScript, version, source_url,
-                                   prefix),
-      f'Installing KeyDB {version}')
-  # Another keydb-server earlier on the PATH would shadow the new one.
-  installed = _InstalledVersion(vm)
-  if not remote_install.VersionMatches(installed, version):
-    raise errors.PrerequisiteError(
-        f'{vm.name} runs KeyDB {installed or "(none)"} after installing '
-        f'--redis_server_version={version}; check which keydb-server is '
-        'first on its PATH.')
-
-
-def GetVersion(vm) -> str:
-  out, _ = vm.RemoteCommand('keydb-server --version',
-                            what=f'keydb-server --version on {vm.name}')
-  return ParseVersion(out) or out.strip()
+  remote_install.InstallServer(vm, 'keydb-server', 'KeyDB', version,
+                               InstallScript, version, source_url, prefix)

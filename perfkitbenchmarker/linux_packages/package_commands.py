@@ -37,7 +37,6 @@ MEMTIER_MIN_VERSION = (2, 4, 4)
 # its lock.
 APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
        '-y -q')
-_VERSION_RE = re.compile(r'\d+\.\d+(\.\d+)?')
 _STOP_DISTRO_SERVICE = (
     '(systemctl disable --now {unit} >/dev/null 2>&1 || '
     'service {unit} stop >/dev/null 2>&1 || true)')
@@ -47,7 +46,7 @@ def _Script(lines) -> str:
   return '\n'.join(['set -eo pipefail'] + list(lines))
 
 
-def _RequireFamily(info, program: str) -> None:
+def RequireFamily(info, program: str) -> None:
   if info.family not in ('debian', 'rhel'):
     raise errors.PrerequisiteError(
         f'Cannot install {program} on {info.display_name}: '
@@ -55,11 +54,16 @@ def _RequireFamily(info, program: str) -> None:
         'supported; install it by hand and rerun.')
 
 
-def CheckRedisVersion(version: str) -> None:
-  if version != 'distro' and not _VERSION_RE.fullmatch(version):
+def CheckRelease(version: str, product: str, example: str,
+                 pattern: str = r'\d+\.\d+\.\d+') -> None:
+  if version != 'distro' and not re.fullmatch(pattern, version):
     raise errors.UsageError(
-        f'--redis_server_version="{version}" must be "distro" or a Redis '
-        'release such as 7.2.4.')
+        f'--redis_server_version="{version}" must be "distro" or a '
+        f'{product} release such as {example}.')
+
+
+def CheckRedisVersion(version: str) -> None:
+  CheckRelease(version, 'Redis', '7.2.4', r'\d+\.\d+(\.\d+)?')
 
 
 def RedisAptRepoLines(codename: str):
@@ -104,7 +108,7 @@ def _PinnedVersionLines(package: str, version: str, codename: str):
 def RedisServerInstall(info, version: str) -> str:
   """Installs redis-server and redis-cli at `version` ('distro' or X.Y.Z)."""
   CheckRedisVersion(version)
-  _RequireFamily(info, 'Redis')
+  RequireFamily(info, 'Redis')
   if info.family == 'rhel':
     if version != 'distro':
       raise errors.UsageError(
@@ -137,7 +141,7 @@ def RedisServerInstall(info, version: str) -> str:
 
 def RedisToolsInstall(info) -> str:
   """redis-cli and redis-benchmark (Debian's redis-tools)."""
-  _RequireFamily(info, 'redis-tools')
+  RequireFamily(info, 'redis-tools')
   if info.family == 'rhel':
     # RHEL-like systems ship the tools inside the server package.
     return RedisServerInstall(info, 'distro')
@@ -158,6 +162,18 @@ def MemtierInstall(info) -> str:
       'memtier_benchmark --version'])
 
 
+def SourceBuildLines(url: str, make_args: str, prefix: str = '/usr/local'):
+  """Builds and installs a release tarball as root in a private build
+  directory, removed however the script ends (a fixed name in /tmp is
+  another user's to make first)."""
+  return ['build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
+          f'curl -fsSL {shlex.quote(url)} -o "$build/src.tar.gz"',
+          'tar -xzf "$build/src.tar.gz" -C "$build" --strip-components=1',
+          f'make -C "$build" -j"$(nproc)" {make_args}',
+          f'make -C "$build" install PREFIX={shlex.quote(prefix)} '
+          f'{make_args}']
+
+
 def ParseVersion(text: str):
   """(major, minor, patch) from the first X.Y[.Z] in text, or None."""
   match = re.search(r'(\d+)\.(\d+)(?:\.(\d+))?', text or '')
@@ -166,9 +182,10 @@ def ParseVersion(text: str):
   return tuple(int(g or 0) for g in match.groups())
 
 
-def RedisServerVersion(text: str) -> str:
-  """'7.0.15' from `redis-server --version` output."""
-  match = re.search(r'v=(\S+)', text or '')
+def ServerVersion(text: str) -> str:
+  """'7.0.15' from a server's --version ('v=7.0.15' for redis, valkey and
+  keydb; 'v1.34.2-<sha>' in colour codes for dragonfly), else ''."""
+  match = re.search(r'v=?(\d+\.\d+\.\d+)', text or '')
   return match.group(1) if match else ''
 
 

@@ -75,8 +75,6 @@ flags.register_validator('redis_server_options', _RegisterOptionSecrets)
 START_TIMEOUT_S = 20
 
 
-
-
 def Install(vm: virtual_machine.BaseVirtualMachine,
             version: str = 'distro') -> None:
   """Checks for (Local) or installs (remote) redis-server and redis-cli."""
@@ -87,17 +85,6 @@ def Install(vm: virtual_machine.BaseVirtualMachine,
         'redis-tools).')
     return
   remote_install.InstallRedis(vm, version)
-
-
-def ParseVersion(text: str) -> str:
-  """'7.0.15' from `redis-server --version` output ('' if none)."""
-  match = re.search(r'v=(\S+)', text or '')
-  return match.group(1) if match else ''
-
-
-def GetVersion(vm: virtual_machine.BaseVirtualMachine) -> str:
-  out, _ = vm.RemoteCommand('redis-server --version')
-  return ParseVersion(out) or out.strip()
 
 
 def ConfigQuote(value: str) -> str:

