@@ -127,6 +127,8 @@ def _TeardownOnly(run_dir: str) -> int:
   run_log.SetUp(run_dir)
   providers.LoadAllKinds()
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
+  from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
+  engines.ShardKinds()  # Loads every engine, so every shard kind is known.
   failures = resource.TeardownFromRecord(record)
   if failures:
     print(f'Teardown left {len(failures):,} resource(s): '

@@ -7,8 +7,10 @@ use ./pkb.py as a user would with 1 s probes and a 100 ms cap (they check
 the orchestration and the samples, not the figures).
 """
 
+import os
 import shutil
 import subprocess
+import sys
 import types
 
 import pytest
@@ -387,3 +389,22 @@ def test_default_study_names_its_engine(tmp_path, engine_name, version):
   kinds = {e['kind'] for e in e2e.Record(str(tmp_path), run_uri)['resources']}
   assert f'{engine_name}_process' in kinds
   assert not e2e.LeftoverProcesses(str(tmp_path), run_uri)
+
+
+@pytest.mark.e2e
+def test_engine_modules_load_when_asked_for():
+  """Reading the flags loads no engine; ShardKinds (a teardown from the
+  record, pkb._TeardownOnly) loads every one, so every shard kind is known."""
+  code = (
+      'import sys\n'
+      'from perfkitbenchmarker.engines import flags\n'
+      'loaded = [m for m in sys.modules if m.startswith("perfkitbenchmarker.'
+      'engines.") or m.startswith("perfkitbenchmarker.linux_packages")]\n'
+      'assert loaded == ["perfkitbenchmarker.engines.flags"], loaded\n'
+      'from perfkitbenchmarker import engines, resource\n'
+      'engines.Get("valkey")\n'
+      'assert "perfkitbenchmarker.engines.vm_only" not in sys.modules\n'
+      'kinds = engines.ShardKinds()\n'
+      'assert set(kinds) <= set(resource._KINDS) and len(kinds) == 4, kinds\n')
+  subprocess.run([sys.executable, '-c', code], check=True,
+                 cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -4,43 +4,56 @@ Extension seam: an engine implements `base.ServerEngine` (install,
 configure and start shards, form a cluster, replicas, version, count keys,
 stop) in a module here and joins `_ENGINES` below. That is all a new engine
 touches: the study only calls the interface, and finds the engine's shards
-in a run record by `ShardKinds`. Redis Enterprise is no shard engine (its
-cluster manager starts the servers): redis_enterprise.py, with its REST
-client and rladmin commands beside it, drives one cluster for the
-redis_enterprise benchmark.
+in a run record by `ShardKinds`. An engine's module is imported when the
+engine is asked for, so reading the flags loads none. Redis Enterprise is
+no shard engine (its cluster manager starts the servers):
+redis_enterprise.py drives one cluster for the redis_enterprise benchmark.
 """
 
+import importlib
 from typing import Tuple
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker.engines import redis_oss
-from perfkitbenchmarker.engines import valkey
-from perfkitbenchmarker.engines import vm_only
 
-# name -> engine class.
-_ENGINES = {engine.NAME: engine for engine in (
-    redis_oss.RedisOssEngine, valkey.ValkeyEngine, vm_only.DragonflyEngine,
-    vm_only.KeydbEngine)}
+# name -> (module here, engine class).
+_ENGINES = {'redis': ('redis_oss', 'RedisOssEngine'),
+            'valkey': ('valkey', 'ValkeyEngine'),
+            'dragonfly': ('vm_only', 'DragonflyEngine'),
+            'keydb': ('vm_only', 'KeydbEngine')}
 
 
 def Names():
   return sorted(_ENGINES)
 
 
-def Get(name: str, **settings):
-  """The engine called `name` (a base.ServerEngine), with `settings`."""
+def _Class(name: str):
   if name not in _ENGINES:
     raise errors.UsageError(
         f'Unknown server engine "{name}"; choose one of {", ".join(Names())}.')
-  return _ENGINES[name](**settings)
+  module, cls = _ENGINES[name]
+  return getattr(importlib.import_module(f'{__name__}.{module}'), cls)
+
+
+def Get(name: str, **settings):
+  """The engine called `name` (a base.ServerEngine), with `settings`."""
+  return _Class(name)(**settings)
 
 
 def ReadsRedisConf(name: str) -> bool:
-  """Whether the engine called `name` takes redis.conf lines (without
-  making one)."""
-  return _ENGINES[name].READS_REDIS_CONF
+  """Whether the engine called `name` takes redis.conf lines."""
+  return _Class(name).READS_REDIS_CONF
+
+
+def RefuseLocal(name: str) -> None:
+  reason = _Class(name).LOCAL_REFUSAL
+  if reason:
+    raise errors.UsageError(
+        f'--redis_engine={name} is not installable on this machine: '
+        f'{reason}; run it on a cloud or --static_vm_file, or use redis or '
+        'valkey locally.')
 
 
 def ShardKinds() -> Tuple[str, ...]:
-  """The run-record kinds of every engine's shard processes."""
-  return tuple(dict.fromkeys(e.PROCESS_KIND for e in _ENGINES.values()))
+  """The run-record kinds of every engine's shard processes (loading every
+  engine registers those kinds for a teardown from the record)."""
+  return tuple(dict.fromkeys(_Class(n).PROCESS_KIND for n in Names()))

@@ -21,6 +21,8 @@ class ServerEngine(abc.ABC):
   PROCESS_KIND = ''
   # Whether its shards read redis.conf lines (--redis_server_options).
   READS_REDIS_CONF = True
+  # Why this machine cannot install it ('': it can).
+  LOCAL_REFUSAL = ''
 
   @abc.abstractmethod
   def Install(self, vm) -> None:

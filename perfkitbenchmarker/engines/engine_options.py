@@ -12,7 +12,6 @@ from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
 from perfkitbenchmarker.engines import flags as _  # pylint: disable=unused-import
-from perfkitbenchmarker.engines import vm_only
 from perfkitbenchmarker.linux_packages import local_redis_builds
 
 # engine -> {flag: constructor argument}
@@ -36,7 +35,7 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
         f'--redis_engine={engine} is not an engine; choose one of '
         f'{", ".join(engines.Names())}.')
   if f.cloud == 'Local' and not f.static_vm_file:
-    vm_only.RefuseLocal(engine)
+    engines.RefuseLocal(engine)
   own = _ENGINE_FLAGS.get(engine, {})
   for flag, unset in _UNSET.items():
     if flag not in own and f[flag].value != unset:

@@ -2,8 +2,8 @@
 
 Neither is installable on this machine (their release packages and
 repositories are not reachable from it), so on the Local provider each
-refuses in one line before anything starts (`RefuseLocal`, also called by
-the study's options check). On VMs they use linux_packages/
+refuses in one line before anything starts (`engines.RefuseLocal`, also
+called by the study's options check). On VMs they use linux_packages/
 dragonfly_server.py and keydb_server.py; cluster formation and key counts are
 Redis OSS's (both speak the protocol), and so is KeyDB's password read-back.
 Each engine takes where its release comes from (`release_url` /
@@ -14,6 +14,7 @@ real defaults; tests/vm_engines_ssh_test.py gives loopback ones.
 import dataclasses
 from typing import Dict, Sequence
 
+from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import base
@@ -21,27 +22,12 @@ from perfkitbenchmarker.engines import redis_oss
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 
-LOCAL_REASONS = {
-    'dragonfly': 'Dragonfly ships only as release packages from its own '
-                 'download host, which this machine cannot reach',
-    'keydb': 'KeyDB ships only from its own APT repository or a source '
-             'release, neither reachable from this machine',
-}
-
-
-def RefuseLocal(engine: str) -> None:
-  if engine in LOCAL_REASONS:
-    raise errors.UsageError(
-        f'--redis_engine={engine} is not installable on this machine: '
-        f'{LOCAL_REASONS[engine]}; run it on a cloud or --static_vm_file, '
-        'or use redis or valkey locally.')
-
 
 class _VmOnly(redis_oss.RedisOssEngine):
 
   def _Refuse(self, vm) -> None:
     if vm.CLOUD == 'Local':
-      RefuseLocal(self.NAME)
+      engines.RefuseLocal(self.NAME)
 
 
 class DragonflyEngine(_VmOnly):
@@ -50,6 +36,8 @@ class DragonflyEngine(_VmOnly):
   NAME = 'dragonfly'
   PROCESS_KIND = dragonfly_server.DragonflyProcess.KIND
   READS_REDIS_CONF = False  # A flag file (--dragonfly_* flags).
+  LOCAL_REFUSAL = ('Dragonfly ships only as release packages from its own '
+                   'download host, which this machine cannot reach')
 
   def __init__(self, version: str = 'distro', proactor_threads: int = 0,
                cluster_mode: str = 'none',
@@ -128,6 +116,8 @@ class KeydbEngine(_VmOnly):
   NAME = 'keydb'
   PROCESS_KIND = keydb_server.KeydbProcess.KIND
   PROCESS_CLASS = keydb_server.KeydbProcess
+  LOCAL_REFUSAL = ('KeyDB ships only from its own APT repository or a '
+                   'source release, neither reachable from this machine')
 
   def __init__(self, version: str = 'distro', server_threads: int = 0,
                source_url: str = keydb_server.SOURCE_URL,
