@@ -153,16 +153,11 @@ class AdaptiveStepPolicy:
   noise_aware: bool = True
 
   def __post_init__(self):
-    for names, least in (('threads pipeline min_connections '
-                          'start_connections max_connections', 1),
-                         ('max_corrections max_bisections confirm_repeats '
-                          'confirm_max_repeats max_backoffs '
-                          'confirm_max_reruns', 0)):
-      for name in names.split():
-        value = getattr(self, name)
-        if not isinstance(value, int) or value < least:
-          raise InvalidSearchArgument(
-              f'{name}={value!r}: must be a whole number of at least {least}.')
+    driver.CheckWholeNumbers(
+        self, threads=1, pipeline=1, min_connections=1, start_connections=1,
+        max_connections=1, max_corrections=0, max_bisections=0,
+        confirm_repeats=0, confirm_max_repeats=0, max_backoffs=0,
+        confirm_max_reruns=0)
     checks = (
         (self.min_connections <= self.max_connections,
          f'min_connections={self.min_connections} is above max_connections='

@@ -44,6 +44,16 @@ DEFAULT_MAX_PROBES = 40
 InvalidSearchArgument = search.InvalidSearchArgument
 
 
+def CheckWholeNumbers(owner, **least: int) -> None:
+  """Refuses each named field of a policy that is not a whole number of at
+  least its bound."""
+  for name, bound in least.items():
+    value = getattr(owner, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < bound:
+      raise InvalidSearchArgument(
+          f'{name}={value!r}: must be a whole number of at least {bound}.')
+
+
 @dataclasses.dataclass(frozen=True)
 class ProbeRequest:
   """What a policy asks the driver to measure next.

@@ -24,23 +24,15 @@ ROLE_SEARCH = driver.ROLE_SEARCH
 class LinearStepPolicy:
   """Adds threads at a fixed step until the cap, as the Redis-on-T2D study did.
 
-  Probes min_threads, min_threads + thread_increment, ... (never more than
-  max_threads; the last step is not stretched to hit it), each with `clients`
-  connections per thread. It stops after the first probe whose average
-  latency is at or over the cap, or after the largest thread count. The
-  answer is the highest-throughput probe strictly under the cap, wherever it
-  lies in the walk, so a dip before the cap does not hide an earlier peak.
-  When the first step is already over the cap, the walk steps down instead,
-  halving the connections (clients per thread, then threads) until a probe
-  is under the cap or `min_connections` (1; 2 for a tool that needs one per
-  command of a mix) is reached.
-
-  With `confirm_repeats` > 0 the answer's load is then measured that many
-  more times (confirmation probes): the answer becomes their mean with a
-  95 % interval, and the verdict applies the adaptive search's rule to them
-  (at least 2 repeats, most under the cap); a repeat disturbed by foreign
-  CPU is run again (repeats.RepeatRule). 0 (the default) reports the
-  single probe, as the published study did: `unconfirmed` by design.
+  Probes min_threads, min_threads + thread_increment, ... up to max_threads,
+  each with `clients` connections per thread, and stops after the first
+  probe at or over the cap. The answer is the highest-throughput probe under
+  the cap anywhere in the walk (a dip does not hide an earlier peak). A first
+  step over the cap steps down instead, halving the connections down to
+  `min_connections` (2 for a tool that needs one per command of a mix).
+  `confirm_repeats` > 0 repeats the answer's load (repeats.RepeatRule) and
+  reports their mean; 0, as the published study did, the single probe:
+  `unconfirmed` by design.
   """
   NAME: ClassVar[str] = 'linear'
 
@@ -53,36 +45,13 @@ class LinearStepPolicy:
   min_connections: int = 1
 
   def __post_init__(self):
-    for name in ('min_threads', 'max_threads', 'thread_increment', 'clients',
-                 'pipeline', 'confirm_repeats', 'min_connections'):
-      value = getattr(self, name)
-      if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidSearchArgument(
-            f'{name}={value!r}: must be a whole number.')
-    if self.min_threads < 1:
-      raise InvalidSearchArgument(
-          f'min_threads={self.min_threads}: start with at least 1 thread.')
+    driver.CheckWholeNumbers(
+        self, min_threads=1, max_threads=1, thread_increment=1, clients=1,
+        pipeline=1, confirm_repeats=0, min_connections=1)
     if self.min_threads > self.max_threads:
       raise InvalidSearchArgument(
           f'min_threads={self.min_threads} is above max_threads='
           f'{self.max_threads}; lower min_threads or raise max_threads.')
-    if self.thread_increment <= 0:
-      raise InvalidSearchArgument(
-          f'thread_increment={self.thread_increment}: the walk must add at '
-          'least 1 thread per probe.')
-    if self.clients < 1:
-      raise InvalidSearchArgument(
-          f'clients={self.clients}: each thread needs at least 1 connection.')
-    if self.pipeline < 1:
-      raise InvalidSearchArgument(
-          f'pipeline={self.pipeline}: use 1 for no pipelining.')
-    if self.confirm_repeats < 0:
-      raise InvalidSearchArgument(
-          f'confirm_repeats={self.confirm_repeats}: use 0 for none.')
-    if self.min_connections < 1:
-      raise InvalidSearchArgument(
-          f'min_connections={self.min_connections}: the step-down needs at '
-          'least 1 connection.')
 
   def Steps(self, cap_ms: float) -> driver.PolicySteps:
     records = []

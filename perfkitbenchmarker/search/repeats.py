@@ -133,14 +133,7 @@ class RepeatRule:
   stop_out_of_reach: bool = True
 
   def __post_init__(self):
-    for name in ('least', 'most', 'max_reruns'):
-      value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise driver.InvalidSearchArgument(
-            f'{name}={value!r}: must be a whole number of at least 0.')
-    if self.least < 1:
-      raise driver.InvalidSearchArgument(
-          f'least={self.least}: a set of repeats needs at least 1.')
+    driver.CheckWholeNumbers(self, least=1, most=0, max_reruns=0)
     if not 0 <= self.ci_target < 1:
       raise driver.InvalidSearchArgument(
           f'ci_target={self.ci_target!r}: must be a fraction in [0, 1).')

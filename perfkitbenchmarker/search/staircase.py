@@ -82,11 +82,7 @@ class StaircasePolicy:
   def __post_init__(self):
     if not self.steps:
       raise InvalidSearchArgument('a staircase needs at least one step.')
-    for name in ('confirm_repeats', 'max_backoffs'):
-      value = getattr(self, name)
-      if not isinstance(value, int) or value < 0:
-        raise InvalidSearchArgument(
-            f'{name}={value!r}: must be a whole number of at least 0.')
+    driver.CheckWholeNumbers(self, confirm_repeats=0, max_backoffs=0)
 
   def Steps(self, cap_ms: float) -> driver.PolicySteps:
     records = []
