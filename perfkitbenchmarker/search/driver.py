@@ -1,25 +1,18 @@
 """Latency-capped throughput search: the driver and its records.
 
 A search finds the highest throughput a server sustains while the average
-request latency stays under a cap. It is split like a controller and an
-actuator:
-
-* a step policy (the controller) decides which load to offer next, and when
-  to stop, from what the earlier probes measured;
-* `FindLatencyCappedMaximum` (the actuator) calls the injected
-  `measure(load) -> Measurement`, records every probe in order, enforces a
-  hard probe budget and turns the policy's conclusion into a frozen
-  `SearchResult`.
+latency stays under a cap, split like a controller and an actuator: a step
+policy decides which load to offer next, and when to stop;
+`FindLatencyCappedMaximum` calls the injected `measure(load) ->
+Measurement`, records every probe, enforces a hard probe budget and freezes
+the policy's conclusion into a `SearchResult`.
 
 Extension seam: a new policy implements `StepPolicy`: a `NAME` and a
-`Steps(cap_ms)` generator that yields `ProbeRequest`s, is sent the
-`ProbeRecord` of each probe, and returns an `Outcome`. The generator's frame
-holds the state of one search, so a policy object is immutable configuration
-that can run any number of searches. `linear.py`, `adaptive.py` and
-`staircase.py` in this package are such policies.
-
-Everything here is pure: no flags, no VMs, no I/O, no sleeping, no clock. The
-only effect is calling `measure`, so tests drive it with scripted curves.
+`Steps(cap_ms)` generator that yields `ProbeRequest`s, is sent each probe's
+`ProbeRecord`, and returns an `Outcome`. The generator's frame holds one
+search's state, so a policy object is immutable configuration (linear.py,
+adaptive.py, staircase.py). Pure: the only effect is calling `measure`, so
+tests drive it with scripted curves.
 """
 
 import dataclasses
@@ -56,13 +49,8 @@ def CheckWholeNumbers(owner, **least: int) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class ProbeRequest:
-  """What a policy asks the driver to measure next.
-
-  Attributes:
-    load: the load to offer.
-    role: ROLE_SEARCH or ROLE_CONFIRM.
-    note: why the policy chose this load; kept in the record for reports.
-  """
+  """What a policy asks the driver to measure next, and why (`note`, kept
+  in the record for reports)."""
   load: Load
   role: str = ROLE_SEARCH
   note: str = ''
@@ -70,15 +58,8 @@ class ProbeRequest:
 
 @dataclasses.dataclass(frozen=True)
 class ProbeRecord:
-  """One probe as it happened.
-
-  Attributes:
-    index: position in the search, from 0.
-    measurement: what `measure` returned.
-    role: ROLE_SEARCH or ROLE_CONFIRM.
-    under_cap: average latency strictly below the cap.
-    note: the policy's reason for the probe.
-  """
+  """One probe as it happened (`index` from 0; `under_cap`: average latency
+  strictly below the cap)."""
   index: int
   measurement: Measurement
   role: str
@@ -99,13 +80,9 @@ class ProbeRecord:
 
   @property
   def disturbed(self) -> bool:
-    """Others took CPU this probe's threads waited for.
-
-    The probe paths name each probe's limit (attribution.py, through
-    load_generators/interference.py); one whose limit is `disturbed` (a
-    probe recorded without a limit: its `interference` flag) is run again
-    rather than counted (repeats.RepeatRule).
-    """
+    """Others took CPU this probe's threads waited for (its limit, or its
+    `interference` flag): a repeat so disturbed is run again rather than
+    counted (repeats.RepeatRule)."""
     return verdict.Disturbed(self.measurement.metadata)
 
 
@@ -115,15 +92,10 @@ class Outcome:
 
   Attributes:
     stop_reason: why it stopped and what it found, for people.
-    best_index: index of the probe whose load is the answer (it must be under
-      the cap), or None when the policy found no load under the cap.
-    confirmation_indices: indices of the repeats whose mean is the answer
-      (the repeats that count: disturbed ones that were run again are not
-      among them).
-    excluded_indices: repeats left out of the interval because foreign CPU
-      disturbed them (they stay in `probes`, marked by their metadata).
-    unconfirmed_reason: set when the policy gives an answer it could not
-      confirm (e.g. no load held under the cap when repeated); the answer's
+    best_index: the probe whose load is the answer (under the cap), or None.
+    confirmation_indices: the repeats whose mean is the answer (not the
+      disturbed ones that were run again: `excluded_indices`).
+    unconfirmed_reason: set for an answer the policy could not confirm; its
       figure is then the mean of every probe at its load.
   """
   stop_reason: str
@@ -151,13 +123,8 @@ class SearchResult:
 
   Attributes:
     probes: every probe in the order it ran, search and confirmation alike.
-    best: the measurement of the answer's load: the highest-throughput probe
-      strictly under the cap that the policy accepted; None when no load was
-      found under the cap.
-    best_index: index of `best` in `probes`, or None.
-    cap_ms: the average-latency cap in milliseconds.
-    policy: the policy's NAME.
-    stop_reason: why the search stopped, in words.
+    best: the search probe under the cap the policy chose (None: no load
+      under the cap); `best_index` its index.
     confirmation_probes: the repeats at the answer's load (empty if the policy
       did not confirm); they exclude the search probe that picked the load, so
       their mean is not biased upwards by that selection.
@@ -167,20 +134,14 @@ class SearchResult:
       mean throughput, operation-weighted latency, merged percentiles); None
       without repeats. Report this, not `best`, whenever it exists.
     client_limited: some probe saturated the load generator's CPU, so part of
-      the curve is the client's, not the server's; samples should say so.
+      the curve is the client's, not the server's.
     budget_exhausted: the probe budget ended the search before the policy
       did, so the answer is unconfirmed.
-    excluded_probes: repeats left out of the interval (disturbed by
-      foreign CPU and run again).
-    unconfirmed_reason: why an answer is not confirmed, when the policy or
-      the budget says so (None otherwise; the verdict adds its own rules).
-    at_load: every probe at the answer's load combined (CombineRepeats:
-      mean throughput, operation-weighted latency), the figure of an answer
-      that is not confirmed: never the best single probe, whose selection
-      biases it upwards. None when confirmed or without an answer.
-    at_load_indices: the probes `at_load` combines.
-    at_load_ci95: half-width of the 95 % interval of their throughputs
-      (None with a single probe).
+    unconfirmed_reason: why the policy or the budget left the answer
+      unconfirmed (the verdict adds its own rules).
+    at_load: every probe at an unconfirmed answer's load combined, its
+      figure (never the best single probe, whose selection biases it
+      upwards); `at_load_indices` and `at_load_ci95` go with it.
   """
   probes: Tuple[ProbeRecord, ...]
   best: Optional[Measurement]
@@ -201,9 +162,7 @@ class SearchResult:
 
   @property
   def reported(self) -> Optional[Measurement]:
-    """The measurement the result samples report: the counted repeats
-    combined for a confirmed answer, else every probe at the answer's load
-    combined."""
+    """What the result samples report: `at_load`, `confirmed` or `best`."""
     if self.at_load is not None:
       return self.at_load
     return self.confirmed if self.confirmed is not None else self.best
@@ -322,25 +281,14 @@ def FindLatencyCappedMaximum(
     max_probes: int = DEFAULT_MAX_PROBES,
     on_probe: Optional[Callable[[ProbeRecord], None]] = None
 ) -> SearchResult:
-  """Runs `policy` against `measure` until it stops or `max_probes` ran.
+  """Runs `policy` against `measure` until it stops or `max_probes` ran
+  (a hard bound, so every search ends even if a policy never would).
 
-  Args:
-    measure: offers one load and returns what it measured; the only effect.
-    cap_ms: the average-latency cap; a probe is under it when strictly below.
-    policy: chooses loads; see `StepPolicy`.
-    max_probes: hard bound on calls to `measure`, so every search ends even
-      if a policy never would.
-    on_probe: called with each ProbeRecord as soon as it exists (the caller
-      publishes live samples from it); it cannot change the search.
-
-  Returns:
-    A SearchResult. When the budget runs out first, the answer's load is
-    that of the highest-throughput probe under the cap, unconfirmed, and
-    its figure the mean of every probe at that load.
-
-  Raises:
-    InvalidSearchArgument: a bad cap or budget, or a policy that broke the
-      protocol (asked for an impossible load or named an over-cap answer).
+  `on_probe` sees each ProbeRecord as soon as it exists (the caller
+  publishes live samples). When the budget runs out first, the answer is
+  the load of the highest-throughput probe under the cap, unconfirmed.
+  Raises InvalidSearchArgument for a bad cap or budget, or a policy that
+  broke the protocol.
   """
   if not (isinstance(cap_ms, (int, float)) and cap_ms > 0 and
           math.isfinite(cap_ms)):

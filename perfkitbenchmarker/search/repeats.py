@@ -1,32 +1,21 @@
 """Confirmation repeats: how many, when to stop, and disturbed repeats.
 
 Every policy that confirms an answer (adaptive, linear with repeats,
-staircase) repeats one load through `RepeatRule.Run`, so the rules below
-hold for all of them:
+staircase) repeats one load through `RepeatRule.Run`:
 
-* Stop rule. At least `least` repeats that count. Then stop as soon as one
-  of these holds: the 95 % interval's half-width is within `ci_target` of
-  the mean (precise enough); `most` repeats counted; or the target is out
-  of reach: with the spread these repeats show, even `most` repeats would
-  leave a half-width above the target (projected: t(most-1) x s / sqrt(most),
-  s the repeats' standard deviation). More repeats would still narrow the
-  interval, but not to the precision asked for, so they cost probes
-  without changing what the answer can claim; the interval reached is
-  reported instead. A quiet server (repeats within about 1.9 % of each
-  other for the 2 % target and 6 repeats) repeats until the target; a noisy
-  one stops at `least`.
+* Stop rule. At least `least` repeats that count; then stop as soon as the
+  95 % interval's half-width is within `ci_target` of the mean, `most`
+  repeats counted, or the target is out of reach: with the spread these
+  repeats show, even `most` repeats would leave a half-width above it
+  (t(most-1) x s / sqrt(most)). More repeats would then cost probes without
+  changing what the answer can claim; the interval reached is reported.
 * Disturbed repeats. A repeat during which foreign processes used the
-  run's cores (`ProbeRecord.disturbed`: metadata `interference`) does not
-  count: it stays among the probes (and in the samples, flagged) and the
-  load is measured again, at most `max_reruns` times per search (a policy
-  passes what is left from one set to the next). Only a disturbance that
-  came and went is worth a re-run: a disturbed repeat right after another
-  disturbed probe (a re-run, the repeat before it, or the probe the policy
-  took just before the set) shows a lasting one, which a re-run would not
-  escape, so it counts. A disturbed repeat that counts makes the verdict
-  say the answer was disturbed. (Issue 23: on a machine whose cores others
-  kept busy, every probe was disturbed and each set spent one re-run to
-  learn that.)
+  run's cores does not count: it stays among the probes, flagged, and the
+  load is measured again, at most `max_reruns` times per search. A disturbed
+  repeat right after another disturbed probe shows a lasting disturbance,
+  which a re-run would not escape, so it counts (and the verdict says
+  disturbed). (Issue 23: on a machine whose cores others kept busy, every
+  probe was disturbed and each set spent one re-run to learn that.)
 
 Pure: no flags, VMs, I/O or clock.
 """

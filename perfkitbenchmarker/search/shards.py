@@ -29,13 +29,8 @@ DEFAULT_MAX_EVALUATIONS = 12
 
 @dataclasses.dataclass(frozen=True)
 class ShardPoint:
-  """One evaluated shard count.
-
-  Attributes:
-    shards: redis-server processes per server VM.
-    throughput: capped throughput; None when no load was under the cap.
-    search: the latency search behind it, when `evaluate` returned one.
-  """
+  """One evaluated shard count per server VM: its capped throughput (None:
+  no load under the cap) and the search behind it, if any."""
   shards: int
   throughput: Optional[float]
   search: Optional[driver.SearchResult] = None
@@ -43,14 +38,8 @@ class ShardPoint:
 
 @dataclasses.dataclass(frozen=True)
 class ShardSearchResult:
-  """Every shard count evaluated, in order, and the best of them.
-
-  Attributes:
-    points: each evaluated count once, in evaluation order.
-    best: the highest throughput (fewest shards on ties); None if no count
-      had any throughput under the cap.
-    stop_reason: why the climb stopped.
-  """
+  """Every shard count evaluated, in order, and the best of them (the
+  highest throughput, fewest shards on ties; None if none had one)."""
   points: Tuple[ShardPoint, ...]
   best: Optional[ShardPoint]
   stop_reason: str
@@ -91,23 +80,12 @@ def OptimizeShardCount(
     max_evaluations: int = DEFAULT_MAX_EVALUATIONS) -> ShardSearchResult:
   """Finds a locally best shard count by pattern search.
 
-  Args:
-    evaluate: measures the capped throughput with that many shards.
-    start: first count evaluated, typically vCPUs // 2.
-    max_shards: largest count to try (keyword-only: there is no safe default).
-    min_shards: smallest count to try.
-    initial_step: first distance to the neighbours; defaults to start // 2
-      (at least 1), so the first moves are coarse.
-    min_improvement: a neighbour must beat the current count by this
-      fraction to count as better; set it to the run-to-run noise so the
-      climb does not chase noise. 0 means any increase.
-    max_evaluations: hard bound on calls to `evaluate`.
-
-  Returns:
-    A ShardSearchResult with every point evaluated.
-
-  Raises:
-    InvalidSearchArgument: bounds that exclude `start` or are not positive.
+  `max_shards` is keyword-only: there is no safe default. `initial_step`
+  defaults to start // 2 (at least 1), so the first moves are coarse. A
+  neighbour must beat the current count by `min_improvement` (set it to the
+  run-to-run noise so the climb does not chase noise). `max_evaluations`
+  bounds the calls to `evaluate`. Raises InvalidSearchArgument for bounds
+  that exclude `start` or are not positive.
   """
   if not isinstance(min_shards, int) or min_shards < 1:
     raise InvalidSearchArgument(

@@ -1,20 +1,14 @@
 """What `prepare` builds: a typed Deployment of shards, password and clients.
 
-`Deploy` is the one place a deployment is built: it installs the engine on
-the server VMs (with system tuning on remote VMs) and chooses a load
-generator per client VM, on every VM at once (`InstallAll`, over
-`PrepareVms`, which the YCSB and Redis Enterprise benchmarks use too; VMs
-that are one machine take turns, virtual_machine.MachineLane), then starts the shards with
-`StartShards`, the one function that starts shards (also used by the
-shard-count study to restart them).
-`Restore` rebuilds the same record for a resumed run from the run record and
-the shards' config files. `BindAddress` is the one bind-address rule.
-`Preload` writes the key range from every client VM at once, each VM its
-own slice (`PreloadOnClients`), and checks the key count.
+`Deploy` installs the engine on the server VMs and chooses a load generator
+per client VM, on every VM at once (`PrepareVms`, which the YCSB and Redis
+Enterprise benchmarks use too), then starts the shards with `StartShards`,
+the one function that starts shards. `Restore` rebuilds it for a resumed
+run from the run record and the shards' config files. `Preload` writes the
+key range from every client VM at once, each its own slice.
 
-Extension seam: the server is an engine (engines/); the deployment stores
-the engine's name and version and only calls the engine interface, so a new
-engine needs no change here.
+Extension seam: the server is an engine (engines/); the deployment only
+calls the engine interface.
 """
 
 import dataclasses
@@ -42,18 +36,9 @@ from perfkitbenchmarker.study import replication
 
 @dataclasses.dataclass(frozen=True)
 class Deployment:
-  """The running servers and the clients that will load them.
-
-  Attributes:
-    engine: the engine's name (e.g. 'redis').
-    engine_version: its version on the server VMs.
-    cluster_mode: the shards form one cluster.
-    shards_per_vm: shards on each server VM.
-    primaries: shards that hold data (cluster replicas excluded).
-    processes: the shards' run-record resources, servers in order.
-    generators: one load generator per client VM, in client order.
-    password: the run's password (never in repr, logs or the record).
-  """
+  """The running servers and the clients that will load them (`primaries`:
+  the shards that hold data; the password is never in repr, logs or the
+  record)."""
   engine: str
   engine_version: str
   cluster_mode: bool
@@ -123,12 +108,9 @@ def PrepareVms(servers: Sequence, clients: Sequence,
                prepare_server: Optional[Callable[[Any], Any]],
                prepare_client: Callable[[Any], Any]) -> List[Any]:
   """Runs `prepare_server(vm)` on every server VM and `prepare_client(vm)`
-  on every client VM, all at once (one machine's VMs in turn, servers
-  first: virtual_machine.MachineLane); returns the clients' results in client order.
-
-  Every VM's preparation runs to its end; then a failure is raised as
-  itself, several as one errors.Error line (background_tasks.RaiseFirst;
-  the install errors name their VM).
+  on every client VM, all at once (one machine's VMs in turn:
+  virtual_machine.MachineLane); returns the clients' results in order.
+  Every VM's preparation runs to its end before a failure is raised.
   """
   jobs = ([(prepare_server, vm) for vm in servers] +
           [(prepare_client, vm) for vm in clients])
@@ -149,9 +131,8 @@ def PrepareServer(engine: engine_base.ServerEngine, vm,
 def InstallAll(engine: engine_base.ServerEngine, servers: Sequence,
                clients: Sequence, opts: options_lib.RedisStudyOptions
                ) -> Tuple[base.LoadGenerator, ...]:
-  """Prepares every server VM (`PrepareServer`) and chooses every client
-  VM's load generator, all at once (`PrepareVms`); the generators come back
-  in client order."""
+  """`PrepareServer` on every server VM, `ChooseGenerator` on every client
+  VM, all at once; the generators in client order."""
   return tuple(PrepareVms(
       servers, clients,
       lambda vm: PrepareServer(engine, vm, opts.server.system_tuning),
@@ -255,9 +236,8 @@ def RecordedShards(spec, engine: engine_base.ServerEngine
 
 def Restore(spec, opts: options_lib.RedisStudyOptions,
             engine: engine_base.ServerEngine) -> Deployment:
-  """Rebuilds the deployment of an earlier invocation of this run
-  (`--run_stage=run --run_uri=X`) from its record (`RecordedShards`); the
-  client VMs' load generators are chosen (and installed) again."""
+  """The deployment of an earlier invocation (`--run_stage=run`), from its
+  record; the load generators are chosen (and installed) again."""
   processes, password = RecordedShards(spec, engine)
   generators = PrepareVms((), spec.vm_groups['clients'], None,
                           lambda vm: ChooseGenerator(vm, opts.generator))
@@ -282,12 +262,10 @@ def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,
 def StopAll(record) -> None:
   """Stops every shard the run record says may be running, newest first.
 
-  Goes by the record, not by memory, so shards of a failed start, of an
-  earlier invocation (resumed runs) or of earlier shard-study points are
-  stopped too. Each engine's shard kind knows how to stop its process.
-  Teardown's own walk (resource.TeardownFromRecord) over the shard kinds:
-  different VMs' shards stop at once, one VM's one after another; every
-  shard is tried, then the failures raise in one line.
+  By the record, not by memory, so shards of a failed start, of an earlier
+  invocation or of earlier shard-study points are stopped too; every shard
+  is tried (resource.TeardownFromRecord), then the failures raise in one
+  line.
   """
   # Probes first (newer than the shards): a load generator a signal left
   # running stops before the servers it talks to.
@@ -330,15 +308,10 @@ def PreloadOnClients(clients: Sequence,
                      workload: base.Workload,
                      clock: Callable[[], float] = time.monotonic
                      ) -> List[ClientPreload]:
-  """Every client VM writes its own slice of the key range, all at once.
-
-  The slices come from `base.SplitKeyRange` (contiguous, disjoint, sizes
-  within one key); every standalone shard still gets every slice. The first
-  generator's `PreloadSetup` runs once before any VM writes. A failure on any
-  VM fails the preload with one line naming the VM(s), after the others end.
-  One client VM preloads in this thread, so an interruption stops its tool
-  at once; with several, an interruption stops waiting for them (the shards'
-  cleanup ends their tools).
+  """Every client VM writes its own slice of the key range
+  (`base.SplitKeyRange`), all at once, after the first generator's
+  `PreloadSetup`. A failure on any VM fails the preload with one line
+  naming the VM(s), after the others end.
   """
   kinds = {g.NAME for g in generators}
   if len(kinds) > 1:
