@@ -54,17 +54,11 @@ EXIT_UNCONFIRMED = 4
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-  """One answer's verdict.
-
-  Attributes:
-    flags: every verdict that applies, most telling first (PROBLEMS order);
-      empty for a confirmed answer.
-    reason: a short phrase per flag, joined with '; ' (for a confirmed
-      answer: its repeats and interval).
-  """
+  """One answer's verdict: every problem that applies, most telling first
+  (empty: confirmed), a phrase per flag joined with '; ' as the reason, and
+  what limited its probes (attribution.py), when measured."""
   flags: Tuple[str, ...]
   reason: str
-  # What limited the answer's probes (attribution.py), when measured.
   limit: Optional[attribution.Limit] = None
 
   @property
@@ -212,13 +206,8 @@ def _True(value: Any) -> bool:
 
 
 def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
-  """The verdict a stored answer sample carries.
-
-  Samples recorded before verdicts existed get one derived from what they
-  did record: an exhausted budget in `search_stop_reason`, fewer than two
-  `confirmation_repeats` or no `throughput_ci95_ops` (unconfirmed),
-  `client_saturated` (client_bound), `interference` (disturbed).
-  """
+  """The verdict a stored answer sample carries; one recorded before
+  verdicts existed gets one derived from what it did record."""
   name = metadata.get(KEY)
   reason = metadata.get(REASON_KEY)
   reason = str(reason) if _Present(reason) else ''
@@ -249,14 +238,10 @@ def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
 
 
 def IsOfficial(metadata: Mapping[str, Any]) -> bool:
-  """False for a sample that is not a figure one can publish.
-
-  That is a sample whose verdict is not `confirmed`, or whose own
-  measurement was client-bound (`client_saturated`) or disturbed
-  (`interference`): a probe's throughput and latency samples carry no
-  verdict but do carry those flags. A probe over the latency cap is a real
-  measurement of that load and stays official unless flagged.
-  """
+  """False for a sample whose verdict is not `confirmed`, or whose own
+  measurement was client-bound or disturbed (probe samples carry no verdict
+  but those flags). A probe over the cap is a real measurement of that load
+  and stays official unless flagged."""
   name = metadata.get(KEY)
   if _Present(name) and name != CONFIRMED:
     return False
@@ -264,12 +249,8 @@ def IsOfficial(metadata: Mapping[str, Any]) -> bool:
 
 
 def RunVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
-  """The least sure of a run's answers, or None when it has none.
-
-  Answers are its `latency_capped_throughput` samples with a verdict; when a
-  shard study marked its optimum (`shard_search_role` optimum), only those:
-  the per-point results are steps on the way.
-  """
+  """The least sure of a run's answers (its capped-throughput samples; of a
+  shard study, only the optimum's), or None when it has none."""
   capped = [s.metadata for s in samples
             if s.metric == CAPPED_METRIC and KEY in s.metadata]
   optimum = [m for m in capped if m.get('shard_search_role') == 'optimum']
@@ -281,11 +262,9 @@ def RunVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
 
 
 def FixedLoadVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
-  """The verdict of a run of fixed loads (`--memtier_fixed_load`), which has
-  no capped answer: client_bound or disturbed when any of its runs was (its
-  figures are then the load generator's or the neighbours'), so such a run
-  exits as a capped search with that verdict would. None without fixed runs.
-  """
+  """The verdict of a run of fixed loads (no capped answer): client_bound or
+  disturbed when any of its runs was, so it exits as a capped search with
+  that verdict would. None without fixed runs."""
   runs = [s.metadata for s in samples
           if s.metric == 'throughput' and s.metadata.get('probe_role') ==
           'fixed']

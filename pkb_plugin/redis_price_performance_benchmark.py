@@ -5,32 +5,20 @@ installed into an upstream checkout's perfkitbenchmarker/linux_benchmarks/ by
 the harness's scripts/install_pkb_plugin.py and imports only upstream's own
 modules and the standard library.
 
-Upstream provisions the `servers` and `clients` groups on any cloud it
-supports (or takes them from its --static_vm_file) and tears them down. This
-module is a bridge to the Redis price-performance harness, which runs out of
-process with its own virtualenv:
-
-  CheckPrerequisites  the study's settings and the planned machine types'
-                      prices are checked by the harness's dry run, before
-                      anything is provisioned
-  Prepare             the provisioned VMs (addresses, user, upstream's SSH key,
-                      machine types, zone) go into a static VM file; priced
-                      again from the machine types upstream really got; the
-                      harness's provision and prepare stages install Redis and
-                      the load generator and preload the keys
-  Run                 the harness's run stage (the latency-capped search); its
-                      JSON rows come back as upstream samples
-  Cleanup             the harness's cleanup and teardown stages: the shards
-                      stop and the harness's scratch directories go; the VMs
-                      are upstream's to delete
+Upstream provisions the `servers` and `clients` groups (or takes them from
+its --static_vm_file) and tears them down. This module bridges to the
+harness, which runs out of process in its own virtualenv: CheckPrerequisites
+runs the harness's dry run over the planned machine types, before anything
+is provisioned; Prepare hands the provisioned VMs to the harness as a static
+VM file, priced by the machine types upstream really got, and runs its
+provision and prepare stages; Run its run stage, whose JSON rows come back
+as upstream samples; Cleanup its cleanup and teardown stages (the VMs are
+upstream's to delete).
 
 Study settings pass through one flag, --redis_price_performance_flags (the
-harness's own flags, as on its command line), so no flag name is defined in
-both programs. A machine type the harness's price catalog does not have is
-refused before the study starts, naming the harness flag that gives a price
-(--machine_price=TYPE=USD, in that flag); VMs of a cloud the catalog does
-not cover (or upstream's static machines, which have no machine type) are
-priced as a catalog type with --local_priced_as=GCP:TYPE in that flag.
+harness's own flags), so no flag name is defined in both programs. A machine
+type the harness cannot price is refused before the study starts, naming
+the harness flag that prices it (--machine_price or --local_priced_as).
 """
 
 import collections
@@ -216,12 +204,9 @@ def _Set(flag) -> bool:
 
 
 def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
-  """Upstream's memtier/Redis flags a user set, as the harness's argv.
-
-  MAPPED flags pass on; any other of their families set to a value the
-  study does not have is refused in one line, as is a MAPPED flag also
-  given in --redis_price_performance_flags.
-  """
+  """Upstream's memtier/Redis flags a user set, as the harness's argv:
+  MAPPED ones pass on; others of their families, and a MAPPED one also in
+  --redis_price_performance_flags, are refused in one line."""
   given = {re.sub(r'^no', '', _FlagName(a)) for a in study_argv} | {
       _FlagName(a) for a in study_argv}
   argv, foreign, twice = [], [], []
@@ -340,9 +325,8 @@ def _Relay(stream, kept: Optional[collections.deque]) -> None:
 
 
 def LastWords(stderr_lines, returncode) -> str:
-  """The harness's closing message: its trailing 'pkb: ' lines as one line
-  (a failure and, e.g., where the samples measured before it are), else
-  its last line."""
+  """The harness's closing message: its trailing 'pkb: ' lines as one line,
+  else its last line."""
   lines = [l.strip() for l in stderr_lines]
   words = []
   for line in reversed(lines):
@@ -450,7 +434,7 @@ def _Argv(spec, stages: str) -> List[str]:
 
 def Prepare(spec) -> None:
   """Prices the VMs upstream provisioned, hands them to the harness, and
-  runs its provision (SSH check) and prepare (install, shards, preload)."""
+  runs its provision and prepare stages."""
   # Upstream calls Cleanup on cloud VMs only when asked to (it deletes
   # them); the harness's cleanup stops the shards of a failed stage too,
   # and Cleanup reports an unconfirmed answer (`Run`).
@@ -492,13 +476,10 @@ def UpstreamMetadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
 
 def SamplesFromRows(lines, official: bool = False
                     ) -> Tuple[List[sample.Sample], int]:
-  """The harness's JSON rows (--nocollapse_labels) as upstream samples.
-
-  Upstream's publisher marks every sample of a run with its own --official.
-  Under --official only the rows the harness marked official are returned;
-  the number withheld is the second value (their rows stay in the
-  harness's files). Metadata passes through, less the keys upstream sets.
-  """
+  """The harness's JSON rows (--nocollapse_labels) as upstream samples,
+  and how many were withheld: upstream's publisher marks every sample of a
+  run with its own --official, so under it only the rows the harness marked
+  official are returned."""
   samples, withheld = [], 0
   for line in lines:
     if not line.strip():
@@ -524,13 +505,11 @@ def _ResultsPath(spec) -> str:
 def Run(spec) -> List[sample.Sample]:
   """The harness's latency-capped search; its rows as upstream samples.
 
-  An answer the harness did not confirm (its exit 4) fails the upstream
-  benchmark unless --accept_unconfirmed is in --redis_price_performance_flags
-  (then the harness exits 0); so does a search that failed after measuring
-  (its exit 1). Their rows are still published, never official: the
-  failure is raised by Cleanup, after upstream has collected them; under
-  upstream's --official (which would mark every row official) or when this
-  invocation runs no cleanup stage, Run raises it itself.
+  An unconfirmed answer (the harness's exit 4, unless --accept_unconfirmed)
+  or a search that failed after measuring (exit 1) fails the benchmark, its
+  rows still published, none official: Cleanup raises the failure, after
+  upstream has collected them; under upstream's --official (which would
+  mark every row official) or without a cleanup stage, Run raises it.
   """
   path = _ResultsPath(spec)
   before = os.path.getsize(path) if os.path.exists(path) else 0
@@ -568,9 +547,8 @@ def Run(spec) -> List[sample.Sample]:
 
 
 def Cleanup(spec) -> None:
-  """The harness's cleanup (stop the shards) and teardown (its scratch
-  directories; static machines are never deleted by the harness); then an
-  unconfirmed answer fails the benchmark (`Run`)."""
+  """The harness's cleanup and teardown stages; then an unconfirmed answer
+  fails the benchmark (`Run`)."""
   failure = getattr(spec, 'redis_price_performance_failure', None)
   spec.redis_price_performance_failure = None  # raised once
   if (getattr(spec, 'redis_price_performance_run_uri', None) and

@@ -16,14 +16,10 @@ its own test name, never as redis_enterprise (enterprise/local_run.py;
 PublishedTestName). A retired --os_type (the study's centos7) boots its
 named successor; samples record both (enterprise/options.py).
 
-Every step is sampled for interference as redis_memtier's probes are
-(foreign CPU on the run's cores on Local, steal time on cloud VMs;
-`foreign_cpu_pct` and `interference` in its samples, a summary warning).
-
-Seam: this module keeps PKB's contract and the wiring only. Flags become
-one frozen EnterpriseOptions (enterprise/options.py); the Local run is
-enterprise/local_run.py, the cloud run enterprise/cloud_run.py, the steps
-both share enterprise/study_steps.py.
+Every step is sampled for interference as redis_memtier's probes are.
+This module keeps PKB's contract and the wiring only: flags become one
+frozen EnterpriseOptions (enterprise/options.py); the runs are
+enterprise/local_run.py and cloud_run.py.
 """
 
 import os

@@ -15,9 +15,8 @@ throughput per dollar. Three ways to search:
 --redis_optimize_shards repeats the search for several shard counts per
 server VM and reports the best (study/shard_study.py).
 
-Flags become one frozen RedisStudyOptions here (study/options.py); the server
-is an engine (engines/); installing, command building, parsing, the searches
-and sample building live in their own modules; this one only wires them.
+Flags become one frozen RedisStudyOptions (study/options.py); this module
+only wires the engine, the deployment and the searches.
 """
 
 from typing import List, Optional, Sequence
@@ -105,8 +104,7 @@ def DescribePlan(spec) -> List[str]:
 
 
 def _ClientVcpus(spec) -> Optional[int]:
-  """One client VM's vCPUs on a cloud (the adaptive search spreads its
-  connections over up to that many threads), None elsewhere."""
+  """One client VM's vCPUs on a cloud (the adaptive search's threads)."""
   if spec.cloud not in ('GCP', 'AWS'):
     return None
   try:
@@ -147,9 +145,8 @@ def DatasetEstimate(spec) -> prepare_checks.DatasetEstimate:
 
 
 def _RecordDropped(spec, dropped) -> None:
-  """The samples describe what a redis-benchmark fallback ran: the memtier
-  settings it left out are named, not recorded as used (its keys are
-  uniform, R:R)."""
+  """Names the memtier settings a redis-benchmark fallback left out, rather
+  than recording them as used (its keys are uniform, R:R)."""
   if not dropped:
     return
   spec.metadata['memtier_only_dropped'] = ' '.join(dropped)

@@ -1,17 +1,14 @@
 """Fixed-load runs (--memtier_fixed_load): the given load, no search.
 
 The Redis vs Dragonfly study ran fixed command lines (e.g. `-t 24 -c 1
---pipeline 30 --test-time 180`, two processes per client VM) and reported
-throughput and client latency, not a latency-capped maximum. This runs each
-(ratio, threads, clients, pipeline) of `FixedLoadOptions.Runs()` once on every client
-VM at once, over the same deployment and preload, and publishes each run's
-`throughput` and `average_latency` samples (probe_role `fixed`, the ratio in
-`memtier_ratio`) the moment it ends, then the hourly cost samples. There is
-no `latency_capped_throughput` or `price_performance` sample: nothing was
-searched; ops/s per $/hr of each run is in its metadata. Each run goes
-through the search's own probe driver (`deployment.ProbeDriver`), so it is
-sampled for interference like a search probe (`foreign_cpu_pct`,
-`interference`; `interference_probes` on the cost samples and a warning).
+--pipeline 30 --test-time 180`) and reported throughput and client latency,
+not a latency-capped maximum. This runs each load of
+`FixedLoadOptions.Runs()` once on every client VM at once, through the
+search's own probe driver (so interference is sampled as for a probe), and
+publishes each run's `throughput` and `average_latency` samples (probe_role
+`fixed`), then the hourly cost samples. Nothing was searched, so there is
+no capped or price_performance sample; each run's ops/s per $/hr is in its
+metadata.
 
 Takes the frozen options and the deployment, never flags.
 """

@@ -1,21 +1,13 @@
 """Shard-count optimisation for OSS Redis: one capped search per shard count.
 
 --redis_optimize_shards hill-climbs the number of redis-server processes per
-server VM with `search.shards.OptimizeShardCount`, starting at half the server
-VM's vCPUs (at least 1). Each point of the climb is a full latency-capped
-search. Between points only the shards change: the VMs, the client's load
-generators and the run's password stay; the previous point's shards are
-stopped (so the record shows them deleted), the new count is started (and
-joined into a cluster in cluster mode), preloaded and its DBSIZE verified.
-An adaptive search may start at the best point's load so far (the count
-the climb is moving from), scaled so that the connections over all shards
-stay the same.
-
-Every point's samples carry `redis_total_num_processes`,
-`shard_search_point` and `shard_search_role: point`; at the end the best
-point's latency_capped_throughput and price_performance samples are emitted
-again with `shard_search_role: optimum`, next to an `optimal_shard_count`
-sample.
+server VM (`search.shards.OptimizeShardCount`) from half the server VM's
+vCPUs, a full latency-capped search per point. Between points only the
+shards change (restarted, preloaded, DBSIZE verified); an adaptive search
+may start at the best point's load so far, scaled so that the connections
+over all shards stay the same. Every point's samples carry
+`shard_search_role: point`; the best point's answer samples are emitted
+again with `shard_search_role: optimum`, next to `optimal_shard_count`.
 
 Extension seam: `OptimizeShards` takes the search as a callable
 `search(driver, extra_metadata, start_connections) -> (SearchResult,

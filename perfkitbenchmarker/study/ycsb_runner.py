@@ -1,22 +1,14 @@
 """The redis_ycsb benchmark's steps: deploy, load, and search with YCSB.
 
-Servers are deployed through the engine seam with the Redis study's one
-`deployment.StartShards` (any engine `engines.Get` knows; shards, cluster
-mode and password as redis_memtier has them). Client VMs get YCSB and PKB's
-binding (linux_packages/ycsb.py), installed while the servers install theirs
-(`deployment.PrepareVms`), and a 0600 connection file with the run's
-restricted load user (redis_shard.py); the password is never in argv.
-
-`Load` runs YCSB's load phase (records split across client VMs) and checks
-the key count. `SearchWorkload` is the latency-capped search with threads as
-the load: `search.linear.LinearStepPolicy` over `YcsbProbe`, a
-`measure(load)` that runs YCSB's transaction phase with `load.threads`
-threads on every client VM at once. Every probe publishes the search's
-throughput/average_latency samples and YCSB's own per-operation samples; a
-probe with any failed operation raises, so errors never pass as results.
-Each probe is sampled for interference like redis_memtier's
-(load_generators/interference.py): both kinds of sample carry its
-`foreign_cpu_pct` and `interference`.
+Servers are deployed as redis_memtier's are (`deployment.StartShards`).
+Client VMs get YCSB and PKB's binding, installed while the servers install
+theirs, and a 0600 connection file with the run's restricted load user: the
+password is never in argv. `Load` runs YCSB's load phase (records split
+across client VMs) and checks the key count. `SearchWorkload` is the linear
+search over threads with `YcsbProbe` as `measure(load)`: YCSB's transaction
+phase on every client VM at once, sampled for interference like
+redis_memtier's probes. A probe with any failed operation raises, so errors
+never pass as results.
 """
 
 import dataclasses
@@ -175,12 +167,8 @@ def RunPhase(vm, install: ycsb_package.Installation, phase: str,
              workload: str, properties: Dict[str, object], threads: int,
              expected_ops: int, timeout_s: float,
              jvm_options: Sequence[str] = ()) -> ycsb_results.YcsbResult:
-  """One YCSB phase on one client VM; raises on any failed operation.
-
-  Runs as a probe (concurrent.RunProbe): detached over SSH, one trip to
-  start and one to collect, with the JVM's threads and the client's cores
-  measured while it runs (`last_cpu` of the result's `cpu`).
-  """
+  """One YCSB phase on one client VM, run as a probe (concurrent.RunProbe:
+  its CPU measured while it runs); raises on any failed operation."""
   argv = ycsb_package.YcsbCommand(
       install, phase, _WorkloadOnVm(vm, workload),
       f'{vm.scratch_dir}/{CONNECTION_FILE}', properties, threads,
