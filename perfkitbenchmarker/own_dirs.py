@@ -1,45 +1,37 @@
 """Directories that are a run's own: made fresh, or reused only when ours.
 
-A run keeps what matters in directories whose names anyone can know in
-advance (run URIs are chosen in staged runs and CI): its results directory
-(results/runs/<run_uri>), its key directory and, on every VM, its scratch
-directory (/tmp/pkb-<run_uri>/<vm name>), where the shards' config files and
-the argv_secret library live. A directory another user made there first, or
-can write to, would let that user plant what the run then reads or loads
-(a library preloaded into the load generators, a pidfile naming a process
-to kill). So each directory of the run is
+Workspaces. A run works on each machine in one workspace whose name nobody
+can know in advance: `MakeTempDir` (mkdtemp) here, `RemoteWorkspaceScript`
+(mktemp -d) on a VM, /tmp/pkb-<run_uri>.XXXXXXXX (the prefix is for
+people), mode 0700; each VM's scratch directory (the shards' configs, the
+argv_secret library, probe files) is <workspace>/<vm name>. Nobody can
+plant a directory where such a name will be, so a workspace needs no check
+before use. Its path goes into the run record before anything is written
+in it, and cleanup, teardown and the samplers (to whom the processes that
+work in the workspace are the run's own) take it from the VM object or the
+record, never from the run_uri. A path read back from a record (input that
+may be hostile) is used only when it has a workspace's shape
+(`ScratchProblem`) and is the running user's own (`CheckOwnDir`, on a VM
+`RemoteOwnScript`).
 
-  * made by the run with mode 0700, one component at a time below a trusted
-    root, never through a symlink (O_NOFOLLOW on every component), and
-    checked again once made;
-  * reused (a resumed stage: --run_stage=run --run_uri=X) only when it is a
-    real directory owned by the running user that neither its group nor
-    others can write;
-  * otherwise refused in one line (`NotOwnDir`), and nothing in it touched.
-
-The root a run's directories hang from (/tmp, results/runs, the keys root)
-must be the running user's or root's, and writable by all only with the
-sticky bit (as /tmp is), so nobody can rename our directory away and put
-theirs in its place.
-
-A directory whose name need not be known in advance (the SSH control
-sockets' directory) is made by `MakeTempDir`: an unguessable name
-(mkdtemp) under a root that passes the same check, so the temporary
-directory (TMPDIR) counts as a run root too. This is the one way a run
-makes a private workspace on this machine.
+Fixed names. What must be found by name (results/runs/<run_uri>, the key
+directory, the lock root) is made by `MakeOwnDir`: mode 0700, one component
+at a time below a trusted root, never through a symlink, checked again once
+made; reused only when it is a real directory of the running user that
+neither group nor others can write; else refused in one line (`NotOwnDir`),
+nothing in it touched. A root must be the user's or root's, and writable by
+all only with the sticky bit (as /tmp is), so nobody can rename our
+directory away and put theirs in its place.
 
 A directory of the run is removed (`RemoveOwnDir`, `RemoteBusyScript`
-before `rm` on a VM) only when it is the run's own and no process works in
-it (its cwd is there): a shard that could not be stopped keeps its
-directory, config and pidfile, so a later teardown can still find it,
-rather than running on in a deleted directory nothing can recognise.
-
-Extension seam: `MakeOwnDir` / `CheckOwnDir` / `MakeTempDir` /
-`RemoveOwnDir` on this machine; `RemoteMakeScript` and `RemoteBusyScript`
-are the same rules as shell text for a VM reached by SSH.
+before `rm` on a VM) only when no process works in it (its cwd is there): a
+shard that could not be stopped keeps its directory, config and pidfile, so
+a later teardown can still find it.
 """
 
 import os
+import posixpath
+import re
 import shlex
 import shutil
 import stat
@@ -100,6 +92,14 @@ def CheckOwnDir(path: str) -> None:
   reason = Problem(st)
   if reason:
     raise _Refuse(path, reason)
+
+
+def IsOwnDir(path: str) -> bool:
+  """Whether path is a directory of the run's own (CheckOwnDir's rule)."""
+  try:
+    return bool(path) and Problem(os.lstat(path)) is None
+  except OSError:
+    return False
 
 
 def CheckOwnDirIfExists(path: str) -> None:
@@ -189,22 +189,50 @@ def CheckTempRoot() -> None:
   CheckRoot(TempRoot(), TEMP_ADVICE)
 
 
-def MakeTempDir(prefix: str) -> str:
+def MakeTempDir(prefix: str, root: Optional[str] = None) -> str:
   """A fresh directory of the run's own with an unguessable name.
 
-  mkdtemp (mode 0700) in TempRoot(), which must pass CheckRoot: in a
-  directory anyone can write to without the sticky bit, another user could
-  rename ours away and put theirs (with a socket listening in it) under the
+  mkdtemp (mode 0700) in `root` (default TempRoot()), made if missing,
+  which must pass CheckRoot: in a directory anyone can write to without the
+  sticky bit, another user could rename ours away and put theirs under the
   same name. Checked again once made (a default ACL, a umask).
   """
-  CheckTempRoot()
-  root = TempRoot()
+  advice = None if root else TEMP_ADVICE
+  root = root or TempRoot()
+  try:
+    os.makedirs(root, exist_ok=True)
+  except OSError:
+    pass  # CheckRoot says why.
+  CheckRoot(root, advice)
   try:
     path = tempfile.mkdtemp(prefix=prefix, dir=root)
   except OSError as e:
-    raise _RefuseParent(root, e.strerror or str(e), TEMP_ADVICE) from None
+    raise _RefuseParent(root, e.strerror or str(e),
+                        advice or _ROOT_ADVICE) from None
   CheckOwnDir(path)
   return path
+
+
+def WorkspacePrefix(run_uri: str) -> str:
+  """How a run's workspaces are named (a '.' and random characters follow:
+  no run_uri has a '.')."""
+  return f'pkb-{run_uri}.'
+
+
+def ScratchProblem(path, root: str, run_uri: str) -> Optional[str]:
+  """Why `path` is not a VM's scratch directory in a workspace of run
+  `run_uri` under `root` (<root>/pkb-<run_uri>.<random>/<vm>), or None.
+  Only its shape: whose it is is checked where it is (CheckOwnDir)."""
+  if not isinstance(path, str) or '\0' in path or '\n' in path:
+    return f'{path!r} is not a path'
+  workspace = posixpath.dirname(path)
+  if (posixpath.normpath(path) != path or
+      posixpath.dirname(workspace) != root.rstrip('/') or
+      not re.fullmatch(re.escape(WorkspacePrefix(run_uri)) + r'[A-Za-z0-9_]+',
+                       posixpath.basename(workspace))):
+    return (f'{path} is not a scratch directory of run {run_uri} '
+            f'({root.rstrip("/")}/{WorkspacePrefix(run_uri)}*/<vm>)')
+  return None
 
 
 def MakeOwnDir(path: str, root: Optional[str] = None,
@@ -261,36 +289,39 @@ def MakeOwnDir(path: str, root: Optional[str] = None,
   return path
 
 
-def RemoteMakeScript(root: str, path: str, make: bool = True) -> str:
-  """Shell making `path` (below `root`, normal paths) the run's own on a VM.
+def RemoteWorkspaceScript(run_uri: str, name: str, workspace: str = '',
+                          root: str = '/tmp') -> str:
+  """Shell that makes VM `name`'s scratch directory and prints its path.
 
-  The same rule as MakeOwnDir: each component made 0700 or, when it exists,
-  a real directory of the remote user that group and others cannot write;
-  else one line on stderr and exit 3. With make=False it only checks the
-  components that exist (before removing them).
+  It goes in `workspace` (another VM of the run on the same machine made
+  it) while that is still a 0700 directory of the remote user, else in a
+  new workspace made by mktemp -d under `root`.
   """
-  root = root.rstrip('/')
-  rel = path[len(root) + 1:]
-  if not path.startswith(root + '/') or not rel or any(
-      part in ('', '.', '..') for part in rel.split('/')):
-    raise ValueError(f'{path} is not below {root}')
-  lines, current = [], root
-  for part in rel.split('/'):
-    current = f'{current}/{part}'
-    p = shlex.quote(current)
-    check = (f'if [ -L {p} ] || [ ! -d {p} ] || [ ! -O {p} ] || '
-             f'[ $(( 8#$(stat -c %a -- {p}) & 8#022 )) -ne 0 ]; then '
-             f'echo {p}"{REMOTE_REFUSAL}" >&2; exit {REMOTE_REFUSED}; fi')
-    lines.append(f'mkdir -m 700 -- {p} 2>/dev/null; {check}' if make else
-                 f'if [ -e {p} ] || [ -L {p} ]; then {check}; fi')
+  q = shlex.quote
+  template = q(f'{root.rstrip("/")}/{WorkspacePrefix(run_uri)}XXXXXXXX')
+  return (f'd={q(workspace)}; if [ -z "$d" ] || [ -L "$d" ] || '
+          '[ "$(stat -c %u:%a -- "$d" 2>/dev/null)" != "$(id -u):700" ]; '
+          f'then d=$(mktemp -d {template}) || exit 1; fi; '
+          f'mkdir -m 700 -- "$d"/{q(name)} && printf "%s\\n" "$d"/{q(name)}')
+
+
+def RemoteOwnScript(paths) -> str:
+  """Shell that exits 3, with one line on stderr, when one of `paths` (on a
+  VM) exists and is not a real directory of the remote user that group and
+  others cannot write: CheckOwnDir's rule, before removing them."""
+  lines = []
+  for path in paths:
+    p = shlex.quote(path)
+    lines.append(
+        f'if [ -e {p} ] || [ -L {p} ]; then if [ -L {p} ] || [ ! -d {p} ] '
+        f'|| [ ! -O {p} ] || [ $(( 8#$(stat -c %a -- {p}) & 8#022 )) -ne 0 '
+        f']; then echo {p}"{REMOTE_REFUSAL}" >&2; exit 3; fi; fi')
   return '\n'.join(lines)
 
 
-REMOTE_REFUSED = 3  # RemoteMakeScript's exit status when it refuses.
 REMOTE_REFUSAL = (
     ' is not this run\'s own directory (a symlink, not ours, or writable by '
-    'others); left alone. Remove it (or chmod go-w it) if it is yours, or '
-    'use another --run_uri.')
+    'others); left alone.')
 
 
 def WorkingIn(path: str) -> List[Tuple[int, str]]:

@@ -6,21 +6,21 @@ the kind's `FromRecord`); `Parse` validates an entry against it with strict
 types (a PID of `true` or "1; rm" is refused) and turns every failure into
 one line, `RecordRefused`, which teardown reports, leaving the entry alone.
 What a type cannot say is here: a path is used only inside the run's own
-roots (after `..` and symlinks are resolved) on this machine, or inside its
-scratch tree on a VM (where nothing can be resolved).
+roots (after `..` and symlinks are resolved) on this machine, and a VM's
+scratch directory only with the shape of the run's workspace (own_dirs).
 """
 
 import os
-import posixpath
 from typing import (Annotated, Any, Callable, Dict, Iterable, List,
                     Optional, Type)
 
 import pydantic
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import run_keys
 
-# A remote VM's scratch directory: /tmp/pkb-<run_uri>/<vm name>.
+# Where a VM's run workspace is made (own_dirs.RemoteWorkspaceScript).
 REMOTE_SCRATCH_ROOT = '/tmp'
 
 
@@ -90,17 +90,12 @@ def LocalPathInside(path: str, roots: Iterable[str],
       f'directories ({", ".join(roots)})')
 
 
-def RemotePathInside(path: str, run_uri: str) -> str:
-  """A path on a VM, if it is normal and inside the run's scratch tree.
-
-  Symlinks on the VM cannot be resolved from here, so the path must be
-  absolute and already normal (no `..`, `.` or `//`), and the commands that
-  use it never follow a symlink out (rm -rf removes a link, not its target).
-  """
-  root = posixpath.join(REMOTE_SCRATCH_ROOT, f'pkb-{run_uri}')
-  if (not path.startswith(root + '/') or posixpath.normpath(path) != path
-      or '\0' in path or '\n' in path):
-    raise RecordRefused(f'path {path!r} is outside {root}/')
+def ScratchDir(path: str, root: str, record) -> str:
+  """A VM's scratch directory under `root` as the run recorded it: of a
+  workspace's shape (own_dirs.ScratchProblem), or '' (never made)."""
+  problem = path and own_dirs.ScratchProblem(path, root, record.run_uri)
+  if problem:
+    raise RecordRefused(problem)
   return path
 
 
@@ -110,6 +105,6 @@ LocalPath = Annotated[str, WithRecord(
 LocalDir = Annotated[str, WithRecord(
     lambda path, record: LocalPathInside(path, LocalRunRoots(record),
                                          allow_root=True))]
-# A path inside the run's scratch tree on a VM.
+# A VM's scratch directory in the run's workspace under /tmp on the VM.
 RemoteScratch = Annotated[str, WithRecord(
-    lambda path, record: RemotePathInside(path, record.run_uri))]
+    lambda path, record: ScratchDir(path, REMOTE_SCRATCH_ROOT, record))]

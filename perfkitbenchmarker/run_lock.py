@@ -1,12 +1,10 @@
 """One pkb process per run_uri on this machine: an exclusive lock on its name.
 
-A run's identity is its run_uri: it names the run's scratch directories
-(/tmp/pkb-<run_uri>/<vm> here and on every VM), its cloud resources and its
-BigQuery rows, whatever --results_dir says. So the lock is the run_uri's,
-not the results directory's: two processes with the same --run_uri, with
-the same or with different --results_dir, never run at once (the second
-used to take the first's scratch directory as its own, and one of them
-removed it under the other's live shard).
+A run's identity is its run_uri: it names the run's cloud resources, its
+record and its BigQuery rows, whatever --results_dir says. So the lock is
+the run_uri's, not the results directory's: two processes with the same
+--run_uri, with the same or with different --results_dir, never run at once
+(one would tear down what the other's record holds).
 
 The first takes `flock` on <LOCK_ROOT>/<run_uri>.lock and keeps it until it
 exits; a second is refused in one line naming the owner (pid, host, start
@@ -15,8 +13,8 @@ dies, even by SIGKILL, so a stale file never blocks `--run_stage=teardown`
 or a resumed stage. The file is never removed, so whoever opens that name
 gets the one file every holder locked (no race between a holder removing
 it and a taker opening it); LOCK_ROOT is the running user's own directory
-(own_dirs: 0700, refused if another user made it first), in /tmp as the
-scratch directories are, and each file is a line of text.
+(own_dirs: 0700, refused if another user made it first) in /tmp, and each
+file is a line of text.
 """
 
 import fcntl

@@ -30,6 +30,7 @@ import ipaddress
 import itertools
 import logging
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -279,8 +280,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.internal_ip = internal_ip or ip_address
     self.keyfile = keyfile
     self.port = int(port)
-    run_uri = run_uri or (self.record.run_uri if self.record else 'norun')
-    self.scratch_dir = f'/tmp/pkb-{run_uri}/{name}'
+    self.run_uri = run_uri or (self.record.run_uri if self.record else
+                               'norun')
     self._known_hosts = known_hosts_file
     self._control_dir = control_dir
     self._run_local = run_local
@@ -290,10 +291,6 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self._hosts = host_health or _HOSTS
     self.system_info: Optional[system_info_lib.SystemInfo] = None
     self.tuning: Dict[str, str] = {}
-    # Whether the run may have made its scratch directory on the VM (and so
-    # left files there, the shards' configs with the run's password): only
-    # then does deleting the VM have anything to clean up.
-    self.scratch_made = False
 
   # Connection --------------------------------------------------------------
 
@@ -493,45 +490,48 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         stop=waits.PastDeadline(self._clock, deadline, inclusive=True),
         wait=lambda state: min(2.0, max(0.0, deadline - self._clock())),
         sleep=self._sleep, retry_error_callback=NoSsh)(Attempt)
-    # Made 0700 by the run, or reused only when it is already its own.
-    # Recorded as made first: a directory made by a command whose answer was
-    # lost is still cleaned up by teardown.
-    self.Remember(scratch_made=True)
-    _, err, rc = self.RemoteCommandWithReturnCode(own_dirs.RemoteMakeScript(
-        record_checks.REMOTE_SCRATCH_ROOT, self.scratch_dir))
-    if rc == own_dirs.REMOTE_REFUSED and own_dirs.REMOTE_REFUSAL in err:
-      # Another user's (or an unsafe) directory: the run put nothing in it,
-      # so teardown has nothing to clean there and leaves it alone.
-      self.Remember(scratch_made=False)
-      raise own_dirs.NotOwnDir(f'{self.name}: {vm_util.Tail(err, 1)}')
-    vm_util.CheckedOutput('', err, rc, '', what=f'mkdir on {self.name}')
+    # <the run's workspace>/<name> (own_dirs), recorded before anything is
+    # put in it. An answer lost on the way leaves an empty directory of an
+    # unguessable name behind, nothing else.
+    root = record_checks.REMOTE_SCRATCH_ROOT
+    with virtual_machine.WORKSPACE_LOCK:
+      out, _ = self.RemoteCommand(
+          own_dirs.RemoteWorkspaceScript(self.run_uri, self.name,
+                                         self.RunWorkspace(root), root),
+          what=f'making the scratch directory on {self.name}')
+      problem = own_dirs.ScratchProblem(out.strip(), root, self.run_uri)
+      if problem:
+        raise SshError(f'{self.name}: mktemp gave {problem}.')
+      self.Remember(scratch_dir=out.strip())
     self.DetectSystem()
 
+  def SameMachine(self, data: Dict[str, Any]) -> bool:
+    return (data.get('user'), data.get('ip_address'),
+            data.get('port') or 22) == (self.user, self.ip_address, self.port)
+
   def CleanUpScratch(self) -> None:
-    # Only ever remove the run's own directories (a normal path, so `..`
-    # cannot climb out; rm -rf removes a symlink, not what it points to).
-    if self.record is not None:  # Refused (and reported) if not the run's.
-      record_checks.RemotePathInside(self.scratch_dir, self.record.run_uri)
-    elif ('/pkb-' not in self.scratch_dir or
-          os.path.normpath(self.scratch_dir) != self.scratch_dir or
-          self.scratch_dir.count('/') < 3):
-      return
-    quoted = shlex.quote(self.scratch_dir)
-    own = own_dirs.RemoteMakeScript(record_checks.REMOTE_SCRATCH_ROOT,
-                                    self.scratch_dir, make=False)
+    # Only ever the run's own directories: a path of the run's shape
+    # (mktemp's, or checked by FromRecord: normal, so `..` cannot climb out;
+    # rm -rf removes a symlink, not what it points to), in a workspace that
+    # is the remote user's own.
+    if not self.scratch_dir:
+      return  # Never made: nothing of the run's there.
+    workspace = posixpath.dirname(self.scratch_dir)
+    own = own_dirs.RemoteOwnScript((workspace, self.scratch_dir))
     # Not while a process still works in it (a shard that could not be
     # stopped): its config and pidfile are how a later teardown finds it.
     busy = own_dirs.RemoteBusyScript(self.scratch_dir)
-    self.RemoteCommand(f'{own}\n{busy}\nrm -rf -- {quoted}; rmdir -- "$(dirname {quoted})" '
-                       '2>/dev/null; true', what=f'cleaning {self.name}')
+    self.RemoteCommand(
+        f'{own}\n{busy}\nrm -rf -- {shlex.quote(self.scratch_dir)}; '
+        f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true',
+        what=f'cleaning {self.name}')
 
   def _Create(self) -> None:
     self.WaitForSsh(self.connect_timeout * self.connect_retries + 5)
 
   def _Delete(self) -> None:
     try:
-      if self.scratch_made:
-        self.CleanUpScratch()
+      self.CleanUpScratch()
     except errors.Error as e:
       # The VM stays live in the run record, so the next teardown tries
       # again: its scratch directory holds the shards' config files, with
@@ -593,8 +593,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     data = super().RecordData()
     data.update({'user': self.user, 'keyfile': self.keyfile,
                  'port': self.port,
-                 'known_hosts_file': self.known_hosts_file,
-                 'scratch_made': self.scratch_made})
+                 'known_hosts_file': self.known_hosts_file})
     return data
 
   class Fields(record_checks.Fields):
@@ -614,9 +613,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     keyfile: Optional[Keyfile] = None
     port: record_checks.Port = 22
     known_hosts_file: Optional[record_checks.LocalPath] = None
-    # Only the run's own scratch tree on the VM is ever removed.
-    scratch_dir: record_checks.RemoteScratch
-    scratch_made: bool = True  # A record from before the field: it may be.
+    # Only a directory of the run's workspace shape is ever used or removed.
+    scratch_dir: record_checks.RemoteScratch = ''
 
     def Spec(self, cloud: str) -> virtual_machine.VmSpec:
       return virtual_machine.VmSpec(
@@ -645,4 +643,3 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def Restore(self, fields: Fields) -> None:
     """Takes back what an earlier stage of the run recorded."""
     self.scratch_dir, self.cpu_set = fields.scratch_dir, fields.cpu_set
-    self.scratch_made = fields.scratch_made

@@ -10,14 +10,21 @@ benchmark runs unchanged on Local, SSH-reached, GCP and AWS machines.
 import dataclasses
 import importlib
 import logging
+import posixpath
 import shlex
+import threading
 from typing import (Any, Dict, Hashable, List, NamedTuple, Optional,
                     Sequence, Tuple)
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
+
+# Held while a VM finds or makes its workspace and records its scratch
+# directory, so two VMs of one machine created at once share one.
+WORKSPACE_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +71,30 @@ class BaseVirtualMachine(resource.BaseResource):
     self.internal_ip: Optional[str] = None
     # Cores the benchmark's processes are pinned to; None means unpinned.
     self.cpu_set: Optional[List[int]] = None
-    self.scratch_dir = '/tmp/pkb'
+    # <the run's workspace>/<name> once Create made it (own_dirs), or as
+    # the run record holds it; '' before.
+    self.scratch_dir = ''
     self._installed: set = set()
+
+  def SameMachine(self, data: Dict[str, Any]) -> bool:
+    """Whether the VM another record entry's `data` describes is this
+    machine (its VMs then share the run's workspace there)."""
+    del data
+    return False
+
+  def RunWorkspace(self, root: str) -> str:
+    """The workspace under `root` that another VM of the run on this
+    machine recorded (its scratch directory's parent), or ''. The run's
+    processes there are then all under it, so to a sampler's
+    foreign-process scan they are the run's own. Called under
+    WORKSPACE_LOCK; whose it is is the caller's to check."""
+    for entry in self.record.Resources() if self.record else ():
+      data = entry['data']
+      if (entry['name'] != self.name and entry['status'] != 'deleted' and
+          self.SameMachine(data) and not own_dirs.ScratchProblem(
+              data.get('scratch_dir'), root, self.record.run_uri)):
+        return posixpath.dirname(data['scratch_dir'])
+    return ''
 
   # Provider hooks ---------------------------------------------------------
 
@@ -234,7 +263,8 @@ class BaseVirtualMachine(resource.BaseResource):
       self._StopExiting(pid, state, start_time)
       return
     cwd = state.cwd
-    if cwd is None or not (cwd == state.workspace or cwd.startswith(
+    if cwd is None or not self.scratch_dir or not (
+        cwd == state.workspace or cwd.startswith(
         state.workspace.rstrip('/') + '/')):
       raise errors.ResourceError(
           f'PID {pid} on {self.name} works in '

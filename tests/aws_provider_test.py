@@ -477,6 +477,9 @@ def test_resumed_run_gets_its_vms_back_from_the_record(moto, tmp_path):
   clients, _ = moto
   run = Run(tmp_path, clients)
   vms = run.Provision()
+  # What SSH would record once it made the VM's scratch directory.
+  made = f'/tmp/pkb-{RUN_URI}.Ab3dE6gH/servers-0'
+  vms[0].Remember(scratch_dir=made)
   again = Run(tmp_path, clients).provisioner.ConstructVms(
       _GroupSpecs(), {'servers': 1, 'clients': 1})
   assert [(vm.instance_id, vm.ip_address, vm.internal_ip, vm.num_cpus)
@@ -487,7 +490,7 @@ def test_resumed_run_gets_its_vms_back_from_the_record(moto, tmp_path):
   assert isinstance(rebuilt, provider.AwsVirtualMachine)
   assert (rebuilt.ip_address, rebuilt.user, rebuilt.keyfile) == (
       vms[0].ip_address, 'admin', vms[0].keyfile)
-  assert f'pkb-{RUN_URI}' in rebuilt.scratch_dir
+  assert rebuilt.scratch_dir == made  # As recorded, not rebuilt.
   assert resource.TeardownFromRecord(run.record) == []
 
 

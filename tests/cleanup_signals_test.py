@@ -92,7 +92,7 @@ def _LiveShards(results, run_uri):
 def _AssertNothingLeft(results, run_uri):
   time.sleep(0.5)
   assert _LiveShards(results, run_uri) == []
-  assert not os.path.exists(local.RunScratchRoot(run_uri))
+  assert e2e.Workspaces(run_uri, local.SCRATCH_ROOT) == []
 
 
 def _Log(results, run_uri):

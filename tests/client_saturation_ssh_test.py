@@ -154,7 +154,7 @@ def _RemoteLoad(run_uri):
     except OSError:
       continue
     if (os.path.basename(argv[0]) == 'redis-benchmark' and '-n' in argv and
-        f'/pkb-{run_uri}/' in cwd + '/'):
+        f'/pkb-{run_uri}.' in cwd):
       found.append(int(pid))
   return found
 

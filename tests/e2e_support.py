@@ -6,6 +6,7 @@ by what its run record holds (redis-server shards retitle themselves
 "redis-server 127.0.0.1:<port>", and a port could be another run's).
 """
 
+import glob
 import json
 import os
 import shutil
@@ -149,6 +150,21 @@ def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
 def Record(results_dir, run_uri):
   with open(os.path.join(results_dir, run_uri, 'run_record.json')) as f:
     return json.load(f)
+
+
+def Workspaces(run_uri, root='/tmp'):
+  """The run's workspaces under `root` (own_dirs: pkb-<run_uri>.XXXXXXXX,
+  names only the run knows; the VMs' scratch directories are in them)."""
+  return glob.glob(os.path.join(glob.escape(str(root)),
+                                glob.escape(f'pkb-{run_uri}.') + '*'))
+
+
+def ScratchDir(results_dir, run_uri, vm='servers-0'):
+  """VM `vm`'s scratch directory, as the run recorded it."""
+  for entry in Record(results_dir, run_uri)['resources']:
+    if entry['name'] == vm and entry['data'].get('scratch_dir'):
+      return entry['data']['scratch_dir']
+  raise AssertionError(f'no scratch directory of {vm} in the record')
 
 
 def Samples(results_dir, run_uri):

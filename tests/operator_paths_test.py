@@ -79,7 +79,7 @@ def test_a_new_run_under_the_run_uri_of_a_finished_one_is_refused(tmp_path):
   assert (run_dir / 'perfkitbenchmarker_results.json').read_text() == '{}\n'
   assert sorted(os.listdir(run_dir)) == ['perfkitbenchmarker_results.json',
                                          'run_record.json']  # No lock, log.
-  assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+  assert e2e.Workspaces(run_uri) == []
 
 
 @pytest.mark.e2e

@@ -1,10 +1,13 @@
 """A run's directories are its own: made 0700, reused only when ours.
 
-The attack these tests replay: another user makes /tmp/pkb-<run_uri>/...
-(or results/runs/<run_uri>) first, writable by all or as a symlink, and
-waits for the run to put (or load) things there. `./pkb.py` must refuse in
-one line before anything starts and touch nothing in those directories;
-teardown must leave such a directory alone and say so.
+The attack these tests replay: another user makes a directory where the run
+will work first, writable by all or as a symlink, and waits for the run to
+put (or load) things there. At a name they can guess (/tmp/pkb-<run_uri>,
+where scratch directories used to be) the run does not work any more: it
+works in a workspace nobody could name in advance. Where a run must use a
+known name (results/runs/<run_uri>) `./pkb.py` refuses in one line before
+anything starts and touches nothing; teardown leaves a directory a run
+record names that is not the run's own alone, and says so.
 """
 
 import os
@@ -60,13 +63,28 @@ def _AssertRefused(proc, path):
   assert path in lines[0] and 'left alone' in lines[0], lines[0]
 
 
+def _AssertRanElsewhere(proc, results, run_uri, planted):
+  """The run succeeded in a workspace of its own, not under `planted`, and
+  removed it at the end."""
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  for vm in ('servers-0', 'clients-0'):
+    scratch = e2e.ScratchDir(str(results), run_uri, vm)
+    assert not scratch.startswith(f'{planted}/'), scratch
+    assert os.path.basename(os.path.dirname(scratch)).startswith(
+        f'pkb-{run_uri}.')
+  assert not os.path.exists(scratch)
+
+
 @pytest.mark.e2e
 @e2e.Needs('root and runuser (to act as user nobody)',
            lambda: IS_ROOT and shutil.which('runuser') is not None,
            'run the tests as root, as CI does')
-def test_another_users_scratch_dirs_are_refused_by_a_root_run(tmp_path):
+def test_another_users_planted_scratch_dirs_are_not_used_by_a_root_run(
+    tmp_path):
   """The reported attack, as written: nobody pre-creates the scratch
-  directories (mode 777) in /tmp; a root run must not use them."""
+  directories a run used to take (/tmp/pkb-<run_uri>/<vm>, mode 777, a
+  library planted in one); a root run makes its own workspace, with a name
+  nobody could know, and neither uses nor touches theirs."""
   run_uri = 'evil' + e2e.NewRunUri()
   top = f'/tmp/pkb-{run_uri}'
   try:
@@ -75,35 +93,34 @@ def test_another_users_scratch_dirs_are_refused_by_a_root_run(tmp_path):
               f'chmod -R 777 {top}')
     before = _Snapshot(top)
     proc = _Pkb(run_uri, tmp_path / 'results')
-    _AssertRefused(proc, top)
-    assert 'owned by uid' in proc.stderr
+    _AssertRanElsewhere(proc, tmp_path / 'results', run_uri, top)
     assert _Snapshot(top) == before
-    assert not os.path.exists(tmp_path / 'results' / run_uri)
   finally:
     shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('layout', ['writable', 'symlink', 'vm_writable'])
-def test_scratch_dirs_others_could_plant_in_are_refused(tmp_path, layout):
-  """The same rule for any user: a directory others can write to, or a
-  symlink, where the run's scratch directory goes."""
+def test_scratch_dirs_planted_at_the_guessable_name_are_not_used(tmp_path):
+  """The same for any user: the guessable name a symlink to elsewhere, or
+  a directory others can write to."""
   run_uri = e2e.NewRunUri()
   scratch = tmp_path / 'scratch'
   scratch.mkdir()
-  top = scratch / f'pkb-{run_uri}'
   elsewhere = tmp_path / 'elsewhere'
   elsewhere.mkdir(mode=0o700)
-  if layout == 'symlink':
-    os.symlink(elsewhere, top)
-  else:
-    (top / 'servers-0').mkdir(parents=True, mode=0o700)
-    os.chmod(top, 0o700)
-    os.chmod(top if layout == 'writable' else top / 'servers-0', 0o777)
-  before = _Snapshot(scratch), _Snapshot(elsewhere)
+  os.symlink(elsewhere, scratch / f'pkb-{run_uri}')
+  (scratch / f'pkb-{run_uri}-open' / 'servers-0').mkdir(parents=True)
+  os.chmod(scratch / f'pkb-{run_uri}-open', 0o777)
+
+  def Planted():  # Everything but the scratch root itself (its mtime).
+    found = _Snapshot(scratch)
+    del found[f'{scratch}/']
+    return found, _Snapshot(elsewhere)
+
+  before = Planted()
   proc = _Pkb(run_uri, tmp_path / 'results', scratch=scratch)
-  _AssertRefused(proc, str(top))
-  assert (_Snapshot(scratch), _Snapshot(elsewhere)) == before
+  _AssertRanElsewhere(proc, tmp_path / 'results', run_uri, elsewhere)
+  assert Planted() == before
 
 
 @pytest.mark.e2e
@@ -127,7 +144,8 @@ def test_teardown_leaves_a_foreign_scratch_dir_alone(tmp_path, monkeypatch):
   refusal is teardown's own, the driver's line is tested elsewhere)."""
   monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path / 'scratch'))
   run_uri = e2e.NewRunUri()
-  vm_dir = tmp_path / 'scratch' / f'pkb-{run_uri}' / 'servers-0'
+  # The right shape, so only whose it is can refuse it.
+  vm_dir = tmp_path / 'scratch' / f'pkb-{run_uri}.planted' / 'servers-0'
   vm_dir.mkdir(parents=True)
   (vm_dir / 'precious').write_text('keep me')
   os.chmod(vm_dir, 0o777)
@@ -166,28 +184,35 @@ def test_make_own_dir(tmp_path):
 
 
 @pytest.mark.e2e
-def test_remote_make_script(tmp_path):
-  """The shell form (VMs over SSH) follows the same rule."""
-  top = tmp_path / 'pkb-r'
-  path = str(top / 'servers-0')
+def test_remote_workspace_and_own_scripts(tmp_path):
+  """The shell forms (VMs over SSH): a workspace made by mktemp -d, shared
+  while it is still ours; removal refused for a directory not ours."""
 
-  def Run(make=True):
-    return subprocess.run(
-        ['bash', '-c', own_dirs.RemoteMakeScript(str(tmp_path), path, make)],
-        capture_output=True, text=True, timeout=10)
+  def Bash(script):
+    return subprocess.run(['bash', '-c', script], capture_output=True,
+                          text=True, timeout=10)
 
-  assert Run().returncode == 0
-  assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
-  assert Run().returncode == 0  # Ours: reused.
-  os.chmod(path, 0o777)
-  for make in (True, False):
-    proc = Run(make)
-    assert proc.returncode == 3 and 'left alone' in proc.stderr
-  os.chmod(path, 0o700)
-  shutil.rmtree(top)
-  assert Run(make=False).returncode == 0 and not top.exists()
-  os.symlink(tmp_path, top)
-  assert Run().returncode == 3
+  root = str(tmp_path)
+  made = Bash(own_dirs.RemoteWorkspaceScript('r1', 'servers-0', '', root))
+  path = made.stdout.strip()
+  assert own_dirs.ScratchProblem(path, root, 'r1') is None
+  workspace = os.path.dirname(path)
+  assert stat.S_IMODE(os.stat(workspace).st_mode) == 0o700
+  again = Bash(own_dirs.RemoteWorkspaceScript('r1', 'clients-0', workspace,
+                                              root))
+  assert again.stdout.strip() == f'{workspace}/clients-0'  # Shared.
+  assert Bash(own_dirs.RemoteOwnScript([workspace, path])).returncode == 0
+  os.chmod(workspace, 0o777)  # No longer the run's own: not shared ...
+  fresh = Bash(own_dirs.RemoteWorkspaceScript('r1', 'clients-1', workspace,
+                                              root)).stdout.strip()
+  assert os.path.dirname(fresh) not in ('', workspace)
+  refused = Bash(own_dirs.RemoteOwnScript([workspace, path]))  # ... or removed.
+  assert refused.returncode == 3 and 'left alone' in refused.stderr
+  os.symlink(path, tmp_path / 'link')
+  assert Bash(own_dirs.RemoteOwnScript([str(tmp_path / 'link')])
+             ).returncode == 3
+  assert Bash(own_dirs.RemoteOwnScript([str(tmp_path / 'gone')])
+             ).returncode == 0
 
 
 def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):

@@ -239,7 +239,10 @@ def _Prepare(tmp_path, extra):
   env = dict(os.environ, PKB_LOCAL_SCRATCH=str(scratch))
   results = str(tmp_path / 'results')
   proc, run_uri = e2e.Run(TWO_CLIENTS + extra, results, env=env)
-  return proc, run_uri, results, scratch / f'pkb-{run_uri}', env
+  # The run's one workspace here: its VMs' scratch directories are in it.
+  workspace = e2e.Workspaces(run_uri, scratch)[:1] or ['none']
+  return (proc, run_uri, results, scratch / os.path.basename(workspace[0]),
+          env)
 
 
 def _Shards(results, run_uri, run_scratch):

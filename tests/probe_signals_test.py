@@ -44,7 +44,7 @@ def _RunProcesses(run_uri):
   for proc in psutil.process_iter(['cmdline', 'status']):
     try:
       if (proc.info['status'] != psutil.STATUS_ZOMBIE and
-          f'pkb-{run_uri}/' in ' '.join(proc.info['cmdline'] or ())):
+          f'pkb-{run_uri}.' in ' '.join(proc.info['cmdline'] or ())):
         found.append(proc)
     except psutil.Error:
       pass

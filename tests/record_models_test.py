@@ -20,8 +20,8 @@ FAKE_API = 'http://127.0.0.1:9'  # Loopback: clients are made, never called.
 _SSH = {'cloud': 'Static', 'group': 'servers', 'user': 'pkb',
         'ip_address': '10.0.0.5', 'internal_ip': 'fd00::5', 'port': 2222,
         'keyfile': '/home/pkb/.ssh/id_ed25519',
-        'scratch_dir': f'/tmp/pkb-{RUN}/x-0', 'num_cpus': 4,
-        'memory_mib': None, 'scratch_made': True}
+        'scratch_dir': f'/tmp/pkb-{RUN}.Ab3dE6gH/x-0', 'num_cpus': 4,
+        'memory_mib': None}
 _GOOD = {
     'static_vm': _SSH,
     'gcp_vm': dict(_SSH, cloud='GCP', machine_type='n2d-standard-2',
@@ -75,7 +75,7 @@ def test_an_ssh_vm_is_rebuilt_with_what_was_recorded(record):
   assert (vm.user, vm.ip_address, vm.internal_ip, vm.port, vm.keyfile,
           vm.scratch_dir, vm.num_cpus, vm.memory_mib, vm.group_name) == (
               'pkb', '10.0.0.5', 'fd00::5', 2222, '/home/pkb/.ssh/id_ed25519',
-              f'/tmp/pkb-{RUN}/x-0', 4, None, 'servers')
+              f'/tmp/pkb-{RUN}.Ab3dE6gH/x-0', 4, None, 'servers')
 
 
 @pytest.mark.parametrize('kind,changes,words', [
@@ -87,8 +87,11 @@ def test_an_ssh_vm_is_rebuilt_with_what_was_recorded(record):
     ('aws_vm', {'ip_address': '10.0.0.1 -p 2'}, 'is not an IP address'),
     # Paths: only the run's own, here and on the VM.
     ('gcp_vm', {'scratch_dir': '/home/pkb'}, 'scratch_dir '),
-    ('static_vm', {'scratch_dir': f'/tmp/pkb-{RUN}/../../home'},
+    ('static_vm', {'scratch_dir': f'/tmp/pkb-{RUN}.Ab3dE6gH/../../home'},
      'scratch_dir '),
+    # The name a scratch directory had before workspaces: anyone's to make.
+    ('static_vm', {'scratch_dir': f'/tmp/pkb-{RUN}/x-0'},
+     f'is not a scratch directory of run {RUN}'),
     ('gcp_vm', {'known_hosts_file': '/etc/ssh/ssh_known_hosts'},
      'known_hosts_file '),
     ('gcp_ssh_key', {'private_key_path': '/etc/passwd'},
@@ -98,7 +101,6 @@ def test_an_ssh_vm_is_rebuilt_with_what_was_recorded(record):
     ('static_vm', {'port': True}, 'port True: input should be a valid '
      'integer'),
     ('static_vm', {'port': 70000}, 'port 70000'),
-    ('static_vm', {'scratch_made': 'yes'}, 'scratch_made'),
     ('static_vm', {'user': None}, 'user is missing'),
     ('gcp_vm', {'project': None}, 'project is missing'),
     ('gcp_subnetwork', {'region': 7}, 'region 7'),

@@ -250,7 +250,7 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   # Installed: the tarball copied beside install.sh, which ran unattended
   # (with the installer's OS tuning) into the given directory. The licence
   # is not copied: it goes to the API in the bootstrap request.
-  workdir = f'/tmp/pkb-{run_uri}/servers-0/redislabs'
+  workdir = f'{e2e.ScratchDir(results, run_uri)}/redislabs'
   install = _Lines(logs['install'])
   assert install[:3] == [f'install.sh -y --install-dir {prefix}',
                          f'cwd {workdir}', 'CONFIG_systune unset no_tune no']
@@ -298,7 +298,7 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   assert capped and capped[0]['value'] > 0
 
   # Nothing of the run is left on the "VMs".
-  assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+  assert e2e.Workspaces(run_uri) == []
 
   # No password in any argv at all (the cluster was created through the
   # API, credentials on curl's stdin), nor in a kept file or the output.

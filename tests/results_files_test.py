@@ -429,7 +429,7 @@ def test_results_dir_filling_up_mid_run(tmp_path, small_disk):
     while proc.poll() is None:
       pids, has_shard = _ShardPids(
           os.path.join(run_dir, run_record.RECORD_FILE),
-          os.path.join(scratch, f'pkb-{run_uri}'))
+          os.path.join(scratch, f'pkb-{run_uri}.*'))
       seen.update(pids)
       if has_shard and not filled.is_set():
         _Fill(small_disk)

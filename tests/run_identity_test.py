@@ -2,8 +2,8 @@
 
 The audited case (issue 24 point 8): the same --run_uri with two different
 --results_dir at once. The lock was the results directory's, but the
-scratch directories (/tmp/pkb-<run_uri>/<vm>) are the run_uri's: both runs
-took them as their own, both failed (one with a traceback) and a shard was
+scratch directories (then /tmp/pkb-<run_uri>/<vm>) were the run_uri's: both
+runs took them as their own, both failed (one with a traceback) and a shard was
 left running in a deleted directory that no teardown could stop. Now the
 lock is the run_uri's (run_lock), so the second is refused in one line;
 and no teardown removes a scratch directory while a process still works in
@@ -59,7 +59,7 @@ def test_the_same_run_uri_with_another_results_dir_is_refused(tmp_path):
   assert first.returncode == 0, out[-2000:] + err[-2000:]
   assert e2e.Record(str(first_dir), run_uri)['status'] == 'succeeded'
   assert e2e.LeftoverProcesses(str(first_dir), run_uri) == []
-  assert not os.path.exists(local.RunScratchRoot(run_uri))
+  assert e2e.Workspaces(run_uri, local.SCRATCH_ROOT) == []
 
 
 def _Sleeper(cwd):

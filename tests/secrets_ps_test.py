@@ -37,7 +37,7 @@ class PsSampler(threading.Thread):
 
   def __init__(self, scratch_root: str, run_uri: str):
     super().__init__(daemon=True)
-    self.pattern = os.path.join(scratch_root, f'pkb-{run_uri}', '*',
+    self.pattern = os.path.join(scratch_root, f'pkb-{run_uri}.*', '*',
                                 'redis-*.conf')
     self.lines = set()
     self.samples = 0

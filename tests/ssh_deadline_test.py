@@ -178,7 +178,7 @@ def _Sleepers():
   for proc in psutil.process_iter(['cmdline']):
     if (proc.info['cmdline'] or [])[:2] == ['sleep', '30']:
       try:
-        if f'/pkb-dl{os.getpid()}/' in proc.cwd():
+        if f'/pkb-dl{os.getpid()}.' in proc.cwd():
           found.append(proc)
       except psutil.Error:
         pass

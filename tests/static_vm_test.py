@@ -2,6 +2,8 @@
 
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import types
@@ -141,7 +143,7 @@ def test_construct_vms_calls_nothing(tmp_path, keyfile):
       'servers-0', 'Static', 'static_vm')
   assert server.machine_type == 'm5' and client.machine_type == 'static'
   assert client.internal_ip == '10.0.0.2'
-  assert server.scratch_dir == f'/tmp/pkb-sa{PID}/servers-0'
+  assert server.scratch_dir == ''  # Made (mktemp -d) once it is reached.
   assert spec.record.Resources() == []  # nothing contacted or recorded yet
   with pytest.raises(errors.UsageError, match='needs --static_vm_file'):
     provider.CheckPrerequisites(types.SimpleNamespace(static_vm_file=None))
@@ -175,7 +177,7 @@ def test_provision_and_teardown_from_the_record_kill_redis(
   assert resource.TeardownFromRecord(loaded) == []
   assert not e2e_support.ProcessAlive(shard.pid, marker=marker)
   assert not os.path.exists(server.scratch_dir)
-  assert not os.path.exists(f'/tmp/pkb-sb{PID}')
+  assert e2e_support.Workspaces(f'sb{PID}') == []
   assert {e['status'] for e in loaded.Resources()} == {'deleted'}
   server.StopMaster()
 
@@ -229,7 +231,7 @@ def _RedisServersOf(run_uri):
       cwd = os.readlink(f'/proc/{pid}/cwd')
     except OSError:
       continue
-    if is_redis and f'/pkb-{run_uri}/' in cwd and e2e_support.ProcessAlive(
+    if is_redis and f'/pkb-{run_uri}.' in cwd and e2e_support.ProcessAlive(
         int(pid)):
       pids.append(int(pid))
   return pids
@@ -325,7 +327,7 @@ def test_unreachable_machine_stays_in_the_record_until_cleaned(
     failure, = resource.TeardownFromRecord(loaded)
     assert '\n' not in failure
     assert failure.startswith(
-        f'static_vm servers-0: its scratch directory /tmp/pkb-{run_uri}/')
+        f'static_vm servers-0: its scratch directory /tmp/pkb-{run_uri}.')
     assert 'servers-0 (the run\'s shard configs' in failure
     assert 'Connection refused' in failure
     entry, = run_record.RunRecord.Load(spec.record.run_dir).Resources()
@@ -339,7 +341,7 @@ def test_unreachable_machine_stays_in_the_record_until_cleaned(
     own_sshd.Start()
   done = _Teardown(tmp_path, run_uri)
   assert done.returncode == 0, done.stderr
-  assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+  assert e2e_support.Workspaces(run_uri) == []
   loaded = run_record.RunRecord.Load(spec.record.run_dir)
   assert {e['status'] for e in loaded.Resources()} == {'deleted'}
 
@@ -354,22 +356,66 @@ def _Teardown(tmp_path, run_uri):
 
 
 @pytest.mark.e2e
-def test_scratch_dir_of_someone_else_is_refused_and_not_left_in_the_record(
+def test_scratch_dirs_planted_at_the_guessable_names_are_not_used(
     tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  """Another user makes /tmp/pkb-<run_uri>/<vm> (the names a run used to
+  take), open to all: the run makes its workspace elsewhere, with a name
+  nobody knew, and leaves theirs alone."""
   run_uri = f'sh{PID}'
   planted = f'/tmp/pkb-{run_uri}'
-  os.mkdir(planted)
+  os.makedirs(f'{planted}/servers-0')
   try:
-    os.chmod(planted, 0o777)  # Anyone could put files in it: not the run's.
+    with open(f'{planted}/servers-0/argv_secret.so', 'w') as f:
+      f.write('planted')
+    os.chmod(planted, 0o777)
+    os.chmod(f'{planted}/servers-0', 0o777)
     spec = _Spec(tmp_path, _SshdFile(tmp_path, sshd), run_uri=run_uri)
     spec.ConstructVirtualMachines()
-    with pytest.raises(errors.Error) as raised:
-      spec.Provision()
-    assert '\n' not in str(raised.value)
-    assert f"{planted} is not this run's own directory" in str(raised.value)
+    spec.Provision()
+    server, client = spec.vms
+    workspace, = e2e_support.Workspaces(run_uri)
+    assert os.path.dirname(server.scratch_dir) == workspace
+    assert os.path.dirname(client.scratch_dir) == workspace
+    assert stat.S_IMODE(os.stat(workspace).st_mode) == 0o700
     loaded = run_record.RunRecord.Load(spec.record.run_dir)
     assert resource.TeardownFromRecord(loaded) == []
-    assert {e['status'] for e in loaded.Resources()} == {'deleted'}
-    assert os.path.isdir(planted)  # Not the run's: left alone.
+    assert e2e_support.Workspaces(run_uri) == []
+    assert sorted(os.listdir(planted)) == ['servers-0']
+    assert os.listdir(f'{planted}/servers-0') == ['argv_secret.so']
+    server.StopMaster()
   finally:
-    os.rmdir(planted)
+    shutil.rmtree(planted)
+
+
+@pytest.mark.e2e
+def test_a_record_naming_another_users_workspace_is_refused(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  """A hostile record points a VM's scratch directory at a directory of
+  the right shape that is not the run's own (open to all): teardown
+  refuses in one line and removes nothing of it."""
+  run_uri = f'si{PID}'
+  planted = f'/tmp/pkb-{run_uri}.planted'
+  os.makedirs(f'{planted}/servers-0')
+  try:
+    os.chmod(planted, 0o777)
+    spec = _Spec(tmp_path, _SshdFile(tmp_path, sshd, count=1),
+                 counts=(1, 0), run_uri=run_uri)
+    del spec.config['vm_groups']['clients']
+    spec.ConstructVirtualMachines()
+    spec.Provision()
+    server, = spec.vms
+    made = server.scratch_dir
+    server.StopMaster()
+    path = os.path.join(spec.record.run_dir, 'run_record.json')
+    with open(path) as f:
+      text = f.read()
+    with open(path, 'w') as f:
+      f.write(text.replace(made, f'{planted}/servers-0'))
+    failure, = resource.TeardownFromRecord(
+        run_record.RunRecord.Load(spec.record.run_dir))
+    assert '\n' not in failure
+    assert f"{planted} is not this run's own directory" in failure, failure
+    assert os.path.isdir(f'{planted}/servers-0')
+    shutil.rmtree(os.path.dirname(made))
+  finally:
+    shutil.rmtree(planted)

@@ -105,7 +105,7 @@ def test_malformed_record_is_one_line(tmp_path, text, needle):
 def test_hostile_paths_are_refused(tmp_path):
   run_uri = e2e.NewRunUri()
   results, scratch = tmp_path / 'results', tmp_path / 'scratch'
-  own_root = scratch / f'pkb-{run_uri}'
+  own_root = scratch / f'pkb-{run_uri}.own'
   own_root.mkdir(parents=True)
   outside = tmp_path / 'outside'
   victims = [_Victim(outside / 'pkb-victim' / 'servers-0'),
@@ -151,7 +151,7 @@ def _FakeShard(port, title=True):
 def test_processes_and_shell_fields_are_refused(tmp_path):
   run_uri = e2e.NewRunUri()
   results, scratch = tmp_path / 'results', tmp_path / 'scratch'
-  vm_dir = scratch / f'pkb-{run_uri}' / 'servers-0'
+  vm_dir = scratch / f'pkb-{run_uri}.own' / 'servers-0'
   vm_dir.mkdir(parents=True)
   marker = tmp_path / 'PWNED'
   touch = f'; touch {marker}'
@@ -263,7 +263,7 @@ def test_processes_without_the_runs_mark_are_left_alone(tmp_path):
   in the run's scratch directory, so teardown leaves it alone and says so."""
   run_uri = e2e.NewRunUri()
   results, scratch = tmp_path / 'results', tmp_path / 'scratch'
-  vm_dir = scratch / f'pkb-{run_uri}' / 'servers-0'
+  vm_dir = scratch / f'pkb-{run_uri}.own' / 'servers-0'
   vm_dir.mkdir(parents=True)
   named, named_port = _ForeignRedis(tmp_path / 'foreign-1')
   planted, planted_port = _ForeignRedis(tmp_path / 'foreign-2')

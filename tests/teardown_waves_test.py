@@ -382,7 +382,7 @@ def test_real_shards_on_local_vms_stop_from_the_record(tmp_path, monkeypatch):
     assert sorted(len(names) for names in lanes.values()) == [2, 3]
     assert resource.TeardownFromRecord(loaded) == []
     assert _Alive(procs) == []
-    assert not os.path.exists(local.RunScratchRoot(run_uri))
+    assert e2e.Workspaces(run_uri, tmp_path / 'scratch') == []
     assert {e['status'] for e in loaded.Resources()} == {'deleted'}
   finally:
     _StopLeftovers(procs)
@@ -411,9 +411,11 @@ def test_real_shards_on_one_machine_listed_twice_over_ssh(
     lanes = {resource.FromRecord(e, loaded).TeardownLane()
              for e in loaded.LiveResources()}
     assert len(lanes) == 1
+    # One machine, one workspace: its samplers count both VMs as the run's.
+    assert len({os.path.dirname(vm.scratch_dir) for vm in vms}) == 1
     assert resource.TeardownFromRecord(loaded) == []
     assert _Alive(procs) == []
-    assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+    assert e2e.Workspaces(run_uri) == []
     assert {e['status'] for e in loaded.Resources()} == {'deleted'}
   finally:
     _StopLeftovers(procs)

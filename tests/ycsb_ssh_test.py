@@ -305,8 +305,8 @@ def _RunProcesses(run_uri):
       cwd = os.readlink(f'/proc/{pid}/cwd')
     except OSError:
       continue
-    if state != 'Z' and (f'/pkb-{run_uri}/' in cwd + '/' or
-                         f'/pkb-{run_uri}/' in cmdline):
+    if state != 'Z' and (f'/pkb-{run_uri}.' in cwd or
+                         f'/pkb-{run_uri}.' in cmdline):
       found.append(f'{pid}: {cmdline[:200]}')
   return found
 
@@ -344,14 +344,14 @@ def test_redis_ycsb_over_ssh_builds_and_runs_on_the_client_vm(
   # Nothing of the run is left: no shard, JVM or Maven, no scratch tree.
   assert _RunProcesses(run_uri) == []
   assert e2e.LeftoverProcesses(str(results), run_uri, settle_s=0) == []
-  assert not os.path.exists(f'/tmp/pkb-{run_uri}')
+  assert e2e.Workspaces(run_uri) == []
 
   # java and mvn were present: the check found java, nothing was installed.
   assert not os.path.exists(vm_login.packages), open(vm_login.packages).read()
   with open(vm_login.calls) as f:
     calls = [line.split() for line in f.read().splitlines()]
   assert calls[0] == ['java', '-version']  # the harness's check, first
-  scratch = f'/tmp/pkb-{run_uri}/clients-0'
+  scratch = e2e.ScratchDir(str(results), run_uri, 'clients-0')
   build = f'{scratch}/ycsb'
   builds = [c for c in calls if c[0] == 'mvn']
   assert len(builds) == 1 and _Arg(builds[0], '-f') == f'{build}/src/pom.xml'

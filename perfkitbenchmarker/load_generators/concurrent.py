@@ -227,8 +227,8 @@ def ParseBundle(text: str) -> Dict[str, str]:
 
 def RunRoot(vm) -> str:
   """The directory every process of the run works under on `vm`: the
-  parent of its scratch directory (/tmp/pkb-<run_uri>, shared by the run's
-  VMs on one machine)."""
+  parent of its recorded scratch directory (the run's workspace there,
+  shared by its VMs on one machine: own_dirs)."""
   return posixpath.dirname(vm.scratch_dir.rstrip('/'))
 
 

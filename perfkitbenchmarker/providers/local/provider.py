@@ -32,29 +32,42 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
 
   def __init__(self, spec, name, group_name, run_uri: str = '', **kwargs):
     super().__init__(spec, name, group_name, **kwargs)
-    self.scratch_dir = os.path.join(SCRATCH_ROOT, f'pkb-{run_uri}', name)
+    self.run_uri = run_uri or (self.record.run_uri if self.record else '')
     self.ip_address = '127.0.0.1'
     self.internal_ip = '127.0.0.1'
 
   def _Create(self) -> None:
-    # Made fresh (0700, no symlink followed) or reused only when ours: the
-    # shards' configs and the argv_secret library live here.
-    own_dirs.MakeOwnDir(self.scratch_dir, SCRATCH_ROOT)
+    # <the run's workspace>/<name>, recorded before anything is put in it:
+    # the shards' configs and the argv_secret library live here.
+    with virtual_machine.WORKSPACE_LOCK:
+      workspace = self.RunWorkspace(_Root())
+      if not own_dirs.IsOwnDir(workspace):
+        workspace = own_dirs.MakeTempDir(
+            own_dirs.WorkspacePrefix(self.run_uri), _Root())
+      self.Remember(scratch_dir=os.path.join(workspace, self.name))
+    os.mkdir(self.scratch_dir, own_dirs.MODE)
+
+  def SameMachine(self, data) -> bool:
+    return data.get('cloud') == CLOUD
 
   def _Delete(self) -> None:
-    # Only ever remove our own scratch directories (another user's, or one
-    # others can write to, is refused in one line and left alone).
-    if f'{os.sep}pkb-' in self.scratch_dir and os.path.lexists(
-        self.scratch_dir):
-      own_dirs.CheckOwnDir(os.path.dirname(self.scratch_dir))
-      # Not while a process still works in it (a shard that could not be
-      # stopped): its config and pidfile are how a later teardown finds it.
-      own_dirs.RemoveOwnDir(self.scratch_dir)
-      parent = os.path.dirname(self.scratch_dir)
-      try:
-        os.rmdir(parent)
-      except OSError:
-        pass
+    if not self.scratch_dir or not os.path.lexists(self.scratch_dir):
+      return
+    # Only ever a scratch directory of the run's shape, in a workspace and
+    # a directory of our own (another user's, or one others can write to,
+    # is refused in one line and left alone).
+    problem = own_dirs.ScratchProblem(self.scratch_dir, _Root(), self.run_uri)
+    if problem:
+      raise own_dirs.NotOwnDir(f'{problem}; left alone.')
+    workspace = os.path.dirname(self.scratch_dir)
+    own_dirs.CheckOwnDir(workspace)
+    # Not while a process still works in it (a shard that could not be
+    # stopped): its config and pidfile are how a later teardown finds it.
+    own_dirs.RemoveOwnDir(self.scratch_dir)
+    try:
+      os.rmdir(workspace)  # Once the run's last VM here is gone.
+    except OSError:
+      pass
 
   def _Exists(self) -> bool:
     return os.path.isdir(self.scratch_dir)
@@ -85,10 +98,10 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     return metadata
 
   class Fields(record_checks.Fields):
-    # Only a directory inside this run's scratch root is ever removed.
+    # Only a directory of the run's workspace shape is ever used or removed.
     scratch_dir: Annotated[str, record_checks.WithRecord(
-        lambda path, record: record_checks.LocalPathInside(
-            path, [RunScratchRoot(record.run_uri)]))]
+        lambda path, record: record_checks.ScratchDir(path, _Root(),
+                                                      record))] = ''
     group: str = ''
     machine_type: str = 'local'
     num_cpus: Optional[int] = None
@@ -99,14 +112,15 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   def FromRecord(cls, entry, record) -> 'LocalVirtualMachine':
     fields = record_checks.Parse(cls.Fields, entry, record)
     try:  # A directory someone else made or can write to is not the run's.
-      for path in (os.path.dirname(fields.scratch_dir), fields.scratch_dir):
+      for path in filter(None, (os.path.dirname(fields.scratch_dir),
+                                fields.scratch_dir)):
         own_dirs.CheckOwnDirIfExists(path)
     except own_dirs.NotOwnDir as e:
       raise record_checks.RecordRefused(
           f'{cls.KIND} {entry["name"]}: {e}') from None
     vm = cls(virtual_machine.VmSpec(cloud=CLOUD, num_cpus=fields.num_cpus,
                                     machine_type=fields.machine_type),
-             entry['name'], fields.group)
+             entry['name'], fields.group, run_uri=record.run_uri)
     vm.scratch_dir, vm.memory_mib = fields.scratch_dir, fields.memory_mib
     vm.cpu_set, vm.created = fields.cpu_set, True
     return vm
@@ -115,25 +129,18 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
 resource.RegisterKind(LocalVirtualMachine.KIND, LocalVirtualMachine.FromRecord)
 
 
-def RunScratchRoot(run_uri: str) -> str:
-  """Where a run's Local VMs keep their scratch directories."""
-  return os.path.join(SCRATCH_ROOT, f'pkb-{run_uri}')
+def _Root() -> str:
+  """Where the run's workspace is made on this machine."""
+  return os.path.abspath(SCRATCH_ROOT)
 
 
-def CheckRunDirs(run_uri: str, vm_names: Sequence[str] = ()) -> None:
-  """Refuses, before anything is recorded or made, a run whose scratch
-  directories exist and are not this user's own (own_dirs): another user
-  could have planted what the run would load or signal there."""
+def CheckRunDirs(run_uri: str = '') -> None:
+  """Refuses, before anything starts, a scratch root the run's workspace
+  could not be private in (another user's, or writable by all without the
+  sticky bit)."""
+  del run_uri  # The workspace's name is not the run's to guess.
   if os.path.exists(SCRATCH_ROOT):
     own_dirs.CheckRoot(SCRATCH_ROOT)
-  root = RunScratchRoot(run_uri)
-  own_dirs.CheckOwnDirIfExists(root)
-  if os.path.isdir(root):
-    vm_names = sorted(set(vm_names) | set(os.listdir(root)))
-  for name in vm_names:
-    path = os.path.join(root, name)
-    if os.path.isdir(path) or os.path.islink(path):
-      own_dirs.CheckOwnDir(path)
 
 
 def AvailableCores() -> List[int]:
@@ -220,7 +227,6 @@ def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
   order = sorted(group_specs, key=lambda g: (g != 'servers', g))
   requests = [(f'{group}-{i}', group_specs[group].num_cpus)
               for group in order for i in range(counts[group])]
-  CheckRunDirs(spec.run_uri, [name for name, _ in requests])
   cores = AvailableCores()
   assignment = PlannedCores(spec, cores)
   memory_each = HostMemoryMib() // max(1, len(requests))
