@@ -437,6 +437,21 @@ def test_ssh_source_range_normalized():
       '203.0.113.7/32', '198.51.100.0/24']
 
 
+@pytest.mark.parametrize('endpoint', [
+    'https://evil.example', 'http://compute.googleapis.com',
+    'https://compute.googleapis.com.evil.example',
+    'https://compute.googleapis.com@evil.example'])
+def test_credentials_go_only_to_a_google_or_loopback_endpoint(endpoint):
+  # The run's access token would go with every call (and again at teardown,
+  # from the record: tests/record_models_test.py).
+  with pytest.raises(errors.UsageError, match='--gcp_compute_endpoint: .* '
+                     'is neither https on \\*.googleapis.com'):
+    gcp_provider.CheckPrerequisites(_Flags(gcp_compute_endpoint=endpoint))
+  for good in ('https://compute.googleapis.com',
+               'https://compute-x.p.googleapis.com', 'http://127.0.0.1:9'):
+    gcp_provider.CheckPrerequisites(_Flags(gcp_compute_endpoint=good))
+
+
 def test_project_is_required():
   with pytest.raises(errors.UsageError, match='--project'):
     gcp_provider.CheckPrerequisites(_Flags(project=None))

@@ -94,6 +94,12 @@ def test_an_ssh_vm_is_rebuilt_with_what_was_recorded(record):
      f'is not a scratch directory of run {RUN}'),
     ('gcp_vm', {'known_hosts_file': '/etc/ssh/ssh_known_hosts'},
      'known_hosts_file '),
+    # The run's Google access token goes with every call to the endpoint.
+    ('gcp_network', {'api_endpoint': 'https://evil.example'},
+     "api_endpoint 'https://evil.example' is neither https on "
+     '*.googleapis.com'),
+    ('gcp_vm', {'api_endpoint': 'http://compute.googleapis.com'},
+     'api_endpoint '),
     ('gcp_ssh_key', {'private_key_path': '/etc/passwd'},
      'private_key_path '),
     ('gcp_ssh_key', {'directory': '/'}, 'directory '),

@@ -17,11 +17,13 @@ the same API the run created things in.
 import dataclasses
 import logging
 import time
-from typing import Any, Callable, Dict, Optional, Tuple, Type
+from typing import Annotated, Any, Callable, Dict, Optional, Tuple, Type
+import urllib.parse
 
 from google.api_core import client_options as client_options_lib
 from google.api_core import exceptions as api_exceptions
 import google.auth
+import pydantic
 from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
 from google.cloud import compute_v1
@@ -50,6 +52,37 @@ STOCKOUT_ERRORS = frozenset({
 def LastSegment(url: str) -> str:
   """'https://.../zones/us-central1-a' -> 'us-central1-a'."""
   return url.rstrip('/').rsplit('/', 1)[-1] if url else ''
+
+
+def EndpointProblem(endpoint: Optional[str]) -> Optional[str]:
+  """Why the run's Google credentials must not go to `endpoint`, or None.
+
+  Only a Google API host (https, *.googleapis.com) gets them; a loopback one
+  (a local fake) gets none. The endpoint is recorded and used again at
+  teardown: a record naming another host would hand it the access token.
+  """
+  if not endpoint or vm_util.IsLoopbackEndpoint(endpoint):
+    return None
+  parts = urllib.parse.urlsplit(
+      endpoint if '//' in endpoint else f'https://{endpoint}')
+  host = parts.hostname or ''
+  if parts.scheme == 'https' and (host == 'googleapis.com' or
+                                  host.endswith('.googleapis.com')):
+    return None
+  return (f'{endpoint[:100]!r} is neither https on *.googleapis.com nor on '
+          "this machine (loopback); the run's Google credentials go only to "
+          'Google')
+
+
+def _Endpoint(endpoint: str) -> str:
+  problem = EndpointProblem(endpoint)
+  if problem:
+    raise ValueError(problem)
+  return endpoint
+
+
+# A run record's Compute API endpoint.
+Endpoint = Annotated[str, pydantic.AfterValidator(_Endpoint)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,7 +312,7 @@ class GceResource(resource.BaseResource):
 
   class Fields(record_checks.Fields):
     project: str
-    api_endpoint: Optional[str] = None
+    api_endpoint: Optional[Endpoint] = None
 
   class RegionalFields(Fields):
     region: str

@@ -20,9 +20,10 @@ flags.DEFINE_string(
     'the safer choice.')
 flags.DEFINE_string(
     'gcp_compute_endpoint', None,
-    'Compute API endpoint, e.g. http://127.0.0.1:8089 for a local fake. '
-    'Loopback endpoints are called without credentials; anything else uses '
-    'the google-auth default credentials.')
+    'Compute API endpoint: https on *.googleapis.com (e.g. a Private '
+    'Service Connect endpoint), called with the google-auth default '
+    'credentials, or a loopback one such as http://127.0.0.1:8089 for a '
+    'local fake, called without credentials.')
 flags.DEFINE_string(
     'gcp_boot_disk_type', None,
     'Boot disk type (pd-balanced, pd-ssd, hyperdisk-balanced, ...); default: '

@@ -101,6 +101,9 @@ def CheckPrerequisites(flag_values) -> None:
   """Refuses flags that cannot work, before anything is created."""
   options = GcpOptions.FromFlags(flag_values)
   SshSourceRanges(options.ssh_source_ranges)
+  problem = compute_api.EndpointProblem(options.compute_endpoint)
+  if problem:
+    raise errors.UsageError(f'--gcp_compute_endpoint: {problem}.')
   from perfkitbenchmarker import input_checks  # pylint: disable=g-import-not-at-top
   images.CheckOsType(input_checks.EffectiveOsType(flag_values, CLOUD) or
                      options.os_type)

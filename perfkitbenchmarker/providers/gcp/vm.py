@@ -260,7 +260,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     user: ssh_vm.User = 'pkb'
     ip_address: Optional[ssh_vm.Host] = None  # Not yet known when created.
     project: str
-    api_endpoint: Optional[str] = None
+    api_endpoint: Optional[compute_api.Endpoint] = None
     image: Optional[str] = None
 
     def Args(self, record) -> Dict[str, Any]:
