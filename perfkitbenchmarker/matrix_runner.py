@@ -10,6 +10,7 @@ tear down; matrix_summary.json is written either way. Statuses and exit
 codes (pkb.py's): README, "Nightly comparisons".
 """
 
+import contextlib
 import datetime
 import json
 import os
@@ -95,21 +96,16 @@ def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:
           flag_values, name, value, f'Config {where}'))
 
 
-class _CellFlags:
+@contextlib.contextmanager
+def _CellFlags(flag_values):
   """Restores every flag a cell's config set while it was being planned."""
-
-  def __init__(self, flag_values):
-    self._fv = flag_values
-
-  def __enter__(self):
-    self._saved = {name: (self._fv[name].value, self._fv[name].present)
-                   for name in self._fv}
-    return self
-
-  def __exit__(self, *unused):
-    for name, (value, present) in self._saved.items():
-      self._fv[name].value = value
-      self._fv[name].present = present
+  saved = {name: (flag_values[name].value, flag_values[name].present)
+           for name in flag_values}
+  try:
+    yield
+  finally:
+    for name, (value, present) in saved.items():
+      flag_values[name].value, flag_values[name].present = value, present
 
 
 def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):

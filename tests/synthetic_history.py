@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
@@ -141,7 +142,7 @@ def WriteRepeatedRuns(history_dir: str, path: str, runs: int) -> int:
   sample's line with a new run_uri, sample_uri and timestamp.
   """
   templates = []
-  for found in loader.FindResultFiles(history_dir):
+  for found in bigquery_schema.FindResultsFiles([history_dir]):
     with open(found, encoding='utf-8') as f:
       templates.append([json.loads(line) for line in f if line.strip()])
   start = min(row['timestamp'] for run in templates for row in run)

@@ -1,16 +1,11 @@
 """BigQuery publishing flags and the one validated options object they become.
 
-Flags keep PKB's names: `--bigquery_table` (`project.dataset.table`, PKB's
-`project:dataset.table`, or `dataset.table` with `--bq_project`),
-`--bq_project` (the project the load and query jobs run and are billed in),
-`--service_account` and `--service_account_private_key` (here a JSON key
-file: the client library is used, never the bq CLI, so P12 keys do not
-apply). `--bq_api_endpoint` and `--bq_timeout_seconds` are ours.
-
-`BigQueryOptions.FromFlags(FLAGS)` is the only place these flags are read;
-it fails with one-line `errors.UsageError`s before a run starts, and every
-layer below takes the frozen options object. This module imports only absl,
-so pkb can load it at start-up; the client code is in bigquery_publisher.py.
+PKB's flag names (`--bigquery_table` in PKB's forms too, `--bq_project`,
+`--service_account`, `--service_account_private_key`: a JSON key, as the
+client library is used, never the bq CLI) plus our `--bq_api_endpoint` and
+`--bq_timeout_seconds`. `BigQueryOptions.FromFlags` is the only reader:
+one-line UsageErrors before a run starts, frozen options below. Imports
+only absl, so pkb loads it at start-up (the client is bigquery_publisher's).
 """
 
 import dataclasses
@@ -74,11 +69,8 @@ class TableId:
 
 def ParseTableId(text: str, default_project: Optional[str] = None,
                  what: str = '--bigquery_table') -> TableId:
-  """'p.d.t', 'p:d.t' or 'd.t' (with default_project) -> TableId.
-
-  Raises:
-    errors.UsageError: one line saying what is wrong and the accepted forms.
-  """
+  """'p.d.t', 'p:d.t' or 'd.t' (with default_project) -> TableId, or a
+  one-line UsageError naming the accepted forms."""
   forms = ('project.dataset.table, project:dataset.table, or dataset.table '
            'with --bq_project')
   text = (text or '').strip()

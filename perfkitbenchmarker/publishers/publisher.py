@@ -22,11 +22,9 @@ HARNESS_VERSION_KEY = 'harness_version'
 class RunInfo:
   """Per-run fields PKB adds to every published sample.
 
-  Rows carry run_uri as PKB writes it, '<run_uri>-<uuid4>' with one uuid per
-  benchmark spec (`run_uuid`); `ShortRunUri` gives back the --run_uri, which
-  the run's directory, record and the history tools key on.
-  perfkitbenchmarker_version: None means this checkout's `git describe`
-  (else the package version), as PKB's version.VERSION.
+  Rows carry run_uri as PKB writes it, '<run_uri>-<uuid4>' (`ShortRunUri`
+  gives back the --run_uri the history keys on); a None version is this
+  checkout's `git describe`, else the package version, as PKB's.
   """
   run_uri: str
   owner: str
@@ -41,10 +39,8 @@ class RunInfo:
 
 
 def ShortRunUri(row_run_uri: str) -> str:
-  """The --run_uri of a row's run_uri ('<run_uri>-<uuid4>', or already short).
-
-  Exact: a --run_uri is lowercase letters and digits only (pkb.py).
-  """
+  """The --run_uri of a row's run_uri ('<run_uri>-<uuid4>', or already
+  short); exact, as a --run_uri has no '-' (pkb.py)."""
   return str(row_run_uri).split('-', 1)[0]
 
 
@@ -56,14 +52,10 @@ def _Clean(value: Any) -> Any:
 
 def ToRow(sample: sample_lib.Sample, test: str,
           run_info: RunInfo) -> Dict[str, Any]:
-  """The dict PKB publishers write: sample fields plus run fields.
-
-  Metadata: the sample's, after perfkitbenchmarker_version (as PKB's) and
-  `harness`/`harness_version` (which tool made the row). `official` is
-  --official, except that a sample whose verdict says its
-  answer is not a confirmed server figure, or whose own probe was
-  client-bound or disturbed, is never official (`verdict.IsOfficial`).
-  """
+  """The dict PKB publishers write: sample and run fields, the version and
+  harness keys first in the metadata. `official` is --official, except for a
+  sample whose verdict or probe says it is not a confirmed server figure
+  (`verdict.IsOfficial`)."""
   version = run_info.perfkitbenchmarker_version or version_lib.VersionOf()
   metadata = {version_lib.VERSION_KEY: version, HARNESS_KEY: HARNESS_NAME,
               HARNESS_VERSION_KEY: version}

@@ -1,30 +1,15 @@
 """Each run's own answer per cell, its verdict, and a cell's figure from them.
 
-The unit of every comparison is the run. A run's answer in a cell is its
-`latency_capped_throughput` sample (the last one, which for a shard study is
-the optimum's copy) with that sample's own interval, latencies and verdict
-(`perfkitbenchmarker.verdict`; rows recorded before verdicts get one derived
-from their metadata), and its `price_performance` sample. Nothing else a run
-recorded (probes, repeats at other loads, probes over the cap) enters a
-figure.
-
-A cell's figure for a night is the mean of its counted runs' answers, so it
-always lies within them:
-
-  1 run      its answer and its own (within-run) 95 % interval;
-  2 runs     the mean and the within-run intervals combined
-             (sqrt(a^2 + b^2) / 2): still "within-run", as run-to-run
-             variation is not known from two runs;
-  3+ runs    the mean and the 95 % t-interval across the runs' answers
-             ("across runs": the run is the unit).
-
-Counted runs are those whose answer is confirmed, or every run with
-`include_unconfirmed`. The leaderboard (leaderboard.py) and the history
-series (changepoints.py) both take their figures from `RunAnswers` and
-`Eligible`, so the board and the history chart show the same figure.
-
-Seam: `CellFigure` is the one rule for a figure and its interval; a new
-interval kind is a branch there.
+The run is the unit of every comparison. A run's answer in a cell is its
+last `latency_capped_throughput` sample (a shard study's optimum copy) with
+that sample's interval, latencies and verdict (verdict.py; older rows get
+one derived from their metadata), and its `price_performance` sample;
+nothing else a run recorded enters a figure. A cell's figure for a night is
+the mean of its counted runs' answers, so it lies within them (`CellFigure`):
+one run, its own interval; two, the within-run intervals combined
+(sqrt(a^2 + b^2) / 2; run-to-run variation is unknown from two); three or
+more, the 95 % t-interval across the answers. The leaderboard and the
+history series both read `RunAnswers` and `Eligible`, so they agree.
 """
 
 import dataclasses
@@ -182,34 +167,31 @@ def CellFigure(values: Sequence[float],
   return Figure(mean, half, WITHIN_RUN, n)
 
 
+def _Counts(counts, total: int) -> str:
+  """'a (2 of 3 runs), b (1 of 3 runs)' from (name, count) pairs."""
+  return ', '.join(f'{name} ({count} of {total} run{"s" if total > 1 else ""})'
+                   for name, count in counts)
+
+
 def VerdictSummary(answers: pd.DataFrame) -> str:
   """E.g. 'confirmed' or 'client_bound (2 of 3 runs), unconfirmed (1 of 3)'."""
-  if answers.empty:
-    return ''
   counts = answers['verdict'].value_counts()
-  total = len(answers)
   if list(counts.index) == [verdict_lib.CONFIRMED]:
     return verdict_lib.CONFIRMED
   order = {v: i for i, v in enumerate(verdict_lib.VERDICTS)}
-  parts = [f'{name} ({count} of {total} run{"s" if total > 1 else ""})'
-           for name, count in sorted(counts.items(),
-                                     key=lambda kv: order.get(kv[0], 99))]
-  return ', '.join(parts)
+  return _Counts(sorted(counts.items(), key=lambda kv: order.get(kv[0], 99)),
+                 len(answers))
 
 
 def LimitSummary(answers: pd.DataFrame) -> str:
   """E.g. 'server quota' or 'server CPU (2 of 3 runs), latency (1 of 3)';
   '' when no run recorded a limit."""
-  limits = [l for l in answers.get('limit', pd.Series(dtype=str)) if l]
-  if not limits:
-    return ''
-  counts = pd.Series(limits).value_counts()
-  words = {n: attribution.WORDS.get(n, n) for n in counts.index}
+  limits = [attribution.WORDS.get(l, l)
+            for l in answers.get('limit', pd.Series(dtype=str)) if l]
+  counts = pd.Series(limits, dtype=object).value_counts()
   if len(counts) == 1 and counts.iloc[0] == len(answers):
-    return words[counts.index[0]]
-  total = len(answers)
-  return ', '.join(f'{words[n]} ({c} of {total} run{"s" if total > 1 else ""})'
-                   for n, c in counts.items())
+    return counts.index[0]
+  return _Counts(counts.items(), len(answers))
 
 
 def RunList(answers: pd.DataFrame) -> List[dict]:

@@ -1,27 +1,16 @@
 """The comparison cell of each sample: machine type x engine x topology x workload.
 
-A cell is what one leaderboard row and one history series are about. It is
-derived from sample metadata only, so any source (files, BigQuery) gives the
-same cells:
-
-  machine_type  `servers_machine_type`; for Local runs the catalog type that
-                priced them (`local_priced_as`), shown as "local as <type>"
-                so a laptop is never mistaken for the cloud machine; with
-                " (spot)" etc. when `pricing_model` (--price_basis) is not
-                on_demand (rows without it were on-demand)
-  engine        `engine` (or `redis_server_engine`) when a run records one,
-                else "redis"; the version is provenance, not identity, so an
-                engine upgrade shows up as a change point, not a new series;
-                an engine standing in for another (`stands_in_for`: Redis
-                OSS running redis_enterprise's workload on Local) is named
-                so, never mixed with that engine's or its own real rows
+Derived from sample metadata only, so every source gives the same cells:
+  machine_type  `servers_machine_type`; a Local run as "local as <type>" (the
+                catalog type that priced it, never mistaken for the cloud
+                machine); " (spot)" etc. when not priced on demand
+  engine        the recorded engine, else "redis"; its version is
+                provenance, so an upgrade is a change point, not a new
+                series; a stand-in (`stands_in_for`) is named so
   topology      cluster mode, shards per server VM, server VM count
   workload      SET:GET ratio, key pattern, value size, key range, cap
-
-Seam: a new cell dimension is one more entry in `CELL_COLUMNS` and a
-function filling it in `AddCellColumns`. Fields some samples lack (the cost
-samples carry no latency cap) are taken from the other samples of the same
-run.
+Run-level fields a sample lacks (cost samples carry no cap) come from the
+run's other samples.
 """
 
 from typing import Any

@@ -1,24 +1,13 @@
 """Per-series history over nights and its change points (Apache Otava).
 
-A series is one cell (machine type x engine x topology x workload) and one
-metric; its points are nights, each the mean of that night's counted runs
-of the cell (their own answers, confirmed unless `include_unconfirmed`: the
-leaderboard's figure). Change points come from Apache Otava's E-divisive
-(the Hunter variant: windowed split, then a merge that keeps points whose
-Student's t-test p-value is below `max_pvalue`), so a step counts only when
-it stands out from the series' own night-to-night noise. A point must also step by at least
-`noise_multiple` times that noise (measured around it, `NoisePct`), which
-keeps false alarms near 1 in 75 noise-only histories (docs/compare.md);
-`min_change_pct` can additionally ignore significant but negligible steps.
-
-Direction: a regression is a step the worse way for the metric (lower
-throughput or ops/s per $/hr; higher latency or cost). Regressions on the
-latest nights come first.
-
-Seams: `SERIES_METRICS` says where each series metric comes from and which
-way is better (add a metric there); `Detect` takes any frame of the
-`HistoryPoints` shape, so generated histories and real ones go through the
-same code.
+A series is one cell and one metric; a point is a night, the mean of its
+counted runs' own answers (the leaderboard's figure). Otava's E-divisive
+(windowed split, then a merge keeping points with a t-test p below
+`max_pvalue`) finds the steps; a step must also be `noise_multiple` times
+the night-to-night noise around it (`NoisePct`), which keeps false alarms
+near 1 in 75 noise-only histories (docs/compare.md), and `min_change_pct`
+can ignore negligible ones. A regression is a step the worse way for the
+metric (`SERIES_METRICS`: add a metric there); latest nights first.
 """
 
 import dataclasses
@@ -92,13 +81,8 @@ class ChangePoint:
 def HistoryPoints(frame: pd.DataFrame,
                   metrics: Sequence[str] = DEFAULT_METRICS,
                   include_unconfirmed: bool = False) -> pd.DataFrame:
-  """One row per (cell, metric, night): the mean over that night's runs.
-
-  Only runs whose answer in the cell counts (answers.Eligible: confirmed,
-  or every run with `include_unconfirmed`) and only their own answer's
-  samples (the last of each metric), the rule the leaderboard uses: a
-  night's point is the leaderboard's figure for that night.
-  """
+  """One row per (cell, metric, night): the mean over the night's counted
+  runs (answers.Eligible) of their own answer's sample, as the leaderboard."""
   runs = answers_lib.RunAnswers(frame)
   counted = runs[answers_lib.Eligible(runs, include_unconfirmed)]
   keep = set(zip(counted['run_uri'], counted['cell']))
@@ -137,11 +121,8 @@ def HistoryPoints(frame: pd.DataFrame,
 
 
 def NoisePct(point) -> float:
-  """Night-to-night noise around a change point, % of the level before it.
-
-  The pooled standard deviation of the nights on either side (Otava's
-  segment statistics), relative to the mean before the step.
-  """
+  """The pooled standard deviation of the nights either side of a change
+  point (Otava's segment statistics), % of the mean before it."""
   before = point.mean_before()
   if not before:
     return float('inf')
@@ -152,15 +133,8 @@ def NoisePct(point) -> float:
 def Detect(points: pd.DataFrame, max_pvalue: float = 1e-4,
            min_change_pct: float = 0.0, noise_multiple: float = 2.0,
            window_len: int = 50) -> List[ChangePoint]:
-  """Change points of every series in `points`, regressions first.
-
-  A point counts when Otava finds it at `max_pvalue`, its step is at least
-  `min_change_pct` % and at least `noise_multiple` times the night-to-night
-  noise around it (`NoisePct`).
-
-  Within regressions and then improvements, the most recent night first, then
-  the largest step.
-  """
+  """Change points of every series (module doc): regressions, then
+  improvements, each the most recent night first, then the largest step."""
   all_nights = sorted(set(zip(points[nights.NIGHT_START_COLUMN],
                               points[nights.NIGHT_COLUMN])))
   age = {label: len(all_nights) - 1 - i

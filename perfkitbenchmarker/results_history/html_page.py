@@ -1,15 +1,10 @@
 """The compare report as one self-contained HTML page that reads anywhere.
 
-A view of `report.Analysis`: the leaderboard and change-point tables (each
-in a horizontal scroll box, so a narrow screen scrolls a table instead of
-cutting its right-hand columns off), the charts (one colour per cell on
-every chart: `charts.CellColors`), the provenance of the page's samples
-once (command lines, versions, prices), and under each figure one line
-saying what it shows and which runs it covers. The workload gets its own
-leaderboard column when the night's rows differ in it.
-
-Seam: a new figure is one more entry in `_Figures`; the template
-(templates/report.html.j2) lays it out.
+A view of `report.Analysis` (templates/report.html.j2): tables in horizontal
+scroll boxes (a narrow screen scrolls instead of cutting columns off), the
+charts in one colour per cell, provenance once, and under each figure one
+line saying what it shows and which runs it covers. A new figure is one more
+entry in `_Figures`.
 """
 
 import datetime

@@ -25,9 +25,10 @@ import pandas as pd
 
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import typed_frame
 
-RESULTS_FILE = 'perfkitbenchmarker_results.json'
+RESULTS_FILE = bigquery_schema.RESULTS_FILE
 RUN_RECORD_FILE = 'run_record.json'
 RUN_RECORD_FORMAT_VERSIONS = (1,)
 FIXED_FIELDS = typed_frame.FIXED_FIELDS
@@ -197,16 +198,6 @@ def ReadCommandLine(results_path: str) -> Optional[str]:
   return ' '.join(words)
 
 
-def FindResultFiles(directory: str) -> List[str]:
-  """Every results file under a directory, in a stable order."""
-  found = []
-  for root, dirs, files in os.walk(directory):
-    dirs.sort()
-    if RESULTS_FILE in files:
-      found.append(os.path.join(root, RESULTS_FILE))
-  return found
-
-
 def ReadBigQuery(table: str, project: Optional[str] = None,
                  client: Any = None,
                  read_rows: Optional[Callable[..., list]] = None
@@ -241,14 +232,15 @@ def ReadBigQuery(table: str, project: Optional[str] = None,
 
 
 def _FilesOf(path: str) -> List[str]:
-  if os.path.isdir(path):
-    files = FindResultFiles(path)
-    if not files:
-      raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
-    return files
-  if os.path.lexists(path):
-    return [path]  # IterJsonLines refuses anything but a regular file.
-  raise LoadError(f'{path}: no such file or directory')
+  """The results files under a directory, or the path itself (IterJsonLines
+  refuses anything but a regular file)."""
+  try:
+    files = bigquery_schema.FindResultsFiles([path])
+  except bigquery_schema.ResultsFileError as e:
+    raise LoadError(str(e).rstrip('.')) from None
+  if not files:
+    raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
+  return files
 
 
 def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,

@@ -1,38 +1,16 @@
 """Groups runs into nights: the unit of the leaderboard and of each history.
 
-A run belongs to one night as a whole (all its samples). The night is the
-UTC window of `night_hours` (24: the UTC date) in which the run started,
-except that a run starting within `matrix_gap_minutes` of the end of the
-previous run joins that run's night: the cells of one matrix run back to back
-and share a night even when the matrix crosses midnight.
-
-Seam: `AssignNights` takes the window and the gap as arguments; a matrix id
-in the metadata (if a later matrix runner records one) would be one more
-grouping rule here.
+A run's night is the UTC window of `night_hours` it started in, except that
+a run starting within `matrix_gap_minutes` of the previous run's end joins
+its night: a matrix's cells share a night even across midnight.
 """
 
-import dataclasses
 from typing import List
 
 import pandas as pd
 
 NIGHT_COLUMN = 'night'
 NIGHT_START_COLUMN = 'night_start'
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSpan:
-  run_uri: str
-  start: pd.Timestamp
-  end: pd.Timestamp
-
-
-def RunSpans(frame: pd.DataFrame) -> List[RunSpan]:
-  """Each run's first and last sample time, oldest first."""
-  spans = frame.groupby('run_uri')['timestamp'].agg(['min', 'max'])
-  spans = spans.sort_values(['min', 'max'])
-  return [RunSpan(str(uri), row['min'], row['max'])
-          for uri, row in spans.iterrows()]
 
 
 def _WindowStart(when: pd.Timestamp, night_hours: float) -> pd.Timestamp:
@@ -55,14 +33,16 @@ def AssignNights(frame: pd.DataFrame, night_hours: float = 24.0,
   frame = frame.copy(deep=False)  # Two columns added, none written in.
   gap = pd.Timedelta(minutes=matrix_gap_minutes)
   night_of_run = {}
-  previous = None
-  for span in RunSpans(frame):
-    if previous is not None and span.start - previous.end <= gap:
-      night_of_run[span.run_uri] = night_of_run[previous.run_uri]
+  previous = None  # (run_uri, end) of the run that ends last so far
+  spans = frame.groupby('run_uri')['timestamp'].agg(['min', 'max'])
+  for uri, start, end in spans.sort_values(['min', 'max']).itertuples():
+    uri = str(uri)
+    if previous is not None and start - previous[1] <= gap:
+      night_of_run[uri] = night_of_run[previous[0]]
     else:
-      night_of_run[span.run_uri] = _WindowStart(span.start, night_hours)
-    if previous is None or span.end > previous.end:
-      previous = span
+      night_of_run[uri] = _WindowStart(start, night_hours)
+    if previous is None or end > previous[1]:
+      previous = (uri, end)
   starts = frame['run_uri'].astype(str).map(night_of_run)
   frame[NIGHT_START_COLUMN] = pd.to_datetime(starts, utc=True)
   labels = {s: _Label(s, night_hours) for s in set(night_of_run.values())}

@@ -1,19 +1,11 @@
 """Normalized PKB rows in, the loader's typed frame out, in bounded memory.
 
-The seam between reading samples (loader.py: files, BigQuery, checks on
-every row) and the frame every view reads. `FrameBuilder.Add` takes one
-normalized row (`{'fixed': {...}, 'metadata': {...}, 'source', 'command_line'}`)
-at a time; every `chunk_rows` rows the chunk is typed and stored column by
-column (numbers 8 bytes a value, repeated text one shared string), and
-`Frame` joins the columns one at a time, freeing each chunk's part as it
-goes. A history therefore never exists as one dict per sample, and joining
-needs about one column more than the frame itself.
-
-Typing is decided per column as a whole: booleans when every value is
-True/False, numbers when every value parses as one (not finite: "not
-recorded", NaN), text otherwise. Chunks are typed on their own; a column
-typed differently in two chunks (numbers in one, text in another) becomes
-text, numbers written in their shortest form.
+`FrameBuilder.Add` takes one normalized row at a time; every `chunk_rows`
+rows the chunk is typed and stored by column (numbers 8 bytes, repeated
+text one shared string), and `Frame` joins the columns one at a time,
+freeing each chunk's part: a history never exists as one dict per sample.
+A column is typed as a whole (booleans, numbers with non-finite ones "not
+recorded", else text); one typed differently in two chunks becomes text.
 """
 
 import json
