@@ -120,13 +120,6 @@ def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
       out, err, rc = vm.RemoteCommandWithReturnCode(
           remote_shell.DetachedCollectScript(job, wait),
           timeout=wait + COLLECT_SLACK_S)
-      collected = remote_shell.ParseCollected(out)
-    except ValueError:
-      # Cut short: the connection dropped while it printed.
-      logging.warning('Lost the connection to %s while collecting a '
-                      'command (exit %s: %s); reconnecting', vm.name, rc,
-                      remote_shell.CleanStderr(err).strip()[-200:])
-      return RECONNECT_PAUSE_S
     except errors.Error as e:
       retry_after = getattr(e, 'retry_after', None)
       if retry_after is None:
@@ -134,6 +127,14 @@ def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
       # A host that did not answer a moment ago is tried again only after
       # its pause (ssh_vm.HostHealth).
       return max(RECONNECT_PAUSE_S, min(retry_after or 0, deadline - clock()))
+    try:
+      collected = remote_shell.ParseCollected(out)
+    except ValueError:
+      # Cut short: the connection dropped while it printed.
+      logging.warning('Lost the connection to %s while collecting a '
+                      'command (exit %s: %s); reconnecting', vm.name, rc,
+                      remote_shell.CleanStderr(err).strip()[-200:])
+      return RECONNECT_PAUSE_S
     if collected is None:
       return 0.0  # Still running: the collect script itself waited.
     _AddCollected(vm, [job])
