@@ -1,13 +1,13 @@
 """boto3 clients, EC2 error translation, and the shape of every AWS resource.
 
-Extension seam: a new kind of EC2 object subclasses `AwsResource`, creates
-itself with its tags in the create call (naming.TagSpecifications), calls
-`Remember(id=...)` as soon as EC2 returns an id (so the run record holds it
-even if the next call fails), and in `_Delete` finds the object by that id or
-else by its tags (`FindByTags`), treating "not found" as done. It registers
-`FromRecord`, which rebuilds it from the record entry alone (with clients
-from `DEFAULT_CLIENTS`); what else it records it declares in `Fields` and
-takes back in `Restore`.
+Extension seam: a new kind of EC2 object subclasses `AwsResource`, names its
+EC2 calls (NOUN, LIST_KEY, ID_KEY, NOT_FOUND), creates itself with its tags
+in one call through `_FindOrCreate` (which records the id at once, so the run
+record holds it even if the next call fails), and is deleted by that id or by
+its tags, "not found" counting as done. It registers `FromRecord`, which
+rebuilds it from the record entry alone (with clients from
+`DEFAULT_CLIENTS`); what else it records it declares in `Fields` and takes
+back in `Restore`.
 
 Clients are injected: every resource takes an `AwsClients` (tests pass
 moto-backed or failure-injecting clients); only record-rebuilt resources use
@@ -168,20 +168,53 @@ class AwsResource(resource.BaseResource):
   def Filters(self) -> List[Dict]:
     return naming.RunFilters(self.run_uri, self.name)
 
-  def FindIds(self, describe: Callable[..., Dict], list_key: str,
-              id_key: str) -> List[str]:
+  # A tagged EC2 kind's calls: describe_<NOUN>s lists {LIST_KEY: [{ID_KEY}]}
+  # (by Filters or by <ID_KEY>s), delete_<NOUN>(<ID_KEY>=...) removes one;
+  # NOT_FOUND is EC2's code for an id it does not know.
+  NOUN = LIST_KEY = ID_KEY = NOT_FOUND = ''
+
+  def FindIds(self) -> List[str]:
     """Ids of this object found by its tags (normally one, or none)."""
     with Translated(f'looking up {self.KIND} {self.name}',
                     retry=TRANSIENT_CODES):
-      items = describe(Filters=self.Filters())[list_key]
-    return [item[id_key] for item in items]
+      items = self._DescribeCall(Filters=self.Filters())
+    return [item[self.ID_KEY] for item in items]
 
-  def KnownIds(self, describe: Callable[..., Dict], list_key: str,
-               id_key: str) -> List[str]:
+  def KnownIds(self) -> List[str]:
     """The recorded id plus any found by tags: everything to delete."""
     ids = [self.id] if self.id else []
-    return ids + [i for i in self.FindIds(describe, list_key, id_key)
-                  if i not in ids]
+    return ids + [i for i in self.FindIds() if i not in ids]
+
+  def _DescribeCall(self, **kwargs) -> List[Dict]:
+    return getattr(self.ec2, f'describe_{self.NOUN}s')(**kwargs)[self.LIST_KEY]
+
+  def _Describe(self, object_id: str,
+                retry: Iterable[str] = TRANSIENT_CODES) -> Optional[Dict]:
+    """The object, or None when EC2 does not know the id."""
+    with Translated(f'looking up {self.KIND} {object_id}', retry=retry,
+                    gone={self.NOT_FOUND}):
+      items = self._DescribeCall(**{self.ID_KEY + 's': [object_id]})
+      return items[0] if items else None
+    return None  # Not found.
+
+  def _FindOrCreate(self, create: Callable[[], str]) -> None:
+    """Remembers the tagged object's id, creating it (create() -> id) only
+    when an earlier attempt did not."""
+    found = self.FindIds()
+    if not found:
+      with Translated(f'creating {self.KIND} {self.name}',
+                      retry=TRANSIENT_CODES):
+        found = [create()]
+    self.Remember(id=found[0])
+
+  def _Delete(self) -> None:
+    for object_id in self.KnownIds():
+      self._DeleteOne(object_id)
+
+  def _DeleteOne(self, object_id: str) -> None:
+    with Translated(f'deleting {self.KIND} {object_id}',
+                    retry=DEPENDENCY_CODES, gone={self.NOT_FOUND}):
+      getattr(self.ec2, f'delete_{self.NOUN}')(**{self.ID_KEY: object_id})
 
   def RecordData(self) -> Dict[str, Any]:
     return {'region': self.region, 'profile': self.clients.profile,

@@ -105,45 +105,30 @@ class Vpc(api.AwsResource):
   """A VPC of the run's own."""
 
   KIND = 'aws_vpc'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'vpc', 'Vpcs', 'VpcId', 'InvalidVpcID.NotFound')
 
   def __init__(self, clients, run_uri, cidr: str = VPC_CIDR, **kwargs):
     super().__init__(clients, run_uri, **kwargs)
     self.cidr = cidr
 
-  def _Find(self) -> List[str]:
-    return self.FindIds(self.ec2.describe_vpcs, 'Vpcs', 'VpcId')
-
   def _Create(self) -> None:
-    found = self._Find()
-    if found:
-      self.Remember(id=found[0])
-      return
-    with api.Translated(f'creating VPC {self.name}',
-                        retry=api.TRANSIENT_CODES):
-      vpc = self.ec2.create_vpc(
-          CidrBlock=self.cidr,
-          TagSpecifications=self.TagSpecifications('vpc'))['Vpc']
-    self.Remember(id=vpc['VpcId'])
+    self._FindOrCreate(lambda: self.ec2.create_vpc(
+        CidrBlock=self.cidr,
+        TagSpecifications=self.TagSpecifications('vpc'))['Vpc']['VpcId'])
 
   def _IsReady(self) -> bool:
-    vpcs = []
     # A VPC made a moment ago may not be visible yet: not ready, not gone.
-    with api.Translated(f'checking VPC {self.id}',
-                        gone={'InvalidVpcID.NotFound'}):
-      vpcs = self.ec2.describe_vpcs(VpcIds=[self.id])['Vpcs']
-    return bool(vpcs) and vpcs[0]['State'] == 'available'
-
-  def _Delete(self) -> None:
-    for vpc_id in self.KnownIds(self.ec2.describe_vpcs, 'Vpcs', 'VpcId'):
-      with api.Translated(f'deleting VPC {vpc_id}', retry=api.DEPENDENCY_CODES,
-                          gone={'InvalidVpcID.NotFound'}):
-        self.ec2.delete_vpc(VpcId=vpc_id)
+    vpc = self._Describe(self.id, retry=())
+    return bool(vpc) and vpc['State'] == 'available'
 
 
 class Subnet(api.AwsResource):
   """The run's one subnet, in its zone."""
 
   KIND = 'aws_subnet'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'subnet', 'Subnets', 'SubnetId', 'InvalidSubnetID.NotFound')
 
   def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
                zone: Optional[str] = None, cidr: str = SUBNET_CIDR,
@@ -154,24 +139,10 @@ class Subnet(api.AwsResource):
     self.cidr = cidr
 
   def _Create(self) -> None:
-    found = self.FindIds(self.ec2.describe_subnets, 'Subnets', 'SubnetId')
-    if found:
-      self.Remember(id=found[0])
-      return
-    with api.Translated(f'creating subnet {self.name} in {self.zone}',
-                        retry=api.TRANSIENT_CODES):
-      subnet = self.ec2.create_subnet(
-          VpcId=self.vpc_id, CidrBlock=self.cidr, AvailabilityZone=self.zone,
-          TagSpecifications=self.TagSpecifications('subnet'))['Subnet']
-    self.Remember(id=subnet['SubnetId'])
-
-  def _Delete(self) -> None:
-    for subnet_id in self.KnownIds(self.ec2.describe_subnets, 'Subnets',
-                                   'SubnetId'):
-      with api.Translated(f'deleting subnet {subnet_id}',
-                          retry=api.DEPENDENCY_CODES,
-                          gone={'InvalidSubnetID.NotFound'}):
-        self.ec2.delete_subnet(SubnetId=subnet_id)
+    self._FindOrCreate(lambda: self.ec2.create_subnet(
+        VpcId=self.vpc_id, CidrBlock=self.cidr, AvailabilityZone=self.zone,
+        TagSpecifications=self.TagSpecifications('subnet'))['Subnet'][
+            'SubnetId'])
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), vpc_id=self.vpc_id, zone=self.zone)
@@ -181,32 +152,19 @@ class InternetGateway(api.AwsResource):
   """The run VPC's way out, attached to it."""
 
   KIND = 'aws_internet_gateway'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'internet_gateway', 'InternetGateways', 'InternetGatewayId',
+      'InvalidInternetGatewayID.NotFound')
 
   def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
                **kwargs):
     super().__init__(clients, run_uri, **kwargs)
     self.vpc_id = vpc_id
 
-  def _Describe(self, gateway_id: str) -> Optional[Dict]:
-    with api.Translated(f'looking up internet gateway {gateway_id}',
-                        retry=api.TRANSIENT_CODES,
-                        gone={'InvalidInternetGatewayID.NotFound'}):
-      gateways = self.ec2.describe_internet_gateways(
-          InternetGatewayIds=[gateway_id])['InternetGateways']
-      return gateways[0] if gateways else None
-    return None  # Not found.
-
   def _Create(self) -> None:
-    found = self.FindIds(self.ec2.describe_internet_gateways,
-                         'InternetGateways', 'InternetGatewayId')
-    if found:
-      self.Remember(id=found[0])
-    else:
-      with api.Translated(f'creating internet gateway {self.name}',
-                          retry=api.TRANSIENT_CODES):
-        gateway = self.ec2.create_internet_gateway(
-            TagSpecifications=self.TagSpecifications('internet-gateway'))
-      self.Remember(id=gateway['InternetGateway']['InternetGatewayId'])
+    self._FindOrCreate(lambda: self.ec2.create_internet_gateway(
+        TagSpecifications=self.TagSpecifications('internet-gateway'))[
+            'InternetGateway']['InternetGatewayId'])
     attached = [a['VpcId'] for a in
                 (self._Describe(self.id) or {}).get('Attachments', [])]
     if self.vpc_id not in attached:
@@ -215,25 +173,17 @@ class InternetGateway(api.AwsResource):
         self.ec2.attach_internet_gateway(InternetGatewayId=self.id,
                                          VpcId=self.vpc_id)
 
-  def _Delete(self) -> None:
-    for gateway_id in self.KnownIds(self.ec2.describe_internet_gateways,
-                                    'InternetGateways', 'InternetGatewayId'):
-      gateway = self._Describe(gateway_id)
-      if gateway is None:
-        continue
-      for attachment in gateway.get('Attachments', []):
-        # Fails with DependencyViolation while public addresses of the
-        # terminated instances are still mapped in the VPC.
-        with api.Translated(f'detaching {gateway_id}',
-                            retry=api.DEPENDENCY_CODES,
-                            gone={'Gateway.NotAttached',
-                                  'InvalidInternetGatewayID.NotFound'}):
-          self.ec2.detach_internet_gateway(InternetGatewayId=gateway_id,
-                                           VpcId=attachment['VpcId'])
-      with api.Translated(f'deleting internet gateway {gateway_id}',
+  def _DeleteOne(self, gateway_id: str) -> None:
+    for attachment in (self._Describe(gateway_id) or {}).get(
+        'Attachments', []):
+      # Fails with DependencyViolation while public addresses of the
+      # terminated instances are still mapped in the VPC.
+      with api.Translated(f'detaching {gateway_id}',
                           retry=api.DEPENDENCY_CODES,
-                          gone={'InvalidInternetGatewayID.NotFound'}):
-        self.ec2.delete_internet_gateway(InternetGatewayId=gateway_id)
+                          gone={'Gateway.NotAttached', self.NOT_FOUND}):
+        self.ec2.detach_internet_gateway(InternetGatewayId=gateway_id,
+                                         VpcId=attachment['VpcId'])
+    super()._DeleteOne(gateway_id)
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), vpc_id=self.vpc_id)
@@ -243,6 +193,9 @@ class RouteTable(api.AwsResource):
   """Sends the subnet's internet traffic to the gateway."""
 
   KIND = 'aws_route_table'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'route_table', 'RouteTables', 'RouteTableId',
+      'InvalidRouteTableID.NotFound')
 
   def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
                gateway_id: Optional[str] = None,
@@ -252,27 +205,11 @@ class RouteTable(api.AwsResource):
     self.gateway_id = gateway_id
     self.subnet_id = subnet_id
 
-  def _Describe(self, table_id: str) -> Optional[Dict]:
-    with api.Translated(f'looking up route table {table_id}',
-                        retry=api.TRANSIENT_CODES,
-                        gone={'InvalidRouteTableID.NotFound'}):
-      tables = self.ec2.describe_route_tables(
-          RouteTableIds=[table_id])['RouteTables']
-      return tables[0] if tables else None
-    return None  # Not found.
-
   def _Create(self) -> None:
-    found = self.FindIds(self.ec2.describe_route_tables, 'RouteTables',
-                         'RouteTableId')
-    if found:
-      self.Remember(id=found[0])
-    else:
-      with api.Translated(f'creating route table {self.name}',
-                          retry=api.TRANSIENT_CODES):
-        table = self.ec2.create_route_table(
-            VpcId=self.vpc_id,
-            TagSpecifications=self.TagSpecifications('route-table'))
-      self.Remember(id=table['RouteTable']['RouteTableId'])
+    self._FindOrCreate(lambda: self.ec2.create_route_table(
+        VpcId=self.vpc_id,
+        TagSpecifications=self.TagSpecifications('route-table'))[
+            'RouteTable']['RouteTableId'])
     # A retried create finds the table and adds only what is missing.
     table = self._Describe(self.id) or {}
     if not any(r.get('DestinationCidrBlock') == '0.0.0.0/0'
@@ -289,24 +226,16 @@ class RouteTable(api.AwsResource):
         self.ec2.associate_route_table(RouteTableId=self.id,
                                        SubnetId=self.subnet_id)
 
-  def _Delete(self) -> None:
-    for table_id in self.KnownIds(self.ec2.describe_route_tables,
-                                  'RouteTables', 'RouteTableId'):
-      table = self._Describe(table_id)
-      if table is None:
-        continue
-      for association in table.get('Associations', []):
-        if association.get('Main'):
-          continue
+  def _DeleteOne(self, table_id: str) -> None:
+    for association in (self._Describe(table_id) or {}).get(
+        'Associations', []):
+      if not association.get('Main'):
         with api.Translated(f'disassociating route table {table_id}',
                             retry=api.TRANSIENT_CODES,
                             gone={'InvalidAssociationID.NotFound'}):
           self.ec2.disassociate_route_table(
               AssociationId=association['RouteTableAssociationId'])
-      with api.Translated(f'deleting route table {table_id}',
-                          retry=api.DEPENDENCY_CODES,
-                          gone={'InvalidRouteTableID.NotFound'}):
-        self.ec2.delete_route_table(RouteTableId=table_id)
+    super()._DeleteOne(table_id)
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), vpc_id=self.vpc_id,
@@ -318,6 +247,8 @@ class SecurityGroup(api.AwsResource):
   among its own members."""
 
   KIND = 'aws_security_group'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'security_group', 'SecurityGroups', 'GroupId', 'InvalidGroup.NotFound')
 
   def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
                ssh_cidrs: Sequence[str] = (),
@@ -332,19 +263,12 @@ class SecurityGroup(api.AwsResource):
   def _Create(self) -> None:
     # Checked here too, so no caller can open SSH to the world.
     SshSourceCidrs(self.ssh_cidrs)
-    found = self.FindIds(self.ec2.describe_security_groups, 'SecurityGroups',
-                         'GroupId')
-    if found:
-      self.Remember(id=found[0])
-    else:
-      with api.Translated(f'creating security group {self.name}',
-                          retry=api.TRANSIENT_CODES):
-        group = self.ec2.create_security_group(
-            GroupName=self.name, VpcId=self.vpc_id,
-            Description=f'PKB run {self.run_uri}: SSH from the operator, '
-            'Redis within the group',
-            TagSpecifications=self.TagSpecifications('security-group'))
-      self.Remember(id=group['GroupId'])
+    self._FindOrCreate(lambda: self.ec2.create_security_group(
+        GroupName=self.name, VpcId=self.vpc_id,
+        Description=f'PKB run {self.run_uri}: SSH from the operator, '
+        'Redis within the group',
+        TagSpecifications=self.TagSpecifications('security-group'))[
+            'GroupId'])
     # Duplicate: an earlier attempt added the rules (they go in at once).
     with api.Translated(f'adding rules to {self.id}',
                         retry=api.TRANSIENT_CODES,
@@ -354,14 +278,6 @@ class SecurityGroup(api.AwsResource):
           IpPermissions=IngressPermissions(self.id, self.ssh_cidrs,
                                            self.redis_ports, self.peer_ports),
           TagSpecifications=self.TagSpecifications('security-group-rule'))
-
-  def _Delete(self) -> None:
-    for group_id in self.KnownIds(self.ec2.describe_security_groups,
-                                  'SecurityGroups', 'GroupId'):
-      with api.Translated(f'deleting security group {group_id}',
-                          retry=api.DEPENDENCY_CODES,
-                          gone={'InvalidGroup.NotFound'}):
-        self.ec2.delete_security_group(GroupId=group_id)
 
   def RecordData(self) -> Dict[str, Any]:
     # The ports opened, so the record shows them; the rules go with the group.
