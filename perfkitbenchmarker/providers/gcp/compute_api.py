@@ -4,9 +4,10 @@ Every GCP object a run creates is a `GceResource`: an insert call, a delete
 call and a get call, each returning a long-running Operation that is waited
 on through the zone, region or global operations service before the resource
 counts as created or deleted. Extension seam: a new kind of Compute object
-subclasses `GceResource`, implements `_InsertCall`, `_GetCall` and
-`_DeleteCall`, declares what else its constructor takes from the record in
-`Fields`, and registers `FromRecord` with `resource.RegisterKind`.
+subclasses `GceResource` (or `RegionalResource`), names its client and
+parameter (CLIENT, PARAM), builds its body in `_Body`, declares what else its
+constructor takes from the record in `Fields`, and registers `FromRecord`
+with `resource.RegisterKind`.
 
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
@@ -188,22 +189,19 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   operation is done or about two minutes pass), on the service that matches
   where the operation lives: zone, region or global.
   """
+  if operation.zone:
+    service = clients.zone_operations
+    where = {'zone': LastSegment(operation.zone)}
+  elif operation.region:
+    service = clients.region_operations
+    where = {'region': LastSegment(operation.region)}
+  else:
+    service, where = clients.global_operations, {}
+
   def Waited():
     nonlocal operation
-    if operation.zone:
-      operation = Call('Waiting for an operation',
-                       clients.zone_operations.wait, project=project,
-                       zone=LastSegment(operation.zone),
-                       operation=operation.name)
-    elif operation.region:
-      operation = Call('Waiting for an operation',
-                       clients.region_operations.wait, project=project,
-                       region=LastSegment(operation.region),
-                       operation=operation.name)
-    else:
-      operation = Call('Waiting for an operation',
-                       clients.global_operations.wait, project=project,
-                       operation=operation.name)
+    operation = Call('Waiting for an operation', service.wait,
+                     project=project, operation=operation.name, **where)
     return operation.status == DONE
 
   # No pause between calls: each `wait` is held by the server.
@@ -243,16 +241,21 @@ class GceResource(resource.BaseResource):
     self.project = project
     self.operation_timeout_s = operation_timeout_s
 
-  # Subclass hooks -------------------------------------------------------------
+  # The kind's API: clients.<CLIENT>'s insert_unary, get and delete_unary,
+  # naming the object by the <PARAM> argument and its body <PARAM>_resource.
+  CLIENT = PARAM = ''
 
-  def _InsertCall(self):
+  def _Where(self) -> Dict[str, str]:
+    """Where the object lives: the project (and a subclass's zone/region)."""
+    return {'project': self.project}
+
+  def _Body(self):
+    """The insert call's body."""
     raise NotImplementedError
 
-  def _GetCall(self):
-    raise NotImplementedError
-
-  def _DeleteCall(self):
-    raise NotImplementedError
+  def _ApiCall(self, method: str, **kwargs):
+    return getattr(getattr(self.clients, self.CLIENT), method)(
+        **self._Where(), **kwargs)
 
   def _CreateFailureHint(self, error: OperationError) -> str:
     del error
@@ -260,45 +263,42 @@ class GceResource(resource.BaseResource):
 
   # BaseResource hooks ---------------------------------------------------------
 
-  def _Create(self) -> None:
-    what = f'Creating {self.KIND} {self.name}'
+  def _Operate(self, what: str, method: str, passed: Type[Exception],
+               done_code: str, **kwargs) -> None:
+    """Calls insert or delete and waits; `passed` (the call's error) and
+    `done_code` (the operation's) mean it was already done."""
     try:
-      operation = Call(what, self._InsertCall,
-                       passthrough=(api_exceptions.Conflict,))
-    except api_exceptions.Conflict:
-      logging.info('%s %s already exists (an earlier attempt made it).',
-                   self.KIND, self.name)
-      return
-    try:
-      self._Wait(operation)
+      self._Wait(Call(what, self._ApiCall, method, passthrough=(passed,),
+                      **kwargs))
+    except passed:
+      logging.info('%s: already done (an earlier attempt did it).', what)
     except OperationError as e:
-      if e.code == 'RESOURCE_ALREADY_EXISTS':
+      if e.code == done_code:
         return
       if e.code in RETRYABLE_OPERATION_ERRORS:
         raise resource.RetryableError(f'{what}: {e}') from None
-      raise errors.ResourceError(
-          f'{what} failed: {e}{self._CreateFailureHint(e)}') from None
+      hint = self._CreateFailureHint(e) if method == 'insert_unary' else ''
+      raise errors.ResourceError(f'{what} failed: {e}{hint}') from None
+
+  def _Create(self) -> None:
+    self._Operate(f'Creating {self.KIND} {self.name}', 'insert_unary',
+                  api_exceptions.Conflict, 'RESOURCE_ALREADY_EXISTS',
+                  **{f'{self.PARAM}_resource': self._Body()})
 
   def _Delete(self) -> None:
-    what = f'Deleting {self.KIND} {self.name}'
-    try:
-      operation = Call(what, self._DeleteCall,
-                       passthrough=(api_exceptions.NotFound,))
-    except api_exceptions.NotFound:
-      return
-    try:
-      self._Wait(operation)
-    except OperationError as e:
-      if e.code == 'RESOURCE_NOT_FOUND':
-        return
-      if e.code in RETRYABLE_OPERATION_ERRORS:
-        raise resource.RetryableError(f'{what}: {e}') from None
-      raise errors.ResourceError(f'{what} failed: {e}') from None
+    self._Operate(f'Deleting {self.KIND} {self.name}', 'delete_unary',
+                  api_exceptions.NotFound, 'RESOURCE_NOT_FOUND',
+                  **{self.PARAM: self.name})
+
+  def Get(self):
+    """The object; raises NotFound when it does not exist."""
+    return Call(f'Looking up {self.KIND} {self.name}', self._ApiCall, 'get',
+                passthrough=(api_exceptions.NotFound,),
+                **{self.PARAM: self.name})
 
   def _Exists(self) -> bool:
     try:
-      Call(f'Looking up {self.KIND} {self.name}', self._GetCall,
-           passthrough=(api_exceptions.NotFound,))
+      self.Get()
       return True
     except api_exceptions.NotFound:
       return False
@@ -314,12 +314,27 @@ class GceResource(resource.BaseResource):
     project: str
     api_endpoint: Optional[Endpoint] = None
 
-  class RegionalFields(Fields):
-    region: str
-
   @classmethod
   def FromRecord(cls, entry, record) -> 'GceResource':
     """Rebuilds the object for teardown (deleting works, creating not)."""
     fields = record_checks.Parse(cls.Fields, entry, record)
     return cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
                **fields.model_dump(exclude={'api_endpoint'}))
+
+
+class RegionalResource(GceResource):
+  """A GceResource that lives in one region."""
+
+  def __init__(self, name: str, clients: ComputeClients, project: str,
+               region: str, **kwargs):
+    super().__init__(name, clients, project, **kwargs)
+    self.region = region
+
+  def _Where(self) -> Dict[str, str]:
+    return {'project': self.project, 'region': self.region}
+
+  def RecordData(self) -> Dict[str, Any]:
+    return dict(super().RecordData(), region=self.region)
+
+  class Fields(GceResource.Fields):
+    region: str

@@ -46,61 +46,39 @@ class GceNetwork(compute_api.GceResource):
   """A custom-mode VPC network (subnetworks are made per region)."""
 
   KIND = 'gcp_network'
+  CLIENT, PARAM = 'networks', 'network'
 
-  def _InsertCall(self):
-    return self.clients.networks.insert_unary(
-        project=self.project,
-        network_resource=compute_v1.Network(
-            name=self.name, auto_create_subnetworks=False,
-            description='PerfKit Benchmarker run network'))
-
-  def _GetCall(self):
-    return self.clients.networks.get(project=self.project, network=self.name)
-
-  def _DeleteCall(self):
-    return self.clients.networks.delete_unary(project=self.project,
-                                              network=self.name)
+  def _Body(self):
+    return compute_v1.Network(name=self.name, auto_create_subnetworks=False,
+                              description='PerfKit Benchmarker run network')
 
   @property
   def url(self) -> str:
     return NetworkUrl(self.project, self.name)
 
 
-class GceSubnetwork(compute_api.GceResource):
+class GceSubnetwork(compute_api.RegionalResource):
   """The run's subnetwork in one region."""
 
   KIND = 'gcp_subnetwork'
-  Fields = compute_api.GceResource.RegionalFields
+  CLIENT, PARAM = 'subnetworks', 'subnetwork'
 
   def __init__(self, name: str, clients, project: str, region: str,
                network_url: str = '', ip_range: str = '', **kwargs):
-    super().__init__(name, clients, project, **kwargs)
-    self.region = region
+    super().__init__(name, clients, project, region, **kwargs)
     self.network_url = network_url
     self.ip_range = ip_range
 
-  def _InsertCall(self):
-    return self.clients.subnetworks.insert_unary(
-        project=self.project, region=self.region,
-        subnetwork_resource=compute_v1.Subnetwork(
-            name=self.name, network=self.network_url,
-            ip_cidr_range=self.ip_range))
-
-  def _GetCall(self):
-    return self.clients.subnetworks.get(
-        project=self.project, region=self.region, subnetwork=self.name)
-
-  def _DeleteCall(self):
-    return self.clients.subnetworks.delete_unary(
-        project=self.project, region=self.region, subnetwork=self.name)
+  def _Body(self):
+    return compute_v1.Subnetwork(name=self.name, network=self.network_url,
+                                 ip_cidr_range=self.ip_range)
 
   @property
   def url(self) -> str:
     return SubnetworkUrl(self.project, self.region, self.name)
 
   def RecordData(self) -> Dict[str, Any]:
-    return dict(super().RecordData(), region=self.region,
-                ip_range=self.ip_range)
+    return dict(super().RecordData(), ip_range=self.ip_range)
 
 
 class GceFirewallRule(compute_api.GceResource):
@@ -111,6 +89,7 @@ class GceFirewallRule(compute_api.GceResource):
   """
 
   KIND = 'gcp_firewall'
+  CLIENT, PARAM = 'firewalls', 'firewall'
 
   def __init__(self, name: str, clients, project: str, network_url: str = '',
                ports: Sequence[str] = (), target_tags: Sequence[str] = (),
@@ -129,7 +108,7 @@ class GceFirewallRule(compute_api.GceResource):
     self.source_tags = list(source_tags)
     self.description = description
 
-  def _InsertCall(self):
+  def _Body(self):
     firewall = compute_v1.Firewall(
         name=self.name, network=self.network_url, direction='INGRESS',
         description=self.description,
@@ -139,16 +118,7 @@ class GceFirewallRule(compute_api.GceResource):
       firewall.source_ranges = self.source_ranges
     else:
       firewall.source_tags = self.source_tags
-    return self.clients.firewalls.insert_unary(project=self.project,
-                                               firewall_resource=firewall)
-
-  def _GetCall(self):
-    return self.clients.firewalls.get(project=self.project,
-                                      firewall=self.name)
-
-  def _DeleteCall(self):
-    return self.clients.firewalls.delete_unary(project=self.project,
-                                               firewall=self.name)
+    return firewall
 
   def RecordData(self) -> Dict[str, Any]:
     # What the rule opened, so the record shows it; not needed to delete it.
@@ -157,41 +127,22 @@ class GceFirewallRule(compute_api.GceResource):
                 source_tags=self.source_tags)
 
 
-class GcePlacementPolicy(compute_api.GceResource):
+class GcePlacementPolicy(compute_api.RegionalResource):
   """A compact (COLLOCATED) group placement policy in one region."""
 
   KIND = 'gcp_placement_policy'
-  Fields = compute_api.GceResource.RegionalFields
+  CLIENT, PARAM = 'resource_policies', 'resource_policy'
 
-  def __init__(self, name: str, clients, project: str, region: str,
-               **kwargs):
-    super().__init__(name, clients, project, **kwargs)
-    self.region = region
-
-  def _InsertCall(self):
-    placement = compute_v1.ResourcePolicyGroupPlacementPolicy(
-        collocation='COLLOCATED')
-    return self.clients.resource_policies.insert_unary(
-        project=self.project, region=self.region,
-        resource_policy_resource=compute_v1.ResourcePolicy(
-            name=self.name, region=self.region,
-            description='PerfKit Benchmarker compact placement',
-            group_placement_policy=placement))
-
-  def _GetCall(self):
-    return self.clients.resource_policies.get(
-        project=self.project, region=self.region, resource_policy=self.name)
-
-  def _DeleteCall(self):
-    return self.clients.resource_policies.delete_unary(
-        project=self.project, region=self.region, resource_policy=self.name)
+  def _Body(self):
+    return compute_v1.ResourcePolicy(
+        name=self.name, region=self.region,
+        description='PerfKit Benchmarker compact placement',
+        group_placement_policy=compute_v1.ResourcePolicyGroupPlacementPolicy(
+            collocation='COLLOCATED'))
 
   @property
   def url(self) -> str:
     return PlacementPolicyUrl(self.project, self.region, self.name)
-
-  def RecordData(self) -> Dict[str, Any]:
-    return dict(super().RecordData(), region=self.region)
 
 
 def SubnetRanges(regions: Sequence[str]) -> Dict[str, str]:

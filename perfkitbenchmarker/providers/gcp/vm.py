@@ -107,30 +107,17 @@ class _Instance(compute_api.GceResource):
   """The instances API calls of one VM (recorded as the VM, not itself)."""
 
   KIND = 'gcp_instance'
+  CLIENT, PARAM = 'instances', 'instance'
 
   def __init__(self, name: str, clients, project: str, zone: str,
                build: Optional[Callable[[], compute_v1.Instance]] = None,
                **kwargs):
     super().__init__(name, clients, project, **kwargs)
     self.zone = zone
-    self._build = build
+    self._Body = build
 
-  def _InsertCall(self):
-    return self.clients.instances.insert_unary(
-        project=self.project, zone=self.zone,
-        instance_resource=self._build())
-
-  def _GetCall(self):
-    return self.clients.instances.get(project=self.project, zone=self.zone,
-                                      instance=self.name)
-
-  def _DeleteCall(self):
-    return self.clients.instances.delete_unary(
-        project=self.project, zone=self.zone, instance=self.name)
-
-  def Get(self) -> compute_v1.Instance:
-    return compute_api.Call(f'Looking up instance {self.name}', self._GetCall,
-                            passthrough=(api_exceptions.NotFound,))
+  def _Where(self) -> Dict[str, str]:
+    return {'project': self.project, 'zone': self.zone}
 
   def _CreateFailureHint(self, error: compute_api.OperationError) -> str:
     if error.code in compute_api.STOCKOUT_ERRORS:
