@@ -226,10 +226,15 @@ class KeyPair:
 
 
 def GenerateKeyPair(directory: str, comment: str = 'pkb',
-                    run_local=vm_util.RunLocal) -> KeyPair:
-  """The run's ed25519 key pair in `directory` (reused when it exists)."""
-  path = os.path.join(directory, 'pkb_ssh_key')
-  if not os.path.exists(path):
+                    run_local=vm_util.RunLocal,
+                    file_name: str = 'pkb_ssh_key') -> KeyPair:
+  """The run's ed25519 key pair in `directory`, reused when both halves
+  exist (a resumed run's VMs trust it)."""
+  path = os.path.join(directory, file_name)
+  if not (os.path.exists(path) and os.path.exists(path + '.pub')):
+    for stale in (path, path + '.pub'):
+      if os.path.exists(stale):
+        os.remove(stale)
     os.makedirs(directory, exist_ok=True)
     _, err, rc = run_local(vm_util.QuoteAll(
         ['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', comment,

@@ -8,12 +8,11 @@ EC2 key pair and the local files after the instances that trust them.
 """
 
 import os
-import subprocess
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
-from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.providers.aws import api
 
 KEY_FILE = 'aws_ssh_key'
@@ -24,42 +23,15 @@ def KeyPath(run_uri: str) -> str:
   return os.path.join(run_keys.RunKeyDir(run_uri), KEY_FILE)
 
 
-def GenerateKey(path: str, comment: str,
-                run: Callable[..., subprocess.CompletedProcess]) -> None:
-  """Writes an ed25519 key pair to path (0600) and path.pub, if missing."""
-  if os.path.exists(path) and os.path.exists(path + '.pub'):
-    os.chmod(path, 0o600)  # A resumed run keeps the key its VMs trust.
-    return
-  for stale in (path, path + '.pub'):
-    if os.path.exists(stale):
-      os.remove(stale)
-  if os.path.dirname(path):
-    run_keys.MakePrivateDir(os.path.dirname(path))
-  argv = ['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', comment,
-          '-f', path]
-  try:
-    result = run(argv, capture_output=True, text=True, check=False,
-                 timeout=60)
-  except FileNotFoundError:
-    raise errors.PrerequisiteError(
-        'ssh-keygen not found; install openssh-client.') from None
-  if result.returncode != 0 or not os.path.exists(path):
-    raise errors.ResourceError(
-        f'ssh-keygen failed for {path}: {(result.stderr or "").strip()}')
-  os.chmod(path, 0o600)
-
-
 class KeyPair(api.AwsResource):
   """<key dir>/aws_ssh_key(.pub), imported as EC2 key pair pkb-<run_uri>."""
 
   KIND = 'aws_key_pair'
 
   def __init__(self, clients, run_uri, key_path: Optional[str] = None,
-               run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
                **kwargs):
     super().__init__(clients, run_uri, **kwargs)
     self.key_path = key_path
-    self._run = run
 
   def PublicKey(self) -> bytes:
     with open(self.key_path + '.pub', 'rb') as f:
@@ -71,7 +43,9 @@ class KeyPair(api.AwsResource):
         TagSpecifications=self.TagSpecifications('key-pair'))
 
   def _Create(self) -> None:
-    GenerateKey(self.key_path, self.name, self._run)
+    directory, file_name = os.path.split(self.key_path)
+    run_keys.MakePrivateDir(directory)
+    ssh_vm.GenerateKeyPair(directory, self.name, file_name=file_name)
     what = f'importing key pair {self.name}'
     reply = None
     with api.Translated(what, retry=api.TRANSIENT_CODES,
