@@ -22,7 +22,6 @@ credential chain (or --aws_profile).
 
 import dataclasses
 import getpass
-import subprocess
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -116,9 +115,7 @@ class AwsProvisioner:
                                              None]] = None,
                sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] = time.monotonic,
-               now: Callable[[], float] = time.time,
-               run: Callable[..., subprocess.CompletedProcess] = (
-                   subprocess.run)):
+               now: Callable[[], float] = time.time):
     self.options = options
     self.clients = clients
     self.run_uri = run_uri
@@ -129,7 +126,6 @@ class AwsProvisioner:
     self._ssh_waiter = ssh_waiter
     self._sleep = sleep
     self._clock = clock
-    self._run = run
 
   def _Common(self) -> dict:
     return dict(record=self.record, sleep=self._sleep, clock=self._clock)
@@ -206,8 +202,7 @@ class AwsProvisioner:
                            redis_ports=self.options.redis_ports,
                            peer_ports=peer_ports)
     group.Create()
-    key_pair = self._Resource(keys.KeyPair, key_path=vms[0].keyfile,
-                              run=self._run)
+    key_pair = self._Resource(keys.KeyPair, key_path=vms[0].keyfile)
     key_pair.Create()
     group_name = None
     if self.options.placement_group_style == 'cluster':
