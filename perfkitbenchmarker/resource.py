@@ -145,10 +145,19 @@ class BaseResource(abc.ABC):
           f'attempts: {e}') from None
 
   def Create(self) -> None:
+    self.Launch()
+    self.AwaitReady()
+
+  def Launch(self) -> None:
+    """Create() up to the create call: recorded first, then _Create (so a
+    provider can start many before it waits for the first)."""
     if self.record is not None:
       self.record.AddResource(self.KIND, self.name, **self.RecordData())
     self._Retry(self._Create, self.CREATE_RETRIES, 'Creating')
     self.created = True
+
+  def AwaitReady(self) -> None:
+    """The rest of Create(): ready, then recorded as created."""
     self.WaitUntilReady()
     if self.record is not None:
       self.record.UpdateResource(self.KIND, self.name, status='created',

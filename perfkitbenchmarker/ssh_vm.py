@@ -46,6 +46,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
+from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
@@ -246,6 +247,15 @@ def GenerateKeyPair(directory: str, comment: str = 'pkb',
   os.chmod(path, 0o600)
   with open(path + '.pub') as f:
     return KeyPair(path, f.read().strip())
+
+
+def RemoveKeyPair(path: str) -> None:
+  """Deletes a key made by GenerateKeyPair (both halves), then its run's key
+  directory once empty."""
+  for half in (path, path + '.pub'):
+    if os.path.lexists(half):
+      os.remove(half)
+  run_keys.RemoveKeyDirIfEmpty(path)
 
 
 def _WithEnvLine(env: Optional[Dict[str, str]],

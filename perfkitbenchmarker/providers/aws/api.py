@@ -28,7 +28,6 @@ import pydantic
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import waits
 from perfkitbenchmarker.providers.aws import naming
 
 ClientError = botocore.exceptions.ClientError
@@ -236,21 +235,6 @@ class AwsResource(resource.BaseResource):
 
   def Restore(self, fields: Fields) -> None:
     self.id = fields.id
-
-
-def Poll(done: Callable[[], bool], timeout_s: float, what: str, run_uri: str,
-         sleep: Callable[[float], None], clock: Callable[[], float],
-         interval_s: float = 5) -> None:
-  """Waits until done(), with the resource's injected clock and sleep.
-
-  (boto3's waiters sleep on the real clock and take no deadline of ours, and
-  an instance id EC2 no longer knows fails them: `done` decides instead.)
-  """
-  finished, _ = waits.Poll(done, bool, timeout_s, interval_s, clock, sleep)
-  if not finished:
-    raise errors.ResourceError(
-        f'{what} took more than {timeout_s:.0f}s; run `./pkb.py '
-        f'--run_stage=teardown --run_uri={run_uri}` again later.')
 
 
 def Register(cls) -> None:

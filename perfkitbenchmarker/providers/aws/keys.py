@@ -69,10 +69,7 @@ class KeyPair(api.AwsResource):
   def _Delete(self) -> None:
     self._DeleteRemote()
     if self.key_path and os.path.basename(self.key_path) == KEY_FILE:
-      for path in (self.key_path, self.key_path + '.pub'):
-        if os.path.exists(path):
-          os.remove(path)
-      run_keys.RemoveKeyDirIfEmpty(self.key_path)
+      ssh_vm.RemoveKeyPair(self.key_path)
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), key_path=self.key_path)

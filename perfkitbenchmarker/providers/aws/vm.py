@@ -6,9 +6,8 @@ launch call itself. It is ready once EC2 says running and SSH answers; its
 public address is what the harness reaches, its private address is what the
 VMs use between them (the security group admits Redis only from the group).
 
-Creating is split into Launch() and AwaitReady() (Create() is both, as for
-any resource) so the provider can start every instance before waiting for
-the first to boot. Deleting terminates the instance and waits until EC2 says
+The provider Launch()es every instance before it awaits the first
+(resource.BaseResource's two halves of Create()). Deleting terminates the instance and waits until EC2 says
 terminated, so the placement group, key pair and security group that are
 deleted after it are free.
 
@@ -22,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import waits
 from perfkitbenchmarker.providers.aws import api
 from perfkitbenchmarker.providers.aws import images
 from perfkitbenchmarker.providers.aws import naming
@@ -73,24 +73,6 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     self._client_token = f'{self.name_tag}-{uuid.uuid4().hex[:12]}'[-64:]
 
   # Lifecycle ---------------------------------------------------------------
-
-  def Launch(self) -> None:
-    """Create() up to the launch: recorded first, then RunInstances."""
-    if self.record is not None:
-      self.record.AddResource(self.KIND, self.name, **self.RecordData())
-    self._Retry(self._Create, self.CREATE_RETRIES, 'Creating')
-    self.created = True
-
-  def AwaitReady(self) -> None:
-    """The rest of Create(): running, SSH answers, recorded as created."""
-    self.WaitUntilReady()
-    if self.record is not None:
-      self.record.UpdateResource(self.KIND, self.name, status='created',
-                                 **self.RecordData())
-
-  def Create(self) -> None:
-    self.Launch()
-    self.AwaitReady()
 
   def _FindInstances(self, states: List[str]) -> List[str]:
     filters = naming.RunFilters(self.run_uri, self.name_tag) + [
@@ -191,9 +173,14 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
           return False
       return True
 
-    api.Poll(AllTerminated, self.TERMINATE_TIMEOUT_S,
-             f'terminating {self.name}', self.run_uri, self._sleep,
-             self._clock)
+    # Not boto3's waiter: it sleeps on the real clock, takes no deadline of
+    # ours, and fails on an instance id EC2 no longer knows.
+    if not waits.Poll(AllTerminated, bool, self.TERMINATE_TIMEOUT_S, 5,
+                      self._clock, self._sleep)[0]:
+      raise errors.ResourceError(
+          f'terminating {self.name} took more than '
+          f'{self.TERMINATE_TIMEOUT_S}s; run `./pkb.py --run_stage=teardown '
+          f'--run_uri={self.run_uri}` again later.')
 
   # Record ------------------------------------------------------------------
 

@@ -41,14 +41,8 @@ class SshKeyPair(resource.BaseResource):
     self.public_key = key_pair.public_key
 
   def _Delete(self) -> None:
-    if not self.private_key_path:
-      return
-    for path in (self.private_key_path, self.private_key_path + '.pub'):
-      try:
-        os.remove(path)
-      except FileNotFoundError:
-        pass
-    run_keys.RemoveKeyDirIfEmpty(self.private_key_path)
+    if self.private_key_path:
+      ssh_vm.RemoveKeyPair(self.private_key_path)
 
   def _Exists(self) -> bool:
     return bool(self.private_key_path) and os.path.exists(

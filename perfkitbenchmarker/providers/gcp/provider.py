@@ -1,21 +1,10 @@
 """GCP provider: the run's Compute Engine VMs and what they need around them.
 
-Provider contract (see providers/__init__.py):
-  ConstructVms(spec)   one GceVirtualMachine per VM of spec.GroupCounts(),
-                       named pkb-<run_uri>-<group>-<i>; in a resumed run the
-                       VMs take their addresses from the run record;
-  Provision(spec)      creates, each recorded before it is made: the SSH key
-                       pair, the run's network and subnetworks (unless
-                       --gcp_network), the compact placement policy
-                       (--placement_group_style=cluster), the SSH and Redis
-                       firewall rules (and one for the benchmark's
-                       spec.peer_tcp_ports, if it declares any) and then the
-                       instances, in parallel;
-  CheckPrerequisites(flag_values)  refuses a missing --project or
-                       --gcp_ssh_source_range and unsupported --os_type.
-Teardown needs nothing from here: every kind registers FromRecord, and the
-record's newest-first order deletes instances, then firewall rules, then the
-placement policy, then subnetworks and the network.
+Provision creates, each recorded before it is made: the SSH key pair, the
+run's network and subnetworks (unless --gcp_network), the compact placement
+policy, the firewall rules, then the instances in parallel. Teardown needs
+nothing from here: every kind registers FromRecord, and the record's
+newest-first order deletes them in reverse.
 
 Test seam: `GceProvider` takes its clients, options, SSH waiter, sleep and
 clocks in its constructor; the module-level functions build one from

@@ -13,6 +13,8 @@ import os
 import uuid
 from typing import Annotated, Dict, List, Optional, Sequence, Tuple
 
+import psutil
+
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
@@ -196,11 +198,7 @@ def FitWarnings(vm_count: int, cores: Optional[int] = None) -> List[str]:
 
 
 def HostMemoryMib() -> int:
-  with open('/proc/meminfo') as f:
-    for line in f:
-      if line.startswith('MemTotal:'):
-        return int(line.split()[1]) // 1024
-  return 1024
+  return psutil.virtual_memory().total // 2**20
 
 
 def NewRunUri() -> str:
