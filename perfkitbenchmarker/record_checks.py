@@ -58,6 +58,17 @@ def WithRecord(check: Callable[[Any, Any], Any]) -> pydantic.AfterValidator:
       lambda value, info: check(value, info.context['record']))
 
 
+def Checked(problem: Callable[[str], Optional[str]]) -> Any:
+  """Text `problem` finds nothing wrong with (it says what is), as a field
+  type."""
+  def Check(value: str) -> str:
+    text = problem(value)
+    if text:
+      raise ValueError(text)
+    return value
+  return Annotated[str, pydantic.AfterValidator(Check)]
+
+
 Pid = Annotated[int, pydantic.Field(gt=1, lt=2**22)]
 Port = Annotated[int, pydantic.Field(gt=0, lt=65536)]
 # The cores a VM's processes are pinned to (None: unpinned).

@@ -26,6 +26,7 @@ package_commands.py, run by remote_install.py.
 
 import atexit
 import dataclasses
+import functools
 import ipaddress
 import itertools
 import logging
@@ -36,10 +37,9 @@ import shlex
 import shutil
 import threading
 import time
-from typing import Annotated, Any, Callable, Dict, Hashable, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
 from absl import flags
-import pydantic
 import tenacity
 
 from perfkitbenchmarker import errors
@@ -207,17 +207,9 @@ def FieldProblem(key: str, value: str) -> Optional[str]:
   return None
 
 
-def _SshText(key: str):
-  """Text that passes FieldProblem(key), as a run record's field type."""
-  def Check(value: str) -> str:
-    problem = FieldProblem(key, value)
-    if problem:
-      raise ValueError(problem)
-    return value
-  return Annotated[str, pydantic.AfterValidator(Check)]
-
-
-User, Host, Keyfile = _SshText('user'), _SshText('host'), _SshText('keyfile')
+# Their types as a run record's (or a static VM file's) fields.
+User, Host, Keyfile = (record_checks.Checked(functools.partial(FieldProblem, k))
+                       for k in ('user', 'host', 'keyfile'))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,13 +18,12 @@ the same API the run created things in.
 import dataclasses
 import logging
 import time
-from typing import Annotated, Any, Callable, Dict, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Tuple, Type
 import urllib.parse
 
 from google.api_core import client_options as client_options_lib
 from google.api_core import exceptions as api_exceptions
 import google.auth
-import pydantic
 from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
 from google.cloud import compute_v1
@@ -75,15 +74,8 @@ def EndpointProblem(endpoint: Optional[str]) -> Optional[str]:
           'Google')
 
 
-def _Endpoint(endpoint: str) -> str:
-  problem = EndpointProblem(endpoint)
-  if problem:
-    raise ValueError(problem)
-  return endpoint
-
-
 # A run record's Compute API endpoint.
-Endpoint = Annotated[str, pydantic.AfterValidator(_Endpoint)]
+Endpoint = record_checks.Checked(EndpointProblem)
 
 
 @dataclasses.dataclass(frozen=True)
