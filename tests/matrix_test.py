@@ -258,13 +258,13 @@ def test_nightly_gcp_aws_dry_run_prints_each_cell_and_the_total():
 @pytest.mark.e2e
 def test_budget_below_the_total_is_refused_before_anything_exists(tmp_path):
   results = tmp_path / 'runs'
-  proc = _Pkb([f'--benchmark_config_file={NIGHTLY}', '--max_cost_usd=5',
+  proc = _Pkb([f'--benchmark_config_file={NIGHTLY}', '--max_cost_usd=2',
                f'--results_dir={results}', '--project=p',
                '--gcp_ssh_source_range=192.0.2.1/32',
                '--aws_ssh_source_cidr=192.0.2.1/32'])
   assert proc.returncode == 2
   lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1 and 'above --max_cost_usd=5' in lines[0], lines
+  assert len(lines) == 1 and 'above --max_cost_usd=2' in lines[0], lines
   assert not os.path.exists(tmp_path / 'runs')
   assert not os.path.exists(tmp_path / 'matrix')
   # A single run is guarded the same way.
