@@ -184,14 +184,10 @@ def _ExpandEntry(label: str, module: str, config: Dict[str, Any],
   if check_flag is not None:  # Every value once, before any cell runs.
     for name, value in local_flags.items():
       check_flag(f'{label}.flags', name, value)
-    checked = set()
-    for values in crossed:
-      for group in values:
-        for name, value in group:
-          key = (name, repr(value))
-          if key not in checked:
-            checked.add(key)
-            check_flag(f'{label} matrix axis', name, value)
+    distinct = {(name, repr(value)): (name, value) for values in crossed
+                for group in values for name, value in group}
+    for name, value in distinct.values():
+      check_flag(f'{label} matrix axis', name, value)
   if filter_text is not None:
     try:
       matrix_filter.Parse(filter_text)

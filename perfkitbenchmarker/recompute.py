@@ -169,7 +169,7 @@ def Recompute(run_dir: str,
   if not os.path.isfile(path):
     raise BadInput(f'{run_dir}: no {RESULTS_FILE} (not a run directory)')
   try:
-    rows = loader.ReadJsonLines(path)
+    rows = list(loader.IterJsonLines(path))
   except loader.LoadError as e:
     raise BadInput(str(e)) from None
   if not any(evidence.METADATA_KEY in r['metadata'] for r in rows):

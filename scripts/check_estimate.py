@@ -43,7 +43,7 @@ RUNTIME_SUFFIX = ' Runtime'
 def StageSeconds(results_path: str) -> Dict[str, Dict[str, float]]:
   """Per benchmark ('test'), its '<stage> Runtime' samples in seconds."""
   stages: Dict[str, Dict[str, float]] = {}
-  for row in loader.ReadJsonLines(results_path):
+  for row in loader.IterJsonLines(results_path):
     fixed = row['fixed']
     metric = str(fixed['metric'])
     if metric.endswith(RUNTIME_SUFFIX) and fixed['unit'] == 'seconds':

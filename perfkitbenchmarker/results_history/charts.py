@@ -304,16 +304,16 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
     ax.text(0.5, 0.5, 'no probe samples this night', ha='center',
             fontsize=FONT)
     ax.set_axis_off()
-    fig.tight_layout()
-    return fig
   fig.tight_layout()
+  if not cells:
+    return fig
   # The legend's entries are the same in every panel: drawn once, above.
-  marker = dict(linestyle='none', markeredgecolor='#1a202c')
   handles = [
       mpl_lines.Line2D([], [], marker='o', markersize=4, color='#718096',
                        alpha=0.55, linestyle='none'),
       mpl_lines.Line2D([], [], marker='o', markersize=7, color='#718096',
-                       markeredgewidth=1.0, **marker),
+                       markeredgewidth=1.0, linestyle='none',
+                       markeredgecolor='#1a202c'),
       mpl_lines.Line2D([], [], marker='*', markersize=14, color='black',
                        linestyle='none'),
       mpl_lines.Line2D([], [], marker='*', markersize=15,

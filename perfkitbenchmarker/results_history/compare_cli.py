@@ -120,9 +120,8 @@ class _WriteError(Exception):
 
 
 def _Say(text: str) -> None:
-  """Prints (text read from results made inert: terminal_text); once the
-  reader has gone (e.g. `| head`) says nothing more, while the files asked
-  for are still written."""
+  """Prints inert text; once the reader has gone (`| head`) nothing more,
+  while the files asked for are still written."""
   try:
     print(terminal_text.PrintableLines(text), flush=True)
   except BrokenPipeError:
@@ -132,9 +131,7 @@ def _Say(text: str) -> None:
 
 
 def _Write(path: str, text: str, mode: str = 'w') -> None:
-  """Writes a report; text read from results is made inert first (a
-  Markdown summary or an HTML page is `cat` to a terminal as often as it is
-  rendered)."""
+  """Writes a report as inert text (a page is `cat` as often as rendered)."""
   try:
     with open(path, mode, encoding='utf-8') as f:
       f.write(terminal_text.PrintableLines(text))
@@ -157,9 +154,8 @@ def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
 
 def _BigQueryClient(table: str, project: Optional[str],
                     endpoint: Optional[str]):
-  """The publisher's client (its endpoint and credential rules), so compare
-  reads the table pkb wrote to: a loopback endpoint anonymously, else the
-  default credentials. Imported here: only a BigQuery read needs it."""
+  """The publisher's client, with its endpoint and credential rules, so
+  compare reads the table pkb wrote to (imported only for a BigQuery read)."""
   # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker import errors
   from perfkitbenchmarker.publishers import bigquery_options

@@ -15,15 +15,11 @@ from perfkitbenchmarker.results_history import charts as charts_lib
 from perfkitbenchmarker.results_history import report
 
 
-def _Runs(frame) -> str:
-  runs = frame['run_uri'].nunique()
-  return f'{runs} run{"" if runs == 1 else "s"}'
-
-
 def _Figures(analysis: report.Analysis,
              colors: Dict[str, str]) -> List[Dict[str, Any]]:
   figures = []
-  tonight = (f'night {analysis.night}, {_Runs(analysis.night_frame)}')
+  runs = analysis.night_frame['run_uri'].nunique()
+  tonight = f'night {analysis.night}, {report.Count(runs, "run")}'
   # Cells without a price (Static VMs) have no bar; the table says so.
   priced = analysis.board[analysis.board['price_performance'].notna()] if (
       not analysis.board.empty) else analysis.board
@@ -47,7 +43,8 @@ def _Figures(analysis: report.Analysis,
                'latency_cap_ms; star: each run\'s answer (white with a '
                'dashed red edge and "unconfirmed": not confirmed, not '
                'counted)')})
-  history = (f'{len(analysis.nights)} night(s), {_Runs(analysis.frame)}')
+  runs = analysis.frame['run_uri'].nunique()
+  history = f'{len(analysis.nights)} night(s), {report.Count(runs, "run")}'
   for chart in charts_lib.HistoryCharts(analysis.points,
                                         analysis.change_points, colors):
     spec = cp_lib.SERIES_METRICS[chart.key]

@@ -57,16 +57,12 @@ def _Tonight(frame: pd.DataFrame, night: Optional[str]):
   return night, tonight, answers_lib.RunAnswers(tonight)
 
 
-def _Info(tonight: pd.DataFrame):
-  return tonight.drop_duplicates('cell').set_index('cell')
-
-
 def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
                 include_unconfirmed: bool = False) -> pd.DataFrame:
   """The ranking of `night` (default: the latest night in the frame)."""
   night, tonight, runs_all = _Tonight(frame, night)
   counted = runs_all[answers_lib.Eligible(runs_all, include_unconfirmed)]
-  info_by_cell = _Info(tonight)
+  info_by_cell = tonight.drop_duplicates('cell').set_index('cell')
   rows = []
   for cell, runs in counted.groupby('cell', sort=True):
     ops = answers_lib.CellFigure(runs['capped_ops'], runs['ops_ci95'])
@@ -99,24 +95,19 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
     return pd.DataFrame(columns=COLUMNS)
   board = board.sort_values(['price_performance', 'machine_type'],
                             ascending=[False, True]).reset_index(drop=True)
-  best = board.iloc[0]
-  best_rel = best['price_performance_ci95'] / best['price_performance']
-  across = answers_lib.ACROSS_RUNS
-  ratios, lows, highs, verdicts = [], [], [], []
-  for i, row in board.iterrows():
-    ratio = row['price_performance'] / best['price_performance']
-    rel = row['price_performance_ci95'] / row['price_performance']
-    half = 0.0 if i == 0 else math.sqrt(rel ** 2 + best_rel ** 2)
-    ratios.append(ratio)
-    lows.append(ratio * (1 - half))
-    highs.append(ratio * (1 + half))
-    known = row['interval_kind'] == across and best['interval_kind'] == across
-    verdicts.append(_Verdict(i == 0, ratio, ratio * (1 + half), known,
-                             row['interval_kind']))
-  board['ratio_to_best'] = ratios
-  board['ratio_ci_low'] = lows
-  board['ratio_ci_high'] = highs
-  board['verdict'] = verdicts
+  pp, rel = board['price_performance'], (board['price_performance_ci95'] /
+                                         board['price_performance'])
+  half = (rel ** 2 + rel.iloc[0] ** 2) ** 0.5
+  half.iloc[0] = 0.0
+  board['ratio_to_best'] = ratio = pp / pp.iloc[0]
+  board['ratio_ci_low'] = ratio * (1 - half)
+  board['ratio_ci_high'] = ratio * (1 + half)
+  kinds = board['interval_kind']
+  known = (kinds == answers_lib.ACROSS_RUNS) & (
+      kinds.iloc[0] == answers_lib.ACROSS_RUNS)
+  board['verdict'] = [
+      _Verdict(i == 0, r, h, k, kind) for i, (r, h, k, kind) in enumerate(
+          zip(ratio, board['ratio_ci_high'], known, kinds))]
   return board[list(COLUMNS)]
 
 
@@ -126,7 +117,7 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
   night, tonight, runs_all = _Tonight(frame, night)
   eligible = answers_lib.Eligible(runs_all, include_unconfirmed)
   ranked = set(runs_all.loc[eligible, 'cell'])
-  info_by_cell = _Info(tonight)
+  info_by_cell = tonight.drop_duplicates('cell').set_index('cell')
   rows = []
   for cell, runs in runs_all[~runs_all['cell'].isin(ranked)].groupby(
       'cell', sort=True):

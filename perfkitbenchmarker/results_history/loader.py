@@ -66,13 +66,10 @@ def _Depth(value: Any) -> int:
 
 def _FiniteNumber(value: Any, name: str, where: str) -> float:
   """A sample's value or timestamp as a finite float; LoadError otherwise."""
-  if isinstance(value, bool) or value is None:
-    number = float('nan')
-  else:
-    try:
-      number = float(value)
-    except (TypeError, ValueError):
-      number = float('nan')
+  try:
+    number = math.nan if isinstance(value, bool) else float(value)
+  except (TypeError, ValueError):  # None too
+    number = math.nan
   if not math.isfinite(number):
     raise LoadError(f'{where}: {name} {str(value)[:40]!r} is not a finite '
                     'number')
@@ -170,11 +167,6 @@ class _Prefix(io.RawIOBase):
   def close(self) -> None:
     super().close()
     self._f.close()
-
-
-def ReadJsonLines(path: str) -> List[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file; LoadError on anything else."""
-  return list(IterJsonLines(path))
 
 
 def ReadCommandLine(results_path: str) -> Optional[str]:

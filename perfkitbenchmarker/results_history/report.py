@@ -149,10 +149,6 @@ def _TextTable(columns, rows: List[Dict[str, str]]) -> List[str]:
                           [[row[key] for key, _ in columns] for row in rows])
 
 
-def _Workloads(board: pd.DataFrame) -> str:
-  return WorkloadsText(sorted({str(w) for w in board['workload']}))
-
-
 def UnrankedLines(unranked: pd.DataFrame, include_unconfirmed: bool
                   ) -> List[str]:
   """Why each cell with runs this night is not on the leaderboard."""
@@ -178,7 +174,8 @@ def FormatLeaderboardText(board: pd.DataFrame,
             else 'No latency-capped throughput samples on this night.')
     return '\n'.join([text] + skipped)
   header = (f'Leaderboard for night {board["night"].iloc[0]} '
-            f'({_Workloads(board)}), by ops/s per $/hr:')
+            f'({WorkloadsText(sorted({str(w) for w in board["workload"]}))}), '
+            'by ops/s per $/hr:')
   return '\n'.join([header] + _TextTable(BoardColumns(board),
                                           LeaderboardCells(board)) +
                    [INTERVAL_NOTE] + skipped)
@@ -287,7 +284,7 @@ def FormatChangePointsText(analysis: Analysis) -> str:
       CHANGE_COLUMNS, ChangePointCells(analysis.change_points)))
 
 
-def _Count(n: int, word: str) -> str:
+def Count(n: int, word: str) -> str:
   return f'{n} {word}{"" if n == 1 else "s"}'
 
 
@@ -332,8 +329,8 @@ def MakeHeadline(analysis: Analysis) -> Headline:
   if not total:
     known = f'No latency-capped answer on night {analysis.night}.'
   else:
-    known = (f'All {_Count(total, "answer")}' if confirmed == total else
-             f'{confirmed} of {_Count(total, "answer")}') + (
+    known = (f'All {Count(total, "answer")}' if confirmed == total else
+             f'{confirmed} of {Count(total, "answer")}') + (
                  f' confirmed on night {analysis.night}')
     why = [f'{len(rows)} {name}{_Limits(rows)}'
            for name in verdict_lib.PROBLEMS
@@ -353,7 +350,7 @@ def MakeHeadline(analysis: Analysis) -> Headline:
                    f'last {window} night(s).')
   elif not series:
     regressions = ('Regressions not checked: no confirmed answer in the '
-                   f'{_Count(len(analysis.nights), "night")} of history.')
+                   f'{Count(len(analysis.nights), "night")} of history.')
   else:
     regressions = (f'No significant regression in the last {window} '
                    'night(s)' + (' (unconfirmed answers counted).' if include
@@ -465,6 +462,7 @@ def TemplateEnvironment() -> jinja2.Environment:
 
 
 def CommonContext(analysis: Analysis) -> Dict[str, Any]:
+  workloads = NightWorkloads(analysis)
   return {
       'night': analysis.night,
       'nights': analysis.nights,
@@ -475,8 +473,8 @@ def CommonContext(analysis: Analysis) -> Dict[str, Any]:
       'show_workload': ShowsWorkload(analysis.board),
       'change_rows': ChangePointCells(analysis.change_points),
       'headline': MakeHeadline(analysis),
-      'night_workloads': NightWorkloads(analysis),
-      'workloads_text': WorkloadsText(NightWorkloads(analysis)),
+      'night_workloads': workloads,
+      'workloads_text': WorkloadsText(workloads),
       'detector': DetectorDescription(analysis.settings),
       'settings': analysis.settings,
       'series_count': analysis.points.groupby(['cell', 'metric']).ngroups,

@@ -43,11 +43,8 @@ def AsText(value: Any) -> Any:
 
 
 def TypeColumn(column: pd.Series) -> pd.Series:
-  """Booleans, numbers or strings, decided for the whole column.
-
-  Numbers that are not finite (inf, -inf, nan) are "not recorded" (NaN): a
-  history view cannot rank or chart them.
-  """
+  """Booleans, numbers (not finite: "not recorded", NaN) or strings,
+  decided for the whole column."""
   present = column.dropna()
   if present.empty:
     return column
@@ -108,10 +105,7 @@ def _JoinColumn(parts: List[Tuple[int, Optional[pd.Series]]]) -> pd.Series:
 
 
 class FrameBuilder:
-  """Rows in, the typed frame out (see the module docstring).
-
-  `keys`: the metadata keys to keep (None: all).
-  """
+  """Rows in, the typed frame out; `keys`: metadata keys to keep (None: all)."""
 
   def __init__(self, keys: Optional[Iterable[str]] = None,
                chunk_rows: Optional[int] = None):
