@@ -123,14 +123,12 @@ class BenchmarkSpec:
   # VM specs ----------------------------------------------------------------
 
   def GroupSpecs(self) -> Dict[str, virtual_machine.VmSpec]:
-    """vm_group name -> VmSpec for this cloud, with dedicated flags applied."""
     self._ConfigCounts()  # The limits first: the work below grows with them.
     return {group: self.GroupSpec(group)
             for group in self.config.get('vm_groups', {})}
 
   def GroupSpec(self, group: str) -> virtual_machine.VmSpec:
-    """One vm_group's VmSpec for this cloud, with dedicated flags applied
-    (only that group's config is read: pricing every group is linear)."""
+    """One vm_group's VmSpec for this cloud, with dedicated flags applied."""
     group_config = self.config['vm_groups'][group]
     vm_specs = group_config.get('vm_spec') or {}
     # Existing machines take the Local entry unless the config has its own.
@@ -197,8 +195,7 @@ class BenchmarkSpec:
     return counts
 
   def _ConfigCounts(self) -> Dict[str, int]:
-    """vm_group name -> its configured VM count, each within MAX_GROUP_VMS
-    and all within MAX_RUN_VMS (one pass, before any per-group work)."""
+    """vm_group name -> its configured VM count, within the limits."""
     groups = self.config.get('vm_groups') or {}
     if not isinstance(groups, dict):
       raise errors.ConfigError('vm_groups must be a mapping of group names '
@@ -243,9 +240,8 @@ class BenchmarkSpec:
     return server * counts[SERVER_GROUP], client
 
   def ClientSizing(self) -> Optional[str]:
-    """The plan's line on how the clients compare with the servers: the
-    rule when --machine_type sized them, a warning when they have fewer than
-    CLIENT_VCPU_RATIO x the servers' vCPUs; None off the clouds."""
+    """The plan's line on the clients' vCPUs against the servers'; None off
+    the clouds."""
     if self.cloud not in ('GCP', 'AWS') or CLIENT_GROUP not in (
         self.config.get('vm_groups') or {}):
       return None
@@ -267,16 +263,9 @@ class BenchmarkSpec:
             'or more client VMs (vm_groups.clients.vm_count).')
 
   def PlanWarnings(self) -> List[str]:
-    """Checks the plan before anything starts, cheapest limits first (VM
-    counts, what this machine can hold), then every group's VM spec and
-    price; returns warnings about it: Local VMs sharing cores, clients under
-    CLIENT_VCPU_RATIO x the servers' vCPUs, and the benchmark's own (its
-    module's optional PlanWarnings(spec), e.g. more shards than cores).
-
-    Raises:
-      errors.UsageError: a plan past a limit or this machine, a bad VM
-        spec, an unpriced machine type.
-    """
+    """Checks the plan before anything starts (raises errors.UsageError),
+    cheapest limits first; returns its warnings, the benchmark module's
+    own PlanWarnings(spec) included."""
     warnings = []
     counts = self._ConfigCounts()
     if self.cloud == 'Local':
@@ -291,9 +280,8 @@ class BenchmarkSpec:
     return warnings
 
   def ServerVcpus(self) -> Optional[int]:
-    """vCPUs of one server VM as the run will have it: its pinned cores on
-    Local, the catalog's figure on a cloud; None when unknown before the
-    machines are reached (Static, an uncatalogued type)."""
+    """vCPUs of one server VM as the run will have it; None when unknown
+    before the machines are reached (Static, an uncatalogued type)."""
     if self.cloud == 'Local':
       from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
       cores = local.PlannedCores(self).get(f'{SERVER_GROUP}-0')

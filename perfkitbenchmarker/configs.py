@@ -140,22 +140,14 @@ def _MergeInto(base: Dict[str, Any], update: Mapping[str, Any],
 
 def _CheckKeyAllowed(key: Any, key_path: Sequence[str],
                      template: Any) -> None:
-  if not isinstance(template, Mapping):
-    return
-  if key in template:
-    return
-  # Free-form levels: benchmark flags, vm_spec per cloud, and the optional keys.
-  parent = key_path[-2] if len(key_path) >= 2 else ''
-  grandparent = key_path[-3] if len(key_path) >= 3 else ''
-  if parent == 'flags':
-    return
-  if parent == 'vm_groups':
-    return
-  if parent == 'vm_spec':
-    return  # A cloud name; checked when the spec is read.
-  if grandparent == 'vm_spec' and key in ALLOWED_OPTIONAL_KEYS['vm_spec']:
-    return
-  if grandparent == 'vm_groups' and key in ALLOWED_OPTIONAL_KEYS['vm_group']:
+  padded = ['', ''] + list(key_path)
+  parent, grandparent = padded[-2], padded[-3]
+  # Free-form levels: benchmark flags, group names, vm_spec's cloud names
+  # (checked when the spec is read), and the optional keys.
+  optional = {'vm_spec': 'vm_spec', 'vm_groups': 'vm_group'}.get(grandparent)
+  if (not isinstance(template, Mapping) or key in template or
+      parent in ('flags', 'vm_groups', 'vm_spec') or
+      key in ALLOWED_OPTIONAL_KEYS.get(optional, ())):
     return
   raise errors.ConfigError(
       f'Unknown config key "{".".join(key_path)}"; known keys here: '

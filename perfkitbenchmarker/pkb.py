@@ -145,14 +145,9 @@ def _TeardownOnly(run_dir: str) -> int:
 
 def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
                             stages: List[str]) -> None:
-  """Refuses a stage whose work from an earlier invocation is still live.
-
-  A second `provision` would create a second set of VMs, a second `prepare`
-  second shards with a new password (the next `run` then fails to log in),
-  and a `provision` of a run that already ran or was torn down a second
-  run whose samples and resources join the first's under one run_uri:
-  one line says what to do instead, before anything starts.
-  """
+  """Refuses a stage whose work from an earlier invocation is still live
+  (a second set of VMs, second shards with a new password, a second run's
+  samples under one run_uri), in one line, before anything starts."""
   if not os.path.exists(os.path.join(run_dir, run_record_lib.RECORD_FILE)):
     return
   record = run_record_lib.RunRecord.Load(run_dir, run_uri)
@@ -317,14 +312,12 @@ def _UnconfirmedExit(samples) -> int:
     verdict, what = verdict_lib.FixedLoadVerdict(samples), 'the fixed load'
   if verdict is None or verdict.confirmed:
     return EXIT_OK
-  if FLAGS.accept_unconfirmed:
-    print(f'pkb: no confirmed result: {what} is {verdict.Words()}; exit 0 '
-          'as --accept_unconfirmed asks.', file=sys.stderr)
-    return EXIT_OK
-  print(f'pkb: no confirmed result: {what} is {verdict.Words()}; exit '
-        f'{EXIT_UNCONFIRMED} (--accept_unconfirmed exits 0).',
+  accepted = FLAGS.accept_unconfirmed
+  print(f'pkb: no confirmed result: {what} is {verdict.Words()}; exit ' +
+        ('0 as --accept_unconfirmed asks.' if accepted else
+         f'{EXIT_UNCONFIRMED} (--accept_unconfirmed exits 0).'),
         file=sys.stderr)
-  return EXIT_UNCONFIRMED
+  return EXIT_OK if accepted else EXIT_UNCONFIRMED
 
 
 def _RunOne(module, config, run_uri, record, catalog, collector, reporter,

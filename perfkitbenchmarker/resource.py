@@ -104,12 +104,8 @@ class BaseResource(abc.ABC):
     return {}
 
   def TeardownLane(self) -> Hashable:
-    """The lane this resource is deleted in, within its teardown wave.
-
-    Resources of one wave with equal lanes are deleted one after another in
-    the record's order, other lanes at the same time. The default, the
-    resource itself, deletes it alongside the rest of its wave.
-    """
+    """The lane this resource is deleted in, within its teardown wave
+    (module docstring); by default its own."""
     return self
 
   def Remember(self, **data: Any) -> None:
@@ -181,15 +177,9 @@ class BaseResource(abc.ABC):
 
 def TeardownFromRecord(record: run_record_lib.RunRecord,
                        kinds: Optional[Collection[str]] = None) -> List[str]:
-  """Deletes every live resource in the record (of `kinds`, when given),
-  newest first, in waves.
-
-  See the module docstring. A failure (rebuilding the resource or deleting
-  it) leaves that resource live in the record and does not stop the rest of
-  its wave or the later waves.
-
-  Returns a list of one-line failure descriptions in the record's order
-  (newest first; empty when all went).
+  """Deletes every live resource in the record (of `kinds`, when given) in
+  waves (module docstring); returns one line per resource left live, newest
+  first. A failure does not stop the rest of its wave or the later waves.
   """
   failures: Dict[int, str] = {}
 

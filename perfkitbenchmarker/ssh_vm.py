@@ -13,15 +13,9 @@ ignored (`-F /dev/null`) so runs behave the same everywhere; one master
 connection per host reused through a control socket in a private 0700
 directory; host keys accepted on first contact into a per-run known_hosts
 file (machines are throwaway, and a changed key within a run still fails).
-Every command runs under `timeout` on the VM and a slightly longer local
-timeout. Only connection failures are retried (ssh exit 255 before the remote
-shell started, detected by a marker the remote shell writes first), never a
-command's own failure. `RunDetached` runs a long command detached from the
-connection (setsid/nohup, output and exit code in files of the scratch
-directory) in one round trip to start it and one blocking one to collect it,
-so a dropped connection only delays it (ssh_jobs.py). The shell text itself is
-built in remote_shell.py; the install scripts in
-package_commands.py, run by remote_install.py.
+Only connection failures are retried (ssh exit 255 before the remote shell
+wrote its marker), never a command's own failure. Long commands survive a
+dropped connection (ssh_jobs.py); the shell text is built in remote_shell.py.
 """
 
 import atexit

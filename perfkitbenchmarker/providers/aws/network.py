@@ -4,15 +4,10 @@ By default a run gets a VPC of its own (one subnet in its zone, an internet
 gateway and a route table sending 0.0.0.0/0 to it, so the VMs can reach
 package mirrors and the operator can reach them); --aws_use_default_vpc puts
 the VMs in the region's default VPC instead. Either way the run has its own
-security group, which admits only:
-  * SSH (tcp/22) from the operator's CIDRs (--aws_ssh_source_cidr), and
-  * the Redis ports (--aws_redis_ports) from members of the group itself,
-  * and, the same way, the ports the benchmark declares its VMs need between
-    each other (spec.peer_tcp_ports, e.g. Redis Enterprise's node ports),
-so the servers are reachable from the run's clients and from nobody else.
-Created in that order, the objects are deleted in the reverse one by the run
-record; deletes wait out DependencyViolation while EC2 lets go of the
-terminated instances' interfaces and addresses.
+security group, which admits SSH from the operator's CIDRs only, and the
+Redis and the benchmark's peer ports from the group's own members only.
+Deletes wait out DependencyViolation while EC2 lets go of the terminated
+instances' interfaces and addresses.
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple

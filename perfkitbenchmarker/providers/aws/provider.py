@@ -1,19 +1,10 @@
 """The AWS provider: EC2 VMs in a network, key and placement group of the run.
 
-Provider contract (see providers/__init__.py):
-  CheckPrerequisites(flag_values)  refuses bad --aws_* flags and --os_type;
-  ConstructVms(spec)               builds AwsVirtualMachines (no API writes);
-  Provision(spec)                  checks machine types and images, then
-                                   creates, in this order, VPC, subnet,
-                                   internet gateway, route table (or uses the
-                                   default VPC), security group (with the
-                                   benchmark's spec.peer_tcp_ports), key
-                                   pair, placement group and the instances.
-Each of those is a resource recorded before it is created, so teardown
-(spec.Teardown, or `--run_stage=teardown --run_uri=X` from the record alone)
-deletes them newest first: instances (waited for until terminated),
-placement group, key pair, security group, route table, internet gateway,
-subnet, VPC.
+Provision checks machine types and images before anything is created, then
+creates the network, security group, key pair, placement group and
+instances, each recorded before it is made, so teardown (also from the
+record alone) deletes them newest first, instances waited for until
+terminated.
 
 `AwsProvisioner` does the work with injected clients, clock, sleep and SSH
 wait; the module functions build it from the flags and the boto3 default

@@ -1,18 +1,11 @@
 """AwsVirtualMachine: an SshVirtualMachine on an EC2 instance.
 
-The instance is launched into the run's subnet, security group and placement
-group with the run's key pair, tagged (instance, volumes, interfaces) in the
-launch call itself. It is ready once EC2 says running and SSH answers; its
-public address is what the harness reaches, its private address is what the
-VMs use between them (the security group admits Redis only from the group).
-
-The provider Launch()es every instance before it awaits the first
-(resource.BaseResource's two halves of Create()). Deleting terminates the instance and waits until EC2 says
-terminated, so the placement group, key pair and security group that are
+Tagged in the launch call itself; ready once EC2 says running and SSH
+answers (the SSH wait is injected: tests against a fake EC2 skip it). The
+harness reaches its public address, the VMs each other's private one (the
+security group admits Redis only from the group). Deleting waits until EC2
+says terminated, so the placement group, key pair and security group
 deleted after it are free.
-
-Extension seam: the SSH wait is injected (`ssh_waiter`), so tests against a
-fake EC2 skip it; everything a VM does once up comes from SshVirtualMachine.
 """
 
 import uuid

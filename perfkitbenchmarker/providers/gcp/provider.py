@@ -244,29 +244,23 @@ class GceProvider:
       network.GcePlacementPolicy(layout.placement_policy_name,
                                  region=layout.placement_region,
                                  **args).Create()
-    network.GceFirewallRule(
-        naming.ResourceName(spec.run_uri, 'ssh'),
-        network_url=layout.network_url, ports=['22'], target_tags=[tag],
-        source_ranges=ssh_ranges,
-        description=f'SSH to run {spec.run_uri} from its operator',
-        **args).Create()
-    network.GceFirewallRule(
-        naming.ResourceName(spec.run_uri, 'redis'),
-        network_url=layout.network_url,
-        ports=network.RedisPorts(self.options.redis_start_port,
-                                 REDIS_PORT_SPAN),
-        target_tags=[tag], source_tags=[tag],
-        description=f'Redis between the VMs of run {spec.run_uri}',
-        **args).Create()
+    rules = [
+        ('ssh', ['22'], {'source_ranges': ssh_ranges}, 'SSH to run {} from '
+         'its operator'),
+        ('redis', network.RedisPorts(self.options.redis_start_port,
+                                     REDIS_PORT_SPAN),
+         {'source_tags': [tag]}, 'Redis between the VMs of run {}')]
     if peer_ports:
       # A rule of its own, so the Redis rule stays the same for every
       # benchmark and the record shows who asked for what.
+      rules.append(('peers', network.PortList(peer_ports),
+                    {'source_tags': [tag]},
+                    f'{spec.name} between the VMs of run {{}}'))
+    for suffix, ports, sources, description in rules:
       network.GceFirewallRule(
-          naming.ResourceName(spec.run_uri, 'peers'),
-          network_url=layout.network_url,
-          ports=network.PortList(peer_ports), target_tags=[tag],
-          source_tags=[tag],
-          description=f'{spec.name} between the VMs of run {spec.run_uri}',
+          naming.ResourceName(spec.run_uri, suffix),
+          network_url=layout.network_url, ports=ports, target_tags=[tag],
+          description=description.format(spec.run_uri), **sources,
           **args).Create()
     _CreateAll([vm for vm in vms if not vm.created])
 

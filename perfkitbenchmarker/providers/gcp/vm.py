@@ -1,15 +1,8 @@
 """GceVirtualMachine: a Compute Engine instance driven over SSH.
 
-The VM is an SshVirtualMachine (commands, files and installs come from there)
-whose resource hooks call the instances API: `_Create` inserts the instance
-and waits on its zone operation, `_IsReady` waits for RUNNING, takes the
-external and internal IPs from the instance and then waits for SSH, and
-`_Delete` deletes it (its boot disk goes with it). The instance body is built
-by the pure `BuildInstance` from an `InstanceConfig`, so what is sent is
-testable without any API.
-
-Test seam: `ssh_waiter` replaces the SSH wait (the fake API's instances have
-addresses nobody listens on).
+The instance body is built by the pure `BuildInstance`, so what is sent is
+testable without any API. Test seam: `ssh_waiter` replaces the SSH wait (the
+fake API's instances have addresses nobody listens on).
 """
 
 import dataclasses

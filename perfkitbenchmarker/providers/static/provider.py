@@ -1,26 +1,9 @@
 """Existing machines from --static_vm_file, reached over SSH.
 
-The file is PKB's static VM JSON. Either a list of machines, assigned to the
-config's vm_groups in order (servers first, then the other groups by name, as
-many as each group's vm_count):
-
-  [{"ip_address": "10.0.0.5", "user_name": "pkb",
-    "keyfile_path": "~/.ssh/id_ed25519"},
-   {"ip_address": "10.0.0.6", "user_name": "pkb",
-    "keyfile_path": "~/.ssh/id_ed25519", "internal_ip": "192.168.0.6",
-    "ssh_port": 2222, "os_type": "ubuntu2204", "zone": "rack-3"}]
-
-or one list per group: {"servers": [...], "clients": [...]}.
-
-Required keys: ip_address, user_name, keyfile_path (relative paths are taken
-from the file's directory; the key must not be readable by others). Optional:
-internal_ip (what clients use to reach Redis; default ip_address), ssh_port
-(22), os_type (default: detected), zone and machine_type (a label, default
-'static'). Prices come from --local_priced_as (or a vm_spec entry's
-priced_as), as for Local runs. PKB's install_packages, disk_specs,
-local_disks and scratch_disk_mountpoints are accepted and ignored. The same
-machine may be listed more than once (e.g. server and client on one host):
-each listing gets its own scratch directory.
+The file is PKB's static VM JSON (README: a list assigned to the vm_groups
+servers first, or one list per group; StaticMachine: the keys). A relative
+keyfile_path is taken from the file's directory. The same machine may be
+listed more than once: each listing gets its own scratch directory.
 
 Creating a static VM only checks that SSH works and makes the run's scratch
 directory; deleting it only removes that directory. Nothing is bought or
