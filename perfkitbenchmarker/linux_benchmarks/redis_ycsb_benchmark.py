@@ -82,7 +82,6 @@ def CheckPrerequisites(config):
 
 def DescribePlan(spec) -> List[str]:
   o = _Options(spec)
-  probes = (o.max_threads - o.min_threads) // o.thread_increment + 1
   return [
       f'Servers: {o.server.shards_per_vm} {o.server.engine} shard(s) per '
       f'server VM, {o.server.mode}',
@@ -93,19 +92,17 @@ def DescribePlan(spec) -> List[str]:
       f'  workloads {", ".join(o.workloads)}: linear search over threads '
       f'{o.min_threads}..{o.max_threads} step {o.thread_increment}, '
       f'{o.operation_count:,} operations per probe, average latency under '
-      f'{o.cap_ms:g} ms; at most {min(probes, o.max_probes)} probes each',
+      f'{o.cap_ms:g} ms; at most {o.probes} probes each',
   ]
 
 
 def EstimatedMinutes(spec) -> float:
   o = _Options(spec)
-  probes = min(o.max_probes,
-               (o.max_threads - o.min_threads) // o.thread_increment + 1)
   # Probes take operationcount / throughput; assume 20,000 ops/s per probe
   # plus 3 s of JVM start.
   per_probe = o.operation_count / 20000.0 + 3
   load = o.record_count / 20000.0 + 3
-  return (load + len(o.workloads) * probes * per_probe) / 60
+  return (load + len(o.workloads) * o.probes * per_probe) / 60
 
 
 def EstimatedPreloadKeys(spec) -> int:

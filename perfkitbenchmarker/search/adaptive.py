@@ -103,33 +103,20 @@ class ProbeCounts:
 class AdaptiveStepPolicy:
   """Geometric growth, Little's-law prediction, bisection, confirmation.
 
-  Attributes:
+  Attributes (the rest are named for what they bound):
     threads: load generator threads; connections vary through clients.
-    pipeline: requests in flight per connection.
-    min_connections: the floor when the first probe is already over target.
-    start_connections: the first probe.
-    max_connections: never offer more.
-    growth_factor: connections multiply by this while throughput grows.
     cap_margin: decisions aim under cap_ms x cap_margin (the target).
     noise_floor: smallest relative throughput noise assumed.
     bracket_tolerance: stop refining when the bracket's relative width, or a
       probe's distance below the target, is within this.
-    max_corrections: Little's-law re-predictions after the first prediction.
-    max_bisections: bisection probes at most.
     confirm_repeats: repeats of the chosen load at least (0 skips
-      confirming).
-    confirm_max_repeats: repeats at most; more than confirm_repeats only
-      while the 95 % interval is wider than confirm_ci_target.
-    confirm_ci_target: stop repeating once the interval's half-width is at
-      most this fraction of the mean (0: always confirm_repeats).
+      confirming); more, up to confirm_max_repeats, only while the 95 %
+      interval's half-width is over confirm_ci_target of the mean (0:
+      always confirm_repeats).
     max_threads: threads may grow up to this (None: always `threads`).
-    max_backoffs: lower loads tried when a confirmation fails.
     confirm_max_reruns: disturbed repeats run again per search.
-    noise_aware: the rules of issue 23 (repeats stop when the target is out
-      of reach; another contender only above the held mean's spread; no
-      Little's-law probe within the noise of the load under the target).
-      False restores the rule before it, for scripts/bench_search_floor.py
-      to measure side by side; not a benchmark flag.
+    noise_aware: the rules of issue 23; False restores the rules before it,
+      for scripts/bench_search_floor.py to measure side by side.
   """
   NAME: ClassVar[str] = 'adaptive'
 

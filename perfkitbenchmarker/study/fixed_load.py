@@ -96,10 +96,8 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
              'memtier_ratio': workload.ratio,
              'ops_per_usd_hour_servers': (m.throughput / per_hour
                                           if per_hour else None)}
-    spec.EmitSamples([s.WithMetadata(**extra) for s in
-                      price_performance.ProbeSamples(index, m, cap, ROLE)])
     spec.reporter.Line(f'  SET:GET {workload.ratio}')
-    spec.reporter.Probe(index, m, cap, ROLE)
+    results.PublishProbe(spec, index, m, cap, ROLE, extra)
     measured.append(m)
   spec.EmitSamples([
       s.WithMetadata(fixed_load=True, **results.InterferenceMetadata(measured))

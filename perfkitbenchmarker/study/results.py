@@ -77,6 +77,15 @@ def EngineMetadata(deployment) -> Dict[str, Any]:
   return metadata
 
 
+def PublishProbe(spec, index: int, m: measurement.Measurement, cap: float,
+                 role: str, extra: Dict[str, Any]) -> None:
+  """A probe's samples, published before it is shown: a probe on the
+  screen is in the results."""
+  spec.EmitSamples([s.WithMetadata(**extra) for s in
+                    price_performance.ProbeSamples(index, m, cap, role)])
+  spec.reporter.Probe(index, m, cap, role)
+
+
 def _GroupCosts(spec):
   counts = spec.GroupCounts()
   server = price_performance.GroupCost('servers', counts['servers'],
@@ -90,13 +99,11 @@ def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
                   tags: Optional[Dict[str, Any]] = None
                   ) -> List[sample_lib.Sample]:
   """Publishes the capped throughput, then the hourly costs and the
-  price-performance samples (and a warning line when the client was the
-  limit), each with the verdict and `tags`; returns them.
+  price-performance samples, each with the verdict and `tags`; returns them.
 
-  The measured answer is published before anything is priced: a price that
-  cannot be had at this point (a catalog changed under a resumed run, a
-  price no catalog check saw) leaves out the cost samples with a warning
-  line, never the answer the whole search paid for.
+  The answer is published before anything is priced: a price that cannot
+  be had now (a catalog changed under a resumed run) leaves out the cost
+  samples with a warning line, never the answer the search paid for.
   """
   tags = tags or {}
   extra: Dict[str, Any] = {

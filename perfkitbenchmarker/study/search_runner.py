@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
@@ -173,20 +172,13 @@ def Search(spec, driver: driver_lib.ProbeDriver,
            opts: options_lib.RedisStudyOptions, extra: Dict[str, Any],
            start_connections: Optional[int] = None
            ) -> Tuple[search_driver.SearchResult, List[sample.Sample]]:
-  """One latency-capped search; emits probe and result samples with `extra`.
-
-  Returns the search and its result samples (none when no load was under
-  the cap).
-  """
+  """One latency-capped search; emits probe and result samples with `extra`
+  and returns the search and its result samples (none without an answer)."""
   cap = opts.search.cap_ms
 
   def OnProbe(record: search_driver.ProbeRecord) -> None:
-    m = record.measurement
-    # Published before it is shown: a probe on the screen is in the results.
-    spec.EmitSamples([s.WithMetadata(**extra) for s in
-                      price_performance.ProbeSamples(record.index, m, cap,
-                                                     record.role)])
-    spec.reporter.Probe(record.index, m, cap, record.role)
+    results.PublishProbe(spec, record.index, record.measurement, cap,
+                         record.role, extra)
 
   # scipy.stats takes a second to import: here (already done when Prepare
   # started it in the background), not between two probes.
@@ -227,11 +219,7 @@ _LOWEST_LOAD_FLAG = {
 
 def NoResultError(result: search_driver.SearchResult, cap: float,
                   least_connections: int = 1) -> errors.NoResultError:
-  """What to tell the user when no load was under the cap (one line).
-
-  A search whose probes were under the cap somewhere gives an answer, if
-  only an unconfirmed one; this is for every probe over it.
-  """
+  """What to tell the user, in one line, when no load was under the cap."""
   if not result.probes:
     return errors.NoResultError(
         f'The search ran no probe ({result.stop_reason}).')

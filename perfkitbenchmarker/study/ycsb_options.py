@@ -164,6 +164,12 @@ class YcsbStudyOptions:
             'flag); remove it.')
 
   @property
+  def probes(self) -> int:
+    """Probes of one workload's search at most."""
+    return min(self.max_probes, (self.max_threads - self.min_threads) //
+               self.thread_increment + 1)
+
+  @property
   def size_properties(self):
     return {'recordcount': self.record_count,
             'fieldcount': self.field_count,

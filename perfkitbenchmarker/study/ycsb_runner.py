@@ -19,7 +19,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample
@@ -311,11 +310,8 @@ def SearchWorkload(spec, dep: YcsbDeployment,
   cap = opts.cap_ms
 
   def OnProbe(record: search_driver.ProbeRecord) -> None:
-    spec.EmitSamples([s.WithMetadata(**extra) for s in
-                      price_performance.ProbeSamples(
-                          record.index, record.measurement, cap,
-                          record.role)])
-    spec.reporter.Probe(record.index, record.measurement, cap, record.role)
+    results.PublishProbe(spec, record.index, record.measurement, cap,
+                         record.role, extra)
 
   spec.reporter.Line(
       f'YCSB {workload} ({opts.command_group}): most ops/s under {cap:g} ms '
