@@ -42,6 +42,7 @@ Pure: no flags, I/O or clock. Extension seam: a new limit is a rule in
 `Decide` with its words in `WORDS` and the README's table.
 """
 
+import collections
 import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -63,7 +64,6 @@ UNMEASURED = 'unmeasured'
 LIMITS = (CLIENT_QUOTA, CLIENT_CPU, SERVER_QUOTA, SERVER_CPU, DISTURBED,
           LATENCY, UNMEASURED)
 CLIENT_LIMITS = (CLIENT_QUOTA, CLIENT_CPU)
-SERVER_LIMITS = (SERVER_QUOTA, SERVER_CPU)
 WORDS = {CLIENT_QUOTA: 'client quota', CLIENT_CPU: 'client CPU',
          SERVER_QUOTA: 'server quota', SERVER_CPU: 'server CPU',
          DISTURBED: 'disturbed', LATENCY: 'latency',
@@ -311,9 +311,7 @@ def OfAnswer(limits: Sequence[Limit]) -> Optional[Limit]:
   limits = [l for l in limits if l is not None]
   if not limits:
     return None
-  counts: Dict[str, int] = {}
-  for l in limits:
-    counts[l.name] = counts.get(l.name, 0) + 1
+  counts = collections.Counter(l.name for l in limits)
   name = min(counts, key=lambda n: (-counts[n], LIMITS.index(n)
                                     if n in LIMITS else len(LIMITS)))
   chosen = [l for l in limits if l.name == name][-1]
@@ -340,7 +338,6 @@ def Short(metadata) -> str:
     values = [metadata.get(k) for k in ('client_foreign_cpu_pct',
                                         'server_foreign_cpu_pct')]
     values = [v for v in values if isinstance(v, (int, float))]
-    figure = ('foreign', None) if values else None
     if values:
       return f'{WORDS[name]} (foreign {max(values):g} %)'
   if figure and isinstance(metadata.get(figure[1]), (int, float)):

@@ -1,10 +1,6 @@
-"""Statistics the search policies share: the mean of repeats and its interval.
+"""The mean of repeats and its 95 % interval (Student t, from scipy).
 
-Pure: no flags, VMs, I/O or clock. Critical values come from scipy's Student
-t distribution rather than a hand-kept table. Combining measurements that ran
-side by side (or one after another at the same load) is not done here but in
-`measurement.Combine` / `measurement.WeightedAverageLatencyMs`, the one place
-that weights latencies by operation counts.
+Combining measurements is `measurement.Combine`'s job, not this module's.
 """
 
 import functools

@@ -84,13 +84,11 @@ CLOUDS_INSTALLING_MEMTIER = ('GCP', 'AWS')
 
 def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
                     ) -> base.LoadGenerator:
-  """memtier when asked for, installed, or on a cloud VM (which installs it
-  from Redis's APT repository); otherwise redis-benchmark."""
+  """memtier when asked for, given by path (missing, Install refuses it
+  rather than quietly falling back), installed, or on a cloud VM (which
+  installs it from Redis's APT repository); otherwise redis-benchmark."""
   path = generator.memtier_path or memtier_package.DEFAULT_PATH
   want = generator.choice
-  # A memtier given by path is wanted: missing, it is refused (Install), not
-  # quietly replaced by redis-benchmark. A cloud VM can always install it;
-  # this machine and existing ones use it only when it is there.
   if want == 'memtier' or (want == 'auto' and (
       generator.memtier_path or vm.CLOUD in CLOUDS_INSTALLING_MEMTIER or
       memtier_package.IsAvailable(vm, path))):
@@ -183,12 +181,8 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
 def Deploy(spec, opts: options_lib.RedisStudyOptions,
            engine: engine_base.ServerEngine) -> Deployment:
   """Installs and tunes the servers and picks the load generators, on every
-  VM at once (`InstallAll`), then starts the shards.
-
-  Shards start only once every VM's install has ended without failure.
-  Every shard is in the run record before it starts, so `StopAll` finds it
-  even when a later step (another VM, the cluster) fails.
-  """
+  VM at once, then starts the shards (each in the run record before it
+  starts, so `StopAll` finds it even when a later step fails)."""
   servers = spec.vm_groups['servers']
   generators = InstallAll(engine, servers, spec.vm_groups['clients'], opts)
   password = redis_shard.NewPassword()
@@ -214,11 +208,9 @@ def _Deployment(spec, opts, engine, processes, generators,
 
 def RecordedShards(spec, engine: engine_base.ServerEngine
                    ) -> Tuple[List[resource.BaseResource], str]:
-  """The run's live shards from its record, and the password they share.
-
-  The password is read back from a shard's config file on its server VM
-  (it is never written to the record) and registered for masking.
-  """
+  """The run's live shards from its record, and the password they share,
+  read back from a shard's config file (never from the record) and
+  registered for masking."""
   processes = [resource.FromRecord(e, spec.record)
                for e in spec.record.Resources()
                if e['kind'] == engine.PROCESS_KIND and
@@ -278,8 +270,7 @@ def StopAll(record) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class ClientPreload:
-  """One client VM's share of a preload: its keys, what they leave on the
-  servers (summed over databases) and how long writing them took."""
+  """One client VM's share of a preload."""
   vm: str
   keys: base.KeySlice
   written: int
@@ -287,8 +278,8 @@ class ClientPreload:
 
 
 def _Failure(failures: Sequence[Tuple[str, Exception]]) -> errors.Error:
-  """One line naming each client VM that failed, of the first error's own
-  kind when it is one of ours (a usage error stays one)."""
+  """One line naming each client VM that failed, of the first error's kind
+  when it is one of ours."""
   text = '; on '.join(
       f'{name}: ' + (str(e).strip().splitlines() or [type(e).__name__])[0]
       for name, e in failures)

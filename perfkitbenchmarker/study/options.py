@@ -1,14 +1,10 @@
 """The Redis study's options: built from flags once, validated, frozen.
 
 `RedisStudyOptions.FromFlags(flag_values)` is the only place the study reads
-flags (the benchmark module calls it); every layer below takes these frozen
-records or plain arguments. Validation lives here too, so a bad value is one
-line (errors.UsageError) before anything is created.
-
-Extension seam: a new setting is a field on the record it belongs to, read
-in that record's `FromFlags` and checked in its `Check`; a new engine or
-workload adds its own record beside these. The search's records (policy,
-staircase, shard study) and their checks are in search_options.py.
+flags; a bad value is one line (errors.UsageError) before anything is
+created. Extension seam: a new setting is a field on the record it belongs
+to (the search's are in search_options.py), read in its `FromFlags` and
+checked in its `Check`.
 """
 
 import dataclasses
@@ -201,12 +197,7 @@ class RedisStudyOptions:
     workload_options.CheckWorkload(self)
 
   def CheckConnections(self, client_vms: int, server_vms: int) -> None:
-    """Refuses a search that would open more connections than maxclients.
-
-    Args:
-      client_vms: client VMs, each running the offered load.
-      server_vms: server VMs, each running `shards_per_vm` shards.
-    """
+    """Refuses a search that would open more connections than maxclients."""
     s = self.search
     if s.staircase is not None:
       per_client = s.max_threads * s.staircase.max_clients
