@@ -14,11 +14,6 @@ from perfkitbenchmarker.search import driver
 from perfkitbenchmarker.search import repeats
 
 Load = measurement.Load
-InvalidSearchArgument = driver.InvalidSearchArgument
-HighestUnderCapIndex = driver.HighestUnderCapIndex
-Outcome = driver.Outcome
-ProbeRequest = driver.ProbeRequest
-ROLE_SEARCH = driver.ROLE_SEARCH
 
 @dataclasses.dataclass(frozen=True)
 class LinearStepPolicy:
@@ -49,7 +44,7 @@ class LinearStepPolicy:
         self, min_threads=1, max_threads=1, thread_increment=1, clients=1,
         pipeline=1, confirm_repeats=0, min_connections=1)
     if self.min_threads > self.max_threads:
-      raise InvalidSearchArgument(
+      raise driver.InvalidSearchArgument(
           f'min_threads={self.min_threads} is above max_threads='
           f'{self.max_threads}; lower min_threads or raise max_threads.')
 
@@ -58,7 +53,8 @@ class LinearStepPolicy:
     threads = self.min_threads
     while True:
       load = Load(threads, self.clients, self.pipeline)
-      record = yield ProbeRequest(load, ROLE_SEARCH, f'{threads} threads')
+      record = yield driver.ProbeRequest(load, driver.ROLE_SEARCH,
+                                         f'{threads} threads')
       records.append(record)
       if not record.under_cap:
         reason = (f'average latency {record.latency_ms:.3f} ms reached the '
@@ -78,12 +74,11 @@ class LinearStepPolicy:
                      f'under it at {under[0].load.Describe()}' if under
                      else f'still over at {step_down[-1].load.Describe()}'
                      if step_down else 'nothing lower to try'))
-    best_index = HighestUnderCapIndex(records)
+    best_index = driver.HighestUnderCapIndex(records)
     if best_index is None:
       reason += '; no probe was under the cap'
-      return Outcome(stop_reason=reason, best_index=best_index)
-    if not self.confirm_repeats:
-      return Outcome(stop_reason=reason, best_index=best_index)
+    if best_index is None or not self.confirm_repeats:
+      return driver.Outcome(stop_reason=reason, best_index=best_index)
     load = records[best_index].load
     rule = repeats.RepeatRule(least=self.confirm_repeats,
                               most=self.confirm_repeats, ci_target=0,
@@ -97,7 +92,7 @@ class LinearStepPolicy:
       unconfirmed = (f'repeats at {load.Describe()} averaged '
                      f'{done.latency_ms:.3f} ms, not under the {cap_ms:g} '
                      'ms cap')
-    return Outcome(stop_reason=reason, best_index=best_index,
+    return driver.Outcome(stop_reason=reason, best_index=best_index,
                    confirmation_indices=tuple(r.index for r in done.counted),
                    excluded_indices=tuple(r.index for r in done.excluded),
                    unconfirmed_reason=unconfirmed)
@@ -115,8 +110,8 @@ class LinearStepPolicy:
       else:
         threads = max(threads // 2, self.min_connections)
       load = Load(threads, clients, self.pipeline)
-      record = yield ProbeRequest(load, ROLE_SEARCH,
-                                  f'step-down to {load.Describe()}')
+      record = yield driver.ProbeRequest(load, driver.ROLE_SEARCH,
+                                         f'step-down to {load.Describe()}')
       records.append(record)
       if record.under_cap:
         break

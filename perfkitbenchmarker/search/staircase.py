@@ -1,24 +1,16 @@
 """Latency-capped search over a staircase run: pick a step, then confirm it.
 
-memtier's staircase mode (`--clients-start/--clients-step/--step-duration`)
-measures every client step of a ramp in one run, so the search part costs one
-process start instead of one per load. This module turns those steps into a
-search that `driver.FindLatencyCappedMaximum` can run like any other:
-
-* `StaircasePolicy` asks for each step's load in order (search probes) up
-  to the first step at or over the cap, picks the highest-throughput step
-  strictly under the cap and, if asked, confirms it with ordinary probes at
-  that load (repeats.RepeatRule: a disturbed repeat is run again), backing
-  off to the next best lower step when the repeats average at or over the
-  cap; when none holds, the nearest is an unconfirmed answer;
-* `ReplayThenMeasure` is the `measure` for it: it answers the step requests
-  from the staircase's measurements and hands every later request (the
-  confirmations) to the real probe driver.
-
-Each step so becomes a ProbeRecord with its own samples, and the result is a
-normal SearchResult. `Parts` splits a ramp into runs of a few steps, so the
-runner can stop after the run whose steps crossed the cap. Extension seam: any tool that measures a ramp in one run
-can feed its per-step Measurements here. Pure: no flags, VMs, I/O or clock.
+memtier's staircase mode measures every client step of a ramp in one run,
+one process start instead of one per load. `StaircasePolicy` asks for each
+step's load in order up to the first at or over the cap, picks the best
+step under it and, if asked, confirms it with ordinary probes
+(repeats.RepeatRule), backing off to the next best lower step when the
+repeats average at or over the cap. `ReplayThenMeasure` is its `measure`:
+the steps' measurements first, then the real probe driver. Each step so
+becomes a ProbeRecord with its own samples. `Parts` splits a ramp into runs
+of a few steps, so the runner can stop after the run that crossed the cap.
+Extension seam: any tool that measures a ramp in one run can feed its
+per-step Measurements here. Pure: no flags, VMs, I/O or clock.
 """
 
 import dataclasses

@@ -22,12 +22,8 @@ from perfkitbenchmarker.study import workload_options
 def ProbesPerSearch(opts: options_lib.RedisStudyOptions,
                     client_vcpus: Optional[int] = None
                     ) -> adaptive.ProbeCounts:
-  """Probes of one search (beyond a staircase run), under its budget.
-
-  `typical` is what the time and cost estimates use. The adaptive search's
-  counts come from its policy's own parameters; the linear walk's typical
-  count is the whole walk; a staircase's are its confirmations.
-  """
+  """Probes of one search (beyond a staircase run), under its budget; the
+  linear walk's typical count is the whole walk."""
   s = opts.search
   if s.staircase:
     repeats = s.confirm_repeats

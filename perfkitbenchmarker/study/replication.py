@@ -5,10 +5,9 @@ the replicas of server VM i's primaries run on server VM i+1 (wrapping; the
 same VM when there is only one), each made a replica with REPLICAOF. Cluster
 mode: the replica processes join `redis-cli --cluster create
 --cluster-replicas R`, which places them on other hosts where it can.
-Either way `Verify` waits until INFO replication shows each replica's
-master_link_status:up and each primary's connected_slaves = R, before the
+`Verify` waits until INFO replication shows every link up before the
 preload. Replicas start after every primary, so the primaries come first in
-the run record and in the deployment (the load goes to primaries only).
+the run record and the deployment (the load goes to primaries only).
 
 Extension seam: `ReplicaVmIndex` is the placement rule (pure); an engine
 supports replicas by implementing `AttachReplica` and `VerifyReplication`.

@@ -1,13 +1,7 @@
 """The latency-capped search's options: policy, staircase, shard study.
 
-Frozen records built from flags by `FromFlags` (called from
-options.RedisStudyOptions.FromFlags, the study's one reading of flags) and
-their checks, each a one-line errors.UsageError before anything is created.
-The checks take the study's generator options (`clients`, `choice`,
-`warmup_s`) and server options (`replicas_per_primary`, `cluster_mode`,
-`cluster_replicas`) as they are.
-
-Extension seam: a new search setting is a field on `SearchOptions`, read in
+Frozen records built by `FromFlags` (from options.RedisStudyOptions.FromFlags)
+and their checks, each a one-line errors.UsageError. Extension seam: a new search setting is a field on `SearchOptions`, read in
 its `FromFlags` and checked in `CheckSearch`; a new policy is a value of
 `SearchOptions.policy` (search_runner.Policy maps it).
 """

@@ -180,13 +180,8 @@ def CheckWorkload(opts) -> None:
 
 
 def RequireMemtier(generators, opts) -> List[str]:
-  """At prepare: refuses memtier-only workloads on a redis-benchmark client
-  (--load_generator=auto found no memtier_benchmark).
-
-  Returns the memtier-only settings a redis-benchmark run leaves out: with
-  --redis_benchmark_fallback (the local presets) they are dropped, not
-  refused, and the caller says so.
-  """
+  """At prepare: refuses memtier-only workloads on a redis-benchmark client;
+  with --redis_benchmark_fallback returns them, to be dropped and named."""
   wanted = MemtierOnlyFeatures(opts.workload, opts.generator.requests,
                                opts.generator.processes_per_client)
   names = {g.NAME for g in generators}
