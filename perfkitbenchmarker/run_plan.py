@@ -90,9 +90,7 @@ def DryRunLines(spec, plan_lines: List[str], estimate: cost_estimate.RunEstimate
   sizing = spec.ClientSizing()
   if sizing and not sizing.startswith('WARNING'):  # Warnings go to stderr.
     lines.append(f'  {sizing}')
-  lines += plan_lines
-  # Per phase: provisioning, installs, preload, search and teardown.
-  return lines + estimate.Lines(timeout_minutes)
+  return lines + plan_lines + estimate.Lines(timeout_minutes)
 
 
 def CheckBudget(usd: float, flag_values, what: str) -> None:
@@ -101,6 +99,5 @@ def CheckBudget(usd: float, flag_values, what: str) -> None:
   if limit is not None and usd > limit:
     raise errors.UsageError(
         f'{what} is estimated at ${usd:{".2f" if usd >= 1 else ".4f"}}, '
-        f'above --max_cost_usd='
-        f'{limit:g}; nothing was created. Raise the budget or shrink the '
-        'run.')
+        f'above --max_cost_usd={limit:g}; nothing was created. Raise the '
+        'budget or shrink the run.')

@@ -270,8 +270,8 @@ def PricedAs(cloud: Optional[str], machine_type: Optional[str],
 
 
 def HarnessConfig(groups: Dict[str, Dict[str, Any]]) -> str:
-  """The harness's benchmark config: per group its VM count, machine type
-  and zone as upstream has them, and the price key (`PricedAs`)."""
+  """The harness's benchmark config: each group as upstream has it, with
+  its price key (`PricedAs`)."""
   out = {}
   for group in GROUPS:
     g = groups[group]
@@ -394,8 +394,8 @@ def _PlannedGroup(benchmark_config, group):
 
 
 def CheckPrerequisites(benchmark_config) -> None:
-  """The harness's dry run over the planned machine types and the settings:
-  an unpriced type or a bad setting is refused before anything is bought."""
+  """The harness's dry run over the planned machine types and settings,
+  before anything is bought."""
   study = Study()
   static = bool(flags.FLAGS.static_vm_file)
   if static and not _GivesPrice(study):

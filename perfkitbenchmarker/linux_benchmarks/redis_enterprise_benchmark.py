@@ -236,8 +236,7 @@ def Run(spec) -> Sequence[sample.Sample]:
 
 
 def Cleanup(spec):
-  """Stops local shards (by PID, from the record); deletes cloud databases
-  and the load generators' user."""
+  """Stops local shards; deletes cloud databases and the load user."""
   if spec.cloud == 'Local':
     deployment.StopAll(spec.record)
   elif isinstance(spec.deployment, dict):
@@ -251,8 +250,8 @@ def Cleanup(spec):
 
 
 def PublishedTestName(cloud: str) -> str:
-  """The `test` its rows are published under: on Local, where Redis OSS
-  stands in, never redis_enterprise (enterprise/local_run.py)."""
+  """The `test` its rows are published under: never redis_enterprise on
+  Local, where Redis OSS stands in."""
   return local_run.TEST_NAME if cloud == 'Local' else BENCHMARK_NAME
 
 

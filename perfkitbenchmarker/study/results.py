@@ -1,11 +1,8 @@
 """The study's result samples, sample metadata and summary table.
 
-Pure of flags: takes the spec (for prices, groups and the reporter), the
-deployment and the options. Extension seam: metadata every sample carries is
-set in `SetMetadata`; a new result sample is built in `ResultSamples` from
-the frozen SearchResult, and every result sample carries the answer's
-verdict (verdict.py). Every probe path counts and reports interference
-with `InterferenceMetadata` and `WarnAboutInterference`.
+Extension seam: metadata every sample carries is set in `SetMetadata`; a new
+result sample is built in `ResultSamples` from the frozen SearchResult, with
+the answer's verdict (verdict.py).
 """
 
 from typing import Any, Dict, List, Optional, Sequence
@@ -169,7 +166,7 @@ def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
 def InterferenceMetadata(measured: Sequence[measurement.Measurement]
                          ) -> Dict[str, Any]:
   """interference_probes: how many probes were flagged, where any was
-  sampled (load_generators/interference.py); nothing otherwise."""
+  sampled."""
   if not any('foreign_cpu_pct' in m.metadata for m in measured):
     return {}
   return {'interference_probes': sum(

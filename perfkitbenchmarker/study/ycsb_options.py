@@ -1,12 +1,9 @@
 """The redis_ycsb benchmark's flags and its frozen, validated options.
 
 `YcsbStudyOptions.FromFlags(flag_values)` is the only place the benchmark
-reads flags; the runner (study/ycsb_runner.py) takes the frozen record. The
-server side reuses the Redis study's `ServerOptions` (engine, shards,
-cluster mode), so a YCSB run deploys servers exactly as redis_memtier does.
-
-Extension seam: a new YCSB setting is a flag here, a field on
-`YcsbStudyOptions`, read in `FromFlags` and checked in `Check`.
+reads flags; the server side is the Redis study's `ServerOptions`, so YCSB
+runs deploy servers exactly as redis_memtier does. Extension seam: a new
+setting is a flag here, a field, read in `FromFlags`, checked in `Check`.
 """
 
 import dataclasses
