@@ -178,14 +178,9 @@ def DatasetEstimate(spec):
 def _Vcpus(spec) -> int:
   if spec.cloud == 'Local':
     return max(1, _Cores() // 2 // spec.GroupCounts()['servers'])
-  price = spec.GroupPrice('servers')
-  return getattr(price, 'vcpus', None) or _VcpusFromName(
-      spec.GroupSpecs()['servers'].machine_type)
-
-
-def _VcpusFromName(machine_type: str) -> int:
-  tail = machine_type.rsplit('-', 1)[-1]
-  return int(tail) if tail.isdigit() else 16
+  vcpus = getattr(spec.GroupPrice('servers'), 'vcpus', None)
+  tail = spec.GroupSpecs()['servers'].machine_type.rsplit('-', 1)[-1]
+  return vcpus or (int(tail) if tail.isdigit() else 16)
 
 
 def DescribePlan(spec) -> List[str]:

@@ -39,19 +39,14 @@ def Policy(opts: options_lib.RedisStudyOptions,
     max_threads = s.adaptive_max_threads
     if s.adaptive_threads_from_vcpus and client_vcpus:
       max_threads = max(s.min_threads, client_vcpus)
-    policy = adaptive.AdaptiveStepPolicy.FromConnectionRange(
+    return adaptive.AdaptiveStepPolicy.FromConnectionRange(
         threads=s.min_threads, min_connections=s.adaptive_min_connections,
         max_connections=s.adaptive_max_connections,
         # The linear walk's first load unless told otherwise.
-        start_connections=(s.adaptive_start_connections or
-                           s.min_threads * opts.generator.clients),
+        start_connections=(start_connections or s.adaptive_start_connections
+                           or s.min_threads * opts.generator.clients),
         pipeline=opts.generator.pipeline, cap_margin=s.cap_margin,
         confirm_repeats=s.confirm_repeats, max_threads=max_threads)
-    if start_connections:
-      start = min(policy.max_connections,
-                  max(policy.min_connections, start_connections))
-      policy = dataclasses.replace(policy, start_connections=start)
-    return policy
   return linear.LinearStepPolicy(
       min_threads=s.min_threads, max_threads=s.max_threads,
       thread_increment=s.thread_increment, clients=opts.generator.clients,
