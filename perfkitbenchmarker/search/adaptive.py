@@ -47,17 +47,12 @@ InvalidSearchArgument = driver.InvalidSearchArgument
 def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
   """A probe's throughput noise as a fraction, never below `floor`.
 
-  It is the coefficient of variation of the per-second operation counts,
-  warm-up seconds left out. The CV rather than the standard error of the mean:
-  what separates two probes is run-to-run variation (process placement,
-  neighbours), which the within-probe spread bounds from below far better
-  than the standard error does. The floor covers short or missing series.
-
-  A probe flagged `interference` (foreign processes took a share f of the
-  run's cores, `foreign_cpu_pct`) may be off by up to that share, so its
-  noise is at least f: comparing it with another probe cannot show a gain
-  that the foreign load could have made (issue 23: on a busy machine the
-  search bisected on such "gains", spending probes on noise).
+  The coefficient of variation of the per-second operation counts (warm-up
+  left out), not the standard error: what separates two probes is
+  run-to-run variation, which the within-probe spread bounds far better. A
+  probe flagged `interference` (foreign processes took a share f of the
+  run's cores) has noise at least f, so no gain the foreign load could have
+  made counts (issue 23: the search bisected on such "gains").
   """
   if result.metadata.get('interference'):
     foreign = result.metadata.get('foreign_cpu_pct')
