@@ -87,19 +87,16 @@ UPSTREAM_KEYS = ('perfkitbenchmarker_version', 'project', 'hostnames',
 UPSTREAM_PREFIXES = ('servers_', 'clients_', 'vm_')
 # Harness flags --redis_price_performance_flags may not give, by reason.
 REFUSED = {
-    # Set by the bridge from what upstream provisioned.
     'is set by the bridge from what upstream provisioned; drop it': (
         'cloud', 'static_vm_file', 'run_stage', 'run_uri', 'results_dir',
         'benchmarks', 'benchmark_config_file', 'zone', 'machine_type',
         'collapse_labels', 'timing_measurements'),
-    # The bridge reads the run's rows from the harness's own results file;
-    # upstream's publishers (and its --official) publish them.
+    # The bridge reads the rows from the harness's results file.
     'would move or publish the rows upstream publishes; use upstream\'s '
     'own flag (--json_path, --csv_path, --bigquery_table, --official)': (
         'json_path', 'csv_path', 'bigquery_table', 'bq_project',
         'bq_api_endpoint', 'bq_timeout_seconds', 'service_account',
         'service_account_private_key', 'official'),
-    # One study per upstream benchmark run, whose rows the bridge reads.
     'does not run one study; drop it (the harness\'s own flags: '
     '<harness>/pkb.py --helpfull)': (
         'dry_run', 'help', 'helpfull', 'helpshort', 'h', 'flag_matrix',

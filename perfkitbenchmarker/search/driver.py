@@ -169,7 +169,6 @@ class SearchResult:
 
   @property
   def reported_indices(self) -> Tuple[int, ...]:
-    """Indices of the probes `reported` aggregates."""
     if self.at_load is not None:
       return self.at_load_indices
     if self.confirmation_probes:
@@ -178,7 +177,6 @@ class SearchResult:
 
   @property
   def reported_ci95(self) -> Optional[float]:
-    """The 95 % half-width of the reported figure (None: one probe)."""
     if self.at_load is not None:
       return self.at_load_ci95
     return self.confirmed_throughput_ci95
@@ -198,8 +196,6 @@ class SearchResult:
 
   @property
   def capped_throughput(self) -> Optional[float]:
-    """The answer's figure: the mean of the counted repeats when confirmed,
-    else the mean of every probe at the answer's load."""
     reported = self.reported
     return reported.throughput if reported is not None else None
 

@@ -150,8 +150,7 @@ def SetMetadata(spec, dep: YcsbDeployment,
 
 
 def _WorkloadOnVm(vm, name: str) -> str:
-  """Our copy of the workload file (or the user's), written on the VM once
-  (a probe must not pay a round trip for it each time)."""
+  """The workload file, written on the VM once (not a round trip a probe)."""
   local = ycsb_package.WorkloadFile(name)
   path = f'{vm.scratch_dir}/ycsb-{os.path.basename(local)}.properties'
   written = vm.__dict__.setdefault('_ycsb_workloads', {})
@@ -195,9 +194,8 @@ def _PhaseTimeout(ops: int, threads: int) -> float:
 
 
 def _OnAllClients(dep: YcsbDeployment, fn):
-  """fn(i, vm, install) on every client VM at once; results in order. A
-  signal in this thread does not wait for the others (their JVMs are
-  killed with it: run_signals)."""
+  """fn(i, vm, install) on every client VM at once; results in order (a
+  signal here does not wait for the others: run_signals kills their JVMs)."""
   pairs = list(enumerate(zip(dep.clients, dep.installs)))
   return background_tasks.RunThreaded(
       lambda ix: fn(ix[0], *ix[1]), pairs, name=lambda ix: ix[1][0].name)
