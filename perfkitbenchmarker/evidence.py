@@ -18,7 +18,7 @@ scratch directories. The layout, below <run_dir>:
 
 A part larger than GZIP_ABOVE bytes is gzipped. A probe name used twice on
 a VM (YCSB's phases, a resumed stage) gets -2, -3, ... The directories are
-the run's own (own_dirs: 0700, no symlink followed) and the files 0600,
+the run's own (run_scope: 0700, no symlink followed) and the files 0600,
 made fresh (O_EXCL). The run's secrets are masked in every file (the ones
 registered with vm_util and any the caller names), as in pkb.log.
 
@@ -32,7 +32,7 @@ import os
 from typing import Dict, Optional, Sequence
 
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
 
 RAW_DIR = 'raw'
@@ -85,18 +85,18 @@ def Keep(vm, name: str, command_lines: Sequence[str],
   if not run_dir:
     return None
   parent = os.path.join(RAW_DIR, _SafeName(vm.name))
-  own_dirs.MakeOwnDir(os.path.join(run_dir, parent), run_dir)
+  run_scope.MakeOwnDir(os.path.join(run_dir, parent), run_dir)
   base = _SafeName(name)
   for n in range(1, 10000):
     rel = os.path.join(parent, base if n == 1 else f'{base}-{n}')
     try:
-      os.mkdir(os.path.join(run_dir, rel), own_dirs.MODE)
+      os.mkdir(os.path.join(run_dir, rel), run_scope.MODE)
       break
     except FileExistsError:
       continue
   else:
     raise FileExistsError(f'{run_dir}/{parent}/{base}: too many')
-  path = own_dirs.MakeOwnDir(os.path.join(run_dir, rel), run_dir)
+  path = run_scope.MakeOwnDir(os.path.join(run_dir, rel), run_dir)
   fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
                os.O_CLOEXEC)
   try:

@@ -27,14 +27,14 @@ import yaml
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import paths
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
-from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_plan
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import text_table
@@ -315,7 +315,7 @@ class _Runner:
         self.matrix_dir, f'cell-{cell.index}.log'), self.out, self.lock)
 
   def Run(self) -> int:
-    own_dirs.MakeOwnDir(self.matrix_dir)  # Cells' configs are read back.
+    run_scope.MakeOwnDir(self.matrix_dir)  # Cells' configs are read back.
     previous = {s: signal.signal(s, self._Forward) for s in FORWARDED}
     pending = list(self.cells)
     try:

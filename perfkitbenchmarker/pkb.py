@@ -25,16 +25,15 @@ from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix_runner
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_plan
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import stage_runner
@@ -110,7 +109,7 @@ def _LoadConfig(module, names: List[str]) -> dict:
 
 def _LockRun(run_uri: str, outcome: str) -> None:
   """One pkb per run_uri on this machine, whatever --results_dir says."""
-  lock = run_lock.RunLock(run_uri)
+  lock = run_scope.RunLock(run_uri)
   try:
     lock.Acquire()
   except OSError as e:  # Writing its owner line, on a full disk.
@@ -248,7 +247,7 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_uri, 'nothing was started')
   # Made (or reused) only as the run's own before anything is put in it.
-  own_dirs.MakeOwnDir(run_dir)
+  run_scope.MakeOwnDir(run_dir)
   _CheckStagesNotRepeated(run_dir, run_uri, stages)
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
@@ -355,7 +354,7 @@ def Main(argv: Optional[List[str]] = None) -> int:
   try:
     return _Reported(argv)
   finally:
-    run_lock.ReleaseAll()  # Not held a moment past the run.
+    run_scope.ReleaseAll()  # Not held a moment past the run.
     run_log.TearDown()
 
 

@@ -7,7 +7,7 @@ types (a PID of `true` or "1; rm" is refused) and turns every failure into
 one line, `RecordRefused`, which teardown reports, leaving the entry alone.
 What a type cannot say is here: a path is used only inside the run's own
 roots (after `..` and symlinks are resolved) on this machine, and a VM's
-scratch directory only with the shape of the run's workspace (own_dirs).
+scratch directory only with the shape of the run's workspace (run_scope).
 """
 
 import os
@@ -17,10 +17,9 @@ from typing import (Annotated, Any, Callable, Dict, Iterable, List,
 import pydantic
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
-from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import run_scope
 
-# Where a VM's run workspace is made (own_dirs.RemoteWorkspaceScript).
+# Where a VM's run workspace is made (run_scope.RemoteWorkspaceScript).
 REMOTE_SCRATCH_ROOT = '/tmp'
 
 
@@ -77,8 +76,8 @@ Cores = Optional[List[Annotated[int, pydantic.Field(ge=0, lt=4096)]]]
 
 def LocalRunRoots(record) -> list:
   """The directories of this machine a run may own files in."""
-  # The private SSH key lives outside results (run_keys), still the run's.
-  return [record.run_dir, run_keys.RunKeyDir(record.run_uri)]
+  # The private SSH key lives outside results (run_scope), still the run's.
+  return [record.run_dir, run_scope.RunKeyDir(record.run_uri)]
 
 
 def LocalPathInside(path: str, roots: Iterable[str],
@@ -103,8 +102,8 @@ def LocalPathInside(path: str, roots: Iterable[str],
 
 def ScratchDir(path: str, root: str, record) -> str:
   """A VM's scratch directory under `root` as the run recorded it: of a
-  workspace's shape (own_dirs.ScratchProblem), or '' (never made)."""
-  problem = path and own_dirs.ScratchProblem(path, root, record.run_uri)
+  workspace's shape (run_scope.ScratchProblem), or '' (never made)."""
+  problem = path and run_scope.ScratchProblem(path, root, record.run_uri)
   if problem:
     raise RecordRefused(problem)
   return path

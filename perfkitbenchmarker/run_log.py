@@ -22,8 +22,8 @@ import sys
 from typing import Optional
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
 
 LOG_FILE = 'pkb.log'
@@ -160,7 +160,7 @@ def SetUp(run_dir: Optional[str]) -> None:
   if run_dir:
     path = os.path.join(run_dir, LOG_FILE)
     try:
-      own_dirs.MakeOwnDir(run_dir)
+      run_scope.MakeOwnDir(run_dir)
       handler = RunLogHandler(path)
     except OSError as e:
       raise errors.ResultsFileError(

@@ -29,8 +29,8 @@ from typing import Annotated, Any, Dict, Iterator, List, Optional
 import pydantic
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 
 FORMAT_VERSION = 1
@@ -62,7 +62,7 @@ class RunRecord:
 
   @classmethod
   def Create(cls, run_dir: str, run_uri: str, **info: Any) -> 'RunRecord':
-    own_dirs.MakeOwnDir(run_dir)
+    run_scope.MakeOwnDir(run_dir)
     path = os.path.join(run_dir, RECORD_FILE)
     if os.path.exists(path):
       return cls.Load(run_dir)

@@ -37,10 +37,9 @@ from absl import flags
 import tenacity
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
-from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
@@ -123,11 +122,11 @@ _HOSTS = HostHealth()
 
 
 def CheckRunDirs(run_uri: str = '') -> None:
-  """Refuses (own_dirs.NotOwnDir, one line) a temporary directory the
+  """Refuses (run_scope.NotOwnDir, one line) a temporary directory the
   control sockets' directory cannot be private in: the providers of SSH
   machines take this as their CheckRunDirs, run before anything starts."""
   del run_uri  # The control directory's name is not the run's.
-  own_dirs.CheckTempRoot()
+  run_scope.CheckTempRoot()
 
 
 def _DefaultControlDir() -> str:
@@ -136,13 +135,13 @@ def _DefaultControlDir() -> str:
   ssh hands its whole session (the remote command, stdin, stdout, stderr)
   to whatever listens on ControlPath, and the socket's name (%C) can be
   computed by anyone, so the directory must be the run's own for as long
-  as it is used: own_dirs.MakeTempDir refuses a TMPDIR where another user
+  as it is used: run_scope.MakeTempDir refuses a TMPDIR where another user
   could rename it away and put theirs in its place.
   """
   global _control_dir
   with _control_lock:
     if _control_dir is None:
-      _control_dir = own_dirs.MakeTempDir('pkb-ssh-')
+      _control_dir = run_scope.MakeTempDir('pkb-ssh-')
       atexit.register(CloseAllConnections)
     return _control_dir
 
@@ -241,7 +240,7 @@ def RemoveKeyPair(path: str) -> None:
   for half in (path, path + '.pub'):
     if os.path.lexists(half):
       os.remove(half)
-  run_keys.RemoveKeyDirIfEmpty(path)
+  run_scope.RemoveKeyDirIfEmpty(path)
 
 
 def _WithEnvLine(env: Optional[Dict[str, str]],
@@ -491,16 +490,16 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         stop=waits.PastDeadline(self._clock, deadline, inclusive=True),
         wait=lambda state: min(2.0, max(0.0, deadline - self._clock())),
         sleep=self._sleep, retry_error_callback=NoSsh)(Attempt)
-    # <the run's workspace>/<name> (own_dirs), recorded before anything is
+    # <the run's workspace>/<name> (run_scope), recorded before anything is
     # put in it. An answer lost on the way leaves an empty directory of an
     # unguessable name behind, nothing else.
     root = record_checks.REMOTE_SCRATCH_ROOT
     with virtual_machine.WORKSPACE_LOCK:
       out, _ = self.RemoteCommand(
-          own_dirs.RemoteWorkspaceScript(self.run_uri, self.name,
+          run_scope.RemoteWorkspaceScript(self.run_uri, self.name,
                                          self.RunWorkspace(root), root),
           what=f'making the scratch directory on {self.name}')
-      problem = own_dirs.ScratchProblem(out.strip(), root, self.run_uri)
+      problem = run_scope.ScratchProblem(out.strip(), root, self.run_uri)
       if problem:
         raise SshError(f'{self.name}: mktemp gave {problem}.')
       self.Remember(scratch_dir=out.strip())
@@ -518,10 +517,10 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     if not self.scratch_dir:
       return  # Never made: nothing of the run's there.
     workspace = posixpath.dirname(self.scratch_dir)
-    own = own_dirs.RemoteOwnScript((workspace, self.scratch_dir))
+    own = run_scope.RemoteOwnScript((workspace, self.scratch_dir))
     # Not while a process still works in it (a shard that could not be
     # stopped): its config and pidfile are how a later teardown finds it.
-    busy = own_dirs.RemoteBusyScript(self.scratch_dir)
+    busy = run_scope.RemoteBusyScript(self.scratch_dir)
     self.RemoteCommand(
         f'{own}\n{busy}\nrm -rf -- {shlex.quote(self.scratch_dir)}; '
         f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true',

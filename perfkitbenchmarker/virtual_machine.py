@@ -17,9 +17,9 @@ from typing import (Any, Dict, Hashable, List, NamedTuple, Optional,
                     Sequence, Tuple)
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
 
 # Held while a VM finds or makes its workspace and records its scratch
@@ -71,7 +71,7 @@ class BaseVirtualMachine(resource.BaseResource):
     self.internal_ip: Optional[str] = None
     # Cores the benchmark's processes are pinned to; None means unpinned.
     self.cpu_set: Optional[List[int]] = None
-    # <the run's workspace>/<name> once Create made it (own_dirs), or as
+    # <the run's workspace>/<name> once Create made it (run_scope), or as
     # the run record holds it; '' before.
     self.scratch_dir = ''
     self._installed: set = set()
@@ -91,7 +91,7 @@ class BaseVirtualMachine(resource.BaseResource):
     for entry in self.record.Resources() if self.record else ():
       data = entry['data']
       if (entry['name'] != self.name and entry['status'] != 'deleted' and
-          self.SameMachine(data) and not own_dirs.ScratchProblem(
+          self.SameMachine(data) and not run_scope.ScratchProblem(
               data.get('scratch_dir'), root, self.record.run_uri)):
         return posixpath.dirname(data['scratch_dir'])
     return ''

@@ -36,8 +36,8 @@ from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
@@ -361,7 +361,7 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   assert servers_vm.user == 'admin'
   assert oct(stat.S_IMODE(os.stat(servers_vm.keyfile).st_mode)) == '0o600'
   # The private key is kept out of results, in a directory only we can read.
-  key_dir = run_keys.RunKeyDir(RUN_URI)
+  key_dir = run_scope.RunKeyDir(RUN_URI)
   assert os.path.dirname(servers_vm.keyfile) == key_dir
   assert oct(stat.S_IMODE(os.stat(key_dir).st_mode)) == '0o700'
   assert e2e_support.PrivateKeysUnder(run.run_dir) == []

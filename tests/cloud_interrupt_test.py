@@ -32,8 +32,8 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
-from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.providers.aws import provider as aws_provider
 from perfkitbenchmarker.providers.gcp import provider as gcp_provider
@@ -222,7 +222,7 @@ def _AssertInterruptedAndTornDown(run, module, vm_kind, vm_count):
   assert not list(run.record.LiveResources())
   assert not os.path.exists(os.path.join(run.run_dir, 'aws_ssh_key'))
   assert not os.path.exists(os.path.join(run.run_dir, 'pkb_ssh_key'))
-  assert not os.path.exists(run_keys.RunKeyDir(run.record.run_uri))
+  assert not os.path.exists(run_scope.RunKeyDir(run.record.run_uri))
 
 
 # AWS (moto) ---------------------------------------------------------------------

@@ -46,7 +46,7 @@ def pkb_flags():
 
 @pytest.fixture(autouse=True)
 def private_key_dir(tmp_path_factory, monkeypatch):
-  """Cloud runs' private SSH keys go to a per-test dir (run_keys.ENV_VAR)."""
+  """Cloud runs' private SSH keys go to a per-test dir (run_scope.KEYS_ENV_VAR)."""
   directory = str(tmp_path_factory.mktemp('keys'))
   monkeypatch.setenv('PKB_KEY_DIR', directory)
   return directory

@@ -153,7 +153,7 @@ def Record(results_dir, run_uri):
 
 
 def Workspaces(run_uri, root='/tmp'):
-  """The run's workspaces under `root` (own_dirs: pkb-<run_uri>.XXXXXXXX,
+  """The run's workspaces under `root` (run_scope: pkb-<run_uri>.XXXXXXXX,
   names only the run knows; the VMs' scratch directories are in them)."""
   return glob.glob(os.path.join(glob.escape(str(root)),
                                 glob.escape(f'pkb-{run_uri}.') + '*'))

@@ -19,8 +19,8 @@ import e2e_support
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_keys
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -149,7 +149,7 @@ def test_provision_creates_the_run_and_teardown_from_record_removes_it(
   assert run.TeardownFromDisk() == []
   assert fake.Live() == []
   assert not os.path.exists(vms[0].keyfile)
-  assert not os.path.exists(run_keys.RunKeyDir('abc123'))
+  assert not os.path.exists(run_scope.RunKeyDir('abc123'))
 
 
 @pytest.mark.e2e
@@ -260,7 +260,7 @@ def test_bad_peer_ports_are_refused_before_anything_exists(
 def test_instance_body(fake, tmp_path):
   run = _Run(fake, tmp_path)
   run.Provision()
-  public_key = open(os.path.join(run_keys.RunKeyDir('abc123'),
+  public_key = open(os.path.join(run_scope.RunKeyDir('abc123'),
                                  'pkb_ssh_key.pub')).read()
   policy = _Only(fake.Inserted('resourcePolicies'))
   assert policy['name'] == 'pkb-abc123-compact'
@@ -302,7 +302,7 @@ def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
   run = _Run(fake, tmp_path)
   vms = run.Provision()
   # Kept out of results, in a directory only the operator can read.
-  key_dir = run_keys.RunKeyDir('abc123')
+  key_dir = run_scope.RunKeyDir('abc123')
   key = os.path.join(key_dir, 'pkb_ssh_key')
   assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
   assert stat.S_IMODE(os.stat(key_dir).st_mode) == 0o700

@@ -5,9 +5,9 @@ The audited case (issue 24 point 8): the same --run_uri with two different
 scratch directories (then /tmp/pkb-<run_uri>/<vm>) were the run_uri's: both
 runs took them as their own, both failed (one with a traceback) and a shard was
 left running in a deleted directory that no teardown could stop. Now the
-lock is the run_uri's (run_lock), so the second is refused in one line;
+lock is the run_uri's (run_scope), so the second is refused in one line;
 and no teardown removes a scratch directory while a process still works in
-it (own_dirs.RemoveOwnDir here, own_dirs.RemoteBusyScript over SSH), so a
+it (run_scope.RemoveOwnDir here, run_scope.RemoteBusyScript over SSH), so a
 shard that could not be stopped keeps what finds it.
 """
 
@@ -20,10 +20,9 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_lock
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.local import provider as local
@@ -109,15 +108,15 @@ def test_remove_own_dir_sees_processes_below_it_and_not_elsewhere(tmp_path):
   elsewhere = _Sleeper(str(neighbour))
   below = _Sleeper(str(top / 'deep'))
   try:
-    assert [pid for pid, _ in own_dirs.WorkingIn(str(top))] == [below.pid]
-    with pytest.raises(own_dirs.DirInUse, match=f'PID {below.pid} '):
-      own_dirs.RemoveOwnDir(str(top))
+    assert [pid for pid, _ in run_scope.WorkingIn(str(top))] == [below.pid]
+    with pytest.raises(run_scope.DirInUse, match=f'PID {below.pid} '):
+      run_scope.RemoveOwnDir(str(top))
     assert (top / 'deep').is_dir()
   finally:
     for proc in (below, elsewhere):
       proc.kill()
       proc.wait(timeout=10)
-  own_dirs.RemoveOwnDir(str(top))
+  run_scope.RemoveOwnDir(str(top))
   assert not top.exists() and neighbour.exists()
 
 
@@ -165,8 +164,8 @@ def test_a_lock_directory_another_user_made_is_refused(tmp_path):
   root = tmp_path / f'pkb-runs-{os.geteuid()}'
   root.mkdir(mode=0o700)
   os.chown(root, 65534, 65534)
-  with pytest.raises(own_dirs.NotOwnDir) as refused:
-    run_lock.RunLock('abc', root=str(root)).Acquire()
+  with pytest.raises(run_scope.NotOwnDir) as refused:
+    run_scope.RunLock('abc', root=str(root)).Acquire()
   message = str(refused.value)
   assert '\n' not in message and 'uid 65534' in message, message
   assert 'root must remove it' in message, message
@@ -174,26 +173,26 @@ def test_a_lock_directory_another_user_made_is_refused(tmp_path):
 
 
 def test_the_lock_file_stays_and_is_taken_again(tmp_path):
-  lock = run_lock.RunLock('abc', root=str(tmp_path / 'locks')).Acquire()
+  lock = run_scope.RunLock('abc', root=str(tmp_path / 'locks')).Acquire()
   path = lock.path
   with open(path) as f:
     assert f.read().startswith(f'pid {os.getpid()} on ')
   other = subprocess.run(
       [sys.executable, '-c',
-       'import sys; from perfkitbenchmarker import run_lock, errors\n'
+       'import sys; from perfkitbenchmarker import run_scope, errors\n'
        'try:\n'
-       '  run_lock.RunLock("abc", root=sys.argv[1]).Acquire()\n'
+       '  run_scope.RunLock("abc", root=sys.argv[1]).Acquire()\n'
        'except errors.UsageError as e:\n'
        '  sys.exit(str(e))\n', str(tmp_path / 'locks')],
       capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
   assert other.returncode == 1
   assert f'in use by pid {os.getpid()} ' in other.stderr, other.stderr
-  run_lock.ReleaseAll()
+  run_scope.ReleaseAll()
   assert os.path.exists(path)  # Never removed: no unlink race.
   again = subprocess.run(
       [sys.executable, '-c',
-       'import sys; from perfkitbenchmarker import run_lock\n'
-       'run_lock.RunLock("abc", root=sys.argv[1]).Acquire()\n',
+       'import sys; from perfkitbenchmarker import run_scope\n'
+       'run_scope.RunLock("abc", root=sys.argv[1]).Acquire()\n',
        str(tmp_path / 'locks')],
       capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
   assert again.returncode == 0, again.stderr

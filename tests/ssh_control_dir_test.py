@@ -5,7 +5,7 @@ without the sticky bit, user nobody renamed root's `pkb-ssh-*` control
 directory away, made their own under the same name and listened on the
 `%C` socket name (anyone can compute it): root's ssh handed that socket its
 remote command, stdin, stdout and stderr. The control directory is now made
-by own_dirs.MakeTempDir, which refuses such a TMPDIR in one line before
+by run_scope.MakeTempDir, which refuses such a TMPDIR in one line before
 anything of the run starts; in a sticky TMPDIR (as /tmp is) nobody cannot
 rename it.
 """
@@ -21,7 +21,7 @@ import tempfile
 import pytest
 
 import e2e_support as e2e
-from perfkitbenchmarker import own_dirs
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 
@@ -72,7 +72,7 @@ def test_a_tmpdir_others_can_rename_in_is_refused(tmp_path, tmpdir_env):
   tmpdir_env(shared)
   for check in (lambda: _Vm().control_dir, lambda: _Vm().SshOptions(),
                 ssh_vm.CheckRunDirs):
-    with pytest.raises(own_dirs.NotOwnDir) as refused:
+    with pytest.raises(run_scope.NotOwnDir) as refused:
       check()
     message = str(refused.value)
     assert '\n' not in message, message

@@ -217,7 +217,7 @@ def Install(vm) -> None:
 def IsInstalled(vm) -> bool:
   """True if the library is there, and the run's own: a file of this user
   that nobody else can write (in a scratch directory that is the run's own,
-  own_dirs). Another one is never loaded."""
+  run_scope). Another one is never loaded."""
   lib = shlex.quote(LibraryPath(vm))
   out, _, rc = vm.RemoteCommandWithReturnCode(
       f'test -e {lib} || test -L {lib} || exit 1; '

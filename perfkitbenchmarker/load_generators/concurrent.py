@@ -228,7 +228,7 @@ def ParseBundle(text: str) -> Dict[str, str]:
 def RunRoot(vm) -> str:
   """The directory every process of the run works under on `vm`: the
   parent of its recorded scratch directory (the run's workspace there,
-  shared by its VMs on one machine: own_dirs)."""
+  shared by its VMs on one machine: run_scope)."""
   return posixpath.dirname(vm.scratch_dir.rstrip('/'))
 
 

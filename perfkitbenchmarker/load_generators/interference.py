@@ -212,7 +212,7 @@ class ServerCpuSampler:
     q = shlex.quote
     # Started from the run's root, above the VM's directory (its paths are
     # absolute): teardown does not remove a VM's directory while a process
-    # works in it (own_dirs), and under the run's root the sampler is still
+    # works in it (run_scope), and under the run's root the sampler is still
     # the run's own to the foreign-process scan.
     # `head -n1` returns with its `ready`: Stop then finds it running.
     self.vm.RemoteCommand(

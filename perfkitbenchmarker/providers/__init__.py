@@ -13,7 +13,7 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       refuses bad provider flags (one-line errors) before anything starts;
   CheckRunDirs(run_uri)   (optional)
       refuses a run whose directories on this machine exist and are not
-      the user's own (own_dirs), before anything starts; a provider of SSH
+      the user's own (run_scope), before anything starts; a provider of SSH
       machines refuses there a TMPDIR its control sockets cannot be private
       in (ssh_vm.CheckRunDirs);
 It registers each of its resource kinds with resource.RegisterKind at import,

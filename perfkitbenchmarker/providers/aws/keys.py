@@ -1,7 +1,7 @@
 """The run's SSH key: an ed25519 pair made locally, imported into EC2.
 
 Each run gets its own key (ssh-keygen, private half mode 0600 in the run's
-private 0700 key directory outside results: run_keys), so no personal key is
+private 0700 key directory outside results: run_scope), so no personal key is
 ever put on a VM and the key dies with the run. Only the public half goes to AWS (ImportKeyPair, named pkb-<run_uri>);
 only the private key's path goes into the run record. Teardown deletes the
 EC2 key pair and the local files after the instances that trust them.
@@ -11,7 +11,7 @@ import os
 from typing import Any, Dict, Optional
 
 from perfkitbenchmarker import record_checks
-from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.providers.aws import api
 
@@ -20,7 +20,7 @@ KEY_FILE = 'aws_ssh_key'
 
 def KeyPath(run_uri: str) -> str:
   """The run's private key: in its key directory, never under results."""
-  return os.path.join(run_keys.RunKeyDir(run_uri), KEY_FILE)
+  return os.path.join(run_scope.RunKeyDir(run_uri), KEY_FILE)
 
 
 class KeyPair(api.AwsResource):
@@ -44,7 +44,7 @@ class KeyPair(api.AwsResource):
 
   def _Create(self) -> None:
     directory, file_name = os.path.split(self.key_path)
-    run_keys.MakePrivateDir(directory)
+    run_scope.MakePrivateDir(directory)
     ssh_vm.GenerateKeyPair(directory, self.name, file_name=file_name)
     what = f'importing key pair {self.name}'
     reply = None

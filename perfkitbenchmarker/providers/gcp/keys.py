@@ -1,7 +1,7 @@
 """The run's SSH key pair, as a resource of the run.
 
 Each run gets its own ed25519 key (ssh_vm.GenerateKeyPair: ssh-keygen, mode
-0600, in the run's private 0700 key directory outside results: run_keys), given to its instances through the `ssh-keys`
+0600, in the run's private 0700 key directory outside results: run_scope), given to its instances through the `ssh-keys`
 metadata, so no personal key is put on a VM. Recorded first, the key pair is
 deleted last at teardown, after every instance it opened (and every process
 teardown still had to stop over SSH on them) is gone. Only the key's path is
@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Optional
 
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 
 
@@ -35,7 +35,7 @@ class SshKeyPair(resource.BaseResource):
 
   def _Create(self) -> None:
     # Reuses an existing key: a re-provisioned run's instances trust it.
-    run_keys.MakePrivateDir(self.directory)
+    run_scope.MakePrivateDir(self.directory)
     key_pair = self._generate(self.directory, comment=self.comment)
     self.private_key_path = key_pair.private_key_path
     self.public_key = key_pair.public_key

@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
-from perfkitbenchmarker import run_keys
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import flags as gcp_flags  # pylint: disable=unused-import
@@ -223,7 +223,7 @@ class GceProvider:
                 project=layout.project)
     tag = naming.NetworkTag(spec.run_uri)
 
-    key = keys.SshKeyPair(run_keys.RunKeyDir(spec.run_uri),
+    key = keys.SshKeyPair(run_scope.RunKeyDir(spec.run_uri),
                           comment=f'pkb-{spec.run_uri}',
                           **self._ResourceArgs(spec))
     key.Create()

@@ -16,9 +16,9 @@ from typing import Annotated, Dict, List, Optional, Sequence, Tuple
 import psutil
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 
@@ -43,11 +43,11 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     # the shards' configs and the argv_secret library live here.
     with virtual_machine.WORKSPACE_LOCK:
       workspace = self.RunWorkspace(_Root())
-      if not own_dirs.IsOwnDir(workspace):
-        workspace = own_dirs.MakeTempDir(
-            own_dirs.WorkspacePrefix(self.run_uri), _Root())
+      if not run_scope.IsOwnDir(workspace):
+        workspace = run_scope.MakeTempDir(
+            run_scope.WorkspacePrefix(self.run_uri), _Root())
       self.Remember(scratch_dir=os.path.join(workspace, self.name))
-    os.mkdir(self.scratch_dir, own_dirs.MODE)
+    os.mkdir(self.scratch_dir, run_scope.MODE)
 
   def SameMachine(self, data) -> bool:
     return data.get('cloud') == CLOUD
@@ -58,14 +58,14 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     # Only ever a scratch directory of the run's shape, in a workspace and
     # a directory of our own (another user's, or one others can write to,
     # is refused in one line and left alone).
-    problem = own_dirs.ScratchProblem(self.scratch_dir, _Root(), self.run_uri)
+    problem = run_scope.ScratchProblem(self.scratch_dir, _Root(), self.run_uri)
     if problem:
-      raise own_dirs.NotOwnDir(f'{problem}; left alone.')
+      raise run_scope.NotOwnDir(f'{problem}; left alone.')
     workspace = os.path.dirname(self.scratch_dir)
-    own_dirs.CheckOwnDir(workspace)
+    run_scope.CheckOwnDir(workspace)
     # Not while a process still works in it (a shard that could not be
     # stopped): its config and pidfile are how a later teardown finds it.
-    own_dirs.RemoveOwnDir(self.scratch_dir)
+    run_scope.RemoveOwnDir(self.scratch_dir)
     try:
       os.rmdir(workspace)  # Once the run's last VM here is gone.
     except OSError:
@@ -114,10 +114,10 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   def FromRecord(cls, entry, record) -> 'LocalVirtualMachine':
     fields = record_checks.Parse(cls.Fields, entry, record)
     try:  # A directory someone else made or can write to is not the run's.
-      for path in filter(None, (os.path.dirname(fields.scratch_dir),
-                                fields.scratch_dir)):
-        own_dirs.CheckOwnDirIfExists(path)
-    except own_dirs.NotOwnDir as e:
+      for path in (os.path.dirname(fields.scratch_dir), fields.scratch_dir):
+        if path and os.path.lexists(path):
+          run_scope.CheckOwnDir(path)
+    except run_scope.NotOwnDir as e:
       raise record_checks.RecordRefused(
           f'{cls.KIND} {entry["name"]}: {e}') from None
     vm = cls(virtual_machine.VmSpec(cloud=CLOUD, num_cpus=fields.num_cpus,
@@ -142,7 +142,7 @@ def CheckRunDirs(run_uri: str = '') -> None:
   sticky bit)."""
   del run_uri  # The workspace's name is not the run's to guess.
   if os.path.exists(SCRATCH_ROOT):
-    own_dirs.CheckRoot(SCRATCH_ROOT)
+    run_scope.CheckRoot(SCRATCH_ROOT)
 
 
 def AvailableCores() -> List[int]:

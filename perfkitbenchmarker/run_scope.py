@@ -1,41 +1,40 @@
-"""Directories that are a run's own: made fresh, or reused only when ours.
+"""What a run owns on this machine and its VMs: directories, keys, its lock.
 
-Workspaces. A run works on each machine in one workspace whose name nobody
+Workspaces. On each machine a run works in one workspace whose name nobody
 can know in advance: `MakeTempDir` (mkdtemp) here, `RemoteWorkspaceScript`
 (mktemp -d) on a VM, /tmp/pkb-<run_uri>.XXXXXXXX (the prefix is for
 people), mode 0700; each VM's scratch directory (the shards' configs, the
 argv_secret library, probe files) is <workspace>/<vm name>. Nobody can
-plant a directory where such a name will be, so a workspace needs no check
-before use. Its path goes into the run record before anything is written
-in it, and cleanup, teardown and the samplers (to whom the processes that
-work in the workspace are the run's own) take it from the VM object or the
-record, never from the run_uri. A path read back from a record (input that
-may be hostile) is used only when it has a workspace's shape
-(`ScratchProblem`) and is the running user's own (`CheckOwnDir`, on a VM
-`RemoteOwnScript`).
+plant a directory at such a name first, so it needs no check before use.
+Its path goes into the run record before anything is put in it; cleanup,
+teardown and the samplers (to which processes working in the workspace are
+the run's own) take it from the VM or the record. A path read back from a
+record (input that may be hostile) is used only with a workspace's shape
+(`ScratchProblem`) and as the user's own (`CheckOwnDir`, `RemoteOwnScript`).
 
-Fixed names. What must be found by name (results/runs/<run_uri>, the key
-directory, the lock root) is made by `MakeOwnDir`: mode 0700, one component
-at a time below a trusted root, never through a symlink, checked again once
-made; reused only when it is a real directory of the running user that
-neither group nor others can write; else refused in one line (`NotOwnDir`),
-nothing in it touched. A root must be the user's or root's, and writable by
-all only with the sticky bit (as /tmp is), so nobody can rename our
-directory away and put theirs in its place.
+Fixed names. What must be found by name (results/runs/<run_uri>, the run's
+key directory `RunKeyDir`, the lock root) is made by `MakeOwnDir`: 0700,
+one component at a time below a root checked by `CheckRoot` (the user's or
+root's, writable by all only with the sticky bit, so nobody can rename ours
+away and put theirs in its place), never through a symlink; reused only as
+a real directory of the user that group and others cannot write; else
+refused in one line (`NotOwnDir`), nothing in it touched.
 
 A directory of the run is removed (`RemoveOwnDir`, `RemoteBusyScript`
-before `rm` on a VM) only when no process works in it (its cwd is there): a
-shard that could not be stopped keeps its directory, config and pidfile, so
-a later teardown can still find it.
+before `rm` on a VM) only while no process works in it: a shard that could
+not be stopped keeps its config and pidfile, so a later teardown finds it.
 """
 
+import fcntl
 import os
 import posixpath
 import re
 import shlex
 import shutil
+import socket
 import stat
 import tempfile
+import time
 from typing import List, Optional, Tuple
 
 from perfkitbenchmarker import errors
@@ -52,9 +51,9 @@ class DirInUse(errors.ResourceError):
   """A directory of the run is still some process's working directory."""
 
 
-def Problem(st: os.stat_result, uid: Optional[int] = None) -> Optional[str]:
+def Problem(st: os.stat_result) -> Optional[str]:
   """Why a directory with this (l)stat is not the run's own, or None."""
-  uid = os.geteuid() if uid is None else uid
+  uid = os.geteuid()
   if stat.S_ISLNK(st.st_mode):
     return 'it is a symlink'
   if not stat.S_ISDIR(st.st_mode):
@@ -102,12 +101,6 @@ def IsOwnDir(path: str) -> bool:
     return False
 
 
-def CheckOwnDirIfExists(path: str) -> None:
-  """CheckOwnDir for a path that may not exist yet (then nothing to check)."""
-  if os.path.lexists(path):
-    CheckOwnDir(path)
-
-
 def _RootProblem(st: os.stat_result, trusted=()) -> Optional[str]:
   """Why a directory with this stat cannot hold a run's directories."""
   if st.st_uid not in (os.geteuid(), 0, *trusted):
@@ -134,18 +127,12 @@ def CheckRoot(root: str, advice: Optional[str] = None) -> None:
 
 
 def CheckAncestors(path: str, advice: str = _ROOT_ADVICE) -> None:
-  """Raises NotOwnDir when a directory above `path` is another user's.
-
-  Whoever owns a directory (or, without the sticky bit, anyone who can
-  write to it) can rename what is in it, so a root made inside another
-  user's directory (an installed pkb's <tmp>/perfkitbenchmarker made by
-  someone else first), or reached through their symlink, is theirs to swap.
-  Each existing component of path's absolute name is checked unresolved
-  (lstat: a symlink must be the user's or root's) and resolved. The
-  directories holding pkb's own code, and those of the code's owner, are
-  trusted as the code is (a checkout of a CI user's run as root: that user
-  could change the code itself).
-  """
+  """Raises NotOwnDir when a directory above `path` is another user's:
+  its owner could rename what is in it (an installed pkb's
+  <tmp>/perfkitbenchmarker made by someone else first). Each existing
+  component is checked unresolved (a symlink must be the user's or root's)
+  and resolved; pkb's own code's directories and owner are trusted as the
+  code is (a CI user's checkout run as root)."""
   code = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
   trusted = (os.stat(code).st_uid,)
   current = os.sep
@@ -178,27 +165,18 @@ def _RefuseParent(path: str, reason: str,
       f'could swap them; left alone. {advice}')
 
 
-def TempRoot() -> str:
-  """Where MakeTempDir makes directories: TMPDIR, else the system's."""
-  return tempfile.gettempdir()
-
-
 def CheckTempRoot() -> None:
-  """Raises NotOwnDir unless MakeTempDir can make a private directory
-  (for a refusal before anything of the run starts)."""
-  CheckRoot(TempRoot(), TEMP_ADVICE)
+  """Raises NotOwnDir unless MakeTempDir can make a private directory in
+  TMPDIR (a refusal before anything of the run starts)."""
+  CheckRoot(tempfile.gettempdir(), TEMP_ADVICE)
 
 
 def MakeTempDir(prefix: str, root: Optional[str] = None) -> str:
-  """A fresh directory of the run's own with an unguessable name.
-
-  mkdtemp (mode 0700) in `root` (default TempRoot()), made if missing,
-  which must pass CheckRoot: in a directory anyone can write to without the
-  sticky bit, another user could rename ours away and put theirs under the
-  same name. Checked again once made (a default ACL, a umask).
-  """
+  """A fresh directory (mkdtemp: 0700, an unguessable name) in `root`
+  (default TMPDIR), made if missing, which must pass CheckRoot; checked
+  again once made (a default ACL, a umask)."""
   advice = None if root else TEMP_ADVICE
-  root = root or TempRoot()
+  root = root or tempfile.gettempdir()
   try:
     os.makedirs(root, exist_ok=True)
   except OSError:
@@ -374,3 +352,138 @@ def RemoteBusyScript(path: str) -> str:
           'c=$(readlink "$p/cwd" 2>/dev/null) || continue; '
           'case "$c" in "$d"|"$d"/*) n=$(cat "$p/comm" 2>/dev/null); '
           f'echo "{message}" >&2; exit 3;; esac; done')
+
+
+# The run's private SSH key (cloud runs) lives outside results/ (what is
+# meant to be shared): $PKB_KEY_DIR/<run_uri>/ (tests set it), else
+# $XDG_STATE_HOME/pkb/keys/<run_uri>/, else ~/.local/state/pkb/keys/<run_uri>/.
+# record_checks.LocalRunRoots counts it among the run's roots, so teardown
+# (with the same environment) may delete the key and then the directory.
+KEYS_ENV_VAR = 'PKB_KEY_DIR'
+
+
+def KeysRoot() -> str:
+  """The directory holding every run's key directory."""
+  root = os.environ.get(KEYS_ENV_VAR)
+  if not root:
+    state = os.environ.get('XDG_STATE_HOME') or os.path.join(
+        os.path.expanduser('~'), '.local', 'state')
+    root = os.path.join(state, 'pkb', 'keys')
+  return os.path.abspath(root)
+
+
+def RunKeyDir(run_uri: str) -> str:
+  """The run's key directory (not created)."""
+  return os.path.join(KeysRoot(), run_uri)
+
+
+def MakePrivateDir(directory: str) -> str:
+  """directory, made the run's own (MakeOwnDir) and 0700."""
+  MakeOwnDir(directory)
+  os.chmod(directory, MODE)
+  return directory
+
+
+def RemoveKeyDirIfEmpty(key_path: str) -> None:
+  """Removes the run's key directory holding key_path once it is empty
+  (only one directly under KeysRoot(): an older run's key sits in its
+  results directory, left alone)."""
+  directory = os.path.dirname(os.path.abspath(key_path))
+  if os.path.dirname(directory) == KeysRoot():
+    try:
+      os.rmdir(directory)
+    except OSError:
+      pass  # Not empty or already gone.
+
+
+# One pkb process per run_uri on this machine. The run_uri names the run's
+# record, cloud resources and BigQuery rows whatever --results_dir says, so
+# two processes with the same --run_uri never run at once (one would tear
+# down what the other's record holds): the first takes `flock` on
+# <LockRoot()>/<run_uri>.lock until it exits, a second is refused in one
+# line naming the owner written in the file. The kernel drops a flock when
+# its holder dies (even by SIGKILL), so a stale file never blocks a later
+# stage. The file is never removed, so whoever opens that name gets the one
+# file every holder locked; LockRoot is the user's own (MakeOwnDir) in /tmp.
+LOCK_PARENT = '/tmp'
+_HELD = {}  # Lock path -> RunLock held by this process.
+
+
+def LockRoot() -> str:
+  """The running user's directory of run locks."""
+  return os.path.join(LOCK_PARENT, f'pkb-runs-{os.geteuid()}')
+
+
+class RunLock:
+  """Holds the run's lock for as long as the object (and process) lives."""
+
+  def __init__(self, run_uri: str, root: Optional[str] = None):
+    self.root = root or LockRoot()
+    self.path = os.path.join(self.root, f'{run_uri}.lock')
+    self.run_uri = run_uri
+    self._fd: Optional[int] = None
+
+  def Acquire(self) -> 'RunLock':
+    if self.path in _HELD:  # This process has it already (in-process runs).
+      return _HELD[self.path]
+    fd = self._Open()
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
+      os.close(fd)
+      raise errors.UsageError(
+          f'Run {self.run_uri} is in use by {owner or "another pkb"}; wait '
+          'for it to finish or use another --run_uri.') from None
+    except OSError:
+      os.close(fd)
+      raise
+    if not self._StillNamed(fd):  # Removed by hand as we opened it.
+      os.close(fd)
+      raise errors.UsageError(f'The run lock {self.path} was removed as it '
+                              'was taken; try again.')
+    started = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime())
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f'pid {os.getpid()} on {socket.gethostname()} since '
+              f'{started}\n'.encode(), 0)
+    self._fd = fd
+    _HELD[self.path] = self
+    return self
+
+  def _Open(self) -> int:
+    MakeOwnDir(self.root, os.path.dirname(self.root), advice=(
+        'It holds your runs\' locks: remove it if it is yours; if another '
+        'user made it, root must remove it.'))
+    try:
+      # O_CLOEXEC (Python's default) keeps the lock out of child processes:
+      # a daemonized redis-server must not hold the run's lock after pkb.
+      return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
+                     0o600)
+    except OSError as e:
+      raise errors.UsageError(
+          f'Cannot create the run lock {self.path}: {e.strerror}.') from None
+
+  def _StillNamed(self, fd: int) -> bool:
+    try:
+      named = os.stat(self.path, follow_symlinks=False)
+    except OSError:
+      return False
+    mine = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+  def Release(self) -> None:
+    """Drops the lock (the file stays: see the module doc)."""
+    if self._fd is not None:
+      try:
+        os.ftruncate(self._fd, 0)  # No owner named once nobody holds it.
+      except OSError:
+        pass
+      os.close(self._fd)  # Closing the last descriptor drops the flock.
+      self._fd = None
+      _HELD.pop(self.path, None)
+
+
+def ReleaseAll() -> None:
+  """Every lock this process holds, released."""
+  for lock in list(_HELD.values()):
+    lock.Release()

@@ -18,9 +18,9 @@ import subprocess
 import pytest
 
 import e2e_support as e2e
-from perfkitbenchmarker import own_dirs
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker.providers.local import provider as local
 
 IS_ROOT = os.geteuid() == 0
@@ -160,27 +160,27 @@ def test_teardown_leaves_a_foreign_scratch_dir_alone(tmp_path, monkeypatch):
 
 
 def test_make_own_dir(tmp_path):
-  made = own_dirs.MakeOwnDir(str(tmp_path / 'a' / 'b'), str(tmp_path))
+  made = run_scope.MakeOwnDir(str(tmp_path / 'a' / 'b'), str(tmp_path))
   for path in (tmp_path / 'a', tmp_path / 'a' / 'b'):
     assert stat.S_IMODE(os.lstat(path).st_mode) == 0o700
   # A resumed stage: the same directories, still ours, are reused.
-  assert own_dirs.MakeOwnDir(made, str(tmp_path)) == made
+  assert run_scope.MakeOwnDir(made, str(tmp_path)) == made
   os.chmod(tmp_path / 'a', 0o770)
-  with pytest.raises(own_dirs.NotOwnDir, match='others can write'):
-    own_dirs.MakeOwnDir(made, str(tmp_path))
+  with pytest.raises(run_scope.NotOwnDir, match='others can write'):
+    run_scope.MakeOwnDir(made, str(tmp_path))
   os.chmod(tmp_path / 'a', 0o700)
   (tmp_path / 'file').write_text('')
-  with pytest.raises(own_dirs.NotOwnDir, match='not a directory'):
-    own_dirs.MakeOwnDir(str(tmp_path / 'file' / 'x'), str(tmp_path))
+  with pytest.raises(run_scope.NotOwnDir, match='not a directory'):
+    run_scope.MakeOwnDir(str(tmp_path / 'file' / 'x'), str(tmp_path))
   # A root anyone can write to without the sticky bit: ours could be
   # renamed away and replaced.
   open_root = tmp_path / 'open'
   open_root.mkdir()
   os.chmod(open_root, 0o777)
-  with pytest.raises(own_dirs.NotOwnDir, match='sticky'):
-    own_dirs.MakeOwnDir(str(open_root / 'x'))
+  with pytest.raises(run_scope.NotOwnDir, match='sticky'):
+    run_scope.MakeOwnDir(str(open_root / 'x'))
   os.chmod(open_root, 0o1777)
-  own_dirs.MakeOwnDir(str(open_root / 'x'))
+  run_scope.MakeOwnDir(str(open_root / 'x'))
 
 
 @pytest.mark.e2e
@@ -193,25 +193,25 @@ def test_remote_workspace_and_own_scripts(tmp_path):
                           text=True, timeout=10)
 
   root = str(tmp_path)
-  made = Bash(own_dirs.RemoteWorkspaceScript('r1', 'servers-0', '', root))
+  made = Bash(run_scope.RemoteWorkspaceScript('r1', 'servers-0', '', root))
   path = made.stdout.strip()
-  assert own_dirs.ScratchProblem(path, root, 'r1') is None
+  assert run_scope.ScratchProblem(path, root, 'r1') is None
   workspace = os.path.dirname(path)
   assert stat.S_IMODE(os.stat(workspace).st_mode) == 0o700
-  again = Bash(own_dirs.RemoteWorkspaceScript('r1', 'clients-0', workspace,
+  again = Bash(run_scope.RemoteWorkspaceScript('r1', 'clients-0', workspace,
                                               root))
   assert again.stdout.strip() == f'{workspace}/clients-0'  # Shared.
-  assert Bash(own_dirs.RemoteOwnScript([workspace, path])).returncode == 0
+  assert Bash(run_scope.RemoteOwnScript([workspace, path])).returncode == 0
   os.chmod(workspace, 0o777)  # No longer the run's own: not shared ...
-  fresh = Bash(own_dirs.RemoteWorkspaceScript('r1', 'clients-1', workspace,
+  fresh = Bash(run_scope.RemoteWorkspaceScript('r1', 'clients-1', workspace,
                                               root)).stdout.strip()
   assert os.path.dirname(fresh) not in ('', workspace)
-  refused = Bash(own_dirs.RemoteOwnScript([workspace, path]))  # ... or removed.
+  refused = Bash(run_scope.RemoteOwnScript([workspace, path]))  # ... or removed.
   assert refused.returncode == 3 and 'left alone' in refused.stderr
   os.symlink(path, tmp_path / 'link')
-  assert Bash(own_dirs.RemoteOwnScript([str(tmp_path / 'link')])
+  assert Bash(run_scope.RemoteOwnScript([str(tmp_path / 'link')])
              ).returncode == 3
-  assert Bash(own_dirs.RemoteOwnScript([str(tmp_path / 'gone')])
+  assert Bash(run_scope.RemoteOwnScript([str(tmp_path / 'gone')])
              ).returncode == 0
 
 
@@ -224,11 +224,11 @@ def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):
   open_dir.mkdir()
   os.chmod(open_dir, 0o777)
   runs = open_dir / 'perfkitbenchmarker' / 'runs'
-  with pytest.raises(own_dirs.NotOwnDir, match='sticky'):
-    own_dirs.MakeOwnDir(str(runs / 'r1'))
+  with pytest.raises(run_scope.NotOwnDir, match='sticky'):
+    run_scope.MakeOwnDir(str(runs / 'r1'))
   assert not (runs / 'r1').exists()
   os.chmod(open_dir, 0o1777)  # As /tmp is: ours cannot be renamed away.
-  own_dirs.MakeOwnDir(str(runs / 'r1'))
+  run_scope.MakeOwnDir(str(runs / 'r1'))
   assert stat.S_IMODE(os.lstat(runs / 'r1').st_mode) == 0o700
 
 
@@ -251,7 +251,7 @@ def test_another_users_parent_of_the_runs_root_is_refused(tmp_path, planted):
   else:
     os.symlink(target, planted_path)
     os.lchown(planted_path, 65534, 65534)
-  with pytest.raises(own_dirs.NotOwnDir, match='uid 65534'):
-    own_dirs.MakeOwnDir(str(planted_path / 'runs' / 'r1'))
+  with pytest.raises(run_scope.NotOwnDir, match='uid 65534'):
+    run_scope.MakeOwnDir(str(planted_path / 'runs' / 'r1'))
   assert not os.path.lexists(planted_path / 'runs')
   assert os.listdir(target) == []
