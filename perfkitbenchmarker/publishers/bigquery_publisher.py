@@ -158,8 +158,7 @@ def _BoundedClient(project: Optional[str], credentials: Any,
 
 
 def MakeReadClient(project: Optional[str] = None) -> bigquery.Client:
-  """A client with default credentials for reading a table (compare), each
-  answer read within bounded_http's time and size limits."""
+  """A bounded client with default credentials, for reading a table."""
   return _BoundedClient(project, None, None)
 
 
@@ -328,12 +327,8 @@ def PublishFiles(options: bigquery_options.BigQueryOptions,
                  paths: Sequence[str], run_uri: Optional[str] = None,
                  client: Optional[bigquery.Client] = None,
                  **publisher_args) -> PublishResult:
-  """Publishes the PKB samples in files/directories (of one run if given).
-
-  Raises:
-    bigquery_schema.ResultsFileError: a file is not PKB samples (bad input).
-    PublishError: BigQuery refused or could not be reached.
-  """
+  """Publishes the PKB samples in files/directories (of one run if given):
+  ResultsFileError for bad input, PublishError when BigQuery fails."""
   rows = schema.ReadResultsFiles(paths, run_uri)
   if not rows:
     return PublishResult(str(options.table), 0, 0)

@@ -174,9 +174,7 @@ def ReadResultsFiles(paths: Iterable[str],
     try:
       with regular_files.OpenRegular(path) as f:
         lines = f.read().decode('utf-8').splitlines()
-    except regular_files.NotRegular as e:  # A FIFO would block for ever.
-      raise ResultsFileError(f'{path}: cannot read it ({e}).') from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (regular_files.NotRegular, OSError, UnicodeDecodeError) as e:
       raise ResultsFileError(f'{path}: cannot read it ({e}).') from None
     for number, line in enumerate(lines, 1):
       if not line.strip():

@@ -50,11 +50,8 @@ def CheckOwnFile(path: str) -> int:
 
 @contextlib.contextmanager
 def Locked(path: str, nofollow: int) -> Iterator[int]:
-  """An fd of the file now at `path` (made if missing), held exclusively.
-
-  Raises:
-    errors.ResultsFileError: the file cannot be opened or locked.
-  """
+  """An fd of the file now at `path` (made if missing), held exclusively;
+  ResultsFileError when it cannot be opened or locked."""
   while True:
     try:
       # O_NONBLOCK: a FIFO put there meanwhile never blocks the open.
