@@ -103,12 +103,15 @@ def RunLocal(command: str, cwd: Optional[str] = None,
   full_env = dict(os.environ)
   if env:
     full_env.update(env)
+  stops = StopCount()
   proc = subprocess.Popen(
       ['bash', '-c', command], cwd=cwd, env=full_env, text=True,
       stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-  _CHILDREN[proc.pid] = proc
   try:
+    _CHILDREN[proc.pid] = proc
+    if StopCount() != stops:  # A stop landed as it started, maybe unseen
+      KillGroup(proc.pid)     # by StopChildren (it counts, then looks).
     if on_start:
       on_start(proc.pid)
     if stdin is not None and not isinstance(stdin, str):

@@ -109,6 +109,25 @@ def test_the_deadline_stops_commands_other_threads_wait_for():
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(60)
+def test_a_stop_while_a_command_starts_still_stops_it(monkeypatch):
+  """A signal or the deadline landing between a command's start and its
+  registration (StopChildren looked before it was there): the command is
+  killed as it registers, instead of running on after the stop (the
+  probe nobody killed, seen once in matrix_test's sighup_terminal_gone)."""
+  start = subprocess.Popen
+
+  def StartThenStop(*args, **kwargs):
+    proc = start(*args, **kwargs)
+    vm_util.StopChildren()  # Finds nothing of this command yet.
+    return proc
+
+  monkeypatch.setattr(vm_util.subprocess, 'Popen', StartThenStop)
+  out, _, rc = vm_util.RunLocal('sleep 20; echo ran on')
+  assert (out, rc) == ('', -signal.SIGKILL)
+
+
+@pytest.mark.e2e
 def test_sigint_stops_a_ycsb_probe_within_seconds(tmp_path):
   _NeedsYcsb()
   results = str(tmp_path)
