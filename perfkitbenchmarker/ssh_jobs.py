@@ -56,6 +56,12 @@ def _AddCollected(vm, jobs: List[str]) -> None:
 STARTED_MARKER = '@pkb-job-started'
 
 
+def _LostConnection(vm, doing: str, rc: int, err: str) -> None:
+  logging.warning('Lost the connection to %s while %s a command (exit %s: '
+                  '%s); reconnecting', vm.name, doing, rc,
+                  remote_shell.CleanStderr(err).strip()[-200:])
+
+
 def Start(vm, command: str, timeout: float,
           env: Optional[Dict[str, str]] = None, wait_s: float = 0.0
           ) -> Tuple[str, Optional[Tuple[str, str, int]]]:
@@ -90,9 +96,7 @@ def Start(vm, command: str, timeout: float,
   try:
     collected = remote_shell.ParseCollected(rest)
   except ValueError:
-    logging.warning('Lost the connection to %s while waiting for a '
-                    'command (exit %s: %s); reconnecting', vm.name, rc,
-                    remote_shell.CleanStderr(err).strip()[-200:])
+    _LostConnection(vm, 'waiting for', rc, err)
     return job, None
   if collected is not None:
     _AddCollected(vm, [job])
@@ -129,11 +133,8 @@ def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
       return max(RECONNECT_PAUSE_S, min(retry_after or 0, deadline - clock()))
     try:
       collected = remote_shell.ParseCollected(out)
-    except ValueError:
-      # Cut short: the connection dropped while it printed.
-      logging.warning('Lost the connection to %s while collecting a '
-                      'command (exit %s: %s); reconnecting', vm.name, rc,
-                      remote_shell.CleanStderr(err).strip()[-200:])
+    except ValueError:  # Cut short: the connection dropped while it printed.
+      _LostConnection(vm, 'collecting', rc, err)
       return RECONNECT_PAUSE_S
     if collected is None:
       return 0.0  # Still running: the collect script itself waited.

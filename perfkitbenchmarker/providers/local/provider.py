@@ -221,25 +221,19 @@ def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
   """Builds the run's Local VMs, servers placed first on the cores."""
   import dataclasses  # pylint: disable=g-import-not-at-top
   group_specs = spec.GroupSpecs()
-  counts = spec.GroupCounts()
-  order = sorted(group_specs, key=lambda g: (g != 'servers', g))
-  requests = [(f'{group}-{i}', group_specs[group].num_cpus)
-              for group in order for i in range(counts[group])]
   cores = AvailableCores()
-  assignment = PlannedCores(spec, cores)
-  memory_each = HostMemoryMib() // max(1, len(requests))
+  assignment = PlannedCores(spec, cores)  # Servers first, in VM order.
+  memory_each = HostMemoryMib() // max(1, len(assignment))
   groups: Dict[str, List[LocalVirtualMachine]] = {}
-  for group in order:
-    for i in range(counts[group]):
-      name = f'{group}-{i}'
-      vm_spec = group_specs[group]
-      pinned = assignment[name]
-      vm_spec = dataclasses.replace(
-          vm_spec,
-          num_cpus=len(pinned) if pinned else (vm_spec.num_cpus or len(cores)),
-          memory_mib=vm_spec.memory_mib or memory_each)
-      vm = LocalVirtualMachine(vm_spec, name, group, run_uri=spec.run_uri,
-                               record=spec.record)
-      vm.cpu_set = pinned
-      groups.setdefault(group, []).append(vm)
+  for name, pinned in assignment.items():
+    group = name.rsplit('-', 1)[0]
+    vm_spec = group_specs[group]
+    vm_spec = dataclasses.replace(
+        vm_spec,
+        num_cpus=len(pinned) if pinned else (vm_spec.num_cpus or len(cores)),
+        memory_mib=vm_spec.memory_mib or memory_each)
+    vm = LocalVirtualMachine(vm_spec, name, group, run_uri=spec.run_uri,
+                             record=spec.record)
+    vm.cpu_set = pinned
+    groups.setdefault(group, []).append(vm)
   return groups
