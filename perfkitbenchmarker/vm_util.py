@@ -15,6 +15,7 @@ logging filter installed by `InstallSecretFilter` and `Mask` replace them with
 import ipaddress
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import threading
@@ -243,7 +244,6 @@ def CheckedOutput(out: str, err: str, rc: int, command: str,
 
 
 def QuoteAll(argv: Sequence[str]) -> str:
-  import shlex  # pylint: disable=g-import-not-at-top
   return ' '.join(shlex.quote(str(a)) for a in argv)
 
 

@@ -65,10 +65,6 @@ RETIRED: Dict[str, str] = {
 }
 
 
-def Supported() -> str:
-  return ', '.join(sorted(OS_IMAGES))
-
-
 def OsImageFor(os_type: str) -> OsImage:
   """The OsImage of --os_type; a one-line UsageError naming the choices."""
   if os_type in OS_IMAGES:
@@ -77,7 +73,7 @@ def OsImageFor(os_type: str) -> OsImage:
   why = f' ({reason})' if reason else ''
   raise errors.UsageError(
       f'--os_type={os_type} is not available on AWS{why}; use one of: '
-      f'{Supported()}.')
+      f'{", ".join(sorted(OS_IMAGES))}.')
 
 
 def ParameterName(os_type: str, architecture: str) -> str:

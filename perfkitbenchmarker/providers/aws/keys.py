@@ -1,10 +1,7 @@
 """The run's SSH key: an ed25519 pair made locally, imported into EC2.
 
-Each run gets its own key (ssh-keygen, private half mode 0600 in the run's
-private 0700 key directory outside results: run_scope), so no personal key is
-ever put on a VM and the key dies with the run. Only the public half goes to AWS (ImportKeyPair, named pkb-<run_uri>);
-only the private key's path goes into the run record. Teardown deletes the
-EC2 key pair and the local files after the instances that trust them.
+The run's own key (ssh_vm.GenerateKeyPair), so no personal key is ever put on
+a VM; only its public half goes to AWS, only its path into the run record.
 """
 
 import os

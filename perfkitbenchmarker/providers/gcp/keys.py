@@ -1,11 +1,9 @@
 """The run's SSH key pair, as a resource of the run.
 
-Each run gets its own ed25519 key (ssh_vm.GenerateKeyPair: ssh-keygen, mode
-0600, in the run's private 0700 key directory outside results: run_scope), given to its instances through the `ssh-keys`
-metadata, so no personal key is put on a VM. Recorded first, the key pair is
-deleted last at teardown, after every instance it opened (and every process
-teardown still had to stop over SSH on them) is gone. Only the key's path is
-recorded, never its contents.
+The run's own key (ssh_vm.GenerateKeyPair), given to its instances through
+the `ssh-keys` metadata, so no personal key is put on a VM. Recorded first,
+it is deleted last, after every instance (and every process teardown had to
+stop over SSH on them). Only its path is recorded, never its contents.
 """
 
 import os
