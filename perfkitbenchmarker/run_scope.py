@@ -191,9 +191,7 @@ def MakeTempDir(prefix: str, root: Optional[str] = None) -> str:
   return path
 
 
-def WorkspacePrefix(run_uri: str) -> str:
-  """How a run's workspaces are named (a '.' and random characters follow:
-  no run_uri has a '.')."""
+def WorkspacePrefix(run_uri: str) -> str:  # No run_uri has a '.'.
   return f'pkb-{run_uri}.'
 
 
@@ -269,12 +267,9 @@ def MakeOwnDir(path: str, root: Optional[str] = None,
 
 def RemoteWorkspaceScript(run_uri: str, name: str, workspace: str = '',
                           root: str = '/tmp') -> str:
-  """Shell that makes VM `name`'s scratch directory and prints its path.
-
-  It goes in `workspace` (another VM of the run on the same machine made
-  it) while that is still a 0700 directory of the remote user, else in a
-  new workspace made by mktemp -d under `root`.
-  """
+  """Shell that makes and prints VM `name`'s scratch directory: in
+  `workspace` while that is a 0700 directory of the remote user, else in
+  a new one made by mktemp -d under `root`."""
   q = shlex.quote
   template = q(f'{root.rstrip("/")}/{WorkspacePrefix(run_uri)}XXXXXXXX')
   return (f'd={q(workspace)}; if [ -z "$d" ] || [ -L "$d" ] || '

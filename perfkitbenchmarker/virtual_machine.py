@@ -22,8 +22,7 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
 
-# Held while a VM finds or makes its workspace and records its scratch
-# directory, so two VMs of one machine created at once share one.
+# Two VMs of one machine created at once share one workspace.
 WORKSPACE_LOCK = threading.Lock()
 
 
@@ -76,18 +75,14 @@ class BaseVirtualMachine(resource.BaseResource):
     self.scratch_dir = ''
     self._installed: set = set()
 
-  def SameMachine(self, data: Dict[str, Any]) -> bool:
-    """Whether the VM another record entry's `data` describes is this
-    machine (its VMs then share the run's workspace there)."""
-    del data
+  def SameMachine(self, unused_data: Dict[str, Any]) -> bool:
+    """Whether the VM of another entry's data is this machine."""
     return False
 
   def RunWorkspace(self, root: str) -> str:
-    """The workspace under `root` that another VM of the run on this
-    machine recorded (its scratch directory's parent), or ''. The run's
-    processes there are then all under it, so to a sampler's
-    foreign-process scan they are the run's own. Called under
-    WORKSPACE_LOCK; whose it is is the caller's to check."""
+    """The workspace another VM of the run on this machine recorded, or
+    '' (under WORKSPACE_LOCK): shared, the run's processes there are all
+    the run's own to a sampler's foreign-process scan."""
     for entry in self.record.Resources() if self.record else ():
       data = entry['data']
       if (entry['name'] != self.name and entry['status'] != 'deleted' and
