@@ -188,9 +188,6 @@ def test_resp_set_commands():
   assert '$16\r\nkey:000000000000\r\n' in resp
   assert 'key:000000000002' in resp and 'key:000000000003' not in resp
   assert commands.RedisBenchmarkKeyPrefix('06S') == 'key:{06S}:'
-  memtier = ''.join(commands.MemtierKeysPreloadResp(
-      base.Workload(key_minimum=1, key_maximum=2, data_size=1)))
-  assert 'memtier-1\r\n' in memtier and 'memtier-2\r\n' in memtier
 
 
 def test_redis_cli_pipe_command():

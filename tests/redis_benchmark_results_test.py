@@ -145,17 +145,6 @@ def test_last_progress_of_plain_output():
       106053.0, 0.160)
 
 
-def test_result_from_progress():
-  progress = rb.LastProgress(
-      _Read('redis-benchmark_single_t1c32_n400000_q.txt'), 'SET')
-  result = rb.RedisBenchmarkTestResult.FromProgress(progress, seconds=2.0,
-                                                    clients=32)
-  assert result.rps == 108256.1
-  assert result.avg_latency_ms == 0.158
-  assert result.requests == round(108256.1 * 2)
-  assert result.source == 'progress'
-
-
 def test_tool_latency_leaves_out_client_queueing():
   # README: requests/s x average latency comes to about connections / 2.
   for result in rb.ParseCsv(_Read('redis-benchmark_single_t1c32_n400000.csv')):

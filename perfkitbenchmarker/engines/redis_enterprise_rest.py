@@ -1,33 +1,17 @@
-"""A small client of the Redis Enterprise REST API: cluster bootstrap,
-databases and access.
+"""A small client of the Redis Enterprise REST API (documented endpoints only).
 
-Forming the cluster (Redis Enterprise Software's documented "Bootstrap
-requests" and "Bootstrap object"): POST /v1/bootstrap/create_cluster on the
-first node and POST /v1/bootstrap/join_cluster on each other node, each to
-the node's own API, with a bootstrap object of `action`, `cluster`
-(cluster_identity: `name` to create, `nodes`, the addresses of existing
-members, to join), `credentials` (`username`, `password`) and, to create,
-`license` (the licence text). The request is asynchronous (200 once
-accepted, 409 while a bootstrap is in progress), so the caller polls
-GET /v1/bootstrap until `bootstrap_status.state` is `completed` (or `error`,
-with `error_code` and `error_details.message`). A node not yet in a cluster
-answers these without credentials; once it is in one, with them only, so
-they are always sent.
+Cluster: POST /v1/bootstrap/create_cluster on the first node and
+/v1/bootstrap/join_cluster on the others, each to the node's own API; the
+request is asynchronous, so GET /v1/bootstrap is polled until `completed` or
+`error`. Credentials are always sent: a node answers without them only until
+it is in a cluster. Databases: /v1/bdbs (status goes pending -> active;
+deleted once GET answers 404); the load generators' restricted user:
+/v1/redis_acls, /v1/roles, /v1/users, bound through `roles_permissions`.
 
-Documented endpoints used: POST /v1/bdbs (create), GET /v1/bdbs and
-/v1/bdbs/<uid> (list, read; `status` goes pending -> active), DELETE
-/v1/bdbs/<uid> (gone when GET answers 404); and for the load generators'
-restricted database user, POST and DELETE of /v1/redis_acls, /v1/roles and
-/v1/users, bound to each database through its `roles_permissions`. Errors
-come back as JSON `{"error_code": ..., "description": ...}` with a 4xx/5xx
-status.
-
-The HTTP session and base URL are injected: tests pass a requests.Session
-and the address of a local fake (tests/fake_redis_enterprise.py); a cloud
-run passes `CurlOnVm`, which runs curl on the first server VM against its
-own https://localhost:9443 (`LocalApiUrl`; the password goes to curl on
-stdin, not on its command line). Clock and sleep are injected too, so slow
-`active` status is tested without waiting.
+The HTTP session, base URL, clock and sleep are injected: tests pass a
+requests.Session and a local fake (tests/fake_redis_enterprise.py); a cloud
+run passes `CurlOnVm` (curl on the first server VM to its own
+https://localhost:9443, the password on curl's stdin, never its argv).
 """
 
 import dataclasses

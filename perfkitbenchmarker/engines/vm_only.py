@@ -1,14 +1,9 @@
 """Dragonfly and KeyDB: engines for cloud and static VMs only.
 
-Neither is installable on this machine (their release packages and
-repositories are not reachable from it), so on the Local provider each
-refuses in one line before anything starts (`engines.RefuseLocal`, also
-called by the study's options check). On VMs they use linux_packages/
-dragonfly_server.py and keydb_server.py; cluster formation and key counts are
-Redis OSS's (both speak the protocol), and so is KeyDB's password read-back.
-Each engine takes where its release comes from (`release_url` /
-`source_url`) and where a tar.gz or source install goes (`prefix`), with the
-real defaults; tests/vm_engines_ssh_test.py gives loopback ones.
+Neither is installable on this machine, so on the Local provider each
+refuses in one line before anything starts (`LOCAL_REFUSAL`). Cluster
+formation and key counts are Redis OSS's (both speak the protocol), and so
+is KeyDB's password read-back.
 """
 
 import dataclasses

@@ -1,26 +1,14 @@
 """Dragonfly on remote VMs: install script, flag file, start command.
 
-Dragonfly is one multi-threaded process per VM (`--proactor_threads`, one
-per vCPU by default) that speaks the Redis protocol; redis-cli drives it.
-It is installed from Dragonfly's release packages for the VM's CPU
-(`dragonfly_amd64.deb` / `dragonfly_arm64.deb` on apt systems, the
-`dragonfly-<arch>.tar.gz` binary elsewhere), pinned to RELEASE unless
---redis_server_version names another release. Not installable on this
-machine (no release host is reachable from here): the Local provider refuses
-the engine in one line. tests/vm_engines_ssh_test.py runs the tar.gz install
-and the start, version and stop commands over a loopback sshd against a
-stand-in release it serves itself (the .deb path needs dpkg and root).
-
-Settings go into a 0600 flag file (`--flagfile`), so the password is never
-on a command line. `--cluster_mode=emulated` makes one process answer
-CLUSTER commands, for clients run in cluster mode.
-
-Extension seam: every function here except `Install` is pure (`Install`
-builds the script through remote_install.ScriptFor, so its refusals name
-the VM). `release_url`
-(where releases are downloaded from) and `prefix` (where the tar.gz binary
-goes; it must be on the VM's PATH, as /usr/local is) are arguments of
-`Install` and the engine, so a mirror or a test can supply its own.
+Dragonfly is one multi-threaded process per VM (`--proactor_threads`) that
+speaks the Redis protocol; redis-cli drives it. It is installed from its
+release packages for the VM's CPU (.deb on apt systems, the tar.gz binary
+elsewhere), pinned to RELEASE unless --redis_server_version names another;
+none is reachable from this machine, so the Local provider refuses the
+engine. Settings go into a 0600 flag file (`--flagfile`), so the password is
+never on a command line. `release_url` and `prefix` (on the VM's PATH) are
+arguments so a mirror or a test (tests/vm_engines_ssh_test.py) can supply
+its own.
 """
 
 import re

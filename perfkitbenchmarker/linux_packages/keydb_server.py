@@ -1,23 +1,13 @@
 """KeyDB on remote VMs: install script and its shard kind.
 
 KeyDB is a multi-threaded fork of Redis 6 that reads redis.conf, so its
-shards are redis_server.RedisProcess with KeyDB's binary, kind and process
-title, plus `server-threads N`. It is installed from KeyDB's APT repository
-(Debian/Ubuntu; packages `keydb-server` and `keydb-tools`), or built from a
-pinned source release on other systems or when --redis_server_version names
-a release. Not installable on this machine (neither source is reachable
-from here): the Local provider refuses the engine in one line.
-tests/vm_engines_ssh_test.py runs the source install and the start, version
-and stop commands over a loopback sshd against a stand-in source tarball it
-serves itself (the APT path needs root and a dpkg database).
-
-Extension seam: `InstallScript` and `ServerThreadsConfig` are pure;
-`InstallScript` takes the VM's name only for its errors (installs run on
-every VM at once, so each error names its VM).
-`source_url` (where source releases are downloaded from) and `prefix` (where
-a source build is installed; it must be on the VM's PATH, as /usr/local is)
-are arguments of `Install` and the engine, so a mirror or a test can supply
-its own.
+shards are redis_server.RedisProcess with KeyDB's binary, kind and title,
+plus `server-threads N`. Installed from KeyDB's APT repository (Debian/
+Ubuntu), or built from a pinned source release elsewhere or when
+--redis_server_version names a release; neither is reachable from this
+machine, so the Local provider refuses the engine. `source_url` and `prefix`
+(on the VM's PATH) are arguments so a mirror or a test
+(tests/vm_engines_ssh_test.py, a loopback sshd) can supply its own.
 """
 
 import re

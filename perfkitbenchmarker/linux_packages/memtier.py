@@ -25,9 +25,6 @@ flags.DEFINE_string('memtier_path', None,
                     'PATH, if any).')
 
 DEFAULT_PATH = 'memtier_benchmark'
-# memtier < 2.4.4 miscomputes Ops/sec (pull requests #465 and #503 fixed it);
-# the parser recomputes throughput from counts, so older ones still work.
-FIXED_DURATION_VERSION = (2, 4, 4)
 
 
 def IsAvailable(vm, path: str = DEFAULT_PATH) -> bool:

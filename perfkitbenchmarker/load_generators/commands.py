@@ -285,12 +285,6 @@ def RedisBenchmarkPreloadResp(workload: base.Workload,
       width=REDIS_BENCHMARK_KEY_WIDTH)
 
 
-def MemtierKeysPreloadResp(workload: base.Workload) -> RespStream:
-  """RESP chunks writing exactly memtier's keys (single-shard servers)."""
-  return RespStream(workload.key_prefix, workload.key_minimum,
-                    workload.key_maximum, workload.data_size)
-
-
 def RedisCliPipeCommand(redis_cli_path: str, endpoint: base.Endpoint,
                         password: Optional[str]) -> List[str]:
   """redis-cli reading RESP from stdin (mass insertion)."""

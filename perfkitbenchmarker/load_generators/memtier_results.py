@@ -1,11 +1,8 @@
 """Parses memtier_benchmark output into `measurement.Measurement`s.
 
-Extension seam: a caller runs memtier with `--json-out-file`, passes the JSON
-(and optionally stdout) to `MemtierResult.FromOutputs` and turns the result
-into a `Measurement` with `ToMeasurement`. Several memtier processes that load
-one server together are folded with `CombineMemtierResults`; a staircase run
-(`--clients-start`) becomes one `Measurement` per step in memtier_staircase.py.
-Nothing here runs a tool or reads a flag.
+Extension seam: `Measure` (JSON and stdout of the processes of one probe ->
+one Measurement); a staircase run becomes one Measurement per step in
+memtier_staircase.py. Nothing here runs a tool or reads a flag.
 
 Facts about memtier's output this parser relies on (see tests/data):
   * The printed Ops/sec is Count / 'Total duration', and Total duration can be
@@ -285,21 +282,10 @@ class MemtierResult:
   def FromOutputs(cls, json_text: str, stdout_text: Optional[str] = None,
                   test_time_s: Optional[float] = None,
                   warmup_s: int = 0) -> 'MemtierResult':
-    """Parses one run from its --json-out-file text and stdout.
-
-    Args:
-      json_text: memtier's JSON output.
-      stdout_text: memtier's stdout, if kept; supplies MOVED/ASK rates and
-        the histogram mean (its percentiles equal the JSON's).
-      test_time_s: the --test-time given (else the JSON's): the real
-        duration is the JSON's start/finish span corrected by memtier's
-        whole-second error towards it (`_RealDuration`), never the test
-        time itself.
-      warmup_s: leading seconds left out of the figures (kept, tagged, in
-        `per_second`). Percentiles then come from the remaining seconds'
-        per-second summaries (`MixturePercentile`), since memtier keeps no
-        per-second histogram; `percentile_basis` says which was used.
-    """
+    """Parses one run from its --json-out-file text and, if kept, stdout
+    (MOVED/ASK rates and the histogram mean). With `warmup_s`, percentiles
+    come from the measured seconds' summaries (`MixturePercentile`): memtier
+    keeps no per-second histogram."""
     doc = json.loads(json_text)
     stats = doc['ALL STATS']
     sets, gets, totals = (MemtierCommandStats.FromJson(stats.get(name, {}))
@@ -455,9 +441,8 @@ def Measure(json_texts: Sequence[str], stdouts: Sequence[Optional[str]],
             warmup_s: int = 0,
             metadata: Optional[Mapping[str, object]] = None
             ) -> measurement.Measurement:
-  """One probe's Measurement from its memtier processes' JSON and stdout
-  (side by side): the probe's own path and the recomputation's
-  (scripts/recompute.py) alike."""
+  """One probe's Measurement from its memtier processes (side by side); the
+  recomputation (scripts/recompute.py) uses it too."""
   results = [MemtierResult.FromOutputs(text, stdout, test_time_s, warmup_s)
              for text, stdout in zip(json_texts, stdouts)]
   return CombineMemtierResults(results).ToMeasurement(load, metadata)

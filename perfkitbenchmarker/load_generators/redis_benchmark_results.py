@@ -1,9 +1,8 @@
 """Parses redis-benchmark output (redis-tools 7.0) into measurements.
 
 Extension seam: each output shape redis-benchmark can print (`--csv`, the
-default report, `-q`, or a run cut short by a deadline) has a parser that
-yields `RedisBenchmarkTestResult`s; `CombineConcurrent` turns the results of
-processes run side by side (say one SET and one GET process) into one
+default report, `-q`) has a parser that yields `RedisBenchmarkTestResult`s;
+`CombineConcurrent` turns the results of processes run side by side into one
 `measurement.Measurement`. Nothing here runs a tool or reads a flag.
 
 Why the latency is recomputed: redis-benchmark is one event loop per thread
@@ -69,17 +68,6 @@ class RedisBenchmarkTestResult:
   seconds: Optional[float] = None
   clients: Optional[int] = None
   source: str = 'csv'
-
-  @classmethod
-  def FromProgress(cls, progress: RedisBenchmarkProgress,
-                   seconds: Optional[float] = None,
-                   clients: Optional[int] = None) -> 'RedisBenchmarkTestResult':
-    """A result from the overall figures of a run stopped before its end."""
-    requests = round(progress.overall_rps * seconds) if seconds else None
-    return cls(progress.test, progress.overall_rps,
-               avg_latency_ms=progress.overall_avg_latency_ms,
-               requests=requests, seconds=seconds, clients=clients,
-               source='progress')
 
 
 def _Float(text: str) -> Optional[float]:
@@ -155,29 +143,20 @@ def ParsePlain(text: str) -> List[RedisBenchmarkTestResult]:
   return [_PlainBlock(test, lines) for test, lines in blocks]
 
 
-def ParseProgress(text: str) -> List[RedisBenchmarkProgress]:
-  """Every complete progress line with numeric overall figures, in order."""
-  found = []
-  for segment in _Segments(text):
-    match = _PROGRESS.fullmatch(segment)
-    if not match:
-      continue  # Cut off mid-line, or a final summary.
-    values = [_Float(match.group(g)) for g in
-              ('rps', 'overall_rps', 'avg', 'overall_avg')]
-    if None not in values and values[1] > 0:  # The first update is '-nan'.
-      found.append(RedisBenchmarkProgress(match.group('test'), *values))
-  return found
-
-
 def LastProgress(text: str, test: Optional[str] = None
                  ) -> Optional[RedisBenchmarkProgress]:
-  """The last progress line (of `test`, if given) of possibly cut-off output.
-
-  Used when a run is stopped by a deadline: redis-benchmark then prints no
-  summary, but each progress line carries the overall rate and latency.
-  """
-  lines = [p for p in ParseProgress(text) if test in (None, p.test)]
-  return lines[-1] if lines else None
+  """The last complete progress line with numeric overall figures (of
+  `test`, if given)."""
+  last = None
+  for segment in _Segments(text):
+    match = _PROGRESS.fullmatch(segment)  # Not one cut off mid-line.
+    values = match and [_Float(match.group(g)) for g in
+                        ('rps', 'overall_rps', 'avg', 'overall_avg')]
+    # The first update is '-nan'.
+    if values and None not in values and values[1] > 0 and test in (
+        None, match.group('test')):
+      last = RedisBenchmarkProgress(match.group('test'), *values)
+  return last
 
 
 def ParseQuiet(text: str) -> List[RedisBenchmarkTestResult]:
@@ -218,24 +197,14 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
                       load: measurement.Load, duration_s: float,
                       metadata: Optional[Mapping[str, object]] = None
                       ) -> measurement.Measurement:
-  """One `Measurement` for redis-benchmark processes run side by side.
+  """One `Measurement` for redis-benchmark processes run side by side for
+  `duration_s` with `load` together (-c split over --threads:
+  Load(threads, c_total // threads, P)).
 
-  Args:
-    results: one result per process (e.g. a SET and a GET process).
-    load: the load of all processes together: connections = the sum of their
-      -c, pipeline = their -P; redis-benchmark splits -c over --threads, so
-      Load(threads, c_total // threads, P) describes it.
-    duration_s: how long the processes ran together.
-    metadata: extra facts (tool version, ...); its entries win.
-
-  Returns:
-    throughput = the sum of rps. average_latency_ms is the closed-loop
-    latency, load.outstanding_requests / throughput, since the tool's own
-    leaves out client queueing. The tool's average (weighted by rps, i.e. by
-    operations over the shared window) is kept as
-    'reported_average_latency_ms'. Percentiles are the tool's, taking for
-    each the largest across processes (an upper bound of the percentile of
-    the processes together); they are not closed-loop figures.
+  The average latency is closed-loop (outstanding requests / throughput);
+  the tool's own average is kept as 'reported_average_latency_ms'. Each
+  percentile is the largest across processes (an upper bound for the
+  processes together), the tool's, not closed-loop.
   """
   if not results:
     raise ValueError('Nothing to combine')
@@ -285,16 +254,10 @@ def Measure(stdouts: Sequence[str], groups: Sequence[str],
             seconds: Sequence[float], load: measurement.Load,
             metadata: Optional[Mapping[str, object]] = None
             ) -> measurement.Measurement:
-  """One probe's Measurement from its redis-benchmark processes, run side by
-  side: each process's last result (`stdouts`), `CombineConcurrent` per
-  group of processes that loaded one endpoint (`groups`, one name per
-  process) over the longest process's `seconds`, the groups combined
-  (measurement.Combine). The probe's own path and the recomputation's
-  (scripts/recompute.py) alike.
-
-  Raises:
-    ValueError: a process printed no result.
-  """
+  """One probe's Measurement from its redis-benchmark processes (side by
+  side): `CombineConcurrent` per group of processes that loaded one endpoint
+  (`groups`, one per process), the groups combined; the recomputation
+  (scripts/recompute.py) uses it too. ValueError if a process printed none."""
   by_group: Dict[str, List[RedisBenchmarkTestResult]] = {}
   for stdout, group in zip(stdouts, groups):
     parsed = ParseOutput(stdout)
