@@ -55,7 +55,7 @@ def _JvmsAppear(run_uri, timeout=60):
   deadline = time.monotonic() + timeout
   while time.monotonic() < deadline:
     jvms = [p for p in _RunProcesses(run_uri)
-            if 'java' in ' '.join(p.cmdline() or ())]
+            if 'java' in ' '.join(p.info['cmdline'] or ())]
     if jvms:
       return jvms
     time.sleep(0.2)
@@ -157,16 +157,22 @@ def test_teardown_after_kill_9_stops_the_running_jvm(tmp_path):
   proc, run_uri = _StartYcsb(results)
   proc.kill()  # kill -9: no handler, no cleanup.
   proc.communicate(timeout=30)
-  jvms = _JvmsAppear(run_uri, timeout=5)
-  assert jvms, 'the JVM should outlive a killed pkb'
-  live = [r for r in e2e.Record(results, run_uri)['resources']
-          if r['kind'] == probe_processes.KIND and r['status'] != 'deleted']
-  assert live  # Recorded before it started.
-  teardown, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri,
-                        timeout=120)
-  assert teardown.returncode == 0, teardown.stderr
-  gone, alive = psutil.wait_procs(jvms, timeout=5)
-  assert not alive and gone
+  torn_down = False
+  try:
+    jvms = _JvmsAppear(run_uri, timeout=5)
+    assert jvms, 'the JVM should outlive a killed pkb'
+    live = [r for r in e2e.Record(results, run_uri)['resources']
+            if r['kind'] == probe_processes.KIND and r['status'] != 'deleted']
+    assert live  # Recorded before it started.
+    teardown, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri,
+                          timeout=120)
+    torn_down = True
+    assert teardown.returncode == 0, teardown.stderr
+    gone, alive = psutil.wait_procs(jvms, timeout=5)
+    assert not alive and gone
+  finally:
+    if not torn_down:  # A failure above must not leave the JVM and server.
+      e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri, timeout=120)
   assert _RunProcesses(run_uri) == []
 
 
