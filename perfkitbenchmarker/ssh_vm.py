@@ -494,7 +494,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     # put in it. An answer lost on the way leaves an empty directory of an
     # unguessable name behind, nothing else.
     root = record_checks.REMOTE_SCRATCH_ROOT
-    with virtual_machine.WORKSPACE_LOCK:
+    with virtual_machine.WorkspaceLock(self):
       out, _ = self.RemoteCommand(
           run_scope.RemoteWorkspaceScript(self.run_uri, self.name,
                                          self.RunWorkspace(root), root),

@@ -22,8 +22,8 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
 
-# Two VMs of one machine created at once share one workspace.
-WORKSPACE_LOCK = threading.Lock()
+_workspace_locks: Dict[Hashable, threading.Lock] = {}
+_workspace_locks_guard = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +49,14 @@ def MachineLane(vm) -> Hashable:
     return ('local',)
   address = getattr(vm, 'ip_address', None)
   return ('address', address) if address else ('name', vm.name)
+
+
+def WorkspaceLock(vm) -> threading.Lock:
+  """Two VMs of one machine created at once share one workspace, so they
+  make or find it one after another; other machines' round trips go on
+  meanwhile (one lock for all serialized a cloud run's VMs)."""
+  with _workspace_locks_guard:
+    return _workspace_locks.setdefault(MachineLane(vm), threading.Lock())
 
 
 class BaseVirtualMachine(resource.BaseResource):
@@ -81,7 +89,7 @@ class BaseVirtualMachine(resource.BaseResource):
 
   def RunWorkspace(self, root: str) -> str:
     """The workspace another VM of the run on this machine recorded, or
-    '' (under WORKSPACE_LOCK): shared, the run's processes there are all
+    '' (under WorkspaceLock(self)): shared, the run's processes there are all
     the run's own to a sampler's foreign-process scan."""
     for entry in self.record.Resources() if self.record else ():
       data = entry['data']

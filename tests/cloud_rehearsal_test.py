@@ -221,7 +221,10 @@ class Watched:
     for line in self.proc.stdout:
       self.lines.append(line)
 
-  def WaitFor(self, text, timeout=90):
+  def WaitFor(self, text, timeout=240):
+    # A hang guard: quiet, probe 0 comes after ~10 s; at load 20-40 on 2
+    # cores it took over 90 s twice today.
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
       if any(text in line for line in self.lines):

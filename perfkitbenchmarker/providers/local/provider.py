@@ -41,7 +41,7 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   def _Create(self) -> None:
     # <the run's workspace>/<name>, recorded before anything is put in it:
     # the shards' configs and the argv_secret library live here.
-    with virtual_machine.WORKSPACE_LOCK:
+    with virtual_machine.WorkspaceLock(self):
       workspace = self.RunWorkspace(_Root())
       if not run_scope.IsOwnDir(workspace):
         workspace = run_scope.MakeTempDir(
