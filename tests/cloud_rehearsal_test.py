@@ -224,7 +224,6 @@ class Watched:
   def WaitFor(self, text, timeout=240):
     # A hang guard: quiet, probe 0 comes after ~10 s; at load 20-40 on 2
     # cores it took over 90 s twice today.
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
       if any(text in line for line in self.lines):
