@@ -161,26 +161,6 @@ class BaseVirtualMachine(resource.BaseResource):
     module.Install(self, **settings)
     self._installed.add(package_name)
 
-  def CpuTimes(self) -> Tuple[float, float]:
-    """(busy, total) jiffies over this VM's pinned cores (or all cores)."""
-    out, _ = self.RemoteCommand('cat /proc/stat')
-    wanted = (None if not self.cpu_set else
-              {f'cpu{c}' for c in self.cpu_set})
-    busy = total = 0.0
-    for line in out.splitlines():
-      fields = line.split()
-      if not fields or not fields[0].startswith('cpu'):
-        continue
-      if wanted is None and fields[0] != 'cpu':
-        continue
-      if wanted is not None and fields[0] not in wanted:
-        continue
-      values = [float(v) for v in fields[1:9]]
-      idle = values[3] + values[4]
-      total += sum(values)
-      busy += sum(values) - idle
-    return busy, total
-
   def ReadProcess(self, pid: int) -> Optional['ProcessState']:
     """What one read of /proc on this VM says of a live pid (None: gone).
 

@@ -64,7 +64,7 @@ def test_one_busy_thread_on_32_cores_is_saturation_the_vm_rule_missed():
   # Through the probe driver's rule: flagged, and the metadata says why.
   m = driver.WithClientCpu(measurement.Measurement(
       measurement.Load(1, 8), 1000.0, 0.5, client_cpu=cpu,
-      client_cpu_busy_fraction=cpu.busy_fraction), own_cores=True)
+      client_cpu_busy_fraction=cpu.busy_fraction))
   assert m.client_saturated
   assert m.metadata['client_saturated_by'] == attribution.CLIENT_CPU
   assert m.metadata['client_busiest_thread_pct'] == 97.0

@@ -32,16 +32,12 @@ Load = measurement.Load
 
 
 class CountersVm:
-  """A client VM whose CPU counters advance `busy` of each 1000 jiffies."""
+  """A client VM (its generator measures its own CPU)."""
 
   def __init__(self, busy: float, name: str = 'clients-0'):
     self.name = name
     self._busy = busy
     self._total = 0.0
-
-  def CpuTimes(self):
-    self._total += 1000
-    return self._total * self._busy, self._total
 
 
 def _Cpu(on_cpu: float, busy: float) -> client_cpu.ClientCpu:

@@ -234,9 +234,6 @@ class _CloudVm:
     assert command == 'cat /proc/stat'
     return self.host.ProcStat(), ''
 
-  def CpuTimes(self):
-    return 0.0, 1.0
-
 
 class _ScriptedGenerator:
   """Latency grows with threads; the host steals during some steps."""

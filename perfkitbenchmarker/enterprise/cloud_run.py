@@ -95,8 +95,7 @@ def Run(spec, opts, vcpus: int) -> None:
         interference=interference.ForRun(
             spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
             tuple, measured=deployment.MeasuringClients(
-                spec, d['generators'])),
-        server_machines=deployment.ServerMachines(spec))
+                spec, d['generators'])))
     return study_steps.Search(
         spec, study, probe_driver,
         {'db_shard_count': shards, 'redis_proxy_threads': proxies})

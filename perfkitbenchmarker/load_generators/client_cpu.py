@@ -1,39 +1,23 @@
-"""A probe's CPU counters: the load generator's (and a server's) threads.
+"""The one reader of a probe's CPU and process counters, on every VM.
 
 Whether a probe measured the server or the client is a question about the
-processes' own threads, not about the VM as a whole: on a 32-vCPU client
-one fully busy memtier thread is 3 % of the VM, and a VM or core that other
-processes keep busy says nothing about the tool. A probe's script
-(concurrent.py) therefore takes timed snapshots of the client at the start
-and at the end of the load window, and a server VM's sampler
-(interference.ServerCpuSampler) a series of them; each holds
+processes' own threads, not the VM: on a 32-vCPU client one fully busy
+memtier thread is 3 % of the VM. One snapshot format, written by one shell
+snippet (`ShellFunctions`; Local and SSH alike) and read by one parser
+(`Snapshot.Parse`), serves the probe's client snapshots (concurrent.py),
+the server sampler's series (`SamplerScript`, interference.py) and steal
+time (`ProcStat`). A snapshot holds the wall clock, /proc/uptime and
+CLK_TCK; /proc/stat's cpu rows; each thread's stat and schedstat (on-CPU
+and run-queue ns) as `<path>:<content>`; each process's Cpus_allowed_list
+and, for its cgroup's CPU controller and every parent with a quota file,
+`@cg <pid> <dir>`, the quota (v1 cfs files, v2 cpu.max) and cpu.stat;
+optionally `@scan` and `@fg <stat line>` per process foreign to the run.
 
-  * the wall-clock time and the time since boot (/proc/uptime, the clock
-    thread start times are counted in), and CLK_TCK,
-  * /proc/stat (every core and the total; steal time),
-  * for every thread of every measured process, its
-    /proc/<pid>/task/<tid>/stat (name, start time, user and system ticks)
-    and /proc/<pid>/task/<tid>/schedstat (nanoseconds ON a CPU and waiting
-    for one in the run queue), as `<path>:<content>`,
-  * each process's Cpus_allowed_list (/proc/<pid>/status) and, for its
-    cgroup's CPU controller (the directory /proc/<pid>/cgroup names under
-    the v1 `cpu` mount or the v2 mount) and every parent that has a quota
-    file: `@cg <pid> <dir>`, the quota (v1 cpu.cfs_quota_us and
-    cpu.cfs_period_us; v2 cpu.max) and cpu.stat (nr_periods, nr_throttled,
-    throttled_time in ns on v1, throttled_usec on v2),
-  * optionally `@scan` and a `@fg <stat line>` per process that does not
-    work under the run's directory (processes foreign to the run; kernel
-    threads left out).
-
-`Measure` turns two snapshots into a `ClientCpu` (the busy share of the
-VM's cores, of its busiest core, and the busiest thread, as before) with
-`side`, the `attribution.SideCpu` the one rule (attribution.py) decides
-on; `SideOf` does the same for any processes (a server's), `ForeignPct`
-the foreign CPU on given cores. Pure functions, plus the shell text that
-takes the snapshots (`ShellFunctions`, `SamplerScript`), so that writer
-and reader of the format sit together: tested with snapshots of real
-threads and recorded cgroup files (tests/client_cpu_test.py,
-tests/attribution_test.py).
+`Measure` turns two snapshots into a `ClientCpu` with its `side` (the
+`attribution.SideCpu` the one rule decides on); `SideOf` does the same for
+a server's processes, `ForeignPct` the foreign CPU on given cores. Tested
+on snapshots of real threads and recorded cgroup files
+(tests/client_cpu_test.py, tests/attribution_test.py).
 
 Extension seam: another counter is a line kind written by
 `ShellFunctions`, parsed in `Snapshot.Parse`, and a field of `SideCpu`.
@@ -149,8 +133,7 @@ class Snapshot:
           foreign = {} if foreign is None else foreign
           foreign[(process.pid, process.start_ticks)] = process
       elif line.startswith('cpu'):
-        fields = line.split()
-        cores[fields[0]] = tuple(float(v) for v in fields[1:9])
+        cores.update(Cores(line))
       elif line.startswith('/proc/'):
         path, _, content = line.partition(':')
         parts = path.split('/')  # '', proc, pid, task, tid, stat|schedstat
@@ -192,6 +175,18 @@ class Snapshot:
     return cls(wall, uptime, cores, threads, clk, affinity,
                {pid: tuple(d) for pid, d in dirs.items()},
                {d: _CgroupCpu(f) for d, f in files.items()}, foreign)
+
+
+def Cores(proc_stat: str) -> Dict[str, Tuple[float, ...]]:
+  """The cpu rows of /proc/stat text: 'cpu', 'cpu0', ... -> jiffies."""
+  return {f[0]: tuple(float(v) for v in f[1:9])
+          for f in (line.split() for line in proc_stat.splitlines())
+          if f and f[0].startswith('cpu')}
+
+
+def ProcStat(proc_stat: str) -> Snapshot:
+  """A snapshot of /proc/stat alone (`Measure` then gives busy and steal)."""
+  return Snapshot(0.0, None, Cores(proc_stat), {})
 
 
 _CGROUP_FILES = ('cpu.stat', 'cpu.max', 'cpu.cfs_quota_us', 'cpu.cfs_period_us')
@@ -323,7 +318,8 @@ def ShellFunctions(run_root: str = '') -> List[str]:
     `fscan`         `@scan`, then `@fg <stat line>` for every process that
                     does not work under `run_root` (the run's own processes
                     all do), i.e. processes foreign to the run;
-    `now`, `clk`    the wall clock and CLK_TCK.
+    `counters`      the wall clock, /proc/uptime, CLK_TCK and /proc/stat's
+                    cpu rows: every snapshot's head.
 
   Bash builtins only (read, echo, cd, $EPOCHREALTIME) but getconf once: the
   snapshots run while the machine is measured. The cgroup mounts (v1 with
@@ -334,6 +330,10 @@ def ShellFunctions(run_root: str = '') -> List[str]:
       f'runroot={shlex.quote(run_root.rstrip("/"))}',
       'now() { if [ -n "$EPOCHREALTIME" ]; then echo "${EPOCHREALTIME/,/.}"; '
       'else date +%s.%N; fi; }',
+      'counters() { local l; now; read -r l _ < /proc/uptime; '
+      'echo "@uptime $l"; echo "@clk $clk"; '
+      'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
+      'done < /proc/stat; }',
       'cg1=; r1=/; cg2=; r2=/',
       '{ while read -r _ _ _ r m _ rest; do t=${rest#*- }; t=${t%% *}; '
       'case $t in cgroup) [[ ,${rest##* }, == *,cpu,* ]] && '
@@ -409,10 +409,8 @@ def SamplerScript(pids: Sequence[int], base: str, interval_s: float,
       f'mkfifo -m 600 {q(base + ".wake")} 2>/dev/null; '
       f'exec {{wake}}<>{q(base + ".wake")}',
       'seen=',
-      'shot() { { echo @snap; now; read -r l _ < /proc/uptime; '
-      'echo "@uptime $l"; echo "@clk $clk"; '
-      'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
-      f'done < /proc/stat; for p in {listed}; do pthreads $p; pcg $p; done; '
+      'shot() { { echo @snap; counters; '
+      f'for p in {listed}; do pthreads $p; pcg $p; done; '
       '[ -z "$1" ] || fscan; } >> ' + out + ' 2>/dev/null; }',
       'shot scan',
       'echo ready; exec > /dev/null',
@@ -503,13 +501,6 @@ def _ThreadRows(before: Snapshot, after: Snapshot,
   return rows
 
 
-def _Threads(before: Snapshot, after: Snapshot
-             ) -> List[Tuple[float, float, str]]:
-  """(on-CPU, runnable, name) fractions of each thread seen long enough."""
-  return [(on, min(1.0, on + wait), t.name)
-          for t, on, wait in _ThreadRows(before, after)]
-
-
 def _Online(snap: Snapshot) -> List[int]:
   return sorted(int(k[3:]) for k in snap.cores if k[3:].isdigit())
 
@@ -566,10 +557,12 @@ def ForeignPct(before: Snapshot, after: Snapshot, cores: Sequence[int],
 
 def SideOf(before: Snapshot, after: Snapshot, side: str,
            pids: Optional[Collection[int]] = None,
-           cpu_set: Optional[Sequence[int]] = None
+           cpu_set: Optional[Sequence[int]] = None,
+           scans: Optional[Tuple[Snapshot, Snapshot]] = None
            ) -> Optional[attribution.SideCpu]:
   """One side's processes (`pids`, or every process in the snapshots)
-  between two snapshots, for attribution.Decide; None without threads."""
+  between two snapshots, for attribution.Decide; None without threads.
+  `scans`: the snapshots whose foreign scans to read (default: the two)."""
   rows = _ThreadRows(before, after, pids)
   if not rows or after.uptime_s is None or before.uptime_s is None:
     return None
@@ -608,7 +601,7 @@ def SideOf(before: Snapshot, after: Snapshot, side: str,
       periods=int(worst[1]) if worst else 0,
       throttled_periods=int(worst[2]) if worst else 0,
       throttled_s=worst[3] if worst else 0.0,
-      foreign_pct=ForeignPct(before, after, cores, own),
+      foreign_pct=ForeignPct(*(scans or (before, after)), cores, own),
       processes=len(processes))
 
 
@@ -641,7 +634,8 @@ def Measure(before: Snapshot, after: Snapshot,
       fraction = _Busy(before.cores[row], after.cores[row])
       if fraction is not None:
         cores.append((fraction, row))
-  threads = _Threads(before, after)
+  threads = [(on, min(1.0, on + wait), t.name)
+             for t, on, wait in _ThreadRows(before, after)]
   core = max(cores) if cores else (None, None)
   # The busiest thread is the one that wanted a CPU most.
   thread = max(threads, key=lambda t: (t[1], t[0])) if threads else None

@@ -58,12 +58,6 @@ class ProcessOutput:
   stderr: str
   returncode: int
   seconds: float
-  # Busy share of the VM's cores over the load window (same for each process).
-  cpu_busy_fraction: Optional[float] = None
-  # Wall-clock seconds between the two snapshots of that window.
-  cpu_window_s: Optional[float] = None
-  # The load generator's threads and cores over the window (same for each).
-  cpu: Optional[client_cpu.ClientCpu] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +65,7 @@ class ProbeRun:
   """What one RunProbe brought back."""
   outputs: Tuple[ProcessOutput, ...]
   files: Dict[str, str]  # path -> text, for the paths the caller named
-  cpu: Optional[client_cpu.ClientCpu]
+  cpu: Optional[client_cpu.ClientCpu]  # over the load window
   # Where the probe's evidence is kept, relative to the run directory
   # (evidence.py); None outside a run.
   raw_output: Optional[str] = None
@@ -96,10 +90,7 @@ def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
       'kids() { if [ -r /proc/$1/task/$1/children ]; then '
       'read -r -a k < /proc/$1/task/$1/children; echo "${k[@]}"; '
       'else pgrep -P "$1"; fi; }',
-      'snap() { local l t p f seen=; { now; read -r l _ < /proc/uptime; '
-      'echo "@uptime $l"; echo "@clk $clk"; '
-      'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
-      'done < /proc/stat; '
+      'snap() { local t p f seen=; { counters; '
       # The script's own cgroup: the one its load processes are born in,
       # read before they exist (their throttling counts from the start).
       'pcg $$; '
@@ -152,7 +143,10 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            # is taken by the sampler once the tools have started, not
            # before them: the scan is of the same moment within that time,
            # and the tools start that much sooner.
-           't0=${EPOCHREALTIME/[.,]/}', f'noscan=1 snap {b}.stat0', 'pids=()']
+           f'noscan=1 snap {b}.stat0',
+           # The window's start: that snapshot's own clock (in us).
+           f'{{ read -r t0 < {b}.stat0; }} 2>/dev/null; t0=${{t0/./}}; '
+           '[ -n "$EPOCHREALTIME" ] || t0=', 'pids=()']
   # Not stopped mid-scan (a partial scan would count the processes it
   # missed as born during the probe); stopped at once after it.
   scan0 = (f"trap 'exit 0' TERM; fscan >> {b}.stat0 2>/dev/null; "
@@ -276,7 +270,6 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
                              secret, manifest)
   cpu = client_cpu.MeasureText(bundle.get('stat0', ''),
                                bundle.get('stat1', ''), vm.cpu_set)
-  busy, window = (cpu.busy_fraction, cpu.window_s) if cpu else (None, None)
   outputs = []
   for i in range(len(commands)):
     rc_text = bundle.get(f'rc.{i}', '').split()
@@ -288,8 +281,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     outputs.append(ProcessOutput(
         name=f'{name}.{i}', stdout=bundle.get(f'out.{i}', ''),
         stderr=bundle.get(f'err.{i}', ''), returncode=code,
-        seconds=end - start, cpu_busy_fraction=busy, cpu_window_s=window,
-        cpu=cpu))
+        seconds=end - start))
   for i, output in enumerate(outputs):
     if output.returncode != 0:
       program = commands[i][0].rsplit('/', 1)[-1]

@@ -18,11 +18,10 @@ the run used on its cores (steal time on VMs): `foreign_cpu_pct` and
 
 import concurrent.futures
 import dataclasses
-from typing import Callable, Collection, Hashable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import interference as interference_lib
@@ -30,27 +29,16 @@ from perfkitbenchmarker.load_generators import interference as interference_lib
 # Per-VM figures a probe over several client VMs reports at their worst.
 _WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
              'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY)
+_T = TypeVar('_T')
 
 
-def CoresAreTheClients(vm, server_machines: Collection[Hashable]) -> bool:
-  """Whether the busiest core of `vm` can only be the load generator's: it
-  is pinned to cores of its own (Local), or no server is on its machine."""
-  if getattr(vm, 'cpu_set', None):
-    return True
-  return not server_machines or (virtual_machine.MachineLane(vm)
-                                 not in server_machines)
-
-
-def WithClientCpu(m: measurement.Measurement, own_cores: bool = True
-                  ) -> measurement.Measurement:
+def WithClientCpu(m: measurement.Measurement) -> measurement.Measurement:
   """m with its client's side (attribution.SideCpu) and load window, its
   figures in the metadata, and flagged `client_saturated` when the client
   rules of attribution.Decide hold (its cgroup throttled it, or its threads
   were ON a CPU >= 90 % of what they may use; never by time spent waiting
   behind other processes, nor by the VM's or a core's busy share, which
-  others' processes fill too). `own_cores` is kept for callers; the rule
-  no longer reads cores."""
-  del own_cores
+  others' processes fill too)."""
   cpu = m.client_cpu
   metadata = dict(m.metadata)
   sides: tuple = m.client_sides
@@ -72,6 +60,19 @@ def WithClientCpu(m: measurement.Measurement, own_cores: bool = True
                              load_window=window)
 
 
+def BusyAround(vm, generator, call: Callable[[], _T]
+               ) -> Tuple[_T, Optional[float]]:
+  """call()'s result and the client VM's busy share of its cores around it,
+  read from /proc/stat only for a generator that does not measure its own
+  load window (MEASURES_CLIENT_CPU; over SSH each read is a round trip)."""
+  if getattr(generator, 'MEASURES_CLIENT_CPU', False):
+    return call(), None
+  before = client_cpu.ProcStat(vm.RemoteCommand('cat /proc/stat')[0])
+  result = call()
+  after = client_cpu.ProcStat(vm.RemoteCommand('cat /proc/stat')[0])
+  return result, client_cpu.Measure(before, after, vm.cpu_set).busy_fraction
+
+
 class ProbeDriver:
   """measure(load) for the search: all client VMs, all endpoints."""
 
@@ -80,10 +81,7 @@ class ProbeDriver:
                workload: base.Workload, duration_s: float,
                duration_limit: Callable[[], float] = lambda: float('inf'),
                interference: Optional[
-                   interference_lib.ProbeInterference] = None,
-               server_machines: Collection[Hashable] = ()):
-    """`server_machines`: virtual_machine.MachineLane of each server VM (a
-    client on one of them shares its cores with a server)."""
+                   interference_lib.ProbeInterference] = None):
     self.client_vms = list(client_vms)
     self.generators = list(generators)
     self.endpoints = list(endpoints)
@@ -92,24 +90,15 @@ class ProbeDriver:
     self.duration_s = duration_s
     self._duration_limit = duration_limit
     self.interference = interference
-    self.server_machines = frozenset(server_machines)
 
   def _ProbeOne(self, vm, generator, load, duration_s):
-    # A generator that measures its own window needs no reads around it
-    # (over SSH each would be a round trip).
-    measures = getattr(generator, 'MEASURES_CLIENT_CPU', False)
-    before = None if measures else vm.CpuTimes()
-    m = generator.Probe(self.endpoints, self.password, self.workload, load,
-                        duration_s)
-    # Prefer the generator's figure over the load window: around the whole
+    m, busy = BusyAround(vm, generator, lambda: generator.Probe(
+        self.endpoints, self.password, self.workload, load, duration_s))
+    # The generator's figure is over the load window: around the whole
     # call, start-up and the tool's idle tail dilute a saturated core.
-    busy = m.client_cpu_busy_fraction
-    if busy is None and before is not None:
-      after = vm.CpuTimes()
-      total = after[1] - before[1]
-      busy = (after[0] - before[0]) / total if total > 0 else None
-    return WithClientCpu(dataclasses.replace(m, client_cpu_busy_fraction=busy),
-                         CoresAreTheClients(vm, self.server_machines))
+    if m.client_cpu_busy_fraction is None:
+      m = dataclasses.replace(m, client_cpu_busy_fraction=busy)
+    return WithClientCpu(m)
 
   def __call__(self, load: measurement.Load) -> measurement.Measurement:
     # Never let one probe run past the run's deadline.

@@ -1,35 +1,24 @@
 """CPU that processes foreign to the run use on the run's cores, per probe.
 
 Two runs sharing pinned cores each publish about half the real throughput
-with nothing to show for it (issue 10, point 5). Each probe is therefore
-bracketed by samplers that measure how much of the run's cores something
-else used, as a percentage of those cores' capacity over the probe:
+(issue 10, point 5), so each probe is bracketed by samplers of how much of
+the run's cores something else used, in % of their capacity:
 
-* `ForeignCpuSampler` (Local: this machine): the CPU time of every process
-  that is not the run's own (not pkb and its children, such as the load
-  generators, and not the run's shards), counted in the share of its CPU
-  affinity that lies on the run's cores (a process pinned elsewhere counts
-  nothing; an unpinned one counts by the fraction of its allowed cores that
-  are the run's). Kernel threads are left out: their work (network softirq,
-  I/O) is mostly done for the run itself.
-* `StealSampler` (VMs): the hypervisor's steal time on the VM's pinned cores
-  (or all cores) from /proc/stat, the share of time the VM wanted a CPU the
-  host gave to someone else.
+* `ForeignCpuSampler` (Local): every process that is not the run's own (pkb
+  and its descendants, the shards), counted by the share of its affinity on
+  the run's cores; kernel threads are left out (their work, softirq and
+  I/O, is mostly done for the run).
+* `StealSampler` (VMs): the hypervisor's steal time on the VM's cores.
+* `ServerCpuSampler` (server VMs): the server's side for attribution.py.
 
-A probe whose figure is above `INTERFERENCE_PCT` is flagged (`interference`
-in its samples; the summary warns).
+Above `INTERFERENCE_PCT` a probe is flagged (`interference`). Over SSH each
+read is a round trip: a client VM whose probe measures its own steal time
+(`client_steal_pct`) is not read again (`ForRun`'s `measured`), and the
+samplers start in the background while the probe starts.
 
-Over SSH every read is a round trip, so a probe must not pay for them one
-after another: a client VM whose probe snapshots its own /proc/stat
-(concurrent.py) reports its steal time in the probe's metadata
-(`client_steal_pct`), and no sampler reads that machine again (`ForRun`'s
-`measured`); the samplers left (servers on machines of their own) start in
-the background while the probe starts, and stop side by side.
-
-Extension seam: every probe path (the search's probe driver, fixed-load
-runs, YCSB probes, redis_enterprise's steps) samples through `Bracket` or
-`Sampled` with the run's `ForRun`, so its samples carry the same
-`foreign_cpu_pct` and `interference` keys; a new probe path does the same.
+Extension seam: every probe path samples through `Sampled` or
+`BracketSides` with the run's `ForRun`, so its samples carry the same
+`foreign_cpu_pct` and `interference` keys.
 """
 
 import concurrent.futures
@@ -55,7 +44,6 @@ INTERFERENCE_PCT = 10.0
 # Steal time a probe measured on its own client VM (percent of its cores).
 CLIENT_STEAL_KEY = 'client_steal_pct'
 _KTHREADD_PID = 2
-_STEAL_FIELD = 8  # cpuN user nice system idle iowait irq softirq steal
 _T = TypeVar('_T')
 
 
@@ -129,40 +117,22 @@ class ForeignCpuSampler:
     return 100.0 * seconds / (elapsed * len(self.cores))
 
 
-def StealJiffies(proc_stat: str, cpu_set: Optional[Sequence[int]]
-                 ) -> Tuple[float, float]:
-  """(steal, total) jiffies of `cpu_set` (all cores if None) in /proc/stat."""
-  wanted = {f'cpu{c}' for c in cpu_set} if cpu_set else {'cpu'}
-  steal = total = 0.0
-  for line in proc_stat.splitlines():
-    fields = line.split()
-    if not fields or fields[0] not in wanted:
-      continue
-    values = [float(v) for v in fields[1:_STEAL_FIELD + 1]]
-    total += sum(values)
-    if len(values) == _STEAL_FIELD:
-      steal += values[-1]
-  return steal, total
-
-
 class StealSampler:
   """Steal time on a VM's pinned cores (or all) between Start and Stop."""
 
   def __init__(self, vm):
     self.vm = vm
-    self._before: Tuple[float, float] = (0.0, 0.0)
+    self._before = client_cpu.ProcStat('')
 
-  def _Read(self) -> Tuple[float, float]:
-    out, _ = self.vm.RemoteCommand('cat /proc/stat')
-    return StealJiffies(out, self.vm.cpu_set)
+  def _Read(self) -> client_cpu.Snapshot:
+    return client_cpu.ProcStat(self.vm.RemoteCommand('cat /proc/stat')[0])
 
   def Start(self) -> None:
     self._before = self._Read()
 
   def Stop(self) -> float:
-    steal, total = self._Read()
-    elapsed = total - self._before[1]
-    return 100.0 * (steal - self._before[0]) / elapsed if elapsed > 0 else 0.0
+    cpu = client_cpu.Measure(self._before, self._Read(), self.vm.cpu_set)
+    return cpu.steal_pct or 0.0
 
 
 class ServerCpuSampler:
@@ -237,23 +207,13 @@ class ServerCpuSampler:
     pair = client_cpu.WindowOf(series, *(window or (None, None)))
     if pair is None:
       return None
-    side = client_cpu.SideOf(pair[0], pair[1], 'server',
-                             pids=set(self._pids_used),
-                             cpu_set=self.vm.cpu_set)
-    if side is None:
-      return None
     # Foreign processes are scanned at the series' ends only (a scan costs
     # a read per process): their share over the whole probe.
     scanned = [s for s in series if s.foreign is not None]
-    if len(scanned) >= 2 and side.cores:
-      cores = sorted(set().union(*(pair[1].affinity.get(p, ())
-                                   for p in self._pids_used))) or list(
-                                       self.vm.cpu_set or [])
-      foreign = client_cpu.ForeignPct(scanned[0], scanned[-1], cores or [
-          int(k[3:]) for k in pair[1].cores if k[3:].isdigit()],
-                                      set(self._pids_used))
-      side = dataclasses.replace(side, foreign_pct=foreign)
-    return side
+    return client_cpu.SideOf(
+        pair[0], pair[1], 'server', pids=set(self._pids_used),
+        cpu_set=self.vm.cpu_set,
+        scans=(scanned[0], scanned[-1]) if len(scanned) >= 2 else None)
 
 
 class ProbeInterference:
@@ -262,6 +222,7 @@ class ProbeInterference:
   Samplers start in the background (the probe starts meanwhile) and stop
   side by side. `steal_from_probes`: the probe's own `client_steal_pct`
   counts as one more figure (VMs whose probes measure it have no sampler).
+  `clock`: monotonic seconds (injectable for tests).
   A probe whose load window ends at a known time before the tool does
   (memtier's idle last second: `Start(stop_after_s)`) has its samplers
   stopped and read then, in that idle tail, rather than after the tool.
@@ -273,8 +234,10 @@ class ProbeInterference:
 
   def __init__(self, samplers: Sequence, threshold_pct: float =
                INTERFERENCE_PCT, steal_from_probes: bool = False,
-               servers: Sequence[ServerCpuSampler] = ()):
+               servers: Sequence[ServerCpuSampler] = (),
+               clock: Callable[[], float] = time.monotonic):
     self.samplers = list(samplers)
+    self._clock = clock
     self.servers = list(servers)
     self.threshold_pct = threshold_pct
     self.steal_from_probes = steal_from_probes
@@ -306,16 +269,15 @@ class ProbeInterference:
 
   _NOT_STOPPED = object()
 
-  @classmethod
-  def _Run(cls, sampler, after_s: Optional[float],
+  def _Run(self, sampler, after_s: Optional[float],
            stop_now: threading.Event):
     """Starts it; with `after_s`, stops it then (or at `stop_now`) and
     returns what its Stop returned, else _NOT_STOPPED."""
-    begun = time.monotonic()
+    begun = self._clock()
     sampler.Start()
     if after_s is None:
-      return cls._NOT_STOPPED
-    stop_now.wait(max(0.0, begun + after_s - time.monotonic()))
+      return self._NOT_STOPPED
+    stop_now.wait(max(0.0, begun + after_s - self._clock()))
     return sampler.Stop()
 
   @classmethod
@@ -412,26 +374,16 @@ def _ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]],
   return ProbeInterference(samplers, steal_from_probes=bool(measured))
 
 
-def Bracket(probe: Optional[ProbeInterference], run: Callable[[], _T],
-            steal_of: Callable[[_T], Optional[float]] = lambda _: None
-            ) -> Tuple[_T, Dict[str, object]]:
-  """run() between `probe`'s Start and Stop: its result and the figures.
-
-  The figures are `ProbeInterference.Stop`'s (foreign_cpu_pct,
-  interference); none without samplers (`probe` None) or when every
-  sampler failed. `steal_of(result)`: the steal time the run measured on
-  its own client VMs, if any.
-  """
-  result, figures, _ = BracketSides(probe, run, steal_of)
-  return result, figures
-
-
 def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],
                  steal_of: Callable[[_T], Optional[float]] = lambda _: None
                  ) -> Tuple[_T, Dict[str, object],
                             List[attribution.SideCpu]]:
-  """Bracket, and the server sides over the whole run (for `Attributed`:
-  a path whose run has no one load window, a YCSB probe or a staircase)."""
+  """run() between `probe`'s Start and StopAll: its result, the figures
+  (foreign_cpu_pct, interference; none without samplers or when every
+  sampler failed) and the server sides over the whole run, for `Attributed`
+  on a path with no one load window (a YCSB probe, a staircase).
+  `steal_of(result)`: the steal time the run measured on its own client VMs.
+  """
   if probe is None:
     return run(), {}, []
   probe.Start()

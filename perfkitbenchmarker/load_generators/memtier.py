@@ -100,7 +100,6 @@ class MemtierGenerator(base.LoadGenerator):
     self.requests = requests
     self._version = None
     self._probes = 0
-    self.last_cpu_window_s = None  # Seconds the last CPU window lasted.
     self.last_cpu = None  # The last probe's client_cpu.ClientCpu.
     self.last_raw_output = None  # Where the last probe's evidence is kept.
 
@@ -167,11 +166,10 @@ class MemtierGenerator(base.LoadGenerator):
     self.last_raw_output = run.raw_output
     # The window the CPU was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.
-    self.last_cpu_window_s = run.outputs[0].cpu_window_s
     self.last_cpu = run.cpu
     return ([vm_util.Mask(run.files[path]) for path in json_paths],
             [out.stdout for out in run.outputs],
-            run.outputs[0].cpu_busy_fraction)
+            run.cpu.busy_fraction if run.cpu else None)
 
   def _Facts(self, endpoints, load) -> dict:
     # Every process offered `load`; the whole probe offered it per process.
@@ -201,8 +199,8 @@ class MemtierGenerator(base.LoadGenerator):
     texts, stdouts, busy = self._Run(endpoints, password, workload, load,
                                      test_time, None)
     facts = self._Facts(endpoints, load)
-    if self.last_cpu_window_s is not None:
-      facts['client_cpu_window_s'] = round(self.last_cpu_window_s, 3)
+    if self.last_cpu is not None and self.last_cpu.window_s is not None:
+      facts['client_cpu_window_s'] = round(self.last_cpu.window_s, 3)
     if self.last_raw_output:
       facts[evidence.METADATA_KEY] = self.last_raw_output
     # A request-count run lasts what it lasts: its JSON's start/finish span.

@@ -23,7 +23,7 @@ the run's restricted load user (redis_shard.py) out of `ps`'s sight.
 import dataclasses
 import re
 import shlex
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
@@ -230,7 +230,6 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
                   'stdout': [f'out.{i}' for i in range(len(argvs))],
                   'rc': [f'rc.{i}' for i in range(len(argvs))]})
     outputs = run.outputs
-    busy = outputs[0].cpu_busy_fraction
     seconds = [out.seconds for out in outputs]
     facts = {
         'load_generator_version': self.Version(),
@@ -251,5 +250,6 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
       self._rate_per_connection[test] = result.rps / connections
       self._fastest_rate[test] = max(result.rps,
                                      self._fastest_rate.get(test, 0.0))
-    return dataclasses.replace(m, client_cpu_busy_fraction=busy,
-                               client_cpu=run.cpu)
+    return dataclasses.replace(
+        m, client_cpu=run.cpu,
+        client_cpu_busy_fraction=run.cpu.busy_fraction if run.cpu else None)

@@ -392,8 +392,7 @@ def ProbeDriver(spec, deployment: Deployment,
           spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
           lambda: [p.pid for p in deployment.processes],
           measured=MeasuringClients(spec, deployment.generators),
-          server_pids=lambda vm: ServerPids(deployment, vm)),
-      server_machines=ServerMachines(spec))
+          server_pids=lambda vm: ServerPids(deployment, vm)))
 
 
 def ServerPids(deployment: Deployment, vm) -> List[int]:
@@ -408,7 +407,3 @@ def MeasuringClients(spec, generators) -> list:
   return [vm for vm, g in zip(spec.vm_groups['clients'], generators)
           if getattr(g, 'MEASURES_CLIENT_CPU', False)]
 
-
-def ServerMachines(spec) -> set:
-  """The machines of the server VMs (a client there shares their cores)."""
-  return {virtual_machine.MachineLane(vm) for vm in spec.vm_groups['servers']}

@@ -118,23 +118,17 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
                           opts.generator.pipeline)
 
   def OnClient(vm, generator):
-    measures = getattr(generator, 'MEASURES_CLIENT_CPU', False)
-    before = None if measures else vm.CpuTimes()
-    steps = generator.Staircase(driver.endpoints, driver.password,
-                                driver.workload, load, st.spec,
-                                opts.generator.warmup_s)
-    cpu = getattr(generator, 'last_cpu', None) if measures else None
+    steps, busy = driver_lib.BusyAround(vm, generator, lambda: (
+        generator.Staircase(driver.endpoints, driver.password,
+                            driver.workload, load, st.spec,
+                            opts.generator.warmup_s)))
+    cpu = (getattr(generator, 'last_cpu', None)
+           if getattr(generator, 'MEASURES_CLIENT_CPU', False) else None)
     if cpu is not None:
       busy = cpu.busy_fraction
-    else:
-      after = vm.CpuTimes()
-      total = after[1] - before[1] if before else 0
-      busy = (after[0] - before[0]) / total if total > 0 else None
-    own_cores = driver_lib.CoresAreTheClients(vm, driver.server_machines)
     return {m.load.clients: driver_lib.WithClientCpu(dataclasses.replace(
         m, client_cpu_busy_fraction=busy, client_cpu=cpu,
-        metadata=dict(m.metadata, client_cpu_scope='whole staircase')),
-                                                     own_cores)
+        metadata=dict(m.metadata, client_cpu_scope='whole staircase')))
             for m in steps}
 
   pairs = list(zip(driver.client_vms, driver.generators))

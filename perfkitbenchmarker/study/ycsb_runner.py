@@ -279,7 +279,6 @@ class YcsbProbe:
         self.interference, lambda: _OnAllClients(self.dep, RunOne),
         ClientSteal)
     parts = []
-    servers = deployment_lib.ServerMachines(self.spec)
     for vm, result in runs:
       meta = {'ycsb_phase': 'run', 'ycsb_workload': self.workload,
               'client_vm': vm.name, 'threads': load.threads,
@@ -288,8 +287,7 @@ class YcsbProbe:
           'load_generator_version': ycsb_package.YCSB_VERSION, **figures})
       m = driver_lib.WithClientCpu(dataclasses.replace(
           m, client_cpu=result.cpu, client_cpu_busy_fraction=(
-              result.cpu.busy_fraction if result.cpu else None)),
-                                   driver_lib.CoresAreTheClients(vm, servers))
+              result.cpu.busy_fraction if result.cpu else None)))
       cpu_keys = {k: v for k, v in m.metadata.items()
                   if k.startswith('client_')}
       self.spec.EmitSamples(result.Samples({**meta, **cpu_keys}))
