@@ -240,14 +240,20 @@ def test_replication_problems_name_a_down_link():
   assert redis_cluster.ReplicationProblems(up[:1], 1, 1)
 
 
-def _Vms(tmp_path, count):
+@pytest.fixture(autouse=True)
+def _scratch_root(tmp_path, monkeypatch):
+  """Local VMs' workspaces under the test's own tmp_path, removed with it
+  (these VMs are never deleted)."""
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path))
+
+
+def _Vms(tmp_path, count):  # pylint: disable=unused-argument
   vms = []
   for i in range(count):
     vm = local.LocalVirtualMachine(
         virtual_machine.VmSpec(cloud='Local', machine_type='local',
                                memory_mib=1024), f'servers-{i}', 'servers')
-    vm.scratch_dir = str(tmp_path / f'servers-{i}')
-    vm.Create()
+    vm.Create()  # Its workspace: a mkdtemp under tmp_path (the fixture).
     vms.append(vm)
   return vms
 

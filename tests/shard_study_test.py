@@ -54,11 +54,13 @@ def test_next_point_starts_at_the_best_load_over_all_shards():
 
 @pytest.mark.e2e
 @needs_redis
-def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path):
+def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path,
+                                                         monkeypatch):
+  # Its workspace under tmp_path, removed with it (the VM is not deleted).
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path))
   vm = local.LocalVirtualMachine(
       virtual_machine.VmSpec(cloud='Local', machine_type='local',
                              memory_mib=1024), 'servers-0', 'servers')
-  vm.scratch_dir = str(tmp_path / 'servers-0')
   vm.Create()
   password = redis_shard.NewPassword()
   spec = types.SimpleNamespace(vm_groups={'servers': [vm]}, record=None,
