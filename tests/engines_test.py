@@ -247,7 +247,7 @@ def _scratch_root(tmp_path, monkeypatch):
   monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path))
 
 
-def _Vms(tmp_path, count):  # pylint: disable=unused-argument
+def _Vms(count):
   vms = []
   for i in range(count):
     vm = local.LocalVirtualMachine(
@@ -268,8 +268,8 @@ def _Info(vm, proc, password):
 @pytest.mark.parametrize('engine_name', [
     pytest.param('valkey', marks=needs_valkey),
     pytest.param('redis', marks=needs_redis)])
-def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
-  vms = _Vms(tmp_path, 2)
+def test_standalone_replicas_on_the_other_server_vm(engine_name):
+  vms = _Vms(2)
   engine = engines.Get(engine_name)
   password = redis_shard.NewPassword()
   server = options.ServerOptions(engine=engine_name, memory_fraction=0.05,
@@ -304,8 +304,8 @@ def test_standalone_replicas_on_the_other_server_vm(tmp_path, engine_name):
 @pytest.mark.e2e
 @needs_cli
 @needs_valkey
-def test_cluster_of_three_primaries_with_a_replica_each(tmp_path):
-  vms = _Vms(tmp_path, 1)
+def test_cluster_of_three_primaries_with_a_replica_each():
+  vms = _Vms(1)
   engine = engines.Get('valkey')
   password = redis_shard.NewPassword()
   server = options.ServerOptions(engine='valkey', cluster_mode=True,
