@@ -306,16 +306,23 @@ def own_sshd(tmp_path):
   server.Stop()
 
 
-@pytest.mark.e2e
-def test_unreachable_machine_stays_in_the_record_until_cleaned(
-    tmp_path, own_sshd):  # pylint: disable=redefined-outer-name
-  run_uri = f'sg{PID}'
-  spec = _Spec(tmp_path, _SshdFile(tmp_path, own_sshd, count=1),
+def _OneServer(tmp_path, server_sshd, run_uri):
+  """A provisioned run of one static server VM (no clients) on server_sshd:
+  (its spec, the VM)."""
+  spec = _Spec(tmp_path, _SshdFile(tmp_path, server_sshd, count=1),
                counts=(1, 0), run_uri=run_uri)
   del spec.config['vm_groups']['clients']
   spec.ConstructVirtualMachines()
   spec.Provision()
   server, = spec.vms
+  return spec, server
+
+
+@pytest.mark.e2e
+def test_unreachable_machine_stays_in_the_record_until_cleaned(
+    tmp_path, own_sshd):  # pylint: disable=redefined-outer-name
+  run_uri = f'sg{PID}'
+  spec, server = _OneServer(tmp_path, own_sshd, run_uri)
   # What a shard leaves in the scratch directory: its config, with the
   # run's password.
   server.WriteFile(f'{server.scratch_dir}/redis-7002.conf',
@@ -398,12 +405,7 @@ def test_a_record_naming_another_users_workspace_is_refused(
   os.makedirs(f'{planted}/servers-0')
   try:
     os.chmod(planted, 0o777)
-    spec = _Spec(tmp_path, _SshdFile(tmp_path, sshd, count=1),
-                 counts=(1, 0), run_uri=run_uri)
-    del spec.config['vm_groups']['clients']
-    spec.ConstructVirtualMachines()
-    spec.Provision()
-    server, = spec.vms
+    spec, server = _OneServer(tmp_path, sshd, run_uri)
     made = server.scratch_dir
     server.StopMaster()
     path = os.path.join(spec.record.run_dir, 'run_record.json')
