@@ -35,9 +35,7 @@ FLOAT_REL = 1e-6
 FLOAT_ABS = 1e-5
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
 _CAPPED = (pp.CAPPED_THROUGHPUT, pp.PKB_UNDER_1MS)
-_LATENCY_KEYS = (('average_latency_ms', 'average_latency_ms'),
-                 ('p50_latency_ms', 'p50_latency_ms'),
-                 ('p99_latency_ms', 'p99_latency_ms'))
+_LATENCY_KEYS = ('average_latency_ms', 'p50_latency_ms', 'p99_latency_ms')
 
 
 class BadInput(Exception):
@@ -62,8 +60,6 @@ class Report:
 
 
 def _Number(value) -> Optional[float]:
-  if value is None or value == 'None' or value == '':
-    return None
   try:
     return float(value)
   except (TypeError, ValueError):
@@ -125,9 +121,9 @@ def _LoadOf(metadata) -> measurement.Load:
 
 
 def _CheckLatencies(report, where, metadata, m) -> None:
-  for key, attr in _LATENCY_KEYS:
-    if key in metadata and _Number(metadata[key]) is not None:
-      report.Compare(where, key, metadata[key], getattr(m, attr))
+  for key in _LATENCY_KEYS:
+    if _Number(metadata.get(key)) is not None:
+      report.Compare(where, key, metadata[key], getattr(m, key))
 
 
 def _Prices(metadata, catalog: pricing.PriceCatalog
@@ -246,16 +242,12 @@ def Recompute(run_dir: str,
           continue
         per_vm = servers / int(metadata.get('servers_vm_count', 1))
         report.Compare(where, 'value', value, capped_value / servers)
-        report.Compare(where, 'servers_usd_per_hour_total',
-                       metadata.get('servers_usd_per_hour_total'), servers)
-        report.Compare(where, 'price_performance_per_server_vm',
-                       metadata.get('price_performance_per_server_vm'),
-                       capped_value / per_vm)
-        report.Compare(where, 'deployment_usd_per_hour',
-                       metadata.get('deployment_usd_per_hour'), whole_usd)
-        report.Compare(where, 'price_performance_whole_deployment',
-                       metadata.get('price_performance_whole_deployment'),
-                       capped_value / whole_usd)
+        for key, figure in (
+            ('servers_usd_per_hour_total', servers),
+            ('price_performance_per_server_vm', capped_value / per_vm),
+            ('deployment_usd_per_hour', whole_usd),
+            ('price_performance_whole_deployment', capped_value / whole_usd)):
+          report.Compare(where, key, metadata.get(key), figure)
         _CheckLatencies(report, where, metadata, measurement.CombineRepeats(
             [probes[i] for i in _Indices(metadata)]))
         # The next search's, if any.

@@ -362,8 +362,8 @@ class AdaptiveSearchTest(unittest.TestCase):
         threads=1, min_connections=4, max_connections=1024,
         start_connections=32, confirm_repeats=2)
     self.assertEqual(
-        (policy.min_clients, policy.LoadForConnections(
-            policy.start_connections).clients, policy.max_clients,
+        (policy.min_clients, policy.LoadForClients(
+            policy.start_clients).clients, policy.max_clients,
          policy.confirm_repeats), (4, 32, 1024, 2))
     # A start outside the range is moved into it; None starts at the floor.
     self.assertEqual(adaptive.AdaptiveStepPolicy.FromConnectionRange(
@@ -376,11 +376,11 @@ class AdaptiveSearchTest(unittest.TestCase):
     result = Search(ScriptedServer(lambda n: 10.0 ** 7), policy)
     self.assertEqual(max(p.load.connections for p in result.probes), 1024)
 
-  def testLoadForConnections(self):
+  def testLoadForClientsAtFixedThreads(self):
     policy = adaptive.AdaptiveStepPolicy(threads=4, max_connections=64)
-    self.assertEqual(policy.LoadForConnections(16), measurement.Load(4, 4))
-    self.assertEqual(policy.LoadForConnections(1), measurement.Load(4, 1))
-    self.assertEqual(policy.LoadForConnections(1000), measurement.Load(4, 16))
+    self.assertEqual((policy.min_clients, policy.max_clients), (1, 16))
+    self.assertEqual(policy.LoadForClients(4), measurement.Load(4, 4))
+    self.assertEqual(policy.LoadForClients(16), measurement.Load(4, 16))
 
 
 class ProbeCountsTest(unittest.TestCase):

@@ -2,30 +2,13 @@
 
 A closed-loop Redis server reaches its throughput plateau with a few dozen
 connections but crosses a 1 ms cap only past a hundred, so a linear walk
-spends most probes on the flat part. This policy instead
-1. doubles the connections until throughput stops growing by more than the
-   noise the probes show, or latency reaches the target (cap x margin);
-2. on a plateau, predicts with Little's law (outstanding requests =
-   throughput x latency) where the target is reached and probes there,
-   correcting a miss from the newest probe; a prediction within the noise
-   of the load already under the target is not probed (it could gain no
-   more than the load it adds);
-3. bisects between the last load under the target and the first over it only
-   while throughput still rises across that bracket;
-4. confirms the answer with repeats (repeats.RepeatRule: mean and 95 %
-   interval), backing off to a lower load if they average at or over the
-   cap. Another load of the plateau's noise band is repeated only when its
-   probe lies more than one repeat's spread above the held mean.
-With `max_threads` above `threads`, a load is a connection count spread over
-up to `max_threads` threads, so a client that needs many threads to be fast
-is still offered fine steps. Decisions use the target, not the cap, so a
-probe that landed under the cap by luck does not become the answer; the
-repeats are checked against the cap. A saturated load generator is reported
-(`client_limited`), never passed off as the server's plateau.
+spends most probes on the flat part. This policy doubles the connections
+until a plateau or the target (cap x margin), predicts the target with
+Little's law, bisects only while throughput still rises, and confirms the
+answer with repeats (repeats.RepeatRule). Decisions use the target, not the
+cap, so a probe that landed under the cap by luck does not become the answer.
+The rules and why: docs/search.md ("Policies", "Searches under noise").
 
-Extension seam: `AdaptiveStepPolicy` is a `driver.StepPolicy`;
-`LoadForConnections` is the one place that maps a connection count to a
-Load; `EstimateProbes` is what a plan or a cost estimate may assume.
 `AdaptiveRun` is one search's state, phase by phase: a new phase or
 decision rule changes it alone. Pure: no flags, VMs, I/O, sleep or clock.
 """
@@ -89,9 +72,8 @@ class ProbeCounts:
 
   def Capped(self, max_probes: int) -> 'ProbeCounts':
     """The counts under a probe budget, which ends a search early."""
-    return ProbeCounts(min(self.fewest, max_probes),
-                       min(self.typical, max_probes),
-                       min(self.most, max_probes))
+    return ProbeCounts(*(min(n, max_probes)
+                         for n in dataclasses.astuple(self)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,13 +182,6 @@ class AdaptiveStepPolicy:
         stop_out_of_reach=self.noise_aware)
 
   @property
-  def most_repeats(self) -> int:
-    """Repeats of one load at most; the interval stops them earlier."""
-    if not self.confirm_ci_target:
-      return self.confirm_repeats
-    return max(self.confirm_repeats, self.confirm_max_repeats)
-
-  @property
   def start_clients(self) -> int:
     """The first probe's load count."""
     return min(self.max_clients, max(self.min_clients, round(
@@ -222,15 +197,8 @@ class AdaptiveStepPolicy:
     return max(self.min_clients, clients // 2)
 
   def EstimateProbes(self) -> ProbeCounts:
-    """Probes a search with these parameters takes, from its phases' bounds.
-
-    Most: the start, growth up to `max_connections` or halving down to
-    `min_connections` (whichever is longer), a Little's-law prediction with
-    its corrections, every bisection; then up to MAX_CONTENDERS loads'
-    `most_repeats` in each of 1 + `max_backoffs` rounds, the back-off probes
-    and the re-runs of disturbed repeats. Typical: the measured
-    TYPICAL_SEARCH_PROBES and TYPICAL_REPEAT_SETS of `confirm_repeats`.
-    """
+    """Probes a search with these parameters takes: most from every phase's
+    bound, typical from the measured TYPICAL_* counts."""
     start = self.start_clients
     growth, clients = 0, start
     while clients < self.max_clients:
@@ -243,7 +211,7 @@ class AdaptiveStepPolicy:
     most = (1 + max(growth, halvings) + 1 + self.max_corrections +
             self.max_bisections)
     if self.confirm_repeats:
-      most += ((1 + self.max_backoffs) * MAX_CONTENDERS * self.most_repeats +
+      most += ((1 + self.max_backoffs) * MAX_CONTENDERS * self.repeat_rule.upper +
                self.max_backoffs + self.confirm_max_reruns)
     fewest = (1 if start in (self.min_clients, self.max_clients) else 2
               ) + self.confirm_repeats
@@ -278,12 +246,6 @@ class AdaptiveStepPolicy:
     threads = min(self.max_threads,
                   max(self.threads, round(clients / per_thread)))
     return Load(threads, per_thread, self.pipeline)
-
-  def LoadForConnections(self, connections: int) -> Load:
-    """The load closest to `connections` that this policy can offer."""
-    clients = round(connections / self.unit)
-    return self.LoadForClients(
-        min(self.max_clients, max(self.min_clients, clients)))
 
   def Steps(self, cap_ms: float) -> driver.PolicySteps:
     return AdaptiveRun(self, cap_ms).Run()
@@ -530,12 +492,10 @@ class AdaptiveRun:
 
   # Helpers.
 
-  def _Probe(self, clients: int, note: str,
-             role: str = driver.ROLE_SEARCH):
+  def _Probe(self, clients: int, note: str):
     record = yield driver.ProbeRequest(
-        self._policy.LoadForClients(clients), role, note)
-    if role == driver.ROLE_SEARCH:
-      self._search[clients] = record
+        self._policy.LoadForClients(clients), driver.ROLE_SEARCH, note)
+    self._search[clients] = record
     self._last_disturbed = record.disturbed
     return record
 

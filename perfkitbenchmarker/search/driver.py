@@ -202,17 +202,12 @@ class SearchResult:
 
 def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
   """Index of the highest-throughput probe under the cap (earliest on ties)."""
-  best = None
-  for probe in probes:
-    if probe.under_cap and (best is None or probe.throughput > best.throughput):
-      best = probe
+  best = max((p for p in probes if p.under_cap), key=lambda p: p.throughput,
+             default=None)
   return best.index if best is not None else None
 
 
 def _CheckLoad(load: Load, policy_name: str) -> None:
-  if not isinstance(load, Load):
-    raise TypeError(f'policy {policy_name!r} asked to measure {load!r}, which '
-                    'is not a measurement.Load; fix the policy.')
   if load.threads < 1 or load.clients < 1 or load.pipeline < 1:
     raise InvalidSearchArgument(
         f'policy {policy_name!r} asked for load {load}: threads, clients and '

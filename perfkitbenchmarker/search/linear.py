@@ -80,9 +80,7 @@ class LinearStepPolicy:
     if best_index is None or not self.confirm_repeats:
       return driver.Outcome(stop_reason=reason, best_index=best_index)
     load = records[best_index].load
-    rule = repeats.RepeatRule(least=self.confirm_repeats,
-                              most=self.confirm_repeats, ci_target=0,
-                              max_reruns=self.confirm_repeats)
+    rule = repeats.RepeatRule.Fixed(self.confirm_repeats)
     done = yield from rule.Run(load, after_disturbed=records[-1].disturbed)
     over = sum(1 for r in done.counted if not r.under_cap)
     reason += (f'; {done.Describe()} at {load.Describe()}, {over} over the '

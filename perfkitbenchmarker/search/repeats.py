@@ -1,27 +1,13 @@
 """Confirmation repeats: how many, when to stop, and disturbed repeats.
 
 Every policy that confirms an answer (adaptive, linear with repeats,
-staircase) repeats one load through `RepeatRule.Run`:
-
-* Stop rule. At least `least` repeats that count; then stop as soon as the
-  95 % interval's half-width is within `ci_target` of the mean, `most`
-  repeats counted, or the target is out of reach: with the spread these
-  repeats show, even `most` repeats would leave a half-width above it
-  (t(most-1) x s / sqrt(most)). More repeats would then cost probes without
-  changing what the answer can claim; the interval reached is reported.
-* Disturbed repeats. A repeat during which foreign processes used the
-  run's cores does not count: it stays among the probes, flagged, and the
-  load is measured again, at most `max_reruns` times per search. A disturbed
-  repeat right after another disturbed probe shows a lasting disturbance,
-  which a re-run would not escape, so it counts (and the verdict says
-  disturbed). (Issue 23: on a machine whose cores others kept busy, every
-  probe was disturbed and each set spent one re-run to learn that.)
-
-Pure: no flags, VMs, I/O or clock.
+staircase) repeats one load through `RepeatRule.Run`. The stop rule (the
+95 % interval within its target, the most repeats, or the target out of
+reach at the noise shown) and the re-run of disturbed repeats, with why:
+docs/search.md, "Searches under noise". Pure: no flags, VMs, I/O or clock.
 """
 
 import dataclasses
-import math
 import statistics
 from typing import Optional, Sequence, Tuple
 
@@ -65,15 +51,6 @@ class RepeatSet:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
   @property
-  def ci95(self) -> Optional[float]:
-    return stats.MeanAndCi95([r.throughput for r in self.counted])[1]
-
-  @property
-  def ci95_pct(self) -> Optional[float]:
-    half, mean = self.ci95, self.mean
-    return None if half is None or mean <= 0 else 100 * half / mean
-
-  @property
   def latency_ms(self) -> float:
     return measurement.WeightedAverageLatencyMs(
         [r.measurement for r in self.counted])
@@ -82,10 +59,10 @@ class RepeatSet:
     """E.g. '3 repeats, +-4.1 % (the 2 % target is out of reach at this
     noise: 6 repeats would give about +-2.6 %), 1 disturbed repeat run
     again'."""
-    pct = self.ci95_pct
+    mean, half = stats.MeanAndCi95([r.throughput for r in self.counted])
     text = f'{len(self.counted)} repeats'
-    if pct is not None:
-      text += f', 95 % interval +-{pct:.1f} %'
+    if half is not None and mean > 0:
+      text += f', 95 % interval +-{100 * half / mean:.1f} %'
     if self.stop == STOP_OUT_OF_REACH and self.projected_pct is not None:
       text += (' (target out of reach at this noise: more repeats would give '
                f'about +-{self.projected_pct:.1f} %)')
@@ -93,12 +70,6 @@ class RepeatSet:
       text += (f', {len(self.excluded)} disturbed repeat(s) run again and '
                'left out')
     return text
-
-
-def ProjectedHalfWidth(values: Sequence[float], repeats: int) -> float:
-  """The 95 % half-width `repeats` values with this spread would give."""
-  return (stats.StudentT95(repeats - 1) * statistics.stdev(values) /
-          math.sqrt(repeats))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +98,11 @@ class RepeatRule:
       raise driver.InvalidSearchArgument(
           f'ci_target={self.ci_target!r}: must be a fraction in [0, 1).')
 
+  @classmethod
+  def Fixed(cls, n: int) -> 'RepeatRule':
+    """Exactly n repeats that count, up to n disturbed ones run again."""
+    return cls(least=n, ci_target=0, max_reruns=n)
+
   @property
   def upper(self) -> int:
     """Counted repeats at most."""
@@ -146,7 +122,7 @@ class RepeatRule:
     mean, half = stats.MeanAndCi95(values)
     if mean <= 0 or half <= self.ci_target * mean:
       return STOP_PRECISE, None
-    projected = ProjectedHalfWidth(values, self.upper)
+    projected = stats.HalfWidth95(statistics.stdev(values), self.upper)
     if self.stop_out_of_reach and projected > self.ci_target * mean:
       return STOP_OUT_OF_REACH, 100 * projected / mean
     return None, None

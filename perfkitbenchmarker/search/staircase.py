@@ -1,16 +1,13 @@
 """Latency-capped search over a staircase run: pick a step, then confirm it.
 
 memtier's staircase mode measures every client step of a ramp in one run,
-one process start instead of one per load. `StaircasePolicy` asks for each
-step's load in order up to the first at or over the cap, picks the best
-step under it and, if asked, confirms it with ordinary probes
-(repeats.RepeatRule), backing off to the next best lower step when the
-repeats average at or over the cap. `ReplayThenMeasure` is its `measure`:
-the steps' measurements first, then the real probe driver. Each step so
-becomes a ProbeRecord with its own samples. `Parts` splits a ramp into runs
-of a few steps, so the runner can stop after the run that crossed the cap.
-Extension seam: any tool that measures a ramp in one run can feed its
-per-step Measurements here. Pure: no flags, VMs, I/O or clock.
+one process start instead of one per load. `StaircasePolicy` takes each
+step as a search probe up to the first at or over the cap and confirms the
+best one under it; `ReplayThenMeasure` is its `measure` (the steps first,
+then the real probe driver); `Parts` splits a ramp into runs of a few steps,
+so the runner can stop after the run that crossed the cap. Any tool that
+measures a ramp in one run can feed its per-step Measurements here. Pure:
+no flags, VMs, I/O or clock.
 """
 
 import dataclasses
@@ -98,9 +95,7 @@ class StaircasePolicy:
     if not self.confirm_repeats:
       return driver.Outcome('; '.join(notes + ['unconfirmed']),
                             best.index)
-    rule = repeats.RepeatRule(least=self.confirm_repeats,
-                              most=self.confirm_repeats, ci_target=0,
-                              max_reruns=self.confirm_repeats)
+    rule = repeats.RepeatRule.Fixed(self.confirm_repeats)
     candidate = best
     tried = []
     left = rule.max_reruns

@@ -40,6 +40,9 @@ def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:
   mean = statistics.fmean(values)
   if len(values) < 2:
     return mean, None
-  half_width = (StudentT95(len(values) - 1) * statistics.stdev(values) /
-                math.sqrt(len(values)))
-  return mean, half_width
+  return mean, HalfWidth95(statistics.stdev(values), len(values))
+
+
+def HalfWidth95(stdev: float, n: int) -> float:
+  """The 95 % half-width of the mean of `n` values with this spread."""
+  return StudentT95(n - 1) * stdev / math.sqrt(n)

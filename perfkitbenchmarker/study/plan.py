@@ -98,7 +98,7 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
            f'{policy.max_connections} connections per client process '
            f'starting at {policy.start_connections}, aiming under cap x '
            f'{policy.cap_margin:g}; {cap}']
-  least, most = policy.confirm_repeats, policy.most_repeats
+  least, most = policy.confirm_repeats, policy.repeat_rule.upper
   if not least:
     lines.append('  answer: the best search probe, unrepeated')
   else:
