@@ -13,12 +13,14 @@ import subprocess
 import sys
 import types
 
+import psutil
 import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import dragonfly_server
@@ -247,15 +249,37 @@ def _scratch_root(tmp_path, monkeypatch):
   monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path))
 
 
-def _Vms(count):
+def _Vms(count, record=None):
   vms = []
   for i in range(count):
     vm = local.LocalVirtualMachine(
         virtual_machine.VmSpec(cloud='Local', machine_type='local',
-                               memory_mib=1024), f'servers-{i}', 'servers')
+                               memory_mib=1024), f'servers-{i}', 'servers',
+        record=record)
     vm.Create()  # Its workspace: a mkdtemp under tmp_path (the fixture).
     vms.append(vm)
   return vms
+
+
+def _ServersUnder(root):
+  """Server processes whose working directory (a shard's `dir`, its VM's
+  scratch directory) is under `root`."""
+  left = []
+  for proc in psutil.process_iter(['name', 'cwd', 'pid']):
+    if (proc.info['cwd'] or '').startswith(root + os.sep):
+      left.append(f'{proc.info["name"]} (pid {proc.info["pid"]})')
+  return left
+
+
+@pytest.fixture
+def record(tmp_path):
+  """The run record of the test's VMs and shards. Afterwards every shard it
+  holds is stopped as a run's teardown would (deployment.StopAll), also
+  those of a StartShards that failed partway, and none may be left."""
+  rec = run_record.RunRecord.Create(str(tmp_path / 'run'), 'engines-test')
+  yield rec
+  deployment.StopAll(rec)
+  assert not _ServersUnder(str(tmp_path))
 
 
 def _Info(vm, proc, password):
@@ -268,65 +292,76 @@ def _Info(vm, proc, password):
 @pytest.mark.parametrize('engine_name', [
     pytest.param('valkey', marks=needs_valkey),
     pytest.param('redis', marks=needs_redis)])
-def test_standalone_replicas_on_the_other_server_vm(engine_name):
-  vms = _Vms(2)
+def test_standalone_replicas_on_the_other_server_vm(engine_name, record):
+  vms = _Vms(2, record)
   engine = engines.Get(engine_name)
   password = redis_shard.NewPassword()
   server = options.ServerOptions(engine=engine_name, memory_fraction=0.05,
                                  replicas_per_primary=1)
-  processes = ()
-  try:
-    processes = deployment.StartShards(engine, vms, 1, password, server,
-                                       None, 7301)
-    assert len(processes) == 4
-    primaries, replicas = processes[:2], processes[2:]
-    # servers-0's primary is replicated on servers-1 and the other way round.
-    assert [p.vm.name for p in primaries] == ['servers-0', 'servers-1']
-    assert [p.vm.name for p in replicas] == ['servers-1', 'servers-0']
-    for primary, replica in zip(primaries, replicas):
-      info = _Info(replica.vm, replica, password)
-      assert info['role'] == 'slave' and info['master_link_status'] == 'up'
-      assert info['master_port'] == str(primary.port)
-      assert _Info(primary.vm, primary, password)['connected_slaves'] == '1'
-    kind = engine.PROCESS_KIND
-    assert all(p.KIND == kind for p in processes)
-    shards = [redis_shard.Shard(p.vm.name, '127.0.0.1', p.port, p.pid,
-                                p.config_path) for p in processes]
-    redis_server.Cli(vms[0], '127.0.0.1', primaries[0].port, password,
-                     'SET k v')
-    redis_cluster.WaitForReplication(vms[0], shards, password, 2, 1)
-    assert engine.KeyCount(vms[0], shards, password) == 1  # primaries only
-  finally:
-    for proc in reversed(processes):
-      proc.Delete()
+  processes = deployment.StartShards(engine, vms, 1, password, server,
+                                     record, 7301)
+  assert len(processes) == 4
+  primaries, replicas = processes[:2], processes[2:]
+  # servers-0's primary is replicated on servers-1 and the other way round.
+  assert [p.vm.name for p in primaries] == ['servers-0', 'servers-1']
+  assert [p.vm.name for p in replicas] == ['servers-1', 'servers-0']
+  for primary, replica in zip(primaries, replicas):
+    info = _Info(replica.vm, replica, password)
+    assert info['role'] == 'slave' and info['master_link_status'] == 'up'
+    assert info['master_port'] == str(primary.port)
+    assert _Info(primary.vm, primary, password)['connected_slaves'] == '1'
+  kind = engine.PROCESS_KIND
+  assert all(p.KIND == kind for p in processes)
+  shards = [redis_shard.Shard(p.vm.name, '127.0.0.1', p.port, p.pid,
+                              p.config_path) for p in processes]
+  redis_server.Cli(vms[0], '127.0.0.1', primaries[0].port, password,
+                   'SET k v')
+  redis_cluster.WaitForReplication(vms[0], shards, password, 2, 1)
+  assert engine.KeyCount(vms[0], shards, password) == 1  # primaries only
 
 
 @pytest.mark.e2e
 @needs_cli
 @needs_valkey
-def test_cluster_of_three_primaries_with_a_replica_each():
-  vms = _Vms(1)
+def test_shards_of_a_start_that_fails_partway_are_in_the_record(
+    record, tmp_path):
+  vms = _Vms(2, record)
+  engine = engines.Get('valkey')
+
+  def Refuse(*unused_args):
+    raise errors.ProcessError('replica refused')
+
+  engine.AttachReplica = Refuse  # After 2 primaries and 1 replica started.
+  server = options.ServerOptions(engine='valkey', memory_fraction=0.05,
+                                 replicas_per_primary=1)
+  with pytest.raises(errors.ProcessError, match='replica refused'):
+    deployment.StartShards(engine, vms, 1, redis_shard.NewPassword(), server,
+                           record, 7311)
+  # Running now; the record fixture stops them and checks none is left.
+  assert len(_ServersUnder(str(tmp_path))) == 3
+
+
+@pytest.mark.e2e
+@needs_cli
+@needs_valkey
+def test_cluster_of_three_primaries_with_a_replica_each(record):
+  vms = _Vms(1, record)
   engine = engines.Get('valkey')
   password = redis_shard.NewPassword()
   server = options.ServerOptions(engine='valkey', cluster_mode=True,
                                  shards_per_vm=3, memory_fraction=0.05,
                                  replicas_per_primary=1)
-  processes = ()
-  try:
-    processes = deployment.StartShards(engine, vms, 3, password, server,
-                                       None, 7321)
-    assert len(processes) == 6
-    infos = [_Info(vms[0], p, password) for p in processes]
-    assert sorted(i['role'] for i in infos) == ['master'] * 3 + ['slave'] * 3
-    assert all(i['master_link_status'] == 'up' for i in infos
-               if i['role'] == 'slave')
-    shard = redis_shard.Shard('servers-0', '127.0.0.1', processes[0].port,
-                              processes[0].pid, processes[0].config_path)
-    assert redis_cluster.ClusterInfo(vms[0], shard, password)[
-        'cluster_state'] == 'ok'
-  finally:
-    for proc in reversed(processes):
-      proc.Delete()
+  processes = deployment.StartShards(engine, vms, 3, password, server,
+                                     record, 7321)
+  assert len(processes) == 6
+  infos = [_Info(vms[0], p, password) for p in processes]
+  assert sorted(i['role'] for i in infos) == ['master'] * 3 + ['slave'] * 3
+  assert all(i['master_link_status'] == 'up' for i in infos
+             if i['role'] == 'slave')
+  shard = redis_shard.Shard('servers-0', '127.0.0.1', processes[0].port,
+                            processes[0].pid, processes[0].config_path)
+  assert redis_cluster.ClusterInfo(vms[0], shard, password)[
+      'cluster_state'] == 'ok'
 
 
 # --- a second Redis locally ---------------------------------------------------
