@@ -46,6 +46,12 @@ class Shard:
   pid: int
   config_path: str
 
+  @classmethod
+  def Of(cls, process) -> 'Shard':
+    """The shard a run-record shard process (e.g. RedisProcess) runs."""
+    return cls(process.vm.name, process.vm.internal_ip, process.port,
+               process.pid, process.config_path)
+
   @property
   def address(self) -> str:
     return f'{self.host}:{self.port}'

@@ -105,14 +105,16 @@ def _Replicate(vm, replica_shards: Sequence[redis_shard.Shard],
         f'CLUSTER REPLICATE {shlex.quote(node_id)}')
 
 
+def _Fields(vm, shard: redis_shard.Shard, password: str,
+            command: str) -> Dict[str, str]:
+  """A `key:value` a line answer (CLUSTER INFO, INFO) as a dict."""
+  out = redis_server.Cli(vm, shard.host, shard.port, password, command)
+  return dict(line.strip().split(':', 1) for line in out.splitlines()
+              if ':' in line and not line.startswith('#'))
+
+
 def ClusterInfo(vm, shard: redis_shard.Shard, password: str) -> Dict[str, str]:
-  out = redis_server.Cli(vm, shard.host, shard.port, password, 'CLUSTER INFO')
-  info = {}
-  for line in out.splitlines():
-    if ':' in line:
-      key, value = line.strip().split(':', 1)
-      info[key] = value
-  return info
+  return _Fields(vm, shard, password, 'CLUSTER INFO')
 
 
 def WaitForClusterOk(vm, shards: Sequence[redis_shard.Shard], password: str,
@@ -154,15 +156,8 @@ def ReplicaOf(vm, replica: redis_shard.Shard, primary: redis_shard.Shard,
 
 def ReplicationInfo(vm, shard: redis_shard.Shard,
                     password: str) -> Dict[str, str]:
-  """`INFO replication` of one shard as a dict (role, master_link_status,
-  connected_slaves, ...)."""
-  out = redis_server.Cli(vm, shard.host, shard.port, password, 'INFO replication')
-  info = {}
-  for line in out.splitlines():
-    if ':' in line and not line.startswith('#'):
-      key, value = line.strip().split(':', 1)
-      info[key] = value
-  return info
+  """`INFO replication` of one shard (role, master_link_status, ...)."""
+  return _Fields(vm, shard, password, 'INFO replication')
 
 
 def ReplicationProblems(infos: Sequence[Dict[str, str]], primaries: int,

@@ -54,7 +54,7 @@ class Deployment:
 
   @property
   def shards(self) -> Tuple[redis_shard.Shard, ...]:
-    return Shards(self.processes)
+    return tuple(map(redis_shard.Shard.Of, self.processes))
 
   @property
   def endpoints(self) -> List[base.Endpoint]:
@@ -63,12 +63,6 @@ class Deployment:
       return [base.Endpoint(shards[0].host, shards[0].port)]
     # Primaries come first (replicas start after them); load goes to them.
     return [base.Endpoint(s.host, s.port) for s in shards[:self.primaries]]
-
-
-def Shards(processes) -> Tuple[redis_shard.Shard, ...]:
-  """The shards of the run record's shard processes."""
-  return tuple(redis_shard.Shard(p.vm.name, p.vm.internal_ip, p.port, p.pid,
-                                 p.config_path) for p in processes)
 
 
 def BindAddress(vm) -> str:
@@ -169,7 +163,7 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
         engine, servers, processes, shards_per_vm, replicas, password,
         server.cluster_mode, ShardOptions, record, start_port))
   if server.cluster_mode:
-    engine.FormCluster(servers[0], list(Shards(processes)), password,
+    engine.FormCluster(servers[0], [redis_shard.Shard.Of(p) for p in processes], password,
                        replicas or server.cluster_replicas)
   if replicas or (server.cluster_mode and server.cluster_replicas):
     replication.Verify(engine, servers[0], processes,

@@ -23,11 +23,6 @@ def ReplicaVmIndex(primary_vm: int, server_vms: int) -> int:
   return (primary_vm + 1) % server_vms
 
 
-def _Shard(process) -> redis_shard.Shard:
-  return redis_shard.Shard(process.vm.name, process.vm.internal_ip,
-                           process.port, process.pid, process.config_path)
-
-
 def StartReplicas(engine, servers: Sequence, primaries: Sequence,
                   shards_per_vm: int, replicas: int, password: str,
                   cluster_mode: bool, shard_options: Callable, record,
@@ -49,13 +44,13 @@ def StartReplicas(engine, servers: Sequence, primaries: Sequence,
     started.extend(new)
     if not cluster_mode:
       for j, replica in enumerate(new):
-        engine.AttachReplica(host, _Shard(replica), _Shard(own[j % len(own)]),
-                             password)
+        engine.AttachReplica(host, redis_shard.Shard.Of(replica),
+                             redis_shard.Shard.Of(own[j % len(own)]), password)
   return started
 
 
 def Verify(engine, vm, processes: Sequence, primaries: int,
            replicas: int, password: str) -> None:
   """Waits until every replica is linked to its primary (INFO replication)."""
-  engine.VerifyReplication(vm, [_Shard(p) for p in processes], password,
+  engine.VerifyReplication(vm, [redis_shard.Shard.Of(p) for p in processes], password,
                            primaries, replicas)

@@ -226,8 +226,8 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
                                      'ycsb_workload': workload,
                                      'client_vm': vm.name,
                                      'threads': opts.load_threads}))
-  found = engine.KeyCount(spec.vm_groups['servers'][0],
-                          deployment_lib.Shards(dep.processes), dep.password)
+  found = engine.KeyCount(spec.vm_groups['servers'][0], dep.shards,
+                          dep.password)
   if found != opts.record_count:
     raise errors.ProcessError(
         f'YCSB loaded {found:,} keys but {opts.record_count:,} were expected.')
