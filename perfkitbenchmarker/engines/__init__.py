@@ -44,6 +44,12 @@ def ReadsRedisConf(name: str) -> bool:
   return _Class(name).READS_REDIS_CONF
 
 
+def CheckVersion(name: str, version: str) -> None:
+  """Refuses a --redis_server_version the engine cannot install, once, in
+  one line (else every VM's install would refuse it at the same time)."""
+  _Class(name).CHECK_VERSION(version)
+
+
 def RefuseLocal(name: str) -> None:
   reason = _Class(name).LOCAL_REFUSAL
   if reason:

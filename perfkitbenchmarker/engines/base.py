@@ -9,7 +9,6 @@ command line itself; it asks the engine.
 import abc
 from typing import Dict, List, Sequence
 
-from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 
 
@@ -63,15 +62,16 @@ class ServerEngine(abc.ABC):
     """Engine settings recorded in every sample (e.g. {'io-threads': '4'})."""
     return {}
 
+  # Replicas (engine_options.REPLICA_ENGINES: the flags refuse them for
+  # the others before anything starts).
+
+  @abc.abstractmethod
   def AttachReplica(self, vm, replica: redis_shard.Shard,
                     primary: redis_shard.Shard, password: str) -> None:
     """Makes a standalone shard replicate another."""
-    raise errors.UsageError(f'The {self.NAME} engine has no replicas here; '
-                            'drop --redis_replicas_per_primary.')
 
+  @abc.abstractmethod
   def VerifyReplication(self, vm, shards: Sequence[redis_shard.Shard],
                         password: str, primaries: int,
                         replicas_per_primary: int) -> None:
     """Waits until every replica is linked to its primary, or raises."""
-    raise errors.UsageError(f'The {self.NAME} engine has no replicas here; '
-                            'drop --redis_replicas_per_primary.')

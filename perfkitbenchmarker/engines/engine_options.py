@@ -5,7 +5,6 @@ reads flags). Each engine takes only its own settings; a flag of another
 engine is refused rather than silently ignored.
 """
 
-import importlib
 from typing import Any, Tuple
 
 from perfkitbenchmarker import engines
@@ -34,6 +33,7 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
     raise errors.UsageError(
         f'--redis_engine={engine} is not an engine; choose one of '
         f'{", ".join(engines.Names())}.')
+  engines.CheckVersion(engine, f.redis_server_version)
   if f.cloud == 'Local' and not f.static_vm_file:
     engines.RefuseLocal(engine)
   own = _ENGINE_FLAGS.get(engine, {})
@@ -63,28 +63,6 @@ def _Value(f, flag: str):
   return flag_types.OneValue(
       f[flag].value, flag, 'one run deploys one server configuration; run '
       'one value per run (e.g. a flag_matrix over redis_server_io_threads).')
-
-
-# Each engine's check of --redis_server_version's form ('distro' or a
-# release number it can install), run before anything starts on any cloud.
-_VERSION_CHECKS = {
-    'redis': ('perfkitbenchmarker.linux_packages.package_commands',
-              'CheckRedisVersion'),
-    'valkey': ('perfkitbenchmarker.linux_packages.valkey_server',
-               'CheckVersion'),
-    'keydb': ('perfkitbenchmarker.linux_packages.keydb_server',
-              'CheckVersion'),
-    'dragonfly': ('perfkitbenchmarker.linux_packages.dragonfly_server',
-                  'ReleaseVersion'),
-}
-
-
-def CheckVersionForm(engine: str, version: str) -> None:
-  """Refuses a --redis_server_version the engine cannot install, once, in
-  one line (else every VM's install would refuse it at the same time)."""
-  if engine in _VERSION_CHECKS:
-    module, function = _VERSION_CHECKS[engine]
-    getattr(importlib.import_module(module), function)(version)
 
 
 def CheckLocalVersion(engine: str, version: str) -> None:

@@ -14,6 +14,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import base
 from perfkitbenchmarker.linux_packages import local_redis_builds
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import remote_install
@@ -25,6 +26,9 @@ class RedisOssEngine(base.ServerEngine):
   NAME = 'redis'
   PROCESS_KIND = redis_server.RedisProcess.KIND
   PROCESS_CLASS = redis_server.RedisProcess
+  # Refuses a --redis_server_version it cannot install ('distro' or a
+  # release number).
+  CHECK_VERSION = staticmethod(package_commands.CheckRedisVersion)
 
   def __init__(self, version: str = 'distro',
                io_threads: Optional[int] = None):

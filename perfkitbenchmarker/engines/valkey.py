@@ -12,6 +12,7 @@ class ValkeyEngine(redis_oss.RedisOssEngine):
   NAME = 'valkey'
   PROCESS_KIND = valkey_server.ValkeyProcess.KIND
   PROCESS_CLASS = valkey_server.ValkeyProcess
+  CHECK_VERSION = staticmethod(valkey_server.CheckVersion)
 
   def Install(self, vm) -> None:
     vm.Install('valkey_server', version=self.version)

@@ -12,7 +12,6 @@ from typing import Dict, Sequence
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
-from perfkitbenchmarker.engines import base
 from perfkitbenchmarker.engines import redis_oss
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
@@ -31,6 +30,7 @@ class DragonflyEngine(_VmOnly):
   NAME = 'dragonfly'
   PROCESS_KIND = dragonfly_server.DragonflyProcess.KIND
   READS_REDIS_CONF = False  # A flag file (--dragonfly_* flags).
+  CHECK_VERSION = staticmethod(dragonfly_server.ReleaseVersion)
   LOCAL_REFUSAL = ('Dragonfly ships only as release packages from its own '
                    'download host, which this machine cannot reach')
 
@@ -96,14 +96,6 @@ class DragonflyEngine(_VmOnly):
           'Dragonfly cluster mode here is its emulated cluster of one node: '
           'one server VM, --dragonfly_cluster_mode=emulated, no replicas.')
 
-  def AttachReplica(self, vm, replica, primary, password) -> None:
-    base.ServerEngine.AttachReplica(self, vm, replica, primary, password)
-
-  def VerifyReplication(self, vm, shards, password, primaries,
-                        replicas_per_primary) -> None:
-    base.ServerEngine.VerifyReplication(self, vm, shards, password,
-                                        primaries, replicas_per_primary)
-
 
 class KeydbEngine(_VmOnly):
   """keydb-server shards with server-threads worker threads."""
@@ -111,6 +103,7 @@ class KeydbEngine(_VmOnly):
   NAME = 'keydb'
   PROCESS_KIND = keydb_server.KeydbProcess.KIND
   PROCESS_CLASS = keydb_server.KeydbProcess
+  CHECK_VERSION = staticmethod(keydb_server.CheckVersion)
   LOCAL_REFUSAL = ('KeyDB ships only from its own APT repository or a '
                    'source release, neither reachable from this machine')
 

@@ -57,7 +57,6 @@ class ServerOptions:
 
   @classmethod
   def FromFlags(cls, f) -> 'ServerOptions':
-    engine_options.CheckVersionForm(f.redis_engine, f.redis_server_version)
     return cls(engine=f.redis_engine,
                engine_settings=engine_options.SettingsFromFlags(f),
                replicas_per_primary=f.redis_replicas_per_primary,
