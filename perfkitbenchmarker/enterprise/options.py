@@ -124,47 +124,21 @@ class EnterpriseOptions:
   @classmethod
   def FromFlags(cls, f) -> 'EnterpriseOptions':
     cloud = 'Static' if f.static_vm_file else f.cloud
-    try:
-      cpu_ids = tuple(int(c) for c in (f.enterprise_redis_disable_cpu_ids or
-                                       ()))
-    except ValueError:
+    cpu_ids = f.enterprise_redis_disable_cpu_ids or ()
+    if not all(c.isdecimal() for c in cpu_ids):
       raise errors.UsageError(
-          '--enterprise_redis_disable_cpu_ids='
-          f'{",".join(f.enterprise_redis_disable_cpu_ids)} must be CPU ids '
-          'like 3,4.') from None
+          f'--enterprise_redis_disable_cpu_ids={",".join(cpu_ids)} must be '
+          'CPU ids like 3,4.')
+    # Each field named like its flag (--enterprise_redis_<field>) takes it.
+    own = {field.name: getattr(f, f'enterprise_redis_{field.name}')
+           for field in dataclasses.fields(cls)
+           if hasattr(f, f'enterprise_redis_{field.name}')}
+    own['disable_cpu_ids'] = tuple(map(int, cpu_ids))
     options = cls(
-        cloud=cloud, os=ChooseOs(f.os_type, cloud),
-        license_file=f.enterprise_redis_license_file,
-        license_path=f.enterprise_redis_license_path,
-        version=f.enterprise_redis_version,
-        tarball=f.enterprise_redis_tarball,
-        tune_on_startup=f.enterprise_redis_tune_on_startup,
-        proxy_threads=f.enterprise_redis_proxy_threads,
-        shard_count=f.enterprise_redis_shard_count,
-        load_records=f.enterprise_redis_load_records,
-        run_records=f.enterprise_redis_run_records,
-        pipeline=f.enterprise_redis_pipeline,
-        loadgen_clients=f.enterprise_redis_loadgen_clients,
-        max_threads=f.enterprise_redis_max_threads,
-        min_threads=f.enterprise_redis_min_threads,
-        thread_increment=f.enterprise_redis_thread_increment,
+        **own, cloud=cloud, os=ChooseOs(f.os_type, cloud),
         latency_threshold_us=f.enterprise_redis_latency_threshold,
-        pin_workers=f.enterprise_redis_pin_workers,
-        disable_cpu_ids=cpu_ids,
-        data_size_bytes=f.enterprise_redis_data_size_bytes,
-        db_count=f.enterprise_redis_db_count,
-        db_replication=f.enterprise_redis_db_replication,
-        memory_size_percentage=f.enterprise_redis_memory_size_percentage,
-        optimize_throughput=f.enterprise_redis_optimize_throughput,
-        probe_seconds=f.enterprise_redis_probe_seconds,
-        optimizer_max_points=f.enterprise_redis_optimizer_max_points,
-        flash=f.enterprise_redis_flash,
-        flash_ram_ratio=f.enterprise_redis_flash_ram_ratio,
-        local_max_records=f.enterprise_redis_local_max_records,
         dry_run=f.dry_run,
         database_port=getattr(f, 'redis_start_port', None) or 12000,
-        install_dir=f.enterprise_redis_install_dir,
-        api_port=f.enterprise_redis_api_port,
         memtier_path=_MemtierPath(getattr(f, 'memtier_path', None), cloud))
     options.Check()
     return options
@@ -245,9 +219,6 @@ class EnterpriseOptions:
       raise errors.UsageError(
           f'--enterprise_redis_install_dir={self.install_dir} must be a '
           'normalized absolute path on the server VMs.')
-    if any(c < 0 for c in self.disable_cpu_ids):
-      raise errors.UsageError(
-          '--enterprise_redis_disable_cpu_ids: CPU ids are 0 or more.')
 
   def CheckInstallerFiles(self) -> None:
     """A cloud run needs the user's installer and licence (never fetched)."""
