@@ -482,12 +482,12 @@ def test_bad_results_files_are_refused_with_file_and_line(tmp_path):
   good_line = json.dumps(_FileRows(_WriteRun(tmp_path / 'ok.json', 'r1',
                                              1))[0])
   for content, needle in (
-      (good_line + '\n{"metric": "x"\n', 'bad.json:2 is not JSON'),
+      (good_line + '\n{"metric": "x"\n', 'bad.json:2: not JSON'),
       ('{"metric": "x", "value": 1, "timestamp": 2}\n',
-       'bad.json:1 is not a PKB sample: no run_uri'),
-      ('[1, 2]\n', 'bad.json:1 is not a JSON object'),
+       'bad.json:1: not a PKB sample (no run_uri)'),
+      ('[1, 2]\n', 'bad.json:1: not a JSON object'),
       ('{"metric": "x", "value": 1, "timestamp": 2, "run_uri": "r", '
-       '"labels": "no pipes"}\n', 'bad.json:1 is not a PKB sample')):
+       '"labels": "no pipes"}\n', 'bad.json:1: not a PKB sample (labels')):
     bad.write_text(content)
     with pytest.raises(bigquery_schema.ResultsFileError) as failure:
       bigquery_schema.ReadResultsFiles([str(bad)])
@@ -684,8 +684,8 @@ def test_a_sample_compare_would_refuse_is_not_published(fake, tmp_path):
   lines[1] = json.dumps(row)  # json writes it as Infinity, as pkb did.
   path.write_text('\n'.join(lines) + '\n')
   with pytest.raises(bigquery_schema.ResultsFileError,
-                     match=r'results.json:2 is not a PKB sample: value inf '
-                     'is not a finite number'):
+                     match=r"results.json:2: value 'inf' is not a finite "
+                     'number'):
     bigquery_publisher.PublishFiles(_Options(fake.endpoint), [path],
                                     client=_Client(fake.endpoint))
   assert not fake.LoadJobs()

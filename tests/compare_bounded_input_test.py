@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import charts
 from perfkitbenchmarker.results_history import leaderboard
@@ -114,7 +115,8 @@ def test_metadata_deeper_than_the_cap_is_one_line(tmp_path):
 
 def test_a_line_longer_than_any_sample_is_refused(tmp_path):
   rows = _Rows()
-  rows[0]['labels'] += ',|junk:' + 'x' * (loader.MAX_LINE_CHARS + 10) + '|'
+  rows[0]['labels'] += (',|junk:' + 'x' * (bigquery_schema.MAX_LINE_BYTES + 10)
+                        + '|')
   with pytest.raises(loader.LoadError, match=r':1: a line longer than'):
     loader.Load([_Write(tmp_path / 'h.json', rows)])
 

@@ -5,7 +5,11 @@ A row is a PKB sample row (PKB's results table columns) plus two of ours:
 PKB's `bq load` adds to a shared table lack it), and `metadata` REPEATED
 RECORD<key, value>, the labels as pairs so a query filters on a key without
 parsing labels (docs/bigquery.md). Values are the labels' text, as in PKB.
-`ReadResultsFiles` refuses anything that is not a PKB sample.
+`IterRows`, the one reader of results files (the publisher's and compare's),
+refuses anything that is not a PKB sample compare can read, naming its file
+and line: only regular files, each to the size it had when opened, line by
+line; a line over `MAX_LINE_BYTES`, metadata deeper than `MAX_METADATA_DEPTH`
+or a value that is not a finite number is refused.
 """
 
 import datetime
@@ -13,7 +17,8 @@ import json
 import math
 import os
 import uuid
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Tuple)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import regular_files
@@ -48,6 +53,9 @@ CORE_COLUMNS = ('metric', 'value', 'timestamp', 'run_uri', 'sample_uri')
 PKB_FIELDS = ('metric', 'value', 'unit', 'timestamp', 'test', 'product_name',
               'official', 'owner', 'run_uri', 'sample_uri')
 _REQUIRED = ('metric', 'value', 'timestamp', 'run_uri')
+# A PKB sample line is a few KB; metadata values are scalars or small lists.
+MAX_LINE_BYTES = 1 << 20
+MAX_METADATA_DEPTH = 8
 
 
 class ResultsFileError(errors.UsageError):
@@ -81,7 +89,7 @@ def _Float(value: Any) -> Any:
 
 
 def ToTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
-  """A PKB JSON line (validated by ReadResultsFiles) -> a table row."""
+  """A PKB JSON line (checked by SampleMetadata) -> a table row."""
   if isinstance(row.get('metadata'), Mapping):
     metadata = {str(k): v for k, v in row['metadata'].items()}
     labels = sample_lib.FormatLabels(metadata)
@@ -126,25 +134,98 @@ def FromTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
   return result
 
 
-def _CheckRow(row: Any, where: str) -> Dict[str, Any]:
+def _Depth(value: Any) -> int:
+  """Nesting depth of a JSON value (a scalar is 0), walked without recursion."""
+  deepest, stack = 0, [(value, 0)]
+  while stack:
+    item, depth = stack.pop()
+    if isinstance(item, dict):
+      item = list(item.values())
+    if isinstance(item, list):
+      deepest = max(deepest, depth + 1)
+      if depth + 1 > MAX_METADATA_DEPTH:
+        break
+      stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+  return deepest
+
+
+def _CheckFinite(row: Mapping[str, Any], name: str, where: str) -> None:
+  # compare refuses such a sample: a table holding one would be unreadable
+  # to it (a --machine_price of 1e400 once made Infinity).
+  value = row[name]
+  try:
+    number = math.nan if isinstance(value, bool) else float(value)
+  except (TypeError, ValueError):
+    number = math.nan
+  if not math.isfinite(number):
+    raise ResultsFileError(f'{where}: {name} {str(value)[:40]!r} is not a '
+                           'finite number')
+
+
+def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
+  """The metadata of a PKB sample row (its `metadata` object or its parsed
+  labels); ResultsFileError naming `where` for anything compare cannot read
+  as a sample."""
   if not isinstance(row, dict):
-    raise ResultsFileError(f'{where} is not a JSON object.')
+    raise ResultsFileError(f'{where}: not a JSON object')
   missing = [k for k in _REQUIRED if row.get(k) in (None, '')]
   if missing:
-    raise ResultsFileError(f'{where} is not a PKB sample: no '
-                           f'{", ".join(missing)}.')
+    raise ResultsFileError(f'{where}: not a PKB sample (no '
+                           f'{", ".join(missing)})')
+  _CheckFinite(row, 'value', where)
+  _CheckFinite(row, 'timestamp', where)
+  metadata = row.get('metadata')
+  if metadata is None:
+    try:
+      return sample_lib.ParseLabels(row.get('labels') or '')
+    except ValueError as e:
+      raise ResultsFileError(f'{where}: not a PKB sample ({e})') from None
+  if not isinstance(metadata, dict):
+    raise ResultsFileError(f'{where}: metadata is not an object')
+  if (any(isinstance(v, (dict, list)) for v in metadata.values()) and
+      _Depth(metadata) > MAX_METADATA_DEPTH):
+    raise ResultsFileError(f'{where}: metadata nested more than '
+                           f'{MAX_METADATA_DEPTH} levels deep; PKB metadata '
+                           'is flat')
+  return metadata
+
+
+def IterRows(path: str) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
+  """(row, SampleMetadata) of each sample of a PKB JSON-lines file, read line
+  by line to the size it had when opened (another run may be appending)."""
   try:
-    if not math.isfinite(float(row['value'])):
-      # compare refuses such a sample: a table holding one would be
-      # unreadable to it (a --machine_price of 1e400 once made Infinity).
-      raise ValueError(f'value {row["value"]} is not a finite number')
-    if not math.isfinite(float(row['timestamp'])):
-      raise ValueError(f'timestamp {row["timestamp"]} is not a time')
-    if not isinstance(row.get('metadata'), Mapping):
-      sample_lib.ParseLabels(row.get('labels') or '')
-  except (TypeError, ValueError) as e:
-    raise ResultsFileError(f'{where} is not a PKB sample: {e}.') from None
-  return row
+    f = regular_files.OpenRegular(path)
+  except regular_files.NotRegular as e:
+    raise ResultsFileError(f'{path}: {e}') from None
+  with f:
+    left, number = os.fstat(f.fileno()).st_size, 0
+    while left > 0:
+      try:
+        line = f.readline(min(left, MAX_LINE_BYTES + 1))
+      except OSError as e:
+        raise ResultsFileError(f'{path}: {e.strerror}') from None
+      if not line:
+        return
+      left -= len(line)
+      number += 1
+      where = f'{path}:{number}'
+      if len(line) > MAX_LINE_BYTES:
+        raise ResultsFileError(f'{where}: a line longer than '
+                               f'{MAX_LINE_BYTES:,} bytes is not a PKB sample')
+      if not line.strip():
+        continue
+      try:
+        row = json.loads(line.decode('utf-8'))
+      except UnicodeDecodeError:
+        raise ResultsFileError(f'{where}: not UTF-8 text; expected PKB JSON '
+                               'lines') from None
+      except ValueError:
+        raise ResultsFileError(f'{where}: not JSON; expected PKB JSON lines'
+                               ) from None
+      except RecursionError:
+        raise ResultsFileError(f'{where}: JSON nested too deeply to be a PKB '
+                               'sample') from None
+      yield row, SampleMetadata(row, where)
 
 
 def FindResultsFiles(paths: Iterable[str]) -> List[str]:
@@ -157,9 +238,9 @@ def FindResultsFiles(paths: Iterable[str]) -> List[str]:
         if RESULTS_FILE in files:
           found.append(os.path.join(root, RESULTS_FILE))
     elif os.path.lexists(path):
-      found.append(path)  # ReadResultsFiles reads regular files only.
+      found.append(path)  # IterRows reads regular files only.
     else:
-      raise ResultsFileError(f'{path}: no such file or directory.')
+      raise ResultsFileError(f'{path}: no such file or directory')
   return found
 
 
@@ -171,20 +252,7 @@ def ReadResultsFiles(paths: Iterable[str],
   """
   rows, seen = [], set()
   for path in FindResultsFiles(paths):
-    try:
-      with regular_files.OpenRegular(path) as f:
-        lines = f.read().decode('utf-8').splitlines()
-    except (regular_files.NotRegular, OSError, UnicodeDecodeError) as e:
-      raise ResultsFileError(f'{path}: cannot read it ({e}).') from None
-    for number, line in enumerate(lines, 1):
-      if not line.strip():
-        continue
-      where = f'{path}:{number}'
-      try:
-        parsed = json.loads(line)
-      except ValueError as e:
-        raise ResultsFileError(f'{where} is not JSON ({e}).') from None
-      row = _CheckRow(parsed, where)
+    for row, _ in IterRows(path):
       if run_uri and publisher.ShortRunUri(row['run_uri']) != run_uri:
         continue
       uri = SampleUri(row)
