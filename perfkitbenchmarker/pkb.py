@@ -35,7 +35,7 @@ from perfkitbenchmarker import run_plan
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
-from perfkitbenchmarker import ssh_vm  # pylint: disable=unused-import  (flags)
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import timing_util
@@ -224,8 +224,9 @@ def RunBenchmarks(argv: List[str]) -> int:
   provider = providers.GetProvider(_Cloud())
   if hasattr(provider, 'CheckPrerequisites'):
     provider.CheckPrerequisites(FLAGS)
-  if hasattr(provider, 'CheckRunDirs'):  # Another user's scratch: refused.
-    provider.CheckRunDirs(run_uri)
+  # Another user's scratch: refused. Without a check of its own, a
+  # provider's machines are reached over SSH.
+  getattr(provider, 'CheckRunDirs', ssh_vm.CheckRunDirs)()
 
   # Signals are handled from before the record exists: one that comes
   # before the stages start is noted, and the first stage's Arm() ends the

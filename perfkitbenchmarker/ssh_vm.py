@@ -121,11 +121,10 @@ class HostHealth:
 _HOSTS = HostHealth()
 
 
-def CheckRunDirs(run_uri: str = '') -> None:
+def CheckRunDirs() -> None:
   """Refuses (run_scope.NotOwnDir, one line) a temporary directory the
-  control sockets' directory cannot be private in: the providers of SSH
-  machines take this as their CheckRunDirs, run before anything starts."""
-  del run_uri  # The control directory's name is not the run's.
+  control sockets' directory cannot be private in: the CheckRunDirs of the
+  providers of SSH machines, run before anything starts."""
   run_scope.CheckTempRoot()
 
 
@@ -640,6 +639,18 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     vm.created = True
     return vm
 
+  def RestoreFromRecord(self) -> None:
+    """In a resumed run, takes back what provisioning recorded of it."""
+    entry = self.record.FindResource(self.KIND, self.name)
+    if entry and entry['status'] == 'created':
+      self.Restore(record_checks.Parse(self.Fields, entry, self.record))
+      self.created = True
+
   def Restore(self, fields: Fields) -> None:
     """Takes back what an earlier stage of the run recorded."""
     self.scratch_dir, self.cpu_set = fields.scratch_dir, fields.cpu_set
+    self.ip_address = fields.ip_address
+    self.internal_ip = fields.internal_ip or fields.ip_address
+    self.keyfile = fields.keyfile or self.keyfile
+    self.num_cpus = fields.num_cpus or self.num_cpus
+    self.memory_mib = fields.memory_mib or self.memory_mib

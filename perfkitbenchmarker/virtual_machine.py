@@ -13,8 +13,8 @@ import logging
 import posixpath
 import shlex
 import threading
-from typing import (Any, Dict, Hashable, List, NamedTuple, Optional,
-                    Sequence, Tuple)
+from typing import (Any, Dict, Hashable, Iterable, List, NamedTuple,
+                    Optional, Sequence, Tuple)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import remote_shell
@@ -38,6 +38,12 @@ class VmSpec:
   image: Optional[str] = None
   boot_disk_size: Optional[int] = None
   priced_as: Optional[str] = None
+
+
+def GroupOrder(groups: Iterable[str]) -> List[str]:
+  """The order VMs are built and placed in: servers first, then the other
+  groups by name."""
+  return sorted(groups, key=lambda g: (g != 'servers', g))
 
 
 def MachineLane(vm) -> Hashable:

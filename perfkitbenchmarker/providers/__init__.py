@@ -11,11 +11,10 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       Create() is called in turn;
   CheckPrerequisites(flag_values)   (optional)
       refuses bad provider flags (one-line errors) before anything starts;
-  CheckRunDirs(run_uri)   (optional)
-      refuses a run whose directories on this machine exist and are not
-      the user's own (run_scope), before anything starts; a provider of SSH
-      machines refuses there a TMPDIR its control sockets cannot be private
-      in (ssh_vm.CheckRunDirs);
+  CheckRunDirs()   (optional; default ssh_vm.CheckRunDirs, a TMPDIR the
+      SSH control sockets cannot be private in) refuses a run whose
+      directories on this machine exist and are not the user's own
+      (run_scope), before anything starts;
 It registers each of its resource kinds with resource.RegisterKind at import,
 so `--run_stage=teardown --run_uri=X` can delete them from the record alone.
 Add the cloud's name to `_PROVIDERS`; --static_vm_file selects 'Static'.

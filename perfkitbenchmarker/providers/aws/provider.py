@@ -18,8 +18,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
-from perfkitbenchmarker import record_checks
-from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
 from perfkitbenchmarker.providers.aws import flags as aws_flags  # pylint: disable=unused-import
@@ -67,10 +65,6 @@ class AwsOptions:
         timeout_minutes=flag_values.timeout_minutes,
         profile=flag_values.aws_profile,
         ssh_wait_s=flag_values.ssh_wait_timeout_seconds)
-
-
-# The SSH control sockets' directory must be private (TMPDIR checked).
-CheckRunDirs = ssh_vm.CheckRunDirs
 
 
 def CheckPrerequisites(flag_values) -> None:
@@ -135,7 +129,7 @@ class AwsProvisioner:
           f'Zone {zone} is not in the clients\' region {self.clients.region}.')
     key_path = keys.KeyPath(self.run_uri)
     groups: Dict[str, List[AwsVirtualMachine]] = {}
-    for group in sorted(group_specs, key=lambda g: (g != 'servers', g)):
+    for group in virtual_machine.GroupOrder(group_specs):
       spec = group_specs[group]
       images.OsImageFor(spec.os_type)
       for i in range(counts[group]):
@@ -144,9 +138,7 @@ class AwsProvisioner:
             run_uri=self.run_uri, keyfile=key_path, tags=self.tags,
             ssh_waiter=self._ssh_waiter,
             ssh_timeout_s=self.options.ssh_wait_s, **self._Common())
-        entry = self.record.FindResource(vm.KIND, vm.name)
-        if entry and entry['status'] == 'created':
-          vm.Restore(record_checks.Parse(vm.Fields, entry, self.record))
+        vm.RestoreFromRecord()
         groups.setdefault(group, []).append(vm)
     return groups
 

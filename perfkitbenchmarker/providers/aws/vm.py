@@ -206,13 +206,9 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
                   user=self.user, record=record)
 
   def Restore(self, fields: Fields) -> None:
-    """Takes back what an earlier stage of the run recorded."""
     super().Restore(fields)
     self.instance_id = fields.instance_id
-    self.ip_address, self.internal_ip = fields.ip_address, fields.internal_ip
     self.placement_group = fields.placement_group
-    self.memory_mib = fields.memory_mib or self.memory_mib
-    self.num_cpus = fields.num_cpus or self.num_cpus
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     metadata = super().GetResourceMetadata()

@@ -19,9 +19,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import run_scope
-from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import flags as gcp_flags  # pylint: disable=unused-import
 from perfkitbenchmarker.providers.gcp import images
@@ -80,10 +79,6 @@ class GcpOptions:
         redis_start_port=(getattr(flag_values, 'redis_start_port', None) or
                           DEFAULT_REDIS_START_PORT),
         ssh_wait_s=flag_values.ssh_wait_timeout_seconds)
-
-
-# The SSH control sockets' directory must be private (TMPDIR checked).
-CheckRunDirs = ssh_vm.CheckRunDirs
 
 
 def CheckPrerequisites(flag_values) -> None:
@@ -187,8 +182,7 @@ class GceProvider:
         self.options.owner, spec.run_uri, spec.name,
         naming.ExpiryLabel(self._wall_clock(), self.options.timeout_minutes))
     groups: Dict[str, List[vm_lib.GceVirtualMachine]] = {}
-    order = sorted(group_specs, key=lambda g: (g != 'servers', g))
-    for group in order:
+    for group in virtual_machine.GroupOrder(group_specs):
       vm_spec = group_specs[group]
       config = vm_lib.InstanceConfig(
           project=layout.project, zone=vm_spec.zone,
@@ -208,7 +202,7 @@ class GceProvider:
             ssh_waiter=self._ssh_waiter, user=self.options.ssh_user,
             ssh_timeout_s=self.options.ssh_wait_s,
             run_uri=spec.run_uri, **self._ResourceArgs(spec))
-        _RestoreFromRecord(vm, spec.record)
+        vm.RestoreFromRecord()
         groups.setdefault(group, []).append(vm)
     return groups
 
@@ -263,14 +257,6 @@ class GceProvider:
           description=description.format(spec.run_uri), **sources,
           **args).Create()
     _CreateAll([vm for vm in vms if not vm.created])
-
-
-def _RestoreFromRecord(vm: vm_lib.GceVirtualMachine, record) -> None:
-  """In a resumed run, takes what provisioning learned from the record."""
-  entry = record.FindResource(vm.KIND, vm.name)
-  if entry and entry['status'] == 'created':
-    vm.Restore(record_checks.Parse(vm.Fields, entry, record))
-    vm.created = True
 
 
 def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:

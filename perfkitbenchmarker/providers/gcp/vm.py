@@ -250,10 +250,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def Restore(self, fields: Fields) -> None:
     super().Restore(fields)
-    self.ip_address, self.internal_ip = fields.ip_address, fields.internal_ip
-    self.keyfile, self.image = fields.keyfile, fields.image
-    self.num_cpus = self.num_cpus or fields.num_cpus
-    self.memory_mib = self.memory_mib or fields.memory_mib
+    self.image = fields.image
 
 
 resource.RegisterKind(GceVirtualMachine.KIND, GceVirtualMachine.FromRecord)

@@ -136,11 +136,10 @@ def _Root() -> str:
   return os.path.abspath(SCRATCH_ROOT)
 
 
-def CheckRunDirs(run_uri: str = '') -> None:
+def CheckRunDirs() -> None:
   """Refuses, before anything starts, a scratch root the run's workspace
   could not be private in (another user's, or writable by all without the
   sticky bit)."""
-  del run_uri  # The workspace's name is not the run's to guess.
   if os.path.exists(SCRATCH_ROOT):
     run_scope.CheckRoot(SCRATCH_ROOT)
 
@@ -211,9 +210,9 @@ def PlannedCores(spec, cores: Optional[Sequence[int]] = None
   (None: unpinned), as ConstructVms places them: servers first."""
   group_specs = spec.GroupSpecs()
   counts = spec.GroupCounts()
-  order = sorted(group_specs, key=lambda g: (g != 'servers', g))
   requests = [(f'{group}-{i}', group_specs[group].num_cpus)
-              for group in order for i in range(counts[group])]
+              for group in virtual_machine.GroupOrder(group_specs)
+              for i in range(counts[group])]
   return AssignCores(requests, AvailableCores() if cores is None else cores)
 
 

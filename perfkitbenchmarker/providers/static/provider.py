@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import stat
-from typing import Annotated, Any, Dict, List, Optional, Sequence, Union
+from typing import Annotated, Any, Dict, List, Optional, Union
 
 import pydantic
 
@@ -136,15 +136,10 @@ def LoadStaticVmFile(path: str) -> Union[List[StaticMachine],
   return ParseList(data, 'the file', '')
 
 
-def GroupOrder(groups: Sequence[str]) -> List[str]:
-  """servers first, then the other groups by name (as the Local provider)."""
-  return sorted(groups, key=lambda g: (g != 'servers', g))
-
-
 def AssignGroups(machines, counts: Dict[str, int],
                  path: str) -> Dict[str, List[StaticMachine]]:
   """Gives each vm_group its vm_count machines from the parsed file."""
-  order = GroupOrder(counts)
+  order = virtual_machine.GroupOrder(counts)
   if isinstance(machines, dict):
     unknown = sorted(set(machines) - set(counts))
     if unknown:
@@ -192,10 +187,6 @@ resource.RegisterKind(StaticVirtualMachine.KIND,
                       StaticVirtualMachine.FromRecord)
 
 
-# The SSH control sockets' directory must be private (TMPDIR checked).
-CheckRunDirs = ssh_vm.CheckRunDirs
-
-
 def CheckPrerequisites(flag_values) -> None:
   """Validates the file before anything starts (counts come later)."""
   if not flag_values.static_vm_file:
@@ -211,7 +202,7 @@ def ConstructVms(spec) -> Dict[str, List[StaticVirtualMachine]]:
   counts = spec.GroupCounts()
   assigned = AssignGroups(LoadStaticVmFile(path), counts, path)
   groups: Dict[str, List[StaticVirtualMachine]] = {}
-  for group in GroupOrder(counts):
+  for group in virtual_machine.GroupOrder(counts):
     group_config = spec.config.get('vm_groups', {}).get(group) or {}
     # A vm_spec.Static entry in the config is optional defaults.
     defaults = dict((group_config.get('vm_spec') or {}).get(CLOUD) or {})
