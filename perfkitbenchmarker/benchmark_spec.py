@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import cloud_names
+from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import pricing
@@ -24,14 +25,6 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import virtual_machine
 
-# Integer vm_spec keys and their largest values (cores, MiB, GB).
-_VM_SPEC_INT_KEYS = {'num_cpus': 4096, 'memory_mib': 64 * 1024 * 1024,
-                     'boot_disk_size': 65536}
-_VM_SPEC_TEXT_KEYS = ('machine_type', 'zone', 'os_type', 'image', 'priced_as')
-# Most VMs one group, and one run in all, may ask for (each is created,
-# billed and torn down).
-MAX_GROUP_VMS = 1000
-MAX_RUN_VMS = 1000
 SERVER_GROUP, CLIENT_GROUP = 'servers', 'clients'
 # Clients need at least this many times the servers' vCPUs not to be the
 # limit (the published T2D study: 2 x n2-standard-32 for one
@@ -129,12 +122,14 @@ class BenchmarkSpec:
 
   def GroupSpec(self, group: str) -> virtual_machine.VmSpec:
     """One vm_group's VmSpec for this cloud, with dedicated flags applied."""
-    group_config = self.config['vm_groups'][group]
-    vm_specs = group_config.get('vm_spec') or {}
+    group_config = configs.Checked(
+        configs.VmGroup, self.config['vm_groups'][group], f'vm_groups.{group}')
+    vm_specs = group_config.vm_spec or {}
     # Existing machines take the Local entry unless the config has its own.
     spec_cloud = ('Local' if self.cloud == 'Static' and
                   'Static' not in vm_specs else self.cloud)
-    cloud_spec = dict(vm_specs.get(spec_cloud) or {})
+    entry = vm_specs.get(spec_cloud)
+    cloud_spec = entry.model_dump(exclude_none=True) if entry else {}
     if not cloud_spec:
       raise errors.ConfigError(
           f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
@@ -147,39 +142,15 @@ class BenchmarkSpec:
       cloud_spec['machine_type'] = sized
     if pkb_flags.OneZone(self.flags):
       cloud_spec['zone'] = pkb_flags.OneZone(self.flags)
-    for key in _VM_SPEC_TEXT_KEYS:
-      value = cloud_spec.get(key)
-      if value is not None and not isinstance(value, str):
-        raise errors.ConfigError(
-            f'vm_groups.{group}.vm_spec.{spec_cloud}.{key} must be text, '
-            f'not {value!r}; quote it in the YAML ("{value}").')
-    for key in _VM_SPEC_INT_KEYS:
-      if cloud_spec.get(key) is not None:
-        try:
-          cloud_spec[key] = int(cloud_spec[key])
-        except (TypeError, ValueError, OverflowError):
-          raise errors.ConfigError(
-              f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
-              f'integer, not "{cloud_spec[key]}".') from None
-        if not 1 <= cloud_spec[key] <= _VM_SPEC_INT_KEYS[key]:
-          raise errors.ConfigError(
-              f'vm_groups.{group}.vm_spec.{self.cloud}.{key} must be an '
-              f'integer from 1 to {_VM_SPEC_INT_KEYS[key]}, not '
-              f'{cloud_spec[key]}.')
-    unknown = set(cloud_spec) - set(virtual_machine.VmSpec.__dataclass_fields__)
-    if unknown:
-      raise errors.ConfigError(
-          f'Unknown key(s) {", ".join(sorted(unknown))} in '
-          f'vm_groups.{group}.vm_spec.{self.cloud}.')
     if 'machine_type' not in cloud_spec:
       raise errors.ConfigError(
-          f'vm_groups.{group}.vm_spec.{self.cloud} needs a machine_type.')
+          f'vm_groups.{group}.vm_spec.{spec_cloud} needs a machine_type.')
     # A zone or machine type the cloud does not have fails minutes into a
     # real run; refused here, for a dry run too.
     cloud_names.CheckZone(self.cloud, cloud_spec.get('zone'),
                           getattr(self.flags, 'allow_unlisted_zone', False))
     cloud_names.CheckMachineType(self.cloud, cloud_spec['machine_type'])
-    cloud_spec.setdefault('os_type', group_config.get('os_type') or
+    cloud_spec.setdefault('os_type', group_config.os_type or
                           self.flags.os_type)
     return virtual_machine.VmSpec(cloud=self.cloud, **cloud_spec)
 
@@ -196,29 +167,8 @@ class BenchmarkSpec:
 
   def _ConfigCounts(self) -> Dict[str, int]:
     """vm_group name -> its configured VM count, within the limits."""
-    groups = self.config.get('vm_groups') or {}
-    if not isinstance(groups, dict):
-      raise errors.ConfigError('vm_groups must be a mapping of group names '
-                               'to their vm_spec and vm_count.')
-    if len(groups) > MAX_RUN_VMS:
-      raise errors.ConfigError(
-          f'vm_groups has {len(groups):,} groups; a run has at most '
-          f'{MAX_RUN_VMS} VMs in all.')
-    counts = {}
-    for group, group_config in groups.items():
-      count = group_config.get('vm_count', 1)
-      if (not isinstance(count, int) or isinstance(count, bool) or
-          not 1 <= count <= MAX_GROUP_VMS):
-        raise errors.ConfigError(
-            f'vm_groups.{group}.vm_count must be an integer from 1 to '
-            f'{MAX_GROUP_VMS}, not "{count}".')
-      counts[group] = count
-    total = sum(counts.values())
-    if total > MAX_RUN_VMS:
-      raise errors.ConfigError(
-          f'vm_groups ask for {total:,} VMs in all; a run has at most '
-          f'{MAX_RUN_VMS}.')
-    return counts
+    groups = configs.CheckVmGroups(self.config, self.name)
+    return {group: checked.vm_count for group, checked in groups.items()}
 
   def _ClientsFollowServers(self) -> bool:
     """With --machine_type on a cloud, the clients are sized to the

@@ -11,9 +11,10 @@ the default does not carry them.
 """
 
 import copy
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Annotated, Any, Dict, List, Mapping, Optional, Sequence
 
 from absl import flags
+import pydantic
 import yaml
 
 from perfkitbenchmarker import errors
@@ -41,6 +42,11 @@ def _Unaliased(value: Any) -> Any:
     return [_Unaliased(v) for v in value]
   return value
 
+
+# Most VMs one group, and one run in all, may ask for (each is created,
+# billed and torn down).
+MAX_GROUP_VMS = 1000
+MAX_RUN_VMS = 1000
 
 # Most nodes a config may expand to once aliases are followed: far above any
 # real config (the default has ~30), far below what hurts (a 500-byte
@@ -125,21 +131,26 @@ def LoadYaml(text: str, source: str) -> Any:
 
 
 def _MergeInto(base: Dict[str, Any], update: Mapping[str, Any],
-               path: List[str], strict_template: Any) -> None:
-  """Merges `update` into `base`, checking keys against `strict_template`."""
+               path: List[str], template: Any, where: str) -> None:
+  """Merges `update` into `base` (PKB's merge: mappings key by key, any
+  other value replaces), checking each key against `template`."""
   for key, value in update.items():
     key_path = path + [str(key)]
-    template = (strict_template.get(key)
-                if isinstance(strict_template, Mapping) else None)
-    _CheckKeyAllowed(key, key_path, strict_template)
-    if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
-      _MergeInto(base[key], value, key_path, template)
-    else:
+    _CheckKeyAllowed(key, key_path, template, where)
+    if isinstance(value, Mapping) and base.get(key) is None:
+      base[key] = {}
+    if not isinstance(value, Mapping):
       base[key] = _Unaliased(value)
+    elif not isinstance(base[key], Mapping):
+      raise errors.ConfigError(
+          f'{where}: "{".".join(key_path)}" is a value, not a section.')
+    else:
+      _MergeInto(base[key], value, key_path, template.get(key) if
+                 isinstance(template, Mapping) else None, where)
 
 
-def _CheckKeyAllowed(key: Any, key_path: Sequence[str],
-                     template: Any) -> None:
+def _CheckKeyAllowed(key: Any, key_path: Sequence[str], template: Any,
+                     where: str) -> None:
   padded = ['', ''] + list(key_path)
   parent, grandparent = padded[-2], padded[-3]
   # Free-form levels: benchmark flags, group names, vm_spec's cloud names
@@ -149,9 +160,10 @@ def _CheckKeyAllowed(key: Any, key_path: Sequence[str],
       parent in ('flags', 'vm_groups', 'vm_spec') or
       key in ALLOWED_OPTIONAL_KEYS.get(optional, ())):
     return
+  known = set(map(str, template)) | ALLOWED_OPTIONAL_KEYS.get(optional, set())
   raise errors.ConfigError(
-      f'Unknown config key "{".".join(key_path)}"; known keys here: '
-      f'{", ".join(sorted(map(str, template))) or "none"}.')
+      f'{where}: unknown key "{".".join(key_path)}"; known keys here: '
+      f'{", ".join(sorted(known)) or "none"}.')
 
 
 def ParseOverride(text: str) -> tuple:
@@ -161,7 +173,7 @@ def ParseOverride(text: str) -> tuple:
         f'--config_override "{text}" has no "="; use '
         '<benchmark>.<path.to.key>=<value>.')
   key, raw_value = text.split('=', 1)
-  parts = [p for p in key.strip().split('.')]
+  parts = key.strip().split('.')
   if len(parts) < 2 or not all(parts):
     raise errors.ConfigError(
         f'--config_override "{text}": the key must be '
@@ -169,31 +181,6 @@ def ParseOverride(text: str) -> tuple:
         'vm_count=2.')
   value = LoadYaml(raw_value, f'--config_override "{text}"')
   return parts[0], parts[1:], value
-
-
-def _ApplyOverride(config: Dict[str, Any], path: Sequence[str], value: Any,
-                   template: Mapping[str, Any], text: str) -> None:
-  node, tnode = config, template
-  for i, key in enumerate(path):
-    key_path = path[:i + 1]
-    try:
-      _CheckKeyAllowed(key, ['?'] + list(key_path), tnode)
-    except errors.ConfigError:
-      raise errors.ConfigError(
-          f'--config_override "{text}": unknown key '
-          f'"{".".join(key_path)}".') from None
-    last = i == len(path) - 1
-    if last:
-      node[key] = value
-      return
-    if key not in node or node[key] is None:
-      node[key] = {}
-    if not isinstance(node[key], dict):
-      raise errors.ConfigError(
-          f'--config_override "{text}": "{".".join(key_path)}" is a value, '
-          'not a section.')
-    node = node[key]
-    tnode = tnode.get(key) if isinstance(tnode, Mapping) else None
 
 
 def MergeConfigs(benchmark_name: str, default_config: Mapping[str, Any],
@@ -212,13 +199,15 @@ def MergeConfigs(benchmark_name: str, default_config: Mapping[str, Any],
       if not isinstance(section, Mapping):
         raise errors.ConfigError(
             f'--benchmark_config_file: "{benchmark_name}" must be a mapping.')
-      _MergeInto(config, section, [benchmark_name], template)
+      _MergeInto(config, section, [benchmark_name], template,
+                 '--benchmark_config_file')
   for text in overrides:
     name, path, value = ParseOverride(text)
-    if name != benchmark_name:
-      continue
-    _ApplyOverride(config, path, value, template, text)
-  _CheckVmGroups(benchmark_name, config.get('vm_groups'))
+    if name == benchmark_name:  # As PKB: {a: {b: value}}, merged.
+      for key in reversed(path):
+        value = {key: value}
+      _MergeInto(config, value, [], template, f'--config_override "{text}"')
+  CheckVmGroups(config, benchmark_name)
   return config
 
 
@@ -280,24 +269,82 @@ def CheckUserConfig(user: Any, benchmark_names: Sequence[str]) -> None:
         CheckNotReserved(name, f'{where}.flags' if where != 'flags' else
                          'flags')
   for where, section in sections:
-    _CheckVmGroups(where, (section or {}).get('vm_groups'))
+    CheckVmGroups(section, where)
 
 
-def _CheckVmGroups(where: str, vm_groups: Any) -> None:
-  if vm_groups is None:
-    return
-  if not isinstance(vm_groups, Mapping):
-    raise errors.ConfigError(f'{where}.vm_groups must be a mapping of group '
-                             'names to groups.')
-  for group, group_config in vm_groups.items():
-    if not isinstance(group_config, Mapping):
-      raise errors.ConfigError(
-          f'{where}.vm_groups.{group} must be a mapping (vm_spec, vm_count), '
-          f'not {group_config!r}.')
-    vm_specs = group_config.get('vm_spec')
-    if vm_specs is not None and not isinstance(vm_specs, Mapping):
-      raise errors.ConfigError(
-          f'{where}.vm_groups.{group}.vm_spec must be a mapping of clouds.')
+def _MustBeText(value: Any) -> Any:
+  if value is not None and not isinstance(value, str):
+    raise ValueError(f'must be text, not {value!r}; quote it in the YAML '
+                     f'("{value}")')
+  return value
+
+
+_Text = Annotated[Optional[str], pydantic.BeforeValidator(_MustBeText)]
+
+
+def _UpTo(limit: int) -> Any:
+  return Optional[Annotated[int, pydantic.Field(ge=1, le=limit)]]
+
+
+class CloudSpec(pydantic.BaseModel):
+  """A vm_spec.<cloud> entry: virtual_machine.VmSpec's fields but cloud."""
+
+  model_config = pydantic.ConfigDict(extra='forbid')
+  machine_type: _Text = None
+  zone: _Text = None
+  os_type: _Text = None
+  image: _Text = None
+  priced_as: _Text = None
+  num_cpus: _UpTo(4096) = None
+  memory_mib: _UpTo(64 * 1024 * 1024) = None
+  boot_disk_size: _UpTo(65536) = None  # GB
+
+
+class VmGroup(pydantic.BaseModel):
+  """A vm_groups entry (its other keys are checked by the merge)."""
+
+  model_config = pydantic.ConfigDict(extra='allow')
+  vm_spec: Optional[Dict[str, Optional[CloudSpec]]] = None
+  vm_count: Annotated[int, pydantic.Field(strict=True, ge=1,
+                                          le=MAX_GROUP_VMS)] = 1
+  os_type: _Text = None
+
+
+class _VmGroups(pydantic.BaseModel):
+  vm_groups: Optional[Dict[str, VmGroup]] = None
+
+  @pydantic.field_validator('vm_groups', mode='before')
+  @classmethod
+  def _FewGroups(cls, groups: Any) -> Any:
+    # Before the groups are read: their number bounds the work.
+    if isinstance(groups, Mapping) and len(groups) > MAX_RUN_VMS:
+      raise ValueError(f'has {len(groups):,} groups; a run has at most '
+                       f'{MAX_RUN_VMS} VMs in all')
+    return groups
+
+  @pydantic.field_validator('vm_groups')
+  @classmethod
+  def _FewVms(cls, groups: Any) -> Any:
+    total = sum(g.vm_count for g in (groups or {}).values())
+    if total > MAX_RUN_VMS:
+      raise ValueError(f'ask for {total:,} VMs in all; a run has at most '
+                       f'{MAX_RUN_VMS}')
+    return groups
+
+
+def Checked(model: Any, data: Any, where: str) -> Any:
+  """`data` read through the pydantic `model`, or one line naming what is
+  wrong with it."""
+  try:
+    return model.model_validate(data)
+  except pydantic.ValidationError as e:
+    raise errors.ConfigError(f'{where}: {errors.Problems(e)}.') from None
+
+
+def CheckVmGroups(config: Any, where: str) -> Dict[str, VmGroup]:
+  """A config's vm_groups, checked: group name -> VmGroup."""
+  return Checked(_VmGroups, {'vm_groups': (config or {}).get('vm_groups')},
+                 where).vm_groups or {}
 
 
 def ConfigText(value: Any) -> str:
