@@ -251,24 +251,22 @@ def CheckUserConfig(user: Any, benchmark_names: Sequence[str]) -> None:
       raise errors.ConfigError(
           f'--benchmark_config_file: unknown top-level key "{key}"; known: '
           f'{", ".join(sorted(map(str, allowed)))}.')
-  sections = [('flags', {'flags': user.get('flags')})]
-  sections += [(str(k), v) for k, v in user.items()
-               if k not in ('benchmarks', 'flags')]
+  top_flags = user.get('flags')
+  for name in top_flags if isinstance(top_flags, Mapping) else ():
+    CheckNotReserved(name, 'flags')
+  sections = {str(k): v for k, v in user.items()
+              if k not in ('benchmarks', 'flags')}
   listed = user.get('benchmarks')
-  if isinstance(listed, list):
-    for i, entry in enumerate(listed):
-      if isinstance(entry, Mapping):
-        sections += [(f'benchmarks[{i}].{k}', v) for k, v in entry.items()]
-  for where, section in sections:
+  for i, entry in enumerate(listed if isinstance(listed, list) else []):
+    if isinstance(entry, Mapping):
+      sections.update({f'benchmarks[{i}].{k}': v for k, v in entry.items()})
+  for where, section in sections.items():
     if section is not None and not isinstance(section, Mapping):
       raise errors.ConfigError(
           f'--benchmark_config_file: "{where}" must be a mapping.')
     config_flags = (section or {}).get('flags')
-    if isinstance(config_flags, Mapping):
-      for name in config_flags:
-        CheckNotReserved(name, f'{where}.flags' if where != 'flags' else
-                         'flags')
-  for where, section in sections:
+    for name in config_flags if isinstance(config_flags, Mapping) else ():
+      CheckNotReserved(name, f'{where}.flags')
     CheckVmGroups(section, where)
 
 
@@ -381,23 +379,17 @@ def ParseConfigValue(flag_values, name: Any, value: Any,
 def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
   """Sets flags from a config's `flags:` section unless given on the CLI.
 
-  As in PKB, a flag on the command line wins over the config's value.
+  As in PKB, a flag on the command line wins over the config's value; a
+  config's value does not count as given there (`present` stays 0).
   """
   if not isinstance(config_flags, Mapping):
     raise errors.ConfigError('The config\'s "flags" must be a mapping of '
                              'flag names to values.')
   for name, value in config_flags.items():
     CheckNotReserved(name, 'flags')
-    # The one parse and bounds check a command-line value also gets.
-    ParseConfigValue(flag_values, name, value)
-    flag = flag_values[name]
-    if flag.present:
-      continue
-    try:
-      flag.parse(ConfigText(value))
-    finally:
-      # parse() counts as "given on the command line"; a config value is not.
-      flag.present = 0
+    value = ParseConfigValue(flag_values, name, value)
+    if not flag_values[name].present:
+      flag_values[name].value = value
 
 
 def BenchmarkConfig(name: str, default_yaml: str, user_config: Mapping[str, Any],

@@ -139,11 +139,8 @@ def GetConfig(user_config):
 
 def _Scaling(opts, config) -> options_lib.LocalScaling:
   requested = config.get(_REQUESTED_KEY) or {}
-  servers, clients = requested.get('servers', 1), requested.get('clients', 1)
-  if not all(isinstance(n, int) and n > 0 for n in (servers, clients)):
-    raise errors.ConfigError(
-        'vm_groups.servers/clients.vm_count must be positive integers.')
-  return options_lib.LocalScaling.For(opts, servers, clients, _Cores())
+  return options_lib.LocalScaling.For(opts, requested.get('servers', 1),
+                                      requested.get('clients', 1), _Cores())
 
 
 def CheckPrerequisites(config):

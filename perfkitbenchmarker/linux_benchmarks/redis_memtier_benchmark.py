@@ -87,10 +87,8 @@ def _Options(spec=None) -> options_lib.RedisStudyOptions:
 
 def CheckPrerequisites(config):
   """Rejects impossible settings before anything is created."""
-  counts = {}
-  for group, group_config in (config.get('vm_groups') or {}).items():
-    count = (group_config or {}).get('vm_count', 1)
-    counts[group] = count if isinstance(count, int) and count > 0 else 1
+  groups = config.get('vm_groups') or {}  # As configs.CheckVmGroups checked.
+  counts = {group: c.get('vm_count', 1) for group, c in groups.items()}
   opts = _Options()
   opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1))
   path = opts.generator.memtier_path
