@@ -69,7 +69,7 @@ def InstallScript(info, machine: str, version: str = 'distro',
              'work=$(mktemp -d)', 'trap \'rm -rf "$work"\' EXIT',
              f'curl -fsSL {shlex.quote(deb)} -o "$work/dragonfly.deb"',
              f'{_APT} install --allow-downgrades "$work/dragonfly.deb"',
-             '(systemctl disable --now dragonfly >/dev/null 2>&1 || true)']
+             package_commands.StopService('dragonfly')]
   else:
     pm = info.package_manager
     binary = shlex.quote(f'{prefix}/bin/dragonfly')

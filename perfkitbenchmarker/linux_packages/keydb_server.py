@@ -10,7 +10,6 @@ machine, so the Local provider refuses the engine. `source_url` and `prefix`
 (tests/vm_engines_ssh_test.py, a loopback sshd) can supply its own.
 """
 
-import re
 import shlex
 from typing import Tuple
 
@@ -31,22 +30,6 @@ _APT = package_commands.APT
 
 def CheckVersion(version: str) -> None:
   package_commands.CheckRelease(version, 'KeyDB', SOURCE_RELEASE)
-
-
-def _SourceLines(info, version: str, source_url: str, prefix: str):
-  if info.family == 'debian':
-    deps = [f'{_APT} update',
-            f'{_APT} install build-essential nasm autotools-dev autoconf '
-            'libjemalloc-dev tcl tcl-dev uuid-dev libcurl4-openssl-dev '
-            'libbz2-dev libzstd-dev liblz4-dev libsnappy-dev libssl-dev '
-            'git curl ca-certificates redis-tools']
-  else:
-    deps = [f'{info.package_manager} install -y gcc gcc-c++ make nasm '
-            'autoconf automake libtool tcl libuuid-devel libcurl-devel '
-            'openssl-devel bzip2-devel libzstd-devel lz4-devel snappy-devel '
-            'git curl tar']
-  return deps + package_commands.SourceBuildLines(
-      source_url.format(v=version), 'BUILD_TLS=no', prefix)
 
 
 def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
@@ -71,16 +54,20 @@ def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
              f'echo {shlex.quote(source)} > {APT_SOURCE}',
              f'{_APT} update',
              f'{_APT} install keydb-server keydb-tools redis-tools',
-             '(systemctl disable --now keydb-server >/dev/null 2>&1 || '
-             'true)']
+             package_commands.StopService('keydb-server')]
   else:
-    lines = _SourceLines(info, SOURCE_RELEASE if version == 'distro'
-                         else version, source_url, prefix)
-  redis_cli = shlex.quote(f'{prefix}/bin/redis-cli')
-  lines += ['if ! command -v redis-cli >/dev/null 2>&1; then '
-            f'ln -sf "$(command -v keydb-cli)" {redis_cli}; fi',
-            'keydb-server --version']
-  return '\n'.join(['set -eo pipefail'] + lines)
+    release = SOURCE_RELEASE if version == 'distro' else version
+    lines = package_commands.SourceBuildLines(
+        info, 'build-essential nasm autotools-dev autoconf libjemalloc-dev '
+        'tcl tcl-dev uuid-dev libcurl4-openssl-dev libbz2-dev libzstd-dev '
+        'liblz4-dev libsnappy-dev libssl-dev git curl ca-certificates '
+        'redis-tools',
+        'gcc gcc-c++ make nasm autoconf automake libtool tcl libuuid-devel '
+        'libcurl-devel openssl-devel bzip2-devel libzstd-devel lz4-devel '
+        'snappy-devel git curl tar',
+        source_url.format(v=release), 'BUILD_TLS=no', prefix)
+  return package_commands.ServerScript(lines, 'keydb-server', 'keydb-cli',
+                                       f'{prefix}/bin')
 
 
 def ServerThreadsConfig(server_threads: int) -> Tuple[str, ...]:

@@ -37,9 +37,13 @@ MEMTIER_MIN_VERSION = (2, 4, 4)
 # its lock.
 APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
        '-y -q')
-_STOP_DISTRO_SERVICE = (
-    '(systemctl disable --now {unit} >/dev/null 2>&1 || '
-    'service {unit} stop >/dev/null 2>&1 || true)')
+
+
+def StopService(unit: str) -> str:
+  """Stops and disables a packaged server's service (the benchmark starts
+  its own shards)."""
+  return (f'(systemctl disable --now {unit} >/dev/null 2>&1 || '
+          f'service {unit} stop >/dev/null 2>&1 || true)')
 
 
 def _Script(lines) -> str:
@@ -121,8 +125,8 @@ def RedisServerInstall(info, version: str) -> str:
         f'{pm} install -y redis || {{ {pm} install -y redis6 && '
         'for b in server cli benchmark; do '
         'ln -sf /usr/bin/redis6-$b /usr/local/bin/redis-$b; done; }',
-        _STOP_DISTRO_SERVICE.format(unit='redis'),
-        _STOP_DISTRO_SERVICE.format(unit='redis6'),
+        StopService('redis'),
+        StopService('redis6'),
         'redis-server --version',
     ])
   lines = []
@@ -134,7 +138,7 @@ def RedisServerInstall(info, version: str) -> str:
     lines += _PinnedVersionLines('redis-server', version, info.os_codename)
     lines += [f'{APT} install --allow-downgrades '
               'redis-server="$v" redis-tools="$v"']
-  lines += [_STOP_DISTRO_SERVICE.format(unit='redis-server'),
+  lines += [StopService('redis-server'),
             'redis-server --version']
   return _Script(lines)
 
@@ -162,16 +166,33 @@ def MemtierInstall(info) -> str:
       'memtier_benchmark --version'])
 
 
-def SourceBuildLines(url: str, make_args: str, prefix: str = '/usr/local'):
-  """Builds and installs a release tarball as root in a private build
+def SourceBuildLines(info, debian_deps: str, rhel_deps: str, url: str,
+                     make_args: str, prefix: str = '/usr/local'):
+  """Installs the build dependencies (Debian's or RHEL's package names), then
+  builds and installs a release tarball as root in a private build
   directory, removed however the script ends (a fixed name in /tmp is
   another user's to make first)."""
-  return ['build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
+  if info.family == 'debian':
+    deps = [f'{APT} update', f'{APT} install {debian_deps}']
+  else:
+    deps = [f'{info.package_manager} install -y {rhel_deps}']
+  return deps + ['build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
           f'curl -fsSL {shlex.quote(url)} -o "$build/src.tar.gz"',
           'tar -xzf "$build/src.tar.gz" -C "$build" --strip-components=1',
           f'make -C "$build" -j"$(nproc)" {make_args}',
           f'make -C "$build" install PREFIX={shlex.quote(prefix)} '
           f'{make_args}']
+
+
+def ServerScript(lines, program: str, cli: str, bin_dir: str) -> str:
+  """The install script: `lines`, then `cli` linked as redis-cli in
+  `bin_dir` where no redis-cli came with them (the harness drives every
+  shard with redis-cli: same protocol), then the installed version."""
+  redis_cli = shlex.quote(f'{bin_dir}/redis-cli')
+  return _Script(list(lines) + [
+      'if ! command -v redis-cli >/dev/null 2>&1; then '
+      f'ln -sf "$(command -v {cli})" {redis_cli}; fi',
+      f'{program} --version'])
 
 
 def ParseVersion(text: str):

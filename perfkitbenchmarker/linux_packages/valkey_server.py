@@ -17,8 +17,6 @@ Where the binary comes from:
 import importlib.util
 import os
 import platform
-import re
-import shlex
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
@@ -75,44 +73,29 @@ def CheckVersion(version: str) -> None:
   package_commands.CheckRelease(version, 'Valkey', SOURCE_VERSION)
 
 
-def _SourceBuildLines(info, version: str):
-  if info.family == 'debian':
-    deps = [f'{_APT} update',
-            f'{_APT} install build-essential pkg-config curl ca-certificates']
-  else:
-    deps = [f'{info.package_manager} install -y gcc make curl tar '
-            'ca-certificates']
-  return deps + package_commands.SourceBuildLines(
-      SOURCE_URL.format(v=version), 'BUILD_TLS=no USE_REDIS_SYMLINKS=no')
-
-
 def InstallScript(info, version: str = 'distro') -> str:
   """Installs valkey-server (and a redis-cli) at `version` as root."""
   CheckVersion(version)
   package_commands.RequireFamily(info, 'Valkey')
-  source = _SourceBuildLines(info, SOURCE_VERSION if version == 'distro'
-                             else version)
-  lines = ['set -eo pipefail']
+  source = package_commands.SourceBuildLines(
+      info, 'build-essential pkg-config curl ca-certificates',
+      'gcc make curl tar ca-certificates',
+      SOURCE_URL.format(v=SOURCE_VERSION if version == 'distro' else version),
+      'BUILD_TLS=no USE_REDIS_SYMLINKS=no')
   if version == 'distro' and info.family == 'debian':
-    package = [f'{_APT} install valkey-server valkey-tools',
-               '(systemctl disable --now valkey-server >/dev/null 2>&1 || '
-               'true)']
-    lines += [f'{_APT} update',
-              'if apt-cache show valkey-server >/dev/null 2>&1; then',
-              *('  ' + l for l in package), 'else',
-              *('  ' + l for l in source), 'fi']
+    lines = [f'{_APT} update',
+             'if apt-cache show valkey-server >/dev/null 2>&1; then',
+             f'  {_APT} install valkey-server valkey-tools',
+             '  ' + package_commands.StopService('valkey-server'), 'else',
+             *('  ' + l for l in source), 'fi']
   elif version == 'distro':
-    pm = info.package_manager
-    lines += [f'if {pm} install -y valkey; then',
-              '  (systemctl disable --now valkey >/dev/null 2>&1 || true)',
-              'else', *('  ' + l for l in source), 'fi']
+    lines = [f'if {info.package_manager} install -y valkey; then',
+             '  ' + package_commands.StopService('valkey'),
+             'else', *('  ' + l for l in source), 'fi']
   else:
-    lines += source
-  # The harness drives every shard with redis-cli (same protocol).
-  lines += ['if ! command -v redis-cli >/dev/null 2>&1; then '
-            'ln -sf "$(command -v valkey-cli)" /usr/local/bin/redis-cli; fi',
-            'valkey-server --version']
-  return '\n'.join(lines)
+    lines = source
+  return package_commands.ServerScript(lines, 'valkey-server', 'valkey-cli',
+                                       '/usr/local/bin')
 
 
 def Install(vm: virtual_machine.BaseVirtualMachine,
