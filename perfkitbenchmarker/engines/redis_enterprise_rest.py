@@ -181,6 +181,14 @@ class RestClient:
     return waits.Poll(check, lambda result: result is not None, timeout_s,
                       poll_s, self._clock, self._sleep, inclusive=True)
 
+  def _Create(self, path: str, what: str, body: dict) -> Dict[str, Any]:
+    """The object the POST created (with its uid)."""
+    answer = self._Request('POST', path, what, body).json()
+    if not isinstance(answer, dict) or 'uid' not in answer:
+      raise errors.ResourceError(
+          f'Redis Enterprise API {what}: the answer has no uid.')
+    return answer
+
   # Cluster bootstrap -----------------------------------------------------
 
   def Bootstrap(self, bootstrap: ClusterBootstrap) -> None:
@@ -246,14 +254,8 @@ class RestClient:
 
   def CreateDatabase(self, spec: DatabaseSpec) -> Dict[str, Any]:
     """POSTs the database; returns its bdb object (status may be pending)."""
-    response = self._Request('POST', '/v1/bdbs',
-                             f'create database {spec.name}', spec.ToJson())
-    bdb = response.json()
-    if not isinstance(bdb, dict) or 'uid' not in bdb:
-      raise errors.ResourceError(
-          f'Redis Enterprise API create database {spec.name}: the answer '
-          'has no uid.')
-    return bdb
+    return self._Create('/v1/bdbs', f'create database {spec.name}',
+                        spec.ToJson())
 
   def WaitActive(self, uid: int, timeout_s: float = 600,
                  poll_s: float = 5) -> Dict[str, Any]:
@@ -298,28 +300,22 @@ class RestClient:
 
   # Access control: a Redis ACL, a role and a user ------------------------
 
-  def _Create(self, path: str, what: str, body: dict) -> int:
-    answer = self._Request('POST', path, what, body).json()
-    if not isinstance(answer, dict) or 'uid' not in answer:
-      raise errors.ResourceError(
-          f'Redis Enterprise API {what}: the answer has no uid.')
-    return int(answer['uid'])
-
   def CreateRedisAcl(self, name: str, acl: str) -> int:
-    return self._Create('/v1/redis_acls', f'create Redis ACL {name}',
-                        {'name': name, 'acl': acl})
+    return int(self._Create('/v1/redis_acls', f'create Redis ACL {name}',
+                            {'name': name, 'acl': acl})['uid'])
 
   def CreateRole(self, name: str) -> int:
     """A role with no cluster management rights (database access only)."""
-    return self._Create('/v1/roles', f'create role {name}',
-                        {'name': name, 'management': 'none'})
+    return int(self._Create('/v1/roles', f'create role {name}',
+                            {'name': name, 'management': 'none'})['uid'])
 
   def CreateUser(self, name: str, email: str, password: str,
                  role_uids: List[int]) -> int:
     vm_util.RegisterSecret(password)
-    return self._Create('/v1/users', f'create user {name}',
-                        {'name': name, 'email': email, 'password': password,
-                         'role_uids': [int(r) for r in role_uids]})
+    return int(self._Create('/v1/users', f'create user {name}',
+                            {'name': name, 'email': email,
+                             'password': password,
+                             'role_uids': [int(r) for r in role_uids]})['uid'])
 
   def Delete(self, kind: str, uid: int) -> None:
     """DELETE /v1/<kind>/<uid> of users, roles or redis_acls; gone is fine."""

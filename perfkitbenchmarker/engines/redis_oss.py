@@ -29,6 +29,7 @@ class RedisOssEngine(base.ServerEngine):
   # Refuses a --redis_server_version it cannot install ('distro' or a
   # release number).
   CHECK_VERSION = staticmethod(package_commands.CheckRedisVersion)
+  PASSWORD_LINE = r'^requirepass (\S+)$'  # In the shard's config file.
 
   def __init__(self, version: str = 'distro',
                io_threads: Optional[int] = None):
@@ -77,8 +78,8 @@ class RedisOssEngine(base.ServerEngine):
     return redis_cluster.DbSize(vm, shards, password)
 
   def ReadPassword(self, process) -> str:
-    config = process.vm.ReadFile(process.config_path)
-    match = re.search(r'^requirepass (\S+)$', config, re.M)
+    match = re.search(self.PASSWORD_LINE,
+                      process.vm.ReadFile(process.config_path), re.M)
     if not match:
       raise errors.ProcessError('The shards\' config has no password.')
     return match.group(1)

