@@ -28,8 +28,8 @@ import shlex
 from typing import Annotated, Hashable, Iterator
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import record_checks
-from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 
@@ -49,11 +49,9 @@ def _GroupFiles(scratch_dir: str, mark: str) -> str:
 def GroupScript(scratch_dir: str, mark: str) -> str:
   """bash that writes "<group id> <leader start>" of the shell's own
   process group to a file of the mark (its name ends in the shell's PID)."""
-  return (f'read -r __s < /proc/$$/stat; read -ra __s <<< "${{__s##*) }}"; '
-          'read -r __l < "/proc/${__s[2]}/stat"; '
-          'read -ra __l <<< "${__l##*) }"; '
-          f'echo "${{__s[2]}} ${{__l[19]}}" > '
-          f'{_GroupFiles(scratch_dir, mark)}$$; unset __s __l; ')
+  return (f'{process_stat.SHELL}pstat $$; __g=${{pf[2]}}; pstat "$__g"; '
+          f'echo "$__g ${{pf[19]}}" > {_GroupFiles(scratch_dir, mark)}$$; '
+          'unset __g pf; ')
 
 
 def KillScript(scratch_dir: str, mark: str) -> str:
@@ -65,7 +63,7 @@ def KillScript(scratch_dir: str, mark: str) -> str:
   when a group's leader outlives every round.
   """
   return (
-      remote_shell.ALIVE_SHELL +
+      process_stat.ALIVE_SHELL +
       f'for f in {_GroupFiles(scratch_dir, mark)}*; do '
       '[ -f "$f" ] || continue; read -r g t < "$f"; '
       'case "$g" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '

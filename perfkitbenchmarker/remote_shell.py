@@ -22,17 +22,11 @@ import re
 import shlex
 from typing import Dict, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import process_stat
+
 STARTED_MARKER = '\x1epkb-started\x1e'
 _MARKER_PRINTF = "printf '\\036pkb-started\\036' >&2"
 KILL_GRACE_S = 5  # after `timeout` sends TERM, before KILL
-# bash defining `alive P T`: process P runs and started at T (clock ticks
-# since boot); a zombie has exited, unless other threads of it still run.
-ALIVE_SHELL = (
-    'alive() { local s f t; s=$(cat "/proc/$1/stat" 2>/dev/null) || '
-    'return 1; read -ra f <<< "${s##*) }"; [ "${f[19]}" = "$2" ] || '
-    'return 1; [ "${f[0]}" != Z ] && return 0; '
-    't=$(grep -s "^Threads:" "/proc/$1/status"); t=${t##*[!0-9]}; '
-    '[ "${t:-0}" -gt 1 ]; }; ')
 # Lines ssh prints about connection sharing that are not the command's.
 _SSH_NOISE = re.compile(
     r'^(ControlSocket .* already exists, disabling multiplexing|'
@@ -105,9 +99,8 @@ def DetachedStartScript(job_dir: str, timeout_s: float,
           'flock 8; fi\n'
           f'setsid nohup bash -c {shlex.quote(runner)} '
           f'</dev/null >/dev/null 2>&1 &\n'
-          's=$(cat /proc/$!/stat 2>/dev/null) || s=; '
-          'read -ra s <<< "${s##*) }" || true; '
-          f'echo "$! ${{s[19]:-0}}" > {job}/sid')
+          f'{process_stat.SHELL}pstat $! || pf=(); '
+          f'echo "$! ${{pf[19]:-0}}" > {job}/sid')
 
 
 DONE_MARKER = '@pkb-job-done'
@@ -150,7 +143,7 @@ def DetachedKillScript(job_dir: str) -> str:
   leader is checked to be the process that started the job (a session id
   another session took since is left alone)."""
   job = shlex.quote(job_dir)
-  return (f'{ALIVE_SHELL}read -r sid st < {job}/sid 2>/dev/null && '
+  return (f'{process_stat.ALIVE_SHELL}read -r sid st < {job}/sid 2>/dev/null && '
           'alive "$sid" "$st" && '
           '{ pkill -TERM -s "$sid" || kill -TERM -- -"$sid"; sleep 1; '
           'pkill -KILL -s "$sid" || kill -KILL -- -"$sid"; } 2>/dev/null; '

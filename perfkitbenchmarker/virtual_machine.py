@@ -17,7 +17,7 @@ from typing import (Any, Dict, Hashable, Iterable, List, NamedTuple,
                     Optional, Sequence, Tuple)
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import remote_shell
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
@@ -191,17 +191,17 @@ class BaseVirtualMachine(resource.BaseResource):
     if rc != 0 or len(lines) < 5:
       return None
     stat, threads, workspace, cmdline, cwd = lines
-    fields = stat.rsplit(')', 1)[-1].split()
-    if len(fields) < 20 or not fields[2].isdigit():
+    fields = process_stat.Parse(stat)
+    if fields is None:
       return None
     cmdline = cmdline.strip()
-    if fields[0] == 'Z':
+    if fields.state == 'Z':
       if _ThreadCount(threads) <= 1:
         return None
       cmdline = ''
     if cwd.endswith('\n'):
       cwd = cwd[:-1]
-    return ProcessState(start=float(fields[19]), group=int(fields[2]),
+    return ProcessState(start=fields.start_ticks, group=fields.group,
                         cmdline=cmdline, cwd=cwd or None,
                         workspace=workspace or self.scratch_dir)
 
@@ -321,7 +321,7 @@ class BaseVirtualMachine(resource.BaseResource):
     pid, start = CheckedPid(pid), int(start_time)
     polls = int(STOP_WAIT_S / 0.05)
     wait = f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; done; '
-    same = f'{remote_shell.ALIVE_SHELL}same() {{ alive {pid} {start}; }}; '
+    same = f'{process_stat.ALIVE_SHELL}same() {{ alive {pid} {start}; }}; '
     _, _, rc = self.RemoteCommandWithReturnCode(
         f'{same}same || exit 0; {signals.format(wait=wait)}{wait}exit 3')
     return rc != 3

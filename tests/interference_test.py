@@ -33,6 +33,7 @@ from perfkitbenchmarker import reporting
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import redis_benchmark
@@ -105,21 +106,23 @@ def server():
     _Stop(proc)
 
 
-def _ClientVm(tmp_path, core):
+def _Vm(tmp_path, core, group='clients'):
+  """A Local VM pinned to `core`, its scratch dir in the run's root."""
   vm = local.LocalVirtualMachine(
       virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
-      'clients-0', 'clients', run_uri='tintf' + str(os.getpid() % 1000))
-  vm.scratch_dir = str(tmp_path / 'pkb-client')
+      f'{group}-0', group, run_uri='tintf' + str(os.getpid() % 1000))
+  vm.scratch_dir = str(tmp_path / f'pkb-{group}')
   os.makedirs(vm.scratch_dir)
   vm.cpu_set = [core]
   return vm
 
 
-def _ProbeDriver(server, client_vm):
-  # The run's cores: the server's (the client's core holds our own work).
+def _ProbeDriver(server, client_vm, tmp_path):
+  # The run's cores: the client's and (the server VM's sampler) the shard's.
+  server_vm = _Vm(tmp_path, server.core, 'servers')
   samplers = interference.ForRun(
-      'Local', [types.SimpleNamespace(cpu_set=[server.core])],
-      lambda: [server.proc.pid])
+      'Local', [server_vm, client_vm],
+      server_pids=lambda vm: [server.proc.pid] if vm is server_vm else [])
   return driver.ProbeDriver(
       [client_vm], [redis_benchmark.RedisBenchmarkGenerator(client_vm)],
       [base.Endpoint('127.0.0.1', server.port)], PASSWORD,
@@ -137,24 +140,30 @@ def _CpuSeconds(proc):
   return times.user + times.system
 
 
-def _Watched(probe, load, core, procs):
-  """The probe, and over its window: % of `core` busy, % used by `procs`."""
-  t0, busy0 = time.monotonic(), _CoreBusy(core)
-  cpu0 = [_CpuSeconds(p) for p in procs]
+def _Watched(probe, load, cores, procs):
+  """The probe, and over its window: % of each of `cores` busy, % used by
+  each of `procs` and % used by this process's children (the probe's own
+  processes, counted as they are reaped)."""
+  def Read():
+    children = os.times()
+    return (time.monotonic(), [_CoreBusy(c) for c in cores],
+            [_CpuSeconds(p) for p in procs],
+            children.children_user + children.children_system)
+  t0, busy0, cpu0, own0 = Read()
   m = probe(load)
-  cpu1 = [_CpuSeconds(p) for p in procs]
-  t1, busy1 = time.monotonic(), _CoreBusy(core)
+  t1, busy1, cpu1, own1 = Read()
   window = t1 - t0
-  return (m, 100 * (busy1 - busy0) / window,
-          [100 * (b - a) / window for a, b in zip(cpu0, cpu1)])
+  return (m, [100 * (b - a) / window for a, b in zip(busy0, busy1)],
+          [100 * (b - a) / window for a, b in zip(cpu0, cpu1)],
+          100 * (own1 - own0) / window)
 
 
 @pytest.mark.e2e
 @pytest.mark.alone
 def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
     server, tmp_path, pkb_flags):
-  client_vm = _ClientVm(tmp_path, _Cores()[1])
-  probe = _ProbeDriver(server, client_vm)
+  client_vm = _Vm(tmp_path, _Cores()[1])
+  probe = _ProbeDriver(server, client_vm, tmp_path)
   load = measurement.Load(1, 4)
   busy = _StartOrphan([sys.executable, '-c', _BUSY], server.core)
   # On a machine shared with other work the loop may get a few % of its core
@@ -168,7 +177,7 @@ def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
     if group:
       group.Add(busy.pid)
     time.sleep(0.2)  # Running before the probe starts.
-    loud, _, (loop_pct,) = _Watched(probe, load, server.core, [busy])
+    loud, _, (loop_pct,), _ = _Watched(probe, load, [], [busy])
   finally:
     _Stop(busy)
     if group:
@@ -181,7 +190,9 @@ def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
   assert loud.metadata['interference'] is True
   # Quiet: the shard keeps its core busy, yet none of that is foreign. Other
   # work sharing this machine is real interference, so the figure is judged
-  # against the core's busy time less the shard's (an independent count).
+  # against each core's busy time less the run's own on it (the shard's on
+  # the server's; the probe's processes' on the client's): independent
+  # counts.
   quiet = []
   # The shard weighted likewise, so that it has real work on its core to be
   # left uncounted however loaded the machine is.
@@ -195,18 +206,20 @@ def test_busy_loop_on_the_server_core_is_flagged_quiet_probe_is_not(
     # a probe where the loaded machine left the shard too little to prove
     # anything is taken again (the checks below are not relaxed).
     for _ in range(5):
-      m, core_pct, (shard_pct,) = _Watched(
-          probe, measurement.Load(1, 4, 16), server.core, [server.proc])
+      m, core_pct, (shard_pct,), own_pct = _Watched(
+          probe, measurement.Load(1, 4, 16),
+          [server.core, client_vm.cpu_set[0]], [server.proc])
       quiet.append(m)
-      others = core_pct - shard_pct
+      others = max(core_pct[0] - shard_pct, core_pct[1] - own_pct)
       if shard_pct > 15 and m.metadata['foreign_cpu_pct'] < others + 10:
         break
   finally:
     if shard_group:
       shard_group.Remove()
   assert shard_pct > 15  # The run's own work on the core: not counted.
-  assert m.metadata['foreign_cpu_pct'] < others + 10, (core_pct, shard_pct)
-  if others < 5:  # Nothing else on the core (CI): the probe is not flagged.
+  assert m.metadata['foreign_cpu_pct'] < others + 10, (core_pct, shard_pct,
+                                                        own_pct)
+  if others < 5:  # Nothing else on the cores (CI): the probe is not flagged.
     assert m.metadata['interference'] is False
   # The probe's samples carry it; the summary warns, naming the worst.
   meta = price_performance.ProbeSamples(0, loud, 1.0)[0].metadata
@@ -249,71 +262,85 @@ class _Clock:
     return self.now
 
 
-class _Processes:
-  """psutil.process_iter's stand-in: (pid, ppid, created, cpu s, affinity)."""
-
-  def __init__(self, rows):
-    self.rows = rows
-
-  def __call__(self, attrs):
-    del attrs
-    for pid, ppid, created, cpu, affinity in self.rows:
-      yield types.SimpleNamespace(info={
-          'pid': pid, 'ppid': ppid, 'create_time': created,
-          'cpu_times': None if cpu is None else types.SimpleNamespace(
-              user=cpu * 0.75, system=cpu * 0.25),
-          'cpu_affinity': affinity})
+SHARD = 999002
 
 
-ROOT, SHARD = 999001, 999002
+def _Fg(pid, start, ticks, processor, ppid=1, flags=0):
+  """A scan's `@fg` line: pid's /proc/<pid>/stat as the snapshot has it."""
+  fields = ['S', ppid, pid, pid, 0, -1, flags, 0, 0, 0, 0, ticks, 0, 0, 0,
+            20, 0, 1, 0, start] + [0] * 16 + [processor]
+  return f'@fg {pid} (p{pid}) ' + ' '.join(map(str, fields))
 
 
-def test_sampler_counts_only_foreign_cpu_on_the_run_cores():
-  clock = _Clock()
-  before = [(ROOT, 1, 1.0, 10.0, [0, 1]),        # pkb: the run's own
-            (SHARD, 1, 2.0, 10.0, [0]),          # the run's shard
-            (10, 1, 3.0, 5.0, [0]),              # foreign, on the run's core
-            (11, 1, 3.0, 5.0, [1]),              # foreign, pinned elsewhere
-            (12, 1, 3.0, 5.0, [0, 1]),           # foreign, unpinned
-            (13, 2, 3.0, 5.0, [0]),              # a kernel thread
-            (14, 1, 3.0, None, [0]),             # not readable
-            (15, 1, 3.0, 5.0, [0])]              # ends; its PID is reused
-  after = [(ROOT, 1, 1.0, 12.0, [0, 1]), (SHARD, 1, 2.0, 12.0, [0]),
-           (10, 1, 3.0, 5.5, [0]), (11, 1, 3.0, 7.0, [1]),
-           (12, 1, 3.0, 5.4, [0, 1]), (13, 2, 3.0, 7.0, [0]),
-           (14, 1, 3.0, None, [0]),
-           (15, 1, 9.0, 0.1, [0]),               # new process, same PID
-           (16, 1, 9.5, 0.2, [0])]               # born during the window
-  processes = _Processes(before)
-  sampler = interference.ForeignCpuSampler(
-      [0], lambda: [SHARD], clock=clock, root_pid=ROOT,
-      process_iter=processes)
-  sampler.Start()
-  processes.rows = after
-  clock.now += 2.0
-  # 0.5 (pid 10) + 0.4 / 2 (pid 12, half its cores are the run's) + 0.1 +
-  # 0.2 (new processes, whole) = 1.0 s of the core's 2.0 s.
-  assert sampler.Stop() == pytest.approx(50.0)
-  probe = interference.ProbeInterference([sampler])
-  processes.rows = before
-  probe.Start()
-  # The samplers start in the background: let them read `before` first.
-  concurrent.futures.wait(probe._starting)  # pylint: disable=protected-access
-  processes.rows = after
-  clock.now += 20.0  # The same CPU over a longer probe: 5 %, not flagged.
-  assert probe.Stop() == {'foreign_cpu_pct': 5.0, 'interference': False}
+def _Snapshot(uptime, shard_ticks, cpu0, foreign):
+  return client_cpu.Snapshot.Parse('\n'.join([
+      str(uptime), f'@uptime {uptime}', '@clk 100', cpu0,
+      'cpu1 100 0 0 100 0 0 0 0',
+      f'/proc/{SHARD}/task/{SHARD}/stat:' + _Fg(
+          SHARD, 10, shard_ticks, 0)[4:],
+      f'/proc/{SHARD}/status:Cpus_allowed_list:\t0', '@scan', *foreign]))
 
 
-def test_for_run_uses_the_vms_cores_or_steal_time():
+def test_local_foreign_cpu_is_what_the_sides_scans_saw():
+  """On Local the figure is the sides' own: each side's scan of processes
+  foreign to the run (those working outside its root), on that side's cores,
+  plus steal there; a server VM's side counts like the client's."""
+  before = _Snapshot(100.0, 0, 'cpu0 100 0 0 100 0 0 0 0', [
+      _Fg(SHARD, 10, 0, 0),          # the side's own (never in a real scan)
+      _Fg(10, 3, 100, 0),            # foreign, on the side's core
+      _Fg(11, 3, 100, 1),            # foreign, on another core
+      _Fg(13, 3, 100, 0, ppid=2),    # a kernel thread
+      _Fg(14, 3, 100, 0, flags=0x00200000),  # a kernel thread too
+      _Fg(15, 3, 100, 0)])           # ends; its PID is reused
+  after = _Snapshot(102.0, 150, 'cpu0 200 0 0 180 0 0 0 20', [
+      _Fg(SHARD, 10, 150, 0), _Fg(10, 3, 150, 0), _Fg(11, 3, 200, 1),
+      _Fg(13, 3, 200, 0, ppid=2), _Fg(14, 3, 200, 0, flags=0x00200000),
+      _Fg(15, 9000, 10, 0),          # a new process with that PID
+      _Fg(16, 9100, 10, 0)])         # born during the window
+  side = client_cpu.SideOf(before, after, 'client', pids={SHARD})
+  # 50 + 10 + 10 ticks of the core's 200 in 2 s, and 20 of its 200 jiffies
+  # stolen: 35 + 10 %.
+  assert side.foreign_pct == 45.0
+
+  class Server:
+    """A server VM's sampler whose side saw 60 % (or nothing)."""
+
+    def __init__(self, pct):
+      self.pct = pct
+
+    def Start(self):
+      pass
+
+    def Stop(self):
+      return ''
+
+    def Side(self, text, window):
+      del text, window
+      return dataclasses.replace(side, side='server', foreign_pct=self.pct)
+
+  local_run = interference.ProbeInterference(
+      [], servers=[Server(60.0), Server(None)], from_sides=True)
+  local_run.Start()
+  figures, servers = local_run.StopAll(client_sides=[side])
+  assert figures == {'foreign_cpu_pct': 60.0, 'interference': True}
+  assert [s.foreign_pct for s in servers] == [60.0, None]
+  quiet = dataclasses.replace(side, foreign_pct=4.0)
+  assert interference.ProbeInterference([], from_sides=True).StopAll(
+      client_sides=[quiet])[0] == {'foreign_cpu_pct': 4.0,
+                                   'interference': False}
+  # On VMs the figure is steal time: the sides' scans do not count.
+  assert interference.ProbeInterference([]).StopAll(
+      client_sides=[side])[0] == {}
+
+
+def test_for_run_uses_the_sides_on_local_or_steal_time():
   pinned = [types.SimpleNamespace(cpu_set=[0]),
             types.SimpleNamespace(cpu_set=[2, 3])]
-  local_run = interference.ForRun('Local', pinned, tuple)
-  assert [s.cores for s in local_run.samplers] == [{0, 2, 3}]
-  unpinned = interference.ForRun(
-      'Local', pinned + [types.SimpleNamespace(cpu_set=None)], tuple)
-  assert unpinned.samplers[0].cores == set(range(psutil.cpu_count()))
-  cloud = interference.ForRun('GCP', pinned, tuple)
+  local_run = interference.ForRun('Local', pinned)
+  assert local_run.samplers == [] and local_run.from_sides
+  cloud = interference.ForRun('GCP', pinned)
   assert [type(s) for s in cloud.samplers] == [interference.StealSampler] * 2
+  assert not cloud.from_sides
 
 
 class _ProcStatVm:
@@ -339,7 +366,7 @@ def test_steal_time_on_vms_is_flagged_above_the_threshold():
       [interference.StealSampler(_ProcStatVm([before, after]))])
   probe.Start()
   # 100 of the 400 jiffies that passed were stolen.
-  assert probe.Stop() == {'foreign_cpu_pct': 25.0, 'interference': True}
+  assert probe.StopAll()[0] == {'foreign_cpu_pct': 25.0, 'interference': True}
   pinned = interference.StealSampler(_ProcStatVm([before, after], [1]))
   pinned.Start()
   assert pinned.Stop() == pytest.approx(25.0)  # cpu1: 50 of 200.
@@ -347,7 +374,7 @@ def test_steal_time_on_vms_is_flagged_above_the_threshold():
   probe = interference.ProbeInterference(
       [interference.StealSampler(_ProcStatVm([after, calm]))])
   probe.Start()
-  assert probe.Stop() == {'foreign_cpu_pct': 10.0, 'interference': False}
+  assert probe.StopAll()[0] == {'foreign_cpu_pct': 10.0, 'interference': False}
 
 
 def test_a_planned_stop_is_timed_on_the_injected_clock():
@@ -370,5 +397,5 @@ def test_a_planned_stop_is_timed_on_the_injected_clock():
   # of real time later.
   done, _ = concurrent.futures.wait(probe._starting, timeout=3)  # pylint: disable=protected-access
   assert len(done) == 1 and sampler.stops == 1
-  assert probe.Stop() == {'foreign_cpu_pct': 30.0, 'interference': True}
+  assert probe.StopAll()[0] == {'foreign_cpu_pct': 30.0, 'interference': True}
   assert sampler.stops == 1  # Not stopped twice.

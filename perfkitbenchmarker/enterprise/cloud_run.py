@@ -94,7 +94,7 @@ def Run(spec, opts, vcpus: int) -> None:
         duration_limit=lambda: spec.deadline.Remaining() - 10,
         interference=interference.ForRun(
             spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-            tuple, measured=deployment.MeasuringClients(
+            measured=deployment.MeasuringClients(
                 spec, d['generators'])))
     return study_steps.Search(
         spec, study, probe_driver,

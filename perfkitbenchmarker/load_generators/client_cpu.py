@@ -3,10 +3,11 @@
 Whether a probe measured the server or the client is a question about the
 processes' own threads, not the VM: on a 32-vCPU client one fully busy
 memtier thread is 3 % of the VM. One snapshot format, written by one shell
-snippet (`ShellFunctions`; Local and SSH alike) and read by one parser
-(`Snapshot.Parse`), serves the probe's client snapshots (concurrent.py),
-the server sampler's series (`SamplerScript`, interference.py) and steal
-time (`ProcStat`). A snapshot holds the wall clock, /proc/uptime and
+function (`snapshot` in `ShellFunctions`; Local and SSH alike) and read by
+one parser (`Snapshot.Parse`, its stat lines by process_stat), serves the
+probe's client snapshots (concurrent.py), the server sampler's series
+(`SamplerScript`, interference.py) and, with `ProcStat`, steal time and the
+fallback client CPU. A snapshot holds the wall clock, /proc/uptime and
 CLK_TCK; /proc/stat's cpu rows; each thread's stat and schedstat (on-CPU
 and run-queue ns) as `<path>:<content>`; each process's Cpus_allowed_list
 and, for its cgroup's CPU controller and every parent with a quota file,
@@ -30,6 +31,7 @@ from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
                     Tuple)
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import process_stat
 
 # A thread or core busier than this (on a CPU, or runnable for a thread) is
 # taken as saturated. Also the whole-VM rule the study always had.
@@ -69,15 +71,6 @@ class CgroupCpu:
 
 
 @dataclasses.dataclass(frozen=True)
-class ForeignProcess:
-  """A process foreign to the run, from the snapshot's scan of /proc."""
-  pid: int
-  start_ticks: float
-  cpu_ticks: float
-  processor: int  # the CPU it last ran on
-
-
-@dataclasses.dataclass(frozen=True)
 class Snapshot:
   wall_s: float
   uptime_s: Optional[float]
@@ -92,8 +85,9 @@ class Snapshot:
   cgroup_dirs: Dict[int, Tuple[str, ...]] = dataclasses.field(
       default_factory=dict)
   cgroups: Dict[str, CgroupCpu] = dataclasses.field(default_factory=dict)
-  # The scan of processes foreign to the run (None: no scan taken).
-  foreign: Optional[Dict[Tuple[int, float], ForeignProcess]] = None
+  # The scan of processes foreign to the run, by (pid, start) (None: no
+  # scan taken).
+  foreign: Optional[Dict[Tuple[int, float], process_stat.Stat]] = None
 
   @classmethod
   def Parse(cls, text: str) -> 'Snapshot':
@@ -114,7 +108,7 @@ class Snapshot:
     affinity: Dict[int, Tuple[int, ...]] = {}
     dirs: Dict[int, List[str]] = {}
     files: Dict[str, Dict[str, str]] = {}
-    foreign: Optional[Dict[Tuple[int, float], ForeignProcess]] = None
+    foreign: Optional[Dict[Tuple[int, float], process_stat.Stat]] = None
     for line in lines[1:]:
       if line.startswith('@uptime '):
         uptime = float(line.split()[1])
@@ -128,9 +122,11 @@ class Snapshot:
       elif line == '@scan':
         foreign = {} if foreign is None else foreign
       elif line.startswith('@fg '):
-        process = _ForeignProcess(line[4:])
-        if process is not None:
-          foreign = {} if foreign is None else foreign
+        process = process_stat.Parse(line[4:])
+        foreign = {} if foreign is None else foreign
+        # Kernel threads' work (softirq, I/O) is mostly done for the run.
+        if process and process.processor is not None and (
+            not process.kernel_thread):
           foreign[(process.pid, process.start_ticks)] = process
       elif line.startswith('cpu'):
         cores.update(Cores(line))
@@ -146,13 +142,10 @@ class Snapshot:
           continue
         tid = int(parts[4])
         if parts[5] == 'stat':
-          name, _, rest = content.partition(' (')[2].rpartition(') ')
-          fields = rest.split()
-          # After the name: state(3) ... utime(14) stime(15) ... start(22).
+          stat = process_stat.Parse(content)
           # A zombie (e.g. a finished helper of the command) is no load.
-          if len(fields) >= 20 and fields[0] != 'Z':
-            stats[tid] = (name, float(fields[19]),
-                          float(fields[11]) + float(fields[12]),
+          if stat is not None and stat.state != 'Z':
+            stats[tid] = (stat.name, stat.start_ticks, stat.cpu_ticks,
                           int(parts[2]) if parts[2].isdigit() else 0)
         elif parts[5] == 'schedstat':
           fields = content.split()
@@ -184,13 +177,13 @@ def Cores(proc_stat: str) -> Dict[str, Tuple[float, ...]]:
           if f and f[0].startswith('cpu')}
 
 
-def ProcStat(proc_stat: str) -> Snapshot:
-  """A snapshot of /proc/stat alone (`Measure` then gives busy and steal)."""
-  return Snapshot(0.0, None, Cores(proc_stat), {})
+def ProcStat(vm) -> Snapshot:
+  """A snapshot of `vm`'s /proc/stat alone (`Measure` then gives busy and
+  steal): one round trip over SSH."""
+  return Snapshot(0.0, None, Cores(vm.RemoteCommand('cat /proc/stat')[0]), {})
 
 
 _CGROUP_FILES = ('cpu.stat', 'cpu.max', 'cpu.cfs_quota_us', 'cpu.cfs_period_us')
-_PF_KTHREAD = 0x00200000
 
 
 def CpuList(text: str) -> Tuple[int, ...]:
@@ -234,26 +227,6 @@ def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
                    _Number(files.get('stat.nr_periods')) or 0.0,
                    _Number(files.get('stat.nr_throttled')) or 0.0,
                    throttled)
-
-
-def _ForeignProcess(stat: str) -> Optional[ForeignProcess]:
-  """A /proc/<pid>/stat line of the foreign scan; None for kernel threads
-  (their work, network softirq and I/O, is mostly done for the run)."""
-  head, _, rest = stat.rpartition(') ')
-  fields = rest.split()
-  pid_text = head.split(' (', 1)[0]
-  if len(fields) < 37 or not pid_text.isdigit():
-    return None
-  try:
-    flags, ppid = int(fields[6]), int(fields[1])
-    pid = int(pid_text)
-    if flags & _PF_KTHREAD or 2 in (pid, ppid):
-      return None
-    return ForeignProcess(pid, float(fields[19]),
-                          float(fields[11]) + float(fields[12]),
-                          int(fields[36]))
-  except ValueError:
-    return None
 
 
 def ParseSeries(text: str) -> List[Snapshot]:
@@ -306,8 +279,9 @@ class ClientCpu:
 
 
 def ShellFunctions(run_root: str = '') -> List[str]:
-  """Bash defining what a snapshot is made of (the probe script's `snap`
-  and the server sampler use them, so both sides read the same counters):
+  """Bash defining `snapshot SCAN PID...`, the one snapshot both sides
+  take (the probe script's `snap`, the server sampler's `shot`): `counters`,
+  then `pthreads` and `pcg` of each PID, then `fscan` if SCAN is not empty.
 
     `pthreads PID`  every thread's stat and schedstat line (sets `seen` when
                     a live thread was read);
@@ -369,6 +343,12 @@ def ShellFunctions(run_root: str = '') -> List[str]:
       '[[ $p == 2 || $p == $$ || $l == *") "?" 2 "* ]] && continue; '
       'if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$runroot"/* ]]; '
       'then continue; fi; echo "@fg $l"; done ) }',
+      # The shell's own cgroup too: a probe's load processes are born in
+      # it, so the first snapshot, taken before they exist, has its
+      # counters (their throttling counts from the start).
+      'snapshot() { local p; counters; pcg $$; '
+      'for p in "${@:2}"; do pthreads $p; pcg $p; done; '
+      '[ -z "$1" ] || fscan; }',
   ]
 
 
@@ -409,9 +389,8 @@ def SamplerScript(pids: Sequence[int], base: str, interval_s: float,
       f'mkfifo -m 600 {q(base + ".wake")} 2>/dev/null; '
       f'exec {{wake}}<>{q(base + ".wake")}',
       'seen=',
-      'shot() { { echo @snap; counters; '
-      f'for p in {listed}; do pthreads $p; pcg $p; done; '
-      '[ -z "$1" ] || fscan; } >> ' + out + ' 2>/dev/null; }',
+      f'shot() {{ {{ echo @snap; snapshot "$1" {listed}; }} >> {out} '
+      '2>/dev/null; }',
       'shot scan',
       'echo ready; exec > /dev/null',
       # Bounded, and gone with the run's directory (a run killed between
@@ -506,29 +485,22 @@ def _Online(snap: Snapshot) -> List[int]:
 
 
 def _Cgroup(before: Snapshot, after: Snapshot, pid: int
-            ) -> Tuple[Optional[float], Optional[Tuple[str, float, float,
-                                                          float]]]:
+            ) -> Tuple[Optional[float], List[Tuple[str, float, float, float]]]:
   """(tightest quota in CPUs, (dir, periods, throttled periods, throttled
-  seconds) of the level that throttled it most) of one process."""
-  quota = None
-  worst = None
+  seconds) of each level with periods) of one process."""
+  quota, levels = None, []
   for directory in after.cgroup_dirs.get(pid, ()):
     c1 = after.cgroups.get(directory)
     if c1 is None:
       continue
     if c1.quota_cores is not None:
-      quota = (c1.quota_cores if quota is None else
-               min(quota, c1.quota_cores))
+      quota = min(q for q in (quota, c1.quota_cores) if q is not None)
     c0 = before.cgroups.get(directory)
-    if c0 is None or c1.nr_periods <= 0:
-      continue
-    periods = max(0.0, c1.nr_periods - c0.nr_periods)
-    throttled = max(0.0, c1.nr_throttled - c0.nr_throttled)
-    seconds = max(0.0, c1.throttled_s - c0.throttled_s)
-    share = throttled / periods if periods else 0.0
-    if worst is None or share > (worst[2] / worst[1] if worst[1] else 0.0):
-      worst = (directory, periods, throttled, seconds)
-  return quota, worst
+    if c0 is not None and c1.nr_periods > 0:
+      levels.append((directory, max(0.0, c1.nr_periods - c0.nr_periods),
+                     max(0.0, c1.nr_throttled - c0.nr_throttled),
+                     max(0.0, c1.throttled_s - c0.throttled_s)))
+  return quota, levels
 
 
 def ForeignPct(before: Snapshot, after: Snapshot, cores: Sequence[int],
@@ -575,15 +547,15 @@ def SideOf(before: Snapshot, after: Snapshot, side: str,
   if online:
     allowed &= online
   cores = sorted(allowed) or list(cpu_set or []) or sorted(online)
-  quotas, worst = {}, None
+  quotas, levels = {}, []
   for pid in processes:
-    quota, level = _Cgroup(before, after, pid)
+    quota, found = _Cgroup(before, after, pid)
+    levels += found
     if quota is not None:
       quotas[pid] = quota
-    if level is not None and (worst is None or (
-        level[2] / level[1] if level[1] else 0.0) > (
-            worst[2] / worst[1] if worst[1] else 0.0)):
-      worst = level
+  # The level that throttled it most.
+  worst = max(levels, key=lambda l: l[2] / l[1] if l[1] else 0.0,
+              default=None)
   quota_cores = None
   if quotas and len(quotas) == len(processes):
     # Processes in one cgroup share its quota; in several, each has its own.

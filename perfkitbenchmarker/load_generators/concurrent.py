@@ -23,14 +23,11 @@ argv. Each tool's own argv (and that of `timeout` and `taskset` before it) is
 readable in `ps`: a password goes in as argv_secret.TOKEN with `secret=`,
 and linux_packages/argv_secret.py hands the real one to the tool only.
 
-Client CPU (client_cpu.py): a timed snapshot of /proc/stat and of every
-thread of the load processes (/proc/<pid>/task/*/stat and schedstat) is
-taken when the processes start and again after `cpu_window_s` (the load's
-test time) or, without a window, every `sample_every_s` while they run (the
-last one before they end counts), so a tool's idle start-up and tail
-(memtier's last second) do not dilute the figures, and the threads are
-still there to be read. The window actually measured is kept
-(`cpu_window_s`).
+Client CPU: a client_cpu snapshot of the load processes is taken when they
+start and again after `cpu_window_s` (the load's test time) or, without a
+window, every `sample_every_s` while they run (the last one before they end
+counts), so a tool's idle start-up and tail (memtier's last second) do not
+dilute the figures.
 """
 
 import base64
@@ -72,32 +69,19 @@ class ProbeRun:
 
 
 def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
-  """Shell defining `snap FILE [threads]`: the time, uptime, CLK_TCK,
-  /proc/stat, then every thread of each load process (the child of each
-  `timeout` whose PID is in <base>.<i>.pid) with its affinity and cgroup
-  CPU counters (client_cpu.ShellFunctions; the script's own cgroup too,
-  where its load processes are born, so the first snapshot has it), then the processes foreign to
-  the run (when `run_root` is given), written whole or not at all (with
-  `threads`: only if it saw a thread, so the last snapshot of a run that
-  ends between two is one taken while it ran).
-
-  Bash builtins only (read, echo, $EPOCHREALTIME) but the final `mv`: the
-  snapshots run on the client while it is measured, so they must cost it
-  next to nothing; `date`, `pgrep` and `grep` stand in where an older bash
-  or kernel lacks those.
-  """
+  """Shell defining `snap FILE [threads]`: client_cpu's `snapshot` of the
+  load processes (the child of each `timeout` whose PID is in
+  <base>.<i>.pid), with the foreign scan unless `noscan` is set, written
+  whole or not at all (with `threads`: only if it saw a thread, so the last
+  snapshot of a run that ends between two is one taken while it ran)."""
   return client_cpu.ShellFunctions(run_root) + [
       'kids() { if [ -r /proc/$1/task/$1/children ]; then '
       'read -r -a k < /proc/$1/task/$1/children; echo "${k[@]}"; '
       'else pgrep -P "$1"; fi; }',
-      'snap() { local t p f seen=; { counters; '
-      # The script's own cgroup: the one its load processes are born in,
-      # read before they exist (their throttling counts from the start).
-      'pcg $$; '
+      'snap() { local t f s=scan ps=() seen=; [ -z "$noscan" ] || s=; '
       f'for f in {b}.*.pid; do [ -e "$f" ] || continue; read -r t < "$f"; '
-      'for p in $(kids "$t" 2>/dev/null); do pthreads $p; pcg $p; '
-      'done; done; [ -n "$noscan" ] || fscan; } > "$1.tmp" 2>/dev/null; '
-      # With a 2nd argument, only a snapshot that saw a thread replaces one.
+      'ps+=($(kids "$t" 2>/dev/null)); done; '
+      'snapshot "$s" "${ps[@]}" > "$1.tmp" 2>/dev/null; '
       '[ -z "$2" ] || [ -n "$seen" ] && mv -f "$1.tmp" "$1"; }',
   ]
 

@@ -67,10 +67,10 @@ def BusyAround(vm, generator, call: Callable[[], _T]
   load window (MEASURES_CLIENT_CPU; over SSH each read is a round trip)."""
   if getattr(generator, 'MEASURES_CLIENT_CPU', False):
     return call(), None
-  before = client_cpu.ProcStat(vm.RemoteCommand('cat /proc/stat')[0])
+  before = client_cpu.ProcStat(vm)
   result = call()
-  after = client_cpu.ProcStat(vm.RemoteCommand('cat /proc/stat')[0])
-  return result, client_cpu.Measure(before, after, vm.cpu_set).busy_fraction
+  return result, client_cpu.Measure(before, client_cpu.ProcStat(vm),
+                                    vm.cpu_set).busy_fraction
 
 
 class ProbeDriver:

@@ -1,19 +1,18 @@
 """CPU that processes foreign to the run use on the run's cores, per probe.
 
 Two runs sharing pinned cores each publish about half the real throughput
-(issue 10, point 5), so each probe is bracketed by samplers of how much of
-the run's cores something else used, in % of their capacity:
+(issue 10, point 5), so each probe says how much of the run's cores
+something else used, in % of their capacity (`foreign_cpu_pct`; above
+`INTERFERENCE_PCT` the probe is flagged `interference`):
 
-* `ForeignCpuSampler` (Local): every process that is not the run's own (pkb
-  and its descendants, the shards), counted by the share of its affinity on
-  the run's cores; kernel threads are left out (their work, softirq and
-  I/O, is mostly done for the run).
-* `StealSampler` (VMs): the hypervisor's steal time on the VM's cores.
-* `ServerCpuSampler` (server VMs): the server's side for attribution.py.
+* Local: what the probe's own snapshots saw (client_cpu.py): processes
+  working outside the run's root, and steal, on the client's cores and, by
+  `ServerCpuSampler`, on the server's.
+* VMs: `StealSampler`, the hypervisor's steal time on a VM's cores; a client
+  VM whose probe measures its own (`client_steal_pct`) is not read again
+  (`ForRun`'s `measured`).
 
-Above `INTERFERENCE_PCT` a probe is flagged (`interference`). Over SSH each
-read is a round trip: a client VM whose probe measures its own steal time
-(`client_steal_pct`) is not read again (`ForRun`'s `measured`), and the
+`ServerCpuSampler` also gives the server's side for attribution.py. The
 samplers start in the background while the probe starts.
 
 Extension seam: every probe path samples through `Sampled` or
@@ -29,9 +28,7 @@ import shlex
 import threading
 import time
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
-                    Set, Tuple, TypeVar)
-
-import psutil
+                    Tuple, TypeVar)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
@@ -43,78 +40,7 @@ from perfkitbenchmarker.load_generators import client_cpu
 INTERFERENCE_PCT = 10.0
 # Steal time a probe measured on its own client VM (percent of its cores).
 CLIENT_STEAL_KEY = 'client_steal_pct'
-_KTHREADD_PID = 2
 _T = TypeVar('_T')
-
-
-class ForeignCpuSampler:
-  """Foreign processes' CPU on `cores` of this machine between Start and Stop.
-
-  Args:
-    cores: the run's cores (None: every core of this machine).
-    own_pids: returns the run's processes that are not pkb's children (the
-      shards); pkb itself and all its descendants are always the run's own.
-    clock: seconds, monotonic (injectable for tests).
-    root_pid: the run's process (pkb); its descendants are the run's own.
-    process_iter: psutil.process_iter or a test's stand-in.
-  """
-
-  def __init__(self, cores: Optional[Sequence[int]],
-               own_pids: Callable[[], Iterable[int]] = tuple,
-               clock: Callable[[], float] = time.monotonic,
-               root_pid: Optional[int] = None,
-               process_iter: Callable = psutil.process_iter):
-    self.cores: Set[int] = set(cores) if cores else set(
-        range(psutil.cpu_count() or 1))
-    self._own_pids = own_pids
-    self._clock = clock
-    self._root_pid = os.getpid() if root_pid is None else root_pid
-    self._process_iter = process_iter
-    self._start: Optional[float] = None
-    self._before: Dict[Tuple[int, float], float] = {}
-
-  def _Own(self) -> Set[int]:
-    own = {int(p) for p in self._own_pids() if p}
-    own.add(self._root_pid)
-    try:
-      own.update(c.pid for c in
-                 psutil.Process(self._root_pid).children(recursive=True))
-    except psutil.Error:
-      pass
-    return own
-
-  def _Snapshot(self) -> Dict[Tuple[int, float], float]:
-    """(pid, create time) -> CPU seconds counted on the run's cores."""
-    own = self._Own()
-    used = {}
-    for proc in self._process_iter(
-        ['pid', 'ppid', 'create_time', 'cpu_times', 'cpu_affinity']):
-      info = proc.info
-      if (info['pid'] in own or info['cpu_times'] is None or
-          _KTHREADD_PID in (info['pid'], info['ppid'])):
-        continue
-      affinity = set(info['cpu_affinity'] or ()) or self.cores
-      share = len(affinity & self.cores) / len(affinity)
-      if share:
-        times = info['cpu_times']
-        used[(info['pid'], info['create_time'])] = (
-            (times.user + times.system) * share)
-    return used
-
-  def Start(self) -> None:
-    self._before = self._Snapshot()
-    self._start = self._clock()
-
-  def Stop(self) -> float:
-    """Percent of the run's cores' capacity foreign processes used."""
-    elapsed = self._clock() - self._start
-    after = self._Snapshot()
-    if elapsed <= 0:
-      return 0.0
-    # Processes born during the probe count whole; ones that ended are lost.
-    seconds = sum(max(0.0, cpu - self._before.get(key, 0.0))
-                  for key, cpu in after.items())
-    return 100.0 * seconds / (elapsed * len(self.cores))
 
 
 class StealSampler:
@@ -122,17 +48,14 @@ class StealSampler:
 
   def __init__(self, vm):
     self.vm = vm
-    self._before = client_cpu.ProcStat('')
-
-  def _Read(self) -> client_cpu.Snapshot:
-    return client_cpu.ProcStat(self.vm.RemoteCommand('cat /proc/stat')[0])
+    self._before = None
 
   def Start(self) -> None:
-    self._before = self._Read()
+    self._before = client_cpu.ProcStat(self.vm)
 
   def Stop(self) -> float:
-    cpu = client_cpu.Measure(self._before, self._Read(), self.vm.cpu_set)
-    return cpu.steal_pct or 0.0
+    return client_cpu.Measure(self._before, client_cpu.ProcStat(self.vm),
+                              self.vm.cpu_set).steal_pct or 0.0
 
 
 class ServerCpuSampler:
@@ -221,7 +144,8 @@ class ProbeInterference:
 
   Samplers start in the background (the probe starts meanwhile) and stop
   side by side. `steal_from_probes`: the probe's own `client_steal_pct`
-  counts as one more figure (VMs whose probes measure it have no sampler).
+  counts as one more figure (VMs whose probes measure it have no sampler);
+  `from_sides`: so does every side's `foreign_pct` (Local).
   `clock`: monotonic seconds (injectable for tests).
   A probe whose load window ends at a known time before the tool does
   (memtier's idle last second: `Start(stop_after_s)`) has its samplers
@@ -235,12 +159,14 @@ class ProbeInterference:
   def __init__(self, samplers: Sequence, threshold_pct: float =
                INTERFERENCE_PCT, steal_from_probes: bool = False,
                servers: Sequence[ServerCpuSampler] = (),
-               clock: Callable[[], float] = time.monotonic):
+               clock: Callable[[], float] = time.monotonic,
+               from_sides: bool = False):
     self.samplers = list(samplers)
     self._clock = clock
     self.servers = list(servers)
     self.threshold_pct = threshold_pct
     self.steal_from_probes = steal_from_probes
+    self.from_sides = from_sides
     self._starting: List[concurrent.futures.Future] = []
     self._servers_running: List[concurrent.futures.Future] = []
     self._stop_now = threading.Event()
@@ -280,109 +206,87 @@ class ProbeInterference:
     stop_now.wait(max(0.0, begun + after_s - self._clock()))
     return sampler.Stop()
 
-  @classmethod
-  def _Stopped(cls, sampler, running: concurrent.futures.Future):
-    """What the sampler's Stop returned: by `_Run` at its planned time, or
-    now when `_Run` did not stop it."""
-    result = running.result()
-    return sampler.Stop() if result is cls._NOT_STOPPED else result
-
-  def _StopServer(self, sampler, running, window):
+  def _Stopped(self, sampler, running: concurrent.futures.Future,
+               then: Callable = lambda result: result):
+    """then(what the sampler's Stop returned: by `_Run` at its planned
+    time, or now when `_Run` did not stop it); None when it failed (a
+    figure missing is no reason to lose the probe)."""
     try:
-      return sampler.Side(self._Stopped(sampler, running), window)
+      result = running.result()
+      return then(sampler.Stop() if result is self._NOT_STOPPED else result)
     except (errors.Error, OSError, ValueError) as e:
-      logging.warning('Server CPU sampler on %s failed: %s',
-                      sampler.vm.name, e)
+      logging.warning('%s failed: %s', type(sampler).__name__, e)
       return None
-
-  def _Stop(self, sampler, running) -> Optional[float]:
-    try:
-      return self._Stopped(sampler, running)
-    except (errors.Error, OSError, psutil.Error) as e:
-      # A figure missing is no reason to lose the probe.
-      logging.warning('Interference sampler %s failed: %s',
-                      type(sampler).__name__, e)
-      return None
-
-  def Stop(self, probe_steal_pct: Optional[float] = None
-           ) -> Dict[str, object]:
-    """foreign_cpu_pct and interference for the probe's metadata."""
-    self._stop_now.set()
-    futures = [self._Pool().submit(self._Stop, s, f)
-               for s, f in zip(self.samplers, self._starting)]
-    figures = [f.result() for f in futures]
-    figures = [x for x in figures if x is not None]
-    if self.steal_from_probes and probe_steal_pct is not None:
-      figures.append(float(probe_steal_pct))
-    if not figures:
-      return {}
-    pct = round(max(figures), 1)
-    return {'foreign_cpu_pct': pct, 'interference': pct > self.threshold_pct}
 
   def StopAll(self, probe_steal_pct: Optional[float] = None,
-              window: Optional[Tuple[float, float]] = None
+              window: Optional[Tuple[float, float]] = None,
+              client_sides: Sequence[attribution.SideCpu] = ()
               ) -> Tuple[Dict[str, object], List[attribution.SideCpu]]:
-    """Stop's figures and the server VMs' sides over `window` (those that
-    came back), stopped side by side (each sampler on a worker of its own:
-    no task waits for another)."""
+    """foreign_cpu_pct and interference for the probe's metadata (none
+    without a figure), and the server VMs' sides over `window` (those that
+    came back); every sampler stopped side by side, on a worker of its
+    own."""
     self._stop_now.set()
-    futures = [self._Pool().submit(self._StopServer, s, f, window)
+    servers = [self._Pool().submit(self._Stopped, s, f,
+                                   lambda text, s=s: s.Side(text, window))
                for s, f in zip(self.servers, self._servers_running)]
-    figures = self.Stop(probe_steal_pct)
-    return figures, [side for side in (f.result() for f in futures) if side]
+    stops = [self._Pool().submit(self._Stopped, s, f)
+             for s, f in zip(self.samplers, self._starting)]
+    sides = [side for side in (f.result() for f in servers) if side]
+    figures = [f.result() for f in stops]
+    if self.steal_from_probes:
+      figures.append(probe_steal_pct)
+    if self.from_sides:
+      figures += [side.foreign_pct for side in (*client_sides, *sides)]
+    figures = [float(x) for x in figures if x is not None]
+    if not figures:
+      return {}, sides
+    pct = round(max(figures), 1)
+    return ({'foreign_cpu_pct': pct, 'interference': pct > self.threshold_pct},
+            sides)
 
 
-def ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]],
-           measured: Sequence = (),
+def ForRun(cloud: str, vms: Sequence, measured: Sequence = (),
            server_pids: Optional[Callable[[Any], Iterable[int]]] = None
            ) -> ProbeInterference:
-  """Local: foreign processes on the VMs' cores; elsewhere: steal time.
+  """Local: the foreign CPU the probe's sides saw; elsewhere: steal time.
 
   `measured`: client VMs whose probes report their own steal time
   (`client_steal_pct`); no sampler reads their machines again.
   `server_pids(vm)`: the server processes on a VM (none: not a server VM);
   each server VM then gets a ServerCpuSampler.
   """
-  probe = _ForRun(cloud, vms, own_pids, measured)
+  if cloud == 'Local':
+    probe = ProbeInterference([], from_sides=True)
+  elif not measured:
+    probe = ProbeInterference([StealSampler(vm) for vm in vms])
+  else:
+    # Steal time is the machine's: one sampler per machine (and core set).
+    seen = {(virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
+            for vm in measured}
+    samplers = []
+    for vm in vms:
+      key = (virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
+      if key not in seen:
+        seen.add(key)
+        samplers.append(StealSampler(vm))
+    probe = ProbeInterference(samplers, steal_from_probes=True)
   if server_pids is not None:
     probe.servers = [ServerCpuSampler(vm, lambda vm=vm: server_pids(vm))
                      for vm in vms if list(server_pids(vm))]
   return probe
 
 
-def _ForRun(cloud: str, vms: Sequence, own_pids: Callable[[], Iterable[int]],
-            measured: Sequence = ()) -> ProbeInterference:
-  if cloud == 'Local':
-    cores: Optional[Set[int]] = set()
-    for vm in vms:
-      if not vm.cpu_set:
-        cores = None  # An unpinned VM: the whole machine is the run's.
-        break
-      cores.update(vm.cpu_set)
-    return ProbeInterference([ForeignCpuSampler(cores, own_pids)])
-  if not measured:
-    return ProbeInterference([StealSampler(vm) for vm in vms])
-  # Steal time is the machine's: one sampler per machine (and core set).
-  seen = {(virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
-          for vm in measured}
-  samplers = []
-  for vm in vms:
-    key = (virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
-    if key not in seen:
-      seen.add(key)
-      samplers.append(StealSampler(vm))
-  return ProbeInterference(samplers, steal_from_probes=bool(measured))
-
-
 def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],
-                 steal_of: Callable[[_T], Optional[float]] = lambda _: None
+                 clients_of: Callable[[_T], Iterable[Any]] = lambda _: ()
                  ) -> Tuple[_T, Dict[str, object],
                             List[attribution.SideCpu]]:
   """run() between `probe`'s Start and StopAll: its result, the figures
   (foreign_cpu_pct, interference; none without samplers or when every
   sampler failed) and the server sides over the whole run, for `Attributed`
   on a path with no one load window (a YCSB probe, a staircase).
-  `steal_of(result)`: the steal time the run measured on its own client VMs.
+  `clients_of(result)`: the client_cpu.ClientCpu (or None) the run measured
+  on its client VMs (their steal time and foreign CPU).
   """
   if probe is None:
     return run(), {}, []
@@ -392,10 +296,11 @@ def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],
   except Exception:
     probe.StopAll()  # No sampler outlives its probe.
     raise
-  figures, servers = probe.StopAll(steal_of(result))
+  cpus = [c for c in clients_of(result) if c is not None]
+  steal = [c.steal_pct for c in cpus if c.steal_pct is not None]
+  figures, servers = probe.StopAll(max(steal, default=None), None,
+                                   [c.side for c in cpus if c.side])
   return result, figures, servers
-
-
 def Attributed(m: measurement.Measurement,
                servers: Sequence[attribution.SideCpu] = ()
                ) -> measurement.Measurement:
@@ -429,7 +334,7 @@ def Sampled(probe: Optional[ProbeInterference],
       probe.StopAll()  # No sampler outlives its probe.
       raise
     figures, servers = probe.StopAll(m.metadata.get(CLIENT_STEAL_KEY),
-                                     m.load_window)
+                                     m.load_window, m.client_sides)
     return Attributed(dataclasses.replace(
         m, metadata={**m.metadata, **figures}), servers)
 

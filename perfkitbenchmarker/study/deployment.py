@@ -384,7 +384,6 @@ def ProbeDriver(spec, deployment: Deployment,
       duration_limit=lambda: spec.deadline.Remaining() - 10,
       interference=interference.ForRun(
           spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-          lambda: [p.pid for p in deployment.processes],
           measured=MeasuringClients(spec, deployment.generators),
           server_pids=lambda vm: ServerPids(deployment, vm)))
 

@@ -138,14 +138,9 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
       return list(pool.map(lambda pair: OnClient(*pair), pairs))
 
   # Interference, like the client CPU, is measured over the whole run.
-  def ClientSteal(per_vm):
-    values = [m.metadata.get(interference.CLIENT_STEAL_KEY)
-              for steps in per_vm for m in steps.values()]
-    values = [v for v in values if v is not None]
-    return max(values) if values else None
-
   per_vm, figures, server_sides = interference.BracketSides(
-      driver.interference, RunAll, ClientSteal)
+      driver.interference, RunAll, lambda per_vm: [
+          m.client_cpu for steps in per_vm for m in steps.values()])
   if figures:
     figures = dict(figures, interference_scope='whole staircase')
   clients = sorted(set.intersection(*(set(steps) for steps in per_vm)))

@@ -238,10 +238,9 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
 def Interference(spec, dep: YcsbDeployment
                  ) -> interference_lib.ProbeInterference:
   """The run's samplers: foreign CPU on its VMs' cores (steal time on
-  VMs), its shards counted as its own."""
+  VMs)."""
   return interference_lib.ForRun(
       spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-      lambda: [p.pid for p in dep.processes],
       measured=spec.vm_groups['clients'],
       server_pids=lambda vm: deployment_lib.ServerPids(dep, vm))
 
@@ -270,14 +269,9 @@ class YcsbProbe:
                         opts.jvm_options)
       return vm, result
 
-    def ClientSteal(runs):
-      values = [r.cpu.steal_pct for _, r in runs
-                if r.cpu is not None and r.cpu.steal_pct is not None]
-      return max(values) if values else None
-
     runs, figures, server_sides = interference_lib.BracketSides(
         self.interference, lambda: _OnAllClients(self.dep, RunOne),
-        ClientSteal)
+        lambda runs: [r.cpu for _, r in runs])
     parts = []
     for vm, result in runs:
       meta = {'ycsb_phase': 'run', 'ycsb_workload': self.workload,
