@@ -226,7 +226,8 @@ def Load(spec, dep: YcsbDeployment, opts: ycsb_options.YcsbStudyOptions,
                                      'ycsb_workload': workload,
                                      'client_vm': vm.name,
                                      'threads': opts.load_threads}))
-  found = engine.KeyCount(spec.vm_groups['servers'][0], dep.shards,
+  found = engine.KeyCount(spec.vm_groups['servers'][0],
+                          tuple(map(redis_shard.Shard.Of, dep.processes)),
                           dep.password)
   if found != opts.record_count:
     raise errors.ProcessError(
