@@ -29,7 +29,7 @@ def _OneLineError(proc_or_err):
     (['--no_such_flag'], "Unknown command line flag 'no_such_flag'"),
     (['--config_override=redis_memtier.vm_groups'], 'has no "="'),
     (['--config_override=redis_memtier.vm_groups.servers.bogus=1'],
-     'unknown key "vm_groups.servers.bogus"'),
+     'vm_groups.servers.bogus is unknown'),
     (['--config_override=redis_memtier.vm_groups.servers.vm_count=[1'],
      'invalid YAML'),
     (['--config_override=other.x=1'], 'not in --benchmarks'),
