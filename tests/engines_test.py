@@ -132,9 +132,9 @@ def test_dragonfly_refuses_other_cpus_and_bad_versions():
 @pytest.mark.e2e
 def test_dragonfly_flag_file_and_start_command():
   shard = redis_shard.ShardOptions(maxmemory_mb=2048, bind='10.0.0.5')
-  text = dragonfly_server.FlagFileText(7001, 'pw', shard, '/d',
-                                       proactor_threads=30,
-                                       cluster_mode='emulated')
+  settings = engines.Get('dragonfly', proactor_threads=30,
+                         cluster_mode='emulated').Settings()
+  text = dragonfly_server.FlagFileText(7001, 'pw', shard, '/d', settings)
   lines = text.splitlines()
   for expected in ('--port=7001', '--bind=10.0.0.5', '--requirepass=pw',
                    '--maxmemory=2048MB', '--proactor_threads=30',
@@ -176,8 +176,7 @@ def test_keydb_install_and_server_threads():
   source = keydb_server.InstallScript(ROCKY)
   assert f'v{keydb_server.SOURCE_RELEASE}.tar.gz' in source
   _BashSyntaxOk(source)
-  assert keydb_server.ServerThreadsConfig(8) == ('server-threads 8',)
-  assert keydb_server.ServerThreadsConfig(0) == ()
+  assert engines.Get('keydb').Settings() == {}  # KeyDB's default
   engine = engines.Get('keydb', server_threads=8)
   shard = engine.ShardConfig(redis_shard.ShardOptions())
   config = redis_server.ConfigText(7001, 'pw', shard, '/d', 'keydb')

@@ -13,7 +13,7 @@ from perfkitbenchmarker import flag_types
 from perfkitbenchmarker.engines import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.linux_packages import local_redis_builds
 
-# engine -> {flag: constructor argument}
+# engine -> {flag: constructor argument}; a flag at its default is unset.
 _ENGINE_FLAGS = {
     'redis': {'redis_server_io_threads': 'io_threads'},
     'valkey': {'redis_server_io_threads': 'io_threads'},
@@ -21,8 +21,6 @@ _ENGINE_FLAGS = {
                   'dragonfly_cluster_mode': 'cluster_mode'},
     'keydb': {'keydb_server_threads': 'server_threads'},
 }
-_UNSET = {'redis_server_io_threads': None, 'dragonfly_proactor_threads': 0,
-          'dragonfly_cluster_mode': 'none', 'keydb_server_threads': 0}
 REPLICA_ENGINES = ('redis', 'valkey')
 
 
@@ -36,11 +34,13 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
   engines.CheckVersion(engine, f.redis_server_version)
   if f.cloud == 'Local' and not f.static_vm_file:
     engines.RefuseLocal(engine)
-  own = _ENGINE_FLAGS.get(engine, {})
-  for flag, unset in _UNSET.items():
-    if flag not in own and f[flag].value != unset:
-      raise errors.UsageError(
-          f'--{flag} does not apply to --redis_engine={engine}; drop it.')
+  own = _ENGINE_FLAGS[engine]
+  given = {flag for names in _ENGINE_FLAGS.values() for flag in names
+           if f[flag].value != f[flag].default}
+  foreign = sorted(given - own.keys())
+  if foreign:
+    raise errors.UsageError(
+        f'--{foreign[0]} does not apply to --redis_engine={engine}; drop it.')
   replicas = f.redis_replicas_per_primary
   if replicas and engine not in REPLICA_ENGINES:
     raise errors.UsageError(
@@ -52,7 +52,7 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
         'use one (the first adds replicas to --redis_total_num_processes '
         'primaries, the second counts them in it).')
   return tuple((arg, _Value(f, flag)) for flag, arg in own.items()
-               if f[flag].value != _UNSET[flag])
+               if flag in given)
 
 
 def _Value(f, flag: str):

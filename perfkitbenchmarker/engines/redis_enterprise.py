@@ -117,13 +117,6 @@ class RedisEnterpriseCluster:
                                   (ADMIN_USER, self._password),
                                   **self._injected)
 
-  def _OnEach(self, function) -> None:
-    """`function(vm)` on every server VM at once (one machine's VMs in
-    turn, virtual_machine.MachineLane); every VM's call runs to its end,
-    then failures raise (background_tasks.RunThreaded)."""
-    background_tasks.RunThreaded(function, self.servers,
-                                 lane=virtual_machine.MachineLane)
-
   def InstallOn(self, vm) -> None:
     """Copies the user's tarball to `vm` and installs it there (the licence
     goes to the cluster in the bootstrap request, see Form). The benchmark
@@ -166,7 +159,10 @@ class RedisEnterpriseCluster:
     for command in rladmin.TuneProxy(threads, self.opts.programs_dir):
       self.servers[0].RemoteCommand(command)
     if self.opts.pin_workers:
-      self._OnEach(lambda vm: self._Pin(vm, threads))
+      # Every server VM at once (one machine's VMs in turn).
+      background_tasks.RunThreaded(lambda vm: self._Pin(vm, threads),
+                                   self.servers,
+                                   lane=virtual_machine.MachineLane)
 
   def _Pin(self, vm, threads: int) -> None:
     nodes, _ = vm.RemoteCommand('ls -d /sys/devices/system/node/node* | wc -l')

@@ -76,8 +76,7 @@ class DragonflyEngine(_VmOnly):
 
   def PROCESS_CLASS(self, *args, **kwargs):  # pylint: disable=invalid-name
     process = dragonfly_server.DragonflyProcess(*args, **kwargs)
-    process.proactor_threads = self.proactor_threads
-    process.cluster_mode = self.cluster_mode
+    process.settings = self.Settings()
     return process
 
   def StartShards(self, vm, count, password, options, record, start_port):
@@ -105,7 +104,6 @@ class KeydbEngine(_VmOnly):
   CHECK_VERSION = staticmethod(keydb_server.CheckVersion)
   LOCAL_REFUSAL = ('KeyDB ships only from its own APT repository or a '
                    'source release, neither reachable from this machine')
-
   PACKAGE = 'keydb_server'
 
   def __init__(self, version: str = 'distro', server_threads: int = 0,
@@ -114,8 +112,9 @@ class KeydbEngine(_VmOnly):
     self.server_threads = server_threads
 
   def Settings(self) -> Dict[str, str]:
-    return dict(line.split(' ', 1) for line in
-                keydb_server.ServerThreadsConfig(self.server_threads))
+    if self.server_threads:  # 0: KeyDB's default.
+      return {'server-threads': str(self.server_threads)}
+    return {}
 
   def ServerCommand(self, vm) -> str:
     return 'keydb-server'

@@ -15,7 +15,8 @@
 The cluster itself (install, bootstrap, proxies, databases, the REST API
 and rladmin) is a server engine's business: engines/redis_enterprise.py.
 
-Extension seam: a new enterprise setting is a flag in flags.py, a field in
-options.py read in FromFlags and checked in Check; the benchmark module only
+Extension seam: a new enterprise setting is a flag in flags.py
+(--enterprise_redis_<name>) and a field <name> in options.py, which
+FromFlags fills by that name and Check checks; the benchmark module only
 wires these.
 """

@@ -222,18 +222,16 @@ class EnterpriseOptions:
 
   def CheckInstallerFiles(self) -> None:
     """A cloud run needs the user's installer and licence (never fetched)."""
-    missing = [flag for flag, value in (
-        ('--enterprise_redis_tarball', self.tarball),
-        ('--enterprise_redis_license_path', self.license_path)) if not value]
+    files = (('--enterprise_redis_tarball', self.tarball),
+             ('--enterprise_redis_license_path', self.license_path))
+    missing = [flag for flag, value in files if not value]
     if missing:
       raise errors.UsageError(
           f'redis_enterprise on {self.cloud} needs {" and ".join(missing)}: '
           'the Redis Enterprise installer tarball and licence you obtained '
           'from Redis (this harness never downloads them); or run '
           '--cloud=Local for the same workload on Redis OSS.')
-    for flag, path in (('--enterprise_redis_tarball', self.tarball),
-                       ('--enterprise_redis_license_path',
-                        self.license_path)):
+    for flag, path in files:
       if not os.path.isfile(path):
         raise errors.UsageError(f'{flag}={path}: no such file.')
 
@@ -315,15 +313,13 @@ class LocalScaling:
     return bool(self.notes)
 
   def Metadata(self) -> Dict[str, object]:
-    metadata: Dict[str, object] = {'local_scaled': self.scaled}
-    for key, value in self.requested.items():
-      metadata[f'local_requested_{key}'] = value
-    metadata.update({
+    return {
+        'local_scaled': self.scaled,
+        **{f'local_requested_{k}': v for k, v in self.requested.items()},
         'local_scaled_min_threads': self.min_threads,
         'local_scaled_max_threads': self.max_threads,
         'local_scaled_db_count': self.databases,
         'local_scaled_shards_per_vm': self.shards_per_vm,
         'local_scaled_load_records': self.records,
         'local_scaled_db_replication': self.replication,
-    })
-    return metadata
+    }

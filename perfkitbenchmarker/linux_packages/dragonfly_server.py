@@ -12,7 +12,7 @@ its own.
 """
 
 import shlex
-from typing import Optional
+from typing import Dict, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
@@ -86,9 +86,10 @@ def InstallScript(info, machine: str, version: str = 'distro',
 
 
 def FlagFileText(port: int, password: str, options: redis_shard.ShardOptions,
-                 directory: str, proactor_threads: int = 0,
-                 cluster_mode: str = 'none') -> str:
-  """Dragonfly's flag file: one --flag=value a line."""
+                 directory: str, settings: Optional[Dict[str, str]] = None
+                 ) -> str:
+  """Dragonfly's flag file: one --flag=value a line; `settings` are the
+  engine's (e.g. {'proactor_threads': '4'})."""
   lines = [
       f'--port={int(port)}',
       f'--bind={options.bind}',
@@ -100,10 +101,7 @@ def FlagFileText(port: int, password: str, options: redis_shard.ShardOptions,
       f'--pidfile={directory}/dragonfly-{port}.pid',
       f'--log_dir={directory}',
   ]
-  if proactor_threads:
-    lines.append(f'--proactor_threads={int(proactor_threads)}')
-  if cluster_mode != 'none':
-    lines.append(f'--cluster_mode={cluster_mode}')
+  lines += [f'--{name}={value}' for name, value in (settings or {}).items()]
   return '\n'.join(lines) + '\n'
 
 
@@ -121,15 +119,13 @@ class DragonflyProcess(redis_server.RedisProcess):
   KIND = 'dragonfly_process'
   SERVER_NAME = 'dragonfly'
   FILE_PREFIX = 'dragonfly'
-  proactor_threads = 0
-  cluster_mode = 'none'
+  settings: Dict[str, str] = {}  # The engine's (DragonflyEngine.Settings).
 
   def ConfigText(self) -> str:
     self.vm.WriteFile(f'{self.vm.scratch_dir}/dragonfly-{self.port}.acl',
                       redis_shard.UserDirective(self.password) + '\n')
     return FlagFileText(self.port, self.password, self.options,
-                        self.vm.scratch_dir, self.proactor_threads,
-                        self.cluster_mode)
+                        self.vm.scratch_dir, self.settings)
 
   def StartCommand(self) -> str:
     return StartCommand(self.config_path, self.logfile, self.server_command)

@@ -11,8 +11,6 @@ machine, so the Local provider refuses the engine. `source_url` and `prefix`
 """
 
 import shlex
-from typing import Tuple
-
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.linux_packages import redis_server
@@ -68,11 +66,6 @@ def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
         source_url.format(v=release), 'BUILD_TLS=no', prefix)
   return package_commands.ServerScript(lines, 'keydb-server', 'keydb-cli',
                                        f'{prefix}/bin')
-
-
-def ServerThreadsConfig(server_threads: int) -> Tuple[str, ...]:
-  """The redis.conf lines for KeyDB's worker threads (0: its default)."""
-  return (f'server-threads {int(server_threads)}',) if server_threads else ()
 
 
 class KeydbProcess(redis_server.RedisProcess):

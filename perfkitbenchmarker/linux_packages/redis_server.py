@@ -317,12 +317,11 @@ def StartShards(vm: virtual_machine.BaseVirtualMachine, count: int,
     try:
       proc.Create()
     except errors.ProcessError as e:
-      if 'Address already in use' in str(e):
-        taken.add(port)  # Taken between our check and the start; skip it.
-        proc.Delete()
-        continue
       proc.Delete()
-      raise
+      if 'Address already in use' not in str(e):
+        raise
+      taken.add(port)  # Taken between our check and the start; skip it.
+      continue
     started.append(proc)
     port += 1
   return started
