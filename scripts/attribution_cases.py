@@ -2,7 +2,8 @@
 
 Each case is a real staged run (`--run_stage=provision,prepare`, then the
 case's adversary is put in place, then `--run_stage=run,cleanup,teardown`),
-on Local or, given a static VM file, over SSH:
+on Local or, given a static VM file, over SSH. Cases may share one
+provisioned run (`Prepare`, then each case's run stage, then `TearDown`):
 
   quiet         nothing done: the run says what limited it, with figures
   server_quota  the shards moved into a cgroup held to 20 % of a CPU
@@ -145,28 +146,51 @@ def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
                         timeout=timeout, cwd=REPO, preexec_fn=join)
 
 
+def Prepare(results_dir: str, extra: Sequence[str] = ()) -> str:
+  """A provisioned and prepared run that several cases share, each with a
+  run stage of its own (RunCase's `run_uri`); TearDown ends it."""
+  run_uri = f'at{uuid.uuid4().hex[:8]}'
+  first = _Pkb(['--run_stage=provision,prepare', *FLAGS, *extra], run_uri,
+               results_dir)
+  if first.returncode != 0:
+    TearDown(run_uri, results_dir, extra)
+    raise RuntimeError(f'provision,prepare failed: {first.stderr[-2000:]}')
+  return run_uri
+
+
+def TearDown(run_uri: str, results_dir: str, extra: Sequence[str] = ()):
+  _Pkb(['--run_stage=cleanup,teardown', *FLAGS, *extra], run_uri,
+       results_dir)
+
+
 def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
             quota_cores: float = QUOTA_CORES,
-            client_pids: Sequence[int] = ()) -> CaseResult:
+            client_pids: Sequence[int] = (),
+            run_uri: Optional[str] = None) -> CaseResult:
   """Runs one case of the matrix; everything it made is gone afterwards.
 
   `client_pids`: processes that start the load generators other than the
   run stage itself (the loopback sshd of a Static run: its sessions are
   born where it is), put into the client's cgroup with the run stage.
+  `run_uri`: a run from Prepare to give only this case's run stage to (its
+  samples are those the stage adds); None provisions and tears down one.
   """
   if case not in CASES:
     raise ValueError(f'unknown case {case!r}; one of {", ".join(CASES)}')
-  run_uri = f'at{uuid.uuid4().hex[:8]}'
+  shared = run_uri is not None
+  run_uri = run_uri or f'at{uuid.uuid4().hex[:8]}'
   args = [*FLAGS, *extra]
   groups: List[cpu_cgroups.CpuCgroup] = []
   hogs: List[subprocess.Popen] = []
-  torn_down = False
+  torn_down = shared
   try:
-    first = _Pkb(['--run_stage=provision,prepare', *args], run_uri,
-                 results_dir)
-    if first.returncode != 0:
-      return CaseResult(case, run_uri, first.returncode, first.stdout,
-                        first.stderr, [], None)
+    if not shared:
+      first = _Pkb(['--run_stage=provision,prepare', *args], run_uri,
+                   results_dir)
+      if first.returncode != 0:
+        return CaseResult(case, run_uri, first.returncode, first.stdout,
+                          first.stderr, [], None)
+    known = len(_Rows(results_dir, run_uri))
     runner = None
     if case == 'server_quota':
       group = cpu_cgroups.CpuCgroup(quota_cores)
@@ -197,10 +221,11 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
     if runner is not None:
       for pid in client_pids:
         runner.Add(pid)
-    second = _Pkb(['--run_stage=run,cleanup,teardown', *args], run_uri,
-                  results_dir, runner)
+    stages = 'run' if shared else 'run,cleanup,teardown'
+    second = _Pkb([f'--run_stage={stages}', *args], run_uri, results_dir,
+                  runner)
     torn_down = True
-    rows = _Rows(results_dir, run_uri)
+    rows = _Rows(results_dir, run_uri)[known:]
     probes = [bigquery_schema.RowLabels(r) for r in rows if r['metric'] == 'throughput']
     capped = [bigquery_schema.RowLabels(r) for r in rows
               if r['metric'] == 'latency_capped_throughput']
@@ -213,4 +238,4 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
     for group in groups:
       group.Remove()
     if not torn_down:
-      _Pkb(['--run_stage=cleanup,teardown', *args], run_uri, results_dir)
+      TearDown(run_uri, results_dir, extra)

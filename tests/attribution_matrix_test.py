@@ -66,8 +66,29 @@ def _Check(result, expected):
   return answer
 
 
-def test_server_quota_is_the_servers_limit_never_the_clients(tmp_path):
-  result = attribution_cases.RunCase('server_quota', str(tmp_path))
+def _SharedRun(results, extra=()):
+  """One provisioned run several cases share, each a run stage of its own
+  (what a case does is undone after it: the quota'd shard moved back, the
+  hogs killed): one provision and preload instead of one per case."""
+  run_uri = attribution_cases.Prepare(results, extra)
+  yield results, run_uri, extra
+  attribution_cases.TearDown(run_uri, results, extra)
+
+
+@pytest.fixture(scope='module')
+def local_run(tmp_path_factory):
+  yield from _SharedRun(str(tmp_path_factory.mktemp('local')))
+
+
+def _Shared(case, run, **kwargs):
+  results, run_uri, extra = run
+  return attribution_cases.RunCase(case, results, extra, run_uri=run_uri,
+                                   **kwargs)
+
+
+# pylint: disable=redefined-outer-name
+def test_server_quota_is_the_servers_limit_never_the_clients(local_run):
+  result = _Shared('server_quota', local_run)
   answer = _Check(result, attribution.SERVER_QUOTA)
   assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
   assert float(answer['server_throttled_pct']) >= 10
@@ -76,16 +97,16 @@ def test_server_quota_is_the_servers_limit_never_the_clients(tmp_path):
   assert all(p['client_saturated'] == 'False' for p in result.probes)
 
 
-def test_client_quota_is_the_clients_limit(tmp_path):
-  result = attribution_cases.RunCase('client_quota', str(tmp_path))
+def test_client_quota_is_the_clients_limit(local_run):
+  result = _Shared('client_quota', local_run)
   answer = _Check(result, attribution.CLIENT_QUOTA)
   assert float(answer['client_cpu_quota']) == pytest.approx(0.2)
   assert result.returncode == verdict.EXIT_UNCONFIRMED
   assert 'CLIENT QUOTA' in result.stdout
 
 
-def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(tmp_path):
-  result = attribution_cases.RunCase('client_hog', str(tmp_path))
+def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(local_run):
+  result = _Shared('client_hog', local_run)
   answer = _Check(result, attribution.DISTURBED)
   assert float(answer['client_foreign_cpu_pct']) >= 10, answer
   assert float(answer['client_thread_wait_pct']) >= 10, answer
@@ -99,8 +120,8 @@ def test_a_spinning_client_thread_is_client_cpu(tmp_path):
   assert float(answer['client_busiest_thread_pct']) >= 90, answer
 
 
-def test_a_quiet_run_says_what_it_is_with_its_figures(tmp_path):
-  result = attribution_cases.RunCase('quiet', str(tmp_path))
+def test_a_quiet_run_says_what_it_is_with_its_figures(local_run):
+  result = _Shared('quiet', local_run)
   assert result.probes, result.stderr[-2000:]
   for labels in result.probes:
     assert labels['limit'] in attribution.LIMITS, labels
@@ -130,24 +151,23 @@ def test_a_quiet_run_says_what_it_is_with_its_figures(tmp_path):
   assert 'limit: ' in line
 
 
-def _StaticFile(tmp_path, server):
-  machine = {'ip_address': server.host, 'user_name': server.user,
-             'keyfile_path': server.user_key, 'ssh_port': server.port}
+@pytest.fixture(scope='module')
+def ssh_run(tmp_path_factory, sshd):
+  """A run shared as local_run's is, over SSH: a static VM file naming the
+  loopback sshd twice (server and client)."""
+  tmp_path = tmp_path_factory.mktemp('ssh')
+  machine = {'ip_address': sshd.host, 'user_name': sshd.user,
+             'keyfile_path': sshd.user_key, 'ssh_port': sshd.port}
   path = tmp_path / 'static.json'
   path.write_text(json.dumps([machine, machine]))
-  return f'--static_vm_file={path}'
+  yield from _SharedRun(str(tmp_path / 'r'), [f'--static_vm_file={path}'])
 
 
-# pylint: disable=redefined-outer-name
-def test_over_ssh_server_quota_is_the_servers_limit(tmp_path, sshd):
-  result = attribution_cases.RunCase('server_quota', str(tmp_path / 'r'),
-                                     [_StaticFile(tmp_path, sshd)],
-                                     client_pids=[sshd.pid])
+def test_over_ssh_server_quota_is_the_servers_limit(ssh_run, sshd):
+  result = _Shared('server_quota', ssh_run, client_pids=[sshd.pid])
   answer = _Check(result, attribution.SERVER_QUOTA)
   assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
 
 
-def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(tmp_path, sshd):
-  result = attribution_cases.RunCase('client_hog', str(tmp_path / 'r'),
-                                     [_StaticFile(tmp_path, sshd)])
-  _Check(result, attribution.DISTURBED)
+def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(ssh_run):
+  _Check(_Shared('client_hog', ssh_run), attribution.DISTURBED)
