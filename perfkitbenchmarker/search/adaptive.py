@@ -118,10 +118,10 @@ class AdaptiveStepPolicy:
 
   def __post_init__(self):
     driver.CheckWholeNumbers(
-        self, threads=1, pipeline=1, min_connections=1, start_connections=1,
-        max_connections=1, max_corrections=0, max_bisections=0,
-        confirm_repeats=0, confirm_max_repeats=0, max_backoffs=0,
-        confirm_max_reruns=0)
+        vars(self), threads=1, pipeline=1, min_connections=1,
+        start_connections=1, max_connections=1, max_corrections=0,
+        max_bisections=0, confirm_repeats=0, confirm_max_repeats=0,
+        max_backoffs=0, confirm_max_reruns=0)
     checks = (
         (self.min_connections <= self.max_connections,
          f'min_connections={self.min_connections} is above max_connections='

@@ -17,8 +17,8 @@ tests drive it with scripted curves.
 
 import dataclasses
 import math
-from typing import (Callable, ClassVar, Generator, Optional, Protocol,
-                    Sequence, Tuple)
+from typing import (Callable, ClassVar, Generator, Mapping, Optional,
+                    Protocol, Sequence, Tuple)
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import search
@@ -37,11 +37,11 @@ DEFAULT_MAX_PROBES = 40
 InvalidSearchArgument = search.InvalidSearchArgument
 
 
-def CheckWholeNumbers(owner, **least: int) -> None:
-  """Refuses each named field of a policy that is not a whole number of at
-  least its bound."""
+def CheckWholeNumbers(values: Mapping[str, object], **least: int) -> None:
+  """Refuses each named value that is not a whole number of at least its
+  bound (a policy passes vars(self))."""
   for name, bound in least.items():
-    value = getattr(owner, name)
+    value = values[name]
     if isinstance(value, bool) or not isinstance(value, int) or value < bound:
       raise InvalidSearchArgument(
           f'{name}={value!r}: must be a whole number of at least {bound}.')

@@ -41,8 +41,8 @@ class LinearStepPolicy:
 
   def __post_init__(self):
     driver.CheckWholeNumbers(
-        self, min_threads=1, max_threads=1, thread_increment=1, clients=1,
-        pipeline=1, confirm_repeats=0, min_connections=1)
+        vars(self), min_threads=1, max_threads=1, thread_increment=1,
+        clients=1, pipeline=1, confirm_repeats=0, min_connections=1)
     if self.min_threads > self.max_threads:
       raise driver.InvalidSearchArgument(
           f'min_threads={self.min_threads} is above max_threads='

@@ -93,7 +93,7 @@ class RepeatRule:
   stop_out_of_reach: bool = True
 
   def __post_init__(self):
-    driver.CheckWholeNumbers(self, least=1, most=0, max_reruns=0)
+    driver.CheckWholeNumbers(vars(self), least=1, most=0, max_reruns=0)
     if not 0 <= self.ci_target < 1:
       raise driver.InvalidSearchArgument(
           f'ci_target={self.ci_target!r}: must be a fraction in [0, 1).')

@@ -87,9 +87,9 @@ def OptimizeShardCount(
   bounds the calls to `evaluate`. Raises InvalidSearchArgument for bounds
   that exclude `start` or are not positive.
   """
-  if not isinstance(min_shards, int) or min_shards < 1:
-    raise InvalidSearchArgument(
-        f'min_shards={min_shards!r}: a server needs at least 1 shard.')
+  driver.CheckWholeNumbers(
+      dict(min_shards=min_shards, max_evaluations=max_evaluations),
+      min_shards=1, max_evaluations=1)
   if not isinstance(max_shards, int) or max_shards < min_shards:
     raise InvalidSearchArgument(
         f'max_shards={max_shards!r} is below min_shards={min_shards}; raise '
@@ -99,16 +99,11 @@ def OptimizeShardCount(
         f'start={start!r} is outside [{min_shards}, {max_shards}]; start '
         'inside the bounds, e.g. at vCPUs // 2.')
   step = max(1, start // 2) if initial_step is None else initial_step
-  if not isinstance(step, int) or step < 1:
-    raise InvalidSearchArgument(
-        f'initial_step={initial_step!r}: must be a whole number of at least 1.')
+  driver.CheckWholeNumbers(dict(initial_step=step), initial_step=1)
   if not min_improvement >= 0:
     raise InvalidSearchArgument(
         f'min_improvement={min_improvement!r}: must be a fraction of at least '
         '0, e.g. 0.03 for 3 % noise.')
-  if not isinstance(max_evaluations, int) or max_evaluations < 1:
-    raise InvalidSearchArgument(
-        f'max_evaluations={max_evaluations!r}: must be at least 1.')
 
   points: Dict[int, ShardPoint] = {}  # insertion order is evaluation order
 

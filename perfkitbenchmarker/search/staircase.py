@@ -71,7 +71,7 @@ class StaircasePolicy:
   def __post_init__(self):
     if not self.steps:
       raise InvalidSearchArgument('a staircase needs at least one step.')
-    driver.CheckWholeNumbers(self, confirm_repeats=0, max_backoffs=0)
+    driver.CheckWholeNumbers(vars(self), confirm_repeats=0, max_backoffs=0)
 
   def Steps(self, cap_ms: float) -> driver.PolicySteps:
     records = []
@@ -150,16 +150,14 @@ class ReplayThenMeasure:
   def __call__(self, load: Load) -> measurement.Measurement:
     if self._served < len(self._steps):
       step = self._steps[self._served]
-      if step.load != load and any(
-          s.load == load for s in self._steps[:self._served]):
-        # A repeat of a served step: the policy stopped walking (past the
-        # cap), so the remaining steps are not wanted.
-        self._served = len(self._steps)
-        return self._measure(load)
-      if step.load != load:
+      if step.load == load:
+        self._served += 1
+        return step
+      if not any(s.load == load for s in self._steps[:self._served]):
         raise InvalidSearchArgument(
             f'staircase step {self._served} measured {step.load.Describe()} '
             f'but {load.Describe()} was asked for; replay the steps in order.')
-      self._served += 1
-      return step
+      # A repeat of a served step: the policy stopped walking (past the
+      # cap), so the remaining steps are not wanted.
+      self._served = len(self._steps)
     return self._measure(load)
