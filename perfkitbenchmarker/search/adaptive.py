@@ -42,12 +42,9 @@ def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
     if isinstance(foreign, (int, float)) and foreign > 0:
       floor = max(floor, min(0.9, foreign / 100))
   ops = [s.ops for s in result.per_second if not s.warmup]
-  if len(ops) < 2:
+  if len(ops) < 2 or statistics.fmean(ops) <= 0:
     return floor
-  mean = statistics.fmean(ops)
-  if mean <= 0:
-    return floor
-  return max(floor, statistics.stdev(ops) / mean)
+  return max(floor, statistics.stdev(ops) / statistics.fmean(ops))
 
 
 # Loads whose repeats decide one round (see `AdaptiveRun._Contenders`): the
