@@ -207,13 +207,6 @@ def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
   return best.index if best is not None else None
 
 
-def _CheckLoad(load: Load, policy_name: str) -> None:
-  if load.threads < 1 or load.clients < 1 or load.pipeline < 1:
-    raise InvalidSearchArgument(
-        f'policy {policy_name!r} asked for load {load}: threads, clients and '
-        'pipeline must each be at least 1; fix the policy or its bounds.')
-
-
 def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
             outcome: Outcome, budget_exhausted: bool = False) -> SearchResult:
   """Checks the policy's conclusion and freezes it with the statistics."""
@@ -295,7 +288,12 @@ def FindLatencyCappedMaximum(
   try:
     request = next(steps)
     while len(probes) < max_probes:
-      _CheckLoad(request.load, policy.NAME)
+      if min(request.load.threads, request.load.clients,
+             request.load.pipeline) < 1:
+        raise InvalidSearchArgument(
+            f'policy {policy.NAME!r} asked for load {request.load}: threads, '
+            'clients and pipeline must each be at least 1; fix the policy or '
+            'its bounds.')
       result = measure(request.load)
       record = ProbeRecord(index=len(probes), measurement=result,
                            role=request.role,

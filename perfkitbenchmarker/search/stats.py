@@ -35,8 +35,6 @@ def ImportInBackground() -> None:
 
 def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:
   """Mean and 95 % confidence half-width (None for a single value)."""
-  if not values:
-    raise search.InvalidSearchArgument('MeanAndCi95 needs at least one value.')
   mean = statistics.fmean(values)
   if len(values) < 2:
     return mean, None
