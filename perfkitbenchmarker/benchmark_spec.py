@@ -10,6 +10,7 @@ hold the benchmark's frozen options and what its prepare stage built;
 each other (its PEER_TCP_PORTS), for the cloud providers to open.
 """
 
+import dataclasses
 import logging
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -289,8 +290,10 @@ class BenchmarkSpec:
   # Samples -----------------------------------------------------------------
 
   def EmitSamples(self, samples: List[sample_lib.Sample]) -> None:
-    """Publishes samples now, with the spec's metadata: the one channel."""
-    samples = [self.WithSpecMetadata(s) for s in samples]
+    """Publishes samples now, with the spec's metadata under theirs: the one
+    channel."""
+    samples = [dataclasses.replace(s, metadata={**self.metadata, **s.metadata})
+               for s in samples]
     self._published.extend(samples)
     self._emit(samples)
 
@@ -304,11 +307,6 @@ class BenchmarkSpec:
   def published(self) -> List[sample_lib.Sample]:
     """Every sample published so far, in order (a copy)."""
     return list(self._published)
-
-  def WithSpecMetadata(self, s: sample_lib.Sample) -> sample_lib.Sample:
-    merged = dict(self.metadata)
-    merged.update(s.metadata)
-    return sample_lib.Sample(s.metric, s.value, s.unit, merged, s.timestamp)
 
   def GroupMetadata(self) -> Dict[str, Any]:
     """PKB-style <group>_machine_type, <group>_vm_count, ... metadata."""

@@ -165,21 +165,14 @@ def ParseOverride(text: str) -> tuple:
 def MergeConfigs(benchmark_name: str, default_config: Mapping[str, Any],
                  config_file_text: str | None,
                  overrides: Sequence[str]) -> Dict[str, Any]:
-  """Returns the benchmark's config after the file and overrides are applied."""
+  """Returns the benchmark's config after the file (its shape checked by
+  CheckUserConfig before) and the overrides are applied."""
   template = _Unaliased(default_config)
   config = _Unaliased(default_config)
   if config_file_text:
     user = LoadYaml(config_file_text, '--benchmark_config_file') or {}
-    if not isinstance(user, Mapping):
-      raise errors.ConfigError(
-          '--benchmark_config_file must hold a mapping of benchmark names.')
-    section = user.get(benchmark_name)
-    if section is not None:
-      if not isinstance(section, Mapping):
-        raise errors.ConfigError(
-            f'--benchmark_config_file: "{benchmark_name}" must be a mapping.')
-      _MergeInto(config, section, [benchmark_name], template,
-                 '--benchmark_config_file')
+    _MergeInto(config, user.get(benchmark_name) or {}, [benchmark_name],
+               template, '--benchmark_config_file')
   for text in overrides:
     name, path, value = ParseOverride(text)
     if name == benchmark_name:  # As PKB: {a: {b: value}}, merged.

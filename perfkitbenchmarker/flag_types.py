@@ -31,17 +31,16 @@ _GROUP = re.compile(r'(\d+)(?:-(\d+)(?:-(\d+))?)?')
 MAX_VALUES = 1000
 
 
-class IntegerListParser(flags.ArgumentParser):
-  """'1,3,5-7' -> [1, 3, 5, 6, 7]; '1-7-3' -> [1, 4, 7]; every value bounded."""
-
-  syntactic_help = ('a comma-separated list of whole numbers or ranges, '
-                    'e.g. 1,2,4 or 8-32-8')
+class IntegerListParser(flags.IntegerParser):
+  """'1,3,5-7' -> [1, 3, 5, 6, 7]; '1-7-3' -> [1, 4, 7]; each value within
+  absl's integer bounds."""
 
   def __init__(self, lower_bound: Optional[int] = None,
                upper_bound: Optional[int] = None):
-    super().__init__()
-    self.lower_bound = lower_bound
-    self.upper_bound = upper_bound
+    super().__init__(lower_bound, upper_bound)
+    self.value_help = self.syntactic_help  # e.g. 'an integer in the range..'
+    self.syntactic_help = ('a comma-separated list of whole numbers or '
+                           'ranges, e.g. 1,2,4 or 8-32-8')
 
   def _Groups(self, text: str) -> List[int]:
     values = []
@@ -78,12 +77,8 @@ class IntegerListParser(flags.ArgumentParser):
       raise ValueError(f'"{argument}" gives more than {MAX_VALUES} values (at '
                        f'most {MAX_VALUES} runs per flag)')
     for value in values:
-      if self.lower_bound is not None and value < self.lower_bound:
-        raise ValueError(f'{value} is below the lowest allowed value, '
-                         f'{self.lower_bound}')
-      if self.upper_bound is not None and value > self.upper_bound:
-        raise ValueError(f'{value} is above the highest allowed value, '
-                         f'{self.upper_bound}')
+      if self.is_outside_bounds(value):
+        raise ValueError(f'{value} is not {self.value_help}')
     return values
 
   def flag_type(self) -> str:
