@@ -54,6 +54,9 @@ flags.DEFINE_boolean(
     'reboot). --nosystem_tuning only records the settings in force.')
 
 CONNECT_TIMEOUT_S = 10
+# How long a cloud VM just booted may take to answer SSH (the default of
+# --ssh_wait_timeout_seconds).
+BOOT_SSH_TIMEOUT_S = 300
 COMMAND_TIMEOUT_S = 600
 # Short, so a master left by a killed run goes away by itself soon.
 CONTROL_PERSIST_S = 60
@@ -271,7 +274,10 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                connect_timeout: float = CONNECT_TIMEOUT_S,
                connect_retries: int = 3,
                command_timeout: float = COMMAND_TIMEOUT_S,
-               host_health: Optional[HostHealth] = None, **kwargs):
+               host_health: Optional[HostHealth] = None,
+               ssh_timeout_s: float = BOOT_SSH_TIMEOUT_S,
+               ssh_waiter: Optional[Callable[['SshVirtualMachine'],
+                                             None]] = None, **kwargs):
     run_uri = kwargs.pop('run_uri', None)
     super().__init__(spec, name, group_name, **kwargs)
     self.user = user
@@ -288,6 +294,11 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.connect_retries = max(1, connect_retries)
     self.command_timeout = command_timeout
     self._hosts = host_health or _HOSTS
+    # A cloud VM's wait for SSH once booted (AwaitSsh). Test seam: a fake
+    # cloud's instances have addresses nobody listens on.
+    self.ssh_timeout_s = ssh_timeout_s
+    self._ssh_waiter = ssh_waiter or (
+        lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
     self.system_info: Optional[system_info_lib.SystemInfo] = None
     self.tuning: Dict[str, str] = {}
 
@@ -503,6 +514,9 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         raise SshError(f'{self.name}: mktemp gave {problem}.')
       self.Remember(scratch_dir=out.strip())
     self.DetectSystem()
+
+  def AwaitSsh(self) -> None:
+    self._ssh_waiter(self)
 
   def SameMachine(self, data: Dict[str, Any]) -> bool:
     return (data.get('user'), data.get('ip_address'),

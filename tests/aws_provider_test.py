@@ -46,6 +46,7 @@ from perfkitbenchmarker.providers.aws import images
 from perfkitbenchmarker.providers.aws import naming
 from perfkitbenchmarker.providers.aws import network
 from perfkitbenchmarker.providers.aws import provider
+from perfkitbenchmarker.providers import operator_access
 
 REGION = 'us-east-1'
 ZONE = 'us-east-1a'
@@ -314,7 +315,7 @@ def test_provision_builds_tagged_firewalled_cluster_then_tears_down(
   # Tags on everything that takes them.
   expected = {'Name': name, 'owner': 'tester', 'run_uri': RUN_URI,
               'benchmark': 'redis_memtier',
-              'timeout': naming.ExpiryTag(1_800_000_000.0, 60)}
+              'timeout': operator_access.ExpiryStamp(1_800_000_000.0, 60)}
   assert expected['timeout'] == '20270115t0900z'
   for items in (ec2.describe_vpcs(Filters=RUN_FILTER)['Vpcs'],
                 ec2.describe_subnets(Filters=RUN_FILTER)['Subnets'],

@@ -28,6 +28,7 @@ from perfkitbenchmarker.providers.gcp import images
 from perfkitbenchmarker.providers.gcp import naming
 from perfkitbenchmarker.providers.gcp import provider as gcp_provider
 from perfkitbenchmarker.providers.gcp import vm as gcp_vm
+from perfkitbenchmarker.providers import operator_access
 
 import fake_gce  # pylint: disable=g-bad-import-order
 
@@ -476,8 +477,8 @@ def test_flags_module_imports_only_absl():
 def test_label_values_follow_gcp_rules():
   assert naming.LabelValue('Jane.Doe@Example.COM') == 'jane-doe-example-com'
   assert len(naming.LabelValue('x' * 100)) == 63
-  assert naming.ExpiryLabel(NOW, 0) == 'none'
-  assert naming.ExpiryLabel(NOW, 90) == '20261118t1236z'
+  assert operator_access.ExpiryStamp(NOW, 0) == 'none'
+  assert operator_access.ExpiryStamp(NOW, 90) == '20261118t1236z'
   long_name = naming.ResourceName('abc123', 'A_Very.Long--group' * 5, '12')
   assert RESOURCE_NAME.fullmatch(long_name) and len(long_name) <= 63
 

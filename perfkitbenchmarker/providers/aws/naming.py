@@ -13,7 +13,6 @@ import re
 from typing import Dict, List, Optional
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker.providers import operator_access
 
 # EC2 tag values may be up to 256 characters; names are kept short anyway.
 MAX_NAME_LENGTH = 63
@@ -28,11 +27,6 @@ def ResourceName(run_uri: str, *parts: str) -> str:
   """pkb-<run_uri>[-part...], legal as any EC2 name."""
   name = _NAME_BAD.sub('-', '-'.join(('pkb', run_uri) + parts))
   return re.sub(r'-{2,}', '-', name)[:MAX_NAME_LENGTH].rstrip('-')
-
-
-def ExpiryTag(now_s: float, timeout_minutes: Optional[float]) -> str:
-  """The run's deadline as a tag value (see operator_access.ExpiryStamp)."""
-  return operator_access.ExpiryStamp(now_s, timeout_minutes)
 
 
 def RunTags(owner: str, run_uri: str, benchmark: str,

@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
 from perfkitbenchmarker.providers.aws import flags as aws_flags  # pylint: disable=unused-import
@@ -27,6 +28,7 @@ from perfkitbenchmarker.providers.aws import naming
 from perfkitbenchmarker.providers.aws import network
 from perfkitbenchmarker.providers.aws import placement
 from perfkitbenchmarker.providers.aws import vm as aws_vm
+from perfkitbenchmarker.providers import operator_access
 
 CLOUD = aws_vm.CLOUD
 AwsVirtualMachine = aws_vm.AwsVirtualMachine
@@ -42,7 +44,7 @@ class AwsOptions:
   owner: str = ''
   timeout_minutes: Optional[float] = None
   profile: Optional[str] = None
-  ssh_wait_s: float = aws_vm.AwsVirtualMachine.SSH_TIMEOUT_S
+  ssh_wait_s: float = ssh_vm.BOOT_SSH_TIMEOUT_S
 
   def __post_init__(self):
     # Whoever builds the options, SSH is never opened wider than allowed.
@@ -107,7 +109,7 @@ class AwsProvisioner:
     self.record = record
     self.tags = naming.RunTags(
         options.owner, run_uri, benchmark,
-        naming.ExpiryTag(now(), options.timeout_minutes))
+        operator_access.ExpiryStamp(now(), options.timeout_minutes))
     self._ssh_waiter = ssh_waiter
     self._sleep = sleep
     self._clock = clock

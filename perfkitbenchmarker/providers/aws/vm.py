@@ -1,7 +1,7 @@
 """AwsVirtualMachine: an SshVirtualMachine on an EC2 instance.
 
 Tagged in the launch call itself; ready once EC2 says running and SSH
-answers (the SSH wait is injected: tests against a fake EC2 skip it). The
+answers (SshVirtualMachine.AwaitSsh). The
 harness reaches its public address, the VMs each other's private one (the
 security group admits Redis only from the group). Deleting waits until EC2
 says terminated, so the placement group, key pair and security group
@@ -9,7 +9,7 @@ deleted after it are free.
 """
 
 import uuid
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import ssh_vm
@@ -30,30 +30,21 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
   CLOUD = CLOUD
   KIND = 'aws_vm'
   READY_TIMEOUT_S = 900  # Boot plus the SSH wait.
-  SSH_TIMEOUT_S = 300
   TERMINATE_TIMEOUT_S = 600
 
   def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
                *, clients: api.AwsClients, run_uri: str,
                keyfile: Optional[str] = None, user: Optional[str] = None,
-               tags: Optional[Dict[str, str]] = None,
-               ssh_waiter: Optional[Callable[['AwsVirtualMachine'],
-                                             None]] = None,
-               ssh_timeout_s: float = SSH_TIMEOUT_S,
-               **kwargs):
+               tags: Optional[Dict[str, str]] = None, **kwargs):
     super().__init__(spec, name, group_name,
                      user=user or images.SshUser(spec.os_type),
-                     ip_address=None, keyfile=keyfile, internal_ip=None,
-                     **kwargs)
+                     keyfile=keyfile, **kwargs)
     self.clients = clients
     self.ec2 = clients.ec2
     self.region = clients.region
     self.run_uri = run_uri
     self.name_tag = naming.ResourceName(run_uri, name)
     self.tags = tags or {}
-    self.ssh_timeout_s = ssh_timeout_s
-    self._ssh_waiter = ssh_waiter or (
-        lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
     self.instance_id: Optional[str] = None
     # Set by the provider before Create().
     self.image: Optional[images.ImageChoice] = None
@@ -77,12 +68,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     return [i['InstanceId'] for r in reservations for i in r['Instances']]
 
   def LaunchArguments(self) -> Dict[str, Any]:
-    """The RunInstances arguments for this VM."""
-    if not (self.image and self.subnet_id and self.security_group_id and
-            self.key_name):
-      raise errors.ResourceError(
-          f'{self.name}: image, subnet, security group and key pair must be '
-          'set before the instance is launched.')
+    """The RunInstances arguments (Provision set what they name)."""
     placement = {'AvailabilityZone': self.zone}
     if self.placement_group:
       placement['GroupName'] = self.placement_group
@@ -148,7 +134,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
       return False
     self.Remember(ip_address=instance['PublicIpAddress'],
                    internal_ip=instance.get('PrivateIpAddress'))
-    self._ssh_waiter(self)
+    self.AwaitSsh()
     return True
 
   def _Delete(self) -> None:
@@ -181,10 +167,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     data = super().RecordData()
     data.update({
         'region': self.region, 'profile': self.clients.profile,
-        'instance_id': self.instance_id,
-        'name_tag': self.name_tag, 'user': self.user,
-        'keyfile': self.keyfile, 'os_type': self.os_type,
-        'memory_mib': self.memory_mib,
+        'instance_id': self.instance_id, 'name_tag': self.name_tag,
         'image_id': self.image.image_id if self.image else None,
         'placement_group': self.placement_group,
     })

@@ -80,7 +80,8 @@ Endpoint = record_checks.Checked(EndpointProblem)
 
 @dataclasses.dataclass(frozen=True)
 class ComputeClients:
-  """The Compute API clients one run uses, all on the same endpoint."""
+  """The Compute API clients one run uses, all on the same endpoint; each
+  field holds compute_v1's client of its name (instances: InstancesClient)."""
   instances: Any
   firewalls: Any
   networks: Any
@@ -110,23 +111,12 @@ class ComputeClients:
       elif credentials is None:
         # Looked up once for all clients rather than once per client.
         credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-
-      def Make(client_class):
-        return client_class(credentials=credentials, client_options=options,
-                            transport='rest')
-
-      return cls(
-          instances=Make(compute_v1.InstancesClient),
-          firewalls=Make(compute_v1.FirewallsClient),
-          networks=Make(compute_v1.NetworksClient),
-          subnetworks=Make(compute_v1.SubnetworksClient),
-          resource_policies=Make(compute_v1.ResourcePoliciesClient),
-          images=Make(compute_v1.ImagesClient),
-          machine_types=Make(compute_v1.MachineTypesClient),
-          zone_operations=Make(compute_v1.ZoneOperationsClient),
-          region_operations=Make(compute_v1.RegionOperationsClient),
-          global_operations=Make(compute_v1.GlobalOperationsClient),
-          endpoint=endpoint)
+      return cls(endpoint=endpoint, **{
+          field.name: getattr(compute_v1, field.name.title().replace('_', '')
+                              + 'Client')(
+              credentials=credentials, client_options=options,
+              transport='rest')
+          for field in dataclasses.fields(cls) if field.name != 'endpoint'})
     except auth_exceptions.DefaultCredentialsError:
       raise errors.PrerequisiteError(
           '--cloud=GCP found no Google credentials; run "gcloud auth '

@@ -10,7 +10,6 @@ underscores and hyphens, at most 63 characters.
 """
 
 import re
-from perfkitbenchmarker.providers import operator_access
 from typing import Dict, Optional
 
 MAX_LENGTH = 63
@@ -32,11 +31,6 @@ def NetworkTag(run_uri: str) -> str:
 
 def LabelValue(text: Optional[str]) -> str:
   return _LABEL_BAD.sub('-', (text or '').lower())[:MAX_LENGTH]
-
-
-def ExpiryLabel(now_s: float, timeout_minutes: Optional[float]) -> str:
-  """The deadline as a label value (see operator_access.ExpiryStamp)."""
-  return operator_access.ExpiryStamp(now_s, timeout_minutes)
 
 
 def RunLabels(owner: str, run_uri: str, benchmark: str,

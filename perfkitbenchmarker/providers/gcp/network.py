@@ -22,7 +22,7 @@ walks the record newest first: instances, firewall rules, placement policy,
 subnetworks, network.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from google.cloud import compute_v1
 
@@ -52,10 +52,6 @@ class GceNetwork(compute_api.GceResource):
     return compute_v1.Network(name=self.name, auto_create_subnetworks=False,
                               description='PerfKit Benchmarker run network')
 
-  @property
-  def url(self) -> str:
-    return NetworkUrl(self.project, self.name)
-
 
 class GceSubnetwork(compute_api.RegionalResource):
   """The run's subnetwork in one region."""
@@ -72,10 +68,6 @@ class GceSubnetwork(compute_api.RegionalResource):
   def _Body(self):
     return compute_v1.Subnetwork(name=self.name, network=self.network_url,
                                  ip_cidr_range=self.ip_range)
-
-  @property
-  def url(self) -> str:
-    return SubnetworkUrl(self.project, self.region, self.name)
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), ip_range=self.ip_range)
@@ -140,10 +132,6 @@ class GcePlacementPolicy(compute_api.RegionalResource):
         group_placement_policy=compute_v1.ResourcePolicyGroupPlacementPolicy(
             collocation='COLLOCATED'))
 
-  @property
-  def url(self) -> str:
-    return PlacementPolicyUrl(self.project, self.region, self.name)
-
 
 def SubnetRanges(regions: Sequence[str]) -> Dict[str, str]:
   """One private /20 per region of the run, in a network only it uses."""
@@ -163,10 +151,5 @@ def PortList(ranges: Sequence[Tuple[int, int]]) -> List[str]:
           for low, high in ranges]
 
 
-def RegisterKinds(kinds: Optional[Sequence[type]] = None) -> None:
-  for cls in kinds or (GceNetwork, GceSubnetwork, GceFirewallRule,
-                       GcePlacementPolicy):
-    resource.RegisterKind(cls.KIND, cls.FromRecord)
-
-
-RegisterKinds()
+for _kind in (GceNetwork, GceSubnetwork, GceFirewallRule, GcePlacementPolicy):
+  resource.RegisterKind(_kind.KIND, _kind.FromRecord)

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import flags as gcp_flags  # pylint: disable=unused-import
@@ -56,7 +57,7 @@ class GcpOptions:
   ssh_user: str = 'pkb'
   compute_endpoint: Optional[str] = None
   redis_start_port: int = DEFAULT_REDIS_START_PORT
-  ssh_wait_s: float = vm_lib.SSH_TIMEOUT_S
+  ssh_wait_s: float = ssh_vm.BOOT_SSH_TIMEOUT_S
 
   @classmethod
   def FromFlags(cls, flag_values) -> 'GcpOptions':
@@ -180,7 +181,8 @@ class GceProvider:
         spec, [s.zone for s in group_specs.values()], sum(counts.values()))
     labels = naming.RunLabels(
         self.options.owner, spec.run_uri, spec.name,
-        naming.ExpiryLabel(self._wall_clock(), self.options.timeout_minutes))
+        operator_access.ExpiryStamp(self._wall_clock(),
+                                    self.options.timeout_minutes))
     groups: Dict[str, List[vm_lib.GceVirtualMachine]] = {}
     for group in virtual_machine.GroupOrder(group_specs):
       vm_spec = group_specs[group]

@@ -1,8 +1,7 @@
 """GceVirtualMachine: a Compute Engine instance driven over SSH.
 
 The instance body is built by the pure `BuildInstance`, so what is sent is
-testable without any API. Test seam: `ssh_waiter` replaces the SSH wait (the
-fake API's instances have addresses nobody listens on).
+testable without any API.
 """
 
 import dataclasses
@@ -20,7 +19,6 @@ from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import images
 
 CLOUD = 'GCP'
-SSH_TIMEOUT_S = 300
 DEFAULT_BOOT_DISK_GB = 20
 # Series whose machines attach only Hyperdisk (no pd-* boot disks).
 HYPERDISK_ONLY_SERIES = ('c4', 'c4a', 'c4d', 'n4', 'n4d', 'h4d', 'm4', 'x4')
@@ -130,10 +128,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
                *, clients: compute_api.ComputeClients, project: str,
-               config: Optional[InstanceConfig] = None,
-               ssh_waiter: Optional[Callable[['GceVirtualMachine'],
-                                             None]] = None,
-               ssh_timeout_s: float = SSH_TIMEOUT_S, **kwargs):
+               config: Optional[InstanceConfig] = None, **kwargs):
     super().__init__(spec, name, group_name, **kwargs)
     self.clients = clients
     self.project = project
@@ -141,9 +136,6 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     self.image: Optional[str] = None
     # The run's public key for the ssh-keys metadata; set by Provision.
     self.ssh_public_key: Optional[str] = None
-    self.ssh_timeout_s = ssh_timeout_s
-    self._ssh_waiter = ssh_waiter or (
-        lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
     self._instance = _Instance(name, clients, project, spec.zone,
                                build=self._BuildInstance, sleep=self._sleep,
                                clock=self._clock)
@@ -151,11 +143,8 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
   # Resource hooks ---------------------------------------------------------
 
   def _BuildInstance(self) -> compute_v1.Instance:
+    # Only Provision creates, and only VMs it built with a config.
     config = self.config
-    if config is None:
-      raise errors.ResourceError(
-          f'VM {self.name} was rebuilt from the run record and can only be '
-          'deleted, not created.')
     self._LearnMachineType()
     if config.image:
       self.image = config.image
@@ -206,7 +195,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
                        if nic.access_configs else None) or self.internal_ip
     if not self.ip_address:
       return False
-    self._ssh_waiter(self)
+    self.AwaitSsh()
     return True
 
   def _Delete(self) -> None:

@@ -9,6 +9,7 @@ Local VMs have no price of their own; the benchmark prices them as the catalog
 machine type named by --local_priced_as and says so in the metadata.
 """
 
+import dataclasses
 import os
 import uuid
 from typing import Annotated, Dict, List, Optional, Sequence, Tuple
@@ -196,10 +197,6 @@ def FitWarnings(vm_count: int, cores: Optional[int] = None) -> List[str]:
   return []
 
 
-def HostMemoryMib() -> int:
-  return psutil.virtual_memory().total // 2**20
-
-
 def NewRunUri() -> str:
   return uuid.uuid4().hex[:8]
 
@@ -218,11 +215,11 @@ def PlannedCores(spec, cores: Optional[Sequence[int]] = None
 
 def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
   """Builds the run's Local VMs, servers placed first on the cores."""
-  import dataclasses  # pylint: disable=g-import-not-at-top
   group_specs = spec.GroupSpecs()
   cores = AvailableCores()
   assignment = PlannedCores(spec, cores)  # Servers first, in VM order.
-  memory_each = HostMemoryMib() // max(1, len(assignment))
+  memory_each = psutil.virtual_memory().total // 2**20 // max(
+      1, len(assignment))
   groups: Dict[str, List[LocalVirtualMachine]] = {}
   for name, pinned in assignment.items():
     group = name.rsplit('-', 1)[0]
