@@ -1,6 +1,6 @@
 """One lifecycle shape for everything a run creates (as PKB's BaseResource).
 
-A resource has `_Create`, `_Exists`, `_Delete` and optionally `_IsReady`;
+A resource has `_Create`, `_Delete` and optionally `_IsReady`;
 `Create()` and `Delete()` wrap them once with recording, retries and waiting,
 so teardown can always walk the run record. Extension seam: a provider
 subclasses `BaseResource` for each kind of cloud object and registers a
@@ -81,7 +81,6 @@ class BaseResource(abc.ABC):
     self._sleep = sleep
     self._clock = clock
     self.created = False
-    self.deleted = False
 
   # Subclass hooks -------------------------------------------------------------
 
@@ -92,9 +91,6 @@ class BaseResource(abc.ABC):
   @abc.abstractmethod
   def _Delete(self) -> None:
     """Deletes the resource; must succeed if it is already gone."""
-
-  def _Exists(self) -> bool:
-    return self.created and not self.deleted
 
   def _IsReady(self) -> bool:
     return True
@@ -154,22 +150,17 @@ class BaseResource(abc.ABC):
 
   def AwaitReady(self) -> None:
     """The rest of Create(): ready, then recorded as created."""
-    self.WaitUntilReady()
+    if not waits.Poll(self._IsReady, bool, self.READY_TIMEOUT_S, 1,
+                      self._clock, self._sleep)[0]:
+      raise errors.ResourceError(
+          f'{self.KIND} {self.name} was not ready after '
+          f'{self.READY_TIMEOUT_S}s.')
     if self.record is not None:
       self.record.UpdateResource(self.KIND, self.name, status='created',
                                  **self.RecordData())
 
-  def WaitUntilReady(self) -> None:
-    ready, _ = waits.Poll(self._IsReady, bool, self.READY_TIMEOUT_S, 1,
-                          self._clock, self._sleep)
-    if not ready:
-      raise errors.ResourceError(
-          f'{self.KIND} {self.name} was not ready after '
-          f'{self.READY_TIMEOUT_S}s.')
-
   def Delete(self) -> None:
     self._Retry(self._Delete, self.DELETE_RETRIES, 'Deleting')
-    self.deleted = True
     if self.record is not None and self.record.FindResource(
         self.KIND, self.name):
       self.record.UpdateResource(self.KIND, self.name, status='deleted')

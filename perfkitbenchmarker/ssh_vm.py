@@ -214,17 +214,16 @@ class KeyPair:
 
 
 def GenerateKeyPair(directory: str, comment: str = 'pkb',
-                    run_local=vm_util.RunLocal,
                     file_name: str = 'pkb_ssh_key') -> KeyPair:
-  """The run's ed25519 key pair in `directory`, reused when both halves
-  exist (a resumed run's VMs trust it)."""
+  """The run's ed25519 key pair in `directory` (made private to the run),
+  reused when both halves exist (a resumed run's VMs trust it)."""
+  run_scope.MakePrivateDir(directory)
   path = os.path.join(directory, file_name)
   if not (os.path.exists(path) and os.path.exists(path + '.pub')):
     for stale in (path, path + '.pub'):
       if os.path.exists(stale):
         os.remove(stale)
-    os.makedirs(directory, exist_ok=True)
-    _, err, rc = run_local(vm_util.QuoteAll(
+    _, err, rc = vm_util.RunLocal(vm_util.QuoteAll(
         ['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', comment,
          '-f', path]), timeout=60)
     if rc != 0:
@@ -273,7 +272,6 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                run_local=vm_util.RunLocal,
                connect_timeout: float = CONNECT_TIMEOUT_S,
                connect_retries: int = 3,
-               command_timeout: float = COMMAND_TIMEOUT_S,
                host_health: Optional[HostHealth] = None,
                ssh_timeout_s: float = BOOT_SSH_TIMEOUT_S,
                ssh_waiter: Optional[Callable[['SshVirtualMachine'],
@@ -292,7 +290,6 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self._run_local = run_local
     self.connect_timeout = connect_timeout
     self.connect_retries = max(1, connect_retries)
-    self.command_timeout = command_timeout
     self._hosts = host_health or _HOSTS
     # A cloud VM's wait for SSH once booted (AwaitSsh). Test seam: a fake
     # cloud's instances have addresses nobody listens on.
@@ -388,7 +385,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       self, command: str, timeout: Optional[float] = None,
       env: Optional[Dict[str, str]] = None,
       stdin: vm_util.Stdin = None) -> Tuple[str, str, int]:
-    timeout = timeout or self.command_timeout
+    timeout = timeout or COMMAND_TIMEOUT_S
     remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
                                         env_on_stdin=bool(env))
     lane = self.CommandLane()
@@ -454,12 +451,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def RunDetached(self, command: str, timeout: float,
                   env: Optional[Dict[str, str]] = None
                   ) -> Tuple[str, str, int]:
-    """Runs a long command that survives dropped SSH connections: one round
-    trip to start it, one to collect it (ssh_jobs.py).
-
-    Returns (stdout, stderr, returncode) like RemoteCommandWithReturnCode;
-    returncode is -9 if it ran past `timeout` (it is then killed on the VM).
-    """
+    """A long command that survives dropped connections (ssh_jobs.py)."""
     return ssh_jobs.RunDetached(self, command, timeout, env)
 
   # Lifecycle ---------------------------------------------------------------

@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
+from typing import Iterable, Optional, Sequence, Tuple, Union
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.terminal_text import Printable  # pylint: disable=unused-import
@@ -89,7 +89,6 @@ def Tail(text: str, lines: int = 5) -> str:
 def RunLocal(command: str, cwd: Optional[str] = None,
              timeout: Optional[float] = None,
              env: Optional[dict] = None,
-             on_start: Optional[Callable[[int], None]] = None,
              stdin: Stdin = None) -> Tuple[str, str, int]:
   """Runs a shell command in its own process group and waits for it.
 
@@ -113,8 +112,6 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     _CHILDREN[proc.pid] = proc
     if StopCount() != stops:  # A stop landed as it started, maybe unseen
       KillGroup(proc.pid)     # by StopChildren (it counts, then looks).
-    if on_start:
-      on_start(proc.pid)
     if stdin is not None and not isinstance(stdin, str):
       return _CommunicateStreaming(proc, stdin, timeout)
     return _Communicate(proc, stdin, timeout)

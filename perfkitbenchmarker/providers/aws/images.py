@@ -81,10 +81,6 @@ def ParameterName(os_type: str, architecture: str) -> str:
   return image.parameter.format(arch=image.arch_names[architecture])
 
 
-def SshUser(os_type: str) -> str:
-  return OsImageFor(os_type).ssh_user
-
-
 def ArchitectureOf(machine_type: str, supported: Sequence[str]) -> str:
   """arm64 or x86_64 from DescribeInstanceTypes' SupportedArchitectures."""
   if X86_64 in supported:

@@ -41,7 +41,6 @@ class KeyPair(api.AwsResource):
 
   def _Create(self) -> None:
     directory, file_name = os.path.split(self.key_path)
-    run_scope.MakePrivateDir(directory)
     ssh_vm.GenerateKeyPair(directory, self.name, file_name=file_name)
     what = f'importing key pair {self.name}'
     reply = None

@@ -18,7 +18,6 @@ from perfkitbenchmarker.providers import operator_access
 
 VPC_CIDR = '10.0.0.0/16'
 SUBNET_CIDR = '10.0.0.0/24'
-# A single operator or an office network; anything wider is a mistake.
 
 PortRange = Tuple[int, int]
 
@@ -103,13 +102,9 @@ class Vpc(api.AwsResource):
   NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
       'vpc', 'Vpcs', 'VpcId', 'InvalidVpcID.NotFound')
 
-  def __init__(self, clients, run_uri, cidr: str = VPC_CIDR, **kwargs):
-    super().__init__(clients, run_uri, **kwargs)
-    self.cidr = cidr
-
   def _Create(self) -> None:
     self._FindOrCreate(lambda: self.ec2.create_vpc(
-        CidrBlock=self.cidr,
+        CidrBlock=VPC_CIDR,
         TagSpecifications=self.TagSpecifications('vpc'))['Vpc']['VpcId'])
 
   def _IsReady(self) -> bool:
@@ -126,16 +121,14 @@ class Subnet(api.AwsResource):
       'subnet', 'Subnets', 'SubnetId', 'InvalidSubnetID.NotFound')
 
   def __init__(self, clients, run_uri, vpc_id: Optional[str] = None,
-               zone: Optional[str] = None, cidr: str = SUBNET_CIDR,
-               **kwargs):
+               zone: Optional[str] = None, **kwargs):
     super().__init__(clients, run_uri, **kwargs)
     self.vpc_id = vpc_id
     self.zone = zone
-    self.cidr = cidr
 
   def _Create(self) -> None:
     self._FindOrCreate(lambda: self.ec2.create_subnet(
-        VpcId=self.vpc_id, CidrBlock=self.cidr, AvailabilityZone=self.zone,
+        VpcId=self.vpc_id, CidrBlock=SUBNET_CIDR, AvailabilityZone=self.zone,
         TagSpecifications=self.TagSpecifications('subnet'))['Subnet'][
             'SubnetId'])
 

@@ -19,10 +19,7 @@ class PlacementGroup(api.AwsResource):
   """EC2 placement group pkb-<run_uri>."""
 
   KIND = 'aws_placement_group'
-
-  def __init__(self, clients, run_uri, strategy: str = 'cluster', **kwargs):
-    super().__init__(clients, run_uri, **kwargs)
-    self.strategy = strategy
+  STRATEGY = 'cluster'
 
   def _Describe(self):
     groups = []
@@ -39,7 +36,7 @@ class PlacementGroup(api.AwsResource):
       with api.Translated(f'creating placement group {self.name}',
                           retry=api.TRANSIENT_CODES):
         group = self.ec2.create_placement_group(
-            GroupName=self.name, Strategy=self.strategy,
+            GroupName=self.name, Strategy=self.STRATEGY,
             TagSpecifications=self.TagSpecifications('placement-group'),
         ).get('PlacementGroup', {})
     self.Remember(id=group.get('GroupId'))
@@ -50,7 +47,7 @@ class PlacementGroup(api.AwsResource):
       self.ec2.delete_placement_group(GroupName=self.name)
 
   def RecordData(self) -> Dict[str, Any]:
-    return dict(super().RecordData(), strategy=self.strategy)
+    return dict(super().RecordData(), strategy=self.STRATEGY)
 
 
 api.Register(PlacementGroup)

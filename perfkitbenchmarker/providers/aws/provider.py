@@ -40,7 +40,7 @@ class AwsOptions:
   ssh_source_cidrs: Tuple[str, ...]
   redis_ports: Tuple[network.PortRange, ...] = ((6379, 8999), (16379, 18999))
   use_default_vpc: bool = False
-  placement_group_style: str = 'cluster'
+  placement_group_style: str = 'cluster'  # or 'none' (the flag's enum)
   owner: str = ''
   timeout_minutes: Optional[float] = None
   profile: Optional[str] = None
@@ -50,10 +50,6 @@ class AwsOptions:
     # Whoever builds the options, SSH is never opened wider than allowed.
     object.__setattr__(self, 'ssh_source_cidrs',
                        network.SshSourceCidrs(self.ssh_source_cidrs))
-    if self.placement_group_style not in ('cluster', 'none'):
-      raise errors.UsageError(
-          f'--placement_group_style={self.placement_group_style}: AWS runs '
-          'support cluster or none.')
 
   @classmethod
   def FromFlags(cls, flag_values) -> 'AwsOptions':

@@ -34,11 +34,11 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
                *, clients: api.AwsClients, run_uri: str,
-               keyfile: Optional[str] = None, user: Optional[str] = None,
+               user: Optional[str] = None,
                tags: Optional[Dict[str, str]] = None, **kwargs):
     super().__init__(spec, name, group_name,
-                     user=user or images.SshUser(spec.os_type),
-                     keyfile=keyfile, **kwargs)
+                     user=user or images.OsImageFor(spec.os_type).ssh_user,
+                     **kwargs)
     self.clients = clients
     self.ec2 = clients.ec2
     self.region = clients.region
@@ -183,10 +183,9 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     placement_group: Optional[str] = None
 
     def Args(self, record) -> Dict[str, Any]:
-      return dict(clients=api.DEFAULT_CLIENTS.ForRegion(self.region,
-                                                        self.profile),
-                  run_uri=record.run_uri, keyfile=self.keyfile,
-                  user=self.user, record=record)
+      return dict(super().Args(record), run_uri=record.run_uri,
+                  clients=api.DEFAULT_CLIENTS.ForRegion(self.region,
+                                                        self.profile))
 
   def Restore(self, fields: Fields) -> None:
     super().Restore(fields)

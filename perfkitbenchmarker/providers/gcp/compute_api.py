@@ -217,11 +217,10 @@ class GceResource(resource.BaseResource):
   KIND = 'gcp_resource'
 
   def __init__(self, name: str, clients: ComputeClients, project: str,
-               operation_timeout_s: float = OPERATION_TIMEOUT_S, **kwargs):
+               **kwargs):
     super().__init__(name, **kwargs)
     self.clients = clients
     self.project = project
-    self.operation_timeout_s = operation_timeout_s
 
   # The kind's API: clients.<CLIENT>'s insert_unary, get and delete_unary,
   # naming the object by the <PARAM> argument and its body <PARAM>_resource.
@@ -278,16 +277,9 @@ class GceResource(resource.BaseResource):
                 passthrough=(api_exceptions.NotFound,),
                 **{self.PARAM: self.name})
 
-  def _Exists(self) -> bool:
-    try:
-      self.Get()
-      return True
-    except api_exceptions.NotFound:
-      return False
-
   def _Wait(self, operation) -> None:
     WaitForOperation(self.clients, self.project, operation,
-                     self.operation_timeout_s, self._clock)
+                     clock=self._clock)
 
   def RecordData(self) -> Dict[str, Any]:
     return {'project': self.project, 'api_endpoint': self.clients.endpoint}

@@ -6,12 +6,10 @@ it is deleted last, after every instance (and every process teardown had to
 stop over SSH on them). Only its path is recorded, never its contents.
 """
 
-import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 
 
@@ -21,30 +19,22 @@ class SshKeyPair(resource.BaseResource):
   KIND = 'gcp_ssh_key'
   NAME = 'run-ssh-key'
 
-  def __init__(self, directory: str, comment: str = 'pkb',
-               generate: Callable[..., ssh_vm.KeyPair] = ssh_vm.GenerateKeyPair,
-               **kwargs):
+  def __init__(self, directory: str, comment: str = 'pkb', **kwargs):
     super().__init__(self.NAME, **kwargs)
     self.directory = directory
     self.comment = comment
-    self._generate = generate
     self.private_key_path: Optional[str] = None
     self.public_key: Optional[str] = None
 
   def _Create(self) -> None:
     # Reuses an existing key: a re-provisioned run's instances trust it.
-    run_scope.MakePrivateDir(self.directory)
-    key_pair = self._generate(self.directory, comment=self.comment)
+    key_pair = ssh_vm.GenerateKeyPair(self.directory, comment=self.comment)
     self.private_key_path = key_pair.private_key_path
     self.public_key = key_pair.public_key
 
   def _Delete(self) -> None:
     if self.private_key_path:
       ssh_vm.RemoveKeyPair(self.private_key_path)
-
-  def _Exists(self) -> bool:
-    return bool(self.private_key_path) and os.path.exists(
-        self.private_key_path)
 
   def RecordData(self) -> Dict[str, Any]:
     return {'directory': self.directory,

@@ -201,9 +201,6 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
   def _Delete(self) -> None:
     self._instance._Delete()  # pylint: disable=protected-access
 
-  def _Exists(self) -> bool:
-    return self._instance._Exists()  # pylint: disable=protected-access
-
   # Record and metadata ------------------------------------------------------
 
   def RecordData(self) -> Dict[str, Any]:

@@ -72,9 +72,6 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     except OSError:
       pass
 
-  def _Exists(self) -> bool:
-    return os.path.isdir(self.scratch_dir)
-
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
                                   stdin=None):
     cwd = self.scratch_dir if os.path.isdir(self.scratch_dir) else None
