@@ -276,15 +276,12 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                ssh_timeout_s: float = BOOT_SSH_TIMEOUT_S,
                ssh_waiter: Optional[Callable[['SshVirtualMachine'],
                                              None]] = None, **kwargs):
-    run_uri = kwargs.pop('run_uri', None)
     super().__init__(spec, name, group_name, **kwargs)
     self.user = user
     self.ip_address = ip_address
     self.internal_ip = internal_ip or ip_address
     self.keyfile = keyfile
     self.port = int(port)
-    self.run_uri = run_uri or (self.record.run_uri if self.record else
-                               'norun')
     self._known_hosts = known_hosts_file
     self._control_dir = control_dir
     self._run_local = run_local
@@ -595,11 +592,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     return metadata
 
   def RecordData(self) -> Dict[str, Any]:
-    data = super().RecordData()
-    data.update({'user': self.user, 'keyfile': self.keyfile,
-                 'port': self.port,
-                 'known_hosts_file': self.known_hosts_file})
-    return data
+    return dict(super().RecordData(), user=self.user, keyfile=self.keyfile,
+                port=self.port, known_hosts_file=self.known_hosts_file)
 
   class Fields(record_checks.Fields):
     """What an SSH VM's entry holds (its RecordData and the base class's)."""

@@ -71,8 +71,10 @@ class BaseVirtualMachine(resource.BaseResource):
   CLOUD = ''
   KIND = 'vm'
 
-  def __init__(self, spec: VmSpec, name: str, group_name: str, **kwargs):
+  def __init__(self, spec: VmSpec, name: str, group_name: str,
+               run_uri: str = '', **kwargs):
     super().__init__(name, **kwargs)
+    self.run_uri = run_uri or (self.record.run_uri if self.record else '')
     self.spec = spec
     self.group_name = group_name
     self.machine_type = spec.machine_type

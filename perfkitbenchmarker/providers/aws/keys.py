@@ -30,29 +30,27 @@ class KeyPair(api.AwsResource):
     super().__init__(clients, run_uri, **kwargs)
     self.key_path = key_path
 
-  def PublicKey(self) -> bytes:
-    with open(self.key_path + '.pub', 'rb') as f:
-      return f.read().strip()
-
-  def _Import(self) -> Dict[str, Any]:
-    return self.ec2.import_key_pair(
-        KeyName=self.name, PublicKeyMaterial=self.PublicKey(),
-        TagSpecifications=self.TagSpecifications('key-pair'))
-
   def _Create(self) -> None:
     directory, file_name = os.path.split(self.key_path)
-    ssh_vm.GenerateKeyPair(directory, self.name, file_name=file_name)
+    public_key = ssh_vm.GenerateKeyPair(directory, self.name,
+                                        file_name=file_name).public_key
+
+    def Import() -> Dict[str, Any]:
+      return self.ec2.import_key_pair(
+          KeyName=self.name, PublicKeyMaterial=public_key.encode(),
+          TagSpecifications=self.TagSpecifications('key-pair'))
+
     what = f'importing key pair {self.name}'
     reply = None
     with api.Translated(what, retry=api.TRANSIENT_CODES,
                         gone={'InvalidKeyPair.Duplicate'}):
-      reply = self._Import()
+      reply = Import()
     if reply is None:
       # The run-scoped name exists only if an earlier attempt of this run
       # imported it, perhaps with a key since regenerated: replace it.
       self._DeleteRemote()
       with api.Translated(what, retry=api.TRANSIENT_CODES):
-        reply = self._Import()
+        reply = Import()
     self.Remember(id=reply.get('KeyPairId'))
 
   def _DeleteRemote(self) -> None:

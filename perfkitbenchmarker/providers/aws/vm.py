@@ -36,13 +36,12 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
                *, clients: api.AwsClients, run_uri: str,
                user: Optional[str] = None,
                tags: Optional[Dict[str, str]] = None, **kwargs):
-    super().__init__(spec, name, group_name,
+    super().__init__(spec, name, group_name, run_uri=run_uri,
                      user=user or images.OsImageFor(spec.os_type).ssh_user,
                      **kwargs)
     self.clients = clients
     self.ec2 = clients.ec2
     self.region = clients.region
-    self.run_uri = run_uri
     self.name_tag = naming.ResourceName(run_uri, name)
     self.tags = tags or {}
     self.instance_id: Optional[str] = None
@@ -164,14 +163,11 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
   # Record ------------------------------------------------------------------
 
   def RecordData(self) -> Dict[str, Any]:
-    data = super().RecordData()
-    data.update({
-        'region': self.region, 'profile': self.clients.profile,
-        'instance_id': self.instance_id, 'name_tag': self.name_tag,
-        'image_id': self.image.image_id if self.image else None,
-        'placement_group': self.placement_group,
-    })
-    return data
+    return dict(
+        super().RecordData(), region=self.region,
+        profile=self.clients.profile, instance_id=self.instance_id,
+        name_tag=self.name_tag, placement_group=self.placement_group,
+        image_id=self.image.image_id if self.image else None)
 
   class Fields(ssh_vm.SshVirtualMachine.Fields):
     os_type: str = 'debian12'

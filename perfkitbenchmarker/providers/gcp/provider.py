@@ -36,7 +36,8 @@ DEFAULT_REDIS_START_PORT = 7001
 # Shards take consecutive free ports from --redis_start_port; 1000 leaves
 # room for any shard count a VM can run.
 REDIS_PORT_SPAN = 1000
-MAX_PARALLEL_CREATES = 16
+
+
 def SshSourceRanges(values: Sequence[str]) -> List[str]:
   """--gcp_ssh_source_range as normalized IPv4 CIDRs; refuses bad ones."""
   return list(operator_access.OperatorCidrs(
@@ -100,8 +101,8 @@ class _RunLayout:
   project: str
   run_uri: str
   network_name: str
-  creates_network: bool
-  subnet_ranges: Dict[str, str]  # region -> CIDR; empty without a subnet.
+  # region -> CIDR; empty in an existing network (--gcp_network).
+  subnet_ranges: Dict[str, str]
   placement_region: Optional[str]
 
   @property
@@ -159,7 +160,6 @@ class GceProvider:
         project=self.options.project, run_uri=spec.run_uri,
         network_name=(naming.ResourceName(spec.run_uri) if creates_network
                       else self.options.network),
-        creates_network=creates_network,
         subnet_ranges=(network.SubnetRanges(regions) if creates_network
                        else {}),
         placement_region=regions[0] if cluster else None)
@@ -226,7 +226,7 @@ class GceProvider:
     for vm in vms:
       vm.keyfile = key.private_key_path
       vm.ssh_public_key = key.public_key
-    if layout.creates_network:
+    if layout.subnet_ranges:  # The run's own network.
       network.GceNetwork(layout.network_name, **args).Create()
       for region, ip_range in sorted(layout.subnet_ranges.items()):
         network.GceSubnetwork(layout.network_name, region=region,
@@ -267,8 +267,7 @@ def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:
   Waiting for every create keeps the record true: each instance that was
   asked for is recorded and, when it exists, marked created.
   """
-  outcomes = background_tasks.RunInLanes(lambda vm: vm.Create(), vms,
-                                         max_workers=MAX_PARALLEL_CREATES)
+  outcomes = background_tasks.RunInLanes(lambda vm: vm.Create(), vms)
   failures = [o.error for o in outcomes if o.error is not None]
   if failures:
     if len(failures) > 1:

@@ -204,12 +204,9 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
   # Record and metadata ------------------------------------------------------
 
   def RecordData(self) -> Dict[str, Any]:
-    # The SSH and VM fields come from the base classes; these find the
-    # instance again.
-    data = super().RecordData()
-    data.update(project=self.project, api_endpoint=self.clients.endpoint,
-                image=self.image)
-    return data
+    # With the SSH and VM fields, what finds the instance again.
+    return dict(super().RecordData(), project=self.project,
+                api_endpoint=self.clients.endpoint, image=self.image)
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     metadata = super().GetResourceMetadata()

@@ -33,9 +33,8 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   CLOUD = CLOUD
   KIND = 'local_vm'
 
-  def __init__(self, spec, name, group_name, run_uri: str = '', **kwargs):
+  def __init__(self, spec, name, group_name, **kwargs):
     super().__init__(spec, name, group_name, **kwargs)
-    self.run_uri = run_uri or (self.record.run_uri if self.record else '')
     self.ip_address = '127.0.0.1'
     self.internal_ip = '127.0.0.1'
 
@@ -93,9 +92,8 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
       return f.read()
 
   def GetResourceMetadata(self):
-    metadata = super().GetResourceMetadata()
-    metadata['cpu_set'] = ','.join(map(str, self.cpu_set or [])) or 'unpinned'
-    return metadata
+    return dict(super().GetResourceMetadata(),
+                cpu_set=','.join(map(str, self.cpu_set or [])) or 'unpinned')
 
   class Fields(record_checks.Fields):
     # Only a directory of the run's workspace shape is ever used or removed.
