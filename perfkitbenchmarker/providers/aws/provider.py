@@ -120,11 +120,8 @@ class AwsProvisioner:
   def ConstructVms(
       self, group_specs: Dict[str, virtual_machine.VmSpec],
       counts: Dict[str, int]) -> Dict[str, List[AwsVirtualMachine]]:
-    """The run's VMs, servers first; resumed runs get back what they had."""
-    zone = ZoneOf(group_specs)
-    if naming.RegionOf(zone) != self.clients.region:
-      raise errors.UsageError(
-          f'Zone {zone} is not in the clients\' region {self.clients.region}.')
+    """The run's VMs, servers first; resumed runs get back what they had.
+    (_Provisioner checked their zone and made the clients its region's.)"""
     key_path = keys.KeyPath(self.run_uri)
     groups: Dict[str, List[AwsVirtualMachine]] = {}
     for group in virtual_machine.GroupOrder(group_specs):

@@ -167,8 +167,6 @@ class GceProvider:
   # Provider contract ------------------------------------------------------
 
   def ConstructVms(self, spec) -> Dict[str, List[vm_lib.GceVirtualMachine]]:
-    if spec.record is None:
-      raise errors.UsageError('GCP VMs need a run record (not a dry run).')
     group_specs = spec.GroupSpecs()
     counts = spec.GroupCounts()
     for group, vm_spec in group_specs.items():

@@ -33,8 +33,8 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   CLOUD = CLOUD
   KIND = 'local_vm'
 
-  def __init__(self, spec, name, group_name, **kwargs):
-    super().__init__(spec, name, group_name, **kwargs)
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
     self.ip_address = '127.0.0.1'
     self.internal_ip = '127.0.0.1'
 
