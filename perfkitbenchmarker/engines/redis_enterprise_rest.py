@@ -174,12 +174,16 @@ class RestClient:
     code, description = _ErrorFields(response)
     raise RestError(what, response.status_code, code, description)
 
-  def _Until(self, check: Callable[[], Any], timeout_s: float,
-             poll_s: float) -> Tuple[bool, Any]:
-    """check() every poll_s s until it returns something other than None:
-    (True, that), or (False, None) once timeout_s have passed."""
-    return waits.Poll(check, lambda result: result is not None, timeout_s,
-                      poll_s, self._clock, self._sleep, inclusive=True)
+  def _Until(self, check: Callable[[], Any], timeout_s: float, poll_s: float,
+             timed_out: Callable[[], str]) -> Any:
+    """check() every poll_s s until it returns something other than None,
+    then that; after timeout_s, a ResourceError saying timed_out()."""
+    done, result = waits.Poll(check, lambda result: result is not None,
+                              timeout_s, poll_s, self._clock, self._sleep,
+                              inclusive=True)
+    if not done:
+      raise errors.ResourceError(' '.join(timed_out().split()))
+    return result
 
   def _Create(self, path: str, what: str, body: dict) -> Dict[str, Any]:
     """The object the POST created (with its uid)."""
@@ -235,12 +239,10 @@ class RestClient:
             f'{message}'.split()))
       return None
 
-    done, status = self._Until(Check, timeout_s, poll_s)
-    if not done:
-      raise errors.ResourceError(' '.join(
-          f'Redis Enterprise {what} is still {last["state"]} after '
-          f'{timeout_s:g} s{last["problem"]}.'.split()))
-    return status
+    return self._Until(
+        Check, timeout_s, poll_s,
+        lambda: f'Redis Enterprise {what} is still {last["state"]} after '
+        f'{timeout_s:g} s{last["problem"]}.')
 
   # Databases --------------------------------------------------------------
 
@@ -275,12 +277,10 @@ class RestClient:
             'log (rladmin status).')
       return bdb if status == ACTIVE else None
 
-    active, bdb = self._Until(Check, timeout_s, poll_s)
-    if not active:
-      raise errors.ResourceError(
-          f'Redis Enterprise database {uid} is still {last["status"]} after '
-          f'{timeout_s:g} s.')
-    return bdb
+    return self._Until(
+        Check, timeout_s, poll_s,
+        lambda: f'Redis Enterprise database {uid} is still {last["status"]} '
+        f'after {timeout_s:g} s.')
 
   def DeleteDatabase(self, uid: int, timeout_s: float = 300,
                      poll_s: float = 5) -> None:
@@ -290,13 +290,10 @@ class RestClient:
                              allow_404=True)
     if response is None:
       return
-    gone, _ = self._Until(
+    self._Until(
         lambda: True if self.GetDatabase(uid) is None else None, timeout_s,
-        poll_s)
-    if not gone:
-      raise errors.ResourceError(
-          f'Redis Enterprise database {uid} still exists {timeout_s:g} s '
-          'after DELETE.')
+        poll_s, lambda: f'Redis Enterprise database {uid} still exists '
+        f'{timeout_s:g} s after DELETE.')
 
   # Access control: a Redis ACL, a role and a user ------------------------
 

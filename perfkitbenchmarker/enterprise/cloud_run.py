@@ -41,7 +41,7 @@ def Prepare(spec, opts) -> None:
   # whatever this prepare made even when a later step fails.
   spec.deployment = {'cluster': cluster}
   study = study_steps.StudyOptions(opts, opts.load_records, opts.min_threads,
-                        opts.max_threads)
+                                  opts.max_threads)
   # Redis Enterprise on the servers and memtier on the clients, all at once.
   generators = tuple(deployment.PrepareVms(
       spec.vm_groups['servers'], spec.vm_groups['clients'], cluster.InstallOn,
@@ -53,9 +53,8 @@ def Prepare(spec, opts) -> None:
   spec.deployment.update({'endpoints': endpoints, 'generators': generators,
                           'study': study, 'shards': opts.shards_per_db,
                           'proxies': opts.proxy_threads})
-  spec.metadata.update(spec.GroupMetadata())
-  spec.metadata.update(opts.Metadata())
-  spec.metadata.update({'engine': redis_enterprise.NAME,
+  spec.metadata.update({**spec.GroupMetadata(), **opts.Metadata(),
+                        'engine': redis_enterprise.NAME,
                         'engine_version': opts.version,
                         'load_generator': generators[0].NAME,
                         'load_generator_version': generators[0].Version()})

@@ -31,6 +31,14 @@ STANDS_IN_FOR = 'redis_enterprise'
 MIN_CLIENTS = 2  # Per thread, when halving clients to fit this machine.
 
 
+def _SetMetadata(spec, opts, scaling, study) -> None:
+  results.SetMetadata(spec, spec.deployment, study)
+  spec.metadata.update({**opts.Metadata(), **scaling.Metadata(),
+                        'engine': spec.deployment.engine,
+                        'engine_version': spec.deployment.engine_version,
+                        'stands_in_for': STANDS_IN_FOR})
+
+
 def Prepare(spec, opts, scaling) -> None:
   for note in scaling.notes:
     spec.reporter.Line(f'Scaled to this machine: {note}.')
@@ -39,16 +47,11 @@ def Prepare(spec, opts, scaling) -> None:
       f'results are published as {TEST_NAME}, never as redis_enterprise; '
       'proxy, pinning and installer flags are recorded, not applied.')
   study = study_steps.StudyOptions(opts, scaling.records, scaling.min_threads,
-                        scaling.max_threads, scaling.shards_per_vm)
+                                  scaling.max_threads, scaling.shards_per_vm)
   engine = engines.Get(options_lib.LOCAL_ENGINE)
   spec.deployment = deployment.Deploy(spec, study, engine)
-  results.SetMetadata(spec, spec.deployment, study)
-  spec.metadata.update(opts.Metadata())
-  spec.metadata.update(scaling.Metadata())
+  _SetMetadata(spec, opts, scaling, study)
   spec.metadata.update({
-      'engine': spec.deployment.engine,
-      'engine_version': spec.deployment.engine_version,
-      'stands_in_for': STANDS_IN_FOR,
       # Proxy, pinning and installer settings are Redis Enterprise's: they
       # are recorded as asked but nothing here applies them.
       'enterprise_settings_applied': False,
@@ -64,16 +67,11 @@ def Prepare(spec, opts, scaling) -> None:
 
 def Run(spec, opts, scaling, vcpus: int) -> None:
   study = study_steps.StudyOptions(opts, scaling.records, scaling.min_threads,
-                        scaling.max_threads, scaling.shards_per_vm)
+                                  scaling.max_threads, scaling.shards_per_vm)
   engine = engines.Get(options_lib.LOCAL_ENGINE)
   if spec.deployment is None:
     spec.deployment = deployment.Restore(spec, study, engine)
-    results.SetMetadata(spec, spec.deployment, study)
-    spec.metadata.update(opts.Metadata())
-    spec.metadata.update(scaling.Metadata())
-    spec.metadata.update({'engine': spec.deployment.engine,
-                          'engine_version': spec.deployment.engine_version,
-                          'stands_in_for': STANDS_IN_FOR})
+    _SetMetadata(spec, opts, scaling, study)
 
   def Evaluate(shards: int, _proxies: int) -> Optional[float]:
     if shards != spec.deployment.shards_per_vm:
