@@ -316,8 +316,6 @@ class RestClient:
 
   def Delete(self, kind: str, uid: int) -> None:
     """DELETE /v1/<kind>/<uid> of users, roles or redis_acls; gone is fine."""
-    if kind not in ('users', 'roles', 'redis_acls'):
-      raise ValueError(f'not an access object kind: {kind}')
     self._Request('DELETE', f'/v1/{kind}/{int(uid)}',
                   f'delete {kind} {uid}', ok=(200, 204), allow_404=True)
 

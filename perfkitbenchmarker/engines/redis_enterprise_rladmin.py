@@ -28,10 +28,6 @@ def _Bin(install_dir: str, program: str) -> str:
   return shlex.quote(posixpath.join(install_dir, 'bin', program))
 
 
-def Rladmin(install_dir: str = INSTALL_DIR) -> str:
-  return _Bin(install_dir, 'rladmin')
-
-
 def InstallCommands(workdir: str, tarball_name: str, tune_on_startup: bool,
                     install_dir: Optional[str] = None) -> List[str]:
   """Unpack the user's installer tarball (already copied into `workdir`) and
@@ -51,8 +47,8 @@ def InstallCommands(workdir: str, tarball_name: str, tune_on_startup: bool,
 def TuneProxy(threads: int, install_dir: str = INSTALL_DIR) -> List[str]:
   """All proxies to `threads` worker threads, then restart them."""
   n = int(threads)
-  return [f'sudo {Rladmin(install_dir)} tune proxy all max_threads {n} '
-          f'threads {n}',
+  return [f'sudo {_Bin(install_dir, "rladmin")} tune proxy all '
+          f'max_threads {n} threads {n}',
           f'sudo {_Bin(install_dir, "dmc_ctl")} restart']
 
 
@@ -78,7 +74,7 @@ def PinWorkers(node_cpu_list: str, already_pinned: int,
 
 
 def Status(install_dir: str = INSTALL_DIR) -> str:
-  return f'sudo {Rladmin(install_dir)} status nodes'
+  return f'sudo {_Bin(install_dir, "rladmin")} status nodes'
 
 
 _RAM = re.compile(r'(\d+(?:\.\d+)?)\s*(GB|MB|TB|KB)/(\d+(?:\.\d+)?)\s*(GB|MB|TB|KB)')

@@ -32,12 +32,6 @@ class _VmOnly(redis_oss.RedisOssEngine):
       engines.RefuseLocal(self.NAME)
     vm.Install(self.PACKAGE, version=self.version, **self.sources)
 
-  def StartShards(self, vm, count, password, options, record, start_port):
-    if vm.CLOUD == 'Local':
-      engines.RefuseLocal(self.NAME)
-    return super().StartShards(vm, count, password, options, record,
-                               start_port)
-
 
 class DragonflyEngine(_VmOnly):
   """One dragonfly process per server VM (it is multi-threaded)."""

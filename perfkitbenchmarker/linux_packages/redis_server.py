@@ -119,15 +119,10 @@ def ConfigText(port: int, password: str, options: redis_shard.ShardOptions,
 
 def ListeningPorts(vm: virtual_machine.BaseVirtualMachine) -> set:
   out, _, rc = vm.RemoteCommandWithReturnCode('ss -Htln 2>/dev/null')
-  ports = set()
-  if rc == 0:
-    for line in out.splitlines():
-      fields = line.split()
-      if len(fields) >= 4:
-        port = fields[3].rsplit(':', 1)[-1]
-        if port.isdigit():
-          ports.add(int(port))
-  return ports
+  # The fourth field is the local address: 127.0.0.1:7001, [::]:22, *:80.
+  ends = [line.split()[3].rsplit(':', 1)[-1] for line in out.splitlines()
+          if rc == 0 and len(line.split()) >= 4]
+  return {int(end) for end in ends if end.isdigit()}
 
 
 def _CliCommand(shard_host: str, port: int, args: str) -> str:
@@ -259,12 +254,8 @@ class RedisProcess(resource.BaseResource):
                           start_time=start_time)
 
   def KillMarkers(self):
-    """What the process's command line must hold to be this shard.
-
-    redis-server retitles itself "redis-server <bind>:<port>", so its command
-    line no longer holds the config path; an engine that keeps its command
-    line names the config instead.
-    """
+    """What the process's command line must hold to be this shard: its
+    title "redis-server <bind>:<port>" (no longer the config path)."""
     return (self.SERVER_NAME, f':{self.port}')
 
   class Fields(record_checks.Fields):

@@ -162,13 +162,13 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
     processes.extend(replication.StartReplicas(
         engine, servers, processes, shards_per_vm, replicas, password,
         server.cluster_mode, ShardOptions, record, start_port))
+  shards = [redis_shard.Shard.Of(p) for p in processes]
+  per_primary = replicas or server.cluster_replicas
   if server.cluster_mode:
-    engine.FormCluster(servers[0], [redis_shard.Shard.Of(p) for p in processes], password,
-                       replicas or server.cluster_replicas)
+    engine.FormCluster(servers[0], shards, password, per_primary)
   if replicas or (server.cluster_mode and server.cluster_replicas):
-    replication.Verify(engine, servers[0], processes,
-                       _Primaries(len(processes), server),
-                       replicas or server.cluster_replicas, password)
+    engine.VerifyReplication(servers[0], shards, password,
+                             _Primaries(len(processes), server), per_primary)
   return tuple(processes)
 
 

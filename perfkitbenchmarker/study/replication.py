@@ -5,8 +5,8 @@ the replicas of server VM i's primaries run on server VM i+1 (wrapping; the
 same VM when there is only one), each made a replica with REPLICAOF. Cluster
 mode: the replica processes join `redis-cli --cluster create
 --cluster-replicas R`, which places them on other hosts where it can.
-`Verify` waits until INFO replication shows every link up before the
-preload. Replicas start after every primary, so the primaries come first in
+deployment.StartShards then waits (engine.VerifyReplication) until every
+link is up, before the preload. Replicas start after every primary, so the primaries come first in
 the run record and the deployment (the load goes to primaries only).
 
 Extension seam: `ReplicaVmIndex` is the placement rule (pure); an engine
@@ -47,10 +47,3 @@ def StartReplicas(engine, servers: Sequence, primaries: Sequence,
         engine.AttachReplica(host, redis_shard.Shard.Of(replica),
                              redis_shard.Shard.Of(own[j % len(own)]), password)
   return started
-
-
-def Verify(engine, vm, processes: Sequence, primaries: int,
-           replicas: int, password: str) -> None:
-  """Waits until every replica is linked to its primary (INFO replication)."""
-  engine.VerifyReplication(vm, [redis_shard.Shard.Of(p) for p in processes], password,
-                           primaries, replicas)
