@@ -201,16 +201,10 @@ def CheckNotReserved(flag_name: Any, where: str) -> None:
 
 
 def CheckUserConfig(user: Any, benchmark_names: Sequence[str]) -> None:
-  """Refuses a config file's unknown top-level keys and reserved flags.
-
-  A top-level key is a benchmark's name, a named section (PKB's `name:`
-  says which benchmark it configures), `benchmarks` or `flags`.
-
-  Args:
-    user: the loaded --benchmark_config_file.
-    benchmark_names: names a top-level section may have (known benchmarks
-      and --benchmarks).
-  """
+  """Refuses a loaded config file's unknown top-level keys, reserved flags
+  and bad VM groups. A top-level key is one of `benchmark_names` (known
+  benchmarks and --benchmarks), a named section (PKB's `name:` says which
+  benchmark it configures), `benchmarks` or `flags`."""
   if user is None:
     return
   if not isinstance(user, Mapping):

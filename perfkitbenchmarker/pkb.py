@@ -49,7 +49,6 @@ from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
 
 FLAGS = pkb_flags.FLAGS
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXIT_OK, EXIT_FAILED = stage_runner.EXIT_OK, stage_runner.EXIT_FAILED
 EXIT_USAGE = stage_runner.EXIT_USAGE
 EXIT_INTERRUPTED = stage_runner.EXIT_INTERRUPTED
