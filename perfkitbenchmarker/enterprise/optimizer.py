@@ -25,10 +25,6 @@ class Axis:
   high: int
   fixed: Optional[int] = None
 
-  def __post_init__(self):
-    if self.low > self.high:
-      raise ValueError(f'empty axis [{self.low}, {self.high}]')
-
   def Clamp(self, value: int) -> int:
     if self.fixed is not None:
       return self.fixed
@@ -78,8 +74,6 @@ def Optimize(evaluate: Callable[[int, int], Optional[float]], start: Point,
              shards: Axis, proxies: Axis, max_points: int = 12
              ) -> OptimizerResult:
   """Hill-climbs to a local maximum of `evaluate` over the grid."""
-  if max_points < 1:
-    raise ValueError('max_points must be at least 1')
   start = (shards.Clamp(start[0]), proxies.Clamp(start[1]))
   seen: Dict[Point, Optional[float]] = {}
   order: List[Evaluation] = []

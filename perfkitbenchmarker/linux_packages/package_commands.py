@@ -1,9 +1,10 @@
-"""Install commands for Redis, redis-tools and memtier, per OS family.
+"""Install commands for Redis, redis-tools and memtier, per OS family, and
+the frame every server's install script shares (the other servers' modules
+build theirs with it).
 
 Pure functions: each takes a `system_info.SystemInfo` (and the wanted version)
-and returns one shell script to run as root; `ssh_vm.SshVirtualMachine` runs
-it (under sudo when needed) in its install hooks. Keeping them pure lets the
-tests check every OS family's commands without reaching a package registry.
+and returns one shell script to run as root (remote_install.py runs it), so
+the tests check every OS family's commands without reaching a registry.
 
 Where the software comes from:
   * Redis at --redis_server_version=distro: the OS package (Debian/Ubuntu
