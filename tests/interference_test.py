@@ -395,7 +395,7 @@ def test_a_planned_stop_is_timed_on_the_injected_clock():
   probe.Start(stop_after_s=5.0)
   # Past its planned end by the injected clock: stopped at once, not 5.5 s
   # of real time later.
-  done, _ = concurrent.futures.wait(probe._starting, timeout=3)  # pylint: disable=protected-access
+  done, _ = concurrent.futures.wait(probe._running, timeout=3)  # pylint: disable=protected-access
   assert len(done) == 1 and sampler.stops == 1
   assert probe.StopAll()[0] == {'foreign_cpu_pct': 30.0, 'interference': True}
   assert sampler.stops == 1  # Not stopped twice.

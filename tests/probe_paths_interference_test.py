@@ -266,7 +266,7 @@ def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags, monkeypatch):
 
   def StartAndWait(self, *args):
     start(self, *args)
-    concurrent.futures.wait(self._starting)  # pylint: disable=protected-access
+    concurrent.futures.wait(self._running)  # pylint: disable=protected-access
 
   monkeypatch.setattr(interference.ProbeInterference, 'Start', StartAndWait)
   pkb_flags.cloud = 'GCP'

@@ -7,12 +7,7 @@ function (`snapshot` in `ShellFunctions`; Local and SSH alike) and read by
 one parser (`Snapshot.Parse`, its stat lines by process_stat), serves the
 probe's client snapshots (concurrent.py), the server sampler's series
 (`SamplerScript`, interference.py) and, with `ProcStat`, steal time and the
-fallback client CPU. A snapshot holds the wall clock, /proc/uptime and
-CLK_TCK; /proc/stat's cpu rows; each thread's stat and schedstat (on-CPU
-and run-queue ns) as `<path>:<content>`; each process's Cpus_allowed_list
-and, for its cgroup's CPU controller and every parent with a quota file,
-`@cg <pid> <dir>`, the quota (v1 cfs files, v2 cpu.max) and cpu.stat;
-optionally `@scan` and `@fg <stat line>` per process foreign to the run.
+fallback client CPU. What a snapshot holds: `ShellFunctions`.
 
 `Measure` turns two snapshots into a `ClientCpu` with its `side` (the
 `attribution.SideCpu` the one rule decides on); `SideOf` does the same for
@@ -26,6 +21,7 @@ Extension seam: another counter is a line kind written by
 
 import dataclasses
 import os
+import posixpath
 import shlex
 from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
                     Tuple)
@@ -33,9 +29,6 @@ from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import process_stat
 
-# A thread or core busier than this (on a CPU, or runnable for a thread) is
-# taken as saturated. Also the whole-VM rule the study always had.
-SATURATED_FRACTION = 0.9
 # Threads seen for less than this share of the window (born late, ended
 # early) are left out: 10 ms of CPU over 20 ms is no saturation.
 MIN_THREAD_SHARE = 0.25
@@ -302,9 +295,10 @@ def ShellFunctions(run_root: str = '') -> List[str]:
   return [
       'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
       f'runroot={shlex.quote(run_root.rstrip("/"))}',
-      'now() { if [ -n "$EPOCHREALTIME" ]; then echo "${EPOCHREALTIME/,/.}"; '
-      'else date +%s.%N; fi; }',
-      'counters() { local l; now; read -r l _ < /proc/uptime; '
+      # `stamp` sets $t to the time (a fork only where bash lacks
+      # $EPOCHREALTIME).
+      'stamp() { t=${EPOCHREALTIME/,/.}; [ -n "$t" ] || t=$(date +%s.%N); }',
+      'counters() { local l t; stamp; echo "$t"; read -r l _ < /proc/uptime; '
       'echo "@uptime $l"; echo "@clk $clk"; '
       'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
       'done < /proc/stat; }',
@@ -350,6 +344,13 @@ def ShellFunctions(run_root: str = '') -> List[str]:
       'for p in "${@:2}"; do pthreads $p; pcg $p; done; '
       '[ -z "$1" ] || fscan; }',
   ]
+
+
+def RunRoot(vm) -> str:
+  """The directory every process of the run works under on `vm` (the
+  foreign scan's `run_root`): the parent of its scratch directory, the
+  run's workspace there, shared by its VMs on one machine (run_scope)."""
+  return posixpath.dirname(vm.scratch_dir.rstrip('/'))
 
 
 def SampleSchedule(interval_s: float, max_s: float, per_step: int = 50,
@@ -606,19 +607,18 @@ def Measure(before: Snapshot, after: Snapshot,
       fraction = _Busy(before.cores[row], after.cores[row])
       if fraction is not None:
         cores.append((fraction, row))
-  threads = [(on, min(1.0, on + wait), t.name)
-             for t, on, wait in _ThreadRows(before, after)]
+  side = SideOf(before, after, 'client', cpu_set=cpu_set)
+  threads = [(min(1.0, t.on_cpu + t.wait), t.on_cpu, t.name)
+             for t in (side.threads if side else ())]
   core = max(cores) if cores else (None, None)
   # The busiest thread is the one that wanted a CPU most.
-  thread = max(threads, key=lambda t: (t[1], t[0])) if threads else None
+  thread = max(threads) if threads else (None, None, None)
   return ClientCpu(
       window_s=after.wall_s - before.wall_s, busy_fraction=busy,
       busiest_core=core[1], busiest_core_fraction=core[0],
-      busiest_thread=thread[2] if thread else None,
-      busiest_thread_fraction=thread[0] if thread else None,
-      busiest_thread_runnable_fraction=thread[1] if thread else None,
-      steal_pct=steal, threads_seen=len(threads),
-      side=SideOf(before, after, 'client', cpu_set=cpu_set),
+      busiest_thread=thread[2], busiest_thread_fraction=thread[1],
+      busiest_thread_runnable_fraction=thread[0], steal_pct=steal,
+      threads_seen=len(threads), side=side,
       window_start=before.wall_s, window_end=after.wall_s)
 
 

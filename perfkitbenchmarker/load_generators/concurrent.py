@@ -31,7 +31,6 @@ dilute the figures.
 """
 
 import base64
-import posixpath
 import dataclasses
 import json
 import re
@@ -75,26 +74,23 @@ def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
   whole or not at all (with `threads`: only if it saw a thread, so the last
   snapshot of a run that ends between two is one taken while it ran)."""
   return client_cpu.ShellFunctions(run_root) + [
-      'kids() { if [ -r /proc/$1/task/$1/children ]; then '
-      'read -r -a k < /proc/$1/task/$1/children; echo "${k[@]}"; '
-      'else pgrep -P "$1"; fi; }',
-      'snap() { local t f s=scan ps=() seen=; [ -z "$noscan" ] || s=; '
-      f'for f in {b}.*.pid; do [ -e "$f" ] || continue; read -r t < "$f"; '
-      'ps+=($(kids "$t" 2>/dev/null)); done; '
+      'snap() { local t f k s=scan ps=() seen=; [ -z "$noscan" ] || s=; '
+      f'for f in {b}.*.pid; do read -r t < "$f" || continue; '
+      'if [ -r /proc/$t/task/$t/children ]; then '
+      'read -ra k < /proc/$t/task/$t/children; else k=($(pgrep -P "$t")); fi; '
+      'ps+=("${k[@]}"); done 2>/dev/null; '
       'snapshot "$s" "${ps[@]}" > "$1.tmp" 2>/dev/null; '
       '[ -z "$2" ] || [ -n "$seen" ] && mv -f "$1.tmp" "$1"; }',
   ]
 
 
 # The probe's own overhead is what it adds to the tool's run, so its waits
-# and clock reads fork nothing: `nap S` sleeps in bash's `read -t` on a pipe
-# that never gets data (a `sleep` child would need finding and killing at
-# the end: a pkill costs 40-100 ms on a busy 2-core machine), and `stamp`
-# sets $t to the time ($(now) is a fork each).
+# fork nothing: `nap S` sleeps in bash's `read -t` on a pipe that never gets
+# data (a `sleep` child would need finding and killing at the end: a pkill
+# costs 40-100 ms on a busy 2-core machine).
 _NAP = [
     'exec {nap_fd}<> <(:)',
     'nap() { read -rt "$1" -u "$nap_fd" _; }',
-    'stamp() { t=${EPOCHREALTIME/,/.}; [ -n "$t" ] || t=$(date +%s.%N); }',
 ]
 
 
@@ -203,13 +199,6 @@ def ParseBundle(text: str) -> Dict[str, str]:
   return parts
 
 
-def RunRoot(vm) -> str:
-  """The directory every process of the run works under on `vm`: the
-  parent of its recorded scratch directory (the run's workspace there,
-  shared by its VMs on one machine: run_scope)."""
-  return posixpath.dirname(vm.scratch_dir.rstrip('/'))
-
-
 def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              timeout_s: float, cpu_window_s: Optional[float] = None,
              secret: Optional[str] = None, files: Sequence[str] = (),
@@ -230,7 +219,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   else:
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
-                  files, sample_every_s, RunRoot(vm))
+                  files, sample_every_s, client_cpu.RunRoot(vm))
   # In the run record before it starts, its process group written down as
   # it starts, so cleanup and teardown can stop whatever of it outlives the
   # run (probe_processes).

@@ -1,19 +1,14 @@
 """Runs one probe across every client VM at once and combines the results.
 
 Each client VM runs its load generator against every shard endpoint (or, in
-cluster mode, against the cluster through one seed endpoint). The client VMs'
-measurements are combined by `measurement.Combine` (throughputs add up,
-latency weighted by operation counts, histograms merged). The client's CPU is
-measured over the load window (concurrent.RunProbe; around the probe when a
-generator gives no window): the load generator's threads' on-CPU time and
-waits, affinity, cgroup quota and throttling (client_cpu.py), and every
-probe is named its limit by the one rule (attribution.py, through
-interference.Sampled, which also reads the server VMs' side): a client
-limit is flagged (`client_saturated`, `client_saturated_by`), not mistaken
-for the server's, on every kind of VM. With `interference` (load_generators/interference.py)
-each probe is also bracketed by samplers of the CPU that processes foreign to
-the run used on its cores (steal time on VMs): `foreign_cpu_pct` and
-`interference` in the probe's metadata.
+cluster mode, against the cluster through one seed endpoint); the VMs'
+measurements are combined by `measurement.Combine`. The client's CPU is
+measured over the load window (client_cpu.py; around the probe when a
+generator gives no window), and every probe is named its limit by the one
+rule (attribution.py, through interference.Sampled, which also reads the
+server VMs' side and the foreign CPU on the run's cores): a client limit is
+flagged (`client_saturated`, `client_saturated_by`), not mistaken for the
+server's.
 """
 
 import concurrent.futures

@@ -59,16 +59,12 @@ class StealSampler:
 
 
 class ServerCpuSampler:
-  """A server VM's processes (the shards) over a probe: their threads'
-  on-CPU time and waits, affinity, cgroup quota and throttling, and the
-  foreign CPU on their cores (attribution.py reads them).
+  """A server VM's processes (the shards) over a probe, as a client_cpu
+  side (attribution.py reads it).
 
   Start launches a bounded background loop on the VM (client_cpu.
-  SamplerScript: a snapshot every `interval_s`, one round trip, no waiting
-  for it); Stop signals it, takes the series back in one round trip and
-  picks the snapshots that cover the probe's load window (the client's
-  wall-clock window, when given). The same shell runs on every kind of VM
-  (Local runs it as a local command).
+  SamplerScript), one round trip; Stop signals it and takes the series back
+  in one more; Side picks the snapshots that cover the probe's load window.
   """
 
   INTERVAL_S = 0.2
@@ -94,20 +90,16 @@ class ServerCpuSampler:
     self._count += 1
     base = f'{self.vm.scratch_dir}/server-cpu-{os.getpid()}-{self._count}'
     self._base = base
-    root = os.path.dirname(self.vm.scratch_dir.rstrip('/'))
-    # Recorded before it starts, its group written down as it starts: a run
-    # that never gets to Stop (SIGINT mid-probe, kill -9 of pkb) has cleanup
-    # or teardown kill it, instead of leaving it sampling on the server
-    # until the VM goes.
+    root = client_cpu.RunRoot(self.vm)
+    # In the run record, its group written down as it starts: a run that
+    # never gets to Stop (SIGINT, kill -9 of pkb) has teardown kill it.
     self._probe = probe_processes.Mark(self.vm, 'server-cpu')
     script = self._probe.prefix + client_cpu.SamplerScript(
         self._pids_used, base, self.INTERVAL_S, self.max_s, root)
     q = shlex.quote
-    # Started from the run's root, above the VM's directory (its paths are
-    # absolute): teardown does not remove a VM's directory while a process
-    # works in it (run_scope), and under the run's root the sampler is still
-    # the run's own to the foreign-process scan.
-    # `head -n1` returns with its `ready`: Stop then finds it running.
+    # Started from the run's root, not the VM's directory (teardown does not
+    # remove a directory a process works in), so still the run's own to the
+    # foreign scan. `head -n1` returns with its `ready`.
     self.vm.RemoteCommand(
         f'cat > {q(base + ".sh")} && cd {q(root)} && '
         f'{{ setsid bash {q(base + ".sh")} 2> /dev/null < /dev/null & }} | '
@@ -167,8 +159,8 @@ class ProbeInterference:
     self.threshold_pct = threshold_pct
     self.steal_from_probes = steal_from_probes
     self.from_sides = from_sides
-    self._starting: List[concurrent.futures.Future] = []
-    self._servers_running: List[concurrent.futures.Future] = []
+    # Each sampler's, then each server's, Start (and planned Stop).
+    self._running: List[concurrent.futures.Future] = []
     self._stop_now = threading.Event()
     self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
@@ -186,12 +178,8 @@ class ProbeInterference:
     self._stop_now = threading.Event()
     after = (None if stop_after_s is None else
              stop_after_s + self.STOP_MARGIN_S)
-    self._starting = [
-        self._Pool().submit(self._Run, s, after, self._stop_now)
-        for s in self.samplers]
-    self._servers_running = [
-        self._Pool().submit(self._Run, s, after, self._stop_now)
-        for s in self.servers]
+    self._running = [self._Pool().submit(self._Run, s, after, self._stop_now)
+                     for s in (*self.samplers, *self.servers)]
 
   _NOT_STOPPED = object()
 
@@ -229,9 +217,10 @@ class ProbeInterference:
     self._stop_now.set()
     servers = [self._Pool().submit(self._Stopped, s, f,
                                    lambda text, s=s: s.Side(text, window))
-               for s, f in zip(self.servers, self._servers_running)]
+               for s, f in zip(self.servers,
+                               self._running[len(self.samplers):])]
     stops = [self._Pool().submit(self._Stopped, s, f)
-             for s, f in zip(self.samplers, self._starting)]
+             for s, f in zip(self.samplers, self._running)]
     sides = [side for side in (f.result() for f in servers) if side]
     figures = [f.result() for f in stops]
     if self.steal_from_probes:
