@@ -49,7 +49,8 @@ def _GroupFiles(scratch_dir: str, mark: str) -> str:
 def GroupScript(scratch_dir: str, mark: str) -> str:
   """bash that writes "<group id> <leader start>" of the shell's own
   process group to a file of the mark (its name ends in the shell's PID)."""
-  return (f'{process_stat.SHELL}pstat $$; __g=${{pf[2]}}; pstat "$__g"; '
+  return (f'{process_stat.SHELL}pstat $$; __g=${{pf[2]}}; '
+          'pstat "$__g" || pf=(); '
           f'echo "$__g ${{pf[19]}}" > {_GroupFiles(scratch_dir, mark)}$$; '
           'unset __g pf; ')
 
