@@ -171,7 +171,7 @@ class Limit:
     return {KEY: self.name, DETAIL_KEY: self.detail, **dict(self.figures)}
 
 
-def _Pct(x: Optional[float]) -> Optional[float]:
+def Pct(x: Optional[float]) -> Optional[float]:
   return None if x is None else round(100.0 * x, 1)
 
 
@@ -186,7 +186,7 @@ def _Quota(side: SideCpu) -> Optional[str]:
     return None
   quota = ('' if side.quota_cores is None else
            f'quota {_Cpus(side.quota_cores)}, ')
-  return (f'{side.side} cgroup throttled in {_Pct(side.throttled_fraction):g}'
+  return (f'{side.side} cgroup throttled in {Pct(side.throttled_fraction):g}'
           f' % of its {side.periods} CPU periods ({quota}'
           f'{side.throttled_s:.2f} s throttled over {side.window_s:.1f} s)')
 
@@ -206,17 +206,17 @@ def _Cpu(side: SideCpu) -> Optional[str]:
   hot = max(candidates, key=lambda t: t.on_cpu, default=None)
   label = 'main thread' if side.side == 'server' else 'thread'
   if hot is not None and hot.on_cpu >= bar:
-    return (f'{side.side} {label} {hot.name} on a CPU {_Pct(hot.on_cpu):g} % '
-            f'of the window ({_Pct(hot.on_cpu / one):g} % of {_OfWhat(side)})')
+    return (f'{side.side} {label} {hot.name} on a CPU {Pct(hot.on_cpu):g} % '
+            f'of the window ({Pct(hot.on_cpu / one):g} % of {_OfWhat(side)})')
   workers = side.workers
   if side.side == 'server' and workers and all(
       w.on_cpu >= bar for w in workers):
     low = min(w.on_cpu for w in workers)
     return (f'all {len(workers)} server worker threads on a CPU >= '
-            f'{_Pct(low / one):g} % of {_OfWhat(side)}')
+            f'{Pct(low / one):g} % of {_OfWhat(side)}')
   allowed = side.allowed
   if allowed and side.used >= SATURATED_FRACTION * allowed:
-    return (f'{side.side} threads together used {_Pct(side.used / allowed):g}'
+    return (f'{side.side} threads together used {Pct(side.used / allowed):g}'
             f' % of the {_Cpus(allowed)} they may use')
   return None
 
@@ -227,21 +227,21 @@ def _Disturbed(side: SideCpu) -> Optional[str]:
       waited is None or waited.wait < WAIT_FRACTION):
     return None
   return (f'{side.side} thread {waited.name} waited for a CPU '
-          f'{_Pct(waited.wait):g} % of the window (on a CPU '
-          f'{_Pct(waited.on_cpu):g} %) while foreign processes used '
+          f'{Pct(waited.wait):g} % of the window (on a CPU '
+          f'{Pct(waited.on_cpu):g} %) while foreign processes used '
           f'{side.foreign_pct:g} % of its cores')
 
 
 def _Describe(side: SideCpu) -> str:
   if side.side == 'server' and side.mains:
     hot = max(side.mains, key=lambda t: t.on_cpu)
-    what = f'server main thread {_Pct(hot.on_cpu / side.one_thread):g} %'
+    what = f'server main thread {Pct(hot.on_cpu / side.one_thread):g} %'
   else:
     hot = side.busiest
     if hot is None:
       return f'{side.side}: no threads seen'
     what = (f'{side.side} busiest thread {hot.name} '
-            f'{_Pct(hot.on_cpu / side.one_thread):g} %')
+            f'{Pct(hot.on_cpu / side.one_thread):g} %')
   return what + f' of {_OfWhat(side)}'
 
 
@@ -262,16 +262,16 @@ def Figures(clients: Sequence[SideCpu], servers: Sequence[SideCpu]
                   key=lambda t: t.on_cpu, default=None)
     if busiest is not None:
       figures[f'{role}_busiest_thread'] = busiest.name
-      figures[f'{role}_busiest_thread_pct'] = _Pct(busiest.on_cpu)
-    figures[f'{role}_thread_wait_pct'] = _Pct(Worst(
+      figures[f'{role}_busiest_thread_pct'] = Pct(busiest.on_cpu)
+    figures[f'{role}_thread_wait_pct'] = Pct(Worst(
         lambda s: s.waited_most.wait if s.waited_most else None))
     if role == 'server':
-      figures['server_main_thread_pct'] = _Pct(Worst(
+      figures['server_main_thread_pct'] = Pct(Worst(
           lambda s: max((t.on_cpu for t in s.mains), default=None)))
-    figures[f'{role}_cpu_used_pct'] = _Pct(Worst(lambda s: s.used_fraction))
+    figures[f'{role}_cpu_used_pct'] = Pct(Worst(lambda s: s.used_fraction))
     figures[f'{role}_cpu_allowed'] = Worst(lambda s: s.allowed)
     figures[f'{role}_cpu_quota'] = Worst(lambda s: s.quota_cores)
-    figures[f'{role}_throttled_pct'] = _Pct(Worst(
+    figures[f'{role}_throttled_pct'] = Pct(Worst(
         lambda s: s.throttled_fraction if s.periods else None))
     figures[f'{role}_throttled_s'] = Worst(
         lambda s: round(s.throttled_s, 3) if s.periods else None)

@@ -256,18 +256,18 @@ class ClientCpu:
 
   def Metadata(self) -> Dict[str, object]:
     """The sample metadata keys (client_cpu_busy_pct comes separately)."""
-    def Pct(x):
-      return None if x is None else round(100 * x, 1)
     metadata: Dict[str, object] = {}
     if self.busiest_thread_fraction is not None:
       metadata.update({
           'client_busiest_thread': self.busiest_thread,
-          'client_busiest_thread_pct': Pct(self.busiest_thread_fraction),
-          'client_busiest_thread_runnable_pct': Pct(
+          'client_busiest_thread_pct': attribution.Pct(
+              self.busiest_thread_fraction),
+          'client_busiest_thread_runnable_pct': attribution.Pct(
               self.busiest_thread_runnable_fraction),
           'client_threads_seen': self.threads_seen})
     if self.busiest_core_fraction is not None:
-      metadata['client_busiest_core_pct'] = Pct(self.busiest_core_fraction)
+      metadata['client_busiest_core_pct'] = attribution.Pct(
+          self.busiest_core_fraction)
     return metadata
 
 
@@ -435,12 +435,6 @@ def _Steal(before: Sequence[float], after: Sequence[float]
   return 100.0 * (after[7] - before[7]) / total if total > 0 else None
 
 
-def _Rows(snap: Snapshot, cpu_set: Optional[Sequence[int]]) -> List[str]:
-  if cpu_set:
-    return [f'cpu{c}' for c in cpu_set if f'cpu{c}' in snap.cores]
-  return sorted(k for k in snap.cores if k != 'cpu')
-
-
 def _Sum(snap: Snapshot, rows: Iterable[str]) -> Tuple[float, ...]:
   values = [snap.cores[r] for r in rows if r in snap.cores]
   return tuple(sum(column) for column in zip(*values)) if values else ()
@@ -479,10 +473,6 @@ def _ThreadRows(before: Snapshot, after: Snapshot,
     rows.append((t1, min(1.0, max(0.0, on_cpu)),
                  min(1.0, max(0.0, waiting))))
   return rows
-
-
-def _Online(snap: Snapshot) -> List[int]:
-  return sorted(int(k[3:]) for k in snap.cores if k[3:].isdigit())
 
 
 def _Cgroup(before: Snapshot, after: Snapshot, pid: int
@@ -541,7 +531,7 @@ def SideOf(before: Snapshot, after: Snapshot, side: str,
     return None
   window = after.uptime_s - before.uptime_s
   processes = sorted({t.pid for t, _, _ in rows})
-  online = set(_Online(after))
+  online = {int(k[3:]) for k in after.cores if k[3:].isdigit()}
   allowed: set = set()
   for pid in processes:
     allowed.update(after.affinity.get(pid, ()))
@@ -602,8 +592,8 @@ def Measure(before: Snapshot, after: Snapshot,
   busy = _Busy(_Sum(before, whole), _Sum(after, whole))
   steal = _Steal(_Sum(before, whole), _Sum(after, whole))
   cores = []
-  for row in _Rows(after, cpu_set):
-    if row in before.cores:
+  for row in ([f'cpu{c}' for c in cpu_set] if cpu_set else after.cores):
+    if row != 'cpu' and row in before.cores and row in after.cores:
       fraction = _Busy(before.cores[row], after.cores[row])
       if fraction is not None:
         cores.append((fraction, row))

@@ -290,6 +290,8 @@ def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],
   figures, servers = probe.StopAll(max(steal, default=None), None,
                                    [c.side for c in cpus if c.side])
   return result, figures, servers
+
+
 def Attributed(m: measurement.Measurement,
                servers: Sequence[attribution.SideCpu] = ()
                ) -> measurement.Measurement:
