@@ -58,15 +58,11 @@ def CheckOsType(os_type: str) -> None:
       f'{", ".join(SUPPORTED_OS_TYPES)}.')
 
 
-def IsArm64(machine_type: str) -> bool:
-  return machine_type.split('-', 1)[0] in ARM64_SERIES
-
-
 def FamilyFor(os_type: str, machine_type: str) -> ImageFamily:
   CheckOsType(os_type)
   project, x86_family, arm_family = _FAMILIES[os_type]
-  return ImageFamily(project,
-                     arm_family if IsArm64(machine_type) else x86_family)
+  arm64 = machine_type.split('-', 1)[0] in ARM64_SERIES
+  return ImageFamily(project, arm_family if arm64 else x86_family)
 
 
 def ResolveImage(clients, family: ImageFamily) -> str:

@@ -50,10 +50,6 @@ class InstanceConfig:
   placement_policy_url: Optional[str] = None
 
 
-def MachineTypeUrl(project: str, zone: str, machine_type: str) -> str:
-  return f'projects/{project}/zones/{zone}/machineTypes/{machine_type}'
-
-
 def BuildInstance(name: str, config: InstanceConfig, image_link: str,
                   ssh_user: str, public_key: str) -> compute_v1.Instance:
   """The instances.insert body for one VM of the run."""
@@ -75,8 +71,8 @@ def BuildInstance(name: str, config: InstanceConfig, image_link: str,
     nic.subnetwork = config.subnetwork_url
   instance = compute_v1.Instance(
       name=name,
-      machine_type=MachineTypeUrl(config.project, config.zone,
-                                  config.machine_type),
+      machine_type=(f'projects/{config.project}/zones/{config.zone}/'
+                    f'machineTypes/{config.machine_type}'),
       disks=[boot_disk],
       network_interfaces=[nic],
       tags=compute_v1.Tags(items=list(config.tags)),
