@@ -361,7 +361,7 @@ def test_unsupported_os_type_is_one_clear_line(fake, tmp_path, os_type):
     gcp_provider.CheckPrerequisites(_Flags(os_type=os_type))
   message = str(raised.value)
   assert '\n' not in message
-  assert f'--os_type={os_type} is not supported' in message
+  assert f'--os_type={os_type} is not available on GCP' in message
   assert 'debian12, debian13, rocky9, ubuntu2204, ubuntu2404' in message
   with pytest.raises(errors.UsageError):
     _Run(fake, tmp_path, os_type=os_type).Construct()

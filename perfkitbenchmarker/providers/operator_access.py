@@ -1,14 +1,15 @@
-"""What every cloud provider shares about the operator and the run's lifetime.
+"""What every cloud provider shares: the operator, the run's lifetime, OSes.
 
 SSH to a run's VMs is opened only to the operator's own address, which is
 never guessed and never the whole internet; every resource carries the run's
-expiry so an external sweeper can find strays. Providers call these instead
-of keeping their own copies.
+expiry so an external sweeper can find strays; an --os_type no cloud offers
+is refused in one line that says why. Providers call these instead of
+keeping their own copies.
 """
 
 import datetime
 import ipaddress
-from typing import Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 
@@ -62,3 +63,30 @@ def ExpiryStamp(now_s: float, timeout_minutes: Optional[float]) -> str:
   expiry = datetime.datetime.fromtimestamp(
       now_s + timeout_minutes * 60, tz=datetime.timezone.utc)
   return expiry.strftime('%Y%m%dt%H%Mz')
+
+
+# Known os_types past their end of life, with when it was: refused by every
+# cloud with the reason.
+RETIRED_OS_TYPES = {
+    'centos7': 'CentOS 7 reached end of life in June 2024',
+    'centos8': 'CentOS 8 reached end of life in December 2021',
+    'centos_stream8': 'CentOS Stream 8 reached end of life in May 2024',
+    'rhel7': 'RHEL 7 maintenance ended in June 2024',
+    'debian9': 'Debian 9 reached end of life in June 2022',
+    'debian10': 'Debian 10 reached end of life in June 2024',
+    'debian11': 'Debian 11 reached end of life in August 2026',
+    'ubuntu1604': 'Ubuntu 16.04 standard support ended in April 2021',
+    'ubuntu1804': 'Ubuntu 18.04 standard support ended in May 2023',
+    'ubuntu2004': 'Ubuntu 20.04 standard support ended in May 2025',
+    'amazonlinux2': 'Amazon Linux 2 support ends in June 2026',
+}
+
+
+def OsTypeRefused(os_type: str, cloud: str,
+                  offered: Iterable[str]) -> errors.UsageError:
+  """The one-line error for an --os_type `cloud` does not offer."""
+  reason = RETIRED_OS_TYPES.get(os_type)
+  why = f' ({reason})' if reason else ''
+  return errors.UsageError(
+      f'--os_type={os_type} is not available on {cloud}{why}; use one of: '
+      f'{", ".join(sorted(offered))}.')

@@ -9,8 +9,8 @@ architecture is checked against the machine's before anything is created.
 
 Extension seam: a new OS is one `OsImage` entry in OS_IMAGES (its parameter
 path with an {arch} placeholder, its names for the two architectures, its
-login user). Retired systems go in RETIRED, so --os_type names them with the
-reason instead of failing in the cloud.
+login user). Retired systems are refused with the reason
+(operator_access.RETIRED_OS_TYPES) instead of failing in the cloud.
 """
 
 import dataclasses
@@ -18,6 +18,7 @@ from typing import Dict, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.providers.aws import api
+from perfkitbenchmarker.providers import operator_access
 
 ARM64 = 'arm64'
 X86_64 = 'x86_64'
@@ -51,29 +52,12 @@ OS_IMAGES: Dict[str, OsImage] = {
     'amazonlinux2023': _AL2023,  # PKB's name for it.
 }
 
-RETIRED: Dict[str, str] = {
-    'centos7': 'CentOS 7 reached end of life in June 2024',
-    'centos8': 'CentOS 8 reached end of life in December 2021',
-    'centos_stream8': 'CentOS Stream 8 reached end of life in May 2024',
-    'ubuntu1604': 'Ubuntu 16.04 is out of standard support',
-    'ubuntu1804': 'Ubuntu 18.04 is out of standard support',
-    'ubuntu2004': 'Ubuntu 20.04 left standard support in May 2025',
-    'debian9': 'Debian 9 is end of life',
-    'debian10': 'Debian 10 is end of life',
-    'debian11': 'Debian 11 is in its last (LTS) years; use debian12',
-    'amazonlinux2': 'Amazon Linux 2 ends support in 2026; use al2023',
-}
-
 
 def OsImageFor(os_type: str) -> OsImage:
   """The OsImage of --os_type; a one-line UsageError naming the choices."""
   if os_type in OS_IMAGES:
     return OS_IMAGES[os_type]
-  reason = RETIRED.get(os_type)
-  why = f' ({reason})' if reason else ''
-  raise errors.UsageError(
-      f'--os_type={os_type} is not available on AWS{why}; use one of: '
-      f'{", ".join(sorted(OS_IMAGES))}.')
+  raise operator_access.OsTypeRefused(os_type, 'AWS', OS_IMAGES)
 
 
 def ParameterName(os_type: str, architecture: str) -> str:

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Dict, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker.providers import operator_access
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,19 +30,6 @@ _FAMILIES: Dict[str, Tuple[str, str, str]] = {
                    'ubuntu-2404-lts-arm64'),
     'rocky9': ('rocky-linux-cloud', 'rocky-linux-9', 'rocky-linux-9-arm64'),
 }
-# Known os_types that are past their end of life, with when it was.
-_END_OF_LIFE = {
-    'centos7': 'CentOS 7 reached end of life in June 2024',
-    'centos8': 'CentOS 8 reached end of life in December 2021',
-    'centos_stream8': 'CentOS Stream 8 reached end of life in May 2024',
-    'rhel7': 'RHEL 7 maintenance ended in June 2024',
-    'debian9': 'Debian 9 reached end of life in June 2022',
-    'debian10': 'Debian 10 reached end of life in June 2024',
-    'debian11': 'Debian 11 reached end of life in August 2026',
-    'ubuntu1604': 'Ubuntu 16.04 standard support ended in April 2021',
-    'ubuntu1804': 'Ubuntu 18.04 standard support ended in May 2023',
-    'ubuntu2004': 'Ubuntu 20.04 standard support ended in May 2025',
-}
 # Machine series whose CPUs are Arm64 and need the Arm64 image.
 ARM64_SERIES = ('t2a', 'c4a')
 
@@ -49,13 +37,8 @@ SUPPORTED_OS_TYPES = tuple(sorted(_FAMILIES))
 
 
 def CheckOsType(os_type: str) -> None:
-  if os_type in _FAMILIES:
-    return
-  why = _END_OF_LIFE.get(os_type)
-  reason = f': {why}' if why else ''
-  raise errors.UsageError(
-      f'--os_type={os_type} is not supported on GCP{reason}; use one of '
-      f'{", ".join(SUPPORTED_OS_TYPES)}.')
+  if os_type not in _FAMILIES:
+    raise operator_access.OsTypeRefused(os_type, 'GCP', _FAMILIES)
 
 
 def FamilyFor(os_type: str, machine_type: str) -> ImageFamily:
