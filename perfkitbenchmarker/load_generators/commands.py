@@ -2,8 +2,7 @@
 
 Extension seam: every builder is a pure function from `base.Endpoint`,
 `base.Workload`, `measurement.Load` and paths to an argv list; a load
-generator runs the list on its client VM (logging it through `MaskSecrets`).
-Nothing here executes anything, so each flag is covered by unit tests.
+generator runs the list on its client VM. Nothing here executes anything, so each flag is covered by unit tests.
 
 Key names each tool reads differ, so a preload must suit the tool probing:
   * memtier_benchmark: `<key_prefix><i>` for i in [key_minimum, key_maximum],
@@ -16,13 +15,11 @@ Key names each tool reads differ, so a preload must suit the tool probing:
 """
 
 import dataclasses
-import shlex
-from typing import Iterable, Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
 
-MASK = '****'
 REDIS_BENCHMARK_KEY_WIDTH = 12  # Digits of __rand_int__ in redis-benchmark.
 PRELOAD_CHUNK_BYTES = 1 << 20  # RESP text per write to redis-cli --pipe.
 
@@ -166,7 +163,6 @@ def RedisBenchmarkCommand(path: str, endpoint: base.Endpoint,
                           password: Optional[str], test: str, clients: int,
                           threads: int, pipeline: int, requests: int,
                           data_size: int, key_space: int, cluster_mode: bool,
-                          csv: bool = True,
                           user: Optional[str] = None) -> List[str]:
   """One redis-benchmark test ('set' or 'get') over `key_space` random keys.
 
@@ -182,8 +178,6 @@ def RedisBenchmarkCommand(path: str, endpoint: base.Endpoint,
           '--threads', str(threads)]
   if cluster_mode:
     argv.append('--cluster')
-  if csv:
-    argv.append('--csv')
   return argv
 
 
@@ -293,14 +287,3 @@ def RedisCliPipeCommand(redis_cli_path: str, endpoint: base.Endpoint,
     argv.append('--no-auth-warning')
   return argv + ['--pipe']
 
-
-def MaskSecrets(argv: Sequence[str], secrets: Iterable[Optional[str]]) -> str:
-  """`argv` as a shell-quoted line with every secret replaced by '****'."""
-  # Longest first, so a secret containing another is masked whole.
-  ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
-  masked = []
-  for arg in argv:
-    for secret in ordered:
-      arg = arg.replace(secret, MASK)
-    masked.append(arg)
-  return shlex.join(masked)

@@ -19,7 +19,7 @@ that ratio with memtier's median).
 The Redis on Flash I4i study's 85 % case (771,141,855 keys, RAM:flash 20:80)
 published --key-stddev=50358491; this formula gives 53,568,947 (6.4 % wider,
 an 87.4 % hit ratio for theirs). The study does not say how it derived its
-figure; `HitRatio` gives the ratio any stddev implies, so both can be shown.
+figure.
 """
 
 import dataclasses
@@ -87,15 +87,6 @@ def GaussianStddevForHitRatio(key_minimum: int, key_maximum: int,
         'keys outside it. Raise '
         'the hit ratio or lower the RAM fraction.')
   return stddev
-
-
-def HitRatio(key_minimum: int, key_maximum: int, ram_fraction: float,
-             stddev: float) -> float:
-  """The RAM hit ratio a --key-stddev gives (the inverse of the above)."""
-  if stddev <= 0:
-    raise ValueError(f'stddev={stddev} must be positive.')
-  window = ram_fraction * (key_maximum - key_minimum + 1)
-  return float(2 * _NORMAL.cdf(window / (2 * stddev)) - 1)
 
 
 def GaussianForHitRatio(key_minimum: int, key_maximum: int,

@@ -217,7 +217,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
             threads=threads, pipeline=load.pipeline,
             requests=self._Requests(test, connections, duration_s),
             data_size=workload.data_size, key_space=workload.key_count,
-            cluster_mode=workload.cluster_mode, csv=False))
+            cluster_mode=workload.cluster_mode))
         tests.append((endpoint, test, connections))
     groups = [f'{endpoint.host}:{endpoint.port}' for endpoint, _, _ in tests]
     run = concurrent.RunProbe(

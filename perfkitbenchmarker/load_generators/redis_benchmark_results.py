@@ -1,9 +1,9 @@
-"""Parses redis-benchmark output (redis-tools 7.0) into measurements.
+"""Parses redis-benchmark's default report (redis-tools 7.0) into measurements.
 
-Extension seam: each output shape redis-benchmark can print (`--csv`, the
-default report, `-q`) has a parser that yields `RedisBenchmarkTestResult`s;
-`CombineConcurrent` turns the results of processes run side by side into one
-`measurement.Measurement`. Nothing here runs a tool or reads a flag.
+`ParseOutput` yields one `RedisBenchmarkTestResult` per test block (the
+shape the probes ask for: no `--csv`, no `-q`); `CombineConcurrent` turns the
+results of processes run side by side into one `measurement.Measurement`.
+Nothing here runs a tool or reads a flag.
 
 Why the latency is recomputed: redis-benchmark is one event loop per thread
 and saturates its own CPU near 100k requests/s; the latency it reports leaves
@@ -14,7 +14,6 @@ latency of a `Measurement` is outstanding requests / throughput; the tool's
 own figures are kept in the metadata, labelled as tool-reported.
 """
 
-import csv
 import dataclasses
 import math
 import re
@@ -24,28 +23,7 @@ from perfkitbenchmarker import measurement
 
 LOAD_GENERATOR = 'redis-benchmark'
 
-_PROGRESS = re.compile(
-    r'(?P<test>[^\r\n:]+): rps=(?P<rps>\S+) \(overall: (?P<overall_rps>\S+)\) '
-    r'avg_msec=(?P<avg>\S+) \(overall: (?P<overall_avg>[^)\s]+)\)')
-_QUIET_FINAL = re.compile(
-    r'(?P<test>[^\r\n:]+): (?P<rps>[\d.]+) requests per second'
-    r'(?:, p50=(?P<p50>[\d.]+) msec)?')
 _PERCENTILE_LINE = re.compile(r'([\d.]+)% <= ([\d.]+) milliseconds')
-
-
-def _Segments(text: str) -> List[str]:
-  """Output lines; progress updates are separated by carriage returns."""
-  return [s.strip() for s in re.split(r'[\r\n]', text)]
-
-
-@dataclasses.dataclass(frozen=True)
-class RedisBenchmarkProgress:
-  """One progress line: 'SET: rps=... (overall: ...) avg_msec=... (...)'."""
-  test: str
-  rps: float
-  overall_rps: float
-  avg_latency_ms: float
-  overall_avg_latency_ms: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +31,7 @@ class RedisBenchmarkTestResult:
   """What redis-benchmark reported for one test (SET, GET, ...).
 
   Latencies are the tool's own (see the module docstring); None where the
-  output shape does not carry them. `source` names the shape parsed.
+  report does not carry them.
   """
   test: str
   rps: float
@@ -67,7 +45,6 @@ class RedisBenchmarkTestResult:
   requests: Optional[int] = None
   seconds: Optional[float] = None
   clients: Optional[int] = None
-  source: str = 'csv'
 
 
 def _Float(text: str) -> Optional[float]:
@@ -76,28 +53,6 @@ def _Float(text: str) -> Optional[float]:
   except ValueError:
     return None
   return None if math.isnan(value) else value
-
-
-def ParseCsv(text: str) -> List[RedisBenchmarkTestResult]:
-  """Parses `--csv` output, skipping a cluster-mode preamble if present."""
-  lines = text.splitlines()
-  starts = [i for i, line in enumerate(lines) if line.startswith('"test"')]
-  if not starts:
-    raise ValueError('No redis-benchmark CSV header found')
-  results = []
-  for row in csv.DictReader(lines[starts[0]:]):
-    if not row.get('test') or row.get('rps') is None:
-      continue
-    results.append(RedisBenchmarkTestResult(
-        test=row['test'], rps=float(row['rps']),
-        avg_latency_ms=_Float(row.get('avg_latency_ms', '')),
-        min_latency_ms=_Float(row.get('min_latency_ms', '')),
-        p50_latency_ms=_Float(row.get('p50_latency_ms', '')),
-        p95_latency_ms=_Float(row.get('p95_latency_ms', '')),
-        p99_latency_ms=_Float(row.get('p99_latency_ms', '')),
-        max_latency_ms=_Float(row.get('max_latency_ms', '')),
-        source='csv'))
-  return results
 
 
 def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
@@ -128,64 +83,19 @@ def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
   # The first line at or past 99.9 % bounds p99.9 from above, like the tool's
   # own percentiles, which are read off the same histogram.
   p999 = next((ms for pct, ms in distribution if pct >= 99.9), None)
-  return RedisBenchmarkTestResult(test=test, p999_latency_ms=p999,
-                                  source='plain', **fields)
+  return RedisBenchmarkTestResult(test=test, p999_latency_ms=p999, **fields)
 
 
-def ParsePlain(text: str) -> List[RedisBenchmarkTestResult]:
-  """Parses the default report: one block per test, progress lines ignored."""
+def ParseOutput(text: str) -> List[RedisBenchmarkTestResult]:
+  """One result per '====== TEST ======' block; progress lines and a
+  cluster preamble are ignored."""
   blocks = []
-  for line in _Segments(text):
+  for line in (s.strip() for s in re.split(r'[\r\n]', text)):
     if match := re.fullmatch(r'====== (.+) ======', line):
       blocks.append((match.group(1), []))
     elif blocks and line:
       blocks[-1][1].append(line)
   return [_PlainBlock(test, lines) for test, lines in blocks]
-
-
-def LastProgress(text: str, test: Optional[str] = None
-                 ) -> Optional[RedisBenchmarkProgress]:
-  """The last complete progress line with numeric overall figures (of
-  `test`, if given)."""
-  last = None
-  for segment in _Segments(text):
-    match = _PROGRESS.fullmatch(segment)  # Not one cut off mid-line.
-    values = match and [_Float(match.group(g)) for g in
-                        ('rps', 'overall_rps', 'avg', 'overall_avg')]
-    # The first update is '-nan'.
-    if values and None not in values and values[1] > 0 and test in (
-        None, match.group('test')):
-      last = RedisBenchmarkProgress(match.group('test'), *values)
-  return last
-
-
-def ParseQuiet(text: str) -> List[RedisBenchmarkTestResult]:
-  """Parses `-q` output: final rps and p50 per test.
-
-  The average latency is the overall figure of the test's last progress
-  line, the only average `-q` prints (a few hundred ms before the end).
-  """
-  results = []
-  for segment in _Segments(text):
-    match = _QUIET_FINAL.fullmatch(segment)
-    if match:
-      test = match.group('test')
-      last = LastProgress(text, test)
-      results.append(RedisBenchmarkTestResult(
-          test=test, rps=float(match.group('rps')),
-          p50_latency_ms=_Float(match.group('p50') or ''),
-          avg_latency_ms=last.overall_avg_latency_ms if last else None,
-          source='quiet'))
-  return results
-
-
-def ParseOutput(text: str) -> List[RedisBenchmarkTestResult]:
-  """Parses whichever shape `text` has (CSV, default report or `-q`)."""
-  if re.search(r'^"test","rps"', text, re.MULTILINE):
-    return ParseCsv(text)
-  if '====== ' in text:
-    return ParsePlain(text)
-  return ParseQuiet(text)
 
 
 def _Max(values: Iterable[Optional[float]]) -> Optional[float]:
@@ -239,7 +149,6 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
       'tests': ','.join(r.test for r in results),
       'test_rps': ','.join(f'{r.test}={r.rps:.2f}' for r in results),
       'tool_clients': None if None in clients else sum(clients),
-      'output_sources': ','.join(sorted({r.source for r in results})),
   }
   facts = {k: v for k, v in facts.items() if v is not None}
   facts.update(metadata or {})

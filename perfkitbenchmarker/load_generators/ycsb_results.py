@@ -48,8 +48,6 @@ class OperationStats:
   name: str
   operations: int
   average_us: Optional[float]
-  min_us: Optional[float]
-  max_us: Optional[float]
   p95_us: Optional[float]
   p99_us: Optional[float]
   return_codes: Mapping[str, int]
@@ -115,13 +113,9 @@ class YcsbResult:
     operations = []
     for section, fields in sections.items():
       count = fields.get('Operations', '0')
-      minimum = Stat(fields, 'MinLatency(us)')
       operations.append(OperationStats(
           name=section, operations=int(float(count)),
           average_us=Stat(fields, 'AverageLatency(us)'),
-          # An empty section prints Long.MAX_VALUE as its minimum.
-          min_us=minimum if minimum is not None and minimum < 2**62 else None,
-          max_us=Stat(fields, 'MaxLatency(us)'),
           p95_us=Stat(fields, '95thPercentileLatency(us)'),
           p99_us=Stat(fields, '99thPercentileLatency(us)'),
           return_codes=dict(codes.get(section, {}))))
