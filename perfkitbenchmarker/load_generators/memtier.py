@@ -238,31 +238,10 @@ class MemtierGenerator(base.LoadGenerator):
                    staircase_step_duration_s=staircase.step_duration_s)
       if self.last_raw_output:
         facts[evidence.METADATA_KEY] = self.last_raw_output
-      steps.append(_Sum(parts, step_load, facts))
+      # Processes side by side: rates add, latency is weighted by
+      # operations, percentiles are the worst process's (labelled).
+      step = measurement.Combine(parts, step_load)
+      steps.append(dataclasses.replace(step,
+                                       metadata={**step.metadata, **facts}))
     return steps
 
-
-def _Sum(parts: Sequence[measurement.Measurement], load: measurement.Load,
-         facts: dict) -> measurement.Measurement:
-  """One step of processes that ran side by side: rates add, latency is
-  weighted by operations, percentiles are the worst process's (labelled)."""
-  ops = sum(p.ops for p in parts)
-  metadata = dict(parts[0].metadata)
-  metadata.update(facts)
-  if len(parts) > 1:
-    metadata['percentile_merge'] = 'max over client processes'
-
-  def Worst(attr):
-    values = [getattr(p, attr) for p in parts if getattr(p, attr) is not None]
-    return max(values) if values else None
-
-  return measurement.Measurement(
-      load=load, throughput=sum(p.throughput for p in parts),
-      average_latency_ms=sum(p.average_latency_ms * p.ops for p in parts) /
-      ops if ops else parts[0].average_latency_ms,
-      p50_latency_ms=Worst('p50_latency_ms'),
-      p99_latency_ms=Worst('p99_latency_ms'),
-      p999_latency_ms=Worst('p999_latency_ms'),
-      duration_s=max(p.duration_s for p in parts), ops=ops,
-      per_second=parts[0].per_second if len(parts) == 1 else (),
-      metadata=metadata)

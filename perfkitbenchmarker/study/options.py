@@ -171,7 +171,8 @@ class RedisStudyOptions:
         f.redis_server_version != 'distro'):
       engine_options.CheckLocalVersion(f.redis_engine,
                                        f.redis_server_version)
-    set_ratio, get_ratio = (int(x) for x in f.memtier_ratio.split(':'))
+    set_ratio, get_ratio = workload_options.ParseRatio(f.memtier_ratio,
+                                                       'memtier_ratio')
     options = cls(
         server=ServerOptions.FromFlags(f),
         workload=base.Workload(
@@ -224,10 +225,6 @@ class RedisStudyOptions:
 
 
 def _CheckWorkloadFlags(f) -> None:
-  if not re.fullmatch(r'\d+:\d+', f.memtier_ratio) or f.memtier_ratio == '0:0':
-    raise errors.UsageError(
-        f'--memtier_ratio="{f.memtier_ratio}" must be SET:GET like 1:1 or '
-        '1:10, not both zero.')
   if f.memtier_key_minimum > f.memtier_key_maximum:
     raise errors.UsageError(
         f'--memtier_key_minimum={f.memtier_key_minimum} is above '
