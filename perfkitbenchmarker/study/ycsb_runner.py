@@ -51,8 +51,8 @@ class YcsbDeployment:
   clients: Tuple[object, ...]
   installs: Tuple[ycsb_package.Installation, ...]
   password: str = dataclasses.field(repr=False)
-
   engine_settings: Tuple[Tuple[str, str], ...] = ()
+  replicas_per_primary: int = 0
 
 
 def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
@@ -61,7 +61,7 @@ def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
   (replicas, where an engine adds them, start after the primaries)."""
   if opts.server.cluster_mode:
     return [(processes[0].vm.internal_ip, processes[0].port)]
-  replicas = getattr(opts.server, 'replicas_per_primary', 0) or 0
+  replicas = opts.server.replicas_per_primary
   primaries = processes[:len(processes) // (1 + replicas)]
   return [(p.vm.internal_ip, p.port) for p in primaries]
 
@@ -120,16 +120,15 @@ def _Connected(spec, opts, engine, processes, password,
   return YcsbDeployment(engine.NAME,
                         engine.Version(spec.vm_groups['servers'][0]),
                         opts.server.cluster_mode, tuple(processes), clients,
-                        tuple(installs), password, tuple(settings))
+                        tuple(installs), password, tuple(settings),
+                        opts.server.replicas_per_primary)
 
 
 def SetMetadata(spec, dep: YcsbDeployment,
                 opts: ycsb_options.YcsbStudyOptions) -> None:
   spec.metadata.update(spec.GroupMetadata())
+  spec.metadata.update(results.EngineMetadata(dep))
   spec.metadata.update({
-      'engine': dep.engine, 'engine_version': dep.engine_version,
-      'engine_settings': ','.join(f'{k}={v}' for k, v in
-                                  dep.engine_settings) or 'default',
       'redis_server_version': dep.engine_version,
       'redis_total_num_processes': opts.server.shards_per_vm,
       'redis_shards_total': len(dep.processes),
