@@ -98,11 +98,8 @@ def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
 
 @dataclasses.dataclass(frozen=True)
 class StaircaseSpec:
-  """memtier's staircase ramp: clients per thread grow every step.
-
-  Second s runs clients_start + clients_step * (s // step_duration_s) clients
-  per thread, capped at the probe's -c (memtier requires clients_start < -c).
-  """
+  """memtier's staircase ramp: clients per thread grow every step, up to
+  the probe's -c (memtier requires clients_start < -c)."""
   clients_start: int
   clients_step: int
   step_duration_s: int
@@ -164,12 +161,9 @@ def RedisBenchmarkCommand(path: str, endpoint: base.Endpoint,
                           threads: int, pipeline: int, requests: int,
                           data_size: int, key_space: int, cluster_mode: bool,
                           user: Optional[str] = None) -> List[str]:
-  """One redis-benchmark test ('set' or 'get') over `key_space` random keys.
-
-  `-c` is the total of connections, spread over `--threads`. The keys read
-  are `key:%012d` below key_space (see the module docstring); preload them
-  with `RedisBenchmarkPreloadResp` so that every GET finds a value.
-  """
+  """One redis-benchmark test ('set' or 'get') over `key_space` random keys
+  (`RedisBenchmarkPreloadResp` writes them); `-c` is the total of
+  connections, spread over `--threads`."""
   if test not in ('set', 'get'):
     raise ValueError(f'Unsupported redis-benchmark test {test!r}')
   argv = [path, *_Connection(endpoint, password, '-h', user, '--user'),
@@ -187,9 +181,8 @@ def RespSetCommands(prefix: str, key_minimum: int, key_maximum: int,
 
   Feed the joined text to `redis-cli --pipe` (`RedisCliPipeCommand`): it
   writes each key exactly once, which `redis-benchmark -t set -r N` cannot
-  promise (it draws keys at random). `width` zero-pads i. The value is
-  `data_size` bytes of 'x'. redis-cli --pipe does not follow MOVED, so in a
-  cluster send each master only keys of its own slots.
+  promise (it draws keys at random). redis-cli --pipe does not follow MOVED,
+  so in a cluster send each master only keys of its own slots.
   """
   value = 'x' * data_size
   tail = f'${data_size}\r\n{value}\r\n'
@@ -224,12 +217,8 @@ class AuthenticatedStream:
 
 
 def RedisBenchmarkKeyPrefix(cluster_tag: Optional[str] = None) -> str:
-  """'key:' or, in cluster mode, 'key:{tag}:' for one master's tag.
-
-  redis-benchmark picks the tags at run time; they can be learnt from a short
-  `--cluster -t set -r 1` run, which leaves `key:{tag}:000000000000` on each
-  master.
-  """
+  """'key:' or, in cluster mode, 'key:{tag}:' for one master's tag (the
+  tool picks them; redis_benchmark.py learns them from a one-key run)."""
   return f'key:{{{cluster_tag}}}:' if cluster_tag else 'key:'
 
 

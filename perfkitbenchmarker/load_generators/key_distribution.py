@@ -51,14 +51,8 @@ def DefaultMedian(key_minimum: int, key_maximum: int) -> float:
 def GaussianStddevForHitRatio(key_minimum: int, key_maximum: int,
                               ram_fraction: float, hit_ratio: float,
                               median: Optional[float] = None) -> float:
-  """The --key-stddev whose RAM-resident hottest window gets `hit_ratio`.
-
-  Args:
-    key_minimum, key_maximum: the inclusive key range (memtier's flags).
-    ram_fraction: the share of the keys the server holds in RAM (0.2 for
-      RAM:flash 20:80).
-    hit_ratio: the share of requests that should find their key in RAM.
-    median: --key-median (default: memtier's, the middle of the range).
+  """The --key-stddev whose RAM-resident hottest window (`ram_fraction` of
+  the keys, 0.2 for RAM:flash 20:80) gets `hit_ratio` of the requests.
 
   Raises:
     ValueError: for fractions outside (0, 1), or a window so wide that the

@@ -139,13 +139,9 @@ class MemtierGenerator(base.LoadGenerator):
                                  len(endpoints))
 
   def _Run(self, endpoints, password, workload, load, test_time, staircase):
-    """Runs one memtier per endpoint.
-
-    Returns:
-      (json texts with the credentials masked, stdouts, the client cores'
-      busy fraction over the test time or None); `last_raw_output` names
-      the probe's evidence (evidence.py).
-    """
+    """Runs one memtier per endpoint (and process); returns the JSON texts
+    (credentials masked), the stdouts and the client's busy fraction over the
+    test time or None."""
     self._probes += 1
     requests = None if staircase else self.requests
     targets = [(e, i) for e in endpoints

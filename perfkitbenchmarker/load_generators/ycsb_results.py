@@ -64,17 +64,9 @@ class OperationStats:
 
 @dataclasses.dataclass(frozen=True)
 class YcsbResult:
-  """One YCSB run (a load or a transaction phase).
-
-  Attributes:
-    runtime_ms: the run's wall time as YCSB measured it.
-    throughput: overall operations per second.
-    operations: per operation type, in the order YCSB printed them (failed
-      sections included, CLEANUP left out).
-    stderr_errors: error lines YCSB printed on stderr (DB start failures).
-    cpu: the client's CPU while it ran (a client_cpu.ClientCpu from the
-      probe script), when measured.
-  """
+  """One YCSB run (a load or a transaction phase): `operations` in the
+  order YCSB printed them (failed sections included, CLEANUP left out),
+  `cpu` the client's (a client_cpu.ClientCpu) when measured."""
   runtime_ms: float
   throughput: float
   operations: Tuple[OperationStats, ...]

@@ -28,13 +28,8 @@ def StartReplicas(engine, servers: Sequence, primaries: Sequence,
                   cluster_mode: bool, shard_options: Callable, record,
                   start_port: int) -> List:
   """Starts `replicas` replicas per primary (`primaries` in VM order,
-  `shards_per_vm` each); standalone ones are attached with REPLICAOF.
-
-  Args:
-    shard_options: vm -> engines.redis_shard.ShardOptions for that VM.
-  Returns:
-    the replicas' run-record resources.
-  """
+  `shards_per_vm` each; `shard_options(vm)` their ShardOptions); standalone
+  ones are attached with REPLICAOF. Returns their run-record resources."""
   started = []
   for i, vm in enumerate(servers):
     own = primaries[i * shards_per_vm:(i + 1) * shards_per_vm]
