@@ -363,6 +363,34 @@ def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
       flag_values[name].value = value
 
 
+def RedisVmGroups(aws_machine_type: str = 'c6gn.16xlarge',
+                  client_vms: int = 1) -> str:
+  """The `vm_groups:` of a Redis benchmark's BENCHMARK_CONFIG (YAML, indented
+  for its section): one server VM (GCP t2d-standard-16, the T2D study's) and
+  `client_vms` client VMs (GCP n2-standard-32), of one type on AWS."""
+  return f"""  vm_groups:
+    servers:
+      vm_spec: &server_spec
+        Local:
+          machine_type: local
+          num_cpus: 1
+        GCP:
+          machine_type: t2d-standard-16
+          zone: us-central1-a
+        AWS:
+          machine_type: {aws_machine_type}
+          zone: us-east-1a
+      vm_count: 1
+    clients:
+      vm_spec:
+        <<: *server_spec
+        GCP:
+          machine_type: n2-standard-32
+          zone: us-central1-a
+      vm_count: {client_vms}
+"""
+
+
 def BenchmarkConfig(name: str, default_yaml: str, user_config: Mapping[str, Any],
                     flag_values) -> Dict[str, Any]:
   """A benchmark's GetConfig: its BENCHMARK_CONFIG < the user's config file <

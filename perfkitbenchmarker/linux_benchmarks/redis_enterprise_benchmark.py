@@ -37,37 +37,12 @@ from perfkitbenchmarker.enterprise import plan
 from perfkitbenchmarker.study import deployment
 
 BENCHMARK_NAME = 'redis_enterprise'
-BENCHMARK_CONFIG = """
+BENCHMARK_CONFIG = f"""
 redis_enterprise:
   description: >
     Latency-capped throughput of Redis Enterprise (Redis OSS on Local),
     memtier thread step-up from every client VM.
-  vm_groups:
-    servers:
-      vm_spec:
-        Local:
-          machine_type: local
-          num_cpus: 1
-        GCP:
-          machine_type: t2d-standard-16
-          zone: us-central1-a
-        AWS:
-          machine_type: c6gn.16xlarge
-          zone: us-east-1a
-      vm_count: 1
-    clients:
-      vm_spec:
-        Local:
-          machine_type: local
-          num_cpus: 1
-        GCP:
-          machine_type: n2-standard-32
-          zone: us-central1-a
-        AWS:
-          machine_type: c6gn.16xlarge
-          zone: us-east-1a
-      vm_count: 2
-  flags:
+{configs.RedisVmGroups(client_vms=2)}  flags:
     # Databases listen from here, inside the 10000-19999 of PEER_TCP_PORTS.
     redis_start_port: 12000
 """

@@ -39,35 +39,12 @@ from perfkitbenchmarker.study import shard_study
 from perfkitbenchmarker.study import workload_options
 
 BENCHMARK_NAME = 'redis_memtier'
-BENCHMARK_CONFIG = """
+BENCHMARK_CONFIG = f"""
 redis_memtier:
   description: >
     Latency-capped Redis throughput and throughput per dollar, measured
     with memtier_benchmark (or redis-benchmark where memtier is missing).
-  vm_groups:
-    servers:
-      vm_spec: &server_spec
-        Local:
-          machine_type: local
-          num_cpus: 1
-        GCP:
-          machine_type: t2d-standard-16
-          zone: us-central1-a
-        AWS:
-          machine_type: c6gn.16xlarge
-          zone: us-east-1a
-      vm_count: 1
-    clients:
-      vm_spec:
-        <<: *server_spec
-        GCP:
-          machine_type: n2-standard-32
-          zone: us-central1-a
-        AWS:
-          machine_type: c6gn.16xlarge
-          zone: us-east-1a
-      vm_count: 1
-  flags: {}
+{configs.RedisVmGroups()}  flags: {{}}
 """
 
 FLAGS = flags.FLAGS

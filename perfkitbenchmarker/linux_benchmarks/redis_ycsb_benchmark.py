@@ -31,35 +31,12 @@ from perfkitbenchmarker.study import ycsb_options
 from perfkitbenchmarker.study import ycsb_runner
 
 BENCHMARK_NAME = 'redis_ycsb'
-BENCHMARK_CONFIG = """
+BENCHMARK_CONFIG = f"""
 redis_ycsb:
   description: >
     YCSB load and core workloads against Redis, each record stored as one
     of five data types; latency-capped throughput per workload.
-  vm_groups:
-    servers:
-      vm_spec: &server_spec
-        Local:
-          machine_type: local
-          num_cpus: 1
-        GCP:
-          machine_type: t2d-standard-16
-          zone: us-central1-a
-        AWS:
-          machine_type: m5.8xlarge
-          zone: us-east-1a
-      vm_count: 1
-    clients:
-      vm_spec:
-        <<: *server_spec
-        GCP:
-          machine_type: n2-standard-32
-          zone: us-central1-a
-        AWS:
-          machine_type: m5.8xlarge
-          zone: us-east-1a
-      vm_count: 1
-  flags: {}
+{configs.RedisVmGroups(aws_machine_type='m5.8xlarge')}  flags: {{}}
 """
 
 FLAGS = flags.FLAGS
