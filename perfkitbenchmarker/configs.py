@@ -275,26 +275,8 @@ class VmGroup(pydantic.BaseModel):
   static_vms: Any = None  # PKB's; accepted, --static_vm_file is ours.
 
 
-class _VmGroups(pydantic.BaseModel):
-  vm_groups: Optional[Dict[str, VmGroup]] = None
-
-  @pydantic.field_validator('vm_groups', mode='before')
-  @classmethod
-  def _FewGroups(cls, groups: Any) -> Any:
-    # Before the groups are read: their number bounds the work.
-    if isinstance(groups, Mapping) and len(groups) > MAX_RUN_VMS:
-      raise ValueError(f'has {len(groups):,} groups; a run has at most '
-                       f'{MAX_RUN_VMS} VMs in all')
-    return groups
-
-  @pydantic.field_validator('vm_groups')
-  @classmethod
-  def _FewVms(cls, groups: Any) -> Any:
-    total = sum(g.vm_count for g in (groups or {}).values())
-    if total > MAX_RUN_VMS:
-      raise ValueError(f'ask for {total:,} VMs in all; a run has at most '
-                       f'{MAX_RUN_VMS}')
-    return groups
+_VmGroups = pydantic.create_model(
+    '_VmGroups', vm_groups=(Optional[Dict[str, VmGroup]], None))
 
 
 def Checked(model: Any, data: Any, where: str) -> Any:
@@ -312,8 +294,16 @@ def Checked(model: Any, data: Any, where: str) -> Any:
 
 def CheckVmGroups(config: Any, where: str) -> Dict[str, VmGroup]:
   """A config's vm_groups, checked: group name -> VmGroup."""
-  return Checked(_VmGroups, {'vm_groups': (config or {}).get('vm_groups')},
-                 where).vm_groups or {}
+  groups = (config or {}).get('vm_groups')
+  if isinstance(groups, Mapping) and len(groups) > MAX_RUN_VMS:  # Read none.
+    raise errors.ConfigError(f'{where}: vm_groups has {len(groups):,} groups; '
+                             f'a run has at most {MAX_RUN_VMS} VMs in all.')
+  checked = Checked(_VmGroups, {'vm_groups': groups}, where).vm_groups or {}
+  total = sum(group.vm_count for group in checked.values())
+  if total > MAX_RUN_VMS:
+    raise errors.ConfigError(f'{where}: vm_groups ask for {total:,} VMs in '
+                             f'all; a run has at most {MAX_RUN_VMS}.')
+  return checked
 
 
 def ConfigText(value: Any) -> str:
