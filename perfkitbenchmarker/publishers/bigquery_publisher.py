@@ -132,34 +132,21 @@ def MakeClient(options: bigquery_options.BigQueryOptions) -> bigquery.Client:
     credentials = service_account.Credentials.from_service_account_file(
         options.key_file, scopes=[BIGQUERY_SCOPE])
   else:
-    credentials = None
+    try:
+      credentials, _ = google_auth.default(scopes=[BIGQUERY_SCOPE])
+    except auth_exceptions.DefaultCredentialsError:
+      raise PublishError(
+          'no Google credentials for BigQuery; run "gcloud auth '
+          'application-default login", set GOOGLE_APPLICATION_CREDENTIALS '
+          'or give --service_account_private_key.') from None
   client_options = ({'api_endpoint': options.api_endpoint}
                     if options.api_endpoint else None)
-  try:
-    client = _BoundedClient(options.job_project, credentials, client_options)
-  except auth_exceptions.DefaultCredentialsError:
-    raise PublishError(
-        'no Google credentials for BigQuery; run "gcloud auth '
-        'application-default login", set GOOGLE_APPLICATION_CREDENTIALS or '
-        'give --service_account_private_key.') from None
+  client = bigquery.Client(project=options.job_project,
+                           credentials=credentials,
+                           client_options=client_options,
+                           _http=bounded_http.Session(credentials))
   client._http.Deadline(options.timeout_s)  # pylint: disable=protected-access
   return client
-
-
-def _BoundedClient(project: Optional[str], credentials: Any,
-                   client_options: Optional[Dict[str, str]]
-                   ) -> bigquery.Client:
-  """A bigquery.Client whose HTTP session is bounded_http's."""
-  if credentials is None:
-    credentials, _ = google_auth.default(scopes=[BIGQUERY_SCOPE])
-  return bigquery.Client(project=project, credentials=credentials,
-                         client_options=client_options,
-                         _http=bounded_http.Session(credentials))
-
-
-def MakeReadClient(project: Optional[str] = None) -> bigquery.Client:
-  """A bounded client with default credentials, for reading a table."""
-  return _BoundedClient(project, None, None)
 
 
 class BigQueryPublisher:

@@ -147,8 +147,7 @@ def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
   client = None
   if bigquery_table:
     client = _BigQueryClient(bigquery_table, bq_project, bq_api_endpoint)
-  return loader.Load(paths, bigquery_table=bigquery_table,
-                     bq_project=bq_project, bq_client=client,
+  return loader.Load(paths, bigquery_table=bigquery_table, bq_client=client,
                      keys=report.HistoryKeys(), chunk_rows=chunk_rows)
 
 

@@ -12,7 +12,6 @@ and line, from the one reader of results files (bigquery_schema.IterRows,
 bounded: regular files only, read to the size they had when opened).
 """
 
-import importlib
 import json
 import os
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
@@ -30,7 +29,6 @@ FIXED_FIELDS = typed_frame.FIXED_FIELDS
 # Columns the loader adds itself.
 SOURCE_COLUMN = typed_frame.SOURCE_COLUMN
 COMMAND_LINE_COLUMN = typed_frame.COMMAND_LINE_COLUMN
-BIGQUERY_MODULE = 'perfkitbenchmarker.publishers.bigquery_publisher'
 # A run record is a few KB (a long run's resources: some hundred KB); one
 # larger is not read for its command line.
 MAX_RUN_RECORD_BYTES = 16 << 20
@@ -72,22 +70,15 @@ def ReadCommandLine(results_path: str) -> Optional[str]:
   return ' '.join(words)
 
 
-def ReadBigQuery(table: str, project: Optional[str] = None,
-                 client: Any = None,
+def ReadBigQuery(table: str, client: Any,
                  read_rows: Optional[Callable[..., list]] = None
                 ) -> List[Dict[str, Any]]:
-  """Rows of a BigQuery table, through the BigQuery publisher's reader."""
-  if read_rows is None or client is None:
-    try:
-      module = importlib.import_module(BIGQUERY_MODULE)
-    except ImportError as e:
-      raise LoadError(f'reading BigQuery needs {BIGQUERY_MODULE} ({e})') from None
-    read_rows = read_rows or module.ReadRows
-  if client is None:
-    try:
-      client = module.MakeReadClient(project)
-    except Exception as e:  # pylint: disable=broad-except
-      raise LoadError(f'no BigQuery client for {table}: {e}') from None
+  """Rows of a BigQuery table through `client` (compare makes it with the
+  publisher's endpoint and credential rules), by the publisher's reader."""
+  if read_rows is None:
+    # Here: the Google clients take seconds to import; files never need them.
+    from perfkitbenchmarker.publishers import bigquery_publisher  # pylint: disable=g-import-not-at-top
+    read_rows = bigquery_publisher.ReadRows
   try:
     raw = read_rows(table, client)
   except Exception as e:  # pylint: disable=broad-except
@@ -116,7 +107,7 @@ def _FilesOf(path: str) -> List[str]:
 
 
 def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
-         bq_project: Optional[str] = None, bq_client: Any = None,
+         bq_client: Any = None,
          read_rows: Optional[Callable[..., list]] = None,
          keys: Optional[Iterable[str]] = None,
          chunk_rows: Optional[int] = None) -> pd.DataFrame:
@@ -133,7 +124,7 @@ def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
         row['command_line'] = command_line
         builder.Add(row)
   if bigquery_table:
-    for row in ReadBigQuery(bigquery_table, bq_project, bq_client, read_rows):
+    for row in ReadBigQuery(bigquery_table, bq_client, read_rows):
       builder.Add(row)
   if not builder.rows:
     named = ', '.join(paths + ([bigquery_table] if bigquery_table else []))
