@@ -551,15 +551,15 @@ def test_pkb_refuses_a_bad_table_before_anything_starts(tmp_path):
 
 def test_sample_time_is_the_sample_timestamp_in_utc():
   row = bigquery_schema.ToTableRow({
-      'metric': 'm', 'value': float('nan'), 'timestamp': START + 0.5,
+      'metric': 'm', 'value': 1.5, 'timestamp': START + 0.5,
       'run_uri': 'r', 'labels': '', 'official': 'True'})
   assert row['sample_time'] == datetime.datetime.fromtimestamp(
       START + 0.5, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
   assert row['sample_time'] == '2026-11-19T23:59:00.500000Z'
-  assert row['value'] == 'NaN' and row['official'] is True
+  assert row['value'] == 1.5 and row['official'] is True
   # A row without a sample_uri gets one derived from its content: stable.
   assert row['sample_uri'] == bigquery_schema.ToTableRow(
-      {'metric': 'm', 'value': float('nan'), 'timestamp': START + 0.5,
+      {'metric': 'm', 'value': 1.5, 'timestamp': START + 0.5,
        'run_uri': 'r', 'labels': '', 'official': 'True'})['sample_uri']
 
 

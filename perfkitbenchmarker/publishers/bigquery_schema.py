@@ -65,9 +65,9 @@ class ResultsFileError(errors.UsageError):
 def RowLabels(row: Mapping[str, Any]) -> Dict[str, str]:
   """A results-file row's metadata as text, from its `metadata` object
   (--nocollapse_labels) or its |k:v|,|k:v| labels."""
-  if 'metadata' in row:
-    return {k: str(v) for k, v in row['metadata'].items()}
-  return sample_lib.ParseLabels(row.get('labels', ''))
+  if row.get('metadata') is None:
+    return sample_lib.ParseLabels(row.get('labels') or '')
+  return {k: str(v) for k, v in row['metadata'].items()}
 
 
 def SampleUri(row: Mapping[str, Any]) -> str:
@@ -78,24 +78,11 @@ def SampleUri(row: Mapping[str, Any]) -> str:
   return str(uuid.uuid5(uuid.NAMESPACE_URL, 'pkb-sample:' + canonical))
 
 
-def _Float(value: Any) -> Any:
-  """FLOAT cells: NaN and infinities as the strings BigQuery accepts."""
-  value = float(value)
-  if math.isnan(value):
-    return 'NaN'
-  if math.isinf(value):
-    return 'Infinity' if value > 0 else '-Infinity'
-  return value
-
-
 def ToTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
   """A PKB JSON line (checked by SampleMetadata) -> a table row."""
-  if isinstance(row.get('metadata'), Mapping):
-    metadata = {str(k): v for k, v in row['metadata'].items()}
-    labels = sample_lib.FormatLabels(metadata)
-  else:
-    labels = row.get('labels') or ''
-    metadata = sample_lib.ParseLabels(labels)
+  metadata = RowLabels(row)
+  labels = (row.get('labels') or '' if row.get('metadata') is None else
+            sample_lib.FormatLabels(metadata))
   when = datetime.datetime.fromtimestamp(float(row['timestamp']),
                                          datetime.timezone.utc)
   official = row.get('official')
@@ -103,7 +90,7 @@ def ToTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
     official = official.strip().lower() in ('true', '1')
   return {
       'metric': str(row['metric']),
-      'value': _Float(row['value']),
+      'value': float(row['value']),  # Finite: SampleMetadata refuses others.
       'unit': None if row.get('unit') is None else str(row['unit']),
       'timestamp': float(row['timestamp']),
       'sample_time': when.strftime('%Y-%m-%dT%H:%M:%S.%fZ'),
@@ -114,8 +101,7 @@ def ToTableRow(row: Mapping[str, Any]) -> Dict[str, Any]:
       'run_uri': str(row['run_uri']),
       'sample_uri': SampleUri(row),
       'labels': labels,
-      'metadata': [{'key': k, 'value': str(v)}  # The labels' text.
-                   for k, v in sorted(metadata.items())],
+      'metadata': [{'key': k, 'value': v} for k, v in sorted(metadata.items())],
   }
 
 

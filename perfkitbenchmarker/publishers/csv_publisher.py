@@ -75,16 +75,11 @@ class CSVPublisher:
 
   def _Header(self, fd: int) -> List[str]:
     """The file's header row ([] for an empty file)."""
-    first, offset = b'', 0
-    while b'\n' not in first:
-      chunk = os.pread(fd, 1 << 16, offset)
-      if not chunk:
-        break
-      first += chunk
-      offset += len(chunk)
-    first = first.split(b'\n', 1)[0]
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
+      first = f.readline()
     try:
-      return next(csv.reader([first.decode('utf-8').rstrip('\r')]), [])
+      return next(csv.reader([first.decode('utf-8').rstrip('\r\n')]), [])
     except (UnicodeDecodeError, csv.Error) as e:
       raise _NotOurCsv(self.path, e) from None
 

@@ -82,15 +82,19 @@ def Locked(path: str, nofollow: int) -> Iterator[int]:
     # Replaced (or removed) while we waited for the lock: take the new one.
 
 
+def _WriteAll(fd: int, data: bytes) -> None:
+  written = 0
+  while written < len(data):
+    written += os.write(fd, data[written:])
+  os.fsync(fd)
+
+
 def AppendWhole(fd: int, path: str, data: bytes) -> None:
   """Appends all of `data` and syncs; on failure the file is cut back to
   where it ended, so no half row or half line is ever left."""
   end = os.lseek(fd, 0, os.SEEK_END)
   try:
-    written = 0
-    while written < len(data):
-      written += os.write(fd, data[written:])
-    os.fsync(fd)
+    _WriteAll(fd, data)
   except OSError as e:
     try:
       os.ftruncate(fd, end)
@@ -101,14 +105,9 @@ def AppendWhole(fd: int, path: str, data: bytes) -> None:
 
 def ReadAll(fd: int) -> bytes:
   """The whole content of a locked results file."""
-  size = os.fstat(fd).st_size
-  chunks, offset = [], 0
-  while True:
-    chunk = os.pread(fd, max(size - offset, 1 << 16), offset)
-    if not chunk:
-      return b''.join(chunks)
-    chunks.append(chunk)
-    offset += len(chunk)
+  os.lseek(fd, 0, os.SEEK_SET)
+  with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
+    return f.read()
 
 
 def Replace(path: str, data: bytes) -> None:
@@ -122,10 +121,7 @@ def Replace(path: str, data: bytes) -> None:
         prefix=os.path.basename(path) + '.', suffix='.tmp')
     try:
       os.fchmod(fd, 0o644)
-      written = 0
-      while written < len(data):
-        written += os.write(fd, data[written:])
-      os.fsync(fd)
+      _WriteAll(fd, data)
     finally:
       os.close(fd)
     os.replace(tmp, path)

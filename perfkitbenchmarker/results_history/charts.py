@@ -117,32 +117,25 @@ def PricePerformanceBarsFigure(board: pd.DataFrame,
                                colors: Optional[Dict[str, str]] = None):
   """Bars of ops/s per $/hr, best on top, 95 % error bars, each labelled
   with its figure and verdict inside the frame; unconfirmed rows hatched."""
-  labels = ShortLabels(board.assign(cell=board['machine_type'] + '|' +
-                                    board['engine'] + '|' + board['topology'] +
-                                    '|' + board['workload']))
-  names = ['\n'.join(textwrap.wrap(n, 34)) for n in labels.values()]
+  names = ['\n'.join(textwrap.wrap(n, 34)) for n in ShortLabels(board).values()]
   fig = _NewFigure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
   ax = fig.add_subplot()
   y = list(range(len(board)))[::-1]
-  errors = board['price_performance_ci95'].fillna(0).tolist()
-  confirmed = [str(v) == verdict_lib.CONFIRMED
-               for v in board.get('answer_verdict',
-                                  pd.Series(['confirmed'] * len(board)))]
-  for i, (yy, value, error) in enumerate(zip(y, board['price_performance'],
-                                             errors)):
-    color = _Color(colors, board['cell'].iloc[i] if 'cell' in board else '',
-                   i)
-    ax.barh(yy, value, xerr=error, height=0.6,
-            color=color if confirmed[i] else 'white', edgecolor=color,
-            hatch=None if confirmed[i] else UNCONFIRMED_HATCH, linewidth=1.5,
-            error_kw={'capsize': 4, 'ecolor': '#333333'})
-  ends = [v + e for v, e in zip(board['price_performance'], errors)]
+  errors = board['price_performance_ci95'].fillna(0)
+  ends = (board['price_performance'] + errors).tolist()
   texts = []
-  for i, (yy, value, end, verdict) in enumerate(zip(
-      y, board['price_performance'], ends, board['verdict'])):
-    note = verdict if confirmed[i] else f'{verdict}; UNCONFIRMED'
+  for i, (yy, value, error, verdict, answer, cell) in enumerate(zip(
+      y, board['price_performance'], errors, board['verdict'],
+      board['answer_verdict'], board['cell'])):
+    color = _Color(colors, cell, i)
+    confirmed = answer == verdict_lib.CONFIRMED
+    ax.barh(yy, value, xerr=error, height=0.6,
+            color=color if confirmed else 'white', edgecolor=color,
+            hatch=None if confirmed else UNCONFIRMED_HATCH, linewidth=1.5,
+            error_kw={'capsize': 4, 'ecolor': '#333333'})
+    note = verdict if confirmed else f'{verdict}; UNCONFIRMED'
     texts.append(ax.annotate(
-        f'{value:,.0f}\n{note}', (end, yy), xytext=(5, 0),
+        f'{value:,.0f}\n{note}', (ends[i], yy), xytext=(5, 0),
         textcoords='offset points', va='center', ha='left', fontsize=FONT,
         color='#111111', annotation_clip=False))
   ax.set_yticks(y)
