@@ -1,13 +1,14 @@
 """Server engines: the Redis-compatible servers a study can deploy.
 
 Extension seam: an engine implements `base.ServerEngine` (install,
-configure and start shards, form a cluster, replicas, version, count keys,
-stop) in a module here and joins `_ENGINES` below. That is all a new engine
-touches: the study only calls the interface, and finds the engine's shards
-in a run record by `ShardKinds`. An engine's module is imported when the
-engine is asked for, so reading the flags loads none. Redis Enterprise is
-no shard engine (its cluster manager starts the servers):
-redis_enterprise.py drives one cluster for the redis_enterprise benchmark.
+configure and start shards, which stop by their own Delete, form a cluster,
+replicas, version, count keys) in a module here and joins `_ENGINES` below.
+That is all a new engine touches: the study only calls the interface, and
+finds the engine's shards in a run record by `ShardKinds`. An engine's
+module is imported when the engine is asked for, so reading the flags loads
+none. Redis Enterprise is no shard engine (its cluster manager starts the
+servers): redis_enterprise.py drives one cluster for the redis_enterprise
+benchmark.
 """
 
 import importlib

@@ -54,10 +54,6 @@ class ServerEngine(abc.ABC):
     """The run's password, read back from a shard's config on its VM (for
     a resumed run; it is never in the run record)."""
 
-  def Stop(self, process) -> None:
-    """Stops one shard (by PID, checked against its command line)."""
-    process.Delete()
-
   def Settings(self) -> Dict[str, str]:
     """Engine settings recorded in every sample (e.g. {'io-threads': '4'})."""
     return {}

@@ -38,12 +38,9 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
                   sleep: Callable[[float], None] = time.sleep,
                   clock: Callable[[], float] = time.monotonic,
                   timeout_s: float = 60) -> None:
-  """Joins the shards into one cluster and waits until it serves all slots.
-
-  redis-cli --cluster create refuses fewer than 3 primaries and takes every
-  address in one argv, so clusters below 3 primaries or above
-  MAX_CLUSTER_CREATE_SHARDS shards are built by pieces (ClusterCommands).
-  """
+  """Joins the shards into one cluster and waits until it serves all slots;
+  by pieces (ClusterCommands) below 3 primaries, which redis-cli --cluster
+  create refuses, or above MAX_CLUSTER_CREATE_SHARDS shards."""
   primaries = len(shards) // (1 + replicas)
   if replicas and primaries < 3:
     raise errors.UsageError(

@@ -236,7 +236,7 @@ def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,
   """Replaces every server VM's shards by `shards_per_vm` new ones, keeping
   the password and the load generators."""
   for proc in reversed(deployment.processes):
-    engine.Stop(proc)
+    proc.Delete()  # By PID and start time, checked against its command line.
   processes = StartShards(engine, spec.vm_groups['servers'], shards_per_vm,
                           deployment.password, opts.server, spec.record,
                           start_port)
