@@ -11,8 +11,9 @@ from perfkitbenchmarker import flag_types
 
 flags.DEFINE_string(
     'enterprise_redis_license_file', 'enterprise_redis_license',
-    'Name of the Redis Enterprise licence file (on the server VMs it is '
-    'pushed under this name).')
+    'Accepted for upstream command lines and unused: upstream pushed the '
+    'licence to the VMs under this name; here its text goes in the '
+    'bootstrap request (--enterprise_redis_license_path).')
 flags.DEFINE_string(
     'enterprise_redis_license_path', None,
     'Path of the Redis Enterprise licence file on this machine (required for '
@@ -53,7 +54,10 @@ flags.DEFINE_integer(
     lower_bound=1, upper_bound=10**12)
 flags.DEFINE_integer(
     'enterprise_redis_run_records', 1000000,
-    'Requests per memtier client per step (memtier -n) on cloud runs.',
+    'Accepted for upstream command lines and unused: upstream ran N '
+    'requests per memtier client per step (-n); here each step runs for '
+    '--enterprise_redis_probe_seconds, so a step cannot hang on a slow '
+    'server.',
     lower_bound=1, upper_bound=10**12)
 flags.DEFINE_integer(
     'enterprise_redis_pipeline', 9, 'memtier --pipeline of each step.',

@@ -88,7 +88,6 @@ class EnterpriseOptions:
   """Everything the redis_enterprise benchmark needs, from flags."""
   cloud: str
   os: OsChoice
-  license_file: str = 'enterprise_redis_license'
   license_path: Optional[str] = None
   version: str = '6.2.4-54'
   tarball: Optional[str] = None
@@ -96,7 +95,6 @@ class EnterpriseOptions:
   proxy_threads: Optional[int] = None
   shard_count: Optional[int] = None
   load_records: int = 1000000
-  run_records: int = 1000000
   pipeline: int = 9
   loadgen_clients: int = 24
   max_threads: int = 40
