@@ -272,7 +272,16 @@ class VmGroup(pydantic.BaseModel):
   vm_count: Annotated[int, pydantic.Field(strict=True, ge=1,
                                           le=MAX_GROUP_VMS)] = 1
   os_type: _Text = None
-  static_vms: Any = None  # PKB's; accepted, --static_vm_file is ours.
+  static_vms: Any = None  # PKB's; refused below, never ignored.
+
+  @pydantic.field_validator('static_vms')
+  @classmethod
+  def _NoStaticVms(cls, value: Any) -> None:
+    if value is not None:
+      raise ValueError('is PKB\'s way to name existing machines, not read '
+                       'here; list them in a --static_vm_file instead '
+                       '(README: "Existing machines")')
+    return value
 
 
 _VmGroups = pydantic.create_model(

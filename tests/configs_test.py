@@ -87,6 +87,18 @@ def test_unknown_key_in_file_is_named():
                          [])
 
 
+def test_pkbs_static_vms_are_refused_not_ignored():
+  # A PKB config naming its machines in a group would otherwise run on
+  # new VMs of the provider instead, silently.
+  with pytest.raises(errors.ConfigError) as e:
+    configs.MergeConfigs(
+        'bench', DEFAULT, 'bench:\n  vm_groups:\n    servers:\n      '
+        'static_vms:\n        - ip_address: 10.0.0.1\n', [])
+  assert 'vm_groups.servers.static_vms' in str(e.value)
+  assert '--static_vm_file' in str(e.value)
+  assert '\n' not in str(e.value)
+
+
 def test_optional_vm_spec_keys_allowed():
   config = configs.MergeConfigs(
       'bench', DEFAULT, None,
