@@ -12,6 +12,7 @@ and a real sleeping one.
 
 import dataclasses
 import os
+import subprocess
 import sys
 
 import pytest
@@ -191,3 +192,32 @@ def test_cloud_clients_default_the_adaptive_threads_to_their_vcpus(pkb_flags):
   pkb_flags['memtier_min_threads'].parse('2')  # The user's threads stay.
   explicit = options.RedisStudyOptions.FromFlags(pkb_flags)
   assert search_runner.Policy(explicit, client_vcpus=64).max_threads is None
+
+
+class _Vm:
+
+  def __init__(self, cloud):
+    self.CLOUD = cloud  # pylint: disable=invalid-name
+
+
+@pytest.mark.e2e
+def test_the_foreign_scan_leaves_out_pkb_itself_on_this_machine(tmp_path):
+  # pkb works from the user's directory, not the run's workspace: on a Local
+  # run its own CPU must not count as a process foreign to the run (it did
+  # for a while, adding pkb's own 1-3 % to every probe's foreign_cpu_pct).
+  assert client_cpu.OwnPid(_Vm('Local')) == str(os.getpid())
+  # Elsewhere pkb's PID names some other process of that machine.
+  assert client_cpu.OwnPid(_Vm('GCP')) == ''
+  workspace = tmp_path / 'pkb-run.x'
+  workspace.mkdir()
+
+  def Scanned(own_pid):
+    script = '\n'.join(client_cpu.ShellFunctions(str(workspace), own_pid) +
+                       ['fscan'])
+    out = subprocess.run(['bash', '-c', script], cwd='/', check=True,
+                         capture_output=True, text=True, timeout=60).stdout
+    return {int(l.split()[1]) for l in out.splitlines()
+            if l.startswith('@fg ')}
+
+  assert os.getpid() in Scanned('')
+  assert os.getpid() not in Scanned(str(os.getpid()))

@@ -271,7 +271,7 @@ class ClientCpu:
     return metadata
 
 
-def ShellFunctions(run_root: str = '') -> List[str]:
+def ShellFunctions(run_root: str = '', own_pid: str = '') -> List[str]:
   """Bash defining `snapshot SCAN PID...`, the one snapshot both sides
   take (the probe script's `snap`, the server sampler's `shot`): `counters`,
   then `pthreads` and `pcg` of each PID, then `fscan` if SCAN is not empty.
@@ -284,7 +284,8 @@ def ShellFunctions(run_root: str = '') -> List[str]:
                     v2 cpu.max) and cpu.stat;
     `fscan`         `@scan`, then `@fg <stat line>` for every process that
                     does not work under `run_root` (the run's own processes
-                    all do), i.e. processes foreign to the run;
+                    all do) and is not `own_pid` (pkb, when the VM is this
+                    machine), i.e. processes foreign to the run;
     `counters`      the wall clock, /proc/uptime, CLK_TCK and /proc/stat's
                     cpu rows: every snapshot's head.
 
@@ -294,7 +295,7 @@ def ShellFunctions(run_root: str = '') -> List[str]:
   """
   return [
       'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
-      f'runroot={shlex.quote(run_root.rstrip("/"))}',
+      f'runroot={shlex.quote(run_root.rstrip("/"))}; ownpid={own_pid or 0}',
       # `stamp` sets $t to the time (a fork only where bash lacks
       # $EPOCHREALTIME).
       'stamp() { t=${EPOCHREALTIME/,/.}; [ -n "$t" ] || t=$(date +%s.%N); }',
@@ -334,7 +335,8 @@ def ShellFunctions(run_root: str = '') -> List[str]:
       # Kernel threads (PID 2 and its children) are never the run's
       # competitors here: their work (softirq, I/O) is mostly done for it.
       # Nor is the snapshotting shell itself ($$: the sampler works from /).
-      '[[ $p == 2 || $p == $$ || $l == *") "?" 2 "* ]] && continue; '
+      '[[ $p == 2 || $p == $$ || $p == $ownpid || $l == *") "?" 2 "* ]] '
+      '&& continue; '
       'if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$runroot"/* ]]; '
       'then continue; fi; echo "@fg $l"; done ) }',
       # The shell's own cgroup too: a probe's load processes are born in
@@ -344,6 +346,12 @@ def ShellFunctions(run_root: str = '') -> List[str]:
       'for p in "${@:2}"; do pthreads $p; pcg $p; done; '
       '[ -z "$1" ] || fscan; }',
   ]
+
+
+def OwnPid(vm) -> str:
+  """pkb's PID when `vm` is this machine: pkb works outside the run's
+  workspace (its cwd is the user's), yet its CPU is the run's own."""
+  return str(os.getpid()) if getattr(vm, 'CLOUD', '') == 'Local' else ''
 
 
 def RunRoot(vm) -> str:
@@ -372,7 +380,7 @@ def SampleSchedule(interval_s: float, max_s: float, per_step: int = 50,
 
 
 def SamplerScript(pids: Sequence[int], base: str, interval_s: float,
-                  max_s: float, run_root: str) -> str:
+                  max_s: float, run_root: str, own_pid: str = '') -> str:
   """Bash that snapshots `pids` (a server's processes) every `interval_s`
   (then less often: SampleSchedule) into `<base>.out`, each snapshot after
   a line '@snap' (ParseSeries); the first and the last also scan for
@@ -385,7 +393,7 @@ def SamplerScript(pids: Sequence[int], base: str, interval_s: float,
   schedule = ' '.join(f'{x:g}' for x in SampleSchedule(interval_s, max_s))
   q = shlex.quote
   out = q(base + '.out')
-  lines = ShellFunctions(run_root) + [
+  lines = ShellFunctions(run_root, own_pid) + [
       f'exec {{lk}}>>{q(base + ".lock")}; flock "$lk"',
       f'mkfifo -m 600 {q(base + ".wake")} 2>/dev/null; '
       f'exec {{wake}}<>{q(base + ".wake")}',

@@ -67,13 +67,14 @@ class ProbeRun:
   raw_output: Optional[str] = None
 
 
-def _SnapshotFunction(b: str, run_root: str = '') -> List[str]:
+def _SnapshotFunction(b: str, run_root: str = '',
+                      own_pid: str = '') -> List[str]:
   """Shell defining `snap FILE [threads]`: client_cpu's `snapshot` of the
   load processes (the child of each `timeout` whose PID is in
   <base>.<i>.pid), with the foreign scan unless `noscan` is set, written
   whole or not at all (with `threads`: only if it saw a thread, so the last
   snapshot of a run that ends between two is one taken while it ran)."""
-  return client_cpu.ShellFunctions(run_root) + [
+  return client_cpu.ShellFunctions(run_root, own_pid) + [
       'snap() { local t f k s=scan ps=() seen=; [ -z "$noscan" ] || s=; '
       f'for f in {b}.*.pid; do read -r t < "$f" || continue; '
       'if [ -r /proc/$t/task/$t/children ]; then '
@@ -108,7 +109,8 @@ def _Emit(key: str, path: str) -> str:
 def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            cpu_window_s: Optional[float] = None,
            setup_lines: Sequence[str] = (), files: Sequence[str] = (),
-           sample_every_s: float = 0.5, run_root: str = '') -> str:
+           sample_every_s: float = 0.5, run_root: str = '',
+           own_pid: str = '') -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side.
 
   `setup_lines` run first (e.g. argv_secret's unexported password variable).
@@ -117,7 +119,7 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   (the snapshots count the processes that do not as foreign).
   """
   b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b, run_root),
+  lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b, run_root, own_pid),
            *_NAP, f'rm -f {b}.*.pid {b}.stat1',
            # The first snapshot's scan of foreign processes (tens of ms)
            # is taken by the sampler once the tools have started, not
@@ -219,7 +221,8 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   else:
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
-                  files, sample_every_s, client_cpu.RunRoot(vm))
+                  files, sample_every_s, client_cpu.RunRoot(vm),
+                  client_cpu.OwnPid(vm))
   # In the run record before it starts, its process group written down as
   # it starts, so cleanup and teardown can stop whatever of it outlives the
   # run (probe_processes).

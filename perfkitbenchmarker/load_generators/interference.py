@@ -95,7 +95,8 @@ class ServerCpuSampler:
     # never gets to Stop (SIGINT, kill -9 of pkb) has teardown kill it.
     self._probe = probe_processes.Mark(self.vm, 'server-cpu')
     script = self._probe.prefix + client_cpu.SamplerScript(
-        self._pids_used, base, self.INTERVAL_S, self.max_s, root)
+        self._pids_used, base, self.INTERVAL_S, self.max_s, root,
+        client_cpu.OwnPid(self.vm))
     q = shlex.quote
     # Started from the run's root, not the VM's directory (teardown does not
     # remove a directory a process works in), so still the run's own to the
