@@ -36,6 +36,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -165,8 +166,8 @@ class Rehearsal:
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, **popen)
 
-  def Start(self, args) -> 'Watched':
-    return Watched(self.Pkb(args))
+  def Start(self, args, **popen) -> 'Watched':
+    return Watched(self.Pkb(args, **popen))
 
   def Run(self, args, timeout=150):
     proc = self.Pkb(args)
@@ -631,10 +632,18 @@ def gcp_kill_9_then_teardown_stage(r):
   uri = RunUri('rk')
   r.StartGce()
   r.StartBigQuery()
-  run = r.Start(_GcpArgs(r, uri, '--memtier_max_probes=8'))
-  run.WaitFor('probe  0')
-  run.proc.kill()
-  run.Finish()
+  # Killed, pkb cannot remove its SSH control directory (ssh_vm): it goes
+  # to a directory of the test's own, removed below. Not under tmp_path:
+  # socket paths must stay short.
+  tmp = tempfile.mkdtemp(prefix='pkb-rk-')
+  try:
+    run = r.Start(_GcpArgs(r, uri, '--memtier_max_probes=8'),
+                  env={'TMPDIR': tmp})
+    run.WaitFor('probe  0')
+    run.proc.kill()
+    run.Finish()
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
   assert len(r.hosts.live) == 2  # Nobody tore anything down...
   (server,) = [h for h in r.hosts.live.values() if 'servers' in h.name]
   # ... and the shard still runs: teardown has something to stop.
