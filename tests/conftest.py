@@ -10,7 +10,9 @@ on one worker; a test that measures CPU or time (mark `alone`) runs with no
 other test beside it (`_Alone` below).
 """
 
+import collections
 import fcntl
+import json
 import os
 import sys
 
@@ -20,6 +22,11 @@ import tier_guard
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'tests', 'data')
+# Seconds each test file took in a whole-suite run under ./scripts/test.sh
+# (PKB_RECORD_DURATIONS=1 ./scripts/test.sh updates it). Only the order
+# the files are handed out in depends on it: the longest start first, so
+# no long file is the last thing running while the other workers idle.
+DURATIONS = os.path.join(REPO, 'tests', 'durations.json')
 if REPO not in sys.path:
   sys.path.insert(0, REPO)
 
@@ -74,13 +81,51 @@ def pytest_collection_modifyitems(config, items):
   first, so the workers start on them together and take turns instead of
   waiting for each other's long tests later; then the other files with
   end-to-end tests (the long ones start early), then the rest (the fast
-  tier fills the end). Every worker collects: the order is a pure function
-  of the items, the same on each."""
+  tier fills the end); within each, the longest files first (DURATIONS).
+  Every worker collects: the order is a pure function of the items and
+  the file, the same on each."""
   if not hasattr(config, 'workerinput'):
     return
+  seconds = _Durations()
   e2e_files = {item.path for item in items if item.get_closest_marker('e2e')}
   items.sort(key=lambda item: (
-      not item.get_closest_marker('alone'), item.path not in e2e_files))
+      not item.get_closest_marker('alone'), item.path not in e2e_files,
+      -seconds.get(_File(item.nodeid), 0)))
+
+
+def _File(nodeid: str) -> str:
+  return nodeid.split('::', 1)[0]
+
+
+def _Durations() -> dict:
+  try:
+    with open(DURATIONS) as f:
+      return {k: float(v) for k, v in json.load(f).items()}
+  except (OSError, ValueError, AttributeError, TypeError):
+    return {}  # No file, or a broken one: collection order.
+
+
+_SECONDS = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+  _SECONDS[_File(report.nodeid)] += report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+  """With PKB_RECORD_DURATIONS=1, a passing run of the whole suite
+  (./scripts/test.sh, no -k or -m: a part of a file would record too few
+  seconds) writes each file's seconds into DURATIONS."""
+  config = session.config
+  if (hasattr(config, 'workerinput') or exitstatus != 0 or not _SECONDS or
+      os.environ.get('PKB_RECORD_DURATIONS') != '1' or
+      config.args != ['tests'] or config.option.keyword or
+      config.option.markexpr):
+    return
+  with open(DURATIONS, 'w') as f:
+    json.dump({k: round(v, 1) for k, v in sorted(_SECONDS.items())}, f,
+              indent=1)
+    f.write('\n')
 
 
 class _Alone:
