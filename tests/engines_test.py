@@ -9,8 +9,10 @@ the orchestration and the samples, not the figures).
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import types
 
 import psutil
@@ -361,6 +363,49 @@ def test_cluster_of_three_primaries_with_a_replica_each(record):
                             processes[0].pid, processes[0].config_path)
   assert redis_cluster.ClusterInfo(vms[0], shard, password)[
       'cluster_state'] == 'ok'
+
+
+@pytest.mark.e2e
+@needs_cli
+@needs_redis
+def test_a_port_taken_after_the_scan_fails_at_once_and_is_skipped(record):
+  """A port bound but not listening (as a matrix cell starting beside this
+  one leaves it between its bind and its listen) is not in ListeningPorts;
+  the daemon started on it aborts before it writes a pidfile. Its start
+  fails as soon as the log says so, not after START_TIMEOUT_S of waiting
+  for the pidfile, and StartShards takes the next port."""
+  (vm,) = _Vms(1, record)
+  password = redis_shard.NewPassword()
+  shard = redis_shard.ShardOptions(maxmemory_mb=64)
+  with socket.socket() as blocker:
+    blocker.bind(('127.0.0.1', 0))  # No SO_REUSEADDR: redis cannot bind.
+    port = blocker.getsockname()[1]
+    assert port not in redis_server.ListeningPorts(vm)
+    log = f'{vm.scratch_dir}/redis-{port}.log'
+    now = [0.0]
+    polls = []
+
+    def Sleep(seconds):
+      """A poll interval on the fake clock, once the daemon has aborted
+      (a bounded real wait for that event): the next poll can see it."""
+      polls.append(seconds)
+      for _ in range(600):
+        if os.path.exists(log) and 'aborting' in open(log).read():
+          break
+        time.sleep(0.05)
+      now[0] += seconds
+
+    proc = redis_server.RedisProcess(vm, port, password, shard,
+                                     record=record, sleep=Sleep,
+                                     clock=lambda: now[0])
+    with pytest.raises(errors.ProcessError, match='Address already in use'):
+      proc.Create()
+    proc.Delete()
+    # Without the log check the wait polled on to its 20 s deadline.
+    assert len(polls) <= 1, polls
+    (started,) = redis_server.StartShards(vm, 1, password, shard, record,
+                                          start_port=port)
+  assert started.port > port
 
 
 # --- a second Redis locally ---------------------------------------------------

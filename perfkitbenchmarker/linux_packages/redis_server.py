@@ -193,6 +193,11 @@ class RedisProcess(resource.BaseResource):
 
   def _Create(self) -> None:
     self.vm.WriteFile(self.config_path, self.ConfigText())
+    # The log is appended to: only what this start writes can say it
+    # aborted.
+    size, _, _ = self.vm.RemoteCommandWithReturnCode(
+        f'stat -c %s {shlex.quote(self.logfile)} 2>/dev/null')
+    log_start = int(size.strip()) + 1 if size.strip().isdigit() else 1
     _, err, rc = self.vm.RemoteCommandWithReturnCode(
         self.vm.Pinned(self.StartCommand()), timeout=START_TIMEOUT_S)
     if rc != 0:
@@ -206,6 +211,16 @@ class RedisProcess(resource.BaseResource):
         identity = self.vm.ProcessIdentity(pid)
         self.Remember(pid=pid, start_time=identity and identity[0])
       if self.pid is None:
+        # A daemon that cannot listen (a port taken after ListeningPorts,
+        # e.g. by a matrix cell starting beside this one) exits before it
+        # writes its pidfile, logging "..., aborting": fail now, and
+        # StartShards moves to the next port, instead of waiting out
+        # START_TIMEOUT_S for a pidfile that never comes.
+        _, _, aborted_rc = self.vm.RemoteCommandWithReturnCode(
+            f'tail -c +{log_start} {shlex.quote(self.logfile)} 2>/dev/null '
+            '| grep -q aborting')
+        if aborted_rc == 0:
+          self._Fail('')
         return False
       _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
           _CliCommand(self.options.bind, self.port, 'PING'),
