@@ -1,8 +1,10 @@
 """The whole nightly pipeline on this machine, as the README runs it.
 
 configs/nightly_local.yaml runs twice for real, at once (shortened from the command
-line, which wins over the config's flags: 1 s probes, 2 repeats, a 100 ms
-cap so a busy CI machine cannot push every probe over it), then
+line, which wins over the config's flags: 1 s probes, a 100 ms cap so a busy
+CI machine cannot push every probe over it, the search held at its first
+load of 32 connections so that each cell is one probe and its 2 confirming
+repeats, and the three cells of a night side by side), then
 scripts/compare.py builds the leaderboard, the Markdown summary, the JSON
 leaderboard and the HTML report from those runs, and headless Chromium
 renders the report.
@@ -34,7 +36,8 @@ pytestmark = pytest.mark.e2e
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_confirm_repeats=2', '--memtier_latency_cap=100',
-         '--memtier_adaptive_max_connections=64', '--memtier_max_probes=5']
+         '--memtier_adaptive_max_connections=32', '--memtier_max_probes=3',
+         '--run_processes=3']
 
 
 def _StartMatrix(results_dir):
