@@ -8,10 +8,11 @@ provisioned run (`Prepare`, then each case's run stage, then `TearDown`):
   quiet         nothing done: the run says what limited it, with figures
   server_quota  the shards moved into a cgroup held to 20 % of a CPU
   client_quota  the run stage (so its load generators) in a cgroup held to
-                20 % of a CPU
+                20 % of a CPU once its search starts
   client_hog    a busy loop pinned on each of the client's cores, in a
                 cgroup of high weight held to half of each core (it takes
-                half of the cores it is on, whatever else runs)
+                half of the cores it is on, whatever else runs), spinning
+                from the search's start
   client_spin   the load generator has a spinning thread of its own (the
                 memtier stand-in's `spinning_thread`, tests only), run in a
                 cgroup of high weight (it gets the CPU it spins on)
@@ -31,10 +32,16 @@ Used by tests/attribution_matrix_test.py and scripts/bench_attribution.py.
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 import uuid
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
+
+import psutil
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(_HERE)
@@ -57,7 +64,19 @@ FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_adaptive_min_connections=8',
          '--memtier_adaptive_max_connections=32', '--nosystem_tuning',
          '--timeout_minutes=5', '--noaccept_unconfirmed']
-_SPIN = 'import time\nwhile True: pass\n'
+# The run stage's own flags for a case. redis-benchmark sizes its first
+# probe from a guessed rate (40,000 ops/s a process), which a client held to
+# 20 % of a CPU, or sharing its core with a hog, or a server held to 20 %
+# reaches nowhere near: GETs only (one process, not a SET and a GET one
+# sharing that CPU), and under the client's quota pipelined, so that the
+# probe lasts a second or three, not 3 to 25 (beside the hog, pipelined it
+# took 0.6 s: too short a window).
+RUN_FLAGS = {'client_quota': ('--memtier_ratio=0:1', '--memtier_pipeline=4'),
+             'client_hog': ('--memtier_ratio=0:1',),
+             'server_quota': ('--memtier_ratio=0:1',)}
+# A hog stops itself once started; it spins from SIGCONT (`at_search`).
+_SPIN = ('import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n'
+         'while True: pass\n')
 
 
 @dataclasses.dataclass
@@ -127,7 +146,11 @@ def ClientCores(results_dir: str, run_uri: str) -> List[int]:
 
 def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
          cgroup: Optional[cpu_cgroups.CpuCgroup] = None,
-         timeout: float = 300) -> subprocess.CompletedProcess:
+         timeout: float = 300,
+         at_search: Optional[Callable[[], None]] = None
+         ) -> subprocess.CompletedProcess:
+  """./pkb.py `args`; `at_search` is called once its search starts (its
+  `Searching for` line), before its first probe."""
   argv = [os.path.join(REPO, '.venv', 'bin', 'python'),
           os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
           f'--results_dir={results_dir}', *args]
@@ -142,8 +165,37 @@ def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
     def join():
       with open(procs, 'w') as f:
         f.write(str(os.getpid()))
-  return subprocess.run(argv, capture_output=True, text=True,
-                        timeout=timeout, cwd=REPO, preexec_fn=join)
+  with tempfile.TemporaryFile('w+') as err:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
+                            text=True, cwd=REPO, preexec_fn=join)
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    lines = []
+    try:
+      for line in proc.stdout:
+        lines.append(line)
+        if at_search is not None and line.startswith('Searching for'):
+          at_search()
+          at_search = None
+      proc.wait()
+    finally:
+      watchdog.cancel()
+      if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+      proc.stdout.close()
+    err.seek(0)
+    return subprocess.CompletedProcess(argv, proc.returncode, ''.join(lines),
+                                       err.read())
+
+
+def _WaitStopped(pid: int, timeout_s: float = 30) -> None:
+  """Returns once process `pid` has stopped itself (SIGSTOP)."""
+  deadline = time.monotonic() + timeout_s
+  while psutil.Process(pid).status() != psutil.STATUS_STOPPED:
+    if time.monotonic() > deadline:
+      raise RuntimeError(f'the hog {pid} did not stop itself')
+    time.sleep(0.01)
 
 
 def Prepare(results_dir: str, extra: Sequence[str] = ()) -> str:
@@ -192,6 +244,10 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
                           first.stderr, [], None)
     known = len(_Rows(results_dir, run_uri))
     runner = None
+    # What puts a client-side adversary in place once the search starts:
+    # the run's own start-up (imports, restoring the deployment) measures
+    # nothing, and held to 20 % of a CPU it took 5 s more.
+    at_search = None
     if case == 'server_quota':
       group = cpu_cgroups.CpuCgroup(quota_cores)
       groups.append(group)
@@ -202,8 +258,9 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
       runner = cpu_cgroups.CpuCgroup()
       groups.append(runner)
     elif case == 'client_quota':
-      runner = cpu_cgroups.CpuCgroup(quota_cores)
+      runner = cpu_cgroups.CpuCgroup()
       groups.append(runner)
+      at_search = lambda: runner.SetQuota(quota_cores)
     elif case == 'client_spin':
       runner = cpu_cgroups.CpuCgroup()
       groups.append(runner)
@@ -218,12 +275,16 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
                                 '-c', _SPIN])
         hogs.append(hog)
         group.Add(hog.pid)
+      for hog in hogs:
+        _WaitStopped(hog.pid)
+      at_search = lambda: [os.kill(hog.pid, signal.SIGCONT) for hog in hogs]
     if runner is not None:
       for pid in client_pids:
         runner.Add(pid)
     stages = 'run' if shared else 'run,cleanup,teardown'
-    second = _Pkb([f'--run_stage={stages}', *args], run_uri, results_dir,
-                  runner)
+    second = _Pkb([f'--run_stage={stages}', *args, *RUN_FLAGS.get(case, ())],
+                  run_uri, results_dir,
+                  runner, at_search=at_search)
     torn_down = True
     rows = _Rows(results_dir, run_uri)[known:]
     probes = [bigquery_schema.RowLabels(r) for r in rows if r['metric'] == 'throughput']
