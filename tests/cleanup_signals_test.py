@@ -1,8 +1,11 @@
 """Signals and the deadline during cleanup: cleanup and teardown still finish.
 
 A run is provisioned and prepared with several shards, one of them stalled
-(SIGSTOP) so that stopping it takes seconds; `--run_stage=cleanup,teardown`
-is then signalled a second after it starts, i.e. in the middle of cleanup.
+(SIGSTOP) so that stopping it holds cleanup; `--run_stage=cleanup,teardown`
+is signalled once cleanup is inside that stop (the shard's SIGTERM is
+pending), and the shard is let go (SIGCONT: it then exits on that SIGTERM)
+once pkb has taken the signal, so cleanup goes on at once instead of after
+the stop's 5 s bound and SIGKILL (that path: teardown_record_test).
 """
 
 import os
@@ -23,16 +26,18 @@ SHARDS = ['--redis_total_num_processes=6', '--memtier_key_maximum=1000']
 
 
 def _Prepared(results):
-  """A prepared run whose cleanup will take seconds after its first stop.
+  """A prepared run whose cleanup will wait on its first stop, and the PID
+  of the shard it waits on.
 
   Its newest shard is stopped (SIGSTOP): cleanup stops shards newest first,
-  so for its first seconds cleanup waits for the stalled one to exit (then
-  kills it), and signals sent then land inside cleanup.
+  so cleanup waits for the stalled one to exit (up to 5 s, then kills it),
+  and signals sent then land inside cleanup.
   """
   proc, run_uri = e2e.Run(SHARDS + ['--run_stage=provision,prepare'], results)
   assert proc.returncode == 0, proc.stderr
-  os.kill(_Shards(results, run_uri)[-1]['data']['pid'], signal.SIGSTOP)
-  return run_uri
+  stalled = _Shards(results, run_uri)[-1]['data']['pid']
+  os.kill(stalled, signal.SIGSTOP)
+  return run_uri, stalled
 
 
 def _Shards(results, run_uri):
@@ -46,22 +51,64 @@ def _ShardsDeleted(results, run_uri):
              if e['kind'] == 'redis_process' and e['status'] == 'deleted')
 
 
-def _CleanUpAndSignal(results, run_uri, sigs, hang_up=False, extra=()):
-  """Runs cleanup,teardown and sends `sigs` once the first shard is gone."""
+def _WaitFor(condition, what, proc=None, timeout=60):
+  """Polls until condition() (a hang guard of `timeout` s); fails at once if
+  pkb (`proc`) exits first."""
+  deadline = time.monotonic() + timeout
+  while not condition():
+    assert proc is None or proc.poll() is None, f'pkb exited before {what}'
+    assert time.monotonic() < deadline, f'no {what} within {timeout} s'
+    time.sleep(0.02)
+
+
+def _TermPending(pid):
+  """True once the stalled shard holds an undelivered SIGTERM: cleanup has
+  signalled it and is waiting for its exit."""
+  with open(f'/proc/{pid}/status') as f:
+    for line in f:
+      if line.startswith(('ShdPnd:', 'SigPnd:')) and (
+          int(line.split()[1], 16) >> (signal.SIGTERM - 1)) & 1:
+        return True
+  return False
+
+
+def _InCleanup(proc, results, run_uri, stalled):
+  """Waits until cleanup is inside the stop of the stalled shard."""
+  _WaitFor(lambda: _TermPending(stalled), 'SIGTERM to the stalled shard',
+           proc)
+  assert _ShardsDeleted(results, run_uri) < len(_Shards(results, run_uri))
+
+
+def _Noted(results, run_uri, sig):
+  """True once pkb logged that it took `sig` and finishes cleanup first."""
+  return (f'{sig.name}: finishing cleanup and teardown first' in
+          _Log(results, run_uri))
+
+
+def _LetGo(stalled):
+  """SIGCONT to the stalled shard (gone if the stop's bound ran out on a
+  loaded machine: then cleanup killed it)."""
+  try:
+    os.kill(stalled, signal.SIGCONT)
+  except ProcessLookupError:
+    pass
+
+
+def _CleanUpAndSignal(results, run_uri, stalled, sig, hang_up=False):
+  """Runs cleanup,teardown, sends `sig` inside cleanup (the stalled shard's
+  stop) and lets the shard go once pkb noted the signal."""
   proc = subprocess.Popen(
-      e2e.Command(['--run_stage=cleanup,teardown'] + list(extra), run_uri,
-                  results),
+      e2e.Command(['--run_stage=cleanup,teardown'], run_uri, results),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
   try:
     assert proc.stdout.readline().startswith(f'Run {run_uri}')
-    time.sleep(1.0)  # Cleanup has begun; it waits for the stalled shard.
-    assert _ShardsDeleted(results, run_uri) < len(_Shards(results, run_uri))
+    _InCleanup(proc, results, run_uri, stalled)
     if hang_up:  # The terminal is gone: nobody reads pkb's output any more.
       proc.stdout.close()
       proc.stderr.close()
-    for sig in sigs:
-      proc.send_signal(sig)
-      time.sleep(0.1)
+    proc.send_signal(sig)
+    _WaitFor(lambda: _Noted(results, run_uri, sig), f'{sig.name} noted', proc)
+    _LetGo(stalled)
     if hang_up:
       return proc.wait(timeout=60), ''
     _, err = proc.communicate(timeout=60)
@@ -90,7 +137,12 @@ def _LiveShards(results, run_uri):
 
 
 def _AssertNothingLeft(results, run_uri):
-  time.sleep(0.5)
+  # Within half a second of pkb's exit (nothing comes back once gone).
+  deadline = time.monotonic() + 0.5
+  while (_LiveShards(results, run_uri) or
+         e2e.Workspaces(run_uri, local.SCRATCH_ROOT)) and (
+             time.monotonic() < deadline):
+    time.sleep(0.05)
   assert _LiveShards(results, run_uri) == []
   assert e2e.Workspaces(run_uri, local.SCRATCH_ROOT) == []
 
@@ -105,8 +157,8 @@ def test_signal_during_cleanup_lets_it_finish(tmp_path):
   # (run_signals.Interrupts, one handler for every signal) in
   # test_second_signal_cuts_short_and_names_teardown.
   results = str(tmp_path)
-  run_uri = _Prepared(results)
-  rc, err = _CleanUpAndSignal(results, run_uri, [signal.SIGTERM])
+  run_uri, stalled = _Prepared(results)
+  rc, err = _CleanUpAndSignal(results, run_uri, stalled, signal.SIGTERM)
   assert rc == 130, err
   assert 'Traceback' not in err
   assert 'interrupted by SIGTERM' in err
@@ -118,8 +170,9 @@ def test_signal_during_cleanup_lets_it_finish(tmp_path):
 
 def test_sighup_with_terminal_gone_cleans_up(tmp_path):
   results = str(tmp_path)
-  run_uri = _Prepared(results)
-  rc, _ = _CleanUpAndSignal(results, run_uri, [signal.SIGHUP], hang_up=True)
+  run_uri, stalled = _Prepared(results)
+  rc, _ = _CleanUpAndSignal(results, run_uri, stalled, signal.SIGHUP,
+                            hang_up=True)
   assert rc == 130
   _AssertNothingLeft(results, run_uri)
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
@@ -129,14 +182,30 @@ def test_sighup_with_terminal_gone_cleans_up(tmp_path):
 
 def test_second_signal_cuts_short_and_names_teardown(tmp_path):
   results = str(tmp_path)
-  run_uri = _Prepared(results)
-  rc, err = _CleanUpAndSignal(results, run_uri,
-                              [signal.SIGINT, signal.SIGINT])
-  assert rc == 130, err
+  run_uri, stalled = _Prepared(results)
+  proc = subprocess.Popen(
+      e2e.Command(['--run_stage=cleanup,teardown'], run_uri, results),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  try:
+    assert proc.stdout.readline().startswith(f'Run {run_uri}')
+    _InCleanup(proc, results, run_uri, stalled)
+    proc.send_signal(signal.SIGINT)
+    _WaitFor(lambda: _Noted(results, run_uri, signal.SIGINT), 'SIGINT noted',
+             proc)
+    proc.send_signal(signal.SIGINT)  # Cleanup still waits on the shard.
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 130, err
   assert 'Traceback' not in err
   assert f'./pkb.py --run_stage=teardown --run_uri={run_uri}' in err
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
-  # The command it names deletes the rest.
+  # Cut short: shards beside the stalled one are left for teardown.
+  assert len(_LiveShards(results, run_uri)) >= 2
+  # The command it names deletes the rest (the stalled shard, let go, exits
+  # on the SIGTERM the cut-short cleanup sent).
+  _LetGo(stalled)
   proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
   _AssertNothingLeft(results, run_uri)
@@ -144,10 +213,23 @@ def test_second_signal_cuts_short_and_names_teardown(tmp_path):
 
 def test_deadline_during_cleanup_does_not_stop_it(tmp_path):
   results = str(tmp_path)
-  run_uri = _Prepared(results)
-  # 1.2 s: past the start, inside the stop of the stalled shard.
-  proc, _ = e2e.Run(['--run_stage=cleanup,teardown', '--timeout_minutes=0.02'],
-                    results, run_uri=run_uri, timeout=60)
-  assert proc.returncode == 0, proc.stderr
+  run_uri, stalled = _Prepared(results)
+  # A deadline of 1.2 s: past the start, inside the stop of the stalled shard.
+  proc = subprocess.Popen(
+      e2e.Command(['--run_stage=cleanup,teardown', '--timeout_minutes=0.02'],
+                  run_uri, results),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  try:
+    _InCleanup(proc, results, run_uri, stalled)
+    # pkb set its deadline before cleanup began, so it has passed 1.2 s on
+    # (and a bit) while cleanup still waits on the shard.
+    held = time.monotonic() + 1.2 + 0.3
+    _WaitFor(lambda: time.monotonic() > held, 'deadline passed', proc)
+    _LetGo(stalled)
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 0, err
   _AssertNothingLeft(results, run_uri)
   assert e2e.Record(results, run_uri)['status'] == 'succeeded'
