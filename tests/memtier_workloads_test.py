@@ -336,19 +336,81 @@ def _Pkb(args, results_dir, timeout=170):
       capture_output=True, text=True, timeout=timeout, cwd=e2e.REPO)
 
 
+FIXED_LOAD = [
+    '--memtier_fixed_load', '--memtier_ratios=0:1,1:0',
+    '--memtier_pipelines=1,8', '--memtier_threads=1', '--memtier_clients=2',
+    '--memtier_processes_per_client=2', '--memtier_distinct_client_seed',
+    '--memtier_run_duration=1', '--memtier_key_maximum=5000']
+# The local presets as their test runs them: the preset's two cells side by
+# side (the matrix's own option; nothing here reads a figure), and
+# redis_on_flash_local's 2 s timed runs at 1 s (the replay answers them with
+# recorded outputs: their length is idle time).
+PRESETS = {
+    'redis_vs_dragonfly_local.yaml': ['--run_processes=2'],
+    'redis_on_flash_local.yaml': ['--run_processes=2',
+                                  '--memtier_run_duration=1'],
+}
+
+
+class _Started:
+  """A ./pkb.py started in the background; Finish() waits for it once."""
+
+  def __init__(self, argv, results_dir, run_uri=None):
+    self.results_dir, self.run_uri = results_dir, run_uri
+    self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True,
+                                  cwd=e2e.REPO)
+    self._done = None
+
+  def Finish(self, timeout=240):
+    if self._done is None:
+      try:
+        out, err = self._proc.communicate(timeout=timeout)
+      except subprocess.TimeoutExpired:  # Hung: the test fails on it.
+        self._proc.kill()
+        out, err = self._proc.communicate()
+        err += f'\n(killed after {timeout} s)'
+      self._done = subprocess.CompletedProcess(
+          self._proc.args, self._proc.returncode, out, err)
+    return self._done
+
+
+@pytest.fixture(scope='module')
+def real_runs(tmp_path_factory):
+  """This file's three real ./pkb.py runs (the fixed load and the two local
+  presets), started together when the first of their tests runs: each
+  test reads its own. Their timed runs are mostly the replay idling, so
+  side by side they take about as long as the longest. Every run is
+  waited for to its end (its own teardown), also one no test read."""
+  replay = memtier_replay.Path()
+  runs = {}
+  try:
+    fixed = str(tmp_path_factory.mktemp('fixed_load'))
+    run_uri = e2e.NewRunUri()
+    runs['fixed_load'] = _Started(
+        e2e.Command([f'--memtier_path={replay}'] + FIXED_LOAD, run_uri,
+                    fixed), fixed, run_uri)
+    for preset, extra in PRESETS.items():
+      results = tmp_path_factory.mktemp('preset') / 'runs'
+      runs[preset] = _Started(
+          [sys.executable, e2e.PKB, f'--results_dir={results}',
+           '--accept_unconfirmed',
+           f'--benchmark_config_file={CONFIGS}/{preset}',
+           f'--memtier_path={replay}'] + extra, results)
+    yield runs
+  finally:
+    for run in runs.values():
+      run.Finish()
+
+
 @pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
-def test_fixed_load_runs_for_real_with_memtier(tmp_path):
-  proc, run_uri = e2e.Run(
-      [f'--memtier_path={memtier_replay.Path()}', '--memtier_fixed_load',
-       '--memtier_ratios=0:1,1:0', '--memtier_pipelines=1,8',
-       '--memtier_threads=1', '--memtier_clients=2',
-       '--memtier_processes_per_client=2', '--memtier_distinct_client_seed',
-       '--memtier_run_duration=1', '--memtier_key_maximum=5000'],
-      str(tmp_path), timeout=120)
+def test_fixed_load_runs_for_real_with_memtier(real_runs):
+  run = real_runs['fixed_load']
+  proc, run_uri, results = run.Finish(), run.run_uri, run.results_dir
   assert proc.returncode == 0, proc.stderr
   assert 'Fixed load: 4 run(s), no search' in proc.stdout
-  rows = e2e.Samples(str(tmp_path), run_uri)
+  rows = e2e.Samples(results, run_uri)
   runs = [r for r in rows if r['metric'] == 'throughput']
   assert len(runs) == 4 and all(r['value'] > 0 for r in runs)
   labels = [e2e.Labels(r) for r in runs]
@@ -362,7 +424,7 @@ def test_fixed_load_runs_for_real_with_memtier(tmp_path):
   assert 'average_latency' in metrics and 'hourly_cost' in metrics
   assert 'latency_capped_throughput' not in metrics
   assert 'price_performance' not in metrics
-  assert not e2e.LeftoverProcesses(str(tmp_path), run_uri)
+  assert not e2e.LeftoverProcesses(results, run_uri)
 
 
 def _PathWithoutMemtier():
@@ -572,10 +634,9 @@ def test_redis_on_flash_preset_refused_then_dry_runs_with_cost(tmp_path):
 @pytest.mark.parametrize('preset, cells, runs_per_cell', [
     ('redis_vs_dragonfly_local.yaml', 2, 4),
     ('redis_on_flash_local.yaml', 2, 3)])
-def test_local_preset_runs(tmp_path, preset, cells, runs_per_cell):
-  results = tmp_path / 'runs'
-  proc = _Pkb([f'--benchmark_config_file={CONFIGS}/{preset}',
-               f'--memtier_path={memtier_replay.Path()}'], results)
+def test_local_preset_runs(real_runs, preset, cells, runs_per_cell):
+  run = real_runs[preset]
+  proc, results = run.Finish(), run.results_dir
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
   assert f'{cells} of {cells} cell(s) succeeded' in proc.stdout
   run_dirs = [d for d in os.listdir(results)
