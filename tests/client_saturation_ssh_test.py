@@ -41,7 +41,7 @@ pytestmark = pytest.mark.e2e
 FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_ratio=0:1', '--memtier_pipeline=16',
          '--memtier_clients=50', '--memtier_adaptive_min_connections=50',
-         '--memtier_adaptive_max_connections=200', '--memtier_max_probes=3',
+         '--memtier_adaptive_max_connections=200', '--memtier_max_probes=2',
          # Every probe under the cap: the answer exists, and is the client's.
          '--memtier_latency_cap=100', '--nosystem_tuning',
          '--timeout_minutes=4', '--noaccept_unconfirmed']
@@ -69,10 +69,16 @@ def test_a_saturated_thread_over_ssh_is_flagged_by_the_thread_rule(
       run_uri=f'cs{os.getpid()}')
   vm.WaitForSsh(20)
   try:
-    spin = [sys.executable, '-c',
-            'import time\nend = time.time() + 2.5\nwhile time.time() < end: '
-            'pass']
-    run = concurrent.RunProbe(vm, 'spin', [spin], 30, cpu_window_s=2.0)
+    # Spins until the window's snapshot is taken (30 s at most; the probe
+    # script's files are <scratch>/<name>.*), then 0.5 s more: the window
+    # ends while it spins, however loaded the machine.
+    spin = [sys.executable, '-c', (
+        'import os, sys, time\n'
+        'end = time.time() + 30\n'
+        'while time.time() < end and not os.path.exists(sys.argv[1]): pass\n'
+        'end = time.time() + 0.5\n'
+        'while time.time() < end: pass'), f'{vm.scratch_dir}/spin.stat1']
+    run = concurrent.RunProbe(vm, 'spin', [spin], 30, cpu_window_s=1.0)
   finally:
     vm.CleanUpScratch()
     vm.StopMaster()
