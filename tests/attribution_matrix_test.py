@@ -112,10 +112,14 @@ def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(local_run):
   assert float(answer['client_thread_wait_pct']) >= 10, answer
 
 
-def test_a_spinning_client_thread_is_client_cpu(tmp_path):
+def test_a_spinning_client_thread_is_client_cpu(tmp_path, local_run):
+  # The run stage chooses its load generator again (deployment.Restore):
+  # this one's is the memtier stand-in, the shared run's shards its server.
   path = memtier_replay.Executable(str(tmp_path), spinning_thread=True)
-  result = attribution_cases.RunCase('client_spin', str(tmp_path / 'r'),
-                                     [f'--memtier_path={path}'])
+  results, run_uri, extra = local_run
+  result = attribution_cases.RunCase(
+      'client_spin', results, [*extra, f'--memtier_path={path}'],
+      run_uri=run_uri)
   answer = _Check(result, attribution.CLIENT_CPU)
   assert float(answer['client_busiest_thread_pct']) >= 90, answer
 
