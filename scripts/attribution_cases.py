@@ -75,7 +75,7 @@ RUN_FLAGS = {'client_quota': ('--memtier_ratio=0:1', '--memtier_pipeline=4'),
              'client_hog': ('--memtier_ratio=0:1',),
              'server_quota': ('--memtier_ratio=0:1',)}
 # A hog stops itself once started; it spins from SIGCONT (`at_search`).
-_SPIN = ('import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n'
+HOG_CODE = ('import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n'
          'while True: pass\n')
 
 
@@ -272,7 +272,7 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
       groups.append(group)
       for core in cores:
         hog = subprocess.Popen(['taskset', '-c', str(core), sys.executable,
-                                '-c', _SPIN])
+                                '-c', HOG_CODE])
         hogs.append(hog)
         group.Add(hog.pid)
       for hog in hogs:

@@ -23,6 +23,7 @@ without one).
 
 import json
 
+import psutil
 import pytest
 
 import e2e_support
@@ -36,11 +37,16 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
 pytestmark = [
     pytest.mark.e2e,  # Every test here starts a process (tier_guard.py).
-    pytest.mark.alone,  # Measures CPU: no other test beside it (conftest).
     # CI runs as root on a kernel with a CPU controller: missing, it fails.
     e2e_support.Needs('root and a writable CPU cgroup controller (v1 cpu or '
                       'v2 with cpu delegated)', cpu_cgroups.Available),
     e2e_support.NeedsTools('redis-server', 'redis-benchmark', 'taskset')]
+
+
+# Measures CPU: no other test beside it (conftest). Every case is; the
+# file's last test, which measures nothing, is not, so that the shared runs'
+# teardown (after it) runs beside other tests.
+alone = pytest.mark.alone
 
 
 def _Check(result, expected):
@@ -87,6 +93,7 @@ def _Shared(case, run, **kwargs):
 
 
 # pylint: disable=redefined-outer-name
+@alone
 def test_server_quota_is_the_servers_limit_never_the_clients(local_run):
   result = _Shared('server_quota', local_run)
   answer = _Check(result, attribution.SERVER_QUOTA)
@@ -97,6 +104,7 @@ def test_server_quota_is_the_servers_limit_never_the_clients(local_run):
   assert all(p['client_saturated'] == 'False' for p in result.probes)
 
 
+@alone
 def test_client_quota_is_the_clients_limit(local_run):
   result = _Shared('client_quota', local_run)
   answer = _Check(result, attribution.CLIENT_QUOTA)
@@ -105,6 +113,7 @@ def test_client_quota_is_the_clients_limit(local_run):
   assert 'CLIENT QUOTA' in result.stdout
 
 
+@alone
 def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(local_run):
   result = _Shared('client_hog', local_run)
   answer = _Check(result, attribution.DISTURBED)
@@ -112,6 +121,7 @@ def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(local_run):
   assert float(answer['client_thread_wait_pct']) >= 10, answer
 
 
+@alone
 def test_a_spinning_client_thread_is_client_cpu(tmp_path, local_run):
   # The run stage chooses its load generator again (deployment.Restore):
   # this one's is the memtier stand-in, the shared run's shards its server.
@@ -124,6 +134,7 @@ def test_a_spinning_client_thread_is_client_cpu(tmp_path, local_run):
   assert float(answer['client_busiest_thread_pct']) >= 90, answer
 
 
+@alone
 def test_a_quiet_run_says_what_it_is_with_its_figures(local_run):
   result = _Shared('quiet', local_run)
   assert result.probes, result.stderr[-2000:]
@@ -167,11 +178,27 @@ def ssh_run(tmp_path_factory, sshd):
   yield from _SharedRun(str(tmp_path / 'r'), [f'--static_vm_file={path}'])
 
 
+@alone
 def test_over_ssh_server_quota_is_the_servers_limit(ssh_run, sshd):
   result = _Shared('server_quota', ssh_run, client_pids=[sshd.pid])
   answer = _Check(result, attribution.SERVER_QUOTA)
   assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
 
 
+@alone
 def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(ssh_run):
   _Check(_Shared('client_hog', ssh_run), attribution.DISTURBED)
+
+
+def test_the_cases_leave_the_shared_runs_as_they_found_them(local_run,
+                                                            ssh_run):
+  # Every case undid what it did: the runs' shards still up (the quota'd
+  # ones moved back out of their cgroup), no hog left.
+  for results, run_uri, _ in (local_run, ssh_run):
+    pids = attribution_cases.ShardPids(results, run_uri)
+    assert pids, run_uri
+    for pid in pids:
+      assert psutil.Process(pid).status() != psutil.STATUS_ZOMBIE, pid
+  hogs = [p.pid for p in psutil.Process().children(recursive=True)
+          if p.cmdline()[-1:] == [attribution_cases.HOG_CODE]]
+  assert hogs == []
