@@ -65,6 +65,10 @@ def WorkspaceLock(vm) -> threading.Lock:
     return _workspace_locks.setdefault(MachineLane(vm), threading.Lock())
 
 
+# How long KillProcess waits for a process's exit after each signal.
+STOP_WAIT_S = 5.0
+
+
 class BaseVirtualMachine(resource.BaseResource):
   """A machine that runs shell commands for the benchmark."""
 
@@ -72,8 +76,12 @@ class BaseVirtualMachine(resource.BaseResource):
   KIND = 'vm'
 
   def __init__(self, spec: VmSpec, name: str, group_name: str,
-               run_uri: str = '', **kwargs):
+               run_uri: str = '', stop_wait_s: float = STOP_WAIT_S,
+               **kwargs):
     super().__init__(name, **kwargs)
+    # KillProcess's wait for an exit after each signal (tests of a process
+    # that outlives it shorten it).
+    self.stop_wait_s = stop_wait_s
     self.run_uri = run_uri or (self.record.run_uri if self.record else '')
     self.spec = spec
     self.group_name = group_name
@@ -283,7 +291,7 @@ class BaseVirtualMachine(resource.BaseResource):
     directory can no longer be read (so neither the run's mark nor the
     markers can be checked): it is neither foreign nor gone yet.
 
-    If it is still there after STOP_WAIT_S (its main thread exited while
+    If it is still there after stop_wait_s (its main thread exited while
     other threads run on), the recorded start time is what names it: then
     its group is stopped like any; without one (a PID read from a pidfile)
     it is left alone, said so.
@@ -293,13 +301,14 @@ class BaseVirtualMachine(resource.BaseResource):
     if start_time is None:
       raise errors.ResourceError(
           f'PID {pid} on {self.name} has been exiting for '
-          f'{STOP_WAIT_S:g} s (no command line or working directory left to '
-          'check it by) and no start time was recorded for it; left alone')
+          f'{self.stop_wait_s:g} s (no command line or working directory '
+          'left to check it by) and no start time was recorded for it; left '
+          'alone')
     self._CheckStart(pid, state, start_time)
     self._StopGroup(pid, state)
 
   def _StopGroup(self, pid: int, state: 'ProcessState') -> None:
-    """SIGTERM to the group pid leads, up to STOP_WAIT_S for pid's exit,
+    """SIGTERM to the group pid leads, up to stop_wait_s for pid's exit,
     then SIGKILL to the group and wait again."""
     if state.group != pid:
       raise errors.ResourceError(
@@ -314,14 +323,14 @@ class BaseVirtualMachine(resource.BaseResource):
 
   def _RunWithLeader(self, pid: int, start_time: float, signals: str) -> bool:
     """Runs `signals` on the VM while pid is still the process that started
-    at start_time ({wait}: wait up to STOP_WAIT_S for its exit), then waits
+    at start_time ({wait}: wait up to stop_wait_s for its exit), then waits
     for the exit; True once it has exited.
 
     The script holds only validated integers; `same` re-checks the start
     time before each signal, so a PID reused meanwhile is never signalled.
     """
     pid, start = CheckedPid(pid), int(start_time)
-    polls = int(STOP_WAIT_S / 0.05)
+    polls = int(self.stop_wait_s / 0.05)
     wait = f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; done; '
     same = f'{process_stat.ALIVE_SHELL}same() {{ alive {pid} {start}; }}; '
     _, _, rc = self.RemoteCommandWithReturnCode(
@@ -352,9 +361,6 @@ class BaseVirtualMachine(resource.BaseResource):
         'internal_ip': self.internal_ip,
         'cpu_set': self.cpu_set,
     }
-
-
-STOP_WAIT_S = 5.0
 
 
 class ProcessState(NamedTuple):

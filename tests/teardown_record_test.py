@@ -195,8 +195,9 @@ def test_processes_and_shell_fields_are_refused(tmp_path):
 class _ShellVm(virtual_machine.BaseVirtualMachine):
   """A VM whose commands run through bash here (like one reached by SSH)."""
 
-  def __init__(self):
-    super().__init__(virtual_machine.VmSpec('Test', 'test'), 'vm-0', 'g')
+  def __init__(self, **kwargs):
+    super().__init__(virtual_machine.VmSpec('Test', 'test'), 'vm-0', 'g',
+                     **kwargs)
 
   def _Create(self):
     pass
@@ -212,9 +213,16 @@ class _ShellVm(virtual_machine.BaseVirtualMachine):
 # KillProcess on a Local VM and on one whose commands go through a shell (as
 # over SSH): one implementation, run through each VM's own commands.
 _VM_CLASSES = [
-    lambda: local.LocalVirtualMachine(
-        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x'),
+    lambda **kwargs: local.LocalVirtualMachine(
+        virtual_machine.VmSpec('Local', 'local'), 'vm-0', 'g', run_uri='x',
+        **kwargs),
     _ShellVm]
+
+# KillProcess's wait after a signal (the product's is
+# virtual_machine.STOP_WAIT_S, 5 s) for the cases whose process outlives it
+# on purpose (SIGTERM ignored; an exit that never completes): what is
+# checked is what KillProcess does once it has elapsed, not its length.
+_SHORT_WAIT_S = 1.0
 
 
 def _Stubborn(port, cwd=None, session=True, child=False):
@@ -294,7 +302,7 @@ def test_processes_without_the_runs_mark_are_left_alone(tmp_path):
 
 @pytest.mark.parametrize('vm_class', _VM_CLASSES)
 def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
-  vm = vm_class()
+  vm = vm_class(stop_wait_s=_SHORT_WAIT_S)
   vm.scratch_dir = str(tmp_path / 'scratch')
   os.mkdir(vm.scratch_dir, 0o700)
   outside = _Stubborn(7102, cwd=tmp_path)
@@ -398,12 +406,15 @@ def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
     start = _StartTime(vm, proc.pid)
     assert vm.ProcessIdentity(proc.pid) == (start, '')
     vm.KillProcess(proc.pid, markers=('main_exits',), start_time=start)
-    assert proc.poll() is not None
+    # Ended by itself (status 0), not stopped by a signal.
+    assert proc.poll() == 0
   finally:
     proc.kill()
     proc.wait()
   # One that outlives the wait is stopped when its recorded start time
   # names it, and left alone, said so, when nothing does.
+  vm = vm_class(stop_wait_s=_SHORT_WAIT_S)
+  vm.scratch_dir = str(tmp_path / 'scratch')
   proc = _ExitingProcess(tmp_path, vm.scratch_dir, 120)
   try:
     start = _StartTime(vm, proc.pid)
@@ -459,7 +470,10 @@ def _RunProcessesAlive(run_uri, record):
 
 
 def test_no_shard_outlives_a_default_run(tmp_path):
-  proc, run_uri = e2e.Run(e2e.FAST, str(tmp_path))
+  # Every stage, shards, a preload and a probe with its load generator and
+  # samplers; one probe is enough (the search's answer is not the point).
+  proc, run_uri = e2e.Run(e2e.FAST + ['--memtier_max_probes=1'],
+                          str(tmp_path))
   time.sleep(0.5)
   record = e2e.Record(str(tmp_path), run_uri)
   # However the study ended (latency noise may fail it), its shards ran.
@@ -471,8 +485,10 @@ def test_no_shard_outlives_a_default_run(tmp_path):
 
 def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
   run_uri = e2e.NewRunUri()
+  # The run's first line comes once it holds its lock: the second pkb is
+  # refused while the first provisions and preloads meanwhile.
   first = e2e.StartUntil(e2e.FAST + ['--memtier_run_duration=3'], run_uri,
-                         str(tmp_path))
+                         str(tmp_path), marker=f'Run {run_uri}:')
   try:
     assert first.poll() is None
     second = subprocess.run(
@@ -482,6 +498,11 @@ def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and f'pid {first.pid} ' in lines[0], lines
     assert 'in use' in lines[0]
+    # Killed as its search starts: shards up, keys loaded, probes next.
+    for line in first.stdout:  # Bounded by the run's own length.
+      if 'probe' in line:
+        break
+    assert first.poll() is None
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
   finally:
