@@ -124,8 +124,9 @@ def StartUntil(args, run_uri, results_dir, marker='probe'):
 
 
 def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
-                   timeout=120):
-  """Starts a run, sends `sig` once stdout shows `marker`, returns output."""
+                   timeout=120, then=None):
+  """Starts a run, sends `sig` once stdout shows `marker` (and, with `then`,
+  once then(run_uri) is true after it, e.g. ProbeRunning), returns output."""
   run_uri = NewRunUri()
   proc = subprocess.Popen(Command(args, run_uri, results_dir),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -136,6 +137,10 @@ def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
     for line in proc.stdout:
       seen.append(line)
       if marker in line:
+        while then is not None and not then(run_uri):
+          assert proc.poll() is None and time.monotonic() < deadline, (
+              f'the run ended or timed out before {then.__name__}')
+          time.sleep(0.02)
         proc.send_signal(sig)
         break
       if time.monotonic() > deadline:
@@ -145,6 +150,21 @@ def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
     if proc.poll() is None:
       proc.kill()
   return proc.returncode, ''.join(seen) + out, err, run_uri
+
+
+def ProbeRunning(run_uri, root='/tmp'):
+  """True while a load generator of the run runs: a redis-benchmark or
+  memtier process working in one of its workspaces (a probe is under way)."""
+  roots = [w + '/' for w in Workspaces(run_uri, root)]
+  for proc in psutil.process_iter(['cmdline', 'cwd', 'status']):
+    info = proc.info
+    if info['status'] == psutil.STATUS_ZOMBIE:
+      continue
+    cmdline = ' '.join(info['cmdline'] or [])
+    if (('redis-benchmark' in cmdline or 'memtier' in cmdline) and
+        any((info['cwd'] or '').startswith(r) for r in roots)):
+      return True
+  return False
 
 
 def Record(results_dir, run_uri):
