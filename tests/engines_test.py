@@ -417,6 +417,40 @@ def test_a_port_taken_after_the_scan_fails_at_once_and_is_skipped(record):
   assert started.port > port
 
 
+@pytest.mark.e2e
+@needs_cli
+@needs_valkey
+@needs_redis
+def test_a_port_another_runs_server_took_is_not_taken_for_ours(record):
+  """Valkey writes its pidfile before it listens: on a port where another
+  run's server listens it has a PID, then aborts. That server answered the
+  start's PING (NOAUTH, and redis-cli exits 0), so the shard counted as
+  started and the run preloaded into a server it has no password for.
+  Now the start checks the answer is its own (INFO server with its
+  password, the process_id its PID) and moves to the next port."""
+  (vm,) = _Vms(1, record)
+  port = e2e.FreePort()
+  foreign = subprocess.Popen(
+      ['redis-server', '--port', str(port), '--bind', '127.0.0.1', '--save',
+       '', '--appendonly', 'no', '--requirepass', 'theirs'],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    for _ in range(200):  # Bounded: until it listens.
+      if port in redis_server.ListeningPorts(vm):
+        break
+      time.sleep(0.05)
+    shard = redis_shard.ShardOptions(maxmemory_mb=64)
+    proc = valkey_server.ValkeyProcess(
+        vm, port, redis_shard.NewPassword(), shard,
+        server_command=valkey_server.WheelServerPath(), record=record)
+    with pytest.raises(errors.ProcessError, match='Address already in use'):
+      proc.Create()
+    proc.Delete()
+  finally:
+    foreign.terminate()
+    foreign.wait(timeout=10)
+
+
 # --- a second Redis locally ---------------------------------------------------
 
 def _HasWheelRedis() -> bool:

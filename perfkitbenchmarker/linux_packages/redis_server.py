@@ -139,6 +139,17 @@ def Cli(vm: virtual_machine.BaseVirtualMachine, host: str, port: int,
   return out
 
 
+def IsTheServer(info: str, pid: int) -> bool:
+  """Whether INFO server output, asked with the shard's own password, is
+  the shard's own answer: the password is the run's (another run's server
+  on the port answers NOAUTH or WRONGPASS, and redis-cli still exits 0),
+  and the process_id, where the server reports one, is its PID."""
+  if not re.search(r'^\w+_version:', info, re.M):
+    return False
+  ids = re.findall(r'^process_id:(\d+)', info, re.M)
+  return not ids or ids == [str(pid)]
+
+
 class RedisProcess(resource.BaseResource):
   """One redis-server shard as a resource of the run.
 
@@ -210,27 +221,27 @@ class RedisProcess(resource.BaseResource):
         pid = int(pid_text.strip())
         identity = self.vm.ProcessIdentity(pid)
         self.Remember(pid=pid, start_time=identity and identity[0])
-      if self.pid is None:
-        # A daemon that cannot listen (a port taken after ListeningPorts,
-        # e.g. by a matrix cell starting beside this one) exits before it
-        # writes its pidfile, logging "..., aborting": fail now, and
-        # StartShards moves to the next port, instead of waiting out
-        # START_TIMEOUT_S for a pidfile that never comes.
-        _, _, aborted_rc = self.vm.RemoteCommandWithReturnCode(
-            f'tail -c +{log_start} {shlex.quote(self.logfile)} 2>/dev/null '
-            '| grep -q aborting')
-        if aborted_rc == 0:
-          self._Fail('')
-        return False
-      _, _, ping_rc = self.vm.RemoteCommandWithReturnCode(
-          _CliCommand(self.options.bind, self.port, 'PING'),
-          env={'REDISCLI_AUTH': self.password}, timeout=5)
-      if ping_rc == 0:
-        return True
-      _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
-          f'kill -0 {int(self.pid)}')
-      if alive_rc != 0:
+      if self.pid is not None:
+        info, _, info_rc = self.vm.RemoteCommandWithReturnCode(
+            _CliCommand(self.options.bind, self.port, 'INFO server'),
+            env={'REDISCLI_AUTH': self.password}, timeout=5)
+        if info_rc == 0 and IsTheServer(info, self.pid):
+          return True
+      # A daemon that cannot listen (a port taken after ListeningPorts,
+      # e.g. by a matrix cell or another run starting beside this one)
+      # logs "..., aborting" and exits, before its pidfile (Redis) or after
+      # it (Valkey writes it first): fail now, and StartShards moves to the
+      # next port, instead of waiting out START_TIMEOUT_S.
+      _, _, aborted_rc = self.vm.RemoteCommandWithReturnCode(
+          f'tail -c +{log_start} {shlex.quote(self.logfile)} 2>/dev/null '
+          '| grep -q aborting')
+      if aborted_rc == 0:
         self._Fail('')
+      if self.pid is not None:
+        _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
+            f'kill -0 {int(self.pid)}')
+        if alive_rc != 0:
+          self._Fail('')
       return False
 
     answering, _ = waits.Poll(Answering, bool, START_TIMEOUT_S, 0.1,
