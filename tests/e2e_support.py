@@ -111,6 +111,31 @@ def Run(args, results_dir, run_uri=None, timeout=240, env=None):
   return proc, run_uri
 
 
+class Background:
+  """A process started now (stdout and stderr piped) whose end a test
+  reads later: several ./pkb.py runs of a file side by side, each read by
+  its own test. Finish() waits for it once and returns its
+  CompletedProcess; a run past `timeout` is killed and fails that way."""
+
+  def __init__(self, argv, results_dir=None, run_uri=None):
+    self.results_dir, self.run_uri = results_dir, run_uri
+    self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, cwd=REPO)
+    self._done = None
+
+  def Finish(self, timeout=240):
+    if self._done is None:
+      try:
+        out, err = self._proc.communicate(timeout=timeout)
+      except subprocess.TimeoutExpired:
+        self._proc.kill()
+        out, err = self._proc.communicate()
+        err += f'\n(killed after {timeout} s)'
+      self._done = subprocess.CompletedProcess(
+          self._proc.args, self._proc.returncode, out, err)
+    return self._done
+
+
 def StartUntil(args, run_uri, results_dir, marker='probe'):
   """Starts a run and returns its Popen once stdout shows `marker` (stdout
   and stderr piped; the caller ends it)."""

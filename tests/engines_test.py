@@ -484,6 +484,41 @@ def _WheelRedisVersion() -> str:
   return sorted(builds)[0] if builds else 'none'
 
 
+def _EngineRuns():
+  """(engine, version) of each default-study run this machine can do."""
+  runs = []
+  if _HasValkey():
+    runs.append(('valkey', 'distro'))
+  if e2e.FindTool('redis-server'):
+    runs.append(('redis', 'distro'))
+    if _HasWheelRedis():
+      runs.append(('redis', _WheelRedisVersion()[:3]))
+  return runs
+
+
+@pytest.fixture(scope='module')
+def engine_runs(tmp_path_factory):
+  """The default study on each engine, the runs started together when the
+  first of their tests runs (each test reads its own; nothing here reads a
+  figure), each waited for to its end."""
+  runs = {}
+  try:
+    for engine_name, version in _EngineRuns():
+      results = str(tmp_path_factory.mktemp(f'{engine_name}-{version}'))
+      run_uri = e2e.NewRunUri()
+      argv = e2e.Command(
+          [f'--redis_engine={engine_name}',
+           f'--redis_server_version={version}',
+           '--memtier_run_duration=1', '--memtier_latency_cap=100',
+           '--memtier_confirm_repeats=0', '--memtier_max_probes=1',
+           '--memtier_key_maximum=2000'], run_uri, results)
+      runs[(engine_name, version)] = e2e.Background(argv, results, run_uri)
+    yield runs
+  finally:
+    for run in runs.values():
+      run.Finish()
+
+
 @pytest.mark.e2e
 @needs_cli
 @pytest.mark.parametrize('engine_name,version', [
@@ -491,15 +526,12 @@ def _WheelRedisVersion() -> str:
     pytest.param('redis', 'distro', marks=needs_redis),
     pytest.param('redis', _WheelRedisVersion()[:3],
                  marks=[needs_redis, needs_wheel_redis])])
-def test_default_study_names_its_engine(tmp_path, engine_name, version):
-  proc, run_uri = e2e.Run(
-      [f'--redis_engine={engine_name}', f'--redis_server_version={version}',
-       '--memtier_run_duration=1', '--memtier_latency_cap=100',
-       '--memtier_confirm_repeats=0', '--memtier_max_probes=1',
-       '--memtier_key_maximum=2000'],
-      str(tmp_path), timeout=180)
+def test_default_study_names_its_engine(engine_runs, engine_name, version):
+  run = engine_runs[(engine_name, version)]
+  proc = run.Finish(timeout=180)
+  run_uri, results = run.run_uri, run.results_dir
   assert proc.returncode == 0, proc.stderr[-2000:]
-  rows = e2e.Samples(str(tmp_path), run_uri)
+  rows = e2e.Samples(results, run_uri)
   assert rows
   labels = [e2e.Labels(r) for r in rows]
   assert {l['engine'] for l in labels} == {engine_name}
@@ -514,9 +546,9 @@ def test_default_study_names_its_engine(tmp_path, engine_name, version):
   assert f"v={labels[0]['engine_version']} " in out
   assert {l['engine_version'] for l in labels} == {
       labels[0]['engine_version']}
-  kinds = {e['kind'] for e in e2e.Record(str(tmp_path), run_uri)['resources']}
+  kinds = {e['kind'] for e in e2e.Record(results, run_uri)['resources']}
   assert f'{engine_name}_process' in kinds
-  assert not e2e.LeftoverProcesses(str(tmp_path), run_uri)
+  assert not e2e.LeftoverProcesses(results, run_uri)
 
 
 @pytest.mark.e2e

@@ -352,29 +352,6 @@ PRESETS = {
 }
 
 
-class _Started:
-  """A ./pkb.py started in the background; Finish() waits for it once."""
-
-  def __init__(self, argv, results_dir, run_uri=None):
-    self.results_dir, self.run_uri = results_dir, run_uri
-    self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True,
-                                  cwd=e2e.REPO)
-    self._done = None
-
-  def Finish(self, timeout=240):
-    if self._done is None:
-      try:
-        out, err = self._proc.communicate(timeout=timeout)
-      except subprocess.TimeoutExpired:  # Hung: the test fails on it.
-        self._proc.kill()
-        out, err = self._proc.communicate()
-        err += f'\n(killed after {timeout} s)'
-      self._done = subprocess.CompletedProcess(
-          self._proc.args, self._proc.returncode, out, err)
-    return self._done
-
-
 @pytest.fixture(scope='module')
 def real_runs(tmp_path_factory):
   """This file's three real ./pkb.py runs (the fixed load and the two local
@@ -387,12 +364,12 @@ def real_runs(tmp_path_factory):
   try:
     fixed = str(tmp_path_factory.mktemp('fixed_load'))
     run_uri = e2e.NewRunUri()
-    runs['fixed_load'] = _Started(
+    runs['fixed_load'] = e2e.Background(
         e2e.Command([f'--memtier_path={replay}'] + FIXED_LOAD, run_uri,
                     fixed), fixed, run_uri)
     for preset, extra in PRESETS.items():
       results = tmp_path_factory.mktemp('preset') / 'runs'
-      runs[preset] = _Started(
+      runs[preset] = e2e.Background(
           [sys.executable, e2e.PKB, f'--results_dir={results}',
            '--accept_unconfirmed',
            f'--benchmark_config_file={CONFIGS}/{preset}',
