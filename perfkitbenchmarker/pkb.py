@@ -123,7 +123,9 @@ def _TeardownOnly(run_dir: str) -> int:
   # Not while another pkb runs this run (a killed one's lock is gone).
   _LockRun(record.run_uri, 'nothing was deleted')
   run_log.SetUp(run_dir)
-  providers.LoadAllKinds()
+  # The providers the record names, no other (a Local run's teardown
+  # never imports the cloud clients).
+  providers.LoadKindsOf(e.get('kind') for e in record.Resources())
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
   from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
   engines.ShardKinds()  # Loads every engine, so every shard kind is known.

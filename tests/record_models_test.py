@@ -133,3 +133,18 @@ def test_every_bad_field_is_named_at_once(record):
                                ip_address=[], num_cpus='4', group=1),
                         record)
   assert '(and 2 more)' in str(raised.value)
+
+
+def test_each_providers_kinds_start_with_its_prefix(record):
+  # A teardown imports only the providers whose prefixes the record's kinds
+  # start with (providers.LoadKindsOf): a kind named otherwise could not be
+  # torn down.
+  del record  # Its fixture loaded every provider.
+  checked = set()
+  for kind, factory in resource._KINDS.items():  # pylint: disable=protected-access
+    module = getattr(factory, '__self__', factory).__module__
+    for cloud, prefix in providers.KIND_PREFIXES.items():
+      if module.startswith(f'perfkitbenchmarker.providers.{cloud.lower()}.'):
+        assert kind.startswith(prefix), (kind, module)
+        checked.add(cloud)
+  assert checked == set(providers.KIND_PREFIXES)

@@ -16,11 +16,15 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       directories on this machine exist and are not the user's own
       (run_scope), before anything starts;
 It registers each of its resource kinds with resource.RegisterKind at import,
-so `--run_stage=teardown --run_uri=X` can delete them from the record alone.
-Add the cloud's name to `_PROVIDERS`; --static_vm_file selects 'Static'.
+so `--run_stage=teardown --run_uri=X` can delete them from the record alone;
+each kind's name starts with the provider's prefix in `KIND_PREFIXES`, so
+that teardown imports only the providers a record names (LoadKindsOf).
+Add the cloud's name to `_PROVIDERS` and `KIND_PREFIXES`; --static_vm_file
+selects 'Static'.
 """
 
 import importlib
+from typing import Iterable
 
 from perfkitbenchmarker import errors
 
@@ -30,6 +34,10 @@ _PROVIDERS = {
     'AWS': 'perfkitbenchmarker.providers.aws.provider',
     'Static': 'perfkitbenchmarker.providers.static.provider',
 }
+
+# The start of every resource kind each provider registers.
+KIND_PREFIXES = {'Local': 'local_', 'GCP': 'gcp_', 'AWS': 'aws_',
+                 'Static': 'static_'}
 
 
 def GetProvider(cloud: str):
@@ -51,8 +59,17 @@ def GetProvider(cloud: str):
 
 def LoadAllKinds() -> None:
   """Imports every provider so their resource kinds can be torn down."""
-  for cloud in _PROVIDERS:
-    try:
-      GetProvider(cloud)
-    except errors.Error:
-      pass  # Not built yet or its SDK is missing: it recorded nothing.
+  LoadKindsOf(KIND_PREFIXES.values())
+
+
+def LoadKindsOf(kinds: Iterable[str]) -> None:
+  """Imports the providers whose resource kinds are among `kinds` (a run
+  record's), so those can be torn down; no other (the GCP client alone
+  takes 2 s of CPU to import, for a Local run's teardown too)."""
+  kinds = [k for k in kinds if isinstance(k, str)]
+  for cloud, prefix in KIND_PREFIXES.items():
+    if any(k.startswith(prefix) for k in kinds):
+      try:
+        GetProvider(cloud)
+      except errors.Error:
+        pass  # Its SDK is missing: its kinds are refused as unknown.
