@@ -196,7 +196,13 @@ def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
           [spin.pid], base, 0.2, 30, str(tmp_path / 'no-run'))],
                                  stdout=subprocess.PIPE, text=True)
       assert sampler.stdout.readline() == 'ready\n'
-      time.sleep(1.5)
+      # Until the quota has held it back in 8 more periods (0.8 s here),
+      # not a fixed 1.5 s: the window the sampler reads has them, however
+      # loaded the machine (the check below wants 5).
+      throttled, deadline = group.Throttled(), time.monotonic() + 20
+      while (group.Throttled() < throttled + 8 and
+             time.monotonic() < deadline):
+        time.sleep(0.05)
       text = subprocess.run(
           ['bash', '-c', client_cpu.StopSamplerCommand(base)],
           capture_output=True, text=True, check=True, timeout=30).stdout
