@@ -40,6 +40,19 @@ def _Prepared(results):
   return run_uri, stalled
 
 
+@pytest.fixture
+def prepared(tmp_path):
+  """_Prepared's run in tmp_path: (results, run_uri, stalled PID). What a
+  failed test left running (a stopped shard, shards cleanup never reached)
+  is let go and torn down after it."""
+  results = str(tmp_path)
+  run_uri, stalled = _Prepared(results)
+  yield results, run_uri, stalled
+  if _LiveShards(results, run_uri):
+    _LetGo(stalled)
+    e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+
+
 def _Shards(results, run_uri):
   return [e for e in e2e.Record(results, run_uri)['resources']
           if e['kind'] == 'redis_process']
@@ -152,12 +165,11 @@ def _Log(results, run_uri):
     return f.read()
 
 
-def test_signal_during_cleanup_lets_it_finish(tmp_path):
+def test_signal_during_cleanup_lets_it_finish(prepared):
   # SIGTERM; a first SIGINT during cleanup takes the same handler path
   # (run_signals.Interrupts, one handler for every signal) in
   # test_second_signal_cuts_short_and_names_teardown.
-  results = str(tmp_path)
-  run_uri, stalled = _Prepared(results)
+  results, run_uri, stalled = prepared
   rc, err = _CleanUpAndSignal(results, run_uri, stalled, signal.SIGTERM)
   assert rc == 130, err
   assert 'Traceback' not in err
@@ -168,9 +180,8 @@ def test_signal_during_cleanup_lets_it_finish(tmp_path):
   assert all(r['status'] == 'deleted' for r in record['resources'])
 
 
-def test_sighup_with_terminal_gone_cleans_up(tmp_path):
-  results = str(tmp_path)
-  run_uri, stalled = _Prepared(results)
+def test_sighup_with_terminal_gone_cleans_up(prepared):
+  results, run_uri, stalled = prepared
   rc, _ = _CleanUpAndSignal(results, run_uri, stalled, signal.SIGHUP,
                             hang_up=True)
   assert rc == 130
@@ -180,9 +191,8 @@ def test_sighup_with_terminal_gone_cleans_up(tmp_path):
   assert 'SIGHUP' in log and 'Traceback' not in log
 
 
-def test_second_signal_cuts_short_and_names_teardown(tmp_path):
-  results = str(tmp_path)
-  run_uri, stalled = _Prepared(results)
+def test_second_signal_cuts_short_and_names_teardown(prepared):
+  results, run_uri, stalled = prepared
   proc = subprocess.Popen(
       e2e.Command(['--run_stage=cleanup,teardown'], run_uri, results),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
@@ -211,9 +221,8 @@ def test_second_signal_cuts_short_and_names_teardown(tmp_path):
   _AssertNothingLeft(results, run_uri)
 
 
-def test_deadline_during_cleanup_does_not_stop_it(tmp_path):
-  results = str(tmp_path)
-  run_uri, stalled = _Prepared(results)
+def test_deadline_during_cleanup_does_not_stop_it(prepared):
+  results, run_uri, stalled = prepared
   # A deadline of 1.2 s: past the start, inside the stop of the stalled shard.
   proc = subprocess.Popen(
       e2e.Command(['--run_stage=cleanup,teardown', '--timeout_minutes=0.02'],
