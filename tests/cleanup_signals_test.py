@@ -107,15 +107,28 @@ def _LetGo(stalled):
     pass
 
 
-def _CleanUpAndSignal(results, run_uri, stalled, sig, hang_up=False):
-  """Runs cleanup,teardown, sends `sig` inside cleanup (the stalled shard's
-  stop) and lets the shard go once pkb noted the signal."""
+def _InCleanupRun(results, run_uri, stalled, *extra):
+  """Starts --run_stage=cleanup,teardown (plus `extra` flags) and returns
+  its Popen once cleanup waits on the stalled shard (killed if not)."""
   proc = subprocess.Popen(
-      e2e.Command(['--run_stage=cleanup,teardown'], run_uri, results),
+      e2e.Command(['--run_stage=cleanup,teardown'] + list(extra), run_uri,
+                  results),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
   try:
     assert proc.stdout.readline().startswith(f'Run {run_uri}')
     _InCleanup(proc, results, run_uri, stalled)
+  except BaseException:
+    proc.kill()
+    proc.communicate()
+    raise
+  return proc
+
+
+def _CleanUpAndSignal(results, run_uri, stalled, sig, hang_up=False):
+  """Runs cleanup,teardown, sends `sig` inside cleanup (the stalled shard's
+  stop) and lets the shard go once pkb noted the signal."""
+  proc = _InCleanupRun(results, run_uri, stalled)
+  try:
     if hang_up:  # The terminal is gone: nobody reads pkb's output any more.
       proc.stdout.close()
       proc.stderr.close()
@@ -193,12 +206,8 @@ def test_sighup_with_terminal_gone_cleans_up(prepared):
 
 def test_second_signal_cuts_short_and_names_teardown(prepared):
   results, run_uri, stalled = prepared
-  proc = subprocess.Popen(
-      e2e.Command(['--run_stage=cleanup,teardown'], run_uri, results),
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  proc = _InCleanupRun(results, run_uri, stalled)
   try:
-    assert proc.stdout.readline().startswith(f'Run {run_uri}')
-    _InCleanup(proc, results, run_uri, stalled)
     proc.send_signal(signal.SIGINT)
     _WaitFor(lambda: _Noted(results, run_uri, signal.SIGINT), 'SIGINT noted',
              proc)
@@ -224,12 +233,8 @@ def test_second_signal_cuts_short_and_names_teardown(prepared):
 def test_deadline_during_cleanup_does_not_stop_it(prepared):
   results, run_uri, stalled = prepared
   # A deadline of 1.2 s: past the start, inside the stop of the stalled shard.
-  proc = subprocess.Popen(
-      e2e.Command(['--run_stage=cleanup,teardown', '--timeout_minutes=0.02'],
-                  run_uri, results),
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  proc = _InCleanupRun(results, run_uri, stalled, '--timeout_minutes=0.02')
   try:
-    _InCleanup(proc, results, run_uri, stalled)
     # pkb set its deadline before cleanup began, so it has passed 1.2 s on
     # (and a bit) while cleanup still waits on the shard.
     held = time.monotonic() + 1.2 + 0.3
