@@ -143,6 +143,37 @@ def ClientCores(results_dir: str, run_uri: str) -> List[int]:
   return sorted(cores) or sorted(os.sched_getaffinity(0))
 
 
+def Watch(argv: Sequence[str], timeout: float,
+          on_line: Optional[Callable[[str], None]] = None,
+          stop: int = signal.SIGKILL,
+          preexec_fn: Optional[Callable[[], None]] = None
+          ) -> subprocess.CompletedProcess:
+  """Runs `argv` from the repo, calling `on_line` with each line of its
+  stdout as it comes (to act at a point of a run), and sends it `stop`
+  once `timeout` has passed (SIGTERM lets pkb clean up first)."""
+  with tempfile.TemporaryFile('w+') as err:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
+                            text=True, cwd=REPO, preexec_fn=preexec_fn)
+    watchdog = threading.Timer(timeout, proc.send_signal, (stop,))
+    watchdog.start()
+    lines = []
+    try:
+      for line in proc.stdout:
+        lines.append(line)
+        if on_line is not None:
+          on_line(line)
+      proc.wait()
+    finally:
+      watchdog.cancel()
+      if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+      proc.stdout.close()
+    err.seek(0)
+    return subprocess.CompletedProcess(list(argv), proc.returncode,
+                                       ''.join(lines), err.read())
+
+
 def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
          cgroup: Optional[cpu_cgroups.CpuCgroup] = None,
          timeout: float = 300,
@@ -164,28 +195,13 @@ def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
     def join():
       with open(procs, 'w') as f:
         f.write(str(os.getpid()))
-  with tempfile.TemporaryFile('w+') as err:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
-                            text=True, cwd=REPO, preexec_fn=join)
-    watchdog = threading.Timer(timeout, proc.kill)
-    watchdog.start()
-    lines = []
-    try:
-      for line in proc.stdout:
-        lines.append(line)
-        if at_search is not None and line.startswith('Searching for'):
-          at_search()
-          at_search = None
-      proc.wait()
-    finally:
-      watchdog.cancel()
-      if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-      proc.stdout.close()
-    err.seek(0)
-    return subprocess.CompletedProcess(argv, proc.returncode, ''.join(lines),
-                                       err.read())
+  pending = [at_search] if at_search is not None else []
+
+  def OnLine(line):
+    if pending and line.startswith('Searching for'):
+      pending.pop()()
+
+  return Watch(argv, timeout, OnLine, preexec_fn=join)
 
 
 def _WaitStopped(pid: int, timeout_s: float = 30) -> None:

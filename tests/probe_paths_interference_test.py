@@ -23,6 +23,7 @@ import dataclasses
 import io
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -43,6 +44,7 @@ from perfkitbenchmarker.enterprise import study_steps
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.load_generators import interference
+from scripts import attribution_cases
 
 HOG_LIMIT_S = 40  # The loop ends by itself even if the kill is missed.
 _HOG = ('import time\n'
@@ -102,31 +104,20 @@ def _RunHogAfterFirstProbe(args, tmp_path, timeout=120):
   ambient = _BusyPct(_RunCores())
   run_uri = e2e_support.NewRunUri()
   results = str(tmp_path / 'results')
-  with open(tmp_path / 'stderr.txt', 'w+') as err, _Hog() as hog:
-    proc = subprocess.Popen(
-        e2e_support.Command(args, run_uri, results), cwd=e2e_support.REPO,
-        stdout=subprocess.PIPE, stderr=err, text=True)
-    # SIGTERM: the run still cleans up its shards.
-    watchdog = threading.Timer(timeout, proc.terminate)
-    watchdog.start()
-    lines = []
-    try:
-      for line in proc.stdout:
-        lines.append(line)
-        if _FIRST_PROBE.match(line):
-          hog.Start(server_core)
-      proc.wait()
-    finally:
-      watchdog.cancel()
-      if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    err.seek(0)
-    stderr = err.read()
+  with _Hog() as hog:
+
+    def OnLine(line):
+      if _FIRST_PROBE.match(line):
+        hog.Start(server_core)
+
+    # SIGTERM past the timeout: the run still cleans up its shards.
+    done = attribution_cases.Watch(
+        e2e_support.Command(args, run_uri, results), timeout, OnLine,
+        stop=signal.SIGTERM)
     started = bool(hog.started)
   ambient = max(ambient, _BusyPct(_RunCores()))
-  out = ''.join(lines)
-  assert proc.returncode == 0, out[-3000:] + stderr[-3000:]
+  out = done.stdout
+  assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
   assert started, 'no probe line: ' + out[-2000:]
   assert not e2e_support.LeftoverProcesses(results, run_uri)
   return out, e2e_support.Samples(results, run_uri), ambient
