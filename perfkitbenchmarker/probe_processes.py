@@ -46,18 +46,33 @@ def _GroupFiles(scratch_dir: str, mark: str) -> str:
   return f'{shlex.quote(scratch_dir.rstrip("/"))}/.probe-{mark}.'
 
 
+def _StoppedFile(scratch_dir: str, mark: str) -> str:
+  """The file KillScript leaves: the probe's entry is being deleted. Not
+  one of _GroupFiles' (a '-' where they have a '.')."""
+  return _GroupFiles(scratch_dir, mark)[:-1] + '-stopped'
+
+
 def GroupScript(scratch_dir: str, mark: str) -> str:
   """bash that writes "<group id> <leader start>" of the shell's own
-  process group to a file of the mark (its name ends in the shell's PID)."""
+  process group to a file of the mark (its name ends in the shell's PID),
+  then exits 143 if KillScript already ran for the mark.
+
+  A command can start after its entry was deleted (its SSH session still
+  on its way when SIGINT made cleanup kill the mark's groups). The file is
+  written before the check and KillScript marks the probe stopped before
+  it reads the files, so the command either sees the mark or is killed.
+  """
   return (f'{process_stat.SHELL}pstat $$; __g=${{pf[2]}}; '
           'pstat "$__g" || pf=(); '
           f'echo "$__g ${{pf[19]}}" > {_GroupFiles(scratch_dir, mark)}$$; '
+          f'[ ! -e {_StoppedFile(scratch_dir, mark)} ] || exit 143; '
           'unset __g pf; ')
 
 
 def KillScript(scratch_dir: str, mark: str) -> str:
-  """bash that SIGKILLs each process group a file of the mark names, while
-  its leader is the process that started at the recorded time.
+  """bash that marks the probe stopped (a command of it starting later
+  exits, GroupScript), then SIGKILLs each process group a file of the mark
+  names, while its leader is the process that started at the recorded time.
 
   The mark is checked against a fixed pattern first and the files' fields
   must be numbers, so the script holds no text from elsewhere. Exits 3
@@ -65,6 +80,7 @@ def KillScript(scratch_dir: str, mark: str) -> str:
   """
   return (
       process_stat.ALIVE_SHELL +
+      f': 2>/dev/null > {_StoppedFile(scratch_dir, mark)}; '
       f'for f in {_GroupFiles(scratch_dir, mark)}*; do '
       '[ -f "$f" ] || continue; read -r g t < "$f"; '
       'case "$g" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '

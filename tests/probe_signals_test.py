@@ -252,6 +252,32 @@ def test_the_kill_script_stops_only_the_groups_its_files_name(tmp_path):
       p.wait()
 
 
+@pytest.mark.e2e
+def test_a_command_starting_after_its_probe_was_killed_does_not_run(
+    tmp_path):
+  """Cleanup killed a probe's groups before its command got going (an SSH
+  session still on its way at SIGINT): the command, once it starts, finds
+  its probe stopped and exits 143 before running; another mark's runs."""
+  os.chmod(tmp_path, 0o700)
+  scratch = str(tmp_path)
+  mark, other = (probe_processes.NewMark('abc123') for _ in range(2))
+  kill = subprocess.run(
+      ['bash', '-c', probe_processes.KillScript(scratch, mark)],
+      capture_output=True, text=True, timeout=30, cwd=tmp_path)
+  assert kill.returncode == 0 and kill.stderr == '', kill.stderr
+
+  def Command(of_mark, name):
+    return subprocess.run(
+        ['bash', '-c', probe_processes.GroupScript(scratch, of_mark) +
+         f'touch {name}'], capture_output=True, text=True, timeout=30,
+        cwd=tmp_path)
+
+  assert Command(mark, 'late').returncode == 143
+  assert not (tmp_path / 'late').exists()
+  assert Command(other, 'theirs').returncode == 0
+  assert (tmp_path / 'theirs').exists()
+
+
 @pytest.mark.parametrize('mark', ['other1-0123456789abcdef', '$(touch x)',
                                   'abc123-0123'])
 def test_a_record_mark_not_of_the_run_is_refused(mark):
