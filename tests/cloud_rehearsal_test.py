@@ -209,18 +209,29 @@ class Rehearsal:
 
 
 class Watched:
-  """A pkb child whose console lines are read as they come."""
+  """A pkb child whose console lines (stdout and stderr) are read as they
+  come, each pipe by a thread of its own: nothing else reads them, so no
+  line is lost to a second reader and neither pipe fills up."""
 
   def __init__(self, proc):
     self.proc = proc
     self.lines = []
-    self.err = ''
-    self._reader = threading.Thread(target=self._Read, daemon=True)
-    self._reader.start()
+    self._err = []
+    self._readers = [
+        threading.Thread(target=self._Read, args=(stream, into), daemon=True)
+        for stream, into in ((proc.stdout, self.lines),
+                             (proc.stderr, self._err))]
+    for reader in self._readers:
+      reader.start()
 
-  def _Read(self):
-    for line in self.proc.stdout:
-      self.lines.append(line)
+  @staticmethod
+  def _Read(stream, into):
+    for line in stream:
+      into.append(line)
+
+  @property
+  def err(self):
+    return ''.join(self._err)
 
   def WaitFor(self, text, timeout=240):
     # A hang guard: quiet, probe 0 comes after ~10 s; at load 20-40 on 2
@@ -238,12 +249,14 @@ class Watched:
 
   def Finish(self, timeout=120):
     try:
-      self.err = self.proc.communicate(timeout=timeout)[1] or ''
+      self.proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
       self.proc.kill()
-      self.err = self.proc.communicate()[1] or ''
+      self.proc.wait()
       raise AssertionError('pkb did not finish')
-    self._reader.join(5)
+    finally:
+      for reader in self._readers:
+        reader.join(5)
     return self.proc.returncode
 
   @property
