@@ -17,10 +17,9 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       (run_scope), before anything starts;
 It registers each of its resource kinds with resource.RegisterKind at import,
 so `--run_stage=teardown --run_uri=X` can delete them from the record alone;
-each kind's name starts with the provider's prefix in `KIND_PREFIXES`, so
-that teardown imports only the providers a record names (LoadKindsOf).
-Add the cloud's name to `_PROVIDERS` and `KIND_PREFIXES`; --static_vm_file
-selects 'Static'.
+each kind's name starts with its package's name and '_' (`KIND_PREFIXES`),
+so that teardown imports only the providers a record names (LoadKindsOf).
+Add the cloud's name to `_PROVIDERS`; --static_vm_file selects 'Static'.
 """
 
 import importlib
@@ -35,9 +34,9 @@ _PROVIDERS = {
     'Static': 'perfkitbenchmarker.providers.static.provider',
 }
 
-# The start of every resource kind each provider registers.
-KIND_PREFIXES = {'Local': 'local_', 'GCP': 'gcp_', 'AWS': 'aws_',
-                 'Static': 'static_'}
+# The start of every resource kind each provider registers: its package's
+# name (providers/<cloud>/) and '_'.
+KIND_PREFIXES = {cloud: f'{cloud.lower()}_' for cloud in _PROVIDERS}
 
 
 def GetProvider(cloud: str):
@@ -55,11 +54,6 @@ def GetProvider(cloud: str):
         f'--cloud={cloud} is not available yet in this build; run with '
         '--cloud=Local (the default), or use --dry_run to see the plan.'
     ) from None
-
-
-def LoadAllKinds() -> None:
-  """Imports every provider so their resource kinds can be torn down."""
-  LoadKindsOf(KIND_PREFIXES.values())
 
 
 def LoadKindsOf(kinds: Iterable[str]) -> None:
