@@ -231,17 +231,15 @@ class RedisProcess(resource.BaseResource):
       # e.g. by a matrix cell or another run starting beside this one)
       # logs "..., aborting" and exits, before its pidfile (Redis) or after
       # it (Valkey writes it first): fail now, and StartShards moves to the
-      # next port, instead of waiting out START_TIMEOUT_S.
-      _, _, aborted_rc = self.vm.RemoteCommandWithReturnCode(
-          f'tail -c +{log_start} {shlex.quote(self.logfile)} 2>/dev/null '
-          '| grep -q aborting')
-      if aborted_rc == 0:
-        self._Fail('')
+      # next port, instead of waiting out START_TIMEOUT_S. One round trip
+      # asks both whether it aborted and whether its process is gone.
+      ended = (f'tail -c +{log_start} {shlex.quote(self.logfile)} '
+               '2>/dev/null | grep -q aborting')
       if self.pid is not None:
-        _, _, alive_rc = self.vm.RemoteCommandWithReturnCode(
-            f'kill -0 {int(self.pid)}')
-        if alive_rc != 0:
-          self._Fail('')
+        ended += f' || ! kill -0 {int(self.pid)} 2>/dev/null'
+      _, _, ended_rc = self.vm.RemoteCommandWithReturnCode(ended)
+      if ended_rc == 0:
+        self._Fail('')
       return False
 
     answering, _ = waits.Poll(Answering, bool, START_TIMEOUT_S, 0.1,
