@@ -276,7 +276,7 @@ class VmGroup(pydantic.BaseModel):
 
   @pydantic.field_validator('static_vms')
   @classmethod
-  def _NoStaticVms(cls, value: Any) -> None:
+  def _NoStaticVms(cls, value: Any) -> Any:
     if value is not None:
       raise ValueError('is PKB\'s way to name existing machines, not read '
                        'here; list them in a --static_vm_file instead '

@@ -119,7 +119,8 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   (the snapshots count the processes that do not as foreign).
   """
   b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', *setup_lines, *_SnapshotFunction(b, run_root, own_pid),
+  lines = ['rm -f -- "$0"', *setup_lines,
+           *_SnapshotFunction(b, run_root, own_pid),
            *_NAP, f'rm -f {b}.*.pid {b}.stat1',
            # The first snapshot's scan of foreign processes (tens of ms)
            # is taken by the sampler once the tools have started, not
