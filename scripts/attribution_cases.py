@@ -67,12 +67,17 @@ HOG_SHARE = 0.5
 FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_max_probes=3', '--memtier_latency_cap=200',
          '--memtier_adaptive_min_connections=8',
-         '--memtier_adaptive_max_connections=32', '--memtier_ratio=0:1',
+         '--memtier_adaptive_max_connections=32',
          '--nosystem_tuning', '--timeout_minutes=5', '--noaccept_unconfirmed']
-# The run stage's own flags for a case: under the client's quota pipelined
+# The run stage's own flags for a case: GETs only where the case starves the
+# client or the server (see above), and under the client's quota pipelined
 # too, so that its first probe lasts a second or two, not 6 (beside the hog,
-# pipelined it took 0.6 s: too short a window).
-RUN_FLAGS = {'client_quota': ('--memtier_pipeline=4',)}
+# pipelined it took 0.6 s: too short a window). Not for the quiet case:
+# GETs only on a quiet machine, its first probe took 0.4 s (136k ops/s), too
+# short for two server samples, and its probe had no server figures.
+RUN_FLAGS = {'client_quota': ('--memtier_ratio=0:1', '--memtier_pipeline=4'),
+             'client_hog': ('--memtier_ratio=0:1',),
+             'server_quota': ('--memtier_ratio=0:1',)}
 # A hog stops itself once started; it spins from SIGCONT (`at_search`).
 HOG_CODE = ('import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n'
             'while True: pass\n')
