@@ -1,21 +1,35 @@
-"""/proc/<pid>/stat read one way: `Parse` in Python, `SHELL` in bash.
+"""/proc/<pid>/stat read one way: `Parse` (and `Read`) in Python, `SHELL`
+in bash, both splitting the process's name off at the line's last ')'.
 
-The CPU snapshots (load_generators/client_cpu.py), teardown's identity
-checks (virtual_machine.KillProcess: a PID and its start time name one
-process while the machine is up), the probes' group files
-(probe_processes.py) and detached SSH jobs (remote_shell.py) read a
-process's state, group, CPU time and start time through these two.
+The CPU snapshots and the foreign-CPU scan (load_generators/client_cpu.py),
+teardown's identity checks (virtual_machine.KillProcess: a PID and its
+start time name one process while the machine is up), the probes' group
+files (probe_processes.py), detached SSH jobs (remote_shell.py) and the
+benches' CPU accounts (scripts/local_bench.py) read a process's state,
+parent, group, CPU time and start time through these.
 """
 
 import dataclasses
 from typing import Optional
 
-# bash defining `pstat PID`: sets the array `pf` to the fields after the
-# command name (pf[0] state, pf[1] parent, pf[2] process group, pf[19]
-# start time in clock ticks since boot); fails once the process is gone.
-# Builtins only: it runs on machines being measured.
-SHELL = ('pstat() { local l; { read -r l < "/proc/$1/stat"; } 2>/dev/null '
-         '|| return 1; read -ra pf <<< "${l##*) }"; }; ')
+# The kernel writes a stat line as "<pid> (<name>) <state> <ppid> ...",
+# where the name is any 15 bytes the process chose (spaces, ')', ') R 2 ',
+# newlines), so the name ends at the line's LAST ')'; every reader, shell
+# or Python, splits it there through the functions below.
+#
+# bash defining `pline FILE`, `ptail` and `pstat PID`, builtins only (they
+# run on machines being measured):
+#   pline FILE  sets `l` to the stat line in FILE, line breaks in the name
+#               read as spaces (one line to print); fails once it is gone;
+#   ptail       sets `pt` to what follows the name in `l`: ") S 1 ...";
+#   pstat PID   sets the array `pf` to the fields after the name (pf[0]
+#               state, pf[1] parent, pf[2] process group, pf[19] start time
+#               in clock ticks since boot); fails once the process is gone.
+SHELL = ('pline() { local m; l=; { IFS= read -r l && while IFS= read -r m; '
+         'do l+=" $m"; done; } 2>/dev/null < "$1"; [ -n "$l" ]; }; '
+         'ptail() { pt=${l%)*}; pt=${l:${#pt}}; }; '
+         'pstat() { local l pt; pline "/proc/$1/stat" || return 1; ptail; '
+         'read -ra pf <<< "${pt:1}"; }; ')
 # bash defining pstat and `alive P T`: process P runs and started at T; a
 # zombie has exited, unless other threads of it still run.
 ALIVE_SHELL = SHELL + (
@@ -46,8 +60,9 @@ class Stat:
 
 def Parse(line: str) -> Optional[Stat]:
   """One stat line's fields; None when it is not one (e.g. cut short). The
-  name may hold spaces and parentheses: it ends at the last ') '."""
-  head, _, rest = line.rpartition(') ')
+  name may hold spaces, parentheses and line breaks: it ends at the last
+  ')', the kernel's own rule."""
+  head, _, rest = line.rpartition(')')
   pid, _, name = head.partition(' (')
   fields = rest.split()
   try:
@@ -56,4 +71,14 @@ def Parse(line: str) -> Optional[Stat]:
                 float(fields[19]),
                 int(fields[36]) if len(fields) > 36 else None)
   except (ValueError, IndexError):
+    return None
+
+
+def Read(pid: int) -> Optional[Stat]:
+  """This machine's /proc/<pid>/stat parsed; None once the process is
+  gone."""
+  try:
+    with open(f'/proc/{int(pid)}/stat', 'rb') as f:
+      return Parse(f.read().decode('utf-8', 'surrogateescape'))
+  except OSError:
     return None

@@ -191,8 +191,8 @@ class BaseVirtualMachine(resource.BaseResource):
     # The working directory last: everything after the fourth line is it,
     # verbatim (a deleted one ends in " (deleted)" and matches nothing).
     out, _, rc = self.RemoteCommandWithReturnCode(
-        f'[ -e /proc/{pid}/stat ] || exit 3; '
-        f'tr "\\n" " " < /proc/{pid}/stat; echo; '
+        f'{process_stat.SHELL}pline /proc/{pid}/stat || exit 3; '
+        'echo "$l"; '
         f'grep -s "^Threads:" /proc/{pid}/status || echo; '
         f'(cd -- {shlex.quote(self.scratch_dir)} 2>/dev/null && pwd -P) || '
         f'echo; tr "\\0\\n" "  " < /proc/{pid}/cmdline 2>/dev/null; echo; '

@@ -21,6 +21,7 @@ from absl import flags
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
@@ -55,12 +56,9 @@ class CpuAccount:
     ours = (times.user + times.system + times.children_user +
             times.children_system)
     for pid in self._pids:
-      try:
-        with open(f'/proc/{pid}/stat') as f:
-          stat = f.read().rsplit(')', 1)[1].split()
-        ours += (int(stat[11]) + int(stat[12])) / self._tick
-      except OSError:
-        pass
+      stat = process_stat.Read(pid)
+      if stat is not None:
+        ours += stat.cpu_ticks / self._tick
     return time.monotonic(), busy, ours
 
   def ForeignPct(self, before, after):

@@ -20,6 +20,7 @@ import uuid
 import psutil
 import pytest
 
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import sample
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -236,11 +237,10 @@ def ProcessAlive(pid, marker=None):
   try:
     with open(f'/proc/{pid}/cmdline', 'rb') as f:
       cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
-    with open(f'/proc/{pid}/stat') as f:
-      state = f.read().rsplit(')', 1)[1].split()[0]
   except OSError:
     return False
-  if state == 'Z':
+  stat = process_stat.Read(pid)
+  if stat is None or stat.state == 'Z':
     return False
   return marker is None or marker in cmdline
 
@@ -248,11 +248,8 @@ def ProcessAlive(pid, marker=None):
 def StartTicks(pid):
   """pid's start time as a run records it (/proc/<pid>/stat field 22,
   clock ticks since boot: virtual_machine.ReadProcess), or None if gone."""
-  try:
-    with open(f'/proc/{pid}/stat') as f:
-      return float(f.read().rsplit(')', 1)[1].split()[19])
-  except (OSError, IndexError):
-    return None
+  stat = process_stat.Read(pid)
+  return None if stat is None else stat.start_ticks
 
 
 def _RunTraces(record, run_uri):

@@ -89,7 +89,9 @@ class Snapshot:
     Raises:
       ValueError: not a snapshot (e.g. empty, cut short).
     """
-    lines = text.splitlines()
+    # Lines end at '\n' alone: a process's name may hold '\r', '\x1c' or
+    # '\x85', which splitlines would also break at.
+    lines = text.rstrip('\n').split('\n')
     if len(lines) < 2:
       raise ValueError('CPU snapshot cut short')
     wall = float(lines[0])
@@ -294,6 +296,7 @@ def ShellFunctions(run_root: str = '', own_pid: str = '') -> List[str]:
   the cpu controller, v2) are read once from /proc/self/mountinfo.
   """
   return [
+      process_stat.SHELL,
       'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
       f'runroot={shlex.quote(run_root.rstrip("/"))}; ownpid={own_pid or 0}',
       # `stamp` sets $t to the time (a fork only where bash lacks
@@ -308,11 +311,11 @@ def ShellFunctions(run_root: str = '', own_pid: str = '') -> List[str]:
       'case $t in cgroup) [[ ,${rest##* }, == *,cpu,* ]] && '
       '{ cg1=$m; r1=$r; };; cgroup2) cg2=$m; r2=$r;; esac; '
       'done < /proc/self/mountinfo; } 2>/dev/null',
-      'pthreads() { local f l; '
+      'pthreads() { local f l pt; '
       'for f in /proc/$1/task/*/stat /proc/$1/task/*/schedstat; do '
-      '{ read -r l < "$f"; } 2>/dev/null || continue; echo "$f:$l"; '
+      'pline "$f" || continue; echo "$f:$l"; [[ $f == */stat ]] || continue; '
       # A zombie (argv_secret's finished process substitution) is no load.
-      '[[ $f != */stat || $l == *") Z "* ]] || seen=1; done; }',
+      'ptail; [[ $pt == ") Z "* ]] || seen=1; done; }',
       'pcg() { local p=$1 l id c path d top r f; '
       'while IFS= read -r l; do [ "${l#Cpus_allowed_list:}" = "$l" ] || '
       '{ echo "/proc/$p/status:$l"; break; }; '
@@ -330,12 +333,13 @@ def ShellFunctions(run_root: str = '', own_pid: str = '') -> List[str]:
       'done 2>/dev/null < "$d/cpu.stat"; fi; d=${d%/*}; done; '
       'done 2>/dev/null < /proc/$p/cgroup; }',
       'fscan() { [ -n "$runroot" ] || return 0; echo @scan; '
-      '( for f in /proc/[0-9]*/stat; do { read -r l < "$f"; } 2>/dev/null '
-      '|| continue; p=${f#/proc/}; p=${p%/stat}; '
+      '( for f in /proc/[0-9]*/stat; do pline "$f" || continue; '
+      'p=${f#/proc/}; p=${p%/stat}; ptail; '
       # Kernel threads (PID 2 and its children) are never the run's
       # competitors here: their work (softirq, I/O) is mostly done for it.
       # Nor is the snapshotting shell itself ($$: the sampler works from /).
-      '[[ $p == 2 || $p == $$ || $p == $ownpid || $l == *") "?" 2 "* ]] '
+      # The parent is read after the name (ptail): a name is any 15 bytes.
+      '[[ $p == 2 || $p == $$ || $p == $ownpid || $pt == ") "?" 2 "* ]] '
       '&& continue; '
       'if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$runroot"/* ]]; '
       'then continue; fi; echo "@fg $l"; done ) }',
