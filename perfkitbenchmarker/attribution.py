@@ -32,6 +32,10 @@ load_generators/client_cpu.py for the counters and how they are read):
                 reached by queueing or the network
   unmeasured    no counters came back (e.g. a tool ended before the window)
 
+One more name is given outside `Decide`, to a latency-throughput curve's
+point (latency_curve.RateLimit): `rate_not_achieved`, a point that achieved
+less than the rate it was offered, whatever limited it (in its detail).
+
 Throttling and on-CPU time are the process's own counters: foreign load can
 take CPU from a side (then it waits, and the probe reads `disturbed`), but it
 can neither make a side run nor make its cgroup throttle it. A client limit
@@ -61,13 +65,14 @@ SERVER_CPU = 'server_cpu'
 DISTURBED = 'disturbed'
 LATENCY = 'latency'
 UNMEASURED = 'unmeasured'
+RATE_NOT_ACHIEVED = 'rate_not_achieved'
 LIMITS = (CLIENT_QUOTA, CLIENT_CPU, SERVER_QUOTA, SERVER_CPU, DISTURBED,
-          LATENCY, UNMEASURED)
+          LATENCY, UNMEASURED, RATE_NOT_ACHIEVED)
 CLIENT_LIMITS = (CLIENT_QUOTA, CLIENT_CPU)
 WORDS = {CLIENT_QUOTA: 'client quota', CLIENT_CPU: 'client CPU',
          SERVER_QUOTA: 'server quota', SERVER_CPU: 'server CPU',
          DISTURBED: 'disturbed', LATENCY: 'latency',
-         UNMEASURED: 'unmeasured'}
+         UNMEASURED: 'unmeasured', RATE_NOT_ACHIEVED: 'rate not achieved'}
 
 KEY = 'limit'
 DETAIL_KEY = 'limit_detail'

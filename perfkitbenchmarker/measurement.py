@@ -24,10 +24,14 @@ class Load:
     threads: load generator threads (memtier -t, redis-benchmark --threads).
     clients: connections per thread (memtier -c).
     pipeline: requests in flight per connection (memtier --pipeline, -P).
+    rate_per_connection: requests per second each connection may send
+      (memtier --rate-limiting); 0, the default, sends as fast as answers
+      come back (a closed loop).
   """
   threads: int
   clients: int
   pipeline: int = 1
+  rate_per_connection: int = 0
 
   @property
   def connections(self) -> int:
@@ -42,6 +46,8 @@ class Load:
     text = f'{self.threads}x{self.clients}'
     if self.pipeline != 1:
       text += f' p{self.pipeline}'
+    if self.rate_per_connection:
+      text += f' @{self.rate_per_connection}/s'
     return text
 
 

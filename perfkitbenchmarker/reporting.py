@@ -48,6 +48,21 @@ class ConsoleReporter:
         ('' if fixed else f'  cap {distance:+6.1f}%') +
         (f'  [{", ".join(flags)}]' if flags else ''))
 
+  def CurvePoint(self, index: int, m: measurement.Measurement,
+                 percent: int, offered_ops: float) -> None:
+    """A latency-throughput curve's point: the rate it was offered, what
+    it achieved, its latencies and its limit (rate_not_achieved when it
+    fell short; latency_curve.py)."""
+    p99 = ('   n/a' if m.p99_latency_ms is None else
+           f'{m.p99_latency_ms:6.3f}')
+    limit = attribution.Short(m.metadata)
+    achieved = 100 * m.throughput / offered_ops if offered_ops else 0.0
+    self.Line(
+        f'  probe {index:2d}  curve {percent:2d} %  offered '
+        f'{offered_ops:>9,.0f} ops/s  achieved {m.throughput:>9,.0f} ops/s '
+        f'({achieved:5.1f} %)  avg {m.average_latency_ms:6.3f} ms  '
+        f'p99 {p99} ms' + (f'  [{limit}]' if limit else ''))
+
   def Summary(self, rows: Sequence[dict]) -> None:
     headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
                'ops/s per $/hr', 'price basis', 'verdict', 'limit')

@@ -44,6 +44,12 @@ What is replayed, from tests/data (real memtier outputs, see its README):
     idle last second is not reproduced.
   * Staircase runs (--clients-start/--clients-step/--step-duration) replay
     the staircase recording's seconds for each step's connections.
+  * --rate-limiting (requests a second per connection) caps every replayed
+    second's count at what memtier's limiter lets the process's
+    connections send (its 50 wake-ups a second: 75 gives 74 a connection);
+    the latencies stay the recording's (closed-loop) ones, so a rate-limited
+    replay is no faster than an unlimited one, only capped. Request-count
+    runs are not rate-limited.
 
 Outputs: the JSON (`--json-out-file`) and the stdout table in memtier's
 shapes, with the configuration taken from the command line (memtier copies
@@ -158,6 +164,10 @@ def Settings(opts):
     raise Failure('error: key-minimum must be less than key-maximum')
   s['median'] = float(opts.get('key-median', (s['key_min'] + s['key_max']) / 2))
   s['stddev'] = float(opts.get('key-stddev', (s['key_max'] - s['key_min']) / 6))
+  if 'rate-limiting' in opts:
+    s['rate'] = _Int(opts, 'rate-limiting', 0)
+    if s['rate'] < 1:
+      raise Failure('error: rate must be greater than zero.')
   if 'requests' in opts:
     if opts['requests'] == 'allkeys':
       s['allkeys'], s['requests'] = True, s['key_max'] - s['key_min']

@@ -82,7 +82,19 @@ def _Recording(s):
     return options[near], json.load(f), near
 
 
+def LimitedPerSecond(s):
+  """Requests a second one process's connections may send under
+  --rate-limiting, as memtier's limiter lets them (None: no limit): each
+  connection wakes up to 50 times a second and sends ceil(rate / 50)
+  requests a wake-up, so 75 a second is 37 wake-ups of 2, 74 in all."""
+  if not s.get('rate'):
+    return None
+  burst = -(-s['rate'] // 50)
+  return burst * (s['rate'] // burst) * s['threads'] * s['clients']
+
+
 def ReplayedDoc(s):
+  limited = LimitedPerSecond(s)
   if 'staircase' in s:
     name = 'single_staircase_c16-256_step16_2s'
     with open(os.path.join(DATA, f'memtier_{name}.json')) as f:
@@ -120,6 +132,8 @@ def ReplayedDoc(s):
     ts, count, acc = {}, 0, 0.0
     for i, (entry, scale) in enumerate(seconds):
       n = int(entry['Count'] * scale * part)
+      if limited is not None:  # Never more than the limiter lets out.
+        n = min(n, int(limited * part))
       a = entry['Accumulated Latency'] * n / entry['Count'] if entry[
           'Count'] else 0
       ts[str(i)] = dict(entry, Count=n, **{'Accumulated Latency': int(a)})

@@ -12,6 +12,9 @@ throughput per dollar. Three ways to search:
     T2D study did, kept to reproduce such studies;
   * --memtier_staircase: one memtier run walks the client steps, the best
     step under the cap is confirmed with ordinary probes (search/staircase.py).
+After the search, probes at fixed offered rates below the answer draw the
+latency-throughput curve (--memtier_curve_rate_percents; memtier only:
+study/curve_runner.py).
 --redis_optimize_shards repeats the search for several shard counts per
 server VM and reports the best (study/shard_study.py).
 
@@ -29,6 +32,7 @@ from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.linux_packages import memtier
 from perfkitbenchmarker.search import stats
+from perfkitbenchmarker.study import curve_runner
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
@@ -177,11 +181,12 @@ def Run(spec) -> Sequence[sample.Sample]:
   if opts.shards.enabled:
     shard_study.OptimizeShards(spec, spec.deployment, opts, engine, Search)
     return spec.published
-  result, samples = Search(
-      deployment.ProbeDriver(spec, spec.deployment, opts), {})
+  driver = deployment.ProbeDriver(spec, spec.deployment, opts)
+  result, samples = Search(driver, {})
   if result.best is None:
     raise search_runner.NoResultError(result, opts.search.cap_ms,
                                       search_runner.LeastConnections(opts))
+  curve_runner.RunCurve(spec, driver, opts, result, {}, len(result.probes))
   results.PrintSummary(spec, samples)
   return spec.published
 

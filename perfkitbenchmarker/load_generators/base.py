@@ -109,6 +109,9 @@ class LoadGenerator(abc.ABC):
   """Drives load from one client VM against a set of Redis endpoints."""
 
   NAME = ''
+  # Whether `Probe` can hold a load's `rate_per_connection` (a rate
+  # limiter of the tool's own); a tool without one is never asked to.
+  RATE_LIMITS = False
 
   @abc.abstractmethod
   def Version(self) -> str:

@@ -122,7 +122,8 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
                         user: Optional[str] = None,
                         requests: Optional[int] = None) -> List[str]:
   """Offers `load` for `test_time_s` seconds (whole seconds, as memtier takes),
-  or, with `requests`, for that many requests per client (`-n`).
+  or, with `requests`, for that many requests per client (`-n`); a load
+  with a rate per connection is sent through memtier's rate limiter.
 
   memtier copies `-a` into its JSON ('configuration' / 'authenticate'); mask
   the password in that file before it is stored anywhere.
@@ -145,6 +146,11 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
           '--json-out-file', json_out]
   if workload.cluster_mode:
     argv.append('--cluster-mode')
+  if load.rate_per_connection:
+    if staircase:
+      raise ValueError('A staircase run cannot be rate-limited')
+    # Per connection: memtier's limiter is each connection's own.
+    argv += ['--rate-limiting', str(load.rate_per_connection)]
   if staircase:
     if not 0 < staircase.clients_start < load.clients:
       raise ValueError('Staircase clients_start must be in (0, load.clients)')

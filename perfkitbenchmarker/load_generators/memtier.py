@@ -85,6 +85,7 @@ class MemtierGenerator(base.LoadGenerator):
 
   NAME = memtier_results.LOAD_GENERATOR
   MEASURES_CLIENT_CPU = True  # Probe sets client_cpu (the probe driver reads it).
+  RATE_LIMITS = True  # --rate-limiting: requests/s per connection.
 
   def __init__(self, vm, path: str, load_key_pattern: str = 'P:P',
                warmup_s: int = 0, processes_per_endpoint: int = 1,

@@ -202,6 +202,9 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
             workload: base.Workload, load: measurement.Load,
             duration_s: float) -> measurement.Measurement:
+    if load.rate_per_connection:
+      raise ValueError('redis-benchmark has no rate limiter (RATE_LIMITS); '
+                       f'it cannot offer {load.Describe()}')
     self._probes += 1
     split = SplitConnections(load.connections, workload.set_ratio,
                              workload.get_ratio)

@@ -78,6 +78,14 @@ flags.DEFINE_integer('memtier_staircase_step_seconds', 2,
 flags.DEFINE_integer('memtier_staircase_max_clients', 256,
                      'Clients per thread of the last staircase step.',
                      lower_bound=2, upper_bound=10000)
+flags.DEFINE_list(
+    'memtier_curve_rate_percents', None,
+    'The latency-throughput curve after the search: probes at these '
+    'percents of the answer\'s throughput (whole numbers, 1 to 99), each a '
+    'fixed offered rate through memtier\'s --rate-limiting on the answer\'s '
+    'connections; empty (--memtier_curve_rate_percents=) turns it off. '
+    'Default: 25,50,75,90; on Local 50,90 (two probes). redis-benchmark has '
+    'no rate limiter: its runs have no curve.')
 
 flags.DEFINE_boolean('redis_optimize_shards', False,
                      'Search the number of shards per server VM for the '

@@ -151,6 +151,7 @@ class GeneratorOptions:
 StaircaseOptions = search_options.StaircaseOptions
 SearchOptions = search_options.SearchOptions
 ShardSearchOptions = search_options.ShardSearchOptions
+CurveOptions = search_options.CurveOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +164,7 @@ class RedisStudyOptions:
   shards: ShardSearchOptions
   fixed: workload_options.FixedLoadOptions = (
       workload_options.FixedLoadOptions())
+  curve: CurveOptions = CurveOptions()
 
   @classmethod
   def FromFlags(cls, f) -> 'RedisStudyOptions':
@@ -185,7 +187,8 @@ class RedisStudyOptions:
         generator=GeneratorOptions.FromFlags(f),
         search=SearchOptions.FromFlags(f),
         shards=ShardSearchOptions.FromFlags(f),
-        fixed=workload_options.FixedLoadOptions.FromFlags(f))
+        fixed=workload_options.FixedLoadOptions.FromFlags(f),
+        curve=CurveOptions.FromFlags(f))
     options.Check()
     return options
 

@@ -10,6 +10,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import latency_curve
 from perfkitbenchmarker.load_generators import commands
 
 
@@ -78,6 +79,35 @@ class SearchOptions:
   @property
   def name(self) -> str:
     return 'staircase' if self.staircase else self.policy
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveOptions:
+  """The latency-throughput curve after the search (latency_curve.py):
+  probes at these percents of the answer's throughput; none: no curve."""
+  percents: Tuple[int, ...] = ()
+
+  @classmethod
+  def FromFlags(cls, f) -> 'CurveOptions':
+    given = f.memtier_curve_rate_percents
+    if given is None:
+      local = f.cloud == 'Local' and not f.static_vm_file
+      return cls(latency_curve.LOCAL_PERCENTS if local else
+                 latency_curve.DEFAULT_PERCENTS)
+    percents = []
+    for text in given:
+      text = text.strip()
+      if not text.isdigit() or not 1 <= int(text) <= 99:
+        raise errors.UsageError(
+            f'--memtier_curve_rate_percents={",".join(given)}: "{text}" is '
+            'not a whole percent from 1 to 99 of the answer\'s throughput; '
+            'give e.g. 25,50,75,90, or nothing to run no curve.')
+      percents.append(int(text))
+    return cls(tuple(sorted(set(percents))))
+
+  @property
+  def enabled(self) -> bool:
+    return bool(self.percents)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,90 @@
+"""The latency-throughput curve the study runs after its search.
+
+Each point offers the answer's load (its connections, threads and
+pipeline) at a fixed rate below the answer's throughput through the load
+generator's rate limiter (latency_curve.py plans the rates and names a
+point that fell short), and is published like any probe, with probe role
+`curve`, the moment it ends. Takes the frozen options, never flags.
+
+Extension seam: a load generator with a rate limiter of its own sets
+`RATE_LIMITS` and honours `Load.rate_per_connection`; nothing here changes.
+"""
+
+import dataclasses
+from typing import Any, Dict, List
+
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker import latency_curve
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker.load_generators import driver as driver_lib
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.study import options as options_lib
+
+
+def ProbeConnections(m: measurement.Measurement) -> int:
+  """Every connection a probe opened: its load on each client process."""
+  return m.load.connections * int(m.metadata.get('client_processes', 1))
+
+
+def CurveMetadata(point: latency_curve.CurvePoint,
+                  m: measurement.Measurement) -> Dict[str, Any]:
+  """What a curve point's samples say beyond a probe's: the rate offered
+  and achieved, and `rate_not_achieved` (with the probe's own limit in its
+  detail) when it fell short."""
+  metadata: Dict[str, Any] = {
+      'curve_percent': point.percent,
+      'rate_per_connection': point.rate_per_connection,
+      'offered_ops_per_s': round(point.offered_ops, 1),
+      'rate_achieved_pct': round(
+          100 * latency_curve.AchievedShare(point, m.throughput), 1),
+  }
+  short = latency_curve.RateLimit(point, m.throughput,
+                                  attribution.FromMetadata(m.metadata))
+  if short is not None:
+    metadata.update(short.Metadata())
+  return metadata
+
+
+def RunCurve(spec, driver: driver_lib.ProbeDriver,
+             opts: options_lib.RedisStudyOptions,
+             result: search_driver.SearchResult, extra: Dict[str, Any],
+             first_index: int) -> List[measurement.Measurement]:
+  """The curve's probes under `result`'s answer, each published (samples,
+  then its line) as it ends, numbered from `first_index`; none without an
+  answer, with the curve off, or with a load generator that cannot hold a
+  rate (one line says so)."""
+  if not opts.curve.enabled or result.best is None:
+    return []
+  unable = sorted({g.NAME for g in driver.generators if not g.RATE_LIMITS})
+  if unable:
+    spec.reporter.Line(
+        f'Curve: none: {", ".join(unable)} has no rate limiter (no rate '
+        'option in its --help), so it cannot offer a fixed rate; '
+        'memtier_benchmark draws the curve.')
+    return []
+  answer = result.reported
+  points = latency_curve.PlanPoints(answer.throughput,
+                                    ProbeConnections(answer),
+                                    opts.curve.percents)
+  spec.reporter.Line(
+      f'Curve under the answer ({answer.throughput:,.0f} ops/s at '
+      f'{answer.load.Describe()}): {len(points)} probes at fixed offered '
+      'rates, memtier --rate-limiting per connection, '
+      f'{driver.duration_s:g} s each:')
+  measured = []
+  for i, point in enumerate(points):
+    load = dataclasses.replace(answer.load,
+                               rate_per_connection=point.rate_per_connection)
+    m = driver(load)
+    m = dataclasses.replace(m, metadata={**m.metadata,
+                                         **CurveMetadata(point, m)})
+    index = first_index + i
+    # Published before it is shown, as every probe: on the screen is in
+    # the results.
+    spec.EmitSamples([s.WithMetadata(**extra) for s in
+                      price_performance.ProbeSamples(
+                          index, m, opts.search.cap_ms, latency_curve.ROLE)])
+    spec.reporter.CurvePoint(index, m, point.percent, point.offered_ops)
+    measured.append(m)
+  return measured

@@ -1,0 +1,173 @@
+"""The latency-throughput curve's planning and naming, in-process.
+
+The rates memtier's limiter really offers (checked against its source,
+memtier_benchmark.cpp: ceil(rate / 50) requests per wake-up, rate // that
+wake-ups a second; and by a real memtier on loopback: --rate-limiting=75 on
+32 connections sent 2,370 and 2,366 requests in its two whole seconds, 74
+a connection), the points planned under an answer, `rate_not_achieved`
+for a point that fell short, the flag, the memtier argv and the console
+line.
+"""
+
+import io
+
+import pytest
+
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import latency_curve
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.study import curve_runner
+from perfkitbenchmarker.study import options
+
+
+@pytest.mark.parametrize('asked, offered', [
+    (1, 1), (50, 50), (51, 50), (75, 74), (100, 100), (1010, 1008),
+    (1852, 1824), (1850, 1850), (1862, 1862), (2451, 2450), (100000, 100000)])
+def test_memtier_offers_whole_requests_per_wakeup(asked, offered):
+  assert latency_curve.MemtierOfferedRate(asked) == offered
+
+
+def test_no_rate_below_one():
+  with pytest.raises(ValueError):
+    latency_curve.MemtierOfferedRate(0)
+
+
+@pytest.mark.parametrize('wanted', [1.0, 74.6, 99.5, 1851.7, 2449.0,
+                                    33333.3])
+def test_the_nearest_rate_is_nearest_of_every_rate_around_it(wanted):
+  rate = latency_curve.NearestMemtierRate(wanted)
+  best = min(abs(latency_curve.MemtierOfferedRate(r) - wanted)
+             for r in range(1, int(wanted * 2) + 60))
+  assert abs(latency_curve.MemtierOfferedRate(rate) - wanted) == best
+
+
+def test_points_spread_each_percent_over_every_connection():
+  # 118,506 ops/s on 32 connections (a replayed answer).
+  points = latency_curve.PlanPoints(118506, 32, (90, 25, 50, 75))
+  assert [p.percent for p in points] == [25, 50, 75, 90]
+  for p in points:
+    wanted = 118506 * p.percent / 100
+    assert abs(p.offered_ops - wanted) / wanted < 0.01
+    assert p.connections == 32
+  assert points[1].rate_per_connection == 1850  # 37 x 50, offered exactly
+
+
+def test_percents_that_come_to_one_rate_are_one_point():
+  # 40 ops/s over 32 connections: every percent is 1 a second or less.
+  points = latency_curve.PlanPoints(40, 32, (25, 50, 75))
+  assert [(p.percent, p.rate_per_connection) for p in points] == [(25, 1)]
+
+
+@pytest.mark.parametrize('answer, connections', [(0, 32), (1000, 0)])
+def test_no_points_without_an_answer(answer, connections):
+  assert latency_curve.PlanPoints(answer, connections, (50,)) == ()
+
+
+def _Server(name='server_cpu'):
+  return attribution.Limit(name, 'server main thread on a CPU 97 %',
+                           (('server_main_thread_pct', 97.0),))
+
+
+def test_a_point_that_achieved_its_rate_keeps_its_own_limit():
+  point = latency_curve.CurvePoint(50, 1000, 32)  # 32,000 offered
+  assert latency_curve.RateLimit(point, 31000, _Server()) is None
+  assert latency_curve.RateLimit(point, 30400, None) is None  # 0.95
+
+
+def test_a_point_short_of_its_rate_is_named_with_what_limited_it():
+  point = latency_curve.CurvePoint(90, 1000, 32)
+  limit = latency_curve.RateLimit(point, 26000, _Server())
+  assert limit.name == attribution.RATE_NOT_ACHIEVED == 'rate_not_achieved'
+  assert limit.detail.startswith(
+      'achieved 26,000 of the 32,000 ops/s offered (81.2 %); server CPU: '
+      'server main thread')
+  assert dict(limit.figures) == {'server_main_thread_pct': 97.0,
+                                 'limit_measured': 'server_cpu'}
+  assert not limit.client_limited
+  assert attribution.Short(limit.Metadata()) == 'rate not achieved'
+  bare = latency_curve.RateLimit(point, 0, None)
+  assert bare.detail == ('achieved 0 of the 32,000 ops/s offered (0.0 %)')
+
+
+def test_curve_metadata_names_the_shortfall_over_the_probes_limit():
+  point = latency_curve.CurvePoint(75, 1000, 32)
+  m = measurement.Measurement(
+      measurement.Load(1, 32, rate_per_connection=1000), 20000.0, 0.9,
+      metadata={'limit': 'server_cpu', 'limit_detail': 'main thread 97 %'})
+  meta = curve_runner.CurveMetadata(point, m)
+  assert meta['limit'] == 'rate_not_achieved'
+  assert meta['limit_measured'] == 'server_cpu'
+  assert (meta['offered_ops_per_s'], meta['rate_achieved_pct'],
+          meta['curve_percent'], meta['rate_per_connection']) == (
+              32000.0, 62.5, 75, 1000)
+  met = curve_runner.CurveMetadata(point, m.__class__(
+      m.load, 31990.0, 0.2, metadata=m.metadata))
+  assert 'limit' not in met and met['rate_achieved_pct'] == 100.0
+
+
+def test_probe_connections_count_every_process():
+  m = measurement.Measurement(measurement.Load(2, 16), 1.0, 0.1,
+                              metadata={'client_processes': 3})
+  assert curve_runner.ProbeConnections(m) == 96
+
+
+def test_the_memtier_argv_carries_the_rate_per_connection():
+  load = measurement.Load(2, 16, rate_per_connection=931)
+  argv = commands.MemtierProbeCommand(
+      'memtier_benchmark', base.Endpoint('127.0.0.1', 7001), None,
+      base.Workload(), load, 2, '/tmp/x.json')
+  assert argv[argv.index('--rate-limiting') + 1] == '931'
+  closed = commands.MemtierProbeCommand(
+      'memtier_benchmark', base.Endpoint('127.0.0.1', 7001), None,
+      base.Workload(), measurement.Load(2, 16), 2, '/tmp/x.json')
+  assert '--rate-limiting' not in closed
+  with pytest.raises(ValueError):
+    commands.MemtierProbeCommand(
+        'memtier_benchmark', base.Endpoint('127.0.0.1', 7001), None,
+        base.Workload(), load, 4, '/tmp/x.json',
+        staircase=commands.StaircaseSpec(4, 4, 2))
+  assert load.Describe() == '2x16 @931/s'
+
+
+def test_the_console_line_says_offered_achieved_and_the_limit():
+  out = io.StringIO()
+  m = measurement.Measurement(
+      measurement.Load(1, 32, rate_per_connection=1000), 26000.0, 0.812,
+      p99_latency_ms=2.5, metadata={'limit': 'rate_not_achieved'})
+  reporting.ConsoleReporter(out).CurvePoint(9, m, 90, 32000.0)
+  assert out.getvalue() == (
+      '  probe  9  curve 90 %  offered    32,000 ops/s  achieved    26,000 '
+      'ops/s ( 81.2 %)  avg  0.812 ms  p99  2.500 ms  [rate not achieved]\n')
+
+
+def _Curve(pkb_flags, **values):
+  for name, value in values.items():
+    setattr(pkb_flags, name, value)
+  return options.RedisStudyOptions.FromFlags(pkb_flags).curve
+
+
+def test_default_percents_local_and_elsewhere(pkb_flags):
+  assert _Curve(pkb_flags).percents == latency_curve.LOCAL_PERCENTS == (
+      50, 90)
+  assert _Curve(pkb_flags, cloud='GCP').percents == (25, 50, 75, 90)
+
+
+def test_given_percents_and_empty_turns_it_off(pkb_flags):
+  curve = _Curve(pkb_flags, memtier_curve_rate_percents=['90', '25', '25'])
+  assert curve.percents == (25, 90) and curve.enabled
+  pkb_flags['memtier_curve_rate_percents'].parse('')
+  assert not _Curve(pkb_flags).enabled
+
+
+@pytest.mark.parametrize('value', ['0', '100', 'half', '50.5'])
+def test_bad_percents_are_one_line(pkb_flags, value):
+  with pytest.raises(errors.UsageError) as caught:
+    _Curve(pkb_flags, memtier_curve_rate_percents=['50', value])
+  message = str(caught.value)
+  assert message.startswith(f'--memtier_curve_rate_percents=50,{value}: '
+                            f'"{value}" is not a whole percent from 1 to 99')
+  assert '\n' not in message
