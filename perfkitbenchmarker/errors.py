@@ -35,6 +35,15 @@ class NoResultError(Error):
   """The run finished without a result it could report."""
 
 
+class NoLoadUnderCapError(NoResultError):
+  """The search ran and measured, but no load held under the latency cap.
+
+  Not a failure of the run: an answer the user can act on (raise the cap,
+  start lower, give more probes), so pkb exits as for an unconfirmed answer
+  (verdict.EXIT_UNCONFIRMED), not as for an error.
+  """
+
+
 class RunInterrupted(BaseException):
   """The run was stopped by SIGINT/SIGTERM or by its deadline.
 

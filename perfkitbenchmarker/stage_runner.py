@@ -25,9 +25,13 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import timing_util
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker import vm_util
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# A search that measured but found no load under the cap: an unconfirmed
+# answer the user can act on, not an error (README: "Verdicts").
+EXIT_UNCONFIRMED = verdict.EXIT_UNCONFIRMED
 
 
 def TestName(module, cloud: str) -> str:
@@ -126,7 +130,13 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
         failure = e
       else:  # The run's own failure stays the one its line names.
         cleanup_errors.append(f'timing samples not written: {e}')
-  if failure is not None:
+  no_load = isinstance(failure, errors.NoLoadUnderCapError)
+  if no_load:
+    print(f'pkb: no confirmed result: {module.BENCHMARK_NAME} found no load '
+          f'under the cap (UNCONFIRMED): '
+          f'{vm_util.Mask(str(failure)).rstrip(".")}; exit {EXIT_UNCONFIRMED} '
+          '(--accept_unconfirmed exits 0).', file=sys.stderr)
+  elif failure is not None:
     message = str(failure) or type(failure).__name__
     if isinstance(failure, KeyboardInterrupt):
       message = 'interrupted by SIGINT'
@@ -146,8 +156,9 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
     print(f'pkb: {record_problem}', file=sys.stderr)
   if interrupted:
     return EXIT_INTERRUPTED
-  failed = failure or cleanup_errors or record_problem
-  return EXIT_FAILED if failed else EXIT_OK
+  if cleanup_errors or record_problem or (failure and not no_load):
+    return EXIT_FAILED
+  return EXIT_UNCONFIRMED if no_load else EXIT_OK
 
 
 def _Finish(module, spec, stages, failure,

@@ -12,6 +12,7 @@ import io
 import pytest
 
 from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
@@ -449,14 +450,20 @@ def test_no_answer_lines_name_the_flag_to_change():
                                  min_connections=2)
   result = search_driver.FindLatencyCappedMaximum(Over, 1.0, walk)
   assert [p.load.connections for p in result.probes] == [8, 4, 2]
-  line = str(search_runner.NoResultError(result, 1.0, 2))
+  error = search_runner.NoResultError(result, 1.0, 2)
+  # Every probe over the cap, by the walk's end or by the budget's: one
+  # class, which pkb exits 4 for, as for an unconfirmed answer.
+  assert isinstance(error, errors.NoLoadUnderCapError)
+  line = str(error)
   assert line.startswith('Every probe was over the 1 ms cap, down to 2 '
                          'connections (lowest average 5.000 ms at 1x8)')
   assert line.endswith('raise --memtier_latency_cap.')
   cut = search_driver.FindLatencyCappedMaximum(
       Over, 1.0, adaptive.AdaptiveStepPolicy(start_connections=32),
       max_probes=2)
-  line = str(search_runner.NoResultError(cut, 1.0, 2))
+  error = search_runner.NoResultError(cut, 1.0, 2)
+  assert isinstance(error, errors.NoLoadUnderCapError)
+  line = str(error)
   assert 'when the probe budget of 2 ran out: raise --memtier_max_probes' in (
       line)
   assert 'lower --memtier_adaptive_min_connections' in line

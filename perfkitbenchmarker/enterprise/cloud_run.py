@@ -101,7 +101,7 @@ def Run(spec, opts, vcpus: int) -> None:
 
   if not opts.optimize_throughput:
     if Evaluate(opts.shards_per_db, opts.proxy_threads) is None:
-      raise errors.NoResultError(study_steps.NoResult(opts))
+      raise errors.NoLoadUnderCapError(study_steps.NoResult(opts))
     return
   shard_axis, proxy_axis = optimizer.Bounds(vcpus, opts.shard_count,
                                             opts.proxy_threads)

@@ -102,7 +102,7 @@ def Run(spec, opts, scaling, vcpus: int) -> None:
 
   if not opts.optimize_throughput:
     if Evaluate(spec.deployment.shards_per_vm, 0) is None:
-      raise errors.NoResultError(study_steps.NoResult(opts))
+      raise errors.NoLoadUnderCapError(study_steps.NoResult(opts))
     return
   shard_axis = optimizer.Axis(1, vcpus)
   proxy_axis = optimizer.Axis(0, 0, fixed=0)  # Redis OSS has no proxies.

@@ -61,7 +61,7 @@ def NoResult(opts) -> str:
 def Report(spec, opts: options_lib.EnterpriseOptions,
            outcome: optimizer.OptimizerResult) -> None:
   if outcome.best is None:
-    raise errors.NoResultError(NoResult(opts))
+    raise errors.NoLoadUnderCapError(NoResult(opts))
   shards, proxies = outcome.best.point
   spec.reporter.Line(
       f'Optimizer: best {outcome.best.throughput:,.0f} ops/s at {shards} '

@@ -203,7 +203,9 @@ _LOWEST_LOAD_FLAG = {
 
 def NoResultError(result: search_driver.SearchResult, cap: float,
                   least_connections: int = 1) -> errors.NoResultError:
-  """What to tell the user, in one line, when no load was under the cap."""
+  """What to tell the user, in one line, when no load was under the cap
+  (NoLoadUnderCapError when every probe was over it: pkb exits 4 for that,
+  as for an unconfirmed answer)."""
   if not result.probes:
     return errors.NoResultError(
         f'The search ran no probe ({result.stop_reason}).')
@@ -216,17 +218,17 @@ def NoResultError(result: search_driver.SearchResult, cap: float,
   where = (f'lowest average {lowest.latency_ms:.3f} ms at '
            f'{lowest.load.Describe()}')
   if fewest <= least_connections:
-    return errors.NoResultError(
+    return errors.NoLoadUnderCapError(
         f'Every probe was over the {cap:g} ms cap, down to {fewest} '
         f'connection{"s" if fewest > 1 else ""} ({where}): this server '
         'cannot answer that fast here; raise --memtier_latency_cap.')
   flag = _LOWEST_LOAD_FLAG.get(result.policy, '--memtier_clients')
   if result.budget_exhausted:
-    return errors.NoResultError(
+    return errors.NoLoadUnderCapError(
         f'Every probe was over the {cap:g} ms cap ({where}) when the probe '
         f'budget of {len(result.probes)} ran out: raise --memtier_max_probes '
         f'or start from a lower load (lower {flag}).')
-  return errors.NoResultError(
+  return errors.NoLoadUnderCapError(
       f'Every probe was over the {cap:g} ms cap ({where}, {fewest} '
       f'connections at the fewest): start from a lower load: lower {flag}.')
 

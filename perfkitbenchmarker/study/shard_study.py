@@ -115,7 +115,7 @@ def OptimizeShards(spec, deployment: deployment_lib.Deployment,
       max_evaluations=opts.shards.max_points)
   _Report(spec, points, climb)
   if climb.best is None:
-    raise errors.NoResultError(
+    raise errors.NoLoadUnderCapError(
         f'No shard count in {", ".join(map(str, climb.evaluated_shards))} had '
         'a load under the latency cap.')
   best = next(p for p in points if p.shards == climb.best.shards)

@@ -315,7 +315,7 @@ def SearchWorkload(spec, dep: YcsbDeployment,
       policy, max_probes=opts.max_probes, on_probe=OnProbe)
   if result.best is None:
     lowest = min(p.measurement.average_latency_ms for p in result.probes)
-    raise errors.NoResultError(
+    raise errors.NoLoadUnderCapError(
         f'YCSB {workload}: every probe was over the {cap:g} ms cap (lowest '
         f'average {lowest:.3f} ms); raise --ycsb_latency_cap or start lower.')
   return results.ResultSamples(spec, result, cap, extra)
