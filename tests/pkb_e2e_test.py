@@ -80,6 +80,12 @@ def test_default_local_study(tmp_path):
   assert 'probe  0' in proc.stdout
   assert 'ops/s per $/hr' in proc.stdout
   assert 'local (priced as GCP:n2d-standard-2)' in proc.stdout
+  # redis-benchmark (no memtier here) has no rate limiter: no curve, said.
+  if e2e.Labels(rows[0])['load_generator'] == 'redis-benchmark':
+    assert ('Curve: none: redis-benchmark has no rate limiter' in
+            proc.stdout)
+    assert not [r for r in rows if e2e.Labels(r).get('probe_role') ==
+                'curve']
   preloaded = e2e.Labels(rows[0])['preloaded_keys']
   assert preloaded == '20000'
   # The Redis password never reaches results, logs or the kept raw files

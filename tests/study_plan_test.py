@@ -80,8 +80,9 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   pkb_flags.memtier_warmup_seconds = 1
   opts = _Options(pkb_flags)
   per_probe = 5 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
+  # The search's typical probes and the curve's two (Local's default).
   assert plan.EstimatedSeconds(opts) == pytest.approx(
-      plan.ProbesPerSearch(opts).typical * per_probe)
+      (plan.ProbesPerSearch(opts).typical + 2) * per_probe)
   pkb_flags.redis_optimize_shards = True
   shards = _Options(pkb_flags)
   assert plan.EstimatedSeconds(shards) == pytest.approx(
@@ -112,8 +113,12 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
                                re.M).group(1))
   # The probes' seconds and the provider's fixed part of the run stage
   # (Local: no cloud's minute).
-  # The default generator choice (auto) is costed as memtier's.
-  probe_s = typical * (5 + cost_estimate.ProbeOverheadS('memtier'))
+  # The default generator choice (auto) is costed as memtier's, with the
+  # curve's probes (Local: two; the plan's "Curve:" line).
+  curve = int(re.search(r'^  (\d+) probes after the search', proc.stdout,
+                        re.M).group(1))
+  assert curve == 2
+  probe_s = (typical + curve) * (5 + cost_estimate.ProbeOverheadS('memtier'))
   assert search_min == pytest.approx(
       (probe_s + cost_estimate.RATES['Local'].search_fixed_s) / 60, abs=0.05)
   assert typical == 3 + 4  # the measured 3 search probes, one set of 4
@@ -165,3 +170,27 @@ def test_a_memtier_path_of_an_interpreter_script_dry_runs(tmp_path):
   path = memtier_replay.Executable(str(tmp_path))
   out, _ = _DryRun(tmp_path / 'r', f'--memtier_path={path}')
   assert f'load generator memtier_benchmark ({path})' in out
+
+
+def test_the_curve_is_planned_and_estimated_where_it_runs(pkb_flags):
+  opts = _Options(pkb_flags)
+  assert plan.CurveProbes(opts) == 2
+  assert _Text(opts).endswith(
+      'Curve:\n  2 probes after the search at 50, 90 % of the answer\'s '
+      'throughput: the answer\'s connections, each at a fixed rate (memtier '
+      '--rate-limiting), 2 s each; none if the load generator is '
+      'redis-benchmark (no rate limiter); --memtier_curve_rate_percents= '
+      'turns it off')
+  with_curve = plan.EstimatedSeconds(opts)
+  pkb_flags['memtier_curve_rate_percents'].parse('')
+  off = _Options(pkb_flags)
+  assert plan.CurveProbes(off) == 0 and 'Curve' not in _Text(off)
+  assert with_curve - plan.EstimatedSeconds(off) == pytest.approx(
+      2 * (2 + cost_estimate.ProbeOverheadS('auto')))
+  pkb_flags['memtier_curve_rate_percents'].parse('25,50,75,90')
+  pkb_flags.load_generator = 'redis_benchmark'
+  assert plan.CurveProbes(_Options(pkb_flags)) == 0
+  pkb_flags.load_generator = 'memtier'
+  assert plan.CurveProbes(_Options(pkb_flags)) == 4
+  pkb_flags.redis_optimize_shards = True
+  assert plan.CurveProbes(_Options(pkb_flags)) == 0

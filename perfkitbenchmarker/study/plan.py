@@ -81,7 +81,31 @@ def SearchPlan(opts: options_lib.RedisStudyOptions,
   lines = ['Search:'] + lines
   if opts.shards.enabled:
     lines.append(f'  repeated per shard count: {ShardPlanLine(opts)}')
-  return lines
+  return lines + CurvePlan(opts)
+
+
+def CurveProbes(opts: options_lib.RedisStudyOptions) -> int:
+  """Probes the latency-throughput curve adds after the search: none with
+  the shard study, fixed loads or redis-benchmark (no rate limiter)."""
+  if (opts.shards.enabled or opts.fixed.enabled or
+      opts.generator.choice == 'redis_benchmark'):
+    return 0
+  return len(opts.curve.percents)
+
+
+def CurvePlan(opts: options_lib.RedisStudyOptions) -> List[str]:
+  """The curve's plan lines (curve_runner.RunCurve)."""
+  if not CurveProbes(opts):
+    return []
+  g = opts.generator
+  percents = ', '.join(str(p) for p in opts.curve.percents)
+  without = ('; none if the load generator is redis-benchmark (no rate '
+             'limiter)' if g.choice == 'auto' else '')
+  return ['Curve:',
+          f'  {CurveProbes(opts)} probes after the search at {percents} % of '
+          'the answer\'s throughput: the answer\'s connections, each at a '
+          f'fixed rate (memtier --rate-limiting), {g.run_duration_s} s '
+          f'each{without}; --memtier_curve_rate_percents= turns it off']
 
 
 def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
@@ -131,8 +155,8 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
   overhead = cost_estimate.ProbeOverheadS(g.choice)
   if opts.fixed.enabled:
     return fixed_load.EstimatedSeconds(opts, overhead)
-  seconds = ProbesPerSearch(opts).typical * (g.run_duration_s + g.warmup_s +
-                                             overhead)
+  seconds = (ProbesPerSearch(opts).typical + CurveProbes(opts)) * (
+      g.run_duration_s + g.warmup_s + overhead)
   st = opts.search.staircase
   if st:  # at most the whole ramp, one probe overhead per run
     runs = len(staircase.Parts(st.clients_start, st.clients_step,
