@@ -222,6 +222,9 @@ class BenchmarkSpec:
     if self.cloud == 'Local':
       from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
       warnings += local.FitWarnings(sum(counts.values()))
+      problem = self.LocalSplit().problem
+      if problem:
+        warnings.append(problem)
     for group in counts:
       self.GroupPrice(group)
     sizing = self.ClientSizing()
@@ -229,6 +232,14 @@ class BenchmarkSpec:
       warnings.append(sizing)
     warnings += benchmark_contract.Call(self.module, 'PlanWarnings', self)
     return warnings
+
+  def LocalSplit(self):
+    """How a Local run splits this machine: each VM's cores and the servers'
+    CPU quota (providers/local/split.py); None off Local."""
+    if self.cloud != 'Local':
+      return None
+    from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
+    return local.PlannedSplit(self)
 
   def ServerVcpus(self) -> Optional[int]:
     """vCPUs of one server VM as the run will have it; None when unknown
@@ -327,6 +338,9 @@ class BenchmarkSpec:
           'local' if first.CLOUD == 'Local' else DEFAULT_VM_PLATFORM)
       if first.cpu_set is not None:
         metadata[f'{group}_cpu_set'] = ','.join(map(str, first.cpu_set))
+      if getattr(first, 'cpu_quota', None):
+        # CPUs its cgroup quota allows: a figure for that, not whole cores.
+        metadata[f'{group}_cpu_quota'] = first.cpu_quota
       zones.update(vm.zone for vm in vms if vm.zone)
     metadata['zone'] = ','.join(sorted(zones)) if zones else 'local'
     return metadata

@@ -101,6 +101,14 @@ flags.DEFINE_boolean('dry_run', False,
 flags.DEFINE_string('local_priced_as', 'GCP:n2d-standard-2',
                     'Catalog machine type that prices Local VMs, as '
                     '<cloud>:<machine_type>[@<region>].')
+flag_types.DEFINE_float(
+    'local_server_cpu_quota', None,
+    'Local only: the fraction of each of its cores a server VM may use, '
+    'held by a CPU quota (a cgroup the run makes and removes; needs root). '
+    'Default: 0.5 where the Local VMs take every core and the clients have '
+    'no more cores than the servers (a 2-core machine), so the load '
+    'generator can drive the server to its limit; none elsewhere. 0: none.',
+    lower_bound=0, upper_bound=1)
 flags.DEFINE_boolean('official', False,
                      'Mark samples as official results (never the samples '
                      'of an answer whose verdict is not confirmed).')

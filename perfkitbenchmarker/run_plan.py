@@ -90,6 +90,9 @@ def DryRunLines(spec, plan_lines: List[str], estimate: cost_estimate.RunEstimate
   sizing = spec.ClientSizing()
   if sizing and not sizing.startswith('WARNING'):  # Warnings go to stderr.
     lines.append(f'  {sizing}')
+  split = spec.LocalSplit()
+  if split is not None:
+    lines.append(f'  {split.Line()}')
   return lines + plan_lines + estimate.Lines(timeout_minutes)
 
 

@@ -58,7 +58,9 @@ EXPECTED = {'server_quota': 'server_quota', 'client_quota': 'client_quota',
 QUOTA_CORES = 0.2
 HOG_SHARE = 0.5
 # Short runs: 1 s probes, few of them, a cap every probe stays under (the
-# limit is the question here, not the capped figure). GETs only: with
+# limit is the question here, not the capped figure), and no Local server
+# quota of the run's own (a 2-core run's default): each case's adversary
+# is the only one. GETs only: with
 # redis-benchmark one process, not a SET and a GET one sharing the CPU a
 # case starves; it sizes its first probe from a guessed rate (40,000 ops/s
 # a process), which a client held to 20 % of a CPU, or sharing its core
@@ -68,7 +70,8 @@ FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_max_probes=3', '--memtier_latency_cap=200',
          '--memtier_adaptive_min_connections=8',
          '--memtier_adaptive_max_connections=32',
-         '--nosystem_tuning', '--timeout_minutes=5', '--noaccept_unconfirmed']
+         '--nosystem_tuning', '--timeout_minutes=5', '--noaccept_unconfirmed',
+         '--local_server_cpu_quota=0']
 # The run stage's own flags for a case: GETs only where the case starves the
 # client or the server (see above), and under the client's quota pipelined
 # too, so that its first probe lasts a second or two, not 6 (beside the hog,

@@ -18,44 +18,17 @@ import os
 import uuid
 from typing import List, Optional
 
+from perfkitbenchmarker.providers.local import cpu_quota
+
 HIGH_WEIGHT_V1 = 262144
 HIGH_WEIGHT_V2 = 10000
 PERIOD_US = 100000
 
 
-def _Mounts():
-  """(v1 cpu mount or None, v2 mount or None) from /proc/self/mountinfo."""
-  v1 = v2 = None
-  with open('/proc/self/mountinfo') as f:
-    for line in f:
-      fields = line.split()
-      try:
-        dash = fields.index('-')
-      except ValueError:
-        continue
-      kind, options = fields[dash + 1], fields[-1].split(',')
-      if kind == 'cgroup' and 'cpu' in options and v1 is None:
-        v1 = fields[4]
-      elif kind == 'cgroup2' and v2 is None:
-        v2 = fields[4]
-  return v1, v2
-
-
-def Version() -> Optional[int]:
-  """1 or 2: the cgroup version a test can make CPU cgroups in; None."""
-  if os.geteuid() != 0:
-    return None
-  v1, v2 = _Mounts()
-  if v1 and os.access(v1, os.W_OK):
-    return 1
-  if v2:
-    try:
-      with open(os.path.join(v2, 'cgroup.subtree_control')) as f:
-        if 'cpu' in f.read().split():
-          return 2
-    except OSError:
-      pass
-  return None
+# One way to find the CPU controller: the Local provider's, which makes the
+# server quota a default Local run on 2 cores holds its server to.
+_Mounts = cpu_quota.Mounts
+Version = cpu_quota.Version
 
 
 def Available() -> bool:

@@ -186,14 +186,29 @@ def WarnAboutInterference(spec, measured: Sequence[measurement.Measurement]
         'throughput may be understated.')
 
 
+def QuotaWords(quota: float, priced_as: Optional[str],
+               usd_per_hour: Optional[float]) -> str:
+  """The summary's line on a server held to a CPU quota: what the figure
+  is, and what its price is not."""
+  price = f' (${usd_per_hour:.4f}/hr)' if usd_per_hour else ''
+  return (f'Server CPU: the server was given {quota:g} CPU ({100 * quota:g} '
+          '% of a core) by a CPU quota, so the load generator on a core of '
+          'its own could drive it to its limit: this is the figure of a '
+          f'{quota:g}-CPU server, not of a whole core, priced as a whole '
+          f'{priced_as or "machine"}{price}, so its ops/s per $/hr '
+          'understates that machine type\'s (README: "What you see").')
+
+
 def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
   by_metric = {s.metric: s for s in samples}
   capped = by_metric[price_performance.CAPPED_THROUGHPUT]
   perf = by_metric.get(price_performance.PRICE_PERFORMANCE)
   machine = spec.vm_groups['servers'][0].machine_type
+  quota = spec.metadata.get('servers_cpu_quota')
   if spec.cloud in ('Local', 'Static'):
-    machine = (f'{"local" if spec.cloud == "Local" else machine} (priced as '
-               f'{spec.metadata.get("local_priced_as")})')
+    held = f', server {quota:g} CPU' if quota else ''
+    machine = (f'{"local" if spec.cloud == "Local" else machine}{held} '
+               f'(priced as {spec.metadata.get("local_priced_as")})')
   rows = [{
       'machine_type': machine,
       'throughput': capped.value,
@@ -214,6 +229,9 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
   spec.reporter.Summary(rows)
   verdict = verdict_lib.OfMetadata(capped.metadata)
   spec.reporter.Line(f'Verdict: {verdict.Words()}.')
+  if quota:
+    spec.reporter.Line(QuotaWords(quota, spec.metadata.get('local_priced_as'),
+                                  rows[0]['usd_per_hour']))
   if not verdict.confirmed:
     spec.reporter.Line(
         'Not a confirmed server figure: none of its samples is official, '

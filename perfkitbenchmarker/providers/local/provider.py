@@ -3,7 +3,9 @@
 A Local VM is a scratch directory plus a set of CPU cores. Its commands run as
 local processes (bash -c) in that directory, under `taskset` when the VM has
 cores of its own. Servers get the first cores and clients the next, so on a
-2-core machine the server runs on core 0 and the client on core 1.
+2-core machine the server runs on core 0 and the client on core 1; there the
+server VM's commands also run under a CPU quota (split.py says when and
+why; cpu_quota.py makes, records and removes the cgroup).
 
 Local VMs have no price of their own; the benchmark prices them as the catalog
 machine type named by --local_priced_as and says so in the metadata.
@@ -12,7 +14,7 @@ machine type named by --local_priced_as and says so in the metadata.
 import dataclasses
 import os
 import uuid
-from typing import Annotated, Dict, List, Optional, Sequence, Tuple
+from typing import Annotated, Dict, List, Optional, Sequence
 
 import psutil
 
@@ -22,6 +24,8 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.providers.local import cpu_quota as cpu_quota_lib
+from perfkitbenchmarker.providers.local import split as split_lib
 
 CLOUD = 'Local'
 SCRATCH_ROOT = os.environ.get('PKB_LOCAL_SCRATCH', '/tmp')
@@ -37,6 +41,10 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     super().__init__(*args, **kwargs)
     self.ip_address = '127.0.0.1'
     self.internal_ip = '127.0.0.1'
+    # CPUs the VM's cgroup quota allows (None: no quota) and that cgroup's
+    # directory once made.
+    self.cpu_quota: Optional[float] = None
+    self.cgroup = ''
 
   def _Create(self) -> None:
     # <the run's workspace>/<name>, recorded before anything is put in it:
@@ -48,6 +56,13 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
             run_scope.WorkspacePrefix(self.run_uri), _Root())
       self.Remember(scratch_dir=os.path.join(workspace, self.name))
     os.mkdir(self.scratch_dir, run_scope.MODE)
+    if self.cpu_quota:
+      # A resource of its own, recorded before it is made: teardown removes
+      # it from the record whatever ended the run.
+      quota = cpu_quota_lib.LocalCpuQuota(self.run_uri, self.name,
+                                          self.cpu_quota, record=self.record)
+      quota.Create()
+      self.Remember(cgroup=quota.path)
 
   def SameMachine(self, data) -> bool:
     return data.get('cloud') == CLOUD
@@ -77,6 +92,13 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     return vm_util.RunLocal(command, cwd=cwd, timeout=timeout, env=env,
                             stdin=stdin)
 
+  def Pinned(self, command: str) -> str:
+    """On its cores, and inside its CPU quota's cgroup when it has one."""
+    command = super().Pinned(command)
+    if not self.cgroup:
+      return command
+    return cpu_quota_lib.EnterCommand(self.cgroup, command)
+
   def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
     try:
       fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -92,8 +114,15 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
       return f.read()
 
   def GetResourceMetadata(self):
-    return dict(super().GetResourceMetadata(),
-                cpu_set=','.join(map(str, self.cpu_set or [])) or 'unpinned')
+    metadata = dict(super().GetResourceMetadata(), cpu_set=','.join(
+        map(str, self.cpu_set or [])) or 'unpinned')
+    if self.cpu_quota:
+      metadata['cpu_quota'] = self.cpu_quota
+    return metadata
+
+  def RecordData(self):
+    return dict(super().RecordData(), cpu_quota=self.cpu_quota,
+                cgroup=self.cgroup)
 
   class Fields(record_checks.Fields):
     # Only a directory of the run's workspace shape is ever used or removed.
@@ -105,6 +134,8 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     num_cpus: Optional[int] = None
     memory_mib: Optional[int] = None
     cpu_set: record_checks.Cores = None
+    cpu_quota: Optional[float] = None
+    cgroup: str = ''
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'LocalVirtualMachine':
@@ -116,11 +147,19 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     except run_scope.NotOwnDir as e:
       raise record_checks.RecordRefused(
           f'{cls.KIND} {entry["name"]}: {e}') from None
+    # Only this VM's own cgroup is ever entered (cpu_quota.PathProblem).
+    problem = fields.cgroup and cpu_quota_lib.PathProblem(
+        fields.cgroup, record.run_uri,
+        cpu_quota_lib.CgroupName(record.run_uri, entry['name']))
+    if problem:
+      raise record_checks.RecordRefused(
+          f'{cls.KIND} {entry["name"]}: {problem}; left alone')
     vm = cls(virtual_machine.VmSpec(cloud=CLOUD, num_cpus=fields.num_cpus,
                                     machine_type=fields.machine_type),
              entry['name'], fields.group, run_uri=record.run_uri)
     vm.scratch_dir, vm.memory_mib = fields.scratch_dir, fields.memory_mib
     vm.cpu_set, vm.created = fields.cpu_set, True
+    vm.cpu_quota, vm.cgroup = fields.cpu_quota, fields.cgroup
     return vm
 
 
@@ -142,32 +181,6 @@ def CheckRunDirs() -> None:
 
 def AvailableCores() -> List[int]:
   return sorted(os.sched_getaffinity(0))
-
-
-def AssignCores(requests: Sequence[Tuple[str, Optional[int]]],
-                cores: Sequence[int]) -> Dict[str, Optional[List[int]]]:
-  """Gives each VM its own cores when there are enough.
-
-  Args:
-    requests: (vm name, cores wanted or None) in placement order, servers
-      first.
-    cores: the cores this process may use.
-  Returns:
-    vm name -> list of cores, or None (unpinned) when the machine has too few
-    cores for every VM to have at least one of its own.
-  """
-  cores = list(cores)
-  if len(requests) > len(cores) or not requests:
-    return {name: None for name, _ in requests}
-  wanted = [max(1, n or 1) for _, n in requests]
-  # Shrink the largest requests until they fit; every VM keeps >= 1 core.
-  while sum(wanted) > len(cores):
-    wanted[wanted.index(max(wanted))] -= 1
-  assignment, start = {}, 0
-  for (name, _), count in zip(requests, wanted):
-    assignment[name] = cores[start:start + count]
-    start += count
-  return assignment
 
 
 # Local VMs beyond this many per core are refused: they would only measure
@@ -196,23 +209,38 @@ def NewRunUri() -> str:
   return uuid.uuid4().hex[:8]
 
 
-def PlannedCores(spec, cores: Optional[Sequence[int]] = None
-                 ) -> Dict[str, Optional[List[int]]]:
-  """VM name (servers-0, clients-0, ...) -> the cores it will be pinned to
-  (None: unpinned), as ConstructVms places them: servers first."""
+def PlannedSplit(spec, cores: Optional[Sequence[int]] = None
+                 ) -> split_lib.Split:
+  """How ConstructVms splits this machine: each VM's cores (servers first)
+  and the servers' CPU quota (split.py). Raises errors.UsageError for a
+  --local_server_cpu_quota this machine cannot hold."""
   group_specs = spec.GroupSpecs()
   counts = spec.GroupCounts()
   requests = [(f'{group}-{i}', group_specs[group].num_cpus)
               for group in virtual_machine.GroupOrder(group_specs)
               for i in range(counts[group])]
-  return AssignCores(requests, AvailableCores() if cores is None else cores)
+  return split_lib.Plan(
+      requests, AvailableCores() if cores is None else cores,
+      getattr(spec.flags, 'local_server_cpu_quota', None),
+      cpu_quota_lib.Version() is not None)
+
+
+def PlannedCores(spec, cores: Optional[Sequence[int]] = None
+                 ) -> Dict[str, Optional[List[int]]]:
+  """VM name (servers-0, clients-0, ...) -> the cores it will be pinned to
+  (None: unpinned), as ConstructVms places them: servers first."""
+  return PlannedSplit(spec, cores).cores
 
 
 def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
-  """Builds the run's Local VMs, servers placed first on the cores."""
+  """Builds the run's Local VMs, servers placed first on the cores, and
+  says how it split the machine."""
   group_specs = spec.GroupSpecs()
   cores = AvailableCores()
-  assignment = PlannedCores(spec, cores)  # Servers first, in VM order.
+  split = PlannedSplit(spec, cores)
+  if getattr(spec, 'reporter', None) is not None:
+    spec.reporter.Line(split.Line())
+  assignment = split.cores  # Servers first, in VM order.
   memory_each = psutil.virtual_memory().total // 2**20 // max(
       1, len(assignment))
   groups: Dict[str, List[LocalVirtualMachine]] = {}
@@ -226,5 +254,6 @@ def ConstructVms(spec) -> Dict[str, List[LocalVirtualMachine]]:
     vm = LocalVirtualMachine(vm_spec, name, group, run_uri=spec.run_uri,
                              record=spec.record)
     vm.cpu_set = pinned
+    vm.cpu_quota = split.QuotaCores(name)
     groups.setdefault(group, []).append(vm)
   return groups
