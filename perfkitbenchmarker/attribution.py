@@ -36,6 +36,11 @@ One more name is given outside `Decide`, to a latency-throughput curve's
 point (latency_curve.RateLimit): `rate_not_achieved`, a point that achieved
 less than the rate it was offered, whatever limited it (in its detail).
 
+Another is named from the per-second series, not the counters
+(steadiness.py): `unsteady`, a probe whose seconds disagree with its whole,
+in place of a server or latency limit (the CPU rule's is kept as
+`cpu_limit`).
+
 Throttling and on-CPU time are the process's own counters: foreign load can
 take CPU from a side (then it waits, and the probe reads `disturbed`), but it
 can neither make a side run nor make its cgroup throttle it. A client limit
@@ -63,15 +68,16 @@ CLIENT_CPU = 'client_cpu'
 SERVER_QUOTA = 'server_quota'
 SERVER_CPU = 'server_cpu'
 DISTURBED = 'disturbed'
+UNSTEADY = 'unsteady'
 LATENCY = 'latency'
 UNMEASURED = 'unmeasured'
 RATE_NOT_ACHIEVED = 'rate_not_achieved'
 LIMITS = (CLIENT_QUOTA, CLIENT_CPU, SERVER_QUOTA, SERVER_CPU, DISTURBED,
-          LATENCY, UNMEASURED, RATE_NOT_ACHIEVED)
+          UNSTEADY, LATENCY, UNMEASURED, RATE_NOT_ACHIEVED)
 CLIENT_LIMITS = (CLIENT_QUOTA, CLIENT_CPU)
 WORDS = {CLIENT_QUOTA: 'client quota', CLIENT_CPU: 'client CPU',
          SERVER_QUOTA: 'server quota', SERVER_CPU: 'server CPU',
-         DISTURBED: 'disturbed', LATENCY: 'latency',
+         DISTURBED: 'disturbed', UNSTEADY: 'unsteady', LATENCY: 'latency',
          UNMEASURED: 'unmeasured', RATE_NOT_ACHIEVED: 'rate not achieved'}
 
 KEY = 'limit'
@@ -345,6 +351,17 @@ def Short(metadata) -> str:
     values = [v for v in values if isinstance(v, (int, float))]
     if values:
       return f'{WORDS[name]} (foreign {max(values):g} %)'
+  if name == UNSTEADY:
+    over = metadata.get('per_second_seconds_over_cap')
+    swing = metadata.get('per_second_swing_pct')
+    bound = metadata.get('per_second_swing_bound_pct')
+    parts = []
+    if isinstance(over, (int, float)) and over:
+      parts.append(f'{over:g} s over cap')
+    if (isinstance(swing, (int, float)) and isinstance(bound, (int, float))
+        and swing > bound):
+      parts.append(f'swing {swing:g} %')
+    return WORDS[name] + (f' ({", ".join(parts)})' if parts else '')
   if figure and isinstance(metadata.get(figure[1]), (int, float)):
     return f'{WORDS[name]} ({figure[0]} {metadata[figure[1]]:g} %)'
   return WORDS.get(name, name)

@@ -51,13 +51,76 @@ class Load:
     return text
 
 
+# Latency statistics a cap can be put on, and the percentile each names.
+STATISTIC_PERCENTILES = {'p50': 50.0, 'p90': 90.0, 'p95': 95.0, 'p99': 99.0,
+                         'p99.9': 99.9}
+
+
 @dataclasses.dataclass(frozen=True)
 class SecondStats:
-  """One second of a probe, from the load generator's per-second series."""
+  """One second of a probe, from the load generator's per-second series.
+
+  Attributes:
+    second: the second's index from the tool's start.
+    ops: operations completed in it.
+    average_latency_ms: their mean latency (None without operations).
+    warmup: inside the configured warm-up (kept, left out of the figures).
+    percentiles: (percentile, ms) the tool reported for this second; for
+      several processes side by side the largest of theirs, an upper bound
+      (a union's percentile never exceeds its largest part's).
+    complete: the second was loaded from start to end (a run's last second
+      holds only the replies still in flight; a request-count tool's
+      processes end apart).
+  """
   second: int
   ops: int
   average_latency_ms: Optional[float]
   warmup: bool = False
+  percentiles: Tuple[Tuple[float, float], ...] = ()
+  complete: bool = True
+
+  def LatencyMs(self, statistic: str) -> Optional[float]:
+    """This second's figure for a cap statistic ('avg', 'p99', ...), or
+    None when the tool gave none for it."""
+    if statistic == 'avg':
+      return self.average_latency_ms
+    wanted = STATISTIC_PERCENTILES.get(statistic)
+    return next((ms for p, ms in self.percentiles
+                 if wanted is not None and abs(p - wanted) < 1e-6), None)
+
+
+def CombineSeconds(series: Sequence[Sequence[SecondStats]]
+                   ) -> Tuple[SecondStats, ...]:
+  """Per-second series of parts that ran side by side, second by second:
+  operations add up, the mean is weighted by them, each percentile is the
+  largest part's (an upper bound), and a second is complete only when every
+  part has it complete."""
+  series = [s for s in series if s]
+  if len(series) == 1:
+    return tuple(series[0])
+  by_second: dict = {}
+  for part in series:
+    for s in part:
+      by_second.setdefault(s.second, []).append(s)
+  combined = []
+  for second in sorted(by_second):
+    parts = by_second[second]
+    ops = sum(p.ops for p in parts)
+    timed = [p for p in parts if p.ops and p.average_latency_ms is not None]
+    weight = sum(p.ops for p in timed)
+    average = (sum(p.ops * p.average_latency_ms for p in timed) / weight
+               if weight else None)
+    keys = sorted({k for p in parts for k, _ in p.percentiles})
+    percentiles = tuple(
+        (k, max(ms for p in parts for pk, ms in p.percentiles if pk == k))
+        for k in keys
+        if all(any(pk == k for pk, _ in p.percentiles) for p in parts))
+    combined.append(SecondStats(
+        second, ops, average, warmup=any(p.warmup for p in parts),
+        percentiles=percentiles,
+        complete=len(parts) == len(series) and all(p.complete
+                                                    for p in parts)))
+  return tuple(combined)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +238,7 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
       ops=sum(p.ops for p in parts),
       client_saturated=any(p.client_saturated for p in parts),
       client_cpu_busy_fraction=max(busy) if busy else None,
+      per_second=CombineSeconds([p.per_second for p in parts]),
       histogram=histogram, metadata=metadata,
       client_sides=tuple(s for p in parts for s in p.client_sides),
       load_window=window)

@@ -25,6 +25,14 @@ PRICE_PERFORMANCE = 'price_performance'
 OPS_PER_SEC = 'ops/sec'
 PRICE_PERFORMANCE_UNIT = 'ops/s per $/hr'
 PRICE_BASIS = 'all server VMs'
+# Upstream PKB's time-series samples (sample.CreateTimeSeriesSample, as its
+# --memtier_time_series publishes them): value 0, the series in metadata
+# `values`, epoch-ms `timestamps`, `interval` seconds; latency series are
+# named after memtier's per-second keys.
+OPS_TIME_SERIES = 'OPS_time_series'
+TIME_SERIES_SUFFIX = '_time_series'
+_PERCENTILE_KEYS = {50.0: 'p50.00', 90.0: 'p90.00', 95.0: 'p95.00',
+                    99.0: 'p99.00', 99.9: 'p99.90'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,3 +139,36 @@ def PricePerformanceSample(capped_throughput: float, server: GroupCost,
   return sample.Sample(PRICE_PERFORMANCE,
                        capped_throughput / server.usd_per_hour,
                        PRICE_PERFORMANCE_UNIT, metadata)
+
+
+def TimeSeriesSamples(m: measurement.Measurement, start_ms: float,
+                      extra: Optional[Mapping[str, Any]] = None
+                      ) -> List[sample.Sample]:
+  """A probe's per-second series as upstream PKB's time-series samples:
+  `OPS_time_series` (operations each second, every client process and VM
+  summed), `Average Latency_time_series` (their operation-weighted mean)
+  and one per percentile the tool gave each second (`p99.00_time_series`:
+  the largest process's, as upstream takes the largest client's). Seconds
+  the tool did not load from start to end are left out; warm-up seconds
+  stay, and `ramp_up_ends` marks where they end. `start_ms`: second 0's
+  time (ms since the epoch)."""
+  seconds = [s for s in m.per_second if s.complete]
+  if not seconds:
+    return []
+  timestamps = [int(start_ms + 1000 * s.second) for s in seconds]
+  metadata: Dict[str, Any] = dict(extra or {})
+  metadata['interval'] = 1
+  warmup = [s for s in seconds if s.warmup]
+  if warmup:
+    metadata['ramp_up_ends'] = int(start_ms + 1000 * (warmup[-1].second + 1))
+  series = [(OPS_TIME_SERIES, 'ops', [s.ops for s in seconds])]
+  if all(s.average_latency_ms is not None for s in seconds):
+    series.append(('Average Latency' + TIME_SERIES_SUFFIX, 'ms',
+                   [round(s.average_latency_ms, 4) for s in seconds]))
+  for percentile, key in _PERCENTILE_KEYS.items():
+    values = [dict(s.percentiles).get(percentile) for s in seconds]
+    if None not in values:
+      series.append((key + TIME_SERIES_SUFFIX, 'ms', values))
+  return [sample.Sample(metric, 0, unit, dict(
+      metadata, values=values, timestamps=timestamps))
+          for metric, unit, values in series]

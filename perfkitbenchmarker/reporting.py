@@ -63,6 +63,23 @@ class ConsoleReporter:
         f'({achieved:5.1f} %)  avg {m.average_latency_ms:6.3f} ms  '
         f'p99 {p99} ms' + (f'  [{limit}]' if limit else ''))
 
+  def Seconds(self, per_second: Sequence[measurement.SecondStats],
+              per_line: int = 10) -> None:
+    """A probe's seconds, ten a line: ops/s and average latency each
+    (warm-up seconds in brackets; incomplete ones left out)."""
+    seconds = [s for s in per_second if s.complete]
+    for start in range(0, len(seconds), per_line):
+      chunk = seconds[start:start + per_line]
+      cells = []
+      for s in chunk:
+        text = (f'{s.ops / 1000:.1f}k' + (
+            '' if s.average_latency_ms is None else
+            f'/{s.average_latency_ms:.2f}'))
+        cells.append(f'[{text}]' if s.warmup else text)
+      self.Line(f'  s{chunk[0].second:>3}-{chunk[-1].second:<3} '
+                + ' '.join(cells) + ('  (ops/s / avg ms)' if not start
+                                     else ''))
+
   def Summary(self, rows: Sequence[dict]) -> None:
     headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
                'ops/s per $/hr', 'price basis', 'verdict', 'limit')

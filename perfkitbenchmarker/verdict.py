@@ -7,8 +7,10 @@ samples derived from it: PKB's 1 ms metric, `hourly_cost`,
   confirmed     repeats at the answer's load, most of them under the cap,
                 with a 95 % interval: a server figure one can publish;
   unconfirmed   the figure is not established: the probe budget ran out
-                first, the policy took a single probe without repeats, or
-                the repeats did not hold under the cap;
+                first, the policy took a single probe without repeats, the
+                repeats did not hold under the cap, their seconds did not
+                agree with their whole (`unsteady`, steadiness.py), or the
+                answer's load did not hold when held after the search;
   client_bound  the load generator was saturated on the answer's probes: the
                 figure is the client's limit, not the server's;
   disturbed     foreign processes (steal time on VMs) used the run's cores
@@ -32,6 +34,7 @@ import math
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import steadiness
 
 CONFIRMED = 'confirmed'
 UNCONFIRMED = 'unconfirmed'
@@ -123,8 +126,9 @@ def ClientLimited(metadata: Mapping[str, Any]) -> bool:
   return _True(metadata.get('client_saturated'))
 
 
-def OfSearch(result) -> Verdict:
-  """The verdict of a `search.driver.SearchResult` that has an answer."""
+def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
+  """The verdict of a `search.driver.SearchResult` that has an answer, and
+  of its load held after the search (`hold`), when it was."""
   cap = result.cap_ms
   repeats = result.confirmation_probes
   problems = []
@@ -147,6 +151,18 @@ def OfSearch(result) -> Verdict:
   # run again are not among them), else every probe at the answer's load.
   indices = set(result.reported_indices)
   answer = [result.probes[i].measurement for i in sorted(indices)]
+  unsteady = [(i, result.probes[i].measurement.metadata)
+              for i in sorted(indices)
+              if steadiness.Unsteady(result.probes[i].measurement.metadata)]
+  if unsteady:
+    index, worst = unsteady[-1]
+    problems.append((UNCONFIRMED, f'the seconds of {len(unsteady)} of the '
+                     f'answer\'s {len(answer)} probe(s) did not agree with '
+                     f'their whole (probe {index}: '
+                     f'{worst.get(steadiness.DETAIL_KEY, "unsteady")})'))
+  if hold is not None and not hold.ok:
+    problems.append((UNCONFIRMED, f'the answer\'s load did not hold: '
+                     f'{hold.Words()}'))
   saturated = [m for m in answer if m.client_saturated]
   if saturated:
     names = sorted({attribution.WORDS.get(str(m.metadata.get(
@@ -176,13 +192,16 @@ def OfSearch(result) -> Verdict:
               if m.metadata.get(attribution.KEY) == limit.name][-1]
     limit = dataclasses.replace(limit, figures=tuple(
         (k, v) for k, v in source.metadata.items()
-        if k.startswith(('client_', 'server_')) and k in _LIMIT_FIGURES))
+        if k in _LIMIT_FIGURES))
   confirmed_reason = ''
   if repeats and result.confirmed_throughput_ci95 is not None:
     mean = result.confirmed.throughput if result.confirmed else 0
     pct = 100 * result.confirmed_throughput_ci95 / mean if mean else math.inf
     confirmed_reason = (f'{len(repeats)} repeats under the {cap:g} ms cap, '
                         f'95 % interval +-{pct:.1f} %')
+    if hold is not None and hold.ok:
+      confirmed_reason += f', {hold.Words()}'
+
   return _Make(problems, confirmed_reason, limit)
 
 
@@ -191,7 +210,9 @@ _LIMIT_FIGURES = frozenset(
     f'{side}_{name}' for side in ('client', 'server') for name in (
         'busiest_thread', 'busiest_thread_pct', 'thread_wait_pct',
         'main_thread_pct', 'cpu_used_pct', 'cpu_allowed', 'cpu_quota',
-        'throttled_pct', 'throttled_s', 'foreign_cpu_pct'))
+        'throttled_pct', 'throttled_s', 'foreign_cpu_pct')) | frozenset((
+            'per_second_seconds_over_cap', 'per_second_swing_pct',
+            'per_second_swing_bound_pct', steadiness.CPU_LIMIT_KEY))
 
 
 def _Present(value: Any) -> bool:

@@ -80,9 +80,20 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   pkb_flags.memtier_warmup_seconds = 1
   opts = _Options(pkb_flags)
   per_probe = 5 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
-  # The search's typical probes and the curve's two (Local's default).
+  # The search's typical probes and the curve's two (Local's default), then
+  # the answer's load held (3 s on Local) with its warm-up and one probe's
+  # overhead.
+  hold = 3 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
   assert plan.EstimatedSeconds(opts) == pytest.approx(
+      (plan.ProbesPerSearch(opts).typical + 2) * per_probe + hold)
+  pkb_flags.memtier_hold_duration = 0
+  assert plan.EstimatedSeconds(_Options(pkb_flags)) == pytest.approx(
       (plan.ProbesPerSearch(opts).typical + 2) * per_probe)
+  assert 'hold: none (--memtier_hold_duration=0)' in _Text(
+      _Options(pkb_flags))
+  pkb_flags.memtier_hold_duration = None
+  assert ('hold: the answer\'s load for 3 s + 1 s warm-up after the search'
+          in _Text(opts))
   pkb_flags.redis_optimize_shards = True
   shards = _Options(pkb_flags)
   assert plan.EstimatedSeconds(shards) == pytest.approx(
@@ -119,6 +130,9 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
                         re.M).group(1))
   assert curve == 2
   probe_s = (typical + curve) * (5 + cost_estimate.ProbeOverheadS('memtier'))
+  # Then the answer's load, held for Local's default 3 s.
+  probe_s += 3 + cost_estimate.ProbeOverheadS('memtier')
+  assert 'hold: the answer\'s load for 3 s after the search' in proc.stdout
   assert search_min == pytest.approx(
       (probe_s + cost_estimate.RATES['Local'].search_fixed_s) / 60, abs=0.05)
   assert typical == 3 + 4  # the measured 3 search probes, one set of 4

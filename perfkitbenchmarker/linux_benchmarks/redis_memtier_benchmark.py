@@ -175,18 +175,21 @@ def Run(spec) -> Sequence[sample.Sample]:
     fixed_load.Run(spec, spec.deployment, opts)
     return spec.published
 
-  def Search(driver, extra, start=None):
-    return search_runner.Search(spec, driver, opts, extra, start)
+  def Search(driver, extra, start=None, hold=False):
+    return search_runner.Search(spec, driver, opts, extra, start, hold)
 
   if opts.shards.enabled:
     shard_study.OptimizeShards(spec, spec.deployment, opts, engine, Search)
     return spec.published
   driver = deployment.ProbeDriver(spec, spec.deployment, opts)
-  result, samples = Search(driver, {})
+  result, samples = Search(driver, {}, hold=True)
   if result.best is None:
     raise search_runner.NoResultError(result, opts.search.cap_ms,
                                       search_runner.LeastConnections(opts))
-  curve_runner.RunCurve(spec, driver, opts, result, {}, len(result.probes))
+  # The curve's probes are numbered after the search's and the hold's.
+  held = 1 if opts.search.hold_s else 0
+  curve_runner.RunCurve(spec, driver, opts, result, {},
+                        len(result.probes) + held)
   results.PrintSummary(spec, samples)
   return spec.published
 

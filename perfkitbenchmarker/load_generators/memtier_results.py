@@ -240,10 +240,15 @@ def _RealDuration(doc: Mapping, test_time_s: Optional[float]
           ('_whole_seconds_corrected' if correction else ''), correction)
 
 
-def _SecondStats(seconds, warmup_s) -> Tuple[measurement.SecondStats, ...]:
-  return tuple(measurement.SecondStats(s.second, s.count,
-                                       s.average_latency_ms,
-                                       warmup=s.second < warmup_s)
+def _SecondStats(seconds, warmup_s: int, real_duration_s: float
+                 ) -> Tuple[measurement.SecondStats, ...]:
+  """The per-second series with each second's percentiles; the seconds at
+  and past the run's real end hold only replies still in flight, so they
+  are marked incomplete."""
+  whole = int(real_duration_s + 1e-9)
+  return tuple(measurement.SecondStats(
+      s.second, s.count, s.average_latency_ms, warmup=s.second < warmup_s,
+      percentiles=s.percentiles, complete=s.second < whole)
                for s in seconds)
 
 
@@ -277,6 +282,9 @@ class MemtierResult:
   moved_per_sec: Optional[float] = None
   ask_per_sec: Optional[float] = None
   processes: int = 1
+  # When the run started (ms since the epoch, memtier's clock): second 0 of
+  # `per_second`.
+  start_ms: Optional[int] = None
 
   @classmethod
   def FromOutputs(cls, json_text: str, stdout_text: Optional[str] = None,
@@ -324,12 +332,14 @@ class MemtierResult:
         p999_latency_ms=percentiles[2], percentile_basis=basis,
         ops=ops, duration_s=duration_s, real_duration_s=real_duration_s,
         duration_source=duration_source, warmup_s=warmup_s,
-        per_second=_SecondStats(totals.time_series, warmup_s),
+        per_second=_SecondStats(totals.time_series, warmup_s,
+                                real_duration_s),
         reported_ops_per_sec=reported,
         reported_duration_s=float(runtime.get('Total duration', 0)) / 1000,
         series_throughput=series_throughput, duration_bug_detected=bug,
         histogram_mean_latency_ms=row.get('Avg. Latency'),
-        moved_per_sec=row.get('MOVED/sec'), ask_per_sec=row.get('ASK/sec'))
+        moved_per_sec=row.get('MOVED/sec'), ask_per_sec=row.get('ASK/sec'),
+        start_ms=runtime.get('Start time'))
 
   def ToMeasurement(self, load: measurement.Load,
                     metadata: Optional[Mapping[str, object]] = None
@@ -352,6 +362,7 @@ class MemtierResult:
         'processes': self.processes,
         'set_ops': self.sets.count,
         'get_ops': self.gets.count,
+        'per_second_start_ms': self.start_ms,
     }
     facts = {k: v for k, v in facts.items() if v is not None}
     facts.update(metadata or {})
@@ -428,12 +439,17 @@ def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
       duration_s=max(r.duration_s for r in results),
       real_duration_s=max(r.real_duration_s for r in results),
       duration_source=','.join(sorted({r.duration_source for r in results})),
-      warmup_s=warmup_s, per_second=_SecondStats(totals.time_series, warmup_s),
+      warmup_s=warmup_s,
+      # Each process's seconds, then side by side (percentiles: the
+      # largest process's, an upper bound).
+      per_second=measurement.CombineSeconds([r.per_second for r in results]),
       reported_ops_per_sec=sum(r.reported_ops_per_sec for r in results),
       reported_duration_s=max(r.reported_duration_s for r in results),
       series_throughput=None if None in series else sum(series),
       duration_bug_detected=any(r.duration_bug_detected for r in results),
-      processes=sum(r.processes for r in results))
+      processes=sum(r.processes for r in results),
+      start_ms=min((r.start_ms for r in results if r.start_ms),
+                   default=None))
 
 
 def Measure(json_texts: Sequence[str], stdouts: Sequence[Optional[str]],

@@ -17,13 +17,21 @@ own figures are kept in the metadata, labelled as tool-reported.
 import dataclasses
 import math
 import re
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import measurement
 
 LOAD_GENERATOR = 'redis-benchmark'
 
 _PERCENTILE_LINE = re.compile(r'([\d.]+)% <= ([\d.]+) milliseconds')
+# A progress line (redis-benchmark 7.0 prints one every 250 ms, '\r'-ended):
+# requests/s since the last line, then since the start. The first, at the
+# start, has no overall figure ('-nan') and is not matched.
+_PROGRESS_LINE = re.compile(
+    r'rps=([\d.]+) \(overall: ([\d.]+)\) avg_msec=')
+TICK_S = 0.25
+TICKS_PER_SECOND = 4
+PER_SECOND_BASIS = 'progress_lines_250ms_closed_loop'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +106,39 @@ def ParseOutput(text: str) -> List[RedisBenchmarkTestResult]:
   return [_PlainBlock(test, lines) for test, lines in blocks]
 
 
+def ProcessSeconds(text: str, outstanding: Optional[int]
+                   ) -> Tuple[measurement.SecondStats, ...]:
+  """One process's per-second series from its progress lines.
+
+  What redis-benchmark can give: each line's requests/s over the last
+  ~250 ms (taken as exactly 250 ms: the tool prints no time), four lines a
+  second; a second is its four lines' operations. Its average latency is
+  the closed-loop one, outstanding requests / that second's rate, as for
+  the whole probe; the tool prints no per-second percentiles (its
+  avg_msec leaves out client queueing), so a second has none. Only whole
+  seconds are kept: the tool runs a request count, and its last part
+  second is not a second of load.
+  """
+  headers = [m.start() for m in re.finditer(r'====== .+ ======', text)]
+  if len(headers) > 1:  # Several tests: the last one's lines, after the
+    text = text[headers[-2]:headers[-1]]  # report before them.
+  elif headers:
+    text = text[:headers[0]]
+  ticks = [(float(m.group(1)), float(m.group(2)))
+           for m in _PROGRESS_LINE.finditer(text)]
+  while ticks and ticks[0][1] == 0:  # The line at the start (overall 0).
+    ticks.pop(0)
+  ticks = [rate for rate, _ in ticks]
+  seconds = []
+  for second in range(len(ticks) // TICKS_PER_SECOND):
+    rates = ticks[second * TICKS_PER_SECOND:(second + 1) * TICKS_PER_SECOND]
+    ops = round(sum(rates) * TICK_S)
+    average = (outstanding / ops * 1000 if outstanding and ops > 0
+               else None)
+    seconds.append(measurement.SecondStats(second, ops, average))
+  return tuple(seconds)
+
+
 def _Max(values: Iterable[Optional[float]]) -> Optional[float]:
   known = [v for v in values if v is not None]
   return max(known) if known else None
@@ -168,11 +209,23 @@ def Measure(stdouts: Sequence[str], groups: Sequence[str],
   (`groups`, one per process), the groups combined; the recomputation
   (scripts/recompute.py) uses it too. ValueError if a process printed none."""
   by_group: Dict[str, List[RedisBenchmarkTestResult]] = {}
+  series = []
   for stdout, group in zip(stdouts, groups):
     parsed = ParseOutput(stdout)
     if not parsed:
       raise ValueError(f'redis-benchmark printed no result: {stdout[-200:]!r}')
     by_group.setdefault(group, []).append(parsed[-1])
+    clients = parsed[-1].clients
+    series.append(ProcessSeconds(
+        stdout, clients * load.pipeline if clients else None))
   parts = [CombineConcurrent(results, load, max(seconds), metadata)
            for results in by_group.values()]
-  return measurement.Combine(parts, load)
+  combined = measurement.Combine(parts, load)
+  # Every process side by side (the groups' closed loops together: the
+  # op-weighted mean of outstanding / rate is their sum over the sum).
+  per_second = measurement.CombineSeconds(series)
+  if not per_second:
+    return combined
+  return dataclasses.replace(
+      combined, per_second=per_second,
+      metadata={**combined.metadata, 'per_second_basis': PER_SECOND_BASIS})

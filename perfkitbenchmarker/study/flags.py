@@ -62,6 +62,13 @@ flag_types.DEFINE_float(
     'The adaptive search aims under cap x margin so that the confirming '
     'repeats land under the cap.',
     lower_bound=0, upper_bound=1, above=True)
+flags.DEFINE_integer(
+    'memtier_hold_duration', None,
+    'Seconds the answer\'s load is held after the search, each second '
+    'checked against the cap and the searched figure (an answer that does '
+    'not hold is not confirmed); its per-second figures are published as '
+    'PKB time-series samples. Default: 60 on clouds and static VMs, 3 on '
+    'Local; 0 turns the hold off.', lower_bound=0, upper_bound=86400)
 flags.DEFINE_boolean('memtier_staircase', False,
                      'Search with memtier\'s staircase mode (memtier >= 2.3): '
                      'one run steps the clients per thread; the best step '

@@ -10,6 +10,7 @@ through the benchmark module's `EstimatedMinutes`).
 from typing import List, Optional
 
 from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import steadiness
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.study import deployment
@@ -81,6 +82,10 @@ def SearchPlan(opts: options_lib.RedisStudyOptions,
   lines = ['Search:'] + lines
   if opts.shards.enabled:
     lines.append(f'  repeated per shard count: {ShardPlanLine(opts)}')
+  lines.append('  every probe\'s seconds checked: a second over the cap, or '
+               'seconds swinging more than '
+               f'{100 * steadiness.SWING_BOUND:.0f} %, make it unsteady')
+  lines.append(HoldPlanLine(opts))
   return lines + CurvePlan(opts)
 
 
@@ -106,6 +111,28 @@ def CurvePlan(opts: options_lib.RedisStudyOptions) -> List[str]:
           'the answer\'s throughput: the answer\'s connections, each at a '
           f'fixed rate (memtier --rate-limiting), {g.run_duration_s} s '
           f'each{without}; --memtier_curve_rate_percents= turns it off']
+
+
+def HoldPlanLine(opts: options_lib.RedisStudyOptions) -> str:
+  s, g = opts.search, opts.generator
+  if opts.shards.enabled:
+    return ('  hold: none (--redis_optimize_shards holds no shard count\'s '
+            'answer)')
+  if not s.hold_s:
+    return '  hold: none (--memtier_hold_duration=0)'
+  warmup = f' + {g.warmup_s} s warm-up' if g.warmup_s else ''
+  return (f'  hold: the answer\'s load for {s.hold_s} s{warmup} after the '
+          'search, every second under the cap and within '
+          f'{100 * steadiness.SWING_BOUND:.0f} % of the searched figure, '
+          'or the answer is not confirmed; per-second time-series samples')
+
+
+def HoldSeconds(opts: options_lib.RedisStudyOptions,
+                overhead: float) -> float:
+  """The hold's probe time, for the estimate (none in a shard study)."""
+  if opts.shards.enabled or not opts.search.hold_s:
+    return 0.0
+  return opts.search.hold_s + opts.generator.warmup_s + overhead
 
 
 def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
@@ -165,7 +192,7 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
                 runs * overhead)
   if opts.shards.enabled:
     seconds = (seconds + 20) * opts.shards.typical_points
-  return seconds
+  return seconds + HoldSeconds(opts, overhead)
 
 
 def EngineLine(server: options_lib.ServerOptions) -> str:

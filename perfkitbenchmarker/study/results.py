@@ -13,6 +13,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker import steadiness
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.search import driver as search_driver
 
@@ -93,10 +94,12 @@ def _GroupCosts(spec):
 
 
 def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
-                  tags: Optional[Dict[str, Any]] = None
+                  tags: Optional[Dict[str, Any]] = None,
+                  hold: Optional[steadiness.Hold] = None
                   ) -> List[sample_lib.Sample]:
   """Publishes the capped throughput, then the hourly costs and the
-  price-performance samples, each with the verdict and `tags`; returns them.
+  price-performance samples, each with the verdict and `tags` (and whether
+  the answer's load held, when it was held); returns them.
 
   The answer is published before anything is priced: a price that cannot
   be had now (a catalog changed under a resumed run) leaves out the cost
@@ -132,7 +135,9 @@ def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
   if result.excluded_probes:
     extra['disturbed_repeats_excluded'] = ','.join(
         str(p.index) for p in result.excluded_probes)
-  verdict = verdict_lib.OfSearch(result).Metadata()
+  if hold is not None:
+    extra.update(hold.Metadata())
+  verdict = verdict_lib.OfSearch(result, hold).Metadata()
   extra.update(verdict)
   value = reported.throughput
   samples = [s.WithMetadata(**tags) for s in

@@ -27,6 +27,13 @@ class StaircaseOptions:
                                   self.step_seconds)
 
 
+# Seconds the answer's load is held by default: a minute on clouds and
+# static VMs (burst credits and background work show within one), a few
+# seconds on Local, whose default study must stay near its wall time.
+CLOUD_HOLD_S = 60
+LOCAL_HOLD_S = 3
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchOptions:
   """The latency-capped search."""
@@ -49,6 +56,8 @@ class SearchOptions:
   linear_confirm_repeats: int = 0
   cap_margin: float = 0.95
   staircase: Optional[StaircaseOptions] = None
+  # Seconds the answer's load is held after the search (0: no hold).
+  hold_s: int = 0
 
   @classmethod
   def FromFlags(cls, f) -> 'SearchOptions':
@@ -74,11 +83,19 @@ class SearchOptions:
                    not f['memtier_min_threads'].present),
                confirm_repeats=f.memtier_confirm_repeats,
                linear_confirm_repeats=f.memtier_linear_confirm_repeats,
-               cap_margin=f.memtier_cap_margin, staircase=staircase)
+               cap_margin=f.memtier_cap_margin, staircase=staircase,
+               hold_s=_HoldSeconds(f))
 
   @property
   def name(self) -> str:
     return 'staircase' if self.staircase else self.policy
+
+
+def _HoldSeconds(f) -> int:
+  if f.memtier_hold_duration is not None:
+    return f.memtier_hold_duration
+  local = f.cloud == 'Local' and not f.static_vm_file
+  return LOCAL_HOLD_S if local else CLOUD_HOLD_S
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,11 +11,14 @@ in `Policy` and a plan line in plan.py; the benchmark module only calls
 
 import concurrent.futures
 import dataclasses
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample
+from perfkitbenchmarker import steadiness
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
@@ -154,10 +157,12 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
 
 def Search(spec, driver: driver_lib.ProbeDriver,
            opts: options_lib.RedisStudyOptions, extra: Dict[str, Any],
-           start_connections: Optional[int] = None
+           start_connections: Optional[int] = None, hold: bool = False
            ) -> Tuple[search_driver.SearchResult, List[sample.Sample]]:
   """One latency-capped search; emits probe and result samples with `extra`
-  and returns the search and its result samples (none without an answer)."""
+  and returns the search and its result samples (none without an answer).
+  With `hold`, the answer's load is then held for the options' hold time
+  (`HoldAnswer`), and the answer's verdict includes whether it held."""
   cap = opts.search.cap_ms
 
   def OnProbe(record: search_driver.ProbeRecord) -> None:
@@ -169,9 +174,12 @@ def Search(spec, driver: driver_lib.ProbeDriver,
   stats.StudentT95(1)
   spec.reporter.Line(
       f'Searching for the most ops/s under {cap:g} ms average latency '
-      f'({opts.search.name}, {driver.duration_s:g} s probes):')
+      f'({opts.search.name}, {driver.duration_s:g} s probes, every second '
+      f'checked{_WarmupWords(opts)}):')
+  measure = Steadied(driver, cap)
   if opts.search.staircase:
-    steps = RunStaircaseToCap(driver, opts)
+    steps = [steadiness.Marked(m, cap) for m in RunStaircaseToCap(driver,
+                                                                  opts)]
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
         confirm_repeats=opts.search.confirm_repeats)
@@ -179,18 +187,70 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     budget = len(steps) + 2 * opts.search.confirm_repeats * (
         1 + policy.max_backoffs)
     result = search_driver.FindLatencyCappedMaximum(
-        staircase.ReplayThenMeasure(steps, driver), cap, policy,
+        staircase.ReplayThenMeasure(steps, measure), cap, policy,
         max_probes=budget, on_probe=OnProbe)
   else:
     vcpus = [vm.num_cpus for vm in driver.client_vms
              if getattr(vm, 'num_cpus', None)]
     result = search_driver.FindLatencyCappedMaximum(
-        driver, cap, Policy(opts, start_connections,
-                            min(vcpus) if vcpus else None),
+        measure, cap, Policy(opts, start_connections,
+                             min(vcpus) if vcpus else None),
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
     return result, []
-  return result, results.ResultSamples(spec, result, cap, extra)
+  held = (HoldAnswer(spec, driver, opts, result, extra)
+          if hold and opts.search.hold_s else None)
+  return result, results.ResultSamples(spec, result, cap, extra, held)
+
+
+def _WarmupWords(opts: options_lib.RedisStudyOptions) -> str:
+  warmup = opts.generator.warmup_s
+  return (f', its first {warmup} s of warm-up dropped' if warmup else '')
+
+
+def Steadied(driver: driver_lib.ProbeDriver, cap: float):
+  """measure(load) whose probes carry their steadiness (steadiness.py):
+  a probe whose seconds disagree with its whole is `unsteady`."""
+  return lambda load: steadiness.Marked(driver(load), cap)
+
+
+ROLE_HOLD = 'hold'
+
+
+def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
+               opts: options_lib.RedisStudyOptions,
+               result: search_driver.SearchResult, extra: Dict[str, Any]
+               ) -> steadiness.Hold:
+  """Holds the answer's load for the options' hold time, one probe whose
+  seconds are each held to the cap and to the searched figure; publishes
+  it as a probe (role `hold`) and its per-second figures as upstream PKB's
+  time-series samples, and says in words whether it held."""
+  cap, hold_s = opts.search.cap_ms, opts.search.hold_s
+  reported = result.reported
+  spec.reporter.Line(
+      f'Holding the answer\'s load ({reported.load.Describe()}, '
+      f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
+      f'{_WarmupWords(opts)}:')
+  m = steadiness.Marked(driver(reported.load, hold_s), cap)
+  held = steadiness.OfHold(m, reported.throughput, cap)
+  index = len(result.probes)
+  tags = {**extra, **held.Metadata()}
+  results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
+  start_ms = m.metadata.get('per_second_start_ms')
+  if not isinstance(start_ms, (int, float)):
+    # The tool gave no start: the load window's, else now less the hold.
+    start_ms = 1000 * (m.load_window[0] if m.load_window else
+                       time.time() - m.duration_s)
+  spec.EmitSamples(price_performance.TimeSeriesSamples(m, start_ms, {
+      **extra, 'probe_index': index, 'probe_role': ROLE_HOLD,
+      'latency_cap_ms': cap, 'threads': m.load.threads,
+      'clients': m.load.clients, 'pipeline': m.load.pipeline,
+      'hold_ok': held.ok, 'load_generator': m.metadata.get(
+          'load_generator')}))
+  spec.reporter.Seconds(m.per_second)
+  spec.reporter.Line(f'  {"Held" if held.ok else "NOT HELD"}: '
+                     f'{held.Words()}.')
+  return held
 
 
 # The flag that sets each policy's lowest load, for the no-answer line.

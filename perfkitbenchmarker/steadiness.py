@@ -1,0 +1,244 @@
+"""Whether a probe's seconds agree with its whole, and whether a load held.
+
+A probe's figure is its whole span; the load generator's per-second series
+(memtier's 'Time-Serie', redis-benchmark's progress lines: what each can
+give is in `measurement.SecondStats`) says whether every second agreed.
+Two rules, over the complete seconds after the warm-up:
+
+  over the cap  a second's latency, in the cap's statistic, at or over the
+                cap while the whole probe is under it;
+  swing         the lowest second's throughput short of the highest by more
+                than SWING_BOUND, the per-second noise measured on this
+                machine with the real memtier (docs/search.md, "Every second
+                of a probe").
+
+A probe either rule catches is `unsteady`: it carries the figures, its limit
+is named `unsteady` unless the CPU rule already named the client or others
+as the cause (attribution.py; those say why the seconds moved), and an
+answer resting on it is not confirmed (verdict.py).
+
+`OfHold` judges the answer's load held for a longer time after the search
+(second by second: under the cap, and not below the searched figure by more
+than the swing bound) and says it in words: "held 37 of 60 s under the cap".
+
+Pure: no flags, I/O or clock. Extension seam: a new rule is a field of
+`Steadiness` set in `OfSeconds`, with its words in `Steadiness.Words`.
+"""
+
+import dataclasses
+from typing import Dict, Optional, Sequence, Tuple
+
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker import measurement
+
+# The per-second throughput swing a steady probe stays within: 1 - the
+# lowest complete second / the highest. Measured with the real memtier on
+# this 2-core machine (docs/search.md, "Every second of a probe"); see
+# the measurement there and how the bound was chosen from it.
+SWING_BOUND = 0.5
+
+KEY = 'unsteady'
+DETAIL_KEY = 'unsteady_detail'
+# The CPU rule's limit, kept when `unsteady` is named instead.
+CPU_LIMIT_KEY = 'cpu_limit'
+# CPU-rule limits that already say why a probe's seconds moved: the
+# client's own limit, or others taking the CPU.
+_EXPLAINING_LIMITS = attribution.CLIENT_LIMITS + (attribution.DISTURBED,)
+
+
+def Counted(per_second: Sequence[measurement.SecondStats]
+            ) -> Tuple[Tuple[measurement.SecondStats, ...], int, int]:
+  """(the seconds a rule reads, warm-up seconds dropped, incomplete seconds
+  dropped): complete seconds after the warm-up."""
+  warmup = sum(1 for s in per_second if s.warmup)
+  partial = sum(1 for s in per_second if not s.warmup and not s.complete)
+  counted = tuple(s for s in per_second if not s.warmup and s.complete)
+  return counted, warmup, partial
+
+
+@dataclasses.dataclass(frozen=True)
+class Steadiness:
+  """What a probe's seconds say against its whole.
+
+  Attributes:
+    seconds: complete seconds after the warm-up that were read.
+    warmup_dropped, partial_dropped: seconds left out, and why.
+    statistic, cap_ms: the cap the seconds were held to.
+    over_cap: (second, latency) of each second at or over the cap while
+      the whole was under it.
+    unjudged: the tool gave no per-second figure for the statistic, so the
+      cap was not checked second by second.
+    swing: 1 - lowest / highest second's operations (None: under two
+      seconds).
+    swing_bound: the bound `swing` was held to.
+  """
+  seconds: int
+  warmup_dropped: int
+  partial_dropped: int
+  statistic: str
+  cap_ms: float
+  over_cap: Tuple[Tuple[int, float], ...] = ()
+  unjudged: bool = False
+  swing: Optional[float] = None
+  swing_bound: float = SWING_BOUND
+
+  @property
+  def swung(self) -> bool:
+    return self.swing is not None and self.swing > self.swing_bound
+
+  @property
+  def steady(self) -> bool:
+    return not self.over_cap and not self.swung
+
+  def Words(self) -> str:
+    """E.g. '2 of 5 s over the 1 ms avg cap (worst s3: 1.42 ms); seconds
+    swing 62 % (bound 50 %)'."""
+    parts = []
+    if self.over_cap:
+      second, worst = max(self.over_cap, key=lambda x: x[1])
+      parts.append(f'{len(self.over_cap)} of {self.seconds} s over the '
+                   f'{self.cap_ms:g} ms {self.statistic} cap (worst s'
+                   f'{second}: {worst:.3f} ms)')
+    if self.swung:
+      parts.append(f'seconds swing {100 * self.swing:.0f} % (bound '
+                   f'{100 * self.swing_bound:.0f} %)')
+    return '; '.join(parts) or f'{self.seconds} s steady'
+
+  def Metadata(self) -> Dict[str, object]:
+    metadata: Dict[str, object] = {
+        'per_second_seconds': self.seconds,
+        'per_second_warmup_dropped': self.warmup_dropped,
+        'per_second_seconds_over_cap': len(self.over_cap),
+        'per_second_cap_checked': not self.unjudged,
+        KEY: not self.steady,
+    }
+    if self.swing is not None:
+      metadata['per_second_swing_pct'] = round(100 * self.swing, 1)
+      metadata['per_second_swing_bound_pct'] = round(
+          100 * self.swing_bound, 1)
+    if not self.steady:
+      metadata[DETAIL_KEY] = self.Words()
+    return metadata
+
+
+def OfSeconds(per_second: Sequence[measurement.SecondStats], cap_ms: float,
+              statistic: str = 'avg', whole_under_cap: bool = True,
+              swing_bound: float = SWING_BOUND) -> Steadiness:
+  """The two rules of the module docstring over one probe's series."""
+  counted, warmup, partial = Counted(per_second)
+  figures = [(s.second, s.LatencyMs(statistic)) for s in counted if s.ops]
+  unjudged = bool(counted) and all(ms is None for _, ms in figures)
+  over = tuple((second, ms) for second, ms in figures
+               if whole_under_cap and ms is not None and ms >= cap_ms)
+  ops = [s.ops for s in counted]
+  swing = (1 - min(ops) / max(ops)) if len(ops) >= 2 and max(ops) else None
+  return Steadiness(len(counted), warmup, partial, statistic, cap_ms, over,
+                    unjudged, swing, swing_bound)
+
+
+def Marked(m: measurement.Measurement, cap_ms: float,
+           statistic: str = 'avg', swing_bound: float = SWING_BOUND
+           ) -> measurement.Measurement:
+  """m with its steadiness figures; an unsteady probe whose CPU rule named
+  no cause of its own gets the limit `unsteady` (the CPU rule's kept as
+  `cpu_limit`). A probe without a per-second series is returned as is."""
+  if not m.per_second:
+    return m
+  steadiness = OfSeconds(m.per_second, cap_ms, statistic,
+                         m.UnderCap(cap_ms), swing_bound)
+  metadata = {**m.metadata, **steadiness.Metadata()}
+  if not steadiness.steady:
+    cpu = m.metadata.get(attribution.KEY)
+    if cpu not in _EXPLAINING_LIMITS:
+      metadata[CPU_LIMIT_KEY] = cpu
+      metadata[attribution.KEY] = attribution.UNSTEADY
+      metadata[attribution.DETAIL_KEY] = steadiness.Words()
+  return dataclasses.replace(m, metadata=metadata)
+
+
+def Unsteady(metadata) -> bool:
+  """Whether a probe's seconds disagreed with its whole (`Marked`)."""
+  value = metadata.get(KEY)
+  if isinstance(value, str):
+    return value.strip().lower() in ('true', '1')
+  return bool(value) and value == value  # NaN (a frame's gap) is not.
+
+
+@dataclasses.dataclass(frozen=True)
+class Hold:
+  """The answer's load held after the search, second by second.
+
+  Attributes:
+    seconds: complete seconds after the warm-up.
+    held: seconds under the cap and within the swing bound of the searched
+      figure.
+    over_cap: seconds at or over the cap (in the cap's statistic).
+    short: seconds under the cap whose throughput fell short of the
+      searched figure by more than the swing bound.
+    statistic, cap_ms, searched_ops: what the seconds were held to.
+    unjudged: no per-second figure for the statistic (throughput only).
+    throughput: the hold's whole throughput.
+  """
+  seconds: int
+  held: int
+  over_cap: int
+  short: int
+  statistic: str
+  cap_ms: float
+  searched_ops: float
+  throughput: float
+  warmup_dropped: int = 0
+  unjudged: bool = False
+  swing_bound: float = SWING_BOUND
+
+  @property
+  def ok(self) -> bool:
+    return self.seconds > 0 and self.held == self.seconds
+
+  def Words(self) -> str:
+    """E.g. 'held 37 of 60 s under the 1 ms avg cap at the searched
+    41,200 ops/s (23 s over the cap)'."""
+    text = (f'held {self.held} of {self.seconds} s under the '
+            f'{self.cap_ms:g} ms {self.statistic} cap at the searched '
+            f'{self.searched_ops:,.0f} ops/s')
+    why = []
+    if self.over_cap:
+      why.append(f'{self.over_cap} s over the cap')
+    if self.short:
+      why.append(f'{self.short} s more than '
+                 f'{100 * self.swing_bound:.0f} % below that figure')
+    if self.unjudged:
+      why.append('the load generator gives no per-second '
+                 f'{self.statistic}: throughput only')
+    if not self.seconds:
+      why.append('no complete second was measured')
+    return text + (f' ({"; ".join(why)})' if why else '')
+
+  def Metadata(self) -> Dict[str, object]:
+    return {'hold_seconds': self.seconds, 'hold_held_seconds': self.held,
+            'hold_seconds_over_cap': self.over_cap,
+            'hold_seconds_short': self.short,
+            'hold_throughput': round(self.throughput, 1),
+            'hold_warmup_dropped': self.warmup_dropped,
+            'hold_ok': self.ok, 'hold_words': self.Words()}
+
+
+def OfHold(m: measurement.Measurement, searched_ops: float, cap_ms: float,
+           statistic: str = 'avg', swing_bound: float = SWING_BOUND) -> Hold:
+  """Whether the answer's load held: every complete second after the
+  warm-up under the cap and within `swing_bound` of `searched_ops`."""
+  counted, warmup, _ = Counted(m.per_second)
+  # A second's share of the searched figure: ops over the second's length.
+  floor = (1 - swing_bound) * searched_ops
+  over = short = 0
+  unjudged = bool(counted)
+  for s in counted:
+    ms = s.LatencyMs(statistic) if s.ops else None
+    unjudged = unjudged and ms is None
+    if s.ops == 0 or (ms is not None and ms >= cap_ms):
+      over += 1
+    elif s.ops < floor:
+      short += 1
+  return Hold(len(counted), len(counted) - over - short, over, short,
+              statistic, cap_ms, searched_ops, m.throughput, warmup,
+              unjudged, swing_bound)

@@ -1,0 +1,257 @@
+"""Every second of a probe seen, and the answer held (issue 34 points 3, 4).
+
+Pure: scripted per-second series through steadiness.py, the verdict and the
+samples; the per-second series of both load generators read from their
+recorded real output (tests/data). The e2e half, a server whose CPU quota
+drops under a real run, is tests/steady_quota_test.py.
+"""
+
+import json
+import os
+
+import pytest
+
+from perfkitbenchmarker import attribution
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import steadiness
+from perfkitbenchmarker import verdict
+from perfkitbenchmarker.load_generators import memtier_results
+from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+
+DATA = os.path.join(os.path.dirname(__file__), 'data')
+Load = measurement.Load
+S = measurement.SecondStats
+
+
+def _Read(name):
+  with open(os.path.join(DATA, name), encoding='utf-8') as f:
+    return f.read()
+
+
+def _Series(ops, latencies, **kwargs):
+  return tuple(S(i, o, l, **kwargs) for i, (o, l) in enumerate(
+      zip(ops, latencies)))
+
+
+def _M(per_second, throughput=None, latency=None, **metadata):
+  throughput = throughput or sum(s.ops for s in per_second) / len(per_second)
+  latency = latency or sum(s.ops * s.average_latency_ms for s in per_second
+                           ) / sum(s.ops for s in per_second)
+  return measurement.Measurement(Load(1, 16), throughput, latency,
+                                 duration_s=len(per_second),
+                                 ops=int(throughput * len(per_second)),
+                                 per_second=per_second, metadata=metadata)
+
+
+def test_steady_seconds_are_steady():
+  m = _M(_Series([40000, 41000, 39500], [0.4, 0.39, 0.41]))
+  s = steadiness.OfSeconds(m.per_second, 1.0)
+  assert s.steady and not s.over_cap and s.seconds == 3
+  assert s.swing == pytest.approx(1 - 39500 / 41000)
+
+
+def test_a_second_over_the_cap_while_the_whole_is_under_is_unsteady():
+  # The whole averages 0.8 ms, under the 1 ms cap; its last second is not.
+  m = _M(_Series([40000, 40000, 30000], [0.6, 0.7, 1.25]))
+  assert m.UnderCap(1.0)
+  s = steadiness.OfSeconds(m.per_second, 1.0)
+  assert not s.steady
+  assert s.over_cap == ((2, 1.25),)
+  assert '1 of 3 s over the 1 ms avg cap (worst s2: 1.250 ms)' in s.Words()
+
+
+def test_a_whole_over_the_cap_has_no_seconds_over_it_to_report():
+  s = steadiness.OfSeconds(_Series([30000, 30000], [1.2, 1.3]), 1.0,
+                           whole_under_cap=False)
+  assert s.steady and not s.over_cap
+
+
+def test_throughput_swinging_past_the_bound_is_unsteady():
+  # A quota cut in the middle: the second half runs at a fifth.
+  s = steadiness.OfSeconds(_Series([50000, 10000], [0.3, 0.5]), 1.0)
+  assert s.swung and not s.steady
+  assert s.swing == pytest.approx(0.8)
+  assert 'seconds swing 80 % (bound 50 %)' in s.Words()
+  within = steadiness.OfSeconds(_Series([50000, 30000], [0.3, 0.5]), 1.0)
+  assert within.steady
+
+
+def test_warmup_and_incomplete_seconds_are_not_read():
+  series = (S(0, 1000, 5.0, warmup=True), S(1, 40000, 0.4),
+            S(2, 41000, 0.4), S(3, 30, 9.0, complete=False))
+  s = steadiness.OfSeconds(series, 1.0)
+  assert s.steady and s.seconds == 2
+  assert (s.warmup_dropped, s.partial_dropped) == (1, 1)
+  assert s.Metadata()['per_second_warmup_dropped'] == 1
+
+
+def test_a_percentile_cap_reads_each_seconds_percentile():
+  series = (S(0, 40000, 0.4, percentiles=((99.0, 0.9),)),
+            S(1, 40000, 0.4, percentiles=((99.0, 1.6),)))
+  assert not steadiness.OfSeconds(series, 1.0, 'p99').steady
+  assert steadiness.OfSeconds(series, 1.0, 'avg').steady
+  # No per-second p95 from the tool: not judged, and said so.
+  unjudged = steadiness.OfSeconds(series, 1.0, 'p95')
+  assert unjudged.unjudged and unjudged.steady
+  assert unjudged.Metadata()['per_second_cap_checked'] is False
+
+
+def test_marked_names_unsteady_unless_the_cpu_rule_named_a_cause():
+  series = _Series([50000, 8000], [0.3, 0.9])
+  server = steadiness.Marked(_M(series, limit=attribution.SERVER_QUOTA), 1.0)
+  assert server.metadata[attribution.KEY] == attribution.UNSTEADY
+  assert server.metadata[steadiness.CPU_LIMIT_KEY] == attribution.SERVER_QUOTA
+  assert steadiness.Unsteady(server.metadata)
+  assert attribution.Short(server.metadata) == 'unsteady (swing 84 %)'
+  disturbed = steadiness.Marked(_M(series, limit=attribution.DISTURBED), 1.0)
+  assert disturbed.metadata[attribution.KEY] == attribution.DISTURBED
+  assert steadiness.Unsteady(disturbed.metadata)
+  steady = steadiness.Marked(_M(_Series([5e4, 5e4], [0.3, 0.3]),
+                                limit=attribution.SERVER_CPU), 1.0)
+  assert steady.metadata[attribution.KEY] == attribution.SERVER_CPU
+  assert not steadiness.Unsteady(steady.metadata)
+  bare = _M(_Series([5e4], [0.3]))
+  assert steadiness.Marked(measurement.Measurement(Load(1, 1), 1, 1),
+                           1.0).metadata == {}
+  assert 'unsteady' in steadiness.Marked(bare, 1.0).metadata
+
+
+def _Scripted(per_load):
+  """measure(load): each call at a load takes the next scripted series."""
+  calls = {}
+
+  def Measure(load):
+    n = calls.get(load.connections, 0)
+    calls[load.connections] = n + 1
+    series = per_load[load.connections][min(n, len(
+        per_load[load.connections]) - 1)]
+    return steadiness.Marked(_M(series, limit=attribution.SERVER_CPU), 1.0)
+
+  return Measure
+
+
+def _Search(per_load, repeats=3):
+  policy = linear.LinearStepPolicy(min_threads=1, max_threads=2,
+                                   thread_increment=1, clients=16,
+                                   confirm_repeats=repeats)
+  return search_driver.FindLatencyCappedMaximum(_Scripted(per_load), 1.0,
+                                                policy)
+
+
+_STEADY = _Series([40000, 40500], [0.5, 0.5])
+_OVER = _Series([40000, 40500], [1.2, 1.3])
+
+
+def test_an_answer_is_confirmed_only_if_its_seconds_hold():
+  steady = _Search({16: [_STEADY], 32: [_OVER]})
+  assert verdict.OfSearch(steady).confirmed
+  # The quota drops during the second repeat: its seconds swing.
+  dropped = _Series([40000, 6000], [0.5, 0.9])
+  result = _Search({16: [_STEADY, _STEADY, dropped, _STEADY], 32: [_OVER]})
+  v = verdict.OfSearch(result)
+  assert not v.confirmed and v.name == verdict.UNCONFIRMED
+  assert 'did not agree with their whole' in v.reason
+  assert 'seconds swing 85 %' in v.reason
+
+
+def _Hold(ops, latencies, searched=40000.0, statistic='avg', **kwargs):
+  m = _M(_Series(ops, latencies, **kwargs))
+  return steadiness.OfHold(m, searched, 1.0, statistic)
+
+
+def test_a_load_that_held_says_so():
+  hold = _Hold([40000] * 5, [0.5] * 5)
+  assert hold.ok and hold.held == 5
+  assert hold.Words() == ('held 5 of 5 s under the 1 ms avg cap at the '
+                          'searched 40,000 ops/s')
+  result = _Search({16: [_STEADY], 32: [_OVER]})
+  v = verdict.OfSearch(result, hold)
+  assert v.confirmed and 'held 5 of 5 s' in v.reason
+
+
+def test_a_load_that_did_not_hold_is_said_in_words_and_not_confirmed():
+  # Burst credits run out after 37 s: the rest is slower and over the cap.
+  ops = [40000] * 37 + [15000] * 23
+  latencies = [0.5] * 37 + [1.4] * 20 + [0.9] * 3
+  hold = _Hold(ops, latencies)
+  assert not hold.ok
+  assert (hold.held, hold.over_cap, hold.short) == (37, 20, 3)
+  assert hold.Words().startswith(
+      'held 37 of 60 s under the 1 ms avg cap at the searched 40,000 ops/s '
+      '(20 s over the cap; 3 s more than 50 % below that figure)')
+  result = _Search({16: [_STEADY], 32: [_OVER]})
+  v = verdict.OfSearch(result, hold)
+  assert not v.confirmed and 'held 37 of 60 s' in v.reason
+  assert hold.Metadata()['hold_ok'] is False
+
+
+def test_redis_benchmark_seconds_from_its_recorded_progress_lines():
+  text = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  seconds = rb.ProcessSeconds(text, 32)
+  # The GET test's lines (the last of two tests): 3 whole seconds of 3.63.
+  assert [s.second for s in seconds] == [0, 1, 2]
+  assert all(s.complete and not s.percentiles for s in seconds)
+  result = rb.ParseOutput(text)[-1]
+  assert sum(s.ops for s in seconds) == pytest.approx(
+      3 * result.rps, rel=0.1)
+  # Closed-loop: outstanding requests / the second's rate.
+  assert seconds[1].average_latency_ms == pytest.approx(
+      32 / seconds[1].ops * 1000)
+
+
+def test_redis_benchmark_probe_keeps_every_process_side_by_side():
+  text = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  m = rb.Measure([text, text], ['a:1', 'a:1'], [3.63, 3.63], Load(1, 64))
+  one = rb.ProcessSeconds(text, 32)
+  assert [s.ops for s in m.per_second] == [2 * s.ops for s in one]
+  assert m.per_second[0].average_latency_ms == pytest.approx(
+      one[0].average_latency_ms)
+  assert m.metadata['per_second_basis'] == rb.PER_SECOND_BASIS
+
+
+def test_memtier_seconds_carry_their_percentiles_and_the_tail_is_partial():
+  stem = 'memtier_single_t1c32_tt5_under1ms'
+  m = memtier_results.Measure([_Read(stem + '.json')], [_Read(stem + '.txt')],
+                              Load(1, 32), 5)
+  doc = json.loads(_Read(stem + '.json'))
+  series = doc['ALL STATS']['Totals']['Time-Serie']
+  assert len(m.per_second) == len(series) == 6
+  assert [s.complete for s in m.per_second] == [True] * 5 + [False]
+  assert m.per_second[1].LatencyMs('p99') == series['1']['p99.00']
+  assert m.metadata['per_second_start_ms'] == doc['ALL STATS']['Runtime'][
+      'Start time']
+  assert steadiness.OfSeconds(m.per_second, 1.0).seconds == 5
+
+
+def test_seconds_of_processes_side_by_side_take_the_honest_bound():
+  a = (S(0, 100, 0.2, percentiles=((99.0, 0.5),)),
+       S(1, 100, 0.2, percentiles=((99.0, 0.5),), complete=False))
+  b = (S(0, 300, 0.4, percentiles=((99.0, 0.9),)),)
+  combined = measurement.CombineSeconds([a, b])
+  assert combined[0].ops == 400
+  assert combined[0].average_latency_ms == pytest.approx(0.35)
+  assert combined[0].LatencyMs('p99') == 0.9  # the larger: an upper bound
+  assert not combined[1].complete  # only one part had it, incomplete
+
+
+def test_time_series_samples_have_upstream_pkbs_shape():
+  series = (S(0, 900, 0.5, warmup=True, percentiles=((99.0, 2.0),)),
+            S(1, 1000, 0.4, percentiles=((99.0, 1.0),)),
+            S(2, 10, 0.3, percentiles=((99.0, 0.5),), complete=False))
+  m = _M(series)
+  samples = price_performance.TimeSeriesSamples(m, 1_000_000, {'x': 1})
+  by_metric = {s.metric: s for s in samples}
+  assert set(by_metric) == {'OPS_time_series', 'Average Latency_time_series',
+                            'p99.00_time_series'}
+  ops = by_metric['OPS_time_series']
+  assert (ops.value, ops.unit) == (0, 'ops')
+  assert ops.metadata['values'] == [900, 1000]
+  assert ops.metadata['timestamps'] == [1_000_000, 1_001_000]
+  assert ops.metadata['interval'] == 1
+  assert ops.metadata['ramp_up_ends'] == 1_001_000
+  assert ops.metadata['x'] == 1
+  assert by_metric['p99.00_time_series'].metadata['values'] == [2.0, 1.0]
+  assert by_metric['p99.00_time_series'].unit == 'ms'
