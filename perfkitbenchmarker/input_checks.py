@@ -16,6 +16,7 @@ from typing import Optional
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import trusted_programs
 
 
 def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
@@ -27,6 +28,23 @@ def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
     if path:
       _CheckWritableFile(path, f'--{flag}')
   _CheckWhere(flag_values, cloud)
+  _CheckProgramPaths(flag_values, cloud)
+
+
+# Flags naming programs (or builds of them) this machine runs on Local.
+PROGRAM_PATH_FLAGS = ('memtier_path', 'ycsb_build_dir')
+
+
+def _CheckProgramPaths(flag_values, cloud: str) -> None:
+  """A program a Local run would execute from a place another user can
+  change (trusted_programs) is refused before anything runs; a path that
+  does not exist is left to its benchmark's own check."""
+  if cloud != 'Local' or getattr(flag_values, 'static_vm_file', None):
+    return
+  for flag in PROGRAM_PATH_FLAGS:
+    path = getattr(flag_values, flag, None)
+    if path and os.path.exists(path):
+      trusted_programs.Check(path, f'--{flag}={path}')
 
 
 def _CheckBenchmarks(names) -> None:

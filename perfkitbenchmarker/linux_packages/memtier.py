@@ -10,12 +10,12 @@ source build. `path` is --memtier_path, passed down by the study's options.
 import os
 import re
 import shlex
-import shutil
 import tempfile
 
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import remote_install
@@ -35,6 +35,11 @@ def IsAvailable(vm, path: str = DEFAULT_PATH) -> bool:
 
 
 def Install(vm, path: str = DEFAULT_PATH) -> None:
+  if vm.CLOUD == 'Local':  # This machine: only a program no one else owns.
+    if os.sep in path:
+      trusted_programs.Check(path, f'--memtier_path={path}')
+    else:
+      vm.HasCommand(path)
   if IsAvailable(vm, path):
     # A wrapper is refused here, before any probe (handed the password,
     # it would start the real tool with it in its argv).
@@ -68,7 +73,7 @@ class _ThisMachine:
       argv_secret.Install(self)
 
   def HasCommand(self, program: str) -> bool:
-    return shutil.which(program) is not None
+    return trusted_programs.Which(program) is not None
 
   def WriteFile(self, path: str, content: str, mode: int) -> None:
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode),
@@ -96,6 +101,7 @@ def CheckLocalPath(path: str) -> None:
         f'--memtier_path={path} is no executable on this machine; give the '
         'memtier_benchmark binary, or drop --memtier_path to use the one on '
         'PATH (or redis-benchmark).')
+  trusted_programs.Check(path, f'--memtier_path={path}')  # Before it runs.
   with tempfile.TemporaryDirectory(prefix='pkb-check-') as scratch:
     here = _ThisMachine(scratch)
     try:

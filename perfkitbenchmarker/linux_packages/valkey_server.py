@@ -20,6 +20,7 @@ import platform
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import package_commands
@@ -61,7 +62,7 @@ def WheelServerPath(vm_name: str = '') -> str:
     raise errors.PrerequisiteError(
         f'{where}{WHEEL} has no valkey-server for {system}-{machine} (looked '
         f'at {path}).')
-  return path
+  return trusted_programs.Check(path, f'valkey-server of the {WHEEL} package')
 
 
 def ServerCommand(vm) -> str:

@@ -31,6 +31,7 @@ import shlex
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
@@ -115,6 +116,10 @@ def _LocalBuild(vm, build_dir: str) -> Installation:
     raise errors.PrerequisiteError(
         f'The YCSB binding is not built in {build_dir}; run '
         'scripts/build_ycsb.sh (scripts/setup.sh does).')
+  # java runs these jars' code, as root with the run's password.
+  for jar in found.full_classpath.split(':'):
+    if jar:
+      trusted_programs.Check(jar, f'the YCSB build in {build_dir} ({jar})')
   return found
 
 

@@ -22,6 +22,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.local import cpu_quota as cpu_quota_lib
@@ -85,6 +86,11 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
       os.rmdir(workspace)  # Once the run's last VM here is gone.
     except OSError:
       pass
+
+  def HasCommand(self, program: str) -> bool:
+    """Whether PATH has `program`; one another user could change is
+    refused (trusted_programs): the run would execute it here."""
+    return trusted_programs.Which(program) is not None
 
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
                                   stdin=None):

@@ -1,0 +1,107 @@
+"""Programs this machine runs for a run: only ones no other user can change.
+
+pkb often runs as root (Local runs, prepare's installs), and it hands the
+programs it starts the run's password. A program another user can write,
+or one in a directory another user can write (who could then replace it or
+a directory on the way to it), would run that user's code as root with the
+password. So, as sudo and sshd check the files they trust, every program
+the run executes here (load generators, server binaries, java, any
+`--*_path`) must be owned by root or by the user pkb runs as and be
+writable by no one else, and so must every directory on its path, as
+given and with its symbolic links resolved. A directory others may write
+but whose sticky bit is set (/tmp) passes: there only an entry's owner can
+replace it, and the entry below is checked in its turn. Group write
+permission is accepted for root's own group only.
+
+`Check` refuses in one line (errors.UsageError, exit 2) before the program
+is run; `Which` finds a program on PATH and checks it.
+"""
+
+import os
+import shutil
+import stat
+from typing import Iterator, Optional
+
+from perfkitbenchmarker import errors
+
+
+def _Prefixes(path: str) -> Iterator[str]:
+  """'/a/b/c' -> '/', '/a', '/a/b', '/a/b/c'."""
+  parts = [p for p in path.split(os.sep) if p]
+  yield os.sep
+  for i in range(1, len(parts) + 1):
+    yield os.sep + os.sep.join(parts[:i])
+
+
+def _Owner(uid: int) -> str:
+  try:
+    import pwd  # pylint: disable=g-import-not-at-top
+    return pwd.getpwuid(uid).pw_name
+  except (ImportError, KeyError):
+    return f'uid {uid}'
+
+
+def _Unsafe(info: os.stat_result) -> Optional[str]:
+  """Why a file or directory with this stat is not safe, or None."""
+  if info.st_uid not in (0, os.geteuid()):
+    return f'owned by {_Owner(info.st_uid)}'
+  mode = info.st_mode
+  if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
+    return None
+  if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
+    return f'writable by other users (mode {stat.S_IMODE(mode):04o})'
+  return None
+
+
+def Problem(path: str) -> Optional[str]:
+  """Why `path` (a program, or a directory of them) is not safe to run as
+  root here, or None when it is.
+
+  `path` is absolute or relative to the current directory; a missing or
+  unreadable file is a problem too.
+  """
+  given = os.path.abspath(path)
+  real = os.path.realpath(given)
+  checked = set()
+  for where in list(_Prefixes(os.path.dirname(given))) + list(
+      _Prefixes(real)):
+    if where in checked:
+      continue
+    checked.add(where)
+    try:
+      info = os.stat(where)
+    except OSError as e:
+      return f'{where} cannot be read ({e.strerror})'
+    unsafe = _Unsafe(info)
+    if unsafe:
+      return f'{where} is {unsafe}'
+  return None
+
+
+def Check(path: str, what: str) -> str:
+  """`path` itself when it is safe to run (module doc).
+
+  Args:
+    path: the program, absolute or relative to the current directory.
+    what: how the user named it, for the message (e.g. '--memtier_path=x').
+
+  Raises:
+    errors.UsageError: in one line, naming the file or directory at fault.
+  """
+  problem = Problem(path)
+  if problem:
+    raise errors.UsageError(
+        f'{what}: {problem}; a program pkb runs (as root, with the run\'s '
+        'password) must be owned by root or by you and writable by no one '
+        'else, and so must every directory above it (as sudo and sshd '
+        'require): install it in such a place (e.g. /usr/local/bin) or fix '
+        'the owner and mode.')
+  return path
+
+
+def Which(program: str, what: str = '') -> Optional[str]:
+  """`program` as PATH finds it (None: not there), checked by `Check`."""
+  found = shutil.which(program)
+  if found is None:
+    return None
+  return Check(found, what or f'{program} (found on PATH at {found})')
