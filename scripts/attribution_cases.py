@@ -182,13 +182,15 @@ def Watch(argv: Sequence[str], timeout: float,
                                        ''.join(lines), err.read())
 
 
-def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
-         cgroup: Optional[cpu_cgroups.CpuCgroup] = None,
-         timeout: float = 300,
-         at_search: Optional[Callable[[], None]] = None
-         ) -> subprocess.CompletedProcess:
-  """./pkb.py `args`; `at_search` is called once its search starts (its
-  `Searching for` line), before its first probe."""
+def Pkb(args: Sequence[str], run_uri: str, results_dir: str,
+        cgroup: Optional[cpu_cgroups.CpuCgroup] = None,
+        timeout: float = 300,
+        at_search: Optional[Callable[[], None]] = None,
+        marker: str = 'Searching for'
+        ) -> subprocess.CompletedProcess:
+  """./pkb.py `args`, born in `cgroup` if given; `at_search` is called once
+  at the first line that starts with `marker` (by default when its search
+  starts, before its first probe)."""
   argv = [os.path.join(REPO, '.venv', 'bin', 'python'),
           os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
           f'--results_dir={results_dir}', *args]
@@ -206,7 +208,7 @@ def _Pkb(args: Sequence[str], run_uri: str, results_dir: str,
   pending = [at_search] if at_search is not None else []
 
   def OnLine(line):
-    if pending and line.startswith('Searching for'):
+    if pending and line.startswith(marker):
       pending.pop()()
 
   return Watch(argv, timeout, OnLine, preexec_fn=join)
@@ -225,7 +227,7 @@ def Prepare(results_dir: str, extra: Sequence[str] = ()) -> str:
   """A provisioned and prepared run that several cases share, each with a
   run stage of its own (RunCase's `run_uri`); TearDown ends it."""
   run_uri = f'at{uuid.uuid4().hex[:8]}'
-  first = _Pkb(['--run_stage=provision,prepare', *FLAGS, *extra], run_uri,
+  first = Pkb(['--run_stage=provision,prepare', *FLAGS, *extra], run_uri,
                results_dir)
   if first.returncode != 0:
     TearDown(run_uri, results_dir, extra)
@@ -234,7 +236,7 @@ def Prepare(results_dir: str, extra: Sequence[str] = ()) -> str:
 
 
 def TearDown(run_uri: str, results_dir: str, extra: Sequence[str] = ()):
-  _Pkb(['--run_stage=cleanup,teardown', *FLAGS, *extra], run_uri,
+  Pkb(['--run_stage=cleanup,teardown', *FLAGS, *extra], run_uri,
        results_dir)
 
 
@@ -260,7 +262,7 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
   torn_down = shared
   try:
     if not shared:
-      first = _Pkb(['--run_stage=provision,prepare', *args], run_uri,
+      first = Pkb(['--run_stage=provision,prepare', *args], run_uri,
                    results_dir)
       if first.returncode != 0:
         return CaseResult(case, run_uri, first.returncode, first.stdout,
@@ -305,7 +307,7 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
       for pid in client_pids:
         runner.Add(pid)
     stages = 'run' if shared else 'run,cleanup,teardown'
-    second = _Pkb([f'--run_stage={stages}', *args, *RUN_FLAGS.get(case, ())],
+    second = Pkb([f'--run_stage={stages}', *args, *RUN_FLAGS.get(case, ())],
                   run_uri, results_dir,
                   runner, at_search=at_search)
     torn_down = True
