@@ -11,6 +11,7 @@ run's own. (End to end, a real run on 2 cores: tests/local_cpu_quota_test.py.)
 
 import os
 
+import pandas as pd
 import pytest
 
 from perfkitbenchmarker import errors
@@ -19,6 +20,7 @@ from perfkitbenchmarker import run_record
 from perfkitbenchmarker.providers.local import cpu_quota
 from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.providers.local import split
+from perfkitbenchmarker.results_history import cells
 
 DEFAULT = [('servers-0', 1), ('clients-0', 1)]
 
@@ -155,3 +157,15 @@ def test_a_local_vm_enters_only_its_own_recorded_cgroup(tmp_path):
     Vm(os.path.join(root, 'pkb-r1-clients-0'))
   assert Vm('').Pinned('redis-server x.conf') == (
       'taskset -c 0 redis-server x.conf')
+
+
+def test_a_quota_figure_is_a_cell_of_its_own():
+  # compare never ranks a 0.5-CPU server's figure beside a whole core's.
+  frame = pd.DataFrame([
+      {'run_uri': 'a', 'cloud': 'Local', 'local_priced_as': 'GCP:n2d-standard-2',
+       'servers_cpu_quota': 0.5},
+      {'run_uri': 'b', 'cloud': 'Local',
+       'local_priced_as': 'GCP:n2d-standard-2'}])
+  labels = list(cells.AddCellColumns(frame)['machine_type'])
+  assert labels == ['local as GCP:n2d-standard-2, server 0.5 CPU',
+                    'local as GCP:n2d-standard-2']

@@ -3,7 +3,10 @@
 Derived from sample metadata only, so every source gives the same cells:
   machine_type  `servers_machine_type`; a Local run as "local as <type>" (the
                 catalog type that priced it, never mistaken for the cloud
-                machine); " (spot)" etc. when not priced on demand
+                machine), with ", server <n> CPU" when its server was held
+                to a CPU quota (a 2-core machine's split: never ranked
+                beside a whole core's figure); " (spot)" etc. when not
+                priced on demand
   engine        the recorded engine, else "redis"; its version is
                 provenance, so an upgrade is a change point, not a new
                 series; a stand-in (`stands_in_for`) is named so
@@ -27,7 +30,8 @@ ENGINE_KEYS = (RECORDED_ENGINE, 'engine', 'redis_server_engine',
 RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
                   'memtier_data_size', 'memtier_key_maximum',
                   'redis_server_cluster_mode', 'redis_total_num_processes',
-                  'servers_vm_count', 'local_priced_as', 'cloud',
+                  'servers_vm_count', 'local_priced_as',
+                  'servers_cpu_quota', 'cloud',
                   'redis_server_version', 'load_generator',
                   'load_generator_version', 'price_basis', 'pricing_model',
                   'servers_price_source', 'servers_price_date',
@@ -64,7 +68,9 @@ def MachineType(row: pd.Series) -> str:
   suffix = '' if model == 'on_demand' else f' ({model})'
   priced_as = row.get('local_priced_as')
   if row.get('cloud') == 'Local' and _Present(priced_as):
-    return f'local as {priced_as}{suffix}'
+    quota = row.get('servers_cpu_quota')
+    held = f', server {_Number(quota)} CPU' if _Present(quota) else ''
+    return f'local as {priced_as}{held}{suffix}'
   machine = row.get('servers_machine_type')
   return (str(machine) if _Present(machine) else 'unknown') + suffix
 
@@ -118,7 +124,8 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
       frame[name] = pd.Series(dtype='string')
     return frame
   # Labels depend on a few columns only: compute them once per combination.
-  keys = [k for k in ('cloud', 'local_priced_as', 'servers_machine_type',
+  keys = [k for k in ('cloud', 'local_priced_as', 'servers_cpu_quota',
+                      'servers_machine_type',
                       'pricing_model',
                       'redis_server_cluster_mode', 'redis_total_num_processes',
                       'servers_vm_count', 'memtier_ratio',

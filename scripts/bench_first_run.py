@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The README's first command, with and without the 2-core server quota.
+
+  sudo ./scripts/bench_first_run.py [--repeats=3] \\
+      [--memtier_path=/path/to/memtier_benchmark]
+
+Runs the default study (`./pkb.py`, nothing else but a results directory
+of its own) side by side in one invocation, alternating: with the Local
+split's server quota (the default on 2 cores) and with
+`--local_server_cpu_quota=0` (the plain split: server on one core, client
+on the other), each with redis-benchmark (this machine's fallback) and,
+given `--memtier_path`, with that memtier. Per run it prints the exit code,
+the wall time, the answer's ops/s, verdict and limit and the load average
+at its start (a shared machine's runs are disturbed, and say so); then, per
+load generator, the wall-time ratio quota / plain (median over the
+repeats) and how many runs of each confirmed.
+
+Root is needed for the quota's cgroup (without it both columns are the
+plain split, and the plan warns). Results go to a temporary directory,
+removed at the end.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(_HERE)
+sys.path.insert(0, REPO)
+from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
+venv_reexec.UseRepoVenv(REPO, __file__)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import sample
+
+SPLITS = {'quota': [], 'plain': ['--local_server_cpu_quota=0']}
+
+
+def _Answer(results_dir: str, run_uri: str) -> Dict[str, str]:
+  """The latency_capped_throughput sample's value and labels ({} if none)."""
+  path = os.path.join(results_dir, run_uri, 'perfkitbenchmarker_results.json')
+  try:
+    with open(path) as f:
+      rows = [json.loads(line) for line in f if line.strip()]
+  except OSError:
+    return {}
+  for row in rows:
+    if row['metric'] == 'latency_capped_throughput':
+      return dict(sample.ParseLabels(row['labels']), value=row['value'])
+  return {}
+
+
+def RunOnce(results_dir: str, run_uri: str, extra: List[str]) -> dict:
+  load = os.getloadavg()[0]
+  started = time.monotonic()
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
+       f'--results_dir={results_dir}'] + extra,
+      capture_output=True, text=True, timeout=900, cwd=REPO)
+  wall = time.monotonic() - started
+  answer = _Answer(results_dir, run_uri)
+  return {'rc': proc.returncode, 'wall_s': wall, 'load': load,
+          'ops': answer.get('value'), 'verdict': answer.get('verdict', '-'),
+          'limit': answer.get('limit', '-'),
+          'error': (proc.stderr.strip().splitlines() or [''])[-1]
+                   if proc.returncode not in (0, 4) else ''}
+
+
+def _Line(generator: str, split: str, i: int, r: dict) -> str:
+  ops = f'{float(r["ops"]):>9,.0f}' if r['ops'] is not None else '        -'
+  return (f'{generator:15} {split:5} #{i}  exit {r["rc"]}  '
+          f'{r["wall_s"]:5.1f} s  {ops} ops/s  {r["verdict"]:12} '
+          f'{r["limit"]:13} load {r["load"]:.1f}  {r["error"]}')
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--memtier_path', default=None)
+  args = parser.parse_args(argv)
+  generators = {'redis-benchmark': []}
+  if args.memtier_path:
+    generators['memtier'] = [f'--memtier_path={args.memtier_path}']
+  results_dir = tempfile.mkdtemp(prefix='bench-first-run-')
+  runs: Dict[tuple, List[dict]] = {}
+  try:
+    for i in range(args.repeats):
+      for generator, generator_flags in generators.items():
+        for split, split_flags in SPLITS.items():
+          run_uri = f'b{os.getpid() % 1000:03d}{i}{split[0]}{generator[0]}'
+          result = RunOnce(results_dir, run_uri,
+                           generator_flags + split_flags)
+          runs.setdefault((generator, split), []).append(result)
+          print(_Line(generator, split, i, result), flush=True)
+  finally:
+    shutil.rmtree(results_dir, ignore_errors=True)
+  print()
+  for generator in generators:
+    quota, plain = runs[(generator, 'quota')], runs[(generator, 'plain')]
+    ratio = (statistics.median(r['wall_s'] for r in quota) /
+             statistics.median(r['wall_s'] for r in plain))
+    confirmed = {s: sum(r['verdict'] == 'confirmed' for r in runs[
+        (generator, s)]) for s in SPLITS}
+    print(f'{generator}: wall time quota/plain {ratio:.2f}x (median '
+          f'{statistics.median(r["wall_s"] for r in quota):.1f} s vs '
+          f'{statistics.median(r["wall_s"] for r in plain):.1f} s); '
+          f'confirmed {confirmed["quota"]}/{len(quota)} with the quota, '
+          f'{confirmed["plain"]}/{len(plain)} plain')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
