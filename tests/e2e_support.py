@@ -178,6 +178,19 @@ def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
   return proc.returncode, ''.join(seen) + out, err, run_uri
 
 
+def KillAndTearDown(proc, run_uri, results_dir):
+  """Kills a run's pkb (if still running) and tears the run down from its
+  record alone, as after a crash; returns the teardown's CompletedProcess.
+  Called in a `finally`, so a failed check before it leaves nothing
+  running."""
+  if proc.poll() is None:
+    proc.kill()
+  proc.communicate()
+  return subprocess.run(
+      Command(['--run_stage=teardown'], run_uri, results_dir),
+      capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
 def ProbeRunning(run_uri, root='/tmp'):
   """True while a load generator of the run runs: a redis-benchmark or
   memtier process working in one of its workspaces (a probe is under way)."""

@@ -121,13 +121,7 @@ def test_a_killed_run_leaves_its_quota_to_teardown(tmp_path):
     run.wait(timeout=10)
     assert os.path.isdir(path)  # Nothing of the run was left to remove it.
   finally:
-    if run.poll() is None:
-      run.kill()
-    run.communicate()
-    # In the finally: a failed check above leaves nothing running.
-    teardown = subprocess.run(
-        e2e.Command(['--run_stage=teardown'], run_uri, str(tmp_path)),
-        capture_output=True, text=True, timeout=120, cwd=e2e.REPO)
+    teardown = e2e.KillAndTearDown(run, run_uri, str(tmp_path))
   assert teardown.returncode == 0, teardown.stderr
   assert not os.path.exists(path)
   assert _Quota(str(tmp_path), run_uri)['status'] == 'deleted'

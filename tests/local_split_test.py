@@ -36,7 +36,6 @@ def test_two_cores_hold_the_server_to_half_its_core():
   assert line.startswith('Local split of 2 cores: servers-0 on core 0 held '
                          'to 50 % of it by a CPU quota, clients-0 on core 1 ')
   assert 'drive the server to its limit' in line
-  assert '50 % of a core' in plan.Words()
 
 
 @pytest.mark.parametrize('requests,cores', [
@@ -49,7 +48,7 @@ def test_where_the_client_is_not_outrun_the_split_is_plain(requests, cores):
   plan = split.Plan(requests, cores, None, can_make_quota=True)
   assert plan.server_quota is None and not plan.problem
   assert plan.QuotaCores('servers-0') is None
-  assert 'quota' not in plan.Line() and plan.Words() == ''
+  assert 'quota' not in plan.Line()
 
 
 def test_a_server_of_several_cores_gets_the_fraction_of_each():

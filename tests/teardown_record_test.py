@@ -512,14 +512,8 @@ def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
   finally:
-    if first.poll() is None:
-      first.kill()
-    first.communicate()
     # A lock left by a killed run blocks neither a teardown nor a new stage.
-    # In the finally: a failed check above leaves no shard running.
-    teardown = subprocess.run(
-        e2e.Command(['--run_stage=teardown'], run_uri, str(tmp_path)),
-        capture_output=True, text=True, timeout=120, cwd=e2e.REPO)
+    teardown = e2e.KillAndTearDown(first, run_uri, str(tmp_path))
   assert teardown.returncode == 0, teardown.stderr
   assert 'every recorded resource is deleted' in teardown.stdout
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri, settle_s=0.5) == []

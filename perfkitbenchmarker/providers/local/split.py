@@ -103,15 +103,6 @@ class Split:
             f'{"" if self.machine_cores == 1 else "s"}: '
             f'{", ".join(parts)}{why}.')
 
-  def Words(self) -> str:
-    """What the quota makes of the figure, for the summary ('' without)."""
-    if self.server_quota is None:
-      return ''
-    return (f'the server was given {_Pct(self.server_quota)} % of a core '
-            '(a CPU quota, so the load generator on its own core could '
-            'drive it to its limit): the figure is that quota\'s, not a '
-            'whole core\'s')
-
 
 def _Pct(fraction: float) -> str:
   return f'{100 * fraction:g}'
