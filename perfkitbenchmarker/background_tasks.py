@@ -16,7 +16,9 @@ default puts every item in a lane of its own.
 
 import concurrent.futures
 import dataclasses
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence
+import time
+from typing import (Any, Callable, Dict, Hashable, List, Optional, Sequence,
+                    Tuple)
 
 from perfkitbenchmarker import errors
 
@@ -30,8 +32,9 @@ class Outcome:
   error: Optional[BaseException] = None
 
 
-class ParallelError(errors.Error):
-  """Several items failed with errors.Error; one line naming each."""
+class ParallelError(errors.VmUtil.ThreadException):
+  """Several items failed with errors.Error; one line naming each (upstream
+  PKB's errors.VmUtil.ThreadException)."""
 
   def __init__(self, failures: Sequence[Outcome],
                name: Optional[Callable[[Any], str]] = None):
@@ -103,9 +106,39 @@ def RaiseFirst(outcomes: Sequence[Outcome],
   return [o.result for o in outcomes]
 
 
-def RunThreaded(function: Callable[[Any], Any], items: Sequence[Any],
+def _Call(target: Callable[..., Any], item: Any) -> Any:
+  """target(item), or target(*args, **kwargs) for upstream's (args, kwargs)
+  item: a pair of a tuple and a dict."""
+  if (isinstance(item, tuple) and len(item) == 2 and
+      isinstance(item[0], tuple) and isinstance(item[1], dict)):
+    return target(*item[0], **item[1])
+  return target(item)
+
+
+def RunThreaded(target: Callable[..., Any], thread_params: Sequence[Any],
+                max_concurrent_threads: Optional[int] = None,
+                post_task_delay: float = 0, *,
                 lane: Optional[Callable[[Any], Hashable]] = None,
-                max_workers: int = MAX_WORKERS,
                 name: Optional[Callable[[Any], str]] = None) -> List[Any]:
-  """RunInLanes, then RaiseFirst: every item runs, then failures raise."""
-  return RaiseFirst(RunInLanes(function, items, lane, max_workers), name)
+  """RunInLanes, then RaiseFirst: every item runs, then failures raise.
+
+  Upstream PKB's signature: an item that is an (args tuple, kwargs dict)
+  pair is called as target(*args, **kwargs); at most
+  max_concurrent_threads at once (default MAX_WORKERS); item i starts no
+  sooner than i * post_task_delay seconds after the first. The results
+  come back in the items' order.
+  """
+  numbered = list(enumerate(thread_params))
+  start = time.monotonic()
+
+  def Run(pair: Tuple[int, Any]) -> Any:
+    if post_task_delay:
+      time.sleep(max(0.0, start + pair[0] * post_task_delay -
+                     time.monotonic()))
+    return _Call(target, pair[1])
+
+  outcomes = RunInLanes(Run, numbered,
+                        lane and (lambda pair: lane(pair[1])),
+                        max_concurrent_threads or MAX_WORKERS)
+  return RaiseFirst([dataclasses.replace(o, item=o.item[1])
+                     for o in outcomes], name)

@@ -76,3 +76,96 @@ def Problems(error, shown: int = 3) -> str:
                    f'{message[0].lower()}{message[1:]}')
   more = error.error_count() - len(lines)
   return '; '.join(lines) + (f' (and {more} more)' if more > 0 else '')
+
+
+# Upstream PKB's error namespaces (errors.VirtualMachine.RemoteCommandError
+# and the rest), for benchmark modules written for upstream. Each is one of
+# the types above, so the driver shows it as one line and code that catches
+# this project's types catches it too. docs/upstream_api.md lists them.
+
+
+class Setup:
+  """Errors of a run's setup (upstream's errors.Setup)."""
+
+  class MissingExecutableError(PrerequisiteError):
+    pass
+
+  class InvalidSetupError(UsageError):
+    pass
+
+  class InvalidFlagConfigurationError(UsageError):
+    pass
+
+  class InvalidConfigurationError(ConfigError):
+    pass
+
+
+class VirtualMachine:
+  """Errors of commands on a VM (upstream's errors.VirtualMachine)."""
+
+  class RemoteCommandError(ProcessError):
+    """A command on a VM failed (RemoteCommand without ignore_failure)."""
+
+  class VirtualMachineError(ResourceError):
+    pass
+
+  class VmStateError(VirtualMachineError):
+    pass
+
+
+class VmUtil:
+  """Errors of local commands and threads (upstream's errors.VmUtil)."""
+
+  class ThreadException(Error):
+    """Work run on several items at once failed (background_tasks)."""
+
+  class CalledProcessException(ProcessError):
+    pass
+
+  class IssueCommandError(ProcessError):
+    """A local command failed (vm_util.IssueCommand)."""
+
+  class IssueCommandTimeoutError(ProcessError):
+    """A local command ran past its timeout (vm_util.IssueCommand)."""
+
+
+class Benchmarks:
+  """Errors a benchmark module raises (upstream's errors.Benchmarks)."""
+
+  class PrepareException(Error):
+    pass
+
+  class RunError(Error):
+    pass
+
+  class UnsupportedConfigError(UsageError):
+    pass
+
+  class KnownIntermittentError(Error):
+    pass
+
+
+class Resource:
+  """Errors of resources (upstream's errors.Resource)."""
+
+  class CreationError(ResourceError):
+    pass
+
+  class CleanupError(ResourceError):
+    pass
+
+
+class Config:
+  """Errors of a benchmark's config (upstream's errors.Config)."""
+
+  class InvalidValue(ConfigError):
+    pass
+
+  class MissingOption(ConfigError):
+    pass
+
+  class ParseError(ConfigError):
+    pass
+
+  class UnrecognizedOption(ConfigError):
+    pass

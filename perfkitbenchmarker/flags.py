@@ -167,6 +167,15 @@ flags.DEFINE_string('static_vm_file', None,
                     'JSON file of existing machines (PKB format: ip_address, '
                     'user_name, keyfile_path, optional internal_ip, ssh_port, '
                     'os_type, zone). No cloud API is called in such a run.')
+flags.DEFINE_integer('num_vms', 1,
+                     'VMs of a vm_group whose vm_count is null (upstream '
+                     'PKB\'s flag, as its example_vm benchmark uses it).',
+                     lower_bound=1, upper_bound=1000)
+flags.DEFINE_multi_string('data_search_paths', ['.'],
+                          'Directories searched, in order, for the data files '
+                          'a benchmark module pushes (vm.PushDataFile, '
+                          'data.ResourcePath) before perfkitbenchmarker/data '
+                          '(upstream PKB\'s flag).')
 flags.DEFINE_enum('placement_group_style', 'cluster',
                   ['cluster', 'none'],
                   'Place the run\'s VMs close together (GCP compact '

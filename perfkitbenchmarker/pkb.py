@@ -20,6 +20,7 @@ from absl import flags
 
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
+from perfkitbenchmarker import data
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
@@ -189,6 +190,8 @@ def RunBenchmarks(argv: List[str]) -> int:
   stages = _Stages()
   _TimingMeasurements()
   input_checks.CheckRunFlags(FLAGS, _Cloud(), _ResultsDir())
+  data.SetSearchPaths(FLAGS.data_search_paths,
+                      FLAGS['data_search_paths'].present)
   cells = matrix_runner.Cells(FLAGS, stages)
   if cells is not None:  # A matrix config: each cell is a child pkb.py.
     from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top

@@ -3,15 +3,20 @@
 import dataclasses
 import time
 import types
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
-def _Freeze(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
-  return types.MappingProxyType(dict(metadata))
+def _Freeze(metadata: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
+  return types.MappingProxyType(dict(metadata or {}))
 
 
 @dataclasses.dataclass(frozen=True)
 class Sample:
-  """One measured value: (metric, value, unit, metadata, timestamp)."""
+  """One measured value: (metric, value, unit, metadata, timestamp).
+
+  Built as upstream PKB's Sample is: Sample(metric, value, unit,
+  metadata=None, timestamp=None), where None metadata is {} and None
+  timestamp is now; a value of None is 0.0, as upstream makes it.
+  """
   metric: str
   value: float
   unit: str
@@ -20,7 +25,14 @@ class Sample:
 
   def __post_init__(self):
     object.__setattr__(self, 'metadata', _Freeze(self.metadata))
-    object.__setattr__(self, 'value', float(self.value))
+    object.__setattr__(self, 'value', float(self.value or 0.0))
+    if self.timestamp is None:
+      object.__setattr__(self, 'timestamp', time.time())
+
+  def asdict(self) -> Dict[str, Any]:  # pylint: disable=invalid-name
+    """The five fields by name (upstream's Sample.asdict)."""
+    return dict(metric=self.metric, value=self.value, unit=self.unit,
+                metadata=dict(self.metadata), timestamp=self.timestamp)
 
   def WithMetadata(self, **extra: Any) -> 'Sample':
     """Returns a copy with `extra` merged into the metadata."""

@@ -31,7 +31,7 @@ import shlex
 import shutil
 import threading
 import time
-from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 from absl import flags
 import tenacity
@@ -58,6 +58,7 @@ CONNECT_TIMEOUT_S = 10
 # --ssh_wait_timeout_seconds).
 BOOT_SSH_TIMEOUT_S = 300
 COMMAND_TIMEOUT_S = 600
+PACKAGE_INSTALL_TIMEOUT_S = 1200  # InstallPackages (apt-get, dnf)
 # Short, so a master left by a killed run goes away by itself soon.
 CONTROL_PERSIST_S = 60
 LOCAL_GRACE_S = 15  # local timeout beyond the remote one
@@ -381,7 +382,9 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def RemoteCommandWithReturnCode(
       self, command: str, timeout: Optional[float] = None,
       env: Optional[Dict[str, str]] = None,
-      stdin: vm_util.Stdin = None) -> Tuple[str, str, int]:
+      stdin: vm_util.Stdin = None,
+      **upstream_options) -> Tuple[str, str, int]:
+    command = virtual_machine.UpstreamCommand(command, upstream_options)
     timeout = timeout or COMMAND_TIMEOUT_S
     remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
                                         env_on_stdin=bool(env))
@@ -559,6 +562,21 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     if self.user == 'root' or self.DetectSystem().is_root:
       return command
     return f'sudo -n bash -c {shlex.quote(command)}'
+
+  def InstallMissingPackages(self, manager: str,
+                             missing: Sequence[str]) -> None:
+    """apt-get or dnf/yum as root, detached (an install survives a dropped
+    connection)."""
+    out, err, rc = self.RunDetached(self.Sudo(
+        system_info_lib.InstallPackagesCommand(manager, missing)),
+                                    PACKAGE_INSTALL_TIMEOUT_S)
+    if rc != 0:
+      hint = ('; give the user passwordless sudo'
+              if 'password is required' in err else '')
+      raise errors.VirtualMachine.RemoteCommandError(
+          f'installing {" ".join(missing)} on {self.name} failed '
+          f'({"timed out" if rc == -9 else f"exit {rc}"}): '
+          f'{vm_util.Tail(err, 3) or vm_util.Tail(out, 3)}{hint}')
 
   # Installs are in linux_packages/ (one module per program, run through
   # remote_install.py); tuning is a property of the machine, so it is here.

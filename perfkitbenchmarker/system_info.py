@@ -131,3 +131,22 @@ class SystemInfo:
         'cpu_arch': self.arch,
         'kernel_version': self.kernel,
     }
+
+
+def MissingPackagesCommand(manager: str, packages) -> str:
+  """Prints each of `packages` the package manager has not installed."""
+  check = ("dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | "
+           "grep -q 'install ok installed'" if manager == 'apt'
+           else 'rpm -q "$p" >/dev/null 2>&1')
+  names = ' '.join(shlex.quote(p) for p in packages)
+  return f'for p in {names}; do {check} || echo "$p"; done; true'
+
+
+def InstallPackagesCommand(manager: str, packages) -> str:
+  """Installs `packages` non-interactively (run as root); apt refreshes
+  its lists and tries again when the first try fails (stale lists)."""
+  names = ' '.join(shlex.quote(p) for p in packages)
+  if manager == 'apt':
+    install = f'DEBIAN_FRONTEND=noninteractive apt-get -y install {names}'
+    return f'{install} || {{ apt-get update && {install}; }}'
+  return f'{manager} install -y {names}'

@@ -10,19 +10,29 @@ running to its end.
 Secrets (Redis passwords, keys) are registered once with `RegisterSecret`; the
 logging filter installed by `InstallSecretFilter` and `Mask` replace them with
 '****' everywhere text leaves the process (logs, errors, results).
+
+Upstream PKB's names for benchmark modules written for it: `IssueCommand`
+(an argument list through `RunLocal`), `Retry` (a decorator over tenacity,
+ended early by a stopped run too) and `RunThreaded` (background_tasks').
 """
 
+import functools
 import ipaddress
 import logging
 import os
+import random
 import shlex
 import signal
 import subprocess
 import threading
 import time
 import urllib.parse
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import (Callable, Dict, Iterable, Optional, Sequence, Tuple,
+                    Type, Union)
 
+import tenacity
+
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.terminal_text import Printable  # pylint: disable=unused-import
 
@@ -231,11 +241,13 @@ def KillGroup(pid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def CheckedOutput(out: str, err: str, rc: int, command: str,
-                  what: Optional[str] = None) -> str:
+                  what: Optional[str] = None,
+                  error: Type[errors.ProcessError] = errors.ProcessError
+                  ) -> str:
   if rc != 0:
-    name = what or command.split()[0]
+    name = what or (command.split() or ['a command'])[0]
     reason = 'timed out' if rc == -9 else f'exited with status {rc}'
-    raise errors.ProcessError(
+    raise error(
         f'{name} {reason}: {Tail(err) or Tail(out) or "no output"}')
   return out
 
@@ -257,3 +269,131 @@ def IsLoopbackEndpoint(endpoint: Optional[str]) -> bool:
     return ipaddress.ip_address(host).is_loopback
   except ValueError:
     return False
+
+
+# Upstream PKB's module API ---------------------------------------------------
+
+DEFAULT_TIMEOUT = 300  # IssueCommand's, in seconds
+POLL_INTERVAL = 30  # Retry's, in seconds
+TIMEOUT = 1200  # Retry's when given none (upstream's --default_timeout)
+FUZZ = 0.5
+MAX_RETRIES = -1
+
+RunThreaded = background_tasks.RunThreaded
+
+
+def IssueCommand(cmd: Sequence[str], env: Optional[Dict[str, str]] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT,
+                 cwd: Optional[str] = None, should_pre_log: bool = True,
+                 raise_on_failure: bool = True,
+                 suppress_failure: Optional[Callable[[str, str, int],
+                                                     bool]] = None,
+                 suppress_logging: bool = False,
+                 raise_on_timeout: bool = True,
+                 stack_level: int = 1,
+                 log_to_short_log: bool = True) -> Tuple[str, str, int]:
+  """Runs a local command given as an argument list; upstream PKB's.
+
+  It runs through RunLocal (its own process group, killed at its timeout or
+  when the run is stopped). `env` is added to this process's environment
+  (upstream's replaces it). Returns (stdout, stderr, retcode); a timeout
+  raises errors.VmUtil.IssueCommandTimeoutError unless raise_on_timeout is
+  False (then retcode is -9), a non-zero exit raises
+  errors.VmUtil.IssueCommandError when raise_on_failure, unless
+  suppress_failure(stdout, stderr, retcode) says it is expected (then it
+  returns (stdout, '', 0), as upstream does).
+  """
+  del stack_level, log_to_short_log  # Upstream's logging knobs.
+  if isinstance(cmd, str):
+    raise ValueError(f'IssueCommand takes a list of arguments, not the '
+                     f'string {cmd!r}')
+  argv = [str(arg) for arg in cmd]
+  line = Mask(' '.join(argv))
+  if should_pre_log:
+    logging.info('Running: %s', line)
+  out, err, rc = RunLocal(QuoteAll(argv), cwd=cwd, timeout=timeout, env=env)
+  if not suppress_logging:
+    logging.debug('Ran: %s\nReturnCode: %s\nSTDOUT: %s\nSTDERR: %s', line,
+                  rc, Mask(out), Mask(err))
+  if rc == -9 and timeout is not None and raise_on_timeout:
+    raise errors.VmUtil.IssueCommandTimeoutError(
+        f'{argv[0]} ran past its {timeout:g} s timeout and was killed: '
+        f'{Tail(err) or Tail(out) or "no output"}')
+  if rc and suppress_failure and suppress_failure(out, err, rc):
+    return out, '', 0
+  if rc and raise_on_failure:
+    raise errors.VmUtil.IssueCommandError(
+        f'{argv[0]} exited with status {rc}: '
+        f'{Tail(err) or Tail(out) or "no output"}')
+  return out, err, rc
+
+
+class RetryError(errors.Error):
+  """A function Retry wrapped still failed when its retries ended."""
+
+
+class TimeoutExceededRetryError(RetryError):
+  pass
+
+
+class RetriesExceededRetryError(RetryError):
+  pass
+
+
+def Retry(poll_interval: float = POLL_INTERVAL,
+          max_retries: int = MAX_RETRIES, timeout: Optional[float] = None,
+          fuzz: float = FUZZ, log_errors: bool = True,
+          retryable_exceptions: Union[None, Type[BaseException],
+                                      Tuple[Type[BaseException], ...]] = None
+          ) -> Callable[[Callable], Callable]:
+  """Upstream PKB's retry decorator, over tenacity.
+
+  The wrapped function is called again while it raises one of
+  `retryable_exceptions` (default: any Exception), after poll_interval
+  seconds less a random part of up to `fuzz` of it, until the next wait
+  would end past `timeout` seconds from the first call (None: TIMEOUT; -1:
+  no time limit), which raises TimeoutExceededRetryError, or more than
+  max_retries retries were made (-1: no limit), which raises
+  RetriesExceededRetryError; either is chained to the last exception. A
+  stopped run (its deadline, a signal: StopChildren) ends the retries too.
+  """
+  retryable = retryable_exceptions or Exception
+
+  def Wrap(function: Callable) -> Callable:
+
+    @functools.wraps(function)
+    def Wrapped(*args, **kwargs):
+      limit = TIMEOUT if timeout is None else timeout
+      deadline = time.time() + limit if limit >= 0 else float('inf')
+      stops = StopCount()
+
+      def Wait(unused_state) -> float:
+        return poll_interval * (1 - fuzz + random.random() * fuzz)
+
+      def Stop(state: tenacity.RetryCallState) -> bool:
+        return (time.time() + state.upcoming_sleep >= deadline or
+                0 <= max_retries < state.attempt_number or
+                StopCount() != stops)
+
+      def Log(state: tenacity.RetryCallState) -> None:
+        if log_errors:
+          logging.info('Retrying %s: %r', function.__qualname__,
+                       state.outcome.exception())
+
+      def GaveUp(state: tenacity.RetryCallState):
+        last = state.outcome.exception()
+        kind = (RetriesExceededRetryError
+                if 0 <= max_retries < state.attempt_number
+                else TimeoutExceededRetryError)
+        raise kind(f'{function.__qualname__} still failed after '
+                   f'{state.attempt_number} tries: {type(last).__name__}: '
+                   f'{last}') from last
+
+      return tenacity.Retrying(
+          retry=tenacity.retry_if_exception_type(retryable), wait=Wait,
+          stop=Stop, before_sleep=Log, retry_error_callback=GaveUp,
+          sleep=time.sleep)(function, *args, **kwargs)
+
+    return Wrapped
+
+  return Wrap

@@ -62,7 +62,7 @@ def test_max_workers_bounds_the_lanes_running():
     with lock:
       running -= 1
 
-  background_tasks.RunThreaded(Work, range(12), max_workers=3)
+  background_tasks.RunThreaded(Work, range(12), max_concurrent_threads=3)
   assert 1 <= most <= 3
 
 

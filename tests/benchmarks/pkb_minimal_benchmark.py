@@ -12,12 +12,8 @@ times a command there, Cleanup removes the file.
 import shlex
 import time
 
-from absl import flags
-
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import sample
-
-FLAGS = flags.FLAGS
 
 BENCHMARK_NAME = 'pkb_minimal'
 BENCHMARK_CONFIG = """
@@ -36,8 +32,7 @@ _TEXT = 'written by Prepare'
 
 
 def GetConfig(user_config):
-  return configs.BenchmarkConfig(BENCHMARK_NAME, BENCHMARK_CONFIG,
-                                 user_config, FLAGS)
+  return configs.LoadConfig(BENCHMARK_CONFIG, user_config, BENCHMARK_NAME)
 
 
 def _Path(vm):

@@ -209,8 +209,12 @@ def _Provisioner(spec) -> AwsProvisioner:
 
 
 def ConstructVms(spec) -> Dict[str, List[AwsVirtualMachine]]:
-  return _Provisioner(spec).ConstructVms(spec.GroupSpecs(),
-                                         spec.GroupCounts())
+  groups = _Provisioner(spec).ConstructVms(spec.GroupSpecs(),
+                                           spec.GroupCounts())
+  for vm in (vm for vms in groups.values() for vm in vms):
+    # The run's firewall admits these from its own VMs (AllowPort).
+    vm.peer_tcp_ports = spec.peer_tcp_ports
+  return groups
 
 
 def Provision(spec) -> None:

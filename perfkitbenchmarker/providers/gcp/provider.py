@@ -203,6 +203,8 @@ class GceProvider:
             ssh_timeout_s=self.options.ssh_wait_s,
             run_uri=spec.run_uri, **self._ResourceArgs(spec))
         vm.RestoreFromRecord()
+        # The run's firewall admits these from its own VMs (AllowPort).
+        vm.peer_tcp_ports = spec.peer_tcp_ports
         groups.setdefault(group, []).append(vm)
     return groups
 

@@ -93,7 +93,8 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     return trusted_programs.Which(program) is not None
 
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
-                                  stdin=None):
+                                  stdin=None, **upstream_options):
+    command = virtual_machine.UpstreamCommand(command, upstream_options)
     cwd = self.scratch_dir if os.path.isdir(self.scratch_dir) else None
     return vm_util.RunLocal(command, cwd=cwd, timeout=timeout, env=env,
                             stdin=stdin)

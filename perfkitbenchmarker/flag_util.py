@@ -1,0 +1,82 @@
+"""Flag helpers with upstream PKB's names, for benchmark modules that define
+their flags with them.
+
+The integer list is flag_types' (one parser for '1,2,4' and '1-9-2'
+everywhere); its value is a plain list of ints, which a module iterates,
+indexes and measures as it does upstream's IntegerList.
+"""
+
+import logging
+import re
+from typing import Any, Dict, Iterable
+
+from absl import flags
+import yaml
+
+from perfkitbenchmarker import flag_types
+
+DEFINE_integerlist = flag_types.DEFINE_integerlist  # pylint: disable=invalid-name
+IntegerListParser = flag_types.IntegerListParser
+
+# Sizes in bytes, as upstream's units parse them: decimal prefixes are
+# powers of 1000, the binary ones (KiB, MiB, ...) powers of 1024.
+_SIZE = re.compile(r'\s*(\d+(?:\.\d*)?|\.\d+)\s*([kKMGTP]i?)?[bB]?\s*')
+_FACTORS = {None: 1, 'k': 10**3, 'K': 10**3, 'M': 10**6, 'G': 10**9,
+            'T': 10**12, 'P': 10**15, 'ki': 2**10, 'Ki': 2**10,
+            'Mi': 2**20, 'Gi': 2**30, 'Ti': 2**40, 'Pi': 2**50}
+
+
+def StringToBytes(string: str) -> int:
+  """'10MiB' -> 10485760, '1.5KB' -> 1500; ValueError for anything else
+  (not a size, or not a whole number of bytes)."""
+  match = _SIZE.fullmatch(str(string))
+  if not match:
+    raise ValueError(f"Couldn't parse size {string}")
+  number = float(match.group(1)) * _FACTORS[match.group(2)]
+  if number != int(number):
+    raise ValueError(f'Size {string} has a non-integer number ({number}) of '
+                     'bytes!')
+  return int(number)
+
+
+def ParseKeyValuePairs(strings: Iterable[str]) -> Dict[str, str]:
+  """['k1:v1', 'k2:v2,k3:v3'] -> {'k1': 'v1', 'k2': 'v2', 'k3': 'v3'}; an
+  item without ':' is logged and skipped, as upstream does."""
+  pairs = {}
+  for pair in (item for text in strings for item in text.split(',')):
+    key, sep, value = pair.partition(':')
+    if not sep:
+      logging.error('Bad key value pair format. Skipping "%s".', pair)
+      continue
+    pairs[key] = value
+  return pairs
+
+
+class YAMLParser(flags.ArgumentParser):
+  """A flag whose text is YAML (safe_load); a parsed value passes as is."""
+
+  syntactic_help = 'a YAML expression'
+
+  def parse(self, argument: Any) -> Any:
+    if not isinstance(argument, str):
+      return argument
+    try:
+      return yaml.safe_load(argument)
+    except yaml.YAMLError as e:
+      raise ValueError(f'Invalid YAML: {e}') from None
+
+  def flag_type(self) -> str:
+    return 'yaml'
+
+
+class _YAMLSerializer(flags.ArgumentSerializer):
+
+  def serialize(self, value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True).strip()
+
+
+def DEFINE_yaml(name: str, default: Any, help: str,  # pylint: disable=redefined-builtin,invalid-name
+                flag_values=flags.FLAGS, **kwargs) -> Any:
+  """A flag holding a YAML value; returns its FlagHolder."""
+  return flags.DEFINE(YAMLParser(), name, default, help, flag_values,
+                      _YAMLSerializer(), **kwargs)
