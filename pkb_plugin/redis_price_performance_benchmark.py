@@ -114,6 +114,12 @@ MAPPED = ('memtier_clients', 'memtier_data_size',
           'memtier_threads', 'redis_server_cluster_mode',
           'redis_server_io_threads', 'redis_server_version',
           'redis_total_num_processes')
+# Values of mapped flags that mean something upstream the harness has no
+# setting for, and what to give instead.
+UPSTREAM_ONLY_VALUES = {
+    'redis_total_num_processes': (0, 'upstream starts one process per vCPU; '
+                                  'give the number of shards per server VM'),
+}
 # Upstream flags of these families not in MAPPED have no meaning here; a
 # value a user set is refused rather than ignored.
 UPSTREAM_FAMILIES = ('memtier_', 'redis_')
@@ -128,6 +134,36 @@ LAST_LINES = 20  # of the harness's stderr, kept for an error's one line
 
 class BridgeError(errors.Setup.InvalidConfigurationError):
   """A setting or machine type the harness cannot run with."""
+
+
+class Refused(SystemExit):
+  """A BridgeError of CheckPrerequisites, said in one line.
+
+  Upstream logs a failed prerequisite check with its traceback, then lets
+  the error end the process, which prints it again. As a SystemExit (code
+  1, what the error would have exited with) it ends the process without
+  the second; `_OneLineRefusals` puts its line in place of the first.
+  Nothing is provisioned yet: upstream checks every benchmark first.
+  """
+
+  def __init__(self, line: str):
+    super().__init__(1)
+    self.line = line
+
+  def __str__(self) -> str:
+    return self.line
+
+
+class _OneLineRefusals(logging.Filter):
+  """On upstream's root logger: a record logged with a `Refused` says its
+  line after the record's own message instead of a traceback."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    refused = record.exc_info[1] if record.exc_info else None
+    if isinstance(refused, Refused):
+      record.msg, record.args = f'{record.getMessage()}: {refused.line}', None
+      record.exc_info = record.exc_text = None
+    return True
 
 
 def GetConfig(user_config: Dict[str, Any]) -> Dict[str, Any]:
@@ -177,23 +213,53 @@ def StudyFlags(text: str) -> List[str]:
   return argv
 
 
+def _OverrideKey(arg: str) -> Optional[List[str]]:
+  """The key path a --config_override sets (the harness's parse: the text
+  before the first '=', split at dots), None for another flag."""
+  if _FlagName(arg) != 'config_override' or '=' not in arg:
+    return None
+  return arg.split('=', 1)[1].split('=', 1)[0].strip().split('.')
+
+
 def _OverrideRefusal(arg: str) -> Optional[str]:
   """A --config_override that sets what the bridge owns: a flag through
   the config's `flags:` (BENCHMARK.flags.NAME=VALUE, applied by the
   harness as if given) or the VM groups upstream provisioned."""
-  if _FlagName(arg) != 'config_override' or '=' not in arg:
+  path = _OverrideKey(arg)
+  if path is None:
     return None
-  key = arg.split('=', 1)[1].split('=', 1)[0].strip()
-  path = key.split('.')
+  key = '.'.join(path)
   if len(path) >= 2 and path[1] == 'vm_groups':
     return (f'--config_override={key}: the VM groups are set by the bridge '
             'from what upstream provisioned (use upstream\'s '
             '--config_override=redis_price_performance.vm_groups...)')
+  if len(path) == 2 and path[1] == 'flags':
+    # A YAML mapping of flags: the bridge would need the harness's YAML
+    # reading to see which, so it takes them one by one.
+    return (f'--config_override={key}=<mapping> sets flags the bridge '
+            'cannot check one by one; give each flag itself in '
+            '--redis_price_performance_flags (or '
+            f'--config_override={key}.NAME=VALUE)')
   if len(path) >= 3 and path[1] == 'flags':
     refusal = _Refusal(path[2])
     if refusal:
       return f'--config_override={key}: {refusal}'
   return None
+
+
+def _Given(study_argv: List[str]) -> set:
+  """The harness flags --redis_price_performance_flags sets: given as
+  flags (--name, --noname) or through the config's `flags:`."""
+  given = set()
+  for arg in study_argv:
+    path = _OverrideKey(arg)
+    if path is not None:
+      if len(path) >= 3 and path[1] == 'flags':
+        given.add(path[2])
+      continue
+    name = _FlagName(arg)
+    given |= {name, re.sub(r'^no', '', name)}
+  return given
 
 
 def _Set(flag) -> bool:
@@ -204,14 +270,17 @@ def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
   """Upstream's memtier/Redis flags a user set, as the harness's argv:
   MAPPED ones pass on; others of their families, and a MAPPED one also in
   --redis_price_performance_flags, are refused in one line."""
-  given = {re.sub(r'^no', '', _FlagName(a)) for a in study_argv} | {
-      _FlagName(a) for a in study_argv}
+  given = _Given(study_argv)
   argv, foreign, twice = [], [], []
   for name in sorted(flag_values):
     flag = flag_values[name]
     if name == STUDY_FLAGS.name or flag.name != name or not _Set(flag):
       continue  # our own flag, a short alias, or left at upstream's default
     if name in MAPPED:
+      value, meaning = UPSTREAM_ONLY_VALUES.get(name, (None, None))
+      if meaning and flag.value == value:
+        raise BridgeError(f'redis_price_performance: upstream\'s '
+                          f'{flag.serialize()}: {meaning}.')
       if name in given:
         twice.append(name)
       elif flag.value is not None:
@@ -391,8 +460,19 @@ def _PlannedGroup(benchmark_config, group):
 
 
 def CheckPrerequisites(benchmark_config) -> None:
-  """The harness's dry run over the planned machine types and settings,
-  before anything is bought."""
+  """The bridge's checks and the harness's dry run over the planned machine
+  types and settings, before anything is bought; a refusal ends upstream
+  in one line (`Refused`)."""
+  try:
+    _CheckStudy(benchmark_config)
+  except BridgeError as e:
+    root = logging.getLogger()
+    if not any(isinstance(f, _OneLineRefusals) for f in root.filters):
+      root.addFilter(_OneLineRefusals())
+    raise Refused(str(e)) from None
+
+
+def _CheckStudy(benchmark_config) -> None:
   study = Study()
   static = bool(flags.FLAGS.static_vm_file)
   if static and not _GivesPrice(study):

@@ -166,7 +166,7 @@ def test_unpriced_machine_type_is_refused_before_provisioning(upstream,
   out = _Drive(upstream, tmp_path, {
       'flags': [], 'planned': _Groups(server='z3-highmem-88')})
   assert 'checked' not in out and out['harness_argv'] == []
-  assert out['error'].startswith('BridgeError: redis_price_performance check')
+  assert out['error'].startswith('Refused: redis_price_performance check')
   assert '--machine_price=z3-highmem-88=' in out['error']
   assert '--redis_price_performance_flags' in out['error']
   other = _Drive(upstream, tmp_path, {
@@ -294,6 +294,13 @@ def test_static_machines_without_a_type_are_refused_before_the_study(
      '--zone is set by the bridge'),
     ('--config_override=redis_memtier.vm_groups.servers.vm_count=3',
      'the VM groups are set by the bridge'),
+    # Issue 35 item 5: the mapping form set them past the check.
+    ('"--config_override=redis_memtier.flags={{official: true, '
+     'bigquery_table: p.d.t}}"',
+     '--config_override=redis_memtier.flags=<mapping> sets flags the bridge '
+     'cannot check one by one'),
+    ('"-config_override= redis_memtier.flags ={{json_path: /tmp/x.json}}"',
+     '--config_override=redis_memtier.flags=<mapping>'),
 ])
 def test_flags_that_escape_the_bridge_are_refused_in_one_line(
     upstream, tmp_path, arg, refused):
@@ -309,8 +316,36 @@ def test_flags_that_escape_the_bridge_are_refused_in_one_line(
       'planned': _Groups(), 'vms': _Vms(tmp_path), 'rows': ROWS})
   assert 'checked' not in out and out['harness_argv'] == []
   assert out['error'].startswith(
-      'BridgeError: --redis_price_performance_flags: ')
+      'Refused: --redis_price_performance_flags: ')
   assert refused in out['error'] and '\n' not in out['error']
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('upstream_flags, line', [
+    # The bridge's own refusal of an upstream flag.
+    (['--memtier_protocol=redis'],
+     'redis_price_performance: upstream\'s --memtier_protocol mean nothing '
+     'to this benchmark'),
+    # The harness's, from its dry run.
+    (['--redis_price_performance_flags=--memtier_clients=1,2'],
+     'redis_price_performance check: '),
+])
+def test_a_refusal_reaches_upstream_as_one_line(upstream, tmp_path,
+                                                upstream_flags, line):
+  """Issue 35 item 7: upstream logs a failed prerequisite check with its
+  traceback and the error then ends its main with a second one."""
+  env = dict(os.environ, FAKE_UPSTREAM_TEMP_DIR=str(tmp_path / 'run'))
+  os.makedirs(env['FAKE_UPSTREAM_TEMP_DIR'], exist_ok=True)
+  done = subprocess.run(
+      [os.path.join(REPO, '.venv', 'bin', 'python'),
+       str(upstream / 'drive_plugin.py'), json.dumps({
+           'flags': upstream_flags, 'planned': _Groups(), 'uncaught': True})],
+      cwd=str(upstream), env=env, capture_output=True, text=True, timeout=120,
+      check=False)
+  assert done.returncode == 1, done.stderr[-2000:]
+  said, = done.stderr.splitlines()
+  assert said.startswith('ERROR Prerequisite check failed for '
+                         'redis_price_performance: ' + line), said
 
 
 @pytest.mark.e2e
@@ -403,6 +438,13 @@ def test_upstreams_memtier_and_redis_flags_are_mapped(upstream, tmp_path):
       '--memtier_ratio=1:1'],
      '--memtier_ratio given both as upstream\'s flag and in '
      '--redis_price_performance_flags'),
+    (['--memtier_ratio=1:4', '--redis_price_performance_flags='
+      '--config_override=redis_memtier.flags.memtier_ratio=1:1'],
+     '--memtier_ratio given both'),
+    # Upstream's 0 is one process per vCPU; the harness has no such value.
+    (['--redis_total_num_processes=0'],
+     'upstream\'s --redis_total_num_processes=0: upstream starts one process '
+     'per vCPU'),
 ])
 def test_upstream_flags_the_study_has_not_are_refused_in_one_line(
     upstream, tmp_path, upstream_flags, words):
@@ -412,7 +454,7 @@ def test_upstream_flags_the_study_has_not_are_refused_in_one_line(
       'flags': upstream_flags, 'planned': _Groups(), 'vms': _Vms(tmp_path),
       'rows': ROWS})
   assert 'checked' not in out and out['harness_argv'] == []
-  assert out['error'].startswith('BridgeError: redis_price_performance: ')
+  assert out['error'].startswith('Refused: redis_price_performance: ')
   assert words in out['error'] and '\n' not in out['error']
 
 

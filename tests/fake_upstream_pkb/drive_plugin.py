@@ -13,8 +13,10 @@ written as the harness writes them: `official` only where the row was
 official and the run stage was given --official; its exit code and last
 stderr line are the scenario's `run_exit` and `run_last`.
 
-The stages run as upstream's RunBenchmark runs them (pkb.py at the commit
-in pkb_plugin/README.md): the status is FAILED unless every stage of
+The check runs as upstream's _CreateBenchmarkSpecs runs it (logged with its
+traceback when it fails, then raised on), the stages as upstream's
+RunBenchmark runs them (pkb.py at the commit in pkb_plugin/README.md): the
+status is FAILED unless every stage of
 --run_stage returns; Run's samples reach the collector only when Run
 returns; the benchmark's Cleanup is called only for static VMs or when the
 spec says always_call_cleanup, and once more after a failure when it does;
@@ -22,6 +24,10 @@ the collected rows are published whatever happened (`publisher.py`).
 
 With `"real_harness": true` every stage runs the real harness (the cloud
 rehearsal's VMs are real hosts: tests/cloud_rehearsal_test.py).
+
+With `"uncaught": true` only the check runs, its log on stderr, and a
+failed check ends the process as upstream's does (the error raised out of
+main).
 
 With `"stream": DIR` it instead runs the plugin's real _RunHarness on the
 harness at DIR and reports when each of its lines reached the log.
@@ -144,15 +150,22 @@ def main():
     out['cleanup_calls'] += 1
     return real_cleanup(spec)
 
+  if scenario.get('uncaught'):
+    # Upstream's main: its log on stderr, and a failed check ends the
+    # process as the error it raised.
+    logging.basicConfig(stream=sys.stderr,
+                        format='%(levelname)s %(message)s')
+    CheckPrerequisites(scenario['planned'])
+    return
   collector = publisher.SampleCollector()
   try:
     out['config'] = plugin.GetConfig({})
     if scenario.get('check', True):  # tests of later stages skip it
-      plugin.CheckPrerequisites(_Planned(scenario['planned']))
+      CheckPrerequisites(scenario['planned'])
       out['checked'] = True
     if 'vms' in scenario:
       RunBenchmark(scenario, out, collector, CountedCleanup)
-  except Exception as e:  # pylint: disable=broad-except
+  except (Exception, SystemExit) as e:  # pylint: disable=broad-except
     out['error'] = f'{type(e).__name__}: {e}'
   published = os.path.join(os.environ['FAKE_UPSTREAM_TEMP_DIR'],
                            'perfkitbenchmarker_results.json')
@@ -162,6 +175,16 @@ def main():
     with open(published) as f:
       out['published'] = [json.loads(line) for line in f]
   print(json.dumps(out))
+
+
+def CheckPrerequisites(planned):
+  """As upstream's _CreateBenchmarkSpecs calls it: a failed check is logged
+  with its traceback, then raised on (out of upstream's main)."""
+  try:
+    plugin.CheckPrerequisites(_Planned(planned))
+  except:  # pylint: disable=bare-except
+    logging.exception('Prerequisite check failed for %s', plugin.BENCHMARK_NAME)
+    raise
 
 
 def RunBenchmark(scenario, out, collector, cleanup):
