@@ -134,6 +134,11 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         raise errors.UsageError(
             f'--{flag}={value}: {why}; drop the flag or choose a --cloud.')
     return
+  if flag_values['local_server_cpu_quota'].present:
+    raise errors.UsageError(
+        f'--local_server_cpu_quota={flag_values.local_server_cpu_quota:g}: '
+        'a CPU quota on this machine\'s cores holds Local servers only, and '
+        f'this run is on {cloud}; drop the flag.')
   # The cloud's own --os_type check, so a dry run refuses what a real run
   # would (without an SDK the real run's GetProvider says what is missing).
   try:

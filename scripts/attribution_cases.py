@@ -58,9 +58,7 @@ EXPECTED = {'server_quota': 'server_quota', 'client_quota': 'client_quota',
 QUOTA_CORES = 0.2
 HOG_SHARE = 0.5
 # Short runs: 1 s probes, few of them, a cap every probe stays under (the
-# limit is the question here, not the capped figure), and no Local server
-# quota of the run's own (a 2-core run's default): each case's adversary
-# is the only one. GETs only: with
+# limit is the question here, not the capped figure). GETs only: with
 # redis-benchmark one process, not a SET and a GET one sharing the CPU a
 # case starves; it sizes its first probe from a guessed rate (40,000 ops/s
 # a process), which a client held to 20 % of a CPU, or sharing its core
@@ -70,8 +68,7 @@ FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
          '--memtier_max_probes=3', '--memtier_latency_cap=200',
          '--memtier_adaptive_min_connections=8',
          '--memtier_adaptive_max_connections=32',
-         '--nosystem_tuning', '--timeout_minutes=5', '--noaccept_unconfirmed',
-         '--local_server_cpu_quota=0']
+         '--nosystem_tuning', '--timeout_minutes=5', '--noaccept_unconfirmed']
 # The run stage's own flags for a case: GETs only where the case starves the
 # client or the server (see above), and under the client's quota pipelined
 # too, so that its first probe lasts a second or two, not 6 (beside the hog,
@@ -223,12 +220,20 @@ def _WaitStopped(pid: int, timeout_s: float = 30) -> None:
     time.sleep(0.01)
 
 
+def _Flags(extra: Sequence[str]) -> List[str]:
+  """FLAGS and `extra`; on Local also no server quota of the run's own (a
+  2-core run's default split, README "The 2-core split"): each case's
+  adversary is the only one."""
+  local = not any(a.startswith('--static_vm_file') for a in extra)
+  return [*FLAGS, *extra] + (['--local_server_cpu_quota=0'] if local else [])
+
+
 def Prepare(results_dir: str, extra: Sequence[str] = ()) -> str:
   """A provisioned and prepared run that several cases share, each with a
   run stage of its own (RunCase's `run_uri`); TearDown ends it."""
   run_uri = f'at{uuid.uuid4().hex[:8]}'
-  first = Pkb(['--run_stage=provision,prepare', *FLAGS, *extra], run_uri,
-               results_dir)
+  first = Pkb(['--run_stage=provision,prepare', *_Flags(extra)], run_uri,
+              results_dir)
   if first.returncode != 0:
     TearDown(run_uri, results_dir, extra)
     raise RuntimeError(f'provision,prepare failed: {first.stderr[-2000:]}')
@@ -236,8 +241,8 @@ def Prepare(results_dir: str, extra: Sequence[str] = ()) -> str:
 
 
 def TearDown(run_uri: str, results_dir: str, extra: Sequence[str] = ()):
-  Pkb(['--run_stage=cleanup,teardown', *FLAGS, *extra], run_uri,
-       results_dir)
+  Pkb(['--run_stage=cleanup,teardown', *_Flags(extra)], run_uri,
+      results_dir)
 
 
 def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
@@ -256,7 +261,7 @@ def RunCase(case: str, results_dir: str, extra: Sequence[str] = (),
     raise ValueError(f'unknown case {case!r}; one of {", ".join(CASES)}')
   shared = run_uri is not None
   run_uri = run_uri or f'at{uuid.uuid4().hex[:8]}'
-  args = [*FLAGS, *extra]
+  args = _Flags(extra)
   groups: List[cpu_cgroups.CpuCgroup] = []
   hogs: List[subprocess.Popen] = []
   torn_down = shared
