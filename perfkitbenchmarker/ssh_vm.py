@@ -43,6 +43,7 @@ from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
+from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
@@ -384,7 +385,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       env: Optional[Dict[str, str]] = None,
       stdin: vm_util.Stdin = None,
       **upstream_options) -> Tuple[str, str, int]:
-    command = virtual_machine.UpstreamCommand(command, upstream_options)
+    command = upstream_vm.UpstreamCommand(command, upstream_options)
     timeout = timeout or COMMAND_TIMEOUT_S
     remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
                                         env_on_stdin=bool(env))

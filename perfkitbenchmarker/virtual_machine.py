@@ -6,35 +6,26 @@ and implements the resource hooks (`_Create`, `_Delete`, ...) plus
 (packages, load generators, benchmarks) uses only this interface, so a
 benchmark runs unchanged on Local, SSH-reached, GCP and AWS machines.
 
-The methods a benchmark module written for upstream PKB calls (PushFile,
-PushDataFile, PullFile, RemoveFile, RobustRemoteCommand, InstallPackages,
-Install's AptInstall/YumInstall, RenderTemplate, GetScratchDir,
-NumCpusForBenchmark, GetInternalIPs, AllowPort) are built here on those
-hooks, so every provider has them; docs/upstream_api.md says where they
-differ from upstream's.
+Every VM also has the methods a benchmark module written for upstream PKB
+calls (upstream_vm.UpstreamMethods, built on those hooks; Install's
+AptInstall/YumInstall convention is here).
 """
 
-import base64
 import dataclasses
 import importlib
-import io
 import logging
-import os
 import posixpath
 import shlex
-import tarfile
 import threading
 from typing import (Any, Dict, Hashable, Iterable, List, NamedTuple,
                     Optional, Sequence, Tuple)
 
-import jinja2
-
-from perfkitbenchmarker import data
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import system_info as system_info_lib
+from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import vm_util
 
 _workspace_locks: Dict[Hashable, threading.Lock] = {}
@@ -82,35 +73,7 @@ def WorkspaceLock(vm) -> threading.Lock:
 
 # How long KillProcess waits for a process's exit after each signal.
 STOP_WAIT_S = 5.0
-# RobustRemoteCommand's bound when given no timeout (upstream's has none).
-ROBUST_TIMEOUT_S = 6 * 3600
-# Keyword arguments of upstream PKB's RemoteCommand(WithReturnCode) that
-# change nothing here: its SSH retries (ours retry a connection that never
-# started on their own), its TTY lock and its logging.
-_UPSTREAM_NO_OPS = frozenset({'retries', 'disable_tty_lock', 'should_pre_log',
-                              'stack_level', 'suppress_logging',
-                              'ignore_failure'})
-
-
-def UpstreamCommand(command: str, options: Dict[str, Any]) -> str:
-  """`command` as upstream's RemoteCommandWithReturnCode(**options) runs it.
-
-  login_shell=True runs it in a login shell; the options in
-  _UPSTREAM_NO_OPS change nothing; any other is refused in one line.
-  """
-  unknown = sorted(set(options) - _UPSTREAM_NO_OPS - {'login_shell'})
-  if unknown:
-    raise errors.VirtualMachine.RemoteCommandError(
-        f'RemoteCommand does not take {", ".join(unknown)}: this harness '
-        f'takes timeout, ignore_failure, login_shell and '
-        f'{", ".join(sorted(_UPSTREAM_NO_OPS - {"ignore_failure"}))} '
-        '(docs/upstream_api.md).')
-  if options.get('login_shell'):
-    return f'bash -l -c {shlex.quote(command)}'
-  return command
-
-
-class BaseVirtualMachine(resource.BaseResource):
+class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
   """A machine that runs shell commands for the benchmark."""
 
   CLOUD = ''
@@ -197,30 +160,11 @@ class BaseVirtualMachine(resource.BaseResource):
     (upstream PKB's shape; its other keywords: UpstreamCommand)."""
     logging.debug('[%s] %s', self.name, vm_util.Mask(command))
     if upstream_options:
-      command = UpstreamCommand(command, upstream_options)
+      command = upstream_vm.UpstreamCommand(command, upstream_options)
     out, err, rc = self.RemoteCommandWithReturnCode(command, timeout=timeout,
                                                     env=env, stdin=stdin)
     if not ignore_failure:
       vm_util.CheckedOutput(out, err, rc, command, what,
-                            error=errors.VirtualMachine.RemoteCommandError)
-    return out, err
-
-  def RobustRemoteCommand(self, command: str,
-                          timeout: Optional[float] = None,
-                          ignore_failure: bool = False) -> Tuple[str, str]:
-    """RemoteCommand for long commands: over SSH it runs detached from the
-    connection (ssh_jobs), so a dropped connection loses nothing; a Local
-    command has no connection to lose. Bounded by ROBUST_TIMEOUT_S when
-    given no timeout."""
-    timeout = timeout or ROBUST_TIMEOUT_S
-    detached = getattr(self, 'RunDetached', None)
-    if detached is not None:
-      out, err, rc = detached(command, timeout)
-    else:
-      out, err, rc = self.RemoteCommandWithReturnCode(command,
-                                                      timeout=timeout)
-    if not ignore_failure:
-      vm_util.CheckedOutput(out, err, rc, command,
                             error=errors.VirtualMachine.RemoteCommandError)
     return out, err
 
@@ -284,185 +228,6 @@ class BaseVirtualMachine(resource.BaseResource):
                                   what=f'probing {self.name}')
       self.system_info = system_info_lib.SystemInfo.Parse(out)
     return self.system_info
-
-  def InstallPackages(self, packages: str) -> None:
-    """Installs the OS packages named (space-separated) with the VM's
-    package manager; those already installed cost one check."""
-    names = packages.split()
-    manager = self.DetectSystem().package_manager
-    if not names:
-      return
-    if manager is None:
-      raise errors.VirtualMachine.RemoteCommandError(
-          f'InstallPackages(\'{packages}\') on {self.name}: it has neither '
-          'apt-get nor dnf/yum; install them yourself.')
-    out, _ = self.RemoteCommand(
-        system_info_lib.MissingPackagesCommand(manager, names),
-        what=f'checking packages on {self.name}')
-    missing = out.split()
-    if missing:
-      self.InstallMissingPackages(manager, missing)
-
-  def InstallMissingPackages(self, manager: str,
-                             missing: Sequence[str]) -> None:
-    """Provider hook: install OS packages the VM lacks (as root)."""
-    command = system_info_lib.InstallPackagesCommand(manager, missing)
-    raise errors.VirtualMachine.RemoteCommandError(
-        f'InstallPackages on {self.name}: {" ".join(missing)} not installed, '
-        f'and {self.CLOUD or "these"} VMs install no OS packages (no sudo '
-        f'on the machine the harness runs on); install them yourself '
-        f'({command.split(" || ")[0]}) and run again.')
-
-  # Files, as upstream PKB's modules move them ------------------------------
-
-  def _ShellPath(self, path: str) -> str:
-    """`path` on the VM as shell text: '~/x' under $HOME, a relative path
-    in the VM's scratch directory (where its commands start; upstream's is
-    the home directory), an absolute one as it is."""
-    if path == '~' or path.startswith('~/'):
-      return '"$HOME"' + (shlex.quote(path[1:]) if path[1:] else '')
-    if not path.startswith('/'):
-      path = posixpath.join(self.scratch_dir, path)
-    return shlex.quote(path)
-
-  def PushFile(self, source_path: str, remote_path: str = '') -> None:
-    """Copies a local file or directory to the VM (upstream's PushFile).
-
-    '' (the default) puts it in the VM's scratch directory; a directory
-    there receives it under its own name. The bytes travel base64-encoded
-    through the command channel, so any provider can push.
-    """
-    name = os.path.basename(os.path.normpath(source_path))
-    target = self._ShellPath(remote_path or name)
-    if os.path.isdir(source_path):
-      buffer = io.BytesIO()
-      with tarfile.open(fileobj=buffer, mode='w') as tar:
-        tar.add(source_path, arcname='.')
-      script = (f't={target}; [ -d "$t" ] && t="$t"/{shlex.quote(name)}; '
-                'mkdir -p "$t" && base64 -d | tar -xf - -C "$t"')
-      payload = buffer.getvalue()
-    else:
-      try:
-        with open(source_path, 'rb') as f:
-          payload = f.read()
-      except OSError as e:
-        raise errors.VirtualMachine.RemoteCommandError(
-            f'PushFile to {self.name}: cannot read {source_path}: '
-            f'{e.strerror}') from None
-      script = (f't={target}; [ -d "$t" ] && t="$t"/{shlex.quote(name)}; '
-                'base64 -d > "$t"')
-    self.RemoteCommand(script, stdin=base64.b64encode(payload).decode(),
-                       what=f'pushing {source_path} to {self.name}')
-
-  def PushDataFile(self, data_file: str, remote_path: str = '',
-                   should_double_copy: Optional[bool] = None) -> None:
-    """Pushes the data file data.ResourcePath finds (upstream's)."""
-    del should_double_copy  # One copy reaches any path here.
-    try:
-      path = data.ResourcePath(data_file)
-    except data.ResourceNotFound as e:
-      raise errors.VirtualMachine.RemoteCommandError(
-          f'PushDataFile on {self.name}: {e}') from None
-    self.PushFile(path, remote_path)
-
-  def PullFile(self, local_path: str, remote_path: str) -> None:
-    """Copies a file or directory from the VM to local_path (into it, if
-    it is a directory)."""
-    source = self._ShellPath(remote_path)
-    out, _ = self.RemoteCommand(
-        f's={source}; if [ -d "$s" ]; then echo D; tar -cf - -C "$s" . | '
-        'base64; else echo F; base64 < "$s"; fi',
-        what=f'pulling {remote_path} from {self.name}')
-    kind, _, encoded = out.partition('\n')
-    payload = base64.b64decode(encoded)
-    if os.path.isdir(local_path):
-      local_path = os.path.join(local_path, posixpath.basename(
-          posixpath.normpath(remote_path)))
-    if kind == 'D':
-      os.makedirs(local_path, exist_ok=True)
-      with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
-        tar.extractall(local_path, filter='data')
-    else:
-      with open(local_path, 'wb') as f:
-        f.write(payload)
-
-  def RemoveFile(self, filename: str) -> None:
-    """rm -rf on the VM, as the run's user (upstream's uses sudo; the
-    files a run makes are its user's)."""
-    self.RemoteCommand(f'rm -rf {filename}')
-
-  def RenderTemplate(self, template_path: str, remote_path: str,
-                     context: Dict[str, Any], **unused_logging) -> None:
-    """Renders a Jinja2 template (found as data.ResourcePath finds it;
-    every variable must be given: StrictUndefined), with `vm` this VM, and
-    writes it to remote_path on the VM."""
-    try:
-      with open(data.ResourcePath(template_path)) as f:
-        text = f.read()
-    except (data.ResourceNotFound, OSError) as e:
-      raise errors.VirtualMachine.RemoteCommandError(
-          f'RenderTemplate on {self.name}: {e}') from None
-    rendered = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
-        text).render({'vm': self, **context})
-    self.RemoteCommand(
-        f'base64 -d > {self._ShellPath(remote_path)}',
-        stdin=base64.b64encode(rendered.encode()).decode(),
-        what=f'writing {remote_path} on {self.name}')
-
-  # What the VM is, as upstream PKB's modules ask -----------------------------
-
-  def GetScratchDir(self, disk_num: int = 0) -> str:
-    """The VM's scratch directory: the run's own, removed at teardown."""
-    if disk_num != 0:
-      raise errors.Error(
-          f'GetScratchDir(disk_num={disk_num}) on {self.name}: this harness '
-          'gives a VM one scratch directory (disk_num=0) and attaches no '
-          'disks (no disk_spec).')
-    return self.scratch_dir
-
-  def NumCpusForBenchmark(self, report_only_physical_cpus: bool = False
-                          ) -> int:
-    """The CPUs the VM has for the benchmark: a Local VM's pinned cores,
-    else the machine's; physical cores only (SMT siblings counted once)
-    when asked."""
-    cpus = self.num_cpus or self.DetectSystem().num_cpus or 1
-    if not report_only_physical_cpus:
-      return cpus
-    out, _ = self.RemoteCommand('lscpu -p=CPU,CORE,SOCKET',
-                                what=f'reading the cores of {self.name}')
-    cores = {}
-    for line in out.splitlines():
-      fields = line.split(',')
-      if line.startswith('#') or len(fields) < 3 or not fields[0].isdigit():
-        continue
-      cores[int(fields[0])] = (fields[2], fields[1])
-    mine = [cores[c] for c in (self.cpu_set or cores) if c in cores]
-    return len(set(mine)) or cpus
-
-  def GetInternalIPs(self) -> List[str]:
-    """The addresses the run's other VMs reach this one on."""
-    return [self.internal_ip] if self.internal_ip else []
-
-  def AllowPort(self, start_port: int, end_port: Optional[int] = None,
-                source_range: Optional[Sequence[str]] = None) -> None:
-    """Upstream's firewall opening. The run's firewall is made when its VMs
-    are, from the module's PEER_TCP_PORTS, and lets only the run's own VMs
-    in; so a port already open that way is fine, any other is refused in
-    one line saying to add it there. Local and Static machines have no
-    firewall of the run's own: nothing to do."""
-    end_port = end_port or start_port
-    if self.peer_tcp_ports is None:
-      return
-    inside = any(low <= start_port and end_port <= high
-                 for low, high in self.peer_tcp_ports)
-    if inside and not source_range:
-      return
-    raise errors.VirtualMachine.VirtualMachineError(
-        f'AllowPort({start_port}, {end_port}'
-        f'{", source_range" if source_range else ""}) on {self.name}: this '
-        'harness opens ports only between the run\'s own VMs, when it makes '
-        f'the firewall; add ({start_port}, {end_port}) to the module\'s '
-        'PEER_TCP_PORTS.')
 
   def ReadProcess(self, pid: int) -> Optional['ProcessState']:
     """What one read of /proc on this VM says of a live pid (None: gone).

@@ -188,6 +188,55 @@ def test_run_detached_survives_a_killed_master_connection(vm):
 
 
 @pytest.mark.e2e
+def test_robust_remote_command_survives_a_killed_master_connection(vm):
+  """Upstream's RobustRemoteCommand: RunDetached under upstream's shape."""
+  results = {}
+
+  def Robust():
+    results['robust'] = vm.RobustRemoteCommand('sleep 2; echo done')
+
+  def Plain():
+    try:
+      vm.RemoteCommand('sleep 2; echo x')
+    except errors.VirtualMachine.RemoteCommandError as e:
+      results['plain'] = e
+
+  threads = [threading.Thread(target=Robust), threading.Thread(target=Plain)]
+  for t in threads:
+    t.start()
+  time.sleep(0.8)
+  os.kill(_MasterPid(vm), 9)
+  for t in threads:
+    t.join(60)
+  assert results['robust'] == ('done\n', '')
+  assert 'status 255' in str(results['plain'])  # Lost, as upstream's would.
+
+
+@pytest.mark.e2e
+def test_upstream_file_methods_over_ssh(vm, tmp_path):
+  source = tmp_path / 'tree'
+  (source / 'sub').mkdir(parents=True)
+  (source / 'sub' / 'blob').write_bytes(bytes(range(256)) * 64)
+  (source / 'top.txt').write_text('top\n')
+  vm.PushFile(str(source))  # Into the scratch directory, under its name.
+  out, _ = vm.RemoteCommand('cat tree/top.txt; wc -c < tree/sub/blob')
+  assert out.split() == ['top', '16384']
+  back = tmp_path / 'back'
+  back.mkdir()
+  vm.PullFile(str(back), 'tree')
+  assert (back / 'tree' / 'sub' / 'blob').read_bytes() == (
+      source / 'sub' / 'blob').read_bytes()
+  template = tmp_path / 'conf.j2'
+  template.write_text('name={{ vm.name }} port={{ port }}\n')
+  vm.RenderTemplate(str(template), 'conf', {'port': 6379})
+  # Jinja2's default drops the final newline, as upstream's rendering does.
+  assert vm.RemoteCommand('cat conf')[0] == 'name=vm-0 port=6379'
+  vm.RemoveFile(f'{vm.GetScratchDir()}/tree')
+  assert vm.RemoteCommandWithReturnCode('test -e tree')[2] == 1
+  vm.InstallPackages('bash coreutils')  # There already: checked, no apt.
+
+
+@pytest.mark.e2e
 def test_master_connections_are_closed_at_exit(make_vm):
   machine = make_vm(name='vm-exit')
   machine.WaitForSsh(20)

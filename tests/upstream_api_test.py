@@ -25,6 +25,7 @@ from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker import regex_util
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import system_info
+from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 
@@ -269,7 +270,7 @@ class ScriptedVm(virtual_machine.BaseVirtualMachine):
 
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
                                   stdin=None, **upstream_options):
-    command = virtual_machine.UpstreamCommand(command, upstream_options)
+    command = upstream_vm.UpstreamCommand(command, upstream_options)
     self.commands.append((command, stdin))
     for key, answer in self.answers.items():
       if key in command:

@@ -23,6 +23,7 @@ from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import trusted_programs
+from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.local import cpu_quota as cpu_quota_lib
@@ -94,7 +95,7 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
 
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
                                   stdin=None, **upstream_options):
-    command = virtual_machine.UpstreamCommand(command, upstream_options)
+    command = upstream_vm.UpstreamCommand(command, upstream_options)
     cwd = self.scratch_dir if os.path.isdir(self.scratch_dir) else None
     return vm_util.RunLocal(command, cwd=cwd, timeout=timeout, env=env,
                             stdin=stdin)
