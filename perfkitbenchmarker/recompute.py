@@ -23,6 +23,7 @@ from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance as pp
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 from perfkitbenchmarker.results_history import loader
@@ -280,13 +281,13 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     report = Recompute(args.run_dir)
   except (BadInput, errors.UsageError) as e:
-    print(f'pkb-recompute: {e}', file=sys.stderr)
+    print(f'pkb-recompute: {terminal_text.Printable(e)}', file=sys.stderr)
     return EXIT_USAGE
   for line in report.differences:
-    print(f'DIFFERENT {line}')
+    print(f'DIFFERENT {terminal_text.Printable(line)}')
   if args.verbose:
     for line in report.skipped:
-      print(f'not rechecked: {line}')
+      print(f'not rechecked: {terminal_text.Printable(line)}')
   skipped = (f'; {len(report.skipped)} not rechecked (--verbose lists them)'
              if report.skipped else '')
   summary = (f'{report.checked} figures from {report.probes} probes\' raw '

@@ -1,13 +1,21 @@
-"""Text the tool read, made safe to print: no terminal escape sequences.
+"""Text the tool read, shown as text: the one label sanitiser.
 
-A results file, a run record, a config or a flag can hold terminal control
-sequences (ESC ] 0 ; title BEL sets the window title, ESC [ 2 J clears the
-screen, a bare CR rewrites the line before it); printed raw, they act on the
-operator's terminal instead of being read. Every printer of read text
-(pkb's error line, teardown's report, compare's console, Markdown and HTML
-output) passes it through `Printable` (one line) or `PrintableLines` (a
-report: its line breaks and tabs stay), which show each control or other
-unprintable character as its Python escape (\\x1b, \\r, \\u202e).
+A results file, a run record, a run directory, a config or a flag can hold
+text that acts instead of being read: terminal control sequences (ESC ] 0 ;
+title BEL sets the window title, ESC [ 2 J clears the screen, a bare CR
+rewrites the line before it), matplotlib's mathtext (a machine type holding
+`$...$` is parsed as math, and a bad formula stops the chart), Markdown
+(links, emphasis, a `|` breaking a table; GitHub also links bare URLs and
+notifies @mentions) or HTML. Every renderer of read text passes it through
+the function for its medium, all of which escape controls first:
+  `Printable`       one console line (pkb's error line, teardown's report,
+                    compare's and recompute's messages);
+  `PrintableLines`  a console report: its line breaks and tabs stay;
+  `ChartText`       text matplotlib draws (labels, titles, legends);
+  `MarkdownText`    a Markdown value (compare's summary);
+  `HtmlText`        an HTML value before autoescaping (compare's page).
+Controls and other unprintable characters show as their Python escapes
+(\\x1b, \\r, \\u202e).
 """
 
 # C0 and C1 controls and DEL as escapes (a translate table: fast on long
@@ -49,3 +57,38 @@ def PrintableLines(text: str) -> str:
   if _Printable(text, '\n\t'):
     return text
   return _Escaped(text, _LINES_ESCAPES, '\n\t')
+
+
+def ChartText(text) -> str:
+  """A label matplotlib draws as written: one line per line of `text`,
+  controls escaped, every '$' literal (never mathtext)."""
+  return PrintableLines(text).replace('$', r'\$')
+
+
+_MARKDOWN_ESCAPES = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': r'\|',
+                     '\\': '\\\\', '`': r'\`', '*': r'\*', '_': r'\_',
+                     '[': r'\[', ']': r'\]', '~': r'\~', '#': r'\#',
+                     '!': r'\!'}
+# GitHub links what looks like a URL or an e-mail address and notifies an
+# @mention even in plain text, and escapes do not stop it: a word joiner
+# (U+2060, invisible) after '@', inside '://' and after 'www' breaks the
+# pattern while the text reads the same.
+_AUTOLINKS = (('@', '@\u2060'), ('://', ':\u2060//'), ('www.', 'www\u2060.'),
+              ('WWW.', 'WWW\u2060.'))
+
+
+def MarkdownText(text) -> str:
+  """A value inert in GitHub Markdown, on one line: no HTML, links (bare
+  ones included), @mentions, emphasis or table breaks, controls escaped."""
+  text = Printable(str(text).replace('\r\n', ' ').replace('\n', ' ')
+                   .replace('\r', ' '))
+  text = ''.join(_MARKDOWN_ESCAPES.get(c, c) for c in text)
+  for pattern, broken in _AUTOLINKS:
+    text = text.replace(pattern, broken)
+  return text
+
+
+def HtmlText(text) -> str:
+  """A value for an HTML page, before its autoescaping: controls escaped,
+  line breaks kept."""
+  return PrintableLines(text)

@@ -75,11 +75,6 @@ def _Color(colors: Optional[Dict[str, str]], cell: str, i: int) -> str:
   return COLORS[i % len(COLORS)]
 
 
-def _Plain(text: str) -> str:
-  """Text matplotlib must not read as mathtext ('$/hr' twice is math)."""
-  return text.replace('$', r'\$')
-
-
 def ReadableTicks(axis, values: Iterable[float]) -> None:
   """Tick labels as precise as their spacing: 27.5k, 30k, 32.5k (SI
   prefixes) for figures in the thousands, matplotlib's plain labels (whose
@@ -107,9 +102,10 @@ def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
     if rows[column].nunique() > 1:
       parts.append(column)
   unique = rows.drop_duplicates('cell')
-  # Drawn text, and matplotlib's warnings about glyphs it lacks reach the
-  # terminal: what the samples said is made inert first.
-  return {row['cell']: terminal_text.Printable(
+  # Drawn text (never mathtext: a machine type may hold '$...$'), and
+  # matplotlib's warnings about glyphs it lacks reach the terminal: what
+  # the samples said is made inert first.
+  return {row['cell']: terminal_text.ChartText(
       ' | '.join(str(row[p]) for p in parts)) for _, row in unique.iterrows()}
 
 
@@ -140,12 +136,13 @@ def PricePerformanceBarsFigure(board: pd.DataFrame,
         color='#111111', annotation_clip=False))
   ax.set_yticks(y)
   ax.set_yticklabels(names, fontsize=FONT)
-  ax.set_xlabel(_Plain('ops/s per $/hr (server VMs); bars: 95 % interval'),
-                fontsize=FONT)
+  ax.set_xlabel(terminal_text.ChartText(
+      'ops/s per $/hr (server VMs); bars: 95 % interval'), fontsize=FONT)
   ReadableTicks(ax.xaxis, ends)
   ax.tick_params(labelsize=FONT)
   ax.grid(axis='x', alpha=0.3)
-  ax.set_title(f'Price-performance, night {board["night"].iloc[0]}',
+  ax.set_title(terminal_text.ChartText(
+      f'Price-performance, night {board["night"].iloc[0]}'),
                loc='left', fontsize=FONT + 2)
   ax.set_xlim(0, max(ends) * 1.05)
   _FitLabels(fig, ax, texts, ends)
@@ -375,9 +372,10 @@ def HistoryFigures(points: pd.DataFrame,
         ax.annotate(f'{change.change_pct:+.1f}%', (at.iloc[0], value.iloc[0]),
                     textcoords='offset points', xytext=(4, 6), fontsize=FONT,
                     color=color)
-    ax.set_title(_Plain(f'{spec.label} ({spec.unit}) per night\ncircles: '
-                        'change points (red worse, green better)'),
-                 loc='left', fontsize=FONT)
+    ax.set_title(terminal_text.ChartText(
+        f'{spec.label} ({spec.unit}) per night\ncircles: '
+        'change points (red worse, green better)'), loc='left',
+        fontsize=FONT)
     ReadableTicks(ax.yaxis, rows['value'])
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=FONT)

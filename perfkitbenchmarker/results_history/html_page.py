@@ -80,5 +80,6 @@ def RenderHtml(analysis: report.Analysis,
       'command_line': analysis.settings.command_line,
       'history_runs': analysis.frame['run_uri'].nunique(),
   })
-  return report.TemplateEnvironment().get_template('report.html.j2').render(
-      **context)
+  environment = report.TemplateEnvironment()
+  environment.finalize = report.EscapeHtml
+  return environment.get_template('report.html.j2').render(**context)

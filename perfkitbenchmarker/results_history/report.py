@@ -17,6 +17,7 @@ import jinja2
 import pandas as pd
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import text_table
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.results_history import answers as answers_lib
@@ -481,17 +482,20 @@ def CommonContext(analysis: Analysis) -> Dict[str, Any]:
   }
 
 
-_MARKDOWN_ESCAPES = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': r'\|',
-                     '\\': '\\\\', '`': r'\`', '*': r'\*', '_': r'\_',
-                     '[': r'\[', ']': r'\]', '\n': ' ', '\r': ' '}
-
-
 def EscapeMarkdown(value: Any) -> Any:
-  """Text from the samples, inert in GitHub Markdown: no HTML, links,
-  emphasis or table breaks (a machine type is data, not markup)."""
+  """Text from the samples, inert in GitHub Markdown (a machine type is
+  data, not markup): terminal_text.MarkdownText."""
   if not isinstance(value, str):
     return value
-  return ''.join(_MARKDOWN_ESCAPES.get(c, c) for c in value)
+  return terminal_text.MarkdownText(value)
+
+
+def EscapeHtml(value: Any) -> Any:
+  """A page's value before autoescaping: controls escaped
+  (terminal_text.HtmlText); markup the page made itself stays."""
+  if not isinstance(value, str) or hasattr(value, '__html__'):
+    return value
+  return terminal_text.HtmlText(value)
 
 
 def RenderMarkdown(analysis: Analysis, max_change_rows: int = 20) -> str:

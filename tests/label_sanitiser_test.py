@@ -1,0 +1,94 @@
+"""Text from a run is shown as text by every renderer (terminal_text).
+
+Issue 35 class 6: a machine type holding `$...$` made matplotlib parse it as
+math, and a bad formula stopped compare's report (exit 3, no page); the
+Markdown summary left bare URLs and @mentions live (GitHub links and
+notifies them whatever the escaping); recompute printed a run dir's text,
+terminal escapes and all. One sanitiser per medium, in terminal_text.py,
+used by the charts, the HTML page, the Markdown summary and the consoles.
+"""
+
+import importlib.util
+import json
+import os
+import re
+
+import pytest
+
+from perfkitbenchmarker import recompute
+from perfkitbenchmarker import terminal_text
+from perfkitbenchmarker.results_history import loader
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ONE_RUN = os.path.join(HERE, 'data', 'history', 'runs', '902af480',
+                       loader.RESULTS_FILE)
+COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
+# matplotlib's mathtext: a formula, and one it cannot parse (it raised).
+MATH = r'$\frac{1}{0}$ and $x^$'
+LINKS = ('@octocat ping @github-team https://evil.example/x '
+         'www.evil.example mail me@evil.example')
+CONTROLS = '\x1b]0;pwned\x07\x1b[2J\r'
+# What GitHub turns into a link or a notification in a summary.
+_MENTION = re.compile(r'(?<![\w`])@[A-Za-z0-9][A-Za-z0-9-]*')
+_BARE_URL = re.compile(r'(?i)\b(?:https?://|www\.)')
+_CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
+
+
+@pytest.fixture(scope='module')
+def compare():
+  spec = importlib.util.spec_from_file_location('compare_labels', COMPARE)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _History(tmp_path, label):
+  with open(ONE_RUN) as f:
+    rows = [json.loads(line) for line in f if line.strip()]
+  for row in rows:
+    row['labels'] = row['labels'].replace(
+        '|local_priced_as:AWS:c6gn.xlarge|', f'|local_priced_as:{label}|')
+  path = tmp_path / 'h.json'
+  path.write_text(''.join(json.dumps(r) + '\n' for r in rows))
+  return str(path)
+
+
+def test_each_medium_shows_the_text_as_written():
+  assert terminal_text.ChartText('a $x$ b') == r'a \$x\$ b'
+  assert terminal_text.ChartText('one\ntwo\x1b') == 'one\ntwo\\x1b'
+  markdown = terminal_text.MarkdownText(LINKS + ' |*_[x](y)#1\n' + CONTROLS)
+  assert not _MENTION.search(markdown) and not _BARE_URL.search(markdown)
+  assert not _CONTROL.search(markdown) and '\n' not in markdown
+  # Read back without its invisible joiners, the text is what was written.
+  assert markdown.replace('\u2060', '').startswith(LINKS)
+  assert terminal_text.HtmlText('a\nb\x1b') == 'a\nb\\x1b'
+
+
+def test_compare_renders_a_machine_type_holding_math_links_and_escapes(
+    compare, capsys, tmp_path):
+  md, page = tmp_path / 'summary.md', tmp_path / 'r.html'
+  label = f'AWS:c6gn.xlarge {MATH} {LINKS} {CONTROLS}'
+  code = compare.Main(['compare', _History(tmp_path, label),
+                       f'--markdown={md}', f'--report={page}',
+                       '--include_unconfirmed'])
+  out, err = capsys.readouterr()
+  assert code == 0, err
+  html, summary = page.read_text(), md.read_text()
+  assert 'data:image/png;base64,' in html  # Its charts were drawn.
+  # The machine type shows as written, in the page and the summary.
+  assert r'$\frac{1}{0}$ and $x^$' in html
+  assert r'$\\frac{1}{0}$ and $x^$' in summary
+  assert '@octocat' in html and '@octocat' in out  # Text, as written.
+  assert not _MENTION.search(summary) and not _BARE_URL.search(summary)
+  for text in (out, err, html, summary):
+    assert not _CONTROL.search(text)
+
+
+def test_recompute_shows_a_run_dirs_text_and_never_plays_it(capsys,
+                                                             tmp_path):
+  run_dir = tmp_path / f'run{CONTROLS}'
+  code = recompute.Main([str(run_dir)])
+  _, err = capsys.readouterr()
+  assert code != 0
+  assert err.count('\n') == 1 and not _CONTROL.search(err[:-1]), repr(err)
+  assert '\\x1b]0;pwned' in err
