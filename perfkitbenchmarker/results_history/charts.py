@@ -32,7 +32,10 @@ TITLE_CHARS = 46  # a subplot title wraps here (two panels side by side)
 UNCONFIRMED_HATCH = '//'
 # Metadata the charts read.
 METADATA_KEYS = ('probe_index', 'connections', 'latency_cap_ms', 'probe_role',
-                 'confirmed_average_latency_ms', 'average_latency_ms')
+                 'confirmed_average_latency_ms', 'average_latency_ms',
+                 'p99_latency_ms', 'curve_percent', 'offered_ops_per_s',
+                 'rate_achieved_pct')
+CURVE_ROLE = 'curve'  # latency_curve.ROLE: a curve point's probe role
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +184,8 @@ def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
       probes['metric'].nunique() < 2):  # No pairs without both metrics.
     return pd.DataFrame(columns=['cell', 'run_uri', 'probe_index',
                                  'throughput', 'average_latency'])
+  if 'probe_role' in probes.columns:  # The curve's points: LatencyCurves.
+    probes = probes[probes['probe_role'] != CURVE_ROLE]
   keys = ['cell', 'run_uri', 'probe_index']
   wide = probes.pivot_table(index=keys, columns='metric', values='value',
                             aggfunc='mean').reset_index()
@@ -327,6 +332,138 @@ def ProbeCurves(night_frame: pd.DataFrame,
   return _Png(ProbeCurvesFigure(night_frame, colors),
               'Throughput versus average latency of every probe, one panel '
               'per cell, with the latency cap and each run\'s answer drawn')
+
+
+CURVE_COLUMNS = ('cell', 'curve_percent', 'throughput', 'average_latency',
+                 'p99_latency_ms', 'short_runs', 'runs')
+
+
+def CurvePoints(night_frame: pd.DataFrame) -> pd.DataFrame:
+  """One row per cell and curve percent: the achieved throughput and the
+  latencies, means over the night's runs, and how many of those runs fell
+  short of the offered rate (rate_achieved_pct under 95)."""
+  if 'probe_role' not in night_frame.columns:
+    return pd.DataFrame(columns=CURVE_COLUMNS)
+  rows = night_frame[(night_frame['probe_role'] == CURVE_ROLE) &
+                     night_frame['metric'].isin(['throughput',
+                                                 'average_latency'])]
+  if rows.empty or 'curve_percent' not in rows.columns:
+    return pd.DataFrame(columns=CURVE_COLUMNS)
+  keys = ['cell', 'run_uri', 'probe_index']
+  wide = rows.pivot_table(index=keys, columns='metric', values='value',
+                          aggfunc='mean').reset_index()
+  extra = rows.drop_duplicates(keys)[keys + [
+      c for c in ('curve_percent', 'p99_latency_ms', 'rate_achieved_pct')
+      if c in rows.columns]]
+  wide = wide.merge(extra, on=keys, how='left')
+  for column in ('curve_percent', 'p99_latency_ms', 'rate_achieved_pct',
+                 'throughput', 'average_latency'):
+    wide[column] = pd.to_numeric(wide.get(column), errors='coerce')
+  wide['short'] = wide['rate_achieved_pct'] < 95
+  points = wide.dropna(subset=['throughput', 'average_latency']).groupby(
+      ['cell', 'curve_percent'], as_index=False).agg(
+          throughput=('throughput', 'mean'),
+          average_latency=('average_latency', 'mean'),
+          p99_latency_ms=('p99_latency_ms', 'mean'),
+          short_runs=('short', 'sum'), runs=('run_uri', 'nunique'))
+  return points.sort_values(['cell', 'curve_percent'])
+
+
+CURVE_POINT_LABEL = 'fixed offered rate (% of the answer)'
+CURVE_SHORT_LABEL = 'rate not achieved'
+CURVE_SHORT_GID = 'rate-not-achieved'  # the crosses' artists (tests find them)
+
+
+def LatencyCurvesFigure(night_frame: pd.DataFrame,
+                        colors: Optional[Dict[str, str]] = None):
+  """Latency against achieved throughput, a line per cell through its
+  curve points (fixed offered rates, labelled with their percent) up to
+  its answer (a star; hollow and red-edged when not confirmed): the
+  average in the left panel, p99 in the right. A point that achieved less
+  than it was offered (in any of the cell's runs) is a cross."""
+  from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
+  points = CurvePoints(night_frame)
+  answers = answers_lib.RunAnswers(night_frame)
+  labels = ShortLabels(night_frame)
+  cells = [c for c in labels if c in set(points['cell'])]
+  fig = _NewFigure(figsize=(WIDTH_IN, 4.4))
+  if not cells:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, 'no curve points this night', ha='center',
+            fontsize=FONT)
+    ax.set_axis_off()
+    return fig
+  panels = (('average_latency', 'avg_latency_ms', 'avg latency (ms)'),
+            ('p99_latency_ms', 'p99_latency_ms', 'p99 latency (ms)'))
+  axes = [fig.add_subplot(1, 2, i + 1) for i in range(len(panels))]
+  handles, names = [], []
+  for i, cell in enumerate(cells):
+    color = _Color(colors, cell, i)
+    mine = points[points['cell'] == cell]
+    chosen = answers[answers['cell'] == cell]
+    confirmed = (chosen['verdict'] == verdict_lib.CONFIRMED).any()
+    for ax, (column, answer_column, _) in zip(axes, panels):
+      xs, ys = list(mine['throughput']), list(mine[column])
+      if not chosen.empty and chosen[answer_column].notna().any():
+        xs.append(float(chosen['capped_ops'].mean()))
+        ys.append(float(chosen[answer_column].mean()))
+      line, = ax.plot(xs, ys, color=color, linewidth=1.6, zorder=2)
+      fell_short = mine['short_runs'] > 0
+      met, short = mine[~fell_short], mine[fell_short]
+      ax.scatter(met['throughput'], met[column], s=30, color=color,
+                 zorder=3)
+      ax.scatter(short['throughput'], short[column], s=60, marker='x',
+                 color=color, linewidths=2, zorder=3, gid=CURVE_SHORT_GID)
+      for j, (_, row) in enumerate(mine.iterrows()):
+        # Above-left and below-right in turn: neighbours' labels apart.
+        above = j % 2 == 0
+        ax.annotate(f'{row["curve_percent"]:g} %',
+                    (row['throughput'], row[column]),
+                    xytext=(-5, 5) if above else (5, -5),
+                    textcoords='offset points',
+                    ha='right' if above else 'left',
+                    va='bottom' if above else 'top', fontsize=FONT - 1,
+                    color='#333333')
+      if len(xs) > len(mine):
+        ax.scatter([xs[-1]], [ys[-1]], marker='*', s=260 if confirmed else 300,
+                   color=color if confirmed else 'white',
+                   edgecolors='black' if confirmed else REGRESSION_COLOR,
+                   linewidths=0.8 if confirmed else 1.6, zorder=5)
+    handles.append(line)
+    names.append('\n'.join(textwrap.wrap(labels[cell], 40)))
+  for ax, (column, _, ylabel) in zip(axes, panels):
+    ax.set_xlabel('achieved throughput (ops/s)', fontsize=FONT)
+    ax.set_ylabel(ylabel, fontsize=FONT)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ReadableTicks(ax.xaxis, points['throughput'])
+    ReadableTicks(ax.yaxis, points[column])
+    ax.tick_params(labelsize=FONT)
+    ax.grid(alpha=0.3)
+  fig.tight_layout()
+  handles += [
+      mpl_lines.Line2D([], [], marker='o', markersize=5, color='#718096',
+                       linestyle='none'),
+      mpl_lines.Line2D([], [], marker='x', markersize=7, color='#718096',
+                       markeredgewidth=2, linestyle='none'),
+      mpl_lines.Line2D([], [], marker='*', markersize=14, color='#718096',
+                       markeredgecolor='black', linestyle='none'),
+      mpl_lines.Line2D([], [], marker='*', markersize=15,
+                       markerfacecolor='white',
+                       markeredgecolor=REGRESSION_COLOR, markeredgewidth=1.6,
+                       linestyle='none')]
+  names += [CURVE_POINT_LABEL, CURVE_SHORT_LABEL, CONFIRMED_LABEL,
+            UNCONFIRMED_LABEL]
+  _LegendAbove(fig, handles, names, 2)
+  return fig
+
+
+def LatencyCurves(night_frame: pd.DataFrame,
+                  colors: Optional[Dict[str, str]] = None) -> Chart:
+  return _Png(LatencyCurvesFigure(night_frame, colors),
+              'Latency against achieved throughput at fixed offered rates '
+              'below each answer, one line per cell ending at its answer '
+              '(a star): average latency left, p99 right')
 
 
 def HistoryCharts(points: pd.DataFrame,

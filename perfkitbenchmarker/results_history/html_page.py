@@ -43,6 +43,18 @@ def _Figures(analysis: report.Analysis,
                'latency_cap_ms; star: each run\'s answer (white with a '
                'dashed red edge and "unconfirmed": not confirmed, not '
                'counted)')})
+  curve = charts_lib.CurvePoints(analysis.night_frame)
+  if not curve.empty:
+    figures.append({
+        'id': 'latency-curves', 'title': 'Latency-throughput curves',
+        'chart': charts_lib.LatencyCurves(analysis.night_frame, colors),
+        'note': (f'{tonight}: probes with probe_role curve, each at a fixed '
+                 'offered rate (percent of its run\'s answer, memtier '
+                 '--rate-limiting per connection; latency timed from each '
+                 'request\'s send), their achieved throughput against '
+                 'average_latency (left) and p99_latency_ms (right), means '
+                 'over each cell\'s runs; cross: a rate not achieved (under '
+                 '95 % of the offered); star: the answer')})
   runs = analysis.frame['run_uri'].nunique()
   history = f'{len(analysis.nights)} night(s), {report.Count(runs, "run")}'
   for chart in charts_lib.HistoryCharts(analysis.points,
