@@ -213,8 +213,8 @@ def _FlagHelp(name: str) -> str:
 
 # What a first study changes, shown first by --help (wherever defined).
 FIRST_KNOBS = (
-    'memtier_latency_cap', 'load_generator', 'memtier_path',
-    'redis_total_num_processes', 'redis_server_cluster_mode',
+    'memtier_latency_cap', 'latency_cap_statistic', 'load_generator',
+    'memtier_path', 'redis_total_num_processes', 'redis_server_cluster_mode',
     'memtier_clients', 'cloud', 'zone', 'machine_type', 'client_machine_type',
     'price_basis', 'dry_run')
 

@@ -7,13 +7,83 @@ these records; a new search policy by consuming them.
 """
 
 import dataclasses
-from typing import Mapping, Optional, Sequence, Tuple
+import math
+from typing import (Callable, Dict, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 from perfkitbenchmarker import latency_histogram
 
 # Metadata key naming where a measurement's raw evidence is kept (paths
 # relative to the run directory, comma-separated; evidence.py).
 RAW_OUTPUT_KEY = 'raw_output'
+
+# The latency statistics a cap can bound (--latency_cap_statistic), each
+# with the percentile it stands for (None: the operation-weighted mean).
+AVERAGE = 'avg'
+STATISTIC_PERCENTILES = {
+    AVERAGE: None, 'p50': 50.0, 'p90': 90.0, 'p95': 95.0, 'p99': 99.0,
+    'p99.9': 99.9}
+STATISTICS = tuple(STATISTIC_PERCENTILES)
+# The Measurement field holding each percentile.
+_PERCENTILE_FIELDS = {
+    50.0: 'p50_latency_ms', 90.0: 'p90_latency_ms', 95.0: 'p95_latency_ms',
+    99.0: 'p99_latency_ms', 99.9: 'p999_latency_ms'}
+
+
+class InvalidLatencyCap(ValueError):
+  """A latency cap that is not a positive time or not a known statistic."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyCap:
+  """What a capped figure's latency must stay strictly under.
+
+  Attributes:
+    ms: the bound in milliseconds (positive, finite).
+    statistic: which latency statistic is bounded: 'avg' (the operation-
+      weighted mean, the seed study's) or a percentile ('p50' .. 'p99.9').
+  """
+  ms: float
+  statistic: str = AVERAGE
+
+  def __post_init__(self):
+    if (isinstance(self.ms, bool) or not isinstance(self.ms, (int, float))
+        or not math.isfinite(self.ms) or self.ms <= 0):
+      raise InvalidLatencyCap(
+          f'latency cap {self.ms!r} ms: must be a positive, finite number of '
+          'milliseconds, e.g. 1.0.')
+    if self.statistic not in STATISTIC_PERCENTILES:
+      raise InvalidLatencyCap(
+          f'latency cap statistic {self.statistic!r}: must be one of '
+          f'{", ".join(STATISTICS)}.')
+
+  @property
+  def is_average(self) -> bool:
+    return self.statistic == AVERAGE
+
+  def StatisticName(self) -> str:
+    """'average' or the percentile's name ('p99'), for sentences."""
+    return StatisticName(self.statistic)
+
+  def Describe(self) -> str:
+    """E.g. '1 ms average' or '1 ms p99'."""
+    return f'{self.ms:g} ms {self.StatisticName()}'
+
+
+def PercentileFields(value_at: Callable[[float], Optional[float]]
+                     ) -> Dict[str, Optional[float]]:
+  """Measurement's percentile fields, each from `value_at(percentile)`."""
+  return {field: value_at(percentile)
+          for percentile, field in _PERCENTILE_FIELDS.items()}
+
+
+def StatisticName(statistic: str) -> str:
+  return 'average' if statistic == AVERAGE else statistic
+
+
+def AsCap(cap: Union[float, LatencyCap]) -> LatencyCap:
+  """A bare number of ms is a cap on the average (the seed study's)."""
+  return cap if isinstance(cap, LatencyCap) else LatencyCap(cap)
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -51,11 +121,6 @@ class Load:
     return text
 
 
-# Latency statistics a cap can be put on, and the percentile each names.
-STATISTIC_PERCENTILES = {'p50': 50.0, 'p90': 90.0, 'p95': 95.0, 'p99': 99.0,
-                         'p99.9': 99.9}
-
-
 @dataclasses.dataclass(frozen=True)
 class SecondStats:
   """One second of a probe, from the load generator's per-second series.
@@ -82,7 +147,7 @@ class SecondStats:
   def LatencyMs(self, statistic: str) -> Optional[float]:
     """This second's figure for a cap statistic ('avg', 'p99', ...), or
     None when the tool gave none for it."""
-    if statistic == 'avg':
+    if statistic == AVERAGE:
       return self.average_latency_ms
     wanted = STATISTIC_PERCENTILES.get(statistic)
     return next((ms for p, ms in self.percentiles
@@ -131,7 +196,8 @@ class Measurement:
     load: the load the probe offered.
     throughput: operations per second over the measured (non-warm-up) part.
     average_latency_ms: mean request latency, weighted by operation counts.
-    p50_latency_ms, p99_latency_ms, p999_latency_ms: percentiles, if known.
+    p50_latency_ms .. p999_latency_ms: percentiles (50, 90, 95, 99, 99.9),
+      if known.
     duration_s: seconds the figures above cover.
     ops: operations counted in that span.
     per_second: per-second series (warm-up seconds kept but tagged).
@@ -163,9 +229,29 @@ class Measurement:
   # the server's counters are read over the same span.
   client_sides: Tuple[object, ...] = ()
   load_window: Optional[Tuple[float, float]] = None
+  # Last, so that records built positionally keep their meaning.
+  p90_latency_ms: Optional[float] = None
+  p95_latency_ms: Optional[float] = None
 
-  def UnderCap(self, cap_ms: float) -> bool:
-    return self.average_latency_ms < cap_ms
+  def LatencyMs(self, statistic: str = AVERAGE) -> Optional[float]:
+    """The latency statistic a cap bounds ('avg', 'p99', ...); None for a
+    percentile this measurement does not know."""
+    if statistic not in STATISTIC_PERCENTILES:
+      raise InvalidLatencyCap(
+          f'latency statistic {statistic!r}: must be one of '
+          f'{", ".join(STATISTICS)}.')
+    percentile = STATISTIC_PERCENTILES[statistic]
+    if percentile is None:
+      return self.average_latency_ms
+    return getattr(self, _PERCENTILE_FIELDS[percentile])
+
+  def UnderCap(self, cap: Union[float, LatencyCap]) -> bool:
+    """Whether the cap's statistic is strictly under it (a bare number caps
+    the average). An unknown percentile is never under a cap: a figure
+    nobody measured cannot hold one."""
+    cap = AsCap(cap)
+    value = self.LatencyMs(cap.statistic)
+    return value is not None and value < cap.ms
 
 
 def WeightedAverageLatencyMs(parts: Sequence[Measurement]) -> float:
@@ -231,9 +317,9 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
   return Measurement(
       load=load, throughput=sum(p.throughput for p in parts),
       average_latency_ms=WeightedAverageLatencyMs(parts),
-      p50_latency_ms=Percentile('p50_latency_ms', 50.0),
-      p99_latency_ms=Percentile('p99_latency_ms', 99.0),
-      p999_latency_ms=Percentile('p999_latency_ms', 99.9),
+      **PercentileFields(
+          lambda percentile: Percentile(_PERCENTILE_FIELDS[percentile],
+                                        percentile)),
       duration_s=max(p.duration_s for p in parts),
       ops=sum(p.ops for p in parts),
       client_saturated=any(p.client_saturated for p in parts),

@@ -144,8 +144,9 @@ def Marked(m: measurement.Measurement, cap_ms: float,
   `cpu_limit`). A probe without a per-second series is returned as is."""
   if not m.per_second:
     return m
-  steadiness = OfSeconds(m.per_second, cap_ms, statistic,
-                         m.UnderCap(cap_ms), swing_bound)
+  steadiness = OfSeconds(
+      m.per_second, cap_ms, statistic,
+      m.UnderCap(measurement.LatencyCap(cap_ms, statistic)), swing_bound)
   metadata = {**m.metadata, **steadiness.Metadata()}
   if not steadiness.steady:
     cpu = m.metadata.get(attribution.KEY)

@@ -110,7 +110,7 @@ def test_memtier_probe_command():
               '--pipeline': '4', '-d': '100', '--key-pattern': 'R:R',
               '--key-minimum': '1', '--key-maximum': '100000',
               '--test-time': '5', '-t': '2', '-c': '16',
-              '--print-percentiles': '50,99,99.9',
+              '--print-percentiles': '50,90,95,99,99.9',
               '--json-out-file': '/tmp/o.json'}
   for flag, value in expected.items():
     assert _Flag(argv, flag) == value, flag

@@ -10,6 +10,8 @@ import json
 import math
 import os
 
+from hdrh import histogram as hdrh_histogram
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 
 
@@ -19,6 +21,24 @@ def _PercentileKeys(s, latencies):
     return {}
   at = lambda p: min(len(ordered) - 1, math.ceil(p / 100 * len(ordered)) - 1)
   return {f'p{p:.2f}': round(ordered[at(p)], 3) for p in s['percentiles']}
+
+
+def _AskedPercentiles(s, source):
+  """The whole run's percentiles memtier would print for --print-percentiles:
+  the recording's own value where it printed that percentile, else the
+  value at that percentile of the recording's HDR histogram (microseconds),
+  chosen as memtier's hdr_value_at_percentile chooses it."""
+  recorded = {k: v for k, v in source.items() if k.startswith('p')}
+  encoded = source.get('Histogram log format', {}).get('Compressed Histogram')
+  histogram = hdrh_histogram.HdrHistogram.decode(encoded) if encoded else None
+  asked = {}
+  for p in s['percentiles']:
+    key = f'p{p:.2f}'
+    if key in recorded:
+      asked[key] = recorded[key]
+    elif histogram is not None:
+      asked[key] = round(histogram.get_value_at_percentile(p) / 1000, 3)
+  return asked
 
 
 def _Section(count, duration_ms, accumulated, hits, percentiles, series,
@@ -142,7 +162,7 @@ def ReplayedDoc(s):
     source = stats['Totals' if part == 1.0 else name_]['Percentile Latencies']
     out[name_] = _Section(
         count, duration_ms, acc, count if name_ == 'Gets' else 0,
-        {k: v for k, v in source.items() if k.startswith('p')}, ts,
+        _AskedPercentiles(s, source), ts,
         stats['Totals']['Min Latency'], stats['Totals']['Max Latency'],
         source.get('Histogram log format') if count else None)
   mixed = sets and gets

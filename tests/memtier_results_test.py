@@ -36,7 +36,7 @@ MEMTIER_STEMS = sorted(
 
 
 def test_every_memtier_fixture_is_covered():
-  assert len(MEMTIER_STEMS) == 8
+  assert len(MEMTIER_STEMS) == 9
   for stem in MEMTIER_STEMS:
     assert os.path.exists(os.path.join(DATA, stem + '.txt'))
 
@@ -58,6 +58,10 @@ def test_every_fixture_parses_consistently(stem):
   assert result.p50_latency_ms == pytest.approx(row['p50 Latency'])
   assert result.p99_latency_ms == pytest.approx(row['p99 Latency'])
   assert result.p999_latency_ms == pytest.approx(row['p99.9 Latency'])
+  for percentile in ('90', '95'):  # Only where it was asked for.
+    if f'p{percentile} Latency' in row:
+      assert getattr(result, f'p{percentile}_latency_ms') == pytest.approx(
+          row[f'p{percentile} Latency'])
   assert result.histogram_mean_latency_ms == pytest.approx(row['Avg. Latency'])
 
 
@@ -71,9 +75,11 @@ def test_decoded_histogram_reproduces_memtier_percentiles(stem):
     histogram = memtier_results.LatencyHistogram.FromCompressed(
         section['Percentile Latencies']['Histogram log format']
         ['Compressed Histogram'])
-    for key, percentile in (('p50.00', 50), ('p99.00', 99), ('p99.90', 99.9)):
-      assert histogram.ValueAtPercentile(percentile) == pytest.approx(
-          section['Percentile Latencies'][key]), (name, key)
+    for key, percentile in (('p50.00', 50), ('p90.00', 90), ('p95.00', 95),
+                            ('p99.00', 99), ('p99.90', 99.9)):
+      if key in section['Percentile Latencies']:
+        assert histogram.ValueAtPercentile(percentile) == pytest.approx(
+            section['Percentile Latencies'][key]), (name, key)
     if 'cluster' not in stem:  # Cluster runs also record slot-map requests.
       assert histogram.total_count == section['Count']
 
@@ -387,3 +393,55 @@ def test_combine_refuses_bad_input():
   with pytest.raises(ValueError):
     memtier_results.CombineMemtierResults(
         [a, _Parse('memtier_single_t1c32_tt5_under1ms', warmup_s=1)])
+
+
+P90P95 = 'memtier_single_t1c32_tt5_p90p95'
+
+
+def test_p90_and_p95_are_read_as_memtier_printed_them():
+  """The probes ask memtier for --print-percentiles 50,90,95,99,99.9."""
+  assert memtier_results.PRINT_PERCENTILES == '50,90,95,99,99.9'
+  m = _Parse(P90P95, test_time_s=5).ToMeasurement(measurement.Load(1, 32))
+  # Totals row of the recorded stdout.
+  assert (m.p50_latency_ms, m.p90_latency_ms, m.p95_latency_ms,
+          m.p99_latency_ms, m.p999_latency_ms) == pytest.approx(
+              (0.319, 0.951, 1.335, 2.943, 6.399))
+  totals = _Json(P90P95)['ALL STATS']['Totals']
+  assert m.average_latency_ms == pytest.approx(
+      totals['Accumulated Latency'] / totals['Count'])  # 0.481 ms
+  # A 1 ms cap holds on the average and the median, not on the tail.
+  assert [m.UnderCap(measurement.LatencyCap(1.0, s))
+          for s in measurement.STATISTICS] == [True, True, True, False,
+                                                False, False]
+  assert m.LatencyMs('p95') == m.p95_latency_ms
+  assert m.LatencyMs('avg') == m.average_latency_ms
+
+
+def test_p90_and_p95_come_from_the_histogram_when_not_printed():
+  """Recordings made with memtier's default list (50,99,99.9) still give
+  p90/p95: the whole run's HDR histogram at that percentile."""
+  stem = 'memtier_single_t1c256_tt5_over1ms'
+  assert 'p95.00' not in _Json(stem)['ALL STATS']['Totals'][
+      'Percentile Latencies']
+  result = _Parse(stem)
+  encoded = _Json(stem)['ALL STATS']['Totals']['Percentile Latencies'][
+      'Histogram log format']['Compressed Histogram']
+  hdr = hdrh_histogram.HdrHistogram.decode(encoded)
+  assert result.p95_latency_ms == pytest.approx(
+      hdr.get_value_at_percentile(95) / 1000)
+  assert result.p90_latency_ms == pytest.approx(
+      hdr.get_value_at_percentile(90) / 1000)
+  assert (result.p50_latency_ms < result.p90_latency_ms <
+          result.p95_latency_ms < result.p99_latency_ms)
+
+
+def test_combined_processes_merge_p95_from_histograms_not_averages():
+  one = _Parse(P90P95, test_time_s=5)
+  other = _Parse('memtier_single_t1c32_tt5_under1ms', test_time_s=5)
+  both = memtier_results.CombineMemtierResults([one, other])
+  assert both.percentile_basis == 'merged_histograms'
+  merged = one.totals.histogram.Merge(other.totals.histogram)
+  assert both.p95_latency_ms == merged.ValueAtPercentile(95.0)
+  # The two runs' p95s are far apart; the merged one is no mean of them.
+  assert both.p95_latency_ms != pytest.approx(
+      (one.p95_latency_ms + other.p95_latency_ms) / 2, rel=0.05)

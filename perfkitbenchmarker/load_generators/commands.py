@@ -19,6 +19,7 @@ from typing import Iterator, List, Optional
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import memtier_results
 
 REDIS_BENCHMARK_KEY_WIDTH = 12  # Digits of __rand_int__ in redis-benchmark.
 PRELOAD_CHUNK_BYTES = 1 << 20  # RESP text per write to redis-cli --pipe.
@@ -117,7 +118,9 @@ class StaircaseSpec:
 def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
                         password: Optional[str], workload: base.Workload,
                         load: measurement.Load, test_time_s: float,
-                        json_out: str, print_percentiles: str = '50,99,99.9',
+                        json_out: str,
+                        print_percentiles: str = (
+                            memtier_results.PRINT_PERCENTILES),
                         staircase: Optional[StaircaseSpec] = None,
                         user: Optional[str] = None,
                         requests: Optional[int] = None) -> List[str]:

@@ -29,7 +29,10 @@ from perfkitbenchmarker import latency_histogram
 from perfkitbenchmarker import measurement
 
 LOAD_GENERATOR = 'memtier_benchmark'
-PERCENTILES = (50.0, 99.0, 99.9)
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+# memtier's --print-percentiles for PERCENTILES: every statistic a latency
+# cap can bound (measurement.STATISTICS) is then in its JSON and stdout.
+PRINT_PERCENTILES = '50,90,95,99,99.9'
 # memtier's duration bug is up to a whole second (20 % of a 5 s run), while
 # honest runs agree to a fraction of a percent.
 DURATION_BUG_TOLERANCE = 0.01
@@ -240,6 +243,17 @@ def _RealDuration(doc: Mapping, test_time_s: Optional[float]
           ('_whole_seconds_corrected' if correction else ''), correction)
 
 
+# One per PERCENTILES, named as Measurement names them.
+_FIELDS = ('p50_latency_ms', 'p90_latency_ms', 'p95_latency_ms',
+           'p99_latency_ms', 'p999_latency_ms')
+
+
+def _PercentileFields(values: Sequence[Optional[float]]
+                      ) -> Dict[str, Optional[float]]:
+  """MemtierResult's percentile fields from values in PERCENTILES' order."""
+  return dict(zip(_FIELDS, values))
+
+
 def _SecondStats(seconds, warmup_s: int, real_duration_s: float
                  ) -> Tuple[measurement.SecondStats, ...]:
   """The per-second series with each second's percentiles; the seconds at
@@ -285,6 +299,8 @@ class MemtierResult:
   # When the run started (ms since the epoch, memtier's clock): second 0 of
   # `per_second`.
   start_ms: Optional[int] = None
+  p90_latency_ms: Optional[float] = None
+  p95_latency_ms: Optional[float] = None
 
   @classmethod
   def FromOutputs(cls, json_text: str, stdout_text: Optional[str] = None,
@@ -328,8 +344,7 @@ class MemtierResult:
         sets=sets, gets=gets, totals=totals,
         throughput=ops / duration_s,
         average_latency_ms=total_latency / ops,
-        p50_latency_ms=percentiles[0], p99_latency_ms=percentiles[1],
-        p999_latency_ms=percentiles[2], percentile_basis=basis,
+        **_PercentileFields(percentiles), percentile_basis=basis,
         ops=ops, duration_s=duration_s, real_duration_s=real_duration_s,
         duration_source=duration_source, warmup_s=warmup_s,
         per_second=_SecondStats(totals.time_series, warmup_s,
@@ -369,8 +384,8 @@ class MemtierResult:
     return measurement.Measurement(
         load=load, throughput=self.throughput,
         average_latency_ms=self.average_latency_ms,
-        p50_latency_ms=self.p50_latency_ms, p99_latency_ms=self.p99_latency_ms,
-        p999_latency_ms=self.p999_latency_ms, duration_s=self.duration_s,
+        **{field: getattr(self, field) for field in _FIELDS},
+        duration_s=self.duration_s,
         ops=self.ops, per_second=self.per_second,
         histogram=self.totals.histogram if self.warmup_s == 0 else None,
         metadata=facts)
@@ -434,8 +449,7 @@ def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
       throughput=sum(r.throughput for r in results),
       average_latency_ms=sum(r.average_latency_ms * r.ops
                              for r in results) / ops,
-      p50_latency_ms=percentiles[0], p99_latency_ms=percentiles[1],
-      p999_latency_ms=percentiles[2], percentile_basis=basis, ops=ops,
+      **_PercentileFields(percentiles), percentile_basis=basis, ops=ops,
       duration_s=max(r.duration_s for r in results),
       real_duration_s=max(r.real_duration_s for r in results),
       duration_source=','.join(sorted({r.duration_source for r in results})),

@@ -53,9 +53,8 @@ def StaircaseSteps(json_text: str, clients_start: int, clients_step: int,
         load=measurement.Load(threads, clients, pipeline),
         throughput=ops / len(measured),
         average_latency_ms=sum(s.total_latency_ms for s in measured) / ops,
-        p50_latency_ms=MixturePercentile(measured, 50.0),
-        p99_latency_ms=MixturePercentile(measured, 99.0),
-        p999_latency_ms=MixturePercentile(measured, 99.9),
+        **measurement.PercentileFields(
+            lambda p, seconds=measured: MixturePercentile(seconds, p)),
         duration_s=float(len(measured)), ops=ops,
         per_second=tuple(measurement.SecondStats(
             s.second, s.count, s.average_latency_ms, warmup=s.second in warm)

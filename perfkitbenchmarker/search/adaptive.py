@@ -392,8 +392,8 @@ class AdaptiveRun:
 
   def _DecideAndConfirm(self):
     ceiling = self._max + 1  # loads at or above a failed confirmation are out
-    held = {}  # clients -> RepeatSet whose average latency was under the cap
-    failed = {}  # clients -> RepeatSet whose average was at or over it
+    held = {}  # clients -> RepeatSet whose capped latency was under the cap
+    failed = {}  # clients -> RepeatSet whose capped latency was not
     for attempt in range(1 + self._policy.max_backoffs):
       candidates = self._Candidates(ceiling)
       if not candidates:
@@ -415,9 +415,8 @@ class AdaptiveRun:
         else:
           failed[clients] = round_failed[clients] = done
           self._notes.append(
-              f'repeats at {self._Conns(clients)} connections averaged '
-              f'{done.latency_ms:.3f} ms, not under the {self._cap_ms} ms '
-              'cap')
+              f'repeats at {self._Conns(clients)} connections '
+              f'{done.LatencyWords()}, not under the {self._cap_ms} ms cap')
       if not round_failed:
         break
       ceiling = min(round_failed)
@@ -450,8 +449,8 @@ class AdaptiveRun:
     self._notes.append(
         f'confirmed {self._policy.LoadForClients(clients).Describe()} '
         f'({self._Conns(clients)} connections): '
-        f'{held[clients].Describe()}, averaging '
-        f'{held[clients].latency_ms:.3f} ms')
+        f'{held[clients].Describe()}, '
+        f'{held[clients].LatencyWords("averaging")}')
     return driver.Outcome('; '.join(self._notes),
                           self._search[clients].index,
                           tuple(r.index for r in held[clients].counted),

@@ -1,7 +1,8 @@
 """Latency-capped throughput search: the driver and its records.
 
-A search finds the highest throughput a server sustains while the average
-latency stays under a cap, split like a controller and an actuator: a step
+A search finds the highest throughput a server sustains while a latency
+statistic (the average unless the cap names a percentile:
+`measurement.LatencyCap`) stays under a cap, split like a controller and an actuator: a step
 policy decides which load to offer next, and when to stop;
 `FindLatencyCappedMaximum` calls the injected `measure(load) ->
 Measurement`, records every probe, enforces a hard probe budget and freezes
@@ -9,7 +10,9 @@ the policy's conclusion into a `SearchResult`.
 
 Extension seam: a new policy implements `StepPolicy`: a `NAME` and a
 `Steps(cap_ms)` generator that yields `ProbeRequest`s, is sent each probe's
-`ProbeRecord`, and returns an `Outcome`. The generator's frame holds one
+`ProbeRecord`, and returns an `Outcome`. A policy compares `record.latency_ms`
+(the capped statistic of that probe) and `record.under_cap` with `cap_ms`, so
+it never needs to know which statistic is capped. The generator's frame holds one
 search's state, so a policy object is immutable configuration (linear.py,
 adaptive.py, staircase.py). Pure: the only effect is calling `measure`, so
 tests drive it with scripted curves.
@@ -18,7 +21,7 @@ tests drive it with scripted curves.
 import dataclasses
 import math
 from typing import (Callable, ClassVar, Generator, Mapping, Optional,
-                    Protocol, Sequence, Tuple)
+                    Protocol, Sequence, Tuple, Union)
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import search
@@ -58,13 +61,14 @@ class ProbeRequest:
 
 @dataclasses.dataclass(frozen=True)
 class ProbeRecord:
-  """One probe as it happened (`index` from 0; `under_cap`: average latency
-  strictly below the cap)."""
+  """One probe as it happened (`index` from 0; `under_cap`: the capped
+  `statistic` strictly below the cap)."""
   index: int
   measurement: Measurement
   role: str
   under_cap: bool
   note: str = ''
+  statistic: str = measurement.AVERAGE
 
   @property
   def load(self) -> Load:
@@ -76,7 +80,10 @@ class ProbeRecord:
 
   @property
   def latency_ms(self) -> float:
-    return self.measurement.average_latency_ms
+    """The capped statistic; infinite when the probe did not measure it (it
+    is then never under the cap, and no model extrapolates from it)."""
+    value = self.measurement.LatencyMs(self.statistic)
+    return math.inf if value is None else value
 
   @property
   def disturbed(self) -> bool:
@@ -149,6 +156,7 @@ class SearchResult:
   cap_ms: float
   policy: str
   stop_reason: str
+  statistic: str = measurement.AVERAGE
   confirmation_probes: Tuple[ProbeRecord, ...] = ()
   confirmed_throughput_ci95: Optional[float] = None
   client_limited: bool = False
@@ -182,6 +190,10 @@ class SearchResult:
     return self.confirmed_throughput_ci95
 
   @property
+  def cap(self) -> measurement.LatencyCap:
+    return measurement.LatencyCap(self.cap_ms, self.statistic)
+
+  @property
   def probe_seconds(self) -> float:
     """Measured seconds spent on all probes: the search's cost."""
     return sum(p.measurement.duration_s for p in self.probes)
@@ -200,6 +212,14 @@ class SearchResult:
     return reported.throughput if reported is not None else None
 
 
+def LatencyWords(statistic: str, latency_ms: float, average_verb: str) -> str:
+  """A latency for the policies' notes: 'averaged 0.812 ms' (with the verb
+  given) for the average, 'with p99 0.812 ms' for a percentile."""
+  if statistic == measurement.AVERAGE:
+    return f'{average_verb} {latency_ms:.3f} ms'
+  return f'with {statistic} {latency_ms:.3f} ms'
+
+
 def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
   """Index of the highest-throughput probe under the cap (earliest on ties)."""
   best = max((p for p in probes if p.under_cap), key=lambda p: p.throughput,
@@ -207,8 +227,9 @@ def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
   return best.index if best is not None else None
 
 
-def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
-            outcome: Outcome, budget_exhausted: bool = False) -> SearchResult:
+def _Result(probes: Sequence[ProbeRecord], cap: measurement.LatencyCap,
+            policy_name: str, outcome: Outcome,
+            budget_exhausted: bool = False) -> SearchResult:
   """Checks the policy's conclusion and freezes it with the statistics."""
   best = None
   if outcome.best_index is not None:
@@ -219,8 +240,8 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
     if not probes[outcome.best_index].under_cap:
       raise InvalidSearchArgument(
           f'policy {policy_name!r} named probe {outcome.best_index} as best '
-          f'but its average latency is not under the {cap_ms} ms cap; fix the '
-          'policy.')
+          f'but its {cap.StatisticName()} latency is not under the {cap.ms} '
+          'ms cap; fix the policy.')
     best = probes[outcome.best_index].measurement
   confirmations = tuple(probes[i] for i in outcome.confirmation_indices)
   ci95 = confirmed = None
@@ -245,9 +266,10 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
       probes=tuple(probes),
       best=best,
       best_index=outcome.best_index,
-      cap_ms=cap_ms,
+      cap_ms=cap.ms,
       policy=policy_name,
       stop_reason=outcome.stop_reason,
+      statistic=cap.statistic,
       confirmation_probes=confirmations,
       confirmed_throughput_ci95=ci95,
       confirmed=confirmed,
@@ -260,7 +282,7 @@ def _Result(probes: Sequence[ProbeRecord], cap_ms: float, policy_name: str,
 
 def FindLatencyCappedMaximum(
     measure: Callable[[Load], Measurement],
-    cap_ms: float,
+    cap_ms: Union[float, measurement.LatencyCap],
     policy: StepPolicy,
     max_probes: int = DEFAULT_MAX_PROBES,
     on_probe: Optional[Callable[[ProbeRecord], None]] = None
@@ -268,23 +290,26 @@ def FindLatencyCappedMaximum(
   """Runs `policy` against `measure` until it stops or `max_probes` ran
   (a hard bound, so every search ends even if a policy never would).
 
-  `on_probe` sees each ProbeRecord as soon as it exists (the caller
-  publishes live samples). When the budget runs out first, the answer is
+  `cap_ms` is a number of ms (a cap on the average) or a
+  `measurement.LatencyCap` naming the statistic it caps. `on_probe` sees each
+  ProbeRecord as soon as it exists (the caller publishes live samples). When the budget runs out first, the answer is
   the load of the highest-throughput probe under the cap, unconfirmed.
   Raises InvalidSearchArgument for a bad cap or budget, or a policy that
   broke the protocol.
   """
-  if not (isinstance(cap_ms, (int, float)) and cap_ms > 0 and
-          math.isfinite(cap_ms)):
+  if not isinstance(cap_ms, measurement.LatencyCap) and not (
+      isinstance(cap_ms, (int, float)) and cap_ms > 0 and
+      math.isfinite(cap_ms)):
     raise InvalidSearchArgument(
         f'cap_ms={cap_ms!r}: the latency cap must be a positive, finite '
         'number of milliseconds, e.g. 1.0.')
+  cap = measurement.AsCap(cap_ms)
   if not isinstance(max_probes, int) or max_probes < 1:
     raise InvalidSearchArgument(
         f'max_probes={max_probes!r}: the probe budget must be a whole number '
         'of at least 1.')
   probes = []
-  steps = policy.Steps(cap_ms)
+  steps = policy.Steps(cap.ms)
   try:
     request = next(steps)
     while len(probes) < max_probes:
@@ -296,9 +321,8 @@ def FindLatencyCappedMaximum(
             'its bounds.')
       result = measure(request.load)
       record = ProbeRecord(index=len(probes), measurement=result,
-                           role=request.role,
-                           under_cap=result.UnderCap(cap_ms),
-                           note=request.note)
+                           role=request.role, under_cap=result.UnderCap(cap),
+                           note=request.note, statistic=cap.statistic)
       probes.append(record)
       if on_probe is not None:
         on_probe(record)
@@ -308,7 +332,7 @@ def FindLatencyCappedMaximum(
     if not isinstance(outcome, Outcome):
       raise TypeError(f'policy {policy.NAME!r} stopped without returning an '
                       'Outcome; fix the policy.') from None
-    return _Result(probes, cap_ms, policy.NAME, outcome)
+    return _Result(probes, cap, policy.NAME, outcome)
   finally:
     steps.close()
   fallback = Outcome(
@@ -317,4 +341,4 @@ def FindLatencyCappedMaximum(
                    'of the highest-throughput probe under the cap, '
                    'unconfirmed (the mean of every probe at that load)'),
       best_index=HighestUnderCapIndex(probes))
-  return _Result(probes, cap_ms, policy.NAME, fallback, budget_exhausted=True)
+  return _Result(probes, cap, policy.NAME, fallback, budget_exhausted=True)

@@ -57,8 +57,9 @@ class LinearStepPolicy:
                                          f'{threads} threads')
       records.append(record)
       if not record.under_cap:
-        reason = (f'average latency {record.latency_ms:.3f} ms reached the '
-                  f'{cap_ms} ms cap at {load.Describe()}')
+        reason = (f'{measurement.StatisticName(record.statistic)} latency '
+                  f'{record.latency_ms:.3f} ms reached the {cap_ms} ms cap at '
+                  f'{load.Describe()}')
         break
       if threads + self.thread_increment > self.max_threads:
         reason = (f'reached max_threads={self.max_threads} without reaching '
@@ -87,9 +88,8 @@ class LinearStepPolicy:
                'cap')
     unconfirmed = None
     if done.latency_ms >= cap_ms:
-      unconfirmed = (f'repeats at {load.Describe()} averaged '
-                     f'{done.latency_ms:.3f} ms, not under the {cap_ms:g} '
-                     'ms cap')
+      unconfirmed = (f'repeats at {load.Describe()} {done.LatencyWords()}, '
+                     f'not under the {cap_ms:g} ms cap')
     return driver.Outcome(stop_reason=reason, best_index=best_index,
                    confirmation_indices=tuple(r.index for r in done.counted),
                    excluded_indices=tuple(r.index for r in done.excluded),

@@ -8,6 +8,7 @@ docs/search.md, "Searches under noise". Pure: no flags, VMs, I/O or clock.
 """
 
 import dataclasses
+import math
 import statistics
 from typing import Optional, Sequence, Tuple
 
@@ -52,8 +53,22 @@ class RepeatSet:
 
   @property
   def latency_ms(self) -> float:
-    return measurement.WeightedAverageLatencyMs(
-        [r.measurement for r in self.counted])
+    """The capped statistic over the counted repeats together: the
+    operation-weighted average, or the percentile of their merged
+    histograms (`measurement.CombineRepeats`), never a mean of percentiles;
+    infinite when unknown, like `ProbeRecord.latency_ms`."""
+    statistic = self.counted[0].statistic
+    if statistic == measurement.AVERAGE:
+      return measurement.WeightedAverageLatencyMs(
+          [r.measurement for r in self.counted])
+    value = measurement.CombineRepeats(
+        [r.measurement for r in self.counted]).LatencyMs(statistic)
+    return math.inf if value is None else value
+
+  def LatencyWords(self, average_verb: str = 'averaged') -> str:
+    """'averaged 0.812 ms' or 'with p99 0.812 ms' (driver.LatencyWords)."""
+    return driver.LatencyWords(self.counted[0].statistic, self.latency_ms,
+                               average_verb)
 
   def Describe(self) -> str:
     """E.g. '3 repeats, +-4.1 % (the 2 % target is out of reach at this

@@ -107,13 +107,13 @@ class StaircasePolicy:
       tried.append((candidate, done))
       if done.latency_ms < cap_ms:
         notes.append(f'confirmed {candidate.load.Describe()}: '
-                     f'{done.Describe()}, averaging {done.latency_ms:.3f} ms')
+                     f'{done.Describe()}, {done.LatencyWords("averaging")}')
         return driver.Outcome(
             '; '.join(notes), candidate.index,
             tuple(r.index for r in done.counted),
             tuple(r.index for _, d in tried for r in d.excluded))
-      notes.append(f'repeats at {candidate.load.Describe()} averaged '
-                   f'{done.latency_ms:.3f} ms, not under the {cap_ms} ms cap')
+      notes.append(f'repeats at {candidate.load.Describe()} '
+                   f'{done.LatencyWords()}, not under the {cap_ms} ms cap')
       lower = [r for r in under if r.load.connections <
                candidate.load.connections]
       if not lower:

@@ -8,10 +8,21 @@ load_generators/flags.py, server flags in linux_packages/redis_server.py.
 from absl import flags
 
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import measurement
 
 flag_types.DEFINE_float('memtier_latency_cap', 1.0,
-                        'Average-latency cap in ms for the capped throughput.',
+                        'Latency cap in ms for the capped throughput, on the '
+                        'statistic --latency_cap_statistic names (default: '
+                        'the average).',
                         lower_bound=0, upper_bound=60000, above=True)
+flags.DEFINE_enum('latency_cap_statistic', measurement.AVERAGE,
+                  list(measurement.STATISTICS),
+                  'Which latency statistic --memtier_latency_cap caps: avg '
+                  '(the operation-weighted mean, the seed study\'s) or a '
+                  'percentile from the histograms merged over every client '
+                  'process and VM of a probe (and, for the verdict, over the '
+                  'repeats). Percentiles need memtier_benchmark: '
+                  'redis-benchmark\'s leave out client queueing.')
 flags.DEFINE_enum('memtier_latency_capped_search', 'adaptive',
                   ['linear', 'adaptive'],
                   'How the load is searched: adaptive (geometric growth, '

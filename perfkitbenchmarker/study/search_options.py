@@ -11,6 +11,7 @@ from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import latency_curve
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import commands
 
 
@@ -38,6 +39,8 @@ LOCAL_HOLD_S = 3
 class SearchOptions:
   """The latency-capped search."""
   cap_ms: float = 1.0
+  # Which latency statistic cap_ms bounds (measurement.STATISTICS).
+  cap_statistic: str = measurement.AVERAGE
   policy: str = 'adaptive'  # adaptive | linear
   min_threads: int = 1
   max_threads: int = 8
@@ -68,6 +71,7 @@ class SearchOptions:
                                    f.memtier_staircase_step_seconds,
                                    f.memtier_staircase_max_clients)
     return cls(cap_ms=f.memtier_latency_cap,
+               cap_statistic=f.latency_cap_statistic,
                policy=f.memtier_latency_capped_search,
                min_threads=f.memtier_min_threads,
                max_threads=f.memtier_max_threads,
@@ -89,6 +93,10 @@ class SearchOptions:
   @property
   def name(self) -> str:
     return 'staircase' if self.staircase else self.policy
+
+  @property
+  def cap(self) -> measurement.LatencyCap:
+    return measurement.LatencyCap(self.cap_ms, self.cap_statistic)
 
 
 def _HoldSeconds(f) -> int:

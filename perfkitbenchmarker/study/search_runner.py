@@ -95,7 +95,7 @@ def RunStaircaseToCap(driver: driver_lib.ProbeDriver,
         **m.metadata, 'staircase_step': len(steps) + i,
         'staircase_run': run}) for i, m in enumerate(part)]
     steps += part
-    if any(not m.UnderCap(opts.search.cap_ms) for m in part):
+    if any(not m.UnderCap(opts.search.cap) for m in part):
       break
   return steps
 
@@ -173,13 +173,13 @@ def Search(spec, driver: driver_lib.ProbeDriver,
   # started it in the background), not between two probes.
   stats.StudentT95(1)
   spec.reporter.Line(
-      f'Searching for the most ops/s under {cap:g} ms average latency '
-      f'({opts.search.name}, {driver.duration_s:g} s probes, every second '
-      f'checked{_WarmupWords(opts)}):')
-  measure = Steadied(driver, cap)
+      f'Searching for the most ops/s under {opts.search.cap.Describe()} '
+      f'latency ({opts.search.name}, {driver.duration_s:g} s probes, every '
+      f'second checked{_WarmupWords(opts)}):')
+  measure = Steadied(driver, opts.search.cap)
   if opts.search.staircase:
-    steps = [steadiness.Marked(m, cap) for m in RunStaircaseToCap(driver,
-                                                                  opts)]
+    steps = [steadiness.Marked(m, cap, opts.search.cap_statistic)
+             for m in RunStaircaseToCap(driver, opts)]
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
         confirm_repeats=opts.search.confirm_repeats)
@@ -187,13 +187,13 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     budget = len(steps) + 2 * opts.search.confirm_repeats * (
         1 + policy.max_backoffs)
     result = search_driver.FindLatencyCappedMaximum(
-        staircase.ReplayThenMeasure(steps, measure), cap, policy,
+        staircase.ReplayThenMeasure(steps, measure), opts.search.cap, policy,
         max_probes=budget, on_probe=OnProbe)
   else:
     vcpus = [vm.num_cpus for vm in driver.client_vms
              if getattr(vm, 'num_cpus', None)]
     result = search_driver.FindLatencyCappedMaximum(
-        measure, cap, Policy(opts, start_connections,
+        measure, opts.search.cap, Policy(opts, start_connections,
                              min(vcpus) if vcpus else None),
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
@@ -208,10 +208,10 @@ def _WarmupWords(opts: options_lib.RedisStudyOptions) -> str:
   return (f', its first {warmup} s of warm-up dropped' if warmup else '')
 
 
-def Steadied(driver: driver_lib.ProbeDriver, cap: float):
+def Steadied(driver: driver_lib.ProbeDriver, cap: measurement.LatencyCap):
   """measure(load) whose probes carry their steadiness (steadiness.py):
   a probe whose seconds disagree with its whole is `unsteady`."""
-  return lambda load: steadiness.Marked(driver(load), cap)
+  return lambda load: steadiness.Marked(driver(load), cap.ms, cap.statistic)
 
 
 ROLE_HOLD = 'hold'
@@ -231,8 +231,9 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
       f'Holding the answer\'s load ({reported.load.Describe()}, '
       f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
       f'{_WarmupWords(opts)}:')
-  m = steadiness.Marked(driver(reported.load, hold_s), cap)
-  held = steadiness.OfHold(m, reported.throughput, cap)
+  statistic = opts.search.cap_statistic
+  m = steadiness.Marked(driver(reported.load, hold_s), cap, statistic)
+  held = steadiness.OfHold(m, reported.throughput, cap, statistic)
   index = len(result.probes)
   tags = {**extra, **held.Metadata()}
   results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)

@@ -1,0 +1,132 @@
+"""The cap on a chosen latency statistic (issue 34 point 1), pure.
+
+Scripted measurements where the average and the tail disagree: a server
+still gaining throughput where its latency reaches the cap (the adaptive
+tests' rising curve, average = outstanding / throughput by Little's law) and
+whose p99 is three times its average, as with a server that stalls now and
+then. Each probe carries an HDR-like histogram (97 % of requests at the
+average's bucket, 3 % at the tail's), so repeats merge their percentiles.
+"""
+
+import pytest
+
+from perfkitbenchmarker import latency_histogram
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker.search import adaptive
+from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear
+
+TAIL_FACTOR = 3.0
+SECONDS = 2
+
+
+def RisingThroughput(outstanding: int) -> float:
+  return 1000 * outstanding / (0.2 + 0.006 * outstanding)
+
+
+def Stalling(load: measurement.Load) -> measurement.Measurement:
+  """A probe of the stalling server: p99 is TAIL_FACTOR x the average."""
+  outstanding = load.outstanding_requests
+  throughput = RisingThroughput(outstanding)
+  average = outstanding / throughput * 1000
+  tail = average * TAIL_FACTOR
+  ops = int(throughput * SECONDS)
+  histogram = latency_histogram.LatencyHistogram(
+      ((round(average * 1000), ops - ops * 3 // 100),
+       (round(tail * 1000), ops * 3 // 100)))
+  return measurement.Measurement(
+      load=load, throughput=throughput, average_latency_ms=average,
+      duration_s=SECONDS, ops=ops, histogram=histogram,
+      **measurement.PercentileFields(histogram.ValueAtPercentile))
+
+
+def _Adaptive(cap):
+  return search_driver.FindLatencyCappedMaximum(
+      Stalling, cap, adaptive.AdaptiveStepPolicy())
+
+
+def _Linear(cap):
+  return search_driver.FindLatencyCappedMaximum(
+      Stalling, cap, linear.LinearStepPolicy(
+          min_threads=1, max_threads=256, thread_increment=1, clients=4,
+          confirm_repeats=3))
+
+
+def test_cap_describes_and_validates_its_statistic():
+  assert measurement.LatencyCap(1.0).Describe() == '1 ms average'
+  assert measurement.LatencyCap(1, 'p99').Describe() == '1 ms p99'
+  assert measurement.LatencyCap(0.5, 'p99.9').Describe() == '0.5 ms p99.9'
+  assert measurement.STATISTICS == ('avg', 'p50', 'p90', 'p95', 'p99',
+                                    'p99.9')
+  for bad in ({'ms': 0}, {'ms': float('inf')}, {'ms': True},
+              {'ms': 1.0, 'statistic': 'p98'},
+              {'ms': 1.0, 'statistic': 'mean'}):
+    with pytest.raises(measurement.InvalidLatencyCap):
+      measurement.LatencyCap(**bad)
+
+
+def test_a_percentile_nobody_measured_is_never_under_a_cap():
+  m = measurement.Measurement(measurement.Load(1, 4), 1000.0, 0.1,
+                              p99_latency_ms=0.2)
+  assert m.UnderCap(1.0) and m.UnderCap(measurement.LatencyCap(1.0, 'p99'))
+  assert m.LatencyMs('p95') is None
+  assert not m.UnderCap(measurement.LatencyCap(1.0, 'p95'))
+  with pytest.raises(measurement.InvalidLatencyCap):
+    m.LatencyMs('p98')
+
+
+def test_a_bare_number_and_an_average_cap_search_alike():
+  """The default (avg) is today's search, record for record."""
+  assert _Adaptive(1.0) == _Adaptive(measurement.LatencyCap(1.0, 'avg'))
+
+
+@pytest.mark.parametrize('search', [_Adaptive, _Linear])
+def test_the_p99_answer_is_lower_and_its_repeats_hold_p99(search):
+  by_average = search(1.0)
+  by_p99 = search(measurement.LatencyCap(1.0, 'p99'))
+  assert by_p99.statistic == 'p99' and by_average.statistic == 'avg'
+  assert by_p99.cap == measurement.LatencyCap(1.0, 'p99')
+  # Both confirmed: repeats that count, none unconfirmed.
+  for result in (by_average, by_p99):
+    assert result.confirmed is not None and not result.unconfirmed_reason
+  # The average answer's tail is over a 1 ms p99 cap; the p99 answer's
+  # merged p99 over its repeats is under it, and so is every repeat's.
+  assert by_average.confirmed.p99_latency_ms > 1.0
+  assert by_p99.confirmed.p99_latency_ms < 1.0
+  assert all(p.measurement.p99_latency_ms < 1.0
+             for p in by_p99.confirmation_probes)
+  assert by_p99.confirmed.metadata['percentile_merge'] == 'merged_histograms'
+  # Each probe judged on p99, so the answer sits well below the average's.
+  assert all(p.under_cap == (p.measurement.p99_latency_ms < 1.0)
+             for p in by_p99.probes)
+  assert by_p99.capped_throughput < 0.7 * by_average.capped_throughput
+  # The answer is near the best load the p99 cap allows (within a step).
+  best = max(RisingThroughput(n) for n in range(1, 1025)
+             if TAIL_FACTOR * n / RisingThroughput(n) * 1000 < 1.0)
+  assert by_p99.capped_throughput == pytest.approx(best, rel=0.25)
+  assert by_p99.capped_throughput <= best
+
+
+def test_the_notes_name_the_statistic():
+  by_p99 = _Linear(measurement.LatencyCap(1.0, 'p99'))
+  assert 'p99 latency' in by_p99.stop_reason
+  assert 'average latency' not in by_p99.stop_reason
+  assert 'average latency' in _Linear(1.0).stop_reason
+
+
+def test_the_repeats_p99_is_from_merged_histograms_not_a_mean():
+  """Three repeats, one with a bad tail: the merged p99 is the tail's (3 %
+  of the repeats' requests are over 2 ms), where a mean of the repeats'
+  p99s would claim it held."""
+  load = measurement.Load(1, 4)
+  quiet = latency_histogram.LatencyHistogram(((500, 1000),))
+  stalled = latency_histogram.LatencyHistogram(((500, 910), (2500, 90)))
+  parts = [measurement.Measurement(
+      load, 500.0, 0.5, duration_s=2, ops=1000, histogram=h,
+      **measurement.PercentileFields(h.ValueAtPercentile))
+           for h in (quiet, quiet, stalled)]
+  combined = measurement.CombineRepeats(parts)
+  assert sum(p.p99_latency_ms for p in parts) / 3 < 1.5
+  assert combined.p99_latency_ms == 2.5
+  assert not combined.UnderCap(measurement.LatencyCap(1.5, 'p99'))
+  assert combined.p95_latency_ms == 0.5
