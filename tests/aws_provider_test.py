@@ -434,6 +434,14 @@ def test_module_provision_takes_the_ports_from_the_spec(moto, tmp_path,
   provider.Provision(spec)
   assert [vm.name for vm in spec.vms] == ['servers-0', 'clients-0',
                                           'clients-1']
+  # Upstream's vm.AllowPort: a port the run's firewall opens is fine, any
+  # other is refused in one line naming PEER_TCP_PORTS.
+  low, high = sorted(ENTERPRISE_RANGES)[0]
+  for vm in spec.vms:
+    vm.AllowPort(low, high)
+  with pytest.raises(errors.VirtualMachine.VirtualMachineError,
+                     match='PEER_TCP_PORTS'):
+    spec.vms[0].AllowPort(high + 1)
   [group] = clients.ec2.describe_security_groups(
       Filters=RUN_FILTER)['SecurityGroups']
   assert {(p['FromPort'], p['ToPort']) for p in group['IpPermissions']} == (

@@ -224,6 +224,12 @@ def test_benchmark_peer_ports_get_a_rule_from_the_run_only(
   kinds = [e['kind'] for e in run.record.Resources()]
   assert kinds.index('gcp_vm') > max(
       i for i, k in enumerate(kinds) if k == 'gcp_firewall')
+  # Upstream's vm.AllowPort: a port of the run's peer rule is open already;
+  # any other is refused in one line naming PEER_TCP_PORTS.
+  run.spec.vms[0].AllowPort(3333, 3349)
+  with pytest.raises(errors.VirtualMachine.VirtualMachineError,
+                     match='PEER_TCP_PORTS'):
+    run.spec.vms[0].AllowPort(3350)
 
   del fake.requests[:]
   assert run.TeardownFromDisk() == []
