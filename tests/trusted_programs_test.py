@@ -113,7 +113,7 @@ def test_a_link_is_followed_and_both_paths_checked(safe_dir):
       os.path.join(open_dir, 'to-good'))
 
 
-@pytest.mark.skipif(not _IS_ROOT, reason='chown to nobody needs root')
+@e2e.Needs('root (chown to nobody)', lambda: _IS_ROOT, 'run the tests as root')
 def test_a_program_or_directory_owned_by_another_user_is_refused(safe_dir):
   path = _Program(safe_dir)
   os.chown(path, NOBODY, -1)
