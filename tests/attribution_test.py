@@ -43,6 +43,15 @@ def _Server(main, workers=(), wait=0.0, **kw):
     (_Client(0.3), _Server(0.2, wait=0.8, quota_cores=0.2, periods=20,
                            throttled_periods=20, throttled_s=1.6,
                            foreign_pct=60.0), attribution.SERVER_QUOTA),
+    # Throttled, but in the bursts a starved server runs in (on a CPU 15 %
+    # of the window under a 0.5 CPU quota): others took it, not the quota.
+    (_Client(0.07, 0.47, foreign_pct=25.0),
+     _Server(0.15, wait=0.48, quota_cores=0.5, periods=308,
+             throttled_periods=57, throttled_s=0.02, foreign_pct=53.1),
+     attribution.DISTURBED),
+    (_Client(0.3), _Server(0.15, quota_cores=0.5, periods=308,
+                           throttled_periods=57, throttled_s=0.02),
+     attribution.LATENCY),
     # CPU: on a CPU >= 90 % of what a thread may use.
     (_Client(0.95), _Server(0.5), attribution.CLIENT_CPU),
     (_Client(0.5), _Server(0.97), attribution.SERVER_CPU),
