@@ -49,19 +49,26 @@ class ConsoleReporter:
         (f'  [{", ".join(flags)}]' if flags else ''))
 
   def CurvePoint(self, index: int, m: measurement.Measurement,
-                 percent: int, offered_ops: float) -> None:
+                 percent: int, offered_ops: float,
+                 statistic: str = measurement.AVERAGE) -> None:
     """A latency-throughput curve's point: the rate it was offered, what
-    it achieved, its latencies and its limit (rate_not_achieved when it
-    fell short; latency_curve.py)."""
-    p99 = ('   n/a' if m.p99_latency_ms is None else
-           f'{m.p99_latency_ms:6.3f}')
+    it achieved, the cap's statistic and p99, and its limit
+    (rate_not_achieved when it fell short; latency_curve.py)."""
+
+    def Ms(value: Optional[float]) -> str:
+      return '   n/a' if value is None else f'{value:6.3f}'
+
+    latencies = [(statistic, m.LatencyMs(statistic)),
+                 ('p99', m.p99_latency_ms)]
     limit = attribution.Short(m.metadata)
     achieved = 100 * m.throughput / offered_ops if offered_ops else 0.0
     self.Line(
         f'  probe {index:2d}  curve {percent:2d} %  offered '
         f'{offered_ops:>9,.0f} ops/s  achieved {m.throughput:>9,.0f} ops/s '
-        f'({achieved:5.1f} %)  avg {m.average_latency_ms:6.3f} ms  '
-        f'p99 {p99} ms' + (f'  [{limit}]' if limit else ''))
+        f'({achieved:5.1f} %)  ' +
+        '  '.join(f'{name} {Ms(ms)} ms' for name, ms in
+                  dict(latencies).items()) +
+        (f'  [{limit}]' if limit else ''))
 
   def Seconds(self, per_second: Sequence[measurement.SecondStats],
               per_line: int = 10) -> None:

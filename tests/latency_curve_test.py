@@ -99,6 +99,10 @@ def test_curve_metadata_names_the_shortfall_over_the_probes_limit():
       measurement.Load(1, 32, rate_per_connection=1000), 20000.0, 0.9,
       metadata={'limit': 'server_cpu', 'limit_detail': 'main thread 97 %'})
   meta = curve_runner.CurveMetadata(point, m)
+  assert (meta['latency_cap_statistic'], meta['curve_latency_ms']) == (
+      'avg', 0.9)
+  assert curve_runner.CurveMetadata(point, m.__class__(
+      m.load, 1.0, 0.9, p99_latency_ms=3.5), 'p99')['curve_latency_ms'] == 3.5
   assert meta['limit'] == 'rate_not_achieved'
   assert meta['limit_measured'] == 'server_cpu'
   assert (meta['offered_ops_per_s'], meta['rate_achieved_pct'],
@@ -142,6 +146,17 @@ def test_the_console_line_says_offered_achieved_and_the_limit():
   assert out.getvalue() == (
       '  probe  9  curve 90 %  offered    32,000 ops/s  achieved    26,000 '
       'ops/s ( 81.2 %)  avg  0.812 ms  p99  2.500 ms  [rate not achieved]\n')
+  # The cap's statistic, then p99 (once when it is the statistic).
+  out = io.StringIO()
+  m = measurement.Measurement(measurement.Load(1, 32), 26000.0, 0.812,
+                              p95_latency_ms=1.25, p99_latency_ms=2.5)
+  reporting.ConsoleReporter(out).CurvePoint(9, m, 90, 26000.0, 'p95')
+  reporting.ConsoleReporter(out).CurvePoint(9, m, 90, 26000.0, 'p99')
+  reporting.ConsoleReporter(out).CurvePoint(9, m, 90, 26000.0, 'p90')
+  assert [line.split('(100.0 %)  ')[1] for line in
+          out.getvalue().splitlines()] == [
+              'p95  1.250 ms  p99  2.500 ms', 'p99  2.500 ms',
+              'p90    n/a ms  p99  2.500 ms']
 
 
 def _Curve(pkb_flags, **values):

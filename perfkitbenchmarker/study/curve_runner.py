@@ -28,11 +28,15 @@ def ProbeConnections(m: measurement.Measurement) -> int:
 
 
 def CurveMetadata(point: latency_curve.CurvePoint,
-                  m: measurement.Measurement) -> Dict[str, Any]:
+                  m: measurement.Measurement,
+                  statistic: str = measurement.AVERAGE) -> Dict[str, Any]:
   """What a curve point's samples say beyond a probe's: the rate offered
-  and achieved, and `rate_not_achieved` (with the probe's own limit in its
-  detail) when it fell short."""
+  and achieved, the cap's statistic and its figure at this point
+  (`curve_latency_ms`; p99 is in every probe's), and `rate_not_achieved`
+  (with the probe's own limit in its detail) when it fell short."""
   metadata: Dict[str, Any] = {
+      'latency_cap_statistic': statistic,
+      'curve_latency_ms': m.LatencyMs(statistic),
       'curve_percent': point.percent,
       'rate_per_connection': point.rate_per_connection,
       'offered_ops_per_s': round(point.offered_ops, 1),
@@ -77,14 +81,15 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
     load = dataclasses.replace(answer.load,
                                rate_per_connection=point.rate_per_connection)
     m = driver(load)
-    m = dataclasses.replace(m, metadata={**m.metadata,
-                                         **CurveMetadata(point, m)})
+    m = dataclasses.replace(m, metadata={
+        **m.metadata, **CurveMetadata(point, m, opts.search.cap_statistic)})
     index = first_index + i
     # Published before it is shown, as every probe: on the screen is in
     # the results.
     spec.EmitSamples([s.WithMetadata(**extra) for s in
                       price_performance.ProbeSamples(
                           index, m, opts.search.cap_ms, latency_curve.ROLE)])
-    spec.reporter.CurvePoint(index, m, point.percent, point.offered_ops)
+    spec.reporter.CurvePoint(index, m, point.percent, point.offered_ops,
+                             opts.search.cap_statistic)
     measured.append(m)
   return measured
