@@ -22,16 +22,23 @@ the run's own (run_scope: 0700, no symlink followed) and the files 0600,
 made fresh (O_EXCL). The run's secrets are masked in every file (the ones
 registered with vm_util and any the caller names), as in pkb.log.
 
+Kept evidence is read back as input (a run directory is downloaded from CI
+and shared): `Probe(directory, rel)` over a regular_files.Directory reads
+only the parts asked for, each a regular file of the probe's own directory
+(no symlink followed), bounded before and after unzipping.
+
 Extension seam: `Keep(vm, name, command_lines, parts)` from anything that
-brings a tool's output back; `Read(run_dir, rel)` gives it back, gunzipped.
+brings a tool's output back; `Probe(directory, rel)` gives it back part by
+part, gunzipped (`Read(run_dir, rel)`: all of it).
 """
 
 import gzip
 import logging
 import os
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import vm_util
 
@@ -41,6 +48,10 @@ COMMAND_FILE = 'command.txt'
 # load, which part is which process), JSON.
 MANIFEST = 'probe.json'
 GZIP_ABOVE = 64 * 1024
+# The most a part read back may hold, zipped and unzipped: a probe's
+# largest part (memtier's JSON of a long run, per-second series and
+# percentiles) is a few MB; a bomb or /dev/zero stops here.
+MAX_PART_BYTES = 32 << 20
 # Metadata key of a measurement naming its evidence (relative to the run
 # directory; several, comma-separated, when client VMs' probes combine).
 METADATA_KEY = measurement.RAW_OUTPUT_KEY
@@ -113,17 +124,63 @@ def Keep(vm, name: str, command_lines: Sequence[str],
   return rel
 
 
+class Missing(Exception):
+  """Evidence a sample names is not in the run directory (the path, relative
+  to the run directory): a difference, never agreement."""
+
+
+class Probe:
+  """One probe's kept parts in a run directory, read when asked for.
+
+  Raises regular_files.NotRegular for a part that is there but cannot be
+  read as one (a symlink, a FIFO, too large, a broken gzip), naming it.
+  """
+
+  def __init__(self, directory: regular_files.Directory, rel: str):
+    self.directory, self.rel = directory, rel
+    kind = directory.Kind(rel)
+    if kind is None:
+      raise Missing(rel)
+    if kind != 'directory':
+      raise regular_files.NotRegular(
+          f'{directory.path}/{rel}: not a directory of raw files ({kind})')
+
+  def _Path(self, key: str) -> str:
+    if not key or _SafeName(key) != key or key.startswith('.'):
+      raise regular_files.NotRegular(
+          f'{self.directory.path}/{self.rel}: {key!r} is not the name of a '
+          'raw file')
+    return f'{self.rel}/{key}'
+
+  def _Found(self, key: str) -> Optional[str]:
+    path = self._Path(key)
+    found = [p for p in (path, path + '.gz') if self.directory.Kind(p)]
+    if len(found) > 1:
+      raise regular_files.NotRegular(
+          f'{self.directory.path}/{path}: kept both plain and gzipped')
+    return found[0] if found else None
+
+  def Has(self, key: str) -> bool:
+    return self._Found(key) is not None
+
+  def Text(self, key: str) -> str:
+    """The part `key` (e.g. out.0), gunzipped; Missing if it is not there."""
+    path = self._Found(key)
+    if path is None:
+      raise Missing(self._Path(key))
+    return self.directory.ReadUnzipped(path, MAX_PART_BYTES).decode(
+        errors='replace')
+
+  def Keys(self) -> List[str]:
+    return sorted({n[:-3] if n.endswith('.gz') else n
+                   for n in self.directory.Names(self.rel)})
+
+
 def Read(run_dir: str, rel: str) -> Dict[str, str]:
-  """The parts one Keep wrote (command.txt included), by key."""
-  directory = os.path.join(run_dir, rel)
-  parts = {}
-  for name in sorted(os.listdir(directory)):
-    with open(os.path.join(directory, name), 'rb') as f:
-      data = f.read()
-    if name.endswith('.gz'):
-      name, data = name[:-3], gzip.decompress(data)
-    parts[name] = data.decode(errors='replace')
-  return parts
+  """All the parts one Keep wrote (command.txt included), by key."""
+  with regular_files.Directory(run_dir) as directory:
+    probe = Probe(directory, rel)
+    return {key: probe.Text(key) for key in probe.Keys()}
 
 
 def FileKey(path: str) -> str:

@@ -7,26 +7,36 @@ Every figure of RUN_DIR/perfkitbenchmarker_results.json that can be derived
 the raw files (evidence.py) and the dated price rows, with the parsers and
 combining rules the run used (README, "Rechecking a run"). Exit 0 when all
 agree within FLOAT_REL / FLOAT_ABS (published numbers are rounded), 1 with
-a line per difference, 2 for bad input (one line).
+a line per difference (missing evidence is one), 2 for bad input (one line),
+130 when interrupted.
+
+A run directory is input someone else made (downloaded from CI, shared): it
+is read through regular_files.Directory (its own regular files only, no
+symlink followed, every read bounded) and only the raw files a figure needs
+are read (evidence.Probe). A file that cannot be read as its kind, or a
+record that is not what the run wrote, ends the recomputation in one line
+naming it.
 """
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Annotated, Dict, List, Optional, Sequence, Tuple, Union
+
+import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance as pp
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
-from perfkitbenchmarker.results_history import loader
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.search import stats
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
@@ -34,13 +44,38 @@ RESULTS_FILE = 'perfkitbenchmarker_results.json'
 # two figures agree within FLOAT_ABS or FLOAT_REL of the larger.
 FLOAT_REL = 1e-6
 FLOAT_ABS = 1e-5
-EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# A run's results file is some hundred rows of a few KB.
+MAX_RESULTS_BYTES = 64 << 20
 _CAPPED = (pp.CAPPED_THROUGHPUT, pp.PKB_UNDER_1MS)
 _LATENCY_KEYS = ('average_latency_ms', 'p50_latency_ms', 'p99_latency_ms')
 
 
 class BadInput(Exception):
   """The run directory cannot be rechecked (exit 2, one line)."""
+
+
+_PartKey = Annotated[str, pydantic.StringConstraints(
+    pattern=r'^[A-Za-z0-9_][A-Za-z0-9._-]{0,200}$')]
+_Positive = Annotated[int, pydantic.Field(gt=0, lt=1 << 31)]
+
+
+class ProbeManifest(pydantic.BaseModel):
+  """evidence.MANIFEST as the load generators write it (memtier.Manifest,
+  redis_benchmark's probe), read strictly: a damaged one is refused."""
+
+  model_config = pydantic.ConfigDict(strict=True, frozen=True)
+
+  load_generator: str
+  load: Tuple[_Positive, _Positive, _Positive]  # threads, clients, pipeline
+  # memtier's JSON outputs ('json' in the file; a BaseModel attribute here).
+  json_parts: List[_PartKey] = pydantic.Field([], alias='json')
+  stdout: List[_PartKey] = []
+  rc: List[_PartKey] = []
+  groups: List[str] = []
+  test_time_s: Optional[Annotated[float, pydantic.Field(ge=0)]] = None
+  warmup_s: Optional[Annotated[float, pydantic.Field(ge=0)]] = None
+  staircase: bool = False
 
 
 @dataclasses.dataclass
@@ -51,6 +86,8 @@ class Report:
   prices: int = 0
   differences: List[str] = dataclasses.field(default_factory=list)
   skipped: List[str] = dataclasses.field(default_factory=list)
+  # Evidence files named but gone (each one difference).
+  missing: List[str] = dataclasses.field(default_factory=list)
 
   def Compare(self, where: str, what: str, published, recomputed) -> None:
     """Counts one figure; records a difference when they disagree."""
@@ -76,49 +113,94 @@ def Agree(published, recomputed) -> bool:
   return abs(a - b) <= max(FLOAT_ABS, FLOAT_REL * max(abs(a), abs(b)))
 
 
-def ProbeMeasurement(run_dir: str, rel: str) -> Optional[measurement.Measurement]:
-  """One client VM's probe, measured again from its kept evidence; None for
-  evidence no rule here recomputes (a staircase run, YCSB)."""
-  parts = evidence.Read(run_dir, rel)
-  if evidence.MANIFEST not in parts:
+def _Damaged(what: str, error: BaseException) -> BadInput:
+  """One line for a file or record that is not what the run wrote (Main
+  shows what it quotes of the run directory's own text as text)."""
+  text = str(error).strip().splitlines()
+  detail = f'{type(error).__name__}: {text[0][:160]}' if text else (
+      type(error).__name__)
+  return BadInput(f'{what} cannot be recomputed: {detail}')
+
+
+def ProbeMeasurement(directory: regular_files.Directory, rel: str
+                     ) -> Optional[measurement.Measurement]:
+  """One client VM's probe, measured again from its kept evidence (only the
+  parts its manifest names are read); None for a staircase probe, which
+  no rule here recomputes.
+
+  Raises:
+    evidence.Missing: its manifest or a part the manifest names is gone.
+    regular_files.NotRegular: a part cannot be read as a file.
+    BadInput: the manifest or a part is not what the run wrote.
+  """
+  probe = evidence.Probe(directory, rel)
+  where = f'{directory.path}/{rel}/{evidence.MANIFEST}'
+  try:
+    manifest = ProbeManifest.model_validate_json(
+        probe.Text(evidence.MANIFEST))
+  except pydantic.ValidationError as e:
+    raise BadInput(f'{where} is not a probe manifest: '
+                   f'{errors.Problems(e)}') from None
+  load = measurement.Load(*manifest.load)
+  try:
+    if (manifest.load_generator == memtier_results.LOAD_GENERATOR and
+        not manifest.staircase):
+      return memtier_results.Measure(
+          [probe.Text(k) for k in manifest.json_parts],
+          [probe.Text(k) if probe.Has(k) else None for k in manifest.stdout],
+          load, manifest.test_time_s, manifest.warmup_s or 0)
+    if manifest.load_generator == rb.LOAD_GENERATOR:
+      seconds = []
+      for key in manifest.rc:
+        _, start, end = probe.Text(key).split()[:3]
+        seconds.append(float(end) - float(start))
+      return rb.Measure([probe.Text(k) for k in manifest.stdout],
+                        manifest.groups, seconds, load)
+  except (KeyError, ValueError, IndexError, TypeError, ZeroDivisionError,
+          RecursionError) as e:
+    raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
+  if manifest.staircase:
     return None
-  manifest = json.loads(parts[evidence.MANIFEST])
-  load = measurement.Load(*manifest['load'])
-  tool = manifest.get('load_generator')
-  if tool == memtier_results.LOAD_GENERATOR and not manifest.get('staircase'):
-    return memtier_results.Measure(
-        [parts[k] for k in manifest['json']],
-        [parts.get(k) for k in manifest['stdout']], load,
-        manifest.get('test_time_s'), manifest.get('warmup_s') or 0)
-  if tool == rb.LOAD_GENERATOR:
-    seconds = []
-    for key in manifest['rc']:
-      _, start, end = parts[key].split()[:3]
-      seconds.append(float(end) - float(start))
-    return rb.Measure([parts[k] for k in manifest['stdout']],
-                      manifest['groups'], seconds, load)
-  return None
+  raise BadInput(f'{where}: unknown load generator '
+                 f'{manifest.load_generator[:80]!r}')
 
 
-def _Probe(run_dir: str, raw_output: str, load: measurement.Load,
-           cache: Dict[str, Optional[measurement.Measurement]]
+_Cached = Union[None, measurement.Measurement, evidence.Missing]
+
+
+def _Probe(directory: regular_files.Directory, raw_output: str,
+           load: measurement.Load, cache: Dict[str, _Cached]
            ) -> Optional[measurement.Measurement]:
   """A probe over all its client VMs (measurement.Combine, as the probe
-  driver does), from the evidence `raw_output` names."""
+  driver does), from the evidence `raw_output` names (evidence.Missing
+  when some of it is gone)."""
   if raw_output not in cache:
-    parts = []
-    for rel in raw_output.split(','):
-      if not os.path.isdir(os.path.join(run_dir, rel)):
-        raise FileNotFoundError(rel)
-      parts.append(ProbeMeasurement(run_dir, rel))
-    cache[raw_output] = (None if None in parts else
-                         measurement.Combine(parts, load))
-  return cache[raw_output]
+    try:
+      parts = [ProbeMeasurement(directory, rel)
+               for rel in raw_output.split(',')]
+      cache[raw_output] = (None if None in parts else
+                           measurement.Combine(parts, load))
+    except evidence.Missing as e:
+      cache[raw_output] = e
+  found = cache[raw_output]
+  if isinstance(found, evidence.Missing):
+    raise found
+  return found
+
+
+def _Count(metadata, key: str, default=None) -> int:
+  """A positive whole number of the row (a VM count, threads)."""
+  value = metadata.get(key, default)
+  number = int(value)
+  if number < 1 or number != _Number(value):
+    raise ValueError(f'{key} is {value!r}, not a count')
+  return number
 
 
 def _LoadOf(metadata) -> measurement.Load:
-  return measurement.Load(int(metadata['threads']), int(metadata['clients']),
-                          int(metadata.get('pipeline', 1)))
+  return measurement.Load(_Count(metadata, 'threads'),
+                          _Count(metadata, 'clients'),
+                          _Count(metadata, 'pipeline', 1))
 
 
 def _CheckLatencies(report, where, metadata, m) -> None:
@@ -150,7 +232,7 @@ def _Prices(metadata, catalog: pricing.PriceCatalog
             f'{metadata.get(f"{group}_price_date")}; recompute against the '
             'catalog of that date (git checkout the prices file)')
       usd = price.usd_per_hour
-    totals[group] = usd * int(metadata.get(f'{group}_vm_count', 1))
+    totals[group] = usd * _Count(metadata, f'{group}_vm_count', 1)
   if 'servers' not in totals:
     raise KeyError('servers_price_usd_per_hour')
   return totals['servers'], sum(totals.values()), len(groups)
@@ -159,25 +241,40 @@ def _Prices(metadata, catalog: pricing.PriceCatalog
 def Recompute(run_dir: str,
               catalog: Optional[pricing.PriceCatalog] = None) -> Report:
   """Every figure of the run at run_dir, recomputed; BadInput if there is
-  nothing to recheck."""
+  nothing to recheck or the run directory cannot be read as one."""
   if not os.path.isdir(run_dir):
     raise BadInput(f'{run_dir}: no such run directory')
-  path = os.path.join(run_dir, RESULTS_FILE)
-  if not os.path.isfile(path):
-    raise BadInput(f'{run_dir}: no {RESULTS_FILE} (not a run directory)')
   try:
-    rows = list(loader.IterJsonLines(path))
-  except loader.LoadError as e:
+    with regular_files.Directory(run_dir) as directory:
+      return _Recompute(directory, catalog)
+  except regular_files.NotRegular as e:
     raise BadInput(str(e)) from None
-  if not any(evidence.METADATA_KEY in r['metadata'] for r in rows):
-    raise BadInput(f'{run_dir}: its samples name no raw files (a run from '
-                   'before they were kept, or one without probes)')
-  if not os.path.isdir(os.path.join(run_dir, evidence.RAW_DIR)):
-    raise BadInput(f'{run_dir}: no {evidence.RAW_DIR}/ directory of raw '
-                   'files')
+
+
+def _Rows(directory: regular_files.Directory):
+  """The rows of the run's results file, one at a time."""
+  if directory.Kind(RESULTS_FILE) is None:
+    raise BadInput(f'{directory.path}: no {RESULTS_FILE} (not a run '
+                   'directory)')
+  try:
+    f = directory.Open(RESULTS_FILE, MAX_RESULTS_BYTES)
+  except regular_files.NotRegular as e:
+    raise BadInput(str(e)) from None
+  try:
+    yield from bigquery_schema.IterRowsOf(
+        f, os.path.join(directory.path, RESULTS_FILE))
+  except bigquery_schema.ResultsFileError as e:
+    raise BadInput(str(e)) from None
+
+
+def _Recompute(directory: regular_files.Directory,
+               catalog: Optional[pricing.PriceCatalog]) -> Report:
+  """Recompute over an open run directory."""
+  run_dir = directory.path
   catalog = catalog or pricing.PriceCatalog.Load()
   report = Report()
-  cache: Dict[str, Optional[measurement.Measurement]] = {}
+  cache: Dict[str, _Cached] = {}
+  names_raw = False
   # Probes since the last answer, by index: an answer aggregates probes of
   # its own search, whose samples come before it (a shard study runs one
   # search after another).
@@ -186,8 +283,12 @@ def Recompute(run_dir: str,
   # The whole deployment's $/hr, from the answer's hourly_cost samples (the
   # price_performance sample names only the server VMs' price rows).
   whole_usd: Optional[float] = None
-  for number, row in enumerate(rows, 1):
-    fixed, metadata = row['fixed'], row['metadata']
+  for number, (fixed, metadata) in enumerate(_Rows(directory), 1):
+    if evidence.METADATA_KEY in metadata and not names_raw:
+      names_raw = True
+      if directory.Kind(evidence.RAW_DIR) != 'directory':
+        raise BadInput(f'{run_dir}: no {evidence.RAW_DIR}/ directory of raw '
+                       'files')
     metric, value = fixed['metric'], fixed['value']
     where = f'line {number} {metric}'
     if 'probe_index' in metadata:
@@ -198,7 +299,10 @@ def Recompute(run_dir: str,
         if not raw:
           report.skipped.append(f'{where}: no raw files named')
           continue
-        m = _Probe(run_dir, raw, _LoadOf(metadata), cache)
+        try:
+          m = _Probe(directory, str(raw), _LoadOf(metadata), cache)
+        except regular_files.NotRegular as e:
+          raise BadInput(f'{e} (named by {where})') from None
         if m is None:
           report.skipped.append(f'{where}: {raw} is not a probe this '
                                 'command recomputes (staircase, YCSB)')
@@ -241,7 +345,7 @@ def Recompute(run_dir: str,
           report.skipped.append(f'{where}: its answer or costs were not '
                                 'recomputed')
           continue
-        per_vm = servers / int(metadata.get('servers_vm_count', 1))
+        per_vm = servers / _Count(metadata, 'servers_vm_count', 1)
         report.Compare(where, 'value', value, capped_value / servers)
         for key, figure in (
             ('servers_usd_per_hour_total', servers),
@@ -253,12 +357,21 @@ def Recompute(run_dir: str,
             [probes[i] for i in _Indices(metadata)]))
         # The next search's, if any.
         probes, capped_value, whole_usd = {}, None, None
-    except FileNotFoundError as e:
-      report.differences.append(f'{where}: raw files {e.args[0]} are '
-                                'missing from the run directory')
-    except (KeyError, ValueError, IndexError, json.JSONDecodeError) as e:
-      report.differences.append(f'{where}: cannot be recomputed from its '
-                                f'raw files ({type(e).__name__}: {e})')
+    except evidence.Missing as e:
+      # Once per missing file; the figures that needed it are not rechecked.
+      missing = f'{run_dir}/{e.args[0]}'
+      if missing in report.missing:
+        report.skipped.append(f'{where}: its raw file {missing} is missing')
+      else:
+        report.missing.append(missing)
+        report.differences.append(f'{where}: its raw file {missing} is '
+                                  'missing from the run directory')
+    except (KeyError, ValueError, IndexError, TypeError,
+            ZeroDivisionError) as e:
+      raise _Damaged(f'{run_dir}/{RESULTS_FILE} {where}', e) from None
+  if not names_raw:
+    raise BadInput(f'{run_dir}: its samples name no raw files (a run from '
+                   'before they were kept, or one without probes)')
   if not report.checked and not report.differences:
     raise BadInput(f'{run_dir}: no figure could be recomputed '
                    f'({"; ".join(report.skipped[:2]) or "nothing to check"})')
@@ -283,6 +396,9 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
   except (BadInput, errors.UsageError) as e:
     print(f'pkb-recompute: {terminal_text.Printable(e)}', file=sys.stderr)
     return EXIT_USAGE
+  except KeyboardInterrupt:
+    print('pkb-recompute: interrupted', file=sys.stderr)
+    return EXIT_INTERRUPTED
   for line in report.differences:
     print(f'DIFFERENT {terminal_text.Printable(line)}')
   if args.verbose:

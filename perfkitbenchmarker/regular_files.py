@@ -7,29 +7,36 @@ waits for a key. `OpenRegular` opens without blocking, refuses anything but a
 regular file, and with `max_bytes` a file larger than that, so every read of
 such a path ends, and soon. Each caller turns `NotRegular` into its own
 one-line error (it says why, the caller says which file and what to do).
+
+A directory someone else made (a run directory downloaded from CI, a
+history of them) is read through `Directory`: a path inside it is opened
+one component at a time below the directory's own descriptor, never
+following a symlink and never leaving it (no `..`, no absolute path), so
+what it names is the directory's own file, whatever the text of the path
+(a `raw_output` of `../../etc/shadow`, a symlink to /dev/zero). Gzipped
+parts are unzipped in bounded steps (`ReadUnzipped`): a bomb stops at the
+bound, and Ctrl-C is honoured between steps.
 """
 
+import errno
 import os
 import stat
-from typing import BinaryIO, Optional
+import zlib
+from typing import BinaryIO, List, Optional
+
+# What each step of unzipping may read and make: small enough that Ctrl-C
+# (raised between Python steps) is seen within milliseconds.
+_STEP_BYTES = 1 << 20
 
 
 class NotRegular(Exception):
-  """Why a path cannot be read as an input file (no path, one phrase)."""
+  """Why a path cannot be read as an input file (no path, one phrase;
+  `Directory`'s start with the path of the file, the directory's first)."""
 
 
-def OpenRegular(path: str, max_bytes: Optional[int] = None) -> BinaryIO:
-  """The file at `path` opened for binary reading.
-
-  Raises:
-    NotRegular: it is missing or unreadable, not a regular file, or larger
-      than `max_bytes`.
-  """
-  try:
-    # O_NONBLOCK: opening a FIFO for reading would wait for a writer.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-  except OSError as e:
-    raise NotRegular(e.strerror or str(e)) from None
+def _Checked(fd: int, max_bytes: Optional[int]) -> BinaryIO:
+  """fd (opened O_NONBLOCK) as a blocking binary file, if it is a regular
+  file within the bound; closed otherwise."""
   try:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -44,12 +51,26 @@ def OpenRegular(path: str, max_bytes: Optional[int] = None) -> BinaryIO:
     raise
 
 
-def ReadRegular(path: str, max_bytes: int) -> bytes:
-  """All of a regular file of at most `max_bytes` (NotRegular otherwise;
-  a file that grows past the bound while read is refused too)."""
+def OpenRegular(path: str, max_bytes: Optional[int] = None) -> BinaryIO:
+  """The file at `path` opened for binary reading.
+
+  Raises:
+    NotRegular: it is missing or unreadable, not a regular file, or larger
+      than `max_bytes`.
+  """
   try:
-    with OpenRegular(path, max_bytes) as f:
-      data = f.read(max_bytes + 1)
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+  except OSError as e:
+    raise NotRegular(e.strerror or str(e)) from None
+  return _Checked(fd, max_bytes)
+
+
+def _ReadBounded(f: BinaryIO, max_bytes: int) -> bytes:
+  """All of an open file, refused past `max_bytes` (it may grow while
+  read)."""
+  try:
+    data = f.read(max_bytes + 1)
   except OSError as e:
     raise NotRegular(e.strerror or str(e)) from None
   if len(data) > max_bytes:
@@ -58,10 +79,193 @@ def ReadRegular(path: str, max_bytes: int) -> bytes:
   return data
 
 
+def ReadRegular(path: str, max_bytes: int) -> bytes:
+  """All of a regular file of at most `max_bytes` (NotRegular otherwise;
+  a file that grows past the bound while read is refused too)."""
+  with OpenRegular(path, max_bytes) as f:
+    return _ReadBounded(f, max_bytes)
+
+
+def Gunzip(f: BinaryIO, max_bytes: int) -> bytes:
+  """The gzip stream (one member or several) read from `f`, unzipped to at
+  most `max_bytes`; NotRegular for more, for a truncated stream or for
+  anything not gzip."""
+  out = bytearray()
+  unzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
+  fed = whole = False
+  pending = b''
+  try:
+    while True:
+      if not pending:
+        pending = f.read(_STEP_BYTES)
+        if not pending:
+          break
+      if unzip.eof:  # The next member (gzip allows several).
+        unzip, fed = zlib.decompressobj(zlib.MAX_WBITS | 16), False
+      fed = True
+      out += unzip.decompress(
+          pending, min(_STEP_BYTES, max_bytes + 1 - len(out)))
+      if len(out) > max_bytes:
+        raise NotRegular(f'unzips to more than the {max_bytes:,} bytes such '
+                         'a file may have')
+      pending = unzip.unconsumed_tail
+      if unzip.eof:
+        whole = True
+        pending = unzip.unused_data + pending
+  except zlib.error as e:
+    raise NotRegular(f'not gzip data ({e})') from None
+  except OSError as e:
+    raise NotRegular(e.strerror or str(e)) from None
+  if fed and not unzip.eof or not whole:
+    raise NotRegular('a truncated gzip file (it ends inside its data)')
+  return bytes(out)
+
+
+class Directory:
+  """A directory read as input: its own regular files only, bounded.
+
+  Every path given is relative to the directory, of plain components (no
+  `..`, `.`, empty or absolute part); each component is opened below the
+  one before it with O_NOFOLLOW, so a symlink anywhere on the way is
+  refused, not followed. NotRegular names the file (directory/path).
+  """
+
+  def __init__(self, path: str):
+    self.path = path
+    try:
+      self._fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+      raise NotRegular(f'{path}: {e.strerror or e}') from None
+
+  def close(self) -> None:
+    if self._fd >= 0:
+      os.close(self._fd)
+      self._fd = -1
+
+  def __enter__(self) -> 'Directory':
+    return self
+
+  def __exit__(self, *unused) -> None:
+    self.close()
+
+  def _Shown(self, rel: str) -> str:
+    return os.path.join(self.path, rel)
+
+  def _Parts(self, rel: str) -> List[str]:
+    parts = rel.split('/')
+    if (not rel or '\0' in rel or
+        any(p in ('', '.', '..') for p in parts)):
+      raise NotRegular(f'{self.path}: {rel!r} is not a path inside it')
+    return parts
+
+  def _Open(self, parts: List[str], flags: int) -> int:
+    """The last of `parts` opened with `flags`, every component below the
+    one before it and none followed if a symlink."""
+    fd = self._fd
+    try:
+      for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        try:
+          opened = os.open(part, (flags if last else os.O_RDONLY |
+                                  os.O_DIRECTORY) | os.O_NOFOLLOW |
+                           os.O_CLOEXEC, dir_fd=fd)
+        except OSError as e:
+          raise NotRegular(f'{self._Shown("/".join(parts[:i + 1]))}: '
+                           f'{self._Why(fd, part, e)}') from None
+        if fd != self._fd:
+          os.close(fd)
+        fd = opened
+      return fd
+    except BaseException:
+      if fd != self._fd:
+        os.close(fd)
+      raise
+
+  @staticmethod
+  def _Why(dir_fd: int, name: str, error: OSError) -> str:
+    if error.errno in (errno.ELOOP, errno.ENOTDIR):
+      try:
+        mode = os.lstat(name, dir_fd=dir_fd).st_mode
+      except OSError:
+        mode = 0
+      if stat.S_ISLNK(mode):
+        return 'a symbolic link (never followed in a directory read as input)'
+      if mode:
+        return f'not a directory ({_Kind(mode)})'
+    return error.strerror or str(error)
+
+  def Kind(self, rel: str) -> Optional[str]:
+    """'file', 'directory', 'symbolic link' (never followed) or 'other' for
+    what `rel` names; None when nothing is there."""
+    parts = self._Parts(rel)
+    if len(parts) > 1:
+      try:
+        fd = self._Open(parts[:-1], os.O_RDONLY | os.O_DIRECTORY)
+      except NotRegular:
+        if self.Kind('/'.join(parts[:-1])) is None:
+          return None
+        raise
+    else:
+      fd = self._fd
+    try:
+      mode = os.lstat(parts[-1], dir_fd=fd).st_mode
+    except FileNotFoundError:
+      return None
+    except OSError as e:
+      raise NotRegular(f'{self._Shown(rel)}: {e.strerror or e}') from None
+    finally:
+      if fd != self._fd:
+        os.close(fd)
+    for test, kind in ((stat.S_ISREG, 'file'), (stat.S_ISDIR, 'directory'),
+                       (stat.S_ISLNK, 'symbolic link')):
+      if test(mode):
+        return kind
+    return 'other'
+
+  def Open(self, rel: str, max_bytes: Optional[int] = None) -> BinaryIO:
+    """The regular file at `rel` inside the directory, for reading."""
+    # O_NONBLOCK: a FIFO never blocks the open.
+    fd = self._Open(self._Parts(rel), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+      return _Checked(fd, max_bytes)
+    except NotRegular as e:
+      raise NotRegular(f'{self._Shown(rel)}: {e}') from None
+
+  def Read(self, rel: str, max_bytes: int) -> bytes:
+    """All of the regular file at `rel`, at most `max_bytes`."""
+    with self.Open(rel, max_bytes) as f:
+      try:
+        return _ReadBounded(f, max_bytes)
+      except NotRegular as e:
+        raise NotRegular(f'{self._Shown(rel)}: {e}') from None
+
+  def ReadUnzipped(self, rel: str, max_bytes: int) -> bytes:
+    """`Read`, unzipped when `rel` ends in .gz (compressed and unzipped,
+    at most `max_bytes` each)."""
+    if not rel.endswith('.gz'):
+      return self.Read(rel, max_bytes)
+    with self.Open(rel, max_bytes) as f:
+      try:
+        return Gunzip(f, max_bytes)
+      except NotRegular as e:
+        raise NotRegular(f'{self._Shown(rel)}: {e}') from None
+
+  def Names(self, rel: str) -> List[str]:
+    """The names in the directory at `rel` (no symlink followed)."""
+    fd = self._Open(self._Parts(rel), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+      return sorted(os.listdir(fd))
+    except OSError as e:
+      raise NotRegular(f'{self._Shown(rel)}: {e.strerror or e}') from None
+    finally:
+      os.close(fd)
+
+
 def _Kind(mode: int) -> str:
   for test, name in ((stat.S_ISFIFO, 'a FIFO'), (stat.S_ISCHR, 'a device'),
                      (stat.S_ISBLK, 'a device'), (stat.S_ISDIR, 'a directory'),
-                     (stat.S_ISSOCK, 'a socket')):
+                     (stat.S_ISSOCK, 'a socket'),
+                     (stat.S_ISLNK, 'a symbolic link')):
     if test(mode):
       return name
   return 'not a plain file'

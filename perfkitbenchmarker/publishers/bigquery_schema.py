@@ -17,8 +17,8 @@ import json
 import math
 import os
 import uuid
-from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Tuple)
+from typing import (Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping,
+                    Optional, Tuple)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import regular_files
@@ -183,6 +183,13 @@ def IterRows(path: str) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
     f = regular_files.OpenRegular(path)
   except regular_files.NotRegular as e:
     raise ResultsFileError(f'{path}: {e}') from None
+  yield from IterRowsOf(f, path)
+
+
+def IterRowsOf(f: BinaryIO, path: str
+              ) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
+  """IterRows of a results file already opened (and checked: a regular
+  file, e.g. by regular_files.Directory); closes it. `path` names it."""
   with f:
     left, number = os.fstat(f.fileno()).st_size, 0
     while left > 0:

@@ -9,7 +9,9 @@ the rest (typing, `meta_` prefixes, `keys`).
 
 Rows are input: anything not a PKB sample is a `LoadError` naming the file
 and line, from the one reader of results files (bigquery_schema.IterRows,
-bounded: regular files only, read to the size they had when opened).
+bounded: regular files only, read to the size they had when opened). Inside
+a directory (a history of run directories, downloaded and shared) every
+file is its own: read through regular_files.Directory, no symlink followed.
 """
 
 import json
@@ -43,19 +45,36 @@ def _Shape(row: Dict[str, Any], metadata: Dict[str, Any]) -> Dict[str, Any]:
   return {'fixed': {f: row.get(f) for f in FIXED_FIELDS}, 'metadata': metadata}
 
 
-def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped."""
-  for row, metadata in bigquery_schema.IterRows(path):
+def IterJsonLines(path: str,
+                  directory: Optional[regular_files.Directory] = None
+                 ) -> Iterator[Dict[str, Any]]:
+  """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped;
+  with `directory`, `path` is a file inside it (read as its own)."""
+  if directory is None:
+    rows = bigquery_schema.IterRows(path)
+  else:
+    try:
+      f = directory.Open(path)
+    except regular_files.NotRegular as e:
+      raise LoadError(str(e)) from None
+    rows = bigquery_schema.IterRowsOf(f, os.path.join(directory.path, path))
+  for row, metadata in rows:
     yield _Shape(row, metadata)
 
 
-def ReadCommandLine(results_path: str) -> Optional[str]:
+def ReadCommandLine(results_path: str,
+                    directory: Optional[regular_files.Directory] = None
+                   ) -> Optional[str]:
   """The command line from the run record beside a results file; None for
-  a missing, malformed or unknown-version record (input, never trusted)."""
+  a missing, malformed or unknown-version record (input, never trusted).
+  With `directory`, `results_path` is inside it, and so is the record."""
   record_path = os.path.join(os.path.dirname(results_path), RUN_RECORD_FILE)
   try:
-    record = json.loads(regular_files.ReadRegular(record_path,
-                                                  MAX_RUN_RECORD_BYTES))
+    if directory is None:
+      text = regular_files.ReadRegular(record_path, MAX_RUN_RECORD_BYTES)
+    else:
+      text = directory.Read(record_path, MAX_RUN_RECORD_BYTES)
+    record = json.loads(text)
   except (regular_files.NotRegular, ValueError, RecursionError):
     return None
   if (not isinstance(record, dict) or
@@ -97,13 +116,32 @@ def ReadBigQuery(table: str, client: Any,
   return rows
 
 
-def _FilesOf(path: str) -> List[str]:
-  """The results files under a directory, or the path itself (IterJsonLines
-  refuses anything but a regular file)."""
-  files = bigquery_schema.FindResultsFiles([path])
-  if not files:
+def _RowsOf(path: str) -> Iterator[Dict[str, Any]]:
+  """The rows of a results file, or of every one under a directory (each
+  read as the directory's own file), with their source and command line."""
+  if not os.path.isdir(path):
+    if not os.path.lexists(path):
+      raise LoadError(f'{path}: no such file or directory')
+    for row in IterJsonLines(path):  # Refuses anything but a regular file.
+      row['source'] = path
+      row['command_line'] = ReadCommandLine(path)
+      yield row
+    return
+  found = [os.path.relpath(f, path)
+           for f in bigquery_schema.FindResultsFiles([path])]
+  if not found:
     raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
-  return files
+  try:
+    directory = regular_files.Directory(path)
+  except regular_files.NotRegular as e:
+    raise LoadError(str(e)) from None
+  with directory:
+    for rel in found:
+      command_line = ReadCommandLine(rel, directory)
+      for row in IterJsonLines(rel, directory):
+        row['source'] = os.path.join(path, rel)
+        row['command_line'] = command_line
+        yield row
 
 
 def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
@@ -117,12 +155,8 @@ def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
   paths = list(paths)
   builder = typed_frame.FrameBuilder(keys, chunk_rows)
   for path in paths:
-    for file_path in _FilesOf(path):
-      command_line = ReadCommandLine(file_path)
-      for row in IterJsonLines(file_path):
-        row['source'] = file_path
-        row['command_line'] = command_line
-        builder.Add(row)
+    for row in _RowsOf(path):
+      builder.Add(row)
   if bigquery_table:
     for row in ReadBigQuery(bigquery_table, bq_client, read_rows):
       builder.Add(row)

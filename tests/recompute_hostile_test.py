@@ -1,0 +1,222 @@
+"""pkb-recompute on a run directory someone else made (issue 35 class 2).
+
+One real run (redis-benchmark on Local, ./pkb.py as a user runs it) is
+copied and each copy damaged the way a downloaded or shared run directory
+could be: symlinks to a root-only file and to /dev/zero, a FIFO, a gzip
+bomb, a `raw_output` pointing out of the directory, damaged records, a
+deleted probe file. Each ends in one line, exit non-zero, in bounded memory
+(the child's peak RSS, from wait4), with nothing of the target printed.
+"""
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import evidence
+from perfkitbenchmarker import recompute
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = os.path.join(e2e.REPO, 'scripts', 'recompute.py')
+MAX_RSS_KB = 300 * 1024
+# What the root-only file holds; never printed.
+SECRET = 'root:$6$NOT-TO-BE-SHOWN$:19000:0:99999:7:::'
+
+
+@pytest.fixture(scope='module')
+def real_run(tmp_path_factory):
+  results = str(tmp_path_factory.mktemp('results'))
+  proc, run_uri = e2e.Run(['--load_generator=redis_benchmark'] + e2e.FAST,
+                          results)
+  assert proc.returncode == 0, proc.stderr
+  return os.path.join(results, run_uri)
+
+
+@pytest.fixture
+def copy(real_run, tmp_path):
+  """A copy of the run, its first probe's directory, and a root-only file
+  beside it."""
+  run_dir = tmp_path / 'run'
+  shutil.copytree(real_run, run_dir, symlinks=True)
+  secret = tmp_path / 'shadow'
+  secret.write_text(SECRET + '\n')
+  os.chmod(secret, 0o600)
+  probe = run_dir / evidence.RAW_DIR / 'clients-0' / 'redis-benchmark-1'
+  assert (probe / evidence.MANIFEST).is_file()
+  return run_dir, probe, secret
+
+
+def _Recompute(run_dir):
+  """(exit code, stdout, stderr, peak RSS kB) of pkb-recompute RUN_DIR."""
+  proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=e2e.REPO)
+  try:
+    out, err = proc.communicate(timeout=60)
+  finally:
+    proc.kill()
+  # The exit status was reaped by communicate; its usage is the children's.
+  return proc.returncode, out, err
+
+
+def _PeakRssKb(run_dir):
+  """pkb-recompute's own peak RSS (wait4 of that child alone)."""
+  proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
+                          stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, cwd=e2e.REPO)
+  _, _, usage = os.wait4(proc.pid, 0)
+  proc.returncode = 0  # Reaped here.
+  return usage.ru_maxrss
+
+
+def _OneLine(run_dir, *words):
+  code, out, err = _Recompute(run_dir)
+  assert code == recompute.EXIT_USAGE, out + err
+  assert out == '' and err.count('\n') == 1, out + err
+  assert err.startswith('pkb-recompute: ') and 'Traceback' not in err
+  assert 'NOT-TO-BE-SHOWN' not in err
+  for word in words:
+    assert word in err, err
+  return err
+
+
+def _Bomb(path, unzipped_bytes):
+  """A gzip file of `unzipped_bytes` zeros, made a MiB at a time."""
+  pack = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+  zeros = bytes(1 << 20)
+  with open(path, 'wb') as f:
+    for _ in range(unzipped_bytes >> 20):
+      f.write(pack.compress(zeros))
+    f.write(pack.flush())
+
+
+def test_the_real_run_agrees(real_run):
+  code, out, err = _Recompute(real_run)
+  assert code == 0 and out.startswith('pkb-recompute: 0 differences'), err
+
+
+def test_a_symlink_to_a_root_only_file_is_not_followed(copy):
+  run_dir, probe, secret = copy
+  os.remove(probe / 'out.0')
+  os.symlink(secret, probe / 'out.0')
+  _OneLine(run_dir, 'redis-benchmark-1/out.0', 'symbolic link')
+  os.remove(probe / 'out.0')
+  (run_dir / recompute.RESULTS_FILE).rename(run_dir / 'moved.json')
+  os.symlink(secret, run_dir / recompute.RESULTS_FILE)
+  _OneLine(run_dir, recompute.RESULTS_FILE, 'symbolic link')
+
+
+def test_a_symlinked_probe_directory_is_not_followed(copy, tmp_path):
+  run_dir, probe, _ = copy
+  outside = tmp_path / 'outside'
+  shutil.copytree(probe, outside)
+  (outside / 'out.0').write_text(SECRET)
+  shutil.rmtree(probe)
+  os.symlink(outside, probe)
+  _OneLine(run_dir, 'redis-benchmark-1', 'symbolic link')
+
+
+def test_a_fifo_is_not_waited_on(copy):
+  run_dir, probe, _ = copy
+  os.remove(probe / 'out.0')
+  os.mkfifo(probe / 'out.0')
+  _OneLine(run_dir, 'out.0', 'FIFO')
+
+
+def test_dev_zero_is_not_read(copy):
+  run_dir, probe, _ = copy
+  os.remove(probe / 'out.1')
+  os.symlink('/dev/zero', probe / 'out.1')
+  _OneLine(run_dir, 'out.1')
+  assert _PeakRssKb(run_dir) < MAX_RSS_KB
+
+
+def test_a_gzip_bomb_stops_at_the_bound(copy):
+  run_dir, probe, _ = copy
+  os.remove(probe / 'out.0')
+  _Bomb(probe / 'out.0.gz', 256 << 20)
+  assert os.path.getsize(probe / 'out.0.gz') < 1 << 20
+  _OneLine(run_dir, 'out.0.gz', 'unzips to more than')
+  assert _PeakRssKb(run_dir) < MAX_RSS_KB
+
+
+def test_a_large_file_no_figure_needs_is_never_read(copy):
+  run_dir, probe, _ = copy
+  with open(probe / 'stat0', 'r+b') as f:
+    f.truncate(3 << 30)  # Sparse: 3 GiB that cost no disk.
+  code, out, err = _Recompute(run_dir)
+  assert code == 0 and out.startswith('pkb-recompute: 0 differences'), err
+  assert _PeakRssKb(run_dir) < MAX_RSS_KB
+
+
+def test_raw_output_never_leads_out_of_the_run_directory(copy):
+  run_dir, _, _ = copy
+  results = run_dir / recompute.RESULTS_FILE
+  text = results.read_text()
+  edited = re.sub(r'raw_output:raw/clients-0/redis-benchmark-1\|',
+                  'raw_output:../../../../etc|', text)
+  assert edited != text
+  results.write_text(edited)
+  _OneLine(run_dir, "'../../../../etc' is not a path inside")
+
+
+def _TruncatedGzip(probe):
+  data = gzip.compress((probe / 'out.0').read_bytes())
+  os.remove(probe / 'out.0')
+  (probe / 'out.0.gz').write_bytes(data[:60])
+
+
+def _DirectoryForFile(probe):
+  os.remove(probe / 'out.0')
+  os.mkdir(probe / 'out.0')
+
+
+@pytest.mark.parametrize('damage,words', [
+    (_TruncatedGzip, ['out.0.gz', 'truncated']),
+    (_DirectoryForFile, ['out.0', 'a directory']),
+    (lambda p: (p / evidence.MANIFEST).write_text('[1, 2]'),
+     [evidence.MANIFEST, 'not a probe manifest']),
+    (lambda p: (p / evidence.MANIFEST).write_text('[' * 100000 +
+                                                  ']' * 100000),
+     [evidence.MANIFEST, 'not a probe manifest']),
+    (lambda p: (p / 'rc.0').write_text('0'),
+     ['redis-benchmark-1', 'cannot be recomputed']),
+], ids=['truncated-gzip', 'directory-for-file', 'list-for-object',
+        'deep-nesting', 'short-exit-status'])
+def test_damaged_evidence_is_one_line(copy, damage, words):
+  run_dir, probe, _ = copy
+  damage(probe)
+  _OneLine(run_dir, *words)
+
+
+def test_a_zero_vm_count_is_one_line(copy):
+  run_dir, _, _ = copy
+  results = run_dir / recompute.RESULTS_FILE
+  results.write_text(results.read_text().replace('|servers_vm_count:1|',
+                                                 '|servers_vm_count:0|'))
+  _OneLine(run_dir, 'servers_vm_count', 'not a count')
+
+
+@pytest.mark.parametrize('deleted', [evidence.MANIFEST, 'out.0', None],
+                         ids=['manifest', 'output', 'probe-directory'])
+def test_deleted_evidence_is_a_difference(copy, deleted):
+  run_dir, probe, _ = copy
+  if deleted:
+    os.remove(probe / deleted)
+  else:
+    shutil.rmtree(probe)
+  code, out, err = _Recompute(run_dir)
+  assert code == recompute.EXIT_DIFFERENT, out + err
+  lines = out.splitlines()
+  # One line for the file, however many figures needed it.
+  assert len(lines) == 1 and lines[0].startswith('DIFFERENT '), out
+  assert 'is missing from the run directory' in lines[0]
+  assert ('redis-benchmark-1/' + (deleted or '')).rstrip('/') in lines[0]
+  assert err.startswith('pkb-recompute: 1 difference(s)'), err
