@@ -38,11 +38,12 @@ _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
 # Every metadata key the answers read (compare loads only what views read).
 METADATA_KEYS = _VERDICT_KEYS + (
     'confirmed_average_latency_ms', 'average_latency_ms', 'p99_latency_ms',
-    'servers_usd_per_hour_total', 'cost_scope')
+    'servers_usd_per_hour_total', 'cost_scope', 'hold_words')
 ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
                   'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
                   'price_performance', 'verdict', 'verdict_flags',
-                  'verdict_reason', 'limit', 'limit_detail', 'timestamp')
+                  'verdict_reason', 'limit', 'limit_detail', 'hold',
+                  'timestamp')
 
 
 def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -112,6 +113,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       # before limits.
       'limit': [v.limit.name if v.limit else '' for v in verdicts],
       'limit_detail': [v.limit.detail if v.limit else '' for v in verdicts],
+      # Whether the answer's load held after the search, in words ('' for
+      # runs without a hold).
+      'hold': [str(w) if isinstance(w, str) else ''
+               for w in _Col(capped, 'hold_words')],
       'timestamp': capped['timestamp'],
   })
   pp = _PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {
@@ -189,6 +194,17 @@ def LimitSummary(answers: pd.DataFrame) -> str:
   limits = [attribution.WORDS.get(l, l)
             for l in answers.get('limit', pd.Series(dtype=str)) if l]
   counts = pd.Series(limits, dtype=object).value_counts()
+  if len(counts) == 1 and counts.iloc[0] == len(answers):
+    return counts.index[0]
+  return _Counts(counts.items(), len(answers))
+
+
+def HoldSummary(answers: pd.DataFrame) -> str:
+  """E.g. 'held 60 of 60 s' (one run, or every run alike) or 'held 60 of
+  60 s (2 of 3 runs), held 37 of 60 s (1 of 3 runs)'; '' without holds."""
+  holds = [h.split(' under ')[0]
+           for h in answers.get('hold', pd.Series(dtype=str)) if h]
+  counts = pd.Series(holds, dtype=object).value_counts()
   if len(counts) == 1 and counts.iloc[0] == len(answers):
     return counts.index[0]
   return _Counts(counts.items(), len(answers))

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from perfkitbenchmarker.results_history import changepoints as cp_lib
 from perfkitbenchmarker.results_history import charts as charts_lib
+from perfkitbenchmarker.results_history import hold_chart
 from perfkitbenchmarker.results_history import report
 
 
@@ -55,6 +56,18 @@ def _Figures(analysis: report.Analysis,
                  'average_latency (left) and p99_latency_ms (right), means '
                  'over each cell\'s runs; cross: a rate not achieved (under '
                  '95 % of the offered); star: the answer')})
+  held = hold_chart.HoldChart(analysis.night_frame, colors)
+  if held is not None:
+    figures.append({
+        'id': 'hold', 'title': 'The answer held',
+        'chart': held,
+        'note': (f'{tonight}: each run\'s hold of its answer\'s load after '
+                 'the search, OPS_time_series (probe_role hold): ops/s each '
+                 'second; dashed: the searched figure '
+                 '(latency_capped_throughput); dotted: the floor a second '
+                 'must stay over; crossed: a second whose Average '
+                 'Latency_time_series was at or over latency_cap_ms; titles: '
+                 'how many seconds held')})
   runs = analysis.frame['run_uri'].nunique()
   history = f'{len(analysis.nights)} night(s), {report.Count(runs, "run")}'
   for chart in charts_lib.HistoryCharts(analysis.points,

@@ -29,8 +29,8 @@ COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
            'price_performance', 'price_performance_ci95', 'ratio_to_best',
            'ratio_ci_low', 'ratio_ci_high', 'verdict', 'answer_verdict',
-           'limit', 'client_bound', 'price_basis', 'pricing_model', 'price_source',
-           'price_date', 'night', 'cell', 'run_answers')
+           'limit', 'hold', 'client_bound', 'price_basis', 'pricing_model',
+           'price_source', 'price_date', 'night', 'cell', 'run_answers')
 UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
                     'night', 'runs', 'answer_verdict', 'limit', 'reasons',
                     'run_answers')
@@ -80,6 +80,7 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
         'price_performance': pp.value, 'price_performance_ci95': pp.ci95,
         'answer_verdict': answers_lib.VerdictSummary(runs),
         'limit': answers_lib.LimitSummary(runs),
+        'hold': answers_lib.HoldSummary(runs),
         'client_bound': bool(runs['verdict_flags'].str.contains(
             'client_bound').any()),
         'price_basis': info.get('price_basis'),

@@ -24,6 +24,7 @@ from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import changepoints as cp_lib
 from perfkitbenchmarker.results_history import charts as charts_lib
+from perfkitbenchmarker.results_history import hold_chart
 from perfkitbenchmarker.results_history import leaderboard as board_lib
 from perfkitbenchmarker.results_history import nights
 
@@ -122,7 +123,8 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
         # What limited the answers (attribution.py) beside their verdicts:
         # one cell, so the page still reads on a laptop.
         'answer': str(row['answer_verdict']) + (
-            f'; limit: {row["limit"]}' if row.get('limit') else ''),
+            f'; limit: {row["limit"]}' if row.get('limit') else '') + (
+                f'; {row["hold"]}' if row.get('hold') else ''),
         'p99_ms': _Number(row['p99_latency_ms'], 3),
         'usd_per_hour': _Price(row['usd_per_hour']),
         'price_performance': (f'{_Number(row["price_performance"])} ± '
@@ -439,7 +441,8 @@ def Provenance(frame: pd.DataFrame) -> Dict[str, Any]:
 def HistoryKeys() -> Tuple[str, ...]:
   """Every metadata key the views read: what compare asks the loader for."""
   keys = (cells.METADATA_KEYS + board_lib.METADATA_KEYS +
-          charts_lib.METADATA_KEYS + cp_lib.METADATA_KEYS + METADATA_KEYS)
+          charts_lib.METADATA_KEYS + hold_chart.METADATA_KEYS +
+          cp_lib.METADATA_KEYS + METADATA_KEYS)
   return tuple(dict.fromkeys(keys))
 
 
