@@ -28,11 +28,13 @@ from perfkitbenchmarker import attribution
 
 ROLE = 'curve'
 # Percent of the answer's throughput of each point: on clouds and static
-# machines, whose runs take minutes anyway, and on Local, where a 2 s memtier
-# probe costs about 3.5 s (its idle last second, the harness) of a study of
-# about 25 s (study/search_options.CurveOptions).
+# machines, whose runs take minutes anyway, and on Local, where the default
+# study takes about 25 s and a 2 s curve probe with a real memtier took
+# 3.25 s (its idle last second, the harness; load average 14-20), so two
+# points of LOCAL_PROBE_S each (study/search_options.CurveOptions).
 DEFAULT_PERCENTS = (25, 50, 75, 90)
 LOCAL_PERCENTS = (50, 90)
+LOCAL_PROBE_S = 1
 # memtier's limiter wakes a connection at most this often per second.
 MEMTIER_WAKEUPS_PER_SECOND = 50
 # A point achieved its rate when its throughput was at least this share of

@@ -165,10 +165,14 @@ def _Curve(pkb_flags, **values):
   return options.RedisStudyOptions.FromFlags(pkb_flags).curve
 
 
-def test_default_percents_local_and_elsewhere(pkb_flags):
-  assert _Curve(pkb_flags).percents == latency_curve.LOCAL_PERCENTS == (
-      50, 90)
-  assert _Curve(pkb_flags, cloud='GCP').percents == (25, 50, 75, 90)
+def test_default_percents_and_seconds_local_and_elsewhere(pkb_flags):
+  local = _Curve(pkb_flags)
+  assert local.percents == latency_curve.LOCAL_PERCENTS == (50, 90)
+  assert local.ProbeSeconds(2) == latency_curve.LOCAL_PROBE_S == 1
+  cloud = _Curve(pkb_flags, cloud='GCP')
+  assert cloud.percents == (25, 50, 75, 90)
+  assert cloud.ProbeSeconds(30) == 30  # the search's probes'
+  assert _Curve(pkb_flags, memtier_curve_run_duration=5).ProbeSeconds(30) == 5
 
 
 def test_given_percents_and_empty_turns_it_off(pkb_flags):

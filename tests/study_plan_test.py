@@ -80,15 +80,16 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   pkb_flags.memtier_warmup_seconds = 1
   opts = _Options(pkb_flags)
   per_probe = 5 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
-  # The search's typical probes and the curve's two (Local's default), then
-  # the answer's load held (3 s on Local) with its warm-up and one probe's
-  # overhead.
+  # The search's typical probes and the curve's two (Local's default: 1 s
+  # each, with the warm-up), then the answer's load held (3 s on Local) with
+  # its warm-up and one probe's overhead.
   hold = 3 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
+  curve = 2 * (1 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice))
   assert plan.EstimatedSeconds(opts) == pytest.approx(
-      (plan.ProbesPerSearch(opts).typical + 2) * per_probe + hold)
+      plan.ProbesPerSearch(opts).typical * per_probe + curve + hold)
   pkb_flags.memtier_hold_duration = 0
   assert plan.EstimatedSeconds(_Options(pkb_flags)) == pytest.approx(
-      (plan.ProbesPerSearch(opts).typical + 2) * per_probe)
+      plan.ProbesPerSearch(opts).typical * per_probe + curve)
   assert 'hold: none (--memtier_hold_duration=0)' in _Text(
       _Options(pkb_flags))
   pkb_flags.memtier_hold_duration = None
@@ -129,7 +130,8 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
   curve = int(re.search(r'^  (\d+) probes after the search', proc.stdout,
                         re.M).group(1))
   assert curve == 2
-  probe_s = (typical + curve) * (5 + cost_estimate.ProbeOverheadS('memtier'))
+  overhead = cost_estimate.ProbeOverheadS('memtier')
+  probe_s = typical * (5 + overhead) + curve * (1 + overhead)
   # Then the answer's load, held for Local's default 3 s.
   probe_s += 3 + cost_estimate.ProbeOverheadS('memtier')
   assert 'hold: the answer\'s load for 3 s after the search' in proc.stdout
@@ -192,7 +194,7 @@ def test_the_curve_is_planned_and_estimated_where_it_runs(pkb_flags):
   assert _Text(opts).endswith(
       'Curve:\n  2 probes after the search at 50, 90 % of the answer\'s '
       'throughput: the answer\'s connections, each at a fixed rate (memtier '
-      '--rate-limiting), 2 s each; none if the load generator is '
+      '--rate-limiting), 1 s each; none if the load generator is '
       'redis-benchmark (no rate limiter); --memtier_curve_rate_percents= '
       'turns it off')
   with_curve = plan.EstimatedSeconds(opts)
@@ -200,11 +202,15 @@ def test_the_curve_is_planned_and_estimated_where_it_runs(pkb_flags):
   off = _Options(pkb_flags)
   assert plan.CurveProbes(off) == 0 and 'Curve' not in _Text(off)
   assert with_curve - plan.EstimatedSeconds(off) == pytest.approx(
-      2 * (2 + cost_estimate.ProbeOverheadS('auto')))
+      2 * (1 + cost_estimate.ProbeOverheadS('auto')))
   pkb_flags['memtier_curve_rate_percents'].parse('25,50,75,90')
   pkb_flags.load_generator = 'redis_benchmark'
   assert plan.CurveProbes(_Options(pkb_flags)) == 0
   pkb_flags.load_generator = 'memtier'
   assert plan.CurveProbes(_Options(pkb_flags)) == 4
+  pkb_flags.memtier_curve_run_duration = 3
+  assert ('4 probes after the search at 25, 50, 75, 90 %' in
+          _Text(_Options(pkb_flags)))
+  assert 'rate-limiting), 3 s each; --memtier' in _Text(_Options(pkb_flags))
   pkb_flags.redis_optimize_shards = True
   assert plan.CurveProbes(_Options(pkb_flags)) == 0

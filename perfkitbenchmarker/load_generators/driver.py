@@ -12,6 +12,7 @@ server's.
 """
 
 import concurrent.futures
+import copy
 import dataclasses
 from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
@@ -85,6 +86,12 @@ class ProbeDriver:
     self.duration_s = duration_s
     self._duration_limit = duration_limit
     self.interference = interference
+
+  def WithDuration(self, duration_s: float) -> 'ProbeDriver':
+    """This driver with probes of `duration_s` (same VMs, tools, limits)."""
+    other = copy.copy(self)
+    other.duration_s = duration_s
+    return other
 
   def _ProbeOne(self, vm, generator, load, duration_s):
     m, busy = BusyAround(vm, generator, lambda: generator.Probe(

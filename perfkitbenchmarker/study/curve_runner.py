@@ -67,6 +67,8 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
         'option in its --help), so it cannot offer a fixed rate; '
         'memtier_benchmark draws the curve.')
     return []
+  driver = driver.WithDuration(
+      opts.curve.ProbeSeconds(driver.duration_s))
   answer = result.reported
   points = latency_curve.PlanPoints(answer.throughput,
                                     ProbeConnections(answer),

@@ -104,6 +104,11 @@ flags.DEFINE_list(
     'connections; empty (--memtier_curve_rate_percents=) turns it off. '
     'Default: 25,50,75,90; on Local 50,90 (two probes). redis-benchmark has '
     'no rate limiter: its runs have no curve.')
+flags.DEFINE_integer(
+    'memtier_curve_run_duration', None,
+    'Seconds per curve probe. Default: --memtier_run_duration; on Local 1 '
+    '(a fixed rate needs no search, and each memtier probe also idles a '
+    'second after its test time).', lower_bound=1, upper_bound=24 * 3600)
 
 flags.DEFINE_boolean('redis_optimize_shards', False,
                      'Search the number of shards per server VM for the '

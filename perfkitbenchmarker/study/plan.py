@@ -109,8 +109,9 @@ def CurvePlan(opts: options_lib.RedisStudyOptions) -> List[str]:
   return ['Curve:',
           f'  {CurveProbes(opts)} probes after the search at {percents} % of '
           'the answer\'s throughput: the answer\'s connections, each at a '
-          f'fixed rate (memtier --rate-limiting), {g.run_duration_s} s '
-          f'each{without}; --memtier_curve_rate_percents= turns it off']
+          f'fixed rate (memtier --rate-limiting), '
+          f'{opts.curve.ProbeSeconds(g.run_duration_s):g} s each{without}; '
+          '--memtier_curve_rate_percents= turns it off']
 
 
 def HoldPlanLine(opts: options_lib.RedisStudyOptions) -> str:
@@ -182,8 +183,9 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
   overhead = cost_estimate.ProbeOverheadS(g.choice)
   if opts.fixed.enabled:
     return fixed_load.EstimatedSeconds(opts, overhead)
-  seconds = (ProbesPerSearch(opts).typical + CurveProbes(opts)) * (
-      g.run_duration_s + g.warmup_s + overhead)
+  probe_s = g.run_duration_s + g.warmup_s + overhead
+  seconds = (ProbesPerSearch(opts).typical * probe_s + CurveProbes(opts) * (
+      opts.curve.ProbeSeconds(g.run_duration_s) + g.warmup_s + overhead))
   st = opts.search.staircase
   if st:  # at most the whole ramp, one probe overhead per run
     runs = len(staircase.Parts(st.clients_start, st.clients_step,

@@ -109,16 +109,21 @@ def _HoldSeconds(f) -> int:
 @dataclasses.dataclass(frozen=True)
 class CurveOptions:
   """The latency-throughput curve after the search (latency_curve.py):
-  probes at these percents of the answer's throughput; none: no curve."""
+  probes at these percents of the answer's throughput (none: no curve),
+  `probe_s` seconds each (None: the search's probe duration)."""
   percents: Tuple[int, ...] = ()
+  probe_s: Optional[int] = None
 
   @classmethod
   def FromFlags(cls, f) -> 'CurveOptions':
+    local = f.cloud == 'Local' and not f.static_vm_file
+    probe_s = f.memtier_curve_run_duration
+    if probe_s is None and local:
+      probe_s = latency_curve.LOCAL_PROBE_S
     given = f.memtier_curve_rate_percents
     if given is None:
-      local = f.cloud == 'Local' and not f.static_vm_file
       return cls(latency_curve.LOCAL_PERCENTS if local else
-                 latency_curve.DEFAULT_PERCENTS)
+                 latency_curve.DEFAULT_PERCENTS, probe_s)
     percents = []
     for text in given:
       text = text.strip()
@@ -128,7 +133,10 @@ class CurveOptions:
             'not a whole percent from 1 to 99 of the answer\'s throughput; '
             'give e.g. 25,50,75,90, or nothing to run no curve.')
       percents.append(int(text))
-    return cls(tuple(sorted(set(percents))))
+    return cls(tuple(sorted(set(percents))), probe_s)
+
+  def ProbeSeconds(self, search_probe_s: float) -> float:
+    return search_probe_s if self.probe_s is None else self.probe_s
 
   @property
   def enabled(self) -> bool:
