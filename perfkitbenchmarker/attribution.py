@@ -18,12 +18,13 @@ load_generators/client_cpu.py for the counters and how they are read):
 `Decide` names the first of these that holds (README, "What limited it"):
 
   client_quota  the load generator's cgroup throttled it in >= 10 % of the
-                window's quota periods, and it used >= 75 % of its quota
+                window's quota periods, and held it back: it used >= 75 %
+                of its quota, or spent >= 10 % of the window throttled
   client_cpu    a load-generator thread was on a CPU >= 90 % of the window
                 (of the CPU it may use, if that is less than one), or its
                 threads together used >= 90 % of what they may use
   server_quota  the server's cgroup throttled it in >= 10 % of the periods,
-                and it used >= 75 % of its quota
+                and held it back (as for the client)
   server_cpu    a server's main thread, or every one of its busy worker
                 threads, was on a CPU >= 90 % of what it may use, or its
                 threads together used >= 90 % of what they may use
@@ -46,8 +47,11 @@ Throttling and on-CPU time are the process's own counters: foreign load can
 take CPU from a side (then it waits, and the probe reads `disturbed`), but it
 can neither make a side run nor make it use its quota. (It can make a short
 quota period throttle: a side starved by others runs in whole scheduler
-slices when it does run, and one slice can outlast a 1 ms quota; so a quota
-is the limit only when the side also used most of it over the window.) A client limit
+slices when it does run, and one slice can outlast a 1 ms quota, for a
+moment each time; so a quota is the limit only when the side also used
+most of it, or was held throttled for a real share of the window: its
+cgroup may hold other processes too, a container's, whose use the side's
+threads do not show.) A client limit
 makes the probe the client's figure (`client_saturated`); a server limit is a
 legitimate server figure (with its quota named).
 
@@ -63,9 +67,11 @@ SATURATED_FRACTION = 0.9
 THROTTLED_FRACTION = 0.1
 WAIT_FRACTION = 0.1
 FOREIGN_PCT = 10.0
-# A side held by its quota used most of it over the window (module doc: a
-# starved side is throttled in bursts while it uses far less).
+# A side held by its quota used most of it over the window, or was
+# throttled for a real share of it (module doc: a starved side is throttled
+# for moments, in bursts, while it uses far less).
 QUOTA_USED_FRACTION = 0.75
+THROTTLED_TIME_FRACTION = 0.1
 # A worker thread busier than this counts as one of the server's workers
 # (Redis keeps idle background threads: bio_*, jemalloc_bg_thd).
 ACTIVE_FRACTION = 0.05
@@ -205,7 +211,8 @@ def _Quota(side: SideCpu) -> Optional[str]:
   quota = ''
   if side.quota_cores is not None:
     used = side.used / side.quota_cores
-    if used < QUOTA_USED_FRACTION:
+    if (used < QUOTA_USED_FRACTION and
+        side.throttled_s < THROTTLED_TIME_FRACTION * side.window_s):
       return None
     quota = f'quota {_Cpus(side.quota_cores)}, {Pct(used):g} % of it used, '
   return (f'{side.side} cgroup throttled in {Pct(side.throttled_fraction):g}'

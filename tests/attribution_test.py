@@ -52,6 +52,12 @@ def _Server(main, workers=(), wait=0.0, **kw):
     (_Client(0.3), _Server(0.15, quota_cores=0.5, periods=308,
                            throttled_periods=57, throttled_s=0.02),
      attribution.LATENCY),
+    # A quota shared with processes the side does not count (the matrix's
+    # client_quota case: the whole run stage in the cgroup): 39 % of it seen
+    # used, yet throttled in 54 % of the periods, 0.66 s of the window.
+    (_Client(0.078, 0.33, quota_cores=0.2, periods=26, throttled_periods=14,
+             throttled_s=0.66, foreign_pct=17.7), _Server(0.1),
+     attribution.CLIENT_QUOTA),
     # CPU: on a CPU >= 90 % of what a thread may use.
     (_Client(0.95), _Server(0.5), attribution.CLIENT_CPU),
     (_Client(0.5), _Server(0.97), attribution.SERVER_CPU),
