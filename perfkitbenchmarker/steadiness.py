@@ -195,10 +195,12 @@ class Hold:
   warmup_dropped: int = 0
   unjudged: bool = False
   swing_bound: float = SWING_BOUND
+  failure: str = ''
 
   @property
   def ok(self) -> bool:
-    return self.seconds > 0 and self.held == self.seconds
+    return (not self.failure and self.seconds > 0 and
+            self.held == self.seconds)
 
   def Words(self) -> str:
     """E.g. 'held 37 of 60 s under the 1 ms avg cap at the searched
@@ -215,7 +217,9 @@ class Hold:
     if self.unjudged:
       why.append('the load generator gives no per-second '
                  f'{self.statistic}: throughput only')
-    if not self.seconds:
+    if self.failure:
+      why.append(f'the hold failed: {self.failure}')
+    elif not self.seconds:
       why.append('no complete second was measured')
     return text + (f' ({"; ".join(why)})' if why else '')
 
@@ -247,3 +251,10 @@ def OfHold(m: measurement.Measurement, searched_ops: float, cap_ms: float,
   return Hold(len(counted), len(counted) - over - short, over, short,
               statistic, cap_ms, searched_ops, m.throughput, warmup,
               unjudged, swing_bound)
+
+
+def FailedHold(failure: str, searched_ops: float, cap_ms: float,
+               statistic: str = 'avg') -> Hold:
+  """A hold whose probe failed (`failure`, one line): nothing held."""
+  return Hold(0, 0, 0, 0, statistic, cap_ms, searched_ops, 0.0,
+              failure=failure)

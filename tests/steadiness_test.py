@@ -255,3 +255,13 @@ def test_time_series_samples_have_upstream_pkbs_shape():
   assert ops.metadata['x'] == 1
   assert by_metric['p99.00_time_series'].metadata['values'] == [2.0, 1.0]
   assert by_metric['p99.00_time_series'].unit == 'ms'
+
+
+def test_a_hold_that_failed_held_nothing_and_says_why():
+  hold = steadiness.FailedHold('memtier exited 1', 40000.0, 1.0)
+  assert not hold.ok
+  assert hold.Words() == ('held 0 of 0 s under the 1 ms avg cap at the '
+                          'searched 40,000 ops/s (the hold failed: memtier '
+                          'exited 1)')
+  result = _Search({16: [_STEADY], 32: [_OVER]})
+  assert not verdict.OfSearch(result, hold).confirmed

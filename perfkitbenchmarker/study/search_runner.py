@@ -198,8 +198,16 @@ def Search(spec, driver: driver_lib.ProbeDriver,
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
     return result, []
-  held = (HoldAnswer(spec, driver, opts, result, extra)
-          if hold and opts.search.hold_s else None)
+  held = None
+  if hold and opts.search.hold_s:
+    try:
+      held = HoldAnswer(spec, driver, opts, result, extra)
+    except errors.Error as e:
+      # The search's answer is published all the same, not confirmed: a
+      # load nobody saw held is not a figure that held.
+      spec.reporter.Line(f'WARNING: the hold failed: {e}')
+      held = steadiness.FailedHold(str(e), result.reported.throughput,
+                                   cap, opts.search.cap_statistic)
   return result, results.ResultSamples(spec, result, cap, extra, held)
 
 
