@@ -90,6 +90,10 @@ def Start(vm, command: str, timeout: float,
       vm_util.CheckedOutput(head, err, rc or 1, what, what)
   except BaseException:
     _AddCollected(vm, old)
+    # The command may have started before its trip was cut short (a stop
+    # ends the streaming wait, killing ssh): stop it, as RunDetached stops
+    # a job it no longer waits for. No sid file: it never started, no-op.
+    Kill(vm, job)
     raise
   if wait_s <= 0:
     return job, None
