@@ -129,13 +129,19 @@ class LocalCpuQuota(resource.BaseResource):
     return max(MIN_QUOTA_US, round(self.quota_cores * period)), period
 
   def _Create(self) -> None:
-    os.mkdir(self.path, 0o755)
     quota_us, period_us = self.Period()
-    if os.path.exists(os.path.join(self.path, 'cpu.cfs_quota_us')):
-      _Write(self.path, 'cpu.cfs_period_us', str(period_us))
-      _Write(self.path, 'cpu.cfs_quota_us', str(quota_us))
-    else:
-      _Write(self.path, 'cpu.max', f'{quota_us} {period_us}')
+    try:
+      os.mkdir(self.path, 0o755)
+      if os.path.exists(os.path.join(self.path, 'cpu.cfs_quota_us')):
+        _Write(self.path, 'cpu.cfs_period_us', str(period_us))
+        _Write(self.path, 'cpu.cfs_quota_us', str(quota_us))
+      else:
+        _Write(self.path, 'cpu.max', f'{quota_us} {period_us}')
+    except OSError as e:  # E.g. a parent cgroup's own quota refuses it.
+      raise errors.ResourceError(
+          f'could not make the server CPU quota {self.path} '
+          f'({quota_us} us per {period_us} us): {e.strerror or e}; '
+          '--local_server_cpu_quota=0 runs without it') from None
 
   def _Delete(self) -> None:
     if not os.path.isdir(self.path):
