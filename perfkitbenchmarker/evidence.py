@@ -32,6 +32,7 @@ brings a tool's output back; `Probe(directory, rel)` gives it back part by
 part, gunzipped (`Read(run_dir, rel)`: all of it).
 """
 
+import errno
 import gzip
 import logging
 import os
@@ -81,47 +82,104 @@ def _Write(directory_fd: int, name: str, data: bytes) -> None:
     f.write(data)
 
 
+# Run directory -> the one line saying its raw output could not be kept
+# (the first failure); nothing more is kept for that run.
+_FAILURES: Dict[str, str] = {}
+
+
+def Failure(run_dir: str) -> Optional[str]:
+  """The one line saying a probe's raw output could not be kept in
+  run_dir, if one could not (the driver prints it at the run's end)."""
+  return _FAILURES.get(run_dir)
+
+
 def Keep(vm, name: str, command_lines: Sequence[str],
          parts: Dict[str, str], secrets: Sequence[str] = ()
          ) -> Optional[str]:
   """Writes one probe's evidence; returns its directory relative to the
-  run directory, or None when `vm` is in no run (tests' bare VMs).
+  run directory, or None when `vm` is in no run (tests' bare VMs) or the
+  evidence could not be kept.
 
-  The command lines also go to pkb.log (debug).
+  Evidence is the run's diary for rechecking, not its result: a full disk
+  or another write failure stops keeping it (what was half written of that
+  probe is removed, giving its space back to the samples) and is one line
+  at the run's end (`Failure`); the run goes on. The command lines also go
+  to pkb.log (debug).
   """
   masked = [_Masked(line, secrets) for line in command_lines]
   for i, line in enumerate(masked):
     logging.debug('[%s] %s.%d: %s', vm.name, name, i, line)
   run_dir = RunDir(vm)
-  if not run_dir:
+  if not run_dir or run_dir in _FAILURES:
     return None
+  files = {COMMAND_FILE: ''.join(f'{i}\t{line}\n'
+                                 for i, line in enumerate(masked)).encode()}
+  for key, text in parts.items():
+    data = _Masked(text, secrets).encode()
+    if len(data) > GZIP_ABOVE:
+      files[f'{_SafeName(key)}.gz'] = gzip.compress(data, 6, mtime=0)
+    else:
+      files[_SafeName(key)] = data
   parent = os.path.join(RAW_DIR, _SafeName(vm.name))
-  run_scope.MakeOwnDir(os.path.join(run_dir, parent), run_dir)
-  base = _SafeName(name)
+  made = None
+  try:
+    run_scope.MakeOwnDir(os.path.join(run_dir, parent), run_dir)
+    made = _NewProbeDir(run_dir, parent, _SafeName(name))
+    fd = os.open(os.path.join(run_dir, made), os.O_RDONLY | os.O_DIRECTORY |
+                 os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+      for file_name, data in files.items():
+        _Write(fd, file_name, data)
+    finally:
+      os.close(fd)
+  except (OSError, run_scope.NotOwnDir) as e:
+    why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    where = os.path.join(run_dir, made or parent)
+    _FAILURES[run_dir] = (
+        f'could not keep the raw output of {vm.name}\'s {name} in {where} '
+        f'({why}); no probe after it has its raw output kept, so '
+        'pkb-recompute cannot recheck their figures')
+    logging.debug('%s', _FAILURES[run_dir])
+    if made:
+      _RemoveHalfWritten(os.path.join(run_dir, made))
+    return None
+  return made
+
+
+def _NewProbeDir(run_dir: str, parent: str, base: str) -> str:
+  """A fresh directory for one probe's evidence (relative to run_dir):
+  <base>, else <base>-2, -3, ... (a name used again)."""
   for n in range(1, 10000):
     rel = os.path.join(parent, base if n == 1 else f'{base}-{n}')
     try:
       os.mkdir(os.path.join(run_dir, rel), run_scope.MODE)
-      break
     except FileExistsError:
       continue
-  else:
-    raise FileExistsError(f'{run_dir}/{parent}/{base}: too many')
-  path = run_scope.MakeOwnDir(os.path.join(run_dir, rel), run_dir)
-  fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
-               os.O_CLOEXEC)
+    run_scope.MakeOwnDir(os.path.join(run_dir, rel), run_dir)
+    return rel
+  raise FileExistsError(errno.EEXIST, f'{run_dir}/{parent}/{base}: too many')
+
+
+def _RemoveHalfWritten(path: str) -> None:
+  """The probe directory Keep made, with the files it wrote (none is
+  followed if a symlink); what cannot be removed stays."""
   try:
-    _Write(fd, COMMAND_FILE, ''.join(
-        f'{i}\t{line}\n' for i, line in enumerate(masked)).encode())
-    for key, text in parts.items():
-      data = _Masked(text, secrets).encode()
-      if len(data) > GZIP_ABOVE:
-        _Write(fd, f'{_SafeName(key)}.gz', gzip.compress(data, 6, mtime=0))
-      else:
-        _Write(fd, _SafeName(key), data)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                 os.O_CLOEXEC)
+  except OSError:
+    return
+  try:
+    for name in os.listdir(fd):
+      try:
+        os.unlink(name, dir_fd=fd)
+      except OSError:
+        pass
   finally:
     os.close(fd)
-  return rel
+  try:
+    os.rmdir(path)
+  except OSError:
+    pass
 
 
 class Missing(Exception):

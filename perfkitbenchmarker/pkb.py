@@ -22,6 +22,7 @@ from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import data
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import evidence
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
@@ -288,9 +289,12 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   if bq_options:  # A failure is one line; the exit code stays the run's.
     from perfkitbenchmarker.publishers import bigquery_publisher  # pylint: disable=g-import-not-at-top
     bigquery_publisher.PublishRun(bq_options, json_path, run_uri)
-  log_failure = run_log.Failure()
-  if log_failure and exit_code == EXIT_OK:  # Else the run's line says why.
-    print(f'pkb: {log_failure}', file=sys.stderr)
+  # Files the run keeps beside its samples (its log, its probes' raw
+  # output) that a full disk stopped: one line, and not a clean exit.
+  write_failures = [f for f in (run_log.Failure(), evidence.Failure(run_dir))
+                    if f]
+  if write_failures and exit_code == EXIT_OK:  # Else the run's line says why.
+    print(f'pkb: {"; and ".join(write_failures)}', file=sys.stderr)
     exit_code = EXIT_FAILED
   if exit_code == EXIT_UNCONFIRMED and FLAGS.accept_unconfirmed:
     # No load under the cap (the run's line said so): accepted like any

@@ -206,3 +206,21 @@ def test_keep_masks_compresses_and_never_overwrites(tmp_path):
   # Outside a run (a bare VM) nothing is written.
   bare = _Vm(None)
   assert evidence.Keep(bare, 'x', [], {'out.0': ''}) is None
+
+
+def test_keep_gives_up_in_one_line_when_it_cannot_write(tmp_path):
+  run_dir = tmp_path / 'run'
+  os.mkdir(run_dir, 0o700)
+  vm = _Vm(str(run_dir))
+  (run_dir / evidence.RAW_DIR).write_text('a file where raw/ goes')
+  assert evidence.Keep(vm, 'memtier-1', ['memtier'], {'out.0': 'x'}) is None
+  failure = evidence.Failure(str(run_dir))
+  assert failure.startswith("could not keep the raw output of clients-0's "
+                            f'memtier-1 in {run_dir}/raw/clients-0 (')
+  assert '\n' not in failure and 'pkb-recompute cannot recheck' in failure
+  # It does not try again (nor say it again) for the rest of the run.
+  os.remove(run_dir / evidence.RAW_DIR)
+  assert evidence.Keep(vm, 'memtier-2', [], {'out.0': 'y'}) is None
+  assert not os.path.exists(run_dir / evidence.RAW_DIR)
+  assert evidence.Failure(str(run_dir)) == failure
+  assert evidence.Failure(str(tmp_path / 'other')) is None

@@ -86,10 +86,12 @@ class SampleCollector:
 
   def Add(self, samples: Sequence[sample_lib.Sample], test: str) -> None:
     for s in samples:
-      self.samples.append(s)
       row = ToRow(s, test, self.run_info)
       for p in self.publishers:
         p.Publish(row)
+      # Counted once every publisher has it: a results file the disk
+      # refused never reports a sample it does not hold.
+      self.samples.append(s)
 
   def Close(self) -> None:
     for p in self.publishers:
