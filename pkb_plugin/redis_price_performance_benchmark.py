@@ -109,22 +109,32 @@ REFUSED = {
 # (docs/upstream_flags.md): a value set upstream is passed on.
 MAPPED = ('memtier_clients', 'memtier_data_size',
           'memtier_distinct_client_seed', 'memtier_key_maximum',
-          'memtier_key_pattern', 'memtier_latency_cap', 'memtier_pipeline',
-          'memtier_ratio', 'memtier_requests', 'memtier_run_duration',
-          'memtier_threads', 'redis_server_cluster_mode',
-          'redis_server_io_threads', 'redis_server_version',
-          'redis_total_num_processes')
+          'memtier_key_pattern', 'memtier_pipeline', 'memtier_ratio',
+          'memtier_requests', 'memtier_run_duration', 'memtier_threads',
+          'redis_server_cluster_mode', 'redis_server_io_threads',
+          'redis_server_version', 'redis_total_num_processes')
+# Upstream's latency-capped mode (--latency_capped_throughput, its
+# memtier.py) keeps a load only while the load's p95 is within
+# --memtier_latency_cap; the harness's cap bounds the statistic its
+# --latency_cap_statistic names (the average unless set). So upstream's cap
+# reaches the harness with upstream's statistic, both flags together.
+UPSTREAM_CAP = 'memtier_latency_cap'
+UPSTREAM_CAPPED_MODE = 'latency_capped_throughput'
+UPSTREAM_CAP_STATISTIC = 'p95'
+HARNESS_CAP_FLAGS = ('memtier_latency_cap', 'latency_cap_statistic')
 # Values of mapped flags that mean something upstream the harness has no
 # setting for, and what to give instead.
 UPSTREAM_ONLY_VALUES = {
     'redis_total_num_processes': (0, 'upstream starts one process per vCPU; '
                                   'give the number of shards per server VM'),
 }
-# Upstream flags of these families not in MAPPED have no meaning here; a
+# Upstream flags of these families not mapped above have no meaning here; a
 # value a user set is refused rather than ignored.
 UPSTREAM_FAMILIES = ('memtier_', 'redis_')
-# ... except what every run of the study does anyway.
-SAME_AS_THE_STUDY = {'latency_capped_throughput': True}
+# Metadata every capped figure of the harness carries; the bridge gives it
+# to each row of the run that lacks it (a price row), so every row upstream
+# publishes says which latency its figures were capped on.
+CAP_KEYS = ('latency_cap_statistic', 'latency_cap_ms')
 UNCONFIRMED_EXIT = 4  # the harness's: a result without a confirmed answer
 FAILED_EXIT = 1  # the harness's: a run that failed (its samples are kept)
 PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
@@ -268,8 +278,9 @@ def _Set(flag) -> bool:
 
 def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
   """Upstream's memtier/Redis flags a user set, as the harness's argv:
-  MAPPED ones pass on; others of their families, and a MAPPED one also in
-  --redis_price_performance_flags, are refused in one line."""
+  MAPPED ones pass on, upstream's cap as `UpstreamCap`; others of their
+  families, and a mapped one also in --redis_price_performance_flags, are
+  refused in one line."""
   given = _Given(study_argv)
   argv, foreign, twice = [], [], []
   for name in sorted(flag_values):
@@ -285,10 +296,10 @@ def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
         twice.append(name)
       elif flag.value is not None:
         argv.append(flag.serialize())  # upstream's own syntax, the harness's
-    elif name in SAME_AS_THE_STUDY:
-      if flag.value != SAME_AS_THE_STUDY[name]:
+    elif name == UPSTREAM_CAPPED_MODE:
+      if not flag.value:  # upstream's uncapped runs: not this study
         foreign.append(name)
-    elif name.startswith(UPSTREAM_FAMILIES):
+    elif name.startswith(UPSTREAM_FAMILIES) and name != UPSTREAM_CAP:
       foreign.append(name)
   if twice:
     raise BridgeError(
@@ -301,9 +312,34 @@ def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
         ', '.join(f'--{n}' for n in foreign) + ' mean nothing to this '
         'benchmark (their meanings are not the harness\'s); drop them or run '
         'upstream\'s redis_memtier for them. Mapped: ' +
-        ', '.join(f'--{n}' for n in MAPPED) + '; the harness\'s own flags go '
-        'in --redis_price_performance_flags.')
-  return argv
+        ', '.join(f'--{n}' for n in MAPPED + (UPSTREAM_CAP,
+                                                UPSTREAM_CAPPED_MODE)) +
+        '; the harness\'s own flags go in --redis_price_performance_flags.')
+  return argv + UpstreamCap(flag_values, given)
+
+
+def UpstreamCap(flag_values, given: set) -> List[str]:
+  """Upstream's cap as the harness's flags, when a user set upstream's
+  --memtier_latency_cap or --latency_capped_throughput: the same
+  milliseconds on upstream's statistic, p95. The harness's own cap flags in
+  --redis_price_performance_flags would say otherwise: refused."""
+  if UPSTREAM_CAP not in flag_values:
+    return []  # an upstream without the flag: nothing of upstream's to map
+  capped_mode = (UPSTREAM_CAPPED_MODE in flag_values and
+                 flag_values[UPSTREAM_CAPPED_MODE].value)
+  if not (_Set(flag_values[UPSTREAM_CAP]) or capped_mode):
+    return []
+  clash = sorted(given & set(HARNESS_CAP_FLAGS))
+  if clash:
+    raise BridgeError(
+        'redis_price_performance: upstream\'s --memtier_latency_cap caps '
+        f'{UPSTREAM_CAP_STATISTIC} latency (its latency-capped mode\'s '
+        'statistic), and --redis_price_performance_flags gives ' +
+        ', '.join(f'--{n}' for n in clash) + ' too; give the cap in one '
+        'place: upstream\'s flags for a p95 cap, or --redis_price_performance'
+        '_flags="--memtier_latency_cap=MS --latency_cap_statistic=STAT".')
+  return [flag_values[UPSTREAM_CAP].serialize(),
+          f'--latency_cap_statistic={UPSTREAM_CAP_STATISTIC}']
 
 
 def Study() -> List[str]:
@@ -551,21 +587,31 @@ def UpstreamMetadata(metadata: Dict[str, Any]) -> Dict[str, Any]:
   return out
 
 
+def RunCap(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+  """The cap of one harness run (`CAP_KEYS`), from its first row that
+  names it; {} from a harness that names none."""
+  for row in rows:
+    metadata = row.get('metadata') or {}
+    if all(key in metadata for key in CAP_KEYS):
+      return {key: metadata[key] for key in CAP_KEYS}
+  return {}
+
+
 def SamplesFromRows(lines, official: bool = False
                     ) -> Tuple[List[sample.Sample], int]:
-  """The harness's JSON rows (--nocollapse_labels) as upstream samples,
-  and how many were withheld: upstream's publisher marks every sample of a
-  run with its own --official, so under it only the rows the harness marked
-  official are returned."""
+  """One harness run's JSON rows (--nocollapse_labels) as upstream samples,
+  each naming the run's cap (`RunCap`), and how many were withheld:
+  upstream's publisher marks every sample of a run with its own
+  --official, so under it only the rows the harness marked official are
+  returned."""
+  rows = [json.loads(line) for line in lines if line.strip()]
+  cap = RunCap(rows)
   samples, withheld = [], 0
-  for line in lines:
-    if not line.strip():
-      continue
-    row = json.loads(line)
+  for row in rows:
     if official and row.get('official') is not True:
       withheld += 1
       continue
-    metadata = dict(row.get('metadata') or {})
+    metadata = {**cap, **(row.get('metadata') or {})}
     metadata['harness_run_uri'] = row.get('run_uri')
     samples.append(sample.Sample(row['metric'], row['value'], row['unit'],
                                  UpstreamMetadata(metadata),

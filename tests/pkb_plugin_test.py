@@ -404,7 +404,7 @@ def test_upstreams_memtier_and_redis_flags_are_mapped(upstream, tmp_path):
   out = _Drive(upstream, tmp_path, {
       'flags': ['--run_uri=ab12cd34', '--memtier_ratio=1:4',
                 '--memtier_data_size=1024', '--redis_server_io_threads=2',
-                '--memtier_distinct_client_seed', '--latency_capped_throughput',
+                '--memtier_distinct_client_seed',
                 '--redis_price_performance_flags=--memtier_latency_cap=0.8'],
       'planned': _Groups(), 'vms': _Vms(tmp_path), 'rows': ROWS})
   assert out.get('checked'), out.get('error')  # the harness's dry run took them
@@ -445,6 +445,16 @@ def test_upstreams_memtier_and_redis_flags_are_mapped(upstream, tmp_path):
     (['--redis_total_num_processes=0'],
      'upstream\'s --redis_total_num_processes=0: upstream starts one process '
      'per vCPU'),
+    # Upstream's cap is on p95; a statistic or cap of the harness's beside
+    # it would say otherwise.
+    (['--memtier_latency_cap=2', '--redis_price_performance_flags='
+      '--latency_cap_statistic=p99'],
+     'upstream\'s --memtier_latency_cap caps p95 latency (its latency-capped '
+     'mode\'s statistic), and --redis_price_performance_flags gives '
+     '--latency_cap_statistic too'),
+    (['--latency_capped_throughput', '--redis_price_performance_flags='
+      '--config_override=redis_memtier.flags.memtier_latency_cap=3'],
+     'gives --memtier_latency_cap too'),
 ])
 def test_upstream_flags_the_study_has_not_are_refused_in_one_line(
     upstream, tmp_path, upstream_flags, words):
@@ -456,6 +466,26 @@ def test_upstream_flags_the_study_has_not_are_refused_in_one_line(
   assert 'checked' not in out and out['harness_argv'] == []
   assert out['error'].startswith('Refused: redis_price_performance: ')
   assert words in out['error'] and '\n' not in out['error']
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('upstream_flags, cap', [
+    (['--memtier_latency_cap=2'], '--memtier_latency_cap=2.0'),
+    # Upstream's capped mode with its default cap.
+    (['--latency_capped_throughput'], '--memtier_latency_cap=1.0'),
+    (['--latency_capped_throughput', '--memtier_latency_cap=0.5'],
+     '--memtier_latency_cap=0.5'),
+])
+def test_upstreams_cap_reaches_the_harness_on_p95(upstream, tmp_path,
+                                                  upstream_flags, cap):
+  """Upstream's --memtier_latency_cap caps p95 (memtier.py compares
+  latency_dic['95']); passed on alone it capped the harness's average."""
+  out = _Drive(upstream, tmp_path, {
+      'flags': ['--run_uri=ab12cd34'] + upstream_flags,
+      'planned': _Groups(), 'vms': _Vms(tmp_path), 'rows': ROWS})
+  assert out.get('checked'), out.get('error')  # the harness's dry run took it
+  for argv in _Argvs(out):
+    assert argv[-2:] == [cap, '--latency_cap_statistic=p95']
 
 
 # A real run through upstream with --official (pkb_plugin/README.md): its
@@ -603,8 +633,9 @@ def test_mapped_flags_are_upstream_names_the_harness_shares_and_documented():
     doc = f.read().split('## Through upstream PKB', 1)[1]
   passed = set()
   for line in doc.splitlines():
-    if line.endswith('| passed on |'):
-      passed |= set(re.findall(r'`--(\w+)`', line))
+    cells = line.split('|')
+    if len(cells) == 6 and cells[4].strip().startswith('passed on'):
+      passed |= set(re.findall(r'`--(\w+)`', cells[1]))
   assert passed == set(mapped)
 
 
