@@ -69,6 +69,12 @@ class LatencyCap:
     """E.g. '1 ms average' or '1 ms p99'."""
     return f'{self.ms:g} ms {self.StatisticName()}'
 
+  def Short(self) -> str:
+    """'1 ms' for the average (the seed study's wording), '1 ms p99' for a
+    percentile: for sentences such as 'over the 1 ms p99 cap'."""
+    return f'{self.ms:g} ms' + ('' if self.is_average else
+                                f' {self.statistic}')
+
 
 def PercentileFields(value_at: Callable[[float], Optional[float]]
                      ) -> Dict[str, Optional[float]]:

@@ -10,7 +10,7 @@ deployment by the hourly price of ALL server VMs. The per-server-VM figure
 """
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
@@ -54,6 +54,8 @@ def MeasurementMetadata(m: measurement.Measurement) -> Dict[str, Any]:
       'connections': m.load.connections,
       'average_latency_ms': round(m.average_latency_ms, 5),
       'p50_latency_ms': m.p50_latency_ms,
+      'p90_latency_ms': m.p90_latency_ms,
+      'p95_latency_ms': m.p95_latency_ms,
       'p99_latency_ms': m.p99_latency_ms,
       'p99.9_latency_ms': m.p999_latency_ms,
       'probe_duration_s': round(m.duration_s, 3),
@@ -67,11 +69,23 @@ def MeasurementMetadata(m: measurement.Measurement) -> Dict[str, Any]:
   return metadata
 
 
-def ProbeSamples(index: int, m: measurement.Measurement, cap_ms: float,
+Cap = Union[float, measurement.LatencyCap]  # a bare number caps the average
+
+
+def CapMetadata(m: measurement.Measurement, cap: Cap) -> Dict[str, Any]:
+  """What a capped figure was held to, and its value in that statistic:
+  every capped figure's samples carry these, so no reader takes a p99
+  figure for an average one."""
+  cap = measurement.AsCap(cap)
+  return {'latency_cap_ms': cap.ms, 'latency_cap_statistic': cap.statistic,
+          'capped_latency_ms': m.LatencyMs(cap.statistic)}
+
+
+def ProbeSamples(index: int, m: measurement.Measurement, cap_ms: Cap,
                  role: str = 'search') -> List[sample.Sample]:
   metadata = MeasurementMetadata(m)
   metadata.update({'probe_index': index, 'probe_role': role,
-                   'latency_cap_ms': cap_ms,
+                   **CapMetadata(m, cap_ms),
                    'under_latency_cap': m.UnderCap(cap_ms)})
   return [
       sample.Sample(THROUGHPUT, m.throughput, OPS_PER_SEC, metadata),
@@ -79,27 +93,30 @@ def ProbeSamples(index: int, m: measurement.Measurement, cap_ms: float,
   ]
 
 
-def CappedSamples(best: measurement.Measurement, cap_ms: float,
+def CappedSamples(best: measurement.Measurement, cap_ms: Cap,
                   value: Optional[float] = None,
                   extra: Optional[Mapping[str, Any]] = None
                   ) -> List[sample.Sample]:
-  """latency_capped_throughput (and PKB's 1 ms metric when the cap is 1 ms).
+  """latency_capped_throughput (and PKB's 1 ms metric when the cap is 1 ms
+  on the average: upstream's metric is an average completion latency, so a
+  percentile cap never publishes under its name).
 
   Args:
     best: the reported measurement: the confirmation repeats combined
       (SearchResult.reported) or, without repeats, the chosen probe.
-    cap_ms: the average-latency cap.
+    cap_ms: the cap: a LatencyCap, or a number of ms on the average.
     value: the reported throughput when it is not the probe's own (e.g. the
       mean of confirmation repeats).
     extra: search facts (policy, probes, confidence interval).
   """
+  cap = measurement.AsCap(cap_ms)
   metadata = MeasurementMetadata(best)
-  metadata['latency_cap_ms'] = cap_ms
+  metadata.update(CapMetadata(best, cap))
   metadata.update(extra or {})
   throughput = best.throughput if value is None else value
   samples = [sample.Sample(CAPPED_THROUGHPUT, throughput, OPS_PER_SEC,
                            metadata)]
-  if abs(cap_ms - 1.0) < 1e-9:
+  if cap.is_average and abs(cap.ms - 1.0) < 1e-9:
     samples.append(sample.Sample(PKB_UNDER_1MS, throughput, OPS_PER_SEC,
                                  metadata))
   return samples

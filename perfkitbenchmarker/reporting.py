@@ -5,7 +5,7 @@ StringIO); a richer front end would implement the same methods.
 """
 
 import math
-from typing import IO, Optional, Sequence
+from typing import IO, Optional, Sequence, Union
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
@@ -22,15 +22,20 @@ class ConsoleReporter:
     self.stream.write(text + '\n')
     self.stream.flush()
 
-  def Probe(self, index: int, m: measurement.Measurement, cap_ms: float,
+  def Probe(self, index: int, m: measurement.Measurement,
+            cap_ms: Union[float, measurement.LatencyCap],
             role: str = 'search') -> None:
-    distance = (m.average_latency_ms - cap_ms) / cap_ms * 100
-    p99 = ('   n/a' if m.p99_latency_ms is None else
-           f'{m.p99_latency_ms:6.3f}')
+    """One probe's line: its load, throughput, average and p99 (and the
+    capped percentile when that is another), and how far the capped
+    statistic is from the cap ('p95 cap' when it is not the average)."""
+    cap = measurement.AsCap(cap_ms)
+    capped = m.LatencyMs(cap.statistic)
+    distance = (None if capped is None else
+                (capped - cap.ms) / cap.ms * 100)
     flags = []
     # A fixed load has no cap to be over: its line says what limited it.
     fixed = role == 'fixed'
-    if not fixed and not m.UnderCap(cap_ms):
+    if not fixed and not m.UnderCap(cap):
       flags.append('OVER CAP')
     limit = attribution.Short(m.metadata)
     if limit:
@@ -41,11 +46,20 @@ class ConsoleReporter:
       flags.append('CLIENT SATURATED')
     if role != 'search':
       flags.append(role)
+    statistics = [('avg', m.average_latency_ms), ('p99', m.p99_latency_ms)]
+    if cap.statistic not in ('avg', 'p99'):
+      statistics.append((cap.statistic, capped))
+    latencies = '  '.join(f'{name} {_Ms(value)} ms'
+                          for name, value in statistics)
+    where = ''
+    if not fixed:
+      name = 'cap' if cap.is_average else f'{cap.statistic} cap'
+      where = (f'  {name} {distance:+6.1f}%' if distance is not None else
+               f'  {name}    n/a')
     self.Line(
         f'  probe {index:2d}  load {m.load.Describe():>9} '
         f'({m.load.connections:4d} conn)  {m.throughput:>11,.0f} ops/s  '
-        f'avg {m.average_latency_ms:6.3f} ms  p99 {p99} ms' +
-        ('' if fixed else f'  cap {distance:+6.1f}%') +
+        f'{latencies}{where}' +
         (f'  [{", ".join(flags)}]' if flags else ''))
 
   def CurvePoint(self, index: int, m: measurement.Measurement,
@@ -54,10 +68,6 @@ class ConsoleReporter:
     """A latency-throughput curve's point: the rate it was offered, what
     it achieved, the cap's statistic and p99, and its limit
     (rate_not_achieved when it fell short; latency_curve.py)."""
-
-    def Ms(value: Optional[float]) -> str:
-      return '   n/a' if value is None else f'{value:6.3f}'
-
     latencies = [(statistic, m.LatencyMs(statistic)),
                  ('p99', m.p99_latency_ms)]
     limit = attribution.Short(m.metadata)
@@ -66,7 +76,7 @@ class ConsoleReporter:
         f'  probe {index:2d}  curve {percent:2d} %  offered '
         f'{offered_ops:>9,.0f} ops/s  achieved {m.throughput:>9,.0f} ops/s '
         f'({achieved:5.1f} %)  ' +
-        '  '.join(f'{name} {Ms(ms)} ms' for name, ms in
+        '  '.join(f'{name} {_Ms(ms)} ms' for name, ms in
                   dict(latencies).items()) +
         (f'  [{limit}]' if limit else ''))
 
@@ -88,7 +98,16 @@ class ConsoleReporter:
                                      else ''))
 
   def Summary(self, rows: Sequence[dict]) -> None:
-    headers = ('machine type', 'capped ops/s', 'avg ms', 'p99 ms', '$/hr',
+    """The answers' table. A row's `cap_statistic` (default avg) says which
+    latency its figure is capped on; that column's header says 'cap', and
+    a capped percentile other than p99 gets a column of its own."""
+    statistics = {r.get('cap_statistic') or 'avg' for r in rows}
+    extra = sorted(statistics - {'avg', 'p99'})
+    latency_headers = [
+        f'{name} ms' + (' (cap)' if name in statistics and
+                        statistics != {'avg'} else '')
+        for name in ['avg', 'p99'] + extra]
+    headers = ('machine type', 'capped ops/s', *latency_headers, '$/hr',
                'ops/s per $/hr', 'price basis', 'verdict', 'limit')
     table = [(
         r['machine_type'],
@@ -97,6 +116,8 @@ class ConsoleReporter:
             f' ± {r["throughput_ci95"]:,.0f}'),
         _Num(r.get('average_latency_ms'), '{:.3f}'),
         _Num(r.get('p99_latency_ms'), '{:.3f}'),
+        *[_Num(r.get('capped_latency_ms') if r.get('cap_statistic') == name
+               else None, '{:.3f}') for name in extra],
         _Num(r.get('usd_per_hour'), '{:.4f}'),
         _Num(r.get('price_performance'), '{:,.0f}'),
         r.get('price_basis', ''),
@@ -104,8 +125,13 @@ class ConsoleReporter:
         r.get('limit', ''),
     ) for r in rows]
     self.Line('')
-    for line in text_table.Lines(headers, table, right=(1, 2, 3, 4, 5)):
+    right = tuple(range(1, 6 + len(extra)))
+    for line in text_table.Lines(headers, table, right=right):
       self.Line(line)
+
+
+def _Ms(value: Optional[float]) -> str:
+  return '   n/a' if value is None else f'{value:6.3f}'
 
 
 def _Num(value: Optional[float], fmt: str) -> str:

@@ -34,6 +34,7 @@ import math
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import steadiness
 
 CONFIRMED = 'confirmed'
@@ -128,8 +129,11 @@ def ClientLimited(metadata: Mapping[str, Any]) -> bool:
 
 def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
   """The verdict of a `search.driver.SearchResult` that has an answer, and
-  of its load held after the search (`hold`), when it was."""
-  cap = result.cap_ms
+  of its load held after the search (`hold`), when it was. A confirmed
+  answer's repeats together (their merged histograms, for a percentile
+  cap) are under the cap in the capped statistic."""
+  statistic = getattr(result, 'statistic', measurement.AVERAGE)
+  cap = measurement.LatencyCap(result.cap_ms, statistic).Short()
   repeats = result.confirmation_probes
   problems = []
   unconfirmed = getattr(result, 'unconfirmed_reason', None)
@@ -144,9 +148,18 @@ def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
     problems.append((UNCONFIRMED, 'one repeat, no interval'))
   else:
     over = sum(1 for p in repeats if not p.under_cap)
+    confirmed = getattr(result, 'confirmed', None)
+    merged = (confirmed.LatencyMs(statistic) if confirmed is not None
+              else None)
     if 2 * over >= len(repeats):
       problems.append((UNCONFIRMED, f'{over} of {len(repeats)} repeats over '
-                       f'the {cap:g} ms cap'))
+                       f'the {cap} cap'))
+    elif merged is None or merged >= result.cap_ms:
+      together = ('not measured' if merged is None else
+                  f'{merged:.3f} ms')
+      problems.append((UNCONFIRMED, f'the {len(repeats)} repeats together '
+                       f'have {measurement.StatisticName(statistic)} '
+                       f'latency {together}, not under the {cap} cap'))
   # The probes the figure rests on: the repeats that count (disturbed ones
   # run again are not among them), else every probe at the answer's load.
   indices = set(result.reported_indices)
@@ -197,7 +210,7 @@ def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
   if repeats and result.confirmed_throughput_ci95 is not None:
     mean = result.confirmed.throughput if result.confirmed else 0
     pct = 100 * result.confirmed_throughput_ci95 / mean if mean else math.inf
-    confirmed_reason = (f'{len(repeats)} repeats under the {cap:g} ms cap, '
+    confirmed_reason = (f'{len(repeats)} repeats under the {cap} cap, '
                         f'95 % interval +-{pct:.1f} %')
     if hold is not None and hold.ok:
       confirmed_reason += f', {hold.Words()}'

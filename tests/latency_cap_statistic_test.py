@@ -8,10 +8,16 @@ then. Each probe carries an HDR-like histogram (97 % of requests at the
 average's bucket, 3 % at the tail's), so repeats merge their percentiles.
 """
 
+import io
+import re
+
 import pytest
 
 from perfkitbenchmarker import latency_histogram
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import reporting
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
@@ -130,3 +136,96 @@ def test_the_repeats_p99_is_from_merged_histograms_not_a_mean():
   assert combined.p99_latency_ms == 2.5
   assert not combined.UnderCap(measurement.LatencyCap(1.5, 'p99'))
   assert combined.p95_latency_ms == 0.5
+
+
+def test_capped_samples_name_the_statistic_and_its_value():
+  m = Stalling(measurement.Load(1, 8))
+  cap = measurement.LatencyCap(1.0, 'p99')
+  samples = price_performance.CappedSamples(m, cap)
+  # Upstream's 1 ms metric is an average completion latency: not for p99.
+  assert [s.metric for s in samples] == [price_performance.CAPPED_THROUGHPUT]
+  md = samples[0].metadata
+  assert md['latency_cap_statistic'] == 'p99'
+  assert md['latency_cap_ms'] == 1.0
+  assert md['capped_latency_ms'] == m.p99_latency_ms
+  assert md['p95_latency_ms'] == m.p95_latency_ms
+  assert md['p90_latency_ms'] == m.p90_latency_ms
+  by_average = price_performance.CappedSamples(m, 1.0)
+  assert [s.metric for s in by_average] == [
+      price_performance.CAPPED_THROUGHPUT, price_performance.PKB_UNDER_1MS]
+  assert by_average[0].metadata['latency_cap_statistic'] == 'avg'
+  assert by_average[0].metadata['capped_latency_ms'] == m.average_latency_ms
+  probe = price_performance.ProbeSamples(0, m, cap)[0].metadata
+  assert probe['latency_cap_statistic'] == 'p99'
+  assert probe['under_latency_cap'] == (m.p99_latency_ms < 1.0)
+
+
+def _Line(m, cap):
+  out = io.StringIO()
+  reporting.ConsoleReporter(out).Probe(3, m, cap)
+  return out.getvalue()
+
+
+def test_probe_line_shows_the_capped_statistic():
+  m = Stalling(measurement.Load(1, 8))  # avg 0.248, p99 0.744 ms
+  by_average = _Line(m, 1.0)
+  assert re.search(r'avg  0\.248 ms  p99  0\.744 ms  cap  -75\.2%$',
+                   by_average.rstrip()), by_average
+  by_p99 = _Line(m, measurement.LatencyCap(1.0, 'p99'))
+  assert re.search(r'avg  0\.248 ms  p99  0\.744 ms  p99 cap  -25\.6%$',
+                   by_p99.rstrip()), by_p99
+  by_p95 = _Line(m, measurement.LatencyCap(0.5, 'p95'))
+  assert 'p95  0.248 ms  p95 cap  -50.4%' in by_p95, by_p95
+  over = _Line(m, measurement.LatencyCap(0.5, 'p99'))
+  assert 'OVER CAP' in over and 'OVER CAP' not in by_p99
+
+
+def test_summary_header_says_which_latency_is_capped():
+  row = {'machine_type': 'local', 'throughput': 1000.0,
+         'average_latency_ms': 0.25, 'p99_latency_ms': 0.74}
+  def Table(**extra):
+    out = io.StringIO()
+    reporting.ConsoleReporter(out).Summary([dict(row, **extra)])
+    return out.getvalue().splitlines()[1]
+  assert 'avg ms    p99 ms' in Table() and '(cap)' not in Table()
+  assert 'p99 ms (cap)' in Table(cap_statistic='p99')
+  header = Table(cap_statistic='p95', capped_latency_ms=0.5)
+  assert 'p95 ms (cap)' in header and 'p99 ms (cap)' not in header
+
+
+def test_verdict_holds_the_repeats_merged_percentile_to_the_cap():
+  """Two of three repeats under a 1 ms p99 cap, but together (merged
+  histograms) their p99 is over it: not confirmed."""
+  load = measurement.Load(1, 4)
+  quiet = latency_histogram.LatencyHistogram(((500, 990), (900, 10)))
+  stalled = latency_histogram.LatencyHistogram(((500, 950), (3000, 50)))
+  script = iter([measurement.Measurement(
+      load, 500.0 + i, 0.5, duration_s=2, ops=1000, histogram=h,
+      **measurement.PercentileFields(h.ValueAtPercentile))
+                 for i, h in enumerate((quiet, quiet, quiet, stalled))])
+
+  class Policy:
+    NAME = 'scripted'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      for role in ('search', 'confirm', 'confirm', 'confirm'):
+        yield search_driver.ProbeRequest(load, role)
+      return search_driver.Outcome('done', 0, (1, 2, 3))
+
+  cap = measurement.LatencyCap(1.0, 'p99')
+  result = search_driver.FindLatencyCappedMaximum(
+      lambda _: next(script), cap, Policy())
+  assert [p.under_cap for p in result.confirmation_probes] == [
+      True, True, False]
+  assert result.confirmed.p99_latency_ms == 3.0
+  found = verdict.OfSearch(result)
+  assert not found.confirmed
+  assert ('the 3 repeats together have p99 latency 3.000 ms, not under the '
+          '1 ms p99 cap') in found.reason
+  # The same repeats on the average are confirmed, as before.
+  script = iter([measurement.Measurement(
+      load, 500.0 + i, 0.5, duration_s=2, ops=1000) for i in range(4)])
+  by_average = search_driver.FindLatencyCappedMaximum(
+      lambda _: next(script), 1.0, Policy())
+  assert verdict.OfSearch(by_average).confirmed

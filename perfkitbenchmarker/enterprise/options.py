@@ -121,6 +121,13 @@ class EnterpriseOptions:
 
   @classmethod
   def FromFlags(cls, f) -> 'EnterpriseOptions':
+    statistic = getattr(f, 'latency_cap_statistic', 'avg')
+    if statistic != 'avg':
+      raise errors.UsageError(
+          f'--latency_cap_statistic={statistic} does not apply to '
+          'redis_enterprise: its step-up stops at upstream PKB\'s '
+          '--enterprise_redis_latency_threshold, an average latency; drop '
+          '--latency_cap_statistic, or use --benchmarks=redis_memtier.')
     cloud = 'Static' if f.static_vm_file else f.cloud
     cpu_ids = f.enterprise_redis_disable_cpu_ids or ()
     if not all(c.isdecimal() for c in cpu_ids):

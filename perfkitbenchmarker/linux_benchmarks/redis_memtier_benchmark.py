@@ -22,6 +22,7 @@ Flags become one frozen RedisStudyOptions (study/options.py); this module
 only wires the engine, the deployment and the searches.
 """
 
+import shutil
 from typing import List, Optional, Sequence
 
 from absl import flags
@@ -73,9 +74,15 @@ def CheckPrerequisites(config):
   opts = _Options()
   opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1))
   path = opts.generator.memtier_path
-  if path and FLAGS.cloud == 'Local' and not FLAGS.static_vm_file:
+  local = FLAGS.cloud == 'Local' and not FLAGS.static_vm_file
+  if path and local:
     # What prepare would refuse on this machine, refused by a dry run too.
     memtier.CheckLocalPath(path)
+  if (local and not opts.search.cap.is_average and
+      opts.generator.choice == 'auto' and not path and
+      not shutil.which(memtier.DEFAULT_PATH)):
+    # Local picks redis-benchmark without memtier on PATH.
+    raise workload_options.PercentileCapRefusal(opts, 'redis-benchmark')
 
 
 def DescribePlan(spec) -> List[str]:
@@ -148,6 +155,8 @@ def Prepare(spec):
   results.SetMetadata(spec, spec.deployment, opts)
   if opts.search.staircase:
     search_runner.RequireStaircaseGenerator(spec.deployment.generators)
+  workload_options.RequirePercentileGenerator(spec.deployment.generators,
+                                              opts)
   dropped = workload_options.RequireMemtier(spec.deployment.generators, opts)
   if opts.fixed.enabled:
     fixed_load.CheckGenerator(spec.deployment.generators[0].NAME, opts)

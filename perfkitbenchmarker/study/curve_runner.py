@@ -90,7 +90,7 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
     # the results.
     spec.EmitSamples([s.WithMetadata(**extra) for s in
                       price_performance.ProbeSamples(
-                          index, m, opts.search.cap_ms, latency_curve.ROLE)])
+                          index, m, opts.search.cap, latency_curve.ROLE)])
     spec.reporter.CurvePoint(index, m, point.percent, point.offered_ops,
                              opts.search.cap_statistic)
     measured.append(m)

@@ -75,7 +75,7 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions,
 def Run(spec, deployment, opts: options_lib.RedisStudyOptions
         ) -> List[measurement.Measurement]:
   """Runs every fixed load; returns the measurements in order."""
-  f, cap = opts.fixed, opts.search.cap_ms
+  f, cap = opts.fixed, opts.search.cap
   server, others = results._GroupCosts(spec)  # pylint: disable=protected-access
   per_hour = server.usd_per_hour
   runs = f.Runs()

@@ -54,8 +54,8 @@ def SearchPlan(opts: options_lib.RedisStudyOptions,
   if opts.fixed.enabled:
     return fixed_load.PlanLines(opts)
   s, g = opts.search, opts.generator
-  cap = (f'average latency under {s.cap_ms:g} ms; {g.run_duration_s} s '
-         'probes')
+  cap = (f'{s.cap.StatisticName()} latency under {s.cap_ms:g} ms; '
+         f'{g.run_duration_s} s probes')
   if g.warmup_s:
     cap += f' + {g.warmup_s} s warm-up (memtier only)'
   if s.staircase:

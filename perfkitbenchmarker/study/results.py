@@ -75,7 +75,8 @@ def EngineMetadata(deployment) -> Dict[str, Any]:
   return metadata
 
 
-def PublishProbe(spec, index: int, m: measurement.Measurement, cap: float,
+def PublishProbe(spec, index: int, m: measurement.Measurement,
+                 cap: price_performance.Cap,
                  role: str, extra: Dict[str, Any]) -> None:
   """A probe's samples, published before it is shown: a probe on the
   screen is in the results."""
@@ -93,7 +94,8 @@ def _GroupCosts(spec):
   return server, others
 
 
-def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
+def ResultSamples(spec, result: search_driver.SearchResult,
+                  cap: price_performance.Cap,
                   tags: Optional[Dict[str, Any]] = None,
                   hold: Optional[steadiness.Hold] = None
                   ) -> List[sample_lib.Sample]:
@@ -150,7 +152,7 @@ def ResultSamples(spec, result: search_driver.SearchResult, cap: float,
     priced.append(price_performance.PricePerformanceSample(
         value, server, others,
         {**price_performance.MeasurementMetadata(reported),
-         'latency_cap_ms': cap, **extra}))
+         **price_performance.CapMetadata(reported, cap), **extra}))
   except (errors.Error, ValueError) as e:
     spec.reporter.Line(
         f'WARNING: the answer is published without its cost: {e} (no '
@@ -220,6 +222,8 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
       'throughput_ci95': capped.metadata.get('throughput_ci95_ops'),
       'average_latency_ms': capped.metadata.get('average_latency_ms'),
       'p99_latency_ms': capped.metadata.get('p99_latency_ms'),
+      'cap_statistic': capped.metadata.get('latency_cap_statistic'),
+      'capped_latency_ms': capped.metadata.get('capped_latency_ms'),
       'usd_per_hour': (perf.metadata['servers_usd_per_hour_total']
                        if perf else None),
       'price_performance': perf.value if perf else None,

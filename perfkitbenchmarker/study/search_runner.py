@@ -163,7 +163,7 @@ def Search(spec, driver: driver_lib.ProbeDriver,
   and returns the search and its result samples (none without an answer).
   With `hold`, the answer's load is then held for the options' hold time
   (`HoldAnswer`), and the answer's verdict includes whether it held."""
-  cap = opts.search.cap_ms
+  cap = opts.search.cap
 
   def OnProbe(record: search_driver.ProbeRecord) -> None:
     results.PublishProbe(spec, record.index, record.measurement, cap,
@@ -176,9 +176,9 @@ def Search(spec, driver: driver_lib.ProbeDriver,
       f'Searching for the most ops/s under {opts.search.cap.Describe()} '
       f'latency ({opts.search.name}, {driver.duration_s:g} s probes, every '
       f'second checked{_WarmupWords(opts)}):')
-  measure = Steadied(driver, opts.search.cap)
+  measure = Steadied(driver, cap)
   if opts.search.staircase:
-    steps = [steadiness.Marked(m, cap, opts.search.cap_statistic)
+    steps = [steadiness.Marked(m, cap.ms, cap.statistic)
              for m in RunStaircaseToCap(driver, opts)]
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
@@ -187,13 +187,13 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     budget = len(steps) + 2 * opts.search.confirm_repeats * (
         1 + policy.max_backoffs)
     result = search_driver.FindLatencyCappedMaximum(
-        staircase.ReplayThenMeasure(steps, measure), opts.search.cap, policy,
+        staircase.ReplayThenMeasure(steps, measure), cap, policy,
         max_probes=budget, on_probe=OnProbe)
   else:
     vcpus = [vm.num_cpus for vm in driver.client_vms
              if getattr(vm, 'num_cpus', None)]
     result = search_driver.FindLatencyCappedMaximum(
-        measure, opts.search.cap, Policy(opts, start_connections,
+        measure, cap, Policy(opts, start_connections,
                              min(vcpus) if vcpus else None),
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
@@ -233,15 +233,14 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
   seconds are each held to the cap and to the searched figure; publishes
   it as a probe (role `hold`) and its per-second figures as upstream PKB's
   time-series samples, and says in words whether it held."""
-  cap, hold_s = opts.search.cap_ms, opts.search.hold_s
+  cap, hold_s = opts.search.cap, opts.search.hold_s
   reported = result.reported
   spec.reporter.Line(
       f'Holding the answer\'s load ({reported.load.Describe()}, '
       f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
       f'{_WarmupWords(opts)}:')
-  statistic = opts.search.cap_statistic
-  m = steadiness.Marked(driver(reported.load, hold_s), cap, statistic)
-  held = steadiness.OfHold(m, reported.throughput, cap, statistic)
+  m = steadiness.Marked(driver(reported.load, hold_s), cap.ms, cap.statistic)
+  held = steadiness.OfHold(m, reported.throughput, cap.ms, cap.statistic)
   index = len(result.probes)
   tags = {**extra, **held.Metadata()}
   results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
@@ -252,7 +251,8 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
                        time.time() - m.duration_s)
   spec.EmitSamples(price_performance.TimeSeriesSamples(m, start_ms, {
       **extra, 'probe_index': index, 'probe_role': ROLE_HOLD,
-      'latency_cap_ms': cap, 'threads': m.load.threads,
+      'latency_cap_ms': cap.ms, 'latency_cap_statistic': cap.statistic,
+      'threads': m.load.threads,
       'clients': m.load.clients, 'pipeline': m.load.pipeline,
       'hold_ok': held.ok, 'load_generator': m.metadata.get(
           'load_generator')}))
@@ -270,7 +270,7 @@ _LOWEST_LOAD_FLAG = {
 }
 
 
-def NoResultError(result: search_driver.SearchResult, cap: float,
+def NoResultError(result: search_driver.SearchResult, cap_ms: float,
                   least_connections: int = 1) -> errors.NoResultError:
   """What to tell the user, in one line, when no load was under the cap
   (NoLoadUnderCapError when every probe was over it: pkb exits 4 for that,
@@ -278,27 +278,29 @@ def NoResultError(result: search_driver.SearchResult, cap: float,
   if not result.probes:
     return errors.NoResultError(
         f'The search ran no probe ({result.stop_reason}).')
+  cap = measurement.LatencyCap(cap_ms, result.statistic).Short()
   if not result.all_over_cap:
     return errors.NoResultError(
-        f'Some probes were under the {cap:g} ms cap but the search gave no '
+        f'Some probes were under the {cap} cap but the search gave no '
         f'answer ({result.stop_reason}).')
   lowest = min(result.probes, key=lambda p: p.latency_ms)
   fewest = min(p.load.connections for p in result.probes)
-  where = (f'lowest average {lowest.latency_ms:.3f} ms at '
+  where = (f'lowest {measurement.StatisticName(result.statistic)} '
+           f'{lowest.latency_ms:.3f} ms at '
            f'{lowest.load.Describe()}')
   if fewest <= least_connections:
     return errors.NoLoadUnderCapError(
-        f'Every probe was over the {cap:g} ms cap, down to {fewest} '
+        f'Every probe was over the {cap} cap, down to {fewest} '
         f'connection{"s" if fewest > 1 else ""} ({where}): this server '
         'cannot answer that fast here; raise --memtier_latency_cap.')
   flag = _LOWEST_LOAD_FLAG.get(result.policy, '--memtier_clients')
   if result.budget_exhausted:
     return errors.NoLoadUnderCapError(
-        f'Every probe was over the {cap:g} ms cap ({where}) when the probe '
+        f'Every probe was over the {cap} cap ({where}) when the probe '
         f'budget of {len(result.probes)} ran out: raise --memtier_max_probes '
         f'or start from a lower load (lower {flag}).')
   return errors.NoLoadUnderCapError(
-      f'Every probe was over the {cap:g} ms cap ({where}, {fewest} '
+      f'Every probe was over the {cap} cap ({where}, {fewest} '
       f'connections at the fewest): start from a lower load: lower {flag}.')
 
 

@@ -148,6 +148,8 @@ def CheckWorkload(opts) -> None:
     raise errors.UsageError(
         f'--memtier_key_median={w.key_median:g} is outside the key range '
         f'[{w.key_minimum}, {w.key_maximum}].')
+  if g.choice == 'redis_benchmark' and not opts.search.cap.is_average:
+    raise PercentileCapRefusal(opts, 'redis-benchmark')
   if g.choice == 'redis_benchmark':
     wanted = MemtierOnlyFeatures(w, g.requests, g.processes_per_client)
     if wanted:
@@ -177,6 +179,31 @@ def CheckWorkload(opts) -> None:
     raise errors.UsageError(
         '--memtier_fixed_load runs the given load without a search; drop '
         '--memtier_staircase/--redis_optimize_shards.')
+
+
+def PercentileCapRefusal(opts, generator: str,
+                         error=errors.UsageError) -> errors.Error:
+  """Why a percentile cap cannot run on `generator` (redis-benchmark), in
+  one line: its percentiles leave out the time a reply waits for the busy
+  client (README "Load generators"), so they would not be the p99 a client
+  sees, and the average is never quietly capped in their place."""
+  cap = opts.search.cap
+  return error(
+      f'--latency_cap_statistic={cap.statistic} needs memtier_benchmark, but '
+      f'the load generator here is {generator}, whose percentiles leave out '
+      'client queueing (README "Load generators"): give --memtier_path='
+      '<memtier_benchmark built from RedisLabs\' source> (or install it on '
+      'PATH), or cap the average with --latency_cap_statistic=avg.')
+
+
+def RequirePercentileGenerator(generators, opts) -> None:
+  """At prepare (where the plan could not know the clients' tool, e.g.
+  static VMs without --memtier_path): a percentile cap runs on memtier
+  only; refused before any probe."""
+  names = sorted({g.NAME for g in generators} - {'memtier_benchmark'})
+  if names and not opts.search.cap.is_average:
+    raise PercentileCapRefusal(opts, ', '.join(names),
+                               errors.PrerequisiteError)
 
 
 def RequireMemtier(generators, opts) -> List[str]:
