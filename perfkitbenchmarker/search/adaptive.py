@@ -41,7 +41,9 @@ def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
     foreign = result.metadata.get('foreign_cpu_pct')
     if isinstance(foreign, (int, float)) and foreign > 0:
       floor = max(floor, min(0.9, foreign / 100))
-  ops = [s.ops for s in result.per_second if not s.warmup]
+  # Complete seconds only: memtier's last holds only the replies still in
+  # flight (tens of operations), which alone made every probe's noise ~0.85.
+  ops = [s.ops for s in result.per_second if not s.warmup and s.complete]
   if len(ops) < 2 or statistics.fmean(ops) <= 0:
     return floor
   return max(floor, statistics.stdev(ops) / statistics.fmean(ops))
