@@ -587,6 +587,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     returns the settings in force, which SystemMetadata() then includes."""
     applied = ''
     if enabled:
+      self.RecordHostSettings()
       out, err, rc = self.RemoteCommandWithReturnCode(
           self.Sudo(system_tuning.ApplyCommand()), timeout=60)
       applied = out if rc == 0 else 'tuning_failed=sudo\n'
@@ -597,6 +598,11 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                                     what=f'reading settings on {self.name}')
     self.tuning = system_tuning.Parse(applied + current, enabled)
     return dict(self.tuning)
+
+  def RecordHostSettings(self) -> None:
+    """Before the tuning changes this machine's settings: a machine that
+    outlives the run records them here, to put them back at teardown (the
+    static provider's); a cloud VM is deleted with them."""
 
   def SystemMetadata(self) -> Dict[str, Any]:
     """OS, kernel, architecture and tuning, for sample metadata."""

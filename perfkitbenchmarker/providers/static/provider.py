@@ -25,6 +25,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
 
 CLOUD = 'Static'
@@ -182,9 +183,68 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       info = self.DetectSystem()
       self.os_type = f'{info.os_id}{info.os_version_id.split(".")[0]}'
 
+  def RecordHostSettings(self) -> None:
+    """The machine is lent: the settings in force go into the run record
+    before the tuning changes them, and teardown puts them back."""
+    out, _ = self.RemoteCommand(system_tuning.SnapshotCommand(), timeout=60,
+                                what=f'reading settings on {self.name}')
+    HostSettings(self, system_tuning.ParseSnapshot(out),
+                 record=self.record).Create()
+
+
+class HostSettings(resource.BaseResource):
+  """Host-wide settings as they were before the run's tuning
+  (system_tuning.py) on a static machine: recorded old value first, written
+  back when deleted (teardown, whatever ended the run)."""
+
+  KIND = 'static_host_settings'
+
+  def __init__(self, vm: ssh_vm.SshVirtualMachine, old: Dict[str, str],
+               record=None):
+    super().__init__(vm.name, record)
+    self.vm = vm
+    self.old = dict(old)
+
+  def RecordData(self) -> Dict[str, Any]:
+    return {'vm_name': self.vm.name, 'old': self.old}
+
+  def TeardownLane(self):
+    # Over the VM's connection; a machine listed twice restores newest
+    # first, so the values before the first tuning are the last written.
+    return self.vm.CommandLane()
+
+  def _Create(self) -> None:
+    pass  # Recorded; ApplySystemTuning changes the settings next.
+
+  def _Delete(self) -> None:
+    out, err, rc = self.vm.RemoteCommandWithReturnCode(
+        self.vm.Sudo(system_tuning.RestoreCommand(self.old)), timeout=60)
+    failed = [line.partition('=')[2] for line in out.splitlines()
+              if line.startswith('restore_failed=')]
+    if rc != 0 or failed:
+      raise errors.ResourceError(
+          f'could not put back {", ".join(failed) or "the settings"} on '
+          f'{self.vm.name} ({(err.strip().splitlines() or ["refused"])[-1]});'
+          f' the values before the run: {self.old}')
+
+  class Fields(record_checks.Fields):
+    vm_name: str
+    old: Dict[str, str]
+
+  @classmethod
+  def FromRecord(cls, entry, record) -> 'HostSettings':
+    fields = record_checks.Parse(cls.Fields, entry, record)
+    problem = system_tuning.RestoreProblem(fields.old)
+    if problem:
+      raise record_checks.RecordRefused(
+          f'{cls.KIND} {entry["name"]}: {problem}; left alone')
+    vm = virtual_machine.VmFromRecord(record, fields.vm_name)
+    return cls(vm, fields.old, record=record)
+
 
 resource.RegisterKind(StaticVirtualMachine.KIND,
                       StaticVirtualMachine.FromRecord)
+resource.RegisterKind(HostSettings.KIND, HostSettings.FromRecord)
 
 
 def CheckPrerequisites(flag_values) -> None:

@@ -1,0 +1,124 @@
+"""A machine lent for a run (Static) is given back with its settings.
+
+Issue 35 class 7: on existing machines the run's system tuning changed
+host-wide settings (transparent huge pages, somaxconn, overcommit) and
+never put them back. Now the values in force are recorded in the run
+record before the tuning (old value first) and written back at teardown,
+whatever ended the run: a finished run and a killed one torn down from its
+record. Over the loopback sshd the static VM tests use, so the machine
+tuned is this one: each test puts back what it read first, whatever
+happens, and checks the machine is as it was.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import errors
+from perfkitbenchmarker import system_tuning
+from perfkitbenchmarker.providers.static import provider
+
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
+
+# What the static VM test's runs use: short probes, a fast search.
+_RUN = ['--memtier_run_duration=1', '--memtier_max_threads=3',
+        '--memtier_latency_capped_search=linear', '--memtier_clients=4',
+        '--memtier_latency_cap=100', '--memtier_key_maximum=20000',
+        '--timeout_minutes=4', '--load_generator=redis_benchmark']
+
+
+def _InForce():
+  """This machine's restorable settings, read the way a run reads them."""
+  out = subprocess.run(['bash', '-c', system_tuning.SnapshotCommand()],
+                       capture_output=True, text=True, check=True,
+                       timeout=30).stdout
+  return system_tuning.ParseSnapshot(out)
+
+
+@pytest.fixture
+def machine():
+  """This machine's settings before the test, put back after it whatever
+  happened (the test checks the run did that itself, first)."""
+  if os.geteuid() != 0:
+    pytest.skip('tuning this machine needs root')
+  before = _InForce()
+  yield before
+  subprocess.run(['bash', '-c', system_tuning.RestoreCommand(before)],
+                 capture_output=True, timeout=30, check=False)
+  assert _InForce() == before
+
+
+def _StaticFile(tmp_path, server):
+  """This machine over the loopback sshd, as the server and the client."""
+  path = tmp_path / 'static.json'
+  path.write_text(json.dumps([{
+      'ip_address': server.host, 'user_name': server.user,
+      'keyfile_path': server.user_key, 'ssh_port': server.port}] * 2))
+  return str(path)
+
+
+def _Entries(results, run_uri):
+  return [e for e in e2e.Record(results, run_uri)['resources']
+          if e['kind'] == provider.HostSettings.KIND]
+
+
+def test_recorded_values_are_input_checked_before_they_reach_a_root_shell():
+  good = {'vm_overcommit_memory': '0', 'transparent_hugepage': 'madvise',
+          'limits_file': 'absent'}
+  assert system_tuning.RestoreProblem(good) == ''
+  for bad in ({'vm_overcommit_memory': '0; touch /tmp/pwned'},
+              {'transparent_hugepage': '$(id)'},
+              {'/etc/shadow': '1'}, {'limits_file': 'gone'}):
+    assert system_tuning.RestoreProblem(bad), bad
+  entry = {'kind': provider.HostSettings.KIND, 'name': 'servers-0',
+           'status': 'created',
+           'data': {'vm_name': 'servers-0',
+                    'old': {'net_core_somaxconn': '1 > /etc/passwd'}}}
+  with pytest.raises(errors.ResourceError, match='no value of that setting'):
+    provider.HostSettings.FromRecord(entry, None)
+
+
+@pytest.mark.e2e
+def test_a_finished_run_gives_the_machine_back_as_it_was(
+    tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e.Run(
+      _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}'], results)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert _InForce() == machine
+  entry, = _Entries(results, run_uri)
+  assert entry['data']['old'] == machine and entry['status'] == 'deleted'
+
+
+@pytest.mark.e2e
+def test_a_killed_run_torn_down_from_its_record_puts_them_back(
+    tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
+  results = str(tmp_path / 'results')
+  run_uri = e2e.NewRunUri()
+  proc = e2e.StartUntil(
+      _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}'], run_uri,
+      results)
+  try:
+    tuned = _InForce()
+    os.killpg(os.getpgid(proc.pid), 0)  # Still running: killed below.
+  finally:
+    teardown = e2e.KillAndTearDown(proc, run_uri, results)
+  assert tuned['net_core_somaxconn'] == '65535', tuned
+  assert teardown.returncode == 0, teardown.stderr[-2000:]
+  assert _InForce() == machine
+  entry, = _Entries(results, run_uri)
+  assert entry['data']['old'] == machine and entry['status'] == 'deleted'
+
+
+@pytest.mark.e2e
+def test_nosystem_tuning_changes_nothing_and_records_nothing(
+    tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e.Run(
+      _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}',
+              '--nosystem_tuning'], results)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert _InForce() == machine and _Entries(results, run_uri) == []
