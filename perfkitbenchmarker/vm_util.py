@@ -21,6 +21,7 @@ import ipaddress
 import logging
 import os
 import random
+import re
 import shlex
 import signal
 import subprocess
@@ -247,8 +248,15 @@ def CheckedOutput(out: str, err: str, rc: int, command: str,
   if rc != 0:
     name = what or (command.split() or ['a command'])[0]
     reason = 'timed out' if rc == -9 else f'exited with status {rc}'
+    # A module written for upstream PKB runs sudo freely; where sudo is
+    # missing or would prompt (a Local run's machine), say what to do.
+    hint = ('; sudo is missing or wants a password here: give the user '
+            'passwordless sudo, or drop sudo (a Local VM\'s commands run as '
+            'the user running pkb)' if re.search(
+                r'sudo: (a password is required|a terminal is required|'
+                r'command not found|not found)', err or '') else '')
     raise error(
-        f'{name} {reason}: {Tail(err) or Tail(out) or "no output"}')
+        f'{name} {reason}: {Tail(err) or Tail(out) or "no output"}{hint}')
   return out
 
 

@@ -512,7 +512,8 @@ def test_module_functions_build_vms_from_flags(moto, tmp_path, pkb_flags,
   spec = types.SimpleNamespace(
       flags=pkb_flags, run_uri=RUN_URI, name='redis_memtier', ssh_waiter=None,
       record=run_record.RunRecord.Create(run_dir, RUN_URI),
-      GroupSpecs=_GroupSpecs, GroupCounts=lambda: {'servers': 2, 'clients': 1})
+      GroupSpecs=_GroupSpecs, GroupCounts=lambda: {'servers': 2, 'clients': 1},
+      peer_tcp_ports=())
   groups = provider.ConstructVms(spec)
   assert [vm.name for vm in groups['servers'] + groups['clients']] == [
       'servers-0', 'servers-1', 'clients-0']

@@ -295,6 +295,20 @@ def test_remote_command_is_upstreams_shape():
     vm.RemoteCommand('true', ip_address='10.0.0.2')
 
 
+def test_a_sudo_that_would_prompt_is_named_with_what_to_do():
+  for err in ('sudo: a password is required\n',
+              'sudo: a terminal is required to read the password\n',
+              'bash: line 1: sudo: command not found\n'):
+    vm = ScriptedVm({'sudo': ('', err, 1)})
+    with pytest.raises(errors.VirtualMachine.RemoteCommandError,
+                       match='give the user passwordless sudo, or drop sudo'):
+      vm.RemoteCommand('sudo apt-get update')
+  vm = ScriptedVm({'cat': ('', 'cat: x: No such file or directory\n', 1)})
+  with pytest.raises(errors.VirtualMachine.RemoteCommandError) as raised:
+    vm.RemoteCommand('cat x')
+  assert 'sudo' not in str(raised.value)
+
+
 def test_robust_remote_command_runs_detached_where_the_vm_can():
   vm = ScriptedVm()
   detached = []
