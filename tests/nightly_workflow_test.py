@@ -7,6 +7,7 @@ workstation, saying so, and fails in CI (CI=true), so the check never goes
 quietly missing there.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -109,3 +110,44 @@ def test_no_long_lived_keys_and_no_secret_in_a_script():
     for step in job['steps']:
       # Secrets reach scripts through env only, never interpolated.
       assert '${{ secrets.' not in step.get('run', '')
+
+
+PINNED = os.path.join(e2e.REPO, 'tests', 'data', 'pinned_actions.json')
+# What a job may ask for: its checkout, and an OIDC token for the clouds.
+ALLOWED_PERMISSIONS = {'contents': 'read', 'id-token': 'write'}
+
+
+def test_actions_are_pinned_to_reviewed_commits_with_their_tags():
+  """Issue 35 class 8: a tag can be moved to other code (in jobs that can
+  mint cloud credentials); a commit cannot. Each pin is the commit its
+  release tag named (tests/data/pinned_actions.json says where it was read),
+  and the tag beside it says which release that is."""
+  with open(PINNED) as f:
+    pinned = json.load(f)['actions']
+  with open(WORKFLOW) as f:
+    lines = [l for l in f if re.match(r'\s*(- )?uses:', l)]
+  assert lines
+  for line in lines:
+    match = re.fullmatch(
+        r'\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@([0-9a-f]{40})  # (v[\d.]+)\n',
+        line)
+    assert match, line
+    action, commit, tag = match.groups()
+    assert pinned[action] == {'tag': tag, 'commit': commit}, line
+
+
+def test_checkout_keeps_no_token_and_each_job_has_least_privilege():
+  workflow = _Workflow()
+  assert workflow['permissions'] == {}  # Nothing unless a job asks.
+  for name, job in workflow['jobs'].items():
+    granted = job['permissions']
+    assert set(granted.items()) <= set(ALLOWED_PERMISSIONS.items()), name
+    checkouts = [s for s in job['steps']
+                 if s.get('uses', '').startswith('actions/checkout@')]
+    for step in checkouts:
+      assert step['with']['persist-credentials'] is False, name
+  # The report job needs cloud credentials only for a BigQuery history.
+  report = workflow['jobs']['report']
+  auth = next(s for s in report['steps']
+              if s.get('uses', '').startswith('google-github-actions/auth@'))
+  assert auth['if'] == "vars.PKB_BIGQUERY_TABLE != ''"
