@@ -186,12 +186,17 @@ def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
                                  'throughput', 'average_latency'])
   if 'probe_role' in probes.columns:  # The curve's points: LatencyCurves.
     probes = probes[probes['probe_role'] != CURVE_ROLE]
+  return _Paired(probes, ('connections', 'latency_cap_ms', 'probe_role'))
+
+
+def _Paired(probes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+  """One row per probe of `probes` (its throughput and average_latency
+  samples side by side) with its metadata `columns` that were recorded."""
   keys = ['cell', 'run_uri', 'probe_index']
   wide = probes.pivot_table(index=keys, columns='metric', values='value',
                             aggfunc='mean').reset_index()
   extra = probes.drop_duplicates(keys)[keys + [
-      c for c in ('connections', 'latency_cap_ms', 'probe_role')
-      if c in probes.columns]]
+      c for c in columns if c in probes.columns]]
   wide = wide.merge(extra, on=keys, how='left')
   return wide.dropna(subset=['throughput', 'average_latency'])
 
@@ -220,6 +225,20 @@ PROBE_LABEL = 'probe'
 ANSWER_LOAD_LABEL = "probe at the run's answer load"
 CONFIRMED_LABEL = 'answer (confirmed)'
 UNCONFIRMED_LABEL = 'UNCONFIRMED answer (not counted)'
+
+
+def _AnswerHandles(confirmed_color: str) -> list:
+  """Legend handles of a confirmed answer's star (in `confirmed_color`)
+  and an unconfirmed one's (white, red-edged), as the charts draw them."""
+  from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
+  return [
+      mpl_lines.Line2D([], [], marker='*', markersize=14,
+                       color=confirmed_color, markeredgecolor='black',
+                       linestyle='none'),
+      mpl_lines.Line2D([], [], marker='*', markersize=15,
+                       markerfacecolor='white',
+                       markeredgecolor=REGRESSION_COLOR, markeredgewidth=1.6,
+                       linestyle='none')]
 
 
 def ProbeCurvesFigure(night_frame: pd.DataFrame,
@@ -309,13 +328,7 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
       mpl_lines.Line2D([], [], marker='o', markersize=7, color='#718096',
                        markeredgewidth=1.0, linestyle='none',
                        markeredgecolor='#1a202c'),
-      mpl_lines.Line2D([], [], marker='*', markersize=14, color='black',
-                       linestyle='none'),
-      mpl_lines.Line2D([], [], marker='*', markersize=15,
-                       markerfacecolor='white',
-                       markeredgecolor=REGRESSION_COLOR, markeredgewidth=1.6,
-                       linestyle='none'),
-  ]
+  ] + _AnswerHandles('black')
   names = [PROBE_LABEL, ANSWER_LOAD_LABEL, CONFIRMED_LABEL,
            UNCONFIRMED_LABEL]
   if caps:
@@ -347,25 +360,20 @@ def CurvePoints(night_frame: pd.DataFrame) -> pd.DataFrame:
   rows = night_frame[(night_frame['probe_role'] == CURVE_ROLE) &
                      night_frame['metric'].isin(['throughput',
                                                  'average_latency'])]
-  if rows.empty or 'curve_percent' not in rows.columns:
+  if (rows.empty or 'curve_percent' not in rows.columns or
+      rows['metric'].nunique() < 2):
     return pd.DataFrame(columns=CURVE_COLUMNS)
-  keys = ['cell', 'run_uri', 'probe_index']
-  wide = rows.pivot_table(index=keys, columns='metric', values='value',
-                          aggfunc='mean').reset_index()
-  extra = rows.drop_duplicates(keys)[keys + [
-      c for c in ('curve_percent', 'p99_latency_ms', 'rate_achieved_pct')
-      if c in rows.columns]]
-  wide = wide.merge(extra, on=keys, how='left')
+  wide = _Paired(rows, ('curve_percent', 'p99_latency_ms',
+                        'rate_achieved_pct'))
   for column in ('curve_percent', 'p99_latency_ms', 'rate_achieved_pct',
                  'throughput', 'average_latency'):
     wide[column] = pd.to_numeric(wide.get(column), errors='coerce')
   wide['short'] = wide['rate_achieved_pct'] < 95
-  points = wide.dropna(subset=['throughput', 'average_latency']).groupby(
-      ['cell', 'curve_percent'], as_index=False).agg(
-          throughput=('throughput', 'mean'),
-          average_latency=('average_latency', 'mean'),
-          p99_latency_ms=('p99_latency_ms', 'mean'),
-          short_runs=('short', 'sum'), runs=('run_uri', 'nunique'))
+  points = wide.groupby(['cell', 'curve_percent'], as_index=False).agg(
+      throughput=('throughput', 'mean'),
+      average_latency=('average_latency', 'mean'),
+      p99_latency_ms=('p99_latency_ms', 'mean'),
+      short_runs=('short', 'sum'), runs=('run_uri', 'nunique'))
   return points.sort_values(['cell', 'curve_percent'])
 
 
@@ -446,12 +454,7 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
                        linestyle='none'),
       mpl_lines.Line2D([], [], marker='x', markersize=7, color='#718096',
                        markeredgewidth=2, linestyle='none'),
-      mpl_lines.Line2D([], [], marker='*', markersize=14, color='#718096',
-                       markeredgecolor='black', linestyle='none'),
-      mpl_lines.Line2D([], [], marker='*', markersize=15,
-                       markerfacecolor='white',
-                       markeredgecolor=REGRESSION_COLOR, markeredgewidth=1.6,
-                       linestyle='none')]
+  ] + _AnswerHandles('#718096')
   names += [CURVE_POINT_LABEL, CURVE_SHORT_LABEL, CONFIRMED_LABEL,
             UNCONFIRMED_LABEL]
   _LegendAbove(fig, handles, names, 2)
