@@ -4,6 +4,9 @@ Extension seam: drop a module named <something>_benchmark.py with PKB's
 contract into this directory, or into a directory listed in the environment
 variable PKB_BENCHMARK_DIRS (os.pathsep-separated; for benchmarks kept
 outside the checkout), and it is runnable as --benchmarks=<BENCHMARK_NAME>.
+(Upstream PKB has no flag for such directories: its modules live in its own
+package. A module written for upstream's API runs from one unchanged:
+docs/upstream_api.md.)
 
 The contract is perfkitbenchmarker/benchmark_contract.py's table: PKB's
 required names (BENCHMARK_NAME, BENCHMARK_CONFIG, GetConfig, Prepare, Run,
