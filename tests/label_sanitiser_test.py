@@ -8,21 +8,18 @@ terminal escapes and all. One sanitiser per medium, in terminal_text.py,
 used by the charts, the HTML page, the Markdown summary and the consoles.
 """
 
-import importlib.util
 import json
 import os
 import re
 
-import pytest
-
 from perfkitbenchmarker import recompute
 from perfkitbenchmarker import terminal_text
+from perfkitbenchmarker.results_history import compare_cli
 from perfkitbenchmarker.results_history import loader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ONE_RUN = os.path.join(HERE, 'data', 'history', 'runs', '902af480',
                        loader.RESULTS_FILE)
-COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
 # matplotlib's mathtext: a formula, and one it cannot parse (it raised).
 MATH = r'$\frac{1}{0}$ and $x^$'
 LINKS = ('@octocat ping @github-team https://evil.example/x '
@@ -32,14 +29,6 @@ CONTROLS = '\x1b]0;pwned\x07\x1b[2J\r'
 _MENTION = re.compile(r'(?<![\w`])@[A-Za-z0-9][A-Za-z0-9-]*')
 _BARE_URL = re.compile(r'(?i)\b(?:https?://|www\.)')
 _CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
-
-
-@pytest.fixture(scope='module')
-def compare():
-  spec = importlib.util.spec_from_file_location('compare_labels', COMPARE)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
 
 
 def _History(tmp_path, label):
@@ -65,10 +54,10 @@ def test_each_medium_shows_the_text_as_written():
 
 
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(
-    compare, capsys, tmp_path):
+    capsys, tmp_path):
   md, page = tmp_path / 'summary.md', tmp_path / 'r.html'
   label = f'AWS:c6gn.xlarge {MATH} {LINKS} {CONTROLS}'
-  code = compare.Main(['compare', _History(tmp_path, label),
+  code = compare_cli.Main(['compare', _History(tmp_path, label),
                        f'--markdown={md}', f'--report={page}',
                        '--include_unconfirmed'])
   out, err = capsys.readouterr()

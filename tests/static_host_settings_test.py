@@ -81,16 +81,22 @@ def test_recorded_values_are_input_checked_before_they_reach_a_root_shell():
     provider.HostSettings.FromRecord(entry, None)
 
 
+def _GivenBack(proc, results, run_uri, machine):
+  """The run (or its teardown) ended well, the machine is as it was and
+  the record held what it was."""
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert _InForce() == machine
+  entry, = _Entries(results, run_uri)
+  assert entry['data']['old'] == machine and entry['status'] == 'deleted'
+
+
 @pytest.mark.e2e
 def test_a_finished_run_gives_the_machine_back_as_it_was(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
   results = str(tmp_path / 'results')
   proc, run_uri = e2e.Run(
       _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}'], results)
-  assert proc.returncode == 0, proc.stderr[-2000:]
-  assert _InForce() == machine
-  entry, = _Entries(results, run_uri)
-  assert entry['data']['old'] == machine and entry['status'] == 'deleted'
+  _GivenBack(proc, results, run_uri, machine)
 
 
 @pytest.mark.e2e
@@ -107,10 +113,7 @@ def test_a_killed_run_torn_down_from_its_record_puts_them_back(
   finally:
     teardown = e2e.KillAndTearDown(proc, run_uri, results)
   assert tuned['net_core_somaxconn'] == '65535', tuned
-  assert teardown.returncode == 0, teardown.stderr[-2000:]
-  assert _InForce() == machine
-  entry, = _Entries(results, run_uri)
-  assert entry['data']['old'] == machine and entry['status'] == 'deleted'
+  _GivenBack(teardown, results, run_uri, machine)
 
 
 @pytest.mark.e2e
