@@ -75,3 +75,25 @@ def test_curve_points_are_printed_published_and_rate_limited(tmp_path):
   sent = sorted(m.group(1) for text in commands
                 for m in re.finditer(r'--rate-limiting (\d+)', text))
   assert sent == sorted(rates)
+
+
+def test_a_cluster_curve_counts_a_connection_per_primary(tmp_path):
+  # memtier's cluster client opens a connection per primary for each of
+  # its clients, each with its own limit: offered = rate x clients x 3.
+  proc, run_uri = e2e.Run(e2e.FAST + [
+      f'--memtier_path={memtier_replay.Path()}', '--redis_server_cluster_mode',
+      '--redis_total_num_processes=3', '--memtier_curve_rate_percents=50'],
+      str(tmp_path))
+  assert proc.returncode == 0, proc.stderr
+  rows = e2e.Samples(str(tmp_path), run_uri)
+  answer = next(r for r in rows
+                if r['metric'] == 'latency_capped_throughput')['value']
+  point = next(r for r in rows if r['metric'] == 'throughput' and
+               e2e.Labels(r)['probe_role'] == 'curve')
+  labels = e2e.Labels(point)
+  offered = float(labels['offered_ops_per_s'])
+  assert offered == pytest.approx(answer / 2, rel=0.02)
+  assert offered == pytest.approx(
+      int(labels['rate_per_connection']) * 3 * int(labels['connections']),
+      rel=0.02)
+  assert point['value'] <= offered * 1.01

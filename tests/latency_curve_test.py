@@ -10,6 +10,7 @@ line.
 """
 
 import io
+import types
 
 import pytest
 
@@ -117,6 +118,11 @@ def test_probe_connections_count_every_process():
   m = measurement.Measurement(measurement.Load(2, 16), 1.0, 0.1,
                               metadata={'client_processes': 3})
   assert curve_runner.ProbeConnections(m) == 96
+  assert curve_runner.ProbeConnections(m, 3) == 288  # a 3-primary cluster
+  deployment = types.SimpleNamespace(cluster_mode=True, primaries=3)
+  assert curve_runner.RateLimitedConnections(deployment) == 3
+  deployment.cluster_mode = False  # standalone: one endpoint a process
+  assert curve_runner.RateLimitedConnections(deployment) == 1
 
 
 def test_the_memtier_argv_carries_the_rate_per_connection():

@@ -54,7 +54,8 @@ What is replayed, from tests/data (real memtier outputs, see its README):
     the staircase recording's seconds for each step's connections.
   * --rate-limiting (requests a second per connection) caps every replayed
     second's count at what memtier's limiter lets the process's
-    connections send (its 50 wake-ups a second: 75 gives 74 a connection);
+    connections send (its 50 wake-ups a second: 75 gives 74 a connection;
+    a cluster client's connection to each master has its own limit);
     the latencies stay the recording's (closed-loop) ones, so a rate-limited
     replay is no faster than an unlimited one, only capped. Request-count
     runs are not rate-limited.
@@ -206,6 +207,7 @@ def Main(argv):
       return 0
     s = Settings(opts)
     conns, slots = Masters(s)
+    s['masters'] = len(conns)
     start = time.time()
     if s['test_time'] is None:
       stats, hits, start, finish = RunRequests(s, conns, slots)

@@ -106,11 +106,13 @@ def LimitedPerSecond(s):
   """Requests a second one process's connections may send under
   --rate-limiting, as memtier's limiter lets them (None: no limit): each
   connection wakes up to 50 times a second and sends ceil(rate / 50)
-  requests a wake-up, so 75 a second is 37 wake-ups of 2, 74 in all."""
+  requests a wake-up, so 75 a second is 37 wake-ups of 2, 74 in all; a
+  cluster client has a connection, and a limit, per master."""
   if not s.get('rate'):
     return None
   burst = -(-s['rate'] // 50)
-  return burst * (s['rate'] // burst) * s['threads'] * s['clients']
+  return (burst * (s['rate'] // burst) * s['threads'] * s['clients'] *
+          s.get('masters', 1))
 
 
 def ReplayedDoc(s):

@@ -197,8 +197,9 @@ def Run(spec) -> Sequence[sample.Sample]:
                                       search_runner.LeastConnections(opts))
   # The curve's probes are numbered after the search's and the hold's.
   held = 1 if opts.search.hold_s else 0
-  curve_runner.RunCurve(spec, driver, opts, result, {},
-                        len(result.probes) + held)
+  curve_runner.RunCurve(
+      spec, driver, opts, result, {}, len(result.probes) + held,
+      curve_runner.RateLimitedConnections(spec.deployment))
   results.PrintSummary(spec, samples)
   return spec.published
 

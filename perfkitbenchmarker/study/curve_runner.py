@@ -22,9 +22,19 @@ from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.study import options as options_lib
 
 
-def ProbeConnections(m: measurement.Measurement) -> int:
-  """Every connection a probe opened: its load on each client process."""
-  return m.load.connections * int(m.metadata.get('client_processes', 1))
+def ProbeConnections(m: measurement.Measurement,
+                     per_connection: int = 1) -> int:
+  """Every connection a probe opened: its load on each client process,
+  `per_connection` each (a cluster client's: one per primary)."""
+  return (m.load.connections * int(m.metadata.get('client_processes', 1)) *
+          per_connection)
+
+
+def RateLimitedConnections(deployment) -> int:
+  """Connections memtier's limiter counts per client connection: in a
+  cluster each client opens one per primary and each has its own limit
+  (cluster_client.cpp: a connection sends the keys of its own slots)."""
+  return deployment.primaries if deployment.cluster_mode else 1
 
 
 def CurveMetadata(point: latency_curve.CurvePoint,
@@ -53,9 +63,12 @@ def CurveMetadata(point: latency_curve.CurvePoint,
 def RunCurve(spec, driver: driver_lib.ProbeDriver,
              opts: options_lib.RedisStudyOptions,
              result: search_driver.SearchResult, extra: Dict[str, Any],
-             first_index: int) -> List[measurement.Measurement]:
+             first_index: int, per_connection: int = 1
+             ) -> List[measurement.Measurement]:
   """The curve's probes under `result`'s answer, each published (samples,
-  then its line) as it ends, numbered from `first_index`; none without an
+  then its line) as it ends, numbered from `first_index`, each client
+  connection counted `per_connection` times (RateLimitedConnections); none
+  without an
   answer, with the curve off, or with a load generator that cannot hold a
   rate (one line says so)."""
   if not opts.curve.enabled or result.best is None:
@@ -70,9 +83,9 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
   driver = driver.WithDuration(
       opts.curve.ProbeSeconds(driver.duration_s))
   answer = result.reported
-  points = latency_curve.PlanPoints(answer.throughput,
-                                    ProbeConnections(answer),
-                                    opts.curve.percents)
+  points = latency_curve.PlanPoints(
+      answer.throughput, ProbeConnections(answer, per_connection),
+      opts.curve.percents)
   spec.reporter.Line(
       f'Curve under the answer ({answer.throughput:,.0f} ops/s at '
       f'{answer.load.Describe()}): {len(points)} probes at fixed offered '
