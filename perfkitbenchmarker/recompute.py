@@ -48,7 +48,8 @@ EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # A run's results file is some hundred rows of a few KB.
 MAX_RESULTS_BYTES = 64 << 20
 _CAPPED = (pp.CAPPED_THROUGHPUT, pp.PKB_UNDER_1MS)
-_LATENCY_KEYS = ('average_latency_ms', 'p50_latency_ms', 'p99_latency_ms')
+_LATENCY_KEYS = ('average_latency_ms', 'p50_latency_ms', 'p90_latency_ms',
+                 'p95_latency_ms', 'p99_latency_ms')
 
 
 class BadInput(Exception):
@@ -207,6 +208,30 @@ def _CheckLatencies(report, where, metadata, m) -> None:
   for key in _LATENCY_KEYS:
     if _Number(metadata.get(key)) is not None:
       report.Compare(where, key, metadata[key], getattr(m, key))
+  _CheckCap(report, where, metadata, m)
+
+
+def _CheckCap(report, where, metadata, m) -> None:
+  """The capped statistic's value and the probe's side of the cap, under
+  the statistic the run recorded (a run from before it existed capped the
+  average)."""
+  cap_ms = _Number(metadata.get('latency_cap_ms'))
+  if cap_ms is None:
+    return
+  statistic = str(metadata.get('latency_cap_statistic') or
+                  measurement.AVERAGE)
+  cap = measurement.LatencyCap(cap_ms, statistic)  # ValueError: damaged
+  if 'capped_latency_ms' in metadata:
+    report.Compare(where, 'capped_latency_ms', metadata['capped_latency_ms'],
+                   m.LatencyMs(statistic))
+  published = metadata.get('under_latency_cap')
+  if published is not None:
+    report.checked += 1
+    recomputed = m.UnderCap(cap)
+    if str(published).strip().lower() != str(recomputed).lower():
+      report.differences.append(
+          f'{where}: under_latency_cap ({cap.Describe()}) published '
+          f'{published}, recomputed {recomputed}')
 
 
 def _Prices(metadata, catalog: pricing.PriceCatalog

@@ -12,6 +12,10 @@ Derived from sample metadata only, so every source gives the same cells:
                 series; a stand-in (`stands_in_for`) is named so
   topology      cluster mode, shards per server VM, server VM count
   workload      SET:GET ratio, key pattern, value size, key range, cap
+                and the latency statistic it caps when not the average
+                ("cap 1ms p99": a p99 answer is never ranked beside an
+                average one; runs from before the statistic existed capped
+                the average)
 Run-level fields a sample lacks (cost samples carry no cap) come from the
 run's other samples.
 """
@@ -27,7 +31,8 @@ RECORDED_ENGINE = 'engine_recorded'
 ENGINE_KEYS = (RECORDED_ENGINE, 'engine', 'redis_server_engine',
                'server_engine')
 # Metadata a run's samples share but not every sample carries.
-RUN_LEVEL_KEYS = ('latency_cap_ms', 'memtier_ratio', 'memtier_key_pattern',
+RUN_LEVEL_KEYS = ('latency_cap_ms', 'latency_cap_statistic', 'memtier_ratio',
+                  'memtier_key_pattern',
                   'memtier_data_size', 'memtier_key_maximum',
                   'redis_server_cluster_mode', 'redis_total_num_processes',
                   'servers_vm_count', 'local_priced_as',
@@ -99,7 +104,14 @@ def Workload(row: pd.Series) -> str:
   size = _Number(row.get('memtier_data_size'))
   return (f'{row.get("memtier_ratio", "?")} {row.get("memtier_key_pattern", "?")}'
           f' {size}B keys {_Number(row.get("memtier_key_maximum"))}'
-          f' cap {_Number(row.get("latency_cap_ms"))}ms')
+          f' cap {_Number(row.get("latency_cap_ms"))}ms{_Statistic(row)}')
+
+
+def _Statistic(row: pd.Series) -> str:
+  statistic = row.get('latency_cap_statistic')
+  if not _Present(statistic) or str(statistic) == 'avg':
+    return ''
+  return f' {statistic}'
 
 
 def FillRunLevel(frame: pd.DataFrame) -> pd.DataFrame:
@@ -131,7 +143,7 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
                       'servers_vm_count', 'memtier_ratio',
                       'memtier_key_pattern', 'memtier_data_size',
                       'memtier_key_maximum', 'latency_cap_ms',
-                      'stands_in_for') + ENGINE_KEYS
+                      'latency_cap_statistic', 'stands_in_for') + ENGINE_KEYS
           if k in frame.columns]
   combos = frame[keys].drop_duplicates().reset_index(drop=True)
   labels = pd.DataFrame({
