@@ -38,12 +38,15 @@ def _InForce():
   return system_tuning.ParseSnapshot(out)
 
 
+# The run tunes (and the fixture puts back) this machine's settings.
+_ROOT = e2e.Needs('root (to tune this machine)', lambda: os.geteuid() == 0,
+                  'run the tests as root')
+
+
 @pytest.fixture
 def machine():
   """This machine's settings before the test, put back after it whatever
   happened (the test checks the run did that itself, first)."""
-  if os.geteuid() != 0:
-    pytest.skip('tuning this machine needs root')
   before = _InForce()
   yield before
   subprocess.run(['bash', '-c', system_tuning.RestoreCommand(before)],
@@ -91,6 +94,7 @@ def _GivenBack(proc, results, run_uri, machine):
 
 
 @pytest.mark.e2e
+@_ROOT
 def test_a_finished_run_gives_the_machine_back_as_it_was(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
   results = str(tmp_path / 'results')
@@ -100,6 +104,7 @@ def test_a_finished_run_gives_the_machine_back_as_it_was(
 
 
 @pytest.mark.e2e
+@_ROOT
 def test_a_killed_run_torn_down_from_its_record_puts_them_back(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
   results = str(tmp_path / 'results')
@@ -117,6 +122,7 @@ def test_a_killed_run_torn_down_from_its_record_puts_them_back(
 
 
 @pytest.mark.e2e
+@_ROOT
 def test_nosystem_tuning_changes_nothing_and_records_nothing(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
   results = str(tmp_path / 'results')
