@@ -79,9 +79,9 @@ class UpstreamMethods:
     """Installs the OS packages named (space-separated) with the VM's
     package manager; those already installed cost one check."""
     names = packages.split()
-    manager = self.DetectSystem().package_manager
     if not names:
       return
+    manager = self.DetectSystem().package_manager
     if manager is None:
       raise errors.VirtualMachine.RemoteCommandError(
           f'InstallPackages(\'{packages}\') on {self.name}: it has neither '
