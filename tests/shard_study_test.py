@@ -15,6 +15,7 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import engines
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
@@ -85,8 +86,8 @@ def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path,
       assert redis_server.Cli(vm, '127.0.0.1', proc.port, password,
                               'PING').strip() == 'PONG'
     pid = first.processes[0].pid
-    assert not os.path.exists(f'/proc/{pid}/cmdline') or open(
-        f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'
+    stat = process_stat.Read(pid)
+    assert stat is None or stat.state == 'Z'
     assert [s.port for s in second.shards] == [
         p.port for p in second.processes]
   finally:

@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.local import provider as local
@@ -377,9 +378,8 @@ def _ExitingProcess(tmp_path, cwd, seconds):
                           start_new_session=True)
   deadline = time.monotonic() + 10
   while True:  # Until the main thread has gone.
-    with open(f'/proc/{proc.pid}/stat') as f:
-      if f.read().rsplit(')', 1)[1].split()[0] == 'Z':
-        break
+    if process_stat.Read(proc.pid).state == 'Z':
+      break
     assert time.monotonic() < deadline
     time.sleep(0.01)
   return proc

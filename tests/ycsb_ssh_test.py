@@ -35,6 +35,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.study import ycsb_options
 
@@ -300,11 +301,11 @@ def _RunProcesses(run_uri):
     try:
       with open(f'/proc/{pid}/cmdline', 'rb') as f:
         cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
-      with open(f'/proc/{pid}/stat') as f:
-        state = f.read().rsplit(')', 1)[1].split()[0]
       cwd = os.readlink(f'/proc/{pid}/cwd')
     except OSError:
       continue
+    stat = process_stat.Read(pid)
+    state = stat.state if stat else 'Z'
     if state != 'Z' and (f'/pkb-{run_uri}.' in cwd or
                          f'/pkb-{run_uri}.' in cmdline):
       found.append(f'{pid}: {cmdline[:200]}')
