@@ -21,6 +21,7 @@ from perfkitbenchmarker import verdict
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
+from tests import capped_result_test
 
 TAIL_FACTOR = 3.0
 SECONDS = 2
@@ -196,22 +197,15 @@ def test_summary_header_says_which_latency_is_capped():
 def test_verdict_holds_the_repeats_merged_percentile_to_the_cap():
   """Two of three repeats under a 1 ms p99 cap, but together (merged
   histograms) their p99 is over it: not confirmed."""
-  load = measurement.Load(1, 4)
   quiet = latency_histogram.LatencyHistogram(((500, 990), (900, 10)))
   stalled = latency_histogram.LatencyHistogram(((500, 950), (3000, 50)))
+  load = capped_result_test.LOAD
   script = iter([measurement.Measurement(
       load, 500.0 + i, 0.5, duration_s=2, ops=1000, histogram=h,
       **measurement.PercentileFields(h.ValueAtPercentile))
                  for i, h in enumerate((quiet, quiet, quiet, stalled))])
-
-  class Policy:
-    NAME = 'scripted'
-
-    def Steps(self, cap_ms):
-      del cap_ms
-      for role in ('search', 'confirm', 'confirm', 'confirm'):
-        yield search_driver.ProbeRequest(load, role)
-      return search_driver.Outcome('done', 0, (1, 2, 3))
+  # Probe 0 is the search, 1-3 its repeats.
+  Policy = capped_result_test._Policy  # pylint: disable=protected-access
 
   cap = measurement.LatencyCap(1.0, 'p99')
   result = search_driver.FindLatencyCappedMaximum(

@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin
 from perfkitbenchmarker.enterprise import flags as _  # pylint: disable=unused-import
+from perfkitbenchmarker.study import search_options
 
 # Retired OS families the study used -> the image a run boots instead.
 OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {
@@ -121,13 +122,9 @@ class EnterpriseOptions:
 
   @classmethod
   def FromFlags(cls, f) -> 'EnterpriseOptions':
-    statistic = getattr(f, 'latency_cap_statistic', 'avg')
-    if statistic != 'avg':
-      raise errors.UsageError(
-          f'--latency_cap_statistic={statistic} does not apply to '
-          'redis_enterprise: its step-up stops at upstream PKB\'s '
-          '--enterprise_redis_latency_threshold, an average latency; drop '
-          '--latency_cap_statistic, or use --benchmarks=redis_memtier.')
+    search_options.RequireAverageCap(
+        f, 'redis_enterprise', 'its step-up stops at upstream PKB\'s '
+        '--enterprise_redis_latency_threshold, an average latency')
     cloud = 'Static' if f.static_vm_file else f.cloud
     cpu_ids = f.enterprise_redis_disable_cpu_ids or ()
     if not all(c.isdecimal() for c in cpu_ids):

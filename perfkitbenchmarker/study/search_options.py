@@ -15,6 +15,17 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import commands
 
 
+def RequireAverageCap(f, benchmark: str, why: str) -> None:
+  """Refuses --latency_cap_statistic other than avg, in one line, for a
+  benchmark whose cap is on the average (`why`)."""
+  statistic = getattr(f, 'latency_cap_statistic', measurement.AVERAGE)
+  if statistic != measurement.AVERAGE:
+    raise errors.UsageError(
+        f'--latency_cap_statistic={statistic} is not available for '
+        f'{benchmark}: {why}; drop --latency_cap_statistic, or use '
+        '--benchmarks=redis_memtier with memtier_benchmark.')
+
+
 @dataclasses.dataclass(frozen=True)
 class StaircaseOptions:
   clients_start: int = 16

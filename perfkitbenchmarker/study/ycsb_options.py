@@ -16,6 +16,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
 from perfkitbenchmarker.study import options as options_lib
+from perfkitbenchmarker.study import search_options
 
 flags.DEFINE_enum('ycsb_command_group', 'hash',
                   list(ycsb_package.COMMAND_GROUPS),
@@ -100,16 +101,10 @@ class YcsbStudyOptions:
 
   @classmethod
   def FromFlags(cls, f) -> 'YcsbStudyOptions':
-    statistic = getattr(f, 'latency_cap_statistic', 'avg')
-    if statistic != 'avg':
-      # YCSB prints each operation's own p95/p99, no histogram to merge
-      # over operations or client processes: no faithful p99 of a probe.
-      raise errors.UsageError(
-          f'--latency_cap_statistic={statistic} is not available for '
-          'redis_ycsb: YCSB reports percentiles per operation only (nothing '
-          'to merge them over a probe), so its cap --ycsb_latency_cap is on '
-          'the average; drop --latency_cap_statistic, or use '
-          '--benchmarks=redis_memtier with memtier_benchmark.')
+    search_options.RequireAverageCap(
+        f, 'redis_ycsb', 'YCSB reports percentiles per operation only '
+        '(nothing to merge them over a probe), so its cap '
+        '--ycsb_latency_cap is on the average')
     group = f.ycsb_command_group
     field_count = f.ycsb_field_count or (1 if group == 'string' else 10)
     properties = []
