@@ -9,6 +9,8 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.providers.local import cpu_quota
+from perfkitbenchmarker.providers.local import split
 
 # Every test here starts a process (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e
@@ -17,6 +19,14 @@ EXPECTED_METRICS = {
     'throughput', 'average_latency', 'latency_capped_throughput',
     'max_throughput_for_completion_latency_under_1ms', 'hourly_cost',
     'price_performance'}
+
+
+def _ServerQuota():
+  """Whether a default Local run here holds its server to a CPU quota (the
+  2-core split, README "The 2-core split"; its rule: local_split_test)."""
+  return split.Plan([('servers-0', 1), ('clients-0', 1)],
+                    sorted(os.sched_getaffinity(0)), None,
+                    cpu_quota.Version() is not None).server_quota is not None
 
 
 def _CheckRun(proc, results_dir, run_uri, usd=0.084492, model='on_demand'):
@@ -79,7 +89,9 @@ def test_default_local_study(tmp_path):
   # The live probe lines and the summary table reach the user.
   assert 'probe  0' in proc.stdout
   assert 'ops/s per $/hr' in proc.stdout
-  assert 'local (priced as GCP:n2d-standard-2)' in proc.stdout
+  held = ', server 0.5 CPU' if _ServerQuota() else ''
+  assert f'local{held} (priced as GCP:n2d-standard-2)' in proc.stdout
+  assert proc.stdout.splitlines()[1].startswith('Local split of ')
   # redis-benchmark (no memtier here) has no rate limiter: no curve, said.
   if e2e.Labels(rows[0])['load_generator'] == 'redis-benchmark':
     assert ('Curve: none: redis-benchmark has no rate limiter' in
@@ -130,9 +142,11 @@ def test_staged_run_and_teardown_from_record(tmp_path):
                     run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
   record = e2e.Record(results, run_uri)
-  # Two VMs and a shard live; the preload's probe_process has ended.
+  # Two VMs (the server's CPU quota after its VM, on 2 cores) and a shard
+  # live; the preload's probe_process has ended.
+  quota = [(cpu_quota.KIND, 'created')] if _ServerQuota() else []
   assert [(r['kind'], r['status']) for r in record['resources']] == [
-      ('local_vm', 'created'), ('local_vm', 'created'),
+      ('local_vm', 'created'), *quota, ('local_vm', 'created'),
       ('redis_process', 'created'), ('probe_process', 'deleted')]
   proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST, results, run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
