@@ -14,10 +14,13 @@ replace it, and the entry below is checked in its turn. Group write
 permission is accepted for root's own group only.
 
 `Check` refuses in one line (errors.UsageError, exit 2) before the program
-is run; `Which` finds a program on PATH and checks it.
+is run; `Which` finds a program on PATH and checks it. On another machine
+(a static VM) `CheckOn` runs the same rule there, in bash (`SHELL`), as
+the user the run logs in as.
 """
 
 import os
+import shlex
 import shutil
 import stat
 from typing import Iterator, Optional
@@ -78,6 +81,52 @@ def Problem(path: str) -> Optional[str]:
   return None
 
 
+# bash: `trusted PATH` prints what is wrong with PATH (a program, found on
+# PATH when it has no '/') by the rule above, for the user running it, or
+# nothing (also when it is not there: its caller says so). Coreutils' stat
+# and readlink only.
+SHELL = (
+    'trusted() { local p=$1 r me; me=$(id -u); '
+    'case $p in /*) ;; *) p=$(command -v -- "$p") || return 0;; esac; '
+    '[ -e "$p" ] || return 0; r=$(readlink -f -- "$p") || r=$p; '
+    'tchk() { local u g m; read -r u g m < <(stat -Lc "%u %g %a" -- "$1") '
+    '|| { echo "$1 cannot be read"; return 1; }; '
+    'if [ "$u" != 0 ] && [ "$u" != "$me" ]; then '
+    'echo "$1 is owned by uid $u"; return 1; fi; m=$((8#$m)); '
+    '[ -d "$1" ] && (( m & 01000 )) && return 0; '
+    'if (( m & 2 )) || { (( m & 020 )) && [ "$g" != 0 ]; }; then '
+    'printf "%s is writable by other users (mode %04o)\\n" "$1" '
+    '$((m & 07777)); return 1; fi; }; '
+    'twalk() { local acc= part parts; tchk / || return 1; '
+    'IFS=/ read -ra parts <<< "${1#/}"; for part in "${parts[@]}"; do '
+    '[ -n "$part" ] || continue; acc=$acc/$part; tchk "$acc" || return 1; '
+    'done; }; '
+    'twalk "$(dirname -- "$p")" && twalk "$r"; }; ')
+
+
+def CheckOn(vm, path: str, what: str) -> str:
+  """`Check` on `vm` (any machine with bash, reached as the run reaches
+  it): `path` itself when it is safe to run there.
+
+  Raises:
+    errors.UsageError: in one line, naming the VM and what is at fault.
+  """
+  out, _, _ = vm.RemoteCommandWithReturnCode(
+      f'{SHELL}trusted {shlex.quote(path)}')
+  problem = out.strip().splitlines()[-1] if out.strip() else ''
+  if problem:
+    raise errors.UsageError(_Refusal(f'{what} on {vm.name}', problem))
+  return path
+
+
+def _Refusal(what: str, problem: str) -> str:
+  return (f'{what}: {problem}; a program pkb runs (as root, with the run\'s '
+          'password) must be owned by root or by you and writable by no one '
+          'else, and so must every directory above it (as sudo and sshd '
+          'require): install it in such a place (e.g. /usr/local/bin) or fix '
+          'the owner and mode.')
+
+
 def Check(path: str, what: str) -> str:
   """`path` itself when it is safe to run (module doc).
 
@@ -90,12 +139,7 @@ def Check(path: str, what: str) -> str:
   """
   problem = Problem(path)
   if problem:
-    raise errors.UsageError(
-        f'{what}: {problem}; a program pkb runs (as root, with the run\'s '
-        'password) must be owned by root or by you and writable by no one '
-        'else, and so must every directory above it (as sudo and sshd '
-        'require): install it in such a place (e.g. /usr/local/bin) or fix '
-        'the owner and mode.')
+    raise errors.UsageError(_Refusal(what, problem))
   return path
 
 

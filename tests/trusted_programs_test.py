@@ -11,13 +11,16 @@ venv's python, the wheels' servers, /usr/bin's tools) pass.
 """
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
 
 import e2e_support as e2e
+from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker.linux_packages import local_redis_builds
@@ -127,24 +130,31 @@ def test_a_program_or_directory_owned_by_another_user_is_refused(safe_dir):
     os.chown(safe_dir, 0, -1)
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(not _IS_ROOT, reason='makes a directory nobody owns')
-@pytest.mark.parametrize('dry_run', [True, False])
-def test_pkb_refuses_a_memtier_path_nobody_can_write_before_running_it(
-    tmp_path, dry_run):
+def _PlantedMemtier(tmp_path):
+  """What nobody could put in a directory of theirs: a "memtier" that
+  leaves a trace of having run (and of its arguments) as whoever ran it;
+  (its path, the trace's path)."""
   os.chmod(tmp_path, 0o755)
   planted = tmp_path / 'nobodys'
   planted.mkdir()
   os.chown(planted, NOBODY, -1)
   os.chmod(planted, 0o755)
   ran = tmp_path / 'ran'
-  # What nobody could put there: a "memtier" that leaves a trace of
-  # having run (and of its arguments) as whoever ran it.
   tool = planted / 'memtier_benchmark'
   tool.write_text(f'#!/bin/sh\necho "$(id -u) $*" >> {ran}\n'
                   'echo "memtier_benchmark 2.1.0"\n')
   tool.chmod(0o755)
   os.chown(tool, NOBODY, -1)
+  return tool, ran
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not _IS_ROOT, reason='makes a directory nobody owns')
+@pytest.mark.parametrize('dry_run', [True, False])
+def test_pkb_refuses_a_memtier_path_nobody_can_write_before_running_it(
+    tmp_path, dry_run):
+  tool, ran = _PlantedMemtier(tmp_path)
+  planted = tool.parent
   results = tmp_path / 'results'
   proc, run_uri = e2e.Run(
       e2e.FAST + [f'--memtier_path={tool}'] +
@@ -155,3 +165,76 @@ def test_pkb_refuses_a_memtier_path_nobody_can_write_before_running_it(
   assert len(lines) == 1 and 'Traceback' not in proc.stderr, proc.stderr
   assert f'{planted} is owned by nobody' in lines[0], lines[0]
   assert not (results / run_uri).exists()
+
+
+def _Tree(root):
+  """Programs in places of every kind the rule tells apart."""
+  os.chmod(root, 0o755)
+  places = {}
+  for name, mode in (('safe', 0o755), ('open', 0o777), ('sticky', 0o1777),
+                     ('group', 0o775)):
+    os.mkdir(os.path.join(root, name))
+    os.chmod(os.path.join(root, name), mode)
+    places[name] = _Program(os.path.join(root, name))
+  places['writable_file'] = _Program(root, 'wf', mode=0o757)
+  os.symlink(places['open'], os.path.join(root, 'safe', 'to-open'))
+  places['link_to_open'] = os.path.join(root, 'safe', 'to-open')
+  if _IS_ROOT:
+    os.chown(os.path.join(root, 'group'), -1, NOBODY)
+    nobodys = os.path.join(root, 'nobodys')
+    os.mkdir(nobodys, 0o755)
+    places['nobodys'] = _Program(nobodys)
+    os.chown(nobodys, NOBODY, -1)
+  return places
+
+
+class _ThisMachineOverBash:
+  name = 'this machine'
+
+  def RemoteCommandWithReturnCode(self, command):
+    proc = subprocess.run(['bash', '-c', command], capture_output=True,
+                          text=True, timeout=30, check=False)
+    return proc.stdout, proc.stderr, proc.returncode
+
+
+@pytest.mark.e2e
+def test_the_shell_check_a_remote_vm_runs_agrees_with_python(tmp_path):
+  """CheckOn (bash, on a static VM) and Check (Python, here) are one rule."""
+  vm = _ThisMachineOverBash()
+  for name, path in _Tree(str(tmp_path)).items():
+    python = trusted_programs.Problem(path)
+    try:
+      trusted_programs.CheckOn(vm, path, name)
+      shell = None
+    except errors.UsageError as e:
+      shell = str(e)
+    assert (python is None) == (shell is None), (name, python, shell)
+    if python:
+      # Both name the same place at fault.
+      assert python.split(' is ')[0] in shell, (name, python, shell)
+  assert trusted_programs.CheckOn(vm, 'bash', 'bash') == 'bash'
+
+
+@pytest.mark.e2e
+@e2e.Needs('root (chown to nobody)', lambda: _IS_ROOT, 'run the tests as root')
+def test_a_static_vms_memtier_path_nobody_can_write_is_refused_before_it_runs(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  """The same on a machine pkb reaches over SSH (this one, by the loopback
+  sshd the static VM tests use)."""
+  tool, ran = _PlantedMemtier(tmp_path)
+  static = tmp_path / 'static.json'
+  static.write_text(json.dumps([{
+      'ip_address': sshd.host, 'user_name': sshd.user,
+      'keyfile_path': sshd.user_key, 'ssh_port': sshd.port}] * 2))
+  proc, _ = e2e.Run(e2e.FAST + [
+      f'--static_vm_file={static}', '--nosystem_tuning',
+      '--load_generator=memtier', f'--memtier_path={tool}'],
+                    str(tmp_path / 'results'))
+  assert not ran.exists(), ran.read_text()
+  # Refused in prepare (the machine is reached first), in one line; the
+  # run stops there and tears down what it made.
+  assert proc.returncode == 1, (proc.stdout, proc.stderr)
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and 'Traceback' not in proc.stderr, proc.stderr
+  assert (f'--memtier_path={tool} on clients-0: {tool.parent} is owned by '
+          'uid 65534') in lines[0], lines[0]

@@ -35,12 +35,11 @@ def IsAvailable(vm, path: str = DEFAULT_PATH) -> bool:
 
 
 def Install(vm, path: str = DEFAULT_PATH) -> None:
-  if vm.CLOUD == 'Local':  # This machine: only a program no one else owns.
-    if os.sep in path:
-      trusted_programs.Check(path, f'--memtier_path={path}')
-    else:
-      vm.HasCommand(path)
   if IsAvailable(vm, path):
+    # Only a program no other user can change runs (trusted_programs),
+    # checked on the VM before it first runs there.
+    trusted_programs.CheckOn(
+        vm, path, f'--memtier_path={path}' if os.sep in path else path)
     # A wrapper is refused here, before any probe (handed the password,
     # it would start the real tool with it in its argv).
     argv_secret.CheckTool(vm, path)
