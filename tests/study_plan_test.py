@@ -212,5 +212,8 @@ def test_the_curve_is_planned_and_estimated_where_it_runs(pkb_flags):
   assert ('4 probes after the search at 25, 50, 75, 90 %' in
           _Text(_Options(pkb_flags)))
   assert 'rate-limiting), 3 s each; --memtier' in _Text(_Options(pkb_flags))
+  pkb_flags.load_generator = 'auto'  # with a memtier of the user's: memtier
+  pkb_flags.memtier_path = '/usr/bin/true'
+  assert 'rate-limiting), 3 s each; --memtier' in _Text(_Options(pkb_flags))
   pkb_flags.redis_optimize_shards = True
   assert plan.CurveProbes(_Options(pkb_flags)) == 0

@@ -105,7 +105,7 @@ def CurvePlan(opts: options_lib.RedisStudyOptions) -> List[str]:
   g = opts.generator
   percents = ', '.join(str(p) for p in opts.curve.percents)
   without = ('; none if the load generator is redis-benchmark (no rate '
-             'limiter)' if g.choice == 'auto' else '')
+             'limiter)' if g.choice == 'auto' and not g.memtier_path else '')
   return ['Curve:',
           f'  {CurveProbes(opts)} probes after the search at {percents} % of '
           'the answer\'s throughput: the answer\'s connections, each at a '
