@@ -53,6 +53,10 @@ def test_curve_points_are_printed_published_and_rate_limited(tmp_path):
     else:
       assert labels['limit'] != 'rate_not_achieved'
     assert labels['p99_latency_ms'] not in ('', 'None')
+    # The cap's statistic (here the average) and its figure at the point.
+    assert labels['latency_cap_statistic'] == 'avg'
+    assert float(labels['capped_latency_ms']) == pytest.approx(
+        float(labels['average_latency_ms']), rel=1e-3)
     # Its latency sample beside it, as every probe's.
     assert any(r['metric'] == 'average_latency' and
                e2e.Labels(r)['probe_index'] == labels['probe_index']
@@ -82,7 +86,8 @@ def test_a_cluster_curve_counts_a_connection_per_primary(tmp_path):
   # its clients, each with its own limit: offered = rate x clients x 3.
   proc, run_uri = e2e.Run(e2e.FAST + [
       f'--memtier_path={memtier_replay.Path()}', '--redis_server_cluster_mode',
-      '--redis_total_num_processes=3', '--memtier_curve_rate_percents=50'],
+      '--redis_total_num_processes=3', '--memtier_curve_rate_percents=50',
+      '--latency_cap_statistic=p99', '--memtier_latency_cap=20'],
       str(tmp_path))
   assert proc.returncode == 0, proc.stderr
   rows = e2e.Samples(str(tmp_path), run_uri)
@@ -97,3 +102,7 @@ def test_a_cluster_curve_counts_a_connection_per_primary(tmp_path):
       int(labels['rate_per_connection']) * 3 * int(labels['connections']),
       rel=0.02)
   assert point['value'] <= offered * 1.01
+  # A p99 cap: the point names it and gives its p99 as the capped figure.
+  assert labels['latency_cap_statistic'] == 'p99'
+  assert labels['capped_latency_ms'] == labels['p99_latency_ms']
+  assert re.search(r'curve 50 %  offered .*\)  p99 +[\d.]+ ms', proc.stdout)
