@@ -38,15 +38,12 @@ def RateLimitedConnections(deployment) -> int:
 
 
 def CurveMetadata(point: latency_curve.CurvePoint,
-                  m: measurement.Measurement,
-                  statistic: str = measurement.AVERAGE) -> Dict[str, Any]:
-  """What a curve point's samples say beyond a probe's: the rate offered
-  and achieved, the cap's statistic and its figure at this point
-  (`curve_latency_ms`; p99 is in every probe's), and `rate_not_achieved`
-  (with the probe's own limit in its detail) when it fell short."""
+                  m: measurement.Measurement) -> Dict[str, Any]:
+  """What a curve point's samples say beyond a probe's (which name the
+  cap's statistic and its figure, capped_latency_ms, beside p99): the rate
+  offered and achieved, and `rate_not_achieved` (with the probe's own limit
+  in its detail) when it fell short."""
   metadata: Dict[str, Any] = {
-      'latency_cap_statistic': statistic,
-      'curve_latency_ms': m.LatencyMs(statistic),
       'curve_percent': point.percent,
       'rate_per_connection': point.rate_per_connection,
       'offered_ops_per_s': round(point.offered_ops, 1),
@@ -96,8 +93,8 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
     load = dataclasses.replace(answer.load,
                                rate_per_connection=point.rate_per_connection)
     m = driver(load)
-    m = dataclasses.replace(m, metadata={
-        **m.metadata, **CurveMetadata(point, m, opts.search.cap_statistic)})
+    m = dataclasses.replace(m, metadata={**m.metadata,
+                                         **CurveMetadata(point, m)})
     index = first_index + i
     # Published before it is shown, as every probe: on the screen is in
     # the results.
