@@ -81,21 +81,23 @@ class ConsoleReporter:
         (f'  [{limit}]' if limit else ''))
 
   def Seconds(self, per_second: Sequence[measurement.SecondStats],
+              statistic: str = measurement.AVERAGE,
               per_line: int = 10) -> None:
-    """A probe's seconds, ten a line: ops/s and average latency each
-    (warm-up seconds in brackets; incomplete ones left out)."""
+    """A probe's seconds, ten a line: ops/s and the cap's statistic each
+    (warm-up seconds in brackets; incomplete ones left out; no latency
+    where the tool gave none for the statistic)."""
     seconds = [s for s in per_second if s.complete]
     for start in range(0, len(seconds), per_line):
       chunk = seconds[start:start + per_line]
       cells = []
       for s in chunk:
-        text = (f'{s.ops / 1000:.1f}k' + (
-            '' if s.average_latency_ms is None else
-            f'/{s.average_latency_ms:.2f}'))
+        ms = s.LatencyMs(statistic)
+        text = f'{s.ops / 1000:.1f}k' + ('' if ms is None else f'/{ms:.2f}')
         cells.append(f'[{text}]' if s.warmup else text)
       self.Line(f'  s{chunk[0].second:>3}-{chunk[-1].second:<3} '
-                + ' '.join(cells) + ('  (ops/s / avg ms)' if not start
-                                     else ''))
+                + ' '.join(cells) + (
+                    f'  (ops/s / {measurement.StatisticName(statistic)} ms)'
+                    if not start else ''))
 
   def Summary(self, rows: Sequence[dict]) -> None:
     """The answers' table. A row's `cap_statistic` (default avg) says which

@@ -38,7 +38,8 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 # Every test here starts a process (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e
 
-FLAGS = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
+FLAGS = ['--memtier_run_duration=1', '--memtier_hold_duration=1',
+         '--memtier_key_maximum=5000',
          '--memtier_ratio=0:1', '--memtier_pipeline=16',
          '--memtier_clients=50', '--memtier_adaptive_min_connections=50',
          '--memtier_adaptive_max_connections=200', '--memtier_max_probes=2',

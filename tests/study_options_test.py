@@ -79,3 +79,15 @@ def test_a_version_no_vm_can_install_is_refused_once_up_front(
   assert '\n' not in str(raised.value)
   pkb_flags.redis_server_version = 'distro'
   assert _Options(pkb_flags).server.version == 'distro'
+
+
+def test_the_hold_is_a_minute_on_clouds_and_static_vms_and_short_locally(
+    pkb_flags):
+  assert _Options(pkb_flags).search.hold_s == 3  # Local's default
+  pkb_flags.cloud = 'GCP'
+  assert _Options(pkb_flags).search.hold_s == 60
+  pkb_flags.cloud = 'Local'
+  pkb_flags.static_vm_file = '/dev/null'
+  assert _Options(pkb_flags).search.hold_s == 60
+  pkb_flags.memtier_hold_duration = 0
+  assert _Options(pkb_flags).search.hold_s == 0

@@ -256,7 +256,7 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
       'clients': m.load.clients, 'pipeline': m.load.pipeline,
       'hold_ok': held.ok, 'load_generator': m.metadata.get(
           'load_generator')}))
-  spec.reporter.Seconds(m.per_second)
+  spec.reporter.Seconds(m.per_second, cap.statistic)
   spec.reporter.Line(f'  {"Held" if held.ok else "NOT HELD"}: '
                      f'{held.Words()}.')
   return held
