@@ -12,6 +12,7 @@ from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import terminal_text
 
 CLOUDS = ('Local', 'GCP', 'AWS')
 RUN_STAGES = ('provision', 'prepare', 'run', 'cleanup', 'teardown')
@@ -263,12 +264,23 @@ def TypedArgv(argv, flag_values=None):
 
 def FlagErrorLine(error: Exception) -> str:
   """absl's flag error in words, without Python's own (e.g. "invalid literal
-  for int() with base 10")."""
+  for int() with base 10"), the value quoted once and abbreviated when long
+  (absl's "flag --name=VALUE: " comes before a parser's words that quote
+  VALUE again)."""
   text = str(error)
   match = re.match(r'flag (--[\w.-]+)=(.*?): (invalid literal for int\(\)|'
                    r'could not convert string to float)', text, re.S)
   if match:
     kind = ('a whole number' if match.group(3).startswith('invalid')
             else 'a number')
-    return f'{match.group(1)}={match.group(2)} is not {kind}'
-  return text
+    return terminal_text.Abbreviated(
+        f'{match.group(1)}={match.group(2)} is not {kind}')
+  match = re.match(r'flag (--[\w.-]+)=(.*?): (.*)', text, re.S)
+  value = match and match.group(2)
+  if value and len(value) > terminal_text.LONGEST_WORD:
+    # Quoted once (abbreviated), not again in the parser's words.
+    quoted = '|'.join(re.escape(q + value + q) for q in ('"', "'", ''))
+    words = re.sub(f'^(?:{quoted})', 'it', match.group(3), count=1)
+    words = re.sub(quoted, '(above)', words, count=1)
+    text = f'flag {match.group(1)}={value}: {words}'
+  return terminal_text.Abbreviated(text)

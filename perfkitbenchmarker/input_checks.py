@@ -12,11 +12,21 @@ flags are checked by its CheckPrerequisites.
 
 import os
 import tempfile
-from typing import Optional
+from typing import Optional, Tuple
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import evidence
+from perfkitbenchmarker import run_log
+from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import trusted_programs
+from perfkitbenchmarker.publishers import bigquery_schema
+
+# A run's results files in its run directory, unless --json_path and
+# --csv_path say otherwise.
+RESULTS_JSON = bigquery_schema.RESULTS_FILE
+RESULTS_CSV = 'results.csv'
 
 
 def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
@@ -27,8 +37,69 @@ def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
     path = getattr(flag_values, flag)
     if path:
       _CheckWritableFile(path, f'--{flag}')
+  if flag_values.json_path and flag_values.csv_path:
+    _CheckNotOneFile(flag_values.json_path, flag_values.csv_path,
+                     flag_values)
   _CheckWhere(flag_values, cloud)
   _CheckProgramPaths(flag_values, cloud)
+
+
+def ResultsPaths(flag_values, run_dir: str) -> Tuple[str, str]:
+  """(JSON lines path, CSV path) of a run: --json_path and --csv_path, by
+  default in its run directory."""
+  return (flag_values.json_path or os.path.join(run_dir, RESULTS_JSON),
+          flag_values.csv_path or os.path.join(run_dir, RESULTS_CSV))
+
+
+def CheckResultsPaths(flag_values, run_dir: str, run_uri: str) -> None:
+  """Refuses results files that would overwrite each other or a file of
+  the run itself (its record, its log, its raw output, its lock or keys):
+  the samples would be lost, or the run's record, in one line, before the
+  run has a directory."""
+  json_path, csv_path = ResultsPaths(flag_values, run_dir)
+  _CheckNotOneFile(json_path, csv_path, flag_values)
+  own_files = [(os.path.join(run_dir, run_record.RECORD_FILE),
+                'its run record'),
+               (os.path.join(run_dir, run_log.LOG_FILE), 'its log'),
+               (run_scope.RunLock(run_uri).path, 'its lock')]
+  own_dirs = [(os.path.join(run_dir, evidence.RAW_DIR), 'its raw output'),
+              (run_scope.RunKeyDir(run_uri), 'its SSH keys')]
+  for flag, path in (('--json_path', flag_values.json_path),
+                     ('--csv_path', flag_values.csv_path)):
+    if not path:
+      continue
+    for own, what in own_files:
+      if _SameFile(path, own):
+        raise errors.UsageError(
+            f'{flag}={path} is a file of run {run_uri} itself ({what}, '
+            f'{own}); writing samples there would destroy it. Give a path '
+            'outside the run\'s own files.')
+    resolved = os.path.realpath(path)
+    for own, what in own_dirs:
+      if resolved.startswith(os.path.realpath(own).rstrip(os.sep) + os.sep):
+        raise errors.UsageError(
+            f'{flag}={path} is inside {what} ({own}) of run {run_uri}; give '
+            'a path outside the run\'s own files.')
+
+
+def _SameFile(a: str, b: str) -> bool:
+  """Whether two paths name one file: one inode when both exist (links,
+  relative forms), else one path once symlinks are resolved."""
+  try:
+    return os.path.samefile(a, b)
+  except OSError:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _CheckNotOneFile(json_path: str, csv_path: str, flag_values) -> None:
+  if _SameFile(json_path, csv_path):
+    json_is = (f'--json_path={json_path}' if flag_values.json_path else
+               f'the JSON results\' default path ({json_path})')
+    csv_is = (f'--csv_path={csv_path}' if flag_values.csv_path else
+              f'the CSV results\' default path ({csv_path})')
+    raise errors.UsageError(
+        f'{json_is} and {csv_is} name the same file; each would overwrite '
+        'the other\'s rows. Give --json_path and --csv_path different files.')
 
 
 # Flags naming programs (or builds of them) this machine runs on Local.

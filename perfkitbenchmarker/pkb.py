@@ -204,6 +204,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   run_dir = os.path.join(_ResultsDir(), run_uri)
   if stages == ['teardown']:
     return _TeardownOnly(run_dir)
+  input_checks.CheckResultsPaths(FLAGS, run_dir, run_uri)
   bq_options = bigquery_options.BigQueryOptions.FromFlags(FLAGS)
 
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
@@ -253,18 +254,22 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_uri, 'nothing was started')
   # Made (or reused) only as the run's own before anything is put in it.
+  made_run_dir = not os.path.lexists(run_dir)
   run_scope.MakeOwnDir(run_dir)
-  _CheckStagesNotRepeated(run_dir, run_uri, stages)
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
                                official=FLAGS.official)
-  json_path = FLAGS.json_path or os.path.join(
-      run_dir, 'perfkitbenchmarker_results.json')
-  csv_path = FLAGS.csv_path or os.path.join(run_dir, 'results.csv')
-  # Before the record: a results file refused leaves no run 'running'.
-  collector = publisher.SampleCollector(
-      [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
-       csv_publisher.CSVPublisher(csv_path)], run_info)
+  json_path, csv_path = input_checks.ResultsPaths(FLAGS, run_dir)
+  try:
+    _CheckStagesNotRepeated(run_dir, run_uri, stages)
+    # Before the record: a results file refused leaves no run 'running'.
+    collector = publisher.SampleCollector(
+        [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
+         csv_publisher.CSVPublisher(csv_path)], run_info)
+  except errors.Error:
+    if made_run_dir:  # Refused before anything was put in it: no trace.
+      _RemoveIfEmpty(run_dir)
+    raise
   run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(
       run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
@@ -304,6 +309,13 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   if exit_code == EXIT_OK:
     exit_code = _UnconfirmedExit(collector.samples)
   return exit_code
+
+
+def _RemoveIfEmpty(directory: str) -> None:
+  try:
+    os.rmdir(directory)  # Only an empty one; anything else stays.
+  except OSError:
+    pass
 
 
 def _KeepCredentialLookupsLocal() -> None:
@@ -373,10 +385,11 @@ def Main(argv: Optional[List[str]] = None) -> int:
 
 
 def _Shown(error: BaseException) -> str:
-  """An error as its one printed line: secrets masked, and what it quotes
-  from input (a machine type, a path, a record) unable to act on the
-  terminal (terminal_text)."""
-  return terminal_text.Printable(vm_util.Mask(str(error)))
+  """An error as its one printed line: secrets masked, what it quotes from
+  input (a machine type, a path, a record) unable to act on the terminal,
+  and a long quoted value shortened (terminal_text)."""
+  return terminal_text.Abbreviated(
+      terminal_text.Printable(vm_util.Mask(str(error))))
 
 
 def _Reported(argv: List[str]) -> int:

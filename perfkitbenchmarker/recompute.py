@@ -39,7 +39,7 @@ from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.search import stats
 
-RESULTS_FILE = 'perfkitbenchmarker_results.json'
+RESULTS_FILE = bigquery_schema.RESULTS_FILE
 # Published numbers are rounded (latencies to 5 decimals, values to 3), so
 # two figures agree within FLOAT_ABS or FLOAT_REL of the larger.
 FLOAT_REL = 1e-6

@@ -18,6 +18,8 @@ Controls and other unprintable characters show as their Python escapes
 (\\x1b, \\r, \\u202e).
 """
 
+import re
+
 # C0 and C1 controls and DEL as escapes (a translate table: fast on long
 # text); other unprintable characters go through the slow path.
 _CONTROL_ESCAPES = {i: chr(i).encode('unicode_escape').decode('ascii')
@@ -92,3 +94,27 @@ def HtmlText(text) -> str:
   """A value for an HTML page, before its autoescaping: controls escaped,
   line breaks kept."""
   return PrintableLines(text)
+
+
+# An error line quotes its input; a value of 300 KB (a config's flag value)
+# made a 600 KB line. Past these lengths a quoted run of text is shortened.
+LONGEST_WORD = 200
+_LONGEST_LINE = 2000
+# A long run of text without a space, less the punctuation ending it.
+_LONG_WORD = re.compile(r'(\S{%d,}?)([:;,.)\]"\']*)(?=\s|$)' %
+                        (LONGEST_WORD + 1))
+
+
+def Abbreviated(text: str) -> str:
+  """One line of bounded length: each run of more than LONGEST_WORD
+  characters without a space shown as its start and its length, and a line
+  still longer than _LONGEST_LINE cut in the middle (its end, which usually
+  says why, is kept)."""
+  text = _LONG_WORD.sub(
+      lambda m: (f'{m.group(1)[:60]}...({len(m.group(1)):,} characters)'
+                 f'{m.group(2)}'), text)
+  if len(text) <= _LONGEST_LINE:
+    return text
+  head, tail = _LONGEST_LINE * 2 // 3, _LONGEST_LINE // 3
+  return (f'{text[:head]} ...({len(text) - head - tail:,} characters)... '
+          f'{text[-tail:]}')
