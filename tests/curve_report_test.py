@@ -18,6 +18,7 @@ import subprocess
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import e2e_support
@@ -169,3 +170,33 @@ def test_the_chart_reads_in_chromium(analysis, tmp_path, width):
        f'--window-size={width},3000', f'file://{page}'],
       capture_output=True, timeout=90, check=True)
   assert (tmp_path / f'curve-{width}.png').stat().st_size > 10000
+
+
+def test_a_percentile_cap_is_the_left_panel(analysis):
+  # The same runs as if capped on p95: every sample names p95 and gives
+  # its p95 figure as capped_latency_ms (here 1.5 x the average, made up
+  # for the chart; the runs' own were average-capped).
+  frame = analysis.night_frame.copy()
+  frame['latency_cap_statistic'] = 'p95'
+  frame['capped_latency_ms'] = 1.5 * pd.to_numeric(
+      frame['average_latency_ms'], errors='coerce')
+  points = charts.CurvePoints(frame)
+  assert charts.CurveStatistic(points) == 'p95'
+  fig = charts.LatencyCurvesFigure(frame)
+  left, right = fig.axes
+  assert left.get_ylabel() == 'p95 latency (ms)'
+  assert right.get_ylabel() == 'p99 latency (ms)'
+  capped = frame[frame['metric'] == 'latency_capped_throughput']
+  for line in left.get_lines():
+    xs, ys = list(line.get_xdata()), list(line.get_ydata())
+    mine = points[np.isclose(points['throughput'], xs[0])]
+    cell = mine['cell'].iloc[0]
+    assert ys[:-1] == pytest.approx(
+        list(points[points['cell'] == cell]['capped_latency_ms']))
+    assert ys[-1] == pytest.approx(
+        capped[capped['cell'] == cell]['capped_latency_ms'].iloc[-1])
+  # p99 capped: the left panel stays the average (p99 is on the right).
+  frame['latency_cap_statistic'] = 'p99'
+  assert charts.CurveStatistic(charts.CurvePoints(frame)) is None
+  assert charts.LatencyCurvesFigure(frame).axes[0].get_ylabel() == (
+      'avg latency (ms)')

@@ -34,7 +34,8 @@ UNCONFIRMED_HATCH = '//'
 METADATA_KEYS = ('probe_index', 'connections', 'latency_cap_ms', 'probe_role',
                  'confirmed_average_latency_ms', 'average_latency_ms',
                  'p99_latency_ms', 'curve_percent', 'offered_ops_per_s',
-                 'rate_achieved_pct')
+                 'rate_achieved_pct', 'latency_cap_statistic',
+                 'capped_latency_ms')
 CURVE_ROLE = 'curve'  # latency_curve.ROLE: a curve point's probe role
 
 
@@ -348,7 +349,8 @@ def ProbeCurves(night_frame: pd.DataFrame,
 
 
 CURVE_COLUMNS = ('cell', 'curve_percent', 'throughput', 'average_latency',
-                 'p99_latency_ms', 'short_runs', 'runs')
+                 'p99_latency_ms', 'capped_latency_ms',
+                 'latency_cap_statistic', 'short_runs', 'runs')
 
 
 def CurvePoints(night_frame: pd.DataFrame) -> pd.DataFrame:
@@ -364,17 +366,46 @@ def CurvePoints(night_frame: pd.DataFrame) -> pd.DataFrame:
       rows['metric'].nunique() < 2):
     return pd.DataFrame(columns=CURVE_COLUMNS)
   wide = _Paired(rows, ('curve_percent', 'p99_latency_ms',
-                        'rate_achieved_pct'))
+                        'rate_achieved_pct', 'capped_latency_ms',
+                        'latency_cap_statistic'))
   for column in ('curve_percent', 'p99_latency_ms', 'rate_achieved_pct',
-                 'throughput', 'average_latency'):
+                 'throughput', 'average_latency', 'capped_latency_ms'):
     wide[column] = pd.to_numeric(wide.get(column), errors='coerce')
+  if 'latency_cap_statistic' not in wide.columns:  # recorded before it
+    wide['latency_cap_statistic'] = 'avg'
   wide['short'] = wide['rate_achieved_pct'] < 95
   points = wide.groupby(['cell', 'curve_percent'], as_index=False).agg(
       throughput=('throughput', 'mean'),
       average_latency=('average_latency', 'mean'),
       p99_latency_ms=('p99_latency_ms', 'mean'),
+      capped_latency_ms=('capped_latency_ms', 'mean'),
+      latency_cap_statistic=('latency_cap_statistic', 'first'),
       short_runs=('short', 'sum'), runs=('run_uri', 'nunique'))
   return points.sort_values(['cell', 'curve_percent'])
+
+
+def CurveStatistic(points: pd.DataFrame) -> Optional[str]:
+  """The percentile the night's curves were capped on when it is one
+  statistic other than the average and p99 (which the chart always
+  draws), and every point has its figure; else None."""
+  stats = set(points['latency_cap_statistic'].dropna())
+  if len(stats) != 1 or points['capped_latency_ms'].isna().any():
+    return None
+  statistic = str(stats.pop())
+  return None if statistic in ('avg', 'p99') else statistic
+
+
+def _AnswerCappedLatency(night_frame: pd.DataFrame) -> pd.DataFrame:
+  """run_uri, cell, capped_latency_ms of each run's answer."""
+  capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
+  if capped.empty or 'capped_latency_ms' not in capped.columns:
+    return pd.DataFrame(columns=['run_uri', 'cell', 'capped_latency_ms'])
+  last = capped.sort_values('timestamp', kind='stable').groupby(
+      ['run_uri', 'cell'], as_index=False).last()
+  return pd.DataFrame({
+      'run_uri': last['run_uri'].astype(str), 'cell': last['cell'],
+      'capped_latency_ms': pd.to_numeric(last['capped_latency_ms'],
+                                         errors='coerce')})
 
 
 CURVE_POINT_LABEL = 'fixed offered rate (% of the answer)'
@@ -387,8 +418,9 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
   """Latency against achieved throughput, a line per cell through its
   curve points (fixed offered rates, labelled with their percent) up to
   its answer (a star; hollow and red-edged when not confirmed): the
-  average in the left panel, p99 in the right. A point that achieved less
-  than it was offered (in any of the cell's runs) is a cross."""
+  average (or the cap's percentile, CurveStatistic) in the left panel,
+  p99 in the right. A point that achieved less than it was offered (in any
+  of the cell's runs) is a cross."""
   from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
   points = CurvePoints(night_frame)
   answers = answers_lib.RunAnswers(night_frame)
@@ -403,6 +435,12 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
     return fig
   panels = (('average_latency', 'avg_latency_ms', 'avg latency (ms)'),
             ('p99_latency_ms', 'p99_latency_ms', 'p99 latency (ms)'))
+  statistic = CurveStatistic(points)
+  if statistic:  # The cap's own percentile, in place of the average.
+    panels = (('capped_latency_ms', 'capped_latency_ms',
+               f'{statistic} latency (ms)'),) + panels[1:]
+    answers = answers.merge(_AnswerCappedLatency(night_frame),
+                            on=['run_uri', 'cell'], how='left')
   axes = [fig.add_subplot(1, 2, i + 1) for i in range(len(panels))]
   handles, names = [], []
   for i, cell in enumerate(cells):

@@ -53,9 +53,10 @@ def _Figures(analysis: report.Analysis,
                  'offered rate (percent of its run\'s answer, memtier '
                  '--rate-limiting per connection; latency timed from each '
                  'request\'s send), their achieved throughput against '
-                 'average_latency (left) and p99_latency_ms (right), means '
-                 'over each cell\'s runs; cross: a rate not achieved (under '
-                 '95 % of the offered); star: the answer')})
+                 'average_latency (left; capped_latency_ms where the runs '
+                 'were capped on p50, p90, p95 or p99.9) and p99_latency_ms '
+                 '(right), means over each cell\'s runs; cross: a rate not '
+                 'achieved (under 95 % of the offered); star: the answer')})
   held = hold_chart.HoldChart(analysis.night_frame, colors)
   if held is not None:
     figures.append({
