@@ -531,7 +531,23 @@ def _DryRun(groups, study) -> None:
     f.write(HarnessConfig(groups))
   _RunHarness(['--cloud=Local', '--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
                f'--benchmark_config_file={config}',
-               f'--results_dir={workdir}'] + study, 'check')
+               f'--results_dir={workdir}'] + OnTheVms(study), 'check')
+
+
+def OnTheVms(study: List[str]) -> List[str]:
+  """The study's flags for the dry run, which runs on this machine (the PKB
+  runner) for upstream's VMs: a Local run would take memtier only if this
+  machine had it (and refuse a percentile cap without it), and check a
+  --memtier_path here. The harness installs memtier on cloud VMs and
+  checks a static VM's tool and paths at its prepare stage, on the VM; so
+  the plan takes memtier unless the study names another generator."""
+  kept = [a for a in study if _FlagName(a) != 'memtier_path']
+  chosen = [a.split('=', 1)[-1] for a in kept
+            if _FlagName(a) == 'load_generator']
+  if chosen and chosen[-1] != 'auto':
+    return kept
+  return [a for a in kept if _FlagName(a) != 'load_generator'] + [
+      '--load_generator=memtier']
 
 
 def _Argv(spec, stages: str) -> List[str]:

@@ -488,6 +488,27 @@ def test_upstreams_cap_reaches_the_harness_on_p95(upstream, tmp_path,
     assert argv[-2:] == [cap, '--latency_cap_statistic=p95']
 
 
+@pytest.mark.e2e
+def test_the_check_plans_the_vms_load_generator_not_this_machines(
+    upstream, tmp_path):
+  """The check's dry run runs here, for upstream's VMs: on a PKB runner
+  without memtier it refused upstream's p95 cap as a redis-benchmark run
+  (the harness installs memtier on the VMs); a --memtier_path names a path
+  on the VMs. A generator the study names is still the one checked."""
+  out = _Drive(upstream, tmp_path, {
+      'flags': ['--memtier_latency_cap=2', '--redis_price_performance_flags='
+                '--memtier_path=/opt/on-the-vms/memtier_benchmark'],
+      'planned': _Groups()})
+  assert out.get('checked'), out.get('error')
+  named = _Drive(upstream, tmp_path, {
+      'flags': ['--memtier_latency_cap=2', '--redis_price_performance_flags='
+                '--load_generator=redis_benchmark'], 'planned': _Groups()})
+  assert named['error'].startswith(
+      'Refused: redis_price_performance check: --latency_cap_statistic=p95 '
+      'needs memtier_benchmark, but the load generator here is '
+      'redis-benchmark'), named['error']
+
+
 # A real run through upstream with --official (pkb_plugin/README.md): its
 # answer client-bound, the harness's exit 4 and closing line.
 UNCONFIRMED = os.path.join(REPO, 'tests', 'data', 'pkb_plugin',
