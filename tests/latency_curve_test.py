@@ -10,6 +10,7 @@ line.
 """
 
 import io
+import json
 import types
 
 import pytest
@@ -21,6 +22,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
+from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.study import curve_runner
 from perfkitbenchmarker.study import options
 
@@ -192,3 +194,27 @@ def test_bad_percents_are_one_line(pkb_flags, value):
   assert message.startswith(f'--memtier_curve_rate_percents=50,{value}: '
                             f'"{value}" is not a whole percent from 1 to 99')
   assert '\n' not in message
+
+
+def test_a_recorded_rate_limited_run_parses_to_what_it_achieved(data_path):
+  # A real memtier at --rate-limiting=200 on 32 connections (tests/data):
+  # the parser reads the achieved rate from its counts and real duration,
+  # never the offered one, and the point names the shortfall.
+  with open(data_path('memtier_single_t1c32_tt2_rate200.json')) as f:
+    text = f.read()
+  with open(data_path('memtier_single_t1c32_tt2_rate200.txt')) as f:
+    stdout = f.read()
+  assert json.loads(text)['configuration']['rate_limit'] == 200
+  load = measurement.Load(1, 32, rate_per_connection=200)
+  m = memtier_results.Measure([text], [stdout], load, 2)
+  assert m.load.rate_per_connection == 200
+  assert m.ops == 12448
+  assert m.throughput == pytest.approx(12448 / 2.007, rel=0.005)
+  assert m.p95_latency_ms == pytest.approx(3.551)
+  point = latency_curve.CurvePoint(50, 200, 32)
+  assert point.offered_ops == 6400
+  assert 0.95 < latency_curve.AchievedShare(point, m.throughput) < 0.98
+  assert latency_curve.RateLimit(point, m.throughput, None) is None
+  # Its whole second is exactly what the limiter lets out; the first
+  # (connecting) and the partial last one less.
+  assert [s.ops for s in m.per_second] == [6016, 6400, 32]
