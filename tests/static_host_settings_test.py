@@ -94,6 +94,7 @@ def _GivenBack(proc, results, run_uri, machine):
 
 
 @pytest.mark.e2e
+@pytest.mark.alone  # It changes settings every other test reads.
 @_ROOT
 def test_a_finished_run_gives_the_machine_back_as_it_was(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
@@ -104,6 +105,7 @@ def test_a_finished_run_gives_the_machine_back_as_it_was(
 
 
 @pytest.mark.e2e
+@pytest.mark.alone  # It changes settings every other test reads.
 @_ROOT
 def test_a_killed_run_torn_down_from_its_record_puts_them_back(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
@@ -122,6 +124,7 @@ def test_a_killed_run_torn_down_from_its_record_puts_them_back(
 
 
 @pytest.mark.e2e
+@pytest.mark.alone  # It changes settings every other test reads.
 @_ROOT
 def test_nosystem_tuning_changes_nothing_and_records_nothing(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
