@@ -17,6 +17,7 @@ from typing import Dict, List, Optional
 import pandas as pd
 
 from perfkitbenchmarker import steadiness
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import charts as charts_lib
 
@@ -118,7 +119,9 @@ def HoldFigure(night_frame: pd.DataFrame,
         ax.axhline((1 - steadiness.SWING_BOUND) * hold['searched'],
                    color='#4a5568', linestyle=':', linewidth=1, zorder=1)
       if hold['words']:
-        titles.append(hold['words'].split(' under ')[0])
+        # Read from the samples: drawn as text (never mathtext).
+        titles.append(terminal_text.ChartText(
+            hold['words'].split(' under ')[0]))
     title = labels[cell] + (f' ({"; ".join(titles)})' if titles else '')
     ax.set_title('\n'.join(textwrap.wrap(title, charts_lib.TITLE_CHARS)),
                  fontsize=font, loc='left')
