@@ -72,11 +72,13 @@ _MARKDOWN_ESCAPES = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '|': r'\|',
                      '[': r'\[', ']': r'\]', '~': r'\~', '#': r'\#',
                      '!': r'\!'}
 # GitHub links what looks like a URL or an e-mail address and notifies an
-# @mention even in plain text, and escapes do not stop it: a word joiner
-# (U+2060, invisible) after '@', inside '://' and after 'www' breaks the
-# pattern while the text reads the same.
-_AUTOLINKS = (('@', '@\u2060'), ('://', ':\u2060//'), ('www.', 'www\u2060.'),
-              ('WWW.', 'WWW\u2060.'))
+# @mention even in plain text, and escapes do not stop it: a zero-width
+# space after '@', inside '://' and after 'www' breaks the pattern while the
+# text reads the same. Written as its entity, so the file stays ASCII and
+# printable (compare writes it through PrintableLines).
+_ZERO_WIDTH = '&#8203;'
+_AUTOLINKS = (('@', f'@{_ZERO_WIDTH}'), ('://', f':{_ZERO_WIDTH}//'),
+              ('www.', f'www{_ZERO_WIDTH}.'), ('WWW.', f'WWW{_ZERO_WIDTH}.'))
 
 
 def MarkdownText(text) -> str:

@@ -8,6 +8,7 @@ terminal escapes and all. One sanitiser per medium, in terminal_text.py,
 used by the charts, the HTML page, the Markdown summary and the consoles.
 """
 
+import html
 import json
 import os
 import re
@@ -31,6 +32,12 @@ _BARE_URL = re.compile(r'(?i)\b(?:https?://|www\.)')
 _CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
 
 
+def _Rendered(markdown):
+  """What a reader sees of Markdown text: its entities decoded, its
+  zero-width spaces invisible."""
+  return html.unescape(markdown).replace('\u200b', '')
+
+
 def _History(tmp_path, label):
   with open(ONE_RUN) as f:
     rows = [json.loads(line) for line in f if line.strip()]
@@ -48,8 +55,9 @@ def test_each_medium_shows_the_text_as_written():
   markdown = terminal_text.MarkdownText(LINKS + ' |*_[x](y)#1\n' + CONTROLS)
   assert not _MENTION.search(markdown) and not _BARE_URL.search(markdown)
   assert not _CONTROL.search(markdown) and '\n' not in markdown
-  # Read back without its invisible joiners, the text is what was written.
-  assert markdown.replace('\u2060', '').startswith(LINKS)
+  # Rendered (entities decoded), the text is what was written, with
+  # invisible zero-width spaces.
+  assert _Rendered(markdown).startswith(LINKS)
   assert terminal_text.HtmlText('a\nb\x1b') == 'a\nb\\x1b'
 
 
@@ -69,6 +77,7 @@ def test_compare_renders_a_machine_type_holding_math_links_and_escapes(
   assert r'$\\frac{1}{0}$ and $x^$' in summary
   assert '@octocat' in html and '@octocat' in out  # Text, as written.
   assert not _MENTION.search(summary) and not _BARE_URL.search(summary)
+  assert LINKS in _Rendered(summary)  # Shown as written.
   for text in (out, err, html, summary):
     assert not _CONTROL.search(text)
 
