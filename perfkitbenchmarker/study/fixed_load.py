@@ -107,4 +107,8 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
                        'or its cgroup\'s quota) in some runs; their '
                        'throughput may be the client\'s limit.')
   results.WarnAboutInterference(spec, measured)
+  quota = spec.metadata.get('servers_cpu_quota')
+  if quota:  # As the search's summary says it (README "The 2-core split").
+    spec.reporter.Line(results.QuotaWords(
+        quota, spec.metadata.get('local_priced_as'), per_hour))
   return measured

@@ -203,7 +203,7 @@ def QuotaWords(quota: float, priced_as: Optional[str],
           'its own could drive it to its limit: this is the figure of a '
           f'{quota:g}-CPU server, not of a whole core, priced as a whole '
           f'{priced_as or "machine"}{price}, so its ops/s per $/hr '
-          'understates that machine type\'s (README: "What you see").')
+          'understates that machine type\'s (README: "The 2-core split").')
 
 
 def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
