@@ -36,6 +36,8 @@ STUDY = ['--local_priced_as=GCP:n2d-standard-2', '--nosystem_tuning',
          '--accept_unconfirmed', '--timeout_minutes=10']
 
 pytestmark = pytest.mark.e2e
+# pylint: disable=redefined-outer-name  (pytest fixtures)
+# pylint: disable=protected-access  (pkb_plugin_test's drive helpers)
 
 
 def _Labels(row):
@@ -45,19 +47,18 @@ def _Labels(row):
               for label in row['labels'].split('|,|'))
 
 
-def test_upstreams_cap_gives_a_p95_answer_under_it(upstream, tmp_path,  # pylint: disable=redefined-outer-name
-                                                   sshd):  # pylint: disable=redefined-outer-name
+def test_upstreams_cap_gives_a_p95_answer_under_it(upstream, tmp_path, sshd):
   memtier = memtier_replay.Executable(str(tmp_path))
   host = dict(cloud='Static', ip_address=sshd.host, internal_ip=sshd.host,
               user_name=sshd.user, ssh_private_key=sshd.user_key,
               ssh_port=sshd.port, machine_type=None, zone='loopback')
-  out = plugin._Drive(upstream, tmp_path, {  # pylint: disable=protected-access
+  out = plugin._Drive(upstream, tmp_path, {
       'flags': ['--run_uri=capp95', '--static_vm_file=/dev/null',
                 '--latency_capped_throughput',
                 f'--memtier_latency_cap={CAP_MS}',
                 '--redis_price_performance_flags=' + ' '.join(
                     STUDY + [f'--memtier_path={memtier}'])],
-      'planned': plugin._Groups(),  # pylint: disable=protected-access
+      'planned': plugin._Groups(),
       'vms': {'servers': [host], 'clients': [host]}, 'real_harness': True})
   assert 'error' not in out, out.get('error')
   rows = [r for r in out['published']
