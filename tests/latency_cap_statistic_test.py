@@ -21,6 +21,7 @@ from perfkitbenchmarker import verdict
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
+from perfkitbenchmarker.search import staircase
 from tests import capped_result_test
 
 TAIL_FACTOR = 3.0
@@ -87,7 +88,16 @@ def test_a_bare_number_and_an_average_cap_search_alike():
   assert _Adaptive(1.0) == _Adaptive(measurement.LatencyCap(1.0, 'avg'))
 
 
-@pytest.mark.parametrize('search', [_Adaptive, _Linear])
+def _Staircase(cap):
+  """Steps of 16 connections up to 256, then ordinary repeats."""
+  steps = [Stalling(measurement.Load(1, c)) for c in range(16, 257, 16)]
+  return search_driver.FindLatencyCappedMaximum(
+      staircase.ReplayThenMeasure(steps, Stalling), cap,
+      staircase.StaircasePolicy(tuple(m.load for m in steps),
+                                confirm_repeats=3))
+
+
+@pytest.mark.parametrize('search', [_Adaptive, _Linear, _Staircase])
 def test_the_p99_answer_is_lower_and_its_repeats_hold_p99(search):
   by_average = search(1.0)
   by_p99 = search(measurement.LatencyCap(1.0, 'p99'))
