@@ -18,6 +18,13 @@ repeats) and how many runs of each confirmed.
 Root is needed for the quota's cgroup (without it both columns are the
 plain split, and the plan warns). Results go to a temporary directory,
 removed at the end.
+
+`--high_weight` is a check of the design on a machine shared with other
+work, not a user's run: each run's pkb (so its load generator) and the
+server's quota cgroup get a high CPU weight (scripts/cpu_cgroups.py's, as
+the attribution matrix's cases do), so others' load takes little from
+them; the per-run line then adds the answer's client and server figures
+(the load generator's share of its core, the server's throttling).
 """
 
 import argparse
@@ -28,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional
 
@@ -39,6 +47,8 @@ venv_reexec.UseRepoVenv(REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from perfkitbenchmarker import sample
+from perfkitbenchmarker.providers.local import cpu_quota
+from scripts import cpu_cgroups
 
 SPLITS = {'quota': [], 'plain': ['--local_server_cpu_quota=0']}
 
@@ -57,20 +67,51 @@ def _Answer(results_dir: str, run_uri: str) -> Dict[str, str]:
   return {}
 
 
-def RunOnce(results_dir: str, run_uri: str, extra: List[str]) -> dict:
+def _WeighServerQuota(run_uri: str, stop: threading.Event) -> None:
+  """Gives the run's server quota cgroup a high weight once it exists."""
+  root = cpu_quota.Root()
+  path = os.path.join(root or '', cpu_quota.CgroupName(run_uri, 'servers-0'))
+  while root and not stop.wait(0.05):
+    try:
+      with open(os.path.join(path, 'cpu.shares'), 'w') as f:
+        f.write(str(cpu_cgroups.HIGH_WEIGHT_V1))
+      return
+    except OSError:
+      continue  # Not made yet (or cgroup v2: cpu.weight is not written).
+
+
+def RunOnce(results_dir: str, run_uri: str, extra: List[str],
+            high_weight: bool = False) -> dict:
   load = os.getloadavg()[0]
+  argv = [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
+          f'--results_dir={results_dir}'] + extra
+  group = cpu_cgroups.CpuCgroup() if high_weight else None
+  stop = threading.Event()
+  weigher = threading.Thread(target=_WeighServerQuota, args=(run_uri, stop))
   started = time.monotonic()
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
-       f'--results_dir={results_dir}'] + extra,
-      capture_output=True, text=True, timeout=900, cwd=REPO)
+  try:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO)
+    if group is not None:
+      group.Add(proc.pid)  # Before it starts a load generator or a shard.
+      weigher.start()
+    _, err = proc.communicate(timeout=900)
+  finally:
+    stop.set()
+    if weigher.is_alive():
+      weigher.join()
+    if group is not None:
+      group.Remove()
   wall = time.monotonic() - started
   answer = _Answer(results_dir, run_uri)
+  figures = ' '.join(f'{k}={answer[k]}' for k in (
+      'client_busiest_thread_pct', 'client_cpu_used_pct',
+      'server_throttled_pct', 'server_cpu_used_pct') if k in answer)
   return {'rc': proc.returncode, 'wall_s': wall, 'load': load,
           'ops': answer.get('value'), 'verdict': answer.get('verdict', '-'),
           'limit': answer.get('limit', '-'),
-          'error': (proc.stderr.strip().splitlines() or [''])[-1]
-                   if proc.returncode not in (0, 4) else ''}
+          'error': (err.strip().splitlines() or [''])[-1]
+                   if proc.returncode not in (0, 4) else figures}
 
 
 def _Line(generator: str, split: str, i: int, r: dict) -> str:
@@ -84,6 +125,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--memtier_path', default=None)
+  parser.add_argument('--high_weight', action='store_true',
+                      help='a check of the design on a shared machine (doc)')
   args = parser.parse_args(argv)
   generators = {'redis-benchmark': []}
   if args.memtier_path:
@@ -96,7 +139,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for split, split_flags in SPLITS.items():
           run_uri = f'b{os.getpid() % 1000:03d}{i}{split[0]}{generator[0]}'
           result = RunOnce(results_dir, run_uri,
-                           generator_flags + split_flags)
+                           generator_flags + split_flags, args.high_weight)
           runs.setdefault((generator, split), []).append(result)
           print(_Line(generator, split, i, result), flush=True)
   finally:

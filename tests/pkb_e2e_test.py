@@ -138,22 +138,29 @@ def test_two_primary_cluster_gets_its_slots_assigned_directly(tmp_path):
 def test_staged_run_and_teardown_from_record(tmp_path):
   results = str(tmp_path)
   run_uri = e2e.NewRunUri()
-  proc, _ = e2e.Run(['--run_stage=provision,prepare'] + e2e.FAST, results,
-                    run_uri=run_uri)
-  assert proc.returncode == 0, proc.stderr
-  record = e2e.Record(results, run_uri)
-  # Two VMs (the server's CPU quota after its VM, on 2 cores) and a shard
-  # live; the preload's probe_process has ended.
-  quota = [(cpu_quota.KIND, 'created')] if _ServerQuota() else []
-  assert [(r['kind'], r['status']) for r in record['resources']] == [
-      ('local_vm', 'created'), *quota, ('local_vm', 'created'),
-      ('redis_process', 'created'), ('probe_process', 'deleted')]
-  proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST, results, run_uri=run_uri)
-  assert proc.returncode == 0, proc.stderr
-  assert 'latency_capped_throughput' in {
-      r['metric'] for r in e2e.Samples(results, run_uri)}
-  # A later invocation tears down from the record alone.
-  proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+  torn_down = False
+  try:
+    proc, _ = e2e.Run(['--run_stage=provision,prepare'] + e2e.FAST, results,
+                      run_uri=run_uri)
+    assert proc.returncode == 0, proc.stderr
+    record = e2e.Record(results, run_uri)
+    # Two VMs (the server's CPU quota after its VM, on 2 cores) and a shard
+    # live; the preload's probe_process has ended.
+    quota = [(cpu_quota.KIND, 'created')] if _ServerQuota() else []
+    assert [(r['kind'], r['status']) for r in record['resources']] == [
+        ('local_vm', 'created'), *quota, ('local_vm', 'created'),
+        ('redis_process', 'created'), ('probe_process', 'deleted')]
+    proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST, results,
+                      run_uri=run_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert 'latency_capped_throughput' in {
+        r['metric'] for r in e2e.Samples(results, run_uri)}
+    # A later invocation tears down from the record alone.
+    proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+    torn_down = True
+  finally:
+    if not torn_down:  # A failed check above leaves no shard or cgroup.
+      e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
   assert proc.returncode == 0, proc.stderr
   assert 'every recorded resource is deleted' in proc.stdout
   assert e2e.LeftoverProcesses(results, run_uri) == []
