@@ -63,10 +63,7 @@ SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
          '--memtier_clients=4', '--memtier_adaptive_max_connections=32',
          '--load_generator=redis_benchmark', '--accept_unconfirmed',
          '--timeout_minutes=10', '--owner=rehearsal',
-         '--timing_measurements=runtimes',
-         # A second's hold, not a cloud's default minute: the hold's path
-         # over SSH is run, not its length.
-         '--memtier_hold_duration=1']
+         '--timing_measurements=runtimes']
 
 # Every test here starts processes (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e

@@ -206,10 +206,6 @@ def _RunPkb(tmp_path, run_uri, *extra):
           os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
           f'--results_dir={tmp_path / "results"}',
           '--memtier_run_duration=1', '--memtier_max_threads=3',
-          # Local's default hold on both sides, not a static VM's minute:
-          # long enough for whole seconds from redis-benchmark (a 1 s hold
-          # sized from a faster probe can end before its first whole one).
-          '--memtier_hold_duration=3',
           '--memtier_latency_capped_search=linear', '--memtier_clients=4',
           # A busy test machine must not push every probe over the cap: this
           # test compares which metrics are reported, not their values.
