@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import math
 import os
+import signal
 import sys
 from typing import Annotated, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -408,7 +409,16 @@ def _Indices(metadata) -> List[int]:
                               ).split(',') if i]
 
 
+def _Interrupted(unused_signum, unused_frame) -> None:
+  # It only reads: nothing to undo, so it ends at once, wherever it is (a
+  # KeyboardInterrupt inside a C extension's start-up or a library's
+  # except clause could become another error and a traceback).
+  os.write(2, b'pkb-recompute: interrupted\n')
+  os._exit(EXIT_INTERRUPTED)  # pylint: disable=protected-access
+
+
 def Main(argv: Optional[Sequence[str]] = None) -> int:
+  signal.signal(signal.SIGINT, _Interrupted)
   parser = argparse.ArgumentParser(
       prog='pkb-recompute', description=__doc__.split('\n\n')[0])
   parser.add_argument('run_dir', metavar='RUN_DIR',
@@ -421,9 +431,6 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
   except (BadInput, errors.UsageError) as e:
     print(f'pkb-recompute: {terminal_text.Printable(e)}', file=sys.stderr)
     return EXIT_USAGE
-  except KeyboardInterrupt:
-    print('pkb-recompute: interrupted', file=sys.stderr)
-    return EXIT_INTERRUPTED
   for line in report.differences:
     print(f'DIFFERENT {terminal_text.Printable(line)}')
   if args.verbose:

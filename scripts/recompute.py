@@ -9,11 +9,21 @@ agrees, 1 with a line per difference, 2 for bad input.
 """
 
 import os
+import signal
 import sys
 
+
+def _Interrupted(unused_signum, unused_frame):
+  # While the modules load (a C extension's start-up turns a
+  # KeyboardInterrupt into an ImportError); recompute.Main takes over.
+  os.write(2, b'pkb-recompute: interrupted\n')
+  os._exit(130)  # pylint: disable=protected-access
+
+
+signal.signal(signal.SIGINT, _Interrupted)
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
-from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
+from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top,wrong-import-position
 venv_reexec.UseRepoVenv(_REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position

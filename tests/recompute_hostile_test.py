@@ -12,6 +12,7 @@ import gzip
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import zlib
@@ -220,3 +221,27 @@ def test_deleted_evidence_is_a_difference(copy, deleted):
   assert 'is missing from the run directory' in lines[0]
   assert ('redis-benchmark-1/' + (deleted or '')).rstrip('/') in lines[0]
   assert err.startswith('pkb-recompute: 1 difference(s)'), err
+
+
+def test_ctrl_c_is_one_line_whenever_it_comes(copy):
+  # Ctrl-C at any moment (loading its modules, reading the run) is one
+  # line, exit 130 (while unzipping: run_dir_reader_test's small steps).
+  run_dir, _, _ = copy
+  interrupted = 0
+  for delay in (0.3, 0.6, 1.0, 1.5, 2.0, 3.0):
+    proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=e2e.REPO)
+    try:
+      proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+      proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == recompute.EXIT_INTERRUPTED:
+      interrupted += 1
+      assert (out, err) == ('', 'pkb-recompute: interrupted\n'), err
+    else:  # Done before the signal came (or as Python was exiting).
+      assert proc.returncode in (0, -signal.SIGINT), out + err
+      assert 'Traceback' not in err and out.startswith(
+          'pkb-recompute: 0 differences'), out + err
+  assert interrupted >= 2, f'{interrupted} Ctrl-C came while it ran'
