@@ -16,6 +16,7 @@ import pytest
 
 import e2e_support
 import memtier_replay
+import memtier_replay_output
 from perfkitbenchmarker.load_generators import memtier_results
 
 # Every test here starts a process (tests/tier_guard.py).
@@ -140,3 +141,17 @@ def test_timed_runs_replay_their_recording(port, tmp_path, threads, clients,
       original.average_latency_ms, rel=0.05)
   assert replayed.duration_bug_detected == original.duration_bug_detected
   assert replayed.duration_bug_detected == (threads == 2)
+
+
+def test_percentiles_not_recorded_are_read_as_memtier_printed_them():
+  """The stand-in's p90/p95 for recordings made without them: on a real run
+  that printed them, the same derivation gives memtier's own figures."""
+  with open(os.path.join(memtier_replay_output.DATA,
+                         'memtier_single_t1c32_tt5_p90p95.json')) as f:
+    printed = json.load(f)['ALL STATS']['Totals']['Percentile Latencies']
+  recorded = {k: v for k, v in printed.items()
+              if k not in ('p90.00', 'p95.00')}
+  # pylint: disable-next=protected-access
+  asked = memtier_replay_output._AskedPercentiles(
+      {'percentiles': [50.0, 90.0, 95.0, 99.0, 99.9]}, recorded)
+  assert asked == {k: v for k, v in printed.items() if k.startswith('p')}

@@ -2,20 +2,21 @@
 
 A search finds the highest throughput a server sustains while a latency
 statistic (the average unless the cap names a percentile:
-`measurement.LatencyCap`) stays under a cap, split like a controller and an actuator: a step
-policy decides which load to offer next, and when to stop;
+`measurement.LatencyCap`) stays under a cap, split like a controller and an
+actuator: a step policy decides which load to offer next, and when to stop;
 `FindLatencyCappedMaximum` calls the injected `measure(load) ->
 Measurement`, records every probe, enforces a hard probe budget and freezes
 the policy's conclusion into a `SearchResult`.
 
 Extension seam: a new policy implements `StepPolicy`: a `NAME` and a
 `Steps(cap_ms)` generator that yields `ProbeRequest`s, is sent each probe's
-`ProbeRecord`, and returns an `Outcome`. A policy compares `record.latency_ms`
-(the capped statistic of that probe) and `record.under_cap` with `cap_ms`, so
-it never needs to know which statistic is capped. The generator's frame holds one
-search's state, so a policy object is immutable configuration (linear.py,
-adaptive.py, staircase.py). Pure: the only effect is calling `measure`, so
-tests drive it with scripted curves.
+`ProbeRecord`, and returns an `Outcome`. A policy compares
+`record.latency_ms` (the capped statistic of that probe) and
+`record.under_cap` with `cap_ms`, so it never needs to know which statistic
+is capped. The generator's frame holds one search's state, so a policy
+object is immutable configuration (linear.py, adaptive.py, staircase.py).
+Pure: the only effect is calling `measure`, so tests drive it with scripted
+curves.
 """
 
 import dataclasses
@@ -291,9 +292,10 @@ def FindLatencyCappedMaximum(
   (a hard bound, so every search ends even if a policy never would).
 
   `cap_ms` is a number of ms (a cap on the average) or a
-  `measurement.LatencyCap` naming the statistic it caps. `on_probe` sees each
-  ProbeRecord as soon as it exists (the caller publishes live samples). When the budget runs out first, the answer is
-  the load of the highest-throughput probe under the cap, unconfirmed.
+  `measurement.LatencyCap` naming the statistic it caps. `on_probe` sees
+  each ProbeRecord as soon as it exists (the caller publishes live
+  samples). When the budget runs out first, the answer is the load of the
+  highest-throughput probe under the cap, unconfirmed.
   Raises InvalidSearchArgument for a bad cap or budget, or a policy that
   broke the protocol.
   """
