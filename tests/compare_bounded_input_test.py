@@ -279,6 +279,25 @@ def test_a_fifo_as_the_run_record_is_not_waited_on(tmp_path):
   assert proc.returncode == 0, proc.stderr
 
 
+def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
+    tmp_path, compare, capsys):
+  """Issue 35: a history (run directories downloaded and shared) is read
+  through regular_files.Directory: a results file there that is a symlink
+  (to a file elsewhere, here a good one) is refused, not followed; given
+  by name on the command line, a symlink is the user's choice."""
+  run = _RunWithRecord(tmp_path / 'tree')
+  elsewhere = tmp_path / 'elsewhere.json'
+  os.rename(run / loader.RESULTS_FILE, elsewhere)
+  os.symlink(elsewhere, run / loader.RESULTS_FILE)
+  code, _, err = _Compare(compare, capsys, str(tmp_path / 'tree'),
+                          '--include_unconfirmed')
+  _OneLine(code, err)
+  assert f'{run / loader.RESULTS_FILE}: a symbolic link' in err
+  code, _, err = _Compare(compare, capsys, str(run / loader.RESULTS_FILE),
+                          '--include_unconfirmed')
+  assert code == 0, err
+
+
 def test_a_device_as_the_run_record_is_not_read(tmp_path):
   # (At 90140b1 this reads /dev/zero until memory runs out: run with care.)
   run = _RunWithRecord(tmp_path)
