@@ -34,8 +34,9 @@ from perfkitbenchmarker import measurement
 # The per-second throughput swing a steady probe stays within: 1 - the
 # lowest complete second / the highest. scripts/bench_steady_noise.py with
 # a real memtier on this 2-core machine (never quiet while this was built):
-# 2-second windows swung at most 0.42 (p99 0.36-0.42) at load average 4-20
-# and up to 0.81 at 15.6; a CPU quota cut to 0.1-0.25 CPU swung 0.68-0.85.
+# 2-second windows swung at most 0.42 (p99 0.36-0.42) at load average 4-20,
+# up to 0.81 at 15.6 and 0.98 at 6.5 (stalls: other runs' cgroups of the
+# highest CPU weight); a CPU quota cut to 0.1-0.25 CPU swung 0.68-0.85.
 # 0.5 is over the moderate machine's noise and under a cut; a quiet
 # machine's bound would be lower (docs/search.md, "Every second of a
 # probe, and the answer held").
