@@ -55,7 +55,7 @@ def copy(real_run, tmp_path):
 
 
 def _Recompute(run_dir):
-  """(exit code, stdout, stderr, peak RSS kB) of pkb-recompute RUN_DIR."""
+  """(exit code, stdout, stderr) of pkb-recompute RUN_DIR."""
   proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, cwd=e2e.REPO)
@@ -63,7 +63,6 @@ def _Recompute(run_dir):
     out, err = proc.communicate(timeout=60)
   finally:
     proc.kill()
-  # The exit status was reaped by communicate; its usage is the children's.
   return proc.returncode, out, err
 
 
@@ -108,6 +107,7 @@ def test_a_symlink_to_a_root_only_file_is_not_followed(copy):
   os.remove(probe / 'out.0')
   os.symlink(secret, probe / 'out.0')
   _OneLine(run_dir, 'redis-benchmark-1/out.0', 'symbolic link')
+  assert _PeakRssKb(run_dir) < MAX_RSS_KB
   os.remove(probe / 'out.0')
   (run_dir / recompute.RESULTS_FILE).rename(run_dir / 'moved.json')
   os.symlink(secret, run_dir / recompute.RESULTS_FILE)
@@ -129,6 +129,7 @@ def test_a_fifo_is_not_waited_on(copy):
   os.remove(probe / 'out.0')
   os.mkfifo(probe / 'out.0')
   _OneLine(run_dir, 'out.0', 'FIFO')
+  assert _PeakRssKb(run_dir) < MAX_RSS_KB
 
 
 def test_dev_zero_is_not_read(copy):
@@ -221,6 +222,7 @@ def test_deleted_evidence_is_a_difference(copy, deleted):
   assert 'is missing from the run directory' in lines[0]
   assert ('redis-benchmark-1/' + (deleted or '')).rstrip('/') in lines[0]
   assert err.startswith('pkb-recompute: 1 difference(s)'), err
+  assert _PeakRssKb(run_dir) < MAX_RSS_KB
 
 
 def test_ctrl_c_is_one_line_whenever_it_comes(copy):
