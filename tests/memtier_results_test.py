@@ -36,7 +36,7 @@ MEMTIER_STEMS = sorted(
 
 
 def test_every_memtier_fixture_is_covered():
-  assert len(MEMTIER_STEMS) == 9
+  assert len(MEMTIER_STEMS) == 10
   for stem in MEMTIER_STEMS:
     assert os.path.exists(os.path.join(DATA, stem + '.txt'))
 
