@@ -16,7 +16,8 @@ permission is accepted for root's own group only.
 `Check` refuses in one line (errors.UsageError, exit 2) before the program
 is run; `Which` finds a program on PATH and checks it. On another machine
 (a static VM) `CheckOn` runs the same rule there, in bash (`SHELL`), as
-the user the run logs in as.
+the user the run logs in as, and `OnPath` finds and checks a program on
+its PATH (every VM's HasCommand but Local's, which is `Which`).
 """
 
 import os
@@ -117,6 +118,26 @@ def CheckOn(vm, path: str, what: str) -> str:
   if problem:
     raise errors.UsageError(_Refusal(f'{what} on {vm.name}', problem))
   return path
+
+
+def OnPath(vm, program: str) -> bool:
+  """Whether `vm`'s PATH has `program` (as the run logs in), `CheckOn`'s
+  rule applied to what it finds there, in the same round trip.
+
+  Raises:
+    errors.UsageError: found where another user could change it.
+  """
+  name = shlex.quote(program)
+  out, _, rc = vm.RemoteCommandWithReturnCode(
+      f'{SHELL}command -v -- {name} >/dev/null 2>&1 || exit 1; '
+      f'trusted {name}; exit 0')
+  if rc != 0:
+    return False
+  problem = out.strip().splitlines()[-1] if out.strip() else ''
+  if problem:
+    raise errors.UsageError(_Refusal(
+        f'{program} (found on PATH) on {vm.name}', problem))
+  return True
 
 
 def _Refusal(what: str, problem: str) -> str:

@@ -25,6 +25,7 @@ from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import system_info as system_info_lib
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import vm_util
 
@@ -176,9 +177,9 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     return f'taskset -c {cores} {command}'
 
   def HasCommand(self, program: str) -> bool:
-    _, _, rc = self.RemoteCommandWithReturnCode(
-        f'command -v {shlex.quote(program)} >/dev/null 2>&1')
-    return rc == 0
+    """Whether PATH has `program`; one another user could change is
+    refused in one line (trusted_programs): the run would execute it."""
+    return trusted_programs.OnPath(self, program)
 
   def Install(self, package_name: str, **settings) -> None:
     """Installs linux_packages/<package_name>.py on this VM, once.

@@ -13,6 +13,7 @@ venv's python, the wheels' servers, /usr/bin's tools) pass.
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -213,6 +214,37 @@ def test_the_shell_check_a_remote_vm_runs_agrees_with_python(tmp_path):
       # Both name the same place at fault.
       assert python.split(' is ')[0] in shell, (name, python, shell)
   assert trusted_programs.CheckOn(vm, 'bash', 'bash') == 'bash'
+
+
+class _PathFirst(_ThisMachineOverBash):
+  """This machine over bash, logging in with `directory` first on PATH."""
+
+  def __init__(self, directory):
+    self.directory = directory
+
+  def RemoteCommandWithReturnCode(self, command):
+    return super().RemoteCommandWithReturnCode(
+        f'PATH={shlex.quote(self.directory)}:$PATH; {command}')
+
+
+@pytest.mark.e2e
+def test_a_program_a_vms_path_finds_where_others_can_write_is_refused(
+    tmp_path):
+  """Every VM's HasCommand but Local's (OnPath): the redis-server, java or
+  redis-benchmark a static machine's PATH finds is run as the run logs in,
+  with its password, so it is checked there as --memtier_path is."""
+  places = _Tree(str(tmp_path))
+  open_dir = os.path.dirname(places['open'])
+  with pytest.raises(errors.UsageError) as refused:
+    trusted_programs.OnPath(_PathFirst(open_dir), 'tool')
+  line = str(refused.value)
+  assert '\n' not in line
+  assert line.startswith('tool (found on PATH) on this machine: '
+                         f'{open_dir} is writable by other users'), line
+  safe = _PathFirst(os.path.dirname(places['safe']))
+  assert trusted_programs.OnPath(safe, 'tool') is True
+  assert trusted_programs.OnPath(safe, 'bash') is True
+  assert trusted_programs.OnPath(safe, 'no-such-program-here') is False
 
 
 @pytest.mark.e2e
