@@ -116,8 +116,11 @@ def test_linear_and_staircase_lines_keep_their_counts(pkb_flags):
 
 @pytest.mark.e2e
 def test_dry_run_cost_uses_the_plans_count(tmp_path):
+  # Local's default hold (3 s; the pure plan tests check the default):
+  # given, since e2e runs hold nothing unless asked (e2e.Command).
   proc, _ = e2e.Run(['--dry_run', '--memtier_run_duration=5',
-                     '--memtier_confirm_repeats=4'], str(tmp_path), timeout=60)
+                     '--memtier_confirm_repeats=4',
+                     '--memtier_hold_duration=3'], str(tmp_path), timeout=60)
   assert proc.returncode == 0, proc.stderr
   typical = int(re.search(r'probes per search: about (\d+) \(fewest \d+, '
                           r'at most \d+', proc.stdout).group(1))
