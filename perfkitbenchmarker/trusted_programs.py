@@ -129,8 +129,8 @@ def OnPath(vm, program: str) -> bool:
   """
   name = shlex.quote(program)
   out, _, rc = vm.RemoteCommandWithReturnCode(
-      f'{SHELL}command -v -- {name} >/dev/null 2>&1 || exit 1; '
-      f'trusted {name}; exit 0')
+      f'command -v -- {name} >/dev/null 2>&1 || exit 1; '
+      f'{SHELL}trusted {name}; exit 0')
   if rc != 0:
     return False
   problem = out.strip().splitlines()[-1] if out.strip() else ''
