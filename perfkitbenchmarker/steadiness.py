@@ -43,6 +43,9 @@ from perfkitbenchmarker import measurement
 SWING_BOUND = 0.5
 
 KEY = 'unsteady'
+# How many of a probe's counted seconds were at or over the cap while the
+# whole was under it (Marked's metadata; SecondsOverCap reads it back).
+OVER_CAP_KEY = 'per_second_seconds_over_cap'
 DETAIL_KEY = 'unsteady_detail'
 # The CPU rule's limit, kept when `unsteady` is named instead.
 CPU_LIMIT_KEY = 'cpu_limit'
@@ -113,7 +116,7 @@ class Steadiness:
     metadata: Dict[str, object] = {
         'per_second_seconds': self.seconds,
         'per_second_warmup_dropped': self.warmup_dropped,
-        'per_second_seconds_over_cap': len(self.over_cap),
+        OVER_CAP_KEY: len(self.over_cap),
         'per_second_cap_checked': not self.unjudged,
         KEY: not self.steady,
     }
@@ -160,6 +163,15 @@ def Marked(m: measurement.Measurement, cap_ms: float,
       metadata[attribution.KEY] = attribution.UNSTEADY
       metadata[attribution.DETAIL_KEY] = steadiness.Words()
   return dataclasses.replace(m, metadata=metadata)
+
+
+def SecondsOverCap(metadata) -> int:
+  """How many seconds of a probe `Marked` found over the cap (0: none, or
+  not marked)."""
+  value = metadata.get(OVER_CAP_KEY)
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return 0
+  return int(value) if value == value else 0  # NaN (a frame's gap): none.
 
 
 def Unsteady(metadata) -> bool:

@@ -265,3 +265,38 @@ def test_a_hold_that_failed_held_nothing_and_says_why():
                           'exited 1)')
   result = _Search({16: [_STEADY], 32: [_OVER]})
   assert not verdict.OfSearch(result, hold).confirmed
+
+
+def test_the_search_treats_a_probe_with_a_second_over_the_cap_as_over_it():
+  """An answer must hold every second (issue 34 point 3), so the search
+  looks for a load whose seconds hold: a probe under the cap as a whole but
+  with a second over it is over the cap for the search, which answers at
+  the lower load instead of ending on one the verdict would not confirm."""
+  from perfkitbenchmarker.search import driver  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.search import linear  # pylint: disable=g-import-not-at-top
+
+  def Seconds(*latencies):
+    return tuple(measurement.SecondStats(second=i, ops=1000,
+                                         average_latency_ms=ms)
+                 for i, ms in enumerate(latencies))
+
+  def Measure(load):
+    if load.connections >= 16:  # 0.94 ms as a whole, one second at 1.05.
+      m = measurement.Measurement(load=load, throughput=60e3,
+                                  average_latency_ms=0.94, duration_s=3,
+                                  ops=3000,
+                                  per_second=Seconds(0.9, 1.05, 0.87))
+    else:
+      m = measurement.Measurement(load=load, throughput=40e3,
+                                  average_latency_ms=0.5, duration_s=3,
+                                  ops=3000,
+                                  per_second=Seconds(0.5, 0.52, 0.48))
+    return steadiness.Marked(m, 1.0)
+
+  walk = linear.LinearStepPolicy(min_threads=1, max_threads=2,
+                                 thread_increment=1, clients=8)
+  result = driver.FindLatencyCappedMaximum(Measure, 1.0, walk)
+  by_connections = {p.load.connections: p for p in result.probes}
+  assert by_connections[8].under_cap
+  assert not by_connections[16].under_cap  # Under as a whole, not each s.
+  assert result.best.load.connections == 8
