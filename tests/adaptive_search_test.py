@@ -480,7 +480,7 @@ def test_benchmark_flags_map_to_the_connection_range(pkb_flags):
   policy = search_runner.Policy(options.RedisStudyOptions.FromFlags(pkb_flags))
   assert (policy.threads, policy.min_connections, policy.start_connections,
           policy.max_connections, policy.confirm_repeats,
-          policy.cap_margin) == (1, 4, 32, 1024, 3, 0.95)
+          policy.cap_margin) == (1, 4, 32, 1024, 3, 0.85)
   pkb_flags.memtier_adaptive_max_connections = 512
   pkb_flags.memtier_confirm_repeats = 5
   pkb_flags.memtier_cap_margin = 0.9
@@ -505,6 +505,9 @@ def test_max_threads_flag_reaches_the_policy(pkb_flags):
   result = Search(ScriptedServer(RisingCurve), unset)
   assert {p.load.threads for p in result.probes} == {1}
   pkb_flags.memtier_adaptive_max_threads = 8
+  # The 97 % below is the model's at the policy's own 0.95 margin; the
+  # flag's 0.85 (seconds held to the cap) aims lower by design.
+  pkb_flags.memtier_cap_margin = 0.95
   policy = Policy()
   assert (policy.threads, policy.max_threads, policy.unit) == (1, 8, 1)
   server = ScriptedServer(RisingCurve)
