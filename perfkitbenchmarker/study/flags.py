@@ -70,7 +70,7 @@ flags.DEFINE_integer('memtier_linear_confirm_repeats', 0,
                      lower_bound=0, upper_bound=100)
 # 0.85, not 0.95, since every second of an answer is held to the cap: on a
 # quiet 2-core machine (the 2-core split's quota) answers aimed at 0.95 had
-# seconds 8-15 % above their whole and 5 of 7 default runs ended
+# seconds 8-15 % above their whole and 4 of 9 default runs ended
 # unconfirmed; aimed at 0.85, 4 of 4 confirmed (README "The 2-core split").
 flag_types.DEFINE_float(
     'memtier_cap_margin', 0.85,
