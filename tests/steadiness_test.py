@@ -300,3 +300,29 @@ def test_the_search_treats_a_probe_with_a_second_over_the_cap_as_over_it():
   assert by_connections[8].under_cap
   assert not by_connections[16].under_cap  # Under as a whole, not each s.
   assert result.best.load.connections == 8
+
+
+def test_the_no_answer_line_says_when_only_seconds_were_over_the_cap():
+  """Every probe under the cap as a whole but each with a second over it:
+  the search has no answer, and its line does not contradict its figure."""
+  from perfkitbenchmarker.search import driver  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.search import linear  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
+
+  def Measure(load):
+    seconds = tuple(measurement.SecondStats(second=i, ops=1000,
+                                            average_latency_ms=ms)
+                    for i, ms in enumerate((0.8, 1.1, 0.8)))
+    return steadiness.Marked(measurement.Measurement(
+        load=load, throughput=50e3, average_latency_ms=0.9, duration_s=3,
+        ops=3000, per_second=seconds), 1.0)
+
+  walk = linear.LinearStepPolicy(min_threads=1, max_threads=2,
+                                 thread_increment=1, clients=2,
+                                 min_connections=2)
+  result = driver.FindLatencyCappedMaximum(Measure, 1.0, walk)
+  assert result.best is None and result.all_over_cap
+  line = str(search_runner.NoResultError(result, 1.0, 2))
+  assert line.startswith('Every probe was over the 1 ms cap')
+  assert ('lowest average 0.900 ms at 1x2, under the cap as a whole but '
+          'over it in a second') in line, line

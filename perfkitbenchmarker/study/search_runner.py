@@ -278,7 +278,8 @@ def NoResultError(result: search_driver.SearchResult, cap_ms: float,
   if not result.probes:
     return errors.NoResultError(
         f'The search ran no probe ({result.stop_reason}).')
-  cap = measurement.LatencyCap(cap_ms, result.statistic).Short()
+  capped = measurement.LatencyCap(cap_ms, result.statistic)
+  cap = capped.Short()
   if not result.all_over_cap:
     return errors.NoResultError(
         f'Some probes were under the {cap} cap but the search gave no '
@@ -288,6 +289,10 @@ def NoResultError(result: search_driver.SearchResult, cap_ms: float,
   where = (f'lowest {measurement.StatisticName(result.statistic)} '
            f'{lowest.latency_ms:.3f} ms at '
            f'{lowest.load.Describe()}')
+  if lowest.measurement.UnderCap(capped):
+    # Under as a whole, over in a second (search/driver.py counts that as
+    # over): say so, or the line would contradict its own figure.
+    where += ', under the cap as a whole but over it in a second'
   if fewest <= least_connections:
     return errors.NoLoadUnderCapError(
         f'Every probe was over the {cap} cap, down to {fewest} '
