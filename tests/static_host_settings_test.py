@@ -63,6 +63,13 @@ def _StaticFile(tmp_path, server):
   return str(path)
 
 
+def _StaticRun(tmp_path, sshd, *extra):
+  """(results dir, argv) of a run on the loopback sshd's static machine."""
+  return (str(tmp_path / 'results'),
+          _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}',
+                  *extra])
+
+
 def _Entries(results, run_uri):
   return [e for e in e2e.Record(results, run_uri)['resources']
           if e['kind'] == provider.HostSettings.KIND]
@@ -98,9 +105,8 @@ def _GivenBack(proc, results, run_uri, machine):
 @_ROOT
 def test_a_finished_run_gives_the_machine_back_as_it_was(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
-  results = str(tmp_path / 'results')
-  proc, run_uri = e2e.Run(
-      _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}'], results)
+  results, argv = _StaticRun(tmp_path, sshd)
+  proc, run_uri = e2e.Run(argv, results)
   _GivenBack(proc, results, run_uri, machine)
 
 
@@ -109,11 +115,9 @@ def test_a_finished_run_gives_the_machine_back_as_it_was(
 @_ROOT
 def test_a_killed_run_torn_down_from_its_record_puts_them_back(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
-  results = str(tmp_path / 'results')
+  results, argv = _StaticRun(tmp_path, sshd)
   run_uri = e2e.NewRunUri()
-  proc = e2e.StartUntil(
-      _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}'], run_uri,
-      results)
+  proc = e2e.StartUntil(argv, run_uri, results)
   try:
     tuned = _InForce()
     os.killpg(os.getpgid(proc.pid), 0)  # Still running: killed below.
@@ -128,9 +132,7 @@ def test_a_killed_run_torn_down_from_its_record_puts_them_back(
 @_ROOT
 def test_nosystem_tuning_changes_nothing_and_records_nothing(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
-  results = str(tmp_path / 'results')
-  proc, run_uri = e2e.Run(
-      _RUN + [f'--static_vm_file={_StaticFile(tmp_path, sshd)}',
-              '--nosystem_tuning'], results)
+  results, argv = _StaticRun(tmp_path, sshd, '--nosystem_tuning')
+  proc, run_uri = e2e.Run(argv, results)
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert _InForce() == machine and _Entries(results, run_uri) == []
