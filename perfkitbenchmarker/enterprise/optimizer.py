@@ -5,7 +5,8 @@ proxy threads per server VM) costs a database rebuild, a preload and a whole
 latency-capped step-up, so the search is a bounded hill climb, as upstream
 PKB's: start at a heuristic point (a fifth of the vCPUs as shards, the rest
 as proxy threads), measure its four neighbours (+-1 on each axis), move to
-the best, stop at a local maximum or after `max_points` evaluations. An axis
+the best, stop at a local maximum or after `max_points` evaluations (the
+climb is search/hill_climb.py's, which the Redis study's shard search shares). An axis
 the user fixed (--enterprise_redis_shard_count or _proxy_threads) does not
 move, which makes the climb a walk along the other axis.
 
@@ -14,7 +15,9 @@ returns the capped throughput (None when no step held under the cap).
 """
 
 import dataclasses
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Optional, Tuple
+
+from perfkitbenchmarker.search import hill_climb
 
 Point = Tuple[int, int]  # (shards per database, proxy threads per VM)
 
@@ -63,47 +66,21 @@ def Bounds(vcpus: int, shard_count: Optional[int],
   return (Axis(1, high, shard_count), Axis(1, high, proxy_threads))
 
 
-def Neighbours(point: Point, shards: Axis, proxies: Axis) -> List[Point]:
-  s, p = point
-  candidates = [(s, p - 1), (s, p + 1), (s - 1, p), (s + 1, p)]
-  return [c for c in candidates
-          if c != point and shards.Contains(c[0]) and proxies.Contains(c[1])]
-
-
 def Optimize(evaluate: Callable[[int, int], Optional[float]], start: Point,
              shards: Axis, proxies: Axis, max_points: int = 12
              ) -> OptimizerResult:
-  """Hill-climbs to a local maximum of `evaluate` over the grid."""
-  start = (shards.Clamp(start[0]), proxies.Clamp(start[1]))
-  seen: Dict[Point, Optional[float]] = {}
-  order: List[Evaluation] = []
-
-  def Value(point: Point) -> Optional[float]:
-    if point not in seen:
-      seen[point] = evaluate(*point)
-      order.append(Evaluation(point, seen[point]))
-    return seen[point]
-
-  def Better(a: Optional[float], b: Optional[float]) -> bool:
-    return a is not None and (b is None or a > b)
-
-  current = start
-  Value(current)
-  reason = ''
-  while not reason:
-    best_point, best_value = current, seen[current]
-    for neighbour in Neighbours(current, shards, proxies):
-      if neighbour not in seen and len(seen) >= max_points:
-        reason = f'evaluated max_points={max_points}'
-        break
-      value = Value(neighbour)
-      if Better(value, best_value):
-        best_point, best_value = neighbour, value
-    if reason:
-      break
-    if best_point == current:
-      reason = 'local maximum'
-    current = best_point
+  """Hill-climbs to a local maximum of `evaluate` over the grid, measuring
+  all four neighbours before each move (upstream's steepest ascent)."""
+  climb = hill_climb.HillClimb(
+      lambda point: evaluate(*point),
+      (shards.Clamp(start[0]), proxies.Clamp(start[1])),
+      moves=((0, -1), (0, 1), (-1, 0), (1, 0)),
+      allowed=lambda point: (shards.Contains(point[0]) and
+                             proxies.Contains(point[1])),
+      max_evaluations=max_points, steepest=True)
+  order = tuple(Evaluation(point, value) for point, value in climb.scores)
+  reason = (f'evaluated max_points={max_points}'
+            if climb.stop == hill_climb.BUDGET_SPENT else 'local maximum')
   scored = [e for e in order if e.throughput is not None]
   best = max(scored, key=lambda e: e.throughput) if scored else None
-  return OptimizerResult(best, tuple(order), reason)
+  return OptimizerResult(best, order, reason)

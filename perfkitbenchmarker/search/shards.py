@@ -4,10 +4,9 @@ Redis is single-threaded, so a server VM's capped throughput depends on how
 many redis-server processes (shards) share its vCPUs: too few leave cores
 idle, too many fight over them and over the network interrupts. Each point
 of this curve costs a full latency-capped search, so the climb evaluates as
-few counts as it can: it starts where callers expect the optimum (vCPUs // 2),
-tries a neighbour `step` away, moves while that improves, halves the step
-when neither neighbour does, and stops at a local maximum at step 1. It never
-evaluates a count twice.
+few counts as it can: search/hill_climb.py climbs from where callers expect
+the optimum (vCPUs // 2) with a first step of half that, moving to the first
+neighbour that improves, so it never evaluates a count twice.
 
 Extension seam: `evaluate(shards)` is injected and may return a
 `driver.SearchResult` (its `capped_throughput` is the score) or a
@@ -16,9 +15,10 @@ plain number. Pure: no flags, VMs, I/O, sleeping or clock.
 
 import dataclasses
 import math
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 from perfkitbenchmarker.search import driver
+from perfkitbenchmarker.search import hill_climb
 
 InvalidSearchArgument = driver.InvalidSearchArgument
 
@@ -60,15 +60,6 @@ def _Score(shards: int, value: Evaluation) -> ShardPoint:
   return ShardPoint(shards, float(value) if math.isfinite(value) else None)
 
 
-def _Better(candidate: ShardPoint, incumbent: ShardPoint,
-            min_improvement: float) -> bool:
-  if candidate.throughput is None:
-    return False
-  if incumbent.throughput is None:
-    return True
-  return candidate.throughput > incumbent.throughput * (1 + min_improvement)
-
-
 def OptimizeShardCount(
     evaluate: Callable[[int], Evaluation],
     start: int,
@@ -105,37 +96,24 @@ def OptimizeShardCount(
         f'min_improvement={min_improvement!r}: must be a fraction of at least '
         '0, e.g. 0.03 for 3 % noise.')
 
-  points: Dict[int, ShardPoint] = {}  # insertion order is evaluation order
+  points = {}  # each count's ShardPoint, with the search behind its score
 
-  def Point(shards: int) -> ShardPoint:
-    if shards not in points:
-      points[shards] = _Score(shards, evaluate(shards))
-    return points[shards]
+  def Measure(point: hill_climb.Point) -> Optional[float]:
+    points[point[0]] = _Score(point[0], evaluate(point[0]))
+    return points[point[0]].throughput
 
-  current = Point(start)
-  directions = (1, -1)  # more shards first; after a move, its direction
-  stop_reason = None
-  while stop_reason is None:
-    moved = False
-    for direction in directions:
-      shards = current.shards + direction * step
-      if not min_shards <= shards <= max_shards:
-        continue
-      if shards not in points and len(points) >= max_evaluations:
-        stop_reason = (f'evaluation budget of {max_evaluations} spent at step '
-                       f'{step}')
-        break
-      neighbour = Point(shards)
-      if _Better(neighbour, current, min_improvement):
-        current, moved = neighbour, True
-        directions = (direction, -direction)
-        break
-    if stop_reason is None and not moved:
-      if step == 1:
-        stop_reason = (f'local maximum at {current.shards} shards: no '
-                       'neighbour one shard away is better')
-      step //= 2
-  evaluated = tuple(points.values())
+  climb = hill_climb.HillClimb(
+      Measure, (start,), moves=((1,), (-1,)),  # more shards first
+      allowed=lambda point: min_shards <= point[0] <= max_shards,
+      max_evaluations=max_evaluations, step=step,
+      min_improvement=min_improvement)
+  evaluated = tuple(points[point[0]] for point, _ in climb.scores)
+  if climb.stop == hill_climb.BUDGET_SPENT:
+    stop_reason = (f'evaluation budget of {max_evaluations} spent at step '
+                   f'{climb.step}')
+  else:
+    stop_reason = (f'local maximum at {climb.at[0]} shards: no neighbour one '
+                   'shard away is better')
   scored = [p for p in evaluated if p.throughput is not None]
   best = max(scored, key=lambda p: (p.throughput, -p.shards), default=None)
   return ShardSearchResult(evaluated, best, stop_reason)
