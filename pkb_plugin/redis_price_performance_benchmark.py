@@ -146,13 +146,17 @@ class BridgeError(errors.Setup.InvalidConfigurationError):
   """A setting or machine type the harness cannot run with."""
 
 
+class HarnessRunError(errors.Benchmarks.RunError):
+  """A harness stage that failed; its message is the harness's own line."""
+
+
 class Refused(SystemExit):
   """A BridgeError of CheckPrerequisites, said in one line.
 
   Upstream logs a failed prerequisite check with its traceback, then lets
   the error end the process, which prints it again. As a SystemExit (code
   1, what the error would have exited with) it ends the process without
-  the second; `_OneLineRefusals` puts its line in place of the first.
+  the second; `_OneLineErrors` puts its line in place of the first.
   Nothing is provisioned yet: upstream checks every benchmark first.
   """
 
@@ -164,16 +168,40 @@ class Refused(SystemExit):
     return self.line
 
 
-class _OneLineRefusals(logging.Filter):
-  """On upstream's root logger: a record logged with a `Refused` says its
-  line after the record's own message instead of a traceback."""
+# The plugin's own errors: each message is a whole, actionable line, and
+# their tracebacks (through the bridge and upstream's stage driver) say
+# nothing a user can act on.
+ONE_LINE_ERRORS = (BridgeError, HarnessRunError, Refused)
+
+
+class _OneLineErrors(logging.Filter):
+  """On upstream's root logger: a record logged with one of the plugin's
+  errors says the error's line after the record's own message instead of
+  a traceback, once. Upstream logs a failed stage's error twice with its
+  traceback (pkb.py: RunBenchmark's 'Error during benchmark', then
+  RunBenchmarkTask's 'Exception running benchmark'); the second record of
+  the same error is dropped (the 'Benchmark ... failed' line after it
+  stays)."""
 
   def filter(self, record: logging.LogRecord) -> bool:
-    refused = record.exc_info[1] if record.exc_info else None
-    if isinstance(refused, Refused):
-      record.msg, record.args = f'{record.getMessage()}: {refused.line}', None
-      record.exc_info = record.exc_text = None
+    error = record.exc_info[1] if record.exc_info else None
+    if not isinstance(error, ONE_LINE_ERRORS):
+      return True
+    if getattr(error, 'redis_price_performance_said', False):
+      return False
+    error.redis_price_performance_said = True
+    record.msg, record.args = f'{record.getMessage()}: {error}', None
+    record.exc_info = record.exc_text = None
     return True
+
+
+def _SayErrorsInOneLine() -> None:
+  """Installs `_OneLineErrors` once; each stage calls it first, so the
+  filter is there whichever stage fails (upstream skips the check on a
+  run of later stages only)."""
+  root = logging.getLogger()
+  if not any(isinstance(f, _OneLineErrors) for f in root.filters):
+    root.addFilter(_OneLineErrors())
 
 
 def GetConfig(user_config: Dict[str, Any]) -> Dict[str, Any]:
@@ -473,7 +501,7 @@ def _RunHarness(argv: List[str], what: str,
       relay.join()
   last = LastWords(kept, returncode)
   if returncode is None:
-    raise errors.Benchmarks.RunError(
+    raise HarnessRunError(
         f'redis_price_performance {what}: the harness ran past '
         f'{HARNESS_TIMEOUT_S} s and was stopped; last line: {last}')
   if returncode in accept:
@@ -481,7 +509,7 @@ def _RunHarness(argv: List[str], what: str,
   if returncode == 2:  # the harness's one-line refusal of a setting
     last = (f'{last} (the harness\'s flags go in '
             '--redis_price_performance_flags)')
-  error = BridgeError if returncode == 2 else errors.Benchmarks.RunError
+  error = BridgeError if returncode == 2 else HarnessRunError
   raise error(f'redis_price_performance {what}: {last}')
 
 
@@ -499,12 +527,10 @@ def CheckPrerequisites(benchmark_config) -> None:
   """The bridge's checks and the harness's dry run over the planned machine
   types and settings, before anything is bought; a refusal ends upstream
   in one line (`Refused`)."""
+  _SayErrorsInOneLine()
   try:
     _CheckStudy(benchmark_config)
   except BridgeError as e:
-    root = logging.getLogger()
-    if not any(isinstance(f, _OneLineRefusals) for f in root.filters):
-      root.addFilter(_OneLineRefusals())
     raise Refused(str(e)) from None
 
 
@@ -564,6 +590,7 @@ def _Argv(spec, stages: str) -> List[str]:
 def Prepare(spec) -> None:
   """Prices the VMs upstream provisioned, hands them to the harness, and
   runs its provision and prepare stages."""
+  _SayErrorsInOneLine()
   # Upstream calls Cleanup on cloud VMs only when asked to (it deletes
   # them); the harness's cleanup stops the shards of a failed stage too,
   # and Cleanup reports an unconfirmed answer (`Run`).
@@ -650,15 +677,16 @@ def Run(spec) -> List[sample.Sample]:
   upstream has collected them; under upstream's --official (which would
   mark every row official) or without a cleanup stage, Run raises it.
   """
+  _SayErrorsInOneLine()
   path = _ResultsPath(spec)
   before = os.path.getsize(path) if os.path.exists(path) else 0
   code, last = _RunHarness(_Argv(spec, 'run'), 'run',
                            accept=(0, UNCONFIRMED_EXIT, FAILED_EXIT))
   wrote = os.path.exists(path) and os.path.getsize(path) > before
   if code == FAILED_EXIT and not wrote:
-    raise errors.Benchmarks.RunError(f'redis_price_performance run: {last}')
+    raise HarnessRunError(f'redis_price_performance run: {last}')
   if not os.path.exists(path):
-    raise errors.Benchmarks.RunError(
+    raise HarnessRunError(
         f'redis_price_performance run: the harness wrote no results at '
         f'{path}; see its pkb.log beside it.')
   official = bool(flags.FLAGS.official)
@@ -677,7 +705,7 @@ def Run(spec) -> List[sample.Sample]:
       '(--accept_unconfirmed exits 0)',
       '(--redis_price_performance_flags=--accept_unconfirmed accepts it)')
   if official or 'cleanup' not in (flags.FLAGS.run_stage or ()):
-    raise errors.Benchmarks.RunError(
+    raise HarnessRunError(
         f'{failure}; its rows are in {path}, none published.')
   logging.warning('%s; its rows go to upstream\'s publishers, none '
                   'official, and Cleanup fails the benchmark.', failure)
@@ -688,6 +716,7 @@ def Run(spec) -> List[sample.Sample]:
 def Cleanup(spec) -> None:
   """The harness's cleanup and teardown stages; then an unconfirmed answer
   fails the benchmark (`Run`)."""
+  _SayErrorsInOneLine()
   failure = getattr(spec, 'redis_price_performance_failure', None)
   spec.redis_price_performance_failure = None  # raised once
   if (getattr(spec, 'redis_price_performance_run_uri', None) and
@@ -695,4 +724,4 @@ def Cleanup(spec) -> None:
     spec.redis_price_performance_cleaned = True  # once, even if it fails
     _RunHarness(_Argv(spec, 'cleanup,teardown'), 'cleanup')
   if failure:
-    raise errors.Benchmarks.RunError(failure)
+    raise HarnessRunError(failure)

@@ -43,7 +43,8 @@ def upstream(tmp_path):
   return tree
 
 
-def _Drive(tree, tmp_path, scenario):
+def _DriveLogged(tree, tmp_path, scenario):
+  """What the fake upstream's stages did, and its log (stderr)."""
   env = dict(os.environ, FAKE_UPSTREAM_TEMP_DIR=str(tmp_path / 'run'))
   os.makedirs(env['FAKE_UPSTREAM_TEMP_DIR'], exist_ok=True)
   done = subprocess.run(
@@ -52,7 +53,11 @@ def _Drive(tree, tmp_path, scenario):
       cwd=str(tree), env=env, capture_output=True, text=True, timeout=120,
       check=False)
   assert done.returncode == 0, done.stderr[-2000:]
-  return json.loads(done.stdout.strip().splitlines()[-1])
+  return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def _Drive(tree, tmp_path, scenario):
+  return _DriveLogged(tree, tmp_path, scenario)[0]
 
 
 def _Groups(cloud='GCP', server='t2d-standard-16', client='n2-standard-32'):
@@ -359,9 +364,42 @@ def test_a_run_stage_without_results_is_one_line(upstream, tmp_path):
       'vms': _Vms(tmp_path), 'rows': str(empty), 'check': False,
       'no_results': True})
   assert out['error'].startswith(
-      'RunError: redis_price_performance run: the harness wrote no results '
-      'at '), out['error']
+      'HarnessRunError: redis_price_performance run: the harness wrote no '
+      'results at '), out['error']
   assert out['status'] == 'FAILED'
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('cloud, extra, line', [
+    # A static machine has no machine type: refused at Prepare.
+    ('Static', {}, 'redis_price_performance: the servers VMs are Static '
+     '(no machine type), which the harness cannot price'),
+    # A harness stage that failed.
+    ('GCP', {'no_results': True}, 'redis_price_performance run: the harness '
+     'wrote no results at '),
+])
+def test_a_stage_error_reaches_upstreams_log_as_one_line(
+    upstream, tmp_path, cloud, extra, line):
+  """Upstream logs a failed stage's error with its traceback twice (its
+  RunBenchmark, then RunBenchmarkTask): the plugin's errors are one line,
+  logged once, and upstream's own line after them stays."""
+  empty = tmp_path / 'empty.json'
+  empty.write_text('')
+  vms = _Vms(tmp_path)
+  for vm in vms['servers'] + vms['clients']:
+    vm.update(cloud=cloud, machine_type=None if cloud == 'Static' else
+              vm['machine_type'])
+  out, log = _DriveLogged(upstream, tmp_path, {
+      'flags': ['--run_uri=ab12cd34'], 'planned': _Groups(), 'vms': vms,
+      'rows': str(empty), 'check': False, **extra})
+  assert out['status'] == 'FAILED' and line in out['error']
+  said = [l for l in log.splitlines() if l.startswith('ERROR ')]
+  assert len(said) == 2, log[-3000:]
+  assert said[0].startswith(
+      'ERROR Error during benchmark redis_price_performance: ' + line), said
+  assert said[1] == ('ERROR Benchmark 1/1 redis_price_performance failed. '
+                     'Execution will continue.')
+  assert 'Traceback' not in log, log[-3000:]
 
 
 @pytest.mark.e2e
@@ -546,7 +584,7 @@ def test_official_upstream_run_never_publishes_an_unconfirmed_answer(
   assert out['status'] == 'FAILED'
   assert out['published'] == []
   assert out['error'].startswith(
-      'RunError: redis_price_performance run: no confirmed result: the '
+      'HarnessRunError: redis_price_performance run: no confirmed result: the '
       'answer is CLIENT-BOUND')
   assert ('(--redis_price_performance_flags=--accept_unconfirmed accepts '
           'it)' in out['error'])
@@ -565,7 +603,7 @@ def test_unconfirmed_answer_is_published_unofficial_and_fails(upstream,
   out = _Unconfirmed(upstream, tmp_path, [])
   assert out['status'] == 'FAILED'
   assert out['error'].startswith(
-      'RunError: redis_price_performance run: no confirmed result: the '
+      'HarnessRunError: redis_price_performance run: no confirmed result: the '
       'answer is CLIENT-BOUND')
   rows = _Recorded(UNCONFIRMED)
   published = out['published']
@@ -678,7 +716,7 @@ def test_a_failed_search_keeps_its_rows_unofficial_and_fails(
                      run_exit=1, run_last=FAILED_LAST)
   assert out['status'] == 'FAILED'
   assert out['error'].startswith(
-      'RunError: redis_price_performance run: redis_memtier stopped: ')
+      'HarnessRunError: redis_price_performance run: redis_memtier stopped: ')
   if official:
     assert out['published'] == [] and 'none published' in out['error']
   else:
@@ -692,6 +730,6 @@ def test_a_search_that_failed_before_measuring_says_why(upstream, tmp_path):
   empty.write_text('')
   out = _Unconfirmed(upstream, tmp_path, [], rows=str(empty), run_exit=1,
                      run_last='redis_memtier stopped: SSH to clients-0 failed.')
-  assert out['error'] == ('RunError: redis_price_performance run: '
+  assert out['error'] == ('HarnessRunError: redis_price_performance run: '
                           'redis_memtier stopped: SSH to clients-0 failed.')
   assert out['status'] == 'FAILED' and out['published'] == []

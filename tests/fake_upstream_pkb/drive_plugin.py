@@ -17,7 +17,8 @@ The check runs as upstream's _CreateBenchmarkSpecs runs it (logged with its
 traceback when it fails, then raised on), the stages as upstream's
 RunBenchmark runs them (pkb.py at the commit in pkb_plugin/README.md): the
 status is FAILED unless every stage of
---run_stage returns; Run's samples reach the collector only when Run
+--run_stage returns; a stage's error is logged with its traceback by
+RunBenchmark and again by RunBenchmarkTask; Run's samples reach the collector only when Run
 returns; the benchmark's Cleanup is called only for static VMs or when the
 spec says always_call_cleanup, and once more after a failure when it does;
 the collected rows are published whatever happened (`publisher.py`).
@@ -150,11 +151,11 @@ def main():
     out['cleanup_calls'] += 1
     return real_cleanup(spec)
 
+  # Upstream's log on stderr.
+  logging.basicConfig(stream=sys.stderr, format='%(levelname)s %(message)s')
   if scenario.get('uncaught'):
-    # Upstream's main: its log on stderr, and a failed check ends the
-    # process as the error it raised.
-    logging.basicConfig(stream=sys.stderr,
-                        format='%(levelname)s %(message)s')
+    # Upstream's main: a failed check ends the process as the error it
+    # raised.
     CheckPrerequisites(scenario['planned'])
     return
   collector = publisher.SampleCollector()
@@ -164,7 +165,7 @@ def main():
       CheckPrerequisites(scenario['planned'])
       out['checked'] = True
     if 'vms' in scenario:
-      RunBenchmark(scenario, out, collector, CountedCleanup)
+      RunBenchmarkTask(scenario, out, collector, CountedCleanup)
   except (Exception, SystemExit) as e:  # pylint: disable=broad-except
     out['error'] = f'{type(e).__name__}: {e}'
   published = os.path.join(os.environ['FAKE_UPSTREAM_TEMP_DIR'],
@@ -184,6 +185,19 @@ def CheckPrerequisites(planned):
     plugin.CheckPrerequisites(_Planned(planned))
   except:  # pylint: disable=bare-except
     logging.exception('Prerequisite check failed for %s', plugin.BENCHMARK_NAME)
+    raise
+
+
+def RunBenchmarkTask(scenario, out, collector, cleanup):
+  """As upstream's RunBenchmarkTask calls RunBenchmark: a failure is logged
+  with its traceback (a second time) and the next benchmark runs; here it
+  is raised on, for the scenario's `error`."""
+  try:
+    RunBenchmark(scenario, out, collector, cleanup)
+  except BaseException:
+    logging.exception('Exception running benchmark')
+    logging.error('Benchmark 1/1 %s failed. Execution will continue.',
+                  plugin.BENCHMARK_NAME)
     raise
 
 
@@ -216,6 +230,7 @@ def RunBenchmark(scenario, out, collector, cleanup):
       CleanupPhase()
   except Exception as e:  # pylint: disable=broad-except
     out['status_detail'] = str(e)
+    logging.exception('Error during benchmark %s', spec.name)
     if 'cleanup' in FLAGS.run_stage and spec.always_call_cleanup:
       CleanupPhase()
     raise
