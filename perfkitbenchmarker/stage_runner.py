@@ -156,7 +156,14 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
     print(f'pkb: {record_problem}', file=sys.stderr)
   if interrupted:
     return EXIT_INTERRUPTED
-  if cleanup_errors or record_problem or (failure and not no_load):
+  if cleanup_errors or record_problem:
+    return EXIT_FAILED
+  if isinstance(failure, errors.UsageError):
+    # Bad input found only once a machine was reached (a program there
+    # another user can write, a setting the machine refuses): a refusal,
+    # as before the run, not a failure of the run.
+    return EXIT_USAGE
+  if failure and not no_load:
     return EXIT_FAILED
   return EXIT_UNCONFIRMED if no_load else EXIT_OK
 

@@ -169,6 +169,7 @@ def test_version_reads_name_the_vm(engine, program):
 
 def test_two_vms_failing_at_once_give_one_line_naming_both():
   installed = {'keydb-server --version': ('KeyDB server v=6.3.4', '', 0),
+               'command -v -- keydb-server': ('', '', 0),
                'command -v -- redis-cli': ('', '', 0)}
   servers = [ScriptedVm('servers-0', ALPINE),
              ScriptedVm('servers-1', NO_CODENAME),

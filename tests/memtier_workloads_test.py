@@ -458,7 +458,7 @@ def test_fixed_load_redis_benchmark_mix_of_one_connection_refused_first(
                      '--memtier_run_duration=1', '--memtier_key_maximum=2000'],
                     str(tmp_path), timeout=120,
                     env=dict(os.environ, PATH=_PathWithoutMemtier()))
-  assert proc.returncode == 1, proc.stderr
+  assert proc.returncode == 2, proc.stderr  # bad input, found in a stage
   assert 'Preloading' not in proc.stdout
   assert proc.stderr.strip().splitlines()[-1] == (
       'pkb: redis_memtier stopped: --memtier_fixed_load: redis-benchmark '

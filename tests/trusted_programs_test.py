@@ -25,6 +25,7 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker.linux_packages import local_redis_builds
+from perfkitbenchmarker.linux_packages import remote_install
 from perfkitbenchmarker.linux_packages import valkey_server
 
 NOBODY = 65534
@@ -247,6 +248,37 @@ def test_a_program_a_vms_path_finds_where_others_can_write_is_refused(
   assert trusted_programs.OnPath(safe, 'no-such-program-here') is False
 
 
+class _StaticMachine(_PathFirst):
+  """`_PathFirst` with a static machine's HasCommand (its PATH's program,
+  checked there)."""
+
+  def HasCommand(self, program):
+    return trusted_programs.OnPath(self, program)
+
+
+@pytest.mark.e2e
+def test_a_static_machines_redis_server_is_checked_before_it_runs(
+    tmp_path):
+  """The run installs redis-server on a machine reached over SSH unless the
+  one PATH finds is already the version asked for: that one (asked for its
+  version, then run as the server, with the run's password) is checked
+  first. Before, `redis-server --version` ran whatever PATH found."""
+  open_dir = os.path.dirname(_Tree(str(tmp_path))['open'])
+  ran = tmp_path / 'ran'
+  planted = os.path.join(open_dir, 'redis-server')
+  with open(planted, 'w') as f:
+    f.write(f'#!/bin/sh\necho "$(id -u) $*" >> {ran}\n'
+            'echo "Redis server v=7.2.4 sha=00000000:0"\n')
+  os.chmod(planted, 0o755)
+  with pytest.raises(errors.UsageError) as refused:
+    remote_install.InstallRedis(_StaticMachine(open_dir), 'distro')
+  assert not ran.exists(), ran.read_text()
+  line = str(refused.value)
+  assert '\n' not in line
+  assert line.startswith('redis-server (found on PATH) on this machine: '
+                         f'{open_dir} is writable by other users'), line
+
+
 @pytest.mark.e2e
 @e2e.Needs('root (chown to nobody)', lambda: _IS_ROOT, 'run the tests as root')
 def test_a_static_vms_memtier_path_nobody_can_write_is_refused_before_it_runs(
@@ -263,9 +295,10 @@ def test_a_static_vms_memtier_path_nobody_can_write_is_refused_before_it_runs(
       '--load_generator=memtier', f'--memtier_path={tool}'],
                     str(tmp_path / 'results'))
   assert not ran.exists(), ran.read_text()
-  # Refused in prepare (the machine is reached first), in one line; the
-  # run stops there and tears down what it made.
-  assert proc.returncode == 1, (proc.stdout, proc.stderr)
+  # Refused in prepare (the machine is reached first), in one line, exit 2
+  # (bad input, as before a run); the run stops there and tears down what
+  # it made.
+  assert proc.returncode == 2, (proc.stdout, proc.stderr)
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and 'Traceback' not in proc.stderr, proc.stderr
   assert (f'--memtier_path={tool} on clients-0: {tool.parent} is owned by '

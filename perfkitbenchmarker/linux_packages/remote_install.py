@@ -52,6 +52,12 @@ def VersionMatches(installed: str, wanted: str) -> bool:
 
 
 def _InstalledVersion(vm, program: str) -> str:
+  """The version of the `program` `vm`'s PATH finds ('' if none). What
+  PATH finds is checked first (vm.HasCommand, trusted_programs): the run
+  executes it, as root on a static machine, with the run's password; so
+  is what an install put there, asked again after it."""
+  if not vm.HasCommand(program):
+    return ''
   out, _, rc = vm.RemoteCommandWithReturnCode(f'{program} --version')
   return package_commands.ServerVersion(out) if rc == 0 else ''
 
