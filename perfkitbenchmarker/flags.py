@@ -262,11 +262,18 @@ def TypedArgv(argv, flag_values=None):
   return fixed
 
 
+def _SameNumber(said: str, value: str) -> bool:
+  try:
+    return float(said) == float(value)
+  except ValueError:
+    return False
+
+
 def FlagErrorLine(error: Exception) -> str:
   """absl's flag error in words, without Python's own (e.g. "invalid literal
   for int() with base 10"), the value quoted once and abbreviated when long
   (absl's "flag --name=VALUE: " comes before a parser's words that quote
-  VALUE again)."""
+  VALUE again: "--name=VALUE is not ..." says it once)."""
   text = str(error)
   match = re.match(r'flag (--[\w.-]+)=(.*?): (invalid literal for int\(\)|'
                    r'could not convert string to float)', text, re.S)
@@ -276,11 +283,17 @@ def FlagErrorLine(error: Exception) -> str:
     return terminal_text.Abbreviated(
         f'{match.group(1)}={match.group(2)} is not {kind}')
   match = re.match(r'flag (--[\w.-]+)=(.*?): (.*)', text, re.S)
-  value = match and match.group(2)
-  if value and len(value) > terminal_text.LONGEST_WORD:
-    # Quoted once (abbreviated), not again in the parser's words.
-    quoted = '|'.join(re.escape(q + value + q) for q in ('"', "'", ''))
-    words = re.sub(f'^(?:{quoted})', 'it', match.group(3), count=1)
-    words = re.sub(quoted, '(above)', words, count=1)
-    text = f'flag {match.group(1)}={value}: {words}'
+  if match and match.group(2):
+    name, value, words = match.groups()
+    quoted = '|'.join(re.escape(q + value + q) for q in ('"', "'"))
+    said = re.sub(f'^(?:{quoted}|{re.escape(value)})(?=\\s)', '', words,
+                  count=1)
+    first, _, rest = words.partition(' ')
+    if said == words and rest and _SameNumber(first, value):
+      said = ' ' + rest  # The value as parsed (-1 as -1.0).
+    if said != words:  # The words began with the value.
+      text = f'{name}={value}{said}'
+    else:  # Elsewhere in them (quoted: a bare short value is any text).
+      text = f'flag {name}={value}: ' + re.sub(quoted, '(above)', words,
+                                                count=1)
   return terminal_text.Abbreviated(text)

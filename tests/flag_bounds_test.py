@@ -91,6 +91,20 @@ def test_a_bad_value_is_one_line_from_every_source(name, value):
     assert '10000' in lines[0]  # Names the limit, no clamping.
 
 
+@pytest.mark.parametrize('name,value,parsed', [
+    ('memtier_clients', '1,x', None), ('memtier_clients', '100000', None),
+    ('memtier_latency_cap', '-1', '-1.0'), ('load_generator', 'foo', None),
+    ('cloud', 'Nope', None), ('memtier_clients', '1,' * 80 + 'x', None),
+])
+def test_a_bad_value_is_quoted_once(name, value, parsed):
+  """absl says "flag --name=VALUE: " and its parser then names the value
+  again ("1,x" is not ..., -1.0 is not ...): one line says it once (values
+  over 200 characters were quoted once already)."""
+  line = _CommandLine(name, value)
+  assert line.count(value) == 1, line
+  assert not parsed or parsed not in line, line
+
+
 def test_a_list_value_is_checked_item_by_item():
   with pytest.raises(errors.UsageError, match='100000'):
     configs.ParseConfigValue(FLAGS, 'memtier_clients', [4, 100000])

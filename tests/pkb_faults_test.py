@@ -42,7 +42,7 @@ def _OneLineError(proc_or_err):
      'no spot price for AWS c7g.4xlarge in us-east-1'),
     (['--machine_price=c7g.4xlarge'], '--machine_price="c7g.4xlarge": it is not TYPE=PRICE'),
     (['--memtier_latency_cap=0'],
-     '--memtier_latency_cap=0: 0.0 is not a number above 0 and at most 60000'),
+     '--memtier_latency_cap=0 is not a number above 0 and at most 60000'),
     (['--memtier_latency_cap=-1'], 'is not a number above 0'),
     (['--memtier_min_threads=5', '--memtier_max_threads=2'],
      '--memtier_min_threads=5 is above --memtier_max_threads=2'),
