@@ -15,10 +15,12 @@ from perfkitbenchmarker.providers.local import split
 # Every test here starts a process (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e
 
+# Under e2e.FAST's 1000 ms cap: upstream's 1 ms metric is published only at
+# a 1 ms cap on the average (capped_result_test), so these runs never have it.
 EXPECTED_METRICS = {
     'throughput', 'average_latency', 'latency_capped_throughput',
-    'max_throughput_for_completion_latency_under_1ms', 'hourly_cost',
-    'price_performance'}
+    'hourly_cost', 'price_performance'}
+PKB_UNDER_1MS = 'max_throughput_for_completion_latency_under_1ms'
 
 
 def _ServerQuota():
@@ -35,6 +37,7 @@ def _CheckRun(proc, results_dir, run_uri, usd=0.084492, model='on_demand'):
   rows = e2e.Samples(results_dir, run_uri)
   metrics = {r['metric'] for r in rows}
   assert EXPECTED_METRICS <= metrics
+  assert PKB_UNDER_1MS not in metrics
   probes = [r for r in rows if r['metric'] == 'throughput']
   assert len(probes) >= 2
   capped = [r for r in rows if r['metric'] == 'latency_capped_throughput'][0]
@@ -42,7 +45,7 @@ def _CheckRun(proc, results_dir, run_uri, usd=0.084492, model='on_demand'):
   # Under the cap, unless the answer is unconfirmed (its figure is then the
   # mean of every probe at its load, issue 23 point 5, which may be over it:
   # repeats over the cap, or a budget spent before they held).
-  if float(labels['average_latency_ms']) >= 1.0:
+  if float(labels['average_latency_ms']) >= float(labels['latency_cap_ms']):
     assert labels['verdict'] == 'unconfirmed', labels
   assert capped['value'] > 1000
   perf = [r for r in rows if r['metric'] == 'price_performance'][0]
