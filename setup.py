@@ -5,7 +5,8 @@ source of truth for prices: the build copies it into the package as
 perfkitbenchmarker/data/prices.yaml, where an installed pricing.py finds it,
 and the presets (configs/*.yaml) as perfkitbenchmarker/data/configs/, where
 `--benchmark_config_file=configs/<name>.yaml` finds them (paths.Preset).
-Console scripts: `pkb`, `pkb-compare` and `pkb-recompute`.
+The shell scripts pkb runs on VMs (perfkitbenchmarker/scripts/*.sh) are
+package data. Console scripts: `pkb`, `pkb-compare` and `pkb-recompute`.
 install_requires is requirements.txt (runtime only); the test tools are in
 requirements-test.txt.
 """
@@ -50,7 +51,8 @@ setuptools.setup(
                 'types, with a PerfKit Benchmarker compatible harness.',
     packages=setuptools.find_packages(include=['perfkitbenchmarker',
                                                'perfkitbenchmarker.*']),
-    package_data={'': ['*.yaml'],
+    # scripts/*.sh: the shell scripts pkb runs on VMs (shell_scripts.py).
+    package_data={'': ['*.yaml'], 'perfkitbenchmarker': ['scripts/*.sh'],
                   'perfkitbenchmarker.results_history': ['templates/*.j2']},
     install_requires=_Requirements('requirements.txt'),
     python_requires='>=3.9',

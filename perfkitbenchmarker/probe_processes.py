@@ -79,7 +79,7 @@ def KillScript(scratch_dir: str, mark: str) -> str:
   when a group's leader outlives every round.
   """
   return (
-      process_stat.ALIVE_SHELL +
+      process_stat.SHELL +
       f': 2>/dev/null > {_StoppedFile(scratch_dir, mark)}; '
       f'for f in {_GroupFiles(scratch_dir, mark)}*; do '
       '[ -f "$f" ] || continue; read -r g t < "$f"; '

@@ -12,31 +12,15 @@ parent, group, CPU time and start time through these.
 import dataclasses
 from typing import Optional
 
+from perfkitbenchmarker import shell_scripts
+
 # The kernel writes a stat line as "<pid> (<name>) <state> <ppid> ...",
 # where the name is any 15 bytes the process chose (spaces, ')', ') R 2 ',
 # newlines), so the name ends at the line's LAST ')'; every reader, shell
-# or Python, splits it there through the functions below.
-#
-# bash defining `pline FILE`, `ptail` and `pstat PID`, builtins only (they
-# run on machines being measured):
-#   pline FILE  sets `l` to the stat line in FILE, line breaks in the name
-#               read as spaces (one line to print); fails once it is gone;
-#   ptail       sets `pt` to what follows the name in `l`: ") S 1 ...";
-#   pstat PID   sets the array `pf` to the fields after the name (pf[0]
-#               state, pf[1] parent, pf[2] process group, pf[19] start time
-#               in clock ticks since boot); fails once the process is gone.
-SHELL = ('pline() { local m; l=; { IFS= read -r l && while IFS= read -r m; '
-         'do l+=" $m"; done; } 2>/dev/null < "$1"; [ -n "$l" ]; }; '
-         'ptail() { pt=${l%)*}; pt=${l:${#pt}}; }; '
-         'pstat() { local l pt; pline "/proc/$1/stat" || return 1; ptail; '
-         'read -ra pf <<< "${pt:1}"; }; ')
-# bash defining pstat and `alive P T`: process P runs and started at T; a
-# zombie has exited, unless other threads of it still run.
-ALIVE_SHELL = SHELL + (
-    'alive() { local t; pstat "$1" && [ "${pf[19]}" = "$2" ] || return 1; '
-    '[ "${pf[0]}" != Z ] && return 0; '
-    't=$(grep -s "^Threads:" "/proc/$1/status"); t=${t##*[!0-9]}; '
-    '[ "${t:-0}" -gt 1 ]; }; ')
+# or Python, splits it there: Parse below, and in bash scripts/
+# process_stat.sh's `pline`, `ptail`, `pstat PID` and `alive PID START`
+# (a script includes it; a command built here starts with SHELL).
+SHELL = shell_scripts.Text('process_stat.sh')
 _PF_KTHREAD = 0x00200000
 
 

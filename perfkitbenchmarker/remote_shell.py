@@ -143,7 +143,7 @@ def DetachedKillScript(job_dir: str) -> str:
   leader is checked to be the process that started the job (a session id
   another session took since is left alone)."""
   job = shlex.quote(job_dir)
-  return (f'{process_stat.ALIVE_SHELL}read -r sid st < {job}/sid 2>/dev/null && '
+  return (f'{process_stat.SHELL}read -r sid st < {job}/sid 2>/dev/null && '
           'alive "$sid" "$st" && '
           '{ pkill -TERM -s "$sid" || kill -TERM -- -"$sid"; sleep 1; '
           'pkill -KILL -s "$sid" || kill -KILL -- -"$sid"; } 2>/dev/null; '

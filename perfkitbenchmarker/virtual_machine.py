@@ -385,7 +385,7 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     pid, start = CheckedPid(pid), int(start_time)
     polls = int(self.stop_wait_s / 0.05)
     wait = f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; done; '
-    same = f'{process_stat.ALIVE_SHELL}same() {{ alive {pid} {start}; }}; '
+    same = f'{process_stat.SHELL}same() {{ alive {pid} {start}; }}; '
     _, _, rc = self.RemoteCommandWithReturnCode(
         f'{same}same || exit 0; {signals.format(wait=wait)}{wait}exit 3')
     return rc != 3

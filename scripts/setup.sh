@@ -18,7 +18,10 @@ packages=(redis-server redis-tools openssh-server openssh-client util-linux
           openjdk-17-jdk-headless maven
           # gcc: builds linux_packages/argv_secret.py's library, which keeps
           # the load generators' password out of `ps`.
-          gcc libc6-dev)
+          gcc libc6-dev
+          # shellcheck: tests/shell_scripts_test.py checks the scripts pkb
+          # runs on VMs (perfkitbenchmarker/scripts/*.sh) with it.
+          shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -82,6 +82,17 @@ def test_installed_pkb_dry_run_from_root(installed):
   module_file, catalog = where.stdout.split()
   assert module_file.startswith(site_packages)
   assert catalog == packaged
+  # The shell scripts pkb runs on VMs, read from the installed package.
+  scripts = subprocess.run(
+      [str(venv / 'bin' / 'python'), '-c',
+       'from perfkitbenchmarker import shell_scripts as s; '
+       'print(s.SCRIPTS_DIR); print(*s.Names())'],
+      capture_output=True, text=True, env=env, cwd='/', check=True)
+  scripts_dir, names = scripts.stdout.split('\n', 1)
+  assert scripts_dir.startswith(site_packages)
+  assert names.split() == sorted(
+      n for n in os.listdir(os.path.join(REPO, 'perfkitbenchmarker',
+                                         'scripts')) if n.endswith('.sh'))
 
 
 @pytest.mark.e2e

@@ -1,0 +1,67 @@
+"""The shell scripts pkb runs on VMs are files, checked by shellcheck.
+
+Issue 37 point 3: every script in perfkitbenchmarker/scripts/ passes
+Debian's shellcheck (scripts/setup.sh installs it), in the fast tier
+(tests/tier_guard.py's ALLOWED says why it may run there); a script gets
+its values as arguments, never in its text.
+"""
+
+import re
+import shlex
+import subprocess
+
+import pytest
+
+import e2e_support
+import tier_guard
+from perfkitbenchmarker import process_stat
+from perfkitbenchmarker import shell_scripts
+
+_SHELLCHECK = e2e_support.NeedsTools(
+    'shellcheck', how="scripts/setup.sh installs Debian's shellcheck")
+
+
+@_SHELLCHECK
+def test_every_shipped_script_passes_shellcheck():
+  names = shell_scripts.Names()
+  assert 'process_stat.sh' in names
+  # -x -P SCRIPTDIR: a script's `. ./<library>.sh` is followed, as
+  # shell_scripts.Text inlines it. Every finding fails, style included.
+  result = subprocess.run(
+      ['shellcheck', '--shell=bash', '--severity=style', '-x',
+       '--source-path=SCRIPTDIR'] + names,
+      cwd=shell_scripts.SCRIPTS_DIR, capture_output=True, text=True,
+      timeout=60, check=False)
+  assert result.returncode == 0, result.stdout + result.stderr
+
+
+@_SHELLCHECK
+def test_shellcheck_fails_a_script_it_should():
+  # The check above can fail: an unquoted expansion is a finding.
+  result = subprocess.run(
+      ['shellcheck', '--shell=bash', '-'], input='rm -f $1\n',
+      capture_output=True, text=True, timeout=60, check=False)
+  assert result.returncode == 1 and 'SC2086' in result.stdout
+
+
+def test_the_fast_tier_allows_shellcheck_only():
+  with pytest.raises(tier_guard.TierViolation):
+    subprocess.run(['bash', '-c', 'exit 0'], check=False)
+  assert tier_guard.GUARD.Take()  # Taken: this test does not fail for it.
+
+
+def test_a_library_is_inlined_where_a_script_includes_it():
+  library = shell_scripts.Text('process_stat.sh')
+  assert process_stat.SHELL == library
+  for function in ('pline()', 'ptail()', 'pstat()', 'alive()'):
+    assert function in library
+  for name in shell_scripts.Names():
+    assert not re.search(r'^\. ', shell_scripts.Text(name), re.M), name
+
+
+def test_arguments_are_passed_never_spliced():
+  value = "x'; touch /tmp/pwned; echo '$(id)"
+  argv = shlex.split(shell_scripts.Command('process_stat.sh', value, 7))
+  assert argv[:2] == ['bash', '-c']
+  assert argv[2] == shell_scripts.Text('process_stat.sh')
+  assert argv[3:] == ['process_stat.sh', value, '7']
