@@ -335,6 +335,14 @@ class StatisticsTest(unittest.TestCase):
     with self.assertRaises(ValueError):
       stats.StudentT95(0)
 
+  def testStudentTIsScipyStatsValue(self):
+    # StudentT95 uses scipy.special (a lighter import); scipy.stats' t.ppf
+    # is the reference it must equal. Imported here: not at every collection.
+    from scipy import stats as scipy_stats  # pylint: disable=g-import-not-at-top
+    for df in list(range(1, 101)) + [250, 1000, 10**6]:
+      self.assertAlmostEqual(stats.StudentT95(df),
+                             scipy_stats.t.ppf(0.975, df), places=12, msg=df)
+
   def testMeanAndCi(self):
     mean, half_width = stats.MeanAndCi95([1.0, 2.0, 3.0])
     self.assertEqual(mean, 2.0)

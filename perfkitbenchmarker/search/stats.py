@@ -1,4 +1,4 @@
-"""The mean of repeats and its 95 % interval (Student t, from scipy).
+"""The mean of repeats and its 95 % interval (Student t, from scipy.special).
 
 Combining measurements is `measurement.Combine`'s job, not this module's.
 """
@@ -19,18 +19,20 @@ def StudentT95(degrees_of_freedom: int) -> float:
     raise search.InvalidSearchArgument(
         f'degrees_of_freedom={degrees_of_freedom}: a confidence interval needs '
         'at least two values (one degree of freedom).')
-  # Imported here: scipy.stats takes about a second to import, which every
-  # pkb start (dry runs and refusals included) would otherwise pay.
-  from scipy import stats as scipy_stats  # pylint: disable=g-import-not-at-top
-  return float(scipy_stats.t.ppf(0.975, degrees_of_freedom))
+  # scipy.special's inverse t CDF is what scipy.stats.t.ppf computes, at half
+  # scipy.stats' import (0.27 s of CPU, not 0.58 s, on this 2-core machine).
+  # Imported here: every pkb start (dry runs and refusals included) would
+  # otherwise pay it; a search imports it in the background during Prepare.
+  from scipy import special  # pylint: disable=g-import-not-at-top
+  return float(special.stdtrit(degrees_of_freedom, 0.975))
 
 
 def ImportInBackground() -> None:
-  """Starts importing scipy.stats on a daemon thread, so that a search's
+  """Starts importing scipy.special on a daemon thread, so that a search's
   first interval (between two probes, on the probe path) finds it loaded;
   StudentT95 waits for it through the import lock if it is not yet done."""
   threading.Thread(target=StudentT95, args=(1,), daemon=True,
-                   name='import-scipy-stats').start()
+                   name='import-scipy-special').start()
 
 
 def MeanAndCi95(values: Sequence[float]) -> Tuple[float, Optional[float]]:

@@ -169,8 +169,8 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     results.PublishProbe(spec, record.index, record.measurement, cap,
                          record.role, extra)
 
-  # scipy.stats takes a second to import: here (already done when Prepare
-  # started it in the background), not between two probes.
+  # scipy.special takes a quarter second of CPU to import: here (already
+  # done when Prepare started it in the background), not between two probes.
   stats.StudentT95(1)
   spec.reporter.Line(
       f'Searching for the most ops/s under {opts.search.cap.Describe()} '
