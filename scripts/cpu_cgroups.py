@@ -75,13 +75,20 @@ class CpuCgroup:
     else:
       self._Write('cpu.weight', str(max(1, min(10000, int(100 * tasks)))))
 
-  def SetQuota(self, cores: float) -> None:
-    quota = int(cores * PERIOD_US)
+  def SetQuota(self, cores: Optional[float],
+               period_us: int = PERIOD_US) -> None:
+    """`cores` CPUs per `period_us` (None: no quota)."""
+    quota = -1 if cores is None else int(cores * period_us)
     if self.version == 1:
-      self._Write('cpu.cfs_period_us', str(PERIOD_US))
+      self._Write('cpu.cfs_period_us', str(period_us))
       self._Write('cpu.cfs_quota_us', str(quota))
     else:
-      self._Write('cpu.max', f'{quota} {PERIOD_US}')
+      self._Write('cpu.max', f'{"max" if quota < 0 else quota} {period_us}')
+
+  def Stat(self) -> dict:
+    """cpu.stat's counters (nr_periods, nr_throttled, ...)."""
+    with open(os.path.join(self.path, 'cpu.stat')) as f:
+      return {k: int(v) for k, v in (line.split() for line in f)}
 
   def Add(self, pid: int) -> None:
     """Moves process `pid` (all its threads) into the cgroup."""
