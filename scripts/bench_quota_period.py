@@ -17,7 +17,9 @@ Per configuration, load and tool it prints the medians over the rounds:
 ops/s, the whole run's average and p99 latency (memtier's merged
 histogram; redis-benchmark's own p99, which leaves out client queueing),
 the worst complete second's average over the whole's (what steadiness.py
-and the hold check against the cap), the throughput swing, the share of
+and the hold check against the cap), the throughput swing, the first
+second's average over the median of the others' (`s0/rest`: a tool's
+start-up), the share of
 periods the server was throttled, and the ratios of ops/s, p99 and the
 worst second to the first configuration's. The load average is printed
 with each round.
@@ -68,16 +70,18 @@ def _ParseConfig(text: str) -> Tuple[Optional[float], int]:
   return quota / period, period
 
 
-def _Worst(m: measurement.Measurement) -> Tuple[float, float]:
-  """(worst complete second's average / the whole's, 1 - lowest/highest
-  second's ops) over the counted seconds."""
+def _Seconds(m: measurement.Measurement) -> Tuple[float, float, float]:
+  """Over the counted seconds: (the worst second's average / the whole's,
+  1 - lowest/highest second's ops, the first second's average / the median
+  of the others')."""
   seconds = [s for s in steadiness.Counted(m.per_second)[0]
              if s.average_latency_ms is not None]
-  if not seconds:
-    return float('nan'), float('nan')
-  worst = max(s.average_latency_ms for s in seconds) / m.average_latency_ms
+  if len(seconds) < 2:
+    return float('nan'), float('nan'), float('nan')
+  latencies = [s.average_latency_ms for s in seconds]
   ops = [s.ops for s in seconds]
-  return worst, 1 - min(ops) / max(ops)
+  return (max(latencies) / m.average_latency_ms, 1 - min(ops) / max(ops),
+          latencies[0] / statistics.median(latencies[1:]))
 
 
 def _Memtier(args, port: int, connections: int, work: str
@@ -191,10 +195,10 @@ def main(argv: Optional[List[str]] = None) -> int:
           periods = after['nr_periods'] - before['nr_periods']
           throttled = (after['nr_throttled'] - before['nr_throttled']) / (
               periods or 1)
-          worst, swing = _Worst(m)
+          worst, swing, first = _Seconds(m)
           rows.setdefault((tool, connections, config), []).append(
               (m.throughput, m.average_latency_ms, m.p99_latency_ms, worst,
-               swing, throttled))
+               swing, throttled, first))
   finally:
     if server is not None:
       server.terminate()
@@ -206,7 +210,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         f'{configs[0]} (the product\'s)')
   print(f'{"tool":15} {"conn":>4} {"quota/period":>13} {"ops/s":>8} '
         f'{"avg ms":>7} {"p99 ms":>7} {"worst s":>8} {"swing":>6} '
-        f'{"thrott":>6} {"ops x":>6} {"p99 x":>6} {"worst x":>7}')
+        f'{"thrott":>6} {"s0/rest":>7} {"ops x":>6} {"p99 x":>6} '
+        f'{"worst x":>7}')
   for tool, connections in loads:
     base = None
     for config in configs:
@@ -215,7 +220,7 @@ def main(argv: Optional[List[str]] = None) -> int:
       base = base or med
       print(f'{tool:15} {connections:>4} {config:>13} {med[0]:>8,.0f} '
             f'{med[1]:>7.3f} {med[2]:>7.3f} {med[3]:>8.2f} {med[4]:>6.2f} '
-            f'{100 * med[5]:>5.0f}% {med[0] / base[0]:>6.2f} '
+            f'{100 * med[5]:>5.0f}% {med[6]:>7.2f} {med[0] / base[0]:>6.2f} '
             f'{med[2] / base[2]:>6.2f} {med[3] / base[3]:>7.2f}')
   return 0
 

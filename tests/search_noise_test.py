@@ -8,6 +8,7 @@ Every measurement is scripted, so each rule is checked exactly.
 
 import dataclasses
 import io
+import re
 
 import pytest
 
@@ -308,6 +309,15 @@ def test_no_load_held_under_the_cap_is_an_unconfirmed_answer():
   found = verdict.OfSearch(result)
   assert found.name == verdict.UNCONFIRMED
   assert found.reason.startswith('no load held under the 1 ms cap')
+  # The reason's figure is the repeats' alone (each 1.2 ms), the published
+  # one every probe at that load (the search probe's under-cap one too):
+  # two figures, each saying what it is.
+  nearest = re.search(r'its (\d+) repeats merged: avg ([\d.]+) ms; the '
+                      r"answer's figures merge every probe at that load",
+                      result.unconfirmed_reason)
+  assert nearest, result.unconfirmed_reason
+  assert float(nearest.group(2)) == pytest.approx(1.2)
+  assert result.reported.average_latency_ms < 1.2
   at_load = [p for p in result.probes if p.load == result.best.load]
   assert result.reported_indices == tuple(p.index for p in at_load)
   assert result.capped_throughput == pytest.approx(

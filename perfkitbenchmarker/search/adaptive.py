@@ -439,7 +439,7 @@ class AdaptiveRun:
       clients = min(failed, key=lambda c: failed[c].latency_ms)
       reason = (f'no load held under the {self._cap_ms:g} ms cap when '
                 f'repeated (nearest: {self._Conns(clients)} connections, '
-                f'{failed[clients].latency_ms:.3f} ms)')
+                f'{failed[clients].MergedWords()})')
       self._notes.append(reason)
       return driver.Outcome('; '.join(self._notes),
                             self._search[clients].index,

@@ -70,6 +70,16 @@ class RepeatSet:
     return driver.LatencyWords(self.counted[0].statistic, self.latency_ms,
                                average_verb)
 
+  def MergedWords(self) -> str:
+    """E.g. 'its 3 repeats merged: p95 2.767 ms', for an unconfirmed answer's
+    reason: the repeats alone, while that answer's published figures merge
+    every probe at its load (the search probe too), so the two differ and
+    each says what it is."""
+    count = len(self.counted)
+    return (f'its {count} repeat{"" if count == 1 else "s"} merged: '
+            f'{self.counted[0].statistic} {self.latency_ms:.3f} ms; the '
+            'answer\'s figures merge every probe at that load')
+
   def Describe(self) -> str:
     """E.g. '3 repeats, +-4.1 % (the 2 % target is out of reach at this
     noise: 6 repeats would give about +-2.6 %), 1 disturbed repeat run

@@ -123,8 +123,7 @@ class StaircasePolicy:
     # nearest to holding, its figure the mean of every probe at its load.
     nearest, done = min(tried, key=lambda t: t[1].latency_ms)
     reason = (f'no step held under the {cap_ms:g} ms cap when repeated '
-              f'(nearest: {nearest.load.Describe()}, '
-              f'{done.latency_ms:.3f} ms)')
+              f'(nearest: {nearest.load.Describe()}, {done.MergedWords()})')
     notes.append(reason)
     return driver.Outcome(
         '; '.join(notes), nearest.index, tuple(r.index for r in done.counted),
