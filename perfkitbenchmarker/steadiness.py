@@ -187,7 +187,9 @@ class Hold:
   """The answer's load held after the search, second by second.
 
   Attributes:
-    seconds: complete seconds after the warm-up.
+    seconds: complete seconds after the warm-up, and never fewer than the
+      hold asked for: a second the load generator did not measure (it
+      ended first) is one of them, `missing`, and not held.
     held: seconds under the cap and within the swing bound of the searched
       figure.
     over_cap: seconds at or over the cap (in the cap's statistic).
@@ -196,6 +198,7 @@ class Hold:
     statistic, cap_ms, searched_ops: what the seconds were held to.
     unjudged: no per-second figure for the statistic (throughput only).
     throughput: the hold's whole throughput.
+    missing: seconds asked for that no complete second measured.
   """
   seconds: int
   held: int
@@ -209,6 +212,7 @@ class Hold:
   unjudged: bool = False
   swing_bound: float = SWING_BOUND
   failure: str = ''
+  missing: int = 0
 
   @property
   def ok(self) -> bool:
@@ -227,12 +231,15 @@ class Hold:
     if self.short:
       why.append(f'{self.short} s more than '
                  f'{100 * self.swing_bound:.0f} % below that figure')
+    if self.missing:
+      why.append(f'{self.missing} s not measured: the load generator ended '
+                 'before')
     if self.unjudged:
       why.append('the load generator gives no per-second '
                  f'{self.statistic}: throughput only')
     if self.failure:
       why.append(f'the hold failed: {self.failure}')
-    elif not self.seconds:
+    elif not self.seconds:  # Only a hold that asked for no second.
       why.append('no complete second was measured')
     return text + (f' ({"; ".join(why)})' if why else '')
 
@@ -240,16 +247,21 @@ class Hold:
     return {'hold_seconds': self.seconds, 'hold_held_seconds': self.held,
             'hold_seconds_over_cap': self.over_cap,
             'hold_seconds_short': self.short,
+            'hold_seconds_missing': self.missing,
             'hold_throughput': round(self.throughput, 1),
             'hold_warmup_dropped': self.warmup_dropped,
             'hold_ok': self.ok, 'hold_words': self.Words()}
 
 
 def OfHold(m: measurement.Measurement, searched_ops: float, cap_ms: float,
-           statistic: str = 'avg', swing_bound: float = SWING_BOUND) -> Hold:
+           statistic: str = 'avg', swing_bound: float = SWING_BOUND,
+           asked_s: int = 0) -> Hold:
   """Whether the answer's load held: every complete second after the
-  warm-up under the cap and within `swing_bound` of `searched_ops`."""
+  warm-up under the cap and within `swing_bound` of `searched_ops`, and at
+  least the `asked_s` seconds the hold asked for measured (a request-count
+  tool can end before them: those are not held)."""
   counted, warmup, _ = Counted(m.per_second)
+  missing = max(0, asked_s - len(counted))
   # A second's share of the searched figure: ops over the second's length.
   floor = (1 - swing_bound) * searched_ops
   over = short = 0
@@ -261,9 +273,9 @@ def OfHold(m: measurement.Measurement, searched_ops: float, cap_ms: float,
       over += 1
     elif s.ops < floor:
       short += 1
-  return Hold(len(counted), len(counted) - over - short, over, short,
-              statistic, cap_ms, searched_ops, m.throughput, warmup,
-              unjudged, swing_bound)
+  return Hold(len(counted) + missing, len(counted) - over - short, over,
+              short, statistic, cap_ms, searched_ops, m.throughput, warmup,
+              unjudged, swing_bound, missing=missing)
 
 
 def FailedHold(failure: str, searched_ops: float, cap_ms: float,

@@ -17,6 +17,7 @@ from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import memtier_results
+from perfkitbenchmarker.load_generators import redis_benchmark as rb_generator
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
@@ -186,6 +187,52 @@ def test_a_load_that_did_not_hold_is_said_in_words_and_not_confirmed():
   v = verdict.OfSearch(result, hold)
   assert not v.confirmed and 'held 37 of 60 s' in v.reason
   assert hold.Metadata()['hold_ok'] is False
+
+
+def test_a_hold_counts_every_second_it_asked_for():
+  # A request-count tool that ended before a whole second: before, 'held 0
+  # of 0 s' (and not held only because no second was seen).
+  m = _M((S(0, 30000, 0.5, complete=False),), throughput=30000, latency=0.5)
+  hold = steadiness.OfHold(m, 40000.0, 1.0, asked_s=1)
+  assert not hold.ok
+  assert (hold.seconds, hold.held, hold.missing) == (1, 0, 1)
+  assert hold.Words() == (
+      'held 0 of 1 s under the 1 ms avg cap at the searched 40,000 ops/s '
+      '(1 s not measured: the load generator ended before)')
+  assert hold.Metadata()['hold_seconds_missing'] == 1
+  # Two of three asked for: the third is not held.
+  two = steadiness.OfHold(_M(_Series([40000] * 2, [0.5] * 2)), 40000.0, 1.0,
+                          asked_s=3)
+  assert (two.seconds, two.held, two.ok) == (3, 2, False)
+  # More than asked (the tool ran longer): every measured second is judged.
+  four = steadiness.OfHold(_M(_Series([40000] * 3 + [40000], [0.5] * 3 +
+                                      [1.2])), 40000.0, 1.0, asked_s=3)
+  assert (four.seconds, four.held, four.over_cap, four.ok) == (4, 3, 1, False)
+
+
+def test_redis_benchmark_asks_for_enough_requests_for_whole_seconds():
+  # The recorded SET process printed a progress line every 250 ms for its
+  # 3.77 s. A request count planned for `duration` at a rate the slack's
+  # worth too low ends after duration / slack seconds: the lines it printed
+  # by then must still make the whole seconds the hold asked for.
+  text = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  lines = [m.group(0) for m in rb._PROGRESS_LINE.finditer(  # pylint: disable=protected-access
+      text[:text.index('====== SET')])]
+  assert len(lines) == 15
+
+  def WholeSeconds(ran_s):
+    printed = '\r'.join(lines[:int(ran_s / rb.TICK_S)])
+    return len(rb.ProcessSeconds(printed, 32))
+
+  generator = rb_generator.RedisBenchmarkGenerator(vm=None)
+  for seconds in (1, 2, 3):
+    duration = generator.DurationForSeconds(seconds)
+    assert WholeSeconds(
+        duration / rb_generator.WHOLE_SECONDS_RATE_SLACK) >= seconds
+    # Asked for just `seconds`, the same error left a second short (a 1 s
+    # hold read 'held 0 of 0 s').
+    assert WholeSeconds(
+        seconds / rb_generator.WHOLE_SECONDS_RATE_SLACK) < seconds
 
 
 def test_redis_benchmark_seconds_from_its_recorded_progress_lines():

@@ -149,6 +149,13 @@ class LoadGenerator(abc.ABC):
             duration_s: float) -> measurement.Measurement:
     """Offers `load` for `duration_s` seconds and returns what it measured."""
 
+  def DurationForSeconds(self, seconds: int) -> float:
+    """The `duration_s` to ask `Probe` for so that its per-second series
+    has at least `seconds` complete seconds after any warm-up (the hold
+    asks for whole seconds): `seconds` itself for a tool that runs a fixed
+    time."""
+    return float(seconds)
+
   def LoadWindowS(self, duration_s: float) -> Optional[float]:
     """Seconds from a probe's start to the end of its load window when the
     tool runs for a fixed time and idles after it (None: the window ends

@@ -93,6 +93,12 @@ class ProbeDriver:
     other.duration_s = duration_s
     return other
 
+  def DurationForSeconds(self, seconds: int) -> float:
+    """A probe length giving every tool at least `seconds` whole seconds
+    (base.LoadGenerator.DurationForSeconds)."""
+    return max([float(seconds)] + [
+        g.DurationForSeconds(seconds) for g in self.generators])
+
   def _ProbeOne(self, vm, generator, load, duration_s):
     m, busy = BusyAround(vm, generator, lambda: generator.Probe(
         self.endpoints, self.password, self.workload, load, duration_s))

@@ -42,6 +42,12 @@ PATH = 'redis-benchmark'
 INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
 MIN_REQUESTS = 2000
 PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
+# A request count planned from the last rate seen covers whole seconds of
+# progress lines (rb.ProcessSeconds) only with room: the lines start a tick
+# after the tool does and its last part second is no second, and a probe
+# at one load ran up to ~20 % faster than the one before it.
+WHOLE_SECONDS_START_S = 0.5
+WHOLE_SECONDS_RATE_SLACK = 1.2
 
 
 def _Cli(endpoint: base.Endpoint, args: str) -> str:
@@ -186,6 +192,12 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     return keys.count * len(endpoints)
 
   # Probes --------------------------------------------------------------------
+
+  def DurationForSeconds(self, seconds: int) -> float:
+    """Longer than `seconds`: a request count ends when its requests are
+    done, which a rate planned a little low puts before the last whole
+    second (a 1 s hold read 'held 0 of 0 s')."""
+    return (seconds + WHOLE_SECONDS_START_S) * WHOLE_SECONDS_RATE_SLACK
 
   def _Requests(self, test: str, connections: int, duration_s: float) -> int:
     rate = self._rate_per_connection.get(test)

@@ -239,8 +239,12 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
       f'Holding the answer\'s load ({reported.load.Describe()}, '
       f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
       f'{_WarmupWords(opts)}:')
-  m = steadiness.Marked(driver(reported.load, hold_s), cap.ms, cap.statistic)
-  held = steadiness.OfHold(m, reported.throughput, cap.ms, cap.statistic)
+  m = steadiness.Marked(driver(reported.load,
+                               driver.DurationForSeconds(hold_s)),
+                        cap.ms, cap.statistic)
+  # Every second asked for counts: one the tool did not measure is not held.
+  held = steadiness.OfHold(m, reported.throughput, cap.ms, cap.statistic,
+                           asked_s=hold_s)
   index = len(result.probes)
   tags = {**extra, **held.Metadata()}
   results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
