@@ -13,7 +13,7 @@ each other (its PEER_TCP_PORTS), for the cloud providers to open.
 import dataclasses
 import logging
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import cloud_names
@@ -25,6 +25,9 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.enterprise import cloud_run
+from perfkitbenchmarker.study import deployment as deployment_lib
+from perfkitbenchmarker.study import ycsb_runner
 
 SERVER_GROUP, CLIENT_GROUP = 'servers', 'clients'
 # Clients need at least this many times the servers' vCPUs not to be the
@@ -35,6 +38,11 @@ CLIENT_VCPU_RATIO = 4
 MAX_FOLLOWING_CLIENTS = 16
 # PKB's provider_info.DEFAULT_VM_PLATFORM: an ordinary VM (no containers).
 DEFAULT_VM_PLATFORM = 'DEFAULT_VM'
+# What a study's prepare built, as its run reads it: redis_memtier's (and
+# enterprise on Local's) servers and clients, redis_ycsb's, or a cloud
+# Redis Enterprise cluster's.
+StudyDeployment = Union[deployment_lib.Deployment, ycsb_runner.YcsbDeployment,
+                        cloud_run.EnterpriseDeployment]
 # The name of the End to End Runtime sample PKB emits when every stage ran.
 END_TO_END_RUNTIME = 'End to End Runtime'
 
@@ -87,9 +95,9 @@ class BenchmarkSpec:
     # Every sample says which price basis costed it (--price_basis).
     self.metadata: Dict[str, Any] = (
         {'pricing_model': catalog.basis} if catalog is not None else {})
-    # Typed by the benchmark module: its options record and its deployment.
+    # The benchmark module's frozen options record (its own type).
     self.options: Any = None
-    self.deployment: Any = None
+    self.deployment: Optional[StudyDeployment] = None
     self._published: List[sample_lib.Sample] = []
 
   @property
@@ -335,7 +343,7 @@ class BenchmarkSpec:
       metadata[f'{group}_cloud'] = first.CLOUD or self.cloud
       metadata[f'{group}_image'] = _ImageName(first)
       metadata[f'{group}_vm_platform'] = (
-          'local' if first.CLOUD == 'Local' else DEFAULT_VM_PLATFORM)
+          'local' if first.CAN.is_runner_machine else DEFAULT_VM_PLATFORM)
       if first.cpu_set is not None:
         metadata[f'{group}_cpu_set'] = ','.join(map(str, first.cpu_set))
       if getattr(first, 'cpu_quota', None):

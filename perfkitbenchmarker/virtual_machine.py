@@ -47,6 +47,26 @@ class VmSpec:
   priced_as: Optional[str] = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+  """What a provider's machines can do: the code above the providers asks
+  these instead of naming a cloud (providers.CAPABILITIES has each's)."""
+  # Programs come from the OS's packages, installed as root on it (False:
+  # they are the runner's own, from ./scripts/setup.sh or a wheel, and
+  # nothing is installed there).
+  installs_packages: bool = True
+  # It is the machine pkb runs on: one kernel, its cores and processes are
+  # the runner's too.
+  is_runner_machine: bool = False
+  # The run made it and deletes it, so programs may come from their own
+  # repositories too (memtier from Redis's APT repository); the user's own
+  # machines keep to what they have and the OS's packages.
+  made_by_run: bool = False
+  # It has no price of its own: it is priced as the catalog machine type
+  # --local_priced_as names, and its samples say so.
+  priced_as_catalog: bool = False
+
+
 def GroupOrder(groups: Iterable[str]) -> List[str]:
   """The order VMs are built and placed in: servers first, then the other
   groups by name."""
@@ -56,9 +76,10 @@ def GroupOrder(groups: Iterable[str]) -> List[str]:
 def MachineLane(vm) -> Hashable:
   """The machine `vm` is, as a background_tasks lane: VMs that are one
   machine install one after another (two apt runs there would fight over
-  the dpkg lock). Every Local VM is this machine; any other VM goes by its
-  address (a static VM file may list one host twice), else by its name."""
-  if getattr(vm, 'CLOUD', None) == 'Local':
+  the dpkg lock). Every VM that is the runner's machine is one lane; any
+  other VM goes by its address (a static VM file may list one host twice),
+  else by its name."""
+  if getattr(vm, 'CAN', Capabilities()).is_runner_machine:
     return ('local',)
   address = getattr(vm, 'ip_address', None)
   return ('address', address) if address else ('name', vm.name)
@@ -79,6 +100,8 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
 
   CLOUD = ''
   KIND = 'vm'
+  # What it can do (each provider's VM class sets its provider's).
+  CAN = Capabilities()
 
   def __init__(self, spec: VmSpec, name: str, group_name: str,
                run_uri: str = '', stop_wait_s: float = STOP_WAIT_S,

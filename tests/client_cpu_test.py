@@ -19,6 +19,7 @@ import pytest
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import concurrent
@@ -197,7 +198,7 @@ def test_cloud_clients_default_the_adaptive_threads_to_their_vcpus(pkb_flags):
 class _Vm:
 
   def __init__(self, cloud):
-    self.CLOUD = cloud  # pylint: disable=invalid-name
+    self.CAN = providers.CapabilitiesOf(cloud)  # pylint: disable=invalid-name
 
 
 @pytest.mark.e2e

@@ -21,6 +21,7 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import system_info
@@ -187,7 +188,8 @@ def test_keydb_install_and_server_threads():
 
 
 def test_vm_only_engines_refuse_local_in_one_line():
-  vm = types.SimpleNamespace(CLOUD='Local', name='servers-0')
+  vm = types.SimpleNamespace(CAN=providers.CAPABILITIES['Local'],
+                             name='servers-0')
   for name in ('dragonfly', 'keydb'):
     with pytest.raises(errors.UsageError) as e:
       engines.Get(name).Install(vm)
@@ -472,7 +474,7 @@ def test_a_wheel_redis_is_a_second_local_version():
   with pytest.raises(errors.UsageError) as e:
     local_redis_builds.ServerPath('5.0')
   assert version in str(e.value) and '\n' not in str(e.value)
-  vm = types.SimpleNamespace(CLOUD='Local')
+  vm = types.SimpleNamespace(CAN=providers.CAPABILITIES['Local'])
   assert engines.Get('redis', version=version[:3]).ServerCommand(vm) == path
   assert engines.Get('redis').ServerCommand(vm) == 'redis-server'
 

@@ -15,6 +15,7 @@ import pytest
 
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -48,6 +49,7 @@ class ScriptedVm(virtual_machine.BaseVirtualMachine):
     super().__init__(virtual_machine.VmSpec(cloud=cloud, machine_type='m'),
                      name, 'servers')
     self.CLOUD = cloud  # pylint: disable=invalid-name
+    self.CAN = providers.CapabilitiesOf(cloud)  # pylint: disable=invalid-name
     self.info = info
     self.answers = dict(answers or {})
     self.commands = []

@@ -28,6 +28,7 @@ from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import virtual_machine
@@ -128,7 +129,7 @@ def _ProbeDriver(server, client_vm, tmp_path):
   # The run's cores: the client's and (the server VM's sampler) the shard's.
   server_vm = _Vm(tmp_path, server.core, 'servers')
   samplers = interference.ForRun(
-      'Local', [server_vm, client_vm],
+      [server_vm, client_vm],
       server_pids=lambda vm: [server.proc.pid] if vm is server_vm else [])
   return driver.ProbeDriver(
       [client_vm], [redis_benchmark.RedisBenchmarkGenerator(client_vm)],
@@ -344,11 +345,14 @@ def test_local_foreign_cpu_is_what_the_sides_scans_saw():
 
 
 def test_for_run_uses_the_sides_on_local_or_steal_time():
-  pinned = [types.SimpleNamespace(cpu_set=[0]),
-            types.SimpleNamespace(cpu_set=[2, 3])]
-  local_run = interference.ForRun('Local', pinned)
+  def Pinned(cloud):
+    return [types.SimpleNamespace(cpu_set=[0],
+                                  CAN=providers.CAPABILITIES[cloud]),
+            types.SimpleNamespace(cpu_set=[2, 3],
+                                  CAN=providers.CAPABILITIES[cloud])]
+  local_run = interference.ForRun(Pinned('Local'))
   assert local_run.samplers == [] and local_run.from_sides
-  cloud = interference.ForRun('GCP', pinned)
+  cloud = interference.ForRun(Pinned('GCP'))
   assert [type(s) for s in cloud.samplers] == [interference.StealSampler] * 2
   assert not cloud.from_sides
 

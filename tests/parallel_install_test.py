@@ -17,6 +17,7 @@ import types
 import pytest
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import options as enterprise_options
@@ -58,6 +59,7 @@ class FakeVm:
                machine=None):
     self.name = name
     self.CLOUD = cloud  # pylint: disable=invalid-name
+    self.CAN = providers.CapabilitiesOf(cloud)  # pylint: disable=invalid-name
     self.ip_address = ip_address
     self.internal_ip = ip_address
     self.memory_mib = 1024
@@ -319,7 +321,7 @@ def _FailOn(names):
     time.sleep(0.02)
     if vm.name not in names:
       return
-    if vm.CLOUD == 'Local':
+    if not vm.CAN.installs_packages:
       memtier_package.Install(vm, **settings)
     remote_install.InstallRedisTools(vm)
 
@@ -347,7 +349,7 @@ def test_a_failing_vm_leaves_the_others_to_finish_and_is_named():
 def test_two_failing_vms_give_one_line_naming_both():
   machines = Machines(hook=_FailOn({'servers-0', 'clients-2'}))
   servers, clients = _Vms(machines, 2, 3)
-  clients[2].CLOUD = 'Local'  # memtier missing on a Local VM
+  clients[2].CAN = providers.CAPABILITIES['Local']  # memtier missing there
   with pytest.raises(errors.Error) as caught:
     deployment.InstallAll(FakeEngine(servers), servers, clients,
                           _Opts(choice='memtier'))

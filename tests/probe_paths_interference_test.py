@@ -39,7 +39,9 @@ from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker.enterprise import cloud_run
 from perfkitbenchmarker.enterprise import study_steps
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_packages import ycsb
@@ -215,6 +217,8 @@ class _Host:
 
 class _CloudVm:
 
+  CAN = providers.CAPABILITIES['GCP']
+
   def __init__(self, host, name):
     self.host, self.name = host, name
     self.machine_type = 'n2-standard-32'
@@ -280,13 +284,11 @@ def test_enterprise_cloud_steps_are_sampled_for_steal(pkb_flags, monkeypatch):
       opts, opts.load_records, opts.min_threads, opts.max_threads)
   # During the second step (2 threads) the host steals 30 % of the time.
   generator = _ScriptedGenerator(host, {2: 30})
-  spec.enterprise_password = 'pw'
   # What prepare leaves (the databases at their first shard count and the
   # proxies tuned), so the steps run without re-creating anything.
-  spec.deployment = {'cluster': _Cluster(), 'endpoints': [],
-                     'generators': (generator, generator), 'study': study,
-                     'shards': opts.shards_per_db,
-                     'proxies': opts.proxy_threads}
+  spec.deployment = cloud_run.EnterpriseDeployment(
+      _Cluster(), 'pw', study, (generator, generator),
+      shards=opts.shards_per_db, proxies=opts.proxy_threads)
   samples = bench.Run(spec)
   by_probe = {s.metadata['probe_index']: s.metadata for s in samples
               if s.metric == price_performance.THROUGHPUT}

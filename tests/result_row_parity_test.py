@@ -22,6 +22,7 @@ from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import sample as sample_lib
@@ -156,6 +157,7 @@ class _FakeVm:
 
   def __init__(self, cloud, image, spec_image=None):
     self.CLOUD = cloud  # pylint: disable=invalid-name
+    self.CAN = providers.CapabilitiesOf(cloud)  # pylint: disable=invalid-name
     self.image = image
     self.spec = types.SimpleNamespace(image=spec_image)
     self.machine_type = 'm'

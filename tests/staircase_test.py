@@ -22,6 +22,7 @@ from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import verdict
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
@@ -50,7 +51,7 @@ class RecordedClientVm:
   counters advance by `busy_fraction` of each reading's jiffies.
   """
 
-  CLOUD = 'Recorded'
+  CAN = virtual_machine.Capabilities()  # A remote machine.
 
   def __init__(self, outputs, busy_fraction=0.5, name='clients-0'):
     self.name = name

@@ -36,6 +36,7 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import process_stat
+from perfkitbenchmarker import providers
 from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.study import ycsb_options
 
@@ -212,7 +213,7 @@ def test_build_dir_is_for_local_runs_only(pkb_flags, tmp_path):
     ycsb_options.YcsbStudyOptions.FromFlags(pkb_flags)
 
   class RemoteVm:
-    CLOUD, name = 'Static', 'clients-0'
+    CAN, name = providers.CAPABILITIES['Static'], 'clients-0'
 
   with pytest.raises(errors.UsageError, match='builds YCSB in its scratch'):
     ycsb.Installed(RemoteVm(), build_dir=ycsb.LOCAL_BUILD_DIR)

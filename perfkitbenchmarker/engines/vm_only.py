@@ -28,7 +28,7 @@ class _VmOnly(redis_oss.RedisOssEngine):
     self.sources = sources
 
   def Install(self, vm) -> None:
-    if vm.CLOUD == 'Local':
+    if not vm.CAN.installs_packages:
       engines.RefuseLocal(self.NAME)
     vm.Install(self.PACKAGE, version=self.version, **self.sources)
 

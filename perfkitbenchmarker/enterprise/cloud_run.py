@@ -11,7 +11,8 @@ Seam: `Prepare` and `Run` take the frozen options; the benchmark module
 calls them for clouds and enterprise/local_run.py's for Local.
 """
 
-from typing import List, Optional
+import dataclasses
+from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
@@ -22,24 +23,34 @@ from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import options as study_options
 
 
-def _Cluster(spec, opts):
-  if getattr(spec, 'enterprise_password', None) is None:
-    spec.enterprise_password = redis_shard.NewPassword()
-  return redis_enterprise.RedisEnterpriseCluster(
-      opts, spec.vm_groups['servers'], spec.enterprise_password)
+@dataclasses.dataclass(frozen=True)
+class EnterpriseDeployment:
+  """The cluster and what prepare made on it (spec.deployment on a cloud).
+  Prepare keeps the cluster alone before it creates anything there, so
+  Cleanup deletes whatever was made even when a later step fails; the
+  databases' endpoints, the shard count and the proxy threads change as the
+  optimizer moves. The password is never in repr, logs or the record."""
+  cluster: redis_enterprise.RedisEnterpriseCluster
+  password: str = dataclasses.field(repr=False)
+  study: Optional[study_options.RedisStudyOptions] = None
+  generators: Tuple[base.LoadGenerator, ...] = ()
+  endpoints: Tuple[base.Endpoint, ...] = ()
+  shards: int = 0
+  proxies: int = 0
 
 
-def _Endpoints(pairs) -> List[base.Endpoint]:
-  return [base.Endpoint(host, port) for host, port in pairs]
+def _Endpoints(pairs) -> Tuple[base.Endpoint, ...]:
+  return tuple(base.Endpoint(host, port) for host, port in pairs)
 
 
 def Prepare(spec, opts) -> None:
-  cluster = _Cluster(spec, opts)
-  # Kept before anything is created on the cluster, so Cleanup deletes
-  # whatever this prepare made even when a later step fails.
-  spec.deployment = {'cluster': cluster}
+  password = redis_shard.NewPassword()
+  cluster = redis_enterprise.RedisEnterpriseCluster(
+      opts, spec.vm_groups['servers'], password)
+  spec.deployment = EnterpriseDeployment(cluster, password)
   study = study_steps.StudyOptions(opts, opts.load_records, opts.min_threads,
                                   opts.max_threads)
   # Redis Enterprise on the servers and memtier on the clients, all at once.
@@ -49,10 +60,10 @@ def Prepare(spec, opts) -> None:
   cluster.Form()
   cluster.TuneProxies(opts.proxy_threads)
   cluster.CreateLoadAccess()
-  endpoints = _Endpoints(cluster.CreateDatabases(opts.shards_per_db))
-  spec.deployment.update({'endpoints': endpoints, 'generators': generators,
-                          'study': study, 'shards': opts.shards_per_db,
-                          'proxies': opts.proxy_threads})
+  spec.deployment = dataclasses.replace(
+      spec.deployment, study=study, generators=generators,
+      endpoints=_Endpoints(cluster.CreateDatabases(opts.shards_per_db)),
+      shards=opts.shards_per_db, proxies=opts.proxy_threads)
   spec.metadata.update({**spec.GroupMetadata(), **opts.Metadata(),
                         'engine': redis_enterprise.NAME,
                         'engine_version': opts.version,
@@ -65,36 +76,35 @@ def Preload(spec, opts) -> None:
   d = spec.deployment
   # Every database holds the whole range, written in slices by every client
   # VM at once (as the dry-run estimate assumes).
-  deployment.PreloadOnClients(spec.vm_groups['clients'], d['generators'],
-                              d['endpoints'], spec.enterprise_password,
-                              d['study'].workload)
+  deployment.PreloadOnClients(spec.vm_groups['clients'], d.generators,
+                              d.endpoints, d.password, d.study.workload)
   spec.reporter.Line(f'Preloaded {opts.load_records:,} keys into each of '
-                     f'{len(d["endpoints"])} database(s).')
+                     f'{len(d.endpoints)} database(s).')
 
 
 def Run(spec, opts, vcpus: int) -> None:
-  d = spec.deployment
-  study = d['study']
+  study = spec.deployment.study
 
   def Evaluate(shards: int, proxies: int) -> Optional[float]:
-    cluster = d['cluster']
-    if shards != d['shards']:
+    cluster = spec.deployment.cluster
+    if shards != spec.deployment.shards:
       cluster.DeleteDatabases()
-      d['endpoints'] = _Endpoints(cluster.CreateDatabases(shards))
-      d['shards'] = shards
+      spec.deployment = dataclasses.replace(
+          spec.deployment, shards=shards,
+          endpoints=_Endpoints(cluster.CreateDatabases(shards)))
       Preload(spec, opts)
-    if proxies != d['proxies']:  # Prepare tuned them to the first point.
+    if proxies != spec.deployment.proxies:  # Prepare tuned the first point.
       cluster.TuneProxies(proxies)
-      d['proxies'] = proxies
+      spec.deployment = dataclasses.replace(spec.deployment, proxies=proxies)
+    d = spec.deployment
     # Each step sampled like the study's probes: steal time on every VM.
     probe_driver = driver_lib.ProbeDriver(
-        spec.vm_groups['clients'], d['generators'], d['endpoints'],
-        spec.enterprise_password, study.workload, opts.probe_seconds,
+        spec.vm_groups['clients'], d.generators, d.endpoints, d.password,
+        study.workload, opts.probe_seconds,
         duration_limit=lambda: spec.deadline.Remaining() - 10,
         interference=interference.ForRun(
-            spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
-            measured=deployment.MeasuringClients(
-                spec, d['generators'])))
+            spec.vm_groups['servers'] + spec.vm_groups['clients'],
+            measured=deployment.MeasuringClients(spec, d.generators)))
     return study_steps.Search(
         spec, study, probe_driver,
         {'db_shard_count': shards, 'redis_proxy_threads': proxies})

@@ -193,7 +193,7 @@ def Run(spec) -> Sequence[sample.Sample]:
   if spec.cloud == 'Local':
     local_run.Run(spec, opts, _Scaling(opts, spec.config), _Vcpus(spec))
   else:
-    if not (spec.deployment or {}).get('study'):
+    if spec.deployment is None or spec.deployment.study is None:
       raise errors.UsageError(
           'redis_enterprise on a cloud runs prepare and run in one '
           'invocation (the cluster password is not kept); use '
@@ -206,8 +206,8 @@ def Cleanup(spec):
   """Stops local shards; deletes cloud databases and the load user."""
   if spec.cloud == 'Local':
     deployment.StopAll(spec.record)
-  elif isinstance(spec.deployment, dict):
-    cluster = spec.deployment['cluster']
+  elif spec.deployment is not None:
+    cluster = spec.deployment.cluster
     if cluster.formed:  # Before that there is no API to ask.
       try:
         cluster.DeleteDatabases()

@@ -196,7 +196,7 @@ def CompilerInstall(info) -> str:
 def Install(vm) -> None:
   """Compiles the library into the VM's scratch directory (once per run)."""
   if not vm.HasCommand('cc'):
-    if vm.CLOUD == 'Local':
+    if not vm.CAN.installs_packages:
       raise errors.PrerequisiteError(
           f'No C compiler on {vm.name}: the load generators\' password '
           'would be visible in `ps`; install gcc (./scripts/setup.sh does).')

@@ -15,6 +15,7 @@ import tempfile
 from absl import flags
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -49,7 +50,7 @@ def Install(vm, path: str = DEFAULT_PATH) -> None:
         f'memtier_benchmark not found on {vm.name}: --memtier_path={path} '
         'is no executable there; give the memtier_benchmark binary, or drop '
         '--memtier_path to use the one on PATH (or redis-benchmark).')
-  if vm.CLOUD == 'Local':
+  if not vm.CAN.installs_packages:
     raise errors.PrerequisiteError(
         f'memtier_benchmark not found on {vm.name} ({path}); give '
         '--memtier_path or use --load_generator=redis_benchmark.')
@@ -62,7 +63,7 @@ class _ThisMachine:
   in a private temporary directory, so the dry run refuses what prepare
   would (a wrapper, no C compiler)."""
   name = 'this machine'
-  CLOUD = 'Local'
+  CAN = providers.CAPABILITIES['Local']  # It is this machine.
 
   def __init__(self, scratch_dir: str):
     self.scratch_dir = scratch_dir

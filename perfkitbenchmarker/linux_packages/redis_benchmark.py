@@ -11,7 +11,7 @@ from perfkitbenchmarker.linux_packages import remote_install
 
 
 def Install(vm) -> None:
-  if vm.CLOUD == 'Local':
+  if not vm.CAN.installs_packages:
     virtual_machine.RequireCommands(
         vm, ['redis-benchmark'],
         "run ./scripts/setup.sh (installs Debian's redis-tools).")

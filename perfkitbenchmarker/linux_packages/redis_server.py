@@ -73,7 +73,7 @@ START_TIMEOUT_S = 20
 def Install(vm: virtual_machine.BaseVirtualMachine,
             version: str = 'distro') -> None:
   """Checks for (Local) or installs (remote) redis-server and redis-cli."""
-  if vm.CLOUD == 'Local':
+  if not vm.CAN.installs_packages:
     virtual_machine.RequireCommands(
         vm, ['redis-server', 'redis-cli'],
         'run ./scripts/setup.sh (installs Debian\'s redis-server and '

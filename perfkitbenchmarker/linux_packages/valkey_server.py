@@ -67,7 +67,7 @@ def WheelServerPath(vm_name: str = '') -> str:
 
 def ServerCommand(vm) -> str:
   """The valkey-server to run on `vm`."""
-  return WheelServerPath(vm.name) if vm.CLOUD == 'Local' else 'valkey-server'
+  return 'valkey-server' if vm.CAN.installs_packages else WheelServerPath(vm.name)
 
 
 def CheckVersion(version: str) -> None:
@@ -102,7 +102,7 @@ def InstallScript(info, version: str = 'distro') -> str:
 def Install(vm: virtual_machine.BaseVirtualMachine,
             version: str = 'distro') -> None:
   """Checks for (Local) or installs (remote) valkey-server and a redis-cli."""
-  if vm.CLOUD == 'Local':
+  if not vm.CAN.installs_packages:
     WheelServerPath(vm.name)
     virtual_machine.RequireCommands(
         vm, ['redis-cli'],

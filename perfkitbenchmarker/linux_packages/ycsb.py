@@ -97,7 +97,7 @@ def Installed(vm, build_dir: Optional[str] = None) -> Installation:
   remote VM always builds from the sources written into its own scratch
   directory, never from a path of this machine.
   """
-  if vm.CLOUD == 'Local':
+  if not vm.CAN.installs_packages:
     return _LocalBuild(vm, build_dir or LOCAL_BUILD_DIR)
   if build_dir is not None:
     raise errors.UsageError(

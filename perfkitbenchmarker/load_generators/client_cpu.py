@@ -355,7 +355,7 @@ def ShellFunctions(run_root: str = '', own_pid: str = '') -> List[str]:
 def OwnPid(vm) -> str:
   """pkb's PID when `vm` is this machine: pkb works outside the run's
   workspace (its cwd is the user's), yet its CPU is the run's own."""
-  return str(os.getpid()) if getattr(vm, 'CLOUD', '') == 'Local' else ''
+  return str(os.getpid()) if vm.CAN.is_runner_machine else ''
 
 
 def RunRoot(vm) -> str:

@@ -236,17 +236,18 @@ class ProbeInterference:
             sides)
 
 
-def ForRun(cloud: str, vms: Sequence, measured: Sequence = (),
+def ForRun(vms: Sequence, measured: Sequence = (),
            server_pids: Optional[Callable[[Any], Iterable[int]]] = None
            ) -> ProbeInterference:
-  """Local: the foreign CPU the probe's sides saw; elsewhere: steal time.
+  """The foreign CPU the probe's sides saw when every VM is the runner's
+  machine (no hypervisor between them to steal); elsewhere steal time.
 
   `measured`: client VMs whose probes report their own steal time
   (`client_steal_pct`); no sampler reads their machines again.
   `server_pids(vm)`: the server processes on a VM (none: not a server VM);
   each server VM then gets a ServerCpuSampler.
   """
-  if cloud == 'Local':
+  if all(vm.CAN.is_runner_machine for vm in vms):
     probe = ProbeInterference([], from_sides=True)
   elif not measured:
     probe = ProbeInterference([StealSampler(vm) for vm in vms])

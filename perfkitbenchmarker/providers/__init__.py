@@ -19,13 +19,16 @@ It registers each of its resource kinds with resource.RegisterKind at import,
 so `--run_stage=teardown --run_uri=X` can delete them from the record alone;
 each kind's name starts with its package's name and '_' (`KIND_PREFIXES`),
 so that teardown imports only the providers a record names (LoadKindsOf).
-Add the cloud's name to `_PROVIDERS`; --static_vm_file selects 'Static'.
+Add the cloud's name to `_PROVIDERS` and what its machines can do to
+`CAPABILITIES` (the code above asks those, never the cloud's name);
+--static_vm_file selects 'Static' (`CloudOf`).
 """
 
 import importlib
 from typing import Iterable
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import virtual_machine
 
 _PROVIDERS = {
     'Local': 'perfkitbenchmarker.providers.local.provider',
@@ -34,9 +37,30 @@ _PROVIDERS = {
     'Static': 'perfkitbenchmarker.providers.static.provider',
 }
 
+# What each provider's machines can do; each VM class's CAN is its entry.
+CAPABILITIES = {
+    'Local': virtual_machine.Capabilities(
+        installs_packages=False, is_runner_machine=True,
+        priced_as_catalog=True),
+    'GCP': virtual_machine.Capabilities(made_by_run=True),
+    'AWS': virtual_machine.Capabilities(made_by_run=True),
+    'Static': virtual_machine.Capabilities(priced_as_catalog=True),
+}
+
 # The start of every resource kind each provider registers: its package's
 # name (providers/<cloud>/) and '_'.
 KIND_PREFIXES = {cloud: f'{cloud.lower()}_' for cloud in _PROVIDERS}
+
+
+def CloudOf(flag_values) -> str:
+  """The provider a command line runs on: a machines file makes it
+  'Static' whatever --cloud says."""
+  return 'Static' if flag_values.static_vm_file else flag_values.cloud
+
+
+def CapabilitiesOf(cloud: str) -> virtual_machine.Capabilities:
+  """What `cloud`'s machines can do, before any exists (plans, options)."""
+  return CAPABILITIES.get(cloud, virtual_machine.Capabilities())
 
 
 def GetProvider(cloud: str):

@@ -71,20 +71,16 @@ def BindAddress(vm) -> str:
   return vm.internal_ip or '127.0.0.1'
 
 
-# Where --load_generator=auto installs memtier (the VM reaches Redis's APT
-# repository) rather than falling back to redis-benchmark.
-CLOUDS_INSTALLING_MEMTIER = ('GCP', 'AWS')
-
-
 def ChooseGenerator(vm, generator: options_lib.GeneratorOptions
                     ) -> base.LoadGenerator:
   """memtier when asked for, given by path (missing, Install refuses it
-  rather than quietly falling back), installed, or on a cloud VM (which
-  installs it from Redis's APT repository); otherwise redis-benchmark."""
+  rather than quietly falling back), installed, or on a VM the run made
+  (which installs it from Redis's APT repository); otherwise
+  redis-benchmark."""
   path = generator.memtier_path or memtier_package.DEFAULT_PATH
   want = generator.choice
   if want == 'memtier' or (want == 'auto' and (
-      generator.memtier_path or vm.CLOUD in CLOUDS_INSTALLING_MEMTIER or
+      generator.memtier_path or vm.CAN.made_by_run or
       memtier_package.IsAvailable(vm, path))):
     vm.Install('memtier', path=path)
     return memtier.MemtierGenerator(
@@ -383,7 +379,7 @@ def ProbeDriver(spec, deployment: Deployment,
       deployment.password, opts.workload, opts.generator.run_duration_s,
       duration_limit=lambda: spec.deadline.Remaining() - 10,
       interference=interference.ForRun(
-          spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
+          spec.vm_groups['servers'] + spec.vm_groups['clients'],
           measured=MeasuringClients(spec, deployment.generators),
           server_pids=lambda vm: ServerPids(deployment, vm)))
 

@@ -240,7 +240,7 @@ def Interference(spec, dep: YcsbDeployment
   """The run's samplers: foreign CPU on its VMs' cores (steal time on
   VMs)."""
   return interference_lib.ForRun(
-      spec.cloud, spec.vm_groups['servers'] + spec.vm_groups['clients'],
+      spec.vm_groups['servers'] + spec.vm_groups['clients'],
       measured=spec.vm_groups['clients'],
       server_pids=lambda vm: deployment_lib.ServerPids(dep, vm))
 

@@ -12,6 +12,7 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import waits
@@ -29,6 +30,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
 
   CLOUD = CLOUD
   KIND = 'aws_vm'
+  CAN = providers.CAPABILITIES[CLOUD]
   READY_TIMEOUT_S = 900  # Boot plus the SSH wait.
   TERMINATE_TIMEOUT_S = 600
 

@@ -12,6 +12,7 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import compute_v1
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
@@ -121,6 +122,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   CLOUD = CLOUD
   KIND = 'gcp_vm'
+  CAN = providers.CAPABILITIES[CLOUD]
 
   def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
                *, clients: compute_api.ComputeClients, project: str,

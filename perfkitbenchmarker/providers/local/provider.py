@@ -19,6 +19,7 @@ from typing import Annotated, Dict, List, Optional, Sequence
 import psutil
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
@@ -38,6 +39,7 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
 
   CLOUD = CLOUD
   KIND = 'local_vm'
+  CAN = providers.CAPABILITIES[CLOUD]
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Dict, List, Optional, Union
 import pydantic
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import ssh_vm
@@ -176,6 +177,7 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
 
   CLOUD = CLOUD
   KIND = 'static_vm'
+  CAN = providers.CAPABILITIES[CLOUD]
 
   def _Create(self) -> None:
     self.WaitForSsh(SSH_TIMEOUT_S)
