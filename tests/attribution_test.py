@@ -14,8 +14,10 @@ import time
 import pytest
 
 import e2e_support
+import snapshot_text
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import client_cpu
 from scripts import cpu_cgroups
@@ -128,38 +130,30 @@ def test_an_answers_limit_is_what_most_of_its_probes_name():
 # What the snapshot shell prints for a process in a v2 cgroup with a
 # quota of 0.3 CPU (cpu.max and cpu.stat as a v2 kernel writes them),
 # before and after a 2 s window: 20 periods, 18 throttled, 1.31 s.
-_V2 = '''{wall}
-@uptime {up}
-@clk 100
-cpu  100 0 0 {idle} 0 0 0 0 0 0
-cpu0 50 0 0 {idle} 0 0 0 0 0 0
-cpu1 50 0 0 {idle} 0 0 0 0 0 0
-/proc/812/task/812/stat:812 (valkey-server) S 1 812 812 0 -1 4194560 0 0 0 0 {ticks} 0 0 0 20 0 4 0 5000 0 0
-/proc/812/task/812/schedstat:{run} {wait} 100
-/proc/812/status:Cpus_allowed_list:\t0-1
-@cg 812 /sys/fs/cgroup/system.slice/valkey.service
-/sys/fs/cgroup/system.slice/valkey.service/cpu.max:30000 100000
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:usage_usec {usage}
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:user_usec 10
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:system_usec 10
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:nr_periods {periods}
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:nr_throttled {throttled}
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:throttled_usec {usec}
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:nr_bursts 0
-/sys/fs/cgroup/system.slice/valkey.service/cpu.stat:burst_usec 0
-@cg 812 /sys/fs/cgroup/system.slice
-/sys/fs/cgroup/system.slice/cpu.max:max 100000
-/sys/fs/cgroup/system.slice/cpu.stat:nr_periods 0
-/sys/fs/cgroup/system.slice/cpu.stat:nr_throttled 0
-/sys/fs/cgroup/system.slice/cpu.stat:throttled_usec 0
-'''
+_SERVICE = '/sys/fs/cgroup/system.slice/valkey.service'
+
+
+def _V2(wall, up, idle, ticks, run, wait, usage, periods, throttled, usec):
+  return snapshot_text.Text(wall, up, [
+      f'cpu  100 0 0 {idle} 0 0 0 0 0 0', f'cpu0 50 0 0 {idle} 0 0 0 0 0 0',
+      f'cpu1 50 0 0 {idle} 0 0 0 0 0 0'], snapshot_text.Thread(
+          812, 812, '812 (valkey-server) S 1 812 812 0 -1 4194560 0 0 0 0 '
+          f'{ticks} 0 0 0 20 0 4 0 5000 0 0', f'{run} {wait} 100') + [
+              {'pid': 812, 'cpus': '\t0-1'}] + snapshot_text.Cgroup(
+                  812, _SERVICE, {'cpu.max': '30000 100000', 'cpu.stat': (
+                      f'usage_usec {usage}\nuser_usec 10\nsystem_usec 10\n'
+                      f'nr_periods {periods}\nnr_throttled {throttled}\n'
+                      f'throttled_usec {usec}\nnr_bursts 0\nburst_usec 0')}) +
+      snapshot_text.Cgroup(812, '/sys/fs/cgroup/system.slice', {
+          'cpu.max': 'max 100000',
+          'cpu.stat': 'nr_periods 0\nnr_throttled 0\nthrottled_usec 0'}))
 
 
 def test_cgroup_v2_counters_from_recorded_text():
-  before = client_cpu.Snapshot.Parse(_V2.format(
+  before = client_cpu.Snapshot.Parse(_V2(
       wall=100.0, up=500.0, idle=0, ticks=0, run=0, wait=0, usage=0,
       periods=100, throttled=40, usec=2_000_000))
-  after = client_cpu.Snapshot.Parse(_V2.format(
+  after = client_cpu.Snapshot.Parse(_V2(
       wall=102.0, up=502.0, idle=100, ticks=60, run=int(0.6e9),
       wait=int(1.3e9), usage=600000, periods=120, throttled=58,
       usec=3_310_000))
@@ -207,9 +201,11 @@ def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
     try:
       group.Add(spin.pid)
       base = str(tmp_path / 'server-cpu')
-      sampler = subprocess.Popen(['bash', '-c', client_cpu.SamplerScript(
-          [spin.pid], base, 0.2, 30, str(tmp_path / 'no-run'))],
-                                 stdout=subprocess.PIPE, text=True)
+      sampler = subprocess.Popen(
+          ['bash', '-c', shell_scripts.Text(client_cpu.SAMPLER), 'sampler'] +
+          client_cpu.SamplerArgs([spin.pid], base, 0.2, 30,
+                                 str(tmp_path / 'no-run')),
+          stdout=subprocess.PIPE, text=True)
       assert sampler.stdout.readline() == 'ready\n'
       # Until the quota has held it back in 8 more periods (0.8 s here),
       # not a fixed 1.5 s: the window the sampler reads has them, however
@@ -228,7 +224,7 @@ def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
       spin.wait()
   assert os.listdir(tmp_path) == []  # The stop took its files away.
   series = client_cpu.ParseSeries(text)
-  assert len(series) >= 3 and text.rstrip().endswith('@end')
+  assert len(series) >= 3 and text.rstrip().endswith(client_cpu.SERIES_END)
   assert series[0].foreign is not None and series[-1].foreign is not None
   side = client_cpu.SideOf(series[0], series[-1], 'server', pids={spin.pid})
   assert side.quota_cores == pytest.approx(0.2)

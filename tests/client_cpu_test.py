@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+import snapshot_text
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import providers
@@ -31,18 +32,18 @@ HZ = 100
 def _Snapshot(wall, uptime, cores, threads):
   """Probe-script text: `cores` is [(busy, idle)] jiffies per core;
   `threads` is [(pid, tid, name, start_ticks, cpu_ticks, run_ns, wait_ns)]."""
-  lines = [f'{wall}', f'@uptime {uptime}', f'@clk {HZ}']
   busy = sum(b for b, _ in cores)
   idle = sum(i for _, i in cores)
-  lines.append(f'cpu  {busy} 0 0 {idle} 0 0 0 0 0 0')
-  lines += [f'cpu{n} {b} 0 0 {i} 0 0 0 0 0 0' for n, (b, i) in
-            enumerate(cores)]
+  rows = [f'cpu  {busy} 0 0 {idle} 0 0 0 0 0 0']
+  rows += [f'cpu{n} {b} 0 0 {i} 0 0 0 0 0 0' for n, (b, i) in
+           enumerate(cores)]
+  records = []
   for pid, tid, name, start, cpu, run, wait in threads:
     stat = ([str(tid), f'({name})', 'R', '1'] + ['0'] * 9 +
             [str(cpu), '0'] + ['0'] * 6 + [str(start)] + ['0'] * 20)
-    lines.append(f'/proc/{pid}/task/{tid}/stat:{" ".join(stat)}')
-    lines.append(f'/proc/{pid}/task/{tid}/schedstat:{run} {wait} 10')
-  return '\n'.join(lines) + '\n'
+    records += snapshot_text.Thread(pid, tid, ' '.join(stat),
+                                    f'{run} {wait} 10')
+  return snapshot_text.Text(wall, uptime, rows, records, HZ)
 
 
 def test_one_busy_thread_on_32_cores_is_saturation_the_vm_rule_missed():
@@ -213,12 +214,36 @@ def test_the_foreign_scan_leaves_out_pkb_itself_on_this_machine(tmp_path):
   workspace.mkdir()
 
   def Scanned(own_pid):
-    script = '\n'.join(client_cpu.ShellFunctions(str(workspace), own_pid) +
-                       ['fscan'])
+    script = (client_cpu.SnapshotShell(str(workspace), own_pid) +
+              'counters; fscan\n')
     out = subprocess.run(['bash', '-c', script], cwd='/', check=True,
                          capture_output=True, text=True, timeout=60).stdout
-    return {int(l.split()[1]) for l in out.splitlines()
-            if l.startswith('@fg ')}
+    return {p.pid for p in client_cpu.Snapshot.Parse(out).foreign.values()}
 
   assert os.getpid() in Scanned('')
   assert os.getpid() not in Scanned(str(os.getpid()))
+
+
+def test_a_recorded_series_reads_whole_and_cut_short(data_path):
+  # scripts/cpu_sampler.sh's real output (tests/data/README.md).
+  with open(data_path('cpu_sampler_series.jsonl')) as f:
+    text = f.read()
+  series = client_cpu.ParseSeries(text)
+  assert len(series) == 9 and text.endswith(client_cpu.SERIES_END + '\n')
+  assert [s.foreign is not None for s in series] == [True] + [False] * 7 + [
+      True]
+  assert len(series[0].foreign) == 80 and series[0].clk_tck == 100
+  assert series[0].affinity == {12110: (0, 1), 12109: (0, 1)}
+  side = client_cpu.SideOf(series[0], series[-1], 'server', pids={12109})
+  assert [t.name for t in side.threads] == ['python']
+  assert side.threads[0].on_cpu == pytest.approx(0.2, abs=0.01)
+  assert side.quota_cores == 0.2 and side.cores == 2
+  assert (side.periods, side.throttled_periods) == (16, 16)
+  assert side.throttled_s == pytest.approx(1.240364844)
+  # Cut short mid-line: the snapshots before it still read, the cut one
+  # is left out; a head of another version is not read at all.
+  assert len(client_cpu.ParseSeries(text[:len(text) // 2])) == 4
+  with pytest.raises(ValueError):
+    client_cpu.Snapshot.Parse(text.replace('{"v":2,', '{"v":1,', 1))
+  with pytest.raises(ValueError):
+    client_cpu.Snapshot.Parse('[1]\n')

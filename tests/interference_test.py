@@ -24,6 +24,7 @@ from scripts import cpu_cgroups
 import pytest
 
 import e2e_support
+import snapshot_text
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
@@ -277,19 +278,17 @@ SHARD = 999002
 
 
 def _Fg(pid, start, ticks, processor, ppid=1, flags=0):
-  """A scan's `@fg` line: pid's /proc/<pid>/stat as the snapshot has it."""
+  """pid's /proc/<pid>/stat line as a scan has it."""
   fields = ['S', ppid, pid, pid, 0, -1, flags, 0, 0, 0, 0, ticks, 0, 0, 0,
             20, 0, 1, 0, start] + [0] * 16 + [processor]
-  return f'@fg {pid} (p{pid}) ' + ' '.join(map(str, fields))
+  return f'{pid} (p{pid}) ' + ' '.join(map(str, fields))
 
 
 def _Snapshot(uptime, shard_ticks, cpu0, foreign):
-  return client_cpu.Snapshot.Parse('\n'.join([
-      str(uptime), f'@uptime {uptime}', '@clk 100', cpu0,
-      'cpu1 100 0 0 100 0 0 0 0',
-      f'/proc/{SHARD}/task/{SHARD}/stat:' + _Fg(
-          SHARD, 10, shard_ticks, 0)[4:],
-      f'/proc/{SHARD}/status:Cpus_allowed_list:\t0', '@scan', *foreign]))
+  return client_cpu.Snapshot.Parse(snapshot_text.Text(
+      uptime, uptime, [cpu0, 'cpu1 100 0 0 100 0 0 0 0'],
+      snapshot_text.Thread(SHARD, SHARD, _Fg(SHARD, 10, shard_ticks, 0)) +
+      [{'pid': SHARD, 'cpus': '\t0'}] + snapshot_text.Scan(foreign)))
 
 
 def test_local_foreign_cpu_is_what_the_sides_scans_saw():

@@ -20,6 +20,7 @@ import pytest
 
 import e2e_support
 import memtier_replay
+import snapshot_text
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import redis_shard
@@ -39,10 +40,10 @@ def _Stat(when, busy_s, idle_s):
   """A timed /proc/stat snapshot of one core (cpu1) at wall time `when`."""
   user = int(busy_s * HZ)
   idle = int(idle_s * HZ)
-  return (f'{when:.3f}\n'
-          f'cpu  {user} 0 0 {idle} 0 0 0 0 0 0\n'
-          f'cpu0 0 0 0 {idle + user} 0 0 0 0 0 0\n'
-          f'cpu1 {user} 0 0 {idle} 0 0 0 0 0 0\n')
+  return snapshot_text.Text(when, when, [
+      f'cpu  {user} 0 0 {idle} 0 0 0 0 0 0',
+      f'cpu0 0 0 0 {idle + user} 0 0 0 0 0 0',
+      f'cpu1 {user} 0 0 {idle} 0 0 0 0 0 0'], clk=HZ)
 
 
 def test_recorded_sequence_old_and_new_windows_side_by_side():
@@ -92,7 +93,8 @@ def test_script_snapshots_the_window_not_the_process_life(tmp_path):
   # The whole 1 s window, and it ended while the tool ran: at least its
   # idle second before the tool's end, not at the end of its life.
   assert window >= 1.0
-  assert float(stat1.split()[0]) + 1 <= _Ended(base_path + '.0.rc')
+  ended = _Ended(base_path + '.0.rc')
+  assert client_cpu.Snapshot.Parse(stat1).wall_s + 1 <= ended
 
 
 @pytest.mark.e2e
@@ -110,7 +112,8 @@ def test_script_ends_the_window_when_the_tool_exits_early(tmp_path):
     window = client_cpu.MeasureText(f0.read(), stat1, None).window_s
   # The 0.3 s tool's life, taken when it ended, not the 600 s window.
   assert 0.3 <= window < 600
-  assert float(stat1.split()[0]) >= _Ended(base_path + '.0.rc')
+  ended = _Ended(base_path + '.0.rc')
+  assert client_cpu.Snapshot.Parse(stat1).wall_s >= ended
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import time
 import pytest
 
 import e2e_support as e2e
+import snapshot_text
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker.load_generators import client_cpu
 
@@ -51,11 +52,11 @@ def test_the_name_ends_at_the_last_parenthesis(name):
 
 def test_a_snapshot_keeps_every_foreign_process_whatever_its_name():
   # As the scan prints them: a line break in a name read as a space.
-  lines = ['100.0', '@uptime 50', '@clk 100', 'cpu  1 0 0 1 0 0 0 0', '@scan']
-  lines += [f'@fg {_StatLine(500 + i, n.replace(chr(10), " "))}'
-            for i, n in enumerate(HOSTILE_NAMES)]
-  lines.append(f'@fg {_StatLine(600, "kworker/0:1", ppid=2)}')
-  foreign = client_cpu.Snapshot.Parse('\n'.join(lines) + '\n').foreign
+  lines = [_StatLine(500 + i, n.replace(chr(10), ' '))
+           for i, n in enumerate(HOSTILE_NAMES)]
+  lines.append(_StatLine(600, 'kworker/0:1', ppid=2))
+  foreign = client_cpu.Snapshot.Parse(snapshot_text.Text(
+      100.0, 50, ['cpu  1 0 0 1 0 0 0 0'], snapshot_text.Scan(lines))).foreign
   assert sorted(p.pid for p in foreign.values()) == [500, 501, 502, 503, 504]
 
 
@@ -91,8 +92,8 @@ def test_the_scan_reports_busy_processes_with_hostile_names(tmp_path):
   workspace.mkdir()
   procs = [_StartBusy(name, seconds=30) for name in HOSTILE_NAMES]
   try:
-    script = '\n'.join(client_cpu.ShellFunctions(str(workspace)) +
-                       ['counters; fscan'])
+    script = (client_cpu.SnapshotShell(str(workspace)) +
+              'counters; fscan\n')
     out = subprocess.run(['bash', '-c', script], cwd='/', check=True,
                          capture_output=True, timeout=60).stdout
   finally:

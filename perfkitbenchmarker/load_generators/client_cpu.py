@@ -2,12 +2,13 @@
 
 Whether a probe measured the server or the client is a question about the
 processes' own threads, not the VM: on a 32-vCPU client one fully busy
-memtier thread is 3 % of the VM. One snapshot format, written by one shell
-function (`snapshot` in `ShellFunctions`; Local and SSH alike) and read by
-one parser (`Snapshot.Parse`, its stat lines by process_stat), serves the
-probe's client snapshots (concurrent.py), the server sampler's series
-(`SamplerScript`, interference.py) and, with `ProcStat`, steal time and the
-fallback client CPU. What a snapshot holds: `ShellFunctions`.
+memtier thread is 3 % of the VM. One snapshot format (JSON lines with a
+version), written by one shell function (`snapshot` in scripts/snapshot.sh;
+Local and SSH alike) and read by one parser (`Snapshot.Parse`, its stat
+lines by process_stat), serves the probe's client snapshots (concurrent.py),
+the server sampler's series (scripts/cpu_sampler.sh, interference.py) and,
+with `ProcStat`, steal time and the fallback client CPU. What a snapshot
+holds: scripts/snapshot.sh.
 
 `Measure` turns two snapshots into a `ClientCpu` with its `side` (the
 `attribution.SideCpu` the one rule decides on); `SideOf` does the same for
@@ -15,24 +16,29 @@ a server's processes, `ForeignPct` the foreign CPU on given cores. Tested
 on snapshots of real threads and recorded cgroup files
 (tests/client_cpu_test.py, tests/attribution_test.py).
 
-Extension seam: another counter is a line kind written by
-`ShellFunctions`, parsed in `Snapshot.Parse`, and a field of `SideCpu`.
+Extension seam: another counter is a record written by scripts/snapshot.sh,
+read in `Snapshot.Parse`, and a field of `SideCpu`.
 """
 
 import dataclasses
+import json
 import os
 import posixpath
+import re
 import shlex
 from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
                     Tuple)
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import process_stat
+from perfkitbenchmarker import shell_scripts
 
 # Threads seen for less than this share of the window (born late, ended
 # early) are left out: 10 ms of CPU over 20 ms is no saturation.
 MIN_THREAD_SHARE = 0.25
 DEFAULT_CLK_TCK = 100.0
+# scripts/snapshot.sh's format (its head's "v"); the @-lines were 1.
+FORMAT_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,83 +90,70 @@ class Snapshot:
 
   @classmethod
   def Parse(cls, text: str) -> 'Snapshot':
-    """A snapshot as the probe script writes it (see the module doc).
+    """A snapshot as scripts/snapshot.sh writes it (JSON lines, the first
+    its head with the format's version).
 
     Raises:
-      ValueError: not a snapshot (e.g. empty, cut short).
+      ValueError: not a snapshot of this version (e.g. empty, cut short).
     """
-    # Lines end at '\n' alone: a process's name may hold '\r', '\x1c' or
-    # '\x85', which splitlines would also break at.
-    lines = text.rstrip('\n').split('\n')
-    if len(lines) < 2:
-      raise ValueError('CPU snapshot cut short')
-    wall = float(lines[0])
-    uptime = None
-    clk = DEFAULT_CLK_TCK
+    try:
+      return cls._FromRecords(
+          [json.loads(line) for line in text.split('\n') if line])
+    except (KeyError, TypeError, AttributeError) as e:
+      raise ValueError(f'not a CPU snapshot ({e!r})') from e
+
+  @classmethod
+  def _FromRecords(cls, records: List[Dict]) -> 'Snapshot':
+    if not records or records[0].get('v') != FORMAT_VERSION:
+      raise ValueError(f'not a version {FORMAT_VERSION} CPU snapshot')
+    head = records[0]
     cores: Dict[str, Tuple[float, ...]] = {}
-    stats: Dict[int, Tuple[str, float, float, int]] = {}
+    stats: Dict[int, process_stat.Stat] = {}
     sched: Dict[int, Tuple[float, float]] = {}
     affinity: Dict[int, Tuple[int, ...]] = {}
     dirs: Dict[int, List[str]] = {}
     files: Dict[str, Dict[str, str]] = {}
     foreign: Optional[Dict[Tuple[int, float], process_stat.Stat]] = None
-    for line in lines[1:]:
-      if line.startswith('@uptime '):
-        uptime = float(line.split()[1])
-      elif line.startswith('@clk '):
-        clk = float(line.split()[1]) or DEFAULT_CLK_TCK
-      elif line.startswith('@cg '):
-        fields = line.split(None, 2)
-        if len(fields) == 3 and fields[1].isdigit():
-          dirs.setdefault(int(fields[1]), []).append(
-              fields[2].rstrip('/') or '/')
-      elif line == '@scan':
+    for record in records[1:]:
+      if 'cpu' in record:
+        cores.update(Cores(record['cpu']))
+      elif 'stat' in record:
+        stat = process_stat.Parse(record['stat'])
+        # A zombie (e.g. a finished helper of the command) is no load.
+        if stat is not None and stat.state != 'Z':
+          stats[record['tid']] = dataclasses.replace(stat, pid=record['pid'])
+      elif 'sched' in record:
+        fields = record['sched'].split()
+        if len(fields) >= 2:
+          sched[record['tid']] = (float(fields[0]), float(fields[1]))
+      elif 'cpus' in record:
+        affinity[record['pid']] = CpuList(record['cpus'])
+      elif 'cgroup' in record:
+        dirs.setdefault(record['pid'], []).append(
+            record['cgroup'].rstrip('/') or '/')
+      elif 'file' in record:
+        entry = files.setdefault(record['dir'].rstrip('/') or '/', {})
+        if record['file'] == 'cpu.stat':
+          key, _, value = record['text'].partition(' ')
+          entry[f'stat.{key}'] = value.strip()
+        else:
+          entry[record['file']] = record['text'].strip()
+      elif 'scan' in record:
         foreign = {} if foreign is None else foreign
-      elif line.startswith('@fg '):
-        process = process_stat.Parse(line[4:])
+      elif 'fg' in record:
+        process = process_stat.Parse(record['fg'])
         foreign = {} if foreign is None else foreign
         # Kernel threads' work (softirq, I/O) is mostly done for the run.
         if process and process.processor is not None and (
             not process.kernel_thread):
           foreign[(process.pid, process.start_ticks)] = process
-      elif line.startswith('cpu'):
-        cores.update(Cores(line))
-      elif line.startswith('/proc/'):
-        path, _, content = line.partition(':')
-        parts = path.split('/')  # '', proc, pid, task, tid, stat|schedstat
-        if len(parts) == 4 and parts[3] == 'status' and parts[2].isdigit():
-          key, _, value = content.partition(':')
-          if key == 'Cpus_allowed_list':
-            affinity[int(parts[2])] = CpuList(value)
-          continue
-        if len(parts) != 6 or not parts[4].isdigit():
-          continue
-        tid = int(parts[4])
-        if parts[5] == 'stat':
-          stat = process_stat.Parse(content)
-          # A zombie (e.g. a finished helper of the command) is no load.
-          if stat is not None and stat.state != 'Z':
-            stats[tid] = (stat.name, stat.start_ticks, stat.cpu_ticks,
-                          int(parts[2]) if parts[2].isdigit() else 0)
-        elif parts[5] == 'schedstat':
-          fields = content.split()
-          if len(fields) >= 2:
-            sched[tid] = (float(fields[0]), float(fields[1]))
-      elif line.startswith('/'):
-        path, _, content = line.partition(':')
-        directory, _, name = path.rpartition('/')
-        if name in _CGROUP_FILES:
-          entry = files.setdefault(directory or '/', {})
-          if name == 'cpu.stat':
-            key, _, value = content.partition(' ')
-            entry[f'stat.{key}'] = value.strip()
-          else:
-            entry[name] = content.strip()
     threads = {}
-    for tid, (name, start, cpu, pid) in stats.items():
+    for tid, stat in stats.items():
       run, wait = sched.get(tid, (None, None))
-      threads[tid] = ThreadTimes(tid, name, start, cpu, run, wait, pid)
-    return cls(wall, uptime, cores, threads, clk, affinity,
+      threads[tid] = ThreadTimes(tid, stat.name, stat.start_ticks,
+                                 stat.cpu_ticks, run, wait, stat.pid)
+    return cls(float(head['wall']), float(head['uptime']), cores, threads,
+               float(head['clk']) or DEFAULT_CLK_TCK, affinity,
                {pid: tuple(d) for pid, d in dirs.items()},
                {d: _CgroupCpu(f) for d, f in files.items()}, foreign)
 
@@ -176,9 +169,6 @@ def ProcStat(vm) -> Snapshot:
   """A snapshot of `vm`'s /proc/stat alone (`Measure` then gives busy and
   steal): one round trip over SSH."""
   return Snapshot(0.0, None, Cores(vm.RemoteCommand('cat /proc/stat')[0]), {})
-
-
-_CGROUP_FILES = ('cpu.stat', 'cpu.max', 'cpu.cfs_quota_us', 'cpu.cfs_period_us')
 
 
 def CpuList(text: str) -> Tuple[int, ...]:
@@ -225,13 +215,13 @@ def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
 
 
 def ParseSeries(text: str) -> List[Snapshot]:
-  """Snapshots one after another, each after a line '@snap' (the server
-  sampler's file); the unreadable ones (cut short) are left out."""
+  """Snapshots one after another (the server sampler's file), each from
+  its head line on; the unreadable ones (cut short) are left out."""
   snapshots = []
-  for chunk in text.split('@snap\n')[1:]:
+  for chunk in re.split(r'^(?={"v":)', text, flags=re.M):
     try:
       snapshots.append(Snapshot.Parse(chunk))
-    except (ValueError, IndexError):
+    except ValueError:
       continue
   return snapshots
 
@@ -273,83 +263,13 @@ class ClientCpu:
     return metadata
 
 
-def ShellFunctions(run_root: str = '', own_pid: str = '') -> List[str]:
-  """Bash defining `snapshot SCAN PID...`, the one snapshot both sides
-  take (the probe script's `snap`, the server sampler's `shot`): `counters`,
-  then `pthreads` and `pcg` of each PID, then `fscan` if SCAN is not empty.
-
-    `pthreads PID`  every thread's stat and schedstat line (sets `seen` when
-                    a live thread was read);
-    `pcg PID`       its Cpus_allowed_list and, for its cgroup and each
-                    parent that has a CPU quota file, `@cg PID DIR`, the
-                    quota files (v1 cpu.cfs_quota_us and cpu.cfs_period_us,
-                    v2 cpu.max) and cpu.stat;
-    `fscan`         `@scan`, then `@fg <stat line>` for every process that
-                    does not work under `run_root` (the run's own processes
-                    all do) and is not `own_pid` (pkb, when the VM is this
-                    machine), i.e. processes foreign to the run;
-    `counters`      the wall clock, /proc/uptime, CLK_TCK and /proc/stat's
-                    cpu rows: every snapshot's head.
-
-  Bash builtins only (read, echo, cd, $EPOCHREALTIME) but getconf once: the
-  snapshots run while the machine is measured. The cgroup mounts (v1 with
-  the cpu controller, v2) are read once from /proc/self/mountinfo.
-  """
-  return [
-      process_stat.SHELL,
-      'clk=$(getconf CLK_TCK 2>/dev/null || echo 100)',
-      f'runroot={shlex.quote(run_root.rstrip("/"))}; ownpid={own_pid or 0}',
-      # `stamp` sets $t to the time (a fork only where bash lacks
-      # $EPOCHREALTIME).
-      'stamp() { t=${EPOCHREALTIME/,/.}; [ -n "$t" ] || t=$(date +%s.%N); }',
-      'counters() { local l t; stamp; echo "$t"; read -r l _ < /proc/uptime; '
-      'echo "@uptime $l"; echo "@clk $clk"; '
-      'while IFS= read -r l; do [ "${l#cpu}" = "$l" ] || echo "$l"; '
-      'done < /proc/stat; }',
-      'cg1=; r1=/; cg2=; r2=/',
-      '{ while read -r _ _ _ r m _ rest; do t=${rest#*- }; t=${t%% *}; '
-      'case $t in cgroup) [[ ,${rest##* }, == *,cpu,* ]] && '
-      '{ cg1=$m; r1=$r; };; cgroup2) cg2=$m; r2=$r;; esac; '
-      'done < /proc/self/mountinfo; } 2>/dev/null',
-      'pthreads() { local f l pt; '
-      'for f in /proc/$1/task/*/stat /proc/$1/task/*/schedstat; do '
-      'pline "$f" || continue; echo "$f:$l"; [[ $f == */stat ]] || continue; '
-      # A zombie (argv_secret's finished process substitution) is no load.
-      'ptail; [[ $pt == ") Z "* ]] || seen=1; done; }',
-      'pcg() { local p=$1 l id c path d top r f; '
-      'while IFS= read -r l; do [ "${l#Cpus_allowed_list:}" = "$l" ] || '
-      '{ echo "/proc/$p/status:$l"; break; }; '
-      'done 2>/dev/null < /proc/$p/status; '
-      'while IFS=: read -r id c path; do '
-      'if [ "$id" = 0 ] && [ -z "$c" ]; then top=$cg2; r=$r2; '
-      'elif [[ ,$c, == *,cpu,* ]]; then top=$cg1; r=$r1; else continue; fi; '
-      '[ -n "$top" ] || continue; [ "$r" = / ] || path=${path#"$r"}; '
-      'top=${top%/}; d=$top${path%/}; '
-      'while [ "${#d}" -gt "${#top}" ]; do '
-      'if [ -r "$d/cpu.max" ] || [ -r "$d/cpu.cfs_quota_us" ]; then '
-      'echo "@cg $p $d"; for f in cpu.max cpu.cfs_quota_us cpu.cfs_period_us; '
-      'do [ -r "$d/$f" ] && { read -r l < "$d/$f"; echo "$d/$f:$l"; }; done; '
-      'while IFS= read -r l; do echo "$d/cpu.stat:$l"; '
-      'done 2>/dev/null < "$d/cpu.stat"; fi; d=${d%/*}; done; '
-      'done 2>/dev/null < /proc/$p/cgroup; }',
-      'fscan() { [ -n "$runroot" ] || return 0; echo @scan; '
-      '( for f in /proc/[0-9]*/stat; do pline "$f" || continue; '
-      'p=${f#/proc/}; p=${p%/stat}; ptail; '
-      # Kernel threads (PID 2 and its children) are never the run's
-      # competitors here: their work (softirq, I/O) is mostly done for it.
-      # Nor is the snapshotting shell itself ($$: the sampler works from /).
-      # The parent is read after the name (ptail): a name is any 15 bytes.
-      '[[ $p == 2 || $p == $$ || $p == $ownpid || $pt == ") "?" 2 "* ]] '
-      '&& continue; '
-      'if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$runroot"/* ]]; '
-      'then continue; fi; echo "@fg $l"; done ) }',
-      # The shell's own cgroup too: a probe's load processes are born in
-      # it, so the first snapshot, taken before they exist, has its
-      # counters (their throttling counts from the start).
-      'snapshot() { local p; counters; pcg $$; '
-      'for p in "${@:2}"; do pthreads $p; pcg $p; done; '
-      '[ -z "$1" ] || fscan; }',
-  ]
+def SnapshotShell(run_root: str = '', own_pid: str = '') -> str:
+  """Bash defining scripts/snapshot.sh's `snapshot SCAN PID...` (what a
+  snapshot holds: there), its foreign scan counting the processes that do
+  not work under `run_root` and are not `own_pid`."""
+  return (f'PKB_RUN_ROOT={shlex.quote(run_root)} '
+          f'PKB_OWN_PID={int(own_pid or 0)}\n' +
+          shell_scripts.Text('snapshot.sh'))
 
 
 def OwnPid(vm) -> str:
@@ -383,42 +303,22 @@ def SampleSchedule(interval_s: float, max_s: float, per_step: int = 50,
   return sleeps
 
 
-def SamplerScript(pids: Sequence[int], base: str, interval_s: float,
-                  max_s: float, run_root: str, own_pid: str = '') -> str:
-  """Bash that snapshots `pids` (a server's processes) every `interval_s`
-  (then less often: SampleSchedule) into `<base>.out`, each snapshot after
-  a line '@snap' (ParseSeries); the first and the last also scan for
-  foreign processes. It prints `ready` once its first snapshot is written,
-  holds an flock on `<base>.lock` while it runs, and ends (last snapshot,
-  then '@end') when a line arrives on the FIFO `<base>.wake` (it sleeps
-  in `read -t` on it: the stop costs no polling and no signal), when
-  `max_s` passed (bounded), or when its directory is gone."""
-  listed = ' '.join(str(int(p)) for p in pids)
+SAMPLER = 'cpu_sampler.sh'  # The server sampler (scripts/).
+SERIES_END = '{"end":true}'  # The sampler's last line: it ended.
+
+
+def SamplerArgs(pids: Sequence[int], base: str, interval_s: float,
+                max_s: float, run_root: str, own_pid: str = '') -> List[str]:
+  """The arguments of the sampler script (scripts/cpu_sampler.sh says what
+  it does with them) that snapshots `pids` (a server's processes) every
+  `interval_s`, then less often (SampleSchedule), at most `max_s`."""
   schedule = ' '.join(f'{x:g}' for x in SampleSchedule(interval_s, max_s))
-  q = shlex.quote
-  out = q(base + '.out')
-  lines = ShellFunctions(run_root, own_pid) + [
-      f'exec {{lk}}>>{q(base + ".lock")}; flock "$lk"',
-      f'mkfifo -m 600 {q(base + ".wake")} 2>/dev/null; '
-      f'exec {{wake}}<>{q(base + ".wake")}',
-      'seen=',
-      f'shot() {{ {{ echo @snap; snapshot "$1" {listed}; }} >> {out} '
-      '2>/dev/null; }',
-      'shot scan',
-      'echo ready; exec > /dev/null',
-      # Bounded, and gone with the run's directory (a run killed between
-      # Start and Stop leaves no sampler behind past its teardown).
-      f'for iv in {schedule}; do '
-      'read -r -t "$iv" -u "$wake" _ && break; '
-      f'[ -d {q(os.path.dirname(base) or ".")} ] || break; shot; done',
-      'shot scan',
-      f'echo @end >> {out}',
-  ]
-  return '\n'.join(lines) + '\n'
+  return [base, run_root, str(int(own_pid or 0)), schedule,
+          *(str(int(p)) for p in pids)]
 
 
 def StopSamplerCommand(base: str, wait_s: float = 10.0) -> str:
-  """Shell that wakes the sampler at `base` (SamplerScript), waits for it
+  """Shell that wakes the sampler at `base` (SAMPLER), waits for it
   to end (its lock; at most `wait_s`), prints its series and removes its
   files. Opening the FIFO read-write never blocks, with or without a
   sampler on the other end."""

@@ -74,14 +74,15 @@ def _SnapshotFunction(b: str, run_root: str = '',
   <base>.<i>.pid), with the foreign scan unless `noscan` is set, written
   whole or not at all (with `threads`: only if it saw a thread, so the last
   snapshot of a run that ends between two is one taken while it ran)."""
-  return client_cpu.ShellFunctions(run_root, own_pid) + [
-      'snap() { local t f k s=scan ps=() seen=; [ -z "$noscan" ] || s=; '
+  return [
+      client_cpu.SnapshotShell(run_root, own_pid),
+      'snap() { local t f k s=scan ps=() SNAP_SEEN=; [ -z "$noscan" ] || s=; '
       f'for f in {b}.*.pid; do read -r t < "$f" || continue; '
       'if [ -r /proc/$t/task/$t/children ]; then '
       'read -ra k < /proc/$t/task/$t/children; else k=($(pgrep -P "$t")); fi; '
       'ps+=("${k[@]}"); done 2>/dev/null; '
       'snapshot "$s" "${ps[@]}" > "$1.tmp" 2>/dev/null; '
-      '[ -z "$2" ] || [ -n "$seen" ] && mv -f "$1.tmp" "$1"; }',
+      '[ -z "$2" ] || [ -n "$SNAP_SEEN" ] && mv -f "$1.tmp" "$1"; }',
   ]
 
 
@@ -128,8 +129,7 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            # and the tools start that much sooner.
            f'noscan=1 snap {b}.stat0',
            # The window's start: that snapshot's own clock (in us).
-           f'{{ read -r t0 < {b}.stat0; }} 2>/dev/null; t0=${{t0/./}}; '
-           '[ -n "$EPOCHREALTIME" ] || t0=', 'pids=()']
+           't0=${SNAP_WALL/./}; [ -n "$EPOCHREALTIME" ] || t0=', 'pids=()']
   # Not stopped mid-scan (a partial scan would count the processes it
   # missed as born during the probe); stopped at once after it.
   scan0 = (f"trap 'exit 0' TERM; fscan >> {b}.stat0 2>/dev/null; "

@@ -33,7 +33,9 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import probe_processes
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker.load_generators import client_cpu
 
@@ -63,7 +65,7 @@ class ServerCpuSampler:
   side (attribution.py reads it).
 
   Start launches a bounded background loop on the VM (client_cpu.
-  SamplerScript), one round trip; Stop signals it and takes the series back
+  scripts/cpu_sampler.sh), one round trip; Stop signals it and takes the series back
   in one more; Side picks the snapshots that cover the probe's load window.
   """
 
@@ -94,17 +96,17 @@ class ServerCpuSampler:
     # In the run record, its group written down as it starts: a run that
     # never gets to Stop (SIGINT, kill -9 of pkb) has teardown kill it.
     self._probe = probe_processes.Mark(self.vm, 'server-cpu')
-    script = self._probe.prefix + client_cpu.SamplerScript(
-        self._pids_used, base, self.INTERVAL_S, self.max_s, root,
-        client_cpu.OwnPid(self.vm))
+    script = self._probe.prefix + shell_scripts.Text(client_cpu.SAMPLER)
+    args = client_cpu.SamplerArgs(self._pids_used, base, self.INTERVAL_S,
+                                  self.max_s, root, client_cpu.OwnPid(self.vm))
     q = shlex.quote
     # Started from the run's root, not the VM's directory (teardown does not
     # remove a directory a process works in), so still the run's own to the
     # foreign scan. `head -n1` returns with its `ready`.
     self.vm.RemoteCommand(
         f'cat > {q(base + ".sh")} && cd {q(root)} && '
-        f'{{ setsid bash {q(base + ".sh")} 2> /dev/null < /dev/null & }} | '
-        'head -n1', stdin=script)
+        f'{{ setsid bash {vm_util.QuoteAll([base + ".sh"] + args)} '
+        '2> /dev/null < /dev/null & } | head -n1', stdin=script)
 
   def Stop(self) -> str:
     """The series' text (client_cpu.ParseSeries); '' when nothing ran."""
@@ -112,7 +114,8 @@ class ServerCpuSampler:
       return ''
     out, _ = self.vm.RemoteCommand(client_cpu.StopSamplerCommand(self._base),
                                    ignore_failure=True)
-    if self._probe is not None and out.rstrip().endswith('@end'):
+    if self._probe is not None and out.rstrip().endswith(
+        client_cpu.SERIES_END):
       probe_processes.Retire(self._probe)  # It wrote its end: it exited.
     self._probe = None
     return out
