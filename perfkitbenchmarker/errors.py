@@ -57,9 +57,11 @@ class ResourceError(Error):
   """Creating or deleting a (cloud) resource failed."""
 
 
-def Problems(error, shown: int = 3) -> str:
+def Problems(error, shown: int = 3, quote: bool = True) -> str:
   """The first `shown` problems of a pydantic ValidationError (input read
-  through a model), each with its field's path, for a one-line message."""
+  through a model), each with its field's path, for a one-line message.
+  `quote=False` names no value (a file that may be someone else's: only
+  the field and what is wrong with it)."""
   lines = []
   for problem in error.errors()[:shown]:
     where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}'
@@ -68,6 +70,8 @@ def Problems(error, shown: int = 3) -> str:
       lines.append(f'{where} is missing')
     elif problem['type'] == 'extra_forbidden':
       lines.append(f'{where} is unknown')
+    elif not quote:
+      lines.append(f'{where} is not valid ({problem["type"]})')
     elif problem['type'] == 'value_error':  # Our checks name the value.
       lines.append(f'{where} {problem["msg"].split(", ", 1)[-1].strip()}')
     else:

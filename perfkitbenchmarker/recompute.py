@@ -115,13 +115,31 @@ def Agree(published, recomputed) -> bool:
   return abs(a - b) <= max(FLOAT_ABS, FLOAT_REL * max(abs(a), abs(b)))
 
 
+# What each error of reading figures out of a damaged file means. The
+# error's own text is never shown: it quotes the file ("could not convert
+# string to float: '<a line of it>'"), which may be another user's secret.
+_FAULTS = (
+    (KeyError, 'a field the figures need is missing'),
+    (ZeroDivisionError, 'a count or a time is zero'),
+    (RecursionError, 'it is nested too deeply'),
+    (IndexError, 'a line or a list is shorter than the run writes'),
+    (TypeError, 'a value is of the wrong kind (a list where a number was)'),
+    (ValueError, 'a value is not in the form the run writes'),
+)
+
+
+class _Fault(ValueError):
+  """A fault this module found in a file, in its own words (a field's name,
+  never its value)."""
+
+
 def _Damaged(what: str, error: BaseException) -> BadInput:
-  """One line for a file or record that is not what the run wrote (Main
-  shows what it quotes of the run directory's own text as text)."""
-  text = str(error).strip().splitlines()
-  detail = f'{type(error).__name__}: {text[0][:160]}' if text else (
-      type(error).__name__)
-  return BadInput(f'{what} cannot be recomputed: {detail}')
+  """One line for a file or record that is not what the run wrote: the
+  file and the fault, nothing of its content."""
+  fault = str(error) if isinstance(error, _Fault) else next(
+      (words for kind, words in _FAULTS if isinstance(error, kind)),
+      'it is not what the run writes')
+  return BadInput(f'{what} cannot be recomputed: {fault}')
 
 
 def ProbeMeasurement(directory: regular_files.Directory, rel: str
@@ -142,7 +160,7 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
         probe.Text(evidence.MANIFEST))
   except pydantic.ValidationError as e:
     raise BadInput(f'{where} is not a probe manifest: '
-                   f'{errors.Problems(e)}') from None
+                   f'{errors.Problems(e, quote=False)}') from None
   load = measurement.Load(*manifest.load)
   try:
     if (manifest.load_generator == memtier_results.LOAD_GENERATOR and
@@ -163,8 +181,9 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
     raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
   if manifest.staircase:
     return None
-  raise BadInput(f'{where}: unknown load generator '
-                 f'{manifest.load_generator[:80]!r}')
+  raise BadInput(f'{where}: a load generator this command does not know '
+                 f'(it knows {memtier_results.LOAD_GENERATOR} and '
+                 f'{rb.LOAD_GENERATOR})')
 
 
 _Cached = Union[None, measurement.Measurement, evidence.Missing]
@@ -193,10 +212,11 @@ def _Probe(directory: regular_files.Directory, raw_output: str,
 def _Count(metadata, key: str, default=None) -> int:
   """A positive whole number of the row (a VM count, threads)."""
   value = metadata.get(key, default)
-  number = int(value)
-  if number < 1 or number != _Number(value):
-    raise ValueError(f'{key} is {value!r}, not a count')
-  return number
+  number = _Number(value)
+  if number is None or not math.isfinite(number) or number < 1 or (
+      number != int(number)):
+    raise _Fault(f'{key} is not a count (a whole number from 1)')
+  return int(number)
 
 
 def _LoadOf(metadata) -> measurement.Load:

@@ -13,7 +13,12 @@ history of them) is read through `Directory`: a path inside it is opened
 one component at a time below the directory's own descriptor, never
 following a symlink and never leaving it (no `..`, no absolute path), so
 what it names is the directory's own file, whatever the text of the path
-(a `raw_output` of `../../etc/shadow`, a symlink to /dev/zero). Gzipped
+(a `raw_output` of `../../etc/shadow`, a symlink to /dev/zero). A file
+with more than one name (a hard link) is read only when it belongs to the
+directory's owner: its other name may be outside the directory, and a link
+someone made there to another user's file (root's /etc/shadow, where the
+kernel lets links be made to files one cannot read) would be read with
+the reader's rights. Gzipped
 parts are unzipped in bounded steps (`ReadUnzipped`): a bomb stops at the
 bound, and Ctrl-C is honoured between steps.
 """
@@ -23,6 +28,8 @@ import os
 import stat
 import zlib
 from typing import BinaryIO, List, Optional
+
+from perfkitbenchmarker import trusted_programs
 
 # What each step of unzipping may read and make: small enough that Ctrl-C
 # (raised between Python steps) is seen within milliseconds.
@@ -136,6 +143,7 @@ class Directory:
       self._fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
       raise NotRegular(f'{path}: {e.strerror or e}') from None
+    self._owner = os.fstat(self._fd).st_uid
 
   def close(self) -> None:
     if self._fd >= 0:
@@ -227,9 +235,24 @@ class Directory:
     # O_NONBLOCK: a FIFO never blocks the open.
     fd = self._Open(self._Parts(rel), os.O_RDONLY | os.O_NONBLOCK)
     try:
+      self._CheckLinks(fd)
       return _Checked(fd, max_bytes)
     except NotRegular as e:
       raise NotRegular(f'{self._Shown(rel)}: {e}') from None
+
+  def _CheckLinks(self, fd: int) -> None:
+    """A hard link is read only if it is the directory owner's (module
+    doc); `fd` is closed when it is not."""
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and (
+        st.st_uid != self._owner):
+      os.close(fd)
+      file_owner = trusted_programs.UserName(st.st_uid)
+      owner = trusted_programs.UserName(self._owner)
+      raise NotRegular(
+          f'a hard link ({st.st_nlink} names) to a file of {file_owner}, '
+          f'not of the directory\'s owner ({owner}): its other name may be '
+          'outside the directory, so it is never read')
 
   def Read(self, rel: str, max_bytes: int) -> bytes:
     """All of the regular file at `rel`, at most `max_bytes`."""

@@ -37,7 +37,8 @@ def _Prefixes(path: str) -> Iterator[str]:
     yield os.sep + os.sep.join(parts[:i])
 
 
-def _Owner(uid: int) -> str:
+def UserName(uid: int) -> str:
+  """The name of user `uid`, for a message ('uid N' without one)."""
   try:
     import pwd  # pylint: disable=g-import-not-at-top
     return pwd.getpwuid(uid).pw_name
@@ -48,7 +49,7 @@ def _Owner(uid: int) -> str:
 def _Unsafe(info: os.stat_result) -> Optional[str]:
   """Why a file or directory with this stat is not safe, or None."""
   if info.st_uid not in (0, os.geteuid()):
-    return f'owned by {_Owner(info.st_uid)}'
+    return f'owned by {UserName(info.st_uid)}'
   mode = info.st_mode
   if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
     return None

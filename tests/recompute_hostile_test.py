@@ -9,6 +9,7 @@ deleted probe file. Each ends in one line, exit non-zero, in bounded memory
 """
 
 import gzip
+import json
 import os
 import re
 import shutil
@@ -29,13 +30,18 @@ SCRIPT = os.path.join(e2e.REPO, 'scripts', 'recompute.py')
 MAX_RSS_KB = 300 * 1024
 # What the root-only file holds; never printed.
 SECRET = 'root:$6$NOT-TO-BE-SHOWN$:19000:0:99999:7:::'
+NOBODY = 65534
 
 
 @pytest.fixture(scope='module')
 def real_run(tmp_path_factory):
   results = str(tmp_path_factory.mktemp('results'))
-  proc, run_uri = e2e.Run(['--load_generator=redis_benchmark'] + e2e.FAST,
-                          results)
+  # A cap no machine load can push every probe over (the cases need an
+  # answer and its price rows), and any verdict accepted: under load the
+  # 1 ms default left some runs without an answer.
+  proc, run_uri = e2e.Run(['--load_generator=redis_benchmark',
+                           '--memtier_latency_cap=1000',
+                           '--accept_unconfirmed'] + e2e.FAST, results)
   assert proc.returncode == 0, proc.stderr
   return os.path.join(results, run_uri)
 
@@ -206,12 +212,41 @@ def _DirectoryForFile(probe):
      [evidence.MANIFEST, 'not a probe manifest']),
     (lambda p: (p / 'rc.0').write_text('0'),
      ['redis-benchmark-1', 'cannot be recomputed']),
+    # A damaged file's line names the file and the fault, nothing of what
+    # it holds (which may be someone else's).
+    (lambda p: (p / 'rc.0').write_text(f'0 {SECRET} 1'),
+     ['redis-benchmark-1', 'cannot be recomputed: a value is not in the '
+      'form the run writes']),
+    (lambda p: (p / evidence.MANIFEST).write_text(json.dumps(
+        {'load': SECRET})), [evidence.MANIFEST, 'load is not valid']),
 ], ids=['truncated-gzip', 'directory-for-file', 'list-for-object',
-        'deep-nesting', 'short-exit-status'])
+        'deep-nesting', 'short-exit-status', 'content-in-a-part',
+        'content-in-the-manifest'])
 def test_damaged_evidence_is_one_line(copy, damage, words):
   run_dir, probe, _ = copy
   damage(probe)
   _OneLine(run_dir, *words)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='chowns to nobody')
+def test_a_hard_link_is_read_only_if_the_directory_owners(copy, tmp_path):
+  """A hard link's other name may be outside the run directory: a run
+  directory of nobody's holding a link to root's file (which the kernel
+  allows with fs.protected_hardlinks=0) is refused in one line, nothing of
+  it read; a link to a file of the directory's owner (a copy made with
+  hard links, as `cp -al` and rsync --link-dest make) is read."""
+  run_dir, probe, secret = copy
+  outside = tmp_path / 'out.0'
+  shutil.copy(probe / 'out.0', outside)
+  os.remove(probe / 'out.0')
+  os.link(outside, probe / 'out.0')
+  code, out, err = _Recompute(run_dir)
+  assert code == 0 and out.startswith('pkb-recompute: 0 differences'), err
+  os.remove(probe / 'out.0')
+  os.link(secret, probe / 'out.0')
+  os.chown(run_dir, NOBODY, -1)
+  _OneLine(run_dir, 'redis-benchmark-1/out.0', 'a hard link (2 names) to a '
+           'file of root, not of the directory\'s owner (nobody)')
 
 
 def test_a_zero_vm_count_is_one_line(copy):
