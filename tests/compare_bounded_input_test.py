@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import tracemalloc
 import warnings
 
@@ -259,8 +260,13 @@ def test_a_fifo_named_like_a_results_file_is_refused_not_waited_on(tmp_path):
   for given in (tmp_path / 'tree', fifo):
     proc = _CompareProcess(str(given))  # A hang is a TimeoutExpired.
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count('\n') == 1, proc.stderr
     assert f'{fifo}: not a regular file (a FIFO)' in proc.stderr
+    if given == fifo:
+      assert proc.stderr.count('\n') == 1, proc.stderr
+    else:  # Skipped in the tree, which then holds no samples.
+      skipped, empty = proc.stderr.splitlines()
+      assert skipped.startswith(f'compare: skipped {fifo}: '), skipped
+      assert empty.startswith('compare: no samples in '), empty
 
 
 def _RunWithRecord(tmp_path):
@@ -283,16 +289,24 @@ def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
     tmp_path, compare, capsys):
   """Issue 35: a history (run directories downloaded and shared) is read
   through regular_files.Directory: a results file there that is a symlink
-  (to a file elsewhere, here a good one) is refused, not followed; given
-  by name on the command line, a symlink is the user's choice."""
+  (to a file elsewhere, here a good one) is not followed but skipped, in
+  one line naming it, and the rest of the tree is compared (it stopped the
+  whole comparison, exit 2); given by name on the command line, a symlink
+  is the user's choice."""
   run = _RunWithRecord(tmp_path / 'tree')
+  other = tmp_path / 'tree' / 'runs' / 'y'
+  other.mkdir()
+  shutil.copy(run / loader.RESULTS_FILE, other / loader.RESULTS_FILE)
   elsewhere = tmp_path / 'elsewhere.json'
   os.rename(run / loader.RESULTS_FILE, elsewhere)
   os.symlink(elsewhere, run / loader.RESULTS_FILE)
-  code, _, err = _Compare(compare, capsys, str(tmp_path / 'tree'),
-                          '--include_unconfirmed')
-  _OneLine(code, err)
-  assert f'{run / loader.RESULTS_FILE}: a symbolic link' in err
+  code, out, err = _Compare(compare, capsys, str(tmp_path / 'tree'),
+                            '--include_unconfirmed')
+  assert code == 0, err
+  assert err == (f'compare: skipped {run / loader.RESULTS_FILE}: a symbolic '
+                 'link (never followed in a directory read as input); give '
+                 'it by name to read it\n')
+  assert out  # The tree's own run is compared.
   code, _, err = _Compare(compare, capsys, str(run / loader.RESULTS_FILE),
                           '--include_unconfirmed')
   assert code == 0, err

@@ -148,7 +148,13 @@ def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
   if bigquery_table:
     client = _BigQueryClient(bigquery_table, bq_project, bq_api_endpoint)
   return loader.Load(paths, bigquery_table=bigquery_table, bq_client=client,
-                     keys=report.HistoryKeys(), chunk_rows=chunk_rows)
+                     keys=report.HistoryKeys(), chunk_rows=chunk_rows,
+                     skipped=_Skipped)
+
+
+def _Skipped(line: str) -> None:
+  """A results file of a history tree left out (loader.Load), on stderr."""
+  print(f'compare: {terminal_text.Printable(line)}', file=sys.stderr)
 
 
 def _BigQueryClient(table: str, project: Optional[str],

@@ -12,6 +12,10 @@ and line, from the one reader of results files (bigquery_schema.IterRows,
 bounded: regular files only, read to the size they had when opened). Inside
 a directory (a history of run directories, downloaded and shared) every
 file is its own: read through regular_files.Directory, no symlink followed.
+A results file there that is not the tree's own regular file (a symlink, a
+FIFO, another user's hard link) is skipped, said in one line (`skipped`),
+and the rest is read: one such file must not cost a nightly report; a
+results file that is the tree's own but not PKB samples stops the load.
 """
 
 import json
@@ -45,18 +49,23 @@ def _Shape(row: Dict[str, Any], metadata: Dict[str, Any]) -> Dict[str, Any]:
   return {'fixed': {f: row.get(f) for f in FIXED_FIELDS}, 'metadata': metadata}
 
 
+class NotTheTreesOwn(LoadError):
+  """A results file in a directory that is not its own regular file."""
+
+
 def IterJsonLines(path: str,
                   directory: Optional[regular_files.Directory] = None
                  ) -> Iterator[Dict[str, Any]]:
   """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped;
-  with `directory`, `path` is a file inside it (read as its own)."""
+  with `directory`, `path` is a file inside it (read as its own;
+  NotTheTreesOwn when it cannot be)."""
   if directory is None:
     rows = bigquery_schema.IterRows(path)
   else:
     try:
       f = directory.Open(path)
     except regular_files.NotRegular as e:
-      raise LoadError(str(e)) from None
+      raise NotTheTreesOwn(str(e)) from None
     rows = bigquery_schema.IterRowsOf(f, os.path.join(directory.path, path))
   for row, metadata in rows:
     yield _Shape(row, metadata)
@@ -116,9 +125,11 @@ def ReadBigQuery(table: str, client: Any,
   return rows
 
 
-def _RowsOf(path: str) -> Iterator[Dict[str, Any]]:
+def _RowsOf(path: str, skipped: Callable[[str], None]
+            ) -> Iterator[Dict[str, Any]]:
   """The rows of a results file, or of every one under a directory (each
-  read as the directory's own file), with their source and command line."""
+  read as the directory's own file; `skipped` is told of one that is not),
+  with their source and command line."""
   if not os.path.isdir(path):
     if not os.path.lexists(path):
       raise LoadError(f'{path}: no such file or directory')
@@ -138,24 +149,31 @@ def _RowsOf(path: str) -> Iterator[Dict[str, Any]]:
   with directory:
     for rel in found:
       command_line = ReadCommandLine(rel, directory)
-      for row in IterJsonLines(rel, directory):
-        row['source'] = os.path.join(path, rel)
-        row['command_line'] = command_line
-        yield row
+      try:
+        for row in IterJsonLines(rel, directory):
+          row['source'] = os.path.join(path, rel)
+          row['command_line'] = command_line
+          yield row
+      except NotTheTreesOwn as e:  # Raised before its first row.
+        skipped(f'skipped {e}; give it by name to read it')
 
 
 def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
          bq_client: Any = None,
          read_rows: Optional[Callable[..., list]] = None,
          keys: Optional[Iterable[str]] = None,
-         chunk_rows: Optional[int] = None) -> pd.DataFrame:
+         chunk_rows: Optional[int] = None,
+         skipped: Callable[[str], None] = lambda line: None
+         ) -> pd.DataFrame:
   """All samples of the sources as one typed frame; `keys`: only these
   metadata keys (a history's views read a few dozen of a run's hundred).
-  LoadError for a missing path, a bad file or table, or no samples."""
+  LoadError for a missing path, a bad file or table, or no samples;
+  `skipped` gets one line for each results file under a directory that is
+  not the directory's own (module doc)."""
   paths = list(paths)
   builder = typed_frame.FrameBuilder(keys, chunk_rows)
   for path in paths:
-    for row in _RowsOf(path):
+    for row in _RowsOf(path, skipped):
       builder.Add(row)
   if bigquery_table:
     for row in ReadBigQuery(bigquery_table, bq_client, read_rows):
