@@ -15,18 +15,19 @@ permission is accepted for root's own group only.
 
 `Check` refuses in one line (errors.UsageError, exit 2) before the program
 is run; `Which` finds a program on PATH and checks it. On another machine
-(a static VM) `CheckOn` runs the same rule there, in bash (`SHELL`), as
-the user the run logs in as, and `OnPath` finds and checks a program on
-its PATH (every VM's HasCommand but Local's, which is `Which`).
+(a static VM) `CheckOn` runs the same rule there, in bash
+(scripts/trusted.sh), as the user the run logs in as, and `OnPath` finds
+and checks a program on its PATH (every VM's HasCommand but Local's, which
+is `Which`).
 """
 
 import os
-import shlex
 import shutil
 import stat
 from typing import Iterator, Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import shell_scripts
 
 
 def _Prefixes(path: str) -> Iterator[str]:
@@ -83,29 +84,6 @@ def Problem(path: str) -> Optional[str]:
   return None
 
 
-# bash: `trusted PATH` prints what is wrong with PATH (a program, found on
-# PATH when it has no '/') by the rule above, for the user running it, or
-# nothing (also when it is not there: its caller says so). Coreutils' stat
-# and readlink only.
-SHELL = (
-    'trusted() { local p=$1 r me; me=$(id -u); '
-    'case $p in /*) ;; *) p=$(command -v -- "$p") || return 0;; esac; '
-    '[ -e "$p" ] || return 0; r=$(readlink -f -- "$p") || r=$p; '
-    'tchk() { local u g m; read -r u g m < <(stat -Lc "%u %g %a" -- "$1") '
-    '|| { echo "$1 cannot be read"; return 1; }; '
-    'if [ "$u" != 0 ] && [ "$u" != "$me" ]; then '
-    'echo "$1 is owned by uid $u"; return 1; fi; m=$((8#$m)); '
-    '[ -d "$1" ] && (( m & 01000 )) && return 0; '
-    'if (( m & 2 )) || { (( m & 020 )) && [ "$g" != 0 ]; }; then '
-    'printf "%s is writable by other users (mode %04o)\\n" "$1" '
-    '$((m & 07777)); return 1; fi; }; '
-    'twalk() { local acc= part parts; tchk / || return 1; '
-    'IFS=/ read -ra parts <<< "${1#/}"; for part in "${parts[@]}"; do '
-    '[ -n "$part" ] || continue; acc=$acc/$part; tchk "$acc" || return 1; '
-    'done; }; '
-    'twalk "$(dirname -- "$p")" && twalk "$r"; }; ')
-
-
 def CheckOn(vm, path: str, what: str) -> str:
   """`Check` on `vm` (any machine with bash, reached as the run reaches
   it): `path` itself when it is safe to run there.
@@ -114,7 +92,7 @@ def CheckOn(vm, path: str, what: str) -> str:
     errors.UsageError: in one line, naming the VM and what is at fault.
   """
   out, _, _ = vm.RemoteCommandWithReturnCode(
-      f'{SHELL}trusted {shlex.quote(path)}')
+      shell_scripts.Command('trusted.sh', path))
   problem = out.strip().splitlines()[-1] if out.strip() else ''
   if problem:
     raise errors.UsageError(_Refusal(f'{what} on {vm.name}', problem))
@@ -128,10 +106,8 @@ def OnPath(vm, program: str) -> bool:
   Raises:
     errors.UsageError: found where another user could change it.
   """
-  name = shlex.quote(program)
   out, _, rc = vm.RemoteCommandWithReturnCode(
-      f'command -v -- {name} >/dev/null 2>&1 || exit 1; '
-      f'{SHELL}trusted {name}; exit 0')
+      shell_scripts.Command('trusted.sh', program))
   if rc != 0:
     return False
   problem = out.strip().splitlines()[-1] if out.strip() else ''

@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# trusted.sh PROGRAM: prints what is wrong with PROGRAM (a path, or a name
+# PATH finds) by trusted_programs.py's rule, for the user running it: owned
+# by root or this user and writable by no one else (a sticky directory
+# passes; group write only for root's group), and so every directory above
+# it, as given and with its links resolved. Prints nothing when it passes.
+# Exits 1 when PATH finds no such name, else 0 (a path that is not there
+# passes too: its caller says so).
+# Coreutils' stat and readlink only.
+
+me=$(id -u)
+program=$1
+case $program in
+  /*) ;;
+  *) program=$(command -v -- "$program") || exit 1 ;;
+esac
+[ -e "$program" ] || exit 0
+real=$(readlink -f -- "$program") || real=$program
+
+# check PATH: fails, saying why, when PATH itself is not safe.
+check() {
+  local uid gid mode
+  read -r uid gid mode < <(stat -Lc "%u %g %a" -- "$1") ||
+    { echo "$1 cannot be read"; return 1; }
+  if [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
+    echo "$1 is owned by uid $uid"
+    return 1
+  fi
+  mode=$((8#$mode))
+  [ -d "$1" ] && (( mode & 01000 )) && return 0
+  if (( mode & 2 )) || { (( mode & 020 )) && [ "$gid" != 0 ]; }; then
+    printf "%s is writable by other users (mode %04o)\n" "$1" \
+      $((mode & 07777))
+    return 1
+  fi
+}
+
+# walk PATH: check of / and each directory down to PATH.
+walk() {
+  local at='' part parts
+  check / || return 1
+  IFS=/ read -ra parts <<< "${1#/}"
+  for part in "${parts[@]}"; do
+    [ -n "$part" ] || continue
+    at=$at/$part
+    check "$at" || return 1
+  done
+}
+
+walk "$(dirname -- "$program")" && walk "$real"
+exit 0
