@@ -14,6 +14,8 @@ import types
 
 import pytest
 
+import snapshot_text
+
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
@@ -106,7 +108,8 @@ class RecordedClientVm:
 
   def _Stat(self, when):
     busy, total = self.CpuTimes()
-    return f'{when}\ncpu  {busy} 0 0 {total - busy} 0 0 0 0\n'
+    return snapshot_text.Text(when, when,
+                              [f'cpu  {busy} 0 0 {total - busy} 0 0 0 0'])
 
   def ReadFile(self, path):
     kind = 'staircase' if '--clients-start' in self.scripts[-1] else 'probe'
@@ -231,6 +234,8 @@ def test_benchmark_staircase_run_reports_steps_and_confirmed_answer(
       [True] * (len(steps) - 1) + [False])
   assert all(s.metadata['client_cpu_scope'] == 'whole staircase'
              for s in steps)
+  # Read from the scripted snapshots: half of the client's jiffies busy.
+  assert {s.metadata['client_cpu_busy_pct'] for s in steps} == {50.0}
   # Every step is named its limit (attribution.py), over the whole run.
   assert all(s.metadata['limit'] in attribution.LIMITS for s in steps)
   # Two repeats count; a repeat disturbed by foreign CPU (this machine is
