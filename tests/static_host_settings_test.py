@@ -38,7 +38,10 @@ def _InForce():
   return system_tuning.ParseSnapshot(out)
 
 
-# The run tunes (and the fixture puts back) this machine's settings.
+# The run tunes (and the fixture puts back) this machine's settings. Not
+# `alone`: no other test changes them (cloud_rehearsal_test tunes its hosts'
+# private copies) or asserts their values, and this file's tests run one
+# after another on one worker.
 _ROOT = e2e.Needs('root (to tune this machine)', lambda: os.geteuid() == 0,
                   'run the tests as root')
 
@@ -101,7 +104,6 @@ def _GivenBack(proc, results, run_uri, machine):
 
 
 @pytest.mark.e2e
-@pytest.mark.alone  # It changes settings every other test reads.
 @_ROOT
 def test_a_finished_run_gives_the_machine_back_as_it_was(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
@@ -111,7 +113,6 @@ def test_a_finished_run_gives_the_machine_back_as_it_was(
 
 
 @pytest.mark.e2e
-@pytest.mark.alone  # It changes settings every other test reads.
 @_ROOT
 def test_a_killed_run_torn_down_from_its_record_puts_them_back(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
@@ -128,7 +129,6 @@ def test_a_killed_run_torn_down_from_its_record_puts_them_back(
 
 
 @pytest.mark.e2e
-@pytest.mark.alone  # It changes settings every other test reads.
 @_ROOT
 def test_nosystem_tuning_changes_nothing_and_records_nothing(
     tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
