@@ -50,6 +50,7 @@ import rehearsal_hosts
 
 from moto.ec2.models import instances as moto_instances
 from moto.server import ThreadedMotoServer
+from perfkitbenchmarker import system_tuning
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = 'pkb-rehearsal'
@@ -449,6 +450,14 @@ def gcp_rehearsal_every_stage_on_real_hosts(r):
   started = time.monotonic()
   proc = r.Run(_GcpArgs(r, uri))
   elapsed = time.monotonic() - started
+  # The server VM's tuning wrote its own limits file (rehearsal_hosts
+  # checks at each host's start that its /etc/security/limits.d is not
+  # this machine's): before, it wrote this machine's and left it there.
+  # Whether this machine's file changed meanwhile says nothing: other tests
+  # here tune a loopback static machine (and put it back).
+  assert os.path.exists(os.path.join(
+      r.hosts.directory, f'pkb-{uri}-servers-0', 'limits.d',
+      os.path.basename(system_tuning.LIMITS_FILE)))
   print(proc.stdout)
   print(proc.stderr[-3000:])
   assert proc.returncode in (0, 4), proc.stderr[-3000:]

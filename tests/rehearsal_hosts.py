@@ -21,9 +21,11 @@ the fake cloud creates backed by a real host on this machine:
     pair), the way the image's guest agent or cloud-init would. The user
     exists only inside the host (a private /etc/passwd, uid 0, since this
     machine has no sudo for a non-root login), /tmp is the host's own tmpfs,
-    and the kernel knobs system tuning writes (transparent huge pages,
-    vm.overcommit_memory) are files private to the host, so tuning runs for
-    real without changing this machine. `Processes()` lists what runs on
+    and what system tuning writes (transparent huge pages,
+    vm.overcommit_memory, the open-file limits file in
+    /etc/security/limits.d) is private to the host (somaxconn and the SYN
+    backlog are the namespace's own), so tuning runs for real without
+    changing this machine. `Processes()` lists what runs on
     the host besides sshd; `Stop()` ends them all, as deleting a VM does.
   * sitecustomize in tests/rehearsal_guard/: an audit hook in every Python
     process of the run that refuses and logs connections and lookups
@@ -154,6 +156,9 @@ mkdir -m 0700 /tmp/home
 mount --bind /mnt/passwd /etc/passwd
 mount --bind /mnt/thp /sys/kernel/mm/transparent_hugepage
 mount --bind /mnt/overcommit_memory /proc/sys/vm/overcommit_memory
+if [ -d /etc/security/limits.d ]; then
+  mount --bind /mnt/limits.d /etc/security/limits.d
+fi
 exec /usr/sbin/sshd -D -e -f /mnt/sshd_config
 '''
 
@@ -184,6 +189,7 @@ class Host:
   def _WriteFiles(self) -> None:
     d = self.directory
     os.makedirs(os.path.join(d, 'thp'), exist_ok=True)
+    os.makedirs(self.LimitsDir(), exist_ok=True)
     subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
                     os.path.join(d, 'host_key')], check=True,
                    capture_output=True)
@@ -215,6 +221,10 @@ class Host:
           'LogLevel INFO',
       ]) + '\n')
 
+  def LimitsDir(self) -> str:
+    """The host's own /etc/security/limits.d (system tuning writes there)."""
+    return os.path.join(self.directory, 'limits.d')
+
   def Start(self, timeout: float = 10) -> 'Host':
     os.makedirs(self.directory, exist_ok=True)
     self._WriteFiles()
@@ -236,11 +246,24 @@ class Host:
       if self.init_pid is None:
         self.init_pid = self._FindInit()
       if self.init_pid and self._Listening():
+        self._CheckPrivateLimits()
         return self
       time.sleep(0.05)
     self.Stop()
     raise RuntimeError(f'host {self.name}: no sshd on {self.address}:22: '
                        f'{self.Log()}')
+
+  def _CheckPrivateLimits(self) -> None:
+    """The host's /etc/security/limits.d is its own directory (mounted
+    before sshd started): tuning there never reaches this machine's."""
+    if not os.path.isdir('/etc/security/limits.d'):
+      return
+    seen = os.stat(f'/proc/{self.init_pid}/root/etc/security/limits.d')
+    own = os.stat(self.LimitsDir())
+    if (seen.st_dev, seen.st_ino) != (own.st_dev, own.st_ino):
+      self.Stop()
+      raise RuntimeError(f'host {self.name}: /etc/security/limits.d is this '
+                         'machine\'s, not the host\'s own')
 
   def _FindInit(self) -> Optional[int]:
     """The host's PID 1 (unshare's child), seen from here."""
