@@ -20,6 +20,7 @@ import pytest
 import snapshot_text
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.load_generators import client_cpu
@@ -214,10 +215,11 @@ def test_the_foreign_scan_leaves_out_pkb_itself_on_this_machine(tmp_path):
   workspace.mkdir()
 
   def Scanned(own_pid):
-    script = (client_cpu.SnapshotShell(str(workspace), own_pid) +
-              'counters; fscan\n')
+    script = shell_scripts.Text('snapshot.sh') + 'counters; fscan\n'
     out = subprocess.run(['bash', '-c', script], cwd='/', check=True,
-                         capture_output=True, text=True, timeout=60).stdout
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PKB_RUN_ROOT=str(workspace),
+                                  PKB_OWN_PID=own_pid or '0')).stdout
     return {p.pid for p in client_cpu.Snapshot.Parse(out).foreign.values()}
 
   assert os.getpid() in Scanned('')

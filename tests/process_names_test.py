@@ -22,6 +22,7 @@ import pytest
 import e2e_support as e2e
 import snapshot_text
 from perfkitbenchmarker import process_stat
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker.load_generators import client_cpu
 
 # Names that fooled a reader, or could: the kernel-thread pattern, a line
@@ -92,10 +93,11 @@ def test_the_scan_reports_busy_processes_with_hostile_names(tmp_path):
   workspace.mkdir()
   procs = [_StartBusy(name, seconds=30) for name in HOSTILE_NAMES]
   try:
-    script = (client_cpu.SnapshotShell(str(workspace)) +
-              'counters; fscan\n')
+    script = shell_scripts.Text('snapshot.sh') + 'counters; fscan\n'
     out = subprocess.run(['bash', '-c', script], cwd='/', check=True,
-                         capture_output=True, timeout=60).stdout
+                         capture_output=True, timeout=60,
+                         env=dict(os.environ,
+                                  PKB_RUN_ROOT=str(workspace))).stdout
   finally:
     _StopAll(procs)
   foreign = client_cpu.Snapshot.Parse(

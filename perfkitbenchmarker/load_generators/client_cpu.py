@@ -31,7 +31,6 @@ from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import process_stat
-from perfkitbenchmarker import shell_scripts
 
 # Threads seen for less than this share of the window (born late, ended
 # early) are left out: 10 ms of CPU over 20 ms is no saturation.
@@ -261,15 +260,6 @@ class ClientCpu:
       metadata['client_busiest_core_pct'] = attribution.Pct(
           self.busiest_core_fraction)
     return metadata
-
-
-def SnapshotShell(run_root: str = '', own_pid: str = '') -> str:
-  """Bash defining scripts/snapshot.sh's `snapshot SCAN PID...` (what a
-  snapshot holds: there), its foreign scan counting the processes that do
-  not work under `run_root` and are not `own_pid`."""
-  return (f'PKB_RUN_ROOT={shlex.quote(run_root)} '
-          f'PKB_OWN_PID={int(own_pid or 0)}\n' +
-          shell_scripts.Text('snapshot.sh'))
 
 
 def OwnPid(vm) -> str:

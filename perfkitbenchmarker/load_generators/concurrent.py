@@ -33,13 +33,13 @@ dilute the figures.
 import base64
 import dataclasses
 import json
-import re
 import shlex
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import probe_processes
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.load_generators import client_cpu
@@ -67,44 +67,10 @@ class ProbeRun:
   raw_output: Optional[str] = None
 
 
-def _SnapshotFunction(b: str, run_root: str = '',
-                      own_pid: str = '') -> List[str]:
-  """Shell defining `snap FILE [threads]`: client_cpu's `snapshot` of the
-  load processes (the child of each `timeout` whose PID is in
-  <base>.<i>.pid), with the foreign scan unless `noscan` is set, written
-  whole or not at all (with `threads`: only if it saw a thread, so the last
-  snapshot of a run that ends between two is one taken while it ran)."""
-  return [
-      client_cpu.SnapshotShell(run_root, own_pid),
-      'snap() { local t f k s=scan ps=() SNAP_SEEN=; [ -z "$noscan" ] || s=; '
-      f'for f in {b}.*.pid; do read -r t < "$f" || continue; '
-      'if [ -r /proc/$t/task/$t/children ]; then '
-      'read -ra k < /proc/$t/task/$t/children; else k=($(pgrep -P "$t")); fi; '
-      'ps+=("${k[@]}"); done 2>/dev/null; '
-      'snapshot "$s" "${ps[@]}" > "$1.tmp" 2>/dev/null; '
-      '[ -z "$2" ] || [ -n "$SNAP_SEEN" ] && mv -f "$1.tmp" "$1"; }',
-  ]
-
-
-# The probe's own overhead is what it adds to the tool's run, so its waits
-# fork nothing: `nap S` sleeps in bash's `read -t` on a pipe that never gets
-# data (a `sleep` child would need finding and killing at the end: a pkill
-# costs 40-100 ms on a busy 2-core machine).
-_NAP = [
-    'exec {nap_fd}<> <(:)',
-    'nap() { read -rt "$1" -u "$nap_fd" _; }',
-]
-
-
 def SampleEvery(duration_s: float) -> float:
   """How often to snapshot a probe of about `duration_s` without a window:
   a tenth of it, within 0.2-1 s (each snapshot costs a few processes)."""
   return min(1.0, max(0.2, duration_s / 10.0))
-
-
-def _Emit(key: str, path: str) -> str:
-  return (f'printf "%s " {shlex.quote(key)}; base64 -w0 {path} 2>/dev/null; '
-          'echo')
 
 
 def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
@@ -112,60 +78,21 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            setup_lines: Sequence[str] = (), files: Sequence[str] = (),
            sample_every_s: float = 0.5, run_root: str = '',
            own_pid: str = '') -> str:
-  """The shell script running `pinned_commands` (shell-quoted) side by side.
+  """The shell script running `pinned_commands` (shell-quoted) side by side:
+  scripts/probe.sh (what it does: there) with its arguments.
 
   `setup_lines` run first (e.g. argv_secret's unexported password variable).
   The script prints the bundle `ParseBundle` reads; `files` (paths) are in
   it too. `run_root`: the directory every process of the run works under
   (the snapshots count the processes that do not as foreign).
   """
-  b = shlex.quote(base)
-  lines = ['rm -f -- "$0"', *setup_lines,
-           *_SnapshotFunction(b, run_root, own_pid),
-           *_NAP, f'rm -f {b}.*.pid {b}.stat1',
-           # The first snapshot's scan of foreign processes (tens of ms)
-           # is taken by the sampler once the tools have started, not
-           # before them: the scan is of the same moment within that time,
-           # and the tools start that much sooner.
-           f'noscan=1 snap {b}.stat0',
-           # The window's start: that snapshot's own clock (in us).
-           't0=${SNAP_WALL/./}; [ -n "$EPOCHREALTIME" ] || t0=', 'pids=()']
-  # Not stopped mid-scan (a partial scan would count the processes it
-  # missed as born during the probe); stopped at once after it.
-  scan0 = (f"trap 'exit 0' TERM; fscan >> {b}.stat0 2>/dev/null; "
-           'trap - TERM; ')
-  if cpu_window_s:
-    # The window counts from the first snapshot, not from the scan's end.
-    window_us = int(round(float(cpu_window_s) * 1e6))
-    lines.append(
-        f'( {scan0}w={window_us}; '
-        '[ -z "$t0" ] || w=$(( w - ${EPOCHREALTIME/[.,]/} + t0 )); '
-        '(( w > 0 )) || w=0; printf -v w %d.%06d $(( w / 1000000 )) '
-        f'$(( w % 1000000 )); nap "$w"; snap {b}.stat1 ) & sampler=$!')
-  else:
-    # The first soon, so that a short run is still seen while it runs.
-    lines.append(f'( {scan0}nap 0.1; while :; do snap {b}.stat1 threads; '
-                 f'nap {float(sample_every_s):.3f}; done ) & sampler=$!')
-  for i, command in enumerate(pinned_commands):
-    lines.append(
-        f'( stamp; s=$t; timeout --foreground -s INT -k 5 '
-        f'{int(timeout_s)} {command} > {b}.{i}.out 2> {b}.{i}.err & '
-        f'echo $! > {b}.{i}.pid; wait $!; rc=$?; '
-        f'stamp; echo "$rc $s $t" > {b}.{i}.rc ) & pids+=($!)')
-  lines.append('for p in "${pids[@]}"; do wait "$p"; done')
-  # A window the tools outlived is complete; else (they ended first, or no
-  # window) the last snapshot taken while they ran, or one now. The
-  # sampler naps in a builtin, so killing it leaves no child to find.
-  lines.append('{ kill "$sampler"; wait; } 2>/dev/null; '
-               f'[ -e {b}.stat1 ] || snap {b}.stat1')
-  lines += [_Emit('stat0', f'{b}.stat0'), _Emit('stat1', f'{b}.stat1')]
-  for i in range(len(pinned_commands)):
-    lines += [_Emit(f'{kind}.{i}', f'{b}.{i}.{kind}')
-              for kind in ('rc', 'out', 'err')]
-  lines += [_Emit(f'file.{k}', shlex.quote(path))
-            for k, path in enumerate(files)]
-  lines.append(f'echo {BUNDLE_END}')
-  return '\n'.join(lines) + '\n'
+  window_us = (int(round(float(cpu_window_s) * 1e6)) if cpu_window_s
+               else '')
+  return ''.join(f'{line}\n' for line in setup_lines) + (
+      shell_scripts.WithArgs(
+          'probe.sh', base, int(timeout_s), window_us,
+          f'{float(sample_every_s):.3f}', run_root, int(own_pid or 0),
+          len(pinned_commands), *pinned_commands, *files))
 
 
 def Bundle(parts: Dict[str, str]) -> str:
@@ -176,9 +103,12 @@ def Bundle(parts: Dict[str, str]) -> str:
 
 def BundleRequests(script: str) -> List[Tuple[str, str]]:
   """(key, path) of every part a Script puts in its bundle, in order."""
-  return [(key, shlex.split(path)[0]) for key, path in re.findall(
-      r'^printf "%s " (\S+); base64 -w0 (.+?) 2>/dev/null; echo$', script,
-      re.M)]
+  base, _, _, _, _, _, count, *rest = shell_scripts.Args(script)
+  count = int(count)
+  keys = [('stat0', f'{base}.stat0'), ('stat1', f'{base}.stat1')]
+  keys += [(f'{kind}.{i}', f'{base}.{i}.{kind}')
+           for i in range(count) for kind in ('rc', 'out', 'err')]
+  return keys + [(f'file.{k}', path) for k, path in enumerate(rest[count:])]
 
 
 def ParseBundle(text: str) -> Dict[str, str]:

@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# A probe (load_generators/concurrent.py): its load commands side by side,
+# each under `timeout`, with the client's CPU snapshots around its window;
+# ends by printing one bundle of everything it brought back.
+#   probe.sh BASE TIMEOUT_S WINDOW_US SAMPLE_EVERY_S RUN_ROOT OWN_PID N
+#            COMMAND... FILE...
+# BASE: its files' prefix; the N COMMANDs (shell command lines) run side by
+# side, each `timeout --foreground` TIMEOUT_S, its output in BASE.<i>.out
+# and .err, its PID in .pid and "rc start end" in .rc. The load processes'
+# snapshots: BASE.stat0 when they start, BASE.stat1 after WINDOW_US (the
+# load's test time) or, with WINDOW_US empty, every SAMPLE_EVERY_S while
+# they run (the last one taken while they ran counts). RUN_ROOT, OWN_PID:
+# snapshot.sh. The bundle: a line "KEY BASE64" for stat0, stat1, rc.<i>,
+# out.<i>, err.<i> and file.<k> (each FILE), then @pkb-bundle-end
+# (concurrent.ParseBundle).
+rm -f -- "$0"
+
+. ./snapshot.sh
+
+base=$1 timeout_s=$2 window_us=$3 sample_every_s=$4
+PKB_RUN_ROOT=$5 PKB_OWN_PID=$6
+count=$7
+shift 7
+commands=("${@:1:count}")
+files=("${@:count+1}")
+
+# snap FILE [threads|noscan]: snapshot.sh's snapshot of the load processes
+# (the child of each `timeout` whose PID is in BASE.<i>.pid), with the
+# foreign scan unless `noscan`, written whole or not at all (with
+# `threads`: only if it saw a thread, so the last snapshot of a run that
+# ends between two is one taken while it ran).
+snap() {
+  local t f k scan=scan ps=() SNAP_SEEN=
+  [ "$2" != noscan ] || scan=
+  for f in "$base".*.pid; do
+    read -r t < "$f" || continue
+    if [ -r "/proc/$t/task/$t/children" ]; then
+      read -ra k < "/proc/$t/task/$t/children"
+    else
+      mapfile -t k < <(pgrep -P "$t")
+    fi
+    ps+=("${k[@]}")
+  done 2>/dev/null
+  snapshot "$scan" "${ps[@]}" > "$1.tmp" 2>/dev/null
+  if [ "$2" != threads ] || [ -n "$SNAP_SEEN" ]; then mv -f "$1.tmp" "$1"; fi
+}
+
+# The probe's own overhead is what it adds to the tool's run, so its waits
+# fork nothing: `nap S` sleeps in bash's `read -t` on a pipe that never
+# gets data (a `sleep` child would need finding and killing at the end: a
+# pkill costs 40-100 ms on a busy 2-core machine).
+exec {nap_fd}<> <(:)
+nap() { read -rt "$1" -u "$nap_fd" _; }
+
+# The first snapshot's scan of foreign processes (tens of ms) is taken by
+# the sampler once the tools have started, not before them: the scan is of
+# the same moment within that time, and the tools start that much sooner.
+# Not stopped mid-scan (a partial scan would count the processes it missed
+# as born during the probe); stopped at once after it.
+scan0() {
+  trap 'exit 0' TERM
+  fscan >> "$base.stat0" 2>/dev/null
+  trap - TERM
+}
+
+rm -f "$base".*.pid "$base.stat1"
+snap "$base.stat0" noscan
+# The window's start: that snapshot's own clock (in us).
+t0=${SNAP_WALL/./}
+[ -n "$EPOCHREALTIME" ] || t0=
+if [ -n "$window_us" ]; then
+  # The window counts from the first snapshot, not from the scan's end.
+  (
+    scan0
+    w=$window_us
+    [ -z "$t0" ] || w=$(( w - ${EPOCHREALTIME/[.,]/} + t0 ))
+    (( w > 0 )) || w=0
+    printf -v w %d.%06d $(( w / 1000000 )) $(( w % 1000000 ))
+    nap "$w"
+    snap "$base.stat1"
+  ) &
+else
+  # The first soon, so that a short run is still seen while it runs.
+  (
+    scan0
+    nap 0.1
+    while :; do
+      snap "$base.stat1" threads
+      nap "$sample_every_s"
+    done
+  ) &
+fi
+sampler=$!
+
+pids=()
+for i in "${!commands[@]}"; do
+  (
+    stamp
+    s=$t
+    # exec: the PID written down is timeout's, whose child is the tool.
+    eval "exec timeout --foreground -s INT -k 5 $timeout_s ${commands[i]}" \
+      > "$base.$i.out" 2> "$base.$i.err" &
+    echo $! > "$base.$i.pid"
+    wait $!
+    rc=$?
+    stamp
+    echo "$rc $s $t" > "$base.$i.rc"
+  ) &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+# A window the tools outlived is complete; else (they ended first, or no
+# window) the last snapshot taken while they ran, or one now. The sampler
+# naps in a builtin, so killing it leaves no child to find.
+{ kill "$sampler"; wait; } 2>/dev/null
+[ -e "$base.stat1" ] || snap "$base.stat1"
+
+emit() { printf "%s " "$1"; base64 -w0 "$2" 2>/dev/null; echo; }
+emit stat0 "$base.stat0"
+emit stat1 "$base.stat1"
+for i in "${!commands[@]}"; do
+  for kind in rc out err; do emit "$kind.$i" "$base.$i.$kind"; done
+done
+for k in "${!files[@]}"; do emit "file.$k" "${files[k]}"; done
+echo @pkb-bundle-end
