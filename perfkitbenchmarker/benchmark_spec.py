@@ -328,7 +328,11 @@ class BenchmarkSpec:
     return list(self._published)
 
   def GroupMetadata(self) -> Dict[str, Any]:
-    """PKB-style <group>_machine_type, <group>_vm_count, ... metadata."""
+    """PKB-style <group>_machine_type, <group>_vm_count, ... metadata; for
+    a machine reached over SSH also its OS, kernel, architecture and system
+    tuning (<group>_os_release, <group>_system_tuning, ...: its
+    SystemMetadata), so every benchmark's samples say what they were
+    measured on."""
     metadata: Dict[str, Any] = {'cloud': self.cloud}
     zones = set()
     for group, vms in self.vm_groups.items():
@@ -349,6 +353,9 @@ class BenchmarkSpec:
       if getattr(first, 'cpu_quota', None):
         # CPUs its cgroup quota allows: a figure for that, not whole cores.
         metadata[f'{group}_cpu_quota'] = first.cpu_quota
+      system = getattr(first, 'SystemMetadata', None)
+      if system is not None:
+        metadata.update({f'{group}_{k}': v for k, v in system().items()})
       zones.update(vm.zone for vm in vms if vm.zone)
     metadata['zone'] = ','.join(sorted(zones)) if zones else 'local'
     return metadata

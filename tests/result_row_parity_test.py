@@ -183,6 +183,31 @@ def test_group_metadata_names_cloud_images_and_platform(pkb_flags):
   assert metadata['clients_cloud'] == 'GCP'
 
 
+class _SshVm(_FakeVm):
+  """A VM reached over SSH, as far as metadata goes (ssh_vm's
+  SystemMetadata: what it probed and the tuning it applied)."""
+
+  def SystemMetadata(self):
+    return {'os_release': 'Debian GNU/Linux 12 (bookworm)',
+            'system_tuning': 'applied', 'vm_overcommit_memory': '1'}
+
+
+def test_group_metadata_carries_each_ssh_machines_system_and_tuning(
+    pkb_flags):
+  """README: a static machine's OS, kernel, architecture and tuning are in
+  the sample metadata. Every benchmark's samples take GroupMetadata (the
+  memtier study added the system itself; YCSB's samples had none)."""
+  spec = spec_lib.BenchmarkSpec(_Stub(), {}, 'parity5', 'Static', None,
+                                pkb_flags, None, lambda s: None)
+  spec.vm_groups = {'servers': [_SshVm('Static', None, 'img')],
+                    'clients': [_FakeVm('Static', None, 'img')]}
+  metadata = spec.GroupMetadata()
+  assert metadata['servers_system_tuning'] == 'applied'
+  assert metadata['servers_vm_overcommit_memory'] == '1'
+  assert metadata['servers_os_release'] == 'Debian GNU/Linux 12 (bookworm)'
+  assert not [k for k in metadata if k.startswith('clients_system')]
+
+
 @pytest.mark.e2e
 def test_version_falls_back_to_the_package_version(tmp_path):
   from perfkitbenchmarker import version  # pylint: disable=g-import-not-at-top

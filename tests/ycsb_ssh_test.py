@@ -394,4 +394,8 @@ def test_redis_ycsb_over_ssh_builds_and_runs_on_the_client_vm(
     assert labels['ycsb_command_group'] == 'hash'
     assert labels['ycsb_binding'] == ycsb.DB_CLASS
   assert labelled[0][1]['cloud'] == 'Static'
+  # The machines' system and tuning, as the memtier study's samples have.
+  for _, labels in labelled:
+    assert labels['servers_system_tuning'] == 'off'
+    assert labels['servers_os_release'] and labels['clients_cpu_arch']
   print(f'redis_ycsb over SSH in {elapsed:.1f} s')

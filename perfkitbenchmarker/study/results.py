@@ -19,12 +19,9 @@ from perfkitbenchmarker.search import driver as search_driver
 
 
 def SetMetadata(spec, deployment, opts) -> None:
-  """Group, system, engine and workload metadata added to every sample."""
+  """Group (with system), engine and workload metadata added to every
+  sample."""
   spec.metadata.update(spec.GroupMetadata())
-  for group, vms in spec.vm_groups.items():
-    if vms and hasattr(vms[0], 'SystemMetadata'):
-      spec.metadata.update({f'{group}_{k}': v
-                            for k, v in vms[0].SystemMetadata().items()})
   workload = opts.workload
   generator = deployment.generators[0]
   spec.metadata.update(EngineMetadata(deployment))
