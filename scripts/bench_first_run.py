@@ -2,7 +2,8 @@
 """The README's first command, with and without the 2-core server quota.
 
   sudo ./scripts/bench_first_run.py [--repeats=3] \\
-      [--memtier_path=/path/to/memtier_benchmark]
+      [--memtier_path=/path/to/memtier_benchmark] [--high_weight] \\
+      [--sides="name=flags;name=flags"]
 
 Runs the default study (`./pkb.py`, nothing else but a results directory
 of its own) side by side in one invocation, alternating: with the Local
@@ -14,6 +15,10 @@ the wall time, the answer's ops/s, verdict and limit and the load average
 at its start (a shared machine's runs are disturbed, and say so); then, per
 load generator, the wall-time ratio quota / plain (median over the
 repeats) and how many runs of each confirmed.
+
+`--sides` compares other flag sets the same way (e.g. two search margins:
+`--sides="m85=;m80=--memtier_cap_margin=0.8"`), the ratio the first side's
+wall time over the second's.
 
 Root is needed for the quota's cgroup (without it both columns are the
 plain split, and the plan warns). Results go to a temporary directory,
@@ -51,6 +56,20 @@ from perfkitbenchmarker.providers.local import cpu_quota
 from scripts import cpu_cgroups
 
 SPLITS = {'quota': [], 'plain': ['--local_server_cpu_quota=0']}
+
+
+def _Sides(text: Optional[str]) -> Dict[str, List[str]]:
+  """--sides 'a=--x=1 --y=2;b=' -> {'a': ['--x=1', '--y=2'], 'b': []}; the
+  default: the quota and the plain split."""
+  if not text:
+    return dict(SPLITS)
+  sides = {}
+  for part in text.split(';'):
+    name, _, flags = part.partition('=')
+    sides[name.strip()] = flags.split()
+  if len(sides) < 2:
+    raise SystemExit('bench_first_run: --sides needs two sides or more')
+  return sides
 
 
 def _Answer(results_dir: str, run_uri: str) -> Dict[str, str]:
@@ -127,7 +146,12 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument('--memtier_path', default=None)
   parser.add_argument('--high_weight', action='store_true',
                       help='a check of the design on a shared machine (doc)')
+  parser.add_argument('--sides', default=None,
+                      help='what to compare instead of quota and plain: '
+                      '"name=flags;name=flags", e.g. "m85=;m80=--memtier_'
+                      'cap_margin=0.8"; ratios are to the second side')
   args = parser.parse_args(argv)
+  sides = _Sides(args.sides)
   generators = {'redis-benchmark': []}
   if args.memtier_path:
     generators['memtier'] = [f'--memtier_path={args.memtier_path}']
@@ -136,8 +160,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   try:
     for i in range(args.repeats):
       for generator, generator_flags in generators.items():
-        for split, split_flags in SPLITS.items():
-          run_uri = f'b{os.getpid() % 1000:03d}{i}{split[0]}{generator[0]}'
+        for k, (split, split_flags) in enumerate(sides.items()):
+          run_uri = f'b{os.getpid() % 1000:03d}{i}{k}{generator[0]}'
           result = RunOnce(results_dir, run_uri,
                            generator_flags + split_flags, args.high_weight)
           runs.setdefault((generator, split), []).append(result)
@@ -145,17 +169,18 @@ def main(argv: Optional[List[str]] = None) -> int:
   finally:
     shutil.rmtree(results_dir, ignore_errors=True)
   print()
+  first, second = list(sides)[:2]
   for generator in generators:
-    quota, plain = runs[(generator, 'quota')], runs[(generator, 'plain')]
-    ratio = (statistics.median(r['wall_s'] for r in quota) /
-             statistics.median(r['wall_s'] for r in plain))
-    confirmed = {s: sum(r['verdict'] == 'confirmed' for r in runs[
-        (generator, s)]) for s in SPLITS}
-    print(f'{generator}: wall time quota/plain {ratio:.2f}x (median '
-          f'{statistics.median(r["wall_s"] for r in quota):.1f} s vs '
-          f'{statistics.median(r["wall_s"] for r in plain):.1f} s); '
-          f'confirmed {confirmed["quota"]}/{len(quota)} with the quota, '
-          f'{confirmed["plain"]}/{len(plain)} plain')
+    a, b = runs[(generator, first)], runs[(generator, second)]
+    ratio = (statistics.median(r['wall_s'] for r in a) /
+             statistics.median(r['wall_s'] for r in b))
+    confirmed = ', '.join(
+        f'{s} {sum(r["verdict"] == "confirmed" for r in runs[(generator, s)])}'
+        f'/{len(runs[(generator, s)])}' for s in sides)
+    print(f'{generator}: wall time {first}/{second} {ratio:.2f}x (median '
+          f'{statistics.median(r["wall_s"] for r in a):.1f} s vs '
+          f'{statistics.median(r["wall_s"] for r in b):.1f} s); confirmed: '
+          f'{confirmed}')
   return 0
 
 

@@ -2,7 +2,7 @@
 """The 2-core split's server quota at several CFS periods, side by side.
 
   sudo ./scripts/bench_quota_period.py [--rounds=3] [--seconds=5] \\
-      [--memtier_path=/path/to/memtier_benchmark]
+      [--memtier_path=/path/to/memtier_benchmark] [--high_weight]
 
 Starts one redis-server on loopback on core 0 inside a cgroup of its own,
 preloads its keys, and offers fixed closed-loop loads from core 1 (a real
@@ -142,6 +142,10 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser.add_argument('--seconds', type=int, default=5)
   parser.add_argument('--rounds', type=int, default=3)
   parser.add_argument('--port', type=int, default=16393)
+  parser.add_argument('--high_weight', action='store_true',
+                      help='the server\'s cgroup and this script with its '
+                      'load generators get a high CPU weight, so others\' '
+                      'load on a shared machine takes little from them')
   args = parser.parse_args(argv)
   if args.memtier_path and not os.access(args.memtier_path, os.X_OK):
     print(f'bench_quota_period: {args.memtier_path}: not an executable '
@@ -163,7 +167,14 @@ def main(argv: Optional[List[str]] = None) -> int:
   loads += [('redis-benchmark', int(c)) for c in
             args.rb_connections.split(',') if c]
   work = tempfile.mkdtemp(prefix='bench-quota-period-')
-  group = cpu_cgroups.CpuCgroup(high_weight=False, prefix='pkb-bench')
+  group = cpu_cgroups.CpuCgroup(high_weight=args.high_weight,
+                                prefix='pkb-bench')
+  # The load generators are this script's children: they start in its
+  # cgroup.
+  clients = (cpu_cgroups.CpuCgroup(prefix='pkb-bench') if args.high_weight
+             else None)
+  if clients:
+    clients.Add(os.getpid())
   server = None
   rows: Dict[tuple, List[tuple]] = {}
   rates: Dict[tuple, float] = {}
@@ -204,6 +215,8 @@ def main(argv: Optional[List[str]] = None) -> int:
       server.terminate()
       server.wait(timeout=30)
     group.Remove()
+    if clients:
+      clients.Remove()  # Moves this script back to the parent first.
     shutil.rmtree(work, ignore_errors=True)
   print(f'load average after: {os.getloadavg()[0]:.1f}')
   print(f'medians over {args.rounds} rounds of {args.seconds} s; ratios to '
