@@ -2,6 +2,7 @@
 
 import glob
 import os
+import re
 
 import pytest
 
@@ -29,10 +30,47 @@ EXPECTED_RPS = {
 }
 
 
+# One GET process whose first progress line, a millisecond after its start,
+# already counted the replies of that millisecond ('rps=0.0 (overall:
+# 24000.0)'); recorded 2026-11-29 with `redis-benchmark -h 127.0.0.1 -p
+# 16398 -t get -c 24 -n 120000 -P 1 -d 100 -r 100000 --threads 1` against
+# redis-server 7.0.15 under the 2-core split's quota (1000 us per 2000 us),
+# beside a SET process with the other 24 connections.
+START_LINE = 'redis-benchmark_single_t1c24_n120000_quota_startline.txt'
+
+
 def test_every_redis_benchmark_fixture_is_covered():
   names = {os.path.basename(p)
            for p in glob.glob(os.path.join(DATA, 'redis-benchmark*'))}
-  assert names == set(EXPECTED_RPS)
+  assert names == set(EXPECTED_RPS) | {START_LINE}
+
+
+def test_the_start_line_is_no_quarter_second_of_load():
+  text = _Read(START_LINE)
+  assert text.lstrip().startswith('GET: rps=0.0 (overall: 24000.0)')
+  result, = rb.ParseOutput(text)
+  assert result.rps == pytest.approx(29702.97)
+  seconds = rb.ProcessSeconds(text, 24)
+  assert len(seconds) == 4  # 4.04 s: the lines after the start line.
+  # Every second near the process's rate: the first is not a quarter
+  # short (it was, 22,800 ops, its latency a third over the others').
+  for s in seconds:
+    assert s.ops == pytest.approx(result.rps, rel=0.15), seconds
+  first, *rest = (s.average_latency_ms for s in seconds)
+  assert first < 1.1 * max(rest)
+  # The older recording's GET test starts with 'rps=190.5 (overall:
+  # 4000.0)' (its first second read 84,277 ops beside 108,143 and 112,126);
+  # its SET test with '-nan', not a line that counts: its first second
+  # stays.
+  text = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  get = rb.ProcessSeconds(text, 32)
+  assert get[0].ops == pytest.approx(get[1].ops, rel=0.1), get
+  set_lines = text[:text.index('====== SET')]
+  assert 'rps=0.0 (overall: -nan)' in set_lines
+  rates = [float(r) for r in re.findall(r'rps=([\d.]+) \(overall: [\d.]+',
+                                        set_lines)]
+  assert rb.ProcessSeconds(set_lines, 32)[0].ops == round(
+      sum(rates[:4]) * rb.TICK_S)
 
 
 @pytest.mark.parametrize('name', sorted(EXPECTED_RPS))

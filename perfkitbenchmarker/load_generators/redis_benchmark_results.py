@@ -25,8 +25,10 @@ LOAD_GENERATOR = 'redis-benchmark'
 
 _PERCENTILE_LINE = re.compile(r'([\d.]+)% <= ([\d.]+) milliseconds')
 # A progress line (redis-benchmark 7.0 prints one every 250 ms, '\r'-ended):
-# requests/s since the last line, then since the start. The first, at the
-# start, has no overall figure ('-nan') and is not matched.
+# requests/s since the last line, then since the start. The first comes a
+# millisecond after the start: overall '-nan' (not matched), or the few
+# replies of that millisecond ('rps=0.0 (overall: 24000.0)', 'rps=190.5
+# (overall: 4000.0)'): never 250 ms of load.
 _PROGRESS_LINE = re.compile(
     r'rps=([\d.]+) \(overall: ([\d.]+)\) avg_msec=')
 TICK_S = 0.25
@@ -124,11 +126,14 @@ def ProcessSeconds(text: str, outstanding: Optional[int]
     text = text[headers[-2]:headers[-1]]  # report before them.
   elif headers:
     text = text[:headers[0]]
-  ticks = [(float(m.group(1)), float(m.group(2)))
-           for m in _PROGRESS_LINE.finditer(text)]
-  while ticks and ticks[0][1] == 0:  # The line at the start (overall 0).
-    ticks.pop(0)
-  ticks = [rate for rate, _ in ticks]
+  lines = list(_PROGRESS_LINE.finditer(text))
+  if lines and lines[0].start() == text.find('rps='):
+    # The line at the start: counted as 250 ms of (almost) no replies, it
+    # took up to a quarter of the first second's, whose latency then read
+    # up to a third over the probe's (the first second of quiet probes
+    # near the cap read over it, and the hold's first second too).
+    lines.pop(0)
+  ticks = [float(m.group(1)) for m in lines]
   seconds = []
   for second in range(len(ticks) // TICKS_PER_SECOND):
     rates = ticks[second * TICKS_PER_SECOND:(second + 1) * TICKS_PER_SECOND]
