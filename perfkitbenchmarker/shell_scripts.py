@@ -57,7 +57,8 @@ def Args(text: str) -> List[str]:
 
 
 def Command(name: str, *args: object) -> str:
-  """A one-line shell command running the script with `args` as $1, $2,
-  ... ($0 is its name, for bash's own error messages); each quoted."""
-  return ' '.join(['bash', '-c', shlex.quote(Text(name)), name] +
-                  [shlex.quote(str(a)) for a in args])
+  """A command running the script with `args` as $1, $2, ... (each quoted,
+  set ahead of its text): WithArgs in a subshell of the bash that runs
+  every command on a VM, so its `exit` ends only it and no other bash need
+  be on PATH."""
+  return f'(\n{WithArgs(name, *args)})'

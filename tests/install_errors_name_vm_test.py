@@ -16,6 +16,7 @@ import pytest
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -171,8 +172,11 @@ def test_version_reads_name_the_vm(engine, program):
 
 def test_two_vms_failing_at_once_give_one_line_naming_both():
   installed = {'keydb-server --version': ('KeyDB server v=6.3.4', '', 0),
-               'command -v -- keydb-server': ('', '', 0),
-               'command -v -- redis-cli': ('', '', 0)}
+               # On PATH, and trusted (trusted_programs.OnPath).
+               shell_scripts.Command('trusted.sh', 'keydb-server'): (
+                   '', '', 0),
+               shell_scripts.Command('trusted.sh', 'redis-cli'): (
+                   '', '', 0)}
   servers = [ScriptedVm('servers-0', ALPINE),
              ScriptedVm('servers-1', NO_CODENAME),
              ScriptedVm('servers-2', DEBIAN, installed)]

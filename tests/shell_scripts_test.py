@@ -61,7 +61,7 @@ def test_a_library_is_inlined_where_a_script_includes_it():
 
 def test_arguments_are_passed_never_spliced():
   value = "x'; touch /tmp/pwned; echo '$(id)"
-  argv = shlex.split(shell_scripts.Command('process_stat.sh', value, 7))
-  assert argv[:2] == ['bash', '-c']
-  assert argv[2] == shell_scripts.Text('process_stat.sh')
-  assert argv[3:] == ['process_stat.sh', value, '7']
+  for text in (shell_scripts.WithArgs('trusted.sh', value, 7),
+               shell_scripts.Command('trusted.sh', value, 7)):
+    assert shell_scripts.Args(text) == [value, '7']
+    assert shell_scripts.Text('trusted.sh') in text

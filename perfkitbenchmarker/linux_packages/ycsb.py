@@ -31,6 +31,7 @@ import shlex
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
@@ -162,70 +163,24 @@ def _RemoteBuild(vm, build_dir: str) -> Installation:
   return found
 
 
-# Bash functions shared by the check and the install script: the major
-# version of the `java` on PATH (0 if none), and the tools still missing
-# (`jdk`: no java of at least MIN_JAVA; `maven`: no mvn). Builtins only.
-_TOOL_FUNCTIONS = r'''pkb_java_major() {
-  local out re='version "(1\.)?([0-9]+)'
-  out=$(java -version 2>&1) || { echo 0; return 0; }
-  if [[ $out =~ $re ]]; then echo "${BASH_REMATCH[2]}"; else echo 0; fi
-}
-pkb_missing() {
-  [ "$(pkb_java_major)" -ge @MIN@ ] || echo jdk
-  command -v mvn >/dev/null 2>&1 || echo maven
-}
-'''.replace('@MIN@', str(MIN_JAVA))
-
-
 def MissingToolsCommand() -> str:
   """Prints `jdk` and/or `maven` for what the build needs and lacks."""
-  return _TOOL_FUNCTIONS + 'pkb_missing\n'
+  return shell_scripts.Command('ycsb_tools.sh', MIN_JAVA, 'missing')
 
 
 def JdkInstallScript(info) -> str:
   """Root script installing what MissingToolsCommand reports missing: a
-  headless JDK 17 and Maven from the OS packages; checks java afterwards."""
-  if info.family == 'debian':
-    install = (
-        'pkgs=""\n'
-        'for tool in $(pkb_missing); do\n'
-        '  case $tool in\n'
-        '    jdk) pkgs="$pkgs openjdk-17-jdk-headless" ;;\n'
-        '    maven) pkgs="$pkgs maven" ;;\n'
-        '  esac\n'
-        'done\n'
-        'if [ -n "$pkgs" ]; then\n'
-        f'  {_APT} update\n'
-        f'  {_APT} install $pkgs\n'
-        'fi\n')
-  elif info.family == 'rhel':
-    pm = info.package_manager
-    install = (
-        'for tool in $(pkb_missing); do\n'
-        '  case $tool in\n'
-        # Amazon Linux 2023 has Corretto, not OpenJDK packages.
-        f'    jdk) {pm} install -y java-17-openjdk-devel || '
-        f'{pm} install -y java-17-amazon-corretto-devel ;;\n'
-        f'    maven) {pm} install -y maven ;;\n'
-        '  esac\n'
-        'done\n')
-  else:
+  headless JDK 17 and Maven from the OS packages; checks java afterwards
+  (scripts/ycsb_tools.sh)."""
+  if info.family not in ('debian', 'rhel'):
     raise errors.PrerequisiteError(
         f'Cannot install a JDK and Maven on '
         f'{info.display_name}: only Debian/Ubuntu (apt) and '
         'RHEL-like (dnf/yum) systems are supported; install Java 17 and '
         'Maven by hand and rerun.')
-  check = (
-      'major=$(pkb_java_major)\n'
-      f'if [ "$major" -lt {MIN_JAVA} ]; then\n'
-      f'  echo "java on PATH is version $major after installing; YCSB\'s '
-      f'build needs {MIN_JAVA} or later" >&2\n'
-      '  exit 1\n'
-      'fi\n'
-      'command -v mvn >/dev/null || '
-      '{ echo "mvn is not on PATH after installing maven" >&2; exit 1; }\n'
-      'echo "java $major, $(command -v mvn)"\n')
-  return 'set -eo pipefail\n' + _TOOL_FUNCTIONS + install + check
+  manager = _APT if info.family == 'debian' else info.package_manager
+  return shell_scripts.Command('ycsb_tools.sh', MIN_JAVA, 'install',
+                               info.family, manager)
 
 
 def MavenErrors(output: str, lines: int = 3) -> str:
