@@ -14,9 +14,14 @@ A command joins the cgroup by its shell writing its own PID into
 `cgroup.procs` before it execs the command (`EnterCommand`), so the server
 and whatever it forks run under the quota from their first instruction.
 
-The period is short (PERIOD_US) so that a throttled server waits at most a
-fraction of a millisecond-scale latency cap, not the kernel default's 100 ms
-period: the quota then acts as a slower CPU, not as stalls.
+The period is the shortest that holds half a CPU (PERIOD_US, the kernel's
+smallest quota being 1 ms) so that a throttled server waits milliseconds,
+not up to half the kernel default's 100 ms period. The waits are still
+stalls, not a slower CPU: a server that never blocks is held to its quota
+only at scheduler ticks (4 ms at 250 Hz), and each wait holds one request
+per connection, so at saturation they reach the p99 (README, "Why the
+quota's period is 2 ms"; scripts/bench_quota_period.py measures periods
+side by side).
 """
 
 import math
