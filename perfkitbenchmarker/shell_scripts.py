@@ -57,8 +57,9 @@ def Args(text: str) -> List[str]:
 
 
 def Command(name: str, *args: object) -> str:
-  """A command running the script with `args` as $1, $2, ... (each quoted,
-  set ahead of its text): WithArgs in a subshell of the bash that runs
-  every command on a VM, so its `exit` ends only it and no other bash need
-  be on PATH."""
-  return f'(\n{WithArgs(name, *args)})'
+  """A one-line command running the script in a bash of its own with `args`
+  as $1, $2, ... (each quoted; $0 is its name, $PPID the shell that runs
+  the command). That bash is the one running the command ($BASH: every
+  command on a VM runs in bash), so no other need be on PATH."""
+  return ' '.join(['"${BASH:-bash}"', '-c', shlex.quote(Text(name)), name] +
+                  [shlex.quote(str(a)) for a in args])

@@ -61,7 +61,9 @@ def test_a_library_is_inlined_where_a_script_includes_it():
 
 def test_arguments_are_passed_never_spliced():
   value = "x'; touch /tmp/pwned; echo '$(id)"
-  for text in (shell_scripts.WithArgs('trusted.sh', value, 7),
-               shell_scripts.Command('trusted.sh', value, 7)):
-    assert shell_scripts.Args(text) == [value, '7']
-    assert shell_scripts.Text('trusted.sh') in text
+  with_args = shell_scripts.WithArgs('trusted.sh', value, 7)
+  assert shell_scripts.Args(with_args) == [value, '7']
+  assert with_args.endswith('\n' + shell_scripts.Text('trusted.sh'))
+  argv = shlex.split(shell_scripts.Command('trusted.sh', value, 7))
+  assert argv == ['${BASH:-bash}', '-c', shell_scripts.Text('trusted.sh'),
+                  'trusted.sh', value, '7']
