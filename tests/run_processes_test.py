@@ -1,0 +1,162 @@
+"""run_processes: the ownership rule, identities and the one escalation.
+
+The rule in Python (WorksUnder) is checked on paths; the bash half
+(scripts/run_processes.sh, through run_processes.Command) on real processes
+this test starts: a stop signals only what a live identity leads, TERM
+first, KILL for what outlives it, and a session's members in other groups
+too. KillProcess, probe groups and detached jobs use these verbs: their
+own adversarial tests are teardown_record_test, probe_signals_test and
+ssh_vm_test.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+
+import e2e_support as e2e
+from perfkitbenchmarker import run_processes
+
+
+@pytest.mark.parametrize('cwd, root, ours', [
+    ('/tmp/pkb-x.own', '/tmp/pkb-x.own', True),
+    ('/tmp/pkb-x.own/servers-0/deep', '/tmp/pkb-x.own', True),
+    ('/tmp/pkb-x.own/servers-0', '/tmp/pkb-x.own/', True),
+    ('/tmp/pkb-x.owner', '/tmp/pkb-x.own', False),  # Starts the same.
+    ('/tmp', '/tmp/pkb-x.own', False),
+    ('/tmp/pkb-x.own (deleted)', '/tmp/pkb-x.own', False),
+])
+def test_the_ownership_rule(cwd, root, ours):
+  assert run_processes.WorksUnder(cwd, root) is ours
+
+
+def test_commands_carry_values_as_arguments_only():
+  """A value with shell syntax in it stays one argument of the script."""
+  command = run_processes.Command('busy', '/tmp/a b; touch x')
+  assert command.endswith("run_processes.sh busy '/tmp/a b; touch x'")
+  assert run_processes.Identity(12, 345, 'session').StopCommand(1.5).endswith(
+      'run_processes.sh stop 12 345 session 1500')
+
+
+def _Run(command, cwd=None):
+  return subprocess.run(['bash', '-c', command], capture_output=True,
+                        text=True, timeout=60, cwd=cwd)
+
+
+def _Start(script, cwd=None):
+  """bash running `script` in a session of its own; waits until it has
+  as many children as it starts ('&' count)."""
+  proc = subprocess.Popen(['bash', '-c', script], cwd=cwd,
+                          start_new_session=True)
+  deadline = time.monotonic() + 10
+  while len(psutil.Process(proc.pid).children()) < script.count('&'):
+    assert time.monotonic() < deadline
+    time.sleep(0.02)
+  return proc
+
+
+def _Identity(proc, leads=run_processes.GROUP):
+  return run_processes.Identity(proc.pid, int(e2e.StartTicks(proc.pid)),
+                                leads)
+
+
+@pytest.mark.e2e
+def test_a_stop_signals_only_the_identity_it_names():
+  """Another start time (the PID reused, or a forged record) is left
+  alone; the true one's group goes, TERM-ignoring members included."""
+  # Ignores TERM, as its child does: only the escalation's KILL ends them.
+  proc = _Start('trap "" TERM; sleep 120 & exec sleep 121')
+  child = psutil.Process(proc.pid).children()[0]
+  try:
+    forged = run_processes.Identity(proc.pid, _Identity(proc).start_ticks + 1)
+    assert _Run(forged.StopCommand(0.2)).returncode == 0
+    assert proc.poll() is None and child.is_running()
+    started = time.monotonic()
+    stop = _Run(_Identity(proc).StopCommand(0.2))
+    assert stop.returncode == 0, stop.stderr
+    assert proc.wait(timeout=5) == -signal.SIGKILL
+    _, alive = psutil.wait_procs([child], timeout=5)
+    assert not alive
+    # TERM, a bounded wait, KILL: not the whole of any fixed pause.
+    assert time.monotonic() - started < 30
+  finally:
+    run_processes.KillStartedGroup(proc.pid)
+    proc.wait()
+
+
+@pytest.mark.e2e
+def test_term_is_enough_for_a_process_that_heeds_it():
+  proc = _Start('sleep 120 & wait')
+  try:
+    assert _Run(_Identity(proc).StopCommand(5)).returncode == 0
+    assert proc.wait(timeout=5) == -signal.SIGTERM
+  finally:
+    run_processes.KillStartedGroup(proc.pid)
+    proc.wait()
+
+
+@pytest.mark.e2e
+def test_a_session_stop_reaches_members_of_its_other_groups():
+  """A detached job's session holds groups of its own (`timeout` makes
+  one): stopping the session reaches them; a group stop would not."""
+  proc = _Start('trap "" TERM; timeout 120 sleep 120 & exec sleep 121')
+  try:
+    deadline = time.monotonic() + 10
+    while True:  # Until `timeout` has made its own group.
+      member = psutil.Process(proc.pid).children()[0]
+      if member.name() == 'timeout' and os.getpgid(member.pid) != proc.pid:
+        break
+      assert time.monotonic() < deadline
+      time.sleep(0.02)
+    stop = _Run(_Identity(proc, run_processes.SESSION).StopCommand(0.2))
+    assert stop.returncode == 0, stop.stderr
+    proc.wait(timeout=5)
+    _, alive = psutil.wait_procs([member], timeout=5)
+    assert not alive
+  finally:
+    run_processes.KillStartedGroup(proc.pid)
+    proc.wait()
+
+
+@pytest.mark.e2e
+def test_wait_sends_nothing_and_says_whether_it_ended():
+  proc = _Start('trap "" TERM; exec sleep 121')
+  try:
+    identity = _Identity(proc)
+    assert _Run(identity.WaitCommand(0.1)).returncode == (
+        run_processes.OUTLIVED)
+    assert proc.poll() is None
+  finally:
+    run_processes.KillStartedGroup(proc.pid)
+    proc.wait()
+  assert _Run(identity.WaitCommand(0.1)).returncode == 0
+
+
+@pytest.mark.e2e
+def test_busy_names_a_process_under_the_directory_and_no_other(tmp_path):
+  """The rule in bash agrees with WorksUnder: below counts, a neighbour
+  whose name starts the same does not, nor does the shell that asks (it
+  works there too, as remote commands start in the scratch directory)."""
+  top, neighbour = tmp_path / 'top', tmp_path / 'top-neighbour'
+  (top / 'deep').mkdir(parents=True)
+  neighbour.mkdir()
+  busy = run_processes.Command('busy', str(top))
+  elsewhere = subprocess.Popen(['sleep', '120'], cwd=neighbour)
+  try:
+    assert _Run(busy, cwd=top).returncode == 0
+    below = subprocess.Popen(['sleep', '120'], cwd=top / 'deep')
+    try:
+      found = _Run(busy, cwd=top)
+      assert found.returncode == run_processes.BUSY
+      assert found.stdout == f'{below.pid} sleep\n'
+      assert run_processes.WorksUnder(os.readlink(f'/proc/{below.pid}/cwd'),
+                                      str(top))
+    finally:
+      below.kill()
+      below.wait()
+  finally:
+    elsewhere.kill()
+    elsewhere.wait()
