@@ -23,6 +23,7 @@ from typing import (Any, Dict, Hashable, Iterable, List, NamedTuple,
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import trusted_programs
@@ -93,8 +94,6 @@ def WorkspaceLock(vm) -> threading.Lock:
     return _workspace_locks.setdefault(MachineLane(vm), threading.Lock())
 
 
-# How long KillProcess waits for a process's exit after each signal.
-STOP_WAIT_S = 5.0
 class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
   """A machine that runs shell commands for the benchmark."""
 
@@ -104,7 +103,8 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
   CAN = Capabilities()
 
   def __init__(self, spec: VmSpec, name: str, group_name: str,
-               run_uri: str = '', stop_wait_s: float = STOP_WAIT_S,
+               run_uri: str = '',
+               stop_wait_s: float = run_processes.STOP_WAIT_S,
                **kwargs):
     super().__init__(name, **kwargs)
     # KillProcess's wait for an exit after each signal (tests of a process
@@ -260,19 +260,11 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     threads still run (`Threads:` above 1): that process is exiting or
     running without it, and its command line reads empty, as does that of
     any process that is exiting (its memory is released before it becomes
-    a zombie). One round trip; the script holds only a validated integer
-    and the VM's own scratch path, quoted.
+    a zombie). One round trip (run_processes.sh's `read`).
     """
     pid = CheckedPid(pid)
-    # The working directory last: everything after the fourth line is it,
-    # verbatim (a deleted one ends in " (deleted)" and matches nothing).
     out, _, rc = self.RemoteCommandWithReturnCode(
-        f'{process_stat.SHELL}pline /proc/{pid}/stat || exit 3; '
-        'echo "$l"; '
-        f'grep -s "^Threads:" /proc/{pid}/status || echo; '
-        f'(cd -- {shlex.quote(self.scratch_dir)} 2>/dev/null && pwd -P) || '
-        f'echo; tr "\\0\\n" "  " < /proc/{pid}/cmdline 2>/dev/null; echo; '
-        f'readlink /proc/{pid}/cwd 2>/dev/null || true')
+        run_processes.Command('read', pid, self.scratch_dir))
     lines = out.split('\n', 4)
     if rc != 0 or len(lines) < 5:
       return None
@@ -338,9 +330,8 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
       self._StopExiting(pid, state, start_time)
       return
     cwd = state.cwd
-    if cwd is None or not self.scratch_dir or not (
-        cwd == state.workspace or cwd.startswith(
-        state.workspace.rstrip('/') + '/')):
+    if cwd is None or not self.scratch_dir or not run_processes.WorksUnder(
+        cwd, state.workspace):
       raise errors.ResourceError(
           f'PID {pid} on {self.name} works in '
           f'{cwd if cwd is not None else "a directory we cannot read"}, not '
@@ -372,7 +363,10 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     its group is stopped like any; without one (a PID read from a pidfile)
     it is left alone, said so.
     """
-    if self._RunWithLeader(pid, state.start, ''):
+    _, _, rc = self.RemoteCommandWithReturnCode(
+        run_processes.Identity(pid, int(state.start)).WaitCommand(
+            self.stop_wait_s))
+    if rc != run_processes.OUTLIVED:
       return
     if start_time is None:
       raise errors.ResourceError(
@@ -384,34 +378,18 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     self._StopGroup(pid, state)
 
   def _StopGroup(self, pid: int, state: 'ProcessState') -> None:
-    """SIGTERM to the group pid leads, up to stop_wait_s for pid's exit,
-    then SIGKILL to the group and wait again."""
+    """Stops the group pid leads (run_processes' escalation)."""
     if state.group != pid:
       raise errors.ResourceError(
           f'PID {pid} on {self.name} does not lead a process group of its '
           f'own (its group is {state.group}): not a process the run '
           'started; left alone')
-    if not self._RunWithLeader(
-        pid, state.start, f'kill -TERM -- -{pid}; {{wait}}'
-        f'same && kill -KILL -- -{pid}; '):
+    _, _, rc = self.RemoteCommandWithReturnCode(
+        run_processes.Identity(pid, int(state.start)).StopCommand(
+            self.stop_wait_s))
+    if rc == run_processes.OUTLIVED:
       raise errors.ResourceError(
           f'PID {pid} on {self.name} is still running after SIGKILL.')
-
-  def _RunWithLeader(self, pid: int, start_time: float, signals: str) -> bool:
-    """Runs `signals` on the VM while pid is still the process that started
-    at start_time ({wait}: wait up to stop_wait_s for its exit), then waits
-    for the exit; True once it has exited.
-
-    The script holds only validated integers; `same` re-checks the start
-    time before each signal, so a PID reused meanwhile is never signalled.
-    """
-    pid, start = CheckedPid(pid), int(start_time)
-    polls = int(self.stop_wait_s / 0.05)
-    wait = f'for i in $(seq {polls}); do same || exit 0; sleep 0.05; done; '
-    same = f'{process_stat.SHELL}same() {{ alive {pid} {start}; }}; '
-    _, _, rc = self.RemoteCommandWithReturnCode(
-        f'{same}same || exit 0; {signals.format(wait=wait)}{wait}exit 3')
-    return rc != 3
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     return {
