@@ -12,9 +12,9 @@ the command, writes that group's id and its leader's start time into a file
 of the mark in the VM's scratch directory (the run's own) as it starts.
 When the command has ended the entry is retired; if it did not end (a
 signal, a timeout, a crash), cleanup and teardown delete it: each group such
-a file names is killed, whole, while its leader is still the process that
-started at the recorded time, and nothing else. Shards are stopped the same
-way (virtual_machine.KillProcess).
+a file names is stopped, whole, while its leader is still the process that
+started at the recorded time, and nothing else (run_processes' escalation,
+as shards are: virtual_machine.KillProcess).
 
 Extension seam: a benchmark that starts a long-running command on a VM
 wraps it in `Marked` and puts `prefix` before it; deployment.StopAll stops
@@ -24,70 +24,46 @@ this kind before the shards.
 import contextlib
 import re
 import secrets
-import shlex
 from typing import Annotated, Hashable, Iterator
 
 from perfkitbenchmarker import errors
-from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import virtual_machine
 
 KIND = 'probe_process'
 _MARK = re.compile(r'[a-z0-9_-]{1,64}-[0-9a-f]{16}')
-# Rounds of killing one group (a zombie leader is reaped by its parent).
-_KILL_ROUNDS = 50
 
 
-def _GroupFiles(scratch_dir: str, mark: str) -> str:
-  """The shell glob of the mark's group files in the VM's scratch dir."""
+def _Checked(mark: str) -> str:
   if not _MARK.fullmatch(mark):
     raise errors.ResourceError(f'{mark!r} is not a probe mark; left alone')
-  return f'{shlex.quote(scratch_dir.rstrip("/"))}/.probe-{mark}.'
-
-
-def _StoppedFile(scratch_dir: str, mark: str) -> str:
-  """The file KillScript leaves: the probe's entry is being deleted. Not
-  one of _GroupFiles' (a '-' where they have a '.')."""
-  return _GroupFiles(scratch_dir, mark)[:-1] + '-stopped'
+  return mark
 
 
 def GroupScript(scratch_dir: str, mark: str) -> str:
-  """bash that writes "<group id> <leader start>" of the shell's own
-  process group to a file of the mark (its name ends in the shell's PID),
-  then exits 143 if KillScript already ran for the mark.
+  """Shell text before a command: writes the identity of its process group
+  to a file of the mark in scratch_dir, then exits 143 if KillScript
+  already ran for the mark (run_processes.sh's `own`).
 
   A command can start after its entry was deleted (its SSH session still
   on its way when SIGINT made cleanup kill the mark's groups). The file is
   written before the check and KillScript marks the probe stopped before
   it reads the files, so the command either sees the mark or is killed.
   """
-  return (f'{process_stat.SHELL}pstat $$; __g=${{pf[2]}}; '
-          'pstat "$__g" || pf=(); '
-          f'echo "$__g ${{pf[19]}}" > {_GroupFiles(scratch_dir, mark)}$$; '
-          f'[ ! -e {_StoppedFile(scratch_dir, mark)} ] || exit 143; '
-          'unset __g pf; ')
+  return (run_processes.Command('own', scratch_dir, _Checked(mark)) +
+          ' || exit $?; ')
 
 
 def KillScript(scratch_dir: str, mark: str) -> str:
-  """bash that marks the probe stopped (a command of it starting later
-  exits, GroupScript), then SIGKILLs each process group a file of the mark
-  names, while its leader is the process that started at the recorded time.
-
-  The mark is checked against a fixed pattern first and the files' fields
-  must be numbers, so the script holds no text from elsewhere. Exits 3
-  when a group's leader outlives every round.
-  """
-  return (
-      process_stat.SHELL +
-      f': 2>/dev/null > {_StoppedFile(scratch_dir, mark)}; '
-      f'for f in {_GroupFiles(scratch_dir, mark)}*; do '
-      '[ -f "$f" ] || continue; read -r g t < "$f"; '
-      'case "$g" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '
-      'case "$t" in ""|*[!0-9]*) rm -f -- "$f"; continue;; esac; '
-      f'for i in $(seq {_KILL_ROUNDS}); do alive "$g" "$t" || break; '
-      'kill -KILL -- "-$g" 2>/dev/null; sleep 0.1; done; '
-      'alive "$g" "$t" && exit 3; rm -f -- "$f"; done; exit 0')
+  """Shell that marks the probe stopped (a command of it starting later
+  exits, GroupScript), then stops each process group a file of the mark
+  names, while its leader is the process that started at the recorded
+  time (run_processes.sh's `stop-marked`). Exits run_processes.OUTLIVED
+  when a group's leader outlives the escalation."""
+  return run_processes.Command('stop-marked', scratch_dir, _Checked(mark),
+                               run_processes.WaitMs(run_processes.STOP_WAIT_S))
 
 
 def _RunsMark(mark: str, record) -> str:
@@ -118,11 +94,12 @@ class ProbeProcess(resource.BaseResource):
 
   def _Delete(self) -> None:
     _, err, rc = self.vm.RemoteCommandWithReturnCode(
-        KillScript(self.vm.scratch_dir, self.mark), timeout=60)
+        KillScript(self.vm.scratch_dir, self.mark), timeout=120)
     if rc != 0:
       raise errors.ResourceError(
           f'processes of probe {self.mark} on {self.vm.name} are still '
-          f'running after SIGKILL ({err.strip()[:200] or f"exit {rc}"})')
+          'running after SIGTERM and SIGKILL '
+          f'({err.strip()[:200] or f"exit {rc}"})')
 
   @property
   def prefix(self) -> str:
