@@ -22,7 +22,7 @@ import re
 import shlex
 from typing import Dict, Optional, Sequence, Tuple
 
-from perfkitbenchmarker import process_stat
+from perfkitbenchmarker import run_processes
 
 STARTED_MARKER = '\x1epkb-started\x1e'
 _MARKER_PRINTF = "printf '\\036pkb-started\\036' >&2"
@@ -99,8 +99,7 @@ def DetachedStartScript(job_dir: str, timeout_s: float,
           'flock 8; fi\n'
           f'setsid nohup bash -c {shlex.quote(runner)} '
           f'</dev/null >/dev/null 2>&1 &\n'
-          f'{process_stat.SHELL}pstat $! || pf=(); '
-          f'echo "$! ${{pf[19]:-0}}" > {job}/sid')
+          f'{run_processes.Command("identity", job_dir + "/sid")} "$!"')
 
 
 DONE_MARKER = '@pkb-job-done'
@@ -138,13 +137,9 @@ def ParseCollected(out: str) -> Optional[Tuple[str, str, int]]:
           int(fields['@rc'].strip()))
 
 
-def DetachedKillScript(job_dir: str) -> str:
-  """Stops every process of the job's session (TERM, then KILL), once its
-  leader is checked to be the process that started the job (a session id
-  another session took since is left alone)."""
-  job = shlex.quote(job_dir)
-  return (f'{process_stat.SHELL}read -r sid st < {job}/sid 2>/dev/null && '
-          'alive "$sid" "$st" && '
-          '{ pkill -TERM -s "$sid" || kill -TERM -- -"$sid"; sleep 1; '
-          'pkill -KILL -s "$sid" || kill -KILL -- -"$sid"; } 2>/dev/null; '
-          'true')
+def DetachedKillScript(job_dir: str, wait_s: float) -> str:
+  """Stops every process of the job's session, while its leader is the
+  process that started the job (run_processes' escalation, waiting up to
+  wait_s after each signal)."""
+  return run_processes.Command('stop-job', job_dir,
+                               run_processes.WaitMs(wait_s))

@@ -37,6 +37,9 @@ from perfkitbenchmarker import waits
 # Beyond the job's own timeout and kill grace, before the collector gives up.
 COLLECT_SLACK_S = 30
 RECONNECT_PAUSE_S = 1.0
+# A job's stop waits this long after SIGTERM, and after SIGKILL, for its
+# session leader's exit: a stopped run (SIGINT, its deadline) waits for it.
+JOB_STOP_WAIT_S = 1.0
 
 
 _collected_lock = threading.Lock()
@@ -158,8 +161,8 @@ def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
 
 def Kill(vm, job: str) -> None:
   try:
-    vm.RemoteCommandWithReturnCode(remote_shell.DetachedKillScript(job),
-                                   timeout=30)
+    vm.RemoteCommandWithReturnCode(
+        remote_shell.DetachedKillScript(job, JOB_STOP_WAIT_S), timeout=30)
   except errors.Error as e:
     logging.warning('Could not stop a detached command on %s: %s',
                     vm.name, e)

@@ -14,6 +14,7 @@ import e2e_support
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import remote_shell
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import system_tuning
@@ -436,7 +437,7 @@ def test_remote_shell_quotes_and_bounds_the_command():
       '@rc 4\n@out ZG9uZQo=\n@err \n@pkb-job-done\n') == ('done\n', '', 4)
   with pytest.raises(ValueError):  # Cut short by a dropped connection.
     remote_shell.ParseCollected('@rc 4\n@out ZG9u')
-  _BashParses(remote_shell.DetachedKillScript('/tmp/j k'))
+  _BashParses(remote_shell.DetachedKillScript('/tmp/j k', 1.0))
   with pytest.raises(ValueError):
     remote_shell.EnvScript({'BAD NAME': 'x'})
 
@@ -450,7 +451,7 @@ def test_the_detached_kill_stops_only_the_session_it_started(tmp_path):
                              start_new_session=True)
   try:
     start = e2e_support.StartTicks(session.pid)
-    kill = ['bash', '-c', remote_shell.DetachedKillScript(str(tmp_path))]
+    kill = ['bash', '-c', remote_shell.DetachedKillScript(str(tmp_path), 1.0)]
     (tmp_path / 'sid').write_text(f'{session.pid} {start + 1:.0f}\n')
     subprocess.run(kill, check=True, timeout=30)
     assert session.poll() is None
@@ -461,7 +462,7 @@ def test_the_detached_kill_stops_only_the_session_it_started(tmp_path):
     _, alive = psutil.wait_procs(members, timeout=5)
     assert not alive
   finally:
-    vm_util.KillGroup(session.pid)
+    run_processes.KillStartedGroup(session.pid)
     session.wait()
 
 
