@@ -23,7 +23,6 @@ import os
 import random
 import re
 import shlex
-import signal
 import subprocess
 import threading
 import time
@@ -35,6 +34,7 @@ import tenacity
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker.terminal_text import Printable  # pylint: disable=unused-import
 
 _SECRETS: set = set()
@@ -121,20 +121,22 @@ def RunLocal(command: str, cwd: Optional[str] = None,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
   try:
     _CHILDREN[proc.pid] = proc
-    if StopCount() != stops:  # A stop landed as it started, maybe unseen
-      KillGroup(proc.pid)     # by StopChildren (it counts, then looks).
+    # A stop landed as it started, maybe unseen by StopChildren (it
+    # counts, then looks).
+    if StopCount() != stops:
+      run_processes.KillStartedGroup(proc.pid)
     if stdin is not None and not isinstance(stdin, str):
       return _CommunicateStreaming(proc, stdin, timeout)
     return _Communicate(proc, stdin, timeout)
   except subprocess.TimeoutExpired:
-    KillGroup(proc.pid)
+    run_processes.KillStartedGroup(proc.pid)
     try:  # Bounded: see _Communicate.
       out, err = proc.communicate(timeout=STREAM_JOIN_S)
     except subprocess.TimeoutExpired:
       out, err = '', ''
     return out, err, -9
   except BaseException:
-    KillGroup(proc.pid)
+    run_processes.KillStartedGroup(proc.pid)
     try:
       proc.communicate(timeout=5)
     except Exception:  # pylint: disable=broad-except
@@ -182,7 +184,7 @@ def StopChildren() -> int:
   _STOPS[0] += 1
   pids = list(_CHILDREN)
   for pid in pids:
-    KillGroup(pid)
+    run_processes.KillStartedGroup(pid)
   return len(pids)
 
 
@@ -223,7 +225,7 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
   try:
     returncode = proc.wait(timeout=timeout)
   except subprocess.TimeoutExpired:
-    KillGroup(proc.pid)
+    run_processes.KillStartedGroup(proc.pid)
     proc.wait()
     returncode = -9
   # Bounded, and not waited for once the run is stopped: an ssh client of a
@@ -232,13 +234,6 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
   for thread in threads:
     thread.join(max(0.0, end - time.monotonic()))
   return (''.join(outputs['out']), ''.join(outputs['err']), returncode)
-
-
-def KillGroup(pid: int, sig: int = signal.SIGKILL) -> None:
-  try:
-    os.killpg(pid, sig)
-  except (ProcessLookupError, PermissionError):
-    pass
 
 
 def CheckedOutput(out: str, err: str, rc: int, command: str,
