@@ -10,8 +10,8 @@ directory is the run's directory or below it.** The run's directories are
 its own (0700, unguessable names: run_scope), so no other user's process
 works there, and every command the run starts begins in one. `WorksUnder`
 is the rule in Python (a directory of the run is busy: run_scope) and
-`works_under` in run_processes.sh on the VMs (a shard found by PID,
-run_processes.sh's `busy`, the foreign-CPU scan).
+`works_under` in run_processes.sh on the VMs (its `busy`; the foreign-CPU
+scan, scripts/snapshot.sh, includes it).
 
 An identity (`Identity`, or a "<pid> <start>" line the run writes down as
 the process starts: a probe's group file, a detached job's sid file) is a
@@ -54,13 +54,6 @@ def WorksUnder(cwd: str, root: str) -> bool:
 def Command(verb: str, *args: object) -> str:
   """One shell command running run_processes.sh's `verb` with `args`."""
   return shell_scripts.Command(SCRIPT, verb, *args)
-
-
-def ShellFunctions() -> str:
-  """run_processes.sh as a library, to put at the head of another script:
-  its functions (process_stat's `pstat` and `alive`, `works_under`) and
-  nothing run."""
-  return shell_scripts.Text(SCRIPT)
 
 
 def WaitMs(wait_s: float) -> int:

@@ -20,9 +20,10 @@ away and put theirs in its place), never through a symlink; reused only as
 a real directory of the user that group and others cannot write; else
 refused in one line (`NotOwnDir`), nothing in it touched.
 
-A directory of the run is removed (`RemoveOwnDir`, `RemoteBusyScript`
-before `rm` on a VM) only while no process works in it: a shard that could
-not be stopped keeps its config and pidfile, so a later teardown finds it.
+A directory of the run is removed (`RemoveOwnDir`; run_processes.sh's
+`busy` before `rm` on a VM) only while no process works in it: a shard
+that could not be stopped keeps its config and pidfile, so a later
+teardown finds it.
 """
 
 import fcntl
@@ -38,6 +39,7 @@ import time
 from typing import List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_processes
 
 MODE = 0o700
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
@@ -312,12 +314,12 @@ def WorkingIn(path: str) -> List[Tuple[int, str]]:
         name = f.read().strip()
     except OSError:
       continue  # Gone, or another user's.
-    if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+    if run_processes.WorksUnder(cwd, real):
       found.append((int(entry), name))
   return found
 
 
-def _InUse(path: str, pid: int, name: str) -> DirInUse:
+def InUse(path: str, pid: int, name: str) -> DirInUse:
   return DirInUse(
       f'{path} is still the working directory of PID {pid} ({name}); left in '
       'place so it can still be found: stop that process, then tear down '
@@ -330,23 +332,8 @@ def RemoveOwnDir(path: str) -> None:
   CheckOwnDir(path)
   busy = WorkingIn(path)
   if busy:
-    raise _InUse(path, *busy[0])
+    raise InUse(path, *busy[0])
   shutil.rmtree(path, ignore_errors=True)
-
-
-def RemoteBusyScript(path: str) -> str:
-  """Shell that exits 3 with RemoveOwnDir's line on stderr while a process
-  on the VM works in `path` (its cwd there or below), for the VM's removal
-  of a run's directory."""
-  p = shlex.quote(path.rstrip('/'))
-  message = _InUse('$d', 0, '$n').args[0].replace('PID 0', 'PID ${p#/proc/}')
-  # Remote commands start in the scratch directory: this shell and the
-  # `timeout` above it (remote_shell.CommandScript) are not what is meant.
-  return (f'd={p}; cd /; for p in /proc/[0-9]*; do '
-          'case ${p#/proc/} in $$|$PPID) continue;; esac; '
-          'c=$(readlink "$p/cwd" 2>/dev/null) || continue; '
-          'case "$c" in "$d"|"$d"/*) n=$(cat "$p/comm" 2>/dev/null); '
-          f'echo "{message}" >&2; exit 3;; esac; done')
 
 
 # The run's private SSH key (cloud runs) lives outside results/ (what is

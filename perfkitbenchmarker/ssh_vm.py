@@ -39,6 +39,7 @@ import tenacity
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
@@ -526,11 +527,17 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     own = run_scope.RemoteOwnScript((workspace, self.scratch_dir))
     # Not while a process still works in it (a shard that could not be
     # stopped): its config and pidfile are how a later teardown finds it.
-    busy = run_scope.RemoteBusyScript(self.scratch_dir)
-    self.RemoteCommand(
-        f'{own}\n{busy}\nrm -rf -- {shlex.quote(self.scratch_dir)}; '
-        f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true',
-        what=f'cleaning {self.name}')
+    busy = run_processes.Command('busy', self.scratch_dir)
+    what = f'cleaning {self.name}'
+    out, err, rc = self.RemoteCommandWithReturnCode(
+        f'{own}\n{busy} || exit $?\n'
+        f'rm -rf -- {shlex.quote(self.scratch_dir)}; '
+        f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true')
+    pid, _, name = out.strip().partition(' ')
+    if rc == run_processes.BUSY and pid.isdigit():
+      raise run_scope.InUse(self.scratch_dir, int(pid), name)
+    vm_util.CheckedOutput(out, err, rc, what, what,
+                          error=errors.VirtualMachine.RemoteCommandError)
 
   def _Create(self) -> None:
     self.WaitForSsh(self.connect_timeout * self.connect_retries + 5)

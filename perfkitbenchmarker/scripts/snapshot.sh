@@ -22,7 +22,9 @@
 # $EPOCHREALTIME) but getconf once: snapshots run while the machine is
 # measured.
 
-. ./process_stat.sh
+# process_stat.sh's pline/ptail/pstat, and works_under: the run's ownership
+# rule.
+. ./run_processes.sh
 
 clk=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
@@ -139,7 +141,7 @@ pcg() {
 }
 
 # fscan: {"scan":true}, then the stat line of every process that does not
-# work under PKB_RUN_ROOT (the run's own processes all do) and is not
+# work under PKB_RUN_ROOT (run_processes.sh's works_under) and is not
 # PKB_OWN_PID, i.e. the processes foreign to the run.
 fscan() {
   [ -n "$PKB_RUN_ROOT" ] || return 0
@@ -157,9 +159,7 @@ fscan() {
       # The parent is read after the name (ptail): a name is any 15 bytes.
       [[ $p == 2 || $p == "$$" || $p == "${PKB_OWN_PID:-0}" ||
          $pt == ") "?" 2 "* ]] && continue
-      if cd -P "/proc/$p/cwd" 2>/dev/null && [[ $PWD/ == "$root"/* ]]; then
-        continue
-      fi
+      works_under "$p" "$root" && continue
       js "$l"
       echo "{\"fg\":$j}"
     done
