@@ -64,16 +64,6 @@ def _ShardsDeleted(results, run_uri):
              if e['kind'] == 'redis_process' and e['status'] == 'deleted')
 
 
-def _WaitFor(condition, what, proc=None, timeout=60):
-  """Polls until condition() (a hang guard of `timeout` s); fails at once if
-  pkb (`proc`) exits first."""
-  deadline = time.monotonic() + timeout
-  while not condition():
-    assert proc is None or proc.poll() is None, f'pkb exited before {what}'
-    assert time.monotonic() < deadline, f'no {what} within {timeout} s'
-    time.sleep(0.02)
-
-
 def _TermPending(pid):
   """True once the stalled shard holds an undelivered SIGTERM: cleanup has
   signalled it and is waiting for its exit."""
@@ -87,7 +77,7 @@ def _TermPending(pid):
 
 def _InCleanup(proc, results, run_uri, stalled):
   """Waits until cleanup is inside the stop of the stalled shard."""
-  _WaitFor(lambda: _TermPending(stalled), 'SIGTERM to the stalled shard',
+  e2e.WaitFor(lambda: _TermPending(stalled), 'SIGTERM to the stalled shard',
            proc)
   assert _ShardsDeleted(results, run_uri) < len(_Shards(results, run_uri))
 
@@ -133,7 +123,7 @@ def _CleanUpAndSignal(results, run_uri, stalled, sig, hang_up=False):
       proc.stdout.close()
       proc.stderr.close()
     proc.send_signal(sig)
-    _WaitFor(lambda: _Noted(results, run_uri, sig), f'{sig.name} noted', proc)
+    e2e.WaitFor(lambda: _Noted(results, run_uri, sig), f'{sig.name} noted', proc)
     _LetGo(stalled)
     if hang_up:
       return proc.wait(timeout=60), ''
@@ -209,7 +199,7 @@ def test_second_signal_cuts_short_and_names_teardown(prepared):
   proc = _InCleanupRun(results, run_uri, stalled)
   try:
     proc.send_signal(signal.SIGINT)
-    _WaitFor(lambda: _Noted(results, run_uri, signal.SIGINT), 'SIGINT noted',
+    e2e.WaitFor(lambda: _Noted(results, run_uri, signal.SIGINT), 'SIGINT noted',
              proc)
     proc.send_signal(signal.SIGINT)  # Cleanup still waits on the shard.
     _, err = proc.communicate(timeout=60)
@@ -238,7 +228,7 @@ def test_deadline_during_cleanup_does_not_stop_it(prepared):
     # pkb set its deadline before cleanup began, so it has passed 1.2 s on
     # (and a bit) while cleanup still waits on the shard.
     held = time.monotonic() + 1.2 + 0.3
-    _WaitFor(lambda: time.monotonic() > held, 'deadline passed', proc)
+    e2e.WaitFor(lambda: time.monotonic() > held, 'deadline passed', proc)
     _LetGo(stalled)
     _, err = proc.communicate(timeout=60)
   finally:

@@ -58,12 +58,20 @@ BQ_TABLE = f'{PROJECT}.pkb_results.samples'
 OPERATOR = '127.0.0.1/32'
 AWS_REGION = 'us-east-1'
 AWS_IMAGE_USER = 'admin'  # Debian's AMIs: cloud-init's default user.
+# pkb's own bound on a rehearsal's run (SHORT's --timeout_minutes), and room
+# for the teardown that follows a deadline or a signal. The tests' hang
+# guards lie past them rather than at a guess of how long a run takes: at
+# load 25-35 on 2 cores whole runs took over 150 s, CPU-starved, not hung
+# (importing the BigQuery client for the end-of-run publish alone took 15 s
+# of wall time for 0.9 s of CPU).
+RUN_DEADLINE_S = 600
+TEARDOWN_ROOM_S = 300
 SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=2000',
          '--memtier_max_probes=2', '--memtier_confirm_repeats=2',
          '--memtier_latency_cap=100',
          '--memtier_clients=4', '--memtier_adaptive_max_connections=32',
          '--load_generator=redis_benchmark', '--accept_unconfirmed',
-         '--timeout_minutes=10', '--owner=rehearsal',
+         f'--timeout_minutes={RUN_DEADLINE_S // 60}', '--owner=rehearsal',
          '--timing_measurements=runtimes']
 
 # Every test here starts processes (tests/tier_guard.py).
@@ -161,6 +169,10 @@ class Rehearsal:
     if self.aws_endpoint:
       env.update(self.AwsEnv())
     env.update(popen.pop('env', {}))
+    # A run that outlives its test's bound prints where each of its threads
+    # waited (faulthandler, on the SIGABRT Run sends it): 'did not finish'
+    # alone never said whether it waited on a cloud, a host or itself.
+    env['PYTHONFAULTHANDLER'] = '1'
     # A 1 s hold of the answer's load, not a cloud's default 60 s: the
     # rehearsal runs the hold over SSH on the hosts; how long it holds is
     # steady_quota_test's subject.
@@ -173,15 +185,19 @@ class Rehearsal:
   def Start(self, args, **popen) -> 'Watched':
     return Watched(self.Pkb(args, **popen))
 
-  def Run(self, args, timeout=150):
+  def Run(self, args, timeout=RUN_DEADLINE_S + TEARDOWN_ROOM_S):
     proc = self.Pkb(args)
     try:
       out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-      proc.kill()
-      out, err = proc.communicate()
+      proc.send_signal(signal.SIGABRT)  # Its threads' stacks, on stderr.
+      try:
+        out, err = proc.communicate(timeout=30)
+      except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
       raise AssertionError(f'pkb did not finish in {timeout} s:\n{out[-3000:]}\n'
-                  f'{err[-3000:]}')
+                  f'{err[-6000:]}')
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
   def GuardEntries(self):
@@ -237,9 +253,9 @@ class Watched:
   def err(self):
     return ''.join(self._err)
 
-  def WaitFor(self, text, timeout=240):
+  def WaitFor(self, text, timeout=RUN_DEADLINE_S):
     # A hang guard: quiet, probe 0 comes after ~10 s; at load 20-40 on 2
-    # cores it took over 90 s twice today.
+    # cores it took over 90 s twice.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
       if any(text in line for line in self.lines):
@@ -251,7 +267,8 @@ class Watched:
     raise AssertionError(f'pkb never printed {text!r}:\n{"".join(self.lines)}\n'
                 f'{self.err[-2000:]}')
 
-  def Finish(self, timeout=120):
+  def Finish(self, timeout=TEARDOWN_ROOM_S):
+    # After a signal or a deadline: what is left is the teardown.
     try:
       self.proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -691,7 +708,8 @@ def gcp_deadline_during_preload(r):
   # A preload long enough (seconds, not the shortened run's 2,000 keys)
   # that its loader is still there to be stopped: on a quiet machine the
   # short one finished first and the run went on ("Preload verified").
-  run = r.Start(_GcpArgs(r, uri, '--timeout_minutes=0.75',
+  deadline_s = 45
+  run = r.Start(_GcpArgs(r, uri, f'--timeout_minutes={deadline_s / 60}',
                          '--memtier_key_maximum=400000'))
   run.WaitFor('Preloading')
   # The preload stalls (its loader stopped on the client) until the
@@ -707,7 +725,7 @@ def gcp_deadline_during_preload(r):
   assert loaders, client.Processes()
   for p in loaders:
     os.kill(p.pid, signal.SIGSTOP)
-  code = run.Finish()
+  code = run.Finish(deadline_s + TEARDOWN_ROOM_S)
   assert 'Preload verified' not in run.out
   assert 'deadline' in run.err, run.err[-2000:]
   assert code == 130, run.out + run.err[-2000:]
@@ -750,7 +768,8 @@ def _RunStep(r, step, env, replacements, ok=(0,)):
   proc = subprocess.run(
       r.netns.Argv(['bash', '--noprofile', '--norc', '-eo', 'pipefail', '-c',
                     script]),
-      cwd=REPO, env=step_env, capture_output=True, text=True, timeout=240,
+      cwd=REPO, env=step_env, capture_output=True, text=True,
+      timeout=RUN_DEADLINE_S + TEARDOWN_ROOM_S,
       check=False)
   assert proc.returncode in ok, (step['name'], proc.returncode,
                                  proc.stdout[-3000:], proc.stderr[-3000:])
@@ -900,7 +919,8 @@ def plugin_bridge_runs_the_study_on_vms_upstream_made(r):
   done = subprocess.run(
       r.netns.Argv([os.path.join(REPO, '.venv', 'bin', 'python'),
                     str(tree / 'drive_plugin.py'), json.dumps(scenario)]),
-      cwd=str(tree), env=env, capture_output=True, text=True, timeout=240,
+      cwd=str(tree), env=env, capture_output=True, text=True,
+      timeout=RUN_DEADLINE_S + TEARDOWN_ROOM_S,
       check=False)
   assert done.returncode == 0, done.stderr[-3000:]
   out = json.loads(done.stdout.strip().splitlines()[-1])

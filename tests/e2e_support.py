@@ -119,7 +119,14 @@ def Command(args, run_uri, results_dir):
           '--memtier_hold_duration=0'] + list(args)
 
 
-def Run(args, results_dir, run_uri=None, timeout=240, env=None):
+# A run's hang guard, not a guess at its length: quiet, a FAST run takes
+# 10-20 s; CPU-starved at load 25-35 on 2 cores, such runs took minutes
+# (cloud_rehearsal_test: 15 s of wall time to import a library costing
+# 0.9 s of CPU). A test fails on its subject, never on the machine's load.
+HANG_GUARD_S = 600
+
+
+def Run(args, results_dir, run_uri=None, timeout=HANG_GUARD_S, env=None):
   run_uri = run_uri or NewRunUri()
   proc = subprocess.run(Command(args, run_uri, results_dir),
                         capture_output=True, text=True, timeout=timeout,
@@ -139,7 +146,7 @@ class Background:
                                   stderr=subprocess.PIPE, text=True, cwd=REPO)
     self._done = None
 
-  def Finish(self, timeout=240):
+  def Finish(self, timeout=HANG_GUARD_S):
     if self._done is None:
       try:
         out, err = self._proc.communicate(timeout=timeout)
@@ -150,6 +157,17 @@ class Background:
       self._done = subprocess.CompletedProcess(
           self._proc.args, self._proc.returncode, out, err)
     return self._done
+
+
+def WaitFor(condition, what, proc=None, timeout=60):
+  """Polls until condition() (a hang guard of `timeout` s, not a guess at
+  how long it takes: a test waits for the event, however busy the machine);
+  fails at once if `proc` (a pkb run) exits first."""
+  deadline = time.monotonic() + timeout
+  while not condition():
+    assert proc is None or proc.poll() is None, f'pkb exited before {what}'
+    assert time.monotonic() < deadline, f'no {what} within {timeout} s'
+    time.sleep(0.02)
 
 
 def StartUntil(args, run_uri, results_dir, marker='probe'):
