@@ -18,7 +18,9 @@ repeats) and how many runs of each confirmed.
 
 `--sides` compares other flag sets the same way (e.g. two search margins:
 `--sides="m85=;m80=--memtier_cap_margin=0.8"`), the ratio the first side's
-wall time over the second's.
+wall time over the second's; a side's `--repo=PATH` runs that checkout's
+`pkb.py` instead of this one's (old code against new:
+`--sides="new=;old=--repo=/tmp/old-clone"`).
 
 Root is needed for the quota's cgroup (without it both columns are the
 plain split, and the plan warns). Results go to a temporary directory,
@@ -100,9 +102,9 @@ def _WeighServerQuota(run_uri: str, stop: threading.Event) -> None:
 
 
 def RunOnce(results_dir: str, run_uri: str, extra: List[str],
-            high_weight: bool = False) -> dict:
+            high_weight: bool = False, repo: str = REPO) -> dict:
   load = os.getloadavg()[0]
-  argv = [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
+  argv = [sys.executable, os.path.join(repo, 'pkb.py'), f'--run_uri={run_uri}',
           f'--results_dir={results_dir}'] + extra
   group = cpu_cgroups.CpuCgroup() if high_weight else None
   stop = threading.Event()
@@ -110,7 +112,7 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
   started = time.monotonic()
   try:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO)
+                            stderr=subprocess.PIPE, text=True, cwd=repo)
     if group is not None:
       group.Add(proc.pid)  # Before it starts a load generator or a shard.
       weigher.start()
@@ -126,6 +128,11 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
   figures = ' '.join(f'{k}={answer[k]}' for k in (
       'client_busiest_thread_pct', 'client_cpu_used_pct',
       'server_throttled_pct', 'server_cpu_used_pct') if k in answer)
+  if answer and answer.get('verdict') != 'confirmed':
+    # Why, in the verdict's words (its first clause: the rest is figures).
+    figures += f' ({answer.get("verdict_reason", "").split(";")[0]})'
+  elif proc.returncode == 4 and not answer:
+    figures += f' ({(err.strip().splitlines() or [""])[-1][:160]})'
   return {'rc': proc.returncode, 'wall_s': wall, 'load': load,
           'ops': answer.get('value'), 'verdict': answer.get('verdict', '-'),
           'limit': answer.get('limit', '-'),
@@ -162,8 +169,11 @@ def main(argv: Optional[List[str]] = None) -> int:
       for generator, generator_flags in generators.items():
         for k, (split, split_flags) in enumerate(sides.items()):
           run_uri = f'b{os.getpid() % 1000:03d}{i}{k}{generator[0]}'
-          result = RunOnce(results_dir, run_uri,
-                           generator_flags + split_flags, args.high_weight)
+          repos = [f[len('--repo='):] for f in split_flags
+                   if f.startswith('--repo=')]
+          flags = [f for f in split_flags if not f.startswith('--repo=')]
+          result = RunOnce(results_dir, run_uri, generator_flags + flags,
+                           args.high_weight, repos[-1] if repos else REPO)
           runs.setdefault((generator, split), []).append(result)
           print(_Line(generator, split, i, result), flush=True)
   finally:
