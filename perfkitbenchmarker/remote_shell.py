@@ -2,11 +2,12 @@
 
 Pure functions, so the quoting and the timeouts are testable without a
 machine:
-  * `CommandScript` wraps one command the way Local VMs run it (bash, in the
-    scratch directory) under `timeout`, after printing a marker that tells
-    "the remote shell started" apart from an ssh connection failure (both can
-    end with exit 255), and after reading the environment, if any, from the
-    first line of stdin so secrets never appear in any process's argv;
+  * `CommandScript` (scripts/ssh_command.sh) wraps one command the way
+    Local VMs run it (bash, in the scratch directory) under `timeout`, after
+    printing a marker that tells "the remote shell started" apart from an
+    ssh connection failure (both can end with exit 255), and after reading
+    the environment, if any, from the first line of stdin so secrets never
+    appear in any process's argv;
   * `Detached*Script` start, collect and kill a command that outlives the
     SSH connection: setsid + nohup, output and exit code in files of a job
     dir, an flock held while it runs so that collecting is one blocking
@@ -23,9 +24,10 @@ import shlex
 from typing import Dict, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import run_processes
+from perfkitbenchmarker import shell_scripts
 
 STARTED_MARKER = '\x1epkb-started\x1e'
-_MARKER_PRINTF = "printf '\\036pkb-started\\036' >&2"
+_COMMAND_SCRIPT = 'ssh_command.sh'  # Prints STARTED_MARKER first.
 KILL_GRACE_S = 5  # after `timeout` sends TERM, before KILL
 # Lines ssh prints about connection sharing that are not the command's.
 _SSH_NOISE = re.compile(
@@ -52,18 +54,13 @@ def EnvLine(env: Dict[str, str]) -> str:
 
 def CommandScript(command: str, scratch_dir: str, timeout_s: float,
                   env_on_stdin: bool = False) -> str:
-  """The remote shell command that runs `command` under `timeout`."""
-  lines = [_MARKER_PRINTF]
-  if env_on_stdin:
-    lines.append('IFS= read -r __pkb_env; '
-                 'eval "$(printf %s "$__pkb_env" | base64 -d)"; '
-                 'unset __pkb_env')
-  lines += [f'cd {shlex.quote(scratch_dir)} 2>/dev/null',
-            # Redis clients need many sockets; the hard limit is the ceiling.
-            'ulimit -n "$(ulimit -Hn)" 2>/dev/null',
-            f'exec timeout -k {KILL_GRACE_S} {Seconds(timeout_s)} '
-            f'bash -c {shlex.quote(command)}']
-  return 'bash -c ' + shlex.quote('\n'.join(lines))
+  """The remote shell command that runs `command` under `timeout`
+  (scripts/ssh_command.sh, its values as arguments); `bash -c` itself, as
+  the remote login shell may be another."""
+  return ' '.join(shlex.quote(str(a)) for a in (
+      'bash', '-c', shell_scripts.Text(_COMMAND_SCRIPT), _COMMAND_SCRIPT,
+      scratch_dir, Seconds(timeout_s), KILL_GRACE_S, int(env_on_stdin),
+      command))
 
 
 def Started(stderr: str) -> bool:

@@ -429,7 +429,22 @@ def test_system_tuning_commands():
 def test_remote_shell_quotes_and_bounds_the_command():
   script = remote_shell.CommandScript("echo 'a b'", '/tmp/pkb-x/vm-0', 2.5)
   assert script.startswith('bash -c ')
-  assert 'timeout -k 5 3 bash -c' in script
+  # Run as the remote login shell runs it (sh): the marker first on stderr,
+  # the command's quoting kept, the environment from stdin's first line.
+  ran = subprocess.run(
+      ['sh', '-c', remote_shell.CommandScript(
+          'echo "$PKB_X"; exec cat', '/', 2.5, env_on_stdin=True)],
+      input=remote_shell.EnvLine({'PKB_X': "a 'b' $c"}) + 'rest\n',
+      capture_output=True, text=True, timeout=30, check=False)
+  assert (ran.returncode, ran.stdout) == (0, "a 'b' $c\nrest\n")
+  assert ran.stderr == remote_shell.STARTED_MARKER
+  assert subprocess.run(['sh', '-c', script], capture_output=True,
+                        text=True, timeout=30).stdout == 'a b\n'
+  # Bounded: TERM once its 3 s (2.5 rounded up) are over.
+  slow = subprocess.run(
+      ['sh', '-c', remote_shell.CommandScript('sleep 20', '/', 2.5)],
+      capture_output=True, text=True, timeout=30, check=False)
+  assert slow.returncode == 124
   assert remote_shell.CleanStderr(
       remote_shell.STARTED_MARKER + 'ControlSocket /x already exists, '
       'disabling multiplexing\nreal error\n') == 'real error\n'
