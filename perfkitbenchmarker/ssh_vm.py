@@ -29,6 +29,7 @@ import posixpath
 import re
 import shlex
 import shutil
+import stat
 import threading
 import time
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
@@ -37,6 +38,7 @@ from absl import flags
 import tenacity
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import run_processes
@@ -134,6 +136,67 @@ def CheckRunDirs() -> None:
   run_scope.CheckTempRoot()
 
 
+# A control directory says which process made it (a file naming its PID
+# namespace, PID and start time): a process killed by SIGKILL runs no exit
+# handler, so the next process that makes a control directory removes
+# those whose maker is gone (one per killed run was left in TMPDIR). Not in
+# the name: a socket's path must stay short (ssh: about 100 bytes).
+_CONTROL_PREFIX = 'pkb-ssh-'
+_MAKER_FILE = 'maker'
+
+
+def _PidNamespace() -> Optional[str]:
+  try:
+    return os.readlink('/proc/self/ns/pid')
+  except OSError:
+    return None
+
+
+def _Maker(pid: int) -> Optional[str]:
+  """'<PID namespace> <PID> <start time>' of a running process; None when
+  it is not running (or is a zombie)."""
+  namespace, found = _PidNamespace(), process_stat.Read(pid)
+  if namespace is None or found is None or found.state == 'Z':
+    return None
+  return f'{namespace} {pid} {int(found.start_ticks)}'
+
+
+def _MakerGone(directory: str) -> bool:
+  """Whether the process that made the control directory has exited (one
+  without a maker file, or made in another PID namespace, whose PIDs say
+  nothing here: never)."""
+  try:
+    fd = os.open(os.path.join(directory, _MAKER_FILE),
+                 os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, 'rb') as f:
+      maker = f.read(200).decode().strip()
+  except (OSError, UnicodeDecodeError):
+    return False
+  parts = maker.split()
+  if (len(parts) != 3 or parts[0] != _PidNamespace() or
+      not parts[1].isdigit()):
+    return False
+  return _Maker(int(parts[1])) != maker
+
+
+def _RemoveControlDirsOfTheGone(root: str) -> None:
+  """Closes and removes this user's control directories in `root` whose
+  maker has exited (killed: it could not)."""
+  try:
+    entries = [e for e in os.scandir(root)
+               if e.name.startswith(_CONTROL_PREFIX)]
+  except OSError:
+    return
+  for entry in entries:
+    try:
+      st = entry.stat(follow_symlinks=False)
+    except OSError:
+      continue
+    if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and
+        not st.st_mode & 0o077 and _MakerGone(entry.path)):
+      _CloseControlDir(entry.path)
+
+
 def _DefaultControlDir() -> str:
   """A private directory for control sockets, removed at exit.
 
@@ -141,13 +204,20 @@ def _DefaultControlDir() -> str:
   to whatever listens on ControlPath, and the socket's name (%C) can be
   computed by anyone, so the directory must be the run's own for as long
   as it is used: run_scope.MakeTempDir refuses a TMPDIR where another user
-  could rename it away and put theirs in its place.
+  could rename it away and put theirs in its place. It says which process
+  made it (`_MAKER_FILE`), so a later process removes it if this one is
+  killed before it can.
   """
   global _control_dir
   with _control_lock:
     if _control_dir is None:
-      _control_dir = run_scope.MakeTempDir('pkb-ssh-')
+      _control_dir = run_scope.MakeTempDir(_CONTROL_PREFIX)
       atexit.register(CloseAllConnections)
+      maker = _Maker(os.getpid())
+      if maker:
+        with open(os.path.join(_control_dir, _MAKER_FILE), 'x') as f:
+          f.write(maker + '\n')
+      _RemoveControlDirsOfTheGone(os.path.dirname(_control_dir))
     return _control_dir
 
 
@@ -160,10 +230,22 @@ def CloseAllConnections() -> None:
   global _control_dir
   with _control_lock:
     directory, _control_dir = _control_dir, None
-  if not directory or not os.path.isdir(directory):
+  if directory:
+    _CloseControlDir(directory)
+
+
+def _CloseControlDir(directory: str) -> None:
+  """Stops the master connection of each socket in `directory`, then
+  removes it."""
+  if not os.path.isdir(directory):
     return
   for socket_name in os.listdir(directory):
     path = os.path.join(directory, socket_name)
+    try:
+      if not stat.S_ISSOCK(os.lstat(path).st_mode):
+        continue  # The maker file.
+    except OSError:
+      continue
     # With an explicit ControlPath the destination is only a placeholder.
     vm_util.RunLocal(vm_util.QuoteAll(
         ['ssh', '-F', '/dev/null', '-o', f'ControlPath={path}', '-O', 'exit',

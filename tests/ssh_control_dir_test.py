@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -143,15 +144,63 @@ def test_nobody_cannot_swap_the_control_dir_in_a_sticky_tmpdir(
              port=sshd.port, known_hosts_file=os.path.join(shared, 'kh'))
     assert vm.RemoteCommand('echo ours')[0] == 'ours\n'
     directory = vm.control_dir
-    (socket_name,) = os.listdir(directory)  # The master's %C socket.
+    # The master's %C socket, beside the file naming the process that made
+    # the directory.
+    (socket_name,) = set(os.listdir(directory)) - {'maker'}
     attempt = subprocess.run(
         ['runuser', '-u', 'nobody', '--', 'bash', '-c',
          'mv -- "$1" "$1.away" || exit 3; mkdir -- "$1"', '-', directory],
         capture_output=True, text=True, timeout=30)
     assert attempt.returncode == 3, attempt.stderr
     assert os.lstat(directory).st_uid == os.geteuid()
-    assert os.listdir(directory) == [socket_name]
+    assert sorted(os.listdir(directory)) == sorted([socket_name, 'maker'])
     assert vm.RemoteCommand('echo still ours')[0] == 'still ours\n'
   finally:
     ssh_vm.CloseAllConnections()
     shutil.rmtree(shared, ignore_errors=True)
+
+
+# A process that makes its control directory, says where, and waits.
+_MAKES_ONE = ('import time; from perfkitbenchmarker import ssh_vm; '
+              'print(ssh_vm._DefaultControlDir(), flush=True); time.sleep(120)')
+
+
+def _MakesOne(env):
+  return subprocess.Popen([sys.executable, '-c', _MAKES_ONE], cwd=e2e.REPO,
+                          env=env, stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.e2e
+def test_a_killed_processs_control_dir_goes_with_the_next_one(tmp_path):
+  """A run killed by SIGKILL runs no exit handler: its control directory
+  stayed in TMPDIR (one per CI run, from static_host_settings_test's
+  killed run, torn down from its record). The next process that makes a
+  control directory removes it; a running process's stays, and so does a
+  directory its name does not tie to a process here."""
+  root = tmp_path / 'tmp'
+  root.mkdir(mode=0o700)
+  env = dict(os.environ, TMPDIR=str(root))
+  killed, live = _MakesOne(env), _MakesOne(env)
+  try:
+    dead_dir = killed.stdout.readline().strip()
+    live_dir = live.stdout.readline().strip()
+    killed.kill()
+    killed.wait()
+    assert os.path.isdir(dead_dir) and os.path.isdir(live_dir)
+    # Made by no process it names, or in another PID namespace.
+    others = [root / 'pkb-ssh-nomaker1', root / 'pkb-ssh-elsewhere']
+    for other in others:
+      other.mkdir(mode=0o700)
+    (others[1] / 'maker').write_text('pid:[1] 1 1\n')
+    done = subprocess.run(
+        [sys.executable, '-c', 'from perfkitbenchmarker import ssh_vm; '
+         'print(ssh_vm._DefaultControlDir())'], cwd=e2e.REPO, env=env,
+        capture_output=True, text=True, timeout=60, check=True)
+    assert not os.path.exists(done.stdout.strip())  # Its own, at its exit.
+    assert not os.path.exists(dead_dir)
+    assert os.path.isdir(live_dir)
+    assert all(other.is_dir() for other in others)
+  finally:
+    for proc in (killed, live):
+      proc.kill()
+      proc.wait()
