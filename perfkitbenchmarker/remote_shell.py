@@ -28,6 +28,7 @@ from perfkitbenchmarker import shell_scripts
 
 STARTED_MARKER = '\x1epkb-started\x1e'
 _COMMAND_SCRIPT = 'ssh_command.sh'  # Prints STARTED_MARKER first.
+_JOB_SCRIPT = 'detached_job.sh'  # Its collect ends with DONE_MARKER.
 KILL_GRACE_S = 5  # after `timeout` sends TERM, before KILL
 # Lines ssh prints about connection sharing that are not the command's.
 _SSH_NOISE = re.compile(
@@ -74,29 +75,14 @@ def CleanStderr(stderr: str) -> str:
 
 def DetachedStartScript(job_dir: str, timeout_s: float,
                         remove: Sequence[str] = ()) -> str:
-  """Starts the job's script, read from stdin, in its own session.
-
-  The script (the environment's exports, then the command) goes to a 0600
-  file that deletes itself when it starts. The job writes stdout, stderr and
-  finally rc into job_dir, its session id and the session leader's start
-  time (clock ticks since boot) into job_dir/sid, and holds an
-  flock on job_dir/lock for as long as it runs, so a collector can block on
-  the lock instead of polling; `timeout` bounds it even if nobody collects.
-  `remove` lists earlier job dirs already collected, deleted here so that
-  collecting never deletes what it may have to read again.
-  """
-  job = shlex.quote(job_dir)
-  runner = (f'timeout -k {KILL_GRACE_S} {Seconds(timeout_s)} bash {job}/cmd '
-            f'8>&- > {job}/stdout 2> {job}/stderr; '
-            f'echo $? > {job}/rc.tmp; mv {job}/rc.tmp {job}/rc')
-  old = ''.join(f' {shlex.quote(path)}' for path in remove)
-  return (f'set -e; umask 077; mkdir -p {job}; cat > {job}/cmd\n'
-          + (f'rm -rf --{old}\n' if old else '') +
-          f'exec 8> {job}/lock; if command -v flock >/dev/null; then '
-          'flock 8; fi\n'
-          f'setsid nohup bash -c {shlex.quote(runner)} '
-          f'</dev/null >/dev/null 2>&1 &\n'
-          f'{run_processes.Command("identity", job_dir + "/sid")} "$!"')
+  """Starts the job's script, read from stdin, in its own session
+  (scripts/detached_job.sh start: what the job writes and holds) and writes
+  its leader's identity into job_dir/sid (run_processes); fails, without
+  going on, if either fails. `remove`: earlier job dirs already collected."""
+  start = shell_scripts.Command(_JOB_SCRIPT, 'start', job_dir,
+                                Seconds(timeout_s), KILL_GRACE_S, *remove)
+  identity = run_processes.Command('identity', job_dir + '/sid')
+  return f'leader=$({start}) && {identity} "$leader" || exit 1'
 
 
 DONE_MARKER = '@pkb-job-done'
@@ -109,13 +95,8 @@ def DetachedCollectScript(job_dir: str, wait_s: float) -> str:
   The output ends with DONE_MARKER, so output cut short by a dropped
   connection is told apart from a finished job (`ParseCollected`).
   """
-  job = shlex.quote(job_dir)
-  return (f'if command -v flock >/dev/null; then flock -w {Seconds(wait_s)} '
-          f'{job}/lock true; else sleep 1; fi 2>/dev/null\n'
-          f'if [ -e {job}/rc ]; then printf \'@rc %s\\n@out \' '
-          f'"$(cat {job}/rc)"; base64 -w0 {job}/stdout; printf \'\\n@err \'; '
-          f'base64 -w0 {job}/stderr; printf \'\\n{DONE_MARKER}\\n\'; '
-          f"else echo @pending; fi")
+  return shell_scripts.Command(_JOB_SCRIPT, 'collect', job_dir,
+                               Seconds(wait_s))
 
 
 def ParseCollected(out: str) -> Optional[Tuple[str, str, int]]:

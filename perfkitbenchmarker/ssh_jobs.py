@@ -79,9 +79,7 @@ def Start(vm, command: str, timeout: float,
   remote = (remote_shell.DetachedStartScript(job, timeout, old) +
             f'\necho {STARTED_MARKER}')
   if wait_s > 0:
-    # The starter's copy of the lock's descriptor would hold the lock too.
-    remote += ('\nexec 8>&-; set +e\n' +
-               remote_shell.DetachedCollectScript(job, wait_s))
+    remote += '\n' + remote_shell.DetachedCollectScript(job, wait_s)
   what = f'starting a command on {vm.name}'
   try:
     # As chunks: a wait that a stop (SIGINT, the deadline) must end

@@ -31,7 +31,10 @@ clk=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # js TEXT: sets j to TEXT as a JSON string. A process's name is any 15
 # bytes: control characters are written as \u escapes (rare: one test).
 js() {
-  j=${1//\\/\\\\}
+  j=$1
+  # Most lines need no escape: one test for them.
+  [[ $j == *[\\\"[:cntrl:]]* ]] || { j=\"$j\"; return; }
+  j=${j//\\/\\\\}
   j=${j//\"/\\\"}
   if [[ $j == *[[:cntrl:]]* ]]; then
     local i c out=
