@@ -10,9 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-
 packages=(redis-server redis-tools openssh-server openssh-client util-linux
           python3 python3-venv iproute2 procps chromium
           openjdk-17-jdk-headless maven

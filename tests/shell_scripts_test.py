@@ -6,6 +6,7 @@ Debian's shellcheck (scripts/setup.sh installs it), in the fast tier
 its values as arguments, never in its text.
 """
 
+import glob
 import re
 import shlex
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 import e2e_support
 import tier_guard
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import shell_scripts
 
@@ -32,6 +34,18 @@ def test_every_shipped_script_passes_shellcheck():
        '--source-path=SCRIPTDIR'] + names,
       cwd=shell_scripts.SCRIPTS_DIR, capture_output=True, text=True,
       timeout=60, check=False)
+  assert result.returncode == 0, result.stdout + result.stderr
+
+
+@_SHELLCHECK
+def test_the_checkouts_own_shell_scripts_pass_shellcheck():
+  # Not shipped, but run by every developer and CI: setup, tests, builds.
+  repo = paths.REPO_ROOT
+  names = sorted(glob.glob('scripts/*.sh', root_dir=repo)) + ['.ci/run']
+  assert 'scripts/setup.sh' in names
+  result = subprocess.run(
+      ['shellcheck', '--shell=bash', '--severity=style'] + names, cwd=repo,
+      capture_output=True, text=True, timeout=60, check=False)
   assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -43,7 +43,7 @@ class TierViolation(BaseException):
 
 # Program (argv[0]'s base name) -> why the fast tier may run it.
 ALLOWED = {
-    'shellcheck': 'a linter: reads the shipped scripts, starts nothing, '
+    'shellcheck': 'a linter: reads shell scripts, starts nothing, '
                   'no network; the issue wants it in the fast tier '
                   '(tests/shell_scripts_test.py)',
 }
