@@ -136,7 +136,7 @@ def test_the_run_refuses_a_wrapper_memtier_path(tmp_path):
   results = str(tmp_path / 'results')
   proc, run_uri = e2e.Run([f'--memtier_path={wrapper}',
                            '--load_generator=memtier'] + e2e.FAST,
-                          results, timeout=180)
+                          results)
   assert proc.returncode != 0
   lines = proc.stderr.splitlines()
   assert len(lines) == 1 and 'is a wrapper' in lines[0], proc.stderr
@@ -253,7 +253,7 @@ def test_the_run_refuses_a_python_wrapper_memtier_path(tmp_path):
   results = str(tmp_path / 'results')
   proc, run_uri = e2e.Run([f'--memtier_path={wrapper}',
                            '--load_generator=memtier'] + e2e.FAST,
-                          results, timeout=180)
+                          results)
   assert proc.returncode != 0
   lines = proc.stderr.splitlines()
   assert len(lines) == 1 and 'is a wrapper' in lines[0], proc.stderr

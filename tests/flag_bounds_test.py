@@ -242,7 +242,7 @@ def test_pkb_refuses_before_anything_starts(tmp_path, text, args, needle):
     assert len(text) < 700
     args = args + [f'--benchmark_config_file={path}']
   results = tmp_path / 'results'
-  proc, _ = e2e.Run(args, str(results), timeout=60)
+  proc, _ = e2e.Run(args, str(results))
   _Refused(proc, needle)
   # Nothing started: no run directory, no matrix directory.
   assert not results.exists() or os.listdir(results) == []

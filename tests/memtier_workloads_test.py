@@ -490,8 +490,7 @@ def test_a_memtier_path_that_is_another_program_is_refused(tmp_path):
   """--memtier_path=/bin/sh (an ELF, so argv_secret lets it run) ended in
   'Preload left 0 keys ...; check the shards' maxmemory'."""
   proc, _ = e2e.Run(['--memtier_path=/bin/sh', '--memtier_run_duration=1',
-                     '--memtier_key_maximum=2000'], str(tmp_path),
-                    timeout=120)
+                     '--memtier_key_maximum=2000'], str(tmp_path))
   assert proc.returncode == 2, proc.stderr
   assert 'Preloading' not in proc.stdout
   line = proc.stderr.strip().splitlines()[-1]

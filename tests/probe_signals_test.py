@@ -165,15 +165,14 @@ def test_teardown_after_kill_9_stops_the_running_jvm(tmp_path):
     live = [r for r in e2e.Record(results, run_uri)['resources']
             if r['kind'] == probe_processes.KIND and r['status'] != 'deleted']
     assert live  # Recorded before it started.
-    teardown, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri,
-                          timeout=120)
+    teardown, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
     torn_down = True
     assert teardown.returncode == 0, teardown.stderr
     gone, alive = psutil.wait_procs(jvms, timeout=5)
     assert not alive and gone
   finally:
     if not torn_down:  # A failure above must not leave the JVM and server.
-      e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri, timeout=120)
+      e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
   assert _RunProcesses(run_uri) == []
 
 

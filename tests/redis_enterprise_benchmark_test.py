@@ -75,7 +75,7 @@ def _SingleDash(line):
 ])
 def test_study_lines_dry_run_with_plan_and_cost(tmp_path, line, servers,
                                                 clients, steps):
-  proc, _ = e2e_support.Run(line + ['--dry_run'], str(tmp_path), timeout=60)
+  proc, _ = e2e_support.Run(line + ['--dry_run'], str(tmp_path))
   assert proc.returncode == 0, proc.stderr
   out = proc.stdout
   assert 'Dry run of redis_enterprise on GCP' in out
@@ -92,8 +92,7 @@ def test_study_lines_dry_run_with_plan_and_cost(tmp_path, line, servers,
 
 
 def test_cluster_line_plans_six_replicated_databases(tmp_path):
-  proc, _ = e2e_support.Run(LINE_2 + ['--dry_run'], str(tmp_path),
-                            timeout=60)
+  proc, _ = e2e_support.Run(LINE_2 + ['--dry_run'], str(tmp_path))
   assert proc.returncode == 0, proc.stderr
   assert '6 x 1 shard(s), replication on' in proc.stdout
   assert '-c 1 -d 100 --key-minimum 1 --key-maximum 50000000' in proc.stdout
@@ -103,7 +102,7 @@ def test_cluster_line_plans_six_replicated_databases(tmp_path):
 def test_real_cloud_run_without_installer_is_refused_before_anything(
     tmp_path):
   proc, run_uri = e2e_support.Run(LINE_1 + ['--gcp_ssh_source_range=1.2.3.4/32'],
-                                  str(tmp_path), timeout=60)
+                                  str(tmp_path))
   assert proc.returncode == 2, proc.stderr
   assert '--enterprise_redis_tarball' in proc.stderr
   assert '--enterprise_redis_license_path' in proc.stderr
@@ -112,8 +111,7 @@ def test_real_cloud_run_without_installer_is_refused_before_anything(
 
 
 def test_local_dry_run_says_what_is_scaled_and_the_os(tmp_path):
-  proc, _ = e2e_support.Run(_Local(LINE_2) + ['--dry_run'], str(tmp_path),
-                            timeout=60)
+  proc, _ = e2e_support.Run(_Local(LINE_2) + ['--dry_run'], str(tmp_path))
   assert proc.returncode == 0, proc.stderr
   out = proc.stdout
   assert 'Dry run of redis_enterprise on Local' in out
@@ -124,7 +122,7 @@ def test_local_dry_run_says_what_is_scaled_and_the_os(tmp_path):
 
 def test_redis_memtier_still_refuses_centos7(tmp_path):
   proc, _ = e2e_support.Run(['--cloud=GCP', '--project=P', '--os_type=centos7',
-                             '--dry_run'], str(tmp_path), timeout=60)
+                             '--dry_run'], str(tmp_path))
   assert proc.returncode == 2 and 'centos7' in proc.stderr
 
 
@@ -134,8 +132,7 @@ def test_redis_memtier_still_refuses_centos7(tmp_path):
 ])
 def test_local_variants_run_to_completion_on_redis_oss(tmp_path, line,
                                                        scaled):
-  proc, run_uri = e2e_support.Run(_Local(line) + LOCAL_FAST, str(tmp_path),
-                                  timeout=120)
+  proc, run_uri = e2e_support.Run(_Local(line) + LOCAL_FAST, str(tmp_path))
   assert proc.returncode == 0, proc.stdout + proc.stderr
   assert 'Scaled to this machine' in proc.stdout and scaled in proc.stdout
   assert 'stands in for Redis Enterprise' in proc.stdout

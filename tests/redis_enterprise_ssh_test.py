@@ -241,7 +241,7 @@ def test_static_vm_run_installs_forms_measures_and_leaves_nothing(
   sampler = argv_secret_test.CmdlineSampler()
   sampler.start()
   try:
-    proc, _ = e2e.Run(args, results, run_uri=run_uri, timeout=120)
+    proc, _ = e2e.Run(args, results, run_uri=run_uri)
   finally:
     sampler.stop.set()
     sampler.join(10)

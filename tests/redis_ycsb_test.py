@@ -181,7 +181,7 @@ def test_cluster_mode_through_jedis_cluster(tmp_path):
        '--ycsb_record_count=300', '--ycsb_operation_count=600',
        '--ycsb_max_threads=1', '--ycsb_workloads=workloada',
        '--ycsb_latency_cap=200', '--redis_server_cluster_mode',
-       '--redis_total_num_processes=3'], str(tmp_path), timeout=120)
+       '--redis_total_num_processes=3'], str(tmp_path))
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
   assert 'Load verified: 300 keys.' in proc.stdout
   rows = e2e.Samples(str(tmp_path), run_uri)

@@ -127,7 +127,7 @@ def test_two_pkb_runs_sharing_csv_and_json_paths_keep_both(tmp_path):
   done = {}
 
   def RunOne(name):
-    done[name] = e2e.Run(args, str(tmp_path / name), timeout=400)
+    done[name] = e2e.Run(args, str(tmp_path / name))
 
   first = threading.Thread(target=RunOne, args=('a',))
   first.start()

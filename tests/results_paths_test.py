@@ -57,7 +57,7 @@ def test_json_and_csv_naming_one_file_are_refused(tmp_path, build, dry_run):
   (tmp_path / 'sub').mkdir()
   results = tmp_path / 'results'
   proc, run_uri = e2e.Run(['--dry_run'] * dry_run + build(tmp_path),
-                          str(results), timeout=60)
+                          str(results))
   _Refused(proc, str(results), run_uri, 'name the same file')
   assert not results.exists() or os.listdir(results) == []
 
@@ -76,8 +76,7 @@ def test_a_file_of_the_run_itself_is_refused(tmp_path, flag, rel, words):
   results = tmp_path / 'results'
   run_uri = e2e.NewRunUri()
   path = results / run_uri / rel.format(uri=run_uri)
-  proc, _ = e2e.Run([f'--{flag}={path}'], str(results), run_uri=run_uri,
-                    timeout=60)
+  proc, _ = e2e.Run([f'--{flag}={path}'], str(results), run_uri=run_uri)
   _Refused(proc, str(results), run_uri, f'--{flag}=', *words)
 
 
@@ -92,7 +91,7 @@ def test_a_refused_results_file_leaves_no_run_directory(tmp_path):
   results = tmp_path / 'results'
   proc, run_uri = e2e.Run([f'--json_path={theirs}',
                            '--load_generator=redis_benchmark'],
-                          str(results), timeout=60)
+                          str(results))
   _Refused(proc, str(results), run_uri, 'uid 65534')
   assert os.listdir(results) == []
 
@@ -103,7 +102,7 @@ def test_an_overlong_config_value_is_quoted_short(tmp_path, flag):
   config = tmp_path / 'long.yaml'
   config.write_text(f'redis_memtier:\n  flags:\n    {flag}: {"x" * 300000}\n')
   proc, run_uri = e2e.Run(['--dry_run', f'--benchmark_config_file={config}'],
-                          str(tmp_path / 'results'), timeout=60)
+                          str(tmp_path / 'results'))
   line = _Refused(proc, str(tmp_path / 'results'), run_uri, flag,
                   '(300,0')
   assert len(line) < 1000 and line.count('x' * 30) == 1, line[:2000]

@@ -96,7 +96,7 @@ def test_the_run_refuses_a_process_title_template_before_any_shard(tmp_path):
   port = e2e.FreePort()
   proc, run_uri = e2e.Run(
       e2e.FAST + ['--redis_server_options=proc-title-template x',
-                  f'--redis_start_port={port}'], str(results), timeout=120)
+                  f'--redis_start_port={port}'], str(results))
   try:
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.splitlines()
@@ -115,7 +115,7 @@ def test_a_matrix_axis_and_a_config_file_use_the_same_check(tmp_path):
   config = tmp_path / 'c.yaml'
   config.write_text('flags: {redis_server_options: "set-proc-title no"}\n')
   proc, run_uri = e2e.Run([f'--benchmark_config_file={config}', '--dry_run'],
-                          str(tmp_path / 'results'), timeout=120)
+                          str(tmp_path / 'results'))
   assert proc.returncode == 2, proc.stderr
   assert '"set-proc-title"' in proc.stderr
   assert len(proc.stderr.splitlines()) == 1, proc.stderr

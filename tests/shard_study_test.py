@@ -104,7 +104,7 @@ def test_local_shard_search_reports_every_point_and_the_best(tmp_path):
        '--memtier_latency_cap=100', '--memtier_adaptive_max_connections=64',
        '--memtier_confirm_repeats=2', '--memtier_max_probes=5',
        '--timeout_minutes=3'],
-      str(tmp_path), timeout=120)
+      str(tmp_path))
   assert proc.returncode == 0, proc.stderr[-2000:]
   rows = e2e.Samples(str(tmp_path), run_uri)
   labelled = [(r, e2e.Labels(r)) for r in rows]

@@ -119,7 +119,7 @@ def test_a_root_run_refuses_a_tmpdir_nobody_could_swap_its_sockets_in(
     results = tmp_path / 'results'
     proc, run_uri = e2e.Run(
         ['--memtier_run_duration=1', f'--static_vm_file={static}'],
-        str(results), env=dict(os.environ, TMPDIR=shared), timeout=120)
+        str(results), env=dict(os.environ, TMPDIR=shared))
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and shared in lines[0], proc.stderr

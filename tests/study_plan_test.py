@@ -120,7 +120,7 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
   # given, since e2e runs hold nothing unless asked (e2e.Command).
   proc, _ = e2e.Run(['--dry_run', '--memtier_run_duration=5',
                      '--memtier_confirm_repeats=4',
-                     '--memtier_hold_duration=3'], str(tmp_path), timeout=60)
+                     '--memtier_hold_duration=3'], str(tmp_path))
   assert proc.returncode == 0, proc.stderr
   typical = int(re.search(r'probes per search: about (\d+) \(fewest \d+, '
                           r'at most \d+', proc.stdout).group(1))
@@ -144,7 +144,7 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
 
 
 def _DryRun(tmp_path, *args):
-  proc, _ = e2e.Run(['--dry_run'] + list(args), str(tmp_path), timeout=60)
+  proc, _ = e2e.Run(['--dry_run'] + list(args), str(tmp_path))
   assert proc.returncode == 0, proc.stderr
   return proc.stdout, proc.stderr
 

@@ -337,7 +337,7 @@ def test_redis_ycsb_over_ssh_builds_and_runs_on_the_client_vm(
        '--ycsb_load_threads=2', '--ycsb_max_threads=1',
        '--ycsb_latency_cap=200',
        '--ycsb_jvm_options=-XX:TieredStopAtLevel=1,-XX:+UseSerialGC',
-       '--timeout_minutes=3'], str(results), run_uri=run_uri, timeout=150)
+       '--timeout_minutes=3'], str(results), run_uri=run_uri)
   elapsed = time.monotonic() - start
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   assert 'Load verified: 300 keys.' in proc.stdout
