@@ -10,10 +10,10 @@ through the benchmark module's `EstimatedMinutes`).
 from typing import List, Optional
 
 from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import staircase
-from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_runner
@@ -254,7 +254,7 @@ def _Generator(opts: options_lib.RedisStudyOptions, cloud: str) -> str:
     return g.choice + (f' ({g.memtier_path})' if g.memtier_path else '')
   if g.memtier_path:
     return f'memtier_benchmark ({g.memtier_path})'
-  if cloud in deployment.CLOUDS_INSTALLING_MEMTIER:
+  if providers.CapabilitiesOf(cloud).made_by_run:
     return ('memtier_benchmark (auto: installed on the client VMs from '
             'Redis\'s APT repository)')
   return 'auto (memtier_benchmark when installed, else redis-benchmark)'
