@@ -59,6 +59,23 @@ def test_a_server_of_several_cores_gets_the_fraction_of_each():
   assert 'servers-0 on cores 0,1 held to 50 % of them' in plan.Line()
 
 
+@pytest.mark.parametrize('statistic', ['p99', 'p99.9', 'p95'])
+def test_a_percentile_cap_keeps_the_plain_split(statistic):
+  # The quota's waits are milliseconds: a percentile cap would read them.
+  plan = split.Plan(DEFAULT, [0, 1], None, can_make_quota=True,
+                    cap_statistic=statistic)
+  assert plan.server_quota is None and not plan.problem
+  assert plan.cores == {'servers-0': [0], 'clients-0': [1]}
+  assert (f'(no server quota: a {statistic} cap would measure the quota\'s '
+          'throttling waits') in plan.Line()
+  # The average keeps it, and a quota asked for by flag is made whatever
+  # the statistic.
+  assert split.Plan(DEFAULT, [0, 1], None, can_make_quota=True,
+                    cap_statistic='avg').server_quota == 0.5
+  assert split.Plan(DEFAULT, [0, 1], 0.5, can_make_quota=True,
+                    cap_statistic=statistic).server_quota == 0.5
+
+
 def test_the_flag_sets_or_removes_the_quota():
   off = split.Plan(DEFAULT, [0, 1], 0, can_make_quota=True)
   assert off.server_quota is None

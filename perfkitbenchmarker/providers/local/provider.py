@@ -19,6 +19,7 @@ from typing import Annotated, Dict, List, Optional, Sequence
 import psutil
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
@@ -232,7 +233,9 @@ def PlannedSplit(spec, cores: Optional[Sequence[int]] = None
   return split_lib.Plan(
       requests, AvailableCores() if cores is None else cores,
       getattr(spec.flags, 'local_server_cpu_quota', None),
-      cpu_quota_lib.Version() is not None)
+      cpu_quota_lib.Version() is not None,
+      getattr(spec.flags, 'latency_cap_statistic', None) or
+      measurement.AVERAGE)
 
 
 def PlannedCores(spec, cores: Optional[Sequence[int]] = None
