@@ -40,7 +40,6 @@ class PsSampler(threading.Thread):
     self.pattern = os.path.join(scratch_root, f'pkb-{run_uri}.*', '*',
                                 'redis-*.conf')
     self.lines = set()
-    self.samples = 0
     self.password = None
     self.stop = threading.Event()
 
@@ -60,7 +59,6 @@ class PsSampler(threading.Thread):
       out = subprocess.run(['ps', '-eww', '-o', 'args'], capture_output=True,
                            text=True, check=False).stdout
       self.lines.update(out.splitlines())
-      self.samples += 1
       if self.password is None:
         self._ReadPassword()
       self.stop.wait(0.1)
@@ -80,8 +78,10 @@ def _RunAndSample(tmp_path, extra_args):
     sampler.stop.set()
     sampler.join(30)
   assert proc.returncode == 0, proc.stderr
+  # The sampler ran while the run had its secrets: it read the shard's
+  # config, and each test checks that `ps` saw its load generator's probe
+  # (events, not a count of samples, which a busy machine makes fewer).
   assert sampler.password, 'never saw the shard config'
-  assert sampler.samples > 10
   return proc, sampler, os.path.join(results, run_uri)
 
 
