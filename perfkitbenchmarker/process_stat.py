@@ -1,26 +1,22 @@
-"""/proc/<pid>/stat read one way: `Parse` (and `Read`) in Python, `SHELL`
-in bash, both splitting the process's name off at the line's last ')'.
+"""/proc/<pid>/stat read one way: `Parse` (and `Read`) in Python, and in
+bash scripts/process_stat.sh (which the scripts that read a process
+include), both splitting the process's name off at the line's last ')'.
 
-The CPU snapshots and the foreign-CPU scan (load_generators/client_cpu.py),
-teardown's identity checks (virtual_machine.KillProcess: a PID and its
-start time name one process while the machine is up), the probes' group
-files (probe_processes.py), detached SSH jobs (remote_shell.py) and the
-benches' CPU accounts (scripts/local_bench.py) read a process's state,
-parent, group, CPU time and start time through these.
+The CPU snapshots and the foreign-CPU scan (load_generators/client_cpu.py,
+scripts/snapshot.sh), the identity checks of the processes a run owns
+(run_processes.py, scripts/run_processes.sh) and the benches' CPU accounts
+(scripts/local_bench.py) read a process's state, parent, group, CPU time
+and start time through these.
 """
 
 import dataclasses
 from typing import Optional
 
-from perfkitbenchmarker import shell_scripts
-
 # The kernel writes a stat line as "<pid> (<name>) <state> <ppid> ...",
 # where the name is any 15 bytes the process chose (spaces, ')', ') R 2 ',
 # newlines), so the name ends at the line's LAST ')'; every reader, shell
-# or Python, splits it there: Parse below, and in bash scripts/
-# process_stat.sh's `pline`, `ptail`, `pstat PID` and `alive PID START`
-# (a script includes it; a command built here starts with SHELL).
-SHELL = shell_scripts.Text('process_stat.sh')
+# or Python, splits it there: Parse below, and process_stat.sh's `pline`,
+# `ptail`, `pstat PID` and `alive PID START`.
 _PF_KTHREAD = 0x00200000
 
 
