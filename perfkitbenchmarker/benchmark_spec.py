@@ -101,6 +101,11 @@ class BenchmarkSpec:
     self._published: List[sample_lib.Sample] = []
 
   @property
+  def can(self) -> virtual_machine.Capabilities:
+    """What this cloud's machines can do (providers.CAPABILITIES)."""
+    return providers.CapabilitiesOf(self.cloud)
+
+  @property
   def provider(self):
     # Looked up only when VMs are built, so --dry_run works for every cloud.
     return providers.GetProvider(self.cloud)
@@ -134,7 +139,8 @@ class BenchmarkSpec:
     group_config = configs.Checked(
         configs.VmGroup, self.config['vm_groups'][group], f'vm_groups.{group}')
     vm_specs = group_config.vm_spec or {}
-    # Existing machines take the Local entry unless the config has its own.
+    # Existing machines take the Local entry unless the config has its own
+    # (a branch on names: configs' vm_spec keys are cloud names).
     spec_cloud = ('Local' if self.cloud == 'Static' and
                   'Static' not in vm_specs else self.cloud)
     entry = vm_specs.get(spec_cloud)
@@ -182,7 +188,7 @@ class BenchmarkSpec:
   def _ClientsFollowServers(self) -> bool:
     """With --machine_type on a cloud, the clients are sized to the
     servers (CLIENT_VCPU_RATIO) unless --client_machine_type sizes them."""
-    return (self.cloud in ('GCP', 'AWS') and bool(self.flags.machine_type)
+    return (self.can.made_by_run and bool(self.flags.machine_type)
             and not getattr(self.flags, 'client_machine_type', None))
 
   def _GroupVcpus(self) -> Optional[Tuple[int, int]]:
@@ -201,7 +207,7 @@ class BenchmarkSpec:
   def ClientSizing(self) -> Optional[str]:
     """The plan's line on the clients' vCPUs against the servers'; None off
     the clouds."""
-    if self.cloud not in ('GCP', 'AWS') or CLIENT_GROUP not in (
+    if not self.can.made_by_run or CLIENT_GROUP not in (
         self.config.get('vm_groups') or {}):
       return None
     vcpus = self._GroupVcpus()
@@ -227,9 +233,8 @@ class BenchmarkSpec:
     own PlanWarnings(spec) included."""
     warnings = []
     counts = self._ConfigCounts()
-    if self.cloud == 'Local':
-      from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
-      warnings += local.FitWarnings(sum(counts.values()))
+    if self.can.is_runner_machine:
+      warnings += self.provider.FitWarnings(sum(counts.values()))
       problem = self.LocalSplit().problem
       if problem:
         warnings.append(problem)
@@ -244,19 +249,17 @@ class BenchmarkSpec:
   def LocalSplit(self):
     """How a Local run splits this machine: each VM's cores and the servers'
     CPU quota (providers/local/split.py); None off Local."""
-    if self.cloud != 'Local':
+    if not self.can.is_runner_machine:
       return None
-    from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
-    return local.PlannedSplit(self)
+    return self.provider.PlannedSplit(self)
 
   def ServerVcpus(self) -> Optional[int]:
     """vCPUs of one server VM as the run will have it; None when unknown
     before the machines are reached (Static, an uncatalogued type)."""
-    if self.cloud == 'Local':
-      from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
-      cores = local.PlannedCores(self).get(f'{SERVER_GROUP}-0')
-      return len(cores) if cores else len(local.AvailableCores())
-    if self.cloud in ('GCP', 'AWS'):
+    if self.can.is_runner_machine:
+      cores = self.provider.PlannedCores(self).get(f'{SERVER_GROUP}-0')
+      return len(cores) if cores else len(self.provider.AvailableCores())
+    if self.can.made_by_run:  # Of a catalog machine type.
       try:
         return self.GroupPrice(SERVER_GROUP).vcpus or None
       except (errors.Error, KeyError):
@@ -265,7 +268,7 @@ class BenchmarkSpec:
 
   def GroupPrice(self, group: str) -> pricing.HourlyPrice:
     spec = self.GroupSpec(group)
-    if self.cloud in ('Local', 'Static'):
+    if self.can.priced_as_catalog:
       cloud, region, machine_type = pricing.ParsePricedAs(
           spec.priced_as or self.flags.local_priced_as)
       return self.catalog.Lookup(cloud, region, machine_type)

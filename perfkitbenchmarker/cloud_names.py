@@ -60,11 +60,14 @@ def _A(cloud: str) -> str:
   return ('an ' if cloud[0] in 'AEIOU' else 'a ') + cloud
 
 
+# (region)(letter) of a zone on each cloud.
+_ZONE_SHAPES = {'GCP': r'([a-z]+-[a-z]+\d+)-([a-z])',
+                'AWS': r'([a-z]+-(?:gov-)?[a-z]+-\d+)([a-z])'}
+
+
 def _Split(cloud: str, zone: str) -> Optional[Tuple[str, str]]:
   """(region, letter) of a zone-shaped name, or None."""
-  pattern = (r'([a-z]+-[a-z]+\d+)-([a-z])' if cloud == 'GCP' else
-             r'([a-z]+-(?:gov-)?[a-z]+-\d+)([a-z])')
-  match = re.fullmatch(pattern, zone)
+  match = re.fullmatch(_ZONE_SHAPES.get(cloud, _ZONE_SHAPES['AWS']), zone)
   return (match.group(1), match.group(2)) if match else None
 
 

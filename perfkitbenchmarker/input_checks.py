@@ -17,6 +17,7 @@ from typing import Optional, Tuple
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
@@ -110,7 +111,7 @@ def _CheckProgramPaths(flag_values, cloud: str) -> None:
   """A program a Local run would execute from a place another user can
   change (trusted_programs) is refused before anything runs; a path that
   does not exist is left to its benchmark's own check."""
-  if cloud != 'Local' or getattr(flag_values, 'static_vm_file', None):
+  if not providers.CapabilitiesOf(cloud).is_runner_machine:
     return
   for flag in PROGRAM_PATH_FLAGS:
     path = getattr(flag_values, flag, None)
@@ -191,7 +192,7 @@ def _CheckWhere(flag_values, cloud: str) -> None:
   if os_type and os_type.lower().startswith('windows'):
     raise errors.UsageError(
         f'--os_type={os_type}: the Redis study runs on Linux VMs only.')
-  if cloud == 'Local':
+  if providers.CapabilitiesOf(cloud).is_runner_machine:
     for flag, why in (
         ('zone', 'Local runs on this machine'),
         ('machine_type', 'Local VMs are cores of this machine, priced by '
@@ -210,14 +211,4 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         f'--local_server_cpu_quota={flag_values.local_server_cpu_quota:g}: '
         'a CPU quota on this machine\'s cores holds Local servers only, and '
         f'this run is on {cloud}; drop the flag.')
-  # The cloud's own --os_type check, so a dry run refuses what a real run
-  # would (without an SDK the real run's GetProvider says what is missing).
-  try:
-    if cloud == 'GCP':
-      from perfkitbenchmarker.providers.gcp import images  # pylint: disable=g-import-not-at-top
-      images.CheckOsType(os_type)
-    elif cloud == 'AWS':
-      from perfkitbenchmarker.providers.aws import images  # pylint: disable=g-import-not-at-top
-      images.OsImageFor(os_type)
-  except ImportError:
-    pass
+  providers.CheckOsType(cloud, os_type)

@@ -132,7 +132,7 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
     plan = run_plan.PlanBenchmark(module, config, 'plan', flag_values,
                                   run_plan.Catalog(flag_values, catalog),
                                   f'cell {cell.index}: ')
-    cloud = run_plan.Cloud(flag_values)
+    cloud = providers.CloudOf(flag_values)
     if not dry_run:
       provider = providers.GetProvider(cloud)
       if hasattr(provider, 'CheckPrerequisites'):

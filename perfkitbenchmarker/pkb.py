@@ -86,12 +86,11 @@ def _RunUri(stages: List[str]) -> str:
     raise errors.UsageError(
         f'--run_stage={",".join(stages)} continues an earlier run; give its '
         '--run_uri.')
-  from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
-  return local.NewRunUri()
+  return run_record_lib.NewRunUri()
 
 
 def _Cloud() -> str:
-  return run_plan.Cloud(FLAGS)
+  return providers.CloudOf(FLAGS)
 
 
 def _ResultsDir() -> str:
@@ -195,9 +194,8 @@ def RunBenchmarks(argv: List[str]) -> int:
                       FLAGS['data_search_paths'].present)
   cells = matrix_runner.Cells(FLAGS, stages)
   if cells is not None:  # A matrix config: each cell is a child pkb.py.
-    from perfkitbenchmarker.providers.local import provider as local  # pylint: disable=g-import-not-at-top
     return matrix_runner.RunMatrix(cells, FLAGS, stages, _ResultsDir(),
-                                   local.NewRunUri)
+                                   run_record_lib.NewRunUri)
   run_uri = _RunUri(stages)
   names = FLAGS.benchmarks
   modules = [linux_benchmarks.Get(n) for n in names]

@@ -40,7 +40,6 @@ OS_FAMILIES = {
 # 7.0.15 was filled with 200,000 "memtier-:<n>" keys (DEBUG POPULATE);
 # rounded up.
 REDIS_KEY_OVERHEAD_BYTES = 110
-_CLOUDS = ('GCP', 'AWS')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +59,7 @@ class DatasetEstimate:
 
 def Check(spec) -> None:
   """Refuses, in one line, what prepare would fail on (module docstring)."""
-  if spec.cloud not in _CLOUDS:
+  if not spec.can.made_by_run:  # Only a machine the run makes is billed idle.
     return
   module = spec.module
   if benchmark_contract.Has(module, 'ClientLoadGenerator'):
@@ -144,6 +143,8 @@ def RealRunNeeds(spec, flag_values) -> List[str]:
   needs = []
   instance_credentials = getattr(flag_values, 'use_instance_credentials',
                                  False)
+  # Each cloud's own flags and credentials (branches on its name: a dry
+  # run names them without importing that cloud's SDK).
   if spec.cloud == 'GCP':
     if not getattr(flag_values, 'project', None):
       needs.append('--project=<GCP project id>')
@@ -167,7 +168,7 @@ def RealRunNeeds(spec, flag_values) -> List[str]:
       needs.append('AWS credentials (none found in the environment or '
                    '~/.aws; on an EC2 instance with a role, pass '
                    '--use_instance_credentials)')
-  if spec.cloud in _CLOUDS:
+  if spec.can.made_by_run:
     needs += benchmark_contract.Call(spec.module, 'RealRunNeeds', spec)
   return needs
 

@@ -310,16 +310,18 @@ def CatalogRows(data: Any, today: Optional[datetime.date] = None
   return rows
 
 
+# A zone's shape on each cloud that has regions: (region)(zone suffix).
+_ZONE_SHAPES = {'GCP': r'([a-z]+-[a-z]+\d+)(-[a-z])?',
+                'AWS': r'([a-z]+-(?:gov-)?[a-z]+-\d+)([a-z])?'}
+
+
 def RegionFromZone(cloud: str, zone: Optional[str]) -> str:
   """us-central1-a -> us-central1 (GCP); us-east-1a -> us-east-1 (AWS)."""
   if not zone:
     return DEFAULT_REGIONS.get(cloud, '')
-  if cloud == 'GCP':
-    match = re.fullmatch(r'([a-z]+-[a-z]+\d+)(-[a-z])?', zone)
-  elif cloud == 'AWS':
-    match = re.fullmatch(r'([a-z]+-(?:gov-)?[a-z]+-\d+)([a-z])?', zone)
-  else:
+  if cloud not in _ZONE_SHAPES:
     return zone
+  match = re.fullmatch(_ZONE_SHAPES[cloud], zone)
   if not match:
     raise errors.UsageError(
         f'Zone "{zone}" is not a {cloud} zone; use e.g. '

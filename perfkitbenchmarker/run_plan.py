@@ -22,6 +22,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
 
 flag_types.DEFINE_float(
     'max_cost_usd', None,
@@ -38,11 +39,6 @@ class Plan:
   lines: Tuple[str, ...]  # The --dry_run plan; empty for a real run.
 
 
-def Cloud(flag_values) -> str:
-  """The provider: --static_vm_file selects existing machines over SSH."""
-  return 'Static' if flag_values.static_vm_file else flag_values.cloud
-
-
 def Catalog(flag_values,
             base: Optional[pricing.PriceCatalog] = None
             ) -> pricing.PriceCatalog:
@@ -57,8 +53,9 @@ def PlanBenchmark(module, config: Any, run_uri: str, flag_values,
                   ) -> Plan:
   """Plans one benchmark (module doc); raises errors.Error to refuse it."""
   benchmark_contract.Call(module, 'CheckPrerequisites', config)
-  spec = spec_lib.BenchmarkSpec(module, config, run_uri, Cloud(flag_values),
-                                None, flag_values, catalog, lambda s: None)
+  spec = spec_lib.BenchmarkSpec(
+      module, config, run_uri, providers.CloudOf(flag_values), None,
+      flag_values, catalog, lambda s: None)
   for warning in spec.PlanWarnings():
     print(warning_prefix + warning, file=sys.stderr)
   prepare_checks.Check(spec)  # What prepare would fail on.
@@ -82,7 +79,7 @@ def DryRunLines(spec, plan_lines: List[str], estimate: cost_estimate.RunEstimate
     price = spec.GroupPrice(group)
     where = vm_spec.zone or {'Local': 'this machine',
                              'Static': 'the machines file'}.get(spec.cloud, '?')
-    priced = ('' if spec.cloud not in ('Local', 'Static') else
+    priced = ('' if not spec.can.priced_as_catalog else
               f' priced as {price.cloud} {price.machine_type}')
     lines.append(
         f'  {group}: {counts[group]} x {vm_spec.machine_type} in {where}'

@@ -24,6 +24,7 @@ import json
 import os
 import threading
 import time
+import uuid
 from typing import Annotated, Any, Dict, Iterator, List, Optional
 
 import pydantic
@@ -39,6 +40,11 @@ RECORD_FILE = 'run_record.json'
 _BLOCK = 4096
 _SPARE = 1024
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def NewRunUri() -> str:
+  """A new run's id: 8 hex digits, unguessable enough for its names."""
+  return uuid.uuid4().hex[:8]
 
 
 def WriteFailure(what: str, path: str, error: OSError) -> str:

@@ -25,7 +25,6 @@ from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
-from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options as options_lib
 
@@ -83,7 +82,7 @@ def LocalStudy(name: str, argv: List[str], flag_values) -> Iterator[Study]:
   """Provisions and prepares the redis_memtier study on Local with the
   parsed flags, yields it, and always cleans up and tears it down (a
   failure there is logged, the run record says failed)."""
-  run_uri = local.NewRunUri()
+  run_uri = run_record.NewRunUri()
   run_dir = os.path.join(REPO, 'results', 'runs', run_uri)
   record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
                                        benchmarks=[name], argv=argv)

@@ -15,6 +15,7 @@ import e2e_support as e2e
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import prepare_checks
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import virtual_machine
 
 CATALOG = pricing.PriceCatalog.Load()
@@ -26,6 +27,7 @@ class _Spec:
   def __init__(self, module, cloud='AWS', servers=('i4i.4xlarge', 2),
                client_os='debian12', client_image=None):
     self.name, self.cloud, self.module = 'redis_memtier', cloud, module
+    self.can = providers.CapabilitiesOf(cloud)
     zone = 'us-east-1a' if cloud == 'AWS' else 'us-central1-a'
     self._specs = {
         'servers': virtual_machine.VmSpec(cloud=cloud,
@@ -97,7 +99,8 @@ def test_redis_on_flash_preload_is_refused_with_what_fits():
 def test_local_and_unknown_memory_are_not_judged():
   huge = _Module(keys=10**12)
   # Local "VMs" are this machine: nothing is installed or provisioned.
-  prepare_checks.Check(types.SimpleNamespace(cloud='Local', module=huge))
+  prepare_checks.Check(types.SimpleNamespace(
+      cloud='Local', can=providers.CAPABILITIES['Local'], module=huge))
   user_priced = _Spec(huge)
   user_priced.catalog = CATALOG.ForRun('on_demand',
                                        {'x9.huge': 1.0})

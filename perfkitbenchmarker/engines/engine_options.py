@@ -10,6 +10,7 @@ from typing import Any, Tuple
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import providers
 from perfkitbenchmarker.engines import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.linux_packages import local_redis_builds
 
@@ -32,7 +33,7 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
         f'--redis_engine={engine} is not an engine; choose one of '
         f'{", ".join(engines.Names())}.')
   engines.CheckVersion(engine, f.redis_server_version)
-  if f.cloud == 'Local' and not f.static_vm_file:
+  if not providers.CapabilitiesOfRun(f).installs_packages:
     engines.RefuseLocal(engine)
   own = _ENGINE_FLAGS[engine]
   given = {flag for names in _ENGINE_FLAGS.values() for flag in names

@@ -24,6 +24,7 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin
 from perfkitbenchmarker.enterprise import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.study import search_options
@@ -61,7 +62,7 @@ class OsChoice:
 
 def ChooseOs(requested: str, cloud: str) -> OsChoice:
   """What a run boots for --os_type=requested (Local: this machine's OS)."""
-  if cloud == 'Local':
+  if providers.CapabilitiesOf(cloud).is_runner_machine:
     return OsChoice(requested, 'this machine',
                     'Local runs on this machine\'s OS')
   if requested in OS_SUCCESSORS:
@@ -73,7 +74,7 @@ def ChooseOs(requested: str, cloud: str) -> OsChoice:
 def UsedOsType(requested: str, cloud: str) -> Optional[str]:
   """The --os_type a cloud provider should check and boot; None on Local
   (the flag is recorded, not applied)."""
-  if cloud == 'Local':
+  if providers.CapabilitiesOf(cloud).is_runner_machine:
     return None
   return ChooseOs(requested, cloud).used
 
@@ -81,7 +82,8 @@ def UsedOsType(requested: str, cloud: str) -> Optional[str]:
 def _MemtierPath(path: Optional[str], cloud: str) -> Optional[str]:
   """--memtier_path as the client VMs see it (Local "VMs" run in scratch
   directories, so a relative path is taken from here)."""
-  return os.path.abspath(path) if path and cloud == 'Local' else path
+  here = providers.CapabilitiesOf(cloud).is_runner_machine
+  return os.path.abspath(path) if path and here else path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +127,7 @@ class EnterpriseOptions:
     search_options.RequireAverageCap(
         f, 'redis_enterprise', 'its step-up stops at upstream PKB\'s '
         '--enterprise_redis_latency_threshold, an average latency')
-    cloud = 'Static' if f.static_vm_file else f.cloud
+    cloud = providers.CloudOf(f)
     cpu_ids = f.enterprise_redis_disable_cpu_ids or ()
     if not all(c.isdecimal() for c in cpu_ids):
       raise errors.UsageError(
@@ -170,7 +172,7 @@ class EnterpriseOptions:
 
   @property
   def local(self) -> bool:
-    return self.cloud == 'Local'
+    return providers.CapabilitiesOf(self.cloud).is_runner_machine
 
   def Steps(self, min_threads: Optional[int] = None,
             max_threads: Optional[int] = None) -> List[int]:

@@ -8,6 +8,7 @@ preload, the thread steps and the optimizer.
 from typing import List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import prepare_checks
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
@@ -107,7 +108,7 @@ def NetworkLine(cloud: str, ports: Sequence[Tuple[int, int]]) -> str:
   """The node-to-node TCP ports, as the providers open them (or not)."""
   listed = ', '.join(str(low) if low == high else f'{low}-{high}'
                      for low, high in ports)
-  if cloud in ('GCP', 'AWS'):
+  if providers.CapabilitiesOf(cloud).made_by_run:
     return (f'  TCP {listed}: Redis Enterprise\'s node-to-node ports, '
             'opened between the run\'s own VMs only')
   return (f'  TCP {listed} must already be open between the machines '

@@ -29,6 +29,7 @@ from absl import flags
 
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.enterprise import cloud_run
 from perfkitbenchmarker.enterprise import local_run
@@ -127,6 +128,8 @@ def CheckPrerequisites(config):
         'redis_enterprise needs exactly the vm_groups servers and clients.')
   if not opts.local and not opts.dry_run:
     opts.CheckInstallerFiles()
+  # AWS's images here are Ubuntu's and Debian's, whatever the provider can
+  # boot for other studies: a fact of this benchmark on that one cloud.
   if opts.cloud == 'AWS' and opts.os.used not in ('ubuntu2204', 'ubuntu2404',
                                                   'debian12'):
     raise errors.UsageError(
@@ -148,7 +151,7 @@ def DatasetEstimate(spec):
 
 
 def _Vcpus(spec) -> int:
-  if spec.cloud == 'Local':
+  if spec.can.is_runner_machine:
     return max(1, _Cores() // 2 // spec.GroupCounts()['servers'])
   vcpus = getattr(spec.GroupPrice('servers'), 'vcpus', None)
   tail = spec.GroupSpecs()['servers'].machine_type.rsplit('-', 1)[-1]
@@ -157,13 +160,13 @@ def _Vcpus(spec) -> int:
 
 def DescribePlan(spec) -> List[str]:
   opts = _Options(spec)
-  scaling = _Scaling(opts, spec.config) if spec.cloud == 'Local' else None
+  scaling = _Scaling(opts, spec.config) if spec.can.is_runner_machine else None
   return plan.DescribePlan(spec, opts, scaling, _Vcpus(spec), PEER_TCP_PORTS)
 
 
 def EstimatedMinutes(spec) -> float:
   opts = _Options(spec)
-  if spec.cloud == 'Local':
+  if spec.can.is_runner_machine:
     s = _Scaling(opts, spec.config)
     steps = len(opts.Steps(s.min_threads, s.max_threads))
     return plan.EstimatedSeconds(opts, steps, _Vcpus(spec)) / 60
@@ -172,7 +175,7 @@ def EstimatedMinutes(spec) -> float:
 
 def EstimatedPreloadKeys(spec) -> int:
   opts = _Options(spec)
-  if spec.cloud == 'Local':
+  if spec.can.is_runner_machine:
     return _Scaling(opts, spec.config).records
   return opts.load_records * opts.db_count
 
@@ -182,7 +185,7 @@ def EstimatedPreloadKeys(spec) -> int:
 
 def Prepare(spec):
   opts = _Options(spec)
-  if spec.cloud == 'Local':
+  if spec.can.is_runner_machine:
     local_run.Prepare(spec, opts, _Scaling(opts, spec.config))
   else:
     cloud_run.Prepare(spec, opts)
@@ -190,7 +193,7 @@ def Prepare(spec):
 
 def Run(spec) -> Sequence[sample.Sample]:
   opts = _Options(spec)
-  if spec.cloud == 'Local':
+  if spec.can.is_runner_machine:
     local_run.Run(spec, opts, _Scaling(opts, spec.config), _Vcpus(spec))
   else:
     if spec.deployment is None or spec.deployment.study is None:
@@ -204,7 +207,7 @@ def Run(spec) -> Sequence[sample.Sample]:
 
 def Cleanup(spec):
   """Stops local shards; deletes cloud databases and the load user."""
-  if spec.cloud == 'Local':
+  if spec.can.is_runner_machine:
     deployment.StopAll(spec.record)
   elif spec.deployment is not None:
     cluster = spec.deployment.cluster
@@ -219,7 +222,8 @@ def Cleanup(spec):
 def PublishedTestName(cloud: str) -> str:
   """The `test` its rows are published under: never redis_enterprise on
   Local, where Redis OSS stands in."""
-  return local_run.TEST_NAME if cloud == 'Local' else BENCHMARK_NAME
+  here = providers.CapabilitiesOf(cloud).is_runner_machine
+  return local_run.TEST_NAME if here else BENCHMARK_NAME
 
 
 def UsedOsType(requested: str, cloud: str) -> Optional[str]:

@@ -30,6 +30,7 @@ from absl import flags
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import prepare_checks
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.linux_packages import memtier
 from perfkitbenchmarker.search import stats
@@ -74,7 +75,7 @@ def CheckPrerequisites(config):
   opts = _Options()
   opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1))
   path = opts.generator.memtier_path
-  local = FLAGS.cloud == 'Local' and not FLAGS.static_vm_file
+  local = providers.CapabilitiesOfRun(FLAGS).is_runner_machine
   if path and local:
     # What prepare would refuse on this machine, refused by a dry run too.
     memtier.CheckLocalPath(path)
@@ -91,7 +92,7 @@ def DescribePlan(spec) -> List[str]:
 
 def _ClientVcpus(spec) -> Optional[int]:
   """One client VM's vCPUs on a cloud (the adaptive search's threads)."""
-  if spec.cloud not in ('GCP', 'AWS'):
+  if not spec.can.made_by_run:  # Else a catalog machine type.
     return None
   try:
     return spec.GroupPrice('clients').vcpus or None

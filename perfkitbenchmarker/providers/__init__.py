@@ -25,7 +25,7 @@ Add the cloud's name to `_PROVIDERS` and what its machines can do to
 """
 
 import importlib
-from typing import Iterable
+from typing import Iterable, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import virtual_machine
@@ -61,6 +61,31 @@ def CloudOf(flag_values) -> str:
 def CapabilitiesOf(cloud: str) -> virtual_machine.Capabilities:
   """What `cloud`'s machines can do, before any exists (plans, options)."""
   return CAPABILITIES.get(cloud, virtual_machine.Capabilities())
+
+
+def CapabilitiesOfRun(flag_values) -> virtual_machine.Capabilities:
+  """What the machines of the run a command line asks for can do."""
+  return CapabilitiesOf(CloudOf(flag_values))
+
+
+# The module of each cloud whose CheckOsType(os_type) refuses an --os_type
+# it has no image for (light: no SDK needed to import it).
+_OS_TYPE_CHECKS = {
+    'GCP': 'perfkitbenchmarker.providers.gcp.images',
+    'AWS': 'perfkitbenchmarker.providers.aws.images',
+}
+
+
+def CheckOsType(cloud: str, os_type: Optional[str]) -> None:
+  """The cloud's own --os_type check, so a dry run refuses what a real run
+  would (without an SDK the real run's GetProvider says what is missing)."""
+  if cloud not in _OS_TYPE_CHECKS:
+    return
+  try:
+    images = importlib.import_module(_OS_TYPE_CHECKS[cloud])
+  except ImportError:
+    return
+  images.CheckOsType(os_type)
 
 
 def GetProvider(cloud: str):

@@ -333,10 +333,10 @@ def _AutoReason(spec, opts: options_lib.RedisStudyOptions,
   if (opts.generator.choice != 'auto' or
       generators[0].NAME == memtier.MemtierGenerator.NAME):
     return ''
-  where = ('this machine' if spec.cloud == 'Local' else
-           spec.vm_groups['clients'][0].name)
+  here = spec.can.is_runner_machine
+  where = 'this machine' if here else spec.vm_groups['clients'][0].name
   how = ('install it (README: Load generators) or give --memtier_path'
-         if spec.cloud == 'Local' else
+         if here else
          '--load_generator=memtier installs it from Redis\'s APT repository')
   return (f' (auto: memtier_benchmark is not installed on {where}; {how})')
 

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import providers
 from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.linux_packages import redis_config
 from perfkitbenchmarker.load_generators import base
@@ -134,7 +135,7 @@ class GeneratorOptions:
   @classmethod
   def FromFlags(cls, f) -> 'GeneratorOptions':
     path = f.memtier_path
-    if path and f.cloud == 'Local' and not f.static_vm_file:
+    if path and providers.CapabilitiesOfRun(f).is_runner_machine:
       path = os.path.abspath(path)  # Local "VMs" run in scratch directories.
     return cls(choice=f.load_generator, memtier_path=path,
                load_key_pattern=f.memtier_load_key_pattern,
@@ -169,7 +170,7 @@ class RedisStudyOptions:
   @classmethod
   def FromFlags(cls, f) -> 'RedisStudyOptions':
     _CheckWorkloadFlags(f)
-    if (f.cloud == 'Local' and not f.static_vm_file and
+    if (providers.CapabilitiesOfRun(f).is_runner_machine and
         f.redis_server_version != 'distro'):
       engine_options.CheckLocalVersion(f.redis_engine,
                                        f.redis_server_version)

@@ -48,7 +48,7 @@ def SetMetadata(spec, deployment, opts) -> None:
                 opts.generator.processes_per_client
                 if opts.generator.processes_per_client > 1 else None)}
   spec.metadata.update({k: v for k, v in extras.items() if v})
-  if spec.cloud in ('Local', 'Static'):  # Priced as a catalog type.
+  if spec.can.priced_as_catalog:
     price = spec.GroupPrice('servers')
     spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
 
@@ -209,9 +209,9 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
   perf = by_metric.get(price_performance.PRICE_PERFORMANCE)
   machine = spec.vm_groups['servers'][0].machine_type
   quota = spec.metadata.get('servers_cpu_quota')
-  if spec.cloud in ('Local', 'Static'):
+  if spec.can.priced_as_catalog:
     held = f', server {quota:g} CPU' if quota else ''
-    machine = (f'{"local" if spec.cloud == "Local" else machine}{held} '
+    machine = (f'{"local" if spec.can.is_runner_machine else machine}{held} '
                f'(priced as {spec.metadata.get("local_priced_as")})')
   rows = [{
       'machine_type': machine,

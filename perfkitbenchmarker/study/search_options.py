@@ -12,6 +12,7 @@ from typing import Optional, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import latency_curve
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import providers
 from perfkitbenchmarker.load_generators import commands
 
 
@@ -93,7 +94,7 @@ class SearchOptions:
                adaptive_start_connections=f.memtier_adaptive_start_connections,
                adaptive_max_threads=f.memtier_adaptive_max_threads,
                adaptive_threads_from_vcpus=(
-                   f.cloud in ('GCP', 'AWS') and
+                   providers.CapabilitiesOfRun(f).made_by_run and
                    f.memtier_adaptive_max_threads is None and
                    not f['memtier_min_threads'].present),
                confirm_repeats=f.memtier_confirm_repeats,
@@ -113,7 +114,7 @@ class SearchOptions:
 def _HoldSeconds(f) -> int:
   if f.memtier_hold_duration is not None:
     return f.memtier_hold_duration
-  local = f.cloud == 'Local' and not f.static_vm_file
+  local = providers.CapabilitiesOfRun(f).is_runner_machine
   return LOCAL_HOLD_S if local else CLOUD_HOLD_S
 
 
@@ -127,7 +128,7 @@ class CurveOptions:
 
   @classmethod
   def FromFlags(cls, f) -> 'CurveOptions':
-    local = f.cloud == 'Local' and not f.static_vm_file
+    local = providers.CapabilitiesOfRun(f).is_runner_machine
     probe_s = f.memtier_curve_run_duration
     if probe_s is None and local:
       probe_s = latency_curve.LOCAL_PROBE_S

@@ -14,6 +14,7 @@ from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import providers
 from perfkitbenchmarker.linux_packages import ycsb as ycsb_package
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import search_options
@@ -116,7 +117,7 @@ class YcsbStudyOptions:
       properties.append((key.strip(), value.strip()))
     build_dir = f.ycsb_build_dir
     if build_dir:
-      if f.static_vm_file or f.cloud != 'Local':
+      if not providers.CapabilitiesOfRun(f).is_runner_machine:
         raise errors.UsageError(
             f'--ycsb_build_dir={build_dir} is for Local runs: remote VMs '
             'build YCSB from the binding\'s sources in their scratch '

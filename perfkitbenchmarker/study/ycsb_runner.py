@@ -143,7 +143,7 @@ def SetMetadata(spec, dep: YcsbDeployment,
       'ycsb_field_length': opts.field_length,
       'ycsb_jvm_options': ' '.join(opts.jvm_options) or 'default',
   })
-  if spec.cloud == 'Local':
+  if spec.can.priced_as_catalog:
     price = spec.GroupPrice('servers')
     spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
 

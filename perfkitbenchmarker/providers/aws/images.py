@@ -53,6 +53,11 @@ OS_IMAGES: Dict[str, OsImage] = {
 }
 
 
+def CheckOsType(os_type: str) -> None:
+  """Refuses an --os_type with no image here, in one line."""
+  OsImageFor(os_type)
+
+
 def OsImageFor(os_type: str) -> OsImage:
   """The OsImage of --os_type; a one-line UsageError naming the choices."""
   if os_type in OS_IMAGES:

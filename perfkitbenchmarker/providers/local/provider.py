@@ -13,7 +13,6 @@ machine type named by --local_priced_as and says so in the metadata.
 
 import dataclasses
 import os
-import uuid
 from typing import Annotated, Dict, List, Optional, Sequence
 
 import psutil
@@ -214,10 +213,6 @@ def FitWarnings(vm_count: int, cores: Optional[int] = None) -> List[str]:
             'disturb each other and the numbers are not comparable with '
             'pinned runs.']
   return []
-
-
-def NewRunUri() -> str:
-  return uuid.uuid4().hex[:8]
 
 
 def PlannedSplit(spec, cores: Optional[Sequence[int]] = None
