@@ -6,9 +6,10 @@ latency-capped step-up, so the search is a bounded hill climb, as upstream
 PKB's: start at a heuristic point (a fifth of the vCPUs as shards, the rest
 as proxy threads), measure its four neighbours (+-1 on each axis), move to
 the best, stop at a local maximum or after `max_points` evaluations (the
-climb is search/hill_climb.py's, which the Redis study's shard search shares). An axis
-the user fixed (--enterprise_redis_shard_count or _proxy_threads) does not
-move, which makes the climb a walk along the other axis.
+climb is search/hill_climb.py's, which the Redis study's shard search
+shares). An axis the user fixed (--enterprise_redis_shard_count or
+_proxy_threads) does not move, which makes the climb a walk along the other
+axis.
 
 No flags, VMs or clock: `evaluate(shards, proxy_threads)` is injected and
 returns the capped throughput (None when no step held under the cap).

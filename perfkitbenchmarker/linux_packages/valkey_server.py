@@ -67,7 +67,9 @@ def WheelServerPath(vm_name: str = '') -> str:
 
 def ServerCommand(vm) -> str:
   """The valkey-server to run on `vm`."""
-  return 'valkey-server' if vm.CAN.installs_packages else WheelServerPath(vm.name)
+  if vm.CAN.installs_packages:
+    return 'valkey-server'
+  return WheelServerPath(vm.name)
 
 
 def CheckVersion(version: str) -> None:
