@@ -9,7 +9,8 @@ The ownership rule, stated once: **a process is the run's when its working
 directory is the run's directory or below it.** The run's directories are
 its own (0700, unguessable names: run_scope), so no other user's process
 works there, and every command the run starts begins in one. `WorksUnder`
-is the rule in Python (a directory of the run is busy: run_scope) and
+is the rule in Python (a shard found by PID: KillProcess; a directory of
+the run that is busy: run_scope) and
 `works_under` in run_processes.sh on the VMs (its `busy`; the foreign-CPU
 scan, scripts/snapshot.sh, includes it).
 
@@ -20,12 +21,16 @@ since boot: together they name one process while the machine is up, so a
 PID reused since is never taken for it.
 
 The escalation, the one way a process of the run is stopped
-(run_processes.sh's `escalate`): SIGTERM to the whole group or session,
-a bounded wait for the leader's exit, then SIGKILL and the wait again,
-with the leader's identity checked before each signal. One exception:
+(run_processes.sh's `escalate`): SIGTERM to the whole group or session, a
+bounded wait for all of it to exit, then SIGKILL and the wait again; before
+each signal the leader's identity is checked, or, once the leader has
+exited, that its group or session still holds a process (the kernel gives
+no new process that ID while it does, so those are what the leader led: a
+member that ignores TERM goes too). One exception:
 `KillStartedGroup`, a local command's group that pkb itself started and has
 not yet reaped, killed at once from a signal handler (no waiting there, and
-an unreaped child's PID cannot name another process).
+an unreaped child's PID cannot name another process); scripts/probe.sh
+ends its own sampler, a background job it has not reaped, likewise.
 """
 
 import dataclasses

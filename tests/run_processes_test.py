@@ -160,3 +160,21 @@ def test_busy_names_a_process_under_the_directory_and_no_other(tmp_path):
   finally:
     elsewhere.kill()
     elsewhere.wait()
+
+
+@pytest.mark.e2e
+def test_what_outlives_its_leader_in_the_group_is_killed_too():
+  """The leader heeds TERM, a member it forked ignores it: the member is
+  still the group's (no other group can take the ID while one of it
+  lives), so the escalation's KILL reaches it."""
+  proc = _Start('(trap "" TERM; exec sleep 120) & wait')
+  member = psutil.Process(proc.pid).children()[0]
+  try:
+    stop = _Run(_Identity(proc).StopCommand(0.3))
+    assert stop.returncode == 0, stop.stderr
+    assert proc.wait(timeout=5) == -signal.SIGTERM
+    _, alive = psutil.wait_procs([member], timeout=5)
+    assert not alive
+  finally:
+    run_processes.KillStartedGroup(proc.pid)
+    proc.wait()

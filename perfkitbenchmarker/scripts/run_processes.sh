@@ -15,7 +15,7 @@
 #                         stops the process group (KIND group) or session
 #                         (KIND session) PID leads
 #   wait PID START WAIT_MS
-#                         waits for PID's exit, sending nothing
+#                         waits for PID's exit (PID's alone), sending nothing
 #   identity FILE PID     writes PID's identity to FILE
 #   read PID DIR          what ReadProcess parses: PID's stat line, its
 #                         Threads: line, DIR as the machine resolves it, its
@@ -56,27 +56,51 @@ send() {
   fi
 }
 
-# gone_within ID START WAIT_MS: waits (50 ms polls) until ID is no longer
-# the process that started at START; fails if it still is after WAIT_MS.
+# held ID KIND: a live process (not a zombie) is still in the group (KIND
+# group) or session (KIND session) ID; never for KIND leader. The kernel gives no process the ID
+# while a group or session of that ID exists, so once its leader was
+# checked, what the group still holds after the leader's exit is what the
+# leader led: the escalation goes on to it (a member that ignores TERM).
+held() {
+  local f l pt fields field
+  case "$2" in group) field=2 ;; session) field=3 ;; *) return 1 ;; esac
+  for f in /proc/[0-9]*/stat; do
+    pline "$f" || continue
+    ptail
+    read -ra fields <<< "${pt:1}"
+    [ "${fields[0]}" != Z ] && [ "${fields[field]}" = "$1" ] && return 0
+  done
+  return 1
+}
+
+# ours ID START KIND: the leader is the process that started at START, or
+# its group or session still holds a process (held).
+ours() { alive "$1" "$2" || held "$1" "$3"; }
+
+# gone_within ID START KIND WAIT_MS: waits (50 ms polls) until nothing is
+# ours; fails if something still is after WAIT_MS.
 gone_within() {
-  local polls=$(($3 / 50))
-  while alive "$1" "$2"; do
+  local polls=$(($4 / 50))
+  while ours "$1" "$2" "$3"; do
     [ "$polls" -gt 0 ] || return 1
     polls=$((polls - 1))
     sleep 0.05
   done
 }
 
-# escalate ID START KIND WAIT_MS: the one escalation. SIGTERM to what ID
-# leads, up to WAIT_MS for ID's exit, then SIGKILL and the wait again; the
-# identity is checked before each signal, so an ID another process took
-# meanwhile is never signalled. 0 once ID is gone, 3 if it outlived both.
+# escalate ID START KIND WAIT_MS: the one escalation. Nothing unless ID is
+# the process that started at START; then SIGTERM to what it leads, up to
+# WAIT_MS for all of it to exit, then SIGKILL and the wait again, each
+# signal only while the leader, or what its group holds, is still ours, so
+# an ID another process took meanwhile is never signalled. 0 once all of it
+# is gone, 3 if something outlived both.
 escalate() {
   local signal
+  alive "$1" "$2" || return 0
   for signal in TERM KILL; do
-    alive "$1" "$2" || return 0
+    ours "$1" "$2" "$3" || return 0
     send "$signal" "$1" "$3"
-    gone_within "$1" "$2" "$4" && return 0
+    gone_within "$1" "$2" "$3" "$4" && return 0
   done
   return 3
 }
@@ -161,7 +185,10 @@ if [ "${0##*/}" = run_processes.sh ]; then
     stop-marked) stop_marked "$2" "$3" "$4" ;;
     stop-job) stop_job "$2" "$3" ;;
     stop) valid_identity "$2" "$3" && escalate "$2" "$3" "$4" "$5" ;;
-    wait) valid_identity "$2" "$3" && { gone_within "$2" "$3" "$4" || exit 3; } ;;
+    wait)
+      valid_identity "$2" "$3" || exit 0
+      gone_within "$2" "$3" leader "$4" || exit 3
+      ;;
     identity) identity "$2" "$3" ;;
     read) read_process "$2" "$3" ;;
     busy) busy "$2" ;;
