@@ -9,6 +9,7 @@ own adversarial tests are teardown_record_test, probe_signals_test and
 ssh_vm_test.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -46,16 +47,20 @@ def _Run(command, cwd=None):
                         text=True, timeout=60, cwd=cwd)
 
 
-def _Start(script, cwd=None):
-  """bash running `script` in a session of its own; waits until it has
-  as many children as it starts ('&' count)."""
-  proc = subprocess.Popen(['bash', '-c', script], cwd=cwd,
-                          start_new_session=True)
-  deadline = time.monotonic() + 10
-  while len(psutil.Process(proc.pid).children()) < script.count('&'):
-    assert time.monotonic() < deadline
-    time.sleep(0.02)
-  return proc
+@contextlib.contextmanager
+def _Started(script):
+  """bash running `script` in a session of its own, once it has as many
+  children as it starts ('&' count); its group killed at the end."""
+  proc = subprocess.Popen(['bash', '-c', script], start_new_session=True)
+  try:
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(proc.pid).children()) < script.count('&'):
+      assert time.monotonic() < deadline
+      time.sleep(0.02)
+    yield proc
+  finally:
+    run_processes.KillStartedGroup(proc.pid)
+    proc.wait()
 
 
 def _Identity(proc, leads=run_processes.GROUP):
@@ -68,9 +73,8 @@ def test_a_stop_signals_only_the_identity_it_names():
   """Another start time (the PID reused, or a forged record) is left
   alone; the true one's group goes, TERM-ignoring members included."""
   # Ignores TERM, as its child does: only the escalation's KILL ends them.
-  proc = _Start('trap "" TERM; sleep 120 & exec sleep 121')
-  child = psutil.Process(proc.pid).children()[0]
-  try:
+  with _Started('trap "" TERM; sleep 120 & exec sleep 121') as proc:
+    child = psutil.Process(proc.pid).children()[0]
     forged = run_processes.Identity(proc.pid, _Identity(proc).start_ticks + 1)
     assert _Run(forged.StopCommand(0.2)).returncode == 0
     assert proc.poll() is None and child.is_running()
@@ -82,28 +86,21 @@ def test_a_stop_signals_only_the_identity_it_names():
     assert not alive
     # TERM, a bounded wait, KILL: not the whole of any fixed pause.
     assert time.monotonic() - started < 30
-  finally:
-    run_processes.KillStartedGroup(proc.pid)
-    proc.wait()
 
 
 @pytest.mark.e2e
 def test_term_is_enough_for_a_process_that_heeds_it():
-  proc = _Start('sleep 120 & wait')
-  try:
+  with _Started('sleep 120 & wait') as proc:
     assert _Run(_Identity(proc).StopCommand(5)).returncode == 0
     assert proc.wait(timeout=5) == -signal.SIGTERM
-  finally:
-    run_processes.KillStartedGroup(proc.pid)
-    proc.wait()
 
 
 @pytest.mark.e2e
 def test_a_session_stop_reaches_members_of_its_other_groups():
   """A detached job's session holds groups of its own (`timeout` makes
   one): stopping the session reaches them; a group stop would not."""
-  proc = _Start('trap "" TERM; timeout 120 sleep 120 & exec sleep 121')
-  try:
+  script = 'trap "" TERM; timeout 120 sleep 120 & exec sleep 121'
+  with _Started(script) as proc:
     deadline = time.monotonic() + 10
     while True:  # Until `timeout` has made its own group.
       member = psutil.Process(proc.pid).children()[0]
@@ -116,22 +113,15 @@ def test_a_session_stop_reaches_members_of_its_other_groups():
     proc.wait(timeout=5)
     _, alive = psutil.wait_procs([member], timeout=5)
     assert not alive
-  finally:
-    run_processes.KillStartedGroup(proc.pid)
-    proc.wait()
 
 
 @pytest.mark.e2e
 def test_wait_sends_nothing_and_says_whether_it_ended():
-  proc = _Start('trap "" TERM; exec sleep 121')
-  try:
+  with _Started('trap "" TERM; exec sleep 121') as proc:
     identity = _Identity(proc)
     assert _Run(identity.WaitCommand(0.1)).returncode == (
         run_processes.OUTLIVED)
     assert proc.poll() is None
-  finally:
-    run_processes.KillStartedGroup(proc.pid)
-    proc.wait()
   assert _Run(identity.WaitCommand(0.1)).returncode == 0
 
 
@@ -167,14 +157,10 @@ def test_what_outlives_its_leader_in_the_group_is_killed_too():
   """The leader heeds TERM, a member it forked ignores it: the member is
   still the group's (no other group can take the ID while one of it
   lives), so the escalation's KILL reaches it."""
-  proc = _Start('(trap "" TERM; exec sleep 120) & wait')
-  member = psutil.Process(proc.pid).children()[0]
-  try:
+  with _Started('(trap "" TERM; exec sleep 120) & wait') as proc:
+    member = psutil.Process(proc.pid).children()[0]
     stop = _Run(_Identity(proc).StopCommand(0.3))
     assert stop.returncode == 0, stop.stderr
     assert proc.wait(timeout=5) == -signal.SIGTERM
     _, alive = psutil.wait_procs([member], timeout=5)
     assert not alive
-  finally:
-    run_processes.KillStartedGroup(proc.pid)
-    proc.wait()

@@ -57,10 +57,11 @@ send() {
 }
 
 # held ID KIND: a live process (not a zombie) is still in the group (KIND
-# group) or session (KIND session) ID; never for KIND leader. The kernel gives no process the ID
-# while a group or session of that ID exists, so once its leader was
-# checked, what the group still holds after the leader's exit is what the
-# leader led: the escalation goes on to it (a member that ignores TERM).
+# group) or session (KIND session) ID; never for KIND leader. The kernel
+# gives no process the ID while a group or session of that ID exists, so
+# once its leader was checked, what the group still holds after the
+# leader's exit is what the leader led: the escalation goes on to it (a
+# member that ignores TERM).
 held() {
   local f l pt fields field
   case "$2" in group) field=2 ;; session) field=3 ;; *) return 1 ;; esac
@@ -109,7 +110,9 @@ escalate() {
 # was stopped (a '-' where the groups' have a '.'). The mark is the run's
 # (run_processes.py checks it); checked here too, as it becomes a name.
 mark_files() {
-  case "$2" in '' | *[!a-z0-9_-]*) echo "not a probe mark: $2" >&2; exit 2 ;; esac
+  case "$2" in
+    '' | *[!a-z0-9_-]*) echo "not a probe mark: $2" >&2; exit 2 ;;
+  esac
   groups="${1%/}/.probe-$2."
   stopped="${1%/}/.probe-$2-stopped"
 }
