@@ -182,9 +182,9 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     """(stdout, stderr) of a shell command on the VM; a non-zero exit
     raises errors.VirtualMachine.RemoteCommandError unless ignore_failure
     (upstream PKB's shape; its other keywords: UpstreamCommand)."""
-    logging.debug('[%s] %s', self.name, vm_util.Mask(command))
     if upstream_options:
       command = upstream_vm.UpstreamCommand(command, upstream_options)
+    logging.debug('[%s] %s', self.name, vm_util.Mask(command))  # As it runs.
     out, err, rc = self.RemoteCommandWithReturnCode(command, timeout=timeout,
                                                     env=env, stdin=stdin)
     if not ignore_failure:
