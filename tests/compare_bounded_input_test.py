@@ -310,6 +310,17 @@ def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
   code, _, err = _Compare(compare, capsys, str(run / loader.RESULTS_FILE),
                           '--include_unconfirmed')
   assert code == 0, err
+  # A symlinked run directory is not followed either, and said so (it was
+  # left out without a word).
+  os.remove(run / loader.RESULTS_FILE)
+  os.rename(elsewhere, run / loader.RESULTS_FILE)
+  os.symlink(run, tmp_path / 'tree' / 'runs' / 'z')
+  code, out, err = _Compare(compare, capsys, str(tmp_path / 'tree'),
+                            '--include_unconfirmed')
+  assert code == 0, err
+  assert err == (f'compare: skipped {tmp_path / "tree" / "runs" / "z"}: a '
+                 'symbolic link to a directory (never followed in a '
+                 'directory read as input); give it by name to read it\n')
 
 
 def test_a_device_as_the_run_record_is_not_read(tmp_path):

@@ -17,8 +17,8 @@ import json
 import math
 import os
 import uuid
-from typing import (Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping,
-                    Optional, Tuple)
+from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List,
+                    Mapping, Optional, Tuple)
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import regular_files
@@ -221,13 +221,19 @@ def IterRowsOf(f: BinaryIO, path: str
       yield row, SampleMetadata(row, where)
 
 
-def FindResultsFiles(paths: Iterable[str]) -> List[str]:
-  """Files as given; directories searched recursively for RESULTS_FILE."""
+def FindResultsFiles(paths: Iterable[str],
+                     linked_dir: Callable[[str], None] = lambda path: None
+                     ) -> List[str]:
+  """Files as given; directories searched recursively for RESULTS_FILE
+  (a symlink to a directory is not followed: `linked_dir` is told)."""
   found = []
   for path in paths:
     if os.path.isdir(path):
       for root, dirs, files in os.walk(path):
         dirs.sort()
+        for name in dirs:
+          if os.path.islink(os.path.join(root, name)):
+            linked_dir(os.path.join(root, name))
         if RESULTS_FILE in files:
           found.append(os.path.join(root, RESULTS_FILE))
     elif os.path.lexists(path):

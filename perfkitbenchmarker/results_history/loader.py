@@ -13,7 +13,8 @@ bounded: regular files only, read to the size they had when opened). Inside
 a directory (a history of run directories, downloaded and shared) every
 file is its own: read through regular_files.Directory, no symlink followed.
 A results file there that is not the tree's own regular file (a symlink, a
-FIFO, another user's hard link) is skipped, said in one line (`skipped`),
+FIFO, another user's hard link), or a symlink to a directory, is skipped,
+said in one line (`skipped`),
 and the rest is read: one such file must not cost a nightly report; a
 results file that is the tree's own but not PKB samples stops the load.
 """
@@ -138,8 +139,10 @@ def _RowsOf(path: str, skipped: Callable[[str], None]
       row['command_line'] = ReadCommandLine(path)
       yield row
     return
-  found = [os.path.relpath(f, path)
-           for f in bigquery_schema.FindResultsFiles([path])]
+  found = [os.path.relpath(f, path) for f in bigquery_schema.FindResultsFiles(
+      [path], lambda linked: skipped(
+          f'skipped {linked}: a symbolic link to a directory (never followed '
+          'in a directory read as input); give it by name to read it'))]
   if not found:
     raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
   try:
