@@ -277,6 +277,17 @@ def _RunWithRecord(tmp_path):
   return run
 
 
+def _ComparesTheRestSkipping(compare, capsys, tree, skipped, what):
+  """compare over `tree` compares its runs, saying in one line that it
+  skipped `skipped` (`what` it is)."""
+  code, out, err = _Compare(compare, capsys, str(tree),
+                            '--include_unconfirmed')
+  assert code == 0, err
+  assert err == (f'compare: skipped {skipped}: {what} (never followed in a '
+                 'directory read as input); give it by name to read it\n')
+  assert out  # The tree's own runs are compared.
+
+
 @pytest.mark.e2e
 def test_a_fifo_as_the_run_record_is_not_waited_on(tmp_path):
   run = _RunWithRecord(tmp_path)
@@ -300,13 +311,8 @@ def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
   elsewhere = tmp_path / 'elsewhere.json'
   os.rename(run / loader.RESULTS_FILE, elsewhere)
   os.symlink(elsewhere, run / loader.RESULTS_FILE)
-  code, out, err = _Compare(compare, capsys, str(tmp_path / 'tree'),
-                            '--include_unconfirmed')
-  assert code == 0, err
-  assert err == (f'compare: skipped {run / loader.RESULTS_FILE}: a symbolic '
-                 'link (never followed in a directory read as input); give '
-                 'it by name to read it\n')
-  assert out  # The tree's own run is compared.
+  _ComparesTheRestSkipping(compare, capsys, tmp_path / 'tree',
+                           run / loader.RESULTS_FILE, 'a symbolic link')
   code, _, err = _Compare(compare, capsys, str(run / loader.RESULTS_FILE),
                           '--include_unconfirmed')
   assert code == 0, err
@@ -315,12 +321,9 @@ def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
   os.remove(run / loader.RESULTS_FILE)
   os.rename(elsewhere, run / loader.RESULTS_FILE)
   os.symlink(run, tmp_path / 'tree' / 'runs' / 'z')
-  code, out, err = _Compare(compare, capsys, str(tmp_path / 'tree'),
-                            '--include_unconfirmed')
-  assert code == 0, err
-  assert err == (f'compare: skipped {tmp_path / "tree" / "runs" / "z"}: a '
-                 'symbolic link to a directory (never followed in a '
-                 'directory read as input); give it by name to read it\n')
+  _ComparesTheRestSkipping(compare, capsys, tmp_path / 'tree',
+                           tmp_path / 'tree' / 'runs' / 'z',
+                           'a symbolic link to a directory')
 
 
 def test_a_device_as_the_run_record_is_not_read(tmp_path):
