@@ -3,7 +3,7 @@
 # run_processes.py (read its docstring first). Run as
 #   run_processes.sh VERB ARG...   (run_processes.Command builds the line)
 #   own DIR MARK          writes the identity of the caller's process group
-#                         (the shell that runs this, $PPID) to
+#                         (the shell that runs this: this process's parent) to
 #                         DIR/.probe-MARK.<its pid>; exits 143 when the
 #                         probe of MARK was stopped already (stop-marked ran
 #                         before the command got going: it must not start)
@@ -118,12 +118,16 @@ mark_files() {
 }
 
 own() {
-  local group
+  local caller group
   mark_files "$1" "$2"
-  pstat "$PPID" || exit 1
+  # The process's own parent, run as `bash -c` or in a subshell alike ($$
+  # and $PPID are the main shell's in a subshell).
+  pstat "$BASHPID" || exit 1
+  caller=${pf[1]}
+  pstat "$caller" || exit 1
   group=${pf[2]}
   pstat "$group" || pf=()
-  echo "$group ${pf[19]}" > "$groups$PPID"
+  echo "$group ${pf[19]}" > "$groups$caller"
   [ ! -e "$stopped" ] || exit 143
 }
 
@@ -167,9 +171,9 @@ read_process() {
 
 busy() {
   local p name above=" "
-  # This shell and those above it (the command that runs it, `timeout`)
+  # This process and those above it (the command that runs it, `timeout`)
   # started in DIR: not what is meant.
-  p=$$
+  p=$BASHPID
   while [ "$p" -gt 1 ] && pstat "$p"; do above+="$p "; p=${pf[1]}; done
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
