@@ -27,8 +27,12 @@ import time
 import pytest
 
 import e2e_support as e2e
+from scripts import cpu_cgroups
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alone]
+pytestmark = [
+    pytest.mark.e2e, pytest.mark.alone,
+    e2e.Needs('root and a writable CPU cgroup controller (the runs hold the '
+              'server to half a CPU)', cpu_cgroups.Available)]
 
 # A stall twice the cap, 10 % of the time: a request caught in one waits up
 # to STALL_MS. The cap is far above this shared machine's own tail (p99 of
@@ -38,8 +42,12 @@ STALL_MS = 40.0
 INTERVAL_MS = 360.0
 # Every search here ends well within this; the staller stops with the run.
 RUN_TIMEOUT_S = 600
+# Both runs on the split this test was measured with, the server held to
+# half a CPU: by default a 2-core machine holds it so for an average cap
+# but not for a percentile cap (split.py), and the answers are compared.
 ARGS = ['--memtier_curve_rate_percents=', f'--memtier_latency_cap={CAP_MS}',
-        '--memtier_key_maximum=20000', '--memtier_adaptive_min_connections=1']
+        '--memtier_key_maximum=20000', '--memtier_adaptive_min_connections=1',
+        '--local_server_cpu_quota=0.5']
 
 
 def _RealMemtier() -> str:
