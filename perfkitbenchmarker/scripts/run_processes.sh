@@ -63,13 +63,11 @@ send() {
 # leader's exit is what the leader led: the escalation goes on to it (a
 # member that ignores TERM).
 held() {
-  local f l pt fields field
+  local p field
   case "$2" in group) field=2 ;; session) field=3 ;; *) return 1 ;; esac
-  for f in /proc/[0-9]*/stat; do
-    pline "$f" || continue
-    ptail
-    read -ra fields <<< "${pt:1}"
-    [ "${fields[0]}" != Z ] && [ "${fields[field]}" = "$1" ] && return 0
+  for p in /proc/[0-9]*; do
+    pstat "${p#/proc/}" || continue
+    [ "${pf[0]}" != Z ] && [ "${pf[field]}" = "$1" ] && return 0
   done
   return 1
 }
