@@ -23,7 +23,7 @@ the run's restricted load user (redis_shard.py) out of `ps`'s sight.
 import dataclasses
 import re
 import shlex
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
@@ -42,6 +42,14 @@ PATH = 'redis-benchmark'
 INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
 MIN_REQUESTS = 2000
 PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
+# A probe's bound once its tests' rates were measured: 4x its length + 30 s.
+# Before, its request counts come from INITIAL_RATE_PER_PROCESS, a guess
+# that a working but slow server misses by far (a shard sharing its core
+# with a busy loop at load ~20 served 810 ops/s a process; 3 cluster shards
+# in half a core outlasted 34 s at load 20-30), and the run failed on its
+# first probe ('timed out after 34 s'). Such a probe's bound allows this
+# rate instead: it ends late, and the next is planned from what it measured.
+SLOWEST_FIRST_RATE_PER_PROCESS = 250.0
 # A request count planned from the last rate seen covers whole seconds of
 # progress lines (rb.ProcessSeconds) only with room: the lines start a tick
 # after the tool does and its last part second is no second, and a probe
@@ -211,6 +219,17 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
                         PLAN_HEADROOM * self._fastest_rate[test])
     return max(MIN_REQUESTS, int(per_process * duration_s))
 
+  def ProbeTimeout(self, planned: Sequence[Tuple[str, int]],
+                   duration_s: float) -> float:
+    """The bound of a probe whose processes run `planned` (test, requests):
+    see SLOWEST_FIRST_RATE_PER_PROCESS."""
+    bound = duration_s * 4 + 30
+    guessed = [requests for test, requests in planned
+               if test not in self._rate_per_connection]
+    if guessed:
+      bound = max(bound, max(guessed) / SLOWEST_FIRST_RATE_PER_PROCESS + 30)
+    return bound
+
   def Probe(self, endpoints: Sequence[base.Endpoint], password: str,
             workload: base.Workload, load: measurement.Load,
             duration_s: float) -> measurement.Measurement:
@@ -220,24 +239,26 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     self._probes += 1
     split = SplitConnections(load.connections, workload.set_ratio,
                              workload.get_ratio)
-    argvs, tests = [], []
+    argvs, tests, planned = [], [], []
     for endpoint in endpoints:
       for test, connections in split.items():
         # Threads past the client's cores only contend with each other.
         threads = max(1, min(load.threads, connections,
                              self.vm.num_cpus or load.threads))
+        requests = self._Requests(test, connections, duration_s)
         argvs.append(commands.RedisBenchmarkCommand(
             PATH, endpoint, argv_secret.TOKEN, test,
             user=redis_shard.LOAD_USER, clients=connections,
-            threads=threads, pipeline=load.pipeline,
-            requests=self._Requests(test, connections, duration_s),
+            threads=threads, pipeline=load.pipeline, requests=requests,
             data_size=workload.data_size, key_space=workload.key_count,
             cluster_mode=workload.cluster_mode))
         tests.append((endpoint, test, connections))
+        planned.append((test, requests))
     groups = [f'{endpoint.host}:{endpoint.port}' for endpoint, _, _ in tests]
     run = concurrent.RunProbe(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
-        duration_s * 4 + 30, secret=redis_shard.LoadPassword(password),
+        self.ProbeTimeout(planned, duration_s),
+        secret=redis_shard.LoadPassword(password),
         sample_every_s=concurrent.SampleEvery(duration_s),
         manifest={'load_generator': rb.LOAD_GENERATOR,
                   'load': [load.threads, load.clients, load.pipeline],
