@@ -16,6 +16,8 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker import verdict
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import driver as probe_driver
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import redis_benchmark as rb_generator
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
@@ -233,6 +235,32 @@ def test_redis_benchmark_asks_for_enough_requests_for_whole_seconds():
     # hold read 'held 0 of 0 s').
     assert WholeSeconds(
         seconds / rb_generator.WHOLE_SECONDS_RATE_SLACK) < seconds
+
+
+class _FixedTimeTool(base.LoadGenerator):
+  """A tool that runs a fixed time (memtier's kind): the base's rule."""
+
+  def Version(self):
+    return 'fixed'
+
+  def Preload(self, endpoints, password, workload, key_slice=None,
+              setup=None):
+    raise NotImplementedError
+
+  def Probe(self, endpoints, password, workload, load, duration_s):
+    raise NotImplementedError
+
+
+def test_the_hold_asks_for_what_the_slowest_to_whole_seconds_tool_needs():
+  fixed = _FixedTimeTool()
+  counted = rb_generator.RedisBenchmarkGenerator(vm=None)
+  assert fixed.DurationForSeconds(3) == 3.0
+  assert counted.DurationForSeconds(3) > 3.0
+  both = probe_driver.ProbeDriver([None, None], [fixed, counted], [], '',
+                                  None, 2.0)
+  assert both.DurationForSeconds(3) == counted.DurationForSeconds(3)
+  alone = probe_driver.ProbeDriver([None], [fixed], [], '', None, 2.0)
+  assert alone.DurationForSeconds(3) == 3.0
 
 
 def test_redis_benchmark_seconds_from_its_recorded_progress_lines():
