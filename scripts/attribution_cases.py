@@ -53,8 +53,6 @@ from perfkitbenchmarker.publishers import bigquery_schema
 from scripts import cpu_cgroups
 
 CASES = ('quiet', 'server_quota', 'client_quota', 'client_hog', 'client_spin')
-EXPECTED = {'server_quota': 'server_quota', 'client_quota': 'client_quota',
-            'client_hog': 'disturbed', 'client_spin': 'client_cpu'}
 QUOTA_CORES = 0.2
 HOG_SHARE = 0.5
 # Short runs: 1 s probes and a 1 s hold (not a static VM's default minute),

@@ -33,7 +33,6 @@ from perfkitbenchmarker import measurement
 
 MAX_CLIENTS = 30  # Upstream's MAX_CLIENTS_COUNT.
 MAX_PIPELINES = 5000  # Upstream's MAX_PIPELINES_COUNT.
-REQUESTS_PER_CLIENT = 10_000  # Upstream's --memtier_requests default.
 P95, AVERAGE = 'p95', 'average'
 RULES = (AVERAGE, P95)
 

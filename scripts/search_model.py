@@ -160,17 +160,7 @@ class ServerModel:
     return best
 
 
-def CandidateLoads(threads: Sequence[int], max_clients: int,
-                   pipelines: Sequence[int]) -> List[measurement.Load]:
-  """Every load a policy could offer, for the true best."""
-  return [measurement.Load(t, c, p) for t in threads
-          for c in range(1, max_clients + 1) for p in pipelines]
-
-
 # Fitting to a real sweep.
-
-FIT_PARAMETERS = ('peak_ops', 'base_latency_ms', 'knee_sharpness',
-                  'sag_per_doubling', 'client_ops_per_thread')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ building, the memtier parser, StaircaseSteps, the search and the samples -
 is the real code.
 """
 
+import base64
 import io
 import types
 
@@ -22,6 +23,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker import virtual_machine
@@ -43,6 +45,23 @@ STAIRCASE = 'memtier_single_staircase_c16-256_step16_2s'
 UNDER_CAP = 'memtier_single_t1c32_tt5_under1ms'
 ENDPOINT = base.Endpoint('127.0.0.1', 7001)
 Load = measurement.Load
+
+
+
+def _Bundle(parts):
+  """The bundle text probe.sh prints for `parts` (ParseBundle's inverse)."""
+  return ''.join(f'{key} {base64.b64encode(text.encode()).decode()}\n'
+                 for key, text in parts.items()) + concurrent.BUNDLE_END + '\n'
+
+
+def _BundleRequests(script):
+  """(key, path) of every part a probe script puts in its bundle, in order."""
+  base, _, _, _, _, _, count, *rest = shell_scripts.Args(script)
+  count = int(count)
+  keys = [('stat0', f'{base}.stat0'), ('stat1', f'{base}.stat1')]
+  keys += [(f'{kind}.{i}', f'{base}.{i}.{kind}')
+           for i in range(count) for kind in ('rc', 'out', 'err')]
+  return keys + [(f'file.{k}', path) for k, path in enumerate(rest[count:])]
 
 
 class RecordedClientVm:
@@ -102,9 +121,9 @@ class RecordedClientVm:
     # read at the window's start and end.
     self.scripts.append(script)
     stats = {'stat0': self._Stat(100.0), 'stat1': self._Stat(132.5)}
-    return concurrent.Bundle({
+    return _Bundle({
         key: stats[key] if key in stats else self.ReadFile(path)
-        for key, path in concurrent.BundleRequests(script)}), '', 0
+        for key, path in _BundleRequests(script)}), '', 0
 
   def _Stat(self, when):
     busy, total = self.CpuTimes()

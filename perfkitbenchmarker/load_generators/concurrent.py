@@ -95,22 +95,6 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
           len(pinned_commands), *pinned_commands, *files))
 
 
-def Bundle(parts: Dict[str, str]) -> str:
-  """The bundle text the script prints for `parts` (ParseBundle's inverse)."""
-  return ''.join(f'{key} {base64.b64encode(text.encode()).decode()}\n'
-                 for key, text in parts.items()) + BUNDLE_END + '\n'
-
-
-def BundleRequests(script: str) -> List[Tuple[str, str]]:
-  """(key, path) of every part a Script puts in its bundle, in order."""
-  base, _, _, _, _, _, count, *rest = shell_scripts.Args(script)
-  count = int(count)
-  keys = [('stat0', f'{base}.stat0'), ('stat1', f'{base}.stat1')]
-  keys += [(f'{kind}.{i}', f'{base}.{i}.{kind}')
-           for i in range(count) for kind in ('rc', 'out', 'err')]
-  return keys + [(f'file.{k}', path) for k, path in enumerate(rest[count:])]
-
-
 def ParseBundle(text: str) -> Dict[str, str]:
   """The script's bundle: key -> text.
 
