@@ -150,7 +150,12 @@ def test_staged_run_and_teardown_from_record(tmp_path):
     # Two VMs (the server's CPU quota after its VM, on 2 cores) and a shard
     # live; the preload's probe_process has ended.
     quota = [(cpu_quota.KIND, 'created')] if _ServerQuota() else []
-    assert [(r['kind'], r['status']) for r in record['resources']] == [
+    # A shard whose port a run beside this one took first was retried on
+    # the next port, its entry deleted (redis_server: 'aborting'); under
+    # load the runs beside it last longer, and 3 such entries were seen.
+    kept = [r for r in record['resources']
+            if (r['kind'], r['status']) != ('redis_process', 'deleted')]
+    assert [(r['kind'], r['status']) for r in kept] == [
         ('local_vm', 'created'), *quota, ('local_vm', 'created'),
         ('redis_process', 'created'), ('probe_process', 'deleted')]
     proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST, results,
