@@ -261,7 +261,7 @@ def test_a_cloud_run_names_everything_missing_at_once(tmp_path, args,
                                                       needles):
   # Issue 26 point 2: every missing flag and credential in one line, exit 2,
   # no run directory, and so no credential lookup (the metadata server).
-  proc, run_uri = e2e.Run(args, str(tmp_path), timeout=60,
+  proc, run_uri = e2e.Run(args, str(tmp_path),
                           env={**os.environ, **_NO_CREDENTIALS})
   assert proc.returncode == 2, proc.stderr
   # The plan's warnings (clients under 4x the servers) may come first.

@@ -329,7 +329,7 @@ def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
   assert all(abs(i - 50000) < 700 for i in indices)
 
 
-def _Pkb(args, results_dir, timeout=170):
+def _Pkb(args, results_dir, timeout=e2e.HANG_GUARD_S):
   return subprocess.run(
       [sys.executable, e2e.PKB, f'--results_dir={results_dir}',
        '--accept_unconfirmed'] + args,
@@ -425,8 +425,7 @@ def test_fallback_run_says_and_records_what_redis_benchmark_ran(tmp_path):
        '--memtier_distinct_client_seed', '--memtier_key_pattern=G:G',
        '--memtier_key_stddev=100', '--memtier_run_duration=1',
        '--memtier_key_maximum=2000'],
-      str(tmp_path), timeout=120,
-      env=dict(os.environ, PATH=_PathWithoutMemtier()))
+      str(tmp_path), env=dict(os.environ, PATH=_PathWithoutMemtier()))
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
   assert 'WARNING: memtier_benchmark not found' in proc.stdout
   header = next(l for l in proc.stdout.splitlines()
@@ -456,7 +455,7 @@ def test_fixed_load_redis_benchmark_mix_of_one_connection_refused_first(
   preload (it failed at that run, after the preload)."""
   proc, _ = e2e.Run(['--memtier_fixed_load', '--memtier_clients=1,2,4',
                      '--memtier_run_duration=1', '--memtier_key_maximum=2000'],
-                    str(tmp_path), timeout=120,
+                    str(tmp_path),
                     env=dict(os.environ, PATH=_PathWithoutMemtier()))
   assert proc.returncode == 2, proc.stderr  # bad input, found in a stage
   assert 'Preloading' not in proc.stdout
@@ -474,8 +473,7 @@ def test_a_memtier_path_that_is_not_there_is_refused_not_replaced(tmp_path):
   missing = str(tmp_path / 'no' / 'memtier_benchmark')
   proc, _ = e2e.Run([f'--memtier_path={missing}', '--memtier_run_duration=1',
                      '--memtier_key_maximum=2000'], str(tmp_path / 'r'),
-                    timeout=120, env=dict(os.environ,
-                                          PATH=_PathWithoutMemtier()))
+                    env=dict(os.environ, PATH=_PathWithoutMemtier()))
   # Refused before anything starts, as its dry run refuses it (exit 2).
   assert proc.returncode == 2, proc.stderr
   assert 'Preloading' not in proc.stdout
@@ -504,7 +502,7 @@ def test_memtier_only_workload_refused_when_memtier_is_missing(tmp_path):
   path = _PathWithoutMemtier()
   proc, _ = e2e.Run(['--memtier_key_pattern=G:G', '--memtier_key_stddev=100',
                      '--memtier_run_duration=1', '--memtier_key_maximum=2000'],
-                    str(tmp_path), timeout=120, env=dict(os.environ, PATH=path))
+                    str(tmp_path), env=dict(os.environ, PATH=path))
   assert proc.returncode != 0
   assert ('--memtier_key_pattern=G:G, --memtier_key_stddev need '
           'memtier_benchmark') in proc.stdout + proc.stderr
