@@ -641,11 +641,9 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
 
   def DetectSystem(self) -> system_info_lib.SystemInfo:
     if self.system_info is None:
-      out, _ = self.RemoteCommand(system_info_lib.PROBE_COMMAND,
-                                  what=f'probing {self.name}')
-      self.system_info = system_info_lib.SystemInfo.Parse(out)
-      self.num_cpus = self.num_cpus or self.system_info.num_cpus
-      self.memory_mib = self.memory_mib or self.system_info.memory_mib
+      system = super().DetectSystem()
+      self.num_cpus = self.num_cpus or system.num_cpus
+      self.memory_mib = self.memory_mib or system.memory_mib
     return self.system_info
 
   def Sudo(self, command: str) -> str:
