@@ -56,7 +56,6 @@ EXIT_USAGE = stage_runner.EXIT_USAGE
 EXIT_INTERRUPTED = stage_runner.EXIT_INTERRUPTED
 # The run finished but its answer is not a confirmed server figure.
 EXIT_UNCONFIRMED = verdict_lib.EXIT_UNCONFIRMED
-_Interrupts = run_signals.Interrupts  # The stage driver's tests build one.
 
 
 def _Stages() -> List[str]:

@@ -34,6 +34,7 @@ from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.providers.aws import provider as aws_provider
 from perfkitbenchmarker.providers.gcp import provider as gcp_provider
@@ -191,7 +192,7 @@ def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys, ssh_waiter):
     code = pkb._RunOne(  # pylint: disable=protected-access
         module, config, run_uri, record, None, collector,
         reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        stages, pkb._Interrupts(),  # pylint: disable=protected-access
+        stages, run_signals.Interrupts(),
         ssh_waiter=ssh_waiter)
   finally:
     collector.Close()

@@ -25,6 +25,7 @@ from perfkitbenchmarker import pkb
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
@@ -94,7 +95,7 @@ def _Run(module, tmp_path, stages, run_uri='parity1'):
     code = pkb._RunOne(  # pylint: disable=protected-access
         module, config, run_uri, record, None, collector,
         reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        stages, pkb._Interrupts())  # pylint: disable=protected-access
+        stages, run_signals.Interrupts())
   finally:
     collector.Close()
   elapsed = time.time() - started

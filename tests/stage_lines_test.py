@@ -20,6 +20,7 @@ from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker.publishers import publisher
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,7 +44,7 @@ def _Run(tmp_path, run_uri, run, cleanup):
     return pkb._RunOne(  # pylint: disable=protected-access
         module, CONFIG, run_uri, record, None, collector,
         reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        list(pkb_flags_lib.RUN_STAGES), pkb._Interrupts(run_uri))  # pylint: disable=protected-access
+        list(pkb_flags_lib.RUN_STAGES), run_signals.Interrupts(run_uri))
   finally:
     run_log.TearDown()
 

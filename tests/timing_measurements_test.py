@@ -18,6 +18,7 @@ from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import publisher
 
@@ -164,7 +165,7 @@ def test_unwritable_timing_samples_fail_the_run(pkb_flags, tmp_path, capsys,
   code = pkb._RunOne(  # pylint: disable=protected-access
       module, config, 'timing1', record, None, collector,
       reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-      list(pkb_flags_lib.RUN_STAGES), pkb._Interrupts(),  # pylint: disable=protected-access
+      list(pkb_flags_lib.RUN_STAGES), run_signals.Interrupts(),
       clock=lambda: float(next(ticks)))
   err = capsys.readouterr().err
   assert code == pkb.EXIT_FAILED
