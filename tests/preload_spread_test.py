@@ -315,8 +315,11 @@ def test_local_redis_benchmark_preload_from_two_client_vms(tmp_path):
   try:
     log = (tmp_path / 'results' / run_uri / 'pkb.log').read_text()
     for vm in ('clients-0', 'clients-1'):  # Each streamed its own RESP.
-      # (After the shell text that writes down its process group.)
-      pipes = re.findall(rf'\[{vm}\] (?:.*; )?redis-cli -h .*--pipe', log)
+      # After run_processes.sh's `own` verb, which names the VM's scratch
+      # dir and writes down the command's process group (the logged command
+      # holds the script's text, many lines, before it).
+      pipes = re.findall(
+          rf'own \S+/{vm} \S+ \|\| exit \$\?; redis-cli -h .*--pipe', log)
       assert len(pipes) == 2, (vm, pipes)
   finally:
     _CheckAndTearDown(proc, run_uri, results, run_scratch, env)
