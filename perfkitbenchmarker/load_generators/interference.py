@@ -33,6 +33,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import probe_processes
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -206,6 +207,11 @@ class ProbeInterference:
     try:
       result = running.result()
       return then(sampler.Stop() if result is self._NOT_STOPPED else result)
+    except run_record.RecordNotSaved as e:
+      # The run stops on it, in its one line (a full disk): a warning here
+      # would say it twice.
+      logging.debug('%s: %s', type(sampler).__name__, e)
+      return None
     except (errors.Error, OSError, ValueError) as e:
       logging.warning('%s failed: %s', type(sampler).__name__, e)
       return None
