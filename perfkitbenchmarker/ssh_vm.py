@@ -611,10 +611,17 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     # stopped): its config and pidfile are how a later teardown finds it.
     busy = run_processes.Command('busy', self.scratch_dir)
     what = f'cleaning {self.name}'
-    out, err, rc = self.RemoteCommandWithReturnCode(
-        f'{own}\n{busy} || exit $?\n'
-        f'rm -rf -- {shlex.quote(self.scratch_dir)}; '
-        f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true')
+    # A shell of an earlier command of ours can still be exiting there when
+    # its ssh has returned (seen once under a loaded suite): asked again
+    # after a moment before the directory is called in use.
+    for delay_s in (0.5, 1.0, 0.0):
+      out, err, rc = self.RemoteCommandWithReturnCode(
+          f'{own}\n{busy} || exit $?\n'
+          f'rm -rf -- {shlex.quote(self.scratch_dir)}; '
+          f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true')
+      if rc != run_processes.BUSY or not delay_s:
+        break
+      time.sleep(delay_s)
     pid, _, name = out.strip().partition(' ')
     if rc == run_processes.BUSY and pid.isdigit():
       raise run_scope.InUse(self.scratch_dir, int(pid), name)
