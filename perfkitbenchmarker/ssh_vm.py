@@ -613,15 +613,14 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     what = f'cleaning {self.name}'
     # A shell of an earlier command of ours can still be exiting there when
     # its ssh has returned (seen once under a loaded suite): asked again
-    # after a moment before the directory is called in use.
-    for delay_s in (0.5, 1.0, 0.0):
-      out, err, rc = self.RemoteCommandWithReturnCode(
-          f'{own}\n{busy} || exit $?\n'
-          f'rm -rf -- {shlex.quote(self.scratch_dir)}; '
-          f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true')
-      if rc != run_processes.BUSY or not delay_s:
-        break
-      time.sleep(delay_s)
+    # for a moment before the directory is called in use.
+    _, (out, err, rc) = waits.Poll(
+        lambda: self.RemoteCommandWithReturnCode(
+            f'{own}\n{busy} || exit $?\n'
+            f'rm -rf -- {shlex.quote(self.scratch_dir)}; '
+            f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true'),
+        lambda result: result[2] != run_processes.BUSY, timeout_s=1.5,
+        interval_s=0.5, clock=self._clock, sleep=self._sleep, inclusive=True)
     pid, _, name = out.strip().partition(' ')
     if rc == run_processes.BUSY and pid.isdigit():
       raise run_scope.InUse(self.scratch_dir, int(pid), name)
