@@ -24,14 +24,14 @@ shift 7
 commands=("${@:1:count}")
 files=("${@:count+1}")
 
-# snap FILE [threads|noscan]: snapshot.sh's snapshot of the load processes
-# (the child of each `timeout` whose PID is in BASE.<i>.pid), with the
-# foreign scan unless `noscan`, written whole or not at all (with
+# snap FILE [threads] [noscan]: snapshot.sh's snapshot of the load
+# processes (the child of each `timeout` whose PID is in BASE.<i>.pid), with
+# the foreign scan unless `noscan`, written whole or not at all (with
 # `threads`: only if it saw a thread, so the last snapshot of a run that
 # ends between two is one taken while it ran).
 snap() {
-  local t f k scan=scan ps=() SNAP_SEEN=
-  [ "$2" != noscan ] || scan=
+  local t f k scan=scan ps=() SNAP_SEEN= how=" ${*:2} "
+  [[ $how != *" noscan "* ]] || scan=
   for f in "$base".*.pid; do
     read -r t < "$f" || continue
     if [ -r "/proc/$t/task/$t/children" ]; then
@@ -42,7 +42,9 @@ snap() {
     ps+=("${k[@]}")
   done 2>/dev/null
   snapshot "$scan" "${ps[@]}" > "$1.tmp" 2>/dev/null
-  if [ "$2" != threads ] || [ -n "$SNAP_SEEN" ]; then mv -f "$1.tmp" "$1"; fi
+  if [[ $how != *" threads "* ]] || [ -n "$SNAP_SEEN" ]; then
+    mv -f "$1.tmp" "$1"
+  fi
 }
 
 # The probe's own overhead is what it adds to the tool's run, so its waits
@@ -80,13 +82,21 @@ if [ -n "$window_us" ]; then
     snap "$base.stat1"
   ) &
 else
-  # The first soon, so that a short run is still seen while it runs.
+  # The first soon (0.1 s in: /proc's clocks tick every 10 ms), then every
+  # 20 ms until a tool is seen, before the foreign scans and without one (a
+  # scan takes tens of ms, on a busy machine seconds), so that a short run
+  # is still seen while it runs; its foreign share is then unknown rather
+  # than wrong. A later snapshot replaces it only when whole (one cut short
+  # by the end is dropped).
   (
-    scan0
     nap 0.1
+    until snap "$base.stat1" threads noscan; [ -e "$base.stat1" ]; do
+      nap 0.02
+    done
+    scan0
     while :; do
-      snap "$base.stat1" threads
       nap "$sample_every_s"
+      snap "$base.stat1" threads
     done
   ) &
 fi
