@@ -81,9 +81,11 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   opts = _Options(pkb_flags)
   per_probe = 5 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
   # The search's typical probes and the curve's two (Local's default: 1 s
-  # each, with the warm-up), then the answer's load held (3 s on Local) with
-  # its warm-up and one probe's overhead.
-  hold = 3 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice)
+  # each, with the warm-up), then the answer's load held (3 s on Local) and
+  # one probe's overhead. The auto choice may hold with redis-benchmark
+  # (Local's fallback), asked for (3 + 0.5) x 1.2 = 4.2 s of requests so
+  # that 3 whole seconds come out: longer than memtier's 3 s + 1 s warm-up.
+  hold = 4.2 + cost_estimate.ProbeOverheadS(opts.generator.choice)
   curve = 2 * (1 + 1 + cost_estimate.ProbeOverheadS(opts.generator.choice))
   assert plan.EstimatedSeconds(opts) == pytest.approx(
       plan.ProbesPerSearch(opts).typical * per_probe + curve + hold)
@@ -93,13 +95,42 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   assert 'hold: none (--memtier_hold_duration=0)' in _Text(
       _Options(pkb_flags))
   pkb_flags.memtier_hold_duration = None
-  assert ('hold: the answer\'s load for 3 s + 1 s warm-up after the search'
+  assert ('hold: the answer\'s load for 3 s + 1 s warm-up after the search '
+          '(redis-benchmark, which runs a request count, is asked for 4.2 s '
+          'of requests so that 3 whole seconds come out), every second'
           in _Text(opts))
   pkb_flags.redis_optimize_shards = True
   shards = _Options(pkb_flags)
   assert plan.EstimatedSeconds(shards) == pytest.approx(
       (plan.ProbesPerSearch(shards).typical * per_probe + 20) *
       shards.shards.typical_points)
+
+
+def test_the_hold_is_estimated_as_long_as_the_tool_is_asked_to_run(
+    pkb_flags):
+  # A 3 s hold ran about 4.2 s with redis-benchmark while the estimate
+  # counted 3 s: the estimate counts what HoldAnswer asks the tool for.
+  pkb_flags.memtier_warmup_seconds = 1
+  pkb_flags['memtier_curve_rate_percents'].parse('')
+
+  def HoldS(choice, memtier_path=None):
+    pkb_flags.load_generator = choice
+    pkb_flags.memtier_path = memtier_path
+    with_hold = plan.EstimatedSeconds(_Options(pkb_flags))
+    pkb_flags.memtier_hold_duration = 0
+    without = plan.EstimatedSeconds(_Options(pkb_flags))
+    pkb_flags.memtier_hold_duration = None
+    return with_hold - without - cost_estimate.ProbeOverheadS(choice)
+
+  assert HoldS('redis_benchmark') == pytest.approx(4.2)  # no warm-up there
+  assert HoldS('memtier') == pytest.approx(3 + 1)
+  assert HoldS('auto', '/usr/bin/true') == pytest.approx(3 + 1)
+  assert HoldS('auto') == pytest.approx(4.2)  # either may run: the longer
+  pkb_flags.load_generator = 'memtier'
+  assert 'redis-benchmark' not in plan.HoldPlanLine(_Options(pkb_flags))
+  pkb_flags.load_generator = 'redis_benchmark'
+  assert 'asked for 4.2 s of requests' in plan.HoldPlanLine(
+      _Options(pkb_flags))
 
 
 def test_linear_and_staircase_lines_keep_their_counts(pkb_flags):
@@ -135,9 +166,11 @@ def test_dry_run_cost_uses_the_plans_count(tmp_path):
   assert curve == 2
   overhead = cost_estimate.ProbeOverheadS('memtier')
   probe_s = typical * (5 + overhead) + curve * (1 + overhead)
-  # Then the answer's load, held for Local's default 3 s.
-  probe_s += 3 + cost_estimate.ProbeOverheadS('memtier')
-  assert 'hold: the answer\'s load for 3 s after the search' in proc.stdout
+  # Then the answer's load, held for Local's default 3 s: as long as
+  # redis-benchmark (the auto choice's fallback) is asked to run for it.
+  probe_s += 4.2 + cost_estimate.ProbeOverheadS('memtier')
+  assert ('hold: the answer\'s load for 3 s after the search (redis-benchmark'
+          ', which runs a request count, is asked for 4.2 s') in proc.stdout
   assert search_min == pytest.approx(
       (probe_s + cost_estimate.RATES['Local'].search_fixed_s) / 60, abs=0.05)
   assert typical == 3 + 4  # the measured 3 search probes, one set of 4

@@ -58,6 +58,15 @@ WHOLE_SECONDS_START_S = 0.5
 WHOLE_SECONDS_RATE_SLACK = 1.2
 
 
+def DurationForSeconds(seconds: int) -> float:
+  """The probe length to plan a request count for so that `seconds` whole
+  seconds come out: longer than `seconds`, since a request count ends when
+  its requests are done, which a rate planned a little low puts before the
+  last whole second (a 1 s hold read 'held 0 of 0 s'). The plan's estimate
+  counts the same length (study/plan.py)."""
+  return (seconds + WHOLE_SECONDS_START_S) * WHOLE_SECONDS_RATE_SLACK
+
+
 def _Cli(endpoint: base.Endpoint, args: str) -> str:
   return (f'redis-cli -h {shlex.quote(endpoint.host)} -p {int(endpoint.port)} '
           f'--no-auth-warning {args}')
@@ -202,10 +211,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   # Probes --------------------------------------------------------------------
 
   def DurationForSeconds(self, seconds: int) -> float:
-    """Longer than `seconds`: a request count ends when its requests are
-    done, which a rate planned a little low puts before the last whole
-    second (a 1 s hold read 'held 0 of 0 s')."""
-    return (seconds + WHOLE_SECONDS_START_S) * WHOLE_SECONDS_RATE_SLACK
+    return DurationForSeconds(seconds)
 
   def _Requests(self, test: str, connections: int, duration_s: float) -> int:
     rate = self._rate_per_connection.get(test)

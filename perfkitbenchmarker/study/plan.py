@@ -12,6 +12,7 @@ from typing import List, Optional
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import steadiness
+from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.study import fixed_load
@@ -122,18 +123,39 @@ def HoldPlanLine(opts: options_lib.RedisStudyOptions) -> str:
   if not s.hold_s:
     return '  hold: none (--memtier_hold_duration=0)'
   warmup = f' + {g.warmup_s} s warm-up' if g.warmup_s else ''
+  counted = ''
+  if _HoldMayRunRedisBenchmark(opts):
+    counted = (f' (redis-benchmark, which runs a request count, is asked for '
+               f'{redis_benchmark.DurationForSeconds(s.hold_s):g} s of '
+               f'requests so that {s.hold_s} whole seconds come out)')
   return (f'  hold: the answer\'s load for {s.hold_s} s{warmup} after the '
-          'search, every second under the cap and within '
+          f'search{counted}, every second under the cap and within '
           f'{100 * steadiness.SWING_BOUND:.0f} % of the searched figure, '
           'or the answer is not confirmed; per-second time-series samples')
 
 
+def _HoldMayRunRedisBenchmark(opts: options_lib.RedisStudyOptions) -> bool:
+  """Whether redis-benchmark may hold the answer: chosen, or the auto
+  choice without a memtier of the user's (Local's fallback)."""
+  g = opts.generator
+  return g.choice == 'redis_benchmark' or (g.choice == 'auto' and
+                                           not g.memtier_path)
+
+
 def HoldSeconds(opts: options_lib.RedisStudyOptions,
                 overhead: float) -> float:
-  """The hold's probe time, for the estimate (none in a shard study)."""
-  if opts.shards.enabled or not opts.search.hold_s:
+  """The hold's probe time, for the estimate (none in a shard study): what
+  the load generator is asked for (search_runner.HoldAnswer), the longer
+  of memtier's and redis-benchmark's where either may run (an estimate
+  that errs high, as cost_estimate.ProbeOverheadS does for 'auto')."""
+  s, g = opts.search, opts.generator
+  if opts.shards.enabled or not s.hold_s:
     return 0.0
-  return opts.search.hold_s + opts.generator.warmup_s + overhead
+  asked = [] if g.choice == 'redis_benchmark' else [s.hold_s + g.warmup_s]
+  if _HoldMayRunRedisBenchmark(opts):
+    # No warm-up: redis-benchmark's probes drop none (warmup_s 0).
+    asked.append(redis_benchmark.DurationForSeconds(s.hold_s))
+  return max(asked) + overhead
 
 
 def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
