@@ -30,7 +30,7 @@ files=("${@:count+1}")
 # `threads`: only if it saw a thread, so the last snapshot of a run that
 # ends between two is one taken while it ran).
 snap() {
-  local t f k scan=scan ps=() SNAP_SEEN= how=" ${*:2} "
+  local t f k scan=scan ps=() SNAP_SEEN='' how=" ${*:2} "
   [[ $how != *" noscan "* ]] || scan=
   for f in "$base".*.pid; do
     read -r t < "$f" || continue
