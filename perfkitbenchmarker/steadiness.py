@@ -64,6 +64,15 @@ def Counted(per_second: Sequence[measurement.SecondStats]
   return counted, warmup, partial
 
 
+def WorstSecondMs(per_second: Sequence[measurement.SecondStats],
+                  statistic: str = 'avg') -> Optional[float]:
+  """The highest latency, in `statistic`, of the seconds a rule reads
+  (`Counted`, with operations); None when none has the statistic."""
+  figures = [s.LatencyMs(statistic) for s in Counted(per_second)[0] if s.ops]
+  known = [ms for ms in figures if ms is not None]
+  return max(known) if known else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Steadiness:
   """What a probe's seconds say against its whole.

@@ -17,6 +17,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import steadiness
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.search import adaptive
@@ -477,3 +478,39 @@ def test_no_answer_lines_name_the_flag_to_change():
   assert 'when the probe budget of 2 ran out: raise --memtier_max_probes' in (
       line)
   assert 'lower --memtier_adaptive_min_connections' in line
+
+
+def test_the_search_aims_the_worst_second_under_the_target():
+  # A closed loop's seconds read above its whole: here the first second of
+  # every probe 11 % over it (redis-benchmark's worst of 2-3 seconds was
+  # 1-11 % over the whole against a server under the 2-core quota), and
+  # the repeats 8 % slower than the probe that picked their load. Aimed by
+  # the whole alone, the search ended at 53 connections (whole 0.836 ms,
+  # first second 0.929 ms) and its repeats' first seconds crossed the
+  # 1 ms cap: unconfirmed, as 1 of 3 quiet first runs was ('1 of 2 s over
+  # the 1 ms avg cap (worst s0: 1.016 ms)'). Aimed by its worst second, it
+  # ends where that second is under the 0.85 ms target, and the repeats
+  # hold every second.
+  seen = []
+
+  def Measure(load):
+    n = load.connections
+    ops = 60000 * (1 + 0.001 * n)
+    if load in seen:
+      ops /= 1.08
+    seen.append(load)
+    per_second = tuple(
+        measurement.SecondStats(s, int(ops * share), n / (ops * share) * 1e3)
+        for s, share in enumerate((0.9, 1.1)))
+    m = measurement.Measurement(load, ops, n / ops * 1e3, duration_s=2.0,
+                                ops=int(2 * ops), per_second=per_second)
+    return steadiness.Marked(m, 1.0)
+
+  policy = adaptive.AdaptiveStepPolicy(threads=1, start_connections=32,
+                                       max_connections=1024, cap_margin=0.85)
+  result = search_driver.FindLatencyCappedMaximum(Measure, 1.0, policy)
+  assert steadiness.WorstSecondMs(result.best.per_second) < 0.85
+  assert result.best.load.connections == 48
+  assert all(steadiness.WorstSecondMs(p.measurement.per_second) < 1.0
+             for p in result.confirmation_probes)
+  assert verdict.OfSearch(result).confirmed

@@ -333,7 +333,7 @@ class AdaptiveRun:
       return (yield from self._Bisect(lo, hi))
     # Extrapolate from whichever end is nearer the target in latency.
     anchor = min((self._search[c] for c in (lo, hi) if c is not None),
-                 key=lambda r: abs(math.log(max(r.latency_ms, 1e-9) /
+                 key=lambda r: abs(math.log(max(r.aimed_latency_ms, 1e-9) /
                                             self._target_ms)))
     predictions = 0
     for attempt in range(1 + self._policy.max_corrections):
@@ -359,7 +359,7 @@ class AdaptiveRun:
       predictions += 1
       if self._UnderTarget(record):
         lo = predicted
-        close = record.latency_ms >= self._target_ms * (
+        close = record.aimed_latency_ms >= self._target_ms * (
             1 - self._Slack(record))
         if close or lo == self._max:
           break
@@ -538,12 +538,14 @@ class AdaptiveRun:
 
     Uses the throughput the probe's own latency implies (outstanding /
     latency), so a load generator whose latency misses some client-side wait
-    still extrapolates consistently. Rounds down to stay under the target.
+    still extrapolates consistently; the latency aimed under the target
+    (the whole's or its worst second's), so the prediction's worst second
+    lands there. Rounds down to stay under the target.
     """
-    if record.latency_ms <= 0:
+    if record.aimed_latency_ms <= 0:
       return None
     outstanding = (record.load.outstanding_requests * self._target_ms /
-                   record.latency_ms)
+                   record.aimed_latency_ms)
     per_client = self._policy.unit * self._policy.pipeline
     return max(self._min, math.floor(outstanding / per_client))
 
@@ -561,7 +563,9 @@ class AdaptiveRun:
     return hi - lo <= 1 or hi / lo - 1 <= self._policy.bracket_tolerance
 
   def _UnderTarget(self, record: ProbeRecord) -> bool:
-    return record.under_cap and record.latency_ms < self._target_ms
+    """Under the cap, and under the target as a whole and in its worst
+    counted second (ProbeRecord.aimed_latency_ms)."""
+    return record.under_cap and record.aimed_latency_ms < self._target_ms
 
   def _Conns(self, clients: int) -> int:
     return self._policy.LoadForClients(clients).connections
