@@ -13,7 +13,9 @@ instead of installing them again, unless --setup asks for the whole .ci/run.
 With --hog, one busy process pinned to each core runs for the whole run, as
 a shared CI machine may be busy. At the end a table gives, per test that
 failed at least once, failures over runs and its first error line, and each
-run's summary line and wall time. Exit 1 if any test failed.
+run's summary line and wall time. Exit 1 if any test failed. With
+--keep_reports DIR, each run's JUnit report is kept as DIR/run<N>.xml (a
+passing one refreshes tests/durations.json: scripts/suite_durations.py).
 
 README: "Run the tests" says when to run it (before calling a test fixed,
 and after a change to how tests wait).
@@ -115,6 +117,8 @@ def _OneRun(index: int, args) -> dict:
       last = (proc.stdout.strip().splitlines() or [''])[-1]
       failures = [(f'(the run exited {proc.returncode} with no failed test)',
                    last[:160])]
+    if args.keep_reports and os.path.isfile(junit):
+      shutil.copy(junit, os.path.join(args.keep_reports, f'run{index}.xml'))
     return {'summary': summary, 'wall': wall, 'code': proc.returncode,
             'failures': failures}
   finally:
@@ -128,11 +132,15 @@ def main() -> int:
                       help='a busy loop on every core during each run')
   parser.add_argument('--setup', action='store_true',
                       help='run the whole .ci/run (setup.sh too) per clone')
+  parser.add_argument('--keep_reports', metavar='DIR',
+                      help="keep each run's JUnit report as DIR/run<N>.xml")
   parser.add_argument('test_args', nargs='*',
                       help='arguments for scripts/test.sh (after --)')
   args = parser.parse_args()
   if args.runs < 1:
     parser.error('--runs must be at least 1')
+  if args.keep_reports and not os.path.isdir(args.keep_reports):
+    parser.error(f'--keep_reports: {args.keep_reports} is not a directory')
   if not args.setup and not os.path.isfile(
       os.path.join(REPO, '.venv', 'bin', 'python')):
     parser.error('no .venv: run ./scripts/setup.sh first, or pass --setup')

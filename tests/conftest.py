@@ -24,12 +24,14 @@ import tier_guard
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'tests', 'data')
 # Seconds each test file took in a whole-suite run under ./scripts/test.sh
-# (PKB_RECORD_DURATIONS=1 ./scripts/test.sh updates it). Only the order
-# the files are handed out in depends on it: the longest start first, so
-# no long file is the last thing running while the other workers idle.
+# (PKB_RECORD_DURATIONS=1 ./scripts/test.sh updates it, as does
+# scripts/suite_durations.py from a whole suite's JUnit report). Only the
+# order the files are handed out in depends on it: the longest start first,
+# so no long file is the last thing running while the other workers idle.
 DURATIONS = os.path.join(REPO, 'tests', 'durations.json')
 if REPO not in sys.path:
   sys.path.insert(0, REPO)
+from scripts import suite_durations  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 @pytest.fixture
@@ -119,17 +121,15 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
   """With PKB_RECORD_DURATIONS=1, a passing run of the whole suite
   (./scripts/test.sh, no -k or -m: a part of a file would record too few
-  seconds) writes each file's seconds into DURATIONS."""
+  seconds) writes each file's seconds into DURATIONS (in the format
+  scripts/suite_durations.py also writes from a JUnit report)."""
   config = session.config
   if (hasattr(config, 'workerinput') or exitstatus != 0 or not _SECONDS or
       os.environ.get('PKB_RECORD_DURATIONS') != '1' or
       config.args != ['tests'] or config.option.keyword or
       config.option.markexpr):
     return
-  with open(DURATIONS, 'w') as f:
-    json.dump({k: round(v, 1) for k, v in sorted(_SECONDS.items())}, f,
-              indent=1)
-    f.write('\n')
+  suite_durations.Write(_SECONDS, DURATIONS)
 
 
 class _Alone:
