@@ -5,9 +5,10 @@ machine:
   * `CommandScript` (scripts/ssh_command.sh) wraps one command the way
     Local VMs run it (bash, in the scratch directory) under `timeout`, after
     printing a marker that tells "the remote shell started" apart from an
-    ssh connection failure (both can end with exit 255), and after reading
-    the environment, if any, from the first line of stdin so secrets never
-    appear in any process's argv;
+    ssh connection failure (both can end with exit 255), after checking
+    the shipped scripts when the command runs one (shell_scripts), and
+    after reading the environment, if any, from the first line of stdin so
+    secrets never appear in any process's argv;
   * `Detached*Script` start, collect and kill a command that outlives the
     SSH connection: setsid + nohup, output and exit code in files of a job
     dir, an flock held while it runs so that collecting is one blocking
@@ -27,6 +28,10 @@ from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import shell_scripts
 
 STARTED_MARKER = '\x1epkb-started\x1e'
+# ssh_command.sh's refusal to run a command of the shipped scripts: its
+# exit, and the marker before what is wrong on stderr.
+SCRIPTS_REFUSED = 125
+SCRIPTS_MARKER = '\x1epkb-scripts\x1e'
 _COMMAND_SCRIPT = 'ssh_command.sh'  # Prints STARTED_MARKER first.
 _JOB_SCRIPT = 'detached_job.sh'  # Its collect ends with DONE_MARKER.
 KILL_GRACE_S = 5  # after `timeout` sends TERM, before KILL
@@ -54,14 +59,22 @@ def EnvLine(env: Dict[str, str]) -> str:
 
 
 def CommandScript(command: str, scratch_dir: str, timeout_s: float,
-                  env_on_stdin: bool = False) -> str:
+                  env_on_stdin: bool = False, scripts: bool = False) -> str:
   """The remote shell command that runs `command` under `timeout`
-  (scripts/ssh_command.sh, its values as arguments); `bash -c` itself, as
+  (scripts/ssh_command.sh, its values as arguments; with `scripts`,
+  checking the shipped scripts of scratch_dir first); `bash -c` itself, as
   the remote login shell may be another."""
-  return ' '.join(shlex.quote(str(a)) for a in (
-      'bash', '-c', shell_scripts.Text(_COMMAND_SCRIPT), _COMMAND_SCRIPT,
-      scratch_dir, Seconds(timeout_s), KILL_GRACE_S, int(env_on_stdin),
-      command))
+  scripts = shell_scripts.ShippedDir(scratch_dir) if scripts else ''
+  return ' '.join(shlex.quote(a) for a in shell_scripts.Inline(
+      _COMMAND_SCRIPT, scratch_dir, scripts, Seconds(timeout_s),
+      KILL_GRACE_S, int(env_on_stdin), command))
+
+
+def ScriptsProblem(stderr: str) -> Optional[str]:
+  """What ssh_command.sh found wrong with the shipped scripts
+  (shell_scripts.MISSING when they are not there), or None."""
+  _, marker, rest = stderr.partition(SCRIPTS_MARKER)
+  return rest.split('\n', 1)[0] if marker else None
 
 
 def Started(stderr: str) -> bool:
@@ -73,18 +86,20 @@ def CleanStderr(stderr: str) -> str:
   return _SSH_NOISE.sub('', stderr.replace(STARTED_MARKER, '', 1))
 
 
-def DetachedStartScript(job_dir: str, timeout_s: float,
+def DetachedStartScript(job_dir: str, timeout_s: float, wait_s: float = 0,
                         remove: Sequence[str] = ()) -> str:
-  """Starts the job's script, read from stdin, in its own session
-  (scripts/detached_job.sh start: what the job writes and holds) and writes
-  its leader's identity into job_dir/sid (run_processes); fails, without
-  going on, if either fails. `remove`: earlier job dirs already collected."""
-  start = shell_scripts.Command(_JOB_SCRIPT, 'start', job_dir,
-                                Seconds(timeout_s), KILL_GRACE_S, *remove)
-  identity = run_processes.Command('identity', job_dir + '/sid')
-  return f'leader=$({start}) && {identity} "$leader" || exit 1'
+  """Starts the job's script, read from stdin, in its own session and
+  writes its leader's identity into job_dir/sid (run_processes), then
+  prints JOB_STARTED_MARKER and, with wait_s, waits that long for the job
+  as DetachedCollectScript does (scripts/detached_job.sh start); fails,
+  without going on, if it could not start. `remove`: earlier job dirs
+  already collected."""
+  return shell_scripts.Command(_JOB_SCRIPT, 'start', job_dir,
+                               Seconds(timeout_s), KILL_GRACE_S,
+                               Seconds(wait_s) if wait_s > 0 else 0, *remove)
 
 
+JOB_STARTED_MARKER = '@pkb-job-started'
 DONE_MARKER = '@pkb-job-done'
 
 

@@ -10,7 +10,8 @@ Its path goes into the run record before anything is put in it; cleanup,
 teardown and the samplers (to which processes working in the workspace are
 the run's own) take it from the VM or the record. A path read back from a
 record (input that may be hostile) is used only with a workspace's shape
-(`ScratchProblem`) and as the user's own (`CheckOwnDir`, `RemoteOwnScript`).
+(`ScratchProblem`) and as the user's own (`CheckOwnDir`; on a VM,
+scripts/own_dir.sh).
 
 Fixed names. What must be found by name (results/runs/<run_uri>, the run's
 key directory `RunKeyDir`, the lock root) is made by `MakeOwnDir`: 0700,
@@ -20,8 +21,8 @@ away and put theirs in its place), never through a symlink; reused only as
 a real directory of the user that group and others cannot write; else
 refused in one line (`NotOwnDir`), nothing in it touched.
 
-A directory of the run is removed (`RemoveOwnDir`; run_processes.sh's
-`busy` before `rm` on a VM) only while no process works in it: a shard
+A directory of the run is removed (`RemoveOwnDir`; on a VM
+scripts/clean_scratch.sh) only while no process works in it: a shard
 that could not be stopped keeps its config and pidfile, so a later
 teardown finds it.
 """
@@ -278,25 +279,6 @@ def RemoteWorkspaceScript(run_uri: str, name: str, workspace: str = '',
           '[ "$(stat -c %u:%a -- "$d" 2>/dev/null)" != "$(id -u):700" ]; '
           f'then d=$(mktemp -d {template}) || exit 1; fi; '
           f'mkdir -m 700 -- "$d"/{q(name)} && printf "%s\\n" "$d"/{q(name)}')
-
-
-def RemoteOwnScript(paths) -> str:
-  """Shell that exits 3, with one line on stderr, when one of `paths` (on a
-  VM) exists and is not a real directory of the remote user that group and
-  others cannot write: CheckOwnDir's rule, before removing them."""
-  lines = []
-  for path in paths:
-    p = shlex.quote(path)
-    lines.append(
-        f'if [ -e {p} ] || [ -L {p} ]; then if [ -L {p} ] || [ ! -d {p} ] '
-        f'|| [ ! -O {p} ] || [ $(( 8#$(stat -c %a -- {p}) & 8#022 )) -ne 0 '
-        f']; then echo {p}"{REMOTE_REFUSAL}" >&2; exit 3; fi; fi')
-  return '\n'.join(lines)
-
-
-REMOTE_REFUSAL = (
-    ' is not this run\'s own directory (a symlink, not ours, or writable by '
-    'others); left alone.')
 
 
 def WorkingIn(path: str) -> List[Tuple[int, str]]:

@@ -56,9 +56,6 @@ def _AddCollected(vm, jobs: List[str]) -> None:
     vm.__dict__.setdefault('_collected_jobs', []).extend(jobs)
 
 
-STARTED_MARKER = '@pkb-job-started'
-
-
 def _LostConnection(vm, doing: str, rc: int, err: str) -> None:
   logging.warning('Lost the connection to %s while %s a command (exit %s: '
                   '%s); reconnecting', vm.name, doing, rc,
@@ -76,17 +73,15 @@ def Start(vm, command: str, timeout: float,
   script = ('rm -f -- "$0"\n' + remote_shell.EnvScript(env or {}) +
             command + '\n')
   old = _TakeCollected(vm)
-  remote = (remote_shell.DetachedStartScript(job, timeout, old) +
-            f'\necho {STARTED_MARKER}')
-  if wait_s > 0:
-    remote += '\n' + remote_shell.DetachedCollectScript(job, wait_s)
+  remote = remote_shell.DetachedStartScript(job, timeout, wait_s, old)
   what = f'starting a command on {vm.name}'
   try:
     # As chunks: a wait that a stop (SIGINT, the deadline) must end
     # (vm_util's streaming path watches for it).
     out, err, rc = vm.RemoteCommandWithReturnCode(
         remote, stdin=(script,), timeout=60 + wait_s)
-    head, started, rest = out.partition(STARTED_MARKER + '\n')
+    head, started, rest = out.partition(remote_shell.JOB_STARTED_MARKER +
+                                        '\n')
     if not started:
       vm_util.CheckedOutput(head, err, rc or 1, what, what)
   except BaseException:

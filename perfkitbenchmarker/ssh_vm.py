@@ -25,7 +25,6 @@ import ipaddress
 import itertools
 import logging
 import os
-import posixpath
 import re
 import shlex
 import shutil
@@ -43,6 +42,7 @@ from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
@@ -380,6 +380,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
     self.system_info: Optional[system_info_lib.SystemInfo] = None
     self.tuning: Dict[str, str] = {}
+    self._ship_lock = threading.Lock()
+    self._shipped = False
 
   # Connection --------------------------------------------------------------
 
@@ -469,9 +471,41 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       stdin: vm_util.Stdin = None,
       **upstream_options) -> Tuple[str, str, int]:
     command = upstream_vm.UpstreamCommand(command, upstream_options)
+    scripts = bool(self.scratch_dir) and shell_scripts.Uses(command, stdin)
+    if scripts:
+      self._ShipOnce()
+    out, err, rc = self._RunCommand(command, timeout, env, stdin, scripts)
+    problem = (remote_shell.ScriptsProblem(err)
+               if rc == remote_shell.SCRIPTS_REFUSED else None)
+    if problem == shell_scripts.MISSING and (stdin is None or
+                                             isinstance(stdin, str)):
+      # Removed since they were shipped (nothing ran): once more.
+      self.ShipScripts()
+      out, err, rc = self._RunCommand(command, timeout, env, stdin, scripts)
+      problem = (remote_shell.ScriptsProblem(err)
+                 if rc == remote_shell.SCRIPTS_REFUSED else None)
+    if problem is not None:
+      raise virtual_machine.ScriptsRefused(self, problem)
+    return out, remote_shell.CleanStderr(err), rc
+
+  def _ShipOnce(self) -> None:
+    """Ships the scripts before this object's first command that runs one
+    (a VM rebuilt from the record, in a later stage, too): one round trip
+    when they are there already."""
+    with self._ship_lock:
+      if not self._shipped:
+        self.ShipScripts()
+        self._shipped = True
+
+  def _RunCommand(self, command: str, timeout: Optional[float],
+                  env: Optional[Dict[str, str]], stdin: vm_util.Stdin,
+                  scripts: bool) -> Tuple[str, str, int]:
+    """The command over SSH, retried while the connection fails; with
+    `scripts`, once the VM checked the shipped scripts."""
     timeout = timeout or COMMAND_TIMEOUT_S
     remote = remote_shell.CommandScript(command, self.scratch_dir, timeout,
-                                        env_on_stdin=bool(env))
+                                        env_on_stdin=bool(env),
+                                        scripts=scripts)
     lane = self.CommandLane()
     refusal = self._hosts.Refusal(lane, self.connect_timeout)
     if refusal is not None:
@@ -520,7 +554,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         retry_error_callback=GaveUp)(Attempt)
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
-    return out, remote_shell.CleanStderr(err), rc
+    return out, err, rc
 
   def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
     """Writes atomically (temp file, chmod, rename) with the given mode."""
@@ -589,6 +623,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       if problem:
         raise SshError(f'{self.name}: mktemp gave {problem}.')
       self.Remember(scratch_dir=out.strip())
+    self._ShipOnce()
     self.DetectSystem()
 
   def AwaitSsh(self) -> None:
@@ -602,25 +637,23 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     # Only ever the run's own directories: a path of the run's shape
     # (mktemp's, or checked by FromRecord: normal, so `..` cannot climb out;
     # rm -rf removes a symlink, not what it points to), in a workspace that
-    # is the remote user's own.
+    # is the remote user's own, and not while a process still works in it
+    # (scripts/clean_scratch.sh).
     if not self.scratch_dir:
       return  # Never made: nothing of the run's there.
-    workspace = posixpath.dirname(self.scratch_dir)
-    own = run_scope.RemoteOwnScript((workspace, self.scratch_dir))
-    # Not while a process still works in it (a shard that could not be
-    # stopped): its config and pidfile are how a later teardown finds it.
-    busy = run_processes.Command('busy', self.scratch_dir)
     what = f'cleaning {self.name}'
     # A shell of an earlier command of ours can still be exiting there when
     # its ssh has returned (seen once under a loaded suite): asked again
     # for a moment before the directory is called in use.
-    _, (out, err, rc) = waits.Poll(
-        lambda: self.RemoteCommandWithReturnCode(
-            f'{own}\n{busy} || exit $?\n'
-            f'rm -rf -- {shlex.quote(self.scratch_dir)}; '
-            f'rmdir -- {shlex.quote(workspace)} 2>/dev/null; true'),
-        lambda result: result[2] != run_processes.BUSY, timeout_s=1.5,
-        interval_s=0.5, clock=self._clock, sleep=self._sleep, inclusive=True)
+    try:
+      _, (out, err, rc) = waits.Poll(
+          lambda: self.RemoteCommandWithReturnCode(shell_scripts.Command(
+              'clean_scratch.sh', self.scratch_dir)),
+          lambda result: result[2] != run_processes.BUSY, timeout_s=1.5,
+          interval_s=0.5, clock=self._clock, sleep=self._sleep,
+          inclusive=True)
+    except virtual_machine.ScratchGone:
+      return  # Removed already.
     pid, _, name = out.strip().partition(' ')
     if rc == run_processes.BUSY and pid.isdigit():
       raise run_scope.InUse(self.scratch_dir, int(pid), name)
@@ -655,7 +688,11 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
   def Sudo(self, command: str) -> str:
     if self.user == 'root' or self.DetectSystem().is_root:
       return command
-    return f'sudo -n bash -c {shlex.quote(command)}'
+    # The shipped scripts' checked directory goes along (sudo keeps no
+    # environment of the caller's).
+    scripts = (f'env {shell_scripts.ENV}="${shell_scripts.ENV}" '
+               if shell_scripts.Uses(command) else '')
+    return f'sudo -n {scripts}bash -c {shlex.quote(command)}'
 
   def InstallMissingPackages(self, manager: str,
                              missing: Sequence[str]) -> None:

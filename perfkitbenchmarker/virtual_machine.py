@@ -25,6 +25,7 @@ from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import upstream_vm
@@ -66,6 +67,24 @@ class Capabilities:
   # It has no price of its own: it is priced as the catalog machine type
   # --local_priced_as names, and its samples say so.
   priced_as_catalog: bool = False
+
+
+class ScratchGone(errors.VirtualMachine.RemoteCommandError):
+  """The VM's scratch directory is not there (removed already): nothing of
+  the run's to run its scripts from."""
+
+
+# ship.sh's exit when the scratch directory is not there.
+_SHIP_NO_SCRATCH = 4
+
+
+def ScriptsRefused(vm, problem: str) -> run_scope.NotOwnDir:
+  """The one-line refusal of shipped scripts that are not the run's own."""
+  return run_scope.NotOwnDir(
+      f'{vm.name}: the run\'s scripts there are not its own: {problem}; '
+      f'none of them runs. Remove '
+      f'{shell_scripts.ShippedDir(vm.scratch_dir)} if nothing else of the '
+      'run was changed (pkb ships them again), and find out who wrote it.')
 
 
 def GroupOrder(groups: Iterable[str]) -> List[str]:
@@ -161,6 +180,29 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
   def ReadFile(self, path: str) -> str:
     out, _ = self.RemoteCommand(f'cat {shlex.quote(path)}')
     return out
+
+  def ShipScripts(self) -> None:
+    """Puts the shipped scripts in the VM's scratch directory in one round
+    trip, unless something is there already (its commands then check it:
+    shell_scripts).
+
+    Raises:
+      ScratchGone: the scratch directory is not there.
+      errors.VirtualMachine.RemoteCommandError: they could not be written.
+    """
+    directory = shell_scripts.ShippedDir(self.scratch_dir)
+    what = f'shipping the scripts to {directory} on {self.name}'
+    logging.debug('[%s] %s', self.name, what)  # Not its text: ship.sh's.
+    out, err, rc = self._RunShipping(shell_scripts.ShipCommand(directory),
+                                     shell_scripts.Bundle())
+    if rc == _SHIP_NO_SCRATCH:
+      raise ScratchGone(f'{what}: {vm_util.Tail(err, 1)}')
+    vm_util.CheckedOutput(out, err, rc, what, what,
+                          error=errors.VirtualMachine.RemoteCommandError)
+
+  def _RunShipping(self, command: str, bundle: str) -> Tuple[str, str, int]:
+    """Runs ShipScripts' command, which runs no shipped script."""
+    return self.RemoteCommandWithReturnCode(command, timeout=60, stdin=bundle)
 
   def CommandLane(self) -> Hashable:
     """The background_tasks lane of work that runs commands on this VM.

@@ -241,3 +241,14 @@ def pytest_runtest_makereport(item, call):
     report.longrepr = ('fast-tier rule broken: the test ' + '; '.join(found) +
                        '. Mark it pytest.mark.e2e (tests/tier_guard.py).')
   return report
+
+
+@pytest.fixture
+def shipped_scripts(tmp_path_factory, monkeypatch):
+  """For an e2e test that runs shell_scripts.Command lines by hand (bash
+  -c, no VM): the scripts shipped as a VM ships them, PKB_SCRIPTS naming
+  them in this process's environment (so in its commands')."""
+  import e2e_support  # pylint: disable=g-import-not-at-top
+  env = e2e_support.ShippedScripts(tmp_path_factory.mktemp('scratch'))
+  monkeypatch.setenv('PKB_SCRIPTS', env['PKB_SCRIPTS'])
+  return env['PKB_SCRIPTS']

@@ -22,6 +22,7 @@ import pytest
 
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import sample
+from perfkitbenchmarker import shell_scripts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB = os.path.join(REPO, 'pkb.py')
@@ -89,6 +90,17 @@ def NeedsTools(*names: str, how: str = ''):
   """Needs(...) for commands on PATH (or absolute paths)."""
   return Needs(' and '.join(names),
                lambda: all(FindTool(n) for n in names), how)
+
+
+def ShippedScripts(directory) -> dict:
+  """The environment to run shell_scripts.Command lines in by hand: the
+  scripts shipped into `directory` (a directory of the test's own) as a VM
+  ships them into its scratch directory, and PKB_SCRIPTS naming them."""
+  target = shell_scripts.ShippedDir(str(directory))
+  subprocess.run(['bash', '-c', shell_scripts.ShipCommand(target)],
+                 input=shell_scripts.Bundle(), text=True, check=True,
+                 timeout=60)
+  return dict(os.environ, **{shell_scripts.ENV: target})
 
 
 def FreePort() -> int:

@@ -203,6 +203,7 @@ def _Files(directory, mark):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_the_kill_script_stops_only_the_groups_its_files_name(tmp_path):
   """A probe's command writes down its process group as it starts
   (GroupScript); the kill script stops that whole group, forks included,
@@ -255,6 +256,7 @@ def test_the_kill_script_stops_only_the_groups_its_files_name(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_a_command_starting_after_its_probe_was_killed_does_not_run(
     tmp_path):
   """Cleanup killed a probe's groups before its command got going (an SSH

@@ -69,6 +69,7 @@ def _Identity(proc, leads=run_processes.GROUP):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_a_stop_signals_only_the_identity_it_names():
   """Another start time (the PID reused, or a forged record) is left
   alone; the true one's group goes, TERM-ignoring members included."""
@@ -89,6 +90,7 @@ def test_a_stop_signals_only_the_identity_it_names():
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_term_is_enough_for_a_process_that_heeds_it():
   with _Started('sleep 120 & wait') as proc:
     assert _Run(_Identity(proc).StopCommand(5)).returncode == 0
@@ -96,6 +98,7 @@ def test_term_is_enough_for_a_process_that_heeds_it():
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_a_session_stop_reaches_members_of_its_other_groups():
   """A detached job's session holds groups of its own (`timeout` makes
   one): stopping the session reaches them; a group stop would not."""
@@ -116,6 +119,7 @@ def test_a_session_stop_reaches_members_of_its_other_groups():
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_wait_sends_nothing_and_says_whether_it_ended():
   with _Started('trap "" TERM; exec sleep 121') as proc:
     identity = _Identity(proc)
@@ -126,6 +130,7 @@ def test_wait_sends_nothing_and_says_whether_it_ended():
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_busy_names_a_process_under_the_directory_and_no_other(tmp_path):
   """The rule in bash agrees with WorksUnder: below counts, a neighbour
   whose name starts the same does not, nor does the shell that asks (it
@@ -153,6 +158,7 @@ def test_busy_names_a_process_under_the_directory_and_no_other(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_what_outlives_its_leader_in_the_group_is_killed_too():
   """The leader heeds TERM, a member it forked ignores it: the member is
   still the group's (no other group can take the ID while one of it

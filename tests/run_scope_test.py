@@ -21,6 +21,7 @@ import e2e_support as e2e
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker.providers.local import provider as local
 
 IS_ROOT = os.geteuid() == 0
@@ -185,13 +186,18 @@ def test_make_own_dir(tmp_path):
 
 
 @pytest.mark.e2e
-def test_remote_workspace_and_own_scripts(tmp_path):
+def test_remote_workspace_and_own_scripts(tmp_path, shipped_scripts):
   """The shell forms (VMs over SSH): a workspace made by mktemp -d, shared
-  while it is still ours; removal refused for a directory not ours."""
+  while it is still ours; removal (scripts/clean_scratch.sh) refused for a
+  directory not ours, nothing of it removed."""
+  del shipped_scripts  # In the environment.
 
   def Bash(script):
     return subprocess.run(['bash', '-c', script], capture_output=True,
                           text=True, timeout=10)
+
+  def Clean(path):
+    return Bash(shell_scripts.Command('clean_scratch.sh', str(path)))
 
   root = str(tmp_path)
   made = Bash(run_scope.RemoteWorkspaceScript('r1', 'servers-0', '', root))
@@ -202,18 +208,21 @@ def test_remote_workspace_and_own_scripts(tmp_path):
   again = Bash(run_scope.RemoteWorkspaceScript('r1', 'clients-0', workspace,
                                               root))
   assert again.stdout.strip() == f'{workspace}/clients-0'  # Shared.
-  assert Bash(run_scope.RemoteOwnScript([workspace, path])).returncode == 0
   os.chmod(workspace, 0o777)  # No longer the run's own: not shared ...
   fresh = Bash(run_scope.RemoteWorkspaceScript('r1', 'clients-1', workspace,
                                               root)).stdout.strip()
   assert os.path.dirname(fresh) not in ('', workspace)
-  refused = Bash(run_scope.RemoteOwnScript([workspace, path]))  # ... or removed.
+  refused = Clean(path)  # ... or removed.
   assert refused.returncode == 3 and 'left alone' in refused.stderr
-  os.symlink(path, tmp_path / 'link')
-  assert Bash(run_scope.RemoteOwnScript([str(tmp_path / 'link')])
-             ).returncode == 3
-  assert Bash(run_scope.RemoteOwnScript([str(tmp_path / 'gone')])
-             ).returncode == 0
+  assert os.path.isdir(path)
+  own = tmp_path / 'own'
+  own.mkdir(mode=0o700)
+  os.symlink(path, own / 'link')
+  assert Clean(own / 'link').returncode == 3 and os.path.isdir(path)
+  assert Clean(own / 'gone').returncode == 0
+  os.chmod(workspace, 0o700)
+  assert Clean(path).returncode == 0
+  assert not os.path.exists(path) and os.path.isdir(f'{workspace}/clients-0')
 
 
 def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):

@@ -77,6 +77,9 @@ def test_arguments_are_passed_never_spliced():
   with_args = shell_scripts.WithArgs('trusted.sh', value, 7)
   assert shell_scripts.Args(with_args) == [value, '7']
   assert with_args.endswith('\n' + shell_scripts.Text('trusted.sh'))
-  argv = shlex.split(shell_scripts.Command('trusted.sh', value, 7))
-  assert argv == ['${BASH:-bash}', '-c', shell_scripts.Text('trusted.sh'),
-                  'trusted.sh', value, '7']
+  # Run by path from the checked directory: the log names the script and
+  # its arguments, not its text.
+  command = shell_scripts.Command('trusted.sh', value, 7)
+  assert shlex.split(command) == ['${BASH:-bash}', '${PKB_SCRIPTS:?}/trusted.sh',
+                                  value, '7']
+  assert '\n' not in command and shell_scripts.Uses(command)

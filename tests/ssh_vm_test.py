@@ -448,7 +448,8 @@ def test_remote_shell_quotes_and_bounds_the_command():
   assert remote_shell.CleanStderr(
       remote_shell.STARTED_MARKER + 'ControlSocket /x already exists, '
       'disabling multiplexing\nreal error\n') == 'real error\n'
-  _BashParses(remote_shell.DetachedStartScript('/tmp/j k', 3, ['/tmp/o l']))
+  _BashParses(remote_shell.DetachedStartScript('/tmp/j k', 3, 2,
+                                               ['/tmp/o l']))
   _BashParses(remote_shell.DetachedCollectScript('/tmp/j k', 3))
   assert remote_shell.ParseCollected('@pending\n') is None
   assert remote_shell.ParseCollected(
@@ -470,12 +471,13 @@ def test_the_detached_kill_stops_only_the_session_it_started(tmp_path):
   try:
     start = e2e_support.StartTicks(session.pid)
     kill = ['bash', '-c', remote_shell.DetachedKillScript(str(tmp_path), 1.0)]
+    shipped = e2e_support.ShippedScripts(tmp_path)
     (tmp_path / 'sid').write_text(f'{session.pid} {start + 1:.0f}\n')
-    subprocess.run(kill, check=True, timeout=30)
+    subprocess.run(kill, check=True, timeout=30, env=shipped)
     assert session.poll() is None
     members = psutil.Process(session.pid).children()
     (tmp_path / 'sid').write_text(f'{session.pid} {start:.0f}\n')
-    subprocess.run(kill, check=True, timeout=30)
+    subprocess.run(kill, check=True, timeout=30, env=shipped)
     assert session.wait(timeout=10) is not None
     _, alive = psutil.wait_procs(members, timeout=5)
     assert not alive

@@ -194,7 +194,8 @@ def test_processes_and_shell_fields_are_refused(tmp_path):
 
 
 class _ShellVm(virtual_machine.BaseVirtualMachine):
-  """A VM whose commands run through bash here (like one reached by SSH)."""
+  """A VM whose commands run through bash here (like one reached by SSH),
+  the scripts found as the shipped_scripts fixture put them."""
 
   def __init__(self, **kwargs):
     super().__init__(virtual_machine.VmSpec('Test', 'test'), 'vm-0', 'g',
@@ -302,6 +303,7 @@ def test_processes_without_the_runs_mark_are_left_alone(tmp_path):
 
 
 @pytest.mark.parametrize('vm_class', _VM_CLASSES)
+@pytest.mark.usefixtures('shipped_scripts')  # _ShellVm's commands run them.
 def test_kill_process_waits_for_the_exit(vm_class, tmp_path):
   vm = vm_class(stop_wait_s=_SHORT_WAIT_S)
   vm.scratch_dir = str(tmp_path / 'scratch')
@@ -393,6 +395,7 @@ def _StartTime(vm, pid):
 
 @e2e.NeedsTools('gcc', how='./scripts/setup.sh installs it')
 @pytest.mark.parametrize('vm_class', _VM_CLASSES)
+@pytest.mark.usefixtures('shipped_scripts')  # _ShellVm's commands run them.
 def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
   vm = vm_class()
   vm.scratch_dir = str(tmp_path / 'scratch')
@@ -433,6 +436,7 @@ def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
 
 
 @pytest.mark.parametrize('vm_class', _VM_CLASSES)
+@pytest.mark.usefixtures('shipped_scripts')  # _ShellVm's commands run them.
 def test_kill_process_takes_a_zombie_for_gone(vm_class, tmp_path):
   vm = vm_class()
   vm.scratch_dir = str(tmp_path)

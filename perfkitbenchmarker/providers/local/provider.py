@@ -23,6 +23,7 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
@@ -99,8 +100,29 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
                                   stdin=None, **upstream_options):
     command = upstream_vm.UpstreamCommand(command, upstream_options)
     cwd = self.scratch_dir if os.path.isdir(self.scratch_dir) else None
+    # Every command of the VM gets them (a script it writes and runs may run
+    # one: a check here costs microseconds); never those this process's
+    # environment names.
+    scripts = self._CheckedScripts() if cwd else ''
+    env = dict(env or {}, **{shell_scripts.ENV: scripts})
     return vm_util.RunLocal(command, cwd=cwd, timeout=timeout, env=env,
                             stdin=stdin)
+
+  def _RunShipping(self, command, bundle):
+    return vm_util.RunLocal(command, cwd=self.scratch_dir, timeout=60,
+                            stdin=bundle)
+
+  def _CheckedScripts(self) -> str:
+    """The shipped scripts' directory, checked the run's own right before
+    a command runs one, shipped first when missing (shell_scripts)."""
+    directory = shell_scripts.ShippedDir(self.scratch_dir)
+    problem = shell_scripts.Problem(directory)
+    if problem == shell_scripts.MISSING:
+      self.ShipScripts()
+      problem = shell_scripts.Problem(directory)
+    if problem:
+      raise virtual_machine.ScriptsRefused(self, problem)
+    return directory
 
   def Pinned(self, command: str) -> str:
     """On its cores, and inside its CPU quota's cgroup when it has one."""
