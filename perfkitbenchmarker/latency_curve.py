@@ -22,9 +22,10 @@ more offered-rate rule beside `MemtierOfferedRate`.
 
 import dataclasses
 import math
-from typing import Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import measurement
 
 ROLE = 'curve'
 # Percent of the answer's throughput of each point: on clouds and static
@@ -122,3 +123,30 @@ def RateLimit(point: CurvePoint, achieved_ops: float,
     detail += f'; {measured.words}: {measured.detail}'
     figures = measured.figures + (('limit_measured', measured.name),)
   return attribution.Limit(RATE_NOT_ACHIEVED, detail, figures)
+
+
+def ProbeConnections(m: measurement.Measurement,
+                     per_connection: int = 1) -> int:
+  """Every connection a probe opened: its load on each client process,
+  `per_connection` each (a cluster client's: one per primary)."""
+  return (m.load.connections * int(m.metadata.get('client_processes', 1)) *
+          per_connection)
+
+
+def CurveMetadata(point: CurvePoint,
+                  m: measurement.Measurement) -> Dict[str, Any]:
+  """What a curve point's samples say beyond a probe's (which name the
+  cap's statistic and its figure, capped_latency_ms, beside p99): the rate
+  offered and achieved, and `rate_not_achieved` (with the probe's own limit
+  in its detail) when it fell short."""
+  metadata: Dict[str, Any] = {
+      'curve_percent': point.percent,
+      'rate_per_connection': point.rate_per_connection,
+      'offered_ops_per_s': round(point.offered_ops, 1),
+      'rate_achieved_pct': round(100 * AchievedShare(point, m.throughput),
+                                 1),
+  }
+  short = RateLimit(point, m.throughput, attribution.FromMetadata(m.metadata))
+  if short is not None:
+    metadata.update(short.Metadata())
+  return metadata

@@ -101,13 +101,13 @@ def test_curve_metadata_names_the_shortfall_over_the_probes_limit():
   m = measurement.Measurement(
       measurement.Load(1, 32, rate_per_connection=1000), 20000.0, 0.9,
       metadata={'limit': 'server_cpu', 'limit_detail': 'main thread 97 %'})
-  meta = curve_runner.CurveMetadata(point, m)
+  meta = latency_curve.CurveMetadata(point, m)
   assert meta['limit'] == 'rate_not_achieved'
   assert meta['limit_measured'] == 'server_cpu'
   assert (meta['offered_ops_per_s'], meta['rate_achieved_pct'],
           meta['curve_percent'], meta['rate_per_connection']) == (
               32000.0, 62.5, 75, 1000)
-  met = curve_runner.CurveMetadata(point, m.__class__(
+  met = latency_curve.CurveMetadata(point, m.__class__(
       m.load, 31990.0, 0.2, metadata=m.metadata))
   assert 'limit' not in met and met['rate_achieved_pct'] == 100.0
 
@@ -115,8 +115,8 @@ def test_curve_metadata_names_the_shortfall_over_the_probes_limit():
 def test_probe_connections_count_every_process():
   m = measurement.Measurement(measurement.Load(2, 16), 1.0, 0.1,
                               metadata={'client_processes': 3})
-  assert curve_runner.ProbeConnections(m) == 96
-  assert curve_runner.ProbeConnections(m, 3) == 288  # a 3-primary cluster
+  assert latency_curve.ProbeConnections(m) == 96
+  assert latency_curve.ProbeConnections(m, 3) == 288  # a 3-primary cluster
   deployment = types.SimpleNamespace(cluster_mode=True, primaries=3)
   assert curve_runner.RateLimitedConnections(deployment) == 3
   deployment.cluster_mode = False  # standalone: one endpoint a process

@@ -64,10 +64,10 @@ class RedisOssEngine(base.ServerEngine):
   def StartShards(self, vm, count: int, password: str,
                   options: redis_shard.ShardOptions, record,
                   start_port: int) -> List[redis_server.RedisProcess]:
+    config, command = self.ShardConfig(options), self.ServerCommand(vm)
     return redis_server.StartShards(
-        vm, count, password, self.ShardConfig(options), record,
-        start_port=start_port, process_class=self.PROCESS_CLASS,
-        server_command=self.ServerCommand(vm))
+        vm, count, password, config, record, start_port=start_port,
+        process_class=self.PROCESS_CLASS, server_command=command)
 
   def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:

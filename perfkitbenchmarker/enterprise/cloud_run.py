@@ -104,7 +104,8 @@ def Run(spec, opts, vcpus: int) -> None:
         duration_limit=lambda: spec.deadline.Remaining() - 10,
         interference=interference.ForRun(
             spec.vm_groups['servers'] + spec.vm_groups['clients'],
-            measured=deployment.MeasuringClients(spec, d.generators)))
+            measured=deployment.MeasuringClients(spec.vm_groups['clients'],
+                                                d.generators)))
     return study_steps.Search(
         spec, study, probe_driver,
         {'db_shard_count': shards, 'redis_proxy_threads': proxies})

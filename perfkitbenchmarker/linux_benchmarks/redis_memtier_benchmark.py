@@ -131,20 +131,6 @@ def DatasetEstimate(spec) -> prepare_checks.DatasetEstimate:
       fraction_flag='--redis_memory_fraction')
 
 
-def _RecordDropped(spec, dropped) -> None:
-  """Names the memtier settings a redis-benchmark fallback left out, rather
-  than recording them as used (its keys are uniform, R:R)."""
-  if not dropped:
-    return
-  spec.metadata['memtier_only_dropped'] = ' '.join(dropped)
-  for flag in dropped:
-    key = flag[2:].split('=')[0]
-    if key == 'memtier_key_pattern':
-      spec.metadata[key] = 'R:R'
-    else:
-      spec.metadata.pop(key, None)
-
-
 def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
   opts = _Options(spec)
@@ -161,7 +147,7 @@ def Prepare(spec):
   dropped = workload_options.RequireMemtier(spec.deployment.generators, opts)
   if opts.fixed.enabled:
     fixed_load.CheckGenerator(spec.deployment.generators[0].NAME, opts)
-  _RecordDropped(spec, dropped)
+  results.RecordDropped(spec.metadata, dropped)
   if dropped:
     spec.reporter.Line(
         'WARNING: memtier_benchmark not found: redis-benchmark runs this '
@@ -178,7 +164,7 @@ def Run(spec) -> Sequence[sample.Sample]:
   if spec.deployment is None:  # A resumed run (--run_stage=run).
     spec.deployment = deployment.Restore(spec, opts, engine)
     results.SetMetadata(spec, spec.deployment, opts)
-    _RecordDropped(spec, workload_options.RequireMemtier(
+    results.RecordDropped(spec.metadata, workload_options.RequireMemtier(
         spec.deployment.generators, opts))
   search_runner.WarnAboutIgnoredWarmup(spec, spec.deployment.generators, opts)
   if opts.fixed.enabled:

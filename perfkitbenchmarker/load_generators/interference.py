@@ -256,25 +256,23 @@ def ForRun(vms: Sequence, measured: Sequence = (),
   `server_pids(vm)`: the server processes on a VM (none: not a server VM);
   each server VM then gets a ServerCpuSampler.
   """
+  servers = [ServerCpuSampler(vm, lambda vm=vm: server_pids(vm))
+             for vm in vms if server_pids and list(server_pids(vm))]
   if all(vm.CAN.is_runner_machine for vm in vms):
-    probe = ProbeInterference([], from_sides=True)
-  elif not measured:
-    probe = ProbeInterference([StealSampler(vm) for vm in vms])
-  else:
-    # Steal time is the machine's: one sampler per machine (and core set).
-    seen = {(virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
-            for vm in measured}
-    samplers = []
-    for vm in vms:
-      key = (virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
-      if key not in seen:
-        seen.add(key)
-        samplers.append(StealSampler(vm))
-    probe = ProbeInterference(samplers, steal_from_probes=True)
-  if server_pids is not None:
-    probe.servers = [ServerCpuSampler(vm, lambda vm=vm: server_pids(vm))
-                     for vm in vms if list(server_pids(vm))]
-  return probe
+    return ProbeInterference([], from_sides=True, servers=servers)
+  if not measured:
+    return ProbeInterference([StealSampler(vm) for vm in vms],
+                             servers=servers)
+  # Steal time is the machine's: one sampler per machine (and core set).
+  seen = {(virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
+          for vm in measured}
+  samplers = []
+  for vm in vms:
+    key = (virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
+    if key not in seen:
+      seen.add(key)
+      samplers.append(StealSampler(vm))
+  return ProbeInterference(samplers, steal_from_probes=True, servers=servers)
 
 
 def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],

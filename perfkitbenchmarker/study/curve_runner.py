@@ -13,21 +13,12 @@ Extension seam: a load generator with a rate limiter of its own sets
 import dataclasses
 from typing import Any, Dict, List
 
-from perfkitbenchmarker import attribution
 from perfkitbenchmarker import latency_curve
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import price_performance
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.study import options as options_lib
-
-
-def ProbeConnections(m: measurement.Measurement,
-                     per_connection: int = 1) -> int:
-  """Every connection a probe opened: its load on each client process,
-  `per_connection` each (a cluster client's: one per primary)."""
-  return (m.load.connections * int(m.metadata.get('client_processes', 1)) *
-          per_connection)
+from perfkitbenchmarker.study import results
 
 
 def RateLimitedConnections(deployment) -> int:
@@ -35,26 +26,6 @@ def RateLimitedConnections(deployment) -> int:
   cluster each client opens one per primary and each has its own limit
   (cluster_client.cpp: a connection sends the keys of its own slots)."""
   return deployment.primaries if deployment.cluster_mode else 1
-
-
-def CurveMetadata(point: latency_curve.CurvePoint,
-                  m: measurement.Measurement) -> Dict[str, Any]:
-  """What a curve point's samples say beyond a probe's (which name the
-  cap's statistic and its figure, capped_latency_ms, beside p99): the rate
-  offered and achieved, and `rate_not_achieved` (with the probe's own limit
-  in its detail) when it fell short."""
-  metadata: Dict[str, Any] = {
-      'curve_percent': point.percent,
-      'rate_per_connection': point.rate_per_connection,
-      'offered_ops_per_s': round(point.offered_ops, 1),
-      'rate_achieved_pct': round(
-          100 * latency_curve.AchievedShare(point, m.throughput), 1),
-  }
-  short = latency_curve.RateLimit(point, m.throughput,
-                                  attribution.FromMetadata(m.metadata))
-  if short is not None:
-    metadata.update(short.Metadata())
-  return metadata
 
 
 def RunCurve(spec, driver: driver_lib.ProbeDriver,
@@ -81,7 +52,8 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
       opts.curve.ProbeSeconds(driver.duration_s))
   answer = result.reported
   points = latency_curve.PlanPoints(
-      answer.throughput, ProbeConnections(answer, per_connection),
+      answer.throughput,
+      latency_curve.ProbeConnections(answer, per_connection),
       opts.curve.percents)
   spec.reporter.Line(
       f'Curve under the answer ({answer.throughput:,.0f} ops/s at '
@@ -93,14 +65,13 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
     load = dataclasses.replace(answer.load,
                                rate_per_connection=point.rate_per_connection)
     m = driver(load)
-    m = dataclasses.replace(m, metadata={**m.metadata,
-                                         **CurveMetadata(point, m)})
+    m = dataclasses.replace(m, metadata={
+        **m.metadata, **latency_curve.CurveMetadata(point, m)})
     index = first_index + i
     # Published before it is shown, as every probe: on the screen is in
     # the results.
-    spec.EmitSamples([s.WithMetadata(**extra) for s in
-                      price_performance.ProbeSamples(
-                          index, m, opts.search.cap, latency_curve.ROLE)])
+    results.EmitProbe(spec, index, m, opts.search.cap, latency_curve.ROLE,
+                      extra)
     spec.reporter.CurvePoint(index, m, point.percent, point.offered_ops,
                              opts.search.cap_statistic)
     measured.append(m)

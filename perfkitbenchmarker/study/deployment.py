@@ -374,13 +374,14 @@ def Preload(spec, deployment: Deployment,
 
 def ProbeDriver(spec, deployment: Deployment,
                 opts: options_lib.RedisStudyOptions) -> driver.ProbeDriver:
+  clients = spec.vm_groups['clients']
+  measured = MeasuringClients(clients, deployment.generators)
   return driver.ProbeDriver(
-      spec.vm_groups['clients'], deployment.generators, deployment.endpoints,
+      clients, deployment.generators, deployment.endpoints,
       deployment.password, opts.workload, opts.generator.run_duration_s,
       duration_limit=lambda: spec.deadline.Remaining() - 10,
       interference=interference.ForRun(
-          spec.vm_groups['servers'] + spec.vm_groups['clients'],
-          measured=MeasuringClients(spec, deployment.generators),
+          spec.vm_groups['servers'] + clients, measured=measured,
           server_pids=lambda vm: ServerPids(deployment, vm)))
 
 
@@ -390,9 +391,9 @@ def ServerPids(deployment: Deployment, vm) -> List[int]:
           if p.vm.name == vm.name and getattr(p, "pid", None)]
 
 
-def MeasuringClients(spec, generators) -> list:
+def MeasuringClients(clients: Sequence, generators) -> list:
   """Client VMs whose load generator measures its own CPU window (and steal
   time) in the probe, so that no sampler reads them again."""
-  return [vm for vm, g in zip(spec.vm_groups['clients'], generators)
+  return [vm for vm, g in zip(clients, generators)
           if getattr(g, 'MEASURES_CLIENT_CPU', False)]
 

@@ -53,6 +53,21 @@ def SetMetadata(spec, deployment, opts) -> None:
     spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
 
 
+def RecordDropped(metadata: Dict[str, Any], dropped: Sequence[str]) -> None:
+  """Names in `metadata` the memtier settings a redis-benchmark fallback
+  left out, rather than recording them as used (its keys are uniform,
+  R:R)."""
+  if not dropped:
+    return
+  metadata['memtier_only_dropped'] = ' '.join(dropped)
+  for flag in dropped:
+    key = flag[2:].split('=')[0]
+    if key == 'memtier_key_pattern':
+      metadata[key] = 'R:R'
+    else:
+      metadata.pop(key, None)
+
+
 def EngineMetadata(deployment) -> Dict[str, Any]:
   """engine, engine_version, engine_settings (and each setting) and the
   replication layout, for every sample."""
@@ -72,13 +87,20 @@ def EngineMetadata(deployment) -> Dict[str, Any]:
   return metadata
 
 
+def EmitProbe(spec, index: int, m: measurement.Measurement,
+              cap: price_performance.Cap, role: str,
+              extra: Dict[str, Any]) -> None:
+  """A probe's samples, each with `extra`; called before the probe is shown:
+  a probe on the screen is in the results."""
+  spec.EmitSamples([s.WithMetadata(**extra) for s in
+                    price_performance.ProbeSamples(index, m, cap, role)])
+
+
 def PublishProbe(spec, index: int, m: measurement.Measurement,
                  cap: price_performance.Cap,
                  role: str, extra: Dict[str, Any]) -> None:
-  """A probe's samples, published before it is shown: a probe on the
-  screen is in the results."""
-  spec.EmitSamples([s.WithMetadata(**extra) for s in
-                    price_performance.ProbeSamples(index, m, cap, role)])
+  """A probe's samples (EmitProbe), then its line."""
+  EmitProbe(spec, index, m, cap, role, extra)
   spec.reporter.Probe(index, m, cap, role)
 
 
