@@ -26,7 +26,10 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.enterprise import cloud_run
+from perfkitbenchmarker.enterprise import options as enterprise_options
 from perfkitbenchmarker.study import deployment as deployment_lib
+from perfkitbenchmarker.study import options as study_options
+from perfkitbenchmarker.study import ycsb_options
 from perfkitbenchmarker.study import ycsb_runner
 
 SERVER_GROUP, CLIENT_GROUP = 'servers', 'clients'
@@ -43,6 +46,11 @@ DEFAULT_VM_PLATFORM = 'DEFAULT_VM'
 # Redis Enterprise cluster's.
 StudyDeployment = Union[deployment_lib.Deployment, ycsb_runner.YcsbDeployment,
                         cloud_run.EnterpriseDeployment]
+# A study's frozen options, built from flags by its benchmark module:
+# redis_memtier's, redis_ycsb's or redis_enterprise's.
+StudyOptions = Union[study_options.RedisStudyOptions,
+                     ycsb_options.YcsbStudyOptions,
+                     enterprise_options.EnterpriseOptions]
 # The name of the End to End Runtime sample PKB emits when every stage ran.
 END_TO_END_RUNTIME = 'End to End Runtime'
 
@@ -95,8 +103,8 @@ class BenchmarkSpec:
     # Every sample says which price basis costed it (--price_basis).
     self.metadata: Dict[str, Any] = (
         {'pricing_model': catalog.basis} if catalog is not None else {})
-    # The benchmark module's frozen options record (its own type).
-    self.options: Any = None
+    # The benchmark module's frozen options record (CachedOptions).
+    self.options: Optional[StudyOptions] = None
     self.deployment: Optional[StudyDeployment] = None
     self._published: List[sample_lib.Sample] = []
 
@@ -319,7 +327,7 @@ class BenchmarkSpec:
     self._published.extend(samples)
     self._emit(samples)
 
-  def CachedOptions(self, build: Callable[[], Any]) -> Any:
+  def CachedOptions(self, build: Callable[[], StudyOptions]) -> StudyOptions:
     """The benchmark's options record, built once per spec by `build`."""
     if self.options is None:
       self.options = build()
