@@ -77,8 +77,7 @@ def DryRunLines(spec, plan_lines: List[str], estimate: cost_estimate.RunEstimate
   counts = spec.GroupCounts()
   for group, vm_spec in spec.GroupSpecs().items():
     price = spec.GroupPrice(group)
-    where = vm_spec.zone or {'Local': 'this machine',
-                             'Static': 'the machines file'}.get(spec.cloud, '?')
+    where = vm_spec.zone or Where(spec.can)
     priced = ('' if not spec.can.priced_as_catalog else
               f' priced as {price.cloud} {price.machine_type}')
     lines.append(
@@ -91,6 +90,15 @@ def DryRunLines(spec, plan_lines: List[str], estimate: cost_estimate.RunEstimate
   if split is not None:
     lines.append(f'  {split.Line()}')
   return lines + plan_lines + estimate.Lines(timeout_minutes)
+
+
+def Where(can) -> str:
+  """Where a VM group without a zone is, as its machines' capabilities say
+  (virtual_machine.Capabilities): the runner's own machine, or the user's
+  machines listed in --static_vm_file."""
+  if can.is_runner_machine:
+    return 'this machine'
+  return '?' if can.made_by_run else 'the machines file'
 
 
 def CheckBudget(usd: float, flag_values, what: str) -> None:

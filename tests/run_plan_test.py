@@ -1,0 +1,34 @@
+"""The dry run's VM lines say where a group without a zone is from what its
+provider's machines can do (providers.CAPABILITIES), not from the cloud's
+name (issue 37 point 2)."""
+
+from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import providers
+from perfkitbenchmarker import run_plan
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
+
+
+def test_where_follows_the_machines_capabilities():
+  assert run_plan.Where(providers.CapabilitiesOf('Local')) == 'this machine'
+  assert run_plan.Where(
+      providers.CapabilitiesOf('Static')) == 'the machines file'
+  # A provider named nowhere here whose machines are the runner's own reads
+  # as Local does.
+  assert run_plan.Where(virtual_machine.Capabilities(
+      installs_packages=False, is_runner_machine=True)) == 'this machine'
+  assert run_plan.Where(virtual_machine.Capabilities(made_by_run=True)) == '?'
+
+
+def test_a_local_dry_run_places_its_groups_on_this_machine(pkb_flags):
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'plan', 'Local', None, pkb_flags,
+      pricing.PriceCatalog.Load(), lambda s: None)
+  lines = run_plan.DryRunLines(spec, [], cost_estimate.FromSpec(spec), 60)
+  groups = [line for line in lines if line.startswith(('  servers:',
+                                                       '  clients:'))]
+  assert len(groups) == 2, lines
+  assert all(' x local in this machine priced as ' in g for g in groups), (
+      groups)
