@@ -17,70 +17,54 @@ are host-wide and the lender gets the machine back as it was:
 (the run records them, old value first), `RestoreCommand` writes back each
 one the run changed and removes the limits file if the run made it.
 
-Extension seam: add a `Setting` to SETTINGS; its value is applied, read back,
-reported under its `name` and, when it has a `file`, restored.
+The shell is scripts/system_tuning.sh (what each setting is, where it is
+kept and how it is set); here are the settings' names and the forms of the
+values restore may write, and the parsers.
+
+Extension seam: add a setting to system_tuning.sh and a `Setting` of the
+same name to SETTINGS; its value is applied, read back, reported under its
+`name` and, when `restorable`, restored.
 """
 
 import dataclasses
 import re
-import shlex
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping
 
-NOFILE_LIMIT = 1048576
+from perfkitbenchmarker import shell_scripts
+
+SCRIPT = 'system_tuning.sh'  # What each setting is and how it is set.
+# The open-file limits file the tuning writes (the script's $limits).
 LIMITS_FILE = '/etc/security/limits.d/99-pkb-redis.conf'
 
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-  name: str      # metadata key
-  apply: str     # shell, run as root
-  read: str      # shell printing the value in force
-  file: Optional[str] = None  # where a value is written back (restore)
+  name: str  # metadata key, and the script's name of it
+  restorable: bool = True  # kept in a file the run writes back at teardown
   values: str = r'[0-9]{1,10}'  # a value restore may write (a regex)
 
 
-_THP = '/sys/kernel/mm/transparent_hugepage'
-# "always madvise [never]" -> "never"
-_THP_READ = "sed -n 's/.*\\[\\(.*\\)\\].*/\\1/p' {} 2>/dev/null"
-
 _THP_VALUES = r'[a-z+_]{1,32}'  # always, madvise, never, defer+madvise...
 
-
-def _Sysctl(name: str, path: str, value: int) -> Setting:
-  return Setting(name, f'echo {value} > {path}', f'cat {path}', path)
-
-
 SETTINGS = (
-    Setting('transparent_hugepage', f'echo never > {_THP}/enabled',
-            _THP_READ.format(f'{_THP}/enabled'), f'{_THP}/enabled',
-            _THP_VALUES),
-    Setting('transparent_hugepage_defrag', f'echo never > {_THP}/defrag',
-            _THP_READ.format(f'{_THP}/defrag'), f'{_THP}/defrag',
-            _THP_VALUES),
-    _Sysctl('net_core_somaxconn', '/proc/sys/net/core/somaxconn', 65535),
-    _Sysctl('net_ipv4_tcp_max_syn_backlog',
-            '/proc/sys/net/ipv4/tcp_max_syn_backlog', 65535),
-    _Sysctl('vm_overcommit_memory', '/proc/sys/vm/overcommit_memory', 1),
-    Setting('nofile_limit',
-            f'printf "* soft nofile {NOFILE_LIMIT}\\n* hard nofile '
-            f'{NOFILE_LIMIT}\\nroot soft nofile {NOFILE_LIMIT}\\nroot hard '
-            f'nofile {NOFILE_LIMIT}\\n" > {LIMITS_FILE}',
-            # The SSH VM raises each command's soft limit to the hard one.
-            'ulimit -n'),
+    Setting('transparent_hugepage', values=_THP_VALUES),
+    Setting('transparent_hugepage_defrag', values=_THP_VALUES),
+    Setting('net_core_somaxconn'),
+    Setting('net_ipv4_tcp_max_syn_backlog'),
+    Setting('vm_overcommit_memory'),
+    # The SSH VM raises each command's soft limit to the hard one.
+    Setting('nofile_limit', restorable=False),
 )
 
 
 def ApplyCommand() -> str:
-  """Root shell script; prints `tuning_failed=<name>` for each refusal."""
-  return '\n'.join(
-      f'( {s.apply} ) 2>/dev/null || echo tuning_failed={s.name}'
-      for s in SETTINGS)
+  """Root command; prints `tuning_failed=<name>` for each refusal."""
+  return shell_scripts.Command(SCRIPT, 'apply')
 
 
 def ReadCommand() -> str:
   """Unprivileged, read-only: prints `<name>=<value>` for every setting."""
-  return '\n'.join(f'echo "{s.name}=$({s.read} 2>/dev/null)"'
-                   for s in SETTINGS)
+  return shell_scripts.Command(SCRIPT, 'read')
 
 
 def Parse(text: str, applied: bool) -> Dict[str, str]:
@@ -109,11 +93,7 @@ _LIMITS_FILE_VALUES = ('present', 'absent')
 def SnapshotCommand() -> str:
   """Unprivileged, read-only: `<name>=<value>` of every setting restore
   can write back, and `limits_file=present|absent`."""
-  lines = [f'echo "{s.name}=$({s.read} 2>/dev/null)"' for s in SETTINGS
-           if s.file]
-  lines.append(f'[ -e {LIMITS_FILE} ] && echo {LIMITS_FILE_KEY}=present || '
-               f'echo {LIMITS_FILE_KEY}=absent')
-  return '\n'.join(lines)
+  return shell_scripts.Command(SCRIPT, 'snapshot')
 
 
 def ParseSnapshot(text: str) -> Dict[str, str]:
@@ -131,7 +111,7 @@ def RestoreProblem(old: Mapping[str, str]) -> str:
   """What is wrong with recorded old values ('' if nothing): only known
   settings, each value of its setting's form (a record read back is
   input: the values become shell text run as root)."""
-  forms = {s.name: s.values for s in SETTINGS if s.file}
+  forms = {s.name: s.values for s in SETTINGS if s.restorable}
   for key, value in old.items():
     if key == LIMITS_FILE_KEY:
       if value not in _LIMITS_FILE_VALUES:
@@ -144,18 +124,12 @@ def RestoreProblem(old: Mapping[str, str]) -> str:
 
 
 def RestoreCommand(old: Mapping[str, str]) -> str:
-  """Root shell script writing back each recorded value that is no longer
-  in force, and removing the limits file the run made; prints
+  """Root command writing back each recorded value that is no longer in
+  force, and removing the limits file the run made; prints
   `restore_failed=<name>` for each it could not. `old` passed
-  RestoreProblem."""
-  lines = []
-  for setting in SETTINGS:
-    if setting.file and setting.name in old:
-      value = shlex.quote(old[setting.name])
-      lines.append(f'[ "$({setting.read} 2>/dev/null)" = {value} ] || '
-                   f'( echo {value} > {setting.file} ) 2>/dev/null || '
-                   f'echo restore_failed={setting.name}')
+  RestoreProblem (the values are arguments, never shell text)."""
+  args = [f'{s.name}={old[s.name]}' for s in SETTINGS
+          if s.restorable and s.name in old]
   if old.get(LIMITS_FILE_KEY) == 'absent':
-    lines.append(f'rm -f {LIMITS_FILE} 2>/dev/null || '
-                 'echo restore_failed=nofile_limit')
-  return '\n'.join(lines) + '\ntrue'
+    args.append(f'{LIMITS_FILE_KEY}=absent')
+  return shell_scripts.Command(SCRIPT, 'restore', *args)

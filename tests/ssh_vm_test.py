@@ -408,14 +408,19 @@ def test_versions():
 
 
 @pytest.mark.e2e
-def test_system_tuning_commands():
-  apply = system_tuning.ApplyCommand()
-  assert 'echo never > /sys/kernel/mm/transparent_hugepage/enabled' in apply
-  assert 'echo 1 > /proc/sys/vm/overcommit_memory' in apply
-  assert 'echo 65535 > /proc/sys/net/core/somaxconn' in apply
-  assert 'nofile 1048576' in apply
-  _BashParses(apply)
-  _BashParses(system_tuning.ReadCommand())
+def test_system_tuning_commands(shipped_scripts):
+  del shipped_scripts  # In the environment.
+  for command in (system_tuning.ApplyCommand(), system_tuning.ReadCommand(),
+                  system_tuning.SnapshotCommand(),
+                  system_tuning.RestoreCommand({'vm_overcommit_memory': '1'})):
+    assert '\n' not in command and 'system_tuning.sh' in command
+  read = subprocess.run(['bash', '-c', system_tuning.ReadCommand()],
+                        capture_output=True, text=True, timeout=30,
+                        check=True).stdout
+  # Every setting, by the names the metadata uses; read-only.
+  assert [line.partition('=')[0] for line in read.splitlines()] == [
+      s.name for s in system_tuning.SETTINGS]
+  assert f'nofile_limit={os.sysconf("SC_OPEN_MAX")}' in read.splitlines()
   parsed = system_tuning.Parse(
       'tuning_failed=transparent_hugepage\ntransparent_hugepage=madvise\n'
       'vm_overcommit_memory=1\nnofile_limit=\n', applied=True)

@@ -47,9 +47,11 @@ _ROOT = e2e.Needs('root (to tune this machine)', lambda: os.geteuid() == 0,
 
 
 @pytest.fixture
-def machine():
+def machine(shipped_scripts):
   """This machine's settings before the test, put back after it whatever
-  happened (the test checks the run did that itself, first)."""
+  happened (the test checks the run did that itself, first); the tuning's
+  script found where shipped_scripts put it."""
+  del shipped_scripts  # In the environment.
   before = _InForce()
   yield before
   subprocess.run(['bash', '-c', system_tuning.RestoreCommand(before)],

@@ -185,9 +185,9 @@ def LibraryPath(vm) -> str:
 def CompilerInstall(info) -> str:
   """Root script installing a C compiler (apt or dnf/yum systems)."""
   if info.family == 'debian':
-    return f'set -e\n{package_commands.APT} install gcc libc6-dev\n'
+    return f'{package_commands.APT} install gcc libc6-dev'
   if info.family == 'rhel':
-    return 'set -e\n(dnf -y install gcc || yum -y install gcc)\n'
+    return 'dnf -y install gcc || yum -y install gcc'
   raise errors.PrerequisiteError(
       f'Cannot install a C compiler on {info.display_name}; '
       'install gcc by hand and rerun.')
