@@ -11,7 +11,10 @@ split's server quota (the default on 2 cores) and with
 `--local_server_cpu_quota=0` (the plain split: server on one core, client
 on the other), each with redis-benchmark (this machine's fallback) and,
 given `--memtier_path`, with that memtier. Per run it prints the exit code,
-the wall time, the answer's ops/s, verdict and limit and the load average
+the wall time, the search's probes and their seconds (the answer's
+`search_probes` and `search_probe_seconds`: the rest of the wall time is
+start-up, preload, the hold and teardown), the answer's ops/s, verdict and
+limit and the load average
 at its start (a shared machine's runs are disturbed, and say so); then, per
 load generator, the wall-time ratio quota / plain (median over the
 repeats) and how many runs of each confirmed.
@@ -134,6 +137,8 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
   elif proc.returncode == 4 and not answer:
     figures += f' ({(err.strip().splitlines() or [""])[-1][:160]})'
   return {'rc': proc.returncode, 'wall_s': wall, 'load': load,
+          'probes': answer.get('search_probes', '-'),
+          'probe_s': answer.get('search_probe_seconds', '-'),
           'ops': answer.get('value'), 'verdict': answer.get('verdict', '-'),
           'limit': answer.get('limit', '-'),
           'error': (err.strip().splitlines() or [''])[-1]
@@ -142,8 +147,11 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
 
 def _Line(generator: str, split: str, i: int, r: dict) -> str:
   ops = f'{float(r["ops"]):>9,.0f}' if r['ops'] is not None else '        -'
+  # Where the wall time went: the search's probes (repeats included) and
+  # their seconds; the rest is start-up, preload, the hold and teardown.
   return (f'{generator:15} {split:5} #{i}  exit {r["rc"]}  '
-          f'{r["wall_s"]:5.1f} s  {ops} ops/s  {r["verdict"]:12} '
+          f'{r["wall_s"]:5.1f} s  {r["probes"]:>2} probes {r["probe_s"]:>6} s'
+          f'  {ops} ops/s  {r["verdict"]:12} '
           f'{r["limit"]:13} load {r["load"]:.1f}  {r["error"]}')
 
 
