@@ -20,8 +20,6 @@ from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import study_steps
 from perfkitbenchmarker.load_generators import base
-from perfkitbenchmarker.load_generators import driver as driver_lib
-from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options as study_options
 
@@ -98,14 +96,8 @@ def Run(spec, opts, vcpus: int) -> None:
       spec.deployment = dataclasses.replace(spec.deployment, proxies=proxies)
     d = spec.deployment
     # Each step sampled like the study's probes: steal time on every VM.
-    probe_driver = driver_lib.ProbeDriver(
-        spec.vm_groups['clients'], d.generators, d.endpoints, d.password,
-        study.workload, opts.probe_seconds,
-        duration_limit=lambda: spec.deadline.Remaining() - 10,
-        interference=interference.ForRun(
-            spec.vm_groups['servers'] + spec.vm_groups['clients'],
-            measured=deployment.MeasuringClients(spec.vm_groups['clients'],
-                                                d.generators)))
+    probe_driver = deployment.Driver(spec, d.generators, d.endpoints,
+                                     d.password, study)
     return study_steps.Search(
         spec, study, probe_driver,
         {'db_shard_count': shards, 'redis_proxy_threads': proxies})

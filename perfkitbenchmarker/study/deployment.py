@@ -374,15 +374,27 @@ def Preload(spec, deployment: Deployment,
 
 def ProbeDriver(spec, deployment: Deployment,
                 opts: options_lib.RedisStudyOptions) -> driver.ProbeDriver:
+  return Driver(spec, deployment.generators, deployment.endpoints,
+                deployment.password, opts,
+                server_pids=lambda vm: ServerPids(deployment, vm))
+
+
+def Driver(spec, generators: Sequence[base.LoadGenerator],
+           endpoints: Sequence[base.Endpoint], password: str,
+           opts: options_lib.RedisStudyOptions,
+           server_pids: Optional[Callable[[Any], List[int]]] = None
+           ) -> driver.ProbeDriver:
+  """Probes from `generators` (one per client VM), sampled on every VM
+  and on the server processes `server_pids(vm)` names, if any."""
   clients = spec.vm_groups['clients']
-  measured = MeasuringClients(clients, deployment.generators)
+  measured = MeasuringClients(clients, generators)
   return driver.ProbeDriver(
-      clients, deployment.generators, deployment.endpoints,
-      deployment.password, opts.workload, opts.generator.run_duration_s,
+      clients, generators, endpoints, password, opts.workload,
+      opts.generator.run_duration_s,
       duration_limit=lambda: spec.deadline.Remaining() - 10,
       interference=interference.ForRun(
           spec.vm_groups['servers'] + clients, measured=measured,
-          server_pids=lambda vm: ServerPids(deployment, vm)))
+          server_pids=server_pids))
 
 
 def ServerPids(deployment: Deployment, vm) -> List[int]:
