@@ -13,6 +13,17 @@ from typing import (Callable, Dict, Mapping, Optional, Sequence, Tuple,
 
 from perfkitbenchmarker import latency_histogram
 
+def FiniteFloat(value) -> Optional[float]:
+  """A number read from text (a tool's output, a file, a record) or a
+  value: None when it is missing, no number, NaN or infinite (what every
+  parser and reader of figures here counts as no figure)."""
+  try:
+    number = float(value)
+  except (TypeError, ValueError):
+    return None
+  return number if math.isfinite(number) else None
+
+
 # Metadata key naming where a measurement's raw evidence is kept (paths
 # relative to the run directory, comma-separated; evidence.py).
 RAW_OUTPUT_KEY = 'raw_output'

@@ -20,7 +20,6 @@ naming it.
 
 import argparse
 import dataclasses
-import math
 import os
 import signal
 import sys
@@ -99,19 +98,11 @@ class Report:
                               f'recomputed {recomputed}')
 
 
-def _Number(value) -> Optional[float]:
-  try:
-    return float(value)
-  except (TypeError, ValueError):
-    return None
-
-
 def Agree(published, recomputed) -> bool:
-  a, b = _Number(published), _Number(recomputed)
+  # No figure (missing, NaN, infinite) agrees only with no figure.
+  a, b = (measurement.FiniteFloat(v) for v in (published, recomputed))
   if a is None or b is None:
     return a is None and b is None
-  if math.isnan(a) or math.isnan(b):
-    return math.isnan(a) and math.isnan(b)
   return abs(a - b) <= max(FLOAT_ABS, FLOAT_REL * max(abs(a), abs(b)))
 
 
@@ -212,8 +203,8 @@ def _Probe(directory: regular_files.Directory, raw_output: str,
 def _Count(metadata, key: str, default=None) -> int:
   """A positive whole number of the row (a VM count, threads)."""
   value = metadata.get(key, default)
-  number = _Number(value)
-  if number is None or not math.isfinite(number) or number < 1 or (
+  number = measurement.FiniteFloat(value)
+  if number is None or number < 1 or (
       number != int(number)):
     raise _Fault(f'{key} is not a count (a whole number from 1)')
   return int(number)
@@ -227,7 +218,7 @@ def _LoadOf(metadata) -> measurement.Load:
 
 def _CheckLatencies(report, where, metadata, m) -> None:
   for key in _LATENCY_KEYS:
-    if _Number(metadata.get(key)) is not None:
+    if measurement.FiniteFloat(metadata.get(key)) is not None:
       report.Compare(where, key, metadata[key], getattr(m, key))
   _CheckCap(report, where, metadata, m)
 
@@ -236,7 +227,7 @@ def _CheckCap(report, where, metadata, m) -> None:
   """The capped statistic's value and the probe's side of the cap, under
   the statistic the run recorded (a run from before it existed capped the
   average)."""
-  cap_ms = _Number(metadata.get('latency_cap_ms'))
+  cap_ms = measurement.FiniteFloat(metadata.get('latency_cap_ms'))
   if cap_ms is None:
     return
   statistic = str(metadata.get('latency_cap_statistic') or

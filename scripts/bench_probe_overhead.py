@@ -162,17 +162,9 @@ def main(argv=None) -> int:
                       help='memtier_benchmark to drive both studies with '
                       '(fixed-length probes); default: what pkb.py finds')
   args = parser.parse_args(argv)
-  if os.geteuid() != 0:
-    print('bench_probe_overhead needs root (it runs its own sshd and logs '
-          'in to it as root): sudo ./scripts/bench_probe_overhead.py',
-          file=sys.stderr)
-    return 2
-  if not loopback_sshd.Available():
-    print('bench_probe_overhead needs openssh-server and ssh '
-          '(./scripts/setup.sh installs them)', file=sys.stderr)
-    return 2
-  if not args.host.startswith('127.'):
-    print(f'--host={args.host} is not a loopback address', file=sys.stderr)
+  refusal = loopback_sshd.BenchRefusal('bench_probe_overhead', args.host)
+  if refusal:
+    print(refusal, file=sys.stderr)
     return 2
   work = tempfile.mkdtemp(prefix='pkb-probe-overhead-')
   server = None

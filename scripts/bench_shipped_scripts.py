@@ -111,17 +111,10 @@ def main(argv=None) -> int:
   if args.rounds < 1 or args.rounds > 10000:
     print(f'--rounds={args.rounds}: give 1 to 10000', file=sys.stderr)
     return 2
-  if args.ssh and os.geteuid() != 0:
-    print('bench_shipped_scripts needs root for its sshd (sudo '
-          './scripts/bench_shipped_scripts.py), or --no-ssh',
-          file=sys.stderr)
-    return 2
-  if args.ssh and not loopback_sshd.Available():
-    print('bench_shipped_scripts needs openssh-server and ssh '
-          '(./scripts/setup.sh installs them), or --no-ssh', file=sys.stderr)
-    return 2
-  if not args.host.startswith('127.'):
-    print(f'--host={args.host} is not a loopback address', file=sys.stderr)
+  refusal = (loopback_sshd.BenchRefusal('bench_shipped_scripts', args.host)
+             if args.ssh else None)
+  if refusal:
+    print(f'{refusal}; or --no-ssh', file=sys.stderr)
     return 2
   spec = virtual_machine.VmSpec(cloud='Bench', machine_type='bench')
   work = tempfile.mkdtemp(prefix='pkb-bench-shipped-')

@@ -163,3 +163,18 @@ class Sshd:
 
 def Available() -> bool:
   return os.path.exists(SSHD) and shutil.which('ssh') is not None
+
+
+def BenchRefusal(bench: str, host: str) -> Optional[str]:
+  """Why the bench script `bench` cannot run its own sshd on `host` (one
+  line), or None: it logs in as root, needs openssh, and a loopback
+  address."""
+  if os.geteuid() != 0:
+    return (f'{bench} needs root (it runs its own sshd and logs in to it as '
+            f'root): sudo ./scripts/{bench}.py')
+  if not Available():
+    return (f'{bench} needs openssh-server and ssh (./scripts/setup.sh '
+            'installs them)')
+  if not host.startswith('127.'):
+    return f'--host={host} is not a loopback address'
+  return None

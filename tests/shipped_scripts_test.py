@@ -118,6 +118,20 @@ def _Hostile(scratch_dir, name, how):
   return pwned
 
 
+def _AssertRefusedNeverRun(vm, how):
+  """A command of run_processes.sh, its file put there `how`: refused in
+  one line naming the VM and the shipped directory, and it never ran."""
+  pwned = _Hostile(vm.scratch_dir, 'run_processes.sh', how)
+  with pytest.raises(run_scope.NotOwnDir) as refused:
+    vm.RemoteCommandWithReturnCode(
+        run_processes.Command('busy', vm.scratch_dir + '/none'))
+  message = str(refused.value)
+  assert '\n' not in message and vm.name in message, message
+  assert shell_scripts.ShippedDir(vm.scratch_dir) in message, message
+  assert 'none of them runs' in message, message
+  assert not os.path.exists(pwned)
+
+
 _HOW = ['group-writable', 'symlink', 'directory others write',
         pytest.param('another user', marks=_ROOT_ONLY)]
 
@@ -139,8 +153,9 @@ def test_scripts_go_once_and_commands_name_them(make_vm):
     assert (out, rc) == ('', 0)
   sent = runner.commands[before:]
   assert len(sent) == 3  # Nothing shipped again.
-  library = shell_scripts.Text('process_stat.sh')
-  assert not any(library.splitlines()[-2] in c for c in sent)
+  # The script's name and arguments, not its text (its functions).
+  assert not any('works_under()' in c or 'escalate()' in c for c in sent)
+  assert 'works_under()' in texts['run_processes.sh']
   # A VM rebuilt for a later stage ships in its first trip that needs them,
   # finding them there: nothing replaced.
   again = make_vm(name='vm-ship', run_local=runner)
@@ -158,14 +173,7 @@ def test_a_script_not_the_runs_own_is_refused_never_run_over_ssh(
     make_vm, how):
   machine = make_vm(name='vm-hostile')
   machine.WaitForSsh(20)
-  pwned = _Hostile(machine.scratch_dir, 'run_processes.sh', how)
-  with pytest.raises(run_scope.NotOwnDir) as refused:
-    machine.RemoteCommandWithReturnCode(
-        run_processes.Command('busy', machine.scratch_dir + '/none'))
-  message = str(refused.value)
-  assert '\n' not in message and 'vm-hostile' in message, message
-  assert 'none of them runs' in message, message
-  assert not os.path.exists(pwned)
+  _AssertRefusedNeverRun(machine, how)
   # A command that runs none of them is not held up.
   assert machine.RemoteCommand('echo fine')[0] == 'fine\n'
   shutil.rmtree(shell_scripts.ShippedDir(machine.scratch_dir))
@@ -225,12 +233,5 @@ def test_a_script_not_the_runs_own_is_refused_never_run_locally(
     tmp_path, how):
   vm = _LocalVm(tmp_path)
   vm.RemoteCommand('true')  # Shipped.
-  pwned = _Hostile(vm.scratch_dir, 'run_processes.sh', how)
-  with pytest.raises(run_scope.NotOwnDir) as refused:
-    vm.RemoteCommandWithReturnCode(
-        run_processes.Command('busy', vm.scratch_dir + '/none'))
-  message = str(refused.value)
-  assert '\n' not in message and '.pkb-scripts-' in message, message
-  assert 'none of them runs' in message, message
-  assert not os.path.exists(pwned)
+  _AssertRefusedNeverRun(vm, how)
   shutil.rmtree(shell_scripts.ShippedDir(vm.scratch_dir))

@@ -30,6 +30,7 @@ from typing import (Collection, Dict, Iterable, List, Optional, Sequence,
                     Tuple)
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import process_stat
 
 # Threads seen for less than this share of the window (born late, ended
@@ -181,13 +182,6 @@ def CpuList(text: str) -> Tuple[int, ...]:
   return tuple(cpus)
 
 
-def _Number(value: Optional[str]) -> Optional[float]:
-  try:
-    return float(value) if value is not None else None
-  except ValueError:
-    return None
-
-
 def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
   """v1 (cpu.cfs_quota_us, cpu.cfs_period_us, cpu.stat with throttled_time
   in ns) or v2 (cpu.max 'QUOTA PERIOD' or 'max PERIOD', cpu.stat with
@@ -196,20 +190,20 @@ def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
   if 'cpu.max' in files:
     fields = files['cpu.max'].split()
     if fields:
-      quota = None if fields[0] == 'max' else _Number(fields[0])
-      period = _Number(fields[1]) if len(fields) > 1 else None
+      quota = None if fields[0] == 'max' else measurement.FiniteFloat(fields[0])
+      period = measurement.FiniteFloat(fields[1]) if len(fields) > 1 else None
   elif 'cpu.cfs_quota_us' in files:
-    quota = _Number(files['cpu.cfs_quota_us'])
+    quota = measurement.FiniteFloat(files['cpu.cfs_quota_us'])
     quota = None if quota is None or quota < 0 else quota
-    period = _Number(files.get('cpu.cfs_period_us'))
+    period = measurement.FiniteFloat(files.get('cpu.cfs_period_us'))
   throttled = 0.0
   if 'stat.throttled_usec' in files:
-    throttled = (_Number(files['stat.throttled_usec']) or 0.0) / 1e6
+    throttled = (measurement.FiniteFloat(files['stat.throttled_usec']) or 0.0) / 1e6
   elif 'stat.throttled_time' in files:
-    throttled = (_Number(files['stat.throttled_time']) or 0.0) / 1e9
+    throttled = (measurement.FiniteFloat(files['stat.throttled_time']) or 0.0) / 1e9
   return CgroupCpu(quota, period,
-                   _Number(files.get('stat.nr_periods')) or 0.0,
-                   _Number(files.get('stat.nr_throttled')) or 0.0,
+                   measurement.FiniteFloat(files.get('stat.nr_periods')) or 0.0,
+                   measurement.FiniteFloat(files.get('stat.nr_throttled')) or 0.0,
                    throttled)
 
 

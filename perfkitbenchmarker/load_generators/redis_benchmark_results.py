@@ -15,7 +15,6 @@ own figures are kept in the metadata, labelled as tool-reported.
 """
 
 import dataclasses
-import math
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -57,14 +56,6 @@ class RedisBenchmarkTestResult:
   clients: Optional[int] = None
 
 
-def _Float(text: str) -> Optional[float]:
-  try:
-    value = float(text)
-  except ValueError:
-    return None
-  return None if math.isnan(value) else value
-
-
 def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
   """One '====== TEST ======' block of the default report."""
   fields = {}
@@ -87,7 +78,7 @@ def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
           and i + 1 < len(lines)):
       for name, value in zip(line.split(), lines[i + 1].split()):
         if name in ('avg', 'min', 'p50', 'p95', 'p99', 'max'):
-          fields[f'{name}_latency_ms'] = _Float(value)
+          fields[f'{name}_latency_ms'] = measurement.FiniteFloat(value)
   if 'rps' not in fields:
     raise ValueError(f'No throughput summary for redis-benchmark test {test}')
   # The first line at or past 99.9 % bounds p99.9 from above, like the tool's

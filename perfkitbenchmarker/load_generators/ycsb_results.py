@@ -18,7 +18,6 @@ Pure: no flags, VMs or clock; tested on output recorded from real YCSB runs
 """
 
 import dataclasses
-import math
 import re
 from typing import Dict, List, Mapping, Optional, Tuple
 
@@ -32,14 +31,6 @@ _LINE = re.compile(r'^\[([A-Z0-9_\-%]+)\],\s*([^,]+),\s*(\S+)\s*$')
 _STDERR_ERRORS = re.compile(
     r'(DBException|UnknownDBException|WorkloadException|Exception in thread|'
     r'Error: )')
-
-
-def _Number(text: str) -> Optional[float]:
-  try:
-    value = float(text)
-  except ValueError:
-    return None
-  return value if math.isfinite(value) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +76,7 @@ class YcsbResult:
       section, name, value = match.groups()
       name = name.strip()
       if section == 'OVERALL':
-        number = _Number(value)
+        number = measurement.FiniteFloat(value)
         if number is not None:
           overall[name] = number
       elif section.startswith('TOTAL_GC') or section == 'CLEANUP':
@@ -100,7 +91,8 @@ class YcsbResult:
                        f'output: {stdout[-300:]!r}')
 
     def Stat(fields, key):
-      return _Number(fields[key]) if key in fields else None
+      return (measurement.FiniteFloat(fields[key]) if key in fields
+              else None)
 
     operations = []
     for section, fields in sections.items():

@@ -14,11 +14,12 @@ history series both read `RunAnswers` and `Eligible`, so they agree.
 
 import dataclasses
 import math
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 import pandas as pd
 
 from perfkitbenchmarker import attribution
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.search import stats as stats_lib
 
@@ -214,18 +215,13 @@ def RunList(answers: pd.DataFrame) -> List[dict]:
   """The runs' own answers, for the JSON leaderboard."""
   out = []
   for _, a in answers.iterrows():
-    out.append({'run_uri': a['run_uri'], 'capped_ops': _Float(a['capped_ops']),
-                'capped_ops_ci95': _Float(a['ops_ci95']),
-                'price_performance': _Float(a['price_performance']),
+    out.append({'run_uri': a['run_uri'], 'capped_ops': measurement.FiniteFloat(a['capped_ops']),
+                'capped_ops_ci95': measurement.FiniteFloat(a['ops_ci95']),
+                'price_performance': measurement.FiniteFloat(
+                    a['price_performance']),
                 'verdict': a['verdict'], 'verdict_reason': a['verdict_reason'],
                 'limit': a.get('limit') or None,
                 'limit_detail': a.get('limit_detail') or None})
   return out
 
 
-def _Float(value) -> Optional[float]:
-  try:
-    value = float(value)
-  except (TypeError, ValueError):
-    return None
-  return None if math.isnan(value) else value
