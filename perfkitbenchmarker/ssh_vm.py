@@ -31,7 +31,8 @@ import shutil
 import stat
 import threading
 import time
-from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Hashable, Optional, Sequence, Set,
+                    Tuple)
 
 from absl import flags
 import tenacity
@@ -127,6 +128,12 @@ class HostHealth:
 
 
 _HOSTS = HostHealth()
+# (connection lane, scratch directory) this process shipped the scripts to
+# (scratch directories have unguessable names: never one of another VM),
+# and a lock for each: machines ship side by side.
+_SHIPPED: Set[Tuple[Hashable, str]] = set()
+_ship_locks: Dict[Tuple[Hashable, str], threading.Lock] = {}
+_ship_locks_guard = threading.Lock()
 
 
 def CheckRunDirs() -> None:
@@ -380,8 +387,6 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         lambda vm: vm.WaitForSsh(vm.ssh_timeout_s))
     self.system_info: Optional[system_info_lib.SystemInfo] = None
     self.tuning: Dict[str, str] = {}
-    self._ship_lock = threading.Lock()
-    self._shipped = False
 
   # Connection --------------------------------------------------------------
 
@@ -489,13 +494,17 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     return out, remote_shell.CleanStderr(err), rc
 
   def _ShipOnce(self) -> None:
-    """Ships the scripts before this object's first command that runs one
-    (a VM rebuilt from the record, in a later stage, too): one round trip
-    when they are there already."""
-    with self._ship_lock:
-      if not self._shipped:
+    """Ships the scripts before the first command of this process that runs
+    one on this machine's scratch directory (the VMs rebuilt from the
+    record for a later stage or teardown share it): one round trip when
+    they are there already."""
+    where = (self.CommandLane(), self.scratch_dir)
+    with _ship_locks_guard:
+      lock = _ship_locks.setdefault(where, threading.Lock())
+    with lock:
+      if where not in _SHIPPED:
         self.ShipScripts()
-        self._shipped = True
+        _SHIPPED.add(where)
 
   def _RunCommand(self, command: str, timeout: Optional[float],
                   env: Optional[Dict[str, str]], stdin: vm_util.Stdin,
