@@ -14,8 +14,10 @@ With --hog, one busy process pinned to each core runs for the whole run, as
 a shared CI machine may be busy. At the end a table gives, per test that
 failed at least once, failures over runs and its first error line, and each
 run's summary line and wall time. Exit 1 if any test failed. With
---keep_reports DIR, each run's JUnit report is kept as DIR/run<N>.xml (a
-passing one refreshes tests/durations.json: scripts/suite_durations.py).
+--keep_reports DIR, each run's JUnit report is kept as DIR/run<N>.xml and
+its output as DIR/run<N>.log (a passing report refreshes
+tests/durations.json: scripts/suite_durations.py). A run's failed tests are
+printed as soon as it ends, not only in the table.
 
 README: "Run the tests" says when to run it (before calling a test fixed,
 and after a change to how tests wait).
@@ -117,8 +119,14 @@ def _OneRun(index: int, args) -> dict:
       last = (proc.stdout.strip().splitlines() or [''])[-1]
       failures = [(f'(the run exited {proc.returncode} with no failed test)',
                    last[:160])]
-    if args.keep_reports and os.path.isfile(junit):
-      shutil.copy(junit, os.path.join(args.keep_reports, f'run{index}.xml'))
+    for name, text in failures:  # Now, not only in the end's table.
+      print(f'  failed: {name}\n          {text}', flush=True)
+    if args.keep_reports:
+      if os.path.isfile(junit):
+        shutil.copy(junit, os.path.join(args.keep_reports, f'run{index}.xml'))
+      with open(os.path.join(args.keep_reports, f'run{index}.log'), 'w',
+                encoding='utf-8') as log:
+        log.write(proc.stdout)
     return {'summary': summary, 'wall': wall, 'code': proc.returncode,
             'failures': failures}
   finally:
