@@ -522,17 +522,18 @@ def test_a_probe_is_one_trip_to_start_and_collect(make_vm):
 @pytest.mark.e2e
 @pytest.mark.alone
 def test_a_short_probe_is_seen_while_it_runs(make_vm):
-  """Timing is the subject: the sampler's first snapshot comes before its
-  foreign scan (which takes seconds on a busy machine), so a 0.5 s load is
-  still seen while it runs. Rules out the first snapshot waiting on that
-  scan. `alone`: beside the suite's other workers a snapshot's few ms of
-  CPU can be late by more than the load lasts; a busy loop per core is no
-  problem (checked: 10 of 10 beside two and a whole suite, load 9)."""
+  """Timing is the subject: the sampler's first snapshot comes 0.1 s in,
+  before any foreign scan (which takes 0.2 s at load 20 here, seconds at
+  worse), so a 0.3 s load is seen while it runs. Rules out a probe that
+  ends before its first snapshot reporting no thread. `alone`: beside the
+  suite's other workers a snapshot's few ms of CPU can be late by more
+  than the load lasts; a busy loop per core is no problem (8 of 8 beside
+  two and the flake hunt, load 15-21)."""
   # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker.load_generators import concurrent
   machine = make_vm(name='vm-short')
   machine.WaitForSsh(20)
-  run = concurrent.RunProbe(machine, 'short', [['sleep', '0.5']],
+  run = concurrent.RunProbe(machine, 'short', [['sleep', '0.3']],
                             timeout_s=30, sample_every_s=1.0)
   assert run.cpu is not None and run.cpu.threads_seen == 1
   assert run.cpu.busiest_thread == 'sleep'
