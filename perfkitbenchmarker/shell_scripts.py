@@ -1,8 +1,8 @@
 """The shell scripts pkb runs on VMs: `.sh` files in perfkitbenchmarker/scripts/.
 
 A script is read from its file and never has a value spliced into its text:
-what it works on comes in as positional arguments (`Command`, or `WithArgs`
-for a script run from a file) or as the environment the caller hands
+what it works on comes in as positional arguments (`Command`, or `Sourced`
+in the shell of a script the caller writes) or as the environment the caller hands
 RemoteCommand (secrets: only that way, or as argv_secret says, never as
 arguments). A library script (process_stat.sh)
 is pulled into another by a line `. ./<name>.sh`, which `Text` replaces
@@ -62,20 +62,23 @@ def Text(name: str) -> str:
   return _INCLUDE.sub(lambda m: Text(m.group(1)).rstrip('\n'), text)
 
 
-def WithArgs(name: str, *args: object) -> str:
-  """The script's text to run from a file (`bash FILE`, its text sent on
-  stdin over SSH), its arguments set first by a `set --` line of quoted
-  words (`Args` reads them back)."""
-  return ' '.join(['set --'] + [shlex.quote(str(a)) for a in args]) + (
-      '\n' + Text(name))
+def Sourced(name: str, *args: object) -> str:
+  """A line of a script the caller writes that runs the shipped script
+  `name` in the script's own shell (`.`: what the lines before it set, an
+  unexported variable too, it sees), `args` as its $1, $2, ... (`Args`
+  reads them back)."""
+  if name in INLINE:
+    raise ValueError(f'{name} is sent inline, not shipped')
+  return ' '.join([f'. "${{{ENV}:?}}"/{name}'] +
+                  [shlex.quote(str(a)) for a in args])
 
 
 def Args(text: str) -> List[str]:
-  """The arguments a WithArgs text sets (its first `set --` line)."""
+  """The arguments of a script's first `Sourced` line."""
   for line in text.split('\n'):
-    if line.startswith('set -- ') or line == 'set --':
+    if line.startswith(f'. "${{{ENV}:?}}"/'):
       return shlex.split(line)[2:]
-  raise ValueError('no arguments set')
+  raise ValueError('no shipped script sourced')
 
 
 def Command(name: str, *args: object) -> str:

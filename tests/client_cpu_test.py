@@ -143,6 +143,7 @@ def _RunScript(tmp_path, command, window_s):
 
 @pytest.mark.e2e
 @pytest.mark.alone
+@pytest.mark.usefixtures('shipped_scripts')
 def test_probe_script_measures_a_real_spinning_thread(tmp_path):
   # Spins until the window's snapshot is taken (30 s at most), then 0.5 s
   # more: the window ends while it spins, however loaded the machine.
@@ -172,6 +173,7 @@ def test_probe_script_measures_a_real_spinning_thread(tmp_path):
 
 @pytest.mark.e2e
 @pytest.mark.alone
+@pytest.mark.usefixtures('shipped_scripts')
 def test_probe_script_sees_a_sleeping_tool_as_idle(tmp_path):
   cpu, _ = _RunScript(tmp_path, 'sleep 1.2', 0.8)
   assert cpu.threads_seen == 1 and cpu.busiest_thread == 'sleep'
@@ -204,6 +206,7 @@ class _Vm:
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_the_foreign_scan_leaves_out_pkb_itself_on_this_machine(tmp_path):
   # pkb works from the user's directory, not the run's workspace: on a Local
   # run its own CPU must not count as a process foreign to the run (it did

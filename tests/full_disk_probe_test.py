@@ -1,7 +1,7 @@
 """A probe on a full scratch disk names the full disk (issue 24 item 17).
 
-A real full file system: a 64 KiB tmpfs, mounted in a private mount
-namespace of its own (`unshare -m`, so nothing outside the test sees it and
+A real full file system: a 192 KiB tmpfs (the VM's shipped scripts take
+some of it), mounted in a private mount namespace of its own (`unshare -m`, so nothing outside the test sees it and
 it goes with the process), filled up to the last page or few. The probe
 script then cannot write its exit status files.
 """
@@ -26,8 +26,13 @@ from perfkitbenchmarker import errors, virtual_machine
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.providers.local import provider as local
 scratch, pages = sys.argv[1], int(sys.argv[2])
-subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', scratch],
-               check=True)
+subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=192k,mode=0700', 'tmpfs',
+                scratch], check=True)
+vm = local.LocalVirtualMachine(
+    virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+    'clients-0', 'clients', run_uri='tfull')
+vm.scratch_dir = scratch
+vm.RemoteCommand('true')  # Its scripts shipped, as at its creation.
 filler = os.path.join(scratch, 'filler')
 fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
 try:
@@ -37,10 +42,6 @@ except OSError:
   pass
 os.close(fd)
 os.truncate(filler, os.path.getsize(filler) - 4096 * pages)
-vm = local.LocalVirtualMachine(
-    virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
-    'clients-0', 'clients', run_uri='tfull')
-vm.scratch_dir = scratch
 try:
   concurrent.RunSideBySide(vm, 'probe', [['true']], timeout_s=5)
   print('no error')

@@ -78,6 +78,7 @@ def _Ended(rc_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_script_snapshots_the_window_not_the_process_life(tmp_path):
   base_path = str(tmp_path / 'probe')
   with open(base_path + '.sh', 'w') as f:
@@ -98,6 +99,7 @@ def test_script_snapshots_the_window_not_the_process_life(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_script_ends_the_window_when_the_tool_exits_early(tmp_path):
   base_path = str(tmp_path / 'probe')
   with open(base_path + '.sh', 'w') as f:

@@ -102,6 +102,7 @@ _SCRIPT = textwrap.dedent('''
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')  # The probe's group mark.
 def test_preload_of_2m_keys_keeps_peak_rss_growth_small(tmp_path):
   _RequireRedisTools()
   import load_generator_commands_test as redis_fixture  # pylint: disable=g-import-not-at-top

@@ -74,9 +74,9 @@ def test_a_library_is_inlined_where_a_script_includes_it():
 
 def test_arguments_are_passed_never_spliced():
   value = "x'; touch /tmp/pwned; echo '$(id)"
-  with_args = shell_scripts.WithArgs('trusted.sh', value, 7)
-  assert shell_scripts.Args(with_args) == [value, '7']
-  assert with_args.endswith('\n' + shell_scripts.Text('trusted.sh'))
+  sourced = shell_scripts.Sourced('probe.sh', value, 7)
+  assert shell_scripts.Args(f'x=1\n{sourced}\n') == [value, '7']
+  assert shlex.split(sourced) == ['.', '${PKB_SCRIPTS:?}/probe.sh', value, '7']
   # Run by path from the checked directory: the log names the script and
   # its arguments, not its text.
   command = shell_scripts.Command('trusted.sh', value, 7)

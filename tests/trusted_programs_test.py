@@ -200,6 +200,7 @@ class _ThisMachineOverBash:
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_the_shell_check_a_remote_vm_runs_agrees_with_python(tmp_path):
   """CheckOn (bash, on a static VM) and Check (Python, here) are one rule."""
   vm = _ThisMachineOverBash()
@@ -229,6 +230,7 @@ class _PathFirst(_ThisMachineOverBash):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_a_program_a_vms_path_finds_where_others_can_write_is_refused(
     tmp_path):
   """Every VM's HasCommand but Local's (OnPath): the redis-server, java or
@@ -257,6 +259,7 @@ class _StaticMachine(_PathFirst):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
 def test_a_static_machines_redis_server_is_checked_before_it_runs(
     tmp_path):
   """The run installs redis-server on a machine reached over SSH unless the

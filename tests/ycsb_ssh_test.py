@@ -95,12 +95,17 @@ class Os:
 
 
 class StandIns:
-  """A directory that is the script's whole PATH."""
+  """A directory that is the script's whole PATH (and the shipped
+  scripts)."""
 
   def __init__(self, tmp_path, manager='apt-get',
                jdk_package='openjdk-17-jdk-headless', missing='-none-'):
     self.bin = tmp_path / 'bin'
     self.bin.mkdir()
+    # ycsb_tools.sh, as a VM ships it.
+    (tmp_path / 'scratch').mkdir(mode=0o700)
+    self.scripts = e2e.ShippedScripts(
+        tmp_path / 'scratch')['PKB_SCRIPTS']
     self.log = tmp_path / 'packages.log'
     text = _PACKAGE_MANAGER
     for key, value in (('LOG', str(self.log)), ('BIN', str(self.bin)),
@@ -119,7 +124,8 @@ class StandIns:
     """(stdout, stderr, rc) of `script` under bash with only the stand-ins."""
     done = subprocess.run(['/bin/bash', '-c', script], capture_output=True,
                           text=True, timeout=30, check=False,
-                          env={'PATH': str(self.bin), 'HOME': str(self.bin)})
+                          env={'PATH': str(self.bin), 'HOME': str(self.bin),
+                               'PKB_SCRIPTS': self.scripts})
     return done.stdout, done.stderr, done.returncode
 
   def Logged(self):

@@ -89,7 +89,7 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   window_us = (int(round(float(cpu_window_s) * 1e6)) if cpu_window_s
                else '')
   return ''.join(f'{line}\n' for line in setup_lines) + (
-      shell_scripts.WithArgs(
+      shell_scripts.Sourced(
           'probe.sh', base, int(timeout_s), window_us,
           f'{float(sample_every_s):.3f}', run_root, int(own_pid or 0),
           len(pinned_commands), *pinned_commands, *files))

@@ -12,7 +12,9 @@
 # they run (the last one taken while they ran counts). RUN_ROOT, OWN_PID:
 # snapshot.sh. The bundle: a line "KEY BASE64" for stat0, stat1, rc.<i>,
 # out.<i>, err.<i> and file.<k> (each FILE), then @pkb-bundle-end
-# (concurrent.ParseBundle).
+# (concurrent.ParseBundle). Sourced (shell_scripts.Sourced) by the probe's
+# script, whose lines before may set what its commands need (an unexported
+# password): that script, $0, is removed first.
 rm -f -- "$0"
 
 . ./snapshot.sh
