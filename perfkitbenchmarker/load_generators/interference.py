@@ -36,7 +36,6 @@ from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import virtual_machine
-from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker.load_generators import client_cpu
 
@@ -97,17 +96,18 @@ class ServerCpuSampler:
     # In the run record, its group written down as it starts: a run that
     # never gets to Stop (SIGINT, kill -9 of pkb) has teardown kill it.
     self._probe = probe_processes.Mark(self.vm, 'server-cpu')
-    script = self._probe.prefix + shell_scripts.Text(client_cpu.SAMPLER)
-    args = client_cpu.SamplerArgs(self._pids_used, base, self.INTERVAL_S,
-                                  self.max_s, root, client_cpu.OwnPid(self.vm))
+    script = self._probe.prefix + shell_scripts.Sourced(
+        client_cpu.SAMPLER, *client_cpu.SamplerArgs(
+            self._pids_used, base, self.INTERVAL_S, self.max_s, root,
+            client_cpu.OwnPid(self.vm))) + '\n'
     q = shlex.quote
     # Started from the run's root, not the VM's directory (teardown does not
     # remove a directory a process works in), so still the run's own to the
     # foreign scan. `head -n1` returns with its `ready`.
     self.vm.RemoteCommand(
         f'cat > {q(base + ".sh")} && cd {q(root)} && '
-        f'{{ setsid bash {vm_util.QuoteAll([base + ".sh"] + args)} '
-        '2> /dev/null < /dev/null & } | head -n1', stdin=script)
+        f'{{ setsid bash {q(base + ".sh")} 2> /dev/null < /dev/null & }} | '
+        'head -n1', stdin=script)
 
   def Stop(self) -> str:
     """The series' text (client_cpu.ParseSeries); '' when nothing ran."""
