@@ -72,6 +72,8 @@ def MachineType(row: pd.Series) -> str:
   model = PricingModel(row)
   suffix = '' if model == 'on_demand' else f' ({model})'
   priced_as = row.get('local_priced_as')
+  # A stored row, not a VM: its 'cloud' column is all a row has to say that
+  # it ran on the runner's own machine, which has no machine type to name.
   if row.get('cloud') == 'Local' and _Present(priced_as):
     quota = row.get('servers_cpu_quota')
     held = f', server {_Number(quota)} CPU' if _Present(quota) else ''
