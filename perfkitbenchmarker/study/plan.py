@@ -106,7 +106,7 @@ def CurvePlan(opts: options_lib.RedisStudyOptions) -> List[str]:
   g = opts.generator
   percents = ', '.join(str(p) for p in opts.curve.percents)
   without = ('; none if the load generator is redis-benchmark (no rate '
-             'limiter)' if g.choice == 'auto' and not g.memtier_path else '')
+             'limiter)' if _MayFallBackToRedisBenchmark(g) else '')
   return ['Curve:',
           f'  {CurveProbes(opts)} probes after the search at {percents} % of '
           'the answer\'s throughput: the answer\'s connections, each at a '
@@ -134,12 +134,17 @@ def HoldPlanLine(opts: options_lib.RedisStudyOptions) -> str:
           'or the answer is not confirmed; per-second time-series samples')
 
 
+def _MayFallBackToRedisBenchmark(g) -> bool:
+  """The auto choice without a memtier of the user's: Local's fallback to
+  redis-benchmark when no memtier is installed."""
+  return g.choice == 'auto' and not g.memtier_path
+
+
 def _HoldMayRunRedisBenchmark(opts: options_lib.RedisStudyOptions) -> bool:
   """Whether redis-benchmark may hold the answer: chosen, or the auto
-  choice without a memtier of the user's (Local's fallback)."""
+  choice's fallback."""
   g = opts.generator
-  return g.choice == 'redis_benchmark' or (g.choice == 'auto' and
-                                           not g.memtier_path)
+  return g.choice == 'redis_benchmark' or _MayFallBackToRedisBenchmark(g)
 
 
 def HoldSeconds(opts: options_lib.RedisStudyOptions,
