@@ -52,19 +52,22 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import package_commands
 
 SUITE = 'bookworm'
 STEP_TIMEOUT_S = 1800
-_APT = package_commands.APT  # PKB's path installs as ours does.
+# Where a root holds the product's shell scripts, which our install steps
+# run (a VM holds them in its scratch directory: shell_scripts).
+SCRIPTS_IN_ROOT = shell_scripts.ShippedDir('/root')
 # Upstream PKB's package lists (linux_packages/build_tools.py AptInstall,
 # redis_server.py AptInstall, memtier.py APT_PACKAGES), read from its source.
-PKB_BUILD_TOOLS = 'build-essential git libtool autoconf automake'
-PKB_REDIS_PACKAGES = 'tcl-dev'
+PKB_BUILD_TOOLS = ['build-essential', 'git', 'libtool', 'autoconf', 'automake']
+PKB_REDIS_PACKAGES = ['tcl-dev']
 PKB_MEMTIER_PACKAGES = ('build-essential autoconf automake libpcre3-dev '
-                        'libevent-dev pkg-config zlib1g-dev libssl-dev')
+                        'libevent-dev pkg-config zlib1g-dev libssl-dev').split()
 NOT_MEASURED = (
     'not measured here: memtier from Redis\'s APT repository (ours, one '
     'small package) and PKB\'s git clones and memtier build (its git '
@@ -155,6 +158,9 @@ def MakeBase(work: str, mirror: str) -> str:
     f.write('#!/bin/sh\nexit 101\n')  # No service starts inside the chroot.
   os.chmod(policy, 0o755)
   shutil.copy('/etc/resolv.conf', os.path.join(base, 'etc', 'resolv.conf'))
+  subprocess.run(
+      ['bash', '-c', shell_scripts.ShipCommand(base + SCRIPTS_IN_ROOT)],
+      input=shell_scripts.Bundle(), text=True, check=True, timeout=60)
   with open(os.path.join(base, 'etc', 'apt', 'sources.list'), 'a') as f:
     # PKB's Redis build takes its source from here (see the docstring).
     f.write(f'deb-src {mirror} {SUITE} main\n')
@@ -166,6 +172,15 @@ def Probe(root: str) -> system_info.SystemInfo:
                         system_info.PROBE_COMMAND], capture_output=True,
                        text=True, check=True).stdout
   return system_info.SystemInfo.Parse(out)
+
+
+def InRoot(root: str, script: str, trace: bool = False) -> List[str]:
+  """argv running `script` with bash in the chroot `root`, the shipped
+  scripts at hand; `trace`: every bash traces (`set -x`), the scripts'
+  own too (they run in a bash of their own, which reads SHELLOPTS)."""
+  env = [f'{shell_scripts.ENV}={SCRIPTS_IN_ROOT}']
+  return (['chroot', root, '/usr/bin/env'] + env +
+          (['SHELLOPTS=xtrace'] if trace else []) + ['/bin/bash', '-c', script])
 
 
 def Paths(info: system_info.SystemInfo
@@ -181,8 +196,7 @@ def Paths(info: system_info.SystemInfo
                argv_secret.CompilerInstall(info))]),
       ('pkb_server', [
           Step('build tools + tcl-dev',
-               f'set -e\n{_APT} update\n{_APT} install {PKB_BUILD_TOOLS} '
-               f'{PKB_REDIS_PACKAGES}\n'),
+               _AptInstall(PKB_BUILD_TOOLS + PKB_REDIS_PACKAGES)),
           # The upstream tarball inside Debian's source package, unpatched
           # (Debian's patches switch to the system jemalloc; PKB builds the
           # bundled one).
@@ -193,9 +207,15 @@ def Paths(info: system_info.SystemInfo
                'test -x src/redis-server\n')]),
       ('pkb_client', [
           Step('build tools + memtier build deps',
-               f'set -e\n{_APT} update\n{_APT} install {PKB_BUILD_TOOLS} '
-               f'{PKB_MEMTIER_PACKAGES}\n')]),
+               _AptInstall(PKB_BUILD_TOOLS + PKB_MEMTIER_PACKAGES))]),
   ]
+
+
+def _AptInstall(packages: List[str]) -> str:
+  """PKB's packages, installed as ours are (the same apt-get options)."""
+  step = package_commands.Step
+  return package_commands.Script([step('apt', 'update'),
+                                  step('apt', 'install', *packages)])
 
 
 def RunPath(base: str, work: str, path: str, steps: List[Step]
@@ -205,7 +225,7 @@ def RunPath(base: str, work: str, path: str, steps: List[Step]
   timed = []
   try:
     for step in steps:
-      seconds = _Run(['chroot', root, '/bin/bash', '-c', step.script],
+      seconds = _Run(InRoot(root, step.script),
                      os.path.join(work, f'{path}.log'))
       timed.append(Timed(path, step.name, seconds))
       print(f'  {path:<12} {step.name:<34} {seconds:7.1f} s', flush=True)

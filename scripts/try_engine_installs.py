@@ -7,7 +7,8 @@ The scripts a cloud VM runs for `--redis_engine=dragonfly` and
 `--redis_engine=keydb` on a Debian/Ubuntu image (the exact text
 dragonfly_server.InstallScript and keydb_server.InstallScript build for
 that system), each in its own copy of a `debootstrap --variant=minbase
-bookworm` root made as scripts/bench_install.py makes it, under `bash -x`:
+bookworm` root made as scripts/bench_install.py makes it (the product's
+shell scripts shipped into it), traced (`set -x`, install.sh's bash too):
 
   dragonfly            Debian's redis-tools and curl, then Dragonfly's
                        release .deb for this CPU, installed with apt;
@@ -71,7 +72,7 @@ def Scripts(info, machine: str) -> List[Tuple[str, str]]:
 
 
 def Commands(trace: str) -> List[str]:
-  """The top-level commands `bash -x` traced, in order (a bare variable
+  """The top-level commands the trace shows, in order (a bare variable
   assignment such as DEBIAN_FRONTEND=noninteractive is part of the next)."""
   return [line[2:] for line in trace.splitlines() if _IsCommand(line)]
 
@@ -107,7 +108,7 @@ def RunScript(base: str, work: str, name: str, script: str) -> str:
   log = os.path.join(work, f'{os.path.basename(root)}.log')
   start = time.monotonic()
   try:
-    proc = subprocess.run(['chroot', root, '/bin/bash', '-x', '-c', script],
+    proc = subprocess.run(bench_install.InRoot(root, script, trace=True),
                           capture_output=True, text=True, check=False,
                           timeout=STEP_TIMEOUT_S)
     with open(log, 'w') as f:

@@ -9,6 +9,7 @@ by what its run record holds (redis-server shards retitle themselves
 import glob
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -101,6 +102,17 @@ def ShippedScripts(directory) -> dict:
                  input=shell_scripts.Bundle(), text=True, check=True,
                  timeout=60)
   return dict(os.environ, **{shell_scripts.ENV: target})
+
+
+# How a root install script (package_commands.Script) runs each step.
+INSTALL_STEP = '"${PKB_SCRIPTS:?}"/install.sh '
+
+
+def InstallSteps(script: str):
+  """The scripts/install.sh steps of a root install script, in order, each
+  [step, arg, ...] as install.sh gets them."""
+  return [shlex.split(line.partition(INSTALL_STEP)[2])
+          for line in script.split('\n') if INSTALL_STEP in line]
 
 
 def FreePort() -> int:

@@ -89,25 +89,24 @@ def test_engines_are_registered():
     engines.Get('memcached')
 
 
-@pytest.mark.e2e
-def test_valkey_install_script_prefers_the_package_then_a_pinned_release():
-  script = valkey_server.InstallScript(DEBIAN, 'distro')
-  assert 'apt-cache show valkey-server' in script
-  assert 'install valkey-server valkey-tools' in script
-  assert f'refs/tags/{valkey_server.SOURCE_VERSION}.tar.gz' in script
-  assert 'USE_REDIS_SYMLINKS=no' in script
-  _BashSyntaxOk(script)
-  pinned = valkey_server.InstallScript(DEBIAN, '8.1.4')
-  assert 'refs/tags/8.1.4.tar.gz' in pinned and 'apt-cache' not in pinned
-  _BashSyntaxOk(pinned)
-  _BashSyntaxOk(valkey_server.InstallScript(ROCKY, 'distro'))
+def test_valkey_install_steps_prefer_the_package_then_a_pinned_release():
+  """Which steps; tests/install_scripts_test.py runs them."""
+  source = valkey_server.SOURCE_URL.format(v=valkey_server.SOURCE_VERSION)
+  make_args = ['BUILD_TLS=no', 'USE_REDIS_SYMLINKS=no']
+  steps = e2e.InstallSteps(valkey_server.InstallScript(DEBIAN, 'distro'))
+  assert steps[1] == ['has-package', 'valkey-server']
+  assert ['apt', 'install', 'valkey-server', 'valkey-tools'] in steps
+  assert ['build', source, '/usr/local', *make_args] in steps
+  pinned = e2e.InstallSteps(valkey_server.InstallScript(DEBIAN, '8.1.4'))
+  assert pinned[-3] == ['build', valkey_server.SOURCE_URL.format(v='8.1.4'),
+                        '/usr/local', *make_args]
+  assert not any(s[0] == 'has-package' for s in pinned)
   with pytest.raises(errors.UsageError):
     valkey_server.InstallScript(DEBIAN, 'latest; rm -rf /')
 
 
 # --- Dragonfly and KeyDB command builders ------------------------------------
 
-@pytest.mark.e2e
 @pytest.mark.parametrize('machine,deb,tar', [
     ('x86_64', 'dragonfly_amd64.deb', 'dragonfly-x86_64.tar.gz'),
     ('aarch64', 'dragonfly_arm64.deb', 'dragonfly-aarch64.tar.gz')])
@@ -115,14 +114,12 @@ def test_dragonfly_release_packages_per_cpu(machine, deb, tar):
   deb_url, tar_url = dragonfly_server.AssetUrls(machine, 'distro')
   release = f'/v{dragonfly_server.RELEASE}/'
   assert deb_url.endswith(release + deb) and tar_url.endswith(release + tar)
-  script = dragonfly_server.InstallScript(DEBIAN, machine)
-  assert deb_url in script and 'redis-tools' in script
-  assert 'systemctl disable --now dragonfly' in script
-  _BashSyntaxOk(script)
-  rhel = dragonfly_server.InstallScript(ROCKY, machine, '1.30.0')
-  assert '/v1.30.0/' in rhel and tar.replace(
-      dragonfly_server.RELEASE, '1.30.0') in rhel
-  _BashSyntaxOk(rhel)
+  steps = e2e.InstallSteps(dragonfly_server.InstallScript(DEBIAN, machine))
+  assert ['deb', deb_url] in steps and ['stop', 'dragonfly'] in steps
+  rhel = e2e.InstallSteps(dragonfly_server.InstallScript(ROCKY, machine,
+                                                         '1.30.0'))
+  assert ['binary', tar_url.replace(dragonfly_server.RELEASE, '1.30.0'),
+          tar[:-len('.tar.gz')], '/usr/local/bin/dragonfly'] in rhel
 
 
 def test_dragonfly_refuses_other_cpus_and_bad_versions():
@@ -170,15 +167,16 @@ def test_root_install_scripts_work_in_private_directories(build):
     assert '/tmp' not in script, script
 
 
-@pytest.mark.e2e
 def test_keydb_install_and_server_threads():
-  script = keydb_server.InstallScript(DEBIAN)
-  assert f'{keydb_server.APT_URL} bookworm main' in script
-  assert 'install keydb-server keydb-tools redis-tools' in script
-  _BashSyntaxOk(script)
-  source = keydb_server.InstallScript(ROCKY)
-  assert f'v{keydb_server.SOURCE_RELEASE}.tar.gz' in source
-  _BashSyntaxOk(source)
+  steps = e2e.InstallSteps(keydb_server.InstallScript(DEBIAN))
+  assert steps[0][0] == 'apt-repo' and steps[0][-1] == (
+      f'deb [signed-by={keydb_server.APT_KEYRING}] {keydb_server.APT_URL} '
+      'bookworm main')
+  assert ['apt', 'install', 'keydb-server', 'keydb-tools',
+          'redis-tools'] in steps
+  source = e2e.InstallSteps(keydb_server.InstallScript(ROCKY))
+  assert ['build', keydb_server.SOURCE_URL.format(
+      v=keydb_server.SOURCE_RELEASE), '/usr/local', 'BUILD_TLS=no'] in source
   assert engines.Get('keydb').Settings() == {}  # KeyDB's default
   engine = engines.Get('keydb', server_threads=8)
   shard = engine.ShardConfig(redis_shard.ShardOptions())

@@ -313,7 +313,7 @@ def test_installs_do_nothing_when_software_is_there(make_vm):
   machine.WaitForSsh(20)
   machine.Install('redis_server', version='distro')
   machine.Install('redis_benchmark')
-  assert not any('setsid' in c or 'DPkg' in c for c in runner.commands)
+  assert not any('setsid' in c or 'install.sh' in c for c in runner.commands)
 
 
 @pytest.mark.e2e
@@ -357,30 +357,6 @@ def test_parse_system_info():
 
 def _BashParses(script):
   subprocess.run(['bash', '-n', '-c', script], check=True)
-
-
-@pytest.mark.e2e
-def test_install_commands_per_os_family():
-  distro = package_commands.RedisServerInstall(UBUNTU, 'distro')
-  assert 'apt-get -o DPkg::Lock::Timeout=600 -y -q install redis-server ' \
-         'redis-tools' in distro
-  assert 'systemctl disable --now redis-server' in distro
-  assert 'packages.redis.io' not in distro
-  pinned = package_commands.RedisServerInstall(UBUNTU, '7.2.4')
-  assert ('deb [signed-by=/usr/share/keyrings/redis-archive-keyring.gpg] '
-          'https://packages.redis.io/deb jammy main') in pinned
-  assert 'gpg --batch --yes --dearmor' in pinned
-  assert r"'^([0-9]+:)?7\.2\.4[-.]'" in pinned
-  assert 'redis-server="$v" redis-tools="$v"' in pinned
-  memtier = package_commands.MemtierInstall(UBUNTU)
-  assert 'install memtier-benchmark' in memtier and 'jammy main' in memtier
-  tools = package_commands.RedisToolsInstall(UBUNTU)
-  assert 'install redis-tools' in tools
-  rhel = package_commands.RedisServerInstall(AMAZON, 'distro')
-  assert 'dnf install -y redis ||' in rhel and 'redis6' in rhel
-  for script in (distro, pinned, memtier, tools, rhel):
-    assert script.startswith('set -eo pipefail\n')
-    _BashParses(script)
 
 
 def test_install_commands_refuse_clearly():
@@ -537,32 +513,3 @@ def test_a_short_probe_is_seen_while_it_runs(make_vm):
                             timeout_s=30, sample_every_s=1.0)
   assert run.cpu is not None and run.cpu.threads_seen == 1
   assert run.cpu.busiest_thread == 'sleep'
-
-
-@pytest.mark.e2e
-def test_redis_key_download_failure_stops_with_its_own_error(tmp_path):
-  """Found by scripts/try_engine_installs.py in a Debian root: with the key
-  fetched in a pipe, an unreachable repository went on to `chmod` a missing
-  keyring and reported that. Now curl's own error ends the script. The
-  step's keyring path points into tmp_path, so a machine that has Redis's
-  keyring still runs the fetch."""
-  stubs = tmp_path / 'bin'
-  stubs.mkdir()
-  for name, body in (('curl', 'echo "curl: (6) Could not resolve host" >&2;'
-                              ' exit 6'),
-                     ('gpg', 'echo gpg ran; exit 0'),
-                     ('apt-get', 'exit 0')):
-    (stubs / name).write_text(f'#!/bin/sh\n{body}\n')
-    (stubs / name).chmod(0o755)
-  lines = package_commands.RedisAptRepoLines('bookworm')
-  key_step = next(l for l in lines if package_commands.REDIS_APT_KEY_URL in l)
-  key_step = key_step.replace(package_commands.REDIS_APT_KEYRING,
-                              str(tmp_path / 'absent' / 'keyring.gpg'))
-  script = package_commands._Script([key_step, 'echo after'])  # pylint: disable=protected-access
-  env = {'PATH': f'{stubs}:/usr/bin:/bin', 'TMPDIR': str(tmp_path)}
-  proc = subprocess.run(['bash', '-c', script], capture_output=True,
-                        text=True, env=env, check=False)
-  assert proc.returncode == 6
-  assert 'Could not resolve host' in proc.stderr
-  assert 'gpg ran' not in proc.stdout and 'after' not in proc.stdout
-  assert sorted(p.name for p in tmp_path.iterdir()) == ['bin']  # no temp key

@@ -185,9 +185,11 @@ def LibraryPath(vm) -> str:
 def CompilerInstall(info) -> str:
   """Root script installing a C compiler (apt or dnf/yum systems)."""
   if info.family == 'debian':
-    return f'{package_commands.APT} install gcc libc6-dev'
+    return package_commands.Script([package_commands.Step(
+        'apt', 'install', 'gcc', 'libc6-dev')])
   if info.family == 'rhel':
-    return 'dnf -y install gcc || yum -y install gcc'
+    return package_commands.Script([package_commands.Step(
+        'rpm', info.package_manager, 'gcc')])
   raise errors.PrerequisiteError(
       f'Cannot install a C compiler on {info.display_name}; '
       'install gcc by hand and rerun.')

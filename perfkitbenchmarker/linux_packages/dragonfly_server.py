@@ -27,7 +27,6 @@ RELEASE_URL = ('https://github.com/dragonflydb/dragonfly/releases/download/'
 PREFIX = '/usr/local'
 _ARCH = {'x86_64': ('amd64', 'x86_64'), 'amd64': ('amd64', 'x86_64'),
          'aarch64': ('arm64', 'aarch64'), 'arm64': ('arm64', 'aarch64')}
-_APT = package_commands.APT
 
 
 def ReleaseVersion(version: str) -> str:
@@ -60,29 +59,18 @@ def InstallScript(info, machine: str, version: str = 'distro',
   """
   package_commands.RequireFamily(info, 'Dragonfly')
   deb, tarball = AssetUrls(machine, version, release_url)
+  step = package_commands.Step
   if info.family == 'debian':
-    lines = [f'{_APT} update', f'{_APT} install curl ca-certificates '
-             'redis-tools',
-             # A private directory, as below: a fixed name in /tmp is
-             # another user's to plant a package at before root installs it.
-             'work=$(mktemp -d)', 'trap \'rm -rf "$work"\' EXIT',
-             f'curl -fsSL {shlex.quote(deb)} -o "$work/dragonfly.deb"',
-             f'{_APT} install --allow-downgrades "$work/dragonfly.deb"',
-             package_commands.StopService('dragonfly')]
+    steps = [step('apt', 'update'),
+             step('apt', 'install', 'curl', 'ca-certificates', 'redis-tools'),
+             step('deb', deb), step('stop', 'dragonfly')]
   else:
-    pm = info.package_manager
-    binary = shlex.quote(f'{prefix}/bin/dragonfly')
-    lines = [f'{pm} install -y curl tar redis || {pm} install -y curl tar '
-             'redis6',
-             # A private directory: nothing else in /tmp is picked up, and
-             # nothing is left there.
-             'work=$(mktemp -d)', 'trap \'rm -rf "$work"\' EXIT',
-             f'curl -fsSL {shlex.quote(tarball)} -o "$work/dragonfly.tgz"',
-             'tar -xzf "$work/dragonfly.tgz" -C "$work"',
+    steps = [step('rpm-redis', info.package_manager,
+                  package_commands.LINK_DIR, 'curl', 'tar'),
              # The tarball holds one binary named dragonfly-<arch>.
-             f'install -D -m 0755 "$work/dragonfly-{_ARCH[machine][1]}" '
-             f'{binary}']
-  return '\n'.join(['set -eo pipefail'] + lines + ['dragonfly --version'])
+             step('binary', tarball, f'dragonfly-{_ARCH[machine][1]}',
+                  f'{prefix}/bin/dragonfly')]
+  return package_commands.Script(steps + [step('version', 'dragonfly')])
 
 
 def FlagFileText(port: int, password: str, options: redis_shard.ShardOptions,

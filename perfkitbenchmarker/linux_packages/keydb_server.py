@@ -10,7 +10,6 @@ machine, so the Local provider refuses the engine. `source_url` and `prefix`
 (tests/vm_engines_ssh_test.py, a loopback sshd) can supply its own.
 """
 
-import shlex
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.linux_packages import redis_server
@@ -21,9 +20,16 @@ SOURCE_RELEASE = '6.3.4'
 SOURCE_URL = 'https://github.com/Snapchat/KeyDB/archive/refs/tags/v{v}.tar.gz'
 PREFIX = '/usr/local'
 APT_URL = 'https://download.keydb.dev/open-source-dist'
-APT_KEYRING = '/etc/apt/trusted.gpg.d/keydb.gpg'
+APT_KEYRING = '/usr/share/keyrings/keydb-archive-keyring.gpg'
 APT_SOURCE = '/etc/apt/sources.list.d/keydb.list'
-_APT = package_commands.APT
+DEBIAN_BUILD_DEPS = (
+    'build-essential nasm autotools-dev autoconf libjemalloc-dev tcl tcl-dev '
+    'uuid-dev libcurl4-openssl-dev libbz2-dev libzstd-dev liblz4-dev '
+    'libsnappy-dev libssl-dev git curl ca-certificates redis-tools').split()
+RHEL_BUILD_DEPS = (
+    'gcc gcc-c++ make nasm autoconf automake libtool tcl libuuid-devel '
+    'libcurl-devel openssl-devel bzip2-devel libzstd-devel lz4-devel '
+    'snappy-devel git curl tar').split()
 
 
 def CheckVersion(version: str) -> None:
@@ -39,6 +45,7 @@ def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
   """
   CheckVersion(version)
   package_commands.RequireFamily(info, 'KeyDB')
+  step = package_commands.Step
   if version == 'distro' and info.family == 'debian':
     if not info.os_codename:
       raise errors.PrerequisiteError(
@@ -46,25 +53,18 @@ def InstallScript(info, version: str = 'distro', source_url: str = SOURCE_URL,
           f'{info.display_name}: /etc/os-release has no '
           'VERSION_CODENAME; pass --redis_server_version='
           f'{SOURCE_RELEASE} to build KeyDB from source instead.')
-    source = f'deb {APT_URL} {info.os_codename} main'
-    lines = [f'{_APT} update', f'{_APT} install curl ca-certificates',
-             f'curl -fsSL {APT_URL}/keyring.gpg -o {APT_KEYRING}',
-             f'echo {shlex.quote(source)} > {APT_SOURCE}',
-             f'{_APT} update',
-             f'{_APT} install keydb-server keydb-tools redis-tools',
-             package_commands.StopService('keydb-server')]
+    steps = [package_commands.AptRepo(
+                 f'{APT_URL}/keyring.gpg', APT_KEYRING, APT_SOURCE, APT_URL,
+                 info.os_codename, 'KeyDB\'s APT repository'),
+             step('apt', 'install', 'keydb-server', 'keydb-tools',
+                  'redis-tools'),
+             step('stop', 'keydb-server')]
   else:
     release = SOURCE_RELEASE if version == 'distro' else version
-    lines = package_commands.SourceBuildLines(
-        info, 'build-essential nasm autotools-dev autoconf libjemalloc-dev '
-        'tcl tcl-dev uuid-dev libcurl4-openssl-dev libbz2-dev libzstd-dev '
-        'liblz4-dev libsnappy-dev libssl-dev git curl ca-certificates '
-        'redis-tools',
-        'gcc gcc-c++ make nasm autoconf automake libtool tcl libuuid-devel '
-        'libcurl-devel openssl-devel bzip2-devel libzstd-devel lz4-devel '
-        'snappy-devel git curl tar',
-        source_url.format(v=release), 'BUILD_TLS=no', prefix)
-  return package_commands.ServerScript(lines, 'keydb-server', 'keydb-cli',
+    steps = package_commands.SourceBuild(
+        info, DEBIAN_BUILD_DEPS, RHEL_BUILD_DEPS,
+        source_url.format(v=release), ['BUILD_TLS=no'], prefix)
+  return package_commands.ServerScript(steps, 'keydb-server', 'keydb-cli',
                                        f'{prefix}/bin')
 
 

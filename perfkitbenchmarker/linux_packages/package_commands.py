@@ -1,10 +1,13 @@
-"""Install commands for Redis, redis-tools and memtier, per OS family, and
-the frame every server's install script shares (the other servers' modules
-build theirs with it).
+"""Install scripts for Redis, redis-tools and memtier, per OS family, and
+the steps every program's install script is made of (the other servers'
+modules build theirs with them).
 
 Pure functions: each takes a `system_info.SystemInfo` (and the wanted version)
 and returns one shell script to run as root (remote_install.py runs it), so
-the tests check every OS family's commands without reaching a registry.
+the tests check every OS family's choices without reaching a registry. A
+script is a line a step: `Step` runs one step of the shipped
+scripts/install.sh with its values as arguments (nothing is spliced into
+shell text), and the first step to fail ends the script.
 
 Where the software comes from:
   * Redis at --redis_server_version=distro: the OS package (Debian/Ubuntu
@@ -24,31 +27,51 @@ would take memory and CPU from them.
 """
 
 import re
-import shlex
+from typing import List, Sequence
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import shell_scripts
 
 REDIS_APT_KEY_URL = 'https://packages.redis.io/gpg'
 REDIS_APT_URL = 'https://packages.redis.io/deb'
 REDIS_APT_KEYRING = '/usr/share/keyrings/redis-archive-keyring.gpg'
 REDIS_APT_SOURCE = '/etc/apt/sources.list.d/redis.list'
+# Where the links to Amazon Linux 2023's redis6-* programs go (on PATH).
+LINK_DIR = '/usr/local/bin'
 MEMTIER_MIN_VERSION = (2, 4, 4)
-# Every install script's apt-get, here and in the other linux_packages
-# modules. Fresh cloud VMs often run unattended-upgrades at boot; wait for
-# its lock.
-APT = ('DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 '
-       '-y -q')
 
 
-def StopService(unit: str) -> str:
-  """Stops and disables a packaged server's service (the benchmark starts
-  its own shards)."""
-  return (f'(systemctl disable --now {unit} >/dev/null 2>&1 || '
-          f'service {unit} stop >/dev/null 2>&1 || true)')
+def Step(name: str, *args: object) -> str:
+  """One step of scripts/install.sh (its header lists them) with `args`."""
+  return shell_scripts.Command('install.sh', name, *args)
 
 
-def _Script(lines) -> str:
-  return '\n'.join(['set -eo pipefail'] + list(lines))
+def Script(steps: Sequence[str]) -> str:
+  """The root script running `steps` in turn; the first to fail ends it."""
+  return '\n'.join(['set -e', *steps])
+
+
+def Either(test: str, then: Sequence[str], otherwise: Sequence[str]
+           ) -> List[str]:
+  """Steps `then` if the step `test` succeeds, else steps `otherwise`."""
+  return ['if ' + test, 'then', *then, 'else', *otherwise, 'fi']
+
+
+def AptRepo(key_url: str, keyring: str, source: str, url: str,
+            codename: str, what: str) -> str:
+  """The step adding the APT repository at `url` for `codename`, signed by
+  the key at `key_url` (kept in `keyring`, trusted for that repository
+  only), in the sources file `source`; `what` names it in the refusal."""
+  if not codename:
+    raise errors.PrerequisiteError(
+        f'Cannot add {what}: /etc/os-release has no VERSION_CODENAME.')
+  return Step('apt-repo', key_url, keyring, source,
+              f'deb [signed-by={keyring}] {url} {codename} main')
+
+
+def _RedisRepo(codename: str) -> str:
+  return AptRepo(REDIS_APT_KEY_URL, REDIS_APT_KEYRING, REDIS_APT_SOURCE,
+                 REDIS_APT_URL, codename, 'the Redis APT repository')
 
 
 def RequireFamily(info, program: str) -> None:
@@ -71,45 +94,6 @@ def CheckRedisVersion(version: str) -> None:
   CheckRelease(version, 'Redis', '7.2.4', r'\d+\.\d+(\.\d+)?')
 
 
-def RedisAptRepoLines(codename: str):
-  """Adds packages.redis.io with its signing key (idempotent)."""
-  if not codename:
-    raise errors.PrerequisiteError(
-        'Cannot add the Redis APT repository: /etc/os-release has no '
-        'VERSION_CODENAME.')
-  source = (f'deb [signed-by={REDIS_APT_KEYRING}] {REDIS_APT_URL} '
-            f'{codename} main')
-  return [
-      f'{APT} update',
-      f'{APT} install ca-certificates curl gpg',
-      # One command a step: a failed download stops the script with its
-      # own error (in a pipe or before && it would not, and the next
-      # step would fail on the missing keyring instead).
-      f'if [ ! -s {REDIS_APT_KEYRING} ]; then key=$(mktemp); '
-      f'curl -fsSL {REDIS_APT_KEY_URL} -o "$key" || '
-      '{ rc=$?; rm -f "$key"; exit $rc; }; '
-      f'gpg --batch --yes --dearmor -o {REDIS_APT_KEYRING}.tmp "$key"; '
-      f'rm -f "$key"; mv {REDIS_APT_KEYRING}.tmp {REDIS_APT_KEYRING}; fi',
-      f'chmod 644 {REDIS_APT_KEYRING}',
-      f'echo {shlex.quote(source)} > {REDIS_APT_SOURCE}',
-      f'{APT} update',
-  ]
-
-
-def _PinnedVersionLines(package: str, version: str, codename: str):
-  """Sets $v to the newest packaged build of `version`, or fails clearly."""
-  pattern = r'^([0-9]+:)?' + re.escape(version) + r'[-.]'
-  listing = (f"apt-cache madison {package} | awk -F'|' "
-             "'{gsub(/ /, \"\", $2); print $2}'")
-  message = (f'Redis {version} is not in packages.redis.io for {codename}; '
-             'packaged versions:')
-  return [
-      f'v=$({listing} | grep -E {shlex.quote(pattern)} | head -n 1 || true)',
-      f'if [ -z "$v" ]; then echo {shlex.quote(message)} '
-      f'$({listing} | tr "\\n" " ") >&2; exit 3; fi',
-  ]
-
-
 def RedisServerInstall(info, version: str) -> str:
   """Installs redis-server and redis-cli at `version` ('distro' or X.Y.Z)."""
   CheckRedisVersion(version)
@@ -120,28 +104,19 @@ def RedisServerInstall(info, version: str) -> str:
           f'--redis_server_version={version} needs Redis\'s APT repository, '
           f'which has no packages for {info.display_name}; '
           'use --redis_server_version=distro or a Debian/Ubuntu image.')
-    pm = info.package_manager
-    return _Script([
-        # Amazon Linux 2023 names the package and binaries redis6.
-        f'{pm} install -y redis || {{ {pm} install -y redis6 && '
-        'for b in server cli benchmark; do '
-        'ln -sf /usr/bin/redis6-$b /usr/local/bin/redis-$b; done; }',
-        StopService('redis'),
-        StopService('redis6'),
-        'redis-server --version',
-    ])
-  lines = []
+    return Script([Step('rpm-redis', info.package_manager, LINK_DIR),
+                   Step('stop', 'redis', 'redis6'),
+                   Step('version', 'redis-server')])
   if version == 'distro':
-    lines += [f'{APT} update',
-              f'{APT} install redis-server redis-tools']
+    steps = [Step('apt', 'update'),
+             Step('apt', 'install', 'redis-server', 'redis-tools')]
   else:
-    lines += RedisAptRepoLines(info.os_codename)
-    lines += _PinnedVersionLines('redis-server', version, info.os_codename)
-    lines += [f'{APT} install --allow-downgrades '
-              'redis-server="$v" redis-tools="$v"']
-  lines += [StopService('redis-server'),
-            'redis-server --version']
-  return _Script(lines)
+    steps = [_RedisRepo(info.os_codename),
+             Step('pinned', 'Redis', version,
+                  f'packages.redis.io for {info.os_codename}',
+                  'redis-server', 'redis-tools')]
+  return Script(steps + [Step('stop', 'redis-server'),
+                         Step('version', 'redis-server')])
 
 
 def RedisToolsInstall(info) -> str:
@@ -150,8 +125,8 @@ def RedisToolsInstall(info) -> str:
   if info.family == 'rhel':
     # RHEL-like systems ship the tools inside the server package.
     return RedisServerInstall(info, 'distro')
-  return _Script([f'{APT} update', f'{APT} install redis-tools',
-                  'redis-benchmark --version'])
+  return Script([Step('apt', 'update'), Step('apt', 'install', 'redis-tools'),
+                 Step('version', 'redis-benchmark')])
 
 
 def MemtierInstall(info) -> str:
@@ -162,38 +137,29 @@ def MemtierInstall(info) -> str:
         f'which has no packages for {info.display_name}; use '
         'a Debian/Ubuntu image (--os_type=debian12) or '
         '--load_generator=redis_benchmark.')
-  return _Script(RedisAptRepoLines(info.os_codename) + [
-      f'{APT} install memtier-benchmark',
-      'memtier_benchmark --version'])
+  return Script([_RedisRepo(info.os_codename),
+                 Step('apt', 'install', 'memtier-benchmark'),
+                 Step('version', 'memtier_benchmark')])
 
 
-def SourceBuildLines(info, debian_deps: str, rhel_deps: str, url: str,
-                     make_args: str, prefix: str = '/usr/local'):
+def SourceBuild(info, debian_deps: Sequence[str], rhel_deps: Sequence[str],
+                url: str, make_args: Sequence[str],
+                prefix: str = '/usr/local') -> List[str]:
   """Installs the build dependencies (Debian's or RHEL's package names), then
-  builds and installs a release tarball as root in a private build
-  directory, removed however the script ends (a fixed name in /tmp is
-  another user's to make first)."""
+  builds and installs a release tarball as root (install.sh's `build`)."""
   if info.family == 'debian':
-    deps = [f'{APT} update', f'{APT} install {debian_deps}']
+    deps = [Step('apt', 'update'), Step('apt', 'install', *debian_deps)]
   else:
-    deps = [f'{info.package_manager} install -y {rhel_deps}']
-  return deps + ['build=$(mktemp -d)', 'trap \'rm -rf "$build"\' EXIT',
-          f'curl -fsSL {shlex.quote(url)} -o "$build/src.tar.gz"',
-          'tar -xzf "$build/src.tar.gz" -C "$build" --strip-components=1',
-          f'make -C "$build" -j"$(nproc)" {make_args}',
-          f'make -C "$build" install PREFIX={shlex.quote(prefix)} '
-          f'{make_args}']
+    deps = [Step('rpm', info.package_manager, *rhel_deps)]
+  return deps + [Step('build', url, prefix, *make_args)]
 
 
-def ServerScript(lines, program: str, cli: str, bin_dir: str) -> str:
-  """The install script: `lines`, then `cli` linked as redis-cli in
-  `bin_dir` where no redis-cli came with them (the harness drives every
-  shard with redis-cli: same protocol), then the installed version."""
-  redis_cli = shlex.quote(f'{bin_dir}/redis-cli')
-  return _Script(list(lines) + [
-      'if ! command -v redis-cli >/dev/null 2>&1; then '
-      f'ln -sf "$(command -v {cli})" {redis_cli}; fi',
-      f'{program} --version'])
+def ServerScript(steps: Sequence[str], program: str, cli: str,
+                 bin_dir: str) -> str:
+  """The install script: `steps`, then `cli` linked as redis-cli in
+  `bin_dir` where no redis-cli came with them, then the installed version."""
+  return Script([*steps, Step('link-cli', cli, bin_dir),
+                 Step('version', program)])
 
 
 def ParseVersion(text: str):

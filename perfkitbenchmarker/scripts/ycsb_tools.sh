@@ -5,11 +5,11 @@
 #       (no mvn); non-root.
 #   ycsb_tools.sh MIN_JAVA install FAMILY MANAGER
 #       as root: installs what is missing from the OS packages (FAMILY
-#       debian: a headless JDK 17 and maven; rhel: OpenJDK 17, else
-#       Amazon Linux's Corretto 17, and maven), MANAGER being the package
-#       manager's command words (package_commands.APT; dnf or yum), then
-#       checks java and mvn and prints "java MAJOR, MVN".
+#       debian: a headless JDK 17 and maven with apt; rhel: OpenJDK 17,
+#       else Amazon Linux's Corretto 17, and maven with MANAGER, dnf or
+#       yum), then checks java and mvn and prints "java MAJOR, MVN".
 set -eo pipefail
+. ./packages.sh
 min_java=$1
 
 # The major version of the java on PATH (0 if none).
@@ -29,17 +29,7 @@ if [ "$2" = missing ]; then
   exit 0
 fi
 family=$3
-read -ra manager <<< "$4"
-
-# manage ARG...: the package manager with ARGs; its leading NAME=VALUE
-# words are its environment (builtins only: PATH may hold nothing else).
-manage() {
-  (
-    set -- "${manager[@]}" "$@"
-    while [[ $1 == [A-Za-z_]*=* ]]; do export "${1?}"; shift; done
-    "$@"
-  )
-}
+manager=$4
 
 packages=()
 for tool in $(missing); do
@@ -47,14 +37,14 @@ for tool in $(missing); do
     debian:jdk) packages+=(openjdk-17-jdk-headless) ;;
     debian:maven) packages+=(maven) ;;
     # Amazon Linux 2023 has Corretto, not OpenJDK packages.
-    rhel:jdk) manage install -y java-17-openjdk-devel ||
-                manage install -y java-17-amazon-corretto-devel ;;
-    rhel:maven) manage install -y maven ;;
+    rhel:jdk) rpm_install "$manager" java-17-openjdk-devel ||
+                rpm_install "$manager" java-17-amazon-corretto-devel ;;
+    rhel:maven) rpm_install "$manager" maven ;;
   esac
 done
 if [ "${#packages[@]}" -gt 0 ]; then
-  manage update
-  manage install "${packages[@]}"
+  apt_get update
+  apt_get install "${packages[@]}"
 fi
 major=$(java_major)
 if [ "$major" -lt "$min_java" ]; then
