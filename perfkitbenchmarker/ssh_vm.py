@@ -707,9 +707,10 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                              missing: Sequence[str]) -> None:
     """apt-get or dnf/yum as root, detached (an install survives a dropped
     connection)."""
-    out, err, rc = self.RunDetached(self.Sudo(
-        system_info_lib.InstallPackagesCommand(manager, missing)),
-                                    PACKAGE_INSTALL_TIMEOUT_S)
+    out, err, rc = self.RunDetached(
+        self.Sudo(shell_scripts.Command('install.sh', 'packages', manager,
+                                        *missing)),
+        PACKAGE_INSTALL_TIMEOUT_S)
     if rc != 0:
       hint = ('; give the user passwordless sudo'
               if 'password is required' in err else '')

@@ -140,13 +140,3 @@ def MissingPackagesCommand(manager: str, packages) -> str:
            else 'rpm -q "$p" >/dev/null 2>&1')
   names = ' '.join(shlex.quote(p) for p in packages)
   return f'for p in {names}; do {check} || echo "$p"; done; true'
-
-
-def InstallPackagesCommand(manager: str, packages) -> str:
-  """Installs `packages` non-interactively (run as root); apt refreshes
-  its lists and tries again when the first try fails (stale lists)."""
-  names = ' '.join(shlex.quote(p) for p in packages)
-  if manager == 'apt':
-    install = f'DEBIAN_FRONTEND=noninteractive apt-get -y install {names}'
-    return f'{install} || {{ apt-get update && {install}; }}'
-  return f'{manager} install -y {names}'

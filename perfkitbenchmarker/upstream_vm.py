@@ -96,12 +96,12 @@ class UpstreamMethods:
   def InstallMissingPackages(self, manager: str,
                              missing: Sequence[str]) -> None:
     """Provider hook: install OS packages the VM lacks (as root)."""
-    command = system_info_lib.InstallPackagesCommand(manager, missing)
+    program = 'apt-get' if manager == 'apt' else manager
     raise errors.VirtualMachine.RemoteCommandError(
         f'InstallPackages on {self.name}: {" ".join(missing)} not installed, '
         f'and {self.CLOUD or "these"} VMs install no OS packages (no sudo '
         f'on the machine the harness runs on); install them yourself '
-        f'({command.split(" || ")[0]}) and run again.')
+        f'({program} -y install {" ".join(missing)}) and run again.')
 
   # Files, as upstream PKB's modules move them ------------------------------
 

@@ -63,6 +63,8 @@ MADISON = '\n'.join(
     f' redis-server | {v} | https://packages.redis.io/deb jammy/main amd64 '
     'Packages' for v in ('6:7.2.40-1rl1~jammy1', '6:7.2.5-1rl1~jammy1',
                          '6:7.2.4-1rl1~jammy1')) + '\n'
+# What install.sh's `make -j"$(nproc)"` gets here.
+JOBS = len(os.sched_getaffinity(0))
 ARMORED_KEY = '-----BEGIN PGP PUBLIC KEY BLOCK-----\nstand-in\n'
 
 # Every stand-in: records "<name>\x1f<arg>\x1f<arg>...\x1e" (apt-get's name
@@ -117,6 +119,17 @@ case ${0##*/} in
   systemctl)
     echo "System has not been booted with systemd as init system" >&2
     exit 1 ;;
+  apt-get)
+    # Stale lists: an install fails until the lists are updated.
+    case " $* " in
+      *" update "*) : > "$STAND_IN_LOG.updated" ;;
+      *" install "*)
+        if [ -n "$STAND_IN_APT_STALE" ] && [ ! -e "$STAND_IN_LOG.updated" ]
+        then
+          echo "E: Unable to locate package $last" >&2
+          exit 100
+        fi ;;
+    esac ;;
 esac
 exit 0
 '''
@@ -173,7 +186,7 @@ class Machine:
     assert '/usr/' not in script and '/etc/' not in script, script
     settings = dict({'log': self.Path('calls.log'), 'key': ARMORED_KEY,
                      'madison': MADISON, 'packaged': '', 'missing': '',
-                     'curl_fails': ''}, **settings)
+                     'curl_fails': '', 'apt_stale': ''}, **settings)
     with open(self.Path('stand-in.conf'), 'w') as f:
       f.writelines(f'STAND_IN_{k.upper()}={shlex.quote(v)}\n'
                    for k, v in settings.items())
@@ -318,7 +331,8 @@ def test_rhel_redis_and_amazon_linux_redis6(machine):
            ['service', 'redis', 'stop'],
            ['systemctl', 'disable', '--now', 'redis6'],
            ['service', 'redis6', 'stop']]
-  assert machine.Run(package_commands.RedisServerInstall(ROCKY, 'distro'))[2] == 0
+  rocky = package_commands.RedisServerInstall(ROCKY, 'distro')
+  assert machine.Run(rocky)[2] == 0
   assert machine.Calls() == [['dnf', 'install', '-y', 'redis'], *stops]
   assert not os.listdir(machine.Path('prefix', 'bin'))
   # Amazon Linux 2023 has redis6, whose programs are linked as redis-*.
@@ -342,7 +356,7 @@ def _Build(machine, url: str, *make_args: str) -> List[List[str]]:
   assert os.path.dirname(os.path.dirname(source)) == machine.Path('tmp')
   return [['curl', '-fsSL', url, '-o',
            os.path.join(os.path.dirname(source), 'source.tar.gz')],
-          ['make', '-C', source, f"-j{len(os.sched_getaffinity(0))}", *make_args],
+          ['make', '-C', source, f'-j{JOBS}', *make_args],
           ['make', '-C', source, 'install',
            f'PREFIX={machine.Path("prefix")}', *make_args]]
 
@@ -357,8 +371,8 @@ def test_valkey_from_the_os_package_where_there_is_one(machine):
       ['systemctl', 'disable', '--now', 'valkey-server'],
       ['service', 'valkey-server', 'stop']]
   # No redis-cli on PATH: valkey-cli is linked under that name.
-  assert os.readlink(machine.Path('prefix', 'bin', 'redis-cli')) == machine.Path(
-      'stand-ins', 'valkey-cli')
+  assert os.readlink(machine.Path('prefix', 'bin', 'redis-cli')) == (
+      machine.Path('stand-ins', 'valkey-cli'))
   assert out == 'valkey-server v=7.2.4 (stand-in)\n'
 
 
@@ -447,17 +461,36 @@ def test_compiler_for_argv_secret(machine):
                              ['dnf', 'install', '-y', 'gcc']]
 
 
+def test_os_packages_for_upstream_modules(machine):
+  """vm.InstallPackages's root step (ssh_vm.InstallMissingPackages): apt
+  updates its lists only when an install fails on them."""
+  packages = package_commands.Step('packages', 'apt', 'curl', 'wget')
+  assert machine.Run(packages)[2] == 0
+  assert machine.Calls() == [Apt('install', 'curl', 'wget')]
+  os.remove(machine.Path('calls.log'))
+  _, err, rc = machine.Run(packages, apt_stale='1')
+  assert rc == 0, err
+  assert machine.Calls() == [Apt('install', 'curl', 'wget'), Apt('update'),
+                             Apt('install', 'curl', 'wget')]
+  os.remove(machine.Path('calls.log'))
+  assert machine.Run(package_commands.Step('packages', 'yum', 'curl'))[2] == 0
+  assert machine.Calls() == [['yum', 'install', '-y', 'curl']]
+
+
 # --- Values are arguments, never run ---------------------------------------
 
 def test_a_value_with_shell_metacharacters_arrives_as_one_argument(machine):
   pwned = machine.Path('cwd', 'pwned')
-  value = f"x'; touch {pwned}; echo \"$(touch {pwned})`touch {pwned}`"
+  # Builtins only: the script's PATH has no touch.
+  value = (f"x'; echo > {pwned}; echo \"$(echo > {pwned})`echo > {pwned}`"
+           '$((1+1))')
   step = package_commands.Step
-  _, err, rc = machine.Run(package_commands.Script([
+  script = package_commands.Script([
       step('apt', 'install', value),
       step('build', f'https://example.invalid/{value}.tar.gz',
            machine.Path('prefix'), value),
-      step('pinned', 'Redis', value, value, 'redis-server')]))
+      step('pinned', 'Redis', value, value, 'redis-server')])
+  _, err, rc = machine.Run(script, redirect=False)
   assert rc == 3
   assert err.strip().splitlines()[-1].startswith(
       f'Redis {value} is not in {value}; packaged versions: ')
@@ -466,7 +499,7 @@ def test_a_value_with_shell_metacharacters_arrives_as_one_argument(machine):
       Apt('install', value),
       ['curl', '-fsSL', f'https://example.invalid/{value}.tar.gz', '-o',
        os.path.join(os.path.dirname(source), 'source.tar.gz')]]
-  assert ['make', '-C', source, f"-j{len(os.sched_getaffinity(0))}", value] in (
+  assert ['make', '-C', source, f'-j{JOBS}', value] in (
       machine.Calls())
   assert not os.path.exists(pwned)
 

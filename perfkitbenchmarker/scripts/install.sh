@@ -9,6 +9,11 @@
 #
 #   apt ARG...                 apt-get with ARGs (packages.sh's apt_get)
 #   rpm MANAGER PACKAGE...     dnf or yum installs PACKAGEs
+#   packages MANAGER PACKAGE...
+#                              the OS's PACKAGEs with MANAGER (apt, dnf or
+#                              yum); apt refreshes its lists and tries again
+#                              when the first try fails (a fresh VM's lists
+#                              are stale or empty)
 #   rpm-redis MANAGER BIN_DIR [PACKAGE...]
 #                              the OS's Redis (and PACKAGEs, in the same
 #                              transaction): `redis`, else Amazon Linux
@@ -115,6 +120,14 @@ shift
 case $step in
   apt) apt_get "$@" ;;
   rpm) rpm_install "$@" ;;
+  packages)
+    if [ "$1" != apt ]; then
+      rpm_install "$@"
+    else
+      shift
+      apt_get install "$@" || { apt_get update && apt_get install "$@"; }
+    fi
+    ;;
   rpm-redis) rpm_redis "$@" ;;
   has-package) apt-cache show "$1" > /dev/null 2>&1 ;;
   apt-repo) apt_repo "$@" ;;
