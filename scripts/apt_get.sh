@@ -3,15 +3,11 @@
 # packages.sh's apt_get, which VMs run too (its comment says why and how).
 #
 #   scripts/apt_get.sh update | install PACKAGE...
-#
-# Not root: runs itself again through sudo, which passes no environment on,
-# so the PKB_APT_* settings go along explicitly.
 set -uo pipefail
-if [ "$(id -u)" -ne 0 ]; then
-  exec sudo env PKB_APT_LOCK_WAIT_S="${PKB_APT_LOCK_WAIT_S:-}" \
-    PKB_APT_LOCK_RETRY_S="${PKB_APT_LOCK_RETRY_S:-}" \
-    PKB_APT_OPTIONS="${PKB_APT_OPTIONS:-}" "$BASH" "$0" "$@"
-fi
 # shellcheck disable=SC1091  # a shipped script, checked with them
 . "$(dirname "$0")/../perfkitbenchmarker/scripts/packages.sh"
+if [ "$(id -u)" -ne 0 ]; then
+  # sudo passes no environment on: apt-get's goes along explicitly.
+  as_root() { sudo env DEBIAN_FRONTEND="$DEBIAN_FRONTEND" "$@"; }
+fi
 apt_get "$@"

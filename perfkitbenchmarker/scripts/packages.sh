@@ -3,6 +3,12 @@
 # ycsb_tools.sh). A library: scripts include it with `. ./packages.sh`
 # (shell_scripts.Text inlines it).
 
+# as_root COMMAND...: COMMAND as root. The install scripts run as root
+# already (remote_install.py runs them through sudo); scripts/apt_get.sh,
+# which a user runs, puts sudo here, so only apt-get runs as root, never a
+# script of a checkout.
+as_root() { "$@"; }
+
 # apt_get ARG...: apt-get as root on a machine nobody watches: it never
 # asks (no terminal under a detached job), and it waits for another apt
 # instead of failing at once. A fresh cloud VM's unattended-upgrades (or a
@@ -20,7 +26,7 @@ apt_get() {
   read -r -a extra <<< "${PKB_APT_OPTIONS:-}"
   while true; do
     rc=0
-    out=$(DEBIAN_FRONTEND=noninteractive apt-get \
+    out=$(DEBIAN_FRONTEND=noninteractive as_root apt-get \
       -o DPkg::Lock::Timeout="$wait_s" -y -q "${extra[@]}" "$@" 2>&1) || rc=$?
     if [ "$rc" -eq 0 ] || [[ $out != *'Could not get lock'* ]]; then
       if [ -z "$out" ]; then :
