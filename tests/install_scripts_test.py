@@ -554,8 +554,14 @@ def test_sudo_hands_root_the_checked_scripts_dir_and_nothing_else(machine):
       'servers', user='pkb', ip_address='192.0.2.1')
   vm.system_info = dataclasses.replace(UBUNTU, uid=1000)
   machine._Write('sudo', SUDO)  # pylint: disable=protected-access
-  out, err, rc = machine.Run(
-      vm.Sudo(package_commands.RedisToolsInstall(UBUNTU)), redirect=False)
+  script = package_commands.RedisToolsInstall(UBUNTU)
+  out, err, rc = machine.Run(vm.Sudo(script), redirect=False)
   assert rc == 0, err
   assert machine.Calls() == [Apt('update'), Apt('install', 'redis-tools')]
   assert out == 'redis-benchmark v=7.2.4 (stand-in)\n'
+  # Without it, root would have no scripts to run (and runs nothing).
+  os.remove(machine.Path('calls.log'))
+  _, err, rc = machine.Run(f'sudo -n bash -c {shlex.quote(script)}',
+                           redirect=False)
+  assert rc != 0 and 'PKB_SCRIPTS: parameter null or not set' in err
+  assert machine.Calls() == []

@@ -85,7 +85,7 @@ packaged_versions() {
 }
 
 pinned() {
-  local product=$1 version=$2 source=$3 build found='' packages=()
+  local product=$1 version=$2 source=$3 build package found="" packages=()
   shift 3
   # A build of VERSION: [EPOCH:]VERSION followed by '-' or '.' (7.2 takes
   # 7.2.4-1rl1~jammy1, not 7.20.0); VERSION is compared as text.
