@@ -14,6 +14,7 @@ import time
 import pytest
 
 import e2e_support
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import redis_cluster
@@ -82,6 +83,33 @@ def test_small_clusters_still_use_cluster_create():
   _, commands = _LongestCommand(6)
   assert sum('--cluster create' in c for c in commands) == 1
   assert not any('CLUSTER MEET' in c for c in commands)
+
+
+class _ForgetfulVm(_RecordingVm):
+  """A cluster whose replicas never hear of their primaries by gossip."""
+
+  def RemoteCommand(self, command, **kwargs):
+    if command.endswith('CLUSTER NODES'):
+      self.commands.append(command)
+      return 'node-of-nobody 127.0.0.1:1@10001 myself,master\n', ''
+    return super().RemoteCommand(command, **kwargs)
+
+
+def test_a_replica_that_never_learns_its_primary_fails_in_one_line(
+    monkeypatch):
+  monkeypatch.setattr(redis_cluster, 'MAX_CLUSTER_CREATE_SHARDS', 0)
+  now = [0.0]
+  def Sleep(seconds):
+    now[0] += seconds
+  vm = _ForgetfulVm(6)
+  with pytest.raises(errors.ProcessError,
+                     match=r'Shard 7004 never learnt primary 7001 in 5s'):
+    redis_cluster.CreateCluster(vm, _Shards(6), 'pw', replicas=1,
+                                sleep=Sleep, clock=lambda: now[0],
+                                timeout_s=5)
+  asked = sum(c.endswith('CLUSTER NODES') for c in vm.commands)
+  assert 5 / 0.2 <= asked <= 5 / 0.2 + 2  # Every 0.2 s, until the deadline.
+  assert not any('CLUSTER REPLICATE' in c for c in vm.commands)
 
 
 class _LocalVm:

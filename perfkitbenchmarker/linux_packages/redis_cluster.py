@@ -14,8 +14,6 @@ import shlex
 import time
 from typing import Callable, Dict, List, Sequence
 
-import tenacity
-
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
@@ -29,7 +27,6 @@ CLUSTER_SLOTS = 16384
 # wrapped for SSH); above this many shards the cluster is built by pieces,
 # one small redis-cli command per step, so no command grows with the count.
 MAX_CLUSTER_CREATE_SHARDS = 64
-REPLICATE_TRIES = 50  # x 0.2 s: a replica learns its primary by gossip.
 
 
 def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
@@ -56,7 +53,8 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
   else:
     for shard, args in ClusterCommands(shards, replicas):
       redis_server.Cli(vm, shard.host, shard.port, password, args)
-    _Replicate(vm, shards[primaries:], shards[:primaries], password, sleep)
+    _Replicate(vm, shards[primaries:], shards[:primaries], password, sleep,
+               clock, timeout_s)
   WaitForClusterOk(vm, shards, password, sleep, clock, timeout_s)
 
 
@@ -81,23 +79,22 @@ def ClusterCommands(shards: Sequence[redis_shard.Shard], replicas: int = 0):
 
 def _Replicate(vm, replica_shards: Sequence[redis_shard.Shard],
                primaries: Sequence[redis_shard.Shard], password: str,
-               sleep: Callable[[float], None]) -> None:
-  """Each replica follows primary i % len(primaries), once it knows it."""
+               sleep: Callable[[float], None], clock: Callable[[], float],
+               timeout_s: float) -> None:
+  """Each replica follows primary i % len(primaries), once it knows it (a
+  replica learns its primary by gossip)."""
   for i, replica in enumerate(replica_shards):
     primary = primaries[i % len(primaries)]
     node_id = redis_server.Cli(vm, primary.host, primary.port, password,
                   'CLUSTER MYID').strip()
-    try:
-      tenacity.Retrying(
-          retry=tenacity.retry_if_result(lambda known: node_id not in known),
-          stop=tenacity.stop_after_attempt(REPLICATE_TRIES),
-          wait=tenacity.wait_fixed(0.2), sleep=sleep)(
-              redis_server.Cli, vm, replica.host, replica.port, password,
-              'CLUSTER NODES')
-    except tenacity.RetryError:
+    known, _ = waits.Poll(
+        lambda r=replica: redis_server.Cli(vm, r.host, r.port, password,
+                                           'CLUSTER NODES'),
+        lambda nodes, n=node_id: n in nodes, timeout_s, 0.2, clock, sleep)
+    if not known:
       raise errors.ProcessError(
-          f'Shard {replica.port} never learnt primary {primary.port}.'
-      ) from None
+          f'Shard {replica.port} never learnt primary {primary.port} in '
+          f'{timeout_s:.0f}s.')
     redis_server.Cli(vm, replica.host, replica.port, password,
         f'CLUSTER REPLICATE {shlex.quote(node_id)}')
 
