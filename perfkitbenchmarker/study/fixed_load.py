@@ -76,7 +76,7 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
         ) -> List[measurement.Measurement]:
   """Runs every fixed load; returns the measurements in order."""
   f, cap = opts.fixed, opts.search.cap
-  server, others = results._GroupCosts(spec)  # pylint: disable=protected-access
+  server, others = results.GroupCosts(spec)
   per_hour = server.usd_per_hour
   runs = f.Runs()
   tool = deployment.generators[0].NAME

@@ -5,7 +5,7 @@ result sample is built in `ResultSamples` from the frozen SearchResult, with
 the answer's verdict (verdict.py).
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import errors
@@ -104,7 +104,10 @@ def PublishProbe(spec, index: int, m: measurement.Measurement,
   spec.reporter.Probe(index, m, cap, role)
 
 
-def _GroupCosts(spec):
+def GroupCosts(spec) -> Tuple[price_performance.GroupCost,
+                              List[price_performance.GroupCost]]:
+  """(the servers' hourly cost, every other group's): what a study's
+  results are priced with."""
   counts = spec.GroupCounts()
   server = price_performance.GroupCost('servers', counts['servers'],
                                        spec.GroupPrice('servers'))
@@ -165,7 +168,7 @@ def ResultSamples(spec, result: search_driver.SearchResult,
              price_performance.CappedSamples(reported, cap, None, extra)]
   spec.EmitSamples(samples)
   try:
-    server, others = _GroupCosts(spec)
+    server, others = GroupCosts(spec)
     priced = [s.WithMetadata(**verdict) for s in
               price_performance.CostSamples(server, others)]
     priced.append(price_performance.PricePerformanceSample(
