@@ -84,16 +84,39 @@ def Problem(path: str) -> Optional[str]:
   return None
 
 
+NOT_ON_PATH = 3  # trusted.sh's exit when PATH finds no such name.
+
+
+def _AskOn(vm, program: str) -> Optional[str]:
+  """trusted.sh's answer on `vm`: what is wrong with `program` ('' when
+  nothing is), or None when PATH finds no such name.
+
+  Raises:
+    errors.ProcessError: the check itself did not run (no shipped scripts,
+      a refused login), in one line with its exit status and last error;
+      it never reads as "not there".
+  """
+  out, err, rc = vm.RemoteCommandWithReturnCode(
+      shell_scripts.Command('trusted.sh', program))
+  if rc == NOT_ON_PATH:
+    return None
+  if rc != 0:
+    said = err.strip().splitlines()[-1] if err.strip() else 'no message'
+    raise errors.ProcessError(
+        f'Checking {program} on {vm.name} failed (trusted.sh exited with '
+        f'status {rc}: {said}).')
+  return out.strip().splitlines()[-1] if out.strip() else ''
+
+
 def CheckOn(vm, path: str, what: str) -> str:
   """`Check` on `vm` (any machine with bash, reached as the run reaches
   it): `path` itself when it is safe to run there.
 
   Raises:
     errors.UsageError: in one line, naming the VM and what is at fault.
+    errors.ProcessError: the check did not run (_AskOn).
   """
-  out, _, _ = vm.RemoteCommandWithReturnCode(
-      shell_scripts.Command('trusted.sh', path))
-  problem = out.strip().splitlines()[-1] if out.strip() else ''
+  problem = _AskOn(vm, path)
   if problem:
     raise errors.UsageError(_Refusal(f'{what} on {vm.name}', problem))
   return path
@@ -105,16 +128,13 @@ def OnPath(vm, program: str) -> bool:
 
   Raises:
     errors.UsageError: found where another user could change it.
+    errors.ProcessError: the check did not run (_AskOn).
   """
-  out, _, rc = vm.RemoteCommandWithReturnCode(
-      shell_scripts.Command('trusted.sh', program))
-  if rc != 0:
-    return False
-  problem = out.strip().splitlines()[-1] if out.strip() else ''
+  problem = _AskOn(vm, program)
   if problem:
     raise errors.UsageError(_Refusal(
         f'{program} (found on PATH) on {vm.name}', problem))
-  return True
+  return problem is not None
 
 
 def _Refusal(what: str, problem: str) -> str:

@@ -19,6 +19,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import dragonfly_server
@@ -43,7 +44,9 @@ DEBIAN = system_info.SystemInfo(
 
 class ScriptedVm(virtual_machine.BaseVirtualMachine):
   """A remote VM whose commands answer from `answers` (first prefix wins);
-  anything else fails as "command not found". Nothing ever runs as root."""
+  anything else fails as "command not found" (and the PATH check,
+  trusted.sh, answers as the real one does for a program PATH lacks).
+  Nothing ever runs as root."""
 
   CLOUD = 'Static'
 
@@ -63,6 +66,8 @@ class ScriptedVm(virtual_machine.BaseVirtualMachine):
     for prefix, answer in self.answers.items():
       if command.startswith(prefix):
         return answer
+    if '/trusted.sh ' in command:
+      return '', '', trusted_programs.NOT_ON_PATH
     return '', f'bash: {command.split()[0]}: command not found', 127
 
   def _Create(self):

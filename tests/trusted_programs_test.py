@@ -250,6 +250,24 @@ def test_a_program_a_vms_path_finds_where_others_can_write_is_refused(
   assert trusted_programs.OnPath(safe, 'no-such-program-here') is False
 
 
+@pytest.mark.e2e
+def test_a_check_that_did_not_run_is_an_error_not_a_missing_program(
+    monkeypatch):
+  """Before, any non-zero exit of the PATH check read as "not on PATH": a
+  machine whose scripts were never shipped (or a refused login) looked
+  like one without redis-server, and the run went on to install it."""
+  monkeypatch.delenv('PKB_SCRIPTS', raising=False)
+  with pytest.raises(errors.ProcessError) as broken:
+    trusted_programs.OnPath(_ThisMachineOverBash(), 'bash')
+  line = str(broken.value)
+  assert '\n' not in line
+  assert line.startswith('Checking bash on this machine failed (trusted.sh '
+                         'exited with status 127: '), line
+  assert 'PKB_SCRIPTS' in line
+  with pytest.raises(errors.ProcessError, match='status 127'):
+    trusted_programs.CheckOn(_ThisMachineOverBash(), '/bin/sh', 'sh')
+
+
 class _StaticMachine(_PathFirst):
   """`_PathFirst` with a static machine's HasCommand (its PATH's program,
   checked there)."""

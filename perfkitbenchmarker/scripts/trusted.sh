@@ -4,15 +4,16 @@
 # by root or this user and writable by no one else (a sticky directory
 # passes; group write only for root's group), and so every directory above
 # it, as given and with its links resolved. Prints nothing when it passes.
-# Exits 1 when PATH finds no such name, else 0 (a path that is not there
-# passes too: its caller says so).
+# Exits 3 when PATH finds no such name (a code of its own: bash's errors
+# and a refused login are 1, 2, 126, 127, 255), else 0 (a path that is not
+# there passes too: its caller says so).
 # Coreutils' stat and readlink only.
 
 me=$(id -u)
 program=$1
 case $program in
   /*) ;;
-  *) program=$(command -v -- "$program") || exit 1 ;;
+  *) program=$(command -v -- "$program") || exit 3 ;;
 esac
 [ -e "$program" ] || exit 0
 real=$(readlink -f -- "$program") || real=$program
