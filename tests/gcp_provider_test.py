@@ -12,6 +12,7 @@ import re
 import stat
 import types
 
+from google.cloud import compute_v1
 import pytest
 
 import e2e_support
@@ -321,6 +322,30 @@ def test_ssh_key_is_private_to_the_operator(fake, tmp_path):
   # Teardown from the record alone deletes the key and its directory.
   assert run.TeardownFromDisk() == []
   assert not os.path.exists(key_dir)
+
+
+def test_an_operation_never_done_fails_in_one_line_at_its_deadline():
+  """Each `wait` call is held by the server; the calls go on, with no pause
+  between them, until the timeout on the caller's clock."""
+  now = [0.0]
+  running = types.SimpleNamespace(
+      zone='zones/us-central1-b', region='', name='op-1',
+      status=compute_v1.Operation.Status.RUNNING,
+      operation_type='insert', target_link='projects/p/instances/vm-1')
+
+  def Wait(project, operation, zone):
+    assert (project, operation, zone) == ('p', 'op-1', 'us-central1-b')
+    now[0] += 120  # The server held the call about two minutes.
+    return running
+
+  clients = types.SimpleNamespace(
+      zone_operations=types.SimpleNamespace(wait=Wait))
+  with pytest.raises(errors.ResourceError) as late:
+    compute_api.WaitForOperation(clients, 'p', running, timeout_s=600,
+                                 clock=lambda: now[0])
+  assert str(late.value) == ('Operation op-1 (insert vm-1) was not done '
+                             'after 600s.')
+  assert now[0] == 720  # Asked until past the deadline, then no more.
 
 
 @pytest.mark.e2e

@@ -28,7 +28,6 @@ from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
 from google.cloud import compute_v1
 import requests
-import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
@@ -187,16 +186,12 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
     return operation.status == DONE
 
   # No pause between calls: each `wait` is held by the server.
-  if operation.status != DONE:
-    try:
-      tenacity.Retrying(
-          retry=tenacity.retry_if_result(lambda done: not done),
-          stop=waits.PastDeadline(clock, clock() + timeout_s))(Waited)
-    except tenacity.RetryError:
-      raise errors.ResourceError(
-          f'Operation {operation.name} ({operation.operation_type} '
-          f'{LastSegment(operation.target_link)}) was not done after '
-          f'{timeout_s:.0f}s.') from None
+  if operation.status != DONE and not waits.Poll(
+      Waited, bool, timeout_s, 0, clock, time.sleep)[0]:
+    raise errors.ResourceError(
+        f'Operation {operation.name} ({operation.operation_type} '
+        f'{LastSegment(operation.target_link)}) was not done after '
+        f'{timeout_s:.0f}s.')
   if operation.error.errors:
     first = operation.error.errors[0]
     raise OperationError(
