@@ -56,6 +56,24 @@ def test_tuning_directives_pass(line):
   options.CheckServerOption(line)
 
 
+@pytest.mark.parametrize('line,args', [
+    ('  hz\t 50 ', ['hz', '50']),
+    ('po"rt" 1', ['port', '1']),  # A quote may start mid-argument.
+    (r'x "a\x41\n\"\q\x4g"', ['x', 'aA\n"qx4g']),  # \xHH, \n, \", \q is q.
+    (r"x 'it\'s \n'", ['x', "it's \\n"]),  # Only \' escapes in '...'.
+    ('save ""', ['save', '']),
+    ('save "" ""', ['save', '', '']),
+    ('x "a"b', None),  # A closing quote must end the argument.
+    ("x 'a'b", None),
+    ('x "open', None),
+    (r"x 'a\'", None),  # \' does not close.
+    ('x "a\\', None),
+])
+def test_config_lines_split_as_redis_server_splits_them(line, args):
+  """sds.c's sdssplitargs rules (redis_config's docstring)."""
+  assert redis_config.SplitArgs(line) == args
+
+
 @pytest.mark.e2e
 def test_every_allowed_directive_is_one_redis_server_knows(tmp_path):
   """A stale or misspelt entry would pass a line redis-server then refuses

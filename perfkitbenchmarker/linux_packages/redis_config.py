@@ -24,72 +24,46 @@ directive nobody reviewed is refused, not passed on.
 Pure: strings in, arguments out.
 """
 
+import re
 from typing import List, Optional
 
 _BLANKS = ' \n\r\t\f\v\0'
+_BLANK_RUN = re.compile('[' + re.escape(_BLANKS) + ']*')
+# One argument: unquoted characters, then at most one quoted part ("double",
+# where a backslash takes the next character, or 'single', where only \'
+# is an escape); the caller checks what follows it.
+_ARGUMENT = re.compile(
+    '([^' + re.escape(_BLANKS) + '"\']*)'
+    r"""(?:"((?:\\.|[^"\\])*)"|'((?:\\'|\\(?!')|[^'\\])*)')?""",
+    re.DOTALL)
+_DOUBLE_ESCAPE = re.compile(r'\\(x[0-9a-fA-F]{2}|.)', re.DOTALL)
 _ESCAPES = {'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'a': '\a'}
-_HEX = '0123456789abcdefABCDEF'
+
+
+def _Unescape(escape: re.Match) -> str:
+  code = escape.group(1)
+  return chr(int(code[1:], 16)) if len(code) == 3 else _ESCAPES.get(code, code)
 
 
 def SplitArgs(line: str) -> Optional[List[str]]:
   """The arguments of one config line, or None where redis-server would
   refuse it (unbalanced quotes, a quote closed in mid-argument)."""
   args: List[str] = []
-  i, n = 0, len(line)
+  i = 0
   while True:
-    while i < n and line[i] in _BLANKS:
-      i += 1
-    if i >= n:
+    i = _BLANK_RUN.match(line, i).end()
+    if i == len(line):
       return args
-    current: List[str] = []
-    in_double = in_single = False
-    while True:
-      if in_double:
-        if i >= n:
-          return None
-        c = line[i]
-        if (c == '\\' and i + 3 < n and line[i + 1] == 'x' and
-            line[i + 2] in _HEX and line[i + 3] in _HEX):
-          current.append(chr(int(line[i + 2:i + 4], 16)))
-          i += 3
-        elif c == '\\' and i + 1 < n:
-          i += 1
-          current.append(_ESCAPES.get(line[i], line[i]))
-        elif c == '"':
-          if i + 1 < n and line[i + 1] not in _BLANKS:
-            return None
-          in_double = False
-          i += 1
-          break
-        else:
-          current.append(c)
-      elif in_single:
-        if i >= n:
-          return None
-        c = line[i]
-        if c == '\\' and i + 1 < n and line[i + 1] == "'":
-          i += 1
-          current.append("'")
-        elif c == "'":
-          if i + 1 < n and line[i + 1] not in _BLANKS:
-            return None
-          in_single = False
-          i += 1
-          break
-        else:
-          current.append(c)
-      else:
-        if i >= n or line[i] in _BLANKS:
-          break
-        c = line[i]
-        if c == '"':
-          in_double = True
-        elif c == "'":
-          in_single = True
-        else:
-          current.append(c)
-      i += 1
-    args.append(''.join(current))
+    argument = _ARGUMENT.match(line, i)
+    i = argument.end()
+    if i < len(line) and line[i] not in _BLANKS:
+      return None  # A quote left open, or text right after a closing one.
+    plain, double, single = argument.groups()
+    if double is not None:
+      plain += _DOUBLE_ESCAPE.sub(_Unescape, double)
+    elif single is not None:
+      plain += single.replace("\\'", "'")
+    args.append(plain)
 
 
 def Directive(line: str) -> Optional[str]:
