@@ -53,12 +53,18 @@ def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
   return pd.Series([float('nan')] * len(frame), index=frame.index)
 
 
-def _Last(rows: pd.DataFrame) -> pd.DataFrame:
-  """The last row of each (run, cell), by time (the columns answers read)."""
-  wanted = [c for c in ('run_uri', 'cell', 'timestamp', 'value', 'night') +
-            METADATA_KEYS if c in rows.columns]
-  return rows[wanted].sort_values('timestamp', kind='stable').groupby(
+def LastPerRun(rows: pd.DataFrame) -> pd.DataFrame:
+  """The last row of each (run, cell) by time: a run counts once, with the
+  last value it recorded in each column."""
+  return rows.sort_values('timestamp', kind='stable').groupby(
       ['run_uri', 'cell'], as_index=False).last()
+
+
+def _Last(rows: pd.DataFrame) -> pd.DataFrame:
+  """LastPerRun of the columns answers read."""
+  return LastPerRun(rows[[
+      c for c in ('run_uri', 'cell', 'timestamp', 'value', 'night') +
+      METADATA_KEYS if c in rows.columns]])
 
 
 def _PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:

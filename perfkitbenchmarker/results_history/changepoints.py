@@ -107,8 +107,8 @@ def HistoryPoints(frame: pd.DataFrame,
     # A run counts once per night: its last sample of the metric.
     keys = list(cells.CELL_COLUMNS) + ['cell', nights.NIGHT_COLUMN,
                                        nights.NIGHT_START_COLUMN]
-    per_run = rows[keys + ['run_uri', 'timestamp', 'value']].sort_values(
-        'timestamp').groupby(['cell', 'run_uri'], as_index=False).last()
+    per_run = answers_lib.LastPerRun(
+        rows[keys + ['run_uri', 'timestamp', 'value']])
     points = per_run.groupby(keys, as_index=False).agg(
         value=('value', 'mean'), runs=('run_uri', 'nunique'))
     points['metric'] = name

@@ -207,8 +207,7 @@ def AnswerLoads(night_frame: pd.DataFrame) -> pd.DataFrame:
   capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
   if capped.empty or 'connections' not in capped.columns:
     return pd.DataFrame(columns=['run_uri', 'cell', 'connections'])
-  last = capped.sort_values('timestamp', kind='stable').groupby(
-      ['run_uri', 'cell'], as_index=False).last()
+  last = answers_lib.LastPerRun(capped)
   return last[['run_uri', 'cell', 'connections']].dropna()
 
 
@@ -400,8 +399,7 @@ def _AnswerCappedLatency(night_frame: pd.DataFrame) -> pd.DataFrame:
   capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
   if capped.empty or 'capped_latency_ms' not in capped.columns:
     return pd.DataFrame(columns=['run_uri', 'cell', 'capped_latency_ms'])
-  last = capped.sort_values('timestamp', kind='stable').groupby(
-      ['run_uri', 'cell'], as_index=False).last()
+  last = answers_lib.LastPerRun(capped)
   return pd.DataFrame({
       'run_uri': last['run_uri'].astype(str), 'cell': last['cell'],
       'capped_latency_ms': pd.to_numeric(last['capped_latency_ms'],
