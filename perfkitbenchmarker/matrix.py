@@ -141,11 +141,10 @@ def _Named(config: Mapping[str, Any], defs_key: str, name: Optional[str],
   return defs[name]
 
 
-def _ExpandEntry(label: str, module: str, config: Dict[str, Any],
-                 global_flags: Mapping[str, Any],
-                 flag_matrix: Optional[str], flag_zip: Optional[str],
-                 flag_defaults: Mapping[str, Any], budget: int,
-                 check_flag: Optional[FlagCheck]
+def _ExpandEntry(label: str, config: Dict[str, Any],
+                 global_flags: Mapping[str, Any], flag_matrix: Optional[str],
+                 flag_zip: Optional[str], flag_defaults: Mapping[str, Any],
+                 budget: int, check_flag: Optional[FlagCheck]
                  ) -> List[Tuple[dict, tuple]]:
   matrix_name = flag_matrix or config.get('flag_matrix')
   zip_name = flag_zip or config.get('flag_zip')
@@ -245,7 +244,7 @@ def Expand(user_config: Any, benchmark_names: Sequence[str],
   cells = []
   for label, module, config in _Entries(user_config, benchmark_names,
                                         benchmarks_on_command_line):
-    for cell_config, axes in _ExpandEntry(label, module, config, global_flags,
+    for cell_config, axes in _ExpandEntry(label, config, global_flags,
                                           flag_matrix, flag_zip,
                                           flag_defaults or {},
                                           MAX_CELLS - len(cells), check_flag):
