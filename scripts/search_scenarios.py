@@ -62,8 +62,8 @@ class Scenario:
   def OurPolicy(self, **settings):
     """Ours with the benchmark's defaults, started at the walk's first load."""
     from perfkitbenchmarker.search import adaptive  # pylint: disable=g-import-not-at-top
-    from perfkitbenchmarker.study import options  # pylint: disable=g-import-not-at-top
-    defaults = options.SearchOptions()
+    from perfkitbenchmarker.study import search_options  # pylint: disable=g-import-not-at-top
+    defaults = search_options.SearchOptions()
     return adaptive.AdaptiveStepPolicy.FromConnectionRange(
         threads=self.OurThreads(),
         min_connections=defaults.adaptive_min_connections,

@@ -23,6 +23,7 @@ from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import search_options
 from perfkitbenchmarker.study import shard_study
 
 needs_redis = e2e.NeedsTools('redis-server', 'redis-cli',
@@ -30,7 +31,7 @@ needs_redis = e2e.NeedsTools('redis-server', 'redis-cli',
 
 
 def _Shards(**values):
-  return options.ShardSearchOptions(**dict(dict(enabled=True), **values))
+  return search_options.ShardSearchOptions(**dict(dict(enabled=True), **values))
 
 
 def test_bounds_start_at_half_the_vcpus():

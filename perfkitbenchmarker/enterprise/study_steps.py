@@ -16,6 +16,7 @@ from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.study import options as study_options
 from perfkitbenchmarker.study import results
+from perfkitbenchmarker.study import search_options
 from perfkitbenchmarker.study import search_runner
 
 
@@ -36,11 +37,11 @@ def StudyOptions(opts: options_lib.EnterpriseOptions, records: int,
           memtier_path=opts.memtier_path, load_key_pattern='S:S',
           run_duration_s=opts.probe_seconds, clients=opts.loadgen_clients,
           pipeline=opts.pipeline),
-      search=study_options.SearchOptions(
+      search=search_options.SearchOptions(
           cap_ms=opts.cap_ms, policy='linear', min_threads=min_threads,
           max_threads=max_threads, thread_increment=opts.thread_increment,
           max_probes=steps, confirm_repeats=0),
-      shards=study_options.ShardSearchOptions())
+      shards=search_options.ShardSearchOptions())
 
 
 def Search(spec, study, probe_driver, extra: Dict) -> Optional[float]:

@@ -147,25 +147,17 @@ class GeneratorOptions:
                fallback=f.redis_benchmark_fallback)
 
 
-# The search's records live in search_options.py (their seam); these names
-# stay here for the layers that read them from the study's options.
-StaircaseOptions = search_options.StaircaseOptions
-SearchOptions = search_options.SearchOptions
-ShardSearchOptions = search_options.ShardSearchOptions
-CurveOptions = search_options.CurveOptions
-
-
 @dataclasses.dataclass(frozen=True)
 class RedisStudyOptions:
   """Everything the redis_memtier study needs, from flags, validated."""
   server: ServerOptions
   workload: base.Workload
   generator: GeneratorOptions
-  search: SearchOptions
-  shards: ShardSearchOptions
+  search: search_options.SearchOptions
+  shards: search_options.ShardSearchOptions
   fixed: workload_options.FixedLoadOptions = (
       workload_options.FixedLoadOptions())
-  curve: CurveOptions = CurveOptions()
+  curve: search_options.CurveOptions = search_options.CurveOptions()
 
   @classmethod
   def FromFlags(cls, f) -> 'RedisStudyOptions':
@@ -186,10 +178,10 @@ class RedisStudyOptions:
             cluster_mode=f.redis_server_cluster_mode,
             **workload_options.KeyDistributionFromFlags(f)),
         generator=GeneratorOptions.FromFlags(f),
-        search=SearchOptions.FromFlags(f),
-        shards=ShardSearchOptions.FromFlags(f),
+        search=search_options.SearchOptions.FromFlags(f),
+        shards=search_options.ShardSearchOptions.FromFlags(f),
         fixed=workload_options.FixedLoadOptions.FromFlags(f),
-        curve=CurveOptions.FromFlags(f))
+        curve=search_options.CurveOptions.FromFlags(f))
     options.Check()
     return options
 

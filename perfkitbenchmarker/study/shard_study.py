@@ -27,6 +27,7 @@ from perfkitbenchmarker.search import shards as shard_search
 from perfkitbenchmarker.study import deployment as deployment_lib
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import results
+from perfkitbenchmarker.study import search_options
 
 OPTIMAL_SHARD_COUNT = 'optimal_shard_count'
 ROLE_POINT, ROLE_OPTIMUM = 'point', 'optimum'
@@ -48,7 +49,7 @@ class _Point:
   result: search_driver.SearchResult
 
 
-def _StartConnections(sh: options_lib.ShardSearchOptions,
+def _StartConnections(sh: search_options.ShardSearchOptions,
                       previous: Optional[_Point],
                       shards: int) -> Optional[int]:
   """The previous best load, scaled to keep all shards' connections."""
