@@ -28,6 +28,7 @@ from typing import Iterator, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import vm_util
 
 
 def _Prefixes(path: str) -> Iterator[str]:
@@ -101,11 +102,10 @@ def _AskOn(vm, program: str) -> Optional[str]:
   if rc == NOT_ON_PATH:
     return None
   if rc != 0:
-    said = err.strip().splitlines()[-1] if err.strip() else 'no message'
     raise errors.ProcessError(
         f'Checking {program} on {vm.name} failed (trusted.sh exited with '
-        f'status {rc}: {said}).')
-  return out.strip().splitlines()[-1] if out.strip() else ''
+        f'status {rc}: {vm_util.Tail(err, 1) or "no message"}).')
+  return vm_util.Tail(out, 1)
 
 
 def CheckOn(vm, path: str, what: str) -> str:
