@@ -18,7 +18,11 @@ packages=(redis-server redis-tools openssh-server openssh-client util-linux
           gcc libc6-dev
           # shellcheck: tests/shell_scripts_test.py checks the scripts pkb
           # runs on VMs (perfkitbenchmarker/scripts/*.sh) with it.
-          shellcheck)
+          shellcheck
+          # sudo: the cloud rehearsals' VM user is not root, as a cloud
+          # image's login is not, and reaches root through it
+          # (tests/rehearsal_hosts.py).
+          sudo)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -21,7 +21,9 @@ What runs for real on the hosts and what does not (the image's side):
     --load_generator=redis_benchmark;
   * system tuning runs for real, writing host-private copies of the
     transparent-huge-page and overcommit knobs;
-  * the VM user is uid 0 inside its host (no sudo on this machine).
+  * the VM user is not root (a uid of 1000 or more inside its host) and has passwordless
+    sudo, as a cloud image's login has: what pkb does as root goes through
+    the real `sudo -n`.
 Afterwards: nothing the provider created remains in the fake cloud, no
 process the run started remains on any host (checked when each VM is
 deleted, before the host goes), nothing escaped the namespace.

@@ -19,8 +19,10 @@ the fake cloud creates backed by a real host on this machine:
     on the VM's address port 22 and accepting only the user and public key
     the provider put in the instance (GCE `ssh-keys` metadata, the EC2 key
     pair), the way the image's guest agent or cloud-init would. The user
-    exists only inside the host (a private /etc/passwd, uid 0, since this
-    machine has no sudo for a non-root login), /tmp is the host's own tmpfs,
+    exists only inside the host (a private /etc/passwd): like a cloud
+    image's login it is not root (uid 1000) and has passwordless sudo
+    (the real sudo, with the host's private /etc/sudoers), so everything
+    pkb does as root goes through `sudo -n`; /tmp is the host's own tmpfs,
     and what system tuning writes (transparent huge pages,
     vm.overcommit_memory, the open-file limits file in
     /etc/security/limits.d) is private to the host (somaxconn and the SYN
@@ -31,7 +33,7 @@ the fake cloud creates backed by a real host on this machine:
     process of the run that refuses and logs connections and lookups
     outside loopback and the namespace's own addresses.
 
-Needs root (namespaces, mounts), ip, nsenter, unshare and sshd.
+Needs root (namespaces, mounts), ip, nsenter, unshare, sshd and sudo.
 """
 
 import contextlib
@@ -57,7 +59,8 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 
 def Available() -> bool:
   return (os.geteuid() == 0 and os.path.exists(SSHD) and
-          all(shutil.which(t) for t in ('ip', 'nsenter', 'unshare', 'ssh')))
+          all(shutil.which(t) for t in ('ip', 'nsenter', 'unshare', 'ssh',
+                                        'sudo')))
 
 
 def _Ip(*args: str) -> str:
@@ -153,7 +156,10 @@ set -e
 mount --bind "$1" /mnt
 mount -t tmpfs -o mode=1777,size=256m rehearsal-tmp /tmp
 mkdir -m 0700 /tmp/home
+chown "$2" /tmp/home
 mount --bind /mnt/passwd /etc/passwd
+mount --bind /mnt/sudoers /etc/sudoers
+mount --bind /mnt/shadow /etc/shadow
 mount --bind /mnt/thp /sys/kernel/mm/transparent_hugepage
 mount --bind /mnt/overcommit_memory /proc/sys/vm/overcommit_memory
 if [ -d /etc/security/limits.d ]; then
@@ -161,6 +167,12 @@ if [ -d /etc/security/limits.d ]; then
 fi
 exec /usr/sbin/sshd -D -e -f /mnt/sshd_config
 '''
+
+
+def _FreeUid() -> int:
+  with open('/etc/passwd') as f:
+    taken = {int(l.split(':')[2]) for l in f if l.count(':') >= 6}
+  return next(u for u in range(1000, 60000) if u not in taken)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +193,9 @@ class Host:
     self.address = address
     self.user = user
     self.public_key = public_key.strip()
+    # A cloud image's login is not root: a uid no user of this machine has
+    # (the host's passwd is this machine's plus the user).
+    self.uid = 0 if user == 'root' else _FreeUid()
     self.log_path = os.path.join(directory, 'sshd.log')
     self._proc: Optional[subprocess.Popen] = None
     self.init_pid: Optional[int] = None
@@ -193,15 +208,34 @@ class Host:
     subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
                     os.path.join(d, 'host_key')], check=True,
                    capture_output=True)
+    # sshd reads the keys as the user; the directory is /mnt in the host.
+    os.chmod(d, 0o755)
     with open(os.path.join(d, 'authorized_keys'), 'w') as f:
       f.write(self.public_key + '\n')
+    os.chmod(os.path.join(d, 'authorized_keys'), 0o644)
     with open('/etc/passwd') as f:
       lines = [l for l in f if not l.startswith(self.user + ':')]
     if self.user != 'root':
-      lines.append(f'{self.user}:x:0:0:rehearsal VM user:/tmp/home:'
-                   '/bin/bash\n')
+      lines.append(f'{self.user}:x:{self.uid}:{self.uid}:rehearsal VM user:'
+                   '/tmp/home:/bin/bash\n')
     with open(os.path.join(d, 'passwd'), 'w') as f:
       f.writelines(lines)
+    # sudo's PAM account check needs the user in shadow: no password (`*`:
+    # the key is the only way in), an account that is valid.
+    with open('/etc/shadow') as f:
+      lines = [l for l in f if not l.startswith(self.user + ':')]
+    if self.user != 'root':
+      lines.append(f'{self.user}:*:20000:0:99999:7:::\n')
+    shadow = os.path.join(d, 'shadow')
+    with open(os.open(shadow, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+              'w') as f:
+      f.writelines(lines)
+    # What a cloud image gives its login: root through sudo, no password.
+    # sudo reads only a root-owned file no one else can write.
+    sudoers = os.path.join(d, 'sudoers')
+    with open(sudoers, 'w') as f:
+      f.write(f'{self.user} ALL=(ALL:ALL) NOPASSWD: ALL\n')
+    os.chmod(sudoers, 0o440)
     for knob in ('enabled', 'defrag'):
       with open(os.path.join(d, 'thp', knob), 'w') as f:
         f.write('always defer defer+madvise [madvise] never\n')
@@ -213,7 +247,6 @@ class Host:
           'HostKey /mnt/host_key', 'PidFile none',
           'AuthorizedKeysFile /mnt/authorized_keys',
           f'AllowUsers {self.user}',
-          # The user is uid 0 inside the host; its key is its only way in.
           'PermitRootLogin prohibit-password',
           'PubkeyAuthentication yes', 'PasswordAuthentication no',
           'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no',
@@ -236,7 +269,7 @@ class Host:
           self.netns.Argv(['unshare', '--mount', '--pid', '--fork',
                            '--kill-child', '--mount-proc',
                            'sh', '-c', _SETUP, 'rehearsal-host',
-                           self.directory]),
+                           self.directory, str(self.uid)]),
           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
           start_new_session=True)
     deadline = time.monotonic() + timeout
