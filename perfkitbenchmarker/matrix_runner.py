@@ -34,6 +34,7 @@ from perfkitbenchmarker import paths
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_plan
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import stage_runner
@@ -291,8 +292,7 @@ class _Runner:
     # own (no terminal of theirs went away) and stop the same way.
     forward = signal.SIGTERM if signum == signal.SIGHUP else signum
     for child in list(self.running.values()):
-      if child.proc.poll() is None:
-        child.proc.send_signal(forward)
+      run_processes.Forward(child.proc, forward)
 
   def _Start(self, cell) -> _Child:
     run_uri = (self.fv.run_uri if self.fv.run_uri and len(self.cells) == 1

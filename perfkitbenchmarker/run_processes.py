@@ -29,13 +29,16 @@ no new process that ID while it does, so those are what the leader led: a
 member that ignores TERM goes too). One exception:
 `KillStartedGroup`, a local command's group that pkb itself started and has
 not yet reaped, killed at once from a signal handler (no waiting there, and
-an unreaped child's PID cannot name another process); scripts/probe.sh
-ends its own sampler, a background job it has not reaped, likewise.
+an unreaped child's PID cannot name another process); `Forward`, a
+signal the user sent the matrix, passed on to the cells it started and has
+not reaped (each stops as a pkb run does); scripts/probe.sh ends its own
+sampler, a background job it has not reaped, likewise.
 """
 
 import dataclasses
 import os
 import signal
+import subprocess
 
 from perfkitbenchmarker import shell_scripts
 
@@ -93,3 +96,10 @@ def KillStartedGroup(pid: int) -> None:
     os.killpg(pid, signal.SIGKILL)
   except (ProcessLookupError, PermissionError):
     pass
+
+
+def Forward(child: subprocess.Popen, signum: int) -> None:
+  """Passes the user's `signum` on to a child pkb started and has not yet
+  reaped (module doc); nothing once it has exited."""
+  if child.poll() is None:
+    child.send_signal(signum)
