@@ -284,9 +284,18 @@ class BenchmarkSpec:
 
   # Stages ------------------------------------------------------------------
 
-  def ConstructVirtualMachines(self) -> None:
-    self.vm_groups = self.provider.ConstructVms(self)
+  def _SetGroups(self, groups) -> None:
+    """vm_groups and vms in the config's order of groups, as upstream PKB
+    keeps them (providers build servers first: placement, not order)."""
+    order = list(self.GroupCounts())
+    self.vm_groups = dict(sorted(
+        groups.items(),
+        key=lambda item: (order.index(item[0]) if item[0] in order
+                          else len(order))))
     self.vms = [vm for vms in self.vm_groups.values() for vm in vms]
+
+  def ConstructVirtualMachines(self) -> None:
+    self._SetGroups(self.provider.ConstructVms(self))
 
   def RestoreVirtualMachines(self) -> None:
     """Rebuilds the VMs an earlier invocation of this run provisioned."""
@@ -301,8 +310,7 @@ class BenchmarkSpec:
       raise errors.UsageError(
           f'Run {self.run_uri} has no provisioned {", ".join(sorted(missing))}'
           ' VMs; start with --run_stage=provision (or all).')
-    self.vm_groups = groups
-    self.vms = [vm for vms in groups.values() for vm in vms]
+    self._SetGroups(groups)
 
   def Provision(self) -> None:
     provision = getattr(self.provider, 'Provision', None)

@@ -117,12 +117,12 @@ def test_list_is_assigned_servers_first_and_keeps_optional_keys(
       '10.0.0.2', '10.0.0.2', 22)
 
 
-def _Spec(tmp_path, static_file, counts=(1, 1), run_uri=f'sa{PID}'):
+def _Spec(tmp_path, static_file, counts=(1, 1), run_uri=f'sa{PID}',
+          groups=('servers', 'clients')):
   config = {'vm_groups': {
-      'servers': {'vm_spec': {'Local': {'machine_type': 'local'}},
-                  'vm_count': counts[0]},
-      'clients': {'vm_spec': {'Local': {'machine_type': 'local'}},
-                  'vm_count': counts[1]}}}
+      group: {'vm_spec': {'Local': {'machine_type': 'local'}},
+              'vm_count': count}
+      for group, count in zip(groups, counts)}}
   record = run_record.RunRecord.Create(str(tmp_path / 'runs' / run_uri),
                                        run_uri)
   flag_values = types.SimpleNamespace(static_vm_file=static_file,
@@ -147,6 +147,19 @@ def test_construct_vms_calls_nothing(tmp_path, keyfile):
   assert spec.record.Resources() == []  # nothing contacted or recorded yet
   with pytest.raises(errors.UsageError, match='needs --static_vm_file'):
     provider.CheckPrerequisites(types.SimpleNamespace(static_vm_file=None))
+
+
+def test_vm_groups_keep_the_configs_order(tmp_path, keyfile):
+  # Upstream PKB's spec.vm_groups and spec.vms follow the config; the
+  # providers build servers first (placement), which is not the order.
+  path = _Write(tmp_path, [_Machine(keyfile, '10.0.0.1'),
+                           _Machine(keyfile, '10.0.0.2')])
+  spec = _Spec(tmp_path, path, groups=('clients', 'servers'))
+  spec.ConstructVirtualMachines()
+  assert list(spec.vm_groups) == ['clients', 'servers']
+  assert [vm.name for vm in spec.vms] == ['clients-0', 'servers-0']
+  # Servers are still placed first: the first machine of the file.
+  assert spec.vm_groups['servers'][0].ip_address == '10.0.0.1'
 
 
 def _SshdFile(tmp_path, sshd_server, count=2):
