@@ -7,6 +7,7 @@ the server sampler's shell run for real against a throttled process.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -235,3 +236,33 @@ def test_the_sampler_shell_reads_a_live_throttled_cgroup(tmp_path):
   assert side.threads[0].on_cpu <= 0.25
   assert attribution.Decide([], [side]).name == attribution.SERVER_QUOTA
   assert not os.path.exists(group.path)
+
+
+@pytest.mark.e2e
+def test_a_sampler_held_up_past_its_stop_ends_and_leaves_no_file(tmp_path):
+  """A sampler held up (SIGSTOP here; a starved machine in a hog flake
+  hunt) while its stop wakes it, gives up waiting and removes its files:
+  once it runs again it ends although its `read -t` lost the wake line,
+  and its last snapshots go to the file it opened, which the stop
+  removed, not to a new 'server-cpu.out' left in the run's directory."""
+  base = str(tmp_path / 'server-cpu')
+  sampler = subprocess.Popen(
+      ['bash', '-c', shell_scripts.Text(client_cpu.SAMPLER), 'sampler'] +
+      client_cpu.SamplerArgs([os.getpid()], base, 0.2, 30,
+                             str(tmp_path / 'no-run')),
+      stdout=subprocess.PIPE, text=True)
+  try:
+    assert sampler.stdout.readline() == 'ready\n'
+    time.sleep(0.1)  # In its `read -t 0.2`, as it mostly is.
+    sampler.send_signal(signal.SIGSTOP)
+    text = subprocess.run(
+        ['bash', '-c', client_cpu.StopSamplerCommand(base, wait_s=0.3)],
+        capture_output=True, text=True, check=True, timeout=30).stdout
+    assert client_cpu.ParseSeries(text)  # what was there when it gave up
+    assert os.listdir(tmp_path) == []
+  finally:
+    sampler.send_signal(signal.SIGCONT)
+    # Its next check (0.2 s) sees the stop; before, it ran its 30 s out.
+    sampler.wait(timeout=10)
+    sampler.stdout.close()
+  assert os.listdir(tmp_path) == []

@@ -302,13 +302,15 @@ def SamplerArgs(pids: Sequence[int], base: str, interval_s: float,
 
 
 def StopSamplerCommand(base: str, wait_s: float = 10.0) -> str:
-  """Shell that wakes the sampler at `base` (SAMPLER), waits for it
-  to end (its lock; at most `wait_s`), prints its series and removes its
-  files. Opening the FIFO read-write never blocks, with or without a
-  sampler on the other end."""
+  """Shell that wakes the sampler at `base` (SAMPLER; a stop file too, which
+  a lost wake line cannot lose), waits for it to end (its lock; at most
+  `wait_s`), prints its series and removes its files. Opening the FIFO
+  read-write never blocks, with or without a sampler on the other end."""
   q = shlex.quote
-  files = ' '.join(q(base + x) for x in ('.out', '.wake', '.lock', '.sh'))
-  return (f'{{ exec 3<>{q(base + ".wake")} && echo >&3; }} 2>/dev/null; '
+  files = ' '.join(q(base + x)
+                   for x in ('.out', '.wake', '.lock', '.sh', '.stop'))
+  return (f': > {q(base + ".stop")} 2>/dev/null; '
+          f'{{ exec 3<>{q(base + ".wake")} && echo >&3; }} 2>/dev/null; '
           f'flock -w {wait_s:g} {q(base + ".lock")} true; '
           f'cat {q(base + ".out")} 2>/dev/null; rm -f {files}')
 

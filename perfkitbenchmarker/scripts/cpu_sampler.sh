@@ -8,8 +8,9 @@
 # snapshots, space-separated (client_cpu.SampleSchedule). It prints `ready`
 # once its first snapshot is written, holds an flock on BASE.lock while it
 # runs, and ends when a line arrives on the FIFO BASE.wake (it sleeps in
-# `read -t` on it: the stop costs no polling and no signal), when SLEEPS
-# are spent (bounded), or when BASE's directory is gone.
+# `read -t` on it: the stop costs no polling and no signal) or BASE.stop
+# appears, when SLEEPS are spent (bounded), or when BASE's directory is
+# gone.
 
 . ./snapshot.sh
 
@@ -21,18 +22,27 @@ exec {lock}>>"$base.lock"
 flock "$lock"
 mkfifo -m 600 "$base.wake" 2>/dev/null
 exec {wake}<>"$base.wake"
+# The series is written through one descriptor opened here: a stop that
+# gave up waiting (a starved machine) and removed BASE.out leaves the late
+# writes in no file, where reopening by name would make the file again.
+exec {out}>>"$base.out"
 
-shot() { snapshot "$1" "${pids[@]}" >> "$base.out" 2>/dev/null; }
+shot() { snapshot "$1" "${pids[@]}" 1>&"$out" 2>/dev/null; }
 
 shot scan
 echo ready
 exec > /dev/null
 # Gone with the run's directory: a run killed between Start and Stop
 # leaves no sampler behind past its teardown.
+# The stop also leaves BASE.stop (and, once done, removes BASE.wake): a
+# wake line that arrives as `read -t` times out can be lost (bash drops
+# what it read when the timeout fires, as on a starved machine), and the
+# stop must still end the sampler.
 for sleep_s in "${sleeps[@]}"; do
   read -r -t "$sleep_s" -u "$wake" _ && break
   [ -d "${base%/*}/" ] || break
+  if [ -e "$base.stop" ] || [ ! -p "$base.wake" ]; then break; fi
   shot
 done
 shot scan
-echo '{"end":true}' >> "$base.out"
+echo '{"end":true}' 1>&"$out"
