@@ -77,11 +77,10 @@ CONTRACT: Tuple[Hook, ...] = (
          default=_NoLines),
     Hook('EstimatedMinutes', ('spec',), 'float',
          "the run stage's probe minutes, for the cost estimate (the "
-         "provider's fixed part of the stage is cost_estimate's)",
-         default=lambda module: lambda spec: 0.0),
+         "provider's fixed part of the stage is cost_estimate's; absent: "
+         'not estimated, counted to --timeout_minutes)'),
     Hook('EstimatedPreloadKeys', ('spec',), 'int',
-         'keys loaded before the run, for the estimate (absent: the '
-         'memtier key range flags)'),
+         'keys loaded before the run, for the estimate (absent: none)'),
     Hook('EstimatedPreloadClientVms', ('spec',), 'int',
          'client VMs that preload, for the estimate (absent: every client)'),
     Hook('ClientLoadGenerator', ('spec',), 'str or None',

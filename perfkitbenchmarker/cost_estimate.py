@@ -12,8 +12,11 @@ assumed); `CompareWithRun` (scripts/check_estimate.py) sets a run's
 `--timing_measurements=runtimes` stages against them, which is how they
 should be corrected. `FromSpec` serves the dry run, --max_cost_usd and the
 matrix plan; upstream PKB's path is modelled in scripts/pkb_model.py.
-A new cloud adds its `PhaseRates`; a benchmark with its own preload gives
-`EstimatedPreloadKeys(spec)` (and `EstimatedPreloadClientVms(spec)`).
+A new cloud adds its `PhaseRates`; a benchmark with a preload gives
+`EstimatedPreloadKeys(spec)` (and `EstimatedPreloadClientVms(spec)`). A
+benchmark without `EstimatedMinutes` (upstream PKB's modules) gets no
+estimate of its run: its run phase is the rest of --timeout_minutes, the
+most it can cost, which --max_cost_usd then checks.
 """
 
 import dataclasses
@@ -146,6 +149,9 @@ class RunEstimate:
   cloud: str
   groups: Tuple[VmGroup, ...]
   phases: Tuple[Phase, ...]
+  # Why the search phase is the rest of the run's bound, not an estimate
+  # ('' when estimated).
+  unestimated: str = ''
 
   @property
   def usd_per_hour(self) -> float:
@@ -181,14 +187,23 @@ class RunEstimate:
     lines = [f'Estimate ({self.vm_count} VMs, ${self.usd_per_hour:.4f}/hr '
              'for all of them):']
     for p in self.phases:
+      if p.name == 'preload' and not p.minutes:
+        continue  # The benchmark loads nothing before its run.
       unbilled = p.minutes - p.billed_minutes
       note = (f'  ({unbilled:.1f} min before or after the VMs exist)'
               if unbilled > 0.05 else '')
-      lines.append(f'  {p.name:<9} {p.minutes:6.1f} min  ${p.usd:.4f}{note}')
+      if p.name == 'search' and self.unestimated:
+        note = f'  ({self.unestimated})'
+      name = 'run' if self.unestimated and p.name == 'search' else p.name
+      lines.append(f'  {name:<9} {p.minutes:6.1f} min  ${p.usd:.4f}{note}')
     at_most = ''
     if timeout_minutes:
       at_most = (f'; at most ${self.usd_per_hour * timeout_minutes / 60:.2f} '
                  f'if it runs to --timeout_minutes={timeout_minutes:g}')
+    if self.unestimated:
+      lines.append(f'Cost: not estimated; at most ${self.usd:.4f} if it runs '
+                   'to --timeout_minutes.')
+      return lines
     lines.append(f'Cost: about {self.minutes:.0f} min, estimated '
                  f'${self.usd:.4f}{at_most}.')
     return lines
@@ -250,22 +265,32 @@ def FromSpec(spec) -> RunEstimate:
     groups.append(VmGroup(name, counts[name], vm_spec.machine_type,
                           price.usd_per_hour))
   module = spec.module
-  # The benchmark's probe minutes, and the run stage's fixed part here.
-  search = (benchmark_contract.Call(module, 'EstimatedMinutes', spec) +
-            RatesOf(spec.cloud).search_fixed_s / 60)
+  if benchmark_contract.Has(module, 'EstimatedMinutes'):
+    # The benchmark's probe minutes, and the run stage's fixed part here.
+    search = (module.EstimatedMinutes(spec) +
+              RatesOf(spec.cloud).search_fixed_s / 60)
+    unestimated = ''
+  else:
+    # A module that says nothing of its run (upstream's have no such hook)
+    # is counted to the run's bound, so --max_cost_usd holds for it too.
+    search = None
+    unestimated = (f'{spec.name} gives no EstimatedMinutes: the rest of '
+                   f'--timeout_minutes={spec.flags.timeout_minutes:g}')
+  keys = 0
   if benchmark_contract.Has(module, 'EstimatedPreloadKeys'):
     keys = module.EstimatedPreloadKeys(spec)
-  else:
-    # The redis_memtier key range (memtier's flags), the study's preload.
-    low = getattr(spec.flags, 'memtier_key_minimum', 1) or 1
-    high = getattr(spec.flags, 'memtier_key_maximum', 0) or 0
-    keys = max(0, high - low + 1)
   value_bytes = getattr(spec.flags, 'memtier_data_size', 0) or 0
   preloading = counts.get('clients', 1)
   if benchmark_contract.Has(module, 'EstimatedPreloadClientVms'):
     preloading = module.EstimatedPreloadClientVms(spec)
-  return EstimateRun(spec.cloud, groups, search, keys, value_bytes,
-                     preload_client_vms=preloading)
+  estimate = EstimateRun(spec.cloud, groups, search or 0.0, keys,
+                         value_bytes, preload_client_vms=preloading)
+  if search is None:
+    estimate = EstimateRun(
+        spec.cloud, groups,
+        max(0.0, spec.flags.timeout_minutes - estimate.minutes), keys,
+        value_bytes, preload_client_vms=preloading)
+  return dataclasses.replace(estimate, unestimated=unestimated)
 
 
 # The driver's stage samples (timing_util, --timing_measurements=runtimes)

@@ -5,6 +5,7 @@ import types
 import pytest
 
 from perfkitbenchmarker import cost_estimate as ce
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
 
 GROUPS = (ce.VmGroup('servers', 1, 't2d-standard-16', 0.675936),
           ce.VmGroup('clients', 2, 'n2-standard-32', 1.553888))
@@ -55,8 +56,13 @@ def test_one_minute_minimum_billing_and_the_lines():
   assert est.usd == pytest.approx(0.675936 / 60)
   lines = est.Lines(timeout_minutes=60)
   assert lines[0].startswith('Estimate (1 VMs, $0.6759/hr')
-  assert [l.split()[0] for l in lines[1:6]] == list(ce.PHASES)
+  # No keys to load: no preload line.
+  assert [l.split()[0] for l in lines[1:-1]] == [
+      'provision', 'install', 'search', 'teardown']
   assert 'at most $0.68 if it runs to --timeout_minutes=60' in lines[-1]
+  lines = ce.EstimateRun('Local', GROUPS[:1], 0.1, 1000, 10,
+                         rates=rates).Lines()
+  assert [l.split()[0] for l in lines[1:-1]] == list(ce.PHASES)
 
 
 def test_cloud_rates_differ_and_unknown_clouds_are_refused():
@@ -88,7 +94,8 @@ def test_from_spec_uses_the_benchmark_estimate_and_key_range():
       flags=types.SimpleNamespace(memtier_key_minimum=1,
                                   memtier_key_maximum=500_000,
                                   memtier_data_size=100),
-      module=types.SimpleNamespace(EstimatedMinutes=lambda s: 12.5),
+      module=types.SimpleNamespace(EstimatedMinutes=lambda s: 12.5,
+                                   EstimatedPreloadKeys=lambda s: 500_000),
       GroupCounts=lambda: {'servers': 1, 'clients': 2},
       GroupSpecs=lambda: {'servers': types.SimpleNamespace(machine_type='a'),
                           'clients': types.SimpleNamespace(machine_type='b')},
@@ -112,6 +119,39 @@ def test_from_spec_uses_the_benchmark_estimate_and_key_range():
   phases = {p.name: p.minutes for p in ce.FromSpec(spec).phases}
   assert phases['preload'] == pytest.approx(
       ce.PreloadSeconds(ce.RATES['AWS'], 500_000, 100) / 60)
+
+
+def test_a_module_without_an_estimate_is_counted_to_its_timeout():
+  # Upstream PKB's modules have no EstimatedMinutes: their run is not
+  # estimated, so the dry run and --max_cost_usd take its bound.
+  price = types.SimpleNamespace(usd_per_hour=3.0)
+  spec = types.SimpleNamespace(
+      cloud='GCP', name='example_vm',
+      flags=types.SimpleNamespace(timeout_minutes=20, memtier_key_maximum=9),
+      module=types.SimpleNamespace(),
+      GroupCounts=lambda: {'default': 1},
+      GroupSpecs=lambda: {'default': types.SimpleNamespace(machine_type='a')},
+      GroupPrice=lambda group: price)
+  est = ce.FromSpec(spec)
+  assert est.minutes == pytest.approx(20)
+  # Billed while the VMs exist: the whole bound but the network's minutes.
+  unbilled = ce.RATES['GCP'].network_min + ce.RATES['GCP'].network_delete_min
+  assert est.usd == pytest.approx(3.0 * (20 - unbilled) / 60)
+  phases = {p.name: p.minutes for p in est.phases}
+  assert phases['preload'] == 0  # memtier's key range is not its preload
+  lines = est.Lines(timeout_minutes=20)
+  run, = [l for l in lines if l.split()[0] == 'run']
+  assert 'example_vm gives no EstimatedMinutes' in run
+  assert lines[-1] == (f'Cost: not estimated; at most ${est.usd:.4f} if it '
+                       'runs to --timeout_minutes.')
+  assert not any(l.split()[0] in ('preload', 'search') for l in lines[1:])
+
+
+def test_redis_memtier_preloads_its_key_range():
+  flags = types.SimpleNamespace(memtier_key_minimum=1,
+                                memtier_key_maximum=500_000)
+  assert redis_memtier_benchmark.EstimatedPreloadKeys(
+      types.SimpleNamespace(flags=flags)) == 500_000
 
 
 def test_client_vms_preloading_side_by_side_divide_the_preload():

@@ -109,6 +109,13 @@ def EstimatedMinutes(spec) -> float:
   return plan.EstimatedSeconds(_Options(spec)) / 60
 
 
+def EstimatedPreloadKeys(spec) -> int:
+  """The memtier key range the study preloads."""
+  low = getattr(spec.flags, 'memtier_key_minimum', 1) or 1
+  high = getattr(spec.flags, 'memtier_key_maximum', 0) or 0
+  return max(0, high - low + 1)
+
+
 def ClientLoadGenerator(spec) -> Optional[str]:
   """What the client VMs install (prepare_checks): memtier when asked for
   without a binary of the user's; redis-benchmark installs anywhere."""
