@@ -18,7 +18,6 @@ from typing import List, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import price_performance
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.study import deployment as deployment_lib
 from perfkitbenchmarker.study import options as options_lib
@@ -76,8 +75,7 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
         ) -> List[measurement.Measurement]:
   """Runs every fixed load; returns the measurements in order."""
   f, cap = opts.fixed, opts.search.cap
-  server, others = results.GroupCosts(spec)
-  per_hour = server.usd_per_hour
+  per_hour = results.ServersPerHour(spec)
   runs = f.Runs()
   tool = deployment.generators[0].NAME
   line = PlanLines(opts, None if tool == memtier_results.LOAD_GENERATOR
@@ -99,9 +97,8 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
     spec.reporter.Line(f'  SET:GET {workload.ratio}')
     results.PublishProbe(spec, index, m, cap, ROLE, extra)
     measured.append(m)
-  spec.EmitSamples([
-      s.WithMetadata(fixed_load=True, **results.InterferenceMetadata(measured))
-      for s in price_performance.CostSamples(server, others)])
+  spec.EmitSamples(results.CostSamples(
+      spec, fixed_load=True, **results.InterferenceMetadata(measured)))
   if any(m.client_saturated for m in measured):
     spec.reporter.Line('WARNING: the load generator was the limit (its CPU '
                        'or its cgroup\'s quota) in some runs; their '

@@ -104,8 +104,8 @@ def PublishProbe(spec, index: int, m: measurement.Measurement,
   spec.reporter.Probe(index, m, cap, role)
 
 
-def GroupCosts(spec) -> Tuple[price_performance.GroupCost,
-                              List[price_performance.GroupCost]]:
+def _GroupCosts(spec) -> Tuple[price_performance.GroupCost,
+                               List[price_performance.GroupCost]]:
   """(the servers' hourly cost, every other group's): what a study's
   results are priced with."""
   counts = spec.GroupCounts()
@@ -114,6 +114,18 @@ def GroupCosts(spec) -> Tuple[price_performance.GroupCost,
   others = [price_performance.GroupCost(g, counts[g], spec.GroupPrice(g))
             for g in counts if g != 'servers']
   return server, others
+
+
+def ServersPerHour(spec) -> float:
+  """What the server VMs cost an hour (the figure's denominator)."""
+  return _GroupCosts(spec)[0].usd_per_hour
+
+
+def CostSamples(spec, **metadata) -> List[sample_lib.Sample]:
+  """The run's cost samples (every group's hourly price), with
+  `metadata`."""
+  return [s.WithMetadata(**metadata)
+          for s in price_performance.CostSamples(*_GroupCosts(spec))]
 
 
 def ResultSamples(spec, result: search_driver.SearchResult,
@@ -168,7 +180,7 @@ def ResultSamples(spec, result: search_driver.SearchResult,
              price_performance.CappedSamples(reported, cap, None, extra)]
   spec.EmitSamples(samples)
   try:
-    server, others = GroupCosts(spec)
+    server, others = _GroupCosts(spec)
     priced = [s.WithMetadata(**verdict) for s in
               price_performance.CostSamples(server, others)]
     priced.append(price_performance.PricePerformanceSample(
