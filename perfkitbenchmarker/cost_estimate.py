@@ -192,18 +192,18 @@ class RunEstimate:
       unbilled = p.minutes - p.billed_minutes
       note = (f'  ({unbilled:.1f} min before or after the VMs exist)'
               if unbilled > 0.05 else '')
-      if p.name == 'search' and self.unestimated:
-        note = f'  ({self.unestimated})'
-      name = 'run' if self.unestimated and p.name == 'search' else p.name
+      name = p.name
+      if name == 'search' and self.unestimated:
+        name, note = 'run', f'  ({self.unestimated})'
       lines.append(f'  {name:<9} {p.minutes:6.1f} min  ${p.usd:.4f}{note}')
-    at_most = ''
-    if timeout_minutes:
-      at_most = (f'; at most ${self.usd_per_hour * timeout_minutes / 60:.2f} '
-                 f'if it runs to --timeout_minutes={timeout_minutes:g}')
     if self.unestimated:
       lines.append(f'Cost: not estimated; at most ${self.usd:.4f} if it runs '
                    'to --timeout_minutes.')
       return lines
+    at_most = ''
+    if timeout_minutes:
+      at_most = (f'; at most ${self.usd_per_hour * timeout_minutes / 60:.2f} '
+                 f'if it runs to --timeout_minutes={timeout_minutes:g}')
     lines.append(f'Cost: about {self.minutes:.0f} min, estimated '
                  f'${self.usd:.4f}{at_most}.')
     return lines
