@@ -12,7 +12,7 @@ both; a Redis-compatible engine whose servers speak the same commands
 
 import shlex
 import time
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
@@ -87,10 +87,9 @@ def _Replicate(vm, replica_shards: Sequence[redis_shard.Shard],
     primary = primaries[i % len(primaries)]
     node_id = redis_server.Cli(vm, primary.host, primary.port, password,
                   'CLUSTER MYID').strip()
-    known, _ = waits.Poll(
-        lambda r=replica: redis_server.Cli(vm, r.host, r.port, password,
-                                           'CLUSTER NODES'),
-        lambda nodes, n=node_id: n in nodes, timeout_s, 0.2, clock, sleep)
+    known, _ = _AwaitAnswers(vm, [replica], password, 'CLUSTER NODES',
+                             lambda nodes, n=node_id: n in nodes[0],
+                             sleep, clock, timeout_s)
     if not known:
       raise errors.ProcessError(
           f'Shard {replica.port} never learnt primary {primary.port} in '
@@ -99,12 +98,32 @@ def _Replicate(vm, replica_shards: Sequence[redis_shard.Shard],
         f'CLUSTER REPLICATE {shlex.quote(node_id)}')
 
 
+def _AwaitAnswers(vm, shards: Sequence[redis_shard.Shard], password: str,
+                  command: str, done: Callable[[List[str]], bool],
+                  sleep: Callable[[float], None], clock: Callable[[], float],
+                  timeout_s: float) -> Tuple[bool, List[str]]:
+  """Asks every shard `command` every 0.2 s until done(the answers, in
+  shard order) or timeout_s passed; (whether done, the last answers).
+
+  The one wait on what shards say: a replica learning its primary, the
+  cluster serving every slot, replicas linking up.
+  """
+  return waits.Poll(
+      lambda: [redis_server.Cli(vm, s.host, s.port, password, command)
+               for s in shards],
+      done, timeout_s, 0.2, clock, sleep)
+
+
+def _FieldsOf(answer: str) -> Dict[str, str]:
+  """A `key:value` a line answer (CLUSTER INFO, INFO) as a dict."""
+  return dict(line.strip().split(':', 1) for line in answer.splitlines()
+              if ':' in line and not line.startswith('#'))
+
+
 def _Fields(vm, shard: redis_shard.Shard, password: str,
             command: str) -> Dict[str, str]:
-  """A `key:value` a line answer (CLUSTER INFO, INFO) as a dict."""
-  out = redis_server.Cli(vm, shard.host, shard.port, password, command)
-  return dict(line.strip().split(':', 1) for line in out.splitlines()
-              if ':' in line and not line.startswith('#'))
+  return _FieldsOf(redis_server.Cli(vm, shard.host, shard.port, password,
+                                    command))
 
 
 def ClusterInfo(vm, shard: redis_shard.Shard, password: str) -> Dict[str, str]:
@@ -120,9 +139,12 @@ def WaitForClusterOk(vm, shards: Sequence[redis_shard.Shard], password: str,
                i.get('cluster_known_nodes') == str(len(shards))
                for i in infos)
 
-  ok, infos = waits.Poll(lambda: [ClusterInfo(vm, s, password) for s in shards],
-                         AllOk, timeout_s, 0.2, clock, sleep)
+  ok, answers = _AwaitAnswers(
+      vm, shards, password, 'CLUSTER INFO',
+      lambda answers: AllOk([_FieldsOf(a) for a in answers]),
+      sleep, clock, timeout_s)
   if not ok:
+    infos = [_FieldsOf(a) for a in answers]
     states = ', '.join(f'{s.port}:{i.get("cluster_state")}'
                        for s, i in zip(shards, infos))
     raise errors.ProcessError(
@@ -186,14 +208,16 @@ def WaitForReplication(vm, shards: Sequence[redis_shard.Shard], password: str,
                        timeout_s: float = 60) -> List[Dict[str, str]]:
   """Waits until INFO replication shows every replica linked to its primary;
   returns the last INFO of each shard."""
-  def Problems(infos):
-    return ReplicationProblems(infos, primaries, replicas_per_primary)
+  def Problems(answers):
+    return ReplicationProblems([_FieldsOf(a) for a in answers], primaries,
+                               replicas_per_primary)
 
-  up, infos = waits.Poll(
-      lambda: [ReplicationInfo(vm, s, password) for s in shards],
-      lambda infos: not Problems(infos), timeout_s, 0.2, clock, sleep)
+  up, answers = _AwaitAnswers(vm, shards, password, 'INFO replication',
+                              lambda answers: not Problems(answers),
+                              sleep, clock, timeout_s)
+  infos = [_FieldsOf(a) for a in answers]
   if not up:
     raise errors.ProcessError(
         f'Replication not up after {timeout_s:.0f}s: '
-        f'{"; ".join(Problems(infos)[:3])}.')
+        f'{"; ".join(Problems(answers)[:3])}.')
   return infos
