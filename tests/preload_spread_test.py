@@ -246,9 +246,14 @@ def _Prepare(tmp_path, extra):
 
 
 def _Shards(results, run_uri, run_scratch):
-  """(port, password) of each shard the run left running."""
+  """(port, password) of each shard the run left running.
+
+  Not the deleted entries: a shard whose port another process took between
+  the run's check and its start is recorded, deleted, and started on the
+  next port; the port it names is someone else's.
+  """
   ports = [e['data']['port'] for e in e2e.Record(results, run_uri)['resources']
-           if e['kind'] in e2e.SHARD_KINDS]
+           if e['kind'] in e2e.SHARD_KINDS and e['status'] != 'deleted']
   conf = glob.glob(str(run_scratch / 'servers-0' / 'redis-*.conf'))[0]
   with open(conf) as f:
     password = re.search(r'^requirepass (\S+)$', f.read(), re.M).group(1)
