@@ -31,6 +31,7 @@ from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
 
 KIND = 'probe_process'
 _MARK = re.compile(r'[a-z0-9_-]{1,64}-[0-9a-f]{16}')
@@ -99,7 +100,7 @@ class ProbeProcess(resource.BaseResource):
       raise errors.ResourceError(
           f'processes of probe {self.mark} on {self.vm.name} are still '
           'running after SIGTERM and SIGKILL '
-          f'({err.strip()[:200] or f"exit {rc}"})')
+          f'({vm_util.Tail(err) or f"exit {rc}"})')
 
   @property
   def prefix(self) -> str:

@@ -293,3 +293,25 @@ def test_a_record_mark_not_of_the_run_is_refused(mark):
     probe_processes.ProbeProcess.FromRecord(
         {'kind': probe_processes.KIND, 'name': 'p',
          'data': {'vm_name': 'clients-0', 'mark': mark}}, Record())
+
+
+def test_a_kill_that_fails_says_why_in_one_masked_line():
+  """The kill script's stderr reaches the error as its last lines, one
+  line, secrets masked (vm_util.Tail), not its first 200 characters."""
+  vm_util.RegisterSecret('probe-kill-secret')
+
+  class Vm:
+    name = 'clients-0'
+    scratch_dir = '/nonexistent'
+
+    def RemoteCommandWithReturnCode(self, command, timeout=None):
+      del command, timeout
+      return '', 'AUTH probe-kill-secret\nsecond line\ngroup 4242 outlived\n', 3
+
+  probe = probe_processes.ProbeProcess(Vm(), 'p', 'abc123-0123456789abcdef')
+  with pytest.raises(errors.ResourceError) as e:
+    probe._Delete()  # pylint: disable=protected-access
+  message = str(e.value)
+  assert '\n' not in message and 'probe-kill-secret' not in message
+  assert message.endswith(
+      f'(AUTH {vm_util.MASK} | second line | group 4242 outlived)'), message
