@@ -208,16 +208,16 @@ def WaitForReplication(vm, shards: Sequence[redis_shard.Shard], password: str,
                        timeout_s: float = 60) -> List[Dict[str, str]]:
   """Waits until INFO replication shows every replica linked to its primary;
   returns the last INFO of each shard."""
-  def Problems(answers):
-    return ReplicationProblems([_FieldsOf(a) for a in answers], primaries,
-                               replicas_per_primary)
+  def Problems(infos):
+    return ReplicationProblems(infos, primaries, replicas_per_primary)
 
-  up, answers = _AwaitAnswers(vm, shards, password, 'INFO replication',
-                              lambda answers: not Problems(answers),
-                              sleep, clock, timeout_s)
+  up, answers = _AwaitAnswers(
+      vm, shards, password, 'INFO replication',
+      lambda answers: not Problems([_FieldsOf(a) for a in answers]),
+      sleep, clock, timeout_s)
   infos = [_FieldsOf(a) for a in answers]
   if not up:
     raise errors.ProcessError(
         f'Replication not up after {timeout_s:.0f}s: '
-        f'{"; ".join(Problems(answers)[:3])}.')
+        f'{"; ".join(Problems(infos)[:3])}.')
   return infos
