@@ -20,6 +20,8 @@ import sysconfig
 
 import pytest
 
+import e2e_support as e2e
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NOT_COPIED = ('.venv', '.git', 'results', 'build', '__pycache__',
                '.pytest_cache', '*.egg-info')
@@ -161,8 +163,8 @@ def test_installed_pkb_writes_nothing_where_it_is_started(installed,
        # A cap no machine load defeats: the test is about where an
        # installed pkb writes, not the search, whose every probe was over
        # the 1 ms default on a busy CI machine (issue 38). No hold either.
-       '--memtier_latency_cap=1000', '--memtier_hold_duration=0',
-       '--accept_unconfirmed'],
+       '--memtier_hold_duration=0', '--accept_unconfirmed'
+       ] + e2e.LOAD_PROOF_CAP,
       capture_output=True, text=True, env=env, cwd=str(empty), timeout=240)
   assert run.returncode == 0, run.stderr
   assert _Tree(empty) == [] and os.listdir(empty) == []

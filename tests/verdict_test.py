@@ -239,10 +239,11 @@ def budget_run(tmp_path_factory):
   proc = subprocess.run(
       [sys.executable, e2e.PKB, '--memtier_max_probes=3', '--official',
        f'--results_dir={results}', f'--run_uri={run_uri}',
-       # The subject is the budget, not the cap: under a load-proof cap no
-       # probe is over it (at load 31 every probe of a 1 ms run was, even at
-       # 4 connections: no answer at all), and 3 probes can never confirm
-       # (that takes repeats and a hold), so the budget is always spent.
+       # The subject is the budget, not the cap: under the load-proof cap no
+       # probe can be over it (at load 31 every probe of a 1 ms run was,
+       # even at 4 connections: no answer at all; under a hog a 1000 ms cap
+       # was reached too), and 3 probes can never confirm (that takes
+       # repeats and a hold), so the budget is always spent.
        '--memtier_run_duration=1', '--memtier_key_maximum=20000',
        '--memtier_adaptive_start_connections=4'] + e2e.LOAD_PROOF_CAP,
       capture_output=True, text=True, timeout=240, cwd=e2e.REPO, check=False)
@@ -254,7 +255,7 @@ def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
     budget_run):
   proc, results, run_uri = budget_run
   # The whole output on failure: a hog flake hunt run (fee7fa0, run 3) saw
-  # a search with every probe over the 1000 ms cap here, and pytest's
+  # a search with every probe over the then 1000 ms cap here, and pytest's
   # shortened repr kept neither its figures nor its probes.
   told = f'{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}'
   assert proc.returncode == verdict.EXIT_UNCONFIRMED, told
