@@ -243,7 +243,8 @@ def Path():
   return _PATH[0]
 
 
-def Executable(directory, spinning_thread=False, idle_until=None):
+def Executable(directory, spinning_thread=False, idle_until=None,
+               refuse_over_s=None):
   """Writes an executable `memtier_benchmark` running Main; returns its path.
 
   The first line names this interpreter itself, so argv_secret's library is
@@ -253,7 +254,9 @@ def Executable(directory, spinning_thread=False, idle_until=None):
   client busy on a CPU all the time: the attribution tests' client-CPU
   case); `--version` and request-count runs do not. With `idle_until` (a
   path), every timed run then idles as memtier's last second does
-  (IdleTail).
+  (IdleTail). With `refuse_over_s`, a timed run longer than that many
+  seconds fails at once, as memtier's errors do (a hold that fails while
+  the search's 1 s probes ran).
   """
   path = os.path.join(directory, 'memtier_benchmark')
   timed = "'--test-time' in ' '.join(sys.argv)"
@@ -267,17 +270,32 @@ def Executable(directory, spinning_thread=False, idle_until=None):
   tail = (f'if {timed}:\n'
           f'  memtier_replay.IdleTail({idle_until!r})\n'
           if idle_until else '')
+  refuse = (f'if memtier_replay.TestTime(sys.argv) > {refuse_over_s!r}:\n'
+            "  sys.stderr.write('error: this stand-in refuses runs over "
+            f"{refuse_over_s} s\\n')\n"
+            '  sys.exit(1)\n' if refuse_over_s is not None else '')
   with open(path, 'w') as f:
     f.write(f'#!{sys.executable}\n'
             'import sys\n'
             f'{spin}'
             f'sys.path.insert(0, {_HERE!r})\n'
             'import memtier_replay\n'
+            f'{refuse}'
             'code = memtier_replay.Main(sys.argv)\n'
             f'{tail}'
             'sys.exit(code)\n')
   os.chmod(path, 0o755)
   return path
+
+
+def TestTime(argv):
+  """The --test-time a command line asks for (0: none)."""
+  for i, arg in enumerate(argv):
+    if arg.startswith('--test-time='):
+      return int(arg.split('=', 1)[1])
+    if arg == '--test-time' and i + 1 < len(argv):
+      return int(argv[i + 1])
+  return 0
 
 
 def IdleTail(until_path, idle_s=1.0):

@@ -27,6 +27,7 @@ from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
 
 import e2e_support as e2e
+import memtier_replay
 
 Load = measurement.Load
 
@@ -365,3 +366,29 @@ def test_fixed_load_runs_carry_the_verdict_of_their_flags():
   assert '1 of 3 fixed-load run(s)' in mixed.reason
   # A run with a capped answer is judged by that answer, not by this.
   assert verdict.RunVerdict([_Fixed(interference=True)]) is None
+
+
+@pytest.mark.e2e
+def test_a_hold_that_fails_leaves_the_answer_unconfirmed_and_says_why(
+    tmp_path):
+  # The hold's memtier run fails (the stand-in refuses runs over the
+  # search's 1 s probes): the answer is published, unconfirmed, with the
+  # failure in its words. The failed hold's words were once formatted from
+  # the cap object instead of its milliseconds: an internal error.
+  memtier = memtier_replay.Executable(str(tmp_path), refuse_over_s=1)
+  results = str(tmp_path / 'results')
+  proc, run_uri = e2e.Run(e2e.FAST + [f'--memtier_path={memtier}',
+                                      '--memtier_hold_duration=3'], results)
+  told = f'{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}'
+  assert proc.returncode == 0, told  # --accept_unconfirmed (e2e.Command)
+  assert 'internal error' not in proc.stderr, told
+  assert ('WARNING: the hold failed: ' in proc.stdout and
+          'this stand-in refuses runs over 1 s' in proc.stdout), told
+  rows = e2e.Samples(results, run_uri)
+  capped, = [r for r in rows if r['metric'] == 'latency_capped_throughput']
+  labels = e2e.Labels(capped)
+  assert labels['verdict'] == 'unconfirmed', labels
+  assert labels['hold_ok'] in (False, 'False'), labels
+  assert labels['hold_words'].startswith(
+      'held 0 of 0 s under the 60000 ms avg cap at the searched '), labels
+  assert 'the hold failed: ' in labels['hold_words'], labels

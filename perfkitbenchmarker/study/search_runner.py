@@ -207,7 +207,7 @@ def Search(spec, driver: driver_lib.ProbeDriver,
       # load nobody saw held is not a figure that held.
       spec.reporter.Line(f'WARNING: the hold failed: {e}')
       held = steadiness.FailedHold(str(e), result.reported.throughput,
-                                   cap, opts.search.cap_statistic)
+                                   cap.ms, opts.search.cap_statistic)
   return result, results.ResultSamples(spec, result, cap, extra, held)
 
 
