@@ -96,8 +96,9 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
       print(f'pkb: {reason}; stopping {module.BENCHMARK_NAME}: cleanup and '
             'teardown run now.', file=sys.stderr)
   except Exception as e:  # pylint: disable=broad-except
-    # A bug, not bad input: keep the traceback in pkb.log, show one line.
-    logging.exception('Unexpected error')
+    # A bug, not bad input: keep the traceback in pkb.log, show one line
+    # (below the console's WARNING, as for a cleanup's).
+    logging.info('Unexpected error', exc_info=True)
     failure = errors.Error(
         f'internal error {type(e).__name__}: {e} (traceback in '
         f'{os.path.join(record.run_dir, "pkb.log")})')

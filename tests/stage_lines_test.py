@@ -81,6 +81,24 @@ def test_a_bug_in_cleanup_is_one_line_too(pkb_flags, tmp_path, capsys):
   assert "pkb: cleanup failed: internal error KeyError: 'shards'" in err
 
 
+def test_a_bug_in_run_is_one_line_its_traceback_in_pkb_log(pkb_flags,
+                                                          tmp_path, capsys):
+  pkb_flags.cloud = 'Local'
+
+  def Run(spec):
+    return {}['probes']
+
+  code = _Run(tmp_path, 'lines4', Run, lambda spec: None)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_FAILED
+  assert 'Traceback' not in err and 'ERROR' not in err, err
+  line, = [l for l in err.splitlines() if 'internal error' in l]
+  assert line.startswith("pkb: lines_stub stopped: internal error KeyError: "
+                         "'probes' (traceback in "), line
+  with open(tmp_path / 'lines4' / 'pkb.log') as f:
+    assert 'Traceback' in f.read()  # Kept for whoever debugs it.
+
+
 def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
                                                   capsys):
   pkb_flags.cloud = 'Local'
