@@ -44,7 +44,8 @@ PKB = os.path.join(REPO, 'pkb.py')
 LOAD_PROOF_MAX_CONNECTIONS = 32
 LOAD_PROOF_CAP_MS = 60000
 assert LOAD_PROOF_MAX_CONNECTIONS * 1000 < LOAD_PROOF_CAP_MS
-LOAD_PROOF_CAP = [f'--memtier_latency_cap={LOAD_PROOF_CAP_MS}',
+LOAD_PROOF_CAP_FLAG = f'--memtier_latency_cap={LOAD_PROOF_CAP_MS}'
+LOAD_PROOF_CAP = [LOAD_PROOF_CAP_FLAG,
                   f'--memtier_adaptive_max_connections='
                   f'{LOAD_PROOF_MAX_CONNECTIONS}']
 FAST = ['--memtier_run_duration=1', '--memtier_max_threads=3',

