@@ -159,6 +159,12 @@ def Command(args, run_uri, results_dir):
 HANG_GUARD_S = 600
 
 
+def Told(stdout, stderr):
+  """What a failed assert about a run shows: the ends of its output (pytest
+  shortens a long repr in the middle, where the figures are)."""
+  return f'{stdout[-4000:]}\n{stderr[-2000:]}'
+
+
 def Run(args, results_dir, run_uri=None, timeout=HANG_GUARD_S, env=None):
   run_uri = run_uri or NewRunUri()
   proc = subprocess.run(Command(args, run_uri, results_dir),

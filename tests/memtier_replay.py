@@ -289,13 +289,12 @@ def Executable(directory, spinning_thread=False, idle_until=None,
 
 
 def TestTime(argv):
-  """The --test-time a command line asks for (0: none)."""
-  for i, arg in enumerate(argv):
-    if arg.startswith('--test-time='):
-      return int(arg.split('=', 1)[1])
-    if arg == '--test-time' and i + 1 < len(argv):
-      return int(argv[i + 1])
-  return 0
+  """The --test-time a command line (argv[0] the program) asks for, read
+  as Main reads it; 0 when none, or when Main will refuse the line."""
+  try:
+    return _Int(ParseArgs(argv[1:]), 'test-time', 0)
+  except Failure:
+    return 0
 
 
 def IdleTail(until_path, idle_s=1.0):

@@ -452,9 +452,10 @@ def test_results_dir_filling_up_mid_run(tmp_path, small_disk):
   # The whole story on failure: the run directory and its pkb.log are on
   # the tmpfs, which is gone once the test ends.
   log = os.path.join(run_dir, 'pkb.log')
-  told = (f'{out[-2000:]}\n{err[-2000:]}\npkb.log: ' +
-          (open(log, errors='replace').read()[-6000:]
-           if os.path.exists(log) else '(none)'))
+  told = e2e.Told(out, err) + '\npkb.log: '
+  if os.path.exists(log):
+    with open(log, errors='replace') as f:
+      told += f.read()[-6000:]
   assert filled.is_set() and seen, told
   # Gone within LeftoverProcesses' settle of pkb's exit (reaped once
   # scheduled, later on a busy machine).
