@@ -138,10 +138,11 @@ class Steadiness:
     return metadata
 
 
-def OfSeconds(per_second: Sequence[measurement.SecondStats], cap_ms: float,
-              statistic: str = 'avg', whole_under_cap: bool = True,
+def OfSeconds(per_second: Sequence[measurement.SecondStats],
+              cap: measurement.LatencyCap, whole_under_cap: bool = True,
               swing_bound: float = SWING_BOUND) -> Steadiness:
   """The two rules of the module docstring over one probe's series."""
+  cap_ms, statistic = cap.ms, cap.statistic
   counted, warmup, partial = Counted(per_second)
   figures = [(s.second, s.LatencyMs(statistic)) for s in counted if s.ops]
   unjudged = bool(counted) and all(ms is None for _, ms in figures)
@@ -153,17 +154,14 @@ def OfSeconds(per_second: Sequence[measurement.SecondStats], cap_ms: float,
                     unjudged, swing, swing_bound)
 
 
-def Marked(m: measurement.Measurement, cap_ms: float,
-           statistic: str = 'avg', swing_bound: float = SWING_BOUND
-           ) -> measurement.Measurement:
+def Marked(m: measurement.Measurement, cap: measurement.LatencyCap,
+           swing_bound: float = SWING_BOUND) -> measurement.Measurement:
   """m with its steadiness figures; an unsteady probe whose CPU rule named
   no cause of its own gets the limit `unsteady` (the CPU rule's kept as
   `cpu_limit`). A probe without a per-second series is returned as is."""
   if not m.per_second:
     return m
-  steadiness = OfSeconds(
-      m.per_second, cap_ms, statistic,
-      m.UnderCap(measurement.LatencyCap(cap_ms, statistic)), swing_bound)
+  steadiness = OfSeconds(m.per_second, cap, m.UnderCap(cap), swing_bound)
   metadata = {**m.metadata, **steadiness.Metadata()}
   if not steadiness.steady:
     cpu = m.metadata.get(attribution.KEY)
@@ -262,8 +260,8 @@ class Hold:
             'hold_ok': self.ok, 'hold_words': self.Words()}
 
 
-def OfHold(m: measurement.Measurement, searched_ops: float, cap_ms: float,
-           statistic: str = 'avg', swing_bound: float = SWING_BOUND,
+def OfHold(m: measurement.Measurement, searched_ops: float,
+           cap: measurement.LatencyCap, swing_bound: float = SWING_BOUND,
            asked_s: int = 0) -> Hold:
   """Whether the answer's load held: every complete second after the
   warm-up under the cap and within `swing_bound` of `searched_ops`, and at
@@ -276,19 +274,19 @@ def OfHold(m: measurement.Measurement, searched_ops: float, cap_ms: float,
   over = short = 0
   unjudged = bool(counted)
   for s in counted:
-    ms = s.LatencyMs(statistic) if s.ops else None
+    ms = s.LatencyMs(cap.statistic) if s.ops else None
     unjudged = unjudged and ms is None
-    if s.ops == 0 or (ms is not None and ms >= cap_ms):
+    if s.ops == 0 or (ms is not None and ms >= cap.ms):
       over += 1
     elif s.ops < floor:
       short += 1
   return Hold(len(counted) + missing, len(counted) - over - short, over,
-              short, statistic, cap_ms, searched_ops, m.throughput, warmup,
+              short, cap.statistic, cap.ms, searched_ops, m.throughput, warmup,
               unjudged, swing_bound, missing=missing)
 
 
-def FailedHold(failure: str, searched_ops: float, cap_ms: float,
-               statistic: str = 'avg') -> Hold:
+def FailedHold(failure: str, searched_ops: float,
+               cap: measurement.LatencyCap) -> Hold:
   """A hold whose probe failed (`failure`, one line): nothing held."""
-  return Hold(0, 0, 0, 0, statistic, cap_ms, searched_ops, 0.0,
+  return Hold(0, 0, 0, 0, cap.statistic, cap.ms, searched_ops, 0.0,
               failure=failure)

@@ -504,7 +504,7 @@ def test_the_search_aims_the_worst_second_under_the_target():
         for s, share in enumerate((0.9, 1.1)))
     m = measurement.Measurement(load, ops, n / ops * 1e3, duration_s=2.0,
                                 ops=int(2 * ops), per_second=per_second)
-    return steadiness.Marked(m, 1.0)
+    return steadiness.Marked(m, measurement.LatencyCap(1.0))
 
   policy = adaptive.AdaptiveStepPolicy(threads=1, start_connections=32,
                                        max_connections=1024, cap_margin=0.85)

@@ -27,6 +27,7 @@ from perfkitbenchmarker.search import linear
 DATA = os.path.join(os.path.dirname(__file__), 'data')
 Load = measurement.Load
 S = measurement.SecondStats
+CAP = measurement.LatencyCap(1.0)  # 1 ms average, the default cap
 
 
 def _Read(name):
@@ -51,7 +52,7 @@ def _M(per_second, throughput=None, latency=None, **metadata):
 
 def test_steady_seconds_are_steady():
   m = _M(_Series([40000, 41000, 39500], [0.4, 0.39, 0.41]))
-  s = steadiness.OfSeconds(m.per_second, 1.0)
+  s = steadiness.OfSeconds(m.per_second, CAP)
   assert s.steady and not s.over_cap and s.seconds == 3
   assert s.swing == pytest.approx(1 - 39500 / 41000)
 
@@ -60,32 +61,32 @@ def test_a_second_over_the_cap_while_the_whole_is_under_is_unsteady():
   # The whole averages 0.8 ms, under the 1 ms cap; its last second is not.
   m = _M(_Series([40000, 40000, 30000], [0.6, 0.7, 1.25]))
   assert m.UnderCap(1.0)
-  s = steadiness.OfSeconds(m.per_second, 1.0)
+  s = steadiness.OfSeconds(m.per_second, CAP)
   assert not s.steady
   assert s.over_cap == ((2, 1.25),)
   assert '1 of 3 s over the 1 ms avg cap (worst s2: 1.250 ms)' in s.Words()
 
 
 def test_a_whole_over_the_cap_has_no_seconds_over_it_to_report():
-  s = steadiness.OfSeconds(_Series([30000, 30000], [1.2, 1.3]), 1.0,
+  s = steadiness.OfSeconds(_Series([30000, 30000], [1.2, 1.3]), CAP,
                            whole_under_cap=False)
   assert s.steady and not s.over_cap
 
 
 def test_throughput_swinging_past_the_bound_is_unsteady():
   # A quota cut in the middle: the second half runs at a fifth.
-  s = steadiness.OfSeconds(_Series([50000, 10000], [0.3, 0.5]), 1.0)
+  s = steadiness.OfSeconds(_Series([50000, 10000], [0.3, 0.5]), CAP)
   assert s.swung and not s.steady
   assert s.swing == pytest.approx(0.8)
   assert 'seconds swing 80 % (bound 50 %)' in s.Words()
-  within = steadiness.OfSeconds(_Series([50000, 30000], [0.3, 0.5]), 1.0)
+  within = steadiness.OfSeconds(_Series([50000, 30000], [0.3, 0.5]), CAP)
   assert within.steady
 
 
 def test_warmup_and_incomplete_seconds_are_not_read():
   series = (S(0, 1000, 5.0, warmup=True), S(1, 40000, 0.4),
             S(2, 41000, 0.4), S(3, 30, 9.0, complete=False))
-  s = steadiness.OfSeconds(series, 1.0)
+  s = steadiness.OfSeconds(series, CAP)
   assert s.steady and s.seconds == 2
   assert (s.warmup_dropped, s.partial_dropped) == (1, 1)
   assert s.Metadata()['per_second_warmup_dropped'] == 1
@@ -94,32 +95,32 @@ def test_warmup_and_incomplete_seconds_are_not_read():
 def test_a_percentile_cap_reads_each_seconds_percentile():
   series = (S(0, 40000, 0.4, percentiles=((99.0, 0.9),)),
             S(1, 40000, 0.4, percentiles=((99.0, 1.6),)))
-  assert not steadiness.OfSeconds(series, 1.0, 'p99').steady
-  assert steadiness.OfSeconds(series, 1.0, 'avg').steady
+  assert not steadiness.OfSeconds(series, measurement.LatencyCap(1.0, 'p99')).steady
+  assert steadiness.OfSeconds(series, measurement.LatencyCap(1.0, 'avg')).steady
   # No per-second p95 from the tool: not judged, and said so.
-  unjudged = steadiness.OfSeconds(series, 1.0, 'p95')
+  unjudged = steadiness.OfSeconds(series, measurement.LatencyCap(1.0, 'p95'))
   assert unjudged.unjudged and unjudged.steady
   assert unjudged.Metadata()['per_second_cap_checked'] is False
 
 
 def test_marked_names_unsteady_unless_the_cpu_rule_named_a_cause():
   series = _Series([50000, 8000], [0.3, 0.9])
-  server = steadiness.Marked(_M(series, limit=attribution.SERVER_QUOTA), 1.0)
+  server = steadiness.Marked(_M(series, limit=attribution.SERVER_QUOTA), CAP)
   assert server.metadata[attribution.KEY] == attribution.UNSTEADY
   assert server.metadata[steadiness.CPU_LIMIT_KEY] == attribution.SERVER_QUOTA
   assert steadiness.Unsteady(server.metadata)
   assert attribution.Short(server.metadata) == 'unsteady (swing 84 %)'
-  disturbed = steadiness.Marked(_M(series, limit=attribution.DISTURBED), 1.0)
+  disturbed = steadiness.Marked(_M(series, limit=attribution.DISTURBED), CAP)
   assert disturbed.metadata[attribution.KEY] == attribution.DISTURBED
   assert steadiness.Unsteady(disturbed.metadata)
   steady = steadiness.Marked(_M(_Series([5e4, 5e4], [0.3, 0.3]),
-                                limit=attribution.SERVER_CPU), 1.0)
+                                limit=attribution.SERVER_CPU), CAP)
   assert steady.metadata[attribution.KEY] == attribution.SERVER_CPU
   assert not steadiness.Unsteady(steady.metadata)
   bare = _M(_Series([5e4], [0.3]))
   assert steadiness.Marked(measurement.Measurement(Load(1, 1), 1, 1),
-                           1.0).metadata == {}
-  assert 'unsteady' in steadiness.Marked(bare, 1.0).metadata
+                           CAP).metadata == {}
+  assert 'unsteady' in steadiness.Marked(bare, CAP).metadata
 
 
 def _Scripted(per_load):
@@ -131,7 +132,7 @@ def _Scripted(per_load):
     calls[load.connections] = n + 1
     series = per_load[load.connections][min(n, len(
         per_load[load.connections]) - 1)]
-    return steadiness.Marked(_M(series, limit=attribution.SERVER_CPU), 1.0)
+    return steadiness.Marked(_M(series, limit=attribution.SERVER_CPU), CAP)
 
   return Measure
 
@@ -162,7 +163,8 @@ def test_an_answer_is_confirmed_only_if_its_seconds_hold():
 
 def _Hold(ops, latencies, searched=40000.0, statistic='avg', **kwargs):
   m = _M(_Series(ops, latencies, **kwargs))
-  return steadiness.OfHold(m, searched, 1.0, statistic)
+  return steadiness.OfHold(m, searched,
+                           measurement.LatencyCap(1.0, statistic))
 
 
 def test_a_load_that_held_says_so():
@@ -195,7 +197,7 @@ def test_a_hold_counts_every_second_it_asked_for():
   # A request-count tool that ended before a whole second: before, 'held 0
   # of 0 s' (and not held only because no second was seen).
   m = _M((S(0, 30000, 0.5, complete=False),), throughput=30000, latency=0.5)
-  hold = steadiness.OfHold(m, 40000.0, 1.0, asked_s=1)
+  hold = steadiness.OfHold(m, 40000.0, CAP, asked_s=1)
   assert not hold.ok
   assert (hold.seconds, hold.held, hold.missing) == (1, 0, 1)
   assert hold.Words() == (
@@ -203,12 +205,12 @@ def test_a_hold_counts_every_second_it_asked_for():
       '(1 s not measured: the load generator ended before)')
   assert hold.Metadata()['hold_seconds_missing'] == 1
   # Two of three asked for: the third is not held.
-  two = steadiness.OfHold(_M(_Series([40000] * 2, [0.5] * 2)), 40000.0, 1.0,
+  two = steadiness.OfHold(_M(_Series([40000] * 2, [0.5] * 2)), 40000.0, CAP,
                           asked_s=3)
   assert (two.seconds, two.held, two.ok) == (3, 2, False)
   # More than asked (the tool ran longer): every measured second is judged.
   four = steadiness.OfHold(_M(_Series([40000] * 3 + [40000], [0.5] * 3 +
-                                      [1.2])), 40000.0, 1.0, asked_s=3)
+                                      [1.2])), 40000.0, CAP, asked_s=3)
   assert (four.seconds, four.held, four.over_cap, four.ok) == (4, 3, 1, False)
 
 
@@ -298,7 +300,7 @@ def test_memtier_seconds_carry_their_percentiles_and_the_tail_is_partial():
   assert m.per_second[1].LatencyMs('p99') == series['1']['p99.00']
   assert m.metadata['per_second_start_ms'] == doc['ALL STATS']['Runtime'][
       'Start time']
-  assert steadiness.OfSeconds(m.per_second, 1.0).seconds == 5
+  assert steadiness.OfSeconds(m.per_second, CAP).seconds == 5
 
 
 def test_seconds_of_processes_side_by_side_take_the_honest_bound():
@@ -333,7 +335,7 @@ def test_time_series_samples_have_upstream_pkbs_shape():
 
 
 def test_a_hold_that_failed_held_nothing_and_says_why():
-  hold = steadiness.FailedHold('memtier exited 1', 40000.0, 1.0)
+  hold = steadiness.FailedHold('memtier exited 1', 40000.0, CAP)
   assert not hold.ok
   assert hold.Words() == ('held 0 of 0 s under the 1 ms avg cap at the '
                           'searched 40,000 ops/s (the hold failed: memtier '
@@ -366,7 +368,7 @@ def test_the_search_treats_a_probe_with_a_second_over_the_cap_as_over_it():
                                   average_latency_ms=0.5, duration_s=3,
                                   ops=3000,
                                   per_second=Seconds(0.5, 0.52, 0.48))
-    return steadiness.Marked(m, 1.0)
+    return steadiness.Marked(m, CAP)
 
   walk = linear.LinearStepPolicy(min_threads=1, max_threads=2,
                                  thread_increment=1, clients=8)
@@ -390,7 +392,7 @@ def test_the_no_answer_line_says_when_only_seconds_were_over_the_cap():
                     for i, ms in enumerate((0.8, 1.1, 0.8)))
     return steadiness.Marked(measurement.Measurement(
         load=load, throughput=50e3, average_latency_ms=0.9, duration_s=3,
-        ops=3000, per_second=seconds), 1.0)
+        ops=3000, per_second=seconds), CAP)
 
   walk = linear.LinearStepPolicy(min_threads=1, max_threads=2,
                                  thread_increment=1, clients=2,

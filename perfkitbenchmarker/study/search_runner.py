@@ -178,7 +178,7 @@ def Search(spec, driver: driver_lib.ProbeDriver,
       f'second checked{_WarmupWords(opts)}):')
   measure = Steadied(driver, cap)
   if opts.search.staircase:
-    steps = [steadiness.Marked(m, cap.ms, cap.statistic)
+    steps = [steadiness.Marked(m, cap)
              for m in RunStaircaseToCap(driver, opts)]
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
@@ -206,8 +206,7 @@ def Search(spec, driver: driver_lib.ProbeDriver,
       # The search's answer is published all the same, not confirmed: a
       # load nobody saw held is not a figure that held.
       spec.reporter.Line(f'WARNING: the hold failed: {e}')
-      held = steadiness.FailedHold(str(e), result.reported.throughput,
-                                   cap.ms, opts.search.cap_statistic)
+      held = steadiness.FailedHold(str(e), result.reported.throughput, cap)
   return result, results.ResultSamples(spec, result, cap, extra, held)
 
 
@@ -219,7 +218,7 @@ def _WarmupWords(opts: options_lib.RedisStudyOptions) -> str:
 def Steadied(driver: driver_lib.ProbeDriver, cap: measurement.LatencyCap):
   """measure(load) whose probes carry their steadiness (steadiness.py):
   a probe whose seconds disagree with its whole is `unsteady`."""
-  return lambda load: steadiness.Marked(driver(load), cap.ms, cap.statistic)
+  return lambda load: steadiness.Marked(driver(load), cap)
 
 
 ROLE_HOLD = 'hold'
@@ -239,12 +238,10 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
       f'Holding the answer\'s load ({reported.load.Describe()}, '
       f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
       f'{_WarmupWords(opts)}:')
-  m = steadiness.Marked(driver(reported.load,
-                               driver.DurationForSeconds(hold_s)),
-                        cap.ms, cap.statistic)
+  m = steadiness.Marked(
+      driver(reported.load, driver.DurationForSeconds(hold_s)), cap)
   # Every second asked for counts: one the tool did not measure is not held.
-  held = steadiness.OfHold(m, reported.throughput, cap.ms, cap.statistic,
-                           asked_s=hold_s)
+  held = steadiness.OfHold(m, reported.throughput, cap, asked_s=hold_s)
   index = len(result.probes)
   tags = {**extra, **held.Metadata()}
   results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
