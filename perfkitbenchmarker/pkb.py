@@ -406,8 +406,8 @@ def _Reported(argv: List[str]) -> int:
     print(f'pkb: {_Shown(e)}', file=sys.stderr)
     return EXIT_FAILED
   except Exception as e:  # pylint: disable=broad-except
-    logging.exception('Unexpected error')
-    print(f'pkb: internal error {type(e).__name__}: {_Shown(e)}',
+    where = run_log.Bug('Unexpected error')
+    print(f'pkb: internal error {type(e).__name__}: {_Shown(e)}{where}',
           file=sys.stderr)
     return EXIT_FAILED
 

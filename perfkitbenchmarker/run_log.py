@@ -187,6 +187,20 @@ def TearDown() -> None:
         h.close()
 
 
+def Bug(what: str) -> str:
+  """Logs the exception being handled, a bug rather than bad input: its
+  traceback into pkb.log at INFO (below the console's WARNING) while
+  pkb.log is being written, else on the console, the one place left for
+  it (before pkb.log exists, or after a write to it failed). Returns what
+  the error's one line adds: ' (traceback in PATH)', or ''."""
+  for h in logging.getLogger().handlers:
+    if isinstance(h, RunLogHandler) and h.failure is None:
+      logging.info(what, exc_info=True)
+      return f' (traceback in {h.baseFilename})'
+  logging.exception(what)
+  return ''
+
+
 def Failure() -> Optional[str]:
   """The one line saying pkb.log could not be written, if it could not."""
   for h in logging.getLogger().handlers:

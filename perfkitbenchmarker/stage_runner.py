@@ -12,7 +12,6 @@ parsed flags the spec is built from and the parsed timing measurements.
 """
 
 import logging
-import os
 import sys
 import time
 from typing import Callable, List, Optional, Set
@@ -22,6 +21,7 @@ from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import timing_util
@@ -96,12 +96,8 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
       print(f'pkb: {reason}; stopping {module.BENCHMARK_NAME}: cleanup and '
             'teardown run now.', file=sys.stderr)
   except Exception as e:  # pylint: disable=broad-except
-    # A bug, not bad input: keep the traceback in pkb.log, show one line
-    # (below the console's WARNING, as for a cleanup's).
-    logging.info('Unexpected error', exc_info=True)
-    failure = errors.Error(
-        f'internal error {type(e).__name__}: {e} (traceback in '
-        f'{os.path.join(record.run_dir, "pkb.log")})')
+    failure = errors.Error(f'internal error {type(e).__name__}: {e}'
+                           f'{run_log.Bug("Unexpected error")}')
   finally:
     # Cleanup and teardown run to the end whatever fires now; a second
     # signal may cut them short, and then says how to finish (run_signals).
@@ -183,11 +179,15 @@ def _Finish(module, spec, stages, failure,
         module.Cleanup(spec)
         spec.record.MarkStageDone('cleanup')
     except Exception as e:  # pylint: disable=broad-except
-      # One line on the console (below); the traceback only in pkb.log.
-      logging.info('Cleanup failed', exc_info=True)
-      what = ('' if isinstance(e, errors.Error) else
-              f'internal error {type(e).__name__}: ')
-      problems.append(f'cleanup failed: {what}{vm_util.Mask(str(e))}')
+      # One line on the console (below); the traceback in pkb.log (a
+      # bug's where run_log.Bug can put it).
+      what = where = ''
+      if isinstance(e, errors.Error):
+        logging.info('Cleanup failed', exc_info=True)
+      else:
+        where = run_log.Bug('Cleanup failed')
+        what = f'internal error {type(e).__name__}: '
+      problems.append(f'cleanup failed: {what}{vm_util.Mask(str(e))}{where}')
   if 'teardown' in stages:
     teardown_started = times.Now()
     failures = spec.Teardown()

@@ -147,3 +147,44 @@ def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
         'provision,prepare,run.')
   # The advice holds: what it rules out is refused, with the same way on.
   assert 'leave --run_uri out for a new run' in lines['provision']
+
+
+def test_a_bug_outside_a_stage_is_one_line_its_traceback_in_pkb_log(
+    tmp_path, capsys, monkeypatch):
+  run_dir = str(tmp_path / 'lines6')
+
+  def RunBenchmarks(argv):
+    run_log.SetUp(run_dir)  # What the driver does once it has a run dir.
+    return {}['driver']
+
+  monkeypatch.setattr(pkb, 'RunBenchmarks', RunBenchmarks)
+  try:
+    code = pkb._Reported(['pkb'])  # pylint: disable=protected-access
+  finally:
+    run_log.TearDown()
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_FAILED
+  assert 'Traceback' not in err and 'ERROR' not in err, err
+  log = os.path.join(run_dir, 'pkb.log')
+  assert err == (f"pkb: internal error KeyError: 'driver' (traceback in "
+                 f'{log})\n'), err
+  with open(log) as f:
+    assert 'Traceback' in f.read()
+
+
+def test_a_bug_before_pkb_log_exists_keeps_its_traceback_on_the_console(
+    capsys, monkeypatch):
+  def RunBenchmarks(argv):
+    run_log.SetUp(None)  # A console, no run directory yet.
+    return {}['flags']
+
+  monkeypatch.setattr(pkb, 'RunBenchmarks', RunBenchmarks)
+  try:
+    code = pkb._Reported(['pkb'])  # pylint: disable=protected-access
+  finally:
+    run_log.TearDown()
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_FAILED
+  # Nowhere else to keep it: the traceback, then the one line.
+  assert 'Traceback' in err and "KeyError: 'flags'" in err, err
+  assert err.endswith("pkb: internal error KeyError: 'flags'\n"), err
