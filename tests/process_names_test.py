@@ -93,7 +93,7 @@ def test_the_scan_reports_busy_processes_with_hostile_names(tmp_path):
   workspace.mkdir()
   procs = [_StartBusy(name, seconds=30) for name in HOSTILE_NAMES]
   try:
-    script = shell_scripts.Text('snapshot.sh') + 'counters; fscan\n'
+    script = shell_scripts.Text('snapshot.sh') + 'snapshot scan\n'
     out = subprocess.run(['bash', '-c', script], cwd='/', check=True,
                          capture_output=True, timeout=60,
                          env=dict(os.environ,

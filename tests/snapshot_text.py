@@ -1,6 +1,7 @@
 """Snapshot text as scripts/snapshot.sh writes it (JSON lines, the head's
-"v" client_cpu.FORMAT_VERSION), for tests that script a snapshot; real
-ones are recorded in tests/data/ (client_cpu_test.py)."""
+"v" client_cpu.FORMAT_VERSION, the last client_cpu.WHOLE), for tests that
+script a snapshot; real ones are recorded in tests/data/
+(client_cpu_test.py)."""
 
 import json
 from typing import Dict, Iterable, List, Optional
@@ -12,7 +13,8 @@ def Text(wall: float, uptime: float, cpu_rows: Iterable[str] = (),
          records: Iterable[Dict] = (), clk: int = 100) -> str:
   head = {'v': client_cpu.FORMAT_VERSION, 'wall': wall, 'uptime': uptime,
           'clk': clk}
-  lines = [head] + [{'cpu': row} for row in cpu_rows] + list(records)
+  lines = ([head] + [{'cpu': row} for row in cpu_rows] + list(records) +
+           [client_cpu.WHOLE])
   return ''.join(json.dumps(r) + '\n' for r in lines)
 
 

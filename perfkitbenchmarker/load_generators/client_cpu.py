@@ -37,8 +37,10 @@ from perfkitbenchmarker import process_stat
 # early) are left out: 10 ms of CPU over 20 ms is no saturation.
 MIN_THREAD_SHARE = 0.25
 DEFAULT_CLK_TCK = 100.0
-# scripts/snapshot.sh's format (its head's "v"); the @-lines were 1.
-FORMAT_VERSION = 2
+# scripts/snapshot.sh's format (its head's "v"); the @-lines were 1, and 2
+# had no last line saying the snapshot was whole.
+FORMAT_VERSION = 3
+WHOLE = {'whole': True}  # A snapshot's last line.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,10 +93,12 @@ class Snapshot:
   @classmethod
   def Parse(cls, text: str) -> 'Snapshot':
     """A snapshot as scripts/snapshot.sh writes it (JSON lines, the first
-    its head with the format's version).
+    its head with the format's version, then WHOLE after its records and
+    after each part appended to it).
 
     Raises:
-      ValueError: not a snapshot of this version (e.g. empty, cut short).
+      ValueError: not a snapshot of this version (e.g. empty), or cut short
+        (mid-line, or between two lines before its first WHOLE).
     """
     try:
       return cls._FromRecords(
@@ -106,6 +110,12 @@ class Snapshot:
   def _FromRecords(cls, records: List[Dict]) -> 'Snapshot':
     if not records or records[0].get('v') != FORMAT_VERSION:
       raise ValueError(f'not a version {FORMAT_VERSION} CPU snapshot')
+    ends = [i for i, record in enumerate(records) if record == WHOLE]
+    if not ends:
+      raise ValueError('a CPU snapshot cut short (no WHOLE line)')
+    # A part appended later (probe.sh's scan of the first snapshot) ends
+    # with its own WHOLE: lines after the last one are a part cut short.
+    records = [r for r in records[:ends[-1]] if r != WHOLE]
     head = records[0]
     cores: Dict[str, Tuple[float, ...]] = {}
     stats: Dict[int, process_stat.Stat] = {}
@@ -209,8 +219,11 @@ def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
 
 def ParseSeries(text: str) -> List[Snapshot]:
   """Snapshots one after another (the server sampler's file), each from
-  its head line on; the unreadable ones (cut short) are left out."""
+  its head line on, then SERIES_END; the unreadable ones (cut short: the
+  last, when a stop gave up waiting for a starved sampler) are left out."""
   snapshots = []
+  text = re.sub(r'^' + re.escape(SERIES_END) + r'\n?\Z', '', text,
+                flags=re.M)
   for chunk in re.split(r'^(?={"v":)', text, flags=re.M):
     try:
       snapshots.append(Snapshot.Parse(chunk))

@@ -115,9 +115,14 @@ class ServerCpuSampler:
       return ''
     out, _ = self.vm.RemoteCommand(client_cpu.StopSamplerCommand(self._base),
                                    ignore_failure=True)
-    if self._probe is not None and out.rstrip().endswith(
-        client_cpu.SERIES_END):
-      probe_processes.Retire(self._probe)  # It wrote its end: it exited.
+    if out.rstrip().endswith(client_cpu.SERIES_END):
+      if self._probe is not None:
+        probe_processes.Retire(self._probe)  # It wrote its end: it exited.
+    elif out:
+      # Starved past the stop's wait: its series is read as far as it got
+      # (a snapshot cut short is left out), and it ends on its own.
+      logging.info('%s: the server CPU sampler %s had not ended when its '
+                   'stop gave up waiting', self.vm.name, self._base)
     self._probe = None
     return out
 

@@ -60,10 +60,11 @@ nap() { read -rt "$1" -u "$nap_fd" _; }
 # the sampler once the tools have started, not before them: the scan is of
 # the same moment within that time, and the tools start that much sooner.
 # Not stopped mid-scan (a partial scan would count the processes it missed
-# as born during the probe); stopped at once after it.
+# as born during the probe); stopped at once after it. Its own WHOLE line
+# (snapshot.sh) ends it: one cut short anyway is not read.
 scan0() {
   trap 'exit 0' TERM
-  fscan >> "$base.stat0" 2>/dev/null
+  { fscan; echo '{"whole":true}'; } >> "$base.stat0" 2>/dev/null
   trap - TERM
 }
 

@@ -7,8 +7,9 @@
 # else 0) before it takes a snapshot.
 #
 # A snapshot is JSON lines; its first line is its head, with the format's
-# version (the @-line format before it was version 1):
-#   {"v":2,"wall":EPOCH_S,"uptime":S,"clk":CLK_TCK}
+# version (the @-line format before it was version 1; 2 had no last line),
+# its last line says it is whole:
+#   {"v":3,"wall":EPOCH_S,"uptime":S,"clk":CLK_TCK}
 #   {"cpu":ROW}                     each cpu row of /proc/stat
 #   {"pid":P,"tid":T,"stat":LINE}   each thread's stat line ...
 #   {"pid":P,"tid":T,"sched":LINE}  ... and schedstat line (pthreads)
@@ -17,6 +18,14 @@
 #   {"dir":DIR,"file":F,"text":L}   quota, each quota file and cpu.stat line
 #   {"scan":true}                   then {"fg":LINE}: the stat line of each
 #                                   process foreign to the run (fscan)
+#   {"whole":true}                  the snapshot's end: a snapshot written
+#                                   line by line and cut short (a starved
+#                                   sampler its stop gave up on) may end
+#                                   between two lines, short of a process's
+#                                   affinity or cgroup, and is not read. A
+#                                   part appended later (probe.sh's scan0)
+#                                   ends with one too; what follows the
+#                                   last one is not read.
 # It also sets SNAP_WALL to its head's wall clock, and SNAP_SEEN to 1 once a
 # live thread of a PID was read. Bash builtins only (read, echo, cd,
 # $EPOCHREALTIME) but getconf once: snapshots run while the machine is
@@ -61,7 +70,7 @@ counters() {
   # shellcheck disable=SC2034  # For the including script.
   SNAP_WALL=$t
   read -r l _ < /proc/uptime
-  echo "{\"v\":2,\"wall\":$t,\"uptime\":$l,\"clk\":$clk}"
+  echo "{\"v\":3,\"wall\":$t,\"uptime\":$l,\"clk\":$clk}"
   while IFS= read -r l; do
     [ "${l#cpu}" = "$l" ] || { js "$l"; echo "{\"cpu\":$j}"; }
   done < /proc/stat
@@ -182,4 +191,5 @@ snapshot() {
     pcg "$p"
   done
   [ -z "$1" ] || fscan
+  echo '{"whole":true}'
 }
