@@ -264,7 +264,8 @@ def test_deadline_stops_tears_down_and_keeps_samples(tmp_path):
 def test_sigterm_also_tears_down(tmp_path):
   # After a probe, once the next one's load generator runs.
   rc, _, err, run_uri = e2e.StartAndSignal(
-      e2e.FAST, str(tmp_path), marker='probe  0', sig=signal.SIGTERM,
+      e2e.FAST_CONFIRMED, str(tmp_path), marker='probe  0',
+      sig=signal.SIGTERM,
       then=e2e.ProbeRunning)
   assert rc == 130, err
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
