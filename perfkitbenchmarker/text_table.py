@@ -8,8 +8,6 @@ rule per column, one row per line, columns two spaces apart.
 
 from typing import Any, Collection, List, Sequence
 
-import tabulate
-
 
 def Lines(titles: Sequence[str], rows: Sequence[Sequence[Any]],
           right: Collection[int] = ()) -> List[str]:
@@ -18,6 +16,9 @@ def Lines(titles: Sequence[str], rows: Sequence[Sequence[Any]],
   Columns whose index is in `right` are right-aligned (numbers), the others
   left-aligned; trailing spaces are dropped.
   """
+  # Here, not at the top: a pkb that refuses its input prints no table,
+  # and tabulate's import is a part of every start.
+  import tabulate  # pylint: disable=g-import-not-at-top
   text = tabulate.tabulate(
       [[str(c) for c in row] for row in rows], headers=list(titles),
       tablefmt='simple', disable_numparse=True,
