@@ -64,8 +64,17 @@ def _Check(result, expected):
   if not client:
     assert not any(l in attribution.CLIENT_LIMITS for l in limits), limits
   assert (verdict.CLIENT_BOUND in flags) == client, flags
-  assert (verdict.DISTURBED in flags) == (expected == attribution.DISTURBED), (
-      flags, limits)
+  # DISTURBED flags an answer one of whose probes others took CPU from. In
+  # a case not about it, load beside the test (a CPU-hog flake hunt's busy
+  # loop on each core) may still take a probe's, and then the flag is due
+  # (hog run 3 at a9f74ab: client_quota's probes named disturbed,
+  # client_quota, client_quota): only a probe named disturbed may raise it,
+  # and the case's own limit is the majority's and the answer's (above).
+  if expected == attribution.DISTURBED:
+    assert verdict.DISTURBED in flags, (flags, limits)
+  else:
+    assert (verdict.DISTURBED not in flags or
+            attribution.DISTURBED in limits), (flags, limits)
   # The answer's words name it, with its figures, on the Verdict line.
   line, = [l for l in result.stdout.splitlines() if l.startswith('Verdict:')]
   assert f'limit: {attribution.WORDS[expected]} (' in line, line
