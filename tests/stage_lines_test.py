@@ -149,20 +149,28 @@ def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
   assert 'leave --run_uri out for a new run' in lines['provision']
 
 
-def test_a_bug_outside_a_stage_is_one_line_its_traceback_in_pkb_log(
-    tmp_path, capsys, monkeypatch):
-  run_dir = str(tmp_path / 'lines6')
+def _DriverBug(monkeypatch, capsys, run_dir, key):
+  """pkb's outermost handler around a driver that sets the console up (and
+  pkb.log in run_dir, if given) and then hits a bug: KeyError(key).
+  Returns (exit code, stderr)."""
 
   def RunBenchmarks(argv):
-    run_log.SetUp(run_dir)  # What the driver does once it has a run dir.
-    return {}['driver']
+    del argv
+    run_log.SetUp(run_dir)  # What the driver does once it knows its dir.
+    return {}[key]
 
   monkeypatch.setattr(pkb, 'RunBenchmarks', RunBenchmarks)
   try:
     code = pkb._Reported(['pkb'])  # pylint: disable=protected-access
   finally:
     run_log.TearDown()
-  err = capsys.readouterr().err
+  return code, capsys.readouterr().err
+
+
+def test_a_bug_outside_a_stage_is_one_line_its_traceback_in_pkb_log(
+    tmp_path, capsys, monkeypatch):
+  run_dir = str(tmp_path / 'lines6')
+  code, err = _DriverBug(monkeypatch, capsys, run_dir, 'driver')
   assert code == pkb.EXIT_FAILED
   assert 'Traceback' not in err and 'ERROR' not in err, err
   log = os.path.join(run_dir, 'pkb.log')
@@ -174,16 +182,7 @@ def test_a_bug_outside_a_stage_is_one_line_its_traceback_in_pkb_log(
 
 def test_a_bug_before_pkb_log_exists_keeps_its_traceback_on_the_console(
     capsys, monkeypatch):
-  def RunBenchmarks(argv):
-    run_log.SetUp(None)  # A console, no run directory yet.
-    return {}['flags']
-
-  monkeypatch.setattr(pkb, 'RunBenchmarks', RunBenchmarks)
-  try:
-    code = pkb._Reported(['pkb'])  # pylint: disable=protected-access
-  finally:
-    run_log.TearDown()
-  err = capsys.readouterr().err
+  code, err = _DriverBug(monkeypatch, capsys, None, 'flags')
   assert code == pkb.EXIT_FAILED
   # Nowhere else to keep it: the traceback, then the one line.
   assert 'Traceback' in err and "KeyError: 'flags'" in err, err
