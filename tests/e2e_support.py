@@ -29,10 +29,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKB = os.path.join(REPO, 'pkb.py')
 # Short runs for tests about everything but the search's answer: 1 s probes,
 # a small key range, a budget of 8 probes, no confirmation repeats (the
-# answer is its one probe, UNCONFIRMED: 'a single probe, no repeats'; three
-# to five repeats took a third of such a run: 13.6 s against 4.5 s, 5.9
-# CPU-s against 2.4, on a quiet 2-core machine), at most 32 connections,
-# and a cap no machine load can reach: on a machine busy enough every probe of a run was over the default
+# answer is its one probe, UNCONFIRMED: 'a single probe, no repeats'; with
+# its repeats such a run took 17.3-17.7 s and 4.2-4.5 CPU-s, without them
+# 6.6-8.6 s and 2.2-2.3, side by side on a 2-core machine under a CPU-hog
+# flake hunt), at most 32 connections, and a cap no machine load can
+# reach: on a machine busy enough every probe of a run was over the default
 # 1 ms one, so the run had no answer and a test of its records or stages
 # failed on the search (issue 38); and in a CPU-hog flake hunt a 1000 ms cap
 # was reached by the one probe of a run at 4 connections. A closed loop's

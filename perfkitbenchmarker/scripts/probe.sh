@@ -64,7 +64,7 @@ nap() { read -rt "$1" -u "$nap_fd" _; }
 # (snapshot.sh) ends it: one cut short anyway is not read.
 scan0() {
   trap 'exit 0' TERM
-  { fscan; echo '{"whole":true}'; } >> "$base.stat0" 2>/dev/null
+  { fscan; whole; } >> "$base.stat0" 2>/dev/null
   trap - TERM
 }
 

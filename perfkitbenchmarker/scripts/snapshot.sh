@@ -178,6 +178,11 @@ fscan() {
   )
 }
 
+# whole: the line that ends a snapshot, and each part appended to one.
+whole() {
+  echo '{"whole":true}'
+}
+
 # snapshot SCAN PID...: counters, then pthreads and pcg of each PID, then
 # fscan if SCAN is not empty. The shell's own cgroup too: a probe's load
 # processes are born in it, so the first snapshot, taken before they exist,
@@ -191,5 +196,5 @@ snapshot() {
     pcg "$p"
   done
   [ -z "$1" ] || fscan
-  echo '{"whole":true}'
+  whole
 }
