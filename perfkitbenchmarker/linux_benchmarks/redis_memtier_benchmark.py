@@ -33,7 +33,6 @@ from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.linux_packages import memtier
-from perfkitbenchmarker.search import stats
 from perfkitbenchmarker.study import curve_runner
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
@@ -142,9 +141,6 @@ def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
   opts = _Options(spec)
   engine = opts.server.Engine()
-  # Loaded while the deployment waits on installs and the preload, for the
-  # search's intervals (search_runner.Search).
-  stats.ImportInBackground()
   spec.deployment = deployment.Deploy(spec, opts, engine)
   results.SetMetadata(spec, spec.deployment, opts)
   if opts.search.staircase:

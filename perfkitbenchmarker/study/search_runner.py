@@ -26,7 +26,6 @@ from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
 from perfkitbenchmarker.search import staircase
-from perfkitbenchmarker.search import stats
 from perfkitbenchmarker.study import options as options_lib
 from perfkitbenchmarker.study import results
 
@@ -169,9 +168,6 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     results.PublishProbe(spec, record.index, record.measurement, cap,
                          record.role, extra)
 
-  # scipy.special takes a quarter second of CPU to import: here (already
-  # done when Prepare started it in the background), not between two probes.
-  stats.StudentT95(1)
   spec.reporter.Line(
       f'Searching for the most ops/s under {opts.search.cap.Describe()} '
       f'latency ({opts.search.name}, {driver.duration_s:g} s probes, every '
