@@ -81,6 +81,15 @@ def _Check(result, expected):
   return answer
 
 
+def _ClientCpuFigures(labels):
+  """The figures a client_cpu limit rests on hold (attribution.Decide): the
+  client's threads together used >= 90 % of what they may use, or its
+  busiest thread was on a CPU >= 90 % of it (of one CPU at most)."""
+  return float(labels['client_cpu_used_pct']) >= 90 or float(
+      labels['client_busiest_thread_pct']) >= 90 * min(
+          1.0, float(labels['client_cpu_allowed']))
+
+
 def _SharedRun(results, extra=()):
   """One provisioned run several cases share, each a run stage of its own
   (what a case does is undone after it: the quota'd shard moved back, the
@@ -140,7 +149,13 @@ def test_a_spinning_client_thread_is_client_cpu(tmp_path, local_run):
       'client_spin', results, [*extra, f'--memtier_path={path}'],
       run_uri=run_uri)
   answer = _Check(result, attribution.CLIENT_CPU)
-  assert float(answer['client_busiest_thread_pct']) >= 90, answer
+  # The client CPU rule's figures, the busiest thread's or all threads'
+  # (attribution.Decide), not the busiest thread's alone: a quiet run at
+  # 98d941e named it on the spinner at 89.3 %, a tenth of its core gone to
+  # others, and the client's threads at 90 % or more together.
+  assert _ClientCpuFigures(answer), answer
+  assert all(_ClientCpuFigures(p) for p in result.probes
+             if p['limit'] == attribution.CLIENT_CPU), result.probes
 
 
 @alone
@@ -156,9 +171,7 @@ def test_a_quiet_run_says_what_it_is_with_its_figures(local_run):
     # The figures the probe rests on agree with the limit it names.
     name = labels['limit']
     if name == attribution.CLIENT_CPU:
-      assert float(labels['client_cpu_used_pct']) >= 90 or float(
-          labels['client_busiest_thread_pct']) >= 90 * min(
-              1.0, float(labels['client_cpu_allowed']))
+      assert _ClientCpuFigures(labels), labels
     elif name == attribution.SERVER_CPU:
       assert float(labels['server_cpu_used_pct']) >= 90 or float(
           labels['server_main_thread_pct']) >= 90 * min(
