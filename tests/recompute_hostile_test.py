@@ -279,29 +279,26 @@ def test_deleted_evidence_is_a_difference(copy, deleted):
   assert _PeakRssKb(run_dir) < MAX_RSS_KB
 
 
-def _RunsItsOwnCode(proc):
-  """Returns once the script runs its own code, whose first lines set its
-  Ctrl-C handler (scripts/recompute.py): when it has mapped a compiled
+def _MapsVenvModule(pid, venv):
+  try:
+    with open(f'/proc/{pid}/maps', encoding='utf-8') as f:
+      return any(venv in line and '.so' in line for line in f)
+  except OSError:  # Gone: WaitFor names the exit.
+    return False
+
+
+def _Start(run_dir):
+  """The script started, once it runs its own code, whose first lines set
+  its Ctrl-C handler (scripts/recompute.py): when it has mapped a compiled
   module from the virtualenv, which only its imports load. Before that a
   Ctrl-C ends Python's own start-up (exit -2, not a word): up to 0.1 s
   under a CPU hog, 5 % of a whole run, where the first moment once fell."""
   venv = os.path.realpath(sysconfig.get_paths()['platlib'])
-  deadline = time.monotonic() + 60
-  while proc.poll() is None and time.monotonic() < deadline:
-    try:
-      with open(f'/proc/{proc.pid}/maps', encoding='utf-8') as f:
-        if any(venv in line and '.so' in line for line in f):
-          return
-    except OSError:  # Gone meanwhile.
-      return
-    time.sleep(0.002)
-
-
-def _Start(run_dir):
   proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, cwd=e2e.REPO)
-  _RunsItsOwnCode(proc)
+  e2e.WaitFor(lambda: _MapsVenvModule(proc.pid, venv),
+              'compiled module of the virtualenv loaded', proc=proc)
   return proc
 
 
