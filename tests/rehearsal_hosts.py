@@ -42,6 +42,7 @@ import dataclasses
 import ipaddress
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -73,17 +74,53 @@ def _SetNs(fd: int) -> None:
     raise OSError(ctypes.get_errno(), 'setns failed')
 
 
+NETNS_DIR = '/run/netns'
+# A rehearsal's namespaces are named for the test process that made them
+# (pkbr-<pid>-<random>, the trap's sink with an 's' after it): a run killed
+# by SIGKILL cannot delete its own, and the next one to make a namespace
+# deletes those whose maker is gone, never one of a suite still running.
+_NAME = re.compile(r'pkbr-(\d+)-[0-9a-f]+s?')
+
+
+def _Alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def SweepLeftovers(netns_dir: str = NETNS_DIR) -> List[str]:
+  """Deletes the rehearsal namespaces whose maker has died; returns their
+  names. A reused pid keeps its namespace until that process is gone too."""
+  try:
+    names = os.listdir(netns_dir)
+  except FileNotFoundError:
+    return []
+  swept = []
+  for name in sorted(names):
+    match = _NAME.fullmatch(name)
+    if match and not _Alive(int(match.group(1))):
+      subprocess.run(['ip', 'netns', 'delete', name], capture_output=True,
+                     check=False)
+      swept.append(name)
+  return swept
+
+
 class Netns:
   """A network namespace with loopback, a trap route and nothing else."""
 
   def __init__(self, name: Optional[str] = None):
-    self.name = name or f'pkbr-{uuid.uuid4().hex[:8]}'
+    self.name = name or f'pkbr-{os.getpid()}-{uuid.uuid4().hex[:6]}'
     self.sink = self.name + 's'
     self.path = f'/run/netns/{self.name}'
     self.addresses: List[str] = []
     self._lock = threading.Lock()
 
   def Create(self) -> 'Netns':
+    SweepLeftovers()
     _Ip('netns', 'add', self.name)
     _Ip('netns', 'add', self.sink)
     _Ip('-n', self.name, 'link', 'set', 'lo', 'up')
