@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -93,8 +94,10 @@ def _Alive(pid: int) -> bool:
 
 
 def SweepLeftovers(netns_dir: str = NETNS_DIR) -> List[str]:
-  """Deletes the rehearsal namespaces whose maker has died; returns their
-  names. A reused pid keeps its namespace until that process is gone too."""
+  """Deletes the rehearsal namespaces whose maker has died, after killing
+  what still runs in them (that run's hosts, pkb and servers); returns
+  their names. A reused pid keeps its namespace until that process is gone
+  too."""
   try:
     names = os.listdir(netns_dir)
   except FileNotFoundError:
@@ -103,6 +106,13 @@ def SweepLeftovers(netns_dir: str = NETNS_DIR) -> List[str]:
   for name in sorted(names):
     match = _NAME.fullmatch(name)
     if match and not _Alive(int(match.group(1))):
+      pids = subprocess.run(['ip', 'netns', 'pids', name],
+                            capture_output=True, text=True, check=False)
+      for pid in pids.stdout.split():
+        try:
+          os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+          pass
       subprocess.run(['ip', 'netns', 'delete', name], capture_output=True,
                      check=False)
       swept.append(name)

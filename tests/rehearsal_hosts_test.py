@@ -1,5 +1,6 @@
-"""The cloud rehearsal's namespaces left by a killed test run are deleted by
-the next run, and a running suite's are not (tests/rehearsal_hosts.py)."""
+"""The cloud rehearsal's namespaces left by a killed test run, and what still
+runs in them, are removed by the next run; a running suite's are not
+(tests/rehearsal_hosts.py)."""
 
 import os
 import subprocess
@@ -31,14 +32,28 @@ def test_a_dead_makers_namespaces_are_swept_a_live_ones_kept():
   dead = f'pkbr-{_DeadPid()}-{tag}'
   live = f'pkbr-{os.getpid()}-{tag}'
   names = [dead, dead + 's', live, live + 's']
+  running = []
   try:
     for name in names:
       subprocess.run(['ip', 'netns', 'add', name], check=True)
+    # What a killed run leaves running in its namespace (its hosts, pkb)
+    # goes with it; a live run's is not touched.
+    left, kept = (subprocess.Popen(['ip', 'netns', 'exec', name, 'sleep',
+                                    '300']) for name in (dead, live))
+    running = [left, kept]
+    e2e.WaitFor(lambda: subprocess.run(
+        ['ip', 'netns', 'pids', dead], capture_output=True,
+        text=True).stdout.split(), 'the sleep in its namespace', proc=left)
     swept = rehearsal_hosts.SweepLeftovers()
     assert dead in swept and dead + 's' in swept, swept
     assert not _Exists(dead) and not _Exists(dead + 's')
+    assert left.wait(timeout=30) == -9
     assert live not in swept and _Exists(live) and _Exists(live + 's')
+    assert kept.poll() is None
   finally:
+    for proc in running:
+      proc.kill()
+      proc.wait()
     for name in names:
       subprocess.run(['ip', 'netns', 'delete', name], capture_output=True,
                      check=False)
