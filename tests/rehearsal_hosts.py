@@ -52,6 +52,8 @@ import time
 import uuid
 from typing import Dict, Iterator, List, Optional
 
+import e2e_support
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARD_DIR = os.path.join(REPO, 'tests', 'rehearsal_guard')
 SSHD = '/usr/sbin/sshd'
@@ -83,14 +85,9 @@ NETNS_DIR = '/run/netns'
 _NAME = re.compile(r'pkbr-(\d+)-[0-9a-f]+s?')
 
 
-def _Alive(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    return True
-  return True
+def _DeleteNetns(name: str) -> None:
+  subprocess.run(['ip', 'netns', 'delete', name], capture_output=True,
+                 check=False)
 
 
 def SweepLeftovers(netns_dir: str = NETNS_DIR) -> List[str]:
@@ -105,7 +102,7 @@ def SweepLeftovers(netns_dir: str = NETNS_DIR) -> List[str]:
   swept = []
   for name in sorted(names):
     match = _NAME.fullmatch(name)
-    if match and not _Alive(int(match.group(1))):
+    if match and not e2e_support.ProcessAlive(int(match.group(1))):
       pids = subprocess.run(['ip', 'netns', 'pids', name],
                             capture_output=True, text=True, check=False)
       for pid in pids.stdout.split():
@@ -113,8 +110,7 @@ def SweepLeftovers(netns_dir: str = NETNS_DIR) -> List[str]:
           os.kill(int(pid), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
           pass
-      subprocess.run(['ip', 'netns', 'delete', name], capture_output=True,
-                     check=False)
+      _DeleteNetns(name)
       swept.append(name)
   return swept
 
@@ -125,7 +121,7 @@ class Netns:
   def __init__(self, name: Optional[str] = None):
     self.name = name or f'pkbr-{os.getpid()}-{uuid.uuid4().hex[:6]}'
     self.sink = self.name + 's'
-    self.path = f'/run/netns/{self.name}'
+    self.path = os.path.join(NETNS_DIR, self.name)
     self.addresses: List[str] = []
     self._lock = threading.Lock()
 
@@ -146,8 +142,7 @@ class Netns:
 
   def Delete(self) -> None:
     for name in (self.name, self.sink):
-      subprocess.run(['ip', 'netns', 'delete', name], capture_output=True,
-                     check=False)
+      _DeleteNetns(name)
 
   def AddAddress(self, address: str) -> None:
     """Makes `address` local to the namespace (loopback ones already are)."""
