@@ -28,6 +28,7 @@ teardown finds it.
 """
 
 import fcntl
+import itertools
 import os
 import posixpath
 import re
@@ -367,10 +368,21 @@ def RemoveKeyDirIfEmpty(key_path: str) -> None:
 # <LockRoot()>/<run_uri>.lock until it exits, a second is refused in one
 # line naming the owner written in the file. The kernel drops a flock when
 # its holder dies (even by SIGKILL), so a stale file never blocks a later
-# stage. The file is never removed, so whoever opens that name gets the one
-# file every holder locked; LockRoot is the user's own (MakeOwnDir) in /tmp.
+# stage. A holder removes the file as it releases it (one per run was left
+# in /tmp for good), so a process that opened the name just before may lock
+# a file no longer named: a lock counts only while its file still has the
+# name (checked once taken), else the name is opened again.
+# LockRoot is the user's own (MakeOwnDir) in /tmp.
 LOCK_PARENT = '/tmp'
 _HELD = {}  # Lock path -> RunLock held by this process.
+# How many times a lock removed as it was taken is looked for again (each
+# time another process took and released it in that moment).
+_TAKE_ATTEMPTS = 5
+# A run that takes its lock removes up to this many lock files nobody holds
+# (left by runs killed by SIGKILL, which release nothing, and by versions
+# that kept them), in the same way a holder removes its own.
+_PRUNE_AT_MOST = 200
+_UNNAMED_TRIES, _UNNAMED_WAIT_S = 10, 0.02
 
 
 def LockRoot() -> str:
@@ -390,29 +402,48 @@ class RunLock:
   def Acquire(self) -> 'RunLock':
     if self.path in _HELD:  # This process has it already (in-process runs).
       return _HELD[self.path]
-    fd = self._Open()
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
-      os.close(fd)
-      raise errors.UsageError(
-          f'Run {self.run_uri} is in use by {owner or "another pkb"}; wait '
-          'for it to finish or use another --run_uri.') from None
-    except OSError:
-      os.close(fd)
-      raise
-    if not self._StillNamed(fd):  # Removed by hand as we opened it.
-      os.close(fd)
-      raise errors.UsageError(f'The run lock {self.path} was removed as it '
-                              'was taken; try again.')
+    for _ in range(_TAKE_ATTEMPTS):
+      fd = self._Take()
+      if self._StillNamed(fd):
+        break
+      os.close(fd)  # Released and removed by its holder as we opened it.
+    else:
+      raise errors.UsageError(f'The run lock {self.path} was removed each '
+                              'time it was taken; try again.')
     started = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime())
     os.ftruncate(fd, 0)
     os.pwrite(fd, f'pid {os.getpid()} on {socket.gethostname()} since '
               f'{started}\n'.encode(), 0)
+    _PruneUnheld(self.root, keep=self.path)
     self._fd = fd
     _HELD[self.path] = self
     return self
+
+  def _Take(self) -> int:
+    """The lock file's descriptor, locked; refused in one line while
+    another process holds it."""
+    fd = self._Open()
+    owner = ''
+    try:
+      # A holder names itself at once; a lock held with no owner named is
+      # another run's _PruneUnheld looking at it for a moment, or a holder
+      # about to name itself: asked again a few times.
+      for _ in range(_UNNAMED_TRIES):
+        try:
+          fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+          return fd
+        except BlockingIOError:
+          owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
+          if owner:
+            break
+          time.sleep(_UNNAMED_WAIT_S)
+    except OSError:
+      os.close(fd)
+      raise
+    os.close(fd)
+    raise errors.UsageError(
+        f'Run {self.run_uri} is in use by {owner or "another pkb"}; wait '
+        'for it to finish or use another --run_uri.')
 
   def _Open(self) -> int:
     MakeOwnDir(self.root, os.path.dirname(self.root), advice=(
@@ -436,15 +467,46 @@ class RunLock:
     return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
   def Release(self) -> None:
-    """Drops the lock (the file stays: see the module doc)."""
+    """Removes the lock file, then drops the lock (see the module doc)."""
     if self._fd is not None:
       try:
         os.ftruncate(self._fd, 0)  # No owner named once nobody holds it.
+        if self._StillNamed(self._fd):
+          os.unlink(self.path)
       except OSError:
         pass
       os.close(self._fd)  # Closing the last descriptor drops the flock.
       self._fd = None
       _HELD.pop(self.path, None)
+
+
+def _PruneUnheld(root: str, keep: str) -> None:
+  """Removes lock files in `root` that no process holds, but `keep`: each
+  taken first, then removed while held and still named, as Release does."""
+  try:
+    with os.scandir(root) as entries:
+      names = [e.name for e in itertools.islice(entries, _PRUNE_AT_MOST + 1)
+               if e.name.endswith('.lock')]
+  except OSError:
+    return
+  for name in names[:_PRUNE_AT_MOST]:
+    path = os.path.join(root, name)
+    if path == keep:
+      continue
+    try:
+      fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+      continue  # Gone, or not a file to open.
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      found, named = os.fstat(fd), os.stat(path, follow_symlinks=False)
+      if (stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid() and
+          (found.st_dev, found.st_ino) == (named.st_dev, named.st_ino)):
+        os.unlink(path)
+    except OSError:
+      pass  # Held by a run (BlockingIOError), or gone.
+    finally:
+      os.close(fd)
 
 
 def ReleaseAll() -> None:

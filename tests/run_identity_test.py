@@ -173,7 +173,7 @@ def test_a_lock_directory_another_user_made_is_refused(tmp_path):
   assert os.listdir(root) == []
 
 
-def test_the_lock_file_stays_and_is_taken_again(tmp_path):
+def test_a_released_lock_leaves_no_file_and_is_taken_again(tmp_path):
   lock = run_scope.RunLock('abc', root=str(tmp_path / 'locks')).Acquire()
   path = lock.path
   with open(path) as f:
@@ -189,7 +189,7 @@ def test_the_lock_file_stays_and_is_taken_again(tmp_path):
   assert other.returncode == 1
   assert f'in use by pid {os.getpid()} ' in other.stderr, other.stderr
   run_scope.ReleaseAll()
-  assert os.path.exists(path)  # Never removed: no unlink race.
+  assert not os.path.lexists(path)  # Not one file a run left in /tmp.
   again = subprocess.run(
       [sys.executable, '-c',
        'import sys; from perfkitbenchmarker import run_scope\n'
@@ -197,3 +197,116 @@ def test_the_lock_file_stays_and_is_taken_again(tmp_path):
        str(tmp_path / 'locks')],
       capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
   assert again.returncode == 0, again.stderr
+
+
+def test_taking_a_lock_removes_those_nobody_holds_not_a_held_one(tmp_path):
+  """A run killed by SIGKILL releases nothing: its lock file goes when a
+  later run takes its own; one another live process holds stays."""
+  root = str(tmp_path / 'locks')
+  killed = subprocess.run(
+      [sys.executable, '-c',
+       'import os, sys; from perfkitbenchmarker import run_scope\n'
+       'run_scope.RunLock("killed", root=sys.argv[1]).Acquire()\n'
+       'os.kill(os.getpid(), 9)\n', root],
+      capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
+  assert killed.returncode == -9, killed.stderr
+  assert os.listdir(root) == ['killed.lock']
+  holder = subprocess.Popen(
+      [sys.executable, '-c',
+       'import sys; from perfkitbenchmarker import run_scope\n'
+       'run_scope.RunLock("live", root=sys.argv[1]).Acquire()\n'
+       'print("held", flush=True); sys.stdin.read()\n'
+       'run_scope.ReleaseAll()\n', root],
+      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+      cwd=e2e.REPO)
+  try:
+    assert holder.stdout.readline() == 'held\n'
+    lock = run_scope.RunLock('mine', root=root).Acquire()
+    assert sorted(os.listdir(root)) == ['live.lock', 'mine.lock']
+    lock.Release()
+  finally:
+    holder.communicate('', timeout=60)
+  assert os.listdir(root) == []
+
+
+class _OpenedBeforeTheRelease(run_scope.RunLock):
+  """A process that opened the lock's name just before its holder released
+  it (and removed the file): its first descriptor is that file's."""
+
+  def __init__(self, run_uri, root, early_fd):
+    super().__init__(run_uri, root=root)
+    self._early = [early_fd]
+
+  def _Open(self):
+    return self._early.pop() if self._early else super()._Open()
+
+
+def test_a_lock_taken_on_a_file_just_removed_is_taken_again_by_name(
+    tmp_path):
+  root = str(tmp_path / 'locks')
+  holder = run_scope.RunLock('abc', root=root).Acquire()
+  early = os.open(holder.path, os.O_RDWR)
+  holder.Release()
+  assert not os.path.lexists(holder.path)
+  late = _OpenedBeforeTheRelease('abc', root, early).Acquire()
+  try:
+    # The removed file was locked, found nameless, and the name opened
+    # again: the lock held is the one a third process would find.
+    assert os.path.exists(late.path)
+    assert os.fstat(late._fd).st_ino == os.stat(late.path).st_ino  # pylint: disable=protected-access
+    with pytest.raises(errors.UsageError, match='in use by pid'):
+      run_scope.RunLock('abc', root=root)._Take()  # pylint: disable=protected-access
+  finally:
+    late.Release()
+
+
+_CONTENDER = """
+import os, sys, time
+from perfkitbenchmarker import errors, run_scope
+root, marker, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+run_uri = sys.argv[4] if len(sys.argv) > 4 else 'abc'
+held = 0
+for _ in range(rounds):
+  lock = run_scope.RunLock(run_uri, root=root)
+  if run_uri != 'abc':  # A run of its own: it only prunes the others.
+    lock.Acquire()
+    lock.Release()
+    continue
+  try:
+    lock.Acquire()
+  except errors.UsageError as e:
+    if 'in use by' not in str(e):
+      sys.exit(f'unexpected: {e}')
+    continue
+  try:
+    fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+  except FileExistsError:
+    sys.exit('two processes held the run lock at once')
+  os.close(fd)
+  time.sleep(0.001)
+  os.unlink(marker)
+  lock.Release()
+  held += 1
+print(held)
+"""
+
+
+def test_processes_taking_and_releasing_one_run_lock_never_hold_it_together(
+    tmp_path):
+  """Four processes take, hold and release the lock of one run_uri 300
+  times each, the file removed at every release, while two runs of other
+  run_uris take theirs (each time looking at every unheld lock file to
+  remove it): never two holders at once."""
+  root, marker = str(tmp_path / 'locks'), str(tmp_path / 'holder')
+  procs = [subprocess.Popen(
+      [sys.executable, '-c', _CONTENDER, root, marker, '300'] + other,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      cwd=e2e.REPO) for other in ([], [], [], [], ['x'], ['y'])]
+  held = []
+  for proc in procs:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    held.append(int(out))
+  assert sum(held) > 0, held
+  assert not os.path.lexists(marker)
+  assert os.listdir(root) == []
