@@ -354,7 +354,12 @@ def test_shards_of_a_start_that_fails_partway_are_in_the_record(
     deployment.StartShards(engine, vms, 1, redis_shard.NewPassword(), server,
                            record, 7311)
   # Running now; the record fixture stops them and checks none is left.
-  assert len(_ServersUnder(str(tmp_path))) == 3
+  # Counted by name: any process under the test's directory is a leak to
+  # the fixture, but a 4th one (name unknown) was once seen here right
+  # after the start failed, in a whole-suite run on 3 workers.
+  running = _ServersUnder(str(tmp_path))
+  servers = [p for p in running if p.startswith('valkey-server ')]
+  assert len(servers) == 3, running
 
 
 @pytest.mark.e2e
