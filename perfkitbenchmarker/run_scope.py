@@ -404,7 +404,7 @@ class RunLock:
       return _HELD[self.path]
     for _ in range(_TAKE_ATTEMPTS):
       fd = self._Take()
-      if self._StillNamed(fd):
+      if _StillNamed(fd, self.path):
         break
       os.close(fd)  # Released and removed by its holder as we opened it.
     else:
@@ -458,26 +458,28 @@ class RunLock:
       raise errors.UsageError(
           f'Cannot create the run lock {self.path}: {e.strerror}.') from None
 
-  def _StillNamed(self, fd: int) -> bool:
-    try:
-      named = os.stat(self.path, follow_symlinks=False)
-    except OSError:
-      return False
-    mine = os.fstat(fd)
-    return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
-
   def Release(self) -> None:
     """Removes the lock file, then drops the lock (see the module doc)."""
     if self._fd is not None:
       try:
         os.ftruncate(self._fd, 0)  # No owner named once nobody holds it.
-        if self._StillNamed(self._fd):
+        if _StillNamed(self._fd, self.path):
           os.unlink(self.path)
       except OSError:
         pass
       os.close(self._fd)  # Closing the last descriptor drops the flock.
       self._fd = None
       _HELD.pop(self.path, None)
+
+
+def _StillNamed(fd: int, path: str) -> bool:
+  """Whether `path` still names the file open as `fd`."""
+  try:
+    named = os.stat(path, follow_symlinks=False)
+  except OSError:
+    return False
+  mine = os.fstat(fd)
+  return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _PruneUnheld(root: str, keep: str) -> None:
@@ -499,9 +501,9 @@ def _PruneUnheld(root: str, keep: str) -> None:
       continue  # Gone, or not a file to open.
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-      found, named = os.fstat(fd), os.stat(path, follow_symlinks=False)
+      found = os.fstat(fd)
       if (stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid() and
-          (found.st_dev, found.st_ino) == (named.st_dev, named.st_ino)):
+          _StillNamed(fd, path)):
         os.unlink(path)
     except OSError:
       pass  # Held by a run (BlockingIOError), or gone.
