@@ -43,10 +43,11 @@ pytestmark = [
     e2e_support.NeedsTools('redis-server', 'redis-benchmark', 'taskset')]
 
 
-# Measures CPU: no other test beside it (conftest). Every case is; the
-# file's last test, which measures nothing, is not, so that the shared runs'
-# teardown (after it) runs beside other tests.
-alone = pytest.mark.alone
+# Measures CPU, each case in cgroups of its own at a high weight (even the
+# run stage's, so others' load does not starve the client): other tests may
+# run beside it, another such test not (conftest). Every case is; the
+# file's last test, which measures nothing, is not.
+own_cgroups = pytest.mark.own_cgroups
 
 
 def _Check(result, expected):
@@ -111,7 +112,7 @@ def _Shared(case, run, **kwargs):
 
 
 # pylint: disable=redefined-outer-name
-@alone
+@own_cgroups
 def test_server_quota_is_the_servers_limit_never_the_clients(local_run):
   result = _Shared('server_quota', local_run)
   answer = _Check(result, attribution.SERVER_QUOTA)
@@ -122,7 +123,7 @@ def test_server_quota_is_the_servers_limit_never_the_clients(local_run):
   assert all(p['client_saturated'] == 'False' for p in result.probes)
 
 
-@alone
+@own_cgroups
 def test_client_quota_is_the_clients_limit(local_run):
   result = _Shared('client_quota', local_run)
   answer = _Check(result, attribution.CLIENT_QUOTA)
@@ -131,7 +132,7 @@ def test_client_quota_is_the_clients_limit(local_run):
   assert 'CLIENT QUOTA' in result.stdout
 
 
-@alone
+@own_cgroups
 def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(local_run):
   result = _Shared('client_hog', local_run)
   answer = _Check(result, attribution.DISTURBED)
@@ -139,7 +140,7 @@ def test_a_hog_on_the_clients_core_is_disturbed_not_client_bound(local_run):
   assert float(answer['client_thread_wait_pct']) >= 10, answer
 
 
-@alone
+@own_cgroups
 def test_a_spinning_client_thread_is_client_cpu(tmp_path, local_run):
   # The run stage chooses its load generator again (deployment.Restore):
   # this one's is the memtier stand-in, the shared run's shards its server.
@@ -158,7 +159,7 @@ def test_a_spinning_client_thread_is_client_cpu(tmp_path, local_run):
              if p['limit'] == attribution.CLIENT_CPU), result.probes
 
 
-@alone
+@own_cgroups
 def test_a_quiet_run_says_what_it_is_with_its_figures(local_run):
   result = _Shared('quiet', local_run)
   assert result.probes, result.stderr[-2000:]
@@ -200,14 +201,14 @@ def ssh_run(tmp_path_factory, sshd):
   yield from _SharedRun(str(tmp_path / 'r'), [f'--static_vm_file={path}'])
 
 
-@alone
+@own_cgroups
 def test_over_ssh_server_quota_is_the_servers_limit(ssh_run, sshd):
   result = _Shared('server_quota', ssh_run, client_pids=[sshd.pid])
   answer = _Check(result, attribution.SERVER_QUOTA)
   assert float(answer['server_cpu_quota']) == pytest.approx(0.2)
 
 
-@alone
+@own_cgroups
 def test_over_ssh_a_hog_on_the_clients_cores_is_disturbed(ssh_run):
   _Check(_Shared('client_hog', ssh_run), attribution.DISTURBED)
 

@@ -7,7 +7,8 @@ test that starts a process anyway, so the mark cannot lie.
 
 ./scripts/test.sh runs the suite in parallel (pytest-xdist), a file's tests
 on one worker; a test that measures CPU or time (mark `alone`) runs with no
-other test beside it (`_Alone` below).
+other test beside it, and one that measures in CPU cgroups of its own (mark
+`own_cgroups`) with no other such test beside it (`_Alone` below).
 """
 
 import collections
@@ -76,6 +77,13 @@ def pytest_configure(config):
       'markers', 'alone: the test measures CPU or time (attribution, '
       'saturation, a probe\'s window): under pytest-xdist it runs with no '
       'other test beside it (tests/conftest.py).')
+  config.addinivalue_line(
+      'markers', 'own_cgroups: the test measures a case it runs in CPU '
+      'cgroups of its own at a high weight (scripts/cpu_cgroups.py), which '
+      'other load cannot starve (the suite passes beside a busy loop on '
+      'each core: scripts/flake_hunt.py --hog); two such tests would take '
+      'each other\'s share: under pytest-xdist it runs beside any test but '
+      'another own_cgroups one or an alone one (tests/conftest.py).')
 
 
 def pytest_collection_modifyitems(config, items):
@@ -133,25 +141,31 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 class _Alone:
-  """An `alone` test runs while no other worker runs a test.
+  """An `alone` test runs while no other worker runs a test; an
+  `own_cgroups` test while no other worker runs an `alone` or an
+  `own_cgroups` one.
 
-  A readers-writer lock between the workers of one session, on two files
-  in the session's base temp directory: every test holds `lock` shared,
-  an `alone` test exclusive. A worker passes through `gate` first, and an
+  A readers-writer lock between the workers of one session, on files in
+  the session's base temp directory: every test holds `lock` shared, an
+  `alone` test exclusive. A worker passes through `gate` first, and an
   `alone` test keeps it: the other workers finish the test they run and
   then wait, so the exclusive lock is never starved. A worker keeps both
-  locks from an `alone` test to the last of those that follow it. flock
-  locks go with their holder, whatever ends it.
+  locks from an `alone` test to the last of those that follow it. An
+  `own_cgroups` test holds `lock` shared and then `cgroups` exclusive
+  (always in that order: no two workers wait for each other). flock locks
+  go with their holder, whatever ends it.
   """
 
   def __init__(self, directory: str):
-    self._gate = os.open(os.path.join(directory, 'alone.gate'),
-                         os.O_RDWR | os.O_CREAT, 0o600)
-    self._lock = os.open(os.path.join(directory, 'alone.lock'),
-                         os.O_RDWR | os.O_CREAT, 0o600)
+    def Open(name):
+      return os.open(os.path.join(directory, name), os.O_RDWR | os.O_CREAT,
+                     0o600)
+    self._gate = Open('alone.gate')
+    self._lock = Open('alone.lock')
+    self._cgroups = Open('own_cgroups.lock')
     self._exclusive = False
 
-  def Enter(self, alone: bool) -> None:
+  def Enter(self, alone: bool, own_cgroups: bool = False) -> None:
     if self._exclusive:
       return
     fcntl.flock(self._gate, fcntl.LOCK_EX)
@@ -161,10 +175,13 @@ class _Alone:
       return
     fcntl.flock(self._lock, fcntl.LOCK_SH)
     fcntl.flock(self._gate, fcntl.LOCK_UN)
+    if own_cgroups:
+      fcntl.flock(self._cgroups, fcntl.LOCK_EX)
 
   def Leave(self, next_alone: bool) -> None:
     if self._exclusive and next_alone:
       return  # The group's next test goes on alone.
+    fcntl.flock(self._cgroups, fcntl.LOCK_UN)  # Held or not: no error.
     fcntl.flock(self._lock, fcntl.LOCK_UN)
     if self._exclusive:
       fcntl.flock(self._gate, fcntl.LOCK_UN)
@@ -191,7 +208,8 @@ def pytest_runtest_protocol(item, nextitem):
   lock = _AloneLock(item.config)
   if lock is None:
     return (yield)
-  lock.Enter(item.get_closest_marker('alone') is not None)
+  lock.Enter(item.get_closest_marker('alone') is not None,
+             item.get_closest_marker('own_cgroups') is not None)
   try:
     return (yield)
   finally:

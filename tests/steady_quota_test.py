@@ -25,7 +25,9 @@ from scripts import cpu_cgroups
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.alone,  # It reads a drop in throughput: nothing beside it.
+    # It reads a drop in throughput, the shard and the run stage in cgroups
+    # of its own at a high weight: beside any test but another such one.
+    pytest.mark.own_cgroups,
     e2e.Needs('root and a writable CPU cgroup controller (v1 cpu or v2 with '
               'cpu delegated)', cpu_cgroups.Available),
     e2e.NeedsTools('redis-server', 'redis-benchmark')]
