@@ -24,7 +24,9 @@ from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import json_publisher
@@ -146,8 +148,16 @@ def test_no_end_to_end_runtime_when_stages_are_missing_or_fail(
                        ['provision', 'prepare', 'run', 'cleanup'], 'parity2')
   assert code == pkb.EXIT_OK
   assert [r['metric'] for r in rows] == ['probe throughput']
-  # Leave nothing behind: the teardown this partial run skipped.
-  assert pkb._TeardownOnly(str(tmp_path / 'parity2')) == pkb.EXIT_OK  # pylint: disable=protected-access
+  # Leave nothing behind: the teardown this partial run skipped, and (as
+  # pkb.Main does after it) its run lock and log, which would otherwise stay
+  # with this worker (its lock file outlived it at 746d9dd).
+  try:
+    assert pkb._TeardownOnly(str(tmp_path / 'parity2')) == pkb.EXIT_OK  # pylint: disable=protected-access
+  finally:
+    run_scope.ReleaseAll()
+    run_log.TearDown()
+  assert not os.path.exists(os.path.join(run_scope.LockRoot(),
+                                         'parity2.lock'))
   code, rows, _ = _Run(_Stub(fail_in_run=True), tmp_path,
                        list(pkb_flags_lib.RUN_STAGES), 'parity3')
   assert code == pkb.EXIT_FAILED
