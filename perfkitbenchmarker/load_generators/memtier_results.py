@@ -21,6 +21,7 @@ Facts about memtier's output this parser relies on (see tests/data):
 
 import collections
 import dataclasses
+import functools
 import json
 import re
 from typing import Dict, Mapping, Optional, Sequence, Tuple
@@ -39,13 +40,6 @@ DURATION_BUG_TOLERANCE = 0.01
 
 LatencyHistogram = latency_histogram.LatencyHistogram
 Percentiles = Tuple[Tuple[float, float], ...]  # (percentile, latency ms)
-
-
-def _Lookup(percentiles: Percentiles, percentile: float) -> Optional[float]:
-  for key, value in percentiles:
-    if abs(key - percentile) < 1e-6:
-      return value
-  return None
 
 
 def _ParsePercentiles(entry: Mapping[str, object]) -> Percentiles:
@@ -101,7 +95,8 @@ class MemtierCommandStats:
     return self.accumulated_latency_ms / self.count if self.count else None
 
   def Percentile(self, percentile: float) -> Optional[float]:
-    return _Lookup(self.percentiles, percentile)
+    return next((value for key, value in self.percentiles
+                 if abs(key - percentile) < 1e-6), None)
 
   @classmethod
   def FromJson(cls, section: Mapping) -> 'MemtierCommandStats':
@@ -243,15 +238,8 @@ def _RealDuration(doc: Mapping, test_time_s: Optional[float]
           ('_whole_seconds_corrected' if correction else ''), correction)
 
 
-# One per PERCENTILES, named as Measurement names them.
-_FIELDS = ('p50_latency_ms', 'p90_latency_ms', 'p95_latency_ms',
-           'p99_latency_ms', 'p999_latency_ms')
-
-
-def _PercentileFields(values: Sequence[Optional[float]]
-                      ) -> Dict[str, Optional[float]]:
-  """MemtierResult's percentile fields from values in PERCENTILES' order."""
-  return dict(zip(_FIELDS, values))
+# MemtierResult's percentile fields, named as Measurement names them.
+_FIELDS = tuple(measurement.PercentileFields(lambda _: None))
 
 
 def _SecondStats(seconds, warmup_s: int, real_duration_s: float
@@ -323,12 +311,12 @@ class MemtierResult:
       total_latency = sum(s.total_latency_ms for s in measured)
       duration_s = real_duration_s - warmup_s
       basis = 'per_second_cdf_mixture_after_warmup'
-      percentiles = [MixturePercentile(measured, p) for p in PERCENTILES]
+      value_at = functools.partial(MixturePercentile, measured)
     else:
       ops, total_latency = totals.count, totals.accumulated_latency_ms
       duration_s = real_duration_s
       basis = 'whole_run_histogram'
-      percentiles = [totals.Percentile(p) for p in PERCENTILES]
+      value_at = totals.Percentile
     if ops <= 0 or duration_s <= 0:
       raise ValueError(f'No operations measured after {warmup_s}s warm-up')
     # Complete seconds only: the last entry holds replies still in flight.
@@ -344,7 +332,7 @@ class MemtierResult:
         sets=sets, gets=gets, totals=totals,
         throughput=ops / duration_s,
         average_latency_ms=total_latency / ops,
-        **_PercentileFields(percentiles), percentile_basis=basis,
+        **measurement.PercentileFields(value_at), percentile_basis=basis,
         ops=ops, duration_s=duration_s, real_duration_s=real_duration_s,
         duration_source=duration_source, warmup_s=warmup_s,
         per_second=_SecondStats(totals.time_series, warmup_s,
@@ -437,19 +425,19 @@ def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
   ops = sum(r.ops for r in results)
   if warmup_s == 0 and totals.histogram:
     basis = 'merged_histograms'
-    percentiles = [totals.Percentile(p) for p in PERCENTILES]
+    value_at = totals.Percentile
   else:
     basis = 'per_second_cdf_mixture_across_processes'
     measured = [s for r in results for s in r.totals.time_series
                 if s.second >= warmup_s]
-    percentiles = [MixturePercentile(measured, p) for p in PERCENTILES]
+    value_at = functools.partial(MixturePercentile, measured)
   series = [r.series_throughput for r in results]
   return MemtierResult(
       sets=sets, gets=gets, totals=totals,
       throughput=sum(r.throughput for r in results),
       average_latency_ms=sum(r.average_latency_ms * r.ops
                              for r in results) / ops,
-      **_PercentileFields(percentiles), percentile_basis=basis, ops=ops,
+      **measurement.PercentileFields(value_at), percentile_basis=basis, ops=ops,
       duration_s=max(r.duration_s for r in results),
       real_duration_s=max(r.real_duration_s for r in results),
       duration_source=','.join(sorted({r.duration_source for r in results})),
