@@ -136,8 +136,7 @@ def ProcessSeconds(text: str, outstanding: Optional[int]
 
 
 def _Max(values: Iterable[Optional[float]]) -> Optional[float]:
-  known = [v for v in values if v is not None]
-  return max(known) if known else None
+  return max((v for v in values if v is not None), default=None)
 
 
 def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
@@ -165,9 +164,9 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
               for r in results if r.avg_latency_ms is not None]
   reported_average = (measurement.WeightedAverageLatencyMs(weighted)
                       if weighted else None)
-  p50 = _Max(r.p50_latency_ms for r in results)
-  p99 = _Max(r.p99_latency_ms for r in results)
-  p999 = _Max(r.p999_latency_ms for r in results)
+  # The tool's statistics, each at its worst process.
+  reported = {name: _Max(getattr(r, f'{name}_latency_ms') for r in results)
+              for name in ('p50', 'p95', 'p99', 'p999', 'max')}
   requests = [r.requests for r in results]
   ops = (sum(requests) if None not in requests
          else round(throughput * duration_s))
@@ -178,11 +177,8 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
       'outstanding_requests': load.outstanding_requests,
       'reported_average_latency_ms': reported_average,
       'percentile_basis': 'tool_reported_max_across_processes_not_closed_loop',
-      'reported_p50_latency_ms': p50,
-      'reported_p95_latency_ms': _Max(r.p95_latency_ms for r in results),
-      'reported_p99_latency_ms': p99,
-      'reported_p999_latency_ms': p999,
-      'reported_max_latency_ms': _Max(r.max_latency_ms for r in results),
+      **{f'reported_{name}_latency_ms': value
+         for name, value in reported.items()},
       'tests': ','.join(r.test for r in results),
       'test_rps': ','.join(f'{r.test}={r.rps:.2f}' for r in results),
       'tool_clients': None if None in clients else sum(clients),
@@ -192,7 +188,8 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
   return measurement.Measurement(
       load=load, throughput=throughput,
       average_latency_ms=load.outstanding_requests / throughput * 1000,
-      p50_latency_ms=p50, p99_latency_ms=p99, p999_latency_ms=p999,
+      p50_latency_ms=reported['p50'], p99_latency_ms=reported['p99'],
+      p999_latency_ms=reported['p999'],
       duration_s=float(duration_s), ops=ops, metadata=facts)
 
 
