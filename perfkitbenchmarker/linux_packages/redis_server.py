@@ -125,7 +125,8 @@ def ListeningPorts(vm: virtual_machine.BaseVirtualMachine) -> set:
   return {int(end) for end in ends if end.isdigit()}
 
 
-def _CliCommand(shard_host: str, port: int, args: str) -> str:
+def CliCommand(shard_host: str, port: int, args: str) -> str:
+  """redis-cli asking a shard `args` (the password: REDISCLI_AUTH)."""
   return (f'redis-cli -h {shlex.quote(shard_host)} -p {int(port)} '
           f'--no-auth-warning {args}')
 
@@ -133,7 +134,7 @@ def _CliCommand(shard_host: str, port: int, args: str) -> str:
 def Cli(vm: virtual_machine.BaseVirtualMachine, host: str, port: int,
         password: str, args: str, timeout: float = 30) -> str:
   """Runs redis-cli with the password in the environment, not argv."""
-  out, _ = vm.RemoteCommand(_CliCommand(host, port, args), timeout=timeout,
+  out, _ = vm.RemoteCommand(CliCommand(host, port, args), timeout=timeout,
                             env={'REDISCLI_AUTH': password},
                             what=f'redis-cli {args.split()[0]}')
   return out
@@ -223,7 +224,7 @@ class RedisProcess(resource.BaseResource):
         self.Remember(pid=pid, start_time=identity and identity[0])
       if self.pid is not None:
         info, _, info_rc = self.vm.RemoteCommandWithReturnCode(
-            _CliCommand(self.options.bind, self.port, 'INFO server'),
+            CliCommand(self.options.bind, self.port, 'INFO server'),
             env={'REDISCLI_AUTH': self.password}, timeout=5)
         if info_rc == 0 and IsTheServer(info, self.pid):
           return True

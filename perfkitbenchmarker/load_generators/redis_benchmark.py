@@ -22,7 +22,6 @@ the run's restricted load user (redis_shard.py) out of `ps`'s sight.
 
 import dataclasses
 import re
-import shlex
 from typing import Dict, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
@@ -33,6 +32,7 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import redis_benchmark as package
+from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import concurrent
@@ -69,11 +69,6 @@ def DurationForSeconds(seconds: int) -> float:
   last whole second (a 1 s hold read 'held 0 of 0 s'). The plan's estimate
   counts the same length (study/plan.py)."""
   return (seconds + WHOLE_SECONDS_START_S) * WHOLE_SECONDS_RATE_SLACK
-
-
-def _Cli(endpoint: base.Endpoint, args: str) -> str:
-  return (f'redis-cli -h {shlex.quote(endpoint.host)} -p {int(endpoint.port)} '
-          f'--no-auth-warning {args}')
 
 
 def SplitConnections(connections: int, set_ratio: int,
@@ -137,7 +132,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
 
   def _Masters(self, seed: base.Endpoint, password: str):
     nodes, _ = self.vm.RemoteCommand(
-        _Cli(seed, 'CLUSTER NODES'), env={'REDISCLI_AUTH': password})
+        redis_server.CliCommand(seed.host, seed.port, 'CLUSTER NODES'),
+        env={'REDISCLI_AUTH': password})
     masters = []
     for line in nodes.splitlines():
       fields = line.split()
@@ -171,7 +167,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     tags = {}
     for endpoint in masters:
       keys, _ = self.vm.RemoteCommand(
-          _Cli(endpoint, "--scan --pattern 'key:{*}:000000000000'"),
+          redis_server.CliCommand(endpoint.host, endpoint.port,
+                                  "--scan --pattern 'key:{*}:000000000000'"),
           env={'REDISCLI_AUTH': password})
       # A tag may itself end in '}' (key:{8M}}:...): take up to the last '}:'.
       match = re.search(r'key:\{(.+)\}:0{12}', keys)
@@ -192,8 +189,9 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
       return None
     tags = self._ClusterTags(endpoints[0], password, workload)
     for endpoint in tags:
-      self.vm.RemoteCommand(_Cli(endpoint, 'FLUSHALL'),
-                            env={'REDISCLI_AUTH': password})
+      self.vm.RemoteCommand(
+          redis_server.CliCommand(endpoint.host, endpoint.port, 'FLUSHALL'),
+          env={'REDISCLI_AUTH': password})
     return tags
 
   def Preload(self, endpoints: Sequence[base.Endpoint], password: str,
