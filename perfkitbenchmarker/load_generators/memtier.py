@@ -19,7 +19,6 @@ into its JSON (`authenticate`), which is masked as soon as it is read.
 """
 
 import dataclasses
-import re
 from typing import Any, List, Optional, Sequence
 
 from perfkitbenchmarker import evidence
@@ -28,6 +27,7 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import concurrent
@@ -45,10 +45,8 @@ def SupportsStaircase(version: str) -> Optional[bool]:
   None when the string is no version (source builds between releases print
   the placeholder 255.255.255, which compares as new enough).
   """
-  match = re.search(r'(\d+)\.(\d+)\.(\d+)', version or '')
-  if not match:
-    return None
-  return tuple(int(x) for x in match.groups()) >= STAIRCASE_VERSION
+  parsed = package_commands.ParseVersion(version)
+  return None if parsed is None else parsed >= STAIRCASE_VERSION
 
 
 def PreloadClients(key_count: int) -> int:
