@@ -97,12 +97,10 @@ def SplitKeyRange(key_minimum: int, key_maximum: int,
   count = key_maximum - key_minimum + 1
   parts = min(parts, count)
   size, extra = divmod(count, parts)
-  slices, first = [], key_minimum
-  for i in range(parts):
-    last = first + size + (1 if i < extra else 0) - 1
-    slices.append(KeySlice(first, last))
-    first = last + 1
-  return slices
+  # Slice i starts after i slices of `size` and the extra keys before it.
+  starts = [key_minimum + i * size + min(i, extra) for i in range(parts + 1)]
+  return [KeySlice(first, after - 1)
+          for first, after in zip(starts, starts[1:])]
 
 
 class LoadGenerator(abc.ABC):
