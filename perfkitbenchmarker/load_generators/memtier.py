@@ -59,10 +59,7 @@ def PreloadClients(key_count: int) -> int:
     n = PRELOAD_THREADS * clients
     return (n - 1) * (span // n + 1) <= span
 
-  clients = PRELOAD_CLIENTS
-  while clients > 1 and not Fits(clients):
-    clients -= 1
-  return clients
+  return next((c for c in range(PRELOAD_CLIENTS, 1, -1) if Fits(c)), 1)
 
 
 def Manifest(load: measurement.Load, json_paths: Sequence[str],
