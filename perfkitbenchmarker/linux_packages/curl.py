@@ -10,5 +10,4 @@ def AptInstall(vm) -> None:
   vm.InstallPackages('curl')
 
 
-def YumInstall(vm) -> None:
-  vm.InstallPackages('curl')
+YumInstall = AptInstall  # vm.InstallPackages knows the VM's package manager.
