@@ -460,11 +460,10 @@ def SideOf(before: Snapshot, after: Snapshot, side: str,
               default=None)
   quota_cores = None
   if quotas and len(quotas) == len(processes):
-    # Processes in one cgroup share its quota; in several, each has its own.
-    tightest = {}
-    for pid in processes:
-      dirs = after.cgroup_dirs.get(pid, ())
-      tightest[dirs[0] if dirs else pid] = quotas[pid]
+    # Processes in one cgroup share its quota; in several, each has its own
+    # (a process is keyed by its own cgroup directory, else by its PID).
+    tightest = {(after.cgroup_dirs.get(pid) or (pid,))[0]: quotas[pid]
+                for pid in processes}
     quota_cores = round(sum(tightest.values()), 3)
   threads = tuple(attribution.ThreadCpu(t.name, on, wait, t.tid == t.pid)
                   for t, on, wait in rows)
@@ -499,11 +498,11 @@ def WindowOf(series: Sequence[Snapshot], start: Optional[float],
 def Measure(before: Snapshot, after: Snapshot,
             cpu_set: Optional[Sequence[int]]) -> ClientCpu:
   """The client's CPU between two snapshots, on `cpu_set` (None: all)."""
-  whole = ([f'cpu{c}' for c in cpu_set] if cpu_set else ['cpu'])
-  busy = _Busy(_Sum(before, whole), _Sum(after, whole))
-  steal = _Steal(_Sum(before, whole), _Sum(after, whole))
+  pinned = [f'cpu{c}' for c in cpu_set] if cpu_set else None
+  whole = (_Sum(before, pinned or ['cpu']), _Sum(after, pinned or ['cpu']))
+  busy, steal = _Busy(*whole), _Steal(*whole)
   cores = []
-  for row in ([f'cpu{c}' for c in cpu_set] if cpu_set else after.cores):
+  for row in pinned or after.cores:
     if row != 'cpu' and row in before.cores and row in after.cores:
       fraction = _Busy(before.cores[row], after.cores[row])
       if fraction is not None:
