@@ -386,11 +386,9 @@ def _CombineCommandStats(parts: Sequence[MemtierCommandStats]):
   for s in (s for part in parts for s in part.time_series):
     counts[s.second] += s.count
     latencies[s.second] += s.total_latency_ms
-  histogram = None
-  if all(part.histogram for part in parts):
-    histogram = parts[0].histogram
-    for part in parts[1:]:
-      histogram = histogram.Merge(part.histogram)
+  histogram = (functools.reduce(LatencyHistogram.Merge,
+                                [part.histogram for part in parts])
+               if all(part.histogram for part in parts) else None)
   keys = sorted({p for part in parts for p, _ in part.percentiles})
   if histogram:
     percentiles = tuple((p, histogram.ValueAtPercentile(p)) for p in keys)
