@@ -120,14 +120,9 @@ def _FieldsOf(answer: str) -> Dict[str, str]:
               if ':' in line and not line.startswith('#'))
 
 
-def _Fields(vm, shard: redis_shard.Shard, password: str,
-            command: str) -> Dict[str, str]:
-  return _FieldsOf(redis_server.Cli(vm, shard.host, shard.port, password,
-                                    command))
-
-
 def ClusterInfo(vm, shard: redis_shard.Shard, password: str) -> Dict[str, str]:
-  return _Fields(vm, shard, password, 'CLUSTER INFO')
+  return _FieldsOf(redis_server.Cli(vm, shard.host, shard.port, password,
+                                    'CLUSTER INFO'))
 
 
 def WaitForClusterOk(vm, shards: Sequence[redis_shard.Shard], password: str,
@@ -173,7 +168,8 @@ def ReplicaOf(vm, replica: redis_shard.Shard, primary: redis_shard.Shard,
 def ReplicationInfo(vm, shard: redis_shard.Shard,
                     password: str) -> Dict[str, str]:
   """`INFO replication` of one shard (role, master_link_status, ...)."""
-  return _Fields(vm, shard, password, 'INFO replication')
+  return _FieldsOf(redis_server.Cli(vm, shard.host, shard.port, password,
+                                    'INFO replication'))
 
 
 def ReplicationProblems(infos: Sequence[Dict[str, str]], primaries: int,
