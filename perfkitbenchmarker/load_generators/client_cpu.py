@@ -196,25 +196,20 @@ def _CgroupCpu(files: Dict[str, str]) -> CgroupCpu:
   """v1 (cpu.cfs_quota_us, cpu.cfs_period_us, cpu.stat with throttled_time
   in ns) or v2 (cpu.max 'QUOTA PERIOD' or 'max PERIOD', cpu.stat with
   throttled_usec)."""
+  number = measurement.FiniteFloat  # None: missing, 'max' or no number.
   quota = period = None
   if 'cpu.max' in files:
-    fields = files['cpu.max'].split()
-    if fields:
-      quota = None if fields[0] == 'max' else measurement.FiniteFloat(fields[0])
-      period = measurement.FiniteFloat(fields[1]) if len(fields) > 1 else None
+    quota, period = map(number, (files['cpu.max'].split() + [None, None])[:2])
   elif 'cpu.cfs_quota_us' in files:
-    quota = measurement.FiniteFloat(files['cpu.cfs_quota_us'])
+    quota = number(files['cpu.cfs_quota_us'])
     quota = None if quota is None or quota < 0 else quota
-    period = measurement.FiniteFloat(files.get('cpu.cfs_period_us'))
-  throttled = 0.0
+    period = number(files.get('cpu.cfs_period_us'))
   if 'stat.throttled_usec' in files:
-    throttled = (measurement.FiniteFloat(files['stat.throttled_usec']) or 0.0) / 1e6
-  elif 'stat.throttled_time' in files:
-    throttled = (measurement.FiniteFloat(files['stat.throttled_time']) or 0.0) / 1e9
-  return CgroupCpu(quota, period,
-                   measurement.FiniteFloat(files.get('stat.nr_periods')) or 0.0,
-                   measurement.FiniteFloat(files.get('stat.nr_throttled')) or 0.0,
-                   throttled)
+    throttled = (number(files['stat.throttled_usec']) or 0.0) / 1e6
+  else:
+    throttled = (number(files.get('stat.throttled_time')) or 0.0) / 1e9
+  return CgroupCpu(quota, period, number(files.get('stat.nr_periods')) or 0.0,
+                   number(files.get('stat.nr_throttled')) or 0.0, throttled)
 
 
 def ParseSeries(text: str) -> List[Snapshot]:
