@@ -89,19 +89,16 @@ class YcsbResult:
     if 'RunTime(ms)' not in overall or 'Throughput(ops/sec)' not in overall:
       raise ValueError('No [OVERALL] RunTime and Throughput in the YCSB '
                        f'output: {stdout[-300:]!r}')
-
-    def Stat(fields, key):
-      return (measurement.FiniteFloat(fields[key]) if key in fields
-              else None)
-
     operations = []
     for section, fields in sections.items():
       count = fields.get('Operations', '0')
       operations.append(OperationStats(
           name=section, operations=int(float(count)),
-          average_us=Stat(fields, 'AverageLatency(us)'),
-          p95_us=Stat(fields, '95thPercentileLatency(us)'),
-          p99_us=Stat(fields, '99thPercentileLatency(us)'),
+          average_us=measurement.FiniteFloat(fields.get('AverageLatency(us)')),
+          p95_us=measurement.FiniteFloat(
+              fields.get('95thPercentileLatency(us)')),
+          p99_us=measurement.FiniteFloat(
+              fields.get('99thPercentileLatency(us)')),
           return_codes=dict(codes.get(section, {}))))
     errors = tuple(line.strip() for line in stderr.splitlines()
                    if _STDERR_ERRORS.search(line))
