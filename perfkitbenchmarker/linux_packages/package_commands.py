@@ -165,9 +165,7 @@ def ServerScript(steps: Sequence[str], program: str, cli: str,
 def ParseVersion(text: str):
   """(major, minor, patch) from the first X.Y[.Z] in text, or None."""
   match = re.search(r'(\d+)\.(\d+)(?:\.(\d+))?', text or '')
-  if not match:
-    return None
-  return tuple(int(g or 0) for g in match.groups())
+  return tuple(int(g or 0) for g in match.groups()) if match else None
 
 
 def ServerVersion(text: str) -> str:
