@@ -36,6 +36,7 @@ import errno
 import gzip
 import logging
 import os
+import shutil
 from typing import Dict, List, Optional, Sequence
 
 from perfkitbenchmarker import measurement
@@ -73,13 +74,6 @@ def _Masked(text: str, secrets: Sequence[str]) -> str:
 
 def _SafeName(name: str) -> str:
   return ''.join(c if c.isalnum() or c in '.-_' else '_' for c in name)
-
-
-def _Write(directory_fd: int, name: str, data: bytes) -> None:
-  fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
-               os.O_CLOEXEC, 0o600, dir_fd=directory_fd)
-  with os.fdopen(fd, 'wb') as f:
-    f.write(data)
 
 
 # Run directory -> the one line saying its raw output could not be kept
@@ -129,7 +123,10 @@ def Keep(vm, name: str, command_lines: Sequence[str],
                  os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
       for file_name, data in files.items():
-        _Write(fd, file_name, data)
+        with os.fdopen(os.open(
+            file_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+            os.O_CLOEXEC, 0o600, dir_fd=fd), 'wb') as f:
+          f.write(data)
     finally:
       os.close(fd)
   except (OSError, run_scope.NotOwnDir) as e:
@@ -140,8 +137,8 @@ def Keep(vm, name: str, command_lines: Sequence[str],
         f'({why}); no probe after it has its raw output kept, so '
         'pkb-recompute cannot recheck their figures')
     logging.debug('%s', _FAILURES[run_dir])
-    if made:
-      _RemoveHalfWritten(os.path.join(run_dir, made))
+    if made:  # What cannot be removed stays (rmtree follows no symlink).
+      shutil.rmtree(os.path.join(run_dir, made), ignore_errors=True)
     return None
   return made
 
@@ -158,28 +155,6 @@ def _NewProbeDir(run_dir: str, parent: str, base: str) -> str:
     run_scope.MakeOwnDir(os.path.join(run_dir, rel), run_dir)
     return rel
   raise FileExistsError(errno.EEXIST, f'{run_dir}/{parent}/{base}: too many')
-
-
-def _RemoveHalfWritten(path: str) -> None:
-  """The probe directory Keep made, with the files it wrote (none is
-  followed if a symlink); what cannot be removed stays."""
-  try:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
-                 os.O_CLOEXEC)
-  except OSError:
-    return
-  try:
-    for name in os.listdir(fd):
-      try:
-        os.unlink(name, dir_fd=fd)
-      except OSError:
-        pass
-  finally:
-    os.close(fd)
-  try:
-    os.rmdir(path)
-  except OSError:
-    pass
 
 
 class Missing(Exception):
