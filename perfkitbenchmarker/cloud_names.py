@@ -29,13 +29,10 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import paths
 
 FILE_NAME = 'zones.yaml'
-_EXAMPLES = {'GCP': 'us-central1-a', 'AWS': 'us-east-1a'}
-
-
-def _Path() -> str:
-  base = (os.path.join(paths.REPO_ROOT, paths.PRESETS_DIR)
-          if paths.InCheckout() else paths.PACKAGED_PRESETS)
-  return os.path.join(base, FILE_NAME)
+# How each cloud that has regions names its zones: a region (a regex),
+# what joins a zone's letter to it, an example zone (pricing's too).
+ZONE_SHAPES = {'GCP': (r'[a-z]+-[a-z]+\d+', '-', 'us-central1-a'),
+               'AWS': (r'[a-z]+-(?:gov-)?[a-z]+-\d+', '', 'us-east-1a')}
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,7 +41,7 @@ def _Load(path: str) -> Dict[str, Tuple[Dict[str, FrozenSet[str]], str]]:
   with open(path, encoding='utf-8') as f:
     data = yaml.safe_load(f)
   clouds = {}
-  for cloud in _EXAMPLES:
+  for cloud in ZONE_SHAPES:
     entry = data[cloud]
     regions = entry['regions']
     if isinstance(regions, list):  # AWS: one set of letters for every region
@@ -60,17 +57,6 @@ def _A(cloud: str) -> str:
   return ('an ' if cloud[0] in 'AEIOU' else 'a ') + cloud
 
 
-# (region)(letter) of a zone on each cloud.
-_ZONE_SHAPES = {'GCP': r'([a-z]+-[a-z]+\d+)-([a-z])',
-                'AWS': r'([a-z]+-(?:gov-)?[a-z]+-\d+)([a-z])'}
-
-
-def _Split(cloud: str, zone: str) -> Optional[Tuple[str, str]]:
-  """(region, letter) of a zone-shaped name, or None."""
-  match = re.fullmatch(_ZONE_SHAPES.get(cloud, _ZONE_SHAPES['AWS']), zone)
-  return (match.group(1), match.group(2)) if match else None
-
-
 def CheckZone(cloud: str, zone: Optional[str], allow_unlisted: bool = False,
           path: Optional[str] = None) -> None:
   """Refuses, in one line, a zone `cloud` does not have.
@@ -79,25 +65,26 @@ def CheckZone(cloud: str, zone: Optional[str], allow_unlisted: bool = False,
     errors.UsageError: a region given for a zone, an unknown region, or a
       zone letter the region does not have (unless `allow_unlisted`).
   """
-  if not zone or cloud not in _EXAMPLES:
+  if not zone or cloud not in ZONE_SHAPES:
     return
-  regions, date = _Load(path or _Path())[cloud]
-  example = _EXAMPLES[cloud]
+  regions, date = _Load(
+      path or os.path.join(paths.PresetsDir(), FILE_NAME))[cloud]
+  region_shape, joiner, example = ZONE_SHAPES[cloud]
   if zone in regions:
-    letters = ', '.join(f'{zone}{"" if cloud == "AWS" else "-"}{l}'
+    letters = ', '.join(f'{zone}{joiner}{l}'
                         for l in sorted(regions[zone])[:3])
     raise errors.UsageError(
         f'--zone={zone} is {_A(cloud)} region, not a zone; name one of its '
         f'zones, e.g. {letters}.')
-  split = _Split(cloud, zone)
+  match = re.fullmatch(f'({region_shape}){joiner}([a-z])', zone)
+  split = match.groups() if match else None  # (region, letter)
   if split and split[0] in regions and split[1] in regions[split[0]]:
     return
   if allow_unlisted and split:
     return
   if split and split[0] in regions:
     region = split[0]
-    known = ', '.join(f'{region}{"" if cloud == "AWS" else "-"}{l}'
-                      for l in sorted(regions[region]))
+    known = ', '.join(f'{region}{joiner}{l}' for l in sorted(regions[region]))
     raise errors.UsageError(
         f'--zone={zone}: {cloud} region {region} has no zone '
         f'"{split[1]}" (zones listed on {date}: {known}); a zone opened '

@@ -46,10 +46,14 @@ def Preset(path: str) -> str:
   parts = os.path.normpath(path).split(os.sep)
   if len(parts) != 2 or parts[0] != PRESETS_DIR or parts[1] in ('', '..'):
     return path
-  base = (os.path.join(REPO_ROOT, PRESETS_DIR) if InCheckout()
-          else PACKAGED_PRESETS)
-  found = os.path.join(base, parts[1])
+  found = os.path.join(PresetsDir(), parts[1])
   return found if os.path.isfile(found) else path
+
+
+def PresetsDir() -> str:
+  """configs/ of a checkout; the package's data/configs/ installed."""
+  return (os.path.join(REPO_ROOT, PRESETS_DIR) if InCheckout()
+          else PACKAGED_PRESETS)
 
 
 def Shown(path: str) -> str:

@@ -33,16 +33,16 @@ from typing import (Annotated, Any, Dict, Iterable, List, Optional, Sequence,
 import pydantic
 import yaml
 
+from perfkitbenchmarker import cloud_names
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import regular_files
 
 # An installed package carries the build's copy of configs/prices.yaml
 # (setup.py); a checkout reads configs/prices.yaml, the one source of truth.
-_PACKAGED_CATALOG_PATH = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), 'data', 'prices.yaml')
-_REPO_CATALOG_PATH = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs',
-    'prices.yaml')
+_PACKAGED_CATALOG_PATH = os.path.join(paths.PACKAGE_DIR, 'data',
+                                      'prices.yaml')
+_REPO_CATALOG_PATH = os.path.join(paths.REPO_ROOT, 'configs', 'prices.yaml')
 DEFAULT_CATALOG_PATH = (_PACKAGED_CATALOG_PATH
                         if os.path.exists(_PACKAGED_CATALOG_PATH) else
                         _REPO_CATALOG_PATH)
@@ -154,12 +154,10 @@ def ParseCatalogText(text: str) -> Dict:
   directly, about 50x faster than a YAML parser (every pkb.py start reads
   them); anything else in that part sends the whole file through YAML."""
   head, sep, rows = text.partition('\nprices:\n')
-  if sep:
-    data = yaml.load(head, Loader=_FAST_LOADER) or {}
-    prices = []
-    if not isinstance(data, dict):
-      return yaml.load(text, Loader=_FAST_LOADER) or {}
+  data = (yaml.load(head, Loader=_FAST_LOADER) or {}) if sep else None
+  if isinstance(data, dict):
     try:
+      prices = []
       for line in rows.splitlines():
         if not line.strip() or line.lstrip().startswith('#'):
           continue
@@ -169,8 +167,7 @@ def ParseCatalogText(text: str) -> Dict:
             match.group(1)):
           raise ValueError(line)
         prices.append({k: _RowValue(v) for k, v in items})
-      data['prices'] = prices
-      return data
+      return {**data, 'prices': prices}
     except ValueError:
       pass
   return yaml.load(text, Loader=_FAST_LOADER) or {}
@@ -310,22 +307,17 @@ def CatalogRows(data: Any, today: Optional[datetime.date] = None
   return rows
 
 
-# A zone's shape on each cloud that has regions: (region)(zone suffix).
-_ZONE_SHAPES = {'GCP': r'([a-z]+-[a-z]+\d+)(-[a-z])?',
-                'AWS': r'([a-z]+-(?:gov-)?[a-z]+-\d+)([a-z])?'}
-
-
 def RegionFromZone(cloud: str, zone: Optional[str]) -> str:
   """us-central1-a -> us-central1 (GCP); us-east-1a -> us-east-1 (AWS)."""
   if not zone:
     return DEFAULT_REGIONS.get(cloud, '')
-  if cloud not in _ZONE_SHAPES:
+  if cloud not in cloud_names.ZONE_SHAPES:
     return zone
-  match = re.fullmatch(_ZONE_SHAPES[cloud], zone)
+  region, joiner, example = cloud_names.ZONE_SHAPES[cloud]
+  match = re.fullmatch(f'({region})(?:{joiner}[a-z])?', zone)
   if not match:
     raise errors.UsageError(
-        f'Zone "{zone}" is not a {cloud} zone; use e.g. '
-        f'{"us-central1-a" if cloud == "GCP" else "us-east-1a"}.')
+        f'Zone "{zone}" is not a {cloud} zone; use e.g. {example}.')
   return match.group(1)
 
 
