@@ -69,12 +69,9 @@ def Problem(path: str) -> Optional[str]:
   """
   given = os.path.abspath(path)
   real = os.path.realpath(given)
-  checked = set()
-  for where in list(_Prefixes(os.path.dirname(given))) + list(
-      _Prefixes(real)):
-    if where in checked:
-      continue
-    checked.add(where)
+  # Each directory once, in order: the given path's, then the real one's.
+  for where in dict.fromkeys([*_Prefixes(os.path.dirname(given)),
+                              *_Prefixes(real)]):
     try:
       info = os.stat(where)
     except OSError as e:
@@ -116,9 +113,7 @@ def CheckOn(vm, path: str, what: str) -> str:
     errors.UsageError: in one line, naming the VM and what is at fault.
     errors.ProcessError: the check did not run (_AskOn).
   """
-  problem = _AskOn(vm, path)
-  if problem:
-    raise errors.UsageError(_Refusal(f'{what} on {vm.name}', problem))
+  _Refuse(f'{what} on {vm.name}', _AskOn(vm, path))
   return path
 
 
@@ -131,18 +126,19 @@ def OnPath(vm, program: str) -> bool:
     errors.ProcessError: the check did not run (_AskOn).
   """
   problem = _AskOn(vm, program)
-  if problem:
-    raise errors.UsageError(_Refusal(
-        f'{program} (found on PATH) on {vm.name}', problem))
+  _Refuse(f'{program} (found on PATH) on {vm.name}', problem)
   return problem is not None
 
 
-def _Refusal(what: str, problem: str) -> str:
-  return (f'{what}: {problem}; a program pkb runs (as root, with the run\'s '
-          'password) must be owned by root or by you and writable by no one '
-          'else, and so must every directory above it (as sudo and sshd '
-          'require): install it in such a place (e.g. /usr/local/bin) or fix '
-          'the owner and mode.')
+def _Refuse(what: str, problem: Optional[str]) -> None:
+  """errors.UsageError when `problem` says what is wrong with `what`."""
+  if problem:
+    raise errors.UsageError(
+        f'{what}: {problem}; a program pkb runs (as root, with the run\'s '
+        'password) must be owned by root or by you and writable by no one '
+        'else, and so must every directory above it (as sudo and sshd '
+        'require): install it in such a place (e.g. /usr/local/bin) or fix '
+        'the owner and mode.')
 
 
 def Check(path: str, what: str) -> str:
@@ -155,9 +151,7 @@ def Check(path: str, what: str) -> str:
   Raises:
     errors.UsageError: in one line, naming the file or directory at fault.
   """
-  problem = Problem(path)
-  if problem:
-    raise errors.UsageError(_Refusal(what, problem))
+  _Refuse(what, Problem(path))
   return path
 
 
