@@ -137,8 +137,7 @@ class SideCpu:
   @property
   def allowed(self) -> Optional[float]:
     """CPUs it may use: its cores, or its quota if that is less."""
-    values = [v for v in (self.cores, self.quota_cores) if v]
-    return min(values) if values else None
+    return min((v for v in (self.cores, self.quota_cores) if v), default=None)
 
   @property
   def one_thread(self) -> float:
@@ -284,8 +283,7 @@ def Figures(clients: Sequence[SideCpu], servers: Sequence[SideCpu]
 
     def Worst(value, sides=sides):
       values = [value(s) for s in sides]
-      values = [v for v in values if v is not None]
-      return max(values) if values else None
+      return max((v for v in values if v is not None), default=None)
 
     busiest = max((s.busiest for s in sides if s.busiest),
                   key=lambda t: t.on_cpu, default=None)

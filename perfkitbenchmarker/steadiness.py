@@ -69,8 +69,7 @@ def WorstSecondMs(per_second: Sequence[measurement.SecondStats],
   """The highest latency, in `statistic`, of the seconds a rule reads
   (`Counted`, with operations); None when none has the statistic."""
   figures = [s.LatencyMs(statistic) for s in Counted(per_second)[0] if s.ops]
-  known = [ms for ms in figures if ms is not None]
-  return max(known) if known else None
+  return max((ms for ms in figures if ms is not None), default=None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,10 +182,15 @@ def SecondsOverCap(metadata) -> int:
 
 def Unsteady(metadata) -> bool:
   """Whether a probe's seconds disagreed with its whole (`Marked`)."""
-  value = metadata.get(KEY)
+  return IsSet(metadata.get(KEY))
+
+
+def IsSet(value) -> bool:
+  """Whether a flag read back from stored metadata is set: true, or the
+  text 'true' or '1' (a CSV's); NaN (a frame's gap) is not."""
   if isinstance(value, str):
     return value.strip().lower() in ('true', '1')
-  return bool(value) and value == value  # NaN (a frame's gap) is not.
+  return bool(value) and value == value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -115,7 +115,7 @@ def Disturbed(metadata: Mapping[str, Any]) -> bool:
   name = metadata.get(attribution.KEY)
   if isinstance(name, str) and name in attribution.LIMITS:
     return name == attribution.DISTURBED
-  return _True(metadata.get('interference'))
+  return steadiness.IsSet(metadata.get('interference'))
 
 
 def ClientLimited(metadata: Mapping[str, Any]) -> bool:
@@ -124,7 +124,7 @@ def ClientLimited(metadata: Mapping[str, Any]) -> bool:
   name = metadata.get(attribution.KEY)
   if isinstance(name, str) and name in attribution.LIMITS:
     return name in attribution.CLIENT_LIMITS
-  return _True(metadata.get('client_saturated'))
+  return steadiness.IsSet(metadata.get('client_saturated'))
 
 
 def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
@@ -162,11 +162,10 @@ def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
                        f'latency {together}, not under the {cap} cap'))
   # The probes the figure rests on: the repeats that count (disturbed ones
   # run again are not among them), else every probe at the answer's load.
-  indices = set(result.reported_indices)
-  answer = [result.probes[i].measurement for i in sorted(indices)]
-  unsteady = [(i, result.probes[i].measurement.metadata)
-              for i in sorted(indices)
-              if steadiness.Unsteady(result.probes[i].measurement.metadata)]
+  indices = sorted(set(result.reported_indices))
+  answer = [result.probes[i].measurement for i in indices]
+  unsteady = [(i, m.metadata) for i, m in zip(indices, answer)
+              if steadiness.Unsteady(m.metadata)]
   if unsteady:
     index, worst = unsteady[-1]
     problems.append((UNCONFIRMED, f'the seconds of {len(unsteady)} of the '
@@ -231,12 +230,6 @@ _LIMIT_FIGURES = frozenset(
 def _Present(value: Any) -> bool:
   return value is not None and not (isinstance(value, float) and
                                     math.isnan(value))
-
-
-def _True(value: Any) -> bool:
-  if isinstance(value, str):
-    return value.strip().lower() in ('true', '1')
-  return _Present(value) and bool(value)
 
 
 def OfMetadata(metadata: Mapping[str, Any]) -> Verdict:
