@@ -7,6 +7,7 @@ these records; a new search policy by consuming them.
 """
 
 import dataclasses
+import functools
 import math
 from typing import (Callable, Dict, Mapping, Optional, Sequence, Tuple,
                     Union)
@@ -192,11 +193,9 @@ def CombineSeconds(series: Sequence[Sequence[SecondStats]]
     weight = sum(p.ops for p in timed)
     average = (sum(p.ops * p.average_latency_ms for p in timed) / weight
                if weight else None)
-    keys = sorted({k for p in parts for k, _ in p.percentiles})
-    percentiles = tuple(
-        (k, max(ms for p in parts for pk, ms in p.percentiles if pk == k))
-        for k in keys
-        if all(any(pk == k for pk, _ in p.percentiles) for p in parts))
+    each = [dict(p.percentiles) for p in parts]  # Those every part has.
+    percentiles = tuple((k, max(d[k] for d in each))
+                        for k in sorted(set(each[0]).intersection(*each)))
     combined.append(SecondStats(
         second, ops, average, warmup=any(p.warmup for p in parts),
         percentiles=percentiles,
@@ -302,15 +301,14 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
     return dataclasses.replace(parts[0], load=load)
   histogram = None
   if all(p.histogram is not None for p in parts):
-    histogram = parts[0].histogram
-    for p in parts[1:]:
-      histogram = histogram.Merge(p.histogram)
+    histogram = functools.reduce(lambda a, b: a.Merge(b),
+                                 (p.histogram for p in parts))
 
-  def Percentile(attr: str, percentile: float) -> Optional[float]:
+  def Percentile(percentile: float) -> Optional[float]:
     if histogram is not None:
       return histogram.ValueAtPercentile(percentile)
-    values = [getattr(p, attr) for p in parts if getattr(p, attr) is not None]
-    return max(values) if values else None
+    values = [getattr(p, _PERCENTILE_FIELDS[percentile]) for p in parts]
+    return max((v for v in values if v is not None), default=None)
 
   busy = [p.client_cpu_busy_fraction for p in parts
           if p.client_cpu_busy_fraction is not None]
@@ -334,9 +332,7 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
   return Measurement(
       load=load, throughput=sum(p.throughput for p in parts),
       average_latency_ms=WeightedAverageLatencyMs(parts),
-      **PercentileFields(
-          lambda percentile: Percentile(_PERCENTILE_FIELDS[percentile],
-                                        percentile)),
+      **PercentileFields(Percentile),
       duration_s=max(p.duration_s for p in parts),
       ops=sum(p.ops for p in parts),
       client_saturated=any(p.client_saturated for p in parts),
