@@ -99,7 +99,6 @@ def Gunzip(f: BinaryIO, max_bytes: int) -> bytes:
   anything not gzip."""
   out = bytearray()
   unzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
-  fed = whole = False
   pending = b''
   try:
     while True:
@@ -108,8 +107,7 @@ def Gunzip(f: BinaryIO, max_bytes: int) -> bytes:
         if not pending:
           break
       if unzip.eof:  # The next member (gzip allows several).
-        unzip, fed = zlib.decompressobj(zlib.MAX_WBITS | 16), False
-      fed = True
+        unzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
       out += unzip.decompress(
           pending, min(_STEP_BYTES, max_bytes + 1 - len(out)))
       if len(out) > max_bytes:
@@ -117,13 +115,12 @@ def Gunzip(f: BinaryIO, max_bytes: int) -> bytes:
                          'a file may have')
       pending = unzip.unconsumed_tail
       if unzip.eof:
-        whole = True
         pending = unzip.unused_data + pending
   except zlib.error as e:
     raise NotRegular(f'not gzip data ({e})') from None
   except OSError as e:
     raise NotRegular(e.strerror or str(e)) from None
-  if fed and not unzip.eof or not whole:
+  if not unzip.eof:  # Nothing read, or the last member's end not reached.
     raise NotRegular('a truncated gzip file (it ends inside its data)')
   return bytes(out)
 
@@ -256,20 +253,18 @@ class Directory:
 
   def Read(self, rel: str, max_bytes: int) -> bytes:
     """All of the regular file at `rel`, at most `max_bytes`."""
-    with self.Open(rel, max_bytes) as f:
-      try:
-        return _ReadBounded(f, max_bytes)
-      except NotRegular as e:
-        raise NotRegular(f'{self._Shown(rel)}: {e}') from None
+    return self._ReadWith(_ReadBounded, rel, max_bytes)
 
   def ReadUnzipped(self, rel: str, max_bytes: int) -> bytes:
     """`Read`, unzipped when `rel` ends in .gz (compressed and unzipped,
     at most `max_bytes` each)."""
-    if not rel.endswith('.gz'):
-      return self.Read(rel, max_bytes)
+    return self._ReadWith(Gunzip if rel.endswith('.gz') else _ReadBounded,
+                          rel, max_bytes)
+
+  def _ReadWith(self, read, rel: str, max_bytes: int) -> bytes:
     with self.Open(rel, max_bytes) as f:
       try:
-        return Gunzip(f, max_bytes)
+        return read(f, max_bytes)
       except NotRegular as e:
         raise NotRegular(f'{self._Shown(rel)}: {e}') from None
 
