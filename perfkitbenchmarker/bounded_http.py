@@ -164,13 +164,12 @@ class Session(google_requests.AuthorizedSession):
     self._clock = clock
     self._deadline: Optional[float] = None
     plain = requests.Session()  # For token refreshes: bounded the same way.
-    adapter = BoundedAdapter(self, max_response_bytes)
-    plain.mount('https://', adapter)
-    plain.mount('http://', adapter)
     super().__init__(credentials,
                      auth_request=google_requests.Request(plain))
-    self.mount('https://', adapter)
-    self.mount('http://', adapter)
+    adapter = BoundedAdapter(self, max_response_bytes)
+    for session in (plain, self):
+      for prefix in ('https://', 'http://'):
+        session.mount(prefix, adapter)
 
   def Deadline(self, seconds: Optional[float]) -> None:
     """No request of this session reads past `seconds` from now (None:
@@ -181,8 +180,7 @@ class Session(google_requests.AuthorizedSession):
     """Seconds one request may take: its timeout (the larger part of a
     (connect, read) pair; none given: 60 s), capped by the deadline."""
     if isinstance(timeout, tuple):
-      timeout = max(t for t in timeout if t is not None) if any(
-          t is not None for t in timeout) else None
+      timeout = max((t for t in timeout if t is not None), default=None)
     limit = float(timeout) if timeout is not None else 60.0
     if self._deadline is not None:
       limit = min(limit, self._deadline - self._clock())

@@ -336,6 +336,5 @@ def ScheduleMinutes(durations: Sequence[float], processes: int) -> float:
   the first free slot (as the matrix driver runs cells)."""
   slots = [0.0] * max(1, processes)
   for d in durations:
-    i = slots.index(min(slots))
-    slots[i] += d
+    slots[slots.index(min(slots))] += d
   return max(slots) if durations else 0.0

@@ -112,12 +112,10 @@ def _CheckDatasetFits(spec, estimate: Optional[DatasetEstimate]) -> None:
 
 
 def _GcpCredentials() -> Optional[str]:
-  path = os.environ.get('GOOGLE_APPLICATION_CREDENTIALS')
-  if path:
-    return path if os.path.isfile(path) else None
-  default = os.path.join(os.path.expanduser('~'), '.config', 'gcloud',
-                         'application_default_credentials.json')
-  return default if os.path.isfile(default) else None
+  path = os.environ.get('GOOGLE_APPLICATION_CREDENTIALS') or os.path.join(
+      os.path.expanduser('~'), '.config', 'gcloud',
+      'application_default_credentials.json')
+  return path if os.path.isfile(path) else None
 
 
 def _AwsCredentials(profile: Optional[str]) -> Optional[str]:

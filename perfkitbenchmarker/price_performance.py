@@ -53,11 +53,8 @@ def MeasurementMetadata(m: measurement.Measurement) -> Dict[str, Any]:
       'pipeline': m.load.pipeline,
       'connections': m.load.connections,
       'average_latency_ms': round(m.average_latency_ms, 5),
-      'p50_latency_ms': m.p50_latency_ms,
-      'p90_latency_ms': m.p90_latency_ms,
-      'p95_latency_ms': m.p95_latency_ms,
-      'p99_latency_ms': m.p99_latency_ms,
-      'p99.9_latency_ms': m.p999_latency_ms,
+      **{f'{s}_latency_ms': m.LatencyMs(s) for s in measurement.STATISTICS
+         if s != measurement.AVERAGE},  # p50_latency_ms .. p99.9_latency_ms
       'probe_duration_s': round(m.duration_s, 3),
       'ops': m.ops,
       'client_saturated': m.client_saturated,
@@ -110,9 +107,8 @@ def CappedSamples(best: measurement.Measurement, cap_ms: Cap,
     extra: search facts (policy, probes, confidence interval).
   """
   cap = measurement.AsCap(cap_ms)
-  metadata = MeasurementMetadata(best)
-  metadata.update(CapMetadata(best, cap))
-  metadata.update(extra or {})
+  metadata = {**MeasurementMetadata(best), **CapMetadata(best, cap),
+              **(extra or {})}
   throughput = best.throughput if value is None else value
   samples = [sample.Sample(CAPPED_THROUGHPUT, throughput, OPS_PER_SEC,
                            metadata)]
@@ -143,16 +139,15 @@ def PricePerformanceSample(capped_throughput: float, server: GroupCost,
                            extra: Optional[Mapping[str, Any]] = None
                            ) -> sample.Sample:
   deployment = server.usd_per_hour + sum(g.usd_per_hour for g in others)
-  metadata = server.price.Metadata('servers_')
-  metadata.update(extra or {})
-  metadata.update({
+  metadata = {
+      **server.price.Metadata('servers_'), **(extra or {}),
       'price_basis': PRICE_BASIS,
       'servers_usd_per_hour_total': server.usd_per_hour,
       'price_performance_per_server_vm':
           capped_throughput / server.price.usd_per_hour,
       'price_performance_whole_deployment': capped_throughput / deployment,
       'deployment_usd_per_hour': deployment,
-  })
+  }
   return sample.Sample(PRICE_PERFORMANCE,
                        capped_throughput / server.usd_per_hour,
                        PRICE_PERFORMANCE_UNIT, metadata)

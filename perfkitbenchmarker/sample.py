@@ -3,10 +3,7 @@
 import dataclasses
 import time
 import types
-from typing import Any, Dict, Mapping, Optional
-
-def _Freeze(metadata: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
-  return types.MappingProxyType(dict(metadata or {}))
+from typing import Any, Dict, Mapping
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +21,8 @@ class Sample:
   timestamp: float = dataclasses.field(default_factory=time.time)
 
   def __post_init__(self):
-    object.__setattr__(self, 'metadata', _Freeze(self.metadata))
+    object.__setattr__(self, 'metadata',
+                       types.MappingProxyType(dict(self.metadata or {})))
     object.__setattr__(self, 'value', float(self.value or 0.0))
     if self.timestamp is None:
       object.__setattr__(self, 'timestamp', time.time())
@@ -36,9 +34,7 @@ class Sample:
 
   def WithMetadata(self, **extra: Any) -> 'Sample':
     """Returns a copy with `extra` merged into the metadata."""
-    merged = dict(self.metadata)
-    merged.update(extra)
-    return dataclasses.replace(self, metadata=merged)
+    return dataclasses.replace(self, metadata={**self.metadata, **extra})
 
 
 def FormatLabels(metadata: Mapping[str, Any]) -> str:

@@ -75,8 +75,7 @@ class StageTimes:
         samples.append(sample_lib.Sample(f'{name} Runtime', stop - start,
                                          'seconds', {}))
       if timestamps:
-        samples.append(sample_lib.Sample(f'{name} Start Timestamp', start,
-                                         'seconds', {}))
-        samples.append(sample_lib.Sample(f'{name} Stop Timestamp', stop,
-                                         'seconds', {}))
+        samples += [sample_lib.Sample(f'{name} {edge} Timestamp', at,
+                                      'seconds', {})
+                    for edge, at in (('Start', start), ('Stop', stop))]
     return samples
