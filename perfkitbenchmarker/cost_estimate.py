@@ -259,11 +259,9 @@ def EstimateRun(cloud: str, groups: Sequence[VmGroup], search_minutes: float,
 def FromSpec(spec) -> RunEstimate:
   """Adapts a BenchmarkSpec (not yet provisioned) to `EstimateRun`."""
   counts = spec.GroupCounts()
-  groups = []
-  for name, vm_spec in spec.GroupSpecs().items():
-    price = spec.GroupPrice(name)
-    groups.append(VmGroup(name, counts[name], vm_spec.machine_type,
-                          price.usd_per_hour))
+  groups = [VmGroup(name, counts[name], vm_spec.machine_type,
+                    spec.GroupPrice(name).usd_per_hour)
+            for name, vm_spec in spec.GroupSpecs().items()]
   module = spec.module
   if benchmark_contract.Has(module, 'EstimatedMinutes'):
     # The benchmark's probe minutes, and the run stage's fixed part here.
@@ -276,9 +274,8 @@ def FromSpec(spec) -> RunEstimate:
     search = None
     unestimated = (f'{spec.name} gives no EstimatedMinutes: the rest of '
                    f'--timeout_minutes={spec.flags.timeout_minutes:g}')
-  keys = 0
-  if benchmark_contract.Has(module, 'EstimatedPreloadKeys'):
-    keys = module.EstimatedPreloadKeys(spec)
+  keys = (module.EstimatedPreloadKeys(spec) if benchmark_contract.Has(
+      module, 'EstimatedPreloadKeys') else 0)
   value_bytes = getattr(spec.flags, 'memtier_data_size', 0) or 0
   preloading = counts.get('clients', 1)
   if benchmark_contract.Has(module, 'EstimatedPreloadClientVms'):

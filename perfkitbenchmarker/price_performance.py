@@ -168,8 +168,7 @@ def TimeSeriesSamples(m: measurement.Measurement, start_ms: float,
   if not seconds:
     return []
   timestamps = [int(start_ms + 1000 * s.second) for s in seconds]
-  metadata: Dict[str, Any] = dict(extra or {})
-  metadata['interval'] = 1
+  metadata: Dict[str, Any] = {**(extra or {}), 'interval': 1}
   warmup = [s for s in seconds if s.warmup]
   if warmup:
     metadata['ramp_up_ends'] = int(start_ms + 1000 * (warmup[-1].second + 1))

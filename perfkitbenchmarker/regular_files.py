@@ -203,15 +203,12 @@ class Directory:
     """'file', 'directory', 'symbolic link' (never followed) or 'other' for
     what `rel` names; None when nothing is there."""
     parts = self._Parts(rel)
-    if len(parts) > 1:
-      try:
-        fd = self._Open(parts[:-1], os.O_RDONLY | os.O_DIRECTORY)
-      except NotRegular:
-        if self.Kind('/'.join(parts[:-1])) is None:
-          return None
-        raise
-    else:
-      fd = self._fd
+    try:  # The directory itself for a name in it (_Open of no parts).
+      fd = self._Open(parts[:-1], os.O_RDONLY | os.O_DIRECTORY)
+    except NotRegular:
+      if self.Kind('/'.join(parts[:-1])) is None:
+        return None
+      raise
     try:
       mode = os.lstat(parts[-1], dir_fd=fd).st_mode
     except FileNotFoundError:
