@@ -22,6 +22,8 @@ class ServerEngine(abc.ABC):
   READS_REDIS_CONF = True
   # Why this machine cannot install it ('': it can).
   LOCAL_REFUSAL = ''
+  # Its settings as recorded (`Settings`): setting name -> attribute.
+  SETTINGS: Dict[str, str] = {}
 
   @abc.abstractmethod
   def Install(self, vm) -> None:
@@ -55,8 +57,11 @@ class ServerEngine(abc.ABC):
     a resumed run; it is never in the run record)."""
 
   def Settings(self) -> Dict[str, str]:
-    """Engine settings recorded in every sample (e.g. {'io-threads': '4'})."""
-    return {}
+    """Engine settings recorded in every sample (e.g. {'io-threads': '4'}):
+    each of `SETTINGS` not at the engine's default (0, None or 'none')."""
+    values = {name: getattr(self, attr) for name, attr in self.SETTINGS.items()}
+    return {name: str(value) for name, value in values.items()
+            if value and value != 'none'}
 
   # Replicas (engine_options.REPLICA_ENGINES: the flags refuse them for
   # the others before anything starts).

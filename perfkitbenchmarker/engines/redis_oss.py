@@ -8,7 +8,7 @@ subclasses this one.
 
 import dataclasses
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
@@ -30,6 +30,7 @@ class RedisOssEngine(base.ServerEngine):
   # release number).
   CHECK_VERSION = staticmethod(package_commands.CheckRedisVersion)
   PASSWORD_LINE = r'^requirepass (\S+)$'  # In the shard's config file.
+  SETTINGS = {'io-threads': 'io_threads'}
 
   def __init__(self, version: str = 'distro',
                io_threads: Optional[int] = None):
@@ -48,11 +49,6 @@ class RedisOssEngine(base.ServerEngine):
     if not vm.CAN.installs_packages and self.version != 'distro':
       return local_redis_builds.ServerPath(self.version)
     return 'redis-server'
-
-  def Settings(self) -> Dict[str, str]:
-    if self.io_threads:
-      return {'io-threads': str(self.io_threads)}
-    return {}
 
   def ShardConfig(
       self, options: redis_shard.ShardOptions) -> redis_shard.ShardOptions:

@@ -7,7 +7,7 @@ speak the protocol).
 """
 
 import dataclasses
-from typing import Dict, Sequence
+from typing import Sequence
 
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
@@ -44,20 +44,14 @@ class DragonflyEngine(_VmOnly):
                    'download host, which this machine cannot reach')
   PACKAGE = 'dragonfly_server'
   PASSWORD_LINE = r'^--requirepass=(\S+)$'  # Its flag file's.
+  SETTINGS = {'proactor_threads': 'proactor_threads',
+              'cluster_mode': 'cluster_mode'}
 
   def __init__(self, version: str = 'distro', proactor_threads: int = 0,
                cluster_mode: str = 'none', **sources):
     super().__init__(version, **sources)
     self.proactor_threads = proactor_threads
     self.cluster_mode = cluster_mode
-
-  def Settings(self) -> Dict[str, str]:
-    settings = {}
-    if self.proactor_threads:
-      settings['proactor_threads'] = str(self.proactor_threads)
-    if self.cluster_mode != 'none':
-      settings['cluster_mode'] = self.cluster_mode
-    return settings
 
   def ServerCommand(self, vm) -> str:
     return 'dragonfly'
@@ -99,16 +93,12 @@ class KeydbEngine(_VmOnly):
   LOCAL_REFUSAL = ('KeyDB ships only from its own APT repository or a '
                    'source release, neither reachable from this machine')
   PACKAGE = 'keydb_server'
+  SETTINGS = {'server-threads': 'server_threads'}  # 0: KeyDB's default.
 
   def __init__(self, version: str = 'distro', server_threads: int = 0,
                **sources):
     super().__init__(version, **sources)
     self.server_threads = server_threads
-
-  def Settings(self) -> Dict[str, str]:
-    if self.server_threads:  # 0: KeyDB's default.
-      return {'server-threads': str(self.server_threads)}
-    return {}
 
   def ServerCommand(self, vm) -> str:
     return 'keydb-server'
