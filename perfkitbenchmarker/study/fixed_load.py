@@ -99,11 +99,7 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
     measured.append(m)
   spec.EmitSamples(results.CostSamples(
       spec, fixed_load=True, **results.InterferenceMetadata(measured)))
-  if any(m.client_saturated for m in measured):
-    spec.reporter.Line('WARNING: the load generator was the limit (its CPU '
-                       'or its cgroup\'s quota) in some runs; their '
-                       'throughput may be the client\'s limit.')
-  results.WarnAboutInterference(spec, measured)
+  results.WarnAboutLimits(spec, measured, 'runs', 'their throughput')
   quota = spec.metadata.get('servers_cpu_quota')
   if quota:  # As the search's summary says it (README "The 2-core split").
     spec.reporter.Line(results.QuotaWords(

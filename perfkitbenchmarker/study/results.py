@@ -18,19 +18,29 @@ from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.search import driver as search_driver
 
 
+def SetServerMetadata(spec, deployment, shards_per_vm: int) -> None:
+  """Group (with system) and engine metadata, the shards and, on Local, the
+  machine type the servers are priced as: every study's, on every sample."""
+  spec.metadata.update({
+      **spec.GroupMetadata(), **EngineMetadata(deployment),
+      'redis_server_version': deployment.engine_version,
+      'redis_total_num_processes': shards_per_vm,
+      'redis_shards_total': len(deployment.processes),
+      'redis_server_cluster_mode': deployment.cluster_mode,
+  })
+  if spec.can.priced_as_catalog:
+    price = spec.GroupPrice('servers')
+    spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
+
+
 def SetMetadata(spec, deployment, opts) -> None:
-  """Group (with system), engine and workload metadata added to every
+  """Server (SetServerMetadata) and workload metadata added to every
   sample."""
-  spec.metadata.update(spec.GroupMetadata())
+  SetServerMetadata(spec, deployment, deployment.shards_per_vm)
   workload = opts.workload
   generator = deployment.generators[0]
-  spec.metadata.update(EngineMetadata(deployment))
   spec.metadata.update({
-      'redis_server_version': deployment.engine_version,
-      'redis_total_num_processes': deployment.shards_per_vm,
-      'redis_shards_total': len(deployment.processes),
       'redis_primaries': deployment.primaries,
-      'redis_server_cluster_mode': deployment.cluster_mode,
       'load_generator': generator.NAME,
       'load_generator_version': generator.Version(),
       'memtier_ratio': workload.ratio,
@@ -48,9 +58,6 @@ def SetMetadata(spec, deployment, opts) -> None:
                 opts.generator.processes_per_client
                 if opts.generator.processes_per_client > 1 else None)}
   spec.metadata.update({k: v for k, v in extras.items() if v})
-  if spec.can.priced_as_catalog:
-    price = spec.GroupPrice('servers')
-    spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
 
 
 def RecordDropped(metadata: Dict[str, Any], dropped: Sequence[str]) -> None:
@@ -145,8 +152,7 @@ def ResultSamples(spec, result: search_driver.SearchResult,
   extra: Dict[str, Any] = {
       'search_policy': result.policy,
       'search_probes': len(result.probes),
-      'search_probe_seconds': round(sum(
-          p.measurement.duration_s for p in result.probes), 2),
+      'search_probe_seconds': round(result.probe_seconds, 2),
       'search_stop_reason': result.stop_reason,
       'client_limited': result.client_limited,
   }
@@ -196,11 +202,7 @@ def ResultSamples(spec, result: search_driver.SearchResult,
     priced = [s.WithMetadata(**tags) for s in priced]
     spec.EmitSamples(priced)
     samples += priced
-  if result.client_limited:
-    spec.reporter.Line('WARNING: the load generator was the limit (its CPU '
-                       'or its cgroup\'s quota) in some probes; the capped '
-                       'throughput may be the client\'s limit.')
-  WarnAboutInterference(spec, measured)
+  WarnAboutLimits(spec, measured)
   return samples
 
 
@@ -214,9 +216,16 @@ def InterferenceMetadata(measured: Sequence[measurement.Measurement]
       bool(m.metadata.get('interference')) for m in measured)}
 
 
-def WarnAboutInterference(spec, measured: Sequence[measurement.Measurement]
-                          ) -> None:
-  """One summary line when any probe was flagged, naming the worst."""
+def WarnAboutLimits(spec, measured: Sequence[measurement.Measurement],
+                    runs: str = 'probes',
+                    figure: str = 'the capped throughput') -> None:
+  """One summary line when the load generator was the limit in any of
+  `measured` (SearchResult.client_limited), one when any was flagged for
+  interference, naming the worst."""
+  if any(m.client_saturated for m in measured):
+    spec.reporter.Line('WARNING: the load generator was the limit (its CPU '
+                       f'or its cgroup\'s quota) in some {runs}; {figure} '
+                       'may be the client\'s limit.')
   flagged = [m.metadata['foreign_cpu_pct'] for m in measured
              if m.metadata.get('interference')]
   if flagged:

@@ -59,10 +59,9 @@ def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
           ) -> List[Tuple[str, int]]:
   """Where YCSB connects: the cluster's first node, else every primary
   (replicas, where an engine adds them, start after the primaries)."""
-  if opts.server.cluster_mode:
-    return [(processes[0].vm.internal_ip, processes[0].port)]
   replicas = opts.server.replicas_per_primary
-  primaries = processes[:len(processes) // (1 + replicas)]
+  primaries = (processes[:1] if opts.server.cluster_mode else
+               processes[:len(processes) // (1 + replicas)])
   return [(p.vm.internal_ip, p.port) for p in primaries]
 
 
@@ -126,13 +125,8 @@ def _Connected(spec, opts, engine, processes, password,
 
 def SetMetadata(spec, dep: YcsbDeployment,
                 opts: ycsb_options.YcsbStudyOptions) -> None:
-  spec.metadata.update(spec.GroupMetadata())
-  spec.metadata.update(results.EngineMetadata(dep))
+  results.SetServerMetadata(spec, dep, opts.server.shards_per_vm)
   spec.metadata.update({
-      'redis_server_version': dep.engine_version,
-      'redis_total_num_processes': opts.server.shards_per_vm,
-      'redis_shards_total': len(dep.processes),
-      'redis_server_cluster_mode': dep.cluster_mode,
       'load_generator': ycsb_results.LOAD_GENERATOR,
       'load_generator_version': ycsb_package.YCSB_VERSION,
       'ycsb_binding': ycsb_package.DB_CLASS,
@@ -143,9 +137,6 @@ def SetMetadata(spec, dep: YcsbDeployment,
       'ycsb_field_length': opts.field_length,
       'ycsb_jvm_options': ' '.join(opts.jvm_options) or 'default',
   })
-  if spec.can.priced_as_catalog:
-    price = spec.GroupPrice('servers')
-    spec.metadata['local_priced_as'] = f'{price.cloud}:{price.machine_type}'
 
 
 def _WorkloadOnVm(vm, name: str) -> str:
@@ -263,11 +254,10 @@ class YcsbProbe:
              **dict(opts.properties)}
 
     def RunOne(i, vm, install):
-      result = RunPhase(vm, install, 'run', self.workload, props,
-                        load.threads, opts.operation_count,
-                        _PhaseTimeout(opts.operation_count, load.threads),
-                        opts.jvm_options)
-      return vm, result
+      return vm, RunPhase(vm, install, 'run', self.workload, props,
+                          load.threads, opts.operation_count,
+                          _PhaseTimeout(opts.operation_count, load.threads),
+                          opts.jvm_options)
 
     runs, figures, server_sides = interference_lib.BracketSides(
         self.interference, lambda: _OnAllClients(self.dep, RunOne),
@@ -298,11 +288,6 @@ def SearchWorkload(spec, dep: YcsbDeployment,
   """The latency-capped search over threads for one workload."""
   extra = {'ycsb_workload': workload, 'ycsb_phase': 'run'}
   cap = opts.cap_ms
-
-  def OnProbe(record: search_driver.ProbeRecord) -> None:
-    results.PublishProbe(spec, record.index, record.measurement, cap,
-                         record.role, extra)
-
   spec.reporter.Line(
       f'YCSB {workload} ({opts.command_group}): most ops/s under {cap:g} ms '
       f'average latency, {opts.min_threads}-{opts.max_threads} threads, '
@@ -312,7 +297,9 @@ def SearchWorkload(spec, dep: YcsbDeployment,
       thread_increment=opts.thread_increment, clients=1)
   result = search_driver.FindLatencyCappedMaximum(
       YcsbProbe(spec, dep, opts, workload, Interference(spec, dep)), cap,
-      policy, max_probes=opts.max_probes, on_probe=OnProbe)
+      policy, max_probes=opts.max_probes, on_probe=lambda record: (
+          results.PublishProbe(spec, record.index, record.measurement, cap,
+                               record.role, extra)))
   if result.best is None:
     lowest = min(p.measurement.average_latency_ms for p in result.probes)
     raise errors.NoLoadUnderCapError(
