@@ -41,13 +41,6 @@ def ProbesPerSearch(opts: options_lib.RedisStudyOptions,
                               walk + repeats).Capped(s.max_probes)
 
 
-def ShardPlanLine(opts: options_lib.RedisStudyOptions) -> str:
-  sh = opts.shards
-  return (f'shards per server VM hill-climbed in [{sh.min_shards}, '
-          f'{sh.max_shards or "vCPUs"}] from vCPUs / 2; at most '
-          f'{sh.max_points} counts')
-
-
 def SearchPlan(opts: options_lib.RedisStudyOptions,
                client_vcpus: Optional[int] = None) -> List[str]:
   """The search lines; `client_vcpus`: one client VM's vCPUs on a cloud,
@@ -81,8 +74,11 @@ def SearchPlan(opts: options_lib.RedisStudyOptions,
               '95 % interval' if s.linear_confirm_repeats else '') +
              f'; at most {ProbesPerSearch(opts).most} probes']
   lines = ['Search:'] + lines
-  if opts.shards.enabled:
-    lines.append(f'  repeated per shard count: {ShardPlanLine(opts)}')
+  sh = opts.shards
+  if sh.enabled:
+    lines.append(f'  repeated per shard count: shards per server VM hill-'
+                 f'climbed in [{sh.min_shards}, {sh.max_shards or "vCPUs"}] '
+                 f'from vCPUs / 2; at most {sh.max_points} counts')
   lines.append('  every probe\'s seconds checked: a second over the cap, or '
                'seconds swinging more than '
                f'{100 * steadiness.SWING_BOUND:.0f} %, make it unsteady')

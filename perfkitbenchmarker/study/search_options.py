@@ -221,20 +221,14 @@ def CheckSearch(s: SearchOptions, g) -> None:
         '--memtier_adaptive_max_connections='
         f'{s.adaptive_max_connections}.')
   _CheckAdaptiveStart(s, g)
-  _CheckAdaptiveMaxThreads(s)
-  if s.staircase is not None:
-    _CheckStaircase(s.staircase, g)
-
-
-def _CheckAdaptiveMaxThreads(s: SearchOptions) -> None:
   value = s.adaptive_max_threads
-  if value is None:
-    return
-  if s.policy == 'adaptive' and value < s.min_threads:
+  if s.policy == 'adaptive' and value is not None and value < s.min_threads:
     raise errors.UsageError(
         f'--memtier_adaptive_max_threads={value} is below '
         f'--memtier_min_threads={s.min_threads}, the threads the adaptive '
         'search starts from; raise it or lower --memtier_min_threads.')
+  if s.staircase is not None:
+    _CheckStaircase(s.staircase, g)
 
 
 def _CheckStaircase(st: StaircaseOptions, g) -> None:

@@ -172,7 +172,9 @@ def Search(spec, driver: driver_lib.ProbeDriver,
       f'Searching for the most ops/s under {opts.search.cap.Describe()} '
       f'latency ({opts.search.name}, {driver.duration_s:g} s probes, every '
       f'second checked{_WarmupWords(opts)}):')
-  measure = Steadied(driver, cap)
+  # Each probe carries its steadiness (steadiness.py): one whose seconds
+  # disagree with its whole is `unsteady`.
+  measure = lambda load: steadiness.Marked(driver(load), cap)
   if opts.search.staircase:
     steps = [steadiness.Marked(m, cap)
              for m in RunStaircaseToCap(driver, opts)]
@@ -209,12 +211,6 @@ def Search(spec, driver: driver_lib.ProbeDriver,
 def _WarmupWords(opts: options_lib.RedisStudyOptions) -> str:
   warmup = opts.generator.warmup_s
   return (f', its first {warmup} s of warm-up dropped' if warmup else '')
-
-
-def Steadied(driver: driver_lib.ProbeDriver, cap: measurement.LatencyCap):
-  """measure(load) whose probes carry their steadiness (steadiness.py):
-  a probe whose seconds disagree with its whole is `unsteady`."""
-  return lambda load: steadiness.Marked(driver(load), cap)
 
 
 ROLE_HOLD = 'hold'
