@@ -33,9 +33,8 @@ MIN_CLIENTS = 2  # Per thread, when halving clients to fit this machine.
 
 def _SetMetadata(spec, opts, scaling, study) -> None:
   results.SetMetadata(spec, spec.deployment, study)
+  # engine and engine_version are the stand-in's (results.EngineMetadata).
   spec.metadata.update({**opts.Metadata(), **scaling.Metadata(),
-                        'engine': spec.deployment.engine,
-                        'engine_version': spec.deployment.engine_version,
                         'stands_in_for': STANDS_IN_FOR})
 
 

@@ -82,6 +82,6 @@ def Optimize(evaluate: Callable[[int, int], Optional[float]], start: Point,
   order = tuple(Evaluation(point, value) for point, value in climb.scores)
   reason = (f'evaluated max_points={max_points}'
             if climb.stop == hill_climb.BUDGET_SPENT else 'local maximum')
-  scored = [e for e in order if e.throughput is not None]
-  best = max(scored, key=lambda e: e.throughput) if scored else None
+  best = max((e for e in order if e.throughput is not None),
+             key=lambda e: e.throughput, default=None)
   return OptimizerResult(best, order, reason)

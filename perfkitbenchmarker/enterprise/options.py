@@ -306,11 +306,9 @@ class LocalScaling:
                notes=tuple(notes),
                requested={'servers_vm_count': server_vms,
                           'clients_vm_count': client_vms,
-                          'min_threads': opts.min_threads,
-                          'max_threads': opts.max_threads,
-                          'db_count': opts.db_count,
-                          'load_records': opts.load_records,
-                          'db_replication': opts.db_replication})
+                          **{name: getattr(opts, name) for name in (
+                              'min_threads', 'max_threads', 'db_count',
+                              'load_records', 'db_replication')}})
 
   @property
   def scaled(self) -> bool:
