@@ -36,9 +36,8 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
   """The curve's probes under `result`'s answer, each published (samples,
   then its line) as it ends, numbered from `first_index`, each client
   connection counted `per_connection` times (RateLimitedConnections); none
-  without an
-  answer, with the curve off, or with a load generator that cannot hold a
-  rate (one line says so)."""
+  without an answer, with the curve off, or with a load generator that
+  cannot hold a rate (one line says so)."""
   if not opts.curve.enabled or result.best is None:
     return []
   unable = sorted({g.NAME for g in driver.generators if not g.RATE_LIMITS})

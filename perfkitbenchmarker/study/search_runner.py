@@ -188,11 +188,10 @@ def Search(spec, driver: driver_lib.ProbeDriver,
         staircase.ReplayThenMeasure(steps, measure), cap, policy,
         max_probes=budget, on_probe=OnProbe)
   else:
-    vcpus = [vm.num_cpus for vm in driver.client_vms
-             if getattr(vm, 'num_cpus', None)]
+    vcpus = min((vm.num_cpus for vm in driver.client_vms
+                 if getattr(vm, 'num_cpus', None)), default=None)
     result = search_driver.FindLatencyCappedMaximum(
-        measure, cap, Policy(opts, start_connections,
-                             min(vcpus) if vcpus else None),
+        measure, cap, Policy(opts, start_connections, vcpus),
         max_probes=opts.search.max_probes, on_probe=OnProbe)
   if result.best is None:
     return result, []

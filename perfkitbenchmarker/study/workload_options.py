@@ -33,18 +33,15 @@ def ParseRatio(text: str, flag: str) -> Tuple[int, int]:
 
 
 def _PositiveInts(values: Sequence[str], flag: str) -> Tuple[int, ...]:
-  out = []
-  for value in values:
-    try:
-      number = int(value)
-    except ValueError:
-      number = 0
-    if number < 1:
-      raise errors.UsageError(
-          f'--{flag}={",".join(values)}: every entry must be a whole number '
-          'of at least 1.')
-    out.append(number)
-  return tuple(out)
+  try:
+    numbers = tuple(int(value) for value in values)
+  except ValueError:
+    numbers = (0,)
+  if any(number < 1 for number in numbers):
+    raise errors.UsageError(
+        f'--{flag}={",".join(values)}: every entry must be a whole number '
+        'of at least 1.')
+  return numbers
 
 
 @dataclasses.dataclass(frozen=True)
