@@ -387,7 +387,10 @@ def Driver(spec, generators: Sequence[base.LoadGenerator],
   """Probes from `generators` (one per client VM), sampled on every VM
   and on the server processes `server_pids(vm)` names, if any."""
   clients = spec.vm_groups['clients']
-  measured = MeasuringClients(clients, generators)
+  # Client VMs whose load generator measures its own CPU window (and steal
+  # time) in the probe, so that no sampler reads them again.
+  measured = [vm for vm, g in zip(clients, generators)
+              if getattr(g, 'MEASURES_CLIENT_CPU', False)]
   return driver.ProbeDriver(
       clients, generators, endpoints, password, opts.workload,
       opts.generator.run_duration_s,
@@ -401,11 +404,3 @@ def ServerPids(deployment: Deployment, vm) -> List[int]:
   """The shard processes running on `vm` (what its server side counts)."""
   return [p.pid for p in deployment.processes
           if p.vm.name == vm.name and getattr(p, "pid", None)]
-
-
-def MeasuringClients(clients: Sequence, generators) -> list:
-  """Client VMs whose load generator measures its own CPU window (and steal
-  time) in the probe, so that no sampler reads them again."""
-  return [vm for vm, g in zip(clients, generators)
-          if getattr(g, 'MEASURES_CLIENT_CPU', False)]
-
