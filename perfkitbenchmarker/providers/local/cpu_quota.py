@@ -66,28 +66,26 @@ def Mounts(mountinfo: str = MOUNTINFO) -> Tuple[Optional[str], Optional[str]]:
 def Version() -> Optional[int]:
   """1 or 2: the cgroup version this process can make CPU cgroups in, or
   None (not root, or no writable CPU controller)."""
+  root = Root()
+  return None if root is None else 1 if root == Mounts()[0] else 2
+
+
+def Root() -> Optional[str]:
+  """The CPU controller's root directory the run's cgroups go under, or
+  None where Version is None."""
   if os.geteuid() != 0:
     return None
   v1, v2 = Mounts()
   if v1 and os.access(v1, os.W_OK):
-    return 1
+    return v1
   if v2:
     try:
       with open(os.path.join(v2, 'cgroup.subtree_control')) as f:
         if 'cpu' in f.read().split():
-          return 2
+          return v2
     except OSError:
       pass
   return None
-
-
-def Root() -> Optional[str]:
-  """The CPU controller's root directory the run's cgroups go under."""
-  version = Version()
-  if version is None:
-    return None
-  v1, v2 = Mounts()
-  return v1 if version == 1 else v2
 
 
 def CgroupName(run_uri: str, vm_name: str) -> str:
