@@ -12,26 +12,18 @@ from typing import Any, Dict
 
 from perfkitbenchmarker.providers.aws import api
 
-_UNKNOWN = 'InvalidPlacementGroup.Unknown'
-
 
 class PlacementGroup(api.AwsResource):
-  """EC2 placement group pkb-<run_uri>."""
+  """EC2 placement group pkb-<run_uri>, known to EC2 by its name."""
 
   KIND = 'aws_placement_group'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'placement_group', 'PlacementGroups', 'GroupName',
+      'InvalidPlacementGroup.Unknown')
   STRATEGY = 'cluster'
 
-  def _Describe(self):
-    groups = []
-    with api.Translated(f'looking up placement group {self.name}',
-                        retry=api.TRANSIENT_CODES - {_UNKNOWN},
-                        gone={_UNKNOWN}):
-      groups = self.ec2.describe_placement_groups(
-          GroupNames=[self.name])['PlacementGroups']
-    return groups[0] if groups else None
-
   def _Create(self) -> None:
-    group = self._Describe()
+    group = self._Describe(self.name)
     if group is None:
       with api.Translated(f'creating placement group {self.name}',
                           retry=api.TRANSIENT_CODES):
@@ -42,9 +34,8 @@ class PlacementGroup(api.AwsResource):
     self.Remember(id=group.get('GroupId'))
 
   def _Delete(self) -> None:
-    with api.Translated(f'deleting placement group {self.name}',
-                        retry=api.DEPENDENCY_CODES, gone={_UNKNOWN}):
-      self.ec2.delete_placement_group(GroupName=self.name)
+    # By name: the id recorded is its GroupId, which the delete does not take.
+    self._DeleteOne(self.name)
 
   def RecordData(self) -> Dict[str, Any]:
     return dict(super().RecordData(), strategy=self.STRATEGY)
