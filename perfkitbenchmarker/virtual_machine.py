@@ -33,6 +33,10 @@ from perfkitbenchmarker import vm_util
 
 _workspace_locks: Dict[Hashable, threading.Lock] = {}
 _workspace_locks_guard = threading.Lock()
+# The attributes every VM's run record entry holds (RecordData), besides
+# its cloud and group.
+_RECORDED = ('machine_type', 'zone', 'num_cpus', 'memory_mib', 'os_type',
+             'scratch_dir', 'ip_address', 'internal_ip', 'cpu_set')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -444,19 +448,8 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     }
 
   def RecordData(self) -> Dict[str, Any]:
-    return {
-        'cloud': self.CLOUD,
-        'group': self.group_name,
-        'machine_type': self.machine_type,
-        'zone': self.zone,
-        'num_cpus': self.num_cpus,
-        'memory_mib': self.memory_mib,
-        'os_type': self.os_type,
-        'scratch_dir': self.scratch_dir,
-        'ip_address': self.ip_address,
-        'internal_ip': self.internal_ip,
-        'cpu_set': self.cpu_set,
-    }
+    return {'cloud': self.CLOUD, 'group': self.group_name,
+            **{name: getattr(self, name) for name in _RECORDED}}
 
 
 class ProcessState(NamedTuple):
