@@ -121,13 +121,13 @@ class UpstreamMethods:
     through the command channel, so any provider can push.
     """
     name = os.path.basename(os.path.normpath(source_path))
-    target = self._ShellPath(remote_path or name)
+    script = (f't={self._ShellPath(remote_path or name)}; [ -d "$t" ] && '
+              f't="$t"/{shlex.quote(name)}; ')
     if os.path.isdir(source_path):
       buffer = io.BytesIO()
       with tarfile.open(fileobj=buffer, mode='w') as tar:
         tar.add(source_path, arcname='.')
-      script = (f't={target}; [ -d "$t" ] && t="$t"/{shlex.quote(name)}; '
-                'mkdir -p "$t" && base64 -d | tar -xf - -C "$t"')
+      script += 'mkdir -p "$t" && base64 -d | tar -xf - -C "$t"'
       payload = buffer.getvalue()
     else:
       try:
@@ -137,8 +137,7 @@ class UpstreamMethods:
         raise errors.VirtualMachine.RemoteCommandError(
             f'PushFile to {self.name}: cannot read {source_path}: '
             f'{e.strerror}') from None
-      script = (f't={target}; [ -d "$t" ] && t="$t"/{shlex.quote(name)}; '
-                'base64 -d > "$t"')
+      script += 'base64 -d > "$t"'
     self.RemoteCommand(script, stdin=base64.b64encode(payload).decode(),
                        what=f'pushing {source_path} to {self.name}')
 
