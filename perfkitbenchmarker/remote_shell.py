@@ -65,7 +65,7 @@ def CommandScript(command: str, scratch_dir: str, timeout_s: float,
   checking the shipped scripts of scratch_dir first); `bash -c` itself, as
   the remote login shell may be another."""
   scripts = shell_scripts.ShippedDir(scratch_dir) if scripts else ''
-  return ' '.join(shlex.quote(a) for a in shell_scripts.Inline(
+  return shlex.join(shell_scripts.Inline(
       _COMMAND_SCRIPT, scratch_dir, scripts, Seconds(timeout_s),
       KILL_GRACE_S, int(env_on_stdin), command))
 

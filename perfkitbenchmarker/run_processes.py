@@ -35,6 +35,7 @@ not reaped (each stops as a pkb run does); scripts/probe.sh ends its own
 sampler, a background job it has not reaped, likewise.
 """
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -92,10 +93,8 @@ class Identity:
 def KillStartedGroup(pid: int) -> None:
   """SIGKILL to the group of a local command pkb started with a session
   of its own and has not reaped (module doc: the one exception)."""
-  try:
+  with contextlib.suppress(ProcessLookupError, PermissionError):
     os.killpg(pid, signal.SIGKILL)
-  except (ProcessLookupError, PermissionError):
-    pass
 
 
 def Forward(child: subprocess.Popen, signum: int) -> None:

@@ -125,7 +125,7 @@ def ShippedDir(scratch_dir: str) -> str:
 def ShipCommand(directory: str) -> str:
   """A command putting the scripts in `directory`, read from stdin as
   `Bundle` writes them (scripts/ship.sh, sent inline)."""
-  return ' '.join(shlex.quote(a) for a in Inline('ship.sh', directory))
+  return shlex.join(Inline('ship.sh', directory))
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,6 +19,7 @@ dropped connection (ssh_jobs.py); the shell text is built in remote_shell.py.
 """
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import ipaddress
@@ -280,11 +281,9 @@ def FieldProblem(key: str, value: str) -> Optional[str]:
       return (f'{shown} is not a user name (letters, digits, _ . -, not '
               'starting with -, at most 32)')
   elif key == 'host':
-    try:
+    with contextlib.suppress(ValueError):
       ipaddress.ip_address(value)
       return None
-    except ValueError:
-      pass
     if (len(value) > 253 or not _HOSTNAME.fullmatch(value) or
         all(part.isdigit() for part in value.rstrip('.').split('.'))):
       return f'{shown} is not an IP address or host name'

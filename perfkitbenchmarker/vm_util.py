@@ -16,6 +16,7 @@ Upstream PKB's names for benchmark modules written for it: `IssueCommand`
 ended early by a stopped run too) and `RunThreaded` (background_tasks').
 """
 
+import contextlib
 import functools
 import ipaddress
 import logging
@@ -111,9 +112,7 @@ def RunLocal(command: str, cwd: Optional[str] = None,
   Returns:
     (stdout, stderr, returncode); returncode is -9 after a timeout.
   """
-  full_env = dict(os.environ)
-  if env:
-    full_env.update(env)
+  full_env = {**os.environ, **(env or {})}
   stops = StopCount()
   proc = subprocess.Popen(
       ['bash', '-c', command], cwd=cwd, env=full_env, text=True,
@@ -137,10 +136,8 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     return out, err, -9
   except BaseException:
     run_processes.KillStartedGroup(proc.pid)
-    try:
+    with contextlib.suppress(Exception):
       proc.communicate(timeout=5)
-    except Exception:  # pylint: disable=broad-except
-      pass
     raise
   finally:
     _CHILDREN.pop(proc.pid, None)
@@ -201,15 +198,13 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
 
   def Feed():
     try:
-      for chunk in chunks:
-        proc.stdin.write(chunk)
-    except (BrokenPipeError, OSError, ValueError):
-      pass  # The command exited or was killed: its status tells why.
+      # An error: the command exited or was killed (its status tells why).
+      with contextlib.suppress(OSError, ValueError):
+        for chunk in chunks:
+          proc.stdin.write(chunk)
     finally:
-      try:
+      with contextlib.suppress(OSError):
         proc.stdin.close()
-      except (BrokenPipeError, OSError):
-        pass
 
   def Drain(stream, key):
     outputs[key].append(stream.read())

@@ -24,6 +24,7 @@ Add the cloud's name to `_PROVIDERS` and what its machines can do to
 --static_vm_file selects 'Static' (`CloudOf`).
 """
 
+import contextlib
 import importlib
 from typing import Iterable, Optional
 
@@ -112,7 +113,6 @@ def LoadKindsOf(kinds: Iterable[str]) -> None:
   kinds = [k for k in kinds if isinstance(k, str)]
   for cloud, prefix in KIND_PREFIXES.items():
     if any(k.startswith(prefix) for k in kinds):
-      try:
+      # An error: its SDK is missing, and its kinds are refused as unknown.
+      with contextlib.suppress(errors.Error):
         GetProvider(cloud)
-      except errors.Error:
-        pass  # Its SDK is missing: its kinds are refused as unknown.

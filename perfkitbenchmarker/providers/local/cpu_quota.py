@@ -24,6 +24,7 @@ quota's period is 2 ms"; scripts/bench_quota_period.py measures periods
 side by side).
 """
 
+import contextlib
 import math
 import os
 import re
@@ -79,12 +80,10 @@ def Root() -> Optional[str]:
   if v1 and os.access(v1, os.W_OK):
     return v1
   if v2:
-    try:
-      with open(os.path.join(v2, 'cgroup.subtree_control')) as f:
-        if 'cpu' in f.read().split():
-          return v2
-    except OSError:
-      pass
+    with contextlib.suppress(OSError), open(
+        os.path.join(v2, 'cgroup.subtree_control')) as f:
+      if 'cpu' in f.read().split():
+        return v2
   return None
 
 
@@ -162,10 +161,8 @@ class LocalCpuQuota(resource.BaseResource):
       if not pids:
         break
       for pid in pids:
-        try:
+        with contextlib.suppress(OSError):  # It exited meanwhile.
           _Write(parent, 'cgroup.procs', pid)
-        except OSError:
-          pass  # It exited meanwhile.
     try:
       os.rmdir(self.path)
     except FileNotFoundError:

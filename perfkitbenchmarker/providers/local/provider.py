@@ -11,6 +11,7 @@ Local VMs have no price of their own; the benchmark prices them as the catalog
 machine type named by --local_priced_as and says so in the metadata.
 """
 
+import contextlib
 import dataclasses
 import os
 from typing import Annotated, Dict, List, Optional, Sequence
@@ -86,10 +87,8 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
     # Not while a process still works in it (a shard that could not be
     # stopped): its config and pidfile are how a later teardown finds it.
     run_scope.RemoveOwnDir(self.scratch_dir)
-    try:
+    with contextlib.suppress(OSError):
       os.rmdir(workspace)  # Once the run's last VM here is gone.
-    except OSError:
-      pass
 
   def HasCommand(self, program: str) -> bool:
     """Whether PATH has `program`; one another user could change is
