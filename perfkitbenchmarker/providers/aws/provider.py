@@ -12,6 +12,7 @@ credential chain (or --aws_profile).
 """
 
 import dataclasses
+import functools
 import getpass
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -138,18 +139,14 @@ class AwsProvisioner:
     return groups
 
   def _Check(self, vms: Sequence[AwsVirtualMachine]) -> None:
-    """Machine types and images, before anything is created."""
-    machines: Dict[str, images.MachineInfo] = {}
-    chosen: Dict[Tuple, images.ImageChoice] = {}
+    """Machine types and images (each once), before anything is created."""
+    describe = functools.cache(
+        functools.partial(images.DescribeMachine, self.clients))
+    look_up = functools.cache(
+        functools.partial(images.LookUpImage, self.clients))
     for vm in vms:
-      if vm.machine_type not in machines:
-        machines[vm.machine_type] = images.DescribeMachine(
-            self.clients, vm.machine_type, vm.zone)
-      machine = machines[vm.machine_type]
-      key = (vm.os_type, machine.architecture, vm.spec.image)
-      if key not in chosen:
-        chosen[key] = images.LookUpImage(self.clients, *key)
-      vm.image = chosen[key]
+      machine = describe(vm.machine_type, vm.zone)
+      vm.image = look_up(vm.os_type, machine.architecture, vm.spec.image)
       vm.num_cpus = machine.vcpus
       vm.memory_mib = machine.memory_mib
 
