@@ -745,9 +745,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
 
   def SystemMetadata(self) -> Dict[str, Any]:
     """OS, kernel, architecture and tuning, for sample metadata."""
-    metadata: Dict[str, Any] = dict(self.DetectSystem().Metadata())
-    metadata.update(self.tuning)
-    return metadata
+    return {**self.DetectSystem().Metadata(), **self.tuning}
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     metadata = super().GetResourceMetadata()
