@@ -460,13 +460,6 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                                           self._Target()]
     self._run_local(vm_util.QuoteAll(argv), timeout=10)
 
-  def _ConnectionError(self, attempts: int, err: str) -> SshError:
-    return SshError(
-        f'Cannot reach {self.name} over SSH ({self._Target()} port '
-        f'{self.port}) after {attempts} attempt(s): '
-        f'{vm_util.Tail(err, 2) or "no error output"}; check the address, '
-        'port, user, key and firewall.')
-
   # BaseVirtualMachine hooks ------------------------------------------------
 
   def RemoteCommandWithReturnCode(
@@ -542,8 +535,12 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       return start, out, err, rc
 
     def GaveUp(unused_state=None):
-      raise self._ConnectionError(len(failures),
-                                  remote_shell.CleanStderr(failures[-1]))
+      error = vm_util.Tail(remote_shell.CleanStderr(failures[-1]), 2)
+      raise SshError(
+          f'Cannot reach {self.name} over SSH ({self._Target()} port '
+          f'{self.port}) after {len(failures)} attempt(s): '
+          f'{error or "no error output"}; check the address, port, user, '
+          'key and firewall.')
 
     def Warn(state: tenacity.RetryCallState) -> None:
       logging.warning('SSH to %s failed (%s); retrying in %.0fs', self.name,

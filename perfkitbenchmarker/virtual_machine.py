@@ -320,7 +320,8 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
       return None
     cmdline = cmdline.strip()
     if fields.state == 'Z':
-      if _ThreadCount(threads) <= 1:
+      count = threads.partition(':')[2].strip()  # Of its `Threads:` line.
+      if not count.isdigit() or int(count) <= 1:
         return None
       cmdline = ''
     if cwd.endswith('\n'):
@@ -466,12 +467,6 @@ def CheckedPid(pid) -> int:
   if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid < 2**22:
     raise errors.ResourceError(f'{pid!r} is not a process id; left alone')
   return pid
-
-
-def _ThreadCount(status_line: str) -> int:
-  """The number in /proc/<pid>/status's 'Threads:' line (0 if unread)."""
-  value = status_line.partition(':')[2].strip()
-  return int(value) if value.isdigit() else 0
 
 
 def SameStart(a: float, b: float) -> bool:

@@ -244,8 +244,10 @@ class GceResource(resource.BaseResource):
     """Calls insert or delete and waits; `passed` (the call's error) and
     `done_code` (the operation's) mean it was already done."""
     try:
-      self._Wait(Call(what, self._ApiCall, method, passthrough=(passed,),
-                      **kwargs))
+      WaitForOperation(self.clients, self.project,
+                       Call(what, self._ApiCall, method,
+                            passthrough=(passed,), **kwargs),
+                       clock=self._clock)
     except passed:
       logging.info('%s: already done (an earlier attempt did it).', what)
     except OperationError as e:
@@ -271,10 +273,6 @@ class GceResource(resource.BaseResource):
     return Call(f'Looking up {self.KIND} {self.name}', self._ApiCall, 'get',
                 passthrough=(api_exceptions.NotFound,),
                 **{self.PARAM: self.name})
-
-  def _Wait(self, operation) -> None:
-    WaitForOperation(self.clients, self.project, operation,
-                     clock=self._clock)
 
   def RecordData(self) -> Dict[str, Any]:
     return {'project': self.project, 'api_endpoint': self.clients.endpoint}

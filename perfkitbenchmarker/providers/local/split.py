@@ -98,7 +98,7 @@ class Split:
       where = _Cores(cores)
       quota = self.QuotaCores(name)
       if quota is not None:
-        where += (f' held to {_Pct(self.server_quota)} % of '
+        where += (f' held to {100 * self.server_quota:g} % of '
                   f'{"it" if cores and len(cores) == 1 else "them"} by a '
                   'CPU quota')
       parts.append(f'{name} {where}')
@@ -106,10 +106,6 @@ class Split:
     return (f'Local split of {self.machine_cores} core'
             f'{"" if self.machine_cores == 1 else "s"}: '
             f'{", ".join(parts)}{why}.')
-
-
-def _Pct(fraction: float) -> str:
-  return f'{100 * fraction:g}'
 
 
 def _Cores(cores: Optional[Sequence[int]]) -> str:
