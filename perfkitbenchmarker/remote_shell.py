@@ -119,10 +119,7 @@ def ParseCollected(out: str) -> Optional[Tuple[str, str, int]]:
   the job has not ended; raises ValueError when the output is cut short."""
   if out.strip() == '@pending':
     return None
-  fields = {}
-  for line in out.splitlines():
-    key, _, value = line.partition(' ')
-    fields[key] = value
+  fields = dict(line.partition(' ')[::2] for line in out.splitlines())
   if DONE_MARKER not in fields or '@rc' not in fields:
     raise ValueError('job output cut short')
   decode = lambda text: base64.b64decode(text).decode(errors='replace')

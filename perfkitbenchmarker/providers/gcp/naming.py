@@ -20,8 +20,7 @@ _LABEL_BAD = re.compile(r'[^a-z0-9_-]+')
 def ResourceName(run_uri: str, *parts: str) -> str:
   """pkb-<run_uri>[-part...], made a legal Compute resource name."""
   name = _NAME_BAD.sub('-', '-'.join(('pkb', run_uri) + parts).lower())
-  name = re.sub(r'-{2,}', '-', name)[:MAX_LENGTH].rstrip('-')
-  return name
+  return re.sub(r'-{2,}', '-', name)[:MAX_LENGTH].rstrip('-')
 
 
 def NetworkTag(run_uri: str) -> str:
