@@ -202,13 +202,20 @@ def _Paired(probes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
   return wide.dropna(subset=['throughput', 'average_latency'])
 
 
+def _AnswerColumn(night_frame: pd.DataFrame, column: str) -> pd.DataFrame:
+  """run_uri, cell and `column` (as a number) of each run's answer."""
+  capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
+  if capped.empty or column not in capped.columns:
+    return pd.DataFrame(columns=['run_uri', 'cell', column])
+  last = answers_lib.LastPerRun(capped)
+  return pd.DataFrame({'run_uri': last['run_uri'].astype(str),
+                       'cell': last['cell'],
+                       column: pd.to_numeric(last[column], errors='coerce')})
+
+
 def AnswerLoads(night_frame: pd.DataFrame) -> pd.DataFrame:
   """run_uri, cell, connections: the load each run's answer was found at."""
-  capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
-  if capped.empty or 'connections' not in capped.columns:
-    return pd.DataFrame(columns=['run_uri', 'cell', 'connections'])
-  last = answers_lib.LastPerRun(capped)
-  return last[['run_uri', 'cell', 'connections']].dropna()
+  return _AnswerColumn(night_frame, 'connections').dropna()
 
 
 def AtAnswerLoad(mine: pd.DataFrame, loads: pd.DataFrame) -> pd.Series:
@@ -394,18 +401,6 @@ def CurveStatistic(points: pd.DataFrame) -> Optional[str]:
   return None if statistic in ('avg', 'p99') else statistic
 
 
-def _AnswerCappedLatency(night_frame: pd.DataFrame) -> pd.DataFrame:
-  """run_uri, cell, capped_latency_ms of each run's answer."""
-  capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
-  if capped.empty or 'capped_latency_ms' not in capped.columns:
-    return pd.DataFrame(columns=['run_uri', 'cell', 'capped_latency_ms'])
-  last = answers_lib.LastPerRun(capped)
-  return pd.DataFrame({
-      'run_uri': last['run_uri'].astype(str), 'cell': last['cell'],
-      'capped_latency_ms': pd.to_numeric(last['capped_latency_ms'],
-                                         errors='coerce')})
-
-
 CURVE_POINT_LABEL = 'fixed offered rate (% of the answer)'
 CURVE_SHORT_LABEL = 'rate not achieved'
 CURVE_SHORT_GID = 'rate-not-achieved'  # the crosses' artists (tests find them)
@@ -437,7 +432,7 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
   if statistic:  # The cap's own percentile, in place of the average.
     panels = (('capped_latency_ms', 'capped_latency_ms',
                f'{statistic} latency (ms)'),) + panels[1:]
-    answers = answers.merge(_AnswerCappedLatency(night_frame),
+    answers = answers.merge(_AnswerColumn(night_frame, 'capped_latency_ms'),
                             on=['run_uri', 'cell'], how='left')
   axes = [fig.add_subplot(1, 2, i + 1) for i in range(len(panels))]
   handles, names = [], []
