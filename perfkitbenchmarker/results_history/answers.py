@@ -195,26 +195,25 @@ def VerdictSummary(answers: pd.DataFrame) -> str:
                  len(answers))
 
 
-def LimitSummary(answers: pd.DataFrame) -> str:
-  """E.g. 'server quota' or 'server CPU (2 of 3 runs), latency (1 of 3)';
-  '' when no run recorded a limit."""
-  limits = [attribution.WORDS.get(l, l)
-            for l in answers.get('limit', pd.Series(dtype=str)) if l]
-  counts = pd.Series(limits, dtype=object).value_counts()
+def _Summary(answers: pd.DataFrame, column: str, words) -> str:
+  """`words` of each run's `column`: one phrase if all alike, else counts."""
+  named = [words(v) for v in answers.get(column, pd.Series(dtype=str)) if v]
+  counts = pd.Series(named, dtype=object).value_counts()
   if len(counts) == 1 and counts.iloc[0] == len(answers):
     return counts.index[0]
   return _Counts(counts.items(), len(answers))
+
+
+def LimitSummary(answers: pd.DataFrame) -> str:
+  """E.g. 'server quota' or 'server CPU (2 of 3 runs), latency (1 of 3)';
+  '' when no run recorded a limit."""
+  return _Summary(answers, 'limit', lambda l: attribution.WORDS.get(l, l))
 
 
 def HoldSummary(answers: pd.DataFrame) -> str:
   """E.g. 'held 60 of 60 s' (one run, or every run alike) or 'held 60 of
   60 s (2 of 3 runs), held 37 of 60 s (1 of 3 runs)'; '' without holds."""
-  holds = [h.split(' under ')[0]
-           for h in answers.get('hold', pd.Series(dtype=str)) if h]
-  counts = pd.Series(holds, dtype=object).value_counts()
-  if len(counts) == 1 and counts.iloc[0] == len(answers):
-    return counts.index[0]
-  return _Counts(counts.items(), len(answers))
+  return _Summary(answers, 'hold', lambda h: h.split(' under ')[0])
 
 
 def RunList(answers: pd.DataFrame) -> List[dict]:

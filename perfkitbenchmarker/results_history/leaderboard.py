@@ -51,18 +51,19 @@ def _Verdict(is_best: bool, ratio: float, high: float, known: bool,
 
 
 def _Tonight(frame: pd.DataFrame, night: Optional[str]):
+  """The night, its runs' answers, and each of its cells' columns by cell."""
   if night is None:
     night = nights.Nights(frame)[-1]
   tonight = frame[frame[nights.NIGHT_COLUMN] == night]
-  return night, tonight, answers_lib.RunAnswers(tonight)
+  return (night, answers_lib.RunAnswers(tonight),
+          tonight.drop_duplicates('cell').set_index('cell'))
 
 
 def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
                 include_unconfirmed: bool = False) -> pd.DataFrame:
   """The ranking of `night` (default: the latest night in the frame)."""
-  night, tonight, runs_all = _Tonight(frame, night)
+  night, runs_all, info_by_cell = _Tonight(frame, night)
   counted = runs_all[answers_lib.Eligible(runs_all, include_unconfirmed)]
-  info_by_cell = tonight.drop_duplicates('cell').set_index('cell')
   rows = []
   for cell, runs in counted.groupby('cell', sort=True):
     ops = answers_lib.CellFigure(runs['capped_ops'], runs['ops_ci95'])
@@ -70,9 +71,8 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
     pp = answers_lib.CellFigure(runs['price_performance'], pp_ci)
     info = info_by_cell.loc[cell]
     rows.append({
-        'machine_type': info['machine_type'], 'engine': info['engine'],
-        'topology': info['topology'], 'workload': info['workload'],
-        'runs': len(runs), 'capped_ops': ops.value,
+        **{c: info[c] for c in cells.CELL_COLUMNS}, 'runs': len(runs),
+        'capped_ops': ops.value,
         'capped_ops_ci95': ops.ci95, 'interval_kind': ops.kind,
         'avg_latency_ms': float(runs['avg_latency_ms'].mean()),
         'p99_latency_ms': float(runs['p99_latency_ms'].mean()),
@@ -115,18 +115,16 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
 def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
              include_unconfirmed: bool = False) -> pd.DataFrame:
   """Cells of the night whose runs all lack a counted (confirmed) answer."""
-  night, tonight, runs_all = _Tonight(frame, night)
+  night, runs_all, info_by_cell = _Tonight(frame, night)
   eligible = answers_lib.Eligible(runs_all, include_unconfirmed)
   ranked = set(runs_all.loc[eligible, 'cell'])
-  info_by_cell = tonight.drop_duplicates('cell').set_index('cell')
   rows = []
   for cell, runs in runs_all[~runs_all['cell'].isin(ranked)].groupby(
       'cell', sort=True):
     info = info_by_cell.loc[cell]
     rows.append({
-        'machine_type': info['machine_type'], 'engine': info['engine'],
-        'topology': info['topology'], 'workload': info['workload'],
-        'cell': cell, 'night': night, 'runs': len(runs),
+        **{c: info[c] for c in cells.CELL_COLUMNS}, 'cell': cell,
+        'night': night, 'runs': len(runs),
         'answer_verdict': answers_lib.VerdictSummary(runs),
         'limit': answers_lib.LimitSummary(runs),
         'reasons': [f'run {u}: {r}' + (f'; limit: {d}' if d else '')

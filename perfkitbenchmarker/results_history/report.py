@@ -371,10 +371,7 @@ def MakeHeadline(analysis: Analysis) -> Headline:
 
 def NightWorkloads(analysis: Analysis) -> List[str]:
   """Every workload of the night's cells (ranked or not), sorted."""
-  frame = analysis.night_frame
-  if frame.empty or 'workload' not in frame.columns:
-    return []
-  return sorted({str(w) for w in frame['workload'].dropna()})
+  return _Unique(analysis.night_frame, 'workload')
 
 
 def WorkloadsText(workloads: Sequence[str]) -> str:
