@@ -28,7 +28,11 @@ _LINES_ESCAPES = {i: e for i, e in _CONTROL_ESCAPES.items()
                   if chr(i) not in '\n\t'}
 
 
-def _Escaped(text: str, table: dict, keep: str) -> str:
+def _Escaped(text, table: dict, keep: str) -> str:
+  """Unprintable characters but `keep` escaped (fast when there are none)."""
+  text = str(text)
+  if _Printable(text, keep):
+    return text
   text = text.translate(table)
   if _Printable(text, keep):
     return text
@@ -46,18 +50,12 @@ def Printable(text: str) -> str:
   """One line: every control or unprintable character escaped (\\x1b, \\n,
   ...), so it reaches the terminal as text, never as a sequence or a line
   break."""
-  text = str(text)
-  if text.isprintable():
-    return text
   return _Escaped(text, _CONTROL_ESCAPES, '')
 
 
 def PrintableLines(text: str) -> str:
   """A multi-line report with everything but its line breaks and tabs
   escaped as `Printable` does."""
-  text = str(text)
-  if _Printable(text, '\n\t'):
-    return text
   return _Escaped(text, _LINES_ESCAPES, '\n\t')
 
 
