@@ -30,18 +30,18 @@ CELL_COLUMNS = ('machine_type', 'engine', 'topology', 'workload')
 RECORDED_ENGINE = 'engine_recorded'
 ENGINE_KEYS = (RECORDED_ENGINE, 'engine', 'redis_server_engine',
                'server_engine')
+# Run-level metadata the cell labels are made of, beside the sample's own
+# servers_machine_type (MachineType, Engine, Topology, Workload).
+LABEL_KEYS = ('cloud', 'local_priced_as', 'servers_cpu_quota', 'pricing_model',
+              'redis_server_cluster_mode', 'redis_total_num_processes',
+              'servers_vm_count', 'memtier_ratio', 'memtier_key_pattern',
+              'memtier_data_size', 'memtier_key_maximum', 'latency_cap_ms',
+              'latency_cap_statistic', 'stands_in_for') + ENGINE_KEYS
 # Metadata a run's samples share but not every sample carries.
-RUN_LEVEL_KEYS = ('latency_cap_ms', 'latency_cap_statistic', 'memtier_ratio',
-                  'memtier_key_pattern',
-                  'memtier_data_size', 'memtier_key_maximum',
-                  'redis_server_cluster_mode', 'redis_total_num_processes',
-                  'servers_vm_count', 'local_priced_as',
-                  'servers_cpu_quota', 'cloud',
-                  'redis_server_version', 'load_generator',
-                  'load_generator_version', 'price_basis', 'pricing_model',
-                  'servers_price_source', 'servers_price_date',
-                  'servers_price_region', 'servers_price_cloud',
-                  'stands_in_for') + ENGINE_KEYS
+RUN_LEVEL_KEYS = LABEL_KEYS + (
+    'redis_server_version', 'load_generator', 'load_generator_version',
+    'price_basis', 'servers_price_source', 'servers_price_date',
+    'servers_price_region', 'servers_price_cloud')
 # Every metadata key the cell labels read (the loader keeps only what the
 # views read: see report.HistoryKeys).
 METADATA_KEYS = RUN_LEVEL_KEYS + ('servers_machine_type',)
@@ -138,14 +138,7 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
       frame[name] = pd.Series(dtype='string')
     return frame
   # Labels depend on a few columns only: compute them once per combination.
-  keys = [k for k in ('cloud', 'local_priced_as', 'servers_cpu_quota',
-                      'servers_machine_type',
-                      'pricing_model',
-                      'redis_server_cluster_mode', 'redis_total_num_processes',
-                      'servers_vm_count', 'memtier_ratio',
-                      'memtier_key_pattern', 'memtier_data_size',
-                      'memtier_key_maximum', 'latency_cap_ms',
-                      'latency_cap_statistic', 'stands_in_for') + ENGINE_KEYS
+  keys = [k for k in LABEL_KEYS + ('servers_machine_type',)
           if k in frame.columns]
   combos = frame[keys].drop_duplicates().reset_index(drop=True)
   labels = pd.DataFrame({
