@@ -14,10 +14,10 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import publisher
 
-FIXED_FIELDS = ('metric', 'value', 'unit', 'timestamp', 'test',
-                'product_name', 'official', 'owner', 'run_uri', 'sample_uri')
+FIXED_FIELDS = bigquery_schema.PKB_FIELDS
 SOURCE_COLUMN = 'source'
 COMMAND_LINE_COLUMN = 'command_line'
 CHUNK_ROWS = 20000
