@@ -68,11 +68,6 @@ def HoldSeries(night_frame: pd.DataFrame) -> pd.DataFrame:
       continue
     answer = answers[(answers['run_uri'] == str(run_uri)) &
                      (answers['cell'] == cell)]
-    capped = night_frame[(night_frame['run_uri'] == run_uri) &
-                         (night_frame['metric'] == answers_lib.CAPPED)]
-    words = ''
-    if 'hold_words' in capped.columns and capped['hold_words'].notna().any():
-      words = str(capped['hold_words'].dropna().iloc[-1])
     cap = pd.to_numeric(mine.get('latency_cap_ms'), errors='coerce')
     rows.append({
         'cell': cell, 'run_uri': str(run_uri), 'ops': ops,
@@ -81,7 +76,8 @@ def HoldSeries(night_frame: pd.DataFrame) -> pd.DataFrame:
             cap.notna().any()) else None,
         'searched': (float(answer['capped_ops'].iloc[-1])
                      if not answer.empty else None),
-        'words': words})
+        # The answer's hold in words (answers.RunAnswers' `hold`).
+        'words': answer['hold'].iloc[-1] if not answer.empty else ''})
   return pd.DataFrame(rows, columns=columns)
 
 
