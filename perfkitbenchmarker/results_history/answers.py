@@ -133,12 +133,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
                  {'value': 'cost_usd'})
   answers = answers.merge(pp, on=['run_uri', 'cell'], how='left')
   answers = answers.merge(cost, on=['run_uri', 'cell'], how='left')
-  answers['usd_per_hour'] = pd.to_numeric(
-      answers['pp_usd'], errors='coerce').fillna(
-          pd.to_numeric(answers['cost_usd'], errors='coerce'))
-  answers['price_performance'] = pd.to_numeric(
-      answers['price_performance'], errors='coerce').fillna(
-          answers['capped_ops'] / answers['usd_per_hour'])
+  # Numbers already (_PerRun): the server VMs' price, else their cost.
+  answers['usd_per_hour'] = answers['pp_usd'].fillna(answers['cost_usd'])
+  answers['price_performance'] = answers['price_performance'].fillna(
+      answers['capped_ops'] / answers['usd_per_hour'])
   return answers[list(ANSWER_COLUMNS)].sort_values(
       ['timestamp', 'run_uri'], kind='stable').reset_index(drop=True)
 
