@@ -31,8 +31,7 @@ def _Encode(header: Sequence[str], rows: List[Dict[str, Any]],
   writer = csv.DictWriter(out, list(header))
   if with_header:
     writer.writeheader()
-  for r in rows:
-    writer.writerow(r)
+  writer.writerows(rows)
   return out.getvalue().encode('utf-8')
 
 
