@@ -44,12 +44,6 @@ def ShortRunUri(row_run_uri: str) -> str:
   return str(row_run_uri).split('-', 1)[0]
 
 
-def _Clean(value: Any) -> Any:
-  if isinstance(value, str):
-    return vm_util.Mask(value)
-  return value
-
-
 def ToRow(sample: sample_lib.Sample, test: str,
           run_info: RunInfo) -> Dict[str, Any]:
   """The dict PKB publishers write: sample and run fields, the version and
@@ -72,7 +66,9 @@ def ToRow(sample: sample_lib.Sample, test: str,
       'owner': run_info.owner,
       'run_uri': run_info.row_run_uri,
       'sample_uri': str(uuid.uuid4()),
-      'metadata': {k: _Clean(v) for k, v in metadata.items()},
+      # Secrets masked out of every text value before any publisher has it.
+      'metadata': {k: vm_util.Mask(v) if isinstance(v, str) else v
+                   for k, v in metadata.items()},
   }
 
 
