@@ -168,9 +168,8 @@ def Detect(points: pd.DataFrame, max_pvalue: float = 1e-4,
       worse = change < 0 if SERIES_METRICS[metric].higher_is_better else (
           change > 0)
       found.append(ChangePoint(
-          cell=cell, machine_type=first['machine_type'],
-          engine=first['engine'], topology=first['topology'],
-          workload=first['workload'], metric=metric, night=night,
+          cell=cell, **{c: first[c] for c in cells.CELL_COLUMNS},
+          metric=metric, night=night,
           nights_ago=age[night], mean_before=float(point.mean_before()),
           mean_after=float(point.mean_after()), change_pct=float(change),
           pvalue=float(point.pvalue()), noise_pct=float(noise),
