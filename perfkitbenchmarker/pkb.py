@@ -8,6 +8,7 @@ One benchmark's stages, its cleanup/teardown and its exit code are
 stage_runner.py's; this module makes everything they run with.
 """
 
+import contextlib
 import getpass
 import logging
 import os
@@ -265,7 +266,8 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
          csv_publisher.CSVPublisher(csv_path)], run_info)
   except errors.Error:
     if made_run_dir:  # Refused before anything was put in it: no trace.
-      _RemoveIfEmpty(run_dir)
+      with contextlib.suppress(OSError):
+        os.rmdir(run_dir)  # Only an empty one; anything else stays.
     raise
   run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(
@@ -306,13 +308,6 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
   if exit_code == EXIT_OK:
     exit_code = _UnconfirmedExit(collector.samples)
   return exit_code
-
-
-def _RemoveIfEmpty(directory: str) -> None:
-  try:
-    os.rmdir(directory)  # Only an empty one; anything else stays.
-  except OSError:
-    pass
 
 
 def _KeepCredentialLookupsLocal() -> None:

@@ -16,6 +16,7 @@ driver's one line about it. The run record and the results files report
 their own write failures (run_record.py, publishers/).
 """
 
+import contextlib
 import logging
 import os
 import sys
@@ -135,10 +136,9 @@ class RunLogHandler(logging.FileHandler):
     self.failure = run_record.WriteFailure('the log', self.baseFilename,
                                            error)
     stream, self.stream = self.stream, None
-    try:  # Its unwritten buffer would fail again at exit.
+    # Its unwritten buffer would fail again at exit.
+    with contextlib.suppress(OSError, ValueError):
       stream.close()
-    except (OSError, ValueError):
-      pass
 
 
 def SetUp(run_dir: Optional[str]) -> None:

@@ -19,6 +19,7 @@ provider needs to delete it; providers register a deleter per kind
 (see resource.py). Secrets never go into the record.
 """
 
+import contextlib
 import errno
 import json
 import os
@@ -136,10 +137,8 @@ class RunRecord:
 
   def _SaveIfPossible(self) -> None:
     """Save() for writes that only retire things: the run goes on."""
-    try:
+    with contextlib.suppress(RecordNotSaved):  # Kept for WriteProblem.
       self.Save()
-    except RecordNotSaved:
-      pass  # Kept in self._unsaved for WriteProblem.
 
   def WriteProblem(self) -> Optional[str]:
     """One line if the file on disk is behind the record in memory."""
@@ -233,10 +232,9 @@ def _ReplaceAtomically(path: str, text: bytes) -> None:
       os.fsync(f.fileno())
     os.replace(tmp, path)
   except OSError:
-    try:  # The previous complete file stays; the partial copy goes.
+    # The previous complete file stays; the partial copy goes.
+    with contextlib.suppress(OSError):
       os.remove(tmp)
-    except OSError:
-      pass
     raise
 
 

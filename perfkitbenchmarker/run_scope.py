@@ -27,6 +27,7 @@ that could not be stopped keeps its config and pidfile, so a later
 teardown finds it.
 """
 
+import contextlib
 import fcntl
 import itertools
 import os
@@ -181,10 +182,8 @@ def MakeTempDir(prefix: str, root: Optional[str] = None) -> str:
   again once made (a default ACL, a umask)."""
   advice = None if root else TEMP_ADVICE
   root = root or tempfile.gettempdir()
-  try:
+  with contextlib.suppress(OSError):  # CheckRoot says why.
     os.makedirs(root, exist_ok=True)
-  except OSError:
-    pass  # CheckRoot says why.
   CheckRoot(root, advice)
   try:
     path = tempfile.mkdtemp(prefix=prefix, dir=root)
@@ -355,10 +354,8 @@ def RemoveKeyDirIfEmpty(key_path: str) -> None:
   results directory, left alone)."""
   directory = os.path.dirname(os.path.abspath(key_path))
   if os.path.dirname(directory) == KeysRoot():
-    try:
+    with contextlib.suppress(OSError):  # Not empty or already gone.
       os.rmdir(directory)
-    except OSError:
-      pass  # Not empty or already gone.
 
 
 # One pkb process per run_uri on this machine. The run_uri names the run's
@@ -461,12 +458,10 @@ class RunLock:
   def Release(self) -> None:
     """Removes the lock file, then drops the lock (see the module doc)."""
     if self._fd is not None:
-      try:
+      with contextlib.suppress(OSError):
         os.ftruncate(self._fd, 0)  # No owner named once nobody holds it.
         if _StillNamed(self._fd, self.path):
           os.unlink(self.path)
-      except OSError:
-        pass
       os.close(self._fd)  # Closing the last descriptor drops the flock.
       self._fd = None
       _HELD.pop(self.path, None)

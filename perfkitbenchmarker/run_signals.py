@@ -18,6 +18,7 @@ second signal cuts cleanup short, and its message names the command that
 deletes what is left.
 """
 
+import contextlib
 import errno
 import logging
 import os
@@ -138,13 +139,11 @@ class SafeStream:
     if isinstance(error, OSError) and error.errno not in (
         errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF):
       raise error
-    try:
+    with contextlib.suppress(OSError, ValueError):
       null = os.open(os.devnull, os.O_WRONLY)
       os.dup2(null, self._stream.fileno())
       os.close(null)
       self._stream.flush()
-    except (OSError, ValueError):
-      pass
 
   def __getattr__(self, name):
     return getattr(self._stream, name)
