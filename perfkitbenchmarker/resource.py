@@ -23,6 +23,7 @@ reached while different VMs still go in parallel.
 """
 
 import abc
+import itertools
 import logging
 import time
 from typing import Any, Callable, Collection, Dict, Hashable, List, Optional
@@ -222,9 +223,5 @@ def FailureSummary(failures: List[str], shown: int = MAX_FAILURES_SHOWN
 
 def _Waves(entries: List[Dict[str, Any]]) -> List[List[tuple]]:
   """(index, entry) pairs, split where the kind changes."""
-  waves: List[List[tuple]] = []
-  for index, entry in enumerate(entries):
-    if not waves or waves[-1][-1][1]['kind'] != entry['kind']:
-      waves.append([])
-    waves[-1].append((index, entry))
-  return waves
+  return [list(wave) for _, wave in itertools.groupby(
+      enumerate(entries), key=lambda pair: pair[1]['kind'])]

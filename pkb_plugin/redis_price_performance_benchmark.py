@@ -22,9 +22,11 @@ the harness flag that prices it (--machine_price or --local_priced_as).
 """
 
 import collections
+import itertools
 import json
 import logging
 import os
+import pathlib
 import re
 import shlex
 import subprocess
@@ -458,13 +460,10 @@ def LastWords(stderr_lines, returncode) -> str:
   """The harness's closing message: its trailing 'pkb: ' lines as one line,
   else its last line."""
   lines = [l.strip() for l in stderr_lines]
-  words = []
-  for line in reversed(lines):
-    if not line.startswith('pkb: '):
-      break
-    words.insert(0, line.removeprefix('pkb: '))
-  if words:
-    return ' '.join(words)
+  trailing = list(itertools.takewhile(lambda l: l.startswith('pkb: '),
+                                      reversed(lines)))
+  if trailing:
+    return ' '.join(l.removeprefix('pkb: ') for l in reversed(trailing))
   return lines[-1] if lines else f'exit {returncode}'
 
 
@@ -553,8 +552,7 @@ def _CheckStudy(benchmark_config) -> None:
 def _DryRun(groups, study) -> None:
   workdir = _Workdir()
   config = os.path.join(workdir, 'plan_config.json')
-  with open(config, 'w') as f:
-    f.write(HarnessConfig(groups))
+  pathlib.Path(config).write_text(HarnessConfig(groups))
   _RunHarness(['--cloud=Local', '--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
                f'--benchmark_config_file={config}',
                f'--results_dir={workdir}'] + OnTheVms(study), 'check')
@@ -607,11 +605,9 @@ def Prepare(spec) -> None:
         priced_as=PricedAs(first.CLOUD, first.machine_type, first.zone,
                            study, group))
   _DryRun(groups, study)
-  workdir = _Workdir()
-  with open(os.path.join(workdir, 'config.json'), 'w') as f:
-    f.write(HarnessConfig(groups))
-  with open(os.path.join(workdir, 'static_vms.json'), 'w') as f:
-    f.write(StaticVmFile(spec.vm_groups))
+  workdir = pathlib.Path(_Workdir())
+  (workdir / 'config.json').write_text(HarnessConfig(groups))
+  (workdir / 'static_vms.json').write_text(StaticVmFile(spec.vm_groups))
   spec.redis_price_performance_run_uri = RunUri(
       flags.FLAGS.run_uri, getattr(spec, 'sequence_number', 0) or 0)
   _RunHarness(_Argv(spec, 'provision,prepare'), 'prepare')
