@@ -455,8 +455,7 @@ def LoadConfig(benchmark_config: str, user_config: Mapping[str, Any],
   `flags:` applied). A vm_count of null is --num_vms VMs, as upstream."""
   default = LoadMinimalConfig(benchmark_config, benchmark_name)
   for group in (default.get('vm_groups') or {}).values():
-    if isinstance(group, dict) and 'vm_count' in group and (
-        group['vm_count'] is None):
+    if isinstance(group, dict) and group.get('vm_count', 1) is None:
       group['vm_count'] = flags.FLAGS.num_vms
   config = MergeConfigs(benchmark_name, default, user_config.get('file'),
                         user_config.get('overrides', []))

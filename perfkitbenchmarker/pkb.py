@@ -226,8 +226,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   if not FLAGS.use_instance_credentials:
     _KeepCredentialLookupsLocal()
   provider = providers.GetProvider(_Cloud())
-  if hasattr(provider, 'CheckPrerequisites'):
-    provider.CheckPrerequisites(FLAGS)
+  getattr(provider, 'CheckPrerequisites', lambda flag_values: None)(FLAGS)
   # Another user's scratch: refused. Without a check of its own, a
   # provider's machines are reached over SSH.
   getattr(provider, 'CheckRunDirs', ssh_vm.CheckRunDirs)()

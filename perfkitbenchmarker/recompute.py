@@ -204,8 +204,7 @@ def _Count(metadata, key: str, default=None) -> int:
   """A positive whole number of the row (a VM count, threads)."""
   value = metadata.get(key, default)
   number = measurement.FiniteFloat(value)
-  if number is None or number < 1 or (
-      number != int(number)):
+  if number is None or number < 1 or number != int(number):
     raise _Fault(f'{key} is not a count (a whole number from 1)')
   return int(number)
 

@@ -123,9 +123,8 @@ def CheckRoot(root: str, advice: Optional[str] = None) -> None:
     st = os.stat(root)
   except OSError as e:
     raise _Refuse(root, e.strerror or str(e), advice or _OWN_ADVICE) from None
-  if not stat.S_ISDIR(st.st_mode):
-    raise _Refuse(root, 'it is not a directory', advice or _OWN_ADVICE)
-  reason = _RootProblem(st)
+  reason = (_RootProblem(st) if stat.S_ISDIR(st.st_mode) else
+            'it is not a directory')
   if reason:
     raise _Refuse(root, reason, advice or _OWN_ADVICE)
   CheckAncestors(root, advice or _ROOT_ADVICE)

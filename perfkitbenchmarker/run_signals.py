@@ -151,7 +151,6 @@ class SafeStream:
 
 def GuardOutput() -> None:
   """Makes sys.stdout and sys.stderr SafeStreams (once)."""
-  if not isinstance(sys.stdout, SafeStream):
-    sys.stdout = SafeStream(sys.stdout)
-  if not isinstance(sys.stderr, SafeStream):
-    sys.stderr = SafeStream(sys.stderr)
+  for name in ('stdout', 'stderr'):
+    if not isinstance(getattr(sys, name), SafeStream):
+      setattr(sys, name, SafeStream(getattr(sys, name)))
