@@ -156,33 +156,31 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
   over = {'run', 'teardown'} & set(record.stages_done)
   torn_down = ('teardown' in record.stages_done or
                record.status == 'torn_down')
+  asked = f'--run_stage={",".join(stages)}: run {run_uri}'
   if 'provision' not in stages and torn_down and not live:
     # Its VMs are gone and a run_uri is never provisioned twice: the one
     # way on is a new run (advising --run_stage=provision here would only
     # be refused next).
     raise errors.UsageError(
-        f'--run_stage={",".join(stages)}: run {run_uri} was torn down, '
-        f'nothing of it is left to {stages[0]}; start a new run (leave '
-        '--run_uri out, or pick another) with --run_stage=all or '
-        'provision,prepare,run.')
+        f'{asked} was torn down, nothing of it is left to {stages[0]}; '
+        'start a new run (leave --run_uri out, or pick another) with '
+        '--run_stage=all or provision,prepare,run.')
   if 'provision' in stages and over and not live:  # Two runs under one uri.
     raise errors.UsageError(
-        f'--run_stage={",".join(stages)}: run {run_uri} already ran (its '
-        f'record and samples are in {run_dir}); leave --run_uri out for a '
-        'new run, or pick another.')
+        f'{asked} already ran (its record and samples are in {run_dir}); '
+        'leave --run_uri out for a new run, or pick another.')
   if 'provision' in stages and live:
     raise errors.UsageError(
-        f'--run_stage={",".join(stages)}: run {run_uri} is already '
-        f'provisioned ({len(live)} live resource(s) in its record); go on '
-        f'with its later stages, or delete it first with '
+        f'{asked} is already provisioned ({len(live)} live resource(s) in '
+        'its record); go on with its later stages, or delete it first with '
         f'{run_signals.TeardownCommand(run_uri)}.')
   from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
   shards = [e for e in live if e['kind'] in engines.ShardKinds()]
   if 'prepare' in stages and shards:
     raise errors.UsageError(
-        f'--run_stage={",".join(stages)}: run {run_uri} is already prepared '
-        f'({len(shards)} shard(s) running); go on with --run_stage=run, or '
-        'stop them first with --run_stage=cleanup to prepare it again.')
+        f'{asked} is already prepared ({len(shards)} shard(s) running); go '
+        'on with --run_stage=run, or stop them first with '
+        '--run_stage=cleanup to prepare it again.')
 
 
 def RunBenchmarks(argv: List[str]) -> int:
@@ -387,9 +385,6 @@ def _Reported(argv: List[str]) -> int:
   """RunBenchmarks, with every failure as the one line a user sees."""
   try:
     return RunBenchmarks(argv)
-  except errors.UsageError as e:
-    print(f'pkb: {_Shown(e)}', file=sys.stderr)
-    return EXIT_USAGE
   except errors.RunInterrupted as e:
     print(f'pkb: {e}', file=sys.stderr)
     return EXIT_INTERRUPTED
@@ -398,7 +393,7 @@ def _Reported(argv: List[str]) -> int:
     return EXIT_INTERRUPTED
   except errors.Error as e:
     print(f'pkb: {_Shown(e)}', file=sys.stderr)
-    return EXIT_FAILED
+    return EXIT_USAGE if isinstance(e, errors.UsageError) else EXIT_FAILED
   except Exception as e:  # pylint: disable=broad-except
     where = run_log.Bug('Unexpected error')
     print(f'pkb: internal error {type(e).__name__}: {_Shown(e)}{where}',

@@ -292,10 +292,8 @@ def _Rows(directory: regular_files.Directory):
   if directory.Kind(RESULTS_FILE) is None:
     raise BadInput(f'{directory.path}: no {RESULTS_FILE} (not a run '
                    'directory)')
-  try:
-    f = directory.Open(RESULTS_FILE, MAX_RESULTS_BYTES)
-  except regular_files.NotRegular as e:
-    raise BadInput(str(e)) from None
+  # NotRegular: one line, from Recompute.
+  f = directory.Open(RESULTS_FILE, MAX_RESULTS_BYTES)
   try:
     yield from bigquery_schema.IterRowsOf(
         f, os.path.join(directory.path, RESULTS_FILE))
