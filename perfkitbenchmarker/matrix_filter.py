@@ -20,6 +20,10 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
             ast.Is: operator.is_, ast.IsNot: operator.is_not}
 _CONSTANT_TYPES = (str, int, float, bool, type(None))
+# Nodes allowed as they are (constants and unary operators are checked).
+_ALLOWED = (ast.Expression, ast.Load, ast.And, ast.Or, ast.Not, ast.USub,
+            ast.BoolOp, ast.Compare, ast.Name, ast.Tuple, ast.List, ast.Set,
+            *_COMPARE)
 
 
 class FilterError(ValueError):
@@ -28,16 +32,10 @@ class FilterError(ValueError):
 
 def _Check(node: ast.AST) -> None:
   """Raises FilterError for any node outside the whitelist."""
-  count = 0
-  for child in ast.walk(node):
-    count += 1
+  for count, child in enumerate(ast.walk(node), 1):
     if count > _MAX_NODES:
       raise FilterError(f'is too complex (more than {_MAX_NODES} nodes)')
-    if isinstance(child, (ast.Expression, ast.Load, ast.And, ast.Or,
-                          ast.Not, ast.USub, ast.BoolOp, ast.Compare,
-                          ast.Name, ast.Tuple, ast.List, ast.Set)):
-      continue
-    if isinstance(child, tuple(_COMPARE)):
+    if isinstance(child, _ALLOWED):
       continue
     if isinstance(child, ast.Constant):
       if not isinstance(child.value, _CONSTANT_TYPES):
