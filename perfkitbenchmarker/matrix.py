@@ -192,12 +192,9 @@ def _ExpandEntry(label: str, config: Dict[str, Any],
   cells = []
   for combination in itertools.product(*crossed):
     axes = tuple(pair for group in combination for pair in group)
-    cell_flags = dict(global_flags)
-    cell_flags.update(local_flags)
-    cell_flags.update(dict(axes))
+    cell_flags = {**global_flags, **local_flags, **dict(axes)}
     if filter_text is not None:
-      visible = dict(flag_defaults)
-      visible.update(cell_flags)
+      visible = {**flag_defaults, **cell_flags}
       try:
         if not matrix_filter.Matches(filter_text, visible):
           continue
