@@ -167,8 +167,7 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
         seconds.append(float(end) - float(start))
       return rb.Measure([probe.Text(k) for k in manifest.stdout],
                         manifest.groups, seconds, load)
-  except (KeyError, ValueError, IndexError, TypeError, ZeroDivisionError,
-          RecursionError) as e:
+  except tuple(kind for kind, _ in _FAULTS) as e:  # The faults _Damaged names.
     raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
   if manifest.staircase:
     return None
