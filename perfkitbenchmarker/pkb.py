@@ -10,7 +10,6 @@ stage_runner.py's; this module makes everything they run with.
 
 import contextlib
 import getpass
-import logging
 import os
 import re
 import sys

@@ -13,8 +13,6 @@ import dataclasses
 import sys
 from typing import Any, List, Optional, Tuple
 
-from absl import flags
-
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import cost_estimate
