@@ -372,8 +372,11 @@ def RemoveKeyDirIfEmpty(key_path: str) -> None:
 LOCK_PARENT = '/tmp'
 _HELD = {}  # Lock path -> RunLock held by this process.
 # How many times a lock removed as it was taken is looked for again (each
-# time another process took and released it in that moment).
-_TAKE_ATTEMPTS = 5
+# time another process took and released it in that moment). On a loaded
+# machine a taker can lose that moment several times running (a new holder
+# descheduled before it names itself makes the taker wait out its release):
+# 5 was too few under a busy loop on each core; each try is at most 0.2 s.
+_TAKE_ATTEMPTS = 20
 # A run that takes its lock removes up to this many lock files nobody holds
 # (left by runs killed by SIGKILL, which release nothing, and by versions
 # that kept them), in the same way a holder removes its own.
