@@ -117,6 +117,7 @@ _FAULTS = (
     (TypeError, 'a value is of the wrong kind (a list where a number was)'),
     (ValueError, 'a value is not in the form the run writes'),
 )
+_FAULT_KINDS = tuple(kind for kind, _ in _FAULTS)  # What _Damaged names.
 
 
 class _Fault(ValueError):
@@ -167,7 +168,7 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
         seconds.append(float(end) - float(start))
       return rb.Measure([probe.Text(k) for k in manifest.stdout],
                         manifest.groups, seconds, load)
-  except tuple(kind for kind, _ in _FAULTS) as e:  # The faults _Damaged names.
+  except _FAULT_KINDS as e:
     raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
   if manifest.staircase:
     return None
@@ -399,8 +400,7 @@ def _Recompute(directory: regular_files.Directory,
         report.missing.append(missing)
         report.differences.append(f'{where}: its raw file {missing} is '
                                   'missing from the run directory')
-    except (KeyError, ValueError, IndexError, TypeError,
-            ZeroDivisionError) as e:
+    except _FAULT_KINDS as e:
       raise _Damaged(f'{run_dir}/{RESULTS_FILE} {where}', e) from None
   if not names_raw:
     raise BadInput(f'{run_dir}: its samples name no raw files (a run from '
