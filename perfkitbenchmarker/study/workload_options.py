@@ -35,9 +35,10 @@ def ParseRatio(text: str, flag: str) -> Tuple[int, int]:
 def _PositiveInts(values: Sequence[str], flag: str) -> Tuple[int, ...]:
   try:
     numbers = tuple(int(value) for value in values)
+    valid = all(number >= 1 for number in numbers)
   except ValueError:
-    numbers = (0,)
-  if any(number < 1 for number in numbers):
+    valid = False
+  if not valid:
     raise errors.UsageError(
         f'--{flag}={",".join(values)}: every entry must be a whole number '
         'of at least 1.')

@@ -288,6 +288,11 @@ def SearchWorkload(spec, dep: YcsbDeployment,
   """The latency-capped search over threads for one workload."""
   extra = {'ycsb_workload': workload, 'ycsb_phase': 'run'}
   cap = opts.cap_ms
+
+  def OnProbe(record: search_driver.ProbeRecord) -> None:
+    results.PublishProbe(spec, record.index, record.measurement, cap,
+                         record.role, extra)
+
   spec.reporter.Line(
       f'YCSB {workload} ({opts.command_group}): most ops/s under {cap:g} ms '
       f'average latency, {opts.min_threads}-{opts.max_threads} threads, '
@@ -297,9 +302,7 @@ def SearchWorkload(spec, dep: YcsbDeployment,
       thread_increment=opts.thread_increment, clients=1)
   result = search_driver.FindLatencyCappedMaximum(
       YcsbProbe(spec, dep, opts, workload, Interference(spec, dep)), cap,
-      policy, max_probes=opts.max_probes, on_probe=lambda record: (
-          results.PublishProbe(spec, record.index, record.measurement, cap,
-                               record.role, extra)))
+      policy, max_probes=opts.max_probes, on_probe=OnProbe)
   if result.best is None:
     lowest = min(p.measurement.average_latency_ms for p in result.probes)
     raise errors.NoLoadUnderCapError(
