@@ -209,7 +209,12 @@ def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
   if repeats and result.confirmed_throughput_ci95 is not None:
     mean = result.confirmed.throughput if result.confirmed else 0
     pct = 100 * result.confirmed_throughput_ci95 / mean if mean else math.inf
-    confirmed_reason = (f'{len(repeats)} repeats under the {cap} cap, '
+    # Most repeats under the cap confirm an answer, not all: one over it
+    # is counted, never called under it.
+    under = sum(1 for p in repeats if p.under_cap)
+    counted = (f'{len(repeats)}' if under == len(repeats) else
+               f'{under} of {len(repeats)}')
+    confirmed_reason = (f'{counted} repeats under the {cap} cap, '
                         f'95 % interval +-{pct:.1f} %')
     if hold is not None and hold.ok:
       confirmed_reason += f', {hold.Words()}'

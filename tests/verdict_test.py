@@ -116,6 +116,30 @@ def test_repeats_mostly_over_the_cap_are_unconfirmed():
       verdict.UNCONFIRMED, '2 of 3 repeats over the 1 ms cap')
 
 
+def test_confirmed_answer_counts_a_repeat_over_the_cap():
+  """Most repeats under the cap confirm an answer; the reason said '3
+  repeats under the 1 ms cap' when one of the 3 was over it."""
+  load = Load(1, 32)
+  script = iter([_M(load, 50e3, 0.60), _M(load, 50e3, 1.02),
+                 _M(load, 50e3, 0.80), _M(load, 51e3, 0.70)])
+
+  class Policy:
+    NAME = 'scripted'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      for role in ('search', 'confirm', 'confirm', 'confirm'):
+        yield search_driver.ProbeRequest(load, role)
+      return search_driver.Outcome('done', 0, (1, 2, 3))
+
+  result = search_driver.FindLatencyCappedMaximum(lambda _: next(script), 1.0,
+                                                  Policy())
+  found = verdict.OfSearch(result)
+  assert found.confirmed
+  assert found.reason.startswith('2 of 3 repeats under the 1 ms cap, 95 % '
+                                 'interval +-')
+
+
 def test_client_bound_and_disturbed_on_the_answers_probes_only():
   # Saturation and interference only past the knee (64): not at the answer.
   far = search_driver.FindLatencyCappedMaximum(
