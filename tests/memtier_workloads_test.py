@@ -274,6 +274,19 @@ def test_refused_in_one_line(pkb_flags, values, words):
     assert word in text, (word, text)
 
 
+def test_a_percentile_cap_on_redis_benchmark_names_the_flag_to_drop(
+    pkb_flags, tmp_path):
+  """With --load_generator=redis_benchmark the refusal told a user who had
+  given --memtier_path to 'give --memtier_path': redis-benchmark stays
+  chosen with it; --load_generator is what to drop."""
+  with pytest.raises(errors.UsageError) as e:
+    _StudyOptions(pkb_flags, load_generator='redis_benchmark',
+                  latency_cap_statistic='p99',
+                  memtier_path=str(tmp_path / 'memtier_benchmark'))
+  assert 'drop --load_generator=redis_benchmark' in str(e.value)
+  assert 'give --memtier_path' not in str(e.value)
+
+
 def test_fixed_load_alone_runs_on_redis_benchmark(pkb_flags):
   opts = _StudyOptions(pkb_flags, load_generator='redis_benchmark',
                        memtier_fixed_load=True, memtier_ratios=['0:1', '1:0'])

@@ -186,12 +186,19 @@ def PercentileCapRefusal(opts, generator: str,
   client (README "Load generators"), so they would not be the p99 a client
   sees, and the average is never quietly capped in their place."""
   cap = opts.search.cap
+  # A memtier on PATH or at --memtier_path is not used while
+  # --load_generator names redis-benchmark: that flag is what to drop.
+  memtier = ('drop --load_generator=redis_benchmark (memtier_benchmark is '
+             'then used: on PATH or --memtier_path=<memtier_benchmark built '
+             'from RedisLabs\' source>)'
+             if opts.generator.choice == 'redis_benchmark' else
+             'give --memtier_path=<memtier_benchmark built from RedisLabs\' '
+             'source> (or install it on PATH)')
   return error(
       f'--latency_cap_statistic={cap.statistic} needs memtier_benchmark, but '
       f'the load generator here is {generator}, whose percentiles leave out '
-      'client queueing (README "Load generators"): give --memtier_path='
-      '<memtier_benchmark built from RedisLabs\' source> (or install it on '
-      'PATH), or cap the average with --latency_cap_statistic=avg.')
+      f'client queueing (README "Load generators"): {memtier}, or cap the '
+      'average with --latency_cap_statistic=avg.')
 
 
 def RequirePercentileGenerator(generators, opts) -> None:
