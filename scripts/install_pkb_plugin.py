@@ -15,13 +15,18 @@ import argparse
 import ast
 import os
 import re
+import stat
 import sys
+import tempfile
 
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(HARNESS, 'pkb_plugin',
                       'redis_price_performance_benchmark.py')
 MODULE = 'redis_price_performance_benchmark.py'
 MARKER = "HARNESS_DIR = '@HARNESS_DIR@'"
+# What one of upstream's modules may have (its largest, 2026-08:
+# linux_virtual_machine.py, 137 kB): more is no module of upstream's.
+MAX_SOURCE_BYTES = 4 << 20
 
 
 class InstallError(Exception):
@@ -41,6 +46,28 @@ def _Names(source: str):
         isinstance(node.args[0], ast.Constant)):
       flag_names.append(node.args[0].value)
   return benchmark, flag_names
+
+
+def _ReadSource(path: str) -> str:
+  """A module of the checkout, read as input: a regular file itself (a
+  symlink is not followed, a FIFO not waited on), of at most
+  MAX_SOURCE_BYTES."""
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW |
+                 os.O_CLOEXEC)
+  except OSError as e:
+    if os.path.islink(path):
+      raise InstallError(f'{path} is a symlink, not one of upstream\'s '
+                         'files (not followed); nothing changed.') from None
+    raise InstallError(f'{path}: {e.strerror}; nothing changed.') from None
+  with os.fdopen(fd, 'rb') as f:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+      raise InstallError(f'{path} is not a regular file; nothing changed.')
+    data = f.read(MAX_SOURCE_BYTES + 1)
+  if len(data) > MAX_SOURCE_BYTES:
+    raise InstallError(f'{path} has more than {MAX_SOURCE_BYTES:,} bytes, '
+                       'more than a module of upstream\'s; nothing changed.')
+  return data.decode(errors='replace')
 
 
 def _UpstreamSources(upstream: str):
@@ -69,9 +96,8 @@ def Check(upstream: str, source: str) -> str:
         'from.')
   target = os.path.join(benchmarks, MODULE)
   ours = ''
-  if os.path.exists(target):
-    with open(target) as f:
-      ours = f.read()
+  if os.path.lexists(target):
+    ours = _ReadSource(target)
     if 'redis_price_performance' not in ours or 'HARNESS_DIR = ' not in ours:
       raise InstallError(f'{target} exists and is not this plugin; upstream '
                          'has a module of that name.')
@@ -81,8 +107,7 @@ def Check(upstream: str, source: str) -> str:
   for path in _UpstreamSources(upstream):
     if os.path.abspath(path) == os.path.abspath(target):
       continue
-    with open(path, errors='replace') as f:
-      text = f.read()
+    text = _ReadSource(path)
     if benchmark in name_re.findall(text):
       raise InstallError(f'upstream already has a benchmark named '
                          f'{benchmark} ({path}); not installing.')
@@ -100,9 +125,21 @@ def Install(upstream: str, harness: str = HARNESS) -> str:
     raise InstallError(f'{SOURCE} lacks the line {MARKER!r}.')
   target = Check(upstream, source)
   text = source.replace(MARKER, f'HARNESS_DIR = {os.path.abspath(harness)!r}')
-  with open(target + '.tmp', 'w') as f:
-    f.write(text)
-  os.replace(target + '.tmp', target)
+  # A file of its own (O_EXCL), never through a name that exists: a
+  # fixed '<target>.tmp' left as a symlink was written through.
+  fd, temporary = tempfile.mkstemp(prefix=f'.{MODULE}.', suffix='.tmp',
+                                   dir=os.path.dirname(target))
+  try:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # as open(..., 'w') would have made it
+    with os.fdopen(fd, 'w') as f:
+      f.write(text)
+    os.replace(temporary, target)
+  except BaseException:
+    if os.path.lexists(temporary):
+      os.remove(temporary)
+    raise
   return target
 
 

@@ -10,6 +10,7 @@ run is recorded in pkb_plugin/README.md.
 """
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -141,6 +142,54 @@ def test_install_refuses_a_checkout_of_this_harness(tmp_path):
       f'install_pkb_plugin: {tree} is a checkout of this harness, not of '
       'upstream PerfKitBenchmarker; give the directory you run upstream\'s '
       './pkb.py from.']
+  assert os.listdir(tree / 'perfkitbenchmarker' / 'linux_benchmarks') == [
+      '__init__.py']
+
+
+def _Installer():
+  """scripts/install_pkb_plugin.py as a module, run in this process."""
+  spec = importlib.util.spec_from_file_location('install_pkb_plugin', INSTALL)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_install_writes_no_file_through_a_symlink(tmp_path, capsys):
+  """A '<module>.tmp' left in linux_benchmarks/ as a symlink: the install
+  wrote the plugin through it (over the file it named), then moved the
+  symlink into the module's place."""
+  tree = tmp_path / 'upstream'
+  shutil.copytree(FAKE, tree)
+  benchmarks = tree / 'perfkitbenchmarker' / 'linux_benchmarks'
+  victim = tmp_path / 'victim'
+  victim.write_text('not the installer\'s\n')
+  (benchmarks / 'redis_price_performance_benchmark.py.tmp').symlink_to(victim)
+  assert _Installer().main([str(tree)]) == 0, capsys.readouterr().err
+  assert victim.read_text() == 'not the installer\'s\n'
+  module = benchmarks / 'redis_price_performance_benchmark.py'
+  assert not module.is_symlink()
+  assert f'HARNESS_DIR = {REPO!r}' in module.read_text()
+  assert sorted(os.listdir(benchmarks)) == [
+      '__init__.py', 'redis_price_performance_benchmark.py',
+      'redis_price_performance_benchmark.py.tmp']
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'symlink_to_dev_zero'])
+def test_install_reads_upstreams_modules_bounded(tmp_path, capsys, kind):
+  """A .py in the checkout that is a FIFO made the install wait forever; a
+  symlink to /dev/zero read until memory ran out (a MemoryError
+  traceback). Each is refused in one line, exit 2, nothing installed."""
+  tree = tmp_path / 'upstream'
+  shutil.copytree(FAKE, tree)
+  odd = tree / 'perfkitbenchmarker' / 'odd.py'
+  if kind == 'fifo':
+    os.mkfifo(odd)
+  else:
+    odd.symlink_to('/dev/zero')
+  assert _Installer().main([str(tree)]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'install_pkb_plugin: {odd} is ')
+  assert len(err.strip().splitlines()) == 1
   assert os.listdir(tree / 'perfkitbenchmarker' / 'linux_benchmarks') == [
       '__init__.py']
 
