@@ -9,6 +9,7 @@ from hdrh import histogram as hdrh_histogram
 import pytest
 
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import steadiness
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import memtier_staircase
 
@@ -327,6 +328,21 @@ def test_staircase_crosses_cap_between_112_and_128_clients():
        series['13']['Accumulated Latency']) /
       (series['12']['Count'] + series['13']['Count']), rel=1e-4)
   assert sum(m.ops for m in steps) == 3935161
+
+
+def test_staircase_steps_keep_each_seconds_percentiles():
+  """A step's seconds had no percentiles, so a percentile cap was never
+  checked second by second on a staircase step (per_second_cap_checked:
+  False) though memtier printed them for every second."""
+  steps = memtier_staircase.StaircaseSteps(
+      _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1)
+  series = _Json(STAIRCASE)['ALL STATS']['Totals']['Time-Serie']
+  first = steps[0].per_second[0]
+  assert first.LatencyMs('p99') == series['0']['p99.00']
+  assert first.LatencyMs('p99.9') == series['0']['p99.90']
+  checked = steadiness.OfSeconds(steps[0].per_second,
+                                 measurement.LatencyCap(2.0, 'p99'))
+  assert not checked.unjudged
 
 
 def test_staircase_clients_match_memtier_active_clients():

@@ -56,9 +56,11 @@ def StaircaseSteps(json_text: str, clients_start: int, clients_step: int,
         **measurement.PercentileFields(
             lambda p, seconds=measured: MixturePercentile(seconds, p)),
         duration_s=float(len(measured)), ops=ops,
+        # Each second's percentiles too: a percentile cap holds every
+        # second of a step to it, as it does a probe's.
         per_second=tuple(measurement.SecondStats(
-            s.second, s.count, s.average_latency_ms, warmup=s.second in warm)
-                         for s in seconds),
+            s.second, s.count, s.average_latency_ms, warmup=s.second in warm,
+            percentiles=s.percentiles) for s in seconds),
         metadata={'load_generator': LOAD_GENERATOR, 'staircase_step': index,
                   'warmup_s': warmup_s_per_step,
                   'latency_basis': 'per_second_accumulated_latency',
