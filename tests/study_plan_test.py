@@ -41,6 +41,16 @@ def test_default_plan_describes_the_interval_stop_and_the_counts(pkb_flags):
   assert 'mean of 3 repeats' not in text
 
 
+def test_a_percentile_caps_back_off_is_not_called_an_average(pkb_flags):
+  """The plan of a p99 cap said 'lower loads tried if the repeats average
+  over the cap': the search backs off when their merged p99 is."""
+  pkb_flags.latency_cap_statistic = 'p99'
+  text = _Text(_Options(pkb_flags))
+  assert ('up to 2 lower loads tried if the repeats together have a p99 at '
+          'or over the cap') in text
+  assert 'average over the cap' not in text
+
+
 def test_counts_follow_the_options(pkb_flags):
   pkb_flags.memtier_confirm_repeats = 5
   pkb_flags.memtier_adaptive_max_threads = 8

@@ -190,7 +190,7 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
         f'repeat\'s spread); a disturbed repeat run again (up to '
         f'{policy.confirm_max_reruns}; not one right after a disturbed probe: '
         f'that disturbance lasts); up to {policy.max_backoffs} lower '
-        'loads tried if the repeats average over the cap')
+        f'loads tried if the repeats {_RepeatsOver(opts.search.cap)}')
   counts = ProbesPerSearch(opts, client_vcpus)
   budget = (', the --memtier_max_probes budget'
             if counts.most == opts.search.max_probes else '')
@@ -198,6 +198,15 @@ def _AdaptiveLines(opts: options_lib.RedisStudyOptions, cap: str,
                f'{counts.fewest}, at most {counts.most}{budget}); the cost '
                f'estimate uses {counts.typical}')
   return lines
+
+
+def _RepeatsOver(cap) -> str:
+  """When the adaptive search backs off (adaptive._DecideAndConfirm):
+  the repeats' capped statistic together at or over the cap, for a
+  percentile that of their merged histograms, not an average."""
+  if cap.is_average:
+    return 'average over the cap'
+  return f'together have a {cap.statistic} at or over the cap'
 
 
 def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
