@@ -95,7 +95,12 @@ def main(argv: Optional[List[str]] = None) -> int:
   extra = [a for a in extra if a != '--']  # pkb's flags follow a '--'
   statistics = args.statistics.split(',')
   for statistic in statistics:
-    measurement.LatencyCap(args.cap, statistic)  # One line if bad.
+    try:
+      measurement.LatencyCap(args.cap, statistic)
+    except measurement.InvalidLatencyCap as e:  # Bad input: one line.
+      print(f'bench_cap_statistics: --cap={args.cap:g} '
+            f'--statistics={args.statistics}: {e}', file=sys.stderr)
+      return 2
   results_dir = tempfile.mkdtemp(prefix='bench-cap-statistics-')
   runs = []
   try:

@@ -8,7 +8,9 @@ then. Each probe carries an HDR-like histogram (97 % of requests at the
 average's bucket, 3 % at the tail's), so repeats merge their percentiles.
 """
 
+import importlib.util
 import io
+import os
 import re
 
 import pytest
@@ -233,3 +235,25 @@ def test_verdict_holds_the_repeats_merged_percentile_to_the_cap():
   by_average = search_driver.FindLatencyCappedMaximum(
       lambda _: next(script), 1.0, Policy())
   assert verdict.OfSearch(by_average).confirmed
+
+
+def _BenchCapStatistics():
+  """scripts/bench_cap_statistics.py as a module, run in this process."""
+  path = os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), 'scripts', 'bench_cap_statistics.py')
+  spec = importlib.util.spec_from_file_location('bench_cap_statistics', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+@pytest.mark.parametrize('bad', [['--cap=-1'], ['--cap=nan'],
+                                 ['--statistics=avg,p42']])
+def test_bench_cap_statistics_refuses_a_bad_cap_in_one_line(capsys, bad):
+  """Its check of the caps raised InvalidLatencyCap out of main: a
+  traceback, exit 1, for --cap=-1."""
+  code = _BenchCapStatistics().main(['--memtier_path=/nonexistent'] + bad)
+  err = capsys.readouterr().err
+  assert code == 2
+  assert err.startswith('bench_cap_statistics: ')
+  assert len(err.strip().splitlines()) == 1 and 'Traceback' not in err
