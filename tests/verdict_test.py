@@ -114,6 +114,10 @@ def test_repeats_mostly_over_the_cap_are_unconfirmed():
   found = verdict.OfSearch(result)
   assert (found.name, found.reason) == (
       verdict.UNCONFIRMED, '2 of 3 repeats over the 1 ms cap')
+  # Its figure is the repeats' mean, not every probe at the load (README,
+  # "Verdicts").
+  assert result.reported_indices == (1, 2, 3)
+  assert result.reported is result.confirmed
 
 
 def test_confirmed_answer_counts_a_repeat_over_the_cap():
