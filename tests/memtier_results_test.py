@@ -1,9 +1,12 @@
 """memtier_results on outputs recorded from the real memtier_benchmark."""
 
+import base64
 import collections
 import glob
 import json
 import os
+import struct
+import zlib
 
 from hdrh import histogram as hdrh_histogram
 import pytest
@@ -102,6 +105,31 @@ def test_histogram_buckets_are_the_librarys_recorded_iterator(stem):
           item.count_at_value_iterated_to)
     assert memtier_results.LatencyHistogram.FromCompressed(
         encoded).buckets == tuple(sorted(expected.items())), name
+
+
+def _InflatingHistogram(inflated_bytes):
+  """A memtier-shaped histogram field whose counts are `inflated_bytes` of
+  zeros: a few kB of text per 64 MB inflated."""
+  header = struct.pack('>IIIIqqd', 0x1c849313, inflated_bytes, 0, 3, 1,
+                       60000000, 1.0)
+  deflate = zlib.compressobj(9)
+  parts = [deflate.compress(header)]
+  zeros = bytes(1 << 20)
+  parts += [deflate.compress(zeros) for _ in range(inflated_bytes >> 20)]
+  parts.append(deflate.flush())
+  payload = b''.join(parts)
+  return base64.b64encode(struct.pack('>II', 0x1c849314, len(payload)) +
+                          payload).decode()
+
+
+def test_a_histogram_inflating_past_the_bound_is_refused_before():
+  """hdrh inflates the payload whole: 650 kB of text in a run directory's
+  raw memtier JSON (which may hold 32 MB) took 500 MB, 2.6 MB took 3.8 GB.
+  Refused once past the bound, as no histogram, without inflating it."""
+  text = _InflatingHistogram(64 << 20)
+  assert len(text) < 200 << 10
+  with pytest.raises(ValueError, match='inflate past'):
+    memtier_results.LatencyHistogram.FromCompressed(text)
 
 
 def test_single_t1c32_under_cap():
