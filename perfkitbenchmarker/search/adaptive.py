@@ -437,7 +437,11 @@ class AdaptiveRun:
       # An answer all the same, unconfirmed: the repeated load that came
       # nearest to holding, its figure the mean of every probe there.
       clients = min(failed, key=lambda c: failed[c].latency_ms)
-      reason = (f'no load held under the {self._cap_ms:g} ms cap when '
+      # The cap with its statistic ('1 ms p99'): this is the verdict's
+      # reason, on the answer's samples.
+      cap = measurement.LatencyCap(
+          self._cap_ms, failed[clients].counted[0].statistic).Short()
+      reason = (f'no load held under the {cap} cap when '
                 f'repeated (nearest: {self._Conns(clients)} connections, '
                 f'{failed[clients].MergedWords()})')
       self._notes.append(reason)

@@ -122,7 +122,9 @@ class StaircasePolicy:
     # An answer all the same, unconfirmed: the step whose repeats came
     # nearest to holding, its figure the mean of every probe at its load.
     nearest, done = min(tried, key=lambda t: t[1].latency_ms)
-    reason = (f'no step held under the {cap_ms:g} ms cap when repeated '
+    # The cap with its statistic ('1 ms p99'): the verdict's reason.
+    cap = measurement.LatencyCap(cap_ms, done.counted[0].statistic).Short()
+    reason = (f'no step held under the {cap} cap when repeated '
               f'(nearest: {nearest.load.Describe()}, {done.MergedWords()})')
     notes.append(reason)
     return driver.Outcome(
