@@ -159,7 +159,9 @@ def CheckWritableDir(path: str, flag: str) -> None:
 
 
 def _CheckWritableFile(path: str, flag: str) -> None:
-  if os.path.isdir(path):
+  # 'dir/' (or 'dir/.') names a directory even before it exists: the open
+  # at the first sample would fail, after the run's VMs and preload.
+  if os.path.isdir(path) or os.path.basename(path) in ('', '.', '..'):
     raise errors.UsageError(
         f'{flag}={path} is a directory; give a file path.')
   if os.path.lexists(path) and not os.access(path, os.W_OK):

@@ -60,6 +60,11 @@ _CASES = [
     ('json_path_under_a_file',
      lambda t: [f'--json_path={t / "afile" / "x.json"}'], '--json_path'),
     ('csv_path_is_a_dir', lambda t: [f'--csv_path={t}'], '--csv_path'),
+    # A directory not made yet: the run failed at its first sample.
+    ('json_path_is_a_dir_to_be', lambda t: [f'--json_path={t}/new/'],
+     'is a directory'),
+    ('csv_path_is_a_dir_to_be', lambda t: [f'--csv_path={t}/new/.'],
+     'is a directory'),
     # --timeout_minutes.
     ('timeout_negative', lambda t: ['--timeout_minutes=-1'],
      '--timeout_minutes'),
