@@ -158,6 +158,26 @@ def test_results_files_never_write_through_a_planted_symlink(tmp_path):
   assert _CsvRows(path)[0]['metric'] == 'a'
 
 
+def test_csv_through_the_users_own_symlink_grows_the_file_it_names(
+    tmp_path):
+  """--csv_path=link.csv, the user's symlink to a shared CSV: the header's
+  first growth renamed a new file over the link, so the shared file kept
+  nothing of this run (or only the rows before the growth)."""
+  (tmp_path / 'shared').mkdir()
+  target = tmp_path / 'shared' / 'results.csv'
+  target.write_text('')
+  link = tmp_path / 'link.csv'
+  os.symlink(target, link)
+  publisher = csv_publisher.CSVPublisher(str(link))
+  publisher.Publish({'metric': 'a', 'value': 1, 'metadata': {'x': 1}})
+  publisher.Publish({'metric': 'b', 'value': 2, 'metadata': {'x': 2}})
+  publisher.Publish({'metric': 'c', 'value': 3, 'metadata': {'y': 3}})
+  assert os.path.islink(link)
+  assert [(r['metric'], r['x'], r['y']) for r in _CsvRows(target)] == [
+      ('a', '1', ''), ('b', '2', ''), ('c', '', '3')]
+  assert os.listdir(tmp_path / 'shared') == ['results.csv']
+
+
 @e2e.Needs('root (to give a symlink and a file to user nobody)',
            lambda: os.geteuid() == 0, 'run the tests as root, as CI does')
 @pytest.mark.parametrize('planted', ['symlink', 'file'])

@@ -113,11 +113,14 @@ def ReadAll(fd: int) -> bytes:
 def Replace(path: str, data: bytes) -> None:
   """Puts `data` at `path` atomically (the caller holds the old file's
   lock): written under a fresh name (a fixed one could be another user's
-  symlink), synced, then renamed over the old file."""
+  symlink), synced, then renamed over the old file. Through the user's own
+  symlink (CheckOwnFile), the file it names is replaced, where the rows
+  before went: renamed over the link itself, the rows parted from it."""
   tmp = None
+  path = os.path.realpath(path)
   try:
     fd, tmp = tempfile.mkstemp(
-        dir=os.path.dirname(os.path.abspath(path)),
+        dir=os.path.dirname(path),
         prefix=os.path.basename(path) + '.', suffix='.tmp')
     try:
       os.fchmod(fd, 0o644)
