@@ -355,3 +355,25 @@ def test_a_number_flag_out_of_range_is_refused_in_one_line(compare, capsys,
   code, out, err = _Compare(compare, capsys, HISTORY, flag)
   _OneLine(code, err)
   assert flag.split('=')[0] in err and out == ''
+
+
+@pytest.mark.parametrize('flag', ['--json', '--report', '--markdown'])
+@pytest.mark.parametrize('target', [loader.RESULTS_FILE,
+                                    loader.RUN_RECORD_FILE])
+def test_an_output_that_is_a_file_compare_reads_is_refused(
+    compare, capsys, tmp_path, flag, target):
+  """`compare h --json=h/runs/902af480/perfkitbenchmarker_results.json`
+  wrote the leaderboard over that run's 23 samples (exit 0); the next
+  compare stopped at the file as not JSON lines."""
+  history = tmp_path / 'h'
+  shutil.copytree(HISTORY, history)
+  run_dir = history / 'runs' / '902af480'
+  os.symlink(run_dir / target, tmp_path / 'link')  # Another spelling.
+  before = {p: p.read_bytes() for p in run_dir.iterdir()}
+  for out in (run_dir / target, tmp_path / 'link'):
+    code, stdout, err = _Compare(compare, capsys, str(history),
+                                 f'{flag}={out}')
+    _OneLine(code, err)
+    assert f'{flag}={out} is {run_dir / target}, which this compare' in err
+    assert stdout == ''
+  assert {p: p.read_bytes() for p in run_dir.iterdir()} == before

@@ -115,6 +115,35 @@ def _Writable(path: Optional[str]) -> Optional[str]:
   return None
 
 
+def _OverwritesInput(frame: pd.DataFrame) -> Optional[str]:
+  """An output that is a file compare read (a run's samples, or the run
+  record beside them): writing it would destroy a finished run's results,
+  and the next compare would stop at it as not PKB JSON lines."""
+  outputs = {}
+  for flag, path in (('--report', FLAGS.report),
+                     ('--markdown', FLAGS.markdown), ('--json', FLAGS.json)):
+    try:
+      st = os.stat(path) if path else None
+    except OSError:  # Not there yet: nothing of the input's.
+      continue
+    if st:
+      outputs[(st.st_dev, st.st_ino)] = f'{flag}={path}'
+  if not outputs:
+    return None
+  for source in frame[loader.SOURCE_COLUMN].dropna().unique():
+    for read in (source, os.path.join(os.path.dirname(source),
+                                      loader.RUN_RECORD_FILE)):
+      try:
+        st = os.stat(read)
+      except OSError:  # A BigQuery table, or a run without its record.
+        continue
+      flag = outputs.get((st.st_dev, st.st_ino))
+      if flag:
+        return (f'{flag} is {read}, which this compare reads; writing there '
+                'would destroy that run\'s results. Give another path')
+  return None
+
+
 class _WriteError(Exception):
   pass
 
@@ -191,6 +220,9 @@ def Run(argv: List[str], default_results: Optional[str] = None,
                         bq_api_endpoint=FLAGS.bq_api_endpoint)
   except loader.LoadError as e:
     return _Fail(str(e))
+  problem = _OverwritesInput(frame)
+  if problem:
+    return _Fail(problem)
   frame = leaderboard.Prepare(frame, FLAGS.night_hours,
                               FLAGS.matrix_gap_minutes)
   if FLAGS.since:
