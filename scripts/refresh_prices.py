@@ -26,20 +26,25 @@ sane, sourced and dated); a bad price (0, nan, a typo) is one line, exit 2,
 and the catalog is left as it was.
 """
 
+import os
+import sys
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, _REPO)
+from perfkitbenchmarker import venv_reexec  # pylint: disable=g-import-not-at-top
+venv_reexec.UseRepoVenv(_REPO, __file__)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import argparse
 import csv
 import datetime
 import json
-import os
 import re
-import sys
 
 import yaml
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, _REPO)
-from perfkitbenchmarker import pricing  # pylint: disable=g-import-not-at-top,wrong-import-position
-from perfkitbenchmarker import regular_files  # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import pricing
+from perfkitbenchmarker import regular_files
 
 CATALOG = os.path.join(_REPO, 'configs', 'prices.yaml')
 GCE_SERVICE = 'services/6F81-5844-456A'

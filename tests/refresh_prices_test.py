@@ -10,15 +10,17 @@ filter would take (another region, sole tenancy, custom, N2D, network).
 import importlib.util
 import json
 import os
+import subprocess
 
 import pytest
 
+import e2e_support
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
 
-_SPEC = importlib.util.spec_from_file_location(
-    'refresh_prices', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'refresh_prices.py'))
+_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'scripts', 'refresh_prices.py')
+_SPEC = importlib.util.spec_from_file_location('refresh_prices', _SCRIPT)
 refresh = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(refresh)
 
@@ -166,3 +168,19 @@ def test_a_bad_imported_price_writes_nothing(tmp_path, price):
                        str(catalog), '--output', str(catalog)]) == 2
   assert catalog.read_bytes() == before
   assert sorted(os.listdir(tmp_path)) == ['aws.csv', 'prices.yaml']
+
+
+@pytest.mark.e2e
+@e2e_support.NeedsTools('/usr/bin/python3')
+def test_started_by_the_system_python_it_runs_in_the_checkouts_venv():
+  """`python3 scripts/refresh_prices.py` (its #! line's python) ended in
+  `ModuleNotFoundError: No module named 'tenacity'`, a traceback, as the
+  project's modules need the .venv that compare and publish_bigquery
+  re-exec themselves in."""
+  env = {'PATH': '/usr/bin:/bin', 'HOME': os.environ.get('HOME', '/')}
+  done = subprocess.run(['/usr/bin/python3', _SCRIPT, '--help'],
+                        capture_output=True, text=True, timeout=120,
+                        env=env, check=False)
+  assert done.returncode == 0, done.stderr
+  assert 'Traceback' not in done.stderr
+  assert done.stdout.startswith('usage: refresh_prices.py')
