@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -733,3 +734,33 @@ def test_a_fifo_named_like_a_results_file_is_not_waited_on(tmp_path):
   with pytest.raises(bigquery_schema.ResultsFileError,
                      match='not a regular file'):
     bigquery_schema.ReadResultsFiles([str(tmp_path)])
+
+
+def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
+    fake, tmp_path):
+  """`publish_bigquery.py tree` where tree/runs/b/perfkitbenchmarker_
+  results.json is a symlink to a file outside it loaded that file's samples
+  too (42 new samples, 2 runs, exit 0), where compare skips it: a tree
+  downloaded from CI could make a publish read any file of the reader's.
+  Refused in one line, nothing loaded; given by name, it is read."""
+  tree = tmp_path / 'tree'
+  for run in ('a', 'b'):
+    (tree / 'runs' / run).mkdir(parents=True)
+  shutil.copy(os.path.join(HISTORY, '902af480',
+                           bigquery_schema.RESULTS_FILE),
+              tree / 'runs' / 'a' / bigquery_schema.RESULTS_FILE)
+  outside = tmp_path / 'outside.json'
+  shutil.copy(os.path.join(HISTORY, '8f0c3fbd',
+                           bigquery_schema.RESULTS_FILE), outside)
+  link = tree / 'runs' / 'b' / bigquery_schema.RESULTS_FILE
+  os.symlink(outside, link)
+  options, client = _Options(fake.endpoint), _Client(fake.endpoint)
+  with pytest.raises(bigquery_schema.ResultsFileError) as refused:
+    bigquery_publisher.PublishFiles(options, [str(tree)], client=client)
+  assert str(refused.value) == (
+      f'{link}: a symbolic link (never followed in a directory read as '
+      'input); give it by name to read it')
+  assert not fake.LoadJobs()
+  result = bigquery_publisher.PublishFiles(options, [str(link)],
+                                           client=client)
+  assert result.loaded == len(_FileRows(outside))

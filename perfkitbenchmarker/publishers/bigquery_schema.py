@@ -243,6 +243,29 @@ def FindResultsFiles(paths: Iterable[str],
   return found
 
 
+def _IterPathRows(path: str
+                 ) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
+  """IterRows of a file given by name, or of every results file under a
+  directory, each read as the directory's own (regular_files.Directory, as
+  compare reads a tree): one that is not (a symlink, a FIFO, another
+  user's hard link) is a ResultsFileError, never followed out of it."""
+  found = FindResultsFiles([path])
+  if not os.path.isdir(path):
+    yield from IterRows(path)
+    return
+  try:
+    directory = regular_files.Directory(path)
+  except regular_files.NotRegular as e:
+    raise ResultsFileError(str(e)) from None
+  with directory:
+    for file in found:
+      try:
+        f = directory.Open(os.path.relpath(file, path))
+      except regular_files.NotRegular as e:
+        raise ResultsFileError(f'{e}; give it by name to read it') from None
+      yield from IterRowsOf(f, file)
+
+
 def ReadResultsFiles(paths: Iterable[str],
                      run_uri: Optional[str] = None) -> List[Dict[str, Any]]:
   """The PKB rows in `paths` (of run `run_uri` only, when given).
@@ -250,8 +273,8 @@ def ReadResultsFiles(paths: Iterable[str],
   Rows repeated across or within files (same sample_uri) are kept once.
   """
   rows, seen = [], set()
-  for path in FindResultsFiles(paths):
-    for row, _ in IterRows(path):
+  for path in paths:
+    for row, _ in _IterPathRows(path):
       if run_uri and publisher.ShortRunUri(row['run_uri']) != run_uri:
         continue
       uri = SampleUri(row)
