@@ -36,10 +36,12 @@ venv_reexec.UseRepoVenv(_REPO, __file__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import argparse
+import contextlib
 import csv
 import datetime
 import json
 import re
+import tempfile
 
 import yaml
 
@@ -264,6 +266,8 @@ def Write(data: dict, path: str) -> None:
 
   Raises:
     pricing.CatalogError: a row would not load (nothing is written).
+    OSError: the file could not be written (the one there is left as it
+      was, and no partial copy).
   """
   used = {row['source'] for row in data['prices']}
   data['sources'] = {k: v for k, v in data['sources'].items() if k in used}
@@ -276,10 +280,20 @@ def Write(data: dict, path: str) -> None:
                                          width=1000).strip())
   text = '\n'.join(lines) + '\n'
   pricing.PriceCatalog.FromYaml(text, path)
-  tmp = f'{path}.{os.getpid()}.tmp'
-  with open(tmp, 'w') as f:
-    f.write(text)
-  os.replace(tmp, path)
+  # A fresh name beside the catalog (a fixed one could be another user's
+  # symlink), renamed over it once whole.
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                             prefix=os.path.basename(path) + '.',
+                             suffix='.tmp')
+  try:
+    with os.fdopen(fd, 'w', encoding='utf-8') as f:
+      os.fchmod(f.fileno(), 0o644)
+      f.write(text)
+    os.replace(tmp, path)
+  except BaseException:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    raise
 
 
 def main(argv=None) -> int:
@@ -332,6 +346,10 @@ def main(argv=None) -> int:
     Write(data, args.output)
   except pricing.CatalogError as e:
     print(f'refresh_prices: not written: {e}', file=sys.stderr)
+    return 2
+  except OSError as e:
+    print(f'refresh_prices: not written: cannot write {args.output} '
+          f'({e.strerror or e}); nothing was changed.', file=sys.stderr)
     return 2
   print(f'Wrote {len(data["prices"])} prices to {args.output}.')
   return 0

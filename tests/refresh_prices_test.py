@@ -170,6 +170,30 @@ def test_a_bad_imported_price_writes_nothing(tmp_path, price):
   assert sorted(os.listdir(tmp_path)) == ['aws.csv', 'prices.yaml']
 
 
+@pytest.mark.parametrize('where', ['no_directory', 'a_directory'])
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys,
+                                                      where):
+  """--output=/tmp/hd/nodir/out.yaml ended in a FileNotFoundError
+  traceback; --output=/tmp/hd (a directory) in an IsADirectoryError one,
+  leaving /tmp/hd.<pid>.tmp, a whole catalog, behind."""
+  table = tmp_path / 'aws.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      'us-west-2,c7g.4xlarge,16,32,0.58,github:aws/karpenter-provider-aws@'
+      '6fc13b5236fd:x.go,2026-07-20\n')
+  out = tmp_path / 'out'
+  out.mkdir()
+  output = out / 'nodir' / 'prices.yaml' if where == 'no_directory' else out
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'AWS',
+                       '--source_description', 'reviewed', '--output',
+                       str(output)]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'refresh_prices: not written: cannot write {output} (')
+  assert err.count('\n') == 1
+  assert sorted(os.listdir(tmp_path)) == ['aws.csv', 'out']
+  assert os.listdir(out) == []
+
+
 @pytest.mark.e2e
 @e2e_support.NeedsTools('/usr/bin/python3')
 def test_started_by_the_system_python_it_runs_in_the_checkouts_venv():
