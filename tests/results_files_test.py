@@ -158,6 +158,25 @@ def test_results_files_never_write_through_a_planted_symlink(tmp_path):
   assert _CsvRows(path)[0]['metric'] == 'a'
 
 
+def test_a_csv_path_that_is_not_a_csv_this_tool_wrote_is_left_alone(
+    tmp_path):
+  """--csv_path naming another run's perfkitbenchmarker_results.json: its
+  JSON lines parsed as CSV, and the first sample rewrote the file as CSV
+  rows under a header of JSON fragments; the run's samples were gone."""
+  path = tmp_path / 'perfkitbenchmarker_results.json'
+  path.write_text('{"metric": "throughput", "value": 72530.0, '
+                  '"run_uri": "902af480-x"}\n' * 3)
+  before = path.read_bytes()
+  with pytest.raises(errors.Error, match='not a CSV this tool wrote'):
+    csv_publisher.CSVPublisher(str(path))
+  # Put there after the run opened its CSV: refused at the next sample.
+  publisher = csv_publisher.CSVPublisher(str(tmp_path / 'results.csv'))
+  os.replace(path, tmp_path / 'results.csv')
+  with pytest.raises(errors.Error, match='not a CSV this tool wrote'):
+    publisher.Publish({'metric': 'a', 'value': 1, 'metadata': {'x': 1}})
+  assert (tmp_path / 'results.csv').read_bytes() == before
+
+
 def test_csv_through_the_users_own_symlink_grows_the_file_it_names(
     tmp_path):
   """--csv_path=link.csv, the user's symlink to a shared CSV: the header's

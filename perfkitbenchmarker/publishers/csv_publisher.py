@@ -48,9 +48,19 @@ class CSVPublisher:
   def _Parse(self, data: bytes) -> List[Dict[str, str]]:
     try:
       reader = csv.DictReader(io.StringIO(data.decode('utf-8'), newline=''))
-      return list(reader)
+      rows = list(reader)
     except (UnicodeDecodeError, csv.Error) as e:
       raise _NotOurCsv(self.path, e) from None
+    self._CheckHeader(reader.fieldnames or [])
+    return rows
+
+  def _CheckHeader(self, header: List[str]) -> None:
+    """Every CSV this tool writes starts with PKB's fixed columns; any other
+    text (another run's JSON lines, a log) parses as CSV too, and the
+    header's growth would rewrite it as rows of this one."""
+    if header and tuple(header[:len(DEFAULT_FIELDS)]) != DEFAULT_FIELDS:
+      raise _NotOurCsv(self.path, 'its header is not '
+                       f'{",".join(DEFAULT_FIELDS)},...')
 
   def Publish(self, row: Dict[str, Any]) -> None:
     flat = {k: v for k, v in row.items() if k != 'metadata'}
@@ -78,9 +88,11 @@ class CSVPublisher:
     with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
       first = f.readline()
     try:
-      return next(csv.reader([first.decode('utf-8').rstrip('\r\n')]), [])
+      header = next(csv.reader([first.decode('utf-8').rstrip('\r\n')]), [])
     except (UnicodeDecodeError, csv.Error) as e:
       raise _NotOurCsv(self.path, e) from None
+    self._CheckHeader(header)
+    return header
 
   def Close(self) -> None:
     pass
