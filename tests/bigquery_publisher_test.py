@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -637,7 +638,8 @@ def test_a_staged_run_publishes_at_the_end_of_each_invocation(fake, tmp_path):
       'Injected failure. The local results are intact and the exit code is '
       'the run\'s own; publish later with: scripts/publish_bigquery.py '
       f'{tmp_path / run_uri / bigquery_schema.RESULTS_FILE} '
-      f'--bigquery_table={TABLE}']
+      f'--bigquery_table={TABLE} --run_uri={run_uri} '
+      f'--bq_api_endpoint={fake.endpoint}']
   after = _Digest(tmp_path / run_uri)
   assert {k: after[k] for k in before} == before
   assert len(fake.Rows(TABLE)) == len(resumed)
@@ -764,3 +766,30 @@ def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
   result = bigquery_publisher.PublishFiles(options, [str(link)],
                                            client=client)
   assert result.loaded == len(_FileRows(outside))
+
+
+def test_the_publish_later_command_is_the_publish_that_failed(tmp_path):
+  """The failed publish of a run given --bq_api_endpoint and a key file
+  said to publish later with `scripts/publish_bigquery.py FILE
+  --bigquery_table=T`: that command went to bigquery.googleapis.com as the
+  default credentials, and took every run's samples of a shared
+  --json_path. It now names the run, the endpoint and the key."""
+  results = tmp_path / bigquery_schema.RESULTS_FILE
+  shutil.copy(os.path.join(HISTORY, '902af480', bigquery_schema.RESULTS_FILE),
+              results)
+  key = tmp_path / 'key.json'
+  key.write_text(json.dumps({'type': 'service_account',
+                             'client_email': 'pkb@p.iam.gserviceaccount.com'}))
+  endpoint = f'http://127.0.0.1:{_FreePort()}'  # Nothing listens there.
+  options = bigquery_options.BigQueryOptions(
+      table=bigquery_options.ParseTableId(TABLE), job_project='other-project',
+      key_file=str(key), api_endpoint=endpoint, timeout_s=1.5)
+  out, err = _Streams()
+  assert not bigquery_publisher.PublishRun(options, str(results), '902af480',
+                                           out=out, err=err)
+  command = shlex.split(err.text.split('publish later with: ', 1)[1])
+  assert command == [
+      'scripts/publish_bigquery.py', str(results), f'--bigquery_table={TABLE}',
+      '--run_uri=902af480', '--bq_project=other-project',
+      f'--bq_api_endpoint={endpoint}',
+      f'--service_account_private_key={key}']

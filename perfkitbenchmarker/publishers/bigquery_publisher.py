@@ -343,10 +343,16 @@ def PublishRun(options: bigquery_options.BigQueryOptions, json_path: str,
   except Exception as e:  # pylint: disable=broad-except
     # Any failure, bugs included: the traceback goes to pkb.log only.
     logging.debug('Publishing to BigQuery failed', exc_info=True)
+    # The publish that failed: this run's samples only (a --json_path may
+    # be shared), to the same endpoint, as the same identity.
     command = [os.path.join('scripts', 'publish_bigquery.py'), json_path,
-               f'--bigquery_table={options.table}']
+               f'--bigquery_table={options.table}', f'--run_uri={run_uri}']
     if options.job_project != options.table.project:
       command.append(f'--bq_project={options.job_project}')
+    if options.api_endpoint:
+      command.append(f'--bq_api_endpoint={options.api_endpoint}')
+    if options.key_file:
+      command.append(f'--service_account_private_key={options.key_file}')
     print(f'pkb: publishing run {run_uri} to BigQuery table {options.table} '
           f'failed: {Describe(e)}. The local results are intact and the exit '
           'code is the run\'s own; publish later with: '
