@@ -296,6 +296,17 @@ def Write(data: dict, path: str) -> None:
     raise
 
 
+def _CheckShape(data) -> None:
+  """ValueError unless `data` is shaped as a catalog is (its rows are
+  checked by the validation of what is written): anything else, a list or
+  a row that is not a mapping, ended in a TypeError traceback."""
+  if not (isinstance(data, dict) and isinstance(data.get('sources'), dict)
+          and isinstance(data.get('prices'), list) and
+          all(isinstance(row, dict) for row in data['prices'])):
+    raise ValueError('not a price catalog: a mapping with sources: and a '
+                     'list of prices:')
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--aws', action='store_true')
@@ -313,7 +324,9 @@ def main(argv=None) -> int:
   try:
     data = yaml.safe_load(regular_files.ReadRegular(
         args.input, pricing.MAX_CATALOG_BYTES).decode('utf-8'))
-  except (regular_files.NotRegular, UnicodeDecodeError, yaml.YAMLError) as e:
+    _CheckShape(data)
+  except (regular_files.NotRegular, UnicodeDecodeError, yaml.YAMLError,
+          ValueError, RecursionError) as e:
     print(f'refresh_prices: cannot read {args.input} ({e}).', file=sys.stderr)
     return 2
   data['format_version'] = 2

@@ -194,6 +194,27 @@ def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys,
   assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize('text', ['[]\n', 'sources: {}\n', 'x\n',
+                                  'sources: {}\nprices: [1]\n'])
+def test_an_input_that_is_not_a_catalog_is_one_line(tmp_path, capsys, text):
+  """--input=list.yaml holding `[]` ended in `TypeError: list indices must
+  be integers or slices, not str`, a traceback."""
+  table = tmp_path / 'aws.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      'us-west-2,c7g.4xlarge,16,32,0.58,github:aws/karpenter-provider-aws@'
+      '6fc13b5236fd:x.go,2026-07-20\n')
+  catalog = tmp_path / 'prices.yaml'
+  catalog.write_text(text)
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'AWS',
+                       '--source_description', 'reviewed', '--input',
+                       str(catalog), '--output', str(catalog)]) == 2
+  assert capsys.readouterr().err == (
+      f'refresh_prices: cannot read {catalog} (not a price catalog: a '
+      'mapping with sources: and a list of prices:).\n')
+  assert catalog.read_text() == text
+
+
 @pytest.mark.e2e
 @e2e_support.NeedsTools('/usr/bin/python3')
 def test_started_by_the_system_python_it_runs_in_the_checkouts_venv():
