@@ -177,6 +177,29 @@ def test_a_csv_path_that_is_not_a_csv_this_tool_wrote_is_left_alone(
   assert (tmp_path / 'results.csv').read_bytes() == before
 
 
+@pytest.mark.parametrize('text', ['{\n "format_version": 1,\n}\n',
+                                  'a log line\n', '[1, 2]\n'],
+                         ids=['run_record', 'log', 'not_a_sample'])
+def test_a_json_path_that_is_not_pkb_json_lines_is_left_alone(tmp_path,
+                                                              text):
+  """--json_path naming another run's run_record.json appended a sample
+  line to it; that run's `--run_stage=teardown` then stopped at `Run
+  record ... is unreadable: Extra data: line 140 column 1`, its resources
+  left behind."""
+  path = tmp_path / 'run_record.json'
+  path.write_text(text)
+  with pytest.raises(errors.Error, match='not PKB JSON lines this tool'):
+    json_publisher.JSONPublisher(str(path))
+  assert path.read_text() == text
+  (tmp_path / 'ours.json').write_text('')  # Empty, or PKB's: appended to.
+  publisher = json_publisher.JSONPublisher(str(tmp_path / 'ours.json'))
+  publisher.Publish({'metric': 'a', 'value': 1, 'metadata': {}})
+  json_publisher.JSONPublisher(str(tmp_path / 'ours.json')).Publish(
+      {'metric': 'b', 'value': 2, 'metadata': {}})
+  assert [r['metric'] for r in _JsonRows(tmp_path / 'ours.json')] == [
+      'a', 'b']
+
+
 def test_csv_through_the_users_own_symlink_grows_the_file_it_names(
     tmp_path):
   """--csv_path=link.csv, the user's symlink to a shared CSV: the header's

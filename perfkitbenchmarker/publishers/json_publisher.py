@@ -5,9 +5,12 @@ sharing a --json_path never interleave or lose lines.
 """
 
 import json
+import os
 from typing import Any, Dict
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import results_file
 
 
@@ -18,6 +21,28 @@ class JSONPublisher:
     self.path = path
     self.collapse_labels = collapse_labels
     self._nofollow = results_file.CheckOwnFile(path)
+    if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
+      with results_file.Locked(path, self._nofollow) as fd:
+        self._CheckOurs(fd)
+
+  def _CheckOurs(self, fd: int) -> None:
+    """A file already there must be PKB JSON lines (its first line a
+    sample): lines appended to any other spoil it, and another run's
+    run_record.json so spoiled can no longer tear that run down."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
+      first = f.readline(bigquery_schema.MAX_LINE_BYTES + 1)
+    if not first:
+      return
+    try:
+      row = json.loads(first)
+    except (ValueError, RecursionError):
+      row = None
+    if not isinstance(row, dict) or 'metric' not in row:
+      raise errors.Error(
+          f'the results file {self.path} is not PKB JSON lines this tool '
+          'wrote (its first line is not a sample); move it away or give '
+          'another --json_path.')
 
   def Publish(self, row: Dict[str, Any]) -> None:
     row = dict(row)
