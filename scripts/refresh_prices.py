@@ -188,7 +188,9 @@ def ImportCsv(data: dict, path: str, cloud: str, description: str) -> int:
     table = list(csv.DictReader(f))
   by_key = {(r['cloud'], r['region'], r['machine_type']): r
             for r in data['prices']}
-  for line in table:
+  for number, line in enumerate(table, start=2):
+    if None in line.values():  # csv's value for a cell the line lacks.
+      raise ValueError(f'line {number} has fewer cells than the header')
     key = _SourceKey(line['source'], line['source_date'])
     data['sources'].setdefault(key, {
         'description': description, 'reference': line['source'],

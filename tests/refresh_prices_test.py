@@ -194,6 +194,24 @@ def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys,
   assert os.listdir(out) == []
 
 
+def test_an_imported_line_short_of_cells_is_one_line(tmp_path, capsys):
+  """A CSV line with fewer cells than its header (a cut paste) ended in
+  `TypeError: expected string or bytes-like object, got 'NoneType'`, a
+  traceback."""
+  table = tmp_path / 'gcp.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      'us-central1,n2d-standard-2\n')
+  out = tmp_path / 'prices.yaml'
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'GCP',
+                       '--source_description', 'reviewed', '--output',
+                       str(out)]) == 2
+  assert capsys.readouterr().err == (
+      f'refresh_prices: cannot import {table} (ValueError: line 2 has fewer '
+      'cells than the header); nothing was changed.\n')
+  assert not out.exists()
+
+
 @pytest.mark.parametrize('text', ['[]\n', 'sources: {}\n', 'x\n',
                                   'sources: {}\nprices: [1]\n'])
 def test_an_input_that_is_not_a_catalog_is_one_line(tmp_path, capsys, text):
