@@ -377,3 +377,23 @@ def test_an_output_that_is_a_file_compare_reads_is_refused(
     assert f'{flag}={out} is {run_dir / target}, which this compare' in err
     assert stdout == ''
   assert {p: p.read_bytes() for p in run_dir.iterdir()} == before
+
+
+@pytest.mark.parametrize('first,second', [('--report', '--json'),
+                                          ('--json', '--markdown'),
+                                          ('--report', '--markdown')])
+def test_two_outputs_naming_one_file_are_refused(compare, capsys, tmp_path,
+                                                 first, second):
+  """`--report=out --json=out` wrote the page, then the JSON over it (exit
+  0, no page); `--json=out --markdown=out` appended Markdown to the JSON."""
+  out = tmp_path / 'out'
+  os.symlink(out, tmp_path / 'link')  # Another spelling of the same file.
+  code, stdout, err = _Compare(compare, capsys, HISTORY, f'{first}={out}',
+                               f'{second}={tmp_path / "link"}')
+  _OneLine(code, err)
+  assert 'name the same file' in err and stdout == ''
+  assert sorted(os.listdir(tmp_path)) == ['link']
+  # Not a regular file: both go there, nothing is spoiled.
+  code, stdout, err = _Compare(compare, capsys, HISTORY, f'{first}=/dev/null',
+                               f'{second}=/dev/null')
+  assert code == 0 and err == '', err

@@ -24,6 +24,7 @@ import os
 import sys
 import json
 import shlex
+import stat
 import types
 import warnings
 from typing import List, Optional
@@ -112,6 +113,28 @@ def _Writable(path: Optional[str]) -> Optional[str]:
             'name')
   if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
     return f'--report/--markdown/--json: no directory for {path}'
+  return None
+
+
+def _OutputsApart() -> Optional[str]:
+  """Two outputs naming one file (also through a link or another
+  spelling): the later write would replace the HTML page or the JSON, or
+  append Markdown to it. Not a pipe or a device (/dev/stdout for both
+  prints both)."""
+  outputs = [(flag, path) for flag, path in (
+      ('--report', FLAGS.report), ('--markdown', FLAGS.markdown),
+      ('--json', FLAGS.json)) if path]
+  for i, (flag, path) in enumerate(outputs):
+    for other_flag, other in outputs[:i]:
+      try:
+        st = os.stat(path)
+        same = (os.path.samestat(st, os.stat(other)) and
+                stat.S_ISREG(st.st_mode))
+      except OSError:  # Not both there yet.
+        same = os.path.realpath(path) == os.path.realpath(other)
+      if same:
+        return (f'{other_flag}={other} and {flag}={path} name the same '
+                'file; each would spoil the other. Give them different files')
   return None
 
 
@@ -215,6 +238,9 @@ def Run(argv: List[str], default_results: Optional[str] = None,
     problem = _Writable(path)
     if problem:
       return _Fail(problem)
+  problem = _OutputsApart()
+  if problem:
+    return _Fail(problem)
   try:
     frame = LoadHistory(paths, FLAGS.bigquery_table, FLAGS.bq_project,
                         bq_api_endpoint=FLAGS.bq_api_endpoint)
