@@ -169,6 +169,12 @@ def test_a_csv_path_that_is_not_a_csv_this_tool_wrote_is_left_alone(
   before = path.read_bytes()
   with pytest.raises(errors.Error, match='not a CSV this tool wrote'):
     csv_publisher.CSVPublisher(str(path))
+  # A first line that is blank reads as no header: rewritten the same way.
+  notes = tmp_path / 'notes.txt'
+  notes.write_text('\nimportant notes\nmore,notes\n')
+  with pytest.raises(errors.Error, match='not a CSV this tool wrote'):
+    csv_publisher.CSVPublisher(str(notes))
+  assert notes.read_text() == '\nimportant notes\nmore,notes\n'
   # Put there after the run opened its CSV: refused at the next sample.
   publisher = csv_publisher.CSVPublisher(str(tmp_path / 'results.csv'))
   os.replace(path, tmp_path / 'results.csv')

@@ -51,14 +51,15 @@ class CSVPublisher:
       rows = list(reader)
     except (UnicodeDecodeError, csv.Error) as e:
       raise _NotOurCsv(self.path, e) from None
-    self._CheckHeader(reader.fieldnames or [])
+    self._CheckHeader(reader.fieldnames or [], bool(data))
     return rows
 
-  def _CheckHeader(self, header: List[str]) -> None:
+  def _CheckHeader(self, header: List[str], has_data: bool) -> None:
     """Every CSV this tool writes starts with PKB's fixed columns; any other
-    text (another run's JSON lines, a log) parses as CSV too, and the
-    header's growth would rewrite it as rows of this one."""
-    if header and tuple(header[:len(DEFAULT_FIELDS)]) != DEFAULT_FIELDS:
+    text (another run's JSON lines, a log, one whose first line is blank)
+    parses as CSV too, and the header's growth would rewrite it as rows of
+    this one. Only an empty file has no header."""
+    if has_data and tuple(header[:len(DEFAULT_FIELDS)]) != DEFAULT_FIELDS:
       raise _NotOurCsv(self.path, 'its header is not '
                        f'{",".join(DEFAULT_FIELDS)},...')
 
@@ -91,7 +92,7 @@ class CSVPublisher:
       header = next(csv.reader([first.decode('utf-8').rstrip('\r\n')]), [])
     except (UnicodeDecodeError, csv.Error) as e:
       raise _NotOurCsv(self.path, e) from None
-    self._CheckHeader(header)
+    self._CheckHeader(header, bool(first))
     return header
 
   def Close(self) -> None:
