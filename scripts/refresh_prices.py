@@ -337,7 +337,8 @@ def main(argv=None) -> int:
     try:
       count = ImportCsv(data, args.import_csv, args.cloud,
                         args.source_description)
-    except (OSError, UnicodeDecodeError, KeyError, ValueError) as e:
+    except (OSError, UnicodeDecodeError, KeyError, ValueError,
+            csv.Error) as e:
       print(f'refresh_prices: cannot import {args.import_csv} '
             f'({type(e).__name__}: {e}); nothing was changed.',
             file=sys.stderr)

@@ -212,6 +212,24 @@ def test_an_imported_line_short_of_cells_is_one_line(tmp_path, capsys):
   assert not out.exists()
 
 
+def test_an_imported_cell_past_the_csv_field_limit_is_one_line(tmp_path,
+                                                               capsys):
+  """A cell of 200,000 characters ended in `_csv.Error: field larger than
+  field limit (131072)`, a traceback."""
+  table = tmp_path / 'gcp.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      f'"{"a" * 200000}",x,1,1,1,s,2026-01-01\n')
+  out = tmp_path / 'prices.yaml'
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'GCP',
+                       '--source_description', 'reviewed', '--output',
+                       str(out)]) == 2
+  assert capsys.readouterr().err == (
+      f'refresh_prices: cannot import {table} (Error: field larger than '
+      'field limit (131072)); nothing was changed.\n')
+  assert not out.exists()
+
+
 @pytest.mark.parametrize('text', ['[]\n', 'sources: {}\n', 'x\n',
                                   'sources: {}\nprices: [1]\n'])
 def test_an_input_that_is_not_a_catalog_is_one_line(tmp_path, capsys, text):
