@@ -24,7 +24,7 @@ is `Which`).
 import os
 import shutil
 import stat
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import shell_scripts
@@ -60,6 +60,51 @@ def _Unsafe(info: os.stat_result) -> Optional[str]:
   return None
 
 
+# The most symbolic links one path's resolution follows (Linux's own bound).
+_MAX_LINKS = 40
+
+
+def _Links(path: str) -> List[str]:
+  """The symbolic links resolving `path` (absolute) passes through, in
+  order, each named in its directory with that directory's links resolved:
+  a link met half way (a link to a link, a directory that is a link) is
+  followed from wherever it lives, not only from the path as given or as
+  resolved in the end."""
+  links = []
+  while len(links) < _MAX_LINKS:
+    parts = [p for p in path.split(os.sep) if p]
+    for i in range(len(parts)):
+      prefix = os.sep + os.sep.join(parts[:i + 1])
+      if os.path.islink(prefix):
+        parent = os.path.realpath(os.path.dirname(prefix))
+        links.append(os.path.join(parent, parts[i]))
+        try:
+          target = os.readlink(prefix)
+        except OSError:
+          return links
+        # An absolute target replaces the parent (os.path.join).
+        path = os.path.join(parent, target, *parts[i + 1:])
+        break
+    else:
+      break
+  return links
+
+
+def _Places(given: str) -> Iterator[Tuple[str, bool]]:
+  """(path, is a link) of everything whose owner could change what `given`
+  runs, in the order they are checked: the directories of the path as
+  given; each link met on the way, after the directories above it; the
+  directories of the path resolved and the program."""
+  for where in _Prefixes(os.path.dirname(given)):
+    yield where, False
+  for link in _Links(given):
+    for where in _Prefixes(os.path.dirname(link)):
+      yield where, False
+    yield link, True
+  for where in _Prefixes(os.path.realpath(given)):
+    yield where, False
+
+
 def Problem(path: str) -> Optional[str]:
   """Why `path` (a program, or a directory of them) is not safe to run as
   root here, or None when it is.
@@ -67,15 +112,18 @@ def Problem(path: str) -> Optional[str]:
   `path` is absolute or relative to the current directory; a missing or
   unreadable file is a problem too.
   """
-  given = os.path.abspath(path)
-  real = os.path.realpath(given)
-  # Each directory once, in order: the given path's, then the real one's.
-  for where in dict.fromkeys([*_Prefixes(os.path.dirname(given)),
-                              *_Prefixes(real)]):
+  # Each place once, in order.
+  for where, is_link in dict.fromkeys(_Places(os.path.abspath(path))):
     try:
-      info = os.stat(where)
+      info = os.lstat(where) if is_link else os.stat(where)
     except OSError as e:
       return f'{where} cannot be read ({e.strerror})'
+    if is_link:
+      # Its owner may point it elsewhere whatever the directory's mode (a
+      # link another user made in a sticky /tmp); its own mode means nothing.
+      if info.st_uid not in (0, os.geteuid()):
+        return f'{where} is a symbolic link owned by {UserName(info.st_uid)}'
+      continue
     unsafe = _Unsafe(info)
     if unsafe:
       return f'{where} is {unsafe}'

@@ -118,6 +118,44 @@ def test_a_link_is_followed_and_both_paths_checked(safe_dir):
       os.path.join(open_dir, 'to-good'))
 
 
+def test_a_link_met_half_way_is_checked_where_it_lives(safe_dir):
+  # safe/first -> open/second -> safe/good: the path as given and the one
+  # resolved are both safe, but whoever may write open/ can point second
+  # elsewhere between the check and the run (passed before).
+  open_dir = os.path.join(safe_dir, 'open')
+  os.mkdir(open_dir)
+  os.chmod(open_dir, 0o777)
+  good = _Program(safe_dir, 'good')
+  os.symlink(good, os.path.join(open_dir, 'second'))
+  first = os.path.join(safe_dir, 'first')
+  os.symlink(os.path.join('open', 'second'), first)
+  assert trusted_programs.Problem(first) == (
+      f'{open_dir} is writable by other users (mode 0777)')
+  # The same through a directory that is a link to a link.
+  os.symlink(os.path.join(open_dir, 'to-safe'), os.path.join(safe_dir, 'dir'))
+  os.symlink(safe_dir, os.path.join(open_dir, 'to-safe'))
+  assert 'writable by other users' in trusted_programs.Problem(
+      os.path.join(safe_dir, 'dir', 'good'))
+  assert trusted_programs.Problem(good) is None
+
+
+@e2e.Needs('root (chown to nobody)', lambda: _IS_ROOT, 'run the tests as root')
+def test_a_link_another_user_owns_is_refused_even_in_a_sticky_directory(
+    safe_dir):
+  # As /tmp: nobody's link to a safe program passed (the sticky directory
+  # and the resolved path were all that was checked), and nobody could
+  # point it at a program of theirs after the check.
+  sticky = os.path.join(safe_dir, 'sticky')
+  os.mkdir(sticky)
+  os.chmod(sticky, 0o1777)
+  link = os.path.join(sticky, 'memtier_benchmark')
+  os.symlink(_Program(safe_dir), link)
+  assert trusted_programs.Problem(link) is None  # Its owner's own link.
+  os.lchown(link, NOBODY, -1)
+  assert trusted_programs.Problem(link) == (
+      f'{link} is a symbolic link owned by nobody')
+
+
 @e2e.Needs('root (chown to nobody)', lambda: _IS_ROOT, 'run the tests as root')
 def test_a_program_or_directory_owned_by_another_user_is_refused(safe_dir):
   path = _Program(safe_dir)
@@ -181,12 +219,21 @@ def _Tree(root):
   places['writable_file'] = _Program(root, 'wf', mode=0o757)
   os.symlink(places['open'], os.path.join(root, 'safe', 'to-open'))
   places['link_to_open'] = os.path.join(root, 'safe', 'to-open')
+  # safe/via-open -> open/to-safe -> safe/tool: a link met half way.
+  os.symlink(places['safe'], os.path.join(root, 'open', 'to-safe'))
+  os.symlink(os.path.join('..', 'open', 'to-safe'),
+             os.path.join(root, 'safe', 'via-open'))
+  places['link_via_open'] = os.path.join(root, 'safe', 'via-open')
   if _IS_ROOT:
     os.chown(os.path.join(root, 'group'), -1, NOBODY)
     nobodys = os.path.join(root, 'nobodys')
     os.mkdir(nobodys, 0o755)
     places['nobodys'] = _Program(nobodys)
     os.chown(nobodys, NOBODY, -1)
+    nobodys_link = os.path.join(root, 'sticky', 'nobodys-link')
+    os.symlink(places['safe'], nobodys_link)
+    os.lchown(nobodys_link, NOBODY, -1)
+    places['nobodys_link'] = nobodys_link
   return places
 
 

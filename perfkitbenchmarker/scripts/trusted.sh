@@ -3,7 +3,9 @@
 # PATH finds) by trusted_programs.py's rule, for the user running it: owned
 # by root or this user and writable by no one else (a sticky directory
 # passes; group write only for root's group), and so every directory above
-# it, as given and with its links resolved. Prints nothing when it passes.
+# it, as given and with its links resolved, and every link on the way
+# (owned by root or this user) with the directories above it. Prints
+# nothing when it passes.
 # Exits 3 when PATH finds no such name (a code of its own: bash's errors
 # and a refused login are 1, 2, 126, 127, 255), else 0 (a path that is not
 # there passes too: its caller says so).
@@ -48,5 +50,46 @@ walk() {
   done
 }
 
-walk "$(dirname -- "$program")" && walk "$real"
+# links PATH: walk of the directory of each symbolic link resolving PATH
+# passes through (that directory's links resolved) and the link's owner
+# check, in order: a link met half way (a link to a link, a directory that
+# is a link) is checked where it lives, as trusted_programs._Links.
+links() {
+  local path=$1 at part parts parent target uid i hops=0 found
+  while (( hops < 40 )); do
+    at='' found=''
+    IFS=/ read -ra parts <<< "${path#/}"
+    for i in "${!parts[@]}"; do
+      part=${parts[i]}
+      [ -n "$part" ] || continue
+      at=$at/$part
+      if [ -L "$at" ]; then
+        found=$at
+        break
+      fi
+    done
+    [ -n "$found" ] || return 0
+    hops=$((hops + 1))
+    parent=$(readlink -f -- "$(dirname -- "$found")") || parent=/
+    walk "$parent" || return 1
+    read -r uid < <(stat -c %u -- "$found") ||
+      { echo "$found cannot be read"; return 1; }
+    if [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
+      echo "${parent%/}/$part is a symbolic link owned by uid $uid"
+      return 1
+    fi
+    target=$(readlink -- "$found") || return 0
+    case $target in
+      /*) ;;
+      *) target=${parent%/}/$target ;;
+    esac
+    # What follows the link in the path, after its target.
+    path=$target
+    for part in "${parts[@]:i+1}"; do
+      path=$path/$part
+    done
+  done
+}
+
+walk "$(dirname -- "$program")" && links "$program" && walk "$real"
 exit 0
