@@ -115,6 +115,9 @@ _FAULTS = (
     (RecursionError, 'it is nested too deeply'),
     (IndexError, 'a line or a list is shorter than the run writes'),
     (TypeError, 'a value is of the wrong kind (a list where a number was)'),
+    (AttributeError, 'a value is of the wrong kind (not an object where a '
+     'section was)'),
+    (OverflowError, 'a number is too large or infinite'),
     (ValueError, 'a value is not in the form the run writes'),
 )
 _FAULT_KINDS = tuple(kind for kind, _ in _FAULTS)  # What _Damaged names.

@@ -20,6 +20,7 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import recompute
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from tests import memtier_replay
@@ -224,3 +225,41 @@ def test_keep_gives_up_in_one_line_when_it_cannot_write(tmp_path):
   assert not os.path.exists(run_dir / evidence.RAW_DIR)
   assert evidence.Failure(str(run_dir)) == failure
   assert evidence.Failure(str(tmp_path / 'other')) is None
+
+
+_MEMTIER = os.path.join(e2e.REPO, 'tests', 'data',
+                        'memtier_single_t1c32_tt5_under1ms')
+
+
+@pytest.mark.parametrize('section,key,value,words', [
+    ('Sets', None, None, 'not an object where a section was'),
+    ('Totals', 'Count', 1e400, 'too large or infinite'),
+    ('Totals', 'Count', 10**400, 'too large or infinite'),
+    ('Gets', 'Ops/sec', 10**400, 'too large or infinite'),
+], ids=['null-section', 'infinite-count', 'huge-count', 'huge-rate'])
+def test_a_damaged_memtier_json_is_one_line(tmp_path, section, key, value,
+                                            words):
+  # These were tracebacks (AttributeError, OverflowError) from
+  # pkb-recompute on a downloaded run whose memtier JSON said so.
+  probe = tmp_path / 'run' / evidence.RAW_DIR / 'clients-0' / 'memtier-1'
+  probe.mkdir(parents=True)
+  shutil.copy(_MEMTIER + '.json', probe / 'file.m.json')
+  shutil.copy(_MEMTIER + '.txt', probe / 'out.0')
+  (probe / evidence.MANIFEST).write_text(json.dumps({
+      'load_generator': 'memtier_benchmark', 'load': [1, 32, 1],
+      'json': ['file.m.json'], 'stdout': ['out.0'], 'test_time_s': 5}))
+  rel = os.path.join(evidence.RAW_DIR, 'clients-0', 'memtier-1')
+  with regular_files.Directory(str(tmp_path / 'run')) as directory:
+    assert recompute.ProbeMeasurement(directory, rel).throughput > 0
+    doc = json.loads((probe / 'file.m.json').read_text())
+    if key is None:
+      doc['ALL STATS'][section] = value
+    else:
+      doc['ALL STATS'][section][key] = value
+    (probe / 'file.m.json').write_text(json.dumps(doc))
+    with pytest.raises(recompute.BadInput) as e:
+      recompute.ProbeMeasurement(directory, rel)
+  line = str(e.value)
+  assert line.startswith(f'the raw files in {tmp_path}/run/{rel} cannot be '
+                         'recomputed: '), line
+  assert words in line and '\n' not in line
