@@ -91,6 +91,34 @@ def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   assert '± ?' in board and 'inf' not in board and ' ? ' in board
 
 
+def test_figures_whose_mean_overflows_read_as_not_recorded(compare, capsys,
+                                                          tmp_path):
+  # Each finite, so loaded; but the mean of two runs' 1e308 is inf, which
+  # --json refused (exit 3: 'Out of range float values are not JSON
+  # compliant: inf') and the text leaderboard showed as 'inf'.
+  history = tmp_path / 'history'
+  shutil.copytree(HISTORY, history)
+  for root, _, files in os.walk(history):
+    if loader.RESULTS_FILE in files:
+      path = os.path.join(root, loader.RESULTS_FILE)
+      with open(path) as f:
+        text = f.read()
+      for key in ('p99_latency_ms', 'servers_usd_per_hour_total'):
+        text = re.sub(rf'\|{key}:[^|]*\|', f'|{key}:1e308|', text)
+      with open(path, 'w') as f:
+        f.write(text)
+  board_json = tmp_path / 'board.json'
+  code, out, err = _Compare(compare, capsys, str(history),
+                            f'--json={board_json}', '--include_unconfirmed',
+                            f'--report={tmp_path / "r.html"}')
+  assert code == 0, err
+  ranked = [r for r in json.loads(board_json.read_text()) if r['ranked']]
+  # A cell of one run keeps its (finite) figure; one of several has none.
+  for key in ('p99_latency_ms', 'usd_per_hour'):
+    assert {None, 1e308} <= {r[key] for r in ranked}, key
+  assert 'inf' not in out
+
+
 def test_metadata_nested_50000_deep_is_one_line(compare, capsys, tmp_path):
   rows = _Rows()
   first = dict(rows[0])

@@ -94,6 +94,7 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
       'ratio_to_best', 'ratio_ci_low', 'ratio_ci_high', 'verdict')])
   if board.empty:
     return pd.DataFrame(columns=COLUMNS)
+  board = _Finite(board)
   board = board.sort_values(['price_performance', 'machine_type'],
                             ascending=[False, True]).reset_index(drop=True)
   pp, rel = board['price_performance'], (board['price_performance_ci95'] /
@@ -109,7 +110,15 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
   board['verdict'] = [
       _Verdict(i == 0, r, h, k, kind) for i, (r, h, k, kind) in enumerate(
           zip(ratio, board['ratio_ci_high'], known, kinds))]
-  return board[list(COLUMNS)]
+  return _Finite(board[list(COLUMNS)])
+
+
+def _Finite(board: pd.DataFrame) -> pd.DataFrame:
+  """The board with each infinite figure as no figure (NaN), as the loader
+  reads an infinite value: a mean or ratio of finite but huge (or tiny)
+  values a hostile history holds overflows (two runs' p99 of 1e308 average
+  to inf), and inf broke the JSON leaderboard and the charts (exit 3)."""
+  return board.replace([math.inf, -math.inf], math.nan)
 
 
 def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
