@@ -8,7 +8,9 @@ password. So, as sudo and sshd check the files they trust, every program
 the run executes here (load generators, server binaries, java, any
 `--*_path`) must be owned by root or by the user pkb runs as and be
 writable by no one else, and so must every directory on its path, as
-given and with its symbolic links resolved. A directory others may write
+given and with its symbolic links resolved; each symbolic link met on the
+way (one pointing at another, a directory that is one) must be owned by
+root or that user, and the directories above it pass the same rule. A directory others may write
 but whose sticky bit is set (/tmp) passes: there only an entry's owner can
 replace it, and the entry below is checked in its turn. Group write
 permission is accepted for root's own group only.
