@@ -10,9 +10,10 @@ the run executes here (load generators, server binaries, java, any
 writable by no one else, and so must every directory on its path, as
 given and with its symbolic links resolved; each symbolic link met on the
 way (one pointing at another, a directory that is one) must be owned by
-root or that user, and the directories above it pass the same rule. A directory others may write
-but whose sticky bit is set (/tmp) passes: there only an entry's owner can
-replace it, and the entry below is checked in its turn. Group write
+root or that user, and the directories above it pass the same rule. A
+directory others may write but whose sticky bit is set (/tmp) passes:
+there only an entry's owner can replace it, and the entry below is checked
+in its turn. Group write
 permission is accepted for root's own group only.
 
 `Check` refuses in one line (errors.UsageError, exit 2) before the program
