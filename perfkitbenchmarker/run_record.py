@@ -177,11 +177,17 @@ class RunRecord:
         self.Save()
 
   def FindResource(self, kind: str, name: str) -> Optional[Dict[str, Any]]:
+    """The newest live entry of that kind and name, else the newest one.
+
+    A name can come back (--run_stage=cleanup, then prepare again, starts
+    the shard servers-0:7001 anew): its updates and its deletion are the
+    new entry's, never the deleted one's before it.
+    """
     with self._lock:
-      for entry in self._data['resources']:
-        if entry['kind'] == kind and entry['name'] == name:
-          return entry
-      return None
+      found = [entry for entry in reversed(self._data['resources'])
+               if entry['kind'] == kind and entry['name'] == name]
+      live = [entry for entry in found if entry['status'] != 'deleted']
+      return (live or found or [None])[0]
 
   def LiveResources(self) -> Iterator[Dict[str, Any]]:
     """Resources not yet deleted, newest first (reverse dependency order).

@@ -55,6 +55,23 @@ def test_retries_then_teardown_in_reverse(tmp_path):
   assert list(run_record.RunRecord.Load(str(tmp_path)).LiveResources()) == []
 
 
+def test_a_name_created_again_is_updated_and_deleted_as_the_new_entry(
+    tmp_path):
+  # --run_stage=cleanup then prepare again starts a shard of the same name
+  # (servers-0:7001): its updates went to the old, deleted entry, so the new
+  # one stayed 'creating' for ever and teardown never cleared it.
+  _Thing.log.clear()
+  record = run_record.RunRecord.Create(str(tmp_path), 'r5')
+  first = _Thing('servers-0:7001', record=record)
+  first.Create()
+  first.Delete()
+  _Thing('servers-0:7001', record=record).Create()
+  assert [e['status'] for e in record.Resources()] == ['deleted', 'created']
+  reloaded = run_record.RunRecord.Load(str(tmp_path))
+  assert resource.TeardownFromRecord(reloaded) == []
+  assert list(run_record.RunRecord.Load(str(tmp_path)).LiveResources()) == []
+
+
 def test_retries_exhausted_is_one_line_error(tmp_path):
   _Thing.fail_creates = 5
   with pytest.raises(errors.ResourceError, match='after 3 attempts'):
