@@ -168,6 +168,11 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
     raise errors.UsageError(
         f'{asked} already ran (its record and samples are in {run_dir}); '
         'leave --run_uri out for a new run, or pick another.')
+  if 'provision' in stages and torn_down and not live:
+    # Torn down by --run_stage=teardown before it ran: still one run.
+    raise errors.UsageError(
+        f'{asked} was torn down (its record is in {run_dir}); leave '
+        '--run_uri out for a new run, or pick another.')
   if 'provision' in stages and live:
     raise errors.UsageError(
         f'{asked} is already provisioned ({len(live)} live resource(s) in '

@@ -23,7 +23,10 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags_lib
+from perfkitbenchmarker import pkb
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_options
 from perfkitbenchmarker.publishers import bigquery_publisher
@@ -80,6 +83,22 @@ def test_a_new_run_under_the_run_uri_of_a_finished_one_is_refused(tmp_path):
   assert sorted(os.listdir(run_dir)) == ['perfkitbenchmarker_results.json',
                                          'run_record.json']  # No lock, log.
   assert e2e.Workspaces(run_uri) == []
+
+
+def test_provision_under_a_run_uri_torn_down_before_it_ran_is_refused(
+    tmp_path):
+  """provision, then --run_stage=teardown (status torn_down, no 'teardown'
+  stage done), then provision again was accepted: a second run under the
+  run_uri README says is refused once it "has run or been torn down"."""
+  run_dir = tmp_path / 'tdn1'
+  record = run_record.RunRecord.Create(str(run_dir), 'tdn1', cloud='Local',
+                                       benchmarks=['redis_memtier'])
+  record.MarkStageDone('provision')
+  record.SetStatus('torn_down')  # As ./pkb.py --run_stage=teardown leaves it.
+  for stages in (['provision'], list(pkb_flags_lib.RUN_STAGES)):
+    with pytest.raises(errors.UsageError, match='was torn down'):
+      pkb._CheckStagesNotRepeated(  # pylint: disable=protected-access
+          str(run_dir), 'tdn1', stages)
 
 
 @pytest.mark.e2e
