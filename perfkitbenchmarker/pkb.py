@@ -129,7 +129,27 @@ def _TeardownOnly(run_dir: str) -> int:
   linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
   from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
   engines.ShardKinds()  # Loads every engine, so every shard kind is known.
-  failures = resource.TeardownFromRecord(record)
+  # As a run's own teardown: a first SIGINT, SIGTERM or SIGHUP (the
+  # terminal closing) is noted and teardown runs to its end; a second one
+  # cuts it short with the command that finishes it (run_signals).
+  interrupts = run_signals.Interrupts(record.run_uri)
+  interrupts.Install(None)
+  try:
+    interrupts.Arm()
+    interrupts.Protect()
+    failures = resource.TeardownFromRecord(record)
+  finally:
+    interrupts.Restore()
+  code = _TornDown(record, failures)
+  if interrupts.Pending() is None:
+    return code
+  print(f'pkb: {interrupts.Pending()}; teardown ran to its end first.',
+        file=sys.stderr)
+  return EXIT_INTERRUPTED
+
+
+def _TornDown(record, failures: List[str]) -> int:
+  """The end of a teardown from the record: its line and exit code."""
   if failures:
     print(f'Teardown left {len(failures):,} resource(s): '
           f'{resource.FailureSummary(failures)}', file=sys.stderr)

@@ -237,3 +237,31 @@ def test_deadline_during_cleanup_does_not_stop_it(prepared):
   assert proc.returncode == 0, err
   _AssertNothingLeft(results, run_uri)
   assert e2e.Record(results, run_uri)['status'] == 'succeeded'
+
+
+def test_a_signal_during_teardown_from_the_record_lets_it_finish(prepared):
+  """`--run_stage=teardown --run_uri=X` had no handlers: a SIGHUP (the
+  terminal closing) killed it at once, exit 129 and no line, the record's
+  resources all still live and the run's scratch directory left."""
+  results, run_uri, stalled = prepared
+  proc = subprocess.Popen(
+      e2e.Command(['--run_stage=teardown'], run_uri, results),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  try:
+    e2e.WaitFor(lambda: _TermPending(stalled), 'SIGTERM to the stalled shard',
+                proc)
+    proc.send_signal(signal.SIGHUP)
+    e2e.WaitFor(lambda: _Noted(results, run_uri, signal.SIGHUP),
+                'SIGHUP noted', proc)
+    _LetGo(stalled)
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 130, err
+  assert err.strip().splitlines()[-1] == (
+      'pkb: interrupted by SIGHUP; teardown ran to its end first.'), err
+  _AssertNothingLeft(results, run_uri)
+  record = e2e.Record(results, run_uri)
+  assert record['status'] == 'torn_down'
+  assert all(r['status'] == 'deleted' for r in record['resources'])
