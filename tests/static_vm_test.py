@@ -58,6 +58,18 @@ def _Error(path, counts=None):
   return message
 
 
+def test_a_file_that_is_no_regular_file_or_too_big_is_one_line(tmp_path):
+  # A FIFO waited for a writer for ever, /dev/zero ended in MemoryError.
+  fifo = str(tmp_path / 'machines.fifo')
+  os.mkfifo(fifo, 0o600)
+  assert 'cannot read it: not a regular file (a FIFO)' in _Error(fifo)
+  assert 'cannot read it: not a regular file' in _Error('/dev/zero')
+  big = _Write(tmp_path, ' ' * (provider.MAX_FILE_BYTES + 1))
+  assert 'cannot read it: 1,048,577 bytes, more than' in _Error(big)
+  deep = _Write(tmp_path, '[' * 100_000)
+  assert 'not valid JSON' in _Error(deep)
+
+
 def test_bad_files_give_one_line_errors(tmp_path, keyfile):
   assert 'no such file' in _Error(str(tmp_path / 'missing.json'))
   assert 'not valid JSON' in _Error(_Write(tmp_path, '[{"ip_address": '))

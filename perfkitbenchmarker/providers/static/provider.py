@@ -24,6 +24,7 @@ import pydantic
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
@@ -34,6 +35,8 @@ CLOUD = 'Static'
 IGNORED_PKB_KEYS = ('install_packages', 'disk_specs', 'local_disks',
                     'scratch_disk_mountpoints')
 SSH_TIMEOUT_S = 30
+# A file of machines is a few KiB; far more is not one.
+MAX_FILE_BYTES = 1 << 20
 
 
 def _Label(value: str) -> str:
@@ -115,15 +118,19 @@ def _ParseMachine(path: str, where: str, item: Any) -> StaticMachine:
 def LoadStaticVmFile(path: str) -> Union[List[StaticMachine],
                                          Dict[str, List[StaticMachine]]]:
   """Reads and validates the file: a list, or {group: list}."""
-  try:
-    with open(os.path.expanduser(path)) as f:
-      data = json.load(f)
-  except FileNotFoundError:
+  full = os.path.expanduser(path)
+  if not os.path.lexists(full):
     raise _Fail(path, 'no such file; give the JSON list of existing '
-                'machines.') from None
-  except OSError as e:
-    raise _Fail(path, f'cannot read it: {e.strerror}.') from None
-  except ValueError as e:
+                'machines.')
+  try:
+    # Bounded, a regular file only: a FIFO would wait for a writer for
+    # ever and /dev/zero fill the memory.
+    text = regular_files.ReadRegular(full, MAX_FILE_BYTES)
+  except regular_files.NotRegular as e:
+    raise _Fail(path, f'cannot read it: {e}.') from None
+  try:
+    data = json.loads(text)
+  except (ValueError, RecursionError) as e:
     raise _Fail(path, f'not valid JSON ({e}).') from None
 
   def ParseList(items: Any, label: str, prefix: str) -> List[StaticMachine]:
