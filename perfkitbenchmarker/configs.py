@@ -24,6 +24,7 @@ import yaml
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import paths
+from perfkitbenchmarker import regular_files
 
 def _Unaliased(value: Any) -> Any:
   """A deep copy in which YAML anchors no longer share one object.
@@ -47,6 +48,11 @@ MAX_RUN_VMS = 1000
 # real config (the default has ~30), far below what hurts (a 500-byte
 # "billion laughs" file expands to 10^9).
 MAX_EXPANDED_NODES = 100000
+
+# Most bytes a config file may have: far above any real one (the presets in
+# configs/ have at most 5 KiB), so a huge file is refused before YAML reads
+# it.
+MAX_CONFIG_BYTES = 4 << 20
 
 # Flags that name the run itself; a config may not set them (PKB reads them
 # before any config is loaded, so there they would be silently ignored).
@@ -98,11 +104,11 @@ def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
   """
   path = paths.Preset(path)
   try:
-    with open(path, 'rb') as f:
-      data = f.read()
-  except OSError as e:
-    raise errors.UsageError(f'{flag}: cannot read {path}: '
-                            f'{e.strerror}.') from None
+    # Bounded, a regular file only: a FIFO would wait for a writer for
+    # ever and /dev/zero fill the memory.
+    data = regular_files.ReadRegular(path, MAX_CONFIG_BYTES)
+  except regular_files.NotRegular as e:
+    raise errors.UsageError(f'{flag}: cannot read {path}: {e}.') from None
   try:
     return data.decode('utf-8')
   except UnicodeDecodeError as e:

@@ -1,5 +1,7 @@
 """Config merging: module YAML < config file < overrides < dedicated flags."""
 
+import os
+
 import pytest
 
 from perfkitbenchmarker import configs
@@ -128,3 +130,21 @@ def test_command_line_flag_wins_over_config(pkb_flags):
   pkb_flags['memtier_run_duration'].present = 1
   configs.ApplyConfigFlags({'memtier_run_duration': 9}, pkb_flags)
   assert pkb_flags.memtier_run_duration == 3
+
+
+def test_a_config_file_that_is_no_regular_file_or_too_big_is_one_line(
+    tmp_path):
+  # A FIFO waited for a writer for ever, /dev/zero ended in MemoryError.
+  fifo = str(tmp_path / 'config.fifo')
+  os.mkfifo(fifo, 0o600)
+  big = tmp_path / 'big.yaml'
+  big.write_text('#' * (configs.MAX_CONFIG_BYTES + 1))
+  for path, needle in ((fifo, 'not a regular file (a FIFO)'),
+                       ('/dev/zero', 'not a regular file (a device)'),
+                       (str(big), '4,194,305 bytes, more than the 4,194,304')):
+    with pytest.raises(errors.UsageError) as raised:
+      configs.ReadConfigFile(path)
+    message = str(raised.value)
+    assert message.startswith(
+        f'--benchmark_config_file: cannot read {path}: '), message
+    assert needle in message and '\n' not in message
