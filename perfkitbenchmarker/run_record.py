@@ -32,11 +32,15 @@ import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 
 FORMAT_VERSION = 1
 RECORD_FILE = 'run_record.json'
+# Most bytes a record read back may have (as results_history's loader
+# reads one): some 50,000 resources, far more than any run records.
+MAX_RECORD_BYTES = 16 << 20
 # Saves pad the file to whole blocks with at least this much spare room.
 _BLOCK = 4096
 _SPARE = 1024
@@ -92,14 +96,20 @@ class RunRecord:
   def Load(cls, run_dir: str, run_uri: Optional[str] = None) -> 'RunRecord':
     """The record in run_dir, checked (and the run `run_uri`'s, if given)."""
     path = os.path.join(run_dir, RECORD_FILE)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
       raise errors.UsageError(
           f'No run record at {path}; check --run_uri (runs are listed under '
           f'{os.path.dirname(run_dir)}).')
     try:
-      with open(path) as f:
-        data = json.load(f)
-    except (OSError, ValueError, RecursionError) as e:
+      # A run directory may be someone else's (downloaded): its record is
+      # read bounded, never through a symlink, never from a FIFO or device.
+      with regular_files.Directory(run_dir) as directory:
+        data = json.loads(directory.Read(RECORD_FILE, MAX_RECORD_BYTES))
+    except regular_files.NotRegular as e:
+      raise errors.UsageError(
+          f'Run record {path} is unreadable: '
+          f'{str(e).removeprefix(path + ": ")}') from None
+    except (ValueError, RecursionError) as e:
       raise errors.UsageError(f'Run record {path} is unreadable: {e}') from None
     problem = _Problem(data, run_uri)
     if problem:

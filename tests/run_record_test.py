@@ -1,6 +1,7 @@
 """Run record: recorded before use, atomic, versioned, teardown walks it."""
 
 import json
+import os
 
 import pytest
 
@@ -92,6 +93,35 @@ def test_version_checked(tmp_path):
 def test_missing_record_is_usage_error(tmp_path):
   with pytest.raises(errors.UsageError, match='No run record'):
     run_record.RunRecord.Load(str(tmp_path / 'nope'))
+
+
+def test_a_record_read_back_is_a_regular_file_bounded_never_a_link(
+    tmp_path):
+  # A downloaded run directory's record: a FIFO hung teardown (and the
+  # run stages, which only note SIGTERM then), a symlink to /dev/zero ended
+  # in MemoryError, a symlink elsewhere was followed.
+  cases = {'fifo': 'not a regular file (a FIFO)',
+           'zero': 'a symbolic link (never followed',
+           'elsewhere': 'a symbolic link (never followed',
+           'huge': f'more than the {run_record.MAX_RECORD_BYTES:,} such'}
+  for name, needle in cases.items():
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    path = run_dir / run_record.RECORD_FILE
+    if name == 'fifo':
+      os.mkfifo(path)
+    elif name == 'zero':
+      path.symlink_to('/dev/zero')
+    elif name == 'elsewhere':
+      run_record.RunRecord.Create(str(tmp_path / 'other'), 'other')
+      path.symlink_to(tmp_path / 'other' / run_record.RECORD_FILE)
+    else:
+      path.write_text(' ' * (run_record.MAX_RECORD_BYTES + 1))
+    with pytest.raises(errors.UsageError) as raised:
+      run_record.RunRecord.Load(str(run_dir))
+    assert str(raised.value).startswith(
+        f'Run record {path} is unreadable: '), raised.value
+    assert needle in str(raised.value), raised.value
 
 
 def test_unknown_kind_reported_not_raised(tmp_path):
