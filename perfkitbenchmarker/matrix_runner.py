@@ -209,7 +209,8 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
       f'--run_processes={processes}.')
   out.write('\nMatrix plan:\n' + '\n'.join(summary) + '\n')
   out.flush()
-  run_plan.CheckBudget(total_usd, flag_values, f'The matrix ({len(cells)} cells)')
+  run_plan.CheckBudget(total_usd, flag_values,
+                       f'The matrix ({len(cells)} cells)', stages)
   if dry_run:
     return EXIT_OK
   runner = _Runner(cells, flag_values, results_dir, new_run_uri, processes,

@@ -239,7 +239,8 @@ def RunBenchmarks(argv: List[str]) -> int:
       print('\n'.join(plans[-1].lines))
   # Per benchmark, kept in the run record (check_estimate).
   estimates = {p.spec.name: p.estimate.Record() for p in plans}
-  run_plan.CheckBudget(sum(p.estimate.usd for p in plans), FLAGS, 'This run')
+  run_plan.CheckBudget(sum(p.estimate.usd for p in plans), FLAGS, 'This run',
+                       stages)
   if FLAGS.dry_run:
     return EXIT_OK
   # Every missing flag and credential at once, before the run has a

@@ -11,7 +11,7 @@ above --max_cost_usd, before anything is created.
 
 import dataclasses
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import benchmark_spec as spec_lib
@@ -99,9 +99,18 @@ def Where(can) -> str:
   return '?' if can.made_by_run else 'the machines file'
 
 
-def CheckBudget(usd: float, flag_values, what: str) -> None:
-  """Refuses an estimate above --max_cost_usd (one line, exit 2)."""
+# Stages that only stop and delete what a run made.
+DELETING_STAGES = frozenset({'cleanup', 'teardown'})
+
+
+def CheckBudget(usd: float, flag_values, what: str,
+                stages: Sequence[str] = ()) -> None:
+  """Refuses an estimate above --max_cost_usd (one line, exit 2), unless
+  the `stages` asked only stop and delete (refused, they would leave the
+  run's VMs up, costing on)."""
   limit = flag_values.max_cost_usd
+  if stages and set(stages) <= DELETING_STAGES:
+    return
   if limit is not None and usd > limit:
     raise errors.UsageError(
         f'{what} is estimated at ${usd:{".2f" if usd >= 1 else ".4f"}}, '

@@ -85,6 +85,25 @@ def test_a_new_run_under_the_run_uri_of_a_finished_one_is_refused(tmp_path):
   assert e2e.Workspaces(run_uri) == []
 
 
+@pytest.mark.e2e
+def test_a_budget_never_keeps_a_run_from_being_cleaned_up(tmp_path):
+  """--run_stage=cleanup,teardown with --max_cost_usd below the run's
+  estimate was refused ("nothing was created"), the run's VMs left up; a
+  one-cell matrix (--run_processes=1) the same."""
+  results = str(tmp_path)
+  for matrix in ([], ['--run_processes=1']):
+    run_uri = e2e.NewRunUri()
+    first, _ = e2e.Run(['--run_stage=provision'], results, run_uri=run_uri)
+    assert first.returncode == 0, first.stderr
+    done, _ = e2e.Run(['--run_stage=cleanup,teardown',
+                       '--max_cost_usd=0.0001'] + matrix, results,
+                      run_uri=run_uri)
+    assert done.returncode == 0, done.stderr + done.stdout
+    record = e2e.Record(results, run_uri)
+    assert all(r['status'] == 'deleted' for r in record['resources'])
+    assert e2e.Workspaces(run_uri) == []
+
+
 def test_provision_under_a_run_uri_torn_down_before_it_ran_is_refused(
     tmp_path):
   """provision, then --run_stage=teardown (status torn_down, no 'teardown'

@@ -2,8 +2,11 @@
 provider's machines can do (providers.CAPABILITIES), not from the cloud's
 name (issue 37 point 2)."""
 
+import pytest
+
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_plan
@@ -32,3 +35,14 @@ def test_a_local_dry_run_places_its_groups_on_this_machine(pkb_flags):
   assert len(groups) == 2, lines
   assert all(' x local in this machine priced as ' in g for g in groups), (
       groups)
+
+
+def test_the_budget_never_refuses_stages_that_only_delete(pkb_flags):
+  # --run_stage=cleanup,teardown of a provisioned run was refused, "nothing
+  # was created", leaving its VMs up.
+  pkb_flags.max_cost_usd = 0.0001
+  for stages in (['cleanup'], ['teardown'], ['cleanup', 'teardown']):
+    run_plan.CheckBudget(0.0028, pkb_flags, 'This run', stages)
+  for stages in ((), ['run'], ['run', 'cleanup', 'teardown'], ['provision']):
+    with pytest.raises(errors.UsageError, match='above --max_cost_usd'):
+      run_plan.CheckBudget(0.0028, pkb_flags, 'This run', stages)
