@@ -63,7 +63,9 @@ flags.DEFINE_string('run_uri', None,
                     'resume or tear down a run.')
 flags.DEFINE_list('run_stage', list(RUN_STAGES),
                   'Stages to run: provision, prepare, run, cleanup, teardown '
-                  'or all (the default: every stage, as upstream PKB).')
+                  'or all (the default: every stage, as upstream PKB); a list '
+                  'goes in that order without skipping one, but teardown may '
+                  'follow provision and cleanup prepare (as upstream PKB).')
 flags.DEFINE_multi_string('config_override', [],
                           'Overrides one config value: '
                           '<benchmark>.<path.to.key>=<yaml value>.')

@@ -58,16 +58,38 @@ EXIT_INTERRUPTED = stage_runner.EXIT_INTERRUPTED
 EXIT_UNCONFIRMED = verdict_lib.EXIT_UNCONFIRMED
 
 
+# The stages that may follow each one in a --run_stage list, as upstream
+# PKB's parser has them (stages.py): in order, none skipped, but teardown may
+# follow provision and cleanup prepare.
+_NEXT_STAGES = {'provision': ('prepare', 'teardown'),
+                'prepare': ('run', 'cleanup'), 'run': ('cleanup',),
+                'cleanup': ('teardown',), 'teardown': ()}
+
+
 def _Stages() -> List[str]:
   stages = [s.strip() for s in FLAGS.run_stage]
   if stages == ['all']:
     return list(pkb_flags.RUN_STAGES)
-  bad = [s for s in stages if s not in pkb_flags.RUN_STAGES]
+  if 'all' in stages:
+    raise errors.UsageError(
+        f'--run_stage={",".join(stages)}: all stands for every stage; give '
+        'it alone, or a list of stages.')
+  bad = [s or "''" for s in stages if s not in pkb_flags.RUN_STAGES]
   if bad or not stages:
     raise errors.UsageError(
         f'--run_stage has unknown stage(s) {", ".join(bad) or "(none)"}; use '
         f'{", ".join(pkb_flags.RUN_STAGES)} or all.')
-  return [s for s in pkb_flags.RUN_STAGES if s in stages]
+  for previous, stage in zip(stages, stages[1:]):
+    # Refused before anything is made: `provision,run` would leave VMs up
+    # after its run found no shards.
+    nexts = _NEXT_STAGES[previous]
+    if stage not in nexts:
+      order = (f'after {previous} comes {" or ".join(nexts)}' if nexts else
+               f'{previous} is the last stage')
+      raise errors.UsageError(
+          f'--run_stage={",".join(stages)}: stages go in order without '
+          f'skipping one (as upstream PKB): {order}, not {stage}.')
+  return stages
 
 
 def _TimingMeasurements():

@@ -47,6 +47,12 @@ def _OneLineError(proc_or_err):
     (['--memtier_min_threads=5', '--memtier_max_threads=2'],
      '--memtier_min_threads=5 is above --memtier_max_threads=2'),
     (['--run_stage=fly'], 'unknown stage(s) fly'),
+    # Provisioned, then left up once its run found no shards (upstream PKB
+    # refuses it in its parser).
+    (['--run_stage=provision,run'],
+     'stages go in order without skipping one (as upstream PKB): after '
+     'provision comes prepare or teardown, not run.'),
+    (['--run_stage=all,teardown'], 'all stands for every stage'),
     (['--memtier_ratio=0:0'], 'must be SET:GET'),
     (['--benchmark_config_file=/nonexistent.yaml'], 'cannot read'),
 ])

@@ -119,6 +119,30 @@ def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
   assert 'pkb: lines_stub stopped: deadline (--timeout_minutes) reached' in err
 
 
+def test_run_stage_lists_go_in_order_as_upstream_pkb_has_them(pkb_flags):
+  # provision,run was taken (and reordered lists such as run,provision):
+  # its VMs were made, its run found no shards and the VMs stayed up.
+  for stages in (['provision', 'prepare', 'run', 'cleanup', 'teardown'],
+                 ['provision', 'teardown'], ['prepare', 'cleanup'],
+                 ['provision', 'prepare', 'cleanup', 'teardown'], ['run'],
+                 ['run', 'cleanup', 'teardown']):
+    pkb_flags.run_stage = stages
+    assert pkb._Stages() == stages  # pylint: disable=protected-access
+  for stages, line in (
+      (['provision', 'run'], 'after provision comes prepare or teardown, not '
+       'run.'),
+      (['run', 'provision'], 'after run comes cleanup, not provision.'),
+      (['run', 'run'], 'after run comes cleanup, not run.'),
+      (['teardown', 'cleanup'], 'teardown is the last stage, not cleanup.'),
+      (['all', 'teardown'], 'all stands for every stage; give it alone, or a '
+       'list of stages.'),
+      (['provision', '', 'run'], "unknown stage(s) ''; use")):
+    pkb_flags.run_stage = stages
+    with pytest.raises(errors.UsageError) as raised:
+      pkb._Stages()  # pylint: disable=protected-access
+    assert line in str(raised.value), raised.value
+
+
 @pytest.mark.e2e
 def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
   """--run_stage=run after teardown advised --run_stage=provision, which
