@@ -100,7 +100,8 @@ flags.DEFINE_boolean('collapse_labels', True,
                      'JSON output; --nocollapse_labels writes an object.')
 flags.DEFINE_boolean('dry_run', False,
                      'Print the plan (VMs, software, search, cost) and exit '
-                     'without creating anything.')
+                     'without creating anything (with --run_stage=teardown: '
+                     'how many resources it would delete, deleting none).')
 flags.DEFINE_string('local_priced_as', 'GCP:n2d-standard-2',
                     'Catalog machine type that prices Local VMs, as '
                     '<cloud>:<machine_type>[@<region>].')

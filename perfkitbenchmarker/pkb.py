@@ -142,6 +142,11 @@ def _LockRun(run_uri: str, outcome: str) -> None:
 def _TeardownOnly(run_dir: str) -> int:
   # A run that does not exist is refused before anything is made for it.
   record = run_record_lib.RunRecord.Load(run_dir, os.path.basename(run_dir))
+  if FLAGS.dry_run:  # A dry run deletes nothing either.
+    live = len(list(record.LiveResources()))
+    print(f'Dry run of the teardown of run {record.run_uri}: {live:,} live '
+          'resource(s) in its record would be deleted; nothing was deleted.')
+    return EXIT_OK
   # Not while another pkb runs this run (a killed one's lock is gone).
   _LockRun(record.run_uri, 'nothing was deleted')
   run_log.SetUp(run_dir)

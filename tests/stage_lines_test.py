@@ -143,6 +143,30 @@ def test_run_stage_lists_go_in_order_as_upstream_pkb_has_them(pkb_flags):
     assert line in str(raised.value), raised.value
 
 
+def test_a_dry_run_of_a_teardown_deletes_nothing(pkb_flags, tmp_path, capsys,
+                                                 monkeypatch):
+  # ./pkb.py --run_stage=teardown --run_uri=X --dry_run deleted every
+  # resource of run X ("Run X: every recorded resource is deleted.").
+  record = run_record.RunRecord.Create(str(tmp_path / 'dry1'), 'dry1',
+                                       cloud='Local')
+  record.AddResource('local_vm', 'servers-0')
+  deleted = []
+  monkeypatch.setattr(pkb.resource, 'TeardownFromRecord',
+                      lambda record: deleted.append(record) or [])
+  pkb_flags.dry_run = True
+  try:
+    code = pkb._TeardownOnly(str(tmp_path / 'dry1'))  # pylint: disable=protected-access
+  finally:
+    run_log.TearDown()
+  assert code == pkb.EXIT_OK and deleted == []
+  assert capsys.readouterr().out == (
+      'Dry run of the teardown of run dry1: 1 live resource(s) in its record '
+      'would be deleted; nothing was deleted.\n')
+  reloaded = run_record.RunRecord.Load(str(tmp_path / 'dry1'))
+  assert reloaded.status == 'running'
+  assert [e['status'] for e in reloaded.Resources()] == ['creating']
+
+
 @pytest.mark.e2e
 def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
   """--run_stage=run after teardown advised --run_stage=provision, which
