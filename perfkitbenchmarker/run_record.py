@@ -242,7 +242,14 @@ def _ReplaceAtomically(path: str, text: bytes) -> None:
   size = -(-(len(text) + _SPARE) // _BLOCK) * _BLOCK
   tmp = path + '.tmp'
   try:
-    with open(tmp, 'wb') as f:
+    # Never written through what is left at that name (a downloaded run
+    # directory may hold a symlink there to any file of the user's): it
+    # goes, and the file is made anew.
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                 os.O_CLOEXEC, 0o666)
+    with open(fd, 'wb') as f:
       f.write(text.ljust(size - 1) + b'\n')
       f.flush()
       os.fsync(f.fileno())

@@ -124,6 +124,23 @@ def test_a_record_read_back_is_a_regular_file_bounded_never_a_link(
     assert needle in str(raised.value), raised.value
 
 
+def test_a_save_never_writes_through_a_link_left_at_its_temporary_name(
+    tmp_path):
+  # A downloaded run directory with run_record.json.tmp -> a file of the
+  # user's: --run_stage=teardown overwrote that file with the record and
+  # left run_record.json a symlink to it.
+  victim = tmp_path / 'victim.txt'
+  victim.write_text('precious\n')
+  run_dir = tmp_path / 'run'
+  record = run_record.RunRecord.Create(str(run_dir), 'r6')
+  (run_dir / (run_record.RECORD_FILE + '.tmp')).symlink_to(victim)
+  record.SetStatus('torn_down')
+  assert victim.read_text() == 'precious\n'
+  path = run_dir / run_record.RECORD_FILE
+  assert not path.is_symlink()
+  assert run_record.RunRecord.Load(str(run_dir)).status == 'torn_down'
+
+
 def test_unknown_kind_reported_not_raised(tmp_path):
   record = run_record.RunRecord.Create(str(tmp_path), 'r4')
   record.AddResource('martian', 'm1')
