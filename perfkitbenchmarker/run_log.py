@@ -124,6 +124,15 @@ class RunLogHandler(logging.FileHandler):
     super().__init__(path)
     self.failure: Optional[str] = None
 
+  def _open(self):
+    # Never appended through a symlink left at that name (a downloaded run
+    # directory may hold one to any file of the user's), nor blocked on a
+    # FIFO: either is an OSError, one line from SetUp.
+    fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT |
+                 os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    os.set_blocking(fd, True)
+    return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
   def emit(self, record: logging.LogRecord) -> None:
     if self.failure is None:
       super().emit(record)

@@ -1,9 +1,13 @@
 """pkb.log keeps what the console showed, from the first line on."""
 
 import logging
+import os
 import re
 import sys
 
+import pytest
+
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_log
 
 
@@ -33,3 +37,23 @@ def test_console_lines_before_and_after_the_log_exists(tmp_path, capsys):
              for l in lines)
   assert sys.stdout is not None and not isinstance(sys.stdout,
                                                    run_log.ConsoleTee)
+
+
+def test_the_log_is_never_appended_through_a_link_or_to_a_fifo(tmp_path):
+  # A downloaded run directory with pkb.log -> a file of the user's:
+  # --run_stage=teardown appended its lines to that file.
+  victim = tmp_path / 'victim.txt'
+  victim.write_text('precious\n')
+  for name, make in (('link', lambda p: p.symlink_to(victim)),
+                     ('fifo', lambda p: os.mkfifo(p, 0o600))):
+    run_dir = tmp_path / name
+    run_dir.mkdir(mode=0o700)
+    make(run_dir / run_log.LOG_FILE)
+    try:
+      with pytest.raises(errors.ResultsFileError,
+                         match='could not write the log .*; nothing was '
+                         'started.'):
+        run_log.SetUp(str(run_dir))
+    finally:
+      run_log.TearDown()
+  assert victim.read_text() == 'precious\n'
