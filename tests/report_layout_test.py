@@ -421,8 +421,9 @@ def test_page_reads_at_this_width(page, width):
   assert headline['cls'] == 'verdict partial'
   assert _Rgb(headline['background']) != GREEN
   # The header names each workload of the night.
-  assert layout['workloads'] == ['1:1 R:R 100B keys 100000 cap 1ms',
-                                 '1:1 R:R 100B keys 20000 cap 1ms']
+  assert layout['workloads'] == [
+      '1:1 R:R 100B keys 100000 cap 1ms via redis-benchmark',
+      '1:1 R:R 100B keys 20000 cap 1ms via redis-benchmark']
   assert layout['workloads_line'].startswith('Night 2026-11-23: 2 workloads: ')
   assert layout['wrap_right'] <= width
   headers = layout['headers']
@@ -463,6 +464,7 @@ def test_a_night_without_confirmed_answers_is_never_green(zero_page, width):
   assert _Rgb(headline['background']) != GREEN
   assert headline['top'] < headline['first_h2_top']
   # No ranked row, yet the header names the night's workload.
-  assert layout['workloads'] == ['1:1 R:R 100B keys 100000 cap 1ms']
+  assert layout['workloads'] == [
+      '1:1 R:R 100B keys 100000 cap 1ms via redis-benchmark']
   assert 'workload ;' not in layout['workloads_line']
   _Shot(tmp_path, html, width, 'zero')

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from perfkitbenchmarker import sample
+from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -172,7 +173,7 @@ def test_cells_name_local_runs_by_their_price_and_topology(frame):
   assert per_run.loc['f83499c1', 'topology'] == 'standalone, 2 shards/VM'
   assert per_run.loc['04066aa3', 'engine'] == 'redis'
   assert per_run.loc['04066aa3', 'workload'] == (
-      '1:1 R:R 100B keys 100000 cap 1ms')
+      '1:1 R:R 100B keys 100000 cap 1ms via redis-benchmark')
   # Cost samples carry no cap, yet land in the run's own cell.
   assert with_cells.groupby('run_uri')['cell'].nunique().max() == 1
   # Repeats of one configuration share a cell.
@@ -192,6 +193,26 @@ def test_a_stand_in_engine_is_its_own_cell(frame):
       'redis standing in for redis_enterprise')
   assert per_run.loc['enterpr1', 'engine'] == 'redis_enterprise'
   assert per_run['cell'].nunique() == 3
+
+
+def test_a_load_generator_other_than_memtier_is_its_own_cell(frame):
+  # A run that fell back to redis-benchmark (memtier missing on a night)
+  # measured with another tool: its figure is never averaged into the
+  # memtier runs' of the same settings. Runs from before the generator was
+  # recorded ran memtier.
+  run = frame[frame['run_uri'] == '04066aa3']
+  memtier = run.assign(run_uri='memtier1',
+                       load_generator=cells.DEFAULT_GENERATOR)
+  unrecorded = run.assign(run_uri='oldrun01', load_generator=None)
+  with_cells = cells.AddCellColumns(pd.concat([run, memtier, unrecorded]))
+  per_run = with_cells.drop_duplicates('run_uri').set_index('run_uri')
+  assert per_run.loc['04066aa3', 'workload'].endswith(
+      'cap 1ms via redis-benchmark')
+  assert per_run.loc['memtier1', 'workload'].endswith('cap 1ms')
+  assert per_run.loc['memtier1', 'cell'] == per_run.loc['oldrun01', 'cell']
+  assert per_run['cell'].nunique() == 2
+  # The study's own generator, as its samples name it.
+  assert cells.DEFAULT_GENERATOR == memtier_results.LOAD_GENERATOR
 
 
 def _Shifted(frame, run_uri, start):

@@ -15,7 +15,10 @@ Derived from sample metadata only, so every source gives the same cells:
                 and the latency statistic it caps when not the average
                 ("cap 1ms p99": a p99 answer is never ranked beside an
                 average one; runs from before the statistic existed capped
-                the average)
+                the average), and the load generator when it is not
+                memtier_benchmark ("via redis-benchmark": a fallback run's
+                figure is another tool's, never averaged into memtier's;
+                runs from before it was recorded ran memtier)
 Run-level fields a sample lacks (cost samples carry no cap) come from the
 run's other samples.
 """
@@ -36,10 +39,11 @@ LABEL_KEYS = ('cloud', 'local_priced_as', 'servers_cpu_quota', 'pricing_model',
               'redis_server_cluster_mode', 'redis_total_num_processes',
               'servers_vm_count', 'memtier_ratio', 'memtier_key_pattern',
               'memtier_data_size', 'memtier_key_maximum', 'latency_cap_ms',
-              'latency_cap_statistic', 'stands_in_for') + ENGINE_KEYS
+              'latency_cap_statistic', 'stands_in_for',
+              'load_generator') + ENGINE_KEYS
 # Metadata a run's samples share but not every sample carries.
 RUN_LEVEL_KEYS = LABEL_KEYS + (
-    'redis_server_version', 'load_generator', 'load_generator_version',
+    'redis_server_version', 'load_generator_version',
     'price_basis', 'servers_price_source', 'servers_price_date',
     'servers_price_region', 'servers_price_cloud')
 # Every metadata key the cell labels read (the loader keeps only what the
@@ -106,7 +110,8 @@ def Workload(row: pd.Series) -> str:
   size = _Number(row.get('memtier_data_size'))
   return (f'{row.get("memtier_ratio", "?")} {row.get("memtier_key_pattern", "?")}'
           f' {size}B keys {_Number(row.get("memtier_key_maximum"))}'
-          f' cap {_Number(row.get("latency_cap_ms"))}ms{_Statistic(row)}')
+          f' cap {_Number(row.get("latency_cap_ms"))}ms{_Statistic(row)}'
+          f'{_Generator(row)}')
 
 
 def _Statistic(row: pd.Series) -> str:
@@ -114,6 +119,17 @@ def _Statistic(row: pd.Series) -> str:
   if not _Present(statistic) or str(statistic) == 'avg':
     return ''
   return f' {statistic}'
+
+
+# The study's own load generator, named in no workload label.
+DEFAULT_GENERATOR = 'memtier_benchmark'
+
+
+def _Generator(row: pd.Series) -> str:
+  generator = row.get('load_generator')
+  if not _Present(generator) or str(generator) == DEFAULT_GENERATOR:
+    return ''
+  return f' via {generator}'
 
 
 def FillRunLevel(frame: pd.DataFrame) -> pd.DataFrame:
