@@ -27,7 +27,7 @@ import shlex
 import stat
 import types
 import warnings
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from absl import flags
 import pandas as pd
@@ -116,14 +116,19 @@ def _Writable(path: Optional[str]) -> Optional[str]:
   return None
 
 
+def _Outputs() -> List[Tuple[str, str]]:
+  """(flag, path) of each output given: --report, --markdown, --json."""
+  return [(flag, path) for flag, path in (
+      ('--report', FLAGS.report), ('--markdown', FLAGS.markdown),
+      ('--json', FLAGS.json)) if path]
+
+
 def _OutputsApart() -> Optional[str]:
   """Two outputs naming one file (also through a link or another
   spelling): the later write would replace the HTML page or the JSON, or
   append Markdown to it. Not a pipe or a device (/dev/stdout for both
   prints both)."""
-  outputs = [(flag, path) for flag, path in (
-      ('--report', FLAGS.report), ('--markdown', FLAGS.markdown),
-      ('--json', FLAGS.json)) if path]
+  outputs = _Outputs()
   for i, (flag, path) in enumerate(outputs):
     for other_flag, other in outputs[:i]:
       try:
@@ -143,14 +148,12 @@ def _OverwritesInput(frame: pd.DataFrame) -> Optional[str]:
   record beside them): writing it would destroy a finished run's results,
   and the next compare would stop at it as not PKB JSON lines."""
   outputs = {}
-  for flag, path in (('--report', FLAGS.report),
-                     ('--markdown', FLAGS.markdown), ('--json', FLAGS.json)):
+  for flag, path in _Outputs():
     try:
-      st = os.stat(path) if path else None
+      st = os.stat(path)
     except OSError:  # Not there yet: nothing of the input's.
       continue
-    if st:
-      outputs[(st.st_dev, st.st_ino)] = f'{flag}={path}'
+    outputs[(st.st_dev, st.st_ino)] = f'{flag}={path}'
   if not outputs:
     return None
   for source in frame[loader.SOURCE_COLUMN].dropna().unique():
@@ -234,7 +237,7 @@ def Run(argv: List[str], default_results: Optional[str] = None,
   paths = argv[1:]
   if not paths and not FLAGS.bigquery_table:
     paths = [default_results or paths_lib.ResultsRoot()]
-  for path in (FLAGS.report, FLAGS.markdown, FLAGS.json):
+  for _, path in _Outputs():
     problem = _Writable(path)
     if problem:
       return _Fail(problem)
