@@ -104,7 +104,7 @@ DELETING_STAGES = frozenset({'cleanup', 'teardown'})
 
 
 def CheckBudget(usd: float, flag_values, what: str,
-                stages: Sequence[str] = ()) -> None:
+                stages: Sequence[str]) -> None:
   """Refuses an estimate above --max_cost_usd (one line, exit 2), unless
   the `stages` asked only stop and delete (refused, they would leave the
   run's VMs up, costing on)."""
