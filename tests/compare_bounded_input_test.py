@@ -74,6 +74,29 @@ def test_a_value_that_is_not_finite_is_one_line(compare, capsys, tmp_path,
   assert out == ''
 
 
+@pytest.mark.parametrize('field,bad,says', [
+    ('value', 1e308, 'is beyond 1e+300'),
+    ('value', -1e301, 'is beyond 1e+300'),
+    ('timestamp', 1e12, 'is not a time from 1970'),
+    ('timestamp', -1.0, 'is not a time from 1970'),
+])
+def test_a_value_or_time_out_of_range_is_one_line(compare, capsys, tmp_path,
+                                                  field, bad, says):
+  # Finite, but --report failed with exit 3: a throughput of 1e308 made
+  # matplotlib's autoscale overflow ('arange: cannot compute length'), a
+  # timestamp of 1e12 s is past the year 33000 pandas cannot hold.
+  rows = _Rows()
+  line = next(i for i, r in enumerate(rows)
+              if r['metric'] == 'latency_capped_throughput')
+  rows[line][field] = bad
+  path = _Write(tmp_path / 'h.json', rows)
+  code, out, err = _Compare(compare, capsys, path, '--include_unconfirmed',
+                            f'--report={tmp_path / "r.html"}')
+  _OneLine(code, err)
+  assert f'{path}:{line + 1}: {field}' in err and says in err, err
+  assert out == ''
+
+
 def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   rows = _Rows()
   for row in rows:

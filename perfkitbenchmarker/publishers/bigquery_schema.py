@@ -8,8 +8,9 @@ parsing labels (docs/bigquery.md). Values are the labels' text, as in PKB.
 `IterRows`, the one reader of results files (the publisher's and compare's),
 refuses anything that is not a PKB sample compare can read, naming its file
 and line: only regular files, each to the size it had when opened, line by
-line; a line over `MAX_LINE_BYTES`, metadata deeper than `MAX_METADATA_DEPTH`
-or a value that is not a finite number is refused.
+line; a line over `MAX_LINE_BYTES`, metadata deeper than `MAX_METADATA_DEPTH`,
+a value that is not a finite number (or is beyond `MAX_MAGNITUDE`), or a
+timestamp before 1970 or from 2261 on is refused.
 """
 
 import datetime
@@ -56,6 +57,11 @@ _REQUIRED = ('metric', 'value', 'timestamp', 'run_uri')
 # A PKB sample line is a few KB; metadata values are scalars or small lists.
 MAX_LINE_BYTES = 1 << 20
 MAX_METADATA_DEPTH = 8
+# No measurement, price or time comes near it; a value beyond it overflows
+# the arithmetic and axes downstream (a chart's autoscale of 1e308 did).
+MAX_MAGNITUDE = 1e300
+# Unix seconds of 2261-01-01: pandas' datetimes (nanoseconds) end in 2262.
+LATEST_TIMESTAMP = 9_183_110_400
 
 
 class ResultsFileError(errors.UsageError):
@@ -146,6 +152,9 @@ def _CheckFinite(row: Mapping[str, Any], name: str, where: str) -> None:
   if not math.isfinite(number):
     raise ResultsFileError(f'{where}: {name} {str(value)[:40]!r} is not a '
                            'finite number')
+  if abs(number) > MAX_MAGNITUDE:
+    raise ResultsFileError(f'{where}: {name} {str(value)[:40]!r} is beyond '
+                           f'{MAX_MAGNITUDE:g}, not a measurement')
 
 
 def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
@@ -160,6 +169,9 @@ def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
                            f'{", ".join(missing)})')
   _CheckFinite(row, 'value', where)
   _CheckFinite(row, 'timestamp', where)
+  if not 0 <= float(row['timestamp']) < LATEST_TIMESTAMP:
+    raise ResultsFileError(f'{where}: timestamp {row["timestamp"]!r} is not '
+                           'a time from 1970 to 2260 (Unix seconds)')
   metadata = row.get('metadata')
   if metadata is None:
     try:
