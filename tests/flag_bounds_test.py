@@ -75,6 +75,8 @@ def _CommandLine(name, value):
     ('timeout_minutes', 1e308), ('timeout_minutes', 0),
     ('max_cost_usd', float('nan')), ('bq_timeout_seconds', float('inf')),
     ('bq_timeout_seconds', 0), ('memtier_latency_cap', 0),
+    # Accepted, and the console printed a 306-character cap.
+    ('memtier_latency_cap', 1e-300),
     ('memtier_clients', 100000), ('memtier_pipeline', 10 ** 9),
 ])
 def test_a_bad_value_is_one_line_from_every_source(name, value):

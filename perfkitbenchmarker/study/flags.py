@@ -13,8 +13,9 @@ from perfkitbenchmarker import measurement
 flag_types.DEFINE_float('memtier_latency_cap', 1.0,
                         'Latency cap in ms for the capped throughput, on the '
                         'statistic --latency_cap_statistic names (default: '
-                        'the average).',
-                        lower_bound=0, upper_bound=60000, above=True)
+                        'the average). At least 0.001 ms: 1 us, the unit '
+                        'memtier\'s latency histograms count in.',
+                        lower_bound=0.001, upper_bound=60000)
 flags.DEFINE_enum('latency_cap_statistic', measurement.AVERAGE,
                   list(measurement.STATISTICS),
                   'Which latency statistic --memtier_latency_cap caps: avg '
