@@ -49,6 +49,9 @@ from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
 
 CATALOG = os.path.join(_REPO, 'configs', 'prices.yaml')
+# libyaml's emitter when present: the same text as PyYAML's (checked on the
+# whole catalog), about 5x faster over its 1,100 rows.
+_DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
 GCE_SERVICE = 'services/6F81-5844-456A'
 # Family -> (on-demand and spot SKU name after "Spot Preemptible ",
 #            committed-use SKU prefix or None where GCP sells no CUD).
@@ -274,12 +277,12 @@ def Write(data: dict, path: str) -> None:
   used = {row['source'] for row in data['prices']}
   data['sources'] = {k: v for k, v in data['sources'].items() if k in used}
   lines = [HEADER.rstrip('\n'), f'format_version: {data["format_version"]}',
-           yaml.safe_dump({'sources': data['sources']}, sort_keys=False,
-                          width=1000).rstrip('\n'), 'prices:']
+           yaml.dump({'sources': data['sources']}, Dumper=_DUMPER,
+                     sort_keys=False, width=1000).rstrip('\n'), 'prices:']
   for row in data['prices']:
-    lines.append('  - ' + yaml.safe_dump(row, sort_keys=False,
-                                         default_flow_style=True,
-                                         width=1000).strip())
+    lines.append('  - ' + yaml.dump(row, Dumper=_DUMPER, sort_keys=False,
+                                    default_flow_style=True,
+                                    width=1000).strip())
   text = '\n'.join(lines) + '\n'
   pricing.PriceCatalog.FromYaml(text, path)
   # A fresh name beside the catalog (a fixed one could be another user's
@@ -324,7 +327,7 @@ def main(argv=None) -> int:
   if args.import_csv and not (args.cloud and args.source_description):
     parser.error('--import_csv needs --cloud and --source_description')
   try:
-    data = yaml.safe_load(regular_files.ReadRegular(
+    data = pricing.ParseCatalogText(regular_files.ReadRegular(
         args.input, pricing.MAX_CATALOG_BYTES).decode('utf-8'))
     _CheckShape(data)
   except (regular_files.NotRegular, UnicodeDecodeError, yaml.YAMLError,
