@@ -132,7 +132,8 @@ flags.DEFINE_multi_string('machine_price', [],
                           '<machine_type>=<USD per hour>, e.g. '
                           'c7g.4xlarge=0.58; used instead of the catalog '
                           '(and where it has no row), recorded as given '
-                          'with --machine_price and today\'s date.')
+                          'with --machine_price and today\'s date. One price '
+                          'per type: two different ones are refused.')
 
 # PKB's --timing_measurements values; `none` stands alone.
 TIMING_NONE = 'none'

@@ -330,13 +330,19 @@ def ParseMachinePrices(values: Sequence[str]) -> Dict[str, float]:
       try:
         if not match:
           raise ValueError('it is not TYPE=PRICE')
-        prices[match.group(1)] = ValidPrice(float(match.group(2)),
-                                            'the price')
+        price = ValidPrice(float(match.group(2)), 'the price')
       except ValueError as e:
         raise errors.UsageError(
             f'--machine_price="{item[:80]}": {str(e)[:120]}; give it like '
             'c7g.4xlarge=0.58 (machine type = US dollars per hour, from '
             f'{MIN_USD_PER_HOUR:g} to {MAX_USD_PER_HOUR:g}).') from None
+      machine_type = match.group(1)
+      if prices.get(machine_type, price) != price:
+        # Which one a figure rests on would be the order of the flags.
+        raise errors.UsageError(
+            f'--machine_price="{item.strip()[:80]}": {machine_type} was given '
+            f'{prices[machine_type]:g} already; give each type one price.')
+      prices[machine_type] = price
   return prices
 
 

@@ -136,6 +136,18 @@ def test_bad_machine_price_is_one_line(bad):
     pricing.ParseMachinePrices([bad])
 
 
+def test_two_prices_for_one_type_are_refused():
+  # The second silently won: a run priced c7g.4xlarge at 2.5 with 1.5 given.
+  with pytest.raises(errors.UsageError,
+                     match=r'c7g.4xlarge=2.5": c7g.4xlarge was given 1.5 '):
+    pricing.ParseMachinePrices(['c7g.4xlarge=1.5', 'c7g.4xlarge=2.5'])
+  with pytest.raises(errors.UsageError, match='was given 1.5'):
+    pricing.ParseMachinePrices(['c7g.4xlarge=1.5,c7g.4xlarge=2.5'])
+  # The same price twice says one thing.
+  assert pricing.ParseMachinePrices(['c7g.4xlarge=1.5', 'c7g.4xlarge=1.50',
+                                     'x=2']) == {'c7g.4xlarge': 1.5, 'x': 2}
+
+
 def test_unknown_basis_refused(catalog):
   with pytest.raises(errors.UsageError, match='--price_basis="hourly"'):
     catalog.ForRun('hourly')
