@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import csv
 import datetime
+import io
 import json
 import re
 import tempfile
@@ -187,8 +188,11 @@ def _SourceKey(reference: str, date: str) -> str:
 
 def ImportCsv(data: dict, path: str, cloud: str, description: str) -> int:
   """Replaces (or adds) the CSV's rows in `data`; returns how many."""
-  with open(path, newline='') as f:
-    table = list(csv.DictReader(f))
+  # Bounded and regular only, as the catalog itself (a FIFO hung the
+  # import, /dev/zero filled memory).
+  text = regular_files.ReadRegular(path, pricing.MAX_CATALOG_BYTES)
+  table = list(csv.DictReader(io.StringIO(text.decode('utf-8-sig'),
+                                          newline='')))
   by_key = {(r['cloud'], r['region'], r['machine_type']): r
             for r in data['prices']}
   for number, line in enumerate(table, start=2):
@@ -340,8 +344,8 @@ def main(argv=None) -> int:
     try:
       count = ImportCsv(data, args.import_csv, args.cloud,
                         args.source_description)
-    except (OSError, UnicodeDecodeError, KeyError, ValueError,
-            csv.Error) as e:
+    except (OSError, UnicodeDecodeError, KeyError, ValueError, csv.Error,
+            regular_files.NotRegular) as e:
       print(f'refresh_prices: cannot import {args.import_csv} '
             f'({type(e).__name__}: {e}); nothing was changed.',
             file=sys.stderr)

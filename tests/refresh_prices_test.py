@@ -230,6 +230,41 @@ def test_an_imported_cell_past_the_csv_field_limit_is_one_line(tmp_path,
   assert not out.exists()
 
 
+@pytest.mark.parametrize('kind', ['fifo', 'device'])
+def test_an_import_that_is_not_a_regular_file_is_one_line(tmp_path, capsys,
+                                                          kind):
+  """--import_csv read with a plain open(): a FIFO with no writer hung it,
+  /dev/zero read without end."""
+  if kind == 'fifo':
+    table = tmp_path / 'aws.csv'
+    os.mkfifo(table)
+  else:
+    table = '/dev/zero'
+  out = tmp_path / 'prices.yaml'
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'AWS',
+                       '--source_description', 'reviewed', '--output',
+                       str(out)]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'refresh_prices: cannot import {table} (NotRegular: '
+                        'not a regular file') and err.count('\n') == 1, err
+  assert not out.exists()
+
+
+def test_an_import_saved_with_a_byte_order_mark_is_read(tmp_path):
+  # Spreadsheets save CSV with one; it made the first column unknown.
+  table = tmp_path / 'aws.csv'
+  table.write_bytes(
+      b'\xef\xbb\xbfregion,machine_type,vcpus,memory_gb,usd_per_hour,source,'
+      b'source_date\nus-west-2,c7g.4xlarge,16,32,0.58,github:aws/karpenter-'
+      b'provider-aws@6fc13b5236fd:x.go,2026-07-20\n')
+  out = tmp_path / 'prices.yaml'
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'AWS',
+                       '--source_description', 'reviewed', '--output',
+                       str(out)]) == 0
+  assert pricing.PriceCatalog.Load(str(out)).ForRun('on_demand').Lookup(
+      'AWS', 'us-west-2b', 'c7g.4xlarge').usd_per_hour == 0.58
+
+
 @pytest.mark.parametrize('text', ['[]\n', 'sources: {}\n', 'x\n',
                                   'sources: {}\nprices: [1]\n'])
 def test_an_input_that_is_not_a_catalog_is_one_line(tmp_path, capsys, text):
