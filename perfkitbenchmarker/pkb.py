@@ -295,28 +295,41 @@ def RunBenchmarks(argv: List[str]) -> int:
     interrupts.Restore()
 
 
+def _Missing(path: str) -> List[str]:
+  """`path` and its ancestors that do not exist yet."""
+  missing = []
+  path = os.path.abspath(path)
+  while not os.path.lexists(path):
+    missing.append(path)
+    path = os.path.dirname(path)
+  return missing
+
+
 def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
                    bq_options, deadline, stages, interrupts) -> int:
   """The run from its lock and record on: publishers, stages, the end."""
   # One pkb per run_uri: refused before anything of the run is touched.
   _LockRun(run_uri, 'nothing was started')
-  # Made (or reused) only as the run's own before anything is put in it.
-  made_run_dir = not os.path.lexists(run_dir)
-  run_scope.MakeOwnDir(run_dir)
+  json_path, csv_path = input_checks.ResultsPaths(FLAGS, run_dir)
+  # The directories a refusal below would leave behind, deepest first.
+  new_dirs = [d for path in (run_dir, os.path.dirname(json_path),
+                             os.path.dirname(csv_path))
+              for d in _Missing(path)]
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
                                official=FLAGS.official)
-  json_path, csv_path = input_checks.ResultsPaths(FLAGS, run_dir)
   try:
+    # Made (or reused) only as the run's own before anything is put in it.
+    run_scope.MakeOwnDir(run_dir)
     _CheckStagesNotRepeated(run_dir, run_uri, stages)
     # Before the record: a results file refused leaves no run 'running'.
     collector = publisher.SampleCollector(
         [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
          csv_publisher.CSVPublisher(csv_path)], run_info)
   except errors.Error:
-    if made_run_dir:  # Refused before anything was put in it: no trace.
-      with contextlib.suppress(OSError):
-        os.rmdir(run_dir)  # Only an empty one; anything else stays.
+    for directory in sorted(set(new_dirs), key=len, reverse=True):
+      with contextlib.suppress(OSError):  # Refused: no trace of the run.
+        os.rmdir(directory)  # Only an empty one; anything else stays.
     raise
   run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(

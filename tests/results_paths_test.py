@@ -85,15 +85,18 @@ def test_a_file_of_the_run_itself_is_refused(tmp_path, flag, rel, words):
 def test_a_refused_results_file_leaves_no_run_directory(tmp_path):
   # Refused when its publisher opens it, after the run directory was
   # made: that directory, still empty, goes again.
+  # Nor the directories made for it: a results directory two levels new
+  # and the CSV's new directory stayed, empty.
   theirs = tmp_path / 'theirs.json'
   theirs.write_text('')
   os.chown(theirs, 65534, 65534)
-  results = tmp_path / 'results'
+  results = tmp_path / 'results' / 'nested'
   proc, run_uri = e2e.Run([f'--json_path={theirs}',
+                           f'--csv_path={tmp_path / "csv" / "r.csv"}',
                            '--load_generator=redis_benchmark'],
                           str(results))
   _Refused(proc, str(results), run_uri, 'uid 65534')
-  assert os.listdir(results) == []
+  assert sorted(os.listdir(tmp_path)) == ['theirs.json']
 
 
 @pytest.mark.parametrize('flag', ['memtier_clients', 'redis_server_options',
