@@ -226,6 +226,7 @@ class _Child:
     self.started = time.monotonic()
     self.ended: Optional[float] = None
     self.code: Optional[int] = None
+    self.forwarded = 0  # How many of the runner's signals it was sent.
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     self._log = open(log_path, 'w')  # pylint: disable=consider-using-with
     self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
@@ -279,21 +280,37 @@ class _Runner:
     self.running: Dict[int, _Child] = {}
     self.done: Dict[int, _Child] = {}
     self.signal: Optional[int] = None
+    self.signals: List[int] = []  # Every one received, in order.
+    self._told = 0  # How many of them the output has said.
 
   def _Forward(self, signum, frame):  # pylint: disable=unused-argument
-    first = self.signal is None
+    # Only noted: the handler runs between any two steps of the main
+    # thread, which may hold the output's lock (waiting for it hung) or
+    # have started a cell not yet in `running` (it was never sent one).
+    # _PassOn, in the main loop, says it and sends it on.
     self.signal = signum
-    with self.lock:
-      self.out.write(f'Matrix: {signal.Signals(signum).name}: '
-                     f'{"stopping" if first else "still stopping"}; '
-                     'waiting for the running cells to tear down; cells not '
-                     'started are not run.\n')
-      self.out.flush()
-    # A hang-up reaches the cells as SIGTERM: they run in sessions of their
-    # own (no terminal of theirs went away) and stop the same way.
-    forward = signal.SIGTERM if signum == signal.SIGHUP else signum
+    self.signals.append(signum)
+
+  def _PassOn(self) -> None:
+    """Says each signal received since the last call and sends every
+    running cell each one it has not been sent, once."""
+    while self._told < len(self.signals):
+      signum, first = self.signals[self._told], self._told == 0
+      self._told += 1
+      with self.lock:
+        self.out.write(f'Matrix: {signal.Signals(signum).name}: '
+                       f'{"stopping" if first else "still stopping"}; '
+                       'waiting for the running cells to tear down; cells '
+                       'not started are not run.\n')
+        self.out.flush()
     for child in list(self.running.values()):
-      run_processes.Forward(child.proc, forward)
+      while child.forwarded < len(self.signals):
+        signum = self.signals[child.forwarded]
+        child.forwarded += 1
+        # A hang-up reaches the cells as SIGTERM: they run in sessions of
+        # their own (no terminal of theirs went away) and stop the same way.
+        run_processes.Forward(child.proc, signal.SIGTERM
+                              if signum == signal.SIGHUP else signum)
 
   def _Start(self, cell) -> _Child:
     run_uri = (self.fv.run_uri if self.fv.run_uri and len(self.cells) == 1
@@ -325,12 +342,14 @@ class _Runner:
                self.signal is None):
           cell = pending.pop(0)
           self.running[cell.index] = self._Start(cell)
+        self._PassOn()  # Within 0.1 s of a signal.
         if self.signal is not None:
           pending = []
         for index, child in list(self.running.items()):
           if child.Poll():
             self.done[index] = self.running.pop(index)
         time.sleep(0.1)
+      self._PassOn()  # One after the last cell ended is still said.
     finally:
       for s, handler in previous.items():
         signal.signal(s, handler)

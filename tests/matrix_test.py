@@ -440,3 +440,48 @@ def test_the_matrix_directory_is_in_the_results_root(results_dir, root):
   runner = matrix_runner._Runner([], None, results_dir, lambda: 'abcd', 1,  # pylint: disable=protected-access
                                  io.StringIO())
   assert os.path.dirname(runner.matrix_dir) == root
+
+
+class _FakeCell:
+  """A started cell's stand-in: its process ends on the first signal."""
+
+  def __init__(self, cell, runner, signal_while_starting):
+    self.cell, self.run_uri, self.log_path = cell, f'r{cell.index}', 'x.log'
+    self.started, self.ended, self.code = 0.0, 1.0, None
+    self.forwarded, self.sent, self.polls = 0, [], 0
+    self.proc = self  # run_processes.Forward's poll() and send_signal().
+    if signal_while_starting:  # Its process runs; it is not noted yet.
+      runner._Forward(signal.SIGINT, None)  # pylint: disable=protected-access
+
+  def poll(self):
+    return -self.sent[0] if self.sent else None
+
+  def send_signal(self, signum):
+    self.sent.append(signum)
+
+  def Poll(self):
+    self.polls += 1
+    assert self.polls < 50, 'never sent the signal'
+    self.code = self.poll()
+    return self.code is not None
+
+
+def test_a_signal_while_a_cell_starts_reaches_it_once(tmp_path, monkeypatch):
+  """The handler sent signals to the cells in `running`: one arriving while
+  a cell's process had started but was not in it yet never reached that
+  cell, which ran its whole study; and the handler wrote under the output
+  lock, which hung when the main thread held it."""
+  import io  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix as matrix_lib  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  cells = [matrix_lib.Cell(i, 'redis_memtier', f'c{i}', {}) for i in (1, 2, 3)]
+  out = io.StringIO()
+  runner = matrix_runner._Runner(cells, None, str(tmp_path / 'runs'),  # pylint: disable=protected-access
+                                 lambda: 'abcd', 2, out)
+  started = []
+  monkeypatch.setattr(runner, '_Start', lambda cell: started.append(
+      _FakeCell(cell, runner, cell.index == 2)) or started[-1])
+  assert runner.Run() == matrix_runner.EXIT_INTERRUPTED
+  assert [c.cell.index for c in started] == [1, 2]  # Cell 3 is not run.
+  assert [c.sent for c in started] == [[signal.SIGINT], [signal.SIGINT]]
+  assert out.getvalue().count('Matrix: SIGINT: stopping;') == 1
