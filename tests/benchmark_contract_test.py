@@ -123,6 +123,29 @@ def test_modules_load_from_benchmark_dirs(monkeypatch):
               if not h.required and benchmark_contract.Has(minimal, h.name)]
 
 
+def test_a_module_another_user_can_change_is_not_loaded(monkeypatch,
+                                                         tmp_path):
+  """Loading a module runs it: one in a directory others can write, or
+  another user's, is refused in one line before any of it runs."""
+  plugins = tmp_path / 'plugins'
+  plugins.mkdir()
+  ran = tmp_path / 'ran'
+  module = plugins / 'planted_benchmark.py'
+  module.write_text(f'open({str(ran)!r}, "w").close()\n')
+  monkeypatch.setenv(linux_benchmarks.DIRS_ENV, str(plugins))
+  plugins.chmod(0o777)
+  with pytest.raises(errors.Error, match=r'planted_benchmark.py is not '
+                     r'loaded: .*plugins is writable by other users'):
+    linux_benchmarks._Discover()  # pylint: disable=protected-access
+  plugins.chmod(0o755)
+  if os.geteuid() == 0:
+    os.chown(module, 65534, 65534)
+    with pytest.raises(errors.Error, match=r'planted_benchmark.py is owned '
+                       'by'):
+      linux_benchmarks._Discover()  # pylint: disable=protected-access
+  assert not ran.exists()
+
+
 @pytest.mark.e2e
 def test_a_module_with_pkbs_functions_alone_dry_runs_and_runs(tmp_path):
   results = str(tmp_path)

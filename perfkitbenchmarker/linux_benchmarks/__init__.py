@@ -24,6 +24,7 @@ from typing import Dict, Optional
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import trusted_programs
 
 DIRS_ENV = 'PKB_BENCHMARK_DIRS'
 
@@ -41,7 +42,25 @@ def _Files():
                          'directory.')
     for entry in sorted(os.listdir(directory)):
       if entry.endswith('_benchmark.py'):
-        yield None, os.path.join(directory, entry)
+        yield None, _Trusted(os.path.join(directory, entry))
+
+
+def _Trusted(path: str) -> str:
+  """`path` when no other user could change the code it holds.
+
+  Loading a module runs it, as the user pkb runs as (often root), before
+  any flag is read: so, as for a program pkb runs (trusted_programs), the
+  module and every directory above it must be root's or that user's and
+  writable by no one else, and a symbolic link on the way too.
+  """
+  problem = trusted_programs.Problem(path)
+  if problem:
+    raise errors.Error(
+        f'{DIRS_ENV}: {path} is not loaded: {problem}; a benchmark module '
+        'pkb loads runs as you (often root), so it must be owned by root or '
+        'by you and writable by no one else, and so must every directory '
+        'above it: fix the owner and mode, or move it.')
+  return path
 
 
 def _Load(import_name: Optional[str], path: str):
