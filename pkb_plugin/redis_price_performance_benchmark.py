@@ -130,6 +130,13 @@ UPSTREAM_ONLY_VALUES = {
     'redis_total_num_processes': (0, 'upstream starts one process per vCPU; '
                                   'give the number of shards per server VM'),
 }
+# Upstream's redis_memtier refuses --redis_server_cluster_mode without
+# --memtier_cluster_mode (memtier's --cluster-mode); the harness runs memtier
+# in cluster mode exactly when the shards are a cluster. So upstream's
+# memtier flag means the same here when it says what upstream's cluster
+# flag says, and is taken without being passed on.
+UPSTREAM_MEMTIER_CLUSTER = 'memtier_cluster_mode'
+UPSTREAM_SERVER_CLUSTER = 'redis_server_cluster_mode'
 # Upstream flags of these families not mapped above have no meaning here; a
 # value a user set is refused rather than ignored.
 UPSTREAM_FAMILIES = ('memtier_', 'redis_')
@@ -329,6 +336,16 @@ def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
     elif name == UPSTREAM_CAPPED_MODE:
       if not flag.value:  # upstream's uncapped runs: not this study
         foreign.append(name)
+    elif name == UPSTREAM_MEMTIER_CLUSTER:
+      server_cluster = (UPSTREAM_SERVER_CLUSTER in flag_values and
+                        flag_values[UPSTREAM_SERVER_CLUSTER].value)
+      if bool(flag.value) != bool(server_cluster):
+        raise BridgeError(
+            f'redis_price_performance: upstream\'s {flag.serialize()}: the '
+            'harness runs memtier in cluster mode exactly when the shards '
+            'are a cluster, upstream\'s --redis_server_cluster_mode (which '
+            'upstream\'s redis_memtier requires with --memtier_cluster_mode); '
+            'give both upstream flags or neither.')
     elif name.startswith(UPSTREAM_FAMILIES) and name != UPSTREAM_CAP:
       foreign.append(name)
   if twice:
@@ -343,7 +360,8 @@ def UpstreamFlags(flag_values, study_argv: List[str]) -> List[str]:
         'benchmark (their meanings are not the harness\'s); drop them or run '
         'upstream\'s redis_memtier for them. Mapped: ' +
         ', '.join(f'--{n}' for n in MAPPED + (UPSTREAM_CAP,
-                                                UPSTREAM_CAPPED_MODE)) +
+                                                UPSTREAM_CAPPED_MODE,
+                                                UPSTREAM_MEMTIER_CLUSTER)) +
         '; the harness\'s own flags go in --redis_price_performance_flags.')
   return argv + UpstreamCap(flag_values, given)
 

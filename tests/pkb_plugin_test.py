@@ -10,6 +10,7 @@ run is recorded in pkb_plugin/README.md.
 """
 
 import ast
+import functools
 import importlib.util
 import json
 import os
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 
+from absl import flags
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -745,6 +747,44 @@ def test_mapped_flags_are_upstream_names_the_harness_shares_and_documented():
     if len(cells) == 6 and cells[4].strip().startswith('passed on'):
       passed |= set(re.findall(r'`--(\w+)`', cells[1]))
   assert passed == set(mapped)
+
+
+def _Plugin(monkeypatch):
+  """The plugin module, loaded in this process over the harness's modules
+  of upstream's names; its one flag defined on a FlagValues of its own."""
+  monkeypatch.setattr(flags, 'DEFINE_string', functools.partial(
+      flags.DEFINE_string, flag_values=flags.FlagValues()))
+  spec = importlib.util.spec_from_file_location('plugin_in_process', PLUGIN)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['--redis_server_cluster_mode', '--memtier_cluster_mode'], None),
+    (['--nomemtier_cluster_mode'], None),
+    (['--memtier_cluster_mode'], 'upstream\'s --memtier_cluster_mode: the '
+     'harness runs memtier in cluster mode exactly when the shards are a '
+     'cluster'),
+    (['--redis_server_cluster_mode', '--nomemtier_cluster_mode'],
+     'give both upstream flags or neither'),
+])
+def test_upstreams_memtier_cluster_mode_goes_with_its_cluster_flag(
+    monkeypatch, argv, words):
+  """Upstream's redis_memtier refuses --redis_server_cluster_mode without
+  --memtier_cluster_mode, and the plugin refused the second as a flag
+  meaning nothing here: upstream's cluster run could not be given."""
+  plugin = _Plugin(monkeypatch)
+  upstream = flags.FlagValues()
+  for name in ('memtier_cluster_mode', 'redis_server_cluster_mode'):
+    flags.DEFINE_boolean(name, False, 'upstream\'s', flag_values=upstream)
+  upstream(['pkb'] + argv)
+  if words is None:
+    passed = plugin.UpstreamFlags(upstream, [])
+    assert passed == ['--redis_server_cluster_mode'] * (len(argv) == 2)
+  else:
+    with pytest.raises(plugin.BridgeError, match=words):
+      plugin.UpstreamFlags(upstream, [])
 
 
 # The harness's closing lines when a search failed after measuring (a real
