@@ -19,8 +19,10 @@ DEFINE_integerlist = flag_types.DEFINE_integerlist  # pylint: disable=invalid-na
 IntegerListParser = flag_types.IntegerListParser
 
 # Sizes in bytes, as upstream's units parse them: decimal prefixes are
-# powers of 1000, the binary ones (KiB, MiB, ...) powers of 1024.
-_SIZE = re.compile(r'\s*(\d+(?:\.\d*)?|\.\d+)\s*([kKMGTP]i?)?[bB]?\s*')
+# powers of 1000, the binary ones (KiB, MiB, ...) powers of 1024. A byte
+# is 'B' only: upstream's 'b' is no byte (pint's barn, so '10Mb' is no
+# size there), and a reader of '10Mb' may well mean megabits.
+_SIZE = re.compile(r'\s*(\d+(?:\.\d*)?|\.\d+)\s*([kKMGTP]i?)?B?\s*')
 _FACTORS = {None: 1, 'k': 10**3, 'K': 10**3, 'M': 10**6, 'G': 10**9,
             'T': 10**12, 'P': 10**15, 'ki': 2**10, 'Ki': 2**10,
             'Mi': 2**20, 'Gi': 2**30, 'Ti': 2**40, 'Pi': 2**50}

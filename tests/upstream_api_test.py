@@ -218,6 +218,10 @@ def test_flag_helpers():
   assert flag_util.StringToBytes('1.5KB') == 1500
   with pytest.raises(ValueError):
     flag_util.StringToBytes('lots')
+  # Upstream's b is no byte (pint's barn): '10Mb' was 10,000,000 bytes.
+  for size in ('10Mb', '10kb', '1b'):
+    with pytest.raises(ValueError, match=f'parse size {size}'):
+      flag_util.StringToBytes(size)
   assert flag_util.ParseKeyValuePairs(['a:1,b:x:y', 'bad']) == {
       'a': '1', 'b': 'x:y'}
 
