@@ -285,13 +285,11 @@ class BenchmarkSpec:
   # Stages ------------------------------------------------------------------
 
   def _SetGroups(self, groups) -> None:
-    """vm_groups and vms in the config's order of groups, as upstream PKB
-    keeps them (providers build servers first: placement, not order)."""
-    order = list(self.GroupCounts())
-    self.vm_groups = dict(sorted(
-        groups.items(),
-        key=lambda item: (order.index(item[0]) if item[0] in order
-                          else len(order))))
+    """vm_groups and vms by group name, as upstream PKB keeps them (its
+    ConstructVirtualMachines builds the groups in sorted(vm_groups): a
+    module's vms[0] is the first group by name, whatever the config's
+    order); the providers build servers first: placement, not order."""
+    self.vm_groups = dict(sorted(groups.items()))
     self.vms = [vm for vms in self.vm_groups.values() for vm in vms]
 
   def ConstructVirtualMachines(self) -> None:

@@ -150,7 +150,7 @@ def test_construct_vms_calls_nothing(tmp_path, keyfile):
                            'clients': [_Machine(keyfile, '10.0.0.2')]})
   spec = _Spec(tmp_path, path)
   spec.ConstructVirtualMachines()
-  server, client = spec.vms
+  client, server = spec.vms  # by group name, as upstream's
   assert (server.name, server.CLOUD, server.KIND) == (
       'servers-0', 'Static', 'static_vm')
   assert server.machine_type == 'm5' and client.machine_type == 'static'
@@ -161,12 +161,17 @@ def test_construct_vms_calls_nothing(tmp_path, keyfile):
     provider.CheckPrerequisites(types.SimpleNamespace(static_vm_file=None))
 
 
-def test_vm_groups_keep_the_configs_order(tmp_path, keyfile):
-  # Upstream PKB's spec.vm_groups and spec.vms follow the config; the
-  # providers build servers first (placement), which is not the order.
+@pytest.mark.parametrize('groups', [('clients', 'servers'),
+                                    ('servers', 'clients')])
+def test_vm_groups_are_in_upstreams_order(tmp_path, keyfile, groups):
+  # Upstream PKB's spec.vm_groups and spec.vms are by group name (its
+  # ConstructVirtualMachines builds sorted(vm_groups)), whatever the
+  # config's order; the providers build servers first (placement), which
+  # is not the order either. In the config's order, a module's vms[0] was
+  # the server here and the client upstream.
   path = _Write(tmp_path, [_Machine(keyfile, '10.0.0.1'),
                            _Machine(keyfile, '10.0.0.2')])
-  spec = _Spec(tmp_path, path, groups=('clients', 'servers'))
+  spec = _Spec(tmp_path, path, groups=groups)
   spec.ConstructVirtualMachines()
   assert list(spec.vm_groups) == ['clients', 'servers']
   assert [vm.name for vm in spec.vms] == ['clients-0', 'servers-0']
