@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from perfkitbenchmarker import data
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import system_info as system_info_lib
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 
 # RobustRemoteCommand's bound when given no timeout (upstream's has none).
@@ -141,16 +142,33 @@ class UpstreamMethods:
     self.RemoteCommand(script, stdin=base64.b64encode(payload).decode(),
                        what=f'pushing {source_path} to {self.name}')
 
-  def PushDataFile(self, data_file: str, remote_path: str = '',
-                   should_double_copy: Optional[bool] = None) -> None:
-    """Pushes the data file data.ResourcePath finds (upstream's)."""
-    del should_double_copy  # One copy reaches any path here.
+  def _DataFile(self, name: str, what: str) -> str:
+    """The data file data.ResourcePath finds, when no other user could
+    change it (trusted_programs' rule): a template runs as it renders
+    (Jinja2 reaches Python's os), and a pushed file is what the VM runs,
+    often as root. The search starts in --data_search_paths, by default
+    the current directory, which may be a shared one (/tmp)."""
     try:
-      path = data.ResourcePath(data_file)
+      path = data.ResourcePath(name)
     except data.ResourceNotFound as e:
       raise errors.VirtualMachine.RemoteCommandError(
-          f'PushDataFile on {self.name}: {e}') from None
-    self.PushFile(path, remote_path)
+          f'{what} on {self.name}: {e}') from None
+    problem = trusted_programs.Problem(path)
+    if problem:
+      raise errors.VirtualMachine.RemoteCommandError(
+          f'{what} on {self.name}: {path} is not used: {problem}; a data '
+          'file pkb renders or pushes must be owned by root or by you and '
+          'writable by no one else, and so must every directory above it '
+          '(look at --data_search_paths: its default, ., is the current '
+          'directory).')
+    return path
+
+  def PushDataFile(self, data_file: str, remote_path: str = '',
+                   should_double_copy: Optional[bool] = None) -> None:
+    """Pushes the data file data.ResourcePath finds (upstream's), when no
+    other user could change it (`_DataFile`)."""
+    del should_double_copy  # One copy reaches any path here.
+    self.PushFile(self._DataFile(data_file, 'PushDataFile'), remote_path)
 
   def PullFile(self, local_path: str, remote_path: str) -> None:
     """Copies a file or directory from the VM to local_path (into it, if
@@ -180,13 +198,15 @@ class UpstreamMethods:
 
   def RenderTemplate(self, template_path: str, remote_path: str,
                      context: Dict[str, Any], **unused_logging) -> None:
-    """Renders a Jinja2 template (found as data.ResourcePath finds it;
-    every variable must be given: StrictUndefined), with `vm` this VM, and
-    writes it to remote_path on the VM."""
+    """Renders a Jinja2 template (found as data.ResourcePath finds it, no
+    other user's: `_DataFile`; every variable must be given:
+    StrictUndefined), with `vm` this VM, and writes it to remote_path on
+    the VM."""
+    path = self._DataFile(template_path, 'RenderTemplate')
     try:
-      with open(data.ResourcePath(template_path)) as f:
+      with open(path) as f:
         text = f.read()
-    except (data.ResourceNotFound, OSError) as e:
+    except OSError as e:
       raise errors.VirtualMachine.RemoteCommandError(
           f'RenderTemplate on {self.name}: {e}') from None
     # Here, not at the top: jinja2 costs every pkb start tens of ms (600

@@ -394,6 +394,30 @@ def test_render_template_needs_every_variable(tmp_path):
     vm.RenderTemplate(str(template), 'conf', {})
 
 
+def test_a_data_file_another_user_could_change_is_not_used(tmp_path):
+  """A template runs as it renders (Jinja2 reaches Python's os): one in a
+  shared search path (the default . run from /tmp) ran another user's code
+  as the user running pkb. Refused in one line, as it would be pushed."""
+  shared = tmp_path / 'shared'
+  shared.mkdir()
+  ran = tmp_path / 'ran'
+  (shared / 'conf.j2').write_text(
+      f"{{{{ cycler.__init__.__globals__.os.mkdir('{ran}') }}}}\n")
+  shared.chmod(0o777)
+  vm = ScriptedVm()
+  try:
+    data.SetSearchPaths([str(shared)], given=True)
+    for call in (lambda: vm.RenderTemplate('conf.j2', 'conf', {}),
+                 lambda: vm.PushDataFile('conf.j2')):
+      with pytest.raises(errors.VirtualMachine.RemoteCommandError,
+                         match=r'conf.j2 is not used: .*shared is writable '
+                         'by other users'):
+        call()
+  finally:
+    data.SetSearchPaths(['.'], given=False)
+  assert not ran.exists() and vm.commands == []
+
+
 def test_what_the_vm_is():
   vm = ScriptedVm({'lscpu': ('# CPU,Core,Socket\n0,0,0\n1,0,0\n2,1,0\n'
                              '3,1,0\n', '', 0)})
