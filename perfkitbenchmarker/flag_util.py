@@ -3,20 +3,70 @@ their flags with them.
 
 The integer list is flag_types' (one parser for '1,2,4' and '1-9-2'
 everywhere); its value is a plain list of ints, which a module iterates,
-indexes and measures as it does upstream's IntegerList.
+indexes and measures as it does upstream's IntegerList. DEFINE_integerlist,
+IntegerListParser and IntegerList take upstream's arguments (a default of
+IntegerList([1]), on_nonincreasing=IntegerListParser.WARN: upstream's fio
+flags), so a module defining its flags so loads unchanged.
 """
 
 import logging
 import re
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, List, Optional
 
 from absl import flags
 import yaml
 
 from perfkitbenchmarker import flag_types
 
-DEFINE_integerlist = flag_types.DEFINE_integerlist  # pylint: disable=invalid-name
-IntegerListParser = flag_types.IntegerListParser
+
+class IntegerListParser(flag_types.IntegerListParser):
+  """flag_types' integer list with upstream's constructor: on_nonincreasing
+  None (any order), WARN (a list whose value is not above the one before
+  is logged) or EXCEPTION (refused, ValueError)."""
+
+  WARN = 'warn'
+  EXCEPTION = 'exception'
+
+  def __init__(self, on_nonincreasing: Optional[str] = None):
+    super().__init__()
+    self.on_nonincreasing = on_nonincreasing
+
+  def parse(self, argument: Any) -> List[int]:
+    values = super().parse(argument)
+    # Text only, as upstream's: a list or an IntegerList passes as given.
+    if isinstance(argument, str) and self.on_nonincreasing and any(
+        later <= earlier for earlier, later in zip(values, values[1:])):
+      message = f'Integer list {argument} is not increasing'
+      if self.on_nonincreasing == self.EXCEPTION:
+        raise ValueError(message)
+      logging.warning(message)
+    return values
+
+
+def IntegerList(groups: Iterable[Any]) -> List[int]:
+  """Upstream's IntegerList(groups) as the plain list of its values: each
+  group an int or a (low, high) or (low, high, step) range, high
+  included."""
+  values = []
+  for group in groups:
+    if not isinstance(group, tuple):
+      values.append(int(group))
+      continue
+    low, high, step = (tuple(group) + (1,))[:3]
+    values.extend(range(low, high + (1 if step > 0 else -1), step))
+  return values
+
+
+def DEFINE_integerlist(name: str, default: Any, help: str,  # pylint: disable=redefined-builtin,invalid-name
+                       on_nonincreasing: Optional[str] = None,
+                       flag_values=flags.FLAGS, **kwargs) -> Any:
+  """An integer-list flag, with upstream's arguments; returns its
+  FlagHolder."""
+  return flags.DEFINE(IntegerListParser(on_nonincreasing), name, default,
+                      help, flag_values,
+                      flag_types._IntegerListSerializer(),  # pylint: disable=protected-access
+                      **kwargs)
+
 
 # Sizes in bytes, as upstream's units parse them: decimal prefixes are
 # powers of 1000, the binary ones (KiB, MiB, ...) powers of 1024. A byte

@@ -213,6 +213,21 @@ def test_flag_helpers():
   holder = flag_util.DEFINE_yaml('extra', None, 'extra', flag_values=values)
   values(['x', '--threads=1-7-3', '--extra={a: [1, 2]}'])
   assert values.threads == [1, 4, 7]
+  # Upstream's arguments, as its fio flags give them: an IntegerList
+  # default, help=, on_nonincreasing= and a flag's module_name.
+  flag_util.DEFINE_integerlist(
+      'numjobs', flag_util.IntegerList([1, (4, 8, 2), (3, 1, -1)]),
+      help='jobs', on_nonincreasing=flag_util.IntegerListParser.WARN,
+      flag_values=values, module_name='fio_flags')
+  flag_util.DEFINE_integerlist(
+      'depths', [1], 'depths',
+      on_nonincreasing=flag_util.IntegerListParser.EXCEPTION,
+      flag_values=values)
+  assert values['numjobs'].default == [1, 4, 6, 8, 3, 2, 1]
+  values(['x', '--numjobs=4,2', '--depths=1,2'])
+  assert values.numjobs == [4, 2] and values.depths == [1, 2]
+  with pytest.raises(flags.IllegalFlagValueError, match='not increasing'):
+    values(['x', '--depths=2,1'])
   assert holder.value == {'a': [1, 2]}
   assert flag_util.StringToBytes('2KiB') == 2048
   assert flag_util.StringToBytes('1.5KB') == 1500
