@@ -133,6 +133,14 @@ class VmUtil:
     """A local command ran past its timeout (vm_util.IssueCommand)."""
 
 
+class RemoteCommandTimeoutError(VirtualMachine.RemoteCommandError,
+                                VmUtil.IssueCommandTimeoutError):
+  """A command on a VM ran past the timeout it was given. Upstream's
+  RemoteCommand raises IssueCommandTimeoutError then (its IssueCommand's),
+  which upstream's modules catch as an expected end; this harness's callers
+  catch RemoteCommandError: it is both."""
+
+
 class Benchmarks:
   """Errors a benchmark module raises (upstream's errors.Benchmarks)."""
 

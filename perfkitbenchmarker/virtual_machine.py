@@ -234,8 +234,10 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     out, err, rc = self.RemoteCommandWithReturnCode(command, timeout=timeout,
                                                     env=env, stdin=stdin)
     if not ignore_failure:
+      timed_out = rc == -9 and timeout is not None
       vm_util.CheckedOutput(out, err, rc, command, what,
-                            error=errors.VirtualMachine.RemoteCommandError)
+                            error=errors.RemoteCommandTimeoutError if timed_out
+                            else errors.VirtualMachine.RemoteCommandError)
     return out, err
 
   def Pinned(self, command: str) -> str:

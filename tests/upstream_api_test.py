@@ -312,6 +312,13 @@ def test_remote_command_is_upstreams_shape():
   with pytest.raises(errors.VirtualMachine.RemoteCommandError,
                      match='does not take ip_address'):
     vm.RemoteCommand('true', ip_address='10.0.0.2')
+  # Past its timeout: upstream's modules catch IssueCommandTimeoutError
+  # (ai_model_throughput's load driver), this harness RemoteCommandError.
+  vm.answers['sleep'] = ('', '', -9)
+  with pytest.raises(errors.VmUtil.IssueCommandTimeoutError,
+                     match='sleep timed out') as raised:
+    vm.RemoteCommand('sleep 9', timeout=1)
+  assert isinstance(raised.value, errors.VirtualMachine.RemoteCommandError)
 
 
 def test_a_sudo_that_would_prompt_is_named_with_what_to_do():
