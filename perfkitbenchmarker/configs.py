@@ -117,16 +117,19 @@ def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
         f'offset {e.start}); save it as UTF-8.') from None
 
 
-def LoadYaml(text: str, source: str) -> Any:
+def LoadYaml(text: str, source: str, lines_before: int = 0) -> Any:
+  """`text` read as YAML; an error names its line in `source`, whose
+  first line is `text`'s line `lines_before` + 1 (text put before it)."""
   try:
     return _Unaliased(yaml.load(text, Loader=_BoundedLoader))  # nosec: safe
   except _AliasBomb as e:
     raise errors.ConfigError(
         f'{source}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} '
-        f'nodes (at line {e.args[0]}); refused as an alias bomb.') from None
+        f'nodes (at line {e.args[0] - lines_before}); refused as an alias '
+        'bomb.') from None
   except yaml.YAMLError as e:
     mark = getattr(e, 'problem_mark', None)
-    where = f' at line {mark.line + 1}' if mark else ''
+    where = f' at line {mark.line + 1 - lines_before}' if mark else ''
     raise errors.ConfigError(f'{source}: invalid YAML{where}: '
                              f'{getattr(e, "problem", e)}') from None
 
@@ -444,7 +447,9 @@ def LoadMinimalConfig(benchmark_config: str,
                       benchmark_name: str) -> Dict[str, Any]:
   """A BENCHMARK_CONFIG's section `benchmark_name`, read after
   CONFIG_CONSTANTS so its anchors resolve (upstream PKB's function)."""
-  loaded = LoadYaml(f'{CONFIG_CONSTANTS}\n{benchmark_config}', benchmark_name)
+  # The module's line numbers in an error, not the joined text's.
+  loaded = LoadYaml(f'{CONFIG_CONSTANTS}\n{benchmark_config}', benchmark_name,
+                    lines_before=CONFIG_CONSTANTS.count('\n') + 1)
   if not isinstance(loaded, Mapping) or not isinstance(
       loaded.get(benchmark_name), Mapping):
     raise errors.ConfigError(
