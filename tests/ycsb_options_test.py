@@ -30,6 +30,11 @@ def test_field_count_follows_the_study(pkb_flags):
     ({'ycsb_properties': ['insertstart=5']}, 'set by the harness'),
     ({'ycsb_properties': ['nonsense']}, 'key=value'),
     ({'ycsb_workloads': ['workloadq']}, 'no workload'),
+    # A path is read before the run, not after its VMs are up (a missing
+    # one was an internal error at the load; /dev/zero would never end).
+    ({'ycsb_workloads': ['/nonexistent/workload']},
+     'cannot read /nonexistent/workload: No such file'),
+    ({'ycsb_workloads': ['/dev/zero']}, 'not a regular file'),
 ])
 def test_bad_values_refused(pkb_flags, values, message):
   with pytest.raises(errors.UsageError, match=message):

@@ -31,6 +31,7 @@ import shlex
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
@@ -52,6 +53,9 @@ YCSB_VERSION = '0.17.0'
 MIN_JAVA = 11
 BUILD_TIMEOUT_S = 1200
 COMMAND_GROUPS = ('string', 'hash', 'list', 'set', 'zset')
+# Most bytes a workload property file may have: YCSB's core workloads are
+# about 3 KiB; the bound keeps /dev/zero or a wrong file out of memory.
+MAX_WORKLOAD_BYTES = 1 << 20
 # Properties the harness sets itself; a user value would point YCSB at
 # another server or put the password on the command line.
 MANAGED_PROPERTIES = frozenset({
@@ -216,6 +220,22 @@ def WorkloadFile(name_or_path: str) -> str:
         f'{", ".join(sorted(os.listdir(WORKLOAD_DIR)))}, or give a path to '
         'any YCSB core workload file.')
   return path
+
+
+def WorkloadText(name_or_path: str) -> str:
+  """The text of a workload (WorkloadFile's), read bounded, a regular file
+  only; one line saying why not, so a bad path is refused before the run
+  (by the options' Check) rather than after its VMs are up."""
+  path = WorkloadFile(name_or_path)
+  try:
+    return regular_files.ReadRegular(path, MAX_WORKLOAD_BYTES).decode('utf-8')
+  except regular_files.NotRegular as e:
+    raise errors.UsageError(
+        f'--ycsb_workloads: cannot read {path}: {e}.') from None
+  except UnicodeDecodeError:
+    raise errors.UsageError(
+        f'--ycsb_workloads: {path} is not UTF-8 text; give a YCSB core '
+        'workload property file.') from None
 
 
 def ConnectionProperties(hosts: Sequence[Tuple[str, int]], user: str,

@@ -153,7 +153,7 @@ class YcsbStudyOptions:
     if not self.workloads:
       raise errors.UsageError('--ycsb_workloads is empty.')
     for name in self.workloads:
-      ycsb_package.WorkloadFile(name)
+      ycsb_package.WorkloadText(name)
     for option in self.jvm_options:
       if not option.startswith('-') or option in ('-cp', '-classpath',
                                                   '--class-path', '-jar'):

@@ -145,8 +145,7 @@ def _WorkloadOnVm(vm, name: str) -> str:
   path = f'{vm.scratch_dir}/ycsb-{os.path.basename(local)}.properties'
   written = vm.__dict__.setdefault('_ycsb_workloads', {})
   if written.get(path) != local:
-    with open(local) as f:
-      vm.WriteFile(path, f.read(), mode=0o644)
+    vm.WriteFile(path, ycsb_package.WorkloadText(name), mode=0o644)
     written[path] = local
   return path
 
