@@ -241,6 +241,11 @@ class BenchmarkSpec:
     own PlanWarnings(spec) included."""
     warnings = []
     counts = self._ConfigCounts()
+    if not self.can.made_by_run:
+      # Machines that exist already: the provider checks that the run can
+      # have them, so a dry run refuses what the run would, and a run
+      # refuses before its directory is made.
+      getattr(self.provider, 'CheckMachines', lambda spec: None)(self)
     if self.can.is_runner_machine:
       warnings += self.provider.FitWarnings(sum(counts.values()))
       problem = self.LocalSplit().problem

@@ -46,3 +46,26 @@ def test_the_budget_never_refuses_stages_that_only_delete(pkb_flags):
   for stages in ((), ['run'], ['run', 'cleanup', 'teardown'], ['provision']):
     with pytest.raises(errors.UsageError, match='above --max_cost_usd'):
       run_plan.CheckBudget(0.0028, pkb_flags, 'This run', stages)
+
+
+def test_a_static_plan_refuses_the_machines_file_provision_would(
+    pkb_flags, tmp_path):
+  # A dry run never read the file: one listing too few machines (or not
+  # JSON) passed it with a plan and a cost, and the real run refused it
+  # only in provision, after making the run's directory.
+  key = tmp_path / 'key'
+  key.write_text('not really a key\n')
+  key.chmod(0o600)
+  machines = tmp_path / 'machines.json'
+  pkb_flags.static_vm_file = str(machines)
+  pkb_flags.dry_run = True
+  catalog = run_plan.Catalog(pkb_flags)
+  for text, why in (
+      ('[{"ip_address": "10.0.0.1", "user_name": "u", "keyfile_path": "key"}]',
+       r'lists 1 machine\(s\) but the config needs 2 '
+       r'\(servers=1, clients=1\)'),
+      ('[[', 'not valid JSON')):
+    machines.write_text(text)
+    with pytest.raises(errors.UsageError, match=why):
+      run_plan.PlanBenchmark(bench, bench.GetConfig({}), 'plan', pkb_flags,
+                             catalog)

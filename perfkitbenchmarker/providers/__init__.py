@@ -11,6 +11,9 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       Create() is called in turn;
   CheckPrerequisites(flag_values)   (optional)
       refuses bad provider flags (one-line errors) before anything starts;
+  CheckMachines(spec)   (optional; providers whose machines the run does
+      not make) refuses, in every plan (--dry_run too), machines the run
+      could not be given (one-line errors);
   CheckRunDirs()   (optional; default ssh_vm.CheckRunDirs, a TMPDIR the
       SSH control sockets cannot be private in) refuses a run whose
       directories on this machine exist and are not the user's own

@@ -264,6 +264,14 @@ def CheckPrerequisites(flag_values) -> None:
   LoadStaticVmFile(flag_values.static_vm_file)
 
 
+def CheckMachines(spec) -> None:
+  """The file read and its machines given to the groups as ConstructVms
+  will: the plan (a dry run's too) refuses a file the run would."""
+  CheckPrerequisites(spec.flags)
+  path = spec.flags.static_vm_file
+  AssignGroups(LoadStaticVmFile(path), spec.GroupCounts(), path)
+
+
 def ConstructVms(spec) -> Dict[str, List[StaticVirtualMachine]]:
   """One StaticVirtualMachine per configured VM, from the file."""
   CheckPrerequisites(spec.flags)
