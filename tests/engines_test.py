@@ -28,6 +28,8 @@ from perfkitbenchmarker import run_record
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
+from perfkitbenchmarker.linux_benchmarks import redis_ycsb_benchmark
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import keydb_server
@@ -230,6 +232,49 @@ def test_engine_flags_are_checked(pkb_flags):
   pkb_flags.redis_engine = 'nope'
   with pytest.raises(errors.UsageError, match='not an engine'):
     options.ServerOptions.FromFlags(pkb_flags)
+
+
+@pytest.mark.parametrize('cloud, values, servers, refusal', [
+    # redis-cli places cluster replicas: 3 primaries at least.
+    ('Local', {'redis_cluster_replicas': 1}, 1, 'at least 3 primaries'),
+    ('Local', {'redis_cluster_replicas': 1, 'redis_total_num_processes': 5},
+     1, 'at least 3 primaries'),
+    ('Local', {'redis_replicas_per_primary': 1}, 2, 'at least 3 primaries'),
+    ('Local', {'redis_cluster_replicas': 1, 'redis_total_num_processes': 3},
+     2, None),
+    ('Local', {'redis_replicas_per_primary': 1,
+               'redis_total_num_processes': 3}, 1, None),
+    # Dragonfly: one process per VM; cluster mode is one emulated node.
+    ('AWS', {'redis_engine': 'dragonfly'}, 1, 'emulated cluster'),
+    ('AWS', {'redis_engine': 'dragonfly',
+             'dragonfly_cluster_mode': 'emulated'}, 2, 'emulated cluster'),
+    ('AWS', {'redis_engine': 'dragonfly',
+             'dragonfly_cluster_mode': 'emulated'}, 1, None),
+])
+def test_a_cluster_the_engine_cannot_form_is_refused_by_the_plan(
+    pkb_flags, cloud, values, servers, refusal):
+  # Refused only once the shards started (after the VMs were made and the
+  # engine installed): a dry run printed the plan and its cost.
+  pkb_flags.cloud = cloud
+  pkb_flags.redis_server_cluster_mode = True
+  for name, value in values.items():
+    pkb_flags[name].value = value
+  config = {'vm_groups': {'servers': {'vm_count': servers},
+                          'clients': {'vm_count': 1}}}
+  for module in (redis_memtier_benchmark, redis_ycsb_benchmark):
+    if refusal is None:
+      module.CheckPrerequisites(config)
+      continue
+    with pytest.raises(errors.UsageError, match=refusal):
+      module.CheckPrerequisites(config)
+
+
+def test_dragonfly_runs_one_process_per_server_vm(pkb_flags):
+  pkb_flags.cloud = 'AWS'
+  pkb_flags.redis_engine = 'dragonfly'
+  pkb_flags.redis_total_num_processes = 2
+  with pytest.raises(errors.UsageError, match='one multi-threaded process'):
+    redis_memtier_benchmark.CheckPrerequisites({})
 
 
 # --- replicas ---------------------------------------------------------------

@@ -46,6 +46,16 @@ class ServerEngine(abc.ABC):
                   password: str, replicas: int) -> None:
     """Joins the shards into one cluster and waits until it serves."""
 
+  def LayoutProblem(self, shards_per_vm: int, server_vms: int,
+                    cluster_mode: bool, replicas: int,
+                    added_replicas: bool) -> str:
+    """Why StartShards or FormCluster would refuse this layout ('' when
+    they would not), so that a plan refuses it before any VM is made:
+    `shards_per_vm` primaries (replicas counted in when not
+    `added_replicas`) on each of `server_vms`, `replicas` per primary."""
+    del shards_per_vm, server_vms, cluster_mode, replicas, added_replicas
+    return ''
+
   @abc.abstractmethod
   def KeyCount(self, vm, shards: Sequence[redis_shard.Shard],
                password: str) -> int:

@@ -65,6 +65,15 @@ class RedisOssEngine(base.ServerEngine):
         vm, count, password, config, record, start_port=start_port,
         process_class=self.PROCESS_CLASS, server_command=command)
 
+  def LayoutProblem(self, shards_per_vm, server_vms, cluster_mode, replicas,
+                    added_replicas):
+    if not cluster_mode:
+      return ''
+    # Replicas added to the primaries join the cluster too.
+    per_vm = shards_per_vm * (1 + replicas) if added_replicas else shards_per_vm
+    return redis_cluster.ReplicaProblem(per_vm * server_vms, replicas)
+    return redis_cluster.ReplicaProblem(shards, replicas)
+
   def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:
     redis_cluster.CreateCluster(vm, shards, password, replicas=replicas)

@@ -17,6 +17,14 @@ from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
 
 
+_ONE_PROCESS = ('Dragonfly runs one multi-threaded process per server VM; '
+                'set --redis_total_num_processes=1 and '
+                '--dragonfly_proactor_threads.')
+_EMULATED_CLUSTER = ('Dragonfly cluster mode here is its emulated cluster of '
+                     'one node: one server VM, '
+                     '--dragonfly_cluster_mode=emulated, no replicas.')
+
+
 class _VmOnly(redis_oss.RedisOssEngine):
   """Installs its package (`PACKAGE`) from `sources` (download URLs, install
   prefix); refuses Local."""
@@ -67,20 +75,25 @@ class DragonflyEngine(_VmOnly):
     process.settings = self.Settings()
     return process
 
+  def LayoutProblem(self, shards_per_vm, server_vms, cluster_mode, replicas,
+                    added_replicas):
+    if shards_per_vm != 1:
+      return _ONE_PROCESS
+    if cluster_mode and (server_vms != 1 or replicas or
+                         self.cluster_mode != 'emulated'):
+      return _EMULATED_CLUSTER
+    return ''
+
   def StartShards(self, vm, count, password, options, record, start_port):
     if count != 1:
-      raise errors.UsageError(
-          'Dragonfly runs one multi-threaded process per server VM; set '
-          '--redis_total_num_processes=1 and --dragonfly_proactor_threads.')
+      raise errors.UsageError(_ONE_PROCESS)
     return super().StartShards(vm, count, password, options, record,
                                start_port)
 
   def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:
     if len(shards) != 1 or replicas or self.cluster_mode != 'emulated':
-      raise errors.UsageError(
-          'Dragonfly cluster mode here is its emulated cluster of one node: '
-          'one server VM, --dragonfly_cluster_mode=emulated, no replicas.')
+      raise errors.UsageError(_EMULATED_CLUSTER)
 
 
 class KeydbEngine(_VmOnly):

@@ -73,6 +73,7 @@ def CheckPrerequisites(config):
   counts = {group: c.get('vm_count', 1) for group, c in groups.items()}
   opts = _Options()
   opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1))
+  opts.server.CheckLayout(counts.get('servers', 1))
   path = opts.generator.memtier_path
   local = providers.CapabilitiesOfRun(FLAGS).is_runner_machine
   if path and local:

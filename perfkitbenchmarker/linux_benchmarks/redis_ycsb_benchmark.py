@@ -53,8 +53,9 @@ def _Options(spec=None) -> ycsb_options.YcsbStudyOptions:
 
 
 def CheckPrerequisites(config):
-  del config
-  _Options()
+  groups = config.get('vm_groups') or {}  # As configs.CheckVmGroups checked.
+  _Options().server.CheckLayout(
+      (groups.get('servers') or {}).get('vm_count', 1))
 
 
 def DescribePlan(spec) -> List[str]:

@@ -29,6 +29,16 @@ CLUSTER_SLOTS = 16384
 MAX_CLUSTER_CREATE_SHARDS = 64
 
 
+def ReplicaProblem(shards: int, replicas: int) -> str:
+  """Why `shards` processes cannot be one cluster with `replicas` replicas
+  per primary ('' when they can): a replica is placed by redis-cli, which
+  needs 3 primaries."""
+  if replicas and shards // (1 + replicas) < 3:
+    return ('Cluster replicas need at least 3 primaries; raise '
+            '--redis_total_num_processes or set --redis_cluster_replicas=0.')
+  return ''
+
+
 def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
                   shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int = 0,
@@ -39,10 +49,9 @@ def CreateCluster(vm: virtual_machine.BaseVirtualMachine,
   by pieces (ClusterCommands) below 3 primaries, which redis-cli --cluster
   create refuses, or above MAX_CLUSTER_CREATE_SHARDS shards."""
   primaries = len(shards) // (1 + replicas)
-  if replicas and primaries < 3:
-    raise errors.UsageError(
-        'Cluster replicas need at least 3 primaries; raise '
-        '--redis_total_num_processes or set --redis_cluster_replicas=0.')
+  problem = ReplicaProblem(len(shards), replicas)
+  if problem:
+    raise errors.UsageError(problem)
   if 3 <= primaries and len(shards) <= MAX_CLUSTER_CREATE_SHARDS:
     addresses = ' '.join(shlex.quote(s.address) for s in shards)
     vm.RemoteCommand(

@@ -82,6 +82,16 @@ class ServerOptions:
       mode += f', {self.replicas_per_primary} replica(s) per primary'
     return mode
 
+  def CheckLayout(self, server_vms: int) -> None:
+    """Refuses, before anything is created, shards the engine would refuse
+    to start or join once the VMs are up and the software installed."""
+    problem = self.Engine().LayoutProblem(
+        self.shards_per_vm, server_vms, self.cluster_mode,
+        self.replicas_per_primary or self.cluster_replicas,
+        bool(self.replicas_per_primary))
+    if problem:
+      raise errors.UsageError(problem)
+
   @property
   def maxclients(self) -> int:
     """Each shard's connection limit (redis.conf maxclients)."""
