@@ -191,6 +191,21 @@ def test_slow_create_times_out_in_one_line_and_is_not_formed(tmp_path):
     assert not cluster.formed and clock.now <= 62
 
 
+@pytest.mark.parametrize('content, why', [
+    (b'\xff\xfel\x00i\x00c\x00', 'not UTF-8 text'),  # UTF-16
+    (b'x' * ((1 << 20) + 1), 'more than the 1,048,576'),
+])
+def test_a_licence_that_is_no_text_is_refused_before_anything(
+    tmp_path, content, why):
+  # It passed the run's check (a file) and was read first at Form, after
+  # the VMs were up and the installer ran: an internal UnicodeDecodeError.
+  opts = _Opts(tmp_path)
+  (tmp_path / 'licence').write_bytes(content)
+  with pytest.raises(errors.UsageError,
+                     match=f'--enterprise_redis_license_path=.*: .*{why}'):
+    opts.CheckInstallerFiles()
+
+
 def test_refused_create_is_one_line(tmp_path):
   vms = [RecordingVm('servers-0', '10.0.0.2')]
   with _Nodes(vms) as nodes:

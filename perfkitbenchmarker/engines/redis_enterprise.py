@@ -51,6 +51,9 @@ class ClusterSettings(Protocol):
   flash: bool
   flash_ram_ratio: float
 
+  def LicenceText(self) -> str:
+    """The licence file's text (read bounded; one line if it cannot be)."""
+
 
 class _Base64File:
   """A local file as base64 text chunks; iterable afresh for each retry."""
@@ -137,8 +140,7 @@ class RedisEnterpriseCluster:
     at a time, each through its own API's bootstrap request (rladmin
     cluster create/join would take the password as an argument)."""
     first = self.servers[0]
-    with open(self.opts.license_path, encoding='utf-8') as f:
-      licence = f.read()
+    licence = self.opts.LicenceText()
     self.client.Bootstrap(rest_client.ClusterBootstrap(
         rest_client.CREATE_CLUSTER, ADMIN_USER, self._password,
         cluster_name=rladmin.CLUSTER_NAME, license=licence))

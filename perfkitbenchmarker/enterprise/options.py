@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker.engines import redis_enterprise_rladmin as rladmin
 from perfkitbenchmarker.enterprise import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.study import search_options
@@ -35,6 +36,9 @@ OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {
                 'Linux 9 is its RHEL-compatible successor (use a Redis '
                 'Enterprise rhel9 tarball)'),
 }
+# Most bytes a licence file may have: a Redis Enterprise licence key is a
+# few KiB of text; the bound keeps a wrong file out of the bootstrap request.
+MAX_LICENCE_BYTES = 1 << 20
 # The study's answer: the most ops/s with average latency under 1 ms.
 ANSWER_CAP_MS = 1.0
 LOCAL_ENGINE = 'redis'
@@ -238,6 +242,24 @@ class EnterpriseOptions:
     for flag, path in files:
       if not os.path.isfile(path):
         raise errors.UsageError(f'{flag}={path}: no such file.')
+    # Read now, not first when the cluster is formed (after the VMs are up
+    # and the installer ran on them).
+    self.LicenceText()
+
+  def LicenceText(self) -> str:
+    """The licence, read bounded, a regular file only, as UTF-8 text; one
+    line saying why not."""
+    flag = f'--enterprise_redis_license_path={self.license_path}'
+    try:
+      data = regular_files.ReadRegular(self.license_path, MAX_LICENCE_BYTES)
+    except regular_files.NotRegular as e:
+      raise errors.UsageError(f'{flag}: cannot read it: {e}.') from None
+    try:
+      return data.decode('utf-8')
+    except UnicodeDecodeError:
+      raise errors.UsageError(
+          f'{flag}: not UTF-8 text; give the licence key file Redis sent '
+          '(text).') from None
 
 
 @dataclasses.dataclass(frozen=True)
