@@ -134,6 +134,9 @@ def _Named(config: Mapping[str, Any], defs_key: str, name: Optional[str],
            label: str) -> Optional[Any]:
   if not name:
     return None
+  if isinstance(name, (list, Mapping)):  # YAML's values no name can be.
+    raise _Error(f'{label}: {defs_key[:-len("_defs")]} names one of '
+                 f'{defs_key}; give one name, not {name!r}.')
   defs = config.get(defs_key) or {}
   if not isinstance(defs, Mapping) or name not in defs:
     raise _Error(f'{label}: no {defs_key}.{name} (known: '

@@ -158,6 +158,11 @@ benchmarks:
     ({'b': {'flag_matrix': 'm', 'flag_matrix_defs': {'m': {'f': [1, 2]}},
             'flag_matrix_filters': {'m': 'f > 5'}}}, 'keeps none'),
     ({'flags': [1]}, 'top-level "flags"'),
+    # Was an internal TypeError (unhashable type: 'list').
+    ({'b': {'flag_matrix': ['m'], 'flag_matrix_defs': {'m': {'f': [1]}}}},
+     r"flag_matrix names one of flag_matrix_defs; give one name, not \['m'\]"),
+    ({'b': {'flag_zip': {'z': 1}, 'flag_zip_defs': {'z': {'f': [1]}}}},
+     'flag_zip names one of flag_zip_defs'),
 ])
 def test_bad_matrix_configs_name_the_problem(bad, needle):
   with pytest.raises(errors.ConfigError, match=needle):
