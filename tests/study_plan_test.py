@@ -263,3 +263,20 @@ def test_the_curve_is_planned_and_estimated_where_it_runs(pkb_flags):
   assert 'rate-limiting), 3 s each; --memtier' in _Text(_Options(pkb_flags))
   pkb_flags.redis_optimize_shards = True
   assert plan.CurveProbes(_Options(pkb_flags)) == 0
+
+
+def test_the_shard_study_plan_names_the_counts_the_run_climbs(pkb_flags):
+  # With --redis_min_shards above the server's vCPUs the plan said
+  # "in [5000, vCPUs] from vCPUs / 2"; the run climbs [5000, 5000] from 5000.
+  pkb_flags.redis_optimize_shards = True
+  pkb_flags.redis_min_shards = 5000
+  opts = _Options(pkb_flags)
+  assert ('hill-climbed in [5000, 5000] from 5000; at most 8 counts' in
+          '\n'.join(plan.SearchPlan(opts, server_vcpus=16)))
+  assert opts.shards.Bounds(16) == (5000, 5000, 5000)
+  pkb_flags.redis_min_shards = 1
+  assert ('hill-climbed in [1, 16] from 8;' in
+          '\n'.join(plan.SearchPlan(_Options(pkb_flags), server_vcpus=16)))
+  # Unknown before the machines are reached (a static VM): in words.
+  assert ('hill-climbed in [1, vCPUs] from vCPUs / 2;' in
+          '\n'.join(plan.SearchPlan(_Options(pkb_flags))))

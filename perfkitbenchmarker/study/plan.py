@@ -42,9 +42,11 @@ def ProbesPerSearch(opts: options_lib.RedisStudyOptions,
 
 
 def SearchPlan(opts: options_lib.RedisStudyOptions,
-               client_vcpus: Optional[int] = None) -> List[str]:
+               client_vcpus: Optional[int] = None,
+               server_vcpus: Optional[int] = None) -> List[str]:
   """The search lines; `client_vcpus`: one client VM's vCPUs on a cloud,
-  which the real run's adaptive search spreads threads over."""
+  which the real run's adaptive search spreads threads over;
+  `server_vcpus`: one server VM's, which bound the shard study."""
   if opts.fixed.enabled:
     return fixed_load.PlanLines(opts)
   s, g = opts.search, opts.generator
@@ -76,9 +78,13 @@ def SearchPlan(opts: options_lib.RedisStudyOptions,
   lines = ['Search:'] + lines
   sh = opts.shards
   if sh.enabled:
+    # The counts shard_study climbs over, once the server's vCPUs are known.
+    low, start, high = (sh.Bounds(server_vcpus) if server_vcpus else
+                        (sh.min_shards, 'vCPUs / 2',
+                         sh.max_shards or 'vCPUs'))
     lines.append(f'  repeated per shard count: shards per server VM hill-'
-                 f'climbed in [{sh.min_shards}, {sh.max_shards or "vCPUs"}] '
-                 f'from vCPUs / 2; at most {sh.max_points} counts')
+                 f'climbed in [{low}, {high}] from {start}; at most '
+                 f'{sh.max_points} counts')
   lines.append('  every probe\'s seconds checked: a second over the cap, or '
                'seconds swinging more than '
                f'{100 * steadiness.SWING_BOUND:.0f} %, make it unsteady')
@@ -275,7 +281,7 @@ def DescribePlan(spec, opts: options_lib.RedisStudyOptions,
       f'  preload {workload.key_count:,} keys x {workload.data_size} B; '
       f'probes SET:GET {_Ratios(opts)}, keys {workload.key_pattern}'
       f'{_KeyShape(workload)}',
-  ] + SearchPlan(opts, client_vcpus)
+  ] + SearchPlan(opts, client_vcpus, spec.ServerVcpus())
 
 
 def _Generator(opts: options_lib.RedisStudyOptions, cloud: str) -> str:
