@@ -92,6 +92,9 @@ def test_bad_files_give_one_line_errors(tmp_path, keyfile):
 def test_keyfile_must_exist_and_be_private(tmp_path, keyfile):
   message = _Error(_Write(tmp_path, [_Machine(str(tmp_path / 'nokey'))]))
   assert 'does not exist' in message
+  # Was a ValueError traceback (os.stat: embedded null byte), exit 1.
+  message = _Error(_Write(tmp_path, [_Machine('ke\0y')]))
+  assert "keyfile_path 'ke\\x00y' holds a NUL byte" in message
   os.chmod(keyfile, 0o644)
   message = _Error(_Write(tmp_path, [_Machine(keyfile)]))
   assert f'has mode 644; run chmod 600 {keyfile}' in message

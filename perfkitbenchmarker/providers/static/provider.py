@@ -84,6 +84,9 @@ def _CheckKeyfile(path: str, where: str, keyfile: str) -> str:
   except OSError:
     raise _Fail(path, f'{where}: keyfile_path {full} does not exist; give '
                 'the private key that logs in as user_name.') from None
+  except ValueError:  # A NUL byte ("\u0000" in the JSON): no path has one.
+    raise _Fail(path, f'{where}: keyfile_path {keyfile!r} holds a NUL '
+                'byte; give the path of the private key.') from None
   if not stat.S_ISREG(mode):
     raise _Fail(path, f'{where}: keyfile_path {full} is not a file.')
   if mode & 0o077:
