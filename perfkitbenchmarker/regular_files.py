@@ -70,6 +70,8 @@ def OpenRegular(path: str, max_bytes: Optional[int] = None) -> BinaryIO:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
   except OSError as e:
     raise NotRegular(e.strerror or str(e)) from None
+  except ValueError:  # A NUL byte (a config's "\0"): no file has that name.
+    raise NotRegular('no such file (the path holds a NUL byte)') from None
   return _Checked(fd, max_bytes)
 
 
