@@ -37,6 +37,8 @@ def test_field_count_follows_the_study(pkb_flags):
     ({'ycsb_workloads': ['/dev/zero']}, 'not a regular file'),
     # A config's "\0": was a ValueError traceback (embedded null byte).
     ({'ycsb_workloads': ['/tmp/a\0b']}, 'the path holds a NUL byte'),
+    # Was an internal ValueError at install, after the VMs were up.
+    ({'ycsb_build_dir': '/tmp/a\0b'}, 'holds a NUL byte'),
 ])
 def test_bad_values_refused(pkb_flags, values, message):
   with pytest.raises(errors.UsageError, match=message):

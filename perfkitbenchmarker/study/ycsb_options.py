@@ -122,6 +122,10 @@ class YcsbStudyOptions:
             f'--ycsb_build_dir={build_dir} is for Local runs: remote VMs '
             'build YCSB from the binding\'s sources in their scratch '
             'directory.')
+      if '\0' in build_dir:  # A config's "\0": no command can name it.
+        raise errors.UsageError(
+            f'--ycsb_build_dir={build_dir!r} holds a NUL byte; give the '
+            'directory scripts/build_ycsb.sh built into.')
       # Local "VMs" run their commands in scratch directories.
       build_dir = os.path.abspath(build_dir)
     opts = cls(
