@@ -50,11 +50,12 @@ class Cell:
 
   @property
   def label(self) -> str:
-    values = ' '.join(f'{k}={_Show(v)}' for k, v in self.axes)
+    values = ' '.join(f'{k}={Show(v)}' for k, v in self.axes)
     return f'{self.section} {values}'.strip()
 
 
-def _Show(value: Any) -> str:
+def Show(value: Any) -> str:
+  """An axis value as a cell's label shows it."""
   return str(value).lower() if isinstance(value, bool) else str(value)
 
 

@@ -86,7 +86,7 @@ def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:
       user_config, flag_values.benchmarks, flag_values.flag_matrix,
       flag_values.flag_zip)):
     return None
-  return matrix.Expand(
+  cells = matrix.Expand(
       user_config, flag_values.benchmarks,
       benchmarks_on_command_line=bool(flag_values['benchmarks'].present),
       flag_matrix=flag_values.flag_matrix, flag_zip=flag_values.flag_zip,
@@ -95,6 +95,26 @@ def Cells(flag_values, stages: List[str]) -> Optional[List[matrix.Cell]]:
       # a command-line value gets, before the first cell starts.
       check_flag=lambda where, name, value: configs.ParseConfigValue(
           flag_values, name, value, f'Config {where}'))
+  _CheckAxesNotOnCommandLine(cells, flag_values)
+  return cells
+
+
+def _CheckAxesNotOnCommandLine(cells, flag_values) -> None:
+  """Refuses a flag both given on the command line and chosen per cell by
+  the matrix: the command line wins over a config's value (as in PKB), so
+  every cell would run its value while its label and summary name the
+  cell's own."""
+  for cell in cells:
+    for name, value in cell.axes:
+      if (name in flag_values and flag_values[name].present and
+          configs.ParseConfigValue(flag_values, name, value) !=
+          flag_values[name].value):
+        raise errors.UsageError(
+            f'--{name} is given on the command line and is an axis of the '
+            f'matrix; the command line wins, so cell {cell.index} '
+            f'({cell.label}) would run {flag_values[name].serialize()} '
+            f'instead of {name}={matrix.Show(value)}. Drop --{name} or that '
+            'axis.')
 
 
 @contextlib.contextmanager

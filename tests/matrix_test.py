@@ -288,6 +288,23 @@ def test_nightly_local_expands_to_its_topologies(pkb_flags):
                (1, False), (2, False), (2, True)]
 
 
+def test_a_command_line_flag_that_is_an_axis_is_refused(pkb_flags):
+  # The command line wins over a config's value: every cell ran 1 shard
+  # while cell 2's label and summary said redis_total_num_processes=2.
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  pkb_flags.benchmark_config_file = NIGHTLY_LOCAL
+  pkb_flags['redis_total_num_processes'].parse('1')
+  with pytest.raises(errors.UsageError, match=(
+      r'--redis_total_num_processes is given on the command line and is an '
+      r'axis of the matrix; .* cell 2 \(.*\) would run '
+      r'--redis_total_num_processes=1 instead of redis_total_num_processes=2')):
+    matrix_runner.Cells(pkb_flags, ['provision'])
+  # A flag the matrix does not vary is the command line's to set.
+  pkb_flags['redis_total_num_processes'].present = 0
+  pkb_flags['memtier_run_duration'].parse('1')
+  assert len(matrix_runner.Cells(pkb_flags, ['provision'])) == 3
+
+
 # e2e.FAST's load-proof cap and connections: the cells' answers are not
 # these tests' subject, and under load every probe was over a 1 ms cap.
 TWO_CELLS = """
