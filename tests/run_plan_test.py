@@ -69,3 +69,7 @@ def test_a_static_plan_refuses_the_machines_file_provision_would(
     with pytest.raises(errors.UsageError, match=why):
       run_plan.PlanBenchmark(bench, bench.GetConfig({}), 'plan', pkb_flags,
                              catalog)
+  # Later stages of a run take its machines from the record, not the file.
+  pkb_flags.run_stage = ['cleanup']
+  run_plan.PlanBenchmark(bench, bench.GetConfig({}), 'plan', pkb_flags,
+                         catalog)

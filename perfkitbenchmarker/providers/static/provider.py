@@ -269,7 +269,12 @@ def CheckPrerequisites(flag_values) -> None:
 
 def CheckMachines(spec) -> None:
   """The file read and its machines given to the groups as ConstructVms
-  will: the plan (a dry run's too) refuses a file the run would."""
+  will: the plan (a dry run's too) refuses a file the run would. Only when
+  the run provisions: later stages take their machines from the run
+  record, whatever the file lists now."""
+  stages = [s.strip() for s in spec.flags.run_stage]
+  if 'provision' not in stages and 'all' not in stages:
+    return
   CheckPrerequisites(spec.flags)
   path = spec.flags.static_vm_file
   AssignGroups(LoadStaticVmFile(path), spec.GroupCounts(), path)
