@@ -76,7 +76,7 @@ def Mask(text: str) -> str:
 
 
 class SecretFilter(logging.Filter):
-  """Masks registered secrets in every log record."""
+  """Masks registered secrets in every log record, its traceback too."""
 
   def filter(self, record: logging.LogRecord) -> bool:
     message = record.getMessage()
@@ -84,6 +84,15 @@ class SecretFilter(logging.Filter):
     if masked != message:
       record.msg = masked
       record.args = None
+    # A traceback (run_log.Bug's, exc_info=True) quotes its exception's
+    # message, which may hold a secret the message above does not. Its text
+    # is made here, masked, and the formatter uses it as it is.
+    if record.exc_info and not record.exc_text:
+      record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+      record.exc_text = Mask(record.exc_text)
+    if record.stack_info:
+      record.stack_info = Mask(record.stack_info)
     return True
 
 

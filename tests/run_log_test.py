@@ -9,6 +9,7 @@ import pytest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_log
+from perfkitbenchmarker import vm_util
 
 
 def test_console_lines_before_and_after_the_log_exists(tmp_path, capsys):
@@ -57,3 +58,21 @@ def test_the_log_is_never_appended_through_a_link_or_to_a_fifo(tmp_path):
     finally:
       run_log.TearDown()
   assert victim.read_text() == 'precious\n'
+
+
+def test_a_traceback_in_the_log_masks_secrets(tmp_path):
+  # An unexpected error quoting a secret (a config line, a command) went
+  # into pkb.log's traceback as it was, while its console line masked it.
+  run_dir = tmp_path / 'run'
+  run_log.SetUp(str(run_dir))
+  vm_util.RegisterSecret('traceback-secret-pw')
+  try:
+    try:
+      raise ValueError('bad line: requirepass traceback-secret-pw')
+    except ValueError:
+      assert run_log.Bug('Unexpected error').startswith(' (traceback in ')
+  finally:
+    run_log.TearDown()
+  log = (run_dir / 'pkb.log').read_text()
+  assert 'ValueError: bad line: requirepass ****' in log
+  assert 'traceback-secret-pw' not in log
