@@ -467,6 +467,22 @@ def test_key_files_must_be_json_service_account_keys(tmp_path):
   assert options.key_file == str(key)
 
 
+def test_a_key_file_is_read_bounded_a_regular_file_only(tmp_path):
+  # Deep JSON ended in 'internal error RecursionError', a FIFO waited for
+  # a writer for ever, /dev/zero in 'internal error MemoryError'.
+  fifo = tmp_path / 'fifo'
+  os.mkfifo(fifo)
+  deep = tmp_path / 'deep.json'
+  deep.write_text('[' * 200000)
+  for path, needle in ((deep, 'not a JSON service-account key'),
+                       (fifo, 'not a regular file'),
+                       ('/dev/zero', 'not a regular file')):
+    with pytest.raises(errors.UsageError, match=needle):
+      bigquery_options.BigQueryOptions.FromFlags(_Flags(
+          bigquery_table='my-project.ds.t1',
+          service_account_private_key=str(path)))
+
+
 def test_no_table_means_no_publishing():
   assert bigquery_options.BigQueryOptions.FromFlags(_Flags()) is None
 

@@ -19,6 +19,7 @@ from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import vm_util
 
 flags.DEFINE_string(
@@ -54,6 +55,8 @@ _PROJECT = re.compile(r'(?:[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+:)?'
 _DATASET = re.compile(r'[A-Za-z0-9_]{1,1024}')
 # BigQuery allows more (Unicode letters, spaces); these are the portable ones.
 _TABLE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_-]{0,1023}')
+# A JSON service-account key is about 2.4 KB; far more is not one.
+MAX_KEY_FILE_BYTES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,13 +158,15 @@ def _CheckKeyFile(path: Optional[str],
     return None
   path = os.path.abspath(os.path.expanduser(path))
   try:
-    with open(path) as f:
-      key = json.load(f)
-  except OSError as e:
+    # Bounded, a regular file only: a FIFO would wait for a writer for
+    # ever and /dev/zero fill the memory.
+    text = regular_files.ReadRegular(path, MAX_KEY_FILE_BYTES)
+  except regular_files.NotRegular as e:
     raise errors.UsageError(
-        f'--service_account_private_key: cannot read {path}: '
-        f'{e.strerror}.') from None
-  except ValueError:
+        f'--service_account_private_key: cannot read {path}: {e}.') from None
+  try:
+    key = json.loads(text)
+  except (ValueError, RecursionError):
     key = None
   if not isinstance(key, dict) or key.get('type') != 'service_account':
     raise errors.UsageError(
