@@ -9,6 +9,7 @@ real run by accident.
 """
 
 import os
+import re
 
 import pytest
 
@@ -328,3 +329,11 @@ def test_help_leads_with_the_knobs_a_first_study_turns(tmp_path):
                '--price_basis'):
     assert flag.lstrip('-') in knobs, flag
   assert '1-12 lowercase' in proc.stdout  # --run_uri's help, as its check
+  # README says what --help shows and about how long it is (it said
+  # "about 140 lines" of a help of 216, and left the knobs out).
+  with open(os.path.join(e2e.REPO, 'README.md'), encoding='utf-8') as f:
+    said = re.search(r'`\./pkb\.py --help` shows the knobs a\s+first study '
+                     r'turns,[^(]*\(about (\d+) lines\)', f.read())
+  assert said, 'README no longer says what --help shows'
+  lines = len(proc.stdout.splitlines())
+  assert abs(lines - int(said.group(1))) <= 0.1 * lines, lines
