@@ -40,14 +40,21 @@ RESULTS_FILE = 'perfkitbenchmarker_results.json'
 RUNTIME_SUFFIX = ' Runtime'
 
 
+# The stages whose '<stage> Runtime' samples measure a phase; not 'End to
+# End', which every run writes by default (--timing_measurements).
+STAGES = frozenset(s for _, stages in cost_estimate.MEASURED_BY
+                   for s in stages)
+
+
 def StageSeconds(results_path: str) -> Dict[str, Dict[str, float]]:
   """Per benchmark ('test'), its '<stage> Runtime' samples in seconds."""
   stages: Dict[str, Dict[str, float]] = {}
   for row in loader.IterJsonLines(results_path):
     fixed = row['fixed']
     metric = str(fixed['metric'])
-    if metric.endswith(RUNTIME_SUFFIX) and fixed['unit'] == 'seconds':
-      stage = metric[:-len(RUNTIME_SUFFIX)]
+    stage = metric[:-len(RUNTIME_SUFFIX)]
+    if (metric.endswith(RUNTIME_SUFFIX) and stage in STAGES and
+        fixed['unit'] == 'seconds'):
       stages.setdefault(str(fixed['test']), {})[stage] = float(
           fixed['value'])
   return stages

@@ -72,12 +72,16 @@ def test_a_real_run_checked_and_what_is_refused(tmp_path):
   for row in rows:
     assert 'min' in row and '-' not in row  # every phase measured
 
-  # Without the stage samples: one line saying how to get them.
+  # Without the stage samples (a run of the default
+  # --timing_measurements, its End to End Runtime kept: that alone printed
+  # a table of '-', exit 0): one line saying how to get them.
   no_stages = tmp_path / 'no_stages'
   shutil.copytree(run_dir, no_stages)
   path = no_stages / 'perfkitbenchmarker_results.json'
   kept = [line for line in path.read_text().splitlines()
-          if not json.loads(line)['metric'].endswith(' Runtime')]
+          if json.loads(line)['metric'] == 'End to End Runtime' or
+          not json.loads(line)['metric'].endswith(' Runtime')]
+  assert any('End to End Runtime' in line for line in kept)
   path.write_text('\n'.join(kept) + '\n')
   out = _Script(str(no_stages))
   assert out.returncode == 1
