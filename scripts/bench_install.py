@@ -52,6 +52,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
+
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker.linux_packages import argv_secret

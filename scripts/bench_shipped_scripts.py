@@ -45,6 +45,9 @@ REPO = os.path.dirname(_HERE)
 sys.path[:0] = [REPO]
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
+
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import shell_scripts

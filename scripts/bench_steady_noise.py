@@ -27,6 +27,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
+
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker.load_generators import memtier_results

@@ -30,6 +30,9 @@ REPO = os.path.dirname(_HERE)
 sys.path.insert(0, REPO)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
+
 from perfkitbenchmarker import redis_shard
 
 SWEEP_S = 0.01
