@@ -23,6 +23,23 @@ def test_unset_keeps_the_threads_fixed(pkb_flags):
   assert search_runner.Policy(opts).max_threads is None
 
 
+def test_unset_on_cloud_vms_grows_to_the_clients_vcpus_as_its_help_says(
+    pkb_flags):
+  # The help said 'default: always --memtier_min_threads threads' while a
+  # GCP or AWS run grew the threads to the client VM's vCPUs (its dry run:
+  # 'adaptive: 1..32 threads').
+  pkb_flags.cloud = 'GCP'
+  assert search_runner.Policy(_Options(pkb_flags),
+                              client_vcpus=32).max_threads == 32
+  help_text = ' '.join(pkb_flags['memtier_adaptive_max_threads'].help.split())
+  assert "on GCP and AWS, the client VM's vCPUs" in help_text
+  pkb_flags.memtier_min_threads = 2
+  pkb_flags['memtier_min_threads'].present = 1
+  assert search_runner.Policy(_Options(pkb_flags),
+                              client_vcpus=32).max_threads is None
+  assert 'unless --memtier_min_threads is given' in help_text
+
+
 def test_a_value_reaches_the_policy(pkb_flags):
   pkb_flags.memtier_adaptive_max_threads = 16
   pkb_flags.memtier_min_threads = 2

@@ -52,7 +52,9 @@ flags.DEFINE_integer('memtier_adaptive_max_connections', 1024,
 flags.DEFINE_integer('memtier_adaptive_max_threads', None,
                      'Most threads the adaptive search spreads its '
                      'connections over, one client each until they run out '
-                     '(e.g. the client VM\'s vCPUs); default: always '
+                     '(e.g. the client VM\'s vCPUs); default: on GCP and '
+                     'AWS, the client VM\'s vCPUs unless '
+                     '--memtier_min_threads is given; elsewhere always '
                      '--memtier_min_threads threads, clients vary.',
                      lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer('memtier_adaptive_start_connections', None,
