@@ -175,11 +175,13 @@ def CheckTempRoot() -> None:
   CheckRoot(tempfile.gettempdir(), TEMP_ADVICE)
 
 
-def MakeTempDir(prefix: str, root: Optional[str] = None) -> str:
+def MakeTempDir(prefix: str, root: Optional[str] = None,
+                advice: Optional[str] = None) -> str:
   """A fresh directory (mkdtemp: 0700, an unguessable name) in `root`
   (default TMPDIR), made if missing, which must pass CheckRoot; checked
-  again once made (a default ACL, a umask)."""
-  advice = None if root else TEMP_ADVICE
+  again once made (a default ACL, a umask). `advice`: what a refusal of
+  `root` tells the user to do."""
+  advice = advice or (None if root else TEMP_ADVICE)
   root = root or tempfile.gettempdir()
   with contextlib.suppress(OSError):  # CheckRoot says why.
     os.makedirs(root, exist_ok=True)

@@ -242,6 +242,25 @@ def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):
   assert stat.S_IMODE(os.lstat(runs / 'r1').st_mode) == 0o700
 
 
+def test_a_scratch_root_refused_names_pkb_local_scratch(tmp_path,
+                                                       monkeypatch):
+  # PKB_LOCAL_SCRATCH naming a directory anyone can rename things in was
+  # refused with "... or use another --run_uri", which meets the same root.
+  open_dir = tmp_path / 'open'
+  open_dir.mkdir()
+  os.chmod(open_dir, 0o777)
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(open_dir))
+  for check in (local.CheckRunDirs,
+                lambda: run_scope.MakeTempDir('pkb-r1.', str(open_dir),
+                                              local.SCRATCH_ADVICE)):
+    with pytest.raises(run_scope.NotOwnDir) as refused:
+      check()
+    message = str(refused.value)
+    assert 'sticky' in message and 'set PKB_LOCAL_SCRATCH' in message
+    assert '--run_uri' not in message
+  assert os.listdir(open_dir) == []
+
+
 @e2e.Needs('root (to give a directory and a symlink to user nobody)',
            lambda: IS_ROOT, 'run the tests as root, as CI does')
 @pytest.mark.parametrize('planted', ['directory', 'symlink'])

@@ -34,6 +34,12 @@ from perfkitbenchmarker.providers.local import split as split_lib
 
 CLOUD = 'Local'
 SCRATCH_ROOT = os.environ.get('PKB_LOCAL_SCRATCH', '/tmp')
+# What a refused scratch root tells the user to do: another --run_uri (the
+# advice for a run's own directory) would meet the same root.
+SCRATCH_ADVICE = ('It is where Local runs make their private workspaces '
+                  '(PKB_LOCAL_SCRATCH, default /tmp): set PKB_LOCAL_SCRATCH '
+                  'to a directory of your own, or to one with the sticky bit '
+                  'such as /tmp.')
 
 
 class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
@@ -59,7 +65,7 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
       workspace = self.RunWorkspace(_Root())
       if not run_scope.IsOwnDir(workspace):
         workspace = run_scope.MakeTempDir(
-            run_scope.WorkspacePrefix(self.run_uri), _Root())
+            run_scope.WorkspacePrefix(self.run_uri), _Root(), SCRATCH_ADVICE)
       self.Remember(scratch_dir=os.path.join(workspace, self.name))
     os.mkdir(self.scratch_dir, run_scope.MODE)
     if self.cpu_quota:
@@ -207,7 +213,7 @@ def CheckRunDirs() -> None:
   could not be private in (another user's, or writable by all without the
   sticky bit)."""
   if os.path.exists(SCRATCH_ROOT):
-    run_scope.CheckRoot(SCRATCH_ROOT)
+    run_scope.CheckRoot(SCRATCH_ROOT, SCRATCH_ADVICE)
 
 
 def AvailableCores() -> List[int]:
