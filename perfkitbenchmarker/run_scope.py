@@ -342,9 +342,15 @@ def RunKeyDir(run_uri: str) -> str:
   return os.path.join(KeysRoot(), run_uri)
 
 
-def MakePrivateDir(directory: str) -> str:
-  """directory, made the run's own (MakeOwnDir) and 0700."""
-  MakeOwnDir(directory)
+KEYS_ADVICE = ('It holds the runs\' SSH key directories (PKB_KEY_DIR, '
+               'default ~/.local/state/pkb/keys): set PKB_KEY_DIR to a '
+               'directory of your own.')
+
+
+def MakePrivateDir(directory: str, advice: Optional[str] = None) -> str:
+  """directory, made the run's own (MakeOwnDir) and 0700; `advice`: what
+  a refusal tells the user to do."""
+  MakeOwnDir(directory, advice=advice)
   os.chmod(directory, MODE)
   return directory
 

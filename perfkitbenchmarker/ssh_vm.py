@@ -308,7 +308,8 @@ def GenerateKeyPair(directory: str, comment: str = 'pkb',
                     file_name: str = 'pkb_ssh_key') -> KeyPair:
   """The run's ed25519 key pair in `directory` (made private to the run),
   reused when both halves exist (a resumed run's VMs trust it)."""
-  run_scope.MakePrivateDir(directory)
+  # Another --results_dir (the advice for a runs root) would not move it.
+  run_scope.MakePrivateDir(directory, run_scope.KEYS_ADVICE)
   path = os.path.join(directory, file_name)
   if not (os.path.exists(path) and os.path.exists(path + '.pub')):
     for stale in (path, path + '.pub'):

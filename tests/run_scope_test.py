@@ -22,6 +22,7 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.providers.local import provider as local
 
 IS_ROOT = os.geteuid() == 0
@@ -258,6 +259,22 @@ def test_a_scratch_root_refused_names_pkb_local_scratch(tmp_path,
     message = str(refused.value)
     assert 'sticky' in message and 'set PKB_LOCAL_SCRATCH' in message
     assert '--run_uri' not in message
+  assert os.listdir(open_dir) == []
+
+
+def test_a_keys_root_refused_names_pkb_key_dir(tmp_path, monkeypatch):
+  # A cloud run's PKB_KEY_DIR anyone can rename things in was refused at
+  # provision with '... or keep runs elsewhere (--results_dir)', which does
+  # not move the keys.
+  open_dir = tmp_path / 'open'
+  open_dir.mkdir()
+  os.chmod(open_dir, 0o777)
+  monkeypatch.setenv(run_scope.KEYS_ENV_VAR, str(open_dir))
+  with pytest.raises(run_scope.NotOwnDir) as refused:
+    ssh_vm.GenerateKeyPair(run_scope.RunKeyDir('r1'))
+  message = str(refused.value)
+  assert 'sticky' in message and 'set PKB_KEY_DIR' in message, message
+  assert '--results_dir' not in message
   assert os.listdir(open_dir) == []
 
 
