@@ -33,6 +33,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance as pp
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
@@ -309,8 +310,14 @@ def Recompute(run_dir: str,
 def _Rows(directory: regular_files.Directory):
   """The rows of the run's results file, one at a time."""
   if directory.Kind(RESULTS_FILE) is None:
-    raise BadInput(f'{directory.path}: no {RESULTS_FILE} (not a run '
-                   'directory)')
+    # A run's own directory without one: its samples went to --json_path
+    # (or none were written); 'not a run directory' said otherwise.
+    why = (': its run wrote no samples here (--json_path put them '
+           'elsewhere, or there were none), and recompute reads the run '
+           'directory\'s own'
+           if directory.Kind(run_record.RECORD_FILE) == 'file' else
+           ' (not a run directory)')
+    raise BadInput(f'{directory.path}: no {RESULTS_FILE}{why}')
   # NotRegular: one line, from Recompute.
   f = directory.Open(RESULTS_FILE, MAX_RESULTS_BYTES)
   try:

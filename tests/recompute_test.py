@@ -183,6 +183,21 @@ class _Vm:
     self.record = _Record(run_dir)
 
 
+def test_a_run_whose_samples_went_elsewhere_is_not_called_no_run(tmp_path):
+  # A run of --json_path=/tmp/x.json keeps its record, log and raw files
+  # but no results file: recompute said '(not a run directory)'.
+  run_dir = tmp_path / 'abc123'
+  run_dir.mkdir()
+  (run_dir / 'run_record.json').write_text('{}')
+  with pytest.raises(recompute.BadInput) as refused:
+    recompute.Recompute(str(run_dir))
+  assert 'not a run directory' not in str(refused.value)
+  assert '--json_path put them elsewhere' in str(refused.value)
+  (run_dir / 'run_record.json').unlink()
+  with pytest.raises(recompute.BadInput, match=r'\(not a run directory\)'):
+    recompute.Recompute(str(run_dir))
+
+
 def test_keep_masks_compresses_and_never_overwrites(tmp_path):
   run_dir = tmp_path / 'run'
   os.mkdir(run_dir, 0o700)
