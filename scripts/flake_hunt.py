@@ -19,8 +19,8 @@ its output as DIR/run<N>.log (a passing report refreshes
 tests/durations.json: scripts/suite_durations.py). A run's failed tests are
 printed as soon as it ends, not only in the table.
 
-README: "Run the tests" says when to run it (before calling a test fixed,
-and after a change to how tests wait).
+README: "Quick start (fresh Debian machine)" says when to run it (before
+calling a test fixed, and after a change to how tests wait).
 """
 
 import argparse
