@@ -54,9 +54,10 @@ flags.DEFINE_string('os_type', 'debian12',
                     '(upstream PKB: ubuntu2404 of its enum; ours: debian12, '
                     'whose packages the installs are tested on).')
 flags.DEFINE_string('owner', None,
-                    'Owner label on samples and resources (default: $USER '
-                    'at run time; upstream PKB reads the same user when its '
-                    'flags load).')
+                    'Owner label on samples and resources (default: the '
+                    'login name at run time, as getpass finds it: $LOGNAME, '
+                    '$USER, $LNAME or $USERNAME, else the account\'s name; '
+                    'upstream PKB reads the same user when its flags load).')
 flags.DEFINE_string('run_uri', None,
                     'Name of this run (1-12 lowercase letters/digits; '
                     'generated ones have 8); generated when absent. Needed to '

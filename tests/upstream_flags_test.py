@@ -7,6 +7,7 @@ upstream's type and default or have a row there with both values, and say
 "upstream" in its help.
 """
 
+import getpass
 import json
 import os
 import re
@@ -81,6 +82,18 @@ def test_help_shows_every_flag_whose_default_differs_on_purpose():
     shown = re.search(rf'^  --(\[no\])?{name}: (.*(\n    .*)*)', text, re.M)
     assert shown, f'--{name} is not in --help'
     assert 'upstream' in shown.group(2).lower(), shown.group(0)
+
+
+def test_owners_help_names_the_variable_the_owner_is_read_from(
+    monkeypatch):
+  # The help said '$USER at run time'; with LOGNAME=alice USER=bob a run's
+  # samples said owner alice (pkb: FLAGS.owner or getpass.getuser()).
+  monkeypatch.setenv('LOGNAME', 'alice')
+  monkeypatch.setenv('USER', 'bob')
+  assert getpass.getuser() == 'alice'
+  help_text = ' '.join(flags.FLAGS['owner'].help.split())
+  assert '$LOGNAME' in help_text
+  assert help_text.index('$LOGNAME') < help_text.index('$USER')
 
 
 def test_the_record_names_its_upstream_commit(upstream):
