@@ -31,7 +31,11 @@ def test_the_readme_price_examples_dry_run_as_written(
   assert len(examples) == 3, examples
   for argv, comment in examples:
     pkb_flags.unparse_flags()  # Each as its own command line.
-    code = pkb.Main(['pkb.py', f'--results_dir={tmp_path}'] + argv)
+    umask = os.umask(0o022)  # pkb.Main sets the process's; given back.
+    try:
+      code = pkb.Main(['pkb.py', f'--results_dir={tmp_path}'] + argv)
+    finally:
+      os.umask(umask)
     out, err = capsys.readouterr()
     assert code == pkb.EXIT_OK, err
     figure = re.search(r'\$[\d.]+/hr', comment)
