@@ -184,3 +184,21 @@ def test_enterprise_databases_are_judged_against_the_cluster():
   with pytest.raises(errors.UsageError,
                      match='--enterprise_redis_memory_size_percentage'):
     prepare_checks.Check(_Spec(Module(200_000_000), 'GCP', servers))
+
+
+def test_a_local_machine_without_a_c_compiler_is_refused_up_front(
+    pkb_flags, monkeypatch):
+  # Without cc the load generator's library (argv_secret) cannot be built:
+  # the dry run said nothing and the run stopped at its first probe, after
+  # its shards and preload ('pkb: redis_memtier stopped: No C compiler on
+  # clients-0 ...', exit 1).
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench  # pylint: disable=g-import-not-at-top
+  which = bench.shutil.which
+  monkeypatch.setattr(bench.shutil, 'which',
+                      lambda name, *a, **k: None if name == 'cc' else
+                      which(name, *a, **k))
+  with pytest.raises(errors.UsageError, match='No C compiler on this '
+                     'machine: .*install gcc'):
+    bench.CheckPrerequisites({})
+  pkb_flags.cloud = 'GCP'  # Client VMs get one from their packages.
+  bench.CheckPrerequisites({})

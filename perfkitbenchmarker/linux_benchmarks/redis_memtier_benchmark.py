@@ -32,6 +32,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import sample
+from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import memtier
 from perfkitbenchmarker.study import curve_runner
 from perfkitbenchmarker.study import deployment
@@ -79,6 +80,11 @@ def CheckPrerequisites(config):
   if path and local:
     # What prepare would refuse on this machine, refused by a dry run too.
     memtier.CheckLocalPath(path)
+  if local and not shutil.which('cc'):
+    # The load generator's library (argv_secret) is built with cc at the
+    # first probe: without one the run stopped there, after its shards and
+    # preload, while the dry run said nothing.
+    raise errors.UsageError(argv_secret.NoCompiler('this machine'))
   if (local and not opts.search.cap.is_average and
       opts.generator.choice == 'auto' and not path and
       not shutil.which(memtier.DEFAULT_PATH)):

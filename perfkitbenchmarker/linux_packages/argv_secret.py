@@ -195,13 +195,18 @@ def CompilerInstall(info) -> str:
       'install gcc by hand and rerun.')
 
 
+def NoCompiler(where: str) -> str:
+  """The line refusing a machine without a C compiler (cc) to build the
+  library with, which installs no packages itself."""
+  return (f'No C compiler on {where}: the load generators\' password would '
+          'be visible in `ps`; install gcc (./scripts/setup.sh does).')
+
+
 def Install(vm) -> None:
   """Compiles the library into the VM's scratch directory (once per run)."""
   if not vm.HasCommand('cc'):
     if not vm.CAN.installs_packages:
-      raise errors.PrerequisiteError(
-          f'No C compiler on {vm.name}: the load generators\' password '
-          'would be visible in `ps`; install gcc (./scripts/setup.sh does).')
+      raise errors.PrerequisiteError(NoCompiler(vm.name))
     remote_install.RunAsRoot(
         vm, remote_install.ScriptFor(vm, CompilerInstall),
         'Installing a C compiler')
