@@ -149,8 +149,9 @@ def test_staged_run_and_teardown_from_record(tmp_path):
                       run_uri=run_uri)
     assert proc.returncode == 0, proc.stderr
     record = e2e.Record(results, run_uri)
-    # Two VMs (the server's CPU quota after its VM, on 2 cores) and a shard
-    # live; the preload's probe_process has ended.
+    # Two VMs, made in upstream's order of groups (by name: clients, then
+    # servers), the server's CPU quota after its VM (on 2 cores), and a
+    # shard live; the preload's probe_process has ended.
     quota = [(cpu_quota.KIND, 'created')] if _ServerQuota() else []
     # A shard whose port a run beside this one took first was retried on
     # the next port, its entry deleted (redis_server: 'aborting'); under
@@ -158,7 +159,7 @@ def test_staged_run_and_teardown_from_record(tmp_path):
     kept = [r for r in record['resources']
             if (r['kind'], r['status']) != ('redis_process', 'deleted')]
     assert [(r['kind'], r['status']) for r in kept] == [
-        ('local_vm', 'created'), *quota, ('local_vm', 'created'),
+        ('local_vm', 'created'), ('local_vm', 'created'), *quota,
         ('redis_process', 'created'), ('probe_process', 'deleted')]
     proc, _ = e2e.Run(['--run_stage=run'] + FAST, results,
                       run_uri=run_uri)
