@@ -72,7 +72,6 @@ class RedisOssEngine(base.ServerEngine):
     # Replicas added to the primaries join the cluster too.
     per_vm = shards_per_vm * (1 + replicas) if added_replicas else shards_per_vm
     return redis_cluster.ReplicaProblem(per_vm * server_vms, replicas)
-    return redis_cluster.ReplicaProblem(shards, replicas)
 
   def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:
