@@ -7,6 +7,7 @@ module only holds the flags every run has.
 
 import re
 import textwrap
+from typing import List
 
 from absl import flags
 
@@ -67,6 +68,15 @@ flags.DEFINE_list('run_stage', list(RUN_STAGES),
                   'or all (the default: every stage, as upstream PKB); a list '
                   'goes in that order without skipping one, but teardown may '
                   'follow provision and cleanup prepare (as upstream PKB).')
+
+
+def RunStages(values) -> List[str]:
+  """--run_stage's stages as given, `all` alone standing for every stage
+  (pkb checks the list; a provider asks what a run will do)."""
+  stages = [s.strip() for s in values]
+  return list(RUN_STAGES) if stages == ['all'] else stages
+
+
 flags.DEFINE_multi_string('config_override', [],
                           'Overrides one config value: '
                           '<benchmark>.<path.to.key>=<yaml value>.')

@@ -67,9 +67,7 @@ _NEXT_STAGES = {'provision': ('prepare', 'teardown'),
 
 
 def _Stages() -> List[str]:
-  stages = [s.strip() for s in FLAGS.run_stage]
-  if stages == ['all']:
-    return list(pkb_flags.RUN_STAGES)
+  stages = pkb_flags.RunStages(FLAGS.run_stage)
   if 'all' in stages:
     raise errors.UsageError(
         f'--run_stage={",".join(stages)}: all stands for every stage; give '

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Dict, List, Optional, Union
 import pydantic
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import regular_files
@@ -272,8 +273,7 @@ def CheckMachines(spec) -> None:
   will: the plan (a dry run's too) refuses a file the run would. Only when
   the run provisions: later stages take their machines from the run
   record, whatever the file lists now."""
-  stages = [s.strip() for s in spec.flags.run_stage]
-  if 'provision' not in stages and 'all' not in stages:
+  if 'provision' not in pkb_flags.RunStages(spec.flags.run_stage):
     return
   CheckPrerequisites(spec.flags)
   path = spec.flags.static_vm_file
