@@ -299,16 +299,19 @@ class _Runner:
     self.lock = threading.Lock()
     self.running: Dict[int, _Child] = {}
     self.done: Dict[int, _Child] = {}
-    self.signal: Optional[int] = None
     self.signals: List[int] = []  # Every one received, in order.
     self._told = 0  # How many of them the output has said.
+
+  @property
+  def signal(self) -> Optional[int]:
+    """The last signal received, if any."""
+    return self.signals[-1] if self.signals else None
 
   def _Forward(self, signum, frame):  # pylint: disable=unused-argument
     # Only noted: the handler runs between any two steps of the main
     # thread, which may hold the output's lock (waiting for it hung) or
     # have started a cell not yet in `running` (it was never sent one).
     # _PassOn, in the main loop, says it and sends it on.
-    self.signal = signum
     self.signals.append(signum)
 
   def _PassOn(self) -> None:
