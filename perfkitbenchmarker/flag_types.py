@@ -91,13 +91,18 @@ class _IntegerListSerializer(flags.ArgumentSerializer):
     return ','.join(str(v) for v in value)
 
 
-def DEFINE_integerlist(name: str, default, help_text: str,
+def DEFINE_integerlist(name: str, default, help_text: str,  # pylint: disable=invalid-name
                        lower_bound: Optional[int] = None,
                        upper_bound: Optional[int] = None,
-                       flag_values=flags.FLAGS) -> None:  # pylint: disable=invalid-name
-  """An integer-list flag (upstream PKB's type of the same name)."""
-  flags.DEFINE(IntegerListParser(lower_bound, upper_bound), name, default,
-               help_text, flag_values, _IntegerListSerializer())
+                       flag_values=flags.FLAGS,
+                       parser: Optional[IntegerListParser] = None,
+                       **kwargs):
+  """An integer-list flag (upstream PKB's type of the same name); `parser`
+  (default: one with the bounds) and `kwargs` as absl's DEFINE takes them.
+  Returns its FlagHolder."""
+  return flags.DEFINE(parser or IntegerListParser(lower_bound, upper_bound),
+                      name, default, help_text, flag_values,
+                      _IntegerListSerializer(), **kwargs)
 
 
 class FiniteFloatParser(flags.FloatParser):

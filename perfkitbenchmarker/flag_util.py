@@ -62,10 +62,9 @@ def DEFINE_integerlist(name: str, default: Any, help: str,  # pylint: disable=re
                        flag_values=flags.FLAGS, **kwargs) -> Any:
   """An integer-list flag, with upstream's arguments; returns its
   FlagHolder."""
-  return flags.DEFINE(IntegerListParser(on_nonincreasing), name, default,
-                      help, flag_values,
-                      flag_types._IntegerListSerializer(),  # pylint: disable=protected-access
-                      **kwargs)
+  return flag_types.DEFINE_integerlist(
+      name, default, help, flag_values=flag_values,
+      parser=IntegerListParser(on_nonincreasing), **kwargs)
 
 
 # Sizes in bytes, as upstream's units parse them: decimal prefixes are
