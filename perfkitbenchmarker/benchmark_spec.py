@@ -10,7 +10,6 @@ hold the benchmark's frozen options and what its prepare stage built;
 each other (its PEER_TCP_PORTS), for the cloud providers to open.
 """
 
-import dataclasses
 import logging
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
@@ -333,8 +332,7 @@ class BenchmarkSpec:
   def EmitSamples(self, samples: List[sample_lib.Sample]) -> None:
     """Publishes samples now, with the spec's metadata under theirs: the one
     channel."""
-    samples = [dataclasses.replace(s, metadata={**self.metadata, **s.metadata})
-               for s in samples]
+    samples = [s.Sealed(under=self.metadata) for s in samples]
     self._published.extend(samples)
     self._emit(samples)
 

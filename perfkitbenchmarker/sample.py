@@ -1,9 +1,10 @@
-"""Immutable benchmark samples, as in PKB's sample.py."""
+"""Benchmark samples, as in PKB's sample.py: built as upstream's, sealed
+(read-only) once published."""
 
 import dataclasses
 import time
 import types
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -12,7 +13,12 @@ class Sample:
 
   Built as upstream PKB's Sample is: Sample(metric, value, unit,
   metadata=None, timestamp=None), where None metadata is {} and None
-  timestamp is now; a value of None is 0.0, as upstream makes it.
+  timestamp is now; a value of None is 0.0, as upstream makes it. As
+  upstream's, it holds a copy of the metadata as a dict that a module may
+  add to (`s.metadata.update(...)`, as a quarter of upstream's modules do
+  before Run returns). The fields are never reassigned, and a published
+  sample (BenchmarkSpec.EmitSamples, the one channel) is a sealed copy
+  whose metadata is read-only: what was written is what the run keeps.
   """
   metric: str
   value: float
@@ -21,8 +27,7 @@ class Sample:
   timestamp: float = dataclasses.field(default_factory=time.time)
 
   def __post_init__(self):
-    object.__setattr__(self, 'metadata',
-                       types.MappingProxyType(dict(self.metadata or {})))
+    object.__setattr__(self, 'metadata', dict(self.metadata or {}))
     object.__setattr__(self, 'value', float(self.value or 0.0))
     if self.timestamp is None:
       object.__setattr__(self, 'timestamp', time.time())
@@ -35,6 +40,14 @@ class Sample:
   def WithMetadata(self, **extra: Any) -> 'Sample':
     """Returns a copy with `extra` merged into the metadata."""
     return dataclasses.replace(self, metadata={**self.metadata, **extra})
+
+  def Sealed(self, under: Optional[Mapping[str, Any]] = None) -> 'Sample':
+    """A copy whose metadata, `under`'s beneath this sample's own, is
+    read-only: the sample as published."""
+    sealed = dataclasses.replace(self)
+    object.__setattr__(sealed, 'metadata', types.MappingProxyType(
+        {**(under or {}), **self.metadata}))
+    return sealed
 
 
 def FormatLabels(metadata: Mapping[str, Any]) -> str:

@@ -1,8 +1,11 @@
 """Exact PKB JSON-lines and CSV formats, streamed as samples arrive."""
 
 import csv
+import dataclasses
 import json
 import uuid
+
+import pytest
 
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import vm_util
@@ -103,12 +106,28 @@ def test_secrets_masked_in_published_metadata(tmp_path):
   assert '-a ****' in text
 
 
-def test_sample_is_immutable():
-  s = _Samples()[0]
-  try:
-    s.metadata['threads'] = 5
-    raise AssertionError('metadata was mutable')
-  except TypeError:
-    pass
-  assert s.WithMetadata(threads=5).metadata['threads'] == 5
-  assert s.metadata['threads'] == 1
+def test_a_sample_is_built_as_upstreams_and_sealed_when_published():
+  # Upstream's Sample holds a copy of its metadata as a dict, which its
+  # modules add to before Run returns (s.metadata.update(...)).
+  given = {'threads': 1}
+  s = sample.Sample('throughput', 1000, 'ops/sec', given)
+  s.metadata.update(client='c1')
+  s.metadata['shards'] = 2
+  assert given == {'threads': 1}
+  assert s.metadata == {'threads': 1, 'client': 'c1', 'shards': 2}
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    s.value = 5
+  # Published (BenchmarkSpec.EmitSamples seals each): read-only, the
+  # spec's metadata beneath the sample's own; the built one is untouched.
+  sealed = s.Sealed(under={'cloud': 'Local', 'threads': 9})
+  assert sealed.metadata == {'cloud': 'Local', 'threads': 1, 'client': 'c1',
+                             'shards': 2}
+  with pytest.raises(TypeError):
+    sealed.metadata['threads'] = 5
+  with pytest.raises(AttributeError):
+    sealed.metadata.update(threads=5)
+  assert (sealed.metric, sealed.value, sealed.unit, sealed.timestamp) == (
+      s.metric, s.value, s.unit, s.timestamp)
+  assert 'cloud' not in s.metadata
+  assert sealed.WithMetadata(threads=5).metadata['threads'] == 5
+  assert sealed.metadata['threads'] == 1

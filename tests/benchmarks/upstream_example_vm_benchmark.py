@@ -45,10 +45,13 @@ def Prepare(benchmark_spec: bm_spec.BenchmarkSpec):
 def Run(benchmark_spec: bm_spec.BenchmarkSpec) -> list[sample.Sample]:
   vm = benchmark_spec.vms[0]
   stdout, _ = vm.RemoteCommand(f'cat {_Path(vm)}')
-  return [sample.Sample('read_back_bytes', len(stdout), 'bytes',
-                        {'text': stdout.strip(),
-                         'vm_count': len(benchmark_spec.vms),
-                         'num_cpus': vm.NumCpusForBenchmark()})]
+  samples = [sample.Sample('read_back_bytes', len(stdout), 'bytes',
+                           {'text': stdout.strip()})]
+  # Upstream's modules add their common metadata to the samples they built.
+  for s in samples:
+    s.metadata.update({'vm_count': len(benchmark_spec.vms),
+                       'num_cpus': vm.NumCpusForBenchmark()})
+  return samples
 
 
 def Cleanup(benchmark_spec: bm_spec.BenchmarkSpec):
