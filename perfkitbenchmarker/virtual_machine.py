@@ -233,8 +233,11 @@ class BaseVirtualMachine(resource.BaseResource, upstream_vm.UpstreamMethods):
     logging.debug('[%s] %s', self.name, vm_util.Mask(command))  # As it runs.
     out, err, rc = self.RemoteCommandWithReturnCode(command, timeout=timeout,
                                                     env=env, stdin=stdin)
-    if not ignore_failure:
-      timed_out = rc == -9 and timeout is not None
+    # Past its timeout it raises even with ignore_failure, as upstream's
+    # (its IssueCommand's raise_on_timeout): a module that ignores a
+    # command's exit status still learns that the command never finished.
+    timed_out = rc == -9 and timeout is not None
+    if timed_out or not ignore_failure:
       vm_util.CheckedOutput(out, err, rc, command, what,
                             error=errors.RemoteCommandTimeoutError if timed_out
                             else errors.VirtualMachine.RemoteCommandError)

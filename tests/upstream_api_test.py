@@ -322,6 +322,12 @@ def test_remote_command_is_upstreams_shape():
                      match='sleep timed out') as raised:
     vm.RemoteCommand('sleep 9', timeout=1)
   assert isinstance(raised.value, errors.VirtualMachine.RemoteCommandError)
+  # Even with ignore_failure, as upstream's (raise_on_timeout).
+  with pytest.raises(errors.VmUtil.IssueCommandTimeoutError,
+                     match='sleep timed out'):
+    vm.RemoteCommand('sleep 9', timeout=1, ignore_failure=True)
+  # Without a timeout, -9 is a kill like any other failure.
+  assert vm.RemoteCommand('sleep 9', ignore_failure=True) == ('', '')
 
 
 def test_a_sudo_that_would_prompt_is_named_with_what_to_do():
