@@ -37,6 +37,14 @@ class Sample:
     return dict(metric=self.metric, value=self.value, unit=self.unit,
                 metadata=dict(self.metadata), timestamp=self.timestamp)
 
+  def _replace(self, **changes: Any) -> 'Sample':  # pylint: disable=invalid-name
+    """A copy with `changes` (upstream's namedtuple method: its
+    redis_memtier module renames a sample's metric so)."""
+    unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+    if unknown:  # upstream's words and type
+      raise ValueError(f'Got unexpected field names: {sorted(unknown)!r}')
+    return dataclasses.replace(self, **changes)
+
   def WithMetadata(self, **extra: Any) -> 'Sample':
     """Returns a copy with `extra` merged into the metadata."""
     return dataclasses.replace(self, metadata={**self.metadata, **extra})

@@ -131,3 +131,10 @@ def test_a_sample_is_built_as_upstreams_and_sealed_when_published():
   assert 'cloud' not in s.metadata
   assert sealed.WithMetadata(threads=5).metadata['threads'] == 5
   assert sealed.metadata['threads'] == 1
+  # Upstream's namedtuple _replace: upstream's redis_memtier renames so.
+  renamed = s._replace(metric='throughput (io_threads=2)')  # pylint: disable=protected-access
+  assert (renamed.metric, renamed.value, renamed.metadata) == (
+      'throughput (io_threads=2)', 1000.0, s.metadata)
+  assert s.metric == 'throughput'
+  with pytest.raises(ValueError, match='unexpected field names'):
+    s._replace(metrik='x')  # pylint: disable=protected-access
