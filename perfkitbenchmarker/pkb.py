@@ -423,9 +423,17 @@ def Main(argv: Optional[List[str]] = None) -> int:
     print(help_text)
     return EXIT_OK
   try:
-    FLAGS(pkb_flags.TypedArgv(argv))
+    positional = FLAGS(pkb_flags.TypedArgv(argv))[1:]
   except flags.Error as e:
     print(f'pkb: {pkb_flags.FlagErrorLine(e)}; see ./pkb.py --helpfull.',
+          file=sys.stderr)
+    return EXIT_USAGE
+  if positional:
+    # As upstream's: `./pkb.py memtier_latency_cap=0.5` (dashes forgotten)
+    # or `--dry_run yes` must not run the default study instead.
+    print(f'pkb: unexpected argument {_Shown(ValueError(positional[0]))!r}'
+          f'{f" (and {len(positional) - 1} more)" if positional[1:] else ""}'
+          ': pkb takes flags only (--name=value); see ./pkb.py --helpfull.',
           file=sys.stderr)
     return EXIT_USAGE
   run_log.Capture()  # Lines printed before pkb.log exists go into it too.
