@@ -55,6 +55,22 @@ def pkb_flags():
     fv[name].present = 0
 
 
+@pytest.fixture
+def pkb_main(pkb_flags):
+  """pkb.Main in this process on a fresh command line (`./pkb.py` runs
+  it so): its exit code; the process's umask, which Main sets, given back."""
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+
+  def Main(argv):
+    pkb_flags.unparse_flags()  # Each as its own command line.
+    umask = os.umask(0o022)
+    try:
+      return pkb.Main(['pkb.py'] + list(argv))
+    finally:
+      os.umask(umask)
+  return Main
+
+
 @pytest.fixture(autouse=True)
 def private_key_dir(tmp_path_factory, monkeypatch):
   """Cloud runs' private SSH keys go to a per-test dir (run_scope.KEYS_ENV_VAR)."""

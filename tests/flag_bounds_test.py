@@ -256,17 +256,12 @@ def test_pkb_refuses_before_anything_starts(tmp_path, text, args, needle):
     (['--dry_run', 'yes', 'extra'], "'yes' (and 1 more)"),
     (['--', '--dry_run'], "'--dry_run'"),
 ])
-@pytest.mark.usefixtures('pkb_flags')
 def test_an_argument_that_is_no_flag_is_refused_before_anything_starts(
-    tmp_path, capsys, argv, shown):
+    pkb_main, tmp_path, capsys, argv, shown):
   # Upstream's pkb refuses positional arguments too; here they were
   # dropped, and `./pkb.py memtier_latency_cap=0.5` ran the default study.
   results = tmp_path / 'results'
-  umask = os.umask(0o022)  # pkb.Main sets the process's; given back.
-  try:
-    code = pkb.Main(['pkb.py', f'--results_dir={results}'] + argv)
-  finally:
-    os.umask(umask)
+  code = pkb_main([f'--results_dir={results}'] + argv)
   out, err = capsys.readouterr()
   assert code == pkb.EXIT_USAGE
   assert (out, err) == ('', f'pkb: unexpected argument {shown}: pkb takes '

@@ -24,18 +24,13 @@ def _PriceExamples():
 
 
 def test_the_readme_price_examples_dry_run_as_written(
-    pkb_flags, tmp_path, capsys):
+    pkb_main, tmp_path, capsys):
   # The AWS one was refused: its clients (the config's c6gn.16xlarge) have
   # no us-west-2 price either, so one --machine_price was not enough.
   examples = _PriceExamples()
   assert len(examples) == 3, examples
   for argv, comment in examples:
-    pkb_flags.unparse_flags()  # Each as its own command line.
-    umask = os.umask(0o022)  # pkb.Main sets the process's; given back.
-    try:
-      code = pkb.Main(['pkb.py', f'--results_dir={tmp_path}'] + argv)
-    finally:
-      os.umask(umask)
+    code = pkb_main([f'--results_dir={tmp_path}'] + argv)
     out, err = capsys.readouterr()
     assert code == pkb.EXIT_OK, err
     figure = re.search(r'\$[\d.]+/hr', comment)
