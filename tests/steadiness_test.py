@@ -425,3 +425,21 @@ def test_redis_benchmark_probes_are_bounded_for_a_slow_server():
   # 34 s): the same slow bound.
   generator._rate_per_connection.update(set=2500.0, get=2500.0)  # pylint: disable=protected-access
   assert generator.ProbeTimeout([('set', 40000), ('get', 40000)], 1.0) == bound
+
+
+def test_a_slow_servers_probe_is_planned_from_its_rate_within_its_bound():
+  # Valkey with 2 io-threads in half a CPU served 115 ops/s at 8
+  # connections (14 a connection): the next probe, 2 per process, was
+  # planned at 2,000 requests (MIN_REQUESTS), about 70 s, past its 38 s
+  # bound, and the run failed 'timed out' instead of the search going on.
+  generator = rb_generator.RedisBenchmarkGenerator(vm=None)
+  generator._rate_per_connection.update(set=14.0, get=14.0)  # pylint: disable=protected-access
+  generator._fastest_rate.update(set=240.0, get=240.0)  # pylint: disable=protected-access
+  planned = [(test, generator._Requests(test, 2, 2.5))  # pylint: disable=protected-access
+             for test in ('set', 'get')]
+  assert planned == [('set', 70), ('get', 70)]
+  assert 70 / (2 * 14.0) < 4 * 2.5  # About its length, at the rate seen.
+  assert generator.ProbeTimeout(planned, 2.5) == 2.5 * 4 + 30
+  # Never fewer than a few requests a connection.
+  generator._rate_per_connection.update(set=0.5)  # pylint: disable=protected-access
+  assert generator._Requests('set', 16, 2.5) == 160  # pylint: disable=protected-access

@@ -40,7 +40,13 @@ from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 
 PATH = 'redis-benchmark'
 INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
-MIN_REQUESTS = 2000
+MIN_REQUESTS = 2000  # A probe planned from a guessed rate.
+# Planned from a measured rate, a few requests a connection at the least:
+# a floor of MIN_REQUESTS made a probe of a slow server run for a minute
+# (a server thrashing under its CPU quota served 30 ops/s a process, 2,000
+# requests outlasted the probe's bound) and failed the run with a timeout
+# where the search would have gone on to say every load was over the cap.
+MIN_REQUESTS_PER_CONNECTION = 10
 PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
 # A probe's bound: 4x its length + 30 s, or, if longer, the time its
 # requests take at this rate a process: a working but slow server ends late,
@@ -218,14 +224,14 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   def _Requests(self, test: str, connections: int, duration_s: float) -> int:
     rate = self._rate_per_connection.get(test)
     if rate is None:
-      per_process = INITIAL_RATE_PER_PROCESS
-    else:
-      # A closed loop's rate saturates as connections grow, so scaling the
-      # last per-connection rate up would plan probes several times too long;
-      # never plan much above the fastest rate this test has shown.
-      per_process = min(rate * connections,
-                        PLAN_HEADROOM * self._fastest_rate[test])
-    return max(MIN_REQUESTS, int(per_process * duration_s))
+      return max(MIN_REQUESTS, int(INITIAL_RATE_PER_PROCESS * duration_s))
+    # A closed loop's rate saturates as connections grow, so scaling the
+    # last per-connection rate up would plan probes several times too long;
+    # never plan much above the fastest rate this test has shown.
+    per_process = min(rate * connections,
+                      PLAN_HEADROOM * self._fastest_rate[test])
+    return max(MIN_REQUESTS_PER_CONNECTION * connections,
+               int(per_process * duration_s))
 
   def ProbeTimeout(self, planned: Sequence[Tuple[str, int]],
                    duration_s: float) -> float:
