@@ -382,6 +382,26 @@ def test_staircase_clients_match_memtier_active_clients():
       assert active[str(s.second)]['Clients per thread'] == m.load.clients
 
 
+def test_staircase_last_second_counts_for_its_real_length():
+  """memtier ends a staircase run at a whole second of the wall clock, so
+  the run's last second is short (31.88 s for --test-time 32 here): the
+  last step read 114,006 ops/s, its two seconds taken as whole ones, while
+  it ran at 121,283 ops/s; and the short second swung the step's seconds."""
+  steps = memtier_staircase.StaircaseSteps(
+      _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1)
+  series = _Json(STAIRCASE)['ALL STATS']['Totals']['Time-Serie']
+  last = steps[-1]
+  assert last.load.clients == 256
+  assert last.duration_s == pytest.approx(1.88)
+  assert last.throughput == pytest.approx(
+      (series['30']['Count'] + series['31']['Count']) / 1.88)
+  assert [s.complete for s in last.per_second] == [True, False]
+  assert steadiness.Counted(last.per_second)[2] == 1
+  # The steps before it were loaded their whole two seconds.
+  assert steps[-2].duration_s == 2
+  assert all(s.complete for m in steps[:-1] for s in m.per_second)
+
+
 def test_staircase_warmup_per_step():
   steps = memtier_staircase.StaircaseSteps(
       _Read(STAIRCASE + '.json'), 16, 16, 2, threads=1, pipeline=1,
