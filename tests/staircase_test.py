@@ -316,6 +316,28 @@ def test_memtier_probe_runs_warmup_on_top_of_the_duration(client_vm,
   assert m.metadata['warmup_supported'] is True
 
 
+def test_a_probe_over_two_client_vms_counts_both(data_path, pkb_flags):
+  """Each VM ran the recorded 1x32 probe (577,850 ops: 288,930 SET and
+  288,920 GET): the probe's connections, operation counts and memtier's
+  printed rate are both VMs', not the first one's (connections_total 32,
+  set_ops 288,930 beside ops 1,155,700)."""
+  del pkb_flags
+  vms = [RecordedClientVm({'probe': _Fixture(data_path, UNDER_CAP)},
+                          name=f'clients-{i}') for i in range(2)]
+  probe_driver = driver_lib.ProbeDriver(
+      vms, [_Generator(vm) for vm in vms], [ENDPOINT], 'secret',
+      base.Workload(), 5)
+  m = probe_driver(Load(1, 32))
+  assert m.ops == 2 * 577850
+  assert m.metadata['client_processes'] == 2
+  assert m.metadata['connections_total'] == 64
+  assert (m.metadata['set_ops'], m.metadata['get_ops']) == (2 * 288930,
+                                                            2 * 288920)
+  assert m.metadata['set_ops'] + m.metadata['get_ops'] == m.ops
+  assert m.metadata['reported_ops_per_sec'] == pytest.approx(2 * 115541.0)
+  assert m.metadata['processes'] == 2
+
+
 def test_redis_benchmark_says_it_has_no_warmup(data_path):
   with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
     plain = f.read()

@@ -25,6 +25,13 @@ from perfkitbenchmarker.load_generators import interference as interference_lib
 # Per-VM figures a probe over several client VMs reports at their worst.
 _WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
              'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY)
+# Per-VM counts and rates of the load generators, which a probe over several
+# client VMs reports summed (measurement.Combine keeps the first VM's
+# metadata: two VMs of 8 connections each said connections_total 8, and
+# set_ops and get_ops were half the probe's ops).
+_SUM_OF = ('connections_total', 'set_ops', 'get_ops', 'reported_ops_per_sec',
+           'series_throughput', 'moved_per_sec', 'ask_per_sec', 'processes',
+           'outstanding_requests', 'tool_clients')
 _T = TypeVar('_T')
 
 
@@ -130,16 +137,31 @@ class ProbeDriver:
       futures = [pool.submit(self._ProbeOne, vm, gen, load, duration)
                  for vm, gen in zip(self.client_vms, self.generators)]
       parts: List[measurement.Measurement] = [f.result() for f in futures]
-    combined = measurement.Combine(parts, load)
-    worst = {}
-    for key in _WORST_OF:
-      values = [p.metadata[key] for p in parts
-                if p.metadata.get(key) is not None]
-      if values:
-        worst[key] = max(values)
-    reasons = sorted({str(p.metadata['client_saturated_by']) for p in parts
-                      if p.metadata.get('client_saturated_by')})
-    if reasons:
-      worst['client_saturated_by'] = ','.join(reasons)
-    return dataclasses.replace(combined,
-                               metadata={**combined.metadata, **worst})
+    return CombineClientVms(parts, load)
+
+
+def CombineClientVms(parts: Sequence[measurement.Measurement],
+                     load: measurement.Load) -> measurement.Measurement:
+  """One probe from its client VMs' measurements (side by side):
+  measurement.Combine, with the VMs' CPU figures at their worst, their
+  counts and rates summed (left out when a VM has none) and every client
+  limit named."""
+  combined = measurement.Combine(parts, load)
+  metadata = dict(combined.metadata)
+  for key in _WORST_OF:
+    values = [p.metadata[key] for p in parts
+              if p.metadata.get(key) is not None]
+    if values:
+      metadata[key] = max(values)
+  for key in _SUM_OF:
+    values = [p.metadata.get(key) for p in parts]
+    if any(v is not None for v in values):
+      metadata.pop(key, None)
+      if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+             for v in values):
+        metadata[key] = sum(values)
+  reasons = sorted({str(p.metadata['client_saturated_by']) for p in parts
+                    if p.metadata.get('client_saturated_by')})
+  if reasons:
+    metadata['client_saturated_by'] = ','.join(reasons)
+  return dataclasses.replace(combined, metadata=metadata)

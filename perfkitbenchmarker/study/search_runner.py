@@ -146,8 +146,8 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
   if figures:
     figures = dict(figures, interference_scope='whole staircase')
   clients = sorted(set.intersection(*(set(steps) for steps in per_vm)))
-  combined = [measurement.Combine([steps[c] for steps in per_vm],
-                                  per_vm[0][c].load) for c in clients]
+  combined = [driver_lib.CombineClientVms([steps[c] for steps in per_vm],
+                                         per_vm[0][c].load) for c in clients]
   # Every step named its limit (attribution.py), over the whole run too.
   return [interference.Attributed(dataclasses.replace(
       m, metadata={**m.metadata, **figures}), server_sides)
