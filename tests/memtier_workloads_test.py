@@ -248,6 +248,10 @@ def test_helper_refusals():
      ['--memtier_requests', '--memtier_processes_per_client',
       'redis-benchmark cannot']),
     (dict(memtier_requests=100), ['--memtier_fixed_load']),
+    # A warm-up was dropped without a word from a request-count run.
+    (dict(memtier_fixed_load=True, memtier_requests=100,
+          memtier_warmup_seconds=2),
+     ['--memtier_warmup_seconds=2', '--memtier_requests', 'drop one']),
     (dict(memtier_pipelines=['1', '30']), ['swept by --memtier_fixed_load']),
     (dict(memtier_fixed_load=True, memtier_staircase=True),
      ['--memtier_staircase']),

@@ -173,6 +173,13 @@ def CheckWorkload(opts) -> None:
           'run per value); a capped search finds the load itself from '
           'one --memtier_ratio, --memtier_pipeline and --memtier_clients.')
     return
+  if g.requests is not None and g.warmup_s:
+    # memtier's -n run has no test time to put a warm-up on top of: the
+    # probe dropped it and said nothing (its samples: warmup_s 0).
+    raise errors.UsageError(
+        f'--memtier_warmup_seconds={g.warmup_s} leaves a timed run\'s first '
+        'seconds out, but --memtier_requests runs a request count, which '
+        'keeps every request: drop one of the two.')
   if opts.search.staircase is not None or opts.shards.enabled:
     raise errors.UsageError(
         '--memtier_fixed_load runs the given load without a search; drop '
