@@ -377,6 +377,11 @@ def test_the_search_treats_a_probe_with_a_second_over_the_cap_as_over_it():
   assert by_connections[8].under_cap
   assert not by_connections[16].under_cap  # Under as a whole, not each s.
   assert result.best.load.connections == 8
+  # The walk's stop reason (search_stop_reason) said 'average latency 0.940
+  # ms reached the 1.0 ms cap at 2x8': its second did, not the whole.
+  assert result.stop_reason.startswith(
+      'average latency 0.940 ms at 2x8, under the 1.0 ms cap as a whole, '
+      'but its worst second\'s 1.050 ms reached it'), result.stop_reason
 
 
 def test_the_no_answer_line_says_when_only_seconds_were_over_the_cap():

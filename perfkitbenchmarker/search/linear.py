@@ -60,6 +60,14 @@ class LinearStepPolicy:
         reason = (f'{measurement.StatisticName(record.statistic)} latency '
                   f'{record.latency_ms:.3f} ms reached the {cap_ms} ms cap at '
                   f'{load.Describe()}')
+        if (record.latency_ms < cap_ms and
+            record.worst_second_ms is not None):
+          # Over in a second only (driver._HeldUnderCap): the whole's
+          # figure did not reach the cap, its worst second's did.
+          reason = (f'{measurement.StatisticName(record.statistic)} latency '
+                    f'{record.latency_ms:.3f} ms at {load.Describe()}, under '
+                    f'the {cap_ms} ms cap as a whole, but its worst second\'s '
+                    f'{record.worst_second_ms:.3f} ms reached it')
         break
       if threads + self.thread_increment > self.max_threads:
         reason = (f'reached max_threads={self.max_threads} without reaching '
