@@ -164,3 +164,18 @@ def test_combine_over_cap_and_plain_requests():
 def test_combine_refuses_nothing():
   with pytest.raises(ValueError):
     rb.CombineConcurrent([], measurement.Load(1, 1), 1.0)
+
+
+def test_a_probe_over_two_shards_reports_both_shards_figures():
+  """Each shard (group) ran the recorded GET at 1x32: the probe's
+  outstanding requests, the tool's clients and its per-test rate are both
+  shards', not the first's (outstanding_requests 32, tool_clients 32 and
+  test_rps GET=110283.98 beside a throughput of 220,567.96)."""
+  text = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  m = rb.Measure([text, text], ['127.0.0.1:7001', '127.0.0.1:7002'],
+                 [3.63, 3.63], measurement.Load(1, 32))
+  assert m.throughput == pytest.approx(2 * 110283.98)
+  assert m.metadata['outstanding_requests'] == 64
+  assert m.metadata['tool_clients'] == 64
+  assert m.metadata['test_rps'] == 'GET=220567.96'
+  assert m.metadata['reported_p99_latency_ms'] == m.p99_latency_ms

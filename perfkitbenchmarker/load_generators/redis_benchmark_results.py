@@ -193,6 +193,31 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
       duration_s=float(duration_s), ops=ops, metadata=facts)
 
 
+def _GroupsTogether(parts: Sequence[measurement.Measurement],
+                    results: Sequence[RedisBenchmarkTestResult]
+                    ) -> Dict[str, object]:
+  """The tool's figures of every group (endpoint) together: Combine keeps
+  the first group's, so two shards of 1x32 each said outstanding_requests
+  32, tool_clients 32 and test_rps one shard's where 64 connections ran."""
+  figures: Dict[str, object] = {}
+  for key in ('outstanding_requests', 'tool_clients'):  # None: unknown.
+    values = [p.metadata.get(key) for p in parts]
+    figures[key] = None if None in values else sum(values)
+  for name in ('p50', 'p95', 'p99', 'p999', 'max'):  # Each at its worst.
+    figures[f'reported_{name}_latency_ms'] = _Max(
+        p.metadata.get(f'reported_{name}_latency_ms') for p in parts)
+  rates: Dict[str, float] = {}
+  for r in results:  # Every group's processes, each test's summed.
+    rates[r.test] = rates.get(r.test, 0.0) + r.rps
+  figures['test_rps'] = ','.join(f'{t}={r:.2f}' for t, r in rates.items())
+  weighted = [dataclasses.replace(p, average_latency_ms=p.metadata[
+      'reported_average_latency_ms']) for p in parts
+              if p.metadata.get('reported_average_latency_ms') is not None]
+  figures['reported_average_latency_ms'] = (
+      measurement.WeightedAverageLatencyMs(weighted) if weighted else None)
+  return figures
+
+
 def Measure(stdouts: Sequence[str], groups: Sequence[str],
             seconds: Sequence[float], load: measurement.Load,
             metadata: Optional[Mapping[str, object]] = None
@@ -214,6 +239,11 @@ def Measure(stdouts: Sequence[str], groups: Sequence[str],
   parts = [CombineConcurrent(results, load, max(seconds), metadata)
            for results in by_group.values()]
   combined = measurement.Combine(parts, load)
+  if len(parts) > 1:
+    together = {**combined.metadata, **_GroupsTogether(
+        parts, [r for rs in by_group.values() for r in rs])}
+    combined = dataclasses.replace(combined, metadata={
+        k: v for k, v in together.items() if v is not None})
   # Every process side by side (the groups' closed loops together: the
   # op-weighted mean of outstanding / rate is their sum over the sum).
   per_second = measurement.CombineSeconds(series)
