@@ -210,6 +210,7 @@ class Hold:
     unjudged: no per-second figure for the statistic (throughput only).
     throughput: the hold's whole throughput.
     missing: seconds asked for that no complete second measured.
+    missing_why: why they were not measured, for the words.
   """
   seconds: int
   held: int
@@ -224,6 +225,7 @@ class Hold:
   swing_bound: float = SWING_BOUND
   failure: str = ''
   missing: int = 0
+  missing_why: str = 'the load generator ended before'
 
   @property
   def ok(self) -> bool:
@@ -243,8 +245,7 @@ class Hold:
       why.append(f'{self.short} s more than '
                  f'{100 * self.swing_bound:.0f} % below that figure')
     if self.missing:
-      why.append(f'{self.missing} s not measured: the load generator ended '
-                 'before')
+      why.append(f'{self.missing} s not measured: {self.missing_why}')
     if self.unjudged:
       why.append('the load generator gives no per-second '
                  f'{self.statistic}: throughput only')
@@ -266,11 +267,12 @@ class Hold:
 
 def OfHold(m: measurement.Measurement, searched_ops: float,
            cap: measurement.LatencyCap, swing_bound: float = SWING_BOUND,
-           asked_s: int = 0) -> Hold:
+           asked_s: int = 0, missing_why: Optional[str] = None) -> Hold:
   """Whether the answer's load held: every complete second after the
   warm-up under the cap and within `swing_bound` of `searched_ops`, and at
   least the `asked_s` seconds the hold asked for measured (a request-count
-  tool can end before them: those are not held)."""
+  tool can end before them, the run's deadline can shorten the probe:
+  those are not held; `missing_why` says why, default the tool's end)."""
   counted, warmup, _ = Counted(m.per_second)
   missing = max(0, asked_s - len(counted))
   # A second's share of the searched figure: ops over the second's length.
@@ -284,9 +286,10 @@ def OfHold(m: measurement.Measurement, searched_ops: float,
       over += 1
     elif s.ops < floor:
       short += 1
+  why = {'missing_why': missing_why} if missing_why else {}
   return Hold(len(counted) + missing, len(counted) - over - short, over,
               short, cap.statistic, cap.ms, searched_ops, m.throughput, warmup,
-              unjudged, swing_bound, missing=missing)
+              unjudged, swing_bound, missing=missing, **why)
 
 
 def FailedHold(failure: str, searched_ops: float,

@@ -9,6 +9,7 @@ VM's busy share alone never flags a probe: other processes fill it too
 (issue 23).
 """
 
+import dataclasses
 import io
 
 import pytest
@@ -148,3 +149,41 @@ def test_result_samples_say_client_limited_and_the_run_warns(pkb_flags):
   assert capped.metadata['client_limited'] is True
   assert capped.metadata['client_saturated'] is True
   assert 'WARNING: the load generator was the limit' in out.getvalue()
+
+
+class _SecondsGenerator(ClosedLoopGenerator):
+  """ClosedLoopGenerator with a per-second series: one second a second."""
+
+  def Probe(self, endpoints, password, workload, load, duration_s):
+    m = super().Probe(endpoints, password, workload, load, duration_s)
+    return dataclasses.replace(m, per_second=tuple(
+        measurement.SecondStats(i, int(m.throughput), m.average_latency_ms)
+        for i in range(int(duration_s))))
+
+
+def test_a_hold_the_runs_deadline_cut_short_says_so(pkb_flags):
+  """The run's deadline left the 10 s hold 3 s: its words blamed the load
+  generator ('7 s not measured: the load generator ended before'), and its
+  first line said it held for 10 s."""
+  from perfkitbenchmarker.study import options as options_lib  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
+  out = io.StringIO()
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'cut', 'Local', None, pkb_flags,
+      pricing.PriceCatalog.Load(), lambda s: None,
+      reporter=reporting.ConsoleReporter(out))
+  probe_driver = driver.ProbeDriver(
+      [CountersVm(0.5)], [_SecondsGenerator(on_cpu=0.5, busy=0.5)],
+      [base.Endpoint('127.0.0.1', 7001)], 'pw', base.Workload(), 1,
+      duration_limit=lambda: 3.0)
+  result = search_driver.FindLatencyCappedMaximum(
+      probe_driver, 1.0, linear.LinearStepPolicy(1, 1, 1, 4))
+  pkb_flags.memtier_hold_duration = 10
+  opts = options_lib.RedisStudyOptions.FromFlags(pkb_flags)
+  held = search_runner.HoldAnswer(spec, probe_driver, opts, result, {})
+  assert (held.seconds, held.held, held.missing) == (10, 3, 7)
+  assert held.Words().endswith(
+      "(7 s not measured: the run's deadline (--timeout_minutes) left it "
+      '3 s)')
+  assert ("for 10 s (the run's deadline (--timeout_minutes) left it 3 s):"
+          in out.getvalue())

@@ -115,12 +115,16 @@ class ProbeDriver:
       m = dataclasses.replace(m, client_cpu_busy_fraction=busy)
     return WithClientCpu(m)
 
+  def Duration(self, duration_s: Optional[float] = None) -> float:
+    """How long a probe asked for `duration_s` (default: the search's probe
+    length) runs: never past the run's deadline, at least 1 s."""
+    return max(1.0, min(duration_s or self.duration_s,
+                        self._duration_limit()))
+
   def __call__(self, load: measurement.Load,
                duration_s: Optional[float] = None) -> measurement.Measurement:
     """One probe of `duration_s` (default: the search's probe length)."""
-    # Never let one probe run past the run's deadline.
-    duration = max(1.0, min(duration_s or self.duration_s,
-                            self._duration_limit()))
+    duration = self.Duration(duration_s)
     windows = [getattr(g, 'LoadWindowS', lambda _: None)(duration)
                for g in self.generators]
     window = (max(windows) if windows and None not in windows else None)

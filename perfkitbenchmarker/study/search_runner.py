@@ -225,14 +225,19 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
   time-series samples, and says in words whether it held."""
   cap, hold_s = opts.search.cap, opts.search.hold_s
   reported = result.reported
+  asked = driver.DurationForSeconds(hold_s)
+  # The run's deadline (--timeout_minutes) can leave the probe less.
+  allowed = driver.Duration(asked)
+  cut = (f'the run\'s deadline (--timeout_minutes) left it {allowed:.0f} s'
+         if allowed < asked else None)
   spec.reporter.Line(
       f'Holding the answer\'s load ({reported.load.Describe()}, '
       f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
-      f'{_WarmupWords(opts)}:')
-  m = steadiness.Marked(
-      driver(reported.load, driver.DurationForSeconds(hold_s)), cap)
+      f'{_WarmupWords(opts)}{f" ({cut})" if cut else ""}:')
+  m = steadiness.Marked(driver(reported.load, asked), cap)
   # Every second asked for counts: one the tool did not measure is not held.
-  held = steadiness.OfHold(m, reported.throughput, cap, asked_s=hold_s)
+  held = steadiness.OfHold(m, reported.throughput, cap, asked_s=hold_s,
+                           missing_why=cut)
   index = len(result.probes)
   tags = {**extra, **held.Metadata()}
   results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
