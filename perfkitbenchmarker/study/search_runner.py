@@ -265,6 +265,10 @@ _LOWEST_LOAD_FLAG = {
     'linear': '--memtier_clients and --memtier_min_threads',
     'staircase': '--memtier_staircase_clients_start',
 }
+# The flag that sets each policy's first load, for a budget spent before
+# the search got lower (the adaptive search starts above its lowest load).
+_FIRST_LOAD_FLAG = dict(_LOWEST_LOAD_FLAG,
+                        adaptive='--memtier_adaptive_start_connections')
 
 
 def NoResultError(result: search_driver.SearchResult, cap_ms: float,
@@ -297,10 +301,11 @@ def NoResultError(result: search_driver.SearchResult, cap_ms: float,
         'cannot answer that fast here; raise --memtier_latency_cap.')
   flag = _LOWEST_LOAD_FLAG.get(result.policy, '--memtier_clients')
   if result.budget_exhausted:
+    first = _FIRST_LOAD_FLAG.get(result.policy, '--memtier_clients')
     return errors.NoLoadUnderCapError(
         f'Every probe was over the {cap} cap ({where}) when the probe '
         f'budget of {len(result.probes)} ran out: raise --memtier_max_probes '
-        f'or start from a lower load (lower {flag}).')
+        f'or start from a lower load (lower {first}).')
   return errors.NoLoadUnderCapError(
       f'Every probe was over the {cap} cap ({where}, {fewest} '
       f'connections at the fewest): start from a lower load: lower {flag}.')
