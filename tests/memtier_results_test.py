@@ -509,3 +509,26 @@ def test_combined_processes_merge_p95_from_histograms_not_averages():
   # The two runs' p95s are far apart; the merged one is no mean of them.
   assert both.p95_latency_ms != pytest.approx(
       (one.p95_latency_ms + other.p95_latency_ms) / 2, rel=0.05)
+
+
+def test_repeats_combined_give_their_facts_over_every_repeat():
+  """An answer's samples copied its first repeat's memtier facts: 375,233
+  ops at 62,459 ops/s (three repeats) beside set_ops 70,861 and
+  reported_ops_per_sec 70,801.88. Counts and seconds add up over the
+  repeats, as ops and duration_s do; rates are their mean, as the
+  throughput is."""
+  stems = ('memtier_single_t1c32_tt5_under1ms',
+           'memtier_single_t1c32_tt5_p90p95')
+  repeats = [memtier_results.Measure([_Read(s + '.json')], [_Read(s + '.txt')],
+                                     measurement.Load(1, 32), 5)
+             for s in stems]
+  combined = measurement.CombineRepeats(repeats)
+  assert combined.ops == 577850 + 332069
+  assert combined.metadata['set_ops'] == 288930 + 166042
+  assert combined.metadata['get_ops'] == 288920 + 166027
+  assert combined.metadata['set_ops'] + combined.metadata['get_ops'] == (
+      combined.ops)
+  assert combined.metadata['real_duration_s'] == pytest.approx(
+      combined.duration_s)
+  assert combined.metadata['reported_ops_per_sec'] == pytest.approx(
+      (115541.0 + 66374.19) / 2)
