@@ -195,6 +195,25 @@ def test_a_stand_in_engine_is_its_own_cell(frame):
   assert per_run['cell'].nunique() == 3
 
 
+def test_another_server_setup_or_replicas_are_cells_of_their_own(frame):
+  # README's common runs: --redis_server_io_threads=2 and
+  # --redis_replicas_per_primary=1 were labelled as the default server's
+  # cell ('redis', 'standalone, 1 shard/VM') and averaged into its figure.
+  run = frame[frame['run_uri'] == '04066aa3']
+  default = run.assign(engine_settings='default',
+                       redis_replicas_per_primary=0)
+  threads = run.assign(run_uri='iothrea1', engine_settings='io_threads=2')
+  replicas = run.assign(run_uri='replica1', redis_replicas_per_primary=1)
+  with_cells = cells.AddCellColumns(pd.concat([default, threads, replicas]))
+  per_run = with_cells.drop_duplicates('run_uri').set_index('run_uri')
+  assert per_run.loc['04066aa3', ['engine', 'topology']].tolist() == [
+      'redis', 'standalone, 1 shard/VM']
+  assert per_run.loc['iothrea1', 'engine'] == 'redis (io_threads=2)'
+  assert per_run.loc['replica1', 'topology'] == (
+      'standalone, 1 shard/VM (1 replica each)')
+  assert per_run['cell'].nunique() == 3
+
+
 def test_a_load_generator_other_than_memtier_is_its_own_cell(frame):
   # A run that fell back to redis-benchmark (memtier missing on a night)
   # measured with another tool: its figure is never averaged into the

@@ -40,7 +40,8 @@ LABEL_KEYS = ('cloud', 'local_priced_as', 'servers_cpu_quota', 'pricing_model',
               'servers_vm_count', 'memtier_ratio', 'memtier_key_pattern',
               'memtier_data_size', 'memtier_key_maximum', 'latency_cap_ms',
               'latency_cap_statistic', 'stands_in_for',
-              'load_generator') + ENGINE_KEYS
+              'load_generator', 'engine_settings',
+              'redis_replicas_per_primary') + ENGINE_KEYS
 # Metadata a run's samples share but not every sample carries.
 RUN_LEVEL_KEYS = LABEL_KEYS + (
     'redis_server_version', 'load_generator_version',
@@ -89,6 +90,11 @@ def MachineType(row: pd.Series) -> str:
 def Engine(row: pd.Series) -> str:
   engine = next((str(row.get(key)) for key in ENGINE_KEYS
                  if _Present(row.get(key))), 'redis')
+  # A server set up otherwise (--redis_server_io_threads=2) is another
+  # cell: its figures are not the default server's.
+  settings = row.get('engine_settings')
+  if _Present(settings) and str(settings) != 'default':
+    engine = f'{engine} ({settings})'
   stands_in_for = row.get('stands_in_for')
   if _Present(stands_in_for):
     return f'{engine} standing in for {stands_in_for}'
@@ -100,6 +106,9 @@ def Topology(row: pd.Series) -> str:
   mode_text = 'cluster' if (_Present(mode) and bool(mode)) else 'standalone'
   shards = _Number(row.get('redis_total_num_processes'))
   text = f'{mode_text}, {shards} shard{"" if shards == "1" else "s"}/VM'
+  replicas = row.get('redis_replicas_per_primary')
+  if _Present(replicas) and int(replicas) > 0:
+    text += f' ({int(replicas)} replica{"" if int(replicas) == 1 else "s"} each)'
   vms = row.get('servers_vm_count')
   if _Present(vms) and int(vms) > 1:
     text += f' x {int(vms)} VMs'
