@@ -21,6 +21,7 @@ from perfkitbenchmarker.results_history import answers
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
+from perfkitbenchmarker.results_history import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
@@ -42,7 +43,7 @@ def _Row(run_uri, metric, value, unit, when, machine, **metadata):
 
 
 def _Run(run_uri, machine, answer, ci, minute, verdict='confirmed', usd=1.0,
-         repeat_clients=64, held=False):
+         repeat_clients=64, held=False, **answer_extra):
   """A run: 4 repeats over the cap that did not hold (at another load, or
   at the answer's own load when its budget then ran out), then, if `held`,
   3 tight repeats under the cap at the answer's load, then its answer."""
@@ -61,7 +62,7 @@ def _Run(run_uri, machine, answer, ci, minute, verdict='confirmed', usd=1.0,
   answer_meta = dict(verdict=verdict, verdict_reason=f'{verdict} here',
                      threads=1, clients=32, average_latency_ms=0.8,
                      p99_latency_ms=2.0, confirmation_repeats=3,
-                     throughput_ci95_ops=ci)
+                     throughput_ci95_ops=ci, **answer_extra)
   rows.append(_Row(run_uri, 'latency_capped_throughput', answer, 'ops/sec',
                    when + 10, machine, **answer_meta))
   rows.append(_Row(run_uri, 'hourly_cost', usd, '$/hr', when + 10, machine,
@@ -110,6 +111,27 @@ def test_two_runs_that_disagree_the_figure_is_their_answers_mean(tmp_path):
     at = points[(points['metric'] == metric) &
                 (points['cell'] == a['cell'])]
     assert at['value'].tolist() == [pytest.approx(figure)]
+
+
+def test_a_figure_over_runs_of_two_server_versions_says_so(tmp_path):
+  # A manual --redis_server_version=8.2 run beside the distro's 7.0 one is
+  # the same cell (a version change is a step in one history series), so
+  # the row's figure is their mean: its notes name both versions.
+  frame, _ = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0,
+           redis_server_version='7.0.15'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5,
+           redis_server_version='8.2.3'),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10,
+           redis_server_version='7.0.15'),
+      _Run('b2', 't2d-standard-16', 21000, 200, 15,
+           redis_server_version='7.0.15')])
+  board = leaderboard.Leaderboard(frame)
+  assert board['server_versions'].tolist() == ['7.0.15, 8.2.3', '7.0.15']
+  notes = {r['machine_type']: r['notes']
+           for r in report.LeaderboardCells(board)}
+  assert notes == {'n2d-standard-16': 'server versions 7.0.15, 8.2.3',
+                   't2d-standard-16': ''}
 
 
 def test_runs_that_differ_more_than_their_repeats_interval_across_runs(

@@ -39,12 +39,13 @@ _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
 # Every metadata key the answers read (compare loads only what views read).
 METADATA_KEYS = _VERDICT_KEYS + (
     'confirmed_average_latency_ms', 'average_latency_ms', 'p99_latency_ms',
-    'servers_usd_per_hour_total', 'cost_scope', 'hold_words')
+    'servers_usd_per_hour_total', 'cost_scope', 'hold_words',
+    'redis_server_version')
 ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
                   'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
                   'price_performance', 'verdict', 'verdict_flags',
                   'verdict_reason', 'limit', 'limit_detail', 'hold',
-                  'timestamp')
+                  'server_version', 'timestamp')
 
 
 def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -124,6 +125,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       # runs without a hold).
       'hold': [str(w) if isinstance(w, str) else ''
                for w in _Col(capped, 'hold_words')],
+      # The server's version (a cell's runs may differ in it: a manual
+      # --redis_server_version run beside the distro's).
+      'server_version': [v if isinstance(v, str) else ''
+                         for v in _Col(capped, 'redis_server_version')],
       'timestamp': capped['timestamp'],
   })
   pp = _PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {

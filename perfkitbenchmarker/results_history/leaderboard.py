@@ -29,7 +29,8 @@ COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
            'price_performance', 'price_performance_ci95', 'ratio_to_best',
            'ratio_ci_low', 'ratio_ci_high', 'verdict', 'answer_verdict',
-           'limit', 'hold', 'client_bound', 'price_basis', 'pricing_model',
+           'limit', 'hold', 'client_bound', 'server_versions',
+           'price_basis', 'pricing_model',
            'price_source', 'price_date', 'night', 'cell', 'run_answers')
 UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
                     'night', 'runs', 'answer_verdict', 'limit', 'reasons',
@@ -83,6 +84,9 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
         'hold': answers_lib.HoldSummary(runs),
         'client_bound': bool(runs['verdict_flags'].str.contains(
             'client_bound').any()),
+        # More than one: the row's figure mixes server versions.
+        'server_versions': ', '.join(sorted(
+            {v for v in runs['server_version'] if v})),
         'price_basis': info.get('price_basis'),
         'pricing_model': cells.PricingModel(info),
         'price_source': info.get('servers_price_source'),

@@ -131,10 +131,18 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
                               f'{_Number(row["price_performance_ci95"])}'),
         'versus_best': versus,
         'verdict': str(row['verdict']),
-        'notes': 'client-bound' if row['client_bound'] else '',
+        'notes': _Notes(row),
         'runs': str(row['runs']),
     })
   return rows
+
+
+def _Notes(row) -> str:
+  notes = ['client-bound'] if row['client_bound'] else []
+  versions = str(row.get('server_versions') or '')
+  if ',' in versions:  # Runs of other server versions averaged together.
+    notes.append(f'server versions {versions}')
+  return '; '.join(notes)
 
 
 TEXT_COLUMNS = (('rank', '#'), ('machine_type', 'machine type'),
