@@ -22,6 +22,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -185,12 +186,37 @@ def test_firewall_opens_redis_only_to_the_run_and_ssh_only_to_operator(
   assert 'sourceRanges' not in redis
   assert redis['targetTags'] == [tag]
   assert redis['allowed'] == [{'IPProtocol': 'tcp',
-                               'ports': ['7001-8000', '17001-18000']}]
+                               'ports': ['7001-65535']}]
   for rule in fake.Inserted('firewalls'):
     assert rule['network'] == f'projects/{PROJECT}/global/networks/pkb-abc123'
     assert '0.0.0.0/0' not in rule.get('sourceRanges', [])
   for instance in fake.Inserted('instances'):
     assert instance['tags']['items'] == [tag]
+
+
+def _Admits(ports, port):
+  """Whether a firewall rule's ports ('7001', '7001-8000') hold `port`."""
+  for item in ports:
+    low, _, high = item.partition('-')
+    if int(low) <= port <= int(high or low):
+      return True
+  return False
+
+
+def test_redis_rule_admits_every_port_a_large_shard_study_takes(
+    fake, tmp_path, monkeypatch):
+  # The run's key as made before (ssh-keygen is a process; fast tier).
+  monkeypatch.setattr(ssh_vm, 'GenerateKeyPair', lambda directory, **_: (
+      ssh_vm.KeyPair(os.path.join(directory, 'k'), 'ssh-ed25519 AAAA k')))
+  run = _Run(fake, tmp_path, redis_start_port=9001)
+  run.Provision()
+  ports = _Rule(fake, '-redis')['allowed'][0]['ports']
+  # Shards take free ports from --redis_start_port on, and a shard search
+  # each count's on fresh ports after the last's: 1,500 shards per VM, or
+  # a climb over 8 counts of up to 360 on a c3d-standard-360, pass 1,000.
+  for port in (9001, 9001 + 1500, 9001 + 1500 + 10000, 65535):
+    assert _Admits(ports, port), (port, ports)
+  assert not _Admits(ports, 9000)
 
 
 @pytest.mark.e2e
@@ -205,7 +231,7 @@ def test_benchmark_peer_ports_get_a_rule_from_the_run_only(
   tag = naming.NetworkTag('abc123')
   # The Redis rule is the same whatever the benchmark declares.
   assert _Rule(fake, '-redis')['allowed'] == [
-      {'IPProtocol': 'tcp', 'ports': ['7001-8000', '17001-18000']}]
+      {'IPProtocol': 'tcp', 'ports': ['7001-65535']}]
   names = sorted(f['name'] for f in fake.Inserted('firewalls'))
   if peer_ports is None:
     assert names == ['pkb-abc123-redis', 'pkb-abc123-ssh']

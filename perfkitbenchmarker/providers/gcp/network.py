@@ -9,8 +9,9 @@ existing network anyway (it is then neither created nor deleted).
 
 The rules:
   pkb-<run_uri>-ssh    tcp:22 from --gcp_ssh_source_range only;
-  pkb-<run_uri>-redis  the Redis shard and cluster-bus ports, only from
-                       instances with the run's network tag;
+  pkb-<run_uri>-redis  the Redis shard and cluster-bus ports (every port
+                       from --redis_start_port up), only from instances
+                       with the run's network tag;
   pkb-<run_uri>-peers  only when the benchmark declares PEER_TCP_PORTS
                        (spec.peer_tcp_ports, e.g. Redis Enterprise's node
                        ports): those, from the run's network tag only.
@@ -28,6 +29,8 @@ from google.cloud import compute_v1
 
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.providers.gcp import compute_api
+
+MAX_PORT = 65535
 
 
 def NetworkUrl(project: str, network: str) -> str:
@@ -139,10 +142,16 @@ def SubnetRanges(regions: Sequence[str]) -> Dict[str, str]:
           for i, region in enumerate(sorted(set(regions)))}
 
 
-def RedisPorts(start_port: int, span: int) -> List[str]:
-  """Shard ports from start_port, and their cluster-bus ports (+10000)."""
-  end = start_port + span - 1
-  return [f'{start_port}-{end}', f'{start_port + 10000}-{end + 10000}']
+def RedisPorts(start_port: int) -> List[str]:
+  """Every port from start_port up: the shards' and their cluster bus's.
+
+  Shards take consecutive free ports from --redis_start_port, skipping
+  taken ones, and a shard search starts each count's shards on fresh ports
+  after the last count's, so how far they go is not known before the run;
+  their cluster-bus ports (+10000) lie above them. The rule admits only the
+  run's own VMs.
+  """
+  return PortList([(start_port, MAX_PORT)])
 
 
 def PortList(ranges: Sequence[Tuple[int, int]]) -> List[str]:

@@ -33,9 +33,6 @@ from perfkitbenchmarker.providers import operator_access
 
 CLOUD = 'GCP'
 DEFAULT_REDIS_START_PORT = 7001
-# Shards take consecutive free ports from --redis_start_port; 1000 leaves
-# room for any shard count a VM can run.
-REDIS_PORT_SPAN = 1000
 
 
 def SshSourceRanges(values: Sequence[str]) -> List[str]:
@@ -243,8 +240,7 @@ class GceProvider:
     rules = [
         ('ssh', ['22'], {'source_ranges': ssh_ranges}, 'SSH to run {} from '
          'its operator'),
-        ('redis', network.RedisPorts(self.options.redis_start_port,
-                                     REDIS_PORT_SPAN),
+        ('redis', network.RedisPorts(self.options.redis_start_port),
          {'source_tags': [tag]}, 'Redis between the VMs of run {}')]
     if peer_ports:
       # A rule of its own, so the Redis rule stays the same for every
