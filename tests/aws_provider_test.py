@@ -739,3 +739,45 @@ def test_region_refuses_non_zones():
   for value in ('us-east-1', 'us-central1-a', ''):
     with pytest.raises(errors.UsageError):
       naming.RegionOf(value)
+
+
+@pytest.mark.parametrize('flags,closed', [
+    ({'redis_start_port': 9001}, 9001),
+    ({'redis_start_port': 6000}, 6000),
+    ({'redis_total_num_processes': 2000}, 9000),
+    ({'redis_server_cluster_mode': True, 'redis_start_port': 8990,
+      'redis_total_num_processes': 4}, None),
+    ({'redis_server_cluster_mode': True, 'redis_start_port': 8990,
+      'redis_total_num_processes': 20}, 9000),
+    ({'redis_optimize_shards': True, 'redis_max_shards': 3000}, 9000),
+    ({'aws_redis_ports': ['7001-7004', '17001-17003'],
+      'redis_server_cluster_mode': True, 'redis_total_num_processes': 4},
+     17004),
+])
+def test_shards_on_ports_the_security_group_keeps_closed_are_refused(
+    tmp_path, pkb_flags, flags, closed):
+  # Before anything is made: the clients would never reach such a shard.
+  pkb_flags.aws_ssh_source_cidr = [OPERATOR]
+  for name, value in flags.items():
+    setattr(pkb_flags, name, value)
+  calls = []
+  ec2 = types.SimpleNamespace(**{name: lambda *a, **k: calls.append(a)
+                                 for name in ('describe_instance_types',
+                                              'create_vpc')})
+  clients = api.AwsClients(REGION, ec2, None)
+  provisioner = provider.AwsProvisioner(
+      provider.AwsOptions.FromFlags(pkb_flags), clients, RUN_URI,
+      run_record.RunRecord.Create(str(tmp_path / RUN_URI), RUN_URI))
+  vms = [vm for vms in provisioner.ConstructVms(
+      _GroupSpecs(), {'servers': 1, 'clients': 1}).values() for vm in vms]
+  if closed is None:
+    network.CheckShardPorts(provisioner.options.shard_ports,
+                            provisioner.options.redis_ports)
+    return
+  with pytest.raises(errors.UsageError, match=(
+      rf'leaves {closed} closed between the VMs; widen --aws_redis_ports')):
+    provisioner.Provision(vms)
+  assert not calls and not provisioner.record.Resources()
+  # A benchmark's own peer ports (Redis Enterprise's databases) count too.
+  network.CheckShardPorts(provisioner.options.shard_ports,
+                          provisioner.options.redis_ports, [(1, 65535)])

@@ -22,7 +22,9 @@ flags.DEFINE_list(
     'aws_redis_ports', ['6379-8999', '16379-18999'],
     'TCP ports (N or LOW-HIGH) the run\'s VMs open to each other: Redis '
     'shards and their cluster-bus ports (shard port + 10000). Only members '
-    'of the run\'s security group are admitted.')
+    'of the run\'s security group are admitted. A run whose shards, from '
+    '--redis_start_port on, would fall outside is refused before anything '
+    'is made.')
 flags.DEFINE_string(
     'aws_profile', None,
     'Profile from ~/.aws/config to use; default: the boto3 default chain '

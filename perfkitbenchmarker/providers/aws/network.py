@@ -48,6 +48,40 @@ def PortRanges(values: Sequence[str]) -> Tuple[PortRange, ...]:
   return tuple(ranges)
 
 
+def FirstUnadmitted(wanted: Sequence[PortRange],
+                    admitted: Sequence[PortRange]) -> Optional[int]:
+  """The lowest port of `wanted` no range of `admitted` holds, or None."""
+  for low, high in wanted:
+    port = low
+    while port <= high:
+      tops = [top for bottom, top in admitted if bottom <= port <= top]
+      if not tops:
+        return port
+      port = max(tops) + 1
+  return None
+
+
+def _Text(port_range: PortRange) -> str:
+  low, high = port_range
+  return str(low) if low == high else f'{low}-{high}'
+
+
+def CheckShardPorts(shard_ports: Sequence[PortRange],
+                    redis_ports: Sequence[PortRange],
+                    peer_ports: Sequence[PortRange] = ()) -> None:
+  """Refuses shard ports the security group would not admit between the
+  run's VMs (the clients could not reach those shards)."""
+  port = FirstUnadmitted(shard_ports, tuple(redis_ports) + tuple(peer_ports))
+  if port is None:
+    return
+  wanted = ' and '.join(_Text(r) for r in shard_ports)
+  opened = ','.join(_Text(r) for r in redis_ports)
+  raise errors.UsageError(
+      f'--redis_start_port and the shard count put the shards on ports '
+      f'{wanted}, but --aws_redis_ports={opened} leaves {port} closed '
+      'between the VMs; widen --aws_redis_ports or move --redis_start_port.')
+
+
 def IngressPermissions(group_id: str, ssh_cidrs: Sequence[str],
                        redis_ports: Sequence[PortRange],
                        peer_ports: Sequence[PortRange] = ()) -> List[Dict]:

@@ -32,6 +32,7 @@ from perfkitbenchmarker.providers.aws import vm as aws_vm
 from perfkitbenchmarker.providers import operator_access
 
 CLOUD = aws_vm.CLOUD
+CLUSTER_BUS_OFFSET = 10000  # A cluster shard's bus port: its own + 10000.
 AwsVirtualMachine = aws_vm.AwsVirtualMachine
 
 
@@ -46,6 +47,9 @@ class AwsOptions:
   timeout_minutes: Optional[float] = None
   profile: Optional[str] = None
   ssh_wait_s: float = ssh_vm.BOOT_SSH_TIMEOUT_S
+  # The ports the first shards of a Redis run take on each server VM (and
+  # their cluster bus's), which redis_ports must admit; () checks none.
+  shard_ports: Tuple[network.PortRange, ...] = ()
 
   def __post_init__(self):
     # Whoever builds the options, SSH is never opened wider than allowed.
@@ -63,7 +67,26 @@ class AwsOptions:
         owner=flag_values.owner or getpass.getuser(),
         timeout_minutes=flag_values.timeout_minutes,
         profile=flag_values.aws_profile,
-        ssh_wait_s=flag_values.ssh_wait_timeout_seconds)
+        ssh_wait_s=flag_values.ssh_wait_timeout_seconds,
+        shard_ports=ShardPorts(flag_values))
+
+
+def ShardPorts(flag_values) -> Tuple[network.PortRange, ...]:
+  """The ports shards take from --redis_start_port on (free ones first), and
+  their cluster-bus ports (+10000) in cluster mode: the shard count's, or a
+  shard search's most (else its first shard's)."""
+  start = getattr(flag_values, 'redis_start_port', None)
+  if not start:
+    return ()
+  if getattr(flag_values, 'redis_optimize_shards', False):
+    shards = getattr(flag_values, 'redis_max_shards', None) or 1
+  else:
+    shards = getattr(flag_values, 'redis_total_num_processes', None) or 1
+  ports = [(start, start + shards - 1)]
+  if getattr(flag_values, 'redis_server_cluster_mode', False):
+    ports.append((start + CLUSTER_BUS_OFFSET,
+                  start + shards - 1 + CLUSTER_BUS_OFFSET))
+  return tuple(ports)
 
 
 def CheckPrerequisites(flag_values) -> None:
@@ -170,6 +193,9 @@ class AwsProvisioner:
     between its VMs (spec.peer_tcp_ports), opened like the Redis ones."""
     if not vms:
       return
+    # The benchmark's peer ports hold a database's (Redis Enterprise's).
+    network.CheckShardPorts(self.options.shard_ports,
+                            self.options.redis_ports, peer_ports)
     self._Check(vms)
     vpc_id, subnet_id = self._Network(vms[0].zone)
     group = self._Resource(network.SecurityGroup, vpc_id=vpc_id,
