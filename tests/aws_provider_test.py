@@ -21,6 +21,7 @@ import types
 import uuid
 
 import botocore.exceptions
+import botocore.parsers
 import pytest
 
 import e2e_support
@@ -635,6 +636,22 @@ def test_vpc_in_use_fails_in_one_line_after_retries(moto, tmp_path):
   assert len(sleeps) == network.Vpc.DELETE_RETRIES - 1
   assert vms[0].instance_id
   assert resource.TeardownFromRecord(run.record) == []
+
+
+def test_an_answer_that_is_not_ec2s_is_one_line_not_an_internal_error():
+  # What botocore raises for an HTML page (a proxy's 500, an emulator at
+  # AWS_ENDPOINT_URL without the call: moto's server and placement groups).
+  page = botocore.parsers.ResponseParserError(
+      'Unable to parse response (syntax error: line 1, column 0), invalid '
+      "XML received. Further retries may succeed:\nb'<!doctype html>\n"
+      "<html lang=en>\n<title>500 Internal Server Error</title>\n'")
+  with pytest.raises(errors.ResourceError) as raised:
+    with api.Translated('creating placement group pkb-x'):
+      raise page
+  message = str(raised.value)
+  assert message.startswith('creating placement group pkb-x failed: the '
+                            "endpoint's answer is not an EC2 reply")
+  assert '\n' not in message and 'doctype' not in message
 
 
 # Refusals ---------------------------------------------------------------------

@@ -16,6 +16,7 @@ the default factory.
 
 import contextlib
 import dataclasses
+import logging
 import threading
 from typing import (Annotated, Any, Callable, Dict, Iterable, Iterator, List,
                     Optional, Tuple)
@@ -23,6 +24,7 @@ from typing import (Annotated, Any, Callable, Dict, Iterable, Iterator, List,
 import boto3
 import botocore.config
 import botocore.exceptions
+import botocore.parsers
 import pydantic
 
 from perfkitbenchmarker import errors
@@ -92,6 +94,15 @@ def Translated(what: str, retry: Iterable[str] = (),
         'run `aws configure`.') from None
   except botocore.exceptions.BotoCoreError as e:
     raise resource.RetryableError(f'{what}: {e}') from None
+  except botocore.parsers.ResponseParserError as e:
+    # Not EC2's XML (botocore retried it already): an HTML error page of a
+    # proxy, or an endpoint (AWS_ENDPOINT_URL) that is not EC2 or lacks the
+    # call. Its text is the page itself, many lines: logged, not repeated.
+    logging.info('%s: %s', what, e)
+    raise errors.ResourceError(
+        f'{what} failed: the endpoint\'s answer is not an EC2 reply '
+        '(a proxy\'s error page, or AWS_ENDPOINT_URL naming a service '
+        'without this call?); details in pkb.log.') from None
 
 
 @dataclasses.dataclass(frozen=True)
