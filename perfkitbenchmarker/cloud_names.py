@@ -92,10 +92,12 @@ def CheckZone(cloud: str, zone: Optional[str], allow_unlisted: bool = False,
   region = split[0] if split else zone
   near = difflib.get_close_matches(region, list(regions), n=4, cutoff=0.75)
   hint = (f' (a region like {" or ".join(near)}?)' if near else '')
+  # --allow_unlisted_zone lets through only what is shaped as a zone.
+  advice = ('; a zone opened since then needs --allow_unlisted_zone' if split
+            else '')
   raise errors.UsageError(
       f'--zone={zone} is not {_A(cloud)} zone{hint} in the list dated '
-      f'{date}; zones look like {example}; a zone opened since then needs '
-      '--allow_unlisted_zone.')
+      f'{date}; zones look like {example}{advice}.')
 
 
 _MACHINE_TYPE_SHAPES = {

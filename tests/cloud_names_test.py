@@ -46,6 +46,19 @@ def test_a_zone_opened_since_the_list_passes_only_when_allowed():
     cloud_names.CheckZone('GCP', 'nonsense', allow_unlisted=True)
 
 
+@pytest.mark.parametrize('cloud,zone', [
+    ('AWS', 'us-west-2-lax-1a'), ('AWS', 'us-east-1-bos-1a'),
+    ('GCP', 'US-CENTRAL1-A'), ('GCP', 'nonsense'),
+])
+def test_a_name_not_shaped_as_a_zone_is_not_sent_to_the_flag(cloud, zone):
+  # --allow_unlisted_zone would be refused the same: not advised.
+  for allow_unlisted in (False, True):
+    with pytest.raises(errors.UsageError) as e:
+      cloud_names.CheckZone(cloud, zone, allow_unlisted=allow_unlisted)
+    assert f'--zone={zone} is not a' in str(e.value)
+    assert 'allow_unlisted_zone' not in str(e.value)
+
+
 @pytest.mark.parametrize('cloud,machine_type', [
     ('GCP', 't2d-standard-16'), ('GCP', 'e2-micro'),
     ('GCP', 'custom-4-8192'), ('GCP', 'c3-highcpu-4-lssd'),
