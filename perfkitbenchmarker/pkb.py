@@ -209,6 +209,14 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
         f'{asked} was torn down, nothing of it is left to {stages[0]}; '
         'start a new run (leave --run_uri out, or pick another) with '
         '--run_stage=all or provision,prepare,run.')
+  provisioned_on = record.info.get('cloud')
+  if 'provision' not in stages and provisioned_on not in (None, _Cloud()):
+    # This invocation's provider could neither rebuild the run's VMs nor
+    # delete its resources (kinds of another provider).
+    raise errors.UsageError(
+        f'{asked} was provisioned on {provisioned_on} (its record), not '
+        f'{_Cloud()}; give the flags it was provisioned with, or delete it '
+        f'from its record alone with {run_signals.TeardownCommand(run_uri)}.')
   if 'provision' in stages and over and not live:  # Two runs under one uri.
     raise errors.UsageError(
         f'{asked} already ran (its record and samples are in {run_dir}); '

@@ -120,6 +120,28 @@ def test_provision_under_a_run_uri_torn_down_before_it_ran_is_refused(
           str(run_dir), 'tdn1', stages)
 
 
+def test_a_later_stage_on_another_cloud_than_the_run_is_refused(
+    tmp_path, pkb_flags):
+  """A GCP run killed mid-provision, then README's '--run_stage=cleanup,
+  teardown --run_uri=X' without --cloud=GCP: it ran as Local, left all 8
+  of the run's GCP resources ('unknown kind "gcp_vm"; delete it by hand')
+  and exited 1."""
+  run_dir = tmp_path / 'gcp1'
+  record = run_record.RunRecord.Create(str(run_dir), 'gcp1', cloud='GCP',
+                                       benchmarks=['redis_memtier'])
+  record.AddResource('gcp_vm', 'pkb-gcp1-servers-0', group='servers')
+  for stages in (['cleanup', 'teardown'], ['run'], ['prepare', 'run']):
+    with pytest.raises(errors.UsageError, match=(
+        'run gcp1 was provisioned on GCP [(]its record[)], not Local; give '
+        'the flags it was provisioned with, or delete it from its record '
+        'alone with ./pkb.py --run_stage=teardown --run_uri=gcp1')):
+      pkb._CheckStagesNotRepeated(  # pylint: disable=protected-access
+          str(run_dir), 'gcp1', stages)
+  pkb_flags.cloud = 'GCP'
+  pkb._CheckStagesNotRepeated(  # pylint: disable=protected-access
+      str(run_dir), 'gcp1', ['cleanup', 'teardown'])
+
+
 @pytest.mark.e2e
 def test_a_huge_hostile_record_gets_one_bounded_escaped_line(tmp_path):
   run_uri = e2e.NewRunUri()
