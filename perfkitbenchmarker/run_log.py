@@ -29,6 +29,7 @@ from perfkitbenchmarker import vm_util
 
 LOG_FILE = 'pkb.log'
 CONSOLE_LOGGER = 'pkb.console'
+CREDENTIAL_LOGGER = 'botocore'  # Kept out of pkb.log below INFO.
 _DETAIL = logging.Formatter(
     '%(asctime)s %(levelname)s %(module)s:%(lineno)d %(message)s')
 _CONSOLE = logging.Formatter('%(asctime)s %(stream)s | %(message)s')
@@ -161,6 +162,9 @@ def SetUp(run_dir: Optional[str]) -> None:
     for h in list(logger.handlers):
       logger.removeHandler(h)
   root.setLevel(logging.DEBUG)
+  # botocore's DEBUG lines give each request's headers: the access key id,
+  # the signature and a session's X-Amz-Security-Token. Its INFO and up.
+  logging.getLogger(CREDENTIAL_LOGGER).setLevel(logging.INFO)
   console = logging.StreamHandler(sys.stderr)
   console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
                    logging.WARNING)

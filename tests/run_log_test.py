@@ -40,6 +40,30 @@ def test_console_lines_before_and_after_the_log_exists(tmp_path, capsys):
                                                    run_log.ConsoleTee)
 
 
+def test_aws_request_headers_never_reach_the_log(tmp_path):
+  # An AWS run with a session's credentials (SSO, an assumed role) wrote
+  # botocore's DEBUG 'Sending http request: ... X-Amz-Security-Token' and
+  # the Authorization header's key id into pkb.log, 6 times before its
+  # first refusal.
+  botocore = logging.getLogger('botocore')
+  level = botocore.level
+  run_dir = tmp_path / 'run'
+  try:
+    run_log.SetUp(str(run_dir))
+    logging.getLogger('botocore.endpoint').debug(
+        "Sending http request: <AWSPreparedRequest headers={'Authorization': "
+        "b'AWS4-HMAC-SHA256 Credential=AKIAKEYID/...', "
+        "'X-Amz-Security-Token': b'SeSsIoNtOkEn'}>")
+    logging.getLogger('botocore.credentials').info(
+        'Found credentials in environment variables.')
+  finally:
+    run_log.TearDown()
+    botocore.setLevel(level)
+  log = (run_dir / 'pkb.log').read_text()
+  assert 'SeSsIoNtOkEn' not in log and 'AKIAKEYID' not in log
+  assert 'Found credentials in environment variables.' in log
+
+
 def test_the_log_is_never_appended_through_a_link_or_to_a_fifo(tmp_path):
   # A downloaded run directory with pkb.log -> a file of the user's:
   # --run_stage=teardown appended its lines to that file.
