@@ -510,6 +510,17 @@ def test_credentials_go_only_to_a_google_or_loopback_endpoint(endpoint):
     gcp_provider.CheckPrerequisites(_Flags(gcp_compute_endpoint=good))
 
 
+@pytest.mark.parametrize('user', ['bad user', '', '-oProxyCommand=x', 'a:b'])
+def test_ssh_user_that_is_no_user_name_is_refused_before_anything(user):
+  # It made the VMs, failed their SSH wait, and teardown then left both
+  # instances, the network, subnetwork and placement policy ('user ... is
+  # not a user name ...; left alone'), for every later teardown too.
+  with pytest.raises(errors.UsageError,
+                     match='^--gcp_ssh_user: .* is not a user name') as e:
+    gcp_provider.CheckPrerequisites(_Flags(gcp_ssh_user=user))
+  assert '\n' not in str(e.value)
+
+
 def test_project_is_required():
   with pytest.raises(errors.UsageError, match='--project'):
     gcp_provider.CheckPrerequisites(_Flags(project=None))

@@ -63,6 +63,11 @@ class GcpOptions:
       raise errors.UsageError(
           '--cloud=GCP needs --project=<GCP project id> to create the VMs '
           'in.')
+    # Checked before any VM exists: the record keeps it, and a teardown
+    # leaves alone a VM whose recorded user is no user name.
+    problem = ssh_vm.FieldProblem('user', flag_values.gcp_ssh_user)
+    if problem:
+      raise errors.UsageError(f'--gcp_ssh_user: {problem}.')
     return cls(
         project=flag_values.project,
         # Checked by CheckPrerequisites and again before any firewall rule.
