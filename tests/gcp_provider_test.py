@@ -521,6 +521,28 @@ def test_ssh_user_that_is_no_user_name_is_refused_before_anything(user):
   assert '\n' not in str(e.value)
 
 
+@pytest.mark.parametrize('text,reason', [
+    ('{"type": "service_account", "private_key": "x", "client_email": "a@b"}',
+     'Failed to load service account credentials from {path}'),
+    ('not json', 'File {path} is not a valid json file.'),
+    ('[' * 100000, 'a credentials file nested too deeply to read'),
+])
+def test_a_credentials_file_it_cannot_use_is_named_with_why(
+    tmp_path, monkeypatch, text, reason):
+  # It said 'found no Google credentials; ... or set
+  # GOOGLE_APPLICATION_CREDENTIALS' to a user who had set it (a deep file:
+  # 'internal error RecursionError').
+  path = tmp_path / 'key.json'
+  path.write_text(text)
+  monkeypatch.setenv('GOOGLE_APPLICATION_CREDENTIALS', str(path))
+  with pytest.raises(errors.PrerequisiteError) as e:
+    compute_api.ComputeClients.Create()
+  message = str(e.value)
+  assert message.startswith('--cloud=GCP has no usable Google credentials (' +
+                            reason.format(path=path))
+  assert '\n' not in message and len(message) < 500
+
+
 def test_project_is_required():
   with pytest.raises(errors.UsageError, match='--project'):
     gcp_provider.CheckPrerequisites(_Flags(project=None))

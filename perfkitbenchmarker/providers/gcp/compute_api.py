@@ -116,11 +116,18 @@ class ComputeClients:
               credentials=credentials, client_options=options,
               transport='rest')
           for field in dataclasses.fields(cls) if field.name != 'endpoint'})
-    except auth_exceptions.DefaultCredentialsError:
+    except (auth_exceptions.DefaultCredentialsError, RecursionError) as e:
+      # google-auth's first argument says which file it found and why it
+      # cannot use it (the rest may quote the file); a JSON nested past
+      # Python's limit is the one error it lets through.
+      reason = 'a credentials file nested too deeply to read'
+      if isinstance(e, auth_exceptions.DefaultCredentialsError) and e.args:
+        reason = e.args[0]
       raise errors.PrerequisiteError(
-          '--cloud=GCP found no Google credentials; run "gcloud auth '
-          'application-default login" or set GOOGLE_APPLICATION_CREDENTIALS.'
-      ) from None
+          f'--cloud=GCP has no usable Google credentials '
+          f'({vm_util.Printable(str(reason))[:300]}); run "gcloud auth '
+          'application-default login" or set GOOGLE_APPLICATION_CREDENTIALS '
+          'to a valid key file.') from None
 
 
 # Errors ----------------------------------------------------------------------
