@@ -654,6 +654,23 @@ def test_an_answer_that_is_not_ec2s_is_one_line_not_an_internal_error():
   assert '\n' not in message and 'doctype' not in message
 
 
+@pytest.mark.parametrize('variable', ['AWS_CONFIG_FILE',
+                                      'AWS_SHARED_CREDENTIALS_FILE'])
+def test_an_aws_configuration_that_does_not_parse_is_one_line(
+    tmp_path, monkeypatch, variable):
+  # It was 'internal error ConfigParseError: Unable to parse config file:
+  # ... (traceback in .../pkb.log)' (a credential_process that fails was
+  # 'internal error CredentialRetrievalError' the same way).
+  broken = tmp_path / 'aws_file'
+  broken.write_text('[default\nregion = us-east-1\n')
+  monkeypatch.setenv(variable, str(broken))
+  with pytest.raises(errors.PrerequisiteError) as e:
+    api.ClientFactory().ForRegion(REGION)
+  assert str(e.value) == (
+      f'AWS configuration unusable: Unable to parse config file: {broken}; '
+      'fix it (aws configure), or pick another --aws_profile.')
+
+
 # Refusals ---------------------------------------------------------------------
 
 

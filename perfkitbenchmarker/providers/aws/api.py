@@ -30,6 +30,7 @@ import pydantic
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import naming
 
 ClientError = botocore.exceptions.ClientError
@@ -137,11 +138,18 @@ class ClientFactory:
           kwargs['profile_name'] = profile
         try:
           session = self._session_factory(**kwargs)
+          clients = AwsClients(
+              region, session.client('ec2', config=_BOTO_CONFIG),
+              session.client('ssm', config=_BOTO_CONFIG), profile)
         except botocore.exceptions.ProfileNotFound as e:
           raise errors.UsageError(f'--aws_profile: {e}') from None
-        clients = AwsClients(
-            region, session.client('ec2', config=_BOTO_CONFIG),
-            session.client('ssm', config=_BOTO_CONFIG), profile)
+        except botocore.exceptions.BotoCoreError as e:
+          # The user's AWS configuration: a config or credentials file that
+          # does not parse, a credential_process that fails.
+          raise errors.PrerequisiteError(
+              f'AWS configuration unusable: '
+              f'{vm_util.Printable(str(e).strip())[:300]}; fix it (aws '
+              'configure), or pick another --aws_profile.') from None
         self._clients[(region, profile)] = clients
     return clients
 
