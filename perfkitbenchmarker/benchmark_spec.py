@@ -299,8 +299,9 @@ class BenchmarkSpec:
   def ConstructVirtualMachines(self) -> None:
     self._SetGroups(self.provider.ConstructVms(self))
 
-  def RestoreVirtualMachines(self) -> None:
-    """Rebuilds the VMs an earlier invocation of this run provisioned."""
+  def RestoreVirtualMachines(self, every_group: bool = True) -> None:
+    """Rebuilds the VMs an earlier invocation of this run provisioned;
+    refuses a group with none unless not `every_group`."""
     groups: Dict[str, List[virtual_machine.BaseVirtualMachine]] = {}
     for entry in self.record.Resources():
       if 'group' in entry['data'] and entry['status'] == 'created':
@@ -308,7 +309,7 @@ class BenchmarkSpec:
         vm.record = self.record
         groups.setdefault(entry['data']['group'], []).append(vm)
     missing = set(self.GroupCounts()) - set(groups)
-    if missing:
+    if missing and every_group:
       raise errors.UsageError(
           f'Run {self.run_uri} has no provisioned {", ".join(sorted(missing))}'
           ' VMs; start with --run_stage=provision (or all).')

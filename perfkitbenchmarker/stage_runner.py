@@ -67,7 +67,10 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
         spec.Provision()
         record.MarkStageDone('provision')
     else:
-      spec.RestoreVirtualMachines()
+      # Cleanup and teardown go by the record: VMs that never came up (a
+      # run killed while they started) leave them nothing to do there.
+      spec.RestoreVirtualMachines(
+          every_group=bool({'prepare', 'run'} & set(stages)))
     if 'prepare' in stages:
       with times.Measure('prepare'):
         module.Prepare(spec)

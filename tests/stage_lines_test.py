@@ -68,6 +68,37 @@ def test_a_cleanup_failure_is_one_line_and_its_traceback_in_pkb_log(
     assert 'Traceback' in f.read()  # Kept for whoever debugs it.
 
 
+def test_cleanup_and_teardown_of_a_run_whose_vms_never_came_up(
+    pkb_flags, tmp_path, capsys):
+  # A GCP run killed while its instances started (recorded 'creating'),
+  # then --run_stage=cleanup,teardown: teardown deleted all 8 resources,
+  # yet the run 'stopped: Run h3ag5 has no provisioned clients, servers
+  # VMs; start with --run_stage=provision (or all).', exit 2.
+  pkb_flags.cloud = 'Local'
+  run_uri = 'lines9'
+  module = types.ModuleType('lines_stub_benchmark')
+  module.BENCHMARK_NAME = 'lines_stub'
+  module.Cleanup = lambda spec: None
+  run_dir = str(tmp_path / run_uri)
+  record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
+                                       benchmarks=[module.BENCHMARK_NAME])
+  record.MarkStageDone('provision')
+  collector = publisher.SampleCollector(
+      [], publisher.RunInfo(run_uri=run_uri, owner='tester'))
+  run_log.SetUp(run_dir)
+  try:
+    code = pkb._RunOne(  # pylint: disable=protected-access
+        module, CONFIG, run_uri, record, None, collector,
+        reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
+        ['cleanup', 'teardown'], run_signals.Interrupts(run_uri))
+  finally:
+    run_log.TearDown()
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_OK, err
+  assert 'provision' not in err, err
+  assert record.stages_done[-2:] == ['cleanup', 'teardown']
+
+
 def test_a_bug_in_cleanup_is_one_line_too(pkb_flags, tmp_path, capsys):
   pkb_flags.cloud = 'Local'
 
