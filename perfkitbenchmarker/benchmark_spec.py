@@ -299,6 +299,26 @@ class BenchmarkSpec:
   def ConstructVirtualMachines(self) -> None:
     self._SetGroups(self.provider.ConstructVms(self))
 
+  def CheckRecordedVms(self) -> None:
+    """Refuses flags or a config naming other machines than the record's:
+    a later stage prices its groups from those (GroupPrice), while its VMs
+    come from the record, so its figures would be another machine's."""
+    if not self.can.made_by_run:  # Machines not sized by the flags.
+      return
+    specs = self.GroupSpecs()
+    for entry in self.record.Resources():
+      data = entry['data']
+      spec = specs.get(data.get('group'))
+      if spec is None or entry['status'] != 'created':
+        continue
+      had = (data.get('machine_type'), data.get('zone'))
+      if had != (spec.machine_type, spec.zone):
+        raise errors.UsageError(
+            f'Run {self.run_uri}\'s {data["group"]} VM {entry["name"]} is '
+            f'{had[0]} in {had[1]} (its record), not {spec.machine_type} in '
+            f'{spec.zone}; give the flags it was provisioned with (it would '
+            'be priced as the other).')
+
   def RestoreVirtualMachines(self, every_group: bool = True) -> None:
     """Rebuilds the VMs an earlier invocation of this run provisioned;
     refuses a group with none unless not `every_group`."""

@@ -56,6 +56,9 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
       module, config, run_uri, cloud, record, flag_values, catalog,
       lambda samples: collector.Add(samples, TestName(module, cloud)),
       reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
+  if 'provision' not in stages and {'prepare', 'run'} & set(stages):
+    # Before any stage: a refusal here stops nothing the run has running.
+    spec.CheckRecordedVms()
   failure: Optional[BaseException] = None
   times = timing_util.StageTimes(clock)
   started = clock()

@@ -219,6 +219,35 @@ def test_redis_rule_admits_every_port_a_large_shard_study_takes(
   assert not _Admits(ports, 9000)
 
 
+@pytest.mark.parametrize('flags,refused', [
+    ({}, None),
+    ({'zone': 'europe-west4-a'}, 'is t2d-standard-16 in us-central1-a (its '
+     'record), not t2d-standard-16 in europe-west4-a'),
+    ({'machine_type': 'n2-standard-8'}, 'is t2d-standard-16 in '
+     'us-central1-a (its record), not n2-standard-8 in us-central1-a'),
+])
+def test_a_later_stage_naming_other_machines_is_refused(
+    fake, tmp_path, monkeypatch, flags, refused):
+  # './pkb.py --run_stage=run --run_uri=X' with another --zone or
+  # --machine_type priced the recorded t2d-standard-16 in us-central1-a as
+  # the flags' machine (GroupPrice reads them): n2-standard-8 in
+  # europe-west4, $0.4277/hr for $0.6759/hr, in every price-performance.
+  monkeypatch.setattr(ssh_vm, 'GenerateKeyPair', lambda directory, **_: (
+      ssh_vm.KeyPair(os.path.join(directory, 'k'), 'ssh-ed25519 AAAA k')))
+  run = _Run(fake, tmp_path)
+  run.Provision()
+  later = benchmark_spec.BenchmarkSpec(
+      types.SimpleNamespace(BENCHMARK_NAME='redis_memtier'), _Config(),
+      'abc123', 'GCP', run.record, _Flags(**flags), None, lambda s: None)
+  if refused is None:
+    later.CheckRecordedVms()
+    return
+  with pytest.raises(errors.UsageError, match=(
+      f"Run abc123's .* VM pkb-abc123-.* {re.escape(refused)}; give the "
+      'flags it was provisioned with')):
+    later.CheckRecordedVms()
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize('module,peer_ports', [
     (redis_memtier_benchmark, None),
