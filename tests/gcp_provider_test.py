@@ -572,6 +572,28 @@ def test_a_credentials_file_it_cannot_use_is_named_with_why(
   assert '\n' not in message and len(message) < 500
 
 
+@pytest.mark.parametrize('project', ['p/../../x', 'P Q', 'p?x=1', '-p'])
+def test_a_project_that_is_no_project_id_is_refused_before_anything(project):
+  # 'p/../../x' made every API call 'internal error ValueError: Invalid
+  # request.' and left the run's network entry for every teardown.
+  with pytest.raises(errors.UsageError,
+                     match='is not a GCP project id') as e:
+    gcp_provider.CheckPrerequisites(_Flags(project=project))
+  assert '\n' not in str(e.value)
+  gcp_provider.GcpOptions.FromFlags(_Flags(project='example.com:my-proj_1'))
+
+
+def test_a_recorded_project_that_is_no_project_id_is_one_line(tmp_path):
+  record = run_record.RunRecord.Create(str(tmp_path / 'r'), 'abc123',
+                                       cloud='GCP')
+  record.AddResource('gcp_network', 'pkb-abc123', project='p/../../x',
+                     api_endpoint='http://127.0.0.1:9')
+  record.UpdateResource('gcp_network', 'pkb-abc123', status='created')
+  (failure,) = resource.TeardownFromRecord(record)
+  assert "'p/../../x' is not a GCP project id" in failure
+  assert '\n' not in failure
+
+
 def test_project_is_required():
   with pytest.raises(errors.UsageError, match='--project'):
     gcp_provider.CheckPrerequisites(_Flags(project=None))

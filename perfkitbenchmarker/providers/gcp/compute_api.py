@@ -17,6 +17,7 @@ the same API the run created things in.
 
 import dataclasses
 import logging
+import re
 import time
 from typing import Any, Callable, Dict, Optional, Tuple, Type
 import urllib.parse
@@ -75,6 +76,22 @@ def EndpointProblem(endpoint: Optional[str]) -> Optional[str]:
 
 # A run record's Compute API endpoint.
 Endpoint = record_checks.Checked(EndpointProblem)
+
+# A project id (domain-scoped ones hold '.' and ':'): nothing an API call's
+# path would read otherwise ('/', a space, '?').
+_PROJECT = re.compile(r'[A-Za-z0-9][A-Za-z0-9.:_-]{0,99}')
+
+
+def ProjectProblem(project: str) -> Optional[str]:
+  """Why `project` cannot be a GCP project id, or None."""
+  if _PROJECT.fullmatch(project or ''):
+    return None
+  return (f'{vm_util.Printable(repr(project))[:80]} is not a GCP project id '
+          '(letters, digits, - . : _)')
+
+
+# A run record's project (every call's path holds it).
+Project = record_checks.Checked(ProjectProblem)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,7 +302,7 @@ class GceResource(resource.BaseResource):
     return {'project': self.project, 'api_endpoint': self.clients.endpoint}
 
   class Fields(record_checks.Fields):
-    project: str
+    project: Project
     api_endpoint: Optional[Endpoint] = None
 
   @classmethod

@@ -63,6 +63,12 @@ class GcpOptions:
       raise errors.UsageError(
           '--cloud=GCP needs --project=<GCP project id> to create the VMs '
           'in.')
+    # It becomes a part of every API call's path: one with a '/' (or a
+    # space) made each call an 'internal error ValueError: Invalid request.'
+    # and left the run's first resource for every teardown.
+    problem = compute_api.ProjectProblem(flag_values.project)
+    if problem:
+      raise errors.UsageError(f'--project: {problem}.')
     # Checked before any VM exists: the record keeps it, and a teardown
     # leaves alone a VM whose recorded user is no user name.
     problem = ssh_vm.FieldProblem('user', flag_values.gcp_ssh_user)

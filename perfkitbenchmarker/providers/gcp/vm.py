@@ -220,7 +220,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     os_type: str = 'debian12'
     user: ssh_vm.User = 'pkb'
     ip_address: Optional[ssh_vm.Host] = None  # Not yet known when created.
-    project: str
+    project: compute_api.Project
     api_endpoint: Optional[compute_api.Endpoint] = None
     image: Optional[str] = None
 
