@@ -671,6 +671,19 @@ def test_an_aws_configuration_that_does_not_parse_is_one_line(
       'fix it (aws configure), or pick another --aws_profile.')
 
 
+def test_two_vms_of_one_name_tag_are_refused_before_anything(tmp_path):
+  # Cut at 63 characters, both VMs of a long group name had one Name tag:
+  # the second's launch would find the first's instance by it.
+  spec = virtual_machine.VmSpec(cloud='AWS', machine_type='m6i.large',
+                                zone=ZONE)
+  provisioner = provider.AwsProvisioner(
+      _Options(), api.AwsClients(REGION, None, None), RUN_URI,
+      run_record.RunRecord.Create(str(tmp_path / RUN_URI), RUN_URI))
+  with pytest.raises(errors.ConfigError, match='as another VM of the run'):
+    provisioner.ConstructVms({'g' * 60: spec}, {'g' * 60: 2})
+  assert provisioner.record.Resources() == []
+
+
 # Refusals ---------------------------------------------------------------------
 
 

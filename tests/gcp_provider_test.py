@@ -594,6 +594,23 @@ def test_a_recorded_project_that_is_no_project_id_is_one_line(tmp_path):
   assert '\n' not in failure
 
 
+@pytest.mark.parametrize('groups', [['g' * 55], ['a_b', 'A-b']])
+def test_two_vms_of_one_name_are_refused_before_anything(fake, tmp_path,
+                                                         groups):
+  # A group name cut at 63 characters gave both its VMs one name: the
+  # second insert found the first's instance (409, 'already done') and the
+  # run went on with two VMs of one instance.
+  config = {'vm_groups': {
+      group: {'vm_spec': {'GCP': {'machine_type': 'n2-standard-2',
+                                  'zone': ZONE}}, 'vm_count': 2}
+      for group in groups}}
+  run = _Run(fake, tmp_path, config=config)
+  with pytest.raises(errors.ConfigError, match=(
+      r'a VM would be named pkb-abc123-\S+, as another VM of the run')):
+    run.Construct()
+  assert fake.requests == [] and run.record.Resources() == []
+
+
 def test_project_is_required():
   with pytest.raises(errors.UsageError, match='--project'):
     gcp_provider.CheckPrerequisites(_Flags(project=None))
