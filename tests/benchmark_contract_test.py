@@ -146,6 +146,35 @@ def test_a_module_another_user_can_change_is_not_loaded(monkeypatch,
   assert not ran.exists()
 
 
+def test_a_cached_pyc_beside_a_module_is_never_what_runs(monkeypatch,
+                                                         tmp_path):
+  """The module's source is checked (it and the directories above it are
+  no other user's); a __pycache__ beside it is not, and Python's import
+  would run a .pyc there whose header matches the source's mtime and size
+  (one made with umask 000 is writable by all) instead of the source."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  plugins = tmp_path / 'plugins'
+  plugins.mkdir()
+  module = plugins / 'cached_benchmark.py'
+  module.write_text(
+      "BENCHMARK_NAME = 'cached'\nBENCHMARK_CONFIG = 'cached: {}'\n"
+      'def GetConfig(user_config): return {}\n'
+      'def Prepare(spec): pass\n'
+      'def Run(spec): return []\n'
+      'def Cleanup(spec): pass\n')
+  planted = compile(module.read_text() + 'PLANTED = True\n', str(module),
+                    'exec')
+  st = module.stat()
+  pyc = importlib.util.cache_from_source(str(module))
+  os.makedirs(os.path.dirname(pyc), mode=0o777)
+  with open(pyc, 'wb') as f:
+    f.write(importlib._bootstrap_external._code_to_timestamp_pyc(  # pylint: disable=protected-access
+        planted, st.st_mtime, st.st_size))
+  monkeypatch.setenv(linux_benchmarks.DIRS_ENV, str(plugins))
+  found = linux_benchmarks._Discover()  # pylint: disable=protected-access
+  assert not hasattr(found['cached'], 'PLANTED')
+
+
 @pytest.mark.e2e
 def test_a_module_with_pkbs_functions_alone_dry_runs_and_runs(tmp_path):
   results = str(tmp_path)

@@ -16,6 +16,7 @@ with one line naming the module and the name, before any flag is read.
 """
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import pkgutil
@@ -63,13 +64,24 @@ def _Trusted(path: str) -> str:
   return path
 
 
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+  """Runs a module from its source (the file _Trusted checked), never from
+  a .pyc in the __pycache__ beside it: nothing checks that directory, and
+  one made under umask 000 lets any user plant a .pyc whose header matches
+  the source's mtime and size, which Python's import would run instead."""
+
+  def get_code(self, fullname):
+    return self.source_to_code(self.get_data(self.path), self.path)
+
+
 def _Load(import_name: Optional[str], path: str):
   if import_name:
     return importlib.import_module(import_name)
   # A module outside the package: its own name under a private prefix, so
   # it can neither shadow nor be shadowed by an installed module.
   name = 'pkb_benchmark_dirs.' + os.path.basename(path)[:-3]
-  spec = importlib.util.spec_from_file_location(name, path)
+  spec = importlib.util.spec_from_file_location(
+      name, path, loader=_SourceOnlyLoader(name, path))
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module
   spec.loader.exec_module(module)
