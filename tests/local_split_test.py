@@ -175,6 +175,33 @@ def test_a_local_vm_enters_only_its_own_recorded_cgroup(tmp_path):
       'taskset -c 0 redis-server x.conf')
 
 
+def test_a_workspace_under_another_scratch_root_names_the_runs(
+    tmp_path, monkeypatch):
+  """A run made with PKB_LOCAL_SCRATCH=X, torn down (or resumed) without
+  it: its VMs are refused (their shards keep running), and the line says
+  which PKB_LOCAL_SCRATCH the run had, the one way to reach them."""
+  record = _Record(tmp_path)
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', '/tmp')
+
+  def Vm(scratch_dir):
+    return local.LocalVirtualMachine.FromRecord(
+        {'kind': 'local_vm', 'name': 'servers-0', 'status': 'created',
+         'data': {'cloud': 'Local', 'group': 'servers',
+                  'scratch_dir': scratch_dir}}, record)
+
+  with pytest.raises(record_checks.RecordRefused) as refused:
+    Vm('/srv/scratch/pkb-r1.ab12cd/servers-0')
+  message = str(refused.value)
+  assert 'PKB_LOCAL_SCRATCH=/srv/scratch' in message, message
+  assert message.endswith('; left alone'), message
+  # Not of the run's shape anywhere: refused without that advice.
+  for path in ('/srv/scratch/pkb-r2.ab12cd/servers-0', '/etc/x',
+               '/srv/scratch/other/servers-0'):
+    with pytest.raises(record_checks.RecordRefused) as refused:
+      Vm(path)
+    assert 'PKB_LOCAL_SCRATCH' not in str(refused.value), path
+
+
 def test_a_quota_figure_is_a_cell_of_its_own():
   # compare never ranks a 0.5-CPU server's figure beside a whole core's.
   frame = pd.DataFrame([

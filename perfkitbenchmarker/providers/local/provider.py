@@ -14,6 +14,7 @@ machine type named by --local_priced_as and says so in the metadata.
 import contextlib
 import dataclasses
 import os
+import posixpath
 from typing import Annotated, Dict, List, Optional, Sequence
 
 import psutil
@@ -164,8 +165,7 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
   class Fields(record_checks.Fields):
     # Only a directory of the run's workspace shape is ever used or removed.
     scratch_dir: Annotated[str, record_checks.WithRecord(
-        lambda path, record: record_checks.ScratchDir(path, _Root(),
-                                                      record))] = ''
+        lambda path, record: _RecordedScratchDir(path, record))] = ''
     group: str = ''
     machine_type: str = 'local'
     num_cpus: Optional[int] = None
@@ -206,6 +206,22 @@ resource.RegisterKind(LocalVirtualMachine.KIND, LocalVirtualMachine.FromRecord)
 def _Root() -> str:
   """Where the run's workspace is made on this machine."""
   return os.path.abspath(SCRATCH_ROOT)
+
+
+def _RecordedScratchDir(path: str, record) -> str:
+  """A recorded scratch directory (record_checks.ScratchDir under _Root());
+  one of the workspace's shape under another root was made by a run with
+  another PKB_LOCAL_SCRATCH: the refusal says to use the run's, as nothing
+  else lets a later stage or teardown reach it (its shards kept running)."""
+  try:
+    return record_checks.ScratchDir(path, _Root(), record)
+  except record_checks.RecordRefused as e:
+    made_in = posixpath.dirname(posixpath.dirname(path))
+    if run_scope.ScratchProblem(path, made_in, record.run_uri):
+      raise
+    raise record_checks.RecordRefused(
+        f'{e}: the run made it with PKB_LOCAL_SCRATCH={made_in}; set that '
+        'for this stage (or teardown) as the run had it') from None
 
 
 def CheckRunDirs() -> None:
