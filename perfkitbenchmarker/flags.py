@@ -5,6 +5,7 @@ reads them (for example `linux_packages/redis_server.py`), as in PKB; this
 module only holds the flags every run has.
 """
 
+import os
 import re
 import textwrap
 from typing import List
@@ -13,6 +14,7 @@ from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import terminal_text
 
 CLOUDS = ('Local', 'GCP', 'AWS')
@@ -252,6 +254,44 @@ def HelpText(argv) -> str:
             '(docs/upstream_flags.md):\n' + '\n'.join(differ) +
             '\n\nThe run-level flags above, and those; --helpfull lists every '
             'flag (search, load generators, engines, clouds).')
+  return ''
+
+
+# Most bytes a --flagfile may have (a few hundred lines of flags).
+MAX_FLAGFILE_BYTES = 1 << 20
+_FLAGFILE_DIRECTIVES = ('--flagfile=', '-flagfile=')
+
+
+def FlagFileProblem(argv) -> str:
+  """Why a --flagfile of argv, or one such a file names (absl reads them
+  nested), cannot be read, in one line; '' when each can. absl opens each
+  with open() and reads it whole as UTF-8: a FIFO waited for a writer for
+  ever, /dev/zero filled the memory and a Latin-1 byte in a comment was a
+  traceback, before pkb had anything to say it with."""
+  pending, seen, rest = [], set(), list(argv[1:])
+  while rest:  # As absl's read_flags_from_files finds them.
+    arg = rest.pop(0)
+    if arg == '--':
+      break
+    if arg in ('--flagfile', '-flagfile') and rest:
+      pending.append(rest.pop(0))
+    elif arg.startswith(_FLAGFILE_DIRECTIVES):
+      pending.append(arg.split('=', 1)[1])
+  while pending:
+    path = os.path.expanduser(pending.pop(0).strip())
+    if not path or path in seen:  # absl skips both.
+      continue
+    seen.add(path)
+    try:
+      data = regular_files.ReadRegular(path, MAX_FLAGFILE_BYTES)
+      text = data.decode('utf-8')
+    except regular_files.NotRegular as e:
+      return f'--flagfile={path}: cannot read it: {e}'
+    except UnicodeDecodeError as e:
+      return (f'--flagfile={path} is not UTF-8 text (byte '
+              f'0x{data[e.start]:02x} at offset {e.start}); save it as UTF-8')
+    pending.extend(line.split('=', 1)[1] for line in text.splitlines()
+                   if line.startswith(_FLAGFILE_DIRECTIVES))
   return ''
 
 

@@ -430,6 +430,10 @@ def Main(argv: Optional[List[str]] = None) -> int:
   if help_text:
     print(help_text)
     return EXIT_OK
+  problem = pkb_flags.FlagFileProblem(argv)
+  if problem:
+    print(f'pkb: {_Shown(errors.UsageError(problem))}.', file=sys.stderr)
+    return EXIT_USAGE
   try:
     positional = FLAGS(pkb_flags.TypedArgv(argv))[1:]
   except flags.Error as e:

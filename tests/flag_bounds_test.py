@@ -267,3 +267,26 @@ def test_an_argument_that_is_no_flag_is_refused_before_anything_starts(
   assert (out, err) == ('', f'pkb: unexpected argument {shown}: pkb takes '
                         'flags only (--name=value); see ./pkb.py --helpfull.\n')
   assert not results.exists()
+
+
+def test_a_flagfile_that_cannot_be_read_is_one_line(pkb_main, tmp_path,
+                                                    capsys):
+  """absl reads each --flagfile (and those it names) whole as UTF-8 with
+  open(): a Latin-1 comment was a traceback, a FIFO waited for ever and
+  /dev/zero filled the memory, all before pkb could say anything."""
+  latin = tmp_path / 'latin.flags'
+  latin.write_bytes(b'# r\xe9sum\xe9\n--memtier_run_duration=1\n')
+  fifo = tmp_path / 'fifo'
+  os.mkfifo(fifo)
+  nested = tmp_path / 'nested.flags'
+  nested.write_text(f'--dry_run\n--flagfile={fifo}\n')
+  for arg, words in [
+      (f'--flagfile={latin}', f'--flagfile={latin} is not UTF-8 text (byte '
+       '0xe9 at offset 3)'),
+      (f'--flagfile={fifo}', 'cannot read it: not a regular file (a FIFO)'),
+      (f'--flagfile={nested}', f'--flagfile={fifo}: cannot read it'),
+      ('--flagfile=/dev/zero', 'not a regular file')]:
+    code = pkb_main(['--dry_run', arg])
+    err = capsys.readouterr().err
+    assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+    assert err.startswith('pkb: ') and words in err, err
