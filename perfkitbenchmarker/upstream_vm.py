@@ -16,6 +16,7 @@ import os
 import posixpath
 import shlex
 import tarfile
+import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import data
@@ -26,6 +27,8 @@ from perfkitbenchmarker import vm_util
 
 # RobustRemoteCommand's bound when given no timeout (upstream's has none).
 ROBUST_TIMEOUT_S = 6 * 3600
+# Most bytes of a file one PullFile command carries (base64 in its output).
+PULL_CHUNK = 16 << 20
 # Keyword arguments of upstream PKB's RemoteCommand(WithReturnCode) that
 # change nothing here: its SSH retries (ours retry a connection that never
 # started on their own), its TTY lock and its logging.
@@ -172,24 +175,49 @@ class UpstreamMethods:
 
   def PullFile(self, local_path: str, remote_path: str) -> None:
     """Copies a file or directory from the VM to local_path (into it, if
-    it is a directory)."""
+    it is a directory), PULL_CHUNK bytes a command: whole, a 200 MiB file
+    took 1 GiB of pkb's memory (its base64 text, decoded, copied), and a
+    large result file ended the run in the OOM killer's hands. A directory
+    is a tar archive in the VM's scratch directory while it moves."""
     source = self._ShellPath(remote_path)
+    what = f'pulling {remote_path} from {self.name}'
     out, _ = self.RemoteCommand(
-        f's={source}; if [ -d "$s" ]; then echo D; tar -cf - -C "$s" . | '
-        'base64; else echo F; base64 < "$s"; fi',
-        what=f'pulling {remote_path} from {self.name}')
-    kind, _, encoded = out.partition('\n')
-    payload = base64.b64decode(encoded)
+        f's={source}; if [ -d "$s" ]; then a=$(mktemp '
+        f'{self._ShellPath(".pkb-pull.XXXXXXXX")}) && tar -cf "$a" -C "$s" '
+        '. && echo "D $a"; elif [ -f "$s" ] && [ -r "$s" ]; then echo F; '
+        'else echo "$s: no such readable file or directory" >&2; exit 1; fi',
+        what=what)
+    kind, _, archive = out.strip().partition(' ')
     if os.path.isdir(local_path):
       local_path = os.path.join(local_path, posixpath.basename(
           posixpath.normpath(remote_path)))
-    if kind == 'D':
-      os.makedirs(local_path, exist_ok=True)
-      with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
-        tar.extractall(local_path, filter='data')
-    else:
+    if kind != 'D':
       with open(local_path, 'wb') as f:
-        f.write(payload)
+        self._PullChunks(source, f, what)
+      return
+    try:
+      with tempfile.TemporaryFile() as f:
+        self._PullChunks(shlex.quote(archive), f, what)
+        f.seek(0)
+        os.makedirs(local_path, exist_ok=True)
+        with tarfile.open(fileobj=f) as tar:
+          tar.extractall(local_path, filter='data')
+    finally:
+      self.RemoteCommand(f'rm -f {shlex.quote(archive)}', what=what)
+
+  def _PullChunks(self, source: str, f, what: str) -> None:
+    """Appends the file at `source` (shell text) on the VM to `f`, one
+    PULL_CHUNK a command, to the first chunk that comes back short."""
+    offset = 0
+    while True:
+      out, _ = self.RemoteCommand(
+          f'tail -c +{offset + 1} {source} | head -c {PULL_CHUNK} | base64',
+          what=what)
+      chunk = base64.b64decode(out)
+      f.write(chunk)
+      offset += len(chunk)
+      if len(chunk) < PULL_CHUNK:
+        return
 
   def RemoveFile(self, filename: str) -> None:
     """rm -rf on the VM, as the run's user (upstream's uses sudo; the

@@ -7,7 +7,9 @@ commands are scripted (tests/upstream_modules_test.py runs real modules on
 Local and over SSH).
 """
 
+import base64
 import os
+import re
 import sys
 import types
 
@@ -406,11 +408,52 @@ def test_files_move_through_the_command_channel(tmp_path):
   assert stdin == 'AGJpbmFyef8='  # base64 of the bytes, unchanged.
   vm.PushFile(str(source), '~/bin/run.sh')
   assert vm.commands[-1][0].startswith('t="$HOME"/bin/run.sh;')
-  vm.answers['base64 < '] = ('F\nAGJpbmFyef8=\n', '', 0)
+  vm.answers.update({'if [ -d "$s" ]': ('F\n', '', 0),
+                     'tail -c +1 ': ('AGJpbmFyef8=\n', '', 0)})
   vm.PullFile(str(tmp_path), 'out/script.sh')
   assert (tmp_path / 'script.sh').read_bytes() == b'\x00binary\xff'
+  assert "s=/scratch/vm-0/out/script.sh;" in vm.commands[-2][0]
   vm.RemoveFile('/scratch/vm-0/x*')
   assert vm.commands[-1][0] == 'rm -rf /scratch/vm-0/x*'
+
+
+class FileVm(ScriptedVm):
+  """Serves PullFile's commands from one remote file's bytes, and keeps
+  the bytes each command's output carried."""
+
+  def __init__(self, content):
+    super().__init__()
+    self.content, self.carried = content, []
+
+  def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
+                                  stdin=None, **upstream_options):
+    super().RemoteCommandWithReturnCode(command, timeout, env, stdin)
+    if command.startswith('s='):
+      if 'base64 < "$s"' in command:  # All of it in one output.
+        payload = self.content
+        self.carried.append(len(payload))
+        return 'F\n' + base64.b64encode(payload).decode(), '', 0
+      return 'F\n', '', 0
+    start, size = map(int, re.search(r'tail -c \+(\d+) .* head -c (\d+)',
+                                     command).groups())
+    payload = self.content[start - 1:start - 1 + size]
+    self.carried.append(len(payload))
+    return base64.b64encode(payload).decode(), '', 0
+
+
+def test_a_pulled_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
+  """A whole file in one command's output cost pkb five times its size in
+  memory (a 200 MiB file: 1 GiB): a large one ended the run in the OOM
+  killer's hands, leaving its processes and VMs behind."""
+  monkeypatch.setattr(upstream_vm, 'PULL_CHUNK', 1000, raising=False)
+  content = bytes(range(256)) * 20  # 5,120 bytes: five chunks and a tail.
+  vm = FileVm(content)
+  vm.PullFile(str(tmp_path / 'out.bin'), 'results.bin')
+  assert (tmp_path / 'out.bin').read_bytes() == content
+  assert max(vm.carried) <= 1000 and sum(vm.carried) == len(content)
+  vm = FileVm(content[:3000])  # A multiple of the chunk: one empty last.
+  vm.PullFile(str(tmp_path / 'even.bin'), 'results.bin')
+  assert (tmp_path / 'even.bin').read_bytes() == content[:3000]
 
 
 def test_render_template_needs_every_variable(tmp_path):
