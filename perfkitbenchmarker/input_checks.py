@@ -43,6 +43,7 @@ def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
                      flag_values)
   _CheckWhere(flag_values, cloud)
   _CheckProgramPaths(flag_values, cloud)
+  _CheckKeysOutside(results_dir, cloud)
 
 
 def ResultsPaths(flag_values, run_dir: str) -> Tuple[str, str]:
@@ -101,6 +102,24 @@ def _CheckNotOneFile(json_path: str, csv_path: str, flag_values) -> None:
     raise errors.UsageError(
         f'{json_is} and {csv_is} name the same file; each would overwrite '
         'the other\'s rows. Give --json_path and --csv_path different files.')
+
+
+def _CheckKeysOutside(results_dir: str, cloud: str) -> None:
+  """A cloud run's private SSH key (run_scope.RunKeyDir) is never kept with
+  its results, which are meant to be shared (the nightly job uploads
+  results/runs/): PKB_KEY_DIR inside the results directory put it in the
+  run's own directory (<results>/<run_uri>/pkb_ssh_key)."""
+  if not providers.CapabilitiesOf(cloud).made_by_run:
+    return  # Only a run that makes its VMs makes their key.
+  keys = os.path.realpath(run_scope.KeysRoot())
+  results = os.path.realpath(results_dir)
+  if keys == results or keys.startswith(results.rstrip(os.sep) + os.sep):
+    raise errors.UsageError(
+        f'{run_scope.KEYS_ENV_VAR}={run_scope.KeysRoot()} is inside the '
+        f'results directory {results_dir}: the run\'s private SSH key would '
+        'be kept with its results, which are meant to be shared. Set '
+        f'{run_scope.KEYS_ENV_VAR} to a directory of your own outside it (or '
+        'unset it: ~/.local/state/pkb/keys).')
 
 
 # Flags naming programs (or builds of them) this machine runs on Local.

@@ -278,6 +278,33 @@ def test_a_keys_root_refused_names_pkb_key_dir(tmp_path, monkeypatch):
   assert os.listdir(open_dir) == []
 
 
+def test_a_keys_root_inside_the_results_is_refused(tmp_path, monkeypatch,
+                                                   capsys):
+  """PKB_KEY_DIR inside the results directory put a cloud run's private
+  key in its run directory (<results>/<run_uri>/pkb_ssh_key), with what
+  is meant to be shared; docs/secrets.md says it is never under results/.
+  Refused for a dry run as for a run; Local makes no key."""
+  from perfkitbenchmarker import flags as pkb_flags  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+  results = tmp_path / 'results'
+  gcp = ['--cloud=GCP', '--project=p', '--zone=us-central1-a']
+  umask = os.umask(0o022)  # pkb.Main sets the process's; given back.
+  try:
+    for keys, cloud, code in [(results, gcp, pkb.EXIT_USAGE),
+                              (results / 'keys', gcp, pkb.EXIT_USAGE),
+                              (tmp_path / 'keys', gcp, pkb.EXIT_OK),
+                              (results, [], pkb.EXIT_OK)]:
+      monkeypatch.setenv(run_scope.KEYS_ENV_VAR, str(keys))
+      pkb_flags.FLAGS.unparse_flags()  # Each as its own command line.
+      assert pkb.Main(['pkb.py', f'--results_dir={results}', '--dry_run'] +
+                      cloud) == code, (keys, cloud)
+      err = capsys.readouterr().err
+      assert ('private SSH key' in err) == (code == pkb.EXIT_USAGE), err
+  finally:
+    os.umask(umask)
+    pkb_flags.FLAGS.unparse_flags()
+
+
 @e2e.Needs('root (to give a directory and a symlink to user nobody)',
            lambda: IS_ROOT, 'run the tests as root, as CI does')
 @pytest.mark.parametrize('planted', ['directory', 'symlink'])
