@@ -202,6 +202,16 @@ def test_a_workspace_under_another_scratch_root_names_the_runs(
     assert 'PKB_LOCAL_SCRATCH' not in str(refused.value), path
 
 
+def test_an_empty_pkb_local_scratch_is_the_default():
+  # 'PKB_LOCAL_SCRATCH= ./pkb.py' made the run's workspace in the current
+  # directory (abspath('')), wherever the run was started.
+  scratch_root = local._ScratchRoot  # pylint: disable=protected-access
+  assert scratch_root({'PKB_LOCAL_SCRATCH': ''}) == '/tmp'
+  assert scratch_root({}) == '/tmp'
+  assert scratch_root({'PKB_LOCAL_SCRATCH': '/srv/s'}) == '/srv/s'
+  assert local.SCRATCH_ROOT == scratch_root(os.environ)
+
+
 def test_a_quota_figure_is_a_cell_of_its_own():
   # compare never ranks a 0.5-CPU server's figure beside a whole core's.
   frame = pd.DataFrame([

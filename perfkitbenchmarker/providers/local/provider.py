@@ -34,7 +34,16 @@ from perfkitbenchmarker.providers.local import cpu_quota as cpu_quota_lib
 from perfkitbenchmarker.providers.local import split as split_lib
 
 CLOUD = 'Local'
-SCRATCH_ROOT = os.environ.get('PKB_LOCAL_SCRATCH', '/tmp')
+
+
+def _ScratchRoot(environ) -> str:
+  """PKB_LOCAL_SCRATCH, or /tmp when it is unset or empty (as an empty
+  PKB_KEY_DIR is its default): '' was the current directory, wherever the
+  run was started, and the run's workspace went there."""
+  return environ.get('PKB_LOCAL_SCRATCH') or '/tmp'
+
+
+SCRATCH_ROOT = _ScratchRoot(os.environ)
 # What a refused scratch root tells the user to do: another --run_uri (the
 # advice for a run's own directory) would meet the same root.
 SCRATCH_ADVICE = ('It is where Local runs make their private workspaces '
