@@ -424,7 +424,9 @@ def Main(argv: Optional[List[str]] = None) -> int:
   os.umask(os.umask(0) | 0o022)
   run_signals.GuardOutput()  # A closed terminal must not stop cleanup.
   if linux_benchmarks.LOAD_ERROR is not None:  # Before flags: theirs too.
-    print(f'pkb: {linux_benchmarks.LOAD_ERROR}', file=sys.stderr)
+    # One line, as every error's: a module's own exception text may hold
+    # line breaks and terminal escapes.
+    print(f'pkb: {_Shown(linux_benchmarks.LOAD_ERROR)}', file=sys.stderr)
     return EXIT_FAILED
   help_text = pkb_flags.HelpText(argv)
   if help_text:

@@ -217,3 +217,17 @@ def test_a_module_breaking_the_contract_stops_pkb_in_one_line(tmp_path):
   assert proc.stderr == (f'pkb: {plugins}/broken_benchmark.py: Run() cannot '
                          'be called as Run(spec), as the harness calls '
                          'it.\n')
+
+
+def test_a_module_that_fails_to_load_is_one_printable_line(monkeypatch,
+                                                            capsys):
+  """The module's own exception text went to the terminal as it was: a
+  line break made two lines, an escape sequence played on the terminal."""
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(linux_benchmarks, 'LOAD_ERROR', errors.Error(
+      '/p/bad_benchmark.py could not be loaded: ValueError: first line\n'
+      'second \x1b[31mred'))
+  assert pkb.Main(['pkb.py', '--dry_run']) == pkb.EXIT_FAILED
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1 and '\x1b' not in err, err
+  assert err.startswith('pkb: /p/bad_benchmark.py could not be loaded'), err
