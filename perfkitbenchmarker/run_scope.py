@@ -189,8 +189,11 @@ def MakeTempDir(prefix: str, root: Optional[str] = None,
   try:
     path = tempfile.mkdtemp(prefix=prefix, dir=root)
   except OSError as e:
-    raise _RefuseParent(root, e.strerror or str(e),
-                        advice or _ROOT_ADVICE) from None
+    # CheckRoot passed: not whose it is but the disk (full, no inodes
+    # left, read-only), which 'its owner could swap them' misnamed.
+    raise errors.Error(
+        f'could not make a directory in {root}: {e.strerror or e}; free '
+        f'space there. {advice or _ROOT_ADVICE}') from None
   CheckOwnDir(path)
   return path
 

@@ -262,6 +262,42 @@ def test_a_scratch_root_refused_names_pkb_local_scratch(tmp_path,
   assert os.listdir(open_dir) == []
 
 
+def test_a_full_scratch_disk_is_said_as_such(tmp_path, monkeypatch):
+  """PKB_LOCAL_SCRATCH on a disk with no inode left: the workspace's
+  mkdtemp was refused as '... cannot hold this run's directories (No space
+  left on device): its owner could swap them; left alone' (exit 2), and a
+  VM's own mkdir in it was 'internal error OSError' with a traceback."""
+  import errno  # pylint: disable=g-import-not-at-top
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import errors  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import virtual_machine  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path))
+  real_mkdir = os.mkdir
+
+  def FullFor(suffix):
+    def Mkdir(path, *args, **kwargs):
+      if str(path).endswith(suffix):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+      return real_mkdir(path, *args, **kwargs)
+    return Mkdir
+
+  def Create():
+    local.LocalVirtualMachine(
+        virtual_machine.VmSpec(cloud='Local', machine_type='local'),
+        'servers-0', 'servers', run_uri='r1').Create()
+
+  for failing in ('', '/servers-0'):  # The workspace, then the VM's own.
+    with monkeypatch.context() as patched:
+      patched.setattr(os, 'mkdir', FullFor(failing))
+      with pytest.raises(errors.Error) as refused:
+        Create()
+    message = str(refused.value)
+    assert not isinstance(refused.value, errors.UsageError), message
+    assert 'No space left on device' in message, message
+    assert 'swap' not in message and 'PKB_LOCAL_SCRATCH' in message, message
+    assert os.listdir(tmp_path) == []  # No empty workspace left.
+
+
 def test_a_keys_root_refused_names_pkb_key_dir(tmp_path, monkeypatch):
   # A cloud run's PKB_KEY_DIR anyone can rename things in was refused at
   # provision with '... or keep runs elsewhere (--results_dir)', which does

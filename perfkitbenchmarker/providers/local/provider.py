@@ -77,7 +77,16 @@ class LocalVirtualMachine(virtual_machine.BaseVirtualMachine):
         workspace = run_scope.MakeTempDir(
             run_scope.WorkspacePrefix(self.run_uri), _Root(), SCRATCH_ADVICE)
       self.Remember(scratch_dir=os.path.join(workspace, self.name))
-    os.mkdir(self.scratch_dir, run_scope.MODE)
+    try:
+      os.mkdir(self.scratch_dir, run_scope.MODE)
+    except OSError as e:  # A full disk, no inodes left: one line.
+      with contextlib.suppress(OSError):  # Teardown skips what was not made.
+        os.rmdir(os.path.dirname(self.scratch_dir))  # If no VM's is in it.
+      raise errors.Error(
+          f'could not make {self.name}\'s scratch directory '
+          f'{self.scratch_dir}: {e.strerror or e}; free space in {_Root()}, '
+          'or set PKB_LOCAL_SCRATCH (where Local runs make their '
+          'workspaces, default /tmp) to another directory.') from None
     if self.cpu_quota:
       # A resource of its own, recorded before it is made: teardown removes
       # it from the record whatever ended the run.
