@@ -29,6 +29,8 @@ from perfkitbenchmarker import vm_util
 ROBUST_TIMEOUT_S = 6 * 3600
 # Most bytes of a file one PullFile command carries (base64 in its output).
 PULL_CHUNK = 16 << 20
+# Most bytes of a file one PushFile command carries (base64 in its input).
+FILE_CHUNK = 16 << 20
 # Keyword arguments of upstream PKB's RemoteCommand(WithReturnCode) that
 # change nothing here: its SSH retries (ours retry a connection that never
 # started on their own), its TTY lock and its logging.
@@ -122,28 +124,50 @@ class UpstreamMethods:
 
     '' (the default) puts it in the VM's scratch directory; a directory
     there receives it under its own name. The bytes travel base64-encoded
-    through the command channel, so any provider can push.
+    through the command channel, so any provider can push, FILE_CHUNK a
+    command (whole, a file cost pkb four times its size in memory); a
+    directory as a tar archive, in a local temporary file and then in the
+    VM's scratch directory while it moves.
     """
     name = os.path.basename(os.path.normpath(source_path))
-    script = (f't={self._ShellPath(remote_path or name)}; [ -d "$t" ] && '
+    target = (f't={self._ShellPath(remote_path or name)}; [ -d "$t" ] && '
               f't="$t"/{shlex.quote(name)}; ')
-    if os.path.isdir(source_path):
-      buffer = io.BytesIO()
-      with tarfile.open(fileobj=buffer, mode='w') as tar:
-        tar.add(source_path, arcname='.')
-      script += 'mkdir -p "$t" && base64 -d | tar -xf - -C "$t"'
-      payload = buffer.getvalue()
-    else:
+    what = f'pushing {source_path} to {self.name}'
+    if not os.path.isdir(source_path):
       try:
         with open(source_path, 'rb') as f:
-          payload = f.read()
+          self._PushChunks(f, target + 'base64 -d >', '"$t"', what)
       except OSError as e:
         raise errors.VirtualMachine.RemoteCommandError(
             f'PushFile to {self.name}: cannot read {source_path}: '
             f'{e.strerror}') from None
-      script += 'base64 -d > "$t"'
-    self.RemoteCommand(script, stdin=base64.b64encode(payload).decode(),
-                       what=f'pushing {source_path} to {self.name}')
+      return
+    with tempfile.TemporaryFile() as f:
+      with tarfile.open(fileobj=f, mode='w') as tar:
+        tar.add(source_path, arcname='.')
+      f.seek(0)
+      out, _ = self.RemoteCommand(
+          f'mktemp {self._ShellPath(".pkb-push.XXXXXXXX")}', what=what)
+      archive = shlex.quote(out.strip())
+      try:
+        self._PushChunks(f, 'base64 -d >', archive, what)
+        self.RemoteCommand(f'{target}mkdir -p "$t" && tar -xf {archive} '
+                           '-C "$t"', what=what)
+      finally:
+        self.RemoteCommand(f'rm -f {archive}', what=what)
+
+  def _PushChunks(self, f, write: str, path: str, what: str) -> None:
+    """Sends `f` to `path` (shell text) on the VM, FILE_CHUNK a command:
+    `write` ('... base64 -d >') makes the file, then appends (>>)."""
+    first = True
+    while True:
+      chunk = f.read(FILE_CHUNK)
+      if chunk or first:
+        self.RemoteCommand(f'{write}{"" if first else ">"} {path}',
+                           stdin=base64.b64encode(chunk).decode(), what=what)
+      first = False
+      if len(chunk) < FILE_CHUNK:
+        return
 
   def _DataFile(self, name: str, what: str) -> str:
     """The data file data.ResourcePath finds, when no other user could

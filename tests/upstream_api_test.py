@@ -456,6 +456,28 @@ def test_a_pulled_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
   assert (tmp_path / 'even.bin').read_bytes() == content[:3000]
 
 
+def test_a_pushed_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
+  """The whole file read and base64-encoded into one command's input cost
+  pkb four times its size in memory (a large data file the VM needs)."""
+  monkeypatch.setattr(upstream_vm, 'FILE_CHUNK', 1000, raising=False)
+  content = bytes(range(256)) * 20  # 5,120 bytes: five chunks and a tail.
+  source = tmp_path / 'data.bin'
+  source.write_bytes(content)
+  vm = ScriptedVm()
+  vm.PushFile(str(source), 'in/data.bin')
+  sent = [base64.b64decode(stdin) for _, stdin in vm.commands]
+  assert max(map(len, sent)) <= 1000 and b''.join(sent) == content
+  writes = [command.rsplit('base64 -d ', 1)[1] for command, _ in vm.commands]
+  assert writes == ['> "$t"'] + ['>> "$t"'] * 5, writes
+  assert all(c.startswith('t=/scratch/vm-0/in/data.bin;')
+             for c, _ in vm.commands)
+  source.write_bytes(b'')  # An empty file is made too.
+  vm = ScriptedVm()
+  vm.PushFile(str(source))
+  assert vm.commands == [(vm.commands[0][0], '')]
+  assert vm.commands[0][0].endswith('base64 -d > "$t"')
+
+
 def test_render_template_needs_every_variable(tmp_path):
   template = tmp_path / 'conf.j2'
   template.write_text('port {{ port }} on {{ vm.name }}\n')
