@@ -76,9 +76,9 @@ _OWN_ADVICE = ('Remove it (or chmod go-w it) if it is yours, or use another '
 _ROOT_ADVICE = ('Remove it if it is yours, or keep runs elsewhere '
                 '(--results_dir).')
 TEMP_ADVICE = ('It is the temporary directory the run makes its private '
-               'directories in (SSH control sockets): set TMPDIR to a '
-               'directory of your own, or to one with the sticky bit such as '
-               '/tmp.')
+               'directories in (SSH control sockets, the --memtier_path '
+               'check): set TMPDIR to a directory of your own, or to one '
+               'with the sticky bit such as /tmp.')
 
 
 def _Refuse(path: str, reason: str, advice: str = _OWN_ADVICE) -> NotOwnDir:

@@ -82,6 +82,24 @@ def test_a_tmpdir_others_can_rename_in_is_refused(tmp_path, tmpdir_env):
   assert os.listdir(shared) == []  # No control directory was made there.
 
 
+def test_the_memtier_path_check_refuses_such_a_tmpdir_too(tmp_path,
+                                                         tmpdir_env):
+  """A Local run's --memtier_path check built argv_secret's library in a
+  TemporaryDirectory of TMPDIR and preloaded it into the tool: in a TMPDIR
+  anyone can rename things in, the directory could be swapped for another
+  user's between the build and the load. Refused first, as here."""
+  from perfkitbenchmarker.linux_packages import memtier  # pylint: disable=g-import-not-at-top
+  shared = tmp_path / 'shared'
+  shared.mkdir()
+  os.chmod(shared, 0o777)  # Anyone can write, no sticky bit.
+  tmpdir_env(shared)
+  with pytest.raises(run_scope.NotOwnDir) as refused:
+    memtier.CheckLocalPath('/bin/true')
+  message = str(refused.value)
+  assert 'sticky' in message and 'TMPDIR' in message, message
+  assert os.listdir(shared) == []
+
+
 def test_a_sticky_or_own_tmpdir_gives_a_private_unguessable_dir(
     tmp_path, tmpdir_env):
   for mode in (0o1777, 0o700):

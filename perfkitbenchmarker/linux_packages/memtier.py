@@ -10,12 +10,13 @@ source build. `path` is --memtier_path, passed down by the study's options.
 import os
 import re
 import shlex
-import tempfile
+import shutil
 
 from absl import flags
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -102,13 +103,19 @@ def CheckLocalPath(path: str) -> None:
         'memtier_benchmark binary, or drop --memtier_path to use the one on '
         'PATH (or redis-benchmark).')
   trusted_programs.Check(path, f'--memtier_path={path}')  # Before it runs.
-  with tempfile.TemporaryDirectory(prefix='pkb-check-') as scratch:
+  # In TMPDIR only when no other user can rename things there (MakeTempDir:
+  # TEMP_ADVICE), as the SSH control directories: the library built in it
+  # is preloaded into the tool, and a directory swapped for another user's
+  # between the build and that load would run their library as this user.
+  scratch = run_scope.MakeTempDir('pkb-check-')
+  try:
     here = _ThisMachine(scratch)
-    try:
-      argv_secret.CheckTool(here, path)
-      GetVersion(here, path)  # Another program is no memtier.
-    except errors.PrerequisiteError as e:
-      raise errors.UsageError(str(e)) from None
+    argv_secret.CheckTool(here, path)
+    GetVersion(here, path)  # Another program is no memtier.
+  except errors.PrerequisiteError as e:
+    raise errors.UsageError(str(e)) from None
+  finally:
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def GetVersion(vm, path: str = DEFAULT_PATH) -> str:
