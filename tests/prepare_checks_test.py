@@ -202,3 +202,22 @@ def test_a_local_machine_without_a_c_compiler_is_refused_up_front(
     bench.CheckPrerequisites({})
   pkb_flags.cloud = 'GCP'  # Client VMs get one from their packages.
   bench.CheckPrerequisites({})
+
+
+def test_the_library_is_compiled_with_the_scratch_directory_as_tmpdir():
+  """cc writes its assembly and object files in TMPDIR and reads them back
+  by name: in one others can rename things in (no sticky bit; strace of a
+  Local run with TMPDIR=/tmp/h3c/open showed ccwLpwUb.s and ccQmOhbU.o
+  there) they could be swapped between the writing and the reading, and
+  the preloaded library built from another user's code."""
+  import types  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import providers  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.linux_packages import argv_secret  # pylint: disable=g-import-not-at-top
+  commands = []
+  vm = types.SimpleNamespace(
+      name='clients-0', CAN=providers.CAPABILITIES['Local'],
+      scratch_dir='/s/pkb-r1.ab/clients 0', HasCommand=lambda program: True,
+      WriteFile=lambda *args: None,
+      RemoteCommand=lambda command, **kwargs: commands.append(command))
+  argv_secret.Install(vm)
+  assert "TMPDIR='/s/pkb-r1.ab/clients 0' cc " in commands[-1], commands

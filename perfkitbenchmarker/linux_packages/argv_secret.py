@@ -215,9 +215,14 @@ def Install(vm) -> None:
   library = LibraryPath(vm)
   # Built under the run's own umask: IsInstalled refuses a library others
   # can write, and with the user's umask 000 it refused the one just built.
+  # The compiler's own files (the assembly, the object it links) go in the
+  # scratch directory too: in a TMPDIR others can rename things in (no
+  # sticky bit) one could be swapped between cc writing and reading it,
+  # and the library built from theirs.
   vm.RemoteCommand(
-      f'umask 077; cc -shared -fPIC -O2 -o {shlex.quote(library)} '
-      f'{shlex.quote(source)} && rm -f -- {shlex.quote(source)}',
+      f'umask 077; TMPDIR={shlex.quote(vm.scratch_dir)} cc -shared -fPIC '
+      f'-O2 -o {shlex.quote(library)} {shlex.quote(source)} && '
+      f'rm -f -- {shlex.quote(source)}',
       timeout=120, what='compiling argv_secret')
 
 
