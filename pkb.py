@@ -22,8 +22,17 @@ venv_reexec.UseRepoVenv(_HERE, __file__)
 
 from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
 
-# From here on the driver's own handling (run_signals, KeyboardInterrupt).
+# From here on the driver's own handling (run_signals, KeyboardInterrupt);
+# SIGTERM and SIGHUP too until run_signals takes them (unless ignored, as
+# under nohup), so what the start makes goes with it: killed by their
+# default action there, a --memtier_path check left /tmp/pkb-check-*.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+for _signum in (signal.SIGTERM, signal.SIGHUP):
+  if signal.getsignal(_signum) == signal.SIG_DFL:
+    signal.signal(_signum, signal.default_int_handler)
 
 if __name__ == '__main__':
-  sys.exit(pkb.Main())
+  try:
+    sys.exit(pkb.Main())
+  except KeyboardInterrupt:  # Before Main reports its own (flag parsing).
+    _InterruptedWhileStarting(None, None)

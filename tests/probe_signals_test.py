@@ -198,6 +198,38 @@ def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
 
 
+@pytest.mark.e2e
+def test_sigterm_before_the_run_takes_signals_leaves_nothing(tmp_path):
+  """Until run_signals takes them, SIGTERM and SIGHUP killed pkb by their
+  default action: a --memtier_path check's private directory (TMPDIR/
+  pkb-check-*, argv_secret's source and cc's files) stayed behind. Here a
+  cc on PATH that waits holds the check until the signal comes."""
+  bin_dir, tmp = tmp_path / 'bin', tmp_path / 'tmp'
+  bin_dir.mkdir()
+  tmp.mkdir()
+  (bin_dir / 'cc').write_text('#!/bin/sh\nexec sleep 60\n')
+  (bin_dir / 'cc').chmod(0o755)
+  env = dict(os.environ, TMPDIR=str(tmp),
+             PATH=f'{bin_dir}{os.pathsep}{os.environ["PATH"]}')
+  proc = subprocess.Popen(
+      e2e.Command(['--memtier_path=/bin/true', '--dry_run'], e2e.NewRunUri(),
+                  str(tmp_path / 'results')), env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
+  compilers = []
+  try:
+    e2e.WaitFor(lambda: compilers.extend(
+        p for p in psutil.Process(proc.pid).children(recursive=True)
+        if p.name() == 'sleep') or compilers, 'the check\'s cc', proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert (proc.returncode, err) == (130, 'pkb: interrupted\n')
+  assert os.listdir(tmp) == []
+  assert psutil.wait_procs(compilers, timeout=5)[1] == []  # Stopped too.
+
+
 def _Files(directory, mark):
   return sorted(p.name for p in directory.glob(f'.probe-{mark}.*'))
 
