@@ -332,12 +332,14 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
     collector = publisher.SampleCollector(
         [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
          csv_publisher.CSVPublisher(csv_path)], run_info)
+    # Its log too: one the disk refuses (no inode left) left the run's new
+    # directory behind, empty, for a run that never started.
+    run_log.SetUp(run_dir)
   except errors.Error:
     for directory in sorted(set(new_dirs), key=len, reverse=True):
       with contextlib.suppress(OSError):  # Refused: no trace of the run.
         os.rmdir(directory)  # Only an empty one; anything else stays.
     raise
-  run_log.SetUp(run_dir)
   record = run_record_lib.RunRecord.Create(
       run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
       estimate=estimates, argv=[

@@ -100,3 +100,31 @@ def test_a_traceback_in_the_log_masks_secrets(tmp_path):
   log = (run_dir / 'pkb.log').read_text()
   assert 'ValueError: bad line: requirepass ****' in log
   assert 'traceback-secret-pw' not in log
+
+
+def test_a_log_the_disk_refuses_leaves_no_run_directory(tmp_path,
+                                                       monkeypatch):
+  """On a disk with no inode left for pkb.log the run was refused ('could
+  not write the log ...; nothing was started.') but its new directory (and
+  the new results directory above it) stayed, empty."""
+  from perfkitbenchmarker import flags as pkb_flags  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import run_scope  # pylint: disable=g-import-not-at-top
+
+  def Full(run_dir):
+    raise errors.ResultsFileError(
+        f'could not write the log {run_dir}/pkb.log: No space left on '
+        'device; nothing was started.')
+
+  monkeypatch.setattr(run_log, 'SetUp', Full)
+  results = tmp_path / 'results'
+  pkb_flags.FLAGS(['pkb.py', f'--results_dir={results}'])
+  try:
+    with pytest.raises(errors.ResultsFileError, match='the log'):
+      pkb._RunWithRecord(  # pylint: disable=protected-access
+          ['pkb.py'], 'h3clog1', ['redis_memtier'], str(results / 'h3clog1'),
+          {}, [], None, None, None, ['provision'], None)
+  finally:
+    run_scope.ReleaseAll()
+    pkb_flags.FLAGS.unparse_flags()
+  assert os.listdir(tmp_path) == []
