@@ -123,6 +123,16 @@ def test_modules_load_from_benchmark_dirs(monkeypatch):
               if not h.required and benchmark_contract.Has(minimal, h.name)]
 
 
+def test_a_directory_named_twice_is_read_once(monkeypatch):
+  # A profile appending to PKB_BENCHMARK_DIRS each time it is sourced: every
+  # pkb start was refused with '<m> and <m> both name the benchmark'.
+  here = os.path.dirname(linux_benchmarks.__file__)
+  monkeypatch.setenv(linux_benchmarks.DIRS_ENV, os.pathsep.join(
+      [MINIMAL_DIR, MINIMAL_DIR + '/.', os.path.relpath(MINIMAL_DIR), here]))
+  found = linux_benchmarks._Discover()  # pylint: disable=protected-access
+  assert {'redis_memtier', 'pkb_minimal'} <= set(found)
+
+
 def test_a_module_another_user_can_change_is_not_loaded(monkeypatch,
                                                          tmp_path):
   """Loading a module runs it: one in a directory others can write, or

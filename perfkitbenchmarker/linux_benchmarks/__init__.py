@@ -36,8 +36,17 @@ def _Files():
   for info in pkgutil.iter_modules([here]):
     if info.name.endswith('_benchmark'):
       yield f'{__name__}.{info.name}', os.path.join(here, info.name + '.py')
+  # A directory named twice (a profile that appends it each time it is
+  # sourced) is read once: its modules loaded twice were refused as 'X and
+  # X both name the benchmark', naming one file. The path given is the one
+  # checked and loaded (a symbolic link on it is checked too). This
+  # package's own directory is read above.
+  named = {os.path.realpath(here)}
   for directory in filter(None, os.environ.get(DIRS_ENV, '').split(
       os.pathsep)):
+    if os.path.realpath(directory) in named:
+      continue
+    named.add(os.path.realpath(directory))
     if not os.path.isdir(directory):
       raise errors.Error(f'{DIRS_ENV} names {directory}, which is not a '
                          'directory.')
