@@ -434,7 +434,7 @@ def Main(argv: Optional[List[str]] = None) -> int:
   if help_text:
     print(help_text)
     return EXIT_OK
-  problem = pkb_flags.FlagFileProblem(argv)
+  problem = _NotUtf8(argv) or pkb_flags.FlagFileProblem(argv)
   if problem:
     print(f'pkb: {_Shown(errors.UsageError(problem))}.', file=sys.stderr)
     return EXIT_USAGE
@@ -458,6 +458,22 @@ def Main(argv: Optional[List[str]] = None) -> int:
   finally:
     run_scope.ReleaseAll()  # Not held a moment past the run.
     run_log.TearDown()
+
+
+def _NotUtf8(argv: List[str]) -> str:
+  """Why an argument is not UTF-8 text, or ''. Python hands bytes that do
+  not decode (a Latin-1 terminal's 'é') over as lone surrogates, which no
+  results file can hold: --owner=$'\\xff' ran its VMs, preload and first
+  probe, then stopped at its first sample ('internal error
+  UnicodeEncodeError'), with no sample kept."""
+  for arg in argv[1:]:
+    try:
+      arg.encode('utf-8')
+    except UnicodeEncodeError as e:
+      return (f'the argument {arg} is not UTF-8 text (byte '
+              f'0x{ord(arg[e.start]) & 0xff:02x} at offset {e.start}); give '
+              'it in UTF-8')
+  return ''
 
 
 def _Shown(error: BaseException) -> str:

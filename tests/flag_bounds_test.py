@@ -290,3 +290,13 @@ def test_a_flagfile_that_cannot_be_read_is_one_line(pkb_main, tmp_path,
     err = capsys.readouterr().err
     assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
     assert err.startswith('pkb: ') and words in err, err
+
+
+def test_an_argument_that_is_not_utf8_is_one_line(capsys):
+  """A byte that does not decode (os.fsdecode's lone surrogate) passed
+  every check: --owner=$'\\xff' ran the whole study to its first sample,
+  which no results file could hold ('internal error UnicodeEncodeError')."""
+  code = pkb.Main(['pkb.py', '--dry_run', '--owner=Jos\udce9'])
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+  assert 'is not UTF-8 text (byte 0xe9 at offset 11)' in err, err
