@@ -10,6 +10,7 @@ Extension seam: a new run-level flag gets its check here; a provider's own
 flags are checked by its CheckPrerequisites.
 """
 
+import getpass
 import os
 import tempfile
 from typing import Optional, Tuple
@@ -44,6 +45,7 @@ def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
   _CheckWhere(flag_values, cloud)
   _CheckProgramPaths(flag_values, cloud)
   _CheckKeysOutside(results_dir, cloud)
+  _CheckOwner(flag_values)
 
 
 def ResultsPaths(flag_values, run_dir: str) -> Tuple[str, str]:
@@ -102,6 +104,23 @@ def _CheckNotOneFile(json_path: str, csv_path: str, flag_values) -> None:
     raise errors.UsageError(
         f'{json_is} and {csv_is} name the same file; each would overwrite '
         'the other\'s rows. Give --json_path and --csv_path different files.')
+
+
+def _CheckOwner(flag_values) -> None:
+  """The run's owner (every sample's, a cloud resource's label) is text a
+  results file can hold: without --owner it is getpass's ($LOGNAME, $USER,
+  $LNAME, $USERNAME, then the account's name), and a byte there that does
+  not decode stopped the run at its first sample (UnicodeEncodeError)."""
+  if flag_values.owner:
+    return  # pkb.Main refused an argument that is not UTF-8.
+  owner = getpass.getuser()
+  try:
+    owner.encode('utf-8')
+  except UnicodeEncodeError:
+    raise errors.UsageError(
+        f'the run\'s owner {owner!r}, from the environment ($LOGNAME, '
+        '$USER, $LNAME or $USERNAME), is not UTF-8 text; give --owner.'
+    ) from None
 
 
 def _CheckKeysOutside(results_dir: str, cloud: str) -> None:

@@ -300,3 +300,16 @@ def test_an_argument_that_is_not_utf8_is_one_line(capsys):
   err = capsys.readouterr().err
   assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
   assert 'is not UTF-8 text (byte 0xe9 at offset 11)' in err, err
+
+
+def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
+    monkeypatch, capsys):
+  # LOGNAME=$'\xff': the run stopped at its first sample, as --owner did.
+  monkeypatch.setenv('LOGNAME', 'Jos\udce9')
+  FLAGS.unparse_flags()
+  code = pkb.Main(['pkb.py', '--dry_run'])
+  err = capsys.readouterr().err
+  FLAGS.unparse_flags()
+  assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+  assert "owner 'Jos\\udce9', from the environment" in err, err
+  assert 'give --owner' in err
