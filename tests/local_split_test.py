@@ -212,6 +212,15 @@ def test_an_empty_pkb_local_scratch_is_the_default():
   assert local.SCRATCH_ROOT == scratch_root(os.environ)
 
 
+def test_a_scratch_root_that_is_not_utf8_is_refused(monkeypatch):
+  # PKB_LOCAL_SCRATCH=$'/tmp/s\xff': the shards' config files (text) name
+  # their directories, and the run stopped as it started them ('internal
+  # error UnicodeEncodeError').
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', '/tmp/s\udcff')
+  with pytest.raises(errors.UsageError, match='is not UTF-8 text'):
+    local.CheckRunDirs()
+
+
 def test_a_quota_figure_is_a_cell_of_its_own():
   # compare never ranks a 0.5-CPU server's figure beside a whole core's.
   frame = pd.DataFrame([

@@ -246,6 +246,13 @@ def CheckRunDirs() -> None:
   """Refuses, before anything starts, a scratch root the run's workspace
   could not be private in (another user's, or writable by all without the
   sticky bit)."""
+  try:  # The shards' config files (UTF-8 text) name their directories.
+    SCRATCH_ROOT.encode('utf-8')
+  except UnicodeEncodeError:
+    raise errors.UsageError(
+        f'PKB_LOCAL_SCRATCH={SCRATCH_ROOT!r} is not UTF-8 text (the run '
+        'writes its directories\' paths into text files); give a path in '
+        'UTF-8.') from None
   if os.path.exists(SCRATCH_ROOT):
     run_scope.CheckRoot(SCRATCH_ROOT, SCRATCH_ADVICE)
 
