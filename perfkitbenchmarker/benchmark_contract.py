@@ -100,6 +100,10 @@ CONTRACT: Tuple[Hook, ...] = (
          'successor); None on Local'),
     Hook('PEER_TCP_PORTS', None, 'tuple[tuple[int, int], ...]',
          'TCP port ranges the VMs open to each other besides Redis\'s'),
+    Hook('STARTS_REDIS_SHARDS', None, 'bool',
+         'whether the run listens on ports from --redis_start_port (its '
+         'shards or databases), which a cloud provider then checks it '
+         'opens between the VMs (absent: no such check)'),
 )
 _BY_NAME = {h.name: h for h in CONTRACT}
 _NAME = re.compile(r'[a-z][a-z0-9_]{0,62}')

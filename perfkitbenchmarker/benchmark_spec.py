@@ -134,6 +134,13 @@ class BenchmarkSpec:
             'TCP ranges within 1-65535 that leave out SSH (22).')
     return ranges
 
+  @property
+  def starts_redis_shards(self) -> bool:
+    """Whether the run listens on ports from --redis_start_port, as the
+    benchmark module declares (STARTS_REDIS_SHARDS); an upstream module,
+    which does not, is never refused for ports it does not use."""
+    return bool(getattr(self.module, 'STARTS_REDIS_SHARDS', False))
+
   # VM specs ----------------------------------------------------------------
 
   def GroupSpecs(self) -> Dict[str, virtual_machine.VmSpec]:

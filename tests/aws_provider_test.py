@@ -828,3 +828,33 @@ def test_shards_on_ports_the_security_group_keeps_closed_are_refused(
   # A benchmark's own peer ports (Redis Enterprise's databases) count too.
   network.CheckShardPorts(provisioner.options.shard_ports,
                           provisioner.options.redis_ports, [(1, 65535)])
+
+
+def test_a_module_that_starts_no_redis_shards_is_not_refused_for_them(
+    tmp_path, pkb_flags):
+  # An upstream module with --aws_redis_ports=6379 (say) was refused for
+  # the shards the default --redis_start_port (7001) would have put where
+  # it starts none.
+  pkb_flags.aws_ssh_source_cidr = [OPERATOR]
+  pkb_flags.aws_redis_ports = ['6379']
+  options = provider.AwsOptions.FromFlags(pkb_flags)
+  with pytest.raises(errors.UsageError, match='leaves 7001 closed'):
+    network.CheckShardPorts(options.shard_ports, options.redis_ports)
+  calls = []
+
+  def Refuse(*args, **kwargs):
+    calls.append(args)
+    raise RuntimeError('the cloud was called')
+
+  ec2 = types.SimpleNamespace(describe_instance_types=Refuse)
+  provisioner = provider.AwsProvisioner(
+      options, api.AwsClients(REGION, ec2, None), RUN_URI,
+      run_record.RunRecord.Create(str(tmp_path / RUN_URI), RUN_URI))
+  vms = [vm for vms in provisioner.ConstructVms(
+      _GroupSpecs(), {'servers': 1, 'clients': 1}).values() for vm in vms]
+  # Past the port check, to the machine check (the first cloud call).
+  with pytest.raises(RuntimeError, match='the cloud was called'):
+    provisioner.Provision(vms, starts_redis_shards=False)
+  assert calls
+  with pytest.raises(errors.UsageError, match='leaves 7001 closed'):
+    provisioner.Provision(vms)

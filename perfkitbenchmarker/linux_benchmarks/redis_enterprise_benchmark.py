@@ -38,6 +38,7 @@ from perfkitbenchmarker.enterprise import plan
 from perfkitbenchmarker.study import deployment
 
 BENCHMARK_NAME = 'redis_enterprise'
+STARTS_REDIS_SHARDS = True  # From --redis_start_port (benchmark_contract).
 BENCHMARK_CONFIG = f"""
 redis_enterprise:
   description: >

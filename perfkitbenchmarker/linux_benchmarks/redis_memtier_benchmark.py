@@ -45,6 +45,7 @@ from perfkitbenchmarker.study import shard_study
 from perfkitbenchmarker.study import workload_options
 
 BENCHMARK_NAME = 'redis_memtier'
+STARTS_REDIS_SHARDS = True  # From --redis_start_port (benchmark_contract).
 BENCHMARK_CONFIG = f"""
 redis_memtier:
   description: >

@@ -31,6 +31,7 @@ from perfkitbenchmarker.study import ycsb_options
 from perfkitbenchmarker.study import ycsb_runner
 
 BENCHMARK_NAME = 'redis_ycsb'
+STARTS_REDIS_SHARDS = True  # From --redis_start_port (benchmark_contract).
 BENCHMARK_CONFIG = f"""
 redis_ycsb:
   description: >

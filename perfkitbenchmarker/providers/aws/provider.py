@@ -196,14 +196,18 @@ class AwsProvisioner:
     return vpc.id, subnet.id
 
   def Provision(self, vms: Sequence[AwsVirtualMachine],
-                peer_ports: Sequence[network.PortRange] = ()) -> None:
+                peer_ports: Sequence[network.PortRange] = (),
+                starts_redis_shards: bool = True) -> None:
     """Creates the run; `peer_ports` are the benchmark's extra TCP ranges
-    between its VMs (spec.peer_tcp_ports), opened like the Redis ones."""
+    between its VMs (spec.peer_tcp_ports), opened like the Redis ones;
+    `starts_redis_shards`: the run listens from --redis_start_port
+    (spec.starts_redis_shards), so those ports must be open."""
     if not vms:
       return
-    # The benchmark's peer ports hold a database's (Redis Enterprise's).
-    network.CheckShardPorts(self.options.shard_ports,
-                            self.options.redis_ports, peer_ports)
+    if starts_redis_shards:
+      # The benchmark's peer ports hold a database's (Redis Enterprise's).
+      network.CheckShardPorts(self.options.shard_ports,
+                              self.options.redis_ports, peer_ports)
     self._Check(vms)
     vpc_id, subnet_id = self._Network(vms[0].zone)
     group = self._Resource(network.SecurityGroup, vpc_id=vpc_id,
@@ -249,4 +253,5 @@ def ConstructVms(spec) -> Dict[str, List[AwsVirtualMachine]]:
 
 
 def Provision(spec) -> None:
-  _Provisioner(spec).Provision(spec.vms, spec.peer_tcp_ports)
+  _Provisioner(spec).Provision(spec.vms, spec.peer_tcp_ports,
+                               spec.starts_redis_shards)
