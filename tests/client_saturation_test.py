@@ -135,12 +135,17 @@ def test_adaptive_search_reports_the_client_limit():
   assert result.best is not None
 
 
-def test_result_samples_say_client_limited_and_the_run_warns(pkb_flags):
-  out = io.StringIO()
-  spec = benchmark_spec.BenchmarkSpec(
-      bench, bench.GetConfig({}), 'sat', 'Local', None, pkb_flags,
+def _Spec(pkb_flags, run_uri, out):
+  """A Local spec of the memtier study that says its lines into `out`."""
+  return benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), run_uri, 'Local', None, pkb_flags,
       pricing.PriceCatalog.Load(), lambda s: None,
       reporter=reporting.ConsoleReporter(out))
+
+
+def test_result_samples_say_client_limited_and_the_run_warns(pkb_flags):
+  out = io.StringIO()
+  spec = _Spec(pkb_flags, 'sat', out)
   result = search_driver.FindLatencyCappedMaximum(
       _Driver([0.95]), 1.0, linear.LinearStepPolicy(1, 4, 1, 8))
   samples = results.ResultSamples(spec, result, 1.0)
@@ -168,10 +173,7 @@ def test_a_hold_the_runs_deadline_cut_short_says_so(pkb_flags):
   from perfkitbenchmarker.study import options as options_lib  # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
   out = io.StringIO()
-  spec = benchmark_spec.BenchmarkSpec(
-      bench, bench.GetConfig({}), 'cut', 'Local', None, pkb_flags,
-      pricing.PriceCatalog.Load(), lambda s: None,
-      reporter=reporting.ConsoleReporter(out))
+  spec = _Spec(pkb_flags, 'cut', out)
   probe_driver = driver.ProbeDriver(
       [CountersVm(0.5)], [_SecondsGenerator(on_cpu=0.5, busy=0.5)],
       [base.Endpoint('127.0.0.1', 7001)], 'pw', base.Workload(), 1,

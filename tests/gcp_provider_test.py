@@ -539,15 +539,26 @@ def test_credentials_go_only_to_a_google_or_loopback_endpoint(endpoint):
     gcp_provider.CheckPrerequisites(_Flags(gcp_compute_endpoint=good))
 
 
-@pytest.mark.parametrize('user', ['bad user', '', '-oProxyCommand=x', 'a:b'])
-def test_ssh_user_that_is_no_user_name_is_refused_before_anything(user):
-  # It made the VMs, failed their SSH wait, and teardown then left both
-  # instances, the network, subnetwork and placement policy ('user ... is
-  # not a user name ...; left alone'), for every later teardown too.
-  with pytest.raises(errors.UsageError,
-                     match='^--gcp_ssh_user: .* is not a user name') as e:
-    gcp_provider.CheckPrerequisites(_Flags(gcp_ssh_user=user))
+# --gcp_ssh_user made the VMs, failed their SSH wait, and teardown then left
+# both instances, the network, subnetwork and placement policy ('user ... is
+# not a user name ...; left alone'), for every later teardown too.
+# --project='p/../../x' made every API call 'internal error ValueError:
+# Invalid request.' and left the run's network entry for every teardown.
+@pytest.mark.parametrize('flags,words', [
+    *[(dict(gcp_ssh_user=user), '^--gcp_ssh_user: .* is not a user name')
+      for user in ('bad user', '', '-oProxyCommand=x', 'a:b')],
+    *[(dict(project=project), 'is not a GCP project id')
+      for project in ('p/../../x', 'P Q', 'p?x=1', '-p')],
+])
+def test_a_user_or_project_that_is_no_name_is_refused_before_anything(
+    flags, words):
+  with pytest.raises(errors.UsageError, match=words) as e:
+    gcp_provider.CheckPrerequisites(_Flags(**flags))
   assert '\n' not in str(e.value)
+
+
+def test_a_domain_scoped_project_id_is_taken():
+  gcp_provider.GcpOptions.FromFlags(_Flags(project='example.com:my-proj_1'))
 
 
 @pytest.mark.parametrize('text,reason', [
@@ -570,17 +581,6 @@ def test_a_credentials_file_it_cannot_use_is_named_with_why(
   assert message.startswith('--cloud=GCP has no usable Google credentials (' +
                             reason.format(path=path))
   assert '\n' not in message and len(message) < 500
-
-
-@pytest.mark.parametrize('project', ['p/../../x', 'P Q', 'p?x=1', '-p'])
-def test_a_project_that_is_no_project_id_is_refused_before_anything(project):
-  # 'p/../../x' made every API call 'internal error ValueError: Invalid
-  # request.' and left the run's network entry for every teardown.
-  with pytest.raises(errors.UsageError,
-                     match='is not a GCP project id') as e:
-    gcp_provider.CheckPrerequisites(_Flags(project=project))
-  assert '\n' not in str(e.value)
-  gcp_provider.GcpOptions.FromFlags(_Flags(project='example.com:my-proj_1'))
 
 
 def test_a_recorded_project_that_is_no_project_id_is_one_line(tmp_path):
