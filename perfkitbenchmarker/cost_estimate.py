@@ -201,9 +201,17 @@ class RunEstimate:
                    'to --timeout_minutes.')
       return lines
     at_most = ''
-    if timeout_minutes:
-      at_most = (f'; at most ${self.usd_per_hour * timeout_minutes / 60:.2f} '
-                 f'if it runs to --timeout_minutes={timeout_minutes:g}')
+    if timeout_minutes and timeout_minutes < self.minutes:
+      # 'at most' below the estimate read as a contradiction ('estimated
+      # $0.0028; at most $0.00'): the deadline would stop the run first.
+      at_most = (f'; longer than --timeout_minutes={timeout_minutes:g}: the '
+                 'run would be stopped at its deadline, then torn down')
+    elif timeout_minutes:
+      # At the estimate's precision ($0.00 said nothing), and never below
+      # it (the minimum billed minutes count at any deadline).
+      bound = max(self.usd, self.usd_per_hour * timeout_minutes / 60)
+      at_most = (f'; at most ${bound:.4f} if it runs to '
+                 f'--timeout_minutes={timeout_minutes:g}')
     lines.append(f'Cost: about {self.minutes:.0f} min, estimated '
                  f'${self.usd:.4f}{at_most}.')
     return lines

@@ -59,7 +59,18 @@ def test_one_minute_minimum_billing_and_the_lines():
   # No keys to load: no preload line.
   assert [l.split()[0] for l in lines[1:-1]] == [
       'provision', 'install', 'search', 'teardown']
-  assert 'at most $0.68 if it runs to --timeout_minutes=60' in lines[-1]
+  assert 'at most $0.6759 if it runs to --timeout_minutes=60' in lines[-1]
+  # A cheap run's bound at the estimate's precision (it said '$0.00'),
+  # never below the estimate (a minute is billed at the least).
+  assert est.Lines(timeout_minutes=5)[-1].endswith(
+      'estimated $0.0113; at most $0.0563 if it runs to --timeout_minutes=5.')
+  assert est.Lines(timeout_minutes=0.5)[-1].endswith(
+      'estimated $0.0113; at most $0.0113 if it runs to '
+      '--timeout_minutes=0.5.')
+  # A deadline shorter than the estimate stops the run: said, not priced.
+  assert est.Lines(timeout_minutes=0.05)[-1].endswith(
+      '; longer than --timeout_minutes=0.05: the run would be stopped at its '
+      'deadline, then torn down.')
   lines = ce.EstimateRun('Local', GROUPS[:1], 0.1, 1000, 10,
                          rates=rates).Lines()
   assert [l.split()[0] for l in lines[1:-1]] == list(ce.PHASES)
