@@ -3,8 +3,10 @@ enterprise options' OS and Local-scaling decisions."""
 
 import pytest
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
+from perfkitbenchmarker.enterprise import plan
 
 
 def _Scripted(table, default=None):
@@ -116,3 +118,24 @@ def test_no_scaling_note_when_the_machine_is_big_enough():
 def test_bad_options_are_one_line():
   with pytest.raises(Exception, match='min_threads=9 is above'):
     _Opts(min_threads=9, max_threads=4).Check()
+
+
+def test_cpus_to_take_offline_are_checked_against_the_server_vms():
+  # A cloud run offlined them after its VMs were up and the cluster was
+  # installed: 'echo 0 | sudo tee .../cpu40/online' failed there. On Local
+  # the flag is recorded and not applied: the plan says so.
+  cloud = dict(cloud='GCP', os=options_lib.ChooseOs('debian12', 'GCP'))
+  for ids in ((3, 40), (0, 1), (16,)):
+    opts = options_lib.EnterpriseOptions(disable_cpu_ids=ids, **cloud)
+    limit = 2 if ids == (0, 1) else 16
+    with pytest.raises(errors.UsageError, match=(
+        rf'the server VMs have CPUs 0-{limit - 1}; give ids among them and '
+        'leave at least one online')):
+      plan.CpuWarnings(opts, limit)
+  ok = options_lib.EnterpriseOptions(disable_cpu_ids=(3, 4), **cloud)
+  assert plan.CpuWarnings(ok, 16) == []
+  assert plan.CpuWarnings(ok, None) == []  # A type the catalog lacks.
+  assert plan.CpuWarnings(_Opts(), None) == []
+  assert plan.CpuWarnings(_Opts(disable_cpu_ids=(1,)), None) == [
+      'WARNING: --enterprise_redis_disable_cpu_ids=1 is recorded, not '
+      "applied, on Local: this machine's CPUs stay online."]

@@ -87,7 +87,9 @@ flags.DEFINE_boolean(
     'Pin the proxy worker threads evenly over the NUMA nodes after startup.')
 flags.DEFINE_list(
     'enterprise_redis_disable_cpu_ids', None,
-    'CPU ids to take offline on the server VMs before the cluster starts.')
+    'CPU ids to take offline on the server VMs before the cluster starts '
+    '(ids the server VMs lack, or all of them, are refused; on Local '
+    'recorded, not applied).')
 flags.DEFINE_integer(
     'enterprise_redis_data_size_bytes', 100,
     'Value size in bytes (memtier -d).',

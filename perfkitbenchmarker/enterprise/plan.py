@@ -7,6 +7,7 @@ preload, the thread steps and the optimizer.
 
 from typing import List, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import redis_shard
@@ -74,6 +75,25 @@ def DatasetEstimate(opts: options_lib.EnterpriseOptions
       memory_fraction=opts.memory_size_percentage,
       fraction_flag='--enterprise_redis_memory_size_percentage',
       key_flag='--enterprise_redis_load_records x --enterprise_redis_db_count')
+
+
+def CpuWarnings(opts: options_lib.EnterpriseOptions,
+                server_vcpus: Optional[int]) -> List[str]:
+  """--enterprise_redis_disable_cpu_ids against the server VMs' CPUs
+  (None: not known); refuses (errors.UsageError) ids a cloud run would
+  fail on after its VMs are up and the cluster installed."""
+  ids = sorted(set(opts.disable_cpu_ids))
+  if not ids:
+    return []
+  given = f'--enterprise_redis_disable_cpu_ids={",".join(map(str, ids))}'
+  if opts.local:
+    return [f'WARNING: {given} is recorded, not applied, on Local: this '
+            'machine\'s CPUs stay online.']
+  if server_vcpus and (ids[-1] >= server_vcpus or len(ids) >= server_vcpus):
+    raise errors.UsageError(
+        f'{given}: the server VMs have CPUs 0-{server_vcpus - 1}; give ids '
+        'among them and leave at least one online.')
+  return []
 
 
 def RealRunNeeds(opts: options_lib.EnterpriseOptions) -> List[str]:

@@ -139,6 +139,14 @@ def CheckPrerequisites(config):
         'matching Redis Enterprise tarball).')
 
 
+def PlanWarnings(spec) -> List[str]:
+  """CPUs to take offline that the server VMs lack (refused), or that
+  Local does not take offline (said)."""
+  vcpus = (None if spec.can.is_runner_machine else
+           getattr(spec.GroupPrice('servers'), 'vcpus', None))
+  return plan.CpuWarnings(_Options(spec), vcpus)
+
+
 def ClientLoadGenerator(spec) -> Optional[str]:
   return plan.ClientLoadGenerator(_Options(spec))  # prepare_checks
 
