@@ -205,23 +205,28 @@ class UpstreamMethods:
     is a tar archive in the VM's scratch directory while it moves."""
     source = self._ShellPath(remote_path)
     what = f'pulling {remote_path} from {self.name}'
+    # Its size too: the pull takes that many bytes, so a file that grows
+    # meanwhile ends the loop, and one that shrinks is said.
     out, _ = self.RemoteCommand(
         f's={source}; if [ -d "$s" ]; then a=$(mktemp '
         f'{self._ShellPath(".pkb-pull.XXXXXXXX")}) && tar -cf "$a" -C "$s" '
-        '. && echo "D $a"; elif [ -f "$s" ] && [ -r "$s" ]; then echo F; '
-        'else echo "$s: no such readable file or directory" >&2; exit 1; fi',
-        what=what)
-    kind, _, archive = out.strip().partition(' ')
+        '. && echo "D $(wc -c < "$a") $a"; elif [ -f "$s" ] && [ -r "$s" ]; '
+        'then echo "F $(wc -c < "$s")"; else echo "$s: no such readable file '
+        'or directory" >&2; exit 1; fi', what=what)
+    kind, size, archive = (out.strip().split(' ', 2) + ['', ''])[:3]
+    if not size.isdecimal():
+      raise errors.VirtualMachine.RemoteCommandError(
+          f'{what}: no size in the answer {out.strip()[:80]!r}')
     if os.path.isdir(local_path):
       local_path = os.path.join(local_path, posixpath.basename(
           posixpath.normpath(remote_path)))
     if kind != 'D':
       with open(local_path, 'wb') as f:
-        self._PullChunks(source, f, what)
+        self._PullChunks(source, int(size), f, what)
       return
     try:
       with tempfile.TemporaryFile() as f:
-        self._PullChunks(shlex.quote(archive), f, what)
+        self._PullChunks(shlex.quote(archive), int(size), f, what)
         f.seek(0)
         os.makedirs(local_path, exist_ok=True)
         with tarfile.open(fileobj=f) as tar:
@@ -229,19 +234,24 @@ class UpstreamMethods:
     finally:
       self.RemoteCommand(f'rm -f {shlex.quote(archive)}', what=what)
 
-  def _PullChunks(self, source: str, f, what: str) -> None:
-    """Appends the file at `source` (shell text) on the VM to `f`, one
-    PULL_CHUNK a command, to the first chunk that comes back short."""
+  def _PullChunks(self, source: str, size: int, f, what: str) -> None:
+    """Appends the first `size` bytes of the file at `source` (shell text)
+    on the VM to `f`, one PULL_CHUNK a command. A chunk that comes back
+    short means the file shrank (or went) meanwhile: the pipeline's status
+    is base64's, so only the byte count can tell."""
     offset = 0
-    while True:
+    while offset < size:
+      wanted = min(PULL_CHUNK, size - offset)
       out, _ = self.RemoteCommand(
-          f'tail -c +{offset + 1} {source} | head -c {PULL_CHUNK} | base64',
+          f'tail -c +{offset + 1} {source} | head -c {wanted} | base64',
           what=what)
       chunk = base64.b64decode(out)
       f.write(chunk)
       offset += len(chunk)
-      if len(chunk) < PULL_CHUNK:
-        return
+      if len(chunk) < wanted:
+        raise errors.VirtualMachine.RemoteCommandError(
+            f'{what}: the file changed while it was pulled ({offset:,} of '
+            f'its {size:,} bytes came back)')
 
   def RemoveFile(self, filename: str) -> None:
     """rm -rf on the VM, as the run's user (upstream's uses sudo; the

@@ -408,7 +408,7 @@ def test_files_move_through_the_command_channel(tmp_path):
   assert stdin == 'AGJpbmFyef8='  # base64 of the bytes, unchanged.
   vm.PushFile(str(source), '~/bin/run.sh')
   assert vm.commands[-1][0].startswith('t="$HOME"/bin/run.sh;')
-  vm.answers.update({'if [ -d "$s" ]': ('F\n', '', 0),
+  vm.answers.update({'if [ -d "$s" ]': ('F 8\n', '', 0),
                      'tail -c +1 ': ('AGJpbmFyef8=\n', '', 0)})
   vm.PullFile(str(tmp_path), 'out/script.sh')
   assert (tmp_path / 'script.sh').read_bytes() == b'\x00binary\xff'
@@ -421,9 +421,10 @@ class FileVm(ScriptedVm):
   """Serves PullFile's commands from one remote file's bytes, and keeps
   the bytes each command's output carried."""
 
-  def __init__(self, content):
+  def __init__(self, content, shrink_to=None):
     super().__init__()
     self.content, self.carried = content, []
+    self.shrink_to = shrink_to  # After the first chunk, if given.
 
   def RemoteCommandWithReturnCode(self, command, timeout=None, env=None,
                                   stdin=None, **upstream_options):
@@ -433,10 +434,12 @@ class FileVm(ScriptedVm):
         payload = self.content
         self.carried.append(len(payload))
         return 'F\n' + base64.b64encode(payload).decode(), '', 0
-      return 'F\n', '', 0
+      return f'F {len(self.content)}\n', '', 0
     start, size = map(int, re.search(r'tail -c \+(\d+) .* head -c (\d+)',
                                      command).groups())
     payload = self.content[start - 1:start - 1 + size]
+    if self.shrink_to is not None:
+      self.content = self.content[:self.shrink_to]
     self.carried.append(len(payload))
     return base64.b64encode(payload).decode(), '', 0
 
@@ -451,9 +454,16 @@ def test_a_pulled_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
   vm.PullFile(str(tmp_path / 'out.bin'), 'results.bin')
   assert (tmp_path / 'out.bin').read_bytes() == content
   assert max(vm.carried) <= 1000 and sum(vm.carried) == len(content)
-  vm = FileVm(content[:3000])  # A multiple of the chunk: one empty last.
+  vm = FileVm(content[:3000])  # A multiple of the chunk: no empty last.
   vm.PullFile(str(tmp_path / 'even.bin'), 'results.bin')
   assert (tmp_path / 'even.bin').read_bytes() == content[:3000]
+  assert vm.carried == [1000] * 3
+  # Cut to 1,500 bytes after the first chunk: the pull ended at 1,500, short,
+  # without a word (the pipeline's status is base64's).
+  vm = FileVm(content, shrink_to=1500)
+  with pytest.raises(errors.VirtualMachine.RemoteCommandError, match=(
+      r'the file changed while it was pulled \(1,500 of its 5,120 bytes')):
+    vm.PullFile(str(tmp_path / 'cut.bin'), 'results.bin')
 
 
 def test_a_pushed_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
