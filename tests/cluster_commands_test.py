@@ -124,16 +124,30 @@ class _LocalVm:
     return out, err
 
 
-def _FreePorts(count):
+def _FreeClusterPorts(count):
+  """`count` ports free with their cluster-bus port (port + 10000) free too:
+  a bus port some other socket held (an ephemeral port: 32768-60999 here)
+  kept that redis-server from starting, and the cluster from forming."""
   import socket  # pylint: disable=g-import-not-at-top
-  sockets = [socket.socket() for _ in range(count)]
+  held, ports = [], []
   try:
-    for s in sockets:
+    while len(ports) < count and len(held) < 200:
+      s = socket.socket()
+      held.append(s)
       s.bind(('127.0.0.1', 0))
-    # Cluster bus ports are port + 10000: keep ports low enough.
-    return [s.getsockname()[1] for s in sockets]
+      port = s.getsockname()[1]
+      if port + 10000 >= 65536:
+        continue
+      bus = socket.socket()
+      held.append(bus)
+      try:
+        bus.bind(('127.0.0.1', port + 10000))
+      except OSError:
+        continue
+      ports.append(port)
+    return ports
   finally:
-    for s in sockets:
+    for s in held:
       s.close()
 
 
@@ -142,7 +156,7 @@ def test_real_cluster_built_by_pieces_with_replicas(tmp_path, monkeypatch):
   for tool in ('redis-server', 'redis-cli'):
     e2e_support.RequireTool(tool, 'scripts/setup.sh')
   monkeypatch.setattr(redis_cluster, 'MAX_CLUSTER_CREATE_SHARDS', 0)
-  ports = [p for p in _FreePorts(40) if p + 10000 < 65536][:6]
+  ports = _FreeClusterPorts(6)
   assert len(ports) == 6
   password = 'cluster-pieces-pw'
   servers = []
