@@ -354,19 +354,27 @@ _REPEATS_AVERAGED = ('reported_ops_per_sec', 'series_throughput',
                      'moved_per_sec', 'ask_per_sec')
 
 
-def _OverRepeats(repeats: Sequence[Measurement]) -> Dict[str, object]:
-  """The _REPEATS_* facts over every repeat (None: a repeat has none)."""
-  facts: Dict[str, object] = {}
-  for keys, combine in ((_REPEATS_SUMMED, sum),
-                        (_REPEATS_AVERAGED, lambda v: sum(v) / len(v))):
+def FactsCombined(metadata: Mapping[str, object],
+                  parts: Sequence[Measurement], summed: Sequence[str] = (),
+                  averaged: Sequence[str] = ()) -> Dict[str, object]:
+  """`metadata` with each fact of `summed` and `averaged` that a part
+  records given over all `parts` (their sum, their mean), or left out
+  where some part lacks it or it is no number: the one rule for a load
+  generator's counts and rates over parts, which Combine and CombineRepeats
+  take from the first part alone (side by side: client VMs, shards;
+  one after another: repeats)."""
+  combined = dict(metadata)
+  for keys, combine in ((summed, sum),
+                        (averaged, lambda v: sum(v) / len(v))):
     for key in keys:
-      values = [r.metadata.get(key) for r in repeats]
+      values = [p.metadata.get(key) for p in parts]
       if all(v is None for v in values):
         continue
-      numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                    for v in values)
-      facts[key] = combine(values) if numbers else None
-  return facts
+      combined.pop(key, None)
+      if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+             for v in values):
+        combined[key] = combine(values)
+  return combined
 
 
 def CombineRepeats(repeats: Sequence[Measurement]) -> Measurement:
@@ -397,10 +405,8 @@ def CombineRepeats(repeats: Sequence[Measurement]) -> Measurement:
   if len(repeats) == 1:
     metadata['percentile_merge'] = 'single_repeat'
   else:
-    metadata.update(_OverRepeats(repeats))
-    metadata = {k: v for k, v in metadata.items()
-                if k not in _REPEATS_SUMMED + _REPEATS_AVERAGED or
-                v is not None}
+    metadata = FactsCombined(metadata, repeats, _REPEATS_SUMMED,
+                             _REPEATS_AVERAGED)
   return dataclasses.replace(
       combined,
       throughput=sum(r.throughput for r in repeats) / len(repeats),

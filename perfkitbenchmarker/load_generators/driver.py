@@ -151,19 +151,12 @@ def CombineClientVms(parts: Sequence[measurement.Measurement],
   counts and rates summed (left out when a VM has none) and every client
   limit named."""
   combined = measurement.Combine(parts, load)
-  metadata = dict(combined.metadata)
+  metadata = measurement.FactsCombined(combined.metadata, parts, _SUM_OF)
   for key in _WORST_OF:
     values = [p.metadata[key] for p in parts
               if p.metadata.get(key) is not None]
     if values:
       metadata[key] = max(values)
-  for key in _SUM_OF:
-    values = [p.metadata.get(key) for p in parts]
-    if any(v is not None for v in values):
-      metadata.pop(key, None)
-      if all(isinstance(v, (int, float)) and not isinstance(v, bool)
-             for v in values):
-        metadata[key] = sum(values)
   reasons = sorted({str(p.metadata['client_saturated_by']) for p in parts
                     if p.metadata.get('client_saturated_by')})
   if reasons:

@@ -196,13 +196,11 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
 def _GroupsTogether(parts: Sequence[measurement.Measurement],
                     results: Sequence[RedisBenchmarkTestResult]
                     ) -> Dict[str, object]:
-  """The tool's figures of every group (endpoint) together: Combine keeps
-  the first group's, so two shards of 1x32 each said outstanding_requests
-  32, tool_clients 32 and test_rps one shard's where 64 connections ran."""
+  """The tool's figures of every group (endpoint) together, beyond its
+  counts (measurement.FactsCombined): Combine keeps the first group's, so
+  two shards of 1x32 each said test_rps and the reported percentiles of
+  one shard where 64 connections ran."""
   figures: Dict[str, object] = {}
-  for key in ('outstanding_requests', 'tool_clients'):  # None: unknown.
-    values = [p.metadata.get(key) for p in parts]
-    figures[key] = None if None in values else sum(values)
   for name in ('p50', 'p95', 'p99', 'p999', 'max'):  # Each at its worst.
     figures[f'reported_{name}_latency_ms'] = _Max(
         p.metadata.get(f'reported_{name}_latency_ms') for p in parts)
@@ -240,8 +238,10 @@ def Measure(stdouts: Sequence[str], groups: Sequence[str],
            for results in by_group.values()]
   combined = measurement.Combine(parts, load)
   if len(parts) > 1:
-    together = {**combined.metadata, **_GroupsTogether(
-        parts, [r for rs in by_group.values() for r in rs])}
+    together = measurement.FactsCombined(
+        combined.metadata, parts, ('outstanding_requests', 'tool_clients'))
+    together.update(_GroupsTogether(
+        parts, [r for rs in by_group.values() for r in rs]))
     combined = dataclasses.replace(combined, metadata={
         k: v for k, v in together.items() if v is not None})
   # Every process side by side (the groups' closed loops together: the
