@@ -11,7 +11,6 @@ paths in the scratch directory, ports opened from PEER_TCP_PORTS).
 """
 
 import base64
-import io
 import os
 import posixpath
 import shlex
@@ -27,9 +26,8 @@ from perfkitbenchmarker import vm_util
 
 # RobustRemoteCommand's bound when given no timeout (upstream's has none).
 ROBUST_TIMEOUT_S = 6 * 3600
-# Most bytes of a file one PullFile command carries (base64 in its output).
-PULL_CHUNK = 16 << 20
-# Most bytes of a file one PushFile command carries (base64 in its input).
+# Most bytes of a file one PushFile or PullFile command carries (base64 in
+# its input or its output).
 FILE_CHUNK = 16 << 20
 # Keyword arguments of upstream PKB's RemoteCommand(WithReturnCode) that
 # change nothing here: its SSH retries (ours retry a connection that never
@@ -199,7 +197,7 @@ class UpstreamMethods:
 
   def PullFile(self, local_path: str, remote_path: str) -> None:
     """Copies a file or directory from the VM to local_path (into it, if
-    it is a directory), PULL_CHUNK bytes a command: whole, a 200 MiB file
+    it is a directory), FILE_CHUNK bytes a command: whole, a 200 MiB file
     took 1 GiB of pkb's memory (its base64 text, decoded, copied), and a
     large result file ended the run in the OOM killer's hands. A directory
     is a tar archive in the VM's scratch directory while it moves."""
@@ -236,12 +234,12 @@ class UpstreamMethods:
 
   def _PullChunks(self, source: str, size: int, f, what: str) -> None:
     """Appends the first `size` bytes of the file at `source` (shell text)
-    on the VM to `f`, one PULL_CHUNK a command. A chunk that comes back
+    on the VM to `f`, one FILE_CHUNK a command. A chunk that comes back
     short means the file shrank (or went) meanwhile: the pipeline's status
     is base64's, so only the byte count can tell."""
     offset = 0
     while offset < size:
-      wanted = min(PULL_CHUNK, size - offset)
+      wanted = min(FILE_CHUNK, size - offset)
       out, _ = self.RemoteCommand(
           f'tail -c +{offset + 1} {source} | head -c {wanted} | base64',
           what=what)

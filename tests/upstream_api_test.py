@@ -448,7 +448,7 @@ def test_a_pulled_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
   """A whole file in one command's output cost pkb five times its size in
   memory (a 200 MiB file: 1 GiB): a large one ended the run in the OOM
   killer's hands, leaving its processes and VMs behind."""
-  monkeypatch.setattr(upstream_vm, 'PULL_CHUNK', 1000, raising=False)
+  monkeypatch.setattr(upstream_vm, 'FILE_CHUNK', 1000)
   content = bytes(range(256)) * 20  # 5,120 bytes: five chunks and a tail.
   vm = FileVm(content)
   vm.PullFile(str(tmp_path / 'out.bin'), 'results.bin')
@@ -469,7 +469,7 @@ def test_a_pulled_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
 def test_a_pushed_file_moves_in_chunks_not_whole(tmp_path, monkeypatch):
   """The whole file read and base64-encoded into one command's input cost
   pkb four times its size in memory (a large data file the VM needs)."""
-  monkeypatch.setattr(upstream_vm, 'FILE_CHUNK', 1000, raising=False)
+  monkeypatch.setattr(upstream_vm, 'FILE_CHUNK', 1000)
   content = bytes(range(256)) * 20  # 5,120 bytes: five chunks and a tail.
   source = tmp_path / 'data.bin'
   source.write_bytes(content)
