@@ -110,11 +110,10 @@ def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
   except regular_files.NotRegular as e:
     raise errors.UsageError(f'{flag}: cannot read {path}: {e}.') from None
   try:
-    return data.decode('utf-8')
-  except UnicodeDecodeError as e:
+    return regular_files.Utf8Text(data)
+  except regular_files.NotText as e:
     raise errors.ConfigError(
-        f'{flag}: {path} is not UTF-8 text (byte 0x{data[e.start]:02x} at '
-        f'offset {e.start}); save it as UTF-8.') from None
+        f'{flag}: {path} is {e}; save it as UTF-8.') from None
 
 
 def LoadYaml(text: str, source: str, lines_before: int = 0) -> Any:

@@ -283,13 +283,12 @@ def FlagFileProblem(argv) -> str:
       continue
     seen.add(path)
     try:
-      data = regular_files.ReadRegular(path, MAX_FLAGFILE_BYTES)
-      text = data.decode('utf-8')
+      text = regular_files.Utf8Text(
+          regular_files.ReadRegular(path, MAX_FLAGFILE_BYTES))
     except regular_files.NotRegular as e:
       return f'--flagfile={path}: cannot read it: {e}'
-    except UnicodeDecodeError as e:
-      return (f'--flagfile={path} is not UTF-8 text (byte '
-              f'0x{data[e.start]:02x} at offset {e.start}); save it as UTF-8')
+    except regular_files.NotText as e:
+      return f'--flagfile={path} is {e}; save it as UTF-8'
     pending.extend(line.split('=', 1)[1] for line in text.splitlines()
                    if line.startswith(_FLAGFILE_DIRECTIVES))
   return ''

@@ -402,10 +402,9 @@ class PriceCatalog:
     except regular_files.NotRegular as e:
       raise CatalogError(path, f'cannot be read ({e})') from None
     try:
-      text = data.decode('utf-8')
-    except UnicodeDecodeError as e:
-      raise CatalogError(path, f'not UTF-8 text (byte 0x{data[e.start]:02x} '
-                         f'at offset {e.start})') from None
+      text = regular_files.Utf8Text(data)
+    except regular_files.NotText as e:
+      raise CatalogError(path, str(e)) from None
     return cls.FromYaml(text, path)
 
   def ForRun(self, basis: str = ON_DEMAND,

@@ -95,6 +95,20 @@ def ReadRegular(path: str, max_bytes: int) -> bytes:
     return _ReadBounded(f, max_bytes)
 
 
+class NotText(ValueError):
+  """Bytes that are not UTF-8 text: 'not UTF-8 text (byte 0xe9 at offset
+  3)', for the caller's one line."""
+
+
+def Utf8Text(data: bytes) -> str:
+  """`data` decoded as UTF-8; NotText saying where it is not."""
+  try:
+    return data.decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise NotText(f'not UTF-8 text (byte 0x{data[e.start]:02x} at offset '
+                  f'{e.start})') from None
+
+
 def Gunzip(f: BinaryIO, max_bytes: int) -> bytes:
   """The gzip stream (one member or several) read from `f`, unzipped to at
   most `max_bytes`; NotRegular for more, for a truncated stream or for
