@@ -27,6 +27,12 @@ from typing import Tuple
 
 from perfkitbenchmarker import vm_util
 
+# A cluster shard also listens on its port + this (the cluster bus), and no
+# port is above MAX_PORT: what the study, the firewalls and the security
+# groups count a run's ports by.
+CLUSTER_BUS_OFFSET = 10000
+MAX_PORT = 65535
+
 
 @dataclasses.dataclass(frozen=True)
 class ShardOptions:

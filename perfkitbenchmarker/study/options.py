@@ -16,6 +16,7 @@ from typing import Optional, Tuple
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.linux_packages import redis_config
 from perfkitbenchmarker.load_generators import base
@@ -27,8 +28,7 @@ from perfkitbenchmarker.study import workload_options
 
 
 DEFAULT_MAXCLIENTS = 10000  # redis.conf's default
-MAX_PORT = 65535
-CLUSTER_BUS_OFFSET = 10000
+
 
 def CheckServerOption(line: str) -> None:
   """Refuses a --redis_server_options line in one line unless it is a
@@ -109,12 +109,12 @@ class ServerOptions:
     number's own bounds are on its flag's definition)."""
     # Cluster shards also listen on port + 10000 (the cluster bus).
     last = self.start_port + self.shards_per_vm - 1 + (
-        CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
-    if self.start_port < 1 or last > MAX_PORT:
+        redis_shard.CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
+    if self.start_port < 1 or last > redis_shard.MAX_PORT:
       raise errors.UsageError(
           f'--redis_start_port={self.start_port} with '
           f'{self.shards_per_vm} shard(s) per VM needs ports up to {last}; '
-          f'ports run from 1 to {MAX_PORT}.')
+          f'ports run from 1 to {redis_shard.MAX_PORT}.')
     for line in self.extra_config:
       CheckServerOption(line)
     if any(redis_config.Directive(l) for l in self.extra_config) and (

@@ -19,6 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.aws import api
@@ -32,7 +33,6 @@ from perfkitbenchmarker.providers.aws import vm as aws_vm
 from perfkitbenchmarker.providers import operator_access
 
 CLOUD = aws_vm.CLOUD
-CLUSTER_BUS_OFFSET = 10000  # A cluster shard's bus port: its own + 10000.
 AwsVirtualMachine = aws_vm.AwsVirtualMachine
 
 
@@ -84,8 +84,8 @@ def ShardPorts(flag_values) -> Tuple[network.PortRange, ...]:
     shards = getattr(flag_values, 'redis_total_num_processes', None) or 1
   ports = [(start, start + shards - 1)]
   if getattr(flag_values, 'redis_server_cluster_mode', False):
-    ports.append((start + CLUSTER_BUS_OFFSET,
-                  start + shards - 1 + CLUSTER_BUS_OFFSET))
+    ports.append((start + redis_shard.CLUSTER_BUS_OFFSET,
+                  start + shards - 1 + redis_shard.CLUSTER_BUS_OFFSET))
   return tuple(ports)
 
 

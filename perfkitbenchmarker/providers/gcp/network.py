@@ -27,10 +27,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from google.cloud import compute_v1
 
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.providers.gcp import compute_api
-
-MAX_PORT = 65535
 
 
 def NetworkUrl(project: str, network: str) -> str:
@@ -151,7 +150,7 @@ def RedisPorts(start_port: int) -> List[str]:
   their cluster-bus ports (+10000) lie above them. The rule admits only the
   run's own VMs.
   """
-  return PortList([(start_port, MAX_PORT)])
+  return PortList([(start_port, redis_shard.MAX_PORT)])
 
 
 def PortList(ranges: Sequence[Tuple[int, int]]) -> List[str]:
