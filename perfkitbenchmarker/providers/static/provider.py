@@ -260,12 +260,22 @@ resource.RegisterKind(StaticVirtualMachine.KIND,
 resource.RegisterKind(HostSettings.KIND, HostSettings.FromRecord)
 
 
-def CheckPrerequisites(flag_values) -> None:
-  """Validates the file before anything starts (counts come later)."""
+def _VmFile(flag_values) -> str:
   if not flag_values.static_vm_file:
     raise errors.UsageError(
         '--cloud=Static needs --static_vm_file=<JSON list of machines>.')
-  LoadStaticVmFile(flag_values.static_vm_file)
+  return flag_values.static_vm_file
+
+
+def CheckPrerequisites(flag_values) -> None:
+  """Validates the file before anything starts (counts come later)."""
+  LoadStaticVmFile(_VmFile(flag_values))
+
+
+def _Assigned(spec) -> Dict[str, List[StaticMachine]]:
+  """The file, read once, and its machines given to the groups."""
+  path = _VmFile(spec.flags)
+  return AssignGroups(LoadStaticVmFile(path), spec.GroupCounts(), path)
 
 
 def CheckMachines(spec) -> None:
@@ -273,19 +283,14 @@ def CheckMachines(spec) -> None:
   will: the plan (a dry run's too) refuses a file the run would. Only when
   the run provisions: later stages take their machines from the run
   record, whatever the file lists now."""
-  if 'provision' not in pkb_flags.RunStages(spec.flags.run_stage):
-    return
-  CheckPrerequisites(spec.flags)
-  path = spec.flags.static_vm_file
-  AssignGroups(LoadStaticVmFile(path), spec.GroupCounts(), path)
+  if 'provision' in pkb_flags.RunStages(spec.flags.run_stage):
+    _Assigned(spec)
 
 
 def ConstructVms(spec) -> Dict[str, List[StaticVirtualMachine]]:
   """One StaticVirtualMachine per configured VM, from the file."""
-  CheckPrerequisites(spec.flags)
-  path = spec.flags.static_vm_file
   counts = spec.GroupCounts()
-  assigned = AssignGroups(LoadStaticVmFile(path), counts, path)
+  assigned = _Assigned(spec)
   groups: Dict[str, List[StaticVirtualMachine]] = {}
   for group in virtual_machine.GroupOrder(counts):
     group_config = spec.config.get('vm_groups', {}).get(group) or {}
