@@ -421,14 +421,6 @@ def _GcpArgs(r, run_uri, *extra):
           *SHORT, *extra]
 
 
-def _InPorts(port, ports):
-  for item in ports:
-    low, _, high = item.partition('-')
-    if int(low) <= port <= int(high or low):
-      return True
-  return False
-
-
 def _AssertFirewallCoversTheRun(r, run_dir):
   """The rules the run made admit what it used, from whom it should: SSH
   from the operator only, on the port SSH used; Redis (and its cluster
@@ -444,15 +436,16 @@ def _AssertFirewallCoversTheRun(r, run_dir):
   assert ssh['targetTags'] == list(tags)
   for e in record:
     if e['kind'] == 'gcp_vm':
-      assert _InPorts(e['data']['port'], ssh['allowed'][0]['ports'])
+      assert fake_gce.RuleAdmits(ssh['allowed'][0]['ports'], e['data']['port'])
   assert redis['sourceTags'] == redis['targetTags'] == list(tags)
   assert 'sourceRanges' not in redis
   shard_ports = [e['data']['port'] for e in record
                  if e['kind'] == 'redis_process']
   assert shard_ports
   for port in shard_ports:
-    assert _InPorts(port, redis['allowed'][0]['ports']), port
-    assert _InPorts(port + 10000, redis['allowed'][0]['ports']), port
+    assert fake_gce.RuleAdmits(redis['allowed'][0]['ports'], port), port
+    assert fake_gce.RuleAdmits(redis['allowed'][0]['ports'],
+                               port + 10000), port
 
 
 def _AssertHostsClean(r, names):

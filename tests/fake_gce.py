@@ -385,6 +385,16 @@ class FakeGce:
                  'selfLink': _SelfLink(project, scope, 'machineTypes', name)}
 
 
+def RuleAdmits(ports, port: int) -> bool:
+  """Whether a firewall rule's ports ('22', '7001-65535') hold `port`, as
+  GCE reads them."""
+  for item in ports:
+    low, _, high = item.partition('-')
+    if int(low) <= port <= int(high or low):
+      return True
+  return False
+
+
 def _Route(path: str) -> Optional[Dict[str, str]]:
   match = _PATH.fullmatch(path)
   return match.groupdict() if match else None
