@@ -708,8 +708,11 @@ def test_stockout_and_unknown_machine_type_are_explained(fake, tmp_path):
   fake2_dir = tmp_path / 'other'
   run = _Run(fake, fake2_dir, run_uri='def456',
              config=_Config(servers='n2-bogus-4', client_count=1))
+  made = {c: len(fake.Inserted(c)) for c in ('networks', 'firewalls')}
   with pytest.raises(errors.ResourceError, match='not offered in zone'):
     run.Provision()
+  # Asked before anything of the run was made: nothing to tear down.
+  assert {c: len(fake.Inserted(c)) for c in made} == made
   assert run.TeardownFromDisk() == []
 
 

@@ -228,6 +228,9 @@ class GceProvider:
     args = dict(self._ResourceArgs(spec), clients=self.clients,
                 project=layout.project)
     tag = naming.NetworkTag(spec.run_uri)
+    for vm in vms:
+      if not vm.created:
+        vm.LearnMachineAndImage()
 
     key = keys.SshKeyPair(run_scope.RunKeyDir(spec.run_uri),
                           comment=f'pkb-{spec.run_uri}',

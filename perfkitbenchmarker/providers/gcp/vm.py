@@ -142,21 +142,26 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def _BuildInstance(self) -> compute_v1.Instance:
     # Only Provision creates, and only VMs it built with a config.
-    config = self.config
-    self._LearnMachineType()
-    if config.image:
-      self.image = config.image
-    else:
-      self.image = images.ResolveImage(self.clients, config.image_family)
+    if self.image is None:
+      self.LearnMachineAndImage()
     if not self.ssh_public_key:
       raise errors.ResourceError(
           f'VM {self.name} has no SSH key to create it with; the provider\'s '
           'Provision makes the run\'s key first.')
-    return BuildInstance(self.name, config, self.image, self.user,
+    return BuildInstance(self.name, self.config, self.image, self.user,
                          self.ssh_public_key)
 
+  def LearnMachineAndImage(self) -> None:
+    """Checks the machine type is offered in the zone, filling num_cpus and
+    memory_mib from it, and resolves the image: Provision asks before it
+    makes anything, so a wrong type leaves nothing to tear down."""
+    self._LearnMachineType()
+    if self.config.image:
+      self.image = self.config.image
+    else:
+      self.image = images.ResolveImage(self.clients, self.config.image_family)
+
   def _LearnMachineType(self) -> None:
-    """Fills num_cpus and memory_mib from the machine type, and checks it."""
     what = f'Looking up machine type {self.machine_type} in {self.zone}'
     try:
       machine = compute_api.Call(
