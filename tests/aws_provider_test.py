@@ -782,6 +782,12 @@ def test_region_of_zone(zone, region):
   assert naming.RegionOf(zone) == region
 
 
+def test_run_tags_fit_ec2s_value_limit():
+  tags = naming.RunTags('o' * 300, RUN_URI, 'redis_memtier', 'none')
+  assert tags['owner'] == 'o' * naming.MAX_TAG_VALUE_LENGTH
+  assert tags['run_uri'] == RUN_URI
+
+
 def test_region_refuses_non_zones():
   for value in ('us-east-1', 'us-central1-a', ''):
     with pytest.raises(errors.UsageError):

@@ -16,6 +16,7 @@ from perfkitbenchmarker import errors
 
 # EC2 tag values may be up to 256 characters; names are kept short anyway.
 MAX_NAME_LENGTH = 63
+MAX_TAG_VALUE_LENGTH = 256
 _NAME_BAD = re.compile(r'[^A-Za-z0-9-]+')
 # us-east-1a, us-gov-west-1b, and Local Zones such as us-west-2-lax-1a.
 _ZONE = re.compile(r'^([a-z]{2}(?:-[a-z]+)+-\d+)(-[a-z]+-\d+)?[a-z]$')
@@ -31,12 +32,14 @@ def ResourceName(run_uri: str, *parts: str) -> str:
 
 def RunTags(owner: str, run_uri: str, benchmark: str,
             expiry: str) -> Dict[str, str]:
-  return {
+  """The run's tags, each value cut to EC2's limit: EC2 refuses a longer
+  one (a long --owner) in the first create, after the run's key is made."""
+  return {key: value[:MAX_TAG_VALUE_LENGTH] for key, value in {
       'owner': owner or 'unknown',
       TAG_RUN_URI: run_uri,
       'benchmark': benchmark or 'unknown',
       'timeout': expiry,
-  }
+  }.items()}
 
 
 def TagSpecifications(tags: Dict[str, str], name: str,
