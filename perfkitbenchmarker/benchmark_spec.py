@@ -163,6 +163,11 @@ class BenchmarkSpec:
       raise errors.ConfigError(
           f'vm_groups.{group}.vm_spec has no {self.cloud} entry; add one '
           'with --benchmark_config_file or --config_override.')
+    if spec_cloud != self.cloud and 'machine_type' in cloud_spec:
+      # Local's type names this machine, not the machines in the file: the
+      # dry run said "1 x local in the machines file". Their VMs say
+      # 'static' where the file gives no type.
+      cloud_spec['machine_type'] = 'static'
     # --machine_type sizes the servers (the machine type being measured);
     # clients keep the config's type unless --client_machine_type.
     sized = (getattr(self.flags, 'client_machine_type', None)

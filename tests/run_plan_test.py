@@ -25,16 +25,21 @@ def test_where_follows_the_machines_capabilities():
   assert run_plan.Where(virtual_machine.Capabilities(made_by_run=True)) == '?'
 
 
-def test_a_local_dry_run_places_its_groups_on_this_machine(pkb_flags):
+@pytest.mark.parametrize('cloud, says', [
+    ('Local', ' x local in this machine priced as '),
+    # Not Local's "x local": the machines' own, 'static' when the file
+    # gives none (as their VMs and samples say).
+    ('Static', ': 1 x static in the machines file priced as ')])
+def test_a_dry_run_places_its_groups_where_its_machines_are(
+    pkb_flags, cloud, says):
   spec = benchmark_spec.BenchmarkSpec(
-      bench, bench.GetConfig({}), 'plan', 'Local', None, pkb_flags,
+      bench, bench.GetConfig({}), 'plan', cloud, None, pkb_flags,
       pricing.PriceCatalog.Load(), lambda s: None)
   lines = run_plan.DryRunLines(spec, [], cost_estimate.FromSpec(spec), 60)
   groups = [line for line in lines if line.startswith(('  servers:',
                                                        '  clients:'))]
   assert len(groups) == 2, lines
-  assert all(' x local in this machine priced as ' in g for g in groups), (
-      groups)
+  assert all(says in g for g in groups), groups
 
 
 def test_the_budget_never_refuses_stages_that_only_delete(pkb_flags):
