@@ -8,11 +8,11 @@ and copies of its run directory with a part taken away.
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker import cost_estimate as ce
 
 import e2e_support as e2e
@@ -50,8 +50,8 @@ def test_the_estimate_a_run_keeps_is_the_one_dry_run_prints():
 
 
 def _Script(run_dir):
-  return subprocess.run([sys.executable, SCRIPT, run_dir],
-                        capture_output=True, text=True, timeout=60)
+  return pkb_forkserver.Run([sys.executable, SCRIPT, run_dir],
+                            timeout=60)
 
 
 @pytest.mark.e2e

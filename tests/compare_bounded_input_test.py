@@ -16,6 +16,7 @@ import warnings
 
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import charts
@@ -293,11 +294,10 @@ def test_escapes_in_an_error_line_are_shown_not_played(compare, capsys,
 
 
 def _CompareProcess(*args):
-  import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
-  return subprocess.run([sys.executable, COMPARE] + list(args),
-                        capture_output=True, text=True, timeout=120,
-                        check=False)
+  return pkb_forkserver.Run([sys.executable, COMPARE] + list(args),
+                            timeout=120,
+                            check=False)
 
 
 @pytest.mark.e2e

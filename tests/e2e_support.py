@@ -21,6 +21,7 @@ import uuid
 import psutil
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import shell_scripts
@@ -172,9 +173,8 @@ def Told(stdout, stderr):
 
 def Run(args, results_dir, run_uri=None, timeout=HANG_GUARD_S, env=None):
   run_uri = run_uri or NewRunUri()
-  proc = subprocess.run(Command(args, run_uri, results_dir),
-                        capture_output=True, text=True, timeout=timeout,
-                        env=env, cwd=REPO)
+  proc = pkb_forkserver.Run(Command(args, run_uri, results_dir),
+                            timeout=timeout, env=env, cwd=REPO)
   return proc, run_uri
 
 
@@ -263,9 +263,9 @@ def KillAndTearDown(proc, run_uri, results_dir):
   if proc.poll() is None:
     proc.kill()
   proc.communicate()
-  return subprocess.run(
+  return pkb_forkserver.Run(
       Command(['--run_stage=teardown'], run_uri, results_dir),
-      capture_output=True, text=True, timeout=120, cwd=REPO)
+      timeout=120, cwd=REPO)
 
 
 def ProbeRunning(run_uri, root='/tmp'):

@@ -11,13 +11,13 @@ memtier (README).
 
 import os
 import re
-import subprocess
 import sys
 
 from google.auth import credentials as auth_credentials
 from google.cloud import bigquery
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker.publishers import bigquery_options
 from perfkitbenchmarker.publishers import bigquery_publisher
 import e2e_support as e2e  # pylint: disable=g-bad-import-order
@@ -67,10 +67,10 @@ def test_a_p99_run_names_p99_on_the_console_and_in_every_capped_sample(
     assert (labels['under_latency_cap'] == 'True') == (
         float(labels['p99_latency_ms']) < 1.0)
   # compare's board: the cell names the statistic.
-  board = subprocess.run(
+  board = pkb_forkserver.Run(
       [sys.executable, os.path.join(e2e.REPO, 'scripts', 'compare.py'),
        str(tmp_path), '--include_unconfirmed'],
-      capture_output=True, text=True, timeout=120, cwd=e2e.REPO)
+      timeout=120, cwd=e2e.REPO)
   assert board.returncode == 0, board.stderr
   assert re.search(r'^Leaderboard .*\(workload .* cap 1ms p99\)', board.stdout,
                    re.M), board.stdout
@@ -112,9 +112,9 @@ def test_a_p99_run_names_p99_on_the_console_and_in_every_capped_sample(
 
 
 def _Recompute(run_dir):
-  return subprocess.run(
+  return pkb_forkserver.Run(
       [sys.executable, os.path.join(e2e.REPO, 'scripts', 'recompute.py'),
-       str(run_dir)], capture_output=True, text=True, timeout=120,
+       str(run_dir)], timeout=120,
       cwd=e2e.REPO)
 
 

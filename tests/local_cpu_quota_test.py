@@ -18,6 +18,7 @@ import sys
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker.providers.local import cpu_quota
 
 pytestmark = [
@@ -73,9 +74,9 @@ def _QuotaFiles(path):
 
 def test_a_finished_run_measures_under_the_quota_and_removes_it(tmp_path):
   cores, run_uri = _TwoCores(), e2e.NewRunUri()
-  proc = subprocess.run(_Command(cores, [], run_uri, str(tmp_path)),
-                        capture_output=True, text=True, timeout=240,
-                        cwd=e2e.REPO)
+  proc = pkb_forkserver.Run(_Command(cores, [], run_uri, str(tmp_path)),
+                            timeout=240,
+                            cwd=e2e.REPO)
   assert proc.returncode in (0, 4), proc.stderr[-3000:]
   assert SPLIT_LINE.format(*cores) in proc.stdout, proc.stdout[:2000]
   # The summary says what the figure is: a 0.5-CPU server's.

@@ -12,6 +12,7 @@ import time
 import pytest
 import yaml
 
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import matrix
 from perfkitbenchmarker import matrix_filter
@@ -233,8 +234,8 @@ def test_filter_naming_an_unknown_flag_or_mixing_types_is_an_error():
 # The driver, as a user runs it.
 
 def _Pkb(args, timeout=120):
-  return subprocess.run([sys.executable, e2e.PKB] + args, capture_output=True,
-                        text=True, timeout=timeout, cwd=e2e.REPO)
+  return pkb_forkserver.Run([sys.executable, e2e.PKB] + args,
+                            timeout=timeout, cwd=e2e.REPO)
 
 
 @pytest.mark.e2e

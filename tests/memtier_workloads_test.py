@@ -25,6 +25,7 @@ import types
 import numpy as np
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
@@ -347,10 +348,10 @@ def test_built_gaussian_argv_runs_and_stays_near_the_median(tmp_path):
 
 
 def _Pkb(args, results_dir, timeout=e2e.HANG_GUARD_S):
-  return subprocess.run(
+  return pkb_forkserver.Run(
       [sys.executable, e2e.PKB, f'--results_dir={results_dir}',
        '--accept_unconfirmed'] + args,
-      capture_output=True, text=True, timeout=timeout, cwd=e2e.REPO)
+      timeout=timeout, cwd=e2e.REPO)
 
 
 FIXED_LOAD = [

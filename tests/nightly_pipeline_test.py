@@ -25,6 +25,7 @@ import sys
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
@@ -78,10 +79,10 @@ def _Answers(results_dir):
 
 
 def _Compare(tmp_path, *extra):
-  return subprocess.run(
+  return pkb_forkserver.Run(
       [sys.executable, os.path.join(REPO, 'scripts', 'compare.py'),
        str(tmp_path / 'night1'), str(tmp_path / 'night2')] + list(extra),
-      cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+      cwd=REPO, timeout=120, check=False)
 
 
 def test_local_nightly_twice_then_compare_and_report(tmp_path):

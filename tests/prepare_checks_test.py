@@ -5,13 +5,13 @@ prices (the same four methods BenchmarkSpec has), plus two dry runs of
 ./pkb.py as a user types them.
 """
 
-import subprocess
 import sys
 import types
 
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import prepare_checks
@@ -140,9 +140,9 @@ def test_real_run_needs_names_missing_flags_and_credentials(monkeypatch,
 
 
 def _DryRun(args, tmp_path):
-  return subprocess.run(
+  return pkb_forkserver.Run(
       [sys.executable, e2e.PKB, f'--results_dir={tmp_path}', '--dry_run'] +
-      args, capture_output=True, text=True, timeout=120, cwd=e2e.REPO,
+      args, timeout=120, cwd=e2e.REPO,
       check=False)
 
 

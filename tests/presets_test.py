@@ -11,12 +11,12 @@ clients' vCPUs and the T2D preset's memtier-capable clients.
 
 import glob
 import os
-import subprocess
 import sys
 
 import pytest
 import yaml
 
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import pricing
@@ -48,11 +48,11 @@ REFUSED = {
 @pytest.mark.e2e
 @pytest.mark.parametrize('preset', PRESETS, ids=os.path.basename)
 def test_preset_dry_runs_or_refuses_in_one_line(preset, tmp_path):
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, os.path.join(REPO, 'pkb.py'),
        f'--benchmark_config_file={preset}', '--project=placeholder',
        f'--results_dir={tmp_path}', '--dry_run'],
-      cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+      cwd=REPO, timeout=120, check=False)
   assert 'Traceback' not in proc.stderr
   assert os.listdir(tmp_path) == []
   why = REFUSED.get(os.path.basename(preset))

@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
@@ -171,12 +172,12 @@ def test_machine_price_must_be_a_sane_finite_price(given, words):
 
 @pytest.mark.e2e
 def test_machine_price_infinity_is_refused_by_pkb(tmp_path):
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, os.path.join(REPO, 'pkb.py'), '--dry_run',
        '--machine_price=n2d-standard-2=1' + '0' * 400,
        '--local_priced_as=GCP:n2d-standard-2',
        f'--results_dir={tmp_path / "results"}'],
-      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+      timeout=120, cwd=REPO, check=False)
   assert proc.returncode == 2, (proc.stdout, proc.stderr)
   assert 'not a finite number' in proc.stderr
   assert 'Traceback' not in proc.stderr
@@ -253,10 +254,10 @@ def test_hourly_price_itself_refuses_zero():
 def test_a_pricing_error_shows_escape_sequences_as_text(tmp_path, flag):
   """Issue 24 item 6: pricing errors printed the terminal escapes they
   quoted raw (a window title, a clear screen)."""
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, os.path.join(REPO, 'pkb.py'), '--dry_run', flag,
        f'--results_dir={tmp_path / "results"}'],
-      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+      timeout=120, cwd=REPO, check=False)
   assert proc.returncode == 2, (proc.stdout, proc.stderr)
   assert '\\x1b' in proc.stderr and 'Traceback' not in proc.stderr
   assert not any(c in proc.stderr + proc.stdout for c in '\x1b\x07\r')

@@ -5,6 +5,7 @@ import re
 import pytest
 import yaml
 
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
 
@@ -223,7 +224,6 @@ def test_fast_row_reader_reads_what_yaml_reads():
 def test_a_matrix_compares_price_bases_cell_by_cell(tmp_path):
   """--price_basis is a flag like any other: a flag_matrix axis over it
   plans each cell at its own basis."""
-  import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   import e2e_support as e2e  # pylint: disable=g-import-not-at-top
   config = tmp_path / 'bases.yaml'
@@ -232,10 +232,10 @@ def test_a_matrix_compares_price_bases_cell_by_cell(tmp_path):
       '    basis: {price_basis: [on_demand, spot, cud_3y]}\n'
       '  flags: {cloud: GCP, zone: europe-west4-a, '
       'machine_type: c4-standard-16, project: p}\n')
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, e2e.PKB, f'--benchmark_config_file={config}',
        f'--results_dir={tmp_path / "r"}', '--dry_run'],
-      capture_output=True, text=True, timeout=120, cwd=e2e.REPO, check=False)
+      timeout=120, cwd=e2e.REPO, check=False)
   assert proc.returncode == 0, proc.stderr
   for figure in ('$0.8302/hr each (on-demand;', '$0.2996/hr each (spot;',
                  '$0.3736/hr each (3-year commitment;'):

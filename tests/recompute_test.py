@@ -12,12 +12,12 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import sys
 
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import recompute
 from perfkitbenchmarker import regular_files
@@ -29,9 +29,9 @@ SCRIPT = os.path.join(e2e.REPO, 'scripts', 'recompute.py')
 
 
 def _Recompute(run_dir):
-  return subprocess.run([sys.executable, SCRIPT, str(run_dir)],
-                        capture_output=True, text=True, timeout=120,
-                        cwd=e2e.REPO)
+  return pkb_forkserver.Run([sys.executable, SCRIPT, str(run_dir)],
+                            timeout=120,
+                            cwd=e2e.REPO)
 
 
 def _ProbeDirs(run_dir):

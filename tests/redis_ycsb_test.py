@@ -16,6 +16,7 @@ import pytest
 import sys
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import ycsb
@@ -52,7 +53,7 @@ def _JavaLeftovers(run_uri):
 def test_local_preset_all_five_data_types(tmp_path):
   _RequireBuild()
   start = time.monotonic()
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, e2e.PKB,
        '--benchmark_config_file=configs/ycsb_tair_local.yaml',
        f'--results_dir={tmp_path}',
@@ -63,7 +64,7 @@ def test_local_preset_all_five_data_types(tmp_path):
        '--run_processes=2', '--ycsb_latency_cap=200',
        # YCSB's answer is one probe per thread count: unconfirmed (exit 4).
        '--accept_unconfirmed'],
-      cwd=e2e.REPO, capture_output=True, text=True, timeout=170, check=False)
+      cwd=e2e.REPO, timeout=170, check=False)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   # The matrix's own directory is in the results root too (3339c4c).
   runs = sorted(set(os.listdir(tmp_path)) - {'matrix'})
@@ -194,11 +195,11 @@ def test_cluster_mode_through_jedis_cluster(tmp_path):
 
 
 def test_cloud_preset_dry_runs_with_cost(tmp_path):
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, e2e.PKB,
        '--benchmark_config_file=configs/ycsb_tair_cloud.yaml', '--dry_run',
        f'--results_dir={tmp_path}'],
-      cwd=e2e.REPO, capture_output=True, text=True, timeout=120, check=False)
+      cwd=e2e.REPO, timeout=120, check=False)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
   for group in GROUPS:
     assert f'ycsb_command_group={group}' in proc.stdout

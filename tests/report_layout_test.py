@@ -31,6 +31,7 @@ import pytest
 from PIL import Image
 
 import e2e_support
+import pkb_forkserver
 
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.results_history import charts
@@ -133,10 +134,10 @@ def _History(tmp_path):
 
 
 def _Compare(history, html, *args):
-  result = subprocess.run([sys.executable, COMPARE, str(history),
+  result = pkb_forkserver.Run([sys.executable, COMPARE, str(history),
                            f'--report={html}'] + list(args),
-                          capture_output=True, text=True, timeout=180,
-                          check=False)
+                              timeout=180,
+                              check=False)
   assert result.returncode == 0, result.stderr
 
 
@@ -177,9 +178,8 @@ def test_one_colour_per_cell_and_the_workload_where_rows_differ(page):
   text = html.read_text()
   assert '<th>workload</th>' in text and 'keys 20000' in text
   md = tmp_path / 'summary.md'
-  console = subprocess.run([sys.executable, COMPARE, str(history),
-                            f'--markdown={md}'], capture_output=True,
-                           text=True, timeout=180, check=True).stdout
+  console = pkb_forkserver.Run([sys.executable, COMPARE, str(history),
+                            f'--markdown={md}'], timeout=180, check=True).stdout
   assert re.search(r'^#\s+machine type\s+engine\s+topology\s+workload ',
                    console, re.M)
   assert '| topology | workload |' in md.read_text()

@@ -19,6 +19,7 @@ import pytest
 from PIL import Image
 
 import e2e_support
+import pkb_forkserver
 
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -162,11 +163,11 @@ def _ReportFromFiles(tmp_path):
   synthetic.WriteJsonLines(history, str(tmp_path / 'history.json'))
   page = tmp_path / 'report.html'
   summary = tmp_path / 'summary.md'
-  result = subprocess.run(
+  result = pkb_forkserver.Run(
       [sys.executable, COMPARE, HISTORY, str(tmp_path / 'history.json'),
        f'--report={page}', f'--markdown={summary}', '--fail_on_regression',
        '--recent_nights=400', '--include_unconfirmed'],
-      capture_output=True, text=True, timeout=120, check=False)
+      timeout=120, check=False)
   return result, page, summary
 
 
@@ -240,9 +241,9 @@ def test_compare_bad_input_is_one_line_and_exit_2(tmp_path):
                [HISTORY, '--night_hours=-1'], [HISTORY, '--since=yesterday!'],
                [HISTORY, '--report=/no/such/dir/r.html'],
                [HISTORY, f'--json={tmp_path}']):
-    result = subprocess.run([sys.executable, COMPARE] + args,
-                            capture_output=True, text=True, timeout=120,
-                            check=False)
+    result = pkb_forkserver.Run([sys.executable, COMPARE] + args,
+                                timeout=120,
+                                check=False)
     assert result.returncode == 2, (args, result.stderr)
     assert result.stderr.count('\n') == 1 and 'Traceback' not in result.stderr
     assert result.stderr.startswith('compare: ')
@@ -267,9 +268,9 @@ def test_compare_writes_its_files_when_stdout_goes_away_or_says_why_not(
     os.close(write)
   assert result.returncode == 0, result.stderr
   assert json.loads(board.read_text())[0]['rank'] == 1
-  full = subprocess.run(
+  full = pkb_forkserver.Run(
       [sys.executable, COMPARE, HISTORY, '--json=/dev/full'],
-      capture_output=True, text=True, timeout=120, check=False)
+      timeout=120, check=False)
   assert full.returncode == 2, full.stderr
   assert full.stderr == ('compare: cannot write /dev/full: No space left on '
                          'device\n')

@@ -19,6 +19,7 @@ import time
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
@@ -41,9 +42,9 @@ def test_the_same_run_uri_with_another_results_dir_is_refused(tmp_path):
                          run_uri, str(first_dir))
   try:
     assert first.poll() is None
-    second = subprocess.run(
-        e2e.Command(e2e.FAST, run_uri, str(second_dir)), capture_output=True,
-        text=True, timeout=120, cwd=e2e.REPO)
+    second = pkb_forkserver.Run(
+        e2e.Command(e2e.FAST, run_uri, str(second_dir)), timeout=120,
+        cwd=e2e.REPO)
     assert second.returncode == 2, (second.returncode, second.stderr)
     assert 'Traceback' not in second.stdout + second.stderr
     lines = second.stderr.splitlines()

@@ -7,12 +7,12 @@ the Local cloud, with the run's console log set up as ./pkb.py has it.
 
 import io
 import os
-import subprocess
 import sys
 import types
 
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
@@ -211,10 +211,10 @@ def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
   record.SetStatus('torn_down')  # As ./pkb.py --run_stage=teardown leaves it.
   lines = {}
   for stages in ('run', 'prepare,run', 'cleanup', 'provision'):
-    done = subprocess.run(
+    done = pkb_forkserver.Run(
         [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
          f'--run_stage={stages}', f'--results_dir={tmp_path}'],
-        capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+        timeout=120, cwd=REPO, check=False)
     assert done.returncode == 2, done.stderr
     line, = done.stderr.strip().splitlines()
     lines[stages] = line

@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -45,9 +46,9 @@ def _WriteRecord(results_dir, run_uri, resources=None, data=None):
 
 
 def _Teardown(results_dir, run_uri, scratch_root):
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       e2e.Command(['--run_stage=teardown'], run_uri, str(results_dir)),
-      capture_output=True, text=True, timeout=120, cwd=e2e.REPO,
+      timeout=120, cwd=e2e.REPO,
       env=_Env(scratch_root))
   return proc
 
@@ -504,9 +505,8 @@ def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
                          run_uri, str(tmp_path), marker=f'Run {run_uri}:')
   try:
     assert first.poll() is None
-    second = subprocess.run(
-        e2e.Command(e2e.FAST, run_uri, str(tmp_path)), capture_output=True,
-        text=True, timeout=60, cwd=e2e.REPO)
+    second = pkb_forkserver.Run(
+        e2e.Command(e2e.FAST, run_uri, str(tmp_path)), timeout=60, cwd=e2e.REPO)
     assert second.returncode == 2
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and f'pid {first.pid} ' in lines[0], lines
@@ -524,9 +524,9 @@ def test_same_run_uri_twice_is_refused_and_kill9_never_blocks(tmp_path):
   assert teardown.returncode == 0, teardown.stderr
   assert 'every recorded resource is deleted' in teardown.stdout
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri, settle_s=0.5) == []
-  again = subprocess.run(
+  again = pkb_forkserver.Run(
       e2e.Command(['--run_stage=teardown'], run_uri, str(tmp_path)),
-      capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
+      timeout=60, cwd=e2e.REPO)
   assert 'in use' not in again.stderr
 
 

@@ -11,11 +11,11 @@ import dataclasses
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+import pkb_forkserver
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import sample
@@ -262,7 +262,7 @@ def budget_run(tmp_path_factory):
   """`./pkb.py --memtier_max_probes=3 --official`, as a user runs it."""
   results = str(tmp_path_factory.mktemp('verdict'))
   run_uri = e2e.NewRunUri()
-  proc = subprocess.run(
+  proc = pkb_forkserver.Run(
       [sys.executable, e2e.PKB, '--memtier_max_probes=3', '--official',
        f'--results_dir={results}', f'--run_uri={run_uri}',
        # The subject is the budget, not the cap: under the load-proof cap no
@@ -272,7 +272,7 @@ def budget_run(tmp_path_factory):
        # repeats and a hold), so the budget is always spent.
        '--memtier_run_duration=1', '--memtier_key_maximum=20000',
        '--memtier_adaptive_start_connections=4'] + e2e.LOAD_PROOF_CAP,
-      capture_output=True, text=True, timeout=240, cwd=e2e.REPO, check=False)
+      timeout=240, cwd=e2e.REPO, check=False)
   return proc, results, run_uri
 
 

@@ -1,0 +1,87 @@
+"""A run forked by tests/pkb_forkserver.py ends as the same script started
+with `python SCRIPT` does: the same exit status, stdout and stderr."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import pkb_forkserver
+
+pytestmark = pytest.mark.e2e
+
+# Each way a Python program ends, and what it sees of its start.
+_SCRIPT = r'''
+import atexit, os, sys, threading, time
+what = sys.argv[1]
+print('argv', sys.argv[1:], 'cwd', os.getcwd(), 'umask', oct(os.umask(0)))
+print('env', os.environ.get('FS_TEST'), 'path0', sys.path[0])
+print('stdin', repr(sys.stdin.read()))
+atexit.register(lambda: print('atexit ran', flush=True))
+if what == 'thread':
+  threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))
+                   ).start()
+elif what == 'exit3':
+  sys.exit(3)
+elif what == 'exit_text':
+  sys.exit('refused: because')
+elif what == 'raise':
+  raise ValueError('boom')
+elif what == 'interrupt':
+  raise KeyboardInterrupt
+print('end', file=sys.stderr)
+'''
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+  path = str(tmp_path / 'ends.py')
+  with open(path, 'w') as f:
+    f.write(_SCRIPT)
+  monkeypatch.setitem(pkb_forkserver.PRELOADS, path, 'json')
+  return path
+
+
+@pytest.mark.parametrize('what', ['plain', 'thread', 'exit3', 'exit_text',
+                                  'raise', 'interrupt'])
+def test_a_forked_run_ends_as_the_script_started_alone(script, tmp_path,
+                                                      what):
+  argv = [sys.executable, script, what, 'x y']
+  env = dict(os.environ, FS_TEST='set for this run')
+  umask = os.umask(0o027)
+  try:
+    alone = subprocess.run(argv, capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
+    stdin = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # The caller's stdin is the run's.
+    try:
+      forked = pkb_forkserver.Run(argv, env=env, cwd=tmp_path, timeout=60)
+    finally:
+      os.dup2(stdin, 0)
+      os.close(stdin)
+      os.close(devnull)
+  finally:
+    os.umask(umask)
+  assert forked.returncode == alone.returncode
+  assert forked.stdout == alone.stdout
+  assert forked.stderr == alone.stderr
+  assert f"cwd {tmp_path} umask 0o27" in forked.stdout
+  assert 'env set for this run' in forked.stdout
+
+
+def test_pkb_answers_alike_both_ways(tmp_path):
+  for args in (['--dry_run'], ['--timeout_minutes=-1'], ['not-a-flag']):
+    argv = [sys.executable, pkb_forkserver.PKB,
+            f'--results_dir={tmp_path}'] + args
+    alone = subprocess.run(argv, capture_output=True, text=True,
+                           cwd=pkb_forkserver.REPO, timeout=120)
+    forked = pkb_forkserver.Run(argv, cwd=pkb_forkserver.REPO, timeout=120)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        alone.returncode, alone.stdout, alone.stderr), args
+
+
+def test_a_run_past_its_timeout_is_killed(script):
+  with pytest.raises(subprocess.TimeoutExpired):
+    pkb_forkserver.Run([sys.executable, script, 'thread'], timeout=0.05)
