@@ -338,6 +338,20 @@ def test_a_probe_over_two_client_vms_counts_both(data_path, pkb_flags):
   assert m.metadata['processes'] == 2
 
 
+def test_a_probe_over_two_client_vms_says_memtiers_duration_bug_on_either(
+    data_path, pkb_flags):
+  del pkb_flags
+  stems = (UNDER_CAP, 'memtier_single_t2c16_tt5_durationbug')
+  vms = [RecordedClientVm({'probe': _Fixture(data_path, stem)},
+                          name=f'clients-{i}') for i, stem in enumerate(stems)]
+  m = driver_lib.ProbeDriver(
+      vms, [_Generator(vm) for vm in vms], [ENDPOINT], 'secret',
+      base.Workload(), 5)(Load(1, 32))
+  # clients-1's memtier printed a 4.001 s run that lasted 5.001 s.
+  assert m.metadata['duration_bug_detected'] is True
+  assert m.metadata['real_duration_s'] == pytest.approx(5.001)
+
+
 def test_redis_benchmark_says_it_has_no_warmup(data_path):
   with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
     plain = f.read()

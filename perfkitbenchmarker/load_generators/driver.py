@@ -23,8 +23,11 @@ from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import interference as interference_lib
 
 # Per-VM figures a probe over several client VMs reports at their worst.
+# And how long the VMs' runs lasted, and whether memtier's duration bug
+# showed on any (the first VM's alone were kept).
 _WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
-             'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY)
+             'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY,
+             'real_duration_s', 'reported_duration_s', 'duration_bug_detected')
 # Per-VM counts and rates of the load generators, which a probe over several
 # client VMs reports summed (measurement.Combine keeps the first VM's
 # metadata: two VMs of 8 connections each said connections_total 8, and
