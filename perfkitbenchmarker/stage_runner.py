@@ -56,7 +56,8 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
       module, config, run_uri, cloud, record, flag_values, catalog,
       lambda samples: collector.Add(samples, TestName(module, cloud)),
       reporter=reporter, deadline=deadline, ssh_waiter=ssh_waiter)
-  if 'provision' not in stages and {'prepare', 'run'} & set(stages):
+  uses_vms = bool({'prepare', 'run'} & set(stages))
+  if 'provision' not in stages and uses_vms:
     # Before any stage: a refusal here stops nothing the run has running.
     spec.CheckRecordedVms()
   failure: Optional[BaseException] = None
@@ -72,8 +73,7 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
     else:
       # Cleanup and teardown go by the record: VMs that never came up (a
       # run killed while they started) leave them nothing to do there.
-      spec.RestoreVirtualMachines(
-          every_group=bool({'prepare', 'run'} & set(stages)))
+      spec.RestoreVirtualMachines(every_group=uses_vms)
     if 'prepare' in stages:
       with times.Measure('prepare'):
         module.Prepare(spec)
