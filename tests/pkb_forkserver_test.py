@@ -8,8 +8,7 @@ import sys
 import pytest
 
 import pkb_forkserver
-
-pytestmark = pytest.mark.e2e
+import tier_guard
 
 # Each way a Python program ends, and what it sees of its start.
 _SCRIPT = r'''
@@ -43,6 +42,7 @@ def script(tmp_path, monkeypatch):
   return path
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('what', ['plain', 'thread', 'exit3', 'exit_text',
                                   'raise', 'interrupt'])
 def test_a_forked_run_ends_as_the_script_started_alone(script, tmp_path,
@@ -71,6 +71,7 @@ def test_a_forked_run_ends_as_the_script_started_alone(script, tmp_path,
   assert 'env set for this run' in forked.stdout
 
 
+@pytest.mark.e2e
 def test_pkb_answers_alike_both_ways(tmp_path):
   for args in (['--dry_run'], ['--timeout_minutes=-1'], ['not-a-flag']):
     argv = [sys.executable, pkb_forkserver.PKB,
@@ -82,6 +83,14 @@ def test_pkb_answers_alike_both_ways(tmp_path):
         alone.returncode, alone.stdout, alone.stderr), args
 
 
+@pytest.mark.e2e
 def test_a_run_past_its_timeout_is_killed(script):
   with pytest.raises(subprocess.TimeoutExpired):
     pkb_forkserver.Run([sys.executable, script, 'thread'], timeout=0.05)
+
+
+def test_the_fast_tier_may_not_fork_a_run():
+  # A server an earlier e2e test left idle starts nothing the guard sees.
+  with pytest.raises(tier_guard.TierViolation):
+    pkb_forkserver.Run([sys.executable, pkb_forkserver.PKB, '--dry_run'])
+  assert tier_guard.GUARD.Take()  # Taken: this test does not fail for it.
