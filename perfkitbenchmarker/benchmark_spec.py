@@ -31,7 +31,7 @@ from perfkitbenchmarker.study import options as study_options
 from perfkitbenchmarker.study import ycsb_options
 from perfkitbenchmarker.study import ycsb_runner
 
-SERVER_GROUP, CLIENT_GROUP = 'servers', 'clients'
+SERVER_GROUP, CLIENT_GROUP = virtual_machine.SERVER_GROUP, 'clients'
 # Clients need at least this many times the servers' vCPUs not to be the
 # limit (the published T2D study: 2 x n2-standard-32 for one
 # t2d-standard-16).

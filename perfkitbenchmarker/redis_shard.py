@@ -23,7 +23,7 @@ import dataclasses
 import hashlib
 import hmac
 import secrets
-from typing import Tuple
+from typing import Optional, Tuple
 
 from perfkitbenchmarker import vm_util
 
@@ -32,6 +32,13 @@ from perfkitbenchmarker import vm_util
 # groups count a run's ports by.
 CLUSTER_BUS_OFFSET = 10000
 MAX_PORT = 65535
+
+
+def MostShardsSearched(min_shards: int, vcpus: Optional[int]) -> int:
+  """The most shards per server VM a shard search tries when
+  --redis_max_shards does not say: the VM's vCPUs (at least 2, never below
+  the fewest it tries)."""
+  return max(min_shards, 2, vcpus or 1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -91,10 +91,14 @@ def ScriptsRefused(vm, problem: str) -> run_scope.NotOwnDir:
       'run was changed (pkb ships them again), and find out who wrote it.')
 
 
+# The VM group a Redis study's servers are in (its config's vm_groups).
+SERVER_GROUP = 'servers'
+
+
 def GroupOrder(groups: Iterable[str]) -> List[str]:
   """The order VMs are built and placed in: servers first, then the other
   groups by name."""
-  return sorted(groups, key=lambda g: (g != 'servers', g))
+  return sorted(groups, key=lambda g: (g != SERVER_GROUP, g))
 
 
 def MachineLane(vm) -> Hashable:

@@ -836,6 +836,28 @@ def test_shards_on_ports_the_security_group_keeps_closed_are_refused(
                           provisioner.options.redis_ports, [(1, 65535)])
 
 
+def test_a_shard_search_up_to_the_servers_vcpus_is_checked_before_anything(
+    moto, tmp_path):
+  # Without --redis_max_shards a search goes up to the server VM's vCPUs:
+  # from port 8990 on a c6gn.16xlarge (64), shards 8990-9053, where the
+  # default --aws_redis_ports stops at 8999. Only its first shard was
+  # checked, and the run was built.
+  clients, _ = moto
+  shards = provider.ShardLayout(start_port=8990, count=None)
+  run = Run(tmp_path, clients, options=_Options(shards=shards))
+  with pytest.raises(errors.UsageError, match=(
+      r'ports 8990-9053, but --aws_redis_ports=6379-8999,16379-18999 '
+      r'leaves 9000 closed')):
+    run.Provision()
+  assert not run.record.Resources()
+  assert not run.ec2.Calls('create_vpc')
+  # With room for 64 shards it goes on.
+  assert provider.ShardLayout(start_port=7001, count=None).Ranges(64) == (
+      (7001, 7064),)
+  assert provider.ShardLayout(start_port=7001, count=None).Ranges() == (
+      (7001, 7001),)
+
+
 def test_a_module_that_starts_no_redis_shards_is_not_refused_for_them(
     tmp_path, pkb_flags):
   # An upstream module with --aws_redis_ports=6379 (say) was refused for

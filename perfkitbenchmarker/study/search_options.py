@@ -13,6 +13,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import latency_curve
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.load_generators import commands
 
 
@@ -177,7 +178,7 @@ class ShardSearchOptions:
     """(min, start, max) shards per server VM for a VM with `vcpus`."""
     vcpus = vcpus or 1
     low = self.min_shards
-    high = self.max_shards or max(low, 2, vcpus)
+    high = self.max_shards or redis_shard.MostShardsSearched(low, vcpus)
     start = min(high, max(low, vcpus // 2, 1))
     return low, start, high
 

@@ -47,9 +47,16 @@ class AwsOptions:
   timeout_minutes: Optional[float] = None
   profile: Optional[str] = None
   ssh_wait_s: float = ssh_vm.BOOT_SSH_TIMEOUT_S
-  # The ports the first shards of a Redis run take on each server VM (and
-  # their cluster bus's), which redis_ports must admit; () checks none.
-  shard_ports: Tuple[network.PortRange, ...] = ()
+  # Where a Redis run's shards listen on each server VM, which redis_ports
+  # must admit.
+  shards: 'ShardLayout' = dataclasses.field(
+      default_factory=lambda: ShardLayout())  # pylint: disable=unnecessary-lambda
+
+  @property
+  def shard_ports(self) -> Tuple[network.PortRange, ...]:
+    """The ports known before the server VMs' vCPUs are (a shard search
+    without --redis_max_shards: its fewest shards')."""
+    return self.shards.Ranges()
 
   def __post_init__(self):
     # Whoever builds the options, SSH is never opened wider than allowed.
@@ -68,25 +75,46 @@ class AwsOptions:
         timeout_minutes=flag_values.timeout_minutes,
         profile=flag_values.aws_profile,
         ssh_wait_s=flag_values.ssh_wait_timeout_seconds,
-        shard_ports=ShardPorts(flag_values))
+        shards=ShardLayout.FromFlags(flag_values))
 
 
-def ShardPorts(flag_values) -> Tuple[network.PortRange, ...]:
+@dataclasses.dataclass(frozen=True)
+class ShardLayout:
   """The ports shards take from --redis_start_port on (free ones first), and
-  their cluster-bus ports (+10000) in cluster mode: the shard count's, or a
-  shard search's most (else its first shard's)."""
-  start = getattr(flag_values, 'redis_start_port', None)
-  if not start:
-    return ()
-  if getattr(flag_values, 'redis_optimize_shards', False):
-    shards = getattr(flag_values, 'redis_max_shards', None) or 1
-  else:
-    shards = getattr(flag_values, 'redis_total_num_processes', None) or 1
-  ports = [(start, start + shards - 1)]
-  if getattr(flag_values, 'redis_server_cluster_mode', False):
-    ports.append((start + redis_shard.CLUSTER_BUS_OFFSET,
-                  start + shards - 1 + redis_shard.CLUSTER_BUS_OFFSET))
-  return tuple(ports)
+  their cluster-bus ports (+10000) in cluster mode."""
+  start_port: int = 0  # 0: none to check.
+  # Shards per server VM; None: a shard search without --redis_max_shards,
+  # which goes up to the server VM's vCPUs (redis_shard.MostShardsSearched).
+  count: Optional[int] = 1
+  min_count: int = 1
+  cluster_bus: bool = False
+
+  @classmethod
+  def FromFlags(cls, flag_values) -> 'ShardLayout':
+    get = lambda name, default=None: getattr(flag_values, name, default)
+    if get('redis_optimize_shards', False):
+      count = get('redis_max_shards')
+    else:
+      count = get('redis_total_num_processes') or 1
+    return cls(start_port=get('redis_start_port') or 0, count=count,
+               min_count=get('redis_min_shards') or 1,
+               cluster_bus=bool(get('redis_server_cluster_mode', False)))
+
+  def Ranges(self, vcpus: Optional[int] = None
+             ) -> Tuple[network.PortRange, ...]:
+    """The port ranges, for server VMs of `vcpus` (unknown: a search's
+    fewest shards)."""
+    if not self.start_port:
+      return ()
+    count = self.count or (
+        redis_shard.MostShardsSearched(self.min_count, vcpus) if vcpus else
+        self.min_count)
+    last = self.start_port + count - 1
+    ports = [(self.start_port, last)]
+    if self.cluster_bus:
+      ports.append((self.start_port + redis_shard.CLUSTER_BUS_OFFSET,
+                    last + redis_shard.CLUSTER_BUS_OFFSET))
+    return tuple(ports)
 
 
 def CheckPrerequisites(flag_values) -> None:
@@ -209,6 +237,14 @@ class AwsProvisioner:
       network.CheckShardPorts(self.options.shard_ports,
                               self.options.redis_ports, peer_ports)
     self._Check(vms)
+    if starts_redis_shards and self.options.shards.count is None:
+      # A shard search's most shards follow the server VMs' vCPUs, known
+      # now (still before anything is made).
+      vcpus = max((vm.num_cpus or 0 for vm in vms
+                   if vm.group_name == virtual_machine.SERVER_GROUP),
+                  default=0)
+      network.CheckShardPorts(self.options.shards.Ranges(vcpus),
+                              self.options.redis_ports, peer_ports)
     vpc_id, subnet_id = self._Network(vms[0].zone)
     group = self._Resource(network.SecurityGroup, vpc_id=vpc_id,
                            ssh_cidrs=self.options.ssh_source_cidrs,

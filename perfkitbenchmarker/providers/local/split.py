@@ -25,13 +25,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import virtual_machine
 
 # Half of each core: measured on a quiet 2-core machine, the load generator
 # on the other core (redis-benchmark's two processes, or one memtier
 # thread) then stays well under 90 % of its core while the server is held
 # at its quota (README, "What you see").
 DEFAULT_SERVER_QUOTA = 0.5
-SERVER_GROUP = 'servers'
+SERVER_GROUP = virtual_machine.SERVER_GROUP
 
 
 def AssignCores(requests: Sequence[Tuple[str, Optional[int]]],
