@@ -78,8 +78,10 @@ def _UpstreamSources(upstream: str):
         yield os.path.join(directory, name)
 
 
-def Check(upstream: str, source: str) -> str:
-  """The target path; InstallError when installing would clash."""
+def Target(upstream: str) -> str:
+  """The plugin's path in an upstream checkout; InstallError when the
+  directory is no upstream checkout or a module of upstream's has that
+  path."""
   benchmarks = os.path.join(upstream, 'perfkitbenchmarker', 'linux_benchmarks')
   if not (os.path.isfile(os.path.join(upstream, 'pkb.py')) and
           os.path.isfile(os.path.join(benchmarks, '__init__.py'))):
@@ -101,6 +103,12 @@ def Check(upstream: str, source: str) -> str:
     if 'redis_price_performance' not in ours or 'HARNESS_DIR = ' not in ours:
       raise InstallError(f'{target} exists and is not this plugin; upstream '
                          'has a module of that name.')
+  return target
+
+
+def Check(upstream: str, source: str) -> str:
+  """The target path; InstallError when installing would clash."""
+  target = Target(upstream)
   benchmark, flag_names = _Names(source)
   name_re = re.compile(r"^BENCHMARK_NAME\s*=\s*['\"]([^'\"]+)", re.M)
   flag_re = re.compile(r"DEFINE_\w+\(\s*['\"]([a-z0-9_]+)['\"]")
@@ -151,8 +159,9 @@ def main(argv=None) -> int:
   upstream = os.path.abspath(os.path.expanduser(args.upstream))
   try:
     if args.uninstall:
-      with open(SOURCE) as f:
-        target = Check(upstream, f.read())
+      # Not Check: an upstream that has since gained a benchmark or flag of
+      # the plugin's names is where removing the plugin matters most.
+      target = Target(upstream)
       if not os.path.exists(target):
         print(f'not installed, nothing removed: {target}')
         return 0

@@ -196,6 +196,30 @@ def test_install_reads_upstreams_modules_bounded(tmp_path, capsys, kind):
       '__init__.py']
 
 
+@pytest.mark.parametrize('clash', [
+    'BENCHMARK_NAME = \'redis_price_performance\'\n',
+    'flags.DEFINE_string(\'redis_price_performance_flags\', None, \'\')\n',
+])
+def test_uninstall_removes_the_plugin_from_an_upstream_that_clashes_now(
+    tmp_path, capsys, clash):
+  """Upstream updated after the install to a benchmark or flag of the
+  plugin's names: --uninstall said 'upstream already has ...; not
+  installing.' (exit 2) and left the plugin, the one clash in the way."""
+  tree = tmp_path / 'upstream'
+  shutil.copytree(FAKE, tree)
+  installer = _Installer()
+  assert installer.main([str(tree)]) == 0, capsys.readouterr().err
+  benchmarks = tree / 'perfkitbenchmarker' / 'linux_benchmarks'
+  (benchmarks / 'theirs_benchmark.py').write_text(clash)
+  capsys.readouterr()
+  assert installer.main(['--uninstall', str(tree)]) == 0, (
+      capsys.readouterr().err)
+  target = benchmarks / 'redis_price_performance_benchmark.py'
+  assert capsys.readouterr().out == f'removed {target}\n'
+  assert sorted(os.listdir(benchmarks)) == ['__init__.py',
+                                            'theirs_benchmark.py']
+
+
 def test_plugin_uses_only_upstream_names_and_defines_one_new_flag():
   tree = ast.parse(open(PLUGIN).read())
   imported = set()
