@@ -1,12 +1,14 @@
 """Flag helpers with upstream PKB's names, for benchmark modules that define
 their flags with them.
 
-The integer list is flag_types' (one parser for '1,2,4' and '1-9-2'
-everywhere); its value is a plain list of ints, which a module iterates,
-indexes and measures as it does upstream's IntegerList. DEFINE_integerlist,
-IntegerListParser and IntegerList take upstream's arguments (a default of
-IntegerList([1]), on_nonincreasing=IntegerListParser.WARN: upstream's fio
-flags), so a module defining its flags so loads unchanged.
+The integer list is flag_types' with upstream's syntax added (colon groups
+for negative numbers, '-3:4:2', and ranges running downwards, '8-1', which
+the harness's own lists refuse); its value is a plain list of ints, which a
+module iterates, indexes and measures as it does upstream's IntegerList.
+DEFINE_integerlist, IntegerListParser and IntegerList take upstream's
+arguments (a default of IntegerList([1]),
+on_nonincreasing=IntegerListParser.WARN: upstream's fio flags), so a module
+defining its flags so loads unchanged.
 """
 
 import logging
@@ -19,10 +21,18 @@ import yaml
 from perfkitbenchmarker import flag_types
 
 
+# Upstream's two forms of a group: '5', '8-12', '8-24-2'; and with colons,
+# which take negative numbers: '-3', '-3:4', '-3:4:2'.
+_DASH_GROUP = re.compile(r'(\d+)(?:-(\d+)(?:-(\d+))?)?')
+_COLON_GROUP = re.compile(r'(-?\d+)(?::(-?\d+)(?::(-?\d+))?)?')
+
+
 class IntegerListParser(flag_types.IntegerListParser):
-  """flag_types' integer list with upstream's constructor: on_nonincreasing
-  None (any order), WARN (a list whose value is not above the one before
-  is logged) or EXCEPTION (refused, ValueError)."""
+  """flag_types' integer list with upstream's constructor and syntax:
+  colon groups for negative numbers ('-3:4:2'), and a range may run
+  downwards ('8-1' is 8 to 1); on_nonincreasing None (any order), WARN (a
+  list whose value is not above the one before is logged) or EXCEPTION
+  (refused, ValueError)."""
 
   WARN = 'warn'
   EXCEPTION = 'exception'
@@ -30,6 +40,32 @@ class IntegerListParser(flag_types.IntegerListParser):
   def __init__(self, on_nonincreasing: Optional[str] = None):
     super().__init__()
     self.on_nonincreasing = on_nonincreasing
+    self.syntactic_help = ('a comma-separated list of integers or integer '
+                           'ranges, e.g. -1,3,5:7 or 8-32-8')
+
+  def _Groups(self, text: str) -> List[int]:
+    values = []
+    for group in text.split(','):
+      group = group.strip()
+      match = _DASH_GROUP.fullmatch(group) or _COLON_GROUP.fullmatch(group)
+      if not match:
+        raise ValueError(f'"{text}" is not {self.syntactic_help}')
+      first, last, step = match.groups()
+      if last is None:
+        values.append(int(first))
+        continue
+      first, last, step = int(first), int(last), int(step or 1)
+      if step == 0:
+        raise ValueError(f'range "{group}" has a step of 0')
+      # Upstream's: a step runs the way from the first value to the last.
+      step = -abs(step) if last < first else abs(step)
+      count = (last - first) // step + 1
+      if len(values) + count > flag_types.MAX_VALUES:
+        raise ValueError(f'"{text}" gives more than {flag_types.MAX_VALUES} '
+                         f'values (at most {flag_types.MAX_VALUES} runs per '
+                         'flag)')
+      values.extend(range(first, last + (1 if step > 0 else -1), step))
+    return values
 
   def parse(self, argument: Any) -> List[int]:
     values = super().parse(argument)

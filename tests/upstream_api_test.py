@@ -233,6 +233,13 @@ def test_flag_helpers():
   assert values.numjobs == [4, 2] and values.depths == [1, 2]
   with pytest.raises(flags.IllegalFlagValueError, match='not increasing'):
     values(['x', '--depths=2,1'])
+  # Upstream's syntax: colon groups take negative numbers, and a range may
+  # run downwards (refused here before, as the harness's own lists are).
+  values(['x', '--numjobs=-3:4:2,-1', '--threads=8-1-3,5:3'])
+  assert values.numjobs == [-3, -1, 1, 3, -1]
+  assert values.threads == [8, 5, 2, 5, 4, 3]
+  with pytest.raises(flags.IllegalFlagValueError, match='not increasing'):
+    values(['x', '--depths=4-1'])
   assert holder.value == {'a': [1, 2]}
   assert flag_util.StringToBytes('2KiB') == 2048
   assert flag_util.StringToBytes('1.5KB') == 1500
