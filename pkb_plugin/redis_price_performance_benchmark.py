@@ -426,14 +426,25 @@ def HarnessConfig(groups: Dict[str, Dict[str, Any]]) -> str:
   for group in GROUPS:
     g = groups[group]
     static = {'machine_type': g.get('machine_type') or 'static'}
-    local = {'machine_type': 'static'}  # the dry run's stand-in
     if g.get('zone'):
       static['zone'] = g['zone']
     if g.get('priced_as'):
-      static['priced_as'] = local['priced_as'] = g['priced_as']
-    out[group] = {'vm_count': g['count'],
-                  'vm_spec': {'Static': static, 'Local': local}}
+      static['priced_as'] = g['priced_as']
+    out[group] = {'vm_count': g['count'], 'vm_spec': {'Static': static}}
   return json.dumps({HARNESS_BENCHMARK: {'vm_groups': out}})
+
+
+def StandInVmFile(groups: Dict[str, Dict[str, Any]], keyfile: str) -> str:
+  """A static VM file of stand-ins for the planned VMs, for the dry run:
+  it plans the study for machines (the harness's prepare runs on
+  upstream's VMs as static machines) and logs in nowhere, so no address is
+  real (192.0.2.0/24, reserved for documentation) and the key is empty."""
+  out, address = {}, itertools.count(1)
+  for group in GROUPS:
+    out[group] = [{'ip_address': f'192.0.2.{next(address)}',
+                   'user_name': 'standin', 'keyfile_path': keyfile}
+                  for _ in range(groups[group]['count'])]
+  return json.dumps(out, indent=1)
 
 
 def StaticVmFile(vm_groups) -> str:
@@ -568,21 +579,30 @@ def _CheckStudy(benchmark_config) -> None:
 
 
 def _DryRun(groups, study) -> None:
+  """The harness's dry run over stand-ins of the VMs (`StandInVmFile`), as
+  its prepare stage will run on them: a Local plan on this machine (the PKB
+  runner) refused what only this machine lacks (a --redis_server_version or
+  --redis_engine it has no build of), which the harness installs on VMs."""
   workdir = _Workdir()
   config = os.path.join(workdir, 'plan_config.json')
   pathlib.Path(config).write_text(HarnessConfig(groups))
-  _RunHarness(['--cloud=Local', '--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
+  keyfile = os.path.join(workdir, 'plan_key')
+  os.close(os.open(keyfile, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+  os.chmod(keyfile, 0o600)  # the harness refuses a key others can read
+  machines = os.path.join(workdir, 'plan_vms.json')
+  pathlib.Path(machines).write_text(StandInVmFile(groups, keyfile))
+  _RunHarness(['--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
+               f'--static_vm_file={machines}',
                f'--benchmark_config_file={config}',
                f'--results_dir={workdir}'] + OnTheVms(study), 'check')
 
 
 def OnTheVms(study: List[str]) -> List[str]:
   """The study's flags for the dry run, which runs on this machine (the PKB
-  runner) for upstream's VMs: a Local run would take memtier only if this
-  machine had it (and refuse a percentile cap without it), and check a
-  --memtier_path here. The harness installs memtier on cloud VMs and
-  checks a static VM's tool and paths at its prepare stage, on the VM; so
-  the plan takes memtier unless the study names another generator."""
+  runner) for upstream's VMs: the harness installs memtier on cloud VMs
+  and checks a static VM's tool and paths at its prepare stage, on the VM;
+  so the plan takes memtier unless the study names another generator, and
+  leaves a --memtier_path to that stage."""
   kept = [a for a in study if _FlagName(a) != 'memtier_path']
   chosen = [a.split('=', 1)[-1] for a in kept
             if _FlagName(a) == 'load_generator']

@@ -620,6 +620,13 @@ def test_the_check_plans_the_vms_load_generator_not_this_machines(
       'Refused: redis_price_performance check: --latency_cap_statistic=p95 '
       'needs memtier_benchmark, but the load generator here is '
       'redis-benchmark'), named['error']
+  # Nor a Redis release this machine has no build of (the harness installs
+  # it on the VMs): the Local plan refused it, '--redis_server_version=7.2.4:
+  # Local uses the installed redis-server builds, here distro (...)'.
+  release = _Drive(upstream, tmp_path, {
+      'flags': ['--redis_price_performance_flags='
+                '--redis_server_version=7.2.4'], 'planned': _Groups()})
+  assert release.get('checked'), release.get('error')
 
 
 # A real run through upstream with --official (pkb_plugin/README.md): its
