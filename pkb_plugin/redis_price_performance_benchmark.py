@@ -451,8 +451,11 @@ def StaticVmFile(vm_groups) -> str:
   """The harness's static VM file (JSON) for upstream's VMs, by group."""
   out = {}
   for group in GROUPS:
+    # The address upstream itself logs in at: the internal one under its
+    # --connect_via_internal_ip (a PKB runner inside the VMs' network,
+    # where the external one may be missing or closed to SSH).
     out[group] = [{
-        'ip_address': vm.ip_address,
+        'ip_address': vm.GetConnectionIp(),
         'internal_ip': vm.internal_ip or vm.ip_address,
         'user_name': vm.user_name,
         'keyfile_path': vm.ssh_private_key,

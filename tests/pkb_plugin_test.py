@@ -270,6 +270,24 @@ def test_bridge_flags_and_bad_settings_are_refused_in_the_check(upstream,
 
 
 @pytest.mark.e2e
+def test_the_harness_logs_in_where_upstream_does(upstream, tmp_path):
+  """Under upstream's --connect_via_internal_ip (a PKB runner inside the
+  VMs' network) upstream logs in at the internal address; the static VM
+  file gave the harness the external one, which may be closed to SSH, or
+  null where the VMs have none."""
+  vms = _Vms(tmp_path)
+  for group in vms.values():
+    group[0]['ip_address'] = None  # no external address
+  out = _Drive(upstream, tmp_path, {
+      'flags': ['--run_uri=ab12cd34', '--connect_via_internal_ip',
+                '--run_stage=provision,prepare'],
+      'planned': _Groups(), 'vms': vms, 'check': False})
+  assert 'error' not in out, out.get('error')
+  server, = out['static_vms.json']['servers']
+  assert server['ip_address'] == server['internal_ip'] == '192.168.0.1'
+
+
+@pytest.mark.e2e
 def test_stages_hand_upstreams_vms_to_the_harness_and_return_samples(
     upstream, tmp_path):
   # The recorded rows predate the harness_version key the publisher now

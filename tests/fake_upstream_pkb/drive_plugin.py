@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Upstream's own flags the plugin reads, defined where upstream defines them.
 flags.DEFINE_string('static_vm_file', None, 'fake upstream flag')
 flags.DEFINE_string('run_uri', None, 'fake upstream flag')
+flags.DEFINE_bool('connect_via_internal_ip', False, 'fake upstream flag')
 from perfkitbenchmarker import publisher  # pylint: disable=g-import-not-at-top
 from perfkitbenchmarker import stages  # pylint: disable=g-import-not-at-top,unused-import
 from perfkitbenchmarker.linux_packages import memtier  # pylint: disable=g-import-not-at-top,unused-import
@@ -73,6 +74,15 @@ def _Vm(cloud, **attrs):
   vm.CLOUD = cloud
   vm.cloud = cloud
   vm.is_static = cloud == 'Static'
+
+  def GetConnectionIp():  # upstream's, for a created VM
+    if FLAGS.connect_via_internal_ip:
+      return vm.internal_ip
+    if not vm.ip_address:
+      raise ValueError(f'{vm.ip_address} has no (public) ip_address')
+    return vm.ip_address
+
+  vm.GetConnectionIp = GetConnectionIp
   return vm
 
 
