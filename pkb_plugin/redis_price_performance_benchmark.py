@@ -615,11 +615,21 @@ def OnTheVms(study: List[str]) -> List[str]:
       '--load_generator=memtier']
 
 
+def _RunFile(spec, name: str) -> str:
+  """A file of this spec's harness run. Upstream keeps every spec of an
+  invocation in one temporary directory: a spec's later stage
+  (--run_stage=run, another invocation) read the config of whichever spec
+  was prepared last, and the harness prices a later stage by its config,
+  so its rows were priced as the other spec's machine type."""
+  return os.path.join(_Workdir(),
+                      f'{spec.redis_price_performance_run_uri}_{name}')
+
+
 def _Argv(spec, stages: str) -> List[str]:
   workdir = _Workdir()
   return [f'--benchmarks={HARNESS_BENCHMARK}',
-          f'--static_vm_file={os.path.join(workdir, "static_vms.json")}',
-          f'--benchmark_config_file={os.path.join(workdir, "config.json")}',
+          f'--static_vm_file={_RunFile(spec, "static_vms.json")}',
+          f'--benchmark_config_file={_RunFile(spec, "config.json")}',
           f'--run_uri={spec.redis_price_performance_run_uri}',
           f'--results_dir={os.path.join(workdir, "results")}',
           '--nocollapse_labels', '--timing_measurements=none',
@@ -646,11 +656,12 @@ def Prepare(spec) -> None:
         priced_as=PricedAs(first.CLOUD, first.machine_type, first.zone,
                            study, group))
   _DryRun(groups, study)
-  workdir = pathlib.Path(_Workdir())
-  (workdir / 'config.json').write_text(HarnessConfig(groups))
-  (workdir / 'static_vms.json').write_text(StaticVmFile(spec.vm_groups))
   spec.redis_price_performance_run_uri = RunUri(
       flags.FLAGS.run_uri, getattr(spec, 'sequence_number', 0) or 0)
+  pathlib.Path(_RunFile(spec, 'config.json')).write_text(
+      HarnessConfig(groups))
+  pathlib.Path(_RunFile(spec, 'static_vms.json')).write_text(
+      StaticVmFile(spec.vm_groups))
   _RunHarness(_Argv(spec, 'provision,prepare'), 'prepare')
 
 

@@ -288,6 +288,30 @@ def test_the_harness_logs_in_where_upstream_does(upstream, tmp_path):
 
 
 @pytest.mark.e2e
+def test_each_spec_keeps_its_own_harness_files(upstream, tmp_path):
+  """Two specs of one upstream invocation (two machine types), staged:
+  both prepared, then the first one's run stage. Upstream keeps both specs
+  in one temporary directory; the first one's run stage read the config
+  the second one wrote, and the harness prices a later stage by its
+  config: the first machine's rows priced as the second's."""
+  argvs = []
+  for sequence, machine_type in enumerate(('t2d-standard-16',
+                                           'n2d-standard-16')):
+    out = _Drive(upstream, tmp_path, {
+        'flags': ['--run_uri=ab12cd34', '--run_stage=provision,prepare'],
+        'sequence': sequence, 'planned': _Groups(),
+        'vms': _Vms(tmp_path, machine_type=machine_type), 'check': False})
+    assert 'error' not in out, out.get('error')
+    argvs.append(out['harness_argv'][0])
+  first_config = next(a.split('=', 1)[1] for a in argvs[0]
+                      if a.startswith('--benchmark_config_file='))
+  with open(first_config) as f:
+    servers = json.load(f)['redis_memtier']['vm_groups']['servers']
+  assert servers['vm_spec']['Static']['priced_as'] == (
+      'GCP:t2d-standard-16@us-central1-a')
+
+
+@pytest.mark.e2e
 def test_stages_hand_upstreams_vms_to_the_harness_and_return_samples(
     upstream, tmp_path):
   # The recorded rows predate the harness_version key the publisher now

@@ -216,7 +216,8 @@ def RunBenchmark(scenario, out, collector, cleanup):
   spec = types.SimpleNamespace(
       vm_groups={group: [_Vm(**vm) for vm in vms]
                  for group, vms in scenario['vms'].items()},
-      sequence_number=0, uuid='upstream0-fake-uuid', name=plugin.BENCHMARK_NAME,
+      sequence_number=scenario.get('sequence', 0),
+      uuid='upstream0-fake-uuid', name=plugin.BENCHMARK_NAME,
       always_call_cleanup=False, status='FAILED')
   spec.vms = [vm for vms in spec.vm_groups.values() for vm in vms]
 
@@ -229,8 +230,9 @@ def RunBenchmark(scenario, out, collector, cleanup):
       plugin.Prepare(spec)
       workdir = os.path.join(os.environ['FAKE_UPSTREAM_TEMP_DIR'],
                              plugin.BENCHMARK_NAME)
+      run_uri = spec.redis_price_performance_run_uri
       for name in ('static_vms.json', 'config.json'):
-        with open(os.path.join(workdir, name)) as f:
+        with open(os.path.join(workdir, f'{run_uri}_{name}')) as f:
           out[name] = json.load(f)
     if 'run' in FLAGS.run_stage:
       samples = plugin.Run(spec)
