@@ -19,6 +19,7 @@ from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
+from perfkitbenchmarker.results_history import report
 import synthetic_history as synthetic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -149,3 +150,25 @@ def test_compare_on_noise_only_exits_zero(templates, compare, tmp_path,
   out = capsys.readouterr().out
   assert code == 0
   assert 'No significant regression' in out and 'REGRESSION' not in out
+
+
+def test_nights_ago_counts_the_nights_with_no_confirmed_answer(templates):
+  # A stepped history whose answers were confirmed, then three nights whose
+  # answers were not (the recorded runs' own verdict, client_bound): those
+  # nights are the latest of the history, so the step is three nights older
+  # than among the confirmed nights alone, and out of a window that short.
+  spec = synthetic.HistorySpec(nights=NIGHTS + 3, step_cell=sorted(
+      templates['cell'].unique())[0], step_night=STEP_NIGHT, seed=11)
+  history = nights.AssignNights(synthetic.Generate(templates, spec))
+  confirmed = history[nights.NIGHT_COLUMN].isin(
+      nights.Nights(history)[:NIGHTS])
+  history = history.assign(verdict=confirmed.map({True: 'confirmed',
+                                                   False: None}))
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', RuntimeWarning)
+    analysis = report.Analyze(history, report.Settings(
+        recent_nights=NIGHTS - STEP_NIGHT + 1))
+  assert analysis.change_points
+  assert {c.nights_ago for c in analysis.change_points} == {
+      NIGHTS + 3 - 1 - STEP_NIGHT}
+  assert analysis.recent_regressions == []

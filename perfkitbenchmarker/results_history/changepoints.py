@@ -132,13 +132,22 @@ def NoisePct(point) -> float:
 
 def Detect(points: pd.DataFrame, max_pvalue: float = 1e-4,
            min_change_pct: float = 0.0, noise_multiple: float = 2.0,
-           window_len: int = 50) -> List[ChangePoint]:
+           window_len: int = 50,
+           history_nights: Optional[Sequence[str]] = None
+           ) -> List[ChangePoint]:
   """Change points of every series (module doc): regressions, then
-  improvements, each the most recent night first, then the largest step."""
-  all_nights = sorted(set(zip(points[nights.NIGHT_START_COLUMN],
-                              points[nights.NIGHT_COLUMN])))
-  age = {label: len(all_nights) - 1 - i
-         for i, (_, label) in enumerate(all_nights)}
+  improvements, each the most recent night first, then the largest step.
+
+  `history_nights` are the whole history's night labels in time order
+  (nights.Nights of the frame), so a night with no point (no confirmed
+  answer, no sample of these metrics) still counts in `nights_ago`; without
+  them the points' own nights are the history.
+  """
+  if history_nights is None:
+    history_nights = [label for _, label in sorted(set(zip(
+        points[nights.NIGHT_START_COLUMN], points[nights.NIGHT_COLUMN])))]
+  age = {label: len(history_nights) - 1 - i
+         for i, label in enumerate(history_nights)}
   # Here, not at the top: otava pulls in scipy (about a second), which a
   # refused command line or a report without history never needs.
   from otava import series as otava_series  # pylint: disable=g-import-not-at-top

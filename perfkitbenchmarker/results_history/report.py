@@ -76,7 +76,8 @@ def Analyze(frame: pd.DataFrame, settings: Settings,
   points = cp_lib.HistoryPoints(frame, settings.metrics, include)
   found = cp_lib.Detect(points, max_pvalue=settings.max_pvalue,
                         min_change_pct=settings.min_change_pct,
-                        noise_multiple=settings.noise_multiple)
+                        noise_multiple=settings.noise_multiple,
+                        history_nights=all_nights)
   return Analysis(
       night=night, nights=all_nights,
       board=board_lib.Leaderboard(frame, night, include),
