@@ -217,6 +217,23 @@ def test_compare_json_rows_lie_within_their_runs_answers(tmp_path, capsys):
   assert compare.Main(['compare', path, '--json=/no/such/dir/b.json']) == 2
 
 
+def test_a_night_of_unpriced_machines_names_no_best(tmp_path):
+  """Static machines without a price: no row has ops/s per $/hr. The board
+  called its first row (the alphabetically first cell, 'a-slow') 'best' at
+  '1.00' although 'b-fast' had the higher throughput; no row is compared
+  now, and they follow by throughput."""
+  runs = [[r for r in _Run(name, name, answer, 300, minute)
+           if r['metric'] not in ('hourly_cost', 'price_performance')]
+          for name, answer, minute in (('a-slow', 20000, 0),
+                                       ('b-fast', 30000, 5))]
+  frame, _ = _Frame(tmp_path, runs)
+  board = leaderboard.Leaderboard(frame)
+  assert list(board['machine_type']) == ['b-fast', 'a-slow']
+  assert list(board['verdict']) == [leaderboard.UNPRICED] * 2
+  assert [r['versus_best'] for r in report.LeaderboardCells(board)] == [
+      '?', '?']
+
+
 def test_three_unpriced_runs_of_a_cell_have_no_price_figure(tmp_path, capsys):
   """Static VMs have no price: their runs write no hourly_cost or
   price_performance. Three of them in one cell made compare exit 3

@@ -37,10 +37,15 @@ UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
                     'run_answers')
 NOISE_UNKNOWN_WITHIN = 'noise unknown (within-run interval only)'
 NOISE_UNKNOWN = 'noise unknown'
+# A row without ops/s per $/hr (Static VMs have no price): nothing to rank
+# it by or compare with the best, so neither 'best' nor a noise call.
+UNPRICED = 'unpriced (not compared)'
 
 
 def _Verdict(is_best: bool, ratio: float, high: float, known: bool,
-             kind: str) -> str:
+             kind: str, priced: bool) -> str:
+  if not priced:
+    return UNPRICED
   if is_best:
     return 'best'
   if not known or math.isnan(high):
@@ -99,8 +104,11 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
   if board.empty:
     return pd.DataFrame(columns=COLUMNS)
   board = _Finite(board)
-  board = board.sort_values(['price_performance', 'machine_type'],
-                            ascending=[False, True]).reset_index(drop=True)
+  # Unpriced rows (no figure) follow the priced ones, by throughput.
+  board = board.sort_values(['price_performance', 'capped_ops',
+                             'machine_type'],
+                            ascending=[False, False, True]
+                            ).reset_index(drop=True)
   pp, rel = board['price_performance'], (board['price_performance_ci95'] /
                                          board['price_performance'])
   half = (rel ** 2 + rel.iloc[0] ** 2) ** 0.5
@@ -112,8 +120,9 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
   known = (kinds == answers_lib.ACROSS_RUNS) & (
       kinds.iloc[0] == answers_lib.ACROSS_RUNS)
   board['verdict'] = [
-      _Verdict(i == 0, r, h, k, kind) for i, (r, h, k, kind) in enumerate(
-          zip(ratio, board['ratio_ci_high'], known, kinds))]
+      _Verdict(i == 0, r, h, k, kind, not math.isnan(p))
+      for i, (r, h, k, kind, p) in enumerate(
+          zip(ratio, board['ratio_ci_high'], known, kinds, pp))]
   return _Finite(board[list(COLUMNS)])
 
 

@@ -103,10 +103,10 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
   """The leaderboard as display strings (shared by text, Markdown, HTML)."""
   rows = []
   for i, row in board.iterrows():
-    if i == 0:
-      versus = '1.00'
-    elif pd.isna(row['ratio_to_best']):  # No price: no ratio (Static VMs).
+    if pd.isna(row['ratio_to_best']):  # No price: no ratio (Static VMs).
       versus = '?'
+    elif i == 0:
+      versus = '1.00'
     elif pd.isna(row['ratio_ci_high']):
       versus = f'{row["ratio_to_best"]:.2f}'
     else:
