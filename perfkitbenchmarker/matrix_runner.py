@@ -195,6 +195,23 @@ def _CheckRunFlags(cells, flag_values, stages) -> None:
           '--results_dir.')
 
 
+def _CheckSharedMachines(plans, processes: int) -> None:
+  """Cells at once on machines the run neither makes nor is (a machines
+  file's) would share them: every cell takes the file's first machines.
+  They would measure each other, and each teardown put back the host
+  settings its own start found: the earlier cell's tuning, for a later one,
+  so a lent machine would be left tuned."""
+  shared = sorted({cloud for _, cloud, _, _ in plans
+                   if not providers.CapabilitiesOf(cloud).made_by_run and
+                   not providers.CapabilitiesOf(cloud).is_runner_machine})
+  if processes > 1 and shared:
+    raise errors.UsageError(
+        f'--run_processes={processes} on {", ".join(shared)} machines: '
+        'every cell takes the same machines from --static_vm_file, so cells '
+        'at once would measure each other and put back each other\'s host '
+        'settings (a lent machine left tuned); give --run_processes=1.')
+
+
 def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
               results_dir: str, new_run_uri, out=None) -> int:
   """Plans every cell, checks the budget, then runs them (see module doc)."""
@@ -210,6 +227,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
       plans.append(_PlanCell(cell, flag_values, catalog, dry_run))
     except errors.Error as e:
       raise type(e)(f'cell {cell.index} ({cell.label}): {e}') from None
+  _CheckSharedMachines(plans, min(processes, len(cells)))
   if dry_run:
     out.write(f'Matrix: {len(cells)} cell(s) from {source}, {processes} at a '
               f'time (--run_processes).\n')

@@ -1,6 +1,7 @@
 """Matrix configs: PKB's expansion semantics, safe filters, dry-run costs,
 the budget guard, and real local matrix runs with a failing cell."""
 
+import io
 import json
 import os
 import re
@@ -287,6 +288,33 @@ def test_nightly_local_expands_to_its_topologies(pkb_flags):
   assert [(c.flags['redis_total_num_processes'],
            c.flags['redis_server_cluster_mode']) for c in cells] == [
                (1, False), (2, False), (2, True)]
+
+
+def test_cells_at_once_on_a_machines_file_are_refused(pkb_flags, tmp_path):
+  # Every cell takes the file's first machines: two at once shared them, and
+  # the first to finish put back the settings it found, leaving the second's
+  # tuning as what the second then "put back" (a lent machine left tuned).
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  key = tmp_path / 'key'
+  key.write_text('k')
+  key.chmod(0o600)
+  machines = tmp_path / 'machines.json'
+  machines.write_text(json.dumps(
+      [{'ip_address': '127.0.0.1', 'user_name': 'u', 'keyfile_path': 'key'}]
+      * 2))
+  pkb_flags.benchmark_config_file = NIGHTLY_LOCAL
+  pkb_flags.static_vm_file = str(machines)
+  pkb_flags.dry_run = True
+  stages = ['provision', 'prepare', 'run', 'cleanup', 'teardown']
+  cells = matrix_runner.Cells(pkb_flags, stages)
+  pkb_flags.run_processes = 2
+  with pytest.raises(errors.UsageError, match=(
+      r'^--run_processes=2 on Static machines: .* give --run_processes=1\.$')):
+    matrix_runner.RunMatrix(cells, pkb_flags, stages, str(tmp_path), None,
+                            out=io.StringIO())
+  pkb_flags.run_processes = 1
+  assert matrix_runner.RunMatrix(cells, pkb_flags, stages, str(tmp_path),
+                                 None, out=io.StringIO()) == 0
 
 
 def test_a_command_line_flag_that_is_an_axis_is_refused(pkb_flags):
