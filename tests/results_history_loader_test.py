@@ -154,6 +154,34 @@ def test_bigquery_rows_go_through_the_same_typing(frame):
                                  from_file['p99_latency_ms'])
 
 
+def test_bigquery_rows_are_typed_as_they_come(monkeypatch):
+  """The table's rows went into a list of dicts, every metadata key of every
+  row, before the first was typed: 100,000 samples peaked at 1.1 GB where
+  the same samples from a file take 180 MB. Each row is now added while
+  the reader is at it, and a page failing half way is one line."""
+  lines = _Lines('40b2bc68')
+  yielded = []
+
+  def ReadRows(table, client):
+    for line in lines:
+      row = dict(line)
+      row['metadata'] = sample.ParseLabels(row.pop('labels'))
+      yielded.append(row)
+      yield row
+    raise RuntimeError('503 backend error\nmore detail')
+
+  added = []
+  add = loader.typed_frame.FrameBuilder.Add
+  monkeypatch.setattr(loader.typed_frame.FrameBuilder, 'Add',
+                      lambda self, row: (added.append(len(yielded)),
+                                         add(self, row)))
+  with pytest.raises(loader.LoadError, match=(
+      r'^reading BigQuery table p.d.t failed: 503 backend error$')):
+    loader.Load([], bigquery_table='p.d.t', bq_client=object(),
+                read_rows=ReadRows)
+  assert added == list(range(1, len(lines) + 1))
+
+
 def test_bigquery_failure_is_a_load_error():
   def ReadRows(table, client):
     raise RuntimeError('403 Access Denied: Table p:d.t\nmore detail')

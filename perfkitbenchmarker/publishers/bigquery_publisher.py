@@ -1,8 +1,8 @@
 """Publishes a run's PKB samples to BigQuery with load jobs, and reads back.
 
 `ReadRows(table, client)` gives every row as a PKB JSON line dict (labels
-collapsed), sorted by timestamp then sample_uri: the results-history loader
-reads through it. `PublishFiles` publishes PKB JSON files or result
+collapsed), sorted by timestamp then sample_uri; `IterRows` the same rows
+unsorted, a page at a time: the results-history loader reads through it. `PublishFiles` publishes PKB JSON files or result
 directories; `PublishRun` is pkb's end-of-run hook, one line whatever
 happens, never raising for a publishing failure.
 
@@ -29,7 +29,7 @@ import shlex
 import socket
 import sys
 import urllib.parse
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import google.auth as google_auth
 from google.api_core import exceptions as api_exceptions
@@ -362,11 +362,18 @@ def PublishRun(options: bigquery_options.BigQueryOptions, json_path: str,
   return True
 
 
+def IterRows(table: str, client: bigquery.Client
+             ) -> Iterator[Dict[str, Any]]:
+  """Every row of `table` as a PKB JSON line dict, in the table's order, a
+  page at a time (the results-history loader keeps a few keys of each)."""
+  ref = bigquery_options.ParseTableId(table, client.project, what='table')
+  for row in client.list_rows(str(ref), page_size=READ_PAGE_SIZE):
+    yield schema.FromTableRow(dict(row.items()))
+
+
 def ReadRows(table: str, client: bigquery.Client) -> List[Dict[str, Any]]:
   """Every row of `table` as a PKB JSON line dict (see the module doc)."""
-  ref = bigquery_options.ParseTableId(table, client.project, what='table')
-  rows = client.list_rows(str(ref), page_size=READ_PAGE_SIZE)
-  result = [schema.FromTableRow(dict(row.items())) for row in rows]
+  result = list(IterRows(table, client))
   result.sort(key=lambda r: (r['timestamp'] is None, r['timestamp'] or 0,
                              r['sample_uri'] or ''))
   return result
