@@ -96,6 +96,48 @@ def test_recorded_values_are_input_checked_before_they_reach_a_root_shell():
     provider.HostSettings.FromRecord(entry, None)
 
 
+class _NoSudoVm:
+  """A lent machine whose user has no passwordless sudo: the tuning's
+  `sudo -n` is refused, so the settings are what `in_force` says."""
+
+  name = 'servers-0'
+
+  def __init__(self, in_force):
+    self.in_force = in_force
+    self.sudo_calls = []
+
+  def Sudo(self, command):
+    return f'sudo -n bash -c {command!r}'
+
+  def RemoteCommand(self, command, timeout=None, what=None):
+    del timeout, what
+    assert command == system_tuning.SnapshotCommand()
+    return ''.join(f'{k}={v}\n' for k, v in self.in_force.items()), ''
+
+  def RemoteCommandWithReturnCode(self, command, timeout=None):
+    del timeout
+    self.sudo_calls.append(command)
+    return '', 'sudo: a password is required\n', 1
+
+
+def test_a_machine_the_tuning_never_changed_is_given_back_without_sudo():
+  # Before: teardown ran restore under sudo whatever was in force, so every
+  # teardown of such a machine failed ('could not put back the settings on
+  # servers-0 (sudo: a password is required)') and left it live.
+  old = {'transparent_hugepage': 'madvise', 'net_core_somaxconn': '4096',
+         'limits_file': 'absent'}
+  vm = _NoSudoVm(dict(old))
+  provider.HostSettings(vm, old)._Delete()  # pylint: disable=protected-access
+  assert vm.sudo_calls == []
+  # A value the run did change is still put back, and a refusal said.
+  vm = _NoSudoVm(dict(old, net_core_somaxconn='65535'))
+  with pytest.raises(errors.ResourceError, match=(
+      r'could not put back the settings on servers-0 \(sudo: a password is '
+      r'required\)')):
+    provider.HostSettings(vm, old)._Delete()  # pylint: disable=protected-access
+  assert len(vm.sudo_calls) == 1
+
+
 def _GivenBack(proc, results, run_uri, machine):
   """The run (or its teardown) ended well, the machine is as it was and
   the record held what it was."""

@@ -230,6 +230,16 @@ class HostSettings(resource.BaseResource):
     pass  # Recorded; ApplySystemTuning changes the settings next.
 
   def _Delete(self) -> None:
+    # Read first, unprivileged: when every value is as before (the tuning
+    # never ran, or sudo refused it: a lender's user without passwordless
+    # sudo), there is nothing to put back, and restore's sudo would fail
+    # the teardown of a machine the run never changed, run after run.
+    now, _ = self.vm.RemoteCommand(system_tuning.SnapshotCommand(),
+                                   timeout=60,
+                                   what=f'reading settings on {self.vm.name}')
+    in_force = system_tuning.ParseSnapshot(now)
+    if all(in_force.get(key) == value for key, value in self.old.items()):
+      return
     out, err, rc = self.vm.RemoteCommandWithReturnCode(
         self.vm.Sudo(system_tuning.RestoreCommand(self.old)), timeout=60)
     failed = [line.partition('=')[2] for line in out.splitlines()
