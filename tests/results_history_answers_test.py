@@ -217,6 +217,28 @@ def test_compare_json_rows_lie_within_their_runs_answers(tmp_path, capsys):
   assert compare.Main(['compare', path, '--json=/no/such/dir/b.json']) == 2
 
 
+def test_a_cell_whose_run_stopped_before_its_answer_is_said(tmp_path):
+  """A night's run that probed and stopped before its answer (a failed
+  cell of the nightly matrix keeps its probes): its cell was on neither the
+  leaderboard nor the not-ranked list, and the banner said 'All 1 answer
+  confirmed', green."""
+  stopped = [r for r in _Run('b1', 'B', 20000, 300, 5)
+             if r['metric'] == 'throughput']
+  frame, _ = _Frame(tmp_path, [_Run('a1', 'A', 30000, 300, 0), stopped])
+  analysis = report.Analyze(frame, report.Settings())
+  assert list(analysis.board['machine_type']) == ['A']
+  (row,) = analysis.unranked.to_dict('records')
+  assert row['machine_type'] == 'B'
+  assert row['answer_verdict'] == f'{leaderboard.NO_ANSWER} (1 of 1 run)'
+  assert row['run_answers'][0]['capped_ops'] is None
+  headline = report.MakeHeadline(analysis)
+  assert headline.level == 'partial'
+  assert '1 cell(s) recorded no answer' in headline.known
+  (line,) = [l for l in report.UnrankedLines(analysis.unranked, False)
+             if 'B |' in l]
+  assert 'stopped before one' in line
+
+
 def test_a_night_of_unpriced_machines_names_no_best(tmp_path):
   """Static machines without a price: no row has ops/s per $/hr. The board
   called its first row (the alphabetically first cell, 'a-slow') 'best' at

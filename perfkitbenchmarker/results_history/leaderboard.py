@@ -37,6 +37,8 @@ UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
                     'run_answers')
 NOISE_UNKNOWN_WITHIN = 'noise unknown (within-run interval only)'
 NOISE_UNKNOWN = 'noise unknown'
+# A cell of the night whose runs probed but recorded no answer.
+NO_ANSWER = 'no answer'
 # A row without ops/s per $/hr (Static VMs have no price): nothing to rank
 # it by or compare with the best, so neither 'best' nor a noise call.
 UNPRICED = 'unpriced (not compared)'
@@ -154,7 +156,43 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
                                        runs['verdict_reason'],
                                        runs['limit_detail'])],
         'run_answers': answers_lib.RunList(runs)})
-  return pd.DataFrame(rows, columns=UNRANKED_COLUMNS)
+  listed = ranked | {row['cell'] for row in rows}
+  for cell, uris in _StoppedBeforeAnswer(frame, night, runs_all).items():
+    if cell in listed:
+      continue
+    info = info_by_cell.loc[cell]
+    rows.append({
+        **{c: info[c] for c in cells.CELL_COLUMNS}, 'cell': cell,
+        'night': night, 'runs': len(uris),
+        'answer_verdict': f'{NO_ANSWER} ({len(uris)} of {len(uris)} '
+                          f'run{"s" if len(uris) > 1 else ""})',
+        'limit': '',
+        'reasons': [f'run {u}: probed but recorded no latency-capped answer '
+                    '(it stopped before one)' for u in uris],
+        'run_answers': [{'run_uri': u, 'capped_ops': None,
+                         'capped_ops_ci95': None, 'price_performance': None,
+                         'verdict': NO_ANSWER, 'verdict_reason': None,
+                         'limit': None, 'limit_detail': None}
+                        for u in uris]})
+  return pd.DataFrame(sorted(rows, key=lambda row: row['cell']),
+                      columns=UNRANKED_COLUMNS)
+
+
+def _StoppedBeforeAnswer(frame: pd.DataFrame, night: str,
+                         runs_all: pd.DataFrame):
+  """{cell: run_uris} of the night's runs that ran the study's probes but
+  have no answer at all (a run that failed or was stopped before it):
+  without this their cell was on neither the leaderboard nor the unranked
+  list."""
+  tonight = frame[frame[nights.NIGHT_COLUMN] == night]
+  if 'probe_role' not in tonight.columns:
+    return {}
+  answered = set(runs_all['run_uri'].astype(str))
+  probes = tonight[(tonight['metric'] == 'throughput') &
+                   tonight['probe_role'].notna() &
+                   ~tonight['run_uri'].astype(str).isin(answered)]
+  return {cell: sorted(set(one['run_uri'].astype(str)))
+          for cell, one in probes.groupby('cell', sort=True)}
 
 
 def Prepare(frame: pd.DataFrame, night_hours: float = 24.0,

@@ -166,9 +166,11 @@ def UnrankedLines(unranked: pd.DataFrame, include_unconfirmed: bool
   """Why each cell with runs this night is not on the leaderboard."""
   if unranked.empty:
     return []
+  answered = ~unranked['answer_verdict'].astype(str).str.startswith(
+      board_lib.NO_ANSWER)
   lines = [f'Not ranked: {len(unranked)} cell(s) with no confirmed answer '
-           'this night' + ('' if include_unconfirmed else
-                           ' (--include_unconfirmed ranks them)') + ':']
+           'this night' + ('' if include_unconfirmed or not answered.any()
+                           else ' (--include_unconfirmed ranks them)') + ':']
   for _, row in unranked.iterrows():
     lines.append(f'  {row["machine_type"]} | {row["engine"]} | '
                  f'{row["topology"]}: {row["answer_verdict"]}: '
@@ -353,6 +355,11 @@ def MakeHeadline(analysis: Analysis) -> Headline:
       known += ('; none is a server figure one can rank' +
                 (', ranked anyway (--include_unconfirmed)' if include else ''))
     known += '.'
+  stopped = int(analysis.unranked['answer_verdict'].astype(str).str.startswith(
+      board_lib.NO_ANSWER).sum()) if not analysis.unranked.empty else 0
+  if stopped:
+    known += (f' {stopped} cell(s) recorded no answer (their runs stopped '
+              'before one).')
   count = len(analysis.recent_regressions)
   window = analysis.settings.recent_nights
   series = analysis.points.groupby(['cell', 'metric']).ngroups if (
@@ -371,7 +378,7 @@ def MakeHeadline(analysis: Analysis) -> Headline:
     level = 'bad'
   elif not confirmed or not series:
     level = 'unknown'
-  elif confirmed < total:
+  elif confirmed < total or stopped:
     level = 'partial'
   else:
     level = 'good'
