@@ -162,3 +162,20 @@ def test_an_engine_that_reads_no_redis_conf_refuses_them():
     options.ServerOptions(engine='dragonfly', extra_config=('hz 50',)).Check()
   message = str(refused.value)
   assert '\n' not in message and 'dragonfly' in message, message
+
+
+def test_the_port_check_counts_the_replicas_each_server_vm_holds():
+  """A VM holds its primaries and the replicas of a VM's primaries, on the
+  ports after them: --redis_start_port=65534 with 2 primaries and 1 replica
+  each passed the check, provisioned, started the primaries, then stopped
+  with 'No free port for redis-server on servers-0'."""
+  options.ServerOptions(start_port=65532, shards_per_vm=2,
+                        replicas_per_primary=1).Check()
+  with pytest.raises(errors.UsageError) as refused:
+    options.ServerOptions(start_port=65534, shards_per_vm=2,
+                          replicas_per_primary=1).Check()
+  message = str(refused.value)
+  assert '\n' not in message and 'needs ports up to 65537' in message, message
+  with pytest.raises(errors.UsageError):
+    options.ServerOptions(start_port=55531, shards_per_vm=2,
+                          replicas_per_primary=2, cluster_mode=True).Check()

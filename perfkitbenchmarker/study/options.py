@@ -107,14 +107,19 @@ class ServerOptions:
   def Check(self) -> None:
     """Refuses settings the shards cannot start with, in one line (each
     number's own bounds are on its flag's definition)."""
-    # Cluster shards also listen on port + 10000 (the cluster bus).
-    last = self.start_port + self.shards_per_vm - 1 + (
+    # Every server VM also holds the replicas of a VM's primaries (the next
+    # VM's, or its own when it is the only one), on the ports after its
+    # own; cluster shards also listen on port + 10000 (the cluster bus).
+    per_vm = self.shards_per_vm * (1 + self.replicas_per_primary)
+    last = self.start_port + per_vm - 1 + (
         redis_shard.CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
     if self.start_port < 1 or last > redis_shard.MAX_PORT:
+      replicas = (f' and {self.replicas_per_primary} replica(s) per primary'
+                  if self.replicas_per_primary else '')
       raise errors.UsageError(
           f'--redis_start_port={self.start_port} with '
-          f'{self.shards_per_vm} shard(s) per VM needs ports up to {last}; '
-          f'ports run from 1 to {redis_shard.MAX_PORT}.')
+          f'{self.shards_per_vm} shard(s) per VM{replicas} needs ports up '
+          f'to {last}; ports run from 1 to {redis_shard.MAX_PORT}.')
     for line in self.extra_config:
       CheckServerOption(line)
     if any(redis_config.Directive(l) for l in self.extra_config) and (
