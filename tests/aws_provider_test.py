@@ -806,6 +806,10 @@ def test_region_refuses_non_zones():
     ({'aws_redis_ports': ['7001-7004', '17001-17003'],
       'redis_server_cluster_mode': True, 'redis_total_num_processes': 4},
      17004),
+    # Each server VM holds its primaries' replicas too, on the next ports.
+    ({'aws_redis_ports': ['7001-7003', '17001-17003'],
+      'redis_server_cluster_mode': True, 'redis_total_num_processes': 3,
+      'redis_replicas_per_primary': 1}, 7004),
 ])
 def test_shards_on_ports_the_security_group_keeps_closed_are_refused(
     tmp_path, pkb_flags, flags, closed):

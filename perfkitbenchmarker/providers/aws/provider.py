@@ -81,13 +81,16 @@ class AwsOptions:
 @dataclasses.dataclass(frozen=True)
 class ShardLayout:
   """The ports shards take from --redis_start_port on (free ones first), and
-  their cluster-bus ports (+10000) in cluster mode."""
+  their cluster-bus ports (+10000) in cluster mode, with the replicas each
+  server VM also holds (--redis_replicas_per_primary, on the ports after
+  its primaries)."""
   start_port: int = 0  # 0: none to check.
   # Shards per server VM; None: a shard search without --redis_max_shards,
   # which goes up to the server VM's vCPUs (redis_shard.MostShardsSearched).
   count: Optional[int] = 1
   min_count: int = 1
   cluster_bus: bool = False
+  replicas_per_primary: int = 0
 
   @classmethod
   def FromFlags(cls, flag_values) -> 'ShardLayout':
@@ -98,7 +101,8 @@ class ShardLayout:
       count = get('redis_total_num_processes') or 1
     return cls(start_port=get('redis_start_port') or 0, count=count,
                min_count=get('redis_min_shards') or 1,
-               cluster_bus=bool(get('redis_server_cluster_mode', False)))
+               cluster_bus=bool(get('redis_server_cluster_mode', False)),
+               replicas_per_primary=get('redis_replicas_per_primary') or 0)
 
   def Ranges(self, vcpus: Optional[int] = None
              ) -> Tuple[network.PortRange, ...]:
@@ -109,7 +113,7 @@ class ShardLayout:
     count = self.count or (
         redis_shard.MostShardsSearched(self.min_count, vcpus) if vcpus else
         self.min_count)
-    last = self.start_port + count - 1
+    last = self.start_port + count * (1 + self.replicas_per_primary) - 1
     ports = [(self.start_port, last)]
     if self.cluster_bus:
       ports.append((self.start_port + redis_shard.CLUSTER_BUS_OFFSET,
