@@ -269,6 +269,42 @@ def test_a_cluster_the_engine_cannot_form_is_refused_by_the_plan(
       module.CheckPrerequisites(config)
 
 
+@pytest.mark.parametrize('values, servers, refusal', [
+    ({}, 1, '--redis_total_num_processes=2 or more'),
+    ({'redis_total_num_processes': 2}, 1, None),
+    ({}, 2, None),
+    ({'redis_optimize_shards': True, 'redis_max_shards': 3}, 1,
+     '--redis_min_shards=2 or more'),
+    ({'redis_optimize_shards': True, 'redis_min_shards': 2}, 1, None),
+    ({'redis_server_cluster_mode': False}, 1, None),
+])
+def test_redis_benchmark_is_refused_a_one_primary_cluster_by_the_plan(
+    pkb_flags, monkeypatch, values, servers, refusal):
+  # Its --cluster refuses one primary: the run stopped at the preload,
+  # after the shards had started, and the dry run said nothing (a shard
+  # search from --redis_min_shards=1 as well).
+  pkb_flags.cloud = 'Local'
+  pkb_flags.redis_server_cluster_mode = True
+  for name, value in values.items():
+    pkb_flags[name].value = value
+  config = {'vm_groups': {'servers': {'vm_count': servers},
+                          'clients': {'vm_count': 1}}}
+  # Chosen by the flag anywhere, or by auto on Local without memtier.
+  monkeypatch.setattr(redis_memtier_benchmark.shutil, 'which',
+                      lambda name: None if 'memtier' in name else name)
+  for flag_values in ({'load_generator': 'redis_benchmark'},
+                      {'load_generator': 'auto'}):
+    for name, value in flag_values.items():
+      pkb_flags[name].value = value
+    if refusal is None:
+      redis_memtier_benchmark.CheckPrerequisites(config)
+      continue
+    with pytest.raises(errors.UsageError, match=refusal):
+      redis_memtier_benchmark.CheckPrerequisites(config)
+  pkb_flags.load_generator = 'memtier'
+  redis_memtier_benchmark.CheckPrerequisites(config)
+
+
 def test_dragonfly_runs_one_process_per_server_vm(pkb_flags):
   pkb_flags.cloud = 'AWS'
   pkb_flags.redis_engine = 'dragonfly'

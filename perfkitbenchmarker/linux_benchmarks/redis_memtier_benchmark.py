@@ -86,11 +86,40 @@ def CheckPrerequisites(config):
     # first probe: without one the run stopped there, after its shards and
     # preload, while the dry run said nothing.
     raise errors.UsageError(argv_secret.NoCompiler('this machine'))
-  if (local and not opts.search.cap.is_average and
-      opts.generator.choice == 'auto' and not path and
-      not shutil.which(memtier.DEFAULT_PATH)):
-    # Local picks redis-benchmark without memtier on PATH.
+  # Local picks redis-benchmark without memtier on PATH.
+  local_fallback = (local and opts.generator.choice == 'auto' and not path
+                    and not shutil.which(memtier.DEFAULT_PATH))
+  if local_fallback and not opts.search.cap.is_average:
     raise workload_options.PercentileCapRefusal(opts, 'redis-benchmark')
+  if local_fallback:
+    _CheckRedisBenchmarkCluster(
+        opts, counts.get('servers', 1), 'no memtier_benchmark on this '
+        'machine', 'install memtier_benchmark (README: Load generators)')
+  elif opts.generator.choice == 'redis_benchmark':
+    _CheckRedisBenchmarkCluster(
+        opts, counts.get('servers', 1), '--load_generator=redis_benchmark',
+        'drop --load_generator=redis_benchmark')
+
+
+def _CheckRedisBenchmarkCluster(opts: options_lib.RedisStudyOptions,
+                                server_vms: int, why: str, other: str
+                                ) -> None:
+  """Refuses a cluster of one primary (the fewest a shard search tries)
+  for redis-benchmark, whose --cluster refuses it: the run stopped at its
+  preload, after the shards had started, and its dry run said nothing."""
+  server = opts.server
+  if not server.cluster_mode:
+    return
+  per_vm, flag = server.shards_per_vm, '--redis_total_num_processes'
+  if opts.shards.enabled:
+    per_vm, flag = opts.shards.min_shards, '--redis_min_shards'
+  counted_replicas = 0 if server.replicas_per_primary else (
+      server.cluster_replicas)
+  if per_vm * server_vms // (1 + counted_replicas) < 2:
+    raise errors.UsageError(
+        'redis-benchmark --cluster refuses a one-primary cluster, and it is '
+        f'the load generator here ({why}); give {flag}=2 or more, drop '
+        f'--redis_server_cluster_mode, or {other}.')
 
 
 def DescribePlan(spec) -> List[str]:
