@@ -54,6 +54,36 @@ def test_next_point_starts_at_the_best_load_over_all_shards():
   assert start(_Shards(), None, 4) is None
 
 
+def test_prepare_starts_the_search_at_its_first_count(pkb_flags,
+                                                     monkeypatch):
+  # Prepare started --redis_total_num_processes (1) and preloaded it, then
+  # the search restarted the shards at its first count and preloaded
+  # again; redis-benchmark refused that one-primary cluster at its preload
+  # ('--redis_min_shards=2 --redis_server_cluster_mode' stopped there).
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark  # pylint: disable=g-import-not-at-top
+  pkb_flags.redis_optimize_shards = True
+  pkb_flags.redis_min_shards = 2
+  pkb_flags.redis_max_shards = 8
+  deployed = []
+
+  def Deploy(spec, opts, engine, shards_per_vm=None):
+    deployed.append(shards_per_vm or opts.server.shards_per_vm)
+    raise KeyboardInterrupt  # What follows the deployment is not tested.
+
+  monkeypatch.setattr(redis_memtier_benchmark.deployment, 'Deploy', Deploy)
+  for vcpus, first in ((1, 2), (12, 6), (32, 8)):
+    spec = types.SimpleNamespace(
+        CachedOptions=lambda build: build(),
+        vm_groups={'servers': [types.SimpleNamespace(num_cpus=vcpus)]})
+    with pytest.raises(KeyboardInterrupt):
+      redis_memtier_benchmark.Prepare(spec)
+    assert deployed.pop() == first
+  pkb_flags.redis_optimize_shards = False
+  with pytest.raises(KeyboardInterrupt):
+    redis_memtier_benchmark.Prepare(spec)
+  assert deployed.pop() == 1
+
+
 @pytest.mark.e2e
 @needs_redis
 def test_restart_keeps_the_password_and_uses_fresh_ports(tmp_path,

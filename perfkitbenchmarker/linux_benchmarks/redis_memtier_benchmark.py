@@ -178,7 +178,13 @@ def Prepare(spec):
   """Installs, starts the shards (and cluster), preloads and verifies."""
   opts = _Options(spec)
   engine = opts.server.Engine()
-  spec.deployment = deployment.Deploy(spec, opts, engine)
+  first = None
+  if opts.shards.enabled:
+    # The shard search's first count, not --redis_total_num_processes: the
+    # search would restart and preload again (and redis-benchmark refuses
+    # a one-primary cluster, the default's, at its preload).
+    _, first, _ = opts.shards.Bounds(spec.vm_groups['servers'][0].num_cpus)
+  spec.deployment = deployment.Deploy(spec, opts, engine, first)
   results.SetMetadata(spec, spec.deployment, opts)
   if opts.search.staircase:
     search_runner.RequireStaircaseGenerator(spec.deployment.generators)

@@ -169,14 +169,17 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
 
 
 def Deploy(spec, opts: options_lib.RedisStudyOptions,
-           engine: engine_base.ServerEngine) -> Deployment:
+           engine: engine_base.ServerEngine,
+           shards_per_vm: Optional[int] = None) -> Deployment:
   """Installs and tunes the servers and picks the load generators, on every
   VM at once, then starts the shards (each in the run record before it
-  starts, so `StopAll` finds it even when a later step fails)."""
+  starts, so `StopAll` finds it even when a later step fails):
+  `shards_per_vm` per server VM, by default --redis_total_num_processes."""
   servers = spec.vm_groups['servers']
   generators = InstallAll(engine, servers, spec.vm_groups['clients'], opts)
   password = redis_shard.NewPassword()
-  processes = StartShards(engine, servers, opts.server.shards_per_vm,
+  processes = StartShards(engine, servers,
+                          shards_per_vm or opts.server.shards_per_vm,
                           password, opts.server, spec.record,
                           opts.server.start_port)
   return _Deployment(spec, opts, engine, processes, generators, password)
