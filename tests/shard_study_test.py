@@ -13,6 +13,7 @@ import types
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import process_stat
@@ -52,6 +53,28 @@ def test_next_point_starts_at_the_best_load_over_all_shards():
   assert start(_Shards(), point, 1) == 96
   assert start(_Shards(reuse_load=False), point, 4) is None
   assert start(_Shards(), None, 4) is None
+
+
+def test_the_plan_counts_the_ports_every_count_of_the_search_takes(
+    pkb_flags):
+  # Each count starts on fresh ports: '--redis_start_port=65532
+  # --redis_optimize_shards --redis_min_shards=2 --redis_max_shards=3'
+  # passed the plan, searched 2 shards on 65532-65533 and stopped at the
+  # second count with 'No free port for redis-server on servers-0'.
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark  # pylint: disable=g-import-not-at-top
+  pkb_flags.redis_optimize_shards = True
+  pkb_flags.redis_min_shards = 2
+  pkb_flags.redis_max_shards = 3
+  spec = types.SimpleNamespace(CachedOptions=lambda build: build(),
+                               ServerVcpus=lambda: 1)
+  pkb_flags.redis_start_port = 65531
+  redis_memtier_benchmark.PlanWarnings(spec)
+  pkb_flags.redis_start_port = 65532
+  with pytest.raises(errors.UsageError, match='needs ports up to 65536'):
+    redis_memtier_benchmark.PlanWarnings(spec)
+  assert _Shards(min_shards=2, max_shards=3).MostShardsStarted(1) == (2, 5)
+  assert _Shards().MostShardsStarted(16) == (8, 100)
+  assert _Shards(max_points=1).MostShardsStarted(16) == (1, 16)
 
 
 def test_prepare_starts_the_search_at_its_first_count(pkb_flags,

@@ -137,8 +137,17 @@ def _ClientVcpus(spec) -> Optional[int]:
 
 
 def PlanWarnings(spec) -> List[str]:
-  """More shards or io-threads per server VM than it has cores."""
-  return plan.CoreWarnings(_Options(spec), spec.ServerVcpus())
+  """More shards or io-threads per server VM than it has cores; refuses a
+  shard search whose ports would run out part way."""
+  opts = _Options(spec)
+  if opts.shards.enabled:
+    low, _, high = opts.shards.Bounds(spec.ServerVcpus())
+    counts, shards = opts.shards.MostShardsStarted(spec.ServerVcpus())
+    opts.server.CheckPorts(
+        shards, f'a shard search of up to {counts} count(s) in [{low}, '
+        f'{high}] ({shards} shards per server VM in all, each count on ports '
+        'of its own)')
+  return plan.CoreWarnings(opts, spec.ServerVcpus())
 
 
 def EstimatedMinutes(spec) -> float:

@@ -92,6 +92,17 @@ class ServerOptions:
     if problem:
       raise errors.UsageError(problem)
 
+  def CheckPorts(self, per_vm: int, what: str) -> None:
+    """Refuses `per_vm` shards on a server VM (`what` says whose) whose
+    consecutive ports from --redis_start_port would run past the last."""
+    # Cluster shards also listen on port + 10000 (the cluster bus).
+    last = self.start_port + per_vm - 1 + (
+        redis_shard.CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
+    if self.start_port < 1 or last > redis_shard.MAX_PORT:
+      raise errors.UsageError(
+          f'--redis_start_port={self.start_port} with {what} needs ports up '
+          f'to {last}; ports run from 1 to {redis_shard.MAX_PORT}.')
+
   @property
   def maxclients(self) -> int:
     """Each shard's connection limit (redis.conf maxclients)."""
@@ -110,16 +121,10 @@ class ServerOptions:
     # Every server VM also holds the replicas of a VM's primaries (the next
     # VM's, or its own when it is the only one), on the ports after its
     # own; cluster shards also listen on port + 10000 (the cluster bus).
-    per_vm = self.shards_per_vm * (1 + self.replicas_per_primary)
-    last = self.start_port + per_vm - 1 + (
-        redis_shard.CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
-    if self.start_port < 1 or last > redis_shard.MAX_PORT:
-      replicas = (f' and {self.replicas_per_primary} replica(s) per primary'
-                  if self.replicas_per_primary else '')
-      raise errors.UsageError(
-          f'--redis_start_port={self.start_port} with '
-          f'{self.shards_per_vm} shard(s) per VM{replicas} needs ports up '
-          f'to {last}; ports run from 1 to {redis_shard.MAX_PORT}.')
+    replicas = (f' and {self.replicas_per_primary} replica(s) per primary'
+                if self.replicas_per_primary else '')
+    self.CheckPorts(self.shards_per_vm * (1 + self.replicas_per_primary),
+                    f'{self.shards_per_vm} shard(s) per VM{replicas}')
     for line in self.extra_config:
       CheckServerOption(line)
     if any(redis_config.Directive(l) for l in self.extra_config) and (

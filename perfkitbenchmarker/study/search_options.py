@@ -182,6 +182,14 @@ class ShardSearchOptions:
     start = min(high, max(low, vcpus // 2, 1))
     return low, start, high
 
+  def MostShardsStarted(self, vcpus: Optional[int]) -> Tuple[int, int]:
+    """(counts, shards): the most shard counts a search evaluates on a
+    server VM with `vcpus`, and the most shards it starts there over all
+    of them (shard_study starts each count on ports of its own)."""
+    low, _, high = self.Bounds(vcpus)
+    counts = min(self.max_points, high - low + 1)
+    return counts, sum(range(high - counts + 1, high + 1))
+
   @property
   def typical_points(self) -> int:
     """Counts a climb usually evaluates: the start, both neighbours, a move."""
