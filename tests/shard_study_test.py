@@ -190,3 +190,22 @@ def test_local_shard_search_reports_every_point_and_the_best(tmp_path):
   assert len({r['name'] for r in shards}) == len(shards)
   assert all(r['status'] == 'deleted' for r in record['resources'])
   assert e2e.LeftoverProcesses(str(tmp_path), run_uri) == []
+
+
+def test_benchmarks_without_the_shard_search_refuse_its_flag(pkb_flags):
+  # './pkb.py --benchmarks=redis_ycsb --redis_optimize_shards' (and
+  # redis_enterprise's) ran one shard count, the samples saying
+  # redis_total_num_processes 1 and nothing of the search asked for.
+  from perfkitbenchmarker.enterprise import options as enterprise_options  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import ycsb_options  # pylint: disable=g-import-not-at-top
+  readers = {'redis_ycsb': ycsb_options.YcsbStudyOptions.FromFlags,
+             'redis_enterprise': enterprise_options.EnterpriseOptions.FromFlags}
+  for benchmark, read in readers.items():
+    read(pkb_flags)
+    pkb_flags.redis_optimize_shards = True
+    with pytest.raises(errors.UsageError) as refused:
+      read(pkb_flags)
+    message = str(refused.value)
+    assert '\n' not in message and message.startswith(
+        f'--redis_optimize_shards is not available for {benchmark}'), message
+    pkb_flags.redis_optimize_shards = False

@@ -131,6 +131,9 @@ class EnterpriseOptions:
     search_options.RequireAverageCap(
         f, 'redis_enterprise', 'its step-up stops at upstream PKB\'s '
         '--enterprise_redis_latency_threshold, an average latency')
+    search_options.RequireNoShardSearch(
+        f, 'redis_enterprise', 'give --enterprise_redis_optimize_throughput '
+        '(its own search of shard and proxy counts)')
     cloud = providers.CloudOf(f)
     cpu_ids = f.enterprise_redis_disable_cpu_ids or ()
     if not all(c.isdecimal() for c in cpu_ids):

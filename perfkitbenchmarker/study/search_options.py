@@ -28,6 +28,17 @@ def RequireAverageCap(f, benchmark: str, why: str) -> None:
         '--benchmarks=redis_memtier with memtier_benchmark.')
 
 
+def RequireNoShardSearch(f, benchmark: str, instead: str) -> None:
+  """Refuses --redis_optimize_shards, in one line, for a benchmark that
+  runs no such search (it ran one shard count, and said nothing);
+  `instead` says what to use."""
+  if getattr(f, 'redis_optimize_shards', False):
+    raise errors.UsageError(
+        f'--redis_optimize_shards is not available for {benchmark} (it '
+        'would run one shard count without saying so); drop it, or '
+        f'{instead}.')
+
+
 @dataclasses.dataclass(frozen=True)
 class StaircaseOptions:
   clients_start: int = 16

@@ -106,6 +106,8 @@ class YcsbStudyOptions:
         f, 'redis_ycsb', 'YCSB reports percentiles per operation only '
         '(nothing to merge them over a probe), so its cap '
         '--ycsb_latency_cap is on the average')
+    search_options.RequireNoShardSearch(
+        f, 'redis_ycsb', 'use --benchmarks=redis_memtier for a shard search')
     group = f.ycsb_command_group
     field_count = f.ycsb_field_count or (1 if group == 'string' else 10)
     properties = []
