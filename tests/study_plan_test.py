@@ -6,6 +6,7 @@ uses the same typical count.
 """
 
 import re
+import types
 
 import pytest
 
@@ -213,6 +214,19 @@ def test_the_cloud_plan_uses_the_real_runs_threads_and_client_sizing(
   assert '  clients: 1 x n2-standard-8' in out
   assert 'adaptive: 1..8 threads' in out
   assert 'the clients have 8 vCPUs for the servers\' 16' in err
+
+
+def test_the_core_warning_counts_the_replicas_a_server_vm_holds():
+  # '--redis_total_num_processes=1 --redis_replicas_per_primary=1' put two
+  # redis-servers on Local's one server core without a warning.
+  server = options.ServerOptions(shards_per_vm=1, replicas_per_primary=1)
+  study = types.SimpleNamespace(server=server)  # What CoreWarnings reads.
+  warnings = plan.CoreWarnings(study, 1)
+  assert warnings == [
+      'WARNING: 2 shards per server VM (primaries and replicas) on 1 '
+      'core(s): shards share cores and measure each other; lower '
+      '--redis_total_num_processes or use larger server VMs.'], warnings
+  assert not plan.CoreWarnings(study, 2)
 
 
 @pytest.mark.e2e

@@ -249,9 +249,14 @@ def CoreWarnings(opts: options_lib.RedisStudyOptions,
     return []
   server = opts.server
   warnings = []
-  if server.shards_per_vm > server_vcpus:
+  # A server VM also holds the replicas of a VM's primaries (replication),
+  # which apply every write.
+  processes = server.shards_per_vm * (1 + server.replicas_per_primary)
+  if processes > server_vcpus:
+    replicas = (' (primaries and replicas)' if server.replicas_per_primary
+                else '')
     warnings.append(
-        f'WARNING: {server.shards_per_vm} shards per server VM on '
+        f'WARNING: {processes} shards per server VM{replicas} on '
         f'{server_vcpus} core(s): shards share cores and measure each other; '
         'lower --redis_total_num_processes or use larger server VMs.')
   io_threads = dict(server.engine_settings).get('io_threads')
