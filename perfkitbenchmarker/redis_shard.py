@@ -41,6 +41,15 @@ def MostShardsSearched(min_shards: int, vcpus: Optional[int]) -> int:
   return max(min_shards, 2, vcpus or 1)
 
 
+def ShardsStartedBySearch(low: int, high: int, max_points: int
+                          ) -> Tuple[int, int]:
+  """(counts, shards): the most shard counts a search of [low, high]
+  evaluates (at most `max_points`), and the most shards it starts on a
+  server VM over all of them, each count on ports of its own."""
+  counts = min(max_points, high - low + 1)
+  return counts, sum(range(high - counts + 1, high + 1))
+
+
 @dataclasses.dataclass(frozen=True)
 class ShardOptions:
   """Per-VM shard settings the study decides (the engine applies them)."""

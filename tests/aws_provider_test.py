@@ -843,23 +843,28 @@ def test_shards_on_ports_the_security_group_keeps_closed_are_refused(
 def test_a_shard_search_up_to_the_servers_vcpus_is_checked_before_anything(
     moto, tmp_path):
   # Without --redis_max_shards a search goes up to the server VM's vCPUs:
-  # from port 8990 on a c6gn.16xlarge (64), shards 8990-9053, where the
-  # default --aws_redis_ports stops at 8999. Only its first shard was
-  # checked, and the run was built.
+  # from port 8900 on a c6gn.16xlarge (64), 2 points (64 and 63 shards,
+  # each on ports of its own) take 8900-9026, where the default
+  # --aws_redis_ports stops at 8999. Only its first shard was checked, and
+  # the run was built.
   clients, _ = moto
-  shards = provider.ShardLayout(start_port=8990, count=None)
+  shards = provider.ShardLayout(start_port=8900, search=(1, None, 2))
   run = Run(tmp_path, clients, options=_Options(shards=shards))
   with pytest.raises(errors.UsageError, match=(
-      r'ports 8990-9053, but --aws_redis_ports=6379-8999,16379-18999 '
+      r'ports 8900-9026, but --aws_redis_ports=6379-8999,16379-18999 '
       r'leaves 9000 closed')):
     run.Provision()
   assert not run.record.Resources()
   assert not run.ec2.Calls('create_vpc')
-  # With room for 64 shards it goes on.
-  assert provider.ShardLayout(start_port=7001, count=None).Ranges(64) == (
-      (7001, 7064),)
-  assert provider.ShardLayout(start_port=7001, count=None).Ranges() == (
-      (7001, 7001),)
+  # Before the vCPUs are known, its fewest; on 64 vCPUs, 8 points of 64
+  # down to 57 shards (484 ports); a --redis_max_shards of 3 with 8 points
+  # tries 1, 2 and 3 shards (6 ports), with replicas twice that.
+  search = provider.ShardLayout(start_port=7001, search=(1, None, 8))
+  assert (search.Ranges(), search.Ranges(64)) == (((7001, 7001),),
+                                                  ((7001, 7484),))
+  assert provider.ShardLayout(
+      start_port=7001, search=(1, 3, 8), replicas_per_primary=1,
+      cluster_bus=True).Ranges() == ((7001, 7012), (17001, 17012))
 
 
 def test_a_module_that_starts_no_redis_shards_is_not_refused_for_them(

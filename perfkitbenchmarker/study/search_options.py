@@ -198,8 +198,7 @@ class ShardSearchOptions:
     server VM with `vcpus`, and the most shards it starts there over all
     of them (shard_study starts each count on ports of its own)."""
     low, _, high = self.Bounds(vcpus)
-    counts = min(self.max_points, high - low + 1)
-    return counts, sum(range(high - counts + 1, high + 1))
+    return redis_shard.ShardsStartedBySearch(low, high, self.max_points)
 
   @property
   def typical_points(self) -> int:

@@ -85,34 +85,43 @@ class ShardLayout:
   server VM also holds (--redis_replicas_per_primary, on the ports after
   its primaries)."""
   start_port: int = 0  # 0: none to check.
-  # Shards per server VM; None: a shard search without --redis_max_shards,
-  # which goes up to the server VM's vCPUs (redis_shard.MostShardsSearched).
-  count: Optional[int] = 1
-  min_count: int = 1
+  count: int = 1  # Shards per server VM.
+  # A shard search (--redis_optimize_shards): its fewest and most shards
+  # (None: up to the server VM's vCPUs, redis_shard.MostShardsSearched) and
+  # --redis_shard_max_points; each count it tries starts on ports of its own.
+  search: Optional[Tuple[int, Optional[int], int]] = None
   cluster_bus: bool = False
   replicas_per_primary: int = 0
 
   @classmethod
   def FromFlags(cls, flag_values) -> 'ShardLayout':
     get = lambda name, default=None: getattr(flag_values, name, default)
+    search = None
     if get('redis_optimize_shards', False):
-      count = get('redis_max_shards')
-    else:
-      count = get('redis_total_num_processes') or 1
-    return cls(start_port=get('redis_start_port') or 0, count=count,
-               min_count=get('redis_min_shards') or 1,
+      search = (get('redis_min_shards') or 1, get('redis_max_shards'),
+                get('redis_shard_max_points') or 1)
+    return cls(start_port=get('redis_start_port') or 0,
+               count=get('redis_total_num_processes') or 1, search=search,
                cluster_bus=bool(get('redis_server_cluster_mode', False)),
                replicas_per_primary=get('redis_replicas_per_primary') or 0)
 
+  @property
+  def needs_vcpus(self) -> bool:
+    """A search whose most shards follow the server VMs' vCPUs."""
+    return self.search is not None and self.search[1] is None
+
   def Ranges(self, vcpus: Optional[int] = None
              ) -> Tuple[network.PortRange, ...]:
-    """The port ranges, for server VMs of `vcpus` (unknown: a search's
-    fewest shards)."""
+    """The port ranges, for server VMs of `vcpus` (unknown, for a search up
+    to them: its fewest shards')."""
     if not self.start_port:
       return ()
-    count = self.count or (
-        redis_shard.MostShardsSearched(self.min_count, vcpus) if vcpus else
-        self.min_count)
+    count = self.count
+    if self.search is not None:
+      low, high, points = self.search
+      if high is None:
+        high = redis_shard.MostShardsSearched(low, vcpus) if vcpus else low
+      count = redis_shard.ShardsStartedBySearch(low, high, points)[1]
     last = self.start_port + count * (1 + self.replicas_per_primary) - 1
     ports = [(self.start_port, last)]
     if self.cluster_bus:
@@ -241,7 +250,7 @@ class AwsProvisioner:
       network.CheckShardPorts(self.options.shard_ports,
                               self.options.redis_ports, peer_ports)
     self._Check(vms)
-    if starts_redis_shards and self.options.shards.count is None:
+    if starts_redis_shards and self.options.shards.needs_vcpus:
       # A shard search's most shards follow the server VMs' vCPUs, known
       # now (still before anything is made).
       vcpus = max((vm.num_cpus or 0 for vm in vms
