@@ -158,6 +158,27 @@ def test_metadata_nested_50000_deep_is_one_line(compare, capsys, tmp_path):
   assert f'{path}:1:' in err
 
 
+def test_a_tree_nested_past_the_walks_depth_is_one_line(compare, capsys,
+                                                       tmp_path):
+  # os.walk recurses once a level: 1,500 levels (3 KB of path) ended in
+  # 'compare: internal error RecursionError: ...', exit 3.
+  tree = deep = tmp_path / 'tree'
+  tree.mkdir()
+  for _ in range(1500):  # One level at a time: mkdir(parents=True) recurses.
+    deep = deep / 'a'
+    deep.mkdir()
+  _Write(deep / 'perfkitbenchmarker_results.json', _Rows())
+  try:
+    code, _, err = _Compare(compare, capsys, str(tree))
+  finally:  # Deepest first: pytest's rmtree of tmp_path recurses too.
+    (deep / 'perfkitbenchmarker_results.json').unlink()
+    while deep != tree:
+      deep.rmdir()
+      deep = deep.parent
+  _OneLine(code, err)
+  assert 'nested too deeply' in err
+
+
 def test_metadata_deeper_than_the_cap_is_one_line(tmp_path):
   rows = _Rows()
   rows[0]['metadata'] = {'x': json.loads('[' * 20 + ']' * 20)}

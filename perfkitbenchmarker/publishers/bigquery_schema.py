@@ -241,13 +241,21 @@ def FindResultsFiles(paths: Iterable[str],
   found = []
   for path in paths:
     if os.path.isdir(path):
-      for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in dirs:
-          if os.path.islink(os.path.join(root, name)):
-            linked_dir(os.path.join(root, name))
-        if RESULTS_FILE in files:
-          found.append(os.path.join(root, RESULTS_FILE))
+      try:
+        for root, dirs, files in os.walk(path):
+          dirs.sort()
+          for name in dirs:
+            if os.path.islink(os.path.join(root, name)):
+              linked_dir(os.path.join(root, name))
+          if RESULTS_FILE in files:
+            found.append(os.path.join(root, RESULTS_FILE))
+      except RecursionError:
+        # os.walk recurses once a level: a tree some hundreds of levels
+        # deep (no results tree is) ended in an internal error.
+        raise ResultsFileError(
+            f'{path}: directories nested too deeply to search (hundreds of '
+            'levels; a results tree has a few); give the results '
+            'directories or files themselves') from None
     elif os.path.lexists(path):
       found.append(path)  # IterRows reads regular files only.
     else:
