@@ -311,10 +311,31 @@ class BenchmarkSpec:
   def ConstructVirtualMachines(self) -> None:
     self._SetGroups(self.provider.ConstructVms(self))
 
+  def PricedAs(self) -> Dict[str, str]:
+    """Each group's price, named: what the run record keeps from the
+    invocation that provisioned (pkb's RunRecord info 'priced_as')."""
+    named = {}
+    for group in self.GroupSpecs():
+      price = self.GroupPrice(group)
+      named[group] = f'{price.cloud}:{price.region}:{price.machine_type}'
+    return named
+
   def CheckRecordedVms(self) -> None:
     """Refuses flags or a config naming other machines than the record's:
     a later stage prices its groups from those (GroupPrice), while its VMs
     come from the record, so its figures would be another machine's."""
+    if self.can.priced_as_catalog:
+      # Machines priced as a catalog type (--local_priced_as): the record
+      # keeps the provisioning invocation's (none in a record made before).
+      info = self.record.info
+      recorded = info.get('priced_as') if isinstance(info, dict) else None
+      had = recorded.get(self.name) if isinstance(recorded, dict) else None
+      now = self.PricedAs()
+      if isinstance(had, dict) and had != now:
+        raise errors.UsageError(
+            f'Run {self.run_uri} was priced as {_Named(had)} when it was '
+            f'provisioned (its record), not {_Named(now)}; give the '
+            '--local_priced_as (or vm_spec priced_as) it was provisioned with.')
     if not self.can.made_by_run:  # Machines not sized by the flags.
       return
     specs = self.GroupSpecs()
@@ -412,3 +433,8 @@ class BenchmarkSpec:
       zones.update(vm.zone for vm in vms if vm.zone)
     metadata['zone'] = ','.join(sorted(zones)) if zones else 'local'
     return metadata
+
+
+def _Named(priced_as: Dict[str, str]) -> str:
+  return ', '.join(f'{group} {named}' for group, named in
+                   sorted(priced_as.items()))

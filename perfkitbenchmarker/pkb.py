@@ -270,8 +270,10 @@ def RunBenchmarks(argv: List[str]) -> int:
                                         catalog))
     if plans[-1].lines:
       print('\n'.join(plans[-1].lines))
-  # Per benchmark, kept in the run record (check_estimate).
-  estimates = {p.spec.name: p.estimate.Record() for p in plans}
+  # Per benchmark, kept in the run record (check_estimate; a later stage's
+  # prices held to the provisioning one's, CheckRecordedVms).
+  kept = {'estimate': {p.spec.name: p.estimate.Record() for p in plans},
+          'priced_as': {p.spec.name: p.spec.PricedAs() for p in plans}}
   run_plan.CheckBudget(sum(p.estimate.usd for p in plans), FLAGS, 'This run',
                        stages)
   if FLAGS.dry_run:
@@ -295,7 +297,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   deadline = spec_lib.Deadline(timeout_s)
   interrupts.Install(timeout_s)
   try:
-    return _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded,
+    return _RunWithRecord(argv, run_uri, names, run_dir, kept, loaded,
                           catalog, bq_options, deadline, stages, interrupts)
   finally:
     interrupts.Restore()
@@ -311,7 +313,7 @@ def _Missing(path: str) -> List[str]:
   return missing
 
 
-def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
+def _RunWithRecord(argv, run_uri, names, run_dir, kept, loaded, catalog,
                    bq_options, deadline, stages, interrupts) -> int:
   """The run from its lock and record on: publishers, stages, the end."""
   # One pkb per run_uri: refused before anything of the run is touched.
@@ -342,7 +344,7 @@ def _RunWithRecord(argv, run_uri, names, run_dir, estimates, loaded, catalog,
     raise
   record = run_record_lib.RunRecord.Create(
       run_dir, run_uri, cloud=_Cloud(), benchmarks=names,
-      estimate=estimates, argv=[
+      **kept, argv=[
           vm_util.Mask(a) for a in argv])
   reporter = reporting.ConsoleReporter(sys.stdout)
   reporter.Line(f'Run {run_uri}: {", ".join(names)} on {_Cloud()}; '

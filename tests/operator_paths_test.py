@@ -21,14 +21,17 @@ from absl import flags
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
+from perfkitbenchmarker import pricing
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_options
+from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.publishers import bigquery_publisher
 
 ESC = '\x1b'
@@ -102,6 +105,42 @@ def test_a_budget_never_keeps_a_run_from_being_cleaned_up(tmp_path):
     record = e2e.Record(results, run_uri)
     assert all(r['status'] == 'deleted' for r in record['resources'])
     assert e2e.Workspaces(run_uri) == []
+
+
+@pytest.mark.e2e
+def test_a_later_stage_priced_as_another_machine_is_refused(tmp_path):
+  """provision, then --run_stage=run with another --local_priced_as: the
+  run's samples were priced as the later flag's machine type ($0.6759/hr
+  for n2d-standard-16, where n2d-standard-2 was provisioned)."""
+  results, run_uri = str(tmp_path), e2e.NewRunUri()
+  first, _ = e2e.Run(['--run_stage=provision'], results, run_uri=run_uri)
+  assert first.returncode == 0, first.stderr
+  later, _ = e2e.Run(['--run_stage=run',
+                      '--local_priced_as=GCP:n2d-standard-16'], results,
+                     run_uri=run_uri)
+  assert later.returncode == 2, later.stderr
+  assert later.stderr.strip().splitlines() == [
+      f'pkb: Run {run_uri} was priced as clients GCP:us-central1:'
+      'n2d-standard-2, servers GCP:us-central1:n2d-standard-2 when it was '
+      'provisioned (its record), not clients GCP:us-central1:n2d-standard-16'
+      ', servers GCP:us-central1:n2d-standard-16; give the --local_priced_as '
+      '(or vm_spec priced_as) it was provisioned with.']
+  done, _ = e2e.Run(['--run_stage=cleanup,teardown'], results,
+                    run_uri=run_uri)
+  assert done.returncode == 0, done.stderr
+  assert e2e.Workspaces(run_uri) == []
+
+
+@pytest.mark.parametrize('priced_as', [['x'], {'redis_memtier': 'x'}, 'x'])
+def test_a_record_of_another_shape_is_not_read_for_its_prices(
+    tmp_path, pkb_flags, priced_as):
+  # A downloaded record: no price to hold the stage to, never a traceback.
+  record = run_record.RunRecord.Create(str(tmp_path / 'shp1'), 'shp1',
+                                       priced_as=priced_as)
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'shp1', 'Local', record, pkb_flags,
+      pricing.PriceCatalog.Load(), lambda s: None)
+  spec.CheckRecordedVms()
 
 
 def test_provision_under_a_run_uri_torn_down_before_it_ran_is_refused(
