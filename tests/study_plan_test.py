@@ -229,6 +229,19 @@ def test_the_core_warning_counts_the_replicas_a_server_vm_holds():
   assert not plan.CoreWarnings(study, 2)
 
 
+def test_redis_ycsb_warns_of_more_shards_than_server_cores(pkb_flags):
+  # './pkb.py --benchmarks=redis_ycsb --redis_server_cluster_mode
+  # --redis_total_num_processes=3' ran 3 shards on Local's one server core
+  # without the warning redis_memtier prints for the same servers.
+  from perfkitbenchmarker.linux_benchmarks import redis_ycsb_benchmark  # pylint: disable=g-import-not-at-top
+  pkb_flags.redis_total_num_processes = 3
+  spec = types.SimpleNamespace(CachedOptions=lambda build: build(),
+                               ServerVcpus=lambda: 1)
+  warnings = redis_ycsb_benchmark.PlanWarnings(spec)
+  assert len(warnings) == 1 and warnings[0].startswith(
+      'WARNING: 3 shards per server VM on 1 core(s)'), warnings
+
+
 @pytest.mark.e2e
 def test_more_shards_or_io_threads_than_server_cores_are_warned(tmp_path):
   out, err = _DryRun(tmp_path, '--redis_total_num_processes=64',

@@ -26,6 +26,7 @@ from perfkitbenchmarker import configs
 from perfkitbenchmarker import prepare_checks
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.study import deployment
+from perfkitbenchmarker.study import plan
 from perfkitbenchmarker.study import results
 from perfkitbenchmarker.study import ycsb_options
 from perfkitbenchmarker.study import ycsb_runner
@@ -57,6 +58,12 @@ def CheckPrerequisites(config):
   groups = config.get('vm_groups') or {}  # As configs.CheckVmGroups checked.
   _Options().server.CheckLayout(
       (groups.get('servers') or {}).get('vm_count', 1))
+
+
+def PlanWarnings(spec) -> List[str]:
+  """More shards (replicas counted) or io-threads per server VM than it has
+  cores, as redis_memtier warns."""
+  return plan.CoreWarnings(_Options(spec), spec.ServerVcpus())
 
 
 def DescribePlan(spec) -> List[str]:
