@@ -215,6 +215,38 @@ def test_a_failing_setup_names_the_first_vm():
     _Spread([g, Generator()])
 
 
+def test_the_preload_line_names_the_primaries_dbsize_counts():
+  # '--redis_server_cluster_mode --redis_total_num_processes=3
+  # --redis_replicas_per_primary=1' said 'Preload verified: DBSIZE 60,000
+  # over 6 shard(s).': DBSIZE is the 3 primaries' (engine.KeyCount), 20,000
+  # keys each; the line read as 10,000 a shard.
+  import types  # pylint: disable=g-import-not-at-top
+  server = types.SimpleNamespace(name='servers-0', internal_ip='127.0.0.1')
+  processes = tuple(types.SimpleNamespace(vm=server, port=port, pid=1,
+                                          config_path='c')
+                    for port in (7001, 7002))
+  lines = []
+  spec = types.SimpleNamespace(
+      reporter=types.SimpleNamespace(Line=lines.append),
+      vm_groups={'servers': [server], 'clients': [Vm('clients-0')]})
+  opts = types.SimpleNamespace(
+      workload=base.Workload(key_minimum=1, key_maximum=10),
+      generator=types.SimpleNamespace(choice='memtier'))
+  # (primaries, replicas per primary, the primaries' DBSIZE, the line's end)
+  for primaries, replicas, keys, said in (
+      (1, 1, 10, 'over 1 primary shard(s) (their 1 replica(s) hold copies).'),
+      (2, 0, 20, 'over 2 shard(s).')):
+    engine = types.SimpleNamespace(
+        KeyCount=lambda vm, shards, password, keys=keys: keys)
+    dep = deployment.Deployment(
+        engine='redis', engine_version='7', cluster_mode=False,
+        shards_per_vm=primaries, primaries=primaries, processes=processes,
+        generators=(Generator(),), password='pw',
+        replicas_per_primary=replicas)
+    assert deployment.Preload(spec, dep, opts, engine) == keys
+    assert lines[-1].endswith(said), lines
+
+
 def test_client_vms_with_different_load_generators_are_refused():
   other = Generator()
   other.NAME = 'other'

@@ -370,8 +370,14 @@ def Preload(spec, deployment: Deployment,
   if len(parts) > 1:
     shares = '; keys ' + ', '.join(f'{p.keys} from {p.vm} ({p.seconds:.1f} s)'
                                    for p in parts)
-  spec.reporter.Line(f'Preload verified: DBSIZE {found:,} over '
-                     f'{len(deployment.processes)} shard(s){shares}.')
+  over = f'{len(deployment.processes)} shard(s)'
+  replicas = len(deployment.processes) - deployment.primaries
+  if replicas > 0:
+    # DBSIZE is the primaries' (engine.KeyCount); replicas hold copies.
+    over = (f'{deployment.primaries} primary shard(s) (their {replicas} '
+            'replica(s) hold copies)')
+  spec.reporter.Line(f'Preload verified: DBSIZE {found:,} over {over}'
+                     f'{shares}.')
   return found
 
 
