@@ -661,3 +661,33 @@ def test_engine_modules_load_when_asked_for():
       'assert set(kinds) <= set(resource._KINDS) and len(kinds) == 4, kinds\n')
   subprocess.run([sys.executable, '-c', code], check=True,
                  cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_a_later_stage_refuses_replica_flags_other_than_prepares(monkeypatch):
+  # Prepared with --redis_replicas_per_primary=1 (2 primaries, 2 replicas),
+  # '--run_stage=run' without it took all 4 shards as primaries and its
+  # first probe stopped with redis-benchmark's 'READONLY You can't write
+  # against a read only replica'; with it added to a run prepared without,
+  # the load would have gone to half the primaries.
+  server = types.SimpleNamespace(name='servers-0', internal_ip='127.0.0.1')
+  processes = tuple(types.SimpleNamespace(vm=server, port=port, pid=1,
+                                          config_path='c')
+                    for port in (7001, 7002, 7003, 7004))
+  roles = {7001: 'master', 7002: 'master', 7003: 'slave', 7004: 'slave'}
+  monkeypatch.setattr(deployment.redis_cluster, 'ReplicationInfo',
+                      lambda vm, shard, password: {'role': roles[shard.port]})
+  spec = types.SimpleNamespace(run_uri='abc', vm_groups={'servers': [server]})
+
+  def Restored(primaries):
+    return deployment.Deployment(
+        engine='redis', engine_version='7', cluster_mode=False,
+        shards_per_vm=primaries, primaries=primaries, processes=processes,
+        generators=(), password='pw')
+
+  deployment.CheckRestoredPrimaries(spec, Restored(2))
+  with pytest.raises(errors.UsageError) as refused:
+    deployment.CheckRestoredPrimaries(spec, Restored(4))
+  message = str(refused.value)
+  assert '\n' not in message and message.startswith(
+      "Run abc's 4 shards are 2 primaries and 2 replicas, not the 4 "
+      'primaries'), message

@@ -23,6 +23,8 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
+from perfkitbenchmarker.engines import engine_options
+from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
@@ -226,7 +228,29 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   processes, password = RecordedShards(spec, engine)
   generators = PrepareVms((), spec.vm_groups['clients'], None,
                           lambda vm: ChooseGenerator(vm, opts.generator))
-  return _Deployment(spec, opts, engine, processes, generators, password)
+  restored = _Deployment(spec, opts, engine, processes, generators, password)
+  if opts.server.engine in engine_options.REPLICA_ENGINES:
+    CheckRestoredPrimaries(spec, restored)
+  return restored
+
+
+def CheckRestoredPrimaries(spec, restored: Deployment) -> None:
+  """Refuses replica flags other than prepare's: the primaries (where the
+  load goes, and what the samples count) are taken from them, so a later
+  stage without --redis_replicas_per_primary loaded the replicas too
+  (READONLY errors), and one adding it loaded half the primaries."""
+  shards = restored.shards
+  roles = [redis_cluster.ReplicationInfo(spec.vm_groups['servers'][0], s,
+                                         restored.password).get('role')
+           for s in shards]
+  primaries = roles.count('master')
+  if primaries != restored.primaries:
+    raise errors.UsageError(
+        f'Run {spec.run_uri}\'s {len(shards)} shards are {primaries} '
+        f'primaries and {len(shards) - primaries} replicas, not the '
+        f'{restored.primaries} primaries these flags make of them; give the '
+        '--redis_replicas_per_primary (or --redis_cluster_replicas) it was '
+        'prepared with.')
 
 
 def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,
