@@ -24,8 +24,8 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.engines import engine_options
-from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
+from perfkitbenchmarker.linux_packages import redis_cluster
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.load_generators import interference
