@@ -113,20 +113,22 @@ def test_a_later_stage_priced_as_another_machine_is_refused(tmp_path):
   run's samples were priced as the later flag's machine type ($0.6759/hr
   for n2d-standard-16, where n2d-standard-2 was provisioned)."""
   results, run_uri = str(tmp_path), e2e.NewRunUri()
-  first, _ = e2e.Run(['--run_stage=provision'], results, run_uri=run_uri)
-  assert first.returncode == 0, first.stderr
-  later, _ = e2e.Run(['--run_stage=run',
-                      '--local_priced_as=GCP:n2d-standard-16'], results,
-                     run_uri=run_uri)
-  assert later.returncode == 2, later.stderr
-  assert later.stderr.strip().splitlines() == [
-      f'pkb: Run {run_uri} was priced as clients GCP:us-central1:'
-      'n2d-standard-2, servers GCP:us-central1:n2d-standard-2 when it was '
-      'provisioned (its record), not clients GCP:us-central1:n2d-standard-16'
-      ', servers GCP:us-central1:n2d-standard-16; give the --local_priced_as '
-      '(or vm_spec priced_as) it was provisioned with.']
-  done, _ = e2e.Run(['--run_stage=cleanup,teardown'], results,
-                    run_uri=run_uri)
+  try:
+    first, _ = e2e.Run(['--run_stage=provision'], results, run_uri=run_uri)
+    assert first.returncode == 0, first.stderr
+    later, _ = e2e.Run(['--run_stage=run',
+                        '--local_priced_as=GCP:n2d-standard-16'], results,
+                       run_uri=run_uri)
+    assert later.returncode == 2, later.stderr
+    assert later.stderr.strip().splitlines() == [
+        f'pkb: Run {run_uri} was priced as clients GCP:us-central1:'
+        'n2d-standard-2, servers GCP:us-central1:n2d-standard-2 when it was '
+        'provisioned (its record), not clients GCP:us-central1:'
+        'n2d-standard-16, servers GCP:us-central1:n2d-standard-16; give the '
+        '--local_priced_as (or vm_spec priced_as) it was provisioned with.']
+  finally:  # Whatever failed above, the run's workspaces and cgroups go.
+    done, _ = e2e.Run(['--run_stage=cleanup,teardown'], results,
+                      run_uri=run_uri)
   assert done.returncode == 0, done.stderr
   assert e2e.Workspaces(run_uri) == []
 
