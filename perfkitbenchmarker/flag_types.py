@@ -42,24 +42,34 @@ class IntegerListParser(flags.IntegerParser):
     self.syntactic_help = ('a comma-separated list of whole numbers or '
                            'ranges, e.g. 1,2,4 or 8-32-8')
 
+  # What an item may be: each pattern's groups are (first, last, step).
+  GROUPS = (_GROUP,)
+
+  def _Range(self, group: str, first: int, last: int, step: int) -> range:
+    """The values of the item `group`, a range from first to last."""
+    if last < first or step < 1:
+      raise ValueError(f'range "{group}" must run upwards with a step of '
+                       'at least 1')
+    return range(first, last + 1, step)
+
   def _Groups(self, text: str) -> List[int]:
     values = []
-    for group in text.split(','):
-      match = _GROUP.fullmatch(group.strip())
+    for group in (item.strip() for item in text.split(',')):
+      match = next(filter(None, (pattern.fullmatch(group)
+                                 for pattern in self.GROUPS)), None)
       if not match:
         raise ValueError(f'"{text}" is not {self.syntactic_help}')
       first, last, step = match.groups()
       if last is None:
         values.append(int(first))
         continue
-      first, last, step = int(first), int(last), int(step or 1)
-      if last < first or step < 1:
-        raise ValueError(f'range "{group}" must run upwards with a step of '
-                         'at least 1')
-      if len(values) + (last - first) // step + 1 > MAX_VALUES:
+      span = self._Range(group, int(first), int(last), int(step or 1))
+      # Not len(): a range past sys.maxsize has none.
+      count = (span[-1] - span[0]) // span.step + 1 if span else 0
+      if len(values) + count > MAX_VALUES:
         raise ValueError(f'"{text}" gives more than {MAX_VALUES} values (at '
                          f'most {MAX_VALUES} runs per flag)')
-      values.extend(range(first, last + 1, step))
+      values.extend(span)
     return values
 
   def parse(self, argument) -> List[int]:

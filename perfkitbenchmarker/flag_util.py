@@ -43,29 +43,14 @@ class IntegerListParser(flag_types.IntegerListParser):
     self.syntactic_help = ('a comma-separated list of integers or integer '
                            'ranges, e.g. -1,3,5:7 or 8-32-8')
 
-  def _Groups(self, text: str) -> List[int]:
-    values = []
-    for group in text.split(','):
-      group = group.strip()
-      match = _DASH_GROUP.fullmatch(group) or _COLON_GROUP.fullmatch(group)
-      if not match:
-        raise ValueError(f'"{text}" is not {self.syntactic_help}')
-      first, last, step = match.groups()
-      if last is None:
-        values.append(int(first))
-        continue
-      first, last, step = int(first), int(last), int(step or 1)
-      if step == 0:
-        raise ValueError(f'range "{group}" has a step of 0')
-      # Upstream's: a step runs the way from the first value to the last.
-      step = -abs(step) if last < first else abs(step)
-      count = (last - first) // step + 1
-      if len(values) + count > flag_types.MAX_VALUES:
-        raise ValueError(f'"{text}" gives more than {flag_types.MAX_VALUES} '
-                         f'values (at most {flag_types.MAX_VALUES} runs per '
-                         'flag)')
-      values.extend(range(first, last + (1 if step > 0 else -1), step))
-    return values
+  GROUPS = (_DASH_GROUP, _COLON_GROUP)
+
+  def _Range(self, group: str, first: int, last: int, step: int) -> range:
+    if step == 0:
+      raise ValueError(f'range "{group}" has a step of 0')
+    # Upstream's: a step runs the way from the first value to the last.
+    step = -abs(step) if last < first else abs(step)
+    return range(first, last + (1 if step > 0 else -1), step)
 
   def parse(self, argument: Any) -> List[int]:
     values = super().parse(argument)
