@@ -329,11 +329,11 @@ class BenchmarkSpec:
       # keeps the provisioning invocation's (none in a record made before).
       info = self.record.info
       recorded = info.get('priced_as') if isinstance(info, dict) else None
-      had = recorded.get(self.name) if isinstance(recorded, dict) else None
+      priced = recorded.get(self.name) if isinstance(recorded, dict) else None
       now = self.PricedAs()
-      if isinstance(had, dict) and had != now:
+      if isinstance(priced, dict) and priced != now:
         raise errors.UsageError(
-            f'Run {self.run_uri} was priced as {_Named(had)} when it was '
+            f'Run {self.run_uri} was priced as {_Named(priced)} when it was '
             f'provisioned (its record), not {_Named(now)}; give the '
             '--local_priced_as (or vm_spec priced_as) it was provisioned with.')
     if not self.can.made_by_run:  # Machines not sized by the flags.

@@ -41,6 +41,17 @@ def MostShardsSearched(min_shards: int, vcpus: Optional[int]) -> int:
   return max(min_shards, 2, vcpus or 1)
 
 
+def PortRanges(start_port: int, per_vm: int, cluster_bus: bool
+               ) -> Tuple[Tuple[int, int], ...]:
+  """The (first, last) ports `per_vm` shards take on a server VM, one after
+  another from `start_port`, and in cluster mode their cluster bus's."""
+  last = start_port + per_vm - 1
+  ranges = ((start_port, last),)
+  if cluster_bus:
+    ranges += ((start_port + CLUSTER_BUS_OFFSET, last + CLUSTER_BUS_OFFSET),)
+  return ranges
+
+
 def ShardsStartedBySearch(low: int, high: int, max_points: int
                           ) -> Tuple[int, int]:
   """(counts, shards): the most shard counts a search of [low, high]

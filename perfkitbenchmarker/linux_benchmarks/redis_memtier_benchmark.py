@@ -140,14 +140,15 @@ def PlanWarnings(spec) -> List[str]:
   """More shards or io-threads per server VM than it has cores; refuses a
   shard search whose ports would run out part way."""
   opts = _Options(spec)
+  vcpus = spec.ServerVcpus()
   if opts.shards.enabled:
-    low, _, high = opts.shards.Bounds(spec.ServerVcpus())
-    counts, shards = opts.shards.MostShardsStarted(spec.ServerVcpus())
+    low, _, high = opts.shards.Bounds(vcpus)
+    counts, shards = opts.shards.MostShardsStarted(vcpus)
     opts.server.CheckPorts(
         shards, f'a shard search of up to {counts} count(s) in [{low}, '
         f'{high}] ({shards} shards per server VM in all, each count on ports '
         'of its own)')
-  return plan.CoreWarnings(opts, spec.ServerVcpus())
+  return plan.CoreWarnings(opts, vcpus)
 
 
 def EstimatedMinutes(spec) -> float:

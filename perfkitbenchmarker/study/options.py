@@ -96,8 +96,8 @@ class ServerOptions:
     """Refuses `per_vm` shards on a server VM (`what` says whose) whose
     consecutive ports from --redis_start_port would run past the last."""
     # Cluster shards also listen on port + 10000 (the cluster bus).
-    last = self.start_port + per_vm - 1 + (
-        redis_shard.CLUSTER_BUS_OFFSET if self.cluster_mode else 0)
+    last = redis_shard.PortRanges(self.start_port, per_vm,
+                                  self.cluster_mode)[-1][1]
     if self.start_port < 1 or last > redis_shard.MAX_PORT:
       raise errors.UsageError(
           f'--redis_start_port={self.start_port} with {what} needs ports up '

@@ -122,12 +122,9 @@ class ShardLayout:
       if high is None:
         high = redis_shard.MostShardsSearched(low, vcpus) if vcpus else low
       count = redis_shard.ShardsStartedBySearch(low, high, points)[1]
-    last = self.start_port + count * (1 + self.replicas_per_primary) - 1
-    ports = [(self.start_port, last)]
-    if self.cluster_bus:
-      ports.append((self.start_port + redis_shard.CLUSTER_BUS_OFFSET,
-                    last + redis_shard.CLUSTER_BUS_OFFSET))
-    return tuple(ports)
+    return redis_shard.PortRanges(
+        self.start_port, count * (1 + self.replicas_per_primary),
+        self.cluster_bus)
 
 
 def CheckPrerequisites(flag_values) -> None:
