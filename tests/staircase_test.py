@@ -11,6 +11,7 @@ is the real code.
 
 import base64
 import io
+import re
 import types
 
 import pytest
@@ -35,6 +36,7 @@ from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
 from perfkitbenchmarker.load_generators import redis_benchmark
+from perfkitbenchmarker.load_generators import redis_benchmark_results
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.study import deployment
@@ -363,6 +365,29 @@ def test_redis_benchmark_says_it_has_no_warmup(data_path):
   assert m.metadata['warmup_supported'] is False
   # Its seconds come from its progress lines, none of them warm-up.
   assert m.per_second and not any(s.warmup for s in m.per_second)
+
+
+def test_redis_benchmark_plans_its_first_probe_from_a_pilot(data_path):
+  # A guessed 40,000 ops/s a process made a first probe of 2 s last 8 s
+  # against a shard held to half a core (10,000 ops/s) and under 1 s
+  # against a cloud VM's (110,000): a pilot measures the rate first.
+  with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
+    plain = f.read()
+  vm = RecordedClientVm({'probe': ('', plain)})
+  generator = redis_benchmark.RedisBenchmarkGenerator(vm)
+  generator._version = '7.0.15'  # pylint: disable=protected-access
+  generator.Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 32), 2)
+  runs = [s for s in vm.scripts if s and 'redis-benchmark -h' in s]
+  assert len(runs) == 2, runs  # the pilot, then the probe
+  pilot, probe = ([int(n) for n in re.findall(r' -n (\d+) ', run)]
+                  for run in runs)
+  assert pilot == [redis_benchmark.PILOT_MIN_REQUESTS] * 2  # SET and GET
+  rate = redis_benchmark_results.ParseOutput(plain)[-1].rps  # 110,284/s
+  assert probe == [int(rate * 2)] * 2
+  # The next probe is planned from the probe's rate, with no pilot.
+  generator.Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 32), 2)
+  runs = [s for s in vm.scripts if s and 'redis-benchmark -h' in s]
+  assert len(runs) == 3
 
 
 class _ScriptedSampler:

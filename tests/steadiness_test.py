@@ -411,31 +411,31 @@ def test_the_no_answer_line_says_when_only_seconds_were_over_the_cap():
 
 
 def test_redis_benchmark_probes_are_bounded_for_a_slow_server():
-  # The first probe's requests come from a guessed rate: its bound allows
-  # a slow server's rate (a shard sharing its core with a busy loop served
-  # 810 ops/s a process; the bound was 34 s, which its 40,000 requests
-  # outlasted).
+  # The pilot before the first probe runs a few thousand requests: its
+  # bound allows a slow server's rate (a shard sharing its core with a
+  # busy loop served 810 ops/s a process).
   generator = rb_generator.RedisBenchmarkGenerator(vm=None)
-  first = [('set', generator._Requests('set', 16, 1.0)),  # pylint: disable=protected-access
-           ('get', generator._Requests('get', 16, 1.0))]  # pylint: disable=protected-access
-  assert first == [('set', 40000), ('get', 40000)]
-  bound = generator.ProbeTimeout(first, 1.0)
-  assert bound > 40000 / 810
-  assert bound == 40000 / rb_generator.SLOWEST_RATE_PER_PROCESS + 30
+  pilot = [('set', rb_generator.PILOT_MIN_REQUESTS),
+           ('get', rb_generator.PILOT_MIN_REQUESTS)]
+  bound = generator.ProbeTimeout(pilot, 0)
+  assert bound > rb_generator.PILOT_MIN_REQUESTS / 810
+  assert bound == (rb_generator.PILOT_MIN_REQUESTS /
+                   rb_generator.SLOWEST_RATE_PER_PROCESS + 30)
   # Few requests: 4x the probe's length.
   generator._rate_per_connection.update(set=50.0, get=60.0)  # pylint: disable=protected-access
   assert generator.ProbeTimeout([('set', 800), ('get', 960)], 1.0) == 34
   # Planned from a measured rate, a probe's server may still slow down on
   # a busy machine (beside a busy loop per core such probes outlasted
-  # 34 s): the same slow bound.
+  # 34 s): the slow bound (40,000 requests at 250 a second, and 30 s).
   generator._rate_per_connection.update(set=2500.0, get=2500.0)  # pylint: disable=protected-access
-  assert generator.ProbeTimeout([('set', 40000), ('get', 40000)], 1.0) == bound
+  assert generator.ProbeTimeout([('set', 40000), ('get', 40000)], 1.0) == (
+      40000 / rb_generator.SLOWEST_RATE_PER_PROCESS + 30)
 
 
 def test_a_slow_servers_probe_is_planned_from_its_rate_within_its_bound():
   # Valkey with 2 io-threads in half a CPU served 115 ops/s at 8
   # connections (14 a connection): the next probe, 2 per process, was
-  # planned at 2,000 requests (MIN_REQUESTS), about 70 s, past its 38 s
+  # planned at 2,000 requests (a floor then), about 70 s, past its 38 s
   # bound, and the run failed 'timed out' instead of the search going on.
   generator = rb_generator.RedisBenchmarkGenerator(vm=None)
   generator._rate_per_connection.update(set=14.0, get=14.0)  # pylint: disable=protected-access

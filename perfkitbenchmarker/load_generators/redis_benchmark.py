@@ -2,7 +2,10 @@
 
 redis-benchmark has no SET:GET mix and no test time, so a probe runs a SET
 process and a GET process side by side (connections split by the ratio), each
-sized to last about the probe duration from the last measured rate. Its own
+sized to last about the probe duration from the last measured rate; before a
+test's first probe, a pilot of a few thousand requests at the probe's
+connections measures one (a guessed rate made the first probe of a fast
+server a fraction of its duration and of a slow one several times it). Its own
 latency leaves out client queueing, so the average latency reported is the
 closed-loop figure, outstanding requests / throughput (Little's law), and
 the tool's own numbers are kept in the metadata (redis_benchmark_results.py).
@@ -39,10 +42,16 @@ from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 
 PATH = 'redis-benchmark'
-INITIAL_RATE_PER_PROCESS = 40000.0  # ops/s; refined after every probe.
-MIN_REQUESTS = 2000  # A probe planned from a guessed rate.
+# The pilot before a test's first probe (module doc): this many requests a
+# connection, and at least PILOT_MIN_REQUESTS (a tenth of a second of a
+# shard held to half a core, a few hundredths on a cloud VM's). Its rate is
+# a first probe's as any probe's is the next one's: on 2 cores, pilots of
+# 2,000 requests read 14,706 and 14,184 ops/s, the 1 s probe planned from
+# them 14,388 and 13,356.
+PILOT_REQUESTS_PER_CONNECTION = 50
+PILOT_MIN_REQUESTS = 2000
 # Planned from a measured rate, a few requests a connection at the least:
-# a floor of MIN_REQUESTS made a probe of a slow server run for a minute
+# a floor of 2,000 requests made a probe of a slow server run for a minute
 # (a server thrashing under its CPU quota served 30 ops/s a process, 2,000
 # requests outlasted the probe's bound) and failed the run with a timeout
 # where the search would have gone on to say every load was over the cap.
@@ -51,8 +60,7 @@ PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
 # A probe's bound: 4x its length + 30 s, or, if longer, the time its
 # requests take at this rate a process: a working but slow server ends late,
 # and the next probe is planned from what it measured. Request counts come
-# from a rate, guessed (INITIAL_RATE_PER_PROCESS) or measured by the probe
-# before, which a server on a shared machine can miss by far: a shard
+# from a rate measured by the pilot or the probe before, which a server on a shared machine can miss by far: a shard
 # sharing its core with a busy loop at load ~20 served 810 ops/s a process
 # (3 cluster shards in half a core outlasted 34 s at load 20-30), and
 # probes planned from the rate the one before measured outlasted 34 s
@@ -222,9 +230,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     return DurationForSeconds(seconds)
 
   def _Requests(self, test: str, connections: int, duration_s: float) -> int:
-    rate = self._rate_per_connection.get(test)
-    if rate is None:
-      return max(MIN_REQUESTS, int(INITIAL_RATE_PER_PROCESS * duration_s))
+    rate = self._rate_per_connection[test]  # Measured (_Pilot): never guessed.
     # A closed loop's rate saturates as connections grow, so scaling the
     # last per-connection rate up would plan probes several times too long;
     # never plan much above the fastest rate this test has shown.
@@ -232,6 +238,56 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
                       PLAN_HEADROOM * self._fastest_rate[test])
     return max(MIN_REQUESTS_PER_CONNECTION * connections,
                int(per_process * duration_s))
+
+  def _Commands(self, endpoints: Sequence[base.Endpoint],
+                workload: base.Workload, load: measurement.Load,
+                split: Dict[str, int], requests_for):
+    """A process per endpoint and test: (argvs, (endpoint, test,
+    connections) of each, (test, requests) of each)."""
+    argvs, tests, planned = [], [], []
+    for endpoint in endpoints:
+      for test, connections in split.items():
+        # Threads past the client's cores only contend with each other.
+        threads = max(1, min(load.threads, connections,
+                             self.vm.num_cpus or load.threads))
+        requests = requests_for(test, connections)
+        argvs.append(commands.RedisBenchmarkCommand(
+            PATH, endpoint, argv_secret.TOKEN, test,
+            user=redis_shard.LOAD_USER, clients=connections,
+            threads=threads, pipeline=load.pipeline, requests=requests,
+            data_size=workload.data_size, key_space=workload.key_count,
+            cluster_mode=workload.cluster_mode))
+        tests.append((endpoint, test, connections))
+        planned.append((test, requests))
+    return argvs, tests, planned
+
+  def _Learn(self, tests, outputs) -> None:
+    """Each test's rate per connection, and its fastest, from a run."""
+    for (_, test, connections), out in zip(tests, outputs):
+      result = rb.ParseOutput(out.stdout)[-1]
+      self._rate_per_connection[test] = result.rps / connections
+      self._fastest_rate[test] = max(result.rps,
+                                     self._fastest_rate.get(test, 0.0))
+
+  def _Pilot(self, endpoints: Sequence[base.Endpoint], password: str,
+             workload: base.Workload, load: measurement.Load,
+             split: Dict[str, int]) -> None:
+    """Measures the rate of each test at the probe's connections (module
+    doc): side by side as the probe runs them; no sample comes of it."""
+    argvs, tests, planned = self._Commands(
+        endpoints, workload, load, split,
+        lambda _, connections: max(
+            PILOT_MIN_REQUESTS, PILOT_REQUESTS_PER_CONNECTION * connections))
+    outputs = concurrent.RunSideBySide(
+        self.vm, f'redis-benchmark-pilot-{self._probes}', argvs,
+        self.ProbeTimeout(planned, 0),
+        secret=redis_shard.LoadPassword(password))
+    try:
+      self._Learn(tests, outputs)
+    except (ValueError, IndexError) as e:  # No summary, or one unread.
+      raise errors.ProcessError(
+          f'redis-benchmark\'s pilot before probe {self._probes}: {e}'
+      ) from None
 
   def ProbeTimeout(self, planned: Sequence[Tuple[str, int]],
                    duration_s: float) -> float:
@@ -249,21 +305,12 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     self._probes += 1
     split = SplitConnections(load.connections, workload.set_ratio,
                              workload.get_ratio)
-    argvs, tests, planned = [], [], []
-    for endpoint in endpoints:
-      for test, connections in split.items():
-        # Threads past the client's cores only contend with each other.
-        threads = max(1, min(load.threads, connections,
-                             self.vm.num_cpus or load.threads))
-        requests = self._Requests(test, connections, duration_s)
-        argvs.append(commands.RedisBenchmarkCommand(
-            PATH, endpoint, argv_secret.TOKEN, test,
-            user=redis_shard.LOAD_USER, clients=connections,
-            threads=threads, pipeline=load.pipeline, requests=requests,
-            data_size=workload.data_size, key_space=workload.key_count,
-            cluster_mode=workload.cluster_mode))
-        tests.append((endpoint, test, connections))
-        planned.append((test, requests))
+    if any(test not in self._rate_per_connection for test in split):
+      self._Pilot(endpoints, password, workload, load, split)
+    argvs, tests, planned = self._Commands(
+        endpoints, workload, load, split,
+        lambda test, connections: self._Requests(test, connections,
+                                                 duration_s))
     groups = [f'{endpoint.host}:{endpoint.port}' for endpoint, _, _ in tests]
     run = concurrent.RunProbe(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
@@ -291,11 +338,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
                      facts)
     except ValueError as e:
       raise errors.ProcessError(str(e)) from None
-    for (_, test, connections), out in zip(tests, outputs):
-      result = rb.ParseOutput(out.stdout)[-1]
-      self._rate_per_connection[test] = result.rps / connections
-      self._fastest_rate[test] = max(result.rps,
-                                     self._fastest_rate.get(test, 0.0))
+    self._Learn(tests, outputs)
     return dataclasses.replace(
         m, client_cpu=run.cpu,
         client_cpu_busy_fraction=run.cpu.busy_fraction if run.cpu else None)
