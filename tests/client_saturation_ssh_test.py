@@ -32,6 +32,7 @@ from perfkitbenchmarker import verdict
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import driver
+from perfkitbenchmarker.load_generators import redis_benchmark
 
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 
@@ -148,9 +149,10 @@ def test_static_run_flags_saturated_probes_and_says_client_bound(
     assert proc.returncode == verdict.EXIT_UNCONFIRMED, proc.stderr[-2000:]
 
 
-def _RemoteLoad(run_uri):
-  """The run's probe load: redis-benchmark processes sending requests (-n)
-  from its scratch directory (not its --version checks)."""
+def _RemoteLoad(run_uri, probes_only=False):
+  """The run's load: redis-benchmark processes sending requests (-n) from
+  its scratch directory (not its --version checks); with probes_only, not
+  the pilot before the first probe (its request count)."""
   found = []
   for pid in filter(str.isdigit, os.listdir('/proc')):
     try:
@@ -160,9 +162,17 @@ def _RemoteLoad(run_uri):
     except OSError:
       continue
     if (os.path.basename(argv[0]) == 'redis-benchmark' and '-n' in argv and
-        f'/pkb-{run_uri}.' in cwd):
+        f'/pkb-{run_uri}.' in cwd and
+        not (probes_only and _PilotArgv(argv))):
       found.append(int(pid))
   return found
+
+
+def _PilotArgv(argv):
+  connections = int(argv[argv.index('-c') + 1])
+  return int(argv[argv.index('-n') + 1]) == max(
+      redis_benchmark.PILOT_MIN_REQUESTS,
+      redis_benchmark.PILOT_REQUESTS_PER_CONNECTION * connections)
 
 
 def test_sigint_during_a_probe_over_ssh_stops_the_remote_load(
@@ -180,10 +190,11 @@ def test_sigint_during_a_probe_over_ssh_stops_the_remote_load(
       cwd=e2e_support.REPO)
   try:
     deadline = time.monotonic() + 120
-    while not _RemoteLoad(run_uri) and time.monotonic() < deadline:
+    while (not _RemoteLoad(run_uri, probes_only=True) and
+           time.monotonic() < deadline):
       assert proc.poll() is None, proc.communicate()
       time.sleep(0.1)
-    assert _RemoteLoad(run_uri), 'no probe started'
+    assert _RemoteLoad(run_uri, probes_only=True), 'no probe started'
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
   finally:
