@@ -257,6 +257,9 @@ class BenchmarkSpec:
       # have them, so a dry run refuses what the run would, and a run
       # refuses before its directory is made.
       getattr(self.provider, 'CheckMachines', lambda spec: None)(self)
+    # What the provider would refuse before making anything, in a dry run
+    # too (AWS: shards on ports its security group keeps closed).
+    getattr(self.provider, 'CheckPlan', lambda spec: None)(self)
     if self.can.is_runner_machine:
       warnings += self.provider.FitWarnings(sum(counts.values()))
       problem = self.LocalSplit().problem

@@ -895,3 +895,27 @@ def test_a_module_that_starts_no_redis_shards_is_not_refused_for_them(
   assert calls
   with pytest.raises(errors.UsageError, match='leaves 7001 closed'):
     provisioner.Provision(vms)
+
+
+def test_a_dry_run_refuses_the_shard_ports_provision_would(pkb_main, capsys,
+                                                            tmp_path):
+  # The dry run planned 3 shards and a replica each on ports the security
+  # group keeps closed (exit 0, 'nothing is created'), which the real run
+  # then refused in Provision. A search that follows the vCPUs is checked
+  # for the catalog's c6gn.16xlarge (64: 2 points take 8900-9026).
+  common = ['--dry_run', '--cloud=AWS', '--zone=us-east-1a',
+            f'--aws_ssh_source_cidr={OPERATOR}',
+            f'--results_dir={tmp_path}']
+  for extra, closed in (
+      (['--aws_redis_ports=7001-7003,17001-17003',
+        '--redis_total_num_processes=3',
+        '--redis_replicas_per_primary=1'], 7004),
+      (['--redis_start_port=8900', '--redis_optimize_shards',
+        '--redis_shard_max_points=2', '--machine_type=c6gn.16xlarge'], 9000)):
+    code = pkb_main(common + extra)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count('\n') == 1, err
+    assert f'leaves {closed} closed between the VMs' in err, err
+  # Ports the group admits plan as before.
+  assert pkb_main(common + ['--redis_total_num_processes=3']) == 0
+  assert 'Dry run of redis_memtier on AWS' in capsys.readouterr().out

@@ -14,6 +14,9 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
   CheckMachines(spec)   (optional; providers whose machines the run does
       not make) refuses, in every plan (--dry_run too), machines the run
       could not be given (one-line errors);
+  CheckPlan(spec)   (optional) refuses, in every plan (--dry_run too),
+      what Provision would refuse before making anything, as far as the
+      spec tells it without an API call (one-line errors);
   CheckRunDirs()   (optional; default ssh_vm.CheckRunDirs, a TMPDIR the
       SSH control sockets cannot be private in) refuses a run whose
       directories on this machine exist and are not the user's own

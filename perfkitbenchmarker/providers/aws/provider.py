@@ -135,6 +135,21 @@ def CheckPrerequisites(flag_values) -> None:
     naming.RegionOf(pkb_flags.OneZone(flag_values))
 
 
+def CheckPlan(spec) -> None:
+  """The shard-port check of Provision, from the plan (a dry run's too):
+  with the server VMs' vCPUs of the price catalog for a search that
+  follows them (Provision checks again with the type's own)."""
+  if not spec.starts_redis_shards:
+    return
+  # Only what the check reads: a dry run plans without the SSH source
+  # (Provision refuses a run without it).
+  shards = ShardLayout.FromFlags(spec.flags)
+  vcpus = spec.ServerVcpus() if shards.needs_vcpus else None
+  network.CheckShardPorts(shards.Ranges(vcpus),
+                          network.PortRanges(spec.flags.aws_redis_ports),
+                          spec.peer_tcp_ports)
+
+
 def ZoneOf(group_specs: Dict[str, virtual_machine.VmSpec]) -> str:
   """The one zone every group is in (one subnet, one placement group)."""
   zones = {spec.zone for spec in group_specs.values()}
