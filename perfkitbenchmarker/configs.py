@@ -49,6 +49,11 @@ MAX_RUN_VMS = 1000
 # "billion laughs" file expands to 10^9).
 MAX_EXPANDED_NODES = 100000
 
+# Most levels a config may nest: far above any real config (the presets
+# nest eight at most), far below Python's recursion limit, which PyYAML's composer
+# (one call per level) and every reader of the result would reach.
+MAX_DEPTH = 100
+
 # Most bytes a config file may have: far above any real one (the presets in
 # configs/ have at most 5 KiB), so a huge file is refused before YAML reads
 # it.
@@ -66,6 +71,10 @@ class _AliasBomb(Exception):
   pass
 
 
+class _TooDeep(Exception):
+  pass
+
+
 class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
   """A SafeLoader that refuses documents whose aliases expand too far.
 
@@ -78,9 +87,16 @@ class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
   def __init__(self, stream):
     super().__init__(stream)
     self._expanded = {}
+    self._depth = 0
 
   def compose_node(self, parent, index):
-    node = super().compose_node(parent, index)
+    if self._depth >= MAX_DEPTH:
+      raise _TooDeep(self.peek_event().start_mark.line + 1)
+    self._depth += 1
+    try:
+      node = super().compose_node(parent, index)
+    finally:
+      self._depth -= 1
     if id(node) in self._expanded:  # An alias: already counted.
       return node
     size = 1
@@ -126,6 +142,10 @@ def LoadYaml(text: str, source: str, lines_before: int = 0) -> Any:
         f'{source}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} '
         f'nodes (at line {e.args[0] - lines_before}); refused as an alias '
         'bomb.') from None
+  except _TooDeep as e:
+    raise errors.ConfigError(
+        f'{source}: YAML nested more than {MAX_DEPTH} levels deep (at line '
+        f'{e.args[0] - lines_before}); a config nests a few.') from None
   except yaml.YAMLError as e:
     mark = getattr(e, 'problem_mark', None)
     where = f' at line {mark.line + 1 - lines_before}' if mark else ''

@@ -148,3 +148,23 @@ def test_a_config_file_that_is_no_regular_file_or_too_big_is_one_line(
     assert message.startswith(
         f'--benchmark_config_file: cannot read {path}: '), message
     assert needle in message and '\n' not in message
+
+
+@pytest.mark.parametrize('text', [
+    'bench:\n  flags:\n    memtier_clients: ' + '[' * 5000 + ']' * 5000,
+    'bench: ' + '{a: ' * 3000 + '1' + '}' * 3000,
+    'bench:\n' + ''.join('  ' * i + f'a{i}:\n' for i in range(1, 2000)),
+])
+def test_a_config_nested_past_the_bound_is_one_line(text):
+  # PyYAML composes a level a call: 5,000 brackets (10 KB) ended in
+  # 'pkb: internal error RecursionError: maximum recursion depth exceeded'
+  # after a Python traceback.
+  with pytest.raises(errors.ConfigError) as raised:
+    configs.LoadYaml(text, '--benchmark_config_file')
+  message = str(raised.value)
+  assert message.startswith('--benchmark_config_file: YAML nested more than '
+                            f'{configs.MAX_DEPTH} levels deep (at line ')
+  assert '\n' not in message
+  nested = 'bench: ' + '[' * (configs.MAX_DEPTH - 1) + ']' * (
+      configs.MAX_DEPTH - 1)
+  assert configs.LoadYaml(nested, 'x')['bench'] is not None
