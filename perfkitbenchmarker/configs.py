@@ -369,8 +369,14 @@ def ParseConfigValue(flag_values, name: Any, value: Any,
         f'{where} sets unknown flag "{name}"; see ./pkb.py --helpfull for '
         'flag names.')
   scratch = copy.deepcopy(flag_values[name])  # Parsed, nothing set.
+  # A list for a repeatable flag (--zone, --machine_price) is its values,
+  # one each, as upstream PKB's config flags parse it: joined, [a, b] was
+  # the one value 'a,b'.
+  text = ([ConfigText(v) for v in value]
+          if isinstance(value, list) and isinstance(scratch, flags.MultiFlag)
+          else ConfigText(value))
   try:
-    scratch.parse(ConfigText(value))
+    scratch.parse(text)
   except (flags.Error, ValueError, TypeError) as e:
     raise errors.ConfigError(
         f'{where}: {pkb_flags.FlagErrorLine(e)}') from None

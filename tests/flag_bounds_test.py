@@ -113,6 +113,19 @@ def test_a_list_value_is_checked_item_by_item():
   assert configs.ParseConfigValue(FLAGS, 'memtier_clients', [4, 8]) == [4, 8]
 
 
+def test_a_list_for_a_repeatable_flag_is_its_values():
+  # As upstream PKB's config flags: each item one value. Joined with
+  # commas, `zone: [us-central1-a, us-central1-b]` was refused as the one
+  # zone 'us-central1-a,us-central1-b', and two --data_search_paths were
+  # one directory named '/tmp,/usr'.
+  zones = ['us-central1-a', 'us-central1-b']
+  assert configs.ParseConfigValue(FLAGS, 'zone', zones) == zones
+  assert configs.ParseConfigValue(FLAGS, 'data_search_paths',
+                                  ['/tmp', '/usr']) == ['/tmp', '/usr']
+  assert configs.ParseConfigValue(FLAGS, 'zone', 'us-east-1a') == [
+      'us-east-1a']
+
+
 # Counting, not expanding: 10^9 cells would take hours (and more memory than
 # the machine has); the hang guard is far above counting's milliseconds.
 @pytest.mark.timeout(120)
@@ -313,3 +326,4 @@ def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
   assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
   assert "owner 'Jos\\udce9', from the environment" in err, err
   assert 'give --owner' in err
+
