@@ -1,7 +1,9 @@
 """Run-level checks of the command line, before anything is created.
 
 The driver calls `CheckRunFlags` first (every number's bounds are on its
-flag's definition, checked as absl parses it): where results go, the benchmark list and where the run happens. Each
+flag's definition, checked as absl parses it): where results go and the
+benchmark list; `CheckCloudFlags` once the configs are read: where the run
+happens. Each
 problem is one errors.UsageError line (exit 2), for a dry run exactly as for a real run.
 Benchmark settings are checked by their options builders
 (study/options.py), config structure by configs.py.
@@ -31,8 +33,9 @@ RESULTS_JSON = bigquery_schema.RESULTS_FILE
 RESULTS_CSV = 'results.csv'
 
 
-def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
-  """Refuses bad run-level flags in one line each."""
+def CheckRunFlags(flag_values, results_dir: str) -> None:
+  """Refuses bad run-level flags in one line each (those about where the
+  run happens: CheckCloudFlags)."""
   _CheckBenchmarks(flag_values.benchmarks)
   CheckWritableDir(results_dir, '--results_dir')
   for flag in ('json_path', 'csv_path'):
@@ -42,10 +45,16 @@ def CheckRunFlags(flag_values, cloud: str, results_dir: str) -> None:
   if flag_values.json_path and flag_values.csv_path:
     _CheckNotOneFile(flag_values.json_path, flag_values.csv_path,
                      flag_values)
+  _CheckOwner(flag_values)
+
+
+def CheckCloudFlags(flag_values, cloud: str, results_dir: str) -> None:
+  """Refuses flags that cannot apply where the run happens, `cloud`: the
+  one its configs' flags: name (the nightly cells' `cloud: GCP`), so the
+  driver calls it once they are applied, for each matrix cell too."""
   _CheckWhere(flag_values, cloud)
   _CheckProgramPaths(flag_values, cloud)
   _CheckKeysOutside(results_dir, cloud)
-  _CheckOwner(flag_values)
 
 
 def ResultsPaths(flag_values, run_dir: str) -> Tuple[str, str]:

@@ -28,6 +28,7 @@ from perfkitbenchmarker import configs
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
 from perfkitbenchmarker import paths
@@ -129,7 +130,8 @@ def _CellFlags(flag_values):
       flag_values[name].value, flag_values[name].present = value, present
 
 
-def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
+def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool,
+              results_dir: str):
   """(estimate, cloud, server machine type, plan lines) of one cell."""
   with _CellFlags(flag_values):
     try:
@@ -154,6 +156,10 @@ def _PlanCell(cell: matrix.Cell, flag_values, catalog, dry_run: bool):
                                   run_plan.Catalog(flag_values, catalog),
                                   f'cell {cell.index}: ')
     cloud = providers.CloudOf(flag_values)
+    # The cell's cloud (its flags: may name one) and module, as its child
+    # checks them (given --benchmarks=<its module>).
+    flag_values.benchmarks = [cell.benchmark]
+    input_checks.CheckCloudFlags(flag_values, cloud, results_dir)
     if not dry_run:
       provider = providers.GetProvider(cloud)
       if hasattr(provider, 'CheckPrerequisites'):
@@ -224,7 +230,8 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
   plans = []
   for cell in cells:
     try:
-      plans.append(_PlanCell(cell, flag_values, catalog, dry_run))
+      plans.append(_PlanCell(cell, flag_values, catalog, dry_run,
+                             results_dir))
     except errors.Error as e:
       raise type(e)(f'cell {cell.index} ({cell.label}): {e}') from None
   _CheckSharedMachines(plans, min(processes, len(cells)))

@@ -244,7 +244,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   """Runs the benchmarks named by --benchmarks; returns the exit code."""
   stages = _Stages()
   _TimingMeasurements()
-  input_checks.CheckRunFlags(FLAGS, _Cloud(), _ResultsDir())
+  input_checks.CheckRunFlags(FLAGS, _ResultsDir())
   data.SetSearchPaths(FLAGS.data_search_paths,
                       FLAGS['data_search_paths'].present)
   cells = matrix_runner.Cells(FLAGS, stages)
@@ -256,11 +256,14 @@ def RunBenchmarks(argv: List[str]) -> int:
   modules = [linux_benchmarks.Get(n) for n in names]
   run_dir = os.path.join(_ResultsDir(), run_uri)
   if stages == ['teardown']:
+    input_checks.CheckCloudFlags(FLAGS, _Cloud(), _ResultsDir())
     return _TeardownOnly(run_dir)
   input_checks.CheckResultsPaths(FLAGS, run_dir, run_uri)
   bq_options = bigquery_options.BigQueryOptions.FromFlags(FLAGS)
 
   loaded = [(m, _LoadConfig(m, names)) for m in modules]
+  # After the configs: their flags: sections may name the cloud.
+  input_checks.CheckCloudFlags(FLAGS, _Cloud(), _ResultsDir())
   _TimingMeasurements()  # Again: a config's flags: section may set it.
   # After the configs: their flags: sections may set the basis or prices.
   catalog = run_plan.Catalog(FLAGS)

@@ -327,3 +327,31 @@ def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
   assert "owner 'Jos\\udce9', from the environment" in err, err
   assert 'give --owner' in err
 
+
+def test_the_cloud_a_config_names_is_the_one_flags_are_checked_for(
+    pkb_main, tmp_path, capsys, monkeypatch, private_key_dir):
+  """The nightly cells name their cloud in their flags: section; the run
+  level checks ran for the command line's (Local) before the config was
+  read: --zone and --machine_type were refused ('Local runs on this
+  machine') for a GCP run, and PKB_KEY_DIR inside --results_dir was
+  accepted, the cell's SSH key to be kept with its results."""
+  config = tmp_path / 'gcp.yaml'
+  config.write_text('redis_memtier:\n  flags: {cloud: GCP}\n')
+  results = tmp_path / 'results'
+  args = ['--dry_run', f'--benchmark_config_file={config}',
+          f'--results_dir={results}']
+  assert pkb_main(args + ['--zone=us-central1-b']) == pkb.EXIT_OK
+  assert 'in us-central1-b' in capsys.readouterr().out
+  assert pkb_main(args + ['--local_server_cpu_quota=0.5']) == pkb.EXIT_USAGE
+  assert 'this run is on GCP' in capsys.readouterr().err
+  monkeypatch.setenv('PKB_KEY_DIR', str(results / 'keys'))
+  assert pkb_main(args) == pkb.EXIT_USAGE
+  assert 'is inside the results directory' in capsys.readouterr().err
+  # A matrix cell naming its cloud: the parent checks it for that cloud.
+  config.write_text('flags: {memtier_run_duration: 2}\n'
+                    'redis_memtier:\n  flags: {cloud: GCP}\n')
+  assert pkb_main(args) == pkb.EXIT_USAGE
+  assert 'cell 1 (redis_memtier): PKB_KEY_DIR=' in capsys.readouterr().err
+  monkeypatch.setenv('PKB_KEY_DIR', private_key_dir)
+  assert pkb_main(args + ['--zone=us-central1-b']) == pkb.EXIT_OK
+  assert not results.exists()
