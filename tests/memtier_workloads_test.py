@@ -269,6 +269,12 @@ def test_helper_refusals():
     (dict(memtier_clients=[4, 8]), ['--memtier_fixed_load', 'one']),
     (dict(memtier_threads=[4]), ['--memtier_min_threads', 'fixed load']),
     (dict(memtier_pipeline=[1, 30]), ['--memtier_fixed_load', 'one']),
+    # Counted, not listed: 10^9 runs ended in 'internal error MemoryError'.
+    (dict(memtier_fixed_load=True, memtier_threads=list(range(1, 1001)),
+          memtier_clients=list(range(1, 1001)),
+          memtier_pipeline=list(range(1, 1001))),
+     ['1 ratio(s) x 1,000 pipeline(s) x 1,000 client count(s) x 1,000 '
+      'thread count(s) are 1,000,000,000 fixed-load runs', 'at most 604,800']),
 ])
 def test_refused_in_one_line(pkb_flags, values, words):
   with pytest.raises(errors.UsageError) as e:

@@ -20,6 +20,11 @@ from perfkitbenchmarker.load_generators import key_distribution
 from perfkitbenchmarker.load_generators import memtier_workload_flags as _  # pylint: disable=unused-import
 
 _RATIO = re.compile(r'\d+:\d+')
+# Most runs a fixed load may sweep, counted before they are listed: each
+# runs a second at least, so more never end before --timeout_minutes' most
+# (a week); three lists of 1,000 values asked for 10^9 runs, and listing
+# them filled the memory ('internal error MemoryError').
+MAX_FIXED_RUNS = 7 * 24 * 3600
 
 
 def ParseRatio(text: str, flag: str) -> Tuple[int, int]:
@@ -63,11 +68,21 @@ class FixedLoadOptions:
       raise errors.UsageError(
           '--memtier_pipelines and --memtier_pipeline both list pipelines; '
           'give one of them (--memtier_pipeline takes a list too).')
+    ratios = ratios or (ParseRatio(f.memtier_ratio, 'memtier_ratio'),)
+    pipelines = pipelines or tuple(f.memtier_pipeline)
+    threads = tuple(f.memtier_threads or (f.memtier_min_threads,))
+    runs = (len(ratios) * len(pipelines) * len(f.memtier_clients) *
+            len(threads))
+    if runs > MAX_FIXED_RUNS:
+      raise errors.UsageError(
+          f'{len(ratios):,} ratio(s) x {len(pipelines):,} pipeline(s) x '
+          f'{len(f.memtier_clients):,} client count(s) x {len(threads):,} '
+          f'thread count(s) are {runs:,} fixed-load runs of a second or more '
+          f'each; at most {MAX_FIXED_RUNS:,} (a week of seconds, '
+          '--timeout_minutes\' most): give fewer values.')
     return cls(
         enabled=f.memtier_fixed_load,
-        ratios=ratios or (ParseRatio(f.memtier_ratio, 'memtier_ratio'),),
-        threads=tuple(f.memtier_threads or (f.memtier_min_threads,)),
-        pipelines=pipelines or tuple(f.memtier_pipeline),
+        ratios=ratios, threads=threads, pipelines=pipelines,
         clients=tuple(f.memtier_clients),
         threads_given=f.memtier_threads is not None)
 
