@@ -266,6 +266,9 @@ def test_helper_refusals():
      ['--memtier_ratios="0:0"']),
     (dict(memtier_fixed_load=True, memtier_pipelines=['0']),
      ['--memtier_pipelines=0']),
+    # memtier wrapped it to 0:1 and ran GETs only, recorded as given.
+    (dict(memtier_ratio='4294967296:1'),
+     ['--memtier_ratio="4294967296:1"', 'up to 4,294,967,295']),
     (dict(memtier_clients=[4, 8]), ['--memtier_fixed_load', 'one']),
     (dict(memtier_threads=[4]), ['--memtier_min_threads', 'fixed load']),
     (dict(memtier_pipeline=[1, 30]), ['--memtier_fixed_load', 'one']),

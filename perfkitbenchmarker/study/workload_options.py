@@ -27,6 +27,11 @@ _RATIO = re.compile(r'\d+:\d+')
 MAX_FIXED_RUNS = 7 * 24 * 3600
 
 
+# memtier_benchmark keeps each side of --ratio in an unsigned int: a
+# larger one wraps (4294967296:1 ran GETs only, its JSON saying 0:1).
+MAX_RATIO_SIDE = 2**32 - 1
+
+
 def ParseRatio(text: str, flag: str) -> Tuple[int, int]:
   """'SET:GET' as two ints; a UsageError naming `flag` otherwise."""
   parts = tuple(int(x) for x in text.split(':')) if _RATIO.fullmatch(
@@ -34,6 +39,11 @@ def ParseRatio(text: str, flag: str) -> Tuple[int, int]:
   if not any(parts):
     raise errors.UsageError(
         f'--{flag}="{text}" must be SET:GET like 1:1 or 0:1, not both zero.')
+  if max(parts) > MAX_RATIO_SIDE:
+    raise errors.UsageError(
+        f'--{flag}="{text}": memtier_benchmark counts each side up to '
+        f'{MAX_RATIO_SIDE:,} (a larger one wraps round); give a smaller '
+        'ratio of the same mix.')
   return parts
 
 
