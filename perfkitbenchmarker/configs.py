@@ -295,6 +295,16 @@ class CloudSpec(pydantic.BaseModel):
   boot_disk_size: _UpTo(65536) = None  # GB
 
 
+# The clouds a vm_spec may name: this harness's (benchmark_spec reads its
+# entry for the run's cloud) and upstream PKB's others (provider_info's
+# VALID_CLOUDS), so an upstream config's Azure entry is accepted, unused.
+VM_SPEC_CLOUDS = pkb_flags.CLOUDS + ('Static',)
+UPSTREAM_ONLY_CLOUDS = ('Azure', 'IBMCloud', 'AliCloud', 'Kubernetes',
+                        'DigitalOcean', 'OpenStack', 'CloudStack',
+                        'Rackspace', 'Mesos', 'ProfitBricks', 'Docker',
+                        'UnitTest')
+
+
 class VmGroup(pydantic.BaseModel):
   """A vm_groups entry."""
 
@@ -304,6 +314,19 @@ class VmGroup(pydantic.BaseModel):
                                           le=MAX_GROUP_VMS)] = 1
   os_type: _Text = None
   static_vms: Any = None  # PKB's; refused below, never ignored.
+
+  @pydantic.field_validator('vm_spec')
+  @classmethod
+  def _KnownClouds(cls, value: Any) -> Any:
+    # As upstream PKB's spec refuses them: a misspelt cloud ('gcp') was
+    # skipped, and the run took the default config's machine type.
+    unknown = [c for c in value or {}
+               if c not in VM_SPEC_CLOUDS + UPSTREAM_ONLY_CLOUDS]
+    if unknown:
+      raise ValueError(f'names no cloud: {", ".join(map(repr, unknown))}; '
+                       f'the clouds here are {", ".join(VM_SPEC_CLOUDS)} '
+                       '(upstream PKB\'s others are accepted and unused)')
+    return value
 
   @pydantic.field_validator('static_vms')
   @classmethod

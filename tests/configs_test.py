@@ -101,6 +101,21 @@ def test_pkbs_static_vms_are_refused_not_ignored():
   assert '\n' not in str(e.value)
 
 
+def test_a_vm_spec_naming_no_cloud_is_refused_not_ignored():
+  # 'gcp' for GCP was skipped: the run took the default's machine type.
+  with pytest.raises(errors.ConfigError) as e:
+    configs.MergeConfigs(
+        'bench', DEFAULT, 'bench:\n  vm_groups:\n    servers:\n      '
+        'vm_spec:\n        gcp: {machine_type: n2-standard-8}\n', [])
+  assert "vm_groups.servers.vm_spec names no cloud: 'gcp'" in str(e.value)
+  assert '\n' not in str(e.value)
+  # Upstream PKB's other clouds are not this harness's, and not wrong.
+  config = configs.MergeConfigs(
+      'bench', DEFAULT, 'bench:\n  vm_groups:\n    servers:\n      '
+      'vm_spec:\n        Azure: {machine_type: Standard_D2s_v5}\n', [])
+  assert 'Azure' in config['vm_groups']['servers']['vm_spec']
+
+
 def test_optional_vm_spec_keys_allowed():
   config = configs.MergeConfigs(
       'bench', DEFAULT, None,
@@ -168,3 +183,4 @@ def test_a_config_nested_past_the_bound_is_one_line(text):
   nested = 'bench: ' + '[' * (configs.MAX_DEPTH - 1) + ']' * (
       configs.MAX_DEPTH - 1)
   assert configs.LoadYaml(nested, 'x')['bench'] is not None
+
