@@ -15,6 +15,7 @@ BENCHMARK_NAME)`, and its vm_spec may name upstream's anchors
 """
 
 import copy
+import re
 from typing import Annotated, Any, Dict, List, Mapping, Optional, Sequence
 
 from absl import flags
@@ -75,6 +76,10 @@ class _TooDeep(Exception):
   pass
 
 
+# YAML 1.1's base-60 numbers (PyYAML's int and float resolvers): 1:30 is 90.
+_SEXAGESIMAL = re.compile(r'[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?')
+
+
 class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
   """A SafeLoader that refuses documents whose aliases expand too far.
 
@@ -88,6 +93,15 @@ class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
     super().__init__(stream)
     self._expanded = {}
     self._depth = 0
+
+  def resolve(self, kind, value, implicit):
+    # Text, as in YAML 1.2: a SET:GET ratio written unquoted, upstream's
+    # 'memtier_ratio: 1:4', was the number 64 and refused as
+    # '--memtier_ratio="64" must be SET:GET like 1:1'.
+    if (kind is yaml.ScalarNode and implicit[0] and
+        _SEXAGESIMAL.fullmatch(value)):
+      return self.DEFAULT_SCALAR_TAG
+    return super().resolve(kind, value, implicit)
 
   def compose_node(self, parent, index):
     if self._depth >= MAX_DEPTH:

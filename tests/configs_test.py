@@ -184,3 +184,13 @@ def test_a_config_nested_past_the_bound_is_one_line(text):
       configs.MAX_DEPTH - 1)
   assert configs.LoadYaml(nested, 'x')['bench'] is not None
 
+
+def test_a_ratio_written_unquoted_is_text_not_base_60():
+  # YAML 1.1 reads 1:4 as 64 (base 60), so upstream's 'memtier_ratio: 1:4'
+  # was refused as '--memtier_ratio="64" must be SET:GET like 1:1 ...'.
+  loaded = configs.LoadYaml(
+      'flags: {memtier_ratio: 1:4, memtier_ratios: [1:1, 4:1, 1:0],'
+      ' memtier_run_duration: 1_0, memtier_cap_margin: 0.5}', 'x')['flags']
+  assert loaded == {'memtier_ratio': '1:4',
+                    'memtier_ratios': ['1:1', '4:1', '1:0'],
+                    'memtier_run_duration': 10, 'memtier_cap_margin': 0.5}
