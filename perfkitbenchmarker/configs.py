@@ -61,11 +61,12 @@ MAX_DEPTH = 100
 MAX_CONFIG_BYTES = 4 << 20
 
 # Flags that name the run itself; a config may not set them (PKB reads them
-# before any config is loaded, so there they would be silently ignored).
+# before any config is loaded, so there they would be silently ignored: a
+# section's `flags: {flag_matrix: m}` ran one plain run, not matrix m).
 RESERVED_CONFIG_FLAGS = frozenset({
     'benchmarks', 'run_uri', 'results_dir', 'run_stage',
     'benchmark_config_file', 'config_override', 'json_path', 'csv_path',
-    'dry_run'})
+    'dry_run', 'flag_matrix', 'flag_zip', 'run_processes'})
 
 
 class _AliasBomb(Exception):

@@ -124,6 +124,15 @@ def test_optional_vm_spec_keys_allowed():
       'priced_as'] == 'AWS:c6gn.xlarge'
 
 
+@pytest.mark.parametrize('flag', ['flag_matrix', 'flag_zip', 'run_processes'])
+def test_the_matrix_flags_in_a_configs_flags_are_refused(flag):
+  # Read before any config's flags: were applied: 'flags: {flag_matrix: m}'
+  # ran one plain run, not matrix m, without a word.
+  with pytest.raises(errors.ConfigError) as e:
+    configs.CheckUserConfig({'bench': {'flags': {flag: 'm'}}}, ['bench'])
+  assert f'sets --{flag}, which names the run itself' in str(e.value)
+
+
 def test_override_naming_absent_benchmark_is_error():
   with pytest.raises(errors.ConfigError, match='not in --benchmarks'):
     configs.CheckOverridesNameBenchmarks(['nope.a=1'], ['bench'])
