@@ -77,6 +77,10 @@ class _TooDeep(Exception):
   pass
 
 
+class _DuplicateKey(Exception):
+  pass
+
+
 # YAML 1.1's base-60 numbers (PyYAML's int and float resolvers): 1:30 is 90.
 _SEXAGESIMAL = re.compile(r'[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?')
 
@@ -89,6 +93,8 @@ class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
   composed, before anything is constructed or copied, so a small file of
   nested aliases is refused in microseconds instead of expanding.
   """
+
+  UNIQUE_KEYS = True  # A key twice in one mapping is refused.
 
   def __init__(self, stream):
     super().__init__(stream)
@@ -114,6 +120,8 @@ class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
       self._depth -= 1
     if id(node) in self._expanded:  # An alias: already counted.
       return node
+    if isinstance(node, yaml.MappingNode) and self.UNIQUE_KEYS:
+      _CheckKeysOnce(node)
     size = 1
     if isinstance(node, yaml.SequenceNode):
       size += sum(self._expanded.get(id(c), 1) for c in node.value)
@@ -124,6 +132,19 @@ class _BoundedLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
       raise _AliasBomb(node.start_mark.line + 1)
     self._expanded[id(node)] = size
     return node
+
+
+def _CheckKeysOnce(node: yaml.MappingNode) -> None:
+  """Raises _DuplicateKey for a key given twice in one mapping: PyYAML
+  keeps the last, so a second `redis_memtier:` section (or flag) dropped
+  the first without a word. Keys a merge (<<:) brings may be overridden."""
+  seen = {}
+  for key, _ in node.value:
+    if not isinstance(key, yaml.ScalarNode) or key.tag.endswith(':merge'):
+      continue
+    first = seen.setdefault((key.tag, key.value), key.start_mark.line + 1)
+    if first != key.start_mark.line + 1:
+      raise _DuplicateKey(key.value, first, key.start_mark.line + 1)
 
 
 def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
@@ -147,16 +168,29 @@ def ReadConfigFile(path: str, flag: str = '--benchmark_config_file') -> str:
         f'{flag}: {path} is {e}; save it as UTF-8.') from None
 
 
-def LoadYaml(text: str, source: str, lines_before: int = 0) -> Any:
+class _LastKeyWinsLoader(_BoundedLoader):  # pylint: disable=too-many-ancestors
+  UNIQUE_KEYS = False
+
+
+def LoadYaml(text: str, source: str, lines_before: int = 0,
+             unique_keys: bool = True) -> Any:
   """`text` read as YAML; an error names its line in `source`, whose
-  first line is `text`'s line `lines_before` + 1 (text put before it)."""
+  first line is `text`'s line `lines_before` + 1 (text put before it).
+  A key given twice in one mapping is refused unless not `unique_keys`."""
+  loader = _BoundedLoader if unique_keys else _LastKeyWinsLoader
   try:
-    return _Unaliased(yaml.load(text, Loader=_BoundedLoader))  # nosec: safe
+    return _Unaliased(yaml.load(text, Loader=loader))  # nosec: safe
   except _AliasBomb as e:
     raise errors.ConfigError(
         f'{source}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} '
         f'nodes (at line {e.args[0] - lines_before}); refused as an alias '
         'bomb.') from None
+  except _DuplicateKey as e:
+    key, first, second = e.args
+    raise errors.ConfigError(
+        f'{source}: key "{key}" is given twice in one mapping (lines '
+        f'{first - lines_before} and {second - lines_before}); YAML would '
+        'keep the second alone: merge them or rename one.') from None
   except _TooDeep as e:
     raise errors.ConfigError(
         f'{source}: YAML nested more than {MAX_DEPTH} levels deep (at line '
@@ -510,9 +544,11 @@ def LoadMinimalConfig(benchmark_config: str,
                       benchmark_name: str) -> Dict[str, Any]:
   """A BENCHMARK_CONFIG's section `benchmark_name`, read after
   CONFIG_CONSTANTS so its anchors resolve (upstream PKB's function)."""
-  # The module's line numbers in an error, not the joined text's.
+  # The module's line numbers in an error, not the joined text's; its
+  # config may redefine a constant, the later one kept (as upstream).
   loaded = LoadYaml(f'{CONFIG_CONSTANTS}\n{benchmark_config}', benchmark_name,
-                    lines_before=CONFIG_CONSTANTS.count('\n') + 1)
+                    lines_before=CONFIG_CONSTANTS.count('\n') + 1,
+                    unique_keys=False)
   if not isinstance(loaded, Mapping) or not isinstance(
       loaded.get(benchmark_name), Mapping):
     raise errors.ConfigError(

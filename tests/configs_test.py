@@ -203,3 +203,22 @@ def test_a_ratio_written_unquoted_is_text_not_base_60():
   assert loaded == {'memtier_ratio': '1:4',
                     'memtier_ratios': ['1:1', '4:1', '1:0'],
                     'memtier_run_duration': 10, 'memtier_cap_margin': 0.5}
+
+
+@pytest.mark.parametrize('text,key,lines', [
+    ('bench:\n  flags: {memtier_run_duration: 1}\n'
+     'bench:\n  flags: {memtier_run_duration: 5}\n', 'bench', '1 and 3'),
+    ('bench:\n  flags:\n    memtier_run_duration: 1\n'
+     '    memtier_run_duration: 2\n', 'memtier_run_duration', '3 and 4'),
+])
+def test_a_key_given_twice_in_one_mapping_is_refused(text, key, lines):
+  # PyYAML keeps the last: a second section of one name dropped the first.
+  with pytest.raises(errors.ConfigError) as e:
+    configs.LoadYaml(text, '--benchmark_config_file')
+  assert str(e.value) == (
+      f'--benchmark_config_file: key "{key}" is given twice in one mapping '
+      f'(lines {lines}); YAML would keep the second alone: merge them or '
+      'rename one.')
+  # A key a merge brings is the one to override.
+  assert configs.LoadYaml('a: &a {x: 1, y: 2}\nb: {<<: *a, x: 3}\n',
+                          'x')['b'] == {'x': 3, 'y': 2}
