@@ -26,6 +26,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import terminal_text
 
 def _Unaliased(value: Any) -> Any:
   """A deep copy in which YAML anchors no longer share one object.
@@ -320,6 +321,11 @@ def _MustBeText(value: Any) -> Any:
   if value is not None and not isinstance(value, str):
     raise ValueError(f'must be text, not {value!r}; quote it in the YAML '
                      f'("{value}")')
+  if value is not None and not value.isprintable():
+    # A name, never a control sequence: Local's machine_type "\e[31m..."
+    # reached the terminal as one in the plan's VM lines.
+    raise ValueError('must be printable text on one line, not '
+                     f'"{terminal_text.Printable(value)}"')
   return value
 
 

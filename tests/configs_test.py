@@ -222,3 +222,20 @@ def test_a_key_given_twice_in_one_mapping_is_refused(text, key, lines):
   # A key a merge brings is the one to override.
   assert configs.LoadYaml('a: &a {x: 1, y: 2}\nb: {<<: *a, x: 3}\n',
                           'x')['b'] == {'x': 3, 'y': 2}
+
+
+def test_a_vm_spec_name_with_a_control_character_is_refused():
+  # Local takes any machine_type: "\e[31mred" reached the terminal as a
+  # colour sequence in the dry run's 'servers: 1 x ...' line.
+  with pytest.raises(errors.ConfigError) as e:
+    configs.MergeConfigs(
+        'bench', DEFAULT, 'bench:\n  vm_groups:\n    servers:\n      '
+        'vm_spec:\n        Local: {machine_type: "\\e[31mred"}\n', [])
+  assert str(e.value) == (
+      'bench: vm_groups.servers.vm_spec.Local.machine_type must be printable '
+      'text on one line, not "\\x1b[31mred".')
+  config = configs.MergeConfigs(
+      'bench', DEFAULT, None,
+      ['bench.vm_groups.servers.vm_spec.Local.machine_type=café-1'])
+  assert config['vm_groups']['servers']['vm_spec']['Local'][
+      'machine_type'] == 'café-1'
