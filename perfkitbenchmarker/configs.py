@@ -260,6 +260,7 @@ def MergeConfigs(benchmark_name: str, default_config: Mapping[str, Any],
       for key in reversed(path):
         value = {key: value}
       _MergeInto(config, value, [], template, f'--config_override "{text}"')
+  NullCountsAreNumVms(config)
   CheckVmGroups(config, benchmark_name)
   return config
 
@@ -314,7 +315,20 @@ def CheckUserConfig(user: Any, benchmark_names: Sequence[str]) -> None:
     config_flags = (section or {}).get('flags')
     for name in config_flags if isinstance(config_flags, Mapping) else ():
       CheckNotReserved(name, f'{where}.flags')
+    NullCountsAreNumVms(section)
     CheckVmGroups(section, where)
+
+
+def NullCountsAreNumVms(config: Any) -> None:
+  """A vm_groups entry's `vm_count: null` becomes --num_vms, as upstream
+  PKB's VM group spec reads it (a user's config file too, where it was
+  refused: 'vm_count None: input should be a valid integer')."""
+  groups = (config or {}).get('vm_groups') if isinstance(
+      config, Mapping) else None
+  for group in groups.values() if isinstance(groups, Mapping) else ():
+    if isinstance(group, dict) and 'vm_count' in group and (
+        group['vm_count'] is None):
+      group['vm_count'] = flags.FLAGS.num_vms
 
 
 def _MustBeText(value: Any) -> Any:
@@ -570,9 +584,7 @@ def LoadConfig(benchmark_config: str, user_config: Mapping[str, Any],
   BenchmarkConfig merges it (file < --config_override, then the config's
   `flags:` applied). A vm_count of null is --num_vms VMs, as upstream."""
   default = LoadMinimalConfig(benchmark_config, benchmark_name)
-  for group in (default.get('vm_groups') or {}).values():
-    if isinstance(group, dict) and group.get('vm_count', 1) is None:
-      group['vm_count'] = flags.FLAGS.num_vms
+  NullCountsAreNumVms(default)
   config = MergeConfigs(benchmark_name, default, user_config.get('file'),
                         user_config.get('overrides', []))
   ApplyConfigFlags(config.get('flags') or {}, flags.FLAGS)

@@ -71,6 +71,15 @@ def test_a_null_vm_count_is_num_vms():
   FLAGS.num_vms = 3
   assert configs.LoadConfig(EXAMPLE_CONFIG, {}, 'example_vm')[
       'vm_groups']['default']['vm_count'] == 3
+  # A user's config file too, as upstream's VM group spec reads it: there
+  # it was refused ('vm_count None: input should be a valid integer').
+  text = 'redis_memtier:\n  vm_groups:\n    clients:\n      vm_count: null\n'
+  user = configs.LoadYaml(text, 'x')
+  configs.CheckUserConfig(user, ['redis_memtier'])
+  assert user['redis_memtier']['vm_groups']['clients']['vm_count'] == 3
+  default = configs.LoadYaml(configs.RedisVmGroups(), 'x')
+  assert configs.MergeConfigs('redis_memtier', default, text, [])[
+      'vm_groups']['clients']['vm_count'] == 3
 
 
 def test_load_config_merges_the_users_file_and_overrides():
