@@ -239,6 +239,10 @@ def ParseOverride(text: str) -> tuple:
         f'--config_override "{text}": the key must be '
         '<benchmark>.<path.to.key>, e.g. redis_memtier.vm_groups.servers.'
         'vm_count=2.')
+  if len(parts) > MAX_DEPTH:  # It nests the value as deep (a file's bound).
+    raise errors.ConfigError(
+        f'--config_override "{text}": the key has {len(parts):,} parts; a '
+        f'config nests at most {MAX_DEPTH} levels.')
   value = LoadYaml(raw_value, f'--config_override "{text}"')
   return parts[0], parts[1:], value
 

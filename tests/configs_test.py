@@ -74,6 +74,9 @@ def test_override_for_other_benchmark_ignored():
      'vm_groups.servers.vm_spec.GCP.machine_typo is unknown'),
     ('bench.vm_groups.servers.vm_count=[1, 2', 'invalid YAML'),
     ('bench.description.x=1', '"description" is a value, not a section'),
+    # Its parts nest the value: 3,000 (6 KB) ended in a RecursionError.
+    ('bench.flags.' + '.'.join(['a'] * 3000) + '=1',
+     'the key has 3,002 parts; a config nests at most 100 levels.'),
 ])
 def test_bad_overrides(override, needle):
   with pytest.raises(errors.ConfigError) as e:
