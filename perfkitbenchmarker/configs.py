@@ -52,8 +52,8 @@ MAX_RUN_VMS = 1000
 MAX_EXPANDED_NODES = 100000
 
 # Most levels a config may nest: far above any real config (the presets
-# nest eight at most), far below Python's recursion limit, which PyYAML's composer
-# (one call per level) and every reader of the result would reach.
+# nest eight at most), far below Python's recursion limit, which PyYAML's
+# composer (one call per level) and every reader of the result would reach.
 MAX_DEPTH = 100
 
 # Most bytes a config file may have: far above any real one (the presets in
