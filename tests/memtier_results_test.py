@@ -191,6 +191,39 @@ def test_real_duration_is_the_span_corrected_by_whole_seconds(
   assert result.throughput == pytest.approx(577850 / real)
 
 
+@pytest.mark.parametrize('stem,span_ms,test_time,real', [
+    # memtier averages its clients' start and finish times with seconds and
+    # microseconds apart (run_stats::merge), so clients that start either
+    # side of a second's boundary move the span by a fraction of a second:
+    # real runs under a CPU hog at 1x32 and 1x64 wrote 924 ms and 438 ms for
+    # 1 s, 2,923 and 2,319 ms for 3 s. Every client runs the test time and
+    # stops at its first reply after it (client::finished), so the run
+    # lasted from the test time to the test time plus its slowest reply.
+    ('memtier_single_t1c32_tt5_under1ms', 4924, 5, 5.0),
+    ('memtier_single_t1c32_tt5_under1ms', 4438, 5, 5.004447),
+    ('memtier_single_t1c32_tt5_under1ms', 5319, 5, 5.004447),
+    # Under --rate-limiting a client may wait one firing of the limiter
+    # (200/s a connection: 4 requests 50 times a second) before that reply.
+    ('memtier_single_t1c32_tt2_rate200', 2319, 2, 2.028575),
+    ('memtier_single_t1c32_tt2_rate200', 2007, 2, 2.007),  # Within: kept.
+])
+def test_a_timed_probe_lasted_its_test_time_to_its_slowest_reply_after(
+    stem, span_ms, test_time, real):
+  doc = _Json(stem)
+  runtime = doc['ALL STATS']['Runtime']
+  runtime['Finish time'] = runtime['Start time'] + span_ms
+  runtime['Total duration'] = span_ms
+  count = doc['ALL STATS']['Totals']['Count']
+  result = memtier_results.MemtierResult.FromOutputs(
+      json.dumps(doc), test_time_s=test_time)
+  assert result.real_duration_s == pytest.approx(real)
+  assert result.throughput == pytest.approx(count / real)
+  # Every second of the test time was measured whole.
+  assert [s.second for s in result.per_second if s.complete] == list(
+      range(test_time))
+  assert result.duration_bug_detected == (span_ms != 2007)
+
+
 def test_request_count_span_is_corrected_into_its_last_second():
   doc = _Json('memtier_single_preload_p100')
   runtime = doc['ALL STATS']['Runtime']

@@ -9,7 +9,10 @@ Facts about memtier's output this parser relies on (see tests/data):
     a whole second off either way (redis/memtier_benchmark PR #209), so
     throughput here is Count / the real run duration: the JSON's span
     corrected by that whole second (2.001-2.029 s for a real 2 s run, not
-    the nominal 2 s), cross-checked with the per-second series.
+    the nominal 2 s), cross-checked with the per-second series. Clients
+    that start either side of a second's boundary move it by a fraction of
+    a second (924 ms for a 1 s run under a CPU hog): a timed probe is held
+    between its test time and that plus its slowest reply.
   * JSON 'Average Latency' of Totals is truncated to whole ms in mixed runs;
     'Accumulated Latency' is the exact sum truncated to whole ms, so
     Accumulated Latency / Count is the mean.
@@ -201,9 +204,9 @@ _TAIL_S = 0.1
 
 
 def _RealDuration(doc: Mapping, test_time_s: Optional[float]
-                  ) -> Tuple[float, str, int]:
-  """Seconds the run really lasted, where that came from, and the whole
-  seconds by which memtier's own span was corrected.
+                  ) -> Tuple[float, str, bool]:
+  """Seconds the run really lasted, where that came from, and whether
+  memtier's own span was not believed as it was.
 
   The span is the JSON's Finish time - Start time, each an average over
   memtier's clients whose seconds and microseconds are averaged apart with
@@ -212,8 +215,11 @@ def _RealDuration(doc: Mapping, test_time_s: Optional[float]
   divides by it). It is corrected by the whole seconds that bring it
   nearest to the test time (given, else the JSON's) plus _TAIL_S; a
   request-count run (no test time) is brought into the second its
-  per-second series ends in. An interrupted run keeps its span; a JSON
-  without one gives the test time itself.
+  per-second series ends in. Clients that start (or stop) either side of a
+  second's boundary move the averages by a fraction of a second too, so a
+  timed probe's (`test_time_s` given) is then held within what it can have
+  lasted (_TimedBounds). An interrupted run keeps its span; a JSON without
+  one gives the test time itself.
   """
   runtime = doc['ALL STATS'].get('Runtime', {})
   interrupted = str(runtime.get('Interrupted', 'false')).lower() == 'true'
@@ -221,21 +227,54 @@ def _RealDuration(doc: Mapping, test_time_s: Optional[float]
   span = (runtime.get('Finish time', 0) - runtime.get('Start time', 0)) / 1000
   if span <= 0:
     if nominal:
-      return float(nominal), 'test_time_argument', 0
+      return float(nominal), 'test_time_argument', False
     raise ValueError('memtier JSON has no usable run duration')
   if interrupted:
-    return span, 'json_runtime_start_finish', 0
+    return span, 'json_runtime_start_finish', False
   if nominal:
     target = float(nominal) + _TAIL_S
   else:
     seconds = [int(k) for k in doc['ALL STATS'].get('Totals', {}).get(
         'Time-Serie', {})]
     if not seconds:
-      return span, 'json_runtime_start_finish', 0
+      return span, 'json_runtime_start_finish', False
     target = max(seconds) + 0.5
   correction = round(target - span)
-  return (span + correction, 'json_runtime_start_finish' +
-          ('_whole_seconds_corrected' if correction else ''), correction)
+  duration = span + correction
+  source = 'json_runtime_start_finish' + (
+      '_whole_seconds_corrected' if correction else '')
+  bounds = _TimedBounds(doc, test_time_s) if test_time_s else None
+  if bounds and not bounds[0] <= duration <= bounds[1]:
+    return (min(max(duration, bounds[0]), bounds[1]),
+            source + '_bounded_by_test_time', True)
+  return duration, source, bool(correction)
+
+
+def _TimedBounds(doc: Mapping, test_time_s: float
+                 ) -> Optional[Tuple[float, float]]:
+  """The fewest and most seconds a timed run of `test_time_s` can have
+  lasted, or None for a staircase (it stops on the wall clock's whole
+  seconds) or a JSON without its slowest reply.
+
+  memtier stops each client at its first reply once that client has run the
+  test time (client::finished, which reads the second of the last reply),
+  so every client ran at least the test time, and at most that plus the
+  slowest reply (a reply's latency counts from its request's send, which
+  came before the test time ended) and, under --rate-limiting, one wait for
+  the limiter's next firing (memtier_benchmark.cpp: ceil(rate / 50)
+  requests a firing, rate // that many firings a second).
+  """
+  config = doc.get('configuration', {})
+  if config.get('clients_start'):
+    return None
+  slowest = measurement.FiniteFloat(
+      doc['ALL STATS'].get('Totals', {}).get('Max Latency'))
+  if slowest is None:
+    return None
+  rate = int(measurement.FiniteFloat(config.get('rate_limit')) or 0)
+  wait = 1 / (rate // -(-rate // 50)) if rate >= 1 else 0.0
+  return (float(test_time_s),
+          test_time_s + max(0.0, slowest) / 1000 + wait)
 
 
 # MemtierResult's percentile fields, named as Measurement names them.
@@ -302,7 +341,7 @@ class MemtierResult:
     stats = doc['ALL STATS']
     sets, gets, totals = (MemtierCommandStats.FromJson(stats.get(name, {}))
                           for name in ('Sets', 'Gets', 'Totals'))
-    real_duration_s, duration_source, correction = _RealDuration(
+    real_duration_s, duration_source, span_disbelieved = _RealDuration(
         doc, test_time_s)
     row = ParseStdoutTable(stdout_text).get('Totals', {}) if stdout_text else {}
     measured = [s for s in totals.time_series if s.second >= warmup_s]
@@ -324,7 +363,7 @@ class MemtierResult:
             if s.second < int(real_duration_s + 1e-9)]
     series_throughput = sum(full) / len(full) if full else None
     reported = totals.reported_ops_per_sec
-    bug = bool(correction) or bool(
+    bug = span_disbelieved or bool(
         series_throughput and
         abs(reported / series_throughput - 1) > DURATION_BUG_TOLERANCE)
     runtime = stats.get('Runtime', {})
