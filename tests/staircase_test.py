@@ -318,6 +318,32 @@ def test_memtier_probe_runs_warmup_on_top_of_the_duration(client_vm,
   assert m.metadata['warmup_supported'] is True
 
 
+def test_a_request_count_run_that_times_out_names_what_bounds_it(
+    client_vm, pkb_flags, monkeypatch):
+  """A fixed-load -n run lasts what its requests take; its probe's length
+  only bounds it (3 x 2 + 30 s by default). Ended there by `timeout` (exit
+  124), it said 'timed out after 36 s' and nothing of which flag that is."""
+  del pkb_flags
+  recorded = client_vm.ReadFile
+  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
+      '124 100.0 136.0' if path.endswith('.rc') else recorded(path)))
+  generator = memtier.MemtierGenerator(client_vm, 'memtier_benchmark',
+                                       requests=100000)
+  with pytest.raises(errors.ProcessError) as failure:
+    generator.Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 32),
+                    duration_s=2)
+  assert '-n 100000' in client_vm.scripts[-1]
+  assert str(failure.value).startswith(
+      'memtier_benchmark on clients-0 timed out after 36 s (the bound of '
+      '--memtier_requests=100000 a client: 3 x --memtier_run_duration + 30 '
+      's; give a longer --memtier_run_duration or fewer requests): ')
+  # A timed probe's bound is its own length: nothing to add.
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
+                                Load(1, 32), duration_s=2)
+  assert 'timed out after 36 s: ' in str(failure.value)
+
+
 def test_a_probe_over_two_client_vms_counts_both(data_path, pkb_flags):
   """Each VM ran the recorded 1x32 probe (577,850 ops: 288,930 SET and
   288,920 GET): the probe's connections, operation counts and memtier's

@@ -120,14 +120,17 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              timeout_s: float, cpu_window_s: Optional[float] = None,
              secret: Optional[str] = None, files: Sequence[str] = (),
              sample_every_s: float = 0.5,
-             manifest: Optional[Dict[str, object]] = None) -> ProbeRun:
+             manifest: Optional[Dict[str, object]] = None,
+             timeout_hint: str = '') -> ProbeRun:
   """Starts every argv at once (pinned to the VM's cores) and waits for all.
 
   With `secret`, the argvs carry argv_secret.TOKEN where the password goes,
   and the tools get the secret without it ever being in their argv. `files`
   are read back in the same trip (e.g. memtier's JSON). Everything brought
   back is kept in the run directory (evidence.py), with `manifest` (what a
-  recomputation needs to know of the probe) as probe.json.
+  recomputation needs to know of the probe) as probe.json. `timeout_hint`
+  follows 'timed out after N s' when the bound ended a process (what sets
+  it, when that is not plain).
   """
   base = f'{vm.scratch_dir}/{name}'
   if secret is None:
@@ -179,6 +182,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
       side_by_side = (f' ({len(commands)} processes side by side)'
                       if len(commands) > 1 else '')
       reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
+                f'{timeout_hint}'
                 if output.returncode in (124, 137) else
                 f'exited with status {output.returncode}')
       raise errors.ProcessError(

@@ -148,13 +148,20 @@ class MemtierGenerator(base.LoadGenerator):
         self.path, e, argv_secret.TOKEN, workload, load, test_time, path,
         staircase=staircase, user=redis_shard.LOAD_USER, requests=requests)
              for (e, _), path in zip(targets, json_paths)]
+    # A request-count run lasts what its requests take; the probe's length
+    # only bounds it, so a timeout names the flag that sets the bound.
+    hint = ('' if requests is None else
+            f' (the bound of --memtier_requests={requests} a client: 3 x '
+            '--memtier_run_duration + 30 s; give a longer '
+            '--memtier_run_duration or fewer requests)')
     run = concurrent.RunProbe(
         self.vm, f'memtier-{self._probes}', argvs, test_time * 3 + 30,
         cpu_window_s=None if requests else test_time,
         secret=redis_shard.LoadPassword(password), files=json_paths,
         sample_every_s=concurrent.SampleEvery(test_time),
         manifest=Manifest(load, json_paths, None if requests else test_time,
-                          0 if requests else self.warmup_s, staircase))
+                          0 if requests else self.warmup_s, staircase),
+        timeout_hint=hint)
     self.last_raw_output = run.raw_output
     # The window the CPU was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.

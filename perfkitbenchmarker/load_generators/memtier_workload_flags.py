@@ -39,7 +39,8 @@ flag_types.DEFINE_float(
 flags.DEFINE_integer(
     'memtier_requests', None,
     'memtier -n: requests per client instead of --test-time '
-    '(--memtier_run_duration); fixed-load runs only. Upstream PKB\'s flag, '
+    '(--memtier_run_duration, which then only bounds each run: 3 x it + '
+    '30 s); fixed-load runs only. Upstream PKB\'s flag, '
     'default 10000 there; unset here, since the capped search times its '
     'probes.', lower_bound=1, upper_bound=10**12)
 flags.DEFINE_integer(
