@@ -285,6 +285,30 @@ def test_benchmark_staircase_run_reports_steps_and_confirmed_answer(
   assert 'staircase' in out.getvalue()
 
 
+def test_a_staircase_search_keeps_to_the_probe_budget(client_vm, pkb_flags):
+  """--memtier_max_probes is a hard bound on probes; a staircase's steps and
+  its repeats are probes as the adaptive search's are. With
+  --memtier_max_probes=4 a real staircase search under a CPU hog ran 9 (3
+  steps, 6 repeats), then its hold and curve. The steps its ramp measured
+  (8 here: 16 to 128 clients) are all kept, however few the budget."""
+  pkb_flags.memtier_staircase = True
+  pkb_flags.memtier_run_duration = 5
+  pkb_flags.memtier_confirm_repeats = 2
+  for budget, steps, repeats in ((9, 8, 1), (3, 8, 0)):
+    pkb_flags.memtier_max_probes = budget
+    spec, _ = _Spec(client_vm, pkb_flags)
+    samples = bench.Run(spec)
+    roles = [s.metadata['probe_role'] for s in samples
+             if s.metric == 'throughput']
+    assert (roles.count('search'), roles.count('confirm')) == (steps,
+                                                                repeats)
+    capped = next(s for s in samples
+                  if s.metric == 'latency_capped_throughput')
+    assert capped.metadata['verdict'] == 'unconfirmed'
+    assert capped.metadata['verdict_reason'].startswith(
+        f'probe budget of {steps + repeats} spent')
+
+
 def test_staircase_refuses_redis_benchmark(pkb_flags):
   pkb_flags.memtier_staircase = True
   pkb_flags.load_generator = 'redis_benchmark'

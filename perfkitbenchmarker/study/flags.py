@@ -41,7 +41,10 @@ flags.DEFINE_integer('memtier_max_threads', 8,
 flags.DEFINE_integer('memtier_thread_increment', 1,
                      'Threads added per probe by the linear search.',
                      lower_bound=1, upper_bound=1024)
-flags.DEFINE_integer('memtier_max_probes', 40, 'Hard bound on probes.',
+flags.DEFINE_integer('memtier_max_probes', 40,
+                     'Hard bound on probes (a staircase search keeps every '
+                     'step it replays, up to the first over the cap, and '
+                     'bounds its repeats).',
                      lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('memtier_adaptive_min_connections', 4,
                      'Fewest connections per client process the adaptive '

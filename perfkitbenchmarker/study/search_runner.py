@@ -181,9 +181,15 @@ def Search(spec, driver: driver_lib.ProbeDriver,
     policy = staircase.StaircasePolicy(
         tuple(m.load for m in steps),
         confirm_repeats=opts.search.confirm_repeats)
-    # Each confirmation may run its disturbed repeats again (as many).
-    budget = len(steps) + 2 * opts.search.confirm_repeats * (
-        1 + policy.max_backoffs)
+    # Each confirmation may run its disturbed repeats again (as many). The
+    # repeats are probes, so --memtier_max_probes bounds them too; the steps
+    # the policy replays (up to the first over the cap, a second over it
+    # counted as search/driver.py does) are measured already: all kept.
+    replayed = next((i + 1 for i, m in enumerate(steps)
+                     if not m.UnderCap(cap) or
+                     steadiness.SecondsOverCap(m.metadata)), len(steps))
+    budget = max(replayed, min(opts.search.max_probes, len(steps) + 2 * (
+        opts.search.confirm_repeats * (1 + policy.max_backoffs))))
     result = search_driver.FindLatencyCappedMaximum(
         staircase.ReplayThenMeasure(steps, measure), cap, policy,
         max_probes=budget, on_probe=OnProbe)
