@@ -19,6 +19,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import steadiness
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import driver as driver_lib
 from perfkitbenchmarker.load_generators import interference
 from perfkitbenchmarker.load_generators import memtier
@@ -301,10 +302,24 @@ def NoResultError(result: search_driver.SearchResult, cap_ms: float,
     # over): say so, or the line would contradict its own figure.
     where += ', under the cap as a whole but over it in a second'
   if fewest <= least_connections:
+    # Probes others' load disturbed measured it as much as the server: the
+    # server is not blamed for them (as a disturbed answer is not its).
+    disturbed = [p.measurement.metadata for p in result.probes
+                 if verdict.Disturbed(p.measurement.metadata)]
+    foreign = max((m.get(k) for m in disturbed for k in (
+        'client_foreign_cpu_pct', 'server_foreign_cpu_pct',
+        'foreign_cpu_pct') if isinstance(m.get(k), (int, float))),
+                  default=None)
+    why = ('this server cannot answer that fast here; raise '
+           '--memtier_latency_cap.' if not disturbed else
+           'others took CPU the run\'s threads waited for in '
+           f'{len(disturbed)} of the {len(result.probes)} probes' +
+           (f' (foreign CPU up to {foreign:g} %)' if foreign is not None
+            else '') + ': not the server\'s figure alone; stop the '
+           'other load and run again, or raise --memtier_latency_cap.')
     return errors.NoLoadUnderCapError(
         f'Every probe was over the {cap} cap, down to {fewest} '
-        f'connection{"s" if fewest > 1 else ""} ({where}): this server '
-        'cannot answer that fast here; raise --memtier_latency_cap.')
+        f'connection{"s" if fewest > 1 else ""} ({where}): {why}')
   flag = _LOWEST_LOAD_FLAG.get(result.policy, '--memtier_clients')
   if result.budget_exhausted:
     first = _FIRST_LOAD_FLAG.get(result.policy, '--memtier_clients')
