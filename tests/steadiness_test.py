@@ -6,6 +6,7 @@ recorded real output (tests/data). The e2e half, a server whose CPU quota
 drops under a real run, is tests/steady_quota_test.py.
 """
 
+import dataclasses
 import json
 import os
 
@@ -332,6 +333,32 @@ def test_time_series_samples_have_upstream_pkbs_shape():
   assert ops.metadata['x'] == 1
   assert by_metric['p99.00_time_series'].metadata['values'] == [2.0, 1.0]
   assert by_metric['p99.00_time_series'].unit == 'ms'
+
+
+def test_time_series_start_is_moved_past_memtiers_whole_second_early_start():
+  """memtier's Start time is its clients' average with the seconds
+  truncated: a real hold's JSON said 1796073625314 ms for a process started
+  at 1796073626.140 s, whose load window began at 1796073626.128 s, so the
+  published timestamps began 0.8 s before memtier ran. A start more than
+  0.25 s before the load window is moved on by whole seconds."""
+  from perfkitbenchmarker.study import search_runner  # pylint: disable=g-import-not-at-top
+  series = (S(0, 900, 0.5), S(1, 1000, 0.4))
+
+  def Start(start_ms, window):
+    return search_runner.SeriesStartMs(dataclasses.replace(
+        _M(series), load_window=window,
+        metadata={'per_second_start_ms': start_ms}))
+
+  window = (1796073626.128235, 1796073630.3)
+  assert Start(1796073625314, window) == 1796073626314
+  assert Start(1796073624314, window) == 1796073626314  # 2 s early
+  # An honest start, after the window's (0.04-0.57 s here): kept.
+  assert Start(1796073626314, window) == 1796073626314
+  assert Start(1796073626000, window) == 1796073626000  # within 0.25 s
+  assert Start(1796073625314, None) == 1796073625314  # nothing to judge by
+  no_start = dataclasses.replace(_M(series), load_window=window, metadata={})
+  assert search_runner.SeriesStartMs(no_start) == pytest.approx(
+      1796073626128.235)
 
 
 def test_a_hold_that_failed_held_nothing_and_says_why():
