@@ -1,7 +1,8 @@
 """A run whose --results_dir fills up: one line naming the file the disk
 refused, the samples that fit kept, nothing left running (issue 35 class 1).
 
-A real full file system: a 64 KiB tmpfs as --results_dir, mounted in a
+A real full file system: an 80 KiB tmpfs as --results_dir (64 KiB until
+the pilot before the first probe kept its 16 KiB of evidence too), mounted in a
 private mount namespace (`unshare -m`) so nothing outside the test sees it
 and it goes with the process. The probes' raw output (evidence.Keep) fills
 it first; before the evidence writer gave up in one line this case was a
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.e2e
 _RUN_ON_SMALL_DISK = r'''
 set -u
 results=$1 copy=$2; shift 2
-mount -t tmpfs -o size=64k tmpfs "$results" || exit 99
+mount -t tmpfs -o size=80k tmpfs "$results" || exit 99
 "$@" >"$copy/stdout" 2>"$copy/stderr"
 echo $? >"$copy/rc"
 cp -a "$results/." "$copy/results/" 2>/dev/null
