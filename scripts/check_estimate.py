@@ -33,6 +33,7 @@ venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
 
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker.results_history import loader
 
@@ -75,6 +76,22 @@ def Lines(benchmark: str, cloud: str,
   return lines
 
 
+def EstimatedMinutes(run_dir: str, benchmark: str,
+                     estimate) -> Dict[str, float]:
+  """The estimate's minutes per phase, as its record keeps them; a record
+  is input (a downloaded run's may hold anything), so anything else, or a
+  time that is not a finite number of at least 0, is one UsageError."""
+  minutes = estimate.get('minutes') if isinstance(estimate, dict) else None
+  read = ({phase: measurement.FiniteFloat(m) for phase, m in minutes.items()}
+          if isinstance(minutes, dict) else {})
+  if not read or any(m is None or m < 0 for m in read.values()):
+    raise errors.UsageError(
+        f'The cost estimate of {benchmark} in '
+        f'{os.path.join(run_dir, run_record_lib.RECORD_FILE)} is not minutes '
+        'per phase (each a finite number of at least 0); nothing to check.')
+  return read
+
+
 def Check(run_dir: str) -> List[str]:
   record = run_record_lib.RunRecord.Load(run_dir)
   estimates = record.info.get('estimate')
@@ -94,8 +111,8 @@ def Check(run_dir: str) -> List[str]:
       raise errors.UsageError(
           f'{benchmark} in {run_dir} has no stage samples; run it with '
           '--timing_measurements=runtimes.')
-    checks = cost_estimate.CompareWithRun(estimate.get('minutes', {}),
-                                          stages)
+    checks = cost_estimate.CompareWithRun(
+        EstimatedMinutes(run_dir, benchmark, estimate), stages)
     out += Lines(benchmark, str(estimate.get('cloud', '?')), checks)
   return out
 

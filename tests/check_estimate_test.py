@@ -12,12 +12,18 @@ import sys
 
 import pytest
 
+import importlib.util
+
 import pkb_forkserver
 from perfkitbenchmarker import cost_estimate as ce
+from perfkitbenchmarker import run_record
 
 import e2e_support as e2e
 
 SCRIPT = os.path.join(e2e.REPO, 'scripts', 'check_estimate.py')
+_SPEC = importlib.util.spec_from_file_location('check_estimate', SCRIPT)
+check_estimate = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(check_estimate)
 
 
 def test_phases_are_set_against_the_stages_that_measure_them():
@@ -47,6 +53,48 @@ def test_the_estimate_a_run_keeps_is_the_one_dry_run_prints():
   assert record['minutes'] == pytest.approx(
       {p.name: p.minutes for p in estimate.phases}, abs=1e-3)
   assert record['usd'] == pytest.approx(estimate.usd, abs=1e-4)
+
+
+def _RunDir(tmp_path, estimate):
+  """A run directory with `estimate` in its record and a 'Benchmark Run
+  Runtime' sample of 60 s."""
+  run_dir = str(tmp_path / 'run')
+  run_record.RunRecord.Create(run_dir, 'h5a', estimate=estimate)
+  sample = {'test': 'redis_memtier', 'metric': 'Benchmark Run Runtime',
+            'value': 60.0, 'unit': 'seconds', 'labels': '',
+            'timestamp': 1.0, 'run_uri': 'h5a', 'sample_uri': 's',
+            'product_name': 'PerfKitBenchmarker', 'official': False}
+  with open(os.path.join(run_dir, 'perfkitbenchmarker_results.json'),
+            'w', encoding='utf-8') as f:
+    f.write(json.dumps(sample) + '\n')
+  return run_dir
+
+
+@pytest.mark.parametrize('estimate', [
+    [1], {'cloud': 'Local', 'minutes': [1]},
+    {'cloud': 'Local', 'minutes': {'search': 'x'}},
+    {'cloud': 'Local', 'minutes': {'search': -1}},
+    {'cloud': 'Local', 'minutes': {'search': float('inf')}}])
+def test_a_record_whose_estimate_is_not_minutes_is_one_line(
+    tmp_path, capsys, estimate):
+  # A record is input: a downloaded run's estimate may hold anything. A
+  # list printed 'AttributeError: 'list' object has no attribute 'get''
+  # under a traceback; -1 and inf were printed as estimated minutes.
+  run_dir = _RunDir(tmp_path, {'redis_memtier': estimate})
+  assert check_estimate.main([run_dir]) == 1
+  err = capsys.readouterr().err
+  assert err == (f'check_estimate: The cost estimate of redis_memtier in '
+                 f'{run_dir}/run_record.json is not minutes per phase (each '
+                 'a finite number of at least 0); nothing to check.\n')
+
+
+def test_a_record_s_estimate_is_set_against_its_run(tmp_path):
+  run_dir = _RunDir(tmp_path, {'redis_memtier': {
+      'cloud': 'Local', 'minutes': {'search': 2.0}}})
+  lines = check_estimate.Check(run_dir)
+  assert lines[0] == 'redis_memtier on Local:'
+  assert lines[4].split()[:6] == ['search', '2.00', 'min', '1.00', 'min',
+                                  '0.50']
 
 
 def _Script(run_dir):
