@@ -34,6 +34,7 @@ venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker.results_history import loader
 
@@ -47,10 +48,13 @@ STAGES = frozenset(s for _, stages in cost_estimate.MEASURED_BY
                    for s in stages)
 
 
-def StageSeconds(results_path: str) -> Dict[str, Dict[str, float]]:
-  """Per benchmark ('test'), its '<stage> Runtime' samples in seconds."""
+def StageSeconds(run_dir: regular_files.Directory
+                ) -> Dict[str, Dict[str, float]]:
+  """Per benchmark ('test'), its '<stage> Runtime' samples in seconds, from
+  the run directory's own results file (a downloaded run's is input: never
+  read through a symlink, as its record is not)."""
   stages: Dict[str, Dict[str, float]] = {}
-  for row in loader.IterJsonLines(results_path):
+  for row in loader.IterJsonLines(RESULTS_FILE, run_dir):
     fixed = row['fixed']
     metric = str(fixed['metric'])
     stage = metric[:-len(RUNTIME_SUFFIX)]
@@ -100,10 +104,10 @@ def Check(run_dir: str) -> List[str]:
         f'The run in {run_dir} has no cost estimate in its record (runs '
         'before this version, or a --run_stage that skipped provision); '
         'nothing to check.')
-  results = os.path.join(run_dir, RESULTS_FILE)
-  if not os.path.exists(results):
-    raise errors.UsageError(f'No {RESULTS_FILE} in {run_dir}.')
-  measured = StageSeconds(results)
+  with regular_files.Directory(run_dir) as directory:
+    if directory.Kind(RESULTS_FILE) is None:
+      raise errors.UsageError(f'No {RESULTS_FILE} in {run_dir}.')
+    measured = StageSeconds(directory)
   out = []
   for benchmark, estimate in sorted(estimates.items()):
     stages = measured.get(benchmark, {})
@@ -123,7 +127,8 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   try:
     print('\n'.join(Check(args.run_dir)))
-  except (errors.Error, loader.LoadError, OSError, ValueError) as e:
+  except (errors.Error, loader.LoadError, regular_files.NotRegular, OSError,
+          ValueError) as e:
     print(f'check_estimate: {e}'.replace('\n', ' '), file=sys.stderr)
     return 1
   return 0

@@ -97,6 +97,23 @@ def test_a_record_s_estimate_is_set_against_its_run(tmp_path):
                                   '0.50']
 
 
+def test_a_results_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):
+  # A downloaded run directory's results file pointing elsewhere was read
+  # through the link (the table printed, exit 0), where its record is
+  # refused as a symbolic link.
+  run_dir = _RunDir(tmp_path, {'redis_memtier': {
+      'cloud': 'Local', 'minutes': {'search': 2.0}}})
+  results = os.path.join(run_dir, 'perfkitbenchmarker_results.json')
+  elsewhere = str(tmp_path / 'elsewhere.json')
+  os.rename(results, elsewhere)
+  os.symlink(elsewhere, results)
+  assert check_estimate.main([run_dir]) == 1
+  captured = capsys.readouterr()
+  assert captured.out == ''
+  assert captured.err == (f'check_estimate: {results}: a symbolic link '
+                          '(never followed in a directory read as input)\n')
+
+
 def _Script(run_dir):
   return pkb_forkserver.Run([sys.executable, SCRIPT, run_dir],
                             timeout=60)
