@@ -27,6 +27,13 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(_HERE)
+sys.path.insert(0, _REPO)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from perfkitbenchmarker import venv_reexec
+venv_reexec.UseRepoVenv(_REPO, __file__)
+
+from perfkitbenchmarker import regular_files
 
 RAW = os.path.join(_REPO, 'docs', 'data', 'search_model.json')
 LOCAL_RAW = os.path.join(_REPO, 'docs', 'data', 'search_local.json')
@@ -43,6 +50,8 @@ FLOOR_POLICIES = {
     'linear_confirmed': 'linear, 3 repeats',
 }
 DOC = os.path.join(_REPO, 'docs', 'search.md')
+# The most any input is read to: the raw files are a few KB, the doc 70 KB.
+MAX_INPUT_BYTES = 16 << 20
 POLICIES = ('stepup', 'pkb_memtier', 'pkb_memtier_avg', 'adaptive')
 RULES = ('average', 'p95')
 # Figures every model table rests on that no measurement fitted.
@@ -331,6 +340,13 @@ def Rewrite(text, tables):
   return out
 
 
+def _Read(path):
+  """The text of the regular file at `path`, bounded; NotRegular (a
+  FIFO would hang the read, /dev/zero never end it) or NotText."""
+  return regular_files.Utf8Text(
+      regular_files.ReadRegular(path, MAX_INPUT_BYTES))
+
+
 def Main(argv):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--raw', default=RAW)
@@ -343,22 +359,23 @@ def Main(argv):
   raws = []
   for path in (args.raw, args.local_raw, args.install_raw):
     try:
-      with open(path) as f:
-        raws.append(json.load(f))
-    except (OSError, ValueError) as e:
+      raws.append(json.loads(_Read(path)))
+    except (regular_files.NotRegular, ValueError, RecursionError) as e:
       print(f'search_doc_tables: cannot read {path}: {e}', file=sys.stderr)
       return 2
   floors = {}
   for kind, path in FLOOR_RAW.items():
-    if os.path.exists(path):
+    if os.path.lexists(path):
       try:
-        with open(path) as f:
-          floors[kind] = json.load(f)
-      except (OSError, ValueError) as e:
+        floors[kind] = json.loads(_Read(path))
+      except (regular_files.NotRegular, ValueError, RecursionError) as e:
         print(f'search_doc_tables: cannot read {path}: {e}', file=sys.stderr)
         return 2
-  with open(args.doc) as f:
-    text = f.read()
+  try:
+    text = _Read(args.doc)
+  except (regular_files.NotRegular, ValueError) as e:
+    print(f'search_doc_tables: cannot read {args.doc}: {e}', file=sys.stderr)
+    return 2
   try:
     new = Rewrite(text, Render(*raws, floors))
   except KeyError as e:

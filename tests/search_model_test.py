@@ -224,6 +224,24 @@ def test_doc_tables_are_rendered_from_the_raw_output():
     search_doc_tables.Rewrite('no sections here', tables)
 
 
+@pytest.mark.parametrize('kind', ['missing', 'directory', 'fifo'])
+@pytest.mark.parametrize('flag', ['--doc', '--raw'])
+def test_an_input_that_is_no_regular_file_is_one_line(tmp_path, capsys,
+                                                     kind, flag):
+  # '--doc=/nonexistent' and '--doc=DIR' ended in a FileNotFoundError or
+  # IsADirectoryError traceback; a FIFO given to either waited for a
+  # writer for ever.
+  path = str(tmp_path / kind)
+  if kind == 'directory':
+    os.mkdir(path)
+  elif kind == 'fifo':
+    os.mkfifo(path)
+  assert search_doc_tables.Main(['search_doc_tables', f'{flag}={path}']) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'search_doc_tables: cannot read {path}: ')
+  assert err.count('\n') == 1
+
+
 def test_local_and_install_tables_come_from_their_raw_output(tmp_path):
   """The local Redis and install-time tables were typed in; now they are
   rendered from docs/data/, and a figure changed in the raw output makes
