@@ -276,7 +276,8 @@ def SummaryLine(rows, prefix=''):
 
 def Main(argv):
   status = local_bench.ParseFlags('bench_search', __doc__, FLAGS, argv,
-                                  'probe_seconds')
+                                  'probe_seconds',
+                                  ('raw_out', 'local_raw_out', 'save_sweep'))
   if status is not None:
     return status
   wall = time.monotonic()

@@ -200,7 +200,7 @@ def Rows(runs, floor):
 
 def Main(argv):
   status = local_bench.ParseFlags('bench_search_floor', __doc__, FLAGS, argv,
-                                  'floor_probe_seconds')
+                                  'floor_probe_seconds', ('floor_raw_out',))
   if status is not None:
     return status
   wall = time.monotonic()

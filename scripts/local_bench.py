@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, Sequence
 
 from absl import flags
 
@@ -111,11 +111,25 @@ def LocalStudy(name: str, argv: List[str], flag_values) -> Iterator[Study]:
       Log(f'teardown: {failure}')
 
 
+def _OutputProblem(path: str) -> Optional[str]:
+  """Why a file cannot be written at `path`, or None."""
+  where = os.path.dirname(os.path.abspath(path))
+  if os.path.isdir(path):
+    return 'a directory, not a file'
+  if not os.path.isdir(where):
+    return f'there is no directory {where}'
+  if not os.access(where, os.W_OK):
+    return f'{where} is not writable here'
+  return None
+
+
 def ParseFlags(name: str, doc: str, flag_values, argv: List[str],
-               probe_seconds_flag: str) -> Optional[int]:
+               probe_seconds_flag: str,
+               output_flags: Sequence[str] = ()) -> Optional[int]:
   """Parses a bench's flags: None to go on, with the probes' length taken
   from `probe_seconds_flag`; or the exit status after --help (0) or a bad
-  flag (2, one line)."""
+  flag (2, one line). The files `output_flags` name are written after the
+  bench's minutes of measuring: one that cannot be is refused now."""
   if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
     print(doc)
     print(flag_values.main_module_help())
@@ -125,6 +139,13 @@ def ParseFlags(name: str, doc: str, flag_values, argv: List[str],
   except flags.Error as e:
     print(f'{name}: {e}; see --help', file=sys.stderr)
     return 2
+  for flag in output_flags:
+    path = flag_values[flag].value
+    problem = path and _OutputProblem(path)
+    if problem:
+      print(f'{name}: --{flag}={path}: {problem}; nothing was run.',
+            file=sys.stderr)
+      return 2
   flag_values.memtier_run_duration = flag_values[probe_seconds_flag].value
   return None
 

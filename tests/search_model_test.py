@@ -205,6 +205,26 @@ def test_bench_search_help_and_bad_flags_are_not_tracebacks(capsys):
   assert err.count('\n') == 1 and err.startswith('bench_search: ')
 
 
+@pytest.mark.parametrize('where', ['missing/raw.json', '.'])
+def test_bench_search_refuses_an_output_it_cannot_write_before_it_runs(
+    tmp_path, capsys, where):
+  """'--raw_out=/nonexistent/x.json' ran every model scenario (or the
+  local searches' minutes), then ended in a FileNotFoundError traceback
+  with none of its tables printed."""
+  path = str(tmp_path / where)
+  try:
+    assert bench_search.Main(['bench_search', '--nolocal',
+                              f'--raw_out={path}']) == 2
+  finally:
+    for name in ('local', 'raw_out'):
+      bench_search.FLAGS[name].unparse()
+  captured = capsys.readouterr()
+  assert captured.out == ''
+  assert captured.err.startswith(f'bench_search: --raw_out={path}: ')
+  assert captured.err.endswith('; nothing was run.\n')
+  assert captured.err.count('\n') == 1
+
+
 def _Raws():
   raws = []
   for path in (search_doc_tables.RAW, search_doc_tables.LOCAL_RAW,
