@@ -20,6 +20,7 @@ figures a table rests on but no measurement fitted are listed beside it
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -299,26 +300,53 @@ def FloorLines(floor):
   return lines
 
 
+class NotRawOutput(Exception):
+  """A raw file not shaped as its bench writes it: (which input, why)."""
+
+
+@contextlib.contextmanager
+def _Reading(name, tables):
+  """Adds the tables the block renders from input `name` (each a list of
+  lines) to `tables`; a file of another shape (another tool's JSON, a
+  hand-edited or older one) is NotRawOutput, not a traceback."""
+  part = {}
+  try:
+    yield part
+    for lines in part.values():
+      if not isinstance(lines, list) or not all(
+          isinstance(line, str) for line in lines):
+        raise TypeError('a table that is not a list of lines')
+  except (LookupError, TypeError, ValueError, AttributeError) as e:
+    raise NotRawOutput(name, f'{type(e).__name__}: {e}') from None
+  tables.update(part)
+
+
 def Render(raw, local, install, floors=None):
-  """{table name: markdown lines} for every generated section."""
+  """{table name: markdown lines} for every generated section;
+  NotRawOutput names the input ('raw', 'local_raw', 'install_raw' or
+  'floor_<kind>') that is not shaped as its bench writes it."""
   tables = {}
   for kind, floor in (floors or {}).items():
-    tables[f'floor_{kind}_settings'] = FloorSettingsLines(floor)
-    tables[f'floor_{kind}'] = FloorLines(floor)
-  return {**tables,
-          'model_settings': SettingsLines(raw),
-          'model_fit': raw['fit_lines'],
-          'model_scenarios': ScenarioLines(raw),
-          'model_results': ResultLines(raw['scenarios']),
-          'model_targets': TargetLines(raw),
-          'study_cost': CostLines(raw),
-          'model_assumed': AssumedLines(raw),
-          'local_settings': LocalSettingsLines(local),
-          'local_fit': local['fit_lines'],
-          'local_results': LocalLines(local['rows']),
-          'local_summary': LocalSummaryLines(local),
-          'install_steps': InstallLines(install),
-          'install_summary': InstallSummaryLines(install)}
+    with _Reading(f'floor_{kind}', tables) as part:
+      part[f'floor_{kind}_settings'] = FloorSettingsLines(floor)
+      part[f'floor_{kind}'] = FloorLines(floor)
+  with _Reading('raw', tables) as part:
+    part.update({'model_settings': SettingsLines(raw),
+                 'model_fit': raw['fit_lines'],
+                 'model_scenarios': ScenarioLines(raw),
+                 'model_results': ResultLines(raw['scenarios']),
+                 'model_targets': TargetLines(raw),
+                 'study_cost': CostLines(raw),
+                 'model_assumed': AssumedLines(raw)})
+  with _Reading('local_raw', tables) as part:
+    part.update({'local_settings': LocalSettingsLines(local),
+                 'local_fit': local['fit_lines'],
+                 'local_results': LocalLines(local['rows']),
+                 'local_summary': LocalSummaryLines(local)})
+  with _Reading('install_raw', tables) as part:
+    part.update({'install_steps': InstallLines(install),
+                 'install_summary': InstallSummaryLines(install)})
+  return tables
 
 
 def Rewrite(text, tables):
@@ -377,7 +405,16 @@ def Main(argv):
     print(f'search_doc_tables: cannot read {args.doc}: {e}', file=sys.stderr)
     return 2
   try:
-    new = Rewrite(text, Render(*raws, floors))
+    tables = Render(*raws, floors)
+  except NotRawOutput as e:
+    name, why = e.args
+    path = (FLOOR_RAW[name[len('floor_'):]] if name.startswith('floor_')
+            else getattr(args, name))
+    print(f'search_doc_tables: {path} is not shaped as its bench writes '
+          f'its raw output ({why})', file=sys.stderr)
+    return 2
+  try:
+    new = Rewrite(text, tables)
   except KeyError as e:
     print(f'search_doc_tables: {e.args[0]}', file=sys.stderr)
     return 2

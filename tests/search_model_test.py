@@ -262,6 +262,22 @@ def test_an_input_that_is_no_regular_file_is_one_line(tmp_path, capsys,
   assert err.count('\n') == 1
 
 
+@pytest.mark.parametrize('flag, text', [('--raw', '[]'),
+                                        ('--local_raw', '{"settings": 3}'),
+                                        ('--install_raw', '{}')])
+def test_a_raw_file_of_another_shape_is_one_line_naming_it(tmp_path, capsys,
+                                                           flag, text):
+  # '--raw=list.json' (JSON of another shape) ended in a TypeError
+  # traceback; '{}' printed 'search_doc_tables: settings'.
+  path = tmp_path / 'other.json'
+  path.write_text(text)
+  assert search_doc_tables.Main(['search_doc_tables', f'{flag}={path}']) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'search_doc_tables: {path} is not shaped as its '
+                        'bench writes its raw output (')
+  assert err.count('\n') == 1
+
+
 def test_local_and_install_tables_come_from_their_raw_output(tmp_path):
   """The local Redis and install-time tables were typed in; now they are
   rendered from docs/data/, and a figure changed in the raw output makes
