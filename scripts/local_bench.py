@@ -82,18 +82,20 @@ def LocalStudy(name: str, argv: List[str], flag_values) -> Iterator[Study]:
   """Provisions and prepares the redis_memtier study on Local with the
   parsed flags, yields it, and always cleans up and tears it down (a
   failure there is logged, the run record says failed)."""
+  config = bench.GetConfig({})
+  # Before the run's record: a refused bench (no such --memtier_path, ...)
+  # leaves no run directory saying 'running' behind.
+  bench.CheckPrerequisites(config)
+  opts = options_lib.RedisStudyOptions.FromFlags(flag_values)
   run_uri = run_record.NewRunUri()
   run_dir = os.path.join(REPO, 'results', 'runs', run_uri)
   record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
                                        benchmarks=[name], argv=argv)
-  config = bench.GetConfig({})
-  bench.CheckPrerequisites(config)
   spec = benchmark_spec.BenchmarkSpec(
       bench, config, run_uri, 'Local', record, flag_values,
       pricing.PriceCatalog.Load(), lambda samples: None,
       reporter=reporting.ConsoleReporter(sys.stderr))
   signal.signal(signal.SIGTERM, signal.default_int_handler)
-  opts = options_lib.RedisStudyOptions.FromFlags(flag_values)
   try:
     spec.ConstructVirtualMachines()
     spec.Provision()

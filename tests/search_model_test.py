@@ -24,11 +24,13 @@ sys.path.insert(0, _SCRIPTS)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import bench_search
+import local_bench
 import pkb_model
 import search_doc_tables
 import search_model
 import search_scenarios
 from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver as search_driver
 
@@ -223,6 +225,23 @@ def test_bench_search_refuses_an_output_it_cannot_write_before_it_runs(
   assert captured.err.startswith(f'bench_search: --raw_out={path}: ')
   assert captured.err.endswith('; nothing was run.\n')
   assert captured.err.count('\n') == 1
+
+
+def test_a_bench_refused_before_its_study_leaves_no_run_record(
+    tmp_path, monkeypatch):
+  """'./scripts/bench_search_floor.py --load_generator=memtier
+  --memtier_path=/nonexistent' was refused in one line, but left
+  results/runs/<uri>/run_record.json behind, its status 'running'."""
+  def Refuse(unused_config):
+    raise errors.UsageError('--memtier_path=/nonexistent is no executable')
+  monkeypatch.setattr(local_bench, 'REPO', str(tmp_path))
+  monkeypatch.setattr(local_bench.bench, 'GetConfig', lambda unused: {})
+  monkeypatch.setattr(local_bench.bench, 'CheckPrerequisites', Refuse)
+  with pytest.raises(errors.UsageError):
+    with local_bench.LocalStudy('bench_search_floor', ['bench_search_floor'],
+                                bench_search.FLAGS):
+      pass
+  assert os.listdir(tmp_path) == []
 
 
 def _Raws():
