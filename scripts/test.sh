@@ -10,7 +10,7 @@
 #                              tests that run redis-server, sshd, pkb.py, ...
 # Extra arguments go to pytest, e.g. ./scripts/test.sh -k search; test files
 # or directories given (./scripts/test.sh tests/argv_secret_test.py) replace
-# the whole suite.
+# the whole suite, by absolute path too.
 # The suite runs in parallel (pytest-xdist): PKB_TEST_WORKERS workers
 # (default 4: on 2 cores most end-to-end tests wait on sleeps, servers and
 # sshd rather than compute), each running a test file at a time; tests that
@@ -36,6 +36,11 @@ for arg in "$@"; do
     --fast) tier=(-m 'not e2e') ;;
     --e2e) tier=(-m e2e) ;;
     tests/*|./tests/*) targets=(); workers=(); args+=("$arg") ;;
+    /*)  # This checkout's tests by absolute path (a shell's completion).
+      case "$(realpath -m -- "${arg%%::*}")/" in
+        "$(pwd -P)"/tests/*) targets=(); workers=() ;;
+      esac
+      args+=("$arg") ;;
     -n|-n*|--numprocesses*) workers=(); args+=("$arg") ;;
     *) args+=("$arg") ;;
   esac

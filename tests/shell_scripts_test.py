@@ -83,3 +83,27 @@ def test_arguments_are_passed_never_spliced():
   assert shlex.split(command) == ['${BASH:-bash}', '${PKB_SCRIPTS:?}/trusted.sh',
                                   value, '7']
   assert '\n' not in command and shell_scripts.Uses(command)
+
+
+@pytest.mark.e2e
+def test_test_sh_runs_a_test_file_given_by_absolute_path_alone(tmp_path):
+  # './scripts/test.sh /checkout/tests/x_test.py' (a shell's completion)
+  # ran the whole suite on 4 workers with that file added: only
+  # 'tests/...' was taken for a test file. A copy of the script beside a
+  # .venv whose python prints the arguments pytest would get.
+  (tmp_path / 'scripts').mkdir()
+  script = tmp_path / 'scripts' / 'test.sh'
+  with open(f'{paths.REPO_ROOT}/scripts/test.sh', encoding='utf-8') as f:
+    script.write_text(f.read())
+  script.chmod(0o755)
+  python = tmp_path / '.venv' / 'bin' / 'python'
+  python.parent.mkdir(parents=True)
+  python.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+  python.chmod(0o755)
+  (tmp_path / 'tests').mkdir()
+  given = str(tmp_path.resolve() / 'tests' / 'x_test.py') + '::test_a'
+  done = subprocess.run([str(script), '--fast', given], capture_output=True,
+                        text=True, timeout=30, check=True)
+  words = done.stdout.splitlines()
+  assert words[-1] == given
+  assert 'tests' not in words and '-n' not in words, words
