@@ -60,15 +60,19 @@ OUTSIDE_HOSTS = tuple(sorted({urllib.parse.urlparse(url).hostname for url in (
     keydb_server.SOURCE_URL, package_commands.REDIS_APT_URL)}))
 
 
+# The install paths, in the order they run (--only names them).
+NAMES = ('dragonfly', 'keydb', f'keydb {keydb_server.SOURCE_RELEASE} source',
+         'memtier')
+
+
 def Scripts(info, machine: str) -> List[Tuple[str, str]]:
-  return [
-      ('dragonfly', dragonfly_server.InstallScript(info, machine)),
-      ('keydb', keydb_server.InstallScript(info)),
-      (f'keydb {keydb_server.SOURCE_RELEASE} source',
-       keydb_server.InstallScript(info, keydb_server.SOURCE_RELEASE)),
+  return list(zip(NAMES, [
+      dragonfly_server.InstallScript(info, machine),
+      keydb_server.InstallScript(info),
+      keydb_server.InstallScript(info, keydb_server.SOURCE_RELEASE),
       # What every client VM runs (the T2D preset's Debian clients too).
-      ('memtier', package_commands.MemtierInstall(info)),
-  ]
+      package_commands.MemtierInstall(info),
+  ]))
 
 
 def Commands(trace: str) -> List[str]:
@@ -141,6 +145,13 @@ def main(argv=None) -> int:
                       help='run only this path (dragonfly, keydb, ...); '
                       'repeatable')
   args = parser.parse_args(argv)
+  unknown = [name for name in args.only if name not in NAMES]
+  if unknown:
+    # Before the minutes of debootstrap that would run none of them.
+    print(f'try_engine_installs: --only={unknown[0]!r} is no install path; '
+          f'the paths are {", ".join(repr(n) for n in NAMES)}.',
+          file=sys.stderr)
+    return 2
   if os.geteuid() != 0:
     print('try_engine_installs: needs root (debootstrap and chroot).',
           file=sys.stderr)

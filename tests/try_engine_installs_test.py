@@ -9,6 +9,8 @@ failing download).
 import importlib.util
 import os
 
+from perfkitbenchmarker import system_info
+
 _SPEC = importlib.util.spec_from_file_location(
     'try_engine_installs', os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), 'scripts', 'try_engine_installs.py'))
@@ -42,3 +44,21 @@ def test_commands_leave_out_bare_assignments_and_subshells():
   assert 'DEBIAN_FRONTEND=noninteractive' not in commands
   assert commands[-1] == 'rm -rf /tmp/tmp.Y95SP9Fqep'
   assert not any(c.startswith('mktemp') for c in commands)
+
+
+_DEBIAN = system_info.SystemInfo(
+    os_id='debian', os_codename='bookworm', os_version_id='12',
+    arch='x86_64', package_managers=('apt-get',))
+
+
+def test_an_unknown_path_is_refused_before_debootstrap_runs(capsys):
+  # '--only=dragonfy' (a typo) made the fresh Debian root (debootstrap,
+  # minutes), ran none of the paths and ended 'ran=0 ...', exit 0.
+  assert tries.main(['--only=dragonfly', '--only=dragonfy']) == 2
+  captured = capsys.readouterr()
+  assert captured.out == ''
+  assert captured.err == (
+      "try_engine_installs: --only='dragonfy' is no install path; the paths "
+      "are 'dragonfly', 'keydb', 'keydb 6.3.4 source', 'memtier'.\n")
+  assert [name for name, _ in tries.Scripts(_DEBIAN, 'x86_64')] == list(
+      tries.NAMES)
