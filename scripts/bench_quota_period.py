@@ -70,6 +70,45 @@ def _ParseConfig(text: str) -> Tuple[Optional[float], int]:
   return quota / period, period
 
 
+def _Counts(text: str) -> List[int]:
+  """'2,8,32' -> [2, 8, 32]; ValueError for anything but counts >= 1."""
+  counts = [int(c) for c in text.split(',') if c]
+  if any(c < 1 for c in counts):
+    raise ValueError(text)
+  return counts
+
+
+def _ArgsProblem(args) -> Optional[str]:
+  """What is wrong with the numbers given, or None: checked before the
+  server starts, not found as a traceback part way."""
+  for name in ('memtier_connections', 'rb_connections'):
+    try:
+      _Counts(getattr(args, name))
+    except ValueError:
+      return (f'--{name}={getattr(args, name)}: give connection counts of 1 '
+              'or more, comma-separated')
+  for config in (args.configs or 'none').split(','):
+    try:
+      cores, period = _ParseConfig(config)
+    except (ValueError, ZeroDivisionError):
+      cores, period = -1, 0
+    if not (cpu_quota.MIN_QUOTA_US <= period <= 1000000 and (
+        cores is None or cores * period >= cpu_quota.MIN_QUOTA_US)):
+      return (f'--configs={args.configs}: {config!r} is not quota/period in '
+              f'microseconds (each at least {cpu_quota.MIN_QUOTA_US}, the '
+              'period at most 1000000; e.g. 1000/2000) or none')
+  if not _Counts(args.rb_connections) and not (
+      args.memtier_path and _Counts(args.memtier_connections)):
+    return ('no load to offer: give --rb_connections, or --memtier_path '
+            'with --memtier_connections')
+  for name in ('seconds', 'rounds'):
+    if getattr(args, name) < 1:
+      return f'--{name}={getattr(args, name)}: give 1 or more'
+  if not 1 <= args.port <= 65535:
+    return f'--port={args.port}: ports run from 1 to 65535'
+  return None
+
+
 def _Seconds(m: measurement.Measurement) -> Tuple[float, float, float]:
   """Over the counted seconds: (the worst second's average / the whole's,
   1 - lowest/highest second's ops, the first second's average / the median
@@ -147,6 +186,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                       'load generators get a high CPU weight, so others\' '
                       'load on a shared machine takes little from them')
   args = parser.parse_args(argv)
+  problem = _ArgsProblem(args)
+  if problem:
+    print(f'bench_quota_period: {problem}', file=sys.stderr)
+    return 2
   if args.memtier_path and not os.access(args.memtier_path, os.X_OK):
     print(f'bench_quota_period: {args.memtier_path}: not an executable '
           'memtier_benchmark', file=sys.stderr)
@@ -162,10 +205,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 2
   configs = (args.configs.split(',') if args.configs else
              [_ProductConfig(), '5000/10000', '50000/100000', 'none'])
-  loads = [('memtier', int(c)) for c in args.memtier_connections.split(',')
-           if c and args.memtier_path]
-  loads += [('redis-benchmark', int(c)) for c in
-            args.rb_connections.split(',') if c]
+  loads = [('memtier', c) for c in _Counts(args.memtier_connections)
+           if args.memtier_path]
+  loads += [('redis-benchmark', c) for c in _Counts(args.rb_connections)]
   work = tempfile.mkdtemp(prefix='bench-quota-period-')
   group = cpu_cgroups.CpuCgroup(high_weight=args.high_weight,
                                 prefix='pkb-bench')

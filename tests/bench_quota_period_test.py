@@ -1,0 +1,38 @@
+"""scripts/bench_quota_period.py's arguments, refused before anything starts.
+
+The bench itself needs root, a CPU cgroup controller, redis-server and
+minutes; these cases stop before any of them is used.
+"""
+
+import importlib.util
+import os
+
+import pytest
+
+_SPEC = importlib.util.spec_from_file_location(
+    'bench_quota_period', os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), 'scripts', 'bench_quota_period.py'))
+bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench)
+
+
+@pytest.mark.parametrize('args, words', [
+    # Each was a traceback: int('x') once the tools were found, '1000/0' a
+    # ZeroDivisionError and 'bogus' a ValueError with the server started,
+    # --rounds=0 a KeyError after the preload, --port=99999 a RuntimeError
+    # after ten seconds of PINGs.
+    (['--rb_connections=x'], '--rb_connections=x: give connection counts'),
+    (['--memtier_connections=2,-1'], '--memtier_connections=2,-1: give'),
+    (['--configs=1000/2000,bogus'], "'bogus' is not quota/period"),
+    (['--configs=1000/0'], "'1000/0' is not quota/period"),
+    (['--rounds=0'], '--rounds=0: give 1 or more'),
+    (['--port=99999'], '--port=99999: ports run from 1 to 65535'),
+    (['--rb_connections='], 'no load to offer'),
+])
+def test_bad_numbers_are_one_line_before_anything_starts(capsys, args,
+                                                         words):
+  assert bench.main(args) == 2
+  captured = capsys.readouterr()
+  assert captured.out == ''
+  assert captured.err.startswith('bench_quota_period: ')
+  assert words in captured.err and captured.err.count('\n') == 1
