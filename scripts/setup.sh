@@ -25,7 +25,11 @@ packages=(redis-server redis-tools openssh-server openssh-client util-linux
           sudo)
 missing=()
 for p in "${packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  # Installed, not merely known to dpkg: 'dpkg -s' succeeds for a package
+  # removed with its configuration kept (config-files) and for one an
+  # interrupted apt left unpacked or half-configured.
+  status="$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
+  [ "$status" = installed ] || missing+=("$p")
 done
 # scripts/apt_get.sh waits (up to 10 minutes) when another apt, such as
 # unattended-upgrades on a fresh machine, holds apt's locks.

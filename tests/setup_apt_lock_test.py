@@ -74,3 +74,38 @@ def test_a_lock_held_past_the_bound_is_one_line(tmp_path):
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith('apt_get.sh: another apt still holds its lock')
   assert 'try again' in last
+
+
+def test_setup_installs_a_package_dpkg_knows_but_has_not_installed(tmp_path):
+  # 'apt-get remove redis-tools' keeps its configuration: 'dpkg -s
+  # redis-tools' still succeeds (Status: deinstall ok config-files), as it
+  # does for a package an interrupted apt left half-configured, so setup.sh
+  # run again skipped it and said 'Setup done.' with no redis-benchmark. A
+  # copy of setup.sh whose tools are stubs: this dpkg-query says
+  # 'config-files' for redis-tools, and the stub apt_get.sh records what
+  # it is asked.
+  (tmp_path / 'scripts').mkdir()
+  shutil.copy(os.path.join(e2e.REPO, 'scripts', 'setup.sh'),
+              tmp_path / 'scripts' / 'setup.sh')
+  stubs = {
+      'bin/dpkg': 'exit 0',  # As 'dpkg -s' answers for either.
+      'bin/dpkg-query': ('case "$*" in *redis-tools*) printf config-files ;;'
+                         ' *) printf installed ;; esac'),
+      'scripts/apt_get.sh': f'echo "$*" >> {tmp_path}/apt.log',
+      'scripts/build_ycsb.sh': 'exit 0',
+      'scripts/build_actionlint.sh': 'exit 0',
+      '.venv/bin/python': 'exit 0',
+  }
+  for name, body in stubs.items():
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\n{body}\n')
+    path.chmod(0o755)
+  proc = subprocess.run(
+      ['bash', str(tmp_path / 'scripts' / 'setup.sh')], capture_output=True,
+      text=True, timeout=60,
+      env=dict(os.environ, PATH=f'{tmp_path / "bin"}:{os.environ["PATH"]}'))
+  assert proc.returncode == 0, proc.stderr
+  assert 'Installing Debian packages: redis-tools\n' in proc.stdout
+  assert (tmp_path / 'apt.log').read_text().splitlines() == [
+      'update -qq', 'install -y -qq redis-tools']
