@@ -55,9 +55,15 @@ def main() -> int:
     return 2
   sys.path.insert(0, upstream)
   sys.argv = ['pkb']
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  from perfkitbenchmarker import benchmark_sets  # pylint: disable=g-import-not-at-top,unused-import
-  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top,unused-import
+  try:
+    from absl import flags  # pylint: disable=g-import-not-at-top
+    from perfkitbenchmarker import benchmark_sets  # pylint: disable=g-import-not-at-top,unused-import
+    from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError as e:  # A python without upstream's requirements.
+    print(f'record_upstream_flags: upstream\'s pkb does not import with '
+          f'{sys.executable} ({e}); run it with the python of upstream\'s '
+          'virtualenv, its requirements installed.', file=sys.stderr)
+    return 2
   commit = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=upstream,
                           capture_output=True, text=True,
                           check=True).stdout.strip()

@@ -8,9 +8,11 @@ upstream's type and default or have a row there with both values, and say
 """
 
 import getpass
+import importlib.util
 import json
 import os
 import re
+import sys
 
 import pytest
 from absl import flags
@@ -171,3 +173,26 @@ def test_several_values_where_one_run_takes_one_are_refused_in_one_line():
     flag_types.OneValue([2, 4], 'redis_server_io_threads', 'because.')
   assert str(e.value) == ('--redis_server_io_threads=2,4: give one value; '
                           'because.')
+
+
+def test_record_script_with_a_python_lacking_upstream_s_requirements(
+    tmp_path, monkeypatch, capsys):
+  # 'python3 scripts/record_upstream_flags.py' from an upstream checkout,
+  # with a python that has no absl (not upstream's virtualenv), ended in
+  # 'ModuleNotFoundError: No module named 'absl'' under a traceback.
+  spec = importlib.util.spec_from_file_location(
+      'record_upstream_flags',
+      os.path.join(REPO, 'scripts', 'record_upstream_flags.py'))
+  record = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(record)
+  (tmp_path / 'perfkitbenchmarker').mkdir()
+  (tmp_path / 'perfkitbenchmarker' / 'benchmark_sets.py').write_text('')
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setattr(sys, 'path', list(sys.path))
+  monkeypatch.setattr(sys, 'argv', list(sys.argv))
+  monkeypatch.setitem(sys.modules, 'absl', None)  # Its import fails.
+  assert record.main() == 2
+  err = capsys.readouterr().err
+  assert err.startswith("record_upstream_flags: upstream's pkb does not "
+                        f'import with {sys.executable} (')
+  assert err.count('\n') == 1
