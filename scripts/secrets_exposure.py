@@ -20,6 +20,7 @@ import collections
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,23 @@ def main(argv) -> int:
          for a in argv):
     print('usage: ' + __doc__.strip())
     return 0
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: _Count's finally then
+  # stops pkb and removes its directory, which the script's death left
+  # behind (pkb's results and scratch; pkb itself ran on when the script
+  # alone was killed).
+  previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+  try:
+    return _Count(argv)
+  except KeyboardInterrupt:
+    print('secrets_exposure: interrupted; pkb was stopped and its '
+          'directory removed', file=sys.stderr)
+    return 130
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+
+
+def _Count(argv) -> int:
+  """Runs pkb with `argv` and counts where its passwords show."""
   top = tempfile.mkdtemp(prefix='pkb-secrets-')
   scratch = os.path.join(top, 'scratch')
   os.mkdir(scratch)

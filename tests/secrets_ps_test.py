@@ -12,8 +12,10 @@ gets the token instead), and copies `-a` into its JSON as memtier does.
 """
 
 import glob
+import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -153,3 +155,48 @@ def test_secrets_exposure_help_prints_its_usage_and_runs_nothing(tmp_path):
     assert './scripts/secrets_exposure.py [pkb flags...]' in done.stdout
     assert done.stderr == ''
   assert os.listdir(tmp_path) == []  # No scratch directory: nothing ran.
+
+
+def test_secrets_exposure_stopped_by_sigterm_stops_pkb_and_leaves_nothing(
+    tmp_path, monkeypatch, capsys):
+  """`timeout 12 ./scripts/secrets_exposure.py ...` killed the script at
+  its SIGTERM: pkb ran on alone (its shards with it) and the script's
+  directory (pkb's results and scratch) stayed in /tmp. SIGTERM now
+  interrupts it as Ctrl-C does, and its cleanup runs. In process: a
+  stand-in pkb whose first poll finds the handler the script set and
+  raises what that handler raises."""
+  spec = importlib.util.spec_from_file_location(
+      'secrets_exposure', os.path.join(e2e.REPO, 'scripts',
+                                       'secrets_exposure.py'))
+  script = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(script)
+  seen = {}
+
+  class Pkb:
+    returncode = None
+
+    def __init__(self, argv, **unused_kwargs):
+      seen['argv'] = argv
+
+    def poll(self):
+      if 'handler' not in seen:
+        seen['handler'] = signal.getsignal(signal.SIGTERM)
+        seen['handler'](signal.SIGTERM, None)
+      return self.returncode
+
+    def terminate(self):
+      seen['terminated'] = True
+      self.returncode = -signal.SIGTERM
+
+    def communicate(self):
+      return '', ''
+
+  monkeypatch.setattr(script.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(script.tempfile, 'tempdir', str(tmp_path))
+  before = signal.getsignal(signal.SIGTERM)
+  assert script.main(['--memtier_max_probes=2']) == 130
+  assert seen['terminated'] and os.listdir(tmp_path) == []
+  assert capsys.readouterr().err == (
+      'secrets_exposure: interrupted; pkb was stopped and its directory '
+      'removed\n')
+  assert signal.getsignal(signal.SIGTERM) == before
