@@ -28,6 +28,7 @@ with each round.
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -208,19 +209,23 @@ def main(argv: Optional[List[str]] = None) -> int:
   loads = [('memtier', c) for c in _Counts(args.memtier_connections)
            if args.memtier_path]
   loads += [('redis-benchmark', c) for c in _Counts(args.rb_connections)]
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: the finally below then
+  # stops the server and removes the cgroups and the directory, which the
+  # script's death left behind.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   work = tempfile.mkdtemp(prefix='bench-quota-period-')
-  group = cpu_cgroups.CpuCgroup(high_weight=args.high_weight,
-                                prefix='pkb-bench')
-  # The load generators are this script's children: they start in its
-  # cgroup.
-  clients = (cpu_cgroups.CpuCgroup(prefix='pkb-bench') if args.high_weight
-             else None)
-  if clients:
-    clients.Add(os.getpid())
-  server = None
+  group = clients = server = None
   rows: Dict[tuple, List[tuple]] = {}
   rates: Dict[tuple, float] = {}
   try:
+    group = cpu_cgroups.CpuCgroup(high_weight=args.high_weight,
+                                  prefix='pkb-bench')
+    # The load generators are this script's children: they start in its
+    # cgroup.
+    clients = (cpu_cgroups.CpuCgroup(prefix='pkb-bench') if args.high_weight
+               else None)
+    if clients:
+      clients.Add(os.getpid())
     server = subprocess.Popen(
         ['taskset', '-c', '0', 'redis-server', '--port', str(args.port),
          '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
@@ -252,11 +257,16 @@ def main(argv: Optional[List[str]] = None) -> int:
           rows.setdefault((tool, connections, config), []).append(
               (m.throughput, m.average_latency_ms, m.p99_latency_ms, worst,
                swing, throttled, first))
+  except KeyboardInterrupt:
+    print('bench_quota_period: interrupted; its server, cgroups and files '
+          'are removed', file=sys.stderr)
+    return 130
   finally:
     if server is not None:
       server.terminate()
       server.wait(timeout=30)
-    group.Remove()
+    if group:
+      group.Remove()
     if clients:
       clients.Remove()  # Moves this script back to the parent first.
     shutil.rmtree(work, ignore_errors=True)

@@ -6,6 +6,7 @@ minutes; these cases stop before any of them is used.
 
 import importlib.util
 import os
+import signal
 
 import pytest
 
@@ -36,3 +37,32 @@ def test_bad_numbers_are_one_line_before_anything_starts(capsys, args,
   assert captured.out == ''
   assert captured.err.startswith('bench_quota_period: ')
   assert words in captured.err and captured.err.count('\n') == 1
+
+
+def test_sigterm_removes_its_cgroups_server_and_directory(tmp_path,
+                                                          monkeypatch,
+                                                          capsys):
+  # 'timeout 22 ./scripts/bench_quota_period.py ...' killed the script at
+  # its SIGTERM: its cgroup (/sys/fs/cgroup/cpu/pkb-bench-...) and its
+  # directory stayed, and a redis-server if the script alone was killed.
+  # SIGTERM now interrupts it as Ctrl-C does and its finally runs. In
+  # process: a stand-in cgroup that finds the handler the script set and
+  # raises what that handler raises, as a SIGTERM there would.
+  class Cgroup:
+
+    def __init__(self, **unused_kwargs):
+      signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+
+  monkeypatch.setattr(bench.cpu_cgroups, 'Available', lambda: True)
+  monkeypatch.setattr(bench.cpu_cgroups, 'CpuCgroup', Cgroup)
+  monkeypatch.setattr(bench.shutil, 'which', lambda name: f'/bin/{name}')
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    assert bench.main(['--configs=none']) == 130
+  finally:
+    signal.signal(signal.SIGTERM, before)
+  assert os.listdir(tmp_path) == []
+  assert capsys.readouterr().err == (
+      'bench_quota_period: interrupted; its server, cgroups and files are '
+      'removed\n')
