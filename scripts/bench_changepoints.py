@@ -49,12 +49,17 @@ from perfkitbenchmarker.results_history import nights
 sys.path.insert(0, os.path.join(_REPO, 'tests'))  # Synthetic histories.
 import synthetic_history as synthetic
 
-flags.DEFINE_integer('histories', 150, 'Histories of each kind (step, noise).')
-flags.DEFINE_integer('nights', 30, 'Nights per history.')
+flags.DEFINE_integer('histories', 150, 'Histories of each kind (step, noise).',
+                     lower_bound=1)
+# A step falls on a night from the 4th to the last but one.
+flags.DEFINE_integer('nights', 30, 'Nights per history.', lower_bound=5)
 flags.DEFINE_float('step_pct', -10.0, 'Step size in percent.')
 flags.DEFINE_float('max_seconds', 100.0, 'Stop after this long.')
-flags.DEFINE_float('max_pvalue', 1e-4, 'As compare.py --max_pvalue.')
-flags.DEFINE_float('noise_multiple', 2.0, 'As compare.py --noise_multiple.')
+# compare.py's bounds.
+flags.DEFINE_float('max_pvalue', 1e-4, 'As compare.py --max_pvalue.',
+                   lower_bound=0.0, upper_bound=1.0)
+flags.DEFINE_float('noise_multiple', 2.0, 'As compare.py --noise_multiple.',
+                   lower_bound=0.0, upper_bound=1000.0)
 flags.DEFINE_integer('seed', 0, 'Seed of the whole benchmark.')
 FLAGS = flags.FLAGS
 
@@ -119,6 +124,10 @@ def main(argv):
     noise_flagged_series += len(flagged)
     noise_flagged_histories += bool(flagged)
 
+  if not steps:  # --max_seconds passed before the first pair.
+    print(f'bench_changepoints: no history measured in --max_seconds='
+          f'{FLAGS.max_seconds:g}', file=sys.stderr)
+    return 1
   noise_series = noise_histories * len(cells) * len(NOISY_METRICS)
   other_series = steps * (len(cells) - 1) * len(NOISY_METRICS)
   print(f'{steps} step histories and {noise_histories} noise-only histories, '

@@ -198,6 +198,20 @@ def test_scripts_started_by_another_python_run_in_the_venv(script, args,
   assert words in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
+def test_bench_changepoints_refuses_too_few_nights():
+  """'./scripts/bench_changepoints.py --nights=1' ended in 'ValueError: low
+  >= high' (numpy's draw of the step's night) under a traceback;
+  --histories=0 and --max_pvalue=2 printed nan or 100 % figures, exit 0."""
+  done = subprocess.run(
+      [sys.executable, os.path.join(_SCRIPTS, 'bench_changepoints.py'),
+       '--nights=1', '--histories=1'], capture_output=True, text=True,
+      timeout=120, check=False)
+  assert done.returncode == 1 and 'Traceback' not in done.stderr
+  assert done.stderr.startswith(
+      'FATAL Flags parsing error: flag --nights=1: 1 is not integer >= 5')
+
+
 def test_bench_search_help_and_bad_flags_are_not_tracebacks(capsys):
   """--help and an unknown flag were absl tracebacks."""
   assert bench_search.Main(['bench_search', '--help']) == 0
