@@ -258,6 +258,17 @@ def main(argv=None) -> int:
   parser.add_argument('--work_dir', default=None,
                       help='where the roots go (default: a new temp dir)')
   args = parser.parse_args(argv)
+  # Written after the minutes of installs: a file that cannot be is
+  # refused now, not found as a traceback at the end.
+  if args.out:
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    problem = ('a directory, not a file' if os.path.isdir(args.out) else
+               None if os.path.isdir(out_dir) else
+               f'there is no directory {out_dir}')
+    if problem:
+      print(f'bench_install: --out={args.out}: {problem}; nothing was run.',
+            file=sys.stderr)
+      return 2
   try:
     if os.geteuid() != 0:
       raise BenchError('needs root (debootstrap and chroot); run it with '

@@ -80,3 +80,18 @@ def test_refuses_to_run_without_root(monkeypatch, capsys):
   assert bench_install.main([]) == 1
   err = capsys.readouterr().err.strip()
   assert err.startswith('bench_install: needs root') and '\n' not in err
+
+
+@pytest.mark.parametrize('where', ['missing/install.json', '.'])
+def test_an_out_file_it_cannot_write_is_refused_before_it_runs(
+    tmp_path, monkeypatch, capsys, where):
+  # '--out=/nonexistent/install.json' ran the whole bench (minutes of
+  # debootstrap and installs: here with those stubbed), printed its
+  # summary, then ended in a FileNotFoundError traceback, the timings
+  # docs/search.md is rendered from lost.
+  monkeypatch.setattr(os, 'geteuid', lambda: 0)
+  path = str(tmp_path / where)
+  assert bench_install.main([f'--out={path}']) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'bench_install: --out={path}: ')
+  assert err.endswith('; nothing was run.\n') and err.count('\n') == 1
