@@ -166,6 +166,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                       '"name=flags;name=flags", e.g. "m85=;m80=--memtier_'
                       'cap_margin=0.8"; ratios are to the second side')
   args = parser.parse_args(argv)
+  if args.repeats < 1:  # The table below needs a run of each side.
+    print(f'bench_first_run: --repeats={args.repeats}: give 1 or more',
+          file=sys.stderr)
+    return 2
   sides = _Sides(args.sides)
   generators = {'redis-benchmark': []}
   if args.memtier_path:
