@@ -125,6 +125,12 @@ def Measure(extra_args) -> dict:
 
 
 def main(argv) -> int:
+  if any(a in ('--help', '-h', '-?', '--helpshort', '--helpfull')
+         for a in argv[1:]):
+    # Its own usage: passed on, pkb's help started an sshd and a study
+    # that measured nothing, and ended 'no ssh command during a probe'.
+    print('usage: ' + __doc__.strip())
+    return 0
   found = Measure(argv[1:])
   if not found['ssh_commands']:
     print(f'probe_path: no ssh command during a probe (pkb exit '

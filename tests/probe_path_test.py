@@ -32,3 +32,18 @@ def test_product_files_are_named_from_the_repository_root():
   assert probe_path.ProductFile(
       os.path.join(probe_path.REPO, 'tests', 'conftest.py')) is None
   assert probe_path.ProductFile(inspect.getsourcefile(os)) is None
+
+
+def test_help_prints_its_usage_and_runs_nothing(monkeypatch, capsys):
+  # './scripts/probe_path.py --help' passed --help on to pkb: an sshd was
+  # started, pkb printed its own help, and the script said 'probe_path: no
+  # ssh command during a probe (pkb exit 0)', exit 1.
+  def Refuse(unused_args):
+    raise AssertionError('measured')
+  monkeypatch.setattr(probe_path, 'Measure', Refuse)
+  for flag in ('--help', '-h'):
+    assert probe_path.main(['probe_path.py', flag]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith('usage: ')
+    assert './scripts/probe_path.py --memtier_path=PATH' in captured.out
+    assert captured.err == ''
