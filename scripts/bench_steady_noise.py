@@ -64,7 +64,22 @@ def main(argv=None) -> int:
     print('bench_steady_noise: needs redis-server and taskset on PATH',
           file=sys.stderr)
     return 2
-  loads = [int(c) for c in args.connections.split(',') if c]
+  try:
+    loads = [int(c) for c in args.connections.split(',') if c]
+  except ValueError:
+    loads = []
+  # Checked before the server starts: each was a traceback (or, with no
+  # run, an empty table and exit 0).
+  problem = (
+      f'--connections={args.connections}: give connection counts of 1 or '
+      'more, comma-separated' if not loads or min(loads) < 1 else
+      f'--seconds={args.seconds}: give 1 or more' if args.seconds < 1 else
+      f'--runs={args.runs}: give 1 or more' if args.runs < 1 else
+      f'--port={args.port}: ports run from 1 to 65535'
+      if not 1 <= args.port <= 65535 else None)
+  if problem:
+    print(f'bench_steady_noise: {problem}', file=sys.stderr)
+    return 2
   work = tempfile.mkdtemp(prefix='bench-steady-')
   print(f'load average before: {os.getloadavg()[0]:.1f}')
   server = subprocess.Popen(

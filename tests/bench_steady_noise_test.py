@@ -1,0 +1,37 @@
+"""scripts/bench_steady_noise.py's arguments, refused before anything starts.
+
+The bench itself needs a real memtier, redis-server and minutes; these
+cases stop before the server starts.
+"""
+
+import importlib.util
+import os
+
+import pytest
+
+_SPEC = importlib.util.spec_from_file_location(
+    'bench_steady_noise', os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), 'scripts', 'bench_steady_noise.py'))
+bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench)
+
+
+@pytest.mark.parametrize('args, words', [
+    # '--connections=x' was a ValueError traceback; '--runs=0' printed an
+    # empty table and '{}', exit 0.
+    (['--connections=x'], '--connections=x: give connection counts'),
+    (['--connections=8,0'], '--connections=8,0: give connection counts'),
+    (['--runs=0'], '--runs=0: give 1 or more'),
+    (['--seconds=0'], '--seconds=0: give 1 or more'),
+    (['--port=99999'], '--port=99999: ports run from 1 to 65535'),
+])
+def test_bad_numbers_are_one_line_before_anything_starts(
+    tmp_path, monkeypatch, capsys, args, words):
+  monkeypatch.setattr(bench.shutil, 'which', lambda name: f'/bin/{name}')
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  assert bench.main(['--memtier_path=/bin/true'] + args) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'bench_steady_noise: {words}')
+  assert err.count('\n') == 1
+  assert os.listdir(tmp_path) == []
+
