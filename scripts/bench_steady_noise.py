@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,14 +81,19 @@ def main(argv=None) -> int:
   if problem:
     print(f'bench_steady_noise: {problem}', file=sys.stderr)
     return 2
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: the finally below then
+  # stops the server and removes the directory, which the script's death
+  # left behind.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   work = tempfile.mkdtemp(prefix='bench-steady-')
   print(f'load average before: {os.getloadavg()[0]:.1f}')
-  server = subprocess.Popen(
-      ['taskset', '-c', '0', 'redis-server', '--port', str(args.port),
-       '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      stdout=subprocess.DEVNULL, cwd=work)
+  server = None
   swings = {}
   try:
+    server = subprocess.Popen(
+        ['taskset', '-c', '0', 'redis-server', '--port', str(args.port),
+         '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        stdout=subprocess.DEVNULL, cwd=work)
     subprocess.run(['redis-cli', '-p', str(args.port), '--no-auth-warning',
                     '-e', 'PING'], capture_output=True, timeout=10)
     common = [args.memtier_path, '-s', '127.0.0.1', '-p', str(args.port),
@@ -112,9 +118,14 @@ def main(argv=None) -> int:
         for window in WINDOWS:
           swings.setdefault((connections, window), []).extend(
               _Swings(ops, window))
+  except KeyboardInterrupt:
+    print('bench_steady_noise: interrupted; its server and files are '
+          'removed', file=sys.stderr)
+    return 130
   finally:
-    server.terminate()
-    server.wait(timeout=30)
+    if server is not None:
+      server.terminate()
+      server.wait(timeout=30)
     shutil.rmtree(work, ignore_errors=True)
   print(f'load average after: {os.getloadavg()[0]:.1f}')
   print(f'swing = 1 - lowest / highest second of a window; the bound: '

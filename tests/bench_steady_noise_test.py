@@ -6,6 +6,7 @@ cases stop before the server starts.
 
 import importlib.util
 import os
+import signal
 
 import pytest
 
@@ -35,3 +36,24 @@ def test_bad_numbers_are_one_line_before_anything_starts(
   assert err.count('\n') == 1
   assert os.listdir(tmp_path) == []
 
+
+def test_sigterm_stops_its_server_and_removes_its_directory(
+    tmp_path, monkeypatch, capsys):
+  # The script killed alone (kill PID) left its redis-server on 16391
+  # running and /tmp/bench-steady-... behind. SIGTERM now interrupts it as
+  # Ctrl-C does. In process: a stand-in server start that calls the
+  # handler in force, as a SIGTERM then would.
+  def Start(unused_argv, **unused_kwargs):
+    signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+
+  monkeypatch.setattr(bench.shutil, 'which', lambda name: f'/bin/{name}')
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  monkeypatch.setattr(bench.subprocess, 'Popen', Start)
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    assert bench.main(['--memtier_path=/bin/true']) == 130
+  finally:
+    signal.signal(signal.SIGTERM, before)
+  assert os.listdir(tmp_path) == []
+  assert capsys.readouterr().err == (
+      'bench_steady_noise: interrupted; its server and files are removed\n')
