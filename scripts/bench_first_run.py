@@ -41,6 +41,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -113,6 +114,7 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
   stop = threading.Event()
   weigher = threading.Thread(target=_WeighServerQuota, args=(run_uri, stop))
   started = time.monotonic()
+  proc = None
   try:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=repo)
@@ -121,6 +123,11 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
       weigher.start()
     _, err = proc.communicate(timeout=900)
   finally:
+    if proc is not None and proc.poll() is None:
+      # Interrupted (or past its bound): pkb tears its run down on SIGTERM
+      # instead of running on without the bench.
+      proc.terminate()
+      proc.communicate()
     stop.set()
     if weigher.is_alive():
       weigher.join()
@@ -174,6 +181,10 @@ def main(argv: Optional[List[str]] = None) -> int:
   generators = {'redis-benchmark': []}
   if args.memtier_path:
     generators['memtier'] = [f'--memtier_path={args.memtier_path}']
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: RunOnce then stops its
+  # pkb and the finally below removes the results, which the script's death
+  # left behind with pkb running on.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   results_dir = tempfile.mkdtemp(prefix='bench-first-run-')
   runs: Dict[tuple, List[dict]] = {}
   try:
@@ -188,6 +199,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                            args.high_weight, repos[-1] if repos else REPO)
           runs.setdefault((generator, split), []).append(result)
           print(_Line(generator, split, i, result), flush=True)
+  except KeyboardInterrupt:
+    print('bench_first_run: interrupted; its pkb run was stopped and the '
+          'results removed', file=sys.stderr)
+    return 130
   finally:
     shutil.rmtree(results_dir, ignore_errors=True)
   print()

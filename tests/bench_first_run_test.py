@@ -6,6 +6,7 @@ quota); this case stops before the first.
 
 import importlib.util
 import os
+import signal
 
 _SPEC = importlib.util.spec_from_file_location(
     'bench_first_run', os.path.join(os.path.dirname(os.path.dirname(
@@ -23,3 +24,44 @@ def test_no_repeats_is_one_line(tmp_path, monkeypatch, capsys):
   assert captured.out == ''
   assert captured.err == 'bench_first_run: --repeats=0: give 1 or more\n'
   assert os.listdir(tmp_path) == []
+
+
+def test_sigterm_stops_its_pkb_run_and_removes_the_results(
+    tmp_path, monkeypatch, capsys):
+  # The bench killed alone (kill PID) left its pkb run going on
+  # (/tmp/bench-first-run-.../<run_uri>) and its results directory behind.
+  # SIGTERM now interrupts it as Ctrl-C does: its pkb is terminated (pkb
+  # tears down on SIGTERM) and the directory removed. In process: a
+  # stand-in pkb whose wait calls the handler in force, as a SIGTERM then
+  # would.
+  seen = {}
+
+  class Pkb:
+    pid = 0
+
+    def __init__(self, unused_argv, **unused_kwargs):
+      self.returncode = None
+
+    def communicate(self, timeout=None):
+      if timeout is not None:
+        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+      return '', ''
+
+    def poll(self):
+      return self.returncode
+
+    def terminate(self):
+      seen['terminated'] = True
+      self.returncode = -signal.SIGTERM
+
+  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    assert bench.main(['--repeats=1']) == 130
+  finally:
+    signal.signal(signal.SIGTERM, before)
+  assert seen['terminated'] and os.listdir(tmp_path) == []
+  assert capsys.readouterr().err == (
+      'bench_first_run: interrupted; its pkb run was stopped and the '
+      'results removed\n')
