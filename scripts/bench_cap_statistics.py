@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,13 +56,21 @@ def RunOnce(results_dir: str, statistic: str, args, extra: List[str]
   run_uri = f'c{os.getpid() % 10000:04d}{len(os.listdir(results_dir))}'
   load = os.getloadavg()[0]
   started = time.monotonic()
-  proc = subprocess.run(
+  proc = subprocess.Popen(
       [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
        f'--results_dir={results_dir}', f'--memtier_path={args.memtier_path}',
        f'--latency_cap_statistic={statistic}',
        f'--memtier_latency_cap={args.cap}',
        f'--memtier_hold_duration={args.hold}'] + extra,
-      capture_output=True, text=True, timeout=1800, cwd=REPO)
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+  try:
+    _, err = proc.communicate(timeout=1800)
+  finally:
+    if proc.poll() is None:
+      # Interrupted (or past its bound): pkb tears its run down on SIGTERM;
+      # subprocess.run's SIGKILL would leave its shards running.
+      proc.terminate()
+      proc.communicate()
   rows = _Rows(results_dir, run_uri)
   answer = next((dict(sample.ParseLabels(r['labels']), value=r['value'])
                  for r in rows
@@ -74,7 +83,7 @@ def RunOnce(results_dir: str, statistic: str, args, extra: List[str]
   return {'statistic': statistic, 'rc': proc.returncode, 'load': load,
           'wall_s': time.monotonic() - started, 'answer': answer,
           'series': series,
-          'error': (proc.stderr.strip().splitlines() or [''])[-1]}
+          'error': (err.strip().splitlines() or [''])[-1]}
 
 
 def _Ms(answer: Dict[str, str], key: str) -> str:
@@ -101,6 +110,10 @@ def main(argv: Optional[List[str]] = None) -> int:
       print(f'bench_cap_statistics: --cap={args.cap:g} '
             f'--statistics={args.statistics}: {e}', file=sys.stderr)
       return 2
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: RunOnce then stops its
+  # pkb and the finally below removes the results, which the script's death
+  # left behind with pkb running on.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   results_dir = tempfile.mkdtemp(prefix='bench-cap-statistics-')
   runs = []
   try:
@@ -111,6 +124,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             f'average {run["load"]:.1f} at its start'
             + (f': {run["error"]}' if run['rc'] not in (0, 4) else ''),
             flush=True)
+  except KeyboardInterrupt:
+    print('bench_cap_statistics: interrupted; its pkb run was stopped and '
+          'the results removed', file=sys.stderr)
+    return 130
   finally:
     shutil.rmtree(results_dir, ignore_errors=True)
   base = next((float(r['answer']['value']) for r in runs

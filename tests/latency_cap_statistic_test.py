@@ -12,6 +12,7 @@ import importlib.util
 import io
 import os
 import re
+import signal
 
 import pytest
 
@@ -257,6 +258,48 @@ def test_bench_cap_statistics_refuses_a_bad_cap_in_one_line(capsys, bad):
   assert code == 2
   assert err.startswith('bench_cap_statistics: ')
   assert len(err.strip().splitlines()) == 1 and 'Traceback' not in err
+
+
+def test_bench_cap_statistics_sigterm_stops_its_pkb_and_removes_results(
+    tmp_path, monkeypatch, capsys):
+  """The bench killed alone (kill PID) left its pkb run going on and
+  /tmp/bench-cap-statistics-... behind; a SIGTERM now interrupts it as
+  Ctrl-C does, its pkb is terminated (pkb tears down on SIGTERM; the
+  SIGKILL subprocess.run sends on an interruption or its 1800 s bound
+  would leave pkb's shards running) and the results removed. In process:
+  a stand-in pkb whose wait calls the handler in force."""
+  bench = _BenchCapStatistics()
+  seen = {}
+
+  class Pkb:
+
+    def __init__(self, unused_argv, **unused_kwargs):
+      self.returncode = None
+
+    def communicate(self, timeout=None):
+      if timeout is not None:
+        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+      return '', ''
+
+    def poll(self):
+      return self.returncode
+
+    def terminate(self):
+      seen['terminated'] = True
+      self.returncode = -signal.SIGTERM
+
+  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.subprocess, 'run', None)  # Not its SIGKILL.
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    assert bench.main(['--memtier_path=/bin/true']) == 130
+  finally:
+    signal.signal(signal.SIGTERM, before)
+  assert seen['terminated'] and os.listdir(tmp_path) == []
+  assert capsys.readouterr().err == (
+      'bench_cap_statistics: interrupted; its pkb run was stopped and the '
+      'results removed\n')
 
 
 def _TailOverWhenRepeated():
