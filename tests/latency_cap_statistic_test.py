@@ -302,6 +302,34 @@ def test_bench_cap_statistics_sigterm_stops_its_pkb_and_removes_results(
       'results removed\n')
 
 
+def test_bench_cap_statistics_exits_1_when_a_run_failed(tmp_path,
+                                                       monkeypatch, capsys):
+  """'--memtier_path=/nonexistent': every pkb run refused it (exit 2), the
+  table said 'no answer' for each, and the bench exited 0."""
+  bench = _BenchCapStatistics()
+  codes = iter([4, 2])  # avg unconfirmed (measured), p99 refused.
+
+  class Pkb:
+
+    def __init__(self, unused_argv, **unused_kwargs):
+      self.returncode = next(codes)
+
+    def communicate(self, timeout=None):
+      del timeout
+      return '', 'pkb: refused\n'
+
+    def poll(self):
+      return self.returncode
+
+  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  assert bench.main(['--memtier_path=/bin/true',
+                     '--statistics=avg,p99']) == 1
+  err = capsys.readouterr().err
+  assert err == ('bench_cap_statistics: the run of p99 failed (its line '
+                 'above says why)\n')
+
+
 def _TailOverWhenRepeated():
   """A server whose p99 is under 1 ms on a load's first probe and 1.2 ms
   on every repeat of it (its average always well under)."""
