@@ -34,6 +34,7 @@ import argparse
 import os
 import shlex
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -120,6 +121,10 @@ def main(argv=None) -> int:
     print(f'{refusal}; or --no-ssh', file=sys.stderr)
     return 2
   spec = virtual_machine.VmSpec(cloud='Bench', machine_type='bench')
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: the finally below then
+  # stops the sshd and removes the directory (its keys), which the
+  # script's death left behind, the sshd listening.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   work = tempfile.mkdtemp(prefix='pkb-bench-shipped-')
   lines = []
   server = machine = None
@@ -147,6 +152,10 @@ def main(argv=None) -> int:
     forms = Forms()
     lines.append(Report('local', Time(vm, forms, args.rounds),
                         lambda c: len(shlex.join(['bash', '-c', c])), forms))
+  except KeyboardInterrupt:
+    print('bench_shipped_scripts: interrupted; its sshd was stopped and its '
+          'files removed', file=sys.stderr)
+    return 130
   finally:
     if machine is not None:
       machine.CleanUpScratch()
