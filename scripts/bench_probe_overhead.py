@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -118,11 +119,19 @@ def RunStudy(name: str, results_dir: str, duration: float, probes: int,
           # Whether the answer is confirmed is beside the point here.
           '--accept_unconfirmed',
           '--timeout_minutes=15', *extra]
-  done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
-                        timeout=1200, check=False)
+  done = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=REPO)
+  try:
+    _, err = done.communicate(timeout=1200)
+  finally:
+    if done.poll() is None:
+      # Interrupted (or past its bound): pkb tears its run down on SIGTERM;
+      # subprocess.run's SIGKILL would leave its shards running.
+      done.terminate()
+      done.communicate()
   if done.returncode != 0:
     raise SystemExit(f'{name} study failed (exit {done.returncode}): '
-                     f'{done.stderr.strip().splitlines()[-1:]}')
+                     f'{err.strip().splitlines()[-1:]}')
   return ProbeTimes(os.path.join(results_dir, run_uri,
                                  'perfkitbenchmarker_results.json'), duration)
 
@@ -166,6 +175,10 @@ def main(argv=None) -> int:
   if refusal:
     print(refusal, file=sys.stderr)
     return 2
+  # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: RunStudy then stops its
+  # pkb and the finally below the sshd and the directory (its keys), which
+  # the script's death left behind, the sshd listening and pkb running on.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   work = tempfile.mkdtemp(prefix='pkb-probe-overhead-')
   server = None
   try:
@@ -182,6 +195,10 @@ def main(argv=None) -> int:
     ssh = RunStudy('ssh', os.path.join(work, 'results'), args.duration,
                    args.probes, tool + [f'--static_vm_file={static_file}',
                                         '--nosystem_tuning'])
+  except KeyboardInterrupt:
+    print('bench_probe_overhead: interrupted; its pkb run and sshd were '
+          'stopped and its files removed', file=sys.stderr)
+    return 130
   finally:
     if server is not None:
       server.Stop()

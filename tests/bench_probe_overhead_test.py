@@ -9,6 +9,8 @@ evidence.Keep writes, with scripted times (no timing is measured here).
 """
 
 import json
+import os
+import signal
 
 import pytest
 
@@ -97,3 +99,45 @@ def test_probes_without_raw_files_give_no_figure(tmp_path):
   times = bench_probe_overhead.ProbeTimes(str(path))
   assert times[0]['lifetime_s'] is None
   assert bench_probe_overhead.Report('x', times)['harness_s'] is None
+
+
+def test_sigterm_stops_its_pkb_run_and_sshd_and_removes_its_files(
+    tmp_path, monkeypatch, capsys):
+  # Killed with SIGTERM 25 s in (its ssh study running), the bench left
+  # its sshd listening, pkb running on over it (with its ssh masters) and
+  # /tmp/pkb-probe-overhead-... (the sshd's keys) behind; subprocess.run's
+  # SIGKILL on an interruption or its bound would leave pkb's shards. In
+  # process: a stand-in pkb whose wait calls the handler in force.
+  seen = {}
+
+  class Pkb:
+
+    def __init__(self, unused_argv, **unused_kwargs):
+      self.returncode = None
+
+    def communicate(self, timeout=None):
+      if timeout is not None:
+        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+      return '', ''
+
+    def poll(self):
+      return self.returncode
+
+    def terminate(self):
+      seen['terminated'] = True
+      self.returncode = -signal.SIGTERM
+
+  monkeypatch.setattr(bench_probe_overhead.loopback_sshd, 'BenchRefusal',
+                      lambda *unused: None)
+  monkeypatch.setattr(bench_probe_overhead.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench_probe_overhead.subprocess, 'run', None)
+  monkeypatch.setattr(bench_probe_overhead.tempfile, 'tempdir', str(tmp_path))
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    assert bench_probe_overhead.main(['--probes=1']) == 130
+  finally:
+    signal.signal(signal.SIGTERM, before)
+  assert seen['terminated'] and os.listdir(tmp_path) == []
+  assert capsys.readouterr().err == (
+      'bench_probe_overhead: interrupted; its pkb run and sshd were stopped '
+      'and its files removed\n')
