@@ -218,6 +218,13 @@ def main(argv: Optional[List[str]] = None) -> int:
           f'{statistics.median(r["wall_s"] for r in a):.1f} s vs '
           f'{statistics.median(r["wall_s"] for r in b):.1f} s); confirmed: '
           f'{confirmed}')
+  # pkb's 4 is an answer it could not confirm: a measured run, counted.
+  failed = sum(r['rc'] not in (0, 4) for rs in runs.values() for r in rs)
+  if failed:
+    print(f'bench_first_run: {failed} of {sum(map(len, runs.values()))} '
+          'runs failed (their lines say why); the wall times above count '
+          'them', file=sys.stderr)
+    return 1
   return 0
 
 

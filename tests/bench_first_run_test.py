@@ -65,3 +65,28 @@ def test_sigterm_stops_its_pkb_run_and_removes_the_results(
   assert capsys.readouterr().err == (
       'bench_first_run: interrupted; its pkb run was stopped and the '
       'results removed\n')
+
+
+def test_failed_runs_end_in_exit_1(tmp_path, monkeypatch, capsys):
+  # '--sides="a=--bogus_flag;b=--bogus_flag"': every pkb run refused the
+  # flag (exit 2, on its line), yet the bench printed 'wall time a/b 0.70x'
+  # of the refusals and exited 0.
+  class Pkb:
+    pid = 0
+
+    def __init__(self, argv, **unused_kwargs):
+      self.returncode = 2 if '--bogus_flag' in argv else 4
+
+    def communicate(self, timeout=None):
+      del timeout
+      return '', "pkb: Unknown command line flag 'bogus_flag'\n"
+
+    def poll(self):
+      return self.returncode
+
+  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
+  assert bench.main(['--repeats=1', '--sides=a=--bogus_flag;b=']) == 1
+  assert capsys.readouterr().err == (
+      'bench_first_run: 1 of 2 runs failed (their lines say why); the wall '
+      'times above count them\n')
