@@ -10,6 +10,7 @@ deleted probe file. Each ends in one line, exit non-zero, in bounded memory
 
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -331,11 +332,16 @@ def test_ctrl_c_is_one_line_whenever_it_comes(copy):
   # The moments are fractions of a whole run's time from there, measured
   # first: fixed ones (0.3-3 s) caught it running only once when a run took
   # under 0.6 s (fresh-clone CI, quiet machine).
-  whole = _Start(run_dir)
-  started = time.monotonic()
-  out, err = whole.communicate(timeout=120)
-  took = time.monotonic() - started
-  assert whole.returncode == 0, out + err
+  # The shorter of two: a first run with cold caches took several times a
+  # later one's, and the fractions of it then came after most runs had
+  # ended (1 of 6 caught it running, fresh-clone CI at a8bcc7b).
+  took = math.inf
+  for _ in range(2):
+    whole = _Start(run_dir)
+    started = time.monotonic()
+    out, err = whole.communicate(timeout=120)
+    took = min(took, time.monotonic() - started)
+    assert whole.returncode == 0, out + err
   interrupted = 0
   for delay in [took * f for f in (0.05, 0.15, 0.3, 0.45, 0.6, 0.9)]:
     proc = _Start(run_dir)
