@@ -403,9 +403,11 @@ def test_kill_process_waits_for_a_process_that_is_exiting(vm_class, tmp_path):
   os.mkdir(vm.scratch_dir, 0o700)
   # Ended means all of it (its exit status can be collected), not a zombie
   # main thread.
-  # Ends by itself a second later: waited for, never "not the recorded
-  # process; left alone" (its command line reads empty meanwhile).
-  proc = _ExitingProcess(tmp_path, vm.scratch_dir, 1)
+  # Ends by itself 3 s later (within KillProcess's 5 s wait): waited for,
+  # never "not the recorded process; left alone" (its command line reads
+  # empty meanwhile). 1 s ended it before the identity was read, at load
+  # from 5 test workers on 2 cores ('None == (7424139.0, ...)').
+  proc = _ExitingProcess(tmp_path, vm.scratch_dir, 3)
   try:
     start = _StartTime(vm, proc.pid)
     assert vm.ProcessIdentity(proc.pid) == (start, '')
