@@ -8,6 +8,8 @@ import importlib.util
 import os
 import signal
 
+import sigterm_stand_in
+
 _SPEC = importlib.util.spec_from_file_location(
     'bench_first_run', os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), 'scripts', 'bench_first_run.py'))
@@ -36,23 +38,7 @@ def test_sigterm_stops_its_pkb_run_and_removes_the_results(
   # would.
   seen = {}
 
-  class Pkb:
-    pid = 0
-
-    def __init__(self, unused_argv, **unused_kwargs):
-      self.returncode = None
-
-    def communicate(self, timeout=None):
-      if timeout is not None:
-        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
-      return '', ''
-
-    def poll(self):
-      return self.returncode
-
-    def terminate(self):
-      seen['terminated'] = True
-      self.returncode = -signal.SIGTERM
+  Pkb = sigterm_stand_in.PkbPopen(seen)
 
   monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))

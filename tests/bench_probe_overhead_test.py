@@ -14,6 +14,8 @@ import signal
 
 import pytest
 
+import sigterm_stand_in
+
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
@@ -110,22 +112,7 @@ def test_sigterm_stops_its_pkb_run_and_sshd_and_removes_its_files(
   # process: a stand-in pkb whose wait calls the handler in force.
   seen = {}
 
-  class Pkb:
-
-    def __init__(self, unused_argv, **unused_kwargs):
-      self.returncode = None
-
-    def communicate(self, timeout=None):
-      if timeout is not None:
-        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
-      return '', ''
-
-    def poll(self):
-      return self.returncode
-
-    def terminate(self):
-      seen['terminated'] = True
-      self.returncode = -signal.SIGTERM
+  Pkb = sigterm_stand_in.PkbPopen(seen)
 
   monkeypatch.setattr(bench_probe_overhead.loopback_sshd, 'BenchRefusal',
                       lambda *unused: None)

@@ -16,6 +16,8 @@ import signal
 
 import pytest
 
+import sigterm_stand_in
+
 from perfkitbenchmarker import latency_histogram
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
@@ -271,22 +273,7 @@ def test_bench_cap_statistics_sigterm_stops_its_pkb_and_removes_results(
   bench = _BenchCapStatistics()
   seen = {}
 
-  class Pkb:
-
-    def __init__(self, unused_argv, **unused_kwargs):
-      self.returncode = None
-
-    def communicate(self, timeout=None):
-      if timeout is not None:
-        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
-      return '', ''
-
-    def poll(self):
-      return self.returncode
-
-    def terminate(self):
-      seen['terminated'] = True
-      self.returncode = -signal.SIGTERM
+  Pkb = sigterm_stand_in.PkbPopen(seen)
 
   monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.subprocess, 'run', None)  # Not its SIGKILL.
