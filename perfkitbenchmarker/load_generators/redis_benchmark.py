@@ -60,9 +60,10 @@ PLAN_HEADROOM = 1.25  # Planned rate at most this x the fastest seen.
 # A probe's bound: 4x its length + 30 s, or, if longer, the time its
 # requests take at this rate a process: a working but slow server ends late,
 # and the next probe is planned from what it measured. Request counts come
-# from a rate measured by the pilot or the probe before, which a server on a shared machine can miss by far: a shard
-# sharing its core with a busy loop at load ~20 served 810 ops/s a process
-# (3 cluster shards in half a core outlasted 34 s at load 20-30), and
+# from a rate measured by the pilot or the probe before, which a server on
+# a shared machine can miss by far: a shard sharing its core with a busy
+# loop at load ~20 served 810 ops/s a process (3 cluster shards in half a
+# core outlasted 34 s at load 20-30), and
 # probes planned from the rate the one before measured outlasted 34 s
 # beside a busy loop per core and the whole suite (cloud_rehearsal_test,
 # pkb_faults_test: 'timed out after 34 s'). Only a server slower than this
