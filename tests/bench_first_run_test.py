@@ -6,7 +6,6 @@ quota); this case stops before the first.
 
 import importlib.util
 import os
-import signal
 
 import sigterm_stand_in
 
@@ -42,11 +41,7 @@ def test_sigterm_stops_its_pkb_run_and_removes_the_results(
 
   monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
-  before = signal.getsignal(signal.SIGTERM)
-  try:
-    assert bench.main(['--repeats=1']) == 130
-  finally:
-    signal.signal(signal.SIGTERM, before)
+  assert sigterm_stand_in.Main(bench.main, ['--repeats=1']) == 130
   assert seen['terminated'] and os.listdir(tmp_path) == []
   assert capsys.readouterr().err == (
       'bench_first_run: interrupted; its pkb run was stopped and the '

@@ -10,7 +10,6 @@ evidence.Keep writes, with scripted times (no timing is measured here).
 
 import json
 import os
-import signal
 
 import pytest
 
@@ -119,11 +118,7 @@ def test_sigterm_stops_its_pkb_run_and_sshd_and_removes_its_files(
   monkeypatch.setattr(bench_probe_overhead.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench_probe_overhead.subprocess, 'run', None)
   monkeypatch.setattr(bench_probe_overhead.tempfile, 'tempdir', str(tmp_path))
-  before = signal.getsignal(signal.SIGTERM)
-  try:
-    assert bench_probe_overhead.main(['--probes=1']) == 130
-  finally:
-    signal.signal(signal.SIGTERM, before)
+  assert sigterm_stand_in.Main(bench_probe_overhead.main, ['--probes=1']) == 130
   assert seen['terminated'] and os.listdir(tmp_path) == []
   assert capsys.readouterr().err == (
       'bench_probe_overhead: interrupted; its pkb run and sshd were stopped '

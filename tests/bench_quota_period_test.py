@@ -10,6 +10,8 @@ import signal
 
 import pytest
 
+import sigterm_stand_in
+
 _SPEC = importlib.util.spec_from_file_location(
     'bench_quota_period', os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), 'scripts', 'bench_quota_period.py'))
@@ -57,11 +59,7 @@ def test_sigterm_removes_its_cgroups_server_and_directory(tmp_path,
   monkeypatch.setattr(bench.cpu_cgroups, 'CpuCgroup', Cgroup)
   monkeypatch.setattr(bench.shutil, 'which', lambda name: f'/bin/{name}')
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
-  before = signal.getsignal(signal.SIGTERM)
-  try:
-    assert bench.main(['--configs=none']) == 130
-  finally:
-    signal.signal(signal.SIGTERM, before)
+  assert sigterm_stand_in.Main(bench.main, ['--configs=none']) == 130
   assert os.listdir(tmp_path) == []
   assert capsys.readouterr().err == (
       'bench_quota_period: interrupted; its server, cgroups and files are '

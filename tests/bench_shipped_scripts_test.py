@@ -8,6 +8,8 @@ import importlib.util
 import os
 import signal
 
+import sigterm_stand_in
+
 _SPEC = importlib.util.spec_from_file_location(
     'bench_shipped_scripts', os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), 'scripts', 'bench_shipped_scripts.py'))
@@ -32,11 +34,7 @@ def test_sigterm_stops_its_sshd_and_removes_its_keys(tmp_path, monkeypatch,
   monkeypatch.setattr(bench.loopback_sshd, 'BenchRefusal', lambda *a: None)
   monkeypatch.setattr(bench.loopback_sshd, 'Sshd', Sshd)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
-  before = signal.getsignal(signal.SIGTERM)
-  try:
-    assert bench.main(['--rounds=1']) == 130
-  finally:
-    signal.signal(signal.SIGTERM, before)
+  assert sigterm_stand_in.Main(bench.main, ['--rounds=1']) == 130
   assert os.listdir(tmp_path) == []
   assert capsys.readouterr().err == (
       'bench_shipped_scripts: interrupted; its sshd was stopped and its files '

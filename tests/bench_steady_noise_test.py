@@ -10,6 +10,8 @@ import signal
 
 import pytest
 
+import sigterm_stand_in
+
 _SPEC = importlib.util.spec_from_file_location(
     'bench_steady_noise', os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), 'scripts', 'bench_steady_noise.py'))
@@ -49,11 +51,7 @@ def test_sigterm_stops_its_server_and_removes_its_directory(
   monkeypatch.setattr(bench.shutil, 'which', lambda name: f'/bin/{name}')
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
   monkeypatch.setattr(bench.subprocess, 'Popen', Start)
-  before = signal.getsignal(signal.SIGTERM)
-  try:
-    assert bench.main(['--memtier_path=/bin/true']) == 130
-  finally:
-    signal.signal(signal.SIGTERM, before)
+  assert sigterm_stand_in.Main(bench.main, ['--memtier_path=/bin/true']) == 130
   assert os.listdir(tmp_path) == []
   assert capsys.readouterr().err == (
       'bench_steady_noise: interrupted; its server and files are removed\n')

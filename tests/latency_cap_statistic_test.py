@@ -12,7 +12,6 @@ import importlib.util
 import io
 import os
 import re
-import signal
 
 import pytest
 
@@ -278,11 +277,7 @@ def test_bench_cap_statistics_sigterm_stops_its_pkb_and_removes_results(
   monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.subprocess, 'run', None)  # Not its SIGKILL.
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
-  before = signal.getsignal(signal.SIGTERM)
-  try:
-    assert bench.main(['--memtier_path=/bin/true']) == 130
-  finally:
-    signal.signal(signal.SIGTERM, before)
+  assert sigterm_stand_in.Main(bench.main, ['--memtier_path=/bin/true']) == 130
   assert seen['terminated'] and os.listdir(tmp_path) == []
   assert capsys.readouterr().err == (
       'bench_cap_statistics: interrupted; its pkb run was stopped and the '

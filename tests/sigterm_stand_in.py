@@ -28,3 +28,13 @@ def PkbPopen(seen: dict):
       self.returncode = -signal.SIGTERM
 
   return Pkb
+
+
+def Main(main, argv) -> int:
+  """main(argv)'s exit code, with this process's SIGTERM handler as it was
+  before, whatever main set (the bench under test installs its own)."""
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    return main(argv)
+  finally:
+    signal.signal(signal.SIGTERM, before)
