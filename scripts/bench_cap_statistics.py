@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import text_table
+from scripts import pkb_child
 
 # The hold's per-second series of each statistic (the time-series samples).
 _SERIES = {'avg': 'Average Latency', 'p50': 'p50.00', 'p90': 'p90.00',
@@ -56,21 +56,12 @@ def RunOnce(results_dir: str, statistic: str, args, extra: List[str]
   run_uri = f'c{os.getpid() % 10000:04d}{len(os.listdir(results_dir))}'
   load = os.getloadavg()[0]
   started = time.monotonic()
-  proc = subprocess.Popen(
+  returncode, err = pkb_child.Run(
       [sys.executable, os.path.join(REPO, 'pkb.py'), f'--run_uri={run_uri}',
        f'--results_dir={results_dir}', f'--memtier_path={args.memtier_path}',
        f'--latency_cap_statistic={statistic}',
        f'--memtier_latency_cap={args.cap}',
-       f'--memtier_hold_duration={args.hold}'] + extra,
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
-  try:
-    _, err = proc.communicate(timeout=1800)
-  finally:
-    if proc.poll() is None:
-      # Interrupted (or past its bound): pkb tears its run down on SIGTERM;
-      # subprocess.run's SIGKILL would leave its shards running.
-      proc.terminate()
-      proc.communicate()
+       f'--memtier_hold_duration={args.hold}'] + extra, REPO, 1800)
   rows = _Rows(results_dir, run_uri)
   answer = next((dict(sample.ParseLabels(r['labels']), value=r['value'])
                  for r in rows
@@ -80,7 +71,7 @@ def RunOnce(results_dir: str, statistic: str, args, extra: List[str]
     for name in ('OPS', _SERIES[statistic]):
       if r['metric'] == name + price_performance.TIME_SERIES_SUFFIX:
         series[name] = sample.ParseLabels(r['labels']).get('values', '')
-  return {'statistic': statistic, 'rc': proc.returncode, 'load': load,
+  return {'statistic': statistic, 'rc': returncode, 'load': load,
           'wall_s': time.monotonic() - started, 'answer': answer,
           'series': series,
           'error': (err.strip().splitlines() or [''])[-1]}

@@ -43,7 +43,6 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -60,6 +59,7 @@ venv_reexec.UseRepoVenv(REPO, __file__)
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.providers.local import cpu_quota
 from scripts import cpu_cgroups
+from scripts import pkb_child
 
 SPLITS = {'quota': [], 'plain': ['--local_server_cpu_quota=0']}
 
@@ -114,20 +114,13 @@ def RunOnce(results_dir: str, run_uri: str, extra: List[str],
   stop = threading.Event()
   weigher = threading.Thread(target=_WeighServerQuota, args=(run_uri, stop))
   started = time.monotonic()
-  proc = None
   try:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=repo)
-    if group is not None:
-      group.Add(proc.pid)  # Before it starts a load generator or a shard.
-      weigher.start()
-    _, err = proc.communicate(timeout=900)
+    with pkb_child.Started(argv, repo) as proc:
+      if group is not None:
+        group.Add(proc.pid)  # Before it starts a load generator or a shard.
+        weigher.start()
+      _, err = proc.communicate(timeout=900)
   finally:
-    if proc is not None and proc.poll() is None:
-      # Interrupted (or past its bound): pkb tears its run down on SIGTERM
-      # instead of running on without the bench.
-      proc.terminate()
-      proc.communicate()
     stop.set()
     if weigher.is_alive():
       weigher.join()

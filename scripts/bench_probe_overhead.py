@@ -42,7 +42,6 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Optional, Tuple
@@ -57,6 +56,7 @@ venv_reexec.UseRepoVenv(REPO, __file__)
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker.publishers import bigquery_schema
 from scripts import loopback_sshd
+from scripts import pkb_child
 
 
 def ProbeTimes(results_json: str, nominal_s: Optional[float] = None
@@ -119,18 +119,9 @@ def RunStudy(name: str, results_dir: str, duration: float, probes: int,
           # Whether the answer is confirmed is beside the point here.
           '--accept_unconfirmed',
           '--timeout_minutes=15', *extra]
-  done = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, cwd=REPO)
-  try:
-    _, err = done.communicate(timeout=1200)
-  finally:
-    if done.poll() is None:
-      # Interrupted (or past its bound): pkb tears its run down on SIGTERM;
-      # subprocess.run's SIGKILL would leave its shards running.
-      done.terminate()
-      done.communicate()
-  if done.returncode != 0:
-    raise SystemExit(f'{name} study failed (exit {done.returncode}): '
+  returncode, err = pkb_child.Run(argv, REPO, 1200)
+  if returncode != 0:
+    raise SystemExit(f'{name} study failed (exit {returncode}): '
                      f'{err.strip().splitlines()[-1:]}')
   return ProbeTimes(os.path.join(results_dir, run_uri,
                                  'perfkitbenchmarker_results.json'), duration)

@@ -39,7 +39,7 @@ def test_sigterm_stops_its_pkb_run_and_removes_the_results(
 
   Pkb = sigterm_stand_in.PkbPopen(seen)
 
-  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.pkb_child.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
   assert sigterm_stand_in.Main(bench.main, ['--repeats=1']) == 130
   assert seen['terminated'] and os.listdir(tmp_path) == []
@@ -65,7 +65,7 @@ def test_failed_runs_end_in_exit_1(tmp_path, monkeypatch, capsys):
     def poll(self):
       return self.returncode
 
-  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.pkb_child.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
   assert bench.main(['--repeats=1', '--sides=a=--bogus_flag;b=']) == 1
   assert capsys.readouterr().err == (

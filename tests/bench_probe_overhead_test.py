@@ -115,8 +115,8 @@ def test_sigterm_stops_its_pkb_run_and_sshd_and_removes_its_files(
 
   monkeypatch.setattr(bench_probe_overhead.loopback_sshd, 'BenchRefusal',
                       lambda *unused: None)
-  monkeypatch.setattr(bench_probe_overhead.subprocess, 'Popen', Pkb)
-  monkeypatch.setattr(bench_probe_overhead.subprocess, 'run', None)
+  monkeypatch.setattr(bench_probe_overhead.pkb_child.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench_probe_overhead.pkb_child.subprocess, 'run', None)
   monkeypatch.setattr(bench_probe_overhead.tempfile, 'tempdir', str(tmp_path))
   assert sigterm_stand_in.Main(bench_probe_overhead.main, ['--probes=1']) == 130
   assert seen['terminated'] and os.listdir(tmp_path) == []

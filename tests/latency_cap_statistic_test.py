@@ -274,8 +274,9 @@ def test_bench_cap_statistics_sigterm_stops_its_pkb_and_removes_results(
 
   Pkb = sigterm_stand_in.PkbPopen(seen)
 
-  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
-  monkeypatch.setattr(bench.subprocess, 'run', None)  # Not its SIGKILL.
+  monkeypatch.setattr(bench.pkb_child.subprocess, 'Popen', Pkb)
+  # Not subprocess.run, whose SIGKILL would leave pkb's shards.
+  monkeypatch.setattr(bench.pkb_child.subprocess, 'run', None)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
   assert sigterm_stand_in.Main(bench.main, ['--memtier_path=/bin/true']) == 130
   assert seen['terminated'] and os.listdir(tmp_path) == []
@@ -303,7 +304,7 @@ def test_bench_cap_statistics_exits_1_when_a_run_failed(tmp_path,
     def poll(self):
       return self.returncode
 
-  monkeypatch.setattr(bench.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(bench.pkb_child.subprocess, 'Popen', Pkb)
   monkeypatch.setattr(bench.tempfile, 'tempdir', str(tmp_path))
   assert bench.main(['--memtier_path=/bin/true',
                      '--statistics=avg,p99']) == 1
