@@ -404,12 +404,19 @@ def test_a_probe_over_two_client_vms_says_memtiers_duration_bug_on_either(
   assert m.metadata['real_duration_s'] == pytest.approx(5.001)
 
 
-def test_redis_benchmark_says_it_has_no_warmup(data_path):
+def _RecordedRedisBenchmark(data_path):
+  """A redis-benchmark generator on a client VM serving the recorded
+  t1c32 run (110,284 ops/s), and that run's output."""
   with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
     plain = f.read()
   vm = RecordedClientVm({'probe': ('', plain)})
   generator = redis_benchmark.RedisBenchmarkGenerator(vm)
   generator._version = '7.0.15'  # pylint: disable=protected-access
+  return vm, generator, plain
+
+
+def test_redis_benchmark_says_it_has_no_warmup(data_path):
+  _, generator, _ = _RecordedRedisBenchmark(data_path)
   m = generator.Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 32), 2)
   assert m.metadata['warmup_s'] == 0
   assert m.metadata['warmup_supported'] is False
@@ -421,11 +428,7 @@ def test_redis_benchmark_plans_its_first_probe_from_a_pilot(data_path):
   # A guessed 40,000 ops/s a process made a first probe of 2 s last 8 s
   # against a shard held to half a core (10,000 ops/s) and under 1 s
   # against a cloud VM's (110,000): a pilot measures the rate first.
-  with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
-    plain = f.read()
-  vm = RecordedClientVm({'probe': ('', plain)})
-  generator = redis_benchmark.RedisBenchmarkGenerator(vm)
-  generator._version = '7.0.15'  # pylint: disable=protected-access
+  vm, generator, plain = _RecordedRedisBenchmark(data_path)
   generator.Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 32), 2)
   runs = [s for s in vm.scripts if s and 'redis-benchmark -h' in s]
   assert len(runs) == 2, runs  # the pilot, then the probe
