@@ -25,13 +25,7 @@ import botocore.parsers
 import pytest
 
 import e2e_support
-from moto import mock_aws
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.core.responses import ActionResult
-from moto.ec2.exceptions import EC2ClientError
-from moto.ec2.responses import EC2Response
-from moto.ssm.models import Parameter
-from moto.ssm.models import ssm_backends
+import lazy_modules
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
@@ -48,6 +42,14 @@ from perfkitbenchmarker.providers.aws import naming
 from perfkitbenchmarker.providers.aws import network
 from perfkitbenchmarker.providers.aws import provider
 from perfkitbenchmarker.providers import operator_access
+
+# Imported when a test first uses them (lazy_modules).
+moto_lib = lazy_modules.Module('moto')
+moto_core = lazy_modules.Module('moto.core')
+moto_responses = lazy_modules.Module('moto.core.responses')
+moto_ec2_exceptions = lazy_modules.Module('moto.ec2.exceptions')
+moto_ec2_responses = lazy_modules.Module('moto.ec2.responses')
+moto_ssm = lazy_modules.Module('moto.ssm.models')
 
 REGION = 'us-east-1'
 ZONE = 'us-east-1a'
@@ -73,13 +75,13 @@ ENTERPRISE_RANGES = {
 
 
 def _SeedSsmParameters():
-  backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+  backend = moto_ssm.ssm_backends[moto_core.DEFAULT_ACCOUNT_ID][REGION]
   for os_type in ('debian12', 'ubuntu2204', 'ubuntu2404'):
     for arch, ami in ((images.ARM64, ARM_AMI), (images.X86_64, X86_AMI)):
       name = images.ParameterName(os_type, arch)
       parameters = backend._parameters  # pylint: disable=protected-access
-      parameters[name].append(Parameter(
-          account_id=DEFAULT_ACCOUNT_ID, name=name, value=ami,
+      parameters[name].append(moto_ssm.Parameter(
+          account_id=moto_core.DEFAULT_ACCOUNT_ID, name=name, value=ami,
           parameter_type='String', description=None, allowed_pattern=None,
           keyid=None, last_modified_date=datetime.datetime.now(), version=1,
           data_type='aws:ec2:image'))
@@ -90,37 +92,41 @@ def _AddPlacementGroupsToMoto(monkeypatch):
   groups = {}
 
   def Unknown(name):
-    return EC2ClientError('InvalidPlacementGroup.Unknown',
-                          f'The Placement Group \'{name}\' is unknown.')
+    return moto_ec2_exceptions.EC2ClientError(
+        'InvalidPlacementGroup.Unknown',
+        f'The Placement Group \'{name}\' is unknown.')
 
   def create_placement_group(self):
     name = self._get_param('GroupName')
     if name in groups:
-      raise EC2ClientError('InvalidPlacementGroup.Duplicate',
-                           f'The Placement Group \'{name}\' already exists.')
+      raise moto_ec2_exceptions.EC2ClientError(
+          'InvalidPlacementGroup.Duplicate',
+          f'The Placement Group \'{name}\' already exists.')
     tags = self._parse_tag_specification().get('placement-group', {})
     groups[name] = {
         'GroupName': name, 'Strategy': self._get_param('Strategy'),
         'State': 'available', 'GroupId': f'pg-{uuid.uuid4().hex[:17]}',
         'Tags': [{'Key': k, 'Value': v} for k, v in tags.items()]}
-    return ActionResult({'PlacementGroup': groups[name]})
+    return moto_responses.ActionResult({'PlacementGroup': groups[name]})
 
   def describe_placement_groups(self):
     names = self._get_param('GroupNames', []) or list(groups)
     for name in names:
       if name not in groups:
         raise Unknown(name)
-    return ActionResult({'PlacementGroups': [groups[n] for n in names]})
+    return moto_responses.ActionResult(
+        {'PlacementGroups': [groups[n] for n in names]})
 
   def delete_placement_group(self):
     name = self._get_param('GroupName')
     if groups.pop(name, None) is None:
       raise Unknown(name)
-    return ActionResult({})
+    return moto_responses.ActionResult({})
 
   for method in (create_placement_group, describe_placement_groups,
                  delete_placement_group):
-    monkeypatch.setattr(EC2Response, method.__name__, method, raising=False)
+    monkeypatch.setattr(moto_ec2_responses.EC2Response, method.__name__,
+                        method, raising=False)
   return groups
 
 
@@ -132,7 +138,7 @@ def moto(monkeypatch):
   monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', 'testing')
   monkeypatch.setenv('AWS_DEFAULT_REGION', REGION)
   groups = _AddPlacementGroupsToMoto(monkeypatch)
-  with mock_aws():
+  with moto_lib.mock_aws():
     _SeedSsmParameters()
     clients = FACTORY.ForRegion(REGION)
     yield clients, groups

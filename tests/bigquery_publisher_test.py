@@ -21,20 +21,24 @@ import time
 import types
 
 from google.auth import credentials as auth_credentials
-from google.cloud import bigquery
 import pytest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.publishers import bigquery_options
-from perfkitbenchmarker.publishers import bigquery_publisher
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
 
+import lazy_modules
 import e2e_support as e2e  # pylint: disable=g-bad-import-order
 import fake_bigquery  # pylint: disable=g-bad-import-order
 import memtier_replay  # pylint: disable=g-bad-import-order
+
+# Imported when a test first uses them (lazy_modules).
+bigquery = lazy_modules.Module('google.cloud.bigquery')
+bigquery_publisher = lazy_modules.Module(
+    'perfkitbenchmarker.publishers.bigquery_publisher')
 
 PROJECT = 'pkb-test-project'
 TABLE = f'{PROJECT}.pkb_results.samples'

@@ -37,14 +37,18 @@ from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.providers.aws import provider as aws_provider
-from perfkitbenchmarker.providers.gcp import provider as gcp_provider
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
 
 # pylint: disable=g-bad-import-order
 import aws_provider_test
+import lazy_modules
 import fake_gce
 from aws_provider_test import moto  # pylint: disable=unused-import  (fixture)
+
+# Imported when a test first uses them (lazy_modules).
+gcp_provider = lazy_modules.Module(
+    'perfkitbenchmarker.providers.gcp.provider')
 
 # Every test here starts a process (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e

@@ -48,11 +48,14 @@ import yaml
 import e2e_support
 import fake_bigquery
 import fake_gce
+import lazy_modules
 import rehearsal_hosts
 
-from moto.ec2.models import instances as moto_instances
-from moto.server import ThreadedMotoServer
 from perfkitbenchmarker import system_tuning
+
+# Imported when a test first uses them (lazy_modules).
+moto_instances = lazy_modules.Module('moto.ec2.models.instances')
+moto_server = lazy_modules.Module('moto.server')
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = 'pkb-rehearsal'
@@ -125,7 +128,7 @@ class Rehearsal:
       MOTO_HOSTS[run_uri] = self.hosts
     netns = self.netns
 
-    class Server(ThreadedMotoServer):
+    class Server(moto_server.ThreadedMotoServer):
 
       def _server_entry(self):
         with netns.Inside():  # This thread's sockets live in the namespace.

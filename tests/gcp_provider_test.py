@@ -12,10 +12,10 @@ import re
 import stat
 import types
 
-from google.cloud import compute_v1
 import pytest
 
 import e2e_support
+import lazy_modules
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
@@ -25,14 +25,19 @@ from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
-from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import images
 from perfkitbenchmarker.providers.gcp import naming
-from perfkitbenchmarker.providers.gcp import provider as gcp_provider
-from perfkitbenchmarker.providers.gcp import vm as gcp_vm
 from perfkitbenchmarker.providers import operator_access
 
 import fake_gce  # pylint: disable=g-bad-import-order
+
+# Imported when a test first uses them (lazy_modules).
+compute_v1 = lazy_modules.Module('google.cloud.compute_v1')
+compute_api = lazy_modules.Module(
+    'perfkitbenchmarker.providers.gcp.compute_api')
+gcp_provider = lazy_modules.Module(
+    'perfkitbenchmarker.providers.gcp.provider')
+gcp_vm = lazy_modules.Module('perfkitbenchmarker.providers.gcp.vm')
 
 PROJECT = 'pkb-test-project'
 ZONE = 'us-central1-a'

@@ -14,15 +14,19 @@ import re
 import sys
 
 from google.auth import credentials as auth_credentials
-from google.cloud import bigquery
 import pytest
 
+import lazy_modules
 import pkb_forkserver
 from perfkitbenchmarker.publishers import bigquery_options
-from perfkitbenchmarker.publishers import bigquery_publisher
 import e2e_support as e2e  # pylint: disable=g-bad-import-order
 import fake_bigquery  # pylint: disable=g-bad-import-order
 from tests import memtier_replay
+
+# Imported when a test first uses them (lazy_modules).
+bigquery = lazy_modules.Module('google.cloud.bigquery')
+bigquery_publisher = lazy_modules.Module(
+    'perfkitbenchmarker.publishers.bigquery_publisher')
 
 pytestmark = pytest.mark.e2e
 

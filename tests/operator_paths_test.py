@@ -21,6 +21,7 @@ from absl import flags
 import pytest
 
 import e2e_support as e2e
+import lazy_modules
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
@@ -32,8 +33,10 @@ from perfkitbenchmarker import run_record
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_options
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
-from perfkitbenchmarker.publishers import bigquery_publisher
 
+# Imported when a test first uses it (lazy_modules).
+bigquery_publisher = lazy_modules.Module(
+    'perfkitbenchmarker.publishers.bigquery_publisher')
 ESC = '\x1b'
 
 

@@ -23,16 +23,19 @@ _SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(
 sys.path.insert(0, _SCRIPTS)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-import bench_search
+import lazy_modules
 import local_bench
 import pkb_model
 import search_doc_tables
-import search_model
-import search_scenarios
 from perfkitbenchmarker import cost_estimate
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver as search_driver
+
+# Imported when a test first uses them (lazy_modules): scipy's fit.
+bench_search = lazy_modules.Module('bench_search')
+search_model = lazy_modules.Module('search_model')
+search_scenarios = lazy_modules.Module('search_scenarios')
 
 
 @pytest.fixture(scope='module')
