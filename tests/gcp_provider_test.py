@@ -10,6 +10,8 @@ is fixed.
 import os
 import re
 import stat
+import subprocess
+import sys
 import types
 
 import pytest
@@ -533,6 +535,47 @@ def test_credentials_go_only_to_a_google_or_loopback_endpoint(endpoint):
   for good in ('https://compute.googleapis.com',
                'https://compute-x.p.googleapis.com', 'http://127.0.0.1:9'):
     gcp_provider.CheckPrerequisites(_Flags(gcp_compute_endpoint=good))
+
+
+class _NoComputeClient:
+  """A meta path finder for a machine without google-cloud-compute."""
+
+  def find_spec(self, name, path=None, target=None):
+    del path, target
+    if name.split('.')[:3] == ['google', 'cloud', 'compute_v1']:
+      raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+    return None
+
+
+def test_without_the_compute_client_a_real_run_is_one_line(monkeypatch):
+  """compute_v1 is imported at its first client or request body (2 s of CPU,
+  which a dry run does not pay): its absence is one line before anything
+  starts, and one line at a teardown's first client, never 'internal error
+  ImportError' (what a run without it printed)."""
+  import google.cloud  # pylint: disable=g-import-not-at-top
+  monkeypatch.delattr(google.cloud, 'compute_v1', raising=False)
+  for name in list(sys.modules):
+    if name.startswith('google.cloud.compute_v1'):
+      monkeypatch.delitem(sys.modules, name)
+  monkeypatch.setattr(sys, 'meta_path', [_NoComputeClient(), *sys.meta_path])
+  needed = '^--cloud=GCP needs the Python package google-cloud-compute; run '
+  with pytest.raises(errors.PrerequisiteError, match=needed):
+    gcp_provider.CheckPrerequisites(_Flags())
+  with pytest.raises(errors.PrerequisiteError, match=needed):
+    compute_api.ComputeClients.Create('http://127.0.0.1:9')
+
+
+@pytest.mark.e2e
+def test_the_provider_and_its_checks_import_no_compute_client():
+  """A dry run imports the provider (its CheckPlan) and a real run checks
+  its flags before the first client: neither imports compute_v1."""
+  code = ('import sys\n'
+          'from perfkitbenchmarker import flags\n'
+          'from perfkitbenchmarker.providers.gcp import provider\n'
+          'print(sorted(m for m in sys.modules if "compute_v1" in m))\n')
+  proc = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                        text=True, check=True, cwd=e2e_support.REPO)
+  assert proc.stdout == '[]\n', proc.stdout[-2000:]
 
 
 # --gcp_ssh_user made the VMs, failed their SSH wait, and teardown then left

@@ -16,6 +16,7 @@ the same API the run created things in.
 """
 
 import dataclasses
+import importlib.util
 import logging
 import re
 import time
@@ -27,7 +28,6 @@ from google.api_core import exceptions as api_exceptions
 import google.auth
 from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
-from google.cloud import compute_v1
 import requests
 
 from perfkitbenchmarker import errors
@@ -38,7 +38,6 @@ from perfkitbenchmarker import waits
 
 OPERATION_TIMEOUT_S = 900
 CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
-DONE = compute_v1.Operation.Status.DONE
 # Operation error codes after which the same request may well succeed.
 RETRYABLE_OPERATION_ERRORS = frozenset({
     'RESOURCE_OPERATION_RATE_EXCEEDED', 'RATE_LIMIT_EXCEEDED',
@@ -47,6 +46,35 @@ RETRYABLE_OPERATION_ERRORS = frozenset({
 STOCKOUT_ERRORS = frozenset({
     'ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS',
 })
+
+
+PACKAGE_NEEDED = ('--cloud=GCP needs the Python package google-cloud-compute; '
+                  'run ./scripts/setup.sh.')
+
+
+def ComputeV1():
+  """google.cloud.compute_v1, imported at its first use.
+
+  It takes 2 s of CPU to import (a hundred service clients), which a plan, a
+  dry run or a refusal, never calling the API, need not pay: the clients and
+  the request bodies get it here when they are made.
+  """
+  try:
+    from google.cloud import compute_v1  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise errors.PrerequisiteError(PACKAGE_NEEDED) from None
+  return compute_v1
+
+
+def CheckInstalled() -> None:
+  """Refuses a GCP run or plan on a machine without the Compute client,
+  before anything starts, without importing it (ComputeV1)."""
+  try:
+    found = importlib.util.find_spec('google.cloud.compute_v1') is not None
+  except ImportError:  # No google.cloud package at all.
+    found = False
+  if not found:
+    raise errors.PrerequisiteError(PACKAGE_NEEDED)
 
 
 def LastSegment(url: str) -> str:
@@ -119,6 +147,7 @@ class ComputeClients:
     credentials, so real ones are never sent over plain HTTP. Anything else
     uses the google-auth default credentials unless `credentials` is given.
     """
+    compute_v1 = ComputeV1()
     options = (client_options_lib.ClientOptions(api_endpoint=endpoint)
                if endpoint else None)
     try:
@@ -194,6 +223,7 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   operation is done or about two minutes pass), on the service that matches
   where the operation lives: zone, region or global.
   """
+  done = ComputeV1().Operation.Status.DONE
   if operation.zone:
     service = clients.zone_operations
     where = {'zone': LastSegment(operation.zone)}
@@ -207,10 +237,10 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
     nonlocal operation
     operation = Call('Waiting for an operation', service.wait,
                      project=project, operation=operation.name, **where)
-    return operation.status == DONE
+    return operation.status == done
 
   # No pause between calls: each `wait` is held by the server.
-  if operation.status != DONE and not waits.Poll(
+  if operation.status != done and not waits.Poll(
       Waited, bool, timeout_s, 0, clock, time.sleep)[0]:
     raise errors.ResourceError(
         f'Operation {operation.name} ({operation.operation_type} '

@@ -25,8 +25,6 @@ subnetworks, network.
 
 from typing import Any, Dict, List, Sequence, Tuple
 
-from google.cloud import compute_v1
-
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -51,6 +49,7 @@ class GceNetwork(compute_api.GceResource):
   CLIENT, PARAM = 'networks', 'network'
 
   def _Body(self):
+    compute_v1 = compute_api.ComputeV1()
     return compute_v1.Network(name=self.name, auto_create_subnetworks=False,
                               description='PerfKit Benchmarker run network')
 
@@ -68,6 +67,7 @@ class GceSubnetwork(compute_api.RegionalResource):
     self.ip_range = ip_range
 
   def _Body(self):
+    compute_v1 = compute_api.ComputeV1()
     return compute_v1.Subnetwork(name=self.name, network=self.network_url,
                                  ip_cidr_range=self.ip_range)
 
@@ -103,6 +103,7 @@ class GceFirewallRule(compute_api.GceResource):
     self.description = description
 
   def _Body(self):
+    compute_v1 = compute_api.ComputeV1()
     firewall = compute_v1.Firewall(
         name=self.name, network=self.network_url, direction='INGRESS',
         description=self.description,
@@ -128,6 +129,7 @@ class GcePlacementPolicy(compute_api.RegionalResource):
   CLIENT, PARAM = 'resource_policies', 'resource_policy'
 
   def _Body(self):
+    compute_v1 = compute_api.ComputeV1()
     return compute_v1.ResourcePolicy(
         name=self.name, region=self.region,
         description='PerfKit Benchmarker compact placement',

@@ -93,6 +93,7 @@ class GcpOptions:
 
 def CheckPrerequisites(flag_values) -> None:
   """Refuses flags that cannot work, before anything is created."""
+  compute_api.CheckInstalled()
   options = GcpOptions.FromFlags(flag_values)
   SshSourceRanges(options.ssh_source_ranges)
   problem = compute_api.EndpointProblem(options.compute_endpoint)

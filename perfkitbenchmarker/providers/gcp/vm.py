@@ -6,10 +6,9 @@ testable without any API.
 
 import dataclasses
 import logging
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
-from google.cloud import compute_v1
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
@@ -18,6 +17,9 @@ from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.gcp import compute_api
 from perfkitbenchmarker.providers.gcp import images
+
+if TYPE_CHECKING:  # Annotations only (compute_api.ComputeV1 says why).
+  from google.cloud import compute_v1  # pylint: disable=g-import-not-at-top
 
 CLOUD = 'GCP'
 DEFAULT_BOOT_DISK_GB = 20
@@ -52,8 +54,9 @@ class InstanceConfig:
 
 
 def BuildInstance(name: str, config: InstanceConfig, image_link: str,
-                  ssh_user: str, public_key: str) -> compute_v1.Instance:
+                  ssh_user: str, public_key: str) -> 'compute_v1.Instance':
   """The instances.insert body for one VM of the run."""
+  compute_v1 = compute_api.ComputeV1()
   disk_type = config.boot_disk_type or DefaultBootDiskType(config.machine_type)
   boot_disk = compute_v1.AttachedDisk(
       boot=True, auto_delete=True, type_='PERSISTENT',
@@ -98,7 +101,7 @@ class _Instance(compute_api.GceResource):
   CLIENT, PARAM = 'instances', 'instance'
 
   def __init__(self, name: str, clients, project: str, zone: str,
-               build: Optional[Callable[[], compute_v1.Instance]] = None,
+               build: Optional[Callable[[], 'compute_v1.Instance']] = None,
                **kwargs):
     super().__init__(name, clients, project, **kwargs)
     self.zone = zone
@@ -140,7 +143,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   # Resource hooks ---------------------------------------------------------
 
-  def _BuildInstance(self) -> compute_v1.Instance:
+  def _BuildInstance(self) -> 'compute_v1.Instance':
     # Only Provision creates, and only VMs it built with a config.
     if self.image is None:
       self.LearnMachineAndImage()
