@@ -10,6 +10,7 @@ scripts/compare.py as PKB JSON-lines files.
 
 import importlib.util
 import os
+import sys
 import warnings
 
 import pandas as pd
@@ -109,6 +110,19 @@ def test_higher_latency_and_cost_are_regressions_latest_first():
       ('late', True), ('early', True), ('price', False)]
   assert found[0].night == '2026-01-09' and found[0].nights_ago == 3
   assert found[2].change_pct == pytest.approx(-10.0)
+
+
+def test_a_history_too_short_for_any_series_needs_no_otava(monkeypatch):
+  """otava (and scipy under it, 0.8 CPU-s) is imported only for a series of
+  changepoints.MIN_NIGHTS nights or more: most reports, of a night or a few,
+  never need it."""
+  short = [1.0] * (changepoints.MIN_NIGHTS - 1)
+  points = _Points({'a': short, 'b': short}, 'p99_latency_ms')
+  for name in ('otava', 'otava.series'):  # Importing them fails.
+    monkeypatch.setitem(sys.modules, name, None)
+  assert changepoints.Detect(points) == []
+  with pytest.raises(ImportError):
+    changepoints.Detect(_Points({'a': short + [1.0]}, 'p99_latency_ms'))
 
 
 def test_compare_flags_the_step_from_files_and_fails_on_it(

@@ -148,18 +148,22 @@ def Detect(points: pd.DataFrame, max_pvalue: float = 1e-4,
         points[nights.NIGHT_START_COLUMN], points[nights.NIGHT_COLUMN])))]
   age = {label: len(history_nights) - 1 - i
          for i, label in enumerate(history_nights)}
-  # Here, not at the top: otava pulls in scipy (about a second), which a
-  # refused command line or a report without history never needs.
+  series = [(cell, metric, one.sort_values(nights.NIGHT_START_COLUMN))
+            for (cell, metric), one in points.groupby(['cell', 'metric'],
+                                                      sort=True)
+            if len(one) >= MIN_NIGHTS]
+  if not series:
+    return []
+  # Here, not at the top, and only for a series long enough: otava pulls in
+  # scipy (0.8 CPU-s), which a refused command line or a report of a short
+  # history (most of them) never needs.
   from otava import series as otava_series  # pylint: disable=g-import-not-at-top
   options = otava_series.AnalysisOptions()
   options.max_pvalue = max_pvalue
   options.min_magnitude = min_change_pct / 100.0
   options.window_len = window_len
   found = []
-  for (cell, metric), one in points.groupby(['cell', 'metric'], sort=True):
-    one = one.sort_values(nights.NIGHT_START_COLUMN)
-    if len(one) < MIN_NIGHTS:
-      continue
+  for cell, metric, one in series:
     values = [float(v) for v in one['value']]
     times = [int(t.timestamp()) for t in one[nights.NIGHT_START_COLUMN]]
     analyzed = otava_series.Series(
