@@ -249,8 +249,10 @@ def _AnswerHandles(confirmed_color: str) -> list:
 
 
 def ProbeCurvesFigure(night_frame: pd.DataFrame,
-                      colors: Optional[Dict[str, str]] = None):
-  """Throughput vs average latency of each cell's probes, cap drawn.
+                      colors: Optional[Dict[str, str]] = None,
+                      answers: Optional[pd.DataFrame] = None):
+  """Throughput vs average latency of each cell's probes, cap drawn
+  (`answers`: answers.RunAnswers(night_frame), if already made).
 
   Points, not a line (the search tries loads out of order); probes at a
   run's answer load ringed. A run's answer is a star: black when confirmed,
@@ -264,7 +266,8 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
   columns = 2 if len(cells) > 1 else 1
   rows = max(1, (len(cells) + columns - 1) // columns)
   fig = _NewFigure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
-  answers = answers_lib.RunAnswers(night_frame)
+  if answers is None:
+    answers = answers_lib.RunAnswers(night_frame)
   loads = AnswerLoads(night_frame)
   caps = set()
   for i, cell in enumerate(cells):
@@ -348,8 +351,9 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
 
 
 def ProbeCurves(night_frame: pd.DataFrame,
-                colors: Optional[Dict[str, str]] = None) -> Chart:
-  return _Png(ProbeCurvesFigure(night_frame, colors),
+                colors: Optional[Dict[str, str]] = None,
+                answers: Optional[pd.DataFrame] = None) -> Chart:
+  return _Png(ProbeCurvesFigure(night_frame, colors, answers),
               'Throughput versus average latency of every probe, one panel '
               'per cell, with the latency cap and each run\'s answer drawn')
 
@@ -407,16 +411,18 @@ CURVE_SHORT_GID = 'rate-not-achieved'  # the crosses' artists (tests find them)
 
 
 def LatencyCurvesFigure(night_frame: pd.DataFrame,
-                        colors: Optional[Dict[str, str]] = None):
+                        colors: Optional[Dict[str, str]] = None,
+                        answers: Optional[pd.DataFrame] = None):
   """Latency against achieved throughput, a line per cell through its
   curve points (fixed offered rates, labelled with their percent) up to
   its answer (a star; hollow and red-edged when not confirmed): the
   average (or the cap's percentile, CurveStatistic) in the left panel,
   p99 in the right. A point that achieved less than it was offered (in any
-  of the cell's runs) is a cross."""
+  of the cell's runs) is a cross. `answers` as ProbeCurvesFigure's."""
   from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
   points = CurvePoints(night_frame)
-  answers = answers_lib.RunAnswers(night_frame)
+  if answers is None:
+    answers = answers_lib.RunAnswers(night_frame)
   labels = ShortLabels(night_frame)
   cells = [c for c in labels if c in set(points['cell'])]
   fig = _NewFigure(figsize=(WIDTH_IN, 4.4))
@@ -493,8 +499,9 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
 
 
 def LatencyCurves(night_frame: pd.DataFrame,
-                  colors: Optional[Dict[str, str]] = None) -> Chart:
-  return _Png(LatencyCurvesFigure(night_frame, colors),
+                  colors: Optional[Dict[str, str]] = None,
+                  answers: Optional[pd.DataFrame] = None) -> Chart:
+  return _Png(LatencyCurvesFigure(night_frame, colors, answers),
               'Latency against achieved throughput at fixed offered rates '
               'below each answer, one line per cell ending at its answer '
               '(a star): average latency left, p99 right')

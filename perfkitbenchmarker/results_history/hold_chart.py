@@ -45,9 +45,11 @@ def _Values(text) -> Optional[List[float]]:
   return None
 
 
-def HoldSeries(night_frame: pd.DataFrame) -> pd.DataFrame:
+def HoldSeries(night_frame: pd.DataFrame,
+               answers: Optional[pd.DataFrame] = None) -> pd.DataFrame:
   """One row per run's hold: cell, run_uri, ops and latency per second,
-  cap, and the run's searched figure."""
+  cap, and the run's searched figure (`answers`: answers.RunAnswers of
+  night_frame, if already made)."""
   columns = ['cell', 'run_uri', 'ops', 'latency', 'cap', 'searched',
              'words']
   if 'probe_role' not in night_frame.columns or 'values' not in (
@@ -56,7 +58,8 @@ def HoldSeries(night_frame: pd.DataFrame) -> pd.DataFrame:
   holds = night_frame[(night_frame['probe_role'] == HOLD_ROLE) &
                       night_frame['metric'].isin([OPS_SERIES,
                                                   LATENCY_SERIES])]
-  answers = answers_lib.RunAnswers(night_frame)
+  if answers is None:
+    answers = answers_lib.RunAnswers(night_frame)
   rows = []
   for (cell, run_uri), mine in holds.groupby(['cell', 'run_uri'],
                                              sort=True):
@@ -82,10 +85,11 @@ def HoldSeries(night_frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def HoldFigure(night_frame: pd.DataFrame,
-               colors: Optional[Dict[str, str]] = None):
+               colors: Optional[Dict[str, str]] = None,
+               answers: Optional[pd.DataFrame] = None):
   """The chart's figure, or None when no run of the night held a load."""
   from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
-  holds = HoldSeries(night_frame)
+  holds = HoldSeries(night_frame, answers)
   if holds.empty:
     return None
   labels = charts_lib.ShortLabels(night_frame)
@@ -143,9 +147,10 @@ def HoldFigure(night_frame: pd.DataFrame,
 
 
 def HoldChart(night_frame: pd.DataFrame,
-              colors: Optional[Dict[str, str]] = None
+              colors: Optional[Dict[str, str]] = None,
+              answers: Optional[pd.DataFrame] = None
               ) -> Optional[charts_lib.Chart]:
-  fig = HoldFigure(night_frame, colors)
+  fig = HoldFigure(night_frame, colors, answers)
   if fig is None:
     return None
   return charts_lib._Png(fig, 'Each run\'s hold of its answer\'s load: '  # pylint: disable=protected-access

@@ -38,7 +38,8 @@ def _Figures(analysis: report.Analysis,
                     if unpriced else ''))})
   figures.append({
       'id': 'probe-curves', 'title': 'Throughput vs latency',
-      'chart': charts_lib.ProbeCurves(analysis.night_frame, colors),
+      'chart': charts_lib.ProbeCurves(analysis.night_frame, colors,
+                                      analysis.answers),
       'note': (f'{tonight}: throughput and average_latency of every probe, '
                'one point each (ringed: at the run\'s answer load); dashed: '
                'latency_cap_ms; star: each run\'s answer (white with a '
@@ -48,7 +49,8 @@ def _Figures(analysis: report.Analysis,
   if not curve.empty:
     figures.append({
         'id': 'latency-curves', 'title': 'Latency-throughput curves',
-        'chart': charts_lib.LatencyCurves(analysis.night_frame, colors),
+        'chart': charts_lib.LatencyCurves(analysis.night_frame, colors,
+                                          analysis.answers),
         'note': (f'{tonight}: probes with probe_role curve, each at a fixed '
                  'offered rate (percent of its run\'s answer, memtier '
                  '--rate-limiting per connection; latency timed from each '
@@ -57,7 +59,7 @@ def _Figures(analysis: report.Analysis,
                  'were capped on p50, p90, p95 or p99.9) and p99_latency_ms '
                  '(right), means over each cell\'s runs; cross: a rate not '
                  'achieved (under 95 % of the offered); star: the answer')})
-  held = hold_chart.HoldChart(analysis.night_frame, colors)
+  held = hold_chart.HoldChart(analysis.night_frame, colors, analysis.answers)
   if held is not None:
     figures.append({
         'id': 'hold', 'title': 'The answer held',

@@ -58,19 +58,24 @@ def _Verdict(is_best: bool, ratio: float, high: float, known: bool,
   return f'{(1.0 - ratio) * 100:.0f}% below best'
 
 
-def _Tonight(frame: pd.DataFrame, night: Optional[str]):
-  """The night, its runs' answers, and each of its cells' columns by cell."""
+def _Tonight(frame: pd.DataFrame, night: Optional[str],
+             answers: Optional[pd.DataFrame]):
+  """The night, its runs' answers (`answers` when the caller has them),
+  and each of its cells' columns by cell."""
   if night is None:
     night = nights.Nights(frame)[-1]
   tonight = frame[frame[nights.NIGHT_COLUMN] == night]
-  return (night, answers_lib.RunAnswers(tonight),
-          tonight.drop_duplicates('cell').set_index('cell'))
+  if answers is None:
+    answers = answers_lib.RunAnswers(tonight)
+  return night, answers, tonight.drop_duplicates('cell').set_index('cell')
 
 
 def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
-                include_unconfirmed: bool = False) -> pd.DataFrame:
-  """The ranking of `night` (default: the latest night in the frame)."""
-  night, runs_all, info_by_cell = _Tonight(frame, night)
+                include_unconfirmed: bool = False,
+                answers: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+  """The ranking of `night` (default: the latest night in the frame);
+  `answers`: answers.RunAnswers of that night's rows, if already made."""
+  night, runs_all, info_by_cell = _Tonight(frame, night, answers)
   counted = runs_all[answers_lib.Eligible(runs_all, include_unconfirmed)]
   rows = []
   for cell, runs in counted.groupby('cell', sort=True):
@@ -137,9 +142,11 @@ def _Finite(board: pd.DataFrame) -> pd.DataFrame:
 
 
 def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
-             include_unconfirmed: bool = False) -> pd.DataFrame:
-  """Cells of the night whose runs all lack a counted (confirmed) answer."""
-  night, runs_all, info_by_cell = _Tonight(frame, night)
+             include_unconfirmed: bool = False,
+             answers: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+  """Cells of the night whose runs all lack a counted (confirmed) answer
+  (`answers` as Leaderboard's)."""
+  night, runs_all, info_by_cell = _Tonight(frame, night, answers)
   eligible = answers_lib.Eligible(runs_all, include_unconfirmed)
   ranked = set(runs_all.loc[eligible, 'cell'])
   rows = []
