@@ -17,6 +17,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.study import results
@@ -147,6 +148,38 @@ def test_without_repeats_the_chosen_probe_is_reported_alone(pkb_flags):
   assert capped.metadata['p99_latency_ms'] == pytest.approx(0.9)
   assert capped.metadata['aggregated_probe_indices'] == '0'
   assert 'throughput_ci95_ops' not in capped.metadata
+
+
+def test_an_unconfirmed_summary_names_the_samples_that_are_not_official(
+    pkb_flags):
+  # It said 'none of its samples is official', while a probe's samples
+  # stay official unless flagged (README "Verdicts") and End to End Runtime
+  # carries no verdict.
+  class OneProbe:
+    NAME = 'one'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      yield search_driver.ProbeRequest(LOAD)
+      return search_driver.Outcome('done', 0)
+
+  out = io.StringIO()
+  spec = _Spec(pkb_flags, out)
+  spec.vm_groups = {'servers': [type('Vm', (), {'machine_type': 'x'})()]}
+  result = search_driver.FindLatencyCappedMaximum(
+      lambda load: _PROBES[0], 1.0, OneProbe())
+  samples = results.ResultSamples(spec, result, 1.0)
+  results.PrintSummary(spec, samples)
+  line, = [l for l in out.getvalue().splitlines()
+           if l.startswith('Not a confirmed server figure')]
+  named = line.split('samples (')[1].split(')')[0].split(', ')
+  assert set(named) == {s.metric for s in samples} >= {
+      price_performance.CAPPED_THROUGHPUT, price_performance.HOURLY_COST,
+      price_performance.PRICE_PERFORMANCE}
+  assert not any(verdict.IsOfficial(s.metadata) for s in samples)
+  assert line.endswith('are not official, compare leaves it out of '
+                       'rankings, and pkb exits 4 unless '
+                       '--accept_unconfirmed (README: "Verdicts").')
 
 
 def test_a_fixed_load_probe_line_has_no_cap():

@@ -285,8 +285,13 @@ def PrintSummary(spec, samples: List[sample_lib.Sample]) -> None:
     spec.reporter.Line(QuotaWords(quota, spec.metadata.get('local_priced_as'),
                                   rows[0]['usd_per_hour']))
   if not verdict.confirmed:
+    # The samples carrying the verdict; the probes' own samples stay
+    # official unless flagged (verdict.IsOfficial), so not "every sample".
+    answer = sorted({s.metric for s in samples if verdict_lib.KEY in
+                     s.metadata})
     spec.reporter.Line(
-        'Not a confirmed server figure: none of its samples is official, '
+        'Not a confirmed server figure: its answer\'s samples (' +
+        ', '.join(answer) + ') are not official, '
         'compare leaves it out of rankings, and pkb exits '
         f'{verdict_lib.EXIT_UNCONFIRMED} unless --accept_unconfirmed '
         '(README: "Verdicts").')
