@@ -15,6 +15,7 @@ import sys
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -22,6 +23,7 @@ import e2e_support
 import pkb_forkserver
 
 from perfkitbenchmarker.results_history import answers as answers_lib
+from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import html_page
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -157,18 +159,43 @@ def test_headline_says_why_answers_are_not_confirmed_by_their_limit():
   assert headline.known == (
       '2 of 7 answers confirmed on night 2026-11-23; not confirmed: 4 '
       'client_bound (limit: client CPU), 1 disturbed.')
-  assert headline.level == 'partial'
-  assert headline.regressions == ('No significant regression in the last 7 '
-                                  'night(s) among confirmed answers.')
-  # Every answer confirmed: only then green.
+  # One night: no series is long enough for change points, so no
+  # "no regression" (it said so, green when all were confirmed).
+  not_checked = ('Regressions not checked: a series needs 4 nights of '
+                 'confirmed answers, the longest here has 1.')
+  assert headline.regressions == not_checked
+  assert headline.level == 'unknown'
   frame['verdict'] = frame['verdict'].where(~capped, 'confirmed')
   headline = _Headline(frame)
   assert headline.known == ('All 7 answers confirmed on night 2026-11-23.')
+  assert (headline.regressions, headline.level) == (not_checked, 'unknown')
+  # Every answer confirmed on each of 4 nights: only then green.
+  raw = loader.Load([HISTORY])
+  nightly = leaderboard.Prepare(pd.concat([
+      raw.assign(timestamp=raw['timestamp'] - pd.Timedelta(days=back),
+                 run_uri=raw['run_uri'] + f'n{back}')
+      for back in range(changepoints.MIN_NIGHTS)], ignore_index=True))
+  nightly['verdict'] = [
+      'confirmed' if m == 'latency_capped_throughput' else None
+      for m in nightly['metric']]
+  headline = _Headline(nightly)
+  assert headline.known == ('All 7 answers confirmed on night 2026-11-23.')
   assert headline.level == 'good'
-  text = report.FormatText(report.Analyze(frame, report.Settings()))
+  assert headline.regressions == ('No significant regression in the last 7 '
+                                  'night(s) among confirmed answers.')
+  text = report.FormatText(report.Analyze(nightly, report.Settings()))
   # The banner comes first: the leaderboard follows it.
   assert text.startswith(headline.known + '\n' + headline.regressions +
                          '\n\nLeaderboard for night ')
+  # The last night's answer of a one-run cell not confirmed: yellow, and
+  # still checked (its series just has no point that night).
+  nightly.loc[(nightly['run_uri'] == '40b2bc68n0') &
+              (nightly['metric'] == 'latency_capped_throughput'),
+              'verdict'] = 'disturbed'
+  headline = _Headline(nightly)
+  assert headline.known.startswith('6 of 7 answers confirmed')
+  assert headline.level == 'partial'
+  assert headline.regressions.startswith('No significant regression')
 
 
 def _Chromium():

@@ -367,21 +367,35 @@ def MakeHeadline(analysis: Analysis) -> Headline:
               'before one).')
   count = len(analysis.recent_regressions)
   window = analysis.settings.recent_nights
-  series = analysis.points.groupby(['cell', 'metric']).ngroups if (
-      not analysis.points.empty) else 0
+  lengths = analysis.points.groupby(['cell', 'metric']).size() if (
+      not analysis.points.empty) else pd.Series(dtype=int)
+  series, checked = len(lengths), int((lengths >= cp_lib.MIN_NIGHTS).sum())
   if count:
     regressions = (f'REGRESSION: {count} significant regression(s) in the '
                    f'last {window} night(s).')
   elif not series:
     regressions = ('Regressions not checked: no confirmed answer in the '
                    f'{Count(len(analysis.nights), "night")} of history.')
+  elif not checked:
+    # Change points need MIN_NIGHTS of a series: "no regression" would say
+    # a check found none where none was made (a first night, green).
+    regressions = ('Regressions not checked: a series needs '
+                   f'{cp_lib.MIN_NIGHTS} nights of '
+                   + ('answers' if include else 'confirmed answers') +
+                   f', the longest here has {int(lengths.max())}.')
   else:
+    partial = ('' if checked == series else
+               f'{checked} of {series} series long enough to check')
+    if include:
+      scope = (' (unconfirmed answers counted' +
+               (f'; {partial}' if partial else '') + ')')
+    else:
+      scope = ' among confirmed answers' + (f' ({partial})' if partial else '')
     regressions = (f'No significant regression in the last {window} '
-                   'night(s)' + (' (unconfirmed answers counted).' if include
-                                 else ' among confirmed answers.'))
+                   f'night(s){scope}.')
   if count:
     level = 'bad'
-  elif not confirmed or not series:
+  elif not confirmed or not checked:
     level = 'unknown'
   elif confirmed < total or stopped:
     level = 'partial'
