@@ -108,6 +108,11 @@ def test_every_flag_name_we_share_with_upstream_is_recorded(upstream):
   clashing = set(_Ours()) & set(upstream['all_upstream_names'])
   assert clashing == set(upstream['shared']), (
       'rerun scripts/record_upstream_flags.py and review the differences')
+  # The doc's count said 67 after upstream's module API added --num_vms
+  # and --data_search_paths (69).
+  with open(DOC) as f:
+    said = re.search(r'(\d+) of this harness\'s flag names', f.read())
+  assert said and int(said.group(1)) == len(clashing), said
 
 
 def test_shared_flags_match_upstream_or_are_documented(upstream):
