@@ -42,7 +42,8 @@ def Main(argv: Optional[List[str]] = None, client=None) -> int:
   if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
     print(__doc__)
     for name in ('bigquery_table', 'bq_project', 'run_uri',
-                 'service_account_private_key', 'bq_api_endpoint'):
+                 'service_account_private_key', 'service_account',
+                 'bq_api_endpoint', 'bq_timeout_seconds'):
       if name in FLAGS:
         print(f'  --{name}: {FLAGS[name].help}')
     return EXIT_OK

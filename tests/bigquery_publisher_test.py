@@ -547,7 +547,13 @@ def test_script_help_is_its_usage():
   done = _Script(['--help'])
   assert done.returncode == 0, done.stderr
   assert 'publish_bigquery.py RESULTS... --bigquery_table=P.D.T' in done.stdout
-  assert '--bigquery_table' in done.stdout.split('Exit codes', 1)[1]
+  flags_shown = done.stdout.split('Exit codes', 1)[1]
+  # It listed five of the seven flags it takes: not --service_account nor
+  # --bq_timeout_seconds, which docs/bigquery.md's table has.
+  for flag in ('--bigquery_table', '--bq_project', '--run_uri',
+               '--service_account_private_key', '--service_account:',
+               '--bq_api_endpoint', '--bq_timeout_seconds'):
+    assert flag in flags_shown, flag
 
 
 @pytest.mark.e2e
