@@ -7,14 +7,17 @@ drops under a real run, is tests/steady_quota_test.py.
 """
 
 import dataclasses
+import io
 import json
 import os
+import re
 
 import pytest
 
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import reporting
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import base
@@ -475,3 +478,17 @@ def test_a_slow_servers_probe_is_planned_from_its_rate_within_its_bound():
   # Never fewer than a few requests a connection.
   generator._rate_per_connection.update(set=0.5)  # pylint: disable=protected-access
   assert generator._Requests('set', 16, 2.5) == 160  # pylint: disable=protected-access
+
+
+def test_the_readme_hold_seconds_line_is_what_the_console_prints():
+  # README's hold example ended its seconds line '(ops/s / avg ms)'; the
+  # console says '(ops/s / average ms)' (measurement.StatisticName).
+  with open(os.path.join(os.path.dirname(DATA), '..', 'README.md'),
+            encoding='utf-8') as f:
+    shown = re.search(r'^  s  0-9 .*$', f.read(), re.M).group(0)
+  cells = re.findall(r'([\d.]+)k/([\d.]+)', shown)
+  per_second = tuple(S(i, round(float(ops) * 1000), float(ms))
+                     for i, (ops, ms) in enumerate(cells))
+  printed = io.StringIO()
+  reporting.ConsoleReporter(printed).Seconds(per_second)
+  assert printed.getvalue().rstrip('\n') == shown
