@@ -130,6 +130,11 @@ def test_quota_dropping_in_the_hold_is_not_held_and_not_confirmed(tmp_path):
   values = ast.literal_eval(ops['values'])
   assert len(values) == len(ast.literal_eval(ops['timestamps'])) >= 4
   assert min(values) < 0.5 * max(values), values
+  # They name the cap; their figures are the seconds in `values`, no
+  # capped_latency_ms (README said they carried one too).
+  assert (ops['latency_cap_statistic'], ops['latency_cap_ms']) == (
+      'avg', '20.0'), ops  # FLAGS' cap
+  assert 'capped_latency_ms' not in ops, ops
   assert proc.returncode == verdict.EXIT_UNCONFIRMED, proc.stderr[-2000:]
   assert not e2e.Workspaces(run_uri)
 
