@@ -16,6 +16,7 @@ import sys
 import time
 import types
 
+from absl import flags
 import psutil
 import pytest
 
@@ -568,6 +569,8 @@ def test_a_wheel_redis_is_a_second_local_version():
   vm = types.SimpleNamespace(CAN=providers.CAPABILITIES['Local'])
   assert engines.Get('redis', version=version[:3]).ServerCommand(vm) == path
   assert engines.Get('redis').ServerCommand(vm) == 'redis-server'
+  # --help said 'Local runs use the installed redis-server' and no more.
+  assert f'wheel ({version[:3]})' in flags.FLAGS['redis_server_version'].help
 
 
 # --- ./pkb.py end to end ----------------------------------------------------

