@@ -1,6 +1,7 @@
 """The shard x proxy-thread optimizer with scripted results, and the
 enterprise options' OS and Local-scaling decisions."""
 
+from absl import flags
 import pytest
 
 from perfkitbenchmarker import errors
@@ -139,3 +140,16 @@ def test_cpus_to_take_offline_are_checked_against_the_server_vms():
   assert plan.CpuWarnings(_Opts(disable_cpu_ids=(1,)), None) == [
       'WARNING: --enterprise_redis_disable_cpu_ids=1 is recorded, not '
       "applied, on Local: this machine's CPUs stay online."]
+
+
+def test_the_step_up_stops_at_1_ms_or_a_lower_threshold_as_its_help_says():
+  # The help said the step-up stops at --enterprise_redis_latency_threshold
+  # (1100 us by default); it stops at 1 ms when that is lower.
+  os_choice = options_lib.OsChoice('debian12', 'debian12')
+  for threshold_us, cap_ms in ((1100, 1.0), (2000, 1.0), (800, 0.8)):
+    assert options_lib.EnterpriseOptions(
+        'GCP', os_choice, latency_threshold_us=threshold_us).cap_ms == cap_ms
+  help_text = ' '.join(
+      flags.FLAGS['enterprise_redis_latency_threshold'].help.split())
+  assert 'or 1 ms when that is lower' in help_text
+  assert '1100, stops it at 1 ms' in help_text

@@ -79,8 +79,9 @@ flags.DEFINE_integer(
     'memtier threads added per step.', lower_bound=1, upper_bound=1024)
 flags.DEFINE_integer(
     'enterprise_redis_latency_threshold', 1100,
-    'Average latency in microseconds at which the step-up stops (upstream '
-    'default 1100; the reported answer is the best step under 1 ms).',
+    'Average latency in microseconds at which the step-up stops, or 1 ms '
+    'when that is lower: the reported answer is the best step under 1 ms, '
+    'so upstream\'s default, 1100, stops it at 1 ms.',
     lower_bound=1, upper_bound=60 * 10**6)
 flags.DEFINE_boolean(
     'enterprise_redis_pin_workers', False,

@@ -129,8 +129,9 @@ class EnterpriseOptions:
   @classmethod
   def FromFlags(cls, f) -> 'EnterpriseOptions':
     search_options.RequireAverageCap(
-        f, 'redis_enterprise', 'its step-up stops at upstream PKB\'s '
-        '--enterprise_redis_latency_threshold, an average latency')
+        f, 'redis_enterprise', 'its step-up stops at an average latency, '
+        '1 ms or upstream PKB\'s --enterprise_redis_latency_threshold if '
+        'lower')
     search_options.RequireNoShardSearch(
         f, 'redis_enterprise', 'give --enterprise_redis_optimize_throughput '
         '(its own search of shard and proxy counts)')
