@@ -406,27 +406,34 @@ class _Runner:
   def _Status(self, child: Optional[_Child]) -> str:
     if child is None:
       return 'not run' if self.signal is not None else 'not started'
-    if child.code == 0:
+    if child.code in (0, verdict_lib.EXIT_UNCONFIRMED):
+      found = self._Verdict(child)
+      # A cell run with --accept_unconfirmed exits 0 with an answer that is
+      # not confirmed: its status still says so.
+      if (child.code == verdict_lib.EXIT_UNCONFIRMED or
+          found not in (None, verdict_lib.CONFIRMED)):
+        return f'{NO_RESULT} ({found or "not confirmed"})'
       return 'succeeded'
-    if child.code == verdict_lib.EXIT_UNCONFIRMED:
-      return f'{NO_RESULT} ({self._Verdict(child)})'
     if child.code in (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM,
                       -signal.SIGHUP):
       return 'interrupted'
     return f'failed (exit {child.code})'
 
-  def _Verdict(self, child: _Child) -> str:
-    """The verdict of a cell's answer, from its own results file."""
+  def _Verdict(self, child: _Child) -> Optional[str]:
+    """The verdict of a cell's answer (or of its fixed loads), from its own
+    results file; None when it has none or the file cannot be read."""
     path = os.path.join(self.results_dir, child.run_uri,
                         bigquery_schema.RESULTS_FILE)
     try:
       rows = bigquery_schema.ReadResultsFiles([path])
     except errors.Error:
-      return 'not confirmed'
-    found = verdict_lib.RunVerdict([sample_lib.Sample(
-        str(row['metric']), 0.0, '', bigquery_schema.RowLabels(row))
-                                    for row in rows])
-    return found.name if found is not None else 'not confirmed'
+      return None
+    samples = [sample_lib.Sample(str(row['metric']), 0.0, '',
+                                 bigquery_schema.RowLabels(row))
+               for row in rows]
+    found = (verdict_lib.RunVerdict(samples) or
+             verdict_lib.FixedLoadVerdict(samples))
+    return found.name if found is not None else None
 
   def _Summary(self) -> int:
     rows, records = [], []
@@ -464,6 +471,7 @@ class _Runner:
       return EXIT_INTERRUPTED
     if failed > no_result:  # Some cell failed (or did not start).
       return EXIT_FAILED
-    if no_result:
+    # A cell whose answer --accept_unconfirmed accepted exited 0, as asked.
+    if any(r['exit_code'] == verdict_lib.EXIT_UNCONFIRMED for r in records):
       return verdict_lib.EXIT_UNCONFIRMED
     return EXIT_OK

@@ -455,6 +455,41 @@ def test_one_cell_without_a_confirmed_answer_exits_4_with_its_verdict(
   assert runner._Summary() == 1
 
 
+def test_a_cell_whose_unconfirmed_answer_was_accepted_is_no_result(tmp_path):
+  """A cell run with --accept_unconfirmed exits 0; its answer is still not
+  confirmed. './pkb.py --benchmark_config_file=<2 cells> --accept_unconfirmed'
+  printed both unconfirmed cells as 'succeeded', '2 of 2 cell(s)
+  succeeded' (README: 'no result (<verdict>)' for an answer that is not
+  confirmed); the matrix still exits 0, as asked."""
+  import io  # pylint: disable=g-import-not-at-top
+  import types  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix as matrix_lib  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  results = tmp_path / 'runs'
+  for run_uri, verdict_name in (('r1', 'unconfirmed'), ('r2', 'confirmed')):
+    (results / run_uri).mkdir(parents=True)
+    row = {'metric': 'latency_capped_throughput', 'value': 1.0,
+           'unit': 'ops/sec', 'timestamp': 1.0, 'run_uri': f'{run_uri}-x',
+           'labels': f'|verdict:{verdict_name}|,|verdict_reason:why|'}
+    (results / run_uri / 'perfkitbenchmarker_results.json').write_text(
+        json.dumps(row) + '\n')
+  cells = [matrix_lib.Cell(i, 'redis_memtier', f'c{i}', {})
+           for i in (1, 2, 3)]
+  out = io.StringIO()
+  runner = matrix_runner._Runner(cells, None, str(results), lambda: 'abcd',  # pylint: disable=protected-access
+                                 1, out)
+  os.makedirs(runner.matrix_dir)
+  runner.done = {  # r3 wrote no results file: a benchmark without answers.
+      i: types.SimpleNamespace(code=0, run_uri=f'r{i}', started=0.0,
+                               ended=1.0, log_path=f'cell-{i}.log')
+      for i in (1, 2, 3)}
+  assert runner._Summary() == 0  # pylint: disable=protected-access
+  assert [c['status'] for c in _Summary(str(results))] == [
+      'no result (unconfirmed)', 'succeeded', 'succeeded']
+  assert '2 of 3 cell(s) succeeded, 1 gave no confirmed result' in (
+      out.getvalue())
+
+
 @pytest.mark.parametrize('codes,expected', [
     ((0, 0), 0), ((4, 4), 4), ((0, 4), 4), ((4, 1), 1), ((1, 3), 1),
     ((0, None), 1)], ids=['all_confirmed', 'two_no_result', 'one_no_result',
