@@ -50,3 +50,32 @@ def test_every_section_named_is_a_heading_of_its_file():
       if not any(h.startswith(section) for h in headings[doc]):
         missing.append(f'{os.path.relpath(path, REPO)}: {doc} "{section}"')
   assert not missing
+
+
+# A file path in backticks: two or more parts, a file's extension.
+_FILE_PATH = re.compile(
+    r'`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+\.(?:py|sh|yaml|yml|json|md|j2))`')
+
+
+def _RepoFiles():
+  for directory, dirs, files in os.walk(REPO):
+    dirs[:] = [d for d in dirs if d not in (
+        '.git', '.venv', 'build', 'results', '__pycache__')]
+    for name in files:
+      yield os.path.relpath(os.path.join(directory, name), REPO)
+
+
+def test_every_file_a_doc_names_by_its_path_exists():
+  # docs/compare.md named `results_history/synthetic.py` after it moved to
+  # tests/synthetic_history.py.
+  files = set(_RepoFiles())
+  missing = []
+  for doc in ['README.md'] + sorted(
+      os.path.join('docs', n) for n in os.listdir(os.path.join(REPO, 'docs'))
+      if n.endswith('.md')):
+    with open(os.path.join(REPO, doc), encoding='utf-8') as f:
+      named = {p[2:] if p.startswith('./') else p
+             for p in _FILE_PATH.findall(f.read())}
+    missing += [f'{doc}: {path}' for path in sorted(named)
+                if not any(f == path or f.endswith('/' + path) for f in files)]
+  assert not missing
