@@ -100,14 +100,16 @@ flag_types.DEFINE_float(
     lower_bound=0, upper_bound=24 * 3600, above=True)
 flags.DEFINE_string('results_dir', None,
                     'Directory for run records (default: results/runs under '
-                    'the repository).')
+                    'the repository; installed, /tmp/perfkitbenchmarker/runs '
+                    'in the temporary directory, $TMPDIR, where upstream PKB '
+                    'keeps its runs).')
 flags.DEFINE_string('json_path', None,
                     'PKB-format JSON lines output (default: '
-                    'results/runs/<run_uri>/perfkitbenchmarker_results.json; '
+                    '<results_dir>/<run_uri>/perfkitbenchmarker_results.json; '
                     'upstream PKB\'s default is the same file name in its '
                     'run\'s temporary directory).')
 flags.DEFINE_string('csv_path', None,
-                    'CSV output (default: results/runs/<run_uri>/results.csv).')
+                    'CSV output (default: <results_dir>/<run_uri>/results.csv).')
 flags.DEFINE_boolean('collapse_labels', True,
                      'Write metadata as a labels string |k:v|,|k:v| in the '
                      'JSON output; --nocollapse_labels writes an object.')

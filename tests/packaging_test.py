@@ -212,6 +212,9 @@ def test_installed_presets_help_and_refused_teardown(installed, tmp_path):
   assert '--memtier_latency_cap' in short
   assert '--memtier_adaptive_max_connections' in full
   assert '--memtier_adaptive_max_connections' not in short
+  # Where an installed pkb's runs go: --help said 'results/runs under the
+  # repository', which an installed pkb has none of.
+  assert '/tmp/perfkitbenchmarker/runs' in ' '.join(short.split())
   refused = subprocess.run([pkb, '--run_stage=teardown', '--run_uri=abc123'],
                            capture_output=True, text=True, env=env,
                            cwd=str(tmp_path), timeout=60)
