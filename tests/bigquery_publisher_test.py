@@ -377,6 +377,25 @@ def _FreePort():
     return s.getsockname()[1]
 
 
+def test_an_unreachable_endpoint_is_one_sentence_not_two_stops(tmp_path):
+  """'./pkb.py ... --bigquery_table=project.ds.t
+  --bq_api_endpoint=http://127.0.0.1:9' said '... check --bq_api_endpoint
+  and the network.. The local results are intact ...'."""
+  path = tmp_path / bigquery_schema.RESULTS_FILE
+  path.write_text(json.dumps({  # A pkb row, written without git describe.
+      'metric': 'throughput', 'value': 1.0, 'unit': 'ops/sec',
+      'timestamp': START, 'test': 'redis_memtier', 'official': False,
+      'owner': 'jane', 'run_uri': 'abc123-x', 'sample_uri': 's1',
+      'labels': '|harness:redis_price_performance|'}) + '\n')
+  out, err = _Streams()
+  assert not bigquery_publisher.PublishRun(
+      _Options(f'http://127.0.0.1:{_FreePort()}'), str(path), 'abc123',
+      out=out, err=err)
+  assert 'cannot reach the BigQuery endpoint' in err.text
+  assert 'the network. The local results are intact' in err.text
+  assert '..' not in err.text
+
+
 # Not the client's own retries, which last ~300 s (operator_paths_test): the
 # hang guard is 80x the 1.5 s timeout given.
 @pytest.mark.timeout(120)

@@ -353,8 +353,10 @@ def PublishRun(options: bigquery_options.BigQueryOptions, json_path: str,
       command.append(f'--bq_api_endpoint={options.api_endpoint}')
     if options.key_file:
       command.append(f'--service_account_private_key={options.key_file}')
+    reason = Describe(e)
+    stop = '' if reason.endswith('.') else '.'  # Some reasons end in one.
     print(f'pkb: publishing run {run_uri} to BigQuery table {options.table} '
-          f'failed: {Describe(e)}. The local results are intact and the exit '
+          f'failed: {reason}{stop} The local results are intact and the exit '
           'code is the run\'s own; publish later with: '
           f'{shlex.join(command)}', file=err)
     return False
