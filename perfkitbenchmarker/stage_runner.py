@@ -135,10 +135,14 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
         cleanup_errors.append(f'timing samples not written: {e}')
   no_load = isinstance(failure, errors.NoLoadUnderCapError)
   if no_load:
+    # pkb exits 0 for it with --accept_unconfirmed: the one line says so.
+    accepted = getattr(flag_values, 'accept_unconfirmed', False)
+    exit_words = ('0 as --accept_unconfirmed asks' if accepted else
+                  f'{EXIT_UNCONFIRMED} (--accept_unconfirmed exits 0)')
     print(f'pkb: no confirmed result: {module.BENCHMARK_NAME} found no load '
           f'under the cap (UNCONFIRMED): '
-          f'{vm_util.Mask(str(failure)).rstrip(".")}; exit {EXIT_UNCONFIRMED} '
-          '(--accept_unconfirmed exits 0).', file=sys.stderr)
+          f'{vm_util.Mask(str(failure)).rstrip(".")}; exit {exit_words}.',
+          file=sys.stderr)
   elif failure is not None:
     message = str(failure) or type(failure).__name__
     if isinstance(failure, KeyboardInterrupt):

@@ -266,3 +266,27 @@ def test_a_bug_before_pkb_log_exists_keeps_its_traceback_on_the_console(
   # Nowhere else to keep it: the traceback, then the one line.
   assert 'Traceback' in err and "KeyError: 'flags'" in err, err
   assert err.endswith("pkb: internal error KeyError: 'flags'\n"), err
+
+
+@pytest.mark.parametrize('accepted,ending', [
+    (True, '; exit 0 as --accept_unconfirmed asks.'),
+    (False, '; exit 4 (--accept_unconfirmed exits 0).')])
+def test_no_load_under_the_cap_is_one_line_with_the_exit_it_makes(
+    pkb_flags, tmp_path, capsys, accepted, ending):
+  # With --accept_unconfirmed the line said 'exit 4 (--accept_unconfirmed
+  # exits 0).' and pkb added 'pkb: exit 0 as --accept_unconfirmed asks.'.
+  pkb_flags.cloud = 'Local'
+  pkb_flags.accept_unconfirmed = accepted
+
+  def Run(spec):
+    raise errors.NoLoadUnderCapError(
+        'Every probe was over the 1 ms cap (lowest average 2.072 ms at '
+        '1x32) when the probe budget of 1 ran out.')
+
+  code = _Run(tmp_path, 'lines7', Run, lambda spec: None)
+  assert code == pkb.EXIT_UNCONFIRMED  # pkb.Main makes it 0 when accepted.
+  line, = [l for l in capsys.readouterr().err.splitlines()
+           if l.startswith('pkb:')]
+  assert line.startswith('pkb: no confirmed result: lines_stub found no load '
+                         'under the cap (UNCONFIRMED): Every probe was over ')
+  assert line.endswith(ending)
