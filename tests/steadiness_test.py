@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import types
 
 import pytest
 
@@ -479,6 +480,26 @@ def test_a_slow_servers_probe_is_planned_from_its_rate_within_its_bound():
   generator._rate_per_connection.update(set=0.5)  # pylint: disable=protected-access
   assert generator._Requests('set', 16, 2.5) == 160  # pylint: disable=protected-access
 
+
+
+def test_a_load_measured_before_is_planned_from_its_own_rate():
+  # The hold after a search whose last probe was a saturated one at more
+  # connections: './pkb.py --memtier_run_duration=1 --memtier_max_probes=3'
+  # held 1x32 (54,948 ops/s searched) after a probe at 46 connections
+  # (39,108), planned 114,262 requests (that probe's rate per connection x
+  # 32 x 4.2 s, half the load's own), and read 'held 2 of 3 s ... (1 s not
+  # measured: the load generator ended before)'.
+  generator = rb_generator.RedisBenchmarkGenerator(vm=None)
+  for name, connections in (
+      ('redis-benchmark_single_t1c32_n400000_plain.txt', 32),
+      ('redis-benchmark_single_t2c256_n400000_over1ms_plain.txt', 256)):
+    generator._Learn([(None, 'get', connections)],  # pylint: disable=protected-access
+                     [types.SimpleNamespace(stdout=_Read(name))])
+  hold_s = generator.DurationForSeconds(3)
+  assert generator._Requests('get', 32, hold_s) == int(110283.98 * hold_s)  # pylint: disable=protected-access
+  # A load not measured yet: the last rate per connection, as before.
+  assert generator._Requests('get', 64, 2.0) == int(  # pylint: disable=protected-access
+      122661.77 / 256 * 64 * 2.0)
 
 def test_the_readme_hold_seconds_line_is_what_the_console_prints():
   # README's hold example ended its seconds line '(ops/s / avg ms)'; the

@@ -113,6 +113,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     self._version = None
     self._rate_per_connection: Dict[str, float] = {}
     self._fastest_rate: Dict[str, float] = {}
+    # (test, connections) -> the rate last measured at that load.
+    self._rate_at: Dict[Tuple[str, int], float] = {}
     self._probes = 0
 
   def Version(self) -> str:
@@ -237,6 +239,11 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     # never plan much above the fastest rate this test has shown.
     per_process = min(rate * connections,
                       PLAN_HEADROOM * self._fastest_rate[test])
+    # A load measured before (the answer's, held after the search) is
+    # planned from its own rate: scaled down from a saturated probe at more
+    # connections, a 3 s hold at 32 was planned at half its rate and ended
+    # a second short ('held 2 of 3 s ... (1 s not measured)').
+    per_process = self._rate_at.get((test, connections), per_process)
     return max(MIN_REQUESTS_PER_CONNECTION * connections,
                int(per_process * duration_s))
 
@@ -267,6 +274,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     for (_, test, connections), out in zip(tests, outputs):
       result = rb.ParseOutput(out.stdout)[-1]
       self._rate_per_connection[test] = result.rps / connections
+      self._rate_at[(test, connections)] = result.rps
       self._fastest_rate[test] = max(result.rps,
                                      self._fastest_rate.get(test, 0.0))
 
