@@ -19,7 +19,7 @@ Three policies, side by side, on every scenario:
 
 Model scenarios (scripts/search_scenarios.py) are the published studies' server
 sizes with the curve shape and noise fitted to this machine's sweep (the
-fixture tests/data/search_model_local_sweep.json, or this run's own sweep
+fixture tests/data/search_model_quiet_sweep.json, or this run's own sweep
 with --local); their true best is known exactly (noise-free model).
 
 Local Redis (PKB's search only with --local_pkb, see its help): one shard

@@ -218,7 +218,10 @@ def test_bench_changepoints_refuses_too_few_nights():
 def test_bench_search_help_and_bad_flags_are_not_tracebacks(capsys):
   """--help and an unknown flag were absl tracebacks."""
   assert bench_search.Main(['bench_search', '--help']) == 0
-  assert '--nolocal' in capsys.readouterr().out
+  shown = ' '.join(capsys.readouterr().out.split())
+  assert '--nolocal' in shown
+  # It named tests/data/search_model_local_sweep.json, which is no file.
+  assert f'fixture {os.path.relpath(bench_search.FIXTURE, os.path.dirname(_SCRIPTS))}' in shown
   assert bench_search.Main(['bench_search', '--no_such_flag']) == 2
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and err.startswith('bench_search: ')
