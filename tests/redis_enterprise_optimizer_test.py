@@ -1,13 +1,18 @@
 """The shard x proxy-thread optimizer with scripted results, and the
 enterprise options' OS and Local-scaling decisions."""
 
+import types
+
 from absl import flags
 import pytest
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import sample
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.enterprise import plan
+from perfkitbenchmarker.enterprise import study_steps
 
 
 def _Scripted(table, default=None):
@@ -153,3 +158,27 @@ def test_the_step_up_stops_at_1_ms_or_a_lower_threshold_as_its_help_says():
       flags.FLAGS['enterprise_redis_latency_threshold'].help.split())
   assert 'or 1 ms when that is lower' in help_text
   assert '1100, stops it at 1 ms' in help_text
+
+
+def test_the_optimized_figure_carries_its_answers_verdict():
+  # './pkb.py --benchmarks=redis_enterprise --enterprise_redis_optimize_
+  # throughput --enterprise_redis_probe_seconds=1 --official' published
+  # the unconfirmed, disturbed answer's latency_capped_throughput not
+  # official but optimized_latency_capped_throughput, the same figure,
+  # official: it carried no verdict.
+  emitted = []
+  capped = sample.Sample('latency_capped_throughput', 61744.0, 'ops/sec', {
+      'db_shard_count': 1, 'verdict': 'unconfirmed',
+      'verdict_reason': 'a single probe, no repeats',
+      'verdict_flags': 'unconfirmed,disturbed'})
+  spec = types.SimpleNamespace(
+      published=[capped], EmitSamples=emitted.extend,
+      reporter=types.SimpleNamespace(Line=lambda line: None))
+  best = optimizer.Evaluation((1, 0), 61744.0)
+  study_steps.Report(spec, None, optimizer.OptimizerResult(
+      best, (best,), 'local maximum'))
+  optimized, = emitted
+  assert optimized.metric == 'optimized_latency_capped_throughput'
+  assert optimized.metadata['verdict'] == 'unconfirmed'
+  assert optimized.metadata['verdict_flags'] == 'unconfirmed,disturbed'
+  assert not verdict.IsOfficial(optimized.metadata)

@@ -11,6 +11,7 @@ from typing import Dict, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import sample
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.enterprise import optimizer
 from perfkitbenchmarker.enterprise import options as options_lib
 from perfkitbenchmarker.load_generators import base
@@ -76,4 +77,20 @@ def Report(spec, opts: options_lib.EnterpriseOptions,
                   'optimizer_path': ';'.join(
                       f'{e.point[0]}x{e.point[1]}:'
                       f'{e.throughput or 0:.0f}'
-                      for e in outcome.evaluations)})])
+                      for e in outcome.evaluations),
+                  **_AnswerVerdict(spec, outcome.best.throughput, shards)})])
+
+
+def _AnswerVerdict(spec, throughput: float, shards: int) -> Dict[str, str]:
+  """The verdict of the best point's answer (its capped sample), so that
+  the optimized figure, the same answer, is no more official than it: a
+  single-probe step-up is never confirmed (README: "Verdicts")."""
+  for s in reversed(spec.published):
+    if (s.metric == verdict.CAPPED_METRIC and s.value == throughput and
+        s.metadata.get('db_shard_count') == shards):
+      return {k: s.metadata[k] for k in (
+          verdict.KEY, verdict.REASON_KEY, verdict.FLAGS_KEY)
+              if k in s.metadata}
+  return {verdict.KEY: verdict.UNCONFIRMED, verdict.FLAGS_KEY:
+          verdict.UNCONFIRMED, verdict.REASON_KEY: 'no answer of the best '
+          'point was published'}
