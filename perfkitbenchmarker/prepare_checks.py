@@ -83,7 +83,8 @@ def _CheckLoadGeneratorOs(spec, generator: Optional[str]) -> None:
       '(Debian/Ubuntu), so prepare would fail on every client VM; give the '
       'clients a Debian/Ubuntu image (vm_groups.clients.os_type: debian12, '
       f'e.g. --config_override={spec.name}.vm_groups.clients.os_type='
-      'debian12), or --memtier_path to a memtier already on the image.')
+      'debian12), --memtier_path to a memtier already on the image, or '
+      '--load_generator=redis_benchmark.')
 
 
 def _CheckDatasetFits(spec, estimate: Optional[DatasetEstimate]) -> None:

@@ -221,3 +221,28 @@ def test_the_library_is_compiled_with_the_scratch_directory_as_tmpdir():
       RemoteCommand=lambda command, **kwargs: commands.append(command))
   argv_secret.Install(vm)
   assert "TMPDIR='/s/pkb-r1.ab/clients 0' cc " in commands[-1], commands
+
+
+@pytest.mark.parametrize('choice,path,refused', [
+    ('auto', None, True), ('memtier', None, True),
+    ('redis_benchmark', None, False), ('auto', '/opt/memtier', False)])
+def test_the_default_auto_installs_memtier_on_rhel_like_clients_too(
+    choice, path, refused):
+  # './pkb.py --cloud=GCP --project=p --zone=us-central1-a --os_type=rocky9
+  # --dry_run' planned 'load generator memtier_benchmark (auto: installed on
+  # the client VMs from Redis's APT repository)' and passed; prepare would
+  # have failed on every client (ChooseGenerator installs memtier on a VM
+  # the run made). --load_generator=memtier was refused.
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.study import options as options_lib  # pylint: disable=g-import-not-at-top
+  spec = _Spec(types.SimpleNamespace(
+      ClientLoadGenerator=redis_memtier_benchmark.ClientLoadGenerator),
+               cloud='GCP', servers=('t2d-standard-16', 1), client_os='rocky9')
+  spec.CachedOptions = lambda build: types.SimpleNamespace(
+      generator=options_lib.GeneratorOptions(choice=choice,
+                                             memtier_path=path))
+  if refused:
+    with pytest.raises(errors.UsageError, match='clients boot rocky9'):
+      prepare_checks.Check(spec)
+  else:
+    prepare_checks.Check(spec)

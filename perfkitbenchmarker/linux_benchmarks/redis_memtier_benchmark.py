@@ -163,10 +163,12 @@ def EstimatedPreloadKeys(spec) -> int:
 
 
 def ClientLoadGenerator(spec) -> Optional[str]:
-  """What the client VMs install (prepare_checks): memtier when asked for
-  without a binary of the user's; redis-benchmark installs anywhere."""
+  """What the client VMs install (prepare_checks): memtier when asked for,
+  or left to auto (on a VM the run made, auto installs it:
+  deployment.ChooseGenerator), without a binary of the user's;
+  redis-benchmark installs anywhere."""
   generator = _Options(spec).generator
-  return ('memtier' if generator.choice == 'memtier' and
+  return ('memtier' if generator.choice in ('memtier', 'auto') and
           not generator.memtier_path else None)
 
 
