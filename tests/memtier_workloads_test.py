@@ -288,6 +288,33 @@ def test_refused_in_one_line(pkb_flags, values, words):
     assert word in text, (word, text)
 
 
+@pytest.mark.parametrize('args', [
+    ['--memtier_fixed_load', '--memtier_requests=100', '--memtier_threads=1',
+     '--memtier_clients=4'],
+    ['--memtier_key_pattern=G:G']])
+def test_memtier_only_settings_without_memtier_here_are_refused_before_start(
+    pkb_main, monkeypatch, tmp_path, capsys, args):
+  """'./pkb.py --memtier_fixed_load --memtier_requests=1000 ...' on this
+  machine without memtier: the dry run passed, and the run stopped after
+  its shards and preload, 'pkb: redis_memtier stopped: --memtier_requests
+  need memtier_benchmark, but the load generator here is redis-benchmark
+  ...', exit 1 (README: such a run is refused in one line)."""
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark  # pylint: disable=g-import-not-at-top
+  which = shutil.which
+  monkeypatch.setattr(redis_memtier_benchmark.shutil, 'which', lambda name: (
+      None if name == 'memtier_benchmark' else which(name)))
+  for dry in (['--dry_run'], []):
+    assert pkb_main(args + dry + [f'--results_dir={tmp_path}']) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1, err
+    assert 'need memtier_benchmark, but the load generator here is ' \
+        'redis-benchmark' in err
+    assert os.listdir(tmp_path) == []  # Refused before the run began.
+  # --redis_benchmark_fallback runs it without them, as the presets do.
+  assert pkb_main(args + ['--redis_benchmark_fallback', '--dry_run',
+                          f'--results_dir={tmp_path}']) == 0
+
+
 def test_a_percentile_cap_on_redis_benchmark_names_the_flag_to_drop(
     pkb_flags, tmp_path):
   """With --load_generator=redis_benchmark the refusal told a user who had

@@ -91,6 +91,13 @@ def CheckPrerequisites(config):
                     and not shutil.which(memtier.DEFAULT_PATH))
   if local_fallback and not opts.search.cap.is_average:
     raise workload_options.PercentileCapRefusal(opts, 'redis-benchmark')
+  wanted = workload_options.MemtierOnlyFeatures(
+      opts.workload, opts.generator.requests,
+      opts.generator.processes_per_client)
+  if local_fallback and wanted and not opts.generator.fallback:
+    # What prepare would refuse here (RequireMemtier), refused before
+    # anything starts: the run stopped after its preload, exit 1.
+    raise workload_options.MemtierOnlyRefusal(wanted, 'redis-benchmark')
   if local_fallback:
     _CheckRedisBenchmarkCluster(
         opts, counts.get('servers', 1), 'no memtier_benchmark on this '

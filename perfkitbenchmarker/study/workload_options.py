@@ -253,8 +253,14 @@ def RequireMemtier(generators, opts) -> List[str]:
     return []
   if opts.generator.fallback and opts.generator.choice == 'auto':
     return wanted
-  raise errors.PrerequisiteError(
+  raise MemtierOnlyRefusal(wanted, ', '.join(sorted(names)),
+                           errors.PrerequisiteError)
+
+
+def MemtierOnlyRefusal(wanted: List[str], generator: str,
+                       error=errors.UsageError) -> errors.Error:
+  """Why memtier-only settings cannot run on `generator`, in one line."""
+  return error(
       f'{", ".join(wanted)} need memtier_benchmark, but the load generator '
-      f'here is {", ".join(sorted(names))} (memtier_benchmark is not '
-      'installed; give --memtier_path, or --redis_benchmark_fallback to run '
-      'without them).')
+      f'here is {generator} (memtier_benchmark is not installed; give '
+      '--memtier_path, or --redis_benchmark_fallback to run without them).')
