@@ -28,7 +28,7 @@ import math
 import os
 import re
 from typing import (Annotated, Any, Dict, Iterable, List, Optional, Sequence,
-                    Tuple)
+                    Tuple, Union)
 
 import pydantic
 import yaml
@@ -321,16 +321,27 @@ def RegionFromZone(cloud: str, zone: Optional[str]) -> str:
   return match.group(1)
 
 
+def _Number(text: str) -> Union[float, str]:
+  """The number `text` writes (0.58, 1e-3, -1, nan), else `text` itself:
+  ValidPrice then says which of number, finite and range it fails."""
+  if '_' in text:  # float() reads 1_000 as 1000; a price is not written so.
+    return text
+  try:
+    return float(text)
+  except ValueError:
+    return text
+
+
 def ParseMachinePrices(values: Sequence[str]) -> Dict[str, float]:
   """['c7g.4xlarge=0.58'] -> {'c7g.4xlarge': 0.58} (--machine_price)."""
   prices = {}
   for value in values or ():
     for item in value.split(','):
-      match = re.fullmatch(r'\s*([A-Za-z0-9.\-]+)=([0-9]*\.?[0-9]+)\s*', item)
+      match = re.fullmatch(r'\s*([A-Za-z0-9.\-]+)=(\S*)\s*', item)
       try:
         if not match:
           raise ValueError('it is not TYPE=PRICE')
-        price = ValidPrice(float(match.group(2)), 'the price')
+        price = ValidPrice(_Number(match.group(2)), 'the price')
       except ValueError as e:
         raise errors.UsageError(
             f'--machine_price="{item[:80]}": {str(e)[:120]}; give it like '

@@ -161,6 +161,12 @@ def test_pkb_refuses_a_bad_catalog_before_anything_runs(tmp_path, case):
     ('0.000000001', 'outside'),
     ('5000', 'outside'),
     ('0', 'outside'),
+    # In exponent notation: the range is what is wrong, not the shape.
+    ('1e-300', 'outside'),
+    ('1e300', 'outside'),
+    ('-1', 'outside'),
+    ('nan', 'not a finite number'),
+    ('abc', "'abc', not a number"),
 ])
 def test_machine_price_must_be_a_sane_finite_price(given, words):
   with pytest.raises(errors.UsageError) as raised:
