@@ -60,7 +60,9 @@ flags.DEFINE_string('owner', None,
                     'Owner label on samples and resources (default: the '
                     'login name at run time, as getpass finds it: $LOGNAME, '
                     '$USER, $LNAME or $USERNAME, else the account\'s name; '
-                    'upstream PKB reads the same user when its flags load).')
+                    'upstream PKB reads the same user when its flags load). '
+                    'A blank one, or one with a control character, is '
+                    'refused.')
 flags.DEFINE_string('run_uri', None,
                     'Name of this run (1-12 lowercase letters/digits; '
                     'generated ones have 8); generated when absent. Needed to '

@@ -24,6 +24,7 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker.publishers import bigquery_schema
 
@@ -119,7 +120,21 @@ def _CheckOwner(flag_values) -> None:
   """The run's owner (every sample's, a cloud resource's label) is text a
   results file can hold: without --owner it is getpass's ($LOGNAME, $USER,
   $LNAME, $USERNAME, then the account's name), and a byte there that does
-  not decode stopped the run at its first sample (UnicodeEncodeError)."""
+  not decode stopped the run at its first sample (UnicodeEncodeError).
+  A given --owner is a name: blank, it labelled the run's GCP resources
+  '-' and every sample ' '; a control character reached each sample."""
+  if flag_values['owner'].present:
+    owner = flag_values.owner or ''
+    if not owner.strip():
+      raise errors.UsageError(
+          f'--owner="{owner}" is blank; give a name (it labels the run\'s '
+          'cloud resources and every sample), or drop the flag for your '
+          'login name.')
+    if not owner.isprintable():
+      raise errors.UsageError(
+          f'--owner="{terminal_text.Printable(owner)}" must be printable '
+          'text on one line (it labels the run\'s cloud resources and every '
+          'sample).')
   if flag_values.owner:
     return  # pkb.Main refused an argument that is not UTF-8.
   owner = getpass.getuser()

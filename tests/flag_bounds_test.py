@@ -315,6 +315,21 @@ def test_an_argument_that_is_not_utf8_is_one_line(capsys):
   assert 'is not UTF-8 text (byte 0xe9 at offset 11)' in err, err
 
 
+@pytest.mark.parametrize('owner, words', [
+    (' ', '--owner=" " is blank; give a name'),
+    ('', '--owner="" is blank'),
+    ('a\x1b[2J', '--owner="a\\x1b[2J" must be printable text on one line'),
+])
+def test_a_blank_or_unprintable_owner_is_one_line(pkb_main, capsys, owner,
+                                                   words):
+  # It labels the run's cloud resources and every sample: ' ' was taken
+  # (GCP's label '-', every sample's owner ' '), and so was an escape.
+  code = pkb_main(['--dry_run', f'--owner={owner}'])
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+  assert err.startswith('pkb: ') and words in err, err
+
+
 def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
     monkeypatch, capsys):
   # LOGNAME=$'\xff': the run stopped at its first sample, as --owner did.
