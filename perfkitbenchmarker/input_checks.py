@@ -53,6 +53,7 @@ def CheckCloudFlags(flag_values, cloud: str, results_dir: str) -> None:
   """Refuses flags that cannot apply where the run happens, `cloud`: the
   one its configs' flags: name (the nightly cells' `cloud: GCP`), so the
   driver calls it once they are applied, for each matrix cell too."""
+  _CheckCloudNames(flag_values)
   _CheckWhere(flag_values, cloud)
   _CheckProgramPaths(flag_values, cloud)
   _CheckKeysOutside(results_dir, cloud)
@@ -247,6 +248,32 @@ def EffectiveOsType(flag_values, cloud: str) -> Optional[str]:
     return requested
   used = {m.UsedOsType(requested, cloud) for m in modules}
   return used.pop() if len(used) == 1 else requested
+
+
+# Flags whose text names something of a cloud's (a project, a zone, a
+# network, a machine type, a user, a profile, an address): it goes into API
+# calls, labels, the run record and the plan's lines.
+CLOUD_NAME_FLAGS = (
+    'project', 'zone', 'machine_type', 'client_machine_type', 'os_type',
+    'gcp_network', 'gcp_boot_disk_type', 'gcp_ssh_user',
+    'gcp_compute_endpoint', 'gcp_ssh_source_range', 'aws_profile',
+    'aws_ssh_source_cidr', 'aws_redis_ports')
+
+
+def _CheckCloudNames(flag_values) -> None:
+  """A name is printable text on one line, as a config's are (configs.py):
+  --zone=$'us-central1-a\\e[2J' on GCP, --project, --gcp_network and
+  --aws_profile with a control character were planned by a dry run."""
+  for flag in CLOUD_NAME_FLAGS:
+    if flag not in flag_values:
+      continue  # A provider's flags, not defined in this process.
+    value = flag_values[flag].value
+    if isinstance(value, list):  # --zone repeats; the --*_range lists.
+      value = ','.join(value)
+    if value and not value.isprintable():
+      raise errors.UsageError(
+          f'--{flag}="{terminal_text.Printable(value)}" must be printable '
+          'text on one line; give it without control characters.')
 
 
 def _CheckWhere(flag_values, cloud: str) -> None:

@@ -330,6 +330,21 @@ def test_a_blank_or_unprintable_owner_is_one_line(pkb_main, capsys, owner,
   assert err.startswith('pkb: ') and words in err, err
 
 
+@pytest.mark.parametrize('cloud, flag', [
+    ('GCP', 'zone'), ('GCP', 'project'), ('GCP', 'gcp_network'),
+    ('GCP', 'gcp_boot_disk_type'), ('GCP', 'gcp_ssh_user'),
+    ('AWS', 'aws_profile'), ('AWS', 'aws_ssh_source_cidr')])
+def test_a_cloud_name_with_a_control_character_is_one_line(
+    pkb_main, capsys, tmp_path, cloud, flag):
+  # A dry run planned them (exit 0), as configs.py refuses in a config's
+  # names: they go into API calls, labels, the record and the plan's lines.
+  code = pkb_main(['--dry_run', f'--cloud={cloud}', '--project=p',
+                   f'--results_dir={tmp_path}', f'--{flag}=a\x1b[2J'])
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+  assert f'--{flag}="a\\x1b[2J" must be printable text on one line' in err
+
+
 def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
     monkeypatch, capsys):
   # LOGNAME=$'\xff': the run stopped at its first sample, as --owner did.
