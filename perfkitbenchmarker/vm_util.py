@@ -268,8 +268,11 @@ def IsLoopbackEndpoint(endpoint: Optional[str]) -> bool:
   or without a scheme: localhost, 127.0.0.0/8 or ::1."""
   if not endpoint:
     return False
-  host = urllib.parse.urlsplit(
-      endpoint if '//' in endpoint else f'//{endpoint}').hostname or ''
+  try:
+    host = urllib.parse.urlsplit(
+        endpoint if '//' in endpoint else f'//{endpoint}').hostname or ''
+  except ValueError:  # A '[' without its ']' ('Invalid IPv6 URL').
+    return False
   if host == 'localhost':
     return True
   try:

@@ -456,6 +456,10 @@ def test_table_ids_accepted(table, project, expected):
     ({'bigquery_table': 'ds.t1', 'bq_project': 'x'}, '--bq_project="x"'),
     ({'bq_api_endpoint': 'http://bigquery.example.com'}, 'plain http'),
     ({'bq_api_endpoint': 'ftp://127.0.0.1'}, 'must be http(s)'),
+    # urlsplit raises on these ('Invalid IPv6 URL'; 'Port out of range'
+    # when the publish at the run's end connects).
+    ({'bq_api_endpoint': 'https://x[y'}, 'must be http(s)'),
+    ({'bq_api_endpoint': 'https://bq.example.com:99999'}, 'must be http(s)'),
     ({'service_account': 'a@b.iam.gserviceaccount.com'},
      'needs --service_account_private_key'),
     ({'service_account_private_key': '/nonexistent/key.json'}, 'cannot read'),

@@ -25,6 +25,7 @@ from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark
 from perfkitbenchmarker.providers.gcp import images
@@ -576,6 +577,19 @@ def test_the_provider_and_its_checks_import_no_compute_client():
   proc = subprocess.run([sys.executable, '-c', code], capture_output=True,
                         text=True, check=True, cwd=e2e_support.REPO)
   assert proc.stdout == '[]\n', proc.stdout[-2000:]
+
+
+@pytest.mark.parametrize('endpoint, words', [
+    ('https://x[y', 'Invalid IPv6 URL'),
+    ('https://compute.googleapis.com:99999', 'Port out of range')])
+def test_an_endpoint_that_is_no_url_is_one_line(endpoint, words):
+  # urlsplit raises on it: './pkb.py --cloud=GCP ... --dry_run
+  # --gcp_compute_endpoint=https://x[y' (the plan asks whether it is
+  # loopback) was 'pkb: internal error ValueError: Invalid IPv6 URL'.
+  assert not vm_util.IsLoopbackEndpoint(endpoint)
+  with pytest.raises(errors.UsageError, match=f'--gcp_compute_endpoint: '
+                     f'.* is not a URL \\({words}'):
+    gcp_provider.CheckPrerequisites(_Flags(gcp_compute_endpoint=endpoint))
 
 
 # --gcp_ssh_user made the VMs, failed their SSH wait, and teardown then left

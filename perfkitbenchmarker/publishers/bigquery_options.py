@@ -134,8 +134,13 @@ class BigQueryOptions:
                              flag_values.service_account)
     endpoint = flag_values.bq_api_endpoint
     if endpoint:
-      parts = urllib.parse.urlsplit(endpoint)
-      if parts.scheme not in ('http', 'https') or not parts.hostname:
+      try:  # A '[' without its ']', a port not a port: ValueError.
+        parts = urllib.parse.urlsplit(endpoint)
+        parts.port  # pylint: disable=pointless-statement
+      except ValueError:
+        parts = None
+      if (not parts or parts.scheme not in ('http', 'https') or
+          not parts.hostname):
         raise errors.UsageError(
             f'--bq_api_endpoint="{endpoint}" must be http(s)://host[:port].')
       if parts.scheme == 'http' and not vm_util.IsLoopbackEndpoint(endpoint):

@@ -91,8 +91,12 @@ def EndpointProblem(endpoint: Optional[str]) -> Optional[str]:
   """
   if not endpoint or vm_util.IsLoopbackEndpoint(endpoint):
     return None
-  parts = urllib.parse.urlsplit(
-      endpoint if '//' in endpoint else f'https://{endpoint}')
+  try:
+    parts = urllib.parse.urlsplit(
+        endpoint if '//' in endpoint else f'https://{endpoint}')
+    parts.port  # pylint: disable=pointless-statement
+  except ValueError as e:  # 'Invalid IPv6 URL', 'Port out of range ...'
+    return f'{endpoint[:100]!r} is not a URL ({e})'
   host = parts.hostname or ''
   if parts.scheme == 'https' and (host == 'googleapis.com' or
                                   host.endswith('.googleapis.com')):
