@@ -17,7 +17,9 @@ run's summary line and wall time. Exit 1 if any test failed. With
 --keep_reports DIR, each run's JUnit report is kept as DIR/run<N>.xml and
 its output as DIR/run<N>.log (a passing report refreshes
 tests/durations.json: scripts/suite_durations.py). A run's failed tests are
-printed as soon as it ends, not only in the table.
+printed as soon as it ends, not only in the table. A run still going after
+an hour (RUN_TIMEOUT_S) is stopped, with every process of its group, and
+counted as failed.
 
 README: "Quick start (fresh Debian machine)" says when to run it (before
 calling a test fixed, and after a change to how tests wait).
@@ -28,6 +30,7 @@ import collections
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -92,6 +95,35 @@ def _Failures(junit: str):
   return found
 
 
+def _Bounded(command, cwd: str, env: dict, timeout_s: float):
+  """(exit code, output) of `command`; (None, its output so far) when it
+  passes `timeout_s`: then its whole process group (pytest, its workers,
+  what the tests started in it) is killed, where subprocess.run's timeout
+  killed pytest alone and ended this script in a TimeoutExpired
+  traceback."""
+  proc = subprocess.Popen(command, cwd=cwd, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          start_new_session=True)
+  try:
+    output, _ = proc.communicate(timeout=timeout_s)
+    return proc.returncode, output
+  except subprocess.TimeoutExpired as e:
+    so_far = e.output
+  try:
+    os.killpg(proc.pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass  # All of them ended as the bound passed.
+  try:  # All its output (communicate keeps what it read before).
+    output, _ = proc.communicate(timeout=30)
+  except subprocess.TimeoutExpired:  # A process outside holds the pipe.
+    proc.kill()
+    proc.wait()
+    output = so_far
+  if isinstance(output, bytes):  # TimeoutExpired holds the bytes read.
+    output = output.decode('utf-8', 'replace')
+  return None, output or ''
+
+
 def _OneRun(index: int, args) -> dict:
   scratch = tempfile.mkdtemp(prefix='pkb-flake-')
   try:
@@ -105,19 +137,22 @@ def _OneRun(index: int, args) -> dict:
       env['PYTEST_ADDOPTS'] = f'--junitxml={junit}'
     started = time.monotonic()
     with Hog(args.hog):
-      proc = subprocess.run(command, cwd=clone, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            timeout=RUN_TIMEOUT_S, check=False)
+      code, output = _Bounded(command, clone, env, RUN_TIMEOUT_S)
     wall = time.monotonic() - started
-    lines = [l for l in proc.stdout.splitlines() if ' in ' in l and
+    lines = [l for l in output.splitlines() if ' in ' in l and
              ('passed' in l or 'failed' in l)]
-    summary = lines[-1].strip('= ') if lines else f'exit {proc.returncode}'
-    print(f'run {index}: {summary} ({wall:.0f} s wall, exit '
-          f'{proc.returncode})', flush=True)
-    failures = _Failures(junit) if proc.returncode else []
-    if proc.returncode and not failures:  # E.g. pytest's usage error.
-      last = (proc.stdout.strip().splitlines() or [''])[-1]
-      failures = [(f'(the run exited {proc.returncode} with no failed test)',
+    timed_out = code is None
+    summary = (f'stopped past its bound of {RUN_TIMEOUT_S} s' if timed_out
+               else lines[-1].strip('= ') if lines else f'exit {code}')
+    print(f'run {index}: {summary} ({wall:.0f} s wall'
+          f'{"" if timed_out else f", exit {code}"})', flush=True)
+    failures = _Failures(junit) if code else []
+    last = (output.strip().splitlines() or [''])[-1]
+    if timed_out:  # Its JUnit report, if any, is not the whole run's.
+      failures = [(f'(the run passed its bound of {RUN_TIMEOUT_S} s)',
+                   last[:160])]
+    elif code and not failures:  # E.g. pytest's usage error.
+      failures = [(f'(the run exited {code} with no failed test)',
                    last[:160])]
     for name, text in failures:  # Now, not only in the end's table.
       print(f'  failed: {name}\n          {text}', flush=True)
@@ -126,8 +161,8 @@ def _OneRun(index: int, args) -> dict:
         shutil.copy(junit, os.path.join(args.keep_reports, f'run{index}.xml'))
       with open(os.path.join(args.keep_reports, f'run{index}.log'), 'w',
                 encoding='utf-8') as log:
-        log.write(proc.stdout)
-    return {'summary': summary, 'wall': wall, 'code': proc.returncode,
+        log.write(output)
+    return {'summary': summary, 'wall': wall, 'code': code,
             'failures': failures}
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
