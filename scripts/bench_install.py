@@ -237,6 +237,19 @@ def RunPath(base: str, work: str, path: str, steps: List[Step]
   return timed
 
 
+def WorkDirProblem(path: Optional[str]) -> Optional[str]:
+  """Why --work_dir cannot take the roots, or None: checked before the
+  minutes of debootstrap, where its mkdtemp ended in a traceback."""
+  if path is None:
+    return None
+  if not os.path.isdir(path):
+    return ('not a directory' if os.path.lexists(path) else
+            'there is no such directory')
+  if not os.access(path, os.W_OK | os.X_OK):
+    return 'a directory this user cannot write'
+  return None
+
+
 def Summary(timed: List[Timed]) -> Tuple[float, float]:
   def Total(path):
     return sum(t.seconds for t in timed if t.path == path)
@@ -258,6 +271,11 @@ def main(argv=None) -> int:
   parser.add_argument('--work_dir', default=None,
                       help='where the roots go (default: a new temp dir)')
   args = parser.parse_args(argv)
+  problem = WorkDirProblem(args.work_dir)
+  if problem:
+    print(f'bench_install: --work_dir={args.work_dir}: {problem}; nothing '
+          'was run.', file=sys.stderr)
+    return 2
   # Written after the minutes of installs: a file that cannot be is
   # refused now, not found as a traceback at the end.
   if args.out:

@@ -152,6 +152,11 @@ def main(argv=None) -> int:
           f'the paths are {", ".join(repr(n) for n in NAMES)}.',
           file=sys.stderr)
     return 2
+  problem = bench_install.WorkDirProblem(args.work_dir)
+  if problem:
+    print(f'try_engine_installs: --work_dir={args.work_dir}: {problem}; '
+          'nothing was run.', file=sys.stderr)
+    return 2
   if os.geteuid() != 0:
     print('try_engine_installs: needs root (debootstrap and chroot).',
           file=sys.stderr)

@@ -95,3 +95,24 @@ def test_an_out_file_it_cannot_write_is_refused_before_it_runs(
   err = capsys.readouterr().err
   assert err.startswith(f'bench_install: --out={path}: ')
   assert err.endswith('; nothing was run.\n') and err.count('\n') == 1
+
+
+@pytest.mark.parametrize('where, problem', [
+    ('missing', 'there is no such directory'),
+    ('a_file', 'not a directory'),
+    ('read_only', 'a directory this user cannot write')])
+def test_a_work_dir_it_cannot_use_is_refused_before_it_runs(
+    tmp_path, monkeypatch, capsys, where, problem):
+  # '--work_dir=/nonexistent' (as root, with debootstrap) ended in
+  # tempfile.mkdtemp's FileNotFoundError traceback.
+  (tmp_path / 'a_file').write_text('')
+  (tmp_path / 'read_only').mkdir()
+  real_access = os.access
+  monkeypatch.setattr(os, 'access', lambda path, mode: real_access(
+      path, mode) and not path.endswith('read_only'))
+  monkeypatch.setattr(os, 'geteuid', lambda: 0)
+  monkeypatch.setattr(bench_install, 'MakeBase', None)  # Never reached.
+  path = str(tmp_path / where)
+  assert bench_install.main([f'--work_dir={path}']) == 2
+  assert capsys.readouterr().err == (
+      f'bench_install: --work_dir={path}: {problem}; nothing was run.\n')

@@ -62,3 +62,16 @@ def test_an_unknown_path_is_refused_before_debootstrap_runs(capsys):
       "are 'dragonfly', 'keydb', 'keydb 6.3.4 source', 'memtier'.\n")
   assert [name for name, _ in tries.Scripts(_DEBIAN, 'x86_64')] == list(
       tries.NAMES)
+
+
+def test_a_work_dir_it_cannot_use_is_refused_before_it_runs(
+    tmp_path, monkeypatch, capsys):
+  # '--work_dir=/nonexistent' (as root, with debootstrap) ended in
+  # tempfile.mkdtemp's FileNotFoundError traceback.
+  monkeypatch.setattr(tries.os, 'geteuid', lambda: 0)
+  monkeypatch.setattr(tries.bench_install, 'MakeBase', None)  # Not reached.
+  path = str(tmp_path / 'missing')
+  assert tries.main([f'--work_dir={path}']) == 2
+  assert capsys.readouterr().err == (
+      f'try_engine_installs: --work_dir={path}: there is no such directory; '
+      'nothing was run.\n')
