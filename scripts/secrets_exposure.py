@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,6 +39,7 @@ from perfkitbenchmarker import redis_shard
 
 SWEEP_S = 0.01
 MAX_RUN_S = 1800  # The sampler stops (and the run is killed) after this.
+ERR_TAIL_CHARS = 64 * 1024  # Of pkb's stderr, kept for the lines printed.
 
 
 def _Password(scratch: str) -> str:
@@ -78,6 +80,15 @@ def main(argv) -> int:
     signal.signal(signal.SIGTERM, previous)
 
 
+def _KeepTail(stream, tail: list) -> None:
+  """Reads `stream` to its end, keeping its last ERR_TAIL_CHARS in `tail`
+  (what is printed of it is its last line or 300 characters)."""
+  kept = ''
+  for chunk in iter(lambda: stream.read(ERR_TAIL_CHARS), ''):
+    kept = (kept + chunk)[-ERR_TAIL_CHARS:]
+  tail.append(kept)
+
+
 def _Count(argv) -> int:
   """Runs pkb with `argv` and counts where its passwords show."""
   top = tempfile.mkdtemp(prefix='pkb-secrets-')
@@ -88,6 +99,12 @@ def _Count(argv) -> int:
        f'--results_dir={os.path.join(top, "results")}', *argv],
       env=dict(os.environ, PKB_LOCAL_SCRATCH=scratch),
       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  # Read while it runs: a run writing more than a pipe holds (64 KiB) to
+  # stderr blocked on it, and so ran on until MAX_RUN_S killed it.
+  tail = []
+  reader = threading.Thread(target=_KeepTail, args=(run.stderr, tail),
+                            daemon=True)
+  reader.start()
   secrets, sweeps, reads = [], 0, 0
   hits = collections.Counter()
   deadline = time.monotonic() + MAX_RUN_S
@@ -116,7 +133,9 @@ def _Count(argv) -> int:
   finally:
     if run.poll() is None:
       run.terminate()
-    _, err = run.communicate()
+    run.wait()
+    reader.join()
+    err = ''.join(tail)
     shutil.rmtree(top, ignore_errors=True)
   if not secrets:
     print(f'never saw a shard config; pkb exited {run.returncode}: '

@@ -13,6 +13,7 @@ gets the token instead), and copies `-a` into its JSON as memtier does.
 
 import glob
 import importlib.util
+import io
 import os
 import re
 import signal
@@ -188,10 +189,11 @@ def test_secrets_exposure_stopped_by_sigterm_stops_pkb_and_leaves_nothing(
       seen['terminated'] = True
       self.returncode = -signal.SIGTERM
 
-    def communicate(self):
-      return '', ''
+    def wait(self):
+      return self.returncode
 
   monkeypatch.setattr(script.subprocess, 'Popen', Pkb)
+  monkeypatch.setattr(Pkb, 'stderr', io.StringIO(''), raising=False)
   monkeypatch.setattr(script.tempfile, 'tempdir', str(tmp_path))
   before = signal.getsignal(signal.SIGTERM)
   assert script.main(['--memtier_max_probes=2']) == 130
