@@ -36,6 +36,23 @@ OS_SUCCESSORS: Dict[str, Tuple[str, str]] = {
                 'Linux 9 is its RHEL-compatible successor (use a Redis '
                 'Enterprise rhel9 tarball)'),
 }
+# The OSS study's server and shard-search flags, which this benchmark does
+# not read: Redis Enterprise sets its databases up from the
+# --enterprise_redis_* flags, and on Local the stand-in is the study's
+# default Redis OSS shard, laid out by the same flags. Refused, as the
+# engines refuse each other's flags (engine_options), not ignored:
+# '--benchmarks=redis_enterprise --redis_engine=valkey' ran Redis, and
+# --redis_server_options, --redis_total_num_processes and the like changed
+# nothing.
+NOT_READ_FLAGS = (
+    'redis_engine', 'redis_server_version', 'redis_server_io_threads',
+    'redis_server_options', 'redis_total_num_processes',
+    'redis_server_cluster_mode', 'redis_cluster_replicas',
+    'redis_replicas_per_primary', 'redis_memory_fraction',
+    'redis_min_shards', 'redis_max_shards', 'redis_shard_max_points',
+    'redis_shard_reuse_load', 'redis_shard_min_improvement',
+    'redis_benchmark_fallback', 'dragonfly_proactor_threads',
+    'dragonfly_cluster_mode', 'keydb_server_threads')
 # Most bytes a licence file may have: a Redis Enterprise licence key is a
 # few KiB of text; the bound keeps a wrong file out of the bootstrap request.
 MAX_LICENCE_BYTES = 1 << 20
@@ -135,6 +152,13 @@ class EnterpriseOptions:
     search_options.RequireNoShardSearch(
         f, 'redis_enterprise', 'give --enterprise_redis_optimize_throughput '
         '(its own search of shard and proxy counts)')
+    given = [name for name in NOT_READ_FLAGS
+             if name in f and f[name].value != f[name].default]
+    if given:
+      raise errors.UsageError(
+          f'--{given[0]} does not apply to redis_enterprise: its servers '
+          'and load come from the --enterprise_redis_* flags (on Local too, '
+          'where Redis OSS stands in); drop it.')
     cloud = providers.CloudOf(f)
     cpu_ids = f.enterprise_redis_disable_cpu_ids or ()
     if not all(c.isdecimal() for c in cpu_ids):
