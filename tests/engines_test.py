@@ -235,6 +235,21 @@ def test_engine_flags_are_checked(pkb_flags):
     options.ServerOptions.FromFlags(pkb_flags)
 
 
+def test_cluster_replicas_without_cluster_mode_are_refused(pkb_flags):
+  # './pkb.py --redis_cluster_replicas=1' ran standalone shards without a
+  # replica (the flag counts replicas inside a cluster only), exit 0, and
+  # no sample said so.
+  pkb_flags.redis_cluster_replicas = 1
+  with pytest.raises(errors.UsageError) as refused:
+    options.ServerOptions.FromFlags(pkb_flags)
+  assert str(refused.value) == (
+      '--redis_cluster_replicas=1 sets replicas in a Redis Cluster; add '
+      '--redis_server_cluster_mode, or give --redis_replicas_per_primary for '
+      'standalone shards.')
+  pkb_flags.redis_server_cluster_mode = True
+  assert options.ServerOptions.FromFlags(pkb_flags).cluster_replicas == 1
+
+
 @pytest.mark.parametrize('cloud, values, servers, refusal', [
     # redis-cli places cluster replicas: 3 primaries at least.
     ('Local', {'redis_cluster_replicas': 1}, 1, 'at least 3 primaries'),

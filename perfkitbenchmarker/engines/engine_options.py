@@ -47,6 +47,13 @@ def SettingsFromFlags(f) -> Tuple[Tuple[str, Any], ...]:
     raise errors.UsageError(
         f'--redis_replicas_per_primary: replicas are set up for '
         f'{" and ".join(REPLICA_ENGINES)} only, not {engine}.')
+  if f.redis_cluster_replicas and not f.redis_server_cluster_mode:
+    # Counted inside the shards of a cluster only: standalone shards ran
+    # without a replica, and no sample said so.
+    raise errors.UsageError(
+        f'--redis_cluster_replicas={f.redis_cluster_replicas} sets replicas '
+        'in a Redis Cluster; add --redis_server_cluster_mode, or give '
+        '--redis_replicas_per_primary for standalone shards.')
   if replicas and f.redis_cluster_replicas:
     raise errors.UsageError(
         '--redis_replicas_per_primary and --redis_cluster_replicas both set; '

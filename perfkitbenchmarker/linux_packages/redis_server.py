@@ -36,7 +36,9 @@ flags.DEFINE_integer('redis_total_num_processes', 1,
                      'Redis shards (processes) per server VM.',
                      lower_bound=1, upper_bound=10000)
 flags.DEFINE_integer('redis_cluster_replicas', 0,
-                     'Replicas per primary in cluster mode.',
+                     'Replicas per primary in cluster mode, counted in '
+                     '--redis_total_num_processes (refused without '
+                     '--redis_server_cluster_mode).',
                      lower_bound=0, upper_bound=16)
 flags.DEFINE_integer('redis_start_port', 7001,
                      'First port tried for shards; taken ports are skipped.',
