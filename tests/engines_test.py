@@ -252,10 +252,13 @@ def test_cluster_replicas_without_cluster_mode_are_refused(pkb_flags):
 
 @pytest.mark.parametrize('cloud, values, servers, refusal', [
     # redis-cli places cluster replicas: 3 primaries at least.
-    ('Local', {'redis_cluster_replicas': 1}, 1, 'at least 3 primaries'),
+    ('Local', {'redis_cluster_replicas': 1}, 1,
+     'at least 3 primaries; .* set --redis_cluster_replicas=0'),
     ('Local', {'redis_cluster_replicas': 1, 'redis_total_num_processes': 5},
      1, 'at least 3 primaries'),
-    ('Local', {'redis_replicas_per_primary': 1}, 2, 'at least 3 primaries'),
+    # It named --redis_cluster_replicas=0, already so, not the flag given.
+    ('Local', {'redis_replicas_per_primary': 1}, 2,
+     'at least 3 primaries; .* set --redis_replicas_per_primary=0'),
     ('Local', {'redis_cluster_replicas': 1, 'redis_total_num_processes': 3},
      2, None),
     ('Local', {'redis_replicas_per_primary': 1,

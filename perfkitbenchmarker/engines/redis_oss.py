@@ -71,7 +71,12 @@ class RedisOssEngine(base.ServerEngine):
       return ''
     # Replicas added to the primaries join the cluster too.
     per_vm = shards_per_vm * (1 + replicas) if added_replicas else shards_per_vm
-    return redis_cluster.ReplicaProblem(per_vm * server_vms, replicas)
+    # Named after the flag given: '--redis_replicas_per_primary=1' was told
+    # to set --redis_cluster_replicas=0, which it was already.
+    return redis_cluster.ReplicaProblem(
+        per_vm * server_vms, replicas,
+        '--redis_replicas_per_primary' if added_replicas else
+        '--redis_cluster_replicas')
 
   def FormCluster(self, vm, shards: Sequence[redis_shard.Shard], password: str,
                   replicas: int) -> None:

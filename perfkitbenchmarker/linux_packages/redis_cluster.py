@@ -29,13 +29,14 @@ CLUSTER_SLOTS = 16384
 MAX_CLUSTER_CREATE_SHARDS = 64
 
 
-def ReplicaProblem(shards: int, replicas: int) -> str:
+def ReplicaProblem(shards: int, replicas: int,
+                   flag: str = '--redis_cluster_replicas') -> str:
   """Why `shards` processes cannot be one cluster with `replicas` replicas
   per primary ('' when they can): a replica is placed by redis-cli, which
-  needs 3 primaries."""
+  needs 3 primaries. `flag` is the one that asked for the replicas."""
   if replicas and shards // (1 + replicas) < 3:
     return ('Cluster replicas need at least 3 primaries; raise '
-            '--redis_total_num_processes or set --redis_cluster_replicas=0.')
+            f'--redis_total_num_processes or set {flag}=0.')
   return ''
 
 
