@@ -54,6 +54,7 @@ def CheckCloudFlags(flag_values, cloud: str, results_dir: str) -> None:
   one its configs' flags: name (the nightly cells' `cloud: GCP`), so the
   driver calls it once they are applied, for each matrix cell too."""
   _CheckCloudNames(flag_values)
+  _CheckOwner(flag_values)  # Again: a config's flags: may set it.
   _CheckWhere(flag_values, cloud)
   _CheckProgramPaths(flag_values, cloud)
   _CheckKeysOutside(results_dir, cloud)
@@ -124,8 +125,8 @@ def _CheckOwner(flag_values) -> None:
   not decode stopped the run at its first sample (UnicodeEncodeError).
   A given --owner is a name: blank, it labelled the run's GCP resources
   '-' and every sample ' '; a control character reached each sample."""
-  if flag_values['owner'].present:
-    owner = flag_values.owner or ''
+  if flag_values['owner'].present or flag_values.owner is not None:
+    owner = flag_values.owner or ''  # A config's flags: may give it.
     if not owner.strip():
       raise errors.UsageError(
           f'--owner="{owner}" is blank; give a name (it labels the run\'s '

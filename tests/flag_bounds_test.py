@@ -330,6 +330,18 @@ def test_a_blank_or_unprintable_owner_is_one_line(pkb_main, capsys, owner,
   assert err.startswith('pkb: ') and words in err, err
 
 
+def test_a_blank_owner_from_a_config_is_one_line(pkb_main, capsys, tmp_path):
+  # A config's flags: apply after the command line's checks: 'flags:
+  # {owner: " "}' was planned (exit 0).
+  config = tmp_path / 'owner.yaml'
+  config.write_text('flags:\n  owner: " "\n')
+  code = pkb_main(['--dry_run', f'--benchmark_config_file={config}',
+                   f'--results_dir={tmp_path}'])
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+  assert '--owner=" " is blank; give a name' in err, err
+
+
 @pytest.mark.parametrize('cloud, flag', [
     ('GCP', 'zone'), ('GCP', 'project'), ('GCP', 'gcp_network'),
     ('GCP', 'gcp_boot_disk_type'), ('GCP', 'gcp_ssh_user'),
