@@ -180,7 +180,7 @@ def test_default_percents_and_seconds_local_and_elsewhere(pkb_flags):
 
 
 def test_given_percents_and_empty_turns_it_off(pkb_flags):
-  curve = _Curve(pkb_flags, memtier_curve_rate_percents=['90', '25', '25'])
+  curve = _Curve(pkb_flags, memtier_curve_rate_percents=['90', '25'])
   assert curve.percents == (25, 90) and curve.enabled
   pkb_flags['memtier_curve_rate_percents'].parse('')
   assert not _Curve(pkb_flags).enabled
@@ -194,6 +194,17 @@ def test_bad_percents_are_one_line(pkb_flags, value):
   assert message.startswith(f'--memtier_curve_rate_percents=50,{value}: '
                             f'"{value}" is not a whole percent from 1 to 99')
   assert '\n' not in message
+
+
+@pytest.mark.parametrize('values', [['50', '50'], ['90', '25', ' 25']])
+def test_a_percent_given_twice_is_one_line(pkb_flags, values):
+  # '--memtier_curve_rate_percents=50,50' planned one probe at 50 % ('1
+  # probes after the search'), the second 50 dropped without a word.
+  with pytest.raises(errors.UsageError) as caught:
+    _Curve(pkb_flags, memtier_curve_rate_percents=values)
+  assert str(caught.value) == (
+      f'--memtier_curve_rate_percents={",".join(values)}: {values[-1].strip()} '
+      'is given twice; give each percent once, e.g. 25,50,75,90.')
 
 
 def test_a_recorded_rate_limited_run_parses_to_what_it_achieved(data_path):

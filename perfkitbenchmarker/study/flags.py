@@ -109,7 +109,8 @@ flags.DEFINE_integer('memtier_staircase_max_clients', 256,
 flags.DEFINE_list(
     'memtier_curve_rate_percents', None,
     'The latency-throughput curve after the search: probes at these '
-    'percents of the answer\'s throughput (whole numbers, 1 to 99), each a '
+    'percents of the answer\'s throughput (whole numbers, 1 to 99, each '
+    'once), each a '
     'fixed offered rate through memtier\'s --rate-limiting on the answer\'s '
     'connections; empty (--memtier_curve_rate_percents=) turns it off. '
     'Default: 25,50,75,90; on Local 50,90 (two probes). redis-benchmark has '

@@ -156,8 +156,14 @@ class CurveOptions:
             f'--memtier_curve_rate_percents={",".join(given)}: "{text}" is '
             'not a whole percent from 1 to 99 of the answer\'s throughput; '
             'give e.g. 25,50,75,90, or nothing to run no curve.')
+      if int(text) in percents:
+        # A slip for another percent, most likely: said, not merged into
+        # one probe fewer than the list reads.
+        raise errors.UsageError(
+            f'--memtier_curve_rate_percents={",".join(given)}: {int(text)} '
+            'is given twice; give each percent once, e.g. 25,50,75,90.')
       percents.append(int(text))
-    return cls(tuple(sorted(set(percents))), probe_s)
+    return cls(tuple(sorted(percents)), probe_s)
 
   def ProbeSeconds(self, search_probe_s: float) -> float:
     return search_probe_s if self.probe_s is None else self.probe_s
