@@ -4,6 +4,7 @@ import pytest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.enterprise import options as enterprise_options
+from perfkitbenchmarker.enterprise import study_steps
 
 
 @pytest.mark.parametrize('flag, value', [
@@ -27,7 +28,11 @@ def test_a_study_server_flag_it_does_not_read_is_refused(pkb_flags, flag,
       f'--{flag} does not apply to redis_enterprise: '), message
 
 
-def test_the_database_port_it_reads_is_taken(pkb_flags):
+def test_the_database_port_it_reads_is_taken_on_local_too(pkb_flags):
+  # '--benchmarks=redis_enterprise --redis_start_port=13000' on Local ran
+  # its stand-in shard on 7002 (7001 taken): the study's default port.
   pkb_flags.redis_start_port = 13000
   options = enterprise_options.EnterpriseOptions.FromFlags(pkb_flags)
-  assert options.database_port == 13000
+  assert options.local and options.database_port == 13000
+  study = study_steps.StudyOptions(options, 1000, 1, 2)
+  assert study.server.start_port == 13000

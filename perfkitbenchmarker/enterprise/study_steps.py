@@ -27,8 +27,11 @@ def StudyOptions(opts: options_lib.EnterpriseOptions, records: int,
   """The redis_memtier study's options for this workload (no flags read)."""
   steps = len(opts.Steps(min_threads, max_threads))
   return study_options.RedisStudyOptions(
+      # From --redis_start_port as on a cloud (Local's stand-in shards took
+      # the study's default, 7001, whatever it said).
       server=study_options.ServerOptions(
-          cluster_mode=opts.cluster_api, shards_per_vm=shards_per_vm),
+          cluster_mode=opts.cluster_api, shards_per_vm=shards_per_vm,
+          start_port=opts.database_port),
       workload=base.Workload(
           set_ratio=1, get_ratio=1, data_size=opts.data_size_bytes,
           key_minimum=1, key_maximum=records, key_pattern='R:R',
