@@ -224,7 +224,12 @@ def test_a_cell_whose_run_stopped_before_its_answer_is_said(tmp_path):
   confirmed', green."""
   stopped = [r for r in _Run('b1', 'B', 20000, 300, 5)
              if r['metric'] == 'throughput']
-  frame, _ = _Frame(tmp_path, [_Run('a1', 'A', 30000, 300, 0), stopped])
+  # A's three nights before: a history long enough to check for
+  # regressions, so the banner's colour is the stopped cell's doing.
+  earlier = [_Run(f'p{days}', 'A', 30000, 300, -24 * 60 * days)
+             for days in (1, 2, 3)]
+  frame, _ = _Frame(tmp_path, earlier + [_Run('a1', 'A', 30000, 300, 0),
+                                         stopped])
   analysis = report.Analyze(frame, report.Settings())
   assert list(analysis.board['machine_type']) == ['A']
   (row,) = analysis.unranked.to_dict('records')
