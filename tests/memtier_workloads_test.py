@@ -28,6 +28,8 @@ import pytest
 import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import sample
+from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import key_distribution
@@ -453,6 +455,13 @@ def test_fixed_load_runs_for_real_with_memtier(real_runs):
              l['memtier_distinct_client_seed'] == 'True' for l in labels)
   metrics = {r['metric'] for r in rows}
   assert 'average_latency' in metrics and 'hourly_cost' in metrics
+  # The cost samples carry the fixed runs' verdict (official only where it
+  # is confirmed), as a search's carry its answer's.
+  ran = verdict.FixedLoadVerdict(
+      sample.Sample(r['metric'], 0.0, '', e2e.Labels(r)) for r in rows)
+  costs = [e2e.Labels(r) for r in rows if r['metric'] == 'hourly_cost']
+  assert costs and all(c[verdict.KEY] == ran.name and
+                       c[verdict.REASON_KEY] == ran.reason for c in costs)
   assert 'latency_capped_throughput' not in metrics
   assert 'price_performance' not in metrics
   assert not e2e.LeftoverProcesses(results, run_uri)

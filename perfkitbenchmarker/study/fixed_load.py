@@ -18,6 +18,8 @@ from typing import List, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import price_performance
+from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.study import deployment as deployment_lib
 from perfkitbenchmarker.study import options as options_lib
@@ -97,8 +99,15 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
     spec.reporter.Line(f'  SET:GET {workload.ratio}')
     results.PublishProbe(spec, index, m, cap, ROLE, extra)
     measured.append(m)
+  # The cost samples carry the runs' verdict, as a search's carry its
+  # answer's: without one they were official under --official beside
+  # disturbed or client-bound runs.
+  verdict = verdict_lib.FixedLoadVerdict(
+      s for i, m in enumerate(measured)
+      for s in price_performance.ProbeSamples(i, m, cap, ROLE))
   spec.EmitSamples(results.CostSamples(
-      spec, fixed_load=True, **results.InterferenceMetadata(measured)))
+      spec, fixed_load=True, **results.InterferenceMetadata(measured),
+      **(verdict.Metadata() if verdict else {})))
   results.WarnAboutLimits(spec, measured, 'runs', 'their throughput')
   quota = spec.metadata.get('servers_cpu_quota')
   if quota:  # As the search's summary says it (README "The 2-core split").
