@@ -84,4 +84,8 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  # absl's --help exits 1, as a failure; a help asked for is not one.
+  if any(a in ('-h', '--help', '--helpshort', '--helpfull')
+         for a in sys.argv[1:]):
+    app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
   app.run(main)

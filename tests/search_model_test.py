@@ -215,6 +215,19 @@ def test_bench_changepoints_refuses_too_few_nights():
       'FATAL Flags parsing error: flag --nights=1: 1 is not integer >= 5')
 
 
+@pytest.mark.e2e
+@pytest.mark.parametrize('script,flag', [
+    ('bench_changepoints.py', '--nights: Nights per history.'),
+    ('bench_compare_memory.py', '--rows: Samples in the large history.')])
+def test_absl_benches_help_is_their_usage_and_exit_0(script, flag):
+  # absl's --help exits 1, which reads as a failure in a script or CI step.
+  done = subprocess.run([sys.executable, os.path.join(_SCRIPTS, script),
+                         '--help'], capture_output=True, text=True,
+                        timeout=120, check=False)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.startswith('Measures ') and flag in done.stdout
+
+
 def test_bench_search_help_and_bad_flags_are_not_tracebacks(capsys):
   """--help and an unknown flag were absl tracebacks."""
   assert bench_search.Main(['bench_search', '--help']) == 0
