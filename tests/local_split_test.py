@@ -38,6 +38,20 @@ def test_two_cores_hold_the_server_to_half_its_core():
   assert 'drive the server to its limit' in line
 
 
+def test_a_vm_given_fewer_cores_than_it_asked_for_says_so():
+  # A config's num_cpus=4 for the clients on 2 cores gave them one, and the
+  # plan's line said only 'clients-0 on core 1'.
+  plan = split.Plan([('servers-0', 1), ('clients-0', 4)], [0, 1], None,
+                    can_make_quota=True)
+  assert plan.cores == {'servers-0': [0], 'clients-0': [1]}
+  assert plan.short == {'clients-0': 4}
+  assert ('servers-0 on core 0 held to 50 % of it by a CPU quota, clients-0 '
+          'on core 1 instead of the 4 cores it asked for (') in plan.Line()
+  # Unpinned (more VMs than cores) is said as such, not as a shortfall.
+  assert not split.Plan([('servers-0', 2), ('clients-0', 2)], [0], None,
+                        can_make_quota=True).short
+
+
 @pytest.mark.parametrize('requests,cores', [
     (DEFAULT, [0, 1, 2, 3]),  # Cores to spare: today's split stays.
     ([('servers-0', 1), ('clients-0', 3)], [0, 1, 2, 3]),  # Client larger.

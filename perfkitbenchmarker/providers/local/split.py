@@ -77,12 +77,15 @@ class Split:
     why: why the quota is there or not, in words for the plan line.
     problem: a warning for the plan when a quota was wanted but this
       machine cannot make one ('' when none).
+    short: vm name -> the cores its spec asked for, for each VM given fewer
+      (AssignCores shrinks the largest requests until they fit).
   """
   cores: Dict[str, Optional[List[int]]]
   machine_cores: int
   server_quota: Optional[float] = None
   why: str = ''
   problem: str = ''
+  short: Dict[str, int] = dataclasses.field(default_factory=dict)
 
   def QuotaCores(self, vm_name: str) -> Optional[float]:
     """The CPUs a VM's cgroup quota allows (None: no quota)."""
@@ -97,6 +100,8 @@ class Split:
     parts = []
     for name, cores in self.cores.items():
       where = _Cores(cores)
+      if name in self.short:  # A config's num_cpus this machine cannot give.
+        where += f' instead of the {self.short[name]} cores it asked for'
       quota = self.QuotaCores(name)
       if quota is not None:
         where += (f' held to {100 * self.server_quota:g} % of '
@@ -136,7 +141,18 @@ def Plan(requests: Sequence[Tuple[str, Optional[int]]],
     errors.UsageError: a quota asked for by flag that cannot be made here.
   """
   cores = AssignCores(requests, machine_cores)
-  count = len(machine_cores)
+  short = {name: asked for name, asked in requests
+           if asked and cores[name] and len(cores[name]) < asked}
+  return dataclasses.replace(
+      _WithQuota(cores, len(machine_cores), quota, can_make_quota,
+                 cap_statistic), short=short)
+
+
+def _WithQuota(cores: Dict[str, Optional[List[int]]], count: int,
+               quota: Optional[float], can_make_quota: bool,
+               cap_statistic: str) -> Split:
+  """Plan's split of the assigned `cores` (of `count`), with the servers'
+  quota by Plan's rule."""
   if quota == 0:
     return Split(cores, count, None, 'no server quota: '
                  '--local_server_cpu_quota=0')
