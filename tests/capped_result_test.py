@@ -129,17 +129,19 @@ def test_summary_row_pairs_the_repeats_average_with_their_p99(pkb_flags):
   assert lines[-1].startswith('Verdict: confirmed: 3 repeats under the 1 ms')
 
 
+class _OneProbe:
+  """A search policy of one probe at LOAD and no repeats: unconfirmed."""
+  NAME = 'one'
+
+  def Steps(self, cap_ms):
+    del cap_ms
+    yield search_driver.ProbeRequest(LOAD)
+    return search_driver.Outcome('done', 0)
+
+
 def test_without_repeats_the_chosen_probe_is_reported_alone(pkb_flags):
-  class OneProbe:
-    NAME = 'one'
-
-    def Steps(self, cap_ms):
-      del cap_ms
-      yield search_driver.ProbeRequest(LOAD)
-      return search_driver.Outcome('done', 0)
-
   result = search_driver.FindLatencyCappedMaximum(
-      lambda load: _PROBES[0], 1.0, OneProbe())
+      lambda load: _PROBES[0], 1.0, _OneProbe())
   assert result.confirmed is None
   samples = results.ResultSamples(_Spec(pkb_flags, io.StringIO()), result,
                                   1.0)
@@ -155,19 +157,11 @@ def test_an_unconfirmed_summary_names_the_samples_that_are_not_official(
   # It said 'none of its samples is official', while a probe's samples
   # stay official unless flagged (README "Verdicts") and End to End Runtime
   # carries no verdict.
-  class OneProbe:
-    NAME = 'one'
-
-    def Steps(self, cap_ms):
-      del cap_ms
-      yield search_driver.ProbeRequest(LOAD)
-      return search_driver.Outcome('done', 0)
-
   out = io.StringIO()
   spec = _Spec(pkb_flags, out)
   spec.vm_groups = {'servers': [type('Vm', (), {'machine_type': 'x'})()]}
   result = search_driver.FindLatencyCappedMaximum(
-      lambda load: _PROBES[0], 1.0, OneProbe())
+      lambda load: _PROBES[0], 1.0, _OneProbe())
   samples = results.ResultSamples(spec, result, 1.0)
   results.PrintSummary(spec, samples)
   line, = [l for l in out.getvalue().splitlines()
