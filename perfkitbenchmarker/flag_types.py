@@ -25,6 +25,10 @@ from absl import flags
 
 from perfkitbenchmarker import errors
 
+# Flags defined through this module's DEFINE_* are filed (--helpfull's
+# groups, key flags) under the module that calls them, not this one.
+flags.disclaim_key_flags()
+
 _GROUP = re.compile(r'(\d+)(?:-(\d+)(?:-(\d+))?)?')
 # Most values one list may give: counted before a range is expanded, so
 # '1-100000000' is refused at once instead of filling memory.

@@ -45,6 +45,18 @@ def _Numeric():
               'perfkitbenchmarker')]
 
 
+def test_flags_defined_through_flag_types_are_their_callers():
+  # absl files a flag under the module that called DEFINE: --helpfull listed
+  # about 20 of them (--memtier_latency_cap, --timeout_minutes, ...) under
+  # 'perfkitbenchmarker.flag_types:', the wrappers' own module.
+  assert FLAGS.find_module_defining_flag('memtier_cap_margin') == (
+      'perfkitbenchmarker.study.flags')
+  assert FLAGS.find_module_defining_flag('memtier_clients') == (
+      'perfkitbenchmarker.load_generators.flags')
+  assert not [name for name in FLAGS if FLAGS.find_module_defining_flag(
+      name) == flag_types.__name__]
+
+
 def test_every_numeric_flag_declares_finite_bounds_around_its_default():
   names = _Numeric()
   assert len(names) > 60  # Every module's flags are defined.
