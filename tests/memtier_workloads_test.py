@@ -587,8 +587,15 @@ def test_fallback_drops_memtier_only_settings_only_when_asked():
       rb, Opts(fallback=True, requests=10)) == dropped
   assert workload_options.RequireMemtier(mt, Opts(fallback=True)) == []
   for generator in (dict(), dict(fallback=True, choice='memtier')):
-    with pytest.raises(errors.PrerequisiteError, match='need memtier_bench'):
+    # Exit 2 at prepare too, as README's exit codes and its percentile-cap
+    # paragraph say (it was a PrerequisiteError: exit 1, a failed run).
+    with pytest.raises(errors.UsageError, match='need memtier_bench'):
       workload_options.RequireMemtier(rb, Opts(**generator))
+    opts = types.SimpleNamespace(
+        search=types.SimpleNamespace(cap=measurement.LatencyCap(1.0, 'p99')),
+        generator=options.GeneratorOptions(**generator))
+    with pytest.raises(errors.UsageError, match='needs memtier_benchmark'):
+      workload_options.RequirePercentileGenerator(rb, opts)
 
 
 @pytest.mark.e2e

@@ -211,8 +211,7 @@ def CheckWorkload(opts) -> None:
         '--memtier_staircase/--redis_optimize_shards.')
 
 
-def PercentileCapRefusal(opts, generator: str,
-                         error=errors.UsageError) -> errors.Error:
+def PercentileCapRefusal(opts, generator: str) -> errors.Error:
   """Why a percentile cap cannot run on `generator` (redis-benchmark), in
   one line: its percentiles leave out the time a reply waits for the busy
   client (README "Load generators"), so they would not be the p99 a client
@@ -226,7 +225,7 @@ def PercentileCapRefusal(opts, generator: str,
              if opts.generator.choice == 'redis_benchmark' else
              'give --memtier_path=<memtier_benchmark built from RedisLabs\' '
              'source> (or install it on PATH)')
-  return error(
+  return errors.UsageError(
       f'--latency_cap_statistic={cap.statistic} needs memtier_benchmark, but '
       f'the load generator here is {generator}, whose percentiles leave out '
       f'client queueing (README "Load generators"): {memtier}, or cap the '
@@ -236,11 +235,11 @@ def PercentileCapRefusal(opts, generator: str,
 def RequirePercentileGenerator(generators, opts) -> None:
   """At prepare (where the plan could not know the clients' tool, e.g.
   static VMs without --memtier_path): a percentile cap runs on memtier
-  only; refused before any probe."""
+  only; refused before any probe, as bad input (exit 2, README), as the
+  plan refuses it where it can tell."""
   names = sorted({g.NAME for g in generators} - {'memtier_benchmark'})
   if names and not opts.search.cap.is_average:
-    raise PercentileCapRefusal(opts, ', '.join(names),
-                               errors.PrerequisiteError)
+    raise PercentileCapRefusal(opts, ', '.join(names))
 
 
 def RequireMemtier(generators, opts) -> List[str]:
@@ -253,14 +252,13 @@ def RequireMemtier(generators, opts) -> List[str]:
     return []
   if opts.generator.fallback and opts.generator.choice == 'auto':
     return wanted
-  raise MemtierOnlyRefusal(wanted, ', '.join(sorted(names)),
-                           errors.PrerequisiteError)
+  # Bad input (exit 2, README), as where the plan refuses them.
+  raise MemtierOnlyRefusal(wanted, ', '.join(sorted(names)))
 
 
-def MemtierOnlyRefusal(wanted: List[str], generator: str,
-                       error=errors.UsageError) -> errors.Error:
+def MemtierOnlyRefusal(wanted: List[str], generator: str) -> errors.Error:
   """Why memtier-only settings cannot run on `generator`, in one line."""
-  return error(
+  return errors.UsageError(
       f'{", ".join(wanted)} need memtier_benchmark, but the load generator '
       f'here is {generator} (memtier_benchmark is not installed; give '
       '--memtier_path, or --redis_benchmark_fallback to run without them).')
