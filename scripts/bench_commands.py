@@ -47,11 +47,6 @@ COMMANDS = {
 }
 
 
-def _Interrupted(signum, frame):
-  del signum, frame
-  raise KeyboardInterrupt
-
-
 def _Fail(message: str) -> None:
   print(f'bench_commands: {message}', file=sys.stderr)
   sys.exit(2)
@@ -109,9 +104,9 @@ def main(argv: List[str]) -> int:
   if not os.path.isfile(os.path.join(other, 'pkb.py')):
     _Fail(f'--other={args.other}: no pkb.py there; give a checkout.')
   sides = {'this': REPO, 'other': other}
-  # SIGTERM as Ctrl-C: subprocess.run kills the command it waits on, and
-  # the scratch directory goes.
-  signal.signal(signal.SIGTERM, _Interrupted)
+  # SIGTERM as Ctrl-C, as the other benches take it: subprocess.run kills
+  # the command it waits on, and the scratch directory goes.
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
   scratch = tempfile.mkdtemp(prefix='bench-commands-')
   try:
     seconds = Compare(sides, names, args.repeats, scratch)
