@@ -132,11 +132,8 @@ def _CheckOwner(flag_values) -> None:
           f'--owner="{owner}" is blank; give a name (it labels the run\'s '
           'cloud resources and every sample), or drop the flag for your '
           'login name.')
-    if not owner.isprintable():
-      raise errors.UsageError(
-          f'--owner="{terminal_text.Printable(owner)}" must be printable '
-          'text on one line (it labels the run\'s cloud resources and every '
-          'sample).')
+    _RequirePrintable('owner', owner, ' (it labels the run\'s cloud '
+                      'resources and every sample).')
   if flag_values.owner:
     return  # pkb.Main refused an argument that is not UTF-8.
   owner = getpass.getuser()
@@ -271,10 +268,15 @@ def _CheckCloudNames(flag_values) -> None:
     value = flag_values[flag].value
     if isinstance(value, list):  # --zone repeats; the --*_range lists.
       value = ','.join(value)
-    if value and not value.isprintable():
-      raise errors.UsageError(
-          f'--{flag}="{terminal_text.Printable(value)}" must be printable '
-          'text on one line; give it without control characters.')
+    if value:
+      _RequirePrintable(flag, value, '; give it without control characters.')
+
+
+def _RequirePrintable(flag: str, value: str, then: str) -> None:
+  """A flag's name is printable text on one line (`then` ends the line)."""
+  if not value.isprintable():
+    raise errors.UsageError(f'--{flag}="{terminal_text.Printable(value)}" '
+                            f'must be printable text on one line{then}')
 
 
 def _CheckWhere(flag_values, cloud: str) -> None:
