@@ -18,7 +18,6 @@ from typing import List, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import price_performance
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.study import deployment as deployment_lib
@@ -84,7 +83,7 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
                    else tool)[1]
   spec.reporter.Line(
       f'Fixed load: {len(runs)} run(s), no search ({line.strip()}):')
-  measured = []
+  measured, published = [], []
   for index, ((set_ratio, get_ratio), threads, clients,
               pipeline) in enumerate(runs):
     workload = dataclasses.replace(opts.workload, set_ratio=set_ratio,
@@ -97,14 +96,12 @@ def Run(spec, deployment, opts: options_lib.RedisStudyOptions
              'ops_per_usd_hour_servers': (m.throughput / per_hour
                                           if per_hour else None)}
     spec.reporter.Line(f'  SET:GET {workload.ratio}')
-    results.PublishProbe(spec, index, m, cap, ROLE, extra)
+    published += results.PublishProbe(spec, index, m, cap, ROLE, extra)
     measured.append(m)
   # The cost samples carry the runs' verdict, as a search's carry its
   # answer's: without one they were official under --official beside
   # disturbed or client-bound runs.
-  verdict = verdict_lib.FixedLoadVerdict(
-      s for i, m in enumerate(measured)
-      for s in price_performance.ProbeSamples(i, m, cap, ROLE))
+  verdict = verdict_lib.FixedLoadVerdict(published)
   spec.EmitSamples(results.CostSamples(
       spec, fixed_load=True, **results.InterferenceMetadata(measured),
       **(verdict.Metadata() if verdict else {})))

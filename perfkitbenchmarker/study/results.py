@@ -96,19 +96,23 @@ def EngineMetadata(deployment) -> Dict[str, Any]:
 
 def EmitProbe(spec, index: int, m: measurement.Measurement,
               cap: price_performance.Cap, role: str,
-              extra: Dict[str, Any]) -> None:
+              extra: Dict[str, Any]) -> List[sample_lib.Sample]:
   """A probe's samples, each with `extra`; called before the probe is shown:
-  a probe on the screen is in the results."""
-  spec.EmitSamples([s.WithMetadata(**extra) for s in
-                    price_performance.ProbeSamples(index, m, cap, role)])
+  a probe on the screen is in the results. Returns them."""
+  samples = [s.WithMetadata(**extra) for s in
+             price_performance.ProbeSamples(index, m, cap, role)]
+  spec.EmitSamples(samples)
+  return samples
 
 
 def PublishProbe(spec, index: int, m: measurement.Measurement,
                  cap: price_performance.Cap,
-                 role: str, extra: Dict[str, Any]) -> None:
-  """A probe's samples (EmitProbe), then its line."""
-  EmitProbe(spec, index, m, cap, role, extra)
+                 role: str, extra: Dict[str, Any]
+                 ) -> List[sample_lib.Sample]:
+  """A probe's samples (EmitProbe), then its line; returns the samples."""
+  samples = EmitProbe(spec, index, m, cap, role, extra)
   spec.reporter.Probe(index, m, cap, role)
+  return samples
 
 
 def _GroupCosts(spec) -> Tuple[price_performance.GroupCost,
