@@ -436,6 +436,12 @@ def real_runs(tmp_path_factory):
       run.Finish()
 
 
+def _FixedLoadVerdict(rows):
+  """verdict.FixedLoadVerdict of a run's results rows, as pkb's."""
+  return verdict.FixedLoadVerdict(
+      sample.Sample(r['metric'], 0.0, '', e2e.Labels(r)) for r in rows)
+
+
 @pytest.mark.e2e
 @e2e.NeedsTools('redis-server', 'redis-cli')
 def test_fixed_load_runs_for_real_with_memtier(real_runs):
@@ -457,8 +463,7 @@ def test_fixed_load_runs_for_real_with_memtier(real_runs):
   assert 'average_latency' in metrics and 'hourly_cost' in metrics
   # The cost samples carry the fixed runs' verdict (official only where it
   # is confirmed), as a search's carry its answer's.
-  ran = verdict.FixedLoadVerdict(
-      sample.Sample(r['metric'], 0.0, '', e2e.Labels(r)) for r in rows)
+  ran = _FixedLoadVerdict(rows)
   costs = [e2e.Labels(r) for r in rows if r['metric'] == 'hourly_cost']
   assert costs and all(c[verdict.KEY] == ran.name and
                        c[verdict.REASON_KEY] == ran.reason for c in costs)
@@ -690,9 +695,7 @@ def test_local_preset_runs(real_runs, preset, cells, runs_per_cell):
     rows = e2e.Samples(str(results), run_uri)
     runs = [r for r in rows if r['metric'] == 'throughput']
     assert len(runs) == runs_per_cell and all(r['value'] > 0 for r in runs)
-    confirmed += verdict.FixedLoadVerdict(
-        sample.Sample(r['metric'], 0.0, '', e2e.Labels(r))
-        for r in rows).confirmed
+    confirmed += _FixedLoadVerdict(rows).confirmed
   # --accept_unconfirmed exits 0, yet a cell whose fixed runs were
   # client-bound or disturbed (most, on 2 shared cores) is no result.
   told = re.search(rf'(\d+) of {cells} cell\(s\) succeeded(, (\d+) gave no '
