@@ -233,17 +233,19 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     return DurationForSeconds(seconds)
 
   def _Requests(self, test: str, connections: int, duration_s: float) -> int:
-    rate = self._rate_per_connection[test]  # Measured (_Pilot): never guessed.
-    # A closed loop's rate saturates as connections grow, so scaling the
-    # last per-connection rate up would plan probes several times too long;
-    # never plan much above the fastest rate this test has shown.
-    per_process = min(rate * connections,
-                      PLAN_HEADROOM * self._fastest_rate[test])
     # A load measured before (the answer's, held after the search) is
     # planned from its own rate: scaled down from a saturated probe at more
     # connections, a 3 s hold at 32 was planned at half its rate and ended
     # a second short ('held 2 of 3 s ... (1 s not measured)').
-    per_process = self._rate_at.get((test, connections), per_process)
+    per_process = self._rate_at.get((test, connections))
+    if per_process is None:
+      # Measured (_Pilot), never guessed. A closed loop's rate saturates as
+      # connections grow, so scaling the last per-connection rate up would
+      # plan probes several times too long; never plan much above the
+      # fastest rate this test has shown.
+      rate = self._rate_per_connection[test]
+      per_process = min(rate * connections,
+                        PLAN_HEADROOM * self._fastest_rate[test])
     return max(MIN_REQUESTS_PER_CONNECTION * connections,
                int(per_process * duration_s))
 
