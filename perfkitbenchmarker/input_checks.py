@@ -206,28 +206,41 @@ def _NearestExisting(path: str) -> str:
 
 def CheckWritableDir(path: str, flag: str) -> None:
   """`path` is, or can be made as, a directory this process can write in."""
-  existing = _NearestExisting(path)
+  problem = _DirProblem(_NearestExisting(path))
+  if problem:
+    raise errors.UsageError(f'{flag}={path}: {problem}.')
+
+
+def _DirProblem(existing: str) -> Optional[str]:
   if not os.path.isdir(existing):
-    raise errors.UsageError(
-        f'{flag}={path}: {existing} is not a directory.')
+    return (f'{existing} is not a directory' if os.path.lexists(existing)
+            else f'there is no directory {existing}')
   try:  # os.access is wrong for root and read-only mounts; try for real.
     with tempfile.TemporaryFile(dir=existing, prefix='.pkb-write-check-'):
       pass
   except OSError as e:
-    raise errors.UsageError(
-        f'{flag}={path}: cannot write in {existing} ({e.strerror}).'
-    ) from None
+    return f'cannot write in {existing} ({e.strerror})'
+  return None
+
+
+def FileProblem(path: str, dirs_made: bool = False) -> Optional[str]:
+  """Why a file cannot be written at `path`, or None: the run's results
+  files (whose directories the run makes: `dirs_made`) and a bench's
+  output, each checked before the minutes of work that end in writing it."""
+  # 'dir/' (or 'dir/.') names a directory even before it exists: the open
+  # at the end would fail, after the run's VMs and preload.
+  if os.path.isdir(path) or os.path.basename(path) in ('', '.', '..'):
+    return 'it is a directory; give a file path'
+  if os.path.lexists(path) and not os.access(path, os.W_OK):
+    return 'the file is not writable'
+  where = os.path.dirname(os.path.abspath(path))
+  return _DirProblem(_NearestExisting(where) if dirs_made else where)
 
 
 def _CheckWritableFile(path: str, flag: str) -> None:
-  # 'dir/' (or 'dir/.') names a directory even before it exists: the open
-  # at the first sample would fail, after the run's VMs and preload.
-  if os.path.isdir(path) or os.path.basename(path) in ('', '.', '..'):
-    raise errors.UsageError(
-        f'{flag}={path} is a directory; give a file path.')
-  if os.path.lexists(path) and not os.access(path, os.W_OK):
-    raise errors.UsageError(f'{flag}={path}: the file is not writable.')
-  CheckWritableDir(os.path.dirname(os.path.abspath(path)), flag)
+  problem = FileProblem(path, dirs_made=True)
+  if problem:
+    raise errors.UsageError(f'{flag}={path}: {problem}.')
 
 
 def EffectiveOsType(flag_values, cloud: str) -> Optional[str]:

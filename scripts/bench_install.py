@@ -55,6 +55,7 @@ sys.path.insert(0, os.path.dirname(_HERE))
 from perfkitbenchmarker import venv_reexec
 venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
 
+from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker.linux_packages import argv_secret
@@ -279,10 +280,7 @@ def main(argv=None) -> int:
   # Written after the minutes of installs: a file that cannot be is
   # refused now, not found as a traceback at the end.
   if args.out:
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    problem = ('a directory, not a file' if os.path.isdir(args.out) else
-               None if os.path.isdir(out_dir) else
-               f'there is no directory {out_dir}')
+    problem = input_checks.FileProblem(args.out)
     if problem:
       print(f'bench_install: --out={args.out}: {problem}; nothing was run.',
             file=sys.stderr)

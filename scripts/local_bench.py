@@ -20,6 +20,7 @@ from typing import Any, Iterator, List, Optional, Sequence
 from absl import flags
 
 from perfkitbenchmarker import benchmark_spec
+from perfkitbenchmarker import input_checks
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import reporting
@@ -113,18 +114,6 @@ def LocalStudy(name: str, argv: List[str], flag_values) -> Iterator[Study]:
       Log(f'teardown: {failure}')
 
 
-def _OutputProblem(path: str) -> Optional[str]:
-  """Why a file cannot be written at `path`, or None."""
-  where = os.path.dirname(os.path.abspath(path))
-  if os.path.isdir(path):
-    return 'a directory, not a file'
-  if not os.path.isdir(where):
-    return f'there is no directory {where}'
-  if not os.access(where, os.W_OK):
-    return f'{where} is not writable here'
-  return None
-
-
 def ParseFlags(name: str, doc: str, flag_values, argv: List[str],
                probe_seconds_flag: str,
                output_flags: Sequence[str] = ()) -> Optional[int]:
@@ -143,7 +132,7 @@ def ParseFlags(name: str, doc: str, flag_values, argv: List[str],
     return 2
   for flag in output_flags:
     path = flag_values[flag].value
-    problem = path and _OutputProblem(path)
+    problem = path and input_checks.FileProblem(path)
     if problem:
       print(f'{name}: --{flag}={path}: {problem}; nothing was run.',
             file=sys.stderr)
