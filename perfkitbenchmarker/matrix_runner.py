@@ -431,8 +431,7 @@ class _Runner:
     samples = [sample_lib.Sample(str(row['metric']), 0.0, '',
                                  bigquery_schema.RowLabels(row))
                for row in rows]
-    found = (verdict_lib.RunVerdict(samples) or
-             verdict_lib.FixedLoadVerdict(samples))
+    found, _ = verdict_lib.OfRun(samples)
     return found.name if found is not None else None
 
   def _Summary(self) -> int:

@@ -399,9 +399,7 @@ def _KeepCredentialLookupsLocal() -> None:
 
 def _UnconfirmedExit(samples) -> int:
   """EXIT_UNCONFIRMED when the run's answer is not confirmed (one line)."""
-  verdict, what = verdict_lib.RunVerdict(samples), 'the answer'
-  if verdict is None:
-    verdict, what = verdict_lib.FixedLoadVerdict(samples), 'the fixed load'
+  verdict, what = verdict_lib.OfRun(samples)
   if verdict is None or verdict.confirmed:
     return EXIT_OK
   accepted = FLAGS.accept_unconfirmed

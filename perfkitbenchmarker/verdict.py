@@ -313,3 +313,15 @@ def FixedLoadVerdict(samples: Iterable[Any]) -> Optional[Verdict]:
                      f'{len(runs)} fixed-load run(s)'))
   return _Make(problems, f'{len(runs)} fixed-load run(s), none limited by '
                'the client or disturbed')
+
+
+def OfRun(samples: Iterable[Any]) -> Tuple[Optional[Verdict], str]:
+  """A run's verdict and what it judges: its answer (RunVerdict) or, in a
+  run of fixed loads only, those loads (FixedLoadVerdict); (None, '') for
+  a run with neither. pkb's exit code and a matrix cell's status read it."""
+  samples = list(samples)
+  found = RunVerdict(samples)
+  if found is not None:
+    return found, 'the answer'
+  found = FixedLoadVerdict(samples)
+  return found, ('the fixed load' if found is not None else '')

@@ -393,6 +393,17 @@ def test_fixed_load_runs_carry_the_verdict_of_their_flags():
   assert verdict.RunVerdict([_Fixed(interference=True)]) is None
 
 
+def test_a_run_is_judged_by_its_answer_else_by_its_fixed_loads():
+  """pkb's exit code and a matrix cell's status both read OfRun."""
+  answer = sample.Sample(verdict.CAPPED_METRIC, 1.0, 'ops/sec',
+                         {'verdict': 'confirmed'})
+  judged, what = verdict.OfRun(iter([_Fixed(interference=True), answer]))
+  assert (judged.name, what) == ('confirmed', 'the answer')
+  judged, what = verdict.OfRun([_Fixed(interference=True)])
+  assert (judged.name, what) == (verdict.DISTURBED, 'the fixed load')
+  assert verdict.OfRun([sample.Sample('x', 1, 'y', {})]) == (None, '')
+
+
 @pytest.mark.e2e
 def test_a_hold_that_fails_leaves_the_answer_unconfirmed_and_says_why(
     tmp_path):
