@@ -565,3 +565,18 @@ def test_repeats_combined_give_their_facts_over_every_repeat():
       combined.duration_s)
   assert combined.metadata['reported_ops_per_sec'] == pytest.approx(
       (115541.0 + 66374.19) / 2)
+
+
+def test_request_count_processes_that_end_apart_served_over_the_longest():
+  """memtier -n runs end when their requests are done: the recorded preload
+  (99,999 requests in 0.169 s) beside one that took twice as long served
+  199,998 requests in 0.338 s, not at the sum of their rates."""
+  doc = _Json('memtier_single_preload_p100')
+  runtime = doc['ALL STATS']['Runtime']
+  runtime['Finish time'] += 169
+  runtime['Total duration'] = 338
+  texts = [_Read('memtier_single_preload_p100.json'), json.dumps(doc)]
+  m = memtier_results.Measure(texts, [None, None], measurement.Load(1, 8),
+                              test_time_s=None)
+  assert m.throughput == pytest.approx(199998 / 0.338)
+  assert m.request_count

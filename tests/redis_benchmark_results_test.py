@@ -7,6 +7,7 @@ import re
 import pytest
 
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
@@ -130,12 +131,16 @@ def test_combine_concurrent_uses_closed_loop_latency():
   load = measurement.Load(threads=1, clients=64, pipeline=1)
   m = rb.CombineConcurrent(results, load, duration_s=4.0,
                            metadata={'tool_version': '7.0.15'})
-  throughput = 106016.43 + 110283.98
-  assert m.throughput == pytest.approx(throughput)
-  assert m.average_latency_ms == pytest.approx(64 / throughput * 1000)
+  rates = 106016.43 + 110283.98
+  # Each ran 400,000 requests and ended when they were done: SET's 3.77 s
+  # is the span of the two (measurement.SideBySideRate), not their rates'
+  # sum; each one's closed loop is its 32 connections / its rate.
+  assert m.throughput == pytest.approx(800000 / (400000 / 106016.43))
+  assert m.average_latency_ms == pytest.approx(
+      (32 / 106016.43 + 32 / 110283.98) / 2 * 1000)
   assert m.metadata['latency_basis'] == 'closed_loop_littles_law'
   assert m.metadata['reported_average_latency_ms'] == pytest.approx(
-      (106016.43 * 0.160 + 110283.98 * 0.154) / throughput)
+      (106016.43 * 0.160 + 110283.98 * 0.154) / rates)
   assert m.metadata['reported_average_latency_ms'] < m.average_latency_ms
   assert 'tool_reported' in m.metadata['percentile_basis']
   assert m.p50_latency_ms == 0.159 and m.p99_latency_ms == 0.311
@@ -179,3 +184,33 @@ def test_a_probe_over_two_shards_reports_both_shards_figures():
   assert m.metadata['tool_clients'] == 64
   assert m.metadata['test_rps'] == 'GET=220567.96'
   assert m.metadata['reported_p99_latency_ms'] == m.p99_latency_ms
+
+
+def test_processes_that_end_apart_served_their_requests_over_the_longest():
+  """A request count ends when its requests are done: the recorded GET of
+  400,000 at 110,283.98/s (3.63 s) beside the one of 120,000 at
+  29,702.97/s (4.04 s) served 520,000 requests in 4.04 s, 128,713 a
+  second, not the 139,987 of their rates summed (each over its own span),
+  as two processes of a client VM or as two client VMs."""
+  plain = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  quota = _Read(START_LINE)
+  served = 520000 / (120000 / 29702.97)
+  # Each process's closed loop (its connections / its rate), weighted by
+  # its requests: the one that ran alone at the end counts for its own.
+  latency = (400000 * 32 / 110283.98 + 120000 * 24 / 29702.97) / 520000
+  processes = rb.Measure([plain, quota], ['127.0.0.1:7001'] * 2,
+                         [3.7, 4.1], measurement.Load(1, 56))
+  assert processes.throughput == pytest.approx(served)
+  assert processes.ops == 520000
+  assert processes.average_latency_ms == pytest.approx(latency * 1000)
+  vms = driver.CombineClientVms(
+      [rb.Measure([text], ['127.0.0.1:7001'], [seconds],
+                  measurement.Load(1, connections))
+       for text, seconds, connections in ((plain, 3.7, 32), (quota, 4.1, 24))],
+      measurement.Load(2, 28))
+  assert vms.throughput == pytest.approx(served)
+  assert vms.average_latency_ms == pytest.approx(latency * 1000)
+  # Shards (groups) that end apart too.
+  shards = rb.Measure([plain, quota], ['127.0.0.1:7001', '127.0.0.1:7002'],
+                      [3.7, 4.1], measurement.Load(1, 56))
+  assert shards.throughput == pytest.approx(served)

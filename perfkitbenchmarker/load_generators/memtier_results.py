@@ -441,10 +441,13 @@ def _CombineCommandStats(parts: Sequence[MemtierCommandStats]):
       histogram)
 
 
-def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
+def CombineMemtierResults(results: Sequence[MemtierResult],
+                          request_count: bool = False) -> MemtierResult:
   """Folds memtier processes that ran side by side into one result.
 
-  Throughputs, counts and reported rates add up; average latency is weighted
+  Throughputs, counts and reported rates add up (with `request_count`, -n
+  runs that end apart, the throughput is every operation over the longest
+  run: measurement.SideBySideRate); average latency is weighted
   by operation counts. Percentiles come from the merged HDR histograms (exact)
   when there is no warm-up, else from the count-weighted CDF mixture of every
   process's measured seconds; `percentile_basis` records which.
@@ -471,7 +474,9 @@ def CombineMemtierResults(results: Sequence[MemtierResult]) -> MemtierResult:
   series = [r.series_throughput for r in results]
   return MemtierResult(
       sets=sets, gets=gets, totals=totals,
-      throughput=sum(r.throughput for r in results),
+      throughput=(measurement.SideBySideRate(
+          [(r.ops, r.throughput) for r in results]) if request_count
+                  else sum(r.throughput for r in results)),
       average_latency_ms=sum(r.average_latency_ms * r.ops
                              for r in results) / ops,
       **measurement.PercentileFields(value_at), percentile_basis=basis, ops=ops,
@@ -500,4 +505,8 @@ def Measure(json_texts: Sequence[str], stdouts: Sequence[Optional[str]],
   recomputation (scripts/recompute.py) uses it too."""
   results = [MemtierResult.FromOutputs(text, stdout, test_time_s, warmup_s)
              for text, stdout in zip(json_texts, stdouts)]
-  return CombineMemtierResults(results).ToMeasurement(load, metadata)
+  # No test time: each process ran a request count (-n).
+  request_count = test_time_s is None
+  return dataclasses.replace(
+      CombineMemtierResults(results, request_count).ToMeasurement(
+          load, metadata), request_count=request_count)

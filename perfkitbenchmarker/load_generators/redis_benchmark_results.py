@@ -147,16 +147,28 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
   `duration_s` with `load` together (-c split over --threads:
   Load(threads, c_total // threads, P)).
 
-  The average latency is closed-loop (outstanding requests / throughput);
-  the tool's own average is kept as 'reported_average_latency_ms'. Each
-  percentile is the largest across processes (an upper bound for the
-  processes together), the tool's, not closed-loop.
+  Each process runs a request count and ends when it is done, so the
+  throughput is every request over the longest process's span
+  (measurement.SideBySideRate), not the sum of their rates. The average
+  latency is closed-loop: each process's outstanding requests / its rate,
+  weighted by its requests (outstanding requests / throughput when the
+  report lacks counts); the tool's own average is kept as
+  'reported_average_latency_ms'. Each percentile is the largest across
+  processes (an upper bound for the processes together), the tool's, not
+  closed-loop.
   """
   if not results:
     raise ValueError('Nothing to combine')
-  throughput = sum(r.rps for r in results)
-  if throughput <= 0 or duration_s <= 0:
+  rates = sum(r.rps for r in results)
+  if rates <= 0 or duration_s <= 0:
     raise ValueError('redis-benchmark measured no throughput')
+  counted = all(r.requests and r.rps > 0 for r in results)
+  throughput = (measurement.SideBySideRate(
+      [(r.requests, r.rps) for r in results]) if counted else rates)
+  average = load.outstanding_requests / rates * 1000
+  if counted and all(r.clients for r in results):
+    average = sum(r.requests * r.clients * load.pipeline / r.rps
+                  for r in results) / sum(r.requests for r in results) * 1000
   # The tool's own averages, combined by the one rule (operation-weighted;
   # the processes share one window, so rps x window is their count).
   weighted = [measurement.Measurement(load, r.rps, r.avg_latency_ms,
@@ -186,11 +198,11 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
   facts = {k: v for k, v in facts.items() if v is not None}
   facts.update(metadata or {})
   return measurement.Measurement(
-      load=load, throughput=throughput,
-      average_latency_ms=load.outstanding_requests / throughput * 1000,
+      load=load, throughput=throughput, average_latency_ms=average,
       p50_latency_ms=reported['p50'], p99_latency_ms=reported['p99'],
       p999_latency_ms=reported['p999'],
-      duration_s=float(duration_s), ops=ops, metadata=facts)
+      duration_s=float(duration_s), ops=ops, metadata=facts,
+      request_count=True)
 
 
 def _GroupsTogether(parts: Sequence[measurement.Measurement],
