@@ -224,6 +224,39 @@ def test_a_timed_probe_lasted_its_test_time_to_its_slowest_reply_after(
   assert result.duration_bug_detected == (span_ms != 2007)
 
 
+@pytest.mark.parametrize('span_ms', [1001, 1029, 1045])
+def test_an_honest_one_second_span_is_no_duration_bug(span_ms):
+  """A 1 s probe lasts its test time plus its slowest reply: 1.029 s (the
+  most a real 2 s run's span was over) or 1.045 s after a 45 ms reply is
+  its real span, which memtier's Ops/sec divides by too. The series' one
+  whole second then reads 2.8-4.4 % over Ops/sec, which is no whole second
+  lost (memtier's bug), yet was taken for one (over 1 %)."""
+  doc = _Json('memtier_single_t1c32_tt5_under1ms')
+  totals = doc['ALL STATS']['Totals']
+  series = totals['Time-Serie']
+  for second in ('2', '3', '4', '5'):
+    del series[second]
+  series['1'] = dict(series['1'], Count=32)  # The replies in flight.
+  totals['Count'] = series['0']['Count'] + 32
+  totals['Ops/sec'] = totals['Count'] / (span_ms / 1000)
+  totals['Max Latency'] = 45.0
+  runtime = doc['ALL STATS']['Runtime']
+  runtime['Finish time'] = runtime['Start time'] + span_ms
+  runtime['Total duration'] = span_ms
+  doc['configuration']['test_time'] = 1
+  result = memtier_results.MemtierResult.FromOutputs(
+      json.dumps(doc), test_time_s=1)
+  assert result.real_duration_s == pytest.approx(span_ms / 1000)
+  assert result.duration_source == 'json_runtime_start_finish'
+  assert not result.duration_bug_detected
+  # A whole second lost on such a run is still memtier's bug.
+  runtime['Total duration'] = span_ms - 1000
+  totals['Ops/sec'] = totals['Count'] / ((span_ms - 1000) / 1000)
+  runtime['Interrupted'] = 'true'  # Only the series can tell then.
+  assert memtier_results.MemtierResult.FromOutputs(
+      json.dumps(doc), test_time_s=1).duration_bug_detected
+
+
 def test_request_count_span_is_corrected_into_its_last_second():
   doc = _Json('memtier_single_preload_p100')
   runtime = doc['ALL STATS']['Runtime']
