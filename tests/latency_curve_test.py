@@ -25,6 +25,7 @@ from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.study import curve_runner
 from perfkitbenchmarker.study import options
+from perfkitbenchmarker.study import search_options
 
 
 @pytest.mark.parametrize('asked, offered', [
@@ -229,3 +230,39 @@ def test_a_recorded_rate_limited_run_parses_to_what_it_achieved(data_path):
   # Its whole second is exactly what the limiter lets out; the first
   # (connecting) and the partial last one less.
   assert [s.ops for s in m.per_second] == [6016, 6400, 32]
+
+
+class _FirstProbe(Exception):
+  """Stops RunCurve at its first probe: the header line is what is read."""
+
+
+class _Driver:
+  generators = [types.SimpleNamespace(NAME='memtier_benchmark',
+                                      RATE_LIMITS=True)]
+  duration_s = 1.0
+
+  def WithDuration(self, _):
+    return self
+
+  def __call__(self, load):
+    raise _FirstProbe(load)
+
+
+@pytest.mark.parametrize('percents,header', [
+    ((50,), '1 probe at fixed offered rates'),
+    ((50, 90), '2 probes at fixed offered rates'),
+])
+def test_the_curve_header_counts_its_probes_in_words(percents, header):
+  # '--memtier_curve_rate_percents=50' printed '1 probes at fixed offered
+  # rates'.
+  lines = []
+  spec = types.SimpleNamespace(reporter=types.SimpleNamespace(
+      Line=lines.append))
+  answer = measurement.Measurement(measurement.Load(1, 32), 122665.0, 0.26)
+  result = types.SimpleNamespace(best=answer, reported=answer)
+  opts = types.SimpleNamespace(curve=search_options.CurveOptions(percents))
+  with pytest.raises(_FirstProbe):
+    curve_runner.RunCurve(spec, _Driver(), opts, result, {}, 4)
+  assert lines == [f'Curve under the answer (122,665 ops/s at 1x32): '
+                   f'{header}, memtier --rate-limiting per connection, '
+                   '1 s each:']

@@ -56,7 +56,8 @@ def RunCurve(spec, driver: driver_lib.ProbeDriver,
       opts.curve.percents)
   spec.reporter.Line(
       f'Curve under the answer ({answer.throughput:,.0f} ops/s at '
-      f'{answer.load.Describe()}): {len(points)} probes at fixed offered '
+      f'{answer.load.Describe()}): {len(points)} '
+      f'probe{"" if len(points) == 1 else "s"} at fixed offered '
       'rates, memtier --rate-limiting per connection, '
       f'{driver.duration_s:g} s each:')
   measured = []
