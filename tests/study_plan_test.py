@@ -106,8 +106,8 @@ def test_estimate_is_the_typical_count_of_probes(pkb_flags):
   assert 'hold: none (--memtier_hold_duration=0)' in _Text(
       _Options(pkb_flags))
   pkb_flags.memtier_hold_duration = None
-  assert ('hold: the answer\'s load for 3 s + 1 s warm-up after the search '
-          '(redis-benchmark, which runs a request count, is asked for 4.2 s '
+  assert ('hold: the answer\'s load for 3 s + 1 s warm-up (memtier only) '
+          'after the search (redis-benchmark, which runs a request count, is asked for 4.2 s '
           'of requests so that 3 whole seconds come out), every second'
           in _Text(opts))
   pkb_flags.redis_optimize_shards = True
@@ -139,9 +139,13 @@ def test_the_hold_is_estimated_as_long_as_the_tool_is_asked_to_run(
   assert HoldS('auto') == pytest.approx(4.2)  # either may run: the longer
   pkb_flags.load_generator = 'memtier'
   assert 'redis-benchmark' not in plan.HoldPlanLine(_Options(pkb_flags))
+  assert 'for 3 s + 1 s warm-up after' in plan.HoldPlanLine(
+      _Options(pkb_flags))
   pkb_flags.load_generator = 'redis_benchmark'
   assert 'asked for 4.2 s of requests' in plan.HoldPlanLine(
       _Options(pkb_flags))
+  # redis-benchmark drops no warm-up: the dry run said '3 s + 1 s warm-up'.
+  assert 'warm-up' not in plan.HoldPlanLine(_Options(pkb_flags))
 
 
 def test_linear_and_staircase_lines_keep_their_counts(pkb_flags):
