@@ -58,7 +58,7 @@ class ConsoleReporter:
                f'  {name}    n/a')
     self.Line(
         f'  probe {index:2d}  load {m.load.Describe():>9} '
-        f'({m.load.connections:4d} conn)  {m.throughput:>11,.0f} ops/s  '
+        f'({m.load.connections:4,d} conn)  {m.throughput:>11,.0f} ops/s  '
         f'{latencies}{where}' +
         (f'  [{", ".join(flags)}]' if flags else ''))
 

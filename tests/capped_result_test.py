@@ -187,3 +187,15 @@ def test_a_fixed_load_probe_line_has_no_cap():
   assert 'cap' not in fixed and 'OVER CAP' not in fixed
   assert fixed.endswith('[fixed]')
   assert 'cap +248.0%' in searched and 'OVER CAP' in searched
+
+
+def test_a_probe_line_counts_its_connections_with_a_separator():
+  # 8x4096 printed '(32768 conn)' beside '1,234,567 ops/s'; a line under
+  # 1,000 connections keeps its width.
+  out = io.StringIO()
+  for load in (measurement.Load(8, 4096), measurement.Load(1, 32)):
+    reporting.ConsoleReporter(out).Probe(
+        0, measurement.Measurement(load, 1234567.0, 0.5), 1.0)
+  many, few = out.getvalue().splitlines()
+  assert 'load    8x4096 (32,768 conn)    1,234,567 ops/s' in many
+  assert 'load      1x32 (  32 conn)    1,234,567 ops/s' in few
