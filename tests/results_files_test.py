@@ -60,6 +60,19 @@ def test_csv_publisher_keeps_rows_already_in_the_file(tmp_path):
   assert os.listdir(tmp_path) == ['results.csv']  # No temporary copy left.
 
 
+
+def test_a_grown_csv_header_keeps_the_files_mode(tmp_path):
+  # The header's growth rewrites the file under a fresh name: the file the
+  # user made 0600 (or a umask of 077 made so) is still 0600 after it, not
+  # opened to every user.
+  path = str(tmp_path / 'results.csv')
+  publisher = csv_publisher.CSVPublisher(path)
+  publisher.Publish({'metric': 'a', 'value': 1, 'metadata': {'x': 'old'}})
+  os.chmod(path, 0o600)
+  publisher.Publish({'metric': 'b', 'value': 2, 'metadata': {'y': 'new'}})
+  assert [r['metric'] for r in _CsvRows(path)] == ['a', 'b']
+  assert os.stat(path).st_mode & 0o777 == 0o600
+
 _WRITER = """
 import sys
 from perfkitbenchmarker.publishers import csv_publisher, json_publisher

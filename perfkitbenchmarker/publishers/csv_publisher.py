@@ -80,7 +80,7 @@ class CSVPublisher:
       rows = [{k: v for k, v in r.items() if v != '' and k is not None}
               for r in self._Parse(data)] + [flat]
       meta_keys = sorted({k for r in rows for k in r} - set(DEFAULT_FIELDS))
-      results_file.Replace(self.path, _Encode(
+      results_file.Replace(fd, self.path, _Encode(
           list(DEFAULT_FIELDS) + meta_keys, rows, True))
 
   def _Header(self, fd: int) -> List[str]:

@@ -110,20 +110,23 @@ def ReadAll(fd: int) -> bytes:
     return f.read()
 
 
-def Replace(path: str, data: bytes) -> None:
+def Replace(locked_fd: int, path: str, data: bytes) -> None:
   """Puts `data` at `path` atomically (the caller holds the old file's
-  lock): written under a fresh name (a fixed one could be another user's
-  symlink), synced, then renamed over the old file. Through the user's own
-  symlink (CheckOwnFile), the file it names is replaced, where the rows
-  before went: renamed over the link itself, the rows parted from it."""
+  lock, `locked_fd`): written under a fresh name (a fixed one could be
+  another user's symlink), synced, then renamed over the old file, with the
+  old file's mode (one the user or their umask made 0600 stays so). Through
+  the user's own symlink (CheckOwnFile), the file it names is replaced,
+  where the rows before went: renamed over the link itself, the rows parted
+  from it."""
   tmp = None
   path = os.path.realpath(path)
   try:
+    mode = os.fstat(locked_fd).st_mode & 0o777
     fd, tmp = tempfile.mkstemp(
         dir=os.path.dirname(path),
         prefix=os.path.basename(path) + '.', suffix='.tmp')
     try:
-      os.fchmod(fd, 0o644)
+      os.fchmod(fd, mode)
       _WriteAll(fd, data)
     finally:
       os.close(fd)
