@@ -41,6 +41,7 @@ from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import timing_util
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import verdict as verdict_lib
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import flags as _aws_flags  # pylint: disable=unused-import
@@ -456,6 +457,11 @@ def Main(argv: Optional[List[str]] = None) -> int:
           file=sys.stderr)
     return EXIT_USAGE
   run_log.Capture()  # Lines printed before pkb.log exists go into it too.
+  left_out = trusted_programs.KeepSafePath()
+  if left_out:
+    print(terminal_text.Printable(
+        f'WARNING: PATH entries other users can add programs to are left out '
+        f'of the run\'s PATH: {"; ".join(left_out)}.'), file=sys.stderr)
   try:
     return _Reported(argv)
   finally:

@@ -16,6 +16,9 @@ there only an entry's owner can replace it, and the entry below is checked
 in its turn. Group write
 permission is accepted for root's own group only.
 
+`KeepSafePath` leaves out of pkb's PATH the directories others could add
+a program to, since the run's commands name most tools bare.
+
 `Check` refuses in one line (errors.UsageError, exit 2) before the program
 is run; `Which` finds a program on PATH and checks it. On another machine
 (a static VM) `CheckOn` runs the same rule there, in bash
@@ -204,6 +207,52 @@ def Check(path: str, what: str) -> str:
   """
   _Refuse(what, Problem(path))
   return path
+
+
+def _PathEntryProblem(entry: str) -> Optional[str]:
+  """Why the PATH entry `entry` lets another user choose what runs, or
+  None. Unlike a program's directory, a sticky one others can write fails
+  here: anyone may add a program of any name to it (bash, base64, taskset:
+  the tools the run's commands name, which nothing else checks). A
+  relative entry ('' or '.' too) is the directory a command runs in, pkb's
+  own when it runs here (a run's scratch directories are its own); a
+  missing one can be made by whoever can write the nearest one above it."""
+  where = os.path.abspath(entry or os.curdir)
+  while not os.path.lexists(where):
+    where = os.path.dirname(where)
+  problem = Problem(where)
+  if problem:
+    return problem
+  info = os.stat(where)
+  if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and
+                                     info.st_gid != 0):
+    return (f'{where} is writable by other users (mode '
+            f'{stat.S_IMODE(info.st_mode):04o})')
+  return None
+
+
+def KeepSafePath() -> List[str]:
+  """Leaves out of this process's PATH, and so of every command it runs,
+  each directory another user could add programs to (_PathEntryProblem):
+  the run's commands name most tools bare (bash, base64, chmod, taskset)
+  and the shell finds them there, as root with the run's password. Left
+  out rather than refused: a CI runner's PATH can hold such a directory
+  (a tool cache every job may write) that pkb needs nothing from. Returns
+  each entry left out, as 'entry (why)'; no PATH is the system's default
+  path (os.defpath), left as it is."""
+  kept, left_out = [], []
+  if 'PATH' not in os.environ:
+    return left_out
+  for entry in os.environ['PATH'].split(os.pathsep):
+    problem = _PathEntryProblem(entry)
+    if problem:
+      left_out.append(f'{entry or "(empty: the current directory)"} '
+                      f'({problem})')
+    else:
+      kept.append(entry)
+  if left_out:
+    os.environ['PATH'] = os.pathsep.join(kept)
+  return left_out
 
 
 def Which(program: str, what: str = '') -> Optional[str]:

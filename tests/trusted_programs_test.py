@@ -102,6 +102,52 @@ def test_a_sticky_directory_is_fine_but_what_others_own_in_it_is_not(
   assert trusted_programs.Problem(_Program(mine)) is None
 
 
+def test_path_entries_others_can_add_programs_to_are_left_out(
+    safe_dir, monkeypatch):
+  # PATH=/tmp/h7b/ww:$PATH (mode 0777) ran that directory's bash, base64,
+  # chmod and taskset as root for the run's commands: only the programs pkb
+  # names (redis-*, memtier, cc) were checked. A sticky directory others
+  # can write passes as a program's directory, not as one PATH searches:
+  # anyone may add a program of any name to it.
+  def Dir(name, mode):
+    path = os.path.join(safe_dir, name)
+    os.mkdir(path)
+    os.chmod(path, mode)
+    return path
+  mine, open_dir, sticky = (Dir('mine', 0o755), Dir('open', 0o777),
+                            Dir('sticky', 0o1777))
+  missing = os.path.join(sticky, 'not-made-yet', 'bin')
+  monkeypatch.chdir(open_dir)
+  monkeypatch.setenv('PATH', os.pathsep.join(
+      [open_dir, mine, sticky, missing, '', '.', os.path.join(mine, 'gone')]))
+  left_out = trusted_programs.KeepSafePath()
+  assert os.environ['PATH'] == os.pathsep.join(
+      [mine, os.path.join(mine, 'gone')])
+  assert left_out == [
+      f'{open_dir} ({open_dir} is writable by other users (mode 0777))',
+      f'{sticky} ({sticky} is writable by other users (mode 1777))',
+      f'{missing} ({sticky} is writable by other users (mode 1777))',
+      f'(empty: the current directory) ({open_dir} is writable by other '
+      'users (mode 0777))',
+      f'. ({open_dir} is writable by other users (mode 0777))']
+  assert trusted_programs.KeepSafePath() == []  # What is left is kept.
+
+
+def test_pkb_leaves_them_out_before_anything_runs(
+    pkb_main, safe_dir, monkeypatch, capsys):
+  open_dir = os.path.join(safe_dir, 'open')
+  os.mkdir(open_dir)
+  os.chmod(open_dir, 0o777)
+  path = os.environ['PATH']
+  monkeypatch.setenv('PATH', f'{open_dir}{os.pathsep}{path}')
+  assert pkb_main(['--dry_run', f'--results_dir={safe_dir}/r']) == 0
+  assert os.environ['PATH'] == path
+  assert capsys.readouterr().err.startswith(
+      'WARNING: PATH entries other users can add programs to are left out '
+      f'of the run\'s PATH: {open_dir} ({open_dir} is writable by other '
+      'users (mode 0777)).\n')
+
+
 def test_a_link_is_followed_and_both_paths_checked(safe_dir):
   open_dir = os.path.join(safe_dir, 'open')
   os.mkdir(open_dir)
