@@ -14,6 +14,14 @@ def _InterruptedWhileStarting(signum, frame):  # pylint: disable=unused-argument
 
 
 signal.signal(signal.SIGINT, _InterruptedWhileStarting)
+# A descriptor 0-2 the caller closed (./pkb.py >&-) would be the next file
+# pkb opens, its log or a results file, where every child's output and
+# error would go: /dev/null takes its place (the lowest free descriptor).
+for _fd in (0, 1, 2):
+  try:
+    os.fstat(_fd)
+  except OSError:
+    os.open(os.devnull, os.O_RDWR)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 # Use the virtualenv made by scripts/setup.sh, whichever python3 started us.

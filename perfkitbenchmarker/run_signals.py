@@ -150,7 +150,12 @@ class SafeStream:
 
 
 def GuardOutput() -> None:
-  """Makes sys.stdout and sys.stderr SafeStreams (once)."""
+  """Makes sys.stdout and sys.stderr SafeStreams (once); one Python left
+  None (its descriptor was closed when it started: ./pkb.py >&-) writes to
+  /dev/null, as one whose terminal is gone does."""
   for name in ('stdout', 'stderr'):
-    if not isinstance(getattr(sys, name), SafeStream):
-      setattr(sys, name, SafeStream(getattr(sys, name)))
+    stream = getattr(sys, name)
+    if stream is None:
+      stream = open(os.devnull, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
+    if not isinstance(stream, SafeStream):
+      setattr(sys, name, SafeStream(stream))

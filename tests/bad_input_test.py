@@ -10,6 +10,7 @@ real run by accident.
 
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -337,3 +338,17 @@ def test_help_leads_with_the_knobs_a_first_study_turns(tmp_path):
   assert said, 'README no longer says what --help shows'
   lines = len(proc.stdout.splitlines())
   assert abs(lines - int(said.group(1))) <= 0.1 * lines, lines
+
+
+def test_a_dry_run_with_its_input_and_output_closed_plans_as_usual(tmp_path):
+  # './pkb.py --dry_run >&-' ended in 'pkb: internal error AttributeError:
+  # 'NoneType' object has no attribute 'write'' and a traceback, exit 120:
+  # Python leaves sys.stdout None when descriptor 1 is closed at its start.
+  # With 0 closed too, the next file pkb opened took descriptor 0 or 1.
+  results_dir = tmp_path / 'results'
+  proc = subprocess.run(
+      ['bash', '-c', 'exec "$@" <&- >&-', 'pkb'] +
+      e2e.Command(['--dry_run'], e2e.NewRunUri(), str(results_dir)),
+      capture_output=True, text=True, timeout=e2e.HANG_GUARD_S, cwd=e2e.REPO,
+      check=False)
+  assert (proc.returncode, proc.stderr) == (0, '')
