@@ -341,9 +341,9 @@ def _MustBeText(value: Any) -> Any:
                      f'("{value}")')
   if value is not None and not value.isprintable():
     # A name, never a control sequence: Local's machine_type "\e[31m..."
-    # reached the terminal as one in the plan's VM lines.
-    raise ValueError('must be printable text on one line, not '
-                     f'"{terminal_text.Printable(value)}"')
+    # reached the terminal as one in the plan's VM lines. Worded as a
+    # flag's is (errors.Problems puts it right after the field's path).
+    raise ValueError(terminal_text.NotPrintable(value))
   return value
 
 

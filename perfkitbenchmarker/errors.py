@@ -73,7 +73,10 @@ def Problems(error, shown: int = 3, quote: bool = True) -> str:
     elif not quote:
       lines.append(f'{where} is not valid ({problem["type"]})')
     elif problem['type'] == 'value_error':  # Our checks name the value.
-      lines.append(f'{where} {problem["msg"].split(", ", 1)[-1].strip()}')
+      message = problem['msg'].split(', ', 1)[-1].strip()
+      # '="..." must be ...' (terminal_text.NotPrintable) follows the path
+      # as it follows a flag's name.
+      lines.append(where + ('' if message.startswith('=') else ' ') + message)
     else:
       message = re.sub(r' or instance of \w+', '', problem['msg'])
       lines.append(f'{where} {repr(problem["input"])[:80]}: '

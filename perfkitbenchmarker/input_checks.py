@@ -282,14 +282,15 @@ def _CheckCloudNames(flag_values) -> None:
     if isinstance(value, list):  # --zone repeats; the --*_range lists.
       value = ','.join(value)
     if value:
-      _RequirePrintable(flag, value, '; give it without control characters.')
+      _RequirePrintable(flag, value,
+                        f'; {terminal_text.NOT_PRINTABLE_ADVICE}.')
 
 
 def _RequirePrintable(flag: str, value: str, then: str) -> None:
   """A flag's name is printable text on one line (`then` ends the line)."""
   if not value.isprintable():
-    raise errors.UsageError(f'--{flag}="{terminal_text.Printable(value)}" '
-                            f'must be printable text on one line{then}')
+    raise errors.UsageError(
+        f'--{flag}{terminal_text.NotPrintable(value, then)}')
 
 
 def _CheckWhere(flag_values, cloud: str) -> None:

@@ -53,6 +53,19 @@ def Printable(text: str) -> str:
   return _Escaped(text, _CONTROL_ESCAPES, '')
 
 
+# What a name that is no printable text is told, after '<name>' (a flag's
+# '--zone' or a config's 'vm_groups.servers.vm_spec.GCP.zone'): one wording
+# for both, built here (NotPrintable).
+NOT_PRINTABLE_ADVICE = 'give it without control characters'
+
+
+def NotPrintable(value: str, then: str = '; ' + NOT_PRINTABLE_ADVICE) -> str:
+  """The refusal of a name that is not printable text on one line, to put
+  right after the name: '="us\\x1b[2J" must be printable text on one
+  line; give it without control characters' (`then` ends it)."""
+  return f'="{Printable(value)}" must be printable text on one line{then}'
+
+
 def PrintableLines(text: str) -> str:
   """A multi-line report with everything but its line breaks and tabs
   escaped as `Printable` does."""

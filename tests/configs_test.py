@@ -235,8 +235,9 @@ def test_a_vm_spec_name_with_a_control_character_is_refused():
         'bench', DEFAULT, 'bench:\n  vm_groups:\n    servers:\n      '
         'vm_spec:\n        Local: {machine_type: "\\e[31mred"}\n', [])
   assert str(e.value) == (
-      'bench: vm_groups.servers.vm_spec.Local.machine_type must be printable '
-      'text on one line, not "\\x1b[31mred".')
+      'bench: vm_groups.servers.vm_spec.Local.machine_type="\\x1b[31mred" '
+      'must be printable text on one line; give it without control '
+      'characters.')
   config = configs.MergeConfigs(
       'bench', DEFAULT, None,
       ['bench.vm_groups.servers.vm_spec.Local.machine_type=café-1'])

@@ -369,6 +369,28 @@ def test_a_cloud_name_with_a_control_character_is_one_line(
   assert f'--{flag}="a\\x1b[2J" must be printable text on one line' in err
 
 
+def test_a_zone_with_a_control_character_is_refused_in_one_wording(
+    pkb_main, capsys, tmp_path):
+  # As a flag: '--zone="us-central1-a\x1b[2J" must be printable text on one
+  # line; give it without control characters.'; through --config_override
+  # (or a config file's vm_spec) the older 'redis_memtier: vm_groups.servers.
+  # vm_spec.GCP.zone must be printable text on one line, not "...".'
+  zone = 'us-central1-a\x1b[2J'
+  refusals = []
+  for given in (f'--zone={zone}', '--config_override=redis_memtier.vm_groups.'
+                f'servers.vm_spec.GCP.zone="{zone}"'.replace('\x1b', '\\e')):
+    code = pkb_main(['--dry_run', '--cloud=GCP', '--project=p',
+                     f'--results_dir={tmp_path}', given])
+    err = capsys.readouterr().err
+    assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+    refusals.append(err)
+  words = ('="us-central1-a\\x1b[2J" must be printable text on one line; '
+           'give it without control characters.\n')
+  assert refusals == [
+      'pkb: --zone' + words,
+      'pkb: redis_memtier: vm_groups.servers.vm_spec.GCP.zone' + words]
+
+
 def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
     monkeypatch, capsys):
   # LOGNAME=$'\xff': the run stopped at its first sample, as --owner did.
