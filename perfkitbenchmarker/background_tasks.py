@@ -106,39 +106,56 @@ def RaiseFirst(outcomes: Sequence[Outcome],
   return [o.result for o in outcomes]
 
 
-def _Call(target: Callable[..., Any], item: Any) -> Any:
-  """target(item), or target(*args, **kwargs) for upstream's (args, kwargs)
-  item: a pair of a tuple and a dict."""
-  if (isinstance(item, tuple) and len(item) == 2 and
-      isinstance(item[0], tuple) and isinstance(item[1], dict)):
-    return target(*item[0], **item[1])
-  return target(item)
+def RunEach(target: Callable[[Any], Any], items: Sequence[Any],
+            max_concurrent_threads: Optional[int] = None,
+            post_task_delay: float = 0, *,
+            lane: Optional[Callable[[Any], Hashable]] = None,
+            name: Optional[Callable[[Any], str]] = None) -> List[Any]:
+  """RunInLanes, then RaiseFirst: target(item) for every item (whatever it
+  is: this code base's tuples are one argument), then failures raise.
 
-
-def RunThreaded(target: Callable[..., Any], thread_params: Sequence[Any],
-                max_concurrent_threads: Optional[int] = None,
-                post_task_delay: float = 0, *,
-                lane: Optional[Callable[[Any], Hashable]] = None,
-                name: Optional[Callable[[Any], str]] = None) -> List[Any]:
-  """RunInLanes, then RaiseFirst: every item runs, then failures raise.
-
-  Upstream PKB's signature: an item that is an (args tuple, kwargs dict)
-  pair is called as target(*args, **kwargs); at most
-  max_concurrent_threads at once (default MAX_WORKERS); item i starts no
-  sooner than i * post_task_delay seconds after the first. The results
-  come back in the items' order.
+  At most max_concurrent_threads at once (default MAX_WORKERS); item i
+  starts no sooner than i * post_task_delay seconds after the first. The
+  results come back in the items' order.
   """
-  numbered = list(enumerate(thread_params))
+  numbered = list(enumerate(items))
   start = time.monotonic()
 
   def Run(pair: Tuple[int, Any]) -> Any:
     if post_task_delay:
       time.sleep(max(0.0, start + pair[0] * post_task_delay -
                      time.monotonic()))
-    return _Call(target, pair[1])
+    return target(pair[1])
 
   outcomes = RunInLanes(Run, numbered,
                         lane and (lambda pair: lane(pair[1])),
                         max_concurrent_threads or MAX_WORKERS)
   return RaiseFirst([dataclasses.replace(o, item=o.item[1])
                      for o in outcomes], name)
+
+
+def RunThreaded(target: Callable[..., Any], thread_params: List[Any],
+                max_concurrent_threads: Optional[int] = None,
+                post_task_delay: float = 0, *,
+                lane: Optional[Callable[[Any], Hashable]] = None,
+                name: Optional[Callable[[Any], str]] = None) -> List[Any]:
+  """Upstream PKB's RunThreaded: RunEach over `thread_params`, read as
+  upstream reads them. They must be a list (ValueError); its first item
+  decides: a tuple makes every item an (args, kwargs) pair, called as
+  target(*args, **kwargs) (ValueError if the first is not a tuple and a
+  dict), anything else makes each item the one argument (a later pair
+  too). A tuple of items, or (1, 2) items, ran here as upstream's refuse
+  them; [vm, ((x,), {})] called target(x) for the second.
+  """
+  if not isinstance(thread_params, list):
+    raise ValueError('Param "thread_params" must be a list')
+  if thread_params and isinstance(thread_params[0], tuple):
+    first = thread_params[0]
+    if not (len(first) == 2 and isinstance(first[0], tuple) and
+            isinstance(first[1], dict)):
+      raise ValueError('If Param is a tuple, the tuple must be (tuple, dict)')
+    call = lambda pair: target(*pair[0], **pair[1])
+  else:
+    call = target
+  return RunEach(call, thread_params, max_concurrent_threads,
+                 post_task_delay, lane=lane, name=name)

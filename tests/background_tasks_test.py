@@ -43,7 +43,7 @@ def test_one_lane_runs_in_order_never_overlapping():
       inside[lane] -= 1
 
   items = [('a', 0), ('b', 0), ('a', 1), ('b', 1), ('a', 2)]
-  background_tasks.RunThreaded(Work, items, lane=lambda item: item[0])
+  background_tasks.RunEach(Work, items, lane=lambda item: item[0])
   assert most == {'a': 1, 'b': 1}
   assert [i for i in order if i[0] == 'a'] == [('a', 0), ('a', 1), ('a', 2)]
 
@@ -62,7 +62,7 @@ def test_max_workers_bounds_the_lanes_running():
     with lock:
       running -= 1
 
-  background_tasks.RunThreaded(Work, range(12), max_concurrent_threads=3)
+  background_tasks.RunEach(Work, range(12), max_concurrent_threads=3)
   assert 1 <= most <= 3
 
 

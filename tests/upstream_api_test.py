@@ -145,6 +145,21 @@ def test_run_threaded_takes_args_and_kwargs_pairs_in_order():
                              max_concurrent_threads=2) == [2, 4, 6]
 
 
+def test_run_threaded_reads_its_params_as_upstreams_does():
+  # Ours ran a tuple of items, (1, 2) items (each as one argument) and a
+  # later (args, kwargs) pair after a plain first item (unpacked), all of
+  # which upstream's refuses or passes whole.
+  with pytest.raises(ValueError, match='must be a list'):
+    vm_util.RunThreaded(lambda x: x, (1, 2))
+  with pytest.raises(ValueError, match=r'must be \(tuple, dict\)'):
+    vm_util.RunThreaded(lambda x: x, [(1, 2), (3, 4)])
+  assert vm_util.RunThreaded(lambda *a: a, [1, ((2, 3), {})]) == [
+      (1,), (((2, 3), {}),)]
+  assert vm_util.RunThreaded(lambda *a, **k: (a, k),
+                             [((1,), {'b': 2}), ([3], {})]) == [
+                                 ((1,), {'b': 2}), ((3,), {})]
+
+
 def test_several_failures_are_upstreams_thread_exception():
 
   def Fail(item):
@@ -214,6 +229,10 @@ def test_regex_helpers_extract_or_refuse():
       ('lines', '3'), ('bytes', '17')]
   assert regex_util.ExtractAllFloatMetrics(OUTPUT) == {'lines': 3.0,
                                                        'bytes': 17.0}
+  # Upstream's refuses any '(' in the metric pattern; ours ran these.
+  for metric in (r'(?:lines|bytes)', r'\(\w+'):
+    with pytest.raises(NotImplementedError):
+      regex_util.ExtractAllFloatMetrics(OUTPUT, metric)
   with pytest.raises(regex_util.NoMatchError):
     regex_util.ExtractFloat(r'Missing: (\d+)', OUTPUT)
   with pytest.raises(regex_util.TooManyMatchesError):

@@ -162,9 +162,9 @@ class RedisEnterpriseCluster:
       self.servers[0].RemoteCommand(command)
     if self.opts.pin_workers:
       # Every server VM at once (one machine's VMs in turn).
-      background_tasks.RunThreaded(lambda vm: self._Pin(vm, threads),
-                                   self.servers,
-                                   lane=virtual_machine.MachineLane)
+      background_tasks.RunEach(lambda vm: self._Pin(vm, threads),
+                               self.servers,
+                               lane=virtual_machine.MachineLane)
 
   def _Pin(self, vm, threads: int) -> None:
     nodes, _ = vm.RemoteCommand('ls -d /sys/devices/system/node/node* | wc -l')

@@ -104,7 +104,7 @@ def PrepareVms(servers: Sequence, clients: Sequence,
   """
   jobs = ([(prepare_server, vm) for vm in servers] +
           [(prepare_client, vm) for vm in clients])
-  results = background_tasks.RunThreaded(
+  results = background_tasks.RunEach(
       lambda job: job[0](job[1]), jobs, lane=lambda job: virtual_machine.MachineLane(job[1]))
   return results[len(servers):]
 

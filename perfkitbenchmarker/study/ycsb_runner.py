@@ -186,7 +186,7 @@ def _OnAllClients(dep: YcsbDeployment, fn):
   """fn(i, vm, install) on every client VM at once; results in order (a
   signal here does not wait for the others: run_signals kills their JVMs)."""
   pairs = list(enumerate(zip(dep.clients, dep.installs)))
-  return background_tasks.RunThreaded(
+  return background_tasks.RunEach(
       lambda ix: fn(ix[0], *ix[1]), pairs, name=lambda ix: ix[1][0].name)
 
 
