@@ -47,6 +47,7 @@ def CheckRunFlags(flag_values, results_dir: str) -> None:
     _CheckNotOneFile(flag_values.json_path, flag_values.csv_path,
                      flag_values)
   _CheckOwner(flag_values)
+  _CheckKeysRootAbsolute()
 
 
 def CheckCloudFlags(flag_values, cloud: str, results_dir: str) -> None:
@@ -144,6 +145,23 @@ def _CheckOwner(flag_values) -> None:
         f'the run\'s owner {owner!r}, from the environment ($LOGNAME, '
         '$USER, $LNAME or $USERNAME), is not UTF-8 text; give --owner.'
     ) from None
+
+
+def _CheckKeysRootAbsolute() -> None:
+  """PKB_KEY_DIR names one directory for every stage of a run: a relative
+  one was each stage's working directory's. A GCP run provisioned from one
+  directory and torn down from another left its private SSH key on disk
+  (the record's key lay outside the run's directories as the teardown's
+  PKB_KEY_DIR resolved them: 'left alone')."""
+  root = os.environ.get(run_scope.KEYS_ENV_VAR)
+  if root and not os.path.isabs(root):
+    name = run_scope.KEYS_ENV_VAR
+    raise errors.UsageError(
+        f'{name}={terminal_text.Printable(root)} is a relative path, which '
+        'each stage of a run would read from its own working directory (a '
+        'teardown started elsewhere leaves the run\'s SSH key behind); give '
+        'an absolute path, e.g. '
+        f'{name}={terminal_text.Printable(os.path.abspath(root))}.')
 
 
 def _CheckKeysOutside(results_dir: str, cloud: str) -> None:

@@ -364,3 +364,33 @@ def test_another_users_parent_of_the_runs_root_is_refused(tmp_path, planted):
     run_scope.MakeOwnDir(str(planted_path / 'runs' / 'r1'))
   assert not os.path.lexists(planted_path / 'runs')
   assert os.listdir(target) == []
+
+
+def test_a_relative_keys_root_is_refused_for_every_stage(
+    tmp_path, monkeypatch, capsys):
+  """A relative PKB_KEY_DIR was each stage's working directory's: a GCP
+  run provisioned from one directory and torn down from another left its
+  private SSH key on disk ('directory path <a>/keys/abc123 ... is outside
+  the run's directories (..., <b>/keys/abc123); left alone')."""
+  from perfkitbenchmarker import flags as pkb_flags  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker import pkb  # pylint: disable=g-import-not-at-top
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv(run_scope.KEYS_ENV_VAR, 'keys')
+  umask = os.umask(0o022)  # pkb.Main sets the process's; given back.
+  try:
+    for argv in (['--dry_run', '--cloud=GCP', '--project=p',
+                  '--zone=us-central1-a'],
+                 ['--run_stage=teardown', '--run_uri=abc123']):
+      pkb_flags.FLAGS.unparse_flags()  # Each as its own command line.
+      assert pkb.Main(['pkb.py', f'--results_dir={tmp_path}/results'] +
+                      argv) == pkb.EXIT_USAGE, argv
+      err = capsys.readouterr().err
+      assert err == (
+          'pkb: PKB_KEY_DIR=keys is a relative path, which each stage of a '
+          'run would read from its own working directory (a teardown started '
+          'elsewhere leaves the run\'s SSH key behind); give an absolute '
+          f'path, e.g. PKB_KEY_DIR={tmp_path}/keys.\n'), err
+  finally:
+    os.umask(umask)
+    pkb_flags.FLAGS.unparse_flags()
+  assert not os.path.exists(tmp_path / 'keys')
