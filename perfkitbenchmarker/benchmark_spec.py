@@ -176,6 +176,13 @@ class BenchmarkSpec:
       cloud_spec['machine_type'] = sized
     if pkb_flags.OneZone(self.flags):
       cloud_spec['zone'] = pkb_flags.OneZone(self.flags)
+    if (providers.CapabilitiesOf(self.cloud).is_runner_machine and
+        cloud_spec.get('zone')):
+      # As --zone is (input_checks): the plan said '1 x local in
+      # europe-west4-a' and every sample its zone.
+      raise errors.UsageError(self.name + ': ' + providers.NotOnThisMachine(
+          f'vm_groups.{group}.vm_spec.{spec_cloud}.zone', cloud_spec['zone'],
+          drop='it'))
     if 'machine_type' not in cloud_spec:
       raise errors.ConfigError(
           f'vm_groups.{group}.vm_spec.{spec_cloud} needs a machine_type.')

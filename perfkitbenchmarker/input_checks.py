@@ -320,7 +320,7 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         f'--os_type={os_type}: the Redis study runs on Linux VMs only.')
   if providers.CapabilitiesOf(cloud).is_runner_machine:
     for flag, why in (
-        ('zone', 'Local runs on this machine'),
+        ('zone', providers.ZONE_ON_THIS_MACHINE),
         ('machine_type', 'Local VMs are cores of this machine, priced by '
                          '--local_priced_as'),
         ('os_type', 'Local runs on this machine\'s OS')):
@@ -330,7 +330,7 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         if isinstance(value, list):  # --zone repeats, as upstream PKB's
           value = ','.join(value)
         raise errors.UsageError(
-            f'--{flag}={value}: {why}; drop the flag or choose a --cloud.')
+            providers.NotOnThisMachine(f'--{flag}', value, why))
     return
   if flag_values['local_server_cpu_quota'].present:
     raise errors.UsageError(

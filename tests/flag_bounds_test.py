@@ -391,6 +391,26 @@ def test_a_zone_with_a_control_character_is_refused_in_one_wording(
       'pkb: redis_memtier: vm_groups.servers.vm_spec.GCP.zone' + words]
 
 
+def test_a_local_zone_from_a_config_is_refused_as_the_flag_is(
+    pkb_main, capsys, tmp_path):
+  # --zone on Local is refused; a config's vm_spec.Local.zone was taken:
+  # the plan said '1 x local in europe-west4-a' (and every sample its zone)
+  # for this machine.
+  refusals = []
+  for given in ('--zone=europe-west4-a', '--config_override=redis_memtier.'
+                'vm_groups.servers.vm_spec.Local.zone=europe-west4-a'):
+    code = pkb_main(['--dry_run', f'--results_dir={tmp_path}', given])
+    err = capsys.readouterr().err
+    assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+    refusals.append(err)
+  assert refusals == [
+      'pkb: --zone=europe-west4-a: Local runs on this machine; drop the flag '
+      'or choose a --cloud.\n',
+      'pkb: redis_memtier: vm_groups.servers.vm_spec.Local.zone='
+      'europe-west4-a: Local runs on this machine; drop it or choose a '
+      '--cloud.\n']
+
+
 def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
     monkeypatch, capsys):
   # LOGNAME=$'\xff': the run stopped at its first sample, as --owner did.

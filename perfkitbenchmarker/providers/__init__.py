@@ -77,6 +77,18 @@ def CapabilitiesOfRun(flag_values) -> virtual_machine.Capabilities:
 
 # The module of each cloud whose CheckOsType(os_type) refuses an --os_type
 # it has no image for (light: no SDK needed to import it).
+# Why a zone names nothing for a run on this machine (Local).
+ZONE_ON_THIS_MACHINE = 'Local runs on this machine'
+
+
+def NotOnThisMachine(name: str, value: str, why: str = ZONE_ON_THIS_MACHINE,
+                     drop: str = 'the flag') -> str:
+  """The refusal of where-to-run text (`name`: --zone, or a config's
+  vm_spec zone) for a run on this machine: one wording for a flag and a
+  config."""
+  return f'{name}={value}: {why}; drop {drop} or choose a --cloud.'
+
+
 _OS_TYPE_CHECKS = {
     'GCP': 'perfkitbenchmarker.providers.gcp.images',
     'AWS': 'perfkitbenchmarker.providers.aws.images',
