@@ -214,3 +214,26 @@ def test_processes_that_end_apart_served_their_requests_over_the_longest():
   shards = rb.Measure([plain, quota], ['127.0.0.1:7001', '127.0.0.1:7002'],
                       [3.7, 4.1], measurement.Load(1, 56))
   assert shards.throughput == pytest.approx(served)
+
+
+def test_a_probe_over_two_client_vms_reports_both_vms_figures():
+  """Each client VM ran one recorded GET: the probe's test_rps and the
+  tool's reported percentiles, maximum and average are both VMs', not the
+  first VM's ('./pkb.py --load_generator=redis_benchmark ... vm_count=2'
+  said clients-0's test_rps and a reported max of 8.055 ms where
+  clients-1's GET had 14.999)."""
+  plain = _Read('redis-benchmark_single_t1c32_n400000_plain.txt')
+  quota = _Read(START_LINE)
+  tool = [rb.ParseOutput(text)[-1] for text in (plain, quota)]
+  vms = driver.CombineClientVms(
+      [rb.Measure([text], ['127.0.0.1:7001'], [4.0],
+                  measurement.Load(1, connections))
+       for text, connections in ((plain, 32), (quota, 24))],
+      measurement.Load(2, 28))
+  assert vms.metadata['test_rps'] == 'GET=139986.95'
+  for name in ('p50', 'p95', 'p99', 'p999', 'max'):
+    assert vms.metadata[f'reported_{name}_latency_ms'] == max(
+        getattr(r, f'{name}_latency_ms') for r in tool), name
+  assert vms.metadata['reported_average_latency_ms'] == pytest.approx(
+      (400000 * tool[0].avg_latency_ms + 120000 * tool[1].avg_latency_ms) /
+      520000)

@@ -21,6 +21,7 @@ from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import interference as interference_lib
+from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 
 # Per-VM figures a probe over several client VMs reports at their worst.
 # And how long the VMs' runs lasted, and whether memtier's duration bug
@@ -164,4 +165,8 @@ def CombineClientVms(parts: Sequence[measurement.Measurement],
                     if p.metadata.get('client_saturated_by')})
   if reasons:
     metadata['client_saturated_by'] = ','.join(reasons)
+  if all(p.metadata.get('load_generator') == rb.LOAD_GENERATOR
+         for p in parts):  # The tool's own figures, every VM's.
+    metadata.update({k: v for k, v in rb.FiguresTogether(parts).items()
+                     if v is not None})
   return dataclasses.replace(combined, metadata=metadata)

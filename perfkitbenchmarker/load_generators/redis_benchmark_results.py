@@ -205,21 +205,26 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
       request_count=True)
 
 
-def _GroupsTogether(parts: Sequence[measurement.Measurement],
-                    results: Sequence[RedisBenchmarkTestResult]
+def FiguresTogether(parts: Sequence[measurement.Measurement]
                     ) -> Dict[str, object]:
-  """The tool's figures of every group (endpoint) together, beyond its
-  counts (measurement.FactsCombined): Combine keeps the first group's, so
-  two shards of 1x32 each said test_rps and the reported percentiles of
-  one shard where 64 connections ran."""
+  """The tool's figures of parts side by side (one client VM's groups, one
+  per endpoint, or client VMs), beyond its counts
+  (measurement.FactsCombined): Combine keeps the first part's, so two
+  shards of 1x32 each said test_rps and the reported percentiles of one
+  shard where 64 connections ran, and two client VMs said clients-0's."""
   figures: Dict[str, object] = {}
   for name in ('p50', 'p95', 'p99', 'p999', 'max'):  # Each at its worst.
     figures[f'reported_{name}_latency_ms'] = _Max(
         p.metadata.get(f'reported_{name}_latency_ms') for p in parts)
   rates: Dict[str, float] = {}
-  for r in results:  # Every group's processes, each test's summed.
-    rates[r.test] = rates.get(r.test, 0.0) + r.rps
-  figures['test_rps'] = ','.join(f'{t}={r:.2f}' for t, r in rates.items())
+  for part in parts:  # Every part's processes, each test's summed.
+    for entry in str(part.metadata.get('test_rps') or '').split(','):
+      test, _, text = entry.rpartition('=')
+      rate = measurement.FiniteFloat(text)
+      if test and rate is not None:
+        rates[test] = rates.get(test, 0.0) + rate
+  figures['test_rps'] = (','.join(f'{t}={r:.2f}' for t, r in rates.items())
+                         or None)
   weighted = [dataclasses.replace(p, average_latency_ms=p.metadata[
       'reported_average_latency_ms']) for p in parts
               if p.metadata.get('reported_average_latency_ms') is not None]
@@ -252,8 +257,7 @@ def Measure(stdouts: Sequence[str], groups: Sequence[str],
   if len(parts) > 1:
     together = measurement.FactsCombined(
         combined.metadata, parts, ('outstanding_requests', 'tool_clients'))
-    together.update(_GroupsTogether(
-        parts, [r for rs in by_group.values() for r in rs]))
+    together.update(FiguresTogether(parts))
     combined = dataclasses.replace(combined, metadata={
         k: v for k, v in together.items() if v is not None})
   # Every process side by side (the groups' closed loops together: the
