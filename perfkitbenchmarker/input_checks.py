@@ -138,13 +138,11 @@ def _CheckOwner(flag_values) -> None:
   if flag_values.owner:
     return  # pkb.Main refused an argument that is not UTF-8.
   owner = getpass.getuser()
-  try:
-    owner.encode('utf-8')
-  except UnicodeEncodeError:
+  problem = terminal_text.NotUtf8(owner)
+  if problem:
     raise errors.UsageError(
         f'the run\'s owner {owner!r}, from the environment ($LOGNAME, '
-        '$USER, $LNAME or $USERNAME), is not UTF-8 text; give --owner.'
-    ) from None
+        f'$USER, $LNAME or $USERNAME), is {problem}; give --owner.')
 
 
 def _CheckKeysRootAbsolute() -> None:

@@ -470,18 +470,13 @@ def Main(argv: Optional[List[str]] = None) -> int:
 
 
 def _NotUtf8(argv: List[str]) -> str:
-  """Why an argument is not UTF-8 text, or ''. Python hands bytes that do
-  not decode (a Latin-1 terminal's 'é') over as lone surrogates, which no
-  results file can hold: --owner=$'\\xff' ran its VMs, preload and first
-  probe, then stopped at its first sample ('internal error
-  UnicodeEncodeError'), with no sample kept."""
+  """Why an argument is not UTF-8 text, or '' (terminal_text.NotUtf8):
+  --owner=$'\\xff' ran its VMs, preload and first probe, then stopped at
+  its first sample, with no sample kept."""
   for arg in argv[1:]:
-    try:
-      arg.encode('utf-8')
-    except UnicodeEncodeError as e:
-      return (f'the argument {arg} is not UTF-8 text (byte '
-              f'0x{ord(arg[e.start]) & 0xff:02x} at offset {e.start}); give '
-              'it in UTF-8')
+    problem = terminal_text.NotUtf8(arg)
+    if problem:
+      return f'the argument {arg} is {problem}; give it in UTF-8'
   return ''
 
 

@@ -19,6 +19,7 @@ Controls and other unprintable characters show as their Python escapes
 """
 
 import re
+from typing import Optional
 
 # C0 and C1 controls and DEL as escapes (a translate table: fast on long
 # text); other unprintable characters go through the slow path.
@@ -44,6 +45,20 @@ def _Printable(text: str, keep: str) -> bool:
   for c in keep:
     text = text.replace(c, '')
   return text.isprintable()
+
+
+def NotUtf8(text: str) -> Optional[str]:
+  """Why `text` (an argument, a variable of the environment, a path) is not
+  UTF-8 text, or None. Python hands bytes that do not decode (a Latin-1
+  terminal's 'é') over as lone surrogates, which no results file, record
+  or text config the run writes can hold: the run stopped at its first
+  write ('internal error UnicodeEncodeError')."""
+  try:
+    text.encode('utf-8')
+  except UnicodeEncodeError as e:
+    return (f'not UTF-8 text (byte 0x{ord(text[e.start]) & 0xff:02x} at '
+            f'offset {e.start})')
+  return None
 
 
 def Printable(text: str) -> str:

@@ -421,6 +421,7 @@ def test_an_owner_from_the_environment_that_is_not_utf8_is_one_line(
   FLAGS.unparse_flags()
   assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
   assert "owner 'Jos\\udce9', from the environment" in err, err
+  assert 'is not UTF-8 text (byte 0xe9 at offset 3)' in err, err
   assert 'give --owner' in err
 
 

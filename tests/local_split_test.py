@@ -231,7 +231,8 @@ def test_a_scratch_root_that_is_not_utf8_is_refused(monkeypatch):
   # their directories, and the run stopped as it started them ('internal
   # error UnicodeEncodeError').
   monkeypatch.setattr(local, 'SCRATCH_ROOT', '/tmp/s\udcff')
-  with pytest.raises(errors.UsageError, match='is not UTF-8 text'):
+  with pytest.raises(errors.UsageError,
+                     match=r'is not UTF-8 text \(byte 0xff at offset 6\)'):
     local.CheckRunDirs()
 
 

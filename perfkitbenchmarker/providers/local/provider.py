@@ -26,6 +26,7 @@ from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
@@ -246,13 +247,12 @@ def CheckRunDirs() -> None:
   """Refuses, before anything starts, a scratch root the run's workspace
   could not be private in (another user's, or writable by all without the
   sticky bit)."""
-  try:  # The shards' config files (UTF-8 text) name their directories.
-    SCRATCH_ROOT.encode('utf-8')
-  except UnicodeEncodeError:
+  # The shards' config files (UTF-8 text) name their directories.
+  problem = terminal_text.NotUtf8(SCRATCH_ROOT)
+  if problem:
     raise errors.UsageError(
-        f'PKB_LOCAL_SCRATCH={SCRATCH_ROOT!r} is not UTF-8 text (the run '
-        'writes its directories\' paths into text files); give a path in '
-        'UTF-8.') from None
+        f'PKB_LOCAL_SCRATCH={SCRATCH_ROOT!r} is {problem} (the run writes '
+        'its directories\' paths into text files); give a path in UTF-8.')
   if os.path.exists(SCRATCH_ROOT):
     run_scope.CheckRoot(SCRATCH_ROOT, SCRATCH_ADVICE)
 
