@@ -59,6 +59,10 @@ def PresetsDir() -> str:
 def Shown(path: str) -> str:
   """A path as the console shows it: relative under the current directory
   (results/runs/<uri> in a checkout), else absolute (an installed pkb's
-  /tmp/perfkitbenchmarker/runs/<uri>, never ../../tmp/...)."""
-  relative = os.path.relpath(path)
+  /tmp/perfkitbenchmarker/runs/<uri>, never ../../tmp/...); as given
+  once the current directory is gone (removed while the run ran)."""
+  try:
+    relative = os.path.relpath(path)
+  except FileNotFoundError:
+    return path
   return os.path.abspath(path) if relative.startswith('..') else relative

@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
@@ -394,3 +395,16 @@ def test_a_relative_keys_root_is_refused_for_every_stage(
     os.umask(umask)
     pkb_flags.FLAGS.unparse_flags()
   assert not os.path.exists(tmp_path / 'keys')
+
+
+def test_a_path_is_shown_once_the_current_directory_is_gone(
+    tmp_path, monkeypatch):
+  # A run started in a directory removed while it ran (a CI job's
+  # workspace) ended, its samples written, in 'pkb: internal error
+  # FileNotFoundError' at its 'Samples:' line, exit 1: relpath asks for the
+  # current directory.
+  gone = tmp_path / 'gone'
+  gone.mkdir()
+  monkeypatch.chdir(gone)
+  gone.rmdir()
+  assert paths.Shown(f'{tmp_path}/results/x') == f'{tmp_path}/results/x'
