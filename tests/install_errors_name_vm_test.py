@@ -194,3 +194,26 @@ def test_two_vms_failing_at_once_give_one_line_naming_both():
   assert 'On servers-1: ' in message and 'no VERSION_CODENAME' in message
   assert 'servers-2' not in message  # KeyDB was there already
   assert servers[2].commands and not servers[2].root_scripts
+
+
+@pytest.mark.parametrize('cloud,advice', [
+    ('Local', 'set PKB_LOCAL_SCRATCH (default /tmp) to a directory on one'),
+    ('Static', 'give the machine a scratch directory on one')])
+def test_a_library_that_cannot_be_loaded_is_named_before_any_probe(
+    monkeypatch, cloud, advice):
+  # PKB_LOCAL_SCRATCH on a tmpfs mounted noexec (a hardened /tmp): ld.so
+  # only warned, and the preload failed on WRONGPASS with the tool's
+  # placeholder password, naming neither the library nor the mount.
+  monkeypatch.setattr(argv_secret, '_LibraryReady', lambda vm: True)
+  vm = ScriptedVm('clients-0', cloud=cloud, answers={'env LD_PRELOAD=': (
+      'redis-benchmark 7.0.15\n',
+      "ERROR: ld.so: object '/proc/self/fd/9' from LD_PRELOAD cannot be "
+      'preloaded (failed to map segment from shared object): ignored.\n', 0)})
+  vm.scratch_dir = '/tmp/pkb-x.y/clients-0'
+  message = _Message(argv_secret.CheckTool, vm, 'redis-benchmark')
+  assert message.startswith(
+      '/tmp/pkb-x.y/clients-0/argv_secret.so on clients-0 cannot be loaded '
+      "(ERROR: ld.so: object '/proc/self/fd/9' from LD_PRELOAD cannot be "
+      'preloaded (failed to map segment from shared object): ignored.): its '
+      'filesystem is likely mounted noexec; '), message
+  assert advice in message

@@ -265,6 +265,21 @@ def CheckTool(vm, program: str) -> None:
       f'{command} {SECRET_FD}<<<{secrets.token_hex(16)}', timeout=60)
   if rc == 127:
     raise errors.PrerequisiteError(f'{program} not found on {vm.name}.')
+  not_loaded = [line for line in err.splitlines()
+                if 'cannot be preloaded' in line]
+  if not_loaded:
+    # ld.so only warns and runs the tool, which then fails every probe on
+    # its placeholder password (WRONGPASS) without saying why.
+    why = vm_util.Tail(not_loaded[0], 1)
+    advice = 'the run built something else there; run again'
+    if 'failed to map segment' in why:
+      advice = 'its filesystem is likely mounted noexec; ' + (
+          'set PKB_LOCAL_SCRATCH (default /tmp) to a directory on one that '
+          'is not' if vm.CLOUD == 'Local' else
+          'give the machine a scratch directory on one that is not')
+    raise errors.PrerequisiteError(
+        f'{LibraryPath(vm)} on {vm.name} cannot be loaded ({why}): '
+        f'{advice}.')
   if rc == KILLED_STATUS or 'Bad system call' in err:
     raise errors.UsageError(
         f'{program} on {vm.name} is a wrapper: handed a password (for '
