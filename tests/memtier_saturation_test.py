@@ -187,3 +187,16 @@ def test_a_probe_that_times_out_says_how_long_and_how_many(tmp_path):
     concurrent.RunSideBySide(vm, 'slow', [['sleep', '30']] * 3, timeout_s=1)
   assert str(failure.value).startswith(
       'sleep on clients-0 timed out after 1 s (3 processes side by side)')
+
+
+def test_a_shard_out_of_connections_says_which_limit_and_flags():
+  # 'ulimit -n 1024; ./pkb.py --memtier_clients=1024 ...' stopped at its
+  # first probe on 'Error from server: ERR max number of clients reached':
+  # redis-server had lowered its maxclients to 992, which nothing said.
+  said = ('WARNING: Could not fetch server CONFIG | Error from server: ERR '
+          'max number of clients reached')
+  hint = concurrent.FailureHint(said)
+  assert hint.startswith('; the shard took no more connections: Redis lowers '
+                         'maxclients to its open-file limit less 32')
+  assert 'ulimit -Hn' in hint and '--memtier_clients' in hint
+  assert concurrent.FailureHint('Connection refused') == ''

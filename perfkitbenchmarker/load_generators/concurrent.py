@@ -185,12 +185,32 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
                 f'{timeout_hint}'
                 if output.returncode in (124, 137) else
                 f'exited with status {output.returncode}')
+      said = (vm_util.Tail(output.stderr) or vm_util.Tail(output.stdout) or
+              'no output')
       raise errors.ProcessError(
-          f'{program} on {vm.name} {reason}: '
-          f'{vm_util.Tail(output.stderr) or vm_util.Tail(output.stdout) or "no output"}')
+          f'{program} on {vm.name} {reason}: {said}{FailureHint(said)}')
   return ProbeRun(tuple(outputs),
                   {path: bundle.get(f'file.{k}', '')
                    for k, path in enumerate(files)}, cpu, raw_output)
+
+
+# What Redis answers a connection over its maxclients, and why it may be
+# fewer than asked for: at start it lowers maxclients to its open-file
+# limit less 32 when it cannot raise that limit ('ulimit -n 1024' made a
+# probe of 1,024 connections fail so, and the run with it).
+_MAXCLIENTS_ERROR = 'max number of clients reached'
+
+
+def FailureHint(said: str) -> str:
+  """What to do about a load generator's failure, when its words say
+  (appended to them), else ''."""
+  if _MAXCLIENTS_ERROR not in said:
+    return ''
+  return ('; the shard took no more connections: Redis lowers maxclients '
+          'to its open-file limit less 32 when that limit is lower (ulimit '
+          '-Hn where it runs); raise it for the run, or open fewer '
+          'connections (--memtier_clients, '
+          '--memtier_adaptive_max_connections)')
 
 
 def _KeepEvidence(vm, name, commands, timeout_s, files, bundle, secret,
