@@ -9,6 +9,10 @@
 #   (scripts/build_actionlint.sh; Debian's golang-go when no Go is there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# .venv's code and the builds run as root with the run's password
+# (README: Secrets): under the caller's umask 000 they were made writable
+# by every user. No write for group or others, whatever else the umask says.
+umask g-w,o-w
 
 packages=(redis-server redis-tools openssh-server openssh-client util-linux
           python3 python3-venv iproute2 procps chromium

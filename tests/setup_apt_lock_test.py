@@ -94,7 +94,9 @@ def test_setup_installs_a_package_dpkg_knows_but_has_not_installed(tmp_path):
       'scripts/apt_get.sh': f'echo "$*" >> {tmp_path}/apt.log',
       'scripts/build_ycsb.sh': 'exit 0',
       'scripts/build_actionlint.sh': 'exit 0',
-      '.venv/bin/python': 'exit 0',
+      # What pip installs with: never writable by others (the test's
+      # umask is 000).
+      '.venv/bin/python': f'umask >> {tmp_path}/umask.log',
   }
   for name, body in stubs.items():
     path = tmp_path / name
@@ -102,10 +104,12 @@ def test_setup_installs_a_package_dpkg_knows_but_has_not_installed(tmp_path):
     path.write_text(f'#!/bin/sh\n{body}\n')
     path.chmod(0o755)
   proc = subprocess.run(
-      ['bash', str(tmp_path / 'scripts' / 'setup.sh')], capture_output=True,
+      ['bash', '-c', 'umask 000; exec bash "$0"',
+       str(tmp_path / 'scripts' / 'setup.sh')], capture_output=True,
       text=True, timeout=60,
       env=dict(os.environ, PATH=f'{tmp_path / "bin"}:{os.environ["PATH"]}'))
   assert proc.returncode == 0, proc.stderr
   assert 'Installing Debian packages: redis-tools\n' in proc.stdout
   assert (tmp_path / 'apt.log').read_text().splitlines() == [
       'update -qq', 'install -y -qq redis-tools']
+  assert set((tmp_path / 'umask.log').read_text().split()) == {'0022'}
