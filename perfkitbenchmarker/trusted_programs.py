@@ -217,7 +217,10 @@ def _PathEntryProblem(entry: str) -> Optional[str]:
   relative entry ('' or '.' too) is the directory a command runs in, pkb's
   own when it runs here (a run's scratch directories are its own); a
   missing one can be made by whoever can write the nearest one above it."""
-  where = os.path.abspath(entry or os.curdir)
+  try:
+    where = os.path.abspath(entry or os.curdir)
+  except FileNotFoundError:  # A relative entry, in a directory removed.
+    return 'the current directory is gone'
   while not os.path.lexists(where):
     where = os.path.dirname(where)
   problem = Problem(where)

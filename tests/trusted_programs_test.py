@@ -131,6 +131,15 @@ def test_path_entries_others_can_add_programs_to_are_left_out(
       'users (mode 0777))',
       f'. ({open_dir} is writable by other users (mode 0777))']
   assert trusted_programs.KeepSafePath() == []  # What is left is kept.
+  # Started in a directory since removed, a relative entry names nothing.
+  gone = os.path.join(mine, 'gone-now')
+  os.mkdir(gone)
+  monkeypatch.chdir(gone)
+  os.rmdir(gone)
+  monkeypatch.setenv('PATH', f'.{os.pathsep}{mine}')
+  assert trusted_programs.KeepSafePath() == [
+      '. (the current directory is gone)']
+  assert os.environ['PATH'] == mine
 
 
 def test_pkb_leaves_them_out_before_anything_runs(
