@@ -457,6 +457,10 @@ def Main(argv: Optional[List[str]] = None) -> int:
           file=sys.stderr)
     return EXIT_USAGE
   run_log.Capture()  # Lines printed before pkb.log exists go into it too.
+  # bash runs the file $BASH_ENV names first in every bash pkb starts: the
+  # caller's shell code (a CI's, or a file others can write), as root, in
+  # each probe's script, which holds the load password. Not passed on.
+  os.environ.pop('BASH_ENV', None)
   left_out = trusted_programs.KeepSafePath()
   if left_out:
     print(terminal_text.Printable(

@@ -149,8 +149,12 @@ def test_pkb_leaves_them_out_before_anything_runs(
   os.chmod(open_dir, 0o777)
   path = os.environ['PATH']
   monkeypatch.setenv('PATH', f'{open_dir}{os.pathsep}{path}')
+  # BASH_ENV=<a file others can write>: a Local run's bashes sourced it 65
+  # times, as root, the probe scripts holding the password among them.
+  monkeypatch.setenv('BASH_ENV', os.path.join(open_dir, 'env.sh'))
   assert pkb_main(['--dry_run', f'--results_dir={safe_dir}/r']) == 0
   assert os.environ['PATH'] == path
+  assert 'BASH_ENV' not in os.environ
   assert capsys.readouterr().err.startswith(
       'WARNING: PATH entries other users can add programs to are left out '
       f'of the run\'s PATH: {open_dir} ({open_dir} is writable by other '
