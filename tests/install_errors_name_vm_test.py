@@ -17,6 +17,7 @@ import e2e_support as e2e
 from perfkitbenchmarker import engines
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import trusted_programs
@@ -24,6 +25,7 @@ from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import dragonfly_server
 from perfkitbenchmarker.linux_packages import keydb_server
+from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import remote_install
 from perfkitbenchmarker.linux_packages import valkey_server
 from perfkitbenchmarker.linux_packages import ycsb
@@ -217,3 +219,17 @@ def test_a_library_that_cannot_be_loaded_is_named_before_any_probe(
       'preloaded (failed to map segment from shared object): ignored.): its '
       'filesystem is likely mounted noexec; '), message
   assert advice in message
+
+
+def test_no_free_port_says_which_ports_and_which_flag():
+  # With a listener on each of 65530-65535, '--redis_start_port=65530'
+  # stopped the run with 'No free port for redis-server on servers-0.'
+  listening = ''.join(f'LISTEN 0 511 127.0.0.1:{port} 0.0.0.0:*\n'
+                      for port in range(65530, 65536))
+  vm = ScriptedVm('servers-0', answers={'ss -Htln': (listening, '', 0)})
+  message = _Message(redis_server.StartShards, vm, 1, 'pw',
+                     redis_shard.ShardOptions(), None, start_port=65530)
+  assert message == (
+      'No free port for redis-server on servers-0: the ports from 65530 to '
+      '65535 are taken; give a lower --redis_start_port or free some of '
+      'them.')

@@ -330,7 +330,10 @@ def StartShards(vm: virtual_machine.BaseVirtualMachine, count: int,
     while port in taken:
       port += 1
     if port > 65535:
-      raise errors.ProcessError(f'No free port for redis-server on {vm.name}.')
+      raise errors.ProcessError(
+          f'No free port for redis-server on {vm.name}: the ports from '
+          f'{start_port} to 65535 are taken; give a lower --redis_start_port '
+          'or free some of them.')
     proc = process_class(vm, port, password, options,
                          server_command=server_command, record=record)
     try:
