@@ -464,8 +464,9 @@ def Main(argv: Optional[List[str]] = None) -> int:
   left_out = trusted_programs.KeepSafePath()
   if left_out:
     print(terminal_text.Printable(
-        f'WARNING: PATH entries other users can add programs to are left out '
-        f'of the run\'s PATH: {"; ".join(left_out)}.'), file=sys.stderr)
+        f'WARNING: directories other users can add programs or libraries to '
+        f'are left out of the run\'s search paths: {"; ".join(left_out)}.'),
+        file=sys.stderr)
   try:
     return _Reported(argv)
   finally:

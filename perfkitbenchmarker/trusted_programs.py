@@ -16,8 +16,9 @@ there only an entry's owner can replace it, and the entry below is checked
 in its turn. Group write
 permission is accepted for root's own group only.
 
-`KeepSafePath` leaves out of pkb's PATH the directories others could add
-a program to, since the run's commands name most tools bare.
+`KeepSafePath` leaves out of pkb's PATH (and LD_LIBRARY_PATH) the
+directories others could add a program (or library) to, since the run's
+commands name most tools bare.
 
 `Check` refuses in one line (errors.UsageError, exit 2) before the program
 is run; `Which` finds a program on PATH and checks it. On another machine
@@ -234,27 +235,38 @@ def _PathEntryProblem(entry: str) -> Optional[str]:
   return None
 
 
+# Where this process's commands find what they run: programs (PATH) and,
+# for each program, its shared libraries (LD_LIBRARY_PATH: a liblzf.so.1
+# put in such a directory ran in redis-server and redis-benchmark).
+SEARCH_PATHS = ('PATH', 'LD_LIBRARY_PATH')
+
+
 def KeepSafePath() -> List[str]:
-  """Leaves out of this process's PATH, and so of every command it runs,
-  each directory another user could add programs to (_PathEntryProblem):
-  the run's commands name most tools bare (bash, base64, chmod, taskset)
-  and the shell finds them there, as root with the run's password. Left
-  out rather than refused: a CI runner's PATH can hold such a directory
-  (a tool cache every job may write) that pkb needs nothing from. Returns
-  each entry left out, as 'entry (why)'; no PATH is the system's default
-  path (os.defpath), left as it is."""
-  kept, left_out = [], []
-  if 'PATH' not in os.environ:
-    return left_out
-  for entry in os.environ['PATH'].split(os.pathsep):
-    problem = _PathEntryProblem(entry)
-    if problem:
-      left_out.append(f'{entry or "(empty: the current directory)"} '
-                      f'({problem})')
-    else:
-      kept.append(entry)
-  if left_out:
-    os.environ['PATH'] = os.pathsep.join(kept)
+  """Leaves out of this process's PATH and LD_LIBRARY_PATH, and so of
+  every command it runs, each directory another user could add programs
+  or libraries to (_PathEntryProblem): the run's commands name most tools
+  bare (bash, base64, chmod, taskset) and the shell finds them there, as
+  root with the run's password. Left out rather than refused: a CI
+  runner's PATH can hold such a directory (a tool cache every job may
+  write) that pkb needs nothing from. Returns each entry left out, as
+  'VARIABLE's entry (why)'; a variable not set (no PATH is the system's
+  default path, os.defpath) is left as it is."""
+  left_out = []
+  for variable in SEARCH_PATHS:
+    if variable not in os.environ:
+      continue
+    kept, dropped = [], []
+    for entry in os.environ[variable].split(os.pathsep):
+      problem = _PathEntryProblem(entry)
+      if problem:
+        dropped.append(f'{variable}\'s '
+                       f'{entry or "(empty: the current directory)"} '
+                       f'({problem})')
+      else:
+        kept.append(entry)
+    if dropped:
+      os.environ[variable] = os.pathsep.join(kept)
+    left_out += dropped
   return left_out
 
 

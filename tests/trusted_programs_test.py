@@ -120,16 +120,23 @@ def test_path_entries_others_can_add_programs_to_are_left_out(
   monkeypatch.chdir(open_dir)
   monkeypatch.setenv('PATH', os.pathsep.join(
       [open_dir, mine, sticky, missing, '', '.', os.path.join(mine, 'gone')]))
+  # LD_LIBRARY_PATH=/tmp/h7b/ww: a liblzf.so.1 put there ran in every
+  # redis-server and redis-benchmark of the run (16 times).
+  monkeypatch.setenv('LD_LIBRARY_PATH', f'{mine}{os.pathsep}{open_dir}')
   left_out = trusted_programs.KeepSafePath()
   assert os.environ['PATH'] == os.pathsep.join(
       [mine, os.path.join(mine, 'gone')])
+  assert os.environ['LD_LIBRARY_PATH'] == mine
   assert left_out == [
-      f'{open_dir} ({open_dir} is writable by other users (mode 0777))',
-      f'{sticky} ({sticky} is writable by other users (mode 1777))',
-      f'{missing} ({sticky} is writable by other users (mode 1777))',
-      f'(empty: the current directory) ({open_dir} is writable by other '
-      'users (mode 0777))',
-      f'. ({open_dir} is writable by other users (mode 0777))']
+      f'PATH\'s {open_dir} ({open_dir} is writable by other users (mode '
+      '0777))',
+      f'PATH\'s {sticky} ({sticky} is writable by other users (mode 1777))',
+      f'PATH\'s {missing} ({sticky} is writable by other users (mode 1777))',
+      f'PATH\'s (empty: the current directory) ({open_dir} is writable by '
+      'other users (mode 0777))',
+      f'PATH\'s . ({open_dir} is writable by other users (mode 0777))',
+      f'LD_LIBRARY_PATH\'s {open_dir} ({open_dir} is writable by other '
+      'users (mode 0777))']
   assert trusted_programs.KeepSafePath() == []  # What is left is kept.
   # Started in a directory since removed, a relative entry names nothing.
   gone = os.path.join(mine, 'gone-now')
@@ -137,8 +144,9 @@ def test_path_entries_others_can_add_programs_to_are_left_out(
   monkeypatch.chdir(gone)
   os.rmdir(gone)
   monkeypatch.setenv('PATH', f'.{os.pathsep}{mine}')
+  monkeypatch.delenv('LD_LIBRARY_PATH')
   assert trusted_programs.KeepSafePath() == [
-      '. (the current directory is gone)']
+      'PATH\'s . (the current directory is gone)']
   assert os.environ['PATH'] == mine
 
 
@@ -149,6 +157,7 @@ def test_pkb_leaves_them_out_before_anything_runs(
   os.chmod(open_dir, 0o777)
   path = os.environ['PATH']
   monkeypatch.setenv('PATH', f'{open_dir}{os.pathsep}{path}')
+  monkeypatch.delenv('LD_LIBRARY_PATH', raising=False)
   # BASH_ENV=<a file others can write>: a Local run's bashes sourced it 65
   # times, as root, the probe scripts holding the password among them.
   monkeypatch.setenv('BASH_ENV', os.path.join(open_dir, 'env.sh'))
@@ -156,9 +165,9 @@ def test_pkb_leaves_them_out_before_anything_runs(
   assert os.environ['PATH'] == path
   assert 'BASH_ENV' not in os.environ
   assert capsys.readouterr().err.startswith(
-      'WARNING: PATH entries other users can add programs to are left out '
-      f'of the run\'s PATH: {open_dir} ({open_dir} is writable by other '
-      'users (mode 0777)).\n')
+      'WARNING: directories other users can add programs or libraries to '
+      f'are left out of the run\'s search paths: PATH\'s {open_dir} '
+      f'({open_dir} is writable by other users (mode 0777)).\n')
 
 
 def test_a_link_is_followed_and_both_paths_checked(safe_dir):
