@@ -334,8 +334,12 @@ def KeysRoot() -> str:
   """The directory holding every run's key directory."""
   root = os.environ.get(KEYS_ENV_VAR)
   if not root:
-    state = os.environ.get('XDG_STATE_HOME') or os.path.join(
-        os.path.expanduser('~'), '.local', 'state')
+    state = os.environ.get('XDG_STATE_HOME', '')
+    if not os.path.isabs(state):
+      # Unset, empty or relative (which the XDG spec says to ignore: it
+      # would name another directory from each stage's working directory,
+      # and a later stage would not find the run's key).
+      state = os.path.join(os.path.expanduser('~'), '.local', 'state')
     root = os.path.join(state, 'pkb', 'keys')
   return os.path.abspath(root)
 

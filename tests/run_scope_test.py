@@ -408,3 +408,17 @@ def test_a_path_is_shown_once_the_current_directory_is_gone(
   monkeypatch.chdir(gone)
   gone.rmdir()
   assert paths.Shown(f'{tmp_path}/results/x') == f'{tmp_path}/results/x'
+
+
+def test_a_relative_xdg_state_home_is_ignored(tmp_path, monkeypatch):
+  # XDG_STATE_HOME=st put a cloud run's key under <working directory>/st:
+  # a later stage started elsewhere (--run_stage=teardown) looked for it
+  # in another directory. The XDG spec says a relative value is ignored.
+  monkeypatch.delenv('PKB_KEY_DIR', raising=False)
+  monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv('XDG_STATE_HOME', 'st')
+  assert run_scope.KeysRoot() == str(
+      tmp_path / 'home' / '.local' / 'state' / 'pkb' / 'keys')
+  monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
+  assert run_scope.KeysRoot() == str(tmp_path / 'state' / 'pkb' / 'keys')
