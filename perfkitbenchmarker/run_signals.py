@@ -156,6 +156,6 @@ def GuardOutput() -> None:
   for name in ('stdout', 'stderr'):
     stream = getattr(sys, name)
     if stream is None:
-      stream = open(os.devnull, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
+      stream = open(os.devnull, 'w')  # pylint: disable=consider-using-with
     if not isinstance(stream, SafeStream):
       setattr(sys, name, SafeStream(stream))
