@@ -200,7 +200,8 @@ def test_two_vms_failing_at_once_give_one_line_naming_both():
 
 @pytest.mark.parametrize('cloud,advice', [
     ('Local', 'set PKB_LOCAL_SCRATCH (default /tmp) to a directory on one'),
-    ('Static', 'give the machine a scratch directory on one')])
+    ('Static', 'scratch directories are under /tmp there: mount it without '
+     'noexec, or use another machine')])
 def test_a_library_that_cannot_be_loaded_is_named_before_any_probe(
     monkeypatch, cloud, advice):
   # PKB_LOCAL_SCRATCH on a tmpfs mounted noexec (a hardened /tmp): ld.so

@@ -47,6 +47,7 @@ import shlex
 from typing import List, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
@@ -275,8 +276,10 @@ def CheckTool(vm, program: str) -> None:
     if 'failed to map segment' in why:
       advice = 'its filesystem is likely mounted noexec; ' + (
           'set PKB_LOCAL_SCRATCH (default /tmp) to a directory on one that '
-          'is not' if vm.CLOUD == 'Local' else
-          'give the machine a scratch directory on one that is not')
+          'is not' if vm.CAN.is_runner_machine else
+          f'the run\'s scratch directories are under '
+          f'{record_checks.REMOTE_SCRATCH_ROOT} there: mount it without '
+          'noexec, or use another machine')
     raise errors.PrerequisiteError(
         f'{LibraryPath(vm)} on {vm.name} cannot be loaded ({why}): '
         f'{advice}.')
