@@ -40,7 +40,7 @@ MEMTIER_STEMS = sorted(
 
 
 def test_every_memtier_fixture_is_covered():
-  assert len(MEMTIER_STEMS) == 10
+  assert len(MEMTIER_STEMS) == 11
   for stem in MEMTIER_STEMS:
     assert os.path.exists(os.path.join(DATA, stem + '.txt'))
 
@@ -613,3 +613,16 @@ def test_request_count_processes_that_end_apart_served_over_the_longest():
                               test_time_s=None)
   assert m.throughput == pytest.approx(199998 / 0.338)
   assert m.request_count
+
+
+def test_error_replies_are_counted_from_memtiers_stderr():
+  """The recorded run against a shard past its maxmemory (noeviction): every
+  SET (408) was refused with -OOM, yet memtier's JSON counts them as
+  operations like the GETs it served; only its stderr says so, one line
+  each (some run into a progress line)."""
+  stem = 'memtier_single_t1c4_tt2_rate100_oom'
+  assert _Json(stem)['ALL STATS']['Sets']['Count'] == 408
+  assert memtier_results.ErrorReplies(_Read(stem + '.err')) == (
+      408, "-OOM command not allowed when used memory > 'maxmemory'.")
+  assert memtier_results.ErrorReplies('Json file closed.\n') == (0, None)
+  assert memtier_results.ErrorReplies(None) == (0, None)

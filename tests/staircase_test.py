@@ -342,6 +342,32 @@ def test_memtier_probe_runs_warmup_on_top_of_the_duration(client_vm,
   assert m.metadata['warmup_supported'] is True
 
 
+def test_a_probe_whose_requests_got_error_replies_has_no_figure(
+    data_path, pkb_flags):
+  """A shard past its maxmemory refuses every SET with -OOM; memtier counts
+  the refusals as operations (its recorded run: 812 'ops', 408 of them
+  refused) and says so only on stderr. Such a probe was published as
+  throughput (a real run: the hold's 70,575 ops/s, every SET refused); it
+  stops the run in one line now, as redis-benchmark's exit 1 does."""
+  del pkb_flags
+  stem = 'memtier_single_t1c4_tt2_rate100_oom'
+  vm = RecordedClientVm({'probe': _Fixture(data_path, stem)})
+  recorded = vm.ReadFile
+  with open(data_path(stem + '.err')) as f:
+    stderr = f.read()
+  vm.ReadFile = lambda path: stderr if path.endswith('.err') else recorded(
+      path)
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 4),
+                         duration_s=2)
+  assert str(failure.value) == (
+      "memtier_benchmark on clients-0 got 408 error replies in place of data "
+      "(the first: -OOM command not allowed when used memory > 'maxmemory'.):"
+      " memtier counts them as operations, so its figures would count "
+      "requests the server refused as served; check the shards' maxmemory "
+      "(--redis_memory_fraction, --redis_server_options) and logs.")
+
+
 def test_a_request_count_run_that_times_out_names_what_bounds_it(
     client_vm, pkb_flags, monkeypatch):
   """A fixed-load -n run lasts what its requests take; its probe's length

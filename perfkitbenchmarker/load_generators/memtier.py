@@ -21,6 +21,7 @@ into its JSON (`authenticate`), which is masked as soon as it is read.
 import dataclasses
 from typing import Any, List, Optional, Sequence
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import redis_shard
@@ -75,6 +76,27 @@ def Manifest(load: measurement.Load, json_paths: Sequence[str],
           'staircase': staircase is not None}
 
 
+def RefuseErrorReplies(vm, outputs: Sequence[concurrent.ProcessOutput]
+                       ) -> None:
+  """errors.ProcessError when the server answered any request of these
+  memtier processes with an error reply: memtier counts those as
+  operations, so its figures would count what the server refused as
+  served."""
+  replies = [memtier_results.ErrorReplies(o.stderr) for o in outputs]
+  count = sum(n for n, _ in replies)
+  if not count:
+    return
+  first = next(reply for _, reply in replies if reply)
+  advice = ("check the shards' maxmemory (--redis_memory_fraction, "
+            "--redis_server_options) and logs" if first.startswith('-OOM')
+            else "check the shards' logs")
+  raise errors.ProcessError(
+      f'{memtier_results.LOAD_GENERATOR} on {vm.name} got {count:,} error '
+      f'replies in place of data (the first: {vm_util.Mask(first[:200])}): '
+      'memtier counts them as operations, so its figures would count '
+      f'requests the server refused as served; {advice}.')
+
+
 class MemtierGenerator(base.LoadGenerator):
   """Drives memtier_benchmark on one client VM."""
 
@@ -125,11 +147,12 @@ class MemtierGenerator(base.LoadGenerator):
              for e, path in zip(endpoints, json_paths)]
     timeout = 120 + workload.key_count / 5000
     # Its JSON comes back too, to be kept with the probes' (evidence.py).
-    concurrent.RunSideBySide(
+    outputs = concurrent.RunSideBySide(
         self.vm, 'memtier-preload', argvs, timeout,
         secret=redis_shard.LoadPassword(password), files=json_paths,
         manifest=dict(Manifest(measurement.Load(PRELOAD_THREADS, clients),
                                json_paths, None, 0), preload=True))
+    RefuseErrorReplies(self.vm, outputs)
     # Every standalone shard is its own database: each gets the slice.
     return workload.key_count * (1 if workload.cluster_mode else
                                  len(endpoints))
@@ -163,6 +186,7 @@ class MemtierGenerator(base.LoadGenerator):
                           0 if requests else self.warmup_s, staircase),
         timeout_hint=hint)
     self.last_raw_output = run.raw_output
+    RefuseErrorReplies(self.vm, run.outputs)
     # The window the CPU was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.
     self.last_cpu = run.cpu

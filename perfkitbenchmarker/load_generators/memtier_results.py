@@ -132,6 +132,24 @@ class MemtierCommandStats:
                histogram)
 
 
+# memtier logs each error reply on its stderr (client::handle_response:
+# 'server <host:port> handle error response: <reply>') and counts it in its
+# JSON as an operation like a served one: every SET an -OOM refused, a
+# -NOPERM, a -CLUSTERDOWN. (The MOVED and ASK it follows in cluster mode are
+# not logged so.)
+_ERROR_REPLY = re.compile(r'handle error response: ([^\r\n]*)')
+
+
+def ErrorReplies(stderr_text: Optional[str]) -> Tuple[int, Optional[str]]:
+  """How many error replies memtier logged on `stderr_text`, and the first
+  (None when there was none)."""
+  count, first = 0, None
+  for match in _ERROR_REPLY.finditer(stderr_text or ''):
+    count += 1
+    first = first or match.group(1).strip()
+  return count, first
+
+
 def ParseStdoutTable(stdout_text: str) -> Dict[str, Dict[str, Optional[float]]]:
   """The ALL STATS table of memtier's stdout, by row type then column name.
 
