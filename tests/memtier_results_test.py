@@ -626,3 +626,15 @@ def test_error_replies_are_counted_from_memtiers_stderr():
       408, "-OOM command not allowed when used memory > 'maxmemory'.")
   assert memtier_results.ErrorReplies('Json file closed.\n') == (0, None)
   assert memtier_results.ErrorReplies(None) == (0, None)
+
+
+def test_a_lost_connection_is_read_from_memtiers_stderr():
+  """The recorded probe whose shard was killed a second in: memtier exited 0
+  with a JSON of 0 operations; its stderr alone says a connection failed."""
+  stem = 'memtier-shard-killed_t1c64_tt3'
+  assert _Json(stem)['ALL STATS']['Totals']['Count'] == 0
+  assert memtier_results.ConnectionLost(_Read(stem + '.err')) == (
+      'Connection error: Connection reset by peer')
+  assert memtier_results.ConnectionLost(
+      _Read('memtier_single_t1c4_tt2_rate100_oom.err')) is None
+  assert memtier_results.ConnectionLost(None) is None

@@ -368,6 +368,30 @@ def test_a_probe_whose_requests_got_error_replies_has_no_figure(
       "(--redis_memory_fraction, --redis_server_options) and logs.")
 
 
+def test_a_probe_whose_shard_died_says_so_in_one_line(data_path, pkb_flags):
+  """A shard killed mid-probe: memtier exits 0, its restarted thread's
+  figures gone (the recorded JSON counts 0 operations), and the run stopped
+  with 'internal error ValueError: No operations measured after 0s
+  warm-up'."""
+  del pkb_flags
+  stem = 'memtier-shard-killed_t1c64_tt3'
+  vm = RecordedClientVm({'probe': _Fixture(data_path, stem)})
+  recorded = vm.ReadFile
+  with open(data_path(stem + '.err')) as f:
+    stderr = f.read()
+  vm.ReadFile = lambda path: stderr if path.endswith('.err') else recorded(
+      path)
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 64),
+                         duration_s=3)
+  assert str(failure.value) == (
+      'memtier_benchmark on clients-0 lost its connection to the server '
+      '(Connection error: Connection reset by peer): memtier leaves out what '
+      "that connection had in flight and the figures of a thread it "
+      'restarts, so they are not what the server served; check that every '
+      "shard still runs (the shards' logs).")
+
+
 def test_a_request_count_run_that_times_out_names_what_bounds_it(
     client_vm, pkb_flags, monkeypatch):
   """A fixed-load -n run lasts what its requests take; its probe's length

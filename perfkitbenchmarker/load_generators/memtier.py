@@ -76,25 +76,33 @@ def Manifest(load: measurement.Load, json_paths: Sequence[str],
           'staircase': staircase is not None}
 
 
-def RefuseErrorReplies(vm, outputs: Sequence[concurrent.ProcessOutput]
-                       ) -> None:
-  """errors.ProcessError when the server answered any request of these
-  memtier processes with an error reply: memtier counts those as
-  operations, so its figures would count what the server refused as
-  served."""
+def RefuseUnserved(vm, outputs: Sequence[concurrent.ProcessOutput]) -> None:
+  """errors.ProcessError when the server did not serve requests of these
+  memtier processes: error replies, which memtier counts as operations, so
+  its figures would count what the server refused as served; or a lost
+  connection (a shard gone), whose requests and restarted thread's figures
+  memtier leaves out."""
   replies = [memtier_results.ErrorReplies(o.stderr) for o in outputs]
   count = sum(n for n, _ in replies)
-  if not count:
-    return
-  first = next(reply for _, reply in replies if reply)
-  advice = ("check the shards' maxmemory (--redis_memory_fraction, "
-            "--redis_server_options) and logs" if first.startswith('-OOM')
-            else "check the shards' logs")
-  raise errors.ProcessError(
-      f'{memtier_results.LOAD_GENERATOR} on {vm.name} got {count:,} error '
-      f'replies in place of data (the first: {vm_util.Mask(first[:200])}): '
-      'memtier counts them as operations, so its figures would count '
-      f'requests the server refused as served; {advice}.')
+  if count:
+    first = next(reply for _, reply in replies if reply)
+    advice = ("check the shards' maxmemory (--redis_memory_fraction, "
+              "--redis_server_options) and logs" if first.startswith('-OOM')
+              else "check the shards' logs")
+    raise errors.ProcessError(
+        f'{memtier_results.LOAD_GENERATOR} on {vm.name} got {count:,} error '
+        f'replies in place of data (the first: {vm_util.Mask(first[:200])}): '
+        'memtier counts them as operations, so its figures would count '
+        f'requests the server refused as served; {advice}.')
+  lost = next(filter(None, (memtier_results.ConnectionLost(o.stderr)
+                            for o in outputs)), None)
+  if lost:
+    raise errors.ProcessError(
+        f'{memtier_results.LOAD_GENERATOR} on {vm.name} lost its connection '
+        f'to the server ({vm_util.Mask(lost[:200])}): memtier leaves out '
+        'what that connection had in flight and the figures of a thread it '
+        'restarts, so they are not what the server served; check that every '
+        "shard still runs (the shards' logs).")
 
 
 class MemtierGenerator(base.LoadGenerator):
@@ -152,7 +160,7 @@ class MemtierGenerator(base.LoadGenerator):
         secret=redis_shard.LoadPassword(password), files=json_paths,
         manifest=dict(Manifest(measurement.Load(PRELOAD_THREADS, clients),
                                json_paths, None, 0), preload=True))
-    RefuseErrorReplies(self.vm, outputs)
+    RefuseUnserved(self.vm, outputs)
     # Every standalone shard is its own database: each gets the slice.
     return workload.key_count * (1 if workload.cluster_mode else
                                  len(endpoints))
@@ -186,7 +194,7 @@ class MemtierGenerator(base.LoadGenerator):
                           0 if requests else self.warmup_s, staircase),
         timeout_hint=hint)
     self.last_raw_output = run.raw_output
-    RefuseErrorReplies(self.vm, run.outputs)
+    RefuseUnserved(self.vm, run.outputs)
     # The window the CPU was measured over (the test time, not the
     # processes' life with memtier's idle tail), kept for the samples.
     self.last_cpu = run.cpu

@@ -150,6 +150,22 @@ def ErrorReplies(stderr_text: Optional[str]) -> Tuple[int, Optional[str]]:
   return count, first
 
 
+# And what it logs when a connection fails (shard_connection: the server
+# went away or stopped answering): it counts none of that connection's
+# requests still unanswered, and a thread it restarts for it starts its
+# figures again (a probe whose shard was killed read 0 operations).
+_CONNECTION_LOST = re.compile(
+    r'((?:Connection error|connection dropped|Connection timeout'
+    r'|connect failed)[^\r\n]*)', re.IGNORECASE)
+
+
+def ConnectionLost(stderr_text: Optional[str]) -> Optional[str]:
+  """The first connection failure memtier logged on `stderr_text`, or
+  None."""
+  match = _CONNECTION_LOST.search(stderr_text or '')
+  return match.group(1).strip() if match else None
+
+
 def ParseStdoutTable(stdout_text: str) -> Dict[str, Dict[str, Optional[float]]]:
   """The ALL STATS table of memtier's stdout, by row type then column name.
 
