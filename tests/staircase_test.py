@@ -392,6 +392,29 @@ def test_a_probe_whose_shard_died_says_so_in_one_line(data_path, pkb_flags):
       "shard still runs (the shards' logs).")
 
 
+def test_a_probe_whose_tool_was_killed_is_not_said_to_have_timed_out(
+    client_vm, pkb_flags, monkeypatch):
+  """memtier killed (SIGKILL) half a second into its probe: `timeout`
+  passes that on as 137, which was read as its own KILL at the bound
+  ('timed out after 36 s'); only 124, or 137 past the bound, is."""
+  del pkb_flags
+  recorded = client_vm.ReadFile
+  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
+      '137 100.0 100.5' if path.endswith('.rc') else recorded(path)))
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
+                                Load(1, 32), duration_s=2)
+  assert str(failure.value).startswith(
+      'memtier_benchmark on clients-0 was killed by SIGKILL after 0.5 s (exit '
+      'status 137): ')
+  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
+      '137 100.0 141.0' if path.endswith('.rc') else recorded(path)))
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
+                                Load(1, 32), duration_s=2)
+  assert 'timed out after 36 s: ' in str(failure.value)
+
+
 def test_a_request_count_run_that_times_out_names_what_bounds_it(
     client_vm, pkb_flags, monkeypatch):
   """A fixed-load -n run lasts what its requests take; its probe's length

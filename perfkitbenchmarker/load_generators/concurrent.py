@@ -34,6 +34,7 @@ import base64
 import dataclasses
 import json
 import shlex
+import signal
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
@@ -181,10 +182,22 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
       program = commands[i][0].rsplit('/', 1)[-1]
       side_by_side = (f' ({len(commands)} processes side by side)'
                       if len(commands) > 1 else '')
-      reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
-                f'{timeout_hint}'
-                if output.returncode in (124, 137) else
-                f'exited with status {output.returncode}')
+      reason = f'exited with status {output.returncode}'
+      # `timeout` exits 124 at its bound (137 when its KILL 5 s later was
+      # needed) and passes a process killed by a signal on as 128 + its
+      # number: a memtier killed 0.5 s in is no timeout.
+      if output.returncode == 124 or (output.returncode == 137 and
+                                      output.seconds >= timeout_s):
+        reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
+                  f'{timeout_hint}')
+      elif 128 < output.returncode < 128 + signal.NSIG:
+        number = output.returncode - 128
+        try:
+          name = signal.Signals(number).name
+        except ValueError:
+          name = f'signal {number}'
+        reason = (f'was killed by {name} after {output.seconds:.1f} s '
+                  f'(exit status {output.returncode})')
       said = (vm_util.Tail(output.stderr) or vm_util.Tail(output.stdout) or
               'no output')
       raise errors.ProcessError(
