@@ -372,7 +372,7 @@ def Combine(parts: Sequence[Measurement], load: Load) -> Measurement:
 # seconds added up, rates their mean. Combine copies the first repeat's
 # metadata, so an answer of 375,233 ops at 62,459 ops/s said set_ops 70,861
 # and reported_ops_per_sec 70,801.88, its first repeat's.
-_REPEATS_SUMMED = ('set_ops', 'get_ops', 'real_duration_s',
+_REPEATS_SUMMED = ('set_ops', 'get_ops', 'get_misses', 'real_duration_s',
                    'reported_duration_s')
 _REPEATS_AVERAGED = ('reported_ops_per_sec', 'series_throughput',
                      'moved_per_sec', 'ask_per_sec')

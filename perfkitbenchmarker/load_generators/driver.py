@@ -33,9 +33,9 @@ _WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
 # client VMs reports summed (measurement.Combine keeps the first VM's
 # metadata: two VMs of 8 connections each said connections_total 8, and
 # set_ops and get_ops were half the probe's ops).
-_SUM_OF = ('connections_total', 'set_ops', 'get_ops', 'reported_ops_per_sec',
-           'series_throughput', 'moved_per_sec', 'ask_per_sec', 'processes',
-           'outstanding_requests', 'tool_clients')
+_SUM_OF = ('connections_total', 'set_ops', 'get_ops', 'get_misses',
+           'reported_ops_per_sec', 'series_throughput', 'moved_per_sec',
+           'ask_per_sec', 'processes', 'outstanding_requests', 'tool_clients')
 _T = TypeVar('_T')
 
 

@@ -103,6 +103,8 @@ class MemtierCommandStats:
   percentiles: Percentiles
   time_series: Tuple[MemtierSecond, ...]
   histogram: Optional[LatencyHistogram] = None
+  # Keys asked for and not found (GETs only): counted as operations too.
+  misses: int = 0
 
   @property
   def average_latency_ms(self) -> Optional[float]:
@@ -125,11 +127,17 @@ class MemtierCommandStats:
         percentiles[percentile] = histogram.ValueAtPercentile(percentile)
     series = sorted((int(second), entry) for second, entry in
                     section.get('Time-Serie', {}).items())
+    # Hits and misses are only given as rates over the (whole-second wrong)
+    # Total duration; their ratio is exact.
+    hits, missed = (measurement.FiniteFloat(section.get(key)) or 0.0
+                    for key in ('Hits/sec', 'Misses/sec'))
+    misses = (round(count * missed / (hits + missed))
+              if hits + missed > 0 else 0)
     return cls(count, float(section.get('Ops/sec', 0.0)),
                float(section.get('Accumulated Latency', 0)),
                tuple(sorted(percentiles.items())),
                tuple(MemtierSecond.FromJson(s, e) for s, e in series),
-               histogram)
+               histogram, misses)
 
 
 # memtier logs each error reply on its stderr (client::handle_response:
@@ -449,6 +457,7 @@ class MemtierResult:
         'processes': self.processes,
         'set_ops': self.sets.count,
         'get_ops': self.gets.count,
+        'get_misses': self.gets.misses,
         'per_second_start_ms': self.start_ms,
     }
     facts = {k: v for k, v in facts.items() if v is not None}
@@ -483,7 +492,7 @@ def _CombineCommandStats(parts: Sequence[MemtierCommandStats]):
       sum(p.count for p in parts), sum(p.reported_ops_per_sec for p in parts),
       sum(p.accumulated_latency_ms for p in parts), percentiles,
       tuple(MemtierSecond(s, counts[s], latencies[s]) for s in sorted(counts)),
-      histogram)
+      histogram, sum(p.misses for p in parts))
 
 
 def CombineMemtierResults(results: Sequence[MemtierResult],

@@ -238,6 +238,16 @@ def WarnAboutLimits(spec, measured: Sequence[measurement.Measurement],
         f'{max(flagged):g} % of its cores in {len(flagged)} of '
         f'{len(measured)} probes (foreign_cpu_pct; steal time on VMs); the '
         'throughput may be understated.')
+  missed = [100 * m.metadata['get_misses'] / m.metadata['get_ops']
+            for m in measured
+            if m.metadata.get('get_misses') and m.metadata.get('get_ops')]
+  if missed:
+    spec.reporter.Line(
+        f'WARNING: GETs found no key in {len(missed)} of {len(measured)} '
+        f'{runs} (up to {max(missed):.3g} % of their GETs; get_misses): '
+        'preloaded keys were evicted or expired since, and a miss carries '
+        f'no value, so {figure} is of a lighter load than the preloaded '
+        "keys'.")
 
 
 def QuotaWords(quota: float, priced_as: Optional[str],
