@@ -40,10 +40,31 @@ EXPECTED_RPS = {
 START_LINE = 'redis-benchmark_single_t1c24_n120000_quota_startline.txt'
 
 
+# A SET process of a cluster probe (--cluster, 3 masters) during which one
+# master gave up 201 of its slots for 2 s: its stdout ('77504 requests
+# completed in 10.45 seconds', 24 of them at 3,000 ms) and its stderr; see
+# tests/data/README.md.
+CLUSTERDOWN = 'redis-benchmark_cluster3_c24_n77504_clusterdown'
+
+
 def test_every_redis_benchmark_fixture_is_covered():
   names = {os.path.basename(p)
            for p in glob.glob(os.path.join(DATA, 'redis-benchmark*'))}
-  assert names == set(EXPECTED_RPS) | {START_LINE}
+  assert names == set(EXPECTED_RPS) | {START_LINE, CLUSTERDOWN + '.txt',
+                                       CLUSTERDOWN + '.err'}
+
+
+def test_error_replies_it_went_on_after_are_read_from_stderr():
+  """In cluster mode redis-benchmark counts a CLUSTERDOWN reply as a
+  request done, after a second's wait: the recorded process's report reads
+  like any other (77,504 requests completed); only stderr says 8 were
+  refused."""
+  result, = rb.ParseOutput(_Read(CLUSTERDOWN + '.txt'))
+  assert result.requests == 77504
+  assert rb.ErrorReplies(_Read(CLUSTERDOWN + '.err')) == (
+      8, 'Error from server 127.0.0.1:7001: CLUSTERDOWN The cluster is down.')
+  assert rb.ErrorReplies('WARNING: Could not fetch server CONFIG\n') == (
+      0, None)
 
 
 def test_the_start_line_is_no_quarter_second_of_load():

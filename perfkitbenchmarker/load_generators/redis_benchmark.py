@@ -102,6 +102,23 @@ def SplitConnections(connections: int, set_ratio: int,
   return {'set': sets, 'get': connections - sets}
 
 
+def RefuseErrorReplies(vm, outputs: Sequence[concurrent.ProcessOutput]
+                       ) -> None:
+  """errors.ProcessError when redis-benchmark said it got error replies:
+  it counts a CLUSTERDOWN as a request done (after a second's wait), so its
+  figures would count what the server refused as served."""
+  replies = [rb.ErrorReplies(out.stderr) for out in outputs]
+  count = sum(n for n, _ in replies)
+  if count:
+    first = next(reply for _, reply in replies if reply)
+    raise errors.ProcessError(
+        f'{rb.LOAD_GENERATOR} on {vm.name} got {count:,} error replies in '
+        f'place of data (the first: {vm_util.Mask(first[:200])}): it counts '
+        'them as requests done, so its figures would count requests the '
+        "server refused as served; check the shards' logs (the cluster's "
+        'state).')
+
+
 class RedisBenchmarkGenerator(base.LoadGenerator):
   """Drives redis-benchmark on one client VM."""
 
@@ -293,6 +310,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         self.vm, f'redis-benchmark-pilot-{self._probes}', argvs,
         self.ProbeTimeout(planned, 0),
         secret=redis_shard.LoadPassword(password))
+    RefuseErrorReplies(self.vm, outputs)
     try:
       self._Learn(tests, outputs)
     except (ValueError, IndexError) as e:  # No summary, or one unread.
@@ -334,6 +352,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
                   'stdout': [f'out.{i}' for i in range(len(argvs))],
                   'rc': [f'rc.{i}' for i in range(len(argvs))]})
     outputs = run.outputs
+    RefuseErrorReplies(self.vm, outputs)
     seconds = [out.seconds for out in outputs]
     facts = {
         'load_generator_version': self.Version(),

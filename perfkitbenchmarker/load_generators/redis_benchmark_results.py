@@ -30,9 +30,22 @@ _PERCENTILE_LINE = re.compile(r'([\d.]+)% <= ([\d.]+) milliseconds')
 # (overall: 4000.0)'): never 250 ms of load.
 _PROGRESS_LINE = re.compile(
     r'rps=([\d.]+) \(overall: ([\d.]+)\) avg_msec=')
+# An error reply redis-benchmark did not stop at: in cluster mode it follows
+# MOVED and ASK without a word and, on CLUSTERDOWN, says so on stderr,
+# waits a second, fetches the slots again and counts the request done
+# ('Error from server 127.0.0.1:7001: CLUSTERDOWN The cluster is down.');
+# any other error reply ends it with status 1.
+_ERROR_REPLY = re.compile(r'Error from server[^\r\n]*')
 TICK_S = 0.25
 TICKS_PER_SECOND = 4
 PER_SECOND_BASIS = 'progress_lines_250ms_closed_loop'
+
+
+def ErrorReplies(stderr_text: Optional[str]) -> Tuple[int, Optional[str]]:
+  """How many error replies redis-benchmark said on `stderr_text`, and the
+  first (None when there was none)."""
+  found = _ERROR_REPLY.findall(stderr_text or '')
+  return len(found), (found[0].strip() if found else None)
 
 
 @dataclasses.dataclass(frozen=True)
