@@ -443,6 +443,28 @@ def test_a_redis_benchmark_probe_with_clusterdown_replies_has_no_figure(
       "cluster's state).")
 
 
+def test_a_probe_that_hangs_names_the_error_not_its_progress_lines(
+    data_path, client_vm, pkb_flags, monkeypatch):
+  """memtier whose login the server refused (the load user's password
+  changed) says 'error: authentication failed' once a connection, then a
+  progress line a second until `timeout` ends it; the run's line showed the
+  last five progress lines ('[RUN #1 1650%, 33 secs] ... 0 ops')."""
+  del pkb_flags
+  with open(data_path('memtier-auth-failed_t1c128_tt2.err')) as f:
+    stderr = f.read()
+  recorded = client_vm.ReadFile
+  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
+      '137 100.0 141.0' if path.endswith('.rc') else
+      stderr if path.endswith('.err') else recorded(path)))
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
+                                Load(1, 128), duration_s=2)
+  assert str(failure.value) == (
+      'memtier_benchmark on clients-0 timed out after 36 s: error: '
+      'authentication failed [-WRONGPASS invalid username-password pair or '
+      'user is disabled.]')
+
+
 def test_a_request_count_run_that_times_out_names_what_bounds_it(
     client_vm, pkb_flags, monkeypatch):
   """A fixed-load -n run lasts what its requests take; its probe's length

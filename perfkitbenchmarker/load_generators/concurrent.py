@@ -33,6 +33,7 @@ dilute the figures.
 import base64
 import dataclasses
 import json
+import re
 import shlex
 import signal
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -198,7 +199,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
           name = f'signal {number}'
         reason = (f'was killed by {name} after {output.seconds:.1f} s '
                   f'(exit status {output.returncode})')
-      said = (vm_util.Tail(output.stderr) or vm_util.Tail(output.stdout) or
+      said = (_Said(output.stderr) or vm_util.Tail(output.stdout) or
               'no output')
       raise errors.ProcessError(
           f'{program} on {vm.name} {reason}: {said}{FailureHint(said)}')
@@ -224,6 +225,23 @@ def FailureHint(said: str) -> str:
           '-Hn where it runs); raise it for the run, or open fewer '
           'connections (--memtier_clients, '
           '--memtier_adaptive_max_connections)')
+
+
+# A tool's line saying what went wrong, and memtier's progress lines, which
+# say 'conn errors' and, in a run that hangs, bury the one that did.
+_FAILURE_WORDS = re.compile(r'error|fail', re.IGNORECASE)
+_PROGRESS = '[RUN #'
+
+
+def _Said(stderr: str) -> str:
+  """What a failed process said: its stderr's distinct lines naming an
+  error or a failure (memtier refused its login says 'error:
+  authentication failed [...]' once a connection, then a progress line
+  every second until its bound), else its last lines."""
+  lines = [l.strip() for l in (stderr or '').splitlines() if l.strip()]
+  failures = [l for l in lines if _FAILURE_WORDS.search(l) and
+              not l.startswith(_PROGRESS)]
+  return vm_util.Tail('\n'.join(dict.fromkeys(failures) or lines))
 
 
 def _KeepEvidence(vm, name, commands, timeout_s, files, bundle, secret,
