@@ -138,6 +138,35 @@ def _Damaged(what: str, error: BaseException) -> BadInput:
   return BadInput(f'{what} cannot be recomputed: {fault}')
 
 
+# Metadata of a recomputed probe: what its tools said on stderr of
+# requests the server did not serve (Unserved).
+UNSERVED = 'unserved'
+
+
+def Unserved(probe: evidence.Probe, manifest: ProbeManifest
+             ) -> Optional[str]:
+  """What the probe's tools said on their kept stderr (err.<i> beside each
+  out.<i>) of requests the server did not serve, or None: memtier's error
+  replies and lost connections, redis-benchmark's CLUSTERDOWN replies.
+  Their figures count those as served; a run stops at such a probe
+  (memtier.RefuseUnserved, redis_benchmark.RefuseErrorReplies), one kept
+  by a run from before is no figure to confirm."""
+  replies, lost = 0, None
+  for key in manifest.stdout:
+    err = 'err.' + key[len('out.'):]
+    if not key.startswith('out.') or not probe.Has(err):
+      continue
+    text = probe.Text(err)
+    if manifest.load_generator == memtier_results.LOAD_GENERATOR:
+      replies += memtier_results.ErrorReplies(text)[0]
+      lost = lost or memtier_results.ConnectionLost(text)
+    else:
+      replies += rb.ErrorReplies(text)[0]
+  said = ([f'{replies:,} error replies'] if replies else []) + (
+      ['a lost connection'] if lost else [])
+  return ' and '.join(said) or None
+
+
 def ProbeMeasurement(directory: regular_files.Directory, rel: str
                      ) -> Optional[measurement.Measurement]:
   """One client VM's probe, measured again from its kept evidence (only the
@@ -158,20 +187,22 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
     raise BadInput(f'{where} is not a probe manifest: '
                    f'{errors.Problems(e, quote=False)}') from None
   load = measurement.Load(*manifest.load)
+  unserved = Unserved(probe, manifest)
+  facts = {UNSERVED: unserved} if unserved else {}
   try:
     if (manifest.load_generator == memtier_results.LOAD_GENERATOR and
         not manifest.staircase):
       return memtier_results.Measure(
           [probe.Text(k) for k in manifest.json_parts],
           [probe.Text(k) if probe.Has(k) else None for k in manifest.stdout],
-          load, manifest.test_time_s, manifest.warmup_s or 0)
+          load, manifest.test_time_s, manifest.warmup_s or 0, facts)
     if manifest.load_generator == rb.LOAD_GENERATOR:
       seconds = []
       for key in manifest.rc:
         _, start, end = probe.Text(key).split()[:3]
         seconds.append(float(end) - float(start))
       return rb.Measure([probe.Text(k) for k in manifest.stdout],
-                        manifest.groups, seconds, load)
+                        manifest.groups, seconds, load, facts)
   except _FAULT_KINDS as e:
     raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
   if manifest.staircase:
@@ -216,7 +247,17 @@ def _Probe(directory: regular_files.Directory, raw_output: str,
     parts = [_Cache(cache, f'probe directory {rel}',
                     lambda rel=rel: ProbeMeasurement(directory, rel))
              for rel in raw_output.split(',')]
-    return None if None in parts else measurement.Combine(parts, load)
+    if None in parts:
+      return None
+    combined = measurement.Combine(parts, load)
+    # Combine keeps the first client VM's metadata: any VM's word counts.
+    said = [str(p.metadata[UNSERVED]) for p in parts
+            if p.metadata.get(UNSERVED)]
+    metadata = dict(combined.metadata)
+    metadata.pop(UNSERVED, None)
+    if said:
+      metadata[UNSERVED] = ', '.join(said)
+    return dataclasses.replace(combined, metadata=metadata)
   return _Cache(cache, f'raw_output {raw_output}', Combined)
 
 
@@ -369,6 +410,11 @@ def _Recompute(directory: regular_files.Directory,
           continue
         if metric == pp.THROUGHPUT:
           report.probes += 1
+          if m.metadata.get(UNSERVED):
+            report.differences.append(
+                f'{where}: its raw files say the server did not serve every '
+                f'request ({m.metadata[UNSERVED]}), which its figures count '
+                'as served')
           report.Compare(where, 'value', value, m.throughput)
           _CheckLatencies(report, where, metadata, m)
           if metadata.get('probe_index') not in (None, 'None'):

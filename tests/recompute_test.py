@@ -19,10 +19,12 @@ import pytest
 import e2e_support as e2e
 import pkb_forkserver
 from perfkitbenchmarker import evidence
+from perfkitbenchmarker import measurement
 from perfkitbenchmarker import recompute
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.load_generators import memtier
 from tests import memtier_replay
 
 SCRIPT = os.path.join(e2e.REPO, 'scripts', 'recompute.py')
@@ -278,3 +280,31 @@ def test_a_damaged_memtier_json_is_one_line(tmp_path, section, key, value,
   assert line.startswith(f'the raw files in {tmp_path}/run/{rel} cannot be '
                          'recomputed: '), line
   assert words in line and '\n' not in line
+
+
+def test_a_kept_probe_whose_requests_were_refused_is_a_difference(tmp_path):
+  """A run from before the runs stopped at error replies kept its probes'
+  stderr: the recorded probe against a shard past its maxmemory (408 SETs
+  refused with -OOM, counted by memtier as operations) was recomputed and
+  agreed ('0 differences'), its figures confirmed."""
+  run_dir = tmp_path / 'run'
+  os.mkdir(run_dir, 0o700)
+  stem = os.path.join(e2e.REPO, 'tests', 'data',
+                      'memtier_single_t1c4_tt2_rate100_oom')
+  parts = {}
+  for key, ext in (('file.probe-1-7001.json', '.json'), ('out.0', '.txt'),
+                   ('err.0', '.err')):
+    with open(stem + ext) as f:
+      parts[key] = f.read()
+  manifest = memtier.Manifest(measurement.Load(1, 4), ['probe-1-7001.json'],
+                              2, 0)
+  rel = evidence.Keep(_Vm(str(run_dir)), 'memtier-1', [],
+                      {**parts, evidence.MANIFEST: json.dumps(manifest)})
+  with regular_files.Directory(str(run_dir)) as directory:
+    m = recompute.ProbeMeasurement(directory, rel)
+    assert m.ops == 812
+    assert m.metadata[recompute.UNSERVED] == '408 error replies'
+    # Its GETs were served: without the stderr, nothing is said.
+    os.unlink(run_dir / rel / 'err.0')
+    assert recompute.UNSERVED not in recompute.ProbeMeasurement(
+        directory, rel).metadata
