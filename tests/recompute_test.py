@@ -303,8 +303,15 @@ def test_a_kept_probe_whose_requests_were_refused_is_a_difference(tmp_path):
   with regular_files.Directory(str(run_dir)) as directory:
     m = recompute.ProbeMeasurement(directory, rel)
     assert m.ops == 812
-    assert m.metadata[recompute.UNSERVED] == '408 error replies'
+    assert m.metadata[recompute.UNSERVED] == (
+        'its raw files say the server did not serve every request (408 '
+        'error replies), which its figures count as served')
     # Its GETs were served: without the stderr, nothing is said.
     os.unlink(run_dir / rel / 'err.0')
     assert recompute.UNSERVED not in recompute.ProbeMeasurement(
         directory, rel).metadata
+    # A stderr that cannot be read (here a symlink, not followed; a flood
+    # of error lines past the 32 MiB bound) confirms nothing either.
+    os.symlink(stem + '.err', run_dir / rel / 'err.0')
+    assert recompute.ProbeMeasurement(directory, rel).metadata[
+        recompute.UNSERVED].startswith('its stderr err.0 could not be read: ')
