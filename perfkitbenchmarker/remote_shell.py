@@ -58,16 +58,30 @@ def EnvLine(env: Dict[str, str]) -> str:
   return base64.b64encode(EnvScript(env).encode()).decode() + '\n'
 
 
+# Where the remote login shell finds the bash that runs each command: the
+# login's own PATH (a ~/.bashrc, ~/.ssh/environment or /etc/environment
+# may put a directory any user can write first) is read only by
+# ssh_command.sh, which keeps its safe directories for the command.
+SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+
 def CommandScript(command: str, scratch_dir: str, timeout_s: float,
                   env_on_stdin: bool = False, scripts: bool = False) -> str:
   """The remote shell command that runs `command` under `timeout`
   (scripts/ssh_command.sh, its values as arguments; with `scripts`,
   checking the shipped scripts of scratch_dir first); `bash -c` itself, as
-  the remote login shell may be another."""
+  the remote login shell may be another, found on SYSTEM_PATH, the login's
+  PATH handed on in PKB_LOGIN_PATH ("$PATH": sh, bash, zsh, csh and fish
+  read it alike) for ssh_command.sh to leave out of the command's what
+  other users can write."""
   scripts = shell_scripts.ShippedDir(scratch_dir) if scripts else ''
-  return shlex.join(shell_scripts.Inline(
-      _COMMAND_SCRIPT, scratch_dir, scripts, Seconds(timeout_s),
-      KILL_GRACE_S, int(env_on_stdin), command))
+  argv = shell_scripts.Inline(_COMMAND_SCRIPT, scratch_dir, scripts,
+                              Seconds(timeout_s), KILL_GRACE_S,
+                              int(env_on_stdin), command)
+  # --norc: bash started by sshd reads ~/.bashrc, whose PATH is the login's.
+  argv.insert(1, '--norc')
+  return (f'/usr/bin/env PATH={SYSTEM_PATH} PKB_LOGIN_PATH="$PATH" ' +
+          shlex.join(argv))
 
 
 def ScriptsProblem(stderr: str) -> Optional[str]:

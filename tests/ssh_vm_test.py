@@ -407,9 +407,26 @@ def test_system_tuning_commands(shipped_scripts):
 
 
 @pytest.mark.e2e
-def test_remote_shell_quotes_and_bounds_the_command():
+def test_remote_shell_quotes_and_bounds_the_command(tmp_path):
   script = remote_shell.CommandScript("echo 'a b'", '/tmp/pkb-x/vm-0', 2.5)
-  assert script.startswith('bash -c ')
+  assert script.startswith('/usr/bin/env PATH=/usr/local/sbin:')
+  # A login PATH (~/.bashrc, ~/.ssh/environment) whose first directory any
+  # user can write: nothing of it runs, and the command's PATH leaves it out
+  # (trusted_programs.KeepSafePath's rule, as a Local run's PATH).
+  planted = tmp_path / 'anyone'
+  planted.mkdir(mode=0o777)
+  planted.chmod(0o777)
+  for name in ('bash', 'timeout', 'stat', 'base64'):
+    (planted / name).write_text(f'#!/bin/sh\necho {name} >> {planted}/ran\n')
+    (planted / name).chmod(0o755)
+  ran = subprocess.run(
+      ['/bin/sh', '-c', remote_shell.CommandScript(
+          'echo "$PATH"; command -v bash', '/', 5, env_on_stdin=True)],
+      input=remote_shell.EnvLine({'PKB_X': 'x'}),
+      env={'PATH': f'{planted}:/usr/bin:/bin'}, capture_output=True,
+      text=True, timeout=30, check=False)
+  assert not (planted / 'ran').exists()
+  assert ran.stdout.split('\n')[0] == '/usr/bin:/bin', ran.stderr
   # Run as the remote login shell runs it (sh): the marker first on stderr,
   # the command's quoting kept, the environment from stdin's first line.
   ran = subprocess.run(

@@ -4,8 +4,9 @@
 #       ENV_ON_STDIN COMMAND
 # Prints the marker \036pkb-started\036 on stderr first, which tells "the
 # remote shell started" apart from an ssh connection failure (both can end
-# with exit 255). With a SCRIPTS_DIR (the command runs a shipped script),
-# checks it first: it and every file in it this user's own, a directory
+# with exit 255); then keeps of the login's PATH only what no other user
+# can add a program to (safe_path). With a SCRIPTS_DIR (the command runs
+# a shipped script), checks it first: it and every file in it this user's own, a directory
 # (a regular file), writable by no one else (shell_scripts.Problem's rule);
 # then exports PKB_SCRIPTS, else exits 125 before running anything, after
 # \036pkb-scripts\036 and what is wrong ("missing", or the first file at
@@ -15,6 +16,73 @@
 # in SCRATCH_DIR (as Local VMs run it) under `timeout`: TERM after
 # TIMEOUT_S, KILL KILL_GRACE_S later.
 printf '\036pkb-started\036' >&2
+
+# safe_path PATH: PATH's directories that no other user can add a program
+# to (trusted_programs.KeepSafePath's rule, as a Local run keeps its own):
+# each existing one (or the nearest above a missing one), every directory
+# on its way as given and with its links resolved, owned by root or this
+# user and writable by no one else (group: root's only; sticky passes on
+# the way, never for the directory itself), every link on the way owned by
+# root or this user. A relative entry (the directory a command runs in,
+# which varies) is left out. Joined by ':'; the system's directories when
+# none is kept. Run in a subshell (it changes directory); one stat.
+safe_path() {
+  local entry base at part i line uid gid mode me=$EUID
+  local -a entries parts places=() kept=()
+  local -A seen=() ways=() real=() info=()
+  IFS=: read -ra entries <<< "$1"
+  for entry in "${entries[@]}"; do
+    [[ $entry == /* && $entry != *$'\n'* ]] || continue
+    base=$entry
+    while [ ! -e "$base" ] && [ ! -L "$base" ]; do
+      base=${base%/*}
+      base=${base:-/}
+    done
+    cd -P -- "$base" 2> /dev/null || continue
+    real[$entry]=$PWD
+    for at in "$base" "$PWD"; do
+      IFS=/ read -ra parts <<< "${at#/}"
+      at=/
+      for part in '' "${parts[@]}"; do
+        [ -n "$part" ] && at=${at%/}/$part
+        ways[$entry]+=$at$'\n'
+        [ -n "${seen[$at]}" ] || places+=("$at")
+        seen[$at]=1
+      done
+    done
+  done
+  i=0
+  while IFS= read -r line; do
+    # "uid gid mode(hex, with the type) name": a name not the one asked
+    # about (an error left a line out) counts as unknown: unsafe.
+    [ "/${line#*/}" = "${places[i]}" ] && info[${places[i]}]=${line%%/*}
+    i=$((i + 1))
+  done < <(stat -c '%u %g %f %n' -- "${places[@]}" 2> /dev/null)
+  for entry in "${entries[@]}"; do
+    [[ $entry == /* && -n ${real[$entry]} ]] || continue
+    while IFS= read -r at; do
+      [ -n "$at" ] || continue
+      read -r uid gid mode <<< "${info[$at]:-x x 0}"
+      mode=$((16#$mode))
+      [ "$uid" = 0 ] || [ "$uid" = "$me" ] || continue 2
+      (( (mode & 0xF000) == 0xA000 )) && continue  # a link: its owner only
+      (( (mode & 0xF000) == 0x4000 && (mode & 01000) )) &&
+        [ "$at" != "${real[$entry]}" ] && continue
+      (( mode & 2 )) && continue 2
+      (( mode & 020 )) && [ "$gid" != 0 ] && continue 2
+    done <<< "${ways[$entry]}"
+    kept+=("$entry")
+  done
+  local IFS=:
+  printf %s "${kept[*]:-$2}"
+}
+# The command line started this bash on the system's directories, the
+# login's PATH in PKB_LOGIN_PATH (remote_shell.CommandScript).
+PATH=$(safe_path "${PKB_LOGIN_PATH-$PATH}" "$PATH")
+export PATH
+# Nor does a bash the command starts read ~/.bashrc (bash does when it
+# sees it was run by sshd).
+unset PKB_LOGIN_PATH SSH_CLIENT SSH2_CLIENT
 unset PKB_SCRIPTS  # Only ever the one checked here.
 if [ -n "$2" ]; then
   if [ -e "$2" ] || [ -L "$2" ]; then
@@ -38,4 +106,4 @@ fi
 cd -- "$1" 2>/dev/null || true
 # Redis clients need many sockets; the hard limit is the ceiling.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
-exec timeout -k "$4" "$3" bash -c "$6"
+exec timeout -k "$4" "$3" bash --norc -c "$6"
