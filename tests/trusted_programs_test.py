@@ -24,6 +24,7 @@ import e2e_support as e2e
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import trusted_programs
+from perfkitbenchmarker import venv_reexec
 from perfkitbenchmarker.linux_packages import local_redis_builds
 from perfkitbenchmarker.linux_packages import remote_install
 from perfkitbenchmarker.linux_packages import valkey_server
@@ -168,6 +169,38 @@ def test_pkb_leaves_them_out_before_anything_runs(
       'WARNING: directories other users can add programs or libraries to '
       f'are left out of the run\'s search paths: PATH\'s {open_dir} '
       f'({open_dir} is writable by other users (mode 0777)).\n')
+
+
+def test_python_paths_others_can_write_are_left_out_of_the_venv_reexec(
+    safe_dir, monkeypatch, capsys):
+  # PYTHONPATH=/tmp/h7d/pp (mode 0777, a yaml.py in it): './pkb.py
+  # --dry_run' imported that yaml.py as root in the venv's python it
+  # re-execs into, before any of pkb's own checks.
+  mine, open_dir = (os.path.join(safe_dir, n) for n in ('mine', 'open'))
+  for path, mode in ((mine, 0o755), (open_dir, 0o777)):
+    os.mkdir(path)
+    os.chmod(path, mode)
+  repo = os.path.join(safe_dir, 'repo')
+  os.makedirs(os.path.join(repo, '.venv', 'bin'))
+  _Program(os.path.join(repo, '.venv', 'bin'), 'python')
+  monkeypatch.setenv('PYTHONPATH', os.pathsep.join([open_dir, mine]))
+  monkeypatch.setenv('PYTHONSTARTUP', os.path.join(open_dir, 'startup.py'))
+  monkeypatch.delenv('PKB_NO_VENV_REEXEC', raising=False)
+  monkeypatch.setattr(sys, 'path', [open_dir, mine] + sys.path)
+  execs = []
+  monkeypatch.setattr(os, 'execv', lambda python, argv: execs.append(
+      (python, dict(os.environ))))
+  venv_reexec.UseRepoVenv(repo, os.path.join(repo, 'pkb.py'))
+  (python, env), = execs
+  assert python == os.path.join(repo, '.venv', 'bin', 'python')
+  assert env['PYTHONPATH'] == mine and 'PYTHONSTARTUP' not in env
+  assert open_dir not in sys.path and mine in sys.path
+  assert capsys.readouterr().err == (
+      'pkb: WARNING: directories other users can add Python modules to are '
+      f'left out of its search path: PYTHONPATH\'s {open_dir} ({open_dir} '
+      'is writable by other users (mode 0777)); PYTHONSTARTUP\'s '
+      f'{open_dir}/startup.py ({open_dir} is writable by other users (mode '
+      '0777)).\n')
 
 
 def test_a_link_is_followed_and_both_paths_checked(safe_dir):
