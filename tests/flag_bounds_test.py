@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import time
+import types
 
 from absl import flags
 import pytest
@@ -27,6 +28,7 @@ from perfkitbenchmarker import linux_benchmarks
 from perfkitbenchmarker import matrix
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (flags)
 from perfkitbenchmarker.linux_packages import redis_config
+from perfkitbenchmarker.providers.local import limits as local_limits
 from perfkitbenchmarker.providers.local import provider as local
 from perfkitbenchmarker.study import options
 
@@ -452,3 +454,35 @@ def test_the_cloud_a_config_names_is_the_one_flags_are_checked_for(
   monkeypatch.setenv('PKB_KEY_DIR', private_key_dir)
   assert pkb_main(args + ['--zone=us-central1-b']) == pkb.EXIT_OK
   assert not results.exists()
+
+
+def test_what_this_machine_would_not_let_local_shards_do_is_refused_first(
+    pkb_main, capsys, tmp_path, monkeypatch):
+  # Without CAP_NET_BIND_SERVICE (not root), '--redis_start_port=100' failed
+  # once the shards started ('bind: Permission denied', exit 1); under a
+  # hard open-file limit of 1,024 a probe of 1,024 connections was refused
+  # by the shard (Redis lowers maxclients to the limit less 32), 0 samples.
+  monkeypatch.setattr(local_limits, '_Capable', lambda bit: False)
+  monkeypatch.setattr(local_limits, 'FirstUnprivilegedPort', lambda: 1024)
+  monkeypatch.setattr(local_limits, 'resource', types.SimpleNamespace(
+      RLIMIT_NOFILE=7, RLIM_INFINITY=-1, getrlimit=lambda which: (1024, 1024)))
+  refusals = []
+  for given in (['--redis_start_port=100',
+                 '--memtier_adaptive_max_connections=992'],
+                ['--memtier_adaptive_max_connections=1000']):
+    code = pkb_main(['--dry_run', f'--results_dir={tmp_path}', *given])
+    err = capsys.readouterr().err
+    assert code == pkb.EXIT_USAGE and err.count('\n') == 1, err
+    refusals.append(err)
+  assert refusals == [
+      'pkb: --redis_start_port=100: a port below 1024 needs root '
+      '(CAP_NET_BIND_SERVICE) on this machine, and this run does not have '
+      'it; give --redis_start_port=1024 or more (default 7001), or run as '
+      'root.\n',
+      'pkb: --memtier_adaptive_max_connections=1000 over 1 client VM(s) and '
+      '1 shard(s) means 1,000 connections per shard, above the 992 Redis '
+      'takes here (its open-file limit, ulimit -Hn 1,024, less 32); lower '
+      'it, or raise the limit (ulimit -Hn, as root) for the run.\n']
+  assert pkb_main(['--dry_run', f'--results_dir={tmp_path}',
+                   '--redis_start_port=1024',
+                   '--memtier_adaptive_max_connections=992']) == 0

@@ -34,6 +34,7 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import memtier
+from perfkitbenchmarker.providers.local import limits as local_limits
 from perfkitbenchmarker.study import curve_runner
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import fixed_load
@@ -74,10 +75,13 @@ def CheckPrerequisites(config):
   groups = config.get('vm_groups') or {}  # As configs.CheckVmGroups checked.
   counts = {group: c.get('vm_count', 1) for group, c in groups.items()}
   opts = _Options()
-  opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1))
+  local = providers.CapabilitiesOfRun(FLAGS).is_runner_machine
+  # Local shards are started with pkb's own open-file limit: a probe past
+  # what it lets them take stopped the run with 0 samples.
+  opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1),
+                        local_limits.OpenFileLimit() if local else None)
   opts.server.CheckLayout(counts.get('servers', 1))
   path = opts.generator.memtier_path
-  local = providers.CapabilitiesOfRun(FLAGS).is_runner_machine
   if path and local:
     # What prepare would refuse on this machine, refused by a dry run too.
     memtier.CheckLocalPath(path)

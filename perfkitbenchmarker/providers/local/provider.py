@@ -32,6 +32,7 @@ from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.local import cpu_quota as cpu_quota_lib
+from perfkitbenchmarker.providers.local import limits as limits_lib
 from perfkitbenchmarker.providers.local import split as split_lib
 
 CLOUD = 'Local'
@@ -241,6 +242,18 @@ def _RecordedScratchDir(path: str, record) -> str:
     raise record_checks.RecordRefused(
         f'{e}: the run made it with PKB_LOCAL_SCRATCH={made_in}; set that '
         'for this stage (or teardown) as the run had it') from None
+
+
+def CheckPlan(spec) -> None:
+  """Refuses, in every plan (--dry_run too), shards this machine would not
+  let listen: a --redis_start_port below the first unprivileged port when
+  this run may not bind one (limits.py); the run stopped once its shards
+  started ('bind: Permission denied', exit 1)."""
+  start_port = getattr(spec.flags, 'redis_start_port', None)
+  if spec.starts_redis_shards and start_port:
+    problem = limits_lib.LowPortProblem(start_port)
+    if problem:
+      raise errors.UsageError(problem)
 
 
 def CheckRunDirs() -> None:
