@@ -318,7 +318,9 @@ class _Runner:
     self.cells, self.fv, self.out = cells, flag_values, out
     self.results_dir, self.processes = results_dir, processes
     self.new_run_uri = new_run_uri
-    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    # UTC ('Z'), as the cells' samples and run records are.
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y%m%d-%H%M%SZ')
     self.matrix_dir = os.path.join(MatrixRoot(results_dir),
                                    f'{stamp}-{new_run_uri()[:4]}')
     self.lock = threading.Lock()

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 from typing import Optional
 
 from perfkitbenchmarker import errors
@@ -33,6 +34,9 @@ CREDENTIAL_LOGGER = 'botocore'  # Kept out of pkb.log below INFO.
 _DETAIL = logging.Formatter(
     '%(asctime)s %(levelname)s %(module)s:%(lineno)d %(message)s')
 _CONSOLE = logging.Formatter('%(asctime)s %(stream)s | %(message)s')
+# In UTC, as samples, run records and compare's nights are (a log read
+# beside them, or on another machine, needs no zone to match them).
+_DETAIL.converter = _CONSOLE.converter = time.gmtime
 
 
 class _RunLogFormatter(logging.Formatter):

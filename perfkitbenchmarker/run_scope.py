@@ -424,7 +424,7 @@ class RunLock:
     else:
       raise errors.UsageError(f'The run lock {self.path} was removed each '
                               'time it was taken; try again.')
-    started = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime())
+    started = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())
     os.ftruncate(fd, 0)
     os.pwrite(fd, f'pid {os.getpid()} on {socket.gethostname()} since '
               f'{started}\n'.encode(), 0)

@@ -10,16 +10,20 @@ anything starts and touches nothing; teardown leaves a directory a run
 record names that is not the run's own alone, and says so.
 """
 
+import logging
 import os
 import shutil
 import stat
 import subprocess
+import time
 
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import matrix_runner
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import shell_scripts
@@ -422,3 +426,40 @@ def test_a_relative_xdg_state_home_is_ignored(tmp_path, monkeypatch):
       tmp_path / 'home' / '.local' / 'state' / 'pkb' / 'keys')
   monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
   assert run_scope.KeysRoot() == str(tmp_path / 'state' / 'pkb' / 'keys')
+
+
+@pytest.fixture
+def far_from_utc(monkeypatch):
+  """The process's local time zone 9 hours ahead of UTC, then back."""
+  monkeypatch.setenv('TZ', 'Asia/Tokyo')
+  time.tzset()
+  yield
+  monkeypatch.undo()
+  time.tzset()
+
+
+def test_what_a_run_stamps_with_the_time_is_in_utc(tmp_path, far_from_utc):  # pylint: disable=redefined-outer-name,unused-argument
+  # With TZ=Asia/Tokyo at 02:21 UTC, pkb.log's lines read '2026-12-01
+  # 11:21:11,603 stdout | Run tz7d: ...' and the run lock 'since 2026-12-01
+  # 11:21:08', while the same run's samples and record are in UTC.
+  before = time.time()
+  lock = run_scope.RunLock('utc1', str(tmp_path)).Acquire()
+  try:
+    with open(lock.path) as f:
+      since = f.read().strip().split(' since ')[1]
+  finally:
+    lock.Release()
+  stamp = lambda t, form: time.strftime(form, time.gmtime(t))
+  assert since in {stamp(t, '%Y-%m-%d %H:%M:%S UTC')
+                   for t in (before, time.time())}
+  record = logging.LogRecord('pkb.console', logging.INFO, 'x', 1, 'Run x',
+                             None, None)
+  record.stream = 'stdout'
+  record.created, record.msecs = 1796091671.6, 600
+  assert run_log._RunLogFormatter().format(record) == (  # pylint: disable=protected-access
+      '2026-12-01 02:21:11,600 stdout | Run x')
+  runner = matrix_runner._Runner([], None, str(tmp_path), lambda: 'abcd', 1,  # pylint: disable=protected-access
+                                 None)
+  name = os.path.basename(runner.matrix_dir)
+  assert name in {stamp(t, '%Y%m%d-%H%M%SZ-abcd')
+                  for t in (before, time.time())}
