@@ -500,6 +500,13 @@ def test_a_load_measured_before_is_planned_from_its_own_rate():
   # A load not measured yet: the last rate per connection, as before.
   assert generator._Requests('get', 64, 2.0) == int(  # pylint: disable=protected-access
       122661.77 / 256 * 64 * 2.0)
+  # Then a slower probe at that load (a confirm repeat on a busy machine):
+  # the hold is still planned from the fastest, or it ends before its
+  # seconds ('held 12 of 20 s ... (8 s not measured: the load generator
+  # ended before)' after a confirm probe at half the load's rate).
+  generator._Learn([(None, 'get', 32)], [types.SimpleNamespace(  # pylint: disable=protected-access
+      stdout=_Read('redis-benchmark_cluster3_c32_n400000_plain.txt'))])
+  assert generator._Requests('get', 32, hold_s) == int(110283.98 * hold_s)  # pylint: disable=protected-access
 
 def test_the_readme_hold_seconds_line_is_what_the_console_prints():
   # README's hold example ended its seconds line '(ops/s / avg ms)'; the
