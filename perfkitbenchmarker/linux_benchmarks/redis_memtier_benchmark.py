@@ -79,7 +79,7 @@ def CheckPrerequisites(config):
   # Local shards are started with pkb's own open-file limit: a probe past
   # what it lets them take stopped the run with 0 samples.
   opts.CheckConnections(counts.get('clients', 1), counts.get('servers', 1),
-                        local_limits.OpenFileLimit() if local else None)
+                        local_limits.ConnectionLimit() if local else None)
   opts.server.CheckLayout(counts.get('servers', 1))
   path = opts.generator.memtier_path
   if path and local:

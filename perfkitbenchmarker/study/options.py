@@ -19,7 +19,6 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.linux_packages import redis_config
-from perfkitbenchmarker.providers.local import limits
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import flags as _  # pylint: disable=unused-import
 from perfkitbenchmarker.linux_packages import redis_server as _server_flags  # pylint: disable=unused-import
@@ -214,10 +213,11 @@ class RedisStudyOptions:
     workload_options.CheckWorkload(self)
 
   def CheckConnections(self, client_vms: int, server_vms: int,
-                       open_files: Optional[int] = None) -> None:
+                       shard_limit: Optional[Tuple[int, str, str]] = None
+                       ) -> None:
     """Refuses a search that would open more connections than maxclients,
-    or than the shards' hard open-file limit `open_files` lets Redis take
-    (it lowers maxclients to that limit less 32 when it cannot raise it)."""
+    or than `shard_limit` lets a shard take where it runs: (connections,
+    why, what else to do; the Local provider's limits.ConnectionLimit)."""
     s = self.search
     if s.staircase is not None:
       per_client = s.max_threads * s.staircase.max_clients
@@ -236,16 +236,12 @@ class RedisStudyOptions:
     # every connection to every primary.
     per_shard = total if self.server.cluster_mode else math.ceil(
         total / shards)
-    takes = None if open_files is None else max(
-        0, open_files - limits.RESERVED_FDS)
+    takes, why, remedy = shard_limit or (None, '', '')
     if takes is not None and per_shard > takes < self.server.maxclients:
       raise errors.UsageError(
           f'{source} over {client_vms} client VM(s) and {shards} shard(s) '
           f'means {per_shard:,} connections per shard, above the '
-          f'{takes:,} Redis takes here '
-          f'(its open-file limit, ulimit -Hn {open_files:,}, less '
-          f'{limits.RESERVED_FDS}); lower it, or raise the limit (ulimit '
-          '-Hn, as root) for the run.')
+          f'{takes:,} Redis takes here ({why}); lower it, or {remedy}.')
     if per_shard > self.server.maxclients:
       raise errors.UsageError(
           f'{source} over {client_vms} client VM(s) and {shards} shard(s) '

@@ -13,12 +13,12 @@ anything starts rather than once the shards start:
 
 import contextlib
 import resource
-from typing import Optional
+from typing import Optional, Tuple
 
 _CAP_NET_BIND_SERVICE = 10
 _CAP_SYS_RESOURCE = 24
 # Redis keeps this many descriptors for itself (CONFIG_MIN_RESERVED_FDS).
-RESERVED_FDS = 32
+_RESERVED_FDS = 32
 _UNPRIVILEGED_PORT_START = '/proc/sys/net/ipv4/ip_unprivileged_port_start'
 
 
@@ -57,11 +57,14 @@ def LowPortProblem(start_port: int) -> Optional[str]:
           '7001), or run as root.')
 
 
-def OpenFileLimit() -> Optional[int]:
-  """The hard open-file limit a redis-server started here cannot raise
-  (RLIMIT_NOFILE), or None when it can (CAP_SYS_RESOURCE) or there is
-  none."""
+def ConnectionLimit() -> Optional[Tuple[int, str, str]]:
+  """The connections a redis-server started here takes at most, why, and
+  what else to do (RedisStudyOptions.CheckConnections' `shard_limit`), or
+  None when it may raise its hard open-file limit (CAP_SYS_RESOURCE) or
+  there is none."""
   hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
   if hard == resource.RLIM_INFINITY or _Capable(_CAP_SYS_RESOURCE):
     return None
-  return hard
+  return (max(0, hard - _RESERVED_FDS),
+          f'its open-file limit, ulimit -Hn {hard:,}, less {_RESERVED_FDS}',
+          'raise the limit (ulimit -Hn, as root) for the run')
