@@ -9,9 +9,10 @@ Either way, Python's search paths lose what other users can write first
 """
 
 import os
-import stat
 import sys
 from typing import List, Optional
+
+from perfkitbenchmarker import owned_paths
 
 # Where Python finds code before the venv's own (PYTHONPATH, before the
 # standard library and site-packages), and the other files it runs: a
@@ -20,42 +21,22 @@ from typing import List, Optional
 CODE_PATHS = ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'PYTHONUSERBASE')
 
 
-def _OthersCanWrite(entry: str) -> Optional[str]:
-  """Why another user could change what Python reads at `entry` (or, when
-  it is missing, make it), or None: trusted_programs.KeepSafePath's rule
-  (this module may not import it): the nearest existing path, writable by
-  no other user (group: root's only), every directory on its way as given
-  and resolved owned by root or this user and writable by no one else but
-  when sticky, every link on the way owned by root or this user. A
-  relative entry ('' too) is the current directory's."""
-  where = _Absolute(entry)
-  if where is None:
-    return 'the current directory is gone'
-  while not os.path.lexists(where):
-    where = os.path.dirname(where)
-  parts = [p for p in where.split(os.sep) if p]
-  given = [os.sep + os.sep.join(parts[:i]) for i in range(len(parts) + 1)]
-  parts = [p for p in os.path.realpath(where).split(os.sep) if p]
-  real = [os.sep + os.sep.join(parts[:i]) for i in range(len(parts) + 1)]
-  try:
-    for place in given:
-      if os.path.islink(place) and os.lstat(place).st_uid not in (
-          0, os.geteuid()):
-        return f'{place} is a symbolic link owned by uid {os.lstat(place).st_uid}'
-    for place in given + real:
-      info = os.stat(place)
-      mode = info.st_mode
-      if info.st_uid not in (0, os.geteuid()):
-        return f'{place} is owned by uid {info.st_uid}'
-      if (stat.S_ISDIR(mode) and mode & stat.S_ISVTX and
-          place not in (where, real[-1])):
-        continue
-      if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
-        return (f'{place} is writable by other users (mode '
-                f'{stat.S_IMODE(mode):04o})')
-  except OSError as e:
-    return f'{e.filename} cannot be read ({e.strerror})'
-  return None
+def KeepSafeCodePaths() -> List[str]:
+  """Leaves out of os.environ's CODE_PATHS (so of the venv's python pkb
+  re-execs into and of every python it starts) and out of sys.path each
+  entry another user could write (owned_paths.KeepSafe); returns each one
+  left out, as "VARIABLE's entry (why)". What the python running this read
+  before (its sitecustomize) it read already."""
+  given = os.environ.get('PYTHONPATH')
+  left_out = owned_paths.KeepSafe(CODE_PATHS)
+  if given:
+    kept = os.environ.get('PYTHONPATH')
+    kept = kept.split(os.pathsep) if kept is not None else []
+    dropped = {_Absolute(e) for e in given.split(os.pathsep)
+               if e not in kept}
+    # This python put them on sys.path too, as given or made absolute.
+    sys.path[:] = [p for p in sys.path if _Absolute(p) not in dropped]
+  return left_out
 
 
 def _Absolute(path: str) -> Optional[str]:
@@ -65,36 +46,6 @@ def _Absolute(path: str) -> Optional[str]:
     return os.path.abspath(path or os.curdir)
   except OSError:
     return None
-
-
-def KeepSafeCodePaths() -> List[str]:
-  """Leaves out of os.environ's CODE_PATHS (so of the venv's python pkb
-  re-execs into and of every python it starts) and out of sys.path each
-  entry another user could write (_OthersCanWrite); returns each one left
-  out, as "VARIABLE's entry (why)". What the python running this read
-  before (its sitecustomize) it read already."""
-  left_out = []
-  for variable in CODE_PATHS:
-    value = os.environ.get(variable)
-    if not value:
-      continue
-    entries = value.split(os.pathsep) if variable == 'PYTHONPATH' else [value]
-    kept = []
-    for entry in entries:
-      problem = _OthersCanWrite(entry)
-      if problem is None:
-        kept.append(entry)
-        continue
-      left_out.append(f'{variable}\'s {entry or "(empty)"} ({problem})')
-      if variable == 'PYTHONPATH':  # As given, or made absolute.
-        sys.path[:] = [p for p in sys.path
-                       if p != entry and _Absolute(p) != _Absolute(entry)]
-    if len(kept) < len(entries):
-      if kept:
-        os.environ[variable] = os.pathsep.join(kept)
-      else:
-        del os.environ[variable]
-  return left_out
 
 
 def UseRepoVenv(repo: str, script: str) -> None:

@@ -31,7 +31,8 @@ def checkout():
     repo = os.path.join(top, 'repo')
     os.makedirs(os.path.join(repo, 'perfkitbenchmarker'))
     for path in ('pkb.py', 'perfkitbenchmarker/__init__.py',
-                 'perfkitbenchmarker/venv_reexec.py'):
+                 'perfkitbenchmarker/venv_reexec.py',
+                 'perfkitbenchmarker/owned_paths.py'):
       shutil.copy(os.path.join(REPO, path), os.path.join(repo, path))
     private = os.path.join(top, 'private')  # root's pyenv, say
     os.makedirs(private, mode=0o700)

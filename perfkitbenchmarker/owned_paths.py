@@ -1,0 +1,180 @@
+"""The rule of what no other user can change, for code pkb runs as root.
+
+pkb often runs as root (Local runs, prepare's installs), and it hands the
+programs it starts the run's password. A program another user can write,
+or one in a directory another user can write (who could then replace it or
+a directory on the way to it), would run that user's code as root with the
+password. So, as sudo and sshd check the files they trust, a file pkb runs
+or reads code from must be owned by root or by the user pkb runs as and be
+writable by no one else, and so must every directory on its path, as
+given and with its symbolic links resolved; each symbolic link met on the
+way (one pointing at another, a directory that is one) must be owned by
+root or that user, and the directories above it pass the same rule. A
+directory others may write but whose sticky bit is set (/tmp) passes on
+the way: there only an entry's owner can replace it, and the entry below
+is checked in its turn. Group write permission is accepted for root's own
+group only.
+
+`Problem` says why a path breaks the rule; `DirectoryProblem` why a
+search path's directory does (there a sticky one others can write fails:
+anyone may add a file of any name to it); `KeepSafe` leaves such
+directories out of this process's search paths. Standard library only:
+venv_reexec uses it before the project's dependencies can be imported
+(trusted_programs, for programs, on this machine and others, uses it too).
+"""
+
+import os
+import stat
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+
+def _Prefixes(path: str) -> Iterator[str]:
+  """'/a/b/c' -> '/', '/a', '/a/b', '/a/b/c'."""
+  parts = [p for p in path.split(os.sep) if p]
+  yield os.sep
+  for i in range(1, len(parts) + 1):
+    yield os.sep + os.sep.join(parts[:i])
+
+
+def UserName(uid: int) -> str:
+  """The name of user `uid`, for a message ('uid N' without one)."""
+  try:
+    import pwd  # pylint: disable=g-import-not-at-top
+    return pwd.getpwuid(uid).pw_name
+  except (ImportError, KeyError):
+    return f'uid {uid}'
+
+
+def _Unsafe(info: os.stat_result) -> Optional[str]:
+  """Why a file or directory with this stat is not safe, or None."""
+  if info.st_uid not in (0, os.geteuid()):
+    return f'owned by {UserName(info.st_uid)}'
+  mode = info.st_mode
+  if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
+    return None
+  if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
+    return f'writable by other users (mode {stat.S_IMODE(mode):04o})'
+  return None
+
+
+# The most symbolic links one path's resolution follows (Linux's own bound).
+_MAX_LINKS = 40
+
+
+def _Links(path: str) -> List[str]:
+  """The symbolic links resolving `path` (absolute) passes through, in
+  order, each named in its directory with that directory's links resolved:
+  a link met half way (a link to a link, a directory that is a link) is
+  followed from wherever it lives, not only from the path as given or as
+  resolved in the end."""
+  links = []
+  while len(links) < _MAX_LINKS:
+    parts = [p for p in path.split(os.sep) if p]
+    for i in range(len(parts)):
+      prefix = os.sep + os.sep.join(parts[:i + 1])
+      if os.path.islink(prefix):
+        parent = os.path.realpath(os.path.dirname(prefix))
+        links.append(os.path.join(parent, parts[i]))
+        try:
+          target = os.readlink(prefix)
+        except OSError:
+          return links
+        # An absolute target replaces the parent (os.path.join).
+        path = os.path.join(parent, target, *parts[i + 1:])
+        break
+    else:
+      break
+  return links
+
+
+def _Places(given: str) -> Iterator[Tuple[str, bool]]:
+  """(path, is a link) of everything whose owner could change what `given`
+  runs, in the order they are checked: the directories of the path as
+  given; each link met on the way, after the directories above it; the
+  directories of the path resolved and the program."""
+  for where in _Prefixes(os.path.dirname(given)):
+    yield where, False
+  for link in _Links(given):
+    for where in _Prefixes(os.path.dirname(link)):
+      yield where, False
+    yield link, True
+  for where in _Prefixes(os.path.realpath(given)):
+    yield where, False
+
+
+def Problem(path: str) -> Optional[str]:
+  """Why `path` (a program, or a directory of them) is not safe to run as
+  root here, or None when it is.
+
+  `path` is absolute or relative to the current directory; a missing or
+  unreadable file is a problem too.
+  """
+  # Each place once, in order.
+  for where, is_link in dict.fromkeys(_Places(os.path.abspath(path))):
+    try:
+      info = os.lstat(where) if is_link else os.stat(where)
+    except OSError as e:
+      return f'{where} cannot be read ({e.strerror})'
+    if is_link:
+      # Its owner may point it elsewhere whatever the directory's mode (a
+      # link another user made in a sticky /tmp); its own mode means nothing.
+      if info.st_uid not in (0, os.geteuid()):
+        return f'{where} is a symbolic link owned by {UserName(info.st_uid)}'
+      continue
+    unsafe = _Unsafe(info)
+    if unsafe:
+      return f'{where} is {unsafe}'
+  return None
+
+
+def DirectoryProblem(entry: str) -> Optional[str]:
+  """Why the search path entry `entry` lets another user choose what runs,
+  or None. Unlike a program's directory, a sticky one others can write fails
+  here: anyone may add a program of any name to it (bash, base64, taskset:
+  the tools the run's commands name, which nothing else checks). A
+  relative entry ('' or '.' too) is the directory a command runs in, pkb's
+  own when it runs here (a run's scratch directories are its own); a
+  missing one can be made by whoever can write the nearest one above it."""
+  try:
+    where = os.path.abspath(entry or os.curdir)
+  except FileNotFoundError:  # A relative entry, in a directory removed.
+    return 'the current directory is gone'
+  while not os.path.lexists(where):
+    where = os.path.dirname(where)
+  problem = Problem(where)
+  if problem:
+    return problem
+  info = os.stat(where)
+  if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and
+                                     info.st_gid != 0):
+    return (f'{where} is writable by other users (mode '
+            f'{stat.S_IMODE(info.st_mode):04o})')
+  return None
+
+
+def KeepSafe(variables: Sequence[str]) -> List[str]:
+  """Leaves out of each of this process's environment `variables` (lists
+  of directories, or of files: PYTHONSTARTUP), and so of every command it
+  runs, each entry another user could add to or change
+  (DirectoryProblem). Returns each entry left out, as "VARIABLE's entry
+  (why)"; a variable not set is left as it is (no PATH is the system's
+  default path, os.defpath), one left with no entry is unset."""
+  left_out = []
+  for variable in variables:
+    if variable not in os.environ:
+      continue
+    kept = []
+    for entry in os.environ[variable].split(os.pathsep):
+      problem = DirectoryProblem(entry)
+      if problem:
+        left_out.append(f'{variable}\'s '
+                        f'{entry or "(empty: the current directory)"} '
+                        f'({problem})')
+      else:
+        kept.append(entry)
+    if len(kept) < len(os.environ[variable].split(os.pathsep)):
+      if kept:
+        os.environ[variable] = os.pathsep.join(kept)
+      else:
+        del os.environ[variable]
+  return left_out
