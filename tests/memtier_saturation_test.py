@@ -200,3 +200,25 @@ def test_a_shard_out_of_connections_says_which_limit_and_flags():
                          'maxclients to its open-file limit less 32')
   assert 'ulimit -Hn' in hint and '--memtier_clients' in hint
   assert concurrent.FailureHint('Connection refused') == ''
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(25)
+def test_a_stderr_past_its_bound_comes_back_cut(tmp_path):
+  """memtier writes a line per error reply: a preload of 1M keys refused by
+  maxmemory wrote 100 MB of stderr, all of it in pkb's memory (663 MB
+  RSS). Past 4 MiB a tool's stderr comes back as its first and last 2 MiB
+  around one line saying how much was left out."""
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='tcut')
+  vm.scratch_dir = str(tmp_path / 'pkb-client')
+  os.makedirs(vm.scratch_dir)
+  loud = ['bash', '-c', 'echo first >&2; head -c 6000000 /dev/zero | '
+          'tr "\\0" x >&2; echo last >&2']
+  out, = concurrent.RunSideBySide(vm, 'loud', [loud], timeout_s=20)
+  half = 2 * 1024 * 1024
+  assert out.stderr.startswith('first\n') and out.stderr.endswith('last\n')
+  size = len('first\n') + 6000000 + len('last\n')
+  cut = f'\n{concurrent.CUT_MARK}{size - 2 * half} bytes left out\n'
+  assert out.stderr == out.stderr[:half] + cut + out.stderr[-half:]

@@ -368,6 +368,17 @@ def test_a_probe_whose_requests_got_error_replies_has_no_figure(
       "(--redis_memory_fraction, --redis_server_options) and logs.")
 
 
+def test_error_replies_of_a_cut_stderr_are_counted_as_a_floor():
+  """probe.sh brings back a stderr past 4 MiB cut (concurrent.CUT_MARK):
+  the replies read are fewer than memtier got."""
+  line = ("server 127.0.0.1:7001 handle error response: -OOM command not "
+          "allowed when used memory > 'maxmemory'.\n")
+  stderr = line + f'{concurrent.CUT_MARK}95487524 bytes left out\n' + line
+  output = concurrent.ProcessOutput('memtier-preload.0', '', stderr, 0, 1.0)
+  with pytest.raises(errors.ProcessError, match='got 2 or more error replies'):
+    memtier.RefuseUnserved(types.SimpleNamespace(name='clients-0'), [output])
+
+
 def test_a_probe_whose_shard_died_says_so_in_one_line(data_path, pkb_flags):
   """A shard killed mid-probe: memtier exits 0, its restarted thread's
   figures gone (the recorded JSON counts 0 operations), and the run stopped

@@ -47,6 +47,9 @@ from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.load_generators import client_cpu
 
 BUNDLE_END = '@pkb-bundle-end'
+# The line scripts/probe.sh puts in place of what it left out of a tool's
+# stderr past its bound (ERR_MAX there).
+CUT_MARK = '@pkb-cut '
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,9 +89,13 @@ def RefuseUnserved(vm, outputs: Sequence[concurrent.ProcessOutput]) -> None:
     advice = ("check the shards' maxmemory (--redis_memory_fraction, "
               "--redis_server_options) and logs" if first.startswith('-OOM')
               else "check the shards' logs")
+    # A stderr cut short (concurrent.CUT_MARK) held more than were read.
+    more = ' or more' if any(concurrent.CUT_MARK in o.stderr
+                             for o in outputs) else ''
     raise errors.ProcessError(
-        f'{memtier_results.LOAD_GENERATOR} on {vm.name} got {count:,} error '
-        f'replies in place of data (the first: {vm_util.Mask(first[:200])}): '
+        f'{memtier_results.LOAD_GENERATOR} on {vm.name} got {count:,}{more} '
+        f'error replies in place of data (the first: '
+        f'{vm_util.Mask(first[:200])}): '
         'memtier counts them as operations, so its figures would count '
         f'requests the server refused as served; {advice}.')
   lost = next(filter(None, (memtier_results.ConnectionLost(o.stderr)

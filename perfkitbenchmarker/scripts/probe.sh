@@ -129,10 +129,33 @@ for p in "${pids[@]}"; do wait "$p"; done
 [ -e "$base.stat1" ] || snap "$base.stat1"
 
 emit() { printf "%s " "$1"; base64 -w0 "$2" 2>/dev/null; echo; }
+# A tool's stderr past ERR_MAX bytes comes back as its first and last
+# halves of that around a line saying how much was left out (CUT_MARK in
+# concurrent.py): memtier writes a line per error reply (a preload of 1M
+# keys refused by maxmemory: 100 MB, 663 MB of pkb's memory), and no
+# bundle may grow without bound.
+ERR_MAX=4194304
+emiterr() {
+  local size
+  size=$(stat -c %s -- "$2" 2>/dev/null) || size=0
+  if (( size <= ERR_MAX )); then
+    emit "$1" "$2"
+    return
+  fi
+  printf "%s " "$1"
+  {
+    head -c $((ERR_MAX / 2)) -- "$2"
+    printf '\n@pkb-cut %d bytes left out\n' $((size - ERR_MAX))
+    tail -c $((ERR_MAX / 2)) -- "$2"
+  } 2>/dev/null | base64 -w0
+  echo
+}
 emit stat0 "$base.stat0"
 emit stat1 "$base.stat1"
 for i in "${!commands[@]}"; do
-  for kind in rc out err; do emit "$kind.$i" "$base.$i.$kind"; done
+  emit "rc.$i" "$base.$i.rc"
+  emit "out.$i" "$base.$i.out"
+  emiterr "err.$i" "$base.$i.err"
 done
 for k in "${!files[@]}"; do emit "file.$k" "${files[k]}"; done
 echo @pkb-bundle-end
