@@ -476,6 +476,28 @@ def test_a_probe_that_hangs_names_the_error_not_its_progress_lines(
       'user is disabled.]')
 
 
+def test_an_error_said_over_two_lines_is_named_whole(pkb_flags, data_path):
+  """redis-benchmark refused its login (a real run, the load user's
+  password changed after probe 0) says 'Node 127.0.0.1:7001 replied with
+  error:' and the reply on the next line: both, not the first alone."""
+  del pkb_flags
+  with open(data_path('redis-benchmark_single_t1c32_n400000_plain.txt')) as f:
+    vm = RecordedClientVm({'probe': ('', f.read())})
+  recorded = vm.ReadFile
+  said = ('Node 127.0.0.1:7001 replied with error:\nWRONGPASS invalid '
+          'username-password pair or user is disabled.\n')
+  vm.ReadFile = lambda path: (
+      said if path.endswith('.err') else
+      '1 100.0 100.1' if path.endswith('.rc') else recorded(path))
+  with pytest.raises(errors.ProcessError) as failure:
+    redis_benchmark.RedisBenchmarkGenerator(vm).Probe(
+        [ENDPOINT], 'secret', base.Workload(), Load(1, 32), duration_s=2)
+  assert str(failure.value) == (
+      'redis-benchmark on clients-0 exited with status 1: Node '
+      '127.0.0.1:7001 replied with error: | WRONGPASS invalid '
+      'username-password pair or user is disabled.')
+
+
 def test_a_request_count_run_that_times_out_names_what_bounds_it(
     client_vm, pkb_flags, monkeypatch):
   """A fixed-load -n run lasts what its requests take; its probe's length

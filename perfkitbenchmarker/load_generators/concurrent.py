@@ -237,14 +237,20 @@ _PROGRESS = '[RUN #'
 
 
 def _Said(stderr: str) -> str:
-  """What a failed process said: its stderr's distinct lines naming an
-  error or a failure (memtier refused its login says 'error:
-  authentication failed [...]' once a connection, then a progress line
-  every second until its bound), else its last lines."""
+  """What a failed process said: its stderr's distinct lines from the
+  first naming an error or a failure on, memtier's progress lines left out
+  (memtier refused its login says 'error: authentication failed [...]' once
+  a connection, then a progress line a second until its bound;
+  redis-benchmark says 'Node ... replied with error:' and the reply on the
+  next line), else its last lines."""
   lines = [l.strip() for l in (stderr or '').splitlines() if l.strip()]
-  failures = [l for l in lines if _FAILURE_WORDS.search(l) and
-              not l.startswith(_PROGRESS)]
-  return vm_util.Tail('\n'.join(dict.fromkeys(failures) or lines))
+  first = next((i for i, l in enumerate(lines)
+                if _FAILURE_WORDS.search(l) and not l.startswith(_PROGRESS)),
+               None)
+  if first is None:
+    return vm_util.Tail('\n'.join(lines))
+  said = [l for l in lines[first:] if not l.startswith(_PROGRESS)]
+  return vm_util.Tail('\n'.join(dict.fromkeys(said)))
 
 
 def _KeepEvidence(vm, name, commands, timeout_s, files, bundle, secret,
