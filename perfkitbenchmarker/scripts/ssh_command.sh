@@ -76,10 +76,8 @@ safe_path() {
   local IFS=:
   printf %s "${kept[*]:-$2}"
 }
-# The command line started this bash on the system's directories, the
-# login's PATH in PKB_LOGIN_PATH (remote_shell.CommandScript).
-PATH=$(safe_path "${PKB_LOGIN_PATH-$PATH}" "$PATH")
-export PATH
+# The login's PATH, kept below to what no other user can add to.
+login=${PKB_LOGIN_PATH-$PATH}
 # Nor does a bash the command starts read ~/.bashrc (bash does when it
 # sees it was run by sshd).
 unset PKB_LOGIN_PATH SSH_CLIENT SSH2_CLIENT
@@ -98,6 +96,27 @@ if [ -n "$2" ]; then
   fi
   export PKB_SCRIPTS=$2
 fi
+# The command line started this bash on the system's directories, the
+# login's PATH in PKB_LOGIN_PATH (remote_shell.CommandScript). safe_path
+# costs 5-10 ms of CPU and a run sends thousands of commands, so a command
+# that finds the scratch directory the run's (its scripts checked above)
+# keeps the answer for this login PATH there, and every command reads it
+# back: only from a regular file this user owns (no other user can make
+# one, and it is written 0600), and only for the same login PATH.
+cache=$1/.pkb-safe-path
+if [ -n "$1" ] && [ -f "$cache" ] && [ ! -L "$cache" ] && [ -O "$cache" ] &&
+    { IFS= read -r key && IFS= read -r safe; } < "$cache" &&
+    [ "$key" = "$login" ]; then
+  PATH=$safe
+else
+  PATH=$(safe_path "$login" "$PATH")
+  if [ -n "$2" ]; then
+    (set -C && umask 077 && printf '%s\n%s\n' "$login" "$PATH" > "$cache.$$" &&
+      mv -f -- "$cache.$$" "$cache") 2> /dev/null
+  fi
+fi
+export PATH
+unset login cache key safe
 if [ "$5" = 1 ]; then
   IFS= read -r __pkb_env
   eval "$(printf %s "$__pkb_env" | base64 -d)"
