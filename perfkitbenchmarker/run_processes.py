@@ -26,7 +26,10 @@ bounded wait for all of it to exit, then SIGKILL and the wait again; before
 each signal the leader's identity is checked, or, once the leader has
 exited, that its group or session still holds a process (the kernel gives
 no new process that ID while it does, so those are what the leader led: a
-member that ignores TERM goes too). One exception:
+member that ignores TERM goes too). A probe whose command did not end by
+itself stops, one process at a time by the same escalation, what is left
+in its own group besides itself (`stop_strays`: a tool whose `timeout` was
+killed). One exception:
 `KillStartedGroup`, a local command's group that pkb itself started and has
 not yet reaped, killed at once from a signal handler (no waiting there, and
 an unreaped child's PID cannot name another process); `Forward`, a

@@ -189,6 +189,37 @@ def test_a_probe_that_times_out_says_how_long_and_how_many(tmp_path):
       'sleep on clients-0 timed out after 1 s (3 processes side by side)')
 
 
+@pytest.mark.e2e
+@pytest.mark.timeout(25)
+def test_a_tool_whose_timeout_was_killed_does_not_outlive_its_probe(
+    tmp_path):
+  """SIGKILL to a probe's `timeout` wrapper (not to memtier: `pgrep -f
+  memtier | head -1` picked the wrapper) left memtier running, reparented,
+  after the probe and after pkb; teardown only said it was left in place.
+  The probe stops what its commands left in its group."""
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='tkill')
+  vm.scratch_dir = str(tmp_path / 'pkb-client')
+  os.makedirs(vm.scratch_dir)
+  pid_file = tmp_path / 'tool.pid'
+  # The tool kills its own `timeout` ($PPID), then goes on as `sleep`.
+  tool = ['bash', '-c', f'echo $$ > {pid_file}; kill -KILL $PPID; '
+          'exec sleep 30']
+  with pytest.raises(errors.ProcessError) as failure:
+    concurrent.RunSideBySide(vm, 'orphan', [tool], timeout_s=20)
+  assert 'killed by SIGKILL' in str(failure.value)
+  pid = int(pid_file.read_text())
+  try:
+    with open(f'/proc/{pid}/stat') as stat:
+      state = stat.read().rsplit(')', 1)[1].split()[0]
+  except FileNotFoundError:
+    state = 'gone'
+  if state not in ('gone', 'Z'):
+    os.kill(pid, 9)
+  assert state in ('gone', 'Z')
+
+
 def test_a_shard_out_of_connections_says_which_limit_and_flags():
   # 'ulimit -n 1024; ./pkb.py --memtier_clients=1024 ...' stopped at its
   # first probe on 'Error from server: ERR max number of clients reached':

@@ -127,6 +127,19 @@ for p in "${pids[@]}"; do wait "$p"; done
 # naps in a builtin, so killing it leaves no child to find.
 { kill "$sampler"; wait; } 2>/dev/null
 [ -e "$base.stat1" ] || snap "$base.stat1"
+# A command that did not end by itself (timed out, or its `timeout` was
+# killed: SIGKILL to the wrapper leaves the tool running, reparented) may
+# have left processes in the probe's group that would outlive the probe:
+# they are stopped now (run_processes.sh's stop_strays; a scan of /proc,
+# tens of ms, so not after a probe whose commands all exited by themselves).
+for i in "${!commands[@]}"; do
+  rc=255
+  read -r rc _ < "$base.$i.rc" 2>/dev/null
+  if [[ $rc != [0-9]* ]] || (( rc >= 124 )); then
+    stop_strays 5000 2>/dev/null
+    break
+  fi
+done
 
 emit() { printf "%s " "$1"; base64 -w0 "$2" 2>/dev/null; echo; }
 # A tool's stderr past ERR_MAX bytes comes back as its first and last

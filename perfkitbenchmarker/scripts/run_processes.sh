@@ -22,6 +22,7 @@
 #                         command line and its working directory, a line each
 #   busy DIR              exits 3 printing "<pid> <name>" of a process that
 #                         works under DIR (the ownership rule), else 0
+# Included, it also gives stop_strays (a probe's leftovers: scripts/probe.sh).
 # Every stop exits 3 when a process it identified outlived TERM, the wait,
 # KILL and the wait again. Included in another script (`. ./run_processes.sh`)
 # it only defines its functions.
@@ -46,10 +47,13 @@ works_under() {
 }
 
 # send SIGNAL ID KIND: the one place a signal is sent to a process of the
-# run: to the process group (KIND group) or session (KIND session) ID leads.
-# The caller has just checked ID's identity (escalate).
+# run: to the process group (KIND group) or session (KIND session) ID leads,
+# or to process ID alone (KIND leader: stop_strays). The caller has just
+# checked ID's identity (escalate).
 send() {
-  if [ "$3" = session ]; then
+  if [ "$3" = leader ]; then
+    kill "-$1" -- "$2" 2>/dev/null
+  elif [ "$3" = session ]; then
     pkill "-$1" -s "$2" 2>/dev/null || kill "-$1" -- "-$2" 2>/dev/null
   else
     kill "-$1" -- "-$2" 2>/dev/null
@@ -148,6 +152,32 @@ stop_job() {
   read -r sid start 2>/dev/null < "$1/sid" || return 0  # It never started.
   valid_identity "$sid" "$start" || return 0
   escalate "$sid" "$start" session "$2"
+}
+
+# stop_strays WAIT_MS: stops, one process at a time (escalate, KIND
+# leader), what the caller's process group holds besides the caller and the
+# processes above it: a probe's tool whose `timeout` was killed goes on in
+# the probe's group after the probe (reparented, nothing waits for it), as
+# do a tool's children, which `timeout --foreground` never signals
+# (scripts/probe.sh). The group is the caller's own, so what it holds is the
+# run's. 0 once they are gone, 3 if one outlived TERM and KILL.
+stop_strays() {
+  local p group above=" " strays=() stray rc=0
+  p=$BASHPID
+  pstat "$p" || return 0
+  group=${pf[2]}
+  while [ "$p" -gt 1 ] && pstat "$p"; do above+="$p "; p=${pf[1]}; done
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [[ $above == *" $p "* ]] && continue
+    pstat "$p" && [ "${pf[2]}" = "$group" ] && [ "${pf[0]}" != Z ] &&
+      strays+=("$p ${pf[19]}")
+  done
+  for stray in "${strays[@]}"; do
+    # shellcheck disable=SC2086  # "<pid> <start>": two words.
+    escalate $stray leader "$1" || rc=3
+  done
+  return "$rc"
 }
 
 identity() {
