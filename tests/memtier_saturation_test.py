@@ -220,6 +220,32 @@ def test_a_tool_whose_timeout_was_killed_does_not_outlive_its_probe(
   assert state in ('gone', 'Z')
 
 
+@pytest.mark.e2e
+@pytest.mark.timeout(25)
+def test_a_tool_that_retries_an_error_reply_is_stopped_at_the_first(
+    tmp_path):
+  """redis-benchmark --cluster retries a CLUSTERDOWN a second a connection
+  until its request count is done: a 3 s probe of a cluster that stayed
+  down ran to its bound, 282 s, before the run said so in one line."""
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='tstop')
+  vm.scratch_dir = str(tmp_path / 'pkb-client')
+  os.makedirs(vm.scratch_dir)
+  said = 'Error from server 127.0.0.1:7001: CLUSTERDOWN The cluster is down.'
+  tool = ['bash', '-c', f'for i in 1 2 3 4 5 6 7 8 9; do echo "{said}" >&2; '
+          'sleep 2; done']
+  with pytest.raises(errors.ProcessError) as failure:
+    concurrent.RunSideBySide(vm, 'down', [tool], timeout_s=20,
+                             stop_on='Error from server')
+  message = str(failure.value)
+  assert message.startswith('bash on clients-0 was stopped after '), message
+  assert message.endswith(f'at its first error reply, which it retries '
+                          f'until its bound: {said}'), message
+  seconds = float(message.split('stopped after ')[1].split(' s ')[0])
+  assert seconds < 10
+
+
 def test_a_shard_out_of_connections_says_which_limit_and_flags():
   # 'ulimit -n 1024; ./pkb.py --memtier_clients=1024 ...' stopped at its
   # first probe on 'Error from server: ERR max number of clients reached':

@@ -82,17 +82,20 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            cpu_window_s: Optional[float] = None,
            setup_lines: Sequence[str] = (), files: Sequence[str] = (),
            sample_every_s: float = 0.5, run_root: str = '',
-           own_pid: str = '') -> str:
+           own_pid: str = '', stop_on: str = '') -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side:
   scripts/probe.sh (what it does: there) with its arguments.
 
   `setup_lines` run first (e.g. argv_secret's unexported password variable).
   The script prints the bundle `ParseBundle` reads; `files` (paths) are in
   it too. `run_root`: the directory every process of the run works under
-  (the snapshots count the processes that do not as foreign).
+  (the snapshots count the processes that do not as foreign). `stop_on`:
+  text that stops a command whose stderr says it (probe.sh's STOP_ON).
   """
   window_us = (int(round(float(cpu_window_s) * 1e6)) if cpu_window_s
                else '')
+  if stop_on:
+    setup_lines = [*setup_lines, f'STOP_ON={shlex.quote(stop_on)}']
   return ''.join(f'{line}\n' for line in setup_lines) + (
       shell_scripts.Sourced(
           'probe.sh', base, int(timeout_s), window_us,
@@ -126,7 +129,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              secret: Optional[str] = None, files: Sequence[str] = (),
              sample_every_s: float = 0.5,
              manifest: Optional[Dict[str, object]] = None,
-             timeout_hint: str = '') -> ProbeRun:
+             timeout_hint: str = '', stop_on: str = '') -> ProbeRun:
   """Starts every argv at once (pinned to the VM's cores) and waits for all.
 
   With `secret`, the argvs carry argv_secret.TOKEN where the password goes,
@@ -135,7 +138,9 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   back is kept in the run directory (evidence.py), with `manifest` (what a
   recomputation needs to know of the probe) as probe.json. `timeout_hint`
   follows 'timed out after N s' when the bound ended a process (what sets
-  it, when that is not plain).
+  it, when that is not plain). `stop_on`: text on a process's stderr that
+  stops it at once (the probe's next sample) rather than at its bound: an
+  error reply the tool retries and the run refuses anyway.
   """
   base = f'{vm.scratch_dir}/{name}'
   if secret is None:
@@ -145,7 +150,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
                   files, sample_every_s, client_cpu.RunRoot(vm),
-                  client_cpu.OwnPid(vm))
+                  client_cpu.OwnPid(vm), stop_on)
   # In the run record before it starts, its process group written down as
   # it starts, so cleanup and teardown can stop whatever of it outlives the
   # run (probe_processes).
@@ -194,6 +199,9 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
                                       output.seconds >= timeout_s):
         reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
                   f'{timeout_hint}')
+      elif f'stop.{i}' in bundle:
+        reason = (f'was stopped after {output.seconds:.1f} s at its first '
+                  'error reply, which it retries until its bound')
       elif 128 < output.returncode < 128 + signal.NSIG:
         number = output.returncode - 128
         try:
@@ -296,7 +304,9 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
                   timeout_s: float, cpu_window_s: Optional[float] = None,
                   secret: Optional[str] = None,
                   manifest: Optional[Dict[str, object]] = None,
-                  files: Sequence[str] = ()) -> List[ProcessOutput]:
+                  files: Sequence[str] = (),
+                  stop_on: str = '') -> List[ProcessOutput]:
   """RunProbe's process outputs (for callers that need nothing else)."""
   return list(RunProbe(vm, name, commands, timeout_s, cpu_window_s,
-                       secret, files=files, manifest=manifest).outputs)
+                       secret, files=files, manifest=manifest,
+                       stop_on=stop_on).outputs)

@@ -314,7 +314,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     outputs = concurrent.RunSideBySide(
         self.vm, f'redis-benchmark-pilot-{self._probes}', argvs,
         self.ProbeTimeout(planned, 0),
-        secret=redis_shard.LoadPassword(password))
+        secret=redis_shard.LoadPassword(password),
+        stop_on=rb.ERROR_REPLY_WORDS)
     RefuseErrorReplies(self.vm, outputs)
     try:
       self._Learn(tests, outputs)
@@ -351,6 +352,10 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         self.ProbeTimeout(planned, duration_s),
         secret=redis_shard.LoadPassword(password),
         sample_every_s=concurrent.SampleEvery(duration_s),
+        # A down cluster's CLUSTERDOWN, retried a second a connection until
+        # the request count is done, ran a 3 s probe to its 282 s bound
+        # (requests / SLOWEST_RATE_PER_PROCESS): stopped at the first one.
+        stop_on=rb.ERROR_REPLY_WORDS,
         manifest={'load_generator': rb.LOAD_GENERATOR,
                   'load': [load.threads, load.clients, load.pipeline],
                   'groups': groups,

@@ -35,7 +35,8 @@ _PROGRESS_LINE = re.compile(
 # waits a second, fetches the slots again and counts the request done
 # ('Error from server 127.0.0.1:7001: CLUSTERDOWN The cluster is down.');
 # any other error reply ends it with status 1.
-_ERROR_REPLY = re.compile(r'Error from server[^\r\n]*')
+ERROR_REPLY_WORDS = 'Error from server'
+_ERROR_REPLY = re.compile(ERROR_REPLY_WORDS + r'[^\r\n]*')
 TICK_S = 0.25
 TICKS_PER_SECOND = 4
 PER_SECOND_BASIS = 'progress_lines_250ms_closed_loop'

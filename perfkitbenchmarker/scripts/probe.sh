@@ -14,7 +14,12 @@
 # out.<i>, err.<i> and file.<k> (each FILE), then @pkb-bundle-end
 # (concurrent.ParseBundle). Sourced (shell_scripts.Sourced) by the probe's
 # script, whose lines before may set what its commands need (an unexported
-# password): that script, $0, is removed first.
+# password) and STOP_ON: without a window, a command whose stderr's first
+# lines hold that text is stopped at the next sample (its process, by
+# run_processes.sh's escalation) and BASE.<i>.stopped says so ("stop.<i>"
+# in the bundle): redis-benchmark --cluster retries a CLUSTERDOWN until its
+# request count is done, minutes, for a probe the run refuses at its first
+# error reply anyway. That script, $0, is removed first.
 rm -f -- "$0"
 
 . ./snapshot.sh
@@ -62,13 +67,37 @@ nap() { read -rt "$1" -u "$nap_fd" _; }
 # Not stopped mid-scan (a partial scan would count the processes it missed
 # as born during the probe); stopped at once after it. Its own WHOLE line
 # (snapshot.sh) ends it: one cut short anyway is not read.
+# stop_said: stops each command whose stderr's first 20 lines hold
+# STOP_ON (builtins only: it runs at every sample).
+stop_said() {
+  local f i n line t k
+  for f in "$base".*.pid; do
+    i=${f%.pid}
+    i=${i##*.}
+    if [ -e "$base.$i.stopped" ] || [ ! -s "$base.$i.err" ]; then continue; fi
+    n=0
+    while (( n++ < 20 )) && IFS= read -r line; do
+      [[ $line == *"$STOP_ON"* ]] || continue
+      read -r t < "$f" || break
+      # The children file has no line end: read fails, k is set. Each
+      # child (the tool, and argv_secret's helper beside it).
+      read -ra k < "/proc/$t/task/$t/children"
+      echo "$line" > "$base.$i.stopped"
+      for t in "${k[@]}"; do
+        pstat "$t" && escalate "$t" "${pf[19]}" leader 5000
+      done
+      break
+    done < "$base.$i.err"
+  done 2>/dev/null
+}
+
 scan0() {
   trap 'exit 0' TERM
   { fscan; whole; } >> "$base.stat0" 2>/dev/null
   trap - TERM
 }
 
-rm -f "$base".*.pid "$base.stat1"
+rm -f "$base".*.pid "$base".*.stopped "$base.stat1"
 snap "$base.stat0" noscan
 # The window's start: that snapshot's own clock (in us).
 t0=${SNAP_WALL/./}
@@ -100,6 +129,7 @@ else
     while :; do
       nap "$sample_every_s"
       snap "$base.stat1" threads
+      [ -z "${STOP_ON-}" ] || stop_said
     done
   ) &
 fi
@@ -169,6 +199,7 @@ for i in "${!commands[@]}"; do
   emit "rc.$i" "$base.$i.rc"
   emit "out.$i" "$base.$i.out"
   emiterr "err.$i" "$base.$i.err"
+  [ ! -e "$base.$i.stopped" ] || emit "stop.$i" "$base.$i.stopped"
 done
 for k in "${!files[@]}"; do emit "file.$k" "${files[k]}"; done
 echo @pkb-bundle-end
