@@ -476,6 +476,27 @@ def test_a_probe_that_hangs_names_the_error_not_its_progress_lines(
       'user is disabled.]')
 
 
+def test_a_probe_of_a_server_that_stopped_answering_says_so(
+    data_path, client_vm, pkb_flags, monkeypatch):
+  """A real memtier probe (-c 4, --test-time 2) of a redis-server
+  SIGSTOPped a second in, past its bound: the run said 'timed out after
+  N s' and its progress lines; their 0 ops a second is what is known."""
+  del pkb_flags
+  with open(data_path('memtier-server-stopped_t1c4_tt2.err')) as f:
+    stderr = f.read()
+  recorded = client_vm.ReadFile
+  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
+      '124 100.0 136.0' if path.endswith('.rc') else
+      stderr if path.endswith('.err') else recorded(path)))
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
+                                Load(1, 4), duration_s=2)
+  assert str(failure.value).startswith(
+      'memtier_benchmark on clients-0 timed out after 36 s, its last 4 s '
+      'with 0 operations done (no replies: the server stopped answering): '
+      '[RUN #1 100%,   2 secs]')
+
+
 def test_an_error_said_over_two_lines_is_named_whole(pkb_flags, data_path):
   """redis-benchmark refused its login (a real run, the load user's
   password changed after probe 0) says 'Node 127.0.0.1:7001 replied with

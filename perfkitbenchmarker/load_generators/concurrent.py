@@ -198,7 +198,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
       if output.returncode == 124 or (output.returncode == 137 and
                                       output.seconds >= timeout_s):
         reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
-                  f'{timeout_hint}')
+                  f'{timeout_hint}{_Stalled(output.stderr)}')
       elif f'stop.{i}' in bundle:
         reason = (f'was stopped after {output.seconds:.1f} s at its first '
                   'error reply, which it retries until its bound')
@@ -259,6 +259,29 @@ def _Said(stderr: str) -> str:
     return vm_util.Tail('\n'.join(lines))
   said = [l for l in lines[first:] if not l.startswith(_PROGRESS)]
   return vm_util.Tail('\n'.join(dict.fromkeys(said)))
+
+
+# memtier's progress line, a second each: the operations of that second.
+_PROGRESS_OPS = re.compile(r'\[RUN #\d+ [^]]*\].*? ops, +(\d+) \(avg:')
+
+
+def _Stalled(stderr: str) -> str:
+  """What a timed-out process's progress lines say of its end, when its
+  words name no error: its last seconds done with 0 operations (a shard
+  SIGSTOPped past the bound read 'timed out after 33 s: [RUN #1 ...]'),
+  else ''."""
+  lines = (stderr or '').splitlines()
+  if any(_FAILURE_WORDS.search(l) and not l.strip().startswith(_PROGRESS)
+         for l in lines):
+    return ''  # It named its error: that says why.
+  ops = [int(m.group(1)) for m in map(_PROGRESS_OPS.match, lines) if m]
+  idle = 0
+  while idle < len(ops) and ops[-1 - idle] == 0:
+    idle += 1
+  if not idle:
+    return ''
+  return (f', its last {idle} s with 0 operations done (no replies: the '
+          'server stopped answering)')
 
 
 def _KeepEvidence(vm, name, commands, timeout_s, files, bundle, secret,
