@@ -70,14 +70,17 @@ class RecordedClientVm:
   """A client VM double serving recorded outputs (see module docstring).
 
   `outputs` maps 'staircase' and 'probe' to (json, stdout) texts; which one
-  a run gets depends on whether its script passed --clients-start. CPU
-  counters advance by `busy_fraction` of each reading's jiffies.
+  a run gets depends on whether its script passed --clients-start; every
+  process's stderr is `stderr` (a recorded one). CPU counters advance by
+  `busy_fraction` of each reading's jiffies.
   """
 
   CAN = virtual_machine.Capabilities()  # A remote machine.
 
-  def __init__(self, outputs, busy_fraction=0.5, name='clients-0'):
+  def __init__(self, outputs, busy_fraction=0.5, name='clients-0',
+               stderr=''):
     self.name = name
+    self.stderr = stderr
     self.machine_type = 'local'
     self.scratch_dir = '/recorded'
     self.internal_ip = '127.0.0.1'
@@ -141,6 +144,8 @@ class RecordedClientVm:
       return stdout
     if path.endswith('.rc'):
       return '0 100.0 132.5'
+    if path.endswith('.err'):
+      return self.stderr
     return ''
 
   def CpuTimes(self):
@@ -351,12 +356,9 @@ def test_a_probe_whose_requests_got_error_replies_has_no_figure(
   stops the run in one line now, as redis-benchmark's exit 1 does."""
   del pkb_flags
   stem = 'memtier_single_t1c4_tt2_rate100_oom'
-  vm = RecordedClientVm({'probe': _Fixture(data_path, stem)})
-  recorded = vm.ReadFile
   with open(data_path(stem + '.err')) as f:
-    stderr = f.read()
-  vm.ReadFile = lambda path: stderr if path.endswith('.err') else recorded(
-      path)
+    vm = RecordedClientVm({'probe': _Fixture(data_path, stem)},
+                          stderr=f.read())
   with pytest.raises(errors.ProcessError) as failure:
     _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 4),
                          duration_s=2)
@@ -386,12 +388,9 @@ def test_a_probe_whose_shard_died_says_so_in_one_line(data_path, pkb_flags):
   warm-up'."""
   del pkb_flags
   stem = 'memtier-shard-killed_t1c64_tt3'
-  vm = RecordedClientVm({'probe': _Fixture(data_path, stem)})
-  recorded = vm.ReadFile
   with open(data_path(stem + '.err')) as f:
-    stderr = f.read()
-  vm.ReadFile = lambda path: stderr if path.endswith('.err') else recorded(
-      path)
+    vm = RecordedClientVm({'probe': _Fixture(data_path, stem)},
+                          stderr=f.read())
   with pytest.raises(errors.ProcessError) as failure:
     _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 64),
                          duration_s=3)
@@ -438,10 +437,7 @@ def test_a_redis_benchmark_probe_with_clusterdown_replies_has_no_figure(
     stdout = f.read()
   with open(data_path(stem + '.err')) as f:
     stderr = f.read()
-  vm = RecordedClientVm({'probe': ('', stdout)})
-  recorded = vm.ReadFile
-  vm.ReadFile = lambda path: stderr if path.endswith('.err') else recorded(
-      path)
+  vm = RecordedClientVm({'probe': ('', stdout)}, stderr=stderr)
   generator = redis_benchmark.RedisBenchmarkGenerator(vm)
   with pytest.raises(errors.ProcessError) as failure:
     generator.Probe([ENDPOINT], 'secret', base.Workload(get_ratio=0),
