@@ -78,9 +78,10 @@ class RecordedClientVm:
   CAN = virtual_machine.Capabilities()  # A remote machine.
 
   def __init__(self, outputs, busy_fraction=0.5, name='clients-0',
-               stderr=''):
+               stderr='', rc='0 100.0 132.5'):
     self.name = name
     self.stderr = stderr
+    self.rc = rc  # probe.sh's: exit status, then start and end times.
     self.machine_type = 'local'
     self.scratch_dir = '/recorded'
     self.internal_ip = '127.0.0.1'
@@ -143,7 +144,7 @@ class RecordedClientVm:
     if path.endswith('.out'):
       return stdout
     if path.endswith('.rc'):
-      return '0 100.0 132.5'
+      return self.rc
     if path.endswith('.err'):
       return self.stderr
     return ''
@@ -347,6 +348,20 @@ def test_memtier_probe_runs_warmup_on_top_of_the_duration(client_vm,
   assert m.metadata['warmup_supported'] is True
 
 
+def _RecordedFailure(data_path, stem, load, duration_s,
+                     rc='0 100.0 132.5', err_stem=None) -> str:
+  """The one line a memtier probe fails with on the recorded outputs of
+  `stem` (its JSON and stdout) and the stderr of `err_stem` (its own by
+  default), ended as `rc` says."""
+  with open(data_path((err_stem or stem) + '.err')) as f:
+    vm = RecordedClientVm({'probe': _Fixture(data_path, stem)},
+                          stderr=f.read(), rc=rc)
+  with pytest.raises(errors.ProcessError) as failure:
+    _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), load,
+                         duration_s=duration_s)
+  return str(failure.value)
+
+
 def test_a_probe_whose_requests_got_error_replies_has_no_figure(
     data_path, pkb_flags):
   """A shard past its maxmemory refuses every SET with -OOM; memtier counts
@@ -355,14 +370,8 @@ def test_a_probe_whose_requests_got_error_replies_has_no_figure(
   throughput (a real run: the hold's 70,575 ops/s, every SET refused); it
   stops the run in one line now, as redis-benchmark's exit 1 does."""
   del pkb_flags
-  stem = 'memtier_single_t1c4_tt2_rate100_oom'
-  with open(data_path(stem + '.err')) as f:
-    vm = RecordedClientVm({'probe': _Fixture(data_path, stem)},
-                          stderr=f.read())
-  with pytest.raises(errors.ProcessError) as failure:
-    _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 4),
-                         duration_s=2)
-  assert str(failure.value) == (
+  assert _RecordedFailure(
+      data_path, 'memtier_single_t1c4_tt2_rate100_oom', Load(1, 4), 2) == (
       "memtier_benchmark on clients-0 got 408 error replies in place of data "
       "(the first: -OOM command not allowed when used memory > 'maxmemory'.):"
       " memtier counts them as operations, so its figures would count "
@@ -387,14 +396,8 @@ def test_a_probe_whose_shard_died_says_so_in_one_line(data_path, pkb_flags):
   with 'internal error ValueError: No operations measured after 0s
   warm-up'."""
   del pkb_flags
-  stem = 'memtier-shard-killed_t1c64_tt3'
-  with open(data_path(stem + '.err')) as f:
-    vm = RecordedClientVm({'probe': _Fixture(data_path, stem)},
-                          stderr=f.read())
-  with pytest.raises(errors.ProcessError) as failure:
-    _Generator(vm).Probe([ENDPOINT], 'secret', base.Workload(), Load(1, 64),
-                         duration_s=3)
-  assert str(failure.value) == (
+  assert _RecordedFailure(
+      data_path, 'memtier-shard-killed_t1c64_tt3', Load(1, 64), 3) == (
       'memtier_benchmark on clients-0 lost its connection to the server '
       '(Connection error: Connection reset by peer): memtier leaves out what '
       "that connection had in flight and the figures of a thread it "
@@ -451,43 +454,29 @@ def test_a_redis_benchmark_probe_with_clusterdown_replies_has_no_figure(
 
 
 def test_a_probe_that_hangs_names_the_error_not_its_progress_lines(
-    data_path, client_vm, pkb_flags, monkeypatch):
+    data_path, pkb_flags):
   """memtier whose login the server refused (the load user's password
   changed) says 'error: authentication failed' once a connection, then a
   progress line a second until `timeout` ends it; the run's line showed the
   last five progress lines ('[RUN #1 1650%, 33 secs] ... 0 ops')."""
   del pkb_flags
-  with open(data_path('memtier-auth-failed_t1c128_tt2.err')) as f:
-    stderr = f.read()
-  recorded = client_vm.ReadFile
-  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
-      '137 100.0 141.0' if path.endswith('.rc') else
-      stderr if path.endswith('.err') else recorded(path)))
-  with pytest.raises(errors.ProcessError) as failure:
-    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
-                                Load(1, 128), duration_s=2)
-  assert str(failure.value) == (
+  assert _RecordedFailure(
+      data_path, UNDER_CAP, Load(1, 128), 2, rc='137 100.0 141.0',
+      err_stem='memtier-auth-failed_t1c128_tt2') == (
       'memtier_benchmark on clients-0 timed out after 36 s: error: '
       'authentication failed [-WRONGPASS invalid username-password pair or '
       'user is disabled.]')
 
 
 def test_a_probe_of_a_server_that_stopped_answering_says_so(
-    data_path, client_vm, pkb_flags, monkeypatch):
+    data_path, pkb_flags):
   """A real memtier probe (-c 4, --test-time 2) of a redis-server
   SIGSTOPped a second in, past its bound: the run said 'timed out after
   N s' and its progress lines; their 0 ops a second is what is known."""
   del pkb_flags
-  with open(data_path('memtier-server-stopped_t1c4_tt2.err')) as f:
-    stderr = f.read()
-  recorded = client_vm.ReadFile
-  monkeypatch.setattr(client_vm, 'ReadFile', lambda path: (
-      '124 100.0 136.0' if path.endswith('.rc') else
-      stderr if path.endswith('.err') else recorded(path)))
-  with pytest.raises(errors.ProcessError) as failure:
-    _Generator(client_vm).Probe([ENDPOINT], 'secret', base.Workload(),
-                                Load(1, 4), duration_s=2)
-  assert str(failure.value).startswith(
+  assert _RecordedFailure(
+      data_path, UNDER_CAP, Load(1, 4), 2, rc='124 100.0 136.0',
+      err_stem='memtier-server-stopped_t1c4_tt2').startswith(
       'memtier_benchmark on clients-0 timed out after 36 s, its last 4 s '
       'with 0 operations done (no replies: the server stopped answering): '
       '[RUN #1 100%,   2 secs]')
