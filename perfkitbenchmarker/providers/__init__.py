@@ -75,8 +75,6 @@ def CapabilitiesOfRun(flag_values) -> virtual_machine.Capabilities:
   return CapabilitiesOf(CloudOf(flag_values))
 
 
-# The module of each cloud whose CheckOsType(os_type) refuses an --os_type
-# it has no image for (light: no SDK needed to import it).
 # Why a zone names nothing for a run on this machine (Local).
 ZONE_ON_THIS_MACHINE = 'Local runs on this machine'
 
@@ -89,6 +87,8 @@ def NotOnThisMachine(name: str, value: str, why: str = ZONE_ON_THIS_MACHINE,
   return f'{name}={value}: {why}; drop {drop} or choose a --cloud.'
 
 
+# The module of each cloud whose CheckOsType(os_type) refuses an --os_type
+# it has no image for (light: no SDK needed to import it).
 _OS_TYPE_CHECKS = {
     'GCP': 'perfkitbenchmarker.providers.gcp.images',
     'AWS': 'perfkitbenchmarker.providers.aws.images',
