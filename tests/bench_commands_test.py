@@ -1,7 +1,6 @@
 """scripts/bench_commands.py: its refusals, an interrupt, and a real run of
 its cheapest command against this same checkout."""
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -10,12 +9,11 @@ import sys
 import pytest
 
 import sigterm_stand_in
+import script_modules
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, 'scripts', 'bench_commands.py')
-_SPEC = importlib.util.spec_from_file_location('bench_commands', SCRIPT)
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+bench = script_modules.Load(SCRIPT, 'bench_commands')
 
 
 @pytest.mark.parametrize('args,words', [

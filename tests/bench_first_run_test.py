@@ -4,16 +4,12 @@ The bench itself runs ./pkb.py several times (minutes, root for the
 quota); this case stops before the first.
 """
 
-import importlib.util
 import os
 
 import sigterm_stand_in
+import script_modules
 
-_SPEC = importlib.util.spec_from_file_location(
-    'bench_first_run', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'bench_first_run.py'))
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+bench = script_modules.Script('bench_first_run')
 
 
 def test_no_repeats_is_one_line(tmp_path, monkeypatch, capsys):

@@ -4,19 +4,15 @@ The bench itself needs root, a CPU cgroup controller, redis-server and
 minutes; these cases stop before any of them is used.
 """
 
-import importlib.util
 import os
 import signal
 
 import pytest
 
 import sigterm_stand_in
+import script_modules
 
-_SPEC = importlib.util.spec_from_file_location(
-    'bench_quota_period', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'bench_quota_period.py'))
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+bench = script_modules.Script('bench_quota_period')
 
 
 @pytest.mark.parametrize('args, words', [

@@ -4,17 +4,13 @@ The bench itself starts an sshd on a loopback address (root) and times
 thousands of commands; this case stops it at the sshd's start.
 """
 
-import importlib.util
 import os
 import signal
 
 import sigterm_stand_in
+import script_modules
 
-_SPEC = importlib.util.spec_from_file_location(
-    'bench_shipped_scripts', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'bench_shipped_scripts.py'))
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+bench = script_modules.Script('bench_shipped_scripts')
 
 
 def test_sigterm_stops_its_sshd_and_removes_its_keys(tmp_path, monkeypatch,

@@ -12,18 +12,16 @@ import sys
 
 import pytest
 
-import importlib.util
 
 import pkb_forkserver
 from perfkitbenchmarker import cost_estimate as ce
 from perfkitbenchmarker import run_record
 
 import e2e_support as e2e
+import script_modules
 
 SCRIPT = os.path.join(e2e.REPO, 'scripts', 'check_estimate.py')
-_SPEC = importlib.util.spec_from_file_location('check_estimate', SCRIPT)
-check_estimate = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(check_estimate)
+check_estimate = script_modules.Load(SCRIPT, 'check_estimate')
 
 
 def test_phases_are_set_against_the_stages_that_measure_them():

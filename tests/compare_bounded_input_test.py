@@ -6,7 +6,6 @@ Inputs are the real runs in tests/data/history, edited the way a broken
 publisher, a hand-edited file or an attacker would.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -17,6 +16,7 @@ import warnings
 import pytest
 
 import pkb_forkserver
+import script_modules
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import charts
@@ -33,10 +33,7 @@ COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
 
 @pytest.fixture(scope='module')
 def compare():
-  spec = importlib.util.spec_from_file_location('compare_bounded', COMPARE)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.Load(COMPARE, 'compare_bounded')
 
 
 def _Rows():

@@ -5,16 +5,12 @@ The script clones the checkout and runs the suite (minutes a run); here its
 clone and its suite run are stand-ins.
 """
 
-import importlib.util
-import os
 import signal
 import subprocess
 
-_SPEC = importlib.util.spec_from_file_location(
-    'flake_hunt', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'flake_hunt.py'))
-flake_hunt = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(flake_hunt)
+import script_modules
+
+flake_hunt = script_modules.Script('flake_hunt')
 
 
 def test_a_run_past_its_bound_is_a_failed_run_not_a_traceback(

@@ -8,7 +8,6 @@ then. Each probe carries an HDR-like histogram (97 % of requests at the
 average's bucket, 3 % at the tail's), so repeats merge their percentiles.
 """
 
-import importlib.util
 import io
 import os
 import re
@@ -27,6 +26,7 @@ from perfkitbenchmarker.search import driver as search_driver
 from perfkitbenchmarker.search import linear
 from perfkitbenchmarker.search import staircase
 from tests import capped_result_test
+import script_modules
 
 TAIL_FACTOR = 3.0
 SECONDS = 2
@@ -243,10 +243,7 @@ def _BenchCapStatistics():
   """scripts/bench_cap_statistics.py as a module, run in this process."""
   path = os.path.join(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))), 'scripts', 'bench_cap_statistics.py')
-  spec = importlib.util.spec_from_file_location('bench_cap_statistics', path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.Load(path, 'bench_cap_statistics')
 
 
 @pytest.mark.parametrize('bad', [['--cap=-1'], ['--cap=nan'],

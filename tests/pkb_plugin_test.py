@@ -11,7 +11,6 @@ run is recorded in pkb_plugin/README.md.
 
 import ast
 import functools
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,8 @@ import sys
 
 from absl import flags
 import pytest
+
+import script_modules
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = os.path.join(REPO, 'tests', 'fake_upstream_pkb')
@@ -150,10 +151,7 @@ def test_install_refuses_a_checkout_of_this_harness(tmp_path):
 
 def _Installer():
   """scripts/install_pkb_plugin.py as a module, run in this process."""
-  spec = importlib.util.spec_from_file_location('install_pkb_plugin', INSTALL)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.Load(INSTALL, 'install_pkb_plugin')
 
 
 def test_install_writes_no_file_through_a_symlink(tmp_path, capsys):
@@ -827,10 +825,7 @@ def _Plugin(monkeypatch):
   of upstream's names; its one flag defined on a FlagValues of its own."""
   monkeypatch.setattr(flags, 'DEFINE_string', functools.partial(
       flags.DEFINE_string, flag_values=flags.FlagValues()))
-  spec = importlib.util.spec_from_file_location('plugin_in_process', PLUGIN)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.Load(PLUGIN, 'plugin_in_process')
 
 
 @pytest.mark.parametrize('argv, words', [

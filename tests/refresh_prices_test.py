@@ -7,7 +7,6 @@ t2d-standard-16 and t2a-standard-4 rows; it also holds SKUs a careless
 filter would take (another region, sole tenancy, custom, N2D, network).
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,14 +14,13 @@ import subprocess
 import pytest
 
 import e2e_support
+import script_modules
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import pricing
 
 _SCRIPT = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'scripts', 'refresh_prices.py')
-_SPEC = importlib.util.spec_from_file_location('refresh_prices', _SCRIPT)
-refresh = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(refresh)
+refresh = script_modules.Load(_SCRIPT, 'refresh_prices')
 
 
 def test_aws_price_from_price_list_item():

@@ -9,7 +9,6 @@ right kind of interval and noise call, agree with the history series, leave
 out unconfirmed runs unless asked, and come out of compare.py --json.
 """
 
-import importlib.util
 import itertools
 import json
 import os
@@ -22,6 +21,7 @@ from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import report
+import script_modules
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPARE = os.path.join(os.path.dirname(HERE), 'scripts', 'compare.py')
@@ -191,9 +191,7 @@ def test_compare_json_rows_lie_within_their_runs_answers(tmp_path, capsys):
   _, path = _Frame(tmp_path, [
       _Run('a1', 'A', 22005, 300, 0), _Run('a2', 'A', 29493, 400, 5),
       _Run('b1', 'B', 9000, 300, 10, verdict='disturbed')])
-  spec = importlib.util.spec_from_file_location('compare_json', COMPARE)
-  compare = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(compare)
+  compare = script_modules.Load(COMPARE, 'compare_json')
   out = tmp_path / 'board.json'
   assert compare.Main(['compare', path, f'--json={out}']) == 0
   printed = capsys.readouterr().out
@@ -274,9 +272,7 @@ def test_three_unpriced_runs_of_a_cell_have_no_price_figure(tmp_path, capsys):
   assert board['capped_ops'] == pytest.approx(20500)
   assert board['interval_kind'] == answers.ACROSS_RUNS
   assert board['price_performance'] != board['price_performance']  # NaN
-  spec = importlib.util.spec_from_file_location('compare_unpriced', COMPARE)
-  compare = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(compare)
+  compare = script_modules.Load(COMPARE, 'compare_unpriced')
   assert compare.Main(['compare', path, f'--report={tmp_path}/r.html',
                        f'--markdown={tmp_path}/s.md']) == 0
   printed = capsys.readouterr().out

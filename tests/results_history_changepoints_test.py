@@ -8,7 +8,6 @@ night, and nothing on noise alone. The same histories also go through
 scripts/compare.py as PKB JSON-lines files.
 """
 
-import importlib.util
 import os
 import sys
 import warnings
@@ -22,6 +21,7 @@ from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import nights
 from perfkitbenchmarker.results_history import report
 import synthetic_history as synthetic
+import script_modules
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HISTORY = os.path.join(HERE, 'data', 'history')
@@ -37,10 +37,7 @@ def templates():
 
 @pytest.fixture(scope='module')
 def compare():
-  spec = importlib.util.spec_from_file_location('compare_script', COMPARE)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return script_modules.Load(COMPARE, 'compare_script')
 
 
 def _History(templates, seed, step_cell=None, step=-0.10):

@@ -21,6 +21,7 @@ from PIL import Image
 
 import e2e_support
 import pkb_forkserver
+import script_modules
 
 from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import changepoints
@@ -327,10 +328,7 @@ def test_compare_writes_its_files_when_stdout_goes_away_or_says_why_not(
 
 
 def test_default_source_is_the_results_tree(monkeypatch, tmp_path, capsys):
-  import importlib.util  # pylint: disable=g-import-not-at-top
-  spec = importlib.util.spec_from_file_location('compare_default', COMPARE)
-  compare = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(compare)
+  compare = script_modules.Load(COMPARE, 'compare_default')
   results = tmp_path / 'results'
   shutil.copytree(os.path.join(HISTORY, 'runs'), results / 'runs')
   monkeypatch.setattr(compare, 'DEFAULT_RESULTS', str(results))

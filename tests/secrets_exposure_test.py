@@ -4,15 +4,12 @@ The script runs a whole Local study (minutes); here pkb is an in-process
 stand-in whose stderr is more than a pipe holds.
 """
 
-import importlib.util
 import io
 import os
 
-_SPEC = importlib.util.spec_from_file_location(
-    'secrets_exposure', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'secrets_exposure.py'))
-script = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(script)
+import script_modules
+
+script = script_modules.Script('secrets_exposure')
 
 
 def test_a_run_writing_more_than_a_pipe_holds_to_stderr_ends_on_its_own(

@@ -12,7 +12,6 @@ gets the token instead), and copies `-a` into its JSON as memtier does.
 """
 
 import glob
-import importlib.util
 import io
 import os
 import re
@@ -26,6 +25,7 @@ import pytest
 
 import e2e_support as e2e
 import memtier_replay
+import script_modules
 
 sys.path.insert(0, e2e.REPO)
 from perfkitbenchmarker import redis_shard  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -166,11 +166,7 @@ def test_secrets_exposure_stopped_by_sigterm_stops_pkb_and_leaves_nothing(
   interrupts it as Ctrl-C does, and its cleanup runs. In process: a
   stand-in pkb whose first poll finds the handler the script set and
   raises what that handler raises."""
-  spec = importlib.util.spec_from_file_location(
-      'secrets_exposure', os.path.join(e2e.REPO, 'scripts',
-                                       'secrets_exposure.py'))
-  script = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(script)
+  script = script_modules.Script('secrets_exposure')
   seen = {}
 
   class Pkb:

@@ -6,16 +6,11 @@ script, on a trace shaped like the real one (an EXIT trap runs after the
 failing download).
 """
 
-import importlib.util
-import os
 
 from perfkitbenchmarker import system_info
+import script_modules
 
-_SPEC = importlib.util.spec_from_file_location(
-    'try_engine_installs', os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), 'scripts', 'try_engine_installs.py'))
-tries = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(tries)
+tries = script_modules.Script('try_engine_installs')
 
 TRACE = """+ set -eo pipefail
 + DEBIAN_FRONTEND=noninteractive

@@ -8,7 +8,6 @@ upstream's type and default or have a row there with both values, and say
 """
 
 import getpass
-import importlib.util
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from absl import flags
 
 from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import pkb  # pylint: disable=unused-import  (every flag)
+import script_modules
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'tests', 'data', 'upstream_pkb_flags.json')
@@ -185,11 +185,7 @@ def test_record_script_with_a_python_lacking_upstream_s_requirements(
   # 'python3 scripts/record_upstream_flags.py' from an upstream checkout,
   # with a python that has no absl (not upstream's virtualenv), ended in
   # 'ModuleNotFoundError: No module named 'absl'' under a traceback.
-  spec = importlib.util.spec_from_file_location(
-      'record_upstream_flags',
-      os.path.join(REPO, 'scripts', 'record_upstream_flags.py'))
-  record = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(record)
+  record = script_modules.Script('record_upstream_flags')
   (tmp_path / 'perfkitbenchmarker').mkdir()
   (tmp_path / 'perfkitbenchmarker' / 'benchmark_sets.py').write_text('')
   monkeypatch.chdir(tmp_path)

@@ -8,7 +8,6 @@ official capped or price sample with --official and exits 4.
 """
 
 import dataclasses
-import importlib.util
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from perfkitbenchmarker.search import linear
 
 import e2e_support as e2e
 import memtier_replay
+import script_modules
 
 Load = measurement.Load
 
@@ -315,10 +315,8 @@ def test_budget_run_says_unconfirmed_writes_nothing_official_exits_4(
 def test_compare_over_the_budget_run_ranks_nothing_and_says_why(
     budget_run, tmp_path, capsys):
   _, results, run_uri = budget_run
-  spec = importlib.util.spec_from_file_location(
-      'compare_verdict', os.path.join(e2e.REPO, 'scripts', 'compare.py'))
-  compare = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(compare)
+  compare = script_modules.Load(
+      os.path.join(script_modules.SCRIPTS, 'compare.py'), 'compare_verdict')
   board = tmp_path / 'board.json'
   assert compare.Main(['compare', results, f'--json={board}']) == 0
   out = capsys.readouterr().out
