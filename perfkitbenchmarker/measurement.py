@@ -29,6 +29,11 @@ def FiniteFloat(value) -> Optional[float]:
 # relative to the run directory, comma-separated; evidence.py).
 RAW_OUTPUT_KEY = 'raw_output'
 
+# Metadata key of a probe whose load generator was stopped at a time bound
+# before its work was done (a request-count tool run slower than planned):
+# the bound in seconds; its figures are of what it did until then.
+STOPPED_AT_KEY = 'stopped_at_bound_s'
+
 # The latency statistics a cap can bound (--latency_cap_statistic), each
 # with the percentile it stands for (None: the operation-weighted mean).
 AVERAGE = 'avg'

@@ -35,6 +35,7 @@ from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import terminal_text
+from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 from perfkitbenchmarker.publishers import bigquery_schema
@@ -75,6 +76,9 @@ class ProbeManifest(pydantic.BaseModel):
   stdout: List[_PartKey] = []
   rc: List[_PartKey] = []
   groups: List[str] = []
+  # redis-benchmark: each process's connections (one stopped at its time
+  # bound printed no report saying them).
+  clients: List[_Positive] = []
   test_time_s: Optional[Annotated[float, pydantic.Field(ge=0)]] = None
   warmup_s: Optional[Annotated[float, pydantic.Field(ge=0)]] = None
   staircase: bool = False
@@ -210,7 +214,8 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
         _, start, end = probe.Text(key).split()[:3]
         seconds.append(float(end) - float(start))
       return rb.Measure([probe.Text(k) for k in manifest.stdout],
-                        manifest.groups, seconds, load, facts)
+                        manifest.groups, seconds, load, facts,
+                        _StoppedAtBound(probe, manifest))
   except _FAULT_KINDS as e:
     raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
   if manifest.staircase:
@@ -218,6 +223,21 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
   raise BadInput(f'{where}: a load generator this command does not know '
                  f'(it knows {memtier_results.LOAD_GENERATOR} and '
                  f'{rb.LOAD_GENERATOR})')
+
+
+def _StoppedAtBound(probe: evidence.Probe, manifest: ProbeManifest
+                    ) -> List[Optional[int]]:
+  """Per process of a redis-benchmark probe, its connections if the probe
+  stopped it at its time bound (its kept stop.<i>), else None."""
+  stopped = []
+  for n, key in enumerate(manifest.stdout):
+    part = 'stop.' + key[len('out.'):]
+    why = (probe.Text(part).split(' ', 1)[0].strip() if probe.Has(part)
+           else '')
+    stopped.append(manifest.clients[n] if (
+        why == concurrent.STOPPED_AT_BOUND and n < len(manifest.clients))
+                   else None)
+  return stopped
 
 
 _Cached = Union[None, measurement.Measurement, evidence.Missing]

@@ -44,6 +44,10 @@ class ConsoleReporter:
       flags.append(limit.upper() if m.client_saturated else limit)
     elif m.client_saturated:
       flags.append('CLIENT SATURATED')
+    stopped = m.metadata.get(measurement.STOPPED_AT_KEY)
+    if stopped:
+      # A request count that outran its time: its figure is of that time.
+      flags.append(f'stopped at {stopped:g} s, slower than planned')
     if role != 'search':
       flags.append(role)
     statistics = [('avg', m.average_latency_ms), ('p99', m.p99_latency_ms)]

@@ -1,12 +1,15 @@
 """redis_benchmark_results on outputs recorded from redis-benchmark 7.0.15."""
 
+import dataclasses
 import glob
+import io
 import os
 import re
 
 import pytest
 
 from perfkitbenchmarker import measurement
+from perfkitbenchmarker import reporting
 from perfkitbenchmarker.load_generators import driver
 from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 
@@ -46,12 +49,56 @@ START_LINE = 'redis-benchmark_single_t1c24_n120000_quota_startline.txt'
 # tests/data/README.md.
 CLUSTERDOWN = 'redis-benchmark_cluster3_c24_n77504_clusterdown'
 
+# A GET process (-c 16 -n 160000) planned from the 70,022 ops/s its load
+# ran at before the shard's CPU quota was cut to a tenth, stopped by the
+# probe at its 3.5 s time bound (SIGTERM: no report), the evidence of
+# tests/steady_quota_test.py's probe case; see tests/data/README.md.
+STOPPED = 'redis-benchmark_single_t1c16_n160000_quota_stopped.txt'
+
 
 def test_every_redis_benchmark_fixture_is_covered():
   names = {os.path.basename(p)
            for p in glob.glob(os.path.join(DATA, 'redis-benchmark*'))}
   assert names == set(EXPECTED_RPS) | {START_LINE, CLUSTERDOWN + '.txt',
-                                       CLUSTERDOWN + '.err'}
+                                       CLUSTERDOWN + '.err', STOPPED}
+
+
+def test_a_process_stopped_at_its_bound_counts_its_whole_seconds():
+  text = _Read(STOPPED)
+  assert rb.ParseOutput(text) == []
+  load = measurement.Load(1, 16)
+  # Not stopped by the probe: a process with no report is no result.
+  with pytest.raises(ValueError, match='printed no result'):
+    rb.Measure([text], ['127.0.0.1:7001'], [3.72], load)
+  m = rb.Measure([text], ['127.0.0.1:7001'], [3.72], load, stopped=[16])
+  # The start line left out, 14 quarter seconds: 3 whole seconds, the last
+  # two quarters no second.
+  ticks = [float(t) for t in re.findall(r'rps=([\d.]+)', text)][1:]
+  assert len(ticks) == 14
+  ops = [round(sum(ticks[4 * i:4 * i + 4]) * rb.TICK_S) for i in range(3)]
+  assert [s.ops for s in m.per_second] == ops
+  assert m.ops == sum(ops)
+  assert m.throughput == pytest.approx(sum(ops) / 3)
+  # Closed loop as any probe: 16 outstanding over that rate.
+  assert m.average_latency_ms == pytest.approx(16 / (sum(ops) / 3) * 1000)
+  assert m.metadata['reported_average_latency_ms'] == pytest.approx(1.700)
+  assert m.p99_latency_ms is None and m.p50_latency_ms is None
+  assert m.metadata[rb.STOPPED_PROCESSES_KEY] == 1
+  result = rb.ProcessResult(text, 16)
+  assert (result.test, result.requests, result.seconds, result.clients,
+          result.stopped) == ('GET', sum(ops), 3.0, 16, True)
+  # A process stopped before a whole second has no figure to give.
+  with pytest.raises(ValueError, match='before a whole second'):
+    rb.StoppedResult(text[:text.index('rps=7016.0')], 16)
+  # The probe's line says it was stopped, and that it has no p99.
+  m = dataclasses.replace(m, metadata={
+      **m.metadata, measurement.STOPPED_AT_KEY: 3.5})
+  printed = io.StringIO()
+  reporting.ConsoleReporter(printed).Probe(3, m, 20.0, 'confirm')
+  line = printed.getvalue()
+  assert 'p99    n/a ms' in line, line
+  assert line.rstrip().endswith(
+      '[stopped at 3.5 s, slower than planned, confirm]'), line
 
 
 def test_error_replies_it_went_on_after_are_read_from_stderr():

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import types
 
 import pytest
 
@@ -22,6 +21,7 @@ from perfkitbenchmarker import reporting
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker import verdict
 from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import driver as probe_driver
 from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.load_generators import redis_benchmark as rb_generator
@@ -482,6 +482,11 @@ def test_a_slow_servers_probe_is_planned_from_its_rate_within_its_bound():
 
 
 
+def _Output(stdout):
+  """A redis-benchmark process that ended by itself, as a probe returns it."""
+  return concurrent.ProcessOutput('p.0', stdout, '', 0, 1.0)
+
+
 def test_a_load_measured_before_is_planned_from_its_own_rate():
   # The hold after a search whose last probe was a saturated one at more
   # connections: './pkb.py --memtier_run_duration=1 --memtier_max_probes=3'
@@ -494,7 +499,7 @@ def test_a_load_measured_before_is_planned_from_its_own_rate():
       ('redis-benchmark_single_t1c32_n400000_plain.txt', 32),
       ('redis-benchmark_single_t2c256_n400000_over1ms_plain.txt', 256)):
     generator._Learn([(None, 'get', connections)],  # pylint: disable=protected-access
-                     [types.SimpleNamespace(stdout=_Read(name))])
+                     [_Output(_Read(name))])
   hold_s = generator.DurationForSeconds(3)
   assert generator._Requests('get', 32, hold_s) == int(110283.98 * hold_s)  # pylint: disable=protected-access
   # A load not measured yet: the last rate per connection, as before.
@@ -504,8 +509,8 @@ def test_a_load_measured_before_is_planned_from_its_own_rate():
   # the hold is still planned from the fastest, or it ends before its
   # seconds ('held 12 of 20 s ... (8 s not measured: the load generator
   # ended before)' after a confirm probe at half the load's rate).
-  generator._Learn([(None, 'get', 32)], [types.SimpleNamespace(  # pylint: disable=protected-access
-      stdout=_Read('redis-benchmark_cluster3_c32_n400000_plain.txt'))])
+  generator._Learn([(None, 'get', 32)], [_Output(  # pylint: disable=protected-access
+      _Read('redis-benchmark_cluster3_c32_n400000_plain.txt'))])
   assert generator._Requests('get', 32, hold_s) == int(110283.98 * hold_s)  # pylint: disable=protected-access
 
 def test_the_readme_hold_seconds_line_is_what_the_console_prints():

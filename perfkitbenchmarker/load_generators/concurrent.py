@@ -59,6 +59,9 @@ class ProcessOutput:
   stderr: str
   returncode: int
   seconds: float
+  # STOPPED_AT_BOUND when the probe stopped it at its stop_after_s (what it
+  # printed until then is what it measured), else ''.
+  stopped: str = ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +75,12 @@ class ProbeRun:
   raw_output: Optional[str] = None
 
 
+# What scripts/probe.sh's BASE.<i>.stopped begins with: why it stopped a
+# command (STOP_ON, STOP_AFTER_US there).
+STOPPED_AT_ERROR = 'error'
+STOPPED_AT_BOUND = 'bound'
+
+
 def SampleEvery(duration_s: float) -> float:
   """How often to snapshot a probe of about `duration_s` without a window:
   a tenth of it, within 0.2-1 s (each snapshot costs a few processes)."""
@@ -82,7 +91,8 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            cpu_window_s: Optional[float] = None,
            setup_lines: Sequence[str] = (), files: Sequence[str] = (),
            sample_every_s: float = 0.5, run_root: str = '',
-           own_pid: str = '', stop_on: str = '') -> str:
+           own_pid: str = '', stop_on: str = '',
+           stop_after_s: Optional[float] = None) -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side:
   scripts/probe.sh (what it does: there) with its arguments.
 
@@ -90,12 +100,17 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   The script prints the bundle `ParseBundle` reads; `files` (paths) are in
   it too. `run_root`: the directory every process of the run works under
   (the snapshots count the processes that do not as foreign). `stop_on`:
-  text that stops a command whose stderr says it (probe.sh's STOP_ON).
+  text that stops a command whose stderr says it (probe.sh's STOP_ON);
+  `stop_after_s`, every command still running then (STOP_AFTER_US).
   """
   window_us = (int(round(float(cpu_window_s) * 1e6)) if cpu_window_s
                else '')
+  stops = []
   if stop_on:
-    setup_lines = [*setup_lines, f'STOP_ON={shlex.quote(stop_on)}']
+    stops.append(f'STOP_ON={shlex.quote(stop_on)}')
+  if stop_after_s:
+    stops.append(f'STOP_AFTER_US={int(round(stop_after_s * 1e6))}')
+  setup_lines = [*setup_lines, *stops]
   return ''.join(f'{line}\n' for line in setup_lines) + (
       shell_scripts.Sourced(
           'probe.sh', base, int(timeout_s), window_us,
@@ -129,7 +144,8 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              secret: Optional[str] = None, files: Sequence[str] = (),
              sample_every_s: float = 0.5,
              manifest: Optional[Dict[str, object]] = None,
-             timeout_hint: str = '', stop_on: str = '') -> ProbeRun:
+             timeout_hint: str = '', stop_on: str = '',
+             stop_after_s: Optional[float] = None) -> ProbeRun:
   """Starts every argv at once (pinned to the VM's cores) and waits for all.
 
   With `secret`, the argvs carry argv_secret.TOKEN where the password goes,
@@ -140,7 +156,10 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   follows 'timed out after N s' when the bound ended a process (what sets
   it, when that is not plain). `stop_on`: text on a process's stderr that
   stops it at once (the probe's next sample) rather than at its bound: an
-  error reply the tool retries and the run refuses anyway.
+  error reply the tool retries and the run refuses anyway. `stop_after_s`:
+  processes still running then are stopped (their ProcessOutput.stopped
+  says so), not failed: a request-count tool planned for a rate the
+  server no longer serves; what they printed is what they measured.
   """
   base = f'{vm.scratch_dir}/{name}'
   if secret is None:
@@ -150,7 +169,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
                   files, sample_every_s, client_cpu.RunRoot(vm),
-                  client_cpu.OwnPid(vm), stop_on)
+                  client_cpu.OwnPid(vm), stop_on, stop_after_s)
   # In the run record before it starts, its process group written down as
   # it starts, so cleanup and teardown can stop whatever of it outlives the
   # run (probe_processes).
@@ -182,12 +201,15 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
           f'{commands[i][0].rsplit("/", 1)[-1]} on {vm.name} left no exit '
           f'status ({_NoStatusReason(vm, err)})')
     code, start, end = int(rc_text[0]), float(rc_text[1]), float(rc_text[2])
+    why = bundle.get(f'stop.{i}', '').split(' ', 1)[0].strip()
     outputs.append(ProcessOutput(
         name=f'{name}.{i}', stdout=bundle.get(f'out.{i}', ''),
         stderr=bundle.get(f'err.{i}', ''), returncode=code,
-        seconds=end - start))
+        seconds=end - start,
+        stopped=STOPPED_AT_BOUND if why == STOPPED_AT_BOUND else ''))
   for i, output in enumerate(outputs):
-    if output.returncode != 0:
+    why = bundle.get(f'stop.{i}', '').split(' ', 1)[0].strip()
+    if output.returncode != 0 and not output.stopped:
       program = commands[i][0].rsplit('/', 1)[-1]
       side_by_side = (f' ({len(commands)} processes side by side)'
                       if len(commands) > 1 else '')
@@ -199,7 +221,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
                                       output.seconds >= timeout_s):
         reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
                   f'{timeout_hint}{_Stalled(output.stderr)}')
-      elif f'stop.{i}' in bundle:
+      elif why == STOPPED_AT_ERROR:
         reason = (f'was stopped after {output.seconds:.1f} s at its first '
                   'error reply, which it retries until its bound')
       elif 128 < output.returncode < 128 + signal.NSIG:

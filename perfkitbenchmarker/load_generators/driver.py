@@ -28,14 +28,16 @@ from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
 # showed on any (the first VM's alone were kept).
 _WORST_OF = ('client_busiest_thread_pct', 'client_busiest_thread_runnable_pct',
              'client_busiest_core_pct', interference_lib.CLIENT_STEAL_KEY,
-             'real_duration_s', 'reported_duration_s', 'duration_bug_detected')
+             'real_duration_s', 'reported_duration_s', 'duration_bug_detected',
+             measurement.STOPPED_AT_KEY)
 # Per-VM counts and rates of the load generators, which a probe over several
 # client VMs reports summed (measurement.Combine keeps the first VM's
 # metadata: two VMs of 8 connections each said connections_total 8, and
 # set_ops and get_ops were half the probe's ops).
 _SUM_OF = ('connections_total', 'set_ops', 'get_ops', 'get_misses',
            'reported_ops_per_sec', 'series_throughput', 'moved_per_sec',
-           'ask_per_sec', 'processes', 'outstanding_requests', 'tool_clients')
+           'ask_per_sec', 'processes', 'outstanding_requests', 'tool_clients',
+           rb.STOPPED_PROCESSES_KEY)
 _T = TypeVar('_T')
 
 

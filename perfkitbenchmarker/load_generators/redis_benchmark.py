@@ -75,6 +75,15 @@ SLOWEST_RATE_PER_PROCESS = 250.0
 # at one load ran up to ~20 % faster than the one before it.
 WHOLE_SECONDS_START_S = 0.5
 WHOLE_SECONDS_RATE_SLACK = 1.2
+# A probe's time bound (StopAfter): planned from the fastest rate measured
+# at its load, a probe of a server whose CPU quota was cut to a tenth ran
+# 5-7x its length (2 s probes of tests/steady_quota_test.py: 10.7-15.6 s),
+# the hold too. Past this x its length + STOP_AFTER_EXTRA_S its processes
+# are stopped; what they measured until then (their progress lines' whole
+# seconds) is the probe's figure. A probe run a little slower than planned
+# (a busy machine: PLAN_HEADROOM) still ends by itself, with its report.
+STOP_AFTER_FACTOR = 1.25
+STOP_AFTER_EXTRA_S = 1.0
 
 
 def DurationForSeconds(seconds: int) -> float:
@@ -84,6 +93,11 @@ def DurationForSeconds(seconds: int) -> float:
   last whole second (a 1 s hold read 'held 0 of 0 s'). The plan's estimate
   counts the same length (study/plan.py)."""
   return (seconds + WHOLE_SECONDS_START_S) * WHOLE_SECONDS_RATE_SLACK
+
+
+def StopAfter(duration_s: float) -> float:
+  """The time bound of a probe of `duration_s` (STOP_AFTER_FACTOR)."""
+  return duration_s * STOP_AFTER_FACTOR + STOP_AFTER_EXTRA_S
 
 
 def SplitConnections(connections: int, set_ratio: int,
@@ -295,7 +309,8 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
   def _Learn(self, tests, outputs) -> None:
     """Each test's rate per connection, and its fastest, from a run."""
     for (_, test, connections), out in zip(tests, outputs):
-      result = rb.ParseOutput(out.stdout)[-1]
+      result = rb.ProcessResult(out.stdout,
+                                connections if out.stopped else None)
       self._rate_per_connection[test] = result.rps / connections
       self._rate_at[(test, connections)] = max(
           result.rps, self._rate_at.get((test, connections), 0.0))
@@ -347,6 +362,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         lambda test, connections: self._Requests(test, connections,
                                                  duration_s))
     groups = [f'{endpoint.host}:{endpoint.port}' for endpoint, _, _ in tests]
+    stop_after_s = StopAfter(duration_s)
     run = concurrent.RunProbe(
         self.vm, f'redis-benchmark-{self._probes}', argvs,
         self.ProbeTimeout(planned, duration_s),
@@ -356,9 +372,13 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         # the request count is done, ran a 3 s probe to its 282 s bound
         # (requests / SLOWEST_RATE_PER_PROCESS): stopped at the first one.
         stop_on=rb.ERROR_REPLY_WORDS,
+        stop_after_s=stop_after_s,
         manifest={'load_generator': rb.LOAD_GENERATOR,
                   'load': [load.threads, load.clients, load.pipeline],
                   'groups': groups,
+                  # A process stopped at the bound prints no report: its
+                  # connections are here (recompute reads stop.<i>).
+                  'clients': [connections for _, _, connections in tests],
                   'stdout': [f'out.{i}' for i in range(len(argvs))],
                   'rc': [f'rc.{i}' for i in range(len(argvs))]})
     outputs = run.outputs
@@ -373,11 +393,16 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
     }
     if run.raw_output:
       facts[evidence.METADATA_KEY] = run.raw_output
+    stopped = [connections if out.stopped else None
+               for (_, _, connections), out in zip(tests, outputs)]
     try:
       m = rb.Measure([out.stdout for out in outputs], groups, seconds, load,
-                     facts)
+                     facts, stopped)
     except ValueError as e:
       raise errors.ProcessError(str(e)) from None
+    if m.metadata.get(rb.STOPPED_PROCESSES_KEY):
+      m = dataclasses.replace(m, metadata={
+          **m.metadata, measurement.STOPPED_AT_KEY: round(stop_after_s, 1)})
     self._Learn(tests, outputs)
     return dataclasses.replace(
         m, client_cpu=run.cpu,

@@ -40,6 +40,13 @@ _ERROR_REPLY = re.compile(ERROR_REPLY_WORDS + r'[^\r\n]*')
 TICK_S = 0.25
 TICKS_PER_SECOND = 4
 PER_SECOND_BASIS = 'progress_lines_250ms_closed_loop'
+# A process stopped before its request count was done prints no report:
+# its figures are its progress lines' whole seconds (StoppedResult), and
+# the probe's metadata says how many of its processes were
+# (STOPPED_PROCESSES_KEY) at what bound (measurement.STOPPED_AT_KEY).
+STOPPED_PROCESSES_KEY = 'stopped_processes'
+_TEST_NAME = re.compile(r'([^\r\n:]+): rps=')
+_OVERALL_AVERAGE = re.compile(r'avg_msec=\S+ \(overall: ([\d.]+)\)')
 
 
 def ErrorReplies(stderr_text: Optional[str]) -> Tuple[int, Optional[str]]:
@@ -68,6 +75,9 @@ class RedisBenchmarkTestResult:
   requests: Optional[int] = None
   seconds: Optional[float] = None
   clients: Optional[int] = None
+  # Stopped before its request count was done: read off its progress
+  # lines (StoppedResult).
+  stopped: bool = False
 
 
 def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
@@ -99,6 +109,40 @@ def _PlainBlock(test: str, lines: Sequence[str]) -> RedisBenchmarkTestResult:
   # own percentiles, which are read off the same histogram.
   p999 = next((ms for pct, ms in distribution if pct >= 99.9), None)
   return RedisBenchmarkTestResult(test=test, p999_latency_ms=p999, **fields)
+
+
+def StoppedResult(text: str, clients: int) -> RedisBenchmarkTestResult:
+  """The result of a process that was stopped before its request count
+  was done (it prints no report then), from its progress lines: its whole
+  seconds' requests (ProcessSeconds) over those seconds, and its own
+  average so far (the last line's overall avg_msec); no percentiles.
+  ValueError when it had no whole second."""
+  seconds = ProcessSeconds(text, None)
+  name = _TEST_NAME.search(text)
+  if not seconds or not name:
+    raise ValueError('redis-benchmark was stopped before a whole second of '
+                     f'progress lines: {text[-200:]!r}')
+  requests = sum(s.ops for s in seconds)
+  averages = _OVERALL_AVERAGE.findall(text)
+  return RedisBenchmarkTestResult(
+      test=name.group(1).strip(), rps=requests / len(seconds),
+      avg_latency_ms=(measurement.FiniteFloat(averages[-1]) if averages
+                      else None),
+      requests=requests, seconds=float(len(seconds)), clients=clients,
+      stopped=True)
+
+
+def ProcessResult(stdout: str, stopped: Optional[int] = None
+                  ) -> RedisBenchmarkTestResult:
+  """One process's result: its report's last test, else, when it was
+  stopped at its time bound (`stopped`: its connections), its progress
+  lines' (StoppedResult). ValueError when it printed neither."""
+  parsed = ParseOutput(stdout)
+  if parsed:
+    return parsed[-1]
+  if stopped:
+    return StoppedResult(stdout, stopped)
+  raise ValueError(f'redis-benchmark printed no result: {stdout[-200:]!r}')
 
 
 def ParseOutput(text: str) -> List[RedisBenchmarkTestResult]:
@@ -249,20 +293,24 @@ def FiguresTogether(parts: Sequence[measurement.Measurement]
 
 def Measure(stdouts: Sequence[str], groups: Sequence[str],
             seconds: Sequence[float], load: measurement.Load,
-            metadata: Optional[Mapping[str, object]] = None
+            metadata: Optional[Mapping[str, object]] = None,
+            stopped: Sequence[Optional[int]] = ()
             ) -> measurement.Measurement:
   """One probe's Measurement from its redis-benchmark processes (side by
   side): `CombineConcurrent` per group of processes that loaded one endpoint
   (`groups`, one per process), the groups combined; the recomputation
-  (scripts/recompute.py) uses it too. ValueError if a process printed none."""
+  (scripts/recompute.py) uses it too. `stopped`: per process, its
+  connections if the probe stopped it at its time bound (StoppedResult
+  reads one that printed no report), else None. ValueError if a process
+  printed no result."""
   by_group: Dict[str, List[RedisBenchmarkTestResult]] = {}
   series = []
-  for stdout, group in zip(stdouts, groups):
-    parsed = ParseOutput(stdout)
-    if not parsed:
-      raise ValueError(f'redis-benchmark printed no result: {stdout[-200:]!r}')
-    by_group.setdefault(group, []).append(parsed[-1])
-    clients = parsed[-1].clients
+  cut = 0
+  for i, (stdout, group) in enumerate(zip(stdouts, groups)):
+    result = ProcessResult(stdout, stopped[i] if i < len(stopped) else None)
+    cut += result.stopped
+    by_group.setdefault(group, []).append(result)
+    clients = result.clients
     series.append(ProcessSeconds(
         stdout, clients * load.pipeline if clients else None))
   parts = [CombineConcurrent(results, load, max(seconds), metadata)
@@ -276,6 +324,9 @@ def Measure(stdouts: Sequence[str], groups: Sequence[str],
         k: v for k, v in together.items() if v is not None})
   # Every process side by side (the groups' closed loops together: the
   # op-weighted mean of outstanding / rate is their sum over the sum).
+  if cut:
+    combined = dataclasses.replace(combined, metadata={
+        **combined.metadata, STOPPED_PROCESSES_KEY: cut})
   per_second = measurement.CombineSeconds(series)
   if not per_second:
     return combined

@@ -14,12 +14,19 @@
 # out.<i>, err.<i> and file.<k> (each FILE), then @pkb-bundle-end
 # (concurrent.ParseBundle). Sourced (shell_scripts.Sourced) by the probe's
 # script, whose lines before may set what its commands need (an unexported
-# password) and STOP_ON: without a window, a command whose stderr's first
-# lines hold that text is stopped at the next sample (its process, by
-# run_processes.sh's escalation) and BASE.<i>.stopped says so ("stop.<i>"
-# in the bundle): redis-benchmark --cluster retries a CLUSTERDOWN until its
-# request count is done, minutes, for a probe the run refuses at its first
-# error reply anyway. That script, $0, is removed first.
+# password) and when to stop a command before its TIMEOUT_S. Without a
+# window, at each sample a command still running is stopped (its processes,
+# by run_processes.sh's escalation), BASE.<i>.stopped saying why in a word
+# and what it saw ("stop.<i>" in the bundle):
+#   STOP_ON       "error LINE": its stderr's first 20 lines hold this text
+#                 (redis-benchmark --cluster retries a CLUSTERDOWN until its
+#                 request count is done, minutes, for a probe the run
+#                 refuses at its first error reply anyway);
+#   STOP_AFTER_US "bound": the probe has run this many microseconds (a
+#                 request count planned from a rate the server no longer
+#                 serves would run several times the probe's length; what
+#                 it printed until then is what it measured).
+# That script, $0, is removed first.
 rm -f -- "$0"
 
 . ./snapshot.sh
@@ -61,36 +68,45 @@ snap() {
 exec {nap_fd}<> <(:)
 nap() { read -rt "$1" -u "$nap_fd" _; }
 
+# stop_due: stops each command that is due to stop (STOP_ON,
+# STOP_AFTER_US above). Builtins only: it runs at every sample.
+stop_due() {
+  local f i n line t k why now
+  now=${EPOCHREALTIME/[.,]/}
+  for f in "$base".*.pid; do
+    i=${f%.pid}
+    i=${i##*.}
+    if [ -e "$base.$i.stopped" ] || [ -e "$base.$i.rc" ]; then continue; fi
+    why=
+    if [ -n "${STOP_ON-}" ] && [ -s "$base.$i.err" ]; then
+      n=0
+      while (( n++ < 20 )) && IFS= read -r line; do
+        [[ $line != *"$STOP_ON"* ]] || { why="error $line"; break; }
+      done < "$base.$i.err"
+    fi
+    if [ -z "$why" ] && [ -n "${STOP_AFTER_US-}" ] && [ -n "$t0" ] &&
+      (( now - t0 >= STOP_AFTER_US )); then
+      why=bound
+    fi
+    [ -n "$why" ] || continue
+    read -r t < "$f" || continue
+    # The children file has no line end: read fails, k is set. Each child
+    # (the tool, and argv_secret's helper beside it).
+    read -ra k < "/proc/$t/task/$t/children"
+    (( ${#k[@]} )) || continue  # It has just ended by itself.
+    echo "$why" > "$base.$i.stopped"
+    for t in "${k[@]}"; do
+      pstat "$t" && escalate "$t" "${pf[19]}" leader 5000
+    done
+  done 2>/dev/null
+}
+
 # The first snapshot's scan of foreign processes (tens of ms) is taken by
 # the sampler once the tools have started, not before them: the scan is of
 # the same moment within that time, and the tools start that much sooner.
 # Not stopped mid-scan (a partial scan would count the processes it missed
 # as born during the probe); stopped at once after it. Its own WHOLE line
 # (snapshot.sh) ends it: one cut short anyway is not read.
-# stop_said: stops each command whose stderr's first 20 lines hold
-# STOP_ON (builtins only: it runs at every sample).
-stop_said() {
-  local f i n line t k
-  for f in "$base".*.pid; do
-    i=${f%.pid}
-    i=${i##*.}
-    if [ -e "$base.$i.stopped" ] || [ ! -s "$base.$i.err" ]; then continue; fi
-    n=0
-    while (( n++ < 20 )) && IFS= read -r line; do
-      [[ $line == *"$STOP_ON"* ]] || continue
-      read -r t < "$f" || break
-      # The children file has no line end: read fails, k is set. Each
-      # child (the tool, and argv_secret's helper beside it).
-      read -ra k < "/proc/$t/task/$t/children"
-      echo "$line" > "$base.$i.stopped"
-      for t in "${k[@]}"; do
-        pstat "$t" && escalate "$t" "${pf[19]}" leader 5000
-      done
-      break
-    done < "$base.$i.err"
-  done 2>/dev/null
-}
-
 scan0() {
   trap 'exit 0' TERM
   { fscan; whole; } >> "$base.stat0" 2>/dev/null
@@ -129,7 +145,7 @@ else
     while :; do
       nap "$sample_every_s"
       snap "$base.stat1" threads
-      [ -z "${STOP_ON-}" ] || stop_said
+      [ -z "${STOP_ON-}${STOP_AFTER_US-}" ] || stop_due
     done
   ) &
 fi

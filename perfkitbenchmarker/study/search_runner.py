@@ -243,6 +243,10 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
       f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
       f'{_WarmupWords(opts)}{f" ({cut})" if cut else ""}:')
   m = steadiness.Marked(driver(reported.load, asked), cap)
+  stopped = m.metadata.get(measurement.STOPPED_AT_KEY)
+  if stopped and not cut:
+    cut = (f'the load generator was stopped at its {stopped:g} s bound, '
+           'running slower than planned')
   # Every second asked for counts: one the tool did not measure is not held.
   held = steadiness.OfHold(m, reported.throughput, cap, asked_s=hold_s,
                            missing_why=cut)

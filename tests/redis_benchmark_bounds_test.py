@@ -1,0 +1,100 @@
+"""A redis-benchmark probe ends near its length, whatever the server does.
+
+redis-benchmark runs a request count, planned from the fastest rate measured
+at the probe's load. A server that slowed for good (its CPU quota cut) made
+every later probe at that load run 5-7x its length. Real redis-server and
+redis-benchmark on loopback: a probe planned from a rate the server no
+longer serves is stopped at its time bound with what it measured.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import e2e_support
+from perfkitbenchmarker import measurement
+from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import redis_benchmark
+from perfkitbenchmarker.load_generators import redis_benchmark_results as rb
+from perfkitbenchmarker.providers.local import provider as local
+
+pytestmark = [pytest.mark.e2e,
+              e2e_support.NeedsTools('redis-server', 'redis-benchmark', 'cc')]
+
+PASSWORD = 'bounds-test-pw'
+WORKLOAD = base.Workload(key_maximum=2000, data_size=16)
+LOAD = measurement.Load(1, 4)
+
+
+@pytest.fixture
+def server():
+  """A redis-server on loopback with the run's load user: (its process,
+  its endpoint)."""
+  port = e2e_support.FreePort()
+  proc = subprocess.Popen(
+      ['redis-server', '-'], stdin=subprocess.PIPE,
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+  proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\nappendonly no\n'
+                   f'requirepass "{os.urandom(8).hex()}"\n'
+                   f'{redis_shard.UserDirective(PASSWORD)}\n')
+  proc.stdin.close()
+  try:
+    for _ in range(200):
+      ping = subprocess.run(['redis-cli', '-p', str(port), 'ping'],
+                            capture_output=True, text=True, check=False)
+      if 'NOAUTH' in ping.stdout + ping.stderr or ping.stdout.strip():
+        break
+      time.sleep(0.05)
+    yield proc, base.Endpoint('127.0.0.1', port)
+  finally:
+    proc.send_signal(signal.SIGCONT)
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def generator(tmp_path):
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local', num_cpus=1),
+      'clients-0', 'clients', run_uri='tbound')
+  vm.scratch_dir = str(tmp_path / 'pkb-client')
+  os.makedirs(vm.scratch_dir, mode=0o700)
+  return redis_benchmark.RedisBenchmarkGenerator(vm)
+
+
+@pytest.mark.timeout(60)
+def test_a_probe_planned_from_a_rate_no_longer_served_stops_at_its_bound(
+    server, generator):
+  _, endpoint = server
+  first = generator.Probe([endpoint], PASSWORD, WORKLOAD, LOAD, duration_s=1)
+  # As if this load had run 8x faster before (a server whose CPU quota was
+  # cut since): the next probe (a SET and a GET process) is planned for 8 s
+  # of what it serves now.
+  fastest = generator._rate_at  # pylint: disable=protected-access
+  planned = {key: 8 * rate for key, rate in fastest.items()}
+  assert sorted(planned) == [('get', 2), ('set', 2)]
+  fastest.update(planned)
+  started = time.monotonic()
+  m = generator.Probe([endpoint], PASSWORD, WORKLOAD, LOAD, duration_s=1)
+  took = time.monotonic() - started
+  # Its bound, 2.25 s, and the stop (before: 8.5 s, ended by itself).
+  assert took < 4.5, took
+  bound = redis_benchmark.StopAfter(1)
+  assert bound == 2.25
+  assert measurement.STOPPED_AT_KEY not in first.metadata
+  assert m.metadata[measurement.STOPPED_AT_KEY] == round(bound, 1)
+  assert m.metadata[rb.STOPPED_PROCESSES_KEY] == 2
+  # Its figures are its whole seconds' (no report, so no percentiles).
+  complete = [s for s in m.per_second if s.complete]
+  assert len(complete) >= 1
+  assert m.ops == sum(s.ops for s in complete)
+  assert m.throughput == pytest.approx(m.ops / len(complete))
+  assert m.p99_latency_ms is None
+  assert 0.3 * first.throughput < m.throughput < 3 * first.throughput
+  # The fastest rate stays the plan; the time bound keeps it short.
+  assert fastest == planned
