@@ -2,19 +2,23 @@
 
 redis-benchmark runs a request count, planned from the fastest rate measured
 at the probe's load. A server that slowed for good (its CPU quota cut) made
-every later probe at that load run 5-7x its length. Real redis-server and
-redis-benchmark on loopback: a probe planned from a rate the server no
-longer serves is stopped at its time bound with what it measured.
+every later probe at that load run 5-7x its length, and a SIGSTOPped server
+held a probe to its bound (requests / 250 ops/s + 30 s). Real redis-server
+and redis-benchmark on loopback, a probe each: one planned from a rate the
+server no longer serves is stopped at its time bound with what it measured,
+one whose server stops answering fails within seconds, in one line.
 """
 
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
 
 import e2e_support
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
@@ -98,3 +102,32 @@ def test_a_probe_planned_from_a_rate_no_longer_served_stops_at_its_bound(
   assert 0.3 * first.throughput < m.throughput < 3 * first.throughput
   # The fastest rate stays the plan; the time bound keeps it short.
   assert fastest == planned
+
+
+@pytest.mark.timeout(60)
+def test_a_server_stopped_mid_probe_ends_the_probe_in_seconds(
+    server, generator):
+  proc, endpoint = server
+  # The pilot (and argv_secret's library) first: the stop comes mid-probe.
+  generator.Probe([endpoint], PASSWORD, WORKLOAD, LOAD, duration_s=1)
+  stop = threading.Timer(1.0, proc.send_signal, (signal.SIGSTOP,))
+  started = time.monotonic()
+  stop.start()
+  try:
+    with pytest.raises(errors.ProcessError) as failure:
+      generator.Probe([endpoint], PASSWORD, WORKLOAD, LOAD, duration_s=8)
+  finally:
+    stop.cancel()
+    proc.send_signal(signal.SIGCONT)
+  took = time.monotonic() - started
+  message = str(failure.value)
+  assert message.startswith('redis-benchmark on clients-0 was stopped after '),\
+      message
+  said = (f', no reply in its last {redis_benchmark.NO_REPLY_S:g} s (the '
+          'server stopped answering): ')
+  assert said + 'SET: rps=0.0 (overall: ' in message or (
+      said + 'GET: rps=0.0 (overall: ' in message), message
+  assert '\n' not in message
+  # A second of load, NO_REPLY_S of none, a sample and the
+  # stop (before: the probe's bound, requests / 250 ops/s + 30 s).
+  assert took < 1 + redis_benchmark.NO_REPLY_S + 3, took

@@ -76,9 +76,18 @@ class ProbeRun:
 
 
 # What scripts/probe.sh's BASE.<i>.stopped begins with: why it stopped a
-# command (STOP_ON, STOP_AFTER_US there).
+# command (STOP_ON, IDLE_ON, STOP_AFTER_US there).
 STOPPED_AT_ERROR = 'error'
+STOPPED_IDLE = 'idle'
 STOPPED_AT_BOUND = 'bound'
+
+
+@dataclasses.dataclass(frozen=True)
+class Idle:
+  """A tool that printed only `words` on its stdout (its progress line of
+  an interval with no reply) for `seconds` is stopped (probe.sh's IDLE_ON)."""
+  words: str
+  seconds: float
 
 
 def SampleEvery(duration_s: float) -> float:
@@ -92,6 +101,7 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
            setup_lines: Sequence[str] = (), files: Sequence[str] = (),
            sample_every_s: float = 0.5, run_root: str = '',
            own_pid: str = '', stop_on: str = '',
+           idle: Optional[Idle] = None,
            stop_after_s: Optional[float] = None) -> str:
   """The shell script running `pinned_commands` (shell-quoted) side by side:
   scripts/probe.sh (what it does: there) with its arguments.
@@ -101,6 +111,7 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   it too. `run_root`: the directory every process of the run works under
   (the snapshots count the processes that do not as foreign). `stop_on`:
   text that stops a command whose stderr says it (probe.sh's STOP_ON);
+  `idle`, one that prints nothing else for that long (IDLE_ON);
   `stop_after_s`, every command still running then (STOP_AFTER_US).
   """
   window_us = (int(round(float(cpu_window_s) * 1e6)) if cpu_window_s
@@ -108,6 +119,9 @@ def Script(base: str, pinned_commands: Sequence[str], timeout_s: float,
   stops = []
   if stop_on:
     stops.append(f'STOP_ON={shlex.quote(stop_on)}')
+  if idle:
+    stops += [f'IDLE_ON={shlex.quote(idle.words)}',
+              f'IDLE_US={int(round(idle.seconds * 1e6))}']
   if stop_after_s:
     stops.append(f'STOP_AFTER_US={int(round(stop_after_s * 1e6))}')
   setup_lines = [*setup_lines, *stops]
@@ -145,6 +159,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
              sample_every_s: float = 0.5,
              manifest: Optional[Dict[str, object]] = None,
              timeout_hint: str = '', stop_on: str = '',
+             idle: Optional[Idle] = None,
              stop_after_s: Optional[float] = None) -> ProbeRun:
   """Starts every argv at once (pinned to the VM's cores) and waits for all.
 
@@ -156,7 +171,9 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
   follows 'timed out after N s' when the bound ended a process (what sets
   it, when that is not plain). `stop_on`: text on a process's stderr that
   stops it at once (the probe's next sample) rather than at its bound: an
-  error reply the tool retries and the run refuses anyway. `stop_after_s`:
+  error reply the tool retries and the run refuses anyway. `idle`: a
+  process that printed only its words on stdout for its seconds is
+  stopped and fails as the server's stopping to answer. `stop_after_s`:
   processes still running then are stopped (their ProcessOutput.stopped
   says so), not failed: a request-count tool planned for a rate the
   server no longer serves; what they printed is what they measured.
@@ -169,7 +186,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
     shell_commands, setup = argv_secret.Wrap(vm, commands, secret)
   script = Script(base, shell_commands, timeout_s, cpu_window_s, setup,
                   files, sample_every_s, client_cpu.RunRoot(vm),
-                  client_cpu.OwnPid(vm), stop_on, stop_after_s)
+                  client_cpu.OwnPid(vm), stop_on, idle, stop_after_s)
   # In the run record before it starts, its process group written down as
   # it starts, so cleanup and teardown can stop whatever of it outlives the
   # run (probe_processes).
@@ -208,7 +225,7 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
         seconds=end - start,
         stopped=STOPPED_AT_BOUND if why == STOPPED_AT_BOUND else ''))
   for i, output in enumerate(outputs):
-    why = bundle.get(f'stop.{i}', '').split(' ', 1)[0].strip()
+    why, _, seen = bundle.get(f'stop.{i}', '').strip().partition(' ')
     if output.returncode != 0 and not output.stopped:
       program = commands[i][0].rsplit('/', 1)[-1]
       side_by_side = (f' ({len(commands)} processes side by side)'
@@ -221,6 +238,12 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
                                       output.seconds >= timeout_s):
         reason = (f'timed out after {int(timeout_s)} s{side_by_side}'
                   f'{timeout_hint}{_Stalled(output.stderr)}')
+      elif why == STOPPED_IDLE:
+        quiet = f' in its last {idle.seconds:g} s' if idle else ''
+        reason = (f'was stopped after {output.seconds:.1f} s, no reply'
+                  f'{quiet} (the server stopped answering): '
+                  f'{" ".join(seen.split()) or "no output"}')
+        raise errors.ProcessError(f'{program} on {vm.name} {reason}')
       elif why == STOPPED_AT_ERROR:
         reason = (f'was stopped after {output.seconds:.1f} s at its first '
                   'error reply, which it retries until its bound')
@@ -350,8 +373,9 @@ def RunSideBySide(vm, name: str, commands: Sequence[Sequence[str]],
                   secret: Optional[str] = None,
                   manifest: Optional[Dict[str, object]] = None,
                   files: Sequence[str] = (),
-                  stop_on: str = '') -> List[ProcessOutput]:
+                  stop_on: str = '',
+                  idle: Optional[Idle] = None) -> List[ProcessOutput]:
   """RunProbe's process outputs (for callers that need nothing else)."""
   return list(RunProbe(vm, name, commands, timeout_s, cpu_window_s,
                        secret, files=files, manifest=manifest,
-                       stop_on=stop_on).outputs)
+                       stop_on=stop_on, idle=idle).outputs)

@@ -84,6 +84,10 @@ WHOLE_SECONDS_RATE_SLACK = 1.2
 # (a busy machine: PLAN_HEADROOM) still ends by itself, with its report.
 STOP_AFTER_FACTOR = 1.25
 STOP_AFTER_EXTRA_S = 1.0
+# A process whose progress lines said no reply for this long is stopped,
+# and the probe fails in one line: the server stopped answering (a
+# SIGSTOPped shard held a probe to its bound, requests / 250 ops/s + 30 s).
+NO_REPLY_S = 3.0
 
 
 def DurationForSeconds(seconds: int) -> float:
@@ -131,6 +135,9 @@ def RefuseErrorReplies(vm, outputs: Sequence[concurrent.ProcessOutput]
         'them as requests done, so its figures would count requests the '
         "server refused as served; check the shards' logs (the cluster's "
         'state).')
+
+
+_NO_REPLY = concurrent.Idle(rb.NO_REPLY_WORDS, NO_REPLY_S)
 
 
 class RedisBenchmarkGenerator(base.LoadGenerator):
@@ -330,7 +337,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         self.vm, f'redis-benchmark-pilot-{self._probes}', argvs,
         self.ProbeTimeout(planned, 0),
         secret=redis_shard.LoadPassword(password),
-        stop_on=rb.ERROR_REPLY_WORDS)
+        stop_on=rb.ERROR_REPLY_WORDS, idle=_NO_REPLY)
     RefuseErrorReplies(self.vm, outputs)
     try:
       self._Learn(tests, outputs)
@@ -371,7 +378,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
         # A down cluster's CLUSTERDOWN, retried a second a connection until
         # the request count is done, ran a 3 s probe to its 282 s bound
         # (requests / SLOWEST_RATE_PER_PROCESS): stopped at the first one.
-        stop_on=rb.ERROR_REPLY_WORDS,
+        stop_on=rb.ERROR_REPLY_WORDS, idle=_NO_REPLY,
         stop_after_s=stop_after_s,
         manifest={'load_generator': rb.LOAD_GENERATOR,
                   'load': [load.threads, load.clients, load.pipeline],

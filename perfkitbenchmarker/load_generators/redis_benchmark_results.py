@@ -40,6 +40,10 @@ _ERROR_REPLY = re.compile(ERROR_REPLY_WORDS + r'[^\r\n]*')
 TICK_S = 0.25
 TICKS_PER_SECOND = 4
 PER_SECOND_BASIS = 'progress_lines_250ms_closed_loop'
+# What its progress line of a quarter second with no reply holds
+# ('GET: rps=0.0 (overall: 21691.0) avg_msec=-nan (overall: 0.163)', a
+# line every 250 ms while a SIGSTOPped server holds every request).
+NO_REPLY_WORDS = 'rps=0.0 ('
 # A process stopped before its request count was done prints no report:
 # its figures are its progress lines' whole seconds (StoppedResult), and
 # the probe's metadata says how many of its processes were

@@ -22,6 +22,13 @@
 #                 (redis-benchmark --cluster retries a CLUSTERDOWN until its
 #                 request count is done, minutes, for a probe the run
 #                 refuses at its first error reply anyway);
+#   IDLE_ON, IDLE_US
+#                 "idle LINE": for IDLE_US microseconds, every line its
+#                 stdout printed ('\r' or '\n' ended; blank ones aside)
+#                 held IDLE_ON, or it printed none, counted from the probe's
+#                 start (redis-benchmark's progress line of a quarter second
+#                 with no reply: a server SIGSTOPped mid-probe held it to
+#                 its bound, minutes);
 #   STOP_AFTER_US "bound": the probe has run this many microseconds (a
 #                 request count planned from a rate the server no longer
 #                 serves would run several times the probe's length; what
@@ -68,10 +75,13 @@ snap() {
 exec {nap_fd}<> <(:)
 nap() { read -rt "$1" -u "$nap_fd" _; }
 
-# stop_due: stops each command that is due to stop (STOP_ON,
-# STOP_AFTER_US above). Builtins only: it runs at every sample.
+# stop_due: stops each command that is due to stop (STOP_ON, IDLE_ON,
+# STOP_AFTER_US above). Builtins only: it runs at every sample; a command's
+# stdout is read on from where the sample before left it (its fd kept open),
+# never again from the start.
+idle_fd=() idle_rest=() idle_seen=() idle_line=()
 stop_due() {
-  local f i n line t k why now
+  local f i n line t k why now fd text
   now=${EPOCHREALTIME/[.,]/}
   for f in "$base".*.pid; do
     i=${f%.pid}
@@ -83,6 +93,30 @@ stop_due() {
       while (( n++ < 20 )) && IFS= read -r line; do
         [[ $line != *"$STOP_ON"* ]] || { why="error $line"; break; }
       done < "$base.$i.err"
+    fi
+    if [ -z "$why" ] && [ -n "${IDLE_ON-}" ] && [ -n "$t0" ]; then
+      if [ -z "${idle_fd[i]-}" ] && [ -e "$base.$i.out" ] &&
+        exec {fd}< "$base.$i.out"; then
+        idle_fd[i]=$fd
+      fi
+      text=${idle_rest[i]-}
+      if [ -n "${idle_fd[i]-}" ]; then
+        IFS= read -r -d '' -u "${idle_fd[i]}" line
+        text+=${line//$'\n'/$'\r'}
+      fi
+      while [[ $text == *$'\r'* ]]; do
+        line=${text%%$'\r'*}
+        text=${text#*$'\r'}
+        [[ $line == *[![:space:]]* ]] || continue
+        if [[ $line == *"$IDLE_ON"* ]]; then
+          idle_line[i]=$line
+        else
+          idle_seen[i]=$now
+        fi
+      done
+      idle_rest[i]=$text
+      (( now - ${idle_seen[i]:-$t0} < IDLE_US )) ||
+        why="idle ${idle_line[i]-}"
     fi
     if [ -z "$why" ] && [ -n "${STOP_AFTER_US-}" ] && [ -n "$t0" ] &&
       (( now - t0 >= STOP_AFTER_US )); then
@@ -145,7 +179,7 @@ else
     while :; do
       nap "$sample_every_s"
       snap "$base.stat1" threads
-      [ -z "${STOP_ON-}${STOP_AFTER_US-}" ] || stop_due
+      [ -z "${STOP_ON-}${IDLE_ON-}${STOP_AFTER_US-}" ] || stop_due
     done
   ) &
 fi
