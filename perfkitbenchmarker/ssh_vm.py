@@ -724,22 +724,31 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     returns the settings in force, which SystemMetadata() then includes."""
     applied = ''
     if enabled:
-      self.RecordHostSettings()
+      holder = self.RecordHostSettings()
       out, err, rc = self.RemoteCommandWithReturnCode(
-          self.Sudo(system_tuning.ApplyCommand()), timeout=60)
+          self.Sudo(system_tuning.ApplyCommand(holder)), timeout=60)
       applied = out if rc == 0 else 'tuning_failed=sudo\n'
       if rc != 0:
         logging.warning('System tuning on %s failed: %s', self.name,
                         vm_util.Tail(err, 2))
+      shared = system_tuning.SharedWith(applied)
+      if shared:
+        logging.warning(
+            'System tuning on %s: the tuning of %s is in force there too '
+            '(<run_uri>/<vm>: running, or not torn down); the settings go '
+            'back as they were before the first when the last is torn '
+            'down.', self.name, ', '.join(shared))
     current, _ = self.RemoteCommand(system_tuning.ReadCommand(), timeout=60,
                                     what=f'reading settings on {self.name}')
     self.tuning = system_tuning.Parse(applied + current, enabled)
     return dict(self.tuning)
 
-  def RecordHostSettings(self) -> None:
+  def RecordHostSettings(self) -> str:
     """Before the tuning changes this machine's settings: a machine that
     outlives the run records them here, to put them back at teardown (the
-    static provider's); a cloud VM is deleted with them."""
+    static provider's), and returns its place in the machine's lease
+    (system_tuning.Holder); a cloud VM is deleted with them: ''."""
+    return ''
 
   def SystemMetadata(self) -> Dict[str, Any]:
     """OS, kernel, architecture and tuning, for sample metadata."""

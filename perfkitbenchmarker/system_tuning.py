@@ -14,8 +14,14 @@ which only affects new logins.
 On a machine that outlives the run (a static VM, lent for it) the settings
 are host-wide and the lender gets the machine back as it was:
 `SnapshotCommand` prints the values in force before anything is applied
-(the run records them, old value first), `RestoreCommand` writes back each
-one the run changed and removes the limits file if the run made it.
+(the run records them, old value first). Two runs may tune one machine
+(side by side, overlapping in prepare and teardown, or one never torn
+down), so the values written back are the machine's own record of them:
+`ApplyCommand` first takes the run's place in a lease kept by root on the
+machine (LEASE_FILE: the values before the first tuning in force, and one
+holder line per tuning), and `RestoreCommand` gives that place up; the last
+holder's writes back each value that changed and removes the limits file
+if the first holder made it.
 
 The shell is scripts/system_tuning.sh (what each setting is, where it is
 kept and how it is set); here are the settings' names and the forms of the
@@ -35,6 +41,9 @@ from perfkitbenchmarker import shell_scripts
 SCRIPT = 'system_tuning.sh'  # What each setting is and how it is set.
 # The open-file limits file the tuning writes (the script's $limits).
 LIMITS_FILE = '/etc/security/limits.d/99-pkb-redis.conf'
+# The lease (the script's $lease): NAME=VALUE before the first tuning in
+# force, a `holder=<run_uri>/<vm>` line for each tuning in force.
+LEASE_FILE = '/var/lib/pkb-host-settings'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,9 +66,41 @@ SETTINGS = (
 )
 
 
-def ApplyCommand() -> str:
-  """Root command; prints `tuning_failed=<name>` for each refusal."""
-  return shell_scripts.Command(SCRIPT, 'apply')
+def Holder(run_uri: str, vm_name: str) -> str:
+  """A tuning's name in the lease: one per run and VM (a machine listed
+  twice holds it twice)."""
+  return f'{run_uri}/{vm_name}'
+
+
+def ApplyCommand(holder: str = '') -> str:
+  """Root command; takes `holder`'s place in the lease (a machine that
+  outlives the run; none: a cloud VM, deleted with the settings), then
+  tunes; prints
+  `tuning_failed=<name>` for each refusal (`lease`: nothing was changed)
+  and `tuning_shared=<holder>,...` when other tunings are in force."""
+  return shell_scripts.Command(SCRIPT, 'apply', holder)
+
+
+def _Listed(text: str, key: str) -> List[str]:
+  """The holders on `key=` lines of the script's output."""
+  return [holder for line in (text or '').splitlines()
+          if line.startswith(f'{key}=')
+          for holder in line.partition('=')[2].strip().split(',') if holder]
+
+
+def SharedWith(text: str) -> List[str]:
+  """ApplyCommand's output: the other holders whose tunings are in force."""
+  return _Listed(text, 'tuning_shared')
+
+
+def Holders(text: str) -> List[str]:
+  """SnapshotCommand's output: the holders of the lease."""
+  return _Listed(text, 'holder')
+
+
+def Deferred(text: str) -> List[str]:
+  """RestoreCommand's output: the holders the settings stay tuned for."""
+  return _Listed(text, 'restore_deferred')
 
 
 def ReadCommand() -> str:
@@ -77,6 +118,8 @@ def Parse(text: str, applied: bool) -> Dict[str, str]:
       continue
     if key == 'tuning_failed':
       failed.append(value.strip())
+    elif key == 'tuning_shared':
+      continue  # Said by the VM (SharedWith), not a setting.
     else:
       values[key.strip()] = value.strip() or 'unknown'
   values['system_tuning'] = 'applied' if applied else 'off'
@@ -92,7 +135,8 @@ _LIMITS_FILE_VALUES = ('present', 'absent')
 
 def SnapshotCommand() -> str:
   """Unprivileged, read-only: `<name>=<value>` of every setting restore
-  can write back, and `limits_file=present|absent`."""
+  can write back, `limits_file=present|absent`, and a `holder=<holder>`
+  line for each tuning in force (Holders)."""
   return shell_scripts.Command(SCRIPT, 'snapshot')
 
 
@@ -110,7 +154,7 @@ def ParseSnapshot(text: str) -> Dict[str, str]:
 def RestoreProblem(old: Mapping[str, str]) -> str:
   """What is wrong with recorded old values ('' if nothing): only known
   settings, each value of its setting's form (a record read back is
-  input: the values become shell text run as root)."""
+  input: the values go into teardown's messages)."""
   forms = {s.name: s.values for s in SETTINGS if s.restorable}
   for key, value in old.items():
     if key == LIMITS_FILE_KEY:
@@ -123,13 +167,10 @@ def RestoreProblem(old: Mapping[str, str]) -> str:
   return ''
 
 
-def RestoreCommand(old: Mapping[str, str]) -> str:
-  """Root command writing back each recorded value that is no longer in
-  force, and removing the limits file the run made; prints
-  `restore_failed=<name>` for each it could not. `old` passed
-  RestoreProblem (the values are arguments, never shell text)."""
-  args = [f'{s.name}={old[s.name]}' for s in SETTINGS
-          if s.restorable and s.name in old]
-  if old.get(LIMITS_FILE_KEY) == 'absent':
-    args.append(f'{LIMITS_FILE_KEY}=absent')
-  return shell_scripts.Command(SCRIPT, 'restore', *args)
+def RestoreCommand(holder: str) -> str:
+  """Root command giving `holder`'s place in the lease up; the last holder
+  writes back each value of the lease no longer in force and removes the
+  limits file the first made. Prints `restore_deferred=<holder>,...` while
+  other tunings are in force (Deferred), `restore_failed=<name>` for each
+  value it could not write back."""
+  return shell_scripts.Command(SCRIPT, 'restore', holder)

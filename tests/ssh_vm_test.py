@@ -386,9 +386,9 @@ def test_versions():
 @pytest.mark.e2e
 def test_system_tuning_commands(shipped_scripts):
   del shipped_scripts  # In the environment.
-  for command in (system_tuning.ApplyCommand(), system_tuning.ReadCommand(),
-                  system_tuning.SnapshotCommand(),
-                  system_tuning.RestoreCommand({'vm_overcommit_memory': '1'})):
+  for command in (system_tuning.ApplyCommand('t1/servers-0'),
+                  system_tuning.ReadCommand(), system_tuning.SnapshotCommand(),
+                  system_tuning.RestoreCommand('t1/servers-0')):
     assert '\n' not in command and 'system_tuning.sh' in command
   read = subprocess.run(['bash', '-c', system_tuning.ReadCommand()],
                         capture_output=True, text=True, timeout=30,
@@ -398,8 +398,9 @@ def test_system_tuning_commands(shipped_scripts):
       s.name for s in system_tuning.SETTINGS]
   assert f'nofile_limit={os.sysconf("SC_OPEN_MAX")}' in read.splitlines()
   parsed = system_tuning.Parse(
-      'tuning_failed=transparent_hugepage\ntransparent_hugepage=madvise\n'
-      'vm_overcommit_memory=1\nnofile_limit=\n', applied=True)
+      'tuning_failed=transparent_hugepage\ntuning_shared=t0/servers-0\n'
+      'transparent_hugepage=madvise\nvm_overcommit_memory=1\nnofile_limit=\n',
+      applied=True)
   assert parsed == {'transparent_hugepage': 'madvise',
                     'vm_overcommit_memory': '1', 'nofile_limit': 'unknown',
                     'system_tuning': 'applied',

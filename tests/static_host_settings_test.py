@@ -18,7 +18,9 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.static import provider
 
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
@@ -46,17 +48,28 @@ _ROOT = e2e.Needs('root (to tune this machine)', lambda: os.geteuid() == 0,
                   'run the tests as root')
 
 
+def _Script(command):
+  return subprocess.run(['bash', '-c', command], capture_output=True,
+                        text=True, timeout=30, check=False).stdout
+
+
 @pytest.fixture
 def machine(shipped_scripts):
   """This machine's settings before the test, put back after it whatever
-  happened (the test checks the run did that itself, first); the tuning's
-  script found where shipped_scripts put it."""
+  happened (the test checks the run did that itself, first) by the
+  tuning's own restore: a lease of the values before, held by the fixture
+  alone; the tuning's script found where shipped_scripts put it."""
   del shipped_scripts  # In the environment.
+  assert not os.path.lexists(system_tuning.LEASE_FILE), (
+      'a tuning is in force on this machine; tear its run down first')
   before = _InForce()
   yield before
-  subprocess.run(['bash', '-c', system_tuning.RestoreCommand(before)],
-                 capture_output=True, timeout=30, check=False)
+  with open(system_tuning.LEASE_FILE, 'w') as f:
+    f.write(''.join(f'{k}={v}\n' for k, v in before.items()) +
+            'holder=fixture\n')
+  _Script(system_tuning.RestoreCommand('fixture'))
   assert _InForce() == before
+  assert not os.path.lexists(system_tuning.LEASE_FILE)
 
 
 def _StaticFile(tmp_path, server):
@@ -98,12 +111,15 @@ def test_recorded_values_are_input_checked_before_they_reach_a_root_shell():
 
 class _NoSudoVm:
   """A lent machine whose user has no passwordless sudo: the tuning's
-  `sudo -n` is refused, so the settings are what `in_force` says."""
+  `sudo -n` is refused, so the settings are what `in_force` says, and the
+  lease's holders what `holders` says."""
 
   name = 'servers-0'
+  run_uri = 'ta1b2c3d'
 
-  def __init__(self, in_force):
+  def __init__(self, in_force, holders=()):
     self.in_force = in_force
+    self.holders = holders
     self.sudo_calls = []
 
   def Sudo(self, command):
@@ -112,7 +128,8 @@ class _NoSudoVm:
   def RemoteCommand(self, command, timeout=None, what=None):
     del timeout, what
     assert command == system_tuning.SnapshotCommand()
-    return ''.join(f'{k}={v}\n' for k, v in self.in_force.items()), ''
+    return ''.join([f'{k}={v}\n' for k, v in self.in_force.items()] +
+                   [f'holder={h}\n' for h in self.holders]), ''
 
   def RemoteCommandWithReturnCode(self, command, timeout=None):
     del timeout
@@ -129,8 +146,14 @@ def test_a_machine_the_tuning_never_changed_is_given_back_without_sudo():
   vm = _NoSudoVm(dict(old))
   provider.HostSettings(vm, old)._Delete()  # pylint: disable=protected-access
   assert vm.sudo_calls == []
-  # A value the run did change is still put back, and a refusal said.
-  vm = _NoSudoVm(dict(old, net_core_somaxconn='65535'))
+  # Another run's tuning in force is not this run's to put back.
+  vm = _NoSudoVm(dict(old, net_core_somaxconn='65535'),
+                 holders=['tb4c5d6e/servers-0'])
+  provider.HostSettings(vm, old)._Delete()  # pylint: disable=protected-access
+  assert vm.sudo_calls == []
+  # A tuning the run holds is still given back, and a refusal said.
+  vm = _NoSudoVm(dict(old, net_core_somaxconn='65535'),
+                 holders=['ta1b2c3d/servers-0'])
   with pytest.raises(errors.ResourceError, match=(
       r'could not put back the settings on servers-0 \(sudo: a password is '
       r'required\)')):
@@ -180,3 +203,62 @@ def test_nosystem_tuning_changes_nothing_and_records_nothing(
   proc, run_uri = e2e.Run(argv, results)
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert _InForce() == machine and _Entries(results, run_uri) == []
+
+
+def _LentVm(sshd, run_uri,  # pylint: disable=redefined-outer-name
+            kind=provider.StaticVirtualMachine):
+  """servers-0 of run `run_uri` on this machine, reached over the sshd."""
+  vm = kind(
+      virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
+      'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
+      keyfile=sshd.user_key, port=sshd.port, run_uri=run_uri)
+  vm.WaitForSsh(30)
+  return vm
+
+
+def _Tuned(vm):
+  """Tunes as a run's prepare does; returns the run's HostSettings."""
+  vm.ApplySystemTuning(True)
+  return provider.HostSettings(vm, {})
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_two_runs_on_one_machine_give_it_back_as_before_the_first(
+    sshd, machine, caplog):  # pylint: disable=redefined-outer-name
+  # Before: run B, started while A's tuning was in force, recorded A's
+  # values as the machine's (somaxconn 65535, overcommit 1, THP never);
+  # A's teardown put the lender's back under B's measurements, and B's
+  # teardown wrote A's tuning back: the machine stayed tuned for good.
+  tuned = {'net_core_somaxconn': '65535', 'vm_overcommit_memory': '1',
+           'limits_file': 'present'}
+  a, b, c = (_LentVm(sshd, f'{x}{os.getpid()}') for x in 'abc')
+  cloud = _LentVm(sshd, f'd{os.getpid()}', ssh_vm.SshVirtualMachine)
+  try:
+    # Side by side, the first torn down first.
+    a_settings = _Tuned(a)
+    b_settings = _Tuned(b)
+    assert f'the tuning of a{os.getpid()}/servers-0 is in force' in caplog.text
+    a_settings.Delete()
+    assert tuned.items() <= _InForce().items()  # B still measures under it.
+    assert f'while the tuning of b{os.getpid()}/servers-0' in caplog.text
+    b_settings.Delete()
+    assert _InForce() == machine
+    # One after another; then one never torn down while another is.
+    _Tuned(a).Delete()
+    assert _InForce() == machine
+    a_settings, c_settings = _Tuned(a), _Tuned(c)
+    c_settings.Delete()
+    assert tuned.items() <= _InForce().items()
+    a_settings.Delete()  # Its teardown, late.
+    assert _InForce() == machine
+    a_settings.Delete()  # Given up already: nothing to do, no sudo.
+    assert _InForce() == machine
+    # A machine deleted with the run (a cloud VM) holds no place: none
+    # would ever give it up.
+    cloud.ApplySystemTuning(True)
+    assert tuned.items() <= _InForce().items()
+    assert not os.path.lexists(system_tuning.LEASE_FILE)
+  finally:
+    for vm in (a, b, c, cloud):
+      vm.Delete()

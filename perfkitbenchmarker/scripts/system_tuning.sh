@@ -1,22 +1,42 @@
 # shellcheck shell=bash
 # The kernel and limit settings Redis asks for (system_tuning.py; its
 # SETTINGS names the same ones: a setting added here goes there too).
-#   system_tuning.sh apply     as root: sets each (one at a time, so one
-#                              read-only knob does not stop the others);
-#                              prints tuning_failed=NAME for each refused
+#   system_tuning.sh apply [HOLDER]
+#                              as root: takes HOLDER's place in the lease
+#                              (below) if given, then sets each setting (one at a
+#                              time, so one read-only knob does not stop
+#                              the others); prints tuning_failed=NAME for
+#                              each refused (tuning_failed=lease: nothing
+#                              set) and tuning_shared=HOLDER,... when other
+#                              holders' tunings are in force
 #   system_tuning.sh read      NAME=VALUE of every setting in force
 #   system_tuning.sh snapshot  NAME=VALUE of every setting restore can write
-#                              back, and limits_file=present|absent
-#   system_tuning.sh restore NAME=VALUE...
-#                              as root: writes back each value no longer in
-#                              force (limits_file=absent: removes the limits
-#                              file the run made); prints restore_failed=NAME
-#                              for each it could not
+#                              back, limits_file=present|absent, and a
+#                              holder=HOLDER line for each in the lease
+#   system_tuning.sh restore HOLDER
+#                              as root: gives HOLDER's place in the lease
+#                              up; the last holder writes back each value
+#                              of the lease no longer in force (and removes
+#                              the limits file the first holder found
+#                              absent); prints restore_deferred=HOLDER,...
+#                              while others hold it, restore_failed=NAME
+#                              for each it could not write back
 # Exits 0: what failed is in the output.
+#
+# The lease: the machine's settings as they were before the first tuning
+# still in force, and a holder=RUN_URI/VM line for each tuning in force,
+# kept by root under an flock, written before anything is changed. Two
+# runs on one lent machine (side by side, overlapping in prepare and
+# teardown, or one never torn down) each took a snapshot of what the other
+# had applied; now the machine gets back what it had before the first, when
+# the last is torn down, and no run's teardown undoes a tuning another run
+# is still measuring under.
 
+umask 022
 nofile=1048576
 limits=/etc/security/limits.d/99-pkb-redis.conf
 thp=/sys/kernel/mm/transparent_hugepage
+lease=/var/lib/pkb-host-settings
 
 # The settings kept in a file, a line each: NAME FILE VALUE-APPLIED.
 in_files() {
@@ -36,8 +56,52 @@ in_force() {
   printf '%s' "$value"
 }
 
+# lock_lease: the lease opened on descriptor $held and locked (waits for
+# another holder's apply or restore, at most a minute). The last holder
+# removes the file while others may wait on it: a lock on a file no longer
+# named is let go and the name opened again.
+lock_lease() {
+  for _ in 1 2 3 4 5; do
+    [ ! -L "$lease" ] || return 1
+    exec {held}<>"$lease" || return 1
+    flock -w 60 "$held" || return 1
+    if [ "$(stat -L -c %d:%i -- "/dev/fd/$held")" = \
+        "$(stat -c %d:%i -- "$lease" 2>/dev/null)" ]; then
+      return 0
+    fi
+    exec {held}>&-
+  done
+  return 1
+}
+
+# holders [BUT]: the lease's holders but BUT, comma-separated.
+holders() {
+  local IFS=,
+  local -a found
+  mapfile -t found < <(sed -n 's/^holder=//p' "$lease" | grep -vxF -- "$1")
+  printf '%s' "${found[*]}"
+}
+
+# hold HOLDER: HOLDER's place in the lease; the first holder writes the
+# settings in force (as the lender left them) before its line.
+hold() {
+  local others
+  [[ $1 =~ ^[A-Za-z0-9_./-]+$ ]] && lock_lease 2>/dev/null || return 1
+  if ! grep -q '^holder=' "$lease"; then
+    snapshot > "$lease" || return 1
+  fi
+  others=$(holders "$1")
+  [ -z "$others" ] || echo "tuning_shared=$others"
+  grep -qxF -- "holder=$1" "$lease" || echo "holder=$1" >> "$lease"
+}
+
 apply() {
   local name file value
+  # A machine deleted with the run (a cloud VM) holds no place.
+  if [ -n "$1" ] && ! hold "$1"; then
+    echo tuning_failed=lease  # Nothing changed that could not be put back.
+    return
+  fi
   while read -r name file value; do
     { echo "$value" > "$file"; } 2>/dev/null || echo "tuning_failed=$name"
   done < <(in_files)
@@ -53,7 +117,8 @@ in_files_now() {
   done < <(in_files)
 }
 
-restore() {
+# put_back NAME=VALUE...: writes back each value no longer in force.
+put_back() {
   local arg name value file
   for arg in "$@"; do
     name=${arg%%=*} value=${arg#*=}
@@ -73,21 +138,56 @@ restore() {
   done
 }
 
+restore() {
+  local holder=$1 others rest
+  local -a old
+  if [ ! -e "$lease" ] && [ ! -L "$lease" ]; then
+    return  # No tuning in force: never applied, or put back already.
+  fi
+  if ! lock_lease 2>/dev/null; then
+    echo restore_failed=lease
+    return
+  fi
+  if ! grep -qxF -- "holder=$holder" "$lease"; then
+    # Not ours (never applied, or given up already); a lease nobody holds
+    # (made by the open above, or by a hold cut short) goes.
+    grep -q '^holder=' "$lease" || rm -f -- "$lease"
+    return
+  fi
+  # Rewritten in place: the file (and its lock) stays the one others wait
+  # on.
+  rest=$(grep -vxF -- "holder=$holder" "$lease")
+  printf '%s\n' "$rest" > "$lease"
+  others=$(holders "")
+  if [ -n "$others" ]; then
+    echo "restore_deferred=$others"
+    return
+  fi
+  mapfile -t old < <(grep -v '^holder=' "$lease")
+  put_back "${old[@]}"
+  rm -f -- "$lease"
+}
+
+snapshot() {
+  in_files_now
+  if [ -e "$limits" ]; then
+    echo limits_file=present
+  else
+    echo limits_file=absent
+  fi
+}
+
 case $1 in
-  apply) apply ;;
+  apply) apply "$2" ;;
   read)
     in_files_now
     echo "nofile_limit=$(ulimit -n 2>/dev/null)"
     ;;
   snapshot)
-    in_files_now
-    if [ -e "$limits" ]; then
-      echo limits_file=present
-    else
-      echo limits_file=absent
-    fi
+    snapshot
+    sed -n '/^holder=/p' "$lease" 2>/dev/null
     ;;
-  restore) restore "${@:2}" ;;
+  restore) restore "$2" ;;
   *) echo "system_tuning.sh: unknown verb $1" >&2; exit 2 ;;
 esac
 exit 0

@@ -196,19 +196,23 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       info = self.DetectSystem()
       self.os_type = f'{info.os_id}{info.os_version_id.split(".")[0]}'
 
-  def RecordHostSettings(self) -> None:
+  def RecordHostSettings(self) -> str:
     """The machine is lent: the settings in force go into the run record
-    before the tuning changes them, and teardown puts them back."""
+    before the tuning changes them, and teardown gives the VM's place in
+    the machine's lease up (the last puts them back)."""
     out, _ = self.RemoteCommand(system_tuning.SnapshotCommand(), timeout=60,
                                 what=f'reading settings on {self.name}')
     HostSettings(self, system_tuning.ParseSnapshot(out),
                  record=self.record).Create()
+    return system_tuning.Holder(self.run_uri, self.name)
 
 
 class HostSettings(resource.BaseResource):
   """Host-wide settings as they were before the run's tuning
-  (system_tuning.py) on a static machine: recorded old value first, written
-  back when deleted (teardown, whatever ended the run)."""
+  (system_tuning.py) on a static machine: recorded old value first; when
+  deleted (teardown, whatever ended the run), the VM's place in the
+  machine's lease is given up, and the last holder's teardown writes back
+  the values before the first tuning in force."""
 
   KIND = 'static_host_settings'
 
@@ -222,26 +226,25 @@ class HostSettings(resource.BaseResource):
     return {'vm_name': self.vm.name, 'old': self.old}
 
   def TeardownLane(self):
-    # Over the VM's connection; a machine listed twice restores newest
-    # first, so the values before the first tuning are the last written.
-    return self.vm.CommandLane()
+    return self.vm.CommandLane()  # Over the VM's connection.
 
   def _Create(self) -> None:
     pass  # Recorded; ApplySystemTuning changes the settings next.
 
   def _Delete(self) -> None:
-    # Read first, unprivileged: when every value is as before (the tuning
-    # never ran, or sudo refused it: a lender's user without passwordless
-    # sudo), there is nothing to put back, and restore's sudo would fail
-    # the teardown of a machine the run never changed, run after run.
+    # Read first, unprivileged: when this VM holds no place in the
+    # machine's lease (the tuning never ran, or sudo refused it: a lender's
+    # user without passwordless sudo; or it was given up already), there
+    # is nothing to put back, and restore's sudo would fail the teardown of
+    # a machine the run never changed, run after run.
+    holder = system_tuning.Holder(self.vm.run_uri, self.vm.name)
     now, _ = self.vm.RemoteCommand(system_tuning.SnapshotCommand(),
                                    timeout=60,
                                    what=f'reading settings on {self.vm.name}')
-    in_force = system_tuning.ParseSnapshot(now)
-    if all(in_force.get(key) == value for key, value in self.old.items()):
+    if holder not in system_tuning.Holders(now):
       return
     out, err, rc = self.vm.RemoteCommandWithReturnCode(
-        self.vm.Sudo(system_tuning.RestoreCommand(self.old)), timeout=60)
+        self.vm.Sudo(system_tuning.RestoreCommand(holder)), timeout=60)
     failed = [line.partition('=')[2] for line in out.splitlines()
               if line.startswith('restore_failed=')]
     if rc != 0 or failed:
@@ -249,6 +252,14 @@ class HostSettings(resource.BaseResource):
           f'could not put back {", ".join(failed) or "the settings"} on '
           f'{self.vm.name} ({(err.strip().splitlines() or ["refused"])[-1]});'
           f' the values before the run: {self.old}')
+    deferred = system_tuning.Deferred(out)
+    if deferred:
+      logging.warning(
+          'Settings on %s stay tuned while the tuning of %s is in force '
+          '(<run_uri>/<vm>: running, or not torn down: ./pkb.py '
+          '--run_stage=teardown --run_uri=<run_uri>); the last one torn '
+          'down puts back the values before the first.', self.vm.name,
+          ', '.join(deferred))
 
   class Fields(record_checks.Fields):
     vm_name: str
