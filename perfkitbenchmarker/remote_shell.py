@@ -22,12 +22,16 @@ import base64
 import math
 import re
 import shlex
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import shell_scripts
 
 STARTED_MARKER = '\x1epkb-started\x1e'
+# Before each entry of the login's PATH ssh_command.sh left out, on a line
+# of stderr of its own: "<marker>ENTRY (WHY)".
+PATH_MARKER = '\x1epkb-path\x1e'
+_LEFT_OUT = re.compile(f'{PATH_MARKER}(.*)\n?')
 # ssh_command.sh's refusal to run a command of the shipped scripts: its
 # exit, and the marker before what is wrong on stderr.
 SCRIPTS_REFUSED = 125
@@ -95,9 +99,16 @@ def Started(stderr: str) -> bool:
   return STARTED_MARKER in stderr
 
 
+def LeftOutOfPath(stderr: str) -> List[str]:
+  """Each entry of the login's PATH ssh_command.sh left out, with why
+  ("ENTRY (WHY)"), from a command's stderr."""
+  return _LEFT_OUT.findall(stderr)
+
+
 def CleanStderr(stderr: str) -> str:
-  """The command's own stderr: without the marker and ssh's mux chatter."""
-  return _SSH_NOISE.sub('', stderr.replace(STARTED_MARKER, '', 1))
+  """The command's own stderr: without the markers and ssh's mux chatter."""
+  return _SSH_NOISE.sub('', _LEFT_OUT.sub(
+      '', stderr.replace(STARTED_MARKER, '', 1)))
 
 
 def DetachedStartScript(job_dir: str, timeout_s: float, wait_s: float = 0,

@@ -48,6 +48,7 @@ from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -129,6 +130,10 @@ class HostHealth:
 
 
 _HOSTS = HostHealth()
+# (connection lane, entry) of each login PATH entry left out that this
+# process warned about: once per machine, not once per command.
+_LEFT_OUT_SAID: Set[Tuple[Hashable, str]] = set()
+_left_out_lock = threading.Lock()
 # (connection lane, scratch directory) this process shipped the scripts to
 # (scratch directories have unguessable names: never one of another VM),
 # and a lock for each: machines ship side by side.
@@ -435,8 +440,28 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     """One ssh invocation, no retries."""
     argv = (['ssh'] + self.SshOptions(connect_timeout) +
             ['-p', str(self.port), self._Target(), remote])
-    return self._run_local(vm_util.QuoteAll(argv), timeout=timeout,
-                           stdin=stdin)
+    out, err, rc = self._run_local(vm_util.QuoteAll(argv), timeout=timeout,
+                                   stdin=stdin)
+    self._WarnLeftOutOfPath(err)
+    return out, err, rc
+
+  def _WarnLeftOutOfPath(self, stderr: str) -> None:
+    """One warning per machine naming the login PATH's entries its
+    commands run without (ssh_command.sh's safe_path): a program found only
+    there is "not found", which alone would not say why."""
+    lane = self.CommandLane()
+    with _left_out_lock:
+      new = [entry for entry in remote_shell.LeftOutOfPath(stderr)
+             if (lane, entry) not in _LEFT_OUT_SAID]
+      _LEFT_OUT_SAID.update((lane, entry) for entry in new)
+    if new:
+      logging.warning(terminal_text.Printable(
+          f'On {self.name} ({self._Target()} port {self.port}), directories '
+          'other users can add programs to are left out of the PATH its '
+          f'commands run with: {"; ".join(dict.fromkeys(new))}. A program '
+          'only there is not found: give its full path (e.g. '
+          '--memtier_path), or make the directory root\'s or the user\'s '
+          'and writable by no one else.'))
 
   def CommandLane(self) -> Hashable:
     """One lane per master connection (ControlPath %C: user, host, port).

@@ -13,6 +13,7 @@ import pytest
 import e2e_support
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import ssh_vm
@@ -492,6 +493,34 @@ def test_the_login_paths_safe_part_is_kept_in_the_runs_scratch(tmp_path):
   _BashParses(remote_shell.DetachedKillScript('/tmp/j k', 1.0))
   with pytest.raises(ValueError):
     remote_shell.EnvScript({'BAD NAME': 'x'})
+
+
+@pytest.mark.e2e
+def test_a_login_path_entry_left_out_is_said_once_naming_it_and_why(
+    sshd, make_vm, tmp_path, caplog):  # pylint: disable=redefined-outer-name
+  # Before: a memtier_benchmark in a login PATH directory others can write
+  # (here 0777) was "command not found" on every command, and nothing said
+  # the directory had been left out, nor why.
+  open_dir = tmp_path / 'open'
+  open_dir.mkdir()
+  open_dir.chmod(0o777)
+  os.symlink('/bin/true', open_dir / 'memtier_benchmark')
+  keyfile = sshd.AuthorizeStubbedKey(str(tmp_path / 'login'), {},
+                                     path=[str(open_dir), 'rel'])
+  vm = make_vm(keyfile=keyfile, run_uri=f'sp{os.getpid()}')
+  vm.WaitForSsh(20)
+  for _ in range(3):
+    out, err, rc = vm.RemoteCommandWithReturnCode(
+        'command -v memtier_benchmark || echo "$PATH"')
+    assert rc == 0 and str(open_dir) not in out and err == ''
+  said = [r.getMessage() for r in caplog.records
+          if 'left out of the PATH' in r.getMessage()]
+  # One line, each entry with the rule's own reason (owned_paths, as a
+  # Local run words it).
+  assert len(said) == 1, said
+  assert (f'{open_dir} ({owned_paths.DirectoryProblem(str(open_dir))}); '
+          'rel (relative: the directory each command runs in)') in said[0]
+  assert said[0].startswith(f'On vm-0 ({sshd.user}@{sshd.host} port ')
 
 
 @pytest.mark.e2e

@@ -5,7 +5,7 @@
 # Prints the marker \036pkb-started\036 on stderr first, which tells "the
 # remote shell started" apart from an ssh connection failure (both can end
 # with exit 255); then keeps of the login's PATH only what no other user
-# can add a program to (safe_path). With a SCRIPTS_DIR (the command runs
+# can add a program to (safe_path; what it leaves out said on stderr). With a SCRIPTS_DIR (the command runs
 # a shipped script), checks it first: it and every file in it this user's own, a directory
 # (a regular file), writable by no one else (shell_scripts.Problem's rule);
 # then exports PKB_SCRIPTS, else exits 125 before running anything, after
@@ -25,10 +25,12 @@ printf '\036pkb-started\036' >&2
 # the way, never for the directory itself), every link on the way owned by
 # root or this user. A relative entry (the directory a command runs in,
 # which varies) is left out. Joined by ':'; the system's directories when
-# none is kept. Run in a subshell (it changes directory); one stat.
+# none is kept. Each entry left out is said on stderr, a line each:
+# \036pkb-path\036ENTRY (WHY) (remote_shell.LeftOutOfPath; the run warns
+# once). Run in a subshell (it changes directory); one stat.
 safe_path() {
-  local entry base at part i line uid gid mode me=$EUID
-  local -a entries parts places=() kept=()
+  local entry base at part i line uid gid mode why me=$EUID
+  local -a entries parts places=() kept=() left=()
   local -A seen=() ways=() real=() info=()
   IFS=: read -ra entries <<< "$1"
   for entry in "${entries[@]}"; do
@@ -59,20 +61,40 @@ safe_path() {
     i=$((i + 1))
   done < <(stat -c '%u %g %f %n' -- "${places[@]}" 2> /dev/null)
   for entry in "${entries[@]}"; do
-    [[ $entry == /* && -n ${real[$entry]} ]] || continue
-    while IFS= read -r at; do
+    why=
+    if [[ $entry != /* ]]; then
+      why='relative: the directory each command runs in'
+    elif [ -z "${real[$entry]}" ]; then
+      why='it cannot be entered'
+    fi
+    while [ -z "$why" ] && IFS= read -r at; do
       [ -n "$at" ] || continue
-      read -r uid gid mode <<< "${info[$at]:-x x 0}"
+      if [ -z "${info[$at]}" ]; then
+        why="$at cannot be read"
+        break
+      fi
+      read -r uid gid mode <<< "${info[$at]}"
       mode=$((16#$mode))
-      [ "$uid" = 0 ] || [ "$uid" = "$me" ] || continue 2
+      if [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
+        why="$at is owned by uid $uid"
+        (( (mode & 0xF000) != 0xA000 )) || why="$at is a symbolic link owned by uid $uid"
+        break
+      fi
       (( (mode & 0xF000) == 0xA000 )) && continue  # a link: its owner only
       (( (mode & 0xF000) == 0x4000 && (mode & 01000) )) &&
         [ "$at" != "${real[$entry]}" ] && continue
-      (( mode & 2 )) && continue 2
-      (( mode & 020 )) && [ "$gid" != 0 ] && continue 2
+      if (( mode & 2 )) || { (( mode & 020 )) && [ "$gid" != 0 ]; }; then
+        why=$(printf '%s is writable by other users (mode %04o)' "$at" \
+          $((mode & 07777)))
+      fi
     done <<< "${ways[$entry]}"
-    kept+=("$entry")
+    if [ -n "$why" ]; then
+      left+=("${entry:-(empty)} ($why)")
+    else
+      kept+=("$entry")
+    fi
   done
+  [ "${#left[@]}" = 0 ] || printf '\036pkb-path\036%s\n' "${left[@]}" >&2
   local IFS=:
   printf %s "${kept[*]:-$2}"
 }
