@@ -84,8 +84,10 @@ def CommandScript(command: str, scratch_dir: str, timeout_s: float,
                               int(env_on_stdin), command)
   # --norc: bash started by sshd reads ~/.bashrc, whose PATH is the login's.
   argv.insert(1, '--norc')
-  return (f'/usr/bin/env PATH={SYSTEM_PATH} PKB_LOGIN_PATH="$PATH" ' +
-          shlex.join(argv))
+  # Nor BASH_ENV, a file every bash the command starts would run first
+  # (and print into its output), as a Local run does not pass it on.
+  return (f'/usr/bin/env -u BASH_ENV PATH={SYSTEM_PATH} '
+          'PKB_LOGIN_PATH="$PATH" ' + shlex.join(argv))
 
 
 def ScriptsProblem(stderr: str) -> Optional[str]:
@@ -99,6 +101,18 @@ def Started(stderr: str) -> bool:
   return STARTED_MARKER in stderr
 
 
+def _AfterStart(text: str) -> str:
+  """What CommandScript printed after its marker (all, with no marker)."""
+  _, marker, rest = text.partition(STARTED_MARKER)
+  return rest if marker else text
+
+
+def CommandStdout(stdout: str) -> str:
+  """The command's own stdout: without what the login shell printed before
+  CommandScript started (its startup files' greeting) and the marker."""
+  return _AfterStart(stdout)
+
+
 def LeftOutOfPath(stderr: str) -> List[str]:
   """Each entry of the login's PATH ssh_command.sh left out, with why
   ("ENTRY (WHY)"), from a command's stderr."""
@@ -106,9 +120,10 @@ def LeftOutOfPath(stderr: str) -> List[str]:
 
 
 def CleanStderr(stderr: str) -> str:
-  """The command's own stderr: without the markers and ssh's mux chatter."""
-  return _SSH_NOISE.sub('', _LEFT_OUT.sub(
-      '', stderr.replace(STARTED_MARKER, '', 1)))
+  """The command's own stderr: without the markers and ssh's mux chatter,
+  and once the command started, without what came before (the login
+  shell's startup files', ssh's); all of it when it never started."""
+  return _SSH_NOISE.sub('', _LEFT_OUT.sub('', _AfterStart(stderr)))
 
 
 def DetachedStartScript(job_dir: str, timeout_s: float, wait_s: float = 0,

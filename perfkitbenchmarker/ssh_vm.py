@@ -585,7 +585,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         retry_error_callback=GaveUp)(Attempt)
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
-    return out, err, rc
+    return remote_shell.CommandStdout(out), err, rc
 
   def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
     """Writes atomically (temp file, chmod, rename) with the given mode."""

@@ -411,7 +411,7 @@ def test_system_tuning_commands(shipped_scripts):
 @pytest.mark.e2e
 def test_remote_shell_quotes_and_bounds_the_command(tmp_path):
   script = remote_shell.CommandScript("echo 'a b'", '/tmp/pkb-x/vm-0', 2.5)
-  assert script.startswith('/usr/bin/env PATH=/usr/local/sbin:')
+  assert script.startswith('/usr/bin/env -u BASH_ENV PATH=/usr/local/sbin:')
   # A login PATH (~/.bashrc, ~/.ssh/environment) whose first directory any
   # user can write: nothing of it runs, and the command's PATH leaves it out
   # (trusted_programs.KeepSafePath's rule, as a Local run's PATH).
@@ -428,7 +428,8 @@ def test_remote_shell_quotes_and_bounds_the_command(tmp_path):
       env={'PATH': f'{planted}:/usr/bin:/bin'}, capture_output=True,
       text=True, timeout=30, check=False)
   assert not (planted / 'ran').exists()
-  assert ran.stdout.split('\n')[0] == '/usr/bin:/bin', ran.stderr
+  assert remote_shell.CommandStdout(ran.stdout).split('\n')[0] == (
+      '/usr/bin:/bin'), ran.stderr
   # Run as the remote login shell runs it (sh): the marker first on stderr,
   # the command's quoting kept, the environment from stdin's first line.
   ran = subprocess.run(
@@ -436,10 +437,12 @@ def test_remote_shell_quotes_and_bounds_the_command(tmp_path):
           'echo "$PKB_X"; exec cat', '/', 2.5, env_on_stdin=True)],
       input=remote_shell.EnvLine({'PKB_X': "a 'b' $c"}) + 'rest\n',
       capture_output=True, text=True, timeout=30, check=False)
-  assert (ran.returncode, ran.stdout) == (0, "a 'b' $c\nrest\n")
+  assert (ran.returncode, ran.stdout) == (
+      0, remote_shell.STARTED_MARKER + "a 'b' $c\nrest\n")
   assert ran.stderr == remote_shell.STARTED_MARKER
   assert subprocess.run(['sh', '-c', script], capture_output=True,
-                        text=True, timeout=30).stdout == 'a b\n'
+                        text=True, timeout=30).stdout == (
+                            remote_shell.STARTED_MARKER + 'a b\n')
 
 
 @pytest.mark.e2e
@@ -457,11 +460,11 @@ def test_the_login_paths_safe_part_is_kept_in_the_runs_scratch(tmp_path):
   kept = scratch / '.pkb-safe-path'
 
   def PathOf(scripts=False):
-    return subprocess.run(
+    return remote_shell.CommandStdout(subprocess.run(
         ['sh', '-c', remote_shell.CommandScript(
             'echo "$PATH"', str(scratch), 5, scripts=scripts)],
         env={'PATH': login}, capture_output=True, text=True, timeout=30,
-        check=True).stdout.strip()
+        check=True).stdout).strip()
 
   assert PathOf() == login and not kept.exists()  # Not checked: not kept.
   assert PathOf(scripts=True) == login
@@ -480,8 +483,11 @@ def test_the_login_paths_safe_part_is_kept_in_the_runs_scratch(tmp_path):
       capture_output=True, text=True, timeout=30, check=False)
   assert slow.returncode == 124
   assert remote_shell.CleanStderr(
-      remote_shell.STARTED_MARKER + 'ControlSocket /x already exists, '
-      'disabling multiplexing\nreal error\n') == 'real error\n'
+      'a greeting\n' + remote_shell.STARTED_MARKER + 'ControlSocket /x '
+      'already exists, disabling multiplexing\nreal error\n') == (
+          'real error\n')
+  assert remote_shell.CleanStderr('no route to host\n') == (
+      'no route to host\n')
   _BashParses(remote_shell.DetachedStartScript('/tmp/j k', 3, 2,
                                                ['/tmp/o l']))
   _BashParses(remote_shell.DetachedCollectScript('/tmp/j k', 3))
@@ -521,6 +527,37 @@ def test_a_login_path_entry_left_out_is_said_once_naming_it_and_why(
   assert (f'{open_dir} ({owned_paths.DirectoryProblem(str(open_dir))}); '
           'rel (relative: the directory each command runs in)') in said[0]
   assert said[0].startswith(f'On vm-0 ({sshd.user}@{sshd.host} port ')
+
+
+@pytest.mark.e2e
+def test_a_logins_startup_files_neither_run_in_nor_garble_its_commands(
+    sshd, make_vm, tmp_path):  # pylint: disable=redefined-outer-name
+  # A login as sshd starts one on a lent machine: bash run by sshd at
+  # shell level 1 reads ~/.bashrc (the fixture's SHLVL=1 keeps that off
+  # for the other tests). Before: a ~/.bashrc greeting failed provision
+  # ("mktemp gave 'Welcome to the lab\n/tmp/pkb-...' is not a path"), the
+  # and the BASH_ENV it exports ran (and printed) in both of each
+  # command's bash.
+  home = tmp_path / 'home'
+  home.mkdir()
+  ran = tmp_path / 'ran'
+  bash_env, env = tmp_path / 'bash_env.sh', tmp_path / 'env.sh'
+  bash_env.write_text(f'echo BASH_ENV >> {ran}\necho from BASH_ENV\n')
+  env.write_text(f'echo ENV >> {ran}\n')
+  bashrc = home / '.bashrc'
+  bashrc.write_text(f'echo Welcome to the lab\necho motd >&2\n'
+                    f'export BASH_ENV={bash_env}\n')
+  keyfile = sshd.AuthorizeStubbedKey(
+      str(tmp_path / 'login'), {}, env={
+          'HOME': str(home), 'SHLVL': '0', 'ENV': str(env),
+          'PROMPT_COMMAND': f'echo PROMPT_COMMAND >> {ran}'})
+  vm = make_vm(keyfile=keyfile, run_uri=f'sl{os.getpid()}')
+  vm.WaitForSsh(20)
+  assert vm.RemoteCommandWithReturnCode(
+      'echo out; echo err >&2; exit 5') == ('out\n', 'err\n', 5)
+  assert vm.RemoteCommand('cat', stdin='a b\n')[0] == 'a b\n'
+  # ENV and PROMPT_COMMAND are an interactive shell's; nothing ran.
+  assert not ran.exists(), ran.read_text()
 
 
 @pytest.mark.e2e

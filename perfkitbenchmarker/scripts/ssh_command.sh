@@ -4,7 +4,9 @@
 #       ENV_ON_STDIN COMMAND
 # Prints the marker \036pkb-started\036 on stderr first, which tells "the
 # remote shell started" apart from an ssh connection failure (both can end
-# with exit 255); then keeps of the login's PATH only what no other user
+# with exit 255); and on stdout, where what the login shell's startup files
+# print (a greeting) comes before it, so it is told apart from the
+# command's output (remote_shell.CommandStdout); then keeps of the login's PATH only what no other user
 # can add a program to (safe_path; what it leaves out said on stderr). With a SCRIPTS_DIR (the command runs
 # a shipped script), checks it first: it and every file in it this user's own, a directory
 # (a regular file), writable by no one else (shell_scripts.Problem's rule);
@@ -16,6 +18,7 @@
 # in SCRATCH_DIR (as Local VMs run it) under `timeout`: TERM after
 # TIMEOUT_S, KILL KILL_GRACE_S later.
 printf '\036pkb-started\036' >&2
+printf '\036pkb-started\036'
 
 # safe_path PATH: PATH's directories that no other user can add a program
 # to (trusted_programs.KeepSafePath's rule, as a Local run keeps its own):
