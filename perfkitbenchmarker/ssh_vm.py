@@ -585,7 +585,20 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         retry_error_callback=GaveUp)(Attempt)
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
+    if rc != -9 and not remote_shell.Started(err):
+      raise self._NotStarted(rc, out, err)
     return remote_shell.CommandStdout(out), err, rc
+
+  def _NotStarted(self, rc: int, out: str, err: str) -> SshError:
+    """A login that answered but never ran the command (exit 0 too: a
+    ~/.bashrc ending in `exit` made every command a silent success)."""
+    said = vm_util.Tail(err, 2) or vm_util.Tail(out, 2) or 'no output'
+    return SshError(
+        f'{self.name}: SSH works ({self._Target()} port {self.port}) but '
+        f'the login shell ended before running the command (exit {rc}: '
+        f'{said}); its startup files (~/.bashrc, ~/.bash_profile, '
+        '~/.profile) must not exit or exec another program when ssh gives '
+        'a command, and the machine needs bash.')
 
   def WriteFile(self, path: str, content: str, mode: int = 0o600) -> None:
     """Writes atomically (temp file, chmod, rename) with the given mode."""
@@ -616,18 +629,20 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       """None once a shell answered, else ssh's error output."""
       # No attempt outlasts the wait: its connect timeout is what is left.
       connect = min(self.connect_timeout, deadline - self._clock())
-      _, err, rc = self._RunSsh(remote, connect + LOCAL_GRACE_S,
-                                connect_timeout=max(1.0, connect))
-      if rc == 0:
+      out, err, rc = self._RunSsh(remote, connect + LOCAL_GRACE_S,
+                                  connect_timeout=max(1.0, connect))
+      if rc == 0 and remote_shell.Started(err):
         self._hosts.Answered(self.CommandLane())
         return None
       if stopped():
         raise SshError(f'{self.name}: stopped while waiting for SSH at '
                        f'{self._Target()} port {self.port}.')
-      if rc != 255 or remote_shell.Started(err):
+      if remote_shell.Started(err):
         raise SshError(f'{self.name}: SSH works but the shell failed '
                        f'(exit {rc}): {vm_util.Tail(err, 2)}; the VM needs '
                        'bash and coreutils `timeout`.')
+      if rc != 255:
+        raise self._NotStarted(rc, out, err)
       return err
 
     def NoSsh(state: tenacity.RetryCallState) -> None:

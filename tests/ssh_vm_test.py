@@ -536,8 +536,9 @@ def test_a_logins_startup_files_neither_run_in_nor_garble_its_commands(
   # shell level 1 reads ~/.bashrc (the fixture's SHLVL=1 keeps that off
   # for the other tests). Before: a ~/.bashrc greeting failed provision
   # ("mktemp gave 'Welcome to the lab\n/tmp/pkb-...' is not a path"), the
-  # and the BASH_ENV it exports ran (and printed) in both of each
-  # command's bash.
+  # BASH_ENV it exports ran (and printed) in both of each command's bash,
+  # and a ~/.bashrc ending in `exit 0` made every command a silent success
+  # with no output.
   home = tmp_path / 'home'
   home.mkdir()
   ran = tmp_path / 'ran'
@@ -558,6 +559,14 @@ def test_a_logins_startup_files_neither_run_in_nor_garble_its_commands(
   assert vm.RemoteCommand('cat', stdin='a b\n')[0] == 'a b\n'
   # ENV and PROMPT_COMMAND are an interactive shell's; nothing ran.
   assert not ran.exists(), ran.read_text()
+  bashrc.write_text('exit 0\n')
+  with pytest.raises(ssh_vm.SshError) as ended:
+    vm.RemoteCommand('true')
+  assert str(ended.value).startswith(
+      f'vm-0: SSH works ({sshd.user}@{sshd.host} port {sshd.port}) but the '
+      'login shell ended before running the command (exit 0: no output); '
+      'its startup files (~/.bashrc'), ended.value
+  bashrc.write_text('')  # The fixture cleans up over this login.
 
 
 @pytest.mark.e2e

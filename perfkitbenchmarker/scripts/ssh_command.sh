@@ -4,7 +4,8 @@
 #       ENV_ON_STDIN COMMAND
 # Prints the marker \036pkb-started\036 on stderr first, which tells "the
 # remote shell started" apart from an ssh connection failure (both can end
-# with exit 255); and on stdout, where what the login shell's startup files
+# with exit 255) and from a login shell whose startup files ended it before
+# the command (a ~/.bashrc that exits); and on stdout, where what such files
 # print (a greeting) comes before it, so it is told apart from the
 # command's output (remote_shell.CommandStdout); then keeps of the login's PATH only what no other user
 # can add a program to (safe_path; what it leaves out said on stderr). With a SCRIPTS_DIR (the command runs
