@@ -560,13 +560,15 @@ def test_a_logins_startup_files_neither_run_in_nor_garble_its_commands(
   # ENV and PROMPT_COMMAND are an interactive shell's; nothing ran.
   assert not ran.exists(), ran.read_text()
   bashrc.write_text('exit 0\n')
-  with pytest.raises(ssh_vm.SshError) as ended:
-    vm.RemoteCommand('true')
+  try:
+    with pytest.raises(ssh_vm.SshError) as ended:
+      vm.RemoteCommand('true')
+  finally:
+    bashrc.write_text('')  # The fixture cleans up over this login.
   assert str(ended.value).startswith(
       f'vm-0: SSH works ({sshd.user}@{sshd.host} port {sshd.port}) but the '
       'login shell ended before running the command (exit 0: no output); '
       'its startup files (~/.bashrc'), ended.value
-  bashrc.write_text('')  # The fixture cleans up over this login.
 
 
 @pytest.mark.e2e
