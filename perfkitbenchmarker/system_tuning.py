@@ -75,9 +75,9 @@ def Holder(run_uri: str, vm_name: str) -> str:
 def ApplyCommand(holder: str = '') -> str:
   """Root command; takes `holder`'s place in the lease (a machine that
   outlives the run; none: a cloud VM, deleted with the settings), then
-  tunes; prints
-  `tuning_failed=<name>` for each refusal (`lease`: nothing was changed)
-  and `tuning_shared=<holder>,...` when other tunings are in force."""
+  tunes; prints `tuning_failed=<name>` for each refusal (`lease`: nothing
+  was changed) and `tuning_shared=<holder>,...` when other tunings are in
+  force."""
   return shell_scripts.Command(SCRIPT, 'apply', holder)
 
 
