@@ -202,6 +202,14 @@ def WorkspacePrefix(run_uri: str) -> str:  # No run_uri has a '.'.
   return f'pkb-{run_uri}.'
 
 
+def WorkspaceRun(path: str, root: str) -> Optional[str]:
+  """The run_uri of a workspace of that shape directly under `root`
+  (<root>/pkb-<run_uri>.<random>), else None."""
+  found = re.fullmatch(re.escape(root.rstrip('/')) +
+                       r'/pkb-([a-z0-9]{1,12})\.[A-Za-z0-9_]+', path)
+  return found.group(1) if found else None
+
+
 def ScratchProblem(path, root: str, run_uri: str) -> Optional[str]:
   """Why `path` is not a VM's scratch directory in a workspace of run
   `run_uri` under `root` (<root>/pkb-<run_uri>.<random>/<vm>), or None.

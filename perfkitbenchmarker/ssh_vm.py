@@ -656,6 +656,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         stop=waits.PastDeadline(self._clock, deadline, inclusive=True),
         wait=lambda state: min(2.0, max(0.0, deadline - self._clock())),
         sleep=self._sleep, retry_error_callback=NoSsh)(Attempt)
+    self.CheckNotInUse()
     # <the run's workspace>/<name> (run_scope), recorded before anything is
     # put in it. An answer lost on the way leaves an empty directory of an
     # unguessable name behind, nothing else.
@@ -782,6 +783,12 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                                     what=f'reading settings on {self.name}')
     self.tuning = system_tuning.Parse(applied + current, enabled)
     return dict(self.tuning)
+
+  def CheckNotInUse(self) -> None:
+    """Once SSH answers, before the run makes anything on the machine: a
+    machine the run does not make may be in use by another run, which is
+    refused here in one line (the static provider's); a cloud VM is the
+    run's own: nothing."""
 
   def RecordHostSettings(self) -> str:
     """Before the tuning changes this machine's settings: a machine that

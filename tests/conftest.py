@@ -30,6 +30,11 @@ DATA = os.path.join(REPO, 'tests', 'data')
 # order the files are handed out in depends on it: the longest start first,
 # so no long file is the last thing running while the other workers idle.
 DURATIONS = os.path.join(REPO, 'tests', 'durations.json')
+# Every static run of the suite measures on this one machine (the loopback
+# sshd), beside other tests' runs, on purpose: a static run is refused
+# while another run's processes work there unless this says so
+# (providers/static/provider.py). Its test unsets it.
+os.environ['PKB_SHARED_MACHINES'] = '1'
 if REPO not in sys.path:
   sys.path.insert(0, REPO)
 from scripts import suite_durations  # pylint: disable=g-import-not-at-top,wrong-import-position

@@ -17,6 +17,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
 
@@ -460,3 +461,72 @@ def test_a_record_naming_another_users_workspace_is_refused(
     shutil.rmtree(os.path.dirname(made))
   finally:
     shutil.rmtree(planted)
+
+
+# One run at a time on a machine ---------------------------------------------
+
+
+def _Lines(records, text):
+  return [r.getMessage() for r in records if text in r.getMessage()]
+
+
+@pytest.mark.e2e
+def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
+    tmp_path, sshd, monkeypatch, caplog):  # pylint: disable=redefined-outer-name
+  """Run A has a shard working in its workspace on the machine: run B
+  (./pkb.py) is refused in one line naming A, what shows it is alive and
+  how to end it, exits as for bad input and makes nothing there; A is
+  unharmed. Once nothing of A works there (a crashed run), its workspace
+  does not block a run: one WARNING names it. (Other tests' runs on this
+  machine are live runs too: B may name them as well, and C be refused
+  for them, never for A.)"""
+  first, second, third = f'sj{PID}', f'sk{PID}', f'sl{PID}'
+  spec, server = _OneServer(tmp_path, sshd, first)  # Not refused: shared.
+  shard, = redis_server.StartShards(
+      server, 1, redis_shard.NewPassword(),
+      redis_shard.ShardOptions(maxmemory_mb=64), spec.record,
+      start_port=FreePort())
+  marker = f':{shard.port}'
+  workspace = os.path.dirname(server.scratch_dir)
+  monkeypatch.delenv(provider.SHARED_MACHINES_ENV)
+  try:
+    done, _ = e2e_support.Run(
+        [f'--static_vm_file={_SshdFile(tmp_path, sshd)}',
+         '--nosystem_tuning'], str(tmp_path / 'results'), run_uri=second,
+        timeout=120)
+    assert done.returncode == stage_runner.EXIT_USAGE, e2e_support.Told(
+        done.stdout, done.stderr)
+    line, = [line for line in done.stderr.splitlines()
+             if 'is in use by' in line]
+    assert (f'run {first} (redis-server PID {shard.pid} works in its '
+            f'workspace {workspace})') in line, line
+    assert f'./pkb.py --run_stage=teardown --run_uri={first}' in line
+    assert e2e_support.Workspaces(second) == []  # Nothing made there.
+    assert e2e_support.ProcessAlive(shard.pid, marker=marker)
+    assert e2e_support.Workspaces(first) == [workspace]
+
+    # A crashed run: its shard gone, its workspace left.
+    os.kill(shard.pid, 9)
+    e2e_support.WaitFor(
+        lambda: not e2e_support.ProcessAlive(shard.pid, marker=marker),
+        'the shard\'s end')
+    caplog.set_level('WARNING')
+    later = _Spec(tmp_path, _SshdFile(tmp_path, sshd), run_uri=third)
+    later.ConstructVirtualMachines()
+    try:
+      later.Provision()  # Two VMs on the machine: one warning.
+      assert len(e2e_support.Workspaces(third)) == 1
+    except errors.UsageError as e:
+      assert first not in str(e) and 'is in use by' in str(e)
+    warned = [r.getMessage() for r in caplog.records
+              if f'{first} ({workspace})' in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert 'with no process working in it' in warned[0]
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(later.record.run_dir)) == []
+    later.vms[0].StopMaster()
+  finally:
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(spec.record.run_dir)) == []
+    server.StopMaster()
+  assert e2e_support.Workspaces(first) == []

@@ -16,7 +16,10 @@ again the next time.
 import json
 import logging
 import os
+import re
+import shlex
 import stat
+import threading
 from typing import Annotated, Any, Dict, List, Optional, Union
 
 import pydantic
@@ -27,8 +30,11 @@ from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import virtual_machine
 
 CLOUD = 'Static'
@@ -36,6 +42,18 @@ CLOUD = 'Static'
 IGNORED_PKB_KEYS = ('install_packages', 'disk_specs', 'local_disks',
                     'scratch_disk_mountpoints')
 SSH_TIMEOUT_S = 30
+# One run measures on a machine at a time (StaticVirtualMachine.
+# CheckNotInUse). Set to 1 where runs share machines on purpose: the test
+# suite's runs all measure on the one machine its loopback sshd is.
+SHARED_MACHINES_ENV = 'PKB_SHARED_MACHINES'
+# How many workspaces of other runs of the login user that check looks at:
+# a user keeps a few (one per run not torn down); each costs a scan of the
+# machine's processes.
+OTHER_RUNS_AT_MOST = 32
+# (SSH lane, workspace) of each idle workspace of another run this process
+# warned about: once per machine, not once per VM listed on it.
+_IDLE_SAID = set()
+_idle_said_lock = threading.Lock()
 # A file of machines is a few KiB; far more is not one.
 MAX_FILE_BYTES = 1 << 20
 
@@ -195,6 +213,61 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
     if self.os_type in ('', 'detected'):
       info = self.DetectSystem()
       self.os_type = f'{info.os_id}{info.os_version_id.split(".")[0]}'
+
+  def CheckNotInUse(self) -> None:
+    """Refuses, in one line and before the run makes anything on it (its
+    workspace included), a machine where another run of the login user is
+    live: a process works in that run's workspace (run_processes' rule;
+    scripts/other_runs.sh reads only directories of the user's own).
+    Another run's workspace nothing works in (a run killed before its
+    teardown, or one between two stages) gets one WARNING and the run
+    goes on. Checked when the run provisions the machine, the one stage
+    every run on it starts with; a later stage of the run is not checked
+    again."""
+    if os.environ.get(SHARED_MACHINES_ENV) == '1':
+      return
+    root = record_checks.REMOTE_SCRATCH_ROOT
+    out, _ = self.RemoteCommand(
+        shlex.join(shell_scripts.Inline('other_runs.sh', root, self.run_uri,
+                                        OTHER_RUNS_AT_MOST)),
+        timeout=60, what=f'looking for other runs on {self.name}')
+    busy, idle = [], []
+    for line in out.splitlines():
+      found = re.fullmatch(r'busy (\S+) (\d+) (.*)|idle (\S+)', line)
+      workspace = found and (found.group(1) or found.group(4))
+      run = workspace and run_scope.WorkspaceRun(workspace, root)
+      if run and run != self.run_uri:
+        (busy if found.group(1) else idle).append((run, workspace, found))
+    where = f'{self._Target()} port {self.port}'
+    with _idle_said_lock:
+      new = [(run, workspace) for run, workspace, _ in idle
+             if (self.CommandLane(), workspace) not in _IDLE_SAID]
+      _IDLE_SAID.update((self.CommandLane(), w) for _, w in new)
+    if new:
+      logging.warning(terminal_text.Printable(
+          f'{self.name}: {where} holds the workspace of run(s) '
+          f'{", ".join(f"{run} ({workspace})" for run, workspace in new)} '
+          'with no process working in it (a run that ended without its '
+          'teardown, or one between two stages), which does not stop this '
+          'run. A run\'s '
+          'teardown removes it: ./pkb.py --run_stage=teardown '
+          '--run_uri=<run_uri>'))
+    if busy:
+      shown = {}  # Each run once, with what shows it is alive.
+      for run, workspace, found in busy:
+        shown.setdefault(run, f'run {run} ({found.group(3)} PID '
+                         f'{found.group(2)} works in its workspace '
+                         f'{workspace})')
+      runs = list(shown)[:3]
+      more = f' and {len(shown) - 3} more' if len(shown) > 3 else ''
+      them = 'it' if len(shown) == 1 else 'them'
+      raise errors.UsageError(terminal_text.Printable(
+          f'{self.name}: {where} is in use by '
+          f'{"; ".join(shown[run] for run in runs)}{more}; nothing of this '
+          f'run was made there. Wait for {them} to finish, or tear {them} '
+          'down where started: '
+          + ', '.join(f'./pkb.py --run_stage=teardown --run_uri={run}'
+                      for run in runs)))
 
   def RecordHostSettings(self) -> str:
     """The machine is lent: the settings in force go into the run record

@@ -1,0 +1,32 @@
+# shellcheck shell=bash
+# other_runs.sh ROOT RUN_URI LIMIT: the workspaces other runs of this user
+# have under ROOT (run_scope: ROOT/pkb-<run_uri>.<random>), a line each:
+#   busy WORKSPACE PID NAME   a process works in it (run_processes.sh's
+#                             busy: the ownership rule)
+#   idle WORKSPACE            none does (a run that ended without teardown,
+#                             or one between two stages)
+# Only directories of this user's own (own_dir's rule: never a symlink,
+# another user's or one others can write; a process working in one of ours
+# is ours), the first LIMIT of them; RUN_URI's own are left out. Read by
+# provider.StaticVirtualMachine before the run makes its workspace, so it
+# is sent inline (shell_scripts.INLINE): nothing is shipped there yet.
+
+. ./own_dir.sh
+. ./run_processes.sh
+
+root=${1%/}
+mine="pkb-$2."
+# -user before the limit: other users' names cannot use it up.
+while IFS= read -r -d '' workspace; do
+  name=${workspace##*/}
+  [[ $name != "$mine"* && $name =~ ^pkb-[a-z0-9]+\.[A-Za-z0-9_]+$ ]] ||
+    continue
+  (own_dir "$workspace") 2>/dev/null || continue
+  if found=$(busy "$workspace"); then
+    echo "idle $workspace"
+  else
+    echo "busy $workspace $found"
+  fi
+done < <(find "$root/" -mindepth 1 -maxdepth 1 -name 'pkb-*.*' -type d \
+  -user "$(id -u)" -print0 2>/dev/null | head -z -n "$3")
+exit 0
