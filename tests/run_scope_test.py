@@ -463,3 +463,14 @@ def test_what_a_run_stamps_with_the_time_is_in_utc(tmp_path, far_from_utc):  # p
   name = os.path.basename(runner.matrix_dir)
   assert name in {stamp(t, '%Y%m%d-%H%M%SZ-abcd')
                   for t in (before, time.time())}
+
+
+def test_workspace_run_reads_only_a_workspace_directly_under_the_root():
+  # other_runs.sh's answers are the machine's: a path of any other shape
+  # names no run.
+  assert run_scope.WorkspaceRun('/tmp/pkb-r1.AbC_9x', '/tmp/') == 'r1'
+  for path in ('/tmp/pkb-r1.AbC/servers-0', '/tmp/x/pkb-r1.AbC',
+               '/tmp/pkb-r1.A/../pkb-r2.B', '/tmp/pkb-R1.AbC', '/tmp/pkb-r1',
+               '/tmp/pkb-ssh-abc', '/var/tmp/pkb-r1.AbC',
+               '/tmp/pkb-r1.AbC\n', '/tmp/pkb-abcdefghijklm.x'):
+    assert run_scope.WorkspaceRun(path, '/tmp') is None, path

@@ -17,6 +17,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
@@ -530,3 +531,38 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
         run_record.RunRecord.Load(spec.record.run_dir)) == []
     server.StopMaster()
   assert e2e_support.Workspaces(first) == []
+
+
+@pytest.mark.e2e
+def test_other_runs_reads_only_workspaces_of_the_users_own(tmp_path):
+  """scripts/other_runs.sh, as a machine's hostile /tmp can make it: a
+  link to a busy workspace, one others can write, one of another user, a
+  name of another shape and the run's own are not taken; a workspace of
+  the user's own is busy while a process works in it, else idle."""
+  root = tmp_path / 'tmp'
+  root.mkdir()
+  busy, idle, own, wide, other, odd = (
+      root / name for name in ('pkb-ra.Busy1', 'pkb-rb.idle_2', 'pkb-me.x',
+                               'pkb-rc.wide', 'pkb-rd.theirs', 'pkb-RE.x'))
+  for directory in (busy, idle, own, wide, other, odd):
+    directory.mkdir(mode=0o700)
+  (root / 'pkb-rf.link').symlink_to(busy)
+  (root / 'pkb-rg.x\nbusy').mkdir(mode=0o700)
+  wide.chmod(0o770)
+  if os.geteuid() == 0:
+    os.chown(other, 65534, 65534)
+  sleepers = [subprocess.Popen(['sleep', '60'], cwd=str(d))
+              for d in (busy, own, wide, odd)]
+  if os.geteuid() == 0:
+    sleepers.append(subprocess.Popen(['sleep', '60'], cwd=str(other)))
+  try:
+    done = subprocess.run(
+        shell_scripts.Inline('other_runs.sh', str(root), 'me', 32),
+        capture_output=True, text=True, timeout=60, check=False)
+  finally:
+    for sleeper in sleepers:
+      sleeper.kill()
+      sleeper.wait()
+  assert done.returncode == 0, done.stderr
+  assert sorted(done.stdout.splitlines()) == [
+      f'busy {busy} {sleepers[0].pid} sleep', f'idle {idle}']
