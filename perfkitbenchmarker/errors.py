@@ -4,6 +4,7 @@
 message must name the problem and what to do about it.
 """
 
+import errno
 import re
 
 
@@ -29,6 +30,24 @@ class ProcessError(Error):
 
 class ResultsFileError(Error):
   """A results file could not be written (full disk, permissions)."""
+
+
+# What a write fails with when its file system has no room left.
+NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+class NoRoomError(ResultsFileError):
+  """A results file could not be written: its disk had no room left."""
+
+  def __init__(self, message: str, strerror: str):
+    super().__init__(message)
+    self.strerror = strerror  # The write's own words, as OSError's.
+
+
+def NoRoom(error: BaseException) -> bool:
+  """Whether `error` is a write its disk had no room for."""
+  return isinstance(error, NoRoomError) or (
+      isinstance(error, OSError) and error.errno in NO_ROOM_ERRNOS)
 
 
 class NoResultError(Error):

@@ -32,13 +32,16 @@ brings a tool's output back; `Probe(directory, rel)` gives it back part by
 part, gunzipped (`Read(run_dir, rel)`: all of it).
 """
 
+import contextlib
 import errno
 import gzip
 import logging
 import os
 import shutil
-from typing import Dict, List, Optional, Sequence
+import threading
+from typing import Callable, Dict, List, Optional, Sequence, TypeVar
 
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_scope
@@ -57,6 +60,7 @@ MAX_PART_BYTES = 32 << 20
 # Metadata key of a measurement naming its evidence (relative to the run
 # directory; several, comma-separated, when client VMs' probes combine).
 METADATA_KEY = measurement.RAW_OUTPUT_KEY
+_T = TypeVar('_T')
 
 
 def RunDir(vm) -> Optional[str]:
@@ -77,14 +81,105 @@ def _SafeName(name: str) -> str:
 
 
 # Run directory -> the one line saying its raw output could not be kept
-# (the first failure); nothing more is kept for that run.
+# (the first failure).
 _FAILURES: Dict[str, str] = {}
+# Run directory -> the probes' raw output removed to make room for what
+# matters more (WithRoom), and the error that asked for it.
+_GIVEN: Dict[str, List[str]] = {}
+_GIVEN_FOR: Dict[str, str] = {}
+# Runs nothing more is kept for (either of the above).
+_STOPPED = set()
+# Keep's writes and WithRoom's removals, one at a time (probes end on
+# threads of their own).
+_LOCK = threading.Lock()
 
 
 def Failure(run_dir: str) -> Optional[str]:
   """The one line saying a probe's raw output could not be kept in
-  run_dir, if one could not (the driver prints it at the run's end)."""
-  return _FAILURES.get(run_dir)
+  run_dir, or was removed again, if so (the driver prints it at the run's
+  end)."""
+  failed, given = _FAILURES.get(run_dir), _GIVEN.get(run_dir)
+  if not given:
+    return failed
+  removed = (f'the raw output of {len(given)} earlier '
+             f'probe{"s" if len(given) > 1 else ""} was removed to make room '
+             'for the samples and the run record')
+  if failed:
+    return f'{failed}; {removed}, so it cannot recheck theirs either'
+  return (f'no room left in {run_dir} ({_GIVEN_FOR[run_dir]}): {removed}, '
+          'and no probe after has its raw output kept, so pkb-recompute '
+          'cannot recheck their figures')
+
+
+def WithRoom(run_dir: str, path: str, write: Callable[[], _T]) -> _T:
+  """write() of the file `path` (a sample, the run record), given room on a
+  full disk.
+
+  A finished result matters more than the raw output kept beside it: while
+  the disk holding run_dir, and `path`, has no room for the write
+  (errors.NoRoom), the run's oldest kept probe output is removed and the
+  write made again; it fails as it did once none is left. From the first
+  removal on, no probe's raw output is kept (it would take the room back);
+  Failure says how many were removed.
+  """
+  while True:
+    try:
+      return write()
+    except (OSError, errors.Error) as e:
+      if not (errors.NoRoom(e) and _SameDisk(run_dir, path) and
+              _GiveRoom(run_dir, e)):
+        raise
+
+
+def _SameDisk(run_dir: str, path: str) -> bool:
+  """Whether removing files in run_dir can give `path` room."""
+  try:
+    return (os.stat(run_dir).st_dev ==
+            os.stat(os.path.dirname(os.path.abspath(path))).st_dev)
+  except OSError:
+    return False
+
+
+def _GiveRoom(run_dir: str, error: BaseException) -> bool:
+  """Removes the run's oldest kept probe output; False if none is left (or
+  it could not be removed)."""
+  with _LOCK:
+    kept = _KeptProbes(run_dir)
+    if not kept:
+      return False
+    rel = kept[0]
+    shutil.rmtree(os.path.join(run_dir, rel), ignore_errors=True)
+    if os.path.lexists(os.path.join(run_dir, rel)):
+      return False
+    why = getattr(error, 'strerror', None) or str(error)
+    _GIVEN.setdefault(run_dir, []).append(rel)
+    _GIVEN_FOR.setdefault(run_dir, why)
+    _STOPPED.add(run_dir)
+    logging.debug('removed %s/%s to make room (%s)', run_dir, rel, error)
+    return True
+
+
+def _KeptProbes(run_dir: str) -> List[str]:
+  """The probe directories under run_dir/raw/<vm>/ (relative to run_dir),
+  oldest first; symlinks and files there are no probe's."""
+  found = []
+  try:
+    vms = list(os.scandir(os.path.join(run_dir, RAW_DIR)))
+  except OSError:
+    return []
+  for vm in vms:
+    if not vm.is_dir(follow_symlinks=False):
+      continue
+    try:
+      probes = list(os.scandir(vm.path))
+    except OSError:
+      continue
+    for probe in probes:
+      if probe.is_dir(follow_symlinks=False):
+        with contextlib.suppress(OSError):
+          found.append((probe.stat(follow_symlinks=False).st_mtime_ns,
+                        os.path.join(RAW_DIR, vm.name, probe.name)))
+  return [rel for _, rel in sorted(found)]
 
 
 def Keep(vm, name: str, command_lines: Sequence[str],
@@ -104,7 +199,7 @@ def Keep(vm, name: str, command_lines: Sequence[str],
   for i, line in enumerate(masked):
     logging.debug('[%s] %s.%d: %s', vm.name, name, i, line)
   run_dir = RunDir(vm)
-  if not run_dir or run_dir in _FAILURES:
+  if not run_dir or run_dir in _STOPPED:
     return None
   files = {COMMAND_FILE: ''.join(f'{i}\t{line}\n'
                                  for i, line in enumerate(masked)).encode()}
@@ -114,6 +209,14 @@ def Keep(vm, name: str, command_lines: Sequence[str],
       files[f'{_SafeName(key)}.gz'] = gzip.compress(data, 6, mtime=0)
     else:
       files[_SafeName(key)] = data
+  with _LOCK:
+    if run_dir in _STOPPED:  # Stopped meanwhile (WithRoom).
+      return None
+    return _Write(vm, run_dir, name, files)
+
+
+def _Write(vm, run_dir: str, name: str,
+           files: Dict[str, bytes]) -> Optional[str]:
   parent = os.path.join(RAW_DIR, _SafeName(vm.name))
   made = None
   try:
@@ -132,6 +235,7 @@ def Keep(vm, name: str, command_lines: Sequence[str],
   except (OSError, run_scope.NotOwnDir) as e:
     why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
     where = os.path.join(run_dir, made or parent)
+    _STOPPED.add(run_dir)
     _FAILURES[run_dir] = (
         f'could not keep the raw output of {vm.name}\'s {name} in {where} '
         f'({why}); no probe after it has its raw output kept, so '

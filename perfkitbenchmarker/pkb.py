@@ -9,6 +9,7 @@ stage_runner.py's; this module makes everything they run with.
 """
 
 import contextlib
+import functools
 import getpass
 import os
 import re
@@ -335,9 +336,11 @@ def _RunWithRecord(argv, run_uri, names, run_dir, kept, loaded, catalog,
     run_scope.MakeOwnDir(run_dir)
     _CheckStagesNotRepeated(run_dir, run_uri, stages)
     # Before the record: a results file refused leaves no run 'running'.
+    # On a full disk the run's raw output makes room for its samples.
     collector = publisher.SampleCollector(
         [json_publisher.JSONPublisher(json_path, FLAGS.collapse_labels),
-         csv_publisher.CSVPublisher(csv_path)], run_info)
+         csv_publisher.CSVPublisher(csv_path)], run_info,
+        functools.partial(evidence.WithRoom, run_dir))
     # Its log too: one the disk refuses (no inode left) left the run's new
     # directory behind, empty, for a run that never started.
     run_log.SetUp(run_dir)

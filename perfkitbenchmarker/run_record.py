@@ -20,7 +20,6 @@ provider needs to delete it; providers register a deleter per kind
 """
 
 import contextlib
-import errno
 import json
 import os
 import threading
@@ -31,6 +30,7 @@ from typing import Annotated, Any, Dict, Iterator, List, Optional
 import pydantic
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import evidence
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_scope
@@ -44,7 +44,6 @@ MAX_RECORD_BYTES = 16 << 20
 # Saves pad the file to whole blocks with at least this much spare room.
 _BLOCK = 4096
 _SPARE = 1024
-_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 def NewRunUri() -> str:
@@ -134,11 +133,14 @@ class RunRecord:
     with self._lock:
       text = json.dumps(self._data, indent=1, sort_keys=True).encode()
       try:
-        _ReplaceAtomically(self.path, text)
+        # On a full disk the run's raw output makes room (evidence): the
+        # record is how teardown finds what the run made.
+        evidence.WithRoom(self.run_dir, self.path,
+                          lambda: _ReplaceAtomically(self.path, text))
       except OSError as e:
         # With nothing of the run left to delete, a torn file could lose
         # nothing that matters: the final state may go in place.
-        if not (e.errno in _NO_ROOM and not any(self.LiveResources()) and
+        if not (errors.NoRoom(e) and not any(self.LiveResources()) and
                 _OverwriteInPlace(self.path, text)):
           self._unsaved = self._unsaved or e
           raise RecordNotSaved(

@@ -1,8 +1,9 @@
 """Turns Samples into PKB's published rows and fans them out to publishers."""
 
 import dataclasses
+import functools
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import verdict as verdict_lib
@@ -72,19 +73,31 @@ def ToRow(sample: sample_lib.Sample, test: str,
   }
 
 
-class SampleCollector:
-  """Collects samples and hands each to every publisher at once."""
+def _WriteNow(unused_path: str, write: Callable[[], Any]) -> Any:
+  return write()
 
-  def __init__(self, publishers: Sequence[Any], run_info: RunInfo):
+
+class SampleCollector:
+  """Collects samples and hands each to every publisher at once.
+
+  `room(path, write)`: how a publisher's write of its file `path` is made
+  (the driver's gives it the run's room on a full disk, evidence.WithRoom);
+  a publisher's write that fails is cut back whole (results_file), so it
+  may be made again.
+  """
+
+  def __init__(self, publishers: Sequence[Any], run_info: RunInfo,
+               room: Callable[[str, Callable[[], Any]], Any] = _WriteNow):
     self.publishers = list(publishers)
     self.run_info = run_info
     self.samples: List[sample_lib.Sample] = []
+    self._room = room
 
   def Add(self, samples: Sequence[sample_lib.Sample], test: str) -> None:
     for s in samples:
       row = ToRow(s, test, self.run_info)
       for p in self.publishers:
-        p.Publish(row)
+        self._room(getattr(p, 'path', ''), functools.partial(p.Publish, row))
       # Counted once every publisher has it: a results file the disk
       # refused never reports a sample it does not hold.
       self.samples.append(s)

@@ -19,9 +19,12 @@ from perfkitbenchmarker import errors
 
 def WriteFailed(path: str, error: OSError) -> errors.ResultsFileError:
   """The one-line error for a results file that could not be written."""
-  return errors.ResultsFileError(
-      f'could not write the results file {path}: '
-      f'{error.strerror or error}; the samples written before are kept there.')
+  message = (f'could not write the results file {path}: '
+             f'{error.strerror or error}; the samples written before are kept '
+             'there.')
+  if errors.NoRoom(error):
+    return errors.NoRoomError(message, error.strerror or str(error))
+  return errors.ResultsFileError(message)
 
 
 def CheckOwnFile(path: str) -> int:
