@@ -39,10 +39,11 @@ import socket
 import stat
 import tempfile
 import time
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_processes
+from perfkitbenchmarker import waits
 
 MODE = 0o700
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
@@ -320,11 +321,23 @@ def InUse(path: str, pid: int, name: str) -> DirInUse:
       'again.')
 
 
-def RemoveOwnDir(path: str) -> None:
+# A shell of a command of ours can still be exiting in a directory when
+# the call that ran it has returned (over SSH: its ssh returned first;
+# here: a subshell the command forked, which nothing waits for). On a
+# loaded machine that takes a moment, so a directory is asked again for
+# this long before it is called in use (ssh_vm's scratch cleaning too).
+EXITING_S = 1.5
+EXITING_POLL_S = 0.5
+
+
+def RemoveOwnDir(path: str, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
   """Removes a directory of the run (NotOwnDir if it is not the run's own,
-  DirInUse while a process works in it)."""
+  DirInUse while a process works in it, EXITING_S after the first look)."""
   CheckOwnDir(path)
-  busy = WorkingIn(path)
+  _, busy = waits.Poll(lambda: WorkingIn(path), lambda found: not found,
+                       timeout_s=EXITING_S, interval_s=EXITING_POLL_S,
+                       clock=clock, sleep=sleep, inclusive=True)
   if busy:
     raise InUse(path, *busy[0])
   shutil.rmtree(path, ignore_errors=True)

@@ -691,14 +691,14 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     what = f'cleaning {self.name}'
     # A shell of an earlier command of ours can still be exiting there when
     # its ssh has returned (seen once under a loaded suite): asked again
-    # for a moment before the directory is called in use.
+    # for a moment before the directory is called in use (run_scope).
     try:
       _, (out, err, rc) = waits.Poll(
           lambda: self.RemoteCommandWithReturnCode(shell_scripts.Command(
               'clean_scratch.sh', self.scratch_dir)),
-          lambda result: result[2] != run_processes.BUSY, timeout_s=1.5,
-          interval_s=0.5, clock=self._clock, sleep=self._sleep,
-          inclusive=True)
+          lambda result: result[2] != run_processes.BUSY,
+          timeout_s=run_scope.EXITING_S, interval_s=run_scope.EXITING_POLL_S,
+          clock=self._clock, sleep=self._sleep, inclusive=True)
     except virtual_machine.ScratchGone:
       return  # Removed already.
     pid, _, name = out.strip().partition(' ')

@@ -311,3 +311,30 @@ def test_processes_taking_and_releasing_one_run_lock_never_hold_it_together(
   assert sum(held) > 0, held
   assert not os.path.lexists(marker)
   assert os.listdir(root) == []
+
+
+def test_teardown_waits_a_moment_for_a_process_that_is_leaving(
+    tmp_path, monkeypatch):
+  """A process of the run still leaving the scratch directory as teardown
+  comes (a shell a command forked, on a loaded machine: hunt 8's
+  steady_quota run, 'still the working directory of PID 25784 (bash)')
+  does not fail the teardown: the directory is asked again for
+  run_scope.EXITING_S before it is called in use."""
+  monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path / 'scratch'))
+  run_uri = e2e.NewRunUri()
+  record = run_record.RunRecord.Create(str(tmp_path / 'results' / run_uri),
+                                       run_uri)
+  vm = local.LocalVirtualMachine(
+      virtual_machine.VmSpec(cloud='Local', machine_type='local'),
+      'servers-0', 'servers', run_uri=run_uri, record=record)
+  vm.Create()
+  leaving = subprocess.Popen(['bash', '-c', 'sleep 0.4'], cwd=vm.scratch_dir,
+                             start_new_session=True)
+  try:
+    assert run_scope.WorkingIn(vm.scratch_dir)
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(record.run_dir, run_uri)) == []
+  finally:
+    leaving.kill()
+    leaving.wait(timeout=10)
+  assert not os.path.exists(vm.scratch_dir)
