@@ -64,27 +64,9 @@ class CmdlineSampler(threading.Thread):
 
 @pytest.fixture
 def server():
-  e2e_support.RequireTool('redis-server', 'apt-get install redis-server')
-  port = e2e_support.FreePort()
-  proc = subprocess.Popen(
-      ['redis-server', '-'], stdin=subprocess.PIPE,
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
   # The config on stdin: the passwords stay out of the server's own argv.
-  proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\nappendonly no\n'
-                   f'requirepass "{os.urandom(8).hex()}"\n'
-                   f'{redis_shard.UserDirective(PASSWORD)}\n')
-  proc.stdin.close()
-  try:
-    for _ in range(200):
-      ping = subprocess.run(['redis-cli', '-p', str(port), 'ping'],
-                            capture_output=True, text=True, check=False)
-      if 'NOAUTH' in ping.stdout + ping.stderr or ping.stdout.strip():
-        break
-      time.sleep(0.05)
+  with e2e_support.PasswordServer(PASSWORD) as (_, port):
     yield base.Endpoint('127.0.0.1', port)
-  finally:
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def _Vm(scratch: str):

@@ -6,6 +6,7 @@ by what its run record holds (redis-server shards retitle themselves
 "redis-server 127.0.0.1:<port>", and a port could be another run's).
 """
 
+import contextlib
 import glob
 import json
 import os
@@ -23,6 +24,7 @@ import pytest
 
 import pkb_forkserver
 from perfkitbenchmarker import process_stat
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import shell_scripts
 
@@ -134,6 +136,36 @@ def FreePort() -> int:
   with socket.socket() as s:
     s.bind(('127.0.0.1', 0))
     return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def PasswordServer(password: str):
+  """A redis-server on loopback whose config (requirepass, and `password`
+  as the run's load user's, redis_shard.UserDirective) comes on its stdin,
+  so no password is in its argv: yields (its process, its port) once it
+  answers (NOAUTH is an answer); stopped after, even if a test SIGSTOPped
+  it."""
+  RequireTool('redis-server', 'apt-get install redis-server')
+  port = FreePort()
+  proc = subprocess.Popen(
+      ['redis-server', '-'], stdin=subprocess.PIPE,
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+  proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\nappendonly no\n'
+                   f'requirepass "{os.urandom(8).hex()}"\n'
+                   f'{redis_shard.UserDirective(password)}\n')
+  proc.stdin.close()
+  try:
+    for _ in range(200):
+      ping = subprocess.run(['redis-cli', '-p', str(port), 'ping'],
+                            capture_output=True, text=True, check=False)
+      if 'NOAUTH' in ping.stdout + ping.stderr or ping.stdout.strip():
+        break
+      time.sleep(0.05)
+    yield proc, port
+  finally:
+    proc.send_signal(signal.SIGCONT)
+    proc.terminate()
+    proc.wait(timeout=10)
 
 
 def NewRunUri() -> str:

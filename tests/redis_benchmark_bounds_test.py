@@ -11,7 +11,6 @@ one whose server stops answering fails within seconds, in one line.
 
 import os
 import signal
-import subprocess
 import threading
 import time
 
@@ -20,7 +19,6 @@ import pytest
 import e2e_support
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
-from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import redis_benchmark
@@ -39,26 +37,8 @@ LOAD = measurement.Load(1, 4)
 def server():
   """A redis-server on loopback with the run's load user: (its process,
   its endpoint)."""
-  port = e2e_support.FreePort()
-  proc = subprocess.Popen(
-      ['redis-server', '-'], stdin=subprocess.PIPE,
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
-  proc.stdin.write(f'port {port}\nbind 127.0.0.1\nsave ""\nappendonly no\n'
-                   f'requirepass "{os.urandom(8).hex()}"\n'
-                   f'{redis_shard.UserDirective(PASSWORD)}\n')
-  proc.stdin.close()
-  try:
-    for _ in range(200):
-      ping = subprocess.run(['redis-cli', '-p', str(port), 'ping'],
-                            capture_output=True, text=True, check=False)
-      if 'NOAUTH' in ping.stdout + ping.stderr or ping.stdout.strip():
-        break
-      time.sleep(0.05)
+  with e2e_support.PasswordServer(PASSWORD) as (proc, port):
     yield proc, base.Endpoint('127.0.0.1', port)
-  finally:
-    proc.send_signal(signal.SIGCONT)
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 @pytest.fixture
