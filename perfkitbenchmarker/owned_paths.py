@@ -21,6 +21,8 @@ anyone may add a file of any name to it); `KeepSafe` leaves such
 directories out of this process's search paths. Standard library only:
 venv_reexec uses it before the project's dependencies can be imported
 (trusted_programs, for programs, on this machine and others, uses it too).
+On a VM the rule is scripts/owned_paths.sh's (trusted.sh for a program,
+ssh_command.sh for the login's PATH).
 """
 
 import os

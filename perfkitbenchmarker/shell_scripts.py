@@ -4,9 +4,9 @@ A script is read from its file and never has a value spliced into its text:
 what it works on comes in as positional arguments (`Command`, or `Sourced`
 in the shell of a script the caller writes) or as the environment the caller hands
 RemoteCommand (secrets: only that way, or as argv_secret says, never as
-arguments). A library script (process_stat.sh, packages.sh) is pulled
-into another by a line `. ./<name>.sh`, which `Text` replaces with the
-library's text, so each script stands alone; shellcheck follows
+arguments). A library script (process_stat.sh, packages.sh,
+owned_paths.sh) is pulled into another by a line `. ./<name>.sh`, which
+`Text` replaces with the library's text, so each script stands alone; shellcheck follows
 the same line (tests/shell_scripts_test.py runs it over every script here).
 
 Shipped once, run by path: a VM holds the scripts in a directory of its

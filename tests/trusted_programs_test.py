@@ -23,6 +23,8 @@ import pytest
 import e2e_support as e2e
 from sshd_fixture import sshd  # pylint: disable=unused-import  (fixture)
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import owned_paths
+from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import venv_reexec
 from perfkitbenchmarker.linux_packages import local_redis_builds
@@ -364,6 +366,42 @@ def test_the_shell_check_a_remote_vm_runs_agrees_with_python(tmp_path):
       # Both name the same place at fault.
       assert python.split(' is ')[0] in shell, (name, python, shell)
   assert trusted_programs.CheckOn(vm, 'bash', 'bash') == 'bash'
+
+
+@pytest.mark.e2e
+def test_the_path_an_ssh_command_keeps_is_the_one_python_keeps(tmp_path):
+  """ssh_command.sh's safe_path and KeepSafePath (owned_paths.sh and .py)
+  are one rule. Before, safe_path checked a link's owner but not where a
+  link met half way lives: safe/via-open-dir (-> open/dir -> safe) stayed
+  on the command's PATH though whoever may write open/ could repoint it."""
+  tree = str(tmp_path)
+  places = _Tree(tree)
+  via_open = os.path.join(tree, 'safe', 'via-open-dir')
+  os.symlink(os.path.join(tree, 'safe'), os.path.join(tree, 'open', 'dir'))
+  os.symlink(os.path.join('..', 'open', 'dir'), via_open)
+  entries = [os.path.dirname(p) for p in places.values()] + [
+      via_open, os.path.join(tree, 'safe', 'missing', 'bin'),
+      os.path.join(tree, 'open', 'missing'), 'relative', '', '/usr/bin',
+      '/bin']
+  if _IS_ROOT:
+    entries.append(places['nobodys_link'])
+  login = ':'.join(entries)
+  ran = subprocess.run(
+      ['sh', '-c', remote_shell.CommandScript('echo "$PATH"', '/', 5)],
+      env={'PATH': login}, capture_output=True, text=True, timeout=30,
+      check=True)
+  python = [e for e in entries
+            if e.startswith('/') and not owned_paths.DirectoryProblem(e)]
+  assert remote_shell.CommandStdout(ran.stdout).strip() == ':'.join(
+      python), login
+  # Each entry left out, said with the reason Python gives (a uid for a
+  # name: bash has no user database lookup).
+  relative = 'relative: the directory each command runs in'
+  assert remote_shell.LeftOutOfPath(ran.stderr) == [
+      f'{e or "(empty)"} ({owned_paths.DirectoryProblem(e) or relative})'
+      .replace(' nobody', ' uid 65534') for e in entries if e not in python]
+  assert via_open not in python
+  assert os.path.join(tree, 'safe') in python
 
 
 class _PathFirst(_ThisMachineOverBash):

@@ -21,87 +21,6 @@
 printf '\036pkb-started\036' >&2
 printf '\036pkb-started\036'
 
-# safe_path PATH: PATH's directories that no other user can add a program
-# to (trusted_programs.KeepSafePath's rule, as a Local run keeps its own):
-# each existing one (or the nearest above a missing one), every directory
-# on its way as given and with its links resolved, owned by root or this
-# user and writable by no one else (group: root's only; sticky passes on
-# the way, never for the directory itself), every link on the way owned by
-# root or this user. A relative entry (the directory a command runs in,
-# which varies) is left out. Joined by ':'; the system's directories when
-# none is kept. Each entry left out is said on stderr, a line each:
-# \036pkb-path\036ENTRY (WHY) (remote_shell.LeftOutOfPath; the run warns
-# once). Run in a subshell (it changes directory); one stat.
-safe_path() {
-  local entry base at part i line uid gid mode why me=$EUID
-  local -a entries parts places=() kept=() left=()
-  local -A seen=() ways=() real=() info=()
-  IFS=: read -ra entries <<< "$1"
-  for entry in "${entries[@]}"; do
-    [[ $entry == /* && $entry != *$'\n'* ]] || continue
-    base=$entry
-    while [ ! -e "$base" ] && [ ! -L "$base" ]; do
-      base=${base%/*}
-      base=${base:-/}
-    done
-    cd -P -- "$base" 2> /dev/null || continue
-    real[$entry]=$PWD
-    for at in "$base" "$PWD"; do
-      IFS=/ read -ra parts <<< "${at#/}"
-      at=/
-      for part in '' "${parts[@]}"; do
-        [ -n "$part" ] && at=${at%/}/$part
-        ways[$entry]+=$at$'\n'
-        [ -n "${seen[$at]}" ] || places+=("$at")
-        seen[$at]=1
-      done
-    done
-  done
-  i=0
-  while IFS= read -r line; do
-    # "uid gid mode(hex, with the type) name": a name not the one asked
-    # about (an error left a line out) counts as unknown: unsafe.
-    [ "/${line#*/}" = "${places[i]}" ] && info[${places[i]}]=${line%%/*}
-    i=$((i + 1))
-  done < <(stat -c '%u %g %f %n' -- "${places[@]}" 2> /dev/null)
-  for entry in "${entries[@]}"; do
-    why=
-    if [[ $entry != /* ]]; then
-      why='relative: the directory each command runs in'
-    elif [ -z "${real[$entry]}" ]; then
-      why='it cannot be entered'
-    fi
-    while [ -z "$why" ] && IFS= read -r at; do
-      [ -n "$at" ] || continue
-      if [ -z "${info[$at]}" ]; then
-        why="$at cannot be read"
-        break
-      fi
-      read -r uid gid mode <<< "${info[$at]}"
-      mode=$((16#$mode))
-      if [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
-        why="$at is owned by uid $uid"
-        (( (mode & 0xF000) != 0xA000 )) || why="$at is a symbolic link owned by uid $uid"
-        break
-      fi
-      (( (mode & 0xF000) == 0xA000 )) && continue  # a link: its owner only
-      (( (mode & 0xF000) == 0x4000 && (mode & 01000) )) &&
-        [ "$at" != "${real[$entry]}" ] && continue
-      if (( mode & 2 )) || { (( mode & 020 )) && [ "$gid" != 0 ]; }; then
-        why=$(printf '%s is writable by other users (mode %04o)' "$at" \
-          $((mode & 07777)))
-      fi
-    done <<< "${ways[$entry]}"
-    if [ -n "$why" ]; then
-      left+=("${entry:-(empty)} ($why)")
-    else
-      kept+=("$entry")
-    fi
-  done
-  [ "${#left[@]}" = 0 ] || printf '\036pkb-path\036%s\n' "${left[@]}" >&2
-  local IFS=:
-  printf %s "${kept[*]:-$2}"
-}
 # The login's PATH, kept below to what no other user can add to.
 login=${PKB_LOGIN_PATH-$PATH}
 # Nor does a bash the command starts read ~/.bashrc (bash does when it
@@ -122,33 +41,90 @@ if [ -n "$2" ]; then
   fi
   export PKB_SCRIPTS=$2
 fi
+# run_command ARGS: the command itself, once PATH is set.
+run_command() {
+  export PATH
+  unset login cache key safe
+  if [ "$5" = 1 ]; then
+    IFS= read -r __pkb_env
+    eval "$(printf %s "$__pkb_env" | base64 -d)"
+    unset __pkb_env
+  fi
+  cd -- "$1" 2>/dev/null || true
+  # Redis clients need many sockets; the hard limit is the ceiling.
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null
+  exec timeout -k "$4" "$3" bash --norc -c "$6"
+}
 # The command line started this bash on the system's directories, the
 # login's PATH in PKB_LOGIN_PATH (remote_shell.CommandScript). safe_path
-# costs 5-10 ms of CPU and a run sends thousands of commands, so a command
-# that finds the scratch directory the run's (its scripts checked above)
-# keeps the answer for this login PATH there, and every command reads it
-# back: only from a regular file this user owns (no other user can make
-# one, and it is written 0600), and only for the same login PATH.
+# costs about 10 ms of CPU and a run sends thousands of commands, so a
+# command that finds the scratch directory the run's (its scripts checked
+# above) keeps the answer for this login PATH there, and every command reads
+# it back: only from a regular file this user owns (no other user can make
+# one, and it is written 0600), and only for the same login PATH. Such a
+# command execs before bash reads further (it reads a script a command at
+# a time), so it never parses safe_path and owned_paths.sh either.
 cache=$1/.pkb-safe-path
 if [ -n "$1" ] && [ -f "$cache" ] && [ ! -L "$cache" ] && [ -O "$cache" ] &&
     { IFS= read -r key && IFS= read -r safe; } < "$cache" &&
     [ "$key" = "$login" ]; then
   PATH=$safe
-else
-  PATH=$(safe_path "$login" "$PATH")
-  if [ -n "$2" ]; then
-    (set -C && umask 077 && printf '%s\n%s\n' "$login" "$PATH" > "$cache.$$" &&
-      mv -f -- "$cache.$$" "$cache") 2> /dev/null
-  fi
+  run_command "$@"
 fi
-export PATH
-unset login cache key safe
-if [ "$5" = 1 ]; then
-  IFS= read -r __pkb_env
-  eval "$(printf %s "$__pkb_env" | base64 -d)"
-  unset __pkb_env
+. ./owned_paths.sh
+
+# safe_path PATH: PATH's directories that no other user can add a program
+# to (trusted_programs.KeepSafePath's rule, as a Local run keeps its own):
+# each existing one (or the nearest above a missing one) passes
+# owned_paths.sh's rule and is itself writable by no one else (group:
+# root's only; sticky or not). A relative entry (the directory a command
+# runs in, which varies) is left out. Joined by ':'; the system's
+# directories when none is kept. Each entry left out is said on stderr, a
+# line each: \036pkb-path\036ENTRY (WHY) (remote_shell.LeftOutOfPath; the
+# run warns once). Run in a subshell (it changes directory).
+safe_path() {
+  local entry base why gid mode
+  local -a entries kept=() left=()
+  local -A bases=()
+  IFS=: read -ra entries <<< "$1"
+  for entry in "${entries[@]}"; do
+    [[ $entry == /* && $entry != *$'\n'* ]] || continue
+    base=$entry
+    while [ ! -e "$base" ] && [ ! -L "$base" ]; do
+      base=${base%/*}
+      base=${base:-/}
+    done
+    bases[$entry]=$base
+  done
+  owned_check "${bases[@]}"
+  for entry in "${entries[@]}"; do
+    why='relative: the directory each command runs in'
+    [[ $entry != /* ]] || why='it cannot be entered'
+    if [[ $entry == /* && -n ${bases[$entry]-} ]]; then
+      base=${bases[$entry]}
+      why=${owned_problem[$base]}
+    fi
+    if [ -z "$why" ]; then
+      read -r _ gid mode <<< "${owned_info[${owned_real[$base]}]}"
+      mode=$((16#$mode))
+      if (( mode & 2 )) || { (( mode & 020 )) && [ "$gid" != 0 ]; }; then
+        printf -v why '%s is writable by other users (mode %04o)' \
+          "${owned_real[$base]}" $((mode & 07777))
+      fi
+    fi
+    if [ -n "$why" ]; then
+      left+=("${entry:-(empty)} ($why)")
+    else
+      kept+=("$entry")
+    fi
+  done
+  [ "${#left[@]}" = 0 ] || printf '\036pkb-path\036%s\n' "${left[@]}" >&2
+  local IFS=:
+  printf %s "${kept[*]:-$2}"
+}
+PATH=$(safe_path "$login" "$PATH")
+if [ -n "$2" ]; then
+  (set -C && umask 077 && printf '%s\n%s\n' "$login" "$PATH" > "$cache.$$" &&
+    mv -f -- "$cache.$$" "$cache") 2> /dev/null
 fi
-cd -- "$1" 2>/dev/null || true
-# Redis clients need many sockets; the hard limit is the ceiling.
-ulimit -n "$(ulimit -Hn)" 2>/dev/null
-exec timeout -k "$4" "$3" bash --norc -c "$6"
+run_command "$@"
