@@ -30,6 +30,7 @@ from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import client_cpu
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier
+from perfkitbenchmarker.load_generators import memtier_results
 from perfkitbenchmarker.providers.local import provider as local
 
 PASSWORD = 'saturation-test-pw'
@@ -252,11 +253,11 @@ def test_a_shard_out_of_connections_says_which_limit_and_flags():
   # redis-server had lowered its maxclients to 992, which nothing said.
   said = ('WARNING: Could not fetch server CONFIG | Error from server: ERR '
           'max number of clients reached')
-  hint = concurrent.FailureHint(said)
+  hint = memtier_results.FailureHint(said)
   assert hint.startswith('; the shard took no more connections: Redis lowers '
                          'maxclients to its open-file limit less 32')
   assert 'ulimit -Hn' in hint and '--memtier_clients' in hint
-  assert concurrent.FailureHint('Connection refused') == ''
+  assert memtier_results.FailureHint('Connection refused') == ''
 
 
 @pytest.mark.e2e

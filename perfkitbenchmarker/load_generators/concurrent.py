@@ -45,6 +45,7 @@ from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.load_generators import client_cpu
+from perfkitbenchmarker.load_generators import memtier_results
 
 BUNDLE_END = '@pkb-bundle-end'
 # The line scripts/probe.sh puts in place of what it left out of a tool's
@@ -258,56 +259,35 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
       said = (_Said(output.stderr) or vm_util.Tail(output.stdout) or
               'no output')
       raise errors.ProcessError(
-          f'{program} on {vm.name} {reason}: {said}{FailureHint(said)}')
+          f'{program} on {vm.name} {reason}: {said}'
+          f'{memtier_results.FailureHint(said)}')
   return ProbeRun(tuple(outputs),
                   {path: bundle.get(f'file.{k}', '')
                    for k, path in enumerate(files)}, cpu, raw_output)
 
 
-# What Redis answers a connection over its maxclients, and why it may be
-# fewer than asked for: at start it lowers maxclients to its open-file
-# limit less 32 when it cannot raise that limit ('ulimit -n 1024' made a
-# probe of 1,024 connections fail so, and the run with it).
-_MAXCLIENTS_ERROR = 'max number of clients reached'
-
-
-def FailureHint(said: str) -> str:
-  """What to do about a load generator's failure, when its words say
-  (appended to them), else ''."""
-  if _MAXCLIENTS_ERROR not in said:
-    return ''
-  return ('; the shard took no more connections: Redis lowers maxclients '
-          'to its open-file limit less 32 when that limit is lower (ulimit '
-          '-Hn where it runs); raise it for the run, or open fewer '
-          'connections (--memtier_clients, '
-          '--memtier_adaptive_max_connections)')
-
-
-# A tool's line saying what went wrong, and memtier's progress lines, which
-# say 'conn errors' and, in a run that hangs, bury the one that did.
+# A tool's line saying what went wrong (memtier's progress lines say
+# 'conn errors' whatever happened: memtier_results.IsProgressLine).
 _FAILURE_WORDS = re.compile(r'error|fail', re.IGNORECASE)
-_PROGRESS = '[RUN #'
+
+
+def _ErrorLines(stderr: str) -> List[str]:
+  """A process's stderr's distinct lines from the first naming an error or
+  a failure on, memtier's progress lines left out, or []: memtier refused
+  its login says 'error: authentication failed [...]' once a connection,
+  then a progress line a second until its bound; redis-benchmark says
+  'Node ... replied with error:' and the reply on the next line."""
+  said = [l.strip() for l in (stderr or '').splitlines()
+          if l.strip() and not memtier_results.IsProgressLine(l)]
+  first = next((i for i, l in enumerate(said) if _FAILURE_WORDS.search(l)),
+               len(said))
+  return list(dict.fromkeys(said[first:]))
 
 
 def _Said(stderr: str) -> str:
-  """What a failed process said: its stderr's distinct lines from the
-  first naming an error or a failure on, memtier's progress lines left out
-  (memtier refused its login says 'error: authentication failed [...]' once
-  a connection, then a progress line a second until its bound;
-  redis-benchmark says 'Node ... replied with error:' and the reply on the
-  next line), else its last lines."""
-  lines = [l.strip() for l in (stderr or '').splitlines() if l.strip()]
-  first = next((i for i, l in enumerate(lines)
-                if _FAILURE_WORDS.search(l) and not l.startswith(_PROGRESS)),
-               None)
-  if first is None:
-    return vm_util.Tail('\n'.join(lines))
-  said = [l for l in lines[first:] if not l.startswith(_PROGRESS)]
-  return vm_util.Tail('\n'.join(dict.fromkeys(said)))
-
-
-# memtier's progress line, a second each: the operations of that second.
-_PROGRESS_OPS = re.compile(r'\[RUN #\d+ [^]]*\].*? ops, +(\d+) \(avg:')
+  """What a failed process said: its _ErrorLines, else its last lines."""
+  return vm_util.Tail('\n'.join(_ErrorLines(stderr) or [
+      l.strip() for l in (stderr or '').splitlines()]))
 
 
 def _Stalled(stderr: str) -> str:
@@ -315,14 +295,7 @@ def _Stalled(stderr: str) -> str:
   words name no error: its last seconds done with 0 operations (a shard
   SIGSTOPped past the bound read 'timed out after 33 s: [RUN #1 ...]'),
   else ''."""
-  lines = (stderr or '').splitlines()
-  if any(_FAILURE_WORDS.search(l) and not l.strip().startswith(_PROGRESS)
-         for l in lines):
-    return ''  # It named its error: that says why.
-  ops = [int(m.group(1)) for m in map(_PROGRESS_OPS.match, lines) if m]
-  idle = 0
-  while idle < len(ops) and ops[-1 - idle] == 0:
-    idle += 1
+  idle = 0 if _ErrorLines(stderr) else memtier_results.IdleSeconds(stderr)
   if not idle:
     return ''
   return (f', its last {idle} s with 0 operations done (no replies: the '

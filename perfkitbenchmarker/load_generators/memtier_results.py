@@ -174,6 +174,49 @@ def ConnectionLost(stderr_text: Optional[str]) -> Optional[str]:
   return match.group(1).strip() if match else None
 
 
+# Its progress line, one a second on stderr ('[RUN #1 45%,   2 secs]  4
+# threads: 1234 ops, 617 (avg: 617) ops/sec, ...'): it says 'conn errors'
+# whatever happened and, in a run that hangs, buries the line that named
+# what did.
+_PROGRESS = '[RUN #'
+_PROGRESS_OPS = re.compile(r'\[RUN #\d+ [^]]*\].*? ops, +(\d+) \(avg:')
+
+
+def IsProgressLine(line: str) -> bool:
+  return line.strip().startswith(_PROGRESS)
+
+
+def IdleSeconds(stderr_text: Optional[str]) -> int:
+  """How many of memtier's last progress lines on `stderr_text` say no
+  operation was done that second (the server stopped answering)."""
+  ops = [int(m.group(1)) for m in
+         map(_PROGRESS_OPS.match, (stderr_text or '').splitlines()) if m]
+  idle = 0
+  while idle < len(ops) and ops[-1 - idle] == 0:
+    idle += 1
+  return idle
+
+
+# What Redis answers a connection over its maxclients (any client prints
+# it), and why it may be fewer than asked for: at start it lowers
+# maxclients to its open-file limit less 32 when it cannot raise that limit
+# ('ulimit -n 1024' made a probe of 1,024 connections fail so, and the run
+# with it).
+_MAXCLIENTS_ERROR = 'max number of clients reached'
+
+
+def FailureHint(said: str) -> str:
+  """What to do about a load generator's failure, when its words say
+  (appended to them), else ''."""
+  if _MAXCLIENTS_ERROR not in said:
+    return ''
+  return ('; the shard took no more connections: Redis lowers maxclients '
+          'to its open-file limit less 32 when that limit is lower (ulimit '
+          '-Hn where it runs); raise it for the run, or open fewer '
+          'connections (--memtier_clients, '
+          '--memtier_adaptive_max_connections)')
+
+
 def ParseStdoutTable(stdout_text: str) -> Dict[str, Dict[str, Optional[float]]]:
   """The ALL STATS table of memtier's stdout, by row type then column name.
 
