@@ -101,6 +101,18 @@ def GroupOrder(groups: Iterable[str]) -> List[str]:
   return sorted(groups, key=lambda g: (g != SERVER_GROUP, g))
 
 
+def CheckNameIsNew(group: str, name: str, taken: Iterable[str], rule: str,
+                   called: str = 'named', fix: str = '') -> None:
+  """Refuses a VM whose cloud name another VM of the run has (in `taken`):
+  its create would find that VM's instance by it and take it for its own
+  (a group name cut to the cloud's length, or two that differ only in case
+  or punctuation). `rule` is the cloud's rule for names."""
+  if name in taken:
+    raise errors.ConfigError(
+        f'vm_groups.{group}: a VM would be {called} {name}, as another VM of '
+        f'the run ({rule}); give the group a shorter name{fix}.')
+
+
 def MachineLane(vm) -> Hashable:
   """The machine `vm` is, as a background_tasks lane: VMs that are one
   machine install one after another (two apt runs there would fight over

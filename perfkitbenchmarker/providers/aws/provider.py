@@ -210,14 +210,10 @@ class AwsProvisioner:
             run_uri=self.run_uri, keyfile=key_path, tags=self.tags,
             ssh_waiter=self._ssh_waiter,
             ssh_timeout_s=self.options.ssh_wait_s, **self._Common())
-        if any(other.name_tag == vm.name_tag
-               for others in groups.values() for other in others):
-          # Its launch would find the other's instance by that Name tag.
-          raise errors.ConfigError(
-              f'vm_groups.{group}: a VM would be tagged {vm.name_tag}, as '
-              'another VM of the run (names are cut at '
-              f'{naming.MAX_NAME_LENGTH} characters); give the group a '
-              'shorter name.')
+        virtual_machine.CheckNameIsNew(
+            group, vm.name_tag,
+            {v.name_tag for vs in groups.values() for v in vs},
+            f'names are cut at {naming.MAX_NAME_LENGTH} characters', 'tagged')
         vm.RestoreFromRecord()
         groups.setdefault(group, []).append(vm)
     return groups

@@ -206,7 +206,10 @@ class GceProvider:
           placement_policy_url=layout.placement_policy_url)
       for i in range(counts[group]):
         name = naming.ResourceName(spec.run_uri, group, str(i))
-        _CheckNameIsNew(name, group, groups)
+        virtual_machine.CheckNameIsNew(
+            group, name, {v.name for vs in groups.values() for v in vs},
+            f'GCP names are at most {naming.MAX_LENGTH} lowercase letters, '
+            'digits and -', fix=' of those')
         vm = vm_lib.GceVirtualMachine(
             vm_spec, name, group,
             clients=self.clients, project=layout.project, config=config,
@@ -272,17 +275,6 @@ class GceProvider:
           description=description.format(spec.run_uri), **sources,
           **args).Create()
     _CreateAll([vm for vm in vms if not vm.created])
-
-
-def _CheckNameIsNew(name: str, group: str, groups) -> None:
-  """Refuses a second VM of one name: its insert would find the first's
-  instance and take it for its own (a group name cut at 63 characters, or
-  two that differ only in case or punctuation)."""
-  if any(vm.name == name for vms in groups.values() for vm in vms):
-    raise errors.ConfigError(
-        f'vm_groups.{group}: a VM would be named {name}, as another VM of '
-        f'the run (GCP names are at most {naming.MAX_LENGTH} lowercase '
-        'letters, digits and -); give the group a shorter name of those.')
 
 
 def _CreateAll(vms: Sequence[vm_lib.GceVirtualMachine]) -> None:
