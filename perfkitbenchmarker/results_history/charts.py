@@ -59,10 +59,20 @@ def _NewFigure(**kwargs):
 
 
 def _Png(fig, alt: str) -> Chart:
+  """The figure as a PNG, cropped to what it draws (a legend above the
+  axes too) and drawn once: savefig's bbox_inches='tight', and any layout
+  engine (tight_layout leaves a placeholder), first draw the whole figure
+  to find that box, which get_tightbbox finds without drawing (the same
+  bytes)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
   from matplotlib.backends import backend_agg  # pylint: disable=g-import-not-at-top
-  backend_agg.FigureCanvasAgg(fig)
+  canvas = backend_agg.FigureCanvasAgg(fig)
+  fig.set_layout_engine(None)
+  fig.set_dpi(DPI)
+  box = fig.get_tightbbox(canvas.get_renderer()).padded(
+      matplotlib.rcParams['savefig.pad_inches'])
   buffer = io.BytesIO()
-  fig.savefig(buffer, format='png', dpi=DPI, bbox_inches='tight',
+  fig.savefig(buffer, format='png', dpi=DPI, bbox_inches=box,
               facecolor='white')
   return Chart(buffer.getvalue(), alt)
 
