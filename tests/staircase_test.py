@@ -381,13 +381,21 @@ def test_a_probe_whose_requests_got_error_replies_has_no_figure(
 
 def test_error_replies_of_a_cut_stderr_are_counted_as_a_floor():
   """probe.sh brings back a stderr past 4 MiB cut (concurrent.CUT_MARK):
-  the replies read are fewer than memtier got."""
+  the replies read are fewer than the tool got, redis-benchmark's too (its
+  count read as exact before: one refusal for both tools now)."""
+  cut = f'{concurrent.CUT_MARK}95487524 bytes left out\n'
+  vm = types.SimpleNamespace(name='clients-0')
   line = ("server 127.0.0.1:7001 handle error response: -OOM command not "
           "allowed when used memory > 'maxmemory'.\n")
-  stderr = line + f'{concurrent.CUT_MARK}95487524 bytes left out\n' + line
-  output = concurrent.ProcessOutput('memtier-preload.0', '', stderr, 0, 1.0)
+  output = concurrent.ProcessOutput('memtier-preload.0', '', line + cut + line,
+                                    0, 1.0)
   with pytest.raises(errors.ProcessError, match='got 2 or more error replies'):
-    memtier.RefuseUnserved(types.SimpleNamespace(name='clients-0'), [output])
+    memtier.RefuseUnserved(vm, [output])
+  line = 'Error from server 127.0.0.1:7001: CLUSTERDOWN The cluster is down.\n'
+  output = concurrent.ProcessOutput('redis-benchmark.0', '', line + cut + line,
+                                    0, 1.0)
+  with pytest.raises(errors.ProcessError, match='got 2 or more error replies'):
+    redis_benchmark.RefuseErrorReplies(vm, [output])
 
 
 def test_a_probe_whose_shard_died_says_so_in_one_line(data_path, pkb_flags):

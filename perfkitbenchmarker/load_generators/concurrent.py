@@ -266,6 +266,26 @@ def RunProbe(vm, name: str, commands: Sequence[Sequence[str]],
                    for k, path in enumerate(files)}, cpu, raw_output)
 
 
+def RefuseErrorReplies(vm, outputs: Sequence[ProcessOutput], tool: str,
+                       parse, counts: str, advice) -> None:
+  """errors.ProcessError when `parse` (a parser's ErrorReplies: a stderr's
+  count and first) finds error replies on these processes' stderr: the
+  tool `counts` them as requests done, so its figures would count what the
+  server refused as served; `advice(first)` says what to check."""
+  replies = [parse(o.stderr) for o in outputs]
+  count = sum(n for n, _ in replies)
+  if not count:
+    return
+  first = next(reply for _, reply in replies if reply)
+  # A stderr cut short (CUT_MARK) held more than were read.
+  more = ' or more' if any(CUT_MARK in o.stderr for o in outputs) else ''
+  raise errors.ProcessError(
+      f'{tool} on {vm.name} got {count:,}{more} error replies in place of '
+      f'data (the first: {vm_util.Mask(first[:200])}): {counts}, so its '
+      'figures would count requests the server refused as served; '
+      f'{advice(first)}.')
+
+
 # A tool's line saying what went wrong (memtier's progress lines say
 # 'conn errors' whatever happened: memtier_results.IsProgressLine).
 _FAILURE_WORDS = re.compile(r'error|fail', re.IGNORECASE)

@@ -82,22 +82,12 @@ def RefuseUnserved(vm, outputs: Sequence[concurrent.ProcessOutput]) -> None:
   its figures would count what the server refused as served; or a lost
   connection (a shard gone), whose requests and restarted thread's figures
   memtier leaves out."""
-  replies = [memtier_results.ErrorReplies(o.stderr) for o in outputs]
-  count = sum(n for n, _ in replies)
-  if count:
-    first = next(reply for _, reply in replies if reply)
-    advice = ("check the shards' maxmemory (--redis_memory_fraction, "
-              "--redis_server_options) and logs" if first.startswith('-OOM')
-              else "check the shards' logs")
-    # A stderr cut short (concurrent.CUT_MARK) held more than were read.
-    more = ' or more' if any(concurrent.CUT_MARK in o.stderr
-                             for o in outputs) else ''
-    raise errors.ProcessError(
-        f'{memtier_results.LOAD_GENERATOR} on {vm.name} got {count:,}{more} '
-        f'error replies in place of data (the first: '
-        f'{vm_util.Mask(first[:200])}): '
-        'memtier counts them as operations, so its figures would count '
-        f'requests the server refused as served; {advice}.')
+  concurrent.RefuseErrorReplies(
+      vm, outputs, memtier_results.LOAD_GENERATOR,
+      memtier_results.ErrorReplies, 'memtier counts them as operations',
+      lambda first: ("check the shards' maxmemory (--redis_memory_fraction, "
+                     "--redis_server_options) and logs"
+                     if first.startswith('-OOM') else "check the shards' logs"))
   lost = next(filter(None, (memtier_results.ConnectionLost(o.stderr)
                             for o in outputs)), None)
   if lost:

@@ -125,16 +125,10 @@ def RefuseErrorReplies(vm, outputs: Sequence[concurrent.ProcessOutput]
   """errors.ProcessError when redis-benchmark said it got error replies:
   it counts a CLUSTERDOWN as a request done (after a second's wait), so its
   figures would count what the server refused as served."""
-  replies = [rb.ErrorReplies(out.stderr) for out in outputs]
-  count = sum(n for n, _ in replies)
-  if count:
-    first = next(reply for _, reply in replies if reply)
-    raise errors.ProcessError(
-        f'{rb.LOAD_GENERATOR} on {vm.name} got {count:,} error replies in '
-        f'place of data (the first: {vm_util.Mask(first[:200])}): it counts '
-        'them as requests done, so its figures would count requests the '
-        "server refused as served; check the shards' logs (the cluster's "
-        'state).')
+  concurrent.RefuseErrorReplies(
+      vm, outputs, rb.LOAD_GENERATOR, rb.ErrorReplies,
+      'it counts them as requests done',
+      lambda _: "check the shards' logs (the cluster's state)")
 
 
 _NO_REPLY = concurrent.Idle(rb.NO_REPLY_WORDS, NO_REPLY_S)
