@@ -111,8 +111,13 @@ def Problem(path: str) -> Optional[str]:
   `path` is absolute or relative to the current directory; a missing or
   unreadable file is a problem too.
   """
-  # Each place once, in order.
-  for where, is_link in dict.fromkeys(_Places(os.path.abspath(path))):
+  given = os.path.abspath(path)
+  try:  # Each place once, in order.
+    places = list(dict.fromkeys(_Places(given)))
+  except OSError as e:  # A link on the way this user may not read
+    # (realpath's readlink: /proc/<another user's pid>/root).
+    return f'{e.filename or given} cannot be read ({e.strerror})'
+  for where, is_link in places:
     try:
       info = os.lstat(where) if is_link else os.stat(where)
     except OSError as e:

@@ -510,3 +510,31 @@ def test_a_static_vms_memtier_path_nobody_can_write_is_refused_before_it_runs(
   assert len(lines) == 1 and 'Traceback' not in proc.stderr, proc.stderr
   assert (f'--memtier_path={tool} on clients-0: {tool.parent} is owned by '
           'uid 65534') in lines[0], lines[0]
+
+
+@pytest.mark.e2e
+@e2e.Needs('root (it drops to nobody)', lambda: os.geteuid() == 0)
+def test_a_link_this_user_may_not_read_is_a_problem_not_a_traceback():
+  """/proc/1/root is a link only root may read: realpath's readlink raised
+  PermissionError out of Problem (a PATH entry under it was a traceback
+  at pkb's start for any other user). As nobody, in a child of this test."""
+  read_end, write_end = os.pipe()
+  pid = os.fork()
+  if pid == 0:  # The child: nobody, the rule, its answers, exit.
+    os.close(read_end)
+    try:
+      os.setgroups([])
+      os.setresgid(65534, 65534, 65534)
+      os.setresuid(65534, 65534, 65534)
+      answers = [owned_paths.Problem('/proc/1/root/usr/bin'),
+                 owned_paths.DirectoryProblem('/proc/1/root/usr/bin')]
+      os.write(write_end, json.dumps(answers).encode())
+    except BaseException as e:  # pylint: disable=broad-except
+      os.write(write_end, json.dumps([repr(e)]).encode())
+    finally:
+      os._exit(0)  # pylint: disable=protected-access
+  os.close(write_end)
+  with os.fdopen(read_end, 'rb') as f:
+    answers = json.loads(f.read())
+  os.waitpid(pid, 0)
+  assert answers == ['/proc/1/root cannot be read (Permission denied)'] * 2
