@@ -95,6 +95,22 @@ def test_a_value_or_time_out_of_range_is_one_line(compare, capsys, tmp_path,
   assert out == ''
 
 
+@pytest.mark.parametrize('name,says', [
+    # The number's first 40 characters are quoted.
+    ('value_400_digits', f":1: value '1{'0' * 39}' is beyond 1e+300"),
+    ('timestamp_400_digits',
+     f":1: timestamp '-1{'0' * 38}' is beyond 1e+300"),
+])
+def test_recorded_hostile_files_are_one_line(compare, capsys, name, says):
+  # Each was exit 3: float() of a 401-digit integer raises OverflowError
+  # ('internal error OverflowError: int too large to convert to float').
+  path = os.path.join(HISTORY, 'hostile', name + '.json')
+  code, out, err = _Compare(compare, capsys, path)
+  _OneLine(code, err)
+  assert path + says in err, err
+  assert out == ''
+
+
 def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   rows = _Rows()
   for row in rows:

@@ -149,6 +149,9 @@ def _CheckFinite(row: Mapping[str, Any], name: str, where: str) -> None:
     number = math.nan if isinstance(value, bool) else float(value)
   except (TypeError, ValueError):
     number = math.nan
+  except OverflowError:
+    # An integer of hundreds of digits (JSON has them): beyond any float.
+    number = MAX_MAGNITUDE * (10 if value > 0 else -10)
   if not math.isfinite(number):
     raise ResultsFileError(f'{where}: {name} {str(value)[:40]!r} is not a '
                            'finite number')
