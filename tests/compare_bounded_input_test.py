@@ -100,10 +100,13 @@ def test_a_value_or_time_out_of_range_is_one_line(compare, capsys, tmp_path,
     ('value_400_digits', f":1: value '1{'0' * 39}' is beyond 1e+300"),
     ('timestamp_400_digits',
      f":1: timestamp '-1{'0' * 38}' is beyond 1e+300"),
+    ('labels_a_list', ':1: labels is not text'),
 ])
 def test_recorded_hostile_files_are_one_line(compare, capsys, name, says):
   # Each was exit 3: float() of a 401-digit integer raises OverflowError
-  # ('internal error OverflowError: int too large to convert to float').
+  # ('internal error OverflowError: int too large to convert to float'),
+  # and labels that are a list reached .strip() ('internal error
+  # AttributeError: 'list' object has no attribute 'strip'').
   path = os.path.join(HISTORY, 'hostile', name + '.json')
   code, out, err = _Compare(compare, capsys, path)
   _OneLine(code, err)

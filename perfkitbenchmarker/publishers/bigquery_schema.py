@@ -177,6 +177,9 @@ def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
                            'a time from 1970 to 2260 (Unix seconds)')
   metadata = row.get('metadata')
   if metadata is None:
+    if not isinstance(row.get('labels'), (str, type(None))):
+      raise ResultsFileError(f'{where}: labels is not text; PKB labels are '
+                             'one string |key:value|,|key:value|')
     try:
       return sample_lib.ParseLabels(row.get('labels') or '')
     except ValueError as e:
