@@ -114,6 +114,17 @@ def test_recorded_hostile_files_are_one_line(compare, capsys, name, says):
   assert out == ''
 
 
+def test_samples_naming_no_cell_key_are_one_cell(compare, capsys, tmp_path):
+  # Was exit 3: cells merged the labels on no columns ('internal error
+  # IndexError: list index out of range').
+  path = os.path.join(HISTORY, 'hostile', 'no_labels.json')
+  code, out, err = _Compare(compare, capsys, path, '--include_unconfirmed',
+                            f'--report={tmp_path / "r.html"}')
+  assert code == 0 and err == '', err
+  board = [l for l in out.splitlines() if l.startswith('1 ')]
+  assert len(board) == 1 and board[0].split()[1:3] == ['unknown', 'redis']
+
+
 def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   rows = _Rows()
   for row in rows:

@@ -165,6 +165,14 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
   # Labels depend on a few columns only: compute them once per combination.
   keys = [k for k in LABEL_KEYS + ('servers_machine_type',)
           if k in frame.columns]
+  if not keys:
+    # No sample names any (samples of another benchmark, or labels left
+    # out): one cell of defaults; a merge on no columns is an IndexError.
+    labels = {name: label(pd.Series(dtype=object)) for name, label in (
+        ('machine_type', MachineType), ('engine', Engine),
+        ('topology', Topology), ('workload', Workload))}
+    labels['cell'] = ' | '.join(labels[name] for name in CELL_COLUMNS)
+    return frame.assign(**labels)
   combos = frame[keys].drop_duplicates().reset_index(drop=True)
   labels = pd.DataFrame({
       'machine_type': combos.apply(MachineType, axis=1),
