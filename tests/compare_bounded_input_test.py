@@ -333,6 +333,28 @@ def test_terminal_escapes_in_a_results_file_are_shown_not_played(
     assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f]', text)
 
 
+@pytest.mark.parametrize('rank', [False, True])
+def test_a_newline_in_a_name_forges_no_line_of_the_report(compare, capsys,
+                                                          tmp_path, rank):
+  # The console report escaped controls but kept line breaks, its values'
+  # too: this machine type printed a second leaderboard row ('1    local as
+  # GCP:forged-64 ... 999,999,999') and a second 'Not ranked' cell line.
+  path = os.path.join(HISTORY, 'hostile', 'newline_in_machine_type.json')
+  md, page, board = (tmp_path / 'summary.md', tmp_path / 'r.html',
+                     tmp_path / 'b.json')
+  code, out, err = _Compare(compare, capsys, path, f'--markdown={md}',
+                            f'--report={page}', f'--json={board}',
+                            *(['--include_unconfirmed'] if rank else []))
+  assert code == 0, err
+  assert not [l for l in out.splitlines() if 'forged' in l and
+              not l.startswith(('1    local as AWS:', '  local as AWS:'))]
+  assert 'c6gn.xlarge\\n1    local as GCP:forged-64' in out  # Shown, as text.
+  names = [row['machine_type'] for row in json.loads(board.read_text())]
+  assert names and not [n for n in names if '\n' in n]
+  html = page.read_text()
+  assert 'c6gn.xlarge\\n1 ' in html and 'c6gn.xlarge\n' not in html
+
+
 def test_escapes_in_an_error_line_are_shown_not_played(compare, capsys,
                                                        tmp_path):
   missing = str(tmp_path / f'gone{_ESCAPES}.json')

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import publisher
 
@@ -118,15 +119,26 @@ class FrameBuilder:
     self.rows = 0
 
   def _Shared(self, value: Any) -> Any:
-    if isinstance(value, str) and len(value) <= 64:
-      return self._shared.setdefault(value, value)
-    return value
+    """Text as one printable line (terminal_text.Printable), short text
+    shared: every view prints names read from the samples, and a newline
+    in one (a machine type, a run_uri) forged lines of compare's console
+    report, where only controls other than line breaks were escaped."""
+    if not isinstance(value, str):
+      return value
+    shared = self._shared.get(value)
+    if shared is None:
+      shared = terminal_text.Printable(value)
+      if len(value) <= 64:
+        self._shared[value] = shared
+    return shared
 
   def Add(self, row: Dict[str, Any]) -> None:
+    # sample_uri is identity, never shown; the source is a path compare
+    # opens again (compare_cli._OverwritesInput): both kept as read.
     record = {f: (v if f == 'sample_uri' else self._Shared(v))
               for f, v in row['fixed'].items()}
     record[SOURCE_COLUMN] = row.get('source')
-    record[COMMAND_LINE_COLUMN] = row.get('command_line')
+    record[COMMAND_LINE_COLUMN] = self._Shared(row.get('command_line'))
     for key, value in row['metadata'].items():
       key = str(key)
       if self._keys is None or key in self._keys:
