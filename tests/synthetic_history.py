@@ -153,7 +153,9 @@ def WriteRepeatedRuns(history_dir: str, path: str, runs: int) -> int:
       for row in templates[i % len(templates)]:
         row = dict(row, run_uri=f'copy{i:07d}-{uuid.uuid4()}',
                    sample_uri=str(uuid.uuid4()),
-                   timestamp=row['timestamp'] - start + 1.7e9 + 3600 * i)
+                   # Ending at 2023-11-14, never in the future (refused).
+                   timestamp=row['timestamp'] - start + 1.7e9 -
+                   3600 * (runs - i))
         f.write(json.dumps(row) + '\n')
         count += 1
   return count

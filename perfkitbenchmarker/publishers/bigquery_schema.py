@@ -10,13 +10,15 @@ refuses anything that is not a PKB sample compare can read, naming its file
 and line: only regular files, each to the size it had when opened, line by
 line; a line over `MAX_LINE_BYTES`, metadata deeper than `MAX_METADATA_DEPTH`,
 a value that is not a finite number (or is beyond `MAX_MAGNITUDE`), or a
-timestamp before 1970 or from 2261 on is refused.
+timestamp before 1970, from 2261 on or more than a day after this machine's
+clock is refused.
 """
 
 import datetime
 import json
 import math
 import os
+import time
 import uuid
 from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List,
                     Mapping, Optional, Tuple)
@@ -62,6 +64,12 @@ MAX_METADATA_DEPTH = 8
 MAX_MAGNITUDE = 1e300
 # Unix seconds of 2261-01-01: pandas' datetimes (nanoseconds) end in 2262.
 LATEST_TIMESTAMP = 9_183_110_400
+# A sample is stamped when measured, so it is never from this machine's
+# future; a day of slack for another machine's clock. One from later (a
+# VM's clock set years ahead) became compare's "latest night", ahead of the
+# real ones, and each such night pushed a real regression out of
+# --recent_nights.
+FUTURE_SLACK_SECONDS = 86400
 
 
 class ResultsFileError(errors.UsageError):
@@ -160,6 +168,11 @@ def _CheckFinite(row: Mapping[str, Any], name: str, where: str) -> None:
                            f'{MAX_MAGNITUDE:g}, not a measurement')
 
 
+def _Utc(seconds: Any) -> str:
+  return datetime.datetime.fromtimestamp(
+      float(seconds), datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+
+
 def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
   """The metadata of a PKB sample row (its `metadata` object or its parsed
   labels); ResultsFileError naming `where` for anything compare cannot read
@@ -175,6 +188,13 @@ def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
   if not 0 <= float(row['timestamp']) < LATEST_TIMESTAMP:
     raise ResultsFileError(f'{where}: timestamp {row["timestamp"]!r} is not '
                            'a time from 1970 to 2260 (Unix seconds)')
+  now = time.time()
+  if float(row['timestamp']) > now + FUTURE_SLACK_SECONDS:
+    raise ResultsFileError(
+        f'{where}: timestamp {row["timestamp"]!r} is {_Utc(row["timestamp"])},'
+        f' more than a day after this machine\'s clock ({_Utc(now)}); a '
+        'sample is stamped when it is measured: the clock of the machine '
+        'that ran it, or of this one, is wrong')
   metadata = row.get('metadata')
   if metadata is None:
     if not isinstance(row.get('labels'), (str, type(None))):
