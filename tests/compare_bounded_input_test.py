@@ -119,6 +119,15 @@ def test_recorded_hostile_files_are_one_line(compare, capsys, name, says):
   assert out == ''
 
 
+def test_a_file_saved_with_a_byte_order_mark_is_read(compare, capsys):
+  # Was '<path>:1: not JSON; expected PKB JSON lines' (exit 2): the line
+  # began with the mark, which JSON's RFC lets a reader ignore.
+  path = os.path.join(HISTORY, 'hostile', 'utf8_bom.json')
+  code, out, err = _Compare(compare, capsys, path)
+  assert code == 0 and err == '', err
+  assert 'on night 2026-11-23' in out
+
+
 def test_samples_naming_no_cell_key_are_one_cell(compare, capsys, tmp_path):
   # Was exit 3: cells merged the labels on no columns ('internal error
   # IndexError: list index out of range').

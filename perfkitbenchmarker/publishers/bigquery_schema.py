@@ -14,6 +14,7 @@ timestamp before 1970, from 2261 on or more than a day after this machine's
 clock is refused.
 """
 
+import codecs
 import datetime
 import json
 import math
@@ -243,6 +244,10 @@ def IterRowsOf(f: BinaryIO, path: str
       if len(line) > MAX_LINE_BYTES:
         raise ResultsFileError(f'{where}: a line longer than '
                                f'{MAX_LINE_BYTES:,} bytes is not a PKB sample')
+      if number == 1 and line.startswith(codecs.BOM_UTF8):
+        # A file saved by an editor that marks UTF-8 (Notepad): JSON's RFC
+        # lets a reader ignore the mark, and its line was "not JSON".
+        line = line[len(codecs.BOM_UTF8):]
       if not line.strip():
         continue
       try:
