@@ -128,6 +128,18 @@ def test_a_file_saved_with_a_byte_order_mark_is_read(compare, capsys):
   assert 'on night 2026-11-23' in out
 
 
+def test_metadata_numbers_that_are_not_numbers_read_as_not_recorded(
+    compare, capsys, tmp_path):
+  # servers_vm_count 'abc', latency_cap_ms '', redis_replicas_per_primary
+  # 'two': each was exit 3 ('internal error ValueError: invalid literal for
+  # int() with base 10: 'two''; float() of the cap in the charts).
+  path = os.path.join(HISTORY, 'hostile', 'not_numbers.json')
+  code, out, err = _Compare(compare, capsys, path, '--include_unconfirmed',
+                            f'--report={tmp_path / "r.html"}')
+  assert code == 0 and err == '', err
+  assert 'on night 2026-11-23' in out
+
+
 def test_samples_naming_no_cell_key_are_one_cell(compare, capsys, tmp_path):
   # Was exit 3: cells merged the labels on no columns ('internal error
   # IndexError: list index out of range').

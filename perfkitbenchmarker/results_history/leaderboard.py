@@ -202,8 +202,28 @@ def _StoppedBeforeAnswer(frame: pd.DataFrame, night: str,
           for cell, one in probes.groupby('cell', sort=True)}
 
 
+# Metadata the views read as numbers (int() of a VM count, float() of a
+# cap). The loader types a column as numbers only when every value is one,
+# so one 'abc' or '' left it text and a view stopped at it.
+NUMBER_KEYS = ('servers_cpu_quota', 'redis_total_num_processes',
+               'servers_vm_count', 'memtier_data_size', 'memtier_key_maximum',
+               'latency_cap_ms', 'redis_replicas_per_primary',
+               'confirmation_repeats', 'throughput_ci95_ops',
+               'confirmed_average_latency_ms', 'average_latency_ms',
+               'p99_latency_ms', 'servers_usd_per_hour_total', 'probe_index',
+               'connections', 'curve_percent', 'offered_ops_per_s',
+               'rate_achieved_pct', 'capped_latency_ms')
+
+
 def Prepare(frame: pd.DataFrame, night_hours: float = 24.0,
             matrix_gap_minutes: float = 60.0) -> pd.DataFrame:
-  """Loader frame -> frame with cells and nights, ready for every view."""
+  """Loader frame -> frame with cells and nights, ready for every view; a
+  NUMBER_KEYS value that is not a finite number reads as not recorded."""
+  numbers = {key: pd.to_numeric(frame[key], errors='coerce')
+             for key in NUMBER_KEYS if key in frame.columns and
+             not pd.api.types.is_numeric_dtype(frame[key])}
+  if numbers:
+    frame = frame.assign(**{key: column.where(column.abs() < math.inf)
+                            for key, column in numbers.items()})
   return nights.AssignNights(cells.AddCellColumns(frame), night_hours,
                              matrix_gap_minutes)
