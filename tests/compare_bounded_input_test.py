@@ -140,6 +140,17 @@ def test_metadata_numbers_that_are_not_numbers_read_as_not_recorded(
   assert 'on night 2026-11-23' in out
 
 
+def test_probes_without_a_probe_index_draw_no_curve(compare, capsys,
+                                                    tmp_path):
+  # A probe_index of 1e400 is not recorded (NaN); the pivot of the probe
+  # pairs left such rows out and had no 'throughput' column: exit 3
+  # ("internal error KeyError: ['throughput', 'average_latency']").
+  path = os.path.join(HISTORY, 'hostile', 'probe_index_1e400.json')
+  code, _, err = _Compare(compare, capsys, path, '--include_unconfirmed',
+                          f'--report={tmp_path / "r.html"}')
+  assert code == 0 and err == '', err
+
+
 def test_samples_naming_no_cell_key_are_one_cell(compare, capsys, tmp_path):
   # Was exit 3: cells merged the labels on no columns ('internal error
   # IndexError: list index out of range').

@@ -206,10 +206,15 @@ def _Paired(probes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
   keys = ['cell', 'run_uri', 'probe_index']
   wide = probes.pivot_table(index=keys, columns='metric', values='value',
                             aggfunc='mean').reset_index()
+  pair = ['throughput', 'average_latency']
+  if not set(pair) <= set(wide.columns):
+    # No probe with both (a probe_index of 1e400 is not recorded, and the
+    # pivot leaves out rows without one): no pairs, not a KeyError.
+    return pd.DataFrame(columns=keys + pair)
   extra = probes.drop_duplicates(keys)[keys + [
       c for c in columns if c in probes.columns]]
   wide = wide.merge(extra, on=keys, how='left')
-  return wide.dropna(subset=['throughput', 'average_latency'])
+  return wide.dropna(subset=pair)
 
 
 def _AnswerColumn(night_frame: pd.DataFrame, column: str) -> pd.DataFrame:
