@@ -10,6 +10,7 @@ tuned is this one: each test puts back what it read first, whatever
 happens, and checks the machine is as it was.
 """
 
+import fcntl
 import json
 import os
 import subprocess
@@ -42,8 +43,9 @@ def _InForce():
 
 # The run tunes (and the fixture puts back) this machine's settings. Not
 # `alone`: no other test changes them (cloud_rehearsal_test tunes its hosts'
-# private copies) or asserts their values, and this file's tests run one
-# after another on one worker.
+# private copies; every other static run passes --nosystem_tuning) or
+# asserts their values; this file's tests take turns on the machine
+# (`machine`), whatever worker runs them.
 _ROOT = e2e.Needs('root (to tune this machine)', lambda: os.geteuid() == 0,
                   'run the tests as root')
 
@@ -53,23 +55,40 @@ def _Script(command):
                         text=True, timeout=30, check=False).stdout
 
 
+# Held by a test while it tunes this machine: the settings are the
+# machine's, so two of these tests side by side (pytest -n without
+# ./scripts/test.sh's --dist loadfile hands one file's tests to several
+# workers; another checkout runs this file too) each see the other's
+# tuning and lease place, and the first torn down gives nothing back.
+_MACHINE_LOCK = '/run/lock/pkb-static-host-settings-test.lock'
+
+
 @pytest.fixture
 def machine(shipped_scripts):
-  """This machine's settings before the test, put back after it whatever
-  happened (the test checks the run did that itself, first) by the
-  tuning's own restore: a lease of the values before, held by the fixture
-  alone; the tuning's script found where shipped_scripts put it."""
+  """This machine's settings before the test, taken in turn with the other
+  tests tuning it (_MACHINE_LOCK), put back after it whatever happened
+  (the test checks the run did that itself, first) by the tuning's own
+  restore: a lease of the values before, held by the fixture alone; the
+  tuning's script found where shipped_scripts put it."""
   del shipped_scripts  # In the environment.
-  assert not os.path.lexists(system_tuning.LEASE_FILE), (
-      'a tuning is in force on this machine; tear its run down first')
-  before = _InForce()
-  yield before
-  with open(system_tuning.LEASE_FILE, 'w') as f:
-    f.write(''.join(f'{k}={v}\n' for k, v in before.items()) +
-            'holder=fixture\n')
-  _Script(system_tuning.RestoreCommand('fixture'))
-  assert _InForce() == before
-  assert not os.path.lexists(system_tuning.LEASE_FILE)
+  # No link followed (a sticky directory others write); the lock goes with
+  # its holder, whatever ends it.
+  lock = os.open(_MACHINE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
+                 0o600)
+  try:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    assert not os.path.lexists(system_tuning.LEASE_FILE), (
+        'a tuning is in force on this machine; tear its run down first')
+    before = _InForce()
+    yield before
+    with open(system_tuning.LEASE_FILE, 'w') as f:
+      f.write(''.join(f'{k}={v}\n' for k, v in before.items()) +
+              'holder=fixture\n')
+    _Script(system_tuning.RestoreCommand('fixture'))
+    assert _InForce() == before
+    assert not os.path.lexists(system_tuning.LEASE_FILE)
+  finally:
+    os.close(lock)
 
 
 def _StaticFile(tmp_path, server):
