@@ -32,7 +32,12 @@
 #   STOP_AFTER_US "bound": the probe has run this many microseconds (a
 #                 request count planned from a rate the server no longer
 #                 serves would run several times the probe's length; what
-#                 it printed until then is what it measured).
+#                 it printed until then is what it measured); with IDLE_ON,
+#                 counted from the command's first line that is not
+#                 IDLE_ON (its first replies): on a loaded machine a tool
+#                 can take seconds to start, and one stopped before a whole
+#                 second of replies measured nothing (a CI run's linear
+#                 walk failed so: two progress lines in 2.25 s).
 # That script, $0, is removed first.
 rm -f -- "$0"
 
@@ -79,9 +84,9 @@ nap() { read -rt "$1" -u "$nap_fd" _; }
 # STOP_AFTER_US above). Builtins only: it runs at every sample; a command's
 # stdout is read on from where the sample before left it (its fd kept open),
 # never again from the start.
-idle_fd=() idle_rest=() idle_seen=() idle_line=()
+idle_fd=() idle_rest=() idle_seen=() idle_line=() first_seen=()
 stop_due() {
-  local f i n line t k why now fd text
+  local f i n line t k why now fd text start
   now=${EPOCHREALTIME/[.,]/}
   for f in "$base".*.pid; do
     i=${f%.pid}
@@ -112,14 +117,17 @@ stop_due() {
           idle_line[i]=$line
         else
           idle_seen[i]=$now
+          : "${first_seen[i]:=$now}"
         fi
       done
       idle_rest[i]=$text
       (( now - ${idle_seen[i]:-$t0} < IDLE_US )) ||
         why="idle ${idle_line[i]-}"
     fi
-    if [ -z "$why" ] && [ -n "${STOP_AFTER_US-}" ] && [ -n "$t0" ] &&
-      (( now - t0 >= STOP_AFTER_US )); then
+    start=$t0
+    [ -z "${IDLE_ON-}" ] || start=${first_seen[i]-}
+    if [ -z "$why" ] && [ -n "${STOP_AFTER_US-}" ] && [ -n "$start" ] &&
+      (( now - start >= STOP_AFTER_US )); then
       why=bound
     fi
     [ -n "$why" ] || continue
