@@ -98,7 +98,7 @@ def _TimingMeasurements():
 
 def _RunUri(stages: List[str]) -> str:
   if FLAGS.run_uri:
-    if not re.fullmatch(r'[a-z0-9]{1,12}', FLAGS.run_uri):
+    if not re.fullmatch(run_scope.RUN_URI_PATTERN, FLAGS.run_uri):
       raise errors.UsageError(
           f'--run_uri="{FLAGS.run_uri}" must be 1-12 lowercase letters or '
           'digits.')

@@ -203,11 +203,18 @@ def WorkspacePrefix(run_uri: str) -> str:  # No run_uri has a '.'.
   return f'pkb-{run_uri}.'
 
 
+# What a run_uri is (pkb's --run_uri), and the random end mkdtemp gives
+# a workspace's name (WorkspacePrefix + it).
+RUN_URI_PATTERN = r'[a-z0-9]{1,12}'
+_WORKSPACE_RANDOM = r'[A-Za-z0-9_]+'
+
+
 def WorkspaceRun(path: str, root: str) -> Optional[str]:
   """The run_uri of a workspace of that shape directly under `root`
   (<root>/pkb-<run_uri>.<random>), else None."""
-  found = re.fullmatch(re.escape(root.rstrip('/')) +
-                       r'/pkb-([a-z0-9]{1,12})\.[A-Za-z0-9_]+', path)
+  found = re.fullmatch(re.escape(root.rstrip('/') + '/') +
+                       WorkspacePrefix(f'({RUN_URI_PATTERN})').replace(
+                           '.', r'\.') + _WORKSPACE_RANDOM, path)
   return found.group(1) if found else None
 
 
@@ -220,7 +227,7 @@ def ScratchProblem(path, root: str, run_uri: str) -> Optional[str]:
   workspace = posixpath.dirname(path)
   if (posixpath.normpath(path) != path or
       posixpath.dirname(workspace) != root.rstrip('/') or
-      not re.fullmatch(re.escape(WorkspacePrefix(run_uri)) + r'[A-Za-z0-9_]+',
+      not re.fullmatch(re.escape(WorkspacePrefix(run_uri)) + _WORKSPACE_RANDOM,
                        posixpath.basename(workspace))):
     return (f'{path} is not a scratch directory of run {run_uri} '
             f'({root.rstrip("/")}/{WorkspacePrefix(run_uri)}*/<vm>)')
