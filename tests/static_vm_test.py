@@ -2,10 +2,12 @@
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import types
 
 import pytest
@@ -490,6 +492,11 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
   marker = f':{shard.port}'
   workspace = os.path.dirname(server.scratch_dir)
   monkeypatch.delenv(provider.SHARED_MACHINES_ENV)
+  # Three more live runs of the test's own: more than the line says in
+  # full, so the rest are named too, whichever order the machine lists.
+  decoys = [tempfile.mkdtemp(prefix=f'pkb-s{n}{PID}.', dir='/tmp')
+            for n in 'mno']
+  sleepers = [subprocess.Popen(['sleep', '120'], cwd=d) for d in decoys]
   try:
     done, _ = e2e_support.Run(
         [f'--static_vm_file={_SshdFile(tmp_path, sshd)}',
@@ -499,11 +506,21 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
         done.stdout, done.stderr)
     line, = [line for line in done.stderr.splitlines()
              if 'is in use by' in line]
-    assert (f'run {first} (redis-server PID {shard.pid} works in its '
-            f'workspace {workspace})') in line, line
-    assert f'./pkb.py --run_stage=teardown --run_uri={first}' in line
+    if f'run {first} (' in line:  # One of the first three: said in full.
+      assert (f'run {first} (redis-server PID {shard.pid} works in its '
+              f'workspace {workspace})') in line, line
+      assert f'./pkb.py --run_stage=teardown --run_uri={first}' in line
+    else:  # Other tests' live runs came first: A is named among the rest.
+      rest = re.search(r' and (\d+) more \(run ([^)]*)\)', line)
+      assert rest and first in rest.group(2).split(', '), line
+      assert len(rest.group(2).split(', ')) == int(rest.group(1)), line
+    for decoy in decoys:
+      assert os.path.basename(decoy).split('.')[0][4:] in line, line
     assert e2e_support.Workspaces(second) == []  # Nothing made there.
     assert e2e_support.ProcessAlive(shard.pid, marker=marker)
+    for sleeper in sleepers:
+      sleeper.kill()
+      sleeper.wait()
     assert e2e_support.Workspaces(first) == [workspace]
 
     # A crashed run: its shard gone, its workspace left.
@@ -527,6 +544,11 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
         run_record.RunRecord.Load(later.record.run_dir)) == []
     later.vms[0].StopMaster()
   finally:
+    for sleeper in sleepers:
+      sleeper.kill()
+      sleeper.wait()
+    for decoy in decoys:
+      shutil.rmtree(decoy)
     assert resource.TeardownFromRecord(
         run_record.RunRecord.Load(spec.record.run_dir)) == []
     server.StopMaster()

@@ -258,8 +258,10 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
         shown.setdefault(run, f'run {run} ({found.group(3)} PID '
                          f'{found.group(2)} works in its workspace '
                          f'{workspace})')
-      runs = list(shown)[:3]
-      more = f' and {len(shown) - 3} more' if len(shown) > 3 else ''
+      runs, rest = list(shown)[:3], list(shown)[3:]
+      # Every live run is named: the ones past the third by run_uri only.
+      more = (f' and {len(rest)} more (run {", ".join(rest)})' if rest
+              else '')
       them = 'it' if len(shown) == 1 else 'them'
       raise errors.UsageError(terminal_text.Printable(
           f'{self.name}: {where} is in use by '
