@@ -474,6 +474,35 @@ def test_a_fifo_as_the_run_record_is_not_waited_on(tmp_path):
   assert proc.returncode == 0, proc.stderr
 
 
+def test_a_run_read_twice_is_counted_once_or_refused_when_its_copies_differ(
+    tmp_path, compare, capsys):
+  """`compare HISTORY copy/` where copy/ holds run 902af480 again: with its
+  samples unchanged the report is the history's own, and stderr says the
+  run was counted once; with its answer edited (a hand-edited download)
+  compare refuses in one line naming both files (the figure was the copy's
+  or the run's by the order they were given)."""
+  _, alone, _ = _Compare(compare, capsys, HISTORY, '--include_unconfirmed')
+  copy = tmp_path / 'copy' / '902af480'
+  copy.mkdir(parents=True)
+  _Write(copy / loader.RESULTS_FILE, _Rows())
+  code, out, err = _Compare(compare, capsys, HISTORY, str(tmp_path / 'copy'),
+                            '--include_unconfirmed')
+  assert code == 0 and out == alone
+  assert err == (f'compare: run 902af480 read 2 times, the same samples '
+                 f'each time ({ONE_RUN}, {copy / loader.RESULTS_FILE}); '
+                 f'counted once, from {ONE_RUN}\n')
+  rows = _Rows()
+  for row in rows:
+    if row['metric'] == 'latency_capped_throughput':
+      row['value'] *= 1.4
+  _Write(copy / loader.RESULTS_FILE, rows)
+  code, out, err = _Compare(compare, capsys, str(tmp_path / 'copy'), HISTORY,
+                            '--include_unconfirmed')
+  _OneLine(code, err)
+  assert out == '' and (f'run 902af480 has different samples in '
+                        f'{copy / loader.RESULTS_FILE} and in {ONE_RUN}') in err
+
+
 def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
     tmp_path, compare, capsys):
   """Issue 35: a history (run directories downloaded and shared) is read
@@ -498,6 +527,7 @@ def test_a_results_file_in_a_tree_is_read_only_as_the_trees_own(
   # left out without a word).
   os.remove(run / loader.RESULTS_FILE)
   os.rename(elsewhere, run / loader.RESULTS_FILE)
+  shutil.rmtree(other)  # Else the run is read twice, x and y (said too).
   os.symlink(run, tmp_path / 'tree' / 'runs' / 'z')
   _ComparesTheRestSkipping(compare, capsys, tmp_path / 'tree',
                            tmp_path / 'tree' / 'runs' / 'z',

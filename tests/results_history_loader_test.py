@@ -9,6 +9,7 @@ import pytest
 
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.load_generators import memtier_results
+from perfkitbenchmarker.results_history import answers
 from perfkitbenchmarker.results_history import cells
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
@@ -102,6 +103,138 @@ def test_same_samples_from_two_sources_are_not_doubled(frame):
   one_file = os.path.join(RUNS, '40b2bc68', loader.RESULTS_FILE)
   both = loader.Load([HISTORY, one_file])
   assert len(both) == len(frame)
+
+
+def _Copy(tmp_path, run_uri, edit=lambda lines: lines, name='copy'):
+  """`run_uri`'s recorded run directory copied under tmp_path/name, its
+  lines passed through `edit`; the copy's results file."""
+  run = tmp_path / name / run_uri
+  shutil.copytree(os.path.join(RUNS, run_uri), run)
+  path = run / loader.RESULTS_FILE
+  path.write_text(''.join(json.dumps(line) + '\n'
+                          for line in edit(_Lines(run_uri))))
+  return str(path)
+
+
+def _NewSampleIds(lines):
+  """The lines as a re-publication writes them: new sample ids."""
+  for number, line in enumerate(lines):
+    line['sample_uri'] = f'republished-{number}'
+  return lines
+
+
+def _Answers(frame):
+  return answers.RunAnswers(leaderboard.Prepare(frame)).set_index(
+      'run_uri')['capped_ops'].to_dict()
+
+
+def test_a_run_read_twice_with_new_sample_ids_counts_once(frame, tmp_path):
+  """A copy of run 04066aa3 whose samples have other ids (re-published)
+  doubled the run's 23 rows (186 rows, not 163): every view then saw each
+  probe, repeat and hold twice. Now the run is read once, from the first
+  source, in one line naming the run and both sources."""
+  copy = _Copy(tmp_path, '04066aa3', _NewSampleIds)
+  original = os.path.join(RUNS, '04066aa3', loader.RESULTS_FILE)
+  said = []
+  both = loader.Load([HISTORY, copy], note=said.append)
+  assert len(both) == len(frame)
+  assert set(both.loc[both['run_uri'] == '04066aa3', 'source']) == {original}
+  assert said == [f'run 04066aa3 read 2 times, the same samples each time '
+                  f'({original}, {copy}); counted once, from {original}']
+  assert _Answers(both) == _Answers(frame)
+
+
+def test_a_run_in_files_and_in_its_bigquery_table_counts_once(frame):
+  """The table's rows (a metadata object, TIMESTAMPs in microseconds) and
+  the files' (labels, float seconds) are the same samples: read once."""
+  table_rows = []
+  for line in _Lines('40b2bc68'):
+    row = dict(line)
+    row['metadata'] = sample.ParseLabels(row.pop('labels'))
+    row['timestamp'] = pd.Timestamp(row['timestamp'], unit='s',
+                                    tz='UTC').floor('us')
+    table_rows.append(row)
+  said = []
+  both = loader.Load([HISTORY], bigquery_table='p.d.t', bq_client=object(),
+                     read_rows=lambda table, client: table_rows,
+                     note=said.append)
+  assert len(both) == len(frame)
+  (line,) = said
+  assert line.startswith('run 40b2bc68 read 2 times, the same samples')
+  assert 'bigquery:p.d.t' in line
+
+
+def test_a_copy_taken_while_the_run_wrote_reads_the_fuller_copy(frame,
+                                                                 tmp_path):
+  first_five = _Copy(tmp_path, '5822e54c', lambda lines: lines[:5])
+  original = os.path.join(RUNS, '5822e54c', loader.RESULTS_FILE)
+  said = []
+  both = loader.Load([first_five, HISTORY], note=said.append)
+  assert len(both) == len(frame)
+  assert set(both.loc[both['run_uri'] == '5822e54c', 'source']) == {original}
+  assert said == [f'run 5822e54c read from 2 sources, {original} with 29 '
+                  f'samples, {first_five} has 5 of them and no other; '
+                  f'counted once, from {original}']
+
+
+def _Faster(lines):
+  """The copy a hand edit makes: the answer 1.5 times the run's."""
+  for line in lines:
+    if line['metric'] == 'latency_capped_throughput':
+      line['value'] = round(line['value'] * 1.5, 3)
+  return lines
+
+
+@pytest.mark.parametrize('edit', [
+    _Faster, lambda lines: _NewSampleIds(_Faster(lines))],
+                         ids=['same_sample_ids', 'new_sample_ids'])
+def test_two_copies_of_a_run_that_differ_are_refused(frame, tmp_path, edit):
+  """An edited copy of 04066aa3 beside the run: the cell's figure was the
+  copy's or the run's by the order the sources were given (86,097 with the
+  history first, 107,974 with the copy first), without a word. Now neither
+  order is read: one line naming both sources and a sample they differ
+  in."""
+  copy = _Copy(tmp_path, '04066aa3', edit)
+  original = os.path.join(RUNS, '04066aa3', loader.RESULTS_FILE)
+  for sources, first, second in (([HISTORY, copy], original, copy),
+                                 ([copy, HISTORY], copy, original)):
+    with pytest.raises(loader.LoadError) as e:
+      loader.Load(sources)
+    message = str(e.value)
+    assert message.startswith(f'run 04066aa3 has different samples in '
+                              f'{first} and in {second} (')
+    assert message.count('latency_capped_throughput') == 2
+    assert message.endswith('give only one of them')
+    assert '\n' not in message
+
+
+def test_a_whole_history_read_twice_names_five_runs_then_the_rest(
+    frame, tmp_path):
+  copy = tmp_path / 'copy'
+  for run_uri in os.listdir(RUNS):
+    _Copy(tmp_path, run_uri, _NewSampleIds)
+  said = []
+  both = loader.Load([HISTORY, str(copy)], note=said.append)
+  assert len(both) == len(frame)
+  assert len(said) == 6 and all(
+      ' read 2 times, the same samples each time ' in l for l in said[:5])
+  assert said[5] == ('2 more runs read more than once, each the same '
+                     'samples or part of them; each counted once')
+
+
+def test_a_run_resumed_in_one_file_keeps_every_invocations_samples(
+    frame, tmp_path):
+  """Two invocations under one run_uri (--run_stage) in the run's one
+  results file: one source, nothing dropped, nothing said."""
+  lines = _Lines('82ea2788')
+  again = [dict(line, run_uri='82ea2788-second', sample_uri=f'again-{n}',
+                timestamp=line['timestamp'] + 600)
+           for n, line in enumerate(lines)]
+  path = tmp_path / loader.RESULTS_FILE
+  path.write_text(''.join(json.dumps(l) + '\n' for l in lines + again))
+  said = []
+  resumed = loader.Load([str(path)], note=said.append)
+  assert len(resumed) == 2 * len(lines) and said == []
 
 
 @pytest.mark.parametrize('content, message', [

@@ -204,11 +204,12 @@ def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
     client = _BigQueryClient(bigquery_table, bq_project, bq_api_endpoint)
   return loader.Load(paths, bigquery_table=bigquery_table, bq_client=client,
                      keys=report.HistoryKeys(), chunk_rows=chunk_rows,
-                     skipped=_Skipped)
+                     note=_Note)
 
 
-def _Skipped(line: str) -> None:
-  """A results file of a history tree left out (loader.Load), on stderr."""
+def _Note(line: str) -> None:
+  """What the load left out (a results file of a history tree that is not
+  its own, a second copy of a run: loader.Load), on stderr."""
   print(f'compare: {terminal_text.Printable(line)}', file=sys.stderr)
 
 

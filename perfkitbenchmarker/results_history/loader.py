@@ -14,9 +14,13 @@ a directory (a history of run directories, downloaded and shared) every
 file is its own: read through regular_files.Directory, no symlink followed.
 A results file there that is not the tree's own regular file (a symlink, a
 FIFO, another user's hard link), or a symlink to a directory, is skipped,
-said in one line (`skipped`),
+said in one line (`note`),
 and the rest is read: one such file must not cost a nightly report; a
 results file that is the tree's own but not PKB samples stops the load.
+A run read from two sources (a run directory downloaded twice, a run both
+in files and in its BigQuery table) counts once, said in one line; two
+sources holding different samples of one run stop the load
+(typed_frame.OneCopyPerRun).
 """
 
 import itertools
@@ -177,17 +181,19 @@ def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
          read_rows: Optional[Callable[..., list]] = None,
          keys: Optional[Iterable[str]] = None,
          chunk_rows: Optional[int] = None,
-         skipped: Callable[[str], None] = lambda line: None
+         note: Callable[[str], None] = lambda line: None
          ) -> pd.DataFrame:
   """All samples of the sources as one typed frame; `keys`: only these
   metadata keys (a history's views read a few dozen of a run's hundred).
-  LoadError for a missing path, a bad file or table, or no samples;
-  `skipped` gets one line for each results file under a directory that is
-  not the directory's own (module doc)."""
+  LoadError for a missing path, a bad file or table, no samples, or two
+  sources holding different samples of one run; `note` gets one line for
+  each results file under a directory that is not the directory's own
+  (module doc), and for each run read from more than one source, which is
+  read from one (typed_frame.OneCopyPerRun)."""
   paths = list(paths)
   builder = typed_frame.FrameBuilder(keys, chunk_rows)
   for path in paths:
-    for row in _RowsOf(path, skipped):
+    for row in _RowsOf(path, note):
       builder.Add(row)
   if bigquery_table:
     for row in ReadBigQuery(bigquery_table, bq_client, read_rows):
@@ -196,6 +202,6 @@ def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
     named = ', '.join(paths + ([bigquery_table] if bigquery_table else []))
     raise LoadError(f'no samples in {named or "the given sources"}')
   try:
-    return builder.Frame()
-  except typed_frame.BadValue as e:
+    return builder.Frame(note)
+  except (typed_frame.BadValue, typed_frame.CopiesDisagree) as e:
     raise LoadError(str(e)) from None

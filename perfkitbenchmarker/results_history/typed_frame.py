@@ -6,10 +6,13 @@ text one shared string), and `Frame` joins the columns one at a time,
 freeing each chunk's part: a history never exists as one dict per sample.
 A column is typed as a whole (booleans, numbers with non-finite ones "not
 recorded", else text); one typed differently in two chunks becomes text.
+A run read from two sources is kept from one of them, or refused when the
+copies disagree (`OneCopyPerRun`): every view reads this frame, so this is
+the one place a run is counted once.
 """
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -27,6 +30,10 @@ _OURS = frozenset(FIXED_FIELDS) | {SOURCE_COLUMN, COMMAND_LINE_COLUMN}
 
 class BadValue(Exception):
   """A sample value or timestamp the frame cannot hold."""
+
+
+class CopiesDisagree(Exception):
+  """Two sources hold different samples of one run (OneCopyPerRun)."""
 
 
 def ColumnName(key: str) -> str:
@@ -105,6 +112,86 @@ def _JoinColumn(parts: List[Tuple[int, Optional[pd.Series]]]) -> pd.Series:
   return joined
 
 
+# Runs read more than once are named one line each up to this many; the
+# rest in one line (a whole history given twice is hundreds of runs).
+NAMED_COPIES = 5
+
+
+def _Sample(rows: pd.DataFrame, hashes: pd.Series, only: set) -> str:
+  """'<metric> <value> at <time>' of the first row whose hash is in `only`."""
+  row = rows[hashes.isin(only).to_numpy()].iloc[0]
+  return (f'{row["metric"]} {row["value"]:g} at '
+          f'{row["timestamp"].strftime("%Y-%m-%d %H:%M:%S")} UTC')
+
+
+def OneCopyPerRun(frame: pd.DataFrame,
+                  note: Callable[[str], None] = lambda line: None
+                 ) -> pd.DataFrame:
+  """Each run's samples from one source (a results file, a table).
+
+  A run is often read twice: its directory downloaded twice into a history,
+  `compare results/ copy/`, or a run both in its files and in the table it
+  was published to. A second copy must never be a second set of samples:
+  the answer was the later copy's by time or by the order the sources were
+  given, and an edited copy's figure replaced the run's without a word.
+  Copies are compared by what the views read: every column but the sample
+  id (a re-published copy has new ones), the source and the command line,
+  times to the second (a table of TIMESTAMPs keeps microseconds of the
+  files' float seconds). The same samples: one source is read, and `note`
+  says so. A copy holding only some of another's samples and nothing else
+  (a copy taken while the run was still writing): the fuller one is read,
+  said so. Otherwise the copies disagree (a hand-edited copy, another run
+  given the same run_uri) and nothing tells which is the run's:
+  CopiesDisagree names both sources and a sample they differ in. Rows of
+  one source are all kept: a run resumed with --run_stage wrote them all.
+  """
+  pairs = frame[['run_uri', SOURCE_COLUMN]].drop_duplicates()
+  copied = pairs.loc[pairs['run_uri'].duplicated(keep=False), 'run_uri']
+  if copied.empty:
+    return frame
+  compared = [c for c in frame.columns
+              if c not in ('sample_uri', SOURCE_COLUMN, COMMAND_LINE_COLUMN)]
+  rows_of_copied = frame[frame['run_uri'].isin(copied.unique())]
+  content = rows_of_copied[compared].copy()
+  content['timestamp'] = content['timestamp'].dt.floor('s')
+  all_hashes = pd.util.hash_pandas_object(content, index=False)
+  dropped, lines = [], []
+  for run_uri, rows in rows_of_copied.groupby('run_uri', sort=False):
+    hashes = all_hashes.loc[rows.index]
+    source = rows[SOURCE_COLUMN].astype(str)
+    sources = list(dict.fromkeys(source))  # In the order read.
+    sets = {s: set(hashes[(source == s).to_numpy()]) for s in sources}
+    kept = max(sources, key=lambda s: len(sets[s]))  # First of the fullest.
+    for other in sources:
+      extra = sets[other] - sets[kept]
+      if extra:
+        mine = sets[kept] - sets[other]
+        raise CopiesDisagree(
+            f'run {run_uri} has different samples in {kept} and in {other} '
+            f'({_Sample(rows, hashes, mine)} in the first, '
+            f'{_Sample(rows, hashes, extra)} in the second); they cannot '
+            'both be that run\'s: give only one of them')
+    others = [s for s in sources if s != kept]
+    partial = [f'{s} has {len(sets[s])}' for s in others
+               if sets[s] != sets[kept]]
+    if partial:
+      lines.append(
+          f'run {run_uri} read from {len(sources)} sources, {kept} with '
+          f'{len(sets[kept])} samples, {", ".join(partial)} of them and no '
+          f'other; counted once, from {kept}')
+    else:
+      lines.append(
+          f'run {run_uri} read {len(sources)} times, the same samples each '
+          f'time ({", ".join(sources)}); counted once, from {kept}')
+    dropped.append(rows.index[(source != kept).to_numpy()])
+  for line in lines[:NAMED_COPIES]:
+    note(line)
+  if len(lines) > NAMED_COPIES:
+    note(f'{len(lines) - NAMED_COPIES} more runs read more than once, each '
+         'the same samples or part of them; each counted once')
+  return frame.drop(index=np.concatenate([d.to_numpy() for d in dropped]))
+
+
 class FrameBuilder:
   """Rows in, the typed frame out; `keys`: metadata keys to keep (None: all)."""
 
@@ -166,8 +253,11 @@ class FrameBuilder:
       self._columns.setdefault(name)
     self._chunks.append((len(chunk), columns))
 
-  def Frame(self) -> pd.DataFrame:
-    """The typed, de-duplicated frame of every row added, oldest first."""
+  def Frame(self, note: Callable[[str], None] = lambda line: None
+           ) -> pd.DataFrame:
+    """The typed, de-duplicated frame of every row added, oldest first;
+    a run read from more than one source is read from one (OneCopyPerRun:
+    `note` gets its line, CopiesDisagree when it cannot be)."""
     self._Flush()
     if not self._chunks:
       return pd.DataFrame()
@@ -190,6 +280,7 @@ class FrameBuilder:
     short = {uri: publisher.ShortRunUri(uri)
              for uri in frame['run_uri'].dropna().unique()}
     frame['run_uri'] = frame['run_uri'].map(short).astype('string')
+    frame = OneCopyPerRun(frame, note)
     duplicate = frame.duplicated(subset=['sample_uri', 'run_uri', 'metric',
                                          'timestamp'])
     if duplicate.any():
