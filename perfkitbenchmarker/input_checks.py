@@ -15,7 +15,7 @@ flags are checked by its CheckPrerequisites.
 import getpass
 import os
 import tempfile
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
@@ -210,14 +210,19 @@ def _CheckBenchmarks(names) -> None:
         'repeats).')
 
 
-def _NearestExisting(path: str) -> str:
+def MissingDirs(path: str) -> List[str]:
+  """`path` and its ancestors that do not exist yet, deepest first."""
+  missing = []
   path = os.path.abspath(path)
   while not os.path.lexists(path):
-    parent = os.path.dirname(path)
-    if parent == path:
-      break
-    path = parent
-  return path
+    missing.append(path)
+    path = os.path.dirname(path)
+  return missing
+
+
+def _NearestExisting(path: str) -> str:
+  missing = MissingDirs(path)
+  return os.path.dirname(missing[-1]) if missing else os.path.abspath(path)
 
 
 def CheckWritableDir(path: str, flag: str) -> None:

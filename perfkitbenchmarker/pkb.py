@@ -308,16 +308,6 @@ def RunBenchmarks(argv: List[str]) -> int:
     interrupts.Restore()
 
 
-def _Missing(path: str) -> List[str]:
-  """`path` and its ancestors that do not exist yet."""
-  missing = []
-  path = os.path.abspath(path)
-  while not os.path.lexists(path):
-    missing.append(path)
-    path = os.path.dirname(path)
-  return missing
-
-
 def _RunWithRecord(argv, run_uri, names, run_dir, kept, loaded, catalog,
                    bq_options, deadline, stages, interrupts) -> int:
   """The run from its lock and record on: publishers, stages, the end."""
@@ -327,7 +317,7 @@ def _RunWithRecord(argv, run_uri, names, run_dir, kept, loaded, catalog,
   # The directories a refusal below would leave behind, deepest first.
   new_dirs = [d for path in (run_dir, os.path.dirname(json_path),
                              os.path.dirname(csv_path))
-              for d in _Missing(path)]
+              for d in input_checks.MissingDirs(path)]
   run_info = publisher.RunInfo(run_uri=run_uri,
                                owner=FLAGS.owner or getpass.getuser(),
                                official=FLAGS.official)
