@@ -421,6 +421,28 @@ def test_nights_are_utc_dates_and_matrix_runs_share_one(frame):
       'night'].to_dict()['40b2bc68'] == '2026-03-02'
 
 
+def test_hourly_runs_are_a_night_per_day_not_one_night(frame):
+  """Runs an hour apart (each starts within matrix_gap_minutes of the one
+  before's end) chained into one night for as long as they went on: three
+  days of hourly runs were the one night 2026-03-01. A night now holds no
+  run starting a night's width after its first run; the matrix that
+  crosses midnight still shares one (the test above)."""
+  t0 = pd.Timestamp('2026-03-01 00:30', tz='UTC')
+  runs = []
+  for hour in range(72):
+    run = _Shifted(frame, '04066aa3', t0 + pd.Timedelta(hours=hour))
+    runs.append(run.assign(run_uri=f'h{hour:02d}'))
+  got = nights.AssignNights(pd.concat(runs))
+  assert nights.Nights(got) == ['2026-03-01', '2026-03-02', '2026-03-03']
+  by_run = got.drop_duplicates('run_uri').set_index('run_uri')['night']
+  assert by_run['h23'] == '2026-03-01' and by_run['h24'] == '2026-03-02'
+  # Started at noon: a night is the 24 hours from its first run.
+  from_noon = nights.AssignNights(pd.concat(runs[12:60]))
+  by_run = from_noon.drop_duplicates('run_uri').set_index('run_uri')['night']
+  assert nights.Nights(from_noon) == ['2026-03-01', '2026-03-02']
+  assert by_run['h35'] == '2026-03-01' and by_run['h36'] == '2026-03-02'
+
+
 def test_night_window_is_configurable(frame):
   t0 = pd.Timestamp('2026-03-01 01:00', tz='UTC')
   a = _Shifted(frame, '04066aa3', t0)

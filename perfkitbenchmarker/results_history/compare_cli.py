@@ -85,8 +85,9 @@ flag_types.DEFINE_float('night_hours', 24.0, 'Width of a night in hours, UTC '
                         upper_bound=24 * 366, flag_values=FLAGS)
 flag_types.DEFINE_float('matrix_gap_minutes', 60.0, 'A run starting within '
                         'this many minutes of the previous run\'s end shares '
-                        'its night.', lower_bound=0.0, upper_bound=7 * 1440,
-                        flag_values=FLAGS)
+                        'its night, if it starts less than --night_hours '
+                        'after that night\'s first run.', lower_bound=0.0,
+                        upper_bound=7 * 1440, flag_values=FLAGS)
 flag_types.DEFINE_float('max_pvalue', 1e-4, 'Change points need a p-value '
                         'below this.', lower_bound=0.0, upper_bound=1.0,
                         flag_values=FLAGS)
