@@ -185,27 +185,39 @@ def _Faster(lines):
   return lines
 
 
-@pytest.mark.parametrize('edit', [
-    _Faster, lambda lines: _NewSampleIds(_Faster(lines))],
-                         ids=['same_sample_ids', 'new_sample_ids'])
-def test_two_copies_of_a_run_that_differ_are_refused(frame, tmp_path, edit):
+def _NotClientBound(lines):
+  """An edit that would rank the run: its answer not client-bound."""
+  for line in lines:
+    if line['metric'] == 'latency_capped_throughput':
+      line['labels'] = line['labels'].replace('|client_saturated:True|',
+                                              '|client_saturated:False|')
+  return lines
+
+
+@pytest.mark.parametrize('edit, column, run_has, copy_has', [
+    (_Faster, 'value', '87509.5733333', '131264.36'),
+    (lambda lines: _NewSampleIds(_Faster(lines)), 'value', '87509.5733333',
+     '131264.36'),
+    (_NotClientBound, 'client_saturated', 'True', 'False'),
+], ids=['same_sample_ids', 'new_sample_ids', 'metadata'])
+def test_two_copies_of_a_run_that_differ_are_refused(
+    frame, tmp_path, edit, column, run_has, copy_has):
   """An edited copy of 04066aa3 beside the run: the cell's figure was the
   copy's or the run's by the order the sources were given (86,097 with the
   history first, 107,974 with the copy first), without a word. Now neither
-  order is read: one line naming both sources and a sample they differ
-  in."""
+  order is read: one line naming both sources and how the answer differs."""
   copy = _Copy(tmp_path, '04066aa3', edit)
   original = os.path.join(RUNS, '04066aa3', loader.RESULTS_FILE)
   for sources, first, second in (([HISTORY, copy], original, copy),
                                  ([copy, HISTORY], copy, original)):
     with pytest.raises(loader.LoadError) as e:
       loader.Load(sources)
-    message = str(e.value)
-    assert message.startswith(f'run 04066aa3 has different samples in '
-                              f'{first} and in {second} (')
-    assert message.count('latency_capped_throughput') == 2
-    assert message.endswith('give only one of them')
-    assert '\n' not in message
+    has = {original: run_has, copy: copy_has}
+    assert str(e.value) == (
+        f'run 04066aa3 has different samples in {first} and in {second} '
+        '(latency_capped_throughput at 2026-11-23 10:01:42 UTC: '
+        f'{column} {has[first]} in the first, {has[second]} in the second); '
+        'they cannot both be that run\'s: give only one of them')
 
 
 def test_a_whole_history_read_twice_names_five_runs_then_the_rest(

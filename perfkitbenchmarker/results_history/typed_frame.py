@@ -117,11 +117,37 @@ def _JoinColumn(parts: List[Tuple[int, Optional[pd.Series]]]) -> pd.Series:
 NAMED_COPIES = 5
 
 
-def _Sample(rows: pd.DataFrame, hashes: pd.Series, only: set) -> str:
-  """'<metric> <value> at <time>' of the first row whose hash is in `only`."""
-  row = rows[hashes.isin(only).to_numpy()].iloc[0]
-  return (f'{row["metric"]} {row["value"]:g} at '
-          f'{row["timestamp"].strftime("%Y-%m-%d %H:%M:%S")} UTC')
+def _Shown(value: Any) -> str:
+  """A value of the frame in a refusal's words."""
+  if value is None or value is pd.NA or (
+      isinstance(value, float) and value != value):  # pylint: disable=comparison-with-itself
+    return 'not recorded'
+  if isinstance(value, float):
+    return f'{value:.12g}'
+  return str(value)
+
+
+def _Difference(content: pd.DataFrame, kept: pd.Series,
+                other: pd.Series) -> str:
+  """How `other`'s first sample that `kept`'s rows lack differs: the
+  columns in which it differs from `kept`'s sample of the same metric and
+  second, or that `kept` has no such sample. `kept`, `other`: masks."""
+  extra = content[other.to_numpy()].iloc[0]
+  when = extra['timestamp'].strftime('%Y-%m-%d %H:%M:%S UTC')
+  what = f'{extra["metric"]} at {when}'
+  mine = content[kept.to_numpy() &
+                 (content['metric'] == extra['metric']).to_numpy() &
+                 (content['timestamp'] == extra['timestamp']).to_numpy()]
+  if mine.empty:
+    return f'{what} is only in the second'
+  first = mine.iloc[0]
+  differ = [c for c in content.columns
+            if _Shown(first[c]) != _Shown(extra[c])]
+  if not differ:  # Past the digits shown.
+    return f'{what} differs'
+  return f'{what}: ' + ', '.join(
+      f'{c} {_Shown(first[c])} in the first, {_Shown(extra[c])} in the second'
+      for c in differ[:2])
 
 
 def OneCopyPerRun(frame: pd.DataFrame,
@@ -142,7 +168,7 @@ def OneCopyPerRun(frame: pd.DataFrame,
   (a copy taken while the run was still writing): the fuller one is read,
   said so. Otherwise the copies disagree (a hand-edited copy, another run
   given the same run_uri) and nothing tells which is the run's:
-  CopiesDisagree names both sources and a sample they differ in. Rows of
+  CopiesDisagree names both sources and how a sample differs. Rows of
   one source are all kept: a run resumed with --run_stage wrote them all.
   """
   pairs = frame[['run_uri', SOURCE_COLUMN]].drop_duplicates()
@@ -165,12 +191,13 @@ def OneCopyPerRun(frame: pd.DataFrame,
     for other in sources:
       extra = sets[other] - sets[kept]
       if extra:
-        mine = sets[kept] - sets[other]
+        difference = _Difference(
+            content.loc[rows.index], (source == kept) & ~hashes.isin(
+                sets[other]), (source == other) & hashes.isin(extra))
         raise CopiesDisagree(
             f'run {run_uri} has different samples in {kept} and in {other} '
-            f'({_Sample(rows, hashes, mine)} in the first, '
-            f'{_Sample(rows, hashes, extra)} in the second); they cannot '
-            'both be that run\'s: give only one of them')
+            f'({difference}); they cannot both be that run\'s: give only '
+            'one of them')
     others = [s for s in sources if s != kept]
     partial = [f'{s} has {len(sets[s])}' for s in others
                if sets[s] != sets[kept]]
