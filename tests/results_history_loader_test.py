@@ -144,6 +144,26 @@ def test_a_run_read_twice_with_new_sample_ids_counts_once(frame, tmp_path):
   assert _Answers(both) == _Answers(frame)
 
 
+def test_copies_typed_in_different_chunks_are_still_the_same(tmp_path):
+  """A column typed text in one chunk and numbers in another is text with
+  two spellings of one number ('1.0' as read, '1' from the numbers): a
+  run's copies in such chunks were refused as different samples. Here a
+  run whose latency_cap_ms is empty lies between the run and its copy,
+  each in its own 23-row chunk."""
+  def NoCap(lines):
+    for line in lines:
+      line['run_uri'] = 'odd' + line['run_uri'][8:]
+      line['labels'] = line['labels'].replace('|latency_cap_ms:1.0|',
+                                              '|latency_cap_ms:|')
+    return lines
+  odd = _Copy(tmp_path, '5822e54c', NoCap, name='odd')
+  copy = _Copy(tmp_path, '04066aa3')
+  said = []
+  loaded = loader.Load([os.path.join(RUNS, '04066aa3'), odd, copy],
+                       chunk_rows=23, note=said.append)
+  assert len(loaded) == 23 + 29 and len(said) == 1
+
+
 def test_a_run_in_files_and_in_its_bigquery_table_counts_once(frame):
   """The table's rows (a metadata object, TIMESTAMPs in microseconds) and
   the files' (labels, float seconds) are the same samples: read once."""

@@ -150,6 +150,18 @@ def _Difference(content: pd.DataFrame, kept: pd.Series,
       for c in differ[:2])
 
 
+def _Comparable(column: pd.Series) -> pd.Series:
+  """A text column with each number in one spelling: a column typed text
+  in one chunk and numbers in another holds both ('1.0' as read, '1' from
+  _NumberText), and two copies of a run in different chunks are still the
+  same samples."""
+  if pd.api.types.is_numeric_dtype(column) or (
+      pd.api.types.is_datetime64_any_dtype(column)):
+    return column
+  numbers = pd.to_numeric(column.astype(object), errors='coerce')
+  return column.astype(object).where(numbers.isna(), numbers.map(repr))
+
+
 def OneCopyPerRun(frame: pd.DataFrame,
                   note: Callable[[str], None] = lambda line: None
                  ) -> pd.DataFrame:
@@ -178,7 +190,7 @@ def OneCopyPerRun(frame: pd.DataFrame,
   compared = [c for c in frame.columns
               if c not in ('sample_uri', SOURCE_COLUMN, COMMAND_LINE_COLUMN)]
   rows_of_copied = frame[frame['run_uri'].isin(copied.unique())]
-  content = rows_of_copied[compared].copy()
+  content = rows_of_copied[compared].apply(_Comparable)
   content['timestamp'] = content['timestamp'].dt.floor('s')
   all_hashes = pd.util.hash_pandas_object(content, index=False)
   dropped, lines = [], []
