@@ -10,10 +10,16 @@ moto 5 are filled here, in the test set-up only:
     DescribePlacementGroups and DeletePlacementGroup are added to moto's EC2
     responder (an in-memory table per test), and the group an instance asks
     for is read from the RunInstances arguments the provider sent.
+And one cost: besides the AMIs it bundles for every region (ARM_AMI and
+X86_AMI among them), moto makes each new us-east-1 EC2 backend 1,257
+"latest" and ECS-optimized AMIs, an EBS volume and a snapshot each, which
+no test looks up: 0.4 CPU-s a test. MOTO_AMIS_PATH, moto's own setting,
+names a file of the bundled ones, and then only those are made.
 No test reaches a moto instance over SSH: the SSH wait is injected.
 """
 
 import datetime
+import json
 import os
 import stat
 import threading
@@ -50,6 +56,7 @@ moto_responses = lazy_modules.Module('moto.core.responses')
 moto_ec2_exceptions = lazy_modules.Module('moto.ec2.exceptions')
 moto_ec2_responses = lazy_modules.Module('moto.ec2.responses')
 moto_ssm = lazy_modules.Module('moto.ssm.models')
+moto_utils = lazy_modules.Module('moto.utilities.utils')
 
 REGION = 'us-east-1'
 ZONE = 'us-east-1a'
@@ -85,6 +92,17 @@ def _SeedSsmParameters():
           parameter_type='String', description=None, allowed_pattern=None,
           keyid=None, last_modified_date=datetime.datetime.now(), version=1,
           data_type='aws:ec2:image'))
+
+
+def _BundledAmisOnly(monkeypatch, directory):
+  """moto's EC2 backends made from here on hold only the AMIs moto bundles
+  for every region (the module docstring says why); `directory` keeps their
+  file."""
+  path = os.path.join(directory, 'moto_bundled_amis.json')
+  if not os.path.exists(path):
+    with open(path, 'w') as f:
+      json.dump(moto_utils.load_resource('ec2/resources/amis.json'), f)
+  monkeypatch.setenv('MOTO_AMIS_PATH', path)
 
 
 def _AddPlacementGroupsToMoto(monkeypatch):
@@ -131,9 +149,10 @@ def _AddPlacementGroupsToMoto(monkeypatch):
 
 
 @pytest.fixture
-def moto(monkeypatch):
+def moto(monkeypatch, tmp_path_factory):
   for key in ('AWS_PROFILE', 'AWS_DEFAULT_PROFILE'):
     monkeypatch.delenv(key, raising=False)
+  _BundledAmisOnly(monkeypatch, tmp_path_factory.getbasetemp())
   monkeypatch.setenv('AWS_ACCESS_KEY_ID', 'testing')
   monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', 'testing')
   monkeypatch.setenv('AWS_DEFAULT_REGION', REGION)

@@ -339,9 +339,10 @@ def _MotoHosts(backend, instance_id):
   return tags.get('Name', instance_id), MOTO_HOSTS.get(tags.get('run_uri'))
 
 
-def _PatchMoto(monkeypatch):
+def _PatchMoto(monkeypatch, directory):
   """moto's RunInstances/TerminateInstances start and stop the hosts."""
   import aws_provider_test  # pylint: disable=g-import-not-at-top
+  aws_provider_test._BundledAmisOnly(monkeypatch, directory)  # pylint: disable=protected-access
   aws_provider_test._AddPlacementGroupsToMoto(monkeypatch)  # pylint: disable=protected-access
   aws_provider_test._SeedSsmParameters()  # pylint: disable=protected-access
   real_run = moto_instances.InstanceBackend.run_instances
@@ -402,7 +403,7 @@ def rehearsals(request, tmp_path_factory):
   names = [n for n in ORDER if n in selected]
   assert set(ORDER) == set(SCENARIOS)
   with pytest.MonkeyPatch.context() as monkeypatch:
-    _PatchMoto(monkeypatch)
+    _PatchMoto(monkeypatch, tmp_path_factory.getbasetemp())
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
       futures = {
           name: pool.submit(_RunScenario, name,
