@@ -85,12 +85,9 @@ def test_arguments_are_passed_never_spliced():
   assert '\n' not in command and shell_scripts.Uses(command)
 
 
-@pytest.mark.e2e
-def test_test_sh_runs_a_test_file_given_by_absolute_path_alone(tmp_path):
-  # './scripts/test.sh /checkout/tests/x_test.py' (a shell's completion)
-  # ran the whole suite on 4 workers with that file added: only
-  # 'tests/...' was taken for a test file. A copy of the script beside a
-  # .venv whose python prints the arguments pytest would get.
+def _TestShCopy(tmp_path, python_text):
+  """A copy of scripts/test.sh beside a .venv whose python is
+  `python_text`, and an empty tests/; returns the script's path."""
   (tmp_path / 'scripts').mkdir()
   script = tmp_path / 'scripts' / 'test.sh'
   with open(f'{paths.REPO_ROOT}/scripts/test.sh', encoding='utf-8') as f:
@@ -98,12 +95,50 @@ def test_test_sh_runs_a_test_file_given_by_absolute_path_alone(tmp_path):
   script.chmod(0o755)
   python = tmp_path / '.venv' / 'bin' / 'python'
   python.parent.mkdir(parents=True)
-  python.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+  python.write_text(python_text)
   python.chmod(0o755)
   (tmp_path / 'tests').mkdir()
+  return script
+
+
+@pytest.mark.e2e
+def test_test_sh_runs_a_test_file_given_by_absolute_path_alone(tmp_path):
+  # './scripts/test.sh /checkout/tests/x_test.py' (a shell's completion)
+  # ran the whole suite on 4 workers with that file added: only
+  # 'tests/...' was taken for a test file. A copy of the script beside a
+  # .venv whose python prints the arguments pytest would get.
+  script = _TestShCopy(tmp_path, '#!/bin/sh\nprintf "%s\\n" "$@"\n')
   given = str(tmp_path.resolve() / 'tests' / 'x_test.py') + '::test_a'
   done = subprocess.run([str(script), '--fast', given], capture_output=True,
                         text=True, timeout=30, check=True)
   words = done.stdout.splitlines()
   assert words[-1] == given
   assert 'tests' not in words and '-n' not in words, words
+
+
+@pytest.mark.e2e
+def test_test_sh_fills_a_fresh_checkouts_collection_cache_once(tmp_path):
+  # Without cached assertion-rewritten test modules each pytest-xdist
+  # worker rewrote every test file itself: two collections of half the
+  # files each come first, then the run; with the cache there, the run
+  # alone. The stub python logs each call's arguments on one line.
+  log = tmp_path / 'calls'
+  script = _TestShCopy(tmp_path, f'#!/bin/sh\necho "$*" >> {log}\n')
+  names = [f'tests/{c}_test.py' for c in 'abcd']
+  for name in names:
+    (tmp_path / name).write_text('')
+  subprocess.run([str(script), '--fast'], capture_output=True, text=True,
+                 timeout=30, check=True)
+  calls = sorted(log.read_text().splitlines())
+  warm = [c for c in calls if '--collect-only' in c]
+  assert sorted(c.split()[-2:] for c in warm) == [names[:2], names[2:]]
+  (run,) = [c for c in calls if c not in warm]
+  assert '-n 4' in run and run.endswith(' tests'), run
+  log.unlink()
+  (tmp_path / 'tests' / '__pycache__').mkdir()
+  (tmp_path / 'tests' / '__pycache__' /
+   'a_test.cpython-311-pytest-9.2.0.pyc').write_bytes(b'')
+  subprocess.run([str(script), '--fast'], capture_output=True, text=True,
+                 timeout=30, check=True)
+  (run,) = log.read_text().splitlines()
+  assert '--collect-only' not in run and '-n 4' in run, run
