@@ -656,16 +656,16 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         stop=waits.PastDeadline(self._clock, deadline, inclusive=True),
         wait=lambda state: min(2.0, max(0.0, deadline - self._clock())),
         sleep=self._sleep, retry_error_callback=NoSsh)(Attempt)
-    self.CheckNotInUse()
     # <the run's workspace>/<name> (run_scope), recorded before anything is
     # put in it. An answer lost on the way leaves an empty directory of an
     # unguessable name behind, nothing else.
     root = record_checks.REMOTE_SCRATCH_ROOT
     with virtual_machine.WorkspaceLock(self):
       out, _ = self.RemoteCommand(
-          run_scope.RemoteWorkspaceScript(self.run_uri, self.name,
-                                         self.RunWorkspace(root), root),
+          self.ClaimScript(run_scope.RemoteWorkspaceScript(
+              self.run_uri, self.name, self.RunWorkspace(root), root), root),
           what=f'making the scratch directory on {self.name}')
+      out = self.CheckNotInUse(out)
       problem = run_scope.ScratchProblem(out.strip(), root, self.run_uri)
       if problem:
         raise SshError(f'{self.name}: mktemp gave {problem}.')
@@ -784,11 +784,18 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     self.tuning = system_tuning.Parse(applied + current, enabled)
     return dict(self.tuning)
 
-  def CheckNotInUse(self) -> None:
-    """Once SSH answers, before the run makes anything on the machine: a
-    machine the run does not make may be in use by another run, which is
-    refused here in one line (the static provider's); a cloud VM is the
-    run's own: nothing."""
+  def ClaimScript(self, make: str, root: str) -> str:
+    """The shell that makes the VM's scratch directory (`make`, under
+    `root`): a machine the run does not make may be in use by another run,
+    so the static provider looks for one first, in the same step
+    (CheckNotInUse reads what it found); a cloud VM is the run's own."""
+    del root  # The static provider's.
+    return make
+
+  def CheckNotInUse(self, out: str) -> str:
+    """ClaimScript's output: refuses, in one line, a machine another run is
+    using (the static provider's); returns the scratch directory's line."""
+    return out
 
   def RecordHostSettings(self) -> str:
     """Before the tuning changes this machine's settings: a machine that

@@ -1,5 +1,6 @@
 """--static_vm_file: parser, provider and a full run over a real sshd."""
 
+import fcntl
 import json
 import os
 import re
@@ -8,6 +9,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 
 import pytest
@@ -588,3 +590,68 @@ def test_other_runs_reads_only_workspaces_of_the_users_own(tmp_path):
   assert done.returncode == 0, done.stderr
   assert sorted(done.stdout.splitlines()) == [
       f'busy {busy} {sleepers[0].pid} sleep', f'idle {idle}']
+
+
+@pytest.mark.e2e
+def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
+    tmp_path, sshd, monkeypatch):  # pylint: disable=redefined-outer-name
+  """The look for other runs and the making of the workspace are one step
+  under a lock on the machine. Before: run B looked, found nothing, made
+  its workspace, while run A, which had looked at the same moment, was
+  making its own and starting its server: both measured side by side
+  (5 of 5 runs started at one moment made both workspaces). Here A's step
+  is the lock held by the test while A's workspace and server appear: B,
+  started meanwhile, is refused for A and makes nothing."""
+  monkeypatch.delenv(provider.SHARED_MACHINES_ENV)
+  # A directory of the test's own: other tests' (and checkouts') live runs
+  # in /tmp would refuse B as well.
+  root = tmp_path / 'root'
+  root.mkdir(mode=0o755)
+  monkeypatch.setattr(provider.record_checks, 'REMOTE_SCRATCH_ROOT',
+                      str(root))
+  b = provider.StaticVirtualMachine(
+      provider.virtual_machine.VmSpec(cloud=provider.CLOUD,
+                                      machine_type='static'),
+      'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
+      keyfile=sshd.user_key, port=sshd.port, run_uri=f'sp{PID}')
+  outcome = []
+
+  def Provision():
+    try:
+      b.WaitForSsh(30)
+      outcome.append(b.scratch_dir)
+    except errors.Error as e:
+      outcome.append(e)
+
+  def Waiting():
+    """B waits for the lock on `root` (/proc/locks: a blocked FLOCK on its
+    inode), or has finished."""
+    with open('/proc/locks') as f:
+      return not thread.is_alive() or any(
+          '->' in line and 'FLOCK' in line and
+          line.split()[-3].endswith(f':{root.stat().st_ino}')
+          for line in f)
+
+  lock = os.open(root, os.O_RDONLY)
+  thread = threading.Thread(target=Provision)
+  sleeper = None
+  try:
+    fcntl.flock(lock, fcntl.LOCK_EX)  # A's step under way.
+    thread.start()
+    e2e_support.WaitFor(Waiting, 'run B at the lock')
+    workspace = tempfile.mkdtemp(prefix=f'pkb-so{PID}.', dir=root)
+    sleeper = subprocess.Popen(['sleep', '60'], cwd=workspace)
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    thread.join(60)
+    refusal, = outcome
+    assert isinstance(refusal, errors.UsageError), refusal
+    assert (f'is in use by run so{PID} (sleep PID {sleeper.pid} works in '
+            f'its workspace {workspace})') in str(refusal)
+    assert e2e_support.Workspaces(f'sp{PID}', root) == []
+  finally:
+    os.close(lock)
+    thread.join(60)
+    if sleeper:
+      sleeper.kill()
+      sleeper.wait()
+    b.StopMaster()

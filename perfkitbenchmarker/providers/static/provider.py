@@ -50,6 +50,9 @@ SHARED_MACHINES_ENV = 'PKB_SHARED_MACHINES'
 # a user keeps a few (one per run not torn down); each costs a scan of the
 # machine's processes.
 OTHER_RUNS_AT_MOST = 32
+# How long a run waits for another's look-and-make step on the machine
+# (StaticVirtualMachine.ClaimScript): a scan of its processes, seconds.
+CLAIM_WAIT_S = 60
 # (SSH lane, workspace) of each idle workspace of another run this process
 # warned about: once per machine, not once per VM listed on it.
 _IDLE_SAID = set()
@@ -214,25 +217,38 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       info = self.DetectSystem()
       self.os_type = f'{info.os_id}{info.os_version_id.split(".")[0]}'
 
-  def CheckNotInUse(self) -> None:
-    """Refuses, in one line and before the run makes anything on it (its
-    workspace included), a machine where another run of the login user is
-    live: a process works in that run's workspace (run_processes' rule;
+  def ClaimScript(self, make: str, root: str) -> str:
+    """Looks for other live runs of the login user (scripts/other_runs.sh)
+    and makes the scratch directory (`make`) only if there is none, in one
+    step under a lock on the machine (flock on `root`, its workspaces'
+    directory): two runs provisioning at the same moment each looked
+    before either had made its workspace, and both went on."""
+    if os.environ.get(SHARED_MACHINES_ENV) == '1':
+      return make
+    return shlex.join(shell_scripts.Inline(
+        'other_runs.sh', root, self.run_uri, OTHER_RUNS_AT_MOST,
+        CLAIM_WAIT_S, make))
+
+  def CheckNotInUse(self, out: str) -> str:
+    """Refuses, in one line, a machine where another run of the login user
+    is live (ClaimScript found it and made nothing of this run there): a
+    process works in that run's workspace (run_processes' rule;
     scripts/other_runs.sh reads only directories of the user's own).
     Another run's workspace nothing works in (a run killed before its
-    teardown, or one between two stages) gets one WARNING and the run
-    goes on. Checked when the run provisions the machine, the one stage
-    every run on it starts with; a later stage of the run is not checked
-    again."""
+    teardown, one between two stages, or one still provisioning: nothing
+    of it runs there yet) gets one WARNING and the run goes on. Checked
+    when the run provisions the machine, the one stage every run on it
+    starts with; a later stage of the run is not checked again. Returns
+    the rest of `out`: the scratch directory's line."""
     if os.environ.get(SHARED_MACHINES_ENV) == '1':
-      return
+      return out
     root = record_checks.REMOTE_SCRATCH_ROOT
-    out, _ = self.RemoteCommand(
-        shlex.join(shell_scripts.Inline('other_runs.sh', root, self.run_uri,
-                                        OTHER_RUNS_AT_MOST)),
-        timeout=60, what=f'looking for other runs on {self.name}')
+    found_lines = [line for line in out.splitlines()
+                   if line.startswith(('busy ', 'idle '))]
+    made = '\n'.join(line for line in out.splitlines()
+                     if not line.startswith(('busy ', 'idle ')))
     busy, idle = [], []
-    for line in out.splitlines():
+    for line in found_lines:
       found = re.fullmatch(r'busy (\S+) (\d+) (.*)|idle (\S+)', line)
       workspace = found and (found.group(1) or found.group(4))
       run = workspace and run_scope.WorkspaceRun(workspace, root)
@@ -248,7 +264,8 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           f'{self.name}: {where} holds the workspace of run(s) '
           f'{", ".join(f"{run} ({workspace})" for run, workspace in new)} '
           'with no process working in it (a run that ended without its '
-          'teardown, or one between two stages), which does not stop this '
+          'teardown, one between two stages, or one still provisioning), '
+          'which does not stop this '
           'run. A run\'s '
           'teardown removes it: ./pkb.py --run_stage=teardown '
           '--run_uri=<run_uri>'))
@@ -270,6 +287,7 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           'down where started: '
           + ', '.join(f'./pkb.py --run_stage=teardown --run_uri={run}'
                       for run in runs)))
+    return made
 
   def RecordHostSettings(self) -> str:
     """The machine is lent: the settings in force go into the run record
