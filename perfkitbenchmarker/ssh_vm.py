@@ -585,14 +585,26 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         retry_error_callback=GaveUp)(Attempt)
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
-    if rc != -9 and not remote_shell.Started(err):
-      raise self._NotStarted(rc, out, err)
+    if not remote_shell.Started(err):
+      raise self._NotStarted(rc, out, err, timeout + LOCAL_GRACE_S)
     return remote_shell.CommandStdout(out), err, rc
 
-  def _NotStarted(self, rc: int, out: str, err: str) -> SshError:
+  def _NotStarted(self, rc: int, out: str, err: str,
+                  waited: float) -> SshError:
     """A login that answered but never ran the command (exit 0 too: a
-    ~/.bashrc ending in `exit` made every command a silent success)."""
+    ~/.bashrc ending in `exit` made every command a silent success), or
+    that did not start it before ssh was killed after `waited` s (-9: the
+    command's own timeout runs only once it starts, so a startup file that
+    hangs was reported as a login shell that had ended)."""
     said = vm_util.Tail(err, 2) or vm_util.Tail(out, 2) or 'no output'
+    if rc == -9:
+      return SshError(
+          f'{self.name}: SSH to {self._Target()} port {self.port} did not '
+          f'start the command within {waited:.0f} s ({said}); its startup '
+          'files (~/.bashrc, ~/.bash_profile, ~/.profile) hang when ssh '
+          'gives a command (waiting for input, a program or a network '
+          'mount), or the connection stalled: run ssh there with a command '
+          '(ssh host true) to see which.')
     return SshError(
         f'{self.name}: SSH works ({self._Target()} port {self.port}) but '
         f'the login shell ended before running the command (exit {rc}: '
@@ -642,7 +654,7 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
                        f'(exit {rc}): {vm_util.Tail(err, 2)}; the VM needs '
                        'bash and coreutils `timeout`.')
       if rc != 255:
-        raise self._NotStarted(rc, out, err)
+        raise self._NotStarted(rc, out, err, connect + LOCAL_GRACE_S)
       return err
 
     def NoSsh(state: tenacity.RetryCallState) -> None:

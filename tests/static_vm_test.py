@@ -22,6 +22,7 @@ from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
@@ -655,3 +656,50 @@ def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
       sleeper.kill()
       sleeper.wait()
     b.StopMaster()
+
+
+@pytest.mark.e2e
+def test_a_login_whose_startup_files_hang_is_said_to_hang(
+    tmp_path, sshd, monkeypatch):  # pylint: disable=redefined-outer-name
+  """A ~/.bashrc that hangs: the command's own timeout never starts, ssh
+  is killed at the local one. Before: 'the login shell ended before
+  running the command (exit -9: no output)' (WaitForSsh), and a command
+  'ran past its timeout'."""
+  monkeypatch.setattr(ssh_vm, 'LOCAL_GRACE_S', 0.5)  # Killed at 1.5 s.
+  home = tmp_path / 'home'
+  home.mkdir()
+  keyfile = sshd.AuthorizeStubbedKey(str(tmp_path / 'login'), {}, env={
+      'HOME': str(home), 'SHLVL': '0'})
+  vm = provider.StaticVirtualMachine(
+      provider.virtual_machine.VmSpec(cloud=provider.CLOUD,
+                                      machine_type='static'),
+      'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
+      keyfile=keyfile, port=sshd.port, run_uri=f'su{PID}',
+      connect_timeout=2)
+  vm.WaitForSsh(20)
+  bashrc = home / '.bashrc'
+  # Past both kills (1.5 s after each ssh started); ssh's master holds a
+  # killed command's output until its session ends, so not much longer.
+  bashrc.write_text('sleep 2.5\n')
+  try:
+    with pytest.raises(ssh_vm.SshError) as hung:
+      vm.RemoteCommand('true', timeout=1)
+    fresh = provider.StaticVirtualMachine(
+        vm.spec, 'servers-0', 'servers', user=sshd.user,
+        ip_address=sshd.host, keyfile=keyfile, port=sshd.port,
+        run_uri=f'sv{PID}', connect_timeout=1)
+    with pytest.raises(ssh_vm.SshError) as waited:
+      fresh.WaitForSsh(1)
+  finally:
+    bashrc.write_text('')
+  for error in (hung, waited):
+    assert re.match(
+        f'servers-0: SSH to {re.escape(sshd.user)}@{sshd.host} port '
+        rf'{sshd.port} did not start the command within [12] s',
+        str(error.value)), error.value
+    assert 'startup files (~/.bashrc' in str(error.value)
+    assert 'ended before' not in str(error.value)
+  assert e2e_support.Workspaces(f'sv{PID}') == []
+  vm.CleanUpScratch()
+  vm.StopMaster()
+  fresh.StopMaster()
