@@ -140,12 +140,21 @@ def SnapshotCommand() -> str:
   return shell_scripts.Command(SCRIPT, 'snapshot')
 
 
-def ParseSnapshot(text: str) -> Dict[str, str]:
+# The snapshot's prefix of the lease's values (the machine's own).
+_LEASE_PREFIX = 'lease_'
+
+
+def ParseSnapshot(text: str, lease: bool = False) -> Dict[str, str]:
   """SnapshotCommand's output: the values restore may write back (an empty
-  or odd value, e.g. a knob this kernel lacks, is left out)."""
+  or odd value, e.g. a knob this kernel lacks, is left out); with `lease`,
+  the lease's values instead (the machine's own, before the first tuning
+  in force; {} when no tuning is)."""
   found = {}
   for line in (text or '').splitlines():
     key, _, value = line.strip().partition('=')
+    if lease != key.startswith(_LEASE_PREFIX):
+      continue
+    key = key[len(_LEASE_PREFIX):] if lease else key
     if not RestoreProblem({key: value}):
       found[key] = value
   return found

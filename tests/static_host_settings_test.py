@@ -19,6 +19,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
@@ -126,6 +127,10 @@ def test_recorded_values_are_input_checked_before_they_reach_a_root_shell():
                     'old': {'net_core_somaxconn': '1 > /etc/passwd'}}}
   with pytest.raises(errors.ResourceError, match='no value of that setting'):
     provider.HostSettings.FromRecord(entry, None)
+  entry['data'] = {'vm_name': 'servers-0', 'old': good,
+                   'machine': {'vm_overcommit_memory': '$(reboot)'}}
+  with pytest.raises(errors.ResourceError, match='no value of that setting'):
+    provider.HostSettings.FromRecord(entry, None)
 
 
 class _NoSudoVm:
@@ -225,12 +230,12 @@ def test_nosystem_tuning_changes_nothing_and_records_nothing(
 
 
 def _LentVm(sshd, run_uri,  # pylint: disable=redefined-outer-name
-            kind=provider.StaticVirtualMachine):
+            kind=provider.StaticVirtualMachine, record=None):
   """servers-0 of run `run_uri` on this machine, reached over the sshd."""
   vm = kind(
       virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
       'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
-      keyfile=sshd.user_key, port=sshd.port, run_uri=run_uri)
+      keyfile=sshd.user_key, port=sshd.port, run_uri=run_uri, record=record)
   vm.WaitForSsh(30)
   return vm
 
@@ -280,4 +285,34 @@ def test_two_runs_on_one_machine_give_it_back_as_before_the_first(
     assert not os.path.lexists(system_tuning.LEASE_FILE)
   finally:
     for vm in (a, b, c, cloud):
+      vm.Delete()
+
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_a_run_that_came_while_another_tuned_records_the_machines_own(
+    tmp_path, sshd, machine):  # pylint: disable=redefined-outer-name
+  """Run B came while A's tuning was in force. Before: B's record held
+  A's tuned values as those before it ('old': somaxconn 65535, THP
+  never), the lender's nowhere in it. Now it holds both: those it found
+  ('old') and the machine's own (the lease's, 'machine')."""
+  a = _LentVm(sshd, f'a{os.getpid()}')
+  b_uri = f'b{os.getpid()}'
+  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
+      str(tmp_path / 'runs' / b_uri), b_uri))
+  try:
+    a_settings = _Tuned(a)
+    tuned = _InForce()
+    b.ApplySystemTuning(True)
+    entry, = [e for e in b.record.Resources()
+              if e['kind'] == provider.HostSettings.KIND]
+    assert entry['data']['old'] == tuned != machine
+    assert entry['data']['machine'] == machine
+    provider.HostSettings(b, entry['data']['old'],
+                          entry['data']['machine']).Delete()
+    a_settings.Delete()
+    assert _InForce() == machine
+  finally:
+    for vm in (a, b):
       vm.Delete()

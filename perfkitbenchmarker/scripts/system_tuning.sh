@@ -11,8 +11,10 @@
 #                              holders' tunings are in force
 #   system_tuning.sh read      NAME=VALUE of every setting in force
 #   system_tuning.sh snapshot  NAME=VALUE of every setting restore can write
-#                              back, limits_file=present|absent, and a
-#                              holder=HOLDER line for each in the lease
+#                              back, limits_file=present|absent, and, while
+#                              a lease is kept, lease_NAME=VALUE of each of
+#                              its values (the machine's own) and a
+#                              holder=HOLDER line for each of its holders
 #   system_tuning.sh restore HOLDER
 #                              as root: gives HOLDER's place in the lease
 #                              up; the last holder writes back each value
@@ -185,7 +187,10 @@ case $1 in
     ;;
   snapshot)
     snapshot
-    sed -n '/^holder=/p' "$lease" 2>/dev/null
+    if grep -q '^holder=' "$lease" 2>/dev/null; then
+      sed -n '/^holder=/!s/^/lease_/p' "$lease"
+      sed -n '/^holder=/p' "$lease"
+    fi
     ;;
   restore) restore "$2" ;;
   *) echo "system_tuning.sh: unknown verb $1" >&2; exit 2 ;;

@@ -295,28 +295,34 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
     the machine's lease up (the last puts them back)."""
     out, _ = self.RemoteCommand(system_tuning.SnapshotCommand(), timeout=60,
                                 what=f'reading settings on {self.name}')
-    HostSettings(self, system_tuning.ParseSnapshot(out),
+    found = system_tuning.ParseSnapshot(out)
+    HostSettings(self, found,
+                 system_tuning.ParseSnapshot(out, lease=True) or found,
                  record=self.record).Create()
     return system_tuning.Holder(self.run_uri, self.name)
 
 
 class HostSettings(resource.BaseResource):
-  """Host-wide settings as they were before the run's tuning
-  (system_tuning.py) on a static machine: recorded old value first; when
-  deleted (teardown, whatever ended the run), the VM's place in the
-  machine's lease is given up, and the last holder's teardown writes back
-  the values before the first tuning in force."""
+  """Host-wide settings of a static machine before the run's tuning
+  (system_tuning.py), recorded first: `old`, those in force when the run
+  came (another run's tuning, if one was in force), and `machine`, the
+  machine's own (the lease's: before the first tuning in force; `old` when
+  none was). When deleted (teardown, whatever ended the run), the VM's
+  place in the machine's lease is given up, and the last holder's teardown
+  writes back the machine's own."""
 
   KIND = 'static_host_settings'
 
   def __init__(self, vm: ssh_vm.SshVirtualMachine, old: Dict[str, str],
-               record=None):
+               machine: Optional[Dict[str, str]] = None, record=None):
     super().__init__(vm.name, record)
     self.vm = vm
     self.old = dict(old)
+    self.machine = dict(old if machine is None else machine)
 
   def RecordData(self) -> Dict[str, Any]:
-    return {'vm_name': self.vm.name, 'old': self.old}
+    return {'vm_name': self.vm.name, 'old': self.old,
+            'machine': self.machine}
 
   def TeardownLane(self):
     return self.vm.CommandLane()  # Over the VM's connection.
@@ -344,7 +350,7 @@ class HostSettings(resource.BaseResource):
       raise errors.ResourceError(
           f'could not put back {", ".join(failed) or "the settings"} on '
           f'{self.vm.name} ({(err.strip().splitlines() or ["refused"])[-1]});'
-          f' the values before the run: {self.old}')
+          f' the machine\'s own values: {self.machine}')
     deferred = system_tuning.Deferred(out)
     if deferred:
       logging.warning(
@@ -357,16 +363,18 @@ class HostSettings(resource.BaseResource):
   class Fields(record_checks.Fields):
     vm_name: str
     old: Dict[str, str]
+    machine: Optional[Dict[str, str]] = None  # Records before it: `old`.
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'HostSettings':
     fields = record_checks.Parse(cls.Fields, entry, record)
-    problem = system_tuning.RestoreProblem(fields.old)
+    problem = (system_tuning.RestoreProblem(fields.old) or
+               system_tuning.RestoreProblem(fields.machine or {}))
     if problem:
       raise record_checks.RecordRefused(
           f'{cls.KIND} {entry["name"]}: {problem}; left alone')
     vm = virtual_machine.VmFromRecord(record, fields.vm_name)
-    return cls(vm, fields.old, record=record)
+    return cls(vm, fields.old, fields.machine, record=record)
 
 
 resource.RegisterKind(StaticVirtualMachine.KIND,
