@@ -34,6 +34,7 @@ same name to SETTINGS; its value is applied, read back, reported under its
 
 import dataclasses
 import re
+import shlex
 from typing import Dict, List, Mapping
 
 from perfkitbenchmarker import shell_scripts
@@ -101,6 +102,13 @@ def Holders(text: str) -> List[str]:
 def Deferred(text: str) -> List[str]:
   """RestoreCommand's output: the holders the settings stay tuned for."""
   return _Listed(text, 'restore_deferred')
+
+
+def Unseen(text: str) -> List[str]:
+  """RestoreCommand's output: the holders of Deferred whose run has no
+  workspace on the machine (a run whose record is lost holds its place for
+  good: GiveBackCommand drops it)."""
+  return _Listed(text, 'restore_unseen')
 
 
 def ReadCommand() -> str:
@@ -176,10 +184,21 @@ def RestoreProblem(old: Mapping[str, str]) -> str:
   return ''
 
 
-def RestoreCommand(holder: str) -> str:
+def RestoreCommand(holder: str, root: str = '') -> str:
   """Root command giving `holder`'s place in the lease up; the last holder
   writes back each value of the lease no longer in force and removes the
   limits file the first made. Prints `restore_deferred=<holder>,...` while
-  other tunings are in force (Deferred), `restore_failed=<name>` for each
-  value it could not write back."""
-  return shell_scripts.Command(SCRIPT, 'restore', holder)
+  other tunings are in force (Deferred), with `root` (where runs make their
+  workspaces) `restore_unseen=<holder>,...` for those whose run has none
+  there (Unseen), and `restore_failed=<name>` for each value it could not
+  write back."""
+  return shell_scripts.Command(SCRIPT, 'restore', holder, root)
+
+
+def GiveBackCommand(holder: str, ssh: str) -> str:
+  """What a user runs (from the repository's top) to give `holder`'s place
+  in a machine's lease up when its run can no longer be torn down (its
+  record lost): the script's restore, sent over `ssh` (the machine's ssh
+  command line, ending in its address), as root."""
+  return (f'{ssh} sudo bash -s restore {shlex.quote(holder)} '
+          f'< perfkitbenchmarker/scripts/{SCRIPT}')

@@ -316,3 +316,51 @@ def test_a_run_that_came_while_another_tuned_records_the_machines_own(
   finally:
     for vm in (a, b):
       vm.Delete()
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_a_run_whose_record_is_lost_is_named_with_how_to_give_it_back(
+    tmp_path, sshd, machine, caplog):  # pylint: disable=redefined-outer-name
+  """Run A tuned the machine and lost its record (and its workspace: no
+  teardown ran); run B came while A's tuning was in force. Before: every
+  later teardown said only that the settings stay tuned while A's tuning
+  is in force, with a teardown of A that cannot run (no record): the
+  machine stayed tuned for good. Now B's teardown names A as a run with
+  nothing on the machine, with the command that gives A's place up; that
+  command gives the machine back."""
+  a = _LentVm(sshd, f'a{os.getpid()}')
+  b_uri = f'b{os.getpid()}'
+  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
+      str(tmp_path / 'runs' / b_uri), b_uri))
+  try:
+    a.ApplySystemTuning(True)
+    a.CleanUpScratch()  # A's workspace gone: a run ended, record lost.
+    tuned = _InForce()
+    b.ApplySystemTuning(True)
+    entry, = [e for e in b.record.Resources()
+              if e['kind'] == provider.HostSettings.KIND]
+    provider.HostSettings(b, entry['data']['old'],
+                          entry['data']['machine']).Delete()
+    assert _InForce() == tuned  # A's place is still held.
+    said, = [r.getMessage() for r in caplog.records
+             if f'stay tuned for a{os.getpid()}/servers-0,' in r.getMessage()]
+    assert 'whose run has no workspace there' in said, said
+    command = said.partition('give its place up: ')[2]
+    assert command == (
+        f'ssh -p {sshd.port} -i {sshd.user_key} {sshd.user}@{sshd.host} '
+        f'sudo bash -s restore a{os.getpid()}/servers-0 '
+        '< perfkitbenchmarker/scripts/system_tuning.sh'), said
+    # As the user would run it (this test's sshd key is unknown to ssh).
+    done = subprocess.run(
+        ['bash', '-c', command.replace(
+            'ssh ', 'ssh -o StrictHostKeyChecking=no -o BatchMode=yes '
+            '-o UserKnownHostsFile=/dev/null ', 1)],
+        cwd=e2e.REPO, capture_output=True, text=True, timeout=60,
+        check=False)
+    assert done.returncode == 0, done.stderr
+    assert _InForce() == machine
+    assert not os.path.lexists(system_tuning.LEASE_FILE)
+  finally:
+    for vm in (a, b):
+      vm.Delete()

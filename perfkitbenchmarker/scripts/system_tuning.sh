@@ -15,14 +15,20 @@
 #                              a lease is kept, lease_NAME=VALUE of each of
 #                              its values (the machine's own) and a
 #                              holder=HOLDER line for each of its holders
-#   system_tuning.sh restore HOLDER
+#   system_tuning.sh restore HOLDER [ROOT]
 #                              as root: gives HOLDER's place in the lease
 #                              up; the last holder writes back each value
 #                              of the lease no longer in force (and removes
 #                              the limits file the first holder found
 #                              absent); prints restore_deferred=HOLDER,...
 #                              while others hold it, restore_failed=NAME
-#                              for each it could not write back
+#                              for each it could not write back; with
+#                              ROOT (where runs make their workspaces,
+#                              ROOT/pkb-<run_uri>.*), restore_unseen=
+#                              HOLDER,... for each other holder whose run
+#                              has no workspace there: nothing of it runs
+#                              on the machine (a run whose record was lost
+#                              holds its place for good)
 # Exits 0: what failed is in the output.
 #
 # The lease: the machine's settings as they were before the first tuning
@@ -140,6 +146,20 @@ put_back() {
   done
 }
 
+# unseen ROOT HOLDER,...: restore_unseen= the holders whose run has no
+# workspace under ROOT (any user's: a name there is enough to leave it be).
+unseen() {
+  local holder
+  local -a found=() all
+  IFS=, read -r -a all <<< "$2"
+  for holder in "${all[@]}"; do
+    compgen -G "${1%/}/pkb-${holder%%/*}.*" > /dev/null ||
+      found+=("$holder")
+  done
+  local IFS=,
+  [ "${#found[@]}" -eq 0 ] || echo "restore_unseen=${found[*]}"
+}
+
 restore() {
   local holder=$1 others rest
   local -a old
@@ -163,6 +183,7 @@ restore() {
   others=$(holders "")
   if [ -n "$others" ]; then
     echo "restore_deferred=$others"
+    [ -z "$2" ] || unseen "$2" "$others"
     return
   fi
   mapfile -t old < <(grep -v '^holder=' "$lease")
@@ -192,7 +213,7 @@ case $1 in
       sed -n '/^holder=/p' "$lease"
     fi
     ;;
-  restore) restore "$2" ;;
+  restore) restore "$2" "${3-}" ;;
   *) echo "system_tuning.sh: unknown verb $1" >&2; exit 2 ;;
 esac
 exit 0

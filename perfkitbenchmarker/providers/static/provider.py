@@ -342,8 +342,9 @@ class HostSettings(resource.BaseResource):
                                    what=f'reading settings on {self.vm.name}')
     if holder not in system_tuning.Holders(now):
       return
+    root = record_checks.REMOTE_SCRATCH_ROOT
     out, err, rc = self.vm.RemoteCommandWithReturnCode(
-        self.vm.Sudo(system_tuning.RestoreCommand(holder)), timeout=60)
+        self.vm.Sudo(system_tuning.RestoreCommand(holder, root)), timeout=60)
     failed = [line.partition('=')[2] for line in out.splitlines()
               if line.startswith('restore_failed=')]
     if rc != 0 or failed:
@@ -351,7 +352,19 @@ class HostSettings(resource.BaseResource):
           f'could not put back {", ".join(failed) or "the settings"} on '
           f'{self.vm.name} ({(err.strip().splitlines() or ["refused"])[-1]});'
           f' the machine\'s own values: {self.machine}')
-    deferred = system_tuning.Deferred(out)
+    unseen = system_tuning.Unseen(out)
+    deferred = [h for h in system_tuning.Deferred(out) if h not in unseen]
+    for lost in unseen:
+      ssh = shlex.join(['ssh', '-p', str(self.vm.port), '-i', self.vm.keyfile,
+                        f'{self.vm.user}@{self.vm.ip_address}'])
+      # A run whose record is gone can never be torn down, so without this
+      # the machine stayed tuned, with this warning at every teardown.
+      logging.warning(terminal_text.Printable(
+          f'Settings on {self.vm.name} stay tuned for {lost}, whose run has '
+          f'no workspace there ({root}/pkb-{lost.split("/")[0]}.*): nothing '
+          'of it runs there. If no teardown of that run can run (its run '
+          'record lost), give its place up: '
+          + system_tuning.GiveBackCommand(lost, ssh)))
     if deferred:
       logging.warning(
           'Settings on %s stay tuned while the tuning of %s is in force '
