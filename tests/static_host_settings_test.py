@@ -10,7 +10,6 @@ tuned is this one: each test puts back what it read first, whatever
 happens, and checks the machine is as it was.
 """
 
-import fcntl
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ import pytest
 import e2e_support as e2e
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
@@ -60,24 +60,39 @@ def _Script(command):
 # machine's, so two of these tests side by side (pytest -n without
 # ./scripts/test.sh's --dist loadfile hands one file's tests to several
 # workers; another checkout runs this file too) each see the other's
-# tuning and lease place, and the first torn down gives nothing back.
-_MACHINE_LOCK = '/run/lock/pkb-static-host-settings-test.lock'
+# tuning and lease place, and the first torn down gives nothing back. The
+# runs' own lock (run_scope.RunLock, under a name no run_uri has: it has
+# '-'), so its file goes with its holder; the tests run as root, so every
+# checkout's take the one in root's lock directory.
+_MACHINE_LOCK = 'static-host-settings-test'
+
+
+def _TakeMachine() -> run_scope.RunLock:
+  """The machine lock, once the test holding it (if any) lets it go."""
+  lock = run_scope.RunLock(_MACHINE_LOCK)
+
+  def Took():
+    try:
+      lock.Acquire()
+    except errors.UsageError:  # Held: another test tunes the machine.
+      return False
+    return True
+
+  e2e.WaitFor(Took, 'turn on this machine (the other tests tuning it)',
+              timeout=600)
+  return lock
 
 
 @pytest.fixture
 def machine(shipped_scripts):
   """This machine's settings before the test, taken in turn with the other
-  tests tuning it (_MACHINE_LOCK), put back after it whatever happened
+  tests tuning it (_TakeMachine), put back after it whatever happened
   (the test checks the run did that itself, first) by the tuning's own
   restore: a lease of the values before, held by the fixture alone; the
   tuning's script found where shipped_scripts put it."""
   del shipped_scripts  # In the environment.
-  # No link followed (a sticky directory others write); the lock goes with
-  # its holder, whatever ends it.
-  lock = os.open(_MACHINE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
-                 0o600)
+  lock = _TakeMachine()
   try:
-    fcntl.flock(lock, fcntl.LOCK_EX)
     assert not os.path.lexists(system_tuning.LEASE_FILE), (
         'a tuning is in force on this machine; tear its run down first')
     before = _InForce()
@@ -89,7 +104,7 @@ def machine(shipped_scripts):
     assert _InForce() == before
     assert not os.path.lexists(system_tuning.LEASE_FILE)
   finally:
-    os.close(lock)
+    lock.Release()
 
 
 def _StaticFile(tmp_path, server):
