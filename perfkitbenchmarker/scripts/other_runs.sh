@@ -5,7 +5,7 @@
 #   busy WORKSPACE PID NAME   a process works in it (run_processes.sh's
 #                             busy: the ownership rule)
 #   idle WORKSPACE            none does (a run that ended without teardown,
-#                             or one between two stages)
+#                             one between two stages, or one provisioning)
 # Only directories of this user's own (own_dir's rule: never a symlink,
 # another user's or one others can write; a process working in one of ours
 # is ours), the first LIMIT of them; RUN_URI's own are left out. Read by
@@ -42,6 +42,11 @@ scan() {
 if [ -z "${5-}" ]; then
   scan "$@"
   exit 0
+fi
+if ! command -v flock > /dev/null; then
+  echo "flock (util-linux) is not installed; it keeps two runs from" \
+    "starting on this machine at one moment" >&2
+  exit 1
 fi
 exec {claim}<"$root" || exit 1
 if ! flock -w "$4" "$claim"; then
