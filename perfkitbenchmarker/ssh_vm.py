@@ -585,7 +585,10 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         retry_error_callback=GaveUp)(Attempt)
     if rc in (124, 137) and self._clock() - start >= timeout:
       rc = -9  # Timed out on the VM: report it like a local timeout.
-    if not remote_shell.Started(err):
+    # Killed before its timeout (a stop: SIGINT, the run's deadline) is no
+    # sign of a login that hangs: the -9 goes back as before.
+    if not remote_shell.Started(err) and (
+        rc != -9 or self._clock() - start >= timeout):
       raise self._NotStarted(rc, out, err, timeout + LOCAL_GRACE_S)
     return remote_shell.CommandStdout(out), err, rc
 
