@@ -551,6 +551,40 @@ def _PruneUnheld(root: str, keep: str) -> None:
       os.close(fd)
 
 
+def HeldRunLocks(root: Optional[str] = None) -> List[Tuple[str, str]]:
+  """(run_uri, owner line) of each run whose pkb on this machine holds its
+  lock now (a run from its start to its end, whatever stage: one still
+  provisioning too), at most _PRUNE_AT_MOST, as _PruneUnheld reads them;
+  the lock tried shared and let go at once, the file never removed."""
+  root = root or LockRoot()
+  try:
+    with os.scandir(root) as entries:
+      names = [e.name for e in itertools.islice(entries, _PRUNE_AT_MOST)]
+  except OSError:
+    return []
+  held = []
+  for name in names:
+    run_uri = name[:-len('.lock')]
+    if not (name.endswith('.lock') and
+            re.fullmatch(RUN_URI_PATTERN, run_uri)):
+      continue
+    try:
+      fd = os.open(os.path.join(root, name),
+                   os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+      continue  # Gone, or not a file to open.
+    try:
+      fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+      held.append((run_uri, os.pread(fd, 200, 0).decode(
+          errors='replace').strip()))
+    except OSError:
+      pass
+    finally:
+      os.close(fd)  # Drops the shared lock, if taken.
+  return held
+
+
 def ReleaseAll() -> None:
   """Every lock this process holds, released."""
   for lock in list(_HELD.values()):

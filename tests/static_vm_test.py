@@ -21,6 +21,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
@@ -649,6 +650,23 @@ def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
     assert (f'is in use by run so{PID} (sleep PID {sleeper.pid} works in '
             f'its workspace {workspace})') in str(refusal)
     assert e2e_support.Workspaces(f'sp{PID}', root) == []
+    # A still provisioning: nothing works in its workspace yet, but its
+    # pkb holds its run lock on this runner. Before: B went on (a WARNING).
+    sleeper.kill()
+    sleeper.wait()
+    a_lock = run_scope.RunLock(f'so{PID}').Acquire()
+    try:
+      with pytest.raises(errors.UsageError) as refused:
+        b.WaitForSsh(30)
+    finally:
+      a_lock.Release()
+    assert (f'is in use by run so{PID} (its pkb holds its run lock on this '
+            f'runner, pid {os.getpid()} on ') in str(refused.value)
+    assert f'nothing works in its workspace {workspace} yet' in str(
+        refused.value)
+    assert e2e_support.Workspaces(f'sp{PID}', root) == []
+    b.WaitForSsh(30)  # A's pkb gone: its workspace is only warned about.
+    assert len(e2e_support.Workspaces(f'sp{PID}', root)) == 1
   finally:
     os.close(lock)
     thread.join(60)

@@ -210,6 +210,9 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
   CLOUD = CLOUD
   KIND = 'static_vm'
   CAN = providers.CAPABILITIES[CLOUD]
+  # run_uri -> owner line of the other runs whose pkb holds its run lock on
+  # this runner, as ClaimScript found them.
+  _live: Dict[str, str] = {}
 
   def _Create(self) -> None:
     self.WaitForSsh(SSH_TIMEOUT_S)
@@ -225,35 +228,54 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
     before either had made its workspace, and both went on."""
     if os.environ.get(SHARED_MACHINES_ENV) == '1':
       return make
+    # A run provisioning has nothing working in its workspace yet; its pkb
+    # holds its run lock, which a run started from this runner can see.
+    self._live = dict(lock for lock in run_scope.HeldRunLocks()
+                      if lock[0] != self.run_uri)
     return shlex.join(shell_scripts.Inline(
         'other_runs.sh', root, self.run_uri, OTHER_RUNS_AT_MOST,
-        CLAIM_WAIT_S, make))
+        CLAIM_WAIT_S, make, ','.join(self._live)))
 
   def CheckNotInUse(self, out: str) -> str:
     """Refuses, in one line, a machine where another run of the login user
     is live (ClaimScript found it and made nothing of this run there): a
     process works in that run's workspace (run_processes' rule;
     scripts/other_runs.sh reads only directories of the user's own).
-    Another run's workspace nothing works in (a run killed before its
-    teardown, one between two stages, or one still provisioning: nothing
-    of it runs there yet) gets one WARNING and the run goes on. Checked
+    A run whose workspace nothing works in yet but whose pkb holds its
+    run lock on this runner (one provisioning: installs come before its
+    first server) is refused too. Another run's workspace nothing works in
+    (a run killed before its teardown, one between two stages, or one
+    provisioning from another runner) gets one WARNING and the run goes
+    on. Checked
     when the run provisions the machine, the one stage every run on it
     starts with; a later stage of the run is not checked again. Returns
     the rest of `out`: the scratch directory's line."""
     if os.environ.get(SHARED_MACHINES_ENV) == '1':
       return out
     root = record_checks.REMOTE_SCRATCH_ROOT
+    kinds = ('busy ', 'live ', 'idle ')
     found_lines = [line for line in out.splitlines()
-                   if line.startswith(('busy ', 'idle '))]
+                   if line.startswith(kinds)]
     made = '\n'.join(line for line in out.splitlines()
-                     if not line.startswith(('busy ', 'idle ')))
+                     if not line.startswith(kinds))
     busy, idle = [], []
     for line in found_lines:
-      found = re.fullmatch(r'busy (\S+) (\d+) (.*)|idle (\S+)', line)
-      workspace = found and (found.group(1) or found.group(4))
+      found = re.fullmatch(
+          r'busy (\S+) (\d+) (.*)|idle (\S+)|live (\S+)', line)
+      workspace = found and (found.group(1) or found.group(4) or
+                             found.group(5))
       run = workspace and run_scope.WorkspaceRun(workspace, root)
-      if run and run != self.run_uri:
-        (busy if found.group(1) else idle).append((run, workspace, found))
+      if not run or run == self.run_uri:
+        continue
+      if found.group(1):
+        busy.append((run, f'{found.group(3)} PID {found.group(2)} works in '
+                     f'its workspace {workspace}'))
+      elif found.group(5):
+        busy.append((run, f'its pkb holds its run lock on this runner, '
+                     f'{self._live.get(run) or "unnamed"}; '
+                     f'nothing works in its workspace {workspace} yet'))
+      else:
+        idle.append((run, workspace, found))
     where = f'{self._Target()} port {self.port}'
     with _idle_said_lock:
       new = [(run, workspace) for run, workspace, _ in idle
@@ -264,17 +286,16 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           f'{self.name}: {where} holds the workspace of run(s) '
           f'{", ".join(f"{run} ({workspace})" for run, workspace in new)} '
           'with no process working in it (a run that ended without its '
-          'teardown, one between two stages, or one still provisioning), '
+          'teardown, one between two stages, or one provisioning from '
+          'another runner), '
           'which does not stop this '
           'run. A run\'s '
           'teardown removes it: ./pkb.py --run_stage=teardown '
           '--run_uri=<run_uri>'))
     if busy:
       shown = {}  # Each run once, with what shows it is alive.
-      for run, workspace, found in busy:
-        shown.setdefault(run, f'run {run} ({found.group(3)} PID '
-                         f'{found.group(2)} works in its workspace '
-                         f'{workspace})')
+      for run, why in busy:
+        shown.setdefault(run, f'run {run} ({why})')
       runs, rest = list(shown)[:3], list(shown)[3:]
       # Every live run is named: the ones past the third by run_uri only.
       more = (f' and {len(rest)} more (run {", ".join(rest)})' if rest
