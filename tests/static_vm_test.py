@@ -694,6 +694,10 @@ def test_a_login_whose_startup_files_hang_is_said_to_hang(
       'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
       keyfile=keyfile, port=sshd.port, run_uri=f'su{PID}',
       connect_timeout=2)
+  fresh = provider.StaticVirtualMachine(
+      vm.spec, 'servers-0', 'servers', user=sshd.user,
+      ip_address=sshd.host, keyfile=keyfile, port=sshd.port,
+      run_uri=f'sv{PID}', connect_timeout=1)
   vm.WaitForSsh(20)
   bashrc = home / '.bashrc'
   # Past both kills (1.5 s after each ssh started); ssh's master holds a
@@ -702,14 +706,13 @@ def test_a_login_whose_startup_files_hang_is_said_to_hang(
   try:
     with pytest.raises(ssh_vm.SshError) as hung:
       vm.RemoteCommand('true', timeout=1)
-    fresh = provider.StaticVirtualMachine(
-        vm.spec, 'servers-0', 'servers', user=sshd.user,
-        ip_address=sshd.host, keyfile=keyfile, port=sshd.port,
-        run_uri=f'sv{PID}', connect_timeout=1)
     with pytest.raises(ssh_vm.SshError) as waited:
       fresh.WaitForSsh(1)
   finally:
     bashrc.write_text('')
+    vm.CleanUpScratch()
+    vm.StopMaster()
+    fresh.StopMaster()
   for error in (hung, waited):
     assert re.match(
         f'servers-0: SSH to {re.escape(sshd.user)}@{sshd.host} port '
@@ -718,6 +721,3 @@ def test_a_login_whose_startup_files_hang_is_said_to_hang(
     assert 'startup files (~/.bashrc' in str(error.value)
     assert 'ended before' not in str(error.value)
   assert e2e_support.Workspaces(f'sv{PID}') == []
-  vm.CleanUpScratch()
-  vm.StopMaster()
-  fresh.StopMaster()
