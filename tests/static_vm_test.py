@@ -18,6 +18,7 @@ import e2e_support
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
@@ -25,6 +26,7 @@ from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
+from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
 
@@ -609,11 +611,9 @@ def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
   # in /tmp would refuse B as well.
   root = tmp_path / 'root'
   root.mkdir(mode=0o755)
-  monkeypatch.setattr(provider.record_checks, 'REMOTE_SCRATCH_ROOT',
-                      str(root))
+  monkeypatch.setattr(record_checks, 'REMOTE_SCRATCH_ROOT', str(root))
   b = provider.StaticVirtualMachine(
-      provider.virtual_machine.VmSpec(cloud=provider.CLOUD,
-                                      machine_type='static'),
+      virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
       'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
       keyfile=sshd.user_key, port=sshd.port, run_uri=f'sp{PID}')
   outcome = []
@@ -689,8 +689,7 @@ def test_a_login_whose_startup_files_hang_is_said_to_hang(
   keyfile = sshd.AuthorizeStubbedKey(str(tmp_path / 'login'), {}, env={
       'HOME': str(home), 'SHLVL': '0'})
   vm = provider.StaticVirtualMachine(
-      provider.virtual_machine.VmSpec(cloud=provider.CLOUD,
-                                      machine_type='static'),
+      virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
       'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
       keyfile=keyfile, port=sshd.port, run_uri=f'su{PID}',
       connect_timeout=2)
