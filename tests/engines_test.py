@@ -320,6 +320,10 @@ def test_redis_benchmark_is_refused_a_one_primary_cluster_by_the_plan(
       continue
     with pytest.raises(errors.UsageError, match=refusal):
       redis_memtier_benchmark.CheckPrerequisites(config)
+  # memtier (installed: Local refuses --load_generator=memtier without it)
+  # takes a one-primary cluster.
+  monkeypatch.setattr(redis_memtier_benchmark.shutil, 'which',
+                      lambda name: name)
   pkb_flags.load_generator = 'memtier'
   redis_memtier_benchmark.CheckPrerequisites(config)
 

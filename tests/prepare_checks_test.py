@@ -204,6 +204,27 @@ def test_a_local_machine_without_a_c_compiler_is_refused_up_front(
   bench.CheckPrerequisites({})
 
 
+def test_local_memtier_asked_for_but_not_installed_is_refused_up_front(
+    pkb_flags, monkeypatch):
+  # Local installs nothing: `./pkb.py --load_generator=memtier` without a
+  # memtier on PATH passed its dry run, provisioned and stopped at prepare
+  # ('memtier_benchmark not found on clients-0', exit 1).
+  from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench  # pylint: disable=g-import-not-at-top
+  which = bench.shutil.which
+  monkeypatch.setattr(bench.shutil, 'which',
+                      lambda name, *a, **k: None
+                      if name == 'memtier_benchmark' else which(name, *a, **k))
+  pkb_flags.load_generator = 'memtier'
+  with pytest.raises(errors.UsageError, match='--load_generator=memtier: '
+                     'memtier_benchmark is not on PATH on this machine'):
+    bench.CheckPrerequisites({})
+  pkb_flags.load_generator = 'auto'  # Falls back to redis-benchmark.
+  bench.CheckPrerequisites({})
+  pkb_flags.load_generator = 'memtier'
+  pkb_flags.cloud = 'GCP'  # Client VMs install it.
+  bench.CheckPrerequisites({})
+
+
 def test_the_library_is_compiled_with_the_scratch_directory_as_tmpdir():
   """cc writes its assembly and object files in TMPDIR and reads them back
   by name: in one others can rename things in (no sticky bit; strace of a

@@ -90,6 +90,14 @@ def CheckPrerequisites(config):
     # first probe: without one the run stopped there, after its shards and
     # preload, while the dry run said nothing.
     raise errors.UsageError(argv_secret.NoCompiler('this machine'))
+  if (local and opts.generator.choice == 'memtier' and not path and
+      not shutil.which(memtier.DEFAULT_PATH)):
+    # Local installs nothing: the run stopped at prepare, after provision
+    # (exit 1), and its dry run said nothing.
+    raise errors.UsageError(
+        '--load_generator=memtier: memtier_benchmark is not on PATH on this '
+        'machine, which installs nothing; give --memtier_path, install it '
+        '(README: Load generators) or use --load_generator=redis_benchmark.')
   # Local picks redis-benchmark without memtier on PATH.
   local_fallback = (local and opts.generator.choice == 'auto' and not path
                     and not shutil.which(memtier.DEFAULT_PATH))
