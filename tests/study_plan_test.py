@@ -12,6 +12,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import cost_estimate
+from perfkitbenchmarker import errors
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.study import options
 from perfkitbenchmarker.study import plan
@@ -293,7 +294,41 @@ def test_the_curve_is_planned_and_estimated_where_it_runs(pkb_flags):
   pkb_flags.memtier_path = '/usr/bin/true'
   assert 'rate-limiting), 3 s each; --memtier' in _Text(_Options(pkb_flags))
   pkb_flags.redis_optimize_shards = True
+  # Given, the curve's flags are refused there (RequireOneCappedAnswer);
+  # its default draws none.
+  pkb_flags.memtier_curve_run_duration = None
+  pkb_flags.memtier_curve_rate_percents = None
   assert plan.CurveProbes(_Options(pkb_flags)) == 0
+
+
+@pytest.mark.parametrize('run', ['memtier_fixed_load',
+                                 'redis_optimize_shards'])
+def test_hold_and_curve_flags_are_refused_where_no_answer_is_searched(
+    pkb_flags, run):
+  # './pkb.py --redis_optimize_shards --memtier_curve_rate_percents=50'
+  # and '--memtier_fixed_load --memtier_hold_duration=10' passed their dry
+  # runs and ran no curve and no hold, without a word.
+  pkb_flags.memtier_path = '/usr/bin/true'
+  pkb_flags.load_generator = 'memtier'
+  pkb_flags[run].value = True
+  _Options(pkb_flags)  # Their defaults: nothing asked.
+  pkb_flags.memtier_hold_duration = 0
+  pkb_flags['memtier_curve_rate_percents'].parse('')
+  _Options(pkb_flags)  # Turned off: nothing asked either.
+  for name, text in [('memtier_hold_duration', '10'),
+                     ('memtier_curve_rate_percents', '50,90'),
+                     ('memtier_curve_run_duration', '2')]:
+    pkb_flags[name].parse(text)
+    with pytest.raises(errors.UsageError, match=(
+        f'--{name}={text}: a --{run} run has no single capped answer to '
+        f'hold or to draw the latency-throughput curve under.*drop it or '
+        f'--{run}')):
+      _Options(pkb_flags)
+    pkb_flags[name].value = pkb_flags[name].default
+  pkb_flags[run].value = False
+  pkb_flags['memtier_hold_duration'].parse('10')
+  pkb_flags['memtier_curve_rate_percents'].parse('50,90')
+  _Options(pkb_flags)  # A capped search holds and draws them.
 
 
 def test_the_shard_study_plan_names_the_counts_the_run_climbs(pkb_flags):

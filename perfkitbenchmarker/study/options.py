@@ -182,6 +182,7 @@ class RedisStudyOptions:
   @classmethod
   def FromFlags(cls, f) -> 'RedisStudyOptions':
     _CheckWorkloadFlags(f)
+    search_options.RequireOneCappedAnswer(f)
     if (providers.CapabilitiesOfRun(f).is_runner_machine and
         f.redis_server_version != 'distro'):
       engine_options.CheckLocalVersion(f.redis_engine,

@@ -39,6 +39,30 @@ def RequireNoShardSearch(f, benchmark: str, instead: str) -> None:
         f'{instead}.')
 
 
+def RequireOneCappedAnswer(f) -> None:
+  """Refuses the hold's and the curve's flags, given, in one line, for a
+  run with no single capped answer to hold or to draw a curve under (a
+  --memtier_fixed_load run, a --redis_optimize_shards search): they were
+  accepted, and nothing was held or drawn, without a word."""
+  runs = ('--memtier_fixed_load' if f.memtier_fixed_load else
+          '--redis_optimize_shards' if f.redis_optimize_shards else None)
+  asked = []
+  if f.memtier_hold_duration:
+    asked.append(f'--memtier_hold_duration={f.memtier_hold_duration}')
+  if f.memtier_curve_rate_percents:
+    asked.append('--memtier_curve_rate_percents=' +
+                  ','.join(f.memtier_curve_rate_percents))
+  if f.memtier_curve_run_duration is not None:
+    asked.append(
+        f'--memtier_curve_run_duration={f.memtier_curve_run_duration}')
+  if runs and asked:
+    raise errors.UsageError(
+        f'{", ".join(asked)}: a {runs} run has no single capped answer to '
+        'hold or to draw the latency-throughput curve under, so it would '
+        f'run neither; drop {"it" if len(asked) == 1 else "them"} or '
+        f'{runs}.')
+
+
 @dataclasses.dataclass(frozen=True)
 class StaircaseOptions:
   clients_start: int = 16
