@@ -242,6 +242,29 @@ def test_a_cell_whose_run_stopped_before_its_answer_is_said(tmp_path):
   assert 'stopped before one' in line
 
 
+def test_a_fixed_load_run_is_not_a_run_that_stopped_before_its_answer(
+    tmp_path):
+  """A --memtier_fixed_load run (the Redis-vs-Dragonfly and flash presets)
+  has no capped answer by design: compare listed each of its workloads as
+  'no answer (1 of 1 run): run c1: probed but recorded no latency-capped
+  answer (it stopped before one)' and the banner counted them ('17 cell(s)
+  recorded no answer (their runs stopped before one)') though every run
+  finished; a capped search's stopped run still is one."""
+  fixed = [_Row('c1', 'throughput', 20000, 'ops/sec', START + i, 'C',
+                probe_index=i, probe_role='fixed', threads=1, clients=4,
+                average_latency_ms=0.2) for i in range(2)]
+  stopped = [r for r in _Run('b1', 'B', 20000, 300, 5)
+             if r['metric'] == 'throughput']
+  earlier = [_Run(f'p{days}', 'A', 30000, 300, -24 * 60 * days)
+             for days in (1, 2, 3)]
+  frame, _ = _Frame(tmp_path, earlier + [_Run('a1', 'A', 30000, 300, 0),
+                                         fixed, stopped])
+  analysis = report.Analyze(frame, report.Settings())
+  assert list(analysis.unranked['machine_type']) == ['B']
+  assert '1 cell(s) recorded no answer' in report.MakeHeadline(
+      analysis).known
+
+
 def test_a_night_of_unpriced_machines_names_no_best(tmp_path):
   """Static machines without a price: no row has ops/s per $/hr. The board
   called its first row (the alphabetically first cell, 'a-slow') 'best' at

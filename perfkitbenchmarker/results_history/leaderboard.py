@@ -39,6 +39,10 @@ NOISE_UNKNOWN_WITHIN = 'noise unknown (within-run interval only)'
 NOISE_UNKNOWN = 'noise unknown'
 # A cell of the night whose runs probed but recorded no answer.
 NO_ANSWER = 'no answer'
+# The probe role of a --memtier_fixed_load run's runs (study/fixed_load.py's
+# ROLE, read here from samples): such a run has no capped answer by design,
+# so it never stopped before one.
+FIXED_LOAD_ROLE = 'fixed'
 # A row without ops/s per $/hr (Static VMs have no price): nothing to rank
 # it by or compare with the best, so neither 'best' nor a noise call.
 UNPRICED = 'unpriced (not compared)'
@@ -197,6 +201,7 @@ def _StoppedBeforeAnswer(frame: pd.DataFrame, night: str,
   answered = set(runs_all['run_uri'].astype(str))
   probes = tonight[(tonight['metric'] == 'throughput') &
                    tonight['probe_role'].notna() &
+                   (tonight['probe_role'] != FIXED_LOAD_ROLE) &
                    ~tonight['run_uri'].astype(str).isin(answered)]
   return {cell: sorted(set(one['run_uri'].astype(str)))
           for cell, one in probes.groupby('cell', sort=True)}
