@@ -220,7 +220,7 @@ def test_a_cell_whose_run_stopped_before_its_answer_is_said(tmp_path):
   cell of the nightly matrix keeps its probes): its cell was on neither the
   leaderboard nor the not-ranked list, and the banner said 'All 1 answer
   confirmed', green."""
-  stopped = [r for r in _Run('b1', 'B', 20000, 300, 5)
+  stopped = [r for r in _Run('b1', 'B', 20000, 300, 5, held=True)
              if r['metric'] == 'throughput']
   # A's three nights before: a history long enough to check for
   # regressions, so the banner's colour is the stopped cell's doing.
@@ -263,6 +263,23 @@ def test_a_fixed_load_run_is_not_a_run_that_stopped_before_its_answer(
   assert list(analysis.unranked['machine_type']) == ['B']
   assert '1 cell(s) recorded no answer' in report.MakeHeadline(
       analysis).known
+
+
+def test_a_run_with_every_probe_over_the_cap_is_said_so(tmp_path, capsys):
+  """A search whose every probe was over the cap ends with no answer
+  (README "Verdicts"), not stopped: compare said 'probed but recorded no
+  latency-capped answer (it stopped before one)' of such runs (a p99 cap
+  on a busy machine, runs d21fd124, a3c9cd23 and b06d1e21)."""
+  over = [r for r in _Run('b1', 'B', 20000, 300, 5)
+          if r['metric'] == 'throughput']  # 4 probes, all over the cap
+  _, path = _Frame(tmp_path, [_Run('a1', 'A', 30000, 300, 0), over])
+  compare = script_modules.Load(COMPARE, 'compare_over_cap')
+  assert compare.Main(['compare', path]) == 0
+  printed = capsys.readouterr().out
+  assert ('B | redis | standalone, 1 shard/VM: no answer (1 of 1 run): run '
+          'b1: every probe was over the latency cap: no load under it, so no '
+          'latency-capped answer') in printed, printed
+  assert 'stopped before one)' not in printed.split('\n', 1)[1]
 
 
 def test_a_night_of_unpriced_machines_names_no_best(tmp_path):

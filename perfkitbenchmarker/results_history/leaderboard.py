@@ -23,7 +23,7 @@ from perfkitbenchmarker.results_history import nights
 # Every metadata key the leaderboard reads.
 METADATA_KEYS = answers_lib.METADATA_KEYS + (
     'price_basis', 'pricing_model', 'servers_price_source',
-    'servers_price_date')
+    'servers_price_date', 'probe_role', 'under_latency_cap')
 COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'capped_ops', 'capped_ops_ci95', 'interval_kind',
            'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
@@ -178,8 +178,7 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
         'answer_verdict': f'{NO_ANSWER} ({len(uris)} of {len(uris)} '
                           f'run{"s" if len(uris) > 1 else ""})',
         'limit': '',
-        'reasons': [f'run {u}: probed but recorded no latency-capped answer '
-                    '(it stopped before one)' for u in uris],
+        'reasons': [f'run {u}: {reason}' for u, reason in uris.items()],
         'run_answers': [{'run_uri': u, 'capped_ops': None,
                          'capped_ops_ci95': None, 'price_performance': None,
                          'verdict': NO_ANSWER, 'verdict_reason': None,
@@ -191,10 +190,10 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
 
 def _StoppedBeforeAnswer(frame: pd.DataFrame, night: str,
                          runs_all: pd.DataFrame):
-  """{cell: run_uris} of the night's runs that ran the study's probes but
-  have no answer at all (a run that failed or was stopped before it):
-  without this their cell was on neither the leaderboard nor the unranked
-  list."""
+  """{cell: {run_uri: why}} of the night's runs that ran the study's
+  probes but have no answer at all (a run that failed or was stopped before
+  it, or whose every probe was over the cap): without this their cell was
+  on neither the leaderboard nor the unranked list."""
   tonight = frame[frame[nights.NIGHT_COLUMN] == night]
   if 'probe_role' not in tonight.columns:
     return {}
@@ -203,8 +202,22 @@ def _StoppedBeforeAnswer(frame: pd.DataFrame, night: str,
                    tonight['probe_role'].notna() &
                    (tonight['probe_role'] != FIXED_LOAD_ROLE) &
                    ~tonight['run_uri'].astype(str).isin(answered)]
-  return {cell: sorted(set(one['run_uri'].astype(str)))
+  return {cell: {uri: _NoAnswerReason(run)
+                 for uri, run in one.groupby(one['run_uri'].astype(str),
+                                             sort=True)}
           for cell, one in probes.groupby('cell', sort=True)}
+
+
+def _NoAnswerReason(probes: pd.DataFrame) -> str:
+  """Why a run with probes has no answer: every probe over the cap (the
+  search's own end, README "Verdicts"), else it stopped before one."""
+  under = (probes['under_latency_cap'].astype(str).str.lower()
+           if 'under_latency_cap' in probes.columns else None)
+  if under is not None and under.isin(('true', 'false')).all() and not (
+      under == 'true').any():
+    return ('every probe was over the latency cap: no load under it, so no '
+            'latency-capped answer')
+  return 'probed but recorded no latency-capped answer (it stopped before one)'
 
 
 # Metadata the views read as numbers (int() of a VM count, float() of a

@@ -364,7 +364,7 @@ def MakeHeadline(analysis: Analysis) -> Headline:
       board_lib.NO_ANSWER).sum()) if not analysis.unranked.empty else 0
   if stopped:
     known += (f' {stopped} cell(s) recorded no answer (their runs stopped '
-              'before one).')
+              'before one, or found no load under the cap).')
   count = len(analysis.recent_regressions)
   window = analysis.settings.recent_nights
   lengths = analysis.points.groupby(['cell', 'metric']).size() if (
