@@ -180,12 +180,14 @@ def test_a_csv_path_that_is_not_a_csv_this_tool_wrote_is_left_alone(
   path.write_text('{"metric": "throughput", "value": 72530.0, '
                   '"run_uri": "902af480-x"}\n' * 3)
   before = path.read_bytes()
-  with pytest.raises(errors.Error, match='not a CSV this tool wrote'):
+  # Refused as bad input (exit 2, as another user's file is): `./pkb.py
+  # --csv_path=<a run's run_record.json>` exited 1, "failed".
+  with pytest.raises(errors.UsageError, match='not a CSV this tool wrote'):
     csv_publisher.CSVPublisher(str(path))
   # A first line that is blank reads as no header: rewritten the same way.
   notes = tmp_path / 'notes.txt'
   notes.write_text('\nimportant notes\nmore,notes\n')
-  with pytest.raises(errors.Error, match='not a CSV this tool wrote'):
+  with pytest.raises(errors.UsageError, match='not a CSV this tool wrote'):
     csv_publisher.CSVPublisher(str(notes))
   assert notes.read_text() == '\nimportant notes\nmore,notes\n'
   # Put there after the run opened its CSV: refused at the next sample.
@@ -207,7 +209,8 @@ def test_a_json_path_that_is_not_pkb_json_lines_is_left_alone(tmp_path,
   left behind."""
   path = tmp_path / 'run_record.json'
   path.write_text(text)
-  with pytest.raises(errors.Error, match='not PKB JSON lines this tool'):
+  with pytest.raises(errors.UsageError,
+                     match='not PKB JSON lines this tool'):
     json_publisher.JSONPublisher(str(path))
   assert path.read_text() == text
   (tmp_path / 'ours.json').write_text('')  # Empty, or PKB's: appended to.

@@ -43,7 +43,13 @@ class CSVPublisher:
     self._nofollow = results_file.CheckOwnFile(path)
     if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
       with results_file.Locked(path, self._nofollow) as fd:
-        self._Parse(results_file.ReadAll(fd))
+        data = results_file.ReadAll(fd)
+      try:
+        self._Parse(data)
+      except errors.Error as e:
+        # The --csv_path given, before the run starts: bad input (exit 2),
+        # as another user's file or a link there is.
+        raise errors.UsageError(str(e)) from None
 
   def _Parse(self, data: bytes) -> List[Dict[str, str]]:
     try:

@@ -39,7 +39,8 @@ class JSONPublisher:
     except (ValueError, RecursionError):
       row = None
     if not isinstance(row, dict) or 'metric' not in row:
-      raise errors.Error(
+      # The --json_path given, before the run starts: bad input (exit 2).
+      raise errors.UsageError(
           f'the results file {self.path} is not PKB JSON lines this tool '
           'wrote (its first line is not a sample); move it away or give '
           'another --json_path.')
