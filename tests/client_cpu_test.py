@@ -275,3 +275,58 @@ def test_a_recorded_series_reads_whole_and_cut_short(data_path):
   assert partial.foreign is None and partial.affinity == whole.affinity
   with pytest.raises(ValueError):
     client_cpu.Snapshot.Parse('[1]\n')
+
+
+def _ForeignLine(cpu_ticks, core=0):
+  """A foreign process's stat line (pid 77, started at tick 1234) that has
+  used `cpu_ticks` and last ran on `core`."""
+  fields = (['R', '1', '7', '7'] + ['0'] * 7 + [str(cpu_ticks), '0'] +
+            ['0'] * 6 + ['1234'] + ['0'] * 16 + [str(core)] + ['0'] * 15)
+  return f'77 (hog) {" ".join(fields)}'
+
+
+def test_the_foreign_share_is_over_the_scans_own_time():
+  # probe.sh appends the last scan once the tools have ended when its
+  # sampler took none while they ran (hog flake hunt 8): that scan began a
+  # second after its snapshot here, and the hog's ticks run until then.
+  # Half a core for 1.2 s over the 0.2 s between the snapshots read 100 %
+  # (300 %, capped); over the 1.2 s between the scans it is 50 %.
+  rows = ['cpu  0 0 0 0 0 0 0 0 0 0', 'cpu0 0 0 0 0 0 0 0 0 0 0']
+
+  def Pair(up0, up1):
+    return [client_cpu.Snapshot.Parse(snapshot_text.Text(
+        wall, uptime, rows, snapshot_text.Scan([_ForeignLine(ticks)], up)))
+            for wall, uptime, ticks, up in ((1000.0, 100.0, 0, up0),
+                                            (1000.2, 100.2, 60, up1))]
+
+  assert client_cpu.ForeignPct(*Pair(100.0, 101.2), [0]) == 50.0
+  # A scan that does not say when it began (records before it did): over
+  # the snapshots' window, as before.
+  assert client_cpu.ForeignPct(*Pair(None, None), [0]) == 100.0
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
+def test_a_probe_that_ends_before_a_scanned_snapshot_still_gets_one(tmp_path):
+  # Without a window, the sampler's first snapshot has no scan; the scans
+  # come after it (seconds each on a starved machine), then a snapshot
+  # with one every SAMPLE_EVERY_S. A probe that ended before one kept the
+  # first: its foreign share unknown, a client that waited for a CPU
+  # 83-100 % of the window was `latency`, not `disturbed` (hunt 8, over SSH
+  # with a hog). A 30 s SAMPLE_EVERY_S makes that case on any machine.
+  workspace = tmp_path / 'pkb-run.x'
+  workspace.mkdir()
+  base = str(workspace / 'probe')
+  script = concurrent.Script(base, ['sleep 1'], timeout_s=30,
+                             sample_every_s=30, run_root=str(workspace))
+  with open(base + '.sh', 'w') as f:
+    f.write(script)
+  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
+  assert rc == 0, err
+  bundle = concurrent.ParseBundle(out)
+  after = client_cpu.Snapshot.Parse(bundle['stat1'])
+  assert after.foreign is not None
+  # Scanned once the tool had ended, after the snapshot it belongs to.
+  assert after.scan_uptime_s >= after.uptime_s
+  cpu = client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None)
+  assert cpu.threads_seen == 1 and cpu.side.foreign_pct is not None

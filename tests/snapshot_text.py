@@ -33,5 +33,9 @@ def Cgroup(pid: int, directory: str, files: Dict[str, str]) -> List[Dict]:
       for name, text in files.items() for line in text.splitlines()]
 
 
-def Scan(stat_lines: Iterable[str]) -> List[Dict]:
-  return [{'scan': True}] + [{'fg': line} for line in stat_lines]
+def Scan(stat_lines: Iterable[str],
+         uptime: Optional[float] = None) -> List[Dict]:
+  """A foreign scan; `uptime`: when it began (not recorded if None)."""
+  head = {'scan': True} if uptime is None else {'scan': True,
+                                                'uptime': uptime}
+  return [head] + [{'fg': line} for line in stat_lines]

@@ -87,8 +87,9 @@ class Snapshot:
       default_factory=dict)
   cgroups: Dict[str, CgroupCpu] = dataclasses.field(default_factory=dict)
   # The scan of processes foreign to the run, by (pid, start) (None: no
-  # scan taken).
+  # scan taken), and the uptime as it began (None: not recorded).
   foreign: Optional[Dict[Tuple[int, float], process_stat.Stat]] = None
+  scan_uptime_s: Optional[float] = None
 
   @classmethod
   def Parse(cls, text: str) -> 'Snapshot':
@@ -124,6 +125,7 @@ class Snapshot:
     dirs: Dict[int, List[str]] = {}
     files: Dict[str, Dict[str, str]] = {}
     foreign: Optional[Dict[Tuple[int, float], process_stat.Stat]] = None
+    scan_uptime: Optional[float] = None
     for record in records[1:]:
       if 'cpu' in record:
         cores.update(Cores(record['cpu']))
@@ -150,6 +152,8 @@ class Snapshot:
           entry[record['file']] = record['text'].strip()
       elif 'scan' in record:
         foreign = {} if foreign is None else foreign
+        if record.get('uptime') is not None:
+          scan_uptime = float(record['uptime'])
       elif 'fg' in record:
         process = process_stat.Parse(record['fg'])
         foreign = {} if foreign is None else foreign
@@ -165,7 +169,8 @@ class Snapshot:
     return cls(float(head['wall']), float(head['uptime']), cores, threads,
                float(head['clk']) or DEFAULT_CLK_TCK, affinity,
                {pid: tuple(d) for pid, d in dirs.items()},
-               {d: _CgroupCpu(f) for d, f in files.items()}, foreign)
+               {d: _CgroupCpu(f) for d, f in files.items()}, foreign,
+               scan_uptime)
 
 
 def Cores(proc_stat: str) -> Dict[str, Tuple[float, ...]]:
@@ -404,11 +409,16 @@ def ForeignPct(before: Snapshot, after: Snapshot, cores: Sequence[int],
                own: Collection[int] = ()) -> Optional[float]:
   """CPU processes foreign to the run (from both snapshots' scans) and the
   hypervisor (steal) used on `cores`, in % of their capacity; None when a
-  snapshot has no scan. A process counts on the CPU it last ran on."""
+  snapshot has no scan. A process counts on the CPU it last ran on. Over
+  the time between the scans when both say when they began (a scan taken
+  after its snapshot, probe.sh's, counts from then), else between the
+  snapshots."""
   if (before.foreign is None or after.foreign is None or not cores or
       before.uptime_s is None or after.uptime_s is None):
     return None
   window = after.uptime_s - before.uptime_s
+  if before.scan_uptime_s is not None and after.scan_uptime_s is not None:
+    window = after.scan_uptime_s - before.scan_uptime_s
   if window <= 0:
     return None
   wanted = set(cores)

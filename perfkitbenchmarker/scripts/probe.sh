@@ -215,6 +215,14 @@ for p in "${pids[@]}"; do wait "$p"; done
 # naps in a builtin, so killing it leaves no child to find.
 { kill "$sampler"; wait; } 2>/dev/null
 [ -e "$base.stat1" ] || snap "$base.stat1"
+# A last snapshot without a foreign scan (the sampler's first, taken while
+# the first scan ran: on a starved machine that scan outlasts a short
+# probe) gets one now, timed by its own clock (ForeignPct): without it the
+# foreign share is unknown, and a client that waited for others' CPU most
+# of the window read as `latency` (hog flake hunt 8, over SSH).
+if ! grep -qF '{"scan":' "$base.stat1" 2>/dev/null; then
+  { fscan; whole; } >> "$base.stat1" 2>/dev/null
+fi
 # A command that did not end by itself (timed out, or its `timeout` was
 # killed: SIGKILL to the wrapper leaves the tool running, reparented) may
 # have left processes in the probe's group that would outlive the probe:

@@ -16,8 +16,9 @@
 #   {"pid":P,"cpus":LIST}           its Cpus_allowed_list (pcg)
 #   {"pid":P,"cgroup":DIR}          its cgroup and each parent with a CPU
 #   {"dir":DIR,"file":F,"text":L}   quota, each quota file and cpu.stat line
-#   {"scan":true}                   then {"fg":LINE}: the stat line of each
-#                                   process foreign to the run (fscan)
+#   {"scan":true,"uptime":S}        then {"fg":LINE}: the stat line of each
+#                                   process foreign to the run (fscan),
+#                                   S when the scan began
 #   {"whole":true}                  the snapshot's end: a snapshot written
 #                                   line by line and cut short (a starved
 #                                   sampler its stop gave up on) may end
@@ -152,12 +153,15 @@ pcg() {
   done 2>/dev/null < /proc/"$p"/cgroup
 }
 
-# fscan: {"scan":true}, then the stat line of every process that does not
-# work under PKB_RUN_ROOT (run_processes.sh's works_under) and is not
-# PKB_OWN_PID, i.e. the processes foreign to the run.
+# fscan: {"scan":true,"uptime":S} (S: /proc/uptime as it starts), then the
+# stat line of every process that does not work under PKB_RUN_ROOT
+# (run_processes.sh's works_under) and is not PKB_OWN_PID, i.e. the
+# processes foreign to the run.
 fscan() {
   [ -n "$PKB_RUN_ROOT" ] || return 0
-  echo '{"scan":true}'
+  local up
+  read -r up _ < /proc/uptime
+  echo "{\"scan\":true,\"uptime\":$up}"
   (
     root=${PKB_RUN_ROOT%/}
     for f in /proc/[0-9]*/stat; do
