@@ -330,3 +330,29 @@ def test_a_probe_that_ends_before_a_scanned_snapshot_still_gets_one(tmp_path):
   assert after.scan_uptime_s >= after.uptime_s
   cpu = client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None)
   assert cpu.threads_seen == 1 and cpu.side.foreign_pct is not None
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
+def test_a_first_scan_the_probe_outlasts_is_still_read(tmp_path):
+  # The sampler scans for the first snapshot after the tools start; the end
+  # of the probe stops it with a TERM that waits for the scan. Its handler
+  # exited before the scan's WHOLE line, so a scan that a probe outlasted
+  # (seconds on a starved machine) was not read: no foreign share (hunt 8,
+  # the kept raw output of a 'latency' probe whose client waited 69 %).
+  # A scan of 1 s here (snapshot.sh's fscan kept from redefinition), over
+  # a tool of 0.3 s.
+  workspace = tmp_path / 'pkb-run.x'
+  workspace.mkdir()
+  base = str(workspace / 'probe')
+  slow_scan = ('fscan() { sleep 1; echo \'{"scan":true,"uptime":1.0}\'; }; '
+               'readonly -f fscan')
+  script = concurrent.Script(base, ['sleep 0.3'], timeout_s=30,
+                             setup_lines=[slow_scan], run_root=str(workspace))
+  with open(base + '.sh', 'w') as f:
+    f.write(script)
+  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
+  assert rc == 0, err
+  bundle = concurrent.ParseBundle(out)
+  before = client_cpu.Snapshot.Parse(bundle['stat0'])
+  assert before.foreign == {} and before.scan_uptime_s == 1.0

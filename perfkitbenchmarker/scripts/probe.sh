@@ -150,9 +150,14 @@ stop_due() {
 # as born during the probe); stopped at once after it. Its own WHOLE line
 # (snapshot.sh) ends it: one cut short anyway is not read.
 scan0() {
-  trap 'exit 0' TERM
+  # A TERM waits for the scan (bash runs a trap once its foreground child
+  # is done), then for its WHOLE line: exiting in the trap itself left the
+  # scan without one, so it was not read (hog flake hunt 8).
+  local stop=
+  trap 'stop=1' TERM
   { fscan; whole; } >> "$base.stat0" 2>/dev/null
   trap - TERM
+  [ -z "$stop" ] || exit 0
 }
 
 rm -f "$base".*.pid "$base".*.stopped "$base.stat1"
