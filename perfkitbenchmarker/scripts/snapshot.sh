@@ -27,8 +27,9 @@
 #                                   part appended later (probe.sh's scan0)
 #                                   ends with one too; what follows the
 #                                   last one is not read.
-# It also sets SNAP_WALL to its head's wall clock, and SNAP_SEEN to 1 once a
-# live thread of a PID was read. Bash builtins only (read, echo, cd,
+# It also sets SNAP_WALL to its head's wall clock, SNAP_SEEN to 1 once a
+# live thread of a PID was read, and SNAP_LIVE[PID] to the number of its
+# live threads read. Bash builtins only (read, echo, cd,
 # $EPOCHREALTIME) but getconf once: snapshots run while the machine is
 # measured.
 
@@ -106,8 +107,10 @@ pthreads() {
     echo "{\"pid\":$1,\"tid\":$tid,\"stat\":$j}"
     # A zombie (argv_secret's finished process substitution) is no load.
     ptail
+    [[ $pt == ") Z "* ]] && continue
     # shellcheck disable=SC2034  # For the including script.
-    [[ $pt == ") Z "* ]] || SNAP_SEEN=1
+    SNAP_SEEN=1
+    SNAP_LIVE[$1]=$(( ${SNAP_LIVE[$1]:-0} + 1 ))
   done
 }
 
