@@ -140,6 +140,21 @@ def _RunScript(tmp_path, command, window_s):
   return (client_cpu.MeasureText(bundle['stat0'], bundle['stat1'], None),
           float(ended))
 
+def _ProbeInWorkspace(tmp_path, commands, **script_args):
+  """The probe script run on `commands` inside a run workspace of its own
+  (so the foreign scan leaves them out): its output bundle."""
+  workspace = tmp_path / 'pkb-run.x'
+  workspace.mkdir()
+  base = str(workspace / 'probe')
+  script = concurrent.Script(base, commands, timeout_s=30,
+                             run_root=str(workspace), **script_args)
+  with open(base + '.sh', 'w') as f:
+    f.write(script)
+  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
+  assert rc == 0, err
+  return concurrent.ParseBundle(out)
+
+
 
 @pytest.mark.e2e
 @pytest.mark.alone
@@ -313,16 +328,7 @@ def test_a_probe_that_ends_before_a_scanned_snapshot_still_gets_one(tmp_path):
   # a snapshot without: its foreign share unknown, a client that waited for
   # a CPU 83-100 % of the window was `latency`, not `disturbed` (hunt 8,
   # over SSH with a hog). A 30 s SAMPLE_EVERY_S keeps the first snapshot.
-  workspace = tmp_path / 'pkb-run.x'
-  workspace.mkdir()
-  base = str(workspace / 'probe')
-  script = concurrent.Script(base, ['sleep 1'], timeout_s=30,
-                             sample_every_s=30, run_root=str(workspace))
-  with open(base + '.sh', 'w') as f:
-    f.write(script)
-  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
-  assert rc == 0, err
-  bundle = concurrent.ParseBundle(out)
+  bundle = _ProbeInWorkspace(tmp_path, ['sleep 1'], sample_every_s=30)
   after = client_cpu.Snapshot.Parse(bundle['stat1'])
   assert after.foreign is not None
   # Scanned once the tool had ended, after the snapshot it belongs to.
@@ -341,18 +347,9 @@ def test_a_first_scan_the_probe_outlasts_is_still_read(tmp_path):
   # the kept raw output of a 'latency' probe whose client waited 69 %).
   # A scan of 1 s here (snapshot.sh's fscan kept from redefinition), over
   # a tool of 0.3 s.
-  workspace = tmp_path / 'pkb-run.x'
-  workspace.mkdir()
-  base = str(workspace / 'probe')
   slow_scan = ('fscan() { sleep 1; echo \'{"scan":true,"uptime":1.0}\'; }; '
                'readonly -f fscan')
-  script = concurrent.Script(base, ['sleep 0.3'], timeout_s=30,
-                             setup_lines=[slow_scan], run_root=str(workspace))
-  with open(base + '.sh', 'w') as f:
-    f.write(script)
-  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
-  assert rc == 0, err
-  bundle = concurrent.ParseBundle(out)
+  bundle = _ProbeInWorkspace(tmp_path, ['sleep 0.3'], setup_lines=[slow_scan])
   before = client_cpu.Snapshot.Parse(bundle['stat0'])
   assert before.foreign == {} and before.scan_uptime_s == 1.0
 
@@ -368,21 +365,12 @@ def test_a_slow_first_scan_does_not_cut_the_clients_window_short(tmp_path):
   # (snapshot.sh's fscan kept from redefinition; the later ones are quick)
   # over a tool of 1.2 s sampled every 0.2 s: the last snapshot taken while
   # it ran is its last one, not its first.
-  workspace = tmp_path / 'pkb-run.x'
-  workspace.mkdir()
-  base = str(workspace / 'probe')
   slow_first_scan = (
       'fscan() { read -r up _ < /proc/uptime; [ -e "$base.scanned" ] || '
       '{ : > "$base.scanned"; sleep 1.5; }; '
       'echo "{\\"scan\\":true,\\"uptime\\":$up}"; }; readonly -f fscan')
-  script = concurrent.Script(base, ['sleep 1.2'], timeout_s=30,
-                             setup_lines=[slow_first_scan],
-                             sample_every_s=0.2, run_root=str(workspace))
-  with open(base + '.sh', 'w') as f:
-    f.write(script)
-  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
-  assert rc == 0, err
-  bundle = concurrent.ParseBundle(out)
+  bundle = _ProbeInWorkspace(tmp_path, ['sleep 1.2'],
+                             setup_lines=[slow_first_scan], sample_every_s=0.2)
   before, after = (client_cpu.Snapshot.Parse(bundle[k])
                    for k in ('stat0', 'stat1'))
   assert after.uptime_s - before.uptime_s >= 0.8, (before.uptime_s,
@@ -401,18 +389,9 @@ def test_a_tool_whose_workers_ended_is_not_the_last_snapshot(tmp_path):
   # 9, over SSH beside 20 busy loops). Here a worker of 0.8 s, then 0.6 s
   # of the main thread alone, sampled every 0.2 s: the last snapshot is one
   # taken while the worker ran.
-  workspace = tmp_path / 'pkb-run.x'
-  workspace.mkdir()
-  base = str(workspace / 'probe')
   tool = (f'{sys.executable} -c "import threading, time; '
           't = threading.Thread(target=time.sleep, args=(0.8,)); t.start(); '
           't.join(); time.sleep(0.6)"')
-  script = concurrent.Script(base, [tool], timeout_s=30, sample_every_s=0.2,
-                             run_root=str(workspace))
-  with open(base + '.sh', 'w') as f:
-    f.write(script)
-  out, err, rc = vm_util.RunLocal(f'bash {base}.sh', timeout=60)
-  assert rc == 0, err
-  bundle = concurrent.ParseBundle(out)
+  bundle = _ProbeInWorkspace(tmp_path, [tool], sample_every_s=0.2)
   after = client_cpu.Snapshot.Parse(bundle['stat1'])
   assert len(after.threads) == 2, after.threads
