@@ -245,7 +245,12 @@ def test_helper_refusals():
     (dict(load_generator='redis_benchmark', memtier_key_pattern='G:G',
           memtier_distinct_client_seed=True),
      ['--memtier_key_pattern=G:G', '--memtier_distinct_client_seed',
-      'need memtier_benchmark']),
+      'need memtier_benchmark', 'those flags']),
+    # One flag named: it needs (the line said 'need ... them').
+    (dict(load_generator='redis_benchmark',
+          memtier_distinct_client_seed=True),
+     ['--memtier_distinct_client_seed needs memtier_benchmark',
+      'cannot do it', 'or that flag.']),
     (dict(load_generator='redis_benchmark', memtier_fixed_load=True,
           memtier_processes_per_client=2, memtier_requests=10),
      ['--memtier_requests', '--memtier_processes_per_client',
@@ -309,8 +314,9 @@ def test_memtier_only_settings_without_memtier_here_are_refused_before_start(
     assert pkb_main(args + dry + [f'--results_dir={tmp_path}']) == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1, err
-    assert 'need memtier_benchmark, but the load generator here is ' \
-        'redis-benchmark' in err
+    # One flag each here: it needs, and the run goes without it.
+    assert 'needs memtier_benchmark, but the load generator here is ' \
+        'redis-benchmark' in err and 'to run without it)' in err
     assert os.listdir(tmp_path) == []  # Refused before the run began.
   # --redis_benchmark_fallback runs it without them, as the presets do.
   assert pkb_main(args + ['--redis_benchmark_fallback', '--dry_run',

@@ -177,9 +177,10 @@ def CheckWorkload(opts) -> None:
     wanted = MemtierOnlyFeatures(w, g.requests, g.processes_per_client)
     if wanted:
       raise errors.UsageError(
-          f'{", ".join(wanted)} need memtier_benchmark; redis-benchmark '
-          'cannot do them: drop --load_generator=redis_benchmark (give '
-          '--memtier_path) or those flags.')
+          f'{_NeedMemtier(wanted)}; redis-benchmark cannot do '
+          f'{"it" if len(wanted) == 1 else "them"}: drop '
+          '--load_generator=redis_benchmark (give --memtier_path) or '
+          f'{"that flag" if len(wanted) == 1 else "those flags"}.')
   if not fixed.enabled:
     if g.requests is not None:
       raise errors.UsageError(
@@ -256,9 +257,15 @@ def RequireMemtier(generators, opts) -> List[str]:
   raise MemtierOnlyRefusal(wanted, ', '.join(sorted(names)))
 
 
+def _NeedMemtier(wanted: List[str]) -> str:
+  return (f'{", ".join(wanted)} {"needs" if len(wanted) == 1 else "need"} '
+          'memtier_benchmark')
+
+
 def MemtierOnlyRefusal(wanted: List[str], generator: str) -> errors.Error:
   """Why memtier-only settings cannot run on `generator`, in one line."""
   return errors.UsageError(
-      f'{", ".join(wanted)} need memtier_benchmark, but the load generator '
+      f'{_NeedMemtier(wanted)}, but the load generator '
       f'here is {generator} (memtier_benchmark is not installed; give '
-      '--memtier_path, or --redis_benchmark_fallback to run without them).')
+      '--memtier_path, or --redis_benchmark_fallback to run without '
+      f'{"it" if len(wanted) == 1 else "them"}).')
