@@ -212,7 +212,7 @@ class RunEstimate:
       bound = max(self.usd, self.usd_per_hour * timeout_minutes / 60)
       at_most = (f'; at most ${bound:.4f} if it runs to '
                  f'--timeout_minutes={timeout_minutes:g}')
-    lines.append(f'Cost: about {Minutes(self.minutes)}, estimated '
+    lines.append(f'Cost: {Minutes(self.minutes)}, estimated '
                  f'${self.usd:.4f}{at_most}.')
     return lines
 
@@ -220,7 +220,7 @@ class RunEstimate:
 def Minutes(minutes: float) -> str:
   """An estimate's minutes for people: a plan of seconds read 'about 0
   min'."""
-  return 'under a minute' if minutes < 0.5 else f'{minutes:.0f} min'
+  return 'under a minute' if minutes < 1 else f'about {minutes:.0f} min'
 
 
 def PreloadSeconds(rates: PhaseRates, keys: int, value_bytes: int,

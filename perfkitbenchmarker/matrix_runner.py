@@ -242,7 +242,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
       out.write(f'\n== Cell {cell.index}/{len(cells)}: {cell.label} ==\n')
       out.write('\n'.join(lines) + '\n')
   rows = [(c.index, c.label, cloud, server, e.vm_count,
-           '<1' if e.minutes < 0.5 else f'{e.minutes:.0f}',
+           '<1' if e.minutes < 1 else f'{e.minutes:.0f}',
            f'${e.usd:.2f}') for c, (e, cloud, server, _) in zip(cells, plans)]
   total_usd = sum(p[0].usd for p in plans)
   wall = cost_estimate.ScheduleMinutes([p[0].minutes for p in plans],
@@ -251,7 +251,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
                     'est. $'), rows)
   summary.append(
       f'Total: {len(cells)} cell(s), {sum(p[0].vm_count for p in plans)} VMs, '
-      f'estimated ${total_usd:.2f}; wall time about '
+      f'estimated ${total_usd:.2f}; wall time '
       f'{cost_estimate.Minutes(wall)} with '
       f'--run_processes={processes}.')
   out.write('\nMatrix plan:\n' + '\n'.join(summary) + '\n')
