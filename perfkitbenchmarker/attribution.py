@@ -362,7 +362,10 @@ def Short(metadata) -> str:
       SERVER_CPU: ('main thread', 'server_main_thread_pct'),
   }.get(name)
   if name == DISTURBED:
-    values = [metadata.get(k) for k in ('client_foreign_cpu_pct',
+    # The sample's foreign_cpu_pct is the probe's figure (the sides' scans
+    # and steal samplers): the line says no other number.
+    values = [metadata.get(k) for k in ('foreign_cpu_pct',
+                                        'client_foreign_cpu_pct',
                                         'server_foreign_cpu_pct')]
     values = [v for v in values if isinstance(v, (int, float))]
     if values:

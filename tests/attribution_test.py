@@ -266,3 +266,15 @@ def test_a_sampler_held_up_past_its_stop_ends_and_leaves_no_file(tmp_path):
     sampler.wait(timeout=10)
     sampler.stdout.close()
   assert os.listdir(tmp_path) == []
+
+
+def test_a_disturbed_probe_line_names_the_samples_foreign_cpu_pct():
+  """Recorded on a static machine beside a CPU hog: the line's figure is the
+  sample's foreign_cpu_pct (the probe's, steal included), never a smaller
+  per-side one."""
+  md = {'limit': 'disturbed', 'foreign_cpu_pct': 70.0,
+        'client_foreign_cpu_pct': 66.0, 'interference': True}
+  assert attribution.Short(md) == 'disturbed (foreign 70 %)'
+  assert attribution.Short({'limit': 'disturbed', 'foreign_cpu_pct': 66.0,
+                            'client_foreign_cpu_pct': 66.0}) == (
+                                'disturbed (foreign 66 %)')

@@ -368,12 +368,21 @@ def test_local_foreign_cpu_is_what_the_sides_scans_saw():
   assert interference.ProbeInterference([], from_sides=True).StopAll(
       client_sides=[quiet])[0] == {'foreign_cpu_pct': 4.0,
                                    'interference': False}
-  # On VMs the figure is steal time: the sides' scans do not count.
-  assert interference.ProbeInterference([]).StopAll(
-      client_sides=[side])[0] == {}
+  # A static machine (a VM or a host reached over SSH): the sides' scans
+  # count beside the steal samplers, so the sample's foreign_cpu_pct is the
+  # figure the probe's limit (client_foreign_cpu_pct) and line name.
+  static = interference.ForRun([types.SimpleNamespace(
+      cpu_set=[0], CAN=providers.CAPABILITIES['Static'])])
+  assert static.StopAll(client_sides=[side])[0] == {
+      'foreign_cpu_pct': 45.0, 'interference': True}
+  # A steal sampler seeing more than the sides: the larger one is the figure.
+  steal = interference.ProbeInterference([], steal_from_probes=True,
+                                         from_sides=True)
+  assert steal.StopAll(50.0, client_sides=[side])[0] == {
+      'foreign_cpu_pct': 50.0, 'interference': True}
 
 
-def test_for_run_uses_the_sides_on_local_or_steal_time():
+def test_for_run_uses_the_sides_everywhere_and_steal_time_on_vms():
   def Pinned(cloud):
     return [types.SimpleNamespace(cpu_set=[0],
                                   CAN=providers.CAPABILITIES[cloud]),
@@ -383,7 +392,7 @@ def test_for_run_uses_the_sides_on_local_or_steal_time():
   assert local_run.samplers == [] and local_run.from_sides
   cloud = interference.ForRun(Pinned('GCP'))
   assert [type(s) for s in cloud.samplers] == [interference.StealSampler] * 2
-  assert not cloud.from_sides
+  assert cloud.from_sides
 
 
 class _ProcStatVm:

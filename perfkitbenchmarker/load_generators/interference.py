@@ -5,12 +5,14 @@ Two runs sharing pinned cores each publish about half the real throughput
 something else used, in % of their capacity (`foreign_cpu_pct`; above
 `INTERFERENCE_PCT` the probe is flagged `interference`):
 
-* Local: what the probe's own snapshots saw (client_cpu.py): processes
-  working outside the run's root, and steal, on the client's cores and, by
-  `ServerCpuSampler`, on the server's.
-* VMs: `StealSampler`, the hypervisor's steal time on a VM's cores; a client
-  VM whose probe measures its own (`client_steal_pct`) is not read again
-  (`ForRun`'s `measured`).
+* Everywhere: what the probe's own snapshots saw (client_cpu.py):
+  processes working outside the run's root, and steal, on the client's cores
+  and, by `ServerCpuSampler`, on the server's. These are the figures the
+  probe's limit names (`client_foreign_cpu_pct`), so the sample's figure is
+  never below them.
+* VMs, besides: `StealSampler`, the hypervisor's steal time on a VM's cores;
+  a client VM whose probe measures its own (`client_steal_pct`) is not read
+  again (`ForRun`'s `measured`).
 
 `ServerCpuSampler` also gives the server's side for attribution.py. The
 samplers start in the background while the probe starts.
@@ -147,7 +149,7 @@ class ProbeInterference:
   Samplers start in the background (the probe starts meanwhile) and stop
   side by side. `steal_from_probes`: the probe's own `client_steal_pct`
   counts as one more figure (VMs whose probes measure it have no sampler);
-  `from_sides`: so does every side's `foreign_pct` (Local).
+  `from_sides`: so does every side's `foreign_pct` (ForRun: always).
   `clock`: monotonic seconds (injectable for tests).
   A probe whose load window ends at a known time before the tool does
   (memtier's idle last second: `Start(stop_after_s)`) has its samplers
@@ -253,8 +255,8 @@ class ProbeInterference:
 def ForRun(vms: Sequence, measured: Sequence = (),
            server_pids: Optional[Callable[[Any], Iterable[int]]] = None
            ) -> ProbeInterference:
-  """The foreign CPU the probe's sides saw when every VM is the runner's
-  machine (no hypervisor between them to steal); elsewhere steal time.
+  """The foreign CPU the probe's sides saw; when a VM is not the runner's
+  machine, its steal time too.
 
   `measured`: client VMs whose probes report their own steal time
   (`client_steal_pct`); no sampler reads their machines again.
@@ -267,7 +269,7 @@ def ForRun(vms: Sequence, measured: Sequence = (),
     return ProbeInterference([], from_sides=True, servers=servers)
   if not measured:
     return ProbeInterference([StealSampler(vm) for vm in vms],
-                             servers=servers)
+                             servers=servers, from_sides=True)
   # Steal time is the machine's: one sampler per machine (and core set).
   seen = {(virtual_machine.MachineLane(vm), tuple(vm.cpu_set or ()))
           for vm in measured}
@@ -277,7 +279,8 @@ def ForRun(vms: Sequence, measured: Sequence = (),
     if key not in seen:
       seen.add(key)
       samplers.append(StealSampler(vm))
-  return ProbeInterference(samplers, steal_from_probes=True, servers=servers)
+  return ProbeInterference(samplers, steal_from_probes=True, servers=servers,
+                           from_sides=True)
 
 
 def BracketSides(probe: Optional[ProbeInterference], run: Callable[[], _T],
