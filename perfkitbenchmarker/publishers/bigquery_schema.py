@@ -294,27 +294,44 @@ def FindResultsFiles(paths: Iterable[str],
   return found
 
 
-def _IterPathRows(path: str
-                 ) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
-  """IterRows of a file given by name, or of every results file under a
-  directory, each read as the directory's own (regular_files.Directory, as
-  compare reads a tree): one that is not (a symlink, a FIFO, another
-  user's hard link) is a ResultsFileError, never followed out of it."""
-  found = FindResultsFiles([path])
-  if not os.path.isdir(path):
-    yield from IterRows(path)
-    return
+def IterTreeFiles(path: str,
+                  not_own: Optional[Callable[[str], None]] = None,
+                  linked_dir: Callable[[str], None] = lambda path: None
+                 ) -> Iterator[Tuple[regular_files.Directory, str, BinaryIO]]:
+  """(directory, relative path, open file) of every results file under
+  directory `path` (FindResultsFiles), each opened as the directory's own
+  (regular_files.Directory, as compare reads a tree). One that is not (a
+  symlink, a FIFO, another user's hard link) is never followed out of it:
+  `not_own` is told one line, or without it a ResultsFileError."""
+  found = FindResultsFiles([path], linked_dir)
   try:
     directory = regular_files.Directory(path)
   except regular_files.NotRegular as e:
     raise ResultsFileError(str(e)) from None
   with directory:
     for file in found:
+      rel = os.path.relpath(file, path)
       try:
-        f = directory.Open(os.path.relpath(file, path))
+        f = directory.Open(rel)
       except regular_files.NotRegular as e:
-        raise ResultsFileError(f'{e}; give it by name to read it') from None
-      yield from IterRowsOf(f, file)
+        if not_own is None:
+          raise ResultsFileError(
+              f'{e}; give it by name to read it') from None
+        not_own(f'skipped {e}; give it by name to read it')
+        continue
+      yield directory, rel, f
+
+
+def _IterPathRows(path: str
+                 ) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
+  """IterRows of a file given by name, or of every results file under a
+  directory (IterTreeFiles: one not the directory's own is refused)."""
+  if not os.path.isdir(path):
+    FindResultsFiles([path])  # A missing path is a ResultsFileError.
+    yield from IterRows(path)
+    return
+  for _, rel, f in IterTreeFiles(path):
+    yield from IterRowsOf(f, os.path.join(path, rel))
 
 
 def ReadResultsFiles(paths: Iterable[str],

@@ -55,25 +55,9 @@ def _Shape(row: Dict[str, Any], metadata: Dict[str, Any]) -> Dict[str, Any]:
   return {'fixed': {f: row.get(f) for f in FIXED_FIELDS}, 'metadata': metadata}
 
 
-class NotTheTreesOwn(LoadError):
-  """A results file in a directory that is not its own regular file."""
-
-
-def IterJsonLines(path: str,
-                  directory: Optional[regular_files.Directory] = None
-                 ) -> Iterator[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped;
-  with `directory`, `path` is a file inside it (read as its own;
-  NotTheTreesOwn when it cannot be)."""
-  if directory is None:
-    rows = bigquery_schema.IterRows(path)
-  else:
-    try:
-      f = directory.Open(path)
-    except regular_files.NotRegular as e:
-      raise NotTheTreesOwn(str(e)) from None
-    rows = bigquery_schema.IterRowsOf(f, os.path.join(directory.path, path))
-  for row, metadata in rows:
+def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
+  """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped."""
+  for row, metadata in bigquery_schema.IterRows(path):
     yield _Shape(row, metadata)
 
 
@@ -154,26 +138,27 @@ def _RowsOf(path: str, skipped: Callable[[str], None]
       row['command_line'] = ReadCommandLine(path)
       yield row
     return
-  found = [os.path.relpath(f, path) for f in bigquery_schema.FindResultsFiles(
-      [path], lambda linked: skipped(
+  found = 0
+
+  def NotOwn(line: str) -> None:
+    nonlocal found
+    found += 1
+    skipped(line)
+
+  for directory, rel, f in bigquery_schema.IterTreeFiles(
+      path, NotOwn, lambda linked: skipped(
           f'skipped {linked}: a symbolic link to a directory (never followed '
-          'in a directory read as input); give it by name to read it'))]
+          'in a directory read as input); give it by name to read it')):
+    found += 1
+    command_line = ReadCommandLine(rel, directory)
+    source = os.path.join(path, rel)
+    for row, metadata in bigquery_schema.IterRowsOf(f, source):
+      row = _Shape(row, metadata)
+      row['source'] = source
+      row['command_line'] = command_line
+      yield row
   if not found:
     raise LoadError(f'{path}: no {RESULTS_FILE} under this directory')
-  try:
-    directory = regular_files.Directory(path)
-  except regular_files.NotRegular as e:
-    raise LoadError(str(e)) from None
-  with directory:
-    for rel in found:
-      command_line = ReadCommandLine(rel, directory)
-      try:
-        for row in IterJsonLines(rel, directory):
-          row['source'] = os.path.join(path, rel)
-          row['command_line'] = command_line
-          yield row
-      except NotTheTreesOwn as e:  # Raised before its first row.
-        skipped(f'skipped {e}; give it by name to read it')
 
 
 def Load(paths: Iterable[str] = (), bigquery_table: Optional[str] = None,
