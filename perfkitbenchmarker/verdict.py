@@ -161,7 +161,8 @@ def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
                        f'have {measurement.StatisticName(statistic)} '
                        f'latency {together}, not under the {cap} cap'))
   # The probes the figure rests on: the repeats that count (disturbed ones
-  # run again are not among them), else every probe at the answer's load.
+  # run again are not among them), else every probe at the answer's load
+  # but those disturbed repeats.
   indices = sorted(set(result.reported_indices))
   answer = [result.probes[i].measurement for i in indices]
   unsteady = [(i, m.metadata) for i, m in zip(indices, answer)

@@ -22,6 +22,7 @@ from perfkitbenchmarker import verdict
 from perfkitbenchmarker.linux_benchmarks import redis_memtier_benchmark as bench
 from perfkitbenchmarker.search import adaptive
 from perfkitbenchmarker.search import driver as search_driver
+from perfkitbenchmarker.search import linear as linear_policy
 from perfkitbenchmarker.search import repeats
 from perfkitbenchmarker.search import staircase
 from perfkitbenchmarker.search import stats
@@ -544,3 +545,44 @@ def test_the_search_aims_the_worst_second_under_the_target():
   assert all(steadiness.WorstSecondMs(p.measurement.per_second) < 1.0
              for p in result.confirmation_probes)
   assert verdict.OfSearch(result).confirmed
+
+
+def test_an_unconfirmed_figure_leaves_out_the_disturbed_repeat_set_aside():
+  # A linear walk confirming with 2 repeats: the first repeat (probe 1) is
+  # disturbed and run again; the 2 counted repeats are over the cap, so the
+  # answer is unconfirmed. Its figure is the mean at its load of the probes
+  # that count (0, 2, 3), not dragged to 85 ops/s by the disturbed 40.
+  script = [(100.0, 0.5, False), (40.0, 0.5, True), (100.0, 1.2, False),
+            (100.0, 1.2, False)]
+
+  def Measure(load):
+    ops, latency, disturbed = script.pop(0)
+    return _M(load, ops, latency, interference=disturbed,
+              foreign_cpu_pct=42.0 if disturbed else 1.0)
+  policy = linear_policy.LinearStepPolicy(
+      min_threads=1, max_threads=1, thread_increment=1, clients=8,
+      confirm_repeats=2)
+  result = search_driver.FindLatencyCappedMaximum(Measure, 1.0, policy)
+  assert not script  # every scripted probe ran
+  assert [p.index for p in result.excluded_probes] == [1]
+  assert result.unconfirmed_reason
+  assert result.at_load_indices == (0, 2, 3)
+  assert result.capped_throughput == pytest.approx(100.0)
+  assert not verdict.OfSearch(result).confirmed
+
+
+def test_an_unconfirmed_figure_of_only_set_aside_probes_keeps_them_all():
+  # The one rule's fallback: when every probe at the load was set aside,
+  # the figure is still their mean rather than none.
+  measure, _ = _Scripted([100.0])
+
+  class _SetAside:
+    NAME = 'set-aside'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      yield search_driver.ProbeRequest(Load(1, 8))
+      return search_driver.Outcome('scripted', 0, (), (0,), 'scripted')
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, _SetAside())
+  assert result.at_load_indices == (0,)
+  assert result.capped_throughput == pytest.approx(100.0)

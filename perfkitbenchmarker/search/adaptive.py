@@ -435,7 +435,8 @@ class AdaptiveRun:
             'capped throughput')
         return driver.Outcome('; '.join(self._notes))
       # An answer all the same, unconfirmed: the repeated load that came
-      # nearest to holding, its figure the mean of every probe there.
+      # nearest to holding, its figure the mean of every probe there
+      # but the disturbed repeats set aside (driver._Result).
       clients = min(failed, key=lambda c: failed[c].latency_ms)
       # The cap with its statistic ('1 ms p99'): this is the verdict's
       # reason, on the answer's samples.

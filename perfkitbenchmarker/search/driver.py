@@ -123,7 +123,8 @@ class Outcome:
     confirmation_indices: the repeats whose mean is the answer (not the
       disturbed ones that were run again: `excluded_indices`).
     unconfirmed_reason: set for an answer the policy could not confirm; its
-      figure is then the mean of every probe at its load.
+      figure is then the mean of every probe at its load but those in
+      `excluded_indices` (all of them if every one is there).
   """
   stop_reason: str
   best_index: Optional[int] = None
@@ -166,7 +167,8 @@ class SearchResult:
       did, so the answer is unconfirmed.
     unconfirmed_reason: why the policy or the budget left the answer
       unconfirmed (the verdict adds its own rules).
-    at_load: every probe at an unconfirmed answer's load combined, its
+    at_load: every probe at an unconfirmed answer's load combined (but the
+      disturbed repeats set aside, unless all were), its
       figure (never the best single probe, whose selection biases it
       upwards); `at_load_indices` and `at_load_ci95` go with it.
   """
@@ -287,9 +289,13 @@ def _Result(probes: Sequence[ProbeRecord], cap: measurement.LatencyCap,
   at_load = at_load_ci95 = None
   at_load_indices = ()
   if best is not None and (unconfirmed or len(confirmations) < 2):
-    # Not confirmed: the figure is every probe at the answer's load, the
-    # search probe that picked it, repeats and disturbed repeats alike.
+    # Not confirmed: the figure is every probe at the answer's load (the
+    # search probe that picked it and the repeats) but the disturbed
+    # repeats the policy set aside, as a confirmed answer leaves them out;
+    # all of them only when every probe there was set aside.
     same = [p for p in probes if p.load == best.load]
+    kept = [p for p in same if p.index not in outcome.excluded_indices]
+    same = kept or same
     at_load_indices = tuple(p.index for p in same)
     at_load = measurement.CombineRepeats([p.measurement for p in same])
     _, at_load_ci95 = stats.MeanAndCi95([p.throughput for p in same])

@@ -78,7 +78,8 @@ class RepeatSet:
     count = len(self.counted)
     return (f'its {count} repeat{"" if count == 1 else "s"} merged: '
             f'{self.counted[0].statistic} {self.latency_ms:.3f} ms; the '
-            'answer\'s figures merge every probe at that load')
+            'answer\'s figures merge every probe at that load but the '
+            'disturbed repeats run again')
 
   def Describe(self) -> str:
     """E.g. '3 repeats, +-4.1 % (the 2 % target is out of reach at this

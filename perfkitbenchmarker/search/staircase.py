@@ -120,7 +120,8 @@ class StaircasePolicy:
         break
       candidate = max(lower, key=lambda r: r.throughput)
     # An answer all the same, unconfirmed: the step whose repeats came
-    # nearest to holding, its figure the mean of every probe at its load.
+    # nearest to holding, its figure the mean of every probe at its load
+    # but the disturbed repeats set aside (driver._Result).
     nearest, done = min(tried, key=lambda t: t[1].latency_ms)
     # The cap with its statistic ('1 ms p99'): the verdict's reason.
     cap = measurement.LatencyCap(cap_ms, done.counted[0].statistic).Short()
