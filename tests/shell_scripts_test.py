@@ -142,3 +142,17 @@ def test_test_sh_fills_a_fresh_checkouts_collection_cache_once(tmp_path):
                  timeout=30, check=True)
   (run,) = log.read_text().splitlines()
   assert '--collect-only' not in run and '-n 4' in run, run
+
+
+@pytest.mark.e2e
+def test_snapshot_counts_live_threads_only_where_asked():
+  """SNAP_LIVE is probe.sh's (its `threads` rule); the server sampler never
+  reads it and took one more sum per live thread per snapshot, its array
+  growing over a run. Counted only with SNAP_COUNT_LIVE set."""
+  script = ('. ./snapshot.sh; SNAP_COUNT_LIVE=$1; pthreads $$ >/dev/null;'
+            ' pthreads $$ >/dev/null; echo "${#SNAP_LIVE[@]} ${SNAP_LIVE[$$]}"')
+  counts = [subprocess.run(
+      ['bash', '-c', script, 'bash', flag], cwd=shell_scripts.SCRIPTS_DIR,
+      capture_output=True, text=True, timeout=30, check=True).stdout.split()
+            for flag in ('', '1')]
+  assert counts == [['0'], ['1', '2']]  # bash -c: one live thread, twice.

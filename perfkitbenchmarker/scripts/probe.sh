@@ -63,6 +63,8 @@ kept_live=()
 snap() {
   local t f k p scan=scan ps=() SNAP_SEEN='' how=" ${*:2} "
   local -a SNAP_LIVE=()
+  # shellcheck disable=SC2034  # Read by snapshot.sh: count SNAP_LIVE.
+  local SNAP_COUNT_LIVE=1
   [[ $how != *" noscan "* ]] || scan=
   for f in "$base".*.pid; do
     read -r t < "$f" || continue

@@ -28,8 +28,9 @@
 #                                   ends with one too; what follows the
 #                                   last one is not read.
 # It also sets SNAP_WALL to its head's wall clock, SNAP_SEEN to 1 once a
-# live thread of a PID was read, and SNAP_LIVE[PID] to the number of its
-# live threads read. Bash builtins only (read, echo, cd,
+# live thread of a PID was read, and, where the including script sets
+# SNAP_COUNT_LIVE (probe.sh; the server sampler has no use for it),
+# SNAP_LIVE[PID] to the number of its live threads read. Bash builtins only (read, echo, cd,
 # $EPOCHREALTIME) but getconf once: snapshots run while the machine is
 # measured.
 
@@ -110,7 +111,7 @@ pthreads() {
     [[ $pt == ") Z "* ]] && continue
     # shellcheck disable=SC2034  # For the including script.
     SNAP_SEEN=1
-    SNAP_LIVE[$1]=$(( ${SNAP_LIVE[$1]:-0} + 1 ))
+    [ -z "$SNAP_COUNT_LIVE" ] || SNAP_LIVE[$1]=$(( ${SNAP_LIVE[$1]:-0} + 1 ))
   done
 }
 
