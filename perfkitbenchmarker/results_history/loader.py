@@ -55,9 +55,25 @@ def _Shape(row: Dict[str, Any], metadata: Dict[str, Any]) -> Dict[str, Any]:
   return {'fixed': {f: row.get(f) for f in FIXED_FIELDS}, 'metadata': metadata}
 
 
-def IterJsonLines(path: str) -> Iterator[Dict[str, Any]]:
-  """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped."""
-  for row, metadata in bigquery_schema.IterRows(path):
+class NotTheTreesOwn(LoadError):
+  """A results file in a directory that is not its own regular file."""
+
+
+def IterJsonLines(path: str,
+                  directory: Optional[regular_files.Directory] = None
+                 ) -> Iterator[Dict[str, Any]]:
+  """Rows of one PKB JSON-lines file (bigquery_schema.IterRows), shaped;
+  with `directory`, `path` is a file inside it (read as its own;
+  NotTheTreesOwn when it cannot be)."""
+  if directory is None:
+    rows = bigquery_schema.IterRows(path)
+  else:
+    try:
+      f = directory.Open(path)
+    except regular_files.NotRegular as e:
+      raise NotTheTreesOwn(str(e)) from None
+    rows = bigquery_schema.IterRowsOf(f, os.path.join(directory.path, path))
+  for row, metadata in rows:
     yield _Shape(row, metadata)
 
 
