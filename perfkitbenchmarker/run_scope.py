@@ -522,16 +522,23 @@ def _StillNamed(fd: int, path: str) -> bool:
   return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def _PruneUnheld(root: str, keep: str) -> None:
-  """Removes lock files in `root` that no process holds, but `keep`: each
-  taken first, then removed while held and still named, as Release does."""
+def _LockNames(root: str) -> List[str]:
+  """The names of the lock files in `root`, at most _PRUNE_AT_MOST of its
+  first entries (each costs an open and a lock try); none when it cannot
+  be read."""
   try:
     with os.scandir(root) as entries:
       names = [e.name for e in itertools.islice(entries, _PRUNE_AT_MOST + 1)
                if e.name.endswith('.lock')]
   except OSError:
-    return
-  for name in names[:_PRUNE_AT_MOST]:
+    return []
+  return names[:_PRUNE_AT_MOST]
+
+
+def _PruneUnheld(root: str, keep: str) -> None:
+  """Removes lock files in `root` that no process holds, but `keep`: each
+  taken first, then removed while held and still named, as Release does."""
+  for name in _LockNames(root):
     path = os.path.join(root, name)
     if path == keep:
       continue
@@ -554,19 +561,13 @@ def _PruneUnheld(root: str, keep: str) -> None:
 def HeldRunLocks(root: Optional[str] = None) -> List[Tuple[str, str]]:
   """(run_uri, owner line) of each run whose pkb on this machine holds its
   lock now (a run from its start to its end, whatever stage: one still
-  provisioning too), at most _PRUNE_AT_MOST, as _PruneUnheld reads them;
+  provisioning too), of the lock files _PruneUnheld reads (_LockNames);
   the lock tried shared and let go at once, the file never removed."""
   root = root or LockRoot()
-  try:
-    with os.scandir(root) as entries:
-      names = [e.name for e in itertools.islice(entries, _PRUNE_AT_MOST)]
-  except OSError:
-    return []
   held = []
-  for name in names:
+  for name in _LockNames(root):
     run_uri = name[:-len('.lock')]
-    if not (name.endswith('.lock') and
-            re.fullmatch(RUN_URI_PATTERN, run_uri)):
+    if not re.fullmatch(RUN_URI_PATTERN, run_uri):
       continue
     try:
       fd = os.open(os.path.join(root, name),
