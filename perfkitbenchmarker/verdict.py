@@ -140,8 +140,9 @@ def OfSearch(result, hold: Optional[steadiness.Hold] = None) -> Verdict:
   if unconfirmed:
     problems.append((UNCONFIRMED, unconfirmed))
   elif result.budget_exhausted:
-    problems.append((UNCONFIRMED, f'probe budget of {len(result.probes)} '
-                     'spent before the answer was confirmed'))
+    problems.append((UNCONFIRMED,
+                     f'probe budget of {len(result.measured_probes)} spent '
+                     'before the answer was confirmed'))
   elif not repeats:
     problems.append((UNCONFIRMED, 'a single probe, no repeats'))
   elif len(repeats) < 2 or result.confirmed_throughput_ci95 is None:

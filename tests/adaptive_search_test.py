@@ -389,17 +389,20 @@ class ProbeCountsTest(unittest.TestCase):
   def testDefaultsComeFromEachPhasesBound(self):
     # Start 4 of 1..1024 connections: 8 doublings up or 2 halvings down, a
     # prediction with 2 corrections, 4 bisections; 3-6 repeats at up to 3
-    # loads a round, 3 rounds with a back-off probe between them, 3 re-runs
-    # of disturbed repeats. Typical: the measured 3 search probes and one
-    # set of 3 repeats (docs/search.md, probes per study against the floor).
+    # loads a round, 3 rounds with a back-off probe between them; after a
+    # failed hold, a back-off probe and all that again; 3 re-runs of
+    # disturbed repeats. Typical: the measured 3 search probes and one set
+    # of 3 repeats (docs/search.md, probes per study against the floor).
     counts = adaptive.AdaptiveStepPolicy().EstimateProbes()
+    rounds = 3 * 3 * 6 + 2
     self.assertEqual(counts, adaptive.ProbeCounts(
         fewest=2 + 3, typical=3 + 3,
-        most=(1 + 8 + 1 + 2 + 4) + 3 * 3 * 6 + 2 + 3))
+        most=(1 + 8 + 1 + 2 + 4) + rounds + (1 + rounds) + 3))
     self.assertEqual(counts.Capped(5), adaptive.ProbeCounts(5, 5, 5))
     fixed = adaptive.AdaptiveStepPolicy(confirm_ci_target=0).EstimateProbes()
-    self.assertEqual(fixed, adaptive.ProbeCounts(5, 3 + 3,
-                                                 16 + 3 * 3 * 3 + 2 + 3))
+    fixed_rounds = 3 * 3 * 3 + 2
+    self.assertEqual(fixed, adaptive.ProbeCounts(
+        5, 3 + 3, 16 + fixed_rounds + (1 + fixed_rounds) + 3))
     bare = adaptive.AdaptiveStepPolicy(confirm_repeats=0).EstimateProbes()
     self.assertEqual(bare, adaptive.ProbeCounts(2, 3, 16))
     at_end = adaptive.AdaptiveStepPolicy(start_connections=1024,

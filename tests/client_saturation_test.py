@@ -182,7 +182,9 @@ def test_a_hold_the_runs_deadline_cut_short_says_so(pkb_flags):
       probe_driver, 1.0, linear.LinearStepPolicy(1, 1, 1, 4))
   pkb_flags.memtier_hold_duration = 10
   opts = options_lib.RedisStudyOptions.FromFlags(pkb_flags)
-  held = search_runner.HoldAnswer(spec, probe_driver, opts, result, {})
+  _, held = search_runner.HoldAnswer(
+      spec, probe_driver, opts, result.reported.load,
+      result.reported.throughput, len(result.probes), {})
   assert (held.seconds, held.held, held.missing) == (10, 3, 7)
   assert held.Words().endswith(
       "(7 s not measured: the run's deadline (--timeout_minutes) left it "

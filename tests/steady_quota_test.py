@@ -1,6 +1,6 @@
 """A server whose CPU quota drops in the middle of a probe or of the hold is
 `unsteady` / not held, never confirmed at its first figure (issue 34
-point 7).
+point 7); after a failed hold the search backs off to a lower load.
 
 Real staged ./pkb.py runs with the real redis-server and redis-benchmark
 (the memtier stand-in replays recordings and cannot see a quota): the
@@ -102,7 +102,8 @@ def _Labels(rows, metric):
   return [e2e.Labels(r) for r in rows if r['metric'] == metric]
 
 
-def test_quota_dropping_in_the_hold_is_not_held_and_not_confirmed(tmp_path):
+def test_quota_dropping_in_the_hold_is_not_held_and_the_search_backs_off(
+    tmp_path):
   results = str(tmp_path)
   # Two seconds into a hold of four: seconds before it at the answer's
   # rate, the hold's last seconds at a small part of it. The quota is lifted
@@ -112,30 +113,50 @@ def test_quota_dropping_in_the_hold_is_not_held_and_not_confirmed(tmp_path):
   # tail took 30 s. 1 s search probes: the search before the hold is not the
   # question here.
   proc, rows, run_uri = _Run(
-      results, ['--memtier_hold_duration=4', '--memtier_run_duration=1'],
+      # Room in the budget for a back-off: a probe, its repeats, a hold.
+      results, ['--memtier_hold_duration=4', '--memtier_run_duration=1',
+                '--memtier_max_probes=16'],
       'Holding the answer', 2.0, lift_after_s=3.0)
   assert 'NOT HELD: held ' in proc.stdout, proc.stdout[-3000:]
-  capped, = _Labels(rows, 'latency_capped_throughput')
-  assert capped[verdict.KEY] != verdict.CONFIRMED, capped
-  assert capped['hold_ok'] == 'False'
-  assert 'the answer\'s load did not hold: held ' in capped[
-      verdict.REASON_KEY]
-  assert int(capped['hold_held_seconds']) < int(capped['hold_seconds'])
-  hold, = [l for l in _Labels(rows, 'throughput')
-           if l['probe_role'] == 'hold']
-  assert steadiness.Unsteady(hold), hold
+  holds = [l for l in _Labels(rows, 'throughput') if l['probe_role'] == 'hold']
+  first = holds[0]
+  assert steadiness.Unsteady(first), first
   # Its seconds as upstream PKB's time series: the drop is in them.
-  ops, = [l for l in _Labels(rows, 'OPS_time_series')
-          if l['probe_role'] == 'hold']
+  series = [l for l in _Labels(rows, 'OPS_time_series')
+            if l['probe_role'] == 'hold']
+  ops = series[0]
   values = ast.literal_eval(ops['values'])
   assert len(values) == len(ast.literal_eval(ops['timestamps'])) >= 4
   assert min(values) < 0.5 * max(values), values
+  assert ops['hold_ok'] == 'False'
   # They name the cap; their figures are the seconds in `values`, no
   # capped_latency_ms (README said they carried one too).
   assert (ops['latency_cap_statistic'], ops['latency_cap_ms']) == (
       'avg', '20.0'), ops  # FLAGS' cap
   assert 'capped_latency_ms' not in ops, ops
-  assert proc.returncode == verdict.EXIT_UNCONFIRMED, proc.stderr[-2000:]
+  # The search backs off from the load that did not hold (the quota is
+  # lifted by then): the answer is confirmed only at a lower load whose
+  # own hold held, never at the first figure.
+  capped, = _Labels(rows, 'latency_capped_throughput')
+  confirmed = capped[verdict.KEY] == verdict.CONFIRMED
+  if int(capped['connections']) == int(first['connections']):
+    # The back-off found no load that held: the answer is the first one,
+    # with its hold, not confirmed.
+    assert not confirmed, capped
+    assert capped['hold_ok'] == 'False'
+    assert 'the answer\'s load did not hold: held ' in capped[
+        verdict.REASON_KEY]
+    assert int(capped['hold_held_seconds']) < int(capped['hold_seconds'])
+  else:
+    # The back-off's lower load (confirmed only if its own hold held; its
+    # verdict may still name others' CPU on a busy machine); the failed
+    # hold is named on the answer.
+    assert int(capped['connections']) < int(first['connections']), capped
+    assert capped['hold_ok'] == 'True' or not confirmed, capped
+    assert first['probe_index'] in capped['holds_not_held'].split(','), capped
+    assert 'the hold of ' in capped['search_stop_reason'], capped
+  assert proc.returncode == (0 if confirmed else verdict.EXIT_UNCONFIRMED), (
+      proc.stderr[-2000:])
   assert not e2e.Workspaces(run_uri)
 
 

@@ -259,10 +259,9 @@ def Run(spec) -> Sequence[sample.Sample]:
   if result.best is None:
     raise search_runner.NoResultError(result, opts.search.cap_ms,
                                       search_runner.LeastConnections(opts))
-  # The curve's probes are numbered after the search's and the hold's.
-  held = 1 if opts.search.hold_s else 0
+  # The curve's probes are numbered after the search's and its holds.
   curve_runner.RunCurve(
-      spec, driver, opts, result, {}, len(result.probes) + held,
+      spec, driver, opts, result, {}, len(result.probes),
       curve_runner.RateLimitedConnections(spec.deployment))
   results.PrintSummary(spec, samples)
   return spec.published

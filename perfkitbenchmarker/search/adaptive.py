@@ -16,7 +16,7 @@ decision rule changes it alone. Pure: no flags, VMs, I/O, sleep or clock.
 import dataclasses
 import math
 import statistics
-from typing import ClassVar, Dict, List, Optional
+from typing import ClassVar, Dict, List, Optional, Tuple
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.search import driver
@@ -49,6 +49,8 @@ def RelativeNoise(result: measurement.Measurement, floor: float) -> float:
   return max(floor, statistics.stdev(ops) / statistics.fmean(ops))
 
 
+# Back-offs after a failed hold: one, then the answer stays (unconfirmed).
+MAX_HOLD_BACKOFFS = 1
 # Loads whose repeats decide one round (see `AdaptiveRun._Contenders`): the
 # top load and the two ends of its noise band.
 MAX_CONTENDERS = 3
@@ -210,8 +212,12 @@ class AdaptiveStepPolicy:
     most = (1 + max(growth, halvings) + 1 + self.max_corrections +
             self.max_bisections)
     if self.confirm_repeats:
-      most += ((1 + self.max_backoffs) * MAX_CONTENDERS * self.repeat_rule.upper +
-               self.max_backoffs + self.confirm_max_reruns)
+      # Each round of repeats, and a failed hold's back-off: a probe and
+      # another round (the holds are not probes of the budget).
+      round_ = ((1 + self.max_backoffs) * MAX_CONTENDERS *
+                self.repeat_rule.upper + self.max_backoffs)
+      most += (round_ + MAX_HOLD_BACKOFFS * (1 + round_) +
+               self.confirm_max_reruns)
     fewest = (1 if start in (self.min_clients, self.max_clients) else 2
               ) + self.confirm_repeats
     typical = (TYPICAL_SEARCH_PROBES +
@@ -396,8 +402,66 @@ class AdaptiveRun:
     ceiling = self._max + 1  # loads at or above a failed confirmation are out
     held = {}  # clients -> RepeatSet whose capped latency was under the cap
     failed = {}  # clients -> RepeatSet whose capped latency was not
-    for attempt in range(1 + self._policy.max_backoffs):
-      candidates = self._Candidates(ceiling)
+    not_held = {}  # clients -> (RepeatSet, hold record) whose hold failed
+    dropped = []  # held sets at loads a failed hold put out of reach
+    for _ in range(1 + MAX_HOLD_BACKOFFS):
+      chosen = yield from self._ConfirmBelow(ceiling, held, failed, not_held)
+      if chosen is not None or not held:
+        break
+      clients = max(held, key=lambda c: held[c].mean)
+      hold = yield driver.ProbeRequest(
+          self._policy.LoadForClients(clients), driver.ROLE_HOLD,
+          f'hold of {self._Conns(clients)} connections',
+          searched_ops=held[clients].mean)
+      if hold is None or hold.under_cap:
+        return self._Answer(clients, held, held, failed, not_held, dropped,
+                            hold)
+      not_held[clients] = (held.pop(clients), hold)
+      ceiling = self._HoldCeiling(clients, hold)
+      dropped += [held.pop(c) for c in sorted(held) if c >= ceiling]
+      yield from self._BackOffUnder(ceiling)
+    if chosen is not None:
+      return chosen
+    if not_held:
+      # Repeats under the cap but seconds over it when held: the best such
+      # load, its hold failed (the verdict says so, unconfirmed).
+      sets = {c: done for c, (done, _) in not_held.items()}
+      clients = max(sets, key=lambda c: sets[c].mean)
+      self._notes.append(
+          f'no load held under the cap for the hold: the answer stays at '
+          f'{self._Conns(clients)} connections, not held')
+      return self._Answer(clients, sets, held, failed, not_held, dropped,
+                          not_held[clients][1])
+    excluded = self._Excluded(held, failed, not_held, dropped)
+    if not failed:
+      self._notes.append(
+          f'every probe was at or over the {self._cap_ms} ms cap: no '
+          'capped throughput')
+      return driver.Outcome('; '.join(self._notes))
+    # An answer all the same, unconfirmed: the repeated load that came
+    # nearest to holding, its figure the mean of every probe there
+    # but the disturbed repeats set aside (driver._Result).
+    clients = min(failed, key=lambda c: failed[c].latency_ms)
+    # The cap with its statistic ('1 ms p99'): this is the verdict's
+    # reason, on the answer's samples.
+    cap = measurement.LatencyCap(
+        self._cap_ms, failed[clients].counted[0].statistic).Short()
+    reason = (f'no load held under the {cap} cap when '
+              f'repeated (nearest: {self._Conns(clients)} connections, '
+              f'{failed[clients].MergedWords()})')
+    self._notes.append(reason)
+    return driver.Outcome('; '.join(self._notes),
+                          self._search[clients].index,
+                          tuple(r.index for r in failed[clients].counted),
+                          excluded, unconfirmed_reason=reason)
+
+  def _ConfirmBelow(self, ceiling: int, held, failed, not_held):
+    """Repeats the contenders under `ceiling` (and below any load whose
+    repeats then fail), filling `held` and `failed`; an Outcome only when
+    the policy confirms nothing (confirm_repeats 0)."""
+    for _ in range(1 + self._policy.max_backoffs):
+      candidates = {c: r for c, r in self._Candidates(ceiling).items()
+                    if c not in not_held}
       if not candidates:
         break
       contenders = self._Contenders(candidates)
@@ -426,42 +490,59 @@ class AdaptiveRun:
           ceiling, round_failed[ceiling].latency_ms)
       if held and not backed_off:
         break
-    excluded = tuple(r.index for s in list(held.values()) +
-                     list(failed.values()) for r in s.excluded)
-    if not held:
-      if not failed:
-        self._notes.append(
-            f'every probe was at or over the {self._cap_ms} ms cap: no '
-            'capped throughput')
-        return driver.Outcome('; '.join(self._notes))
-      # An answer all the same, unconfirmed: the repeated load that came
-      # nearest to holding, its figure the mean of every probe there
-      # but the disturbed repeats set aside (driver._Result).
-      clients = min(failed, key=lambda c: failed[c].latency_ms)
-      # The cap with its statistic ('1 ms p99'): this is the verdict's
-      # reason, on the answer's samples.
-      cap = measurement.LatencyCap(
-          self._cap_ms, failed[clients].counted[0].statistic).Short()
-      reason = (f'no load held under the {cap} cap when '
-                f'repeated (nearest: {self._Conns(clients)} connections, '
-                f'{failed[clients].MergedWords()})')
-      self._notes.append(reason)
-      return driver.Outcome('; '.join(self._notes),
-                            self._search[clients].index,
-                            tuple(r.index for r in failed[clients].counted),
-                            excluded, unconfirmed_reason=reason)
-    # Every held load is a valid answer; the repeats, free of the selection
-    # bias of the search probes, pick among them.
-    clients = max(held, key=lambda c: held[c].mean)
+    return None
+
+  def _HoldCeiling(self, clients: int, hold: ProbeRecord) -> int:
+    """The loads a failed hold leaves (those below the returned count).
+
+    A hold fails when the machine, for its seconds, served the load slower
+    than its repeats did: on a plateau latency is connections over
+    throughput (Little's law), so every load above where the hold's worst
+    second puts the target would have failed it too (a quiet 2-core Local
+    run: repeats at 27 connections averaged 0.82 ms, its hold's seconds
+    1.04-1.18 ms at a fifth less throughput).
+    """
+    predicted = clients - 1
+    if hold.aimed_latency_ms > 0 and math.isfinite(hold.aimed_latency_ms):
+      predicted = math.floor(clients * self._target_ms /
+                             hold.aimed_latency_ms)
+    ceiling = max(self._min, min(clients - 1, predicted)) + 1
     self._notes.append(
-        f'confirmed {self._policy.LoadForClients(clients).Describe()} '
-        f'({self._Conns(clients)} connections): '
-        f'{held[clients].Describe()}, '
-        f'{held[clients].LatencyWords("averaging")}')
-    return driver.Outcome('; '.join(self._notes),
-                          self._search[clients].index,
-                          tuple(r.index for r in held[clients].counted),
-                          excluded)
+        f'the hold of {self._Conns(clients)} connections failed '
+        f'(its worst second '
+        f'{driver.LatencyWords(hold.statistic, hold.aimed_latency_ms, "averaged")}'
+        f'): loads from {self._Conns(ceiling)} connections are out')
+    return ceiling
+
+  def _BackOffUnder(self, ceiling: int):
+    """Probes the highest load a failed hold left, if not probed yet."""
+    clients = ceiling - 1
+    if clients >= self._min and clients not in self._search:
+      yield from self._Probe(clients, 'back-off after the hold')
+
+  def _Excluded(self, *groups) -> Tuple[int, ...]:
+    """The disturbed repeats every set put aside (sets in dicts, lists, or
+    (set, hold) pairs)."""
+    sets = []
+    for group in groups:
+      for item in (group.values() if isinstance(group, dict) else group):
+        sets.append(item[0] if isinstance(item, tuple) else item)
+    return tuple(r.index for done in sets for r in done.excluded)
+
+  def _Answer(self, clients: int, sets, held, failed, not_held, dropped,
+              hold: Optional[ProbeRecord]) -> driver.Outcome:
+    """The Outcome of `sets[clients]`, held by `hold` (None: not held)."""
+    done = sets[clients]
+    if clients in held:
+      self._notes.append(
+          f'confirmed {self._policy.LoadForClients(clients).Describe()} '
+          f'({self._Conns(clients)} connections): {done.Describe()}, '
+          f'{done.LatencyWords("averaging")}')
+    return driver.Outcome(
+        '; '.join(self._notes), self._search[clients].index,
+        tuple(r.index for r in done.counted),
+        self._Excluded(held, failed, not_held, dropped),
+        hold_index=hold.index if hold is not None else None)
 
   def _WorthAnotherSet(self, clients: int, held) -> bool:
     """Whether a further contender could beat what is held: only when its

@@ -17,6 +17,14 @@ is capped. The generator's frame holds one search's state, so a policy
 object is immutable configuration (linear.py, adaptive.py, staircase.py).
 Pure: the only effect is calling `measure`, so tests drive it with scripted
 curves.
+
+The answer's hold (`hold`, optional: the runner's longer probe of the
+answer's load, README "Every second, and the answer held") goes through the
+same protocol: a policy that can act on it asks for it (a `ProbeRequest` of
+role ROLE_HOLD, sent the hold's ProbeRecord, or None when no hold is run)
+and backs off when it fails; the driver holds any other policy's answer when
+it stops. Holds are records among the probes (role ROLE_HOLD) but not
+probes of the budget, and no answer's figure counts them.
 """
 
 import dataclasses
@@ -35,6 +43,7 @@ Measurement = measurement.Measurement
 
 ROLE_SEARCH = 'search'    # a probe that explores the load curve
 ROLE_CONFIRM = 'confirm'  # a repeat of a chosen load, averaged for the result
+ROLE_HOLD = 'hold'        # the answer's load held for the hold's seconds
 
 DEFAULT_MAX_PROBES = 40
 
@@ -55,17 +64,19 @@ def CheckWholeNumbers(values: Mapping[str, object], **least: int) -> None:
 @dataclasses.dataclass(frozen=True)
 class ProbeRequest:
   """What a policy asks the driver to measure next, and why (`note`, kept
-  in the record for reports)."""
+  in the record for reports); a hold (role ROLE_HOLD) names the figure its
+  seconds are held to (`searched_ops`)."""
   load: Load
   role: str = ROLE_SEARCH
   note: str = ''
+  searched_ops: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
 class ProbeRecord:
   """One probe as it happened (`index` from 0; `under_cap`: the capped
   `statistic` strictly below the cap, and no counted second of the probe
-  at or over it)."""
+  at or over it; for a hold, that it held: steadiness.OfHold)."""
   index: int
   measurement: Measurement
   role: str
@@ -125,12 +136,15 @@ class Outcome:
     unconfirmed_reason: set for an answer the policy could not confirm; its
       figure is then the mean of every probe at its load but those in
       `excluded_indices` (all of them if every one is there).
+    hold_index: the hold of the answer's load the policy asked for (None:
+      the driver holds the answer, if holds are run).
   """
   stop_reason: str
   best_index: Optional[int] = None
   confirmation_indices: Tuple[int, ...] = ()
   excluded_indices: Tuple[int, ...] = ()
   unconfirmed_reason: Optional[str] = None
+  hold_index: Optional[int] = None
 
 
 PolicySteps = Generator[ProbeRequest, ProbeRecord, Outcome]
@@ -150,7 +164,8 @@ class SearchResult:
   """Everything a latency-capped search did and found.
 
   Attributes:
-    probes: every probe in the order it ran, search and confirmation alike.
+    probes: every probe in the order it ran, search and confirmation alike,
+      and the holds (role ROLE_HOLD).
     best: the search probe under the cap the policy chose (None: no load
       under the cap); `best_index` its index.
     confirmation_probes: the repeats at the answer's load (empty if the policy
@@ -171,6 +186,7 @@ class SearchResult:
       disturbed repeats set aside, unless all were), its
       figure (never the best single probe, whose selection biases it
       upwards); `at_load_indices` and `at_load_ci95` go with it.
+    hold_index: the answer's hold among `probes` (None: not held).
   """
   probes: Tuple[ProbeRecord, ...]
   best: Optional[Measurement]
@@ -189,6 +205,7 @@ class SearchResult:
   at_load: Optional[Measurement] = None
   at_load_indices: Tuple[int, ...] = ()
   at_load_ci95: Optional[float] = None
+  hold_index: Optional[int] = None
 
   @property
   def reported(self) -> Optional[Measurement]:
@@ -229,6 +246,11 @@ class SearchResult:
     return tuple(p for p in self.probes if p.role == ROLE_SEARCH)
 
   @property
+  def measured_probes(self) -> Tuple[ProbeRecord, ...]:
+    """The probes of the search and its repeats, the holds left out."""
+    return tuple(p for p in self.probes if p.role != ROLE_HOLD)
+
+  @property
   def capped_throughput(self) -> Optional[float]:
     reported = self.reported
     return reported.throughput if reported is not None else None
@@ -254,9 +276,10 @@ def _HeldUnderCap(result: Measurement, cap: measurement.LatencyCap) -> bool:
 
 
 def HighestUnderCapIndex(probes: Sequence[ProbeRecord]) -> Optional[int]:
-  """Index of the highest-throughput probe under the cap (earliest on ties)."""
-  best = max((p for p in probes if p.under_cap), key=lambda p: p.throughput,
-             default=None)
+  """Index of the highest-throughput probe under the cap (earliest on ties;
+  holds left out)."""
+  best = max((p for p in probes if p.under_cap and p.role != ROLE_HOLD),
+             key=lambda p: p.throughput, default=None)
   return best.index if best is not None else None
 
 
@@ -284,7 +307,8 @@ def _Result(probes: Sequence[ProbeRecord], cap: measurement.LatencyCap,
         [p.measurement for p in confirmations])
   unconfirmed = outcome.unconfirmed_reason
   if budget_exhausted and not unconfirmed:
-    unconfirmed = (f'probe budget of {len(probes)} spent before the answer '
+    spent = sum(1 for p in probes if p.role != ROLE_HOLD)
+    unconfirmed = (f'probe budget of {spent} spent before the answer '
                    'was confirmed')
   at_load = at_load_ci95 = None
   at_load_indices = ()
@@ -293,7 +317,7 @@ def _Result(probes: Sequence[ProbeRecord], cap: measurement.LatencyCap,
     # search probe that picked it and the repeats) but the disturbed
     # repeats the policy set aside, as a confirmed answer leaves them out;
     # all of them only when every probe there was set aside.
-    same = [p for p in probes if p.load == best.load]
+    same = [p for p in probes if p.load == best.load and p.role != ROLE_HOLD]
     kept = [p for p in same if p.index not in outcome.excluded_indices]
     same = kept or same
     at_load_indices = tuple(p.index for p in same)
@@ -314,7 +338,16 @@ def _Result(probes: Sequence[ProbeRecord], cap: measurement.LatencyCap,
       budget_exhausted=budget_exhausted,
       excluded_probes=tuple(probes[i] for i in outcome.excluded_indices),
       unconfirmed_reason=unconfirmed, at_load=at_load,
-      at_load_indices=at_load_indices, at_load_ci95=at_load_ci95)
+      at_load_indices=at_load_indices, at_load_ci95=at_load_ci95,
+      hold_index=outcome.hold_index)
+
+
+# Holds one search may ask for: its answer's and a back-off's, with room.
+MAX_HOLDS = 4
+
+# The hold: (load, figure held to, index) -> (its measurement, whether it
+# held), or None when it could not run (the caller keeps why).
+HoldFn = Callable[[Load, float, int], Optional[Tuple[Measurement, bool]]]
 
 
 def FindLatencyCappedMaximum(
@@ -322,7 +355,8 @@ def FindLatencyCappedMaximum(
     cap_ms: Union[float, measurement.LatencyCap],
     policy: StepPolicy,
     max_probes: int = DEFAULT_MAX_PROBES,
-    on_probe: Optional[Callable[[ProbeRecord], None]] = None
+    on_probe: Optional[Callable[[ProbeRecord], None]] = None,
+    hold: Optional[HoldFn] = None,
 ) -> SearchResult:
   """Runs `policy` against `measure` until it stops or `max_probes` ran
   (a hard bound, so every search ends even if a policy never would).
@@ -331,7 +365,9 @@ def FindLatencyCappedMaximum(
   `measurement.LatencyCap` naming the statistic it caps. `on_probe` sees
   each ProbeRecord as soon as it exists (the caller publishes live
   samples). When the budget runs out first, the answer is the load of the
-  highest-throughput probe under the cap, unconfirmed.
+  highest-throughput probe under the cap, unconfirmed. With `hold`, the
+  answer's load is held (the policy's hold requests, else once at the end;
+  holds are not probes of the budget, and `hold` publishes its own).
   Raises InvalidSearchArgument for a bad cap or budget, or a policy that
   broke the protocol.
   """
@@ -347,10 +383,49 @@ def FindLatencyCappedMaximum(
         f'max_probes={max_probes!r}: the probe budget must be a whole number '
         'of at least 1.')
   probes = []
+  asked = []  # the holds the policy asked for (a record, or None)
+
+  def Hold(load: Load, searched_ops: float, note: str
+           ) -> Optional[ProbeRecord]:
+    done = hold(load, searched_ops, len(probes)) if hold else None
+    if done is None:
+      return None
+    record = ProbeRecord(index=len(probes), measurement=done[0],
+                         role=ROLE_HOLD, under_cap=done[1], note=note,
+                         statistic=cap.statistic)
+    probes.append(record)
+    return record
+
+  def Finish(outcome: Outcome, budget_exhausted: bool = False):
+    result = _Result(probes, cap, policy.NAME, outcome, budget_exhausted)
+    if result.best is None or outcome.hold_index is not None:
+      return result
+    # The answer's load held already (a policy's answer it did not name),
+    # or a hold that could not run: not run again.
+    record = next((r for r in reversed(asked) if r is None or
+                   r.load == result.best.load), False)
+    if record is False:
+      record = Hold(result.best.load, result.reported.throughput, 'hold')
+    if record is None:
+      return result
+    return dataclasses.replace(result, probes=tuple(probes),
+                               hold_index=record.index)
+
   steps = policy.Steps(cap.ms)
+  measured = 0
   try:
     request = next(steps)
-    while len(probes) < max_probes:
+    while True:
+      if request.role == ROLE_HOLD:
+        if len(asked) >= MAX_HOLDS:
+          raise InvalidSearchArgument(
+              f'policy {policy.NAME!r} asked for more than {MAX_HOLDS} '
+              'holds; fix the policy.')
+        asked.append(Hold(request.load, request.searched_ops, request.note))
+        request = steps.send(asked[-1])
+        continue
+      if measured >= max_probes:
+        break
       if min(request.load.threads, request.load.clients,
              request.load.pipeline) < 1:
         raise InvalidSearchArgument(
@@ -363,6 +438,7 @@ def FindLatencyCappedMaximum(
                            under_cap=_HeldUnderCap(result, cap),
                            note=request.note, statistic=cap.statistic)
       probes.append(record)
+      measured += 1
       if on_probe is not None:
         on_probe(record)
       request = steps.send(record)
@@ -371,7 +447,7 @@ def FindLatencyCappedMaximum(
     if not isinstance(outcome, Outcome):
       raise TypeError(f'policy {policy.NAME!r} stopped without returning an '
                       'Outcome; fix the policy.') from None
-    return _Result(probes, cap, policy.NAME, outcome)
+    return Finish(outcome)
   finally:
     steps.close()
   fallback = Outcome(
@@ -380,4 +456,4 @@ def FindLatencyCappedMaximum(
                    'of the highest-throughput probe under the cap, '
                    'unconfirmed (the mean of every probe at that load)'),
       best_index=HighestUnderCapIndex(probes))
-  return _Result(probes, cap, policy.NAME, fallback, budget_exhausted=True)
+  return Finish(fallback, budget_exhausted=True)

@@ -135,10 +135,16 @@ def HoldPlanLine(opts: options_lib.RedisStudyOptions) -> str:
     counted = (f' (redis-benchmark, which runs a request count, is asked for '
                f'{redis_benchmark.DurationForSeconds(s.hold_s):g} s of '
                f'requests so that {s.hold_s} whole seconds come out)')
+  backoff = ''
+  if s.policy == 'adaptive' and not s.staircase:
+    backoff = ('; a load that does not hold is given up and a lower one '
+               f'repeated and held (at most {adaptive.MAX_HOLD_BACKOFFS} '
+               'such back-off)')
   return (f'  hold: the answer\'s load for {s.hold_s} s{warmup} after the '
           f'search{counted}, every second under the cap and within '
           f'{100 * steadiness.SWING_BOUND:.0f} % of the searched figure, '
-          'or the answer is not confirmed; per-second time-series samples')
+          f'or the answer is not confirmed{backoff}; per-second time-series '
+          'samples')
 
 
 def _MayFallBackToRedisBenchmark(g) -> bool:

@@ -155,12 +155,12 @@ def ResultSamples(spec, result: search_driver.SearchResult,
   tags = tags or {}
   extra: Dict[str, Any] = {
       'search_policy': result.policy,
-      'search_probes': len(result.probes),
+      'search_probes': len(result.measured_probes),
       'search_probe_seconds': round(result.probe_seconds, 2),
       'search_stop_reason': result.stop_reason,
       'client_limited': result.client_limited,
   }
-  measured = [p.measurement for p in result.probes]
+  measured = [p.measurement for p in result.measured_probes]
   extra.update(InterferenceMetadata(measured))
   # One sample, one set of probes: with confirmation repeats, the value,
   # latencies and load all come from the repeats combined (never the search
@@ -183,6 +183,12 @@ def ResultSamples(spec, result: search_driver.SearchResult,
         str(p.index) for p in result.excluded_probes)
   if hold is not None:
     extra.update(hold.Metadata())
+  # Holds that failed before the answer's (the adaptive search backed off
+  # from their loads): their probe indices.
+  not_held = [p.index for p in result.probes if p.role == 'hold' and
+              not p.under_cap and p.index != result.hold_index]
+  if not_held:
+    extra['holds_not_held'] = ','.join(map(str, not_held))
   verdict = verdict_lib.OfSearch(result, hold).Metadata()
   extra.update(verdict)
   value = reported.throughput

@@ -162,9 +162,25 @@ def Search(spec, driver: driver_lib.ProbeDriver,
            ) -> Tuple[search_driver.SearchResult, List[sample.Sample]]:
   """One latency-capped search; emits probe and result samples with `extra`
   and returns the search and its result samples (none without an answer).
-  With `hold`, the answer's load is then held for the options' hold time
-  (`HoldAnswer`), and the answer's verdict includes whether it held."""
+  With `hold`, the answer's load is held for the options' hold time
+  (`HoldAnswer`; the adaptive search backs off when it fails), and the
+  answer's verdict includes whether it held."""
   cap = opts.search.cap
+  holds = {}  # hold index -> steadiness.Hold; None: one that could not run
+
+  def Hold(load, searched_ops, index):
+    try:
+      m, holds[index] = HoldAnswer(spec, driver, opts, load, searched_ops,
+                                   index, extra)
+    except errors.Error as e:
+      # The answer is published all the same, not confirmed: a load
+      # nobody saw held is not a figure that held.
+      spec.reporter.Line(f'WARNING: the hold failed: {e}')
+      holds[None] = steadiness.FailedHold(str(e), searched_ops, cap)
+      return None
+    return m, holds[index].ok
+
+  hold_fn = Hold if hold and opts.search.hold_s else None
 
   def OnProbe(record: search_driver.ProbeRecord) -> None:
     results.PublishProbe(spec, record.index, record.measurement, cap,
@@ -194,24 +210,17 @@ def Search(spec, driver: driver_lib.ProbeDriver,
         opts.search.confirm_repeats * (1 + policy.max_backoffs))))
     result = search_driver.FindLatencyCappedMaximum(
         staircase.ReplayThenMeasure(steps, measure), cap, policy,
-        max_probes=budget, on_probe=OnProbe)
+        max_probes=budget, on_probe=OnProbe, hold=hold_fn)
   else:
     vcpus = min((vm.num_cpus for vm in driver.client_vms
                  if getattr(vm, 'num_cpus', None)), default=None)
     result = search_driver.FindLatencyCappedMaximum(
         measure, cap, Policy(opts, start_connections, vcpus),
-        max_probes=opts.search.max_probes, on_probe=OnProbe)
+        max_probes=opts.search.max_probes, on_probe=OnProbe, hold=hold_fn)
   if result.best is None:
     return result, []
-  held = None
-  if hold and opts.search.hold_s:
-    try:
-      held = HoldAnswer(spec, driver, opts, result, extra)
-    except errors.Error as e:
-      # The search's answer is published all the same, not confirmed: a
-      # load nobody saw held is not a figure that held.
-      spec.reporter.Line(f'WARNING: the hold failed: {e}')
-      held = steadiness.FailedHold(str(e), result.reported.throughput, cap)
+  held = (holds[result.hold_index] if result.hold_index is not None else
+          holds.get(None))
   return result, results.ResultSamples(spec, result, cap, extra, held)
 
 
@@ -220,37 +229,37 @@ def _WarmupWords(opts: options_lib.RedisStudyOptions) -> str:
   return (f', its first {warmup} s of warm-up dropped' if warmup else '')
 
 
-ROLE_HOLD = 'hold'
+ROLE_HOLD = search_driver.ROLE_HOLD
 
 
 def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
                opts: options_lib.RedisStudyOptions,
-               result: search_driver.SearchResult, extra: Dict[str, Any]
-               ) -> steadiness.Hold:
-  """Holds the answer's load for the options' hold time, one probe whose
-  seconds are each held to the cap and to the searched figure; publishes
-  it as a probe (role `hold`) and its per-second figures as upstream PKB's
-  time-series samples, and says in words whether it held."""
+               load: measurement.Load, searched_ops: float, index: int,
+               extra: Dict[str, Any]
+               ) -> Tuple[measurement.Measurement, steadiness.Hold]:
+  """Holds a load the search answered for the options' hold time, one
+  probe whose seconds are each held to the cap and to the searched figure
+  (`searched_ops`); publishes it as probe `index` (role `hold`) and its
+  per-second figures as upstream PKB's time-series samples, and says in
+  words whether it held."""
   cap, hold_s = opts.search.cap, opts.search.hold_s
-  reported = result.reported
   asked = driver.DurationForSeconds(hold_s)
   # The run's deadline (--timeout_minutes) can leave the probe less.
   allowed = driver.Duration(asked)
   cut = (f'the run\'s deadline (--timeout_minutes) left it {allowed:.0f} s'
          if allowed < asked else None)
   spec.reporter.Line(
-      f'Holding the answer\'s load ({reported.load.Describe()}, '
-      f'{reported.throughput:,.0f} ops/s searched) for {hold_s} s'
+      f'Holding the answer\'s load ({load.Describe()}, '
+      f'{searched_ops:,.0f} ops/s searched) for {hold_s} s'
       f'{_WarmupWords(opts)}{f" ({cut})" if cut else ""}:')
-  m = steadiness.Marked(driver(reported.load, asked), cap)
+  m = steadiness.Marked(driver(load, asked), cap)
   stopped = m.metadata.get(measurement.STOPPED_AT_KEY)
   if stopped and not cut:
     cut = (f'the load generator was stopped at its {stopped:g} s bound, '
            'running slower than planned')
   # Every second asked for counts: one the tool did not measure is not held.
-  held = steadiness.OfHold(m, reported.throughput, cap, asked_s=hold_s,
+  held = steadiness.OfHold(m, searched_ops, cap, asked_s=hold_s,
                            missing_why=cut)
-  index = len(result.probes)
   tags = {**extra, **held.Metadata()}
   results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
   start_ms = SeriesStartMs(m)
@@ -264,7 +273,7 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
   spec.reporter.Seconds(m.per_second, cap.statistic)
   spec.reporter.Line(f'  {"Held" if held.ok else "NOT HELD"}: '
                      f'{held.Words()}.')
-  return held
+  return m, held
 
 
 # How long before its load window's start a tool's own start may honestly
