@@ -586,3 +586,94 @@ def test_an_unconfirmed_figure_of_only_set_aside_probes_keeps_them_all():
   result = search_driver.FindLatencyCappedMaximum(measure, 1.0, _SetAside())
   assert result.at_load_indices == (0,)
   assert result.capped_throughput == pytest.approx(100.0)
+
+
+# The probe budget running out: the policy's set-aside rule still holds.
+
+def _LinearWalk(script, max_threads=1, confirm_repeats=2):
+  """measure() answering (ops, latency, disturbed) in order, and a linear
+  walk from 1 thread confirming with `confirm_repeats` repeats."""
+  def Measure(load):
+    ops, latency, disturbed = script.pop(0)
+    return _M(load, ops, latency, interference=disturbed,
+              foreign_cpu_pct=42.0 if disturbed else 1.0)
+  return Measure, linear_policy.LinearStepPolicy(
+      min_threads=1, max_threads=max_threads, thread_increment=1, clients=8,
+      confirm_repeats=confirm_repeats)
+
+
+def test_a_spent_budget_leaves_out_the_disturbed_repeat_set_aside(pkb_flags):
+  # The walk's one probe (100 ops/s), then its first repeat is disturbed
+  # (40 ops/s) and set aside to run again, but the budget of 2 ends the
+  # search first. The figure is the probe that counts, 100 ops/s, not the
+  # 70 the disturbed repeat dragged it to; the samples name it as set aside,
+  # as when a policy finishes.
+  script = [(100.0, 0.5, False), (40.0, 0.5, True)]
+  measure, policy = _LinearWalk(script)
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy,
+                                                  max_probes=2)
+  assert not script and result.budget_exhausted
+  assert [p.index for p in result.excluded_probes] == [1]
+  assert result.at_load_indices == (0,)
+  assert result.capped_throughput == pytest.approx(100.0)
+  assert 'set aside to run again: probe(s) 1' in result.stop_reason
+  spec = benchmark_spec.BenchmarkSpec(
+      bench, bench.GetConfig({}), 'noise', 'Local', None, pkb_flags,
+      pricing.PriceCatalog.Load(), lambda s: None,
+      reporter=reporting.ConsoleReporter(io.StringIO()))
+  capped = next(s for s in results.ResultSamples(spec, result, 1.0)
+                if s.metric == 'latency_capped_throughput')
+  assert capped.value == pytest.approx(100.0)
+  assert capped.metadata['disturbed_repeats_excluded'] == '1'
+  assert capped.metadata['aggregated_probe_indices'] == '0'
+  assert capped.metadata['verdict'] == 'unconfirmed'
+
+
+def test_a_spent_budget_keeps_a_disturbed_repeat_the_policy_counted():
+  # Disturbed twice running (the walk's probe, then its repeat): a re-run
+  # would not escape it, so the policy counts the repeat, and so does the
+  # figure when the budget ends the search.
+  script = [(100.0, 0.5, True), (90.0, 0.5, True)]
+  measure, policy = _LinearWalk(script)
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy,
+                                                  max_probes=2)
+  assert result.excluded_probes == ()
+  assert result.at_load_indices == (0, 1)
+  assert result.capped_throughput == pytest.approx(95.0)
+
+
+def test_a_spent_budget_does_not_pick_the_load_by_a_disturbed_probe():
+  # 1 thread: 100 ops/s; 2 threads: 150 ops/s, but others took the CPU.
+  # The budget ends the walk there: the answer is the undisturbed load.
+  script = [(100.0, 0.5, False), (150.0, 0.5, True)]
+  measure, policy = _LinearWalk(script, max_threads=3)
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy,
+                                                  max_probes=2)
+  assert result.best_index == 0
+  assert result.capped_throughput == pytest.approx(100.0)
+  assert 'highest-throughput undisturbed probe' in result.stop_reason
+
+
+def test_a_spent_budget_with_only_disturbed_probes_under_the_cap_answers():
+  script = [(100.0, 0.5, True), (150.0, 0.5, True)]
+  measure, policy = _LinearWalk(script, max_threads=3)
+  result = search_driver.FindLatencyCappedMaximum(measure, 1.0, policy,
+                                                  max_probes=2)
+  assert result.best_index == 1
+  assert result.capped_throughput == pytest.approx(150.0)
+  assert 'every one was disturbed' in result.stop_reason
+
+
+def test_a_policy_running_again_a_probe_that_never_ran_is_refused():
+  class _Bad:
+    NAME = 'bad'
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      yield search_driver.ProbeRequest(Load(1, 8))
+      yield search_driver.ProbeRequest(Load(1, 8), runs_again=5)
+      return search_driver.Outcome('never')
+  measure, _ = _Scripted([100.0, 100.0])
+  with pytest.raises(search_driver.InvalidSearchArgument,
+                     match='run probe 5 again but only 1 probes ran'):
+    search_driver.FindLatencyCappedMaximum(measure, 1.0, _Bad())

@@ -29,7 +29,7 @@ probes of the budget, and no answer's figure counts them.
 
 import dataclasses
 import math
-from typing import (Callable, ClassVar, Generator, Mapping, Optional,
+from typing import (Callable, ClassVar, Generator, List, Mapping, Optional,
                     Protocol, Sequence, Tuple, Union)
 
 from perfkitbenchmarker import measurement
@@ -65,11 +65,15 @@ def CheckWholeNumbers(values: Mapping[str, object], **least: int) -> None:
 class ProbeRequest:
   """What a policy asks the driver to measure next, and why (`note`, kept
   in the record for reports); a hold (role ROLE_HOLD) names the figure its
-  seconds are held to (`searched_ops`)."""
+  seconds are held to (`searched_ops`). `runs_again`: the index of the
+  disturbed repeat this request runs again, which the policy set aside
+  (repeats.RepeatRule); said as it happens, so a search the probe budget
+  ends still knows what its policy set aside."""
   load: Load
   role: str = ROLE_SEARCH
   note: str = ''
   searched_ops: Optional[float] = None
+  runs_again: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +184,8 @@ class SearchResult:
       the curve is the client's, not the server's.
     budget_exhausted: the probe budget ended the search before the policy
       did, so the answer is unconfirmed.
+    excluded_probes: the disturbed repeats the policy set aside to run
+      again (so far, when the budget ended the search).
     unconfirmed_reason: why the policy or the budget left the answer
       unconfirmed (the verdict adds its own rules).
     at_load: every probe at an unconfirmed answer's load combined (but the
@@ -365,9 +371,11 @@ def FindLatencyCappedMaximum(
   `measurement.LatencyCap` naming the statistic it caps. `on_probe` sees
   each ProbeRecord as soon as it exists (the caller publishes live
   samples). When the budget runs out first, the answer is the load of the
-  highest-throughput probe under the cap, unconfirmed. With `hold`, the
-  answer's load is held (the policy's hold requests, else once at the end;
-  holds are not probes of the budget, and `hold` publishes its own).
+  highest-throughput probe under the cap (an undisturbed one, if any),
+  unconfirmed, its figure without the repeats the policy set aside. With
+  `hold`, the answer's load is held (the policy's hold requests, else once
+  at the end; holds are not probes of the budget, and `hold` publishes its
+  own).
   Raises InvalidSearchArgument for a bad cap or budget, or a policy that
   broke the protocol.
   """
@@ -411,6 +419,7 @@ def FindLatencyCappedMaximum(
     return dataclasses.replace(result, probes=tuple(probes),
                                hold_index=record.index)
 
+  set_aside = []  # the requests' runs_again: repeats the policy set aside
   steps = policy.Steps(cap.ms)
   measured = 0
   try:
@@ -426,6 +435,7 @@ def FindLatencyCappedMaximum(
         continue
       if measured >= max_probes:
         break
+      _NoteSetAside(request, probes, policy.NAME, set_aside)
       if min(request.load.threads, request.load.clients,
              request.load.pipeline) < 1:
         raise InvalidSearchArgument(
@@ -442,6 +452,9 @@ def FindLatencyCappedMaximum(
       if on_probe is not None:
         on_probe(record)
       request = steps.send(record)
+    # The request the budget leaves unmeasured still says whether the
+    # policy set the last probe aside.
+    _NoteSetAside(request, probes, policy.NAME, set_aside)
   except StopIteration as stop:
     outcome = stop.value
     if not isinstance(outcome, Outcome):
@@ -450,10 +463,46 @@ def FindLatencyCappedMaximum(
     return Finish(outcome)
   finally:
     steps.close()
-  fallback = Outcome(
-      stop_reason=(f'probe budget of {max_probes} exhausted before the '
-                   f'{policy.NAME} policy finished; the answer is the load '
-                   'of the highest-throughput probe under the cap, '
-                   'unconfirmed (the mean of every probe at that load)'),
-      best_index=HighestUnderCapIndex(probes))
-  return Finish(fallback, budget_exhausted=True)
+  return Finish(_BudgetOutcome(probes, set_aside, policy.NAME),
+                budget_exhausted=True)
+
+
+def _NoteSetAside(request: ProbeRequest, probes: Sequence[ProbeRecord],
+                  policy_name: str, set_aside: List[int]) -> None:
+  """Adds the probe `request` runs again to `set_aside`."""
+  index = request.runs_again
+  if index is None:
+    return
+  if not 0 <= index < len(probes):
+    raise InvalidSearchArgument(
+        f'policy {policy_name!r} asked to run probe {index} again but only '
+        f'{len(probes)} probes ran; fix the policy.')
+  set_aside.append(index)
+
+
+def _BudgetOutcome(probes: Sequence[ProbeRecord], set_aside: Sequence[int],
+                   policy_name: str) -> Outcome:
+  """The answer when the probe budget ends the search: the load of the
+  highest-throughput probe under the cap, unconfirmed. The policy's rule
+  still holds: the disturbed repeats it set aside to run again stay out of
+  the figure (`excluded_indices`, as when it finishes), and a disturbed
+  probe's throughput picks the load only when no undisturbed probe is
+  under the cap (others' CPU use, not the load, made that figure)."""
+  best_index = HighestUnderCapIndex([p for p in probes if not p.disturbed])
+  chosen = 'undisturbed probe under the cap'
+  if best_index is None:
+    best_index = HighestUnderCapIndex(probes)
+    if best_index is not None:
+      chosen = 'probe under the cap (every one was disturbed)'
+  figure = 'the mean of every probe at that load'
+  if set_aside:
+    figure += (' but the disturbed repeat(s) set aside to run again: probe(s) '
+               + ', '.join(str(i) for i in set_aside))
+  return Outcome(
+      stop_reason=(f'probe budget of '
+                   f'{sum(1 for p in probes if p.role != ROLE_HOLD)} '
+                   'exhausted before the '
+                   f'{policy_name} policy finished; the answer is the load '
+                   f'of the highest-throughput {chosen}, unconfirmed '
+                   f'({figure})'),
+      best_index=best_index, excluded_indices=tuple(set_aside))

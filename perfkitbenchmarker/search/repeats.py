@@ -167,7 +167,9 @@ class RepeatRule:
       label = f'{note} {len(counted) + 1} ({self.least}-{self.upper})'
       if rerun:
         label += ', again: the last was disturbed'
-      record = yield driver.ProbeRequest(load, driver.ROLE_CONFIRM, label)
+      record = yield driver.ProbeRequest(
+          load, driver.ROLE_CONFIRM, label,
+          runs_again=excluded[-1].index if rerun else None)
       # Disturbed twice running: it lasts, a re-run would not escape it.
       rerun = record.disturbed and not before and left > 0
       before = record.disturbed
