@@ -172,7 +172,7 @@ def SetUp(run_dir: Optional[str]) -> None:
   console = logging.StreamHandler(sys.stderr)
   console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
                    logging.WARNING)
-  console.setFormatter(logging.Formatter('%(levelname)s %(message)s'))
+  console.setFormatter(logging.Formatter('%(levelname)s: %(message)s'))
   root.addHandler(console)
   if run_dir:
     path = os.path.join(run_dir, LOG_FILE)

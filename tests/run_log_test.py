@@ -40,6 +40,21 @@ def test_console_lines_before_and_after_the_log_exists(tmp_path, capsys):
                                                    run_log.ConsoleTee)
 
 
+def test_a_logged_warning_reads_as_every_other_warning_line(tmp_path,
+                                                          capsys):
+  # 'WARNING: ...', as the reporter's warning lines (ssh_vm's "System
+  # tuning on ... failed" read 'WARNING System tuning on ...').
+  run_log.Capture()
+  try:
+    run_log.SetUp(str(tmp_path / 'run'))
+    logging.getLogger('some.module').warning('System tuning on %s failed',
+                                             'vm-0')
+  finally:
+    run_log.TearDown()
+  _, err = capsys.readouterr()
+  assert err == 'WARNING: System tuning on vm-0 failed\n'
+
+
 def test_aws_request_headers_never_reach_the_log(tmp_path):
   # An AWS run with a session's credentials (SSO, an assumed role) wrote
   # botocore's DEBUG 'Sending http request: ... X-Amz-Security-Token' and
