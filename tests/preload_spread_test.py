@@ -222,9 +222,6 @@ def test_the_preload_line_names_the_primaries_dbsize_counts():
   # keys each; the line read as 10,000 a shard.
   import types  # pylint: disable=g-import-not-at-top
   server = types.SimpleNamespace(name='servers-0', internal_ip='127.0.0.1')
-  processes = tuple(types.SimpleNamespace(vm=server, port=port, pid=1,
-                                          config_path='c')
-                    for port in (7001, 7002))
   lines = []
   spec = types.SimpleNamespace(
       reporter=types.SimpleNamespace(Line=lines.append),
@@ -235,13 +232,24 @@ def test_the_preload_line_names_the_primaries_dbsize_counts():
   # (primaries, replicas per primary, the primaries' DBSIZE, the line's end)
   for primaries, replicas, keys, said in (
       (1, 1, 10, 'over 1 primary shard(s) (their 1 replica(s) hold copies).'),
-      (2, 0, 20, 'over 2 shard(s).')):
+      # 'Preloading 10 keys', then DBSIZE 20: each shard has them all.
+      (2, 0, 20, 'over 2 shard(s) (10 keys in each).'),
+      (2, 1, 20, 'over 2 primary shard(s) (10 keys in each; their 2 '
+       'replica(s) hold copies).'),
+      # A cluster's keys spread over its shards: nothing to add.
+      (2, 0, 10, 'DBSIZE 10 over 2 shard(s).')):
     engine = types.SimpleNamespace(
         KeyCount=lambda vm, shards, password, keys=keys: keys)
+    processes = tuple(
+        types.SimpleNamespace(vm=server, port=7001 + i, pid=1,
+                              config_path='c')
+        for i in range(primaries * (1 + replicas)))
+    generator = Generator()
+    generator.Preload = lambda *args, keys=keys, **kwargs: keys
     dep = deployment.Deployment(
         engine='redis', engine_version='7', cluster_mode=False,
         shards_per_vm=primaries, primaries=primaries, processes=processes,
-        generators=(Generator(),), password='pw',
+        generators=(generator,), password='pw',
         replicas_per_primary=replicas)
     assert deployment.Preload(spec, dep, opts, engine) == keys
     assert lines[-1].endswith(said), lines
@@ -304,7 +312,8 @@ def _CheckAndTearDown(proc, run_uri, results, run_scratch, env):
     assert proc.returncode == 0, proc.stderr
     assert (f'Preloading {KEYS:,} keys of 100 bytes' in proc.stdout and
             'split over 2 client VMs' in proc.stdout), proc.stdout
-    assert re.search(r'Preload verified: DBSIZE 40,000 over 2 shard\(s\); '
+    assert re.search(r'Preload verified: DBSIZE 40,000 over 2 shard\(s\) '
+                     r'\(20,000 keys in each\); '
                      r'keys 1-10,000 from clients-0 \([\d.]+ s\), '
                      r'10,001-20,000 from clients-1 \([\d.]+ s\)\.',
                      proc.stdout), proc.stdout
