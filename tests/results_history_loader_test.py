@@ -269,6 +269,61 @@ def test_a_run_resumed_in_one_file_keeps_every_invocations_samples(
   assert len(resumed) == 2 * len(lines) and said == []
 
 
+def _TableRows(lines):
+  """Lines as a table gives them back: a metadata object, TIMESTAMPs."""
+  rows = []
+  for line in lines:
+    row = dict(line)
+    row['metadata'] = sample.ParseLabels(row.pop('labels'))
+    row['timestamp'] = pd.Timestamp(row['timestamp'], unit='s',
+                                    tz='UTC').floor('us')
+    rows.append(row)
+  return rows
+
+
+def test_a_table_holding_a_run_twice_beside_its_files_counts_once(frame):
+  """The run published, then its files imported again with new sample ids,
+  and the run's directory given too: the table's two copies were both
+  read (the files' copy was dropped as the same samples: one copy each),
+  so every sample counted twice. Each copy in its own chunks, split
+  unevenly."""
+  lines = _Lines('40b2bc68')
+  table_rows = _TableRows(lines) + _TableRows(_NewSampleIds(_Lines('40b2bc68')))
+  said = []
+  both = loader.Load([HISTORY], bigquery_table='p.d.t', bq_client=object(),
+                     read_rows=lambda table, client: table_rows,
+                     note=said.append, chunk_rows=7)
+  assert len(both) == len(frame)
+  original = os.path.join(RUNS, '40b2bc68', loader.RESULTS_FILE)
+  assert said == [
+      'run 40b2bc68 read 2 times from bigquery:p.d.t, the same samples each '
+      'time (copies under new sample ids: published or imported again); '
+      'counted once',
+      f'run 40b2bc68 read 2 times, the same samples each time ({original}, '
+      f'bigquery:p.d.t); counted once, from {original}']
+
+
+def test_a_file_holding_a_run_twice_counts_each_sample_once(frame,
+                                                            tmp_path):
+  """A results file a run's copy was appended to (its samples under new
+  ids, some a third time): one source, each sample counted once."""
+  lines = _Lines('5822e54c')
+  path = tmp_path / loader.RESULTS_FILE
+  path.write_text(''.join(
+      json.dumps(line) + '\n' for line in
+      lines + _NewSampleIds(_Lines('5822e54c')) +
+      [dict(line, sample_uri=f'third-{n}')
+       for n, line in enumerate(lines[:3])]))
+  said = []
+  loaded = loader.Load([str(path)], note=said.append)
+  assert len(loaded) == len(lines) == 29
+  assert said == [f'run 5822e54c: 29 of its 29 samples read up to 3 times '
+                  f'from {path} (copies under new sample ids: published or '
+                  'imported again); each counted once']
+  assert _Answers(loaded) == {
+      k: v for k, v in _Answers(frame).items() if k == '5822e54c'}
+
+
 @pytest.mark.parametrize('content, message', [
     ('not json at all\n', ':1: not JSON'),
     ('{"metric": "throughput"}\n', 'not a PKB sample'),

@@ -19,8 +19,9 @@ and the rest is read: one such file must not cost a nightly report; a
 results file that is the tree's own but not PKB samples stops the load.
 A run read from two sources (a run directory downloaded twice, a run both
 in files and in its BigQuery table) counts once, said in one line; two
-sources holding different samples of one run stop the load
-(typed_frame.OneCopyPerRun).
+sources holding different samples of one run stop the load; a sample one
+source holds twice under new sample ids (a table the run was published to
+twice) counts once, said the same way (typed_frame.OneCopyPerRun).
 """
 
 import itertools

@@ -7,8 +7,9 @@ freeing each chunk's part: a history never exists as one dict per sample.
 A column is typed as a whole (booleans, numbers with non-finite ones "not
 recorded", else text); one typed differently in two chunks becomes text.
 A run read from two sources is kept from one of them, or refused when the
-copies disagree (`OneCopyPerRun`): every view reads this frame, so this is
-the one place a run is counted once.
+copies disagree, and a sample one source holds twice under new sample ids
+(a table a run was published to twice) is kept once (`OneCopyPerRun`):
+every view reads this frame, so this is the one place a run is counted once.
 """
 
 import json
@@ -162,10 +163,67 @@ def _Comparable(column: pd.Series) -> pd.Series:
   return column.astype(object).where(numbers.isna(), numbers.map(repr))
 
 
+def _CopiesInOneSource(frame: pd.DataFrame, invocation: pd.Series,
+                       compared: List[str]
+                      ) -> Tuple[pd.DataFrame, List[Tuple[str, str]]]:
+  """Each sample of one source once: a table the run published to and
+  then its files were imported into again holds each of the run's samples
+  twice, under new sample ids.
+
+  A sample read again is one with every compared column the same (times
+  exact: both copies went through the one column type of their source,
+  while a second's floor would merge two samples one run wrote within a
+  second) from the same source and the same invocation ('<run_uri>-<uuid>'
+  as rows say it: a run resumed with --run_stage wrote each invocation's
+  own samples, at their own times, under their own uuid), under another
+  sample id (a line repeated with its id is Frame's to drop). One line per
+  run whose samples were read more than once, (run, line): no column tells
+  the copies apart in one source, so each sample is counted once.
+  """
+  keys = frame[[SOURCE_COLUMN, 'metric', 'value', 'timestamp']].assign(
+      invocation=invocation)
+  # Only rows alike in these few columns are compared whole: hashing every
+  # column of every row would double the load of a large history.
+  alike = keys.duplicated(keep=False) & ~keys.assign(
+      sample_uri=frame['sample_uri']).duplicated()
+  if not alike.any():
+    return frame, []
+  content = frame.loc[alike, compared].apply(_Comparable)
+  content['run_uri'] = invocation[alike].astype(str)  # Implies the short.
+  content[SOURCE_COLUMN] = frame.loc[alike, SOURCE_COLUMN].astype(str)
+  hashes = pd.util.hash_pandas_object(content, index=False)
+  again = hashes.duplicated()
+  if not again.any():
+    return frame, []
+  times = pd.DataFrame({'run_uri': frame.loc[alike, 'run_uri'],
+                        SOURCE_COLUMN: content[SOURCE_COLUMN],
+                        'hash': hashes}).groupby(
+                            ['run_uri', SOURCE_COLUMN, 'hash'], sort=False,
+                            dropna=False).size()
+  times = times[times > 1]
+  ids = frame.groupby(['run_uri', SOURCE_COLUMN], dropna=False)[
+      'sample_uri'].nunique()
+  lines = []
+  why = 'copies under new sample ids: published or imported again'
+  for (run_uri, source), repeated in times.groupby(level=[0, 1], sort=False):
+    samples = int(ids[(run_uri, source)] - (repeated - 1).sum())
+    most = int(repeated.max())
+    if len(repeated) == samples and repeated.min() == most:
+      lines.append((run_uri, f'run {run_uri} read {most} times from {source}, '
+                    f'the same samples each time ({why}); counted once'))
+    else:
+      lines.append((run_uri, f'run {run_uri}: {len(repeated)} of its '
+                    f'{samples} samples read '
+                    f'{"up to " if repeated.min() < most else ""}{most} '
+                    f'times from {source} ({why}); each counted once'))
+  return frame.drop(index=hashes.index[again.to_numpy()]), lines
+
+
 def OneCopyPerRun(frame: pd.DataFrame,
-                  note: Callable[[str], None] = lambda line: None
-                 ) -> pd.DataFrame:
-  """Each run's samples from one source (a results file, a table).
+                  note: Callable[[str], None] = lambda line: None,
+                  invocation: Optional[pd.Series] = None) -> pd.DataFrame:
+  """Each run's samples from one source (a results file, a table), each
+  sample once.
 
   A run is often read twice: its directory downloaded twice into a history,
   `compare results/ copy/`, or a run both in its files and in the table it
@@ -180,15 +238,41 @@ def OneCopyPerRun(frame: pd.DataFrame,
   (a copy taken while the run was still writing): the fuller one is read,
   said so. Otherwise the copies disagree (a hand-edited copy, another run
   given the same run_uri) and nothing tells which is the run's:
-  CopiesDisagree names both sources and how a sample differs. Rows of
-  one source are all kept: a run resumed with --run_stage wrote them all.
+  CopiesDisagree names both sources and how a sample differs.
+
+  Inside one source (a table the run was published to twice) the same
+  rule holds sample by sample (_CopiesInOneSource; `invocation`: the rows'
+  run_uri as they say it, '<run_uri>-<uuid>', default the frame's): every
+  other row of one source is kept, as a run resumed with --run_stage wrote
+  them all.
   """
-  pairs = frame[['run_uri', SOURCE_COLUMN]].drop_duplicates()
-  copied = pairs.loc[pairs['run_uri'].duplicated(keep=False), 'run_uri']
-  if copied.empty:
-    return frame
   compared = [c for c in frame.columns
               if c not in ('sample_uri', SOURCE_COLUMN, COMMAND_LINE_COLUMN)]
+  frame, lines = _CopiesInOneSource(
+      frame, frame['run_uri'] if invocation is None else invocation, compared)
+  pairs = frame[['run_uri', SOURCE_COLUMN]].drop_duplicates()
+  copied = pairs.loc[pairs['run_uri'].duplicated(keep=False), 'run_uri']
+  dropped = []
+  if not copied.empty:
+    dropped, more = _OneSourcePerRun(frame, copied, compared)
+    lines += more
+  for _, line in lines[:NAMED_COPIES]:
+    note(line)
+  more_runs = ({run for run, _ in lines[NAMED_COPIES:]} -
+               {run for run, _ in lines[:NAMED_COPIES]})
+  if more_runs:
+    note(f'{len(more_runs)} more runs read more than once, each the same '
+         'samples or part of them; each counted once')
+  if not dropped:
+    return frame
+  return frame.drop(index=np.concatenate([d.to_numpy() for d in dropped]))
+
+
+def _OneSourcePerRun(frame: pd.DataFrame, copied: pd.Series,
+                     compared: List[str]
+                    ) -> Tuple[List[pd.Index], List[Tuple[str, str]]]:
+  """The rows of the runs `copied` (read from more than one source) not
+  read, and (run, line) for each run (OneCopyPerRun)."""
   rows_of_copied = frame[frame['run_uri'].isin(copied.unique())]
   content = rows_of_copied[compared].apply(_Comparable)
   content['timestamp'] = content['timestamp'].dt.floor('s')
@@ -214,21 +298,16 @@ def OneCopyPerRun(frame: pd.DataFrame,
     partial = [f'{s} has {len(sets[s])}' for s in others
                if sets[s] != sets[kept]]
     if partial:
-      lines.append(
+      lines.append((run_uri,
           f'run {run_uri} read from {len(sources)} sources, {kept} with '
           f'{len(sets[kept])} samples, {", ".join(partial)} of them and no '
-          f'other; counted once, from {kept}')
+          f'other; counted once, from {kept}'))
     else:
-      lines.append(
+      lines.append((run_uri,
           f'run {run_uri} read {len(sources)} times, the same samples each '
-          f'time ({", ".join(sources)}); counted once, from {kept}')
+          f'time ({", ".join(sources)}); counted once, from {kept}'))
     dropped.append(rows.index[(source != kept).to_numpy()])
-  for line in lines[:NAMED_COPIES]:
-    note(line)
-  if len(lines) > NAMED_COPIES:
-    note(f'{len(lines) - NAMED_COPIES} more runs read more than once, each '
-         'the same samples or part of them; each counted once')
-  return frame.drop(index=np.concatenate([d.to_numpy() for d in dropped]))
+  return dropped, lines
 
 
 class FrameBuilder:
@@ -318,8 +397,10 @@ class FrameBuilder:
     # resumed run has two); the history groups by the run itself.
     short = {uri: publisher.ShortRunUri(uri)
              for uri in frame['run_uri'].dropna().unique()}
+    invocation = frame['run_uri']
     frame['run_uri'] = frame['run_uri'].map(short).astype('string')
-    frame = OneCopyPerRun(frame, note)
+    frame = OneCopyPerRun(frame, note, invocation)
+    del invocation
     duplicate = frame.duplicated(subset=['sample_uri', 'run_uri', 'metric',
                                          'timestamp'])
     if duplicate.any():
