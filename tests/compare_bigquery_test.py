@@ -12,6 +12,7 @@ import os
 from google.auth import credentials as auth_credentials
 import pytest
 
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.publishers import bigquery_options
 from perfkitbenchmarker.results_history import compare_cli
 from perfkitbenchmarker.results_history import loader
@@ -90,7 +91,7 @@ def test_a_run_published_twice_with_new_sample_ids_counts_once(
   sample ids: the table holds each of its 23 samples twice, and compare
   read 46 (every probe, repeat and hold twice) without a word, where the
   same copy given as a second directory is counted once. Now counted once,
-  said on stderr."""
+  said on stderr, on the page and in the summary."""
   assert _Publish(fake, tmp_path, _Lines(), 'published.json') == 23
   assert _Publish(fake, tmp_path, _NewSampleIds(_Lines()),
                   'imported.json') == 23
@@ -101,6 +102,12 @@ def test_a_run_published_twice_with_new_sample_ids_counts_once(
           'time (copies under new sample ids: published or imported '
           'again); counted once')
   assert said == [line]
+  # Under the banner, above the leaderboard, where a reader sees it.
+  assert (page.index('id="regressions"') < page.index(line) <
+          page.index('id="leaderboard"')), page
+  summary_line = f'- {terminal_text.MarkdownText(line)}\n'
+  assert (summary.index('**Regressions') < summary.index(summary_line) <
+          summary.index('### Change points')), summary
 
 
 def test_part_of_a_run_published_again_counts_each_sample_once(
@@ -127,3 +134,4 @@ def test_a_resumed_run_in_one_table_keeps_every_invocations_samples(
   _Publish(fake, tmp_path, lines + again, 'resumed.json')
   frame, said, page, _ = _Compare(fake, tmp_path, capsys)
   assert len(frame) == 2 * len(lines) and said == []
+  assert 'id="load-notes"' not in page

@@ -62,6 +62,11 @@ window.addEventListener('load', () => {
     regressions: document.getElementById('regressions').textContent,
     regressions_top: box(document.getElementById('regressions')).top,
     first_h2_top: box(document.querySelector('h2')).top};
+  const notes = document.getElementById('load-notes');
+  if (notes) {
+    out.load_notes = {top: box(notes).top, bottom: box(notes).bottom,
+                      right: box(notes).right, text: notes.textContent};
+  }
   out.workloads = Array.from(document.querySelectorAll('#workloads .workload'))
       .map(e => e.textContent);
   out.workloads_line = document.getElementById('workloads').textContent;
@@ -157,6 +162,25 @@ def zero_page(tmp_path_factory):
   html = tmp_path / 'report.html'
   _Compare(HISTORY, html)
   return tmp_path, html
+
+
+@pytest.fixture(scope='module')
+def copied_page(tmp_path_factory):
+  """The recorded runs and a copy of one under another sample id, in a
+  directory with a long name (as a CI artifact's path is)."""
+  tmp_path = tmp_path_factory.mktemp('copied')
+  copy = (tmp_path / ('artifact-nightly-matrix-' + 'x' * 90) / 'runs' /
+          '04066aa3')
+  copy.mkdir(parents=True)
+  with open(os.path.join(HISTORY, 'runs', '04066aa3',
+                         loader.RESULTS_FILE)) as f:
+    rows = [dict(json.loads(line), sample_uri=f'copy-{n}')
+            for n, line in enumerate(f) if line.strip()]
+  (copy / loader.RESULTS_FILE).write_text(
+      ''.join(json.dumps(r) + '\n' for r in rows))
+  html = tmp_path / 'report.html'
+  _Compare(HISTORY, html, str(copy))
+  return tmp_path, html, str(copy / loader.RESULTS_FILE)
 
 
 @pytest.fixture(scope='module')
@@ -470,3 +494,23 @@ def test_a_night_without_confirmed_answers_is_never_green(zero_page, width):
       '1:1 R:R 100B keys 100000 cap 1ms via redis-benchmark']
   assert 'workload ;' not in layout['workloads_line']
   _Shot(tmp_path, html, width, 'zero')
+
+
+@e2e_support.Needs('chromium', lambda: _Chromium() is not None,
+                   how='scripts/setup.sh')
+@pytest.mark.parametrize('width', WIDTHS)
+def test_a_run_counted_once_is_said_under_the_banner(copied_page, width):
+  """compare said "run X read 2 times ... counted once" on stderr only: the
+  page a reader opens said nothing of it. Now it says it right under the
+  banner, above the leaderboard, a long source path wrapped in the window."""
+  tmp_path, html, copy = copied_page
+  layout = _Layout(tmp_path, html, width, 'copied')
+  notes = layout['load_notes']
+  original = os.path.join(HISTORY, 'runs', '04066aa3', loader.RESULTS_FILE)
+  assert (f'run 04066aa3 read 2 times, the same samples each time '
+          f'({original}, {copy}); counted once, from {original}'
+          in notes['text']), notes
+  assert layout['headline']['regressions_top'] < notes['top']
+  assert notes['bottom'] <= layout['headline']['first_h2_top']
+  assert notes['right'] <= width
+  _Shot(tmp_path, html, width, 'copied')

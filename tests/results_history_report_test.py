@@ -6,6 +6,7 @@ runs in tests/data/history; after an intended change, regenerate them with
 UPDATE_GOLDEN=1 and review the diff.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import e2e_support
 import pkb_forkserver
 import script_modules
 
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import answers as answers_lib
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import html_page
@@ -356,3 +358,14 @@ def test_default_source_is_the_results_tree(monkeypatch, tmp_path, capsys):
   out = capsys.readouterr().out
   assert out.startswith('0 of 7 answers confirmed on night 2026-11-23')
   assert '\n\nLeaderboard for night 2026-11-23' in out
+
+
+def test_load_notes_are_inert_in_the_summary(analysis):
+  """A note quotes a source path, which is the reader's to name: it is
+  text in the summary, never markup (the page autoescapes it)."""
+  line = 'skipped runs/<img src=x>/*a*_b_: a symbolic link'
+  summary = report.RenderMarkdown(
+      dataclasses.replace(analysis, load_notes=(line,)))
+  assert f'\n- {terminal_text.MarkdownText(line)}\n' in summary
+  assert '<img' not in summary and '*a*' not in summary
+  assert report.LOAD_NOTES_TITLE not in report.RenderMarkdown(analysis)

@@ -27,7 +27,7 @@ import shlex
 import stat
 import types
 import warnings
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from absl import flags
 import pandas as pd
@@ -198,19 +198,23 @@ def _Write(path: str, text: str, mode: str = 'w') -> None:
 def LoadHistory(paths: List[str], bigquery_table: Optional[str] = None,
                 bq_project: Optional[str] = None,
                 chunk_rows: Optional[int] = None,
-                bq_api_endpoint: Optional[str] = None) -> pd.DataFrame:
-  """The samples, with only the metadata the views read (bounded memory)."""
+                bq_api_endpoint: Optional[str] = None,
+                note: Optional[Callable[[str], None]] = None
+               ) -> pd.DataFrame:
+  """The samples, with only the metadata the views read (bounded memory);
+  `note` gets each line the load says (default: stderr, _Note)."""
   client = None
   if bigquery_table:
     client = _BigQueryClient(bigquery_table, bq_project, bq_api_endpoint)
   return loader.Load(paths, bigquery_table=bigquery_table, bq_client=client,
                      keys=report.HistoryKeys(), chunk_rows=chunk_rows,
-                     note=_Note)
+                     note=note or _Note)
 
 
 def _Note(line: str) -> None:
   """What the load left out (a results file of a history tree that is not
-  its own, a second copy of a run: loader.Load), on stderr."""
+  its own, a second copy of a run: loader.Load), on stderr; Run also puts
+  the lines in the report and the summary (report.Analysis.load_notes)."""
   print(f'compare: {terminal_text.Printable(line)}', file=sys.stderr)
 
 
@@ -246,9 +250,15 @@ def Run(argv: List[str], default_results: Optional[str] = None,
   problem = _OutputsApart()
   if problem:
     return _Fail(problem)
+  load_notes = []
+
+  def Note(line: str) -> None:
+    _Note(line)
+    load_notes.append(line)
+
   try:
     frame = LoadHistory(paths, FLAGS.bigquery_table, FLAGS.bq_project,
-                        bq_api_endpoint=FLAGS.bq_api_endpoint)
+                        bq_api_endpoint=FLAGS.bq_api_endpoint, note=Note)
   except loader.LoadError as e:
     return _Fail(str(e))
   problem = _OverwritesInput(frame)
@@ -277,7 +287,7 @@ def Run(argv: List[str], default_results: Optional[str] = None,
   with warnings.catch_warnings():
     # Otava's t-test warns on constant segments (a price step); p is then 0.
     warnings.simplefilter('ignore', RuntimeWarning)
-    analysis = report.Analyze(frame, settings, FLAGS.night)
+    analysis = report.Analyze(frame, settings, FLAGS.night, load_notes)
     _Say(report.FormatText(analysis))
     if FLAGS.report:
       _Write(FLAGS.report, html_page.RenderHtml(analysis))

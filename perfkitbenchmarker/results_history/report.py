@@ -68,11 +68,16 @@ class Analysis:
   frame: pd.DataFrame
   unranked: pd.DataFrame = dataclasses.field(
       default_factory=lambda: pd.DataFrame(columns=board_lib.UNRANKED_COLUMNS))
+  # What the load said it counted once or skipped (loader.Load's `note`):
+  # on stderr while compare runs, and here for whoever reads the report.
+  load_notes: Tuple[str, ...] = ()
 
 
 def Analyze(frame: pd.DataFrame, settings: Settings,
-            night: Optional[str] = None) -> Analysis:
-  """Every view of a prepared frame (cells and nights assigned)."""
+            night: Optional[str] = None,
+            load_notes: Sequence[str] = ()) -> Analysis:
+  """Every view of a prepared frame (cells and nights assigned);
+  `load_notes`: the lines the load said (a run read twice, counted once)."""
   all_nights = nights.Nights(frame)
   night = night or all_nights[-1]
   include = settings.include_unconfirmed
@@ -91,7 +96,7 @@ def Analyze(frame: pd.DataFrame, settings: Settings,
       points=points, change_points=found,
       recent_regressions=cp_lib.RecentRegressions(found,
                                                   settings.recent_nights),
-      settings=settings, frame=frame)
+      settings=settings, frame=frame, load_notes=tuple(load_notes))
 
 
 def _Number(value: Any, digits: int = 0) -> str:
@@ -212,6 +217,8 @@ def BoardColumns(board: pd.DataFrame):
   return TEXT_COLUMNS[:at] + (('workload', 'workload'),) + TEXT_COLUMNS[at:]
 
 
+LOAD_NOTES_TITLE = ('Read once or left out (every figure here counts each '
+                    'run and sample once):')
 INTERVAL_NOTE = ('Intervals: within-run = the runs\' own repeats (1-2 runs; '
                  'run-to-run noise unknown, so no noise call); across runs = '
                  't-interval over 3+ runs\' answers.')
@@ -514,6 +521,8 @@ def CommonContext(analysis: Analysis) -> Dict[str, Any]:
       'detector': DetectorDescription(analysis.settings),
       'settings': analysis.settings,
       'series_count': analysis.points.groupby(['cell', 'metric']).ngroups,
+      'load_notes': analysis.load_notes,
+      'load_notes_title': LOAD_NOTES_TITLE,
   }
 
 
