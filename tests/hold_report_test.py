@@ -52,3 +52,30 @@ def test_no_hold_no_chart():
   frame = _Frame()
   without = frame[frame['probe_role'] != 'hold']
   assert hold_chart.HoldChart(without) is None
+
+
+def test_the_chart_draws_the_answers_own_hold_of_several():
+  # A search that backed off from a failed hold held two loads; when the
+  # back-off's hold failed too, the answer stayed the first load, so its
+  # hold is not the run's last one. The chart draws the answer's (its
+  # samples' hold_probe_index), not whichever hold came last.
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+
+  def Series(index, ops):
+    return [{'cell': 'c', 'run_uri': 'r1', 'probe_role': 'hold',
+             'probe_index': str(index), 'metric': metric, 'values': values,
+             'latency_cap_ms': '1.0'}
+            for metric, values in ((hold_chart.OPS_SERIES, str(ops)),
+                                   (hold_chart.LATENCY_SERIES,
+                                    str([0.9] * len(ops))))]
+
+  frame = pd.DataFrame(Series(6, [25.0, 26.0, 24.0]) +
+                       Series(11, [20.0, 21.0, 19.0]))
+  runs = pd.DataFrame([{'run_uri': 'r1', 'cell': 'c', 'capped_ops': 32.0,
+                        'hold': 'held 1 of 3 s', 'hold_index': 6.0}])
+  hold, = hold_chart.HoldSeries(frame, runs).to_dict('records')
+  assert hold['ops'] == [25.0, 26.0, 24.0]
+  # Runs recorded before the index was published: the last hold, as before.
+  runs['hold_index'] = float('nan')
+  hold, = hold_chart.HoldSeries(frame, runs).to_dict('records')
+  assert hold['ops'] == [20.0, 21.0, 19.0]

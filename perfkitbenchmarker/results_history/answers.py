@@ -40,12 +40,12 @@ _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
 METADATA_KEYS = _VERDICT_KEYS + (
     'confirmed_average_latency_ms', 'average_latency_ms', 'p99_latency_ms',
     'servers_usd_per_hour_total', 'cost_scope', 'hold_words',
-    'redis_server_version')
+    'hold_probe_index', 'redis_server_version')
 ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
                   'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
                   'price_performance', 'verdict', 'verdict_flags',
                   'verdict_reason', 'limit', 'limit_detail', 'hold',
-                  'server_version', 'timestamp')
+                  'hold_index', 'server_version', 'timestamp')
 
 
 def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -125,6 +125,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       # runs without a hold).
       'hold': [str(w) if isinstance(w, str) else ''
                for w in _Col(capped, 'hold_words')],
+      # Which hold probe was the answer's (a search that backed off from a
+      # failed hold ran two); NaN for runs recorded before.
+      'hold_index': pd.to_numeric(_Col(capped, 'hold_probe_index'),
+                                  errors='coerce'),
       # The server's version (a cell's runs may differ in it: a manual
       # --redis_server_version run beside the distro's).
       'server_version': [v if isinstance(v, str) else ''

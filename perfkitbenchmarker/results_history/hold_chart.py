@@ -25,8 +25,8 @@ HOLD_ROLE = 'hold'
 OPS_SERIES = 'OPS_time_series'
 LATENCY_SERIES = 'Average Latency_time_series'
 # Metadata the chart reads (compare loads only what views read).
-METADATA_KEYS = ('probe_role', 'values', 'latency_cap_ms', 'hold_ok',
-                 'hold_words')
+METADATA_KEYS = ('probe_role', 'probe_index', 'values', 'latency_cap_ms',
+                 'hold_ok', 'hold_words')
 
 
 def _Values(text) -> Optional[List[float]]:
@@ -63,14 +63,20 @@ def HoldSeries(night_frame: pd.DataFrame,
   rows = []
   for (cell, run_uri), mine in holds.groupby(['cell', 'run_uri'],
                                              sort=True):
+    answer = answers[(answers['run_uri'] == str(run_uri)) &
+                     (answers['cell'] == cell)]
+    # The answer's own hold, when the search held more than one load (it
+    # backed off from a hold that failed).
+    if not answer.empty and 'probe_index' in mine.columns:
+      index = answer['hold_index'].iloc[-1]
+      own = mine[pd.to_numeric(mine['probe_index'], errors='coerce') == index]
+      mine = own if not own.empty else mine
     series = {m: _Values(r['values']) for m, r in
               mine.drop_duplicates('metric', keep='last').set_index(
                   'metric').iterrows()}
     ops = series.get(OPS_SERIES)
     if not ops:
       continue
-    answer = answers[(answers['run_uri'] == str(run_uri)) &
-                     (answers['cell'] == cell)]
     cap = pd.to_numeric(mine.get('latency_cap_ms'), errors='coerce')
     rows.append({
         'cell': cell, 'run_uri': str(run_uri), 'ops': ops,

@@ -183,6 +183,8 @@ def ResultSamples(spec, result: search_driver.SearchResult,
         str(p.index) for p in result.excluded_probes)
   if hold is not None:
     extra.update(hold.Metadata())
+  if result.hold_index is not None:
+    extra['hold_probe_index'] = result.hold_index
   # Holds that failed before the answer's (the adaptive search backed off
   # from their loads): their probe indices.
   not_held = [p.index for p in result.probes if p.role == 'hold' and
