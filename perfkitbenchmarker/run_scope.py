@@ -424,7 +424,12 @@ _TAKE_ATTEMPTS = 20
 # (left by runs killed by SIGKILL, which release nothing, and by versions
 # that kept them), in the same way a holder removes its own.
 _PRUNE_AT_MOST = 200
-_UNNAMED_TRIES, _UNNAMED_WAIT_S = 10, 0.02
+# Other runs hold a lock for a moment to look at it (HeldRunLocks' shared
+# try, _PruneUnheld's exclusive one), a run's pkb for the run's life: a lock
+# is taken for held only while it stays held this many tries this far apart.
+# Its file says nothing about which: a holder names itself a moment after it
+# takes it, and a file left by a run killed by SIGKILL still names that run.
+_MOMENT_TRIES, _MOMENT_WAIT_S = 10, 0.02
 
 
 def LockRoot() -> str:
@@ -467,19 +472,25 @@ class RunLock:
     fd = self._Open()
     owner = ''
     try:
-      # A holder names itself at once; a lock held with no owner named is
-      # another run's _PruneUnheld looking at it for a moment, or a holder
-      # about to name itself: asked again a few times.
-      for _ in range(_UNNAMED_TRIES):
+      # Held by another run looking at it for a moment, or by this run's
+      # pkb: asked again (_MOMENT_TRIES). Refused at once when the file
+      # named an owner, a SIGKILLed run's later stage was refused for a
+      # look of another run's (157 of 3000 takes beside two looking).
+      for attempt in range(_MOMENT_TRIES):
         try:
           fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
           return fd
         except BlockingIOError:
           owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
-          if owner:
-            break
-          time.sleep(_UNNAMED_WAIT_S)
-    except OSError:
+          if attempt + 1 < _MOMENT_TRIES:
+            time.sleep(_MOMENT_WAIT_S)
+            if not _StillNamed(fd, self.path):
+              # Its holder released it, and removed it first: the file
+              # to take now is the name's.
+              fresh = self._Open()
+              os.close(fd)
+              fd = fresh
+    except BaseException:
       os.close(fd)
       raise
     os.close(fd)
@@ -562,28 +573,41 @@ def HeldRunLocks(root: Optional[str] = None) -> List[Tuple[str, str]]:
   """(run_uri, owner line) of each run whose pkb on this machine holds its
   lock now (a run from its start to its end, whatever stage: one still
   provisioning too), of the lock files _PruneUnheld reads (_LockNames);
-  the lock tried shared and let go at once, the file never removed."""
+  each lock tried shared and let go at once, the file never removed. A
+  lock held only for a moment (another run's look or prune: _MOMENT_TRIES)
+  or whose file lost its name meanwhile (pruned) is no run's: a file left
+  by a killed run was taken for a live one while another run pruned it."""
   root = root or LockRoot()
-  held = []
-  for name in _LockNames(root):
-    run_uri = name[:-len('.lock')]
-    if not re.fullmatch(RUN_URI_PATTERN, run_uri):
-      continue
-    try:
-      fd = os.open(os.path.join(root, name),
-                   os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-      continue  # Gone, or not a file to open.
-    try:
-      fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-      held.append((run_uri, os.pread(fd, 200, 0).decode(
-          errors='replace').strip()))
-    except OSError:
-      pass
-    finally:
-      os.close(fd)  # Drops the shared lock, if taken.
-  return held
+  pending = {}  # run_uri -> (path, descriptor) of a lock held so far.
+  try:
+    for name in _LockNames(root):
+      run_uri = name[:-len('.lock')]
+      if re.fullmatch(RUN_URI_PATTERN, run_uri):
+        path = os.path.join(root, name)
+        try:
+          fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+          continue  # Gone, or not a file to open.
+        pending[run_uri] = (path, fd)
+    for attempt in range(_MOMENT_TRIES):
+      for run_uri, (_, fd) in list(pending.items()):
+        try:
+          fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+          continue
+        except OSError:
+          pass
+        del pending[run_uri]
+        os.close(fd)  # Drops the shared lock.
+      if not pending or attempt + 1 == _MOMENT_TRIES:
+        break
+      time.sleep(_MOMENT_WAIT_S)
+    return [(run_uri, os.pread(fd, 200, 0).decode(errors='replace').strip())
+            for run_uri, (path, fd) in pending.items()
+            if _StillNamed(fd, path)]
+  finally:
+    for _, fd in pending.values():
+      os.close(fd)
 
 
 def ReleaseAll() -> None:

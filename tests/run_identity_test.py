@@ -230,6 +230,78 @@ def test_taking_a_lock_removes_those_nobody_holds_not_a_held_one(tmp_path):
   assert os.listdir(root) == []
 
 
+def _KilledRunsLock(root):
+  """The lock file a run killed by SIGKILL left: its owner still named."""
+  killed = subprocess.run(
+      [sys.executable, '-c',
+       'import os, sys; from perfkitbenchmarker import run_scope\n'
+       'run_scope.RunLock("killed", root=sys.argv[1]).Acquire()\n'
+       'os.kill(os.getpid(), 9)\n', root],
+      capture_output=True, text=True, timeout=60, cwd=e2e.REPO)
+  assert killed.returncode == -9, killed.stderr
+  return os.path.join(root, 'killed.lock')
+
+
+def _LookingFor(path, kind, seconds):
+  """Another run looking at the lock at `path` for a moment (HeldRunLocks'
+  shared try, `kind` -s; _PruneUnheld's exclusive one, -x), stretched to
+  `seconds` by flock(1); returned once it holds it."""
+  looker = subprocess.Popen(
+      ['flock', '-n', kind, path, '-c', f'echo held; sleep {seconds}'],
+      stdout=subprocess.PIPE, text=True)
+  assert looker.stdout.readline() == 'held\n'
+  return looker
+
+
+def test_a_killed_runs_later_stage_takes_its_lock_while_another_run_looks(
+    tmp_path):
+  """Before: the file of a run killed by SIGKILL still names it, so a
+  later stage of that run (its teardown) that found the lock held for a
+  moment by another run's look (HeldRunLocks) was refused, 'in use by
+  <the killed pkb>' (157 of 3000 takes beside two looking)."""
+  root = str(tmp_path / 'locks')
+  path = _KilledRunsLock(root)
+  looker = _LookingFor(path, '-s', 0.1)
+  try:
+    lock = run_scope.RunLock('killed', root=root).Acquire()
+    with open(path) as f:
+      assert f.read().startswith(f'pid {os.getpid()} on ')
+    lock.Release()
+  finally:
+    looker.communicate(timeout=60)
+
+
+def test_held_run_locks_names_a_live_run_not_a_killed_one_being_pruned(
+    tmp_path):
+  """Before: a killed run's lock file that another run's prune held for
+  that moment was named as a live run's (274 of 30000 looks beside a run
+  taking and releasing its lock), which refused a run on a static machine
+  where the killed run's workspace was left."""
+  root = str(tmp_path / 'locks')
+  holder = subprocess.Popen(
+      [sys.executable, '-c',
+       'import sys; from perfkitbenchmarker import run_scope\n'
+       'run_scope.RunLock("live", root=sys.argv[1]).Acquire()\n'
+       'print("held", flush=True); sys.stdin.read()\n'
+       'run_scope.ReleaseAll()\n', root],
+      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+      cwd=e2e.REPO)
+  try:
+    assert holder.stdout.readline() == 'held\n'
+    path = _KilledRunsLock(root)  # After the holder's take, which prunes.
+    with open(path) as f:
+      assert f.read().startswith('pid ')
+    pruner = _LookingFor(path, '-x', 0.1)
+    try:
+      held = run_scope.HeldRunLocks(root)
+    finally:
+      pruner.communicate(timeout=60)
+  finally:
+    holder.communicate('', timeout=60)
+  assert [run_uri for run_uri, _ in held] == ['live'], held
+  assert held[0][1].startswith(f'pid {holder.pid} on '), held
+
+
 class _OpenedBeforeTheRelease(run_scope.RunLock):
   """A process that opened the lock's name just before its holder released
   it (and removed the file): its first descriptor is that file's."""
