@@ -3,6 +3,7 @@
 import fcntl
 import json
 import os
+import pwd
 import re
 import shutil
 import stat
@@ -529,11 +530,12 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
       sleeper.wait()
     assert e2e_support.Workspaces(first) == [workspace]
 
-    # A crashed run: its shard gone, its workspace left.
+    # A crashed run: its shard gone, its workspace left, QUIET_S ago.
     os.kill(shard.pid, 9)
     e2e_support.WaitFor(
         lambda: not e2e_support.ProcessAlive(shard.pid, marker=marker),
         'the shard\'s end')
+    _Quiet(workspace)
     caplog.set_level('WARNING')
     later = _Spec(tmp_path, _SshdFile(tmp_path, sshd), run_uri=third)
     later.ConstructVirtualMachines()
@@ -545,7 +547,8 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
     warned = [r.getMessage() for r in caplog.records
               if f'{first} ({workspace})' in r.getMessage()]
     assert len(warned) == 1, warned
-    assert 'with no process working in it' in warned[0]
+    assert 'with no process working in it and no command of its run' in (
+        warned[0])
     assert resource.TeardownFromRecord(
         run_record.RunRecord.Load(later.record.run_dir)) == []
     later.vms[0].StopMaster()
@@ -566,7 +569,9 @@ def test_other_runs_reads_only_workspaces_of_the_users_own(tmp_path):
   """scripts/other_runs.sh, as a machine's hostile /tmp can make it: a
   link to a busy workspace, one others can write, one of another user, a
   name of another shape and the run's own are not taken; a workspace of
-  the user's own is busy while a process works in it, else idle."""
+  the user's own is busy while a process works in it, else idle; with
+  QUIET, recent while a command touched it since (another login's 0700
+  one too)."""
   root = tmp_path / 'tmp'
   root.mkdir()
   busy, idle, own, wide, other, odd = (
@@ -583,17 +588,39 @@ def test_other_runs_reads_only_workspaces_of_the_users_own(tmp_path):
               for d in (busy, own, wide, odd)]
   if os.geteuid() == 0:
     sleepers.append(subprocess.Popen(['sleep', '60'], cwd=str(other)))
-  try:
-    done = subprocess.run(
-        shell_scripts.Inline('other_runs.sh', str(root), 'me', 32),
+  quiet = root / 'pkb-rh.quiet'
+  quiet.mkdir(mode=0o700)
+  os.utime(quiet, (0, 0))
+  if os.geteuid() == 0:
+    (root / 'pkb-ri.open').mkdir(mode=0o750)  # Another login's, not mktemp's.
+    os.chown(root / 'pkb-ri.open', 65534, 65534)
+
+  def OtherRuns(*quiet_s):
+    return subprocess.run(
+        shell_scripts.Inline('other_runs.sh', str(root), 'me', 32,
+                             *(('', '', '') + quiet_s if quiet_s else ())),
         capture_output=True, text=True, timeout=60, check=False)
+
+  try:
+    done, timed = OtherRuns(), OtherRuns(60)
   finally:
     for sleeper in sleepers:
       sleeper.kill()
       sleeper.wait()
   assert done.returncode == 0, done.stderr
   assert sorted(done.stdout.splitlines()) == [
-      f'busy {busy} {sleepers[0].pid} sleep', f'idle {idle}']
+      f'busy {busy} {sleepers[0].pid} sleep', f'idle {idle}', f'idle {quiet}']
+  # With QUIET: a workspace a command touched since is recent, its login
+  # named; another login's 0700 one too (only its time shows), not one of
+  # any other mode.
+  user = pwd.getpwuid(os.geteuid()).pw_name
+  assert timed.returncode == 0, timed.stderr
+  lines = sorted(re.sub(r'^(recent \S+) \d+ ', r'\1 N ', line)
+                 for line in timed.stdout.splitlines())
+  assert lines == sorted(
+      [f'busy {busy} {sleepers[0].pid} sleep', f'idle {quiet}',
+       f'recent {idle} N {user}'] +
+      ([f'recent {other} N nobody'] if os.geteuid() == 0 else [])), lines
 
 
 @pytest.mark.e2e
@@ -665,7 +692,10 @@ def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
     assert f'nothing works in its workspace {workspace} yet' in str(
         refused.value)
     assert e2e_support.Workspaces(f'sp{PID}', root) == []
-    b.WaitForSsh(30)  # A's pkb gone: its workspace is only warned about.
+    # A's pkb gone, and no command of A's there since QUIET_S: its
+    # workspace is only warned about.
+    _Quiet(workspace)
+    b.WaitForSsh(30)
     assert len(e2e_support.Workspaces(f'sp{PID}', root)) == 1
   finally:
     os.close(lock)
@@ -674,6 +704,132 @@ def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
       sleeper.kill()
       sleeper.wait()
     b.StopMaster()
+
+
+def _StaticVm(server_sshd, run_uri, user=None):
+  return provider.StaticVirtualMachine(
+      virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
+      'servers-0', 'servers', user=user or server_sshd.user,
+      ip_address=server_sshd.host, keyfile=server_sshd.user_key,
+      port=server_sshd.port, run_uri=run_uri)
+
+
+def _Quiet(workspace):
+  """The workspace as a run leaves it that sent no command there for
+  QUIET_S: a run killed before its teardown, that long ago."""
+  then = os.stat(workspace).st_mtime - provider.QUIET_S - 60
+  os.utime(workspace, (then, then))
+
+
+@pytest.mark.e2e
+def test_a_run_provisioning_from_another_runner_is_refused_until_quiet(
+    tmp_path, sshd, monkeypatch,  # pylint: disable=redefined-outer-name
+    caplog):
+  """Run A provisions the machine from another runner: its workspace is
+  made, nothing works in it yet, its run lock is that runner's. Before:
+  run B only warned about it and went on, so both measured side by side.
+  Now B is refused in one line naming A and how to end it, while A sends
+  commands there; once A sent none for QUIET_S (killed before its
+  teardown), B only warns."""
+  monkeypatch.delenv(provider.SHARED_MACHINES_ENV)
+  root = tmp_path / 'root'  # Not /tmp: other tests' runs are live there.
+  root.mkdir(mode=0o755)
+  monkeypatch.setattr(record_checks, 'REMOTE_SCRATCH_ROOT', str(root))
+  a, b = _StaticVm(sshd, f'sw{PID}'), _StaticVm(sshd, f'sx{PID}')
+  try:
+    a.WaitForSsh(30)
+    workspace = os.path.dirname(a.scratch_dir)
+    with pytest.raises(errors.UsageError) as refused:
+      b.WaitForSsh(30)
+    line = str(refused.value)
+    assert '\n' not in line
+    assert re.search(
+        f'is in use by run sw{PID} \\(its last command here came \\d+ s ago, '
+        f'to its workspace {re.escape(workspace)}\\)', line), line
+    assert (f'./pkb.py --run_stage=teardown --run_uri=sw{PID} (a run with '
+            f'no command here for {provider.QUIET_S // 60} min is not '
+            'counted)') in line, line
+    assert e2e_support.Workspaces(f'sx{PID}', root) == []
+    _Quiet(workspace)
+    caplog.set_level('WARNING')
+    b.WaitForSsh(30)
+    assert len(e2e_support.Workspaces(f'sx{PID}', root)) == 1
+    warned, = _Lines(caplog.records, f'sw{PID} ({workspace})')
+    assert (f'no command of its run for {provider.QUIET_S // 60} min'
+            in warned), warned
+  finally:
+    for vm in (a, b):
+      vm.CleanUpScratch()
+      vm.StopMaster()
+
+
+@pytest.fixture
+def other_login():
+  """(a second Unix user, an sshd of its own that lets it and the test's
+  user in with the test's key, a root for workspaces as /tmp is): all in a
+  directory under /tmp both users reach (sshd reads a login's
+  authorized_keys as that user), removed afterwards with the user."""
+  if os.geteuid() != 0:
+    pytest.skip('only root can make a second user')
+  useradd = e2e_support.RequireTool('useradd', 'the passwd package')
+  if not sshd_fixture.Available():
+    e2e_support.Unavailable('sshd', 'scripts/setup.sh installs openssh-server')
+  name = f'pkbt{PID}'
+  base = tempfile.mkdtemp(prefix='static-login-', dir='/tmp')
+  os.chmod(base, 0o755)
+  home, root = os.path.join(base, 'home'), os.path.join(base, 'root')
+  server = None
+  # '*': no password, but not locked (sshd without PAM refuses '!').
+  subprocess.run([useradd, '-M', '-d', home, '-s', '/bin/bash', '-p', '*',
+                  name], check=True, capture_output=True, timeout=60)
+  try:
+    os.mkdir(home)
+    shutil.chown(home, name, name)
+    os.mkdir(root)
+    os.chmod(root, 0o1777)  # As /tmp; not /tmp, where other tests run.
+    server = sshd_fixture.Sshd(os.path.join(base, 'sshd')).Start()
+    os.chmod(server.directory, 0o755)
+    os.chmod(server.authorized_keys, 0o644)  # Public keys only.
+    yield name, server, root
+  finally:
+    if server:
+      server.Stop()
+    subprocess.run([os.path.join(os.path.dirname(useradd), 'userdel'), name],
+                   check=False, capture_output=True, timeout=60)
+    shutil.rmtree(base)
+
+
+@pytest.mark.e2e
+def test_a_run_of_another_login_user_is_refused_until_quiet(
+    monkeypatch, other_login):  # pylint: disable=redefined-outer-name
+  """Run A logs in as another user: its workspace is its login's, whose
+  processes this login cannot look into. Before: B did not look at it at
+  all, and went on. Now B is refused naming A's login while A sends
+  commands there, and not once A sent none for QUIET_S."""
+  user, server, root = other_login
+  monkeypatch.delenv(provider.SHARED_MACHINES_ENV)
+  monkeypatch.setattr(record_checks, 'REMOTE_SCRATCH_ROOT', root)
+  a = _StaticVm(server, f'sy{PID}', user=user)
+  b = _StaticVm(server, f'sz{PID}')
+  try:
+    a.WaitForSsh(30)
+    workspace = os.path.dirname(a.scratch_dir)
+    assert os.stat(workspace).st_uid != os.geteuid()
+    a.RemoteCommand('true')  # A at work: the workspace's time is now.
+    with pytest.raises(errors.UsageError) as refused:
+      b.WaitForSsh(30)
+    assert re.search(
+        f'is in use by run sy{PID} \\(of login {user}; its last '
+        f'command here came \\d+ s ago, to its workspace '
+        f'{re.escape(workspace)}\\)', str(refused.value)), refused.value
+    assert e2e_support.Workspaces(f'sz{PID}', root) == []
+    _Quiet(workspace)
+    b.WaitForSsh(30)
+    assert len(e2e_support.Workspaces(f'sz{PID}', root)) == 1
+  finally:
+    for vm in (a, b):
+      vm.CleanUpScratch()
+      vm.StopMaster()
 
 
 @pytest.mark.e2e

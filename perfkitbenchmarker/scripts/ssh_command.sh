@@ -50,7 +50,12 @@ run_command() {
     eval "$(printf %s "$__pkb_env" | base64 -d)"
     unset __pkb_env
   fi
-  cd -- "$1" 2>/dev/null || true
+  if [ -n "$1" ] && cd -- "$1" 2>/dev/null; then
+    # The workspace's time: when the run last sent a command here, which
+    # any login can read (scripts/other_runs.sh; nothing of a run may work
+    # in its workspace yet, and another login's processes are not to see).
+    touch -c -- .. 2>/dev/null
+  fi
   # Redis clients need many sockets; the hard limit is the ceiling.
   ulimit -n "$(ulimit -Hn)" 2>/dev/null
   exec timeout -k "$4" "$3" bash --norc -c "$6"

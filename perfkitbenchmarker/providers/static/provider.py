@@ -50,6 +50,12 @@ SHARED_MACHINES_ENV = 'PKB_SHARED_MACHINES'
 # a user keeps a few (one per run not torn down); each costs a scan of the
 # machine's processes.
 OTHER_RUNS_AT_MOST = 32
+# A run's workspace whose run sent no command there for this long is not
+# live (scripts/other_runs.sh: its time, which every command touches). It
+# outlasts the longest command (a package install), during which a run of
+# another login sends nothing else: its processes are not to see. So a run
+# killed before its teardown blocks the machine for at most this long.
+QUIET_S = ssh_vm.PACKAGE_INSTALL_TIMEOUT_S + 300
 # How long a run waits for another's look-and-make step on the machine
 # (StaticVirtualMachine.ClaimScript): a scan of its processes, seconds.
 CLAIM_WAIT_S = 60
@@ -234,46 +240,55 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
                       if lock[0] != self.run_uri)
     return shlex.join(shell_scripts.Inline(
         'other_runs.sh', root, self.run_uri, OTHER_RUNS_AT_MOST,
-        CLAIM_WAIT_S, make, ','.join(self._live)))
+        CLAIM_WAIT_S, make, ','.join(self._live), QUIET_S))
 
   def CheckNotInUse(self, out: str) -> str:
-    """Refuses, in one line, a machine where another run of the login user
-    is live (ClaimScript found it and made nothing of this run there): a
-    process works in that run's workspace (run_processes' rule;
-    scripts/other_runs.sh reads only directories of the user's own).
-    A run whose workspace nothing works in yet but whose pkb holds its
-    run lock on this runner (one provisioning: installs come before its
-    first server) is refused too. Another run's workspace nothing works in
-    (a run killed before its teardown, one between two stages, or one
-    provisioning from another runner) gets one WARNING and the run goes
-    on. Checked
-    when the run provisions the machine, the one stage every run on it
-    starts with; a later stage of the run is not checked again. Returns
-    the rest of `out`: the scratch directory's line."""
+    """Refuses, in one line, a machine where another run is live
+    (ClaimScript found it and made nothing of this run there): a process
+    works in that run's workspace (run_processes' rule; scripts/other_runs.sh
+    reads only directories of the login user's own); or nothing does yet
+    but its pkb holds its run lock on this runner (one provisioning:
+    installs come before its first server); or its run sent a command there
+    less than QUIET_S ago (the workspace's time, which any login reads: a
+    run of another runner, or of another login user, whose processes are
+    not to see). Another run's workspace of none of these (a run killed
+    before its teardown, one between two stages, QUIET_S after its last
+    command) gets one WARNING and the run goes on. Checked when the run
+    provisions the machine, the one stage every run on it starts with; a
+    later stage of the run is not checked again. Returns the rest of
+    `out`: the scratch directory's line."""
     if os.environ.get(SHARED_MACHINES_ENV) == '1':
       return out
     root = record_checks.REMOTE_SCRATCH_ROOT
-    kinds = ('busy ', 'live ', 'idle ')
+    kinds = ('busy ', 'live ', 'recent ', 'idle ')
     found_lines = [line for line in out.splitlines()
                    if line.startswith(kinds)]
     made = '\n'.join(line for line in out.splitlines()
                      if not line.startswith(kinds))
-    busy, idle = [], []
+    busy, idle, quiet_said = [], [], False
     for line in found_lines:
       found = re.fullmatch(
-          r'busy (\S+) (\d+) (.*)|idle (\S+)|live (\S+)', line)
-      workspace = found and (found.group(1) or found.group(4) or
-                             found.group(5))
+          r'busy (?P<busy>\S+) (?P<pid>\d+) (?P<name>.*)|idle (?P<idle>\S+)|'
+          r'live (?P<live>\S+)|'
+          r'recent (?P<recent>\S+) (?P<age>\d+) (?P<user>\S+)', line)
+      workspace = found and (found['busy'] or found['idle'] or
+                             found['live'] or found['recent'])
       run = workspace and run_scope.WorkspaceRun(workspace, root)
       if not run or run == self.run_uri:
         continue
-      if found.group(1):
-        busy.append((run, f'{found.group(3)} PID {found.group(2)} works in '
+      if found['busy']:
+        busy.append((run, f'{found["name"]} PID {found["pid"]} works in '
                      f'its workspace {workspace}'))
-      elif found.group(5):
+      elif found['live']:
         busy.append((run, f'its pkb holds its run lock on this runner, '
                      f'{self._live.get(run) or "unnamed"}; '
                      f'nothing works in its workspace {workspace} yet'))
+      elif found['recent']:
+        login = ('' if found['user'] == self.user else
+                 f'of login {found["user"]}; ')
+        busy.append((run, f'{login}its last command here came '
+                     f'{found["age"]} s ago, to its workspace {workspace}'))
+        quiet_said = True
       else:
         idle.append((run, workspace, found))
     where = f'{self._Target()} port {self.port}'
@@ -285,11 +300,9 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       logging.warning(terminal_text.Printable(
           f'{self.name}: {where} holds the workspace of run(s) '
           f'{", ".join(f"{run} ({workspace})" for run, workspace in new)} '
-          'with no process working in it (a run that ended without its '
-          'teardown, one between two stages, or one provisioning from '
-          'another runner), '
-          'which does not stop this '
-          'run. A run\'s '
+          'with no process working in it and no command of its run for '
+          f'{QUIET_S // 60} min (a run that ended without its teardown, or '
+          'one between two stages), which does not stop this run. A run\'s '
           'teardown removes it: ./pkb.py --run_stage=teardown '
           '--run_uri=<run_uri>'))
     if busy:
@@ -307,7 +320,9 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           f'run was made there. Wait for {them} to finish, or tear {them} '
           'down where started: '
           + ', '.join(f'./pkb.py --run_stage=teardown --run_uri={run}'
-                      for run in runs)))
+                      for run in runs)
+          + (f' (a run with no command here for {QUIET_S // 60} min is not '
+             'counted)' if quiet_said else '')))
     return made
 
   def RecordHostSettings(self) -> str:
