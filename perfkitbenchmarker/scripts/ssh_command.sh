@@ -17,7 +17,9 @@
 # reads the environment (export lines, base64) from stdin's first line, so
 # secrets never appear in any process's argv; then runs COMMAND with bash
 # in SCRATCH_DIR (as Local VMs run it) under `timeout`: TERM after
-# TIMEOUT_S, KILL KILL_GRACE_S later.
+# TIMEOUT_S, KILL KILL_GRACE_S later. The run's workspace (SCRATCH_DIR's
+# parent) is touched once a minute: other_runs.sh reads when its run last
+# sent a command.
 printf '\036pkb-started\036' >&2
 printf '\036pkb-started\036'
 
