@@ -276,6 +276,15 @@ class DriverTest(unittest.TestCase):
     self.assertEqual(result.best.load.threads, 9)  # 0.9 ms; 1.0 is not under
     self.assertEqual([p.index for p in result.probes], list(range(15)))
 
+  def testProbeBudgetWithNothingUnderTheCapNamesNoLoad(self):
+    script = Script({t: (1000.0 * t, 2.0) for t in range(1, 100)})
+    result = search_driver.FindLatencyCappedMaximum(
+        script, 1.0, _EndlessPolicy(), max_probes=3)
+    self.assertIsNone(result.best)
+    self.assertIn('probe budget of 3 exhausted', result.stop_reason)
+    self.assertIn('no probe was under the cap', result.stop_reason)
+    self.assertNotIn('the answer is the load', result.stop_reason)
+
   def testConfirmationStatistics(self):
     script = Script({1: (100e3, 0.5), 2: (110e3, 0.6), 3: (120e3, 0.7),
                      4: (90e3, 0.9)})

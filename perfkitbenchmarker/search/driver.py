@@ -498,11 +498,12 @@ def _BudgetOutcome(probes: Sequence[ProbeRecord], set_aside: Sequence[int],
   if set_aside:
     figure += (' but the disturbed repeat(s) set aside to run again: probe(s) '
                + ', '.join(str(i) for i in set_aside))
+  answer = (f'the answer is the load of the highest-throughput {chosen}, '
+            f'unconfirmed ({figure})')
+  if best_index is None:
+    answer = 'no probe was under the cap, so there is no answer'
+  budget = sum(1 for p in probes if p.role != ROLE_HOLD)
   return Outcome(
-      stop_reason=(f'probe budget of '
-                   f'{sum(1 for p in probes if p.role != ROLE_HOLD)} '
-                   'exhausted before the '
-                   f'{policy_name} policy finished; the answer is the load '
-                   f'of the highest-throughput {chosen}, unconfirmed '
-                   f'({figure})'),
+      stop_reason=(f'probe budget of {budget} exhausted before the '
+                   f'{policy_name} policy finished; {answer}'),
       best_index=best_index, excluded_indices=tuple(set_aside))
