@@ -12,17 +12,35 @@ failed item.
 
 Extension seam: a caller picks the lane (`lane(item) -> hashable`); the
 default puts every item in a lane of its own.
+
+A stopped run (a signal, the deadline: vm_util.StopChildren, counted by
+run_processes.StopCount) starts no new item, in any lane: a create or a
+shard start never begins after the stop, when teardown may already have
+read the record. A caller interrupted while it waits (the signal's exception) leaves the items already started
+running in their threads; they are counted, and `AwaitStragglers` (which
+teardown calls first) waits for them, so nothing a straggler makes appears
+after teardown looked.
 """
 
 import concurrent.futures
 import dataclasses
+import logging
+import threading
 import time
 from typing import (Any, Callable, Dict, Hashable, List, Optional, Sequence,
                     Tuple)
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import run_processes
 
 MAX_WORKERS = 16
+# How long teardown waits for items a stopped caller left running (an API
+# call under way, a retry's pause of at most 30 s) before it goes on.
+STRAGGLER_WAIT_S = 120.0
+
+# thread ident -> how many lanes that thread runs now (nested RunInLanes).
+_RUNNING: Dict[int, int] = {}
+_RUNNING_CHANGED = threading.Condition()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,13 +81,32 @@ def RunInLanes(function: Callable[[Any], Any], items: Sequence[Any],
     key = lane(item) if lane else index
     lanes.setdefault(key, []).append(index)
   outcomes: List[Optional[Outcome]] = [None] * len(items)
+  stops = run_processes.StopCount()
+  abandoned = threading.Event()  # The caller stopped waiting.
 
   def RunLane(indices: List[int]) -> None:
     for i in indices:
+      if abandoned.is_set() or run_processes.StopCount() != stops:
+        outcomes[i] = Outcome(items[i], error=errors.Error(
+            'not started: the run was stopped'))
+        continue
       try:
         outcomes[i] = Outcome(items[i], result=function(items[i]))
       except Exception as e:  # pylint: disable=broad-except
         outcomes[i] = Outcome(items[i], error=e)
+
+  def CountedLane(indices: List[int]) -> None:
+    me = threading.get_ident()
+    with _RUNNING_CHANGED:
+      _RUNNING[me] = _RUNNING.get(me, 0) + 1
+    try:
+      RunLane(indices)  # Checks `abandoned` after the count went up.
+    finally:
+      with _RUNNING_CHANGED:
+        _RUNNING[me] -= 1
+        if not _RUNNING[me]:
+          del _RUNNING[me]
+        _RUNNING_CHANGED.notify_all()
 
   if len(lanes) == 1:
     RunLane(next(iter(lanes.values())))
@@ -77,9 +114,13 @@ def RunInLanes(function: Callable[[Any], Any], items: Sequence[Any],
   pool = concurrent.futures.ThreadPoolExecutor(
       min(max(1, max_workers), len(lanes)))
   try:
-    running = [pool.submit(RunLane, indices) for indices in lanes.values()]
+    running = [pool.submit(CountedLane, indices)
+               for indices in lanes.values()]
     concurrent.futures.wait(running)
   except BaseException:
+    # Lanes not yet started never start; those running finish their
+    # current item only (AwaitStragglers waits for them).
+    abandoned.set()
     pool.shutdown(wait=False, cancel_futures=True)
     raise
   pool.shutdown()
@@ -87,6 +128,36 @@ def RunInLanes(function: Callable[[Any], Any], items: Sequence[Any],
     if future.exception() is not None:  # A BaseException out of a lane.
       raise future.exception()
   return list(outcomes)
+
+
+def Stragglers() -> int:
+  """How many lanes run now in threads other than this one."""
+  me = threading.get_ident()
+  with _RUNNING_CHANGED:
+    return sum(n for ident, n in _RUNNING.items() if ident != me)
+
+
+def AwaitStragglers(timeout_s: float = STRAGGLER_WAIT_S) -> int:
+  """Waits (at most timeout_s) until no lane runs in another thread: the
+  items an interrupted RunInLanes left running. Returns how many still run
+  (0 when every one ended)."""
+  left = Stragglers()
+  if not left:
+    return 0
+  logging.warning('Waiting for %d task(s) already under way (a create, a '
+                  'start) to end before teardown.', left)
+  end = time.monotonic() + timeout_s
+  with _RUNNING_CHANGED:
+    while True:
+      left = Stragglers()
+      remaining = end - time.monotonic()
+      if not left or remaining <= 0:
+        break
+      _RUNNING_CHANGED.wait(min(1.0, remaining))
+  if left:
+    logging.warning('%d task(s) still under way after %.0f s; teardown goes '
+                    'on without them.', left, timeout_s)
+  return left
 
 
 def RaiseFirst(outcomes: Sequence[Outcome],

@@ -65,6 +65,10 @@ class RetryableError(Exception):
   """A transient failure; the operation is retried."""
 
 
+class _Stopped(Exception):
+  """The run was stopped before an attempt (BaseResource._Retry)."""
+
+
 class BaseResource(abc.ABC):
   """A thing that is created, checked, waited for and deleted."""
 
@@ -121,6 +125,17 @@ class BaseResource(abc.ABC):
 
   def _Retry(self, operation: Callable[[], None], retries: int,
              what: str) -> None:
+    """operation() until it does not raise RetryableError, at most `retries`
+    times; none is started once the run is stopped (a signal, the
+    deadline): teardown may have read the record by then, and a create
+    sent after it would be left behind."""
+    stopped = waits.RunStopped()
+
+    def Attempt() -> None:
+      if stopped():  # It came during the pause before this attempt.
+        raise _Stopped()
+      operation()
+
     def Warn(state: tenacity.RetryCallState) -> None:
       logging.warning('%s %s %s failed (%s); retrying in %.0fs', what,
                       self.KIND, self.name, state.outcome.exception(),
@@ -129,17 +144,26 @@ class BaseResource(abc.ABC):
     try:
       tenacity.Retrying(
           retry=tenacity.retry_if_exception_type(RetryableError),
-          stop=tenacity.stop_after_attempt(retries),
+          stop=tenacity.stop_after_attempt(retries) | stopped,
           wait=tenacity.wait_exponential(max=30), sleep=self._sleep,
-          before_sleep=Warn, reraise=True)(operation)
+          before_sleep=Warn, reraise=True)(Attempt)
     except RetryableError as e:
+      if stopped():
+        raise errors.ResourceError(
+            f'{what} {self.KIND} {self.name} not tried again, the run being '
+            f'stopped: {e}') from None
       raise errors.ResourceError(
           f'{what} {self.KIND} {self.name} failed after {retries} '
           f'attempts: {e}') from None
+    except _Stopped:
+      raise errors.ResourceError(
+          f'{what} {self.KIND} {self.name} not tried again: the run was '
+          'stopped') from None
 
   def Create(self) -> None:
+    stopped = waits.RunStopped()
     self.Launch()
-    self.AwaitReady()
+    self.AwaitReady(stopped)
 
   def Launch(self) -> None:
     """Create() up to the create call: recorded first, then _Create (so a
@@ -149,9 +173,19 @@ class BaseResource(abc.ABC):
     self._Retry(self._Create, self.CREATE_RETRIES, 'Creating')
     self.created = True
 
-  def AwaitReady(self) -> None:
-    """The rest of Create(): ready, then recorded as created."""
-    if not waits.Poll(self._IsReady, bool, self.READY_TIMEOUT_S, 1,
+  def AwaitReady(self, stopped: Optional[waits.RunStopped] = None) -> None:
+    """The rest of Create(): ready, then recorded as created. A stopped run
+    (since `stopped` was made; by default since this call) stops waiting:
+    teardown deletes the resource from its record entry."""
+    stopped = stopped or waits.RunStopped()
+
+    def Ready() -> bool:
+      if stopped():
+        raise errors.ResourceError(
+            f'{self.KIND} {self.name} not waited for: the run was stopped')
+      return self._IsReady()
+
+    if not waits.Poll(Ready, bool, self.READY_TIMEOUT_S, 1,
                       self._clock, self._sleep)[0]:
       raise errors.ResourceError(
           f'{self.KIND} {self.name} was not ready after '
@@ -173,6 +207,9 @@ def TeardownFromRecord(record: run_record_lib.RunRecord,
   waves (module docstring); returns one line per resource left live, newest
   first. A failure does not stop the rest of its wave or the later waves.
   """
+  # What a stopped run's parallel creates still do ends first: a create
+  # already sent can make a resource after the record was read.
+  background_tasks.AwaitStragglers()
   failures: Dict[int, str] = {}
 
   def Failed(index: int, entry: Dict[str, Any], error: BaseException) -> None:

@@ -57,6 +57,23 @@ GROUP, SESSION = 'group', 'session'
 OUTLIVED = BUSY = 3
 
 
+# How many times the run's commands were stopped (vm_util.StopChildren: a
+# signal, the deadline). A list: a signal handler adds to it.
+_STOPS = [0]
+
+
+def CountStop() -> None:
+  """Notes a stop of the run (safe in a signal handler)."""
+  _STOPS[0] += 1
+
+
+def StopCount() -> int:
+  """How many times the run was stopped so far: a loop that retries, waits
+  or starts work (background_tasks' lanes) ends when it moved since it
+  began."""
+  return _STOPS[0]
+
+
 def WorksUnder(cwd: str, root: str) -> bool:
   """The ownership rule (module doc): `cwd` is `root` or below it."""
   root = root.rstrip('/')

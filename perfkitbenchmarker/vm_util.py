@@ -51,12 +51,11 @@ STREAM_JOIN_S = 5.0  # Bound on waiting for the stream threads after exit.
 # Plain dict operations only (atomic under the GIL): StopChildren runs in a
 # signal handler, which may interrupt a thread that is adding or removing.
 _CHILDREN: dict = {}
-_STOPS = [0]  # StopChildren calls so far (a list: set from a signal handler)
 
 
 def StopCount() -> int:
   """How many times the run's commands were stopped (deadline, signal)."""
-  return _STOPS[0]
+  return run_processes.StopCount()
 
 
 def RegisterSecret(secret: str) -> None:
@@ -187,7 +186,7 @@ def StopChildren() -> int:
   (an SSH connection, a detached command's collector) ends when the count
   moved since it began, instead of starting its command again.
   """
-  _STOPS[0] += 1
+  run_processes.CountStop()
   pids = list(_CHILDREN)
   for pid in pids:
     run_processes.KillStartedGroup(pid)

@@ -118,3 +118,50 @@ def test_names_prefix_each_failure_when_given():
 
 def test_nothing_to_do():
   assert background_tasks.RunThreaded(lambda i: i, []) == []
+
+
+def test_a_stopped_run_starts_no_further_item_in_any_lane():
+  from perfkitbenchmarker import vm_util  # pylint: disable=g-import-not-at-top
+  ran = []
+
+  def Work(item):
+    ran.append(item)
+    if item == 'stop':
+      vm_util.StopChildren()  # What a signal or the deadline does.
+
+  outcomes = background_tasks.RunInLanes(
+      Work, ['stop', 'after'], lane=lambda item: 'one lane')
+  assert ran == ['stop']
+  assert outcomes[0].error is None
+  assert 'not started: the run was stopped' in str(outcomes[1].error)
+
+
+def test_items_left_running_by_an_interrupted_caller_are_awaited(
+    monkeypatch):
+  started = threading.Event()
+  release = threading.Event()
+  ran = []
+
+  def Work(item):
+    if item == 'slow':
+      started.set()
+      release.wait(BARRIER_TIMEOUT_S)
+    ran.append(item)
+
+  def InterruptedWait(futures):
+    del futures
+    started.wait(BARRIER_TIMEOUT_S)
+    raise KeyboardInterrupt  # Ctrl-C while the caller waits.
+
+  monkeypatch.setattr(background_tasks.concurrent.futures, 'wait',
+                      InterruptedWait)
+  with pytest.raises(KeyboardInterrupt):
+    background_tasks.RunInLanes(
+        Work, ['slow', 'next', 'other'],
+        lane=lambda item: 'b' if item == 'other' else 'a')
+  assert background_tasks.Stragglers() >= 1  # 'slow' at least.
+  release.set()
+  assert background_tasks.AwaitStragglers(BARRIER_TIMEOUT_S) == 0
+  assert background_tasks.Stragglers() == 0
+  # The lane's next item never started: its caller had stopped waiting.
+  assert 'slow' in ran and 'next' not in ran

@@ -21,7 +21,9 @@ import io
 import ipaddress
 import json
 import os
+import signal
 import socket
+import threading
 import types
 
 import pytest
@@ -181,7 +183,8 @@ def _StubBenchmark(snapshot):
   return module
 
 
-def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys, ssh_waiter):
+def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys, ssh_waiter,
+                    interrupts=None):
   """pkb._RunOne over every stage, as RunBenchmarks calls it."""
   config = module.GetConfig({'file': None, 'overrides': []})
   run_dir = str(tmp_path / 'runs' / run_uri)
@@ -196,12 +199,14 @@ def _RunInterrupted(module, run_uri, cloud, tmp_path, capsys, ssh_waiter):
     code = pkb._RunOne(  # pylint: disable=protected-access
         module, config, run_uri, record, None, collector,
         reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        stages, run_signals.Interrupts(),
+        stages, interrupts or run_signals.Interrupts(),
         ssh_waiter=ssh_waiter)
   finally:
     collector.Close()
-  with open(json_path) as f:
-    rows = [json.loads(line) for line in f if line.strip()]
+  rows = []
+  if os.path.exists(json_path):  # Made at the first sample.
+    with open(json_path) as f:
+      rows = [json.loads(line) for line in f if line.strip()]
   return types.SimpleNamespace(
       code=code, collector=collector, rows=rows, run_dir=run_dir,
       record=run_record.RunRecord.Load(run_dir),
@@ -346,3 +351,52 @@ def test_gcp_run_interrupted_mid_probe_leaves_nothing_in_the_fake(
   deleted = [r.path.split('/')[-2] for r in fake.requests
              if r.method == 'DELETE']
   assert sorted(deleted) == sorted(during['live'])
+
+
+def test_gcp_sigint_while_an_insert_waits_to_retry_leaves_nothing(
+    fake, loopback_only, pkb_flags, tmp_path, capsys):
+  """Ctrl-C as one of the parallel inserts is refused with a 429: that
+  insert is not tried again after teardown began, and teardown waits for
+  the inserts already under way, so nothing is left in the fake."""
+  del loopback_only
+  pkb_flags.cloud = 'GCP'
+  pkb_flags.run_uri = GCP_RUN_URI
+  pkb_flags.project = GCP_PROJECT
+  pkb_flags.zone = 'us-central1-a'
+  pkb_flags.os_type = 'debian12'
+  pkb_flags.owner = 'tester'
+  pkb_flags.gcp_ssh_source_range = [OPERATOR]
+  pkb_flags.gcp_compute_endpoint = fake.endpoint
+  pkb_flags.gcp_network = None
+  pkb_flags.placement_group_style = 'cluster'
+  pkb_flags.timeout_minutes = 60
+  # The first instance insert is rate limited (a retry would follow), and
+  # the operator presses Ctrl-C as that answer goes out.
+  fake.FailInsert('instances', nth=1, status=429, persistent=False,
+                  then=lambda: os.kill(os.getpid(), signal.SIGINT))
+  before = set(threading.enumerate())
+  interrupts = run_signals.Interrupts(GCP_RUN_URI)
+  interrupts.Install(None)
+  try:
+    module = _StubBenchmark(lambda spec: None)
+    run = _RunInterrupted(module, GCP_RUN_URI, 'GCP', tmp_path, capsys,
+                          lambda vm: None, interrupts=interrupts)
+  finally:
+    interrupts.Restore()
+  # Whatever the run left running ends before the fake is looked at (a
+  # retry waits at most a few seconds: bounded here, not timed).
+  for thread in set(threading.enumerate()) - before:
+    if not thread.daemon:
+      thread.join(timeout=60)
+
+  assert run.code == pkb.EXIT_INTERRUPTED
+  assert module.calls == ['cleanup']
+  assert 'interrupted by SIGINT' in run.stderr
+  methods = [(r.method, r.path.split('/')[-1] if r.method == 'POST' else '')
+             for r in fake.requests]
+  first_delete = [m for m, _ in methods].index('DELETE')
+  late_inserts = [path for method, path in methods[first_delete:]
+                  if method == 'POST' and path == 'instances']
+  assert not late_inserts, 'an instance insert went out after teardown began'
+  assert fake.Live() == []
+  assert not list(run.record.LiveResources())

@@ -22,7 +22,8 @@ lock, before the insert or delete answers; tests/rehearsal_hosts.py).
 Every request is recorded (`requests`). Failures are injected per
 collection: the nth insert returns an HTTP error or an operation that ends
 in an error, once or from then on (`FailInsert`); deletes can fail a few
-times (`FailDelete`).
+times (`FailDelete`). A test may act as an injected failure is answered
+(`then`: e.g. send the run a signal).
 """
 
 import collections
@@ -60,6 +61,8 @@ class _Failure:
   status: int
   code: str
   persistent: bool
+  # Called (under the fake's lock) as the injected failure is answered.
+  then: Optional[Callable[[], None]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,10 +168,12 @@ class FakeGce:
 
   def FailInsert(self, collection: str, nth: int = 1, mode: str = 'http',
                  status: int = 500, code: str = 'QUOTA_EXCEEDED',
-                 persistent: bool = True) -> None:
-    """Makes the nth insert into `collection` (and later ones) fail."""
+                 persistent: bool = True,
+                 then: Optional[Callable[[], None]] = None) -> None:
+    """Makes the nth insert into `collection` (and later ones) fail;
+    `then()` is called each time, before the failure is answered."""
     self._failures.append(_Failure(collection, nth, mode, status, code,
-                                   persistent))
+                                   persistent, then))
 
   def FailDelete(self, collection: str, times: int = 1,
                  status: int = 503) -> None:
@@ -236,6 +241,8 @@ class FakeGce:
       return _Error(400, 'Required field "name" is missing.', 'required')
     self._inserts[collection] += 1
     failure = self._FailureFor(collection)
+    if failure and failure.then:
+      failure.then()
     if failure and failure.mode == 'http':
       return _Error(failure.status, f'Injected failure of {collection} insert')
     key = (collection, project, scope, name)
