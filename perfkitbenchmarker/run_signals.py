@@ -46,6 +46,7 @@ class Interrupts:
     # Until the first Arm() (the stages start) a signal is only noted.
     self._waiting = True
     self._protected = False
+    self._finishing = 'cleanup and teardown'
     self._previous = {}
 
   def Install(self, timeout_s: Optional[float]) -> None:
@@ -61,9 +62,11 @@ class Interrupts:
     if self.reason is not None:
       raise errors.RunInterrupted(self.reason)
 
-  def Protect(self) -> None:
-    """From here on (cleanup, teardown) a first signal is only noted."""
+  def Protect(self, teardown: bool = True) -> None:
+    """From here on (cleanup, teardown) a first signal is only noted;
+    `teardown`: whether teardown follows (the stages asked for it)."""
     self._protected = True
+    self._finishing = 'cleanup and teardown' if teardown else 'cleanup'
     signal.setitimer(signal.ITIMER_REAL, 0)  # The deadline is for measuring.
 
   def Pending(self) -> Optional[errors.RunInterrupted]:
@@ -89,18 +92,20 @@ class Interrupts:
       if not self._protected:
         vm_util.StopChildren()
         raise errors.RunInterrupted(self.reason)
-      logging.warning('%s: finishing cleanup and teardown first (a second '
-                      'signal stops them).', name)
+      logging.warning('%s: finishing %s first (a second signal stops '
+                      '%s).', name, self._finishing,
+                      'them' if ' and ' in self._finishing else 'it')
       return
     if not self._protected or self.cut_short:
       logging.warning('Already stopping (%s); cleaning up, please wait.',
                       self.reason)
       return
     self.cut_short = True
+    cut = ('cleanup and teardown were' if ' and ' in self._finishing
+           else 'cleanup was')
     raise errors.RunInterrupted(
-        f'{self.reason}, then {name} during cleanup: cleanup and teardown '
-        'were cut short; delete what is left with '
-        f'{TeardownCommand(self.run_uri)}')
+        f'{self.reason}, then {name} during cleanup: {cut} cut short; '
+        f'delete what is left with {TeardownCommand(self.run_uri)}')
 
   def Restore(self) -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)

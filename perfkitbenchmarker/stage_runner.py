@@ -99,15 +99,15 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
       # Said when it happens: cleanup and teardown may take a while yet.
       reason = ('interrupted by SIGINT' if isinstance(e, KeyboardInterrupt)
                 else str(e))
-      print(f'pkb: {reason}; stopping {module.BENCHMARK_NAME}: cleanup and '
-            'teardown run now.', file=sys.stderr)
+      print(f'pkb: {reason}; stopping {module.BENCHMARK_NAME}: '
+            f'{_WhatRunsNow(stages)}.', file=sys.stderr)
   except Exception as e:  # pylint: disable=broad-except
     failure = errors.Error(f'internal error {type(e).__name__}: {e}'
                            f'{run_log.Bug("Unexpected error")}')
   finally:
     # Cleanup and teardown run to the end whatever fires now; a second
     # signal may cut them short, and then says how to finish (run_signals).
-    interrupts.Protect()
+    interrupts.Protect(teardown='teardown' in stages)
     try:
       cleanup_errors = _Finish(module, spec, stages, failure, times)
     except errors.RunInterrupted as e:
@@ -154,6 +154,14 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
             'kept in the results files.', file=sys.stderr)
   for line in cleanup_errors:
     print(f'pkb: {line}', file=sys.stderr)
+  if failure is not None and not no_load and 'teardown' not in stages:
+    # PKB's stages: a run without teardown keeps its resources, also when
+    # it stops; the one line says how many, and how to delete them.
+    left = len(list(record.LiveResources()))
+    if left:
+      print(f'pkb: {left:,} resource(s) of run {run_uri} are left '
+            '(teardown is not among its stages); delete them with '
+            f'{run_signals.TeardownCommand(run_uri)}', file=sys.stderr)
   interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
   record.SetStatus('interrupted' if interrupted else
                    'failed' if failure or cleanup_errors else 'succeeded')
@@ -173,6 +181,14 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
   if failure and not no_load:
     return EXIT_FAILED
   return EXIT_UNCONFIRMED if no_load else EXIT_OK
+
+
+def _WhatRunsNow(stages) -> str:
+  """What a stopped benchmark still does (_Finish): cleanup always, teardown
+  only when it is among the stages asked for."""
+  if 'teardown' in stages:
+    return 'cleanup and teardown run now'
+  return 'cleanup runs now (teardown is not among its stages)'
 
 
 def _Finish(module, spec, stages, failure,

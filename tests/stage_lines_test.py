@@ -7,6 +7,7 @@ the Local cloud, with the run's console log set up as ./pkb.py has it.
 
 import io
 import os
+import signal
 import sys
 import types
 
@@ -28,7 +29,7 @@ CONFIG = {'vm_groups': {'servers': {
     'vm_spec': {'Local': {'machine_type': 'local'}}, 'vm_count': 1}}}
 
 
-def _Run(tmp_path, run_uri, run, cleanup):
+def _Run(tmp_path, run_uri, run, cleanup, stages=pkb_flags_lib.RUN_STAGES):
   module = types.ModuleType('lines_stub_benchmark')
   module.BENCHMARK_NAME = 'lines_stub'
   module.Prepare = lambda spec: None
@@ -44,7 +45,7 @@ def _Run(tmp_path, run_uri, run, cleanup):
     return pkb._RunOne(  # pylint: disable=protected-access
         module, CONFIG, run_uri, record, None, collector,
         reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        list(pkb_flags_lib.RUN_STAGES), run_signals.Interrupts(run_uri))
+        list(stages), run_signals.Interrupts(run_uri))
   finally:
     run_log.TearDown()
 
@@ -148,6 +149,73 @@ def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
   assert said < err.index('cleanup ran')
   # The run's end still names what stopped it.
   assert 'pkb: lines_stub stopped: deadline (--timeout_minutes) reached' in err
+
+
+STAGED = ('provision', 'prepare', 'run')
+
+
+def test_a_staged_run_stopped_says_cleanup_runs_and_what_is_left(
+    pkb_flags, tmp_path, capsys):
+  # --run_stage=provision,prepare,run, then Ctrl-C: it said 'cleanup and
+  # teardown run now', ran no teardown (not among its stages) and never said
+  # that its VMs were left, nor how to delete them.
+  pkb_flags.cloud = 'Local'
+
+  def Run(spec):
+    raise errors.RunInterrupted('interrupted by SIGINT')
+
+  code = _Run(tmp_path, 'lines5', Run, lambda spec: None, STAGED)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_INTERRUPTED
+  assert ('pkb: interrupted by SIGINT; stopping lines_stub: cleanup runs now '
+          '(teardown is not among its stages).') in err, err
+  assert 'teardown run now' not in err
+  live = list(run_record.RunRecord.Load(str(tmp_path / 'lines5'))
+              .LiveResources())
+  assert live, err  # Its VMs stay, as the stages asked.
+  assert (f'pkb: {len(live)} resource(s) of run lines5 are left (teardown '
+          'is not among its stages); delete them with ./pkb.py '
+          '--run_stage=teardown --run_uri=lines5') in err, err
+
+
+def test_a_staged_run_that_fails_says_what_is_left(pkb_flags, tmp_path,
+                                                  capsys):
+  pkb_flags.cloud = 'Local'
+
+  def Run(spec):
+    raise errors.ProcessError('memtier_benchmark exited 1')
+
+  code = _Run(tmp_path, 'lines6', Run, lambda spec: None, STAGED)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_FAILED
+  assert 'pkb: lines_stub stopped: memtier_benchmark exited 1' in err
+  live = list(run_record.RunRecord.Load(str(tmp_path / 'lines6'))
+              .LiveResources())
+  assert live
+  assert (f'pkb: {len(live)} resource(s) of run lines6 are left (teardown '
+          'is not among its stages); delete them with ./pkb.py '
+          '--run_stage=teardown --run_uri=lines6') in err, err
+
+
+def test_signals_during_a_staged_runs_cleanup_name_no_teardown(caplog):
+  # A first signal during the cleanup of a run without teardown logged
+  # 'finishing cleanup and teardown first', a second one 'cleanup and
+  # teardown were cut short'.
+  interrupts = run_signals.Interrupts('lines7')
+  interrupts.Arm()
+  interrupts.Protect(teardown=False)
+  try:
+    interrupts._Handle(signal.SIGINT, None)  # pylint: disable=protected-access
+    assert 'SIGINT: finishing cleanup first (a second signal stops it).' in (
+        caplog.text)
+    with pytest.raises(errors.RunInterrupted) as raised:
+      interrupts._Handle(signal.SIGTERM, None)  # pylint: disable=protected-access
+  finally:
+    interrupts.Restore()
+  assert str(raised.value) == (
+      'interrupted by SIGINT, then SIGTERM during cleanup: cleanup was cut '
+      'short; delete what is left with ./pkb.py --run_stage=teardown '
+      '--run_uri=lines7')
 
 
 def test_run_stage_lists_go_in_order_as_upstream_pkb_has_them(pkb_flags):
