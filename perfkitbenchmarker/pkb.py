@@ -147,22 +147,32 @@ def _TeardownOnly(run_dir: str) -> int:
     print(f'Dry run of the teardown of run {record.run_uri}: {live:,} live '
           'resource(s) in its record would be deleted; nothing was deleted.')
     return EXIT_OK
-  # Not while another pkb runs this run (a killed one's lock is gone).
-  _LockRun(record.run_uri, 'nothing was deleted')
-  run_log.SetUp(run_dir)
-  # The providers the record names, no other (a Local run's teardown
-  # never imports the cloud clients).
-  providers.LoadKindsOf(e.get('kind') for e in record.Resources())
-  linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
-  from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
-  engines.ShardKinds()  # Loads every engine, so every shard kind is known.
-  # As a run's own teardown: a first SIGINT, SIGTERM or SIGHUP (the
-  # terminal closing) is noted and teardown runs to its end; a second one
-  # cuts it short with the command that finishes it (run_signals).
+  # Signals are noted from here: one while the provider modules load (~2 s
+  # for a cloud's) ended pkb without a word (SIGTERM, SIGHUP); now the
+  # teardown does not start and the line says how to run it again.
+  # As a run's own teardown after that: a first SIGINT, SIGTERM or SIGHUP
+  # (the terminal closing) is noted and teardown runs to its end; a second
+  # one cuts it short with the command that finishes it (run_signals).
   interrupts = run_signals.Interrupts(record.run_uri)
   interrupts.Install(None)
   try:
-    interrupts.Arm()
+    # Not while another pkb runs this run (a killed one's lock is gone).
+    _LockRun(record.run_uri, 'nothing was deleted')
+    run_log.SetUp(run_dir)
+    # The providers the record names, no other (a Local run's teardown
+    # never imports the cloud clients).
+    providers.LoadKindsOf(e.get('kind') for e in record.Resources())
+    linux_benchmarks.BENCHMARKS  # pylint: disable=pointless-statement
+    from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
+    engines.ShardKinds()  # Loads every engine, so every shard kind is known.
+    try:
+      interrupts.Arm()
+    except errors.RunInterrupted as e:
+      print(f'pkb: {e} while the teardown of run {record.run_uri} was '
+            'starting: nothing was deleted; delete its resources with the '
+            f'same command, {run_signals.TeardownCommand(record.run_uri)}',
+            file=sys.stderr)
+      return EXIT_INTERRUPTED
     interrupts.Protect()
     failures = resource.TeardownFromRecord(record)
   finally:

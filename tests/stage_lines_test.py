@@ -21,6 +21,7 @@ from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker.publishers import publisher
 
@@ -358,3 +359,43 @@ def test_no_load_under_the_cap_is_one_line_with_the_exit_it_makes(
   assert line.startswith('pkb: no confirmed result: lines_stub found no load '
                          'under the cap (UNCONFIRMED): Every probe was over ')
   assert line.endswith(ending)
+
+
+class _Killed(Exception):
+  """What SIGTERM's default action (the process ends, silently) stands for
+  in this process."""
+
+
+def test_a_signal_while_teardown_loads_says_how_to_resume(
+    pkb_flags, tmp_path, capsys, monkeypatch):
+  # SIGTERM in the ~2 s --run_stage=teardown spends loading the provider
+  # modules killed pkb without a word, nothing deleted, exit -15.
+  record = run_record.RunRecord.Create(str(tmp_path / 'td1'), 'td1',
+                                       cloud='Local')
+  record.AddResource('local_vm', 'servers-0')
+
+  def Loading(kinds):
+    list(kinds)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+  def Killed(signum, frame):
+    raise _Killed()
+
+  monkeypatch.setattr(pkb.providers, 'LoadKindsOf', Loading)
+  previous = signal.signal(signal.SIGTERM, Killed)
+  try:
+    code = pkb._TeardownOnly(str(tmp_path / 'td1'))  # pylint: disable=protected-access
+  except _Killed:
+    code = 'killed without a word'
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+    run_scope.ReleaseAll()
+    run_log.TearDown()
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_INTERRUPTED
+  assert err == (
+      'pkb: interrupted by SIGTERM while the teardown of run td1 was '
+      'starting: nothing was deleted; delete its resources with the same '
+      'command, ./pkb.py --run_stage=teardown --run_uri=td1\n')
+  reloaded = run_record.RunRecord.Load(str(tmp_path / 'td1'))
+  assert [e['status'] for e in reloaded.Resources()] == ['creating']
