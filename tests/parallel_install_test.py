@@ -385,3 +385,24 @@ def test_deploy_starts_no_shard_when_an_install_fails():
     deployment.Deploy(spec, _Opts(), engine)
   assert engine.started == []
   assert all(vm.installs for vm in servers)
+
+
+def test_a_stopped_run_starts_nothing_more_on_a_static_machine():
+  # Three static VMs on 10.0.0.5 prepare one after another. A signal during
+  # servers-0's install (teardown then restores the machine) let
+  # clients-0's and clients-1's installs start there afterwards.
+  from perfkitbenchmarker import vm_util  # pylint: disable=g-import-not-at-top
+
+  def StopDuringFirst(vm, package, **_):
+    if vm.name == 'servers-0':
+      vm_util.StopChildren()  # What the signal handler does.
+
+  machines = Machines(hook=StopDuringFirst)
+  servers, clients = _Vms(machines, 1, 2, address=lambda i: '10.0.0.5')
+  engine = FakeEngine(servers)
+  spec = types.SimpleNamespace(
+      vm_groups={'servers': servers, 'clients': clients}, record=None)
+  with pytest.raises(errors.Error, match='the run was stopped'):
+    deployment.Deploy(spec, _Opts(), engine)
+  assert [n for n, _ in machines.finished] == ['servers-0']
+  assert engine.started == []
