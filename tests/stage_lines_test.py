@@ -19,6 +19,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
+from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
@@ -155,6 +156,15 @@ def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
 STAGED = ('provision', 'prepare', 'run')
 
 
+def _LeftAndTornDown(run_dir):
+  """The run's live record entries; then deletes them (its scratch
+  directories), as --run_stage=teardown would."""
+  record = run_record.RunRecord.Load(str(run_dir))
+  live = list(record.LiveResources())
+  assert not resource.TeardownFromRecord(record)
+  return live
+
+
 def test_a_staged_run_stopped_says_cleanup_runs_and_what_is_left(
     pkb_flags, tmp_path, capsys):
   # --run_stage=provision,prepare,run, then Ctrl-C: it said 'cleanup and
@@ -171,8 +181,7 @@ def test_a_staged_run_stopped_says_cleanup_runs_and_what_is_left(
   assert ('pkb: interrupted by SIGINT; stopping lines_stub: cleanup runs now '
           '(teardown is not among its stages).') in err, err
   assert 'teardown run now' not in err
-  live = list(run_record.RunRecord.Load(str(tmp_path / 'lines5'))
-              .LiveResources())
+  live = _LeftAndTornDown(tmp_path / 'lines5')
   assert live, err  # Its VMs stay, as the stages asked.
   assert (f'pkb: {len(live)} resource(s) of run lines5 are left (teardown '
           'is not among its stages); delete them with ./pkb.py '
@@ -190,8 +199,7 @@ def test_a_staged_run_that_fails_says_what_is_left(pkb_flags, tmp_path,
   err = capsys.readouterr().err
   assert code == pkb.EXIT_FAILED
   assert 'pkb: lines_stub stopped: memtier_benchmark exited 1' in err
-  live = list(run_record.RunRecord.Load(str(tmp_path / 'lines6'))
-              .LiveResources())
+  live = _LeftAndTornDown(tmp_path / 'lines6')
   assert live
   assert (f'pkb: {len(live)} resource(s) of run lines6 are left (teardown '
           'is not among its stages); delete them with ./pkb.py '
