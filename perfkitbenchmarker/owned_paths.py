@@ -13,7 +13,10 @@ root or that user, and the directories above it pass the same rule. A
 directory others may write but whose sticky bit is set (/tmp) passes on
 the way: there only an entry's owner can replace it, and the entry below
 is checked in its turn. Group write permission is accepted for root's own
-group only.
+group only, and a POSIX ACL is read as the permission bits are: one whose
+named users or groups (other than root, this user and root's group) may
+write, through its mask, makes the path writable by other users (`ls -l`
+shows such a path's mode with a '+'; its group bits are the mask).
 
 `Problem` says why a path breaks the rule; `DirectoryProblem` why a
 search path's directory does (there a sticky one others can write fails:
@@ -25,8 +28,10 @@ On a VM the rule is scripts/owned_paths.sh's (trusted.sh for a program,
 ssh_command.sh for the login's PATH).
 """
 
+import errno
 import os
 import stat
+import struct
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 
@@ -47,16 +52,82 @@ def UserName(uid: int) -> str:
     return f'uid {uid}'
 
 
-def _Unsafe(info: os.stat_result) -> Optional[str]:
-  """Why a file or directory with this stat is not safe, or None."""
+def _GroupName(gid: int) -> str:
+  """The name of group `gid`, for a message ('gid N' without one)."""
+  try:
+    import grp  # pylint: disable=g-import-not-at-top
+    return grp.getgrgid(gid).gr_name
+  except (ImportError, KeyError):
+    return f'gid {gid}'
+
+
+# The kernel's form of an access ACL (the system.posix_acl_access extended
+# attribute, acl(5)): a version, then (tag, permissions, id) entries.
+_ACL_ATTRIBUTE = 'system.posix_acl_access'
+_ACL_VERSION = struct.Struct('<I')
+_ACL_ENTRY = struct.Struct('<HHI')
+_ACL_USER, _ACL_GROUP, _ACL_MASK = 0x02, 0x08, 0x10
+_ACL_WRITE = 0x02
+# A file system or kernel without ACLs, or a path with none.
+_NO_ACL = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+def _AclWriter(where: str) -> Optional[str]:
+  """Who other than root, this user and root's group the POSIX ACL of
+  `where` lets write it (a named entry with write, not masked off), in
+  words ('nobody', 'group nogroup'), or None. Read without getfacl: the
+  attribute itself. ValueError when it cannot be read."""
+  if not hasattr(os, 'getxattr'):
+    return None
+  try:
+    data = os.getxattr(where, _ACL_ATTRIBUTE)
+  except OSError as e:
+    if e.errno in _NO_ACL:
+      return None
+    raise ValueError(e.strerror) from None
+  size = _ACL_VERSION.size
+  if len(data) < size or (len(data) - size) % _ACL_ENTRY.size:
+    raise ValueError('not in the kernel\'s form')
+  entries = list(_ACL_ENTRY.iter_unpack(data[size:]))
+  mask = next((perm for tag, perm, _ in entries if tag == _ACL_MASK), 0o7)
+  for tag, perm, who in entries:
+    if not perm & mask & _ACL_WRITE:
+      continue
+    if tag == _ACL_USER and who not in (0, os.geteuid()):
+      return UserName(who)
+    if tag == _ACL_GROUP and who != 0:
+      return f'group {_GroupName(who)}'
+  return None
+
+
+def _Writable(where: str, info: os.stat_result) -> Optional[str]:
+  """Why another user may write the file or directory at `where` (stat
+  `info`), or None: its mode, or its ACL (module doc)."""
+  mode = info.st_mode
+  if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
+    return f'writable by other users (mode {stat.S_IMODE(mode):04o})'
+  if not mode & stat.S_IWGRP:
+    # An ACL's mask is the group bits: no named entry may write either.
+    return None
+  try:
+    writer = _AclWriter(where)
+  except ValueError as e:
+    return ('writable by other users as far as can be told (its ACL '
+            f'cannot be read: {e})')
+  if writer:
+    return f'writable by other users (its ACL lets {writer} write)'
+  return None
+
+
+def _Unsafe(where: str, info: os.stat_result) -> Optional[str]:
+  """Why a file or directory at `where` with stat `info` is not safe, or
+  None."""
   if info.st_uid not in (0, os.geteuid()):
     return f'owned by {UserName(info.st_uid)}'
   mode = info.st_mode
   if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
     return None
-  if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
-    return f'writable by other users (mode {stat.S_IMODE(mode):04o})'
-  return None
+  return _Writable(where, info)
 
 
 # The most symbolic links one path's resolution follows (Linux's own bound).
@@ -128,7 +199,7 @@ def Problem(path: str) -> Optional[str]:
       if info.st_uid not in (0, os.geteuid()):
         return f'{where} is a symbolic link owned by {UserName(info.st_uid)}'
       continue
-    unsafe = _Unsafe(info)
+    unsafe = _Unsafe(where, info)
     if unsafe:
       return f'{where} is {unsafe}'
   return None
@@ -151,12 +222,8 @@ def DirectoryProblem(entry: str) -> Optional[str]:
   problem = Problem(where)
   if problem:
     return problem
-  info = os.stat(where)
-  if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and
-                                     info.st_gid != 0):
-    return (f'{where} is writable by other users (mode '
-            f'{stat.S_IMODE(info.st_mode):04o})')
-  return None
+  writable = _Writable(where, os.stat(where))
+  return f'{where} is {writable}' if writable else None
 
 
 def KeepSafe(variables: Sequence[str]) -> List[str]:

@@ -10,11 +10,15 @@ exit 2, before anything runs. The programs this checkout really runs (the
 venv's python, the wheels' servers, /usr/bin's tools) pass.
 """
 
+import errno
+import grp
 import importlib.util
 import json
 import os
 import shlex
 import shutil
+import stat
+import struct
 import subprocess
 import sys
 
@@ -41,6 +45,40 @@ def _Program(directory, name='tool', mode=0o755):
     f.write('#!/bin/sh\nexit 0\n')
   os.chmod(path, mode)
   return path
+
+
+def _Acl(path, *named, mask=None):
+  """Gives `path` a POSIX access ACL, as setfacl does (in the kernel's form,
+  so no acl package is needed): its mode's owner, group and other entries,
+  the `named` entries ('user' or 'group', id, permission bits) and a mask
+  (`mask`, else all the group class's bits, as setfacl computes it)."""
+  mode = os.stat(path).st_mode
+  tags = {'user': 0x02, 'group': 0x08}
+  group_class = (mode >> 3) & 7
+  for _, _, perm in named:
+    group_class |= perm
+  entries = [(0x01, (mode >> 6) & 7, 0xFFFFFFFF)]
+  entries += sorted((tags[t], p, i) for t, i, p in named if t == 'user')
+  entries.append((0x04, (mode >> 3) & 7, 0xFFFFFFFF))
+  entries += sorted((tags[t], p, i) for t, i, p in named if t == 'group')
+  entries.append((0x10, group_class if mask is None else mask, 0xFFFFFFFF))
+  entries.append((0x20, mode & 7, 0xFFFFFFFF))
+  data = struct.pack('<I', 2) + b''.join(
+      struct.pack('<HHI', *e) for e in entries)
+  try:
+    os.setxattr(path, 'system.posix_acl_access', data)
+  except OSError as e:
+    if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+      pytest.skip(f'no POSIX ACLs where pytest makes files ({e.strerror})')
+    raise
+
+
+def _RootsGroup(path):
+  """Gives `path` root's group, whose write the rule accepts (root only)."""
+  if os.stat(path).st_gid != 0:
+    if not _IS_ROOT:
+      pytest.skip("chowns to root's group")
+    os.chown(path, -1, 0)
 
 
 @pytest.fixture
@@ -103,6 +141,44 @@ def test_a_sticky_directory_is_fine_but_what_others_own_in_it_is_not(
   mine = os.path.join(sticky, 'mine')
   os.mkdir(mine, 0o755)
   assert trusted_programs.Problem(_Program(mine)) is None
+
+
+def test_an_acl_that_lets_another_user_write_is_refused(safe_dir):
+  # Mode 0775 and root's group passed, whoever the ACL (the '+' of `ls -l`,
+  # its mask in the group bits) let write: setfacl -m u:nobody:rwx.
+  acl_dir = os.path.join(safe_dir, 'acl-user')
+  os.mkdir(acl_dir, 0o755)
+  _RootsGroup(acl_dir)
+  _Acl(acl_dir, ('user', NOBODY, 7))
+  assert stat.S_IMODE(os.stat(acl_dir).st_mode) == 0o775
+  with pytest.raises(errors.UsageError) as e:
+    trusted_programs.Check(_Program(acl_dir), '--memtier_path=x')
+  assert str(e.value).startswith(
+      f'--memtier_path=x: {acl_dir} is writable by other users (its ACL '
+      f'lets {owned_paths.UserName(NOBODY)} write); ')
+  group_program = _Program(safe_dir, 'group-acl')
+  _RootsGroup(group_program)
+  _Acl(group_program, ('group', NOBODY, 6))
+  assert trusted_programs.Problem(group_program) == (
+      f'{group_program} is writable by other users (its ACL lets group '
+      f'{grp.getgrgid(NOBODY).gr_name} write)')
+  assert owned_paths.DirectoryProblem(acl_dir).startswith(
+      f'{acl_dir} is writable by other users (its ACL')
+
+
+def test_an_acl_that_lets_no_other_user_write_passes(safe_dir):
+  for name, named, mask in (
+      ('reads', [('user', NOBODY, 5), ('group', NOBODY, 5)], None),
+      # Write given, but the mask takes it away.
+      ('masked', [('user', NOBODY, 7)], 5),
+      ('roots', [('user', 0, 7), ('user', os.geteuid(), 7),
+                 ('group', 0, 7)], None)):
+    directory = os.path.join(safe_dir, name)
+    os.mkdir(directory, 0o755)
+    _RootsGroup(directory)
+    _Acl(directory, *named, mask=mask)
+    assert trusted_programs.Problem(_Program(directory)) is None, name
+    assert owned_paths.DirectoryProblem(directory) is None, name
 
 
 def test_path_entries_others_can_add_programs_to_are_left_out(
@@ -328,6 +404,17 @@ def _Tree(root):
              os.path.join(root, 'safe', 'via-open'))
   places['link_via_open'] = os.path.join(root, 'safe', 'via-open')
   if _IS_ROOT:
+    # ACLs on root's group: 0775 by their masks.
+    for name, named, mask in (('acl_user', [('user', NOBODY, 7)], None),
+                              ('acl_group', [('group', NOBODY, 7)], None),
+                              ('acl_masked', [('user', NOBODY, 7)], 5)):
+      os.mkdir(os.path.join(root, name), 0o755)
+      places[name] = _Program(os.path.join(root, name))
+      _RootsGroup(os.path.dirname(places[name]))
+      _Acl(os.path.dirname(places[name]), *named, mask=mask)
+    places['acl_file'] = _Program(root, 'acl-file')
+    _RootsGroup(places['acl_file'])
+    _Acl(places['acl_file'], ('user', NOBODY, 6))
     os.chown(os.path.join(root, 'group'), -1, NOBODY)
     nobodys = os.path.join(root, 'nobodys')
     os.mkdir(nobodys, 0o755)
@@ -368,6 +455,40 @@ def test_the_shell_check_a_remote_vm_runs_agrees_with_python(tmp_path):
   assert trusted_programs.CheckOn(vm, 'bash', 'bash') == 'bash'
 
 
+class _WithoutGetfacl(_ThisMachineOverBash):
+  """This machine over bash, its PATH only the tools trusted.sh needs but
+  getfacl (an image without the acl package)."""
+
+  def __init__(self, tools):
+    self.tools = tools
+
+  def RemoteCommandWithReturnCode(self, command):
+    return super().RemoteCommandWithReturnCode(
+        f'PATH={shlex.quote(self.tools)}; {command}')
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not _IS_ROOT, reason='chowns to root\'s group')
+@pytest.mark.usefixtures('shipped_scripts')
+def test_without_getfacl_a_vm_refuses_an_acl_that_may_let_others_write(
+    tmp_path):
+  tools = tmp_path / 'tools'
+  tools.mkdir()
+  for tool in ('stat', 'ls'):
+    os.symlink(shutil.which(tool), tools / tool)
+  (tmp_path / "tree").mkdir()
+  places = _Tree(str(tmp_path / "tree"))
+  vm = _WithoutGetfacl(str(tools))
+  with pytest.raises(errors.UsageError) as refused:
+    trusted_programs.CheckOn(vm, places['acl_user'], 'x')
+  assert str(refused.value).startswith(
+      f'x on this machine: {os.path.dirname(places["acl_user"])} is writable by other users '
+      'as far as can be told (it has an ACL, and getfacl, of package acl, is '
+      'not installed to read it); ')
+  # An ACL whose mask lets no one write needs no reading.
+  assert trusted_programs.CheckOn(vm, places['acl_masked'], 'x')
+
+
 @pytest.mark.e2e
 def test_the_path_an_ssh_command_keeps_is_the_one_python_keeps(tmp_path):
   """ssh_command.sh's safe_path and KeepSafePath (owned_paths.sh and .py)
@@ -399,7 +520,8 @@ def test_the_path_an_ssh_command_keeps_is_the_one_python_keeps(tmp_path):
   relative = 'relative: the directory each command runs in'
   assert remote_shell.LeftOutOfPath(ran.stderr) == [
       f'{e or "(empty)"} ({owned_paths.DirectoryProblem(e) or relative})'
-      .replace(' nobody', ' uid 65534') for e in entries if e not in python]
+      .replace(' nobody', ' uid 65534').replace(' nogroup', ' gid 65534')
+      for e in entries if e not in python]
   assert via_open not in python
   assert os.path.join(tree, 'safe') in python
 

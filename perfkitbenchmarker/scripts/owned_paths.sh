@@ -5,7 +5,9 @@
 # is owned by root or this user and writable by no one else (group: root's
 # only; a sticky directory passes), and so is every directory above each
 # symbolic link met on the way (a link to a link, a directory that is one:
-# each where it lives), each such link owned by root or this user.
+# each where it lives), each such link owned by root or this user. A POSIX ACL counts as the
+# mode does: one whose mask and a named entry let a user other than root
+# and this one, or a group other than root's, write (_owned_acl).
 #
 # owned_check PATH...: for each absolute PATH, owned_problem[PATH] is the
 # first place at fault as owned_paths.Problem words it ('' when none is),
@@ -25,9 +27,51 @@ _owned_dirs() {
   done
 }
 
+# _owned_acl PATH: in acl_why, why PATH's access ACL lets another user
+# write it (owned_paths._AclWriter's words), else ''. Only asked where the
+# group bits (an ACL's mask) let write and the group is root's, the one
+# case the mode passes that an ACL can open. getfacl reads it; without
+# getfacl (package acl, not on every image) an ACL `ls -l` marks with '+'
+# is refused, unread.
+_owned_acl() {
+  local line tag id perms mask=rwx
+  local -a named=()
+  acl_why=''
+  if ! command -v getfacl > /dev/null; then
+    case $(ls -dn -l -- "$1" 2> /dev/null) in
+      ??????????+*) acl_why="$1 is writable by other users as far as can be"
+        acl_why+=" told (it has an ACL, and getfacl, of package acl, is not"
+        acl_why+=" installed to read it)" ;;
+    esac
+    return
+  fi
+  if ! line=$(getfacl -cpnE -- "$1" 2>&1); then
+    acl_why="$1 is writable by other users as far as can be told (its ACL"
+    acl_why+=" cannot be read: ${line##*: })"
+    return
+  fi
+  while IFS=: read -r tag id perms; do
+    case $tag in
+      mask) mask=$perms ;;
+      user|group) [ -z "$id" ] || named+=("$tag:$id:$perms") ;;
+    esac
+  done <<< "$line"
+  for line in "${named[@]}"; do
+    IFS=: read -r tag id perms <<< "$line"
+    [[ $perms == ?w? && $mask == ?w? ]] || continue
+    if [ "$tag" = user ] && [ "$id" != 0 ] && [ "$id" != "$EUID" ]; then
+      acl_why="$1 is writable by other users (its ACL lets uid $id write)"
+    elif [ "$tag" = group ] && [ "$id" != 0 ]; then
+      acl_why="$1 is writable by other users (its ACL lets group gid $id"
+      acl_why+=" write)"
+    fi
+    [ -z "$acl_why" ] || return
+  done
+}
+
 owned_check() {
   local me=$EUID path at part rest found parent link target hops i line
-  local uid gid mode problem
+  local uid gid mode problem acl_why
   # way: each place in the order checked, "d" (a directory), "l" (a link)
   # or "!" (a problem) before it, "e" at each path's end.
   local -a way=() dirs=()
@@ -104,6 +148,10 @@ owned_check() {
               (( mode & 2 || (mode & 020 && gid != 0) )); then
             printf -v problem '%s is writable by other users (mode %04o)' \
               "$at" $((mode & 07777))
+          elif (( (mode & 0xF000) != 0x4000 || !(mode & 01000) )) &&
+              (( mode & 020 )); then
+            _owned_acl "$at"
+            problem=$acl_why
           fi ;;
       esac
       i=$((i + 1))

@@ -93,13 +93,13 @@ fi
 # to (trusted_programs.KeepSafePath's rule, as a Local run keeps its own):
 # each existing one (or the nearest above a missing one) passes
 # owned_paths.sh's rule and is itself writable by no one else (group:
-# root's only; sticky or not). A relative entry (the directory a command
+# root's only; sticky or not; nor by its ACL). A relative entry (the directory a command
 # runs in, which varies) is left out. Joined by ':'; the system's
 # directories when none is kept. Each entry left out is said on stderr, a
 # line each: \036pkb-path\036ENTRY (WHY) (remote_shell.LeftOutOfPath; the
 # run warns once). Run in a subshell (it changes directory).
 safe_path() {
-  local entry base why gid mode
+  local entry base why gid mode acl_why
   local -a entries kept=() left=()
   local -A bases=()
   IFS=: read -ra entries <<< "$1"
@@ -126,6 +126,9 @@ safe_path() {
       if (( mode & 2 )) || { (( mode & 020 )) && [ "$gid" != 0 ]; }; then
         printf -v why '%s is writable by other users (mode %04o)' \
           "${owned_real[$base]}" $((mode & 07777))
+      elif (( mode & 020 )); then
+        _owned_acl "${owned_real[$base]}"
+        why=$acl_why
       fi
     fi
     if [ -n "$why" ]; then
