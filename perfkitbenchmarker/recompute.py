@@ -521,6 +521,18 @@ def _Interrupted(unused_signum, unused_frame) -> None:
   os._exit(EXIT_INTERRUPTED)  # pylint: disable=protected-access
 
 
+def _Say(line: str) -> None:
+  """Prints a line of the report; once its reader has gone (`| head -1`),
+  nothing more (stdout then /dev/null, Python's last flush too): the exit
+  status and the summary on stderr still say the verdict."""
+  try:
+    print(line, flush=True)
+  except BrokenPipeError:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+
+
 def Main(argv: Optional[Sequence[str]] = None) -> int:
   signal.signal(signal.SIGINT, _Interrupted)
   parser = argparse.ArgumentParser(
@@ -536,10 +548,10 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'pkb-recompute: {terminal_text.Printable(e)}', file=sys.stderr)
     return EXIT_USAGE
   for line in report.differences:
-    print(f'DIFFERENT {terminal_text.Printable(line)}')
+    _Say(f'DIFFERENT {terminal_text.Printable(line)}')
   if args.verbose:
     for line in report.skipped:
-      print(f'not rechecked: {terminal_text.Printable(line)}')
+      _Say(f'not rechecked: {terminal_text.Printable(line)}')
   skipped = (f'; {len(report.skipped)} not rechecked (--verbose lists them)'
              if report.skipped else '')
   summary = (f'{report.checked} figures from {report.probes} probes\' raw '
@@ -548,7 +560,7 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'pkb-recompute: {len(report.differences)} difference(s) in '
           f'{summary}{skipped}', file=sys.stderr)
     return EXIT_DIFFERENT
-  print(f'pkb-recompute: 0 differences: {summary} agree{skipped}')
+  _Say(f'pkb-recompute: 0 differences: {summary} agree{skipped}')
   return EXIT_OK
 
 

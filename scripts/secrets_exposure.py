@@ -63,7 +63,12 @@ def _Program(pid: str) -> str:
 def main(argv) -> int:
   if any(a in ('--help', '-h', '-?', '--helpshort', '--helpfull')
          for a in argv):
-    print('usage: ' + __doc__.strip())
+    try:
+      print('usage: ' + __doc__.strip(), flush=True)
+    except BrokenPipeError:  # `--help | head -1`: the reader has gone.
+      null = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(null, sys.stdout.fileno())  # Python's last flush goes there.
+      os.close(null)
     return 0
   # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: _Count's finally then
   # stops pkb and removes its directory, which the script's death left

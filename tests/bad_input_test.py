@@ -352,3 +352,22 @@ def test_a_dry_run_with_its_input_and_output_closed_plans_as_usual(tmp_path):
       capture_output=True, text=True, timeout=e2e.HANG_GUARD_S, cwd=e2e.REPO,
       check=False)
   assert (proc.returncode, proc.stderr) == (0, '')
+
+
+@pytest.mark.parametrize('command', [
+    'pkb.py', 'scripts/compare.py', 'scripts/recompute.py',
+    'scripts/secrets_exposure.py'])
+def test_help_into_a_pipe_its_reader_closed_is_quiet(command):
+  # `./scripts/compare.py --help | head -1`: head gone before the help is
+  # written ended in a BrokenPipeError traceback, exit 1. A pipe whose
+  # read end is closed is the same, every time.
+  read_end, write_end = os.pipe()
+  os.close(read_end)
+  try:
+    proc = subprocess.run([os.path.join(e2e.REPO, command), '--help'],
+                          stdout=write_end, stderr=subprocess.PIPE,
+                          text=True, timeout=120, check=False,
+                          cwd=e2e.REPO)
+  finally:
+    os.close(write_end)
+  assert (proc.returncode, proc.stderr) == (0, ''), proc.stderr

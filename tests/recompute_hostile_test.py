@@ -301,6 +301,27 @@ def test_deleted_evidence_is_a_difference(copy, deleted):
   assert _PeakRssKb(run_dir) < MAX_RSS_KB
 
 
+def test_a_reader_gone_before_the_report_is_no_traceback(copy):
+  # `pkb-recompute RUN | head -1` with head gone: a BrokenPipeError
+  # traceback and exit 1 whatever the verdict; now the verdict's status.
+  run_dir, probe, _ = copy
+  for damaged, code in ((False, recompute.EXIT_OK),
+                        (True, recompute.EXIT_DIFFERENT)):
+    if damaged:
+      os.remove(probe / 'out.0')
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+      proc = subprocess.run([sys.executable, SCRIPT, str(run_dir)],
+                            stdout=write_end, stderr=subprocess.PIPE,
+                            text=True, cwd=e2e.REPO, timeout=60, check=False)
+    finally:
+      os.close(write_end)
+    assert proc.returncode == code, proc.stderr
+    assert 'Traceback' not in proc.stderr and 'Exception' not in proc.stderr
+    assert proc.stderr.count('\n') == damaged, proc.stderr
+
+
 def _MapsVenvModule(pid, venv):
   try:
     with open(f'/proc/{pid}/maps', encoding='utf-8') as f:

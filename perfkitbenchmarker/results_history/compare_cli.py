@@ -311,8 +311,8 @@ def Main(argv: Optional[List[str]] = None,
   given (default: paths.ResultsRoot())."""
   argv = list(sys.argv if argv is None else argv)
   if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
-    print(__doc__)
-    print(FLAGS.get_help(include_special_flags=False))
+    # Through _Say: `--help | head -1` is no traceback.
+    _Say(f'{__doc__}\n{FLAGS.get_help(include_special_flags=False)}')
     return EXIT_OK
   FLAGS.unparse_flags()  # Main may run more than once in a process (tests).
   try:
