@@ -334,10 +334,16 @@ def _CheckCap(report, where, metadata, m) -> None:
           f'{published}, recomputed {recomputed}')
 
 
-def _Prices(metadata, catalog: pricing.PriceCatalog
+def _Prices(metadata, catalog: pricing.PriceCatalog, at: str
             ) -> Tuple[float, float, int]:
   """(server VMs $/hr, whole deployment $/hr, price rows looked up) from the
-  dated price rows the samples name."""
+  dated price rows the samples name; BadInput naming `at` (the file and
+  line) when the catalog has no such row.
+
+  A row it lacks is not priced here with pkb's --machine_price (the
+  catalog's own advice): recompute takes no price, since a price given
+  now would recheck nothing (a run priced so records the price itself, and
+  it is read from the run); the run's row is in the catalog of its date."""
   groups = sorted(k[:-len('_price_usd_per_hour')] for k in metadata
                   if k.endswith('_price_usd_per_hour'))
   totals = {}
@@ -347,12 +353,26 @@ def _Prices(metadata, catalog: pricing.PriceCatalog
       usd = float(metadata[f'{group}_price_usd_per_hour'])
     else:
       basis = metadata.get(f'{group}_pricing_model', pricing.ON_DEMAND)
-      price = catalog.ForRun(basis).Lookup(
+      if basis not in pricing.BASES:
+        raise _Fault(f'{group}_pricing_model {str(basis)[:40]!r} is not a '
+                     f'price basis ({", ".join(pricing.BASES)})')
+      cloud, region, machine_type = (
           metadata[f'{group}_price_cloud'], metadata[f'{group}_price_region'],
           metadata[f'{group}_machine_type'])
+      # For the message: a label is any length.
+      names = ' '.join(str(n)[:80] for n in (cloud, machine_type))
+      try:
+        price = catalog.ForRun(basis).Lookup(cloud, region, machine_type)
+      except errors.UsageError:
+        raise BadInput(
+            f'{at}: the price catalog has no {pricing.BASIS_NAMES[basis]} '
+            f'price for {names} in {str(region)[:80]}, which the run '
+            f'priced from its row dated {metadata.get(f"{group}_price_date")}'
+            '; recompute against the catalog of that date (git checkout the '
+            'prices file)') from None
       if price.source_date != metadata.get(f'{group}_price_date'):
         raise BadInput(
-            f'the price row of {metadata[f"{group}_machine_type"]} is dated '
+            f'{at}: the price row of {names} is dated '
             f'{price.source_date} in the catalog, the run used '
             f'{metadata.get(f"{group}_price_date")}; recompute against the '
             'catalog of that date (git checkout the prices file)')
@@ -463,7 +483,8 @@ def _Recompute(directory: regular_files.Directory,
           report.Compare(where, 'throughput_ci95_ops',
                          metadata['throughput_ci95_ops'], ci95)
       elif metric == pp.HOURLY_COST:
-        servers, whole, rows_used = _Prices(metadata, catalog)
+        servers, whole, rows_used = _Prices(
+            metadata, catalog, f'{run_dir}/{RESULTS_FILE} {where}')
         report.prices += rows_used
         scope = metadata.get('cost_scope')
         report.Compare(f'{where} ({scope})', 'value', value,
@@ -471,7 +492,8 @@ def _Recompute(directory: regular_files.Directory,
         if scope == 'whole deployment':
           whole_usd = whole
       elif metric == pp.PRICE_PERFORMANCE:
-        servers, _, _ = _Prices(metadata, catalog)
+        servers, _, _ = _Prices(metadata, catalog,
+                                f'{run_dir}/{RESULTS_FILE} {where}')
         if capped_value is None or whole_usd is None:
           report.skipped.append(f'{where}: its answer or costs were not '
                                 'recomputed')

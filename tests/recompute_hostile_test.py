@@ -282,6 +282,30 @@ def test_a_zero_vm_count_is_one_line(copy):
   _OneLine(run_dir, 'servers_vm_count', 'not a count')
 
 
+@pytest.mark.parametrize('label,edit,words', [
+    ('servers_machine_type', 'zz-unpriced-9',
+     ['has no on-demand price for', 'zz-unpriced-9', 'git checkout']),
+    ('servers_pricing_model', 'bartered',
+     ['servers_pricing_model', "'bartered' is not a price basis"]),
+], ids=['type-the-catalog-lacks', 'basis-not-known'])
+def test_an_unpriced_row_names_no_flag_recompute_lacks(copy, label, edit,
+                                                       words):
+  # The catalog's own advice ('give a price with --machine_price=...',
+  # '--price_basis=...') named flags of pkb's that recompute does not take.
+  run_dir, _, _ = copy
+  results = run_dir / recompute.RESULTS_FILE
+  text = results.read_text()
+  if f'|{label}:' in text:
+    edited = re.sub(rf'\|{label}:[^|]*\|', f'|{label}:{edit}|', text)
+  else:
+    edited = text.replace('|servers_vm_count:', f'|{label}:{edit}|,'
+                          '|servers_vm_count:')
+  assert edited != text
+  results.write_text(edited)
+  err = _OneLine(run_dir, recompute.RESULTS_FILE, *words)
+  assert '--' not in err, err
+
+
 @pytest.mark.parametrize('deleted', [evidence.MANIFEST, 'out.0', None],
                          ids=['manifest', 'output', 'probe-directory'])
 def test_deleted_evidence_is_a_difference(copy, deleted):
