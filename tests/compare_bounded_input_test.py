@@ -162,6 +162,35 @@ def test_samples_naming_no_cell_key_are_one_cell(compare, capsys, tmp_path):
   assert len(board) == 1 and board[0].split()[1:3] == ['unknown', 'redis']
 
 
+@pytest.mark.parametrize('key,bad', [
+    ('servers_price_usd_per_hour', 'nan'),
+    ('clients_price_usd_per_hour', '-0.17'),
+    ('servers_usd_per_hour_total', 'inf'),
+    ('deployment_usd_per_hour', '-1'),
+    ('value', -0.3),
+])
+def test_a_price_that_is_no_price_is_one_line(compare, capsys, tmp_path, key,
+                                              bad):
+  # A price edited to nan, inf or below zero made a leaderboard of
+  # negative or missing price-performance, exit 0; unlike another figure
+  # (a cap's interval of inf reads as not recorded), a run's price is what
+  # the board ranks by.
+  rows = _Rows()
+  line = next(i for i, r in enumerate(rows)
+              if (r['metric'] == 'hourly_cost' if key == 'value' else
+                  f'|{key}:' in r['labels']))
+  if key == 'value':
+    rows[line]['value'] = bad
+  else:
+    rows[line]['labels'] = re.sub(rf'\|{key}:[^|]*\|', f'|{key}:{bad}|',
+                                  rows[line]['labels'])
+  path = _Write(tmp_path / 'h.json', rows)
+  code, out, err = _Compare(compare, capsys, path, '--include_unconfirmed')
+  _OneLine(code, err)
+  assert f'{path}:{line + 1}: {key} ' in err and str(bad) in err, err
+  assert out == ''
+
+
 def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   rows = _Rows()
   for row in rows:

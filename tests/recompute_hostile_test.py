@@ -282,6 +282,21 @@ def test_a_zero_vm_count_is_one_line(copy):
   _OneLine(run_dir, 'servers_vm_count', 'not a count')
 
 
+@pytest.mark.parametrize('bad', ['nan', 'inf', '-0.5'])
+def test_a_price_that_is_no_price_is_one_line(copy, bad):
+  # A price edited to nan recomputed 'published nan, recomputed nan' and
+  # such lines, a difference of every priced figure, not the one field.
+  run_dir, _, _ = copy
+  results = run_dir / recompute.RESULTS_FILE
+  text = results.read_text()
+  edited = re.sub(r'\|servers_price_usd_per_hour:[^|]*\|',
+                  f'|servers_price_usd_per_hour:{bad}|', text)
+  assert edited != text
+  results.write_text(edited)
+  _OneLine(run_dir, recompute.RESULTS_FILE, 'servers_price_usd_per_hour',
+           bad, 'edited or damaged')
+
+
 @pytest.mark.parametrize('label,edit,words', [
     ('servers_machine_type', 'zz-unpriced-9',
      ['has no on-demand price for', 'zz-unpriced-9', 'git checkout']),

@@ -25,6 +25,7 @@ from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List,
                     Mapping, Optional, Tuple)
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import publisher
@@ -169,6 +170,43 @@ def _CheckFinite(row: Mapping[str, Any], name: str, where: str) -> None:
                            f'{MAX_MAGNITUDE:g}, not a measurement')
 
 
+# A run's prices (price_performance.CostSamples, PricePerformanceSample):
+# each VM group's price row, checked as a catalog row is when loaded
+# (pricing.ValidPrice), and the sums of them, which a price-performance
+# figure divides by.
+_PRICE_SUFFIX = '_price_usd_per_hour'
+_PRICE_TOTALS = ('servers_usd_per_hour_total', 'deployment_usd_per_hour')
+_HOURLY_COST = 'hourly_cost'
+
+
+def _CheckPrices(row: Mapping[str, Any], metadata: Mapping[str, Any],
+                 where: str) -> None:
+  """ResultsFileError naming `where` and the field when a price the sample
+  records is no price (nan, inf, zero or below: edited or damaged): compare
+  would rank by it, recompute would recheck against it."""
+  fields = [(k, v) for k, v in metadata.items()
+            if isinstance(k, str) and (k.endswith(_PRICE_SUFFIX) or
+                                       k in _PRICE_TOTALS)]
+  if row.get('metric') == _HOURLY_COST:
+    fields.append(('value', row['value']))
+  for key, value in fields:
+    try:
+      number = value if isinstance(value, (int, float)) else float(
+          str(value))
+    except ValueError:
+      number = value  # Said to be no number below.
+    try:
+      if key.endswith(_PRICE_SUFFIX):
+        pricing.ValidPrice(number, key)
+      elif isinstance(number, bool) or not isinstance(
+          number, (int, float)) or not 0 < number < math.inf:
+        raise ValueError(f'{key} {str(value)[:40]!r} is not a price (a '
+                         'finite number of dollars per hour above 0)')
+    except ValueError as e:
+      raise ResultsFileError(f'{where}: {e}; not what a run records (the '
+                             'file was edited or damaged)') from None
+
+
 def _Utc(seconds: Any) -> str:
   return datetime.datetime.fromtimestamp(
       float(seconds), datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
@@ -202,7 +240,7 @@ def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
       raise ResultsFileError(f'{where}: labels is not text; PKB labels are '
                              'one string |key:value|,|key:value|')
     try:
-      return sample_lib.ParseLabels(row.get('labels') or '')
+      metadata = sample_lib.ParseLabels(row.get('labels') or '')
     except ValueError as e:
       raise ResultsFileError(f'{where}: not a PKB sample ({e})') from None
   if not isinstance(metadata, dict):
@@ -212,6 +250,7 @@ def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
     raise ResultsFileError(f'{where}: metadata nested more than '
                            f'{MAX_METADATA_DEPTH} levels deep; PKB metadata '
                            'is flat')
+  _CheckPrices(row, metadata, where)
   return metadata
 
 
