@@ -191,6 +191,34 @@ def test_a_price_that_is_no_price_is_one_line(compare, capsys, tmp_path, key,
   assert out == ''
 
 
+@pytest.mark.parametrize('key,at', [('value', 'sample'),
+                                    ('servers_vm_count', 'metadata')])
+def test_a_key_twice_in_one_object_is_one_line(compare, capsys, tmp_path,
+                                               key, at):
+  # JSON that names a key twice read as its last value, silently: a
+  # "value" added at a line's end replaced the measured one unseen.
+  rows = _Rows()
+  line = next(i for i, r in enumerate(rows)
+              if r['metric'] == 'latency_capped_throughput')
+  if at == 'metadata':
+    rows[line]['metadata'] = {key: 1}
+  text = json.dumps(rows[line])
+  rows[line] = None
+  if at == 'sample':
+    twice = text[:-1] + f', "{key}": 1e6}}'
+  else:
+    twice = text.replace(f'"{key}": 1}}', f'"{key}": 1, "{key}": 2}}')
+  assert twice.count(f'"{key}"') == 2
+  path = tmp_path / 'h.json'
+  path.write_text(''.join(twice + '\n' if r is None else json.dumps(r) + '\n'
+                          for r in rows))
+  code, out, err = _Compare(compare, capsys, str(path),
+                            '--include_unconfirmed')
+  _OneLine(code, err)
+  assert f'{path}:{line + 1}: the key "{key}" is given twice' in err, err
+  assert out == ''
+
+
 def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   rows = _Rows()
   for row in rows:

@@ -297,6 +297,17 @@ def test_a_price_that_is_no_price_is_one_line(copy, bad):
            bad, 'edited or damaged')
 
 
+def test_a_key_twice_in_a_sample_is_one_line(copy):
+  # The last of two "value"s was read as the published figure, silently.
+  run_dir, _, _ = copy
+  results = run_dir / recompute.RESULTS_FILE
+  lines = results.read_text().splitlines(keepends=True)
+  lines[0] = lines[0].rstrip()[:-1] + ', "value": 12345}\n'
+  results.write_text(''.join(lines))
+  _OneLine(run_dir, f'{recompute.RESULTS_FILE}:1: the key "value" is given '
+           'twice')
+
+
 @pytest.mark.parametrize('label,edit,words', [
     ('servers_machine_type', 'zz-unpriced-9',
      ['has no on-demand price for', 'zz-unpriced-9', 'git checkout']),
