@@ -68,7 +68,8 @@ def ParseLabels(labels: str) -> Dict[str, str]:
 
   Values may contain ',' and ':' (e.g. `test_rps:SET=1,GET=2`), so items are
   split on the `|,|` separator and each on its first ':'. Raises ValueError
-  on text that is not such labels.
+  on text that is not such labels, and on a key given twice (labels made
+  from a dict never repeat one; which to read would be a guess).
   """
   text = (labels or '').strip()
   if not text:
@@ -80,5 +81,7 @@ def ParseLabels(labels: str) -> Dict[str, str]:
     key, sep, value = item.partition(':')
     if not sep or not key:
       raise ValueError(f'label item without key:value: {item[:40]!r}')
+    if key in result:
+      raise ValueError(f'the label {key[:40]!r} is given twice')
     result[key] = value
   return result

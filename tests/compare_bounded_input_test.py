@@ -219,6 +219,21 @@ def test_a_key_twice_in_one_object_is_one_line(compare, capsys, tmp_path,
   assert out == ''
 
 
+def test_a_label_twice_is_one_line(compare, capsys, tmp_path):
+  # |k:a|,...,|k:b|: the last read, silently, as a key twice in JSON was.
+  rows = _Rows()
+  line = next(i for i, r in enumerate(rows)
+              if r['metric'] == 'latency_capped_throughput')
+  rows[line]['labels'] += ',|servers_vm_count:9|'
+  assert rows[line]['labels'].count('|servers_vm_count:') == 2
+  path = _Write(tmp_path / 'h.json', rows)
+  code, out, err = _Compare(compare, capsys, path, '--include_unconfirmed')
+  _OneLine(code, err)
+  assert (f"{path}:{line + 1}: not a PKB sample (the label 'servers_vm_count' "
+          'is given twice)') in err, err
+  assert out == ''
+
+
 def test_infinite_metadata_reads_as_not_recorded(compare, capsys, tmp_path):
   rows = _Rows()
   for row in rows:
