@@ -23,6 +23,10 @@ packages=(redis-server redis-tools openssh-server openssh-client util-linux
           # shellcheck: tests/shell_scripts_test.py checks the scripts pkb
           # runs on VMs (perfkitbenchmarker/scripts/*.sh) with it.
           shellcheck
+          # acl: getfacl, with which owned_paths.sh reads a path's ACL as
+          # a VM with it does (tests/trusted_programs_test.py; without it
+          # the shell refuses any ACL whose mask lets write, unread).
+          acl
           # sudo: the cloud rehearsals' VM user is not root, as a cloud
           # image's login is not, and reaches root through it
           # (tests/rehearsal_hosts.py).
