@@ -29,8 +29,10 @@ import os
 import pathlib
 import re
 import shlex
+import signal
 import subprocess
 import threading
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from absl import flags
@@ -148,6 +150,13 @@ UNCONFIRMED_EXIT = 4  # the harness's: a result without a confirmed answer
 FAILED_EXIT = 1  # the harness's: a run that failed (its samples are kept)
 PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
 HARNESS_TIMEOUT_S = 24 * 3600  # the harness enforces its own deadline
+# Signals an upstream user stops a run with: passed on to the harness once
+# (it runs in its own session, so a Ctrl-C at the terminal reaches it only
+# through the plugin); it then cleans up and tears down its run.
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+INTERRUPT_WAIT_S = 600  # for the stopped harness's cleanup and teardown
+KILL_WAIT_S = 60  # after a second signal asks it to cut them short
+POLL_S = 1.0  # how often the wait looks at a signal that came
 LAST_LINES = 20  # of the harness's stderr, kept for an error's one line
 
 
@@ -478,12 +487,14 @@ def _Workdir() -> str:
   return path
 
 
-def _Relay(stream, kept: Optional[collections.deque]) -> None:
+def _Relay(stream, kept: Optional[collections.deque],
+           logged: bool = True) -> None:
   """Logs each line of the harness's output as it comes (probe lines reach
   upstream's log during a stage)."""
   for line in stream:
     line = line.rstrip('\n')
-    logging.info('harness: %s', line)
+    if logged:
+      logging.info('harness: %s', line)
     if kept is not None and line.strip():
       kept.append(line)
 
@@ -499,10 +510,152 @@ def LastWords(stderr_lines, returncode) -> str:
   return lines[-1] if lines else f'exit {returncode}'
 
 
+def _ArgValue(argv: List[str], name: str) -> Optional[str]:
+  """The value of the harness's --name=VALUE in argv, None without it."""
+  values = [a.split('=', 1)[1] for a in argv if a.startswith(f'--{name}=')]
+  return values[-1] if values else None
+
+
+def TeardownCommand(run_uri: str, results_dir: str) -> str:
+  """The harness command that tears its run down from its record, as run
+  from anywhere (the user is in upstream's checkout, whose ./pkb.py is
+  upstream's); the plugin's runs keep their results outside the harness's
+  default directory, so it names theirs."""
+  return (f'{shlex.quote(os.path.join(HarnessDir(), "pkb.py"))} '
+          f'--run_stage=teardown --run_uri={run_uri} '
+          f'--results_dir={shlex.quote(results_dir)}')
+
+
+def ForUpstream(line: str, argv: List[str]) -> str:
+  """A harness message as an upstream user reads it: a command it names
+  (`./pkb.py ...`, `./scripts/x ...`, relative to the harness's checkout)
+  with the harness's full path, and a teardown command of this run (argv's
+  --run_uri) with the run's --results_dir, without which the harness would
+  look for the run's record in its default directory."""
+  harness = shlex.quote(HarnessDir())
+  line = re.sub(r'(?<![\w./~-])\./(?=pkb\.py\b|scripts/)', harness + '/',
+                line)
+  run_uri, results_dir = (_ArgValue(argv, 'run_uri'),
+                          _ArgValue(argv, 'results_dir'))
+  if run_uri and results_dir:
+    line = re.sub(
+        rf'(--run_stage=teardown --run_uri={re.escape(run_uri)})'
+        r'(?![\w-])(?!\s+--results_dir)',
+        lambda m: f'{m.group(1)} --results_dir={shlex.quote(results_dir)}',
+        line)
+  return line
+
+
+def _NamesAFlag(line: str) -> bool:
+  """Whether a refusal is about a flag: it names one outside the commands
+  it quotes (`.../pkb.py --run_stage=teardown ...` names no flag of the
+  user's)."""
+  outside = re.sub(r'\S*pkb\.py(\s+--\S+)*', '', line)
+  return re.search(r'(?<![\w-])--[a-z]\w*', outside) is not None
+
+
+class _Forwarder:
+  """While the harness runs in the main thread: SIGINT, SIGTERM and SIGHUP
+  passed on to it once (the first one; it stops, cleans up and tears down
+  its run), the previous handlers kept for `Reraise`."""
+
+  def __init__(self, proc: subprocess.Popen):
+    self.proc = proc
+    self.signum: Optional[int] = None
+    self.previous = {}
+
+  def Install(self) -> None:
+    for sig in FORWARDED_SIGNALS:
+      handler = signal.getsignal(sig)
+      if handler in (signal.SIG_IGN, None):
+        continue  # upstream ignores it (nohup), or a handler not Python's
+      self.previous[sig] = signal.signal(sig, self._Handle)
+
+  def _Handle(self, signum, frame) -> None:  # pylint: disable=unused-argument
+    if self.signum is not None:
+      return  # passed on once; the bounded wait does the rest
+    self.signum = signum
+    _Signal(self.proc, signum)  # `_Wait` logs it (no logging in a handler)
+
+  def Restore(self) -> None:
+    for sig, handler in self.previous.items():
+      signal.signal(sig, handler)
+    self.previous = {}
+
+  def Reraise(self) -> None:
+    """The signal, to upstream's own handling of it (SIGINT: its
+    KeyboardInterrupt, which tears down its VMs; SIGTERM, SIGHUP: as
+    upstream has them), now that the harness has ended."""
+    self.Restore()
+    if self.signum is not None:
+      signal.raise_signal(self.signum)
+
+
+def _Signal(proc: subprocess.Popen, signum: int, group: bool = False) -> None:
+  """Sends the harness (or its whole session) a signal, if it still runs."""
+  if proc.poll() is not None:
+    return
+  try:
+    if group:
+      os.killpg(proc.pid, signum)
+    else:
+      proc.send_signal(signum)
+  except (ProcessLookupError, PermissionError):
+    pass
+
+
+def _Wait(proc: subprocess.Popen, forwarder: _Forwarder,
+          own_session: bool) -> Tuple[Optional[int], str]:
+  """The harness's exit code and how it ended ('' on its own; else the
+  stop that ended it). Bounded: after a signal passed on (or past
+  HARNESS_TIMEOUT_S, SIGTERM), INTERRUPT_WAIT_S for its cleanup and
+  teardown; then a second SIGTERM cuts them short, and KILL_WAIT_S after
+  it SIGKILL ends it (its session with it)."""
+  started = time.monotonic()
+  stop_at, stopped = None, ''
+  while True:
+    try:
+      return proc.wait(timeout=POLL_S), stopped
+    except subprocess.TimeoutExpired:
+      pass
+    now = time.monotonic()
+    if stop_at is None:
+      if forwarder.signum is not None:
+        logging.warning(
+            'redis_price_performance: %s: passed on to the harness, which '
+            'cleans up and tears down its run (waiting up to %d s).',
+            signal.Signals(forwarder.signum).name, INTERRUPT_WAIT_S)
+        stopped = 'stopping'
+      elif now - started > HARNESS_TIMEOUT_S:
+        _Signal(proc, signal.SIGTERM)
+        stopped = 'timeout'
+      if stopped:
+        stop_at = now + INTERRUPT_WAIT_S
+    elif now > stop_at and stopped in ('stopping', 'timeout'):
+      logging.warning('redis_price_performance: the harness still runs %d s '
+                      'after it was stopped; asking it to cut its cleanup '
+                      'short (SIGTERM), then killing it after %d s.',
+                      INTERRUPT_WAIT_S, KILL_WAIT_S)
+      _Signal(proc, signal.SIGTERM)
+      stopped, stop_at = 'cut short', now + KILL_WAIT_S
+    elif now > stop_at and stopped == 'cut short':
+      _Signal(proc, signal.SIGKILL, group=own_session)
+      stopped, stop_at = 'killed', now + 3600
+      proc.wait()
+      return proc.returncode, stopped
+
+
 def _RunHarness(argv: List[str], what: str,
-                accept: tuple = (0,)) -> Tuple[int, str]:
-  """Runs the harness, its output streamed into upstream's log; returns the
-  exit code (one of `accept`, another raises) and `LastWords`."""
+                accept: tuple = (0,), relay_stdout: bool = True
+                ) -> Tuple[int, str]:
+  """Runs the harness, its output streamed into upstream's log (its stdout
+  kept out of the log without `relay_stdout`); returns the exit code (one
+  of `accept`, another raises) and `LastWords` (as `ForUpstream`).
+
+  Run from the main thread (upstream's stage driver), the harness gets a
+  session of its own and the plugin passes it a signal upstream got
+  (`_Forwarder`, `_Wait`), then, the harness ended, re-raises it to
+  upstream."""
   command = [os.path.join(HarnessDir(), 'pkb.py')] + argv
   logging.info('redis_price_performance: %s', ' '.join(
       shlex.quote(a) for a in command))
@@ -512,32 +665,54 @@ def _RunHarness(argv: List[str], what: str,
          if k not in ('VIRTUAL_ENV', 'PYTHONPATH', 'PYTHONHOME')}
   env['PYTHONUNBUFFERED'] = '1'
   kept = collections.deque(maxlen=LAST_LINES)
+  # Signal handlers can be set in the main thread only; elsewhere the
+  # harness stays in upstream's session, where a Ctrl-C reaches it.
+  own_session = threading.current_thread() is threading.main_thread()
   with subprocess.Popen(command, cwd=HarnessDir(), env=env,
                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True,
-                        errors='replace') as proc:
-    relays = [threading.Thread(target=_Relay, args=(proc.stdout, None),
-                               name='harness-stdout', daemon=True),
-              threading.Thread(target=_Relay, args=(proc.stderr, kept),
-                               name='harness-stderr', daemon=True)]
-    for relay in relays:
-      relay.start()
+                        errors='replace',
+                        start_new_session=own_session) as proc:
+    forwarder = _Forwarder(proc)
     try:
-      returncode = proc.wait(timeout=HARNESS_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-      proc.terminate()  # SIGTERM: the harness cleans up and exits
-      proc.wait()
-      returncode = None
-    for relay in relays:
-      relay.join()
-  last = LastWords(kept, returncode)
-  if returncode is None:
+      if own_session:
+        forwarder.Install()
+      relays = [threading.Thread(
+          target=_Relay, args=(proc.stdout, None, relay_stdout),
+          name='harness-stdout', daemon=True),
+                threading.Thread(target=_Relay, args=(proc.stderr, kept),
+                                 name='harness-stderr', daemon=True)]
+      for relay in relays:
+        relay.start()
+      returncode, stopped = _Wait(proc, forwarder, own_session)
+      for relay in relays:
+        relay.join(timeout=KILL_WAIT_S)  # a left child may hold a pipe
+    finally:
+      forwarder.Restore()
+  last = ForUpstream(LastWords(kept, returncode), argv)
+  run_uri, results_dir = (_ArgValue(argv, 'run_uri'),
+                          _ArgValue(argv, 'results_dir'))
+  teardown = (f'; delete what is left of its run with '
+              f'{TeardownCommand(run_uri, results_dir)}'
+              if run_uri and results_dir else '')
+  if forwarder.signum is not None:
+    name = signal.Signals(forwarder.signum).name
+    logging.error('redis_price_performance %s: %s: the harness %s (exit '
+                  '%s): %s%s', what, name,
+                  'was killed' if stopped == 'killed' else 'stopped',
+                  returncode, last, teardown if stopped in (
+                      'cut short', 'killed') else '')
+    forwarder.Reraise()  # upstream's handling; if it goes on, a failure
+    raise HarnessRunError(f'redis_price_performance {what}: interrupted by '
+                          f'{name}: {last}{teardown}')
+  if stopped:
     raise HarnessRunError(
         f'redis_price_performance {what}: the harness ran past '
-        f'{HARNESS_TIMEOUT_S} s and was stopped; last line: {last}')
+        f'{HARNESS_TIMEOUT_S} s and was stopped; last line: {last}'
+        f'{teardown if stopped != "timeout" else ""}')
   if returncode in accept:
     return returncode, last  # the caller says what a code other than 0 means
-  if returncode == 2:  # the harness's one-line refusal of a setting
+  if returncode == 2 and _NamesAFlag(last):  # a refusal of a setting
     last = (f'{last} (the harness\'s flags go in '
             '--redis_price_performance_flags)')
   error = BridgeError if returncode == 2 else HarnessRunError
@@ -568,24 +743,39 @@ def CheckPrerequisites(benchmark_config) -> None:
 def _CheckStudy(benchmark_config) -> None:
   study = Study()
   static = bool(flags.FLAGS.static_vm_file)
-  if static and not _GivesPrice(study):
-    # Upstream's static machines: their types are known at Prepare.
-    study = study + ['--local_priced_as=GCP:n2d-standard-2']  # settings only
+  placeholder = static and not _GivesPrice(study)
+  if placeholder:
+    # Upstream's static machines: existing machines, priced at Prepare
+    # (`PricedAs`); a catalog price here only lets the settings be checked.
+    study = study + ['--local_priced_as=GCP:n2d-standard-2']
   groups = {}
   for group in GROUPS:
     cloud, machine_type, zone, count = _PlannedGroup(benchmark_config, group)
+    if static:
+      # The config's cloud machine types are never created under
+      # --static_vm_file: the plan names the machines static.
+      groups[group] = dict(count=count, machine_type=None, zone=None,
+                           priced_as=None)
+      continue
     groups[group] = dict(
         count=count, machine_type=machine_type, zone=zone,
-        priced_as=None if static else PricedAs(cloud, machine_type, zone,
-                                               study, group))
-  _DryRun(groups, study)
+        priced_as=PricedAs(cloud, machine_type, zone, study, group))
+  _DryRun(groups, study, relay_plan=not placeholder)
+  if placeholder:
+    logging.info(
+        'redis_price_performance: the study\'s settings are checked for '
+        'upstream\'s static machines (--static_vm_file: existing machines, '
+        'none created); Prepare prices them, with '
+        '--redis_price_performance_flags=--local_priced_as=CLOUD:TYPE.')
 
 
-def _DryRun(groups, study) -> None:
+def _DryRun(groups, study, relay_plan: bool = True) -> None:
   """The harness's dry run over stand-ins of the VMs (`StandInVmFile`), as
   its prepare stage will run on them: a Local plan on this machine (the PKB
   runner) refused what only this machine lacks (a --redis_server_version or
-  --redis_engine it has no build of), which the harness installs on VMs."""
+  --redis_engine it has no build of), which the harness installs on VMs.
+  Its plan goes to upstream's log unless `relay_plan` is false (a plan
+  priced only to check the settings)."""
   workdir = _Workdir()
   config = os.path.join(workdir, 'plan_config.json')
   pathlib.Path(config).write_text(HarnessConfig(groups))
@@ -597,7 +787,8 @@ def _DryRun(groups, study) -> None:
   _RunHarness(['--dry_run', f'--benchmarks={HARNESS_BENCHMARK}',
                f'--static_vm_file={machines}',
                f'--benchmark_config_file={config}',
-               f'--results_dir={workdir}'] + OnTheVms(study), 'check')
+               f'--results_dir={workdir}'] + OnTheVms(study), 'check',
+              relay_stdout=relay_plan)
 
 
 def OnTheVms(study: List[str]) -> List[str]:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -890,3 +891,236 @@ def test_a_search_that_failed_before_measuring_says_why(upstream, tmp_path):
   assert out['error'] == ('HarnessRunError: redis_price_performance run: '
                           'redis_memtier stopped: SSH to clients-0 failed.')
   assert out['status'] == 'FAILED' and out['published'] == []
+
+
+@pytest.mark.e2e
+def test_the_static_check_names_no_cloud_machine_type(upstream, tmp_path):
+  """Under upstream's --static_vm_file the check's plan said 'servers: 1 x
+  t2d-standard-16 in us-central1-a priced as GCP n2d-standard-2' and a cost
+  estimate: cloud machines that are never created, at a price only the
+  settings check uses. It says the machines are static."""
+  _, log = _DriveLogged(upstream, tmp_path, {
+      'flags': ['--static_vm_file=/dev/null'], 'planned': _Groups(),
+      'log_level': 'INFO'})
+  shown = [line for line in log.splitlines()
+           if not line.startswith('INFO redis_price_performance: /')]
+  assert shown, log[-3000:]  # (the command line itself names the stand-in price)
+  for line in shown:
+    assert not re.search(r'\b(t2d|n2d|n2)-standard', line), line
+    assert '$' not in line, line
+  assert any('static machines' in line and 'existing machines' in line
+             for line in shown), log[-3000:]
+
+
+# A stand-in harness for the plugin's real _RunHarness ("stream"): the
+# closing lines and exit code it is given (STANDIN_LAST, STANDIN_EXIT), or,
+# with STANDIN_WAIT, it says when it runs (its pid and session in
+# ready.json, once its first line reached upstream's log), records each
+# signal it gets in signals.txt and ends at the first (exit 130, with a
+# teardown command) unless STANDIN_WAIT=stubborn, when it outlasts them.
+# Every wait is bounded (60 s).
+STANDIN = r'''#!/usr/bin/env python3
+import json, os, signal, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+mode = os.environ.get('STANDIN_WAIT')
+if not mode:
+  for line in os.environ['STANDIN_LAST'].split('\n'):
+    print(line, file=sys.stderr)
+  sys.exit(int(os.environ['STANDIN_EXIT']))
+got = []
+def Handle(signum, frame):
+  with open(os.path.join(here, 'signals.txt'), 'a') as f:
+    f.write(signal.Signals(signum).name + '\n')
+  got.append(signum)
+  if mode != 'stubborn':
+    print('pkb: interrupted by %s; cleanup cut short: delete what is left '
+          'with ./pkb.py --run_stage=teardown --run_uri=ab1'
+          % signal.Signals(signum).name, file=sys.stderr)
+    sys.exit(130)
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+  signal.signal(sig, Handle)
+print('probe 0')
+for _ in range(600):
+  if os.path.exists(os.path.join(here, 'go')):
+    break
+  time.sleep(0.1)
+with open(os.path.join(here, 'ready.json.tmp'), 'w') as f:
+  json.dump({'pid': os.getpid(), 'sid': os.getsid(0)}, f)
+os.rename(os.path.join(here, 'ready.json.tmp'),
+          os.path.join(here, 'ready.json'))
+for _ in range(600):
+  time.sleep(0.1)
+print('pkb: never interrupted', file=sys.stderr)
+sys.exit(1)
+'''
+STANDIN_ARGV = ['--run_uri=ab1', '--results_dir=/srv/upstream run/results',
+                '--run_stage=run']
+
+
+def _StandIn(tmp_path):
+  harness = tmp_path / 'harness'
+  harness.mkdir()
+  (harness / 'pkb.py').write_text(STANDIN)
+  (harness / 'pkb.py').chmod(0o755)
+  return harness
+
+
+def _StandInSaid(upstream, tmp_path, code, *lines):
+  harness = _StandIn(tmp_path)
+  env = dict(os.environ, STANDIN_LAST='\n'.join(lines),
+             STANDIN_EXIT=str(code))
+  done = subprocess.run(
+      [os.path.join(REPO, '.venv', 'bin', 'python'),
+       str(upstream / 'drive_plugin.py'), json.dumps({
+           'flags': [], 'stream': str(harness), 'argv': STANDIN_ARGV})],
+      cwd=str(upstream), env=env, capture_output=True, text=True,
+      timeout=120, check=False)
+  assert done.returncode == 0, done.stderr[-2000:]
+  return json.loads(done.stdout.strip().splitlines()[-1]), harness
+
+
+@pytest.mark.e2e
+def test_a_command_the_harness_names_is_one_an_upstream_user_can_run(
+    upstream, tmp_path):
+  """The user is in upstream's checkout, where ./pkb.py is upstream's: the
+  harness's './pkb.py --run_stage=teardown --run_uri=ab1' ran upstream's
+  pkb (and without the run's --results_dir the harness would not have
+  found the run's record either)."""
+  out, harness = _StandInSaid(
+      upstream, tmp_path, 1,
+      'pkb: run ab1 stopped: SSH to clients-0 failed; delete what is left '
+      'with ./pkb.py --run_stage=teardown --run_uri=ab1, or refresh the '
+      'prices with ./scripts/refresh_prices.py first.')
+  error = out['error']
+  assert error.startswith('HarnessRunError: redis_price_performance run: '
+                          'run ab1 stopped'), error
+  assert (f'with {harness}/pkb.py --run_stage=teardown --run_uri=ab1 '
+          '--results_dir=\'/srv/upstream run/results\', or') in error, error
+  assert f'{harness}/scripts/refresh_prices.py' in error, error
+  assert ' ./' not in error, error
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('said, about_flags', [
+    ('pkb: clients-0: 127.0.0.2 port 22 is in use by run xy9 (its ssh '
+     'session); nothing of this run was made there. Wait for it to finish, '
+     'or tear it down where started: ./pkb.py --run_stage=teardown '
+     '--run_uri=xy9', False),
+    ('pkb: --memtier_clients=1,2 is swept by --memtier_fixed_load; give '
+     'one value.', True),
+])
+def test_only_a_refused_flag_is_pointed_at_the_plugins_flag(
+    upstream, tmp_path, said, about_flags):
+  """Every refusal (the harness's exit 2) ended '(the harness's flags go in
+  --redis_price_performance_flags)', a machine in use by another run too.
+  Another run's teardown command gets no --results_dir of this one's."""
+  out, harness = _StandInSaid(upstream, tmp_path, 2, said)
+  error = out['error']
+  assert error.startswith('BridgeError: redis_price_performance run: '), error
+  assert error.endswith('(the harness\'s flags go in '
+                        '--redis_price_performance_flags)') == about_flags
+  if not about_flags:
+    assert error.endswith(f'{harness}/pkb.py --run_stage=teardown '
+                          '--run_uri=xy9'), error
+
+
+def _Running(pid):
+  """Whether a process (not this one's child) still runs: a zombie has
+  ended."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+  except FileNotFoundError:
+    return False
+
+
+def _Interrupted(upstream, tmp_path, signum, group, mode='once', waits=None):
+  """The drive running the stand-in in 'wait' mode, `signum` sent to the
+  drive's process group (a Ctrl-C at the terminal) or to the drive alone
+  once the stand-in runs; the drive's result, its exit code, the stand-in's
+  ready.json and the signals it got."""
+  harness = _StandIn(tmp_path)
+  env = dict(os.environ, STANDIN_WAIT=mode)
+  scenario = {'flags': [], 'stream': str(harness), 'argv': STANDIN_ARGV,
+              'log_level': 'INFO'}
+  if waits:
+    scenario['waits'] = waits
+  drive = subprocess.Popen(  # pylint: disable=consider-using-with
+      [os.path.join(REPO, '.venv', 'bin', 'python'),
+       str(upstream / 'drive_plugin.py'), json.dumps(scenario)],
+      cwd=str(upstream), env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True, start_new_session=True)
+  ready = {}
+  try:
+    for _ in range(600):
+      if (harness / 'ready.json').exists():
+        break
+      assert drive.poll() is None, drive.communicate()
+      subprocess.run(['sleep', '0.1'], check=True)
+    ready = json.loads((harness / 'ready.json').read_text())
+    if group:
+      os.killpg(drive.pid, signum)
+    else:
+      drive.send_signal(signum)
+    stdout, stderr = drive.communicate(timeout=120)
+    still = _Running(ready['pid'])
+  finally:
+    if drive.poll() is None:
+      os.killpg(drive.pid, 9)
+      drive.wait()
+    if ready and _Running(ready['pid']):
+      os.kill(ready['pid'], 9)
+  got = (harness / 'signals.txt').read_text().split() if (
+      harness / 'signals.txt').exists() else []
+  lines = stdout.strip().splitlines()
+  out = json.loads(lines[-1]) if lines else None
+  return dict(out=out, code=drive.returncode, ready=ready, got=got,
+              still=still, log=stderr, drive_pid=drive.pid)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_reaches_the_harness_once_and_upstream_after_it(upstream,
+                                                                tmp_path):
+  """A Ctrl-C at the terminal signals upstream's whole process group: the
+  harness, in it, got the SIGINT from the terminal, and a plugin passing
+  signals on would have sent it a second, which cuts its cleanup short.
+  The harness runs in its own session, gets the SIGINT once, from the
+  plugin, and ends; then upstream gets its KeyboardInterrupt."""
+  done = _Interrupted(upstream, tmp_path, signal.SIGINT, group=True)
+  # The drive has a session of its own (start_new_session): upstream's.
+  assert done['ready']['sid'] != done['drive_pid']
+  assert done['got'] == ['SIGINT'] and not done['still']
+  assert done['out']['error'].startswith('KeyboardInterrupt'), done['out']
+  said = [line for _, line in done['out']['lines']]
+  assert 'SIGINT: the harness stopped (exit 130)' in said[-1], said
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_upstream_stops_the_harness_before_upstream(
+    upstream, tmp_path, signum):
+  """`kill <upstream's pid>` (or its terminal gone): upstream died at once
+  and the harness ran on (62 s, its whole study, its shards left behind).
+  The plugin passes the signal on, waits for the harness, then upstream
+  ends by the signal as it would without the plugin."""
+  done = _Interrupted(upstream, tmp_path, signum, group=False)
+  assert done['got'] == [signal.Signals(signum).name]
+  assert not done['still']
+  assert done['code'] == -signum, done['log'][-2000:]
+
+
+@pytest.mark.e2e
+def test_a_harness_that_outlasts_its_stop_is_killed(upstream, tmp_path):
+  """Bounded: a harness still running INTERRUPT_WAIT_S after the signal
+  (here 0.5 s) is asked once more (SIGTERM cuts its cleanup short), then,
+  KILL_WAIT_S later, killed; the plugin names the teardown command of its
+  run, from anywhere, with the run's results directory."""
+  done = _Interrupted(upstream, tmp_path, signal.SIGINT, group=False,
+                      mode='stubborn', waits=[0.5, 0.5])
+  assert done['got'] == ['SIGINT', 'SIGTERM'] and not done['still']
+  assert done['out']['error'].startswith('KeyboardInterrupt'), done['out']
+  harness = tmp_path / 'harness'
+  said = done['out']['lines'][-1][1]
+  assert (f'{harness}/pkb.py --run_stage=teardown --run_uri=ab1 '
+          '--results_dir=\'/srv/upstream run/results\'') in said, said
+  assert 'the harness was killed' in said, said

@@ -31,7 +31,12 @@ failed check ends the process as upstream's does (the error raised out of
 main).
 
 With `"stream": DIR` it instead runs the plugin's real _RunHarness on the
-harness at DIR and reports when each of its lines reached the log.
+harness at DIR (with `"argv"`, and `"waits"` for its bounded waits after a
+signal) and reports when each of its lines reached the log, and what it
+returned or raised (KeyboardInterrupt included).
+
+`"log_level"` sets the log's level (upstream's --log_level; WARNING unless
+given).
 
 Prints one JSON object: what each stage did, or the error it raised.
 """
@@ -100,10 +105,15 @@ class _Lines(logging.Handler):
       self.on_line(record.getMessage())
 
 
-def Stream(harness):
+def Stream(harness, argv=('--x',), waits=None):
   """The plugin's _RunHarness on a stand-in harness that prints a line,
   waits until that line is in the log (a file this handler makes), then
-  prints another; a relay that buffers never lets it go on."""
+  prints another; a relay that buffers never lets it go on. `argv` is the
+  harness's; `waits` the plugin's INTERRUPT_WAIT_S and KILL_WAIT_S (a
+  stand-in that ignores signals is killed without waiting minutes)."""
+  if waits:
+    plugin.INTERRUPT_WAIT_S, plugin.KILL_WAIT_S = waits
+    plugin.POLL_S = 0.1
   go = os.path.join(harness, 'go')
 
   def OnLine(message):
@@ -116,8 +126,9 @@ def Stream(harness):
   os.environ['REDIS_PRICE_PERFORMANCE_HARNESS'] = harness
   out = {}
   try:
-    out['returned'] = list(plugin._RunHarness(['--x'], 'run'))  # pylint: disable=protected-access
-  except Exception as e:  # pylint: disable=broad-except
+    out['returned'] = list(plugin._RunHarness(list(argv), 'run'))  # pylint: disable=protected-access
+  except BaseException as e:  # pylint: disable=broad-except
+    # KeyboardInterrupt too: upstream's own handling of a SIGINT.
     out['error'] = f'{type(e).__name__}: {e}'
   out['lines'] = handler.lines
   return out
@@ -127,14 +138,16 @@ def main():
   scenario = json.loads(sys.argv[1])
   FLAGS(['upstream'] + scenario['flags'])
   if 'stream' in scenario:
-    print(json.dumps(Stream(scenario['stream'])))
+    print(json.dumps(Stream(scenario['stream'],
+                            scenario.get('argv', ['--x']),
+                            scenario.get('waits'))))
     return
   out = {'harness_argv': [], 'cleanup_calls': 0}
   real_run_harness = plugin._RunHarness  # pylint: disable=protected-access
 
-  def Recorded(argv, what, accept=(0,)):
+  def Recorded(argv, what, accept=(0,), **more):
     if '--dry_run' in argv:
-      return real_run_harness(argv, what, accept)  # the real check
+      return real_run_harness(argv, what, accept, **more)  # the real check
     out['harness_argv'].append(argv)
     if '--run_stage=run' not in argv or scenario.get('no_results'):
       return 0, ''
@@ -162,7 +175,8 @@ def main():
     return real_cleanup(spec)
 
   # Upstream's log on stderr.
-  logging.basicConfig(stream=sys.stderr, format='%(levelname)s %(message)s')
+  logging.basicConfig(stream=sys.stderr, format='%(levelname)s %(message)s',
+                      level=scenario.get('log_level', 'WARNING'))
   if scenario.get('uncaught'):
     # Upstream's main: a failed check ends the process as the error it
     # raised.
