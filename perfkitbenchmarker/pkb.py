@@ -153,7 +153,7 @@ def _TeardownOnly(run_dir: str) -> int:
   # As a run's own teardown after that: a first SIGINT, SIGTERM or SIGHUP
   # (the terminal closing) is noted and teardown runs to its end; a second
   # one cuts it short with the command that finishes it (run_signals).
-  interrupts = run_signals.Interrupts(record.run_uri)
+  interrupts = run_signals.Interrupts(record.run_uri, run_dir)
   interrupts.Install(None)
   try:
     # Not while another pkb runs this run (a killed one's lock is gone).
@@ -170,7 +170,8 @@ def _TeardownOnly(run_dir: str) -> int:
     except errors.RunInterrupted as e:
       print(f'pkb: {e} while the teardown of run {record.run_uri} was '
             'starting: nothing was deleted; delete its resources with the '
-            f'same command, {run_signals.TeardownCommand(record.run_uri)}',
+            'same command, '
+            f'{run_signals.TeardownCommand(record.run_uri, run_dir)}',
             file=sys.stderr)
       return EXIT_INTERRUPTED
     interrupts.Protect()
@@ -228,7 +229,8 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
     raise errors.UsageError(
         f'{asked} was provisioned on {provisioned_on} (its record), not '
         f'{_Cloud()}; give the flags it was provisioned with, or delete it '
-        f'from its record alone with {run_signals.TeardownCommand(run_uri)}.')
+        'from its record alone with '
+        f'{run_signals.TeardownCommand(run_uri, run_dir)}.')
   if 'provision' in stages and over and not live:  # Two runs under one uri.
     raise errors.UsageError(
         f'{asked} already ran (its record and samples are in {run_dir}); '
@@ -242,7 +244,7 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
     raise errors.UsageError(
         f'{asked} is already provisioned ({len(live)} live resource(s) in '
         'its record); go on with its later stages, or delete it first with '
-        f'{run_signals.TeardownCommand(run_uri)}.')
+        f'{run_signals.TeardownCommand(run_uri, run_dir)}.')
   from perfkitbenchmarker import engines  # pylint: disable=g-import-not-at-top
   shards = [e for e in live if e['kind'] in engines.ShardKinds()]
   if 'prepare' in stages and shards:
@@ -307,7 +309,7 @@ def RunBenchmarks(argv: List[str]) -> int:
   # Signals are handled from before the record exists: one that comes
   # before the stages start is noted, and the first stage's Arm() ends the
   # run as interrupted (a record is never left `running`).
-  interrupts = run_signals.Interrupts(run_uri)
+  interrupts = run_signals.Interrupts(run_uri, run_dir)
   timeout_s = FLAGS.timeout_minutes * 60 if FLAGS.timeout_minutes else None
   deadline = spec_lib.Deadline(timeout_s)
   interrupts.Install(timeout_s)

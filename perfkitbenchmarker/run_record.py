@@ -159,7 +159,7 @@ class RunRecord:
         return None
       left = ('nothing of the run is left' if not any(self.LiveResources())
               else 'delete what is left with '
-              f'{run_signals.TeardownCommand(self.run_uri)}')
+              f'{run_signals.TeardownCommand(self.run_uri, self.run_dir)}')
       return (f'{WriteFailure("the run record", self.path, self._unsaved)}, '
               f'so it is out of date; {left}.')
 

@@ -22,25 +22,37 @@ import contextlib
 import errno
 import logging
 import os
+import shlex
 import signal
 import sys
 from typing import Optional
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import vm_util
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
 
 
-def TeardownCommand(run_uri: str) -> str:
-  return f'./pkb.py --run_stage=teardown --run_uri={run_uri}'
+def TeardownCommand(run_uri: str, run_dir: Optional[str] = None) -> str:
+  """The command that tears the run down from its record. A run whose
+  directory (`run_dir`, <results_dir>/<run_uri>) is not under the default
+  results directory names its --results_dir: without it the command looks
+  for the record where it is not."""
+  command = f'./pkb.py --run_stage=teardown --run_uri={run_uri}'
+  if run_dir:
+    results_dir = os.path.dirname(os.path.normpath(run_dir))
+    if os.path.realpath(results_dir) != os.path.realpath(paths.RunsDir()):
+      command += f' --results_dir={shlex.quote(results_dir)}'
+  return command
 
 
 class Interrupts:
   """Turns signals and the deadline into RunInterrupted, or defers them."""
 
-  def __init__(self, run_uri: str = ''):
+  def __init__(self, run_uri: str = '', run_dir: Optional[str] = None):
     self.run_uri = run_uri
+    self.run_dir = run_dir
     self.reason: Optional[str] = None
     self.cut_short = False
     # Until the first Arm() (the stages start) a signal is only noted.
@@ -105,7 +117,7 @@ class Interrupts:
            else 'cleanup was')
     raise errors.RunInterrupted(
         f'{self.reason}, then {name} during cleanup: {cut} cut short; '
-        f'delete what is left with {TeardownCommand(self.run_uri)}')
+        f'delete what is left with {TeardownCommand(self.run_uri, self.run_dir)}')
 
   def Restore(self) -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)

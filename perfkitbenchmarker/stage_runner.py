@@ -161,7 +161,8 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
     if left:
       print(f'pkb: {left:,} resource(s) of run {run_uri} are left '
             '(teardown is not among its stages); delete them with '
-            f'{run_signals.TeardownCommand(run_uri)}', file=sys.stderr)
+            f'{run_signals.TeardownCommand(run_uri, record.run_dir)}',
+            file=sys.stderr)
   interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
   record.SetStatus('interrupted' if interrupted else
                    'failed' if failure or cleanup_errors else 'succeeded')
@@ -218,9 +219,9 @@ def _Finish(module, spec, stages, failure,
     teardown_started = times.Now()
     failures = spec.Teardown()
     if failures:
+      retry = run_signals.TeardownCommand(spec.run_uri, spec.record.run_dir)
       problems.append(f'teardown left {len(failures):,} resource(s) (retry '
-                      f'with {run_signals.TeardownCommand(spec.run_uri)}): '
-                      + resource.FailureSummary(failures))
+                      f'with {retry}): ' + resource.FailureSummary(failures))
     else:
       spec.record.MarkStageDone('teardown')
       times.Add('teardown', teardown_started)

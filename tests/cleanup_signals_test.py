@@ -9,6 +9,7 @@ the stop's 5 s bound and SIGKILL (that path: teardown_record_test).
 """
 
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -17,6 +18,8 @@ import psutil
 import pytest
 
 import e2e_support as e2e
+from perfkitbenchmarker import paths
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker.providers.local import provider as local
 
 # Every test here starts a process (tests/tier_guard.py).
@@ -208,7 +211,11 @@ def test_second_signal_cuts_short_and_names_teardown(prepared):
       proc.kill()
   assert proc.returncode == 130, err
   assert 'Traceback' not in err
-  assert f'./pkb.py --run_stage=teardown --run_uri={run_uri}' in err
+  # The run's results are not in the default directory: the command names
+  # them (without, it looked for the run's record where it is not).
+  named = (f'./pkb.py --run_stage=teardown --run_uri={run_uri} '
+           f'--results_dir={shlex.quote(results)}')
+  assert named in err, err
   assert e2e.Record(results, run_uri)['status'] == 'interrupted'
   # Cut short: shards beside the stalled one are left for teardown.
   assert len(_LiveShards(results, run_uri)) >= 2
@@ -265,3 +272,12 @@ def test_a_signal_during_teardown_from_the_record_lets_it_finish(prepared):
   record = e2e.Record(results, run_uri)
   assert record['status'] == 'torn_down'
   assert all(r['status'] == 'deleted' for r in record['resources'])
+
+
+def test_a_teardown_command_names_a_results_dir_only_off_the_default():
+  default = os.path.join(paths.RunsDir(), 'ab1')
+  assert run_signals.TeardownCommand('ab1', default) == (
+      './pkb.py --run_stage=teardown --run_uri=ab1')
+  assert run_signals.TeardownCommand('ab1', '/srv/my runs/ab1') == (
+      './pkb.py --run_stage=teardown --run_uri=ab1 '
+      '--results_dir=\'/srv/my runs\'')
