@@ -697,10 +697,11 @@ def _RunHarness(argv: List[str], what: str,
               if run_uri and results_dir else '')
   if forwarder.signum is not None:
     name = signal.Signals(forwarder.signum).name
+    said = '' if last == f'exit {returncode}' else f': {last}'
     logging.error('redis_price_performance %s: %s: the harness %s (exit '
-                  '%s): %s%s', what, name,
+                  '%s)%s%s', what, name,
                   'was killed' if stopped == 'killed' else 'stopped',
-                  returncode, last, teardown if stopped in (
+                  returncode, said, teardown if stopped in (
                       'cut short', 'killed') else '')
     forwarder.Reraise()  # upstream's handling; if it goes on, a failure
     raise HarnessRunError(f'redis_price_performance {what}: interrupted by '
