@@ -559,10 +559,16 @@ class _Forwarder:
   passed on to it once (the first one; it stops, cleans up and tears down
   its run), the previous handlers kept for `Reraise`."""
 
-  def __init__(self, proc: subprocess.Popen):
-    self.proc = proc
+  def __init__(self):
+    self.proc: Optional[subprocess.Popen] = None
     self.signum: Optional[int] = None
     self.previous = {}
+
+  def Started(self, proc: subprocess.Popen) -> None:
+    """The harness runs: a signal that came while it started is its."""
+    self.proc = proc
+    if self.signum is not None:
+      _Signal(proc, self.signum)
 
   def Install(self) -> None:
     for sig in FORWARDED_SIGNALS:
@@ -575,7 +581,8 @@ class _Forwarder:
     if self.signum is not None:
       return  # passed on once; the bounded wait does the rest
     self.signum = signum
-    _Signal(self.proc, signum)  # `_Wait` logs it (no logging in a handler)
+    if self.proc is not None:  # else `Started` passes it on
+      _Signal(self.proc, signum)  # `_Wait` logs it (no logging in a handler)
 
   def Restore(self) -> None:
     for sig, handler in self.previous.items():
@@ -668,15 +675,23 @@ def _RunHarness(argv: List[str], what: str,
   # Signal handlers can be set in the main thread only; elsewhere the
   # harness stays in upstream's session, where a Ctrl-C reaches it.
   own_session = threading.current_thread() is threading.main_thread()
-  with subprocess.Popen(command, cwd=HarnessDir(), env=env,
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True,
-                        errors='replace',
-                        start_new_session=own_session) as proc:
-    forwarder = _Forwarder(proc)
+  forwarder = _Forwarder()
+  if own_session:
+    # Before the harness starts: no moment when a signal would end upstream
+    # with the harness, in its own session, left running.
+    forwarder.Install()
+  try:
+    # pylint: disable-next=consider-using-with  (`with proc` below)
+    proc = subprocess.Popen(command, cwd=HarnessDir(), env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            errors='replace', start_new_session=own_session)
+  except BaseException:
+    forwarder.Restore()
+    raise
+  with proc:
+    forwarder.Started(proc)
     try:
-      if own_session:
-        forwarder.Install()
       relays = [threading.Thread(
           target=_Relay, args=(proc.stdout, None, relay_stdout),
           name='harness-stdout', daemon=True),

@@ -904,7 +904,8 @@ def test_the_static_check_names_no_cloud_machine_type(upstream, tmp_path):
       'log_level': 'INFO'})
   shown = [line for line in log.splitlines()
            if not line.startswith('INFO redis_price_performance: /')]
-  assert shown, log[-3000:]  # (the command line itself names the stand-in price)
+  # (The command line itself names the stand-in price.)
+  assert shown, log[-3000:]
   for line in shown:
     assert not re.search(r'\b(t2d|n2d|n2)-standard', line), line
     assert '$' not in line, line
