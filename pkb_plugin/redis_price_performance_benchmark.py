@@ -533,8 +533,8 @@ def ForUpstream(line: str, argv: List[str]) -> str:
   --run_uri) with the run's --results_dir, without which the harness would
   look for the run's record in its default directory."""
   harness = shlex.quote(HarnessDir())
-  line = re.sub(r'(?<![\w./~-])\./(?=pkb\.py\b|scripts/)', harness + '/',
-                line)
+  line = re.sub(r'(?<![\w./~-])\./(?=pkb\.py\b|scripts/)',
+                lambda _: harness + '/', line)
   run_uri, results_dir = (_ArgValue(argv, 'run_uri'),
                           _ArgValue(argv, 'results_dir'))
   if run_uri and results_dir:
