@@ -117,7 +117,8 @@ class Interrupts:
            else 'cleanup was')
     raise errors.RunInterrupted(
         f'{self.reason}, then {name} during cleanup: {cut} cut short; '
-        f'delete what is left with {TeardownCommand(self.run_uri, self.run_dir)}')
+        'delete what is left with '
+        f'{TeardownCommand(self.run_uri, self.run_dir)}')
 
   def Restore(self) -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)

@@ -404,6 +404,7 @@ def test_a_signal_while_teardown_loads_says_how_to_resume(
   assert err == (
       'pkb: interrupted by SIGTERM while the teardown of run td1 was '
       'starting: nothing was deleted; delete its resources with the same '
-      'command, ./pkb.py --run_stage=teardown --run_uri=td1\n')
+      'command, ./pkb.py --run_stage=teardown --run_uri=td1 '
+      f'--results_dir={tmp_path}\n')
   reloaded = run_record.RunRecord.Load(str(tmp_path / 'td1'))
   assert [e['status'] for e in reloaded.Resources()] == ['creating']
