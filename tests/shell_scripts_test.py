@@ -7,6 +7,7 @@ its values as arguments, never in its text.
 """
 
 import glob
+import os
 import re
 import shlex
 import subprocess
@@ -127,8 +128,11 @@ def test_test_sh_fills_a_fresh_checkouts_collection_cache_once(tmp_path):
   names = [f'tests/{c}_test.py' for c in 'abcd']
   for name in names:
     (tmp_path / name).write_text('')
+  # test.sh's default worker count, whatever the suite running this was
+  # given (PKB_TEST_WORKERS=6 ./scripts/test.sh failed here).
+  env = {k: v for k, v in os.environ.items() if k != 'PKB_TEST_WORKERS'}
   subprocess.run([str(script), '--fast'], capture_output=True, text=True,
-                 timeout=30, check=True)
+                 timeout=30, check=True, env=env)
   calls = sorted(log.read_text().splitlines())
   warm = [c for c in calls if '--collect-only' in c]
   assert sorted(c.split()[-2:] for c in warm) == [names[:2], names[2:]]
@@ -139,7 +143,7 @@ def test_test_sh_fills_a_fresh_checkouts_collection_cache_once(tmp_path):
   (tmp_path / 'tests' / '__pycache__' /
    'a_test.cpython-311-pytest-9.2.0.pyc').write_bytes(b'')
   subprocess.run([str(script), '--fast'], capture_output=True, text=True,
-                 timeout=30, check=True)
+                 timeout=30, check=True, env=env)
   (run,) = log.read_text().splitlines()
   assert '--collect-only' not in run and '-n 4' in run, run
 
