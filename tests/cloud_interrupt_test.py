@@ -306,10 +306,8 @@ def fake():
     yield server
 
 
-def test_gcp_run_interrupted_mid_probe_leaves_nothing_in_the_fake(
-    fake, loopback_only, pkb_flags, tmp_path, monkeypatch, capsys):
-  del loopback_only
-  ssh_waited = []
+def _GcpFlags(pkb_flags, fake):
+  """A GCP run of GCP_RUN_URI against the fake, from this operator."""
   pkb_flags.cloud = 'GCP'
   pkb_flags.run_uri = GCP_RUN_URI
   pkb_flags.project = GCP_PROJECT
@@ -321,6 +319,13 @@ def test_gcp_run_interrupted_mid_probe_leaves_nothing_in_the_fake(
   pkb_flags.gcp_network = None
   pkb_flags.placement_group_style = 'cluster'
   pkb_flags.timeout_minutes = 60
+
+
+def test_gcp_run_interrupted_mid_probe_leaves_nothing_in_the_fake(
+    fake, loopback_only, pkb_flags, tmp_path, monkeypatch, capsys):
+  del loopback_only
+  ssh_waited = []
+  _GcpFlags(pkb_flags, fake)
   assert fake.endpoint.startswith('http://127.0.0.1:')
 
   def Snapshot(spec):
@@ -359,17 +364,7 @@ def test_gcp_sigint_while_an_insert_waits_to_retry_leaves_nothing(
   insert is not tried again after teardown began, and teardown waits for
   the inserts already under way, so nothing is left in the fake."""
   del loopback_only
-  pkb_flags.cloud = 'GCP'
-  pkb_flags.run_uri = GCP_RUN_URI
-  pkb_flags.project = GCP_PROJECT
-  pkb_flags.zone = 'us-central1-a'
-  pkb_flags.os_type = 'debian12'
-  pkb_flags.owner = 'tester'
-  pkb_flags.gcp_ssh_source_range = [OPERATOR]
-  pkb_flags.gcp_compute_endpoint = fake.endpoint
-  pkb_flags.gcp_network = None
-  pkb_flags.placement_group_style = 'cluster'
-  pkb_flags.timeout_minutes = 60
+  _GcpFlags(pkb_flags, fake)
   # The first instance insert is rate limited (a retry would follow), and
   # the operator presses Ctrl-C as that answer goes out.
   fake.FailInsert('instances', nth=1, status=429, persistent=False,

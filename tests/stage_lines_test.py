@@ -165,6 +165,15 @@ def _LeftAndTornDown(run_dir):
   return live
 
 
+def _AssertLeftLine(err, results_dir, run_uri, live):
+  """The line naming what a staged run left and the command deleting it
+  (with --results_dir: the run's directory is not under the default)."""
+  assert (f'pkb: {len(live)} resource(s) of run {run_uri} are left '
+          '(teardown is not among its stages); delete them with ./pkb.py '
+          f'--run_stage=teardown --run_uri={run_uri} '
+          f'--results_dir={results_dir}\n') in err, err
+
+
 def test_a_staged_run_stopped_says_cleanup_runs_and_what_is_left(
     pkb_flags, tmp_path, capsys):
   # --run_stage=provision,prepare,run, then Ctrl-C: it said 'cleanup and
@@ -183,9 +192,7 @@ def test_a_staged_run_stopped_says_cleanup_runs_and_what_is_left(
   assert 'teardown run now' not in err
   live = _LeftAndTornDown(tmp_path / 'lines5')
   assert live, err  # Its VMs stay, as the stages asked.
-  assert (f'pkb: {len(live)} resource(s) of run lines5 are left (teardown '
-          'is not among its stages); delete them with ./pkb.py '
-          '--run_stage=teardown --run_uri=lines5') in err, err
+  _AssertLeftLine(err, tmp_path, 'lines5', live)
 
 
 def test_a_staged_run_that_fails_says_what_is_left(pkb_flags, tmp_path,
@@ -201,9 +208,7 @@ def test_a_staged_run_that_fails_says_what_is_left(pkb_flags, tmp_path,
   assert 'pkb: lines_stub stopped: memtier_benchmark exited 1' in err
   live = _LeftAndTornDown(tmp_path / 'lines6')
   assert live
-  assert (f'pkb: {len(live)} resource(s) of run lines6 are left (teardown '
-          'is not among its stages); delete them with ./pkb.py '
-          '--run_stage=teardown --run_uri=lines6') in err, err
+  _AssertLeftLine(err, tmp_path, 'lines6', live)
 
 
 def test_signals_during_a_staged_runs_cleanup_name_no_teardown(caplog):
