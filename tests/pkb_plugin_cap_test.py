@@ -18,6 +18,7 @@ passed upstream's cap on as before), the search counts it under.
 """
 
 import json
+import uuid
 
 import pytest
 
@@ -52,8 +53,12 @@ def test_upstreams_cap_gives_a_p95_answer_under_it(upstream, tmp_path, sshd):
   host = dict(cloud='Static', ip_address=sshd.host, internal_ip=sshd.host,
               user_name=sshd.user, ssh_private_key=sshd.user_key,
               ssh_port=sshd.port, machine_type=None, zone='loopback')
+  # A run_uri of its own: run locks are per user on the machine, and two
+  # checkouts running this test at once took the same one ('Run capp950 is
+  # in use by pid ...').
   out = plugin._Drive(upstream, tmp_path, {
-      'flags': ['--run_uri=capp95', '--static_vm_file=/dev/null',
+      'flags': [f'--run_uri=cp{uuid.uuid4().hex[:6]}',
+                '--static_vm_file=/dev/null',
                 '--latency_capped_throughput',
                 f'--memtier_latency_cap={CAP_MS}',
                 '--redis_price_performance_flags=' + ' '.join(
