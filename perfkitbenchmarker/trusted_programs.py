@@ -80,6 +80,16 @@ def OnPath(vm, program: str) -> bool:
   return problem is not None
 
 
+def Fix(problem: str) -> str:
+  """What to change for `problem` (Problem's words): the owner and mode,
+  and an ACL that lets others write when that is what it names (a mode
+  alone does not take one away)."""
+  if 'its ACL' in problem:
+    return ('fix the owner and mode, and remove the ACL (setfacl -b on the '
+            'path named)')
+  return 'fix the owner and mode'
+
+
 def _Refuse(what: str, problem: Optional[str]) -> None:
   """errors.UsageError when `problem` says what is wrong with `what`."""
   if problem:
@@ -87,8 +97,8 @@ def _Refuse(what: str, problem: Optional[str]) -> None:
         f'{what}: {problem}; a program pkb runs (as root, with the run\'s '
         'password) must be owned by root or by you and writable by no one '
         'else, and so must every directory above it (as sudo and sshd '
-        'require): install it in such a place (e.g. /usr/local/bin) or fix '
-        'the owner and mode.')
+        'require): install it in such a place (e.g. /usr/local/bin) or '
+        f'{Fix(problem)}.')
 
 
 def Check(path: str, what: str) -> str:

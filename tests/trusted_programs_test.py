@@ -157,6 +157,10 @@ def test_an_acl_that_lets_another_user_write_is_refused(safe_dir):
   assert str(e.value).startswith(
       f'--memtier_path=x: {acl_dir} is writable by other users (its ACL '
       f'lets {owned_paths.UserName(NOBODY)} write); ')
+  # A mode does not take an ACL away: the advice names setfacl -b.
+  assert str(e.value).endswith(
+      'or fix the owner and mode, and remove the ACL (setfacl -b on the '
+      'path named).')
   group_program = _Program(safe_dir, 'group-acl')
   _RootsGroup(group_program)
   _Acl(group_program, ('group', NOBODY, 6))
