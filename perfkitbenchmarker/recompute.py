@@ -34,6 +34,7 @@ from perfkitbenchmarker import price_performance as pp
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.load_generators import concurrent
 from perfkitbenchmarker.load_generators import memtier_results
@@ -543,20 +544,11 @@ def _Interrupted(unused_signum, unused_frame) -> None:
   os._exit(EXIT_INTERRUPTED)  # pylint: disable=protected-access
 
 
-def _Say(line: str) -> None:
-  """Prints a line of the report; once its reader has gone (`| head -1`),
-  nothing more (stdout then /dev/null, Python's last flush too): the exit
-  status and the summary on stderr still say the verdict."""
-  try:
-    print(line, flush=True)
-  except BrokenPipeError:
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, sys.stdout.fileno())
-    os.close(null)
-
-
 def Main(argv: Optional[Sequence[str]] = None) -> int:
   signal.signal(signal.SIGINT, _Interrupted)
+  # Once the report's reader has gone (`| head -1`), stdout is /dev/null:
+  # the exit status and the summary on stderr still say the verdict.
+  run_signals.GuardOutput()
   parser = argparse.ArgumentParser(
       prog='pkb-recompute', description=__doc__.split('\n\n')[0])
   parser.add_argument('run_dir', metavar='RUN_DIR',
@@ -570,10 +562,10 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'pkb-recompute: {terminal_text.Printable(e)}', file=sys.stderr)
     return EXIT_USAGE
   for line in report.differences:
-    _Say(f'DIFFERENT {terminal_text.Printable(line)}')
+    print(f'DIFFERENT {terminal_text.Printable(line)}')
   if args.verbose:
     for line in report.skipped:
-      _Say(f'not rechecked: {terminal_text.Printable(line)}')
+      print(f'not rechecked: {terminal_text.Printable(line)}')
   skipped = (f'; {len(report.skipped)} not rechecked (--verbose lists them)'
              if report.skipped else '')
   summary = (f'{report.checked} figures from {report.probes} probes\' raw '
@@ -582,7 +574,7 @@ def Main(argv: Optional[Sequence[str]] = None) -> int:
     print(f'pkb-recompute: {len(report.differences)} difference(s) in '
           f'{summary}{skipped}', file=sys.stderr)
     return EXIT_DIFFERENT
-  _Say(f'pkb-recompute: 0 differences: {summary} agree{skipped}')
+  print(f'pkb-recompute: 0 differences: {summary} agree{skipped}')
   return EXIT_OK
 
 

@@ -36,6 +36,7 @@ from perfkitbenchmarker import venv_reexec
 venv_reexec.UseRepoVenv(os.path.dirname(_HERE), __file__)
 
 from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker import run_signals
 
 SWEEP_S = 0.01
 MAX_RUN_S = 1800  # The sampler stops (and the run is killed) after this.
@@ -63,12 +64,8 @@ def _Program(pid: str) -> str:
 def main(argv) -> int:
   if any(a in ('--help', '-h', '-?', '--helpshort', '--helpfull')
          for a in argv):
-    try:
-      print('usage: ' + __doc__.strip(), flush=True)
-    except BrokenPipeError:  # `--help | head -1`: the reader has gone.
-      null = os.open(os.devnull, os.O_WRONLY)
-      os.dup2(null, sys.stdout.fileno())  # Python's last flush goes there.
-      os.close(null)
+    run_signals.GuardOutput()  # `--help | head -1`: no traceback.
+    print('usage: ' + __doc__.strip())
     return 0
   # SIGTERM (timeout(1), a CI job's end) as Ctrl-C: _Count's finally then
   # stops pkb and removes its directory, which the script's death left

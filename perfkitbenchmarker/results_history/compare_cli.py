@@ -34,6 +34,7 @@ import pandas as pd
 
 from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import paths as paths_lib
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import html_page
@@ -176,14 +177,10 @@ class _WriteError(Exception):
 
 
 def _Say(text: str) -> None:
-  """Prints inert text; once the reader has gone (`| head`) nothing more,
-  while the files asked for are still written."""
-  try:
-    print(terminal_text.PrintableLines(text), flush=True)
-  except BrokenPipeError:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+  """Prints inert text (once the reader has gone, `| head`, stdout is
+  /dev/null: Main's run_signals.GuardOutput; the files asked for are still
+  written)."""
+  print(terminal_text.PrintableLines(text), flush=True)
 
 
 def _Write(path: str, text: str, mode: str = 'w') -> None:
@@ -309,9 +306,11 @@ def Main(argv: Optional[List[str]] = None,
          command: str = COMMAND) -> int:
   """The compare command; `default_results` is read when no RESULTS are
   given (default: paths.ResultsRoot())."""
+  # `| head -1`: the rest of the output goes to /dev/null, no traceback,
+  # the command's own exit status (pkb's own guard).
+  run_signals.GuardOutput()
   argv = list(sys.argv if argv is None else argv)
   if any(a in ('-h', '--help', '--helpfull') for a in argv[1:]):
-    # Through _Say: `--help | head -1` is no traceback.
     _Say(f'{__doc__}\n{FLAGS.get_help(include_special_flags=False)}')
     return EXIT_OK
   FLAGS.unparse_flags()  # Main may run more than once in a process (tests).
@@ -323,10 +322,6 @@ def Main(argv: Optional[List[str]] = None,
     return Run(argv, default_results, command)
   except _WriteError as e:
     return _Fail(str(e))
-  except BrokenPipeError:
-    # The reader went away (e.g. `| head`); nothing more to say.
-    sys.stderr.close()
-    return EXIT_OK
   except KeyboardInterrupt:
     print('compare: interrupted', file=sys.stderr)
     return EXIT_USAGE
