@@ -31,6 +31,7 @@ import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import remote_shell
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
 
@@ -109,15 +110,15 @@ def Collect(vm, job: str, deadline: float, stops: Optional[int] = None
   (stdout, stderr, rc), or None when it has not ended by then.
 
   Raises errors.Error when the run is stopped (its deadline, a signal:
-  vm_util.StopCount moved past `stops`) meanwhile, in whatever thread it
-  waits, instead of reconnecting until its own deadline.
+  run_processes.StopCount moved past `stops`) meanwhile, in whatever thread
+  it waits, instead of reconnecting until its own deadline.
   """
-  stops = vm_util.StopCount() if stops is None else stops
+  stops = run_processes.StopCount() if stops is None else stops
   clock = vm._clock  # pylint: disable=protected-access
 
   def Attempt() -> Union[Tuple[str, str, int], float]:
     """What the job printed, or the pause before asking again."""
-    if vm_util.StopCount() != stops:
+    if run_processes.StopCount() != stops:
       raise errors.Error(f'stopped while waiting for a command on {vm.name}')
     wait = max(1.0, deadline - clock())
     try:
@@ -171,7 +172,7 @@ def RunDetached(vm, command: str, timeout: float,
   """
   seconds = remote_shell.Seconds(timeout)
   start = vm._clock()  # pylint: disable=protected-access
-  stops = vm_util.StopCount()
+  stops = run_processes.StopCount()
   deadline = start + seconds + remote_shell.KILL_GRACE_S + COLLECT_SLACK_S
   job, collected = Start(vm, command, timeout, env,
                          wait_s=seconds + remote_shell.KILL_GRACE_S)

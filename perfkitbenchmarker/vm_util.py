@@ -53,11 +53,6 @@ STREAM_JOIN_S = 5.0  # Bound on waiting for the stream threads after exit.
 _CHILDREN: dict = {}
 
 
-def StopCount() -> int:
-  """How many times the run's commands were stopped (deadline, signal)."""
-  return run_processes.StopCount()
-
-
 def RegisterSecret(secret: str) -> None:
   if secret:
     with _SECRETS_LOCK:
@@ -121,7 +116,7 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     (stdout, stderr, returncode); returncode is -9 after a timeout.
   """
   full_env = {**os.environ, **(env or {})}
-  stops = StopCount()
+  stops = run_processes.StopCount()
   proc = subprocess.Popen(
       ['bash', '-c', command], cwd=cwd, env=full_env, text=True,
       stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -130,7 +125,7 @@ def RunLocal(command: str, cwd: Optional[str] = None,
     _CHILDREN[proc.pid] = proc
     # A stop landed as it started, maybe unseen by StopChildren (it
     # counts, then looks).
-    if StopCount() != stops:
+    if run_processes.StopCount() != stops:
       run_processes.KillStartedGroup(proc.pid)
     if stdin is not None and not isinstance(stdin, str):
       return _CommunicateStreaming(proc, stdin, timeout)
@@ -164,7 +159,7 @@ def _Communicate(proc: subprocess.Popen, stdin: Optional[str],
     # given text are short (a file written, a job started).
     out, err = proc.communicate(input=stdin, timeout=timeout)
     return out, err, proc.returncode
-  stops = StopCount()
+  stops = run_processes.StopCount()
   end = None if timeout is None else time.monotonic() + timeout
   while True:
     step = 1.0 if end is None else max(0.0, min(1.0, end - time.monotonic()))
@@ -174,7 +169,7 @@ def _Communicate(proc: subprocess.Popen, stdin: Optional[str],
     except subprocess.TimeoutExpired:
       if end is not None and time.monotonic() >= end:
         raise
-      if StopCount() != stops and proc.poll() is not None:
+      if run_processes.StopCount() != stops and proc.poll() is not None:
         return '', '', proc.returncode
 
 
@@ -182,9 +177,10 @@ def StopChildren() -> int:
   """Kills the process group of every RunLocal command still running (in
   any thread); returns how many. Safe in a signal handler.
 
-  Also counts the stop (`StopCount`): a loop that retries or keeps waiting
-  (an SSH connection, a detached command's collector) ends when the count
-  moved since it began, instead of starting its command again.
+  Also counts the stop (run_processes.StopCount): a loop that retries or
+  keeps waiting (an SSH connection, a detached command's collector) ends
+  when the count moved since it began, instead of starting its command
+  again.
   """
   run_processes.CountStop()
   pids = list(_CHILDREN)
@@ -222,7 +218,7 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
                               daemon=True),
              threading.Thread(target=Drain, args=(proc.stderr, 'err'),
                               daemon=True)]
-  stops = StopCount()
+  stops = run_processes.StopCount()
   for thread in threads:
     thread.start()
   try:
@@ -233,7 +229,8 @@ def _CommunicateStreaming(proc: subprocess.Popen, chunks: Iterable[str],
     returncode = -9
   # Bounded, and not waited for once the run is stopped: an ssh client of a
   # master connection hands its streams to the master (see _Communicate).
-  end = time.monotonic() + (STREAM_JOIN_S if StopCount() == stops else 0)
+  end = time.monotonic() + (
+      STREAM_JOIN_S if run_processes.StopCount() == stops else 0)
   for thread in threads:
     thread.join(max(0.0, end - time.monotonic()))
   return (''.join(outputs['out']), ''.join(outputs['err']), returncode)
@@ -374,7 +371,7 @@ def Retry(poll_interval: float = POLL_INTERVAL,
     def Wrapped(*args, **kwargs):
       limit = TIMEOUT if timeout is None else timeout
       deadline = time.time() + limit if limit >= 0 else float('inf')
-      stops = StopCount()
+      stops = run_processes.StopCount()
 
       def Wait(unused_state) -> float:
         return poll_interval * (1 - fuzz + random.random() * fuzz)
@@ -382,7 +379,7 @@ def Retry(poll_interval: float = POLL_INTERVAL,
       def Stop(state: tenacity.RetryCallState) -> bool:
         return (time.time() + state.upcoming_sleep >= deadline or
                 0 <= max_retries < state.attempt_number or
-                StopCount() != stops)
+                run_processes.StopCount() != stops)
 
       def Log(state: tenacity.RetryCallState) -> None:
         if log_errors:

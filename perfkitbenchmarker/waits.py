@@ -11,7 +11,7 @@ from typing import Callable, Tuple, TypeVar
 
 import tenacity
 
-from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import run_processes
 
 
 class PastDeadline(tenacity.stop.stop_base):
@@ -33,10 +33,10 @@ class RunStopped(tenacity.stop.stop_base):
   run's deadline, a signal) since this stop was made."""
 
   def __init__(self):
-    self._stops = vm_util.StopCount()
+    self._stops = run_processes.StopCount()
 
   def __call__(self, retry_state: tenacity.RetryCallState = None) -> bool:
-    return vm_util.StopCount() != self._stops
+    return run_processes.StopCount() != self._stops
 
 
 T = TypeVar('T')
