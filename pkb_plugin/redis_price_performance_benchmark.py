@@ -647,9 +647,7 @@ def _Wait(proc: subprocess.Popen, forwarder: _Forwarder,
       stopped, stop_at = 'cut short', now + KILL_WAIT_S
     elif now > stop_at and stopped == 'cut short':
       _Signal(proc, signal.SIGKILL, group=own_session)
-      stopped, stop_at = 'killed', now + 3600
-      proc.wait()
-      return proc.returncode, stopped
+      return proc.wait(), 'killed'
 
 
 def _RunHarness(argv: List[str], what: str,
