@@ -21,7 +21,9 @@ shows such a path's mode with a '+'; its group bits are the mask).
 `Problem` says why a path breaks the rule; `DirectoryProblem` why a
 search path's directory does (there a sticky one others can write fails:
 anyone may add a file of any name to it); `KeepSafe` leaves such
-directories out of this process's search paths. Standard library only:
+directories out of this process's search paths; `Writable` is the rule's
+"no one else can write it" alone (run_scope's roots, which weigh their
+owner and sticky bit themselves). Standard library only:
 venv_reexec uses it before the project's dependencies can be imported
 (trusted_programs, for programs, on this machine and others, uses it too).
 On a VM the rule is scripts/owned_paths.sh's (trusted.sh for a program,
@@ -100,9 +102,10 @@ def _AclWriter(where: str) -> Optional[str]:
   return None
 
 
-def _Writable(where: str, info: os.stat_result) -> Optional[str]:
+def Writable(where: str, info: os.stat_result) -> Optional[str]:
   """Why another user may write the file or directory at `where` (stat
-  `info`), or None: its mode, or its ACL (module doc)."""
+  `info`), or None: its mode, or its ACL (module doc). Whose it is and a
+  sticky bit are the caller's to weigh (run_scope's roots too)."""
   mode = info.st_mode
   if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
     return f'writable by other users (mode {stat.S_IMODE(mode):04o})'
@@ -127,7 +130,7 @@ def _Unsafe(where: str, info: os.stat_result) -> Optional[str]:
   mode = info.st_mode
   if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
     return None
-  return _Writable(where, info)
+  return Writable(where, info)
 
 
 # The most symbolic links one path's resolution follows (Linux's own bound).
@@ -222,7 +225,7 @@ def DirectoryProblem(entry: str) -> Optional[str]:
   problem = Problem(where)
   if problem:
     return problem
-  writable = _Writable(where, os.stat(where))
+  writable = Writable(where, os.stat(where))
   return f'{where} is {writable}' if writable else None
 
 

@@ -16,10 +16,11 @@ scripts/own_dir.sh).
 Fixed names. What must be found by name (results/runs/<run_uri>, the run's
 key directory `RunKeyDir`, the lock root) is made by `MakeOwnDir`: 0700,
 one component at a time below a root checked by `CheckRoot` (the user's or
-root's, writable by all only with the sticky bit, so nobody can rename ours
-away and put theirs in its place), never through a symlink; reused only as
-a real directory of the user that group and others cannot write; else
-refused in one line (`NotOwnDir`), nothing in it touched.
+root's, writable by other users (its mode or its ACL, owned_paths.Writable)
+only with the sticky bit, so nobody can rename ours away and put theirs in
+its place), never through a symlink; reused only as a real directory of
+the user that group and others cannot write; else refused in one line
+(`NotOwnDir`), nothing in it touched.
 
 A directory of the run is removed (`RemoveOwnDir`; on a VM
 scripts/clean_scratch.sh) only while no process works in it: a shard
@@ -42,6 +43,7 @@ import time
 from typing import Callable, List, Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import waits
 
@@ -107,14 +109,18 @@ def IsOwnDir(path: str) -> bool:
     return False
 
 
-def _RootProblem(st: os.stat_result, trusted=()) -> Optional[str]:
-  """Why a directory with this stat cannot hold a run's directories."""
+def _RootProblem(path: str, st: os.stat_result, trusted=()) -> Optional[str]:
+  """Why the directory `path` (stat `st`) cannot hold a run's directories:
+  another user owns it, or may write it (owned_paths.Writable: its mode's
+  group or other bits, or its POSIX ACL) and it is not sticky, so they
+  could rename a run's directory away and put theirs in its place. A
+  sticky one (/tmp, 1777) passes: there only an entry's owner may."""
   if st.st_uid not in (os.geteuid(), 0, *trusted):
     return f'it is owned by uid {st.st_uid}'
-  if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-    return (f'anyone can write to it without the sticky bit '
-            f'(mode {stat.S_IMODE(st.st_mode):04o})')
-  return None
+  if st.st_mode & stat.S_ISVTX:
+    return None
+  writable = owned_paths.Writable(path, st)
+  return f'it is {writable}, without the sticky bit' if writable else None
 
 
 def CheckRoot(root: str, advice: Optional[str] = None) -> None:
@@ -124,7 +130,7 @@ def CheckRoot(root: str, advice: Optional[str] = None) -> None:
     st = os.stat(root)
   except OSError as e:
     raise _Refuse(root, e.strerror or str(e), advice or _OWN_ADVICE) from None
-  reason = (_RootProblem(st) if stat.S_ISDIR(st.st_mode) else
+  reason = (_RootProblem(root, st) if stat.S_ISDIR(st.st_mode) else
             'it is not a directory')
   if reason:
     raise _Refuse(root, reason, advice or _OWN_ADVICE)
@@ -158,7 +164,8 @@ def CheckAncestors(path: str, advice: str = _ROOT_ADVICE) -> None:
       st = os.stat(current)
     except OSError:
       return  # A dangling symlink of ours: making the root fails on it.
-    reason = _RootProblem(st, trusted) if stat.S_ISDIR(st.st_mode) else None
+    reason = (_RootProblem(current, st, trusted) if stat.S_ISDIR(st.st_mode)
+              else None)
     if reason:
       raise _RefuseParent(current, reason, advice)
 
@@ -166,8 +173,8 @@ def CheckAncestors(path: str, advice: str = _ROOT_ADVICE) -> None:
 def _RefuseParent(path: str, reason: str,
                   advice: str = _ROOT_ADVICE) -> NotOwnDir:
   return NotOwnDir(
-      f'{path} cannot hold this run\'s directories ({reason}): its owner '
-      f'could swap them; left alone. {advice}')
+      f'{path} cannot hold this run\'s directories ({reason}): another '
+      f'user could swap them; left alone. {advice}')
 
 
 def CheckTempRoot() -> None:

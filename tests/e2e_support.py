@@ -7,6 +7,7 @@ by what its run record holds (redis-server shards retitle themselves
 """
 
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -14,6 +15,7 @@ import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -441,3 +443,29 @@ def PrivateKeysUnder(directory):
         if b'PRIVATE KEY' in f.read():
           found.append(path)
   return sorted(found)
+
+
+def SetAcl(path, *named, mask=None):
+  """Gives `path` a POSIX access ACL, as setfacl does (in the kernel's form,
+  so no acl package is needed): its mode's owner, group and other entries,
+  the `named` entries ('user' or 'group', id, permission bits) and a mask
+  (`mask`, else all the group class's bits, as setfacl computes it)."""
+  mode = os.stat(path).st_mode
+  tags = {'user': 0x02, 'group': 0x08}
+  group_class = (mode >> 3) & 7
+  for _, _, perm in named:
+    group_class |= perm
+  entries = [(0x01, (mode >> 6) & 7, 0xFFFFFFFF)]
+  entries += sorted((tags[t], p, i) for t, i, p in named if t == 'user')
+  entries.append((0x04, (mode >> 3) & 7, 0xFFFFFFFF))
+  entries += sorted((tags[t], p, i) for t, i, p in named if t == 'group')
+  entries.append((0x10, group_class if mask is None else mask, 0xFFFFFFFF))
+  entries.append((0x20, mode & 7, 0xFFFFFFFF))
+  data = struct.pack('<I', 2) + b''.join(
+      struct.pack('<HHI', *e) for e in entries)
+  try:
+    os.setxattr(path, 'system.posix_acl_access', data)
+  except OSError as e:
+    if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+      pytest.skip(f'no POSIX ACLs where pytest makes files ({e.strerror})')
+    raise

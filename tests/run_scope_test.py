@@ -10,11 +10,13 @@ anything starts and touches nothing; teardown leaves a directory a run
 record names that is not the run's own alone, and says so.
 """
 
+import functools
 import logging
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -248,6 +250,51 @@ def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):
   assert stat.S_IMODE(os.lstat(runs / 'r1').st_mode) == 0o700
 
 
+def _Group(path, gid):
+  """Gives `path` group `gid` (only root can give any group)."""
+  if os.stat(path).st_gid != gid:
+    if not IS_ROOT:
+      pytest.skip(f'chowns to gid {gid}')
+    os.chown(path, -1, gid)
+
+
+def test_a_root_a_group_or_an_acl_lets_others_write_is_refused(
+    tmp_path, monkeypatch):
+  """A scratch root (PKB_LOCAL_SCRATCH, TMPDIR, the runs root) another user
+  can write through its group or a POSIX ACL, without the sticky bit: they
+  could rename a run's directory away and put theirs in its place. Only
+  the others' write bit was looked at, so 0770 of group nogroup and 0775
+  with an ACL letting nobody write passed. Sticky ones pass, as /tmp."""
+  group_dir = tmp_path / 'group'
+  group_dir.mkdir()
+  os.chmod(group_dir, 0o770)
+  _Group(group_dir, 65534)
+  acl_dir = tmp_path / 'acl'
+  acl_dir.mkdir(mode=0o755)
+  _Group(acl_dir, 0)  # Root's group may write (owned_paths' rule).
+  e2e.SetAcl(acl_dir, ('user', 65534, 7))
+  assert stat.S_IMODE(os.stat(acl_dir).st_mode) == 0o775
+  for root, words in ((group_dir, 'writable by other users (mode 0770)'),
+                      (acl_dir, 'writable by other users (its ACL lets')):
+    for make in (functools.partial(run_scope.MakeTempDir, 'pkb-r1.',
+                                   str(root)),
+                 functools.partial(run_scope.MakeOwnDir,
+                                   str(root / 'runs' / 'r1'))):
+      with pytest.raises(run_scope.NotOwnDir) as refused:
+        make()
+      message = str(refused.value)
+      assert str(root) in message and words in message, message
+      assert 'sticky' in message and '\n' not in message, message
+      assert os.listdir(root) == []
+    os.chmod(root, stat.S_IMODE(os.stat(root).st_mode) | stat.S_ISVTX)
+    assert run_scope.MakeTempDir('pkb-r1.', str(root)).startswith(
+        f'{root}/pkb-r1.')
+    run_scope.MakeOwnDir(str(root / 'runs' / 'r1'))
+  # /tmp (1777, root's) holds them, as it always did.
+  monkeypatch.setattr(tempfile, 'tempdir', '/tmp')
+  run_scope.CheckTempRoot()
+
+
 def test_a_scratch_root_refused_names_pkb_local_scratch(tmp_path,
                                                        monkeypatch):
   # PKB_LOCAL_SCRATCH naming a directory anyone can rename things in was
@@ -273,7 +320,6 @@ def test_a_full_scratch_disk_is_said_as_such(tmp_path, monkeypatch):
   left on device): its owner could swap them; left alone' (exit 2), and a
   VM's own mkdir in it was 'internal error OSError' with a traceback."""
   import errno  # pylint: disable=g-import-not-at-top
-  import tempfile  # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker import errors  # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker import virtual_machine  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(local, 'SCRATCH_ROOT', str(tmp_path))

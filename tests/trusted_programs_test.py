@@ -10,7 +10,6 @@ exit 2, before anything runs. The programs this checkout really runs (the
 venv's python, the wheels' servers, /usr/bin's tools) pass.
 """
 
-import errno
 import grp
 import importlib.util
 import json
@@ -19,7 +18,6 @@ import re
 import shlex
 import shutil
 import stat
-import struct
 import subprocess
 import sys
 
@@ -46,32 +44,6 @@ def _Program(directory, name='tool', mode=0o755):
     f.write('#!/bin/sh\nexit 0\n')
   os.chmod(path, mode)
   return path
-
-
-def _Acl(path, *named, mask=None):
-  """Gives `path` a POSIX access ACL, as setfacl does (in the kernel's form,
-  so no acl package is needed): its mode's owner, group and other entries,
-  the `named` entries ('user' or 'group', id, permission bits) and a mask
-  (`mask`, else all the group class's bits, as setfacl computes it)."""
-  mode = os.stat(path).st_mode
-  tags = {'user': 0x02, 'group': 0x08}
-  group_class = (mode >> 3) & 7
-  for _, _, perm in named:
-    group_class |= perm
-  entries = [(0x01, (mode >> 6) & 7, 0xFFFFFFFF)]
-  entries += sorted((tags[t], p, i) for t, i, p in named if t == 'user')
-  entries.append((0x04, (mode >> 3) & 7, 0xFFFFFFFF))
-  entries += sorted((tags[t], p, i) for t, i, p in named if t == 'group')
-  entries.append((0x10, group_class if mask is None else mask, 0xFFFFFFFF))
-  entries.append((0x20, mode & 7, 0xFFFFFFFF))
-  data = struct.pack('<I', 2) + b''.join(
-      struct.pack('<HHI', *e) for e in entries)
-  try:
-    os.setxattr(path, 'system.posix_acl_access', data)
-  except OSError as e:
-    if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
-      pytest.skip(f'no POSIX ACLs where pytest makes files ({e.strerror})')
-    raise
 
 
 def _RootsGroup(path):
@@ -150,7 +122,7 @@ def test_an_acl_that_lets_another_user_write_is_refused(safe_dir):
   acl_dir = os.path.join(safe_dir, 'acl-user')
   os.mkdir(acl_dir, 0o755)
   _RootsGroup(acl_dir)
-  _Acl(acl_dir, ('user', NOBODY, 7))
+  e2e.SetAcl(acl_dir, ('user', NOBODY, 7))
   assert stat.S_IMODE(os.stat(acl_dir).st_mode) == 0o775
   with pytest.raises(errors.UsageError) as e:
     trusted_programs.Check(_Program(acl_dir), '--memtier_path=x')
@@ -163,7 +135,7 @@ def test_an_acl_that_lets_another_user_write_is_refused(safe_dir):
       'path named).')
   group_program = _Program(safe_dir, 'group-acl')
   _RootsGroup(group_program)
-  _Acl(group_program, ('group', NOBODY, 6))
+  e2e.SetAcl(group_program, ('group', NOBODY, 6))
   assert trusted_programs.Problem(group_program) == (
       f'{group_program} is writable by other users (its ACL lets group '
       f'{grp.getgrgid(NOBODY).gr_name} write)')
@@ -181,7 +153,7 @@ def test_an_acl_that_lets_no_other_user_write_passes(safe_dir):
     directory = os.path.join(safe_dir, name)
     os.mkdir(directory, 0o755)
     _RootsGroup(directory)
-    _Acl(directory, *named, mask=mask)
+    e2e.SetAcl(directory, *named, mask=mask)
     assert trusted_programs.Problem(_Program(directory)) is None, name
     assert owned_paths.DirectoryProblem(directory) is None, name
 
@@ -416,10 +388,10 @@ def _Tree(root):
       os.mkdir(os.path.join(root, name), 0o755)
       places[name] = _Program(os.path.join(root, name))
       _RootsGroup(os.path.dirname(places[name]))
-      _Acl(os.path.dirname(places[name]), *named, mask=mask)
+      e2e.SetAcl(os.path.dirname(places[name]), *named, mask=mask)
     places['acl_file'] = _Program(root, 'acl-file')
     _RootsGroup(places['acl_file'])
-    _Acl(places['acl_file'], ('user', NOBODY, 6))
+    e2e.SetAcl(places['acl_file'], ('user', NOBODY, 6))
     os.chown(os.path.join(root, 'group'), -1, NOBODY)
     nobodys = os.path.join(root, 'nobodys')
     os.mkdir(nobodys, 0o755)
