@@ -20,6 +20,7 @@ naming it.
 
 import argparse
 import dataclasses
+import json
 import os
 import signal
 import sys
@@ -192,13 +193,8 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
     BadInput: the manifest or a part is not what the run wrote.
   """
   probe = evidence.Probe(directory, rel)
-  where = f'{directory.path}/{rel}/{evidence.MANIFEST}'
-  try:
-    manifest = ProbeManifest.model_validate_json(
-        probe.Text(evidence.MANIFEST))
-  except pydantic.ValidationError as e:
-    raise BadInput(f'{where} is not a probe manifest: '
-                   f'{errors.Problems(e, quote=False)}') from None
+  manifest = _Manifest(probe.Text(evidence.MANIFEST),
+                       f'{directory.path}/{rel}/{evidence.MANIFEST}')
   load = measurement.Load(*manifest.load)
   unserved = Unserved(probe, manifest)
   facts = {UNSERVED: unserved} if unserved else {}
@@ -224,6 +220,28 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
   raise BadInput(f'{where}: a load generator this command does not know '
                  f'(it knows {memtier_results.LOAD_GENERATOR} and '
                  f'{rb.LOAD_GENERATOR})')
+
+
+def _Manifest(text: str, where: str) -> ProbeManifest:
+  """The probe manifest `text` (the file `where`), read strictly.
+
+  Raises:
+    BadInput: not a manifest, or an object of it names a key twice, which
+      pydantic's JSON parser reads as the last, silently (a second "load"
+      recomputed another load's figures); refused as the results file's
+      own reader refuses one (bigquery_schema.UniqueKeys).
+  """
+  try:
+    json.loads(text, object_pairs_hook=bigquery_schema.UniqueKeys)
+  except bigquery_schema.KeyTwice as e:
+    raise BadInput(f'{where}: {e}') from None
+  except (ValueError, RecursionError):
+    pass  # Not JSON, or too deep: pydantic says which, below.
+  try:
+    return ProbeManifest.model_validate_json(text)
+  except pydantic.ValidationError as e:
+    raise BadInput(f'{where} is not a probe manifest: '
+                   f'{errors.Problems(e, quote=False)}') from None
 
 
 def _StoppedAtBound(probe: evidence.Probe, manifest: ProbeManifest

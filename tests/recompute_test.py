@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import stat
 import sys
 
@@ -280,6 +281,46 @@ def test_a_damaged_memtier_json_is_one_line(tmp_path, section, key, value,
   assert line.startswith(f'the raw files in {tmp_path}/run/{rel} cannot be '
                          'recomputed: '), line
   assert words in line and '\n' not in line
+
+
+def test_a_key_twice_in_a_probe_manifest_is_one_line_exit_2(tmp_path,
+                                                            capsys):
+  """A manifest naming "load" twice was read as its last (pydantic's JSON
+  parser keeps it, silently): a probe of 1 client recomputed as one of 99
+  with exit 0 or 1, not refused as the results file's key twice is."""
+  run_dir = tmp_path / 'run'
+  probe = run_dir / evidence.RAW_DIR / 'clients-0' / 'memtier-1'
+  probe.mkdir(parents=True)
+  shutil.copy(_MEMTIER + '.json', probe / 'file.m.json')
+  shutil.copy(_MEMTIER + '.txt', probe / 'out.0')
+  manifest = probe / evidence.MANIFEST
+  manifest.write_text(
+      '{"load_generator": "memtier_benchmark", "load": [1, 32, 1], '
+      '"json": ["file.m.json"], "stdout": ["out.0"], "test_time_s": 5, '
+      '"load": [1, 99, 1]}')
+  rel = os.path.join(evidence.RAW_DIR, 'clients-0', 'memtier-1')
+  with regular_files.Directory(str(run_dir)) as directory:
+    with pytest.raises(recompute.BadInput) as refused:
+      recompute.ProbeMeasurement(directory, rel)
+  assert str(refused.value) == (
+      f'{manifest}: the key "load" is given twice in one object, which a run '
+      'never writes; refused rather than reading either (the file was '
+      'edited or damaged)')
+  # pkb-recompute: that line, exit 2 (the results file names the probe).
+  (run_dir / recompute.RESULTS_FILE).write_text(json.dumps({
+      'metric': 'throughput', 'value': 1.0, 'unit': 'ops/sec',
+      'timestamp': 1.0, 'test': 'redis_memtier', 'official': False,
+      'owner': 'x', 'run_uri': 'abc-1', 'sample_uri': 'u', 'product_name':
+      'PerfKitBenchmarker', 'labels': '|probe_index:0|,|threads:1|,'
+      f'|clients:32|,|raw_output:{rel}|'}) + '\n')
+  handler = signal.getsignal(signal.SIGINT)  # Main sets its own.
+  try:
+    assert recompute.Main([str(run_dir)]) == recompute.EXIT_USAGE
+  finally:
+    signal.signal(signal.SIGINT, handler)
+  out, err = capsys.readouterr()
+  assert out == '' and err == (
+      f'pkb-recompute: {refused.value}\n'), err
 
 
 def test_a_kept_probe_whose_requests_were_refused_is_a_difference(tmp_path):

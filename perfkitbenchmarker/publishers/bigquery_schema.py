@@ -270,21 +270,32 @@ def IterRows(path: str) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
   yield from IterRowsOf(f, path)
 
 
-class _KeyTwice(ValueError):
-  """A JSON object of a results file names one key twice."""
+class KeyTwice(ValueError):
+  """A JSON object of a file a run wrote names one key twice; its str is
+  the one way every reader says so (after the file's name)."""
+
+  def __init__(self, key: str):
+    super().__init__(key)
+    self.key = key
+
+  def __str__(self) -> str:
+    return (f'the key "{self.key[:40]}" is given twice in one object, which '
+            'a run never writes; refused rather than reading either (the '
+            'file was edited or damaged)')
 
 
-def _Object(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-  """A JSON object of a results file (json's object_pairs_hook): _KeyTwice
-  when it names a key twice, which json would read as the last value,
-  silently (a "value" added at a line's end replaced the measured one). A
-  run never writes one so (its samples are dicts)."""
+def UniqueKeys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+  """A JSON object of a file a run wrote (json's object_pairs_hook): KeyTwice
+  when it names a key twice, which json (and pydantic's JSON parser) would
+  read as the last value, silently (a "value" added at a line's end
+  replaced the measured one). A run never writes one so (it writes dicts):
+  results files here, probe manifests in pkb-recompute."""
   obj = dict(pairs)
   if len(obj) != len(pairs):
     seen = set()
     for key, _ in pairs:
       if key in seen:
-        raise _KeyTwice(key)
+        raise KeyTwice(key)
       seen.add(key)
   return obj
 
@@ -315,15 +326,12 @@ def IterRowsOf(f: BinaryIO, path: str
       if not line.strip():
         continue
       try:
-        row = json.loads(line.decode('utf-8'), object_pairs_hook=_Object)
+        row = json.loads(line.decode('utf-8'), object_pairs_hook=UniqueKeys)
       except UnicodeDecodeError:
         raise ResultsFileError(f'{where}: not UTF-8 text; expected PKB JSON '
                                'lines') from None
-      except _KeyTwice as e:
-        raise ResultsFileError(
-            f'{where}: the key "{str(e.args[0])[:40]}" is given twice in one '
-            'object, which a run never writes; refused rather than reading '
-            'either (the file was edited or damaged)') from None
+      except KeyTwice as e:
+        raise ResultsFileError(f'{where}: {e}') from None
       except ValueError:
         raise ResultsFileError(f'{where}: not JSON; expected PKB JSON lines'
                                ) from None
