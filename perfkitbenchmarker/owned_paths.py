@@ -18,23 +18,55 @@ named users or groups (other than root, this user and root's group) may
 write, through its mask, makes the path writable by other users (`ls -l`
 shows such a path's mode with a '+'; its group bits are the mask).
 
-`Problem` says why a path breaks the rule; `DirectoryProblem` why a
-search path's directory does (there a sticky one others can write fails:
-anyone may add a file of any name to it); `KeepSafe` leaves such
-directories out of this process's search paths; `Writable` is the rule's
-"no one else can write it" alone (run_scope's roots, which weigh their
-owner and sticky bit themselves). Standard library only:
-venv_reexec uses it before the project's dependencies can be imported
-(trusted_programs, for programs, on this machine and others, uses it too).
-On a VM the rule is scripts/owned_paths.sh's (trusted.sh for a program,
-ssh_command.sh for the login's PATH).
+`Problem` says why a path breaks the rule (a `Fault`: the words, and the
+`Reason` code acts on, as trusted_programs.Fix picks its advice by);
+`DirectoryProblem` why a search path's directory does (there a sticky one
+others can write fails: anyone may add a file of any name to it);
+`KeepSafe` leaves such directories out of this process's search paths;
+`Writable` is the rule's "no one else can write it" alone (run_scope's
+roots, which weigh their owner and sticky bit themselves). Standard
+library only: venv_reexec uses it before the project's dependencies can be
+imported (trusted_programs, for programs, on this machine and others, uses
+it too). On a VM the rule is scripts/owned_paths.sh's (trusted.sh for a
+program, ssh_command.sh for the login's PATH), which answers with the same
+reasons.
 """
 
+import enum
 import errno
 import os
 import stat
 import struct
 from typing import Iterator, List, Optional, Sequence, Tuple
+
+
+class Reason(enum.Enum):
+  """What kind of fault a `Fault` names, so what mends it; each value is
+  owned_paths.sh's word for it too (the first word of trusted.sh's
+  answer)."""
+  OWNER = 'owner'  # Another user owns it: chown.
+  LINK = 'link'  # A symbolic link on the way is another user's.
+  MODE = 'mode'  # Its mode lets other users write it: chmod.
+  # Its POSIX ACL lets other users write it, or may (it could not be
+  # read): a mode does not take it away (setfacl -b does).
+  ACL = 'acl'
+  UNREADABLE = 'unreadable'  # It cannot be read, so cannot be checked.
+
+
+class Fault(str):
+  """A path's fault: the words saying it (a str, which every message
+  quotes as it is) and its `reason`, which code reads instead of the
+  words."""
+
+  reason: Reason
+
+  def __new__(cls, words: str, reason: Reason) -> 'Fault':
+    fault = super().__new__(cls, words)
+    fault.reason = reason
+    return fault
+
+  def __getnewargs__(self) -> Tuple[str, Reason]:  # copy, pickle
+    return str(self), self.reason
 
 
 def _Prefixes(path: str) -> Iterator[str]:
@@ -102,31 +134,33 @@ def _AclWriter(where: str) -> Optional[str]:
   return None
 
 
-def Writable(where: str, info: os.stat_result) -> Optional[str]:
+def Writable(where: str, info: os.stat_result) -> Optional[Fault]:
   """Why another user may write the file or directory at `where` (stat
   `info`), or None: its mode, or its ACL (module doc). Whose it is and a
   sticky bit are the caller's to weigh (run_scope's roots too)."""
   mode = info.st_mode
   if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid != 0):
-    return f'writable by other users (mode {stat.S_IMODE(mode):04o})'
+    return Fault(f'writable by other users (mode {stat.S_IMODE(mode):04o})',
+                 Reason.MODE)
   if not mode & stat.S_IWGRP:
     # An ACL's mask is the group bits: no named entry may write either.
     return None
   try:
     writer = _AclWriter(where)
   except ValueError as e:
-    return ('writable by other users as far as can be told (its ACL '
-            f'cannot be read: {e})')
+    return Fault('writable by other users as far as can be told (its ACL '
+                 f'cannot be read: {e})', Reason.ACL)
   if writer:
-    return f'writable by other users (its ACL lets {writer} write)'
+    return Fault(f'writable by other users (its ACL lets {writer} write)',
+                 Reason.ACL)
   return None
 
 
-def _Unsafe(where: str, info: os.stat_result) -> Optional[str]:
+def _Unsafe(where: str, info: os.stat_result) -> Optional[Fault]:
   """Why a file or directory at `where` with stat `info` is not safe, or
   None."""
   if info.st_uid not in (0, os.geteuid()):
-    return f'owned by {UserName(info.st_uid)}'
+    return Fault(f'owned by {UserName(info.st_uid)}', Reason.OWNER)
   mode = info.st_mode
   if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
     return None
@@ -178,7 +212,7 @@ def _Places(given: str) -> Iterator[Tuple[str, bool]]:
     yield where, False
 
 
-def Problem(path: str) -> Optional[str]:
+def Problem(path: str) -> Optional[Fault]:
   """Why `path` (a program, or a directory of them) is not safe to run as
   root here, or None when it is.
 
@@ -190,25 +224,28 @@ def Problem(path: str) -> Optional[str]:
     places = list(dict.fromkeys(_Places(given)))
   except OSError as e:  # A link on the way this user may not read
     # (realpath's readlink: /proc/<another user's pid>/root).
-    return f'{e.filename or given} cannot be read ({e.strerror})'
+    return Fault(f'{e.filename or given} cannot be read ({e.strerror})',
+                 Reason.UNREADABLE)
   for where, is_link in places:
     try:
       info = os.lstat(where) if is_link else os.stat(where)
     except OSError as e:
-      return f'{where} cannot be read ({e.strerror})'
+      return Fault(f'{where} cannot be read ({e.strerror})',
+                   Reason.UNREADABLE)
     if is_link:
       # Its owner may point it elsewhere whatever the directory's mode (a
       # link another user made in a sticky /tmp); its own mode means nothing.
       if info.st_uid not in (0, os.geteuid()):
-        return f'{where} is a symbolic link owned by {UserName(info.st_uid)}'
+        return Fault(f'{where} is a symbolic link owned by '
+                     f'{UserName(info.st_uid)}', Reason.LINK)
       continue
     unsafe = _Unsafe(where, info)
     if unsafe:
-      return f'{where} is {unsafe}'
+      return Fault(f'{where} is {unsafe}', unsafe.reason)
   return None
 
 
-def DirectoryProblem(entry: str) -> Optional[str]:
+def DirectoryProblem(entry: str) -> Optional[Fault]:
   """Why the search path entry `entry` lets another user choose what runs,
   or None. Unlike a program's directory, a sticky one others can write fails
   here: anyone may add a program of any name to it (bash, base64, taskset:
@@ -219,14 +256,14 @@ def DirectoryProblem(entry: str) -> Optional[str]:
   try:
     where = os.path.abspath(entry or os.curdir)
   except FileNotFoundError:  # A relative entry, in a directory removed.
-    return 'the current directory is gone'
+    return Fault('the current directory is gone', Reason.UNREADABLE)
   while not os.path.lexists(where):
     where = os.path.dirname(where)
   problem = Problem(where)
   if problem:
     return problem
   writable = Writable(where, os.stat(where))
-  return f'{where} is {writable}' if writable else None
+  return Fault(f'{where} is {writable}', writable.reason) if writable else None
 
 
 def KeepSafe(variables: Sequence[str]) -> List[str]:

@@ -36,13 +36,15 @@ NOT_ON_PATH = 3  # trusted.sh's exit when PATH finds no such name.
 
 
 def _AskOn(vm, program: str) -> Optional[str]:
-  """trusted.sh's answer on `vm`: what is wrong with `program` ('' when
-  nothing is), or None when PATH finds no such name.
+  """trusted.sh's answer on `vm`: what is wrong with `program` (a Fault,
+  from its line "REASON WORDS"; '' when nothing is), or None when PATH
+  finds no such name.
 
   Raises:
     errors.ProcessError: the check itself did not run (no shipped scripts,
-      a refused login), in one line with its exit status and last error;
-      it never reads as "not there".
+      a refused login), in one line with its exit status and last error,
+      or answered in no such form; it never reads as "not there" or as
+      nothing wrong.
   """
   out, err, rc = vm.RemoteCommandWithReturnCode(
       shell_scripts.Command('trusted.sh', program))
@@ -52,7 +54,16 @@ def _AskOn(vm, program: str) -> Optional[str]:
     raise errors.ProcessError(
         f'Checking {program} on {vm.name} failed (trusted.sh exited with '
         f'status {rc}: {vm_util.Tail(err, 1) or "no message"}).')
-  return vm_util.Tail(out, 1)
+  answer = vm_util.Tail(out, 1)
+  if not answer:
+    return ''
+  word, _, words = answer.partition(' ')
+  reasons = {reason.value: reason for reason in owned_paths.Reason}
+  if word not in reasons or not words.strip():
+    raise errors.ProcessError(
+        f'Checking {program} on {vm.name} failed (trusted.sh answered '
+        f'{answer[:200]!r}, not a reason and what is wrong).')
+  return owned_paths.Fault(words, reasons[word])
 
 
 def CheckOn(vm, path: str, what: str) -> str:
@@ -80,17 +91,17 @@ def OnPath(vm, program: str) -> bool:
   return problem is not None
 
 
-def Fix(problem: str) -> str:
-  """What to change for `problem` (Problem's words): the owner and mode,
-  and an ACL that lets others write when that is what it names (a mode
-  alone does not take one away)."""
-  if 'its ACL' in problem:
+def Fix(reason: owned_paths.Reason) -> str:
+  """What to change for a problem of `reason` (a Fault's, never its
+  words): the owner and mode, and the ACL when one lets others write or
+  may (a mode alone does not take one away)."""
+  if reason is owned_paths.Reason.ACL:
     return ('fix the owner and mode, and remove the ACL (setfacl -b on the '
             'path named)')
   return 'fix the owner and mode'
 
 
-def _Refuse(what: str, problem: Optional[str]) -> None:
+def _Refuse(what: str, problem: Optional[owned_paths.Fault]) -> None:
   """errors.UsageError when `problem` says what is wrong with `what`."""
   if problem:
     raise errors.UsageError(
@@ -98,7 +109,7 @@ def _Refuse(what: str, problem: Optional[str]) -> None:
         'password) must be owned by root or by you and writable by no one '
         'else, and so must every directory above it (as sudo and sshd '
         'require): install it in such a place (e.g. /usr/local/bin) or '
-        f'{Fix(problem)}.')
+        f'{Fix(problem.reason)}.')
 
 
 def Check(path: str, what: str) -> str:

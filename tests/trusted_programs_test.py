@@ -143,6 +143,82 @@ def test_an_acl_that_lets_another_user_write_is_refused(safe_dir):
       f'{acl_dir} is writable by other users (its ACL')
 
 
+def test_each_problem_names_its_reason_which_fix_reads(safe_dir):
+  """Fix picked its advice by the words "its ACL" in a problem: an ACL said
+  otherwise (the shell's 'it has an ACL', unread without getfacl) got only
+  owner-and-mode advice. A problem carries its reason; Fix reads that."""
+  open_dir = os.path.join(safe_dir, 'open')
+  os.mkdir(open_dir)
+  os.chmod(open_dir, 0o777)
+  assert trusted_programs.Problem(_Program(open_dir)).reason is (
+      owned_paths.Reason.MODE)
+  acl_dir = os.path.join(safe_dir, 'acl')
+  os.mkdir(acl_dir, 0o755)
+  _RootsGroup(acl_dir)
+  e2e.SetAcl(acl_dir, ('user', NOBODY, 7))
+  assert trusted_programs.Problem(_Program(acl_dir)).reason is (
+      owned_paths.Reason.ACL)
+  assert owned_paths.DirectoryProblem(acl_dir).reason is (
+      owned_paths.Reason.ACL)
+  if _IS_ROOT:
+    nobodys = os.path.join(safe_dir, 'nobodys')
+    os.mkdir(nobodys, 0o755)
+    os.chown(nobodys, NOBODY, -1)
+    assert trusted_programs.Problem(_Program(nobodys)).reason is (
+        owned_paths.Reason.OWNER)
+  setfacl = 'remove the ACL (setfacl -b on the path named)'
+  assert setfacl in trusted_programs.Fix(owned_paths.Reason.ACL)
+  for reason in set(owned_paths.Reason) - {owned_paths.Reason.ACL}:
+    assert trusted_programs.Fix(reason) == 'fix the owner and mode', reason
+
+
+class _Answers:
+  """A VM whose trusted.sh prints `answer` (exit 0)."""
+  name = 'vm-1'
+
+  def __init__(self, answer):
+    self.answer = answer
+
+  def RemoteCommandWithReturnCode(self, command):
+    del command
+    return self.answer, '', 0
+
+
+_SETFACL = ('or fix the owner and mode, and remove the ACL (setfacl -b on '
+            'the path named).')
+
+
+@pytest.mark.parametrize('answer,ending', [
+    ('acl /d is writable by other users as far as can be told (it has an '
+     'ACL, and getfacl, of package acl, is not installed to read it)\n',
+     _SETFACL),
+    ('acl /d is writable by other users (its ACL lets uid 65534 write)\n',
+     _SETFACL),
+    ('mode /d is writable by other users (mode 0777)\n',
+     'or fix the owner and mode.'),
+    ('owner /d is owned by uid 65534\n', 'or fix the owner and mode.'),
+], ids=['acl-unread', 'acl-read', 'mode', 'owner'])
+def test_a_vms_answer_is_advised_by_its_reason_not_its_words(answer, ending):
+  with pytest.raises(errors.UsageError) as refused:
+    trusted_programs.CheckOn(_Answers(answer), '/d/tool', 'x')
+  line = str(refused.value)
+  assert line.startswith(f'x on vm-1: {answer.split(" ", 1)[1].strip()}; ')
+  assert line.endswith(ending), line
+
+
+@pytest.mark.parametrize('answer', [
+    '/d is writable by other users (its ACL lets uid 65534 write)',
+    'acl', 'acl ', 'sideways /d is fine'])
+def test_a_vms_answer_without_a_reason_is_an_error_never_a_pass(answer):
+  # A reason with no words would read as "nothing is wrong" ('').
+  with pytest.raises(errors.ProcessError) as broken:
+    trusted_programs.CheckOn(_Answers(answer + '\n'), '/d/tool', 'x')
+  line = str(broken.value)
+  assert line.startswith('Checking /d/tool on vm-1 failed (trusted.sh '
+                         'answered '), line
+  assert '\n' not in line
+
+
 def test_an_acl_that_lets_no_other_user_write_passes(safe_dir):
   for name, named, mask in (
       ('reads', [('user', NOBODY, 5), ('group', NOBODY, 5)], None),
@@ -427,8 +503,10 @@ def test_the_shell_check_a_remote_vm_runs_agrees_with_python(tmp_path):
       shell = str(e)
     assert (python is None) == (shell is None), (name, python, shell)
     if python:
-      # Both name the same place at fault.
+      # Both name the same place at fault, and give the same advice.
       assert python.split(' is ')[0] in shell, (name, python, shell)
+      assert shell.endswith(f'{trusted_programs.Fix(python.reason)}.'), (
+          name, python, shell)
   assert trusted_programs.CheckOn(vm, 'bash', 'bash') == 'bash'
 
 
@@ -466,6 +544,8 @@ def test_without_getfacl_a_vm_refuses_an_acl_that_may_let_others_write(
   assert str(refused.value).startswith(
       f'x on this machine: {os.path.dirname(places["acl_user"])} is '
       f'writable by other users {_UNREAD_ACL}; ')
+  # An ACL unread is one still: a mode does not take it away.
+  assert str(refused.value).endswith(_SETFACL), str(refused.value)
   # An ACL whose mask lets no one write needs no reading.
   assert trusted_programs.CheckOn(vm, places['acl_masked'], 'x')
 

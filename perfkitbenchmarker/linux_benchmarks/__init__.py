@@ -69,7 +69,7 @@ def _Trusted(path: str) -> str:
         f'{DIRS_ENV}: {path} is not loaded: {problem}; a benchmark module '
         'pkb loads runs as you (often root), so it must be owned by root or '
         'by you and writable by no one else, and so must every directory '
-        f'above it: {trusted_programs.Fix(problem)}, or move it.')
+        f'above it: {trusted_programs.Fix(problem.reason)}, or move it.')
   return path
 
 

@@ -11,11 +11,13 @@
 #
 # owned_check PATH...: for each absolute PATH, owned_problem[PATH] is the
 # first place at fault as owned_paths.Problem words it ('' when none is),
-# owned_real[PATH] the PATH with its links resolved, owned_info[DIR] each
-# directory's "uid gid mode" (stat -L, the mode in hex with the type). One
-# stat for all the directories and one per link: cd -P resolves with no
-# program run, so run it in a process or subshell of its own.
-declare -A owned_problem=() owned_real=() owned_info=()
+# owned_reason[PATH] what kind of fault (owned_paths.Reason's value: owner,
+# link, mode, acl, unreadable), owned_real[PATH] the PATH with its links
+# resolved, owned_info[DIR] each directory's "uid gid mode" (stat -L, the
+# mode in hex with the type). One stat for all the directories and one per
+# link: cd -P resolves with no program run, so run it in a process or
+# subshell of its own.
+declare -A owned_problem=() owned_reason=() owned_real=() owned_info=()
 
 # _owned_dirs DIR: / and each directory down to DIR onto owned_check's way.
 _owned_dirs() {
@@ -71,7 +73,7 @@ _owned_acl() {
 
 owned_check() {
   local me=$EUID path at part rest found parent link target hops i line
-  local uid gid mode problem acl_why
+  local uid gid mode problem reason acl_why
   # way: each place in the order checked, "d" (a directory), "l" (a link)
   # or "!" (a problem) before it, "e" at each path's end.
   local -a way=() dirs=()
@@ -127,36 +129,40 @@ owned_check() {
     owned_info[${line#* * * }]=${line%% /*}
   done < <(stat -L --printf '%u %g %f %n\0' -- "${dirs[@]}" 2> /dev/null)
   for path in "$@"; do
-    problem='' i=${first[$path]}  # Not in (( )): a name is no expression.
+    # i: not set in (( )), where a name is no expression.
+    problem='' reason='' i=${first[$path]}
     while [ -z "$problem" ] && [ "${way[i]}" != e ]; do
       at=${way[i]#?}
       case ${way[i]} in
-        '!'*) problem=$at ;;
+        '!'*) problem=$at reason=unreadable ;;
         l*)
           uid=${links[$at]%% *}
-          [ -n "$uid" ] || problem="$at cannot be read"
-          [ -z "$uid" ] || [ "$uid" = 0 ] || [ "$uid" = "$me" ] ||
-            problem="$at is a symbolic link owned by uid $uid" ;;
+          if [ -z "$uid" ]; then
+            problem="$at cannot be read" reason=unreadable
+          elif [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
+            problem="$at is a symbolic link owned by uid $uid" reason=link
+          fi ;;
         d*)
           read -r uid gid mode <<< "${owned_info[$at]:-- - 0}"
           mode=$((16#$mode))
           if [ "$uid" = - ]; then
-            problem="$at cannot be read"
+            problem="$at cannot be read" reason=unreadable
           elif [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
-            problem="$at is owned by uid $uid"
+            problem="$at is owned by uid $uid" reason=owner
           elif (( (mode & 0xF000) != 0x4000 || !(mode & 01000) )) &&
               (( mode & 2 || (mode & 020 && gid != 0) )); then
             printf -v problem '%s is writable by other users (mode %04o)' \
               "$at" $((mode & 07777))
+            reason=mode
           elif (( (mode & 0xF000) != 0x4000 || !(mode & 01000) )) &&
               (( mode & 020 )); then
             _owned_acl "$at"
-            problem=$acl_why
+            problem=$acl_why reason=acl
           fi ;;
       esac
       i=$((i + 1))
     done
     # shellcheck disable=SC2034  # Read by the script including this one.
-    owned_problem[$path]=$problem
+    owned_problem[$path]=$problem owned_reason[$path]=${problem:+$reason}
   done
 }
