@@ -4,7 +4,10 @@ run beside what. Each worker is an _Alone of its own on the same directory
 two processes' do); a worker's Enter runs on a thread, and whether it
 returns within a moment says whether the lock let it in."""
 
+import fcntl
+import os
 import threading
+import time
 
 import conftest
 
@@ -53,3 +56,47 @@ def test_an_alone_test_waits_for_an_own_cgroups_one_and_keeps_it_out(
   alone.Leave(next_alone=False)
   assert later_in.wait(_GUARD_S)
   later.Leave(next_alone=False)
+
+
+def _Queued(tmp_path):
+  """Whether an `alone` test waits in the queue: a shared lock on its file."""
+  fd = os.open(tmp_path / 'alone.queue', os.O_RDWR)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return False
+  except BlockingIOError:
+    return True
+  finally:
+    os.close(fd)
+
+
+def _Until(condition):
+  deadline = time.monotonic() + _GUARD_S
+  while not condition():
+    assert time.monotonic() < deadline
+    time.sleep(0.01)
+
+
+def test_a_queued_alone_test_goes_before_an_ordinary_one(tmp_path):
+  # The race this rules out: the worker whose `alone` test ends takes the
+  # gate back for its next, ordinary, test (or another worker waiting for
+  # one does) before the queued `alone` test does, which then waits out
+  # that test with the other workers idle. Rounds, as the race went
+  # either way (without the queue, _Until(_Queued) a 0.1 s sleep: 6 runs
+  # of 5 rounds failed, 4 of 6 runs of 3).
+  finished, queued, ordinary = _Workers(tmp_path, 3)
+  for _ in range(5):
+    finished.Enter(alone=True)
+    queued_in = _Enters(queued, alone=True)
+    _Until(lambda: _Queued(tmp_path))
+    ordinary_in = _Enters(ordinary)
+    finished.Leave(next_alone=False)
+    finished_in = _Enters(finished)
+    _Until(lambda: queued_in.is_set() or ordinary_in.is_set() or
+           finished_in.is_set())
+    assert queued_in.is_set()
+    assert not ordinary_in.wait(0.05) and not finished_in.is_set()
+    queued.Leave(next_alone=False)
+    assert ordinary_in.wait(_GUARD_S) and finished_in.wait(_GUARD_S)
+    ordinary.Leave(next_alone=False)
+    finished.Leave(next_alone=False)
