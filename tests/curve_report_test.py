@@ -14,19 +14,19 @@ not overflow sideways.
 import json
 import os
 import re
-import subprocess
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import e2e_support
 from perfkitbenchmarker.results_history import charts
 from perfkitbenchmarker.results_history import html_page
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import report
+
+from headless_chromium import chromium  # pylint: disable=unused-import  (fixture)
 
 RUNS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
                     'curve_runs')
@@ -146,29 +146,19 @@ window.addEventListener('load', () => {
 
 @pytest.mark.e2e
 @pytest.mark.parametrize('width', [1400, 800])
-def test_the_chart_reads_in_chromium(analysis, tmp_path, width):
-  chromium = e2e_support.RequireTool('chromium',
-                                     "Debian's chromium package")
+def test_the_chart_reads_in_chromium(
+    analysis, chromium, tmp_path, width):  # pylint: disable=redefined-outer-name
   page = tmp_path / 'report.html'
   page.write_text(html_page.RenderHtml(analysis).replace('</body>', MEASURE))
-  dom = subprocess.run(
-      [chromium, '--headless', '--no-sandbox', '--disable-gpu',
-       '--hide-scrollbars', f'--user-data-dir={tmp_path / "profile"}',
-       f'--window-size={width},1200', '--virtual-time-budget=5000',
-       '--dump-dom', f'file://{page}'], capture_output=True, text=True,
-      timeout=90, check=True).stdout
+  dom = chromium.Dom(f'file://{page}', width, 1200)
   seen = json.loads(re.search(r'data-curve="([^"]*)"', dom).group(1)
                     .replace('&quot;', '"').replace('&amp;', '&'))
   assert seen['natural'] > 700, seen  # the PNG loaded
   assert seen['page'] <= seen['viewport'], seen
   assert seen['shown'] >= 0.85 * min(seen['natural'], seen['viewport'] - 40)
   # The screenshot, kept in the test's directory to look at.
-  subprocess.run(
-      [chromium, '--headless', '--no-sandbox', '--disable-gpu',
-       '--hide-scrollbars', f'--user-data-dir={tmp_path / "profile"}',
-       f'--screenshot={tmp_path / f"curve-{width}.png"}',
-       f'--window-size={width},3000', f'file://{page}'],
-      capture_output=True, timeout=90, check=True)
+  chromium.Screenshot(f'file://{page}', tmp_path / f'curve-{width}.png', width,
+                      3000)
   assert (tmp_path / f'curve-{width}.png').stat().st_size > 10000
 
 

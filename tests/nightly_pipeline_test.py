@@ -31,6 +31,8 @@ from perfkitbenchmarker.results_history import changepoints
 from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 
+from headless_chromium import chromium  # pylint: disable=unused-import  (fixture)
+
 # Every test here starts a process (tests/tier_guard.py).
 pytestmark = pytest.mark.e2e
 
@@ -88,8 +90,8 @@ def _Compare(tmp_path, *extra):
       cwd=REPO, timeout=120, check=False)
 
 
-def test_local_nightly_twice_then_compare_and_report(tmp_path):
-  e2e.RequireTool('chromium', 'scripts/setup.sh')
+def test_local_nightly_twice_then_compare_and_report(
+    tmp_path, chromium):  # pylint: disable=redefined-outer-name
   # The two nights' invocations run at once (each its own results and
   # matrix root; nothing here measures speed): half the wall time.
   started = []
@@ -161,11 +163,7 @@ def test_local_nightly_twice_then_compare_and_report(tmp_path):
   html = report.read_text()
   assert html.count('<img') >= 3 and 'http://' not in html
   shot = tmp_path / 'shot.png'
-  subprocess.run(
-      ['chromium', '--headless', '--no-sandbox', '--disable-gpu',
-       '--hide-scrollbars', f'--screenshot={shot}', '--window-size=1280,2000',
-       f'file://{report}'],
-      capture_output=True, timeout=120, check=False)
+  chromium.Screenshot(f'file://{report}', shot, 1280, 2000)
   from PIL import Image  # pylint: disable=g-import-not-at-top
   image = Image.open(shot).convert('L')
   histogram = image.histogram()

@@ -23,15 +23,15 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
-import e2e_support
+import headless_chromium
 import pkb_forkserver
+from headless_chromium import chromium  # pylint: disable=unused-import  (fixture)
 
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.results_history import charts
@@ -96,19 +96,6 @@ window.addEventListener('load', () => {
 });
 </script>
 """
-
-
-def _Chromium():
-  return shutil.which('chromium') or shutil.which('chromium-browser')
-
-
-def _Browser(tmp_path, *args):
-  return subprocess.run(
-      [_Chromium(), '--headless', '--no-sandbox', '--disable-gpu',
-       '--disable-background-networking', '--disable-component-update',
-       '--disable-sync', '--no-first-run', '--hide-scrollbars',
-       f'--user-data-dir={tmp_path / "profile"}'] + list(args),
-      capture_output=True, text=True, timeout=90, check=True)
 
 
 def _History(tmp_path):
@@ -399,12 +386,10 @@ def test_subplot_titles_do_not_overlap(night):
           ax.title.get_window_extent(renderer) is a)
 
 
-def _Layout(tmp_path, html, width, name):
+def _Layout(browser, tmp_path, html, width, name):
   measured = tmp_path / f'measure-{name}-{width}.html'
   measured.write_text(html.read_text().replace('</body>', MEASURE + '</body>'))
-  dom = _Browser(tmp_path, f'--window-size={width},1200',
-                 '--virtual-time-budget=5000', '--dump-dom',
-                 f'file://{measured}').stdout
+  dom = browser.Dom(f'file://{measured}', width, 1200)
   layout = json.loads(re.search(r'data-layout="([^"]*)"', dom).group(1)
                       .replace('&quot;', '"').replace('&amp;', '&')
                       .replace('&lt;', '<').replace('&gt;', '>'))
@@ -413,10 +398,9 @@ def _Layout(tmp_path, html, width, name):
   return layout
 
 
-def _Shot(tmp_path, html, width, name):
+def _Shot(browser, tmp_path, html, width, name):
   shot = tmp_path / f'report-{name}-{width}.png'
-  _Browser(tmp_path, f'--window-size={width},2600', f'--screenshot={shot}',
-           f'file://{html}')
+  browser.Screenshot(f'file://{html}', shot, width, 2600)
   pixels = np.asarray(Image.open(shot).convert('L'), dtype=float)
   assert pixels.shape == (2600, width) and pixels.std() > 20
 
@@ -428,12 +412,12 @@ def _Rgb(css):
 GREEN = _Rgb('rgb(198, 246, 213)')  # .verdict.good
 
 
-@e2e_support.Needs('chromium', lambda: _Chromium() is not None,
-                   how='scripts/setup.sh')
+@headless_chromium.NEEDED
 @pytest.mark.parametrize('width', WIDTHS)
-def test_page_reads_at_this_width(page, width):
+def test_page_reads_at_this_width(
+    page, chromium, width):  # pylint: disable=redefined-outer-name
   tmp_path, html, _ = page
-  layout = _Layout(tmp_path, html, width, 'mixed')
+  layout = _Layout(chromium, tmp_path, html, width, 'mixed')
   # The banner leads with what is known, then regressions, above all else.
   headline = layout['headline']
   assert headline['known'] == (
@@ -472,15 +456,15 @@ def test_page_reads_at_this_width(page, width):
   assert len(layout['images']) >= 4
   for image in layout['images']:
     assert image['scale'] >= 0.85, image
-  _Shot(tmp_path, html, width, 'mixed')
+  _Shot(chromium, tmp_path, html, width, 'mixed')
 
 
-@e2e_support.Needs('chromium', lambda: _Chromium() is not None,
-                   how='scripts/setup.sh')
+@headless_chromium.NEEDED
 @pytest.mark.parametrize('width', WIDTHS)
-def test_a_night_without_confirmed_answers_is_never_green(zero_page, width):
+def test_a_night_without_confirmed_answers_is_never_green(
+    zero_page, chromium, width):  # pylint: disable=redefined-outer-name
   tmp_path, html = zero_page
-  layout = _Layout(tmp_path, html, width, 'zero')
+  layout = _Layout(chromium, tmp_path, html, width, 'zero')
   headline = layout['headline']
   assert headline['known'] == (
       '0 of 7 answers confirmed on night 2026-11-23; not confirmed: 7 '
@@ -493,18 +477,18 @@ def test_a_night_without_confirmed_answers_is_never_green(zero_page, width):
   assert layout['workloads'] == [
       '1:1 R:R 100B keys 100000 cap 1ms via redis-benchmark']
   assert 'workload ;' not in layout['workloads_line']
-  _Shot(tmp_path, html, width, 'zero')
+  _Shot(chromium, tmp_path, html, width, 'zero')
 
 
-@e2e_support.Needs('chromium', lambda: _Chromium() is not None,
-                   how='scripts/setup.sh')
+@headless_chromium.NEEDED
 @pytest.mark.parametrize('width', WIDTHS)
-def test_a_run_counted_once_is_said_under_the_banner(copied_page, width):
+def test_a_run_counted_once_is_said_under_the_banner(
+    copied_page, chromium, width):  # pylint: disable=redefined-outer-name
   """compare said "run X read 2 times ... counted once" on stderr only: the
   page a reader opens said nothing of it. Now it says it right under the
   banner, above the leaderboard, a long source path wrapped in the window."""
   tmp_path, html, copy = copied_page
-  layout = _Layout(tmp_path, html, width, 'copied')
+  layout = _Layout(chromium, tmp_path, html, width, 'copied')
   notes = layout['load_notes']
   original = os.path.join(HISTORY, 'runs', '04066aa3', loader.RESULTS_FILE)
   assert (f'run 04066aa3 read 2 times, the same samples each time '
@@ -513,4 +497,4 @@ def test_a_run_counted_once_is_said_under_the_banner(copied_page, width):
   assert layout['headline']['regressions_top'] < notes['top']
   assert notes['bottom'] <= layout['headline']['first_h2_top']
   assert notes['right'] <= width
-  _Shot(tmp_path, html, width, 'copied')
+  _Shot(chromium, tmp_path, html, width, 'copied')

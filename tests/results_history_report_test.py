@@ -21,6 +21,7 @@ import pytest
 from PIL import Image
 
 import e2e_support
+import headless_chromium
 import pkb_forkserver
 import script_modules
 
@@ -32,6 +33,8 @@ from perfkitbenchmarker.results_history import leaderboard
 from perfkitbenchmarker.results_history import loader
 from perfkitbenchmarker.results_history import report
 import synthetic_history as synthetic
+
+from headless_chromium import chromium  # pylint: disable=unused-import  (fixture)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -221,10 +224,6 @@ def test_headline_says_why_answers_are_not_confirmed_by_their_limit():
   assert headline.regressions.startswith('No significant regression')
 
 
-def _Chromium():
-  return shutil.which('chromium') or shutil.which('chromium-browser')
-
-
 def _ReportFromFiles(tmp_path):
   """Real runs plus a 20-night history generated from them, as files."""
   frame = leaderboard.Prepare(loader.Load([HISTORY]))
@@ -245,9 +244,9 @@ def _ReportFromFiles(tmp_path):
 
 
 @pytest.mark.e2e
-@e2e_support.Needs('chromium', lambda: _Chromium() is not None,
-                   how='scripts/setup.sh')
-def test_html_report_renders_in_headless_chromium(tmp_path):
+@headless_chromium.NEEDED
+def test_html_report_renders_in_headless_chromium(
+    tmp_path, chromium):  # pylint: disable=redefined-outer-name
   result, page, summary = _ReportFromFiles(tmp_path)
   assert result.returncode == 1, result.stderr  # the generated step
   html = page.read_text()
@@ -277,12 +276,7 @@ window.addEventListener('load', () => {
     page: document.documentElement.scrollWidth}));
 });
 </script></body>"""))
-  dom = subprocess.run(
-      [_Chromium(), '--headless', '--no-sandbox', '--disable-gpu',
-       '--hide-scrollbars', f'--user-data-dir={tmp_path / "profile"}',
-       '--window-size=800,1200', '--virtual-time-budget=5000', '--dump-dom',
-       f'file://{measured}'], capture_output=True, text=True, timeout=90,
-      check=True).stdout
+  dom = chromium.Dom(f'file://{measured}', 800, 1200)
   changes = json.loads(re.search(r'data-changes="([^"]*)"', dom).group(1)
                        .replace('&quot;', '"').replace('&amp;', '&'))
   assert changes['page'] <= 800
@@ -291,10 +285,7 @@ window.addEventListener('load', () => {
     assert changes['cueShown'] and 'scroll' in changes['cueText'], changes
 
   shot = tmp_path / 'shot.png'
-  subprocess.run(
-      [_Chromium(), '--headless', '--no-sandbox', '--disable-gpu',
-       '--hide-scrollbars', f'--screenshot={shot}', '--window-size=1280,2400',
-       f'file://{page}'], capture_output=True, timeout=60, check=True)
+  chromium.Screenshot(f'file://{page}', shot, 1280, 2400)
   pixels = np.asarray(Image.open(shot).convert('L'), dtype=float)
   assert pixels.shape == (2400, 1280)
   assert pixels.std() > 20  # not blank
