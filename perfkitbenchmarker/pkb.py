@@ -178,7 +178,8 @@ def _TeardownOnly(run_dir: str) -> int:
     failures = resource.TeardownFromRecord(record)
   finally:
     interrupts.Restore()
-  code = _TornDown(record, failures)
+  code = _TornDown(record, failures,
+                   interrupted=interrupts.Pending() is not None)
   if interrupts.Pending() is None:
     return code
   print(f'pkb: {interrupts.Pending()}; teardown ran to its end first.',
@@ -186,13 +187,17 @@ def _TeardownOnly(run_dir: str) -> int:
   return EXIT_INTERRUPTED
 
 
-def _TornDown(record, failures: List[str]) -> int:
-  """The end of a teardown from the record: its line and exit code."""
+def _TornDown(record, failures: List[str], interrupted: bool) -> int:
+  """The end of a teardown from the record: its line and exit code. The
+  record says the teardown is done; the run's outcome stays the one it
+  had, unless this teardown went wrong (RunRecord.SetStatus)."""
+  record.SetStatus('interrupted' if interrupted else
+                   'failed' if failures else 'succeeded', closing_only=True)
   if failures:
     print(f'Teardown left {len(failures):,} resource(s): '
           f'{resource.FailureSummary(failures)}', file=sys.stderr)
     return EXIT_FAILED
-  record.SetStatus('torn_down')
+  record.MarkStageDone('teardown')
   print(f'Run {record.run_uri}: every recorded resource is deleted.')
   problem = record.WriteProblem()
   if problem:
@@ -210,7 +215,9 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
     return
   record = run_record_lib.RunRecord.Load(run_dir, run_uri)
   live = list(record.LiveResources())
-  over = {'run', 'teardown'} & set(record.stages_done)
+  ran = 'run' in record.stages_done
+  # (A record torn down before the teardown went into stages_done says
+  # so in its status.)
   torn_down = ('teardown' in record.stages_done or
                record.status == 'torn_down')
   asked = f'--run_stage={",".join(stages)}: run {run_uri}'
@@ -231,7 +238,7 @@ def _CheckStagesNotRepeated(run_dir: str, run_uri: str,
         f'{_Cloud()}; give the flags it was provisioned with, or delete it '
         'from its record alone with '
         f'{run_signals.TeardownCommand(run_uri, run_dir)}.')
-  if 'provision' in stages and over and not live:  # Two runs under one uri.
+  if 'provision' in stages and ran and not live:  # Two runs under one uri.
     raise errors.UsageError(
         f'{asked} already ran (its record and samples are in {run_dir}); '
         'leave --run_uri out for a new run, or pick another.')

@@ -44,6 +44,11 @@ MAX_RECORD_BYTES = 16 << 20
 # Saves pad the file to whole blocks with at least this much spare room.
 _BLOCK = 4096
 _SPARE = 1024
+# The stages that only end a run: an invocation of these alone never makes
+# the run's outcome (RunRecord.SetStatus).
+CLOSING_STAGES = ('cleanup', 'teardown')
+# Outcomes of a run that went wrong, which a closing invocation keeps.
+_WENT_WRONG = ('failed', 'interrupted')
 
 
 def NewRunUri() -> str:
@@ -69,6 +74,8 @@ class RunRecord:
     self._lock = threading.RLock()
     # The first write that failed, while the file is behind memory.
     self._unsaved: Optional[OSError] = None
+    # Made by this process (Create), not read back from an earlier one's.
+    self._made_here = False
 
   @classmethod
   def Create(cls, run_dir: str, run_uri: str, **info: Any) -> 'RunRecord':
@@ -89,6 +96,7 @@ class RunRecord:
       record.Save()
     except RecordNotSaved as e:
       raise RecordNotSaved(f'{e}; nothing was started.') from None
+    record._made_here = True  # pylint: disable=protected-access
     return record
 
   @classmethod
@@ -229,8 +237,22 @@ class RunRecord:
     with self._lock:
       return list(self._data['stages_done'])
 
-  def SetStatus(self, status: str) -> None:
+  def SetStatus(self, status: str, closing_only: bool = False) -> None:
+    """The run's outcome as an invocation of it ends. One that ran only
+    CLOSING_STAGES (upstream's Cleanup through the PKB plugin after a
+    Ctrl-C, a later --run_stage=teardown) says what it did in stages_done
+    and cannot make a run that went wrong succeed: what went wrong first
+    stays, as within one invocation (stage_runner). A record it read back
+    still `running` is of an invocation that ended without saying how (a
+    pkb killed: none holds the run's lock now), so the run was
+    interrupted."""
     with self._lock:
+      if closing_only:
+        earlier = self._data['status']
+        if earlier == 'running' and not self._made_here:
+          earlier = 'interrupted'
+        if earlier in _WENT_WRONG:
+          status = earlier
       self._data['status'] = status
       self._SaveIfPossible()
 

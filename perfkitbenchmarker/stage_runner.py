@@ -22,6 +22,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_log
+from perfkitbenchmarker import run_record as run_record_lib
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker import timing_util
@@ -165,7 +166,9 @@ def RunOne(module, config, run_uri, record, catalog, collector, reporter,
             file=sys.stderr)
   interrupted = isinstance(failure, (errors.RunInterrupted, KeyboardInterrupt))
   record.SetStatus('interrupted' if interrupted else
-                   'failed' if failure or cleanup_errors else 'succeeded')
+                   'failed' if failure or cleanup_errors else 'succeeded',
+                   closing_only=set(stages) <= set(
+                       run_record_lib.CLOSING_STAGES))
   # A record that could not be saved: cleanup went by the one in memory.
   record_problem = record.WriteProblem()
   if record_problem:

@@ -148,16 +148,22 @@ def test_a_record_of_another_shape_is_not_read_for_its_prices(
   spec.CheckRecordedVms()
 
 
+@pytest.mark.parametrize('said', ['stage', 'status'])
 def test_provision_under_a_run_uri_torn_down_before_it_ran_is_refused(
-    tmp_path):
+    tmp_path, said):
   """provision, then --run_stage=teardown (status torn_down, no 'teardown'
   stage done), then provision again was accepted: a second run under the
-  run_uri README says is refused once it "has run or been torn down"."""
+  run_uri README says is refused once it "has run or been torn down".
+  --run_stage=teardown now adds its stage to the record's stages_done; a
+  record of before says torn_down in its status."""
   run_dir = tmp_path / 'tdn1'
   record = run_record.RunRecord.Create(str(run_dir), 'tdn1', cloud='Local',
                                        benchmarks=['redis_memtier'])
   record.MarkStageDone('provision')
-  record.SetStatus('torn_down')  # As ./pkb.py --run_stage=teardown leaves it.
+  if said == 'stage':  # As ./pkb.py --run_stage=teardown leaves it.
+    record.MarkStageDone('teardown')
+  else:
+    record.SetStatus('torn_down')
   for stages in (['provision'], list(pkb_flags_lib.RUN_STAGES)):
     with pytest.raises(errors.UsageError, match='was torn down'):
       pkb._CheckStagesNotRepeated(  # pylint: disable=protected-access

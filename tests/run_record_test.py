@@ -134,11 +134,11 @@ def test_a_save_never_writes_through_a_link_left_at_its_temporary_name(
   run_dir = tmp_path / 'run'
   record = run_record.RunRecord.Create(str(run_dir), 'r6')
   (run_dir / (run_record.RECORD_FILE + '.tmp')).symlink_to(victim)
-  record.SetStatus('torn_down')
+  record.MarkStageDone('teardown')
   assert victim.read_text() == 'precious\n'
   path = run_dir / run_record.RECORD_FILE
   assert not path.is_symlink()
-  assert run_record.RunRecord.Load(str(run_dir)).status == 'torn_down'
+  assert run_record.RunRecord.Load(str(run_dir)).stages_done == ['teardown']
 
 
 def test_unknown_kind_reported_not_raised(tmp_path):

@@ -290,7 +290,7 @@ def test_a_torn_down_run_is_not_sent_back_to_provision(tmp_path):
                                        benchmarks=['redis_memtier'])
   for stage in ('provision', 'prepare', 'run', 'cleanup'):
     record.MarkStageDone(stage)
-  record.SetStatus('torn_down')  # As ./pkb.py --run_stage=teardown leaves it.
+  record.MarkStageDone('teardown')  # As ./pkb.py --run_stage=teardown does.
   lines = {}
   for stages in ('run', 'prepare,run', 'cleanup', 'provision'):
     done = pkb_forkserver.Run(
