@@ -646,6 +646,45 @@ def test_delete_waits_out_dependency_violation(moto, tmp_path):
   assert resource.TeardownFromRecord(run.record) == []
 
 
+class _NeverTerminated(FlakyEc2):
+  """An EC2 client whose terminated instances still say shutting-down."""
+
+  def __getattr__(self, name):
+    call = super().__getattr__(name)
+    if name != 'describe_instances':
+      return call
+
+    def Describe(**kwargs):
+      reply = call(**kwargs)
+      for reservation in reply['Reservations']:
+        for instance in reservation['Instances']:
+          if instance['State']['Name'] == 'terminated':
+            instance['State'] = {'Code': 32, 'Name': 'shutting-down'}
+      return reply
+    return Describe
+
+
+@pytest.mark.e2e
+def test_a_slow_termination_names_the_runs_own_teardown_command(moto,
+                                                                tmp_path):
+  """The run's directory is not under the default results directory: the
+  command the message named ('./pkb.py --run_stage=teardown --run_uri=X')
+  looked for the run's record where it is not (the PKB plugin patched
+  the --results_dir in with a regular expression)."""
+  clients, _ = moto
+  run = Run(tmp_path, clients, ec2=_NeverTerminated(clients.ec2))
+  vm = run.Provision()[0]
+  vm.TERMINATE_TIMEOUT_S = 0  # Past its wait at the first look.
+  with pytest.raises(errors.ResourceError) as raised:
+    vm.Delete()
+  assert str(raised.value) == (
+      f'terminating {vm.name} took more than 0s; run `./pkb.py '
+      f'--run_stage=teardown --run_uri={RUN_URI} --results_dir={tmp_path}` '
+      'again later.')
+  # Left live in the record for the teardown the message names.
+  assert run.record.FindResource(vm.KIND, vm.name)['status'] == 'created'
+
+
 @pytest.mark.e2e
 def test_vpc_in_use_fails_in_one_line_after_retries(moto, tmp_path):
   clients, _ = moto

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import waits
@@ -157,10 +158,13 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     # ours, and fails on an instance id EC2 no longer knows.
     if not waits.Poll(AllTerminated, bool, self.TERMINATE_TIMEOUT_S, 5,
                       self._clock, self._sleep)[0]:
+      # The run's own command: its record, given at construction, says
+      # where the run keeps its results (a --results_dir off the default).
+      again = run_signals.TeardownCommand(
+          self.run_uri, self.record.run_dir if self.record else None)
       raise errors.ResourceError(
           f'terminating {self.name} took more than '
-          f'{self.TERMINATE_TIMEOUT_S}s; run `./pkb.py --run_stage=teardown '
-          f'--run_uri={self.run_uri}` again later.')
+          f'{self.TERMINATE_TIMEOUT_S}s; run `{again}` again later.')
 
   # Record ------------------------------------------------------------------
 
