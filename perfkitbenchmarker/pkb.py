@@ -128,9 +128,11 @@ def _LoadConfig(module, names: List[str]) -> dict:
   return module.GetConfig({'file': text, 'overrides': FLAGS.config_override})
 
 
-def _LockRun(run_uri: str, outcome: str) -> None:
-  """One pkb per run_uri on this machine, whatever --results_dir says."""
-  lock = run_scope.RunLock(run_uri)
+def _LockRun(run_uri: str, run_dir: str, outcome: str) -> None:
+  """One pkb per run_uri on this machine, whatever --results_dir says. The
+  lock names the run's directory: another run that finds this one at work
+  on a static machine names its teardown command from it."""
+  lock = run_scope.RunLock(run_uri, run_dir=run_dir)
   try:
     lock.Acquire()
   except OSError as e:  # Writing its owner line, on a full disk.
@@ -157,7 +159,7 @@ def _TeardownOnly(run_dir: str) -> int:
   interrupts.Install(None)
   try:
     # Not while another pkb runs this run (a killed one's lock is gone).
-    _LockRun(record.run_uri, 'nothing was deleted')
+    _LockRun(record.run_uri, run_dir, 'nothing was deleted')
     run_log.SetUp(run_dir)
     # The providers the record names, no other (a Local run's teardown
     # never imports the cloud clients).
@@ -331,7 +333,7 @@ def _RunWithRecord(argv, run_uri, names, run_dir, kept, loaded, catalog,
                    bq_options, deadline, stages, interrupts) -> int:
   """The run from its lock and record on: publishers, stages, the end."""
   # One pkb per run_uri: refused before anything of the run is touched.
-  _LockRun(run_uri, 'nothing was started')
+  _LockRun(run_uri, run_dir, 'nothing was started')
   json_path, csv_path = input_checks.ResultsPaths(FLAGS, run_dir)
   # The directories a refusal below would leave behind, deepest first.
   new_dirs = [d for path in (run_dir, os.path.dirname(json_path),

@@ -31,6 +31,7 @@ teardown finds it.
 import contextlib
 import fcntl
 import itertools
+import json
 import os
 import posixpath
 import re
@@ -40,7 +41,7 @@ import socket
 import stat
 import tempfile
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import owned_paths
@@ -417,9 +418,14 @@ def RemoveKeyDirIfEmpty(key_path: str) -> None:
 # stage. A holder removes the file as it releases it (one per run was left
 # in /tmp for good), so a process that opened the name just before may lock
 # a file no longer named: a lock counts only while its file still has the
-# name (checked once taken), else the name is opened again.
+# name (checked once taken), else the name is opened again. The file names
+# its holder (pid, host, start) and the run's directory, so that another
+# run can say where this one's record is (HeldRunLocks).
 # LockRoot is the user's own (MakeOwnDir) in /tmp.
 LOCK_PARENT = '/tmp'
+# Most bytes of a lock file read back: its owner line and the run's
+# directory (a path, at most PATH_MAX).
+_LOCK_TEXT_BYTES = 8192
 _HELD = {}  # Lock path -> RunLock held by this process.
 # How many times a lock removed as it was taken is looked for again (each
 # time another process took and released it in that moment). On a loaded
@@ -444,13 +450,39 @@ def LockRoot() -> str:
   return os.path.join(LOCK_PARENT, f'pkb-runs-{os.geteuid()}')
 
 
-class RunLock:
-  """Holds the run's lock for as long as the object (and process) lives."""
+class HeldLock(NamedTuple):
+  """A run whose pkb on this machine holds its lock (HeldRunLocks)."""
+  run_uri: str
+  owner: str  # 'pid N on HOST since TIME', as its pkb wrote it
+  run_dir: Optional[str]  # its record's directory; None if not named
 
-  def __init__(self, run_uri: str, root: Optional[str] = None):
+
+def _LockText(fd: int) -> Tuple[str, Optional[str]]:
+  """The owner line and the run directory a lock file names (RunLock);
+  no directory from a file without one (a pkb of before) or one that
+  names no absolute path."""
+  text = os.pread(fd, _LOCK_TEXT_BYTES, 0).decode(errors='replace')
+  owner, _, rest = text.partition('\n')
+  try:
+    run_dir = json.loads(rest).get('run_dir')
+  except (ValueError, AttributeError):
+    run_dir = None
+  if not (isinstance(run_dir, str) and os.path.isabs(run_dir)):
+    run_dir = None
+  return owner.strip()[:200], run_dir
+
+
+class RunLock:
+  """Holds the run's lock for as long as the object (and process) lives.
+  `run_dir`, the directory of the run's record, is written in the file for
+  other runs to read (HeldRunLocks)."""
+
+  def __init__(self, run_uri: str, root: Optional[str] = None,
+               run_dir: Optional[str] = None):
     self.root = root or LockRoot()
     self.path = os.path.join(self.root, f'{run_uri}.lock')
     self.run_uri = run_uri
+    self.run_dir = os.path.abspath(run_dir) if run_dir else None
     self._fd: Optional[int] = None
 
   def Acquire(self) -> 'RunLock':
@@ -467,7 +499,8 @@ class RunLock:
     started = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())
     os.ftruncate(fd, 0)
     os.pwrite(fd, f'pid {os.getpid()} on {socket.gethostname()} since '
-              f'{started}\n'.encode(), 0)
+              f'{started}\n{json.dumps({"run_dir": self.run_dir})}\n'
+              .encode(), 0)
     _PruneUnheld(self.root, keep=self.path)
     self._fd = fd
     _HELD[self.path] = self
@@ -488,7 +521,7 @@ class RunLock:
           fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
           return fd
         except BlockingIOError:
-          owner = os.pread(fd, 200, 0).decode(errors='replace').strip()
+          owner, _ = _LockText(fd)
           if attempt + 1 < _MOMENT_TRIES:
             time.sleep(_MOMENT_WAIT_S)
             if not _StillNamed(fd, self.path):
@@ -576,11 +609,12 @@ def _PruneUnheld(root: str, keep: str) -> None:
       os.close(fd)
 
 
-def HeldRunLocks(root: Optional[str] = None) -> List[Tuple[str, str]]:
-  """(run_uri, owner line) of each run whose pkb on this machine holds its
-  lock now (a run from its start to its end, whatever stage: one still
-  provisioning too), of the lock files _PruneUnheld reads (_LockNames);
-  each lock tried shared and let go at once, the file never removed. A
+def HeldRunLocks(root: Optional[str] = None) -> List[HeldLock]:
+  """Each run whose pkb on this machine holds its lock now (a run from its
+  start to its end, whatever stage: one still provisioning too), with the
+  owner and run directory its file names, of the lock files _PruneUnheld
+  reads (_LockNames); each lock tried shared and let go at once, the file
+  never removed. A
   lock held only for a moment (another run's look or prune: _MOMENT_TRIES)
   or whose file lost its name meanwhile (pruned) is no run's: a file left
   by a killed run was taken for a live one while another run pruned it."""
@@ -609,7 +643,7 @@ def HeldRunLocks(root: Optional[str] = None) -> List[Tuple[str, str]]:
       if not pending or attempt + 1 == _MOMENT_TRIES:
         break
       time.sleep(_MOMENT_WAIT_S)
-    return [(run_uri, os.pread(fd, 200, 0).decode(errors='replace').strip())
+    return [HeldLock(run_uri, *_LockText(fd))
             for run_uri, (path, fd) in pending.items()
             if _StillNamed(fd, path)]
   finally:

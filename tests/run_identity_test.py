@@ -298,8 +298,8 @@ def test_held_run_locks_names_a_live_run_not_a_killed_one_being_pruned(
       pruner.communicate(timeout=60)
   finally:
     holder.communicate('', timeout=60)
-  assert [run_uri for run_uri, _ in held] == ['live'], held
-  assert held[0][1].startswith(f'pid {holder.pid} on '), held
+  assert [lock.run_uri for lock in held] == ['live'], held
+  assert held[0].owner.startswith(f'pid {holder.pid} on '), held
 
 
 class _OpenedBeforeTheRelease(run_scope.RunLock):

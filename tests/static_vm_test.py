@@ -19,6 +19,7 @@ import e2e_support
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
@@ -505,9 +506,11 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
             for n in 'mno']
   sleepers = [subprocess.Popen(['sleep', '120'], cwd=d) for d in decoys]
   try:
+    # B's results beside A's record (_Spec's): B finds it, and names A's
+    # teardown command with them.
     done, _ = e2e_support.Run(
         [f'--static_vm_file={_SshdFile(tmp_path, sshd)}',
-         '--nosystem_tuning'], str(tmp_path / 'results'), run_uri=second,
+         '--nosystem_tuning'], str(tmp_path / 'runs'), run_uri=second,
         timeout=120)
     assert done.returncode == stage_runner.EXIT_USAGE, e2e_support.Told(
         done.stdout, done.stderr)
@@ -516,7 +519,8 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
     if f'run {first} (' in line:  # One of the first three: said in full.
       assert (f'run {first} (redis-server PID {shard.pid} works in its '
               f'workspace {workspace})') in line, line
-      assert f'./pkb.py --run_stage=teardown --run_uri={first}' in line
+      assert (f'./pkb.py --run_stage=teardown --run_uri={first} '
+              f'--results_dir={tmp_path / "runs"}') in line, line
     else:  # Other tests' live runs came first: A is named among the rest.
       rest = re.search(r' and (\d+) more \(run ([^)]*)\)', line)
       assert rest and first in rest.group(2).split(', '), line
@@ -549,6 +553,9 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
     assert len(warned) == 1, warned
     assert 'with no process working in it and no command of its run' in (
         warned[0])
+    # Its record is beside the later run's: its own teardown command.
+    assert (f'./pkb.py --run_stage=teardown --run_uri={first} '
+            f'--results_dir={tmp_path / "runs"}') in warned[0], warned[0]
     assert resource.TeardownFromRecord(
         run_record.RunRecord.Load(later.record.run_dir)) == []
     later.vms[0].StopMaster()
@@ -562,6 +569,110 @@ def test_a_run_on_a_machine_another_live_run_measures_on_is_refused(
         run_record.RunRecord.Load(spec.record.run_dir)) == []
     server.StopMaster()
   assert e2e_support.Workspaces(first) == []
+
+
+# What the machine says of other runs' workspaces (scripts/other_runs.sh's
+# lines), read by a VM of run `me1` whose record is in <tmp>/results.
+_ROOT = '/srv/scratch'
+
+
+def _Seeing(tmp_path, keyfile, monkeypatch):
+  """A static VM of run me1 (its record under tmp_path/results), asking
+  no other process, as CheckNotInUse meets the lines other_runs.sh wrote;
+  the default results directory is tmp_path/default."""
+  monkeypatch.delenv(provider.SHARED_MACHINES_ENV, raising=False)
+  monkeypatch.setattr(record_checks, 'REMOTE_SCRATCH_ROOT', _ROOT)
+  monkeypatch.setattr(paths, 'RunsDir',
+                      lambda: str(tmp_path / 'default'))
+  record = run_record.RunRecord.Create(str(tmp_path / 'results' / 'me1'),
+                                       'me1', cloud='Static')
+  return provider.StaticVirtualMachine(
+      virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
+      'servers-0', 'servers', user='pkb', ip_address='192.0.2.7',
+      keyfile=keyfile, run_uri='me1', record=record)
+
+
+def _RecordOf(results_dir, run_uri, workspace):
+  """The record of run `run_uri` in results_dir, its VM in `workspace`."""
+  record = run_record.RunRecord.Create(os.path.join(results_dir, run_uri),
+                                       run_uri, cloud='Static')
+  record.AddResource('static_vm', 'servers-0',
+                     scratch_dir=f'{workspace}/servers-0')
+
+
+def test_a_refusal_names_a_teardown_command_only_where_the_record_is(
+    tmp_path, keyfile, monkeypatch):
+  """A run at work on the machine was named with `./pkb.py
+  --run_stage=teardown --run_uri=X`, which finds its record only in the
+  default results directory of this checkout (through the PKB plugin, the
+  harness's full path: for a run of another checkout or results
+  directory, a command that was wrong). Now: the run's own command where
+  its record is found, listing that workspace; else none."""
+  vm = _Seeing(tmp_path, keyfile, monkeypatch)
+  results = str(tmp_path / 'results')
+  _RecordOf(results, 'aa1', f'{_ROOT}/pkb-aa1.Aa1')
+  # Another run under bb2's run_uri, in this run's results directory: not
+  # the bb2 at work there (another workspace).
+  _RecordOf(results, 'bb2', f'{_ROOT}/pkb-bb2.Other')
+  _RecordOf(str(tmp_path / 'default'), 'cc3', f'{_ROOT}/pkb-cc3.Cc3')
+  with pytest.raises(errors.UsageError) as refused:
+    vm.CheckNotInUse(f'busy {_ROOT}/pkb-aa1.Aa1 4242 redis-server\n'
+                     f'busy {_ROOT}/pkb-bb2.Bb2 4343 redis-server\n'
+                     f'recent {_ROOT}/pkb-cc3.Cc3 5 pkb\n'
+                     f'{_ROOT}/pkb-me1.Me1/servers-0')
+  line = str(refused.value)
+  assert 'run bb2 (redis-server PID 4343 works in its workspace ' in line
+  assert line.endswith(
+      'Wait for them to finish, or tear them down: ./pkb.py '
+      f'--run_stage=teardown --run_uri=aa1 --results_dir={results}, ./pkb.py '
+      '--run_stage=teardown --run_uri=cc3; run bb2 where it was started (its '
+      'results directory is not known here) (a run with no command here for '
+      f'{provider.QUIET_S // 60} min is not counted)'), line
+
+
+def test_a_run_under_way_is_named_with_the_directory_its_lock_names(
+    tmp_path, keyfile, monkeypatch):
+  """A run provisioning from this runner, its results elsewhere: its lock
+  (its pkb's, on this runner) says where its record is."""
+  vm = _Seeing(tmp_path, keyfile, monkeypatch)
+  monkeypatch.setattr(run_scope, 'LOCK_PARENT', str(tmp_path))
+  elsewhere = str(tmp_path / 'elsewhere')
+  _RecordOf(elsewhere, 'dd4', f'{_ROOT}/pkb-dd4.Dd4')
+  lock = run_scope.RunLock('dd4',
+                           run_dir=os.path.join(elsewhere, 'dd4')).Acquire()
+  try:
+    vm.ClaimScript('true', _ROOT)  # Finds the runs under way here.
+    with pytest.raises(errors.UsageError) as refused:
+      vm.CheckNotInUse(f'live {_ROOT}/pkb-dd4.Dd4\n'
+                       f'{_ROOT}/pkb-me1.Me1/servers-0')
+  finally:
+    lock.Release()
+  line = str(refused.value)
+  assert f'its pkb holds its run lock on this runner, pid {os.getpid()} on ' \
+      in line, line
+  assert line.endswith(
+      'Wait for it to finish, or tear it down: ./pkb.py --run_stage=teardown '
+      f'--run_uri=dd4 --results_dir={elsewhere}'), line
+
+
+def test_the_warning_of_an_idle_workspace_names_only_known_commands(
+    tmp_path, keyfile, monkeypatch, caplog):
+  """It said 'A run's teardown removes it: ./pkb.py --run_stage=teardown
+  --run_uri=<run_uri>', with no --results_dir for a run kept elsewhere."""
+  vm = _Seeing(tmp_path, keyfile, monkeypatch)
+  results = str(tmp_path / 'results')
+  _RecordOf(results, 'ee5', f'{_ROOT}/pkb-ee5.Ee5')
+  caplog.set_level('WARNING')
+  made = vm.CheckNotInUse(f'idle {_ROOT}/pkb-ee5.Ee5\n'
+                          f'idle {_ROOT}/pkb-ff6.Ff6\n'
+                          f'idle {_ROOT}/pkb-gg7.Gg7\n'
+                          f'{_ROOT}/pkb-me1.Me1/servers-0')
+  assert made == f'{_ROOT}/pkb-me1.Me1/servers-0'
+  warned, = [r.getMessage() for r in caplog.records]
+  assert warned.endswith(
+      'A run\'s teardown removes its workspace: ./pkb.py --run_stage=teardown '
+      f'--run_uri=ee5 --results_dir={results}; run ff6, gg7 where they were '
+      'started (their results directory is not known here)'), warned
 
 
 @pytest.mark.e2e
@@ -746,9 +857,10 @@ def test_a_run_provisioning_from_another_runner_is_refused_until_quiet(
     assert re.search(
         f'is in use by run sw{PID} \\(its last command here came \\d+ s ago, '
         f'to its workspace {re.escape(workspace)}\\)', line), line
-    assert (f'./pkb.py --run_stage=teardown --run_uri=sw{PID} (a run with '
-            f'no command here for {provider.QUIET_S // 60} min is not '
-            'counted)') in line, line
+    # A's record is not on this runner: no command would find it.
+    assert (f'run sw{PID} where it was started (its results directory is '
+            f'not known here) (a run with no command here for '
+            f'{provider.QUIET_S // 60} min is not counted)') in line, line
     assert e2e_support.Workspaces(f'sx{PID}', root) == []
     _Quiet(workspace)
     caplog.set_level('WARNING')

@@ -16,21 +16,25 @@ again the next time.
 import json
 import logging
 import os
+import posixpath
 import re
 import shlex
 import stat
 import threading
-from typing import Annotated, Any, Dict, List, Optional, Union
+from typing import Annotated, Any, Dict, List, Optional, Tuple, Union
 
 import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import paths
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
@@ -216,9 +220,9 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
   CLOUD = CLOUD
   KIND = 'static_vm'
   CAN = providers.CAPABILITIES[CLOUD]
-  # run_uri -> owner line of the other runs whose pkb holds its run lock on
-  # this runner, as ClaimScript found them.
-  _live: Dict[str, str] = {}
+  # run_uri -> lock of the other runs whose pkb holds its run lock on this
+  # runner, as ClaimScript found them.
+  _live: Dict[str, run_scope.HeldLock] = {}
 
   def _Create(self) -> None:
     self.WaitForSsh(SSH_TIMEOUT_S)
@@ -236,8 +240,8 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       return make
     # A run provisioning has nothing working in its workspace yet; its pkb
     # holds its run lock, which a run started from this runner can see.
-    self._live = dict(lock for lock in run_scope.HeldRunLocks()
-                      if lock[0] != self.run_uri)
+    self._live = {lock.run_uri: lock for lock in run_scope.HeldRunLocks()
+                  if lock.run_uri != self.run_uri}
     return shlex.join(shell_scripts.Inline(
         'other_runs.sh', root, self.run_uri, OTHER_RUNS_AT_MOST,
         CLAIM_WAIT_S, make, ','.join(self._live), QUIET_S))
@@ -277,16 +281,17 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       if not run or run == self.run_uri:
         continue
       if found['busy']:
-        busy.append((run, f'{found["name"]} PID {found["pid"]} works in '
-                     f'its workspace {workspace}'))
+        busy.append((run, workspace, f'{found["name"]} PID {found["pid"]} '
+                     f'works in its workspace {workspace}'))
       elif found['live']:
-        busy.append((run, f'its pkb holds its run lock on this runner, '
-                     f'{self._live.get(run) or "unnamed"}; '
+        held = self._live.get(run)
+        busy.append((run, workspace, f'its pkb holds its run lock on this '
+                     f'runner, {held and held.owner or "unnamed"}; '
                      f'nothing works in its workspace {workspace} yet'))
       elif found['recent']:
         login = ('' if found['user'] == self.user else
                  f'of login {found["user"]}; ')
-        busy.append((run, f'{login}its last command here came '
+        busy.append((run, workspace, f'{login}its last command here came '
                      f'{found["age"]} s ago, to its workspace {workspace}'))
         quiet_said = True
       else:
@@ -303,12 +308,11 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           'with no process working in it and no command of its run for '
           f'{QUIET_S // 60} min (a run that ended without its teardown, or '
           'one between two stages), which does not stop this run. A run\'s '
-          'teardown removes it: ./pkb.py --run_stage=teardown '
-          '--run_uri=<run_uri>'))
+          f'teardown removes its workspace: {self._TeardownOf(new)}'))
     if busy:
       shown = {}  # Each run once, with what shows it is alive.
-      for run, why in busy:
-        shown.setdefault(run, f'run {run} ({why})')
+      for run, workspace, why in busy:
+        shown.setdefault(run, (workspace, f'run {run} ({why})'))
       runs, rest = list(shown)[:3], list(shown)[3:]
       # Every live run is named: the ones past the third by run_uri only.
       more = (f' and {len(rest)} more (run {", ".join(rest)})' if rest
@@ -316,14 +320,57 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       them = 'it' if len(shown) == 1 else 'them'
       raise errors.UsageError(terminal_text.Printable(
           f'{self.name}: {where} is in use by '
-          f'{"; ".join(shown[run] for run in runs)}{more}; nothing of this '
-          f'run was made there. Wait for {them} to finish, or tear {them} '
-          'down where started: '
-          + ', '.join(f'./pkb.py --run_stage=teardown --run_uri={run}'
-                      for run in runs)
+          f'{"; ".join(shown[run][1] for run in runs)}{more}; nothing of '
+          f'this run was made there. Wait for {them} to finish, or tear '
+          f'{them} down: '
+          + self._TeardownOf([(run, shown[run][0]) for run in runs])
           + (f' (a run with no command here for {QUIET_S // 60} min is not '
              'counted)' if quiet_said else '')))
     return made
+
+  def _TeardownOf(self, runs: List[Tuple[str, str]]) -> str:
+    """How to tear down each of `runs` (run_uri, its workspace here): the
+    teardown command of each whose record is found (`_RunDirOf`); the
+    others where they were started, with no command: one without the
+    --results_dir of a run kept off the default would look for its record
+    where it is not (and from another checkout, where none is)."""
+    commands, unknown = [], []
+    for run, workspace in runs:
+      run_dir = self._RunDirOf(run, workspace)
+      if run_dir:
+        commands.append(run_signals.TeardownCommand(run, run_dir))
+      else:
+        unknown.append(run)
+    advice = ', '.join(commands)
+    if unknown:
+      one = len(unknown) == 1
+      advice += ('; ' if commands else '') + (
+          f'run {", ".join(unknown)} where {"it was" if one else "they were"}'
+          f' started ({"its" if one else "their"} results directory is not '
+          'known here)')
+    return advice
+
+  def _RunDirOf(self, run: str, workspace: str) -> Optional[str]:
+    """The directory of run `run`'s record, if one is found that lists a
+    scratch directory in `workspace` (a name mktemp chose: the record of
+    that run, not of another with its run_uri on another runner). It is
+    looked for where that run's lock on this runner says (a run under way),
+    then beside this run's record and in the default results directory."""
+    held = self._live.get(run)
+    places = [held.run_dir] if held and held.run_dir else []
+    if self.record is not None:
+      places.append(os.path.join(
+          os.path.dirname(os.path.normpath(self.record.run_dir)), run))
+    places.append(os.path.join(paths.RunsDir(), run))
+    for run_dir in dict.fromkeys(places):
+      try:
+        record = run_record.RunRecord.Load(run_dir, run)
+      except (errors.Error, OSError):
+        continue  # None there, or not one to read.
+      if any(posixpath.dirname(str(entry['data'].get('scratch_dir') or ''))
+             == workspace for entry in record.Resources()):
+        return run_dir
+    return None
 
   def RecordHostSettings(self) -> str:
     """The machine is lent: the settings in force go into the run record
