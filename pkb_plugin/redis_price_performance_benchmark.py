@@ -526,24 +526,14 @@ def TeardownCommand(run_uri: str, results_dir: str) -> str:
           f'--results_dir={shlex.quote(results_dir)}')
 
 
-def ForUpstream(line: str, argv: List[str]) -> str:
+def ForUpstream(line: str) -> str:
   """A harness message as an upstream user reads it: a command it names
   (`./pkb.py ...`, `./scripts/x ...`, relative to the harness's checkout)
-  with the harness's full path, and a teardown command of this run (argv's
-  --run_uri) with the run's --results_dir, without which the harness would
-  look for the run's record in its default directory."""
+  with the harness's full path. (The harness names a teardown command with
+  its run's --results_dir itself, when it is not the harness's default.)"""
   harness = shlex.quote(HarnessDir())
-  line = re.sub(r'(?<![\w./~-])\./(?=pkb\.py\b|scripts/)',
+  return re.sub(r'(?<![\w./~-])\./(?=pkb\.py\b|scripts/)',
                 lambda _: harness + '/', line)
-  run_uri, results_dir = (_ArgValue(argv, 'run_uri'),
-                          _ArgValue(argv, 'results_dir'))
-  if run_uri and results_dir:
-    line = re.sub(
-        rf'(--run_stage=teardown --run_uri={re.escape(run_uri)})'
-        r'(?![\w-])(?!\s+--results_dir)',
-        lambda m: f'{m.group(1)} --results_dir={shlex.quote(results_dir)}',
-        line)
-  return line
 
 
 def _NamesAFlag(line: str) -> bool:
@@ -702,7 +692,7 @@ def _RunHarness(argv: List[str], what: str,
         relay.join(timeout=KILL_WAIT_S)  # a left child may hold a pipe
     finally:
       forwarder.Restore()
-  last = ForUpstream(LastWords(kept, returncode), argv)
+  last = ForUpstream(LastWords(kept, returncode))
   run_uri, results_dir = (_ArgValue(argv, 'run_uri'),
                           _ArgValue(argv, 'results_dir'))
   teardown = (f'; delete what is left of its run with '

@@ -935,7 +935,8 @@ def Handle(signum, frame):
   got.append(signum)
   if mode != 'stubborn':
     print('pkb: interrupted by %s; cleanup cut short: delete what is left '
-          'with ./pkb.py --run_stage=teardown --run_uri=ab1'
+          "with ./pkb.py --run_stage=teardown --run_uri=ab1 "
+          "--results_dir='/srv/upstream run/results'"
           % signal.Signals(signum).name, file=sys.stderr)
     sys.exit(130)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -984,19 +985,22 @@ def _StandInSaid(upstream, tmp_path, code, *lines):
 def test_a_command_the_harness_names_is_one_an_upstream_user_can_run(
     upstream, tmp_path):
   """The user is in upstream's checkout, where ./pkb.py is upstream's: the
-  harness's './pkb.py --run_stage=teardown --run_uri=ab1' ran upstream's
-  pkb (and without the run's --results_dir the harness would not have
-  found the run's record either)."""
+  harness's './pkb.py --run_stage=teardown --run_uri=ab1 ...' ran
+  upstream's pkb. The run's --results_dir, which the harness names with
+  it (run_signals.TeardownCommand: the plugin's runs are off its default
+  directory), goes through as the harness said it."""
   out, harness = _StandInSaid(
       upstream, tmp_path, 1,
       'pkb: run ab1 stopped: SSH to clients-0 failed; delete what is left '
-      'with ./pkb.py --run_stage=teardown --run_uri=ab1, or refresh the '
+      'with ./pkb.py --run_stage=teardown --run_uri=ab1 '
+      '--results_dir=\'/srv/upstream run/results\', or refresh the '
       'prices with ./scripts/refresh_prices.py first.')
   error = out['error']
   assert error.startswith('HarnessRunError: redis_price_performance run: '
                           'run ab1 stopped'), error
   assert (f'with {harness}/pkb.py --run_stage=teardown --run_uri=ab1 '
           '--results_dir=\'/srv/upstream run/results\', or') in error, error
+  assert error.count('--results_dir') == 1, error
   assert f'{harness}/scripts/refresh_prices.py' in error, error
   assert ' ./' not in error, error
 
@@ -1004,9 +1008,11 @@ def test_a_command_the_harness_names_is_one_an_upstream_user_can_run(
 @pytest.mark.e2e
 @pytest.mark.parametrize('said, about_flags', [
     ('pkb: clients-0: 127.0.0.2 port 22 is in use by run xy9 (its ssh '
-     'session); nothing of this run was made there. Wait for it to finish, '
-     'or tear it down where started: ./pkb.py --run_stage=teardown '
-     '--run_uri=xy9', False),
+     'session); run xz8 (redis-server PID 77 works in its workspace '
+     '/tmp/pkb-xz8.Ab); nothing of this run was made there. Wait for them '
+     'to finish, or tear them down: ./pkb.py --run_stage=teardown '
+     '--run_uri=xy9 --results_dir=\'/srv/other run\'; run xz8 where it was '
+     'started (its results directory is not known here)', False),
     ('pkb: --memtier_clients=1,2 is swept by --memtier_fixed_load; give '
      'one value.', True),
 ])
@@ -1014,15 +1020,19 @@ def test_only_a_refused_flag_is_pointed_at_the_plugins_flag(
     upstream, tmp_path, said, about_flags):
   """Every refusal (the harness's exit 2) ended '(the harness's flags go in
   --redis_price_performance_flags)', a machine in use by another run too.
-  Another run's teardown command gets no --results_dir of this one's."""
+  Another run's teardown command is the harness's, with that run's
+  --results_dir (none of this run's); one whose results directory the
+  harness does not know gets none."""
   out, harness = _StandInSaid(upstream, tmp_path, 2, said)
   error = out['error']
   assert error.startswith('BridgeError: redis_price_performance run: '), error
   assert error.endswith('(the harness\'s flags go in '
                         '--redis_price_performance_flags)') == about_flags
   if not about_flags:
-    assert error.endswith(f'{harness}/pkb.py --run_stage=teardown '
-                          '--run_uri=xy9'), error
+    assert error.endswith(
+        f'{harness}/pkb.py --run_stage=teardown --run_uri=xy9 '
+        '--results_dir=\'/srv/other run\'; run xz8 where it was started '
+        '(its results directory is not known here)'), error
 
 
 def _Running(pid):
