@@ -492,7 +492,7 @@ def test_what_a_run_stamps_with_the_time_is_in_utc(tmp_path, far_from_utc):  # p
   lock = run_scope.RunLock('utc1', str(tmp_path)).Acquire()
   try:
     with open(lock.path) as f:
-      since = f.read().strip().split(' since ')[1]
+      since = f.readline().strip().split(' since ')[1]  # Its owner line.
   finally:
     lock.Release()
   stamp = lambda t, form: time.strftime(form, time.gmtime(t))
