@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker.providers.local import provider as local
@@ -103,7 +104,7 @@ def _LetGo(stalled):
 def _InCleanupRun(results, run_uri, stalled, *extra):
   """Starts --run_stage=cleanup,teardown (plus `extra` flags) and returns
   its Popen once cleanup waits on the stalled shard (killed if not)."""
-  proc = subprocess.Popen(
+  proc = pkb_forkserver.Popen(
       e2e.Command(['--run_stage=cleanup,teardown'] + list(extra), run_uri,
                   results),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
@@ -251,7 +252,7 @@ def test_a_signal_during_teardown_from_the_record_lets_it_finish(prepared):
   terminal closing) killed it at once, exit 129 and no line, the record's
   resources all still live and the run's scratch directory left."""
   results, run_uri, stalled = prepared
-  proc = subprocess.Popen(
+  proc = pkb_forkserver.Popen(
       e2e.Command(['--run_stage=teardown'], run_uri, results),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
   try:

@@ -25,6 +25,7 @@ import time
 import pytest
 
 import e2e_support
+import pkb_forkserver
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import ssh_vm
@@ -182,7 +183,7 @@ def test_sigint_during_a_probe_over_ssh_stops_the_remote_load(
   # Long probes, so the signal lands while one runs on the "VM".
   args = [a for a in FLAGS if not a.startswith('--memtier_run_duration')]
   run_uri = e2e_support.NewRunUri()
-  proc = subprocess.Popen(
+  proc = pkb_forkserver.Popen(
       e2e_support.Command(args + ['--memtier_run_duration=30',
                                   _StaticFile(tmp_path, sshd)],
                           run_uri, results),

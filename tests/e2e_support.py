@@ -225,8 +225,9 @@ class Background:
 
   def __init__(self, argv, results_dir=None, run_uri=None):
     self.results_dir, self.run_uri = results_dir, run_uri
-    self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, cwd=REPO)
+    self._proc = pkb_forkserver.Popen(argv, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True,
+                                      cwd=REPO)
     self._done = None
 
   def Finish(self, timeout=HANG_GUARD_S):
@@ -256,9 +257,9 @@ def WaitFor(condition, what, proc=None, timeout=60):
 def StartUntil(args, run_uri, results_dir, marker='probe'):
   """Starts a run and returns its Popen once stdout shows `marker` (stdout
   and stderr piped; the caller ends it)."""
-  proc = subprocess.Popen(Command(args, run_uri, results_dir),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, cwd=REPO)
+  proc = pkb_forkserver.Popen(Command(args, run_uri, results_dir),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=REPO)
   for line in proc.stdout:  # Bounded by the run's own length.
     if marker in line:
       break
@@ -270,9 +271,9 @@ def StartAndSignal(args, results_dir, marker, sig=signal.SIGINT,
   """Starts a run, sends `sig` once stdout shows `marker` (and, with `then`,
   once then(run_uri) is true after it, e.g. ProbeRunning), returns output."""
   run_uri = NewRunUri()
-  proc = subprocess.Popen(Command(args, run_uri, results_dir),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, cwd=REPO)
+  proc = pkb_forkserver.Popen(Command(args, run_uri, results_dir),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=REPO)
   seen = []
   deadline = time.monotonic() + timeout
   try:

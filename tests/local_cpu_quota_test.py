@@ -99,10 +99,10 @@ def test_a_finished_run_measures_under_the_quota_and_removes_it(tmp_path):
 
 def test_a_killed_run_leaves_its_quota_to_teardown(tmp_path):
   cores, run_uri = _TwoCores(), e2e.NewRunUri()
-  run = subprocess.Popen(_Command(cores, ['--memtier_run_duration=3'],
-                                  run_uri, str(tmp_path)),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=e2e.REPO)
+  run = pkb_forkserver.Popen(_Command(cores, ['--memtier_run_duration=3'],
+                                      run_uri, str(tmp_path)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=e2e.REPO)
   seen = []
   try:
     for line in run.stdout:  # Bounded by the run's own length.

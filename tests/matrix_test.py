@@ -390,7 +390,7 @@ def test_signals_reach_the_cells_which_tear_down(tmp_path, sig):
   config.write_text(TWO_CELLS.replace('memtier_run_duration: 1',
                                       'memtier_run_duration: 3'))
   results = str(tmp_path / 'runs')
-  proc = subprocess.Popen(
+  proc = pkb_forkserver.Popen(
       [sys.executable, e2e.PKB, f'--benchmark_config_file={config}',
        f'--results_dir={results}'], stdout=subprocess.PIPE,
       stderr=subprocess.STDOUT, text=True, cwd=e2e.REPO)

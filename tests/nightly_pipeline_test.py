@@ -47,7 +47,7 @@ SHORT = ['--memtier_run_duration=1', '--memtier_key_maximum=5000',
 
 
 def _StartMatrix(results_dir):
-  return subprocess.Popen(
+  return pkb_forkserver.Popen(
       [sys.executable, os.path.join(REPO, 'pkb.py'),
        '--benchmark_config_file=configs/nightly_local.yaml',
        f'--results_dir={results_dir}'] + SHORT,

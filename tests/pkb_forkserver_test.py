@@ -1,12 +1,15 @@
 """A run forked by tests/pkb_forkserver.py ends as the same script started
-with `python SCRIPT` does: the same exit status, stdout and stderr."""
+with `python SCRIPT` does: the same exit status, stdout and stderr, also
+when the test signals it."""
 
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
+import e2e_support as e2e
 import pkb_forkserver
 import tier_guard
 
@@ -33,13 +36,35 @@ print('end', file=sys.stderr)
 '''
 
 
-@pytest.fixture
-def script(tmp_path, monkeypatch):
-  path = str(tmp_path / 'ends.py')
+# Waits for a signal: SIGTERM handled (exit 7), SIGINT and SIGHUP Python's
+# and the system's own.
+_SIGNALLED = r'''
+import os, signal, sys, time
+def Term(signum, frame):
+  print('handled', signal.Signals(signum).name, flush=True)
+  sys.exit(7)
+signal.signal(signal.SIGTERM, Term)
+print('ready, session leader:', os.getsid(0) == os.getpid(), flush=True)
+time.sleep(60)
+'''
+
+
+def _Script(tmp_path, monkeypatch, text):
+  path = str(tmp_path / 'script.py')
   with open(path, 'w') as f:
-    f.write(_SCRIPT)
+    f.write(text)
   monkeypatch.setitem(pkb_forkserver.PRELOADS, path, 'json')
   return path
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+  return _Script(tmp_path, monkeypatch, _SCRIPT)
+
+
+@pytest.fixture
+def signalled(tmp_path, monkeypatch):
+  return _Script(tmp_path, monkeypatch, _SIGNALLED)
 
 
 @pytest.mark.e2e
@@ -81,6 +106,52 @@ def test_pkb_answers_alike_both_ways(tmp_path):
     forked = pkb_forkserver.Run(argv, cwd=pkb_forkserver.REPO, timeout=120)
     assert (forked.returncode, forked.stdout, forked.stderr) == (
         alone.returncode, alone.stdout, alone.stderr), args
+
+
+def _Signalled(start, argv, sig, new_session):
+  proc = start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+               text=True, cwd=pkb_forkserver.REPO,
+               start_new_session=new_session)
+  with proc:
+    ready = proc.stdout.readline()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+  return proc.returncode, ready + out, err
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('sig,new_session', [
+    (signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGHUP, True)])
+def test_a_signalled_run_ends_as_the_script_started_alone(signalled, sig,
+                                                         new_session):
+  argv = [sys.executable, signalled]
+  alone = _Signalled(subprocess.Popen, argv, sig, new_session)
+  forked = _Signalled(pkb_forkserver.Popen, argv, sig, new_session)
+  assert forked == alone
+  assert f'session leader: {new_session}' in forked[1]
+
+
+def _State(pid):
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      return f.read().rpartition(')')[2].split()[0]
+  except FileNotFoundError:
+    return None
+
+
+@pytest.mark.e2e
+def test_an_ended_run_keeps_its_pid_until_the_test_reads_its_end(script):
+  """As a Popen's child does, so a signal sent late reaches no other
+  process under a reused pid."""
+  proc = pkb_forkserver.Popen([sys.executable, script, 'exit3'],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL)
+  assert isinstance(proc, subprocess.Popen) and proc.pid != os.getpid()
+  e2e.WaitFor(lambda: _State(proc.pid) == 'Z', 'the run ended')
+  proc.send_signal(signal.SIGKILL)  # Ended: not sent.
+  assert proc.wait(timeout=60) == 3
+  e2e.WaitFor(lambda: _State(proc.pid) is None, 'the run reaped')
 
 
 @pytest.mark.e2e

@@ -22,6 +22,7 @@ import sys
 from absl import flags
 import pytest
 
+import pkb_forkserver
 import script_modules
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -348,11 +349,11 @@ def test_stages_hand_upstreams_vms_to_the_harness_and_return_samples(
           '--run_stage=cleanup,teardown']
   # The harness accepts what the bridge wrote: its dry run over the
   # prepare stage's own files and flags (no SSH, nothing started).
-  plan = subprocess.run(
+  plan = pkb_forkserver.Run(
       [os.path.join(REPO, '.venv', 'bin', 'python'),
        os.path.join(REPO, 'pkb.py'), '--dry_run'] +
       [a for a in prepare if not a.startswith('--run_stage=')],
-      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+      timeout=120, cwd=REPO)
   assert plan.returncode == 0, plan.stderr[-2000:]
   servers = next(line for line in plan.stdout.splitlines()
                  if line.strip().startswith('servers: '))

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import run_processes
@@ -65,9 +66,9 @@ def _JvmsAppear(run_uri, timeout=60):
 
 def _StartYcsb(results):
   run_uri = e2e.NewRunUri()
-  proc = subprocess.Popen(e2e.Command(YCSB, run_uri, results),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, cwd=e2e.REPO)
+  proc = pkb_forkserver.Popen(e2e.Command(YCSB, run_uri, results),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=e2e.REPO)
   for line in proc.stdout:
     if PROBING in line:
       break
@@ -181,7 +182,7 @@ def test_sigterm_as_the_run_starts_leaves_it_interrupted(tmp_path):
   results = str(tmp_path)
   run_uri = e2e.NewRunUri()
   record_path = os.path.join(results, run_uri, 'run_record.json')
-  proc = subprocess.Popen(
+  proc = pkb_forkserver.Popen(
       e2e.Command(['--run_stage=provision'], run_uri, results),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=e2e.REPO)
   try:

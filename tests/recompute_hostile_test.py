@@ -24,6 +24,7 @@ import zlib
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import recompute
 
@@ -66,14 +67,9 @@ def copy(real_run, tmp_path):
 
 def _Recompute(run_dir):
   """(exit code, stdout, stderr) of pkb-recompute RUN_DIR."""
-  proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, cwd=e2e.REPO)
-  try:
-    out, err = proc.communicate(timeout=60)
-  finally:
-    proc.kill()
-  return proc.returncode, out, err
+  done = pkb_forkserver.Run([sys.executable, SCRIPT, str(run_dir)],
+                            cwd=e2e.REPO, timeout=60)
+  return done.returncode, done.stdout, done.stderr
 
 
 # Forks pkb-recompute from a fresh, small python and prints its peak RSS
@@ -385,7 +381,8 @@ def _Start(run_dir):
   its Ctrl-C handler (scripts/recompute.py): when it has mapped a compiled
   module from the virtualenv, which only its imports load. Before that a
   Ctrl-C ends Python's own start-up (exit -2, not a word): up to 0.1 s
-  under a CPU hog, 5 % of a whole run, where the first moment once fell."""
+  under a CPU hog, 5 % of a whole run, where the first moment once fell.
+  Started, not forked (pkb_forkserver): the imports are the subject."""
   venv = os.path.realpath(sysconfig.get_paths()['platlib'])
   proc = subprocess.Popen([sys.executable, SCRIPT, str(run_dir)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -27,6 +27,7 @@ import time
 import pytest
 
 import e2e_support as e2e
+import pkb_forkserver
 from perfkitbenchmarker import verdict
 from scripts import cpu_cgroups
 
@@ -118,7 +119,7 @@ class Staller:
 def _StalledRun(tmp_path, memtier, statistic):
   results_dir = str(tmp_path / statistic)
   run_uri = e2e.NewRunUri()
-  proc = subprocess.Popen(
+  proc = pkb_forkserver.Popen(
       e2e.Command([f'--memtier_path={memtier}',
                    f'--latency_cap_statistic={statistic}'] + ARGS,
                   run_uri, results_dir),

@@ -16,6 +16,7 @@ import types
 import pytest
 
 import e2e_support
+import pkb_forkserver
 
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
@@ -264,8 +265,7 @@ def _RunPkb(tmp_path, run_uri, *extra):
           '--memtier_hold_duration=0',
           # The linear walk's answer is a single probe: unconfirmed (exit 4).
           '--accept_unconfirmed', *extra]
-  done = subprocess.run(argv, capture_output=True, text=True, timeout=240,
-                        cwd=REPO, check=False)
+  done = pkb_forkserver.Run(argv, timeout=240, cwd=REPO)
   assert done.returncode == 0, done.stderr[-2000:]
   path = tmp_path / 'results' / run_uri / 'perfkitbenchmarker_results.json'
   with open(path) as f:
@@ -406,11 +406,11 @@ def test_unreachable_machine_stays_in_the_record_until_cleaned(
 
 def _Teardown(tmp_path, run_uri):
   """./pkb.py --run_stage=teardown for a run of _Spec (a new process)."""
-  return subprocess.run(
+  return pkb_forkserver.Run(
       [os.path.join(REPO, '.venv', 'bin', 'python'),
        os.path.join(REPO, 'pkb.py'), '--run_stage=teardown',
        f'--run_uri={run_uri}', f'--results_dir={tmp_path / "runs"}'],
-      capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+      timeout=120, cwd=REPO)
 
 
 @pytest.mark.e2e
