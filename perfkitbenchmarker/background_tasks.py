@@ -35,7 +35,8 @@ from perfkitbenchmarker import run_processes
 
 MAX_WORKERS = 16
 # How long teardown waits for items a stopped caller left running (an API
-# call under way, a retry's pause of at most 30 s) before it goes on.
+# call under way; a retry's pause ends at the stop: waits.Pause) before it
+# goes on.
 STRAGGLER_WAIT_S = 120.0
 
 # thread ident -> how many lanes that thread runs now (nested RunInLanes).

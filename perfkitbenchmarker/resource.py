@@ -128,7 +128,10 @@ class BaseResource(abc.ABC):
     """operation() until it does not raise RetryableError, at most `retries`
     times; none is started once the run is stopped (a signal, the
     deadline): teardown may have read the record by then, and a create
-    sent after it would be left behind."""
+    sent after it would be left behind. The pause before an attempt ends
+    at the stop too (waits.Pause), so a thread in it is no straggler that
+    teardown waits out. The stop counted is one since this call: teardown's
+    deletes, which begin after the run's stop, still retry and pause."""
     stopped = waits.RunStopped()
 
     def Attempt() -> None:
@@ -145,7 +148,8 @@ class BaseResource(abc.ABC):
       tenacity.Retrying(
           retry=tenacity.retry_if_exception_type(RetryableError),
           stop=tenacity.stop_after_attempt(retries) | stopped,
-          wait=tenacity.wait_exponential(max=30), sleep=self._sleep,
+          wait=tenacity.wait_exponential(max=30),
+          sleep=lambda seconds: waits.Pause(seconds, self._sleep, stopped),
           before_sleep=Warn, reraise=True)(Attempt)
     except RetryableError as e:
       if stopped():

@@ -5,6 +5,7 @@ Every retry and wait of the harness goes through tenacity (`Retrying` with
 clock, so these stops read the caller's instead: tests drive a wait with a
 fake clock and sleep, and every wait is bounded by a deadline on that clock
 or by the run being stopped (its --timeout_minutes deadline, a signal).
+A retry's pause goes through `Pause`, so a stop wakes it too.
 """
 
 from typing import Callable, Tuple, TypeVar
@@ -12,6 +13,12 @@ from typing import Callable, Tuple, TypeVar
 import tenacity
 
 from perfkitbenchmarker import run_processes
+
+# The longest a pause sleeps before it looks at the run's stop again. The
+# stop is only counted (run_processes.CountStop, from a signal handler, where
+# setting a threading.Event could block on a lock the interrupted main
+# thread holds), so a pause in another thread sees it at its next step.
+PAUSE_STEP_S = 1.0
 
 
 class PastDeadline(tenacity.stop.stop_base):
@@ -37,6 +44,22 @@ class RunStopped(tenacity.stop.stop_base):
 
   def __call__(self, retry_state: tenacity.RetryCallState = None) -> bool:
     return run_processes.StopCount() != self._stops
+
+
+def Pause(seconds: float, sleep: Callable[[float], None],
+          stopped: Callable[[], bool], step_s: float = PAUSE_STEP_S) -> bool:
+  """sleep(seconds) in steps of at most step_s that ends at the first step
+  after stopped() (a RunStopped): a retry's pause that a stop wakes within a
+  step instead of sleeping out (up to 30 s after a rate limit). Returns
+  whether it paused the whole time."""
+  left = seconds
+  while left > 0:
+    if stopped():
+      return False
+    step = min(step_s, left)
+    sleep(step)
+    left -= step
+  return not stopped()
 
 
 T = TypeVar('T')

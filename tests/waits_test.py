@@ -66,3 +66,22 @@ def test_run_stopped_sees_a_stop_made_after_it():
   vm_util.StopChildren()  # No command of this test runs: it only counts.
   assert stopped()
   assert not waits.RunStopped()()
+
+
+def test_pause_sleeps_its_whole_time_in_steps_when_not_stopped():
+  t = FakeTime()
+  assert waits.Pause(2.5, t.sleep, waits.RunStopped(), step_s=1.0)
+  assert t.sleeps == [1.0, 1.0, 0.5]
+
+
+def test_pause_ends_at_the_step_after_a_stop():
+  t = FakeTime()
+  stopped = waits.RunStopped()
+
+  def Sleep(seconds):
+    t.sleep(seconds)
+    if t.now >= 102:  # The stop lands in the second step of 30 s.
+      vm_util.StopChildren()
+
+  assert not waits.Pause(30, Sleep, stopped, step_s=1.0)
+  assert t.sleeps == [1.0, 1.0]
