@@ -117,6 +117,10 @@ class BaseResource(abc.ABC):
     """
     for key, value in data.items():
       setattr(self, key, value)
+    self._Record(**data)
+
+  def _Record(self, **data: Any) -> None:
+    """Writes `data` into this resource's run record entry, if it has one."""
     if self.record is not None and self.record.FindResource(self.KIND,
                                                             self.name):
       self.record.UpdateResource(self.KIND, self.name, **data)

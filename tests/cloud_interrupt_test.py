@@ -395,3 +395,39 @@ def test_gcp_sigint_while_an_insert_waits_to_retry_leaves_nothing(
   assert not late_inserts, 'an instance insert went out after teardown began'
   assert fake.Live() == []
   assert not list(run.record.LiveResources())
+
+
+def test_gcp_sigint_while_instance_inserts_run_leaves_nothing(
+    loopback_only, pkb_flags, tmp_path, capsys):
+  """Ctrl-C while the parallel instance inserts still run, in a GCE whose
+  inserts each take three looks and whose instances are found only once
+  their insert is done: the creates stop waiting at the stop, and teardown
+  waits for each insert before its delete (one sent earlier would get a
+  404 and leave the instance), so nothing is left."""
+  del loopback_only
+  with fake_gce.FakeGce(insert_looks=3, visible_when_done=True) as slow:
+    _GcpFlags(pkb_flags, slow)
+    slow.AtInsert('instances', nth=1,
+                  then=lambda: os.kill(os.getpid(), signal.SIGINT))
+    before = set(threading.enumerate())
+    interrupts = run_signals.Interrupts(GCP_RUN_URI)
+    interrupts.Install(None)
+    try:
+      module = _StubBenchmark(lambda spec: None)
+      run = _RunInterrupted(module, GCP_RUN_URI, 'GCP', tmp_path, capsys,
+                            lambda vm: None, interrupts=interrupts)
+    finally:
+      interrupts.Restore()
+    for thread in set(threading.enumerate()) - before:
+      if not thread.daemon:
+        thread.join(timeout=60)
+
+    assert run.code == pkb.EXIT_INTERRUPTED
+    assert module.calls == ['cleanup']
+    inserted = slow.Inserted('instances')
+    assert inserted, 'no instance insert went out'
+    vm_entries = [e for e in run.record.Resources() if e['kind'] == 'gcp_vm']
+    # Every instance inserted was recorded, and deleted.
+    assert {e['name'] for e in vm_entries} >= {i['name'] for i in inserted}
+    assert slow.Live() == []
+    assert not list(run.record.LiveResources())

@@ -11,7 +11,11 @@ Missing things are 404s, duplicate names 409s, and deleting something still
 used by another resource a 400 (resourceInUseByAnotherResource), as in GCE,
 so teardown order is checked too. Inserts and deletes return operations that
 are RUNNING until they are waited on (or DONE at once with
-`operations_done=True`).
+`operations_done=True`); an insert's, with `insert_looks=n`, only at the nth
+wait or get. With `visible_when_done=True` what an insert makes is found
+(get, delete, a name taken) only once its operation is DONE, as a slow
+insert in GCE: a delete sent before then gets a 404, and the object appears
+later all the same (`Live` lists it from the insert on).
 
 Instances get natIP <nat_prefix>.n (127.0.2.n unless told) and a networkIP
 from their subnetwork's range (10.128.0.n without one), n never reused. A
@@ -23,7 +27,7 @@ Every request is recorded (`requests`). Failures are injected per
 collection: the nth insert returns an HTTP error or an operation that ends
 in an error, once or from then on (`FailInsert`); deletes can fail a few
 times (`FailDelete`). A test may act as an injected failure is answered
-(`then`: e.g. send the run a signal).
+(`then`: e.g. send the run a signal), or as any nth insert is (`AtInsert`).
 """
 
 import collections
@@ -81,8 +85,11 @@ class FakeGce:
                                                      None]] = None,
                on_instance_delete: Optional[Callable[[Dict[str, Any]],
                                                      None]] = None,
-               nat_prefix: str = '127.0.2'):
+               nat_prefix: str = '127.0.2', insert_looks: int = 1,
+               visible_when_done: bool = False):
     self.operations_done = operations_done
+    self.insert_looks = insert_looks
+    self.visible_when_done = visible_when_done
     self.on_instance_insert = on_instance_insert
     self.on_instance_delete = on_instance_delete
     self._addresses = iter(range(2, 255))
@@ -91,6 +98,12 @@ class FakeGce:
     # (collection, project, scope, name) -> resource JSON.
     self.resources: Dict[Tuple[str, str, str, str], Dict[str, Any]] = {}
     self.operations: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+    # operation key -> how many more looks it stays RUNNING for.
+    self._looks_left: Dict[Tuple[str, str, str], int] = {}
+    # insert operation key -> (resource key, JSON) it makes once DONE
+    # (visible_when_done).
+    self._pending: Dict[Tuple[str, str, str], Tuple[Tuple, Dict]] = {}
+    self._insert_hooks: List[Tuple[str, int, Callable[[], None]]] = []
     self.requests: List[Request] = []
     self._inserts = collections.Counter()
     self._delete_failures = collections.Counter()
@@ -175,6 +188,12 @@ class FakeGce:
     self._failures.append(_Failure(collection, nth, mode, status, code,
                                    persistent, then))
 
+  def AtInsert(self, collection: str, nth: int,
+               then: Callable[[], None]) -> None:
+    """Calls then() (under the fake's lock) as the nth insert into
+    `collection` is answered, whatever the answer."""
+    self._insert_hooks.append((collection, nth, then))
+
   def FailDelete(self, collection: str, times: int = 1,
                  status: int = 503) -> None:
     """Answers the next `times` deletes in `collection` with `status`."""
@@ -188,8 +207,11 @@ class FakeGce:
   # Inspection ---------------------------------------------------------------
 
   def Live(self, collection: Optional[str] = None) -> List[Dict[str, Any]]:
+    """What exists, including what an insert still makes (not yet found)."""
     with self._lock:
-      return [r for (c, _, _, _), r in sorted(self.resources.items())
+      made = dict(self.resources)
+      made.update(self._pending.values())
+      return [r for (c, _, _, _), r in sorted(made.items())
               if collection in (None, c)]
 
   def Inserted(self, collection: str) -> List[Dict[str, Any]]:
@@ -240,13 +262,17 @@ class FakeGce:
     if not name:
       return _Error(400, 'Required field "name" is missing.', 'required')
     self._inserts[collection] += 1
+    for hooked, nth, then in self._insert_hooks:
+      if hooked == collection and nth == self._inserts[collection]:
+        then()
     failure = self._FailureFor(collection)
     if failure and failure.then:
       failure.then()
     if failure and failure.mode == 'http':
       return _Error(failure.status, f'Injected failure of {collection} insert')
     key = (collection, project, scope, name)
-    if key in self.resources:
+    if key in self.resources or any(
+        key == made for made, _ in self._pending.values()):
       return _Error(409, f'The resource {collection}/{name} already exists',
                     'alreadyExists')
     if failure:
@@ -267,9 +293,15 @@ class FakeGce:
       self._StartInstance(item)
       if self.on_instance_insert:
         self.on_instance_insert(item)
-    self.resources[key] = item
-    return 200, self._NewOperation(project, scope, 'insert',
-                                   item['selfLink'])
+    operation = self._NewOperation(project, scope, 'insert', item['selfLink'])
+    op_key = (project, scope, operation['name'])
+    if operation['status'] == 'DONE' or not self.visible_when_done:
+      self.resources[key] = item
+    else:
+      self._pending[op_key] = (key, item)
+    if operation['status'] != 'DONE':
+      self._looks_left[op_key] = self.insert_looks
+    return 200, operation
 
   def _StartInstance(self, item):
     n = next(self._addresses)
@@ -365,11 +397,17 @@ class FakeGce:
     return dict(operation)
 
   def _Operation(self, project, scope, name):
-    operation = self.operations.get((project, scope, name))
+    op_key = (project, scope, name)
+    operation = self.operations.get(op_key)
     if operation is None:
       return _NotFound('operations', name)
-    operation['status'] = 'DONE'
-    operation['progress'] = 100
+    self._looks_left[op_key] = self._looks_left.get(op_key, 1) - 1
+    if self._looks_left[op_key] <= 0:
+      operation['status'] = 'DONE'
+      operation['progress'] = 100
+      if op_key in self._pending:
+        key, item = self._pending.pop(op_key)
+        self.resources[key] = item
     return 200, dict(operation)
 
   def _ImageFromFamily(self, project, family):

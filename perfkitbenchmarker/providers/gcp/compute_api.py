@@ -9,6 +9,15 @@ parameter (CLIENT, PARAM), builds its body in `_Body`, declares what else its
 constructor takes from the record in `Fields`, and registers `FromRecord`
 with `resource.RegisterKind`.
 
+An insert's operation is recorded (`pending_insert`) before it is waited
+on, and a stop of the run (a signal, the deadline) ends that wait: the run
+is being torn down, and a thread waiting up to OPERATION_TIMEOUT_S would be
+a straggler teardown waits out. Teardown's delete then waits (bounded) for
+that insert first: deleting an object GCE is still inserting fails
+(resourceNotReady) or does not find it yet (a 404, taken for "already
+gone"), and it would be left behind. A delete's own wait is teardown's and
+ignores the stop.
+
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
 endpoint. The endpoint goes into the run record, so a later teardown talks to
@@ -20,7 +29,7 @@ import importlib.util
 import logging
 import re
 import time
-from typing import Any, Callable, Dict, Optional, Tuple, Type
+from typing import Annotated, Any, Callable, Dict, Optional, Tuple, Type
 import urllib.parse
 
 from google.api_core import client_options as client_options_lib
@@ -28,6 +37,7 @@ from google.api_core import exceptions as api_exceptions
 import google.auth
 from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
+import pydantic
 import requests
 
 from perfkitbenchmarker import errors
@@ -125,6 +135,11 @@ def ProjectProblem(project: str) -> Optional[str]:
 # A run record's project (every call's path holds it).
 Project = record_checks.Checked(ProjectProblem)
 
+# A run record's operation name (a call's path holds it too): GCE's are
+# 'operation-<digits>-<hex>-...'.
+OperationName = Annotated[
+    str, pydantic.Field(pattern=r'^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$')]
+
 
 @dataclasses.dataclass(frozen=True)
 class ComputeClients:
@@ -220,12 +235,15 @@ def _Message(e: Exception) -> str:
 
 def WaitForOperation(clients: ComputeClients, project: str, operation,
                      timeout_s: float = OPERATION_TIMEOUT_S,
-                     clock: Callable[[], float] = time.monotonic):
+                     clock: Callable[[], float] = time.monotonic,
+                     stopped: Optional[Callable[[], bool]] = None):
   """Waits until `operation` is DONE; raises OperationError if it failed.
 
   Uses the operations' `wait` method (the server holds the call until the
   operation is done or about two minutes pass), on the service that matches
-  where the operation lives: zone, region or global.
+  where the operation lives: zone, region or global. Once `stopped()` (a
+  waits.RunStopped: the run's stop) no further call is made: a
+  ResourceError says the operation was not waited for.
   """
   done = ComputeV1().Operation.Status.DONE
   if operation.zone:
@@ -239,6 +257,11 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
 
   def Waited():
     nonlocal operation
+    if stopped is not None and stopped():
+      raise errors.ResourceError(
+          f'Operation {operation.name} ({operation.operation_type} '
+          f'{LastSegment(operation.target_link)}) not waited for: the run '
+          'was stopped')
     operation = Call('Waiting for an operation', service.wait,
                      project=project, operation=operation.name, **where)
     return operation.status == done
@@ -274,6 +297,8 @@ class GceResource(resource.BaseResource):
     super().__init__(name, **kwargs)
     self.clients = clients
     self.project = project
+    # The insert operation sent and not yet seen done (module docstring).
+    self.pending_insert: Optional[str] = None
 
   # The kind's API: clients.<CLIENT>'s insert_unary, get and delete_unary,
   # naming the object by the <PARAM> argument and its body <PARAM>_resource.
@@ -300,21 +325,51 @@ class GceResource(resource.BaseResource):
   def _Operate(self, what: str, method: str, passed: Type[Exception],
                done_code: str, **kwargs) -> None:
     """Calls insert or delete and waits; `passed` (the call's error) and
-    `done_code` (the operation's) mean it was already done."""
+    `done_code` (the operation's) mean it was already done. An insert's
+    wait ends at the run's stop (module docstring)."""
+    inserting = method == 'insert_unary'
+    # Made before the call: a stop while it is sent ends the wait too.
+    stopped = waits.RunStopped() if inserting else None
     try:
-      WaitForOperation(self.clients, self.project,
-                       Call(what, self._ApiCall, method,
-                            passthrough=(passed,), **kwargs),
-                       clock=self._clock)
+      operation = Call(what, self._ApiCall, method, passthrough=(passed,),
+                       **kwargs)
     except passed:
       logging.info('%s: already done (an earlier attempt did it).', what)
+      return
+    if inserting:
+      self.Remember(pending_insert=operation.name)
+    try:
+      WaitForOperation(self.clients, self.project, operation,
+                       clock=self._clock, stopped=stopped)
     except OperationError as e:
+      self.pending_insert = None  # Done, with an error.
       if e.code == done_code:
         return
       if e.code in RETRYABLE_OPERATION_ERRORS:
         raise resource.RetryableError(f'{what}: {e}') from None
-      hint = self._CreateFailureHint(e) if method == 'insert_unary' else ''
+      hint = self._CreateFailureHint(e) if inserting else ''
       raise errors.ResourceError(f'{what} failed: {e}{hint}') from None
+    # Done: the record's entry drops it as the resource is marked created
+    # (RecordData).
+    self.pending_insert = None
+
+  def _AwaitPendingInsert(self) -> None:
+    """Waits (bounded, and through a stop: this is teardown) for an insert
+    whose wait was cut short, so the delete finds what it made."""
+    where = {key: value for key, value in self._Where().items()
+             if key in ('zone', 'region')}
+    operation = ComputeV1().Operation(
+        name=self.pending_insert, operation_type='insert',
+        target_link=self.name, **where)
+    try:
+      WaitForOperation(self.clients, self.project, operation,
+                       clock=self._clock)
+    except errors.Error as e:
+      # It failed, GCE no longer knows it, or it is not done in time: the
+      # delete says what is left.
+      logging.info('%s %s: its insert %s: %s; deleting it now.', self.KIND,
+                   self.name, self.pending_insert, e)
+    self.pending_insert = None
 
   def _Create(self) -> None:
     self._Operate(f'Creating {self.KIND} {self.name}', 'insert_unary',
@@ -322,6 +377,8 @@ class GceResource(resource.BaseResource):
                   **{f'{self.PARAM}_resource': self._Body()})
 
   def _Delete(self) -> None:
+    if self.pending_insert:
+      self._AwaitPendingInsert()
     self._Operate(f'Deleting {self.KIND} {self.name}', 'delete_unary',
                   api_exceptions.NotFound, 'RESOURCE_NOT_FOUND',
                   **{self.PARAM: self.name})
@@ -333,18 +390,22 @@ class GceResource(resource.BaseResource):
                 **{self.PARAM: self.name})
 
   def RecordData(self) -> Dict[str, Any]:
-    return {'project': self.project, 'api_endpoint': self.clients.endpoint}
+    return {'project': self.project, 'api_endpoint': self.clients.endpoint,
+            'pending_insert': self.pending_insert}
 
   class Fields(record_checks.Fields):
     project: Project
     api_endpoint: Optional[Endpoint] = None
+    pending_insert: Optional[OperationName] = None
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'GceResource':
     """Rebuilds the object for teardown (deleting works, creating not)."""
     fields = record_checks.Parse(cls.Fields, entry, record)
-    return cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
-               **fields.model_dump(exclude={'api_endpoint'}))
+    res = cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
+              **fields.model_dump(exclude={'api_endpoint', 'pending_insert'}))
+    res.pending_insert = fields.pending_insert
+    return res
 
 
 class RegionalResource(GceResource):

@@ -102,13 +102,19 @@ class _Instance(compute_api.GceResource):
 
   def __init__(self, name: str, clients, project: str, zone: str,
                build: Optional[Callable[[], 'compute_v1.Instance']] = None,
-               **kwargs):
+               record_to: Optional[Callable[..., None]] = None, **kwargs):
     super().__init__(name, clients, project, **kwargs)
     self.zone = zone
     self._Body = build
+    self._record_to = record_to
 
   def _Where(self) -> Dict[str, str]:
     return {'project': self.project, 'zone': self.zone}
+
+  def _Record(self, **data: Any) -> None:
+    # What the calls learn (the pending insert) goes in the VM's entry.
+    if self._record_to is not None:
+      self._record_to(**data)
 
   def _CreateFailureHint(self, error: compute_api.OperationError) -> str:
     if error.code in compute_api.STOCKOUT_ERRORS:
@@ -138,7 +144,8 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     # The run's public key for the ssh-keys metadata; set by Provision.
     self.ssh_public_key: Optional[str] = None
     self._instance = _Instance(name, clients, project, spec.zone,
-                               build=self._BuildInstance, sleep=self._sleep,
+                               build=self._BuildInstance,
+                               record_to=self._Record, sleep=self._sleep,
                                clock=self._clock)
 
   # Resource hooks ---------------------------------------------------------
@@ -212,7 +219,8 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
   def RecordData(self) -> Dict[str, Any]:
     # With the SSH and VM fields, what finds the instance again.
     return dict(super().RecordData(), project=self.project,
-                api_endpoint=self.clients.endpoint, image=self.image)
+                api_endpoint=self.clients.endpoint, image=self.image,
+                pending_insert=self._instance.pending_insert)
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     metadata = super().GetResourceMetadata()
@@ -231,6 +239,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     project: compute_api.Project
     api_endpoint: Optional[compute_api.Endpoint] = None
     image: Optional[str] = None
+    pending_insert: Optional[compute_api.OperationName] = None
 
     def Args(self, record) -> Dict[str, Any]:
       return dict(super().Args(record), project=self.project,
@@ -240,6 +249,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
   def Restore(self, fields: Fields) -> None:
     super().Restore(fields)
     self.image = fields.image
+    self._instance.pending_insert = fields.pending_insert
 
 
 resource.RegisterKind(GceVirtualMachine.KIND, GceVirtualMachine.FromRecord)
