@@ -26,6 +26,7 @@ import socket
 import threading
 import types
 
+import botocore.awsrequest
 import pytest
 
 from perfkitbenchmarker import benchmark_spec as spec_lib
@@ -38,6 +39,7 @@ from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import sample as sample_lib
+from perfkitbenchmarker.providers.aws import api as aws_api
 from perfkitbenchmarker.providers.aws import provider as aws_provider
 from perfkitbenchmarker.publishers import json_publisher
 from perfkitbenchmarker.publishers import publisher
@@ -295,6 +297,90 @@ def test_aws_run_interrupted_mid_probe_leaves_nothing_in_moto(
 
 def _AnyNonZero(counts):
   return any(counts.values())
+
+
+class _ThrottledEc2:
+  """moto's EC2, as one client of the run sees it, rate limited: RunInstances
+  from its nth call on fails as EC2 fails a call over its request limit once
+  botocore's own retries gave up (RequestLimitExceeded, HTTP 503), which the
+  resource retries after a pause; then() runs at the first such failure.
+  The failure is answered before the call reaches moto (botocore's
+  before-call hook), so moto launches nothing for it. Every EC2 call the
+  client makes is noted in order, failed or not."""
+
+  def __init__(self, client, nth, then):
+    self.calls = []
+    self._events = client.meta.events
+    self._nth, self._then = nth, then
+    self._events.register_first('before-call.ec2', self._Call)
+
+  def _Call(self, event_name, **unused_kwargs):
+    operation = event_name.rsplit('.', 1)[-1]
+    self.calls.append(operation)
+    if operation != 'RunInstances' or (
+        self.calls.count('RunInstances') < self._nth):
+      return None  # On to moto.
+    if self.calls.count('RunInstances') == self._nth:
+      self._then()
+    return (botocore.awsrequest.AWSResponse('', 503, {}, None), {
+        'Error': {'Code': 'RequestLimitExceeded',
+                  'Message': 'Request limit exceeded.'},
+        'ResponseMetadata': {'HTTPStatusCode': 503}})
+
+  def Remove(self):
+    self._events.unregister('before-call.ec2', self._Call)
+
+
+def test_aws_sigint_while_a_launch_waits_out_throttling_leaves_nothing(
+    moto, loopback_only, pkb_flags, tmp_path, capsys):
+  """Ctrl-C while the second VM's RunInstances is throttled and retried:
+  no launch goes out once teardown began, and nothing is left in moto.
+
+  AWS launches the run's VMs one after another in the main thread (not in
+  parallel lanes as GCP's inserts), so the signal's exception ends the
+  resource's retry pause itself."""
+  clients, placement_groups = moto
+  del loopback_only
+  pkb_flags.cloud = 'AWS'
+  pkb_flags.run_uri = AWS_RUN_URI
+  pkb_flags.zone = 'us-east-1a'
+  pkb_flags.os_type = 'debian12'
+  pkb_flags.owner = 'tester'
+  pkb_flags.aws_ssh_source_cidr = [OPERATOR]
+  pkb_flags.placement_group_style = 'cluster'
+  pkb_flags.timeout_minutes = 60
+  # The run's own client (provider.Provision and teardown from the record
+  # both use the default one for the region).
+  throttled = _ThrottledEc2(
+      aws_api.DEFAULT_CLIENTS.ForRegion('us-east-1').ec2, nth=2,
+      then=lambda: threading.Timer(
+          0.3, os.kill, (os.getpid(), signal.SIGINT)).start())
+  interrupts = run_signals.Interrupts(AWS_RUN_URI)
+  interrupts.Install(None)
+  try:
+    module = _StubBenchmark(lambda spec: None)
+    run = _RunInterrupted(module, AWS_RUN_URI, 'AWS', tmp_path, capsys,
+                          lambda vm: None, interrupts=interrupts)
+  finally:
+    interrupts.Restore()
+    throttled.Remove()
+
+  assert run.code == pkb.EXIT_INTERRUPTED
+  assert module.calls == ['cleanup']
+  assert 'interrupted by SIGINT' in run.stderr
+  calls = throttled.calls
+  assert calls.count('RunInstances') >= 2, calls  # The throttled one too.
+  first_terminate = calls.index('TerminateInstances')
+  assert 'RunInstances' not in calls[first_terminate:], (
+      'a launch went out after teardown began')
+  left = _AwsOfRun(clients.ec2, placement_groups, AWS_RUN_URI)
+  assert left == {kind: 0 for kind in left}
+  launched = [i for r in clients.ec2.describe_instances(Filters=[
+      {'Name': 'tag:run_uri', 'Values': [AWS_RUN_URI]}])['Reservations']
+              for i in r['Instances']]
+  assert len(launched) == 1  # The first VM's; the throttled one never was.
+  assert {i['State']['Name'] for i in launched} == {'terminated'}
+  assert not list(run.record.LiveResources())
 
 
 # GCP (fake Compute API on loopback) -------------------------------------------------
