@@ -20,7 +20,6 @@ naming it.
 
 import argparse
 import dataclasses
-import json
 import os
 import signal
 import sys
@@ -30,6 +29,7 @@ import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import price_performance as pp
 from perfkitbenchmarker import pricing
@@ -193,8 +193,9 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
     BadInput: the manifest or a part is not what the run wrote.
   """
   probe = evidence.Probe(directory, rel)
+  where = f'{directory.path}/{rel}'
   manifest = _Manifest(probe.Text(evidence.MANIFEST),
-                       f'{directory.path}/{rel}/{evidence.MANIFEST}')
+                       f'{where}/{evidence.MANIFEST}')
   load = measurement.Load(*manifest.load)
   unserved = Unserved(probe, manifest)
   facts = {UNSERVED: unserved} if unserved else {}
@@ -213,11 +214,17 @@ def ProbeMeasurement(directory: regular_files.Directory, rel: str
       return rb.Measure([probe.Text(k) for k in manifest.stdout],
                         manifest.groups, seconds, load, facts,
                         _StoppedAtBound(probe, manifest))
+  except json_input.KeyTwice as e:
+    # A key given twice in a JSON part: that part named, as a manifest is.
+    part = (manifest.json_parts[e.part] if e.part is not None
+            else 'a JSON part')
+    raise BadInput(f'{where}/{part}: {e}') from None
   except _FAULT_KINDS as e:
-    raise _Damaged(f'the raw files in {directory.path}/{rel}', e) from None
+    raise _Damaged(f'the raw files in {where}', e) from None
   if manifest.staircase:
     return None
-  raise BadInput(f'{where}: a load generator this command does not know '
+  raise BadInput(f'{where}/{evidence.MANIFEST}: a load generator this '
+                 'command does not know '
                  f'(it knows {memtier_results.LOAD_GENERATOR} and '
                  f'{rb.LOAD_GENERATOR})')
 
@@ -229,11 +236,11 @@ def _Manifest(text: str, where: str) -> ProbeManifest:
     BadInput: not a manifest, or an object of it names a key twice, which
       pydantic's JSON parser reads as the last, silently (a second "load"
       recomputed another load's figures); refused as the results file's
-      own reader refuses one (bigquery_schema.UniqueKeys).
+      own reader refuses one (json_input).
   """
   try:
-    json.loads(text, object_pairs_hook=bigquery_schema.UniqueKeys)
-  except bigquery_schema.KeyTwice as e:
+    json_input.Loads(text)
+  except json_input.KeyTwice as e:
     raise BadInput(f'{where}: {e}') from None
   except (ValueError, RecursionError):
     pass  # Not JSON, or too deep: pydantic says which, below.

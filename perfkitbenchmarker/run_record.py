@@ -31,6 +31,7 @@ import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_scope
@@ -111,11 +112,17 @@ class RunRecord:
       # A run directory may be someone else's (downloaded): its record is
       # read bounded, never through a symlink, never from a FIFO or device.
       with regular_files.Directory(run_dir) as directory:
-        data = json.loads(directory.Read(RECORD_FILE, MAX_RECORD_BYTES))
+        data = json_input.Loads(directory.Read(RECORD_FILE,
+                                               MAX_RECORD_BYTES))
     except regular_files.NotRegular as e:
       raise errors.UsageError(
           f'Run record {path} is unreadable: '
           f'{str(e).removeprefix(path + ": ")}') from None
+    except json_input.KeyTwice as e:
+      # json would read the last: a second "resources" hides from teardown
+      # what the run made.
+      raise errors.UsageError(f'Run record {path}: {e}; nothing was '
+                              'deleted.') from None
     except (ValueError, RecursionError) as e:
       raise errors.UsageError(f'Run record {path} is unreadable: {e}') from None
     problem = _Problem(data, run_uri)

@@ -613,6 +613,23 @@ def test_a_device_as_the_run_record_is_not_read(tmp_path):
   assert loader.ReadCommandLine(str(run / loader.RESULTS_FILE)) is None
 
 
+def test_a_run_record_naming_a_key_twice_gives_no_command_line(tmp_path):
+  """A run record beside the samples naming "argv" twice was read as its
+  last: compare's report showed a command line the run never ran. Such a
+  record is malformed now, as one that is not JSON: no command line."""
+  run = _RunWithRecord(tmp_path)
+  record = run / loader.RUN_RECORD_FILE
+  record.write_text(json.dumps({
+      'format_version': sorted(loader.RUN_RECORD_FORMAT_VERSIONS)[-1],
+      'info': {'argv': ['pkb.py', '--benchmarks=redis_memtier']}}))
+  results = str(run / loader.RESULTS_FILE)
+  assert loader.ReadCommandLine(results) == (
+      './pkb.py --benchmarks=redis_memtier')
+  record.write_text(record.read_text().replace(
+      '"argv"', '"argv": ["pkb.py", "--redis_cap_ms=99"], "argv"', 1))
+  assert loader.ReadCommandLine(results) is None
+
+
 def test_a_results_file_growing_while_read_is_read_to_its_size_at_open(
     tmp_path):
   path = tmp_path / 'h.json'

@@ -12,6 +12,7 @@ import zlib
 from hdrh import histogram as hdrh_histogram
 import pytest
 
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import steadiness
 from perfkitbenchmarker.load_generators import memtier_results
@@ -371,6 +372,40 @@ def test_warmup_left_out_but_kept_tagged():
   m = result.ToMeasurement(measurement.Load(1, 32))
   assert m.metadata['warmup_s'] == 1
   assert m.per_second[0].warmup and m.ops == result.ops
+
+
+def _SecondCount(text, times):
+  """memtier's JSON `text` with a second "Count" after the first of its
+  Totals' series (that second's count times `times`), which json reads as
+  the last."""
+  doc = json.loads(text)
+  first = doc['ALL STATS']['Totals']['Time-Serie']['0']
+  old = f'"Count": {first["Count"]}'
+  assert old in text
+  return text.replace(old, f'{old}, "Count": {first["Count"] * times}', 1)
+
+
+def test_a_key_twice_in_memtier_json_is_refused_naming_the_part():
+  """A second "Count" in a second of the series was read as its last,
+  silently: the figures of a JSON someone edited so (3x a second's
+  operations here) passed for memtier's. Refused now; `part` says which
+  process's JSON (recompute names its file)."""
+  stem = 'memtier_single_t1c32_tt5_under1ms'
+  text, stdout = _Read(stem + '.json'), _Read(stem + '.txt')
+  edited = _SecondCount(text, 3)
+  load = measurement.Load(1, 32)
+  with pytest.raises(json_input.KeyTwice) as refused:
+    memtier_results.Measure([text, edited], [stdout, stdout], load, 5)
+  assert (refused.value.key, refused.value.part) == ('Count', 1)
+  assert str(refused.value).startswith(
+      'the key "Count" is given twice in one object')
+  with pytest.raises(json_input.KeyTwice):
+    memtier_results.MemtierResult.FromOutputs(edited, stdout, 5)
+  edited = _SecondCount(_Read(STAIRCASE + '.json'), 3)
+  with pytest.raises(json_input.KeyTwice):
+    memtier_staircase.StaircaseSteps(edited, clients_start=16,
+                                     clients_step=16, step_duration_s=2,
+                                     threads=1, pipeline=1)
 
 
 def test_warmup_longer_than_run_is_refused():

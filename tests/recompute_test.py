@@ -323,6 +323,60 @@ def test_a_key_twice_in_a_probe_manifest_is_one_line_exit_2(tmp_path,
       f'pkb-recompute: {refused.value}\n'), err
 
 
+def _MemtierProbe(tmp_path, parts=1, load_generator='memtier_benchmark'):
+  """A kept memtier probe of `parts` processes (the recorded JSON and
+  stdout each): (run dir, probe dir, its path from the run dir)."""
+  probe = tmp_path / 'run' / evidence.RAW_DIR / 'clients-0' / 'memtier-1'
+  probe.mkdir(parents=True)
+  for n in range(parts):
+    shutil.copy(_MEMTIER + '.json', probe / f'file{n}.m.json')
+    shutil.copy(_MEMTIER + '.txt', probe / f'out.{n}')
+  (probe / evidence.MANIFEST).write_text(json.dumps({
+      'load_generator': load_generator, 'load': [1, 32, 1],
+      'json': [f'file{n}.m.json' for n in range(parts)],
+      'stdout': [f'out.{n}' for n in range(parts)], 'test_time_s': 5}))
+  return (tmp_path / 'run', probe,
+          os.path.join(evidence.RAW_DIR, 'clients-0', 'memtier-1'))
+
+
+def test_a_key_twice_in_a_kept_memtier_json_is_one_line_naming_it(
+    tmp_path):
+  """memtier's JSON naming "ALL STATS" twice was read as its last, silently:
+  a second copy with every count doubled appended to one process's file
+  recomputed twice its throughput, which then passed for the run's own
+  (exit 0 against an edited results file too). Refused now, in one line
+  naming that file and the key, as a manifest's is."""
+  run_dir, probe, rel = _MemtierProbe(tmp_path, parts=2)
+  with regular_files.Directory(str(run_dir)) as directory:
+    honest = recompute.ProbeMeasurement(directory, rel).throughput
+  text = (probe / 'file1.m.json').read_text()
+  doubled = json.loads(text)['ALL STATS']
+  for section in doubled.values():
+    if isinstance(section, dict) and 'Count' in section:
+      section['Count'] *= 2
+  (probe / 'file1.m.json').write_text(
+      text.rstrip()[:-1] + f', "ALL STATS": {json.dumps(doubled)}}}')
+  with regular_files.Directory(str(run_dir)) as directory:
+    with pytest.raises(recompute.BadInput) as refused:
+      recompute.ProbeMeasurement(directory, rel)
+  assert str(refused.value) == (
+      f'{run_dir}/{rel}/file1.m.json: the key "ALL STATS" is given twice in '
+      'one object, which a run never writes; refused rather than reading '
+      'either (the file was edited or damaged)'), honest
+
+
+def test_a_manifest_of_a_load_generator_unknown_is_one_line(tmp_path):
+  """A manifest naming a load generator this command does not know was a
+  NameError (a traceback) since the manifest's path became an argument."""
+  run_dir, _, rel = _MemtierProbe(tmp_path, load_generator='ycsb')
+  with regular_files.Directory(str(run_dir)) as directory:
+    with pytest.raises(recompute.BadInput) as refused:
+      recompute.ProbeMeasurement(directory, rel)
+  assert str(refused.value) == (
+      f'{run_dir}/{rel}/{evidence.MANIFEST}: a load generator this command '
+      'does not know (it knows memtier_benchmark and redis-benchmark)')
+
+
 def test_a_kept_probe_whose_requests_were_refused_is_a_difference(tmp_path):
   """A run from before the runs stopped at error replies kept its probes'
   stderr: the recorded probe against a shard past its maxmemory (408 SETs

@@ -222,6 +222,24 @@ def test_a_json_path_that_is_not_pkb_json_lines_is_left_alone(tmp_path,
       'a', 'b']
 
 
+def test_a_json_path_whose_first_sample_names_a_key_twice_is_refused(
+    tmp_path):
+  """A results file whose first line names "metric" twice passed as PKB's
+  (json read the last) and the run appended to it, a file compare then
+  refuses; refused before the run now, naming the file and the key."""
+  path = tmp_path / 'results.json'
+  text = '{"metric": "a", "value": 1, "metric": "b"}\n'
+  path.write_text(text)
+  with pytest.raises(errors.UsageError) as refused:
+    json_publisher.JSONPublisher(str(path))
+  assert str(refused.value) == (
+      f'the results file {path}:1: the key "metric" is given twice in one '
+      'object, which a run never writes; refused rather than reading either '
+      '(the file was edited or damaged); move it away or give another '
+      '--json_path.')
+  assert path.read_text() == text
+
+
 def test_csv_through_the_users_own_symlink_grows_the_file_it_names(
     tmp_path):
   """--csv_path=link.csv, the user's symlink to a shared CSV: the header's

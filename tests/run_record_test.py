@@ -90,6 +90,23 @@ def test_version_checked(tmp_path):
     run_record.RunRecord.Load(str(tmp_path))
 
 
+def test_a_key_twice_in_a_record_is_one_line_not_the_last_read(tmp_path):
+  """A record with a second "resources": [] after the real list was read
+  as the last, silently: teardown of a downloaded or edited run directory
+  found nothing to delete and left every VM the run made."""
+  record = run_record.RunRecord.Create(str(tmp_path), 'r4')
+  _Thing('vm', record=record).Create()
+  path = tmp_path / run_record.RECORD_FILE
+  text = path.read_text().rstrip()
+  path.write_text(text[:-1] + ', "resources": []}')
+  with pytest.raises(errors.UsageError) as refused:
+    run_record.RunRecord.Load(str(tmp_path))
+  assert str(refused.value) == (
+      f'Run record {path}: the key "resources" is given twice in one '
+      'object, which a run never writes; refused rather than reading either '
+      '(the file was edited or damaged); nothing was deleted.')
+
+
 def test_missing_record_is_usage_error(tmp_path):
   with pytest.raises(errors.UsageError, match='No run record'):
     run_record.RunRecord.Load(str(tmp_path / 'nope'))

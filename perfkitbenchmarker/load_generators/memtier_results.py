@@ -20,15 +20,19 @@ Facts about memtier's output this parser relies on (see tests/data):
     slightly above the exact mean; it is kept only as a reference figure.
   * JSON percentiles and the compressed HDR histogram are exact to the
     histogram's resolution; stdout prints the same percentiles.
+  * An object of the JSON names each key once (memtier cuts a percentile's
+    key to six characters: PRINT_PERCENTILES' p50.00 ... p99.90 differ in
+    them), so a key given twice is damage, refused as in every file a run
+    wrote (json_input).
 """
 
 import collections
 import dataclasses
 import functools
-import json
 import re
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import latency_histogram
 from perfkitbenchmarker import measurement
 
@@ -433,7 +437,7 @@ class MemtierResult:
     (MOVED/ASK rates and the histogram mean). With `warmup_s`, percentiles
     come from the measured seconds' summaries (`MixturePercentile`): memtier
     keeps no per-second histogram."""
-    doc = json.loads(json_text)
+    doc = json_input.Loads(json_text)
     stats = doc['ALL STATS']
     sets, gets, totals = (MemtierCommandStats.FromJson(stats.get(name, {}))
                           for name in ('Sets', 'Gets', 'Totals'))
@@ -599,9 +603,20 @@ def Measure(json_texts: Sequence[str], stdouts: Sequence[Optional[str]],
             metadata: Optional[Mapping[str, object]] = None
             ) -> measurement.Measurement:
   """One probe's Measurement from its memtier processes (side by side); the
-  recomputation (scripts/recompute.py) uses it too."""
-  results = [MemtierResult.FromOutputs(text, stdout, test_time_s, warmup_s)
-             for text, stdout in zip(json_texts, stdouts)]
+  recomputation (scripts/recompute.py) uses it too.
+
+  Raises:
+    json_input.KeyTwice: a JSON text names a key twice; its `part` says
+      which of `json_texts` (the caller knows its file).
+    ValueError, KeyError, ...: a JSON text is not memtier's.
+  """
+  results = []
+  for part, (text, stdout) in enumerate(zip(json_texts, stdouts)):
+    try:
+      results.append(MemtierResult.FromOutputs(text, stdout, test_time_s,
+                                               warmup_s))
+    except json_input.KeyTwice as e:
+      raise json_input.KeyTwice(e.key, part) from None
   # No test time: each process ran a request count (-n).
   request_count = test_time_s is None
   return dataclasses.replace(

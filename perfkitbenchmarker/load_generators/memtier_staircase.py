@@ -6,8 +6,8 @@ belongs to. Pure parsing over memtier_results' records.
 """
 
 import collections
-import json
 
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators.memtier_results import LOAD_GENERATOR
 from perfkitbenchmarker.load_generators.memtier_results import MemtierCommandStats
@@ -31,7 +31,7 @@ def StaircaseSteps(json_text: str, clients_start: int, clients_step: int,
   """
   if not 0 <= warmup_s_per_step < step_duration_s:
     raise ValueError('warmup_s_per_step must be shorter than a step')
-  doc = json.loads(json_text)
+  doc = json_input.Loads(json_text)
   totals = MemtierCommandStats.FromJson(doc['ALL STATS']['Totals'])
   config = doc.get('configuration', {})
   max_clients, test_time = config.get('clients'), config.get('test_time')

@@ -25,6 +25,7 @@ from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List,
                     Mapping, Optional, Tuple)
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import sample as sample_lib
@@ -270,36 +271,6 @@ def IterRows(path: str) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
   yield from IterRowsOf(f, path)
 
 
-class KeyTwice(ValueError):
-  """A JSON object of a file a run wrote names one key twice; its str is
-  the one way every reader says so (after the file's name)."""
-
-  def __init__(self, key: str):
-    super().__init__(key)
-    self.key = key
-
-  def __str__(self) -> str:
-    return (f'the key "{self.key[:40]}" is given twice in one object, which '
-            'a run never writes; refused rather than reading either (the '
-            'file was edited or damaged)')
-
-
-def UniqueKeys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-  """A JSON object of a file a run wrote (json's object_pairs_hook): KeyTwice
-  when it names a key twice, which json (and pydantic's JSON parser) would
-  read as the last value, silently (a "value" added at a line's end
-  replaced the measured one). A run never writes one so (it writes dicts):
-  results files here, probe manifests in pkb-recompute."""
-  obj = dict(pairs)
-  if len(obj) != len(pairs):
-    seen = set()
-    for key, _ in pairs:
-      if key in seen:
-        raise KeyTwice(key)
-      seen.add(key)
-  return obj
-
-
 def IterRowsOf(f: BinaryIO, path: str
               ) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
   """IterRows of a results file already opened (and checked: a regular
@@ -326,11 +297,11 @@ def IterRowsOf(f: BinaryIO, path: str
       if not line.strip():
         continue
       try:
-        row = json.loads(line.decode('utf-8'), object_pairs_hook=UniqueKeys)
+        row = json_input.Loads(line.decode('utf-8'))
       except UnicodeDecodeError:
         raise ResultsFileError(f'{where}: not UTF-8 text; expected PKB JSON '
                                'lines') from None
-      except KeyTwice as e:
+      except json_input.KeyTwice as e:
         raise ResultsFileError(f'{where}: {e}') from None
       except ValueError:
         raise ResultsFileError(f'{where}: not JSON; expected PKB JSON lines'

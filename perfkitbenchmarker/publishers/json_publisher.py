@@ -9,6 +9,7 @@ import os
 from typing import Any, Dict
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import sample as sample_lib
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import results_file
@@ -35,7 +36,11 @@ class JSONPublisher:
     if not first:
       return
     try:
-      row = json.loads(first)
+      row = json_input.Loads(first)
+    except json_input.KeyTwice as e:
+      raise errors.UsageError(
+          f'the results file {self.path}:1: {e}; move it away or give '
+          'another --json_path.') from None
     except (ValueError, RecursionError):
       row = None
     if not isinstance(row, dict) or 'metric' not in row:

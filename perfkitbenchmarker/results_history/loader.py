@@ -25,12 +25,12 @@ twice) counts once, said the same way (typed_frame.OneCopyPerRun).
 """
 
 import itertools
-import json
 import os
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional
 
 import pandas as pd
 
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import typed_frame
@@ -82,15 +82,16 @@ def ReadCommandLine(results_path: str,
                     directory: Optional[regular_files.Directory] = None
                    ) -> Optional[str]:
   """The command line from the run record beside a results file; None for
-  a missing, malformed or unknown-version record (input, never trusted).
-  With `directory`, `results_path` is inside it, and so is the record."""
+  a missing, malformed or unknown-version record (input, never trusted;
+  one naming a key twice is malformed: json_input). With `directory`,
+  `results_path` is inside it, and so is the record."""
   record_path = os.path.join(os.path.dirname(results_path), RUN_RECORD_FILE)
   try:
     if directory is None:
       text = regular_files.ReadRegular(record_path, MAX_RUN_RECORD_BYTES)
     else:
       text = directory.Read(record_path, MAX_RUN_RECORD_BYTES)
-    record = json.loads(text)
+    record = json_input.Loads(text)
   except (regular_files.NotRegular, ValueError, RecursionError):
     return None
   if (not isinstance(record, dict) or
