@@ -22,16 +22,18 @@ import base64
 import math
 import re
 import shlex
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import shell_scripts
 
 STARTED_MARKER = '\x1epkb-started\x1e'
 # Before each entry of the login's PATH ssh_command.sh left out, on a line
-# of stderr of its own: "<marker>ENTRY (WHY)".
+# of stderr of its own: "<marker>REASON ENTRY (WHY)".
 PATH_MARKER = '\x1epkb-path\x1e'
 _LEFT_OUT = re.compile(f'{PATH_MARKER}(.*)\n?')
+_REASONS = {reason.value: reason for reason in owned_paths.Reason}
 # ssh_command.sh's refusal to run a command of the shipped scripts: its
 # exit, and the marker before what is wrong on stderr.
 SCRIPTS_REFUSED = 125
@@ -113,10 +115,23 @@ def CommandStdout(stdout: str) -> str:
   return _AfterStart(stdout)
 
 
-def LeftOutOfPath(stderr: str) -> List[str]:
-  """Each entry of the login's PATH ssh_command.sh left out, with why
-  ("ENTRY (WHY)"), from a command's stderr."""
-  return _LEFT_OUT.findall(stderr)
+class LeftOut(NamedTuple):
+  """An entry of the login's PATH ssh_command.sh left out: `entry` says it
+  and why ("ENTRY (WHY)"); `reason` is what kind of fault (what mends it,
+  trusted_programs.Fix), None for a relative entry (it names no one place)
+  or a reason word this code does not know."""
+  entry: str
+  reason: Optional[owned_paths.Reason]
+
+
+def LeftOutOfPath(stderr: str) -> List[LeftOut]:
+  """Each entry of the login's PATH ssh_command.sh left out, from a
+  command's stderr."""
+  found = []
+  for line in _LEFT_OUT.findall(stderr):
+    word, _, entry = line.partition(' ')
+    found.append(LeftOut(entry, _REASONS.get(word)))
+  return found
 
 
 def CleanStderr(stderr: str) -> str:

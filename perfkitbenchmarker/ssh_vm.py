@@ -39,6 +39,7 @@ from absl import flags
 import tenacity
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import process_stat
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
@@ -49,6 +50,7 @@ from perfkitbenchmarker import ssh_jobs
 from perfkitbenchmarker import system_info as system_info_lib
 from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import terminal_text
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import upstream_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
@@ -451,17 +453,25 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     there is "not found", which alone would not say why."""
     lane = self.CommandLane()
     with _left_out_lock:
-      new = [entry for entry in remote_shell.LeftOutOfPath(stderr)
-             if (lane, entry) not in _LEFT_OUT_SAID]
-      _LEFT_OUT_SAID.update((lane, entry) for entry in new)
+      new = [left for left in remote_shell.LeftOutOfPath(stderr)
+             if (lane, left.entry) not in _LEFT_OUT_SAID]
+      _LEFT_OUT_SAID.update((lane, left.entry) for left in new)
     if new:
+      # The advice by the faults' reasons, never their words (an ACL
+      # getfacl could not read is worded otherwise); an ACL's covers the
+      # owner and mode too.
+      acl = owned_paths.Reason.ACL
+      fix = trusted_programs.Fix(
+          acl if any(left.reason is acl for left in new)
+          else owned_paths.Reason.MODE)
+      entries = dict.fromkeys(left.entry for left in new)
       logging.warning(terminal_text.Printable(
           f'On {self.name} ({self._Target()} port {self.port}), directories '
           'other users can add programs to are left out of the PATH its '
-          f'commands run with: {"; ".join(dict.fromkeys(new))}. A program '
-          'only there is not found: give its full path (e.g. '
-          '--memtier_path), or make the directory root\'s or the user\'s '
-          'and writable by no one else.'))
+          f'commands run with: {"; ".join(entries)}. A program only there '
+          'is not found: give its full path (e.g. --memtier_path), or make '
+          'the directory root\'s or the user\'s and writable by no one '
+          f'else: {fix}.'))
 
   def CommandLane(self) -> Hashable:
     """One lane per master connection (ControlPath %C: user, host, port).

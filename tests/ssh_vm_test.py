@@ -501,6 +501,47 @@ def test_the_login_paths_safe_part_is_kept_in_the_runs_scratch(tmp_path):
     remote_shell.EnvScript({'BAD NAME': 'x'})
 
 
+def test_a_path_entry_left_out_for_its_acl_is_advised_setfacl(caplog):
+  """ssh_command.sh's lines said no reason, so the warning advised the owner
+  and mode alone for every entry, and a mode does not take an ACL away:
+  each line carries owned_paths.sh's reason now, and the advice is
+  trusted_programs.Fix's for it (an ACL's covers the owner and mode)."""
+  acl = ('/opt/tools (/opt/tools is writable by other users (its ACL lets '
+         'uid 65534 write))')
+  mode = '/srv/open (/srv/open is writable by other users (mode 0777))'
+  unread = ('/opt/more (/opt/more is writable by other users as far as can '
+            'be told (it has an ACL, and getfacl, of package acl, is not '
+            'installed to read it))')
+
+  def Said(port, *lines):
+    vm = ssh_vm.SshVirtualMachine(SPEC, f'vm-{port}', 'servers', user='u',
+                                  ip_address='127.0.0.1', port=port)
+    caplog.clear()
+    vm._WarnLeftOutOfPath(  # pylint: disable=protected-access
+        'motd\n' + remote_shell.STARTED_MARKER + ''.join(
+            f'{remote_shell.PATH_MARKER}{line}\n' for line in lines))
+    said, = [r.getMessage() for r in caplog.records
+             if 'left out of the PATH' in r.getMessage()]
+    return said
+
+  assert [tuple(left) for left in remote_shell.LeftOutOfPath(
+      f'{remote_shell.PATH_MARKER}acl {acl}\n'
+      f'{remote_shell.PATH_MARKER}relative rel (relative: the directory '
+      'each command runs in)\n')] == [
+          (acl, owned_paths.Reason.ACL),
+          ('rel (relative: the directory each command runs in)', None)]
+  setfacl = ('writable by no one else: fix the owner and mode, and remove '
+             'the ACL (setfacl -b on the path named).')
+  said = Said(40001, f'mode {mode}', f'acl {acl}')
+  assert f'with: {mode}; {acl}. A program' in said and said.endswith(
+      setfacl), said
+  # An ACL getfacl could not read is one still: its words differ, its
+  # reason does not.
+  assert Said(40002, f'acl {unread}').endswith(setfacl)
+  assert Said(40003, f'mode {mode}').endswith(
+      'writable by no one else: fix the owner and mode.')
+
+
 @pytest.mark.e2e
 def test_a_login_path_entry_left_out_is_said_once_naming_it_and_why(
     sshd, make_vm, tmp_path, caplog):  # pylint: disable=redefined-outer-name

@@ -576,8 +576,9 @@ def test_the_path_an_ssh_command_keeps_is_the_one_python_keeps(tmp_path):
             if e.startswith('/') and not owned_paths.DirectoryProblem(e)]
   assert remote_shell.CommandStdout(ran.stdout).strip() == ':'.join(
       python), login
-  # Each entry left out, said with the reason Python gives (a uid for a
-  # name: bash has no user database lookup).
+  # Each entry left out, said with the words Python gives (a uid for a
+  # name: bash has no user database lookup) and Python's reason (none for
+  # a relative entry, which names no one place).
   relative = 'relative: the directory each command runs in'
   expected = [
       f'{e or "(empty)"} ({owned_paths.DirectoryProblem(e) or relative})'
@@ -586,7 +587,14 @@ def test_the_path_an_ssh_command_keeps_is_the_one_python_keeps(tmp_path):
   if not shutil.which('getfacl'):  # The shell cannot read an ACL then.
     expected = [re.sub(r'\(its ACL lets .* write\)', _UNREAD_ACL, e)
                 for e in expected]
-  assert remote_shell.LeftOutOfPath(ran.stderr) == expected
+  left = remote_shell.LeftOutOfPath(ran.stderr)
+  assert [out.entry for out in left] == expected
+  reasons = [getattr(owned_paths.DirectoryProblem(e), 'reason', None)
+             if e.startswith('/') else None
+             for e in entries if e not in python]
+  assert [out.reason for out in left] == reasons
+  if _IS_ROOT:  # An ACL's reason said as such (the setfacl -b advice).
+    assert owned_paths.Reason.ACL in reasons
   assert via_open not in python
   assert os.path.join(tree, 'safe') in python
 

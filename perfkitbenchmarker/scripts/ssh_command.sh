@@ -96,10 +96,13 @@ fi
 # root's only; sticky or not; nor by its ACL). A relative entry (the directory a command
 # runs in, which varies) is left out. Joined by ':'; the system's
 # directories when none is kept. Each entry left out is said on stderr, a
-# line each: \036pkb-path\036ENTRY (WHY) (remote_shell.LeftOutOfPath; the
-# run warns once). Run in a subshell (it changes directory).
+# line each: \036pkb-path\036REASON ENTRY (WHY) (remote_shell.LeftOutOfPath;
+# the run warns once), REASON owned_paths.sh's word for the kind of fault
+# (owner, link, mode, acl, unreadable: what mends it), or relative for a
+# relative entry, which names no one place. Run in a subshell (it changes
+# directory).
 safe_path() {
-  local entry base why gid mode acl_why
+  local entry base why reason gid mode acl_why
   local -a entries kept=() left=()
   local -A bases=()
   IFS=: read -ra entries <<< "$1"
@@ -114,11 +117,11 @@ safe_path() {
   done
   owned_check "${bases[@]}"
   for entry in "${entries[@]}"; do
-    why='relative: the directory each command runs in'
-    [[ $entry != /* ]] || why='it cannot be entered'
+    why='relative: the directory each command runs in' reason=relative
+    [[ $entry != /* ]] || why='it cannot be entered' reason=unreadable
     if [[ $entry == /* && -n ${bases[$entry]-} ]]; then
       base=${bases[$entry]}
-      why=${owned_problem[$base]}
+      why=${owned_problem[$base]} reason=${owned_reason[$base]}
     fi
     if [ -z "$why" ]; then
       read -r _ gid mode <<< "${owned_info[${owned_real[$base]}]}"
@@ -126,13 +129,14 @@ safe_path() {
       if (( mode & 2 )) || { (( mode & 020 )) && [ "$gid" != 0 ]; }; then
         printf -v why '%s is writable by other users (mode %04o)' \
           "${owned_real[$base]}" $((mode & 07777))
+        reason=mode
       elif (( mode & 020 )); then
         _owned_acl "${owned_real[$base]}"
-        why=$acl_why
+        why=$acl_why reason=acl
       fi
     fi
     if [ -n "$why" ]; then
-      left+=("${entry:-(empty)} ($why)")
+      left+=("$reason ${entry:-(empty)} ($why)")
     else
       kept+=("$entry")
     fi
