@@ -28,8 +28,9 @@ roots, which weigh their owner and sticky bit themselves). Standard
 library only: venv_reexec uses it before the project's dependencies can be
 imported (trusted_programs, for programs, on this machine and others, uses
 it too). On a VM the rule is scripts/owned_paths.sh's (trusted.sh for a
-program, ssh_command.sh for the login's PATH), which answers with the same
-reasons.
+program, ssh_command.sh for the login's PATH, workspace.sh for the root of
+the run's workspace), which answers with the same reasons (`FaultOf`
+reads its "REASON WORDS").
 """
 
 import enum
@@ -67,6 +68,18 @@ class Fault(str):
 
   def __getnewargs__(self) -> Tuple[str, Reason]:  # copy, pickle
     return str(self), self.reason
+
+
+def FaultOf(answer: str) -> Optional[Fault]:
+  """The Fault a line of owned_paths.sh's says, "REASON WORDS" (trusted.sh's
+  answer, workspace.sh's refusal of its root), or None when the line is
+  not in that form (no reason known, or no words)."""
+  word, _, words = answer.partition(' ')
+  try:
+    reason = Reason(word)
+  except ValueError:
+    return None
+  return Fault(words, reason) if words.strip() else None
 
 
 def _Prefixes(path: str) -> Iterator[str]:

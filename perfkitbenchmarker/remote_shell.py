@@ -33,7 +33,6 @@ STARTED_MARKER = '\x1epkb-started\x1e'
 # of stderr of its own: "<marker>REASON ENTRY (WHY)".
 PATH_MARKER = '\x1epkb-path\x1e'
 _LEFT_OUT = re.compile(f'{PATH_MARKER}(.*)\n?')
-_REASONS = {reason.value: reason for reason in owned_paths.Reason}
 # ssh_command.sh's refusal to run a command of the shipped scripts: its
 # exit, and the marker before what is wrong on stderr.
 SCRIPTS_REFUSED = 125
@@ -129,8 +128,9 @@ def LeftOutOfPath(stderr: str) -> List[LeftOut]:
   command's stderr."""
   found = []
   for line in _LEFT_OUT.findall(stderr):
-    word, _, entry = line.partition(' ')
-    found.append(LeftOut(entry, _REASONS.get(word)))
+    fault = owned_paths.FaultOf(line)  # Its words: the entry and why.
+    found.append(LeftOut(line.partition(' ')[2],
+                         fault.reason if fault else None))
   return found
 
 

@@ -2,10 +2,12 @@
 
 Workspaces. On each machine a run works in one workspace whose name nobody
 can know in advance: `MakeTempDir` (mkdtemp) here, `RemoteWorkspaceScript`
-(mktemp -d) on a VM, /tmp/pkb-<run_uri>.XXXXXXXX (the prefix is for
-people), mode 0700; each VM's scratch directory (the shards' configs, the
-argv_secret library, probe files) is <workspace>/<vm name>. Nobody can
-plant a directory at such a name first, so it needs no check before use.
+(mktemp -d, scripts/workspace.sh) on a VM, /tmp/pkb-<run_uri>.XXXXXXXX (the
+prefix is for people), mode 0700, in a root that passes `CheckRoot`'s rule
+(on a VM, owned_paths.sh's: `RemoteRootFault`); each VM's scratch
+directory (the shards' configs, the argv_secret library, probe files) is
+<workspace>/<vm name>. Nobody can plant a directory at such a name first,
+so it needs no check before use.
 Its path goes into the run record before anything is put in it; cleanup,
 teardown and the samplers (to which processes working in the workspace are
 the run's own) take it from the VM or the record. A path read back from a
@@ -46,6 +48,8 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import run_processes
+from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import waits
 
 MODE = 0o700
@@ -296,17 +300,43 @@ def MakeOwnDir(path: str, root: Optional[str] = None,
   return path
 
 
+# scripts/workspace.sh's refusal of its root: its exit, and the marker
+# before the fault ("REASON WORDS", owned_paths.FaultOf) on stderr.
+ROOT_REFUSED = 4
+_ROOT_MARKER = '\x1epkb-root\x1e'
+
+
 def RemoteWorkspaceScript(run_uri: str, name: str, workspace: str = '',
                           root: str = '/tmp') -> str:
   """Shell that makes and prints VM `name`'s scratch directory: in
   `workspace` while that is a 0700 directory of the remote user, else in
-  a new one made by mktemp -d under `root`."""
-  q = shlex.quote
-  template = q(f'{root.rstrip("/")}/{WorkspacePrefix(run_uri)}XXXXXXXX')
-  return (f'd={q(workspace)}; if [ -z "$d" ] || [ -L "$d" ] || '
-          '[ "$(stat -c %u:%a -- "$d" 2>/dev/null)" != "$(id -u):700" ]; '
-          f'then d=$(mktemp -d {template}) || exit 1; fi; '
-          f'mkdir -m 700 -- "$d"/{q(name)} && printf "%s\\n" "$d"/{q(name)}')
+  a new one made by mktemp -d under `root`, once `root` passed CheckRoot's
+  rule there (scripts/workspace.sh; `RemoteRootFault` reads a refusal)."""
+  return shlex.join(shell_scripts.Inline(
+      'workspace.sh', root, WorkspacePrefix(run_uri), name, workspace))
+
+
+def RemoteRootFault(rc: int, stderr: str) -> Optional[owned_paths.Fault]:
+  """Why RemoteWorkspaceScript refused its root (exit ROOT_REFUSED), or
+  None when it did not (or said no fault of a form known here)."""
+  if rc != ROOT_REFUSED:
+    return None
+  for line in stderr.split('\n'):  # splitlines would split at the \x1e.
+    if line.startswith(_ROOT_MARKER):
+      return owned_paths.FaultOf(line[len(_ROOT_MARKER):])
+  return None
+
+
+def RemoteRootRefusal(where: str, root: str,
+                      fault: owned_paths.Fault) -> NotOwnDir:
+  """The one line refusing `root` on the VM `where` (its name and address),
+  where `RemoteRootFault` found `fault`."""
+  return NotOwnDir(
+      f'{where}: {root} there cannot hold the run\'s workspace ({fault}): '
+      'another user could rename it away and put theirs in its place; '
+      'nothing of this run was made there. Make it and the directories '
+      'above it root\'s or the login user\'s, and sticky or writable by no '
+      f'one else: {trusted_programs.Fix(fault.reason)}.')
 
 
 def WorkingIn(path: str) -> List[Tuple[int, str]]:

@@ -19,10 +19,10 @@ Local ones) right before the command runs: a directory that is missing is
 shipped (`ShipCommand`, `Bundle`), one that is not the run's own is refused
 and nothing of it runs. The scratch directory is the run's (0700), so
 nothing but the run changes the scripts between that check and their use.
-Three scripts are sent inline, as text (`Inline`): ssh_command.sh, which
-runs every command and makes that check, ship.sh, which ships, and
+Four scripts are sent inline, as text (`Inline`): ssh_command.sh, which
+runs every command and makes that check, ship.sh, which ships,
 other_runs.sh, which looks for other runs on a static machine before the
-run has a scratch directory there.
+run has a scratch directory there, and workspace.sh, which makes it.
 
 The files are package data (setup.py), so an installed pkb and the PKB
 plugin read them from the package as a checkout does.
@@ -43,7 +43,7 @@ SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # Where a command finds the shipped scripts: set by the VM, once checked.
 ENV = 'PKB_SCRIPTS'
 # The scripts sent as text, never run from the shipped directory (module doc).
-INLINE = ('ssh_command.sh', 'ship.sh', 'other_runs.sh')
+INLINE = ('ssh_command.sh', 'ship.sh', 'other_runs.sh', 'workspace.sh')
 # `Problem`'s answer for a directory that is not there (ship it).
 MISSING = 'missing'
 # `. ./process_stat.sh` on a line of its own: the library inlined there.

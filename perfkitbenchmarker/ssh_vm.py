@@ -684,12 +684,19 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     # <the run's workspace>/<name> (run_scope), recorded before anything is
     # put in it. An answer lost on the way leaves an empty directory of an
     # unguessable name behind, nothing else.
+    # The root is checked there first, as CheckRoot checks the runner's.
     root = record_checks.REMOTE_SCRATCH_ROOT
+    what = f'making the scratch directory on {self.name}'
     with virtual_machine.WorkspaceLock(self):
-      out, _ = self.RemoteCommand(
+      out, err, rc = self.RemoteCommandWithReturnCode(
           self.ClaimScript(run_scope.RemoteWorkspaceScript(
-              self.run_uri, self.name, self.RunWorkspace(root), root), root),
-          what=f'making the scratch directory on {self.name}')
+              self.run_uri, self.name, self.RunWorkspace(root), root), root))
+      fault = run_scope.RemoteRootFault(rc, err)
+      if fault:
+        raise run_scope.RemoteRootRefusal(
+            f'{self.name} ({self._Target()} port {self.port})', root, fault)
+      vm_util.CheckedOutput(out, err, rc, what, what,
+                            error=errors.VirtualMachine.RemoteCommandError)
       out = self.CheckNotInUse(out)
       problem = run_scope.ScratchProblem(out.strip(), root, self.run_uri)
       if problem:

@@ -57,13 +57,12 @@ def _AskOn(vm, program: str) -> Optional[str]:
   answer = vm_util.Tail(out, 1)
   if not answer:
     return ''
-  word, _, words = answer.partition(' ')
-  reasons = {reason.value: reason for reason in owned_paths.Reason}
-  if word not in reasons or not words.strip():
+  fault = owned_paths.FaultOf(answer)
+  if fault is None:
     raise errors.ProcessError(
         f'Checking {program} on {vm.name} failed (trusted.sh answered '
         f'{answer[:200]!r}, not a reason and what is wrong).')
-  return owned_paths.Fault(words, reasons[word])
+  return fault
 
 
 def CheckOn(vm, path: str, what: str) -> str:

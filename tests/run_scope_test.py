@@ -23,6 +23,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import matrix_runner
+from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_log
@@ -231,6 +232,63 @@ def test_remote_workspace_and_own_scripts(tmp_path, shipped_scripts):
   os.chmod(workspace, 0o700)
   assert Clean(path).returncode == 0
   assert not os.path.exists(path) and os.path.isdir(f'{workspace}/clients-0')
+
+
+@pytest.mark.e2e
+def test_a_vms_workspace_root_others_control_is_refused_there(tmp_path):
+  """A VM's workspaces go in /tmp there (record_checks.REMOTE_SCRATCH_ROOT),
+  which nothing checked as CheckRoot checks the runner's roots: made in a
+  root another user may write without the sticky bit (its mode or its
+  ACL), or one another user owns, the run's workspace could be renamed
+  away and replaced. workspace.sh refuses such a root with the fault's
+  reason and words, making nothing; a sticky one (/tmp's 1777) passes."""
+
+  def Make(root):
+    ran = subprocess.run(
+        ['bash', '-c', run_scope.RemoteWorkspaceScript('r1', 'vm-0', '',
+                                                        str(root))],
+        capture_output=True, text=True, timeout=30, check=False)
+    return ran, run_scope.RemoteRootFault(ran.returncode, ran.stderr)
+
+  root = tmp_path / 'root'
+  root.mkdir(mode=0o755)
+  os.chmod(root, 0o777)
+  ran, fault = Make(root)
+  assert ran.returncode == run_scope.ROOT_REFUSED and ran.stdout == ''
+  assert (fault, fault.reason) == (
+      f'{root} is writable by other users (mode 0777)',
+      owned_paths.Reason.MODE), ran.stderr
+  assert os.listdir(root) == []
+  # The one line a VM's refusal says, the VM and the root named.
+  assert str(run_scope.RemoteRootRefusal('vm-0 (u@h port 22)', str(root),
+                                         fault)) == (
+      f'vm-0 (u@h port 22): {root} there cannot hold the run\'s workspace '
+      f'({root} is writable by other users (mode 0777)): another user could '
+      'rename it away and put theirs in its place; nothing of this run was '
+      'made there. Make it and the directories above it root\'s or the '
+      'login user\'s, and sticky or writable by no one else: fix the owner '
+      'and mode.')
+  os.chmod(root, 0o1777)  # Sticky, as /tmp: only an entry's owner renames.
+  ran, fault = Make(root)
+  assert ran.returncode == 0 and fault is None, ran.stderr
+  assert run_scope.ScratchProblem(ran.stdout.strip(), str(root), 'r1') is None
+  ran, fault = Make(root / 'missing')
+  assert fault and fault.reason is owned_paths.Reason.UNREADABLE, ran.stderr
+  if os.geteuid() != 0:
+    return
+  os.chmod(root, 0o755)
+  os.chown(root, 65534, -1)
+  ran, fault = Make(root)
+  assert (fault, fault.reason) == (
+      f'{root} is owned by uid 65534', owned_paths.Reason.OWNER)
+  os.chown(root, 0, 0)
+  os.chmod(root, 0o775)  # Root's group: writable through an ACL only.
+  e2e.SetAcl(str(root), ('user', 65534, 7))
+  ran, fault = Make(root)
+  assert fault.reason is owned_paths.Reason.ACL, ran.stderr
+  assert 'its ACL lets uid 65534 write' in fault
+  assert str(run_scope.RemoteRootRefusal('vm-0', str(root), fault)).endswith(
+      'remove the ACL (setfacl -b on the path named).')
 
 
 def test_a_root_inside_a_directory_others_control_is_refused(tmp_path):

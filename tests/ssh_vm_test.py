@@ -14,8 +14,10 @@ import e2e_support
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import owned_paths
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import remote_shell
 from perfkitbenchmarker import run_processes
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_info
 from perfkitbenchmarker import system_tuning
@@ -540,6 +542,29 @@ def test_a_path_entry_left_out_for_its_acl_is_advised_setfacl(caplog):
   assert Said(40002, f'acl {unread}').endswith(setfacl)
   assert Said(40003, f'mode {mode}').endswith(
       'writable by no one else: fix the owner and mode.')
+
+
+@pytest.mark.e2e
+def test_a_vms_workspace_root_another_user_may_write_is_refused_there(
+    make_vm, tmp_path, monkeypatch):
+  """A VM's workspace root (/tmp there) was never checked as CheckRoot
+  checks the runner's: one others may write without the sticky bit got the
+  run's workspace. Refused in one line naming the VM and the root; with
+  the sticky bit (as /tmp's 1777) the workspace is made there."""
+  root = tmp_path / 'root'
+  root.mkdir()
+  os.chmod(root, 0o777)
+  monkeypatch.setattr(record_checks, 'REMOTE_SCRATCH_ROOT', str(root))
+  vm = make_vm(run_uri=f'sw{os.getpid()}')
+  with pytest.raises(run_scope.NotOwnDir) as refused:
+    vm.WaitForSsh(20)
+  line = str(refused.value)
+  assert line.startswith(f'vm-0 ({vm.user}@{vm.ip_address} port {vm.port}): '
+                         f'{root} there cannot hold the run\'s workspace'), line
+  assert '\n' not in line and os.listdir(root) == []
+  os.chmod(root, 0o1777)
+  vm.WaitForSsh(20)
+  assert os.path.dirname(os.path.dirname(vm.scratch_dir)) == str(root)
 
 
 @pytest.mark.e2e

@@ -735,6 +735,36 @@ def test_other_runs_reads_only_workspaces_of_the_users_own(tmp_path):
 
 
 @pytest.mark.e2e
+def test_a_machines_workspace_root_others_may_write_is_refused(
+    tmp_path, sshd, monkeypatch):  # pylint: disable=redefined-outer-name
+  """A lent machine's /tmp (REMOTE_SCRATCH_ROOT) was never checked: one
+  another user may write without the sticky bit (0777 here) got the run's
+  workspace, which that user could rename away and replace with theirs.
+  Refused there in one line naming the machine and the root, after the
+  look for other runs (other_runs.sh runs the making), nothing made."""
+  monkeypatch.delenv(provider.SHARED_MACHINES_ENV)
+  root = tmp_path / 'root'
+  root.mkdir()
+  os.chmod(root, 0o777)
+  monkeypatch.setattr(record_checks, 'REMOTE_SCRATCH_ROOT', str(root))
+  vm = provider.StaticVirtualMachine(
+      virtual_machine.VmSpec(cloud=provider.CLOUD, machine_type='static'),
+      'servers-0', 'servers', user=sshd.user, ip_address=sshd.host,
+      keyfile=sshd.user_key, port=sshd.port, run_uri=f'sr{PID}')
+  try:
+    with pytest.raises(errors.UsageError) as refused:
+      vm.WaitForSsh(30)
+  finally:
+    vm.StopMaster()
+  assert str(refused.value).startswith(
+      f'servers-0 ({sshd.user}@{sshd.host} port {sshd.port}): {root} there '
+      f'cannot hold the run\'s workspace ({root} is writable by other users '
+      '(mode 0777)): '), refused.value
+  assert '\n' not in str(refused.value)
+  assert os.listdir(root) == [] and not vm.scratch_dir
+
+
+@pytest.mark.e2e
 def test_two_runs_provisioning_at_once_cannot_both_pass_the_check(
     tmp_path, sshd, monkeypatch):  # pylint: disable=redefined-outer-name
   """The look for other runs and the making of the workspace are one step

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # owned_paths.py's rule in bash, its one statement on a VM (trusted.sh for
-# a program, ssh_command.sh's safe_path for a login PATH): a path passes
+# a program, ssh_command.sh's safe_path for a login PATH, workspace.sh for
+# the root of the run's workspace): a path passes
 # when it and every directory of it, as given and with its links resolved,
 # is owned by root or this user and writable by no one else (group: root's
 # only; a sticky directory passes), and so is every directory above each
