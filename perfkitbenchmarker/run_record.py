@@ -77,6 +77,8 @@ class RunRecord:
     self._unsaved: Optional[OSError] = None
     # Made by this process (Create), not read back from an earlier one's.
     self._made_here = False
+    # An outcome was set by this process (an earlier benchmark of it).
+    self._set_here = False
 
   @classmethod
   def Create(cls, run_dir: str, run_uri: str, **info: Any) -> 'RunRecord':
@@ -252,15 +254,16 @@ class RunRecord:
     stays, as within one invocation (stage_runner). A record it read back
     still `running` is of an invocation that ended without saying how (a
     pkb killed: none holds the run's lock now), so the run was
-    interrupted."""
+    interrupted. Within one invocation (--benchmarks=a,b) a benchmark that
+    went wrong is not undone by the next one's success either."""
     with self._lock:
-      if closing_only:
-        earlier = self._data['status']
-        if earlier == 'running' and not self._made_here:
-          earlier = 'interrupted'
-        if earlier in _WENT_WRONG:
-          status = earlier
+      earlier = self._data['status']
+      if closing_only and earlier == 'running' and not self._made_here:
+        earlier = 'interrupted'
+      if earlier in _WENT_WRONG and (closing_only or self._set_here):
+        status = earlier
       self._data['status'] = status
+      self._set_here = True
       self._SaveIfPossible()
 
   @property

@@ -20,6 +20,7 @@ import pytest
 
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flags as pkb_flags_lib
 from perfkitbenchmarker import pkb
 from perfkitbenchmarker import reporting
 from perfkitbenchmarker import run_log
@@ -45,27 +46,38 @@ def _Unconfirmed(spec):
   raise errors.NoLoadUnderCapError('Every probe was over the 1 ms cap')
 
 
-def _Invoke(tmp_path, run_uri, stages, run=lambda spec: [],
-            cleanup=lambda spec: None):
-  """One invocation of the run with `stages` (RunRecord.Create reads the
-  record an earlier one left); its exit code and the record read back."""
-  module = types.ModuleType('outcome_stub_benchmark')
-  module.BENCHMARK_NAME = 'outcome_stub'
+def _Module(run, cleanup=lambda spec: None, name='outcome_stub'):
+  module = types.ModuleType(f'{name}_benchmark')
+  module.BENCHMARK_NAME = name
   module.Prepare = lambda spec: None
   module.Run = run
   module.Cleanup = cleanup
+  return module
+
+
+def _Invoke(tmp_path, run_uri, stages, run=lambda spec: [],
+            cleanup=lambda spec: None, then=()):
+  """One invocation of the run with `stages` (RunRecord.Create reads the
+  record an earlier one left), its benchmark's Run `run`, then one more
+  benchmark for each Run in `then` (--benchmarks=a,b); its exit code (the
+  worst, as pkb's) and the record read back."""
+  modules = [_Module(run, cleanup)] + [
+      _Module(more, name=f'outcome_stub{i}') for i, more in enumerate(then)]
   run_dir = str(tmp_path / run_uri)
-  record = run_record.RunRecord.Create(run_dir, run_uri, cloud='Local',
-                                       benchmarks=[module.BENCHMARK_NAME])
+  record = run_record.RunRecord.Create(
+      run_dir, run_uri, cloud='Local',
+      benchmarks=[m.BENCHMARK_NAME for m in modules])
   collector = publisher.SampleCollector(
       [], publisher.RunInfo(run_uri=run_uri, owner='tester'))
   run_log.SetUp(run_dir)
+  code = pkb.EXIT_OK
   try:
-    code = pkb._RunOne(  # pylint: disable=protected-access
-        module, CONFIG, run_uri, record, run_plan.Catalog(flags.FLAGS),
-        collector,
-        reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
-        list(stages), run_signals.Interrupts(run_uri, run_dir))
+    for module in modules:
+      code = max(code, pkb._RunOne(  # pylint: disable=protected-access
+          module, CONFIG, run_uri, record, run_plan.Catalog(flags.FLAGS),
+          collector,
+          reporting.ConsoleReporter(io.StringIO()), spec_lib.Deadline(None),
+          list(stages), run_signals.Interrupts(run_uri, run_dir)))
   finally:
     run_log.TearDown()
   return code, run_record.RunRecord.Load(run_dir, run_uri)
@@ -179,3 +191,18 @@ def test_cleanup_and_teardown_of_a_run_with_no_earlier_invocation(
   code, record = _Invoke(tmp_path, 'out6', ['cleanup', 'teardown'])
   assert code == pkb.EXIT_OK, capsys.readouterr().err
   assert record.status == 'succeeded'
+
+
+@pytest.mark.parametrize('first, exit_code', [
+    (_Failed, pkb.EXIT_FAILED), (_Unconfirmed, pkb.EXIT_UNCONFIRMED)])
+def test_a_benchmark_that_went_wrong_is_not_undone_by_the_next(
+    pkb_flags, tmp_path, capsys, first, exit_code):
+  """--benchmarks=a,b: a failed and b succeeded, and the record said
+  `succeeded` (each benchmark's end set the run's outcome; the last one
+  stayed) while pkb exited 1. What went wrong first stays."""
+  pkb_flags.cloud = 'Local'
+  pkb_flags.timing_measurements = ['none']  # no sample: no version lookup
+  code, record = _Invoke(tmp_path, 'out7', list(pkb_flags_lib.RUN_STAGES), run=first,
+                         then=[lambda spec: []])
+  assert code == exit_code, capsys.readouterr().err
+  assert record.status == 'failed'
