@@ -152,9 +152,10 @@ PRICED_CLOUDS = ('GCP', 'AWS')  # the clouds the harness's catalog prices
 HARNESS_TIMEOUT_S = 24 * 3600  # the harness enforces its own deadline
 # Signals an upstream user stops a run with: passed on to the harness once
 # (it runs in its own session, so a Ctrl-C at the terminal reaches it only
-# through the plugin); it then cleans up and tears down its run.
+# through the plugin); it then stops and cleans up (`_TearDownFirst`, or
+# upstream's Cleanup, tears its run down).
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-INTERRUPT_WAIT_S = 600  # for the stopped harness's cleanup and teardown
+INTERRUPT_WAIT_S = 600  # for the stopped harness's cleanup (and teardown)
 KILL_WAIT_S = 60  # after a second signal asks it to cut them short
 POLL_S = 1.0  # how often the wait looks at a signal that came
 LAST_LINES = 20  # of the harness's stderr, kept for an error's one line
@@ -553,6 +554,8 @@ class _Forwarder:
     self.proc: Optional[subprocess.Popen] = None
     self.signum: Optional[int] = None
     self.previous = {}
+    # Signals upstream has no handler for: re-raised, they end it at once.
+    self.fatal = set()
 
   def Started(self, proc: subprocess.Popen) -> None:
     """The harness runs: a signal that came while it started is its."""
@@ -565,6 +568,8 @@ class _Forwarder:
       handler = signal.getsignal(sig)
       if handler in (signal.SIG_IGN, None):
         continue  # upstream ignores it (nohup), or a handler not Python's
+      if handler == signal.SIG_DFL:
+        self.fatal.add(sig)
       self.previous[sig] = signal.signal(sig, self._Handle)
 
   def _Handle(self, signum, frame) -> None:  # pylint: disable=unused-argument
@@ -578,6 +583,14 @@ class _Forwarder:
     for sig, handler in self.previous.items():
       signal.signal(sig, handler)
     self.previous = {}
+
+  def EndsUpstream(self) -> bool:
+    """Whether the signal, re-raised, ends upstream before its Cleanup:
+    upstream sets no handler for SIGTERM or SIGHUP (its pkb.py), so its
+    RunBenchmark's except and finally never run; a SIGINT is its
+    KeyboardInterrupt, after which it calls Cleanup (always_call_cleanup,
+    set in Prepare)."""
+    return self.signum in self.fatal
 
   def Reraise(self) -> None:
     """The signal, to upstream's own handling of it (SIGINT: its
@@ -620,7 +633,7 @@ def _Wait(proc: subprocess.Popen, forwarder: _Forwarder,
       if forwarder.signum is not None:
         logging.warning(
             'redis_price_performance: %s: passed on to the harness, which '
-            'cleans up and tears down its run (waiting up to %d s).',
+            'stops and cleans up (waiting up to %d s).',
             signal.Signals(forwarder.signum).name, INTERRUPT_WAIT_S)
         stopped = 'stopping'
       elif now - started > HARNESS_TIMEOUT_S:
@@ -706,6 +719,9 @@ def _RunHarness(argv: List[str], what: str,
                   'was killed' if stopped == 'killed' else 'stopped',
                   returncode, said, teardown if stopped in (
                       'cut short', 'killed') else '')
+    stages = _ArgValue(argv, 'run_stage')
+    if forwarder.EndsUpstream() and stages and 'teardown' not in stages:
+      _TearDownFirst(argv, name)
     forwarder.Reraise()  # upstream's handling; if it goes on, a failure
     raise HarnessRunError(f'redis_price_performance {what}: interrupted by '
                           f'{name}: {last}{teardown}')
@@ -721,6 +737,24 @@ def _RunHarness(argv: List[str], what: str,
             '--redis_price_performance_flags)')
   error = BridgeError if returncode == 2 else HarnessRunError
   raise error(f'redis_price_performance {what}: {last}')
+
+
+def _TearDownFirst(argv: List[str], name: str) -> None:
+  """The harness's cleanup and teardown of the run `argv` stopped, before a
+  signal upstream has no handler for ends upstream (`EndsUpstream`): its
+  Cleanup would never run, and the run's shards, workspaces and claims on
+  upstream's VMs (a static machine's, kept) stayed. Bounded as any harness
+  run; a signal during it is passed on (cutting it short), then ends
+  upstream."""
+  logging.warning('redis_price_performance: %s ends upstream without its '
+                  'Cleanup; the harness\'s cleanup and teardown of its run '
+                  'run first.', name)
+  closing = [a for a in argv if not a.startswith('--run_stage=')] + [
+      '--run_stage=cleanup,teardown']
+  try:
+    _RunHarness(closing, 'cleanup')
+  except (BridgeError, HarnessRunError) as e:
+    logging.error('%s', e)
 
 
 # --- upstream's stages ----------------------------------------------------

@@ -18,9 +18,16 @@ passed upstream's cap on as before), the search counts it under.
 """
 
 import json
+import os
+import re
+import signal
+import subprocess
+import threading
 import uuid
 
 import pytest
+
+from perfkitbenchmarker import run_record
 
 import memtier_replay
 import pkb_plugin_test as plugin
@@ -84,3 +91,76 @@ def test_upstreams_cap_gives_a_p95_answer_under_it(upstream, tmp_path, sshd):
   answer, = [_Labels(r) for r in rows
              if r['metric'] == 'latency_capped_throughput']
   assert float(answer['p95_latency_ms']) < CAP_MS, answer
+
+
+def _Workspaces(run_uri):
+  """The harness run's workspaces on the loopback VM, and the processes
+  working in them."""
+  places = [p for p in os.listdir('/tmp') if p.startswith(f'pkb-{run_uri}.')]
+  working = []
+  for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      cwd = os.readlink(f'/proc/{pid}/cwd')
+    except OSError:
+      continue
+    if cwd.startswith(f'/tmp/pkb-{run_uri}.'):
+      working.append(int(pid))
+  return places, working
+
+
+def test_a_sigterm_in_the_search_leaves_nothing_of_the_harness_run(
+    upstream, tmp_path, sshd):
+  """`kill <upstream>` during the search: upstream has no handler for
+  SIGTERM, so its Cleanup never ran and the harness's run (stopped in its
+  run stage, which has no teardown) kept its workspace and its claim on
+  the machine. The plugin tears it down before upstream ends by the
+  signal: the record says interrupted, with its teardown done, every
+  resource deleted, and nothing of it is left on the machine."""
+  memtier = memtier_replay.Executable(str(tmp_path))
+  host = dict(cloud='Static', ip_address=sshd.host, internal_ip=sshd.host,
+              user_name=sshd.user, ssh_private_key=sshd.user_key,
+              ssh_port=sshd.port, machine_type=None, zone='loopback')
+  run_uri = f'st{uuid.uuid4().hex[:6]}'
+  scenario = {
+      'flags': [f'--run_uri={run_uri}', '--static_vm_file=/dev/null',
+                '--redis_price_performance_flags=' + ' '.join(
+                    STUDY + [f'--memtier_path={memtier}'])],
+      'vms': {'servers': [host], 'clients': [host]}, 'real_harness': True,
+      'check': False, 'log_level': 'INFO'}
+  env = dict(os.environ, FAKE_UPSTREAM_TEMP_DIR=str(tmp_path / 'run'))
+  os.makedirs(env['FAKE_UPSTREAM_TEMP_DIR'])
+  drive = subprocess.Popen(  # pylint: disable=consider-using-with
+      [os.path.join(plugin.REPO, '.venv', 'bin', 'python'),
+       str(upstream / 'drive_plugin.py'), json.dumps(scenario)],
+      cwd=str(upstream), env=env, stdout=subprocess.DEVNULL,
+      stderr=subprocess.PIPE, text=True, start_new_session=True)
+  log = []
+  try:
+    searching = threading.Event()
+
+    def Read():
+      for line in drive.stderr:
+        log.append(line)
+        if re.search(r'harness: +probe +1 ', line):
+          searching.set()
+
+    reader = threading.Thread(target=Read, daemon=True)
+    reader.start()
+    assert searching.wait(120), ''.join(log[-30:])
+    drive.send_signal(signal.SIGTERM)
+    assert drive.wait(timeout=300) == -signal.SIGTERM, ''.join(log[-30:])
+    reader.join(timeout=10)
+  finally:
+    if drive.poll() is None:
+      os.killpg(drive.pid, signal.SIGKILL)
+      drive.wait()
+  harness_uri = run_uri + '0'  # the plugin's RunUri for the first spec
+  record = run_record.RunRecord.Load(
+      str(tmp_path / 'run' / 'redis_price_performance' / 'results' /
+          harness_uri), harness_uri)
+  said = ''.join(log[-30:])
+  assert 'ends upstream without its Cleanup' in said, said
+  assert record.status == 'interrupted', said
+  assert 'teardown' in record.stages_done, record.stages_done
+  assert record.Resources() and not list(record.LiveResources()), said
+  assert _Workspaces(harness_uri) == ([], []), said

@@ -920,11 +920,19 @@ def test_the_static_check_names_no_cloud_machine_type(upstream, tmp_path):
 # ready.json, once its first line reached upstream's log), records each
 # signal it gets in signals.txt and ends at the first (exit 130, with a
 # teardown command) unless STANDIN_WAIT=stubborn, when it outlasts them.
-# Every wait is bounded (60 s).
+# Each invocation's --run_stage goes to stages.txt; with STANDIN_WAIT_STAGE
+# only that stage waits (upstream's stages, "harness"), the others end at
+# once. Every wait is bounded (60 s).
 STANDIN = r'''#!/usr/bin/env python3
 import json, os, signal, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 mode = os.environ.get('STANDIN_WAIT')
+stage = ([a.split('=', 1)[1] for a in sys.argv if a.startswith('--run_stage=')]
+         or ['dry_run'])[-1]
+with open(os.path.join(here, 'stages.txt'), 'a') as f:
+  f.write(stage + '\n')
+if os.environ.get('STANDIN_WAIT_STAGE', stage) != stage:
+  sys.exit(0)  # a stage before or after the one that waits: done
 if not mode:
   for line in os.environ['STANDIN_LAST'].split('\n'):
     print(line, file=sys.stderr)
@@ -1046,15 +1054,27 @@ def _Running(pid):
     return False
 
 
-def _Interrupted(upstream, tmp_path, signum, group, mode='once', waits=None):
+def _Interrupted(upstream, tmp_path, signum, group, mode='once', waits=None,
+                 stage=None):
   """The drive running the stand-in in 'wait' mode, `signum` sent to the
   drive's process group (a Ctrl-C at the terminal) or to the drive alone
   once the stand-in runs; the drive's result, its exit code, the stand-in's
-  ready.json and the signals it got."""
+  ready.json, the signals it got and the stages it was run for. With
+  `stage`, upstream's stages run the stand-in (Prepare its dry run and
+  provision,prepare; Run its run; Cleanup its cleanup,teardown) and the
+  signal comes in that harness stage."""
   harness = _StandIn(tmp_path)
   env = dict(os.environ, STANDIN_WAIT=mode)
   scenario = {'flags': [], 'stream': str(harness), 'argv': STANDIN_ARGV,
               'log_level': 'INFO'}
+  if stage:
+    env['STANDIN_WAIT_STAGE'] = stage
+    env['FAKE_UPSTREAM_TEMP_DIR'] = str(tmp_path / 'run')
+    os.makedirs(env['FAKE_UPSTREAM_TEMP_DIR'], exist_ok=True)
+    scenario = {'flags': ['--run_uri=ab1', '--redis_price_performance_flags='
+                          '--local_priced_as=GCP:n2d-standard-2'],
+                'vms': _Vms(tmp_path), 'check': False, 'harness': str(harness),
+                'log_level': 'INFO'}
   if waits:
     scenario['waits'] = waits
   drive = subprocess.Popen(  # pylint: disable=consider-using-with
@@ -1082,12 +1102,13 @@ def _Interrupted(upstream, tmp_path, signum, group, mode='once', waits=None):
       drive.wait()
     if ready and _Running(ready['pid']):
       os.kill(ready['pid'], 9)
-  got = (harness / 'signals.txt').read_text().split() if (
-      harness / 'signals.txt').exists() else []
+  got, stages = (
+      (harness / name).read_text().split() if (harness / name).exists()
+      else [] for name in ('signals.txt', 'stages.txt'))
   lines = stdout.strip().splitlines()
   out = json.loads(lines[-1]) if lines else None
   return dict(out=out, code=drive.returncode, ready=ready, got=got,
-              still=still, log=stderr, drive_pid=drive.pid)
+              still=still, log=stderr, drive_pid=drive.pid, stages=stages)
 
 
 @pytest.mark.e2e
@@ -1136,3 +1157,40 @@ def test_a_harness_that_outlasts_its_stop_is_killed(upstream, tmp_path):
   assert (f'{harness}/pkb.py --run_stage=teardown --run_uri=ab1 '
           '--results_dir=\'/srv/upstream run/results\'') in said, said
   assert 'the harness was killed' in said, said
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('stage', ['provision,prepare', 'run'])
+def test_ctrl_c_in_a_stage_ends_with_upstreams_cleanup_tearing_down(
+    upstream, tmp_path, stage):
+  """A Ctrl-C in Prepare or Run: the harness stops that stage (no teardown
+  among its stages), then upstream's KeyboardInterrupt calls the plugin's
+  Cleanup (always_call_cleanup), which runs the harness's cleanup and
+  teardown, once."""
+  done = _Interrupted(upstream, tmp_path, signal.SIGINT, group=True,
+                      stage=stage)
+  assert done['got'] == ['SIGINT'] and not done['still']
+  assert done['out']['error'].startswith('KeyboardInterrupt'), done['out']
+  assert done['out']['cleanup_calls'] == 1
+  assert done['stages'] == ['dry_run', 'provision,prepare'] + (
+      ['run'] if stage == 'run' else []) + ['cleanup,teardown'], done['log']
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('signum, stage', [
+    (signal.SIGTERM, 'provision,prepare'), (signal.SIGTERM, 'run'),
+    (signal.SIGHUP, 'run')])
+def test_a_signal_upstream_dies_of_tears_the_harness_run_down_first(
+    upstream, tmp_path, signum, stage):
+  """`kill <upstream>` in Prepare or Run: upstream has no handler for it,
+  so it ended without calling Cleanup and the harness run (stopped, its
+  stages without teardown) kept its shards, workspaces and static claims.
+  The plugin runs the harness's cleanup and teardown, then upstream ends
+  by the signal."""
+  done = _Interrupted(upstream, tmp_path, signum, group=False, stage=stage)
+  assert done['got'] == [signal.Signals(signum).name]
+  assert not done['still']
+  assert done['code'] == -signum, done['log'][-2000:]
+  assert done['stages'] == ['dry_run', 'provision,prepare'] + (
+      ['run'] if stage == 'run' else []) + ['cleanup,teardown'], done['log']
+  assert 'ends upstream without its Cleanup' in done['log'], done['log']

@@ -20,7 +20,8 @@ status is FAILED unless every stage of
 --run_stage returns; a stage's error is logged with its traceback by
 RunBenchmark and again by RunBenchmarkTask; Run's samples reach the collector only when Run
 returns; the benchmark's Cleanup is called only for static VMs or when the
-spec says always_call_cleanup, and once more after a failure when it does;
+spec says always_call_cleanup, and once more after a failure (a
+KeyboardInterrupt too) when it does;
 the collected rows are published whatever happened (`publisher.py`).
 
 With `"real_harness": true` every stage runs the real harness (the cloud
@@ -34,6 +35,10 @@ With `"stream": DIR` it instead runs the plugin's real _RunHarness on the
 harness at DIR (with `"argv"`, and `"waits"` for its bounded waits after a
 signal) and reports when each of its lines reached the log, and what it
 returned or raised (KeyboardInterrupt included).
+
+With `"harness": DIR` the stages run the plugin's real _RunHarness on the
+stand-in harness at DIR (`"waits"` as for `"stream"`), its lines watched
+as there.
 
 `"log_level"` sets the log's level (upstream's --log_level; WARNING unless
 given).
@@ -105,12 +110,11 @@ class _Lines(logging.Handler):
       self.on_line(record.getMessage())
 
 
-def Stream(harness, argv=('--x',), waits=None):
-  """The plugin's _RunHarness on a stand-in harness that prints a line,
-  waits until that line is in the log (a file this handler makes), then
-  prints another; a relay that buffers never lets it go on. `argv` is the
-  harness's; `waits` the plugin's INTERRUPT_WAIT_S and KILL_WAIT_S (a
-  stand-in that ignores signals is killed without waiting minutes)."""
+def _StandIn(harness, waits=None):
+  """The plugin's harness is the stand-in at `harness`; a handler lets the
+  stand-in go on once its first line is in the log (a file it makes);
+  `waits` are the plugin's INTERRUPT_WAIT_S and KILL_WAIT_S (a stand-in
+  that ignores signals is killed without waiting minutes)."""
   if waits:
     plugin.INTERRUPT_WAIT_S, plugin.KILL_WAIT_S = waits
     plugin.POLL_S = 0.1
@@ -124,6 +128,14 @@ def Stream(harness, argv=('--x',), waits=None):
   logging.getLogger().addHandler(handler)
   logging.getLogger().setLevel(logging.INFO)
   os.environ['REDIS_PRICE_PERFORMANCE_HARNESS'] = harness
+  return handler
+
+
+def Stream(harness, argv=('--x',), waits=None):
+  """The plugin's _RunHarness on a stand-in harness that prints a line,
+  waits until that line is in the log, then prints another; a relay that
+  buffers never lets it go on. `argv` is the harness's."""
+  handler = _StandIn(harness, waits)
   out = {}
   try:
     out['returned'] = list(plugin._RunHarness(list(argv), 'run'))  # pylint: disable=protected-access
@@ -166,7 +178,7 @@ def main():
     assert code in accept, (code, accept)
     return code, scenario.get('run_last', '')
 
-  if not scenario.get('real_harness'):
+  if not scenario.get('real_harness') and not scenario.get('harness'):
     plugin._RunHarness = Recorded  # pylint: disable=protected-access
   real_cleanup = plugin.Cleanup
 
@@ -177,6 +189,8 @@ def main():
   # Upstream's log on stderr.
   logging.basicConfig(stream=sys.stderr, format='%(levelname)s %(message)s',
                       level=scenario.get('log_level', 'WARNING'))
+  if scenario.get('harness'):
+    _StandIn(scenario['harness'], scenario.get('waits'))
   if scenario.get('uncaught'):
     # Upstream's main: a failed check ends the process as the error it
     # raised.
@@ -190,7 +204,8 @@ def main():
       out['checked'] = True
     if 'vms' in scenario:
       RunBenchmarkTask(scenario, out, collector, CountedCleanup)
-  except (Exception, SystemExit) as e:  # pylint: disable=broad-except
+  except (Exception, SystemExit, KeyboardInterrupt) as e:  # pylint: disable=broad-except
+    # Upstream's RunBenchmarks stops at a KeyboardInterrupt, then publishes.
     out['error'] = f'{type(e).__name__}: {e}'
   published = os.path.join(os.environ['FAKE_UPSTREAM_TEMP_DIR'],
                            'perfkitbenchmarker_results.json')
@@ -254,7 +269,7 @@ def RunBenchmark(scenario, out, collector, cleanup):
       collector.AddSamples(samples, spec.name, spec)
     if 'cleanup' in FLAGS.run_stage:
       CleanupPhase()
-  except Exception as e:  # pylint: disable=broad-except
+  except (Exception, KeyboardInterrupt) as e:  # pylint: disable=broad-except
     out['status_detail'] = str(e)
     logging.exception('Error during benchmark %s', spec.name)
     if 'cleanup' in FLAGS.run_stage and spec.always_call_cleanup:
