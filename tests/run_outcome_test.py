@@ -169,6 +169,9 @@ def test_a_teardown_that_fails_after_a_run_that_succeeded_says_failed(
   assert 'Teardown left 1 resource(s)' in capsys.readouterr().err
   assert record.status == 'failed'
   assert 'teardown' not in record.stages_done
+  monkeypatch.undo()  # the real teardown: its workspace stayed in /tmp
+  code, record = _TeardownOnly(tmp_path, 'out4')
+  assert code == pkb.EXIT_OK and not list(record.LiveResources())
 
 
 def test_an_interrupted_run_resumed_to_its_end_succeeds(pkb_flags, tmp_path,
