@@ -111,6 +111,19 @@ def Unseen(text: str) -> List[str]:
   return _Listed(text, 'restore_unseen')
 
 
+def Workspaces(text: str) -> Dict[str, List[str]]:
+  """RestoreCommand's output: the workspaces on the machine of each holder
+  of Deferred not Unseen (<root>/pkb-<run_uri>.*, any user's: names for
+  the runner to check against the run's record), in the order listed."""
+  found: Dict[str, List[str]] = {}
+  for line in (text or '').split('\n'):
+    key, _, value = line.partition('=')
+    holder, _, workspace = value.partition(' ')
+    if key == 'restore_workspace' and holder and workspace:
+      found.setdefault(holder, []).append(workspace)
+  return found
+
+
 def ReadCommand() -> str:
   """Unprivileged, read-only: prints `<name>=<value>` for every setting."""
   return shell_scripts.Command(SCRIPT, 'read')
@@ -190,8 +203,9 @@ def RestoreCommand(holder: str, root: str = '') -> str:
   limits file the first made. Prints `restore_deferred=<holder>,...` while
   other tunings are in force (Deferred), with `root` (where runs make their
   workspaces) `restore_unseen=<holder>,...` for those whose run has none
-  there (Unseen), and `restore_failed=<name>` for each value it could not
-  write back."""
+  there (Unseen) and `restore_workspace=<holder> <workspace>` for each
+  workspace of the others' runs (Workspaces), and `restore_failed=<name>`
+  for each value it could not write back."""
   return shell_scripts.Command(SCRIPT, 'restore', holder, root)
 
 

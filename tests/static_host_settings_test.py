@@ -12,6 +12,7 @@ happens, and checks the machine is as it was.
 
 import json
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -378,4 +379,54 @@ def test_a_run_whose_record_is_lost_is_named_with_how_to_give_it_back(
     assert not os.path.lexists(system_tuning.LEASE_FILE)
   finally:
     for vm in (a, b):
+      vm.Delete()
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_a_run_whose_tuning_stays_is_named_with_its_teardown(
+    tmp_path, sshd, machine, caplog):  # pylint: disable=redefined-outer-name
+  """Runs A and C tuned the machine and are not torn down; B's teardown
+  leaves the settings tuned for them. Before: it told the user to run a
+  placeholder (./pkb.py --run_stage=teardown --run_uri=<run_uri>), which
+  for A, whose record is kept off the default results directory, looks
+  for it where it is not. Now A's teardown is named with its
+  --results_dir (its record, beside B's, lists its workspace there), and
+  C, whose record is nowhere this runner looks, is said to be torn down
+  where it was started."""
+  runs = tmp_path / 'runs'
+  a_uri, b_uri, c_uri = (f'{x}{os.getpid()}' for x in 'abc')
+  a = _LentVm(sshd, a_uri, record=run_record.RunRecord.Create(
+      str(runs / a_uri), a_uri))
+  # What A's run records of its VM: the scratch directory in its workspace.
+  a.record.AddResource(a.KIND, a.name, **a.RecordData())
+  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
+      str(runs / b_uri), b_uri))
+  c = _LentVm(sshd, c_uri)
+  try:
+    a.ApplySystemTuning(True)
+    c_settings = _Tuned(c)
+    b.ApplySystemTuning(True)
+    entry, = [e for e in b.record.Resources()
+              if e['kind'] == provider.HostSettings.KIND]
+    provider.HostSettings(b, entry['data']['old'],
+                          entry['data']['machine']).Delete()
+    said, = [r.getMessage() for r in caplog.records
+             if 'stay tuned while the tuning of' in r.getMessage()]
+    assert said == (
+        f'Settings on servers-0 stay tuned while the tuning of '
+        f'{a_uri}/servers-0, {c_uri}/servers-0 is in force (<run_uri>/<vm>: '
+        f'running, or not torn down: ./pkb.py --run_stage=teardown '
+        f'--run_uri={a_uri} --results_dir={shlex.quote(str(runs))}; run '
+        f'{c_uri} where it was started (its results directory is not known '
+        'here)); the last one torn down puts back the values before the '
+        'first.'), said
+    c_settings.Delete()
+    entry, = [e for e in a.record.Resources()
+              if e['kind'] == provider.HostSettings.KIND]
+    provider.HostSettings(a, entry['data']['old'],
+                          entry['data']['machine']).Delete()
+    assert _InForce() == machine
+  finally:
+    for vm in (a, b, c):
       vm.Delete()

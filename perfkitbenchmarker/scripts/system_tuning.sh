@@ -28,7 +28,10 @@
 #                              HOLDER,... for each other holder whose run
 #                              has no workspace there: nothing of it runs
 #                              on the machine (a run whose record was lost
-#                              holds its place for good)
+#                              holds its place for good), and
+#                              restore_workspace=HOLDER WORKSPACE for each
+#                              workspace of the others (at most 8 each:
+#                              where the runner finds each one's record)
 # Exits 0: what failed is in the output.
 #
 # The lease: the machine's settings as they were before the first tuning
@@ -147,14 +150,20 @@ put_back() {
 }
 
 # unseen ROOT HOLDER,...: restore_unseen= the holders whose run has no
-# workspace under ROOT (any user's: a name there is enough to leave it be).
+# workspace under ROOT (any user's: a name there is enough to leave it be),
+# and a restore_workspace=HOLDER WORKSPACE line for each workspace of the
+# others (the first 8: a run has one; the runner checks each against the
+# record it finds).
 unseen() {
-  local holder
-  local -a found=() all
+  local holder workspace
+  local -a found=() all spaces
   IFS=, read -r -a all <<< "$2"
   for holder in "${all[@]}"; do
-    compgen -G "${1%/}/pkb-${holder%%/*}.*" > /dev/null ||
-      found+=("$holder")
+    mapfile -t spaces < <(compgen -G "${1%/}/pkb-${holder%%/*}.*" | head -n 8)
+    [ "${#spaces[@]}" -gt 0 ] || found+=("$holder")
+    for workspace in "${spaces[@]}"; do
+      echo "restore_workspace=$holder $workspace"
+    done
   done
   local IFS=,
   [ "${#found[@]}" -eq 0 ] || echo "restore_unseen=${found[*]}"

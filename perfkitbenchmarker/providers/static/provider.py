@@ -21,7 +21,8 @@ import re
 import shlex
 import stat
 import threading
-from typing import Annotated, Any, Dict, List, Optional, Tuple, Union
+from typing import (Annotated, Any, Dict, List, Optional, Sequence, Tuple,
+                    Union)
 
 import pydantic
 
@@ -308,7 +309,8 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           'with no process working in it and no command of its run for '
           f'{QUIET_S // 60} min (a run that ended without its teardown, or '
           'one between two stages), which does not stop this run. A run\'s '
-          f'teardown removes its workspace: {self._TeardownOf(new)}'))
+          'teardown removes its workspace: '
+          + self.TeardownOf([(run, [workspace]) for run, workspace in new])))
     if busy:
       shown = {}  # Each run once, with what shows it is alive.
       for run, workspace, why in busy:
@@ -323,20 +325,22 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           f'{"; ".join(shown[run][1] for run in runs)}{more}; nothing of '
           f'this run was made there. Wait for {them} to finish, or tear '
           f'{them} down: '
-          + self._TeardownOf([(run, shown[run][0]) for run in runs])
+          + self.TeardownOf([(run, [shown[run][0]]) for run in runs])
           + (f' (a run with no command here for {QUIET_S // 60} min is not '
              'counted)' if quiet_said else '')))
     return made
 
-  def _TeardownOf(self, runs: List[Tuple[str, str]]) -> str:
-    """How to tear down each of `runs` (run_uri, its workspace here): the
-    teardown command of each whose record is found (`_RunDirOf`); the
-    others where they were started, with no command: one without the
-    --results_dir of a run kept off the default would look for its record
-    where it is not (and from another checkout, where none is)."""
+  def TeardownOf(self, runs: List[Tuple[str, Sequence[str]]]) -> str:
+    """How to tear down each of `runs` (run_uri, its workspaces here): the
+    teardown command of each whose record is found (`_RunDirOf`, for one of
+    its workspaces); the others where they were started, with no command:
+    one without the --results_dir of a run kept off the default would look
+    for its record where it is not (and from another checkout, where none
+    is)."""
     commands, unknown = [], []
-    for run, workspace in runs:
-      run_dir = self._RunDirOf(run, workspace)
+    for run, workspaces in runs:
+      run_dir = next(filter(None, (self._RunDirOf(run, workspace)
+                                   for workspace in workspaces)), None)
       if run_dir:
         commands.append(run_signals.TeardownCommand(run, run_dir))
       else:
@@ -396,7 +400,7 @@ class HostSettings(resource.BaseResource):
 
   KIND = 'static_host_settings'
 
-  def __init__(self, vm: ssh_vm.SshVirtualMachine, old: Dict[str, str],
+  def __init__(self, vm: StaticVirtualMachine, old: Dict[str, str],
                machine: Optional[Dict[str, str]] = None, record=None):
     super().__init__(vm.name, record)
     self.vm = vm
@@ -449,12 +453,18 @@ class HostSettings(resource.BaseResource):
           'record lost), give its place up: '
           + system_tuning.GiveBackCommand(lost, ssh)))
     if deferred:
-      logging.warning(
-          'Settings on %s stay tuned while the tuning of %s is in force '
-          '(<run_uri>/<vm>: running, or not torn down: ./pkb.py '
-          '--run_stage=teardown --run_uri=<run_uri>); the last one torn '
-          'down puts back the values before the first.', self.vm.name,
-          ', '.join(deferred))
+      # Each holder's run by its workspaces here (restore found them),
+      # whose record gives its teardown's --results_dir.
+      spaces = system_tuning.Workspaces(out)
+      runs: Dict[str, List[str]] = {}
+      for holder in deferred:
+        runs.setdefault(holder.partition('/')[0], []).extend(
+            spaces.get(holder, []))
+      logging.warning(terminal_text.Printable(
+          f'Settings on {self.vm.name} stay tuned while the tuning of '
+          f'{", ".join(deferred)} is in force (<run_uri>/<vm>: running, or '
+          f'not torn down: {self.vm.TeardownOf(list(runs.items()))}); the '
+          'last one torn down puts back the values before the first.'))
 
   class Fields(record_checks.Fields):
     vm_name: str
