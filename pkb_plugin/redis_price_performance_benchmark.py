@@ -917,14 +917,42 @@ def RunCap(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
   return {}
 
 
-def SamplesFromRows(lines, official: bool = False
+class _KeyTwice(ValueError):
+  """A row's object names a key twice (`_UniqueKeys`)."""
+
+
+def _UniqueKeys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+  """A JSON object of a row (json's object_pairs_hook), refusing one that
+  names a key twice: json keeps the last, silently. The harness's
+  json_input does this for every file it reads back; the plugin imports
+  only upstream's modules, so it has its own."""
+  obj = dict(pairs)
+  if len(obj) != len(pairs):
+    seen = set()
+    for key, _ in pairs:
+      if key in seen:
+        raise _KeyTwice(key)
+      seen.add(key)
+  return obj
+
+
+def SamplesFromRows(lines, path: str, official: bool = False
                     ) -> Tuple[List[sample.Sample], int]:
-  """One harness run's JSON rows (--nocollapse_labels) as upstream samples,
-  each naming the run's cap (`RunCap`), and how many were withheld:
-  upstream's publisher marks every sample of a run with its own
-  --official, so under it only the rows the harness marked official are
-  returned."""
-  rows = [json.loads(line) for line in lines if line.strip()]
+  """One harness run's JSON rows (--nocollapse_labels), read from `path`,
+  as upstream samples, each naming the run's cap (`RunCap`), and how many
+  were withheld: upstream's publisher marks every sample of a run with its
+  own --official, so under it only the rows the harness marked official
+  are returned. A row naming a key twice is refused (HarnessRunError, one
+  line naming `path`), never published with either value."""
+  try:
+    rows = [json.loads(line, object_pairs_hook=_UniqueKeys)
+            for line in lines if line.strip()]
+  except _KeyTwice as e:
+    raise HarnessRunError(
+        f'redis_price_performance run: {path}: a row of this run gives the '
+        f'key {json.dumps(str(e)[:40])} twice in one object, which the '
+        'harness never writes; refused rather than publishing either value '
+        '(the file was edited or damaged).') from None
   cap = RunCap(rows)
   samples, withheld = [], 0
   for row in rows:
@@ -969,7 +997,7 @@ def Run(spec) -> List[sample.Sample]:
   official = bool(flags.FLAGS.official)
   with open(path) as f:
     f.seek(before)
-    samples, withheld = SamplesFromRows(f, official=official)
+    samples, withheld = SamplesFromRows(f, path, official=official)
   if withheld:
     logging.warning(
         'redis_price_performance: %d of the harness\'s rows are not '

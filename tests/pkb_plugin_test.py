@@ -857,6 +857,33 @@ def test_upstreams_memtier_cluster_mode_goes_with_its_cluster_flag(
       plugin.UpstreamFlags(upstream, [])
 
 
+def test_a_harness_row_naming_a_key_twice_is_refused_in_one_line(
+    monkeypatch, tmp_path):
+  """Before: the rows were read with json.loads, which keeps the last of a
+  key given twice, so a "value" added at a row's end was published as the
+  measured one. Now that row stops the run stage in one line naming the
+  results file; the rows of a real run still read."""
+  plugin = _Plugin(monkeypatch)
+  with open(ROWS) as f:
+    rows = f.read().splitlines()
+  path = tmp_path / 'perfkitbenchmarker_results.json'
+  path.write_text('\n'.join(rows) + '\n')
+  with open(path) as f:
+    samples, _ = plugin.SamplesFromRows(f, str(path))
+  assert len(samples) == len(rows)
+  first = json.loads(rows[0])
+  assert first['value'] != 1e12
+  path.write_text('\n'.join(
+      [rows[0][:-1] + ', "value": 1e12}'] + rows[1:]) + '\n')
+  with open(path) as f, pytest.raises(plugin.HarnessRunError) as e:
+    plugin.SamplesFromRows(f, str(path))
+  assert str(e.value) == (
+      f'redis_price_performance run: {path}: a row of this run gives the key '
+      '"value" twice in one object, which the harness never writes; refused '
+      'rather than publishing either value (the file was edited or '
+      'damaged).')
+
+
 # The harness's closing lines when a search failed after measuring (a real
 # run through upstream, pkb_plugin/README.md).
 FAILED_LAST = (
