@@ -102,6 +102,21 @@ def test_bad_files_give_one_line_errors(tmp_path, keyfile):
   assert 'zone 3: input should be a valid string' in message
 
 
+def test_a_key_given_twice_is_refused_in_one_line(tmp_path, keyfile):
+  # Before: json kept the last, so the run reached the machine of a second
+  # ip_address in one object, the first silently dropped.
+  machine = json.dumps(_Machine(keyfile, '10.0.0.1'))
+  twice = machine[:-1] + ', "ip_address": "10.0.0.2"}'
+  for text in (f'[{twice}, {machine}]', f'{{"servers": [{twice}]}}',
+               f'{{"servers": [{machine}], "servers": [{machine}]}}'):
+    message = _Error(_Write(tmp_path, text))
+    key = 'servers' if text.count('"servers"') == 2 else 'ip_address'
+    assert message == (
+        f'--static_vm_file {tmp_path}/static.json: an object gives the key '
+        f'"{key}" twice; give each key once (json would keep only the '
+        'last).'), message
+
+
 def test_keyfile_must_exist_and_be_private(tmp_path, keyfile):
   message = _Error(_Write(tmp_path, [_Machine(str(tmp_path / 'nokey'))]))
   assert 'does not exist' in message

@@ -28,6 +28,7 @@ import pydantic
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags
+from perfkitbenchmarker import json_input
 from perfkitbenchmarker import paths
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import record_checks
@@ -165,7 +166,13 @@ def LoadStaticVmFile(path: str) -> Union[List[StaticMachine],
   except regular_files.NotRegular as e:
     raise _Fail(path, f'cannot read it: {e}.') from None
   try:
-    data = json.loads(text)
+    # json keeps the last of a key given twice, silently: a second
+    # ip_address in one machine's object was the machine the run reached.
+    data = json_input.Loads(text)
+  except json_input.KeyTwice as e:
+    raise _Fail(path, f'an object gives the key {json.dumps(e.key[:40])} '
+                'twice; give each key once (json would keep only the '
+                'last).') from None
   except (ValueError, RecursionError) as e:
     raise _Fail(path, f'not valid JSON ({e}).') from None
 
