@@ -663,9 +663,13 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         raise SshError(f'{self.name}: stopped while waiting for SSH at '
                        f'{self._Target()} port {self.port}.')
       if remote_shell.Started(err):
+        # What the command said: its stderr without the markers (Tail's
+        # splitlines splits at their \x1e), the PATH entries left out and
+        # what the login printed before them.
+        said = vm_util.Tail(remote_shell.CleanStderr(err), 2) or 'no output'
         raise SshError(f'{self.name}: SSH works but the shell failed '
-                       f'(exit {rc}): {vm_util.Tail(err, 2)}; the VM needs '
-                       'bash and coreutils `timeout`.')
+                       f'(exit {rc}): {said}; the VM needs bash and '
+                       'coreutils `timeout`.')
       if rc != 255:
         raise self._NotStarted(rc, out, err, connect + LOCAL_GRACE_S)
       return err

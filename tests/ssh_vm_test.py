@@ -596,6 +596,26 @@ def test_a_login_path_entry_left_out_is_said_once_naming_it_and_why(
 
 
 @pytest.mark.e2e
+def test_a_shell_that_fails_once_started_is_said_without_the_markers(
+    sshd, make_vm, tmp_path):  # pylint: disable=redefined-outer-name
+  # Before: the error's tail was taken of ssh's raw stderr, and
+  # str.splitlines splits at the \x1e of ssh_command.sh's markers too, so
+  # their words were lines of their own: "(exit 1): relative rel (relative:
+  # the directory each command runs in) | timeout stand-in refuses" (a
+  # login PATH entry left out), "pkb-started | ..." with nothing else.
+  keyfile = sshd.AuthorizeStubbedKey(
+      str(tmp_path / 'login'),
+      {'timeout': '#!/bin/sh\necho timeout stand-in refuses >&2\nexit 1\n'},
+      path=['rel'])
+  vm = make_vm(keyfile=keyfile, run_uri=f'sf{os.getpid()}')
+  with pytest.raises(ssh_vm.SshError) as failed:
+    vm.WaitForSsh(20)
+  assert str(failed.value) == (
+      'vm-0: SSH works but the shell failed (exit 1): timeout stand-in '
+      'refuses; the VM needs bash and coreutils `timeout`.'), failed.value
+
+
+@pytest.mark.e2e
 def test_a_logins_startup_files_neither_run_in_nor_garble_its_commands(
     sshd, make_vm, tmp_path):  # pylint: disable=redefined-outer-name
   # A login as sshd starts one on a lent machine: bash run by sshd at
