@@ -936,23 +936,55 @@ def _UniqueKeys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
   return obj
 
 
+def _RowProblem(row: Any) -> Optional[str]:
+  """What keeps a parsed row from being a sample (None: nothing)."""
+  if not isinstance(row, dict):
+    return 'is not a JSON object'
+  for key in ('metric', 'unit'):
+    if not isinstance(row.get(key), str):
+      return f'has no "{key}"' if key not in row else f'"{key}" is not text'
+  if 'value' not in row:
+    return 'has no "value"'
+  value = row['value']
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return '"value" is not a number'
+  if not isinstance(row.get('metadata') or {}, dict):
+    return '"metadata" is not an object'
+  return None
+
+
 def SamplesFromRows(lines, path: str, official: bool = False
                     ) -> Tuple[List[sample.Sample], int]:
   """One harness run's JSON rows (--nocollapse_labels), read from `path`,
   as upstream samples, each naming the run's cap (`RunCap`), and how many
   were withheld: upstream's publisher marks every sample of a run with its
   own --official, so under it only the rows the harness marked official
-  are returned. A row naming a key twice is refused (HarnessRunError, one
-  line naming `path`), never published with either value."""
-  try:
-    rows = [json.loads(line, object_pairs_hook=_UniqueKeys)
-            for line in lines if line.strip()]
-  except _KeyTwice as e:
-    raise HarnessRunError(
-        f'redis_price_performance run: {path}: a row of this run gives the '
-        f'key {json.dumps(str(e)[:40])} twice in one object, which the '
-        'harness never writes; refused rather than publishing either value '
-        '(the file was edited or damaged).') from None
+  are returned. A row naming a key twice, or one that is not a sample
+  (`_RowProblem`), is refused (HarnessRunError, one line naming `path`):
+  nothing of the run is published."""
+  rows = []
+  for number, line in enumerate(lines, 1):
+    if not line.strip():
+      continue
+    try:
+      row = json.loads(line, object_pairs_hook=_UniqueKeys)
+    except _KeyTwice as e:
+      raise HarnessRunError(
+          f'redis_price_performance run: {path}: a row of this run gives the '
+          f'key {json.dumps(str(e)[:40])} twice in one object, which the '
+          'harness never writes; refused rather than publishing either '
+          'value (the file was edited or damaged).') from None
+    except (ValueError, RecursionError):
+      row = None
+      problem = 'is not JSON'
+    else:
+      problem = _RowProblem(row)
+    if problem:
+      raise HarnessRunError(
+          f'redis_price_performance run: {path}: row {number} {problem}, '
+          'not a row the harness writes; nothing of the run is published '
+          '(the file was edited or damaged).')
+    rows.append(row)
   cap = RunCap(rows)
   samples, withheld = [], 0
   for row in rows:

@@ -884,6 +884,32 @@ def test_a_harness_row_naming_a_key_twice_is_refused_in_one_line(
       'damaged).')
 
 
+@pytest.mark.parametrize('bad, said', [
+    ('{"metric": "throughput", "value": 5', 'is not JSON'),
+    ('["throughput", 5, "ops/s"]', 'is not a JSON object'),
+    ('{"value": 5, "unit": "ops/s"}', 'has no "metric"'),
+    ('{"metric": "throughput", "value": "5", "unit": "ops/s"}',
+     '"value" is not a number'),
+    ('{"metric": "throughput", "value": 5, "unit": "ops/s", "metadata": 3}',
+     '"metadata" is not an object'),
+])
+def test_a_harness_row_not_as_the_harness_writes_is_refused_in_one_line(
+    monkeypatch, tmp_path, bad, said):
+  """A row that is not JSON, or lacks what a sample needs, failed the run
+  stage as a JSONDecodeError or KeyError (or went to upstream as a string
+  value); now it is one line naming the results file and the row."""
+  plugin = _Plugin(monkeypatch)
+  with open(ROWS) as f:
+    rows = f.read().splitlines()
+  path = tmp_path / 'perfkitbenchmarker_results.json'
+  path.write_text('\n'.join(rows[:1] + [bad] + rows[1:]) + '\n')
+  with open(path) as f, pytest.raises(plugin.HarnessRunError) as e:
+    plugin.SamplesFromRows(f, str(path))
+  assert str(e.value).startswith(
+      f'redis_price_performance run: {path}: row 2 {said}'), str(e.value)
+  assert '\n' not in str(e.value)
+
+
 # The harness's closing lines when a search failed after measuring (a real
 # run through upstream, pkb_plugin/README.md).
 FAILED_LAST = (
