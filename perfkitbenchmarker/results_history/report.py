@@ -30,7 +30,9 @@ from perfkitbenchmarker.results_history import nights
 
 TOOL_PACKAGES = ('apache-otava', 'pandas', 'matplotlib', 'Jinja2', 'numpy',
                  'scipy')
-NOT_RECORDED = 'not recorded (no run_record.json beside the samples)'
+NOT_RECORDED = ('not recorded (no run_record.json beside the samples, or one '
+                'that is malformed, of an unknown version or names no '
+                'command)')
 PRICE_KEYS = ('servers_price_cloud', 'servers_price_region',
               'servers_price_source', 'servers_price_date')
 GENERATOR_KEYS = ('load_generator', 'load_generator_version')
