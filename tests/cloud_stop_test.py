@@ -141,8 +141,9 @@ class ScriptedCompute:
     self.calls.append(method)
     return self._Operation(f'op-{method}', 'RUNNING')
 
-  def _Wait(self, project, operation, zone=''):
+  def _Wait(self, project, operation, zone='', retry='default'):
     assert (project, zone) == ('p', self.zone)
+    assert retry is None  # The call goes out once: a retry is the run's.
     self.calls.append(f'wait {operation}')
     assert self.answers, f'{self.calls}: one wait more than scripted'
     status, then = self.answers.pop(0)

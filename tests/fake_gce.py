@@ -26,7 +26,9 @@ lock, before the insert or delete answers; tests/rehearsal_hosts.py).
 Every request is recorded (`requests`). Failures are injected per
 collection: the nth insert returns an HTTP error or an operation that ends
 in an error, once or from then on (`FailInsert`); deletes can fail a few
-times (`FailDelete`). A test may act as an injected failure is answered
+times (`FailDelete`, with the reason GCE gives, e.g. resourceNotReady), and
+so can reads (`FailGet`: a get of an instance, a machine type, an image
+family or an operation). A test may act as an injected failure is answered
 (`then`: e.g. send the run a signal), or as any nth insert is (`AtInsert`).
 """
 
@@ -108,6 +110,9 @@ class FakeGce:
     self._inserts = collections.Counter()
     self._delete_failures = collections.Counter()
     self._delete_status: Dict[str, int] = {}
+    self._delete_reason: Dict[str, str] = {}
+    # collection -> [GETs left to fail, status].
+    self._get_failures: Dict[str, List[Any]] = {}
     self._failures: List[_Failure] = []
     self._ids = iter(range(1000, 10**9))
     self._lock = threading.RLock()
@@ -195,14 +200,24 @@ class FakeGce:
     self._insert_hooks.append((collection, nth, then))
 
   def FailDelete(self, collection: str, times: int = 1,
-                 status: int = 503) -> None:
-    """Answers the next `times` deletes in `collection` with `status`."""
+                 status: int = 503, reason: str = 'backendError') -> None:
+    """Answers the next `times` deletes in `collection` with `status` and
+    `reason` (GCE's error reason: a 400 resourceNotReady while the object
+    is still being created or another operation on it runs)."""
     self._delete_failures[collection] += times
     self._delete_status[collection] = status
+    self._delete_reason[collection] = reason
+
+  def FailGet(self, collection: str, times: int = 1,
+              status: int = 503) -> None:
+    """Answers the next `times` GETs in `collection` (instances,
+    machineTypes, images, operations...) with `status`."""
+    self._get_failures[collection] = [times, status]
 
   def ClearFailures(self) -> None:
     self._failures.clear()
     self._delete_failures.clear()
+    self._get_failures.clear()
 
   # Inspection ---------------------------------------------------------------
 
@@ -238,6 +253,10 @@ class FakeGce:
       project, scope = route['project'], route['scope']
       collection, name = route['collection'], route['name']
       extra = route['extra']
+      failing = self._get_failures.get(collection)
+      if method == 'GET' and failing and failing[0] > 0:
+        failing[0] -= 1
+        return _Error(failing[1], f'Injected failure of {collection} get')
       if collection == 'operations':
         return self._Operation(project, scope, name)
       if collection == 'images' and name == 'family' and method == 'GET':
@@ -347,7 +366,8 @@ class FakeGce:
     if self._delete_failures[collection] > 0:
       self._delete_failures[collection] -= 1
       return _Error(self._delete_status[collection],
-                    f'Injected failure of {collection} delete')
+                    f'Injected failure of {collection} delete',
+                    self._delete_reason.get(collection, 'backendError'))
     if key not in self.resources:
       return _NotFound(collection, name)
     user = self._UserOf(key)

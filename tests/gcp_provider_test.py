@@ -33,6 +33,7 @@ from perfkitbenchmarker.providers.gcp import naming
 from perfkitbenchmarker.providers import operator_access
 
 import fake_gce  # pylint: disable=g-bad-import-order
+from cloud_stop_test import FakeTime  # pylint: disable=g-bad-import-order
 
 # Imported when a test first uses them (lazy_modules).
 compute_v1 = lazy_modules.Module('google.cloud.compute_v1')
@@ -88,7 +89,7 @@ class _Run:
   """One run's spec, record and provider, as pkb would build them."""
 
   def __init__(self, fake, run_dir, run_uri='abc123', config=None,
-               module=None, **flag_overrides):
+               module=None, time=None, **flag_overrides):
     self.fake = fake
     self.run_dir = str(run_dir)
     self.record = run_record.RunRecord.Create(self.run_dir, run_uri,
@@ -103,7 +104,9 @@ class _Run:
         compute_api.ComputeClients.Create(fake.endpoint),
         gcp_provider.GcpOptions.FromFlags(self.flags),
         ssh_waiter=lambda vm: self.ssh_waits.append(vm.name),
-        sleep=lambda s: None, wall_clock=lambda: NOW)
+        # `time`: a cloud_stop_test.FakeTime, whose clock its sleeps move.
+        sleep=time.sleep if time else lambda s: None,
+        **({'clock': time.clock} if time else {}), wall_clock=lambda: NOW)
 
   def Construct(self):
     self.spec.vm_groups = self.provider.ConstructVms(self.spec)
@@ -118,6 +121,12 @@ class _Run:
   def TeardownFromDisk(self):
     """Teardown as `--run_stage=teardown` does it: from the file alone."""
     return resource.TeardownFromRecord(run_record.RunRecord.Load(self.run_dir))
+
+
+def _OneVm():
+  return {'vm_groups': {'servers': {
+      'vm_spec': {'GCP': {'machine_type': 'n2-standard-4', 'zone': ZONE}},
+      'vm_count': 1}}}
 
 
 def _Only(items):
@@ -387,8 +396,9 @@ def test_an_operation_never_done_fails_in_one_line_at_its_deadline():
       status=compute_v1.Operation.Status.RUNNING,
       operation_type='insert', target_link='projects/p/instances/vm-1')
 
-  def Wait(project, operation, zone):
-    assert (project, operation, zone) == ('p', 'op-1', 'us-central1-b')
+  def Wait(project, operation, zone, retry):
+    assert (project, operation, zone, retry) == ('p', 'op-1', 'us-central1-b',
+                                                 None)
     now[0] += 120  # The server held the call about two minutes.
     return running
 
@@ -806,3 +816,50 @@ def test_vm_rebuilt_from_record_can_be_reached_and_deleted(fake, tmp_path):
   assert original.name in [i['name'] for i in fake.Live('instances')]
   vm.Delete()
   assert original.name not in [i['name'] for i in fake.Live('instances')]
+
+
+# Transient errors and stops --------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_reads_are_retried_by_the_run_through_its_pauses(fake, tmp_path):
+  """A 503 from a get (machine type, image family, instance) is tried
+  again by the run, pausing through the run's sleep (so a stop wakes it),
+  not by the client library's own retry, which sleeps on the real clock."""
+  fake.FailGet('machineTypes')
+  fake.FailGet('images')
+  fake.FailGet('instances', times=2)
+  time = FakeTime()
+  run = _Run(fake, tmp_path, config=_OneVm(), time=time)
+  vm = _Only(run.Provision())
+  assert vm.ip_address and vm.internal_ip
+  assert [len(fake.Calls(c, 'GET')) for c in
+          ('machineTypes', 'images', 'instances')] == [2, 2, 3]
+  # Pauses of 1 s (machine type), 1 s (image), 1 s then 2 s (instance).
+  assert time.now == 5
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+@pytest.mark.e2e
+def test_a_stop_ends_a_read_that_gce_answers_with_503s(fake, tmp_path):
+  """The client library's retry of a get went on up to 600 s through 503s
+  and no stop could end it; the run's own ends at the stop."""
+  # Eight 503s, then answers: a retry that ignores the stop ends too (the
+  # library's takes a few seconds over eight), so the test fails on the
+  # create's success rather than hanging.
+  fake.FailGet('instances', times=8)
+  # The stop lands in the pause after the second 503 (1 s, then 2 s).
+  time = FakeTime(stop_at=1 + 0.5)
+  run = _Run(fake, tmp_path, config=_OneVm(), time=time)
+  with pytest.raises(errors.ResourceError) as stopped:
+    run.Provision()
+  assert re.fullmatch(
+      r'Looking up gcp_instance pkb-abc123-servers-0: GET \S+: Injected '
+      r'failure of instances get; not tried again, the run being stopped',
+      str(stopped.value))
+  # No get after the stop, which woke the pause within its step.
+  assert len(fake.Calls('instances', 'GET')) == 2
+  assert time.now == 2
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []

@@ -18,6 +18,11 @@ that insert first: deleting an object GCE is still inserting fails
 gone"), and it would be left behind. A delete's own wait is teardown's and
 ignores the stop.
 
+Every call goes out once (retry=None): the client library's own retry of a
+get (503s and deadline errors, up to 600 s, sleeping on the real clock) is
+one no stop can end. A read is tried again by `Read` instead: bounded, its
+pauses through waits.Pause, none after the run's stop.
+
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
 endpoint. The endpoint goes into the run record, so a later teardown talks to
@@ -29,7 +34,8 @@ import importlib.util
 import logging
 import re
 import time
-from typing import Annotated, Any, Callable, Dict, Optional, Tuple, Type
+from typing import (Annotated, Any, Callable, Dict, List, Optional, Tuple,
+                    Type)
 import urllib.parse
 
 from google.api_core import client_options as client_options_lib
@@ -39,6 +45,7 @@ from google.auth import credentials as auth_credentials
 from google.auth import exceptions as auth_exceptions
 import pydantic
 import requests
+import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
@@ -53,6 +60,9 @@ RETRYABLE_OPERATION_ERRORS = frozenset({
     'RESOURCE_OPERATION_RATE_EXCEEDED', 'RATE_LIMIT_EXCEEDED',
     'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'RESOURCE_NOT_READY',
 })
+# A read (a get) is tried this often over transient errors (a 5xx, a 429, a
+# lost connection), pausing 1, 2, 4, 8, 16, 30, 30 s between the tries.
+READ_ATTEMPTS = 8
 STOCKOUT_ERRORS = frozenset({
     'ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS',
 })
@@ -211,10 +221,11 @@ def Call(what: str, function: Callable[..., Any], *args,
   """Calls the API, mapping its errors to retryable or one-line errors.
 
   Exceptions in `passthrough` (e.g. NotFound for a get) reach the caller,
-  which knows what they mean there.
+  which knows what they mean there. The call goes out once (module
+  docstring): a retry is the caller's.
   """
   try:
-    return function(*args, **kwargs)
+    return function(*args, retry=None, **kwargs)
   except passthrough:
     raise
   except (api_exceptions.TooManyRequests, api_exceptions.ServerError,
@@ -227,6 +238,50 @@ def Call(what: str, function: Callable[..., Any], *args,
         'is enabled there and that your account may use it)') from None
   except api_exceptions.GoogleAPICallError as e:
     raise errors.ResourceError(f'{what}: {_Message(e)}') from None
+
+
+class _Stopped(Exception):
+  """The run was stopped before an attempt (Read)."""
+
+
+def Read(what: str, function: Callable[..., Any], *args,
+         sleep: Callable[[float], None] = time.sleep,
+         passthrough: Tuple[Type[Exception], ...] = (),
+         attempts: int = READ_ATTEMPTS, **kwargs) -> Any:
+  """Call() of a read (a get), tried again over transient errors, at most
+  `attempts` times. The pauses go through waits.Pause on `sleep` (the
+  caller's), and none is made after the run's stop (since this call): the
+  stop ends the read within a pause step."""
+  stopped = waits.RunStopped()
+  last: List[Exception] = []
+
+  def Attempt() -> Any:
+    if stopped():  # It came during the pause before this attempt.
+      raise _Stopped()
+    try:
+      return Call(what, function, *args, passthrough=passthrough, **kwargs)
+    except resource.RetryableError as e:
+      last[:] = [e]
+      raise
+
+  def Warn(state: tenacity.RetryCallState) -> None:
+    logging.warning('%s (retrying in %.0fs)', state.outcome.exception(),
+                    state.next_action.sleep)
+
+  try:
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(resource.RetryableError),
+        stop=tenacity.stop_after_attempt(attempts) | stopped,
+        wait=tenacity.wait_exponential(max=30),
+        sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
+        before_sleep=Warn, reraise=True)(Attempt)
+  except (resource.RetryableError, _Stopped):
+    error = last[0] if last else what  # A stop as it began: no try.
+    if stopped():
+      raise errors.ResourceError(
+          f'{error}; not tried again, the run being stopped') from None
+    raise errors.ResourceError(
+        f'{error} (after {attempts} attempts)') from None
 
 
 def _Message(e: Exception) -> str:
@@ -385,8 +440,8 @@ class GceResource(resource.BaseResource):
 
   def Get(self):
     """The object; raises NotFound when it does not exist."""
-    return Call(f'Looking up {self.KIND} {self.name}', self._ApiCall, 'get',
-                passthrough=(api_exceptions.NotFound,),
+    return Read(f'Looking up {self.KIND} {self.name}', self._ApiCall, 'get',
+                sleep=self._sleep, passthrough=(api_exceptions.NotFound,),
                 **{self.PARAM: self.name})
 
   def RecordData(self) -> Dict[str, Any]:

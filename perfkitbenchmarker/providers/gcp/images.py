@@ -8,7 +8,8 @@ non-deprecated image of the family and records which one it was. A vm_spec
 """
 
 import dataclasses
-from typing import Dict, Tuple
+import time
+from typing import Callable, Dict, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.providers import operator_access
@@ -48,17 +49,19 @@ def FamilyFor(os_type: str, machine_type: str) -> ImageFamily:
   return ImageFamily(project, arm_family if arm64 else x86_family)
 
 
-def ResolveImage(clients, family: ImageFamily) -> str:
+def ResolveImage(clients, family: ImageFamily,
+                 sleep: Callable[[float], None] = time.sleep) -> str:
   """The self link of the newest image in `family` (`clients`: a
-  compute_api.ComputeClients)."""
+  compute_api.ComputeClients; `sleep`: the pauses of compute_api.Read)."""
   # Here, not at the top: the checks above run in every GCP dry run, and the
   # Compute client library takes seconds to import.
   from google.api_core import exceptions as api_exceptions  # pylint: disable=g-import-not-at-top
   from perfkitbenchmarker.providers.gcp import compute_api  # pylint: disable=g-import-not-at-top
   what = f'Looking up image family {family.project}/{family.family}'
   try:
-    image = compute_api.Call(what, clients.images.get_from_family,
+    image = compute_api.Read(what, clients.images.get_from_family,
                              project=family.project, family=family.family,
+                             sleep=sleep,
                              passthrough=(api_exceptions.NotFound,))
   except api_exceptions.NotFound:
     raise errors.ResourceError(

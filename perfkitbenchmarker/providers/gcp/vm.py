@@ -169,14 +169,15 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     if self.config.image:
       self.image = self.config.image
     else:
-      self.image = images.ResolveImage(self.clients, self.config.image_family)
+      self.image = images.ResolveImage(self.clients, self.config.image_family,
+                                       sleep=self._sleep)
 
   def _LearnMachineType(self) -> None:
     what = f'Looking up machine type {self.machine_type} in {self.zone}'
     try:
-      machine = compute_api.Call(
+      machine = compute_api.Read(
           what, self.clients.machine_types.get, project=self.project,
-          zone=self.zone, machine_type=self.machine_type,
+          zone=self.zone, machine_type=self.machine_type, sleep=self._sleep,
           passthrough=(api_exceptions.NotFound,))
     except api_exceptions.NotFound:
       raise errors.ResourceError(
