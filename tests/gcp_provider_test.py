@@ -24,6 +24,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
@@ -861,5 +862,74 @@ def test_a_stop_ends_a_read_that_gce_answers_with_503s(fake, tmp_path):
   # No get after the stop, which woke the pause within its step.
   assert len(fake.Calls('instances', 'GET')) == 2
   assert time.now == 2
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+def _NotReadyVm(fake, tmp_path, times):
+  """A run's one VM, provisioned, whose next `times` deletes GCE refuses as
+  not ready (a 400 resourceNotReady: still being created, or another
+  operation on it runs); with the run's FakeTime."""
+  time = FakeTime()
+  run = _Run(fake, tmp_path, config=_OneVm(), time=time)
+  vm = _Only(run.Provision())
+  fake.FailDelete('instances', times=times, status=400,
+                  reason='resourceNotReady')
+  return run, vm, time
+
+
+@pytest.mark.e2e
+def test_a_delete_refused_as_not_ready_is_tried_again_until_taken(
+    fake, tmp_path):
+  run, vm, time = _NotReadyVm(fake, tmp_path, times=3)
+  start = time.now
+  vm.Delete()  # What teardown calls (with the run's pauses).
+  assert fake.Live('instances') == []
+  assert len(fake.Calls('instances', 'DELETE')) == 4
+  assert time.now - start == 3 * compute_api.NOT_READY_PAUSE_S
+  assert run.record.FindResource('gcp_vm', vm.name)['status'] == 'deleted'
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+@pytest.mark.e2e
+def test_a_delete_still_refused_as_not_ready_is_one_line_naming_teardown(
+    fake, tmp_path):
+  run, vm, time = _NotReadyVm(fake, tmp_path, times=10**6)
+  start = time.now
+  with pytest.raises(errors.ResourceError) as refused:
+    vm.Delete()
+  again = run_signals.TeardownCommand('abc123', run.run_dir)
+  assert '--results_dir=' in again  # The run's results are off the default.
+  assert re.fullmatch(
+      rf'Deleting gcp_instance {vm.name}: DELETE \S+: Injected failure of '
+      rf'instances delete; still refused as not ready after '
+      rf'{compute_api.NOT_READY_TIMEOUT_S}s: run `{re.escape(again)}` again '
+      'later', str(refused.value))
+  # Bounded: tried every pause until the deadline, then no more.
+  assert time.now - start == compute_api.NOT_READY_TIMEOUT_S
+  assert len(fake.Calls('instances', 'DELETE')) == (
+      compute_api.NOT_READY_TIMEOUT_S // compute_api.NOT_READY_PAUSE_S + 1)
+  # Still in the record, for that command.
+  assert run.record.FindResource('gcp_vm', vm.name)['status'] != 'deleted'
+  fake.ClearFailures()
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
+
+
+@pytest.mark.e2e
+def test_a_stop_ends_the_not_ready_retries_naming_teardown(fake, tmp_path):
+  run, vm, time = _NotReadyVm(fake, tmp_path, times=10**6)
+  # The stop lands in the second pause.
+  time.stop_at = time.now + compute_api.NOT_READY_PAUSE_S * 1.5
+  with pytest.raises(errors.ResourceError) as stopped:
+    vm.Delete()
+  again = run_signals.TeardownCommand('abc123', run.run_dir)
+  assert str(stopped.value).endswith(
+      'instances delete; not tried again, the run being stopped: run '
+      f'`{again}` to delete it')
+  assert len(fake.Calls('instances', 'DELETE')) == 2
+  assert run.record.FindResource('gcp_vm', vm.name)['status'] != 'deleted'
+  fake.ClearFailures()
   assert run.TeardownFromDisk() == []
   assert fake.Live() == []

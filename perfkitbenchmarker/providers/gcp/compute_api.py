@@ -16,7 +16,11 @@ a straggler teardown waits out. Teardown's delete then waits (bounded) for
 that insert first: deleting an object GCE is still inserting fails
 (resourceNotReady) or does not find it yet (a 404, taken for "already
 gone"), and it would be left behind. A delete's own wait is teardown's and
-ignores the stop.
+ignores the stop. A delete GCE refuses as not ready (resourceNotReady: the
+object is still being created, or another operation on it runs) is sent
+again every NOT_READY_PAUSE_S for up to NOT_READY_TIMEOUT_S, the pauses
+through waits.Pause; still refused, or a stop since the delete began, it
+fails in one line naming the object and the run's teardown command.
 
 Every call goes out once (retry=None): the client library's own retry of a
 get (503s and deadline errors, up to 600 s, sleeping on the real clock) is
@@ -50,6 +54,7 @@ import tenacity
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
 
@@ -60,6 +65,11 @@ RETRYABLE_OPERATION_ERRORS = frozenset({
     'RESOURCE_OPERATION_RATE_EXCEEDED', 'RATE_LIMIT_EXCEEDED',
     'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'RESOURCE_NOT_READY',
 })
+# A delete refused as not ready is sent again after this pause, until this
+# long after the first was sent.
+NOT_READY_PAUSE_S = 10
+NOT_READY_TIMEOUT_S = 300
+NOT_READY_REASON = 'resourceNotReady'
 # A read (a get) is tried this often over transient errors (a 5xx, a 429, a
 # lost connection), pausing 1, 2, 4, 8, 16, 30, 30 s between the tries.
 READ_ATTEMPTS = 8
@@ -208,6 +218,10 @@ class ComputeClients:
 # Errors ----------------------------------------------------------------------
 
 
+class NotReadyError(errors.ResourceError):
+  """GCE refused a call as the object is not ready (NOT_READY_REASON)."""
+
+
 class OperationError(errors.ResourceError):
   """A Compute operation finished with an error."""
 
@@ -237,7 +251,9 @@ def Call(what: str, function: Callable[..., Any], *args,
         f'{what}: {_Message(e)} (check --project, that the Compute Engine API '
         'is enabled there and that your account may use it)') from None
   except api_exceptions.GoogleAPICallError as e:
-    raise errors.ResourceError(f'{what}: {_Message(e)}') from None
+    error = (NotReadyError if NOT_READY_REASON in _Reasons(e)
+             else errors.ResourceError)
+    raise error(f'{what}: {_Message(e)}') from None
 
 
 class _Stopped(Exception):
@@ -286,6 +302,13 @@ def Read(what: str, function: Callable[..., Any], *args,
 
 def _Message(e: Exception) -> str:
   return getattr(e, 'message', None) or str(e)
+
+
+def _Reasons(e: api_exceptions.GoogleAPICallError) -> set:
+  """The error's reasons: GCE's JSON names them in error.errors[].reason
+  (an ErrorInfo detail, where given, in e.reason)."""
+  return {item.get('reason') for item in (e.errors or ())
+          if isinstance(item, dict)} | {e.reason}
 
 
 def WaitForOperation(clients: ComputeClients, project: str, operation,
@@ -431,12 +454,55 @@ class GceResource(resource.BaseResource):
                   api_exceptions.Conflict, 'RESOURCE_ALREADY_EXISTS',
                   **{f'{self.PARAM}_resource': self._Body()})
 
+  def TeardownCommand(self) -> str:
+    """The run's command that deletes what it left (run_signals')."""
+    if self.record is None:
+      return run_signals.TeardownCommand('<run_uri>')
+    return run_signals.TeardownCommand(self.record.run_uri,
+                                       self.record.run_dir)
+
   def _Delete(self) -> None:
     if self.pending_insert:
       self._AwaitPendingInsert()
-    self._Operate(f'Deleting {self.KIND} {self.name}', 'delete_unary',
-                  api_exceptions.NotFound, 'RESOURCE_NOT_FOUND',
-                  **{self.PARAM: self.name})
+    what = f'Deleting {self.KIND} {self.name}'
+    # Teardown's: a stop since the delete began ends it (the run's own stop
+    # came before teardown).
+    stopped = waits.RunStopped()
+    last: List[Exception] = []
+
+    def Attempt() -> None:
+      if stopped():  # It came during the pause before this attempt.
+        raise _Stopped()
+      try:
+        self._Operate(what, 'delete_unary', api_exceptions.NotFound,
+                      'RESOURCE_NOT_FOUND', **{self.PARAM: self.name})
+      except NotReadyError as e:
+        last[:] = [e]
+        raise
+
+    def Warn(state: tenacity.RetryCallState) -> None:
+      logging.warning('%s (trying again in %.0fs)', state.outcome.exception(),
+                      state.next_action.sleep)
+
+    try:
+      tenacity.Retrying(
+          retry=tenacity.retry_if_exception_type(NotReadyError),
+          stop=waits.PastDeadline(self._clock,
+                                  self._clock() + NOT_READY_TIMEOUT_S,
+                                  inclusive=True) | stopped,
+          wait=tenacity.wait_fixed(NOT_READY_PAUSE_S),
+          sleep=lambda seconds: waits.Pause(seconds, self._sleep, stopped),
+          before_sleep=Warn, reraise=True)(Attempt)
+    except (NotReadyError, _Stopped):
+      refused = last[0] if last else what  # A stop as it began: no try.
+      if stopped():
+        raise errors.ResourceError(
+            f'{refused}; not tried again, the run being stopped: run '
+            f'`{self.TeardownCommand()}` to delete it') from None
+      raise errors.ResourceError(
+          f'{refused}; still refused as not ready after '
+          f'{NOT_READY_TIMEOUT_S}s: run `{self.TeardownCommand()}` again '
+          'later') from None
 
   def Get(self):
     """The object; raises NotFound when it does not exist."""

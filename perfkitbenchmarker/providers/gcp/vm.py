@@ -13,6 +13,7 @@ from google.api_core import exceptions as api_exceptions
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -102,11 +103,20 @@ class _Instance(compute_api.GceResource):
 
   def __init__(self, name: str, clients, project: str, zone: str,
                build: Optional[Callable[[], 'compute_v1.Instance']] = None,
-               record_to: Optional[Callable[..., None]] = None, **kwargs):
+               record_to: Optional[Callable[..., None]] = None,
+               teardown_command: Optional[Callable[[], str]] = None,
+               **kwargs):
     super().__init__(name, clients, project, **kwargs)
     self.zone = zone
     self._Body = build
     self._record_to = record_to
+    self._teardown_command = teardown_command
+
+  def TeardownCommand(self) -> str:
+    # The VM's: it holds the run's record.
+    if self._teardown_command is not None:
+      return self._teardown_command()
+    return super().TeardownCommand()
 
   def _Where(self) -> Dict[str, str]:
     return {'project': self.project, 'zone': self.zone}
@@ -145,8 +155,9 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     self.ssh_public_key: Optional[str] = None
     self._instance = _Instance(name, clients, project, spec.zone,
                                build=self._BuildInstance,
-                               record_to=self._Record, sleep=self._sleep,
-                               clock=self._clock)
+                               record_to=self._Record,
+                               teardown_command=self._TeardownCommand,
+                               sleep=self._sleep, clock=self._clock)
 
   # Resource hooks ---------------------------------------------------------
 
@@ -214,6 +225,13 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def _Delete(self) -> None:
     self._instance._Delete()  # pylint: disable=protected-access
+
+  def _TeardownCommand(self) -> str:
+    """The run's own teardown command: its record, given at construction,
+    says where the run keeps its results (a --results_dir off the
+    default)."""
+    return run_signals.TeardownCommand(
+        self.run_uri, self.record.run_dir if self.record else None)
 
   # Record and metadata ------------------------------------------------------
 
