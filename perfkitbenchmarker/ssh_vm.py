@@ -803,18 +803,13 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     if enabled:
       holder = self.RecordHostSettings()
       out, err, rc = self.RemoteCommandWithReturnCode(
-          self.Sudo(system_tuning.ApplyCommand(holder)), timeout=60)
+          self.Sudo(system_tuning.ApplyCommand(
+              holder, record_checks.REMOTE_SCRATCH_ROOT)), timeout=60)
       applied = out if rc == 0 else 'tuning_failed=sudo\n'
       if rc != 0:
         logging.warning('System tuning on %s failed: %s', self.name,
                         vm_util.Tail(err, 2))
-      shared = system_tuning.SharedWith(applied)
-      if shared:
-        logging.warning(
-            'System tuning on %s: the tuning of %s is in force there too '
-            '(<run_uri>/<vm>: running, or not torn down); the settings go '
-            'back as they were before the first when the last is torn '
-            'down.', self.name, ', '.join(shared))
+      self.SayTuningShared(applied)
     current, _ = self.RemoteCommand(system_tuning.ReadCommand(), timeout=60,
                                     what=f'reading settings on {self.name}')
     self.tuning = system_tuning.Parse(applied + current, enabled)
@@ -839,6 +834,13 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
     static provider's), and returns its place in the machine's lease
     (system_tuning.Holder); a cloud VM is deleted with them: ''."""
     return ''
+
+  def SayTuningShared(self, applied: str) -> None:
+    """The tuning's output (`applied`): says which other runs' tunings are
+    in force on this machine too, with how to tear each down (the static
+    provider's: a machine the run's tuning holds a place on,
+    RecordHostSettings); a cloud VM holds none, so shares it with none."""
+    del applied
 
   def SystemMetadata(self) -> Dict[str, Any]:
     """OS, kernel, architecture and tuning, for sample metadata."""

@@ -73,13 +73,15 @@ def Holder(run_uri: str, vm_name: str) -> str:
   return f'{run_uri}/{vm_name}'
 
 
-def ApplyCommand(holder: str = '') -> str:
+def ApplyCommand(holder: str = '', root: str = '') -> str:
   """Root command; takes `holder`'s place in the lease (a machine that
   outlives the run; none: a cloud VM, deleted with the settings), then
   tunes; prints `tuning_failed=<name>` for each refusal (`lease`: nothing
   was changed) and `tuning_shared=<holder>,...` when other tunings are in
-  force."""
-  return shell_scripts.Command(SCRIPT, 'apply', holder)
+  force (SharedWith), with `root` (where runs make their workspaces)
+  `tuning_workspace=<holder> <workspace>` for each workspace of their runs
+  there (Workspaces)."""
+  return shell_scripts.Command(SCRIPT, 'apply', holder, root)
 
 
 def _Listed(text: str, key: str) -> List[str]:
@@ -111,15 +113,20 @@ def Unseen(text: str) -> List[str]:
   return _Listed(text, 'restore_unseen')
 
 
-def Workspaces(text: str) -> Dict[str, List[str]]:
-  """RestoreCommand's output: the workspaces on the machine of each holder
-  of Deferred not Unseen (<root>/pkb-<run_uri>.*, any user's: names for
-  the runner to check against the run's record), in the order listed."""
+# The key of Workspaces' lines in each command's output.
+_WORKSPACE_KEYS = {'apply': 'tuning_workspace', 'restore': 'restore_workspace'}
+
+
+def Workspaces(text: str, verb: str = 'restore') -> Dict[str, List[str]]:
+  """RestoreCommand's output (`verb` 'apply': ApplyCommand's): the
+  workspaces on the machine of each holder of Deferred not Unseen (of
+  SharedWith) (<root>/pkb-<run_uri>.*, any user's: names for the runner to
+  check against the run's record), in the order listed."""
   found: Dict[str, List[str]] = {}
   for line in (text or '').split('\n'):
     key, _, value = line.partition('=')
     holder, _, workspace = value.partition(' ')
-    if key == 'restore_workspace' and holder and workspace:
+    if key == _WORKSPACE_KEYS[verb] and holder and workspace:
       found.setdefault(holder, []).append(workspace)
   return found
 
@@ -139,8 +146,8 @@ def Parse(text: str, applied: bool) -> Dict[str, str]:
       continue
     if key == 'tuning_failed':
       failed.append(value.strip())
-    elif key == 'tuning_shared':
-      continue  # Said by the VM (SharedWith), not a setting.
+    elif key in ('tuning_shared', 'tuning_workspace'):
+      continue  # Said by the VM (SharedWith, Workspaces), not a setting.
     else:
       values[key.strip()] = value.strip() or 'unknown'
   values['system_tuning'] = 'applied' if applied else 'off'

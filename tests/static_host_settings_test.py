@@ -430,3 +430,47 @@ def test_a_run_whose_tuning_stays_is_named_with_its_teardown(
   finally:
     for vm in (a, b, c):
       vm.Delete()
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_a_run_that_tunes_beside_others_names_their_teardowns(
+    tmp_path, sshd, machine, caplog):  # pylint: disable=redefined-outer-name
+  """Runs A and C tuned the machine and are not torn down; B's tuning
+  finds theirs in force. Before: B's prepare said their tunings are in
+  force there too with a placeholder (<run_uri>/<vm>) and no teardown to
+  run. Now it names A's teardown with its --results_dir (its record,
+  beside B's, lists its workspace there) and says C, whose record is
+  nowhere this runner looks, is torn down where it was started: the same
+  advice B's teardown gives."""
+  runs = tmp_path / 'runs'
+  a_uri, b_uri, c_uri = (f'{x}{os.getpid()}' for x in 'abc')
+  a = _LentVm(sshd, a_uri, record=run_record.RunRecord.Create(
+      str(runs / a_uri), a_uri))
+  # What A's run records of its VM: the scratch directory in its workspace.
+  a.record.AddResource(a.KIND, a.name, **a.RecordData())
+  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
+      str(runs / b_uri), b_uri))
+  c = _LentVm(sshd, c_uri)
+  try:
+    settings = [_Tuned(a), _Tuned(c)]
+    caplog.clear()
+    settings.append(_Tuned(b))
+    said, = [r.getMessage() for r in caplog.records
+             if 'is in force there too' in r.getMessage()]
+    assert said == (
+        f'System tuning on servers-0: the tuning of {a_uri}/servers-0, '
+        f'{c_uri}/servers-0 is in force there too (<run_uri>/<vm>: running, '
+        f'or not torn down: ./pkb.py --run_stage=teardown --run_uri={a_uri} '
+        f'--results_dir={shlex.quote(str(runs))}; run {c_uri} where it was '
+        'started (its results directory is not known here)); the settings '
+        'go back as they were before the first when the last is torn '
+        'down.'), said
+    # The workspaces the tuning named are no setting of the metadata.
+    assert not {'tuning_shared', 'tuning_workspace'} & set(b.tuning), b.tuning
+    for held in settings:
+      held.Delete()
+    assert _InForce() == machine
+  finally:
+    for vm in (a, b, c):
+      vm.Delete()

@@ -1,14 +1,17 @@
 # shellcheck shell=bash
 # The kernel and limit settings Redis asks for (system_tuning.py; its
 # SETTINGS names the same ones: a setting added here goes there too).
-#   system_tuning.sh apply [HOLDER]
+#   system_tuning.sh apply [HOLDER [ROOT]]
 #                              as root: takes HOLDER's place in the lease
 #                              (below) if given, then sets each setting (one at a
 #                              time, so one read-only knob does not stop
 #                              the others); prints tuning_failed=NAME for
 #                              each refused (tuning_failed=lease: nothing
 #                              set) and tuning_shared=HOLDER,... when other
-#                              holders' tunings are in force
+#                              holders' tunings are in force, with ROOT
+#                              (as restore's) tuning_workspace=HOLDER
+#                              WORKSPACE for each of their workspaces there
+#                              (at most 8 each)
 #   system_tuning.sh read      NAME=VALUE of every setting in force
 #   system_tuning.sh snapshot  NAME=VALUE of every setting restore can write
 #                              back, limits_file=present|absent, and, while
@@ -93,23 +96,44 @@ holders() {
   printf '%s' "${found[*]}"
 }
 
-# hold HOLDER: HOLDER's place in the lease; the first holder writes the
-# settings in force (as the lender left them) before its line.
+# workspaces KEY ROOT HOLDER: a KEY=HOLDER WORKSPACE line for each
+# workspace of HOLDER's run under ROOT (any user's; the first 8: a run has
+# one; the runner checks each against the record it finds); fails when
+# there is none.
+workspaces() {
+  local -a spaces
+  local workspace
+  mapfile -t spaces < <(compgen -G "${2%/}/pkb-${3%%/*}.*" | head -n 8)
+  for workspace in "${spaces[@]}"; do
+    echo "$1=$3 $workspace"
+  done
+  [ "${#spaces[@]}" -gt 0 ]
+}
+
+# hold HOLDER [ROOT]: HOLDER's place in the lease; the first holder writes
+# the settings in force (as the lender left them) before its line.
 hold() {
-  local others
+  local others holder
+  local -a all
   [[ $1 =~ ^[A-Za-z0-9_./-]+$ ]] && lock_lease 2>/dev/null || return 1
   if ! grep -q '^holder=' "$lease"; then
     snapshot > "$lease" || return 1
   fi
   others=$(holders "$1")
   [ -z "$others" ] || echo "tuning_shared=$others"
+  if [ -n "$others" ] && [ -n "$2" ]; then
+    IFS=, read -r -a all <<< "$others"
+    for holder in "${all[@]}"; do
+      workspaces tuning_workspace "$2" "$holder" || :
+    done
+  fi
   grep -qxF -- "holder=$1" "$lease" || echo "holder=$1" >> "$lease"
 }
 
 apply() {
   local name file value
   # A machine deleted with the run (a cloud VM) holds no place.
-  if [ -n "$1" ] && ! hold "$1"; then
+  if [ -n "$1" ] && ! hold "$1" "$2"; then
     echo tuning_failed=lease  # Nothing changed that could not be put back.
     return
   fi
@@ -155,15 +179,11 @@ put_back() {
 # others (the first 8: a run has one; the runner checks each against the
 # record it finds).
 unseen() {
-  local holder workspace
-  local -a found=() all spaces
+  local holder
+  local -a found=() all
   IFS=, read -r -a all <<< "$2"
   for holder in "${all[@]}"; do
-    mapfile -t spaces < <(compgen -G "${1%/}/pkb-${holder%%/*}.*" | head -n 8)
-    [ "${#spaces[@]}" -gt 0 ] || found+=("$holder")
-    for workspace in "${spaces[@]}"; do
-      echo "restore_workspace=$holder $workspace"
-    done
+    workspaces restore_workspace "$1" "$holder" || found+=("$holder")
   done
   local IFS=,
   [ "${#found[@]}" -eq 0 ] || echo "restore_unseen=${found[*]}"
@@ -210,7 +230,7 @@ snapshot() {
 }
 
 case $1 in
-  apply) apply "$2" ;;
+  apply) apply "$2" "${3-}" ;;
   read)
     in_files_now
     echo "nofile_limit=$(ulimit -n 2>/dev/null)"

@@ -383,6 +383,20 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
         return run_dir
     return None
 
+  def SayTuningShared(self, applied: str) -> None:
+    """Names the other runs whose tunings are in force here too (the
+    tuning's tuning_shared line), with each one's teardown (TeardownOf, by
+    its workspaces here: the tuning's tuning_workspace lines)."""
+    shared = system_tuning.SharedWith(applied)
+    if shared:
+      logging.warning(terminal_text.Printable(
+          f'System tuning on {self.name}: the tuning of {", ".join(shared)} '
+          'is in force there too (<run_uri>/<vm>: running, or not torn '
+          'down: ' + self.TeardownOf(_HolderRuns(
+              shared, system_tuning.Workspaces(applied, 'apply')))
+          + '); the settings go back as they were before the first when '
+          'the last is torn down.'))
+
   def RecordHostSettings(self) -> str:
     """The machine is lent: the settings in force go into the run record
     before the tuning changes them, and teardown gives the VM's place in
@@ -394,6 +408,18 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
                  system_tuning.ParseSnapshot(out, lease=True) or found,
                  record=self.record).Create()
     return system_tuning.Holder(self.run_uri, self.name)
+
+
+def _HolderRuns(holders: List[str], spaces: Dict[str, List[str]]
+                ) -> List[Tuple[str, List[str]]]:
+  """Each run of `holders` (<run_uri>/<vm>, in order) with the workspaces
+  on the machine the tuning found of its holders (`spaces`: Workspaces),
+  whose record gives its teardown's --results_dir (TeardownOf)."""
+  runs: Dict[str, List[str]] = {}
+  for holder in holders:
+    runs.setdefault(holder.partition('/')[0], []).extend(
+        spaces.get(holder, []))
+  return list(runs.items())
 
 
 class HostSettings(resource.BaseResource):
@@ -460,18 +486,12 @@ class HostSettings(resource.BaseResource):
           'record lost), give its place up: '
           + system_tuning.GiveBackCommand(lost, ssh)))
     if deferred:
-      # Each holder's run by its workspaces here (restore found them),
-      # whose record gives its teardown's --results_dir.
-      spaces = system_tuning.Workspaces(out)
-      runs: Dict[str, List[str]] = {}
-      for holder in deferred:
-        runs.setdefault(holder.partition('/')[0], []).extend(
-            spaces.get(holder, []))
+      runs = _HolderRuns(deferred, system_tuning.Workspaces(out))
       logging.warning(terminal_text.Printable(
           f'Settings on {self.vm.name} stay tuned while the tuning of '
           f'{", ".join(deferred)} is in force (<run_uri>/<vm>: running, or '
-          f'not torn down: {self.vm.TeardownOf(list(runs.items()))}); the '
-          'last one torn down puts back the values before the first.'))
+          f'not torn down: {self.vm.TeardownOf(runs)}); the last one torn '
+          'down puts back the values before the first.'))
 
   class Fields(record_checks.Fields):
     vm_name: str
