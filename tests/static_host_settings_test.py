@@ -474,3 +474,45 @@ def test_a_run_that_tunes_beside_others_names_their_teardowns(
   finally:
     for vm in (a, b, c):
       vm.Delete()
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_a_run_under_way_started_later_is_found_wherever_its_results_are(
+    tmp_path, sshd, machine, caplog):  # pylint: disable=redefined-outer-name
+  """Run D, started on this runner after B provisioned, keeps its results
+  in a directory of its own and tunes the machine; B tunes it, then is
+  torn down, while D is under way. Before: B looked D's record up only
+  where the runs under way when B provisioned said (none: D was not yet)
+  and beside B's and in the default results directory, so both its
+  warnings said D is torn down where it was started. Now the run lock D's
+  pkb holds on this runner names D's results, and both give D's teardown
+  with its --results_dir."""
+  elsewhere = tmp_path / 'elsewhere'
+  b_uri, d_uri = (f'{x}{os.getpid()}' for x in 'bd')
+  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
+      str(tmp_path / 'runs' / b_uri), b_uri))
+  d_lock = run_scope.RunLock(d_uri, run_dir=str(elsewhere / d_uri)).Acquire()
+  try:
+    d = _LentVm(sshd, d_uri, record=run_record.RunRecord.Create(
+        str(elsewhere / d_uri), d_uri))
+    try:
+      d.record.AddResource(d.KIND, d.name, **d.RecordData())
+      d_settings = _Tuned(d)
+      b_settings = _Tuned(b)
+      b_settings.Delete()
+      teardown = (f'./pkb.py --run_stage=teardown --run_uri={d_uri} '
+                  f'--results_dir={shlex.quote(str(elsewhere))}')
+      said = [r.getMessage() for r in caplog.records
+              if f'the tuning of {d_uri}/servers-0 is in force'
+              in r.getMessage()]
+      assert len(said) == 2 and all(
+          f'(<run_uri>/<vm>: running, or not torn down: {teardown});'
+          in line for line in said), said
+      d_settings.Delete()
+      assert _InForce() == machine
+    finally:
+      d.Delete()
+  finally:
+    b.Delete()
+    d_lock.Release()

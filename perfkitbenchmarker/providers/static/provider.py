@@ -344,9 +344,13 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
     one without the --results_dir of a run kept off the default would look
     for its record where it is not (and from another checkout, where none
     is)."""
+    # The runs under way on this runner now: one started since ClaimScript
+    # looked (or in a later stage of this run, where it never did), with
+    # results of its own, is found there only.
+    held = {lock.run_uri: lock for lock in run_scope.HeldRunLocks()}
     commands, unknown = [], []
     for run, workspaces in runs:
-      run_dir = next(filter(None, (self._RunDirOf(run, workspace)
+      run_dir = next(filter(None, (self._RunDirOf(run, workspace, held)
                                    for workspace in workspaces)), None)
       if run_dir:
         commands.append(run_signals.TeardownCommand(run, run_dir))
@@ -361,14 +365,16 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
           'known here)')
     return advice
 
-  def _RunDirOf(self, run: str, workspace: str) -> Optional[str]:
+  def _RunDirOf(self, run: str, workspace: str,
+                held: Dict[str, run_scope.HeldLock]) -> Optional[str]:
     """The directory of run `run`'s record, if one is found that lists a
     scratch directory in `workspace` (a name mktemp chose: the record of
     that run, not of another with its run_uri on another runner). It is
-    looked for where that run's lock on this runner says (a run under way),
-    then beside this run's record and in the default results directory."""
-    held = self._live.get(run)
-    places = [held.run_dir] if held and held.run_dir else []
+    looked for where that run's lock on this runner says (a run under way:
+    its lock now, in `held`, or when ClaimScript looked), then beside this
+    run's record and in the default results directory."""
+    places = [lock.run_dir for lock in (held.get(run), self._live.get(run))
+              if lock and lock.run_dir]
     if self.record is not None:
       places.append(os.path.join(
           os.path.dirname(os.path.normpath(self.record.run_dir)), run))
