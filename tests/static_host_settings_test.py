@@ -12,6 +12,7 @@ happens, and checks the machine is as it was.
 
 import json
 import os
+import re
 import shlex
 import subprocess
 
@@ -516,3 +517,32 @@ def test_a_run_under_way_started_later_is_found_wherever_its_results_are(
   finally:
     b.Delete()
     d_lock.Release()
+
+
+@pytest.mark.e2e
+def test_a_workspace_name_another_user_chose_adds_no_line(tmp_path):
+  """system_tuning.sh's workspaces: the names under the workspaces' root
+  are any user's. One with a newline in it was read as two (compgen's
+  lines), its second a line of its own to the runner; one of other than
+  plain characters is now not said, though it counts as found."""
+  script = os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), 'perfkitbenchmarker', 'scripts',
+                        'system_tuning.sh')
+  with open(script) as f:
+    function = re.search(r'^workspaces\(\) \{\n.*?^\}\n', f.read(),
+                         re.M | re.S).group(0)
+
+  def Said(holder):
+    done = subprocess.run(
+        ['bash', '-c', function + 'workspaces tuning_workspace "$@"', 'x',
+         str(tmp_path), holder], capture_output=True, text=True, timeout=30,
+        check=False)
+    return done.returncode, done.stdout.split('\n')
+
+  (tmp_path / 'pkb-ab1.Xy12').mkdir()
+  assert Said('ab1/servers-0') == (
+      0, [f'tuning_workspace=ab1/servers-0 {tmp_path}/pkb-ab1.Xy12', ''])
+  (tmp_path / 'pkb-ab1.Xy12').rmdir()
+  (tmp_path / 'pkb-ab1.q\ntuning_failed=lease').mkdir()
+  assert Said('ab1/servers-0') == (0, [''])  # found, not said
+  assert Said('zz9/servers-0')[0] == 1  # none

@@ -99,15 +99,19 @@ holders() {
 # workspaces KEY ROOT HOLDER: a KEY=HOLDER WORKSPACE line for each
 # workspace of HOLDER's run under ROOT (any user's; the first 8: a run has
 # one; the runner checks each against the record it finds); fails when
-# there is none.
+# there is none. A name another user chose is said only if it is of plain
+# characters (one with a newline would be lines of its own), though it
+# counts as found.
 workspaces() {
   local -a spaces
   local workspace
-  mapfile -t spaces < <(compgen -G "${2%/}/pkb-${3%%/*}.*" | head -n 8)
-  for workspace in "${spaces[@]}"; do
-    echo "$1=$3 $workspace"
+  spaces=("${2%/}/pkb-${3%%/*}".*)
+  [ -e "${spaces[0]}" ] || [ -L "${spaces[0]}" ] || return 1
+  for workspace in "${spaces[@]:0:8}"; do
+    if [[ $workspace =~ ^[A-Za-z0-9_./-]+$ ]]; then
+      echo "$1=$3 $workspace"
+    fi
   done
-  [ "${#spaces[@]}" -gt 0 ]
 }
 
 # hold HOLDER [ROOT]: HOLDER's place in the lease; the first holder writes
