@@ -15,11 +15,12 @@ Key names each tool reads differ, so a preload must suit the tool probing:
 """
 
 import dataclasses
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import memtier_results
+from perfkitbenchmarker.search import staircase as ramp
 
 REDIS_BENCHMARK_KEY_WIDTH = 12  # Digits of __rand_int__ in redis-benchmark.
 PRELOAD_CHUNK_BYTES = 1 << 20  # RESP text per write to redis-cli --pipe.
@@ -100,19 +101,27 @@ def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
 @dataclasses.dataclass(frozen=True)
 class StaircaseSpec:
   """memtier's staircase ramp: clients per thread grow every step, up to
-  the probe's -c (memtier requires clients_start < -c)."""
+  the probe's -c (memtier requires clients_start < -c); `max_clients`, the
+  whole ramp's top (--memtier_staircase_max_clients), is the default -c."""
   clients_start: int
   clients_step: int
   step_duration_s: int
+  max_clients: int = 256
 
-  def Steps(self, max_clients: int) -> List[int]:
+  def Steps(self, max_clients: Optional[int] = None) -> List[int]:
     """Clients per thread of each step up to `max_clients`."""
-    return list(range(self.clients_start, max_clients, self.clients_step)) + [
-        max_clients]
+    top = self.max_clients if max_clients is None else max_clients
+    return list(range(self.clients_start, top, self.clients_step)) + [top]
 
-  def TestTime(self, max_clients: int) -> int:
+  def TestTime(self, max_clients: Optional[int] = None) -> int:
     """--test-time that gives every step, the last included, a full step."""
     return len(self.Steps(max_clients)) * self.step_duration_s
+
+  def Parts(self) -> List[Tuple[int, int]]:
+    """(first, last) clients per thread of each memtier run of the whole
+    ramp (search/staircase.Parts)."""
+    return ramp.Parts(self.clients_start, self.clients_step,
+                      self.max_clients)
 
 
 def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,

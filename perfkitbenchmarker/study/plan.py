@@ -55,16 +55,14 @@ def SearchPlan(opts: options_lib.RedisStudyOptions,
   if g.warmup_s:
     cap += f' + {g.warmup_s} s warm-up (memtier only)'
   if s.staircase:
-    steps = s.staircase.spec.Steps(s.staircase.max_clients)
+    steps = s.staircase.Steps()
     confirm = (f'; answer = mean of {s.confirm_repeats} repeats with 95 % '
                'interval' if s.confirm_repeats else '')
-    runs = len(staircase.Parts(s.staircase.clients_start,
-                               s.staircase.clients_step,
-                               s.staircase.max_clients))
+    runs = len(s.staircase.Parts())
     lines = [f'  staircase: {s.min_threads} thread(s) x '
              f'{steps[0]}..{steps[-1]} clients in {len(steps)} steps of '
-             f'{s.staircase.step_seconds} s, in up to {runs} memtier runs of '
-             f'{staircase.STEPS_PER_RUN} steps, none after the run that '
+             f'{s.staircase.step_duration_s} s, in up to {runs} memtier runs '
+             f'of {staircase.STEPS_PER_RUN} steps, none after the run that '
              f'reaches the cap; {cap}{confirm}']
   elif s.policy == 'adaptive':
     lines = _AdaptiveLines(opts, cap, client_vcpus)
@@ -237,10 +235,7 @@ def EstimatedSeconds(opts: options_lib.RedisStudyOptions) -> float:
       opts.curve.ProbeSeconds(g.run_duration_s) + g.warmup_s + overhead))
   st = opts.search.staircase
   if st:  # at most the whole ramp, one probe overhead per run
-    runs = len(staircase.Parts(st.clients_start, st.clients_step,
-                               st.max_clients))
-    seconds += (st.spec.TestTime(st.max_clients) +
-                runs * overhead)
+    seconds += st.TestTime() + len(st.Parts()) * overhead
   if opts.shards.enabled:
     seconds = (seconds + 20) * opts.shards.typical_points
   return seconds + HoldSeconds(opts, overhead)

@@ -63,19 +63,6 @@ def RequireOneCappedAnswer(f) -> None:
         f'{runs}.')
 
 
-@dataclasses.dataclass(frozen=True)
-class StaircaseOptions:
-  clients_start: int = 16
-  clients_step: int = 16
-  step_seconds: int = 2
-  max_clients: int = 256
-
-  @property
-  def spec(self) -> commands.StaircaseSpec:
-    return commands.StaircaseSpec(self.clients_start, self.clients_step,
-                                  self.step_seconds)
-
-
 # Seconds the answer's load is held by default: a minute on clouds and
 # static VMs (burst credits and background work show within one), a few
 # seconds on Local, whose default study must stay near its wall time.
@@ -106,7 +93,7 @@ class SearchOptions:
   confirm_repeats: int = 3
   linear_confirm_repeats: int = 0
   cap_margin: float = 0.95
-  staircase: Optional[StaircaseOptions] = None
+  staircase: Optional[commands.StaircaseSpec] = None
   # Seconds the answer's load is held after the search (0: no hold).
   hold_s: int = 0
 
@@ -114,10 +101,10 @@ class SearchOptions:
   def FromFlags(cls, f) -> 'SearchOptions':
     staircase = None
     if f.memtier_staircase:
-      staircase = StaircaseOptions(f.memtier_staircase_clients_start,
-                                   f.memtier_staircase_clients_step,
-                                   f.memtier_staircase_step_seconds,
-                                   f.memtier_staircase_max_clients)
+      staircase = commands.StaircaseSpec(f.memtier_staircase_clients_start,
+                                         f.memtier_staircase_clients_step,
+                                         f.memtier_staircase_step_seconds,
+                                         f.memtier_staircase_max_clients)
     return cls(cap_ms=f.memtier_latency_cap,
                cap_statistic=f.latency_cap_statistic,
                policy=f.memtier_latency_capped_search,
@@ -280,7 +267,7 @@ def CheckSearch(s: SearchOptions, g) -> None:
     _CheckStaircase(s.staircase, g)
 
 
-def _CheckStaircase(st: StaircaseOptions, g) -> None:
+def _CheckStaircase(st: commands.StaircaseSpec, g) -> None:
   if g.choice == 'redis_benchmark':
     raise errors.UsageError(
         '--memtier_staircase needs memtier_benchmark >= 2.3 (its '
@@ -292,11 +279,11 @@ def _CheckStaircase(st: StaircaseOptions, g) -> None:
         f'--memtier_staircase_clients_start={st.clients_start} must be below '
         f'--memtier_staircase_max_clients={st.max_clients} (memtier requires '
         'it).')
-  if g.warmup_s >= st.step_seconds:
+  if g.warmup_s >= st.step_duration_s:
     raise errors.UsageError(
         f'--memtier_warmup_seconds={g.warmup_s} leaves nothing of a '
         f'staircase step of --memtier_staircase_step_seconds='
-        f'{st.step_seconds}; the warm-up is per step.')
+        f'{st.step_duration_s}; the warm-up is per step.')
 
 
 def CheckShards(sh: ShardSearchOptions, server) -> None:

@@ -88,8 +88,7 @@ def RunStaircaseToCap(driver: driver_lib.ProbeDriver,
   in which a step reached the cap: the steps past it are not run."""
   st = opts.search.staircase
   steps = []
-  for run, (first, last) in enumerate(staircase.Parts(
-      st.clients_start, st.clients_step, st.max_clients)):
+  for run, (first, last) in enumerate(st.Parts()):
     part = RunStaircase(driver, opts, first, last)
     # Steps are numbered over the whole ramp, not per run.
     part = [dataclasses.replace(m, metadata={
@@ -124,7 +123,7 @@ def RunStaircase(driver: driver_lib.ProbeDriver,
   def OnClient(vm, generator):
     steps, busy = driver_lib.BusyAround(vm, generator, lambda: (
         generator.Staircase(driver.endpoints, driver.password,
-                            driver.workload, load, st.spec,
+                            driver.workload, load, st,
                             opts.generator.warmup_s)))
     cpu = (getattr(generator, 'last_cpu', None)
            if getattr(generator, 'MEASURES_CLIENT_CPU', False) else None)
