@@ -128,8 +128,6 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
                         password: Optional[str], workload: base.Workload,
                         load: measurement.Load, test_time_s: float,
                         json_out: str,
-                        print_percentiles: str = (
-                            memtier_results.PRINT_PERCENTILES),
                         staircase: Optional[StaircaseSpec] = None,
                         user: Optional[str] = None,
                         requests: Optional[int] = None) -> List[str]:
@@ -154,7 +152,8 @@ def MemtierProbeCommand(memtier_path: str, endpoint: base.Endpoint,
           '--key-pattern', workload.key_pattern,
           *_MemtierKeyShape(workload), *length,
           '-t', str(load.threads), '-c', str(load.clients),
-          '--hide-histogram', '--print-percentiles', print_percentiles,
+          '--hide-histogram', '--print-percentiles',
+          memtier_results.PRINT_PERCENTILES,
           '--json-out-file', json_out]
   if workload.cluster_mode:
     argv.append('--cluster-mode')

@@ -160,15 +160,13 @@ class ProbeInterference:
   # once its script runs (a round trip later over SSH).
   STOP_MARGIN_S = 0.5
 
-  def __init__(self, samplers: Sequence, threshold_pct: float =
-               INTERFERENCE_PCT, steal_from_probes: bool = False,
+  def __init__(self, samplers: Sequence, steal_from_probes: bool = False,
                servers: Sequence[ServerCpuSampler] = (),
                clock: Callable[[], float] = time.monotonic,
                from_sides: bool = False):
     self.samplers = list(samplers)
     self._clock = clock
     self.servers = list(servers)
-    self.threshold_pct = threshold_pct
     self.steal_from_probes = steal_from_probes
     self.from_sides = from_sides
     # Each sampler's, then each server's, Start (and planned Stop).
@@ -248,7 +246,7 @@ class ProbeInterference:
     if not figures:
       return {}, sides
     pct = round(max(figures), 1)
-    return ({'foreign_cpu_pct': pct, 'interference': pct > self.threshold_pct},
+    return ({'foreign_cpu_pct': pct, 'interference': pct > INTERFERENCE_PCT},
             sides)
 
 

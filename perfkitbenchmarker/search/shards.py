@@ -20,8 +20,6 @@ from typing import Callable, Optional, Tuple, Union
 from perfkitbenchmarker.search import driver
 from perfkitbenchmarker.search import hill_climb
 
-InvalidSearchArgument = driver.InvalidSearchArgument
-
 Evaluation = Union[driver.SearchResult, float, int, None]
 
 DEFAULT_MAX_EVALUATIONS = 12
@@ -82,17 +80,17 @@ def OptimizeShardCount(
       dict(min_shards=min_shards, max_evaluations=max_evaluations),
       min_shards=1, max_evaluations=1)
   if not isinstance(max_shards, int) or max_shards < min_shards:
-    raise InvalidSearchArgument(
+    raise driver.InvalidSearchArgument(
         f'max_shards={max_shards!r} is below min_shards={min_shards}; raise '
         'max_shards.')
   if not isinstance(start, int) or not min_shards <= start <= max_shards:
-    raise InvalidSearchArgument(
+    raise driver.InvalidSearchArgument(
         f'start={start!r} is outside [{min_shards}, {max_shards}]; start '
         'inside the bounds, e.g. at vCPUs // 2.')
   step = max(1, start // 2) if initial_step is None else initial_step
   driver.CheckWholeNumbers(dict(initial_step=step), initial_step=1)
   if not min_improvement >= 0:
-    raise InvalidSearchArgument(
+    raise driver.InvalidSearchArgument(
         f'min_improvement={min_improvement!r}: must be a fraction of at least '
         '0, e.g. 0.03 for 3 % noise.')
 

@@ -18,7 +18,6 @@ from perfkitbenchmarker.search import driver
 from perfkitbenchmarker.search import repeats
 
 Load = measurement.Load
-InvalidSearchArgument = driver.InvalidSearchArgument
 
 
 # Client steps per memtier run: the ramp runs in parts so that it can stop
@@ -38,7 +37,7 @@ def Parts(clients_start: int, clients_step: int, max_clients: int,
   below -c), so a lone last step joins the run before it.
   """
   if clients_start >= max_clients or clients_step < 1 or steps_per_run < 2:
-    raise InvalidSearchArgument(
+    raise driver.InvalidSearchArgument(
         f'a staircase from {clients_start} to {max_clients} clients by '
         f'{clients_step}, {steps_per_run} steps per run: the start must be '
         'below the top, the step and the steps per run positive (2 or more).')
@@ -70,7 +69,7 @@ class StaircasePolicy:
 
   def __post_init__(self):
     if not self.steps:
-      raise InvalidSearchArgument('a staircase needs at least one step.')
+      raise driver.InvalidSearchArgument('a staircase needs at least one step.')
     driver.CheckWholeNumbers(vars(self), confirm_repeats=0, max_backoffs=0)
 
   def Steps(self, cap_ms: float) -> driver.PolicySteps:
@@ -156,7 +155,7 @@ class ReplayThenMeasure:
         self._served += 1
         return step
       if not any(s.load == load for s in self._steps[:self._served]):
-        raise InvalidSearchArgument(
+        raise driver.InvalidSearchArgument(
             f'staircase step {self._served} measured {step.load.Describe()} '
             f'but {load.Describe()} was asked for; replay the steps in order.')
       # A repeat of a served step: the policy stopped walking (past the

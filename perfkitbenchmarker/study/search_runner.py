@@ -228,9 +228,6 @@ def _WarmupWords(opts: options_lib.RedisStudyOptions) -> str:
   return (f', its first {warmup} s of warm-up dropped' if warmup else '')
 
 
-ROLE_HOLD = search_driver.ROLE_HOLD
-
-
 def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
                opts: options_lib.RedisStudyOptions,
                load: measurement.Load, searched_ops: float, index: int,
@@ -260,10 +257,10 @@ def HoldAnswer(spec, driver: driver_lib.ProbeDriver,
   held = steadiness.OfHold(m, searched_ops, cap, asked_s=hold_s,
                            missing_why=cut)
   tags = {**extra, **held.Metadata()}
-  results.PublishProbe(spec, index, m, cap, ROLE_HOLD, tags)
+  results.PublishProbe(spec, index, m, cap, search_driver.ROLE_HOLD, tags)
   start_ms = SeriesStartMs(m)
   spec.EmitSamples(price_performance.TimeSeriesSamples(m, start_ms, {
-      **extra, 'probe_index': index, 'probe_role': ROLE_HOLD,
+      **extra, 'probe_index': index, 'probe_role': search_driver.ROLE_HOLD,
       'latency_cap_ms': cap.ms, 'latency_cap_statistic': cap.statistic,
       'threads': m.load.threads,
       'clients': m.load.clients, 'pipeline': m.load.pipeline,
