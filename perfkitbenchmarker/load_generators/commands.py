@@ -60,6 +60,14 @@ def _MemtierKeyShape(workload: base.Workload) -> List[str]:
   return argv
 
 
+def PreloadFits(key_count: int, connections: int) -> bool:
+  """Whether a P:P preload of `key_count` keys over `connections` gives
+  each its own slice: each sends (max - min) // N + 1 requests, so too many
+  for the keys would leave the last one none (MemtierPreloadCommand)."""
+  span = key_count - 1
+  return (connections - 1) * (span // connections + 1) <= span
+
+
 def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
                           password: Optional[str], workload: base.Workload,
                           threads: int = 1, clients: int = 1,
@@ -81,11 +89,8 @@ def MemtierPreloadCommand(memtier_path: str, endpoint: base.Endpoint,
   key_maximum = workload.key_maximum
   if key_pattern == 'S:S':
     key_maximum += 1
-  else:
-    span = workload.key_maximum - workload.key_minimum
-    per_client = span // (threads * clients) + 1
-    if (threads * clients - 1) * per_client > span:
-      raise ValueError('Too many preload clients for the key range')
+  elif not PreloadFits(workload.key_count, threads * clients):
+    raise ValueError('Too many preload clients for the key range')
   argv = [memtier_path, *_Connection(endpoint, password, '-s', user),
           '--ratio', '1:0', '--pipeline', str(pipeline),
           *_MemtierKeyRange(workload, key_maximum),

@@ -53,14 +53,9 @@ def SupportsStaircase(version: str) -> Optional[bool]:
 def PreloadClients(key_count: int) -> int:
   """P:P preload clients for `key_count` keys: PRELOAD_CLIENTS, fewer when
   the keys are too few for every client to get a share of its own (a small
-  client VM's slice)."""
-  span = key_count - 1
-
-  def Fits(clients):  # commands.MemtierPreloadCommand's own check.
-    n = PRELOAD_THREADS * clients
-    return (n - 1) * (span // n + 1) <= span
-
-  return next((c for c in range(PRELOAD_CLIENTS, 1, -1) if Fits(c)), 1)
+  client VM's slice: commands.PreloadFits)."""
+  return next((c for c in range(PRELOAD_CLIENTS, 1, -1)
+               if commands.PreloadFits(key_count, PRELOAD_THREADS * c)), 1)
 
 
 def Manifest(load: measurement.Load, json_paths: Sequence[str],
