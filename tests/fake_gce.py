@@ -26,10 +26,13 @@ lock, before the insert or delete answers; tests/rehearsal_hosts.py).
 Every request is recorded (`requests`). Failures are injected per
 collection: the nth insert returns an HTTP error or an operation that ends
 in an error, once or from then on (`FailInsert`); deletes can fail a few
-times (`FailDelete`, with the reason GCE gives, e.g. resourceNotReady), and
-so can reads (`FailGet`: a get of an instance, a machine type, an image
-family or an operation). A test may act as an injected failure is answered
-(`then`: e.g. send the run a signal), or as any nth insert is (`AtInsert`).
+times (`FailDelete`: refused with the reason GCE gives, e.g.
+resourceNotReady, or taken with an operation that ends in an error code,
+the object left), and so can reads (`FailGet`: a get of an instance, a
+machine type, an image family or an operation) and operation waits
+(`FailWait`, answered before the operation is looked at). A test may act
+as an injected failure is answered (`then`: e.g. send the run a signal), or
+as any nth insert is (`AtInsert`).
 """
 
 import collections
@@ -111,6 +114,12 @@ class FakeGce:
     self._delete_failures = collections.Counter()
     self._delete_status: Dict[str, int] = {}
     self._delete_reason: Dict[str, str] = {}
+    self._delete_mode: Dict[str, str] = {}
+    self._delete_code: Dict[str, str] = {}
+    # Operation key -> the error it ends with once DONE.
+    self._errors_when_done: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+    # Operation waits left to fail, and their status.
+    self._wait_failures: List[int] = [0, 503]
     # collection -> [GETs left to fail, status].
     self._get_failures: Dict[str, List[Any]] = {}
     self._failures: List[_Failure] = []
@@ -200,13 +209,19 @@ class FakeGce:
     self._insert_hooks.append((collection, nth, then))
 
   def FailDelete(self, collection: str, times: int = 1,
-                 status: int = 503, reason: str = 'backendError') -> None:
+                 status: int = 503, reason: str = 'backendError',
+                 mode: str = 'http', code: str = 'RESOURCE_NOT_READY'
+                 ) -> None:
     """Answers the next `times` deletes in `collection` with `status` and
     `reason` (GCE's error reason: a 400 resourceNotReady while the object
-    is still being created or another operation on it runs)."""
+    is still being created or another operation on it runs); with
+    mode='operation', deletes of an object that exists are taken, with an
+    operation that ends (DONE) in the error `code`, the object left."""
     self._delete_failures[collection] += times
     self._delete_status[collection] = status
     self._delete_reason[collection] = reason
+    self._delete_mode[collection] = mode
+    self._delete_code[collection] = code
 
   def FailGet(self, collection: str, times: int = 1,
               status: int = 503) -> None:
@@ -214,10 +229,16 @@ class FakeGce:
     machineTypes, images, operations...) with `status`."""
     self._get_failures[collection] = [times, status]
 
+  def FailWait(self, times: int = 1, status: int = 503) -> None:
+    """Answers the next `times` operation waits (any scope) with `status`,
+    the operation not looked at."""
+    self._wait_failures[:] = [times, status]
+
   def ClearFailures(self) -> None:
     self._failures.clear()
     self._delete_failures.clear()
     self._get_failures.clear()
+    self._wait_failures[0] = 0
 
   # Inspection ---------------------------------------------------------------
 
@@ -258,6 +279,10 @@ class FakeGce:
         failing[0] -= 1
         return _Error(failing[1], f'Injected failure of {collection} get')
       if collection == 'operations':
+        if extra == 'wait' and self._wait_failures[0] > 0:
+          self._wait_failures[0] -= 1
+          return _Error(self._wait_failures[1],
+                        f'Injected failure of the wait on {name}')
         return self._Operation(project, scope, name)
       if collection == 'images' and name == 'family' and method == 'GET':
         return self._ImageFromFamily(project, extra)
@@ -363,7 +388,8 @@ class FakeGce:
 
   def _Delete(self, key):
     collection, project, scope, name = key
-    if self._delete_failures[collection] > 0:
+    failing = self._delete_failures[collection] > 0
+    if failing and self._delete_mode.get(collection, 'http') == 'http':
       self._delete_failures[collection] -= 1
       return _Error(self._delete_status[collection],
                     f'Injected failure of {collection} delete',
@@ -375,6 +401,13 @@ class FakeGce:
       return _Error(400, f'The {collection[:-1]} resource {name} is already '
                     f'being used by {user}',
                     'resourceInUseByAnotherResource')
+    if failing:  # Taken, and its operation fails: the object stays.
+      self._delete_failures[collection] -= 1
+      code = self._delete_code[collection]
+      return 200, self._NewOperation(
+          project, scope, 'delete', self.resources[key]['selfLink'],
+          error_when_done={'errors': [{'code': code,
+                                       'message': f'Injected {code}'}]})
     item = self.resources.pop(key)
     if collection == 'instances' and self.on_instance_delete:
       self.on_instance_delete(item)
@@ -399,7 +432,13 @@ class FakeGce:
         return failure
     return None
 
-  def _NewOperation(self, project, scope, kind, target, error=None):
+  def _NewOperation(self, project, scope, kind, target, error=None,
+                    error_when_done=None):
+    """An operation; with `error`, DONE with it at once; with
+    `error_when_done`, it ends with that error (at once when
+    operations_done)."""
+    if error_when_done and self.operations_done:
+      error, error_when_done = error_when_done, None
     name = f'operation-{next(self._ids)}'
     operation = {
         'kind': 'compute#operation', 'id': name.split('-')[1], 'name': name,
@@ -414,6 +453,8 @@ class FakeGce:
       operation['error'] = error
       operation['httpErrorStatusCode'] = 403
     self.operations[(project, scope, name)] = operation
+    if error_when_done:
+      self._errors_when_done[(project, scope, name)] = error_when_done
     return dict(operation)
 
   def _Operation(self, project, scope, name):
@@ -425,6 +466,9 @@ class FakeGce:
     if self._looks_left[op_key] <= 0:
       operation['status'] = 'DONE'
       operation['progress'] = 100
+      if op_key in self._errors_when_done:
+        operation['error'] = self._errors_when_done.pop(op_key)
+        operation['httpErrorStatusCode'] = 400
       if op_key in self._pending:
         key, item = self._pending.pop(op_key)
         self.resources[key] = item

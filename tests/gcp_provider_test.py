@@ -40,6 +40,7 @@ from cloud_stop_test import FakeTime  # pylint: disable=g-bad-import-order
 compute_v1 = lazy_modules.Module('google.cloud.compute_v1')
 compute_api = lazy_modules.Module(
     'perfkitbenchmarker.providers.gcp.compute_api')
+gcp_network = lazy_modules.Module('perfkitbenchmarker.providers.gcp.network')
 gcp_provider = lazy_modules.Module(
     'perfkitbenchmarker.providers.gcp.provider')
 gcp_vm = lazy_modules.Module('perfkitbenchmarker.providers.gcp.vm')
@@ -933,3 +934,136 @@ def test_a_stop_ends_the_not_ready_retries_naming_teardown(fake, tmp_path):
   fake.ClearFailures()
   assert run.TeardownFromDisk() == []
   assert fake.Live() == []
+
+
+# An operation's wait answered with a transient error -------------------------
+
+
+def _RunNetwork(fake, tmp_path, time):
+  """The run's network on `fake`, with the run's record and FakeTime: a
+  resource with no readiness check, created once its insert is done."""
+  record = run_record.RunRecord.Create(str(tmp_path / 'run'), 'abc123',
+                                       cloud='GCP')
+  return gcp_network.GceNetwork(
+      'pkb-abc123', compute_api.ComputeClients.Create(fake.endpoint),
+      PROJECT, record=record, sleep=time.sleep, clock=time.clock)
+
+
+def _Waits(fake):
+  return [r for r in fake.requests if r.path.endswith('/wait')]
+
+
+def _Operation(fake, kind):
+  return _Only([operation for operation in fake.operations.values()
+                if operation['operationType'] == kind])
+
+
+def test_a_503_on_an_inserts_wait_waits_again_and_never_inserts_again(
+    tmp_path):
+  """The 503 ended the wait as retryable, so the insert was sent again; GCE
+  refused it (409) while the first still ran, that was taken for "already
+  done", and the network counted as created before its insert was."""
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    fake.FailWait(times=2)
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time)
+    net.Create()
+    assert len(fake.Inserted('networks')) == 1
+    # Created once its insert was done: the network is there.
+    assert _Operation(fake, 'insert')['status'] == 'DONE'
+    assert ('networks', PROJECT, 'global', net.name) in fake.resources
+    # Two 503s, then the two looks the insert takes; pauses of 1 s, 2 s.
+    assert len(_Waits(fake)) == 4
+    assert time.now == 1 + 2
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['status'] == 'created'
+    assert entry['data']['pending_insert'] is None
+
+
+@pytest.mark.parametrize('ends', ['done', 'failed'])
+def test_a_503_on_a_deletes_wait_waits_again_and_never_deletes_again(
+    tmp_path, ends):
+  """The 503 ended the wait as retryable, so the delete was sent again and
+  found nothing (a 404, taken for "gone") though the first delete's
+  operation was still to end, and it may fail: its own end decides."""
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time)
+    net.Create()
+    if ends == 'failed':
+      fake.FailDelete('networks', mode='operation',
+                      code='RESOURCE_IN_USE_BY_ANOTHER_RESOURCE')
+    fake.FailWait(times=2)
+    start = time.now
+    if ends == 'done':
+      net.Delete()
+      assert fake.Live() == []
+      assert net.record.FindResource('gcp_network',
+                                     net.name)['status'] == 'deleted'
+    else:
+      with pytest.raises(errors.ResourceError) as failed:
+        net.Delete()
+      assert str(failed.value) == (
+          'Deleting gcp_network pkb-abc123 failed: '
+          'RESOURCE_IN_USE_BY_ANOTHER_RESOURCE: Injected '
+          'RESOURCE_IN_USE_BY_ANOTHER_RESOURCE')
+      assert [n['name'] for n in fake.Live()] == [net.name]
+      assert net.record.FindResource('gcp_network',
+                                     net.name)['status'] == 'created'
+    assert len(fake.Calls('networks', 'DELETE')) == 1
+    assert _Operation(fake, 'delete')['status'] == 'DONE'
+    assert time.now - start == 1 + 2
+
+
+def test_a_stop_ends_an_inserts_waits_again_with_the_insert_recorded(
+    tmp_path):
+  with fake_gce.FakeGce() as fake:
+    fake.FailWait(times=10)
+    # The stop lands in the pause after the second 503 (1 s, then 2 s).
+    time = FakeTime(stop_at=1 + 0.5)
+    net = _RunNetwork(fake, tmp_path, time)
+    with pytest.raises(errors.ResourceError) as stopped:
+      net.Create()
+    insert = _Operation(fake, 'insert')['name']
+    assert re.fullmatch(
+        rf'Waiting for operation {insert} \(insert pkb-abc123\): POST \S+: '
+        rf'Injected failure of the wait on {insert}; not tried again, the '
+        'run being stopped', str(stopped.value))
+    assert len(fake.Inserted('networks')) == 1
+    assert len(_Waits(fake)) == 2 and time.now == 2
+    # Teardown waits for that insert, then deletes what it made.
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['data']['pending_insert'] == insert
+    fake.ClearFailures()
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+def test_a_deletes_wait_failing_throughout_ends_in_one_line_sent_once(
+    tmp_path):
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time)
+    net.Create()
+    fake.FailWait(times=10**6)
+    start = time.now
+    del fake.requests[:]
+    with pytest.raises(errors.ResourceError) as failed:
+      net.Delete()
+    message = str(failed.value)
+    assert '\n' not in message
+    assert re.search(
+        r'Waiting for operation \S+ \(delete pkb-abc123\): POST \S+: '
+        rf'Injected failure of the wait on \S+ \(after '
+        rf'{compute_api.READ_ATTEMPTS} attempts\)', message), message
+    assert len(fake.Calls('networks', 'DELETE')) == 1
+    assert len(_Waits(fake)) == compute_api.READ_ATTEMPTS
+    assert time.now - start == 1 + 2 + 4 + 8 + 16 + 30 + 30
+    # Still live in the record, for a later teardown.
+    assert net.record.FindResource('gcp_network',
+                                   net.name)['status'] == 'created'
+    fake.ClearFailures()
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []

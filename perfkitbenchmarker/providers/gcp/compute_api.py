@@ -25,7 +25,13 @@ fails in one line naming the object and the run's teardown command.
 Every call goes out once (retry=None): the client library's own retry of a
 get (503s and deadline errors, up to 600 s, sleeping on the real clock) is
 one no stop can end. A read is tried again by `Read` instead: bounded, its
-pauses through waits.Pause, none after the run's stop.
+pauses through waits.Pause, none after the run's stop. An operation's
+`wait` answered with a transient error (a 5xx, a 429, a lost connection)
+is such a read: the same operation is waited on again, and only its own end
+says whether the insert or delete was done. The insert or delete is never
+sent again over it: an insert sent again is refused (409) as if done while
+the first may still run or fail, and a delete sent again finds nothing (a
+404, taken for "gone") while the first may still fail.
 
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
@@ -314,14 +320,18 @@ def _Reasons(e: api_exceptions.GoogleAPICallError) -> set:
 def WaitForOperation(clients: ComputeClients, project: str, operation,
                      timeout_s: float = OPERATION_TIMEOUT_S,
                      clock: Callable[[], float] = time.monotonic,
+                     sleep: Callable[[float], None] = time.sleep,
                      stopped: Optional[Callable[[], bool]] = None):
   """Waits until `operation` is DONE; raises OperationError if it failed.
 
   Uses the operations' `wait` method (the server holds the call until the
   operation is done or about two minutes pass), on the service that matches
-  where the operation lives: zone, region or global. Once `stopped()` (a
-  waits.RunStopped: the run's stop) no further call is made: a
-  ResourceError says the operation was not waited for.
+  where the operation lives: zone, region or global. A `wait` answered with
+  a transient error is sent again for the same operation through `Read`
+  (bounded, its pauses on `sleep`, none after a stop since that call
+  began), never ending the wait with a retryable error (module docstring).
+  Once `stopped()` (a waits.RunStopped: the run's stop) no further call is
+  made: a ResourceError says the operation was not waited for.
   """
   done = ComputeV1().Operation.Status.DONE
   if operation.zone:
@@ -332,6 +342,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
     where = {'region': LastSegment(operation.region)}
   else:
     service, where = clients.global_operations, {}
+  what = (f'Waiting for operation {operation.name} ({operation.operation_type}'
+          f' {LastSegment(operation.target_link)})')
 
   def Waited():
     nonlocal operation
@@ -340,8 +352,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
           f'Operation {operation.name} ({operation.operation_type} '
           f'{LastSegment(operation.target_link)}) not waited for: the run '
           'was stopped')
-    operation = Call('Waiting for an operation', service.wait,
-                     project=project, operation=operation.name, **where)
+    operation = Read(what, service.wait, project=project,
+                     operation=operation.name, sleep=sleep, **where)
     return operation.status == done
 
   # No pause between calls: each `wait` is held by the server.
@@ -418,7 +430,7 @@ class GceResource(resource.BaseResource):
       self.Remember(pending_insert=operation.name)
     try:
       WaitForOperation(self.clients, self.project, operation,
-                       clock=self._clock, stopped=stopped)
+                       clock=self._clock, sleep=self._sleep, stopped=stopped)
     except OperationError as e:
       self.pending_insert = None  # Done, with an error.
       if e.code == done_code:
@@ -441,7 +453,7 @@ class GceResource(resource.BaseResource):
         target_link=self.name, **where)
     try:
       WaitForOperation(self.clients, self.project, operation,
-                       clock=self._clock)
+                       clock=self._clock, sleep=self._sleep)
     except errors.Error as e:
       # It failed, GCE no longer knows it, or it is not done in time: the
       # delete says what is left.
