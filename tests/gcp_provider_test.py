@@ -867,22 +867,36 @@ def test_a_stop_ends_a_read_that_gce_answers_with_503s(fake, tmp_path):
   assert fake.Live() == []
 
 
-def _NotReadyVm(fake, tmp_path, times):
+# How GCE refuses a delete as not ready (still being created, or another
+# operation on it runs): the call's 400 resourceNotReady, or the delete taken
+# and its operation ending in RESOURCE_NOT_READY (which had only the 5
+# attempts, ~15 s, of a transient error); the words the failure quotes.
+_NOT_READY = {
+    'http': (r'DELETE \S+: Injected failure of instances delete',
+             'instances delete'),
+    'operation': ('RESOURCE_NOT_READY: Injected RESOURCE_NOT_READY',
+                  'Injected RESOURCE_NOT_READY'),
+}
+_each_refusal = pytest.mark.parametrize('refusal', sorted(_NOT_READY))
+
+
+def _NotReadyVm(fake, tmp_path, times, refusal):
   """A run's one VM, provisioned, whose next `times` deletes GCE refuses as
-  not ready (a 400 resourceNotReady: still being created, or another
-  operation on it runs); with the run's FakeTime."""
+  not ready (`refusal`: _NOT_READY); with the run's FakeTime."""
   time = FakeTime()
   run = _Run(fake, tmp_path, config=_OneVm(), time=time)
   vm = _Only(run.Provision())
   fake.FailDelete('instances', times=times, status=400,
-                  reason='resourceNotReady')
+                  reason='resourceNotReady', mode=refusal,
+                  code='RESOURCE_NOT_READY')
   return run, vm, time
 
 
 @pytest.mark.e2e
+@_each_refusal
 def test_a_delete_refused_as_not_ready_is_tried_again_until_taken(
-    fake, tmp_path):
-  run, vm, time = _NotReadyVm(fake, tmp_path, times=3)
+    fake, tmp_path, refusal):
+  run, vm, time = _NotReadyVm(fake, tmp_path, times=3, refusal=refusal)
   start = time.now
   vm.Delete()  # What teardown calls (with the run's pauses).
   assert fake.Live('instances') == []
@@ -894,19 +908,19 @@ def test_a_delete_refused_as_not_ready_is_tried_again_until_taken(
 
 
 @pytest.mark.e2e
+@_each_refusal
 def test_a_delete_still_refused_as_not_ready_is_one_line_naming_teardown(
-    fake, tmp_path):
-  run, vm, time = _NotReadyVm(fake, tmp_path, times=10**6)
+    fake, tmp_path, refusal):
+  run, vm, time = _NotReadyVm(fake, tmp_path, times=10**6, refusal=refusal)
   start = time.now
   with pytest.raises(errors.ResourceError) as refused:
     vm.Delete()
   again = run_signals.TeardownCommand('abc123', run.run_dir)
   assert '--results_dir=' in again  # The run's results are off the default.
   assert re.fullmatch(
-      rf'Deleting gcp_instance {vm.name}: DELETE \S+: Injected failure of '
-      rf'instances delete; still refused as not ready after '
-      rf'{compute_api.NOT_READY_TIMEOUT_S}s: run `{re.escape(again)}` again '
-      'later', str(refused.value))
+      rf'Deleting gcp_instance {vm.name}: {_NOT_READY[refusal][0]}; still '
+      rf'refused as not ready after {compute_api.NOT_READY_TIMEOUT_S}s: run '
+      rf'`{re.escape(again)}` again later', str(refused.value))
   # Bounded: tried every pause until the deadline, then no more.
   assert time.now - start == compute_api.NOT_READY_TIMEOUT_S
   assert len(fake.Calls('instances', 'DELETE')) == (
@@ -919,16 +933,18 @@ def test_a_delete_still_refused_as_not_ready_is_one_line_naming_teardown(
 
 
 @pytest.mark.e2e
-def test_a_stop_ends_the_not_ready_retries_naming_teardown(fake, tmp_path):
-  run, vm, time = _NotReadyVm(fake, tmp_path, times=10**6)
+@_each_refusal
+def test_a_stop_ends_the_not_ready_retries_naming_teardown(fake, tmp_path,
+                                                           refusal):
+  run, vm, time = _NotReadyVm(fake, tmp_path, times=10**6, refusal=refusal)
   # The stop lands in the second pause.
   time.stop_at = time.now + compute_api.NOT_READY_PAUSE_S * 1.5
   with pytest.raises(errors.ResourceError) as stopped:
     vm.Delete()
   again = run_signals.TeardownCommand('abc123', run.run_dir)
   assert str(stopped.value).endswith(
-      'instances delete; not tried again, the run being stopped: run '
-      f'`{again}` to delete it')
+      f'{_NOT_READY[refusal][1]}; not tried again, the run being stopped: '
+      f'run `{again}` to delete it')
   assert len(fake.Calls('instances', 'DELETE')) == 2
   assert run.record.FindResource('gcp_vm', vm.name)['status'] != 'deleted'
   fake.ClearFailures()

@@ -17,7 +17,8 @@ that insert first: deleting an object GCE is still inserting fails
 (resourceNotReady) or does not find it yet (a 404, taken for "already
 gone"), and it would be left behind. A delete's own wait is teardown's and
 ignores the stop. A delete GCE refuses as not ready (resourceNotReady: the
-object is still being created, or another operation on it runs) is sent
+object is still being created, or another operation on it runs), as the
+call's HTTP 400 or as its operation's error (RESOURCE_NOT_READY), is sent
 again every NOT_READY_PAUSE_S for up to NOT_READY_TIMEOUT_S, the pauses
 through waits.Pause; still refused, or a stop since the delete began, it
 fails in one line naming the object and the run's teardown command.
@@ -76,6 +77,8 @@ RETRYABLE_OPERATION_ERRORS = frozenset({
 NOT_READY_PAUSE_S = 10
 NOT_READY_TIMEOUT_S = 300
 NOT_READY_REASON = 'resourceNotReady'
+# The same refusal as an operation's error code.
+NOT_READY_CODE = 'RESOURCE_NOT_READY'
 # A read (a get) is tried this often over transient errors (a 5xx, a 429, a
 # lost connection), pausing 1, 2, 4, 8, 16, 30, 30 s between the tries.
 READ_ATTEMPTS = 8
@@ -225,7 +228,8 @@ class ComputeClients:
 
 
 class NotReadyError(errors.ResourceError):
-  """GCE refused a call as the object is not ready (NOT_READY_REASON)."""
+  """GCE refused a call as the object is not ready (NOT_READY_REASON), or a
+  delete's operation ended so (NOT_READY_CODE)."""
 
 
 class OperationError(errors.ResourceError):
@@ -435,6 +439,9 @@ class GceResource(resource.BaseResource):
       self.pending_insert = None  # Done, with an error.
       if e.code == done_code:
         return
+      if e.code == NOT_READY_CODE and not inserting:
+        # As the call's 400: the delete's own not-ready retries (_Delete).
+        raise NotReadyError(f'{what}: {e}') from None
       if e.code in RETRYABLE_OPERATION_ERRORS:
         raise resource.RetryableError(f'{what}: {e}') from None
       hint = self._CreateFailureHint(e) if inserting else ''
