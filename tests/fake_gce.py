@@ -75,6 +75,14 @@ class _Failure:
 
 
 @dataclasses.dataclass(frozen=True)
+class _DeleteFailure:
+  status: int
+  reason: str
+  mode: str  # 'http' or 'operation'
+  code: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Request:
   method: str
   path: str
@@ -111,11 +119,10 @@ class FakeGce:
     self._insert_hooks: List[Tuple[str, int, Callable[[], None]]] = []
     self.requests: List[Request] = []
     self._inserts = collections.Counter()
-    self._delete_failures = collections.Counter()
-    self._delete_status: Dict[str, int] = {}
-    self._delete_reason: Dict[str, str] = {}
-    self._delete_mode: Dict[str, str] = {}
-    self._delete_code: Dict[str, str] = {}
+    # collection -> [[deletes left to fail so, _DeleteFailure], ...], the
+    # first answering the next delete.
+    self._delete_failures: Dict[str, List[List[Any]]] = (
+        collections.defaultdict(list))
     # Operation key -> the error it ends with once DONE.
     self._errors_when_done: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
     # Operation waits left to fail, and their status.
@@ -216,12 +223,10 @@ class FakeGce:
     `reason` (GCE's error reason: a 400 resourceNotReady while the object
     is still being created or another operation on it runs); with
     mode='operation', deletes of an object that exists are taken, with an
-    operation that ends (DONE) in the error `code`, the object left."""
-    self._delete_failures[collection] += times
-    self._delete_status[collection] = status
-    self._delete_reason[collection] = reason
-    self._delete_mode[collection] = mode
-    self._delete_code[collection] = code
+    operation that ends (DONE) in the error `code`, the object left. A
+    second call's failures answer the deletes after the first's."""
+    self._delete_failures[collection].append(
+        [times, _DeleteFailure(status, reason, mode, code)])
 
   def FailGet(self, collection: str, times: int = 1,
               status: int = 503) -> None:
@@ -386,14 +391,26 @@ class FakeGce:
           return f'The resource {url} was not found'
     return None
 
+  def _NextDeleteFailure(self, collection) -> Optional[_DeleteFailure]:
+    """The failure the next delete in `collection` answers, taken."""
+    script = self._delete_failures[collection]
+    if not script:
+      return None
+    script[0][0] -= 1
+    failure = script[0][1]
+    if script[0][0] <= 0:
+      script.pop(0)
+    return failure
+
   def _Delete(self, key):
     collection, project, scope, name = key
-    failing = self._delete_failures[collection] > 0
-    if failing and self._delete_mode.get(collection, 'http') == 'http':
-      self._delete_failures[collection] -= 1
-      return _Error(self._delete_status[collection],
+    script = self._delete_failures[collection]
+    failing = script[0][1] if script else None
+    if failing and failing.mode == 'http':
+      self._NextDeleteFailure(collection)
+      return _Error(failing.status,
                     f'Injected failure of {collection} delete',
-                    self._delete_reason.get(collection, 'backendError'))
+                    failing.reason)
     if key not in self.resources:
       return _NotFound(collection, name)
     user = self._UserOf(key)
@@ -402,8 +419,8 @@ class FakeGce:
                     f'being used by {user}',
                     'resourceInUseByAnotherResource')
     if failing:  # Taken, and its operation fails: the object stays.
-      self._delete_failures[collection] -= 1
-      code = self._delete_code[collection]
+      self._NextDeleteFailure(collection)
+      code = failing.code
       return 200, self._NewOperation(
           project, scope, 'delete', self.resources[key]['selfLink'],
           error_when_done={'errors': [{'code': code,

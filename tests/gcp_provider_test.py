@@ -919,12 +919,12 @@ def test_a_delete_still_refused_as_not_ready_is_one_line_naming_teardown(
   assert '--results_dir=' in again  # The run's results are off the default.
   assert re.fullmatch(
       rf'Deleting gcp_instance {vm.name}: {_NOT_READY[refusal][0]}; still '
-      rf'refused as not ready after {compute_api.NOT_READY_TIMEOUT_S}s: run '
+      rf'refused as not ready after {compute_api.DELETE_BUDGET_S}s: run '
       rf'`{re.escape(again)}` again later', str(refused.value))
   # Bounded: tried every pause until the deadline, then no more.
-  assert time.now - start == compute_api.NOT_READY_TIMEOUT_S
+  assert time.now - start == compute_api.DELETE_BUDGET_S
   assert len(fake.Calls('instances', 'DELETE')) == (
-      compute_api.NOT_READY_TIMEOUT_S // compute_api.NOT_READY_PAUSE_S + 1)
+      compute_api.DELETE_BUDGET_S // compute_api.NOT_READY_PAUSE_S + 1)
   # Still in the record, for that command.
   assert run.record.FindResource('gcp_vm', vm.name)['status'] != 'deleted'
   fake.ClearFailures()
@@ -1083,3 +1083,61 @@ def test_a_deletes_wait_failing_throughout_ends_in_one_line_sent_once(
     assert resource.TeardownFromRecord(
         run_record.RunRecord.Load(net.record.run_dir)) == []
     assert fake.Live() == []
+
+
+# A delete's one budget ----------------------------------------------------
+
+
+def test_503s_among_not_ready_refusals_share_the_deletes_one_budget(
+    tmp_path):
+  """resource._Retry (5 attempts over a transient error) wrapped the
+  not-ready retries: each 503 among the refusals began another 300 s of
+  them, up to 5 x 300 s. Both now share the delete's one budget."""
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time)
+    net.Create()
+    for _ in range(5):
+      fake.FailDelete('networks', times=20, status=400,
+                      reason='resourceNotReady')
+      fake.FailDelete('networks', times=1, status=503)
+    fake.FailDelete('networks', times=10**6, status=400,
+                    reason='resourceNotReady')
+    start = time.now
+    with pytest.raises(errors.ResourceError) as refused:
+      net.Delete()
+    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
+    assert re.fullmatch(
+        r'Deleting gcp_network pkb-abc123: DELETE \S+: Injected failure of '
+        r'networks delete; still refused as not ready after 300s: run '
+        rf'`{re.escape(again)}` again later', str(refused.value))
+    assert time.now - start == 300
+    # 20 refusals 10 s apart (0..190 s), the 503 (200 s), refusals from
+    # 201 s (a pause of 1 s) to 291 s, and the last at the budget's end.
+    assert len(fake.Calls('networks', 'DELETE')) == 20 + 1 + 10 + 1
+    assert net.record.FindResource('gcp_network',
+                                   net.name)['status'] == 'created'
+    fake.ClearFailures()
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+def test_a_delete_failing_with_503s_throughout_is_tried_over_the_budget(
+    tmp_path):
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time)
+    net.Create()
+    fake.FailDelete('networks', times=10**6, status=503)
+    start = time.now
+    with pytest.raises(errors.ResourceError) as failed:
+      net.Delete()
+    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
+    assert re.fullmatch(
+        r'Deleting gcp_network pkb-abc123: DELETE \S+: Injected failure of '
+        r'networks delete; still failing after 300s: run '
+        rf'`{re.escape(again)}` again later', str(failed.value))
+    # Sent at 0, 1, 3, 7, 15, 31 s, then every 30 s to 271 s, and at 300 s.
+    assert time.now - start == 300
+    assert len(fake.Calls('networks', 'DELETE')) == 6 + 8 + 1

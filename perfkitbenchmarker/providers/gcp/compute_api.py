@@ -19,9 +19,18 @@ gone"), and it would be left behind. A delete's own wait is teardown's and
 ignores the stop. A delete GCE refuses as not ready (resourceNotReady: the
 object is still being created, or another operation on it runs), as the
 call's HTTP 400 or as its operation's error (RESOURCE_NOT_READY), is sent
-again every NOT_READY_PAUSE_S for up to NOT_READY_TIMEOUT_S, the pauses
-through waits.Pause; still refused, or a stop since the delete began, it
-fails in one line naming the object and the run's teardown command.
+again after NOT_READY_PAUSE_S; one refused with a transient error (a 5xx, a
+429, a lost connection, a retryable operation error) after 1, 2, 4 .. 30 s.
+Both share one budget, DELETE_BUDGET_S from the first send (resource._Retry
+sends none again on top), and the pauses go through waits.Pause, none
+ending past the budget. Still refused at its end, or a stop since the delete
+began, it fails in one line naming the object and the run's teardown
+command. Teardown's worst case for one object is therefore the wait for its
+pending insert, DELETE_BUDGET_S of sends, and the wait on the operation of
+the last one sent; an operation's wait ends at the first answer past
+OPERATION_TIMEOUT_S (a `wait` call is held up to about two minutes, and one
+answered with a transient error is sent again at most READ_ATTEMPTS times,
+pausing 91 s in all).
 
 Every call goes out once (retry=None): the client library's own retry of a
 get (503s and deadline errors, up to 600 s, sleeping on the real clock) is
@@ -72,10 +81,13 @@ RETRYABLE_OPERATION_ERRORS = frozenset({
     'RESOURCE_OPERATION_RATE_EXCEEDED', 'RATE_LIMIT_EXCEEDED',
     'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'RESOURCE_NOT_READY',
 })
-# A delete refused as not ready is sent again after this pause, until this
-# long after the first was sent.
+# A delete refused as not ready is sent again after this pause; one refused
+# as not ready or with a transient error is sent again until this long after
+# the first was sent (module docstring).
 NOT_READY_PAUSE_S = 10
-NOT_READY_TIMEOUT_S = 300
+DELETE_BUDGET_S = 300
+# The longest pause before a delete sent again over a transient error.
+TRANSIENT_PAUSE_MAX_S = 30
 NOT_READY_REASON = 'resourceNotReady'
 # The same refusal as an operation's error code.
 NOT_READY_CODE = 'RESOURCE_NOT_READY'
@@ -481,13 +493,18 @@ class GceResource(resource.BaseResource):
                                        self.record.run_dir)
 
   def _Delete(self) -> None:
+    """Sends the delete until it is taken, GCE refuses it otherwise, the
+    budget is spent or the run stopped (module docstring). It never raises
+    a RetryableError: resource._Retry does not send it again on top."""
     if self.pending_insert:
       self._AwaitPendingInsert()
     what = f'Deleting {self.KIND} {self.name}'
     # Teardown's: a stop since the delete began ends it (the run's own stop
     # came before teardown).
     stopped = waits.RunStopped()
+    deadline = self._clock() + DELETE_BUDGET_S
     last: List[Exception] = []
+    transient = [0]  # Transient errors so far: their pauses grow.
 
     def Attempt() -> None:
       if stopped():  # It came during the pause before this attempt.
@@ -495,9 +512,19 @@ class GceResource(resource.BaseResource):
       try:
         self._Operate(what, 'delete_unary', api_exceptions.NotFound,
                       'RESOURCE_NOT_FOUND', **{self.PARAM: self.name})
-      except NotReadyError as e:
+      except (NotReadyError, resource.RetryableError) as e:
         last[:] = [e]
+        if not isinstance(e, NotReadyError):
+          transient[0] += 1
         raise
+
+    def Pause(state: tenacity.RetryCallState) -> float:
+      if isinstance(state.outcome.exception(), NotReadyError):
+        pause = NOT_READY_PAUSE_S
+      else:
+        pause = min(2 ** (transient[0] - 1), TRANSIENT_PAUSE_MAX_S)
+      # The last send goes out at the budget's end, not a pause after it.
+      return max(0.0, min(pause, deadline - self._clock()))
 
     def Warn(state: tenacity.RetryCallState) -> None:
       logging.warning('%s (trying again in %.0fs)', state.outcome.exception(),
@@ -505,23 +532,24 @@ class GceResource(resource.BaseResource):
 
     try:
       tenacity.Retrying(
-          retry=tenacity.retry_if_exception_type(NotReadyError),
-          stop=waits.PastDeadline(self._clock,
-                                  self._clock() + NOT_READY_TIMEOUT_S,
+          retry=tenacity.retry_if_exception_type(
+              (NotReadyError, resource.RetryableError)),
+          stop=waits.PastDeadline(self._clock, deadline,
                                   inclusive=True) | stopped,
-          wait=tenacity.wait_fixed(NOT_READY_PAUSE_S),
+          wait=Pause,
           sleep=lambda seconds: waits.Pause(seconds, self._sleep, stopped),
           before_sleep=Warn, reraise=True)(Attempt)
-    except (NotReadyError, _Stopped):
+    except (NotReadyError, resource.RetryableError, _Stopped):
       refused = last[0] if last else what  # A stop as it began: no try.
       if stopped():
         raise errors.ResourceError(
             f'{refused}; not tried again, the run being stopped: run '
             f'`{self.TeardownCommand()}` to delete it') from None
+      still = ('still refused as not ready'
+               if isinstance(refused, NotReadyError) else 'still failing')
       raise errors.ResourceError(
-          f'{refused}; still refused as not ready after '
-          f'{NOT_READY_TIMEOUT_S}s: run `{self.TeardownCommand()}` again '
-          'later') from None
+          f'{refused}; {still} after {DELETE_BUDGET_S}s: run '
+          f'`{self.TeardownCommand()}` again later') from None
 
   def Get(self):
     """The object; raises NotFound when it does not exist."""
