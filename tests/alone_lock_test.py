@@ -4,7 +4,6 @@ run beside what. Each worker is an _Alone of its own on the same directory
 two processes' do); a worker's Enter runs on a thread, and whether it
 returns within a moment says whether the lock let it in."""
 
-import fcntl
 import os
 import threading
 import time
@@ -58,16 +57,16 @@ def test_an_alone_test_waits_for_an_own_cgroups_one_and_keeps_it_out(
   later.Leave(next_alone=False)
 
 
-def _Queued(tmp_path):
-  """Whether an `alone` test waits in the queue: a shared lock on its file."""
-  fd = os.open(tmp_path / 'alone.queue', os.O_RDWR)
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return False
-  except BlockingIOError:
-    return True
-  finally:
-    os.close(fd)
+def _QueueHolders(tmp_path):
+  """How many hold the queue shared (an `alone` test running or queued):
+  its file's granted READ flocks in /proc/locks. (Whether any does was not
+  enough: the `alone` test running holds it too, so a test that had not
+  yet queued looked queued, and under load the ordinary test went first.)"""
+  inode = os.stat(tmp_path / 'alone.queue').st_ino
+  with open('/proc/locks') as f:
+    return sum(1 for line in f
+               if '->' not in line and ' READ ' in line and
+               line.split()[5].rsplit(':', 1)[-1] == str(inode))
 
 
 def _Until(condition):
@@ -82,13 +81,13 @@ def test_a_queued_alone_test_goes_before_an_ordinary_one(tmp_path):
   # gate back for its next, ordinary, test (or another worker waiting for
   # one does) before the queued `alone` test does, which then waits out
   # that test with the other workers idle. Rounds, as the race went
-  # either way (without the queue, _Until(_Queued) a 0.1 s sleep: 6 runs
+  # either way (without the queue, _Until(_QueueHolders) a 0.1 s sleep: 6 runs
   # of 5 rounds failed, 4 of 6 runs of 3).
   finished, queued, ordinary = _Workers(tmp_path, 3)
   for _ in range(5):
     finished.Enter(alone=True)
     queued_in = _Enters(queued, alone=True)
-    _Until(lambda: _Queued(tmp_path))
+    _Until(lambda: _QueueHolders(tmp_path) == 2)  # `finished`, `queued`
     ordinary_in = _Enters(ordinary)
     finished.Leave(next_alone=False)
     finished_in = _Enters(finished)

@@ -80,9 +80,10 @@ def test_a_probe_planned_from_a_rate_no_longer_served_stops_at_its_bound(
   assert m.ops == sum(s.ops for s in complete)
   assert m.throughput == pytest.approx(m.ops / len(complete))
   assert m.p99_latency_ms is None
-  # Beside other tests' load its seconds may run far slower than the
-  # first probe's (9,088 against 55,225 ops/s once, at -n 3): only sane.
-  assert 0 < m.throughput < 3 * first.throughput
+  # No ratio to the first probe's: beside other tests' load either may run
+  # far slower (9,088 against 55,225 ops/s once, at -n 3; the first at
+  # 13,359 against 44,459 once in CI). The two lines above pin the figure.
+  assert m.throughput > 0
   # The fastest rate stays the plan; the time bound keeps it short.
   assert fastest == planned
 
