@@ -35,21 +35,16 @@ def _Encode(header: Sequence[str], rows: List[Dict[str, Any]],
   return out.getvalue().encode('utf-8')
 
 
-class CSVPublisher:
+class CSVPublisher(results_file.Publisher):
   """Appends a row per sample; grows the header by a locked rewrite."""
 
-  def __init__(self, path: str):
-    self.path = path
-    self._nofollow = results_file.CheckOwnFile(path)
-    if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
-      with results_file.Locked(path, self._nofollow) as fd:
-        data = results_file.ReadAll(fd)
-      try:
-        self._Parse(data)
-      except errors.Error as e:
-        # The --csv_path given, before the run starts: bad input (exit 2),
-        # as another user's file or a link there is.
-        raise errors.UsageError(str(e)) from None
+  def _CheckExisting(self, fd: int) -> None:
+    try:
+      self._Parse(results_file.ReadAll(fd))
+    except errors.Error as e:
+      # The --csv_path given, before the run starts: bad input (exit 2),
+      # as another user's file or a link there is.
+      raise errors.UsageError(str(e)) from None
 
   def _Parse(self, data: bytes) -> List[Dict[str, str]]:
     try:
@@ -91,15 +86,10 @@ class CSVPublisher:
 
   def _Header(self, fd: int) -> List[str]:
     """The file's header row ([] for an empty file)."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
-      first = f.readline()
+    first = results_file.ReadAll(fd, first_line=True)
     try:
       header = next(csv.reader([first.decode('utf-8').rstrip('\r\n')]), [])
     except (UnicodeDecodeError, csv.Error) as e:
       raise _NotOurCsv(self.path, e) from None
     self._CheckHeader(header, bool(first))
     return header
-
-  def Close(self) -> None:
-    pass

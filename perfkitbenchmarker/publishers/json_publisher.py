@@ -5,7 +5,6 @@ sharing a --json_path never interleave or lose lines.
 """
 
 import json
-import os
 from typing import Any, Dict
 
 from perfkitbenchmarker import errors
@@ -15,24 +14,19 @@ from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.publishers import results_file
 
 
-class JSONPublisher:
+class JSONPublisher(results_file.Publisher):
   """Appends each row to a JSON-lines file and flushes it at once."""
 
   def __init__(self, path: str, collapse_labels: bool = True):
-    self.path = path
     self.collapse_labels = collapse_labels
-    self._nofollow = results_file.CheckOwnFile(path)
-    if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
-      with results_file.Locked(path, self._nofollow) as fd:
-        self._CheckOurs(fd)
+    super().__init__(path)
 
-  def _CheckOurs(self, fd: int) -> None:
+  def _CheckExisting(self, fd: int) -> None:
     """A file already there must be PKB JSON lines (its first line a
     sample): lines appended to any other spoil it, and another run's
     run_record.json so spoiled can no longer tear that run down."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
-      first = f.readline(bigquery_schema.MAX_LINE_BYTES + 1)
+    first = results_file.ReadAll(fd, first_line=True,
+                                 limit=bigquery_schema.MAX_LINE_BYTES + 1)
     if not first:
       return
     try:
@@ -60,6 +54,3 @@ class JSONPublisher:
     data = (json.dumps(row, sort_keys=True) + '\n').encode()
     with results_file.Locked(self.path, self._nofollow) as fd:
       results_file.AppendWhole(fd, self.path, data)
-
-  def Close(self) -> None:
-    pass

@@ -106,11 +106,12 @@ def AppendWhole(fd: int, path: str, data: bytes) -> None:
     raise WriteFailed(path, e) from None
 
 
-def ReadAll(fd: int) -> bytes:
-  """The whole content of a locked results file."""
+def ReadAll(fd: int, first_line: bool = False, limit: int = -1) -> bytes:
+  """The whole content of a locked results file, or its first line (at
+  most `limit` bytes of it)."""
   os.lseek(fd, 0, os.SEEK_SET)
   with open(os.dup(fd), 'rb') as f:  # Closing a dup keeps the flock.
-    return f.read()
+    return f.readline(limit) if first_line else f.read()
 
 
 def Replace(locked_fd: int, path: str, data: bytes) -> None:
@@ -141,3 +142,20 @@ def Replace(locked_fd: int, path: str, data: bytes) -> None:
     except OSError:
       pass
     raise WriteFailed(path, e) from None
+
+
+class Publisher:
+  """A publisher appending to the results file `path` (--json_path,
+  --csv_path): refuses another user's file at once, and a file already
+  there that `_CheckExisting(fd)` (under the lock) says this tool cannot
+  add to."""
+
+  def __init__(self, path: str):
+    self.path = path
+    self._nofollow = CheckOwnFile(path)
+    if os.path.lexists(path):  # Refuse a file this tool cannot add to now.
+      with Locked(path, self._nofollow) as fd:
+        self._CheckExisting(fd)
+
+  def Close(self) -> None:
+    pass
