@@ -264,11 +264,14 @@ def SampleMetadata(row: Any, where: str) -> Dict[str, Any]:
 def IterRows(path: str) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
   """(row, SampleMetadata) of each sample of a PKB JSON-lines file, read line
   by line to the size it had when opened (another run may be appending)."""
+  yield from IterRowsOf(_OpenRegular(path), path)
+
+
+def _OpenRegular(path: str) -> BinaryIO:
   try:
-    f = regular_files.OpenRegular(path)
+    return regular_files.OpenRegular(path)
   except regular_files.NotRegular as e:
     raise ResultsFileError(f'{path}: {e}') from None
-  yield from IterRowsOf(f, path)
 
 
 def IterRowsOf(f: BinaryIO, path: str
@@ -342,16 +345,22 @@ def FindResultsFiles(paths: Iterable[str],
   return found
 
 
-def IterTreeFiles(path: str,
-                  not_own: Optional[Callable[[str], None]] = None,
-                  linked_dir: Callable[[str], None] = lambda path: None
-                 ) -> Iterator[Tuple[regular_files.Directory, str, BinaryIO]]:
-  """(directory, relative path, open file) of every results file under
-  directory `path` (FindResultsFiles), each opened as the directory's own
-  (regular_files.Directory, as compare reads a tree). One that is not (a
-  symlink, a FIFO, another user's hard link) is never followed out of it:
-  `not_own` is told one line, or without it a ResultsFileError."""
-  found = FindResultsFiles([path], linked_dir)
+def IterFiles(path: str,
+              not_own: Optional[Callable[[str], None]] = None,
+              linked_dir: Callable[[str], None] = lambda path: None
+             ) -> Iterator[Tuple[Optional[regular_files.Directory], str, str,
+                                 BinaryIO]]:
+  """(directory, name, source, open file) of the results file `path`
+  (directory None, name and source the path: a regular file only), or of
+  every results file under directory `path` (FindResultsFiles; name
+  relative to it, source the two joined), each opened as the directory's
+  own (regular_files.Directory, as compare reads a tree). One that is not
+  (a symlink, a FIFO, another user's hard link) is never followed out of
+  it: `not_own` is told one line, or without it a ResultsFileError."""
+  found = FindResultsFiles([path], linked_dir)  # A missing path: refused.
+  if not os.path.isdir(path):
+    yield None, path, path, _OpenRegular(path)
+    return
   try:
     directory = regular_files.Directory(path)
   except regular_files.NotRegular as e:
@@ -367,19 +376,7 @@ def IterTreeFiles(path: str,
               f'{e}; give it by name to read it') from None
         not_own(f'skipped {e}; give it by name to read it')
         continue
-      yield directory, rel, f
-
-
-def _IterPathRows(path: str
-                 ) -> Iterator[Tuple[Dict[str, Any], Dict[str, Any]]]:
-  """IterRows of a file given by name, or of every results file under a
-  directory (IterTreeFiles: one not the directory's own is refused)."""
-  if not os.path.isdir(path):
-    FindResultsFiles([path])  # A missing path is a ResultsFileError.
-    yield from IterRows(path)
-    return
-  for _, rel, f in IterTreeFiles(path):
-    yield from IterRowsOf(f, os.path.join(path, rel))
+      yield directory, rel, os.path.join(path, rel), f
 
 
 def ReadResultsFiles(paths: Iterable[str],
@@ -390,11 +387,12 @@ def ReadResultsFiles(paths: Iterable[str],
   """
   rows, seen = [], set()
   for path in paths:
-    for row, _ in _IterPathRows(path):
-      if run_uri and publisher.ShortRunUri(row['run_uri']) != run_uri:
-        continue
-      uri = SampleUri(row)
-      if uri not in seen:
-        seen.add(uri)
-        rows.append(row)
+    for _, _, source, f in IterFiles(path):
+      for row, _ in IterRowsOf(f, source):
+        if run_uri and publisher.ShortRunUri(row['run_uri']) != run_uri:
+          continue
+        uri = SampleUri(row)
+        if uri not in seen:
+          seen.add(uri)
+          rows.append(row)
   return rows

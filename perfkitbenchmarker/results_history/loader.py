@@ -148,14 +148,6 @@ def _RowsOf(path: str, skipped: Callable[[str], None]
   """The rows of a results file, or of every one under a directory (each
   read as the directory's own file; `skipped` is told of one that is not),
   with their source and command line."""
-  if not os.path.isdir(path):
-    if not os.path.lexists(path):
-      raise LoadError(f'{path}: no such file or directory')
-    for row in IterJsonLines(path):  # Refuses anything but a regular file.
-      row['source'] = path
-      row['command_line'] = ReadCommandLine(path)
-      yield row
-    return
   found = 0
 
   def NotOwn(line: str) -> None:
@@ -163,13 +155,12 @@ def _RowsOf(path: str, skipped: Callable[[str], None]
     found += 1
     skipped(line)
 
-  for directory, rel, f in bigquery_schema.IterTreeFiles(
+  for directory, name, source, f in bigquery_schema.IterFiles(
       path, NotOwn, lambda linked: skipped(
           f'skipped {linked}: a symbolic link to a directory (never followed '
           'in a directory read as input); give it by name to read it')):
     found += 1
-    command_line = ReadCommandLine(rel, directory)
-    source = os.path.join(path, rel)
+    command_line = ReadCommandLine(name, directory)
     for row, metadata in bigquery_schema.IterRowsOf(f, source):
       row = _Shape(row, metadata)
       row['source'] = source
