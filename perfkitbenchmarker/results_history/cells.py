@@ -23,7 +23,7 @@ Run-level fields a sample lacks (cost samples carry no cap) come from the
 run's other samples.
 """
 
-from typing import Any
+from typing import Any, Dict
 
 import pandas as pd
 
@@ -119,26 +119,23 @@ def Workload(row: pd.Series) -> str:
   size = _Number(row.get('memtier_data_size'))
   return (f'{row.get("memtier_ratio", "?")} {row.get("memtier_key_pattern", "?")}'
           f' {size}B keys {_Number(row.get("memtier_key_maximum"))}'
-          f' cap {_Number(row.get("latency_cap_ms"))}ms{_Statistic(row)}'
-          f'{_Generator(row)}')
-
-
-def _Statistic(row: pd.Series) -> str:
-  statistic = row.get('latency_cap_statistic')
-  if not _Present(statistic) or str(statistic) == 'avg':
-    return ''
-  return f' {statistic}'
+          f' cap {_Number(row.get("latency_cap_ms"))}ms'
+          f'{_Unless(row, "latency_cap_statistic", "avg", " ")}'
+          f'{_Unless(row, "load_generator", DEFAULT_GENERATOR, " via ")}')
 
 
 # The study's own load generator, named in no workload label.
 DEFAULT_GENERATOR = 'memtier_benchmark'
 
 
-def _Generator(row: pd.Series) -> str:
-  generator = row.get('load_generator')
-  if not _Present(generator) or str(generator) == DEFAULT_GENERATOR:
+def _Unless(row: pd.Series, key: str, default: str, prefix: str) -> str:
+  """`prefix` and the row's `key`, or '' when it is not recorded or is
+  `default` (the cap's statistic when the average, the generator when
+  memtier's)."""
+  value = row.get(key)
+  if not _Present(value) or str(value) == default:
     return ''
-  return f' via {generator}'
+  return f'{prefix}{value}'
 
 
 def FillRunLevel(frame: pd.DataFrame) -> pd.DataFrame:
@@ -168,24 +165,21 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
   if not keys:
     # No sample names any (samples of another benchmark, or labels left
     # out): one cell of defaults; a merge on no columns is an IndexError.
-    labels = {name: label(pd.Series(dtype=object)) for name, label in (
-        ('machine_type', MachineType), ('engine', Engine),
-        ('topology', Topology), ('workload', Workload))}
-    labels['cell'] = ' | '.join(labels[name] for name in CELL_COLUMNS)
-    return frame.assign(**labels)
+    return frame.assign(**_Labels(pd.Series(dtype=object)))
   combos = frame[keys].drop_duplicates().reset_index(drop=True)
-  labels = pd.DataFrame({
-      'machine_type': combos.apply(MachineType, axis=1),
-      'engine': combos.apply(Engine, axis=1),
-      'topology': combos.apply(Topology, axis=1),
-      'workload': combos.apply(Workload, axis=1),
-  })
-  combos = pd.concat([combos, labels], axis=1)
-  combos['cell'] = (combos['machine_type'] + ' | ' + combos['engine'] + ' | '
-                    + combos['topology'] + ' | ' + combos['workload'])
+  combos = pd.concat([combos, pd.DataFrame(
+      [_Labels(row) for _, row in combos.iterrows()])], axis=1)
   # Merge the key columns only: a merge of the whole frame would copy it.
   labelled = frame[keys].merge(combos, on=keys, how='left')
   frame = frame.copy(deep=False)
   for name in CELL_COLUMNS + ('cell',):
     frame[name] = labelled[name].to_numpy()
   return frame
+
+
+def _Labels(row: pd.Series) -> Dict[str, str]:
+  """The cell columns of one combination of label keys."""
+  labels = {'machine_type': MachineType(row), 'engine': Engine(row),
+            'topology': Topology(row), 'workload': Workload(row)}
+  labels['cell'] = ' | '.join(labels[name] for name in CELL_COLUMNS)
+  return labels
