@@ -54,6 +54,11 @@ def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
   return pd.Series([float('nan')] * len(frame), index=frame.index)
 
 
+def _Numbers(frame: pd.DataFrame, name: str) -> pd.Series:
+  """The column as numbers (NaN where it is none, or it is missing)."""
+  return pd.to_numeric(_Col(frame, name), errors='coerce')
+
+
 def LastPerRun(rows: pd.DataFrame) -> pd.DataFrame:
   """The last row of each (run, cell) by time: a run counts once, with the
   last value it recorded in each column."""
@@ -70,17 +75,11 @@ def _Last(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
   """The last row per (run, cell), with `columns` renamed, as numbers."""
-  out = pd.DataFrame({'run_uri': pd.Series(dtype=str),
-                      'cell': pd.Series(dtype=object)})
-  if rows.empty:
-    for name in columns.values():
-      out[name] = pd.Series(dtype=float)
-    return out
   last = _Last(rows)
   out = pd.DataFrame({'run_uri': last['run_uri'].astype(str),
                       'cell': last['cell']})
   for source, name in columns.items():
-    out[name] = pd.to_numeric(_Col(last, source), errors='coerce')
+    out[name] = _Numbers(last, source).astype(float)  # None too: float
   return out
 
 
@@ -105,14 +104,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       'run_uri': capped['run_uri'].astype(str), 'cell': capped['cell'],
       'night': _Col(capped, 'night'),
       'capped_ops': capped['value'].astype(float),
-      'ops_ci95': pd.to_numeric(_Col(capped, 'throughput_ci95_ops'),
-                                errors='coerce'),
-      'avg_latency_ms': pd.to_numeric(
-          _Col(capped, 'confirmed_average_latency_ms'), errors='coerce'
-      ).fillna(pd.to_numeric(_Col(capped, 'average_latency_ms'),
-                             errors='coerce')),
-      'p99_latency_ms': pd.to_numeric(_Col(capped, 'p99_latency_ms'),
-                                      errors='coerce'),
+      'ops_ci95': _Numbers(capped, 'throughput_ci95_ops'),
+      'avg_latency_ms': _Numbers(capped, 'confirmed_average_latency_ms'
+                                ).fillna(_Numbers(capped, 'average_latency_ms')),
+      'p99_latency_ms': _Numbers(capped, 'p99_latency_ms'),
       'verdict': [v.name for v in verdicts],
       'verdict_flags': [','.join(v.flags) or verdict_lib.CONFIRMED
                         for v in verdicts],
@@ -127,8 +122,7 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
                for w in _Col(capped, 'hold_words')],
       # Which hold probe was the answer's (a search that backed off from a
       # failed hold ran two); NaN for runs recorded before.
-      'hold_index': pd.to_numeric(_Col(capped, 'hold_probe_index'),
-                                  errors='coerce'),
+      'hold_index': _Numbers(capped, 'hold_probe_index'),
       # The server's version (a cell's runs may differ in it: a manual
       # --redis_server_version run beside the distro's).
       'server_version': [v if isinstance(v, str) else ''
