@@ -154,36 +154,31 @@ def Unranked(frame: pd.DataFrame, night: Optional[str] = None,
   eligible = answers_lib.Eligible(runs_all, include_unconfirmed)
   ranked = set(runs_all.loc[eligible, 'cell'])
   rows = []
+
+  def Row(cell: str, runs: int, **fields) -> None:
+    info = info_by_cell.loc[cell]
+    rows.append({**{c: info[c] for c in cells.CELL_COLUMNS}, 'cell': cell,
+                 'night': night, 'runs': runs, **fields})
+
   for cell, runs in runs_all[~runs_all['cell'].isin(ranked)].groupby(
       'cell', sort=True):
-    info = info_by_cell.loc[cell]
-    rows.append({
-        **{c: info[c] for c in cells.CELL_COLUMNS}, 'cell': cell,
-        'night': night, 'runs': len(runs),
-        'answer_verdict': answers_lib.VerdictSummary(runs),
-        'limit': answers_lib.LimitSummary(runs),
-        'reasons': [f'run {u}: {r}' + (f'; limit: {d}' if d else '')
-                    for u, r, d in zip(runs['run_uri'],
-                                       runs['verdict_reason'],
-                                       runs['limit_detail'])],
-        'run_answers': answers_lib.RunList(runs)})
+    Row(cell, len(runs), answer_verdict=answers_lib.VerdictSummary(runs),
+        limit=answers_lib.LimitSummary(runs),
+        reasons=[f'run {u}: {r}' + (f'; limit: {d}' if d else '')
+                 for u, r, d in zip(runs['run_uri'], runs['verdict_reason'],
+                                    runs['limit_detail'])],
+        run_answers=answers_lib.RunList(runs))
   listed = ranked | {row['cell'] for row in rows}
   for cell, uris in _StoppedBeforeAnswer(frame, night, runs_all).items():
-    if cell in listed:
-      continue
-    info = info_by_cell.loc[cell]
-    rows.append({
-        **{c: info[c] for c in cells.CELL_COLUMNS}, 'cell': cell,
-        'night': night, 'runs': len(uris),
-        'answer_verdict': f'{NO_ANSWER} ({len(uris)} of {len(uris)} '
-                          f'run{"s" if len(uris) > 1 else ""})',
-        'limit': '',
-        'reasons': [f'run {u}: {reason}' for u, reason in uris.items()],
-        'run_answers': [{'run_uri': u, 'capped_ops': None,
-                         'capped_ops_ci95': None, 'price_performance': None,
-                         'verdict': NO_ANSWER, 'verdict_reason': None,
-                         'limit': None, 'limit_detail': None}
-                        for u in uris]})
+    if cell not in listed:
+      Row(cell, len(uris), limit='',
+          answer_verdict=(f'{NO_ANSWER} ({len(uris)} of {len(uris)} '
+                          f'run{"s" if len(uris) > 1 else ""})'),
+          reasons=[f'run {u}: {reason}' for u, reason in uris.items()],
+          run_answers=[{'run_uri': u, 'capped_ops': None,
+                        'capped_ops_ci95': None, 'price_performance': None,
+                        'verdict': NO_ANSWER, 'verdict_reason': None,
+                        'limit': None, 'limit_detail': None} for u in uris])
   return pd.DataFrame(sorted(rows, key=lambda row: row['cell']),
                       columns=UNRANKED_COLUMNS)
 

@@ -190,11 +190,10 @@ def UnrankedLines(unranked: pd.DataFrame, include_unconfirmed: bool
   return lines
 
 
-def FormatLeaderboardText(board: pd.DataFrame,
-                          unranked: Optional[pd.DataFrame] = None,
-                          include_unconfirmed: bool = False) -> str:
-  skipped = UnrankedLines(unranked if unranked is not None else
-                          pd.DataFrame(), include_unconfirmed)
+def FormatLeaderboardText(analysis: Analysis) -> str:
+  board = analysis.board
+  skipped = UnrankedLines(analysis.unranked,
+                          analysis.settings.include_unconfirmed)
   if board.empty:
     text = ('No confirmed latency-capped answer on this night.' if skipped
             else 'No latency-capped throughput samples on this night.')
@@ -413,11 +412,6 @@ def MakeHeadline(analysis: Analysis) -> Headline:
   return Headline(level, known, regressions, total, confirmed)
 
 
-def NightWorkloads(analysis: Analysis) -> List[str]:
-  """Every workload of the night's cells (ranked or not), sorted."""
-  return _Unique(analysis.night_frame, 'workload')
-
-
 def WorkloadsText(workloads: Sequence[str]) -> str:
   """'workload X', '2 workloads: X; Y' or 'no workload recorded'."""
   if not workloads:
@@ -431,9 +425,7 @@ def FormatText(analysis: Analysis) -> str:
   """The banner, the leaderboard, the change points."""
   headline = MakeHeadline(analysis)
   return '\n\n'.join([f'{headline.known}\n{headline.regressions}',
-                       FormatLeaderboardText(
-                           analysis.board, analysis.unranked,
-                           analysis.settings.include_unconfirmed),
+                       FormatLeaderboardText(analysis),
                        FormatChangePointsText(analysis)])
 
 
@@ -507,7 +499,8 @@ def TemplateEnvironment() -> jinja2.Environment:
 
 
 def CommonContext(analysis: Analysis) -> Dict[str, Any]:
-  workloads = NightWorkloads(analysis)
+  # Every workload of the night's cells (ranked or not), sorted.
+  workloads = _Unique(analysis.night_frame, 'workload')
   return {
       'night': analysis.night,
       'nights': analysis.nights,
