@@ -52,6 +52,8 @@ BIGQUERY_SCOPE = 'https://www.googleapis.com/auth/bigquery'
 MULTIPART_MAX_BYTES = 4 * 1024 * 1024
 # Rows per tabledata page: a few MB, well within bounded_http's size limit.
 READ_PAGE_SIZE = 2000
+# Retries of an upload's own requests (the client's num_retries).
+UPLOAD_RETRIES = 3
 # Deterministic load job ids tried in turn when an earlier one failed.
 MAX_JOB_ATTEMPTS = 5
 # One HTTP request's own timeout (retries come on top, up to timeout_s).
@@ -154,12 +156,10 @@ class BigQueryPublisher:
 
   def __init__(self, client: bigquery.Client,
                options: bigquery_options.BigQueryOptions,
-               multipart_max_bytes: int = MULTIPART_MAX_BYTES,
-               upload_retries: int = 3):
+               multipart_max_bytes: int = MULTIPART_MAX_BYTES):
     self.client = client
     self.options = options
     self.multipart_max_bytes = multipart_max_bytes
-    self.upload_retries = upload_retries
     self._retry = bq_retry.DEFAULT_RETRY.with_timeout(options.timeout_s)
     self._request_timeout = min(REQUEST_TIMEOUT_S, options.timeout_s)
     self._ref = bigquery.TableReference(
@@ -272,7 +272,7 @@ class BigQueryPublisher:
             io.BytesIO(data), self._ref, job_id=job_id, location=location,
             project=self.options.job_project, job_config=config,
             size=len(data) if len(data) < self.multipart_max_bytes else None,
-            num_retries=self.upload_retries, timeout=self._request_timeout)
+            num_retries=UPLOAD_RETRIES, timeout=self._request_timeout)
       except api_exceptions.Conflict:
         # Submitted before (a retry, or a concurrent publish of the same rows).
         fresh = False

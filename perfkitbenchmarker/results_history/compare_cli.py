@@ -105,7 +105,7 @@ flags.DEFINE_integer('recent_nights', 7, 'Regressions on this many latest '
 
 
 def _Fail(message: str) -> int:
-  print(f'compare: {terminal_text.Printable(message)}', file=sys.stderr)
+  _Note(message)
   return EXIT_USAGE
 
 
