@@ -102,6 +102,13 @@ def ReadableTicks(axis, values: Iterable[float]) -> None:
     axis.set_major_formatter(ticker.ScalarFormatter(useOffset=False))
 
 
+def _Nothing(fig, text: str) -> None:
+  """The figure's one panel: `text` where the chart would be."""
+  ax = fig.add_subplot()
+  ax.text(0.5, 0.5, text, ha='center', fontsize=FONT)
+  ax.set_axis_off()
+
+
 def _LegendAbove(fig, handles, labels, columns: int) -> None:
   """One legend for the figure, above its panels: never on the data."""
   fig.legend(handles, labels, loc='lower left', bbox_to_anchor=(0.0, 1.0),
@@ -339,10 +346,7 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
     ax.tick_params(labelsize=FONT)
     ax.grid(alpha=0.3)
   if not cells:
-    ax = fig.add_subplot()
-    ax.text(0.5, 0.5, 'no probe samples this night', ha='center',
-            fontsize=FONT)
-    ax.set_axis_off()
+    _Nothing(fig, 'no probe samples this night')
   fig.tight_layout()
   if not cells:
     return fig
@@ -442,10 +446,7 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
   cells = [c for c in labels if c in set(points['cell'])]
   fig = _NewFigure(figsize=(WIDTH_IN, 4.4))
   if not cells:
-    ax = fig.add_subplot()
-    ax.text(0.5, 0.5, 'no curve points this night', ha='center',
-            fontsize=FONT)
-    ax.set_axis_off()
+    _Nothing(fig, 'no curve points this night')
     return fig
   panels = (('average_latency', 'avg_latency_ms', 'avg latency (ms)'),
             ('p99_latency_ms', 'p99_latency_ms', 'p99 latency (ms)'))
