@@ -52,6 +52,8 @@ flag_types.DEFINE_float(
 # Project ids: 6-30 of [a-z0-9-], optionally domain-scoped (example.com:p).
 _PROJECT = re.compile(r'(?:[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+:)?'
                       r'[a-z][a-z0-9-]{4,28}[a-z0-9]')
+_NOT_A_PROJECT = ('is not a project id (6-30 lowercase letters, digits or '
+                  'hyphens, starting with a letter)')
 _DATASET = re.compile(r'[A-Za-z0-9_]{1,1024}')
 # BigQuery allows more (Unicode letters, spaces); these are the portable ones.
 _TABLE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_-]{0,1023}')
@@ -95,18 +97,14 @@ def ParseTableId(text: str, default_project: Optional[str] = None,
       raise errors.UsageError(
           f'{what}="{text}" names no project; use {forms}.')
     project = default_project
-  if not _PROJECT.fullmatch(project):
-    raise errors.UsageError(
-        f'{what}="{text}": "{project}" is not a project id (6-30 lowercase '
-        'letters, digits or hyphens, starting with a letter).')
-  if not _DATASET.fullmatch(dataset):
-    raise errors.UsageError(
-        f'{what}="{text}": dataset "{dataset}" may only hold letters, digits '
-        'and underscores.')
-  if not _TABLE.fullmatch(table):
-    raise errors.UsageError(
-        f'{what}="{text}": table "{table}" may only hold letters, digits, '
-        'underscores and hyphens.')
+  for pattern, part, why in (
+      (_PROJECT, project, f'"{project}" {_NOT_A_PROJECT}'),
+      (_DATASET, dataset, f'dataset "{dataset}" may only hold letters, '
+                          'digits and underscores'),
+      (_TABLE, table, f'table "{table}" may only hold letters, digits, '
+                      'underscores and hyphens')):
+    if not pattern.fullmatch(part):
+      raise errors.UsageError(f'{what}="{text}": {why}.')
   return TableId(project, dataset, table)
 
 
@@ -126,9 +124,7 @@ class BigQueryOptions:
       return None
     bq_project = flag_values.bq_project
     if bq_project and not _PROJECT.fullmatch(bq_project):
-      raise errors.UsageError(
-          f'--bq_project="{bq_project}" is not a project id (6-30 lowercase '
-          'letters, digits or hyphens, starting with a letter).')
+      raise errors.UsageError(f'--bq_project="{bq_project}" {_NOT_A_PROJECT}.')
     table = ParseTableId(flag_values.bigquery_table, bq_project)
     key_file = _CheckKeyFile(flag_values.service_account_private_key,
                              flag_values.service_account)
