@@ -73,10 +73,6 @@ def ToRow(sample: sample_lib.Sample, test: str,
   }
 
 
-def _WriteNow(unused_path: str, write: Callable[[], Any]) -> Any:
-  return write()
-
-
 class SampleCollector:
   """Collects samples and hands each to every publisher at once.
 
@@ -87,7 +83,8 @@ class SampleCollector:
   """
 
   def __init__(self, publishers: Sequence[Any], run_info: RunInfo,
-               room: Callable[[str, Callable[[], Any]], Any] = _WriteNow):
+               room: Callable[[str, Callable[[], Any]], Any] = (
+                   lambda unused_path, write: write())):
     self.publishers = list(publishers)
     self.run_info = run_info
     self.samples: List[sample_lib.Sample] = []
