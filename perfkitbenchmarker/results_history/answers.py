@@ -73,9 +73,11 @@ def _Last(rows: pd.DataFrame) -> pd.DataFrame:
       METADATA_KEYS if c in rows.columns]])
 
 
-def _PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
-  """The last row per (run, cell), with `columns` renamed, as numbers."""
-  last = _Last(rows)
+def PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
+  """The last row per (run, cell): run_uri, cell and `columns` renamed
+  ({column: name}), as numbers (NaN where a column is missing)."""
+  last = LastPerRun(rows[['run_uri', 'cell', 'timestamp'] + [
+      c for c in columns if c in rows.columns]])
   out = pd.DataFrame({'run_uri': last['run_uri'].astype(str),
                       'cell': last['cell']})
   for source, name in columns.items():
@@ -129,14 +131,14 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
                          for v in _Col(capped, 'redis_server_version')],
       'timestamp': capped['timestamp'],
   })
-  pp = _PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {
+  pp = PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {
       'value': 'price_performance', 'servers_usd_per_hour_total': 'pp_usd'})
-  cost = _PerRun(frame[(frame['metric'] == HOURLY_COST) &
+  cost = PerRun(frame[(frame['metric'] == HOURLY_COST) &
                        (_Col(frame, 'cost_scope') == SERVER_COST_SCOPE)],
                  {'value': 'cost_usd'})
   answers = answers.merge(pp, on=['run_uri', 'cell'], how='left')
   answers = answers.merge(cost, on=['run_uri', 'cell'], how='left')
-  # Numbers already (_PerRun): the server VMs' price, else their cost.
+  # Numbers already (PerRun): the server VMs' price, else their cost.
   answers['usd_per_hour'] = answers['pp_usd'].fillna(answers['cost_usd'])
   answers['price_performance'] = answers['price_performance'].fillna(
       answers['capped_ops'] / answers['usd_per_hour'])

@@ -226,13 +226,8 @@ def _Paired(probes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 def _AnswerColumn(night_frame: pd.DataFrame, column: str) -> pd.DataFrame:
   """run_uri, cell and `column` (as a number) of each run's answer."""
-  capped = night_frame[night_frame['metric'] == answers_lib.CAPPED]
-  if capped.empty or column not in capped.columns:
-    return pd.DataFrame(columns=['run_uri', 'cell', column])
-  last = answers_lib.LastPerRun(capped)
-  return pd.DataFrame({'run_uri': last['run_uri'].astype(str),
-                       'cell': last['cell'],
-                       column: pd.to_numeric(last[column], errors='coerce')})
+  return answers_lib.PerRun(
+      night_frame[night_frame['metric'] == answers_lib.CAPPED], {column: column})
 
 
 def AnswerLoads(night_frame: pd.DataFrame) -> pd.DataFrame:
