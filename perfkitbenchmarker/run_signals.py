@@ -113,6 +113,9 @@ class Interrupts:
                       self.reason)
       return
     self.cut_short = True
+    # Every thread's waits and retries too (a teardown thread's delete
+    # loop), and the commands still running: cut short means now.
+    vm_util.StopChildren()
     cut = ('cleanup and teardown were' if ' and ' in self._finishing
            else 'cleanup was')
     raise errors.RunInterrupted(

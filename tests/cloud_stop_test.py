@@ -7,6 +7,7 @@ while teardown's own deletes, which begin after the stop, still retry and
 wait. Scripted clocks, sleeps and Compute clients: no process, no network.
 """
 
+import signal
 import types
 
 import pytest
@@ -17,7 +18,9 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import waits
 
 # Imported when a test first uses them (lazy_modules).
 compute_v1 = lazy_modules.Module('google.cloud.compute_v1')
@@ -231,3 +234,23 @@ def test_teardowns_delete_waits_for_its_operation_through_a_stop():
   gcp_network.GceNetwork('pkb-net', compute, 'p').Delete()
   assert compute.calls == ['delete', 'wait op-delete', 'wait op-delete',
                            'wait op-delete']
+
+
+def test_a_second_signal_in_teardown_wakes_its_waits():
+  """A first signal during cleanup and teardown is only noted (they go on);
+  a second cuts them short. It raised in the main thread only: a delete's
+  loop in a teardown thread (up to 300 s of not-ready retries on GCP) went
+  on, and the cut-short run waited it out. It now counts a stop too, which
+  wakes every retry pause and ends every wait begun before it."""
+  interrupts = run_signals.Interrupts('cut1')
+  interrupts.Arm()
+  interrupts.Protect()
+  in_teardown = waits.RunStopped()  # a teardown thread's delete loop
+  try:
+    interrupts._Handle(signal.SIGINT, None)  # pylint: disable=protected-access
+    assert not in_teardown()
+    with pytest.raises(errors.RunInterrupted, match='cut short'):
+      interrupts._Handle(signal.SIGTERM, None)  # pylint: disable=protected-access
+  finally:
+    interrupts.Restore()
+  assert in_teardown()
