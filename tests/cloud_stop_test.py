@@ -119,7 +119,8 @@ class ScriptedCompute:
   its instances) and of the operations service where they live (`zone`, or
   global), answered from a script: each `wait` answers the next (status,
   then) pair, calling then() first (e.g. the run's stop while the server
-  holds the call). Every call is noted in order."""
+  holds the call). Every call is noted in order, and each must go out with
+  its timeout (ComputeClients')."""
 
   def __init__(self, *answers, collection='networks', zone=''):
     self.answers = list(answers)
@@ -128,6 +129,8 @@ class ScriptedCompute:
     operations = 'zone_operations' if zone else 'global_operations'
     self.calls = []
     self.endpoint = None
+    self.call_timeout_s = 7
+    self.wait_timeout_s = 11
     setattr(self, collection, types.SimpleNamespace(
         insert_unary=lambda **kwargs: self._Sent('insert', **kwargs),
         delete_unary=lambda **kwargs: self._Sent('delete', **kwargs)))
@@ -139,14 +142,17 @@ class ScriptedCompute:
         target_link=f'projects/p/{self.collection}/pkb-object',
         zone=self.zone)
 
-  def _Sent(self, method, project, **unused_kwargs):
+  def _Sent(self, method, project, timeout='default', **unused_kwargs):
     assert project == 'p'
+    assert timeout == self.call_timeout_s  # Not the library's 600 s.
     self.calls.append(method)
     return self._Operation(f'op-{method}', 'RUNNING')
 
-  def _Wait(self, project, operation, zone='', retry='default'):
+  def _Wait(self, project, operation, zone='', retry='default',
+            timeout='default'):
     assert (project, zone) == ('p', self.zone)
     assert retry is None  # The call goes out once: a retry is the run's.
+    assert timeout == self.wait_timeout_s
     self.calls.append(f'wait {operation}')
     assert self.answers, f'{self.calls}: one wait more than scripted'
     status, then = self.answers.pop(0)

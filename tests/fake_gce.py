@@ -33,6 +33,12 @@ machine type, an image family or an operation) and operation waits
 (`FailWait`, answered before the operation is looked at). A test may act
 as an injected failure is answered (`then`: e.g. send the run a signal), or
 as any nth insert is (`AtInsert`).
+
+A call can stall (`Stall`): the fake does what it asks (an insert is made,
+a delete taken) and holds the answer, or all of it but its headers, for
+STALL_HOLD_S or until the fake stops, whichever is first, so a client
+without a timeout of its own waits that long and no longer (a test of the
+timeout fails, not hangs), and none is left held after the test.
 """
 
 import collections
@@ -50,6 +56,8 @@ API = 'https://www.googleapis.com/compute/v1'
 # Bounds on the fake's own reads: a stalled client, an endless body.
 READ_TIMEOUT_S = 60.0
 MAX_REQUEST_BYTES = 16 << 20
+# The longest a stalled call's answer is held (Stall).
+STALL_HOLD_S = 10.0
 _PATH = re.compile(
     r'/compute/v1/projects/(?P<project>[^/]+)/'
     r'(?P<scope>global|zones/[^/]+|regions/[^/]+)/(?P<collection>[A-Za-z]+)'
@@ -80,6 +88,16 @@ class _DeleteFailure:
   reason: str
   mode: str  # 'http' or 'operation'
   code: str
+
+
+@dataclasses.dataclass
+class _Stall:
+  collection: str
+  method: str
+  times: int
+  headers: bool  # Answer the headers, then stall the body.
+  # Called (not under the fake's lock) as the stall begins.
+  then: Optional[Callable[[], None]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +148,10 @@ class FakeGce:
     # collection -> [GETs left to fail, status].
     self._get_failures: Dict[str, List[Any]] = {}
     self._failures: List[_Failure] = []
+    self._stalls: List[_Stall] = []
+    # Set as the fake stops: every stalled answer is let go.
+    self._released = threading.Event()
+    self.stalled = 0  # Answers that have been held.
     self._ids = iter(range(1000, 10**9))
     self._lock = threading.RLock()
     self._server: Optional[http.server.ThreadingHTTPServer] = None
@@ -158,12 +180,24 @@ class FakeGce:
         raw = self.rfile.read(length) if length else b''
         body = json.loads(raw) if raw else None
         status, payload = fake.Handle(method, self.path, body)
+        stall = fake.TakeStall(method, self.path)
         data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+          if stall and not stall.headers:
+            fake.Hold(stall)
+          self.send_response(status)
+          self.send_header('Content-Type', 'application/json')
+          self.send_header('Content-Length', str(len(data)))
+          self.end_headers()
+          if stall and stall.headers:
+            self.wfile.write(data[:1])
+            self.wfile.flush()
+            fake.Hold(stall)
+            data = data[1:]
+          self.wfile.write(data)
+          self.wfile.flush()
+        except OSError:  # The client gave up on a stalled answer.
+          self.close_connection = True
 
       def do_GET(self):  # pylint: disable=invalid-name
         self._Serve('GET')
@@ -187,6 +221,7 @@ class FakeGce:
     return self.endpoint
 
   def Stop(self) -> None:
+    self._released.set()
     if self._server:
       self._server.shutdown()
       self._server.server_close()
@@ -239,7 +274,38 @@ class FakeGce:
     the operation not looked at."""
     self._wait_failures[:] = [times, status]
 
+  def Stall(self, collection: str, method: str, times: int = 1,
+            headers: bool = False,
+            then: Optional[Callable[[], None]] = None) -> None:
+    """Stalls the answers to the next `times` calls of `method` in
+    `collection` ('operations', 'POST': an operation's wait): each call is
+    done as asked, and its answer held (module docstring); with `headers`,
+    its headers and first byte are sent before the rest is held. `then()`
+    is called as each stall begins (e.g. the run's stop)."""
+    with self._lock:
+      self._stalls.append(_Stall(collection, method, times, headers, then))
+
+  def TakeStall(self, method: str, raw_path: str) -> Optional[_Stall]:
+    """The stall this call's answer gets (the handler's), taken."""
+    route = _Route(urllib.parse.urlsplit(raw_path).path)
+    with self._lock:
+      for stall in self._stalls:
+        if (route and stall.times > 0 and stall.method == method and
+            stall.collection == route['collection']):
+          stall.times -= 1
+          self.stalled += 1
+          return stall
+    return None
+
+  def Hold(self, stall: _Stall) -> None:
+    """Holds a stalled answer (the handler's): STALL_HOLD_S at most."""
+    if stall.then:
+      stall.then()
+    self._released.wait(STALL_HOLD_S)
+
   def ClearFailures(self) -> None:
+    with self._lock:
+      self._stalls.clear()
     self._failures.clear()
     self._delete_failures.clear()
     self._get_failures.clear()

@@ -12,6 +12,7 @@ import re
 import stat
 import subprocess
 import sys
+import time as wall_time
 import types
 
 import pytest
@@ -22,6 +23,7 @@ import lazy_modules
 from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
@@ -91,7 +93,7 @@ class _Run:
   """One run's spec, record and provider, as pkb would build them."""
 
   def __init__(self, fake, run_dir, run_uri='abc123', config=None,
-               module=None, time=None, **flag_overrides):
+               module=None, time=None, clients=None, **flag_overrides):
     self.fake = fake
     self.run_dir = str(run_dir)
     self.record = run_record.RunRecord.Create(self.run_dir, run_uri,
@@ -103,7 +105,7 @@ class _Run:
         None, lambda samples: None)
     self.ssh_waits = []
     self.provider = gcp_provider.GceProvider(
-        compute_api.ComputeClients.Create(fake.endpoint),
+        clients or compute_api.ComputeClients.Create(fake.endpoint),
         gcp_provider.GcpOptions.FromFlags(self.flags),
         ssh_waiter=lambda vm: self.ssh_waits.append(vm.name),
         # `time`: a cloud_stop_test.FakeTime, whose clock its sleeps move.
@@ -398,14 +400,15 @@ def test_an_operation_never_done_fails_in_one_line_at_its_deadline():
       status=compute_v1.Operation.Status.RUNNING,
       operation_type='insert', target_link='projects/p/instances/vm-1')
 
-  def Wait(project, operation, zone, retry):
+  def Wait(project, operation, zone, retry, timeout):
     assert (project, operation, zone, retry) == ('p', 'op-1', 'us-central1-b',
                                                  None)
+    assert timeout == 150  # Above the server's hold.
     now[0] += 120  # The server held the call about two minutes.
     return running
 
   clients = types.SimpleNamespace(
-      zone_operations=types.SimpleNamespace(wait=Wait))
+      zone_operations=types.SimpleNamespace(wait=Wait), wait_timeout_s=150)
   with pytest.raises(errors.ResourceError) as late:
     compute_api.WaitForOperation(clients, 'p', running, timeout_s=600,
                                  clock=lambda: now[0])
@@ -955,13 +958,13 @@ def test_a_stop_ends_the_not_ready_retries_naming_teardown(fake, tmp_path,
 # An operation's wait answered with a transient error -------------------------
 
 
-def _RunNetwork(fake, tmp_path, time):
+def _RunNetwork(fake, tmp_path, time, clients=None):
   """The run's network on `fake`, with the run's record and FakeTime: a
   resource with no readiness check, created once its insert is done."""
   record = run_record.RunRecord.Create(str(tmp_path / 'run'), 'abc123',
                                        cloud='GCP')
   return gcp_network.GceNetwork(
-      'pkb-abc123', compute_api.ComputeClients.Create(fake.endpoint),
+      'pkb-abc123', clients or compute_api.ComputeClients.Create(fake.endpoint),
       PROJECT, record=record, sleep=time.sleep, clock=time.clock)
 
 
@@ -1141,3 +1144,159 @@ def test_a_delete_failing_with_503s_throughout_is_tried_over_the_budget(
     # Sent at 0, 1, 3, 7, 15, 31 s, then every 30 s to 271 s, and at 300 s.
     assert time.now - start == 300
     assert len(fake.Calls('networks', 'DELETE')) == 6 + 8 + 1
+
+
+# A call the endpoint does not answer -----------------------------------------
+
+# Every call's timeout here (operation waits' too), injected through the
+# clients: the fake holds a stalled answer for fake_gce.STALL_HOLD_S, far
+# longer, as a client with the library's default (600 s) waits it out.
+_TIMEOUT_S = 1.0
+
+
+def _ShortTimeouts(fake):
+  return compute_api.ComputeClients.Create(
+      fake.endpoint, call_timeout_s=_TIMEOUT_S, wait_timeout_s=_TIMEOUT_S)
+
+
+def _StopNow(stops):
+  """A Stall's `then`: the run's stop (what a signal's StopChildren counts)
+  while the call is held, its time noted in `stops`."""
+  def Stop():
+    stops.append(wall_time.monotonic())
+    run_processes.CountStop()
+  return Stop
+
+
+@pytest.mark.parametrize('headers', [False, True],
+                         ids=['no answer', 'headers then nothing'])
+def test_a_stalled_get_is_sent_again_and_taken_once_answered(tmp_path,
+                                                             headers):
+  """Without a timeout of its own the get waited until the fake let its
+  answer go (GCE's default: up to 600 s), and no stop ended it; it now ends
+  at its timeout and is read again, through the run's pause."""
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    net.Create()
+    fake.Stall('networks', 'GET', headers=headers)
+    start = time.now
+    assert net.Get().name == net.name
+    assert fake.stalled == 1
+    assert len(fake.Calls('networks', 'GET')) == 2
+    assert time.now - start == 1  # Read's first pause, on the run's sleep.
+
+
+def test_a_stalled_operation_wait_waits_again_and_inserts_once(tmp_path):
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    fake.Stall('operations', 'POST', headers=True)
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    net.Create()
+    assert fake.stalled == 1
+    assert len(fake.Inserted('networks')) == 1
+    # The stalled wait (the insert's first look), then its second: done.
+    assert len(_Waits(fake)) == 2 and time.now == 1
+    assert _Operation(fake, 'insert')['status'] == 'DONE'
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['status'] == 'created'
+    assert entry['data']['pending_insert'] is None
+
+
+def test_an_unanswered_insert_is_not_sent_again_and_names_teardown(tmp_path):
+  """The insert was made and its answer never came: sent again it would be
+  refused (409), taken for "already done", with no operation to wait on."""
+  with fake_gce.FakeGce() as fake:
+    fake.Stall('networks', 'POST')
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    with pytest.raises(errors.ResourceError) as unanswered:
+      net.Create()
+    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
+    assert str(unanswered.value) == (
+        'Creating gcp_network pkb-abc123: no answer within 1s; not sent '
+        f'again, as GCE may have made it: run `{again}` to delete it')
+    assert len(fake.Inserted('networks')) == 1
+    assert _Waits(fake) == []
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['status'] == 'creating'
+    # Teardown from the record deletes what the insert made.
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+def test_an_unanswered_delete_is_not_sent_again_and_names_teardown(tmp_path):
+  """The delete was taken and its answer never came: sent again it would
+  find nothing (404), taken for "gone", its operation's end unknown."""
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    net.Create()
+    fake.Stall('networks', 'DELETE')
+    with pytest.raises(errors.ResourceError) as unanswered:
+      net.Delete()
+    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
+    assert str(unanswered.value) == (
+        'Deleting gcp_network pkb-abc123: no answer within 1s; not sent '
+        f'again, as GCE may have taken it: run `{again}` again later')
+    assert len(fake.Calls('networks', 'DELETE')) == 1
+    assert net.record.FindResource('gcp_network',
+                                   net.name)['status'] == 'created'
+    # That command, later, finds it gone.
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+@pytest.mark.alone
+def test_a_stop_during_a_stalled_call_ends_the_create_at_its_timeout(
+    tmp_path):
+  """Time is the subject: a stop while GCE holds an operation's wait and
+  never answers ends the create at the call's timeout, plus at most a
+  second, and no call follows (it waited until the fake let the answer go,
+  STALL_HOLD_S, and then took the insert for done). `alone`: a worker
+  starved by the tests beside it can take longer than that second."""
+  with fake_gce.FakeGce() as fake:
+    stops = []
+    fake.Stall('operations', 'POST', then=_StopNow(stops))
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    with pytest.raises(errors.ResourceError) as stopped:
+      net.Create()
+    ended = wall_time.monotonic()
+    assert ended - stops[0] <= _TIMEOUT_S + 1
+    insert = _Operation(fake, 'insert')['name']
+    assert str(stopped.value) == (
+        f'Waiting for operation {insert} (insert pkb-abc123): no answer '
+        'within 1s; not tried again, the run being stopped')
+    assert len(_Waits(fake)) == 1 and time.now == 0
+    # Teardown waits for that insert, then deletes what it made.
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['data']['pending_insert'] == insert
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+@pytest.mark.e2e
+@pytest.mark.alone
+def test_a_stop_during_a_stalled_get_ends_the_runs_provision_at_its_timeout(
+    fake, tmp_path):
+  """The same through a run's provision: the instance's readiness get, in
+  the create's own thread, is held; the stop ends the provision at the
+  get's timeout plus at most a second. `alone`, as above."""
+  stops = []
+  fake.Stall('instances', 'GET', then=_StopNow(stops))
+  run = _Run(fake, tmp_path, config=_OneVm(), time=FakeTime(),
+             clients=_ShortTimeouts(fake))
+  with pytest.raises(errors.ResourceError) as stopped:
+    run.Provision()
+  ended = wall_time.monotonic()
+  assert ended - stops[0] <= _TIMEOUT_S + 1
+  assert str(stopped.value) == (
+      'Looking up gcp_instance pkb-abc123-servers-0: no answer within 1s; '
+      'not tried again, the run being stopped')
+  assert len(fake.Calls('instances', 'GET')) == 1
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []

@@ -43,6 +43,41 @@ sent again over it: an insert sent again is refused (409) as if done while
 the first may still run or fail, and a delete sent again finds nothing (a
 404, taken for "gone") while the first may still fail.
 
+Every call also goes out with an explicit timeout (the library's default is
+600 s, which no stop ends either): ComputeClients.call_timeout_s
+(CALL_TIMEOUT_S, 60 s) for an insert, a delete or a get, and
+wait_timeout_s (WAIT_CALL_TIMEOUT_S, 150 s) for an operation's `wait`,
+which the server itself holds up to about two minutes. It bounds connecting
+and each wait for the answer's next bytes, so an endpoint that accepts a
+call and never answers, or answers its headers and stalls, ends it that long
+after the stall (one that trickles bytes is bounded per read only). A call
+so unanswered (NoAnswerError) is a transient error: a read or a `wait` goes
+through `Read` again like a 503. An insert or delete so unanswered may have
+been taken, and sent again it would be refused (409) or find nothing (404)
+as above, with no operation to wait on: it is not sent again, but fails in
+one line naming the run's teardown command. A stop cannot cut a call in
+flight, so a stop during a stalled call ends it at its timeout, and no
+call follows (Read, _Delete and resource._Retry look at the stop first).
+
+Worst cases, with T = CALL_TIMEOUT_S and W = WAIT_CALL_TIMEOUT_S (and the
+pauses of READ_ATTEMPTS tries, 1 + 2 + 4 + 8 + 16 + 30 + 30 = 91 s):
+  * one call: T (a `wait`: W) after the endpoint last sent anything;
+  * one read (`Read`): READ_ATTEMPTS x T + 91 s = 571 s;
+  * one operation's wait (`WaitForOperation`): its last `wait` starts before
+    OPERATION_TIMEOUT_S and is a read of up to READ_ATTEMPTS x W + 91 s:
+    900 + 1291 = 2191 s;
+  * a resource's create (GceResource: its insert and the insert's
+    operation): resource._Retry sends the insert at most CREATE_RETRIES
+    times, again only over a transient error the call or the operation's
+    end answered, each T plus its operation's wait, pausing 1 and 2 s:
+    3 x (60 + 2191) + 3 = 6756 s; a kind's readiness check comes on top (a
+    VM's: gets for resource.READY_TIMEOUT_S, the last one a read of up to
+    571 s). A stop ends it within W + 1 s (the `wait` in flight, then a
+    pause step);
+  * a resource's delete: the wait for its pending insert (2191 s), sends for
+    DELETE_BUDGET_S (300 s), and the last one's call and operation's wait
+    (60 + 2191 s): 4742 s.
+
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
 endpoint. The endpoint goes into the run record, so a later teardown talks to
@@ -66,6 +101,7 @@ from google.auth import exceptions as auth_exceptions
 import pydantic
 import requests
 import tenacity
+from urllib3 import exceptions as urllib3_exceptions
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
@@ -75,6 +111,10 @@ from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
 
 OPERATION_TIMEOUT_S = 900
+# Each call's timeout (module docstring): an insert, a delete or a get; an
+# operation's `wait`, which the server holds up to about two minutes.
+CALL_TIMEOUT_S = 60
+WAIT_CALL_TIMEOUT_S = 150
 CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
 # Operation error codes after which the same request may well succeed.
 RETRYABLE_OPERATION_ERRORS = frozenset({
@@ -182,6 +222,10 @@ OperationName = Annotated[
     str, pydantic.Field(pattern=r'^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$')]
 
 
+# ComputeClients' fields that hold no client.
+_SETTINGS = frozenset({'endpoint', 'call_timeout_s', 'wait_timeout_s'})
+
+
 @dataclasses.dataclass(frozen=True)
 class ComputeClients:
   """The Compute API clients one run uses, all on the same endpoint; each
@@ -197,15 +241,21 @@ class ComputeClients:
   region_operations: Any
   global_operations: Any
   endpoint: Optional[str] = None
+  # Each call's timeout, and an operation `wait`'s (module docstring).
+  call_timeout_s: float = CALL_TIMEOUT_S
+  wait_timeout_s: float = WAIT_CALL_TIMEOUT_S
 
   @classmethod
-  def Create(cls, endpoint: Optional[str] = None,
-             credentials=None) -> 'ComputeClients':
+  def Create(cls, endpoint: Optional[str] = None, credentials=None,
+             call_timeout_s: float = CALL_TIMEOUT_S,
+             wait_timeout_s: float = WAIT_CALL_TIMEOUT_S
+             ) -> 'ComputeClients':
     """REST clients for `endpoint` (default: the public Compute API).
 
     A loopback endpoint is a local fake or proxy: it gets anonymous
     credentials, so real ones are never sent over plain HTTP. Anything else
     uses the google-auth default credentials unless `credentials` is given.
+    The timeouts are every call's (tests make them short).
     """
     compute_v1 = ComputeV1()
     options = (client_options_lib.ClientOptions(api_endpoint=endpoint)
@@ -216,12 +266,15 @@ class ComputeClients:
       elif credentials is None:
         # Looked up once for all clients rather than once per client.
         credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-      return cls(endpoint=endpoint, **{
+      services = {
           field.name: getattr(compute_v1, field.name.title().replace('_', '')
                               + 'Client')(
               credentials=credentials, client_options=options,
               transport='rest')
-          for field in dataclasses.fields(cls) if field.name != 'endpoint'})
+          for field in dataclasses.fields(cls)
+          if field.name not in _SETTINGS}
+      return cls(endpoint=endpoint, call_timeout_s=call_timeout_s,
+                 wait_timeout_s=wait_timeout_s, **services)
     except (auth_exceptions.DefaultCredentialsError, RecursionError) as e:
       # google-auth's first argument says which file it found and why it
       # cannot use it (the rest may quote the file); a JSON nested past
@@ -244,6 +297,11 @@ class NotReadyError(errors.ResourceError):
   delete's operation ended so (NOT_READY_CODE)."""
 
 
+class NoAnswerError(resource.RetryableError):
+  """A call was sent and not answered within its timeout: GCE may have
+  taken it (module docstring)."""
+
+
 class OperationError(errors.ResourceError):
   """A Compute operation finished with an error."""
 
@@ -252,21 +310,25 @@ class OperationError(errors.ResourceError):
     self.code = code
 
 
-def Call(what: str, function: Callable[..., Any], *args,
+def Call(what: str, function: Callable[..., Any], *args, timeout: float,
          passthrough: Tuple[Type[Exception], ...] = (), **kwargs) -> Any:
   """Calls the API, mapping its errors to retryable or one-line errors.
 
   Exceptions in `passthrough` (e.g. NotFound for a get) reach the caller,
   which knows what they mean there. The call goes out once (module
-  docstring): a retry is the caller's.
+  docstring): a retry is the caller's. One sent and not answered within
+  `timeout` seconds raises NoAnswerError.
   """
   try:
-    return function(*args, retry=None, **kwargs)
+    return function(*args, retry=None, timeout=timeout, **kwargs)
   except passthrough:
     raise
-  except (api_exceptions.TooManyRequests, api_exceptions.ServerError,
-          requests.exceptions.ConnectionError,
-          requests.exceptions.Timeout) as e:
+  except (requests.exceptions.Timeout,
+          requests.exceptions.ConnectionError) as e:
+    if _Unanswered(e):
+      raise NoAnswerError(f'{what}: no answer within {timeout:g}s') from None
+    raise resource.RetryableError(f'{what}: {_Message(e)}') from None
+  except (api_exceptions.TooManyRequests, api_exceptions.ServerError) as e:
     raise resource.RetryableError(f'{what}: {_Message(e)}') from None
   except api_exceptions.Forbidden as e:
     raise errors.ResourceError(
@@ -282,14 +344,15 @@ class _Stopped(Exception):
   """The run was stopped before an attempt (Read)."""
 
 
-def Read(what: str, function: Callable[..., Any], *args,
+def Read(what: str, function: Callable[..., Any], *args, timeout: float,
          sleep: Callable[[float], None] = time.sleep,
          passthrough: Tuple[Type[Exception], ...] = (),
          attempts: int = READ_ATTEMPTS, **kwargs) -> Any:
-  """Call() of a read (a get), tried again over transient errors, at most
-  `attempts` times. The pauses go through waits.Pause on `sleep` (the
-  caller's), and none is made after the run's stop (since this call): the
-  stop ends the read within a pause step."""
+  """Call() of a read (a get), tried again over transient errors (a call
+  not answered within `timeout` among them), at most `attempts` times. The
+  pauses go through waits.Pause on `sleep` (the caller's), and none is made
+  after the run's stop (since this call): the stop ends the read within a
+  pause step, or at the end of the call in flight."""
   stopped = waits.RunStopped()
   last: List[Exception] = []
 
@@ -297,7 +360,8 @@ def Read(what: str, function: Callable[..., Any], *args,
     if stopped():  # It came during the pause before this attempt.
       raise _Stopped()
     try:
-      return Call(what, function, *args, passthrough=passthrough, **kwargs)
+      return Call(what, function, *args, timeout=timeout,
+                  passthrough=passthrough, **kwargs)
     except resource.RetryableError as e:
       last[:] = [e]
       raise
@@ -322,6 +386,16 @@ def Read(what: str, function: Callable[..., Any], *args,
         f'{error} (after {attempts} attempts)') from None
 
 
+def _Unanswered(e: requests.exceptions.RequestException) -> bool:
+  """Whether `e` is a call sent and not answered in time: no answer (a
+  ReadTimeout) or its body stalled (a ConnectionError of urllib3's read
+  timeout); not a connection never made (ConnectTimeout)."""
+  if isinstance(e, requests.exceptions.ConnectTimeout):
+    return False
+  return isinstance(e, requests.exceptions.ReadTimeout) or any(
+      isinstance(arg, urllib3_exceptions.ReadTimeoutError) for arg in e.args)
+
+
 def _Message(e: Exception) -> str:
   return getattr(e, 'message', None) or str(e)
 
@@ -341,11 +415,13 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   """Waits until `operation` is DONE; raises OperationError if it failed.
 
   Uses the operations' `wait` method (the server holds the call until the
-  operation is done or about two minutes pass), on the service that matches
-  where the operation lives: zone, region or global. A `wait` answered with
-  a transient error is sent again for the same operation through `Read`
-  (bounded, its pauses on `sleep`, none after a stop since that call
-  began), never ending the wait with a retryable error (module docstring).
+  operation is done or about two minutes pass; each call's timeout is
+  clients.wait_timeout_s, above that), on the service that matches where
+  the operation lives: zone, region or global. A `wait` answered with a
+  transient error, or not answered in time, is sent again for the same
+  operation through `Read` (bounded, its pauses on `sleep`, none after a
+  stop since that call began), never ending the wait with a retryable error
+  (module docstring).
   Once `stopped()` (a waits.RunStopped: the run's stop) no further call is
   made: a ResourceError says the operation was not waited for.
   """
@@ -369,7 +445,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
           f'{LastSegment(operation.target_link)}) not waited for: the run '
           'was stopped')
     operation = Read(what, service.wait, project=project,
-                     operation=operation.name, sleep=sleep, **where)
+                     operation=operation.name, sleep=sleep,
+                     timeout=clients.wait_timeout_s, **where)
     return operation.status == done
 
   # No pause between calls: each `wait` is held by the server.
@@ -438,10 +515,20 @@ class GceResource(resource.BaseResource):
     stopped = waits.RunStopped() if inserting else None
     try:
       operation = Call(what, self._ApiCall, method, passthrough=(passed,),
-                       **kwargs)
+                       timeout=self.clients.call_timeout_s, **kwargs)
     except passed:
       logging.info('%s: already done (an earlier attempt did it).', what)
       return
+    except NoAnswerError as e:
+      # GCE may have taken it: sent again, it would be refused (409) or find
+      # nothing (404) as if done, with no operation to wait on (module
+      # docstring). Not a RetryableError: neither resource._Retry nor
+      # _Delete sends it again.
+      made = 'made' if inserting else 'taken'
+      again = 'to delete it' if inserting else 'again later'
+      raise errors.ResourceError(
+          f'{e}; not sent again, as GCE may have {made} it: run '
+          f'`{self.TeardownCommand()}` {again}') from None
     if inserting:
       self.Remember(pending_insert=operation.name)
     try:
@@ -555,6 +642,7 @@ class GceResource(resource.BaseResource):
     """The object; raises NotFound when it does not exist."""
     return Read(f'Looking up {self.KIND} {self.name}', self._ApiCall, 'get',
                 sleep=self._sleep, passthrough=(api_exceptions.NotFound,),
+                timeout=self.clients.call_timeout_s,
                 **{self.PARAM: self.name})
 
   def RecordData(self) -> Dict[str, Any]:

@@ -61,7 +61,7 @@ def ResolveImage(clients, family: ImageFamily,
   try:
     image = compute_api.Read(what, clients.images.get_from_family,
                              project=family.project, family=family.family,
-                             sleep=sleep,
+                             sleep=sleep, timeout=clients.call_timeout_s,
                              passthrough=(api_exceptions.NotFound,))
   except api_exceptions.NotFound:
     raise errors.ResourceError(

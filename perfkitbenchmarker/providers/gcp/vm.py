@@ -189,6 +189,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
       machine = compute_api.Read(
           what, self.clients.machine_types.get, project=self.project,
           zone=self.zone, machine_type=self.machine_type, sleep=self._sleep,
+          timeout=self.clients.call_timeout_s,
           passthrough=(api_exceptions.NotFound,))
     except api_exceptions.NotFound:
       raise errors.ResourceError(
