@@ -36,6 +36,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.results_history import loader
 
 RESULTS_FILE = 'perfkitbenchmarker_results.json'
@@ -67,7 +68,9 @@ def StageSeconds(run_dir: regular_files.Directory
 
 def Lines(benchmark: str, cloud: str,
           checks: List[cost_estimate.PhaseCheck]) -> List[str]:
-  lines = [f'{benchmark} on {cloud}:',
+  # The record is input: its names are shown as text, never as terminal
+  # sequences or line breaks.
+  lines = [terminal_text.Printable(f'{benchmark} on {cloud}:'),
            f'  {"phases":<18} {"estimated":>10} {"measured":>10} {"ratio":>6}'
            '  measured by']
   for c in checks:
@@ -129,7 +132,7 @@ def main(argv=None) -> int:
     print('\n'.join(Check(args.run_dir)))
   except (errors.Error, loader.LoadError, regular_files.NotRegular, OSError,
           ValueError) as e:
-    print(f'check_estimate: {e}'.replace('\n', ' '), file=sys.stderr)
+    print(terminal_text.Printable(f'check_estimate: {e}'), file=sys.stderr)
     return 1
   return 0
 

@@ -163,3 +163,28 @@ def test_a_real_run_checked_and_what_is_refused(tmp_path):
   assert 'Traceback' not in out.stderr
 
   assert _Script(str(tmp_path / 'missing')).returncode == 1
+
+
+def test_text_from_the_record_is_shown_as_text(tmp_path, capsys):
+  # A downloaded run's record is input: its benchmark name and cloud went
+  # to the terminal as written, so a window title (ESC ] 0 ; ... BEL) or a
+  # clear screen (ESC [ 2 J) in them acted instead of being read, on the
+  # table's first line and in the error line.
+  cloud = 'Lo\x1b]0;PWNED\x07cal\x1b[2J'
+  run_dir = _RunDir(tmp_path, {'redis_memtier': {
+      'cloud': cloud, 'minutes': {'search': 2.0}}})
+  assert check_estimate.main([run_dir]) == 0
+  out = capsys.readouterr().out
+  assert '\x1b' not in out and '\x07' not in out
+  assert out.splitlines()[0] == (
+      'redis_memtier on Lo\\x1b]0;PWNED\\x07cal\\x1b[2J:')
+
+  other = tmp_path / 'other'
+  name = 'redis\x1b[2J_memtier\nFORGED LINE'
+  run_dir = _RunDir(other, {name: {'cloud': 'Local',
+                                   'minutes': {'search': 2.0}}})
+  assert check_estimate.main([run_dir]) == 1
+  err = capsys.readouterr().err
+  assert err == (f'check_estimate: redis\\x1b[2J_memtier\\nFORGED LINE in '
+                 f'{run_dir} has no stage samples; run it with '
+                 '--timing_measurements=runtimes.\n')
