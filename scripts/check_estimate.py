@@ -47,6 +47,9 @@ RUNTIME_SUFFIX = ' Runtime'
 # End', which every run writes by default (--timing_measurements).
 STAGES = frozenset(s for _, stages in cost_estimate.MEASURED_BY
                    for s in stages)
+# No stage of a run takes longer: every invocation has a deadline, and
+# --timeout_minutes is at most a week.
+LONGEST_STAGE_S = 7 * 24 * 3600
 
 
 def StageSeconds(run_dir: regular_files.Directory
@@ -61,8 +64,13 @@ def StageSeconds(run_dir: regular_files.Directory
     stage = metric[:-len(RUNTIME_SUFFIX)]
     if (metric.endswith(RUNTIME_SUFFIX) and stage in STAGES and
         fixed['unit'] == 'seconds'):
-      stages.setdefault(str(fixed['test']), {})[stage] = float(
-          fixed['value'])
+      seconds = float(fixed['value'])
+      if not 0 <= seconds <= LONGEST_STAGE_S:
+        raise errors.UsageError(
+            f'{os.path.join(run_dir.path, RESULTS_FILE)}: {metric} of {fixed["test"]} is '
+            f'{seconds:g} s, which no stage of a run takes (from 0 to a '
+            'week, the longest --timeout_minutes); nothing to check.')
+      stages.setdefault(str(fixed['test']), {})[stage] = seconds
   return stages
 
 

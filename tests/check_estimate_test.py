@@ -188,3 +188,26 @@ def test_text_from_the_record_is_shown_as_text(tmp_path, capsys):
   assert err == (f'check_estimate: redis\\x1b[2J_memtier\\nFORGED LINE in '
                  f'{run_dir} has no stage samples; run it with '
                  '--timing_measurements=runtimes.\n')
+
+
+@pytest.mark.parametrize('seconds', [-300.0, 1e300])
+def test_a_stage_time_no_run_can_take_is_one_line(tmp_path, capsys,
+                                                   seconds):
+  # A results file is input: a stage sample of -300 s printed a measured
+  # -5.00 min and a ratio of -2.50, and one of 1e300 s a 300-digit number
+  # of minutes, both as if measured (exit 0).
+  run_dir = _RunDir(tmp_path, {'redis_memtier': {
+      'cloud': 'Local', 'minutes': {'search': 2.0}}})
+  path = os.path.join(run_dir, 'perfkitbenchmarker_results.json')
+  with open(path, encoding='utf-8') as f:
+    sample = json.loads(f.read())
+  sample['value'] = seconds
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write(json.dumps(sample) + '\n')
+  assert check_estimate.main([run_dir]) == 1
+  captured = capsys.readouterr()
+  assert captured.out == ''
+  assert captured.err == (
+      f'check_estimate: {path}: Benchmark Run Runtime of redis_memtier is '
+      f'{seconds:g} s, which no stage of a run takes (from 0 to a week, the '
+      'longest --timeout_minutes); nothing to check.\n')
