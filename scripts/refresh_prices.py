@@ -195,9 +195,19 @@ def ImportCsv(data: dict, path: str, cloud: str, description: str) -> int:
                                           newline='')))
   by_key = {(r['cloud'], r['region'], r['machine_type']): r
             for r in data['prices']}
+  # The catalog holds a machine type once per region; which of two lines is
+  # its price is the reviewer's call, not the order of the lines.
+  imported = {}
   for number, line in enumerate(table, start=2):
     if None in line.values():  # csv's value for a cell the line lacks.
       raise ValueError(f'line {number} has fewer cells than the header')
+    first = imported.setdefault((line['region'], line['machine_type']),
+                                number)
+    if first != number:
+      raise ValueError(
+          f'line {number} names {cloud} {line["region"]} '
+          f'{line["machine_type"]} again (line {first} did); give each '
+          'machine type once per region')
     key = _SourceKey(line['source'], line['source_date'])
     data['sources'].setdefault(key, {
         'description': description, 'reference': line['source'],

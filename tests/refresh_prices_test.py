@@ -298,3 +298,27 @@ def test_started_by_the_system_python_it_runs_in_the_checkouts_venv():
   assert done.returncode == 0, done.stderr
   assert 'Traceback' not in done.stderr
   assert done.stdout.startswith('usage: refresh_prices.py')
+
+
+def test_an_import_naming_a_machine_type_twice_writes_nothing(tmp_path,
+                                                              capsys):
+  """A reviewed CSV naming one machine type twice in one region (two
+  sources pasted together) kept the last line's price without a word
+  ('Imported 2 AWS rows', 'Wrote ...', exit 0): the catalog refuses a
+  machine type twice, and which line is the right price is the
+  reviewer's call, not the order of the lines."""
+  table = tmp_path / 'aws.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      'us-west-2,c7g.4xlarge,16,32,0.58,github:a/b@6fc13b5:x.go,2026-07-20\n'
+      'us-west-2,c7g.4xlarge,16,32,5.80,github:a/b@6fc13b5:x.go,2026-07-20\n')
+  out = tmp_path / 'prices.yaml'
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'AWS',
+                       '--source_description', 'reviewed', '--output',
+                       str(out)]) == 2
+  assert capsys.readouterr().err == (
+      f'refresh_prices: cannot import {table} (ValueError: line 3 names '
+      'AWS us-west-2 c7g.4xlarge again (line 2 did); give each machine '
+      'type once per region); nothing was changed.\n')
+  assert not out.exists()
+
