@@ -48,6 +48,7 @@ import yaml
 
 from perfkitbenchmarker import pricing
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import terminal_text
 
 CATALOG = os.path.join(_REPO, 'configs', 'prices.yaml')
 # libyaml's emitter when present: the same text as PyYAML's (checked on the
@@ -326,6 +327,13 @@ def _CheckShape(data) -> None:
                      'list of prices:')
 
 
+def _Refusal(line: str) -> None:
+  """One line on stderr; what the files held (a machine type, a date, a
+  YAML parser's quote of them) is shown as text, never as a terminal
+  sequence or a line break."""
+  print(terminal_text.Printable(line), file=sys.stderr)
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--aws', action='store_true')
@@ -346,7 +354,7 @@ def main(argv=None) -> int:
     _CheckShape(data)
   except (regular_files.NotRegular, UnicodeDecodeError, yaml.YAMLError,
           ValueError, RecursionError) as e:
-    print(f'refresh_prices: cannot read {args.input} ({e}).', file=sys.stderr)
+    _Refusal(f'refresh_prices: cannot read {args.input} ({e}).')
     return 2
   data['format_version'] = 2
   today = datetime.date.today().isoformat()
@@ -356,9 +364,8 @@ def main(argv=None) -> int:
                         args.source_description)
     except (OSError, UnicodeDecodeError, KeyError, ValueError, csv.Error,
             regular_files.NotRegular) as e:
-      print(f'refresh_prices: cannot import {args.import_csv} '
-            f'({type(e).__name__}: {e}); nothing was changed.',
-            file=sys.stderr)
+      _Refusal(f'refresh_prices: cannot import {args.import_csv} '
+               f'({type(e).__name__}: {e}); nothing was changed.')
       return 2
     print(f'Imported {count} {args.cloud} rows from {args.import_csv}.')
   try:
@@ -367,22 +374,22 @@ def main(argv=None) -> int:
     if args.gcp:
       data['sources'].update(_RefreshGcp(data['prices'], today))
   except ImportError as e:
-    print(f'refresh_prices: missing Python package ({e.name}); pip install '
-          'it into .venv.', file=sys.stderr)
+    _Refusal(f'refresh_prices: missing Python package ({e.name}); pip '
+             'install it into .venv.')
     return 2
   except Exception as e:  # pylint: disable=broad-except
-    print(f'refresh_prices: could not read prices ({type(e).__name__}: '
-          f'{str(e).splitlines()[0] if str(e) else ""}); check credentials. '
-          'Nothing was changed.', file=sys.stderr)
+    _Refusal(f'refresh_prices: could not read prices ({type(e).__name__}: '
+             f'{str(e).splitlines()[0] if str(e) else ""}); check '
+             'credentials. Nothing was changed.')
     return 1
   try:
     Write(data, args.output)
   except pricing.CatalogError as e:
-    print(f'refresh_prices: not written: {e}', file=sys.stderr)
+    _Refusal(f'refresh_prices: not written: {e}')
     return 2
   except OSError as e:
-    print(f'refresh_prices: not written: cannot write {args.output} '
-          f'({e.strerror or e}); nothing was changed.', file=sys.stderr)
+    _Refusal(f'refresh_prices: not written: cannot write {args.output} '
+             f'({e.strerror or e}); nothing was changed.')
     return 2
   print(f'Wrote {len(data["prices"])} prices to {args.output}.')
   return 0

@@ -322,3 +322,22 @@ def test_an_import_naming_a_machine_type_twice_writes_nothing(tmp_path,
       'type once per region); nothing was changed.\n')
   assert not out.exists()
 
+
+def test_text_the_import_holds_is_shown_as_text(tmp_path, capsys):
+  """A machine type or date in the CSV holding terminal sequences (a window
+  title, a clear screen) reached the terminal as written in the catalog
+  validation's refusal; it is shown as text, on one line."""
+  table = tmp_path / 'gcp.csv'
+  table.write_text(
+      'region,machine_type,vcpus,memory_gb,usd_per_hour,source,source_date\n'
+      'us-central1,n2d\x1b]0;PWNED\x07-x,2,8,0.0845,github:a/b@1234567:x,'
+      '2026-01-01\n')
+  out = tmp_path / 'prices.yaml'
+  assert refresh.main(['--import_csv', str(table), '--cloud', 'GCP',
+                       '--source_description', 'reviewed', '--output',
+                       str(out)]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith('refresh_prices: not written: the price catalog ')
+  assert '\x1b' not in err and '\x07' not in err and err.count('\n') == 1
+  assert '(GCP us-central1 n2d\\x1b]0;PWNED\\x07-x)' in err
+  assert not out.exists()
