@@ -317,3 +317,35 @@ def test_three_unpriced_runs_of_a_cell_have_no_price_figure(tmp_path, capsys):
                        f'--markdown={tmp_path}/s.md']) == 0
   printed = capsys.readouterr().out
   assert 'static' in printed and 'nan' not in printed
+
+
+def test_answers_under_different_caps_are_never_compared(tmp_path, capsys):
+  """README: compare keys its cells by the capped statistic, 'so a p99
+  answer is never ranked beside an average one'. The night's board ranked
+  every workload together: a run capped on p99 read '1.00 [1.00, 1.00]'
+  'vs best' and 'noise unknown' against an average-capped run's 'best',
+  and a 0.5 ms cap's answer '0.50' against a 1 ms one's, ratios of
+  answers to different questions. Each workload now has its own best, its
+  rows together, and nothing is compared across workloads."""
+  frame, path = _Frame(tmp_path, [
+      _Run('avg1', 'n2d-standard-16', 40000, 300, 0),
+      _Run('avg2', 't2d-standard-16', 30000, 300, 5),
+      _Run('p99a', 'n2d-standard-16', 20000, 300, 10,
+           latency_cap_statistic='p99'),
+      _Run('p99b', 't2d-standard-16', 25000, 300, 15,
+           latency_cap_statistic='p99')])
+  board = leaderboard.Leaderboard(frame)
+  rows = [(w.endswith('p99'), m, v, round(r, 3)) for w, m, v, r in zip(
+      board['workload'], board['machine_type'], board['verdict'],
+      board['ratio_to_best'])]
+  assert rows == [
+      (False, 'n2d-standard-16', 'best', 1.0),
+      (False, 't2d-standard-16', leaderboard.NOISE_UNKNOWN_WITHIN, 0.75),
+      (True, 't2d-standard-16', 'best', 1.0),
+      (True, 'n2d-standard-16', leaderboard.NOISE_UNKNOWN_WITHIN, 0.8)]
+  assert [r['versus_best'] for r in report.LeaderboardCells(board)][::2] == [
+      '1.00', '1.00']
+  compare = script_modules.Load(COMPARE, 'compare_caps')
+  assert compare.Main(['compare', path]) == 0
+  printed = capsys.readouterr().out
+  assert ', best of each workload by ops/s per $/hr:' in printed

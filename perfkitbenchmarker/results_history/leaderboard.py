@@ -1,7 +1,8 @@
 """The leaderboard of one night: a view of the history frame.
 
 One row per cell with a counted run this night (answers.py: confirmed, or
-any with `include_unconfirmed`), ranked by ops/s per $/hr. Figures and
+any with `include_unconfirmed`), ranked by ops/s per $/hr within its
+workload (each workload has its own best; no ratio across). Figures and
 intervals are `answers.CellFigure` over the runs' own answers
 (`interval_kind`: within-run, across runs or none). `ratio_to_best` has the
 two rows' relative half-widths added in quadrature; the verdict says "N %
@@ -37,6 +38,7 @@ UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
                     'run_answers')
 NOISE_UNKNOWN_WITHIN = 'noise unknown (within-run interval only)'
 NOISE_UNKNOWN = 'noise unknown'
+BEST = 'best'
 # A cell of the night whose runs probed but recorded no answer.
 NO_ANSWER = 'no answer'
 # The probe role of a --memtier_fixed_load run's runs (study/fixed_load.py's
@@ -53,7 +55,7 @@ def _Verdict(is_best: bool, ratio: float, high: float, known: bool,
   if not priced:
     return UNPRICED
   if is_best:
-    return 'best'
+    return BEST
   if not known or math.isnan(high):
     return (NOISE_UNKNOWN_WITHIN if kind == answers_lib.WITHIN_RUN
             else NOISE_UNKNOWN)
@@ -115,25 +117,34 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
   if board.empty:
     return pd.DataFrame(columns=COLUMNS)
   board = _Finite(board)
-  # Unpriced rows (no figure) follow the priced ones, by throughput.
-  board = board.sort_values(['price_performance', 'capped_ops',
+  # Each workload (its cap and capped statistic, mix, keys, generator) is a
+  # question of its own: its rows together, ranked and compared with its
+  # own best only, never a p99 answer beside an average one. Unpriced rows
+  # (no figure) follow the priced ones, by throughput.
+  board = board.sort_values(['workload', 'price_performance', 'capped_ops',
                              'machine_type'],
-                            ascending=[False, False, True]
+                            ascending=[True, False, False, True]
                             ).reset_index(drop=True)
-  pp, rel = board['price_performance'], (board['price_performance_ci95'] /
-                                         board['price_performance'])
-  half = (rel ** 2 + rel.iloc[0] ** 2) ** 0.5
-  half.iloc[0] = 0.0
-  board['ratio_to_best'] = ratio = pp / pp.iloc[0]
-  board['ratio_ci_low'] = ratio * (1 - half)
-  board['ratio_ci_high'] = ratio * (1 + half)
-  kinds = board['interval_kind']
-  known = (kinds == answers_lib.ACROSS_RUNS) & (
-      kinds.iloc[0] == answers_lib.ACROSS_RUNS)
-  board['verdict'] = [
-      _Verdict(i == 0, r, h, k, kind, not math.isnan(p))
-      for i, (r, h, k, kind, p) in enumerate(
-          zip(ratio, board['ratio_ci_high'], known, kinds, pp))]
+  board['ratio_to_best'] = board['ratio_ci_low'] = math.nan
+  board['ratio_ci_high'] = math.nan
+  board['verdict'] = ''
+  for _, one in board.groupby('workload', sort=False):
+    at = one.index
+    pp, rel = one['price_performance'], (one['price_performance_ci95'] /
+                                         one['price_performance'])
+    half = (rel ** 2 + rel.iloc[0] ** 2) ** 0.5
+    half.iloc[0] = 0.0
+    ratio = pp / pp.iloc[0]
+    board.loc[at, 'ratio_to_best'] = ratio
+    board.loc[at, 'ratio_ci_low'] = ratio * (1 - half)
+    board.loc[at, 'ratio_ci_high'] = ratio * (1 + half)
+    kinds = one['interval_kind']
+    known = (kinds == answers_lib.ACROSS_RUNS) & (
+        kinds.iloc[0] == answers_lib.ACROSS_RUNS)
+    board.loc[at, 'verdict'] = [
+        _Verdict(i == 0, r, h, k, kind, not math.isnan(p))
+        for i, (r, h, k, kind, p) in enumerate(
+            zip(ratio, board.loc[at, 'ratio_ci_high'], known, kinds, pp))]
   return _Finite(board[list(COLUMNS)])
 
 

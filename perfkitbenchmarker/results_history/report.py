@@ -117,7 +117,7 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
   for i, row in board.iterrows():
     if pd.isna(row['ratio_to_best']):  # No price: no ratio (Static VMs).
       versus = '?'
-    elif i == 0:
+    elif row['verdict'] == board_lib.BEST:  # The best of its workload.
       versus = '1.00'
     elif pd.isna(row['ratio_ci_high']):
       versus = f'{row["ratio_to_best"]:.2f}'
@@ -200,6 +200,7 @@ def FormatLeaderboardText(analysis: Analysis) -> str:
     return '\n'.join([text] + skipped)
   header = (f'Leaderboard for night {board["night"].iloc[0]} '
             f'({WorkloadsText(sorted({str(w) for w in board["workload"]}))}), '
+            + ('best of each workload ' if ShowsWorkload(board) else '') +
             'by ops/s per $/hr:')
   return '\n'.join([header] + _TextTable(BoardColumns(board),
                                           LeaderboardCells(board)) +
