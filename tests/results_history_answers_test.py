@@ -349,3 +349,52 @@ def test_answers_under_different_caps_are_never_compared(tmp_path, capsys):
   assert compare.Main(['compare', path]) == 0
   printed = capsys.readouterr().out
   assert ', best of each workload by ops/s per $/hr:' in printed
+
+
+def test_price_performance_bars_of_two_workloads_are_two_panels(tmp_path):
+  """The bars of ops/s per $/hr put every cell of the night on one axis:
+  a p99-capped answer's bar beside an average-capped one's, one longest bar
+  for the night, as if the figures answered one question. Each workload
+  has its own panel, axis and best now, as the leaderboard ranks it; a
+  night of one workload is one panel, as before."""
+  from perfkitbenchmarker.results_history import charts  # pylint: disable=g-import-not-at-top
+  frame, _ = _Frame(tmp_path, [
+      _Run('avg1', 'n2d-standard-16', 40000, 300, 0),
+      _Run('avg2', 't2d-standard-16', 30000, 300, 5),
+      _Run('p99a', 'n2d-standard-16', 20000, 300, 10,
+           latency_cap_statistic='p99'),
+      _Run('p99b', 't2d-standard-16', 25000, 300, 15,
+           latency_cap_statistic='p99'),
+      _Run('p99c', 'c3-standard-8', 5000, 300, 20,
+           latency_cap_statistic='p99')])
+  board = leaderboard.Leaderboard(frame)
+  figure = charts.PricePerformanceBarsFigure(board)
+  axes = figure.axes
+  assert len(axes) == 2
+  avg, p99 = sorted(set(board['workload']), key=lambda w: w.endswith('p99'))
+
+  def Panel(ax):
+    """(machine types of its bars top to bottom, each label's verdict, the
+    longest bar's end)."""
+    machines = [t.get_text() for t in ax.get_yticklabels()]
+    verdicts = [t.get_text().split('\n', 1)[1] for t in ax.texts]
+    return machines, verdicts, max(p.get_width() for p in ax.patches)
+
+  assert Panel(axes[0]) == (['n2d-standard-16', 't2d-standard-16'],
+                            ['best', leaderboard.NOISE_UNKNOWN_WITHIN],
+                            40000)
+  assert Panel(axes[1]) == (['t2d-standard-16', 'n2d-standard-16',
+                             'c3-standard-8'],
+                            ['best', leaderboard.NOISE_UNKNOWN_WITHIN,
+                             leaderboard.NOISE_UNKNOWN_WITHIN], 25000)
+  # Each panel names its workload and has an axis of its own.
+  assert avg in axes[0].get_title(loc='left')
+  assert p99 in axes[1].get_title(loc='left')
+  assert p99 not in axes[0].get_title(loc='left')
+  assert not axes[0].get_shared_x_axes().joined(axes[0], axes[1])
+  for ax in axes:
+    assert ax.get_xlim()[1] >= max(p.get_width() for p in ax.patches)
+  # One workload: one panel, its bars, its title, as before.
+  one = charts.PricePerformanceBarsFigure(board[board['workload'] == p99])
+  assert len(one.axes) == 1 and len(one.axes[0].patches) == 3
+  assert one.axes[0].get_title(loc='left').startswith('Price-performance,')

@@ -116,10 +116,13 @@ def _LegendAbove(fig, handles, labels, columns: int) -> None:
              handletextpad=0.4, columnspacing=1.2)
 
 
-def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
-  """cell -> a label naming only the cell dimensions that vary."""
+def ShortLabels(rows: pd.DataFrame,
+                dimensions: Sequence[str] = ('engine', 'topology',
+                                             'workload')) -> Dict[str, str]:
+  """cell -> a label naming only the cell dimensions that vary (of the
+  machine type and `dimensions`)."""
   parts = ['machine_type']
-  for column in ('engine', 'topology', 'workload'):
+  for column in dimensions:
     if rows[column].nunique() > 1:
       parts.append(column)
   unique = rows.drop_duplicates('cell')
@@ -130,20 +133,82 @@ def ShortLabels(rows: pd.DataFrame) -> Dict[str, str]:
       ' | '.join(str(row[p]) for p in parts)) for _, row in unique.iterrows()}
 
 
+BARS_XLABEL = 'ops/s per $/hr (server VMs); bars: 95 % interval'
+
+
 def PricePerformanceBarsFigure(board: pd.DataFrame,
                                colors: Optional[Dict[str, str]] = None):
   """Bars of ops/s per $/hr, best on top, 95 % error bars, each labelled
-  with its figure and verdict inside the frame; unconfirmed rows hatched."""
-  names = ['\n'.join(textwrap.wrap(n, 34)) for n in ShortLabels(board).values()]
-  fig = _NewFigure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
-  ax = fig.add_subplot()
+  with its figure and verdict inside the frame; unconfirmed rows hatched.
+
+  A night of more than one workload (cells.py: mix, keys, cap and the
+  statistic it caps, load generator) has one panel per workload, in the
+  board's order, each with its own axis and its own best, as the
+  leaderboard ranks them: a p99-capped answer's bar is never drawn beside
+  an average-capped one's on one scale. One workload: one panel."""
+  workloads = list(dict.fromkeys(board['workload'].astype(str)))
+  night = board['night'].iloc[0]
+  if len(workloads) <= 1:
+    names = ['\n'.join(textwrap.wrap(n, 34))
+             for n in ShortLabels(board).values()]
+    fig = _NewFigure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
+    ax = fig.add_subplot()
+    texts, ends = _Bars(ax, board, names, colors, range(len(board)))
+    ax.set_xlabel(terminal_text.ChartText(BARS_XLABEL), fontsize=FONT)
+    ax.set_title(terminal_text.ChartText(
+        f'Price-performance, night {night}'), loc='left', fontsize=FONT + 2)
+    ax.set_xlim(0, _Longest(ends) * 1.05)
+    _FitLabels(fig, ax, texts, ends)
+    return fig
+  # The panel's title names the workload: the bars' labels need not.
+  labels = ShortLabels(board, ('engine', 'topology'))
+  where = board['workload'].astype(str).to_numpy()
+  counts = [int((where == w).sum()) for w in workloads]
+  fig = _NewFigure(figsize=(WIDTH_IN, sum(0.62 * n + 1.3 for n in counts)
+                            + 0.4))
+  grid = fig.add_gridspec(len(workloads), 1, height_ratios=counts)
+  panels = []
+  for i, workload in enumerate(workloads):
+    ax = fig.add_subplot(grid[i])
+    positions = [j for j, w in enumerate(where) if w == workload]
+    rows = board.iloc[positions]
+    names = ['\n'.join(textwrap.wrap(labels[c], 34)) for c in rows['cell']]
+    texts, ends = _Bars(ax, rows, names, colors, positions)
+    for text in texts:  # Fitted into the frame below, once laid out.
+      text.set_in_layout(False)
+    title = '\n'.join(textwrap.wrap(terminal_text.ChartText(
+        f'workload {workload}'), 90))
+    if i == 0:
+      title = terminal_text.ChartText(
+          f'Price-performance, night {night}, best of each workload'
+      ) + '\n' + title
+    ax.set_title(title, loc='left', fontsize=FONT + 1)
+    if i == len(workloads) - 1:
+      ax.set_xlabel(terminal_text.ChartText(BARS_XLABEL), fontsize=FONT)
+    ax.set_xlim(0, _Longest(ends) * 1.05)
+    panels.append((ax, texts, ends))
+  fig.tight_layout()
+  for ax, texts, ends in panels:
+    _FitLabels(fig, ax, texts, ends)
+  return fig
+
+
+def _Longest(ends: Sequence[float]) -> float:
+  """The longest bar's end (an unpriced row has none; 1 if none has)."""
+  return max((e for e in ends if not pd.isna(e)), default=1.0)
+
+
+def _Bars(ax, board: pd.DataFrame, names: Sequence[str],
+          colors: Optional[Dict[str, str]], positions: Iterable[int]):
+  """`board`'s bars on `ax`, best on top (`positions`: each row's place on
+  the whole board, for its fallback colour); (labels, bar ends)."""
   y = list(range(len(board)))[::-1]
   errors = board['price_performance_ci95'].fillna(0)
   ends = (board['price_performance'] + errors).tolist()
   texts = []
-  for i, (yy, value, error, verdict, answer, cell) in enumerate(zip(
-      y, board['price_performance'], errors, board['verdict'],
-      board['answer_verdict'], board['cell'])):
+  for i, yy, value, error, verdict, answer, cell in zip(
+      positions, y, board['price_performance'], errors, board['verdict'],
+      board['answer_verdict'], board['cell']):
     color = _Color(colors, cell, i)
     confirmed = answer == verdict_lib.CONFIRMED
     ax.barh(yy, value, xerr=error, height=0.6,
@@ -152,22 +217,15 @@ def PricePerformanceBarsFigure(board: pd.DataFrame,
             error_kw={'capsize': 4, 'ecolor': '#333333'})
     note = verdict if confirmed else f'{verdict}; UNCONFIRMED'
     texts.append(ax.annotate(
-        f'{value:,.0f}\n{note}', (ends[i], yy), xytext=(5, 0),
+        f'{value:,.0f}\n{note}', (ends[len(texts)], yy), xytext=(5, 0),
         textcoords='offset points', va='center', ha='left', fontsize=FONT,
         color='#111111', annotation_clip=False))
   ax.set_yticks(y)
   ax.set_yticklabels(names, fontsize=FONT)
-  ax.set_xlabel(terminal_text.ChartText(
-      'ops/s per $/hr (server VMs); bars: 95 % interval'), fontsize=FONT)
   ReadableTicks(ax.xaxis, ends)
   ax.tick_params(labelsize=FONT)
   ax.grid(axis='x', alpha=0.3)
-  ax.set_title(terminal_text.ChartText(
-      f'Price-performance, night {board["night"].iloc[0]}'),
-               loc='left', fontsize=FONT + 2)
-  ax.set_xlim(0, max(ends) * 1.05)
-  _FitLabels(fig, ax, texts, ends)
-  return fig
+  return texts, ends
 
 
 def _FitLabels(fig, ax, texts, ends: Sequence[float]) -> None:
@@ -189,9 +247,12 @@ def _FitLabels(fig, ax, texts, ends: Sequence[float]) -> None:
 
 def PricePerformanceBars(board: pd.DataFrame,
                          colors: Optional[Dict[str, str]] = None) -> Chart:
+  panels = board['workload'].nunique() > 1
   return _Png(PricePerformanceBarsFigure(board, colors),
               'Bar chart of ops/s per $/hr per machine type with 95 % error '
-              'bars; hatched bars are not confirmed')
+              'bars' + ('; one panel per workload, each on its own axis'
+                        if panels else '') + '; hatched bars are not '
+              'confirmed')
 
 
 def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:

@@ -34,6 +34,9 @@ def _Figures(analysis: report.Analysis,
                  'counted runs\' own answers; error bars: 95 % interval '
                  '(within-run for one or two runs, across runs for three or '
                  'more); hatched: not confirmed'
+                 + ('; one panel per workload, each on its own axis with '
+                    'its own best' if priced['workload'].nunique() > 1
+                    else '')
                  + (f'; {unpriced} cell(s) without a price left out'
                     if unpriced else ''))})
   figures.append({
