@@ -134,6 +134,45 @@ def test_a_figure_over_runs_of_two_server_versions_says_so(tmp_path):
                    't2d-standard-16': ''}
 
 
+def test_a_figure_over_runs_of_two_harness_versions_says_so(tmp_path,
+                                                         capsys):
+  """A cell's runs before and after a harness fix (a parser's, say) were
+  averaged into one row with no word, where mixed server versions get a
+  note: the row now names the harness versions (`harness_version`) in its
+  notes, in the text, Markdown and HTML tables and in the JSON."""
+  old, new = 'v1.2-3-g1a2b3c4', 'v1.2-7-g5d6e7f8-dirty'
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version=old,
+           redis_server_version='7.0.15'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5, harness_version=new,
+           redis_server_version='8.2.3'),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10, harness_version=new),
+      _Run('b2', 't2d-standard-16', 21000, 200, 15, harness_version=new)])
+  board = leaderboard.Leaderboard(frame)
+  assert board['harness_versions'].tolist() == [f'{old}, {new}', new]
+  notes = {r['machine_type']: r['notes']
+           for r in report.LeaderboardCells(board)}
+  assert notes == {
+      'n2d-standard-16': (f'server versions 7.0.15, 8.2.3; '
+                          f'harness versions {old}, {new}'),
+      't2d-standard-16': ''}
+  compare = script_modules.Load(COMPARE, 'compare_harness_versions')
+  out = {k: tmp_path / f'board.{k}' for k in ('json', 'md', 'html')}
+  assert compare.Main(['compare', path, f'--json={out["json"]}',
+                       f'--markdown={out["md"]}',
+                       f'--report={out["html"]}']) == 0
+  note = f'harness versions {old}, {new}'
+  printed = capsys.readouterr().out
+  row = [line for line in printed.splitlines() if 'n2d-standard-16' in line]
+  assert len(row) == 1 and row[0].rstrip().endswith(note)
+  assert report.EscapeMarkdown(note) in out['md'].read_text()
+  assert f'<span class="tag">server versions 7.0.15, 8.2.3; {note}</span>' in (
+      out['html'].read_text())
+  rows = {r['machine_type']: r for r in json.loads(out['json'].read_text())}
+  assert rows['n2d-standard-16']['harness_versions'] == f'{old}, {new}'
+  assert rows['t2d-standard-16']['harness_versions'] == new
+
+
 def test_runs_that_differ_more_than_their_repeats_interval_across_runs(
     tmp_path):
   """Issue 17: repeats of all runs were pooled as independent samples, so

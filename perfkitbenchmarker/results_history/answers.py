@@ -21,6 +21,7 @@ import pandas as pd
 from perfkitbenchmarker import attribution
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import verdict as verdict_lib
+from perfkitbenchmarker.publishers import publisher
 from perfkitbenchmarker.search import stats as stats_lib
 
 CAPPED = 'latency_capped_throughput'
@@ -30,6 +31,9 @@ SERVER_COST_SCOPE = 'server VMs'
 WITHIN_RUN = 'within-run'
 ACROSS_RUNS = 'across runs'
 NO_INTERVAL = 'none'
+# The harness's version on every row it wrote (its git describe, or its
+# package's version).
+HARNESS_VERSION = publisher.HARNESS_VERSION_KEY
 # The run-level keys the verdict is read from (see verdict.OfMetadata).
 _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
                  verdict_lib.FLAGS_KEY, 'search_stop_reason',
@@ -40,12 +44,13 @@ _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
 METADATA_KEYS = _VERDICT_KEYS + (
     'confirmed_average_latency_ms', 'average_latency_ms', 'p99_latency_ms',
     'servers_usd_per_hour_total', 'cost_scope', 'hold_words',
-    'hold_probe_index', 'redis_server_version')
+    'hold_probe_index', 'redis_server_version', HARNESS_VERSION)
 ANSWER_COLUMNS = ('run_uri', 'cell', 'night', 'capped_ops', 'ops_ci95',
                   'avg_latency_ms', 'p99_latency_ms', 'usd_per_hour',
                   'price_performance', 'verdict', 'verdict_flags',
                   'verdict_reason', 'limit', 'limit_detail', 'hold',
-                  'hold_index', 'server_version', 'timestamp')
+                  'hold_index', 'server_version', 'harness_version',
+                  'timestamp')
 
 
 def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -83,6 +88,20 @@ def PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
   for source, name in columns.items():
     out[name] = _Numbers(last, source).astype(float)  # None too: float
   return out
+
+
+def _Versions(column: pd.Series) -> List[str]:
+  """Each row's version as text ('' where none is recorded); a column the
+  loader typed as numbers (every version in it read as one, '1234567' from
+  git describe --always) as the numbers' text."""
+  def Text(value) -> str:
+    if isinstance(value, str):
+      return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        not math.isfinite(value)):
+      return ''
+    return str(int(value)) if float(value).is_integer() else repr(value)
+  return [Text(v) for v in column]
 
 
 def _Verdict(row: pd.Series) -> verdict_lib.Verdict:
@@ -127,8 +146,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       'hold_index': _Numbers(capped, 'hold_probe_index'),
       # The server's version (a cell's runs may differ in it: a manual
       # --redis_server_version run beside the distro's).
-      'server_version': [v if isinstance(v, str) else ''
-                         for v in _Col(capped, 'redis_server_version')],
+      'server_version': _Versions(_Col(capped, 'redis_server_version')),
+      # The harness's (a cell's runs may differ in it: runs before and after
+      # a fix of how the harness measures or parses).
+      'harness_version': _Versions(_Col(capped, HARNESS_VERSION)),
       'timestamp': capped['timestamp'],
   })
   pp = PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {

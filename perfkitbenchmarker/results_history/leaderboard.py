@@ -31,6 +31,7 @@ COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'price_performance', 'price_performance_ci95', 'ratio_to_best',
            'ratio_ci_low', 'ratio_ci_high', 'verdict', 'answer_verdict',
            'limit', 'hold', 'client_bound', 'server_versions',
+           'harness_versions',
            'price_basis', 'pricing_model',
            'price_source', 'price_date', 'night', 'cell', 'run_answers')
 UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
@@ -105,6 +106,10 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
         # More than one: the row's figure mixes server versions.
         'server_versions': ', '.join(sorted(
             {v for v in runs['server_version'] if v})),
+        # More than one: runs of different harness versions (before and
+        # after a fix of how it measures) averaged into the figure.
+        'harness_versions': ', '.join(sorted(
+            {v for v in runs['harness_version'] if v})),
         'price_basis': info.get('price_basis'),
         'pricing_model': cells.PricingModel(info),
         'price_source': info.get('servers_price_source'),

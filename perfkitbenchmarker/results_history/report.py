@@ -155,6 +155,9 @@ def _Notes(row) -> str:
   versions = str(row.get('server_versions') or '')
   if ',' in versions:  # Runs of other server versions averaged together.
     notes.append(f'server versions {versions}')
+  harness = str(row.get('harness_versions') or '')
+  if ',' in harness:  # Runs of other harness versions averaged together.
+    notes.append(f'harness versions {harness}')
   return '; '.join(notes)
 
 
