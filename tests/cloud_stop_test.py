@@ -9,6 +9,7 @@ wait. Scripted clocks, sleeps and Compute clients: no process, no network.
 
 import signal
 import types
+import uuid
 
 import pytest
 
@@ -120,7 +121,8 @@ class ScriptedCompute:
   global), answered from a script: each `wait` answers the next (status,
   then) pair, calling then() first (e.g. the run's stop while the server
   holds the call). Every call is noted in order, and each must go out with
-  its timeout (ComputeClients')."""
+  its timeout (ComputeClients'); an insert or delete with a request_id
+  (`request_ids`, in order)."""
 
   def __init__(self, *answers, collection='networks', zone=''):
     self.answers = list(answers)
@@ -128,6 +130,7 @@ class ScriptedCompute:
     self.zone = zone
     operations = 'zone_operations' if zone else 'global_operations'
     self.calls = []
+    self.request_ids = []
     self.endpoint = None
     self.call_timeout_s = 7
     self.wait_timeout_s = 11
@@ -142,9 +145,12 @@ class ScriptedCompute:
         target_link=f'projects/p/{self.collection}/pkb-object',
         zone=self.zone)
 
-  def _Sent(self, method, project, timeout='default', **unused_kwargs):
-    assert project == 'p'
+  def _Sent(self, method, request, timeout='default', retry='default'):
+    assert request['project'] == 'p'
+    assert retry is None
     assert timeout == self.call_timeout_s  # Not the library's 600 s.
+    assert uuid.UUID(request['request_id']).int
+    self.request_ids.append(request['request_id'])
     self.calls.append(method)
     return self._Operation(f'op-{method}', 'RUNNING')
 

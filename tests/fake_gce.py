@@ -38,7 +38,16 @@ A call can stall (`Stall`): the fake does what it asks (an insert is made,
 a delete taken) and holds the answer, or all of it but its headers, for
 STALL_HOLD_S or until the fake stops, whichever is first, so a client
 without a timeout of its own waits that long and no longer (a test of the
-timeout fails, not hangs), and none is left held after the test.
+timeout fails, not hangs), and none is left held after the test; or it
+drops the answer, closing the connection unanswered (`drop`).
+
+An insert or delete may carry a requestId (a UUID, not the zero one: else a
+400), as GCE takes them: one whose requestId an earlier insert or delete of
+the project carried, and was answered with an operation, is answered with
+that operation as it is now and does nothing (no object made or removed, no
+409 or 404, no failure injected). A refused one (an error status) leaves
+its requestId unknown, as does a call without one. Requests keep it
+(`Request.request_id`).
 """
 
 import collections
@@ -50,6 +59,7 @@ import json
 import re
 import threading
 import urllib.parse
+import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 API = 'https://www.googleapis.com/compute/v1'
@@ -96,6 +106,7 @@ class _Stall:
   method: str
   times: int
   headers: bool  # Answer the headers, then stall the body.
+  drop: bool  # Close the connection, unanswered.
   # Called (not under the fake's lock) as the stall begins.
   then: Optional[Callable[[], None]] = None
 
@@ -105,6 +116,7 @@ class Request:
   method: str
   path: str
   body: Optional[Dict[str, Any]]
+  request_id: Optional[str] = None
 
 
 class FakeGce:
@@ -129,6 +141,8 @@ class FakeGce:
     # (collection, project, scope, name) -> resource JSON.
     self.resources: Dict[Tuple[str, str, str, str], Dict[str, Any]] = {}
     self.operations: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+    # (project, requestId) -> the key of the operation that answered it.
+    self._by_request_id: Dict[Tuple[str, str], Tuple[str, str, str]] = {}
     # operation key -> how many more looks it stays RUNNING for.
     self._looks_left: Dict[Tuple[str, str, str], int] = {}
     # insert operation key -> (resource key, JSON) it makes once DONE
@@ -183,6 +197,11 @@ class FakeGce:
         stall = fake.TakeStall(method, self.path)
         data = json.dumps(payload).encode()
         try:
+          if stall and stall.drop:
+            if stall.then:
+              stall.then()
+            self.close_connection = True
+            return
           if stall and not stall.headers:
             fake.Hold(stall)
           self.send_response(status)
@@ -275,15 +294,17 @@ class FakeGce:
     self._wait_failures[:] = [times, status]
 
   def Stall(self, collection: str, method: str, times: int = 1,
-            headers: bool = False,
+            headers: bool = False, drop: bool = False,
             then: Optional[Callable[[], None]] = None) -> None:
     """Stalls the answers to the next `times` calls of `method` in
     `collection` ('operations', 'POST': an operation's wait): each call is
     done as asked, and its answer held (module docstring); with `headers`,
-    its headers and first byte are sent before the rest is held. `then()`
-    is called as each stall begins (e.g. the run's stop)."""
+    its headers and first byte are sent before the rest is held; with
+    `drop`, the connection is closed unanswered instead. `then()` is
+    called as each stall begins (e.g. the run's stop)."""
     with self._lock:
-      self._stalls.append(_Stall(collection, method, times, headers, then))
+      self._stalls.append(_Stall(collection, method, times, headers, drop,
+                                 then))
 
   def TakeStall(self, method: str, raw_path: str) -> Optional[_Stall]:
     """The stall this call's answer gets (the handler's), taken."""
@@ -336,9 +357,11 @@ class FakeGce:
 
   def Handle(self, method: str, raw_path: str,
              body: Optional[Dict[str, Any]]) -> Tuple[int, Dict[str, Any]]:
-    path = urllib.parse.urlsplit(raw_path).path
+    parts = urllib.parse.urlsplit(raw_path)
+    path = parts.path
+    request_id = urllib.parse.parse_qs(parts.query).get('requestId', [None])[0]
     with self._lock:
-      self.requests.append(Request(method, path, body))
+      self.requests.append(Request(method, path, body, request_id))
       route = _Route(path)
       if route is None:
         return _Error(404, f'No such API path {path}')
@@ -361,16 +384,29 @@ class FakeGce:
         return self._MachineType(project, scope, name)
       if collection not in _SCOPES or extra:
         return _Error(404, f'Unsupported call {method} {path}')
-      if method == 'POST' and not name:
-        return self._Insert(project, scope, collection, body or {})
       key = (collection, project, scope, name)
       if method == 'GET' and name:
         if key not in self.resources:
           return _NotFound(collection, name)
         return 200, self.resources[key]
-      if method == 'DELETE' and name:
-        return self._Delete(key)
-      return _Error(404, f'Unsupported call {method} {path}')
+      if not ((method == 'POST' and not name) or
+              (method == 'DELETE' and name)):
+        return _Error(404, f'Unsupported call {method} {path}')
+      if request_id is not None:
+        if not _IsRequestId(request_id):
+          return _Error(400, f'Invalid value for field requestId: '
+                        f'{request_id!r}', 'invalid')
+        taken = self._by_request_id.get((project, request_id))
+        if taken:  # The same request again: its operation, nothing done.
+          return 200, dict(self.operations[taken])
+      if method == 'POST':
+        status, payload = self._Insert(project, scope, collection, body or {})
+      else:
+        status, payload = self._Delete(key)
+      if request_id is not None and status == 200:
+        self._by_request_id[(project, request_id)] = (project, scope,
+                                                      payload['name'])
+      return status, payload
 
   def _Insert(self, project, scope, collection, body):
     name = body.get('name')
@@ -590,6 +626,14 @@ def RuleAdmits(ports, port: int) -> bool:
 def _Route(path: str) -> Optional[Dict[str, str]]:
   match = _PATH.fullmatch(path)
   return match.groupdict() if match else None
+
+
+def _IsRequestId(text: str) -> bool:
+  """Whether GCE takes `text` as a requestId: a UUID, not the zero one."""
+  try:
+    return uuid.UUID(text).int != 0 and len(text) == 36
+  except ValueError:
+    return False
 
 
 def _SelfLink(project, scope, collection, name) -> str:

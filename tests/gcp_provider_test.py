@@ -7,6 +7,7 @@ loopback addresses nobody listens on), sleeps are no-ops and the wall clock
 is fixed.
 """
 
+import logging
 import os
 import re
 import stat
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time as wall_time
 import types
+import uuid
 
 import pytest
 
@@ -1203,50 +1205,154 @@ def test_a_stalled_operation_wait_waits_again_and_inserts_once(tmp_path):
     assert entry['data']['pending_insert'] is None
 
 
-def test_an_unanswered_insert_is_not_sent_again_and_names_teardown(tmp_path):
-  """The insert was made and its answer never came: sent again it would be
-  refused (409), taken for "already done", with no operation to wait on."""
-  with fake_gce.FakeGce() as fake:
-    fake.Stall('networks', 'POST')
+# How a sent insert or delete goes unanswered: no answer, its headers then
+# nothing (each until the call's timeout), or the connection closed.
+_UNANSWERED = pytest.mark.parametrize('how', [
+    {}, {'headers': True}, {'drop': True}],
+    ids=['no answer', 'headers then nothing', 'connection dropped'])
+
+
+def _RequestIds(fake, collection, method):
+  return [r.request_id for r in fake.Calls(collection, method)]
+
+
+@_UNANSWERED
+def test_an_unanswered_insert_is_sent_again_with_its_request_id_made_once(
+    tmp_path, how):
+  """GCE made the network and its answer was lost. Sent again, the insert
+  was refused (409) and taken for "already done" with no operation waited
+  on, or (a timeout) not sent again at all, the create failing; now the
+  second send carries the first's request_id, GCE answers it with the first
+  insert's operation, and that is waited on."""
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    fake.Stall('networks', 'POST', **how)
     time = FakeTime()
     net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
-    with pytest.raises(errors.ResourceError) as unanswered:
-      net.Create()
-    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
-    assert str(unanswered.value) == (
-        'Creating gcp_network pkb-abc123: no answer within 1s; not sent '
-        f'again, as GCE may have made it: run `{again}` to delete it')
-    assert len(fake.Inserted('networks')) == 1
-    assert _Waits(fake) == []
+    net.Create()
+    assert fake.stalled == 1
+    first, again = _RequestIds(fake, 'networks', 'POST')
+    assert first == again and uuid.UUID(first).int
+    # One insert, its operation waited on until done: one network.
+    insert = _Operation(fake, 'insert')
+    assert insert['status'] == 'DONE'
+    assert [n['name'] for n in fake.Live()] == [net.name]
+    assert time.now == 1  # resource._Retry's pause.
     entry = net.record.FindResource('gcp_network', net.name)
-    assert entry['status'] == 'creating'
-    # Teardown from the record deletes what the insert made.
-    assert resource.TeardownFromRecord(
-        run_record.RunRecord.Load(net.record.run_dir)) == []
-    assert fake.Live() == []
+    assert entry['status'] == 'created'
+    assert entry['data']['pending_insert'] is None
 
 
-def test_an_unanswered_delete_is_not_sent_again_and_names_teardown(tmp_path):
-  """The delete was taken and its answer never came: sent again it would
-  find nothing (404), taken for "gone", its operation's end unknown."""
+@_UNANSWERED
+def test_an_unanswered_delete_is_sent_again_with_its_request_id(tmp_path,
+                                                                 how):
+  """GCE took the delete and its answer was lost. Sent again, the delete
+  found nothing (404) and was taken for "gone" with its operation's end
+  unknown, or (a timeout) not sent again at all; now the second send
+  carries the first's request_id and the first delete's operation is
+  waited on."""
   with fake_gce.FakeGce() as fake:
     time = FakeTime()
     net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
     net.Create()
-    fake.Stall('networks', 'DELETE')
-    with pytest.raises(errors.ResourceError) as unanswered:
+    fake.Stall('networks', 'DELETE', **how)
+    net.Delete()
+    first, again = _RequestIds(fake, 'networks', 'DELETE')
+    assert first == again and uuid.UUID(first).int
+    assert _Operation(fake, 'delete')['status'] == 'DONE'
+    assert fake.Live() == []
+    assert time.now == 1  # _Delete's first pause over a transient error.
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['status'] == 'deleted'
+    assert entry['data']['delete_request_id'] is None
+
+
+def test_an_unanswered_delete_whose_operation_fails_is_not_taken_as_gone(
+    tmp_path):
+  """The first delete's operation fails (the network still in use): sent
+  again without its request_id, the 404 was taken for "gone" and the entry
+  marked deleted while the network stayed."""
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    net.Create()
+    fake.FailDelete('networks', mode='operation',
+                    code='RESOURCE_IN_USE_BY_ANOTHER_RESOURCE')
+    fake.Stall('networks', 'DELETE', drop=True)
+    with pytest.raises(errors.ResourceError) as failed:
       net.Delete()
-    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
-    assert str(unanswered.value) == (
-        'Deleting gcp_network pkb-abc123: no answer within 1s; not sent '
-        f'again, as GCE may have taken it: run `{again}` again later')
-    assert len(fake.Calls('networks', 'DELETE')) == 1
+    assert str(failed.value) == (
+        'Deleting gcp_network pkb-abc123 failed: '
+        'RESOURCE_IN_USE_BY_ANOTHER_RESOURCE: Injected '
+        'RESOURCE_IN_USE_BY_ANOTHER_RESOURCE')
+    assert len(set(_RequestIds(fake, 'networks', 'DELETE'))) == 1
+    assert [n['name'] for n in fake.Live()] == [net.name]
     assert net.record.FindResource('gcp_network',
                                    net.name)['status'] == 'created'
-    # That command, later, finds it gone.
+
+
+def test_a_409_to_an_insert_sent_again_without_its_request_id_is_taken(
+    tmp_path, caplog):
+  """Another request made the name between the two sends (GCE does not
+  know the request_id): the 409 is still taken for "already done", names
+  being the run's."""
+  caplog.set_level(logging.INFO)
+  with fake_gce.FakeGce() as fake:
+    other = lambda: fake.Handle(  # pylint: disable=g-long-lambda
+        'POST', f'/compute/v1/projects/{PROJECT}/global/networks',
+        {'name': 'pkb-abc123'})
+    # The first send fails (503, nothing made), and the other request
+    # makes the network.
+    fake.FailInsert('networks', status=503, persistent=False, then=other)
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    net.Create()
+    ours = [r.request_id for r in fake.Calls('networks', 'POST')
+            if r.request_id]
+    assert len(ours) == 2 and len(set(ours)) == 1
+    assert len(fake.Calls('networks', 'POST')) == 3  # Theirs among them.
+    assert 'already done' in caplog.text
+    assert net.record.FindResource('gcp_network',
+                                   net.name)['status'] == 'created'
+
+
+def test_a_later_teardown_sends_the_recorded_delete_request_again(tmp_path):
+  """A stop cut the delete short after GCE took it, unanswered: the
+  request_id is in the record, and the teardown command sends it again and
+  waits on the first delete's operation (a new delete would find nothing
+  and take it for gone while that operation may still fail)."""
+  with fake_gce.FakeGce() as fake:
+    time = FakeTime()
+    net = _RunNetwork(fake, tmp_path, time, _ShortTimeouts(fake))
+    net.Create()
+    fake.Stall('networks', 'DELETE', then=run_processes.CountStop)
+    with pytest.raises(errors.ResourceError, match='the run being stopped'):
+      net.Delete()
+    first = _Only(_RequestIds(fake, 'networks', 'DELETE'))
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['data']['delete_request_id'] == first
     assert resource.TeardownFromRecord(
         run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert _RequestIds(fake, 'networks', 'DELETE') == [first, first]
+    assert _Operation(fake, 'delete')['status'] == 'DONE'
     assert fake.Live() == []
+
+
+@pytest.mark.e2e
+def test_an_unanswered_instance_insert_makes_one_instance_and_the_run(
+    fake, tmp_path):
+  fake.Stall('instances', 'POST')
+  run = _Run(fake, tmp_path, config=_OneVm(), time=FakeTime(),
+             clients=_ShortTimeouts(fake))
+  vm = _Only(run.Provision())
+  first, again = _RequestIds(fake, 'instances', 'POST')
+  assert first == again
+  assert [i['name'] for i in fake.Live('instances')] == [vm.name]
+  assert _Only([op for op in fake.operations.values()
+                if op['targetLink'].endswith(f'/instances/{vm.name}')]
+               )['status'] == 'DONE'
+  assert run.record.FindResource('gcp_vm', vm.name)['status'] == 'created'
+  assert run.TeardownFromDisk() == []
+  assert fake.Live() == []
 
 
 @pytest.mark.alone

@@ -38,10 +38,35 @@ one no stop can end. A read is tried again by `Read` instead: bounded, its
 pauses through waits.Pause, none after the run's stop. An operation's
 `wait` answered with a transient error (a 5xx, a 429, a lost connection)
 is such a read: the same operation is waited on again, and only its own end
-says whether the insert or delete was done. The insert or delete is never
-sent again over it: an insert sent again is refused (409) as if done while
-the first may still run or fail, and a delete sent again finds nothing (a
-404, taken for "gone") while the first may still fail.
+says whether the insert or delete was done; the insert or delete is not
+sent again over it.
+
+Every insert and delete carries a request_id (a UUID this side chooses):
+GCE, given a request_id it already took, ignores the request and answers
+with the first one's operation (whose clientOperationId is the request_id),
+for a while (the API reference states no window; a run's sends again come
+within minutes, a later teardown's may not: see below). One is chosen per
+insert or delete and kept for every send of it until GCE answers it for
+good: an operation, whose end is then its outcome, or a refusal (a 4xx). A
+send not answered in time, or answered with a transient error (a 5xx, a 429,
+a connection lost after it was sent), is sent again with the same
+request_id, through the same bounded, stop-aware retries as any transient
+error (resource._Retry for an insert, _Delete's budget for a delete), and
+the operation it returns is waited on: an insert so sent twice makes one
+object, and a delete sent twice is not answered with a 404 taken for "gone"
+while the first one's operation may still fail. Once GCE has answered for
+good, the request_id is done with: a send after that (over an operation that
+ended in a retryable error, or a delete refused as not ready) is a new
+request with a new request_id, as the old one would only bring back the old
+operation. A 409 to an insert or a 404 to a delete therefore means the name
+was made or removed by a request other than this one (or one GCE no longer
+remembers): as before, it is taken for done, names being scoped by the run.
+A delete's request_id is in the run record from before it is first sent
+until its operation's end is seen or GCE refuses it, so a later teardown
+(after a stop cut this one short) sends it again and waits on the first
+delete's operation while GCE still knows it, or deletes anew when it does
+not; an insert's is not recorded, as no teardown sends an insert (its
+operation, once answered, is: pending_insert).
 
 Every call also goes out with an explicit timeout (the library's default is
 600 s, which no stop ends either): ComputeClients.call_timeout_s
@@ -52,12 +77,10 @@ and each wait for the answer's next bytes, so an endpoint that accepts a
 call and never answers, or answers its headers and stalls, ends it that long
 after the stall (one that trickles bytes is bounded per read only). A call
 so unanswered (NoAnswerError) is a transient error: a read or a `wait` goes
-through `Read` again like a 503. An insert or delete so unanswered may have
-been taken, and sent again it would be refused (409) or find nothing (404)
-as above, with no operation to wait on: it is not sent again, but fails in
-one line naming the run's teardown command. A stop cannot cut a call in
-flight, so a stop during a stalled call ends it at its timeout, and no
-call follows (Read, _Delete and resource._Retry look at the stop first).
+through `Read` again like a 503, and an insert or delete is sent again
+with its request_id as above. A stop cannot cut a call in flight, so a stop
+during a stalled call ends it at its timeout, and no call follows (Read,
+_Delete and resource._Retry look at the stop first).
 
 Worst cases, with T = CALL_TIMEOUT_S and W = WAIT_CALL_TIMEOUT_S (and the
 pauses of READ_ATTEMPTS tries, 1 + 2 + 4 + 8 + 16 + 30 + 30 = 91 s):
@@ -68,11 +91,11 @@ pauses of READ_ATTEMPTS tries, 1 + 2 + 4 + 8 + 16 + 30 + 30 = 91 s):
     900 + 1291 = 2191 s;
   * a resource's create (GceResource: its insert and the insert's
     operation): resource._Retry sends the insert at most CREATE_RETRIES
-    times, again only over a transient error the call or the operation's
-    end answered, each T plus its operation's wait, pausing 1 and 2 s:
-    3 x (60 + 2191) + 3 = 6756 s; a kind's readiness check comes on top (a
-    VM's: gets for resource.READY_TIMEOUT_S, the last one a read of up to
-    571 s). A stop ends it within W + 1 s (the `wait` in flight, then a
+    times, again only over a transient error (the call's, no answer to it,
+    or the operation's end), each T plus its operation's wait, pausing 1
+    and 2 s: 3 x (60 + 2191) + 3 = 6756 s; a kind's readiness check comes
+    on top (a VM's: gets for resource.READY_TIMEOUT_S, the last one a read
+    of up to 571 s). A stop ends it within W + 1 s (the `wait` in flight, then a
     pause step);
   * a resource's delete: the wait for its pending insert (2191 s), sends for
     DELETE_BUDGET_S (300 s), and the last one's call and operation's wait
@@ -92,6 +115,7 @@ import time
 from typing import (Annotated, Any, Callable, Dict, List, Optional, Tuple,
                     Type)
 import urllib.parse
+import uuid
 
 from google.api_core import client_options as client_options_lib
 from google.api_core import exceptions as api_exceptions
@@ -220,6 +244,16 @@ Project = record_checks.Checked(ProjectProblem)
 # 'operation-<digits>-<hex>-...'.
 OperationName = Annotated[
     str, pydantic.Field(pattern=r'^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$')]
+
+# A run record's request_id of a delete (module docstring): a UUID, as GCE
+# takes them.
+RequestId = Annotated[str, pydantic.Field(
+    pattern=r'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')]
+
+
+def NewRequestId() -> str:
+  """A request_id for one insert or delete (module docstring)."""
+  return str(uuid.uuid4())
 
 
 # ComputeClients' fields that hold no client.
@@ -469,8 +503,9 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
 class GceResource(resource.BaseResource):
   """A Compute object created by an insert and removed by a delete.
 
-  Names are scoped by run_uri, so an insert that finds the name taken
-  (a retry after a lost response) means the object is already ours.
+  An insert or delete sent again carries its first send's request_id
+  (module docstring); names are scoped by run_uri, so an insert that finds
+  the name taken anyway (409) takes the object for ours.
   """
 
   KIND = 'gcp_resource'
@@ -482,6 +517,11 @@ class GceResource(resource.BaseResource):
     self.project = project
     # The insert operation sent and not yet seen done (module docstring).
     self.pending_insert: Optional[str] = None
+    # The request_id of the insert, and of the delete (recorded), being
+    # sent: kept over sends until GCE answers it for good (module
+    # docstring).
+    self._insert_request_id: Optional[str] = None
+    self.delete_request_id: Optional[str] = None
 
   # The kind's API: clients.<CLIENT>'s insert_unary, get and delete_unary,
   # naming the object by the <PARAM> argument and its body <PARAM>_resource.
@@ -495,9 +535,15 @@ class GceResource(resource.BaseResource):
     """The insert call's body."""
     raise NotImplementedError
 
-  def _ApiCall(self, method: str, **kwargs):
-    return getattr(getattr(self.clients, self.CLIENT), method)(
-        **self._Where(), **kwargs)
+  def _ApiCall(self, method: str, request: Optional[Dict[str, Any]] = None,
+               **kwargs):
+    """clients.<CLIENT>.<method> where the object lives; `request`, when
+    given, is the call's fields as one request (a request_id is no
+    argument of its own)."""
+    function = getattr(getattr(self.clients, self.CLIENT), method)
+    if request is None:
+      return function(**self._Where(), **kwargs)
+    return function(request=dict(self._Where(), **request), **kwargs)
 
   def _CreateFailureHint(self, error: OperationError) -> str:
     del error
@@ -505,36 +551,60 @@ class GceResource(resource.BaseResource):
 
   # BaseResource hooks ---------------------------------------------------------
 
+  def _RequestId(self, inserting: bool) -> str:
+    """The request_id of the insert or delete being sent: its first send's
+    (module docstring). A delete's is recorded before it is sent."""
+    if inserting:
+      if self._insert_request_id is None:
+        self._insert_request_id = NewRequestId()
+      return self._insert_request_id
+    if self.delete_request_id is None:
+      self.Remember(delete_request_id=NewRequestId())
+    return self.delete_request_id
+
+  def _Answered(self, inserting: bool) -> None:
+    """GCE answered the request for good: a send after this is a new one,
+    with a new request_id (module docstring)."""
+    if inserting:
+      self._insert_request_id = None
+    elif self.delete_request_id is not None:
+      self.Remember(delete_request_id=None)
+
   def _Operate(self, what: str, method: str, passed: Type[Exception],
                done_code: str, **kwargs) -> None:
     """Calls insert or delete and waits; `passed` (the call's error) and
-    `done_code` (the operation's) mean it was already done. An insert's
-    wait ends at the run's stop (module docstring)."""
+    `done_code` (the operation's) mean it was already done. The call
+    carries the request's request_id, the same over every send of it; an
+    insert's wait ends at the run's stop (module docstring)."""
     inserting = method == 'insert_unary'
     # Made before the call: a stop while it is sent ends the wait too.
     stopped = waits.RunStopped() if inserting else None
+    request = dict(kwargs, request_id=self._RequestId(inserting))
     try:
       operation = Call(what, self._ApiCall, method, passthrough=(passed,),
-                       timeout=self.clients.call_timeout_s, **kwargs)
+                       timeout=self.clients.call_timeout_s, request=request)
     except passed:
+      # Not an answer to this request_id, which would be its operation:
+      # the object was made or removed otherwise (module docstring).
+      self._Answered(inserting)
       logging.info('%s: already done (an earlier attempt did it).', what)
       return
-    except NoAnswerError as e:
-      # GCE may have taken it: sent again, it would be refused (409) or find
-      # nothing (404) as if done, with no operation to wait on (module
-      # docstring). Not a RetryableError: neither resource._Retry nor
-      # _Delete sends it again.
-      made = 'made' if inserting else 'taken'
-      again = 'to delete it' if inserting else 'again later'
-      raise errors.ResourceError(
-          f'{e}; not sent again, as GCE may have {made} it: run '
-          f'`{self.TeardownCommand()}` {again}') from None
+    except resource.RetryableError:
+      # No answer (NoAnswerError), a transient one or a connection lost:
+      # GCE may have taken it. The caller's retries (resource._Retry,
+      # _Delete) send it again with the same request_id, and GCE answers
+      # that with the first one's operation if it took it.
+      raise
+    except Exception:  # A refusal: the request is done with.
+      self._Answered(inserting)
+      raise
     if inserting:
       self.Remember(pending_insert=operation.name)
     try:
       WaitForOperation(self.clients, self.project, operation,
                        clock=self._clock, sleep=self._sleep, stopped=stopped)
     except OperationError as e:
+      self._Answered(inserting)  # Its end is seen.
       self.pending_insert = None  # Done, with an error.
       if e.code == done_code:
         return
@@ -547,6 +617,7 @@ class GceResource(resource.BaseResource):
       raise errors.ResourceError(f'{what} failed: {e}{hint}') from None
     # Done: the record's entry drops it as the resource is marked created
     # (RecordData).
+    self._Answered(inserting)
     self.pending_insert = None
 
   def _AwaitPendingInsert(self) -> None:
@@ -647,20 +718,24 @@ class GceResource(resource.BaseResource):
 
   def RecordData(self) -> Dict[str, Any]:
     return {'project': self.project, 'api_endpoint': self.clients.endpoint,
-            'pending_insert': self.pending_insert}
+            'pending_insert': self.pending_insert,
+            'delete_request_id': self.delete_request_id}
 
   class Fields(record_checks.Fields):
     project: Project
     api_endpoint: Optional[Endpoint] = None
     pending_insert: Optional[OperationName] = None
+    delete_request_id: Optional[RequestId] = None
 
   @classmethod
   def FromRecord(cls, entry, record) -> 'GceResource':
     """Rebuilds the object for teardown (deleting works, creating not)."""
     fields = record_checks.Parse(cls.Fields, entry, record)
     res = cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
-              **fields.model_dump(exclude={'api_endpoint', 'pending_insert'}))
+              **fields.model_dump(exclude={'api_endpoint', 'pending_insert',
+                                           'delete_request_id'}))
     res.pending_insert = fields.pending_insert
+    res.delete_request_id = fields.delete_request_id
     return res
 
 

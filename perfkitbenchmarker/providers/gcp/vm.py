@@ -122,7 +122,8 @@ class _Instance(compute_api.GceResource):
     return {'project': self.project, 'zone': self.zone}
 
   def _Record(self, **data: Any) -> None:
-    # What the calls learn (the pending insert) goes in the VM's entry.
+    # What the calls learn (the pending insert, the delete's request_id)
+    # goes in the VM's entry.
     if self._record_to is not None:
       self._record_to(**data)
 
@@ -240,7 +241,8 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     # With the SSH and VM fields, what finds the instance again.
     return dict(super().RecordData(), project=self.project,
                 api_endpoint=self.clients.endpoint, image=self.image,
-                pending_insert=self._instance.pending_insert)
+                pending_insert=self._instance.pending_insert,
+                delete_request_id=self._instance.delete_request_id)
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
     metadata = super().GetResourceMetadata()
@@ -260,6 +262,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     api_endpoint: Optional[compute_api.Endpoint] = None
     image: Optional[str] = None
     pending_insert: Optional[compute_api.OperationName] = None
+    delete_request_id: Optional[compute_api.RequestId] = None
 
     def Args(self, record) -> Dict[str, Any]:
       return dict(super().Args(record), project=self.project,
@@ -270,6 +273,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     super().Restore(fields)
     self.image = fields.image
     self._instance.pending_insert = fields.pending_insert
+    self._instance.delete_request_id = fields.delete_request_id
 
 
 resource.RegisterKind(GceVirtualMachine.KIND, GceVirtualMachine.FromRecord)
