@@ -331,15 +331,17 @@ def FlagErrorLine(error: Exception) -> str:
   """absl's flag error in words, without Python's own (e.g. "invalid literal
   for int() with base 10"), the value quoted once and abbreviated when long
   (absl's "flag --name=VALUE: " comes before a parser's words that quote
-  VALUE again: "--name=VALUE is not ..." says it once)."""
+  VALUE again: "--name=VALUE is not ..." says it once), as one printable
+  line (terminal_text.Printable: a line break or an ESC sequence in VALUE
+  is shown as its escape, not printed)."""
   text = str(error)
   match = re.match(r'flag (--[\w.-]+)=(.*?): (invalid literal for int\(\)|'
                    r'could not convert string to float)', text, re.S)
   if match:
     kind = ('a whole number' if match.group(3).startswith('invalid')
             else 'a number')
-    return terminal_text.Abbreviated(
-        f'{match.group(1)}={match.group(2)} is not {kind}')
+    return terminal_text.Abbreviated(terminal_text.Printable(
+        f'{match.group(1)}={match.group(2)} is not {kind}'))
   match = re.match(r'flag (--[\w.-]+)=(.*?): (.*)', text, re.S)
   if match and match.group(2):
     name, value, words = match.groups()
@@ -354,4 +356,4 @@ def FlagErrorLine(error: Exception) -> str:
     else:  # Elsewhere in them (quoted: a bare short value is any text).
       text = f'flag {name}={value}: ' + re.sub(quoted, '(above)', words,
                                                 count=1)
-  return terminal_text.Abbreviated(text)
+  return terminal_text.Abbreviated(terminal_text.Printable(text))

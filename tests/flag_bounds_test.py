@@ -121,6 +121,22 @@ def test_a_bad_value_is_quoted_once(name, value, parsed):
   assert not parsed or parsed not in line, line
 
 
+@pytest.mark.parametrize('name,value', [
+    ('cloud', 'GCP\x1b]0;pwned\x07'),  # sets the terminal's title
+    ('memtier_latency_cap', '1\x1b[2J'),  # clears the screen
+    ('accept_unconfirmed', 'a\nb'),  # a second line
+    ('memtier_clients', '1,\rx'),  # rewrites the line
+    ('benchmarks', 'a\nb'),
+])
+def test_a_bad_value_with_controls_is_one_inert_line(name, value):
+  """The value is quoted as terminal_text.Printable shows read text: a
+  newline in it made the refusal two lines, and ESC sequences acted on the
+  terminal (./pkb.py --cloud=$'GCP\\e]0;pwned\\a' set the window title)."""
+  line = _CommandLine(name, value)
+  assert line.isprintable(), repr(line)
+  assert f'--{name}=' in line, line
+
+
 def test_a_list_value_is_checked_item_by_item():
   with pytest.raises(errors.UsageError, match='100000'):
     configs.ParseConfigValue(FLAGS, 'memtier_clients', [4, 100000])
