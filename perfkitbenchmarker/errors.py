@@ -16,6 +16,13 @@ class UsageError(Error):
   """Bad flags, config or other user input; raised before anything starts."""
 
 
+class RestoreRefusal(UsageError):
+  """A later stage's flags refused against what an earlier invocation of the
+  run prepared (its shards, as its record and the servers say), before this
+  invocation changed anything: no cleanup follows it unless asked for, so
+  the run stays prepared and the same stage with prepare's flags goes on."""
+
+
 class ConfigError(UsageError):
   """The benchmark configuration is malformed or names an unknown key."""
 

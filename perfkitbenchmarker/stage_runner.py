@@ -203,7 +203,12 @@ def _Finish(module, spec, stages, failure,
   resources did not).
   """
   problems = []
-  if 'cleanup' in stages or failure is not None:
+  # A later stage refused before it changed anything (errors.RestoreRefusal)
+  # leaves the run as prepare left it: its cleanup stopped the shards that
+  # the refusal told the user to run again with other flags.
+  stopped = failure is not None and not isinstance(failure,
+                                                   errors.RestoreRefusal)
+  if 'cleanup' in stages or stopped:
     try:
       with times.Measure('cleanup'):
         module.Cleanup(spec)

@@ -177,3 +177,47 @@ def test_staged_run_and_teardown_from_record(tmp_path):
   assert e2e.LeftoverProcesses(results, run_uri) == []
   record = e2e.Record(results, run_uri)
   assert all(r['status'] == 'deleted' for r in record['resources'])
+
+
+def _LiveShards(results, run_uri):
+  return sorted(r['name'] for r in e2e.Record(results, run_uri)['resources']
+                if r['kind'] == 'redis_process' and r['status'] == 'created')
+
+
+@pytest.mark.parametrize('prepared,resumed,needle', [
+    ([], ['--redis_engine=valkey'], '--redis_engine=redis'),
+    (['--redis_replicas_per_primary=1'], [], '--redis_replicas_per_primary'),
+])
+def test_a_later_stage_refused_keeps_the_shards_prepare_started(
+    tmp_path, prepared, resumed, needle):
+  # --run_stage=run with server flags other than prepare's is refused in one
+  # line (exit 2), and changes nothing: its cleanup stopped the prepared
+  # shards, so the refusal's own advice (give the flags it was prepared
+  # with) then met 'Run X has no running shards; run --run_stage=prepare
+  # first.' (a cloud run's whole install and preload again); with another
+  # --redis_engine the refusal itself said that, with the shards running.
+  results = str(tmp_path)
+  run_uri = e2e.NewRunUri()
+  try:
+    proc, _ = e2e.Run(['--run_stage=provision,prepare'] + e2e.FAST +
+                      prepared, results, run_uri=run_uri)
+    assert proc.returncode == 0, proc.stderr
+    shards = _LiveShards(results, run_uri)
+    assert shards
+    proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST + resumed, results,
+                      run_uri=run_uri)
+    assert proc.returncode == 2, proc.stderr
+    stopped = [line for line in proc.stderr.splitlines()
+               if line.startswith('pkb: redis_memtier stopped: ')]
+    assert len(stopped) == 1 and needle in stopped[0], proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert _LiveShards(results, run_uri) == shards
+    assert 'cleanup' not in e2e.Record(results, run_uri)['stages_done']
+    # The advice works: the same stage with prepare's flags measures.
+    proc, _ = e2e.Run(['--run_stage=run'] + e2e.FAST + prepared, results,
+                      run_uri=run_uri)
+    assert proc.returncode == 0, proc.stderr
+  finally:
+    proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  assert e2e.LeftoverProcesses(results, run_uri) == []

@@ -12,7 +12,7 @@ benchmark.
 """
 
 import importlib
-from typing import Tuple
+from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
 
@@ -58,6 +58,11 @@ def RefuseLocal(name: str) -> None:
         f'--redis_engine={name} is not installable on this machine: '
         f'{reason}; run it on a cloud or --static_vm_file, or use redis or '
         'valkey locally.')
+
+
+def NameOfKind(kind: str) -> Optional[str]:
+  """The engine whose shards a run record names `kind`, or None."""
+  return next((n for n in Names() if _Class(n).PROCESS_KIND == kind), None)
 
 
 def ShardKinds() -> Tuple[str, ...]:

@@ -211,7 +211,17 @@ def RecordedShards(spec, engine: engine_base.ServerEngine
                if e['kind'] == engine.PROCESS_KIND and
                e['status'] == 'created']
   if not processes:
-    raise errors.UsageError(
+    others = sorted({engines.NameOfKind(e['kind'])
+                     for e in spec.record.Resources()
+                     if e['kind'] in engines.ShardKinds() and
+                     e['status'] == 'created'} - {None})
+    if others:
+      raise errors.RestoreRefusal(
+          f'Run {spec.run_uri} was prepared with '
+          f'--redis_engine={" and ".join(others)} (its record\'s running '
+          f'shards), not {engine.NAME}; give the --redis_engine it was '
+          'prepared with.')
+    raise errors.RestoreRefusal(
         f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
         'first.')
   password = engine.ReadPassword(processes[0])
@@ -245,7 +255,7 @@ def CheckRestoredPrimaries(spec, restored: Deployment) -> None:
            for s in shards]
   primaries = roles.count('master')
   if primaries != restored.primaries:
-    raise errors.UsageError(
+    raise errors.RestoreRefusal(
         f'Run {spec.run_uri}\'s {len(shards)} shards are {primaries} '
         f'primaries and {len(shards) - primaries} replicas, not the '
         f'{restored.primaries} primaries these flags make of them; give the '
