@@ -164,6 +164,13 @@ class RunRecord:
               WriteFailure('the run record', self.path, e)) from None
       self._unsaved = None
 
+  def SetInfo(self, key: str, value: Any) -> None:
+    """Sets one item of `info` (what a later invocation checks its flags
+    against) and saves the record."""
+    with self._lock:
+      self._data['info'][key] = value
+      self.Save()
+
   def _SaveIfPossible(self) -> None:
     """Save() for writes that only retire things: the run goes on."""
     with contextlib.suppress(RecordNotSaved):  # Kept for WriteProblem.

@@ -18,6 +18,7 @@ import pytest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
+from perfkitbenchmarker import run_record
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.engines import redis_enterprise
 from perfkitbenchmarker.enterprise import options as enterprise_options
@@ -362,13 +363,20 @@ def test_two_failing_vms_give_one_line_naming_both():
   assert finished == {'servers-1', 'clients-0', 'clients-1'}
 
 
-def test_deploy_starts_shards_after_every_install_in_server_order():
+def test_deploy_starts_shards_after_every_install_in_server_order(tmp_path):
   machines = Machines(hook=_Barrier(5))
   servers, clients = _Vms(machines, 3, 2)
   engine = FakeEngine(servers + clients)
+  record = run_record.RunRecord.Create(str(tmp_path / 'abc'), 'abc',
+                                       cloud='Local')
   spec = types.SimpleNamespace(
-      vm_groups={'servers': servers, 'clients': clients}, record=None)
+      vm_groups={'servers': servers, 'clients': clients}, record=record,
+      name='redis_memtier')
   dep = deployment.Deploy(spec, _Opts(), engine)
+  # What the shards run, kept for a later stage's flags to be checked by.
+  assert run_record.RunRecord.Load(record.run_dir).info['servers'] == {
+      'redis_memtier': {'engine': dep.engine, 'version': dep.engine_version,
+                        'settings': dict(dep.engine_settings)}}
   assert engine.started == ['servers-0', 'servers-1', 'servers-2']
   assert [p.vm.name for p in dep.processes] == [
       'servers-0', 'servers-1', 'servers-2']

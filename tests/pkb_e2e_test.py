@@ -187,6 +187,10 @@ def _LiveShards(results, run_uri):
 @pytest.mark.parametrize('prepared,resumed,needle', [
     ([], ['--redis_engine=valkey'], '--redis_engine=redis'),
     (['--redis_replicas_per_primary=1'], [], '--redis_replicas_per_primary'),
+    # Measured the shards prepare started but published the flags' server:
+    # io_threads 2 and redis_server_version 8.2.3 on a default 7.0.15.
+    ([], ['--redis_server_io_threads=2'], 'io-threads=2'),
+    ([], ['--redis_server_version=8.2'], '--redis_server_version'),
 ])
 def test_a_later_stage_refused_keeps_the_shards_prepare_started(
     tmp_path, prepared, resumed, needle):

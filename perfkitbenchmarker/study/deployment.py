@@ -184,7 +184,48 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
                           shards_per_vm or opts.server.shards_per_vm,
                           password, opts.server, spec.record,
                           opts.server.start_port)
-  return _Deployment(spec, opts, engine, processes, generators, password)
+  deployed = _Deployment(spec, opts, engine, processes, generators, password)
+  spec.record.SetInfo(_SERVERS_INFO, {**spec.record.info.get(
+      _SERVERS_INFO, {}), spec.name: _Server(deployed)})
+  return deployed
+
+
+# The record's info key of what each benchmark's shards run (engine, its
+# version and settings), as its prepare started them: a later stage's
+# samples name the server from its own flags (Restore checks they agree).
+_SERVERS_INFO = 'servers'
+
+
+def _Server(deployed: 'Deployment') -> dict:
+  return {'engine': deployed.engine, 'version': deployed.engine_version,
+          'settings': dict(deployed.engine_settings)}
+
+
+def _ServerWords(server: dict) -> str:
+  settings = ', '.join(f'{k}={v}' for k, v in sorted(
+      server['settings'].items())) or 'default settings'
+  return f'{server["engine"]} {server["version"]} ({settings})'
+
+
+def CheckRestoredServer(spec, restored: 'Deployment') -> None:
+  """Refuses server flags other than prepare's: a later stage measures the
+  shards prepare started but its samples name the server its own flags
+  describe (--redis_server_io_threads=2 published io-threads 2 measured on
+  a server without them, --redis_server_version=8.2 a 7.0.15 as 8.2.3).
+  A record from before prepare kept this has nothing to check against."""
+  servers = spec.record.info.get(_SERVERS_INFO)
+  prepared = servers.get(spec.name) if isinstance(servers, dict) else None
+  if not isinstance(prepared, dict):
+    return
+  now = _Server(restored)
+  if prepared != now:
+    raise errors.RestoreRefusal(
+        f'Run {spec.run_uri}\'s shards run {_ServerWords(prepared)} as '
+        f'prepare started them (its record), not the '
+        f'{_ServerWords(now)} these flags describe; give the '
+        '--redis_server_version and engine settings (e.g. '
+        '--redis_server_io_threads) it was prepared with, or its samples '
+        'would name a server that was not measured.')
 
 
 def _Deployment(spec, opts, engine, processes, generators,
@@ -239,6 +280,7 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   generators = PrepareVms((), spec.vm_groups['clients'], None,
                           lambda vm: ChooseGenerator(vm, opts.generator))
   restored = _Deployment(spec, opts, engine, processes, generators, password)
+  CheckRestoredServer(spec, restored)
   if opts.server.engine in engine_options.REPLICA_ENGINES:
     CheckRestoredPrimaries(spec, restored)
   return restored
