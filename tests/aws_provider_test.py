@@ -18,14 +18,19 @@ names a file of the bundled ones, and then only those are made.
 No test reaches a moto instance over SSH: the SSH wait is injected.
 """
 
+import contextlib
 import datetime
 import json
 import os
+import re
+import socket
 import stat
 import threading
+import time as wall_time
 import types
 import uuid
 
+import botocore.awsrequest
 import botocore.exceptions
 import botocore.parsers
 import pytest
@@ -49,9 +54,12 @@ from perfkitbenchmarker.providers.aws import network
 from perfkitbenchmarker.providers.aws import provider
 from perfkitbenchmarker.providers import operator_access
 
+from cloud_stop_test import FakeTime  # pylint: disable=g-bad-import-order
+
 # Imported when a test first uses them (lazy_modules).
 moto_lib = lazy_modules.Module('moto')
 moto_core = lazy_modules.Module('moto.core')
+moto_stubber = lazy_modules.Module('moto.core.botocore_stubber')
 moto_responses = lazy_modules.Module('moto.core.responses')
 moto_ec2_exceptions = lazy_modules.Module('moto.ec2.exceptions')
 moto_ec2_responses = lazy_modules.Module('moto.ec2.responses')
@@ -985,3 +993,257 @@ def test_a_dry_run_refuses_the_shard_ports_provision_would(pkb_main, capsys,
   # Ports the group admits plan as before.
   assert pkb_main(common + ['--redis_total_num_processes=3']) == 0
   assert 'Dry run of redis_memtier on AWS' in capsys.readouterr().out
+
+
+# Calls: each sent once, with timeouts; the run's own retries -----------------
+
+
+def test_every_client_sends_a_call_once_with_its_own_timeouts(monkeypatch):
+  """botocore's default was 60 s to connect and 60 s per read, and its
+  retries (here 8 more sends, sleeping up to 20 s between them on the real
+  clock, which no stop ends)."""
+  for key in ('AWS_PROFILE', 'AWS_DEFAULT_PROFILE'):
+    monkeypatch.delenv(key, raising=False)
+  monkeypatch.setenv('AWS_ACCESS_KEY_ID', 'testing')
+  monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', 'testing')
+  clients = api.ClientFactory().ForRegion(REGION)
+  for client in (clients.ec2, clients.ssm):
+    config = client.meta.config
+    assert (config.connect_timeout, config.read_timeout) == (10, 60)
+    assert config.retries == {'mode': 'standard', 'total_max_attempts': 1}
+
+
+class _Raw:
+  """The raw body botocore reads an AWSResponse's content from."""
+
+  def __init__(self, body):
+    self._body = body
+
+  def stream(self, **unused_kwargs):
+    yield self._body
+
+
+_THROTTLED = (b'<?xml version="1.0" encoding="UTF-8"?><Response><Errors>'
+              b'<Error><Code>RequestLimitExceeded</Code><Message>Request '
+              b'limit exceeded.</Message></Error></Errors><RequestID>r-1'
+              b'</RequestID></Response>')
+
+
+def _Throttle(monkeypatch, operation, times):
+  """The next `times` sends of EC2's `operation` answered as EC2 answers a
+  caller over its request limit (HTTP 503, RequestLimitExceeded), before
+  moto sees them, inside botocore's own retry loop (where moto answers:
+  its before-send handler), so botocore takes them as it would EC2's.
+  Returns the list of the operation's sends (each a wall-clock time)."""
+  sends = []
+  answer = moto_stubber.BotocoreStubber.__call__
+
+  def Answer(self, event_name, request, **kwargs):
+    if event_name == f'before-send.ec2.{operation}':
+      sends.append(wall_time.monotonic())
+      if len(sends) <= times:
+        return botocore.awsrequest.AWSResponse(request.url, 503, {},
+                                               _Raw(_THROTTLED))
+    return answer(self, event_name, request, **kwargs)
+
+  monkeypatch.setattr(moto_stubber.BotocoreStubber, '__call__', Answer)
+  return sends
+
+
+def _Provisioner(clients, time, tmp_path):
+  record = run_record.RunRecord.Create(str(tmp_path / RUN_URI), RUN_URI)
+  return provider.AwsProvisioner(
+      _Options(), clients, RUN_URI, record, sleep=time.sleep,
+      clock=time.clock, now=lambda: 1_800_000_000.0)
+
+
+def _OneServer(provisioner):
+  return provisioner.ConstructVms(
+      {'servers': _GroupSpecs()['servers']}, {'servers': 1})['servers']
+
+
+def test_a_throttled_lookup_is_retried_by_the_runs_own_pauses(
+    moto, tmp_path, monkeypatch):
+  """botocore waited the throttling out itself, on the real clock: the run
+  saw nothing, and no stop could end it."""
+  clients, _ = moto
+  time = FakeTime()
+  provisioner = _Provisioner(clients, time, tmp_path)
+  vms = _OneServer(provisioner)
+  sends = _Throttle(monkeypatch, 'DescribeInstanceTypes', 2)
+  provisioner._Check(vms)  # pylint: disable=protected-access
+  assert len(sends) == 3
+  assert time.sleeps == [1, 1, 1]  # 1 s, then 2 s, in 1 s steps.
+  assert vms[0].num_cpus == 64
+
+
+def test_a_stop_ends_a_throttled_lookup_within_a_pause_step(
+    moto, tmp_path, monkeypatch):
+  clients, _ = moto
+  # The stop lands in the pause after the second throttle (1 s, then 2 s).
+  # Three throttles, then answers: a retry that ignores the stop (botocore's
+  # took a few seconds over three) ends too, so the test fails on the
+  # lookup's success rather than hanging.
+  time = FakeTime(stop_at=1 + 0.5)
+  provisioner = _Provisioner(clients, time, tmp_path)
+  vms = _OneServer(provisioner)
+  sends = _Throttle(monkeypatch, 'DescribeInstanceTypes', 3)
+  with pytest.raises(errors.ResourceError) as stopped:
+    provisioner._Check(vms)  # pylint: disable=protected-access
+  assert str(stopped.value) == (
+      'looking up machine type c6gn.16xlarge: RequestLimitExceeded: Request '
+      'limit exceeded.; not tried again, the run being stopped')
+  assert len(sends) == 2  # None after the stop, which woke the pause.
+  assert time.now == 2
+
+
+@pytest.mark.parametrize('stop_at', [None, 1 + 0.5], ids=['no stop', 'stop'])
+def test_a_throttled_create_is_retried_by_the_runs_own_pauses(
+    moto, tmp_path, monkeypatch, stop_at):
+  """A create botocore kept re-sending through throttling (on the real
+  clock, no stop ending it) is the run's create retry's: paused on the
+  run's clock, and ended by a stop within a pause step with no send after
+  it."""
+  clients, _ = moto
+  time = FakeTime(stop_at=stop_at)
+  record = run_record.RunRecord.Create(str(tmp_path / RUN_URI), RUN_URI)
+  vpc = network.Vpc(clients, RUN_URI, tags={naming.TAG_RUN_URI: RUN_URI},
+                    record=record, sleep=time.sleep, clock=time.clock)
+  sends = _Throttle(monkeypatch, 'CreateVpc', 3 if stop_at else 2)
+  if stop_at:
+    with pytest.raises(errors.ResourceError) as stopped:
+      vpc.Create()
+  else:
+    vpc.Create()
+  if stop_at:
+    # The stop came in the pause after the second throttle: no third send.
+    assert str(stopped.value) == (
+        f'Creating aws_vpc pkb-{RUN_URI} not tried again: the run was '
+        'stopped')
+    assert len(sends) == 2 and time.now == 2 and not vpc.FindIds()
+  else:
+    assert len(sends) == 3 and time.sleeps == [1, 1, 1]
+    assert vpc.FindIds() == [vpc.id]
+  assert resource.TeardownFromRecord(record) == []
+  assert not vpc.FindIds()
+
+
+def test_a_route_tables_resends_carry_one_client_token(moto):
+  """botocore put a new ClientToken in each send of CreateRouteTable, so a
+  send EC2 took but did not answer, sent again, made a second table."""
+  clients, _ = moto
+  ec2 = clients.ec2
+  vpc_id = ec2.create_vpc(CidrBlock='10.0.0.0/16')['Vpc']['VpcId']
+  subnet_id = ec2.create_subnet(VpcId=vpc_id, CidrBlock='10.0.0.0/24')[
+      'Subnet']['SubnetId']
+  gateway_id = ec2.create_internet_gateway()['InternetGateway'][
+      'InternetGatewayId']
+  ec2.attach_internet_gateway(InternetGatewayId=gateway_id, VpcId=vpc_id)
+  flaky = FlakyEc2(ec2, 'create_route_table', code='RequestLimitExceeded')
+  table = network.RouteTable(
+      api.AwsClients(REGION, flaky, clients.ssm), RUN_URI, vpc_id=vpc_id,
+      gateway_id=gateway_id, subnet_id=subnet_id, sleep=lambda s: None)
+  table.Create()
+  tokens = [c.get('ClientToken') for c in flaky.Calls('create_route_table')]
+  assert len(tokens) == 2 and tokens[0] and tokens[0] == tokens[1]
+  # A new object (a new provision attempt) sends a new one.
+  other = network.RouteTable(clients, RUN_URI, vpc_id=vpc_id)
+  assert other._client_token != tokens[0]  # pylint: disable=protected-access
+
+
+class _StalledEndpoint:
+  """An EC2 endpoint on loopback that takes each call and holds its answer
+  (none, or its headers and then nothing) for HOLD_S at most, released as
+  it closes; `requests` counts the calls it took."""
+
+  HOLD_S = 10
+
+  def __init__(self, headers=False):
+    self.requests = 0
+    self._headers = headers
+    self._released = threading.Event()
+    self._listener = socket.create_server(('127.0.0.1', 0))
+    self.url = f'http://127.0.0.1:{self._listener.getsockname()[1]}'
+    self._threads = [threading.Thread(target=self._Accept, daemon=True)]
+    self._threads[0].start()
+
+  def _Accept(self):
+    while not self._released.is_set():
+      try:
+        connection, _ = self._listener.accept()
+      except OSError:
+        return  # Closed.
+      thread = threading.Thread(target=self._Hold, args=(connection,),
+                                daemon=True)
+      self._threads.append(thread)
+      thread.start()
+
+  def _Hold(self, connection):
+    with connection:
+      data = b''
+      while b'\r\n\r\n' not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+          return
+        data += chunk
+      self.requests += 1
+      if self._headers:
+        connection.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\n'
+                           b'Content-Length: 1000\r\n\r\n<')
+      self._released.wait(self.HOLD_S)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *unused_exc):
+    self._released.set()
+    with contextlib.suppress(OSError):
+      self._listener.shutdown(socket.SHUT_RDWR)  # Wakes its accept().
+    self._listener.close()
+    for thread in self._threads:
+      thread.join(self.HOLD_S)
+
+
+@pytest.mark.parametrize('headers', [False, True],
+                         ids=['no answer', 'headers then nothing'])
+def test_a_stalled_call_ends_at_its_read_timeout_and_a_stop_ends_the_read(
+    monkeypatch, headers):
+  """botocore's read timeout (60 s) held a stalled call that long, and
+  its retries sent it again up to 8 times; the client's timeout (1 s here)
+  ends it, once sent, and a stop in the pause after it ends the read."""
+  for key in ('AWS_PROFILE', 'AWS_DEFAULT_PROFILE'):
+    monkeypatch.delenv(key, raising=False)
+  monkeypatch.setenv('AWS_ACCESS_KEY_ID', 'testing')
+  monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', 'testing')
+  with _StalledEndpoint(headers) as endpoint:
+    monkeypatch.setenv('AWS_ENDPOINT_URL', endpoint.url)
+    clients = api.ClientFactory(connect_timeout_s=1,
+                                read_timeout_s=1).ForRegion(REGION)
+    time = FakeTime(stop_at=0.5)  # In the pause after the first call.
+    began = wall_time.monotonic()
+    with pytest.raises(errors.ResourceError) as stopped:
+      images.DescribeMachine(clients, 'm6i.large', ZONE, sleep=time.sleep)
+    took = wall_time.monotonic() - began
+    assert endpoint.requests == 1
+  # Its timeout, not the endpoint's hold (nor botocore's 60 s).
+  assert 1 <= took < _StalledEndpoint.HOLD_S - 1
+  assert re.fullmatch(
+      r'looking up machine type m6i\.large: Read timeout on endpoint URL: '
+      r'"http://127\.0\.0\.1:\d+/"; not tried again, the run being stopped',
+      str(stopped.value)), str(stopped.value)
+  assert time.now == 1
+
+
+def test_a_5xx_of_any_code_is_transient_where_the_block_retries():
+  """botocore retried every 5xx itself; sent once, a 503 whose code the
+  run does not list (a proxy's, none at all) failed the create at once."""
+  for code in ('', 'ServiceUnavailableException'):
+    error = botocore.exceptions.ClientError(
+        {'Error': {'Code': code, 'Message': 'Service Unavailable'},
+         'ResponseMetadata': {'HTTPStatusCode': 503}}, 'CreateVpc')
+    with pytest.raises(resource.RetryableError):
+      with api.Translated('creating aws_vpc pkb-x', retry=api.TRANSIENT_CODES):
+        raise error
+    with pytest.raises(errors.ResourceError, match='AWS refused'):
+      with api.Translated('deleting aws_vpc pkb-x'):  # Retries nothing.
+        raise error

@@ -301,9 +301,10 @@ def _AnyNonZero(counts):
 
 class _ThrottledEc2:
   """moto's EC2, as one client of the run sees it, rate limited: RunInstances
-  from its nth call on fails as EC2 fails a call over its request limit once
-  botocore's own retries gave up (RequestLimitExceeded, HTTP 503), which the
-  resource retries after a pause; then() runs at the first such failure.
+  from its nth call on fails as EC2 fails a call over its request limit
+  (RequestLimitExceeded, HTTP 503; botocore sends each call once, api's
+  docstring), which the resource retries after a pause; then() runs at the
+  first such failure.
   The failure is answered before the call reaches moto (botocore's
   before-call hook), so moto launches nothing for it. Every EC2 call the
   client makes is noted in order, failed or not."""

@@ -12,48 +12,116 @@ back in `Restore`.
 Clients are injected: every resource takes an `AwsClients` (tests pass
 moto-backed or failure-injecting clients); only record-rebuilt resources use
 the default factory.
+
+Every EC2 and SSM call goes out once, with its own timeouts: botocore's
+retries (8 more sends, sleeping up to 20 s between them on the real clock)
+and its 60 s connect timeout held a throttled or stalled call for minutes,
+and no stop (a signal, the run's deadline) could end it: a stop cannot cut a
+call in flight, and botocore's sleeps do not look at it. A call connects
+within CONNECT_TIMEOUT_S (10 s) and waits at most READ_TIMEOUT_S (60 s) for
+each next piece of the answer (one that trickles bytes is bounded per read
+only); one not answered so is a transient error like a throttle. Transient
+errors (TRANSIENT_CODES, any 5xx, a timeout or lost connection) are tried
+again by the run's own loops, whose pauses end within a step at a stop
+(waits.Pause) and which send nothing after it:
+  * a create or delete: resource._Retry runs the whole attempt again (each
+    attempt finds what an earlier one made before it makes anything, by
+    tags, name or RunInstances' and CreateRouteTable's ClientToken, kept
+    over the object's sends; EC2's other create calls here take no token);
+    the reads inside an attempt are sent once, the attempt being retried;
+  * a read outside one (machine types, images, the default VPC, a
+    readiness or termination check): `Read`.
+Both pause 1, 2, 4, 8, 16, 30, 30 s (91 s) over ATTEMPTS (8) tries.
+
+Worst cases, with C = CONNECT_TIMEOUT_S + READ_TIMEOUT_S = 70 s:
+  * one call: C after the endpoint last sent anything;
+  * one read (`Read`): ATTEMPTS x C + 91 s = 651 s;
+  * a create: ATTEMPTS attempts of its n calls, each sent once, plus 91 s
+    of pauses, 8 x n x 70 + 91 s: 1211 s for a VPC, subnet, placement
+    group or instance launch (n = 2: a lookup and the create), 1771 s for
+    the security group (its rules) and the key pair (its import, delete,
+    import), 2331 s for the internet gateway (lookup, create, describe,
+    attach), 2891 s for the route table (lookup, create, describe, route,
+    association); a kind's readiness check comes on top
+    (a VM's: resource.READY_TIMEOUT_S, its last check a read of up to
+    651 s). A stop ends a create at the end of the attempt in flight (its
+    calls, normally well under a second, at most C each), and no attempt
+    or read follows; in a pause it ends within a pause step (1 s);
+  * a delete: DELETE_RETRIES (10) attempts of its calls plus their pauses
+    (181 s): 10 x 2 x 70 + 181 = 1581 s for a VPC, subnet or security
+    group (a lookup and the delete; a key pair's or placement group's is
+    one call), 10 x 4 x 70 + 181 = 2981 s for the internet gateway and
+    route table (lookup, describe, detach or disassociate, delete); an
+    instance's 8 attempts of its lookup and terminate 1211 s, then its wait
+    until terminated (TERMINATE_TIMEOUT_S, 600 s, its last check a read of
+    up to 651 s): 2462 s.
 """
 
 import contextlib
 import dataclasses
 import logging
 import threading
+import time
 from typing import (Annotated, Any, Callable, Dict, Iterable, Iterator, List,
-                    Optional, Tuple)
+                    Optional, Tuple, TypeVar)
 
 import boto3
 import botocore.config
 import botocore.exceptions
 import botocore.parsers
 import pydantic
+import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import waits
 from perfkitbenchmarker.providers.aws import naming
 
 ClientError = botocore.exceptions.ClientError
 
-# botocore's own retries absorb throttling and 5xx before we see them.
-_BOTO_CONFIG = botocore.config.Config(
-    retries={'mode': 'standard', 'max_attempts': 8})
+# Each call's bounds (module docstring): connecting, and each wait for the
+# answer's next bytes.
+CONNECT_TIMEOUT_S = 10
+READ_TIMEOUT_S = 60
+# How often a create, a delete's attempt (an instance's) or a read is tried
+# over transient errors, pausing 1, 2, 4, 8, 16, 30, 30 s between the tries.
+ATTEMPTS = 8
 
+# What EC2 and SSM answer a caller over its request rate (botocore's
+# standard retry mode's list, less other services' codes).
+THROTTLING_CODES = frozenset({
+    'RequestLimitExceeded', 'Throttling', 'ThrottlingException',
+    'ThrottledException', 'RequestThrottledException',
+    'TooManyRequestsException', 'RequestThrottled', 'EC2ThrottledException',
+    'BandwidthLimitExceeded', 'SlowDown', 'PriorRequestNotComplete',
+})
 # Worth another try: throttling, and EC2's eventual consistency (a VPC or
 # group made a moment ago is not yet visible to the next call).
-TRANSIENT_CODES = frozenset({
-    'RequestLimitExceeded', 'Throttling', 'ThrottlingException',
+TRANSIENT_CODES = THROTTLING_CODES | frozenset({
     'InternalError', 'InternalFailure', 'ServiceUnavailable', 'Unavailable',
+    'RequestTimeout', 'RequestTimeoutException',
     'IncorrectState', 'InvalidVpcID.NotFound', 'InvalidSubnetID.NotFound',
     'InvalidGroup.NotFound', 'InvalidInternetGatewayID.NotFound',
     'InvalidRouteTableID.NotFound', 'InvalidKeyPair.NotFound',
     'InvalidPlacementGroup.Unknown',
 })
 # Deleting something that something else still uses: wait and try again.
-DEPENDENCY_CODES = frozenset({
+DEPENDENCY_CODES = THROTTLING_CODES | frozenset({
     'DependencyViolation', 'InvalidPlacementGroup.InUse', 'IncorrectState',
-    'RequestLimitExceeded', 'Throttling', 'InternalError', 'Unavailable',
+    'InternalError', 'Unavailable',
 })
+
+
+def BotoConfig(connect_timeout_s: float = CONNECT_TIMEOUT_S,
+               read_timeout_s: float = READ_TIMEOUT_S
+               ) -> botocore.config.Config:
+  """Every client's: its timeouts, and one send a call (no retry of
+  botocore's: the run's own loops retry, module docstring)."""
+  return botocore.config.Config(
+      connect_timeout=connect_timeout_s, read_timeout=read_timeout_s,
+      retries={'mode': 'standard', 'total_max_attempts': 1})
 
 
 def ErrorCode(error: ClientError) -> str:
@@ -83,7 +151,10 @@ def Translated(what: str, retry: Iterable[str] = (),
     code = ErrorCode(e)
     if code in gone:
       return
-    if code in retry:
+    status = e.response.get('ResponseMetadata', {}).get('HTTPStatusCode', 0)
+    # A 5xx is the service's own trouble, whatever its code (or none, from
+    # a proxy): transient wherever the block retries anything.
+    if code in retry or (retry and 500 <= (status or 0) <= 599):
       raise resource.RetryableError(f'{what}: {ErrorMessage(e)}') from None
     raise errors.ResourceError(f'AWS refused {what}: {ErrorMessage(e)}') \
         from None
@@ -96,7 +167,7 @@ def Translated(what: str, retry: Iterable[str] = (),
   except botocore.exceptions.BotoCoreError as e:
     raise resource.RetryableError(f'{what}: {e}') from None
   except botocore.parsers.ResponseParserError as e:
-    # Not EC2's XML (botocore retried it already): an HTML error page of a
+    # Not EC2's XML: an HTML error page of a
     # proxy, or an endpoint (AWS_ENDPOINT_URL) that is not EC2 or lacks the
     # call. Its text is the page itself, many lines: logged, not repeated.
     logging.info('%s: %s', what, e)
@@ -104,6 +175,58 @@ def Translated(what: str, retry: Iterable[str] = (),
         f'{what} failed: the endpoint\'s answer is not an EC2 reply '
         '(a proxy\'s error page, or AWS_ENDPOINT_URL naming a service '
         'without this call?); details in pkb.log.') from None
+
+
+class _Stopped(Exception):
+  """The run was stopped before an attempt (Read)."""
+
+
+T = TypeVar('T')
+
+
+def Read(what: str, call: Callable[[], T], *,
+         sleep: Callable[[float], None] = time.sleep,
+         retry: Iterable[str] = TRANSIENT_CODES, gone: Iterable[str] = (),
+         attempts: int = ATTEMPTS) -> Optional[T]:
+  """call() (a read) in Translated(what, retry, gone), tried again over
+  transient errors at most `attempts` times; None when EC2 answers a code
+  of `gone`. The pauses go through waits.Pause on `sleep` (the caller's),
+  and none is made after the run's stop (since this call): the stop ends
+  the read within a pause step, or at the end of the call in flight. Gives
+  up with a one-line ResourceError, never a RetryableError, so a create's
+  or delete's own retry does not multiply it."""
+  stopped = waits.RunStopped()
+  last: List[Exception] = []
+
+  def Attempt() -> Optional[T]:
+    if stopped():  # It came during the pause before this attempt.
+      raise _Stopped()
+    try:
+      with Translated(what, retry=retry, gone=gone):
+        return call()
+      return None  # Gone.
+    except resource.RetryableError as e:
+      last[:] = [e]
+      raise
+
+  def Warn(state: tenacity.RetryCallState) -> None:
+    logging.warning('%s (retrying in %.0fs)', state.outcome.exception(),
+                    state.next_action.sleep)
+
+  try:
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(resource.RetryableError),
+        stop=tenacity.stop_after_attempt(attempts) | stopped,
+        wait=tenacity.wait_exponential(max=30),
+        sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
+        before_sleep=Warn, reraise=True)(Attempt)
+  except (resource.RetryableError, _Stopped):
+    error = last[0] if last else what  # A stop as it began: no try.
+    if stopped():
+      raise errors.ResourceError(
+          f'{error}; not tried again, the run being stopped') from None
+    raise errors.ResourceError(
+        f'{error} (after {attempts} attempts)') from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,12 +242,16 @@ class ClientFactory:
   """Makes (and keeps) AwsClients per region and profile.
 
   A boto3 session loads the large EC2 model once, and its clients are
-  thread-safe, so one set per region serves every resource of a run.
+  thread-safe, so one set per region serves every resource of a run. The
+  timeouts are every call's (BotoConfig; tests make them short).
   """
 
   def __init__(self,
-               session_factory: Callable[..., Any] = boto3.session.Session):
+               session_factory: Callable[..., Any] = boto3.session.Session,
+               connect_timeout_s: float = CONNECT_TIMEOUT_S,
+               read_timeout_s: float = READ_TIMEOUT_S):
     self._session_factory = session_factory
+    self._config = BotoConfig(connect_timeout_s, read_timeout_s)
     self._clients: Dict[Tuple[str, Optional[str]], AwsClients] = {}
     self._lock = threading.Lock()
 
@@ -139,8 +266,8 @@ class ClientFactory:
         try:
           session = self._session_factory(**kwargs)
           clients = AwsClients(
-              region, session.client('ec2', config=_BOTO_CONFIG),
-              session.client('ssm', config=_BOTO_CONFIG), profile)
+              region, session.client('ec2', config=self._config),
+              session.client('ssm', config=self._config), profile)
         except botocore.exceptions.ProfileNotFound as e:
           raise errors.UsageError(f'--aws_profile: {e}') from None
         except botocore.exceptions.BotoCoreError as e:
@@ -166,6 +293,9 @@ class AwsResource(resource.BaseResource):
   """An EC2 object of one run, tagged at creation, found by id or tags."""
 
   KIND = 'aws_resource'
+  # Throttling is waited out by these retries, botocore making none (module
+  # docstring).
+  CREATE_RETRIES = ATTEMPTS
   # Teardown waits out DependencyViolation while EC2 releases what the
   # deleted instances held (network interfaces, public addresses).
   DELETE_RETRIES = 10
@@ -214,6 +344,14 @@ class AwsResource(resource.BaseResource):
       items = self._DescribeCall(**{self.ID_KEY + 's': [object_id]})
       return items[0] if items else None
     return None  # Not found.
+
+  def _Read(self, object_id: str) -> Optional[Dict]:
+    """_Describe outside a create or delete (a readiness check): transient
+    errors tried again by `Read`; None when EC2 does not know the id."""
+    items = Read(f'looking up {self.KIND} {object_id}',
+                 lambda: self._DescribeCall(**{self.ID_KEY + 's': [object_id]}),
+                 sleep=self._sleep, gone={self.NOT_FOUND})
+    return items[0] if items else None
 
   def _FindOrCreate(self, create: Callable[[], str]) -> None:
     """Remembers the tagged object's id, creating it (create() -> id) only

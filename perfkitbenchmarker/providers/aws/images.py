@@ -14,7 +14,8 @@ login user). Retired systems are refused with the reason
 """
 
 import dataclasses
-from typing import Dict, Optional, Sequence
+import time
+from typing import Callable, Dict, Optional, Sequence
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.providers.aws import api
@@ -90,26 +91,27 @@ class MachineInfo:
   architecture: str
 
 
-def DescribeMachine(clients: api.AwsClients, machine_type: str,
-                    zone: str) -> MachineInfo:
-  """vCPUs, memory and architecture; refuses types the zone does not offer."""
+def DescribeMachine(clients: api.AwsClients, machine_type: str, zone: str,
+                    sleep: Callable[[float], None] = time.sleep
+                    ) -> MachineInfo:
+  """vCPUs, memory and architecture; refuses types the zone does not offer.
+  (`sleep`: the pauses of api.Read.)"""
   ec2 = clients.ec2
-  types = None
-  with api.Translated(f'looking up machine type {machine_type}',
-                      retry=api.TRANSIENT_CODES, gone={'InvalidInstanceType'}):
-    types = ec2.describe_instance_types(
-        InstanceTypes=[machine_type])['InstanceTypes']
+  types = api.Read(f'looking up machine type {machine_type}',
+                   lambda: ec2.describe_instance_types(
+                       InstanceTypes=[machine_type])['InstanceTypes'],
+                   sleep=sleep, gone={'InvalidInstanceType'})
   if not types:
     raise errors.UsageError(
         f'{machine_type} is not an EC2 instance type; check machine_type in '
         'the config or --machine_type.')
-  with api.Translated(f'checking that {zone} offers {machine_type}',
-                      retry=api.TRANSIENT_CODES):
-    offered = ec2.describe_instance_type_offerings(
-        LocationType='availability-zone',
-        Filters=[{'Name': 'instance-type', 'Values': [machine_type]},
-                 {'Name': 'location', 'Values': [zone]}],
-    )['InstanceTypeOfferings']
+  offered = api.Read(
+      f'checking that {zone} offers {machine_type}',
+      lambda: ec2.describe_instance_type_offerings(
+          LocationType='availability-zone',
+          Filters=[{'Name': 'instance-type', 'Values': [machine_type]},
+                   {'Name': 'location', 'Values': [zone]}],
+      )['InstanceTypeOfferings'], sleep=sleep)
   if not offered:
     raise errors.UsageError(
         f'{zone} does not offer {machine_type}; choose another --zone.')
@@ -131,25 +133,26 @@ class ImageChoice:
 
 
 def LookUpImage(clients: api.AwsClients, os_type: str, architecture: str,
-                image_id: Optional[str] = None) -> ImageChoice:
-  """The AMI for os_type on architecture (or the vm_spec's own image)."""
+                image_id: Optional[str] = None,
+                sleep: Callable[[float], None] = time.sleep) -> ImageChoice:
+  """The AMI for os_type on architecture (or the vm_spec's own image).
+  (`sleep`: the pauses of api.Read.)"""
   source = 'vm_spec.image'
   if not image_id:
     source = ParameterName(os_type, architecture)
-    value = None
-    with api.Translated(f'reading SSM parameter {source}',
-                        retry=api.TRANSIENT_CODES,
-                        gone={'ParameterNotFound'}):
-      value = clients.ssm.get_parameter(Name=source)['Parameter']['Value']
+    value = api.Read(
+        f'reading SSM parameter {source}',
+        lambda: clients.ssm.get_parameter(Name=source)['Parameter']['Value'],
+        sleep=sleep, gone={'ParameterNotFound'})
     if not value:
       raise errors.ResourceError(
           f'{clients.region} publishes no {source}; --os_type={os_type} may '
           f'not be offered there for {architecture}.')
     image_id = value
-  images = []
-  with api.Translated(f'looking up AMI {image_id}', retry=api.TRANSIENT_CODES,
-                      gone={'InvalidAMIID.NotFound', 'InvalidAMIID.Malformed'}):
-    images = clients.ec2.describe_images(ImageIds=[image_id])['Images']
+  images = api.Read(
+      f'looking up AMI {image_id}',
+      lambda: clients.ec2.describe_images(ImageIds=[image_id])['Images'],
+      sleep=sleep, gone={'InvalidAMIID.NotFound', 'InvalidAMIID.Malformed'})
   if not images:
     raise errors.ResourceError(
         f'AMI {image_id} (from {source}) is not visible in {clients.region}.')

@@ -10,7 +10,9 @@ Deletes wait out DependencyViolation while EC2 lets go of the terminated
 instances' interfaces and addresses.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.providers.aws import api
@@ -106,22 +108,27 @@ def IngressPermissions(group_id: str, ssh_cidrs: Sequence[str],
   return permissions
 
 
-def DefaultNetwork(clients: api.AwsClients, zone: str) -> Tuple[str, str]:
-  """(vpc id, subnet id) of the region's default VPC in `zone`."""
+def DefaultNetwork(clients: api.AwsClients, zone: str,
+                   sleep: Callable[[float], None] = time.sleep
+                   ) -> Tuple[str, str]:
+  """(vpc id, subnet id) of the region's default VPC in `zone` (`sleep`:
+  the pauses of api.Read)."""
   ec2 = clients.ec2
-  with api.Translated('looking up the default VPC',
-                      retry=api.TRANSIENT_CODES):
-    vpcs = ec2.describe_vpcs(
-        Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs']
-    if not vpcs:
-      raise errors.UsageError(
-          f'--aws_use_default_vpc: {clients.region} has no default VPC; drop '
-          'the flag to let the run create its own.')
-    vpc_id = vpcs[0]['VpcId']
-    subnets = ec2.describe_subnets(Filters=[
-        {'Name': 'vpc-id', 'Values': [vpc_id]},
-        {'Name': 'availability-zone', 'Values': [zone]},
-        {'Name': 'default-for-az', 'Values': ['true']}])['Subnets']
+  vpcs = api.Read('looking up the default VPC', lambda: ec2.describe_vpcs(
+      Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs'],
+                  sleep=sleep)
+  if not vpcs:
+    raise errors.UsageError(
+        f'--aws_use_default_vpc: {clients.region} has no default VPC; drop '
+        'the flag to let the run create its own.')
+  vpc_id = vpcs[0]['VpcId']
+  subnets = api.Read(
+      f'looking up the default subnet of {vpc_id} in {zone}',
+      lambda: ec2.describe_subnets(Filters=[
+          {'Name': 'vpc-id', 'Values': [vpc_id]},
+          {'Name': 'availability-zone', 'Values': [zone]},
+          {'Name': 'default-for-az', 'Values': ['true']}])['Subnets'],
+      sleep=sleep)
   if not subnets:
     raise errors.UsageError(
         f'--aws_use_default_vpc: the default VPC {vpc_id} has no default '
@@ -143,7 +150,7 @@ class Vpc(api.AwsResource):
 
   def _IsReady(self) -> bool:
     # A VPC made a moment ago may not be visible yet: not ready, not gone.
-    vpc = self._Describe(self.id, retry=())
+    vpc = self._Read(self.id)
     return bool(vpc) and vpc['State'] == 'available'
 
 
@@ -226,10 +233,14 @@ class RouteTable(api.AwsResource):
     self.vpc_id = vpc_id
     self.gateway_id = gateway_id
     self.subnet_id = subnet_id
+    # Kept over this object's sends of CreateRouteTable, so EC2 makes one
+    # table however many reach it (botocore would put a new one in each
+    # send); of the other create calls here only RunInstances takes one.
+    self._client_token = str(uuid.uuid4())
 
   def _Create(self) -> None:
     self._FindOrCreate(lambda: self.ec2.create_route_table(
-        VpcId=self.vpc_id,
+        VpcId=self.vpc_id, ClientToken=self._client_token,
         TagSpecifications=self.TagSpecifications('route-table'))[
             'RouteTable']['RouteTableId'])
     # A retried create finds the table and adds only what is missing.

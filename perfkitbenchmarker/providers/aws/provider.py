@@ -220,10 +220,10 @@ class AwsProvisioner:
 
   def _Check(self, vms: Sequence[AwsVirtualMachine]) -> None:
     """Machine types and images (each once), before anything is created."""
-    describe = functools.cache(
-        functools.partial(images.DescribeMachine, self.clients))
-    look_up = functools.cache(
-        functools.partial(images.LookUpImage, self.clients))
+    describe = functools.cache(functools.partial(
+        images.DescribeMachine, self.clients, sleep=self._sleep))
+    look_up = functools.cache(functools.partial(
+        images.LookUpImage, self.clients, sleep=self._sleep))
     for vm in vms:
       machine = describe(vm.machine_type, vm.zone)
       vm.image = look_up(vm.os_type, machine.architecture, vm.spec.image)
@@ -233,7 +233,7 @@ class AwsProvisioner:
   def _Network(self, zone: str) -> Tuple[str, str]:
     """(vpc id, subnet id): the run's own, or the default VPC's."""
     if self.options.use_default_vpc:
-      return network.DefaultNetwork(self.clients, zone)
+      return network.DefaultNetwork(self.clients, zone, sleep=self._sleep)
     vpc = self._Resource(network.Vpc)
     vpc.Create()
     subnet = self._Resource(network.Subnet, vpc_id=vpc.id, zone=zone)

@@ -34,6 +34,9 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
   CAN = providers.CAPABILITIES[CLOUD]
   READY_TIMEOUT_S = 900  # Boot plus the SSH wait.
   TERMINATE_TIMEOUT_S = 600
+  # Throttling is waited out by these retries, botocore making none
+  # (api's docstring).
+  CREATE_RETRIES = DELETE_RETRIES = api.ATTEMPTS
 
   def __init__(self, spec: virtual_machine.VmSpec, name: str, group_name: str,
                *, clients: api.AwsClients, run_uri: str,
@@ -113,12 +116,13 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     self.Remember(instance_id=reply['Instances'][0]['InstanceId'])
 
   def _Describe(self, instance_id: str) -> Optional[Dict[str, Any]]:
-    reservations = []
-    # Just launched instances can be invisible for a moment; gone ones too.
-    with api.Translated(f'looking up instance {instance_id}',
-                        gone={_NOT_FOUND}):
-      reservations = self.ec2.describe_instances(
-          InstanceIds=[instance_id])['Reservations']
+    """The instance (a readiness or termination check: api.Read), or None:
+    just launched instances can be invisible for a moment; gone ones too."""
+    reservations = api.Read(
+        f'looking up instance {instance_id}',
+        lambda: self.ec2.describe_instances(
+            InstanceIds=[instance_id])['Reservations'],
+        sleep=self._sleep, gone={_NOT_FOUND}) or []
     instances = [i for r in reservations for i in r['Instances']]
     return instances[0] if instances else None
 
