@@ -26,7 +26,8 @@ import abc
 import itertools
 import logging
 import time
-from typing import Any, Callable, Collection, Dict, Hashable, List, Optional
+from typing import (Any, Callable, Collection, Dict, Hashable, List,
+                    Optional, TypeVar)
 
 import tenacity
 
@@ -66,7 +67,84 @@ class RetryableError(Exception):
 
 
 class _Stopped(Exception):
-  """The run was stopped before an attempt (BaseResource._Retry)."""
+  """The run was stopped before an attempt (Retried)."""
+
+
+class GaveUp(Exception):
+  """Retried ended without an answer: `last`, the last RetryableError (None
+  when the run was stopped before the first attempt); `stopped`, whether
+  the run was stopped since it began; `before_attempt`, whether it ended
+  at an attempt the stop kept from starting."""
+
+  def __init__(self, last: Optional[RetryableError], stopped: bool,
+               before_attempt: bool):
+    super().__init__(str(last))
+    self.last = last
+    self.stopped = stopped
+    self.before_attempt = before_attempt
+
+
+T = TypeVar('T')
+
+
+def Retried(call: Callable[[], T], attempts: int,
+            sleep: Callable[[float], None],
+            warn: Callable[[Exception, float], None]) -> T:
+  """call() until it does not raise RetryableError, at most `attempts`
+  times, pausing 1, 2, 4 ... 30 s between them (warn(error, pause) before
+  each); raises GaveUp. None is started once the run is stopped (a signal,
+  the deadline) since this call, and the pause before an attempt ends at
+  the stop (waits.Pause on `sleep`, the caller's): a thread in it is no
+  straggler that teardown waits out, while teardown's own calls, which
+  begin after the run's stop, still retry and pause. The one retry loop of
+  cloud calls: a resource's create and delete (BaseResource._Retry) and
+  the providers' reads."""
+  stopped = waits.RunStopped()
+  last: List[RetryableError] = []
+
+  def Attempt() -> T:
+    if stopped():  # It came during the pause before this attempt.
+      raise _Stopped()
+    try:
+      return call()
+    except RetryableError as e:
+      last[:] = [e]
+      raise
+
+  try:
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(RetryableError),
+        stop=tenacity.stop_after_attempt(attempts) | stopped,
+        wait=tenacity.wait_exponential(max=30),
+        sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
+        before_sleep=lambda state: warn(state.outcome.exception(),
+                                        state.next_action.sleep),
+        reraise=True)(Attempt)
+  except RetryableError:
+    raise GaveUp(last[0], stopped(), False) from None
+  except _Stopped:
+    raise GaveUp(last[0] if last else None, True, True) from None
+
+
+def RetriedRead(what: str, read: Callable[[], T], attempts: int,
+                sleep: Callable[[float], None]) -> T:
+  """Retried for a provider's read (a get): it gives up in one line, the
+  last error's (or `what`'s, when a stop came before the first attempt),
+  a ResourceError, never a RetryableError, so a create's or delete's own
+  retry does not multiply it."""
+
+  def Warn(error: Exception, pause: float) -> None:
+    logging.warning('%s (retrying in %.0fs)', error, pause)
+
+  try:
+    return Retried(read, attempts, sleep, Warn)
+  except GaveUp as e:
+    error = e.last or what
+    if e.stopped:
+      raise errors.ResourceError(
+          f'{error}; not tried again, the run being stopped') from None
+    raise errors.ResourceError(
+        f'{error} (after {attempts} attempts)') from None
 
 
 class BaseResource(abc.ABC):
@@ -132,41 +210,26 @@ class BaseResource(abc.ABC):
     """operation() until it does not raise RetryableError, at most `retries`
     times; none is started once the run is stopped (a signal, the
     deadline): teardown may have read the record by then, and a create
-    sent after it would be left behind. The pause before an attempt ends
-    at the stop too (waits.Pause), so a thread in it is no straggler that
-    teardown waits out. The stop counted is one since this call: teardown's
-    deletes, which begin after the run's stop, still retry and pause."""
-    stopped = waits.RunStopped()
+    sent after it would be left behind (Retried)."""
 
-    def Attempt() -> None:
-      if stopped():  # It came during the pause before this attempt.
-        raise _Stopped()
-      operation()
-
-    def Warn(state: tenacity.RetryCallState) -> None:
+    def Warn(error: Exception, pause: float) -> None:
       logging.warning('%s %s %s failed (%s); retrying in %.0fs', what,
-                      self.KIND, self.name, state.outcome.exception(),
-                      state.next_action.sleep)
+                      self.KIND, self.name, error, pause)
 
     try:
-      tenacity.Retrying(
-          retry=tenacity.retry_if_exception_type(RetryableError),
-          stop=tenacity.stop_after_attempt(retries) | stopped,
-          wait=tenacity.wait_exponential(max=30),
-          sleep=lambda seconds: waits.Pause(seconds, self._sleep, stopped),
-          before_sleep=Warn, reraise=True)(Attempt)
-    except RetryableError as e:
-      if stopped():
+      Retried(operation, retries, self._sleep, Warn)
+    except GaveUp as e:
+      if e.before_attempt:
+        raise errors.ResourceError(
+            f'{what} {self.KIND} {self.name} not tried again: the run was '
+            'stopped') from None
+      if e.stopped:
         raise errors.ResourceError(
             f'{what} {self.KIND} {self.name} not tried again, the run being '
-            f'stopped: {e}') from None
+            f'stopped: {e.last}') from None
       raise errors.ResourceError(
           f'{what} {self.KIND} {self.name} failed after {retries} '
-          f'attempts: {e}') from None
-    except _Stopped:
-      raise errors.ResourceError(
-          f'{what} {self.KIND} {self.name} not tried again: the run was '
-          'stopped') from None
+          f'attempts: {e.last}') from None
 
   def Create(self) -> None:
     stopped = waits.RunStopped()

@@ -70,13 +70,11 @@ import botocore.config
 import botocore.exceptions
 import botocore.parsers
 import pydantic
-import tenacity
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import vm_util
-from perfkitbenchmarker import waits
 from perfkitbenchmarker.providers.aws import naming
 
 ClientError = botocore.exceptions.ClientError
@@ -177,10 +175,6 @@ def Translated(what: str, retry: Iterable[str] = (),
         'without this call?); details in pkb.log.') from None
 
 
-class _Stopped(Exception):
-  """The run was stopped before an attempt (Read)."""
-
-
 T = TypeVar('T')
 
 
@@ -189,44 +183,18 @@ def Read(what: str, call: Callable[[], T], *,
          retry: Iterable[str] = TRANSIENT_CODES, gone: Iterable[str] = (),
          attempts: int = ATTEMPTS) -> Optional[T]:
   """call() (a read) in Translated(what, retry, gone), tried again over
-  transient errors at most `attempts` times; None when EC2 answers a code
-  of `gone`. The pauses go through waits.Pause on `sleep` (the caller's),
-  and none is made after the run's stop (since this call): the stop ends
-  the read within a pause step, or at the end of the call in flight. Gives
-  up with a one-line ResourceError, never a RetryableError, so a create's
-  or delete's own retry does not multiply it."""
-  stopped = waits.RunStopped()
-  last: List[Exception] = []
+  transient errors at most `attempts` times (resource.Retried, its pauses
+  on `sleep`, the caller's: a stop ends the read within a pause step, or at
+  the end of the call in flight); None when EC2 answers a code of `gone`.
+  Gives up with a one-line ResourceError, never a RetryableError, so a
+  create's or delete's own retry does not multiply it."""
 
   def Attempt() -> Optional[T]:
-    if stopped():  # It came during the pause before this attempt.
-      raise _Stopped()
-    try:
-      with Translated(what, retry=retry, gone=gone):
-        return call()
-      return None  # Gone.
-    except resource.RetryableError as e:
-      last[:] = [e]
-      raise
+    with Translated(what, retry=retry, gone=gone):
+      return call()
+    return None  # Gone.
 
-  def Warn(state: tenacity.RetryCallState) -> None:
-    logging.warning('%s (retrying in %.0fs)', state.outcome.exception(),
-                    state.next_action.sleep)
-
-  try:
-    return tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(resource.RetryableError),
-        stop=tenacity.stop_after_attempt(attempts) | stopped,
-        wait=tenacity.wait_exponential(max=30),
-        sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
-        before_sleep=Warn, reraise=True)(Attempt)
-  except (resource.RetryableError, _Stopped):
-    error = last[0] if last else what  # A stop as it began: no try.
-    if stopped():
-      raise errors.ResourceError(
-          f'{error}; not tried again, the run being stopped') from None
-    raise errors.ResourceError(
-        f'{error} (after {attempts} attempts)') from None
+  return resource.RetriedRead(what, Attempt, attempts, sleep)
 
 
 @dataclasses.dataclass(frozen=True)

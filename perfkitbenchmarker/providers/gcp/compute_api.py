@@ -375,7 +375,7 @@ def Call(what: str, function: Callable[..., Any], *args, timeout: float,
 
 
 class _Stopped(Exception):
-  """The run was stopped before an attempt (Read)."""
+  """The run was stopped before a delete's next send (its budget loop)."""
 
 
 def Read(what: str, function: Callable[..., Any], *args, timeout: float,
@@ -383,41 +383,12 @@ def Read(what: str, function: Callable[..., Any], *args, timeout: float,
          passthrough: Tuple[Type[Exception], ...] = (),
          attempts: int = READ_ATTEMPTS, **kwargs) -> Any:
   """Call() of a read (a get), tried again over transient errors (a call
-  not answered within `timeout` among them), at most `attempts` times. The
-  pauses go through waits.Pause on `sleep` (the caller's), and none is made
-  after the run's stop (since this call): the stop ends the read within a
-  pause step, or at the end of the call in flight."""
-  stopped = waits.RunStopped()
-  last: List[Exception] = []
-
-  def Attempt() -> Any:
-    if stopped():  # It came during the pause before this attempt.
-      raise _Stopped()
-    try:
-      return Call(what, function, *args, timeout=timeout,
-                  passthrough=passthrough, **kwargs)
-    except resource.RetryableError as e:
-      last[:] = [e]
-      raise
-
-  def Warn(state: tenacity.RetryCallState) -> None:
-    logging.warning('%s (retrying in %.0fs)', state.outcome.exception(),
-                    state.next_action.sleep)
-
-  try:
-    return tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(resource.RetryableError),
-        stop=tenacity.stop_after_attempt(attempts) | stopped,
-        wait=tenacity.wait_exponential(max=30),
-        sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
-        before_sleep=Warn, reraise=True)(Attempt)
-  except (resource.RetryableError, _Stopped):
-    error = last[0] if last else what  # A stop as it began: no try.
-    if stopped():
-      raise errors.ResourceError(
-          f'{error}; not tried again, the run being stopped') from None
-    raise errors.ResourceError(
-        f'{error} (after {attempts} attempts)') from None
+  not answered within `timeout` among them), at most `attempts` times
+  (resource.RetriedRead: its pauses on `sleep`, the caller's; a stop ends
+  the read within a pause step, or at the end of the call in flight)."""
+  return resource.RetriedRead(
+      what, lambda: Call(what, function, *args, timeout=timeout,
+                         passthrough=passthrough, **kwargs), attempts, sleep)
 
 
 def _Unanswered(e: requests.exceptions.RequestException) -> bool:
