@@ -220,7 +220,7 @@ def test_generators_come_back_in_client_order_when_installs_end_reversed():
       ('memtier', {'path': memtier_package.DEFAULT_PATH})]
 
 
-def test_ycsb_deploy_installs_servers_and_clients_at_once():
+def test_ycsb_deploy_installs_servers_and_clients_at_once(tmp_path):
   machines = Machines()
   barrier = _Barrier(4)
 
@@ -232,11 +232,18 @@ def test_ycsb_deploy_installs_servers_and_clients_at_once():
   machines.hook = Install
   servers, clients = _Vms(machines, 2, 2)
   engine = FakeEngine(servers + clients)
+  record = run_record.RunRecord.Create(str(tmp_path / 'abc'), 'abc',
+                                       cloud='Local')
   spec = types.SimpleNamespace(
-      vm_groups={'servers': servers, 'clients': clients}, record=None)
+      vm_groups={'servers': servers, 'clients': clients}, record=record,
+      name='redis_ycsb')
   opts = types.SimpleNamespace(server=options_lib.ServerOptions(),
                                build_dir=None, timeout_ms=2000)
   dep = ycsb_runner.Deploy(spec, opts, engine)
+  # What the shards run, kept for a later stage's flags to be checked by,
+  # as redis_memtier's (deployment.KeepServer).
+  assert run_record.RunRecord.Load(record.run_dir).info['servers'] == {
+      'redis_ycsb': {'engine': 'fake', 'version': '7.2', 'settings': {}}}
   assert dep.installs == (('ycsb-install', 'clients-0', None),
                           ('ycsb-install', 'clients-1', None))
   assert engine.started == ['servers-0', 'servers-1']

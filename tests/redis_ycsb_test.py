@@ -194,6 +194,46 @@ def test_cluster_mode_through_jedis_cluster(tmp_path):
   assert _JavaLeftovers(run_uri) == []
 
 
+def _LiveShards(results, run_uri):
+  return sorted(r['name'] for r in e2e.Record(results, run_uri)['resources']
+                if r['kind'] == 'redis_process' and r['status'] == 'created')
+
+
+def test_a_later_stage_with_other_server_flags_is_refused(tmp_path):
+  # redis_ycsb's --run_stage=run measured the shards prepare started but
+  # its samples named the server its own flags describe (io-threads 2 on a
+  # server started without them), as redis_memtier's did before 6f5658b.
+  # The refusal is one line, exit 2, and leaves the shards running.
+  _RequireBuild()
+  results = str(tmp_path)
+  run_uri = e2e.NewRunUri()
+  small = ['--benchmarks=redis_ycsb', '--ycsb_record_count=300',
+           '--ycsb_operation_count=600', '--ycsb_max_threads=1',
+           '--ycsb_workloads=workloada', '--ycsb_latency_cap=200']
+  try:
+    proc, _ = e2e.Run(['--run_stage=provision,prepare'] + small, results,
+                      run_uri=run_uri)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    shards = _LiveShards(results, run_uri)
+    assert shards
+    proc, _ = e2e.Run(['--run_stage=run', '--redis_server_io_threads=2']
+                      + small, results, run_uri=run_uri)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    stopped = [line for line in proc.stderr.splitlines()
+               if line.startswith('pkb: redis_ycsb stopped: ')]
+    assert len(stopped) == 1 and 'io-threads=2' in stopped[0], proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert not [r for r in e2e.Samples(results, run_uri)
+                if e2e.Labels(r).get('ycsb_phase') == 'run']
+    assert _LiveShards(results, run_uri) == shards
+    assert 'cleanup' not in e2e.Record(results, run_uri)['stages_done']
+  finally:
+    proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  assert e2e.LeftoverProcesses(results, run_uri) == []
+  assert _JavaLeftovers(run_uri) == []
+
+
 def test_cloud_preset_dry_runs_with_cost(tmp_path):
   proc = pkb_forkserver.Run(
       [sys.executable, e2e.PKB,

@@ -185,8 +185,7 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
                           password, opts.server, spec.record,
                           opts.server.start_port)
   deployed = _Deployment(spec, opts, engine, processes, generators, password)
-  spec.record.SetInfo(_SERVERS_INFO, {**spec.record.info.get(
-      _SERVERS_INFO, {}), spec.name: _Server(deployed)})
+  KeepServer(spec, deployed)
   return deployed
 
 
@@ -196,7 +195,16 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
 _SERVERS_INFO = 'servers'
 
 
-def _Server(deployed: 'Deployment') -> dict:
+def KeepServer(spec, deployed) -> None:
+  """Keeps what `spec`'s benchmark's shards run, as its prepare started
+  them, in the record's info: a later stage's Restore holds its flags to
+  it (CheckRestoredServer). `deployed` is any benchmark's deployment with
+  engine, engine_version and engine_settings (Deployment, YCSB's)."""
+  spec.record.SetInfo(_SERVERS_INFO, {**spec.record.info.get(
+      _SERVERS_INFO, {}), spec.name: _Server(deployed)})
+
+
+def _Server(deployed) -> dict:
   return {'engine': deployed.engine, 'version': deployed.engine_version,
           'settings': dict(deployed.engine_settings)}
 
@@ -207,12 +215,13 @@ def _ServerWords(server: dict) -> str:
   return f'{server["engine"]} {server["version"]} ({settings})'
 
 
-def CheckRestoredServer(spec, restored: 'Deployment') -> None:
+def CheckRestoredServer(spec, restored) -> None:
   """Refuses server flags other than prepare's: a later stage measures the
   shards prepare started but its samples name the server its own flags
   describe (--redis_server_io_threads=2 published io-threads 2 measured on
   a server without them, --redis_server_version=8.2 a 7.0.15 as 8.2.3).
-  A record from before prepare kept this has nothing to check against."""
+  A record from before prepare kept this (KeepServer) has nothing to check
+  against. `restored`: as KeepServer's `deployed`."""
   servers = spec.record.info.get(_SERVERS_INFO)
   prepared = servers.get(spec.name) if isinstance(servers, dict) else None
   if not isinstance(prepared, dict):

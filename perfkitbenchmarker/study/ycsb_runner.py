@@ -97,17 +97,24 @@ def Deploy(spec, opts: ycsb_options.YcsbStudyOptions,
   processes = deployment_lib.StartShards(
       engine, servers, opts.server.shards_per_vm, password, opts.server,
       spec.record, opts.server.start_port)
-  return _Connected(spec, opts, engine, processes, password, installs)
+  deployed = _Connected(spec, opts, engine, processes, password, installs)
+  deployment_lib.KeepServer(spec, deployed)  # For a later stage's Restore.
+  return deployed
 
 
 def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
             engine: engine_base.ServerEngine) -> YcsbDeployment:
   """The deployment of an earlier invocation (--run_stage=run): YCSB found
-  (or installed) on every client VM at once, credentials written again."""
+  (or installed) on every client VM at once, credentials written again.
+  Server flags other than prepare's are refused, as redis_memtier's are
+  (deployment.CheckRestoredServer): the samples would name a server that
+  was not measured."""
   processes, password = deployment_lib.RecordedShards(spec, engine)
   installs = deployment_lib.PrepareVms(
       (), spec.vm_groups['clients'], None, lambda vm: _InstallYcsb(vm, opts))
-  return _Connected(spec, opts, engine, processes, password, installs)
+  restored = _Connected(spec, opts, engine, processes, password, installs)
+  deployment_lib.CheckRestoredServer(spec, restored)
+  return restored
 
 
 def _Connected(spec, opts, engine, processes, password,
