@@ -321,11 +321,12 @@ def _CheckWhere(flag_values, cloud: str) -> None:
   if os_type and os_type.lower().startswith('windows'):
     raise errors.UsageError(
         f'--os_type={os_type}: the Redis study runs on Linux VMs only.')
-  if providers.CapabilitiesOf(cloud).is_runner_machine:
+  can = providers.CapabilitiesOf(cloud)
+  if can.is_runner_machine:
+    cores = 'Local VMs are cores of this machine, priced by --local_priced_as'
     for flag, why in (
         ('zone', providers.ZONE_ON_THIS_MACHINE),
-        ('machine_type', 'Local VMs are cores of this machine, priced by '
-                         '--local_priced_as'),
+        ('machine_type', cores), ('client_machine_type', cores),
         ('os_type', 'Local runs on this machine\'s OS')):
       if flag_values[flag].present and not (flag == 'os_type' and
                                              recorded_only):
@@ -335,6 +336,18 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         raise errors.UsageError(
             providers.NotOnThisMachine(f'--{flag}', value, why))
     return
+  if not can.made_by_run:
+    # Machines of a --static_vm_file: a type flag named them in the plan
+    # and the samples ('1 x t2d-standard-16 ... priced as GCP
+    # n2d-standard-2') while they are the file's, at --local_priced_as's
+    # price. On a cloud it sizes the VMs the run makes, as upstream's.
+    for flag in ('machine_type', 'client_machine_type'):
+      if flag_values[flag].present:
+        raise errors.UsageError(
+            f'--{flag}={flag_values[flag].value}: existing machines '
+            '(--static_vm_file) are the ones the file lists; name a '
+            'machine\'s type with its machine_type key in the file and the '
+            'price with --local_priced_as, and drop the flag.')
   if flag_values['local_server_cpu_quota'].present:
     raise errors.UsageError(
         f'--local_server_cpu_quota={flag_values.local_server_cpu_quota:g}: '

@@ -8,6 +8,7 @@ exactly what a real run refuses, and a missing check then cannot start a
 real run by accident.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -43,6 +44,17 @@ def _Wrapper(tmp_path):
   path.write_text('#!/bin/sh\nexec memtier_benchmark "$@"\n')
   path.chmod(0o755)
   return path
+
+
+def _StaticFile(tmp_path):
+  """A --static_vm_file of two machines (a dry run reaches neither)."""
+  key = tmp_path / 'static_key'
+  key.write_text('not really a key\n')
+  key.chmod(0o600)
+  path = tmp_path / 'machines.json'
+  path.write_text(json.dumps([{'ip_address': '10.0.0.5', 'user_name': 'u',
+                               'keyfile_path': str(key)}] * 2))
+  return f'--static_vm_file={path}'
 
 
 def _Override(key_value):
@@ -177,6 +189,18 @@ _CASES = [
      lambda t: ['--cloud=GCP', '--machine_type=n9-huge'], 'n9-huge'),
     ('machine_type_on_local', lambda t: ['--machine_type=n9-huge'],
      '--machine_type'),
+    ('client_machine_type_on_local',
+     lambda t: ['--client_machine_type=n9-huge'], '--client_machine_type'),
+    # Existing machines are the file's, priced as --local_priced_as: the
+    # plan said '1 x t2d-standard-16 ... priced as GCP n2d-standard-2'.
+    ('machine_type_on_static',
+     lambda t: ['--cloud=GCP', '--zone=us-central1-a',
+                '--machine_type=t2d-standard-16', _StaticFile(t)],
+     'its machine_type key in the file and the price with '
+     '--local_priced_as'),
+    ('client_machine_type_on_static',
+     lambda t: ['--client_machine_type=n2-standard-8', _StaticFile(t)],
+     '--client_machine_type=n2-standard-8: existing machines'),
     ('os_type_windows', lambda t: ['--os_type=windows'], '--os_type'),
     ('os_type_windows_gcp', lambda t: ['--cloud=GCP', '--os_type=windows'],
      '--os_type'),
