@@ -93,6 +93,16 @@ class SshError(errors.Error):
     self.retry_after = retry_after
 
 
+class KeyRefused(SshError, errors.UsageError):
+  """A machine the run did not make refused its login key to the end of
+  the wait: the file's user or key is wrong, bad input (exit 2)."""
+
+
+# ssh's definite refusal of the key: 'u@h: Permission denied (publickey).'
+# or '(publickey,password).' (BatchMode: no other method is tried).
+_KEY_REFUSED = re.compile(r'Permission denied \([^)]*\bpublickey\b[^)]*\)')
+
+
 class HostHealth:
   """SSH hosts (connection lanes) that did not answer, and since when.
 
@@ -675,10 +685,22 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
       return err
 
     def NoSsh(state: tenacity.RetryCallState) -> None:
+      err = state.outcome.result()
+      if not self.CAN.made_by_run and _KEY_REFUSED.search(err):
+        # Refused to the end (an sshd still starting, or a cloud's agent
+        # not yet writing the key, was retried above): the file's key or
+        # user is wrong. Its path is named, never its content.
+        raise KeyRefused(
+            f'{self.name}: {self.ip_address} port {self.port} refused user '
+            f'{self.user} with the key {self.keyfile} (Permission denied '
+            f'(publickey), for {timeout:.0f} s); give keyfile_path a '
+            'private key without a passphrase whose public key is in that '
+            'user\'s ~/.ssh/authorized_keys there, or the user_name it logs '
+            'in as.')
+      said = vm_util.Tail(err, 2).rstrip('.') or 'no output'
       raise SshError(
           f'{self.name}: no SSH at {self._Target()} port {self.port} after '
-          f'{timeout:.0f}s: '
-          f'{vm_util.Tail(state.outcome.result(), 2) or "no output"}.')
+          f'{timeout:.0f}s: {said}.')
 
     tenacity.Retrying(
         retry=tenacity.retry_if_result(lambda err: err is not None),

@@ -259,6 +259,79 @@ def test_unreachable_machine_fails_provision_in_one_line(tmp_path, keyfile):
   assert 'Connection refused' in str(raised.value)
 
 
+def _NewKey(tmp_path, name):
+  """A fresh private key (no passphrase) no sshd has authorized."""
+  path = str(tmp_path / name)
+  subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', path],
+                 check=True, capture_output=True)
+  return path
+
+
+def _KeyedServer(tmp_path, sshd_server, key, run_uri, on_sleep=None):
+  """A spec of one static server on sshd_server logging in with `key`, its
+  clock moved by its waits' sleeps (no real wait), on_sleep() at each."""
+  path = _Write(tmp_path, [{
+      'ip_address': sshd_server.host, 'user_name': sshd_server.user,
+      'keyfile_path': key, 'ssh_port': sshd_server.port}], name='keyed.json')
+  spec = _Spec(tmp_path, path, counts=(1, 0), run_uri=run_uri)
+  del spec.config['vm_groups']['clients']
+  spec.ConstructVirtualMachines()
+  server, = spec.vms
+  now = [0.0]
+
+  def Sleep(seconds):
+    now[0] += seconds
+    if on_sleep:
+      on_sleep()
+
+  server._clock = lambda: now[0]  # pylint: disable=protected-access
+  server._sleep = Sleep  # pylint: disable=protected-access
+  return spec, server
+
+
+@pytest.mark.e2e
+def test_a_machine_refusing_the_key_is_bad_input_in_one_line(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  # It was 'no SSH at ... after 30s: u@h: Permission denied (publickey)..',
+  # exit 1, as if the run had failed: the file's key or user is wrong.
+  key = _NewKey(tmp_path, 'wrong_key')
+  spec, _ = _KeyedServer(tmp_path, sshd, key, f'sd{PID}')
+  with pytest.raises(errors.UsageError) as raised:
+    spec.Provision()
+  message = str(raised.value)
+  assert '\n' not in message
+  assert message.startswith(f'servers-0: {sshd.host} port {sshd.port} '
+                            f'refused user {sshd.user} with the key {key} ')
+  assert message.endswith('.') and not message.endswith('..'), message
+  assert 'Permission denied (publickey)' in message
+  with open(key) as f:  # The key's path, never its content.
+    assert not set(f.read().splitlines()[1:-1]) & set(message.split())
+
+
+@pytest.mark.e2e
+def test_a_key_refused_while_the_machine_comes_up_is_waited_for(
+    tmp_path, sshd):  # pylint: disable=redefined-outer-name
+  # A refusal before the deadline is retried (an sshd starting, a machine's
+  # agent not yet writing the key): only one to the end is bad input.
+  key = _NewKey(tmp_path, 'late_key')
+  refused = []
+
+  def Authorize():
+    refused.append(True)
+    if len(refused) == 2:  # After two refusals, the key is let in.
+      with open(key + '.pub') as f:
+        sshd.AuthorizeKey(f.read())
+
+  spec, server = _KeyedServer(tmp_path, sshd, key, f'se{PID}', Authorize)
+  spec.Provision()
+  assert len(refused) >= 2  # Refused twice, then let in.
+  assert server.RemoteCommand(f'test -d {server.scratch_dir} && echo y')[0]
+  loaded = run_record.RunRecord.Load(spec.record.run_dir)
+  assert resource.TeardownFromRecord(loaded) == []
+  assert e2e_support.Workspaces(f'se{PID}') == []
+  server.StopMaster()
+
+
 # End to end ------------------------------------------------------------------
 
 
