@@ -98,6 +98,12 @@ def test_bad_files_give_one_line_errors(tmp_path, keyfile):
   assert 'entry 0: password is unknown' in message
   message = _Error(_Write(tmp_path, [_Machine(keyfile, ssh_port='ssh')]))
   assert "ssh_port 'ssh': input should be a valid integer" in message
+  # A port given as text is refused as other mistyped fields are (it was
+  # read as a number), naming the file, the machine and the key.
+  path = _Write(tmp_path, [_Machine(keyfile), _Machine(keyfile, ssh_port='22')])
+  message = _Error(path)
+  assert message.startswith(f'--static_vm_file {path}: entry 1: ssh_port '
+                            "'22': input should be a valid integer"), message
   message = _Error(_Write(tmp_path, [_Machine(keyfile, zone=3)]))
   assert 'zone 3: input should be a valid string' in message
 

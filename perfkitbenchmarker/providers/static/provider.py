@@ -94,9 +94,9 @@ class StaticMachine(record_checks.Fields):
   user_name: ssh_vm.User
   keyfile_path: str  # Its file checked, then made absolute: _CheckKeyfile.
   internal_ip: Optional[ssh_vm.Host] = None  # What clients use to reach it.
-  ssh_port: Annotated[record_checks.Port, pydantic.BeforeValidator(
-      lambda port: int(port) if isinstance(port, str) and port.isdigit()
-      else port)] = 22
+  # A JSON number, as every field's type is strict (record_checks.Fields):
+  # "22" is refused as "ssh" is, not read as one.
+  ssh_port: record_checks.Port = 22
   os_type: Label = ''
   zone: Label = ''
   machine_type: Label = ''
