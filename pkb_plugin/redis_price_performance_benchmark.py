@@ -714,11 +714,16 @@ def _RunHarness(argv: List[str], what: str,
   if forwarder.signum is not None:
     name = signal.Signals(forwarder.signum).name
     said = '' if last == f'exit {returncode}' else f': {last}'
+    # Its teardown command when its cleanup was cut short or never ran: a
+    # harness ended by the signal itself (exit -N: it came as the harness
+    # started, before its handlers; a second `kill` as the plugin's
+    # teardown starts) cleaned nothing up and said nothing.
+    unfinished = stopped in ('cut short', 'killed') or (
+        returncode is not None and returncode < 0)
     logging.error('redis_price_performance %s: %s: the harness %s (exit '
                   '%s)%s%s', what, name,
                   'was killed' if stopped == 'killed' else 'stopped',
-                  returncode, said, teardown if stopped in (
-                      'cut short', 'killed') else '')
+                  returncode, said, teardown if unfinished else '')
     stages = _ArgValue(argv, 'run_stage')
     if forwarder.EndsUpstream() and stages and 'teardown' not in stages:
       _TearDownFirst(argv, name)

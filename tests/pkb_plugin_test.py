@@ -975,7 +975,9 @@ def test_the_static_check_names_no_cloud_machine_type(upstream, tmp_path):
 # teardown command) unless STANDIN_WAIT=stubborn, when it outlasts them.
 # Each invocation's --run_stage goes to stages.txt; with STANDIN_WAIT_STAGE
 # only that stage waits (upstream's stages, "harness"), the others end at
-# once. Every wait is bounded (60 s).
+# once. The stage STANDIN_KILL_UPSTREAM_STAGE names sends upstream a
+# SIGTERM as it starts (a second `kill`), before it handles signals. Every
+# wait is bounded (60 s).
 STANDIN = r'''#!/usr/bin/env python3
 import json, os, signal, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
@@ -984,6 +986,10 @@ stage = ([a.split('=', 1)[1] for a in sys.argv if a.startswith('--run_stage=')]
          or ['dry_run'])[-1]
 with open(os.path.join(here, 'stages.txt'), 'a') as f:
   f.write(stage + '\n')
+if os.environ.get('STANDIN_KILL_UPSTREAM_STAGE') == stage:
+  os.kill(os.getppid(), signal.SIGTERM)
+  time.sleep(60)  # no handler yet: the SIGTERM passed on ends it
+  sys.exit(1)
 if os.environ.get('STANDIN_WAIT_STAGE', stage) != stage:
   sys.exit(0)  # a stage before or after the one that waits: done
 if not mode:
@@ -1108,7 +1114,7 @@ def _Running(pid):
 
 
 def _Interrupted(upstream, tmp_path, signum, group, mode='once', waits=None,
-                 stage=None):
+                 stage=None, standin_env=None):
   """The drive running the stand-in in 'wait' mode, `signum` sent to the
   drive's process group (a Ctrl-C at the terminal) or to the drive alone
   once the stand-in runs; the drive's result, its exit code, the stand-in's
@@ -1117,7 +1123,7 @@ def _Interrupted(upstream, tmp_path, signum, group, mode='once', waits=None,
   provision,prepare; Run its run; Cleanup its cleanup,teardown) and the
   signal comes in that harness stage."""
   harness = _StandIn(tmp_path)
-  env = dict(os.environ, STANDIN_WAIT=mode)
+  env = dict(os.environ, STANDIN_WAIT=mode, **(standin_env or {}))
   scenario = {'flags': [], 'stream': str(harness), 'argv': STANDIN_ARGV,
               'log_level': 'INFO'}
   if stage:
@@ -1247,3 +1253,28 @@ def test_a_signal_upstream_dies_of_tears_the_harness_run_down_first(
   assert done['stages'] == ['dry_run', 'provision,prepare'] + (
       ['run'] if stage == 'run' else []) + ['cleanup,teardown'], done['log']
   assert 'ends upstream without its Cleanup' in done['log'], done['log']
+
+
+@pytest.mark.e2e
+def test_a_second_kill_as_the_teardown_starts_names_the_teardown_command(
+    upstream, tmp_path):
+  """A second `kill <upstream>` while the plugin's own cleanup and teardown
+  of the run starts, before the harness handles signals: the SIGTERM
+  passed on ends it at once (exit -15), nothing of the run cleaned up
+  (against real upstream: its workspaces and static claims left), and
+  upstream ends by it. The plugin's last line said only 'the harness
+  stopped (exit -15)'; it names the teardown command that finishes the
+  run, with its results directory."""
+  done = _Interrupted(upstream, tmp_path, signal.SIGTERM, group=False,
+                      stage='run', standin_env={
+                          'STANDIN_KILL_UPSTREAM_STAGE': 'cleanup,teardown'})
+  assert done['got'] == ['SIGTERM'], done['log'][-2000:]
+  assert done['code'] == -signal.SIGTERM, done['log'][-2000:]
+  assert done['stages'][-1] == 'cleanup,teardown', done['stages']
+  said, = [line for line in done['log'].splitlines()
+           if 'redis_price_performance cleanup: SIGTERM' in line]
+  results = tmp_path / 'run' / 'redis_price_performance' / 'results'
+  assert 'the harness stopped (exit -15); delete what is left of its run ' \
+      f'with {tmp_path}/harness/pkb.py --run_stage=teardown --run_uri=ab1' \
+      in said, said
+  assert f'--results_dir={results}' in said, said
