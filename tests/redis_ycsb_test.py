@@ -234,6 +234,56 @@ def test_a_later_stage_with_other_server_flags_is_refused(tmp_path):
   assert _JavaLeftovers(run_uri) == []
 
 
+def test_a_later_stage_with_other_replica_flags_is_refused(tmp_path):
+  # redis_ycsb's --run_stage=run took its primaries from its own flags, as
+  # redis_memtier's did before CheckRestoredPrimaries: with
+  # --redis_replicas_per_primary=1 added to a run prepared without it, YCSB
+  # was given no primary (1 shard // 2) and every operation failed (exit
+  # 1). The refusal is one line, exit 2, and leaves the shards running.
+  # Another --redis_total_num_processes measures the recorded shards, as
+  # redis_memtier's does, and its samples name their count (they named
+  # the flag's 2 for the 1 shard measured).
+  _RequireBuild()
+  results = str(tmp_path)
+  run_uri = e2e.NewRunUri()
+  small = ['--benchmarks=redis_ycsb', '--ycsb_record_count=300',
+           '--ycsb_operation_count=600', '--ycsb_max_threads=1',
+           '--ycsb_workloads=workloada', '--ycsb_latency_cap=200']
+  try:
+    proc, _ = e2e.Run(['--run_stage=provision,prepare'] + small, results,
+                      run_uri=run_uri)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    shards = _LiveShards(results, run_uri)
+    assert len(shards) == 1
+    proc, _ = e2e.Run(['--run_stage=run', '--redis_replicas_per_primary=1']
+                      + small, results, run_uri=run_uri)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    stopped = [line for line in proc.stderr.splitlines()
+               if line.startswith('pkb: redis_ycsb stopped: ')]
+    assert len(stopped) == 1 and (
+        "1 shards are 1 primaries and 0 replicas, not the 0 primaries "
+        'these flags make of them; give the --redis_replicas_per_primary'
+        in stopped[0]), proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert not [r for r in e2e.Samples(results, run_uri)
+                if e2e.Labels(r).get('ycsb_phase') == 'run']
+    assert _LiveShards(results, run_uri) == shards
+    assert 'cleanup' not in e2e.Record(results, run_uri)['stages_done']
+    proc, _ = e2e.Run(['--run_stage=run', '--redis_total_num_processes=2']
+                      + small, results, run_uri=run_uri)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    labels = [e2e.Labels(r) for r in e2e.Samples(results, run_uri)
+              if e2e.Labels(r).get('ycsb_phase') == 'run']
+    assert labels and {(l['redis_total_num_processes'],
+                        l['redis_shards_total']) for l in labels} == {
+                            ('1', '1')}
+  finally:
+    proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
+  assert proc.returncode == 0, proc.stderr
+  assert e2e.LeftoverProcesses(results, run_uri) == []
+  assert _JavaLeftovers(run_uri) == []
+
+
 def test_cloud_preset_dry_runs_with_cost(tmp_path):
   proc = pkb_forkserver.Run(
       [sys.executable, e2e.PKB,

@@ -129,7 +129,8 @@ def InstallAll(engine: engine_base.ServerEngine, servers: Sequence,
       lambda vm: ChooseGenerator(vm, opts.generator)))
 
 
-def _Primaries(count: int, server: options_lib.ServerOptions) -> int:
+def Primaries(count: int, server: options_lib.ServerOptions) -> int:
+  """The primaries among `count` shards started by `server`'s flags."""
   if server.replicas_per_primary:
     return count // (1 + server.replicas_per_primary)
   if server.cluster_mode:
@@ -166,7 +167,7 @@ def StartShards(engine: engine_base.ServerEngine, servers: Sequence,
     engine.FormCluster(servers[0], shards, password, per_primary)
   if replicas or (server.cluster_mode and server.cluster_replicas):
     engine.VerifyReplication(servers[0], shards, password,
-                             _Primaries(len(processes), server), per_primary)
+                             Primaries(len(processes), server), per_primary)
   return tuple(processes)
 
 
@@ -245,7 +246,7 @@ def _Deployment(spec, opts, engine, processes, generators,
       cluster_mode=opts.server.cluster_mode,
       shards_per_vm=len(processes) // len(servers) // (
           1 + opts.server.replicas_per_primary),
-      primaries=_Primaries(len(processes), opts.server),
+      primaries=Primaries(len(processes), opts.server),
       processes=tuple(processes), generators=tuple(generators),
       password=password, engine_settings=tuple(engine.Settings().items()),
       replicas_per_primary=opts.server.replicas_per_primary)
@@ -289,17 +290,28 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   generators = PrepareVms((), spec.vm_groups['clients'], None,
                           lambda vm: ChooseGenerator(vm, opts.generator))
   restored = _Deployment(spec, opts, engine, processes, generators, password)
-  CheckRestoredServer(spec, restored)
-  if opts.server.engine in engine_options.REPLICA_ENGINES:
-    CheckRestoredPrimaries(spec, restored)
+  CheckRestored(spec, opts.server, restored)
   return restored
 
 
-def CheckRestoredPrimaries(spec, restored: Deployment) -> None:
+def CheckRestored(spec, server: options_lib.ServerOptions, restored) -> None:
+  """Every benchmark's Restore: refuses a later stage's server flags other
+  than prepare's (CheckRestoredServer) and, for engines with replicas,
+  shard flags that make other primaries of its shards
+  (CheckRestoredPrimaries). `restored`: its deployment, with engine,
+  engine_version, engine_settings, shards, primaries and password."""
+  CheckRestoredServer(spec, restored)
+  if server.engine in engine_options.REPLICA_ENGINES:
+    CheckRestoredPrimaries(spec, restored)
+
+
+def CheckRestoredPrimaries(spec, restored) -> None:
   """Refuses replica flags other than prepare's: the primaries (where the
   load goes, and what the samples count) are taken from them, so a later
   stage without --redis_replicas_per_primary loaded the replicas too
-  (READONLY errors), and one adding it loaded half the primaries."""
+  (READONLY errors), and one adding it loaded half the primaries.
+  `restored.primaries`: the primaries these flags make of the recorded
+  shards (Primaries)."""
   shards = restored.shards
   roles = [redis_cluster.ReplicationInfo(spec.vm_groups['servers'][0], s,
                                          restored.password).get('role')
@@ -326,7 +338,7 @@ def Restart(spec, deployment: Deployment, opts: options_lib.RedisStudyOptions,
                           start_port)
   return dataclasses.replace(
       deployment, processes=processes, shards_per_vm=shards_per_vm,
-      primaries=_Primaries(len(processes), opts.server))
+      primaries=Primaries(len(processes), opts.server))
 
 
 def StopAll(record) -> None:

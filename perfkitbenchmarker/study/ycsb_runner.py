@@ -53,6 +53,16 @@ class YcsbDeployment:
   password: str = dataclasses.field(repr=False)
   engine_settings: Tuple[Tuple[str, str], ...] = ()
   replicas_per_primary: int = 0
+  # As redis_memtier's Deployment, of the shards running (a later stage's:
+  # the recorded ones): the primaries the flags make of them (Restore holds
+  # them to the shards' roles) and the shards per server VM, replicas not
+  # counted (what the samples name).
+  primaries: int = 0
+  shards_per_vm: int = 0
+
+  @property
+  def shards(self) -> Tuple[redis_shard.Shard, ...]:
+    return tuple(map(redis_shard.Shard.Of, self.processes))
 
 
 def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
@@ -106,14 +116,17 @@ def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
             engine: engine_base.ServerEngine) -> YcsbDeployment:
   """The deployment of an earlier invocation (--run_stage=run): YCSB found
   (or installed) on every client VM at once, credentials written again.
-  Server flags other than prepare's are refused, as redis_memtier's are
-  (deployment.CheckRestoredServer): the samples would name a server that
-  was not measured."""
+  Server and replica flags other than prepare's are refused, as
+  redis_memtier's are (deployment.CheckRestored): the samples would name a
+  server that was not measured, or the load would go to other shards than
+  the primaries. Another --redis_total_num_processes is not: as
+  redis_memtier's, the run measures the recorded shards and its samples
+  name their count."""
   processes, password = deployment_lib.RecordedShards(spec, engine)
   installs = deployment_lib.PrepareVms(
       (), spec.vm_groups['clients'], None, lambda vm: _InstallYcsb(vm, opts))
   restored = _Connected(spec, opts, engine, processes, password, installs)
-  deployment_lib.CheckRestoredServer(spec, restored)
+  deployment_lib.CheckRestored(spec, opts.server, restored)
   return restored
 
 
@@ -123,16 +136,18 @@ def _Connected(spec, opts, engine, processes, password,
   clients = tuple(spec.vm_groups['clients'])
   _WriteConnection(clients, processes, password, opts)
   settings = sorted((str(k), str(v)) for k, v in engine.Settings().items())
-  return YcsbDeployment(engine.NAME,
-                        engine.Version(spec.vm_groups['servers'][0]),
+  servers = spec.vm_groups['servers']
+  replicas = opts.server.replicas_per_primary
+  return YcsbDeployment(engine.NAME, engine.Version(servers[0]),
                         opts.server.cluster_mode, tuple(processes), clients,
-                        tuple(installs), password, tuple(settings),
-                        opts.server.replicas_per_primary)
+                        tuple(installs), password, tuple(settings), replicas,
+                        deployment_lib.Primaries(len(processes), opts.server),
+                        len(processes) // len(servers) // (1 + replicas))
 
 
 def SetMetadata(spec, dep: YcsbDeployment,
                 opts: ycsb_options.YcsbStudyOptions) -> None:
-  results.SetServerMetadata(spec, dep, opts.server.shards_per_vm)
+  results.SetServerMetadata(spec, dep, dep.shards_per_vm)
   spec.metadata.update({
       'load_generator': ycsb_results.LOAD_GENERATOR,
       'load_generator_version': ycsb_package.YCSB_VERSION,
