@@ -337,17 +337,23 @@ def _CheckWhere(flag_values, cloud: str) -> None:
             providers.NotOnThisMachine(f'--{flag}', value, why))
     return
   if not can.made_by_run:
-    # Machines of a --static_vm_file: a type flag named them in the plan
-    # and the samples ('1 x t2d-standard-16 ... priced as GCP
-    # n2d-standard-2') while they are the file's, at --local_priced_as's
-    # price. On a cloud it sizes the VMs the run makes, as upstream's.
-    for flag in ('machine_type', 'client_machine_type'):
+    # Machines of a --static_vm_file: a type or zone flag named them in
+    # the plan and the samples ('1 x t2d-standard-16 ... priced as GCP
+    # n2d-standard-2', '1 x static in us-central1-a') while they are the
+    # file's, at --local_priced_as's price. On a cloud they say where and
+    # what the VMs the run makes are, as upstream's.
+    typed = ('name a machine\'s type with its machine_type key in the file '
+             'and the price with --local_priced_as')
+    for flag, instead in (
+        ('machine_type', typed), ('client_machine_type', typed),
+        ('zone', 'name a machine\'s zone with its zone key in the file')):
       if flag_values[flag].present:
+        value = flag_values[flag].value
+        if isinstance(value, list):  # --zone repeats, as upstream PKB's
+          value = ','.join(value)
         raise errors.UsageError(
-            f'--{flag}={flag_values[flag].value}: existing machines '
-            '(--static_vm_file) are the ones the file lists; name a '
-            'machine\'s type with its machine_type key in the file and the '
-            'price with --local_priced_as, and drop the flag.')
+            f'--{flag}={value}: existing machines (--static_vm_file) are '
+            f'the ones the file lists; {instead}, and drop the flag.')
   if flag_values['local_server_cpu_quota'].present:
     raise errors.UsageError(
         f'--local_server_cpu_quota={flag_values.local_server_cpu_quota:g}: '

@@ -194,13 +194,24 @@ _CASES = [
     # Existing machines are the file's, priced as --local_priced_as: the
     # plan said '1 x t2d-standard-16 ... priced as GCP n2d-standard-2'.
     ('machine_type_on_static',
-     lambda t: ['--cloud=GCP', '--zone=us-central1-a',
-                '--machine_type=t2d-standard-16', _StaticFile(t)],
+     lambda t: ['--cloud=GCP', '--machine_type=t2d-standard-16',
+                _StaticFile(t)],
      'its machine_type key in the file and the price with '
      '--local_priced_as'),
     ('client_machine_type_on_static',
      lambda t: ['--client_machine_type=n2-standard-8', _StaticFile(t)],
      '--client_machine_type=n2-standard-8: existing machines'),
+    # Their zone is the file's too: the plan said '1 x static in
+    # us-central1-a' for machines whose file names none (or another).
+    ('zone_on_static',
+     lambda t: ['--zone=us-central1-a', _StaticFile(t)],
+     '--zone=us-central1-a: existing machines (--static_vm_file) are the '
+     'ones the file lists; name a machine\'s zone with its zone key in the '
+     'file, and drop the flag.'),
+    ('zones_on_static_gcp',
+     lambda t: ['--cloud=GCP', '--zone=us-central1-a', '--zone=us-east1-b',
+                _StaticFile(t)],
+     '--zone=us-central1-a,us-east1-b: existing machines'),
     ('os_type_windows', lambda t: ['--os_type=windows'], '--os_type'),
     ('os_type_windows_gcp', lambda t: ['--cloud=GCP', '--os_type=windows'],
      '--os_type'),
