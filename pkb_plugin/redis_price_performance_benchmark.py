@@ -94,7 +94,7 @@ REFUSED = {
     'is set by the bridge from what upstream provisioned; drop it': (
         'cloud', 'static_vm_file', 'run_stage', 'run_uri', 'results_dir',
         'benchmarks', 'benchmark_config_file', 'zone', 'machine_type',
-        'collapse_labels', 'timing_measurements'),
+        'client_machine_type', 'collapse_labels', 'timing_measurements'),
     # The bridge reads the rows from the harness's results file.
     'would move or publish the rows upstream publishes; use upstream\'s '
     'own flag (--json_path, --csv_path, --bigquery_table, --official)': (

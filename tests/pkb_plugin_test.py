@@ -414,6 +414,13 @@ def test_static_machines_without_a_type_are_refused_before_the_study(
      'would move or publish'),
     ('--config_override=redis_memtier.flags.zone=us-east1-b',
      '--zone is set by the bridge'),
+    # Sized from upstream's clients group, as --machine_type from its
+    # servers: the harness's dry run refused it for its stand-in machines
+    # file ('existing machines (--static_vm_file) are the ones the file
+    # lists'), a file the upstream user never gave.
+    ('--client_machine_type=n2-standard-8',
+     '--client_machine_type is set by the bridge from what upstream '
+     'provisioned'),
     ('--config_override=redis_memtier.vm_groups.servers.vm_count=3',
      'the VM groups are set by the bridge'),
     # Issue 35 item 5: the mapping form set them past the check.
