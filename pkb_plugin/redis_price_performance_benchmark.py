@@ -489,13 +489,14 @@ def _Workdir() -> str:
 
 
 def _Relay(stream, kept: Optional[collections.deque],
-           logged: bool = True) -> None:
+           logged: bool = True, harness: Optional[str] = None) -> None:
   """Logs each line of the harness's output as it comes (probe lines reach
-  upstream's log during a stage)."""
+  upstream's log during a stage), a command it names as `ForUpstream` has
+  it (`harness`: the harness's directory); keeps them as written."""
   for line in stream:
     line = line.rstrip('\n')
     if logged:
-      logging.info('harness: %s', line)
+      logging.info('harness: %s', ForUpstream(line, harness))
     if kept is not None and line.strip():
       kept.append(line)
 
@@ -527,12 +528,14 @@ def TeardownCommand(run_uri: str, results_dir: str) -> str:
           f'--results_dir={shlex.quote(results_dir)}')
 
 
-def ForUpstream(line: str) -> str:
+def ForUpstream(line: str, harness: Optional[str] = None) -> str:
   """A harness message as an upstream user reads it: a command it names
   (`./pkb.py ...`, `./scripts/x ...`, relative to the harness's checkout)
-  with the harness's full path. (The harness names a teardown command with
-  its run's --results_dir itself, when it is not the harness's default.)"""
-  harness = shlex.quote(HarnessDir())
+  with the harness's full path (`harness`, else HarnessDir()); every line
+  the plugin logs of the harness's, relayed or its closing one. (The
+  harness names a teardown command with its run's --results_dir itself,
+  when it is not the harness's default.)"""
+  harness = shlex.quote(harness or HarnessDir())
   return re.sub(r'(?<![\w./~-])\./(?=pkb\.py\b|scripts/)',
                 lambda _: harness + '/', line)
 
@@ -664,7 +667,8 @@ def _RunHarness(argv: List[str], what: str,
   session of its own and the plugin passes it a signal upstream got
   (`_Forwarder`, `_Wait`), then, the harness ended, re-raises it to
   upstream."""
-  command = [os.path.join(HarnessDir(), 'pkb.py')] + argv
+  harness = HarnessDir()
+  command = [os.path.join(harness, 'pkb.py')] + argv
   logging.info('redis_price_performance: %s', ' '.join(
       shlex.quote(a) for a in command))
   # The harness runs in its own virtualenv: upstream's must not leak in.
@@ -683,7 +687,7 @@ def _RunHarness(argv: List[str], what: str,
     forwarder.Install()
   try:
     # pylint: disable-next=consider-using-with  (`with proc` below)
-    proc = subprocess.Popen(command, cwd=HarnessDir(), env=env,
+    proc = subprocess.Popen(command, cwd=harness, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             errors='replace', start_new_session=own_session)
@@ -694,9 +698,10 @@ def _RunHarness(argv: List[str], what: str,
     forwarder.Started(proc)
     try:
       relays = [threading.Thread(
-          target=_Relay, args=(proc.stdout, None, relay_stdout),
+          target=_Relay, args=(proc.stdout, None, relay_stdout, harness),
           name='harness-stdout', daemon=True),
-                threading.Thread(target=_Relay, args=(proc.stderr, kept),
+                threading.Thread(target=_Relay,
+                                 args=(proc.stderr, kept, True, harness),
                                  name='harness-stderr', daemon=True)]
       for relay in relays:
         relay.start()
@@ -705,7 +710,7 @@ def _RunHarness(argv: List[str], what: str,
         relay.join(timeout=KILL_WAIT_S)  # a left child may hold a pipe
     finally:
       forwarder.Restore()
-  last = ForUpstream(LastWords(kept, returncode))
+  last = ForUpstream(LastWords(kept, returncode), harness)
   run_uri, results_dir = (_ArgValue(argv, 'run_uri'),
                           _ArgValue(argv, 'results_dir'))
   teardown = (f'; delete what is left of its run with '

@@ -1081,6 +1081,33 @@ def test_a_command_the_harness_names_is_one_an_upstream_user_can_run(
 
 
 @pytest.mark.e2e
+def test_a_command_in_a_relayed_line_is_one_an_upstream_user_can_run(
+    upstream, tmp_path):
+  """The harness's lines relayed into upstream's log ('harness: pkb: 2
+  resource(s) ... delete them with ./pkb.py --run_stage=teardown ...')
+  were copied as they were, where only the plugin's closing line named the
+  harness's full path: in upstream's checkout ./pkb.py is upstream's. The
+  relay rewrites them as that line (ForUpstream)."""
+  left = ('pkb: 2 resource(s) of run ab1 are left (teardown is not among '
+          'its stages); delete them with ./pkb.py --run_stage=teardown '
+          '--run_uri=ab1 --results_dir=\'/srv/upstream run/results\'')
+  out, harness = _StandInSaid(
+      upstream, tmp_path, 1, left,
+      'pkb: refresh the prices with ./scripts/refresh_prices.py',
+      'Samples: ./results/ab1 (0 samples).')
+  relayed = [line for _, line in out['lines'] if line.startswith('harness: ')]
+  assert relayed == [
+      f'harness: pkb: 2 resource(s) of run ab1 are left (teardown is not '
+      f'among its stages); delete them with {harness}/pkb.py '
+      '--run_stage=teardown --run_uri=ab1 '
+      '--results_dir=\'/srv/upstream run/results\'',
+      f'harness: pkb: refresh the prices with '
+      f'{harness}/scripts/refresh_prices.py',
+      # Not a command: left as the harness wrote it.
+      'harness: Samples: ./results/ab1 (0 samples).'], relayed
+
+
+@pytest.mark.e2e
 @pytest.mark.parametrize('said, about_flags', [
     ('pkb: clients-0: 127.0.0.2 port 22 is in use by run xy9 (its ssh '
      'session); run xz8 (redis-server PID 77 works in its workspace '
