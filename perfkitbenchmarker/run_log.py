@@ -102,13 +102,38 @@ def _TeeStreams() -> None:
   sys.stderr = ConsoleTee(sys.stderr, 'stderr')
 
 
+class _Console(logging.StreamHandler):
+  """The console's log lines ('WARNING: ...'; INFO and up with
+  PKB_VERBOSE), on whatever sys.stderr is when each is written (the tee
+  into pkb.log, or the terminal)."""
+
+  def __init__(self):
+    super().__init__()
+    self.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
+                  logging.WARNING)
+    self.setFormatter(logging.Formatter('%(levelname)s: %(message)s'))
+
+  @property
+  def stream(self):
+    return sys.stderr
+
+  @stream.setter
+  def stream(self, value):
+    del value  # Always sys.stderr as it is then.
+
+
 def Capture() -> None:
-  """From the start of pkb: console lines are kept until pkb.log exists."""
+  """From the start of pkb: console lines are kept until pkb.log exists,
+  and a warning logged before SetUp has the console's form (logging's own
+  default said 'WARNING:root:...')."""
   _Untee()
   logger = _ConsoleLines()
   for h in list(logger.handlers):
     logger.removeHandler(h)
   logger.addHandler(_EarlyLines())
+  root = logging.getLogger()
+  if not root.handlers:
+    root.addHandler(_Console())
   _TeeStreams()
 
 
@@ -169,11 +194,7 @@ def SetUp(run_dir: Optional[str]) -> None:
   # botocore's DEBUG lines give each request's headers: the access key id,
   # the signature and a session's X-Amz-Security-Token. Its INFO and up.
   logging.getLogger(CREDENTIAL_LOGGER).setLevel(logging.INFO)
-  console = logging.StreamHandler(sys.stderr)
-  console.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
-                   logging.WARNING)
-  console.setFormatter(logging.Formatter('%(levelname)s: %(message)s'))
-  root.addHandler(console)
+  root.addHandler(_Console())
   if run_dir:
     path = os.path.join(run_dir, LOG_FILE)
     try:

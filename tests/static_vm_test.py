@@ -1112,3 +1112,19 @@ def test_a_login_whose_startup_files_hang_is_said_to_hang(
     assert 'startup files (~/.bashrc' in str(error.value)
     assert 'ended before' not in str(error.value)
   assert e2e_support.Workspaces(f'sv{PID}') == []
+
+
+@pytest.mark.e2e
+def test_a_key_of_upstreams_format_left_out_is_said_as_the_run_says(
+    tmp_path, keyfile):
+  """PKB's disk_specs in a machine's entry means nothing here and is left
+  out with a warning; logged before the run's log existed, it came out in
+  logging's own form, 'WARNING:root:...'."""
+  path = _Write(tmp_path, [dict(_Machine(keyfile), disk_specs=[]),
+                           _Machine(keyfile)])
+  proc, _ = e2e_support.Run(
+      ['--dry_run', f'--static_vm_file={path}',
+       '--local_priced_as=GCP:n2d-standard-2'], str(tmp_path / 'results'))
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stderr.splitlines()[0] == (
+      f'WARNING: {path}: ignoring disk_specs in entry 0'), proc.stderr
