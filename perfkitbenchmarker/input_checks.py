@@ -15,7 +15,7 @@ flags are checked by its CheckPrerequisites.
 import getpass
 import os
 import tempfile
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
@@ -314,6 +314,41 @@ def _RequirePrintable(flag: str, value: str, then: str) -> None:
         f'--{flag}{terminal_text.NotPrintable(value, then)}')
 
 
+class Given(NamedTuple):
+  """A flag set away from its default, as a refusal names it."""
+  name: str  # '--zone', or 'flags.zone' (a config's flags: section)
+  value: str  # as given (a repeated --zone's values joined by commas)
+  where: str  # '', or ' in the benchmark config'
+  drop: str  # what to drop: 'the flag', or 'it from the benchmark config'
+
+  def Text(self, value: Optional[str] = None) -> str:
+    """'--zone=a', 'flags.zone=a in the benchmark config' (`value` shown
+    instead of the given text, e.g. a number formatted)."""
+    return f'{self.name}={self.value if value is None else value}{self.where}'
+
+
+def GivenFlag(flag_values, flag: str) -> Optional[Given]:
+  """How `flag` got its value, None when it has its default: the one place
+  a refusal keyed on a flag's value learns whether and where it was set.
+
+  On the command line it is `present`; a config's `flags:` section (a
+  --benchmark_config_file, --config_override=<benchmark>.flags.<flag>=...,
+  a matrix cell's) sets the value only (configs.ApplyConfigFlags, as PKB),
+  so a check of `present` alone let `flags.zone` past the refusal of
+  --zone. Nothing else sets these flags (a config's vm_spec keys are read
+  by the spec, not as flags)."""
+  state = flag_values[flag]
+  value = state.value
+  if isinstance(value, list):  # --zone repeats, as upstream PKB's
+    value = ','.join(str(v) for v in value)
+  if state.present:
+    return Given(f'--{flag}', value, '', 'the flag')
+  if state.value == state.default or state.value in (None, '', []):
+    return None
+  return Given(f'flags.{flag}', value, ' in the benchmark config',
+               'it from the benchmark config')
+
+
 def _CheckWhere(flag_values, cloud: str) -> None:
   """Flags about where VMs run: refused where they cannot apply."""
   os_type = EffectiveOsType(flag_values, cloud)
@@ -328,13 +363,10 @@ def _CheckWhere(flag_values, cloud: str) -> None:
         ('zone', providers.ZONE_ON_THIS_MACHINE),
         ('machine_type', cores), ('client_machine_type', cores),
         ('os_type', 'Local runs on this machine\'s OS')):
-      if flag_values[flag].present and not (flag == 'os_type' and
-                                             recorded_only):
-        value = flag_values[flag].value
-        if isinstance(value, list):  # --zone repeats, as upstream PKB's
-          value = ','.join(value)
-        raise errors.UsageError(
-            providers.NotOnThisMachine(f'--{flag}', value, why))
+      given = GivenFlag(flag_values, flag)
+      if given and not (flag == 'os_type' and recorded_only):
+        raise errors.UsageError(providers.NotOnThisMachine(
+            given.name, given.value + given.where, why, drop=given.drop))
     return
   if not can.made_by_run:
     # Machines of a --static_vm_file: a type or zone flag named them in
@@ -347,16 +379,16 @@ def _CheckWhere(flag_values, cloud: str) -> None:
     for flag, instead in (
         ('machine_type', typed), ('client_machine_type', typed),
         ('zone', 'name a machine\'s zone with its zone key in the file')):
-      if flag_values[flag].present:
-        value = flag_values[flag].value
-        if isinstance(value, list):  # --zone repeats, as upstream PKB's
-          value = ','.join(value)
+      given = GivenFlag(flag_values, flag)
+      if given:
         raise errors.UsageError(
-            f'--{flag}={value}: existing machines (--static_vm_file) are '
-            f'the ones the file lists; {instead}, and drop the flag.')
-  if flag_values['local_server_cpu_quota'].present:
+            f'{given.Text()}: existing machines '
+            '(--static_vm_file) are the ones the file lists; '
+            f'{instead}, and drop {given.drop}.')
+  given = GivenFlag(flag_values, 'local_server_cpu_quota')
+  if given:
     raise errors.UsageError(
-        f'--local_server_cpu_quota={flag_values.local_server_cpu_quota:g}: '
-        'a CPU quota on this machine\'s cores holds Local servers only, and '
-        f'this run is on {cloud}; drop the flag.')
+        f'{given.Text(f"{flag_values.local_server_cpu_quota:g}")}: a CPU quota '
+        'on this machine\'s cores holds Local servers only, and this run is '
+        f'on {cloud}; drop {given.drop}.')
   providers.CheckOsType(cloud, os_type)

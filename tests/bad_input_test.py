@@ -212,6 +212,53 @@ _CASES = [
      lambda t: ['--cloud=GCP', '--zone=us-central1-a', '--zone=us-east1-b',
                 _StaticFile(t)],
      '--zone=us-central1-a,us-east1-b: existing machines'),
+    # The same flags from the config's flags: section, which sets their
+    # values without their being given (as PKB): the plan said '1 x static
+    # in us-central1-a', '1 x n2-standard-8 in the machines file' and, on
+    # Local, '1 x n2-standard-8 in this machine'.
+    ('config_zone_on_static',
+     lambda t: [_Override('flags.zone=us-central1-a'), _StaticFile(t)],
+     'flags.zone=us-central1-a in the benchmark config: existing machines '
+     '(--static_vm_file) are the ones the file lists; name a machine\'s '
+     'zone with its zone key in the file, and drop it from the benchmark '
+     'config.'),
+    ('config_machine_type_on_static',
+     lambda t: [_Override('flags.machine_type=n2-standard-8'),
+                _StaticFile(t)],
+     'flags.machine_type=n2-standard-8 in the benchmark config: existing '
+     'machines'),
+    ('config_file_client_machine_type_on_static',
+     lambda t: [_Config(t, 'redis_memtier:\n  flags:\n'
+                        '    client_machine_type: n2-standard-8\n'),
+                _StaticFile(t)],
+     'flags.client_machine_type=n2-standard-8 in the benchmark config: '
+     'existing machines'),
+    ('config_file_top_level_zone_on_static',
+     lambda t: [_Config(t, 'flags:\n  zone: us-east1-b\n'), _StaticFile(t)],
+     'flags.zone=us-east1-b in the benchmark config: existing machines'),
+    ('config_machine_type_on_local',
+     lambda t: [_Override('flags.machine_type=n2-standard-8')],
+     'flags.machine_type=n2-standard-8 in the benchmark config: Local VMs '
+     'are cores of this machine, priced by --local_priced_as; drop it from '
+     'the benchmark config or choose a --cloud.'),
+    ('config_client_machine_type_on_local',
+     lambda t: [_Override('flags.client_machine_type=n2-standard-8')],
+     'flags.client_machine_type=n2-standard-8 in the benchmark config: '
+     'Local VMs'),
+    # Refused by the spec before, as if the config's vm_spec named it
+    # ('vm_groups.servers.vm_spec.Local.zone=...').
+    ('config_zone_on_local',
+     lambda t: [_Override('flags.zone=us-central1-a')],
+     'flags.zone=us-central1-a in the benchmark config: Local runs on this '
+     'machine'),
+    ('config_os_type_on_local',
+     lambda t: [_Override('flags.os_type=ubuntu2204')],
+     'flags.os_type=ubuntu2204 in the benchmark config: Local runs on this '
+     'machine\'s OS'),
+    ('config_server_cpu_quota_off_local',
+     lambda t: ['--cloud=GCP', _Override('flags.local_server_cpu_quota=0.5')],
+     'flags.local_server_cpu_quota=0.5 in the benchmark config: a CPU quota '
+     'on this machine\'s cores holds Local servers only'),
     ('os_type_windows', lambda t: ['--os_type=windows'], '--os_type'),
     ('os_type_windows_gcp', lambda t: ['--cloud=GCP', '--os_type=windows'],
      '--os_type'),
