@@ -34,6 +34,9 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_processes
 
 MAX_WORKERS = 16
+# How many failures a ParallelError's line names; the rest are counted
+# ('and N more') and each is in pkb.log.
+SHOWN_FAILURES = 3
 # How long teardown waits for items a stopped caller left running (an API
 # call under way; a retry's pause ends at the stop: waits.Pause) before it
 # goes on.
@@ -52,17 +55,30 @@ class Outcome:
 
 
 class ParallelError(errors.VmUtil.ThreadException):
-  """Several items failed with errors.Error; one line naming each (upstream
-  PKB's errors.VmUtil.ThreadException)."""
+  """Several items failed with errors.Error; one line naming each, the
+  first SHOWN_FAILURES of them and how many more (upstream PKB's
+  errors.VmUtil.ThreadException)."""
 
   def __init__(self, failures: Sequence[Outcome],
                name: Optional[Callable[[Any], str]] = None):
     self.failures = tuple(failures)
-    parts = [f'{name(o.item)}: {o.error}' if name else str(o.error)
-             for o in self.failures]
-    super().__init__(
-        f'{len(parts)} failed: ' + '; '.join(parts) if len(parts) > 1
-        else parts[0])
+    # Every failure's line (pkb.log has them all).
+    self.lines = parts = [f'{name(o.item)}: {o.error}' if name else
+                          str(o.error) for o in self.failures]
+    if len(parts) == 1:
+      super().__init__(parts[0])
+      return
+    text = '; '.join(parts[:SHOWN_FAILURES])
+    if len(parts) > SHOWN_FAILURES:
+      text += (f'; and {len(parts) - SHOWN_FAILURES:,} more (every one is in '
+               'pkb.log)')
+    super().__init__(f'{len(parts)} failed: {text}')
+
+
+class ParallelUsageError(ParallelError, errors.UsageError):
+  """Several items failed, every one with bad input (errors.UsageError: each
+  static machine refusing its login key): a refusal, exit 2, as one of them
+  alone is; a ParallelError of them exited 1, as if the run had failed."""
 
 
 def RunInLanes(function: Callable[[Any], Any], items: Sequence[Any],
@@ -167,14 +183,20 @@ def RaiseFirst(outcomes: Sequence[Outcome],
 
   A single failure, or one that is not an errors.Error (a bug, whose
   traceback the driver logs), is re-raised as itself; this code base's
-  errors already name their VM or resource.
+  errors already name their VM or resource. Failures that are all bad
+  input (errors.UsageError) raise a ParallelUsageError: the driver's exit
+  2, as for one of them alone.
   """
   failures = [o for o in outcomes if o.error is not None]
   for o in failures:
     if len(failures) == 1 or not isinstance(o.error, errors.Error):
       raise o.error
   if failures:
-    raise ParallelError(failures, name) from failures[0].error
+    usage = all(isinstance(o.error, errors.UsageError) for o in failures)
+    error = (ParallelUsageError if usage else ParallelError)(failures, name)
+    if len(failures) > SHOWN_FAILURES:  # Its line names the first few.
+      logging.info('%d failed:\n%s', len(failures), '\n'.join(error.lines))
+    raise error from failures[0].error
   return [o.result for o in outcomes]
 
 

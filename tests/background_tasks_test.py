@@ -116,6 +116,32 @@ def test_names_prefix_each_failure_when_given():
         ['x', 'y'], name=str)
 
 
+def test_failures_that_are_all_bad_input_are_bad_input_in_one_bounded_line():
+  # Two static machines each refusing their login key (ssh_vm.KeyRefused,
+  # a UsageError: exit 2 alone) made a ParallelError, exit 1, as if the run
+  # had failed.
+  names = [f'servers-{i}' for i in range(5)]
+  with pytest.raises(errors.UsageError) as raised:
+    background_tasks.RunThreaded(
+        lambda n: (_ for _ in ()).throw(errors.UsageError(f'{n} refused')),
+        names)
+  assert isinstance(raised.value, background_tasks.ParallelError)
+  assert str(raised.value) == (
+      '5 failed: servers-0 refused; servers-1 refused; servers-2 refused; '
+      'and 2 more (every one is in pkb.log)')
+
+  # One failure that is not bad input keeps them a failure (exit 1).
+  def Work(item):
+    if item == 'a':
+      raise errors.UsageError('a refused')
+    raise errors.ProcessError(f'{item} failed')
+
+  with pytest.raises(background_tasks.ParallelError) as raised:
+    background_tasks.RunThreaded(Work, ['a', 'b'])
+  assert not isinstance(raised.value, errors.UsageError)
+  assert str(raised.value) == '2 failed: a refused; b failed'
+
+
 def test_nothing_to_do():
   assert background_tasks.RunThreaded(lambda i: i, []) == []
 

@@ -14,6 +14,7 @@ import types
 import pytest
 
 import pkb_forkserver
+from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import benchmark_spec as spec_lib
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import flags as pkb_flags_lib
@@ -24,6 +25,7 @@ from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import run_signals
+from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker.publishers import publisher
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -131,6 +133,28 @@ def test_a_bug_in_run_is_one_line_its_traceback_in_pkb_log(pkb_flags,
                          "'probes' (traceback in "), line
   with open(tmp_path / 'lines4' / 'pkb.log') as f:
     assert 'Traceback' in f.read()  # Kept for whoever debugs it.
+
+
+def test_machines_all_refusing_their_key_are_bad_input_in_one_line(
+    pkb_flags, tmp_path, capsys):
+  # Each refusal alone is exit 2 (ssh_vm.KeyRefused, a UsageError); two of
+  # them at once, combined by background_tasks, exited 1 as a failed run.
+  pkb_flags.cloud = 'Local'
+
+  def Refused(name):
+    raise ssh_vm.KeyRefused(
+        f'{name}: 10.0.0.5 port 22 refused user u with the key /k '
+        '(Permission denied (publickey), for 30 s); give keyfile_path ...')
+
+  code = _Run(tmp_path, 'lines6', lambda spec: background_tasks.RunThreaded(
+      Refused, ['servers-0', 'clients-0']), lambda spec: None)
+  err = capsys.readouterr().err
+  assert code == pkb.EXIT_USAGE, err
+  assert 'Traceback' not in err, err
+  line, = [l for l in err.splitlines() if 'refused user' in l]
+  assert line.startswith('pkb: lines_stub stopped: 2 failed: servers-0: '
+                         '10.0.0.5 port 22 refused user u'), line
+  assert '; clients-0: 10.0.0.5 port 22 refused user u' in line, line
 
 
 def test_the_deadline_is_said_before_cleanup_runs(pkb_flags, tmp_path,
