@@ -482,8 +482,11 @@ def ParseConfigValue(flag_values, name: Any, value: Any,
 def ApplyConfigFlags(config_flags: Mapping[str, Any], flag_values) -> None:
   """Sets flags from a config's `flags:` section unless given on the CLI.
 
-  As in PKB, a flag on the command line wins over the config's value; a
-  config's value does not count as given there (`present` stays 0).
+  As in PKB, a flag on the command line wins over the config's value.
+  Upstream's OverrideFlags parses the value (marking it present) and puts
+  the flag back after the benchmark; here the value is set and `present`
+  stays the command line's, so a refusal can say where a value came from:
+  whether a flag was given either way is flag_util.IsGiven.
   """
   if not isinstance(config_flags, Mapping):
     raise errors.ConfigError('The config\'s "flags" must be a mapping of '

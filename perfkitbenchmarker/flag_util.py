@@ -152,3 +152,15 @@ def DEFINE_yaml(name: str, default: Any, help: str,  # pylint: disable=redefined
   """A flag holding a YAML value; returns its FlagHolder."""
   return flags.DEFINE(YAMLParser(), name, default, help, flag_values,
                       _YAMLSerializer(), **kwargs)
+
+
+def IsGiven(flag_values, name: str) -> bool:
+  """Whether flag `name` was given a value: on the command line (`present`),
+  or by a config's `flags:` section, which sets the value only
+  (configs.ApplyConfigFlags), so one set away from its default (and not
+  empty). The one test of it: refusals (input_checks.GivenFlag) and the
+  options builders alike."""
+  state = flag_values[name]
+  if state.present:
+    return True
+  return not (state.value == state.default or state.value in (None, '', []))

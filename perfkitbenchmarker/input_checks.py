@@ -20,6 +20,7 @@ from typing import List, NamedTuple, Optional, Tuple
 from perfkitbenchmarker import benchmark_contract
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
+from perfkitbenchmarker import flag_util
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import run_log
 from perfkitbenchmarker import run_record
@@ -343,7 +344,7 @@ def GivenFlag(flag_values, flag: str) -> Optional[Given]:
     value = ','.join(str(v) for v in value)
   if state.present:
     return Given(f'--{flag}', value, '', 'the flag')
-  if state.value == state.default or state.value in (None, '', []):
+  if not flag_util.IsGiven(flag_values, flag):
     return None
   return Given(f'flags.{flag}', value, ' in the benchmark config',
                'it from the benchmark config')

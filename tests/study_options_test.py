@@ -8,6 +8,7 @@ before anything is created; a good one reaches the adaptive policy.
 from absl import flags
 import pytest
 
+from perfkitbenchmarker import configs
 from perfkitbenchmarker import errors
 from perfkitbenchmarker.study import options
 from perfkitbenchmarker.study import search_runner
@@ -38,6 +39,26 @@ def test_unset_on_cloud_vms_grows_to_the_clients_vcpus_as_its_help_says(
   assert search_runner.Policy(_Options(pkb_flags),
                               client_vcpus=32).max_threads is None
   assert 'unless --memtier_min_threads is given' in help_text
+
+
+def test_a_config_flags_min_threads_keeps_the_threads_fixed_too(pkb_flags):
+  """A benchmark config's `flags: {memtier_min_threads: 2}` sets the value
+  only (configs.ApplyConfigFlags): the search took it as not given and grew
+  the threads to the client VM's vCPUs, against the config."""
+  pkb_flags.cloud = 'GCP'
+  configs.ApplyConfigFlags({'memtier_min_threads': 2}, pkb_flags)
+  policy = search_runner.Policy(_Options(pkb_flags), client_vcpus=32)
+  assert (policy.threads, policy.max_threads) == (2, None)
+
+
+def test_pipelines_both_ways_are_refused_from_a_config_too(pkb_flags):
+  """--memtier_pipelines with a config's flags.memtier_pipeline: one list
+  silently won over the other."""
+  pkb_flags.memtier_pipelines = ['2', '4']
+  pkb_flags['memtier_pipelines'].present = 1
+  configs.ApplyConfigFlags({'memtier_pipeline': [8]}, pkb_flags)
+  with pytest.raises(errors.UsageError, match='both list pipelines'):
+    _Options(pkb_flags)
 
 
 def test_a_value_reaches_the_policy(pkb_flags):

@@ -10,6 +10,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_util
 from perfkitbenchmarker import latency_curve
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import providers
@@ -119,7 +120,7 @@ class SearchOptions:
                adaptive_threads_from_vcpus=(
                    providers.CapabilitiesOfRun(f).made_by_run and
                    f.memtier_adaptive_max_threads is None and
-                   not f['memtier_min_threads'].present),
+                   not flag_util.IsGiven(f, 'memtier_min_threads')),
                confirm_repeats=f.memtier_confirm_repeats,
                linear_confirm_repeats=f.memtier_linear_confirm_repeats,
                cap_margin=f.memtier_cap_margin, staircase=staircase,

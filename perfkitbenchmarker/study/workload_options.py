@@ -15,6 +15,7 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import flag_util
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import key_distribution
 from perfkitbenchmarker.load_generators import memtier_workload_flags as _  # pylint: disable=unused-import
@@ -74,7 +75,7 @@ class FixedLoadOptions:
   def FromFlags(cls, f) -> 'FixedLoadOptions':
     ratios = tuple(ParseRatio(r, 'memtier_ratios') for r in f.memtier_ratios)
     pipelines = _PositiveInts(f.memtier_pipelines, 'memtier_pipelines')
-    if pipelines and f['memtier_pipeline'].present:
+    if pipelines and flag_util.IsGiven(f, 'memtier_pipeline'):
       raise errors.UsageError(
           '--memtier_pipelines and --memtier_pipeline both list pipelines; '
           'give one of them (--memtier_pipeline takes a list too).')
