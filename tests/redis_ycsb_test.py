@@ -199,50 +199,35 @@ def _LiveShards(results, run_uri):
                 if r['kind'] == 'redis_process' and r['status'] == 'created')
 
 
-def test_a_later_stage_with_other_server_flags_is_refused(tmp_path):
+def _RefusedLater(results, run_uri, small, shards, flag, needle):
+  """A --run_stage=run with `flag` over the prepared run: refused in one
+  line naming `needle`, exit 2, no run-phase sample, the shards left
+  running and no cleanup."""
+  proc, _ = e2e.Run(['--run_stage=run', flag] + small, results,
+                    run_uri=run_uri)
+  assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+  stopped = [line for line in proc.stderr.splitlines()
+             if line.startswith('pkb: redis_ycsb stopped: ')]
+  assert len(stopped) == 1 and needle in stopped[0], proc.stderr
+  assert 'Traceback' not in proc.stderr
+  assert not [r for r in e2e.Samples(results, run_uri)
+              if e2e.Labels(r).get('ycsb_phase') == 'run']
+  assert _LiveShards(results, run_uri) == shards
+  assert 'cleanup' not in e2e.Record(results, run_uri)['stages_done']
+
+
+def test_a_later_stage_with_other_server_or_replica_flags_is_refused(
+    tmp_path):
   # redis_ycsb's --run_stage=run measured the shards prepare started but
   # its samples named the server its own flags describe (io-threads 2 on a
-  # server started without them), as redis_memtier's did before 6f5658b.
-  # The refusal is one line, exit 2, and leaves the shards running.
-  _RequireBuild()
-  results = str(tmp_path)
-  run_uri = e2e.NewRunUri()
-  small = ['--benchmarks=redis_ycsb', '--ycsb_record_count=300',
-           '--ycsb_operation_count=600', '--ycsb_max_threads=1',
-           '--ycsb_workloads=workloada', '--ycsb_latency_cap=200']
-  try:
-    proc, _ = e2e.Run(['--run_stage=provision,prepare'] + small, results,
-                      run_uri=run_uri)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    shards = _LiveShards(results, run_uri)
-    assert shards
-    proc, _ = e2e.Run(['--run_stage=run', '--redis_server_io_threads=2']
-                      + small, results, run_uri=run_uri)
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    stopped = [line for line in proc.stderr.splitlines()
-               if line.startswith('pkb: redis_ycsb stopped: ')]
-    assert len(stopped) == 1 and 'io-threads=2' in stopped[0], proc.stderr
-    assert 'Traceback' not in proc.stderr
-    assert not [r for r in e2e.Samples(results, run_uri)
-                if e2e.Labels(r).get('ycsb_phase') == 'run']
-    assert _LiveShards(results, run_uri) == shards
-    assert 'cleanup' not in e2e.Record(results, run_uri)['stages_done']
-  finally:
-    proc, _ = e2e.Run(['--run_stage=teardown'], results, run_uri=run_uri)
-  assert proc.returncode == 0, proc.stderr
-  assert e2e.LeftoverProcesses(results, run_uri) == []
-  assert _JavaLeftovers(run_uri) == []
-
-
-def test_a_later_stage_with_other_replica_flags_is_refused(tmp_path):
-  # redis_ycsb's --run_stage=run took its primaries from its own flags, as
-  # redis_memtier's did before CheckRestoredPrimaries: with
+  # server started without them), as redis_memtier's did before 6f5658b;
+  # and it took its primaries from its own flags: with
   # --redis_replicas_per_primary=1 added to a run prepared without it, YCSB
   # was given no primary (1 shard // 2) and every operation failed (exit
-  # 1). The refusal is one line, exit 2, and leaves the shards running.
+  # 1). Each refusal is one line, exit 2, and leaves the shards running.
   # Another --redis_total_num_processes measures the recorded shards, as
   # redis_memtier's does, and its samples name their count (they named
-  # the flag's 2 for the 1 shard measured).
+  # the flag's 2 for the 1 shard measured). One prepared run for all.
   _RequireBuild()
   results = str(tmp_path)
   run_uri = e2e.NewRunUri()
@@ -255,20 +240,12 @@ def test_a_later_stage_with_other_replica_flags_is_refused(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     shards = _LiveShards(results, run_uri)
     assert len(shards) == 1
-    proc, _ = e2e.Run(['--run_stage=run', '--redis_replicas_per_primary=1']
-                      + small, results, run_uri=run_uri)
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    stopped = [line for line in proc.stderr.splitlines()
-               if line.startswith('pkb: redis_ycsb stopped: ')]
-    assert len(stopped) == 1 and (
-        "1 shards are 1 primaries and 0 replicas, not the 0 primaries "
-        'these flags make of them; give the --redis_replicas_per_primary'
-        in stopped[0]), proc.stderr
-    assert 'Traceback' not in proc.stderr
-    assert not [r for r in e2e.Samples(results, run_uri)
-                if e2e.Labels(r).get('ycsb_phase') == 'run']
-    assert _LiveShards(results, run_uri) == shards
-    assert 'cleanup' not in e2e.Record(results, run_uri)['stages_done']
+    _RefusedLater(results, run_uri, small, shards,
+                  '--redis_server_io_threads=2', 'io-threads=2')
+    _RefusedLater(
+        results, run_uri, small, shards, '--redis_replicas_per_primary=1',
+        '1 shards are 1 primaries and 0 replicas, not the 0 primaries these '
+        'flags make of them; give the --redis_replicas_per_primary')
     proc, _ = e2e.Run(['--run_stage=run', '--redis_total_num_processes=2']
                       + small, results, run_uri=run_uri)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
