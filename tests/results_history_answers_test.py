@@ -437,3 +437,27 @@ def test_price_performance_bars_of_two_workloads_are_two_panels(tmp_path):
   one = charts.PricePerformanceBarsFigure(board[board['workload'] == p99])
   assert len(one.axes) == 1 and len(one.axes[0].patches) == 3
   assert one.axes[0].get_title(loc='left').startswith('Price-performance,')
+
+
+def test_one_version_with_a_comma_in_it_is_one_version(tmp_path):
+  """The notes said 'server versions 7.2.4 (custom, asan)' for a row whose
+  runs all ran that one server (and the same for a harness version): a
+  comma in the joined text was read as more than one version. The notes
+  now count the runs' distinct versions."""
+  server, harness = '7.2.4 (custom, asan)', '2.1.0+local,patched'
+  frame, _ = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0,
+           redis_server_version=server, harness_version=harness),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5,
+           redis_server_version=server, harness_version=harness),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10,
+           redis_server_version=server, harness_version=harness),
+      _Run('b2', 't2d-standard-16', 21000, 200, 15,
+           redis_server_version='8.2.3', harness_version=harness)])
+  board = leaderboard.Leaderboard(frame)
+  assert board['server_versions'].tolist() == [server, f'{server}, 8.2.3']
+  assert board['harness_versions'].tolist() == [harness, harness]
+  notes = {r['machine_type']: r['notes']
+           for r in report.LeaderboardCells(board)}
+  assert notes == {'n2d-standard-16': '',
+                   't2d-standard-16': f'server versions {server}, 8.2.3'}

@@ -14,7 +14,7 @@ history series both read `RunAnswers` and `Eligible`, so they agree.
 
 import dataclasses
 import math
-from typing import List, Sequence
+from typing import Iterable, List, Sequence, Tuple
 
 import pandas as pd
 
@@ -102,6 +102,14 @@ def _Versions(column: pd.Series) -> List[str]:
       return ''
     return str(int(value)) if float(value).is_integer() else repr(value)
   return [Text(v) for v in column]
+
+
+def DistinctVersions(versions: Iterable[str]) -> Tuple[str, ...]:
+  """The distinct versions of a row's runs (RunAnswers' `server_version` or
+  `harness_version`: '' where a run recorded none), sorted: more than one
+  means the row's figure averages runs of other versions. Counted, never
+  read back from joined text, since one version may hold a comma."""
+  return tuple(sorted({v for v in versions if v}))
 
 
 def _Verdict(row: pd.Series) -> verdict_lib.Verdict:

@@ -152,12 +152,10 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
 
 def _Notes(row) -> str:
   notes = ['client-bound'] if row['client_bound'] else []
-  versions = str(row.get('server_versions') or '')
-  if ',' in versions:  # Runs of other server versions averaged together.
-    notes.append(f'server versions {versions}')
-  harness = str(row.get('harness_versions') or '')
-  if ',' in harness:  # Runs of other harness versions averaged together.
-    notes.append(f'harness versions {harness}')
+  # Runs of other server (or harness) versions averaged together.
+  for words, versions in (row.get('distinct_versions') or {}).items():
+    if len(versions) > 1:
+      notes.append(f'{words} {", ".join(versions)}')
   return '; '.join(notes)
 
 
@@ -236,7 +234,7 @@ def LeaderboardJson(analysis: 'Analysis') -> List[Dict[str, Any]]:
     rows.append({
         'rank': i + 1, 'ranked': True,
         **{k: _Plain(row[k]) for k in board_lib.COLUMNS
-           if k not in ('run_answers', 'runs')},
+           if k not in ('run_answers', 'runs', 'distinct_versions')},
         'run_count': int(row['runs']), 'runs': row['run_answers']})
   for _, row in analysis.unranked.iterrows():
     rows.append({
