@@ -461,3 +461,26 @@ def test_one_version_with_a_comma_in_it_is_one_version(tmp_path):
            for r in report.LeaderboardCells(board)}
   assert notes == {'n2d-standard-16': '',
                    't2d-standard-16': f'server versions {server}, 8.2.3'}
+
+
+def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
+  """A run of an older harness records no harness_version (nor, older
+  still, redis_server_version): averaged with a labelled run, the row mixed
+  versions as far as anyone can tell, and said nothing. The missing one
+  now counts as the version 'unknown'; a row none of whose runs recorded
+  one still has no note."""
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='v1',
+           redis_server_version='7.0.15'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10),
+      _Run('b2', 't2d-standard-16', 21000, 200, 15)])
+  board = leaderboard.Leaderboard(frame)
+  assert board['server_versions'].tolist() == ['7.0.15, unknown', '']
+  assert board['harness_versions'].tolist() == ['v1, unknown', '']
+  notes = {r['machine_type']: r['notes']
+           for r in report.LeaderboardCells(board)}
+  assert notes == {
+      'n2d-standard-16': ('server versions 7.0.15, unknown; '
+                          'harness versions v1, unknown'),
+      't2d-standard-16': ''}

@@ -34,6 +34,8 @@ NO_INTERVAL = 'none'
 # The harness's version on every row it wrote (its git describe, or its
 # package's version).
 HARNESS_VERSION = publisher.HARNESS_VERSION_KEY
+# A run's version where it recorded none, beside runs that did.
+UNKNOWN_VERSION = 'unknown'
 # The run-level keys the verdict is read from (see verdict.OfMetadata).
 _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
                  verdict_lib.FLAGS_KEY, 'search_stop_reason',
@@ -108,8 +110,14 @@ def DistinctVersions(versions: Iterable[str]) -> Tuple[str, ...]:
   """The distinct versions of a row's runs (RunAnswers' `server_version` or
   `harness_version`: '' where a run recorded none), sorted: more than one
   means the row's figure averages runs of other versions. Counted, never
-  read back from joined text, since one version may hold a comma."""
-  return tuple(sorted({v for v in versions if v}))
+  read back from joined text, since one version may hold a comma. Runs that
+  recorded none beside runs that did (an older harness wrote no version)
+  are one more version, UNKNOWN_VERSION, last; none recorded: none."""
+  versions = list(versions)
+  named = sorted({v for v in versions if v})
+  if named and not all(versions):
+    named.append(UNKNOWN_VERSION)
+  return tuple(named)
 
 
 def _Verdict(row: pd.Series) -> verdict_lib.Verdict:
