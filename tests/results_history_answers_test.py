@@ -484,3 +484,29 @@ def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
       'n2d-standard-16': ('server versions 7.0.15, unknown; '
                           'harness versions v1, unknown'),
       't2d-standard-16': ''}
+
+
+def test_the_report_provenance_names_the_harness_versions(tmp_path):
+  """The HTML report's provenance listed the redis-server versions the
+  samples ran but not the harness versions, which decide how they were
+  measured and parsed: it lists them beside the server's ('?' where no run
+  recorded one), each as its text even where every version is digits (git
+  describe --always) and the loader typed the column as numbers."""
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='1234567',
+           redis_server_version='7.0.15'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5, harness_version='2345678',
+           redis_server_version='8.2.3'),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10)])
+  assert report.Provenance(frame)['harness_versions'] == ['1234567',
+                                                          '2345678']
+  compare = script_modules.Load(COMPARE, 'compare_provenance_harness')
+  page = tmp_path / 'report.html'
+  assert compare.Main(['compare', path, f'--report={page}']) == 0
+  assert ('<dd>redis-server 7.0.15, 8.2.3; harness 1234567, 2345678; '
+          'load generator ') in page.read_text()
+  frame, path = _Frame(tmp_path, [_Run('c1', 'n2d-standard-16', 22005, 300,
+                                       0)])
+  assert report.Provenance(frame)['harness_versions'] == []
+  assert compare.Main(['compare', path, f'--report={page}']) == 0
+  assert '<dd>redis-server ?; harness ?; load generator ' in page.read_text()

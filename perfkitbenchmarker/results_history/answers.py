@@ -92,7 +92,7 @@ def PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
   return out
 
 
-def _Versions(column: pd.Series) -> List[str]:
+def VersionTexts(column: pd.Series) -> List[str]:
   """Each row's version as text ('' where none is recorded); a column the
   loader typed as numbers (every version in it read as one, '1234567' from
   git describe --always) as the numbers' text."""
@@ -162,10 +162,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       'hold_index': _Numbers(capped, 'hold_probe_index'),
       # The server's version (a cell's runs may differ in it: a manual
       # --redis_server_version run beside the distro's).
-      'server_version': _Versions(_Col(capped, 'redis_server_version')),
+      'server_version': VersionTexts(_Col(capped, 'redis_server_version')),
       # The harness's (a cell's runs may differ in it: runs before and after
       # a fix of how the harness measures or parses).
-      'harness_version': _Versions(_Col(capped, HARNESS_VERSION)),
+      'harness_version': VersionTexts(_Col(capped, HARNESS_VERSION)),
       'timestamp': capped['timestamp'],
   })
   pp = PerRun(frame[frame['metric'] == PRICE_PERFORMANCE], {

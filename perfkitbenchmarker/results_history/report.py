@@ -38,7 +38,8 @@ PRICE_KEYS = ('servers_price_cloud', 'servers_price_region',
 GENERATOR_KEYS = ('load_generator', 'load_generator_version')
 # Metadata the page reads (compare loads only these, see HistoryKeys).
 METADATA_KEYS = PRICE_KEYS + GENERATOR_KEYS + (
-    'redis_server_version', 'price_basis', 'search_policy', 'latency_cap_ms')
+    'redis_server_version', answers_lib.HARNESS_VERSION, 'price_basis',
+    'search_policy', 'latency_cap_ms')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,6 +438,14 @@ def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
   return sorted({str(v) for v in frame[column].dropna()})
 
 
+def _UniqueVersions(frame: pd.DataFrame, column: str) -> List[str]:
+  """The versions in `column`, each as its text (answers.VersionTexts: a
+  column the loader typed as numbers, '1234567', not '1234567.0')."""
+  if column not in frame.columns:
+    return []
+  return sorted(set(answers_lib.VersionTexts(frame[column])) - {''})
+
+
 def _Rows(frame: pd.DataFrame, columns: Sequence[str], required: str
           ) -> List[Dict[str, Any]]:
   """Distinct `columns` of rows with `required`; a missing column is None
@@ -464,7 +473,9 @@ def Provenance(frame: pd.DataFrame) -> Dict[str, Any]:
       'runs': frame['run_uri'].nunique(),
       'run_uris': _Unique(frame, 'run_uri'),
       'command_lines': command_lines,
-      'redis_versions': _Unique(frame, 'redis_server_version'),
+      'redis_versions': _UniqueVersions(frame, 'redis_server_version'),
+      # The harness's: how the samples were measured and parsed.
+      'harness_versions': _UniqueVersions(frame, answers_lib.HARNESS_VERSION),
       'load_generators': sorted(generators),
       'prices': sorted(prices),
       'price_bases': _Unique(frame, 'price_basis'),
