@@ -79,8 +79,9 @@ def ApplyCommand(holder: str = '', root: str = '') -> str:
   tunes; prints `tuning_failed=<name>` for each refusal (`lease`: nothing
   was changed) and `tuning_shared=<holder>,...` when other tunings are in
   force (SharedWith), with `root` (where runs make their workspaces)
-  `tuning_workspace=<holder> <workspace>` for each workspace of their runs
-  there (Workspaces)."""
+  `tuning_unseen=<holder>,...` for those whose run has none there (Unseen)
+  and `tuning_workspace=<holder> <workspace>` for each workspace of the
+  others' runs (Workspaces)."""
   return shell_scripts.Command(SCRIPT, 'apply', holder, root)
 
 
@@ -106,15 +107,16 @@ def Deferred(text: str) -> List[str]:
   return _Listed(text, 'restore_deferred')
 
 
-def Unseen(text: str) -> List[str]:
-  """RestoreCommand's output: the holders of Deferred whose run has no
-  workspace on the machine (a run whose record is lost holds its place for
-  good: GiveBackCommand drops it)."""
-  return _Listed(text, 'restore_unseen')
+# The prefix of Unseen's and Workspaces' keys in each command's output.
+_VERB_KEYS = {'apply': 'tuning', 'restore': 'restore'}
 
 
-# The key of Workspaces' lines in each command's output.
-_WORKSPACE_KEYS = {'apply': 'tuning_workspace', 'restore': 'restore_workspace'}
+def Unseen(text: str, verb: str = 'restore') -> List[str]:
+  """RestoreCommand's output (`verb` 'apply': ApplyCommand's): the holders
+  of Deferred (of SharedWith) whose run has no workspace on the machine (a
+  run whose record is lost holds its place for good: GiveBackCommand drops
+  it)."""
+  return _Listed(text, f'{_VERB_KEYS[verb]}_unseen')
 
 
 def Workspaces(text: str, verb: str = 'restore') -> Dict[str, List[str]]:
@@ -126,7 +128,7 @@ def Workspaces(text: str, verb: str = 'restore') -> Dict[str, List[str]]:
   for line in (text or '').split('\n'):
     key, _, value = line.partition('=')
     holder, _, workspace = value.partition(' ')
-    if key == _WORKSPACE_KEYS[verb] and holder and workspace:
+    if key == f'{_VERB_KEYS[verb]}_workspace' and holder and workspace:
       found.setdefault(holder, []).append(workspace)
   return found
 
@@ -146,8 +148,8 @@ def Parse(text: str, applied: bool) -> Dict[str, str]:
       continue
     if key == 'tuning_failed':
       failed.append(value.strip())
-    elif key in ('tuning_shared', 'tuning_workspace'):
-      continue  # Said by the VM (SharedWith, Workspaces), not a setting.
+    elif key in ('tuning_shared', 'tuning_unseen', 'tuning_workspace'):
+      continue  # Said by the VM (SharedWith, Unseen, Workspaces).
     else:
       values[key.strip()] = value.strip() or 'unknown'
   values['system_tuning'] = 'applied' if applied else 'off'

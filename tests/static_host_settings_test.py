@@ -20,6 +20,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import errors
+from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import ssh_vm
@@ -471,6 +472,53 @@ def test_a_run_that_tunes_beside_others_names_their_teardowns(
     assert not {'tuning_shared', 'tuning_workspace'} & set(b.tuning), b.tuning
     for held in settings:
       held.Delete()
+    assert _InForce() == machine
+  finally:
+    for vm in (a, b, c):
+      vm.Delete()
+
+
+@pytest.mark.e2e
+@_ROOT
+def test_a_run_that_tunes_beside_a_lost_run_says_how_to_give_its_place_up(
+    sshd, machine, caplog):  # pylint: disable=redefined-outer-name
+  """Run A tuned the machine and lost its workspace (and record: no
+  teardown ran); C tuned it and is not torn down; B's tuning finds both in
+  force. Before: B's prepare told the user to run A's teardown where it
+  was started, which cannot run, while B's teardown gave the command that
+  gives A's place up. Now B's prepare says of A what its teardown says,
+  and C's advice is as before."""
+  a_uri, b_uri, c_uri = (f'{x}{os.getpid()}' for x in 'abc')
+  a, b, c = (_LentVm(sshd, uri) for uri in (a_uri, b_uri, c_uri))
+  try:
+    a.ApplySystemTuning(True)
+    c_settings = _Tuned(c)
+    a.CleanUpScratch()  # A's workspace gone: a run ended, record lost.
+    caplog.clear()
+    b_settings = _Tuned(b)
+    said = [r.getMessage() for r in caplog.records
+            if r.getMessage().startswith('System tuning on servers-0')]
+    lost = (f'{a_uri}/servers-0, whose run has no workspace there '
+            f'({record_checks.REMOTE_SCRATCH_ROOT}/pkb-{a_uri}.*): nothing '
+            'of it runs there. If no teardown of that run can run (its run '
+            'record lost), give its place up: '
+            f'ssh -p {sshd.port} -i {sshd.user_key} {sshd.user}@{sshd.host} '
+            f'sudo bash -s restore {a_uri}/servers-0 '
+            '< perfkitbenchmarker/scripts/system_tuning.sh')
+    assert said == [
+        f'System tuning on servers-0 shares the settings with {lost}',
+        f'System tuning on servers-0: the tuning of {c_uri}/servers-0 is in '
+        f'force there too (<run_uri>/<vm>: running, or not torn down: run '
+        f'{c_uri} where it was started (its results directory is not known '
+        'here)); the settings go back as they were before the first when '
+        'the last is torn down.'], said
+    # The same words as B's teardown says of A.
+    b_settings.Delete()
+    assert f'Settings on servers-0 stay tuned for {lost}' in [
+        r.getMessage() for r in caplog.records], caplog.text
+    assert 'tuning_unseen' not in b.tuning, b.tuning
+    c_settings.Delete()
+    _Script(system_tuning.RestoreCommand(f'{a_uri}/servers-0'))  # As said.
     assert _InForce() == machine
   finally:
     for vm in (a, b, c):

@@ -9,9 +9,10 @@
 #                              each refused (tuning_failed=lease: nothing
 #                              set) and tuning_shared=HOLDER,... when other
 #                              holders' tunings are in force, with ROOT
-#                              (as restore's) tuning_workspace=HOLDER
-#                              WORKSPACE for each of their workspaces there
-#                              (at most 8 each)
+#                              (as restore's) tuning_unseen=HOLDER,... for
+#                              those whose run has no workspace there and
+#                              tuning_workspace=HOLDER WORKSPACE for each
+#                              of the others' workspaces (at most 8 each)
 #   system_tuning.sh read      NAME=VALUE of every setting in force
 #   system_tuning.sh snapshot  NAME=VALUE of every setting restore can write
 #                              back, limits_file=present|absent, and, while
@@ -117,20 +118,14 @@ workspaces() {
 # hold HOLDER [ROOT]: HOLDER's place in the lease; the first holder writes
 # the settings in force (as the lender left them) before its line.
 hold() {
-  local others holder
-  local -a all
+  local others
   [[ $1 =~ ^[A-Za-z0-9_./-]+$ ]] && lock_lease 2>/dev/null || return 1
   if ! grep -q '^holder=' "$lease"; then
     snapshot > "$lease" || return 1
   fi
   others=$(holders "$1")
   [ -z "$others" ] || echo "tuning_shared=$others"
-  if [ -n "$others" ] && [ -n "$2" ]; then
-    IFS=, read -r -a all <<< "$others"
-    for holder in "${all[@]}"; do
-      workspaces tuning_workspace "$2" "$holder" || :
-    done
-  fi
+  [ -z "$others" ] || [ -z "$2" ] || unseen tuning "$2" "$others"
   grep -qxF -- "holder=$1" "$lease" || echo "holder=$1" >> "$lease"
 }
 
@@ -177,20 +172,20 @@ put_back() {
   done
 }
 
-# unseen ROOT HOLDER,...: restore_unseen= the holders whose run has no
+# unseen VERB ROOT HOLDER,...: VERB_unseen= the holders whose run has no
 # workspace under ROOT (any user's: a name there is enough to leave it be),
-# and a restore_workspace=HOLDER WORKSPACE line for each workspace of the
+# and a VERB_workspace=HOLDER WORKSPACE line for each workspace of the
 # others (the first 8: a run has one; the runner checks each against the
-# record it finds).
+# record it finds). VERB: tuning (apply's) or restore.
 unseen() {
   local holder
   local -a found=() all
-  IFS=, read -r -a all <<< "$2"
+  IFS=, read -r -a all <<< "$3"
   for holder in "${all[@]}"; do
-    workspaces restore_workspace "$1" "$holder" || found+=("$holder")
+    workspaces "$1_workspace" "$2" "$holder" || found+=("$holder")
   done
   local IFS=,
-  [ "${#found[@]}" -eq 0 ] || echo "restore_unseen=${found[*]}"
+  [ "${#found[@]}" -eq 0 ] || echo "$1_unseen=${found[*]}"
 }
 
 restore() {
@@ -216,7 +211,7 @@ restore() {
   others=$(holders "")
   if [ -n "$others" ]; then
     echo "restore_deferred=$others"
-    [ -z "$2" ] || unseen "$2" "$others"
+    [ -z "$2" ] || unseen restore "$2" "$others"
     return
   fi
   mapfile -t old < <(grep -v '^holder=' "$lease")

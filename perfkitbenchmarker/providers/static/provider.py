@@ -392,8 +392,16 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
   def SayTuningShared(self, applied: str) -> None:
     """Names the other runs whose tunings are in force here too (the
     tuning's tuning_shared line), with each one's teardown (TeardownOf, by
-    its workspaces here: the tuning's tuning_workspace lines)."""
-    shared = system_tuning.SharedWith(applied)
+    its workspaces here: the tuning's tuning_workspace lines), and each
+    holder whose run has no workspace here (tuning_unseen: no teardown may
+    ever come) with how to give its place up (LostHolder), as teardown
+    does (HostSettings)."""
+    unseen = system_tuning.Unseen(applied, 'apply')
+    shared = [h for h in system_tuning.SharedWith(applied) if h not in unseen]
+    for lost in unseen:
+      logging.warning(terminal_text.Printable(
+          f'System tuning on {self.name} shares the settings with '
+          + self.LostHolder(lost)))
     if shared:
       logging.warning(terminal_text.Printable(
           f'System tuning on {self.name}: the tuning of {", ".join(shared)} '
@@ -402,6 +410,20 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
               shared, system_tuning.Workspaces(applied, 'apply')))
           + '); the settings go back as they were before the first when '
           'the last is torn down.'))
+
+  def LostHolder(self, lost: str) -> str:
+    """`lost` (a holder of the machine's lease whose run has no workspace
+    here: system_tuning.Unseen), what that means and the command that
+    gives its place up, for tuning's and teardown's warnings alike."""
+    ssh = shlex.join(['ssh', '-p', str(self.port), '-i', self.keyfile,
+                      f'{self.user}@{self.ip_address}'])
+    # A run whose record is gone can never be torn down, so without this
+    # the machine stayed tuned, with a warning at every tuning and teardown.
+    return (f'{lost}, whose run has no workspace there '
+            f'({record_checks.REMOTE_SCRATCH_ROOT}/pkb-{lost.split("/")[0]}'
+            '.*): nothing of it runs there. If no teardown of that run can '
+            'run (its run record lost), give its place up: '
+            + system_tuning.GiveBackCommand(lost, ssh))
 
   def RecordHostSettings(self) -> str:
     """The machine is lent: the settings in force go into the run record
@@ -481,16 +503,9 @@ class HostSettings(resource.BaseResource):
     unseen = system_tuning.Unseen(out)
     deferred = [h for h in system_tuning.Deferred(out) if h not in unseen]
     for lost in unseen:
-      ssh = shlex.join(['ssh', '-p', str(self.vm.port), '-i', self.vm.keyfile,
-                        f'{self.vm.user}@{self.vm.ip_address}'])
-      # A run whose record is gone can never be torn down, so without this
-      # the machine stayed tuned, with this warning at every teardown.
       logging.warning(terminal_text.Printable(
-          f'Settings on {self.vm.name} stay tuned for {lost}, whose run has '
-          f'no workspace there ({root}/pkb-{lost.split("/")[0]}.*): nothing '
-          'of it runs there. If no teardown of that run can run (its run '
-          'record lost), give its place up: '
-          + system_tuning.GiveBackCommand(lost, ssh)))
+          f'Settings on {self.vm.name} stay tuned for '
+          + self.vm.LostHolder(lost)))
     if deferred:
       runs = _HolderRuns(deferred, system_tuning.Workspaces(out))
       logging.warning(terminal_text.Printable(
