@@ -36,7 +36,7 @@ import tenacity
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_processes
-from perfkitbenchmarker.terminal_text import Printable  # pylint: disable=unused-import
+from perfkitbenchmarker.terminal_text import Printable
 
 _SECRETS: set = set()
 _SECRETS_LOCK = threading.Lock()
@@ -97,8 +97,18 @@ def InstallSecretFilter() -> None:
 
 
 def Tail(text: str, lines: int = 5) -> str:
-  kept = [l for l in (text or '').strip().splitlines() if l.strip()]
-  return Mask(' | '.join(kept[-lines:]))
+  """The last `lines` lines of `text` (a command's output) that are not
+  blank, on one line (' | ' between them) for an error or a warning:
+  secrets masked, then every control or unprintable character escaped
+  (Printable), so none acts on the terminal the line is printed on (a lone
+  \r rewrote the line before it), whether or not the caller escapes it
+  too. Lines end at line breaks only, \n and \r\n: str.splitlines also
+  ends one at \r, \x1c-\x1e, \x85, \u2028 and \u2029, so a program's
+  bytes and ssh_command.sh's \x1e markers made lines of their own."""
+  kept = [l[:-1] if l.endswith('\r') else l
+          for l in (text or '').split('\n')]
+  kept = [l for l in kept if l.strip()]
+  return Printable(Mask(' | '.join(kept[-lines:])))
 
 
 def RunLocal(command: str, cwd: Optional[str] = None,

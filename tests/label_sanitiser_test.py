@@ -15,6 +15,7 @@ import re
 
 from perfkitbenchmarker import recompute
 from perfkitbenchmarker import terminal_text
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.results_history import compare_cli
 from perfkitbenchmarker.results_history import loader
 
@@ -59,6 +60,26 @@ def test_each_medium_shows_the_text_as_written():
   # invisible zero-width spaces.
   assert _Rendered(markdown).startswith(LINKS)
   assert terminal_text.HtmlText('a\nb\x1b') == 'a\nb\\x1b'
+
+
+def test_a_commands_output_in_one_line_keeps_its_lines_and_plays_nothing():
+  """vm_util.Tail, the last lines of a command's output in an error or a
+  warning (logged to the console as it is). Before: str.splitlines ended
+  a line at ssh_command.sh's \\x1e markers, a lone \\r, \\x85 and
+  \\u2028 too, so the markers and a program's bytes were lines of their
+  own, and the kept text reached the terminal raw (an ESC sequence set its
+  title, a \\r rewrote the line). Now lines end at \\n and \\r\\n
+  only, and every control shows as its escape."""
+  output = ('\x1epkb-started\x1eWarning: x\r\nprogress 10%\rprogress 100%'
+            '\n\x1b]0;pwned\x07done\u2028more\x85end\n\n')
+  assert vm_util.Tail(output, 3) == (
+      '\\x1epkb-started\\x1eWarning: x | progress 10%\\rprogress 100% | '
+      '\\x1b]0;pwned\\x07done\\u2028more\\x85end')
+  assert vm_util.Tail(output, 1) == (
+      '\\x1b]0;pwned\\x07done\\u2028more\\x85end')
+  # Escaped once: what prints it escapes nothing twice.
+  assert terminal_text.Printable(vm_util.Tail(output)) == vm_util.Tail(output)
+  assert vm_util.Tail(' \r\n\n') == '' and vm_util.Tail(None) == ''
 
 
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(
