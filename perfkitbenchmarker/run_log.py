@@ -26,6 +26,7 @@ from typing import Optional
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record
 from perfkitbenchmarker import run_scope
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 
 LOG_FILE = 'pkb.log'
@@ -102,6 +103,14 @@ def _TeeStreams() -> None:
   sys.stderr = ConsoleTee(sys.stderr, 'stderr')
 
 
+class _ConsoleFormatter(logging.Formatter):
+  """'LEVEL: message', its controls shown as text (a warning may quote what
+  a machine or a file said), its line breaks and tabs kept."""
+
+  def format(self, record: logging.LogRecord) -> str:
+    return terminal_text.PrintableLines(super().format(record))
+
+
 class _Console(logging.StreamHandler):
   """The console's log lines ('WARNING: ...'; INFO and up with
   PKB_VERBOSE), on whatever sys.stderr is when each is written (the tee
@@ -111,7 +120,7 @@ class _Console(logging.StreamHandler):
     super().__init__()
     self.setLevel(logging.INFO if os.environ.get('PKB_VERBOSE') else
                   logging.WARNING)
-    self.setFormatter(logging.Formatter('%(levelname)s: %(message)s'))
+    self.setFormatter(_ConsoleFormatter('%(levelname)s: %(message)s'))
 
   @property
   def stream(self):

@@ -55,6 +55,24 @@ def test_a_logged_warning_reads_as_every_other_warning_line(tmp_path,
   assert err == 'WARNING: System tuning on vm-0 failed\n'
 
 
+def test_a_warning_quoting_a_machine_plays_nothing_on_the_terminal(
+    tmp_path, capsys):
+  """A warning quoting what a machine said (a remote error's text, a name)
+  reached the terminal raw: an escape sequence in it set the title or
+  cleared the screen. The console shows controls as text, line breaks and
+  tabs kept (a traceback before pkb.log exists still reads)."""
+  run_log.Capture()
+  try:
+    run_log.SetUp(str(tmp_path / 'run'))
+    logging.getLogger('some.module').warning(
+        'System tuning on %s failed: %s', 'vm-0', 'no\x1b]0;owned\x07 way')
+  finally:
+    run_log.TearDown()
+  _, err = capsys.readouterr()
+  assert err == ('WARNING: System tuning on vm-0 failed: no\\x1b]0;owned'
+                 '\\x07 way\n'), err
+
+
 def test_aws_request_headers_never_reach_the_log(tmp_path):
   # An AWS run with a session's credentials (SSO, an assumed role) wrote
   # botocore's DEBUG 'Sending http request: ... X-Amz-Security-Token' and
