@@ -27,7 +27,7 @@ import itertools
 import logging
 import time
 from typing import (Any, Callable, Collection, Dict, Hashable, List,
-                    Optional, TypeVar)
+                    Optional, Tuple, Type, TypeVar)
 
 import tenacity
 
@@ -71,12 +71,12 @@ class _Stopped(Exception):
 
 
 class GaveUp(Exception):
-  """Retried ended without an answer: `last`, the last RetryableError (None
-  when the run was stopped before the first attempt); `stopped`, whether
-  the run was stopped since it began; `before_attempt`, whether it ended
-  at an attempt the stop kept from starting."""
+  """Retried ended without an answer: `last`, the last error it retried
+  (None when the run was stopped before the first attempt); `stopped`,
+  whether the run was stopped since it began; `before_attempt`, whether it
+  ended at an attempt the stop kept from starting."""
 
-  def __init__(self, last: Optional[RetryableError], stopped: bool,
+  def __init__(self, last: Optional[Exception], stopped: bool,
                before_attempt: bool):
     super().__init__(str(last))
     self.last = last
@@ -87,40 +87,50 @@ class GaveUp(Exception):
 T = TypeVar('T')
 
 
-def Retried(call: Callable[[], T], attempts: int,
-            sleep: Callable[[float], None],
-            warn: Callable[[Exception, float], None]) -> T:
-  """call() until it does not raise RetryableError, at most `attempts`
-  times, pausing 1, 2, 4 ... 30 s between them (warn(error, pause) before
-  each); raises GaveUp. None is started once the run is stopped (a signal,
-  the deadline) since this call, and the pause before an attempt ends at
-  the stop (waits.Pause on `sleep`, the caller's): a thread in it is no
-  straggler that teardown waits out, while teardown's own calls, which
-  begin after the run's stop, still retry and pause. The one retry loop of
-  cloud calls: a resource's create and delete (BaseResource._Retry) and
-  the providers' reads."""
+def Retried(call: Callable[[], T], sleep: Callable[[float], None],
+            warn: Callable[[Exception, float], None], *,
+            attempts: Optional[int] = None,
+            until: Optional[tenacity.stop.stop_base] = None,
+            wait: Optional[Callable[[tenacity.RetryCallState], float]] = None,
+            retry_on: Tuple[Type[Exception], ...] = (RetryableError,)) -> T:
+  """call() until it raises none of `retry_on`, at most `attempts` times
+  and/or until `until` (a waits.PastDeadline: a budget), pausing as `wait`
+  says (default 1, 2, 4 ... 30 s; warn(error, pause) before each); raises
+  GaveUp. None is started once the run is stopped (a signal, the deadline)
+  since this call, and the pause before an attempt ends at the stop
+  (waits.Pause on `sleep`, the caller's): a thread in it is no straggler
+  that teardown waits out, while teardown's own calls, which begin after
+  the run's stop, still retry and pause. The one retry loop of cloud
+  calls: a resource's create and delete (BaseResource._Retry), a GCP
+  delete's budget (compute_api) and the providers' reads."""
+  if attempts is None and until is None:
+    raise ValueError('Retried needs a bound: attempts or until')
   stopped = waits.RunStopped()
-  last: List[RetryableError] = []
+  stop = stopped
+  if attempts is not None:
+    stop = tenacity.stop_after_attempt(attempts) | stop
+  if until is not None:
+    stop = until | stop
+  last: List[Exception] = []
 
   def Attempt() -> T:
     if stopped():  # It came during the pause before this attempt.
       raise _Stopped()
     try:
       return call()
-    except RetryableError as e:
+    except retry_on as e:
       last[:] = [e]
       raise
 
   try:
     return tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(RetryableError),
-        stop=tenacity.stop_after_attempt(attempts) | stopped,
-        wait=tenacity.wait_exponential(max=30),
+        retry=tenacity.retry_if_exception_type(retry_on), stop=stop,
+        wait=wait or tenacity.wait_exponential(max=30),
         sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
         before_sleep=lambda state: warn(state.outcome.exception(),
                                         state.next_action.sleep),
         reraise=True)(Attempt)
-  except RetryableError:
+  except retry_on:
     raise GaveUp(last[0], stopped(), False) from None
   except _Stopped:
     raise GaveUp(last[0] if last else None, True, True) from None
@@ -137,7 +147,7 @@ def RetriedRead(what: str, read: Callable[[], T], attempts: int,
     logging.warning('%s (retrying in %.0fs)', error, pause)
 
   try:
-    return Retried(read, attempts, sleep, Warn)
+    return Retried(read, sleep, Warn, attempts=attempts)
   except GaveUp as e:
     error = e.last or what
     if e.stopped:
@@ -217,7 +227,7 @@ class BaseResource(abc.ABC):
                       self.KIND, self.name, error, pause)
 
     try:
-      Retried(operation, retries, self._sleep, Warn)
+      Retried(operation, self._sleep, Warn, attempts=retries)
     except GaveUp as e:
       if e.before_attempt:
         raise errors.ResourceError(

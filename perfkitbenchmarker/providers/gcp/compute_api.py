@@ -112,8 +112,7 @@ import importlib.util
 import logging
 import re
 import time
-from typing import (Annotated, Any, Callable, Dict, List, Optional, Tuple,
-                    Type)
+from typing import Annotated, Any, Callable, Dict, Optional, Tuple, Type
 import urllib.parse
 import uuid
 
@@ -374,10 +373,6 @@ def Call(what: str, function: Callable[..., Any], *args, timeout: float,
     raise error(f'{what}: {_Message(e)}') from None
 
 
-class _Stopped(Exception):
-  """The run was stopped before a delete's next send (its budget loop)."""
-
-
 def Read(what: str, function: Callable[..., Any], *args, timeout: float,
          sleep: Callable[[float], None] = time.sleep,
          passthrough: Tuple[Type[Exception], ...] = (),
@@ -630,21 +625,15 @@ class GceResource(resource.BaseResource):
     what = f'Deleting {self.KIND} {self.name}'
     # Teardown's: a stop since the delete began ends it (the run's own stop
     # came before teardown).
-    stopped = waits.RunStopped()
     deadline = self._clock() + DELETE_BUDGET_S
-    last: List[Exception] = []
     transient = [0]  # Transient errors so far: their pauses grow.
 
-    def Attempt() -> None:
-      if stopped():  # It came during the pause before this attempt.
-        raise _Stopped()
+    def Send() -> None:
       try:
         self._Operate(what, 'delete_unary', api_exceptions.NotFound,
                       'RESOURCE_NOT_FOUND', **{self.PARAM: self.name})
-      except (NotReadyError, resource.RetryableError) as e:
-        last[:] = [e]
-        if not isinstance(e, NotReadyError):
-          transient[0] += 1
+      except resource.RetryableError:
+        transient[0] += 1
         raise
 
     def Pause(state: tenacity.RetryCallState) -> float:
@@ -655,22 +644,19 @@ class GceResource(resource.BaseResource):
       # The last send goes out at the budget's end, not a pause after it.
       return max(0.0, min(pause, deadline - self._clock()))
 
-    def Warn(state: tenacity.RetryCallState) -> None:
-      logging.warning('%s (trying again in %.0fs)', state.outcome.exception(),
-                      state.next_action.sleep)
+    def Warn(error: Exception, pause: float) -> None:
+      logging.warning('%s (trying again in %.0fs)', error, pause)
 
+    # Teardown's: a stop since the delete began ends it (the run's own stop
+    # came before teardown).
     try:
-      tenacity.Retrying(
-          retry=tenacity.retry_if_exception_type(
-              (NotReadyError, resource.RetryableError)),
-          stop=waits.PastDeadline(self._clock, deadline,
-                                  inclusive=True) | stopped,
-          wait=Pause,
-          sleep=lambda seconds: waits.Pause(seconds, self._sleep, stopped),
-          before_sleep=Warn, reraise=True)(Attempt)
-    except (NotReadyError, resource.RetryableError, _Stopped):
-      refused = last[0] if last else what  # A stop as it began: no try.
-      if stopped():
+      resource.Retried(
+          Send, self._sleep, Warn,
+          until=waits.PastDeadline(self._clock, deadline, inclusive=True),
+          wait=Pause, retry_on=(NotReadyError, resource.RetryableError))
+    except resource.GaveUp as e:
+      refused = e.last or what  # A stop as it began: no try.
+      if e.stopped:
         raise errors.ResourceError(
             f'{refused}; not tried again, the run being stopped: run '
             f'`{self.TeardownCommand()}` to delete it') from None
