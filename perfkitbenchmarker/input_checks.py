@@ -334,9 +334,9 @@ def GivenFlag(flag_values, flag: str) -> Optional[Given]:
 
   On the command line it is `present`; a config's `flags:` section (a
   --benchmark_config_file, --config_override=<benchmark>.flags.<flag>=...,
-  a matrix cell's) sets the value only (configs.ApplyConfigFlags, as PKB),
-  so a check of `present` alone let `flags.zone` past the refusal of
-  --zone. Nothing else sets these flags (a config's vm_spec keys are read
+  a matrix cell's) sets the value only (configs.ApplyConfigFlags; upstream
+  marks it present), so a check of `present` alone let `flags.zone` past
+  the refusal of --zone (flag_util.IsGiven). Nothing else sets these flags (a config's vm_spec keys are read
   by the spec, not as flags)."""
   state = flag_values[flag]
   value = state.value

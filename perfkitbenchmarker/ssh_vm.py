@@ -673,9 +673,8 @@ class SshVirtualMachine(virtual_machine.BaseVirtualMachine):
         raise SshError(f'{self.name}: stopped while waiting for SSH at '
                        f'{self._Target()} port {self.port}.')
       if remote_shell.Started(err):
-        # What the command said: its stderr without the markers (Tail's
-        # splitlines splits at their \x1e), the PATH entries left out and
-        # what the login printed before them.
+        # What the command said: its stderr without the markers, the PATH
+        # entries left out and what the login printed before them.
         said = vm_util.Tail(remote_shell.CleanStderr(err), 2) or 'no output'
         raise SshError(f'{self.name}: SSH works but the shell failed '
                        f'(exit {rc}): {said}; the VM needs bash and '

@@ -129,6 +129,13 @@ def InstallAll(engine: engine_base.ServerEngine, servers: Sequence,
       lambda vm: ChooseGenerator(vm, opts.generator)))
 
 
+def ShardsPerVm(count: int, servers: Sequence,
+                server: options_lib.ServerOptions) -> int:
+  """The shards per server VM among `count` started by `server`'s flags,
+  replicas not counted (what the samples name)."""
+  return count // len(servers) // (1 + server.replicas_per_primary)
+
+
 def Primaries(count: int, server: options_lib.ServerOptions) -> int:
   """The primaries among `count` shards started by `server`'s flags."""
   if server.replicas_per_primary:
@@ -244,8 +251,7 @@ def _Deployment(spec, opts, engine, processes, generators,
   return Deployment(
       engine=engine.NAME, engine_version=engine.Version(servers[0]),
       cluster_mode=opts.server.cluster_mode,
-      shards_per_vm=len(processes) // len(servers) // (
-          1 + opts.server.replicas_per_primary),
+      shards_per_vm=ShardsPerVm(len(processes), servers, opts.server),
       primaries=Primaries(len(processes), opts.server),
       processes=tuple(processes), generators=tuple(generators),
       password=password, engine_settings=tuple(engine.Settings().items()),

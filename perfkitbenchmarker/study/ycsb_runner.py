@@ -137,12 +137,13 @@ def _Connected(spec, opts, engine, processes, password,
   _WriteConnection(clients, processes, password, opts)
   settings = sorted((str(k), str(v)) for k, v in engine.Settings().items())
   servers = spec.vm_groups['servers']
-  replicas = opts.server.replicas_per_primary
   return YcsbDeployment(engine.NAME, engine.Version(servers[0]),
                         opts.server.cluster_mode, tuple(processes), clients,
-                        tuple(installs), password, tuple(settings), replicas,
+                        tuple(installs), password, tuple(settings),
+                        opts.server.replicas_per_primary,
                         deployment_lib.Primaries(len(processes), opts.server),
-                        len(processes) // len(servers) // (1 + replicas))
+                        deployment_lib.ShardsPerVm(len(processes), servers,
+                                                   opts.server))
 
 
 def SetMetadata(spec, dep: YcsbDeployment,
