@@ -754,8 +754,8 @@ def _TearDownFirst(argv: List[str], name: str) -> None:
   signal upstream has no handler for ends upstream (`EndsUpstream`): its
   Cleanup would never run, and the run's shards, workspaces and claims on
   upstream's VMs (a static machine's, kept) stayed. Bounded as any harness
-  run; a signal during it is passed on (cutting it short), then ends
-  upstream."""
+  run; a signal during it is passed on to it (one before its handlers are
+  set ends it: its line names the teardown command), then ends upstream."""
   logging.warning('redis_price_performance: %s ends upstream without its '
                   'Cleanup; the harness\'s cleanup and teardown of its run '
                   'run first.', name)
@@ -985,7 +985,6 @@ def SamplesFromRows(lines, path: str, official: bool = False
           'harness never writes; refused rather than publishing either '
           'value (the file was edited or damaged).') from None
     except (ValueError, RecursionError):
-      row = None
       problem = 'is not JSON'
     else:
       problem = _RowProblem(row)
