@@ -258,6 +258,19 @@ def _LentVm(sshd, run_uri,  # pylint: disable=redefined-outer-name
   return vm
 
 
+def _RunsABC(sshd, runs):  # pylint: disable=redefined-outer-name
+  """Runs A and B with records under `runs` (A's lists its VM's scratch
+  directory in its workspace, as a run records it), and C with none: the
+  machine's servers-0 of each."""
+  a_uri, b_uri, c_uri = (f'{x}{os.getpid()}' for x in 'abc')
+  a = _LentVm(sshd, a_uri, record=run_record.RunRecord.Create(
+      str(runs / a_uri), a_uri))
+  a.record.AddResource(a.KIND, a.name, **a.RecordData())
+  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
+      str(runs / b_uri), b_uri))
+  return a, b, _LentVm(sshd, c_uri)
+
+
 def _Tuned(vm):
   """Tunes as a run's prepare does; returns the run's HostSettings."""
   vm.ApplySystemTuning(True)
@@ -397,14 +410,8 @@ def test_a_run_whose_tuning_stays_is_named_with_its_teardown(
   C, whose record is nowhere this runner looks, is said to be torn down
   where it was started."""
   runs = tmp_path / 'runs'
-  a_uri, b_uri, c_uri = (f'{x}{os.getpid()}' for x in 'abc')
-  a = _LentVm(sshd, a_uri, record=run_record.RunRecord.Create(
-      str(runs / a_uri), a_uri))
-  # What A's run records of its VM: the scratch directory in its workspace.
-  a.record.AddResource(a.KIND, a.name, **a.RecordData())
-  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
-      str(runs / b_uri), b_uri))
-  c = _LentVm(sshd, c_uri)
+  a, b, c = _RunsABC(sshd, runs)
+  a_uri, c_uri = a.run_uri, c.run_uri
   try:
     a.ApplySystemTuning(True)
     c_settings = _Tuned(c)
@@ -446,14 +453,8 @@ def test_a_run_that_tunes_beside_others_names_their_teardowns(
   nowhere this runner looks, is torn down where it was started: the same
   advice B's teardown gives."""
   runs = tmp_path / 'runs'
-  a_uri, b_uri, c_uri = (f'{x}{os.getpid()}' for x in 'abc')
-  a = _LentVm(sshd, a_uri, record=run_record.RunRecord.Create(
-      str(runs / a_uri), a_uri))
-  # What A's run records of its VM: the scratch directory in its workspace.
-  a.record.AddResource(a.KIND, a.name, **a.RecordData())
-  b = _LentVm(sshd, b_uri, record=run_record.RunRecord.Create(
-      str(runs / b_uri), b_uri))
-  c = _LentVm(sshd, c_uri)
+  a, b, c = _RunsABC(sshd, runs)
+  a_uri, c_uri = a.run_uri, c.run_uri
   try:
     settings = [_Tuned(a), _Tuned(c)]
     caplog.clear()
