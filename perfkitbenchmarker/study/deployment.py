@@ -263,15 +263,11 @@ def RecordedShards(spec, engine: engine_base.ServerEngine
   """The run's live shards from its record, and the password they share,
   read back from a shard's config file (never from the record) and
   registered for masking."""
-  processes = [resource.FromRecord(e, spec.record)
-               for e in spec.record.Resources()
-               if e['kind'] == engine.PROCESS_KIND and
-               e['status'] == 'created']
-  if not processes:
-    others = sorted({engines.NameOfKind(e['kind'])
-                     for e in spec.record.Resources()
-                     if e['kind'] in engines.ShardKinds() and
-                     e['status'] == 'created'} - {None})
+  kinds = {entry['kind'] for entry in spec.record.Resources()
+           if entry['status'] == 'created'}
+  if engine.PROCESS_KIND not in kinds:
+    others = sorted({engines.NameOfKind(k) for k in kinds
+                     if k in engines.ShardKinds()} - {None})
     if others:
       raise errors.RestoreRefusal(
           f'Run {spec.run_uri} was prepared with '
@@ -281,6 +277,10 @@ def RecordedShards(spec, engine: engine_base.ServerEngine
     raise errors.RestoreRefusal(
         f'Run {spec.run_uri} has no running shards; run --run_stage=prepare '
         'first.')
+  processes = [resource.FromRecord(e, spec.record)
+               for e in spec.record.Resources()
+               if e['kind'] == engine.PROCESS_KIND and
+               e['status'] == 'created']
   password = engine.ReadPassword(processes[0])
   redis_shard.RegisterPassword(password)
   for p in processes:
