@@ -12,6 +12,7 @@ import os
 from google.auth import credentials as auth_credentials
 import pytest
 
+from perfkitbenchmarker import sample
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker.publishers import bigquery_options
 from perfkitbenchmarker.results_history import compare_cli
@@ -135,3 +136,19 @@ def test_a_resumed_run_in_one_table_keeps_every_invocations_samples(
   frame, said, page, _ = _Compare(fake, tmp_path, capsys)
   assert len(frame) == 2 * len(lines) and said == []
   assert 'id="load-notes"' not in page
+
+
+def test_versions_of_digits_come_back_from_the_table_as_recorded(
+    fake, tmp_path, capsys):
+  """A run whose harness and server versions are all digits ('0123456' of
+  git describe --always, '007'), published and read back: the page said
+  'redis-server 7; harness 123456' (the loader typed them as numbers)."""
+  lines = []
+  for line in _Lines():
+    labels = dict(sample.ParseLabels(line['labels']),
+                  harness_version='0123456', redis_server_version='007')
+    lines.append(dict(line, labels=sample.FormatLabels(labels)))
+  _Publish(fake, tmp_path, lines, 'published.json')
+  frame, _, page, _ = _Compare(fake, tmp_path, capsys)
+  assert set(frame['harness_version']) == {'0123456'}
+  assert '<dd>redis-server 007; harness 0123456; load generator ' in page

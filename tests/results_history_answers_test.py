@@ -463,6 +463,41 @@ def test_one_version_with_a_comma_in_it_is_one_version(tmp_path):
                    't2d-standard-16': f'server versions {server}, 8.2.3'}
 
 
+def test_versions_are_shown_as_recorded_though_all_digits(tmp_path):
+  """The loader typed a column of versions that were all digits as numbers:
+  git describe --always's '0123456' was shown as 123456, '1e45678' (hex
+  digits too) overflowed to "not recorded", the servers '7.0' and '7' were
+  one version 7 (no note of the mix) and a load generator's '2.10' was 2.1.
+  Versions are kept as the text recorded."""
+  memtier = dict(load_generator='memtier_benchmark')
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='0123456',
+           redis_server_version='7.0', load_generator_version='007',
+           **memtier),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5, harness_version='0098765',
+           redis_server_version='7', load_generator_version='2.10',
+           **memtier),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10, harness_version='1e45678',
+           redis_server_version='7.10')])
+  notes = {r['machine_type']: r['notes'] for r in report.LeaderboardCells(
+      leaderboard.Leaderboard(frame))}
+  assert notes == {
+      'n2d-standard-16': 'server versions 7, 7.0; harness versions 0098765, '
+                         '0123456',
+      't2d-standard-16': ''}
+  provenance = report.Provenance(frame)
+  assert provenance['harness_versions'] == ['0098765', '0123456', '1e45678']
+  assert provenance['redis_versions'] == ['7', '7.0', '7.10']
+  assert provenance['load_generators'] == ['memtier_benchmark 007',
+                                           'memtier_benchmark 2.10']
+  compare = script_modules.Load(COMPARE, 'compare_digit_versions')
+  page = tmp_path / 'report.html'
+  assert compare.Main(['compare', path, f'--report={page}']) == 0
+  assert ('<dd>redis-server 7, 7.0, 7.10; harness 0098765, 0123456, 1e45678;'
+          ' load generator memtier_benchmark 007, memtier_benchmark 2.10;'
+          ) in page.read_text()
+
+
 def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
   """A run of an older harness records no harness_version (nor, older
   still, redis_server_version): averaged with a labelled run, the row mixed

@@ -374,6 +374,42 @@ def test_bigquery_rows_go_through_the_same_typing(frame):
                                  from_file['p99_latency_ms'])
 
 
+def test_versions_stay_the_text_recorded_in_every_form(tmp_path):
+  """Versions in collapsed labels, in a metadata object and in a table's
+  rows, each column of them all digits: read as numbers, '0123456' was
+  123456, '007' 7 and '1e45678' not recorded (too large for a float)."""
+  versions = {'04066aa3': ('0123456', '007'), METADATA_FORM_RUN: (
+      '0098765', '7.0'), '40b2bc68': ('1e45678', '7.10')}
+
+  def Versioned(run_uri):
+    lines = _Lines(run_uri)
+    harness, server = versions[run_uri]
+    for line in lines:
+      metadata = line.get('metadata')
+      if metadata is None:
+        metadata = sample.ParseLabels(line['labels'])
+      metadata.update(harness_version=harness, redis_server_version=server)
+      if 'metadata' in line:
+        line['metadata'] = metadata
+      else:
+        line['labels'] = sample.FormatLabels(metadata)
+    return lines
+
+  paths = []
+  for run_uri in ('04066aa3', METADATA_FORM_RUN):
+    paths.append(str(tmp_path / f'{run_uri}.json'))
+    with open(paths[-1], 'w') as f:
+      f.writelines(json.dumps(line) + '\n' for line in Versioned(run_uri))
+  table_rows = _TableRows(Versioned('40b2bc68'))
+  frame = loader.Load(paths, bigquery_table='p.d.t', bq_client=object(),
+                      read_rows=lambda table, client: table_rows)
+  read = {run_uri: (tuple(rows['harness_version'].unique()),
+                    tuple(rows['redis_server_version'].unique()))
+          for run_uri, rows in frame.groupby('run_uri')}
+  assert read == {run_uri: ((harness,), (server,))
+                  for run_uri, (harness, server) in versions.items()}
+
+
 def test_bigquery_rows_are_typed_as_they_come(monkeypatch):
   """The table's rows went into a list of dicts, every metadata key of every
   row, before the first was typed: 100,000 samples peaked at 1.1 GB where

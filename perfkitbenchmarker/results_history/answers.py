@@ -93,17 +93,9 @@ def PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
 
 
 def VersionTexts(column: pd.Series) -> List[str]:
-  """Each row's version as text ('' where none is recorded); a column the
-  loader typed as numbers (every version in it read as one, '1234567' from
-  git describe --always) as the numbers' text."""
-  def Text(value) -> str:
-    if isinstance(value, str):
-      return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-        not math.isfinite(value)):
-      return ''
-    return str(int(value)) if float(value).is_integer() else repr(value)
-  return [Text(v) for v in column]
+  """Each row's version as recorded, text (typed_frame.TEXT_KEYS); '' where
+  none is."""
+  return [v if isinstance(v, str) else '' for v in column]
 
 
 def DistinctVersions(versions: Iterable[str]) -> Tuple[str, ...]:

@@ -439,8 +439,7 @@ def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
 
 
 def _UniqueVersions(frame: pd.DataFrame, column: str) -> List[str]:
-  """The versions in `column`, each as its text (answers.VersionTexts: a
-  column the loader typed as numbers, '1234567', not '1234567.0')."""
+  """The versions recorded in `column` (answers.VersionTexts)."""
   if column not in frame.columns:
     return []
   return sorted(set(answers_lib.VersionTexts(frame[column])) - {''})

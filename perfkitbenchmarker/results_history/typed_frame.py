@@ -5,7 +5,8 @@ rows the chunk is typed and stored by column (numbers 8 bytes, repeated
 text one shared string), and `Frame` joins the columns one at a time,
 freeing each chunk's part: a history never exists as one dict per sample.
 A column is typed as a whole (booleans, numbers with non-finite ones "not
-recorded", else text); one typed differently in two chunks becomes text.
+recorded", else text), versions never (TEXT_KEYS); one typed differently in
+two chunks becomes text.
 A run read from two sources is kept from one of them, or refused when the
 copies disagree, and a sample one source holds twice under new sample ids
 (a table a run was published to twice) is kept once (`OneCopyPerRun`):
@@ -27,6 +28,12 @@ SOURCE_COLUMN = 'source'
 COMMAND_LINE_COLUMN = 'command_line'
 CHUNK_ROWS = 20000
 _OURS = frozenset(FIXED_FIELDS) | {SOURCE_COLUMN, COMMAND_LINE_COLUMN}
+# Metadata kept as the text recorded, never typed: a version is text though
+# every one is digits, and read as a number git describe --always's
+# '0123456' was 123456, '1e45678' too large for a float (not recorded),
+# '7.10' 7.1 and the servers '7.0' and '7' one version.
+TEXT_KEYS = frozenset(('redis_server_version', 'load_generator_version',
+                       publisher.HARNESS_VERSION_KEY))
 
 
 class BadValue(Exception):
@@ -362,7 +369,7 @@ class FrameBuilder:
     for name in chunk.columns:
       if name in ('value', 'timestamp'):
         column = pd.to_numeric(chunk[name], errors='coerce')
-      elif name in _OURS:
+      elif name in _OURS or name in TEXT_KEYS:
         column = chunk[name]
       else:
         column = TypeColumn(chunk[name])
