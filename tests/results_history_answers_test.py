@@ -9,6 +9,7 @@ right kind of interval and noise call, agree with the history series, leave
 out unconfirmed runs unless asked, and come out of compare.py --json.
 """
 
+import html
 import itertools
 import json
 import os
@@ -127,7 +128,8 @@ def test_a_figure_over_runs_of_two_server_versions_says_so(tmp_path):
       _Run('b2', 't2d-standard-16', 21000, 200, 15,
            redis_server_version='7.0.15')])
   board = leaderboard.Leaderboard(frame)
-  assert board['server_versions'].tolist() == ['7.0.15, 8.2.3', '7.0.15']
+  assert board['server_versions'].tolist() == [['7.0.15', '8.2.3'],
+                                               ['7.0.15']]
   notes = {r['machine_type']: r['notes']
            for r in report.LeaderboardCells(board)}
   assert notes == {'n2d-standard-16': 'server versions 7.0.15, 8.2.3',
@@ -149,7 +151,7 @@ def test_a_figure_over_runs_of_two_harness_versions_says_so(tmp_path,
       _Run('b1', 't2d-standard-16', 20000, 200, 10, harness_version=new),
       _Run('b2', 't2d-standard-16', 21000, 200, 15, harness_version=new)])
   board = leaderboard.Leaderboard(frame)
-  assert board['harness_versions'].tolist() == [f'{old}, {new}', new]
+  assert board['harness_versions'].tolist() == [[old, new], [new]]
   notes = {r['machine_type']: r['notes']
            for r in report.LeaderboardCells(board)}
   assert notes == {
@@ -169,8 +171,8 @@ def test_a_figure_over_runs_of_two_harness_versions_says_so(tmp_path,
   assert f'<span class="tag">server versions 7.0.15, 8.2.3; {note}</span>' in (
       out['html'].read_text())
   rows = {r['machine_type']: r for r in json.loads(out['json'].read_text())}
-  assert rows['n2d-standard-16']['harness_versions'] == f'{old}, {new}'
-  assert rows['t2d-standard-16']['harness_versions'] == new
+  assert rows['n2d-standard-16']['harness_versions'] == [old, new]
+  assert rows['t2d-standard-16']['harness_versions'] == [new]
 
 
 def test_runs_that_differ_more_than_their_repeats_interval_across_runs(
@@ -455,12 +457,12 @@ def test_one_version_with_a_comma_in_it_is_one_version(tmp_path):
       _Run('b2', 't2d-standard-16', 21000, 200, 15,
            redis_server_version='8.2.3', harness_version=harness)])
   board = leaderboard.Leaderboard(frame)
-  assert board['server_versions'].tolist() == [server, f'{server}, 8.2.3']
-  assert board['harness_versions'].tolist() == [harness, harness]
+  assert board['server_versions'].tolist() == [[server], [server, '8.2.3']]
+  assert board['harness_versions'].tolist() == [[harness], [harness]]
   notes = {r['machine_type']: r['notes']
            for r in report.LeaderboardCells(board)}
   assert notes == {'n2d-standard-16': '',
-                   't2d-standard-16': f'server versions {server}, 8.2.3'}
+                   't2d-standard-16': f'server versions "{server}", 8.2.3'}
 
 
 def test_versions_are_shown_as_recorded_though_all_digits(tmp_path):
@@ -498,6 +500,45 @@ def test_versions_are_shown_as_recorded_though_all_digits(tmp_path):
           ) in page.read_text()
 
 
+def test_versions_holding_commas_read_one_way(tmp_path, capsys):
+  """compare's JSON gave a row's versions as one comma-joined string, and
+  its notes and provenance joined them the same way: runs of
+  '7.2.4 (custom, asan)' and '8.2.3', and runs of '7.2.4 (custom' and
+  'asan), 8.2.3', both read '7.2.4 (custom, asan), 8.2.3'. The JSON now
+  gives a list; the words quote a version holding a comma."""
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0,
+           redis_server_version='7.2.4 (custom, asan)', harness_version='v1'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5,
+           redis_server_version='8.2.3', harness_version='v1'),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10,
+           redis_server_version='7.2.4 (custom', harness_version='v1'),
+      _Run('b2', 't2d-standard-16', 21000, 200, 15,
+           redis_server_version='asan), 8.2.3', harness_version='v1')])
+  compare = script_modules.Load(COMPARE, 'compare_comma_versions')
+  out = {k: tmp_path / f'board.{k}' for k in ('json', 'md', 'html')}
+  assert compare.Main(['compare', path, f'--json={out["json"]}',
+                       f'--markdown={out["md"]}',
+                       f'--report={out["html"]}']) == 0
+  rows = {r['machine_type']: r for r in json.loads(out['json'].read_text())}
+  assert rows['n2d-standard-16']['server_versions'] == [
+      '7.2.4 (custom, asan)', '8.2.3']
+  assert rows['t2d-standard-16']['server_versions'] == [
+      '7.2.4 (custom', 'asan), 8.2.3']
+  assert rows['t2d-standard-16']['harness_versions'] == ['v1']
+  notes = {
+      'n2d-standard-16': 'server versions "7.2.4 (custom, asan)", 8.2.3',
+      't2d-standard-16': 'server versions 7.2.4 (custom, "asan), 8.2.3"'}
+  printed = capsys.readouterr().out
+  for machine, note in notes.items():
+    row = [line for line in printed.splitlines() if machine in line]
+    assert len(row) == 1 and row[0].rstrip().endswith(note)
+    assert report.EscapeMarkdown(note) in out['md'].read_text()
+  page = html.unescape(out['html'].read_text())
+  assert ('<dd>redis-server 7.2.4 (custom, "7.2.4 (custom, asan)", 8.2.3, '
+          '"asan), 8.2.3"; harness v1; ') in page
+
+
 def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
   """A run of an older harness records no harness_version (nor, older
   still, redis_server_version): averaged with a labelled run, the row mixed
@@ -511,8 +552,8 @@ def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
       _Run('b1', 't2d-standard-16', 20000, 200, 10),
       _Run('b2', 't2d-standard-16', 21000, 200, 15)])
   board = leaderboard.Leaderboard(frame)
-  assert board['server_versions'].tolist() == ['7.0.15, unknown', '']
-  assert board['harness_versions'].tolist() == ['v1, unknown', '']
+  assert board['server_versions'].tolist() == [['7.0.15', 'unknown'], []]
+  assert board['harness_versions'].tolist() == [['v1', 'unknown'], []]
   notes = {r['machine_type']: r['notes']
            for r in report.LeaderboardCells(board)}
   assert notes == {

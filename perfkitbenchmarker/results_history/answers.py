@@ -13,6 +13,7 @@ history series both read `RunAnswers` and `Eligible`, so they agree.
 """
 
 import dataclasses
+import json
 import math
 from typing import Iterable, List, Sequence, Tuple
 
@@ -110,6 +111,15 @@ def DistinctVersions(versions: Iterable[str]) -> Tuple[str, ...]:
   if named and not all(versions):
     named.append(UNKNOWN_VERSION)
   return tuple(named)
+
+
+def VersionText(version: str) -> str:
+  """A version as a list of them for people shows it (', '-joined): one
+  holding a comma or a double quote in JSON's quotes, so the list reads one
+  way ('"7.2.4 (custom, asan)", 8.2.3')."""
+  if ',' in version or '"' in version:
+    return json.dumps(version, ensure_ascii=False)
+  return version
 
 
 def _Verdict(row: pd.Series) -> verdict_lib.Verdict:

@@ -31,15 +31,14 @@ COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'runs',
            'price_performance', 'price_performance_ci95', 'ratio_to_best',
            'ratio_ci_low', 'ratio_ci_high', 'verdict', 'answer_verdict',
            'limit', 'hold', 'client_bound', 'server_versions',
-           'harness_versions', 'distinct_versions',
-           'price_basis', 'pricing_model',
+           'harness_versions', 'price_basis', 'pricing_model',
            'price_source', 'price_date', 'night', 'cell', 'run_answers')
 # The versions a row's runs ran: (board column, RunAnswers column, the
-# notes' words). The board column joins them (', '); `distinct_versions`
-# has them by words, and more than one is a note: the row's figure
-# averages runs of other server versions (an upgrade is a step in one
-# series), or of other harness versions (before and after a fix of how it
-# measures or parses).
+# notes' words). The board column lists them (answers.DistinctVersions, a
+# list in the JSON too: one version may hold a comma), and more than one is
+# a note: the row's figure averages runs of other server versions (an
+# upgrade is a step in one series), or of other harness versions (before
+# and after a fix of how it measures or parses).
 VERSIONS = (('server_versions', 'server_version', 'server versions'),
             ('harness_versions', 'harness_version', 'harness versions'))
 UNRANKED_COLUMNS = ('machine_type', 'engine', 'topology', 'workload', 'cell',
@@ -98,8 +97,6 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
     pp_ci = runs['price_performance'] * runs['ops_ci95'] / runs['capped_ops']
     pp = answers_lib.CellFigure(runs['price_performance'], pp_ci)
     info = info_by_cell.loc[cell]
-    versions = {words: answers_lib.DistinctVersions(runs[run_column])
-                for _, run_column, words in VERSIONS}
     rows.append({
         **{c: info[c] for c in cells.CELL_COLUMNS}, 'runs': len(runs),
         'capped_ops': ops.value,
@@ -113,9 +110,8 @@ def Leaderboard(frame: pd.DataFrame, night: Optional[str] = None,
         'hold': answers_lib.HoldSummary(runs),
         'client_bound': bool(runs['verdict_flags'].str.contains(
             'client_bound').any()),
-        **{column: ', '.join(versions[words])
-           for column, _, words in VERSIONS},
-        'distinct_versions': versions,
+        **{column: list(answers_lib.DistinctVersions(runs[run_column]))
+           for column, run_column, _ in VERSIONS},
         'price_basis': info.get('price_basis'),
         'pricing_model': cells.PricingModel(info),
         'price_source': info.get('servers_price_source'),

@@ -154,9 +154,10 @@ def LeaderboardCells(board: pd.DataFrame) -> List[Dict[str, str]]:
 def _Notes(row) -> str:
   notes = ['client-bound'] if row['client_bound'] else []
   # Runs of other server (or harness) versions averaged together.
-  for words, versions in (row.get('distinct_versions') or {}).items():
-    if len(versions) > 1:
-      notes.append(f'{words} {", ".join(versions)}')
+  for column, _, words in board_lib.VERSIONS:
+    if len(row[column]) > 1:
+      notes.append(f'{words} '
+                   + ', '.join(map(answers_lib.VersionText, row[column])))
   return '; '.join(notes)
 
 
@@ -235,7 +236,7 @@ def LeaderboardJson(analysis: 'Analysis') -> List[Dict[str, Any]]:
     rows.append({
         'rank': i + 1, 'ranked': True,
         **{k: _Plain(row[k]) for k in board_lib.COLUMNS
-           if k not in ('run_answers', 'runs', 'distinct_versions')},
+           if k not in ('run_answers', 'runs')},
         'run_count': int(row['runs']), 'runs': row['run_answers']})
   for _, row in analysis.unranked.iterrows():
     rows.append({
@@ -439,10 +440,12 @@ def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
 
 
 def _UniqueVersions(frame: pd.DataFrame, column: str) -> List[str]:
-  """The versions recorded in `column` (answers.VersionTexts)."""
+  """The versions recorded in `column` (answers.VersionTexts), each as a
+  list of them shows it (answers.VersionText)."""
   if column not in frame.columns:
     return []
-  return sorted(set(answers_lib.VersionTexts(frame[column])) - {''})
+  return [answers_lib.VersionText(v) for v in sorted(
+      set(answers_lib.VersionTexts(frame[column])) - {''})]
 
 
 def _Rows(frame: pd.DataFrame, columns: Sequence[str], required: str
