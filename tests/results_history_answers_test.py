@@ -543,8 +543,8 @@ def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
   """A run of an older harness records no harness_version (nor, older
   still, redis_server_version): averaged with a labelled run, the row mixed
   versions as far as anyone can tell, and said nothing. The missing one
-  now counts as the version 'unknown'; a row none of whose runs recorded
-  one still has no note."""
+  now counts as one more version, 'not recorded'; a row none of whose runs
+  recorded one still has no note."""
   frame, path = _Frame(tmp_path, [
       _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='v1',
            redis_server_version='7.0.15'),
@@ -552,14 +552,41 @@ def test_runs_with_and_without_a_version_are_mixed_versions(tmp_path):
       _Run('b1', 't2d-standard-16', 20000, 200, 10),
       _Run('b2', 't2d-standard-16', 21000, 200, 15)])
   board = leaderboard.Leaderboard(frame)
-  assert board['server_versions'].tolist() == [['7.0.15', 'unknown'], []]
-  assert board['harness_versions'].tolist() == [['v1', 'unknown'], []]
+  assert board['server_versions'].tolist() == [['7.0.15', None], []]
+  assert board['harness_versions'].tolist() == [['v1', None], []]
   notes = {r['machine_type']: r['notes']
            for r in report.LeaderboardCells(board)}
   assert notes == {
-      'n2d-standard-16': ('server versions 7.0.15, unknown; '
-                          'harness versions v1, unknown'),
+      'n2d-standard-16': ('server versions 7.0.15, not recorded; '
+                          'harness versions v1, not recorded'),
       't2d-standard-16': ''}
+
+
+def test_a_version_recorded_as_unknown_is_not_one_not_recorded(tmp_path):
+  """A harness that cannot tell its own version records 'unknown'
+  (version.py), and the notes called a run that recorded none 'unknown'
+  too: runs of 'unknown' and of no version read 'harness versions unknown,
+  unknown'. A run that recorded none is now 'not recorded' (null in the
+  JSON), and a version recorded as those words is quoted."""
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='unknown',
+           redis_server_version='not recorded'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5),
+      _Run('b1', 't2d-standard-16', 20000, 200, 10, harness_version='v1'),
+      _Run('b2', 't2d-standard-16', 21000, 200, 15)])
+  notes = {r['machine_type']: r['notes'] for r in report.LeaderboardCells(
+      leaderboard.Leaderboard(frame))}
+  assert notes == {
+      'n2d-standard-16': ('server versions "not recorded", not recorded; '
+                          'harness versions unknown, not recorded'),
+      't2d-standard-16': 'harness versions v1, not recorded'}
+  compare = script_modules.Load(COMPARE, 'compare_unknown_versions')
+  out = tmp_path / 'board.json'
+  assert compare.Main(['compare', path, f'--json={out}']) == 0
+  rows = {r['machine_type']: r for r in json.loads(out.read_text())}
+  assert rows['n2d-standard-16']['harness_versions'] == ['unknown', None]
+  assert rows['t2d-standard-16']['harness_versions'] == ['v1', None]
+  assert rows['t2d-standard-16']['server_versions'] == []
 
 
 def test_the_report_provenance_names_the_harness_versions(tmp_path):

@@ -15,7 +15,7 @@ history series both read `RunAnswers` and `Eligible`, so they agree.
 import dataclasses
 import json
 import math
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
@@ -35,8 +35,10 @@ NO_INTERVAL = 'none'
 # The harness's version on every row it wrote (its git describe, or its
 # package's version).
 HARNESS_VERSION = publisher.HARNESS_VERSION_KEY
-# A run's version where it recorded none, beside runs that did.
-UNKNOWN_VERSION = 'unknown'
+# What the words say of a run that recorded no version, beside runs that
+# did (null in the JSON): never 'unknown', which a harness that cannot tell
+# its own version records (version.py).
+NOT_RECORDED = 'not recorded'
 # The run-level keys the verdict is read from (see verdict.OfMetadata).
 _VERDICT_KEYS = (verdict_lib.KEY, verdict_lib.REASON_KEY,
                  verdict_lib.FLAGS_KEY, 'search_stop_reason',
@@ -99,25 +101,28 @@ def VersionTexts(column: pd.Series) -> List[str]:
   return [v if isinstance(v, str) else '' for v in column]
 
 
-def DistinctVersions(versions: Iterable[str]) -> Tuple[str, ...]:
+def DistinctVersions(versions: Iterable[str]) -> Tuple[Optional[str], ...]:
   """The distinct versions of a row's runs (RunAnswers' `server_version` or
   `harness_version`: '' where a run recorded none), sorted: more than one
   means the row's figure averages runs of other versions. Counted, never
   read back from joined text, since one version may hold a comma. Runs that
   recorded none beside runs that did (an older harness wrote no version)
-  are one more version, UNKNOWN_VERSION, last; none recorded: none."""
+  are one more version, None, last; none recorded: none."""
   versions = list(versions)
   named = sorted({v for v in versions if v})
   if named and not all(versions):
-    named.append(UNKNOWN_VERSION)
+    named.append(None)
   return tuple(named)
 
 
-def VersionText(version: str) -> str:
-  """A version as a list of them for people shows it (', '-joined): one
-  holding a comma or a double quote in JSON's quotes, so the list reads one
-  way ('"7.2.4 (custom, asan)", 8.2.3')."""
-  if ',' in version or '"' in version:
+def VersionText(version: Optional[str]) -> str:
+  """A version as a list of them for people shows it (', '-joined): None
+  (DistinctVersions) as NOT_RECORDED; one holding a comma or a double
+  quote, or those words, in JSON's quotes, so the list reads one way
+  ('"7.2.4 (custom, asan)", 8.2.3')."""
+  if version is None:
+    return NOT_RECORDED
+  if ',' in version or '"' in version or version == NOT_RECORDED:
     return json.dumps(version, ensure_ascii=False)
   return version
 
