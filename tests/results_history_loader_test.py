@@ -164,6 +164,25 @@ def test_copies_typed_in_different_chunks_are_still_the_same(tmp_path):
   assert len(loaded) == 23 + 29 and len(said) == 1
 
 
+def test_copies_whose_versions_are_spelt_apart_are_refused(tmp_path):
+  """Copies were compared with each text that reads as a number as that
+  number: a copy of a run whose samples say redis_server_version '007'
+  and one saying '7' were 'the same samples', counted once from whichever
+  came first. A version is compared as its text (typed_frame.TEXT_KEYS)."""
+  def Version(text):
+    def Edit(lines):
+      for line in lines:
+        line['labels'] = line['labels'].replace(
+            '|redis_server_version:7.0.15|', f'|redis_server_version:{text}|')
+      return lines
+    return Edit
+  copies = [_Copy(tmp_path, '04066aa3', Version(text), name=text)
+            for text in ('007', '7')]
+  with pytest.raises(loader.LoadError, match=(
+      'redis_server_version 007 in the first, 7 in the second')):
+    loader.Load(copies)
+
+
 def test_a_run_in_files_and_in_its_bigquery_table_counts_once(frame):
   """The table's rows (a metadata object, TIMESTAMPs in microseconds) and
   the files' (labels, float seconds) are the same samples: read once."""

@@ -162,8 +162,8 @@ def _Comparable(column: pd.Series) -> pd.Series:
   """A text column with each number in one spelling: a column typed text
   in one chunk and numbers in another holds both ('1.0' as read, '1' from
   _NumberText), and two copies of a run in different chunks are still the
-  same samples."""
-  if pd.api.types.is_numeric_dtype(column) or (
+  same samples. A version is its text ('007' is not '7': TEXT_KEYS)."""
+  if column.name in TEXT_KEYS or pd.api.types.is_numeric_dtype(column) or (
       pd.api.types.is_datetime64_any_dtype(column)):
     return column
   numbers = pd.to_numeric(column.astype(object), errors='coerce')
