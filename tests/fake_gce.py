@@ -6,7 +6,8 @@ clients (REST transport) talk to it unchanged:
   instances, firewalls, networks, subnetworks, resourcePolicies:
       insert (POST), get, delete;
   machineTypes get; images getFromFamily;
-  zone, region and global operations get and wait.
+  zone, region and global operations get, wait and list (filtered on
+      an insert's or delete's requestId: clientOperationId = "<id>").
 Missing things are 404s, duplicate names 409s, and deleting something still
 used by another resource a 400 (resourceInUseByAnotherResource), as in GCE,
 so teardown order is checked too. Inserts and deletes return operations that
@@ -47,7 +48,10 @@ the project carried, and was answered with an operation, is answered with
 that operation as it is now and does nothing (no object made or removed, no
 409 or 404, no failure injected). A refused one (an error status) leaves
 its requestId unknown, as does a call without one. Requests keep it
-(`Request.request_id`).
+(`Request.request_id`), and the operation answering it holds it as its
+clientOperationId, which a list of the operations where it lives finds it
+by (GCE keeps a done operation listed for at least an hour; the fake keeps
+every one).
 """
 
 import collections
@@ -373,6 +377,8 @@ class FakeGce:
         failing[0] -= 1
         return _Error(failing[1], f'Injected failure of {collection} get')
       if collection == 'operations':
+        if method == 'GET' and not name:
+          return self._ListOperations(project, scope, parts.query)
         if extra == 'wait' and self._wait_failures[0] > 0:
           self._wait_failures[0] -= 1
           return _Error(self._wait_failures[1],
@@ -404,8 +410,10 @@ class FakeGce:
       else:
         status, payload = self._Delete(key)
       if request_id is not None and status == 200:
-        self._by_request_id[(project, request_id)] = (project, scope,
-                                                      payload['name'])
+        op_key = (project, scope, payload['name'])
+        self._by_request_id[(project, request_id)] = op_key
+        self.operations[op_key]['clientOperationId'] = request_id
+        payload['clientOperationId'] = request_id
       return status, payload
 
   def _Insert(self, project, scope, collection, body):
@@ -592,6 +600,22 @@ class FakeGce:
         key, item = self._pending.pop(op_key)
         self.resources[key] = item
     return 200, dict(operation)
+
+  def _ListOperations(self, project, scope, query):
+    """The operations where they live (zone, region, global) whose
+    clientOperationId the filter names, as they are now (no look); the
+    only filter the fake reads is one AIP-160 comparison of it."""
+    wanted = re.fullmatch(r'clientOperationId\s*=\s*"([^"]*)"',
+                          urllib.parse.parse_qs(query).get('filter', [''])[0])
+    if not wanted:
+      return _Error(400, 'The fake lists operations by clientOperationId '
+                    'only', 'invalid')
+    return 200, {
+        'kind': 'compute#operationList',
+        'selfLink': _SelfLink(project, scope, 'operations', '').rstrip('/'),
+        'items': [dict(operation) for (p, s, _), operation
+                  in self.operations.items() if (p, s) == (project, scope)
+                  and operation.get('clientOperationId') == wanted[1]]}
 
   def _ImageFromFamily(self, project, family):
     if family in self.missing_families:

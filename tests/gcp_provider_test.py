@@ -1337,6 +1337,81 @@ def test_a_later_teardown_sends_the_recorded_delete_request_again(tmp_path):
     assert fake.Live() == []
 
 
+def _StopDuringInsert(fake, tmp_path, **how):
+  """The run's network, whose insert GCE takes and leaves unanswered (as
+  `how` says) while the run is stopped: GCE makes the network later, once
+  its operation is done (visible_when_done). Returns the network."""
+  fake.Stall('networks', 'POST', then=run_processes.CountStop, **how)
+  net = _RunNetwork(fake, tmp_path, FakeTime(), _ShortTimeouts(fake))
+  with pytest.raises(errors.ResourceError, match='the run being stopped'):
+    net.Create()
+  return net
+
+
+@_UNANSWERED
+def test_teardown_finds_an_unanswered_insert_by_its_request_id(tmp_path,
+                                                              how):
+  """GCE took the insert, its answer was lost, and the run was stopped
+  before it was sent again. The record kept no trace of it (no operation
+  answered, the request_id not recorded), and teardown's delete, sent while
+  GCE still made the network, was answered 404 and taken for "gone": the
+  network appeared after, left behind. Now the record holds the insert's
+  request_id, and teardown finds the insert's operation by it
+  (clientOperationId) and waits for it before the delete."""
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    net = _StopDuringInsert(fake, tmp_path, **how)
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+    first = _Only(_RequestIds(fake, 'networks', 'POST'))  # Never sent again.
+    entry = net.record.FindResource('gcp_network', net.name)
+    assert entry['data']['insert_request_id'] == first
+    assert _Operation(fake, 'insert')['status'] == 'DONE'
+
+
+def test_an_unanswered_insert_sent_after_a_failed_one_is_found_by_teardown(
+    tmp_path):
+  """The first insert's operation ended in a retryable error and a new
+  insert was sent, unanswered, as the run stopped: the record still named
+  the first (done) operation as pending, teardown waited on that one only,
+  and the second's network was left."""
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    fake.FailInsert('networks', mode='operation', code='RATE_LIMIT_EXCEEDED',
+                    persistent=False)
+    fake.AtInsert('networks', 2, lambda: fake.Stall(
+        'networks', 'POST', then=run_processes.CountStop))
+    net = _RunNetwork(fake, tmp_path, FakeTime(), _ShortTimeouts(fake))
+    with pytest.raises(errors.ResourceError, match='the run being stopped'):
+      net.Create()
+    assert len(set(_RequestIds(fake, 'networks', 'POST'))) == 2
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+def test_a_teardown_that_cannot_look_an_unanswered_insert_up_deletes_later(
+    tmp_path):
+  """A 404 to the delete is not taken for "gone" while GCE may still make
+  the network: the entry is left live, its line naming the teardown
+  command, and that command deletes it once GCE answers the lookup."""
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    net = _StopDuringInsert(fake, tmp_path)
+    fake.FailGet('operations', status=403)
+    left = resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir))
+    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
+    # Its middle (the call's URL and GCE's words) cut to bound the line.
+    assert re.fullmatch(
+        r'gcp_network pkb-abc123: Looking up the insert of gcp_network '
+        r'pkb-abc123 by its request_id: GET \S+\.\.\..*: not deleted, as it '
+        rf'may still be made: run `{re.escape(again)}` again', _Only(left))
+    assert not fake.Calls('networks', 'DELETE')
+    assert [n['name'] for n in fake.Live()] == [net.name]
+    assert resource.TeardownFromRecord(
+        run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
 @pytest.mark.e2e
 def test_an_unanswered_instance_insert_makes_one_instance_and_the_run(
     fake, tmp_path):
@@ -1353,6 +1428,25 @@ def test_an_unanswered_instance_insert_makes_one_instance_and_the_run(
   assert run.record.FindResource('gcp_vm', vm.name)['status'] == 'created'
   assert run.TeardownFromDisk() == []
   assert fake.Live() == []
+
+
+@pytest.mark.e2e
+def test_an_unanswered_instance_insert_stopped_is_found_by_teardown(
+    tmp_path):
+  """As for the network, through a run: the VM's entry holds its
+  instance's insert request_id, and teardown finds the insert's operation
+  in the instance's zone (the instance was left running)."""
+  with fake_gce.FakeGce(insert_looks=2, visible_when_done=True) as fake:
+    fake.Stall('instances', 'POST', then=run_processes.CountStop)
+    run = _Run(fake, tmp_path, config=_OneVm(), time=FakeTime(),
+               clients=_ShortTimeouts(fake))
+    with pytest.raises(errors.Error):
+      run.Provision()
+    assert run.TeardownFromDisk() == []
+    assert fake.Live() == []
+    first = _Only(_RequestIds(fake, 'instances', 'POST'))
+    entry = run.record.FindResource('gcp_vm', _Only(run.spec.vms).name)
+    assert entry['data']['insert_request_id'] == first
 
 
 @pytest.mark.alone

@@ -13,7 +13,8 @@ An insert's operation is recorded (`pending_insert`) before it is waited
 on, and a stop of the run (a signal, the deadline) ends that wait: the run
 is being torn down, and a thread waiting up to OPERATION_TIMEOUT_S would be
 a straggler teardown waits out. Teardown's delete then waits (bounded) for
-that insert first: deleting an object GCE is still inserting fails
+that insert first (or for one GCE never answered, found by its request_id:
+below): deleting an object GCE is still inserting fails
 (resourceNotReady) or does not find it yet (a 404, taken for "already
 gone"), and it would be left behind. A delete's own wait is teardown's and
 ignores the stop. A delete GCE refuses as not ready (resourceNotReady: the
@@ -25,9 +26,10 @@ Both share one budget, DELETE_BUDGET_S from the first send (resource._Retry
 sends none again on top), and the pauses go through waits.Pause, none
 ending past the budget. Still refused at its end, or a stop since the delete
 began, it fails in one line naming the object and the run's teardown
-command. Teardown's worst case for one object is therefore the wait for its
-pending insert, DELETE_BUDGET_S of sends, and the wait on the operation of
-the last one sent; an operation's wait ends at the first answer past
+command. Teardown's worst case for one object is therefore the lookup of an
+insert never answered, the wait for its insert, DELETE_BUDGET_S of sends,
+and the wait on the operation of the last one sent; an operation's wait
+ends at the first answer past
 OPERATION_TIMEOUT_S (a `wait` call is held up to about two minutes, and one
 answered with a transient error is sent again at most READ_ATTEMPTS times,
 pausing 91 s in all).
@@ -65,8 +67,23 @@ A delete's request_id is in the run record from before it is first sent
 until its operation's end is seen or GCE refuses it, so a later teardown
 (after a stop cut this one short) sends it again and waits on the first
 delete's operation while GCE still knows it, or deletes anew when it does
-not; an insert's is not recorded, as no teardown sends an insert (its
-operation, once answered, is: pending_insert).
+not. An insert's is recorded too, from before its first send until the
+resource is marked created, but teardown never sends it (a request_id GCE
+no longer remembers would make the object anew): an insert GCE never
+answered with its operation (no pending_insert: the stop came during its
+call or the pause before its next send) is looked up by it. GCE lists the
+operation a mutating call makes among its zone's, region's or the global
+operations from the call on, a done one for at least an hour (the
+documented retention: one hour to 14 days), its clientOperationId being
+the call's request_id: the list's filter `clientOperationId =
+"<request_id>"` (AIP-160) finds it, and it is waited for as a pending
+insert. None listed, GCE never took the insert, or it ended over an hour
+ago and what it made is there for the delete: a 404 then means gone
+(without the lookup, a delete sent while GCE still made the object was
+answered 404, taken for gone, and the object left). A lookup that fails (a
+read, as above) fails the delete, the entry left for the teardown command.
+An insert GCE takes only after teardown's lookup (held within GCE past its
+call's timeout) is beyond what the API shows.
 
 Every call also goes out with an explicit timeout (the library's default is
 600 s, which no stop ends either): ComputeClients.call_timeout_s
@@ -97,9 +114,10 @@ pauses of READ_ATTEMPTS tries, 1 + 2 + 4 + 8 + 16 + 30 + 30 = 91 s):
     on top (a VM's: gets for resource.READY_TIMEOUT_S, the last one a read
     of up to 571 s). A stop ends it within W + 1 s (the `wait` in flight, then a
     pause step);
-  * a resource's delete: the wait for its pending insert (2191 s), sends for
-    DELETE_BUDGET_S (300 s), and the last one's call and operation's wait
-    (60 + 2191 s): 4742 s.
+  * a resource's delete: the lookup of an insert never answered (a read:
+    571 s), the wait for its insert (2191 s), sends for DELETE_BUDGET_S
+    (300 s), and the last one's call and operation's wait (60 + 2191 s):
+    5313 s.
 
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
@@ -244,8 +262,8 @@ Project = record_checks.Checked(ProjectProblem)
 OperationName = Annotated[
     str, pydantic.Field(pattern=r'^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$')]
 
-# A run record's request_id of a delete (module docstring): a UUID, as GCE
-# takes them.
+# A run record's request_id of an insert or a delete (module docstring): a
+# UUID, as GCE takes them.
 RequestId = Annotated[str, pydantic.Field(
     pattern=r'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')]
 
@@ -407,6 +425,17 @@ def _Reasons(e: api_exceptions.GoogleAPICallError) -> set:
           if isinstance(item, dict)} | {e.reason}
 
 
+def _Operations(clients: ComputeClients, zone: str = '', region: str = ''
+                ) -> Tuple[Any, Dict[str, str]]:
+  """The operations service where an operation lives (its zone's, its
+  region's or the global one) and the argument naming where."""
+  if zone:
+    return clients.zone_operations, {'zone': LastSegment(zone)}
+  if region:
+    return clients.region_operations, {'region': LastSegment(region)}
+  return clients.global_operations, {}
+
+
 def WaitForOperation(clients: ComputeClients, project: str, operation,
                      timeout_s: float = OPERATION_TIMEOUT_S,
                      clock: Callable[[], float] = time.monotonic,
@@ -426,14 +455,7 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   made: a ResourceError says the operation was not waited for.
   """
   done = ComputeV1().Operation.Status.DONE
-  if operation.zone:
-    service = clients.zone_operations
-    where = {'zone': LastSegment(operation.zone)}
-  elif operation.region:
-    service = clients.region_operations
-    where = {'region': LastSegment(operation.region)}
-  else:
-    service, where = clients.global_operations, {}
+  service, where = _Operations(clients, operation.zone, operation.region)
   what = (f'Waiting for operation {operation.name} ({operation.operation_type}'
           f' {LastSegment(operation.target_link)})')
 
@@ -483,10 +505,10 @@ class GceResource(resource.BaseResource):
     self.project = project
     # The insert operation sent and not yet seen done (module docstring).
     self.pending_insert: Optional[str] = None
-    # The request_id of the insert, and of the delete (recorded), being
-    # sent: kept over sends until GCE answers it for good (module
+    # The request_id of the insert, and of the delete, being sent
+    # (recorded): kept over sends until GCE answers it for good (module
     # docstring).
-    self._insert_request_id: Optional[str] = None
+    self.insert_request_id: Optional[str] = None
     self.delete_request_id: Optional[str] = None
 
   # The kind's API: clients.<CLIENT>'s insert_unary, get and delete_unary,
@@ -518,21 +540,19 @@ class GceResource(resource.BaseResource):
   # BaseResource hooks ---------------------------------------------------------
 
   def _RequestId(self, inserting: bool) -> str:
-    """The request_id of the insert or delete being sent: its first send's
-    (module docstring). A delete's is recorded before it is sent."""
-    if inserting:
-      if self._insert_request_id is None:
-        self._insert_request_id = NewRequestId()
-      return self._insert_request_id
-    if self.delete_request_id is None:
-      self.Remember(delete_request_id=NewRequestId())
-    return self.delete_request_id
+    """The request_id of the insert or delete being sent: its first send's,
+    recorded before it is first sent (module docstring)."""
+    field = 'insert_request_id' if inserting else 'delete_request_id'
+    if getattr(self, field) is None:
+      self.Remember(**{field: NewRequestId()})
+    return getattr(self, field)
 
   def _Answered(self, inserting: bool) -> None:
     """GCE answered the request for good: a send after this is a new one,
-    with a new request_id (module docstring)."""
+    with a new request_id (module docstring). An insert's leaves the record
+    as the resource is marked created (RecordData), as pending_insert."""
     if inserting:
-      self._insert_request_id = None
+      self.insert_request_id = None
     elif self.delete_request_id is not None:
       self.Remember(delete_request_id=None)
 
@@ -571,7 +591,10 @@ class GceResource(resource.BaseResource):
                        clock=self._clock, sleep=self._sleep, stopped=stopped)
     except OperationError as e:
       self._Answered(inserting)  # Its end is seen.
-      self.pending_insert = None  # Done, with an error.
+      if inserting:
+        # Done, with an error: not pending for teardown, which would wait
+        # on it and not look up an insert sent after it, never answered.
+        self.Remember(pending_insert=None)
       if e.code == done_code:
         return
       if e.code == NOT_READY_CODE and not inserting:
@@ -586,14 +609,20 @@ class GceResource(resource.BaseResource):
     self._Answered(inserting)
     self.pending_insert = None
 
-  def _AwaitPendingInsert(self) -> None:
+  def _AwaitInsert(self) -> None:
     """Waits (bounded, and through a stop: this is teardown) for an insert
-    whose wait was cut short, so the delete finds what it made."""
+    whose wait was cut short (pending_insert) or that GCE never answered
+    (found by its request_id), so the delete finds what it made."""
     where = {key: value for key, value in self._Where().items()
              if key in ('zone', 'region')}
-    operation = ComputeV1().Operation(
-        name=self.pending_insert, operation_type='insert',
-        target_link=self.name, **where)
+    if self.pending_insert:
+      operation = ComputeV1().Operation(
+          name=self.pending_insert, operation_type='insert',
+          target_link=self.name, **where)
+    else:
+      operation = self._UnansweredInsert(where)
+      if operation is None:  # GCE never took it: nothing to wait for.
+        return
     try:
       WaitForOperation(self.clients, self.project, operation,
                        clock=self._clock, sleep=self._sleep)
@@ -601,8 +630,30 @@ class GceResource(resource.BaseResource):
       # It failed, GCE no longer knows it, or it is not done in time: the
       # delete says what is left.
       logging.info('%s %s: its insert %s: %s; deleting it now.', self.KIND,
-                   self.name, self.pending_insert, e)
+                   self.name, operation.name, e)
     self.pending_insert = None
+
+  def _UnansweredInsert(self, where: Dict[str, str]):
+    """The operation of the insert GCE never answered (insert_request_id),
+    as GCE lists it by its clientOperationId, or None: none listed (module
+    docstring). A lookup that fails fails the delete: a 404 to it would
+    not say the object is gone."""
+    service, where = _Operations(self.clients, **where)
+    what = f'Looking up the insert of {self.KIND} {self.name} by its request_id'
+    try:
+      # One page (500 operations): at most one holds this request_id.
+      listed = Read(what, service.list, sleep=self._sleep,
+                    timeout=self.clients.call_timeout_s, request=dict(
+                        where, project=self.project, filter=(
+                            f'clientOperationId = "{self.insert_request_id}"'
+                        ))).items
+    except errors.ResourceError as e:
+      raise errors.ResourceError(
+          f'{e}: not deleted, as it may still be made: run '
+          f'`{self.TeardownCommand()}` again') from None
+    return next((operation for operation in listed
+                 if operation.client_operation_id == self.insert_request_id),
+                None)
 
   def _Create(self) -> None:
     self._Operate(f'Creating {self.KIND} {self.name}', 'insert_unary',
@@ -620,8 +671,8 @@ class GceResource(resource.BaseResource):
     """Sends the delete until it is taken, GCE refuses it otherwise, the
     budget is spent or the run stopped (module docstring). It never raises
     a RetryableError: resource._Retry does not send it again on top."""
-    if self.pending_insert:
-      self._AwaitPendingInsert()
+    if self.pending_insert or self.insert_request_id:
+      self._AwaitInsert()
     what = f'Deleting {self.KIND} {self.name}'
     # Teardown's: a stop since the delete began ends it (the run's own stop
     # came before teardown).
@@ -676,12 +727,14 @@ class GceResource(resource.BaseResource):
   def RecordData(self) -> Dict[str, Any]:
     return {'project': self.project, 'api_endpoint': self.clients.endpoint,
             'pending_insert': self.pending_insert,
+            'insert_request_id': self.insert_request_id,
             'delete_request_id': self.delete_request_id}
 
   class Fields(record_checks.Fields):
     project: Project
     api_endpoint: Optional[Endpoint] = None
     pending_insert: Optional[OperationName] = None
+    insert_request_id: Optional[RequestId] = None
     delete_request_id: Optional[RequestId] = None
 
   @classmethod
@@ -690,8 +743,10 @@ class GceResource(resource.BaseResource):
     fields = record_checks.Parse(cls.Fields, entry, record)
     res = cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
               **fields.model_dump(exclude={'api_endpoint', 'pending_insert',
+                                           'insert_request_id',
                                            'delete_request_id'}))
     res.pending_insert = fields.pending_insert
+    res.insert_request_id = fields.insert_request_id
     res.delete_request_id = fields.delete_request_id
     return res
 

@@ -122,8 +122,8 @@ class _Instance(compute_api.GceResource):
     return {'project': self.project, 'zone': self.zone}
 
   def _Record(self, **data: Any) -> None:
-    # What the calls learn (the pending insert, the delete's request_id)
-    # goes in the VM's entry.
+    # What the calls learn (the pending insert, the request_ids) goes in
+    # the VM's entry.
     if self._record_to is not None:
       self._record_to(**data)
 
@@ -242,6 +242,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     return dict(super().RecordData(), project=self.project,
                 api_endpoint=self.clients.endpoint, image=self.image,
                 pending_insert=self._instance.pending_insert,
+                insert_request_id=self._instance.insert_request_id,
                 delete_request_id=self._instance.delete_request_id)
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
@@ -262,6 +263,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     api_endpoint: Optional[compute_api.Endpoint] = None
     image: Optional[str] = None
     pending_insert: Optional[compute_api.OperationName] = None
+    insert_request_id: Optional[compute_api.RequestId] = None
     delete_request_id: Optional[compute_api.RequestId] = None
 
     def Args(self, record) -> Dict[str, Any]:
@@ -273,6 +275,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     super().Restore(fields)
     self.image = fields.image
     self._instance.pending_insert = fields.pending_insert
+    self._instance.insert_request_id = fields.insert_request_id
     self._instance.delete_request_id = fields.delete_request_id
 
 
