@@ -137,22 +137,34 @@ def Retried(call: Callable[[], T], sleep: Callable[[float], None],
 
 
 def RetriedRead(what: str, read: Callable[[], T], attempts: int,
-                sleep: Callable[[float], None]) -> T:
+                sleep: Callable[[float], None],
+                deadline: Optional[float] = None,
+                clock: Callable[[], float] = time.monotonic) -> T:
   """Retried for a provider's read (a get): it gives up in one line, the
   last error's (or `what`'s, when a stop came before the first attempt),
   a ResourceError, never a RetryableError, so a create's or delete's own
-  retry does not multiply it."""
+  retry does not multiply it. Given a `deadline` on `clock` (a caller's
+  own bound), no pause ends past it and no attempt starts after it."""
 
   def Warn(error: Exception, pause: float) -> None:
     logging.warning('%s (retrying in %.0fs)', error, pause)
 
+  until = pause = None
+  if deadline is not None:
+    until = waits.PastDeadline(clock, deadline, inclusive=True)
+    backoff = tenacity.wait_exponential(max=30)  # Retried's own pauses.
+    pause = lambda state: min(backoff(state), max(0.0, deadline - clock()))
   try:
-    return Retried(read, sleep, Warn, attempts=attempts)
+    return Retried(read, sleep, Warn, attempts=attempts, until=until,
+                   wait=pause)
   except GaveUp as e:
     error = e.last or what
     if e.stopped:
       raise errors.ResourceError(
           f'{error}; not tried again, the run being stopped') from None
+    if until is not None and until(None):
+      raise errors.ResourceError(
+          f'{error} (still failing at its deadline)') from None
     raise errors.ResourceError(
         f'{error} (after {attempts} attempts)') from None
 

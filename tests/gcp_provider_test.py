@@ -18,6 +18,7 @@ import types
 import uuid
 
 import pytest
+import requests
 
 import e2e_support
 import lazy_modules
@@ -417,6 +418,36 @@ def test_an_operation_never_done_fails_in_one_line_at_its_deadline():
   assert str(late.value) == ('Operation op-1 (insert vm-1) was not done '
                              'after 600s.')
   assert now[0] == 720  # Asked until past the deadline, then no more.
+
+
+def test_an_operation_wait_never_answered_ends_at_its_deadline():
+  """Every `wait` goes unanswered (150 s each): the read of one went on
+  over its 8 attempts and 91 s of pauses, to 1291 s for a 455 s wait. Now
+  no pause ends past the deadline and no `wait` starts after it."""
+  now = [0.0]
+  running = types.SimpleNamespace(
+      zone='', region='', name='op-1',
+      status=compute_v1.Operation.Status.RUNNING,
+      operation_type='insert', target_link='projects/p/networks/net-1')
+
+  def Wait(project, operation, retry, timeout):
+    del project, operation, retry
+    now[0] += timeout
+    raise requests.exceptions.ReadTimeout()
+
+  def Sleep(seconds):
+    now[0] += seconds
+
+  clients = types.SimpleNamespace(
+      global_operations=types.SimpleNamespace(wait=Wait), wait_timeout_s=150)
+  with pytest.raises(errors.ResourceError) as late:
+    compute_api.WaitForOperation(clients, 'p', running, timeout_s=455,
+                                 clock=lambda: now[0], sleep=Sleep)
+  assert str(late.value) == (
+      'Waiting for operation op-1 (insert net-1): no answer within 150s '
+      '(still failing at its deadline)')
+  # Sent at 0, 151, 303 s, and at 455 s (the pause of 4 s cut to 2 s).
+  assert now[0] == 455 + 150
 
 
 @pytest.mark.e2e

@@ -29,10 +29,9 @@ began, it fails in one line naming the object and the run's teardown
 command. Teardown's worst case for one object is therefore the lookup of an
 insert never answered, the wait for its insert, DELETE_BUDGET_S of sends,
 and the wait on the operation of the last one sent; an operation's wait
-ends at the first answer past
-OPERATION_TIMEOUT_S (a `wait` call is held up to about two minutes, and one
-answered with a transient error is sent again at most READ_ATTEMPTS times,
-pausing 91 s in all).
+ends at the first answer past OPERATION_TIMEOUT_S (a `wait` call is held up
+to about two minutes, and one answered with a transient error is sent again
+at most READ_ATTEMPTS times, none after OPERATION_TIMEOUT_S).
 
 Every call goes out once (retry=None): the client library's own retry of a
 get (503s and deadline errors, up to 600 s, sleeping on the real clock) is
@@ -103,21 +102,21 @@ Worst cases, with T = CALL_TIMEOUT_S and W = WAIT_CALL_TIMEOUT_S (and the
 pauses of READ_ATTEMPTS tries, 1 + 2 + 4 + 8 + 16 + 30 + 30 = 91 s):
   * one call: T (a `wait`: W) after the endpoint last sent anything;
   * one read (`Read`): READ_ATTEMPTS x T + 91 s = 571 s;
-  * one operation's wait (`WaitForOperation`): its last `wait` starts before
-    OPERATION_TIMEOUT_S and is a read of up to READ_ATTEMPTS x W + 91 s:
-    900 + 1291 = 2191 s;
+  * one operation's wait (`WaitForOperation`): its last `wait`, a first
+    one or one sent again over a transient error, starts no later than
+    OPERATION_TIMEOUT_S (no pause ends past it): 900 + 150 = 1050 s;
   * a resource's create (GceResource: its insert and the insert's
     operation): resource._Retry sends the insert at most CREATE_RETRIES
     times, again only over a transient error (the call's, no answer to it,
     or the operation's end), each T plus its operation's wait, pausing 1
-    and 2 s: 3 x (60 + 2191) + 3 = 6756 s; a kind's readiness check comes
+    and 2 s: 3 x (60 + 1050) + 3 = 3333 s; a kind's readiness check comes
     on top (a VM's: gets for resource.READY_TIMEOUT_S, the last one a read
     of up to 571 s). A stop ends it within W + 1 s (the `wait` in flight, then a
     pause step);
   * a resource's delete: the lookup of an insert never answered (a read:
-    571 s), the wait for its insert (2191 s), sends for DELETE_BUDGET_S
-    (300 s), and the last one's call and operation's wait (60 + 2191 s):
-    5313 s.
+    571 s), the wait for its insert (1050 s), sends for DELETE_BUDGET_S
+    (300 s), and the last one's call and operation's wait (60 + 1050 s):
+    3031 s.
 
 The clients are built once per run by `ComputeClients.Create` and handed to
 every resource through its constructor, so tests point them at a local fake
@@ -394,14 +393,17 @@ def Call(what: str, function: Callable[..., Any], *args, timeout: float,
 def Read(what: str, function: Callable[..., Any], *args, timeout: float,
          sleep: Callable[[float], None] = time.sleep,
          passthrough: Tuple[Type[Exception], ...] = (),
-         attempts: int = READ_ATTEMPTS, **kwargs) -> Any:
+         attempts: int = READ_ATTEMPTS, deadline: Optional[float] = None,
+         clock: Callable[[], float] = time.monotonic, **kwargs) -> Any:
   """Call() of a read (a get), tried again over transient errors (a call
-  not answered within `timeout` among them), at most `attempts` times
-  (resource.RetriedRead: its pauses on `sleep`, the caller's; a stop ends
-  the read within a pause step, or at the end of the call in flight)."""
+  not answered within `timeout` among them), at most `attempts` times and
+  none after `deadline` (on `clock`), when given (resource.RetriedRead:
+  its pauses on `sleep`, the caller's; a stop ends the read within a pause
+  step, or at the end of the call in flight)."""
   return resource.RetriedRead(
       what, lambda: Call(what, function, *args, timeout=timeout,
-                         passthrough=passthrough, **kwargs), attempts, sleep)
+                         passthrough=passthrough, **kwargs), attempts, sleep,
+      deadline, clock)
 
 
 def _Unanswered(e: requests.exceptions.RequestException) -> bool:
@@ -450,11 +452,12 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   transient error, or not answered in time, is sent again for the same
   operation through `Read` (bounded, its pauses on `sleep`, none after a
   stop since that call began), never ending the wait with a retryable error
-  (module docstring).
+  (module docstring); none is sent after the deadline, timeout_s from now.
   Once `stopped()` (a waits.RunStopped: the run's stop) no further call is
   made: a ResourceError says the operation was not waited for.
   """
   done = ComputeV1().Operation.Status.DONE
+  deadline = clock() + timeout_s
   service, where = _Operations(clients, operation.zone, operation.region)
   what = (f'Waiting for operation {operation.name} ({operation.operation_type}'
           f' {LastSegment(operation.target_link)})')
@@ -468,7 +471,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
           'was stopped')
     operation = Read(what, service.wait, project=project,
                      operation=operation.name, sleep=sleep,
-                     timeout=clients.wait_timeout_s, **where)
+                     timeout=clients.wait_timeout_s, deadline=deadline,
+                     clock=clock, **where)
     return operation.status == done
 
   # No pause between calls: each `wait` is held by the server.
