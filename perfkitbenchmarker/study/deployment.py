@@ -36,23 +36,41 @@ from perfkitbenchmarker.study import replication
 
 
 
-@dataclasses.dataclass(frozen=True)
-class Deployment:
-  """The running servers and the clients that will load them (`primaries`:
-  the shards that hold data; the password is never in repr, logs or the
-  record)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Servers:
+  """The running shards of a run and what its flags made of them
+  (`primaries`: the shards that hold data; the password is never in repr,
+  logs or the record): every benchmark's deployment is one (Deployment,
+  YCSB's). A later stage's are of the recorded shards (Restore holds the
+  flags to their roles)."""
   engine: str
   engine_version: str
   cluster_mode: bool
+  # Shards per server VM, replicas not counted (what the samples name).
   shards_per_vm: int
   primaries: int
   processes: Tuple[resource.BaseResource, ...]
-  generators: Tuple[base.LoadGenerator, ...]
   password: str = dataclasses.field(repr=False)
   # The engine's settings as recorded ((name, value) pairs) and replicas
   # per primary (study/replication.py).
   engine_settings: Tuple[Tuple[str, str], ...] = ()
   replicas_per_primary: int = 0
+
+  @classmethod
+  def Of(cls, spec, server: options_lib.ServerOptions,
+         engine: engine_base.ServerEngine, processes, password: str,
+         **clients):
+    """`processes` (started by `server`'s flags, or recorded) and the
+    benchmark's `clients` fields."""
+    servers = spec.vm_groups['servers']
+    return cls(
+        engine=engine.NAME, engine_version=engine.Version(servers[0]),
+        cluster_mode=server.cluster_mode,
+        shards_per_vm=ShardsPerVm(len(processes), servers, server),
+        primaries=Primaries(len(processes), server),
+        processes=tuple(processes), password=password,
+        engine_settings=tuple(engine.Settings().items()),
+        replicas_per_primary=server.replicas_per_primary, **clients)
 
   @property
   def shards(self) -> Tuple[redis_shard.Shard, ...]:
@@ -60,11 +78,18 @@ class Deployment:
 
   @property
   def endpoints(self) -> List[base.Endpoint]:
+    """Where the load goes: the cluster's first node, else every primary."""
     shards = self.shards
     if self.cluster_mode:
       return [base.Endpoint(shards[0].host, shards[0].port)]
     # Primaries come first (replicas start after them); load goes to them.
     return [base.Endpoint(s.host, s.port) for s in shards[:self.primaries]]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Deployment(Servers):
+  """The running servers and the load generators that will load them."""
+  generators: Tuple[base.LoadGenerator, ...]
 
 
 def BindAddress(vm) -> str:
@@ -192,7 +217,8 @@ def Deploy(spec, opts: options_lib.RedisStudyOptions,
                           shards_per_vm or opts.server.shards_per_vm,
                           password, opts.server, spec.record,
                           opts.server.start_port)
-  deployed = _Deployment(spec, opts, engine, processes, generators, password)
+  deployed = Deployment.Of(spec, opts.server, engine, processes, password,
+                           generators=generators)
   KeepServer(spec, deployed)
   return deployed
 
@@ -245,19 +271,6 @@ def CheckRestoredServer(spec, restored) -> None:
         'would name a server that was not measured.')
 
 
-def _Deployment(spec, opts, engine, processes, generators,
-                password) -> Deployment:
-  servers = spec.vm_groups['servers']
-  return Deployment(
-      engine=engine.NAME, engine_version=engine.Version(servers[0]),
-      cluster_mode=opts.server.cluster_mode,
-      shards_per_vm=ShardsPerVm(len(processes), servers, opts.server),
-      primaries=Primaries(len(processes), opts.server),
-      processes=tuple(processes), generators=tuple(generators),
-      password=password, engine_settings=tuple(engine.Settings().items()),
-      replicas_per_primary=opts.server.replicas_per_primary)
-
-
 def RecordedShards(spec, engine: engine_base.ServerEngine
                    ) -> Tuple[List[resource.BaseResource], str]:
   """The run's live shards from its record, and the password they share,
@@ -295,7 +308,8 @@ def Restore(spec, opts: options_lib.RedisStudyOptions,
   processes, password = RecordedShards(spec, engine)
   generators = PrepareVms((), spec.vm_groups['clients'], None,
                           lambda vm: ChooseGenerator(vm, opts.generator))
-  restored = _Deployment(spec, opts, engine, processes, generators, password)
+  restored = Deployment.Of(spec, opts.server, engine, processes, password,
+                           generators=tuple(generators))
   CheckRestored(spec, opts.server, restored)
   return restored
 

@@ -20,7 +20,6 @@ from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import redis_shard
-from perfkitbenchmarker import resource
 from perfkitbenchmarker import sample
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
@@ -41,38 +40,12 @@ CONNECTION_FILE = 'ycsb-connection.properties'
 PHASE_SLACK_S = 60
 
 
-@dataclasses.dataclass(frozen=True)
-class YcsbDeployment:
-  """The shards and the YCSB clients of one run."""
-  engine: str
-  engine_version: str
-  cluster_mode: bool
-  processes: Tuple[resource.BaseResource, ...]
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class YcsbDeployment(deployment_lib.Servers):
+  """The shards and the YCSB clients of one run; YCSB connects where the
+  load goes (`endpoints`)."""
   clients: Tuple[object, ...]
   installs: Tuple[ycsb_package.Installation, ...]
-  password: str = dataclasses.field(repr=False)
-  engine_settings: Tuple[Tuple[str, str], ...] = ()
-  replicas_per_primary: int = 0
-  # As redis_memtier's Deployment, of the shards running (a later stage's:
-  # the recorded ones): the primaries the flags make of them (Restore holds
-  # them to the shards' roles) and the shards per server VM, replicas not
-  # counted (what the samples name).
-  primaries: int = 0
-  shards_per_vm: int = 0
-
-  @property
-  def shards(self) -> Tuple[redis_shard.Shard, ...]:
-    return tuple(map(redis_shard.Shard.Of, self.processes))
-
-
-def Hosts(processes, opts: ycsb_options.YcsbStudyOptions
-          ) -> List[Tuple[str, int]]:
-  """Where YCSB connects: the cluster's first node, else every primary
-  (replicas, where an engine adds them, start after the primaries)."""
-  replicas = opts.server.replicas_per_primary
-  primaries = (processes[:1] if opts.server.cluster_mode else
-               processes[:len(processes) // (1 + replicas)])
-  return [(p.vm.internal_ip, p.port) for p in primaries]
 
 
 def _InstallYcsb(vm, opts: ycsb_options.YcsbStudyOptions
@@ -81,14 +54,14 @@ def _InstallYcsb(vm, opts: ycsb_options.YcsbStudyOptions
   return vm.ycsb
 
 
-def _WriteConnection(clients: Sequence, processes, password: str,
+def _WriteConnection(dep: YcsbDeployment,
                      opts: ycsb_options.YcsbStudyOptions) -> None:
   """Each client VM's 0600 connection file: the shards and the load user."""
   text = ycsb_package.ConnectionProperties(
-      Hosts(processes, opts), redis_shard.LOAD_USER,
-      redis_shard.LoadPassword(password), opts.server.cluster_mode,
+      [(e.host, e.port) for e in dep.endpoints], redis_shard.LOAD_USER,
+      redis_shard.LoadPassword(dep.password), dep.cluster_mode,
       opts.timeout_ms)
-  for vm in clients:
+  for vm in dep.clients:
     vm.WriteFile(f'{vm.scratch_dir}/{CONNECTION_FILE}', text, mode=0o600)
 
 
@@ -133,17 +106,11 @@ def Restore(spec, opts: ycsb_options.YcsbStudyOptions,
 def _Connected(spec, opts, engine, processes, password,
                installs) -> YcsbDeployment:
   """The deployment, its clients' connection files written."""
-  clients = tuple(spec.vm_groups['clients'])
-  _WriteConnection(clients, processes, password, opts)
-  settings = sorted((str(k), str(v)) for k, v in engine.Settings().items())
-  servers = spec.vm_groups['servers']
-  return YcsbDeployment(engine.NAME, engine.Version(servers[0]),
-                        opts.server.cluster_mode, tuple(processes), clients,
-                        tuple(installs), password, tuple(settings),
-                        opts.server.replicas_per_primary,
-                        deployment_lib.Primaries(len(processes), opts.server),
-                        deployment_lib.ShardsPerVm(len(processes), servers,
-                                                   opts.server))
+  deployed = YcsbDeployment.Of(
+      spec, opts.server, engine, processes, password,
+      clients=tuple(spec.vm_groups['clients']), installs=tuple(installs))
+  _WriteConnection(deployed, opts)
+  return deployed
 
 
 def SetMetadata(spec, dep: YcsbDeployment,
