@@ -231,16 +231,16 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
   if counted and all(r.clients for r in results):
     average = sum(r.requests * r.clients * load.pipeline / r.rps
                   for r in results) / sum(r.requests for r in results) * 1000
-  # The tool's own averages, combined by the one rule (operation-weighted;
-  # the processes share one window, so rps x window is their count).
-  weighted = [measurement.Measurement(load, r.rps, r.avg_latency_ms,
-                                      duration_s=duration_s)
-              for r in results if r.avg_latency_ms is not None]
-  reported_average = (measurement.WeightedAverageLatencyMs(weighted)
-                      if weighted else None)
-  # The tool's statistics, each at its worst process.
-  reported = {name: _Max(getattr(r, f'{name}_latency_ms') for r in results)
-              for name in ('p50', 'p95', 'p99', 'p999', 'max')}
+  # The tool's own figures, combined as parts side by side are
+  # (FiguresTogether; the processes share one window, so rps x window is
+  # their count).
+  reported = FiguresTogether([measurement.Measurement(
+      load, r.rps, r.avg_latency_ms, duration_s=duration_s, metadata={
+          'test_rps': f'{r.test}={r.rps:.2f}',
+          'reported_average_latency_ms': r.avg_latency_ms,
+          **{f'reported_{name}_latency_ms': getattr(r, f'{name}_latency_ms')
+             for name in ('p50', 'p95', 'p99', 'p999', 'max')}})
+      for r in results])
   requests = [r.requests for r in results]
   ops = (sum(requests) if None not in requests
          else round(throughput * duration_s))
@@ -249,30 +249,28 @@ def CombineConcurrent(results: Sequence[RedisBenchmarkTestResult],
       'load_generator': LOAD_GENERATOR,
       'latency_basis': 'closed_loop_littles_law',
       'outstanding_requests': load.outstanding_requests,
-      'reported_average_latency_ms': reported_average,
       'percentile_basis': 'tool_reported_max_across_processes_not_closed_loop',
-      **{f'reported_{name}_latency_ms': value
-         for name, value in reported.items()},
+      **reported,
       'tests': ','.join(r.test for r in results),
-      'test_rps': ','.join(f'{r.test}={r.rps:.2f}' for r in results),
       'tool_clients': None if None in clients else sum(clients),
   }
   facts = {k: v for k, v in facts.items() if v is not None}
   facts.update(metadata or {})
   return measurement.Measurement(
       load=load, throughput=throughput, average_latency_ms=average,
-      p50_latency_ms=reported['p50'], p99_latency_ms=reported['p99'],
-      p999_latency_ms=reported['p999'],
+      p50_latency_ms=reported['reported_p50_latency_ms'],
+      p99_latency_ms=reported['reported_p99_latency_ms'],
+      p999_latency_ms=reported['reported_p999_latency_ms'],
       duration_s=float(duration_s), ops=ops, metadata=facts,
       request_count=True)
 
 
 def FiguresTogether(parts: Sequence[measurement.Measurement]
                     ) -> Dict[str, object]:
-  """The tool's figures of parts side by side (one client VM's groups, one
-  per endpoint, or client VMs), beyond its counts
-  (measurement.FactsCombined): Combine keeps the first part's, so two
-  shards of 1x32 each said test_rps and the reported percentiles of one
+  """The tool's figures of parts side by side (one endpoint's processes,
+  one client VM's groups, one per endpoint, or client VMs), beyond its
+  counts (measurement.FactsCombined): Combine keeps the first part's, so
+  two shards of 1x32 each said test_rps and the reported percentiles of one
   shard where 64 connections ran, and two client VMs said clients-0's."""
   figures: Dict[str, object] = {}
   for name in ('p50', 'p95', 'p99', 'p999', 'max'):  # Each at its worst.
