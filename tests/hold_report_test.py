@@ -79,3 +79,18 @@ def test_the_chart_draws_the_answers_own_hold_of_several():
   runs['hold_index'] = float('nan')
   hold, = hold_chart.HoldSeries(frame, runs).to_dict('records')
   assert hold['ops'] == [20.0, 21.0, 19.0]
+
+
+def test_a_hold_without_a_recorded_cap_is_drawn_without_one():
+  # No latency_cap_ms column at all (none of the samples recorded one): the
+  # hold has no cap, as for a cap recorded as no number.
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  frame = pd.DataFrame([{'cell': 'c', 'run_uri': 'r1', 'probe_role': 'hold',
+                         'metric': metric, 'values': values}
+                        for metric, values in (
+                            (hold_chart.OPS_SERIES, '[25.0, 26.0]'),
+                            (hold_chart.LATENCY_SERIES, '[0.9, 1.1]'))])
+  runs = pd.DataFrame(columns=['run_uri', 'cell', 'capped_ops', 'hold',
+                               'hold_index'])
+  hold, = hold_chart.HoldSeries(frame, runs).to_dict('records')
+  assert hold['ops'] == [25.0, 26.0] and hold['cap'] is None

@@ -64,8 +64,9 @@ def _Col(frame: pd.DataFrame, name: str) -> pd.Series:
   return pd.Series([float('nan')] * len(frame), index=frame.index)
 
 
-def _Numbers(frame: pd.DataFrame, name: str) -> pd.Series:
-  """The column as numbers (NaN where it is none, or it is missing)."""
+def Numbers(frame: pd.DataFrame, name: str) -> pd.Series:
+  """The column as numbers (NaN where it is none, not a number, or it is
+  missing): how every view reads a column as numbers."""
   return pd.to_numeric(_Col(frame, name), errors='coerce')
 
 
@@ -91,7 +92,7 @@ def PerRun(rows: pd.DataFrame, columns: dict) -> pd.DataFrame:
   out = pd.DataFrame({'run_uri': last['run_uri'].astype(str),
                       'cell': last['cell']})
   for source, name in columns.items():
-    out[name] = _Numbers(last, source).astype(float)  # None too: float
+    out[name] = Numbers(last, source).astype(float)  # None too: float
   return out
 
 
@@ -148,10 +149,10 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
       'run_uri': capped['run_uri'].astype(str), 'cell': capped['cell'],
       'night': _Col(capped, 'night'),
       'capped_ops': capped['value'].astype(float),
-      'ops_ci95': _Numbers(capped, 'throughput_ci95_ops'),
-      'avg_latency_ms': _Numbers(capped, 'confirmed_average_latency_ms'
-                                ).fillna(_Numbers(capped, 'average_latency_ms')),
-      'p99_latency_ms': _Numbers(capped, 'p99_latency_ms'),
+      'ops_ci95': Numbers(capped, 'throughput_ci95_ops'),
+      'avg_latency_ms': Numbers(capped, 'confirmed_average_latency_ms'
+                                ).fillna(Numbers(capped, 'average_latency_ms')),
+      'p99_latency_ms': Numbers(capped, 'p99_latency_ms'),
       'verdict': [v.name for v in verdicts],
       'verdict_flags': [','.join(v.flags) or verdict_lib.CONFIRMED
                         for v in verdicts],
@@ -166,7 +167,7 @@ def RunAnswers(frame: pd.DataFrame) -> pd.DataFrame:
                for w in _Col(capped, 'hold_words')],
       # Which hold probe was the answer's (a search that backed off from a
       # failed hold ran two); NaN for runs recorded before.
-      'hold_index': _Numbers(capped, 'hold_probe_index'),
+      'hold_index': Numbers(capped, 'hold_probe_index'),
       # The server's version (a cell's runs may differ in it: a manual
       # --redis_server_version run beside the distro's).
       'server_version': VersionTexts(_Col(capped, 'redis_server_version')),

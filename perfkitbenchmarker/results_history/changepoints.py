@@ -99,8 +99,7 @@ def HistoryPoints(frame: pd.DataFrame,
     if spec.metadata_key is not None:
       if spec.metadata_key not in rows.columns:
         continue
-      rows = rows.assign(value=pd.to_numeric(rows[spec.metadata_key],
-                                             errors='coerce'))
+      rows = rows.assign(value=answers_lib.Numbers(rows, spec.metadata_key))
     rows = rows.dropna(subset=['value'])
     if rows.empty:
       continue

@@ -455,7 +455,7 @@ def CurvePoints(night_frame: pd.DataFrame) -> pd.DataFrame:
                         'latency_cap_statistic'))
   for column in ('curve_percent', 'p99_latency_ms', 'rate_achieved_pct',
                  'throughput', 'average_latency', 'capped_latency_ms'):
-    wide[column] = pd.to_numeric(wide.get(column), errors='coerce')
+    wide[column] = answers_lib.Numbers(wide, column)
   if 'latency_cap_statistic' not in wide.columns:  # recorded before it
     wide['latency_cap_statistic'] = 'avg'
   wide['short'] = wide['rate_achieved_pct'] < 95

@@ -69,7 +69,7 @@ def HoldSeries(night_frame: pd.DataFrame,
     # backed off from a hold that failed).
     if not answer.empty and 'probe_index' in mine.columns:
       index = answer['hold_index'].iloc[-1]
-      own = mine[pd.to_numeric(mine['probe_index'], errors='coerce') == index]
+      own = mine[answers_lib.Numbers(mine, 'probe_index') == index]
       mine = own if not own.empty else mine
     series = {m: _Values(r['values']) for m, r in
               mine.drop_duplicates('metric', keep='last').set_index(
@@ -77,12 +77,11 @@ def HoldSeries(night_frame: pd.DataFrame,
     ops = series.get(OPS_SERIES)
     if not ops:
       continue
-    cap = pd.to_numeric(mine.get('latency_cap_ms'), errors='coerce')
+    cap = answers_lib.Numbers(mine, 'latency_cap_ms').dropna()
     rows.append({
         'cell': cell, 'run_uri': str(run_uri), 'ops': ops,
         'latency': series.get(LATENCY_SERIES),
-        'cap': float(cap.dropna().iloc[0]) if cap is not None and (
-            cap.notna().any()) else None,
+        'cap': float(cap.iloc[0]) if not cap.empty else None,
         'searched': (float(answer['capped_ops'].iloc[-1])
                      if not answer.empty else None),
         # The answer's hold in words (answers.RunAnswers' `hold`).

@@ -250,7 +250,7 @@ def Prepare(frame: pd.DataFrame, night_hours: float = 24.0,
             matrix_gap_minutes: float = 60.0) -> pd.DataFrame:
   """Loader frame -> frame with cells and nights, ready for every view; a
   NUMBER_KEYS value that is not a finite number reads as not recorded."""
-  numbers = {key: pd.to_numeric(frame[key], errors='coerce')
+  numbers = {key: answers_lib.Numbers(frame, key)
              for key in NUMBER_KEYS if key in frame.columns and
              not pd.api.types.is_numeric_dtype(frame[key])}
   if numbers:
