@@ -326,7 +326,7 @@ def test_tick_labels_are_as_precise_as_their_spacing(night):
 
 def test_tick_labels_at_half_steps_are_not_rounded_together():
   """The issue's axis: 27.5k and 32.5k read '28k' and '32k' beside 30k."""
-  figure = charts._NewFigure()  # pylint: disable=protected-access
+  figure = charts.NewFigure()
   ax = figure.add_subplot()
   ax.plot([26000, 34000], [0.2, 0.9])
   charts.ReadableTicks(ax.xaxis, [26000, 34000])

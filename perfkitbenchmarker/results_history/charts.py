@@ -50,7 +50,7 @@ class Chart:
     return 'data:image/png;base64,' + base64.b64encode(self.png).decode()
 
 
-def _NewFigure(**kwargs):
+def NewFigure(**kwargs):
   """A matplotlib Figure (no pyplot state)."""
   # Here, not at the top: matplotlib takes about a second to import, which
   # compare's text board and its refusals never need.
@@ -58,7 +58,7 @@ def _NewFigure(**kwargs):
   return mpl_figure.Figure(**kwargs)
 
 
-def _Png(fig, alt: str) -> Chart:
+def Png(fig, alt: str) -> Chart:
   """The figure as a PNG, cropped to what it draws (a legend above the
   axes too) and drawn once: savefig's bbox_inches='tight', and any layout
   engine (tight_layout leaves a placeholder), first draw the whole figure
@@ -83,7 +83,7 @@ def CellColors(cell_names: Iterable[str]) -> Dict[str, str]:
           for i, cell in enumerate(sorted(set(cell_names)))}
 
 
-def _Color(colors: Optional[Dict[str, str]], cell: str, i: int) -> str:
+def Color(colors: Optional[Dict[str, str]], cell: str, i: int) -> str:
   if colors and cell in colors:
     return colors[cell]
   return COLORS[i % len(COLORS)]
@@ -109,7 +109,7 @@ def _Nothing(fig, text: str) -> None:
   ax.set_axis_off()
 
 
-def _LegendAbove(fig, handles, labels, columns: int) -> None:
+def LegendAbove(fig, handles, labels, columns: int) -> None:
   """One legend for the figure, above its panels: never on the data."""
   fig.legend(handles, labels, loc='lower left', bbox_to_anchor=(0.0, 1.0),
              ncol=columns, fontsize=FONT - 1, frameon=False,
@@ -151,7 +151,7 @@ def PricePerformanceBarsFigure(board: pd.DataFrame,
   if len(workloads) <= 1:
     names = ['\n'.join(textwrap.wrap(n, 34))
              for n in ShortLabels(board).values()]
-    fig = _NewFigure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
+    fig = NewFigure(figsize=(WIDTH_IN, 0.62 * len(board) + 1.4))
     ax = fig.add_subplot()
     texts, ends = _Bars(ax, board, names, colors, range(len(board)))
     ax.set_xlabel(terminal_text.ChartText(BARS_XLABEL), fontsize=FONT)
@@ -164,8 +164,8 @@ def PricePerformanceBarsFigure(board: pd.DataFrame,
   labels = ShortLabels(board, ('engine', 'topology'))
   where = board['workload'].astype(str).to_numpy()
   counts = [int((where == w).sum()) for w in workloads]
-  fig = _NewFigure(figsize=(WIDTH_IN, sum(0.62 * n + 1.3 for n in counts)
-                            + 0.4))
+  fig = NewFigure(figsize=(WIDTH_IN, sum(0.62 * n + 1.3 for n in counts)
+                           + 0.4))
   grid = fig.add_gridspec(len(workloads), 1, height_ratios=counts)
   panels = []
   for i, workload in enumerate(workloads):
@@ -209,7 +209,7 @@ def _Bars(ax, board: pd.DataFrame, names: Sequence[str],
   for i, yy, value, error, verdict, answer, cell in zip(
       positions, y, board['price_performance'], errors, board['verdict'],
       board['answer_verdict'], board['cell']):
-    color = _Color(colors, cell, i)
+    color = Color(colors, cell, i)
     confirmed = answer == verdict_lib.CONFIRMED
     ax.barh(yy, value, xerr=error, height=0.6,
             color=color if confirmed else 'white', edgecolor=color,
@@ -248,11 +248,11 @@ def _FitLabels(fig, ax, texts, ends: Sequence[float]) -> None:
 def PricePerformanceBars(board: pd.DataFrame,
                          colors: Optional[Dict[str, str]] = None) -> Chart:
   panels = board['workload'].nunique() > 1
-  return _Png(PricePerformanceBarsFigure(board, colors),
-              'Bar chart of ops/s per $/hr per machine type with 95 % error '
-              'bars' + ('; one panel per workload, each on its own axis'
-                        if panels else '') + '; hatched bars are not '
-              'confirmed')
+  return Png(PricePerformanceBarsFigure(board, colors),
+             'Bar chart of ops/s per $/hr per machine type with 95 % error '
+             'bars' + ('; one panel per workload, each on its own axis'
+                       if panels else '') + '; hatched bars are not '
+             'confirmed')
 
 
 def ProbePairs(night_frame: pd.DataFrame) -> pd.DataFrame:
@@ -343,7 +343,7 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
   cells = [c for c in labels if c in set(pairs['cell'])]
   columns = 2 if len(cells) > 1 else 1
   rows = max(1, (len(cells) + columns - 1) // columns)
-  fig = _NewFigure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
+  fig = NewFigure(figsize=(WIDTH_IN, 3.6 * rows + 0.3))
   if answers is None:
     answers = answers_lib.RunAnswers(night_frame)
   loads = AnswerLoads(night_frame)
@@ -351,7 +351,7 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
   for i, cell in enumerate(cells):
     ax = fig.add_subplot(rows, columns, i + 1)
     mine = pairs[pairs['cell'] == cell]
-    color = _Color(colors, cell, i)
+    color = Color(colors, cell, i)
     at_answer = AtAnswerLoad(mine, loads)
     ax.scatter(mine.loc[~at_answer, 'throughput'],
                mine.loc[~at_answer, 'average_latency'], s=16, color=color,
@@ -421,16 +421,16 @@ def ProbeCurvesFigure(night_frame: pd.DataFrame,
                                        linestyle='--', linewidth=1))
     names.insert(2, 'latency cap ' + ', '.join(f'{c:g} ms'
                                                for c in sorted(caps)))
-  _LegendAbove(fig, handles, names, 3)
+  LegendAbove(fig, handles, names, 3)
   return fig
 
 
 def ProbeCurves(night_frame: pd.DataFrame,
                 colors: Optional[Dict[str, str]] = None,
                 answers: Optional[pd.DataFrame] = None) -> Chart:
-  return _Png(ProbeCurvesFigure(night_frame, colors, answers),
-              'Throughput versus average latency of every probe, one panel '
-              'per cell, with the latency cap and each run\'s answer drawn')
+  return Png(ProbeCurvesFigure(night_frame, colors, answers),
+             'Throughput versus average latency of every probe, one panel '
+             'per cell, with the latency cap and each run\'s answer drawn')
 
 
 CURVE_COLUMNS = ('cell', 'curve_percent', 'throughput', 'average_latency',
@@ -500,7 +500,7 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
     answers = answers_lib.RunAnswers(night_frame)
   labels = ShortLabels(night_frame)
   cells = [c for c in labels if c in set(points['cell'])]
-  fig = _NewFigure(figsize=(WIDTH_IN, 4.4))
+  fig = NewFigure(figsize=(WIDTH_IN, 4.4))
   if not cells:
     _Nothing(fig, 'no curve points this night')
     return fig
@@ -515,7 +515,7 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
   axes = [fig.add_subplot(1, 2, i + 1) for i in range(len(panels))]
   handles, names = [], []
   for i, cell in enumerate(cells):
-    color = _Color(colors, cell, i)
+    color = Color(colors, cell, i)
     mine = points[points['cell'] == cell]
     chosen = answers[answers['cell'] == cell]
     confirmed = (chosen['verdict'] == verdict_lib.CONFIRMED).any()
@@ -566,17 +566,17 @@ def LatencyCurvesFigure(night_frame: pd.DataFrame,
   ] + _AnswerHandles('#718096')
   names += [CURVE_POINT_LABEL, CURVE_SHORT_LABEL, CONFIRMED_LABEL,
             UNCONFIRMED_LABEL]
-  _LegendAbove(fig, handles, names, 2)
+  LegendAbove(fig, handles, names, 2)
   return fig
 
 
 def LatencyCurves(night_frame: pd.DataFrame,
                   colors: Optional[Dict[str, str]] = None,
                   answers: Optional[pd.DataFrame] = None) -> Chart:
-  return _Png(LatencyCurvesFigure(night_frame, colors, answers),
-              'Latency against achieved throughput at fixed offered rates '
-              'below each answer, one line per cell ending at its answer '
-              '(a star): average latency left, p99 right')
+  return Png(LatencyCurvesFigure(night_frame, colors, answers),
+             'Latency against achieved throughput at fixed offered rates '
+             'below each answer, one line per cell ending at its answer '
+             '(a star): average latency left, p99 right')
 
 
 def HistoryCharts(points: pd.DataFrame,
@@ -586,8 +586,8 @@ def HistoryCharts(points: pd.DataFrame,
   charts = []
   for metric, fig in HistoryFigures(points, change_points, colors):
     spec = cp_lib.SERIES_METRICS[metric]
-    chart = _Png(fig, f'History of {spec.label} per night with change '
-                 'points marked')
+    chart = Png(fig, f'History of {spec.label} per night with change '
+                'points marked')
     charts.append(dataclasses.replace(chart, key=metric))
   return charts
 
@@ -602,13 +602,13 @@ def HistoryFigures(points: pd.DataFrame,
   for metric in sorted(set(points['metric']), key=order.get):
     rows = points[points['metric'] == metric]
     spec = cp_lib.SERIES_METRICS[metric]
-    fig = _NewFigure(figsize=(WIDTH_IN, 4.2))
+    fig = NewFigure(figsize=(WIDTH_IN, 4.2))
     ax = fig.add_subplot()
     for i, (cell, one) in enumerate(rows.groupby('cell', sort=True)):
       one = one.sort_values(nights.NIGHT_START_COLUMN)
       when = one[nights.NIGHT_START_COLUMN].dt.tz_localize(None)
       ax.plot(when, one['value'], marker='o', markersize=3, linewidth=1.2,
-              color=_Color(colors, cell, i),
+              color=Color(colors, cell, i),
               label='\n'.join(textwrap.wrap(labels[cell], 40)))
       for change in change_points:
         if change.cell != cell or change.metric != metric:

@@ -101,12 +101,11 @@ def HoldFigure(night_frame: pd.DataFrame,
   cells = [c for c in labels if c in set(holds['cell'])]
   columns = 2 if len(cells) > 1 else 1
   rows = (len(cells) + columns - 1) // columns
-  fig = charts_lib._NewFigure(figsize=(charts_lib.WIDTH_IN,  # pylint: disable=protected-access
-                                       3.2 * rows + 0.3))
+  fig = charts_lib.NewFigure(figsize=(charts_lib.WIDTH_IN, 3.2 * rows + 0.3))
   font = charts_lib.FONT
   for i, cell in enumerate(cells):
     ax = fig.add_subplot(rows, columns, i + 1)
-    color = charts_lib._Color(colors, cell, i)  # pylint: disable=protected-access
+    color = charts_lib.Color(colors, cell, i)
     titles = []
     for _, hold in holds[holds['cell'] == cell].iterrows():
       seconds = list(range(len(hold['ops'])))
@@ -147,7 +146,7 @@ def HoldFigure(night_frame: pd.DataFrame,
   names = ['ops/s each second', 'searched figure',
            f'{100 * steadiness.SWING_BOUND:.0f} % below it',
            'second over the cap']
-  charts_lib._LegendAbove(fig, handles, names, 2)  # pylint: disable=protected-access
+  charts_lib.LegendAbove(fig, handles, names, 2)
   return fig
 
 
@@ -158,6 +157,6 @@ def HoldChart(night_frame: pd.DataFrame,
   fig = HoldFigure(night_frame, colors, answers)
   if fig is None:
     return None
-  return charts_lib._Png(fig, 'Each run\'s hold of its answer\'s load: '  # pylint: disable=protected-access
-                         'ops/s each second against the searched figure, '
-                         'seconds over the cap crossed')
+  return charts_lib.Png(fig, 'Each run\'s hold of its answer\'s load: '
+                        'ops/s each second against the searched figure, '
+                        'seconds over the cap crossed')
