@@ -28,8 +28,8 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from typing import (Callable, Dict, Iterable, Optional, Sequence, Tuple,
-                    Type, Union)
+from typing import (Callable, Dict, Iterable, List, Optional, Sequence,
+                    Tuple, Type, Union)
 
 import tenacity
 
@@ -96,18 +96,21 @@ def InstallSecretFilter() -> None:
       handler.addFilter(SecretFilter())
 
 
+def Lines(text: Optional[str]) -> List[str]:
+  """`text`'s lines (a command's output), ended at \n and \r\n only:
+  str.splitlines also ends one at \r, \x1c-\x1e, \x85, \u2028 and \u2029,
+  so a program's bytes and ssh_command.sh's \x1e markers split its lines."""
+  return [l[:-1] if l.endswith('\r') else l for l in (text or '').split('\n')]
+
+
 def Tail(text: str, lines: int = 5) -> str:
-  """The last `lines` lines of `text` (a command's output) that are not
-  blank, on one line (' | ' between them) for an error or a warning:
+  """The last `lines` lines of `text` (a command's output: Lines) that are
+  not blank, on one line (' | ' between them) for an error or a warning:
   secrets masked, then every control or unprintable character escaped
   (Printable), so none acts on the terminal the line is printed on (a lone
   \r rewrote the line before it), whether or not the caller escapes it
-  too. Lines end at line breaks only, \n and \r\n: str.splitlines also
-  ends one at \r, \x1c-\x1e, \x85, \u2028 and \u2029, so a program's
-  bytes and ssh_command.sh's \x1e markers made lines of their own."""
-  kept = [l[:-1] if l.endswith('\r') else l
-          for l in (text or '').split('\n')]
-  kept = [l for l in kept if l.strip()]
+  too."""
+  kept = [l for l in Lines(text) if l.strip()]
   return Printable(Mask(' | '.join(kept[-lines:])))
 
 

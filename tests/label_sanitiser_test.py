@@ -13,9 +13,16 @@ import json
 import os
 import re
 
+import pytest
+
+from perfkitbenchmarker import errors
 from perfkitbenchmarker import recompute
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
+from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.load_generators import concurrent
+from perfkitbenchmarker.load_generators import ycsb_results
+from perfkitbenchmarker.providers.static import provider
 from perfkitbenchmarker.results_history import compare_cli
 from perfkitbenchmarker.results_history import loader
 
@@ -80,6 +87,61 @@ def test_a_commands_output_in_one_line_keeps_its_lines_and_plays_nothing():
   # Escaped once: what prints it escapes nothing twice.
   assert terminal_text.Printable(vm_util.Tail(output)) == vm_util.Tail(output)
   assert vm_util.Tail(' \r\n\n') == '' and vm_util.Tail(None) == ''
+
+
+class _Machine:
+  """A machine whose every command says `said` on stderr, exit 1: a lent
+  machine's sudo, or a load generator ld.so warns of."""
+
+  name = 'servers-0'
+  run_uri = 'ta1b2c3d'
+  scratch_dir = '/tmp/pkb-ta1b2c3d'
+
+  def __init__(self, said):
+    self.said = said
+    self._argv_secret_library = True  # Built: CheckTool runs the tool.
+
+  def Install(self, package):
+    del package
+
+  def Sudo(self, command):
+    return command
+
+  def RemoteCommand(self, command, timeout=None, what=None):
+    del command, timeout, what
+    return 'holder=ta1b2c3d/servers-0\n', ''  # The run holds the tuning.
+
+  def RemoteCommandWithReturnCode(self, command, timeout=None):
+    del command, timeout
+    return '', self.said, 1
+
+
+def test_a_machines_words_in_a_message_are_its_lines_escaped():
+  """What a machine said, in an error: the static machine's refused
+  restore, a failed probe process, YCSB's errors and ld.so's refusal of the
+  argv_secret library. Before, each split it with str.splitlines, so a
+  \x1e, \x1c or \u2028 in it cut its line (the message kept a piece),
+  and YCSB's line reached the message raw; now they are lines as
+  vm_util.Tail reads them (vm_util.Lines), escaped as it shows them."""
+  said = 'sudo: \x1b]0;pwned\x07a password\x1eis required\n'
+  settings = provider.HostSettings(_Machine(said), {})
+  with pytest.raises(errors.ResourceError) as refused:
+    settings._Delete()  # pylint: disable=protected-access
+  assert ('(sudo: \\x1b]0;pwned\\x07a password\\x1eis required)'
+          in str(refused.value))
+  said = 'error: authentication\x1efailed [x]\nerror: again\n'
+  assert concurrent._Said(said) == (  # pylint: disable=protected-access
+      'error: authentication\\x1efailed [x] | error: again')
+  with open(os.path.join(HERE, 'data', 'ycsb', 'load_string.stdout')) as f:
+    result = ycsb_results.YcsbResult.Parse(
+        f.read(), 'Error: reply\u2028lost\x1b[2J\n')
+  assert result.Errors(2000) == ['Error: reply\\u2028lost\\x1b[2J']
+  said = ("ERROR: ld.so: object '/tmp/pkb\x1c/libargv.so' from LD_PRELOAD "
+          'cannot be preloaded (wrong ELF class: ELFCLASS32): ignored.\n')
+  with pytest.raises(errors.PrerequisiteError) as refused:
+    argv_secret.CheckTool(_Machine(said), 'redis-benchmark')
+  assert ("(ERROR: ld.so: object '/tmp/pkb\\x1c/libargv.so' from LD_PRELOAD"
+          in str(refused.value))
 
 
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(

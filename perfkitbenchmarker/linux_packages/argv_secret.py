@@ -266,7 +266,7 @@ def CheckTool(vm, program: str) -> None:
       f'{command} {SECRET_FD}<<<{secrets.token_hex(16)}', timeout=60)
   if rc == 127:
     raise errors.PrerequisiteError(f'{program} not found on {vm.name}.')
-  not_loaded = [line for line in err.splitlines()
+  not_loaded = [line for line in vm_util.Lines(err)
                 if 'cannot be preloaded' in line]
   if not_loaded:
     # ld.so only warns and runs the tool, which then fails every probe on

@@ -23,6 +23,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import sample
+from perfkitbenchmarker import vm_util
 
 LOAD_GENERATOR = 'ycsb'
 # Sections that are not database operations.
@@ -100,8 +101,8 @@ class YcsbResult:
           p99_us=measurement.FiniteFloat(
               fields.get('99thPercentileLatency(us)')),
           return_codes=dict(codes.get(section, {}))))
-    errors = tuple(line.strip() for line in stderr.splitlines()
-                   if _STDERR_ERRORS.search(line))
+    errors = tuple(vm_util.Tail(l.strip(), 1) for l in vm_util.Lines(stderr)
+                   if _STDERR_ERRORS.search(l))
     return cls(runtime_ms=overall['RunTime(ms)'],
                throughput=overall['Throughput(ops/sec)'],
                operations=tuple(operations), stderr_errors=errors)

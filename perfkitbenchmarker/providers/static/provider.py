@@ -42,6 +42,7 @@ from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
 
 CLOUD = 'Static'
 # Keys PKB's format allows that mean nothing here.
@@ -498,7 +499,7 @@ class HostSettings(resource.BaseResource):
     if rc != 0 or failed:
       raise errors.ResourceError(
           f'could not put back {", ".join(failed) or "the settings"} on '
-          f'{self.vm.name} ({(err.strip().splitlines() or ["refused"])[-1]});'
+          f'{self.vm.name} ({vm_util.Tail(err, 1) or "refused"});'
           f' the machine\'s own values: {self.machine}')
     unseen = system_tuning.Unseen(out)
     deferred = [h for h in system_tuning.Deferred(out) if h not in unseen]
