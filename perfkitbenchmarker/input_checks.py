@@ -39,6 +39,13 @@ def CheckRunFlags(flag_values, results_dir: str) -> None:
   """Refuses bad run-level flags in one line each (those about where the
   run happens: CheckCloudFlags)."""
   _CheckBenchmarks(flag_values.benchmarks)
+  for flag in ('results_dir', 'json_path', 'csv_path'):
+    # An empty path is a mistake (a shell variable not set), not a choice
+    # of the default: the run went where the flag was to move it from.
+    if flag_values[flag].present and not getattr(flag_values, flag):
+      raise errors.UsageError(
+          f'--{flag} is empty; give a path, or drop the flag for the '
+          'default.')
   CheckWritableDir(results_dir, '--results_dir')
   for flag in ('json_path', 'csv_path'):
     path = getattr(flag_values, flag)

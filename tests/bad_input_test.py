@@ -70,6 +70,12 @@ _CASES = [
      lambda t: [f'--results_dir={t / "afile" / "sub"}'], 'not a directory'),
     ('results_dir_unwritable',
      lambda t: ['--results_dir=/proc/pkb-results'], 'cannot write'),
+    # Empty: the run went to the default, where the flag was to move it
+    # from (exit 0).
+    ('results_dir_empty', lambda t: ['--results_dir='],
+     '--results_dir is empty; give a path, or drop the flag'),
+    ('json_path_empty', lambda t: ['--json_path='], '--json_path is empty'),
+    ('csv_path_empty', lambda t: ['--csv_path='], '--csv_path is empty'),
     ('json_path_is_a_dir', lambda t: [f'--json_path={t}'], '--json_path'),
     ('json_path_under_a_file',
      lambda t: [f'--json_path={t / "afile" / "x.json"}'], '--json_path'),
