@@ -15,8 +15,9 @@ The estimate `--dry_run` prints is kept in the run record
 
 One table per benchmark of the run: estimated and measured minutes and
 their ratio. A ratio far from 1 on a cloud says which of
-cost_estimate.RATES' phase times to correct. Exit 1 with one line when the
-run has no estimate or no stage samples.
+cost_estimate.RATES' phase times to correct. Exit 2 with one line when the
+run cannot be checked (no estimate or no stage samples, or a record or
+results file holding what no run wrote), as for any bad input.
 """
 
 import argparse
@@ -50,6 +51,12 @@ STAGES = frozenset(s for _, stages in cost_estimate.MEASURED_BY
 # No stage of a run takes longer: every invocation has a deadline, and
 # --timeout_minutes is at most a week.
 LONGEST_STAGE_S = 7 * 24 * 3600
+# An estimate may be longer (a study larger than its deadline), but not
+# this: the flags' bounds keep a dry run's phases far below it (YCSB's
+# largest, 10^12 operations a probe, 10^4 probes, is about 10^10 min per
+# workload). Past it a record's figure is no estimate, and the table's two
+# decimals printed a 1e300 as 300 digits, or summed two to 'inf min'.
+LONGEST_ESTIMATE_MIN = 1e12
 
 
 def StageSeconds(run_dir: regular_files.Directory
@@ -95,15 +102,18 @@ def EstimatedMinutes(run_dir: str, benchmark: str,
                      estimate) -> Dict[str, float]:
   """The estimate's minutes per phase, as its record keeps them; a record
   is input (a downloaded run's may hold anything), so anything else, or a
-  time that is not a finite number of at least 0, is one UsageError."""
+  time that is not a number from 0 to LONGEST_ESTIMATE_MIN, is one
+  UsageError."""
   minutes = estimate.get('minutes') if isinstance(estimate, dict) else None
   read = ({phase: measurement.FiniteFloat(m) for phase, m in minutes.items()}
           if isinstance(minutes, dict) else {})
-  if not read or any(m is None or m < 0 for m in read.values()):
+  if not read or any(m is None or not 0 <= m <= LONGEST_ESTIMATE_MIN
+                     for m in read.values()):
     raise errors.UsageError(
         f'The cost estimate of {benchmark} in '
         f'{os.path.join(run_dir, run_record_lib.RECORD_FILE)} is not minutes '
-        'per phase (each a finite number of at least 0); nothing to check.')
+        f'per phase (each a number from 0 to {LONGEST_ESTIMATE_MIN:g}); '
+        'nothing to check.')
   return read
 
 
@@ -141,7 +151,7 @@ def main(argv=None) -> int:
   except (errors.Error, loader.LoadError, regular_files.NotRegular, OSError,
           ValueError) as e:
     print(terminal_text.Printable(f'check_estimate: {e}'), file=sys.stderr)
-    return 1
+    return 2
   return 0
 
 

@@ -72,18 +72,22 @@ def _RunDir(tmp_path, estimate):
     [1], {'cloud': 'Local', 'minutes': [1]},
     {'cloud': 'Local', 'minutes': {'search': 'x'}},
     {'cloud': 'Local', 'minutes': {'search': -1}},
-    {'cloud': 'Local', 'minutes': {'search': float('inf')}}])
+    {'cloud': 'Local', 'minutes': {'search': float('inf')}},
+    {'cloud': 'Local', 'minutes': {'search': 1e300}},
+    {'cloud': 'Local', 'minutes': {'install': 1e308, 'preload': 1e308}}])
 def test_a_record_whose_estimate_is_not_minutes_is_one_line(
     tmp_path, capsys, estimate):
   # A record is input: a downloaded run's estimate may hold anything. A
   # list printed 'AttributeError: 'list' object has no attribute 'get''
-  # under a traceback; -1 and inf were printed as estimated minutes.
+  # under a traceback; -1 and inf were printed as estimated minutes, 1e300
+  # as a 300-digit number and two of 1e308 as 'inf min' (exit 0). Bad
+  # input is exit 2, as in pkb and the other scripts (it was 1).
   run_dir = _RunDir(tmp_path, {'redis_memtier': estimate})
-  assert check_estimate.main([run_dir]) == 1
+  assert check_estimate.main([run_dir]) == 2
   err = capsys.readouterr().err
   assert err == (f'check_estimate: The cost estimate of redis_memtier in '
                  f'{run_dir}/run_record.json is not minutes per phase (each '
-                 'a finite number of at least 0); nothing to check.\n')
+                 'a number from 0 to 1e+12); nothing to check.\n')
 
 
 def test_a_record_s_estimate_is_set_against_its_run(tmp_path):
@@ -105,7 +109,7 @@ def test_a_results_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):
   elsewhere = str(tmp_path / 'elsewhere.json')
   os.rename(results, elsewhere)
   os.symlink(elsewhere, results)
-  assert check_estimate.main([run_dir]) == 1
+  assert check_estimate.main([run_dir]) == 2
   captured = capsys.readouterr()
   assert captured.out == ''
   assert captured.err == (f'check_estimate: {results}: a symbolic link '
@@ -147,7 +151,7 @@ def test_a_real_run_checked_and_what_is_refused(tmp_path):
   assert any('End to End Runtime' in line for line in kept)
   path.write_text('\n'.join(kept) + '\n')
   out = _Script(str(no_stages))
-  assert out.returncode == 1
+  assert out.returncode == 2
   assert out.stderr.strip().endswith('--timing_measurements=runtimes.')
   assert len(out.stderr.strip().splitlines()) == 1
 
@@ -159,10 +163,10 @@ def test_a_real_run_checked_and_what_is_refused(tmp_path):
   del record['info']['estimate']
   record_path.write_text(json.dumps(record))
   out = _Script(str(no_estimate))
-  assert out.returncode == 1 and 'no cost estimate' in out.stderr
+  assert out.returncode == 2 and 'no cost estimate' in out.stderr
   assert 'Traceback' not in out.stderr
 
-  assert _Script(str(tmp_path / 'missing')).returncode == 1
+  assert _Script(str(tmp_path / 'missing')).returncode == 2
 
 
 def test_text_from_the_record_is_shown_as_text(tmp_path, capsys):
@@ -183,7 +187,7 @@ def test_text_from_the_record_is_shown_as_text(tmp_path, capsys):
   name = 'redis\x1b[2J_memtier\nFORGED LINE'
   run_dir = _RunDir(other, {name: {'cloud': 'Local',
                                    'minutes': {'search': 2.0}}})
-  assert check_estimate.main([run_dir]) == 1
+  assert check_estimate.main([run_dir]) == 2
   err = capsys.readouterr().err
   assert err == (f'check_estimate: redis\\x1b[2J_memtier\\nFORGED LINE in '
                  f'{run_dir} has no stage samples; run it with '
@@ -204,7 +208,7 @@ def test_a_stage_time_no_run_can_take_is_one_line(tmp_path, capsys,
   sample['value'] = seconds
   with open(path, 'w', encoding='utf-8') as f:
     f.write(json.dumps(sample) + '\n')
-  assert check_estimate.main([run_dir]) == 1
+  assert check_estimate.main([run_dir]) == 2
   captured = capsys.readouterr()
   assert captured.out == ''
   assert captured.err == (

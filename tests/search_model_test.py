@@ -183,7 +183,7 @@ def test_scripts_with_a_shebang_rerun_in_the_venv_before_its_imports():
 
 @pytest.mark.e2e
 @pytest.mark.parametrize('script, args, code, words', [
-    ('check_estimate.py', ['/no/such/run'], 1, 'check_estimate: '),
+    ('check_estimate.py', ['/no/such/run'], 2, 'check_estimate: '),
     ('try_engine_installs.py', ['--help'], 0, 'usage: '),
 ])
 def test_scripts_started_by_another_python_run_in_the_venv(script, args,
