@@ -118,6 +118,9 @@ def EstimatedMinutes(run_dir: str, benchmark: str,
 
 
 def Check(run_dir: str) -> List[str]:
+  if not os.path.isdir(run_dir):  # Load's advice is pkb's (--run_uri).
+    raise errors.UsageError(f'{run_dir!r} is no run directory; give '
+                            'results/runs/<run_uri>.')
   record = run_record_lib.RunRecord.Load(run_dir)
   estimates = record.info.get('estimate')
   if not isinstance(estimates, dict) or not estimates:

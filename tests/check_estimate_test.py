@@ -116,6 +116,18 @@ def test_a_results_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):
                           '(never followed in a directory read as input)\n')
 
 
+@pytest.mark.parametrize('name', ['', 'missing', 'afile'])
+def test_what_is_no_run_directory_is_one_line(tmp_path, capsys, name):
+  # RunRecord.Load's advice is pkb's: "No run record at run_record.json; check
+  # --run_uri (runs are listed under )." for '', a flag this script has not.
+  (tmp_path / 'afile').write_text('x')
+  run_dir = str(tmp_path / name) if name else ''
+  assert check_estimate.main([run_dir]) == 2
+  assert capsys.readouterr().err == (
+      f'check_estimate: {run_dir!r} is no run directory; give '
+      'results/runs/<run_uri>.\n')
+
+
 def _Script(run_dir):
   return pkb_forkserver.Run([sys.executable, SCRIPT, run_dir],
                             timeout=60)
