@@ -126,6 +126,13 @@ def test_a_key_given_twice_is_refused_in_one_line(tmp_path, keyfile):
 def test_keyfile_must_exist_and_be_private(tmp_path, keyfile):
   message = _Error(_Write(tmp_path, [_Machine(str(tmp_path / 'nokey'))]))
   assert 'does not exist' in message
+  # A loop of symlinks and a path through a file were said not to exist.
+  os.symlink('loop', tmp_path / 'loop')
+  message = _Error(_Write(tmp_path, [_Machine(str(tmp_path / 'loop'))]))
+  assert (f'keyfile_path {tmp_path}/loop: Too many levels of symbolic links; '
+          'give the private key that logs in as user_name.') in message
+  message = _Error(_Write(tmp_path, [_Machine(f'{keyfile}/id')]))
+  assert f'keyfile_path {keyfile}/id: Not a directory; give' in message
   # Was a ValueError traceback (os.stat: embedded null byte), exit 1.
   message = _Error(_Write(tmp_path, [_Machine('ke\0y')]))
   assert "keyfile_path 'ke\\x00y' holds a NUL byte" in message

@@ -116,8 +116,11 @@ def _CheckKeyfile(path: str, where: str, keyfile: str) -> str:
                       os.path.expanduser(keyfile))
   try:
     mode = os.stat(full).st_mode
-  except OSError:
+  except FileNotFoundError:
     raise _Fail(path, f'{where}: keyfile_path {full} does not exist; give '
+                'the private key that logs in as user_name.') from None
+  except OSError as e:  # A loop of symlinks, a file on the way: not missing.
+    raise _Fail(path, f'{where}: keyfile_path {full}: {e.strerror}; give '
                 'the private key that logs in as user_name.') from None
   except ValueError:  # A NUL byte ("\u0000" in the JSON): no path has one.
     raise _Fail(path, f'{where}: keyfile_path {keyfile!r} holds a NUL '
