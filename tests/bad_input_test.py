@@ -76,6 +76,11 @@ _CASES = [
      '--results_dir is empty; give a path, or drop the flag'),
     ('json_path_empty', lambda t: ['--json_path='], '--json_path is empty'),
     ('csv_path_empty', lambda t: ['--csv_path='], '--csv_path is empty'),
+    # The run measured Local (or --cloud) machines, or the built-in config.
+    ('static_vm_file_empty', lambda t: ['--static_vm_file='],
+     '--static_vm_file is empty'),
+    ('benchmark_config_file_empty', lambda t: ['--benchmark_config_file='],
+     '--benchmark_config_file is empty'),
     ('json_path_is_a_dir', lambda t: [f'--json_path={t}'], '--json_path'),
     ('json_path_under_a_file',
      lambda t: [f'--json_path={t / "afile" / "x.json"}'], '--json_path'),
