@@ -589,11 +589,40 @@ def test_a_version_recorded_as_unknown_is_not_one_not_recorded(tmp_path):
   assert rows['t2d-standard-16']['server_versions'] == []
 
 
+def test_the_provenance_says_a_run_recorded_no_version_as_the_notes_do(
+    tmp_path):
+  """Runs of a harness that recorded its version and the server's, and a
+  run of an older one that recorded neither: the notes said 'server
+  versions 7.0.15, not recorded; harness versions v1, not recorded' and
+  the HTML provenance 'redis-server 7.0.15; harness v1', leaving the run
+  out. A run records a version when any of its samples does (here only
+  its answer's), so the version-less run alone is 'not recorded'."""
+  frame, path = _Frame(tmp_path, [
+      _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='v1',
+           redis_server_version='7.0.15'),
+      _Run('a2', 'n2d-standard-16', 29493, 400, 5)])
+  notes = [r['notes'] for r in report.LeaderboardCells(
+      leaderboard.Leaderboard(frame))]
+  assert notes == ['server versions 7.0.15, not recorded; '
+                   'harness versions v1, not recorded']
+  provenance = report.Provenance(frame)
+  assert provenance['redis_versions'] == ['7.0.15', 'not recorded']
+  assert provenance['harness_versions'] == ['v1', 'not recorded']
+  assert report.Provenance(frame[frame['run_uri'] == 'a1'])[
+      'harness_versions'] == ['v1']
+  compare = script_modules.Load(COMPARE, 'compare_provenance_not_recorded')
+  page = tmp_path / 'report.html'
+  assert compare.Main(['compare', path, f'--report={page}']) == 0
+  assert ('<dd>redis-server 7.0.15, not recorded; harness v1, not recorded; '
+          'load generator ') in page.read_text()
+
+
 def test_the_report_provenance_names_the_harness_versions(tmp_path):
   """The HTML report's provenance listed the redis-server versions the
   samples ran but not the harness versions, which decide how they were
   measured and parsed: it lists them beside the server's ('?' where no run
-  recorded one), each as its text even where every version is digits (git
+  recorded one; 'not recorded' for a run that recorded none beside runs
+  that did), each as its text even where every version is digits (git
   describe --always) and the loader typed the column as numbers."""
   frame, path = _Frame(tmp_path, [
       _Run('a1', 'n2d-standard-16', 22005, 300, 0, harness_version='1234567',
@@ -601,13 +630,13 @@ def test_the_report_provenance_names_the_harness_versions(tmp_path):
       _Run('a2', 'n2d-standard-16', 29493, 400, 5, harness_version='2345678',
            redis_server_version='8.2.3'),
       _Run('b1', 't2d-standard-16', 20000, 200, 10)])
-  assert report.Provenance(frame)['harness_versions'] == ['1234567',
-                                                          '2345678']
+  assert report.Provenance(frame)['harness_versions'] == [
+      '1234567', '2345678', 'not recorded']
   compare = script_modules.Load(COMPARE, 'compare_provenance_harness')
   page = tmp_path / 'report.html'
   assert compare.Main(['compare', path, f'--report={page}']) == 0
-  assert ('<dd>redis-server 7.0.15, 8.2.3; harness 1234567, 2345678; '
-          'load generator ') in page.read_text()
+  assert ('<dd>redis-server 7.0.15, 8.2.3, not recorded; harness 1234567, '
+          '2345678, not recorded; load generator ') in page.read_text()
   frame, path = _Frame(tmp_path, [_Run('c1', 'n2d-standard-16', 22005, 300,
                                        0)])
   assert report.Provenance(frame)['harness_versions'] == []

@@ -440,12 +440,18 @@ def _Unique(frame: pd.DataFrame, column: str) -> List[str]:
 
 
 def _UniqueVersions(frame: pd.DataFrame, column: str) -> List[str]:
-  """The versions recorded in `column` (answers.VersionTexts), each as a
-  list of them shows it (answers.VersionText)."""
+  """The versions the runs recorded in `column`, as the notes show them
+  (answers.DistinctVersions, VersionText): runs that recorded none beside
+  runs that did, 'not recorded'. A run records one when any of its samples
+  does (a stage's sample may come before the server's version is known)."""
   if column not in frame.columns:
     return []
-  return [answers_lib.VersionText(v) for v in sorted(
-      set(answers_lib.VersionTexts(frame[column])) - {''})]
+  runs = pd.DataFrame({'run': frame['run_uri'], 'version':
+                       answers_lib.VersionTexts(frame[column])})
+  recorded = runs['version'] != ''
+  runs = runs[recorded | ~runs['run'].isin(runs.loc[recorded, 'run'])]
+  return [answers_lib.VersionText(v) for v in
+          answers_lib.DistinctVersions(runs['version'].unique())]
 
 
 def _Rows(frame: pd.DataFrame, columns: Sequence[str], required: str
