@@ -617,6 +617,35 @@ def test_the_provenance_says_a_run_recorded_no_version_as_the_notes_do(
           'load generator ') in page.read_text()
 
 
+def test_the_provenance_shows_load_generator_versions_one_way(tmp_path):
+  """The provenance's load generators were 'name version' joined with
+  commas, the version as recorded: a run of memtier_benchmark '2.0,
+  memtier_benchmark 2.1' and runs of '2.0' and of '2.1' both read
+  'memtier_benchmark 2.0, memtier_benchmark 2.1'. Each version is shown
+  as the notes show one (quoted), a missing one as 'not recorded'."""
+  def Page(name, versions):
+    runs = [_Run(f'{name}{i}', 'n2d-standard-16', 22005, 300, 5 * i,
+                 load_generator='memtier_benchmark',
+                 **({} if v is None else dict(load_generator_version=v)))
+            for i, v in enumerate(versions)]
+    frame, path = _Frame(tmp_path, runs)
+    page = tmp_path / f'{name}.html'
+    compare = script_modules.Load(COMPARE, f'compare_generators_{name}')
+    assert compare.Main(['compare', path, f'--report={page}']) == 0
+    return (report.Provenance(frame)['load_generators'],
+            html.unescape(page.read_text()))
+
+  generators, page = Page('a', ['2.0, memtier_benchmark 2.1'])
+  assert generators == ['memtier_benchmark "2.0, memtier_benchmark 2.1"']
+  assert ('; load generator memtier_benchmark "2.0, memtier_benchmark 2.1"'
+          '; ') in page
+  generators, page = Page('b', ['2.0', '2.1', None])
+  assert generators == ['memtier_benchmark 2.0', 'memtier_benchmark 2.1',
+                        'memtier_benchmark not recorded']
+  assert ('; load generator memtier_benchmark 2.0, memtier_benchmark 2.1, '
+          'memtier_benchmark not recorded; ') in page
+
+
 def test_the_report_provenance_names_the_harness_versions(tmp_path):
   """The HTML report's provenance listed the redis-server versions the
   samples ran but not the harness versions, which decide how they were

@@ -474,7 +474,9 @@ def Provenance(frame: pd.DataFrame) -> Dict[str, Any]:
             f'{r["servers_price_source"]} '
             f'(price date {r["servers_price_date"] or "?"})'
             for r in _Rows(frame, PRICE_KEYS, 'servers_price_source')}
-  generators = {f'{r["load_generator"]} {r["load_generator_version"] or "?"}'
+  # Each version as the notes show one: the list is ', '-joined.
+  generators = {f'{r["load_generator"]} '
+                + answers_lib.VersionText(r['load_generator_version'] or None)
                 for r in _Rows(frame, GENERATOR_KEYS, 'load_generator')}
   command_lines = _Unique(frame, 'command_line') or [NOT_RECORDED]
   return {
