@@ -619,8 +619,10 @@ def test_failed_ssh_wait_is_torn_down(moto, tmp_path):
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('method', ['create_vpc', 'create_security_group',
-                                    'run_instances'])
+@pytest.mark.parametrize('method', [
+    'create_vpc', 'create_subnet', 'create_internet_gateway',
+    'create_security_group', 'import_key_pair', 'create_placement_group',
+    'run_instances'])
 def test_lost_reply_is_retried_without_duplicates(moto, tmp_path, method):
   clients, placement_groups = moto
   flaky = FlakyEc2(clients.ec2, method, after=True,
@@ -629,9 +631,71 @@ def test_lost_reply_is_retried_without_duplicates(moto, tmp_path, method):
   run.Provision()
   assert flaky.failed == 1 and run.sleeps  # Retried after a back-off.
   _, of_run = _Inventory(clients.ec2, placement_groups)
-  assert of_run['vpcs'] == 1 and of_run['security_groups'] == 1
-  assert of_run['instances'] == 2
+  assert of_run == dict({kind: 1 for kind in of_run}, instances=2)
   assert resource.TeardownFromRecord(run.record) == []
+
+
+class _LostAnswer(FlakyEc2):
+  """An EC2 client whose first `method` call is taken but its answer lost
+  (a read timeout), and whose next lookup of that kind (describe_<kind>s)
+  does not see the object yet, as EC2's eventual consistency allows."""
+
+  def __init__(self, client, method):
+    super().__init__(client, method, after=True)
+    self.lookup = f'describe_{method.split("_", 1)[1]}s'
+    self.hidden = 0
+
+  def _Error(self, operation):
+    return botocore.exceptions.ReadTimeoutError(endpoint_url='https://ec2')
+
+  def __getattr__(self, name):
+    call = super().__getattr__(name)
+    if name != self.lookup:
+      return call
+
+    def Lookup(**kwargs):
+      reply = call(**kwargs)
+      if self.failed and not self.hidden:
+        self.hidden += 1
+        reply = {key: [] if isinstance(value, list) else value
+                 for key, value in reply.items()}
+      return reply
+    return Lookup
+
+
+# EC2's create calls that take no ClientToken, each answered as it is sent
+# again: (the call, how many the run then has, EC2's refusal of the second).
+RESENT_CREATES = [
+    ('create_vpc', 2, None),
+    ('create_subnet', 1, 'InvalidSubnet.Conflict'),  # The VPC's one CIDR.
+    ('create_internet_gateway', 2, None),
+    ('create_security_group', 1, 'InvalidGroup.Duplicate'),  # Its name.
+    ('import_key_pair', 1, None),  # Named: its Duplicate, then replaced.
+    ('create_placement_group', 1, 'InvalidPlacementGroup.Duplicate'),
+]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('method,made,refused', RESENT_CREATES)
+def test_a_create_sent_again_after_its_answer_was_lost_leaves_nothing(
+    moto, tmp_path, method, made, refused):
+  """A create EC2 took but whose answer was lost is sent again when the
+  retry's lookup does not see the object yet: a second one is made, which
+  teardown deletes with the recorded one (both tagged), or the send is
+  refused and teardown finds the first by its tags or name."""
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  lost = _LostAnswer(clients.ec2, method)
+  run = Run(tmp_path, clients, ec2=lost)
+  with (pytest.raises(errors.ResourceError, match=refused) if refused else
+        contextlib.nullcontext()):
+    run.Provision()
+  assert lost.failed == 1 and len(lost.Calls(method)) > 1
+  _, of_run = _Inventory(clients.ec2, placement_groups)
+  assert of_run[method.split('_', 1)[1] + 's'] == made
+  assert resource.TeardownFromRecord(
+      run_record.RunRecord.Load(run.run_dir)) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
 
 
 @pytest.mark.e2e
