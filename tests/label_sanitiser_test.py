@@ -17,14 +17,19 @@ import pytest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import recompute
+from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.load_generators import base
+from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import concurrent
+from perfkitbenchmarker.load_generators import redis_benchmark
 from perfkitbenchmarker.load_generators import ycsb_results
 from perfkitbenchmarker.providers.static import provider
 from perfkitbenchmarker.results_history import compare_cli
 from perfkitbenchmarker.results_history import loader
+from perfkitbenchmarker.study import deployment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ONE_RUN = os.path.join(HERE, 'data', 'history', 'runs', '902af480',
@@ -91,14 +96,14 @@ def test_a_commands_output_in_one_line_keeps_its_lines_and_plays_nothing():
 
 class _Machine:
   """A machine whose every command says `said` on stderr, exit 1: a lent
-  machine's sudo, or a load generator ld.so warns of."""
+  machine's sudo, or a load generator ld.so warns of; `out` on stdout."""
 
   name = 'servers-0'
   run_uri = 'ta1b2c3d'
   scratch_dir = '/tmp/pkb-ta1b2c3d'
 
-  def __init__(self, said):
-    self.said = said
+  def __init__(self, said, out=''):
+    self.said, self.out = said, out
     self._argv_secret_library = True  # Built: CheckTool runs the tool.
 
   def Install(self, package):
@@ -107,13 +112,14 @@ class _Machine:
   def Sudo(self, command):
     return command
 
-  def RemoteCommand(self, command, timeout=None, what=None):
-    del command, timeout, what
-    return 'holder=ta1b2c3d/servers-0\n', ''  # The run holds the tuning.
+  def RemoteCommand(self, command, **kwargs):
+    del command, kwargs
+    # The run holds the tuning.
+    return self.out or 'holder=ta1b2c3d/servers-0\n', ''
 
   def RemoteCommandWithReturnCode(self, command, timeout=None):
     del command, timeout
-    return '', self.said, 1
+    return self.out, self.said, 1
 
 
 def test_a_machines_words_in_a_message_are_its_lines_escaped():
@@ -142,6 +148,41 @@ def test_a_machines_words_in_a_message_are_its_lines_escaped():
     argv_secret.CheckTool(_Machine(said), 'redis-benchmark')
   assert ("(ERROR: ld.so: object '/tmp/pkb\\x1c/libargv.so' from LD_PRELOAD"
           in str(refused.value))
+
+
+def test_a_machines_words_in_four_more_messages_are_its_lines_escaped():
+  """The refused remote root's fault (run_scope.RemoteRootFault), redis-cli
+  --pipe's last line, a failed client VM's preload error and the settings
+  a static machine could not put back. Before, the first kept a \\r\\n
+  line's \\r in its words; the second and third cut their line at a \\x1e
+  or \\u2028 (str.splitlines) and showed the piece raw, a secret too; the
+  last cut the machine's setting names likewise and showed them raw."""
+  vm_util.RegisterSecret('fold2-secret-pw')
+  fault = run_scope.RemoteRootFault(
+      run_scope.ROOT_REFUSED, 'sudo: warning\r\n'
+      '\x1epkb-root\x1emode /tmp is writable by other users (mode 0777)\r\n')
+  assert fault == '/tmp is writable by other users (mode 0777)'
+  said = ('All data transferred.\nerrors: 1, replies: 2\u2028(error) '
+          'WRONGPASS fold2-secret-pw\x1b[2J\n')
+  generator = redis_benchmark.RedisBenchmarkGenerator(_Machine('', said))
+  with pytest.raises(errors.ProcessError) as refused:
+    generator._Pipe(  # pylint: disable=protected-access
+        base.Endpoint('10.0.0.1', 6379), 'pw',
+        commands.RespStream('k', 1, 1, 8), 1)
+  assert str(refused.value).endswith(
+      'every key set: errors: 1, replies: 2\\u2028(error) WRONGPASS '
+      f'{vm_util.MASK}\\x1b[2J')
+  failed = deployment._Failure([(  # pylint: disable=protected-access
+      'clients-1', errors.ProcessError(
+          '\nredis-cli\x1e\x1b]0;pwned\x07 fold2-secret-pw\nmore'))])
+  assert str(failed) == ('Preload failed on clients-1: '
+                         f'redis-cli\\x1e\\x1b]0;pwned\\x07 {vm_util.MASK}')
+  settings = provider.HostSettings(_Machine('', (
+      'holder=ta1b2c3d/servers-0\nrestore_failed=thp\x1b[2J\u2028x\n')), {})
+  with pytest.raises(errors.ResourceError) as refused:
+    settings._Delete()  # pylint: disable=protected-access
+  assert 'could not put back thp\\x1b[2J\\u2028x on servers-0' in str(
+      refused.value)
 
 
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(

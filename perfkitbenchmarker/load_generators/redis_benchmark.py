@@ -181,7 +181,7 @@ class RedisBenchmarkGenerator(base.LoadGenerator):
       raise errors.ProcessError(
           f'redis-cli --pipe of {count:,} keys into {endpoint.host}:'
           f'{endpoint.port} did not end with every key set: '
-          f'{(out.strip().splitlines() or ["no summary"])[-1]}')
+          f'{vm_util.Tail(out, 1) or "no summary"}')
 
   def _Masters(self, seed: base.Endpoint, password: str):
     nodes, _ = self.vm.RemoteCommand(

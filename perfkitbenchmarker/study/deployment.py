@@ -22,6 +22,7 @@ from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
 from perfkitbenchmarker import virtual_machine
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
 from perfkitbenchmarker.engines import engine_options
 from perfkitbenchmarker.linux_packages import memtier as memtier_package
@@ -391,8 +392,8 @@ def _Failure(failures: Sequence[Tuple[str, Exception]]) -> errors.Error:
   """One line naming each client VM that failed, of the first error's kind
   when it is one of ours."""
   text = '; on '.join(
-      f'{name}: ' + (str(e).strip().splitlines() or [type(e).__name__])[0]
-      for name, e in failures)
+      f'{name}: ' + (vm_util.Tail(vm_util.Lines(str(e).strip())[0], 1) or
+                     type(e).__name__) for name, e in failures)
   message = f'Preload failed on {text}'
   first = failures[0][1]
   if isinstance(first, errors.Error):

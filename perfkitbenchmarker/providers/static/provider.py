@@ -497,8 +497,8 @@ class HostSettings(resource.BaseResource):
     root = record_checks.REMOTE_SCRATCH_ROOT
     out, err, rc = self.vm.RemoteCommandWithReturnCode(
         self.vm.Sudo(system_tuning.RestoreCommand(holder, root)), timeout=60)
-    failed = [line.partition('=')[2] for line in out.splitlines()
-              if line.startswith('restore_failed=')]
+    failed = [vm_util.Tail(line.partition('=')[2], 1) for line in
+              vm_util.Lines(out) if line.startswith('restore_failed=')]
     if rc != 0 or failed:
       raise errors.ResourceError(
           f'could not put back {", ".join(failed) or "the settings"} on '
