@@ -17,10 +17,14 @@ import pytest
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import recompute
+from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
+from perfkitbenchmarker.linux_packages import memtier
+from perfkitbenchmarker.linux_packages import redis_server
+from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.load_generators import base
 from perfkitbenchmarker.load_generators import commands
 from perfkitbenchmarker.load_generators import concurrent
@@ -183,6 +187,25 @@ def test_a_machines_words_in_four_more_messages_are_its_lines_escaped():
     settings._Delete()  # pylint: disable=protected-access
   assert 'could not put back thp\\x1b[2J\\u2028x on servers-0' in str(
       refused.value)
+
+
+def test_a_programs_words_in_its_failure_are_its_lines():
+  """Maven's [ERROR] lines (ycsb.MavenErrors), what a program given as
+  memtier printed for --version and redis-server's log lines when it did
+  not start: str.splitlines cut a line at a \\x1e or \\u2028, so the
+  message kept a piece of it."""
+  assert ycsb.MavenErrors('[INFO] x\n[ERROR] no \u2028pom\n') == (
+      '[ERROR] no \\u2028pom')
+  with pytest.raises(errors.PrerequisiteError) as refused:
+    memtier.GetVersion(_Machine('', 'sh\x1e5.2\n'), '/bin/sh')
+  assert "its --version printed 'sh\\x1e5.2';" in str(refused.value)
+  shard = redis_server.RedisProcess(_Machine('', (
+      '1:M 01 Jan # Failed listening\u2028on port 7001\n')), 7001, 'pw',
+                                    redis_shard.ShardOptions())
+  with pytest.raises(errors.ProcessError) as refused:
+    shard._Fail('')  # pylint: disable=protected-access
+  assert str(refused.value).endswith(
+      'did not start: 1:M 01 Jan # Failed listening\\u2028on port 7001')
 
 
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(

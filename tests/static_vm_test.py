@@ -731,6 +731,23 @@ def test_a_refusal_names_a_teardown_command_only_where_the_record_is(
       f'{provider.QUIET_S // 60} min is not counted)'), line
 
 
+def test_a_process_name_holding_a_line_separator_stays_one_line(
+    tmp_path, keyfile, monkeypatch):
+  """A busy process's name (its /proc comm, any bytes) is one field of
+  other_runs.sh's line: str.splitlines cut it at a \\x1e or \\u2028, so
+  the refusal named a piece of it, and this run's own busy workspace left
+  the rest in the scratch directory's line CheckNotInUse returns."""
+  vm = _Seeing(tmp_path, keyfile, monkeypatch)
+  assert vm.CheckNotInUse(
+      f'busy {_ROOT}/pkb-me1.Me1 4141 redis\x1eserver\n'
+      f'{_ROOT}/pkb-me1.Me1/servers-0') == f'{_ROOT}/pkb-me1.Me1/servers-0'
+  with pytest.raises(errors.UsageError) as refused:
+    vm.CheckNotInUse(f'busy {_ROOT}/pkb-bb2.Bb2 4343 redis\u2028server\n'
+                     f'{_ROOT}/pkb-me1.Me1/servers-0')
+  assert 'run bb2 (redis\\u2028server PID 4343 works in its workspace ' in (
+      str(refused.value))
+
+
 def test_a_run_under_way_is_named_with_the_directory_its_lock_names(
     tmp_path, keyfile, monkeypatch):
   """A run provisioning from this runner, its results elsewhere: its lock

@@ -262,9 +262,9 @@ class RedisProcess(resource.BaseResource):
         f'tail -n 5 {shlex.quote(self.logfile)} 2>/dev/null')
     # Redis marks warnings with '#' after the timestamp (e.g. a bind that
     # failed with 'Address already in use').
-    interesting = [l for l in out.splitlines()
+    interesting = [l for l in vm_util.Lines(out)
                    if re.search(r' # |FATAL|Bad directive|[Ee]rror|failed', l)]
-    return vm_util.Tail('\n'.join(interesting or []), 3)
+    return vm_util.Tail('\n'.join(interesting), 3)
 
   def _Delete(self) -> None:
     pid, start_time = self.pid, self.start_time

@@ -181,7 +181,7 @@ def JdkInstallScript(info) -> str:
 
 def MavenErrors(output: str, lines: int = 3) -> str:
   """The first [ERROR] lines of Maven's output (its last ones are help)."""
-  found = [line.strip() for line in output.splitlines()
+  found = [line.strip() for line in vm_util.Lines(output)
            if line.lstrip().startswith('[ERROR] ')]
   return vm_util.Tail('\n'.join(found[:lines]) or output, lines)
 

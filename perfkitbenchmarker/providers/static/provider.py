@@ -277,9 +277,9 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       return out
     root = record_checks.REMOTE_SCRATCH_ROOT
     kinds = ('busy ', 'live ', 'recent ', 'idle ')
-    found_lines = [line for line in out.splitlines()
+    found_lines = [line for line in vm_util.Lines(out)
                    if line.startswith(kinds)]
-    made = '\n'.join(line for line in out.splitlines()
+    made = '\n'.join(line for line in vm_util.Lines(out)
                      if not line.startswith(kinds))
     busy, idle, quiet_said = [], [], False
     for line in found_lines:
