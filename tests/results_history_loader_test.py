@@ -467,6 +467,19 @@ def test_bigquery_failure_is_a_load_error():
   assert '\n' not in str(e.value)
 
 
+def test_bigquery_failure_shows_its_first_line_whole_and_escaped():
+  """str.splitlines cut the error's first line at a \\u2028 or \\x1e, and
+  what was left reached the line raw."""
+  def ReadRows(table, client):
+    raise RuntimeError('403 Access\u2028Denied: \x1b[2JTable p:d.t\nmore')
+
+  with pytest.raises(loader.LoadError) as e:
+    loader.Load([], bigquery_table='p.d.t', bq_client=object(),
+                read_rows=ReadRows)
+  assert str(e.value) == ('reading BigQuery table p.d.t failed: 403 '
+                          'Access\\u2028Denied: \\x1b[2JTable p:d.t')
+
+
 def test_cells_name_local_runs_by_their_price_and_topology(frame):
   with_cells = cells.AddCellColumns(frame)
   per_run = with_cells.drop_duplicates('run_uri').set_index('run_uri')

@@ -32,6 +32,7 @@ import pandas as pd
 
 from perfkitbenchmarker import json_input
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import typed_frame
 
@@ -119,9 +120,9 @@ def ReadBigQuery(table: str, client: Any,
     read_rows = bigquery_publisher.IterRows
 
   def Failed(e: Exception) -> LoadError:
-    return LoadError(
-        f'reading BigQuery table {table} failed: '
-        f'{str(e).splitlines()[0] if str(e) else type(e).__name__}')
+    said = vm_util.Tail(vm_util.Lines(str(e).strip())[0], 1)
+    return LoadError(f'reading BigQuery table {table} failed: '
+                     f'{said or type(e).__name__}')
 
   try:
     raw = iter(read_rows(table, client))
