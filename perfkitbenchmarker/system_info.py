@@ -13,6 +13,8 @@ import dataclasses
 import shlex
 from typing import Dict, Optional, Tuple
 
+from perfkitbenchmarker import vm_util
+
 PROBE_COMMAND = (
     'cat /etc/os-release 2>/dev/null; '
     'echo "__arch=$(uname -m)"; '
@@ -58,7 +60,7 @@ class SystemInfo:
     """Reads the output of PROBE_COMMAND."""
     fields: Dict[str, str] = {}
     managers = []
-    for line in text.splitlines():
+    for line in vm_util.Lines(text):
       key, sep, value = line.partition('=')
       if not sep:
         continue
@@ -114,8 +116,8 @@ class SystemInfo:
 
   @property
   def display_name(self) -> str:
-    """The OS for messages: its pretty name, else its id."""
-    return self.os_pretty_name or self.os_id or 'an unknown OS'
+    """The OS for messages: its pretty name, else its id (vm_util.Tail)."""
+    return vm_util.Tail(self.os_pretty_name or self.os_id, 1) or 'an unknown OS'
 
   @property
   def is_root(self) -> bool:

@@ -18,11 +18,13 @@ import pytest
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import recompute
 from perfkitbenchmarker import redis_shard
+from perfkitbenchmarker import system_info
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.linux_packages import memtier
+from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.linux_packages import ycsb
 from perfkitbenchmarker.load_generators import base
@@ -206,6 +208,18 @@ def test_a_programs_words_in_its_failure_are_its_lines():
     shard._Fail('')  # pylint: disable=protected-access
   assert str(refused.value).endswith(
       'did not start: 1:M 01 Jan # Failed listening\\u2028on port 7001')
+
+
+def test_a_machines_os_name_in_a_refusal_is_whole_and_escaped():
+  """/etc/os-release's PRETTY_NAME names the OS in an install's refusal
+  (SystemInfo.display_name): str.splitlines cut it at a \\u2028 or \\x1e
+  and the piece reached the message raw."""
+  info = system_info.SystemInfo.Parse(
+      'ID=evil\nPRETTY_NAME="Evil\u2028OS \x1b]0;pwned\x07"\n')
+  with pytest.raises(errors.PrerequisiteError) as refused:
+    package_commands.RequireFamily(info, 'redis-server')
+  assert str(refused.value).startswith(
+      'Cannot install redis-server on Evil\\u2028OS \\x1b]0;pwned\\x07: ')
 
 
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(
