@@ -42,7 +42,9 @@ from perfkitbenchmarker import benchmark_spec
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import run_record
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_benchmarks import redis_enterprise_benchmark
@@ -695,6 +697,148 @@ def test_a_create_sent_again_after_its_answer_was_lost_leaves_nothing(
   assert of_run[method.split('_', 1)[1] + 's'] == made
   assert resource.TeardownFromRecord(
       run_record.RunRecord.Load(run.run_dir)) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+
+
+class _StoppedUnlisted(FlakyEc2):
+  """An EC2 client whose first `method` call is cut by a stop of the run,
+  its answer lost (a read timeout), after EC2 took it (`after`) or before;
+  EC2 then lists the object to none of the next `unlisted` lookups of its
+  kind (describe_<kind>s), nor deletes it by name while so (DeleteKeyPair
+  answers success, DeletePlacementGroup Unknown), as its eventual
+  consistency allows."""
+
+  def __init__(self, client, method, unlisted, after=True):
+    super().__init__(client, method, after=after)
+    kind = 'instances' if method == 'run_instances' else (
+        method.split('_', 1)[1] + 's')
+    self.lookup = f'describe_{kind}'
+    self.unlisted = unlisted
+
+  def _Error(self, operation):
+    run_processes.CountStop()  # What a signal's StopChildren counts.
+    return botocore.exceptions.ReadTimeoutError(endpoint_url='https://ec2')
+
+  def __getattr__(self, name):
+    call = super().__getattr__(name)
+
+    def Unlisted(**kwargs):
+      if not (self.failed and self.after and self.unlisted):
+        return call(**kwargs)
+      if name == self.lookup:
+        self.unlisted -= 1
+        return {key: [] if isinstance(value, list) else value
+                for key, value in call(**kwargs).items()}
+      if name == 'delete_key_pair':
+        return {}
+      if name == 'delete_placement_group':
+        raise botocore.exceptions.ClientError(
+            {'Error': {'Code': 'InvalidPlacementGroup.Unknown'}}, name)
+      return call(**kwargs)
+    return Unlisted
+
+
+def _TeardownFromDisk(monkeypatch, run, time):
+  """TeardownFromRecord of the run's record on disk, its resources rebuilt
+  on `time` and the run's EC2 client (not the real clock and
+  DEFAULT_CLIENTS)."""
+  init = resource.BaseResource.__init__
+  with monkeypatch.context() as patch:
+    patch.setattr(
+        resource.BaseResource, '__init__',
+        lambda self, name, record=None, sleep=None, clock=None: init(
+            self, name, record, time.sleep, time.clock))
+    patch.setattr(
+        api.DEFAULT_CLIENTS, 'ForRegion', lambda region, profile=None:
+        api.AwsClients(region, run.ec2, FACTORY.ForRegion(region).ssm))
+    return resource.TeardownFromRecord(
+        run_record.RunRecord.Load(run.run_dir))
+
+
+UNANSWERED_CREATES = ['create_vpc', 'create_subnet', 'create_internet_gateway',
+                      'create_security_group', 'import_key_pair',
+                      'create_placement_group', 'run_instances']
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('method', UNANSWERED_CREATES)
+def test_a_create_a_stop_left_unanswered_is_looked_for_again_by_teardown(
+    moto, tmp_path, monkeypatch, method):
+  """EC2 took the create, the run was stopped before its answer came, and
+  teardown's lookup by tags, moments later, did not list the object yet:
+  it was taken for never made, its entry marked deleted (a delete by name
+  of a key pair or placement group EC2 did not know yet counted as done),
+  and the object appeared after, left running. Now the entry says its
+  create went unanswered, and teardown looks for it again, pausing, until
+  EC2 lists it."""
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  stopped = _StoppedUnlisted(clients.ec2, method, unlisted=2)
+  run = Run(tmp_path, clients, ec2=stopped)
+  with pytest.raises(errors.ResourceError, match='the run being stopped'):
+    run.Provision()
+  assert len(stopped.Calls(method)) == 1  # Never sent again.
+  assert sum(_Inventory(clients.ec2, placement_groups)[1].values()) > 0
+  time = FakeTime()
+  assert _TeardownFromDisk(monkeypatch, run, time) == []
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+  assert stopped.unlisted == 0 and time.now == 1 + 2  # Two pauses.
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('code,pauses', [
+    (None, 1 + 2 + 4 + 8 + 16 + 30 * 9),  # Cut before EC2 took it.
+    ('InvalidParameterValue', 0),  # Refused: no pause.
+])
+def test_a_create_never_made_is_looked_for_only_when_unanswered(
+    moto, tmp_path, monkeypatch, code, pauses):
+  """A create cut by a stop before EC2 took it is looked for over the
+  whole window (about five minutes, as AWS advises) and then taken for
+  never made; one EC2 refused is not looked for again."""
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  if code:
+    failing = FlakyEc2(clients.ec2, 'create_security_group', code=code)
+  else:
+    failing = _StoppedUnlisted(clients.ec2, 'create_security_group', 0,
+                               after=False)
+  run = Run(tmp_path, clients, ec2=failing)
+  with pytest.raises(errors.ResourceError):
+    run.Provision()
+  time = FakeTime()
+  assert _TeardownFromDisk(monkeypatch, run, time) == []
+  assert time.now == pauses
+  looked = len(failing.Calls('describe_security_groups'))
+  assert looked == 1 + (api.LOOK_AGAIN_ATTEMPTS if pauses else 1)
+  _AssertNothingLeft(clients.ec2, placement_groups, baseline)
+
+
+@pytest.mark.e2e
+def test_a_stop_ends_teardowns_look_again_and_keeps_the_entry(
+    moto, tmp_path, monkeypatch):
+  """A second signal during the look-again ends it within a pause step:
+  the object may still be listed, so the entry stays live and its line
+  names the teardown command, which deletes it later."""
+  clients, placement_groups = moto
+  baseline, _ = _Inventory(clients.ec2, placement_groups)
+  stopped = _StoppedUnlisted(clients.ec2, 'create_security_group', 100)
+  run = Run(tmp_path, clients, ec2=stopped)
+  with pytest.raises(errors.ResourceError, match='the run being stopped'):
+    run.Provision()
+  time = FakeTime(stop_at=0.5)
+  left = _TeardownFromDisk(monkeypatch, run, time)
+  name = f'pkb-{RUN_URI}'
+  again = run_signals.TeardownCommand(RUN_URI, run.run_dir)
+  assert left[0] == (
+      f'aws_security_group {name}: looking up aws_security_group {name}, '
+      'whose create went unanswered: not listed; not deleted, as EC2 may '
+      f'list it later: run `{again}` again')
+  assert time.now == 1
+  record = run_record.RunRecord.Load(run.run_dir)
+  assert record.FindResource('aws_security_group', name)['status'] != (
+      'deleted')
+  stopped.unlisted = 0
+  assert _TeardownFromDisk(monkeypatch, run, FakeTime()) == []
   _AssertNothingLeft(clients.ec2, placement_groups, baseline)
 
 

@@ -3,11 +3,26 @@
 Extension seam: a new kind of EC2 object subclasses `AwsResource`, names its
 EC2 calls (NOUN, LIST_KEY, ID_KEY, NOT_FOUND), creates itself with its tags
 in one call through `_FindOrCreate` (which records the id at once, so the run
-record holds it even if the next call fails), and is deleted by that id or by
-its tags, "not found" counting as done. It registers `FromRecord`, which
+record holds it even if the next call fails; a create call of its own goes
+through `SendCreate`), and is deleted by that id or by its tags, "not found"
+counting as done. It registers `FromRecord`, which
 rebuilds it from the record entry alone (with clients from
 `DEFAULT_CLIENTS`); what else it records it declares in `Fields` and takes
 back in `Restore`.
+
+EC2's reads are eventually consistent (AWS's "Eventual consistency in the
+Amazon EC2 API"): what a call just made may be missing from the next
+Describe calls for a while, and AWS advises describing again with
+exponential back-off, from a couple of seconds up to about five minutes.
+So a create sent but never answered (its answer lost, or the run stopped
+while it was in flight) may have made an object that teardown's lookup,
+moments later, does not list, and a delete by name answers as for a
+missing one. `SendCreate` notes in the record entry, before the send, that
+a create is unanswered (create_unanswered; put back once EC2 answers or
+refuses it); teardown looks such an entry, with no id recorded, up again
+(`LookAgain`, LOOK_AGAIN_ATTEMPTS lookups over 301 s of pauses that a stop
+ends) before taking it for never made. An entry with its id, or whose
+create was never sent or was refused, is deleted as before, with no pause.
 
 Clients are injected: every resource takes an `AwsClients` (tests pass
 moto-backed or failure-injecting clients); only record-rebuilt resources use
@@ -54,7 +69,12 @@ Worst cases, with C = CONNECT_TIMEOUT_S + READ_TIMEOUT_S = 70 s:
     route table (lookup, describe, detach or disassociate, delete); an
     instance's 8 attempts of its lookup and terminate 1211 s, then its wait
     until terminated (TERMINATE_TIMEOUT_S, 600 s, its last check a read of
-    up to 651 s): 2462 s.
+    up to 651 s): 2462 s;
+  * an entry's look-again (an unanswered create, no id recorded):
+    LOOK_AGAIN_ATTEMPTS (15) lookups plus 301 s of pauses, 15 x 70 + 301 =
+    1351 s, once before its delete (found or not, the delete's retries look
+    up as usual): up to 4332 s for the internet gateway, 3813 s for an
+    instance. A stop ends it within a pause step, the entry kept.
 """
 
 import contextlib
@@ -74,6 +94,7 @@ import pydantic
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import naming
 
@@ -86,6 +107,10 @@ READ_TIMEOUT_S = 60
 # How often a create, a delete's attempt (an instance's) or a read is tried
 # over transient errors, pausing 1, 2, 4, 8, 16, 30, 30 s between the tries.
 ATTEMPTS = 8
+# How often teardown looks for an object whose create went unanswered
+# before taking it for never made (module docstring), pausing 1, 2, 4, 8,
+# 16, then 30 s: 301 s in all, the five minutes AWS advises.
+LOOK_AGAIN_ATTEMPTS = 15
 
 # What EC2 and SSM answer a caller over its request rate (botocore's
 # standard retry mode's list, less other services' codes).
@@ -197,6 +222,56 @@ def Read(what: str, call: Callable[[], T], *,
   return resource.RetriedRead(what, Attempt, attempts, sleep)
 
 
+def SendCreate(res: resource.BaseResource, create: Callable[[], T]) -> T:
+  """create(), the create call of `res`, its record entry saying first that
+  a create went out unanswered (create_unanswered), and again as it was
+  once EC2 answers it or refuses it (a 4xx, a throttle: it made nothing)."""
+  earlier = res.create_unanswered
+  res.Remember(create_unanswered=True)
+  try:
+    reply = create()
+  except ClientError as e:
+    status = e.response.get('ResponseMetadata', {}).get('HTTPStatusCode', 0)
+    if (status or 0) < 500 or ErrorCode(e) in THROTTLING_CODES:
+      res.Remember(create_unanswered=earlier)
+    raise
+  res.Remember(create_unanswered=earlier)
+  return reply
+
+
+class _NotListed(resource.RetryableError):
+  """A lookup that did not list the object (yet)."""
+
+
+def LookAgain(what: str, find: Callable[[], List[str]],
+              sleep: Callable[[float], None], again: str) -> List[str]:
+  """find() (a lookup by tags, transient errors raised RetryableError)
+  until it lists something, at most LOOK_AGAIN_ATTEMPTS times
+  (resource.Retried: its pauses on `sleep`, ended by a stop); [] when it
+  never does. A stop, or a lookup failing to the end, raises a
+  ResourceError naming `again` (the teardown command): the object may
+  still be listed later, so its entry is kept."""
+
+  def Attempt() -> List[str]:
+    found = find()
+    if not found:
+      raise _NotListed(f'{what}: not listed')
+    return found
+
+  def Warn(error: Exception, pause: float) -> None:
+    logging.info('%s; looking again in %.0fs', error, pause)
+
+  try:
+    return resource.Retried(Attempt, sleep, Warn,
+                            attempts=LOOK_AGAIN_ATTEMPTS)
+  except resource.GaveUp as e:
+    if isinstance(e.last, _NotListed) and not e.stopped:
+      return []
+    raise errors.ResourceError(
+        f'{e.last or what}; not deleted, as EC2 may list it later: run '
+        f'`{again}` again') from None
+
+
 @dataclasses.dataclass(frozen=True)
 class AwsClients:
   """The clients one region's resources use."""
@@ -277,6 +352,7 @@ class AwsResource(resource.BaseResource):
     self.run_uri = run_uri
     self.tags = tags or {}
     self.id: Optional[str] = None
+    self.create_unanswered = False  # SendCreate.
 
   def TagSpecifications(self, *resource_types: str) -> List[Dict]:
     return naming.TagSpecifications(self.tags, self.name, *resource_types)
@@ -298,8 +374,25 @@ class AwsResource(resource.BaseResource):
 
   def KnownIds(self) -> List[str]:
     """The recorded id plus any found by tags: everything to delete."""
+    if self._Unanswered():
+      return self._LookAgain()
     ids = [self.id] if self.id else []
     return ids + [i for i in self.FindIds() if i not in ids]
+
+  def _Unanswered(self) -> bool:
+    """A create of it went out unanswered and no id was recorded: EC2 may
+    have made it without listing it yet (module docstring)."""
+    return not self.id and self.create_unanswered
+
+  def _LookAgain(self) -> List[str]:
+    """Ids found by tags over LookAgain's window, looked for once: the
+    delete's own retries look up as usual."""
+    found = LookAgain(
+        f'looking up {self.KIND} {self.name}, whose create went unanswered',
+        self.FindIds, self._sleep, run_signals.TeardownCommand(
+            self.run_uri, self.record.run_dir if self.record else None))
+    self.create_unanswered = False
+    return found
 
   def _DescribeCall(self, **kwargs) -> List[Dict]:
     return getattr(self.ec2, f'describe_{self.NOUN}s')(**kwargs)[self.LIST_KEY]
@@ -328,7 +421,7 @@ class AwsResource(resource.BaseResource):
     if not found:
       with Translated(f'creating {self.KIND} {self.name}',
                       retry=TRANSIENT_CODES):
-        found = [create()]
+        found = [SendCreate(self, create)]
     self.Remember(id=found[0])
 
   def _Delete(self) -> None:
@@ -342,12 +435,13 @@ class AwsResource(resource.BaseResource):
 
   def RecordData(self) -> Dict[str, Any]:
     return {'region': self.region, 'profile': self.clients.profile,
-            'id': self.id}
+            'id': self.id, 'create_unanswered': self.create_unanswered}
 
   class Fields(record_checks.Fields):
     region: Region
     profile: Optional[str] = None
     id: Optional[str] = None
+    create_unanswered: bool = False
 
   @classmethod
   def FromRecord(cls, entry: Dict[str, Any], record) -> 'AwsResource':
@@ -360,6 +454,7 @@ class AwsResource(resource.BaseResource):
 
   def Restore(self, fields: Fields) -> None:
     self.id = fields.id
+    self.create_unanswered = fields.create_unanswered
 
 
 def Register(cls) -> None:

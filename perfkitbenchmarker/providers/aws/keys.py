@@ -24,6 +24,8 @@ class KeyPair(api.AwsResource):
   """<key dir>/aws_ssh_key(.pub), imported as EC2 key pair pkb-<run_uri>."""
 
   KIND = 'aws_key_pair'
+  NOUN, LIST_KEY, ID_KEY, NOT_FOUND = (
+      'key_pair', 'KeyPairs', 'KeyPairId', 'InvalidKeyPair.NotFound')
 
   def __init__(self, clients, run_uri, key_path: Optional[str] = None,
                **kwargs):
@@ -36,9 +38,9 @@ class KeyPair(api.AwsResource):
                                         file_name=file_name).public_key
 
     def Import() -> Dict[str, Any]:
-      return self.ec2.import_key_pair(
+      return api.SendCreate(self, lambda: self.ec2.import_key_pair(
           KeyName=self.name, PublicKeyMaterial=public_key.encode(),
-          TagSpecifications=self.TagSpecifications('key-pair'))
+          TagSpecifications=self.TagSpecifications('key-pair')))
 
     what = f'importing key pair {self.name}'
     reply = None
@@ -61,6 +63,9 @@ class KeyPair(api.AwsResource):
       self.ec2.delete_key_pair(KeyName=self.name)
 
   def _Delete(self) -> None:
+    # By name, which succeeds for a key EC2 does not list yet.
+    if self._Unanswered():
+      self._LookAgain()
     self._DeleteRemote()
     if self.key_path and os.path.basename(self.key_path) == KEY_FILE:
       ssh_vm.RemoveKeyPair(self.key_path)

@@ -27,14 +27,17 @@ class PlacementGroup(api.AwsResource):
     if group is None:
       with api.Translated(f'creating placement group {self.name}',
                           retry=api.TRANSIENT_CODES):
-        group = self.ec2.create_placement_group(
+        group = api.SendCreate(self, lambda: self.ec2.create_placement_group(
             GroupName=self.name, Strategy=self.STRATEGY,
             TagSpecifications=self.TagSpecifications('placement-group'),
-        ).get('PlacementGroup', {})
+        )).get('PlacementGroup', {})
     self.Remember(id=group.get('GroupId'))
 
   def _Delete(self) -> None:
-    # By name: the id recorded is its GroupId, which the delete does not take.
+    # By name: the id recorded is its GroupId, which the delete does not
+    # take, and which answers Unknown for a group EC2 does not list yet.
+    if self._Unanswered():
+      self._LookAgain()
     self._DeleteOne(self.name)
 
   def RecordData(self) -> Dict[str, Any]:

@@ -51,6 +51,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     self.name_tag = naming.ResourceName(run_uri, name)
     self.tags = tags or {}
     self.instance_id: Optional[str] = None
+    self.create_unanswered = False  # api.SendCreate.
     # Set by the provider before Create().
     self.image: Optional[images.ImageChoice] = None
     self.subnet_id: Optional[str] = None
@@ -112,7 +113,8 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     arguments = self.LaunchArguments()
     with api.Translated(f'launching {self.name} ({self.machine_type} in '
                         f'{self.zone})', retry=api.TRANSIENT_CODES):
-      reply = self.ec2.run_instances(**arguments)
+      reply = api.SendCreate(self,
+                             lambda: self.ec2.run_instances(**arguments))
     self.Remember(instance_id=reply['Instances'][0]['InstanceId'])
 
   def _Describe(self, instance_id: str) -> Optional[Dict[str, Any]]:
@@ -145,7 +147,15 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def _Delete(self) -> None:
     ids = [self.instance_id] if self.instance_id else []
-    ids += [i for i in self._FindInstances(_LIVE_STATES) if i not in ids]
+    if not ids and self.create_unanswered:
+      # EC2 may have launched it without listing it yet (api's docstring).
+      ids = api.LookAgain(
+          f'looking up instance {self.name_tag}, whose launch went '
+          'unanswered', lambda: self._FindInstances(_LIVE_STATES),
+          self._sleep, self._TeardownCommand())
+      self.create_unanswered = False  # Looked for: retries look as usual.
+    else:
+      ids += [i for i in self._FindInstances(_LIVE_STATES) if i not in ids]
     for instance_id in ids:
       with api.Translated(f'terminating {self.name} ({instance_id})',
                           retry=api.TRANSIENT_CODES, gone={_NOT_FOUND}):
@@ -162,13 +172,16 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     # ours, and fails on an instance id EC2 no longer knows.
     if not waits.Poll(AllTerminated, bool, self.TERMINATE_TIMEOUT_S, 5,
                       self._clock, self._sleep)[0]:
-      # The run's own command: its record, given at construction, says
-      # where the run keeps its results (a --results_dir off the default).
-      again = run_signals.TeardownCommand(
-          self.run_uri, self.record.run_dir if self.record else None)
       raise errors.ResourceError(
           f'terminating {self.name} took more than '
-          f'{self.TERMINATE_TIMEOUT_S}s; run `{again}` again later.')
+          f'{self.TERMINATE_TIMEOUT_S}s; run `{self._TeardownCommand()}` '
+          'again later.')
+
+  def _TeardownCommand(self) -> str:
+    # The run's own command: its record, given at construction, says where
+    # the run keeps its results (a --results_dir off the default).
+    return run_signals.TeardownCommand(
+        self.run_uri, self.record.run_dir if self.record else None)
 
   # Record ------------------------------------------------------------------
 
@@ -176,7 +189,8 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     return dict(
         super().RecordData(), region=self.region,
         profile=self.clients.profile, instance_id=self.instance_id,
-        name_tag=self.name_tag, placement_group=self.placement_group,
+        create_unanswered=self.create_unanswered, name_tag=self.name_tag,
+        placement_group=self.placement_group,
         image_id=self.image.image_id if self.image else None)
 
   class Fields(ssh_vm.SshVirtualMachine.Fields):
@@ -186,6 +200,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     region: api.Region
     profile: Optional[str] = None
     instance_id: Optional[str] = None
+    create_unanswered: bool = False
     placement_group: Optional[str] = None
 
     def Args(self, record) -> Dict[str, Any]:
@@ -196,6 +211,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
   def Restore(self, fields: Fields) -> None:
     super().Restore(fields)
     self.instance_id = fields.instance_id
+    self.create_unanswered = fields.create_unanswered
     self.placement_group = fields.placement_group
 
   def GetResourceMetadata(self) -> Dict[str, Any]:
