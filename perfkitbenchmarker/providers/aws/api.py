@@ -42,7 +42,10 @@ again by the run's own loops, whose pauses end within a step at a stop
   * a create or delete: resource._Retry runs the whole attempt again (each
     attempt finds what an earlier one made before it makes anything, by
     tags, name or RunInstances' and CreateRouteTable's ClientToken, kept
-    over the object's sends; EC2's other create calls here take no token);
+    over the object's sends; EC2's other create calls here take no token,
+    and one sent again after an unanswered send EC2 does not list yet is
+    made twice, deleted with its twin, or refused as a duplicate,
+    DUPLICATE_CODES, then tried again like a transient error);
     the reads inside an attempt are sent once, the attempt being retried;
   * a read outside one (machine types, images, the default VPC, a
     readiness or termination check): `Read`.
@@ -129,6 +132,14 @@ TRANSIENT_CODES = THROTTLING_CODES | frozenset({
     'InvalidGroup.NotFound', 'InvalidInternetGatewayID.NotFound',
     'InvalidRouteTableID.NotFound', 'InvalidKeyPair.NotFound',
     'InvalidPlacementGroup.Unknown',
+})
+# A create sent again refused as a duplicate of the first send, which EC2
+# took (its answer lost) but does not list yet: the subnet's CIDR, the
+# security group's or placement group's name is taken. Tried again (the
+# next attempt's lookup finds the first) when a send went unanswered.
+DUPLICATE_CODES = frozenset({
+    'InvalidSubnet.Conflict', 'InvalidGroup.Duplicate',
+    'InvalidPlacementGroup.Duplicate',
 })
 # Deleting something that something else still uses: wait and try again.
 DEPENDENCY_CODES = THROTTLING_CODES | frozenset({
@@ -420,9 +431,15 @@ class AwsResource(resource.BaseResource):
     found = self.FindIds()
     if not found:
       with Translated(f'creating {self.KIND} {self.name}',
-                      retry=TRANSIENT_CODES):
+                      retry=self.CreateRetryCodes()):
         found = [SendCreate(self, create)]
     self.Remember(id=found[0])
+
+  def CreateRetryCodes(self) -> frozenset:
+    """What a create call's refusal is tried again over: DUPLICATE_CODES
+    too once a send of it went unanswered."""
+    return TRANSIENT_CODES | (DUPLICATE_CODES if self.create_unanswered
+                              else frozenset())
 
   def _Delete(self) -> None:
     for object_id in self.KnownIds():

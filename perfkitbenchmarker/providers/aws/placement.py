@@ -26,7 +26,7 @@ class PlacementGroup(api.AwsResource):
     group = self._Describe(self.name)
     if group is None:
       with api.Translated(f'creating placement group {self.name}',
-                          retry=api.TRANSIENT_CODES):
+                          retry=self.CreateRetryCodes()):
         group = api.SendCreate(self, lambda: self.ec2.create_placement_group(
             GroupName=self.name, Strategy=self.STRATEGY,
             TagSpecifications=self.TagSpecifications('placement-group'),
