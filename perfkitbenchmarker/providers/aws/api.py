@@ -12,17 +12,19 @@ back in `Restore`.
 
 EC2's reads are eventually consistent (AWS's "Eventual consistency in the
 Amazon EC2 API"): what a call just made may be missing from the next
-Describe calls for a while, and AWS advises describing again with
-exponential back-off, from a couple of seconds up to about five minutes.
-So a create sent but never answered (its answer lost, or the run stopped
-while it was in flight) may have made an object that teardown's lookup,
-moments later, does not list, and a delete by name answers as for a
-missing one. `SendCreate` notes in the record entry, before the send, that
-a create is unanswered (create_unanswered; put back once EC2 answers or
-refuses it); teardown looks such an entry, with no id recorded, up again
-(`LookAgain`, LOOK_AGAIN_ATTEMPTS lookups over 301 s of pauses that a stop
-ends) before taking it for never made. An entry with its id, or whose
-create was never sent or was refused, is deleted as before, with no pause.
+Describe calls for a while; AWS advises describing again with exponential
+back-off, waits from a couple of seconds growing up to five minutes. So a
+create sent but never answered (its answer lost to a timeout and the run
+stopped before another attempt, or pkb killed while it was in flight) may
+have made an object that teardown's lookup, moments later, does not list,
+and a delete by name answers as for a missing one. `SendCreate` notes in
+the record entry, before the send, that a create is unanswered
+(create_unanswered; put back once EC2 answers or refuses it); teardown
+looks such an entry, with no id recorded, up again (`LookAgain`:
+LOOK_AGAIN_ATTEMPTS lookups, pauses of 1 s growing to 30 s, 301 s in all,
+which a stop ends) before taking it for never made. An entry with its id,
+or whose create was never sent or was refused, is deleted as before, with
+no pause.
 
 Clients are injected: every resource takes an `AwsClients` (tests pass
 moto-backed or failure-injecting clients); only record-rebuilt resources use
@@ -76,8 +78,8 @@ Worst cases, with C = CONNECT_TIMEOUT_S + READ_TIMEOUT_S = 70 s:
   * an entry's look-again (an unanswered create, no id recorded):
     LOOK_AGAIN_ATTEMPTS (15) lookups plus 301 s of pauses, 15 x 70 + 301 =
     1351 s, once before its delete (found or not, the delete's retries look
-    up as usual): up to 4332 s for the internet gateway, 3813 s for an
-    instance. A stop ends it within a pause step, the entry kept.
+    up as usual): up to 4332 s for the internet gateway or route table,
+    3813 s for an instance. A stop ends it within a pause step, the entry kept.
 """
 
 import contextlib
@@ -112,7 +114,8 @@ READ_TIMEOUT_S = 60
 ATTEMPTS = 8
 # How often teardown looks for an object whose create went unanswered
 # before taking it for never made (module docstring), pausing 1, 2, 4, 8,
-# 16, then 30 s: 301 s in all, the five minutes AWS advises.
+# 16, then 30 s: 301 s in all, about the longest wait AWS names (five
+# minutes; its waits grow to that, ours stop at 30 s, so a stop ends them).
 LOOK_AGAIN_ATTEMPTS = 15
 
 # What EC2 and SSM answer a caller over its request rate (botocore's
