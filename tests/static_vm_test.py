@@ -29,6 +29,7 @@ from perfkitbenchmarker import run_scope
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
+from perfkitbenchmarker import system_tuning
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
@@ -746,6 +747,51 @@ def test_a_process_name_holding_a_line_separator_stays_one_line(
                      f'{_ROOT}/pkb-me1.Me1/servers-0')
   assert 'run bb2 (redis\\u2028server PID 4343 works in its workspace ' in (
       str(refused.value))
+
+
+def test_a_holder_name_in_the_lease_stays_one_holder(
+    tmp_path, keyfile, monkeypatch, caplog):
+  """The holders and workspaces the tuning and teardown of a lent machine
+  name (system_tuning.sh's lines, read from the lease and the workspaces'
+  root) are its lines as vm_util.Lines reads them: str.splitlines cut a
+  holder at a \\u2028 or \\x85, so the warnings named a piece of it (and
+  the command to give its place up gave the piece) and lost the holders
+  after it on that line; a \\r\\n line's \\r stayed on a workspace, so its
+  run's record was not found. The tuning's metadata (Parse) and the
+  values read before it (ParseSnapshot) likewise took a piece of a line
+  for a setting's value."""
+  vm = _Seeing(tmp_path, keyfile, monkeypatch)
+  results = str(tmp_path / 'results')
+  _RecordOf(results, 'ab1', f'{_ROOT}/pkb-ab1.Ab1')
+  teardown = ('./pkb.py --run_stage=teardown --run_uri=ab1 '
+              f'--results_dir={results}')
+  workspace = f'restore_workspace=ab1/servers-1 {_ROOT}/pkb-ab1.Ab1\r\n'
+  monkeypatch.setattr(vm, 'Sudo', lambda command: command)
+  monkeypatch.setattr(vm, 'RemoteCommand', lambda command, **kwargs: (
+      'holder=me1/servers-0\n', ''))
+  monkeypatch.setattr(vm, 'RemoteCommandWithReturnCode', lambda c, **k: (
+      'restore_unseen=zz9/servers-0\x85y\nrestore_deferred=zz9/servers-0'
+      '\x85y,ab1/servers-1\n' + workspace, '', 0))
+  caplog.set_level('WARNING')
+  vm.SayTuningShared('tuning_shared=ab1/servers-1,zz9/servers-0\u2028x\n'
+                     + workspace.replace('restore', 'tuning'))
+  provider.HostSettings(vm, {})._Delete()  # pylint: disable=protected-access
+  said = [r.getMessage() for r in caplog.records]
+  assert len(said) == 3, said
+  assert ('the tuning of ab1/servers-1, zz9/servers-0\\u2028x is in force '
+          f'there too (<run_uri>/<vm>: running, or not torn down: {teardown}; '
+          'run zz9 where it was started') in said[0], said
+  assert said[1].startswith('Settings on servers-0 stay tuned for '
+                            'zz9/servers-0\\x85y, whose run'), said
+  assert said[1].endswith("restore 'zz9/servers-0\\x85y' < perfkitbenchmarker"
+                          '/scripts/system_tuning.sh'), said
+  assert ('stay tuned while the tuning of ab1/servers-1 is in force '
+          f'(<run_uri>/<vm>: running, or not torn down: {teardown});'
+          ) in said[2], said
+  assert 'vm_overcommit_memory' not in system_tuning.Parse(
+      'tuning_failed=thp\x1evm_overcommit_memory=0\n', True)
+  assert system_tuning.ParseSnapshot(
+      'net_core_somaxconn=4096\u2028vm_overcommit_memory=2\n') == {}
 
 
 def test_a_run_under_way_is_named_with_the_directory_its_lock_names(
