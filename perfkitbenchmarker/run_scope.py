@@ -49,6 +49,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import owned_paths
 from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
@@ -361,8 +362,10 @@ def WorkingIn(path: str) -> List[Tuple[int, str]]:
 
 
 def InUse(path: str, pid: int, name: str) -> DirInUse:
+  # `name` is the process's (any bytes: prctl, its executable's name).
   return DirInUse(
-      f'{path} is still the working directory of PID {pid} ({name}); left in '
+      f'{path} is still the working directory of PID {pid} '
+      f'({terminal_text.Printable(name)}); left in '
       'place so it can still be found: stop that process, then tear down '
       'again.')
 

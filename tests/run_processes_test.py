@@ -10,7 +10,9 @@ ssh_vm_test.
 """
 
 import contextlib
+import itertools
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +22,7 @@ import pytest
 
 import e2e_support as e2e
 from perfkitbenchmarker import run_processes
+from perfkitbenchmarker import run_scope
 
 
 @pytest.mark.parametrize('cwd, root, ours', [
@@ -155,6 +158,35 @@ def test_busy_names_a_process_under_the_directory_and_no_other(tmp_path):
   finally:
     elsewhere.kill()
     elsewhere.wait()
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures('shipped_scripts')
+def test_a_process_whose_name_holds_a_newline_is_named_on_one_line(
+    tmp_path):
+  """A process's name is any bytes but NUL (here its executable's, a
+  copy of sleep): busy printed it raw, so a newline in it made a line of
+  its own among other_runs.sh's lines; the run's own check (WorkingIn)
+  put it raw in the refusal. Now both say its control characters
+  escaped."""
+  top = tmp_path / 'top'
+  top.mkdir(mode=0o700)
+  program = tmp_path / 'sl\neep\x1b[2J'
+  shutil.copy('/bin/sleep', program)
+  named = subprocess.Popen([str(program), '120'], cwd=top)
+  try:
+    found = _Run(run_processes.Command('busy', str(top)))
+    assert (found.returncode, found.stdout) == (
+        run_processes.BUSY, f'{named.pid} sl\\x0aeep\\x1b[2J\n')
+    ticks = itertools.count(0, 10)
+    with pytest.raises(run_scope.DirInUse) as refused:
+      run_scope.RemoveOwnDir(str(top), clock=lambda: next(ticks),
+                             sleep=lambda _: None)
+    assert f'of PID {named.pid} (sl\\neep\\x1b[2J); left' in str(
+        refused.value)
+  finally:
+    named.kill()
+    named.wait()
 
 
 @pytest.mark.e2e

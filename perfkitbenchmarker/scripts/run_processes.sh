@@ -21,7 +21,8 @@
 #                         Threads: line, DIR as the machine resolves it, its
 #                         command line and its working directory, a line each
 #   busy DIR              exits 3 printing "<pid> <name>" of a process that
-#                         works under DIR (the ownership rule), else 0
+#                         works under DIR (the ownership rule; its control
+#                         characters as \xNN), else 0
 # Included, it also gives stop_strays (a probe's leftovers: scripts/probe.sh).
 # Every stop exits 3 when a process it identified outlived TERM, the wait,
 # KILL and the wait again. Included in another script (`. ./run_processes.sh`)
@@ -198,7 +199,7 @@ read_process() {
 }
 
 busy() {
-  local p name above=" "
+  local p c i name='' shown='' above=" "
   # This process and those above it (the command that runs it, `timeout`)
   # started in DIR: not what is meant.
   p=$BASHPID
@@ -207,8 +208,17 @@ busy() {
     p=${p#/proc/}
     [[ $above == *" $p "* ]] && continue
     if works_under "$p" "$1"; then
-      name=$(cat "/proc/$p/comm" 2>/dev/null)
-      echo "$p $name"
+      # Its name is any bytes but NUL (prctl(PR_SET_NAME), its
+      # executable's): each control character is said as \xNN, so a
+      # newline in it is no line of its own (other_runs.sh's lines).
+      IFS= read -r -d '' name 2>/dev/null < "/proc/$p/comm"
+      name=${name%$'\n'}
+      for ((i = 0; i < ${#name}; i++)); do
+        c=${name:i:1}
+        [[ $c != [[:cntrl:]] ]] || printf -v c '\\x%02x' "'$c"
+        shown+=$c
+      done
+      echo "$p $shown"
       exit 3
     fi
   done
