@@ -222,6 +222,17 @@ def test_a_machines_os_name_in_a_refusal_is_whole_and_escaped():
       'Cannot install redis-server on Evil\\u2028OS \\x1b]0;pwned\\x07: ')
 
 
+def test_what_a_program_given_as_memtier_printed_is_masked():
+  """memtier.GetVersion's refusal showed the program's first line as
+  repr() shows it: escaped, but a registered secret in it (a wrapper
+  echoing its arguments) unmasked. Now as vm_util.Tail shows it."""
+  vm_util.RegisterSecret('fold3-secret-pw')
+  with pytest.raises(errors.PrerequisiteError) as refused:
+    memtier.GetVersion(_Machine('', 'auth fold3-secret-pw\x1b[2J\n'), '/x')
+  assert ("its --version printed "
+          f"'auth {vm_util.MASK}\\x1b[2J'; give") in str(refused.value)
+
+
 def test_compare_renders_a_machine_type_holding_math_links_and_escapes(
     capsys, tmp_path):
   md, page = tmp_path / 'summary.md', tmp_path / 'r.html'

@@ -125,9 +125,9 @@ def GetVersion(vm, path: str = DEFAULT_PATH) -> str:
   if not match:
     # Another program (e.g. --memtier_path=/bin/sh) would run the preload
     # and the probes as if it were memtier and leave no keys.
-    first = (vm_util.Lines(text.strip())[0] or 'nothing')[:120]
+    first = vm_util.Tail(vm_util.Lines(text.strip())[0], 1)[:120] or 'nothing'
     raise errors.PrerequisiteError(
         f'{path} on {vm.name} is not memtier_benchmark: its --version printed '
-        f'{first!r}; give the memtier_benchmark binary (--memtier_path).')
+        f"'{first}'; give the memtier_benchmark binary (--memtier_path).")
   # Source builds between releases print the placeholder 255.255.255.
   return match.group(1)
