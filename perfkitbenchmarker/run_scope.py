@@ -352,7 +352,8 @@ def WorkingIn(path: str) -> List[Tuple[int, str]]:
       continue
     try:
       cwd = os.readlink(f'/proc/{entry}/cwd')
-      with open(f'/proc/{entry}/comm') as f:
+      # Any bytes but NUL (prctl, its executable's name).
+      with open(f'/proc/{entry}/comm', errors='backslashreplace') as f:
         name = f.read().strip()
     except OSError:
       continue  # Gone, or another user's.

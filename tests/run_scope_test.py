@@ -235,6 +235,26 @@ def test_remote_workspace_and_own_scripts(tmp_path, shipped_scripts):
 
 
 @pytest.mark.e2e
+def test_a_process_named_in_no_utf8_is_found_working_in_a_directory(
+    tmp_path):
+  """A process's name is any bytes but NUL (here its executable's, a copy
+  of sleep): WorkingIn read every process's name as UTF-8, so one of
+  other bytes anywhere on the runner (any user's) stopped the removal of
+  each run directory with a UnicodeDecodeError traceback. Now its bytes
+  are named as escapes."""
+  top = tmp_path / 'top'
+  top.mkdir(mode=0o700)
+  program = os.path.join(os.fsencode(tmp_path), b'sleep\xff')
+  shutil.copy('/bin/sleep', program)
+  named = subprocess.Popen([program, b'120'], cwd=top)
+  try:
+    assert run_scope.WorkingIn(str(top)) == [(named.pid, 'sleep\\xff')]
+  finally:
+    named.kill()
+    named.wait()
+
+
+@pytest.mark.e2e
 def test_a_vms_workspace_root_others_control_is_refused_there(tmp_path):
   """A VM's workspaces go in /tmp there (record_checks.REMOTE_SCRATCH_ROOT),
   which nothing checked as CheckRoot checks the runner's roots: made in a
