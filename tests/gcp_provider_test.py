@@ -1368,12 +1368,12 @@ def test_a_later_teardown_sends_the_recorded_delete_request_again(tmp_path):
     assert fake.Live() == []
 
 
-def _StopDuringInsert(fake, tmp_path, **how):
+def _StopDuringInsert(fake, tmp_path, time=None, **how):
   """The run's network, whose insert GCE takes and leaves unanswered (as
   `how` says) while the run is stopped: GCE makes the network later, once
   its operation is done (visible_when_done). Returns the network."""
   fake.Stall('networks', 'POST', then=run_processes.CountStop, **how)
-  net = _RunNetwork(fake, tmp_path, FakeTime(), _ShortTimeouts(fake))
+  net = _RunNetwork(fake, tmp_path, time or FakeTime(), _ShortTimeouts(fake))
   with pytest.raises(errors.ResourceError, match='the run being stopped'):
     net.Create()
   return net
@@ -1440,6 +1440,63 @@ def test_a_teardown_that_cannot_look_an_unanswered_insert_up_deletes_later(
     assert [n['name'] for n in fake.Live()] == [net.name]
     assert resource.TeardownFromRecord(
         run_record.RunRecord.Load(net.record.run_dir)) == []
+    assert fake.Live() == []
+
+
+class _HeldWaits(FakeTime):
+  """FakeTime whose clock, once `held`, moves 100 s at each read: GCE holds
+  each `wait` on an operation still running (about two minutes in GCE)."""
+  held = False
+
+  def clock(self):
+    self.now += 100 if self.held else 0
+    return self.now
+
+
+@pytest.mark.parametrize('answered', [False, True],
+                         ids=['insert never answered', 'insert waited on'])
+def test_a_404_to_a_delete_before_its_insert_is_seen_done_is_not_gone(
+    tmp_path, answered):
+  """GCE still makes the network past teardown's wait for its insert
+  (OPERATION_TIMEOUT_S): the delete, sent all the same, was answered 404
+  and taken for "gone", the entry marked deleted, and the network appeared
+  after, left running. Now that 404 leaves the entry live, its line naming
+  the teardown command, which deletes the network once the insert is
+  done."""
+  with fake_gce.FakeGce(insert_looks=30, visible_when_done=True) as fake:
+    time = _HeldWaits()
+    if answered:  # A stop during the insert's wait: pending_insert.
+      fake.FailWait(times=10)
+      time.stop_at = 1.5
+      net = _RunNetwork(fake, tmp_path, time)
+      with pytest.raises(errors.ResourceError, match='the run being stopped'):
+        net.Create()
+      fake.ClearFailures()
+    else:
+      net = _StopDuringInsert(fake, tmp_path, time)
+    time.held = True
+    with pytest.raises(errors.ResourceError) as left:
+      net.Delete()
+    insert = _Operation(fake, 'insert')
+    again = run_signals.TeardownCommand('abc123', net.record.run_dir)
+    assert str(left.value) == (
+        'Deleting gcp_network pkb-abc123: not found, and its insert was not '
+        f'seen done (Operation {insert["name"]} (insert pkb-abc123) was not '
+        f'done after {compute_api.OPERATION_TIMEOUT_S}s.): not deleted, as it '
+        f'may still be made: run `{again}` again later')
+    assert insert['status'] == 'RUNNING'
+    assert len(fake.Calls('networks', 'DELETE')) == 1
+    record = run_record.RunRecord.Load(net.record.run_dir)
+    assert [e['name'] for e in record.LiveResources()] == [net.name]
+    # GCE ends the insert: the network appears, and the teardown command
+    # deletes it.
+    for _ in range(30):
+      if fake.Handle('GET', f'/compute/v1/projects/{PROJECT}/global/'
+                     f'operations/{insert["name"]}', None)[1][
+                         'status'] == 'DONE':
+        break
+    assert [n['name'] for n in fake.Live()] == [net.name]
+    assert resource.TeardownFromRecord(record) == []
     assert fake.Live() == []
 
 

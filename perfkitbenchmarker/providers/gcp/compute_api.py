@@ -81,6 +81,14 @@ ago and what it made is there for the delete: a 404 then means gone
 (without the lookup, a delete sent while GCE still made the object was
 answered 404, taken for gone, and the object left). A lookup that fails (a
 read, as above) fails the delete, the entry left for the teardown command.
+A wait for the insert that ends without seeing it done (OPERATION_TIMEOUT_S
+passed, or its reads failed) leaves the delete sent all the same, and one
+GCE answers with an operation is waited on as ever; but a 404 to it (or its
+operation's RESOURCE_NOT_FOUND) is not taken for "gone", GCE maybe still
+making the object (which then appeared, left running): the delete fails,
+the entry left live, its line naming the teardown command to run again
+later. An insert's operation GCE no longer knows (a 404 to its `wait`)
+ended over an hour ago: seen done.
 An insert GCE takes only after teardown's lookup (held within GCE past its
 call's timeout) is beyond what the API shows.
 
@@ -442,7 +450,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
                      timeout_s: float = OPERATION_TIMEOUT_S,
                      clock: Callable[[], float] = time.monotonic,
                      sleep: Callable[[float], None] = time.sleep,
-                     stopped: Optional[Callable[[], bool]] = None):
+                     stopped: Optional[Callable[[], bool]] = None,
+                     passthrough: Tuple[Type[Exception], ...] = ()):
   """Waits until `operation` is DONE; raises OperationError if it failed.
 
   Uses the operations' `wait` method (the server holds the call until the
@@ -454,7 +463,8 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
   stop since that call began), never ending the wait with a retryable error
   (module docstring); none is sent after the deadline, timeout_s from now.
   Once `stopped()` (a waits.RunStopped: the run's stop) no further call is
-  made: a ResourceError says the operation was not waited for.
+  made: a ResourceError says the operation was not waited for. A `wait`'s
+  error in `passthrough` reaches the caller (Call).
   """
   done = ComputeV1().Operation.Status.DONE
   deadline = clock() + timeout_s
@@ -472,7 +482,7 @@ def WaitForOperation(clients: ComputeClients, project: str, operation,
     operation = Read(what, service.wait, project=project,
                      operation=operation.name, sleep=sleep,
                      timeout=clients.wait_timeout_s, deadline=deadline,
-                     clock=clock, **where)
+                     clock=clock, passthrough=passthrough, **where)
     return operation.status == done
 
   # No pause between calls: each `wait` is held by the server.
@@ -561,9 +571,9 @@ class GceResource(resource.BaseResource):
       self.Remember(delete_request_id=None)
 
   def _Operate(self, what: str, method: str, passed: Type[Exception],
-               done_code: str, **kwargs) -> None:
+               done_code: str, **kwargs) -> bool:
     """Calls insert or delete and waits; `passed` (the call's error) and
-    `done_code` (the operation's) mean it was already done. The call
+    `done_code` (the operation's) mean it was already done: then True. The call
     carries the request's request_id, the same over every send of it; an
     insert's wait ends at the run's stop (module docstring)."""
     inserting = method == 'insert_unary'
@@ -578,7 +588,7 @@ class GceResource(resource.BaseResource):
       # the object was made or removed otherwise (module docstring).
       self._Answered(inserting)
       logging.info('%s: already done (an earlier attempt did it).', what)
-      return
+      return True
     except resource.RetryableError:
       # No answer (NoAnswerError), a transient one or a connection lost:
       # GCE may have taken it. The caller's retries (resource._Retry,
@@ -600,7 +610,7 @@ class GceResource(resource.BaseResource):
         # on it and not look up an insert sent after it, never answered.
         self.Remember(pending_insert=None)
       if e.code == done_code:
-        return
+        return True
       if e.code == NOT_READY_CODE and not inserting:
         # As the call's 400: the delete's own not-ready retries (_Delete).
         raise NotReadyError(f'{what}: {e}') from None
@@ -612,11 +622,14 @@ class GceResource(resource.BaseResource):
     # (RecordData).
     self._Answered(inserting)
     self.pending_insert = None
+    return False
 
-  def _AwaitInsert(self) -> None:
+  def _AwaitInsert(self) -> Optional[str]:
     """Waits (bounded, and through a stop: this is teardown) for an insert
     whose wait was cut short (pending_insert) or that GCE never answered
-    (found by its request_id), so the delete finds what it made."""
+    (found by its request_id), so the delete finds what it made. Returns
+    why it was not seen done (its wait's error), or None (module
+    docstring)."""
     where = {key: value for key, value in self._Where().items()
              if key in ('zone', 'region')}
     if self.pending_insert:
@@ -626,16 +639,20 @@ class GceResource(resource.BaseResource):
     else:
       operation = self._UnansweredInsert(where)
       if operation is None:  # GCE never took it: nothing to wait for.
-        return
+        return None
+    unseen = None
     try:
       WaitForOperation(self.clients, self.project, operation,
-                       clock=self._clock, sleep=self._sleep)
-    except errors.Error as e:
-      # It failed, GCE no longer knows it, or it is not done in time: the
-      # delete says what is left.
+                       clock=self._clock, sleep=self._sleep,
+                       passthrough=(api_exceptions.NotFound,))
+    except (OperationError, api_exceptions.NotFound):
+      pass  # Done, with an error, or so long ago GCE no longer knows it.
+    except errors.Error as e:  # Not done in time, or its reads failed.
+      unseen = str(e)
       logging.info('%s %s: its insert %s: %s; deleting it now.', self.KIND,
                    self.name, operation.name, e)
     self.pending_insert = None
+    return unseen
 
   def _UnansweredInsert(self, where: Dict[str, str]):
     """The operation of the insert GCE never answered (insert_request_id),
@@ -675,8 +692,9 @@ class GceResource(resource.BaseResource):
     """Sends the delete until it is taken, GCE refuses it otherwise, the
     budget is spent or the run stopped (module docstring). It never raises
     a RetryableError: resource._Retry does not send it again on top."""
+    unseen = None
     if self.pending_insert or self.insert_request_id:
-      self._AwaitInsert()
+      unseen = self._AwaitInsert()
     what = f'Deleting {self.KIND} {self.name}'
     # Teardown's: a stop since the delete began ends it (the run's own stop
     # came before teardown).
@@ -685,11 +703,16 @@ class GceResource(resource.BaseResource):
 
     def Send() -> None:
       try:
-        self._Operate(what, 'delete_unary', api_exceptions.NotFound,
-                      'RESOURCE_NOT_FOUND', **{self.PARAM: self.name})
+        gone = self._Operate(what, 'delete_unary', api_exceptions.NotFound,
+                             'RESOURCE_NOT_FOUND', **{self.PARAM: self.name})
       except resource.RetryableError:
         transient[0] += 1
         raise
+      if gone and unseen:  # GCE may still be making it (module docstring).
+        raise errors.ResourceError(
+            f'{what}: not found, and its insert was not seen done '
+            f'({unseen}): not deleted, as it may still be made: run '
+            f'`{self.TeardownCommand()}` again later')
 
     def Pause(state: tenacity.RetryCallState) -> float:
       if isinstance(state.outcome.exception(), NotReadyError):
