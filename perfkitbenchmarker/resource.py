@@ -23,6 +23,7 @@ reached while different VMs still go in parallel.
 """
 
 import abc
+import contextvars
 import itertools
 import logging
 import time
@@ -47,8 +48,26 @@ MAX_FAILURES_SHOWN = 5
 _KINDS: Dict[str, Callable[..., 'BaseResource']] = {}
 
 
+# What one TeardownFromRecord's FromRecord calls share (TeardownShared).
+_TEARDOWN_SHARED: contextvars.ContextVar[Optional[Dict[Hashable, Any]]] = (
+    contextvars.ContextVar('teardown_shared', default=None))
+
+
 def RegisterKind(kind: str, from_record: Callable[..., 'BaseResource']):
   _KINDS[kind] = from_record
+
+
+def TeardownShared(key: Hashable, make: Callable[[], Any]) -> Any:
+  """make()'s result, made once per `key` within one TeardownFromRecord
+  (a FromRecord's API clients, per endpoint: not once per entry); made
+  anew outside one. Nothing outlives the teardown, so no later one (another
+  run's, in the same process) gets what this one made."""
+  shared = _TEARDOWN_SHARED.get()
+  if shared is None:
+    return make()
+  if key not in shared:
+    shared[key] = make()
+  return shared[key]
 
 
 def FromRecord(entry: Dict[str, Any],
@@ -315,23 +334,27 @@ def TeardownFromRecord(record: run_record_lib.RunRecord,
 
   live = [entry for entry in record.LiveResources()
           if kinds is None or entry.get('kind') in kinds]
-  for wave in _Waves(live):
-    to_delete = []  # (index, entry, resource, lane)
-    for index, entry in wave:
-      try:
-        res = FromRecord(entry, record)
-        res.record = record
-        lane = res.TeardownLane()
-        hash(lane)  # RunInLanes keys a dict by it: fail here, for this one.
-      except Exception as e:  # pylint: disable=broad-except
-        Failed(index, entry, e)
-        continue
-      to_delete.append((index, entry, res, lane))
-    outcomes = background_tasks.RunInLanes(
-        lambda item: item[2].Delete(), to_delete, lane=lambda item: item[3])
-    for outcome in outcomes:
-      if outcome.error is not None:
-        Failed(outcome.item[0], outcome.item[1], outcome.error)
+  shared = _TEARDOWN_SHARED.set({})  # TeardownShared's, for this one only.
+  try:
+    for wave in _Waves(live):
+      to_delete = []  # (index, entry, resource, lane)
+      for index, entry in wave:
+        try:
+          res = FromRecord(entry, record)
+          res.record = record
+          lane = res.TeardownLane()
+          hash(lane)  # RunInLanes keys a dict by it: fail here, for this one.
+        except Exception as e:  # pylint: disable=broad-except
+          Failed(index, entry, e)
+          continue
+        to_delete.append((index, entry, res, lane))
+      outcomes = background_tasks.RunInLanes(
+          lambda item: item[2].Delete(), to_delete, lane=lambda item: item[3])
+      for outcome in outcomes:
+        if outcome.error is not None:
+          Failed(outcome.item[0], outcome.item[1], outcome.error)
+  finally:
+    _TEARDOWN_SHARED.reset(shared)
   lines = [failures[index] for index in sorted(failures)]
   if lines:  # Every one in pkb.log (a report shows the first few).
     logging.info('Teardown left %d resource(s):\n%s', len(lines),

@@ -127,7 +127,8 @@ pauses of READ_ATTEMPTS tries, 1 + 2 + 4 + 8 + 16 + 30 + 30 = 91 s):
     3031 s.
 
 The clients are built once per run by `ComputeClients.Create` and handed to
-every resource through its constructor, so tests point them at a local fake
+every resource through its constructor (a teardown from the record: once
+per endpoint, `ForTeardown`), so tests point them at a local fake
 endpoint. The endpoint goes into the run record, so a later teardown talks to
 the same API the run created things in.
 """
@@ -345,6 +346,13 @@ class ComputeClients:
           f'({vm_util.Printable(str(reason))[:300]}); run "gcloud auth '
           'application-default login" or set GOOGLE_APPLICATION_CREDENTIALS '
           'to a valid key file.') from None
+
+  @classmethod
+  def ForTeardown(cls, endpoint: Optional[str]) -> 'ComputeClients':
+    """Create(endpoint), once per endpoint for a teardown from the record
+    (resource.TeardownShared), not for every entry."""
+    return resource.TeardownShared((cls, endpoint),
+                                   lambda: cls.Create(endpoint))
 
 
 # Errors ----------------------------------------------------------------------
@@ -768,7 +776,7 @@ class GceResource(resource.BaseResource):
   def FromRecord(cls, entry, record) -> 'GceResource':
     """Rebuilds the object for teardown (deleting works, creating not)."""
     fields = record_checks.Parse(cls.Fields, entry, record)
-    res = cls(entry['name'], ComputeClients.Create(fields.api_endpoint),
+    res = cls(entry['name'], ComputeClients.ForTeardown(fields.api_endpoint),
               **fields.model_dump(exclude={'api_endpoint', 'pending_insert',
                                            'insert_request_id',
                                            'delete_request_id'}))

@@ -268,7 +268,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
     def Args(self, record) -> Dict[str, Any]:
       return dict(super().Args(record), project=self.project,
-                  clients=compute_api.ComputeClients.Create(
+                  clients=compute_api.ComputeClients.ForTeardown(
                       self.api_endpoint))
 
   def Restore(self, fields: Fields) -> None:
