@@ -360,3 +360,15 @@ def test_load_notes_are_inert_in_the_summary(analysis):
   assert f'\n- {terminal_text.MarkdownText(line)}\n' in summary
   assert '<img' not in summary and '*a*' not in summary
   assert report.LOAD_NOTES_TITLE not in report.RenderMarkdown(analysis)
+
+
+def test_the_page_names_the_compare_command_with_its_flags(tmp_path):
+  """The provenance's 'this page' is the command that made the page: a page
+  ranked with --include_unconfirmed said only './scripts/compare.py DIR',
+  whose page ranks nothing here (every recorded run is client-bound)."""
+  compare = script_modules.Load(COMPARE, 'compare_command_line')
+  page = tmp_path / 'report.html'
+  assert compare.Main(['compare', HISTORY, '--include_unconfirmed',
+                       f'--report={page}', '--night=2026-11-23']) == 0
+  assert (f'<code>./scripts/compare.py {HISTORY} --include_unconfirmed '
+          f'--report={page} --night=2026-11-23</code>') in page.read_text()

@@ -27,7 +27,7 @@ import shlex
 import stat
 import types
 import warnings
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from absl import flags
 import pandas as pd
@@ -235,8 +235,10 @@ def _BigQueryClient(table: str, project: Optional[str],
 
 
 def Run(argv: List[str], default_results: Optional[str] = None,
-        command: str = COMMAND) -> int:
-  """Everything after flag parsing; returns the exit code."""
+        command: str = COMMAND, given: Sequence[str] = ()) -> int:
+  """Everything after flag parsing; returns the exit code. `given` is the
+  arguments as typed, flags included (parsing left argv none), which the
+  page's provenance names."""
   paths = argv[1:]
   if not paths and not FLAGS.bigquery_table:
     paths = [default_results or paths_lib.ResultsRoot()]
@@ -275,8 +277,7 @@ def Run(argv: List[str], default_results: Optional[str] = None,
     return _Fail(f'--night={FLAGS.night}: no such night; nights are '
                  + ', '.join(nights.Nights(frame)[-5:]))
   settings = report.Settings(
-      command_line=' '.join([command] +
-                            [shlex.quote(a) for a in argv[1:]]),
+      command_line=' '.join([command] + [shlex.quote(a) for a in given]),
       max_pvalue=FLAGS.max_pvalue, min_change_pct=FLAGS.min_change_pct,
       noise_multiple=FLAGS.noise_multiple, recent_nights=FLAGS.recent_nights,
       night_hours=FLAGS.night_hours, metrics=tuple(FLAGS.metric),
@@ -314,12 +315,13 @@ def Main(argv: Optional[List[str]] = None,
     _Say(f'{__doc__}\n{FLAGS.get_help(include_special_flags=False)}')
     return EXIT_OK
   FLAGS.unparse_flags()  # Main may run more than once in a process (tests).
+  given = argv[1:]
   try:
     argv = FLAGS(argv)
   except flags.Error as e:
     return _Fail(f'{e}; see {command} --help')
   try:
-    return Run(argv, default_results, command)
+    return Run(argv, default_results, command, given)
   except _WriteError as e:
     return _Fail(str(e))
   except KeyboardInterrupt:
