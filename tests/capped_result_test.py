@@ -7,6 +7,7 @@ search probe and its repeats are scripted with very different latencies and
 histograms, so any value borrowed from probe 0 shows.
 """
 
+import dataclasses
 import io
 
 import pytest
@@ -199,3 +200,38 @@ def test_a_probe_line_counts_its_connections_with_a_separator():
   many, few = out.getvalue().splitlines()
   assert 'load    8x4096 (32,768 conn)    1,234,567 ops/s' in many
   assert 'load      1x32 (  32 conn)    1,234,567 ops/s' in few
+
+
+def test_the_interference_warning_counts_the_hold_among_the_probes(
+    pkb_flags):
+  """The warning's 'N of M probes' counts every probe the run printed: it
+  left the hold out, so a run whose 7 printed probes (4 here) were all
+  disturbed said 'in 6 of 6 probes' ('3 of 3'), and the hold's share (the
+  worst here) was not among those it named."""
+  def Disturbed(m, pct):
+    return dataclasses.replace(m, metadata={
+        **m.metadata, 'foreign_cpu_pct': pct, 'interference': True})
+
+  script = iter([Disturbed(p, 20.0) for p in _PROBES[:3]])
+
+  def Hold(load, searched_ops, index):
+    del load, searched_ops, index
+    return Disturbed(_PROBES[3], 70.0), True
+
+  class Policy(_Policy):
+
+    def Steps(self, cap_ms):
+      del cap_ms
+      for role in ('search', 'confirm', 'confirm'):
+        yield search_driver.ProbeRequest(LOAD, role)
+      return search_driver.Outcome('done', 0, (1, 2))
+
+  result = search_driver.FindLatencyCappedMaximum(
+      lambda load: next(script), 1.0, Policy(), hold=Hold)
+  assert [p.role for p in result.probes] == [
+      'search', 'confirm', 'confirm', 'hold']
+  out = io.StringIO()
+  samples = results.ResultSamples(_Spec(pkb_flags, out), result, 1.0)
+  assert ('WARNING: processes foreign to this run used up to 70 % of its '
+          'cores in 4 of 4 probes') in out.getvalue()
+  assert samples[0].metadata['interference_probes'] == 4

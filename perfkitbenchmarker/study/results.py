@@ -160,7 +160,9 @@ def ResultSamples(spec, result: search_driver.SearchResult,
       'search_stop_reason': result.stop_reason,
       'client_limited': result.client_limited,
   }
-  measured = [p.measurement for p in result.measured_probes]
+  # Every probe the run printed, the holds too: the warnings' 'N of M
+  # probes' counts what the console showed.
+  measured = [p.measurement for p in result.probes]
   extra.update(InterferenceMetadata(measured))
   # One sample, one set of probes: with confirmation repeats, the value,
   # latencies and load all come from the repeats combined (never the search
