@@ -81,6 +81,14 @@ _CASES = [
      '--static_vm_file is empty'),
     ('benchmark_config_file_empty', lambda t: ['--benchmark_config_file='],
      '--benchmark_config_file is empty'),
+    # A memtier found on PATH, else redis-benchmark, ran (the README: a
+    # --memtier_path that does not exist is refused, not replaced); YCSB
+    # was looked for in its default build.
+    ('memtier_path_empty', lambda t: ['--memtier_path='],
+     '--memtier_path is empty'),
+    ('ycsb_build_dir_empty',
+     lambda t: ['--benchmarks=redis_ycsb', '--ycsb_build_dir='],
+     '--ycsb_build_dir is empty'),
     ('json_path_is_a_dir', lambda t: [f'--json_path={t}'], '--json_path'),
     ('json_path_under_a_file',
      lambda t: [f'--json_path={t / "afile" / "x.json"}'], '--json_path'),
