@@ -694,3 +694,15 @@ def test_two_outputs_naming_one_file_are_refused(compare, capsys, tmp_path,
   code, stdout, err = _Compare(compare, capsys, HISTORY, f'{first}=/dev/null',
                                f'{second}=/dev/null')
   assert code == 0 and err == '', err
+
+
+def test_ctrl_c_is_one_line_and_exit_130(compare, capsys, monkeypatch):
+  """Interrupted, as pkb and pkb-recompute are: it exited 2, which the
+  docs call bad input (a CI step cancelled mid-load read as a bad
+  history)."""
+  def Interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(loader, 'Load', Interrupted)
+  code, out, err = _Compare(compare, capsys, HISTORY)
+  assert (code, out, err) == (130, '', 'compare: interrupted\n')

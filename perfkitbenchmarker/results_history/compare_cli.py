@@ -44,6 +44,7 @@ from perfkitbenchmarker.results_history import nights
 from perfkitbenchmarker.results_history import report
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # as pkb's and pkb-recompute's
 COMMAND = 'pkb-compare'  # ./scripts/compare.py in a checkout
 
 # Own flag registry: the BigQuery publisher defines PKB's --bigquery_table on
@@ -326,7 +327,7 @@ def Main(argv: Optional[List[str]] = None,
     return _Fail(str(e))
   except KeyboardInterrupt:
     print('compare: interrupted', file=sys.stderr)
-    return EXIT_USAGE
+    return EXIT_INTERRUPTED
   except Exception as e:  # pylint: disable=broad-except
     print(f'compare: internal error {type(e).__name__}: '
           f'{terminal_text.Printable(str(e))}', file=sys.stderr)
