@@ -372,3 +372,29 @@ def test_the_page_names_the_compare_command_with_its_flags(tmp_path):
                        f'--report={page}', '--night=2026-11-23']) == 0
   assert (f'<code>./scripts/compare.py {HISTORY} --include_unconfirmed '
           f'--report={page} --night=2026-11-23</code>') in page.read_text()
+
+
+def test_a_static_run_is_ranked_at_the_price_it_was_priced_at(tmp_path):
+  """A --static_vm_file run is priced as --local_priced_as (README) and
+  says so ('static (priced as GCP:n2d-standard-2)'), but only its price
+  samples name the priced type: compare put its answer in a cell 'static'
+  and its price in another, so the row read '$/hr ?', 'unpriced (not
+  compared)'. (A Local run's record, its cloud and machines renamed, is
+  exactly what a Static run of today writes.)"""
+  run = tmp_path / 'runs' / 'a1b2c3d4'
+  run.mkdir(parents=True)
+  source = os.path.join(HISTORY, 'runs', '04066aa3', loader.RESULTS_FILE)
+  with open(source) as f:
+    text = f.read().replace('|cloud:Local|', '|cloud:Static|').replace(
+        '|servers_machine_type:local|', '|servers_machine_type:static|')
+  (run / loader.RESULTS_FILE).write_text(text)
+  compare = script_modules.Load(COMPARE, 'compare_static')
+  board = tmp_path / 'board.json'
+  assert compare.Main(['compare', str(tmp_path), '--include_unconfirmed',
+                       f'--json={board}']) == 0
+  (row,) = json.loads(board.read_text())
+  assert row['machine_type'] == 'static as GCP:n2d-standard-2'
+  assert row['usd_per_hour'] == pytest.approx(0.084492)
+  assert row['price_performance'] == pytest.approx(
+      row['capped_ops'] / 0.084492)
+  assert row['verdict'] == 'best'

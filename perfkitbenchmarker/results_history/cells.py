@@ -3,7 +3,7 @@
 Derived from sample metadata only, so every source gives the same cells:
   machine_type  `servers_machine_type`; a Local run as "local as <type>" (the
                 catalog type that priced it, never mistaken for the cloud
-                machine), with ", server <n> CPU" when its server was held
+                machine; a --static_vm_file run "static as <type>"), with ", server <n> CPU" when its server was held
                 to a CPU quota (a 2-core machine's split: never ranked
                 beside a whole core's figure); " (spot)" etc. when not
                 priced on demand
@@ -78,11 +78,14 @@ def MachineType(row: pd.Series) -> str:
   suffix = '' if model == 'on_demand' else f' ({model})'
   priced_as = row.get('local_priced_as')
   # A stored row, not a VM: its 'cloud' column is all a row has to say that
-  # it ran on the runner's own machine, which has no machine type to name.
-  if row.get('cloud') == 'Local' and _Present(priced_as):
+  # it ran on the runner's own machine, or on machines lent to it, which
+  # have no machine type to name (a run's price samples name the priced
+  # type, its other samples 'local' or 'static': one cell for both).
+  cloud = row.get('cloud')
+  if cloud in ('Local', 'Static') and _Present(priced_as):
     quota = row.get('servers_cpu_quota')
     held = f', server {_Number(quota)} CPU' if _Present(quota) else ''
-    return f'local as {priced_as}{held}{suffix}'
+    return f'{cloud.lower()} as {priced_as}{held}{suffix}'
   machine = row.get('servers_machine_type')
   return (str(machine) if _Present(machine) else 'unknown') + suffix
 
