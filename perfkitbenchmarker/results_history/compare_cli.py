@@ -17,7 +17,8 @@ and enter the change points; the others are listed with why, unless
 
 Exit codes: 0 nothing regressed (or no --fail_on_regression), 1 a regression
 in the last --recent_nights nights with --fail_on_regression, 2 bad input
-(one line on stderr), 3 an internal error. The contract is in docs/compare.md.
+(one line on stderr), 3 an internal error, 130 interrupted. The contract is
+in docs/compare.md.
 """
 
 import os
