@@ -706,3 +706,17 @@ def test_ctrl_c_is_one_line_and_exit_130(compare, capsys, monkeypatch):
   monkeypatch.setattr(loader, 'Load', Interrupted)
   code, out, err = _Compare(compare, capsys, HISTORY)
   assert (code, out, err) == (130, '', 'compare: interrupted\n')
+
+
+@pytest.mark.parametrize('flag', ['report', 'markdown', 'json', 'since',
+                                  'night', 'bigquery_table', 'bq_project',
+                                  'bq_api_endpoint'])
+def test_an_empty_flag_is_refused_in_one_line(compare, capsys, flag):
+  """As pkb's empty path flags: `--markdown="$GITHUB_STEP_SUMMARY"` with
+  the variable unset wrote no summary, exit 0, and an empty --since,
+  --night or --bigquery_table was dropped without a word."""
+  code, out, err = _Compare(compare, capsys, HISTORY, f'--{flag}=')
+  _OneLine(code, err)
+  assert err == (f'compare: --{flag} is empty; give a value, or drop the '
+                 'flag.\n')
+  assert out == ''
