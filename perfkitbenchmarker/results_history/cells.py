@@ -3,7 +3,8 @@
 Derived from sample metadata only, so every source gives the same cells:
   machine_type  `servers_machine_type`; a Local run as "local as <type>" (the
                 catalog type that priced it, never mistaken for the cloud
-                machine; a --static_vm_file run "static as <type>"), with ", server <n> CPU" when its server was held
+                machine; a --static_vm_file run whose machines have no
+                machine_type "static as <type>"), with ", server <n> CPU" when its server was held
                 to a CPU quota (a 2-core machine's split: never ranked
                 beside a whole core's figure); " (spot)" etc. when not
                 priced on demand
@@ -77,16 +78,16 @@ def MachineType(row: pd.Series) -> str:
   model = PricingModel(row)
   suffix = '' if model == 'on_demand' else f' ({model})'
   priced_as = row.get('local_priced_as')
+  machine = row.get('servers_machine_type')
   # A stored row, not a VM: its 'cloud' column is all a row has to say that
-  # it ran on the runner's own machine, or on machines lent to it, which
-  # have no machine type to name (a run's price samples name the priced
-  # type, its other samples 'local' or 'static': one cell for both).
+  # it ran on the runner's own machine, or on lent machines the file gave
+  # no machine_type (UntypedStatic), which have no machine type to name.
   cloud = row.get('cloud')
-  if cloud in ('Local', 'Static') and _Present(priced_as):
+  if _Present(priced_as) and (cloud == 'Local' or (
+      cloud == 'Static' and machine == UNTYPED_STATIC)):
     quota = row.get('servers_cpu_quota')
     held = f', server {_Number(quota)} CPU' if _Present(quota) else ''
     return f'{cloud.lower()} as {priced_as}{held}{suffix}'
-  machine = row.get('servers_machine_type')
   return (str(machine) if _Present(machine) else 'unknown') + suffix
 
 
@@ -169,15 +170,37 @@ def AddCellColumns(frame: pd.DataFrame) -> pd.DataFrame:
     # No sample names any (samples of another benchmark, or labels left
     # out): one cell of defaults; a merge on no columns is an IndexError.
     return frame.assign(**_Labels(pd.Series(dtype=object)))
-  combos = frame[keys].drop_duplicates().reset_index(drop=True)
+  keyed = UntypedStatic(frame)[keys]
+  combos = keyed.drop_duplicates().reset_index(drop=True)
   combos = pd.concat([combos, pd.DataFrame(
       [_Labels(row) for _, row in combos.iterrows()])], axis=1)
   # Merge the key columns only: a merge of the whole frame would copy it.
-  labelled = frame[keys].merge(combos, on=keys, how='left')
+  labelled = keyed.merge(combos, on=keys, how='left')
   frame = frame.copy(deep=False)
   for name in CELL_COLUMNS + ('cell',):
     frame[name] = labelled[name].to_numpy()
   return frame
+
+
+# What a --static_vm_file run records as the machine type of machines its
+# file gave none (providers/static).
+UNTYPED_STATIC = 'static'
+
+
+def UntypedStatic(frame: pd.DataFrame) -> pd.DataFrame:
+  """`frame` with every sample of a Static run whose machines had no type
+  naming them UNTYPED_STATIC: its price samples name the type that priced
+  them instead, and would be another cell than its answer's (whose row
+  then read unpriced)."""
+  if not {'cloud', 'servers_machine_type', 'run_uri'} <= set(frame.columns):
+    return frame
+  machine = frame['servers_machine_type']
+  untyped = (frame['cloud'].eq('Static') & machine.eq(UNTYPED_STATIC).groupby(
+      frame['run_uri'], dropna=False).transform('any')).fillna(False)
+  if not untyped.any():
+    return frame
+  return frame.assign(servers_machine_type=machine.where(~untyped,
+                                                         UNTYPED_STATIC))
 
 
 def _Labels(row: pd.Series) -> Dict[str, str]:
