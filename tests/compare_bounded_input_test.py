@@ -720,3 +720,16 @@ def test_an_empty_flag_is_refused_in_one_line(compare, capsys, flag):
   assert err == (f'compare: --{flag} is empty; give a value, or drop the '
                  'flag.\n')
   assert out == ''
+
+
+def test_an_output_that_cannot_be_written_is_named_by_its_flag(
+    compare, capsys, tmp_path):
+  """The line named all three outputs ('--report/--markdown/--json: ...'),
+  not the one given."""
+  code, _, err = _Compare(compare, capsys, HISTORY, f'--json={tmp_path}')
+  _OneLine(code, err)
+  assert err == f'compare: --json={tmp_path} is a directory; give a file name\n'
+  missing = tmp_path / 'no' / 'r.md'
+  code, _, err = _Compare(compare, capsys, HISTORY, f'--markdown={missing}')
+  _OneLine(code, err)
+  assert err == f'compare: --markdown={missing}: no directory {missing.parent}\n'

@@ -111,12 +111,12 @@ def _Fail(message: str) -> int:
   return EXIT_USAGE
 
 
-def _Writable(path: Optional[str]) -> Optional[str]:
-  if path and os.path.isdir(path):
-    return (f'--report/--markdown/--json: {path} is a directory; give a file '
-            'name')
-  if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-    return f'--report/--markdown/--json: no directory for {path}'
+def _Writable(flag: str, path: str) -> Optional[str]:
+  if os.path.isdir(path):
+    return f'{flag}={path} is a directory; give a file name'
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    return f'{flag}={path}: no directory {directory}'
   return None
 
 
@@ -250,8 +250,8 @@ def Run(argv: List[str], default_results: Optional[str] = None,
   paths = argv[1:]
   if not paths and not FLAGS.bigquery_table:
     paths = [default_results or paths_lib.ResultsRoot()]
-  for _, path in _Outputs():
-    problem = _Writable(path)
+  for flag, path in _Outputs():
+    problem = _Writable(flag, path)
     if problem:
       return _Fail(problem)
   problem = _OutputsApart()
