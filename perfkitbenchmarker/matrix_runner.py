@@ -218,6 +218,12 @@ def _CheckSharedMachines(plans, processes: int) -> None:
         'settings (a lent machine left tuned); give --run_processes=1.')
 
 
+def _Dollars(usd: float) -> str:
+  """Cents; a cost that rounds to none is under a cent, not $0.00 (cells of
+  $0.00 each added up to a total of $0.01)."""
+  return '<$0.01' if 0 < usd < 0.005 else f'${usd:.2f}'
+
+
 def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
               results_dir: str, new_run_uri, out=None) -> int:
   """Plans every cell, checks the budget, then runs them (see module doc)."""
@@ -243,7 +249,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
       out.write('\n'.join(lines) + '\n')
   rows = [(c.index, c.label, cloud, server, e.vm_count,
            '<1' if e.minutes < 1 else f'{e.minutes:.0f}',
-           f'${e.usd:.2f}') for c, (e, cloud, server, _) in zip(cells, plans)]
+           _Dollars(e.usd)) for c, (e, cloud, server, _) in zip(cells, plans)]
   total_usd = sum(p[0].usd for p in plans)
   wall = cost_estimate.ScheduleMinutes([p[0].minutes for p in plans],
                                        processes)
@@ -251,7 +257,7 @@ def RunMatrix(cells: List[matrix.Cell], flag_values, stages: List[str],
                     'est. $'), rows)
   summary.append(
       f'Total: {len(cells)} cell(s), {sum(p[0].vm_count for p in plans)} VMs, '
-      f'estimated ${total_usd:.2f}; wall time '
+      f'estimated {_Dollars(total_usd)}; wall time '
       f'{cost_estimate.Minutes(wall)} with '
       f'--run_processes={processes}.')
   out.write('\nMatrix plan:\n' + '\n'.join(summary) + '\n')

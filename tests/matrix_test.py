@@ -571,3 +571,19 @@ def test_a_signal_while_a_cell_starts_reaches_it_once(tmp_path, monkeypatch):
   assert [c.cell.index for c in started] == [1, 2]  # Cell 3 is not run.
   assert [c.sent for c in started] == [[signal.SIGINT], [signal.SIGINT]]
   assert out.getvalue().count('Matrix: SIGINT: stopping;') == 1
+
+
+def test_a_plan_of_cells_under_a_cent_adds_up(pkb_flags, tmp_path):
+  # nightly_local's cells cost about $0.003 each: the table said '$0.00'
+  # three times over a total of '$0.01'.
+  from perfkitbenchmarker import matrix_runner  # pylint: disable=g-import-not-at-top
+  pkb_flags.benchmark_config_file = NIGHTLY_LOCAL
+  pkb_flags.dry_run = True
+  stages = ['provision', 'prepare', 'run', 'cleanup', 'teardown']
+  out = io.StringIO()
+  assert matrix_runner.RunMatrix(matrix_runner.Cells(pkb_flags, stages),
+                                 pkb_flags, stages, str(tmp_path), None,
+                                 out=out) == 0
+  plan = out.getvalue().split('Matrix plan:\n')[1].splitlines()
+  assert [line.split()[-1] for line in plan[2:5]] == ['<$0.01'] * 3
+  assert plan[5].startswith('Total: 3 cell(s), 6 VMs, estimated $0.01;')
