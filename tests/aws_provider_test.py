@@ -21,6 +21,7 @@ No test reaches a moto instance over SSH: the SSH wait is injected.
 import contextlib
 import datetime
 import json
+import logging
 import os
 import re
 import socket
@@ -790,10 +791,11 @@ def test_a_create_a_stop_left_unanswered_is_looked_for_again_by_teardown(
     ('InvalidParameterValue', 0),  # Refused: no pause.
 ])
 def test_a_create_never_made_is_looked_for_only_when_unanswered(
-    moto, tmp_path, monkeypatch, code, pauses):
+    moto, tmp_path, monkeypatch, caplog, code, pauses):
   """A create cut by a stop before EC2 took it is looked for over the
   whole window (about five minutes, as AWS advises) and then taken for
-  never made; one EC2 refused is not looked for again."""
+  never made, the console told of the wait once (it said nothing for
+  those minutes); one EC2 refused is not looked for again."""
   clients, placement_groups = moto
   baseline, _ = _Inventory(clients.ec2, placement_groups)
   if code:
@@ -805,8 +807,18 @@ def test_a_create_never_made_is_looked_for_only_when_unanswered(
   with pytest.raises(errors.ResourceError):
     run.Provision()
   time = FakeTime()
-  assert _TeardownFromDisk(monkeypatch, run, time) == []
+  caplog.clear()
+  with caplog.at_level(logging.WARNING):
+    assert _TeardownFromDisk(monkeypatch, run, time) == []
   assert time.now == pauses
+  name = f'pkb-{RUN_URI}'
+  said = [r.getMessage() for r in caplog.records
+          if r.levelno == logging.WARNING and 'looking again' in
+          r.getMessage()]
+  assert said == ([
+      f'looking up aws_security_group {name}, whose create went '
+      'unanswered: not listed yet; looking again for up to 301s (EC2 may '
+      'list a new object late)'] if pauses else [])
   looked = len(failing.Calls('describe_security_groups'))
   assert looked == 1 + (api.LOOK_AGAIN_ATTEMPTS if pauses else 1)
   _AssertNothingLeft(clients.ec2, placement_groups, baseline)

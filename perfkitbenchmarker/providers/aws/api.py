@@ -117,6 +117,8 @@ ATTEMPTS = 8
 # 16, then 30 s: 301 s in all, about the longest wait AWS names (five
 # minutes; its waits grow to that, ours stop at 30 s, so a stop ends them).
 LOOK_AGAIN_ATTEMPTS = 15
+# Its pauses in all (resource.Retried's default: 1, 2, 4 ... 30 s).
+LOOK_AGAIN_S = sum(min(2 ** i, 30) for i in range(LOOK_AGAIN_ATTEMPTS - 1))
 
 # What EC2 and SSM answer a caller over its request rate (botocore's
 # standard retry mode's list, less other services' codes).
@@ -272,7 +274,14 @@ def LookAgain(what: str, find: Callable[[], List[str]],
       raise _NotListed(f'{what}: not listed')
     return found
 
+  said = []
+
   def Warn(error: Exception, pause: float) -> None:
+    # The console hears of the wait once: it may take LOOK_AGAIN_S.
+    if not said:
+      said.append(pause)
+      logging.warning('%s yet; looking again for up to %.0fs (EC2 may list '
+                      'a new object late)', error, LOOK_AGAIN_S)
     logging.info('%s; looking again in %.0fs', error, pause)
 
   try:
