@@ -51,7 +51,6 @@ from perfkitbenchmarker import run_processes
 from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import trusted_programs
-from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
 
 MODE = 0o700
@@ -323,7 +322,7 @@ def RemoteRootFault(rc: int, stderr: str) -> Optional[owned_paths.Fault]:
   None when it did not (or said no fault of a form known here)."""
   if rc != ROOT_REFUSED:
     return None
-  for line in vm_util.Lines(stderr):
+  for line in terminal_text.Lines(stderr):
     if line.startswith(_ROOT_MARKER):
       return owned_paths.FaultOf(line[len(_ROOT_MARKER):])
   return None

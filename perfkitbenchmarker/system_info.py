@@ -13,6 +13,7 @@ import dataclasses
 import shlex
 from typing import Dict, Optional, Tuple
 
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 
 PROBE_COMMAND = (
@@ -60,7 +61,7 @@ class SystemInfo:
     """Reads the output of PROBE_COMMAND."""
     fields: Dict[str, str] = {}
     managers = []
-    for line in vm_util.Lines(text):
+    for line in terminal_text.Lines(text):
       key, sep, value = line.partition('=')
       if not sep:
         continue

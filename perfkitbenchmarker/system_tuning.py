@@ -38,7 +38,7 @@ import shlex
 from typing import Dict, List, Mapping
 
 from perfkitbenchmarker import shell_scripts
-from perfkitbenchmarker import vm_util
+from perfkitbenchmarker import terminal_text
 
 SCRIPT = 'system_tuning.sh'  # What each setting is and how it is set.
 # The open-file limits file the tuning writes (the script's $limits).
@@ -88,7 +88,7 @@ def ApplyCommand(holder: str = '', root: str = '') -> str:
 
 def _Listed(text: str, key: str) -> List[str]:
   """The holders on `key=` lines of the script's output."""
-  return [holder for line in vm_util.Lines(text)
+  return [holder for line in terminal_text.Lines(text)
           if line.startswith(f'{key}=')
           for holder in line.partition('=')[2].strip().split(',') if holder]
 
@@ -126,7 +126,7 @@ def Workspaces(text: str, verb: str = 'restore') -> Dict[str, List[str]]:
   SharedWith) (<root>/pkb-<run_uri>.*, any user's: names for the runner to
   check against the run's record), in the order listed."""
   found: Dict[str, List[str]] = {}
-  for line in vm_util.Lines(text):
+  for line in terminal_text.Lines(text):
     key, _, value = line.partition('=')
     holder, _, workspace = value.partition(' ')
     if key == f'{_VERB_KEYS[verb]}_workspace' and holder and workspace:
@@ -143,7 +143,7 @@ def Parse(text: str, applied: bool) -> Dict[str, str]:
   """Metadata from the output of ApplyCommand (if run) and ReadCommand."""
   values: Dict[str, str] = {}
   failed: List[str] = []
-  for line in vm_util.Lines(text):
+  for line in terminal_text.Lines(text):
     key, sep, value = line.partition('=')
     if not sep:
       continue
@@ -181,7 +181,7 @@ def ParseSnapshot(text: str, lease: bool = False) -> Dict[str, str]:
   the lease's values instead (the machine's own, before the first tuning
   in force; {} when no tuning is)."""
   found = {}
-  for line in vm_util.Lines(text):
+  for line in terminal_text.Lines(text):
     key, _, value = line.strip().partition('=')
     if lease != key.startswith(_LEASE_PREFIX):
       continue

@@ -15,11 +15,12 @@ the function for its medium, all of which escape controls first:
   `MarkdownText`    a Markdown value (compare's summary);
   `HtmlText`        an HTML value before autoescaping (compare's page).
 Controls and other unprintable characters show as their Python escapes
-(\\x1b, \\r, \\u202e).
+(\\x1b, \\r, \\u202e). What a program printed is split into its lines
+one way first (`Lines`: at \\n and \\r\\n only).
 """
 
 import re
-from typing import Optional
+from typing import List, Optional
 
 # C0 and C1 controls and DEL as escapes (a translate table: fast on long
 # text); other unprintable characters go through the slow path.
@@ -59,6 +60,13 @@ def NotUtf8(text: str) -> Optional[str]:
     return (f'not UTF-8 text (byte 0x{ord(text[e.start]) & 0xff:02x} at '
             f'offset {e.start})')
   return None
+
+
+def Lines(text: Optional[str]) -> List[str]:
+  """`text`'s lines (a command's output), ended at \n and \r\n only:
+  str.splitlines also ends one at \r, \x1c-\x1e, \x85, \u2028 and \u2029,
+  so a program's bytes and ssh_command.sh's \x1e markers split its lines."""
+  return [l[:-1] if l.endswith('\r') else l for l in (text or '').split('\n')]
 
 
 def Printable(text: str) -> str:

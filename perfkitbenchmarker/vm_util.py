@@ -28,14 +28,15 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from typing import (Callable, Dict, Iterable, List, Optional, Sequence,
-                    Tuple, Type, Union)
+from typing import (Callable, Dict, Iterable, Optional, Sequence, Tuple,
+                    Type, Union)
 
 import tenacity
 
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_processes
+from perfkitbenchmarker.terminal_text import Lines
 from perfkitbenchmarker.terminal_text import Printable
 
 _SECRETS: set = set()
@@ -94,13 +95,6 @@ def InstallSecretFilter() -> None:
   for handler in logging.getLogger().handlers:
     if not any(isinstance(f, SecretFilter) for f in handler.filters):
       handler.addFilter(SecretFilter())
-
-
-def Lines(text: Optional[str]) -> List[str]:
-  """`text`'s lines (a command's output), ended at \n and \r\n only:
-  str.splitlines also ends one at \r, \x1c-\x1e, \x85, \u2028 and \u2029,
-  so a program's bytes and ssh_command.sh's \x1e markers split its lines."""
-  return [l[:-1] if l.endswith('\r') else l for l in (text or '').split('\n')]
 
 
 def Tail(text: str, lines: int = 5) -> str:

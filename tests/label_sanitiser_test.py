@@ -134,7 +134,7 @@ def test_a_machines_words_in_a_message_are_its_lines_escaped():
   argv_secret library. Before, each split it with str.splitlines, so a
   \x1e, \x1c or \u2028 in it cut its line (the message kept a piece),
   and YCSB's line reached the message raw; now they are lines as
-  vm_util.Tail reads them (vm_util.Lines), escaped as it shows them."""
+  vm_util.Tail reads them (terminal_text.Lines), escaped as it shows them."""
   said = 'sudo: \x1b]0;pwned\x07a password\x1eis required\n'
   settings = provider.HostSettings(_Machine(said), {})
   with pytest.raises(errors.ResourceError) as refused:

@@ -30,6 +30,7 @@ from perfkitbenchmarker import shell_scripts
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import stage_runner
 from perfkitbenchmarker import system_tuning
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.linux_packages import redis_server
 from perfkitbenchmarker.providers.static import provider
@@ -753,7 +754,7 @@ def test_a_holder_name_in_the_lease_stays_one_holder(
     tmp_path, keyfile, monkeypatch, caplog):
   """The holders and workspaces the tuning and teardown of a lent machine
   name (system_tuning.sh's lines, read from the lease and the workspaces'
-  root) are its lines as vm_util.Lines reads them: str.splitlines cut a
+  root) are its lines as terminal_text.Lines reads them: str.splitlines cut a
   holder at a \\u2028 or \\x85, so the warnings named a piece of it (and
   the command to give its place up gave the piece) and lost the holders
   after it on that line; a \\r\\n line's \\r stayed on a workspace, so its

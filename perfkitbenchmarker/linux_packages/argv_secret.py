@@ -48,6 +48,7 @@ from typing import List, Sequence, Tuple
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
 from perfkitbenchmarker.linux_packages import remote_install
@@ -266,7 +267,7 @@ def CheckTool(vm, program: str) -> None:
       f'{command} {SECRET_FD}<<<{secrets.token_hex(16)}', timeout=60)
   if rc == 127:
     raise errors.PrerequisiteError(f'{program} not found on {vm.name}.')
-  not_loaded = [line for line in vm_util.Lines(err)
+  not_loaded = [line for line in terminal_text.Lines(err)
                 if 'cannot be preloaded' in line]
   if not_loaded:
     # ld.so only warns and runs the tool, which then fails every probe on

@@ -18,6 +18,7 @@ from perfkitbenchmarker import flag_types
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
@@ -262,7 +263,7 @@ class RedisProcess(resource.BaseResource):
         f'tail -n 5 {shlex.quote(self.logfile)} 2>/dev/null')
     # Redis marks warnings with '#' after the timestamp (e.g. a bind that
     # failed with 'Address already in use').
-    interesting = [l for l in vm_util.Lines(out)
+    interesting = [l for l in terminal_text.Lines(out)
                    if re.search(r' # |FATAL|Bad directive|[Ee]rror|failed', l)]
     return vm_util.Tail('\n'.join(interesting), 3)
 

@@ -33,6 +33,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import regular_files
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import trusted_programs
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import package_commands
@@ -181,7 +182,7 @@ def JdkInstallScript(info) -> str:
 
 def MavenErrors(output: str, lines: int = 3) -> str:
   """The first [ERROR] lines of Maven's output (its last ones are help)."""
-  found = [line.strip() for line in vm_util.Lines(output)
+  found = [line.strip() for line in terminal_text.Lines(output)
            if line.lstrip().startswith('[ERROR] ')]
   return vm_util.Tail('\n'.join(found[:lines]) or output, lines)
 

@@ -42,6 +42,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import evidence
 from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import shell_scripts
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.linux_packages import argv_secret
 from perfkitbenchmarker.load_generators import client_cpu
@@ -297,7 +298,7 @@ def _ErrorLines(stderr: str) -> List[str]:
   its login says 'error: authentication failed [...]' once a connection,
   then a progress line a second until its bound; redis-benchmark says
   'Node ... replied with error:' and the reply on the next line."""
-  said = [l.strip() for l in vm_util.Lines(stderr)
+  said = [l.strip() for l in terminal_text.Lines(stderr)
           if l.strip() and not memtier_results.IsProgressLine(l)]
   first = next((i for i, l in enumerate(said) if _FAILURE_WORDS.search(l)),
                len(said))
@@ -307,7 +308,7 @@ def _ErrorLines(stderr: str) -> List[str]:
 def _Said(stderr: str) -> str:
   """What a failed process said: its _ErrorLines, else its last lines."""
   return vm_util.Tail('\n'.join(_ErrorLines(stderr) or [
-      l.strip() for l in vm_util.Lines(stderr)]))
+      l.strip() for l in terminal_text.Lines(stderr)]))
 
 
 def _Stalled(stderr: str) -> str:

@@ -23,6 +23,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from perfkitbenchmarker import measurement
 from perfkitbenchmarker import sample
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 
 LOAD_GENERATOR = 'ycsb'
@@ -101,7 +102,7 @@ class YcsbResult:
           p99_us=measurement.FiniteFloat(
               fields.get('99thPercentileLatency(us)')),
           return_codes=dict(codes.get(section, {}))))
-    errors = tuple(vm_util.Tail(l.strip(), 1) for l in vm_util.Lines(stderr)
+    errors = tuple(vm_util.Tail(l.strip(), 1) for l in terminal_text.Lines(stderr)
                    if _STDERR_ERRORS.search(l))
     return cls(runtime_ms=overall['RunTime(ms)'],
                throughput=overall['Throughput(ops/sec)'],

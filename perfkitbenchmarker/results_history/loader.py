@@ -32,6 +32,7 @@ import pandas as pd
 
 from perfkitbenchmarker import json_input
 from perfkitbenchmarker import regular_files
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.publishers import bigquery_schema
 from perfkitbenchmarker.results_history import typed_frame
@@ -120,7 +121,7 @@ def ReadBigQuery(table: str, client: Any,
     read_rows = bigquery_publisher.IterRows
 
   def Failed(e: Exception) -> LoadError:
-    said = vm_util.Tail(vm_util.Lines(str(e).strip())[0], 1)
+    said = vm_util.Tail(terminal_text.Lines(str(e).strip())[0], 1)
     return LoadError(f'reading BigQuery table {table} failed: '
                      f'{said or type(e).__name__}')
 

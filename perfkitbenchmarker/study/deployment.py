@@ -21,6 +21,7 @@ from perfkitbenchmarker import errors
 from perfkitbenchmarker import probe_processes
 from perfkitbenchmarker import redis_shard
 from perfkitbenchmarker import resource
+from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.engines import base as engine_base
@@ -392,7 +393,7 @@ def _Failure(failures: Sequence[Tuple[str, Exception]]) -> errors.Error:
   """One line naming each client VM that failed, of the first error's kind
   when it is one of ours."""
   text = '; on '.join(
-      f'{name}: ' + (vm_util.Tail(vm_util.Lines(str(e).strip())[0], 1) or
+      f'{name}: ' + (vm_util.Tail(terminal_text.Lines(str(e).strip())[0], 1) or
                      type(e).__name__) for name, e in failures)
   message = f'Preload failed on {text}'
   first = failures[0][1]

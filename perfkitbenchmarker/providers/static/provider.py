@@ -277,9 +277,9 @@ class StaticVirtualMachine(ssh_vm.SshVirtualMachine):
       return out
     root = record_checks.REMOTE_SCRATCH_ROOT
     kinds = ('busy ', 'live ', 'recent ', 'idle ')
-    found_lines = [line for line in vm_util.Lines(out)
+    found_lines = [line for line in terminal_text.Lines(out)
                    if line.startswith(kinds)]
-    made = '\n'.join(line for line in vm_util.Lines(out)
+    made = '\n'.join(line for line in terminal_text.Lines(out)
                      if not line.startswith(kinds))
     busy, idle, quiet_said = [], [], False
     for line in found_lines:
@@ -498,7 +498,7 @@ class HostSettings(resource.BaseResource):
     out, err, rc = self.vm.RemoteCommandWithReturnCode(
         self.vm.Sudo(system_tuning.RestoreCommand(holder, root)), timeout=60)
     failed = [vm_util.Tail(line.partition('=')[2], 1) for line in
-              vm_util.Lines(out) if line.startswith('restore_failed=')]
+              terminal_text.Lines(out) if line.startswith('restore_failed=')]
     if rc != 0 or failed:
       raise errors.ResourceError(
           f'could not put back {", ".join(failed) or "the settings"} on '
