@@ -298,6 +298,16 @@ _CASES = [
      'is no executable on this machine'),
     ('memtier_path_shell_wrapper',
      lambda t: [f'--memtier_path={_Wrapper(t)}'], 'wrapper'),
+    ('ycsb_build_dir_missing',
+     lambda t: ['--benchmarks=redis_ycsb', '--ycsb_build_dir=/nonexistent'],
+     '--ycsb_build_dir=/nonexistent: there is no directory'),
+    ('ycsb_build_dir_is_a_file',
+     lambda t: ['--benchmarks=redis_ycsb', f'--ycsb_build_dir={t / "afile"}'],
+     'is not a directory'),
+    # A directory, but no build of scripts/build_ycsb.sh in it.
+    ('ycsb_build_dir_not_built',
+     lambda t: ['--benchmarks=redis_ycsb', f'--ycsb_build_dir={t}'],
+     'pkb-ycsb-redis.jar'),
     # Issue 26 point 2: zones and machine types a cloud does not have.
     ('gcp_region_as_zone',
      lambda t: ['--cloud=GCP', '--project=p', '--zone=us-central1'],

@@ -56,8 +56,11 @@ def _Options(spec=None) -> ycsb_options.YcsbStudyOptions:
 
 def CheckPrerequisites(config):
   groups = config.get('vm_groups') or {}  # As configs.CheckVmGroups checked.
-  _Options().server.CheckLayout(
-      (groups.get('servers') or {}).get('vm_count', 1))
+  opts = _Options()
+  opts.server.CheckLayout((groups.get('servers') or {}).get('vm_count', 1))
+  if opts.build_dir:  # Local only (FromFlags refuses it elsewhere).
+    # What prepare would refuse on this machine, refused by a dry run too.
+    ycsb_runner.ycsb_package.CheckLocalBuildDir(opts.build_dir)
 
 
 def PlanWarnings(spec) -> List[str]:

@@ -57,6 +57,8 @@ COMMAND_GROUPS = ('string', 'hash', 'list', 'set', 'zset')
 # Most bytes a workload property file may have: YCSB's core workloads are
 # about 3 KiB; the bound keeps /dev/zero or a wrong file out of memory.
 MAX_WORKLOAD_BYTES = 1 << 20
+# classpath.txt names YCSB core, Jedis and their dependencies: ~40 jars.
+MAX_CLASSPATH_BYTES = 1 << 20
 # Properties the harness sets itself; a user value would point YCSB at
 # another server or put the password on the command line.
 MANAGED_PROPERTIES = frozenset({
@@ -115,16 +117,50 @@ def _LocalBuild(vm, build_dir: str) -> Installation:
     raise errors.PrerequisiteError(
         'java not found: install a JDK 17 (Debian: openjdk-17-jdk-headless) '
         'and Maven, then run scripts/setup.sh.')
-  found = _ReadBuild(vm, build_dir)
-  if found is None:
+  return _ReadLocalBuild(build_dir)  # A Local VM is this machine.
+
+
+def _ReadLocalBuild(build_dir: str) -> Installation:
+  jar = os.path.join(build_dir, JAR_NAME)
+  try:  # Bounded, regular files only: a FIFO there would block the read.
+    if not os.path.isfile(jar):
+      raise regular_files.NotRegular(f'no {JAR_NAME}')
+    classpath = regular_files.Utf8Text(regular_files.ReadRegular(
+        os.path.join(build_dir, CLASSPATH_NAME), MAX_CLASSPATH_BYTES)).strip()
+  except (regular_files.NotRegular, regular_files.NotText):
+    classpath = ''
+  if not classpath:
     raise errors.PrerequisiteError(
-        f'The YCSB binding is not built in {build_dir}; run '
-        'scripts/build_ycsb.sh (scripts/setup.sh does).')
+        f'the YCSB binding is not built in {build_dir} (no {JAR_NAME} with '
+        f'its {CLASSPATH_NAME}); run scripts/build_ycsb.sh (scripts/setup.sh '
+        'does).')
+  found = Installation('java', jar, classpath, build_dir)
   # java runs these jars' code, as root with the run's password.
-  for jar in found.full_classpath.split(':'):
-    if jar:
-      trusted_programs.Check(jar, f'the YCSB build in {build_dir} ({jar})')
+  for path in found.full_classpath.split(':'):
+    if path:
+      trusted_programs.Check(path, f'the YCSB build in {build_dir} ({path})')
   return found
+
+
+def CheckLocalBuildDir(build_dir: str) -> None:
+  """What Install would refuse of a Local run's --ycsb_build_dir, for a dry
+  run too: no directory, no build of scripts/build_ycsb.sh in it, or jars
+  another user can change.
+
+  Raises:
+    errors.UsageError: in one line.
+  """
+  what = f'--ycsb_build_dir={build_dir}'
+  if not os.path.isdir(build_dir):
+    problem = (f'{build_dir} is not a directory' if os.path.lexists(build_dir)
+               else f'there is no directory {build_dir}')
+    raise errors.UsageError(
+        f'{what}: {problem}; give the directory scripts/build_ycsb.sh built '
+        'into, or drop the flag for build/ycsb.')
+  try:
+    _ReadLocalBuild(build_dir)
+  except errors.PrerequisiteError as e:
+    raise errors.UsageError(f'{what}: {e}') from None
 
 
 def RemoteBuildDir(vm) -> str:
