@@ -347,7 +347,12 @@ class ClientFactory:
     return clients
 
 
-# Used only to rebuild resources from a run record (teardown by run_uri).
+# The process's clients, for the run itself as for its teardown: provision
+# (ConstructVms and Provision each ask), the VMs a later stage restores from
+# the record, and the teardown of the record share one set per region and
+# profile (a set costs ~150 ms of CPU). Not resource.TeardownShared, which
+# keeps nothing outside a teardown; its key leaves out AWS_ENDPOINT_URL and
+# the credentials, read when a set is made: every pkb process makes one run.
 DEFAULT_CLIENTS = ClientFactory()
 
 
