@@ -352,6 +352,34 @@ def test_refused_in_one_line_on_a_dry_run(tmp_path, build, needle):
   _CheckRefused(proc, str(results_dir), run_uri, needle)
 
 
+@pytest.mark.parametrize('missing,needle', [
+    ('build', 'the YCSB binding is not built in'),
+    ('java', 'java not found: install a JDK 17'),
+])
+def test_a_local_ycsb_dry_run_refuses_no_build_or_java(
+    pkb_main, capsys, tmp_path, monkeypatch, missing, needle):
+  # Without --ycsb_build_dir a Local dry run planned (exit 0) with no
+  # build/ycsb or no java on PATH; prepare refused them, after the shards.
+  from perfkitbenchmarker import trusted_programs  # pylint: disable=g-import-not-at-top
+  from perfkitbenchmarker.linux_packages import ycsb  # pylint: disable=g-import-not-at-top
+  which = trusted_programs.Which
+  java = None if missing == 'java' else '/usr/bin/java'  # Never run here.
+  monkeypatch.setattr(trusted_programs, 'Which', lambda program, what='': (
+      java if program == 'java' else which(program, what)))
+  if missing == 'build':
+    monkeypatch.setattr(ycsb, 'LOCAL_BUILD_DIR', str(tmp_path / 'ycsb'))
+  results = tmp_path / 'results'
+  common = ['--dry_run', '--benchmarks=redis_ycsb', f'--results_dir={results}']
+  code = pkb_main(common)
+  err = capsys.readouterr().err
+  assert code == 2 and err.count('\n') == 1, err
+  assert err.startswith('pkb: ') and needle in err, err
+  assert not results.exists()
+  # Cloud VMs install java and build YCSB themselves.
+  assert pkb_main(common + ['--cloud=GCP', '--project=p']) == 0, (
+      capsys.readouterr().err)
+
+
 @pytest.mark.parametrize('args,needle', [
     (['--redis_server_options=port 6500'], '"port"'),
     (['--timeout_minutes=0'], '--timeout_minutes'),

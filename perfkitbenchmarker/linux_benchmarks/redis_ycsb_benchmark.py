@@ -24,6 +24,7 @@ from absl import flags
 
 from perfkitbenchmarker import configs
 from perfkitbenchmarker import prepare_checks
+from perfkitbenchmarker import providers
 from perfkitbenchmarker import sample
 from perfkitbenchmarker.study import deployment
 from perfkitbenchmarker.study import plan
@@ -58,7 +59,9 @@ def CheckPrerequisites(config):
   groups = config.get('vm_groups') or {}  # As configs.CheckVmGroups checked.
   opts = _Options()
   opts.server.CheckLayout((groups.get('servers') or {}).get('vm_count', 1))
-  if opts.build_dir:  # Local only (FromFlags refuses it elsewhere).
+  # Only a Local client uses this machine's java and build (FromFlags
+  # refuses --ycsb_build_dir elsewhere; remote VMs build their own).
+  if providers.CapabilitiesOfRun(FLAGS).is_runner_machine:
     # What prepare would refuse on this machine, refused by a dry run too.
     ycsb_runner.ycsb_package.CheckLocalBuildDir(opts.build_dir)
 

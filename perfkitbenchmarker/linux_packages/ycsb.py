@@ -7,7 +7,8 @@ hash, and the Tair YCSB study needs strings, lists, sets and sorted sets too
 (docs/ycsb.md).
 
 * Local: scripts/setup.sh built it (scripts/build_ycsb.sh) into build/ycsb/;
-  Install checks `java` and that build and refuses with the command to run.
+  Install checks `java` and that build and refuses with the command to run
+  (a dry run too: CheckLocalBuildDir).
 * Remote (SSH/GCP/AWS) VMs: a non-root check first (`MissingToolsCommand`:
   a `java` of at least MIN_JAVA, `mvn`); only what is missing is installed,
   as root, from the OS packages (`JdkInstallScript`: headless JDK 17,
@@ -104,7 +105,7 @@ def Installed(vm, build_dir: Optional[str] = None) -> Installation:
   directory, never from a path of this machine.
   """
   if not vm.CAN.installs_packages:
-    return _LocalBuild(vm, build_dir or LOCAL_BUILD_DIR)
+    return _LocalBuild(build_dir or LOCAL_BUILD_DIR)
   if build_dir is not None:
     raise errors.UsageError(
         f'--ycsb_build_dir={build_dir} is for Local runs; {vm.name} builds '
@@ -112,12 +113,14 @@ def Installed(vm, build_dir: Optional[str] = None) -> Installation:
   return _RemoteBuild(vm, RemoteBuildDir(vm))
 
 
-def _LocalBuild(vm, build_dir: str) -> Installation:
-  if not vm.HasCommand('java'):
+def _LocalBuild(build_dir: str) -> Installation:
+  # A Local VM is this machine: its PATH and files are read here, by a dry
+  # run too (CheckLocalBuildDir), which has no VM yet.
+  if trusted_programs.Which('java') is None:
     raise errors.PrerequisiteError(
         'java not found: install a JDK 17 (Debian: openjdk-17-jdk-headless) '
         'and Maven, then run scripts/setup.sh.')
-  return _ReadLocalBuild(build_dir)  # A Local VM is this machine.
+  return _ReadLocalBuild(build_dir)
 
 
 def _ReadLocalBuild(build_dir: str) -> Installation:
@@ -142,25 +145,26 @@ def _ReadLocalBuild(build_dir: str) -> Installation:
   return found
 
 
-def CheckLocalBuildDir(build_dir: str) -> None:
-  """What Install would refuse of a Local run's --ycsb_build_dir, for a dry
-  run too: no directory, no build of scripts/build_ycsb.sh in it, or jars
+def CheckLocalBuildDir(build_dir: Optional[str]) -> None:
+  """What Install would refuse on a Local client, for a dry run too: no
+  java, a --ycsb_build_dir that is no directory, no build of
+  scripts/build_ycsb.sh in it (without the flag: in build/ycsb), or jars
   another user can change.
 
   Raises:
     errors.UsageError: in one line.
   """
-  what = f'--ycsb_build_dir={build_dir}'
-  if not os.path.isdir(build_dir):
+  what = f'--ycsb_build_dir={build_dir}: ' if build_dir else ''
+  if build_dir and not os.path.isdir(build_dir):
     problem = (f'{build_dir} is not a directory' if os.path.lexists(build_dir)
                else f'there is no directory {build_dir}')
     raise errors.UsageError(
-        f'{what}: {problem}; give the directory scripts/build_ycsb.sh built '
+        f'{what}{problem}; give the directory scripts/build_ycsb.sh built '
         'into, or drop the flag for build/ycsb.')
   try:
-    _ReadLocalBuild(build_dir)
+    _LocalBuild(build_dir or LOCAL_BUILD_DIR)
   except errors.PrerequisiteError as e:
-    raise errors.UsageError(f'{what}: {e}') from None
+    raise errors.UsageError(f'{what}{e}') from None
 
 
 def RemoteBuildDir(vm) -> str:
