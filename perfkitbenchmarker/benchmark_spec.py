@@ -262,8 +262,10 @@ class BenchmarkSpec:
     if not self.can.made_by_run:
       # Machines that exist already: the provider checks that the run can
       # have them, so a dry run refuses what the run would, and a run
-      # refuses before its directory is made.
-      getattr(self.provider, 'CheckMachines', lambda spec: None)(self)
+      # refuses before its directory is made; it warns of what the figures
+      # would suffer from them.
+      warnings += getattr(self.provider, 'CheckMachines', lambda spec: [])(
+          self)
     # What the provider would refuse before making anything, in a dry run
     # too (AWS: shards on ports its security group keeps closed).
     getattr(self.provider, 'CheckPlan', lambda spec: None)(self)

@@ -52,8 +52,9 @@ def _StaticFile(tmp_path):
   key.write_text('not really a key\n')
   key.chmod(0o600)
   path = tmp_path / 'machines.json'
-  path.write_text(json.dumps([{'ip_address': '10.0.0.5', 'user_name': 'u',
-                               'keyfile_path': str(key)}] * 2))
+  path.write_text(json.dumps([{'ip_address': ip, 'user_name': 'u',
+                               'keyfile_path': str(key)}
+                              for ip in ('10.0.0.5', '10.0.0.6')]))
   return f'--static_vm_file={path}'
 
 

@@ -207,6 +207,39 @@ def test_construct_vms_calls_nothing(tmp_path, keyfile):
     provider.CheckPrerequisites(types.SimpleNamespace(static_vm_file=None))
 
 
+def test_a_server_and_a_client_on_one_machine_are_warned_of(tmp_path,
+                                                            keyfile):
+  """By the file's own words, no name resolved: the same ip_address and
+  ssh_port, or the same internal_ip; the plan (a dry run's too) says so
+  once, naming the entries."""
+  def Warnings(data, counts=(1, 1)):
+    spec = _Spec(tmp_path, _Write(tmp_path, data), counts)
+    spec.flags.run_stage = ['all']
+    return provider.CheckMachines(spec)
+
+  path = str(tmp_path / 'static.json')
+  warning, = Warnings([_Machine(keyfile, 'Bench.lab'),
+                       _Machine(keyfile, 'bench.lab')])
+  assert warning == (
+      f'WARNING: --static_vm_file {path}: entry 0 and entry 1 are one '
+      "machine (a server and a client): the load generator takes the "
+      "server's cores, so the figure understates the server; list the "
+      'clients on other machines.')
+  warning, = Warnings({
+      'servers': [_Machine(keyfile, '10.0.0.1', internal_ip='192.168.0.1')],
+      'clients': [_Machine(keyfile, '10.0.0.2'),
+                  _Machine(keyfile, '10.0.0.3', internal_ip='192.168.0.1')]},
+                      counts=(1, 2))
+  assert '"servers" entry 0 and "clients" entry 1 are one machine' in warning
+  # Another port of one address is another machine (a forwarded port),
+  # when the file gives each its own internal_ip.
+  assert Warnings([
+      _Machine(keyfile, 'gw', ssh_port=2201, internal_ip='10.0.0.1'),
+      _Machine(keyfile, 'gw', ssh_port=2202, internal_ip='10.0.0.2')]) == []
+  assert Warnings([_Machine(keyfile, '10.0.0.1'),
+                   _Machine(keyfile, '10.0.0.2')]) == []
+
+
 @pytest.mark.parametrize('groups', [('clients', 'servers'),
                                     ('servers', 'clients')])
 def test_vm_groups_are_in_upstreams_order(tmp_path, keyfile, groups):

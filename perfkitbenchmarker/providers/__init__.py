@@ -13,7 +13,8 @@ Extension seam: a provider is a module (providers/<cloud>/provider.py) with
       refuses bad provider flags (one-line errors) before anything starts;
   CheckMachines(spec)   (optional; providers whose machines the run does
       not make) refuses, in every plan (--dry_run too), machines the run
-      could not be given (one-line errors);
+      could not be given (one-line errors); returns the plan's warnings
+      about them;
   CheckPlan(spec)   (optional) refuses, in every plan (--dry_run too),
       what Provision would refuse before making anything, as far as the
       spec tells it without an API call (one-line errors);

@@ -558,13 +558,44 @@ def _Assigned(spec) -> Dict[str, List[StaticMachine]]:
   return AssignGroups(LoadStaticVmFile(path), spec.GroupCounts(), path)
 
 
-def CheckMachines(spec) -> None:
+def SharedMachines(machines, assigned: Dict[str, List[StaticMachine]],
+                   path: str) -> List[str]:
+  """A WARNING when a server and a load generator are one machine by the
+  file's own words (the same ip_address and ssh_port, or the same
+  internal_ip; no name is resolved), naming their entries."""
+  entries, start = [], 0
+  for group, listed in assigned.items():  # In the order AssignGroups took.
+    for i, machine in enumerate(listed):
+      where = (f'"{group}" entry {i}' if isinstance(machines, dict)
+               else f'entry {start + i}')
+      entries.append((group == virtual_machine.SERVER_GROUP, where, machine))
+    start += len(listed)
+  pairs = [f'{server} and {client}'
+           for is_server, server, one in entries if is_server
+           for is_client_too, client, other in entries if not is_client_too
+           if (one.ip_address.lower(), one.ssh_port) ==
+           (other.ip_address.lower(), other.ssh_port) or
+           one.internal_ip.lower() == other.internal_ip.lower()]
+  if not pairs:
+    return []
+  return [f'WARNING: --static_vm_file {path}: {", ".join(pairs)} are one '
+          'machine (a server and a client): the load generator takes the '
+          'server\'s cores, so the figure understates the server; list '
+          'the clients on other machines.']
+
+
+def CheckMachines(spec) -> List[str]:
   """The file read and its machines given to the groups as ConstructVms
-  will: the plan (a dry run's too) refuses a file the run would. Only when
-  the run provisions: later stages take their machines from the run
-  record, whatever the file lists now."""
-  if 'provision' in pkb_flags.RunStages(spec.flags.run_stage):
-    _Assigned(spec)
+  will: the plan (a dry run's too) refuses a file the run would, and
+  warns of a server sharing a machine with a client. Only when the run
+  provisions: later stages take their machines from the run record,
+  whatever the file lists now."""
+  if 'provision' not in pkb_flags.RunStages(spec.flags.run_stage):
+    return []
+  path = _VmFile(spec.flags)
+  machines = LoadStaticVmFile(path)
+  return SharedMachines(
+      machines, AssignGroups(machines, spec.GroupCounts(), path), path)
 
 
 def ConstructVms(spec) -> Dict[str, List[StaticVirtualMachine]]:
