@@ -164,3 +164,11 @@ def IsGiven(flag_values, name: str) -> bool:
   if state.present:
     return True
   return not (state.value == state.default or state.value in (None, '', []))
+
+
+def GivenEmpty(flag_values, names: Iterable[str]) -> Optional[str]:
+  """The first of flags `names` given on the command line with an empty
+  value, or None: a shell variable not set, not a choice of the default,
+  which every refusal of one (pkb's, compare's) takes it for."""
+  return next((name for name in names if flag_values[name].present and
+               not flag_values[name].value), None)

@@ -39,16 +39,15 @@ def CheckRunFlags(flag_values, results_dir: str) -> None:
   """Refuses bad run-level flags in one line each (those about where the
   run happens: CheckCloudFlags)."""
   _CheckBenchmarks(flag_values.benchmarks)
-  for flag in ('results_dir', 'json_path', 'csv_path', 'static_vm_file',
-               'benchmark_config_file') + PROGRAM_PATH_FLAGS:
-    # An empty path is a mistake (a shell variable not set), not a choice
-    # of the default: the run went where the flag was to move it from (an
-    # empty --static_vm_file measured Local, or --cloud, machines; an empty
-    # --memtier_path ran whatever the auto choice found).
-    if flag_values[flag].present and not getattr(flag_values, flag):
-      raise errors.UsageError(
-          f'--{flag} is empty; give a path, or drop the flag for the '
-          'default.')
+  # An empty path is a mistake, not the default: the run went where the
+  # flag was to move it from (an empty --static_vm_file measured Local, or
+  # --cloud, machines; an empty --memtier_path ran whatever auto found).
+  empty = flag_util.GivenEmpty(flag_values, (
+      'results_dir', 'json_path', 'csv_path', 'static_vm_file',
+      'benchmark_config_file') + PROGRAM_PATH_FLAGS)
+  if empty:
+    raise errors.UsageError(
+        f'--{empty} is empty; give a path, or drop the flag for the default.')
   CheckWritableDir(results_dir, '--results_dir')
   for flag in ('json_path', 'csv_path'):
     path = getattr(flag_values, flag)

@@ -34,6 +34,7 @@ from absl import flags
 import pandas as pd
 
 from perfkitbenchmarker import flag_types
+from perfkitbenchmarker import flag_util
 from perfkitbenchmarker import paths as paths_lib
 from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import terminal_text
@@ -241,12 +242,13 @@ def Run(argv: List[str], default_results: Optional[str] = None,
   """Everything after flag parsing; returns the exit code. `given` is the
   arguments as typed, flags included (parsing left argv none), which the
   page's provenance names."""
-  for flag in ('report', 'markdown', 'json', 'since', 'night',
-               'bigquery_table', 'bq_project', 'bq_api_endpoint'):
-    # A shell variable not set, not a choice: it was dropped without a word
-    # (no --markdown="$GITHUB_STEP_SUMMARY" written), as pkb refuses its own.
-    if FLAGS[flag].present and not FLAGS[flag].value:
-      return _Fail(f'--{flag} is empty; give a value, or drop the flag.')
+  # It was dropped without a word (no --markdown="$GITHUB_STEP_SUMMARY"
+  # written), as pkb refuses its own.
+  empty = flag_util.GivenEmpty(FLAGS, (
+      'report', 'markdown', 'json', 'since', 'night', 'bigquery_table',
+      'bq_project', 'bq_api_endpoint'))
+  if empty:
+    return _Fail(f'--{empty} is empty; give a value, or drop the flag.')
   paths = argv[1:]
   if not paths and not FLAGS.bigquery_table:
     paths = [default_results or paths_lib.ResultsRoot()]
