@@ -35,6 +35,7 @@ import tenacity
 from perfkitbenchmarker import background_tasks
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import run_record as run_record_lib
+from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import terminal_text
 from perfkitbenchmarker import waits
 
@@ -195,6 +196,7 @@ class BaseResource(abc.ABC):
   CREATE_RETRIES = 3
   DELETE_RETRIES = 5
   READY_TIMEOUT_S = 600
+  run_uri = ''  # A subclass's, when it knows its run's without a record.
 
   def __init__(self, name: str,
                record: Optional[run_record_lib.RunRecord] = None,
@@ -227,6 +229,16 @@ class BaseResource(abc.ABC):
     """The lane this resource is deleted in, within its teardown wave
     (module docstring); by default its own."""
     return self
+
+  def TeardownCommand(self) -> str:
+    """The run's command that deletes what it left (run_signals'): its
+    record, given at construction, says where the run keeps its results (a
+    --results_dir off the default); without one, the run_uri a subclass
+    knows, else a placeholder."""
+    if self.record is None:
+      return run_signals.TeardownCommand(self.run_uri or '<run_uri>')
+    return run_signals.TeardownCommand(self.run_uri or self.record.run_uri,
+                                       self.record.run_dir)
 
   def Remember(self, **data: Any) -> None:
     """Sets attributes and writes them to the run record at once.

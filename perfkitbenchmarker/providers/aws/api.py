@@ -99,7 +99,6 @@ import pydantic
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker.providers.aws import naming
 
@@ -417,8 +416,7 @@ class AwsResource(resource.BaseResource):
     delete's own retries look up as usual."""
     found = LookAgain(
         f'looking up {self.KIND} {self.name}, whose create went unanswered',
-        self.FindIds, self._sleep, run_signals.TeardownCommand(
-            self.run_uri, self.record.run_dir if self.record else None))
+        self.FindIds, self._sleep, self.TeardownCommand())
     self.create_unanswered = False
     return found
 

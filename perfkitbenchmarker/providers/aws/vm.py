@@ -13,7 +13,6 @@ from typing import Any, Dict, List, Optional
 
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
-from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker import waits
@@ -152,7 +151,7 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
       ids = api.LookAgain(
           f'looking up instance {self.name_tag}, whose launch went '
           'unanswered', lambda: self._FindInstances(_LIVE_STATES),
-          self._sleep, self._TeardownCommand())
+          self._sleep, self.TeardownCommand())
       self.create_unanswered = False  # Looked for: retries look as usual.
     else:
       ids += [i for i in self._FindInstances(_LIVE_STATES) if i not in ids]
@@ -174,14 +173,8 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
                       self._clock, self._sleep)[0]:
       raise errors.ResourceError(
           f'terminating {self.name} took more than '
-          f'{self.TERMINATE_TIMEOUT_S}s; run `{self._TeardownCommand()}` '
+          f'{self.TERMINATE_TIMEOUT_S}s; run `{self.TeardownCommand()}` '
           'again later.')
-
-  def _TeardownCommand(self) -> str:
-    # The run's own command: its record, given at construction, says where
-    # the run keeps its results (a --results_dir off the default).
-    return run_signals.TeardownCommand(
-        self.run_uri, self.record.run_dir if self.record else None)
 
   # Record ------------------------------------------------------------------
 

@@ -155,7 +155,6 @@ from urllib3 import exceptions as urllib3_exceptions
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import record_checks
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import vm_util
 from perfkitbenchmarker import waits
 
@@ -689,13 +688,6 @@ class GceResource(resource.BaseResource):
                   api_exceptions.Conflict, 'RESOURCE_ALREADY_EXISTS',
                   **{f'{self.PARAM}_resource': self._Body()})
 
-  def TeardownCommand(self) -> str:
-    """The run's command that deletes what it left (run_signals')."""
-    if self.record is None:
-      return run_signals.TeardownCommand('<run_uri>')
-    return run_signals.TeardownCommand(self.record.run_uri,
-                                       self.record.run_dir)
-
   def _Delete(self) -> None:
     """Sends the delete until it is taken, GCE refuses it otherwise, the
     budget is spent or the run stopped (module docstring). It never raises
@@ -704,8 +696,6 @@ class GceResource(resource.BaseResource):
     if self.pending_insert or self.insert_request_id:
       unseen = self._AwaitInsert()
     what = f'Deleting {self.KIND} {self.name}'
-    # Teardown's: a stop since the delete began ends it (the run's own stop
-    # came before teardown).
     deadline = self._clock() + DELETE_BUDGET_S
     transient = [0]  # Transient errors so far: their pauses grow.
 

@@ -13,7 +13,6 @@ from google.api_core import exceptions as api_exceptions
 from perfkitbenchmarker import errors
 from perfkitbenchmarker import providers
 from perfkitbenchmarker import resource
-from perfkitbenchmarker import run_signals
 from perfkitbenchmarker import ssh_vm
 from perfkitbenchmarker import virtual_machine
 from perfkitbenchmarker.providers.gcp import compute_api
@@ -157,7 +156,7 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
     self._instance = _Instance(name, clients, project, spec.zone,
                                build=self._BuildInstance,
                                record_to=self._Record,
-                               teardown_command=self._TeardownCommand,
+                               teardown_command=self.TeardownCommand,
                                sleep=self._sleep, clock=self._clock)
 
   # Resource hooks ---------------------------------------------------------
@@ -227,13 +226,6 @@ class GceVirtualMachine(ssh_vm.SshVirtualMachine):
 
   def _Delete(self) -> None:
     self._instance._Delete()  # pylint: disable=protected-access
-
-  def _TeardownCommand(self) -> str:
-    """The run's own teardown command: its record, given at construction,
-    says where the run keeps its results (a --results_dir off the
-    default)."""
-    return run_signals.TeardownCommand(
-        self.run_uri, self.record.run_dir if self.record else None)
 
   # Record and metadata ------------------------------------------------------
 
