@@ -258,14 +258,17 @@ class _NotListed(resource.RetryableError):
   """A lookup that did not list the object (yet)."""
 
 
-def LookAgain(what: str, find: Callable[[], List[str]],
-              sleep: Callable[[float], None], again: str) -> List[str]:
-  """find() (a lookup by tags, transient errors raised RetryableError)
-  until it lists something, at most LOOK_AGAIN_ATTEMPTS times
-  (resource.Retried: its pauses on `sleep`, ended by a stop); [] when it
-  never does. A stop, or a lookup failing to the end, raises a
-  ResourceError naming `again` (the teardown command): the object may
-  still be listed later, so its entry is kept."""
+def LookAgain(res: resource.BaseResource, what: str,
+              find: Callable[[], List[str]],
+              sleep: Callable[[float], None]) -> List[str]:
+  """find() (a lookup by tags of `res`, whose create went unanswered;
+  transient errors raised RetryableError) until it lists something, at
+  most LOOK_AGAIN_ATTEMPTS times (resource.Retried: its pauses on `sleep`,
+  ended by a stop); [] when it never does. Looked for once: `res`'s
+  create_unanswered is put back, so its delete's own retries look up as
+  usual. A stop, or a lookup failing to the end, raises a ResourceError
+  naming res's teardown command: the object may still be listed later, so
+  its entry is kept."""
 
   def Attempt() -> List[str]:
     found = find()
@@ -278,20 +281,22 @@ def LookAgain(what: str, find: Callable[[], List[str]],
   def Warn(error: Exception, pause: float) -> None:
     # The console hears of the wait once: it may take LOOK_AGAIN_S.
     if not said:
-      said.append(pause)
+      said.append(True)
       logging.warning('%s yet; looking again for up to %.0fs (EC2 may list '
                       'a new object late)', error, LOOK_AGAIN_S)
     logging.info('%s; looking again in %.0fs', error, pause)
 
   try:
-    return resource.Retried(Attempt, sleep, Warn,
-                            attempts=LOOK_AGAIN_ATTEMPTS)
+    found = resource.Retried(Attempt, sleep, Warn,
+                             attempts=LOOK_AGAIN_ATTEMPTS)
   except resource.GaveUp as e:
-    if isinstance(e.last, _NotListed) and not e.stopped:
-      return []
-    raise errors.ResourceError(
-        f'{e.last or what}; not deleted, as EC2 may list it later: run '
-        f'`{again}` again') from None
+    if not isinstance(e.last, _NotListed) or e.stopped:
+      raise errors.ResourceError(
+          f'{e.last or what}; not deleted, as EC2 may list it later: run '
+          f'`{res.TeardownCommand()}` again') from None
+    found = []
+  res.create_unanswered = False
+  return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -412,13 +417,10 @@ class AwsResource(resource.BaseResource):
     return not self.id and self.create_unanswered
 
   def _LookAgain(self) -> List[str]:
-    """Ids found by tags over LookAgain's window, looked for once: the
-    delete's own retries look up as usual."""
-    found = LookAgain(
-        f'looking up {self.KIND} {self.name}, whose create went unanswered',
-        self.FindIds, self._sleep, self.TeardownCommand())
-    self.create_unanswered = False
-    return found
+    """Ids found by tags over LookAgain's window."""
+    return LookAgain(
+        self, f'looking up {self.KIND} {self.name}, whose create went '
+        'unanswered', self.FindIds, self._sleep)
 
   def _DescribeCall(self, **kwargs) -> List[Dict]:
     return getattr(self.ec2, f'describe_{self.NOUN}s')(**kwargs)[self.LIST_KEY]

@@ -149,10 +149,9 @@ class AwsVirtualMachine(ssh_vm.SshVirtualMachine):
     if not ids and self.create_unanswered:
       # EC2 may have launched it without listing it yet (api's docstring).
       ids = api.LookAgain(
-          f'looking up instance {self.name_tag}, whose launch went '
+          self, f'looking up instance {self.name_tag}, whose launch went '
           'unanswered', lambda: self._FindInstances(_LIVE_STATES),
-          self._sleep, self.TeardownCommand())
-      self.create_unanswered = False  # Looked for: retries look as usual.
+          self._sleep)
     else:
       ids += [i for i in self._FindInstances(_LIVE_STATES) if i not in ids]
     for instance_id in ids:
