@@ -110,27 +110,32 @@ T = TypeVar('T')
 def Retried(call: Callable[[], T], sleep: Callable[[float], None],
             warn: Callable[[Exception, float], None], *,
             attempts: Optional[int] = None,
-            until: Optional[tenacity.stop.stop_base] = None,
+            deadline: Optional[float] = None,
+            clock: Callable[[], float] = time.monotonic,
             wait: Optional[Callable[[tenacity.RetryCallState], float]] = None,
             retry_on: Tuple[Type[Exception], ...] = (RetryableError,)) -> T:
   """call() until it raises none of `retry_on`, at most `attempts` times
-  and/or until `until` (a waits.PastDeadline: a budget), pausing as `wait`
-  says (default 1, 2, 4 ... 30 s; warn(error, pause) before each); raises
-  GaveUp. None is started once the run is stopped (a signal, the deadline)
+  and/or until `deadline` on `clock` (a budget: no attempt starts at or
+  after it, no pause ends past it), pausing as `wait` says (default 1, 2,
+  4 ... 30 s; warn(error, pause) before each); raises GaveUp. None is started once the run is stopped (a signal, the deadline)
   since this call, and the pause before an attempt ends at the stop
   (waits.Pause on `sleep`, the caller's): a thread in it is no straggler
   that teardown waits out, while teardown's own calls, which begin after
   the run's stop, still retry and pause. The one retry loop of cloud
   calls: a resource's create and delete (BaseResource._Retry), a GCP
   delete's budget (compute_api) and the providers' reads."""
-  if attempts is None and until is None:
-    raise ValueError('Retried needs a bound: attempts or until')
+  if attempts is None and deadline is None:
+    raise ValueError('Retried needs a bound: attempts or deadline')
   stopped = waits.RunStopped()
   stop = stopped
   if attempts is not None:
     stop = tenacity.stop_after_attempt(attempts) | stop
-  if until is not None:
-    stop = until | stop
+  pause = wait or tenacity.wait_exponential(max=30)
+  if deadline is not None:
+    stop = waits.PastDeadline(clock, deadline, inclusive=True) | stop
+    paused = pause
+    # The last attempt goes out at the deadline, not a pause after it.
+    pause = lambda state: max(0.0, min(paused(state), deadline - clock()))
   last: List[Exception] = []
 
   def Attempt() -> T:
@@ -145,7 +150,7 @@ def Retried(call: Callable[[], T], sleep: Callable[[float], None],
   try:
     return tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(retry_on), stop=stop,
-        wait=wait or tenacity.wait_exponential(max=30),
+        wait=pause,
         sleep=lambda seconds: waits.Pause(seconds, sleep, stopped),
         before_sleep=lambda state: warn(state.outcome.exception(),
                                         state.next_action.sleep),
@@ -169,20 +174,15 @@ def RetriedRead(what: str, read: Callable[[], T], attempts: int,
   def Warn(error: Exception, pause: float) -> None:
     logging.warning('%s (retrying in %.0fs)', error, pause)
 
-  until = pause = None
-  if deadline is not None:
-    until = waits.PastDeadline(clock, deadline, inclusive=True)
-    backoff = tenacity.wait_exponential(max=30)  # Retried's own pauses.
-    pause = lambda state: min(backoff(state), max(0.0, deadline - clock()))
   try:
-    return Retried(read, sleep, Warn, attempts=attempts, until=until,
-                   wait=pause)
+    return Retried(read, sleep, Warn, attempts=attempts, deadline=deadline,
+                   clock=clock)
   except GaveUp as e:
     error = e.last or what
     if e.stopped:
       raise errors.ResourceError(
           f'{error}; not tried again, the run being stopped') from None
-    if until is not None and until(None):
+    if deadline is not None and clock() >= deadline:
       raise errors.ResourceError(
           f'{error} (still failing at its deadline)') from None
     raise errors.ResourceError(

@@ -713,12 +713,10 @@ class GceResource(resource.BaseResource):
             f'`{self.TeardownCommand()}` again later')
 
     def Pause(state: tenacity.RetryCallState) -> float:
+      # Retried ends none past the budget: the last send goes at its end.
       if isinstance(state.outcome.exception(), NotReadyError):
-        pause = NOT_READY_PAUSE_S
-      else:
-        pause = min(2 ** (transient[0] - 1), TRANSIENT_PAUSE_MAX_S)
-      # The last send goes out at the budget's end, not a pause after it.
-      return max(0.0, min(pause, deadline - self._clock()))
+        return NOT_READY_PAUSE_S
+      return min(2 ** (transient[0] - 1), TRANSIENT_PAUSE_MAX_S)
 
     def Warn(error: Exception, pause: float) -> None:
       logging.warning('%s (trying again in %.0fs)', error, pause)
@@ -728,7 +726,7 @@ class GceResource(resource.BaseResource):
     try:
       resource.Retried(
           Send, self._sleep, Warn,
-          until=waits.PastDeadline(self._clock, deadline, inclusive=True),
+          deadline=deadline, clock=self._clock,
           wait=Pause, retry_on=(NotReadyError, resource.RetryableError))
     except resource.GaveUp as e:
       refused = e.last or what  # A stop as it began: no try.
