@@ -345,8 +345,8 @@ def GivenFlag(flag_values, flag: str) -> Optional[Given]:
   --benchmark_config_file, --config_override=<benchmark>.flags.<flag>=...,
   a matrix cell's) sets the value only (configs.ApplyConfigFlags; upstream
   marks it present), so a check of `present` alone let `flags.zone` past
-  the refusal of --zone (flag_util.IsGiven). Nothing else sets these flags (a config's vm_spec keys are read
-  by the spec, not as flags)."""
+  the refusal of --zone (flag_util.IsGiven). Nothing else sets these flags
+  (a config's vm_spec keys are read by the spec, not as flags)."""
   state = flag_values[flag]
   value = state.value
   if isinstance(value, list):  # --zone repeats, as upstream PKB's

@@ -117,8 +117,9 @@ def Retried(call: Callable[[], T], sleep: Callable[[float], None],
   """call() until it raises none of `retry_on`, at most `attempts` times
   and/or until `deadline` on `clock` (a budget: no attempt starts at or
   after it, no pause ends past it), pausing as `wait` says (default 1, 2,
-  4 ... 30 s; warn(error, pause) before each); raises GaveUp. None is started once the run is stopped (a signal, the deadline)
-  since this call, and the pause before an attempt ends at the stop
+  4 ... 30 s; warn(error, pause) before each); raises GaveUp. None is
+  started once the run is stopped (a signal, the deadline) since this
+  call, and the pause before an attempt ends at the stop
   (waits.Pause on `sleep`, the caller's): a thread in it is no straggler
   that teardown waits out, while teardown's own calls, which begin after
   the run's stop, still retry and pause. The one retry loop of cloud

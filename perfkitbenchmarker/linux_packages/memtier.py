@@ -126,7 +126,8 @@ def GetVersion(vm, path: str = DEFAULT_PATH) -> str:
   if not match:
     # Another program (e.g. --memtier_path=/bin/sh) would run the preload
     # and the probes as if it were memtier and leave no keys.
-    first = vm_util.Tail(terminal_text.Lines(text.strip())[0], 1)[:120] or 'nothing'
+    first = (vm_util.Tail(terminal_text.Lines(text.strip())[0], 1)[:120] or
+             'nothing')
     raise errors.PrerequisiteError(
         f'{path} on {vm.name} is not memtier_benchmark: its --version printed '
         f"'{first}'; give the memtier_benchmark binary (--memtier_path).")

@@ -102,7 +102,8 @@ class YcsbResult:
           p99_us=measurement.FiniteFloat(
               fields.get('99thPercentileLatency(us)')),
           return_codes=dict(codes.get(section, {}))))
-    errors = tuple(vm_util.Tail(l.strip(), 1) for l in terminal_text.Lines(stderr)
+    errors = tuple(vm_util.Tail(l.strip(), 1)
+                   for l in terminal_text.Lines(stderr)
                    if _STDERR_ERRORS.search(l))
     return cls(runtime_ms=overall['RunTime(ms)'],
                throughput=overall['Throughput(ops/sec)'],

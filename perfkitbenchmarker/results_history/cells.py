@@ -4,8 +4,9 @@ Derived from sample metadata only, so every source gives the same cells:
   machine_type  `servers_machine_type`; a Local run as "local as <type>" (the
                 catalog type that priced it, never mistaken for the cloud
                 machine; a --static_vm_file run whose machines have no
-                machine_type "static as <type>"), with ", server <n> CPU" when its server was held
-                to a CPU quota (a 2-core machine's split: never ranked
+                machine_type "static as <type>"), with ", server <n> CPU"
+                when its server was held to a CPU quota (a 2-core
+                machine's split: never ranked
                 beside a whole core's figure); " (spot)" etc. when not
                 priced on demand
   engine        the recorded engine, else "redis"; its version is
